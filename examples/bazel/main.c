@@ -1,0 +1,3 @@
+#include <stdio.h>
+#include "kernels.h"
+int main(void) { puts("draft"); return 0; }

@@ -1,0 +1,95 @@
+"""Run a function in a forked child, so that a fatal LLVM error becomes an exception.
+
+LLVM reports some failures (instruction selection, a PTX version the target
+cannot use) with `report_fatal_error`, which prints "LLVM ERROR: ..." and
+ends the process: no Python exception is raised. Compiling in a forked child
+turns that into a `CompileError` carrying LLVM's own message, instead of a
+dead build step with a half-printed diagnostic.
+
+Forking is cheap (copy-on-write; llvmlite is already loaded in the parent) but
+unsafe in a multi-threaded process, and absent on Windows: there the function
+runs in-process, which differs only in how a fatal LLVM error is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import tempfile
+import threading
+from typing import Any, Callable, TypeVar
+
+from tileiras.driver.errors import CompileError, TileirasError
+
+T = TypeVar("T")
+
+_CHILD_FAILED = 70  # the child could not even report its result
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def run_isolated(what: str, fn: Callable[[], T]) -> T:
+    """`fn()` in a child process; its result or exception comes back here.
+
+    `what` names the stage in the diagnostic when the child dies.
+    """
+    if not can_fork():
+        return fn()
+    with tempfile.TemporaryFile() as errlog:
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            _child(fn, read_end, write_end, errlog.fileno())
+        os.close(write_end)
+        try:
+            with os.fdopen(read_end, "rb") as reader:
+                payload = reader.read()
+        finally:
+            _, status = os.waitpid(pid, 0)
+        if payload:
+            kind, value = pickle.loads(payload)
+            if kind == "ok":
+                return value
+            raise value
+        errlog.seek(0)
+        text = errlog.read().decode("utf-8", errors="replace").strip()
+        raise CompileError(f"error: {what} failed: {text or _describe(status)}")
+
+
+def _child(fn: Callable[[], Any], read_end: int, write_end: int, errlog_fd: int) -> None:
+    code = 0
+    try:
+        os.close(read_end)
+        os.dup2(errlog_fd, 2)  # LLVM writes its fatal message to fd 2
+        try:
+            result: tuple[str, Any] = ("ok", fn())
+        except TileirasError as exc:
+            result = ("err", exc)
+        except Exception as exc:  # noqa: BLE001 - everything must cross the pipe
+            result = ("err", CompileError(f"error: {exc}"))
+        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(data)
+        while view:
+            written = os.write(write_end, view)
+            view = view[written:]
+        os.close(write_end)
+    except BaseException:  # noqa: BLE001 - the child must never unwind into the caller
+        code = _CHILD_FAILED
+    os._exit(code)
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"compiler process killed by {name}"
+    return f"compiler process exited with code {os.WEXITSTATUS(status)}"

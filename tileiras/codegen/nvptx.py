@@ -1,0 +1,94 @@
+"""LLVM IR text -> PTX text, through LLVM's NVPTX backend (llvmlite).
+
+The target table (`targets.py`) picks the CPU and PTX ISA version; `-O0..-O3`
+map to LLVM's standard new-pass-manager pipelines and to the codegen level.
+Output is deterministic: the same IR, target and level give the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+
+from . import targets
+from .isolate import run_isolated
+
+TRIPLE = "nvptx64-nvidia-cuda"
+_TARGET_LINE = re.compile(r"^\.target\s+(sm_[0-9]+[af]?)(.*)$", re.MULTILINE)
+_VERSION_LINE = re.compile(r"^\.version\s+[0-9]+\.[0-9]+$", re.MULTILINE)
+_TRIPLE_LINE = re.compile(r'^target triple\s*=\s*"([^"]*)"', re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def _llvm() -> Any:
+    """llvmlite.binding, initialised once (imported lazily: it costs ~0.1 s)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+def select_target(llvm_ir: str, gpu: str) -> targets.Target:
+    """The table row to compile for: `gpu`, or its `a` variant when the IR needs one."""
+    row = targets.lookup(gpu)
+    if row.suffix == "" and targets.ARCH_SPECIFIC_USE.search(llvm_ir):
+        variant = targets.arch_specific_variant(row)
+        if variant is not None:
+            return variant
+    return row
+
+
+def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False) -> str:
+    """Compile one LLVM IR module to PTX for `gpu` (sm_80 .. sm_121, with a/f variants)."""
+    if opt_level not in (0, 1, 2, 3):
+        raise TileirasError(f"error: invalid optimization level {opt_level} (expected 0..3)", ExitCode.INVALID_OPTIONS)
+    row = select_target(llvm_ir, gpu)
+    found = _TRIPLE_LINE.search(llvm_ir)
+    if found and found.group(1) and not found.group(1).startswith("nvptx"):
+        raise CompileError(f"error: LLVM module targets '{found.group(1)}', not NVPTX")
+    _llvm()  # load LLVM in the parent, so a forked child starts with it
+    ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, opt_level))
+    return _fix_header(ptx, row, debug)
+
+
+def _emit(llvm_ir: str, row: targets.Target, opt_level: int) -> str:
+    llvm = _llvm()
+    try:
+        module = llvm.parse_assembly(llvm_ir)
+        module.verify()
+    except RuntimeError as exc:
+        raise CompileError(f"error: invalid LLVM IR: {str(exc).strip()}") from None
+    machine = llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=row.llvm_cpu, features=f"+ptx{row.llvm_ptx}", opt=opt_level, reloc="default", codemodel="default")
+    module.triple = TRIPLE
+    module.data_layout = str(machine.target_data)
+    tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    builder = llvm.create_pass_builder(machine, tuning)
+    builder.getModulePassManager().run(module, builder)
+    return machine.emit_assembly(module)
+
+
+def _fix_header(ptx: str, row: targets.Target, debug: bool) -> str:
+    """Declare the target's real `.version`/`.target`, and `, debug` for -g."""
+    match = _TARGET_LINE.search(ptx)
+    if match is None:
+        raise CompileError("error: LLVM produced PTX without a .target directive")
+    rest = match.group(2)
+    if debug and "debug" not in rest:
+        rest += ", debug"
+    line = f".target {row.name}{rest}"
+    ptx = ptx[: match.start()] + line + ptx[match.end():]
+    if row.header_rewritten:
+        version = f".version {row.ptx_version // 10}.{row.ptx_version % 10}"
+        ptx = _VERSION_LINE.sub(version, ptx, count=1)
+    return ptx
+
+
+def ptx_target(ptx: str) -> str | None:
+    """The `sm_XX[a|f]` a PTX module's `.target` line names."""
+    match = _TARGET_LINE.search(ptx)
+    return match.group(1) if match else None

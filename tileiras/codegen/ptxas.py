@@ -1,0 +1,163 @@
+"""PTX -> cubin with NVIDIA's `ptxas`, found without any system CUDA install.
+
+Where ptxas comes from, in order: `$CUDA_ROOT/bin/ptxas`, `$CUDA_HOME/bin/ptxas`,
+`$CUDA_PATH/bin/ptxas` (the first of those variables that is set and holds a
+ptxas), else the one in the `nvidia-cuda-nvcc` wheel (`nvidia/cu13/bin`).
+
+Each run happens in a private temporary directory with fixed file names, so
+the cubin does not depend on the caller's directory or on the temp name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+
+from . import targets
+from .tool import describe_status, run_tool
+
+ENV_VARS: tuple[str, ...] = ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH")
+# Where the nvidia-cuda-nvcc wheels put the tools, under the `nvidia` namespace package.
+WHEEL_BIN_DIRS: tuple[str, ...] = ("cu13/bin", "cuda_nvcc/bin")
+_EXE = "ptxas.exe" if sys.platform == "win32" else "ptxas"
+_PTX_NAME = "kernel.ptx"
+_CUBIN_NAME = "kernel.cubin"
+
+
+def find_ptxas() -> Path:
+    """The ptxas executable this process uses."""
+    return _find_ptxas(tuple(os.environ.get(name, "") for name in ENV_VARS))
+
+
+@lru_cache(maxsize=8)
+def _find_ptxas(env_values: tuple[str, ...]) -> Path:
+    for value in env_values:
+        if value:
+            candidate = Path(value) / "bin" / _EXE
+            if candidate.is_file():
+                return candidate
+    for directory in _wheel_dirs():
+        candidate = directory / _EXE
+        if candidate.is_file():
+            return candidate
+    raise CompileError(
+        "error: cannot find ptxas: install the 'nvidia-cuda-nvcc' wheel "
+        "(pip install nvidia-cuda-nvcc) or set CUDA_ROOT, CUDA_HOME or CUDA_PATH to a CUDA toolkit")
+
+
+def _wheel_dirs() -> list[Path]:
+    """`nvidia/<...>/bin` of the wheel, located without importing anything heavy."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    return [Path(root) / sub for root in roots for sub in WHEEL_BIN_DIRS]
+
+
+def ptxas_version() -> str:
+    """ptxas's release, e.g. '13.5.37' (the V... of `ptxas --version`)."""
+    path = find_ptxas()
+    stat = path.stat()
+    return _version_of(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _version_of(path: str, size: int, mtime_ns: int) -> str:
+    result = run_tool([path, "--version"], timeout=60)
+    text = result.stdout.decode("utf-8", errors="replace")
+    match = re.search(r"\bV([0-9]+(?:\.[0-9]+)+)", text)
+    if result.returncode != 0 or match is None:
+        raise CompileError(f"error: '{path} --version' did not report a version ({describe_status(result.returncode)})")
+    return match.group(1)
+
+
+def ptxas_arch(ptx: str, gpu: str) -> str:
+    """The `-arch` for assembling `ptx` on `gpu`: sm_XXa/sm_XXf when the PTX's `.target` says so."""
+    row = targets.lookup(gpu)
+    if row.suffix:
+        return row.name
+    from .nvptx import ptx_target
+
+    declared = ptx_target(ptx)
+    if declared and declared[-1] in "af" and declared[:-1] == row.name:
+        return declared
+    return row.name
+
+
+def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
+               extra: Sequence[str] = ()) -> list[str]:
+    """The ptxas command line, relative to the private run directory."""
+    if opt_level not in (0, 1, 2, 3):
+        raise TileirasError(f"error: invalid optimization level {opt_level} (expected 0..3)", ExitCode.INVALID_OPTIONS)
+    # ptxas refuses optimised debugging ("Optimized debugging not supported"): -g means -O0.
+    level = 0 if debug else opt_level
+    argv = [str(find_ptxas()), "-arch", ptxas_arch(ptx, gpu), "--opt-level", str(level)]
+    if lineinfo and not debug:
+        argv.append("--generate-line-info")
+    if debug:
+        argv.append("--device-debug")
+    argv += list(extra)
+    argv += ["-o", _CUBIN_NAME, _PTX_NAME]
+    return argv
+
+
+def _run(argv: list[str], ptx: str) -> tuple[bytes, str]:
+    with tempfile.TemporaryDirectory(prefix="tileiras-ptxas-") as workdir:
+        Path(workdir, _PTX_NAME).write_text(ptx, encoding="utf-8")
+        result = run_tool(argv, cwd=workdir)
+        if result.returncode != 0:
+            raise CompileError(
+                f"error: ptxas {argv[2]} failed ({describe_status(result.returncode)}):\n"
+                f"{result.stderr_text or result.stdout.decode('utf-8', errors='replace').strip()}")
+        try:
+            cubin = Path(workdir, _CUBIN_NAME).read_bytes()
+        except OSError:
+            raise CompileError(f"error: ptxas {argv[2]} exited 0 but wrote no cubin") from None
+        return cubin, result.stderr_text
+
+
+def assemble(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
+             extra: Sequence[str] = ()) -> bytes:
+    """Assemble `ptx` into a cubin for `gpu`; ptxas warnings are passed on to stderr."""
+    cubin, warnings = _run(ptxas_argv(ptx, gpu, opt_level, lineinfo, debug, extra), ptx)
+    if warnings:
+        print(warnings, file=sys.stderr)
+    if not cubin.startswith(b"\x7fELF"):
+        raise CompileError("error: ptxas wrote something that is not an ELF cubin")
+    return cubin
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def resource_usage(ptx: str, gpu: str, opt_level: int = 3) -> dict[str, dict[str, int]]:
+    """Per entry function, from `ptxas -v`: registers, spill_stores, spill_loads, stack_frame, smem."""
+    _, report = _run(ptxas_argv(ptx, gpu, opt_level, extra=["-v"]), ptx)
+    usage: dict[str, dict[str, int]] = {}
+    current: dict[str, int] | None = None
+    for line in report.splitlines():
+        if (match := _ENTRY.search(line)) is not None:
+            current = usage.setdefault(match.group(1), {
+                "registers": 0, "spill_stores": 0, "spill_loads": 0, "stack_frame": 0, "smem": 0})
+        elif current is None:
+            continue
+        elif (match := _FRAME.search(line)) is not None:
+            current["stack_frame"], current["spill_stores"], current["spill_loads"] = map(int, match.groups())
+        elif (match := _USED.search(line)) is not None:
+            current["registers"] = int(match.group(1))
+            if (smem := _SMEM.search(line)) is not None:
+                current["smem"] = int(smem.group(1))
+    return usage

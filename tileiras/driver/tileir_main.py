@@ -1,0 +1,53 @@
+"""`tileir`: the umbrella command. Each subcommand lives in its own module.
+
+A subcommand module exposes `main(argv: list[str]) -> int`. The table maps
+the subcommand name to that module, so adding one is a one-line change and
+`tileir --help` lists them all without importing any of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, one-line help)
+    "asm": ("tileiras.driver.cmd_asm", "assemble TileIR text into bytecode"),
+    "disasm": ("tileiras.driver.disasm_main", "print TileIR bytecode as text (like tileirdisasm)"),
+    "package": ("tileiras.driver.cmd_package", "bundle cubins/PTX into a fatbin and a host object with launchers"),
+    "header": ("tileiras.driver.cmd_header", "write the C header of the launchers"),
+    "cache": ("tileiras.driver.cmd_cache", "inspect or clean the compile cache: stats|clear|trim"),
+    "scan-deps": ("tileiras.driver.cmd_scan_deps", "print the files a compile reads, as JSON"),
+    "cmake-dir": ("tileiras.driver.cmd_cmake_dir", "print the directory holding TileIRConfig.cmake"),
+    "run": ("tileiras.driver.cmd_run", "run a kernel on the interpreter, emulator or a GPU"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: tileir <command> [options]", "", "commands:"]
+    width = max(len(name) for name in SUBCOMMANDS)
+    for name, (_, text) in SUBCOMMANDS.items():
+        lines.append(f"  {name.ljust(width)}  {text}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    entry = SUBCOMMANDS.get(name)
+    if entry is None:
+        print(f"tileir: error: unknown command '{name}'\n{_usage()}", file=sys.stderr)
+        return 2
+    try:
+        module = importlib.import_module(entry[0])
+    except ModuleNotFoundError:
+        print(f"tileir: error: command '{name}' is not available in this build", file=sys.stderr)
+        return 2
+    return int(module.main(rest))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

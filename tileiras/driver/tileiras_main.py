@@ -1,0 +1,138 @@
+"""`tileiras [options] <input>`: NVIDIA-compatible compiler driver.
+
+Reads TileIR bytecode (or its text form, or PTX to assemble), runs the
+stages in `compile.py`, and writes exactly one output file atomically (plus
+the depfile, header and metadata it was asked for). Every failure is a
+message on stderr and an exit code from `errors.ExitCode`; no output file is
+left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .errors import ExitCode, TileirasError
+from .options import BYTECODE_VERSIONS, Options, help_text, parse_args, validate
+
+VERSION_TEXT = """tileiras: CUDA Tile IR optimizing assembler (Python implementation)
+tileiras {version}
+Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
+
+
+def _read_input(opts: Options) -> bytes:
+    path = opts.input
+    if path is None:
+        raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise TileirasError(f"error: unable to read input file '{path}': Is a directory", ExitCode.NO_INPUT) from None
+    except OSError as exc:
+        # NVIDIA's driver reports an unreadable input with exit 1 (observed), the
+        # wiki's code 4 is used when the file exists but cannot be read.
+        code = ExitCode.NO_INPUT if not os.path.exists(path) else ExitCode.UNREADABLE
+        raise TileirasError(f"error: unable to read input file '{path}': {exc.strerror}", code) from None
+
+
+MLIR_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def check_magic(data: bytes) -> None:
+    from .compile import TILEIR_MAGIC
+
+    if data.startswith(TILEIR_MAGIC):
+        return
+    hint = " (it looks like MLIR bytecode instead)" if data.startswith(MLIR_BYTECODE_MAGIC) else ""
+    raise TileirasError(f"error: input does not correspond to Tile IR bytecode{hint}", ExitCode.NOT_TILEIR)
+
+
+def run(argv: list[str]) -> int:
+    opts = parse_args(argv)
+    if opts.help:
+        print(help_text())
+        return 0
+    if opts.version:
+        from .. import __version__
+
+        print(VERSION_TEXT.format(version=__version__))
+        return 0
+    if opts.list_versions:
+        print("\n".join(BYTECODE_VERSIONS))
+        return 0
+    data = _read_input(opts)
+    from .compile import StageTimer, compile_input, input_kind, render_output
+
+    if input_kind(data, opts.input or "") == "bytecode":
+        check_magic(data)  # exit 3 comes before option validation, as in NVIDIA's driver
+    validate(opts)
+    timer = StageTimer(opts.time_passes)
+    arts = compile_input(data, opts.input or "", opts, timer)
+    payload = render_output(arts, opts)
+    _write_outputs(opts, arts, payload)
+    timer.report()
+    return 0
+
+
+def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
+    """Write the output and its side files; on any failure remove what was written."""
+    from .output import write_atomic
+
+    written: list[str] = []
+    try:
+        out = opts.output_path
+        write_atomic(out, payload)
+        written.append(out)
+        gpus = list(dict.fromkeys(opts.gpu_names))
+        if opts.emit_metadata and arts.metadata:  # type: ignore[attr-defined]
+            from .compile import newest_gpu
+
+            meta = arts.metadata[newest_gpu(gpus)]  # type: ignore[attr-defined]
+            write_atomic(out + ".json", meta.to_json())
+            written.append(out + ".json")
+        if opts.header:
+            from ..codegen.header import make_header
+
+            meta = arts.metadata[gpus[-1]]  # type: ignore[attr-defined]
+            guard = os.path.basename(opts.header)
+            write_atomic(opts.header, make_header([meta], guard))
+            written.append(opts.header)
+        if opts.depfile_md or opts.depfile:
+            from .depfile import write_depfile
+
+            depfile = opts.depfile or out + ".d"
+            write_depfile(depfile, opts.depfile_target or out, arts.inputs_read)  # type: ignore[attr-defined]
+            written.append(depfile)
+    except BaseException:
+        for path in written:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        return run(args)
+    except TileirasError as exc:
+        print(exc.message, file=sys.stderr)
+        return int(exc.code)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return int(ExitCode.COMPILE_FAILED)
+    except RecursionError:
+        print("error: input nests too deeply to compile", file=sys.stderr)
+        return int(ExitCode.COMPILE_FAILED)
+    except Exception as exc:  # a bug of ours: still one line and exit 5, never a traceback
+        if os.environ.get("TILEIRAS_DEBUG"):
+            raise
+        print(f"error: internal compiler error: {type(exc).__name__}: {exc} "
+              "(set TILEIRAS_DEBUG=1 for a traceback)", file=sys.stderr)
+        return int(ExitCode.COMPILE_FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

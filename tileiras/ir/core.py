@@ -1,0 +1,189 @@
+"""The IR core: values, operations, blocks and regions.
+
+Operations are generic (MLIR style): a name, operands, results, attributes
+and regions. What an op *means* -- its operand groups, attributes, format
+and verifier -- lives in one declaration per op in `tileiras.dialects`;
+`Operation.operand_group()` uses that declaration to split the flat operand
+list into the named groups of the op (single, optional or variadic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from .types import Type
+
+
+@dataclass(frozen=True)
+class Location:
+    """A source location: file, line and column (MLIR FileLineColLoc).
+
+    Fused and named locations are represented by their primary file location;
+    `scope` keeps the debug-info scope (a DI attribute) when the module has one.
+    """
+
+    file: str
+    line: int
+    column: int
+    scope: Any = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class Value:
+    """An SSA value: the result of an operation or the argument of a block."""
+
+    __slots__ = ("type", "name_hint", "uses")
+
+    def __init__(self, type: Type, name_hint: Optional[str] = None) -> None:
+        self.type = type
+        self.name_hint = name_hint
+        self.uses: list[Operation] = []
+
+    def replace_all_uses_with(self, other: "Value") -> None:
+        for user in list(self.uses):
+            user.operands = [other if v is self else v for v in user.operands]
+            other.uses.append(user)
+        self.uses.clear()
+
+
+class OpResult(Value):
+    __slots__ = ("owner", "index")
+
+    def __init__(self, type: Type, owner: "Operation", index: int, name_hint: Optional[str] = None) -> None:
+        super().__init__(type, name_hint)
+        self.owner = owner
+        self.index = index
+
+
+class BlockArgument(Value):
+    __slots__ = ("owner", "index")
+
+    def __init__(self, type: Type, owner: "Block", index: int, name_hint: Optional[str] = None) -> None:
+        super().__init__(type, name_hint)
+        self.owner = owner
+        self.index = index
+
+
+class Operation:
+    __slots__ = ("name", "operands", "results", "attributes", "regions", "location",
+                 "parent", "segment_sizes")
+
+    def __init__(
+        self,
+        name: str,
+        operands: list[Value] | None = None,
+        result_types: list[Type] | None = None,
+        attributes: dict[str, Any] | None = None,
+        regions: list["Region"] | None = None,
+        location: Optional[Location] = None,
+        segment_sizes: tuple[int, ...] | None = None,
+    ) -> None:
+        self.name = name                      # full name, e.g. "cuda_tile.addf"
+        self.operands: list[Value] = list(operands or [])
+        for v in self.operands:
+            v.uses.append(self)
+        self.results: list[OpResult] = [OpResult(t, self, i) for i, t in enumerate(result_types or [])]
+        self.attributes: dict[str, Any] = dict(attributes or {})
+        self.regions: list[Region] = []
+        for r in regions or []:
+            self.add_region(r)
+        self.location = location
+        self.parent: Optional[Block] = None
+        # Number of operands in each operand group of the op's declaration,
+        # in declaration order; None when every group is a single operand.
+        self.segment_sizes = segment_sizes
+
+    # -- structure -----------------------------------------------------------
+    def add_region(self, region: "Region") -> "Region":
+        region.parent = self
+        self.regions.append(region)
+        return region
+
+    @property
+    def short_name(self) -> str:
+        """The name without the dialect prefix ("addf")."""
+        return self.name.split(".", 1)[1] if "." in self.name else self.name
+
+    @property
+    def result(self) -> OpResult:
+        assert len(self.results) == 1, f"{self.name} has {len(self.results)} results"
+        return self.results[0]
+
+    def walk(self) -> Iterator["Operation"]:
+        """Pre-order walk over this op and every op nested in its regions."""
+        yield self
+        for region in self.regions:
+            for block in region.blocks:
+                for op in list(block.operations):
+                    yield from op.walk()
+
+    @property
+    def definition(self) -> Any:
+        from ..dialects.registry import lookup  # the op table; imported lazily
+
+        return lookup(self.name)
+
+    def operand_group(self, name: str) -> list[Value]:
+        """The operands of the named group of this op's declaration."""
+        defn = self.definition
+        sizes = self.segment_sizes or tuple(1 for _ in defn.operands)
+        start = 0
+        for group, size in zip(defn.operands, sizes):
+            if group.name == name:
+                return self.operands[start:start + size]
+            start += size
+        raise KeyError(f"{self.name} has no operand group '{name}'")
+
+    def operand(self, name: str) -> Optional[Value]:
+        """The single operand of a group, or None for an absent optional one."""
+        group = self.operand_group(name)
+        return group[0] if group else None
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name} ({len(self.operands)} operands, {len(self.results)} results)>"
+
+
+class Block:
+    __slots__ = ("arguments", "operations", "parent")
+
+    def __init__(self, arg_types: list[Type] | None = None) -> None:
+        self.arguments: list[BlockArgument] = [BlockArgument(t, self, i) for i, t in enumerate(arg_types or [])]
+        self.operations: list[Operation] = []
+        self.parent: Optional[Region] = None
+
+    def add_argument(self, type: Type, name_hint: Optional[str] = None) -> BlockArgument:
+        arg = BlockArgument(type, self, len(self.arguments), name_hint)
+        self.arguments.append(arg)
+        return arg
+
+    def append(self, op: Operation) -> Operation:
+        op.parent = self
+        self.operations.append(op)
+        return op
+
+    @property
+    def terminator(self) -> Optional[Operation]:
+        return self.operations[-1] if self.operations else None
+
+
+class Region:
+    __slots__ = ("blocks", "parent")
+
+    def __init__(self, blocks: list[Block] | None = None) -> None:
+        self.blocks: list[Block] = []
+        self.parent: Optional[Operation] = None
+        for b in blocks or []:
+            self.add_block(b)
+
+    def add_block(self, block: Block) -> Block:
+        block.parent = self
+        self.blocks.append(block)
+        return block
+
+    @property
+    def block(self) -> Block:
+        """The single block of a single-block region."""
+        return self.blocks[0]

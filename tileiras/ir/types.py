@@ -1,0 +1,167 @@
+"""The cuda_tile type system: element types, tiles, pointers, tokens and views.
+
+Types are immutable, hashable values; equal types compare equal, so the
+bytecode type table and the verifier can use them as dictionary keys.
+`str(t)` is the short (dialect-prefix-free) spelling `tileirdisasm` prints.
+A dynamic dimension or stride is stored as `DYNAMIC` and printed as `?`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+DYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic
+
+
+class Type:
+    """Base class of every type."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    """An element type: i1..i64, i4, f16, bf16, f32, tf32, f64, f8*/f4* variants."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_int(self) -> bool:
+        return self.name.startswith("i")
+
+    @property
+    def is_float(self) -> bool:
+        return not self.is_int
+
+    @property
+    def bitwidth(self) -> int:
+        return SCALAR_BITS[self.name]
+
+
+# Element-type spelling -> storage width in bits (tf32 is stored in 32 bits).
+SCALAR_BITS: dict[str, int] = {
+    "i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64,
+    "f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64,
+    "f8E4M3FN": 8, "f8E5M2": 8, "f8E8M0FNU": 8, "f4E2M1FN": 4,
+}
+
+
+@dataclass(frozen=True)
+class TokenType(Type):
+    def __str__(self) -> str:
+        return "token"
+
+
+@dataclass(frozen=True)
+class PointerType(Type):
+    pointee: Type
+
+    def __str__(self) -> str:
+        return f"ptr<{self.pointee}>"
+
+
+def _dims(values: tuple[int, ...]) -> str:
+    return "x".join("?" if v == DYNAMIC else str(v) for v in values)
+
+
+@dataclass(frozen=True)
+class TileType(Type):
+    """A tile: a statically shaped array of scalars or pointers; shape () is a 0-d tile."""
+
+    shape: tuple[int, ...]
+    element: Type
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return f"tile<{self.element}>"
+        return f"tile<{_dims(self.shape)}x{self.element}>"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class TensorViewType(Type):
+    element: Type
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def __str__(self) -> str:
+        strides = ",".join("?" if s == DYNAMIC else str(s) for s in self.strides)
+        if not self.shape:
+            return f"tensor_view<{self.element}>"
+        return f"tensor_view<{_dims(self.shape)}x{self.element}, strides=[{strides}]>"
+
+
+@dataclass(frozen=True)
+class PaddingValue:
+    """Padding value of a view: a keyword such as 'zero', 'neg_inf', 'nan'."""
+
+    kind: str
+
+    def __str__(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True)
+class PartitionViewType(Type):
+    tile_shape: tuple[int, ...]
+    tensor_view: TensorViewType
+    dim_map: tuple[int, ...]
+    padding_value: Optional[PaddingValue] = None
+
+
+@dataclass(frozen=True)
+class StridedViewType(Type):
+    tile_shape: tuple[int, ...]
+    traversal_strides: tuple[int, ...]
+    tensor_view: TensorViewType
+    dim_map: tuple[int, ...]
+    padding_value: Optional[PaddingValue] = None
+
+
+@dataclass(frozen=True)
+class GatherScatterViewType(Type):
+    tile_shape: tuple[int, ...]
+    tensor_view: TensorViewType
+    sparse_dim: int
+    padding_value: Optional[PaddingValue] = None
+
+
+@dataclass(frozen=True)
+class FunctionType(Type):
+    inputs: tuple[Type, ...]
+    results: tuple[Type, ...]
+
+
+ViewType = Union[PartitionViewType, StridedViewType, GatherScatterViewType]
+
+
+def element_of(t: Type) -> Type:
+    """The element type of a tile, or the type itself for a scalar."""
+    return t.element if isinstance(t, TileType) else t
+
+
+# Common singletons, handy in lowering and tests.
+I1 = ScalarType("i1")
+I8 = ScalarType("i8")
+I16 = ScalarType("i16")
+I32 = ScalarType("i32")
+I64 = ScalarType("i64")
+F16 = ScalarType("f16")
+BF16 = ScalarType("bf16")
+F32 = ScalarType("f32")
+F64 = ScalarType("f64")
+TOKEN = TokenType()

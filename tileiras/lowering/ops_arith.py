@@ -1,0 +1,302 @@
+"""Elementwise arithmetic, comparisons, selects and conversions.
+
+Each op is one row of a table: the LLVM instruction (or intrinsic) applied
+slot by slot. Attributes that change the instruction (signedness, rounding,
+comparison predicates) are resolved by small functions next to the tables.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir.core import Operation
+from ..ir.types import ScalarType, TileType, element_of
+from .kernel import KernelLowering, op_error
+from .llvm_text import llvm_type
+from .values import TileRegs
+
+
+def _elem(op: Operation) -> ScalarType:
+    t = element_of(op.results[0].type)
+    assert isinstance(t, ScalarType)
+    return t
+
+
+def _map(k: KernelLowering, op: Operation, fn: Callable[[list[str]], str]) -> None:
+    """Apply `fn` to the operand slots, slot by slot, and bind the result."""
+    tiles = [k.tile(v) for v in op.operands]
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    n = k.slots(rtype)
+    out = [fn([t.slots[i] for t in tiles]) for i in range(n)]
+    k.set(op.results[0], TileRegs(rtype, out))
+
+
+def _signed(op: Operation) -> bool:
+    return str(op.attributes.get("signedness", "signed")) == "signed"
+
+
+# -- float binary ops ---------------------------------------------------------------
+# rounding mode -> nvvm intrinsic suffix; nearest_even is the plain LLVM instruction.
+_ROUNDING_SUFFIX = {"zero": "rz", "negative_inf": "rm", "positive_inf": "rp", "nearest_even": "rn"}
+_FLOAT_BINARY = {"cuda_tile.addf": ("fadd", "add"), "cuda_tile.subf": ("fsub", None),
+                 "cuda_tile.mulf": ("fmul", "mul"), "cuda_tile.divf": ("fdiv", "div")}
+
+
+def _float_binary(k: KernelLowering, op: Operation) -> None:
+    instr, intrinsic = _FLOAT_BINARY[op.name]
+    ty = llvm_type(_elem(op))
+    mode = str(op.attributes.get("rounding_mode", "nearest_even"))
+    ftz = bool(op.attributes.get("flush_to_zero", False))
+    if mode in ("nearest_even", "approx", "full") and not ftz or ty not in ("float", "double"):
+        if op.name == "cuda_tile.divf" and mode == "approx" and ty == "float":
+            _map(k, op, lambda a: k.b.call("float", "llvm.nvvm.div.approx.f", [("float", a[0]), ("float", a[1])]))
+            return
+        _map(k, op, lambda a: k.b.op(f"{instr} {ty} {a[0]}, {a[1]}", "f"))
+        return
+    suffix = _ROUNDING_SUFFIX.get(mode, "rn")
+    if op.name == "cuda_tile.subf":
+        # a - b == a + (-b) exactly, in every rounding mode
+        def sub(a: list[str]) -> str:
+            neg = k.b.op(f"fneg {ty} {a[1]}", "f")
+            return _rounded(k, "add", suffix, ty, ftz, [a[0], neg])
+        _map(k, op, sub)
+        return
+    _map(k, op, lambda a: _rounded(k, intrinsic, suffix, ty, ftz, a))
+
+
+def _rounded(k: KernelLowering, base: str, suffix: str, ty: str, ftz: bool, args: list[str]) -> str:
+    kind = "d" if ty == "double" else "f"
+    name = f"llvm.nvvm.{base}.{suffix}{'.ftz' if ftz and kind == 'f' else ''}.{kind}"
+    return k.b.call(ty, name, [(ty, a) for a in args])
+
+
+def _fma(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    mode = str(op.attributes.get("rounding_mode", "nearest_even"))
+    if mode in ("nearest_even", "approx", "full") or ty not in ("float", "double"):
+        _map(k, op, lambda a: k.b.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, x) for x in a]))
+    else:
+        ftz = bool(op.attributes.get("flush_to_zero", False))
+        _map(k, op, lambda a: _rounded(k, "fma", _ROUNDING_SUFFIX.get(mode, "rn"), ty, ftz, a))
+
+
+def _suffix(ty: str) -> str:
+    return {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[ty]
+
+
+def _float_minmax(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    nan = bool(op.attributes.get("propagate_nan", False))
+    base = ("maximum" if nan else "maxnum") if op.name.endswith("maxf") else ("minimum" if nan else "minnum")
+    _map(k, op, lambda a: k.b.call(ty, f"llvm.{base}.{_suffix(ty)}", [(ty, a[0]), (ty, a[1])]))
+
+
+def _unary_float(intrinsic: str) -> Callable[[KernelLowering, Operation], None]:
+    def lower(k: KernelLowering, op: Operation) -> None:
+        ty = llvm_type(_elem(op))
+        _map(k, op, lambda a: k.b.call(ty, f"llvm.{intrinsic}.{_suffix(ty)}", [(ty, a[0])]))
+    return lower
+
+
+def _negf(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    _map(k, op, lambda a: k.b.op(f"fneg {ty} {a[0]}", "f"))
+
+
+# -- integer ops ----------------------------------------------------------------------
+def _int_binary(instr: str, unsigned_instr: str | None = None) -> Callable[[KernelLowering, Operation], None]:
+    def lower(k: KernelLowering, op: Operation) -> None:
+        ty = llvm_type(_elem(op))
+        name = instr if (unsigned_instr is None or _signed(op)) else unsigned_instr
+        _map(k, op, lambda a: k.b.op(f"{name} {ty} {a[0]}, {a[1]}", "i"))
+    return lower
+
+
+def _divi(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    signed = _signed(op)
+    rounding = str(op.attributes.get("rounding", "zero"))
+
+    def div(a: list[str]) -> str:
+        q = k.b.op(f"{'sdiv' if signed else 'udiv'} {ty} {a[0]}, {a[1]}", "i")
+        if rounding == "zero":
+            return q
+        r = k.b.op(f"{'srem' if signed else 'urem'} {ty} {a[0]}, {a[1]}", "i")
+        nonzero = k.b.op(f"icmp ne {ty} {r}, 0", "i")
+        if rounding == "positive_inf":
+            if signed:
+                same = k.b.op(f"xor {ty} {a[0]}, {a[1]}", "i")
+                pos = k.b.op(f"icmp sge {ty} {same}, 0", "i")
+                nonzero = k.b.op(f"and i1 {nonzero}, {pos}", "i")
+            bump = k.b.op(f"zext i1 {nonzero} to {ty}", "i")
+            return k.b.op(f"add {ty} {q}, {bump}", "i")
+        # negative_inf (floor): only signed division with operands of opposite sign moves
+        if not signed:
+            return q
+        diff = k.b.op(f"xor {ty} {a[0]}, {a[1]}", "i")
+        neg = k.b.op(f"icmp slt {ty} {diff}, 0", "i")
+        adjust = k.b.op(f"and i1 {nonzero}, {neg}", "i")
+        bump = k.b.op(f"zext i1 {adjust} to {ty}", "i")
+        return k.b.op(f"sub {ty} {q}, {bump}", "i")
+    _map(k, op, div)
+
+
+def _minmax_i(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    base = ("s" if _signed(op) else "u") + ("max" if op.name.endswith("maxi") else "min")
+    _map(k, op, lambda a: k.b.call(ty, f"llvm.{base}.{ty}", [(ty, a[0]), (ty, a[1])]))
+
+
+def _absi(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    _map(k, op, lambda a: k.b.call(ty, f"llvm.abs.{ty}", [(ty, a[0]), ("i1", "false")]))
+
+
+def _negi(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    _map(k, op, lambda a: k.b.op(f"sub {ty} 0, {a[0]}", "i"))
+
+
+def _mulhii(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    bits = _elem(op).bitwidth
+    wide = f"i{2 * bits}"
+    ext = "zext" if str(op.attributes.get("signedness", "unsigned")) == "unsigned" else "sext"
+
+    def hi(a: list[str]) -> str:
+        x = k.b.op(f"{ext} {ty} {a[0]} to {wide}", "i")
+        y = k.b.op(f"{ext} {ty} {a[1]} to {wide}", "i")
+        p = k.b.op(f"mul {wide} {x}, {y}", "i")
+        s = k.b.op(f"lshr {wide} {p}, {bits}", "i")
+        return k.b.op(f"trunc {wide} {s} to {ty}", "i")
+    _map(k, op, hi)
+
+
+def _shift(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    instr = "shl" if op.name.endswith("shli") else ("ashr" if _signed(op) else "lshr")
+    _map(k, op, lambda a: k.b.op(f"{instr} {ty} {a[0]}, {a[1]}", "i"))
+
+
+# -- comparisons and select -------------------------------------------------------------
+_CMPI = {"equal": "eq", "not_equal": "ne", "less_than": "lt", "less_than_or_equal": "le",
+         "greater_than": "gt", "greater_than_or_equal": "ge"}
+_CMPF = {"equal": "eq", "not_equal": "ne", "less_than": "lt", "less_than_or_equal": "le",
+         "greater_than": "gt", "greater_than_or_equal": "ge"}
+
+
+def _cmpi(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(element_of(op.operands[0].type))
+    pred = _CMPI[str(op.attributes["comparison_predicate"])]
+    if pred not in ("eq", "ne"):
+        pred = ("s" if _signed(op) else "u") + pred
+    _map(k, op, lambda a: k.b.op(f"icmp {pred} {ty} {a[0]}, {a[1]}", "c"))
+
+
+def _cmpf(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(element_of(op.operands[0].type))
+    ordered = str(op.attributes.get("comparison_ordering", "ordered")) == "ordered"
+    pred = ("o" if ordered else "u") + _CMPF[str(op.attributes["comparison_predicate"])]
+    _map(k, op, lambda a: k.b.op(f"fcmp {pred} {ty} {a[0]}, {a[1]}", "c"))
+
+
+def _select(k: KernelLowering, op: Operation) -> None:
+    ty = llvm_type(_elem(op))
+    _map(k, op, lambda a: k.b.op(f"select i1 {a[0]}, {ty} {a[1]}, {ty} {a[2]}", "s"))
+
+
+# -- conversions ---------------------------------------------------------------------------
+def _exti(k: KernelLowering, op: Operation) -> None:
+    src = llvm_type(element_of(op.operands[0].type))
+    dst = llvm_type(_elem(op))
+    instr = "sext" if _signed(op) else "zext"
+    _map(k, op, lambda a: k.b.op(f"{instr} {src} {a[0]} to {dst}", "x"))
+
+
+def _trunci(k: KernelLowering, op: Operation) -> None:
+    src = llvm_type(element_of(op.operands[0].type))
+    dst = llvm_type(_elem(op))
+    _map(k, op, lambda a: k.b.op(f"trunc {src} {a[0]} to {dst}", "x"))
+
+
+def _itof(k: KernelLowering, op: Operation) -> None:
+    src = llvm_type(element_of(op.operands[0].type))
+    dst = llvm_type(_elem(op))
+    instr = "sitofp" if _signed(op) else "uitofp"
+    _map(k, op, lambda a: k.b.op(f"{instr} {src} {a[0]} to {dst}", "x"))
+
+
+def _ftoi(k: KernelLowering, op: Operation) -> None:
+    src = llvm_type(element_of(op.operands[0].type))
+    dst = llvm_type(_elem(op))
+    # Saturating, NaN -> 0: the semantics of PTX cvt.rzi, and defined for every input.
+    base = "fptosi.sat" if _signed(op) else "fptoui.sat"
+    _map(k, op, lambda a: k.b.call(dst, f"llvm.{base}.{dst}.{_suffix(src)}", [(src, a[0])]))
+
+
+_FLOAT_RANK = {"half": 1, "bfloat": 1, "float": 2, "double": 3}
+
+
+def _ftof(k: KernelLowering, op: Operation) -> None:
+    src_t = element_of(op.operands[0].type)
+    dst_t = _elem(op)
+    src, dst = llvm_type(src_t), llvm_type(dst_t)
+    if not isinstance(src_t, ScalarType) or src == "i8" or dst == "i8":
+        raise op_error(op, f"conversion {src_t} -> {dst_t} is not supported for {k.gpu} yet")
+
+    def convert(a: list[str]) -> str:
+        if src == dst:
+            return a[0]
+        if {src, dst} == {"half", "bfloat"}:
+            wide = k.b.op(f"fpext {src} {a[0]} to float", "x")
+            return k.b.op(f"fptrunc float {wide} to {dst}", "x")
+        instr = "fpext" if _FLOAT_RANK[dst] > _FLOAT_RANK[src] else "fptrunc"
+        return k.b.op(f"{instr} {src} {a[0]} to {dst}", "x")
+    _map(k, op, convert)
+
+
+def _bitcast(k: KernelLowering, op: Operation) -> None:
+    src = llvm_type(element_of(op.operands[0].type))
+    dst = llvm_type(_elem(op))
+    if src == dst:
+        _map(k, op, lambda a: a[0])
+    elif "ptr" in src:
+        _map(k, op, lambda a: k.b.op(f"ptrtoint {src} {a[0]} to {dst}", "x"))
+    elif "ptr" in dst:
+        _map(k, op, lambda a: k.b.op(f"inttoptr {src} {a[0]} to {dst}", "x"))
+    else:
+        _map(k, op, lambda a: k.b.op(f"bitcast {src} {a[0]} to {dst}", "x"))
+
+
+def _ptr_to_int(k: KernelLowering, op: Operation) -> None:
+    _map(k, op, lambda a: k.b.op(f"ptrtoint ptr addrspace(1) {a[0]} to i64", "x"))
+
+
+def _int_to_ptr(k: KernelLowering, op: Operation) -> None:
+    _map(k, op, lambda a: k.b.op(f"inttoptr i64 {a[0]} to ptr addrspace(1)", "x"))
+
+
+def _ptr_to_ptr(k: KernelLowering, op: Operation) -> None:
+    _map(k, op, lambda a: a[0])
+
+
+LOWERINGS = {
+    "cuda_tile.addf": _float_binary, "cuda_tile.subf": _float_binary,
+    "cuda_tile.mulf": _float_binary, "cuda_tile.divf": _float_binary,
+    "cuda_tile.fma": _fma,
+    "cuda_tile.maxf": _float_minmax, "cuda_tile.minf": _float_minmax,
+    "cuda_tile.absf": _unary_float("fabs"), "cuda_tile.negf": _negf,
+    "cuda_tile.floor": _unary_float("floor"), "cuda_tile.ceil": _unary_float("ceil"),
+    "cuda_tile.addi": _int_binary("add"), "cuda_tile.subi": _int_binary("sub"),
+    "cuda_tile.muli": _int_binary("mul"), "cuda_tile.divi": _divi,
+    "cuda_tile.remi": _int_binary("srem", "urem"),
+    "cuda_tile.andi": _int_binary("and"), "cuda_tile.ori": _int_binary("or"), "cuda_tile.xori": _int_binary("xor"),
+    "cuda_tile.shli": _shift, "cuda_tile.shri": _shift,
+    "cuda_tile.maxi": _minmax_i, "cuda_tile.mini": _minmax_i,
+    "cuda_tile.absi": _absi, "cuda_tile.negi": _negi, "cuda_tile.mulhii": _mulhii,
+    "cuda_tile.cmpi": _cmpi, "cuda_tile.cmpf": _cmpf, "cuda_tile.select": _select,
+    "cuda_tile.exti": _exti, "cuda_tile.trunci": _trunci, "cuda_tile.itof": _itof, "cuda_tile.ftoi": _ftoi,
+    "cuda_tile.ftof": _ftof, "cuda_tile.bitcast": _bitcast,
+    "cuda_tile.ptr_to_int": _ptr_to_int, "cuda_tile.int_to_ptr": _int_to_ptr, "cuda_tile.ptr_to_ptr": _ptr_to_ptr,
+}

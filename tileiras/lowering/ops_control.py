@@ -1,0 +1,233 @@
+"""Structured control flow: for, loop, if, and their terminators.
+
+Tile values are per-thread registers and every branch condition is a 0-d
+(CTA-uniform) tile, so structured control flow maps one-to-one onto LLVM
+basic blocks: carried values become one phi per slot. Phis are inserted
+once all incoming edges are known (`_insert`), since `continue` and `break`
+can come from nested `if`s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.core import Operation, Value
+from ..ir.types import TileType, TokenType
+from .kernel import KernelLowering, op_error
+from .llvm_text import llvm_type
+from .values import LoopContext, TileRegs, TokenVal
+
+
+def _flatten(k: KernelLowering, values: list[Any]) -> list[list[str]]:
+    return [v.slots if isinstance(v, TileRegs) else [] for v in values]
+
+
+def _phi_values(k: KernelLowering, types: list[Any], edges: list[tuple[str, list[list[str]]]],
+                hint: str) -> tuple[list[str], list[Any]]:
+    """Phi lines merging `edges` and the lowered values they define, one per type."""
+    lines: list[str] = []
+    out: list[Any] = []
+    for i, t in enumerate(types):
+        if isinstance(t, TokenType):
+            out.append(TokenVal(pending=True))
+            continue
+        assert isinstance(t, TileType)
+        lty = llvm_type(t.element)
+        slots = []
+        for s in range(k.slots(t)):
+            name = k.b.fresh(hint)
+            incoming = ", ".join(f"[ {vals[i][s]}, %{label} ]" for label, vals in edges)
+            lines.append(f"  {name} = phi {lty} {incoming}")
+            slots.append(name)
+        out.append(TileRegs(t, slots))
+    return lines, out
+
+
+def _insert(k: KernelLowering, pos: int, lines: list[str]) -> None:
+    k.b.lines[pos:pos] = lines
+
+
+def _carried_placeholders(k: KernelLowering, types: list[Any], hint: str) -> list[Any]:
+    out: list[Any] = []
+    for t in types:
+        if isinstance(t, TokenType):
+            out.append(TokenVal(pending=True))
+        else:
+            out.append(TileRegs(t, [k.b.fresh(hint) for _ in range(k.slots(t))]))
+    return out
+
+
+def _phi_lines_for(k: KernelLowering, placeholders: list[Any], edges: list[tuple[str, list[list[str]]]]) -> list[str]:
+    lines = []
+    for i, ph in enumerate(placeholders):
+        if not isinstance(ph, TileRegs):
+            continue
+        lty = llvm_type(ph.type.element)
+        for s, name in enumerate(ph.slots):
+            incoming = ", ".join(f"[ {vals[i][s]}, %{label} ]" for label, vals in edges)
+            lines.append(f"  {name} = phi {lty} {incoming}")
+    return lines
+
+
+_TERMINATORS = frozenset({"cuda_tile.yield", "cuda_tile.continue", "cuda_tile.break", "cuda_tile.return"})
+
+
+def _lower_region(k: KernelLowering, block: Any, ctx: LoopContext) -> None:
+    """Lower a region body; an omitted (implicit, operand-less) terminator falls through."""
+    k.lower_block(block)
+    last = block.operations[-1] if block.operations else None
+    if last is None or last.name not in _TERMINATORS:
+        edges = ctx.continue_edges if ctx.kind in ("for", "loop") else ctx.exit_edges
+        target = ctx.continue_label if ctx.kind in ("for", "loop") else ctx.exit_label
+        edges.append((k.b.current_block, []))
+        k.b.br(target)
+
+
+def _for(k: KernelLowering, op: Operation) -> None:
+    lb = k.tile(op.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
+    ub = k.tile(op.operand("upperBound")).slots[0]  # type: ignore[arg-type]
+    step = k.tile(op.operand("step")).slots[0]  # type: ignore[arg-type]
+    iv_type = op.operand("lowerBound").type  # type: ignore[union-attr]
+    ity = llvm_type(iv_type.element)  # type: ignore[union-attr]
+    inits = [k.get(v) for v in op.operand_group("initValues")]
+    types = [v.type for v in op.operand_group("initValues")]
+    unsigned = bool(op.attributes.get("unsignedCmp", False))
+    body = op.regions[0].block
+
+    header, body_label, latch, exit_label = (k.b.label("for_head"), k.b.label("for_body"),
+                                             k.b.label("for_latch"), k.b.label("for_exit"))
+    pre = k.b.current_block
+    k.b.br(header)
+    k.b.start_block(header)
+    head_pos = len(k.b.lines)
+    iv = k.b.fresh("iv")
+    carried = _carried_placeholders(k, types, "carry")
+    cond = k.b.op(f"icmp {'ult' if unsigned else 'slt'} {ity} {iv}, {ub}", "cond")
+    k.b.cond_br(cond, body_label, exit_label)
+    k.b.start_block(body_label)
+    k.set(body.arguments[0], k.splat(iv_type, iv))  # type: ignore[arg-type]
+    for arg, value in zip(body.arguments[1:], carried):
+        k.set(arg, value)
+    ctx = LoopContext("for", continue_label=latch, exit_label=exit_label)
+    k.loops.append(ctx)
+    _lower_region(k, body, ctx)
+    k.loops.pop()
+    # latch: merge the continue edges, step the induction variable
+    k.b.start_block(latch)
+    if len(ctx.continue_edges) == 1:
+        next_vals = ctx.continue_edges[0][1]
+    else:
+        lines, merged = _phi_values(k, types, ctx.continue_edges, "next")
+        _insert(k, len(k.b.lines), lines)
+        next_vals = _flatten(k, merged)
+    iv_next = k.b.op(f"add {ity} {iv}, {step}", "ivn")
+    latch_end = k.b.current_block
+    k.b.br(header)
+    phis = [f"  {iv} = phi {ity} [ {lb}, %{pre} ], [ {iv_next}, %{latch_end} ]"]
+    phis += _phi_lines_for(k, carried, [(pre, _flatten(k, inits)), (latch_end, next_vals)])
+    _insert(k, head_pos, phis)
+    k.b.start_block(exit_label)
+    for result, value in zip(op.results, carried):
+        k.set(result, value)
+
+
+def _loop(k: KernelLowering, op: Operation) -> None:
+    inits = [k.get(v) for v in op.operand_group("initValues")]
+    types = [v.type for v in op.operand_group("initValues")]
+    body = op.regions[0].block
+    header, exit_label = k.b.label("loop_head"), k.b.label("loop_exit")
+    pre = k.b.current_block
+    k.b.br(header)
+    k.b.start_block(header)
+    head_pos = len(k.b.lines)
+    carried = _carried_placeholders(k, types, "carry")
+    for arg, value in zip(body.arguments, carried):
+        k.set(arg, value)
+    ctx = LoopContext("loop", continue_label=header, exit_label=exit_label)
+    k.loops.append(ctx)
+    _lower_region(k, body, ctx)
+    k.loops.pop()
+    _insert(k, head_pos, _phi_lines_for(k, carried, [(pre, _flatten(k, inits)), *ctx.continue_edges]))
+    k.b.start_block(exit_label)
+    result_types = [r.type for r in op.results]
+    if ctx.exit_edges:
+        lines, merged = _phi_values(k, result_types, ctx.exit_edges, "brk")
+        _insert(k, len(k.b.lines), lines)
+    else:
+        merged = _carried_placeholders(k, result_types, "undef")
+        k.b.emit("unreachable")
+    for result, value in zip(op.results, merged):
+        k.set(result, value)
+
+
+def _if(k: KernelLowering, op: Operation) -> None:
+    cond = k.tile(op.operand("condition")).slots[0]  # type: ignore[arg-type]
+    then_label, else_label, join = k.b.label("then"), k.b.label("else"), k.b.label("endif")
+    has_else = len(op.regions) > 1 and op.regions[1].blocks and op.regions[1].blocks[0].operations
+    k.b.cond_br(cond, then_label, else_label if has_else else join)
+    pre = k.b.current_block
+    ctx = LoopContext("if", exit_label=join)
+    k.loops.append(ctx)
+    k.b.start_block(then_label)
+    _lower_region(k, op.regions[0].block, ctx)
+    if has_else:
+        k.b.start_block(else_label)
+        _lower_region(k, op.regions[1].block, ctx)
+    k.loops.pop()
+    if not has_else:
+        ctx.exit_edges.append((pre, []))
+    k.b.start_block(join)
+    types = [r.type for r in op.results]
+    if not types:
+        return
+    edges = [e for e in ctx.exit_edges if e[1] or not types]
+    if edges:
+        lines, merged = _phi_values(k, types, edges, "ifv")
+        _insert(k, len(k.b.lines), lines)
+    else:
+        merged = _carried_placeholders(k, types, "undef")
+    for result, value in zip(op.results, merged):
+        k.set(result, value)
+
+
+def _innermost(k: KernelLowering, kinds: tuple[str, ...], op: Operation) -> LoopContext:
+    for ctx in reversed(k.loops):
+        if ctx.kind in kinds:
+            return ctx
+    raise op_error(op, "is not inside a region it can terminate")
+
+
+def _edge_values(k: KernelLowering, op: Operation) -> list[list[str]]:
+    return _flatten(k, [k.get(v) for v in op.operands])
+
+
+def _yield(k: KernelLowering, op: Operation) -> None:
+    ctx = k.loops[-1] if k.loops else None
+    if ctx is None or ctx.kind not in ("if", "body"):
+        raise op_error(op, "yield outside an if/reduce/scan body")
+    ctx.exit_edges.append((k.b.current_block, _edge_values(k, op)))
+    if ctx.kind == "if":  # a reduce/scan body's yield only hands its values back
+        k.b.br(ctx.exit_label)
+
+
+def _continue(k: KernelLowering, op: Operation) -> None:
+    ctx = _innermost(k, ("for", "loop"), op)
+    ctx.continue_edges.append((k.b.current_block, _edge_values(k, op)))
+    k.b.br(ctx.continue_label)
+
+
+def _break(k: KernelLowering, op: Operation) -> None:
+    ctx = _innermost(k, ("loop",), op)
+    ctx.exit_edges.append((k.b.current_block, _edge_values(k, op)))
+    k.b.br(ctx.exit_label)
+
+
+def _return(k: KernelLowering, op: Operation) -> None:
+    k.b.emit("ret void")
+
+
+LOWERINGS = {
+    "cuda_tile.for": _for, "cuda_tile.loop": _loop, "cuda_tile.if": _if,
+    "cuda_tile.yield": _yield, "cuda_tile.continue": _continue, "cuda_tile.break": _break,
+    "cuda_tile.return": _return,
+}

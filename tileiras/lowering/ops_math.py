@@ -1,0 +1,58 @@
+"""Math ops through libdevice (`__nv_*`), the accuracy NVIDIA's compiler gives.
+
+f16/bf16 inputs are computed in f32 and rounded back, as libdevice has no
+half-precision entry points for these functions. The libdevice bitcode is
+linked in by the code generator when the module declares `__nv_*` symbols.
+"""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+from ..ir.types import ScalarType, element_of
+from .kernel import KernelLowering, op_error
+from .llvm_text import llvm_type
+from .ops_arith import _map
+
+# op -> libdevice base name (f32 adds the `f` suffix) and its arity
+MATH_FUNCTIONS: dict[str, tuple[str, int]] = {
+    "cuda_tile.exp": ("exp", 1), "cuda_tile.exp2": ("exp2", 1),
+    "cuda_tile.log": ("log", 1), "cuda_tile.log2": ("log2", 1),
+    "cuda_tile.sqrt": ("sqrt", 1), "cuda_tile.rsqrt": ("rsqrt", 1),
+    "cuda_tile.sin": ("sin", 1), "cuda_tile.cos": ("cos", 1), "cuda_tile.tan": ("tan", 1),
+    "cuda_tile.sinh": ("sinh", 1), "cuda_tile.cosh": ("cosh", 1), "cuda_tile.tanh": ("tanh", 1),
+    "cuda_tile.pow": ("pow", 2), "cuda_tile.atan2": ("atan2", 2), "cuda_tile.remf": ("fmod", 2),
+}
+
+# approximate forms the IR may ask for with rounding_mode = approx (f32 only)
+APPROX: dict[str, str] = {
+    "cuda_tile.exp2": "llvm.nvvm.ex2.approx.f", "cuda_tile.rsqrt": "llvm.nvvm.rsqrt.approx.f",
+    "cuda_tile.sqrt": "llvm.nvvm.sqrt.approx.f", "cuda_tile.tanh": "llvm.nvvm.tanh.approx.f",
+}
+
+
+def _math(k: KernelLowering, op: Operation) -> None:
+    elem = element_of(op.results[0].type)
+    assert isinstance(elem, ScalarType)
+    ty = llvm_type(elem)
+    if ty not in ("half", "bfloat", "float", "double"):
+        raise op_error(op, f"does not support element type {elem}")
+    base, arity = MATH_FUNCTIONS[op.name]
+    mode = str(op.attributes.get("rounding_mode", ""))
+    ftz = bool(op.attributes.get("flush_to_zero", False))
+    compute = "double" if ty == "double" else "float"
+    if mode == "approx" and compute == "float" and op.name in APPROX:
+        fn, args_decl = APPROX[op.name], None
+        name = fn
+    else:
+        name = f"__nv_{base}" + ("f" if compute == "float" else "")
+    if ftz and compute == "float" and name.startswith("__nv_") and base in ("sqrt", "rsqrt", "exp2"):
+        name = name  # libdevice selects FTZ through __nvvm_reflect; the default is IEEE
+
+    def apply(a: list[str]) -> str:
+        args = [k.b.op(f"fpext {ty} {x} to float", "m") if ty in ("half", "bfloat") else x for x in a[:arity]]
+        r = k.b.call(compute, name, [(compute, x) for x in args])
+        return k.b.op(f"fptrunc float {r} to {ty}", "m") if ty in ("half", "bfloat") else r
+    _map(k, op, apply)
+
+
+LOWERINGS = {name: _math for name in MATH_FUNCTIONS}

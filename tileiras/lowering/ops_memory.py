@@ -1,0 +1,383 @@
+"""Views, pointer and view loads/stores, tokens, atomics and block ids.
+
+A view load computes, for each element this thread holds, the tensor
+coordinate `index * tile + local` per dimension, masks it against the
+tensor's shape, and loads (or substitutes the view's padding value). Memory
+ordering and scope attributes map to LLVM atomic orderings and NVPTX sync
+scopes. Tokens carry ordering only: when an op's token comes from an
+earlier memory op, a CTA barrier makes that op's writes visible to every
+thread first, because tile elements live in different threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir.core import Operation
+from ..ir.types import (DYNAMIC, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
+                        TileType, element_of)
+from .kernel import KernelLowering, op_error, storage_type
+from .llvm_text import float_bits_literal, llvm_type
+from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal
+
+_ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+_SCOPE = {"tl_blk": ' syncscope("block")', "device": ' syncscope("device")', "sys": ""}
+
+# padding keyword -> (float bits for f16, bf16, f32, f64), integers pad with 0
+_PADDING_BITS = {
+    "zero": (0x0000, 0x0000, 0x00000000, 0x0000000000000000),
+    "neg_zero": (0x8000, 0x8000, 0x80000000, 0x8000000000000000),
+    "nan": (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF8000000000000),
+    "pos_inf": (0x7C00, 0x7F80, 0x7F800000, 0x7FF0000000000000),
+    "neg_inf": (0xFC00, 0xFF80, 0xFF800000, 0xFFF0000000000000),
+}
+
+
+def padding_literal(kind: str | None, elem: ScalarType) -> str:
+    lty = llvm_type(elem)
+    if lty in ("half", "bfloat", "float", "double"):
+        bits = _PADDING_BITS[kind or "zero"][("half", "bfloat", "float", "double").index(lty)]
+        return float_bits_literal(bits, lty)
+    if lty == "i1":
+        return "false"
+    return "0"
+
+
+def _i64(k: KernelLowering, v: str, src_ty: str) -> str:
+    if src_ty == "i64":
+        return v
+    return k.b.op(f"sext {src_ty} {v} to i64", "w")
+
+
+def _make_token(k: KernelLowering, op: Operation) -> None:
+    k.set(op.results[0], TokenVal(pending=False))
+
+
+def _join_tokens(k: KernelLowering, op: Operation) -> None:
+    pending = any(getattr(k.get(v), "pending", False) for v in op.operands)
+    k.set(op.results[0], TokenVal(pending=pending))
+
+
+def _order_after_token(k: KernelLowering, op: Operation) -> None:
+    token = op.operand("token") if op.definition is not None else None
+    if token is not None and getattr(k.get(token), "pending", False):
+        k.b.declare("declare void @llvm.nvvm.membar.cta()")
+        k.b.emit("call void @llvm.nvvm.membar.cta()")
+        k.barrier()
+
+
+def _assume(k: KernelLowering, op: Operation) -> None:
+    k.set(op.results[0], k.get(op.operands[0]))
+
+
+def _block_ids(kind: str):
+    def lower(k: KernelLowering, op: Operation) -> None:
+        for axis, result in zip("xyz", op.results):
+            name = f"llvm.nvvm.read.ptx.sreg.{kind}.{axis}"
+            k.b.declare(f"declare i32 @{name}()")
+            v = k.b.pre(f"call i32 @{name}()", kind)
+            k.set(result, k.splat(result.type, v))  # type: ignore[arg-type]
+    return lower
+
+
+def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
+    vtype = op.results[0].type
+    assert isinstance(vtype, TensorViewType)
+    base = k.tile(op.operand("base")).slots[0]  # type: ignore[arg-type]
+    dyn_shape = [k.tile(v).slots[0] for v in op.operand_group("dynamicShape")]
+    dyn_strides = [k.tile(v).slots[0] for v in op.operand_group("dynamicStrides")]
+    shape_types = [llvm_type(element_of(v.type)) for v in op.operand_group("dynamicShape")]
+    stride_types = [llvm_type(element_of(v.type)) for v in op.operand_group("dynamicStrides")]
+
+    def fill(static: tuple[int, ...], dyn: list[str], tys: list[str]) -> list[str]:
+        out, it = [], iter(zip(dyn, tys))
+        for d in static:
+            if d == DYNAMIC:
+                v, t = next(it)
+                out.append(_i64(k, v, t))
+            else:
+                out.append(str(d))
+        return out
+
+    k.set(op.results[0], TensorViewVal(vtype, base, fill(vtype.shape, dyn_shape, shape_types),
+                                        fill(vtype.strides, dyn_strides, stride_types)))
+
+
+def _make_partition_view(k: KernelLowering, op: Operation) -> None:
+    vtype = op.results[0].type
+    tensor = k.get(op.operands[0])
+    assert isinstance(vtype, (PartitionViewType, StridedViewType)) and isinstance(tensor, TensorViewVal)
+    padding = vtype.padding_value.kind if vtype.padding_value is not None else None
+    strides = vtype.traversal_strides if isinstance(vtype, StridedViewType) else None
+    k.set(op.results[0], PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(vtype.dim_map), padding, strides))
+
+
+def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType):
+    """Per slot: (pointer, in-bounds i1 or None) of the element this thread holds."""
+    index_vals = op.operand_group("index")
+    index = [_i64(k, k.tile(v).slots[0], llvm_type(element_of(v.type))) for v in index_vals]
+    tile_shape = view.tile_shape
+    elem = storage_type(view.tensor.type.element)
+    out = []
+    for slot in range(k.slots(tile_type)):
+        local = k.multi_index(tile_shape, slot)
+        offset = "0"
+        inbounds = None
+        for i, dim in enumerate(view.dim_map):
+            step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
+            start = k.b.op(f"mul i64 {index[dim]}, {step}", "a")
+            loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
+            coord = k.b.op(f"add i64 {start}, {loc}", "a")
+            ok = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
+            inbounds = ok if inbounds is None else k.b.op(f"and i1 {inbounds}, {ok}", "a")
+            term = k.b.op(f"mul i64 {coord}, {view.tensor.strides[dim]}", "a")
+            offset = term if offset == "0" else k.b.op(f"add i64 {offset}, {term}", "a")
+        ptr = k.b.op(f"getelementptr {elem}, ptr addrspace(1) {view.tensor.base}, i64 {offset}", "a")
+        out.append((ptr, inbounds))
+    return out
+
+
+def _guarded(k: KernelLowering, cond: str | None, body, default: str | None, ty: str) -> str:
+    """Run `body()` only where `cond` holds; merge its value with `default` otherwise."""
+    if cond is None:
+        return body()
+    then, join = k.b.label("then"), k.b.label("join")
+    before = k.b.current_block
+    k.b.cond_br(cond, then, join)
+    k.b.start_block(then)
+    value = body()
+    end = k.b.current_block
+    k.b.br(join)
+    k.b.start_block(join)
+    if default is None:
+        return ""
+    return k.b.op(f"phi {ty} [ {value}, %{end} ], [ {default}, %{before} ]", "ld")
+
+
+def _load(k: KernelLowering, ptr: str, elem_ty: str, ordering: str, scope: str, align: int) -> str:
+    if ordering == "weak":
+        return k.b.op(f"load {elem_ty}, ptr addrspace(1) {ptr}, align {align}", "ld")
+    return k.b.op(f"load atomic {elem_ty}, ptr addrspace(1) {ptr}{_SCOPE.get(scope, '')} "
+                  f"{_ORDERING[ordering]}, align {align}", "ld")
+
+
+def _store(k: KernelLowering, ptr: str, elem_ty: str, value: str, ordering: str, scope: str, align: int) -> None:
+    if ordering == "weak":
+        k.b.emit(f"store {elem_ty} {value}, ptr addrspace(1) {ptr}, align {align}")
+    else:
+        k.b.emit(f"store atomic {elem_ty} {value}, ptr addrspace(1) {ptr}{_SCOPE.get(scope, '')} "
+                 f"{_ORDERING[ordering]}, align {align}")
+
+
+def _align(elem: ScalarType | PointerType) -> int:
+    return 8 if isinstance(elem, PointerType) else max(1, elem.bitwidth // 8)
+
+
+def _ordering(op: Operation) -> tuple[str, str]:
+    return (str(op.attributes.get("memory_ordering_semantics", "weak")),
+            str(op.attributes.get("memory_scope", "device")))
+
+
+def _load_view(k: KernelLowering, op: Operation) -> None:
+    _order_after_token(k, op)
+    view = k.get(op.operand("view"))  # type: ignore[arg-type]
+    if not isinstance(view, PartitionViewVal):
+        raise op_error(op, "loads from this kind of view are not supported yet")
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    elem = rtype.element
+    assert isinstance(elem, ScalarType)
+    lty = storage_type(elem)
+    ordering, scope = _ordering(op)
+    pad = padding_literal(view.padding, elem)
+    slots = []
+    for ptr, ok in _view_addresses(k, op, view, rtype):
+        v = _guarded(k, ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
+        slots.append(k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v)
+    k.set(op.results[0], TileRegs(rtype, slots))
+    k.set(op.results[1], TokenVal(pending=True))
+
+
+def _store_view(k: KernelLowering, op: Operation) -> None:
+    _order_after_token(k, op)
+    view = k.get(op.operand("view"))  # type: ignore[arg-type]
+    tile = k.tile(op.operand("tile"))  # type: ignore[arg-type]
+    if not isinstance(view, PartitionViewVal):
+        raise op_error(op, "stores to this kind of view are not supported yet")
+    elem = tile.type.element
+    assert isinstance(elem, ScalarType)
+    lty = storage_type(elem)
+    ordering, scope = _ordering(op)
+    for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
+        first = k.slot_valid(tile.type.num_elements, slot)
+        cond = ok if first is None else (first if ok is None else k.b.op(f"and i1 {ok}, {first}", "a"))
+        value = tile.slots[slot]
+        if llvm_type(elem) == "i1":
+            value = k.b.op(f"zext i1 {value} to i8", "z")
+        _guarded(k, cond, lambda: (_store(k, ptr, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)
+    k.set(op.results[0], TokenVal(pending=True))
+
+
+def _offset(k: KernelLowering, op: Operation) -> None:
+    ptrs = k.tile(op.operands[0])
+    offs = k.tile(op.operands[1])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    pointee = rtype.element.pointee  # type: ignore[attr-defined]
+    lty = storage_type(pointee)
+    oty = llvm_type(element_of(op.operands[1].type))
+    out = [k.b.op(f"getelementptr {lty}, ptr addrspace(1) {p}, {oty} {o}", "g")
+           for p, o in zip(ptrs.slots, offs.slots)]
+    k.set(op.results[0], TileRegs(rtype, out))
+
+
+def _load_ptr(k: KernelLowering, op: Operation) -> None:
+    _order_after_token(k, op)
+    ptrs = k.tile(op.operand("source"))  # type: ignore[arg-type]
+    mask_v, pad_v = op.operand("mask"), op.operand("paddingValue")
+    mask = k.tile(mask_v) if mask_v is not None else None
+    pad = k.tile(pad_v) if pad_v is not None else None
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    elem = rtype.element
+    lty = storage_type(elem)
+    ordering, scope = _ordering(op)
+    slots = []
+    for i, p in enumerate(ptrs.slots):
+        default = pad.slots[i] if pad is not None else padding_literal(None, elem)  # type: ignore[arg-type]
+        if llvm_type(elem) == "i1" and pad is not None:
+            default = k.b.op(f"zext i1 {default} to i8", "z")
+        v = _guarded(k, mask.slots[i] if mask else None,
+                     lambda: _load(k, p, lty, ordering, scope, _align(elem)), default, lty)  # type: ignore[arg-type]
+        slots.append(k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v)
+    k.set(op.results[0], TileRegs(rtype, slots))
+    k.set(op.results[1], TokenVal(pending=True))
+
+
+def _store_ptr(k: KernelLowering, op: Operation) -> None:
+    _order_after_token(k, op)
+    ptrs = k.tile(op.operand("destination"))  # type: ignore[arg-type]
+    vals = k.tile(op.operand("value"))  # type: ignore[arg-type]
+    mask_v = op.operand("mask")
+    mask = k.tile(mask_v) if mask_v is not None else None
+    elem = vals.type.element
+    lty = storage_type(elem)
+    ordering, scope = _ordering(op)
+    for i, p in enumerate(ptrs.slots):
+        first = k.slot_valid(vals.type.num_elements, i)
+        m = mask.slots[i] if mask else None
+        cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
+        value = vals.slots[i]
+        if llvm_type(elem) == "i1":
+            value = k.b.op(f"zext i1 {value} to i8", "z")
+        _guarded(k, cond, lambda: (_store(k, p, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)  # type: ignore[arg-type]
+    k.set(op.results[0], TokenVal(pending=True))
+
+
+# atomic_rmw mode -> LLVM atomicrmw operation (float add uses fadd)
+_RMW = {"and": "and", "or": "or", "xor": "xor", "add": "add", "addf": "fadd", "max": "max", "min": "min",
+        "umax": "umax", "umin": "umin", "xchg": "xchg"}
+
+
+def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
+    _order_after_token(k, op)
+    ptrs = k.tile(op.operand("pointers"))  # type: ignore[arg-type]
+    args = k.tile(op.operand("arg"))  # type: ignore[arg-type]
+    mask_v = op.operand("mask")
+    mask = k.tile(mask_v) if mask_v is not None else None
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    lty = storage_type(rtype.element)
+    mode = _RMW[str(op.attributes["mode"])]
+    if mode in ("max", "min") and llvm_type(rtype.element) in ("half", "bfloat", "float", "double"):
+        mode = "f" + mode
+    ordering, scope = _ordering(op)
+    llvm_order = _ORDERING.get(ordering, "monotonic")
+    out = []
+    for i, p in enumerate(ptrs.slots):
+        first = k.slot_valid(rtype.num_elements, i)
+        m = mask.slots[i] if mask else None
+        cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
+        arg = args.slots[i]
+        out.append(_guarded(k, cond, lambda: k.b.op(
+            f"atomicrmw {mode} ptr addrspace(1) {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
+            f"align {_align(rtype.element)}", "at"), "undef" if lty != "i1" else "false", lty))  # type: ignore[arg-type]
+    k.set(op.results[0], TileRegs(rtype, out))
+    k.set(op.results[1], TokenVal(pending=True))
+
+
+def _atomic_cas(k: KernelLowering, op: Operation) -> None:
+    _order_after_token(k, op)
+    ptrs = k.tile(op.operand("pointers"))  # type: ignore[arg-type]
+    cmp = k.tile(op.operand("cmp"))  # type: ignore[arg-type]
+    val = k.tile(op.operand("val"))  # type: ignore[arg-type]
+    mask_v = op.operand("mask")
+    mask = k.tile(mask_v) if mask_v is not None else None
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    lty = storage_type(rtype.element)
+    is_float = lty in ("half", "bfloat", "float", "double")
+    ity = {"half": "i16", "bfloat": "i16", "float": "i32", "double": "i64"}.get(lty, lty)
+    ordering, scope = _ordering(op)
+    llvm_order = _ORDERING.get(ordering, "monotonic")
+    failure = {"acq_rel": "acquire", "release": "monotonic"}.get(llvm_order, llvm_order)
+    out = []
+    for i, p in enumerate(ptrs.slots):
+        first = k.slot_valid(rtype.num_elements, i)
+        m = mask.slots[i] if mask else None
+        cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
+        c, v = cmp.slots[i], val.slots[i]
+
+        def body(p: str = p, c: str = c, v: str = v) -> str:
+            if is_float:
+                c = k.b.op(f"bitcast {lty} {c} to {ity}", "bc")
+                v = k.b.op(f"bitcast {lty} {v} to {ity}", "bc")
+            pair = k.b.op(f"cmpxchg ptr addrspace(1) {p}, {ity} {c}, {ity} {v}{_SCOPE.get(scope, '')} "
+                          f"{llvm_order} {failure}, align {_align(rtype.element)}", "cas")
+            old = k.b.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0", "cas")
+            return k.b.op(f"bitcast {ity} {old} to {lty}", "bc") if is_float else old
+        out.append(_guarded(k, cond, body, "undef", lty))
+    k.set(op.results[0], TileRegs(rtype, out))
+    k.set(op.results[1], TokenVal(pending=True))
+
+
+def _get_tensor_shape(k: KernelLowering, op: Operation) -> None:
+    view = k.get(op.operands[0])
+    tensor = view.tensor if isinstance(view, PartitionViewVal) else view
+    for i, result in enumerate(op.results):
+        ty = llvm_type(element_of(result.type))
+        v = tensor.shape[i]
+        if ty != "i64":
+            v = str(int(v)) if v.lstrip("-").isdigit() else k.b.op(f"trunc i64 {v} to {ty}", "sh")
+        k.set(result, k.splat(result.type, v))  # type: ignore[arg-type]
+
+
+def _get_index_space_shape(k: KernelLowering, op: Operation) -> None:
+    view = k.get(op.operands[0])
+    assert isinstance(view, PartitionViewVal)
+    for i, result in enumerate(op.results):
+        ty = llvm_type(element_of(result.type))
+        # tiles along tensor dim i: ceil(shape / tile) for the tile dim mapped to it
+        tile = view.tile_shape[view.dim_map.index(i)] if i in view.dim_map else 1
+        n = view.tensor.shape[i]
+        if n.lstrip("-").isdigit():
+            v = str(-(-int(n) // tile))
+        else:
+            bumped = k.b.op(f"add i64 {n}, {tile - 1}", "is")
+            v = k.b.op(f"udiv i64 {bumped}, {tile}", "is")
+            if ty != "i64":
+                v = k.b.op(f"trunc i64 {v} to {ty}", "is")
+        k.set(result, k.splat(result.type, v))  # type: ignore[arg-type]
+
+
+LOWERINGS = {
+    "cuda_tile.make_token": _make_token, "cuda_tile.join_tokens": _join_tokens,
+    "cuda_tile.assume": _assume,
+    "cuda_tile.get_tile_block_id": _block_ids("ctaid"), "cuda_tile.get_num_tile_blocks": _block_ids("nctaid"),
+    "cuda_tile.make_tensor_view": _make_tensor_view,
+    "cuda_tile.make_partition_view": _make_partition_view, "cuda_tile.make_strided_view": _make_partition_view,
+    "cuda_tile.load_view_tko": _load_view, "cuda_tile.store_view_tko": _store_view,
+    "cuda_tile.offset": _offset, "cuda_tile.load_ptr_tko": _load_ptr, "cuda_tile.store_ptr_tko": _store_ptr,
+    "cuda_tile.atomic_rmw_tko": _atomic_rmw, "cuda_tile.atomic_cas_tko": _atomic_cas,
+    "cuda_tile.get_tensor_shape": _get_tensor_shape, "cuda_tile.get_index_space_shape": _get_index_space_shape,
+}

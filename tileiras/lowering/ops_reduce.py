@@ -1,0 +1,189 @@
+"""reduce, scan and the matrix multiplies (mmaf, mmai).
+
+All of them read elements owned by other threads, so their inputs go to
+shared memory first; each thread then computes the result elements it owns
+with a counted loop. This is the correctness-first form (one FMA chain per
+output element); tensor-core paths replace the mma loop per target.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir.attributes import FloatAttr, IntegerAttr
+from ..ir.core import Operation
+from ..ir.types import ScalarType, TileType, element_of
+from .kernel import KernelLowering, op_error, storage_bytes, storage_type
+from .layout import row_major_strides
+from .llvm_text import float_bits_literal, llvm_type
+from .values import LoopContext, TileRegs
+
+
+def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
+    """Store every element of each tile in shared memory; returns each tile's base pointer."""
+    bases, offset = [], 0
+    for t in tiles:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += t.type.num_elements * storage_bytes(t.type.element)
+    buf = k.scratch(offset)
+    k.barrier()
+    ptrs = []
+    for t, base in zip(tiles, bases):
+        p = k.b.op(f"getelementptr i8, ptr addrspace(3) {buf}, i32 {base}", "sb") if base else buf
+        ptrs.append(p)
+        lty = storage_type(t.type.element)
+        for s, v in enumerate(t.slots):
+            e = k.elem_index(t.type.num_elements, s)
+            q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {p}, i32 {e}", "sp")
+            if llvm_type(t.type.element) == "i1":
+                v = k.b.op(f"zext i1 {v} to i8", "z")
+            k.b.emit(f"store {lty} {v}, ptr addrspace(3) {q}")
+    k.barrier()
+    return ptrs
+
+
+def scratch_load(k: KernelLowering, base: str, elem: object, index: str) -> str:
+    lty = storage_type(elem)  # type: ignore[arg-type]
+    q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {base}, i32 {index}", "sp")
+    v = k.b.op(f"load {lty}, ptr addrspace(3) {q}", "sv")
+    return k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v  # type: ignore[arg-type]
+
+
+def counted_loop(k: KernelLowering, start: str, stop: str, step: int, carried: list[tuple[str, str]],
+                 body: Callable[[str, list[str]], list[str]]) -> list[str]:
+    """for (i = start; i != stop; i += step) carried = body(i, carried); returns the final values."""
+    pre = k.b.current_block
+    head, loop_body, done = k.b.label("rl_head"), k.b.label("rl_body"), k.b.label("rl_done")
+    k.b.br(head)
+    k.b.start_block(head)
+    pos = len(k.b.lines)
+    i = k.b.fresh("ri")
+    names = [k.b.fresh("racc") for _ in carried]
+    cond = k.b.op(f"icmp ne i32 {i}, {stop}", "rc")
+    k.b.cond_br(cond, loop_body, done)
+    k.b.start_block(loop_body)
+    new = body(i, names)
+    nxt = k.b.op(f"add i32 {i}, {step}", "ri")
+    end = k.b.current_block
+    k.b.br(head)
+    phis = [f"  {i} = phi i32 [ {start}, %{pre} ], [ {nxt}, %{end} ]"]
+    phis += [f"  {n} = phi {t} [ {init}, %{pre} ], [ {v}, %{end} ]" for n, (t, init), v in zip(names, carried, new)]
+    k.b.lines[pos:pos] = phis
+    k.b.start_block(done)
+    return names
+
+
+def _identity(attr: object) -> str:
+    if isinstance(attr, FloatAttr):
+        return float_bits_literal(attr.bits, llvm_type(attr.type))
+    if isinstance(attr, IntegerAttr):
+        if llvm_type(attr.type) == "i1":
+            return "true" if attr.value else "false"
+        return str(attr.value)
+    raise TypeError(f"unsupported identity {attr!r}")
+
+
+def _apply_body(k: KernelLowering, op: Operation, elems: list[str], accs: list[str]) -> list[str]:
+    """Run the combiner region on scalars: args are (elem_0, acc_0, elem_1, acc_1, ...)."""
+    block = op.regions[0].block
+    for i, (e, a) in enumerate(zip(elems, accs)):
+        for arg, v in ((block.arguments[2 * i], e), (block.arguments[2 * i + 1], a)):
+            k.set(arg, TileRegs(arg.type, [v]))  # type: ignore[arg-type]
+    ctx = LoopContext("body")
+    k.loops.append(ctx)
+    k.lower_block(block)
+    k.loops.pop()
+    if not ctx.exit_edges:
+        raise op_error(op, "body must end with a yield")
+    return [vals[0] for vals in ctx.exit_edges[-1][1]]
+
+
+def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
+    srcs = [k.tile(v) for v in op.operands]
+    dim = int(op.attributes["dim"])
+    identities = [_identity(a) for a in op.attributes["identities"]]
+    reverse = bool(op.attributes.get("reverse", False))
+    shape = srcs[0].type.shape
+    n = shape[dim]
+    bases = to_scratch(k, srcs)
+    lts = [llvm_type(s.type.element) for s in srcs]
+    results: list[list[str]] = [[] for _ in srcs]
+    rtype0 = op.results[0].type
+    assert isinstance(rtype0, TileType)
+    for slot in range(k.slots(rtype0)):
+        ridx = k.multi_index(rtype0.shape, slot)
+        if scan:
+            full = list(ridx)
+            start, stop, step = ("0", k.b.op(f"add i32 {ridx[dim]}, 1", "rs"), 1) if not reverse else \
+                (str(n - 1), k.b.op(f"sub i32 {ridx[dim]}, 1", "rs"), -1)
+        else:
+            full = list(ridx[:dim]) + ["0"] + list(ridx[dim:])
+            start, stop, step = ("0", str(n), 1)
+
+        def body(i: str, accs: list[str]) -> list[str]:
+            idx = list(full)
+            idx[dim] = i
+            lin = k.linear(idx, shape)
+            elems = [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
+            return _apply_body(k, op, elems, accs)
+        finals = counted_loop(k, start, stop, step, list(zip(lts, identities)), body)
+        for r, v in zip(results, finals):
+            r.append(v)
+    for result, slots in zip(op.results, results):
+        k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
+
+
+def _reduce(k: KernelLowering, op: Operation) -> None:
+    _reduce_like(k, op, scan=False)
+
+
+def _scan(k: KernelLowering, op: Operation) -> None:
+    _reduce_like(k, op, scan=True)
+
+
+def _mma(k: KernelLowering, op: Operation) -> None:
+    lhs, rhs, acc = (k.tile(op.operand(n)) for n in ("lhs", "rhs", "acc"))  # type: ignore[arg-type]
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    out_ty = llvm_type(rtype.element)
+    is_float = op.name == "cuda_tile.mmaf"
+    batched = len(rtype.shape) == 3
+    kdim = lhs.type.shape[-1]
+    a_base, b_base = to_scratch(k, [lhs, rhs])
+    a_ty, b_ty = llvm_type(lhs.type.element), llvm_type(rhs.type.element)
+    if is_float and "i8" in (a_ty, b_ty):
+        raise op_error(op, f"with {lhs.type.element} operands is not supported on {k.gpu} yet")
+    sign_a = str(op.attributes.get("signedness_lhs", "signed")) == "signed"
+    sign_b = str(op.attributes.get("signedness_rhs", "signed")) == "signed"
+
+    def widen(v: str, ty: str, signed: bool) -> str:
+        if ty == out_ty:
+            return v
+        if is_float:
+            return k.b.op(f"fpext {ty} {v} to {out_ty}", "mw")
+        return k.b.op(f"{'sext' if signed else 'zext'} {ty} {v} to {out_ty}", "mw")
+
+    out = []
+    for slot, c in enumerate(acc.slots):
+        idx = k.multi_index(rtype.shape, slot)
+        bidx, m, n_ = (idx[0], idx[1], idx[2]) if batched else ("0", idx[0], idx[1])
+
+        def body(kk: str, accs: list[str]) -> list[str]:
+            a_idx = k.linear([bidx, m, kk] if batched else [m, kk], lhs.type.shape)
+            b_idx = k.linear([bidx, kk, n_] if batched else [kk, n_], rhs.type.shape)
+            a = widen(scratch_load(k, a_base, lhs.type.element, a_idx), a_ty, sign_a)
+            b = widen(scratch_load(k, b_base, rhs.type.element, b_idx), b_ty, sign_b)
+            if is_float:
+                return [k.b.call(out_ty, f"llvm.fma.{ {'float': 'f32', 'double': 'f64', 'half': 'f16', 'bfloat': 'bf16'}[out_ty]}",
+                                 [(out_ty, a), (out_ty, b), (out_ty, accs[0])])]
+            p = k.b.op(f"mul {out_ty} {a}, {b}", "mm")
+            return [k.b.op(f"add {out_ty} {accs[0]}, {p}", "mm")]
+        out.append(counted_loop(k, "0", str(kdim), 1, [(out_ty, c)], body)[0])
+    k.set(op.results[0], TileRegs(rtype, out))
+
+
+LOWERINGS = {
+    "cuda_tile.reduce": _reduce, "cuda_tile.scan": _scan,
+    "cuda_tile.mmaf": _mma, "cuda_tile.mmai": _mma,
+}

@@ -1,0 +1,149 @@
+"""Constants, iota and the ops that rearrange tiles.
+
+Reshape keeps row-major order, so it is free in the blocked layout. The
+others move elements between threads through shared memory
+(`KernelLowering.exchange`), each described only by the map from a result
+element's index to the source element it takes.
+"""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+from ..ir.types import ScalarType, TileType, element_of
+from .kernel import KernelLowering, op_error, storage_type
+from .layout import row_major_strides
+from .llvm_text import float_bits_literal, llvm_type
+from .values import TileRegs
+
+
+def _scalar_literal(value: object, raw: bytes, elem: ScalarType) -> str:
+    lty = llvm_type(elem)
+    if lty == "i1":
+        return "true" if value else "false"
+    if lty in ("half", "bfloat", "float", "double"):
+        return float_bits_literal(int.from_bytes(raw, "little"), lty)
+    return str(int(value))  # type: ignore[call-overload]
+
+
+def _constant(k: KernelLowering, op: Operation) -> None:
+    attr = op.attributes["value"]
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    elem = rtype.element
+    assert isinstance(elem, ScalarType)
+    size = max(1, elem.bitwidth // 8) if elem.bitwidth >= 8 else 1
+    raw = attr.raw
+    values = attr.values.reshape(-1)
+    if attr.is_splat or len(set(raw[i:i + size] for i in range(0, len(raw), size))) == 1:
+        k.set(op.results[0], k.splat(rtype, _scalar_literal(values[0], raw[:size], elem)))
+        return
+    # A non-uniform constant: a table in constant memory, indexed by element.
+    lty = storage_type(elem)
+    items = [_scalar_literal(values[i], raw[i * size:(i + 1) * size], elem) for i in range(len(values))]
+    if lty == "i8" and llvm_type(elem) == "i1":
+        items = ["1" if v == "true" else "0" for v in items]
+    name = f"@__tileir_const{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
+    k.globals.append(f"{name} = internal addrspace(4) constant [{len(items)} x {lty}] "
+                     f"[{', '.join(f'{lty} {v}' for v in items)}], align 16")
+    slots = []
+    for s in range(k.slots(rtype)):
+        e = k.elem_index(rtype.num_elements, s)
+        p = k.b.op(f"getelementptr [{len(items)} x {lty}], ptr addrspace(4) {name}, i32 0, i32 {e}", "cp")
+        v = k.b.op(f"load {lty}, ptr addrspace(4) {p}", "cv")
+        slots.append(k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v)
+    k.set(op.results[0], TileRegs(rtype, slots))
+
+
+def _iota(k: KernelLowering, op: Operation) -> None:
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    lty = llvm_type(rtype.element)
+    slots = []
+    for s in range(k.slots(rtype)):
+        e = k.elem_index(rtype.num_elements, s)
+        if lty == "i32":
+            slots.append(e)
+        elif lty == "i64":
+            slots.append(k.b.op(f"zext i32 {e} to i64", "io"))
+        else:
+            slots.append(k.b.op(f"trunc i32 {e} to {lty}", "io"))
+    k.set(op.results[0], TileRegs(rtype, slots))
+
+
+def _reshape(k: KernelLowering, op: Operation) -> None:
+    src = k.tile(op.operands[0])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    k.set(op.results[0], TileRegs(rtype, list(src.slots)))
+
+
+def _broadcast(k: KernelLowering, op: Operation) -> None:
+    src = k.tile(op.operands[0])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    if src.type.num_elements == 1:
+        k.set(op.results[0], k.splat(rtype, src.slots[0]))
+        return
+    sshape = src.type.shape
+    offset = len(rtype.shape) - len(sshape)  # leading dims are new
+
+    def src_index(idx: list[str]) -> str:
+        kept = ["0" if sshape[d] == 1 else idx[d + offset] for d in range(len(sshape))]
+        return k.linear(kept, sshape)
+    k.set(op.results[0], k.exchange(src, rtype, src_index))
+
+
+def _permute(k: KernelLowering, op: Operation) -> None:
+    src = k.tile(op.operands[0])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    perm = tuple(op.attributes["permutation"])
+
+    def src_index(idx: list[str]) -> str:
+        sidx = ["0"] * len(perm)
+        for i, p in enumerate(perm):
+            sidx[p] = idx[i]
+        return k.linear(sidx, src.type.shape)
+    k.set(op.results[0], k.exchange(src, rtype, src_index))
+
+
+def _extract(k: KernelLowering, op: Operation) -> None:
+    src = k.tile(op.operand("source"))  # type: ignore[arg-type]
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    indices = [k.tile(v).slots[0] for v in op.operand_group("indices")]
+    itys = [llvm_type(element_of(v.type)) for v in op.operand_group("indices")]
+    starts = []
+    for i, (v, t) in enumerate(zip(indices, itys)):
+        v32 = v if t == "i32" else k.b.op(f"trunc {t} {v} to i32", "x")
+        starts.append(k.b.op(f"mul i32 {v32}, {rtype.shape[i]}", "x"))
+
+    def src_index(idx: list[str]) -> str:
+        sidx = [k.b.op(f"add i32 {s}, {i}", "x") for s, i in zip(starts, idx)]
+        return k.linear(sidx, src.type.shape)
+    k.set(op.results[0], k.exchange(src, rtype, src_index))
+
+
+def _cat(k: KernelLowering, op: Operation) -> None:
+    lhs, rhs = k.tile(op.operands[0]), k.tile(op.operands[1])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    dim = int(op.attributes["dim"])
+    split = lhs.type.shape[dim]
+
+    def src_index(idx: list[str]) -> str:
+        # the lhs elements come first in the scratch buffer, then the rhs elements
+        in_rhs = k.b.op(f"icmp uge i32 {idx[dim]}, {split}", "x")
+        ridx = list(idx)
+        ridx[dim] = k.b.op(f"sub i32 {idx[dim]}, {split}", "x")
+        li = k.linear(idx, lhs.type.shape)
+        ri = k.b.op(f"add i32 {k.linear(ridx, rhs.type.shape)}, {lhs.type.num_elements}", "x")
+        return k.b.op(f"select i1 {in_rhs}, i32 {ri}, i32 {li}", "x")
+    k.set(op.results[0], k.exchange([lhs, rhs], rtype, src_index))
+
+
+LOWERINGS = {
+    "cuda_tile.constant": _constant, "cuda_tile.iota": _iota,
+    "cuda_tile.reshape": _reshape, "cuda_tile.broadcast": _broadcast, "cuda_tile.permute": _permute,
+    "cuda_tile.extract": _extract, "cuda_tile.cat": _cat,
+}
