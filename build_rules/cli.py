@@ -193,5 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except TileirasError as exc:
-        print(f"build_rules: error: {exc.message}", file=sys.stderr)
+        message = exc.message[len("error: "):] if exc.message.startswith("error: ") else exc.message
+        print(f"build_rules: error: {message}", file=sys.stderr)
         return int(exc.code)

@@ -202,3 +202,14 @@ def elementwise_case(params: Mapping[str, Param], shape: tuple[int, ...], grid: 
                 raise ValueError(f"no init recipe for {pname}")
             arrays[pname] = (shape, init)
     return Case(grid=grid, arrays=arrays, scalars=dict(scalars or {}), name=name)
+
+
+def case(grid: tuple[int, ...], name: str = "default", scalars: Mapping[str, Any] | None = None,
+         **arrays: tuple[tuple[int, ...], list]) -> Case:
+    """Shorthand: ``case((2,), x=((128,), uniform(0, 1)), out=((128,), ZEROS))``."""
+    return Case(grid=tuple(grid), arrays=arrays, scalars=dict(scalars or {}), name=name)
+
+
+def tol(value: float) -> dict[str, float]:
+    """Relative and absolute tolerance of ``value``."""
+    return {"rtol": value, "atol": value}

@@ -100,7 +100,13 @@ def export(kernel, version: str) -> bytes | str:
                       bytecode_version=version, gpu_code=kernel.gpu_code)
     except ct.TileUnsupportedFeatureError as e:
         return str(e).splitlines()[0].strip()
+    except Exception as e:  # any other cuTile error is a bug in the kernel: report it
+        raise ExportError(f"{type(e).__name__}: {str(e).strip()}") from None
     return buf.getvalue()
+
+
+class ExportError(Exception):
+    pass
 
 
 def kernel_record(kernel, family: str, source: str, skipped: dict[str, str]) -> dict[str, Any]:
@@ -154,7 +160,11 @@ def build(only: set[str] | None = None) -> tuple[dict[str, bytes], dict[str, Any
                 continue
             skipped: dict[str, str] = {}
             for v in VERSIONS:
-                out = export(kernel, v)
+                try:
+                    out = export(kernel, v)
+                except ExportError as e:
+                    errors.append(f"{kernel.name} {v}: {e}")
+                    continue
                 if isinstance(out, str):
                     skipped[v] = out
                     if v not in kernel.skip:

@@ -30,7 +30,7 @@ OP_ROSTER: dict[str, str] = {
         "load_ptr_tko", "load_view_tko", "log", "log2", "loop", "make_partition_view",
         "make_tensor_view", "make_token", "maxf", "maxi", "minf", "mini", "mmaf", "mmai",
         "module", "mulf", "mulhii", "muli", "negf", "negi", "offset", "ori", "permute",
-        "pow", "print_tko", "ptr_to_int", "ptr_to_ptr", "reduce", "remf", "remi",
+        "fpowf", "print_tko", "ptr_to_int", "ptr_to_ptr", "reduce", "remf", "remi",
         "reshape", "return", "rsqrt", "scan", "select", "shli", "shri", "sin", "sinh",
         "sqrt", "store_ptr_tko", "store_view_tko", "subf", "subi", "tan", "tanh",
         "trunci", "xori", "yield")},

@@ -15,6 +15,7 @@ from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
 from . import targets
 from .isolate import run_isolated
+from .libdevice import link_libdevice, needs_libdevice
 
 TRIPLE = "nvptx64-nvidia-cuda"
 _TARGET_LINE = re.compile(r"^\.target\s+(sm_[0-9]+[af]?)(.*)$", re.MULTILINE)
@@ -66,6 +67,8 @@ def _emit(llvm_ir: str, row: targets.Target, opt_level: int) -> str:
         cpu=row.llvm_cpu, features=f"+ptx{row.llvm_ptx}", opt=opt_level, reloc="default", codemodel="default")
     module.triple = TRIPLE
     module.data_layout = str(machine.target_data)
+    if needs_libdevice(llvm_ir):
+        link_libdevice(llvm, module)
     tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)

@@ -46,7 +46,7 @@ class ScalarType(Type):
 SCALAR_BITS: dict[str, int] = {
     "i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64,
     "f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64,
-    "f8E4M3FN": 8, "f8E5M2": 8, "f8E8M0FNU": 8, "f4E2M1FN": 4,
+    "f8E4M3FN": 8, "f8E5M2": 8, "f8E8M0FNU": 8, "f4E2M1FN": 4, "f8E5M3FNU": 8,
 }
 
 
@@ -59,8 +59,11 @@ class TokenType(Type):
 @dataclass(frozen=True)
 class PointerType(Type):
     pointee: Type
+    ptr_attr: Optional[str] = None  # 13.4 pointer attribute (e.g. "default"); None when absent
 
     def __str__(self) -> str:
+        if self.ptr_attr is not None:
+            return f"ptr<{self.pointee}, {self.ptr_attr}>"
         return f"ptr<{self.pointee}>"
 
 
@@ -97,12 +100,14 @@ class TensorViewType(Type):
     element: Type
     shape: tuple[int, ...]
     strides: tuple[int, ...]
+    ptr_attr: Optional[str] = None  # 13.4 pointer attribute; None when absent
 
     def __str__(self) -> str:
         strides = ",".join("?" if s == DYNAMIC else str(s) for s in self.strides)
+        extra = f", {self.ptr_attr}" if self.ptr_attr is not None else ""
         if not self.shape:
-            return f"tensor_view<{self.element}>"
-        return f"tensor_view<{_dims(self.shape)}x{self.element}, strides=[{strides}]>"
+            return f"tensor_view<{self.element}{extra}>"
+        return f"tensor_view<{_dims(self.shape)}x{self.element}, strides=[{strides}]{extra}>"
 
 
 @dataclass(frozen=True)
@@ -115,12 +120,30 @@ class PaddingValue:
         return self.kind
 
 
+def _tile_shape(shape: tuple[int, ...]) -> str:
+    return "tile=(" + "x".join(str(d) for d in shape) + ")"
+
+
+def _padding(p: Optional[PaddingValue]) -> str:
+    return f"padding_value = {p}, " if p is not None else ""
+
+
+def _dim_map(dim_map: tuple[int, ...]) -> str:
+    if tuple(dim_map) == tuple(range(len(dim_map))):
+        return ""
+    return ", dim_map=[" + ", ".join(str(d) for d in dim_map) + "]"
+
+
 @dataclass(frozen=True)
 class PartitionViewType(Type):
     tile_shape: tuple[int, ...]
     tensor_view: TensorViewType
     dim_map: tuple[int, ...]
     padding_value: Optional[PaddingValue] = None
+
+    def __str__(self) -> str:
+        return (f"partition_view<{_tile_shape(self.tile_shape)}, {_padding(self.padding_value)}"
+                f"{self.tensor_view}{_dim_map(self.dim_map)}>")
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,11 @@ class StridedViewType(Type):
     dim_map: tuple[int, ...]
     padding_value: Optional[PaddingValue] = None
 
+    def __str__(self) -> str:
+        strides = ",".join(str(s) for s in self.traversal_strides)
+        return (f"strided_view<{_tile_shape(self.tile_shape)}, traversal_strides=[{strides}], "
+                f"{_padding(self.padding_value)}{self.tensor_view}{_dim_map(self.dim_map)}>")
+
 
 @dataclass(frozen=True)
 class GatherScatterViewType(Type):
@@ -139,11 +167,21 @@ class GatherScatterViewType(Type):
     sparse_dim: int
     padding_value: Optional[PaddingValue] = None
 
+    def __str__(self) -> str:
+        return (f"gather_scatter_view<{_tile_shape(self.tile_shape)}, {_padding(self.padding_value)}"
+                f"{self.tensor_view}, sparse_dim={self.sparse_dim}>")
+
 
 @dataclass(frozen=True)
 class FunctionType(Type):
     inputs: tuple[Type, ...]
     results: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        ins = ", ".join(str(t) for t in self.inputs)
+        if len(self.results) == 1 and not isinstance(self.results[0], FunctionType):
+            return f"({ins}) -> {self.results[0]}"
+        return f"({ins}) -> (" + ", ".join(str(t) for t in self.results) + ")"
 
 
 ViewType = Union[PartitionViewType, StridedViewType, GatherScatterViewType]

@@ -20,13 +20,13 @@ MATH_FUNCTIONS: dict[str, tuple[str, int]] = {
     "cuda_tile.sqrt": ("sqrt", 1), "cuda_tile.rsqrt": ("rsqrt", 1),
     "cuda_tile.sin": ("sin", 1), "cuda_tile.cos": ("cos", 1), "cuda_tile.tan": ("tan", 1),
     "cuda_tile.sinh": ("sinh", 1), "cuda_tile.cosh": ("cosh", 1), "cuda_tile.tanh": ("tanh", 1),
-    "cuda_tile.pow": ("pow", 2), "cuda_tile.atan2": ("atan2", 2), "cuda_tile.remf": ("fmod", 2),
+    "cuda_tile.pow": ("pow", 2), "cuda_tile.fpowf": ("pow", 2), "cuda_tile.atan2": ("atan2", 2), "cuda_tile.remf": ("fmod", 2),
 }
 
 # approximate forms the IR may ask for with rounding_mode = approx (f32 only)
 APPROX: dict[str, str] = {
     "cuda_tile.exp2": "llvm.nvvm.ex2.approx.f", "cuda_tile.rsqrt": "llvm.nvvm.rsqrt.approx.f",
-    "cuda_tile.sqrt": "llvm.nvvm.sqrt.approx.f", "cuda_tile.tanh": "llvm.nvvm.tanh.approx.f",
+    "cuda_tile.sqrt": "llvm.nvvm.sqrt.approx.f", "cuda_tile.tanh": "llvm.nvvm.tanh.approx.f32",
 }
 
 
@@ -55,4 +55,22 @@ def _math(k: KernelLowering, op: Operation) -> None:
     _map(k, op, apply)
 
 
+def _fpowi(k: KernelLowering, op: Operation) -> None:
+    """float ** integer: libdevice's powi (exact repeated multiplication semantics)."""
+    elem = element_of(op.results[0].type)
+    ty = llvm_type(elem)
+    ity = llvm_type(element_of(op.operands[1].type))
+    compute = "double" if ty == "double" else "float"
+    name = "__nv_powi" if compute == "double" else "__nv_powif"
+
+    def apply(a: list[str]) -> str:
+        x = k.b.op(f"fpext {ty} {a[0]} to float", "m") if ty in ("half", "bfloat") else a[0]
+        n = a[1] if ity == "i32" else k.b.op(
+            f"{'trunc' if ity == 'i64' else 'sext'} {ity} {a[1]} to i32", "m")
+        r = k.b.call(compute, name, [(compute, x), ("i32", n)])
+        return k.b.op(f"fptrunc float {r} to {ty}", "m") if ty in ("half", "bfloat") else r
+    _map(k, op, apply)
+
+
 LOWERINGS = {name: _math for name in MATH_FUNCTIONS}
+LOWERINGS["cuda_tile.fpowi"] = _fpowi

@@ -16,13 +16,14 @@ from .llvm_text import float_bits_literal, llvm_type
 from .values import TileRegs
 
 
-def _scalar_literal(value: object, raw: bytes, elem: ScalarType) -> str:
+def _scalar_literal(raw: bytes, elem: ScalarType) -> str:
+    """LLVM constant for one element stored as `raw` (little-endian bytecode storage)."""
     lty = llvm_type(elem)
     if lty == "i1":
-        return "true" if value else "false"
+        return "true" if any(raw) else "false"
     if lty in ("half", "bfloat", "float", "double"):
         return float_bits_literal(int.from_bytes(raw, "little"), lty)
-    return str(int(value))  # type: ignore[call-overload]
+    return str(int.from_bytes(raw, "little", signed=True))
 
 
 def _constant(k: KernelLowering, op: Operation) -> None:
@@ -31,16 +32,16 @@ def _constant(k: KernelLowering, op: Operation) -> None:
     assert isinstance(rtype, TileType)
     elem = rtype.element
     assert isinstance(elem, ScalarType)
-    size = max(1, elem.bitwidth // 8) if elem.bitwidth >= 8 else 1
+    size = max(1, elem.bitwidth // 8)  # i1 and 4-bit types take a byte each
     raw = attr.raw
-    values = attr.values.reshape(-1)
-    if attr.is_splat or len(set(raw[i:i + size] for i in range(0, len(raw), size))) == 1:
-        k.set(op.results[0], k.splat(rtype, _scalar_literal(values[0], raw[:size], elem)))
+    chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
+    if len(set(chunks)) == 1:
+        k.set(op.results[0], k.splat(rtype, _scalar_literal(chunks[0], elem)))
         return
     # A non-uniform constant: a table in constant memory, indexed by element.
     lty = storage_type(elem)
-    items = [_scalar_literal(values[i], raw[i * size:(i + 1) * size], elem) for i in range(len(values))]
-    if lty == "i8" and llvm_type(elem) == "i1":
+    items = [_scalar_literal(c, elem) for c in chunks]
+    if llvm_type(elem) == "i1":
         items = ["1" if v == "true" else "0" for v in items]
     name = f"@__tileir_const{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
     k.globals.append(f"{name} = internal addrspace(4) constant [{len(items)} x {lty}] "

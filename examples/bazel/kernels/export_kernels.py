@@ -12,7 +12,7 @@ import cuda.tile as ct
 from cuda.tile.compilation import (ArrayConstraint, CallingConvention, KernelSignature,
                                    ScalarConstraint, export_kernel)
 
-TILE = 256
+TILE = 256  # main.c launches N / TILE blocks
 
 
 @ct.kernel
@@ -37,18 +37,29 @@ def _array() -> ArrayConstraint:
                            alias_groups=(), may_alias_internally=False)
 
 
-KERNELS = {
-    "vadd": (vadd, [_array(), _array(), _array(), TILE]),
-    "vscale": (vscale, [_array(), _array(), ScalarConstraint(ct.float32), TILE]),
-}
+def _parameters(name: str, tile: int) -> tuple[object, list[object]]:
+    table = {
+        "vadd": (vadd, [_array(), _array(), _array(), tile]),
+        "vscale": (vscale, [_array(), _array(), ScalarConstraint(ct.float32), tile]),
+    }
+    return table[name]
+
+
+KERNEL_NAMES = ("vadd", "vscale")
+
+
+def export(name: str, out: Path, tile: int = TILE) -> Path:
+    """Write kernel `name` as TileIR bytecode; its launcher is `<name>_launch`."""
+    kernel, params = _parameters(name, tile)
+    signature = KernelSignature(params, CallingConvention.cutile_python_v1(), symbol=name)
+    export_kernel(kernel, [signature], out, output_format="tileir_bytecode")
+    return out
 
 
 def main() -> None:
     here = Path(__file__).resolve().parent
-    for name, (kernel, params) in KERNELS.items():
-        signature = KernelSignature(params, CallingConvention.cutile_python_v1(), symbol=name)
-        out = here / f"{name}.tileirbc"
-        export_kernel(kernel, [signature], out, output_format="tileir_bytecode")
+    for name in KERNEL_NAMES:
+        out = export(name, here / f"{name}.tileirbc")
         print(f"wrote {out.relative_to(here.parent)} ({out.stat().st_size} bytes)")
 
 
