@@ -16,7 +16,7 @@ one per source and step, so each is cached on its own:
 
     SRC --(tileiras --emit=ptx, per GPU)-------> NAME/STEM.GPU.ptx + .ptx.json
     .ptx + .ptx.json --(tileiras --emit=cubin)-> NAME/STEM.GPU.cubin
-    cubins + newest PTX --(tileir package)-----> NAME/STEM.o (fatbin + launchers)
+    cubins + newest PTX --(tileir package)-----> NAME/STEM.o (fatbin + launchers), NAME/STEM.fatbin
     first GPU's .ptx.json of each source -----> NAME.h (or `header`), by tileir header
     all .o --(the C++ toolchain's ar)----------> libNAME.a
 
@@ -160,8 +160,10 @@ def _compile_source(ctx, tc, stem, src):
     return files
 
 def _package_source(ctx, tc, stem, files):
-    """The host object of one source: every cubin plus the newest GPU's PTX (JIT on newer GPUs)."""
+    """The host object of one source (every cubin plus the newest GPU's PTX, for JIT on newer
+    GPUs) and, for the `fatbin` output group, the fatbin it embeds."""
     obj = ctx.actions.declare_file("%s/%s.o" % (ctx.label.name, stem))
+    fatbin = ctx.actions.declare_file("%s/%s.fatbin" % (ctx.label.name, stem))
     newest = files[0]
     for entry in files:
         if _sm_number(entry.gpu) > _sm_number(newest.gpu):
@@ -173,8 +175,11 @@ def _package_source(ctx, tc, stem, files):
         inputs.append(entry.cubin)
     arguments += ["--ptx", "%s=%s" % (newest.gpu, newest.ptx.path), "-o", obj.path]
     inputs.append(newest.ptx)
-    _run(ctx, tc, "tileir", "TileirPackage", "TileIR object %s" % stem, arguments, inputs, [obj])
-    return obj
+
+    # Bazel's one addition to build_rules' package step: the fatbin as a file of its own.
+    arguments += ["--fatbin-out", fatbin.path]
+    _run(ctx, tc, "tileir", "TileirPackage", "TileIR object %s" % stem, arguments, inputs, [obj, fatbin])
+    return obj, fatbin
 
 def _write_header(ctx, tc, metas):
     # Bazel keeps the header beside the target (include it as "pkg/NAME.h" or "NAME.h").
@@ -223,13 +228,15 @@ def _cc_info(ctx, header, objects):
 def _tileir_library_impl(ctx):
     _check_options(ctx)
     tc = ctx.toolchains[str(TILEIR_TOOLCHAIN_TYPE)].tileir
-    ptx, cubins, metas, objects = [], [], [], []
+    ptx, cubins, metas, objects, fatbins = [], [], [], [], []
     for stem, src in _assign_stems(ctx):
         files = _compile_source(ctx, tc, stem, src)
         ptx += [f.ptx for f in files]
         cubins += [f.cubin for f in files]
         metas.append(files[0].meta)
-        objects.append(_package_source(ctx, tc, stem, files))
+        obj, fatbin = _package_source(ctx, tc, stem, files)
+        objects.append(obj)
+        fatbins.append(fatbin)
     header = _write_header(ctx, tc, metas)
     cc_info, archives = _cc_info(ctx, header, objects)
     return [
@@ -238,8 +245,7 @@ def _tileir_library_impl(ctx):
         OutputGroupInfo(
             ptx = depset(ptx),
             cubin = depset(cubins),
-            # Each source's fatbin is the device half of its host object.
-            fatbin = depset(objects),
+            fatbin = depset(fatbins),
             metadata = depset(metas),
         ),
     ]
@@ -288,7 +294,7 @@ def tileir_library(
 
     Provides CcInfo (header, archive of the host objects, -ldl), DefaultInfo
     (header, archive) and OutputGroupInfo with `ptx`, `cubin`, `fatbin` (the
-    host objects that carry each source's fatbin) and `metadata`.
+    one fatbin per source, also embedded in its host object) and `metadata`.
     """
     _tileir_library(
         name = name,

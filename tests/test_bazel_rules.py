@@ -97,6 +97,19 @@ def test_bad_attributes_fail_at_analysis_with_clear_messages(tmp_path: Path, baz
 
 
 @pytest.mark.slow
+def test_a_python_without_the_dependencies_is_refused_clearly(tmp_path: Path, bazel_factory) -> None:
+    # The test's own Python, isolated from its site-packages: no llvmlite, numpy, ml_dtypes.
+    bare = tmp_path / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
+    bare.chmod(0o755)
+    bazel = bazel_factory(make_bad_options_workspace(tmp_path / "ws"), python=str(bare))
+    proc = bazel.run("build", "--nobuild", "//:good", check=False)
+    assert proc.returncode != 0
+    assert f"tileiras: the Python at {bare} cannot run the compiler: missing: llvmlite" in proc.stderr, proc.stderr[-3000:]
+    assert "TILEIRAS_PYTHON" in proc.stderr
+
+
+@pytest.mark.slow
 def test_action_plan_equals_build_rules_and_is_relocatable(tmp_path: Path, bazel_factory) -> None:
     """aquery of the example: the same actions build_rules plans, relative paths only, compiler as input."""
     from build_rules import BAZEL_POLICY, KernelOptions, library_plan
@@ -124,7 +137,14 @@ def test_action_plan_equals_build_rules_and_is_relocatable(tmp_path: Path, bazel
     for action in actions:
         assert action["arguments"][:3] == prefix, action["arguments"]
         assert action["arguments"][3] in ("tileiras", "tileir")
-        got.append(tuple(action["arguments"][4:]))
+        args = action["arguments"][4:]
+        if action["mnemonic"] == "TileirPackage":
+            # Bazel's one addition: the fatbin as its own output, for the `fatbin` output group.
+            assert args[-2] == "--fatbin-out" and args[-1] == args[args.index("-o") + 1][:-2] + ".fatbin"
+            assert action["outputs"] == sorted([args[-3], args[-1]])
+            action["outputs"].remove(args[-1])
+            args = args[:-2]
+        got.append(tuple(args))
     assert sorted(got) == expected
     assert len(actions) == len(plan.actions) == 2 * (2 * len(gpus) + 1) + 1
 
@@ -140,6 +160,13 @@ def test_action_plan_equals_build_rules_and_is_relocatable(tmp_path: Path, bazel
         assert compiler_file in extra and "external/tileiras/build_rules/actions.py" in extra
         assert all(p.startswith(("external/tileiras/", "external/tileiras_python/")) for p in extra), extra
         assert not any("__pycache__" in p for p in action["inputs"])
+
+    # The compiler's files, as Bazel globs them, are build_rules' list.
+    from build_rules.toolchain import compiler_files, package_root
+
+    labels = bazel.run("query", "labels(srcs, @tileiras//:compiler_srcs)").stdout.split()
+    globbed = sorted(label.split("//:", 1)[1] for label in labels)
+    assert globbed == sorted(p.relative_to(package_root()).as_posix() for p in compiler_files())
 
 
 @pytest.mark.slow

@@ -331,15 +331,9 @@ class _LocIter:
 
 
 def dense_size_ok(type: T.TileType, nbytes: int) -> bool:
-    """MLIR's raw-buffer rule: one element (a splat) or one per element (i1: bit-packed)."""
-    n = 1
-    for d in type.shape:
-        n *= d
-    elem = type.element
-    if elem.name == "i1":
-        return nbytes == 1 or nbytes * 8 == ((n + 7) // 8) * 8 or nbytes == n
-    width = (T.SCALAR_BITS.get(elem.name, 8) + 7) // 8
-    return nbytes == width or nbytes == width * n
+    from ..ir.dense import raw_size_ok
+
+    return raw_size_ok(type, nbytes)
 
 
 # -- ops -------------------------------------------------------------------------

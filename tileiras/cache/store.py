@@ -146,7 +146,10 @@ class Cache:
             os.replace(tmp, path)
             tmp = None
         except OSError as exc:
-            self._disable(exc)
+            # Windows refuses to replace a file another process has open: that
+            # process is reading the same key, so the entry is already there.
+            if not (tmp is not None and path.is_file()):
+                self._disable(exc)
         finally:
             if tmp is not None:
                 self._remove(Path(tmp))

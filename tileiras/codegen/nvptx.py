@@ -44,7 +44,13 @@ def select_target(llvm_ir: str, gpu: str) -> targets.Target:
 
 
 def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False) -> str:
-    """Compile one LLVM IR module to PTX for `gpu` (sm_80 .. sm_121, with a/f variants)."""
+    """Compile one LLVM IR module to PTX for `gpu` (sm_80 .. sm_121, with a/f variants).
+
+    Debug information comes from the module's own metadata: a compile unit with
+    `emissionKind: FullDebug` gives DWARF and `.target sm_XX, debug`;
+    `DebugDirectivesOnly` gives `.loc` line info only (what `--lineinfo` wants).
+    `debug=True` compiles at -O0, since optimised device debugging is not supported.
+    """
     if opt_level not in (0, 1, 2, 3):
         raise TileirasError(f"error: invalid optimization level {opt_level} (expected 0..3)", ExitCode.INVALID_OPTIONS)
     row = select_target(llvm_ir, gpu)
@@ -52,8 +58,9 @@ def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False)
     if found and found.group(1) and not found.group(1).startswith("nvptx"):
         raise CompileError(f"error: LLVM module targets '{found.group(1)}', not NVPTX")
     _llvm()  # load LLVM in the parent, so a forked child starts with it
-    ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, opt_level))
-    return _fix_header(ptx, row, debug)
+    level = 0 if debug else opt_level
+    ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, level))
+    return _fix_header(ptx, row)
 
 
 def _emit(llvm_ir: str, row: targets.Target, opt_level: int) -> str:
@@ -75,20 +82,23 @@ def _emit(llvm_ir: str, row: targets.Target, opt_level: int) -> str:
     return machine.emit_assembly(module)
 
 
-def _fix_header(ptx: str, row: targets.Target, debug: bool) -> str:
-    """Declare the target's real `.version`/`.target`, and `, debug` for -g."""
+def _fix_header(ptx: str, row: targets.Target) -> str:
+    """Declare the target's real `.version`/`.target` where LLVM cannot (sm_107)."""
     match = _TARGET_LINE.search(ptx)
     if match is None:
         raise CompileError("error: LLVM produced PTX without a .target directive")
-    rest = match.group(2)
-    if debug and "debug" not in rest:
-        rest += ", debug"
-    line = f".target {row.name}{rest}"
+    line = f".target {row.name}{match.group(2)}"
     ptx = ptx[: match.start()] + line + ptx[match.end():]
     if row.header_rewritten:
         version = f".version {row.ptx_version // 10}.{row.ptx_version % 10}"
         ptx = _VERSION_LINE.sub(version, ptx, count=1)
     return ptx
+
+
+def ptx_has_dwarf(ptx: str) -> bool:
+    """True when the PTX declares `.target ..., debug` (it carries DWARF sections)."""
+    match = _TARGET_LINE.search(ptx)
+    return bool(match and re.search(r"\bdebug\b", match.group(2)))
 
 
 def ptx_target(ptx: str) -> str | None:

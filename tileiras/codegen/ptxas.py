@@ -96,10 +96,16 @@ def ptxas_arch(ptx: str, gpu: str) -> str:
 
 def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
                extra: Sequence[str] = ()) -> list[str]:
-    """The ptxas command line, relative to the private run directory."""
+    """The ptxas command line, relative to the private run directory.
+
+    PTX that carries DWARF (`.target sm_XX, debug`) is assembled with -g: ptxas
+    refuses it at any other level ("Optimized debugging not supported"), so -g means -O0.
+    """
+    from .nvptx import ptx_has_dwarf
+
     if opt_level not in (0, 1, 2, 3):
         raise TileirasError(f"error: invalid optimization level {opt_level} (expected 0..3)", ExitCode.INVALID_OPTIONS)
-    # ptxas refuses optimised debugging ("Optimized debugging not supported"): -g means -O0.
+    debug = debug or ptx_has_dwarf(ptx)
     level = 0 if debug else opt_level
     argv = [str(find_ptxas()), "-arch", ptxas_arch(ptx, gpu), "--opt-level", str(level)]
     if lineinfo and not debug:
@@ -143,9 +149,9 @@ _USED = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 
 
-def resource_usage(ptx: str, gpu: str, opt_level: int = 3) -> dict[str, dict[str, int]]:
+def resource_usage(ptx: str, gpu: str, opt_level: int = 3, extra: Sequence[str] = ()) -> dict[str, dict[str, int]]:
     """Per entry function, from `ptxas -v`: registers, spill_stores, spill_loads, stack_frame, smem."""
-    _, report = _run(ptxas_argv(ptx, gpu, opt_level, extra=["-v"]), ptx)
+    _, report = _run(ptxas_argv(ptx, gpu, opt_level, extra=["-v", *extra]), ptx)
     usage: dict[str, dict[str, int]] = {}
     current: dict[str, int] | None = None
     for line in report.splitlines():

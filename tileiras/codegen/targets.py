@@ -65,6 +65,7 @@ BASE_TARGETS: tuple[str, ...] = tuple(name for name, row in TARGETS.items() if n
 # is compiled for that target's arch-specific variant instead of failing in LLVM.
 ARCH_SPECIFIC_USE = re.compile(
     r"@llvm\.nvvm\.(?:wgmma|setmaxnreg|tcgen05|mma\.block\.scale)\."
+    r"|@llvm\.nvvm\.(?:ff\.to\.(?:ue8m0x2|e2m1x2)|(?:ue8m0x2|e2m1x2)\.to)\."
     r"|\basm\b[^\n]*\"[^\"\n]*\b(?:wgmma|tcgen05|setmaxnreg)\.[a-z]"
 )
 

@@ -90,11 +90,14 @@ def lower_to_llvm(module: object, gpu: str, opts: Options) -> tuple[str, object]
 
 def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> Artifacts:
     """Run every stage the requested output needs, for every requested target."""
+    from ..cache.store import open_cache
+
     arts = Artifacts(inputs_read=[path, *opts.libraries])
     kind = input_kind(data, path)
     want = opts.emit_kind
     gpus = list(dict.fromkeys(opts.gpu_names))  # keep order, drop repeats
-    cache = CompileCache.open(opts)
+    cache = open_cache(opts.cache_dir, disabled=opts.no_cache)
+    caching = not opts.no_cache  # keys cost a version probe of LLVM and ptxas: skip them when off
 
     if kind == "ptx":
         if want in ("llvm",):
@@ -106,13 +109,14 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
         meta_path = path + ".json"
         arts.metadata = _read_sidecar_metadata(meta_path, gpus, arts)
     else:
+        from ..cache.keys import module_key
         from ..frontend import load_module
 
         with timer.stage("read + verify"):
             module = load_module(data, path)
         source_digest = hashlib.sha256(data).hexdigest()
         for gpu in gpus:
-            key = cache.ptx_key(source_digest, gpu, opts)
+            key = module_key(source_digest, gpu, opts) if caching else ""
             cached = cache.get_ptx(key) if want != "llvm" else None
             if cached is not None:
                 arts.ptx[gpu], arts.metadata[gpu] = cached
@@ -130,10 +134,11 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
             cache.put_ptx(key, arts.ptx[gpu], meta)
 
     if want in ("cubin", "fatbin", "obj"):
+        from ..cache.keys import cubin_key
         from ..codegen.ptxas import assemble
 
         for gpu in gpus:
-            key = cache.cubin_key(arts.ptx[gpu], gpu, opts)
+            key = cubin_key(arts.ptx[gpu], gpu, opts) if caching else ""
             cubin = cache.get_blob(key)
             if cubin is None:
                 with timer.stage(f"ptxas ({gpu})"):
@@ -142,80 +147,6 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
                 cache.put_blob(key, cubin)
             arts.cubin[gpu] = cubin
     return arts
-
-
-class CompileCache:
-    """The driver's view of the content-addressed cache: PTX (+ metadata) and cubins.
-
-    The PTX key covers the module bytes and every option that changes the
-    PTX; the cubin key covers the PTX text and the ptxas-level options, so a
-    ptxas-only change reuses the cached PTX.
-    """
-
-    def __init__(self, store: object | None) -> None:
-        self.store = store
-
-    @classmethod
-    def open(cls, opts: Options) -> "CompileCache":
-        if opts.no_cache:
-            return cls(None)
-        import os
-        from pathlib import Path
-
-        from ..cache import Cache, default_cache_dir
-
-        root = Path(opts.cache_dir) if opts.cache_dir else default_cache_dir()
-        max_bytes = int(os.environ.get("TILEIRAS_CACHE_MAX_BYTES", str(2 << 30)))
-        return cls(Cache(root, max_bytes))
-
-    def ptx_key(self, source_digest: str, gpu: str, opts: Options) -> str:
-        from .. import __version__
-        from ..cache import make_key
-
-        return make_key(kind="ptx", source=source_digest, gpu=gpu, opt_level=opts.opt_level,
-                        lineinfo=opts.lineinfo, debug=opts.device_debug, sanitize=opts.sanitize or "",
-                        tileiras=__version__, llvm=_llvm_version())
-
-    def cubin_key(self, ptx: str, gpu: str, opts: Options) -> str:
-        from ..cache import make_key
-        from ..codegen.ptxas import ptxas_version
-
-        return make_key(kind="cubin", ptx=hashlib.sha256(ptx.encode()).hexdigest(), gpu=gpu,
-                        opt_level=opts.opt_level, lineinfo=opts.lineinfo, debug=opts.device_debug,
-                        ptxas=ptxas_version())
-
-    def get_ptx(self, key: str) -> tuple[str, object] | None:
-        blob = self.get_blob(key)
-        if blob is None:
-            return None
-        import json
-
-        from ..codegen.metadata import ModuleMetadata
-
-        try:
-            entry = json.loads(blob)
-            return entry["ptx"], ModuleMetadata.from_json(entry["metadata"])
-        except (ValueError, KeyError, TypeError, TileirasError):
-            return None  # an unreadable entry is a miss; the compile rewrites it
-
-    def put_ptx(self, key: str, ptx: str, meta: object) -> None:
-        import json
-
-        self.put_blob(key, json.dumps({"ptx": ptx, "metadata": meta.to_json()}, sort_keys=True).encode())  # type: ignore[attr-defined]
-
-    def get_blob(self, key: str) -> bytes | None:
-        return self.store.get(key) if self.store is not None else None  # type: ignore[attr-defined]
-
-    def put_blob(self, key: str, data: bytes) -> None:
-        if self.store is not None:
-            self.store.put(key, data)  # type: ignore[attr-defined]
-
-
-def _llvm_version() -> str:
-    """The llvmlite release (it pins one LLVM), read without importing llvmlite."""
-    from importlib.metadata import version
-
-    return "llvmlite-" + version("llvmlite")
 
 
 def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> dict[str, object]:

@@ -116,10 +116,9 @@ class DenseElements:
 
     @property
     def is_splat(self) -> bool:
-        from .dense import element_size
+        from .dense import is_splat
 
-        n = element_size(self.type.element)
-        return len(self.raw) == n
+        return is_splat(self.type, self.raw)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DenseElements) and self.type == other.type and self.raw == other.raw

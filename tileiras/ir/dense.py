@@ -12,10 +12,24 @@ from typing import Any
 from .types import SCALAR_BITS, Type, TileType
 
 
+# Storage widths that differ from SCALAR_BITS: tf32 is a 19-bit APFloat (3 bytes).
+_STORAGE_BITS = {"tf32": 19}
+
+
 def element_size(elem: Type) -> int:
-    """Bytes per element in the raw buffer (i1 is handled separately)."""
-    bits = SCALAR_BITS.get(getattr(elem, "name", ""), 64)
+    """Bytes per element in the raw buffer (i1 is bit-packed, see element_bits)."""
+    name = getattr(elem, "name", "")
+    bits = _STORAGE_BITS.get(name) or SCALAR_BITS.get(name, 64)
     return max(1, (bits + 7) // 8)
+
+
+def raw_size_ok(t: TileType, nbytes: int) -> bool:
+    """MLIR's isValidRawBuffer: a splat (one element) or every element."""
+    n = num_elements(t)
+    if t.element.name == "i1":  # type: ignore[attr-defined]
+        return nbytes == 1 or nbytes == (n + 7) // 8
+    size = element_size(t.element)
+    return nbytes == size or nbytes == size * n
 
 
 def num_elements(t: TileType) -> int:
@@ -38,8 +52,6 @@ def element_bits(t: TileType, raw: bytes) -> list[int]:
     if name == "i1":
         if len(raw) == 1 and raw[0] in (0, 0xFF):
             return [raw[0] & 1] * n
-        if len(raw) == n and n > 1 and all(b in (0, 1) for b in raw) and (n + 7) // 8 != n:
-            return list(raw)
         return [(raw[i // 8] >> (i % 8)) & 1 for i in range(n)]
     size = element_size(t.element)
     if len(raw) == size:
@@ -75,8 +87,8 @@ def decode_dense(t: TileType, raw: bytes) -> Any:
         dt = np.dtype(getattr(ml_dtypes, _ML_NAMES[name]))
         arr = np.array(bits, dtype=np.uint8 if dt.itemsize == 1 else np.uint16).view(dt)
         return arr.reshape(shape)
-    if name == "tf32":
-        return np.array(bits, dtype=np.uint32).view(np.float32).reshape(shape)
+    if name == "tf32":  # 19-bit pattern: sign, 8-bit exponent, 10-bit mantissa -> f32 bits
+        return np.array([b << 13 for b in bits], dtype=np.uint32).view(np.float32).reshape(shape)
     dt = np.dtype(_NP_NAMES[name])
     udt = {2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
     return np.array(bits, dtype=udt).view(dt).reshape(shape)

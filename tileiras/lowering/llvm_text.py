@@ -15,7 +15,7 @@ from ..ir.types import PointerType, ScalarType, TokenType, Type
 LLVM_SCALAR: dict[str, str] = {
     "i1": "i1", "i4": "i8", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
     "f16": "half", "bf16": "bfloat", "f32": "float", "tf32": "float", "f64": "double",
-    "f8E4M3FN": "i8", "f8E5M2": "i8", "f8E8M0FNU": "i8", "f4E2M1FN": "i8",
+    "f8E4M3FN": "i8", "f8E5M2": "i8", "f8E8M0FNU": "i8", "f4E2M1FN": "i8", "f8E5M3FNU": "i8",
 }
 
 GLOBAL_PTR = "ptr addrspace(1)"

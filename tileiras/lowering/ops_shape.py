@@ -143,7 +143,43 @@ def _cat(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], k.exchange([lhs, rhs], rtype, src_index))
 
 
+def _pack_like(k: KernelLowering, op: Operation) -> None:
+    """pack/unpack: reinterpret a rank-1 tile as bytes (or back) through shared memory.
+
+    4-bit element types hold two elements per byte, the first in the low nibble.
+    """
+    from .ops_reduce import scratch_load, to_scratch
+
+    src = k.tile(op.operands[0])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    (base,) = to_scratch(k, [src])
+    packed, unpacked = (rtype, src.type) if op.name.endswith(".pack") else (src.type, rtype)
+    nibbles = getattr(unpacked.element, "bitwidth", 8) == 4
+    slots = []
+    for s in range(k.slots(rtype)):
+        e = k.elem_index(rtype.num_elements, s)
+        if not nibbles:
+            width = max(1, getattr(rtype.element, "bitwidth", 8) // 8)  # bytes per result element
+            at = e if width == 1 else k.b.op(f"mul i32 {e}, {width}", "pk")
+            p = k.b.op(f"getelementptr i8, ptr addrspace(3) {base}, i32 {at}", "pk")
+            slots.append(k.b.op(f"load {storage_type(rtype.element)}, ptr addrspace(3) {p}", "pk"))
+        elif op.name.endswith(".pack"):
+            lo_i = k.b.op(f"mul i32 {e}, 2", "pk")
+            hi_i = k.b.op(f"add i32 {lo_i}, 1", "pk")
+            lo = k.b.op(f"and i8 {scratch_load(k, base, src.type.element, lo_i)}, 15", "pk")
+            hi = k.b.op(f"shl i8 {scratch_load(k, base, src.type.element, hi_i)}, 4", "pk")
+            slots.append(k.b.op(f"or i8 {lo}, {hi}", "pk"))
+        else:
+            byte = scratch_load(k, base, src.type.element, k.b.op(f"lshr i32 {e}, 1", "pk"))
+            odd = k.b.op(f"and i32 {e}, 1", "pk")
+            shift = k.b.op(f"trunc i32 {k.b.op(f'shl i32 {odd}, 2', 'pk')} to i8", "pk")
+            slots.append(k.b.op(f"and i8 {k.b.op(f'lshr i8 {byte}, {shift}', 'pk')}, 15", "pk"))
+    k.set(op.results[0], TileRegs(rtype, slots))
+
+
 LOWERINGS = {
+    "cuda_tile.pack": _pack_like, "cuda_tile.unpack": _pack_like,
     "cuda_tile.constant": _constant, "cuda_tile.iota": _iota,
     "cuda_tile.reshape": _reshape, "cuda_tile.broadcast": _broadcast, "cuda_tile.permute": _permute,
     "cuda_tile.extract": _extract, "cuda_tile.cat": _cat,

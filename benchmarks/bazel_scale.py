@@ -1,0 +1,164 @@
+"""Bazel build times of tileir_library(): full, no-op, one touched kernel, cached.
+
+Two workspaces, each built by a fresh offline Bazel server in a temp dir:
+
+  example   examples/bazel (2 kernels + a cc_binary)
+  package   a generated package of N kernels (default 200) in one
+            tileir_library, plus a cc_binary that links it
+
+For each: the full build (fresh output base; the server start and the
+repository set-up are timed apart), a no-op rebuild, a rebuild after one
+kernel's content changed (re-exported with another tile size), and a rebuild
+after `bazel clean` served from --disk_cache.
+
+    python benchmarks/bazel_scale.py [--kernels 200] [--gpu-names sm_90,sm_100] [--json out.json]
+
+Needs Debian's bazel-bootstrap (Bazel 4.2.3) and cuda-tile (to export the
+kernels); runs offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "tests" / "bazel_support"))
+
+from bazel_runner import Bazel  # noqa: E402
+from workspaces import copy_example, set_gpu_names  # noqa: E402
+
+_PROCESSES = re.compile(r"INFO: (\d+) process")
+
+
+@dataclass
+class Step:
+    workspace: str
+    step: str
+    seconds: float
+    processes: int
+
+
+def _exporter() -> ModuleType:
+    path = REPO_ROOT / "examples" / "bazel" / "kernels" / "export_kernels.py"
+    spec = importlib.util.spec_from_file_location("export_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def _generated_package(dest: Path, count: int, gpu_names: list[str]) -> Path:
+    """A workspace with `count` kernels k000.. (vadd and vscale alternating) in one tileir_library."""
+    from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
+
+    exporter = _exporter()
+    shutil.copytree(REPO_ROOT / "examples" / "bazel", dest, ignore=shutil.ignore_patterns("kernels", "bazel-*"))
+    (dest / "kernels").mkdir()
+    names = []
+    for i in range(count):
+        name = f"k{i:03d}"
+        kernel, params = exporter._parameters(exporter.KERNEL_NAMES[i % 2], exporter.TILE)
+        signature = KernelSignature(params, CallingConvention.cutile_python_v1(), symbol=name)
+        export_kernel(kernel, [signature], dest / "kernels" / f"{name}.tileirbc", output_format="tileir_bytecode")
+        names.append(name)
+    srcs = "".join(f'        "kernels/{n}.tileirbc",\n' for n in names)
+    gpus = ", ".join(f'"{g}"' for g in gpu_names)
+    (dest / "BUILD.bazel").write_text(
+        'load("@tileiras//bazel:defs.bzl", "tileir_library")\n\n'
+        f'tileir_library(\n    name = "kernels",\n    srcs = [\n{srcs}    ],\n    gpu_names = [{gpus}],\n)\n\n'
+        'cc_binary(\n    name = "app",\n    srcs = ["app.c"],\n    deps = [":kernels"],\n)\n')
+    (dest / "app.c").write_text(
+        '#include <stdio.h>\n#include "kernels.h"\n\n'
+        "int main(void) {\n"
+        "    int rc = k000_launch(NULL, 1, 1, 1, NULL, 0, 1, NULL, 0, 1, NULL, 0, 1);\n"
+        '    printf("k000_launch returned %d\\n", rc);\n'
+        "    return 0;\n}\n")
+    (dest / "main.c").unlink()
+    return dest
+
+
+def _touch_kernel(path: Path, kind: str) -> None:
+    """Change one kernel's content for real: re-export it with another tile size."""
+    from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
+
+    exporter = _exporter()
+    kernel, params = exporter._parameters(kind, exporter.TILE // 2)
+    signature = KernelSignature(params, CallingConvention.cutile_python_v1(), symbol=path.stem)
+    export_kernel(kernel, [signature], path, output_format="tileir_bytecode")
+
+
+def _timed(bazel: Bazel, label: str, step: str, *args: str) -> Step:
+    start = time.perf_counter()
+    proc = bazel.run("build", *args)
+    seconds = time.perf_counter() - start
+    match = _PROCESSES.search(proc.stderr)
+    return Step(label, step, round(seconds, 2), int(match.group(1)) if match else 0)
+
+
+def _measure(label: str, workspace: Path, state: Path, target: str, touched: Path, kind: str) -> list[Step]:
+    bazel = Bazel(workspace, state)
+    cache = state / "disk_cache"
+    try:
+        start = time.perf_counter()
+        bazel.run("info", "release")
+        bazel.run("fetch", target)
+        steps = [Step(label, "server start + repository set-up", round(time.perf_counter() - start, 2), 0)]
+        steps.append(_timed(bazel, label, "full build", f"--disk_cache={cache}", target))
+        steps.append(_timed(bazel, label, "no-op rebuild", f"--disk_cache={cache}", target))
+        _touch_kernel(touched, kind)
+        steps.append(_timed(bazel, label, f"one kernel touched ({touched.name})", f"--disk_cache={cache}", target))
+        bazel.run("clean")
+        steps.append(_timed(bazel, label, "after clean, from --disk_cache", f"--disk_cache={cache}", target))
+        return steps
+    finally:
+        bazel.shutdown()
+
+
+def _table(steps: list[Step]) -> str:
+    lines = ["| workspace | step | seconds | processes |", "| --- | --- | ---: | ---: |"]
+    lines += [f"| {s.workspace} | {s.step} | {s.seconds:.2f} | {s.processes} |" for s in steps]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", type=int, default=200, help="kernels in the generated package")
+    parser.add_argument("--gpu-names", default="sm_90", help="comma-separated GPU targets")
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--skip-example", action="store_true")
+    parser.add_argument("--skip-package", action="store_true")
+    args = parser.parse_args(argv)
+    gpus = args.gpu_names.split(",")
+    steps: list[Step] = []
+    with tempfile.TemporaryDirectory(prefix="tileir-bazel-bench-") as tmp:
+        root = Path(tmp)
+        if not args.skip_example:
+            example = copy_example(root / "example")
+            set_gpu_names(example, gpus)
+            steps += _measure("example (2 kernels)", example, root / "example_state", "//:vector_demo",
+                              example / "kernels" / "vscale.tileirbc", "vscale")
+            print(_table(steps), flush=True)
+        if not args.skip_package:
+            package = _generated_package(root / "package", args.kernels, gpus)
+            steps += _measure(f"package ({args.kernels} kernels)", package, root / "package_state", "//:app",
+                              package / "kernels" / "k001.tileirbc", "vscale")
+    print()
+    print(f"Bazel 4.2.3, gpu_names = {gpus}, {args.kernels}-kernel package")
+    print(_table(steps))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(s) for s in steps], indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Compile time: our tileiras against NVIDIA's on the same bytecode, in one run.
+
+Whole-process wall time per corpus kernel (bytecode -> cubin, cache off),
+best of N runs each, the ratio ours / NVIDIA's, and the geometric mean of the
+ratios. Run: `python benchmarks/compile_time.py [--gpu-name sm_90] [--repeats 3]`.
+Compare ratios, not absolute times: machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import best_time, corpus_files, geomean, nvidia_tool, our_command, print_table  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu-name", default="sm_90")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N kernels")
+    args = parser.parse_args()
+    nvidia = nvidia_tool("tileiras")
+    if nvidia is None:
+        print("NVIDIA's tileiras (pip install nvidia-cuda-tileiras) is needed for the comparison", file=sys.stderr)
+        return 2
+    files = corpus_files()
+    if args.limit:
+        files = files[: args.limit]
+    rows, ratios = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "k.cubin")
+        for name, path in files:
+            ours_argv = [*our_command("tileiras"), "--no-cache", "--gpu-name", args.gpu_name, str(path), "-o", out]
+            theirs_argv = [str(nvidia), "--gpu-name", args.gpu_name, str(path), "-o", out]
+            try:
+                theirs = best_time(theirs_argv, args.repeats)
+                ours = best_time(ours_argv, args.repeats)
+            except RuntimeError as exc:
+                rows.append((name, "-", "-", f"skipped: {str(exc).splitlines()[-1][:60]}"))
+                continue
+            ratios.append(ours / theirs)
+            rows.append((name, f"{ours * 1000:.0f} ms", f"{theirs * 1000:.0f} ms", f"{ours / theirs:.2f}"))
+    print_table(f"compile time, bytecode -> cubin, {args.gpu_name}, best of {args.repeats}",
+                ("kernel", "ours", "nvidia", "ours/nvidia"), rows)
+    print(f"geometric mean ours/nvidia: {geomean(ratios):.2f} over {len(ratios)} kernels (< 1 means we are faster)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

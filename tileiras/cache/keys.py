@@ -1,0 +1,87 @@
+"""Cache keys: SHA-256 of a canonical encoding of everything that can change an output.
+
+`make_key(**parts)` hashes sorted-key JSON of the parts plus the key format and
+our own version; bytes are replaced by their SHA-256. The two keys the driver
+uses split along the pipeline, so a change that only affects ptxas (its
+options, ptxas's own version) reuses the cached PTX:
+
+  PTX key   = module content, target, options that change lowering or LLVM, LLVM version
+  cubin key = PTX text, target, options that change ptxas's output, ptxas version
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tileiras import __version__
+
+from .store import default_cache_dir
+from .versions import llvm_version, ptxas_version
+
+KEY_FORMAT = 1
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"sha256": hashlib.sha256(bytes(value)).hexdigest()}
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
+
+
+def make_key(**parts: Any) -> str:
+    document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _memo_dir(opts: Any) -> Path:
+    return Path(getattr(opts, "cache_dir", None) or default_cache_dir())
+
+
+def _file_digest(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def module_key(source_digest: str, gpu: str, opts: Any) -> str:
+    """Key of the PTX (and launch metadata) compiled from one module for one target."""
+    return make_key(
+        stage="ptx",
+        source=source_digest,
+        gpu=gpu,
+        opt_level=getattr(opts, "opt_level", 3),
+        lineinfo=bool(getattr(opts, "lineinfo", False)),
+        debug=bool(getattr(opts, "device_debug", False)),
+        preview=getattr(opts, "preview", None),
+        sanitize=getattr(opts, "sanitize", None),
+        libraries=[_file_digest(path) for path in getattr(opts, "libraries", [])],
+        llvm=llvm_version(_memo_dir(opts)),
+    )
+
+
+def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str:
+    """Key of the cubin ptxas makes from `ptx` for `gpu`."""
+    return make_key(
+        stage="cubin",
+        ptx=ptx.encode("utf-8"),
+        gpu=gpu,
+        opt_level=getattr(opts, "opt_level", 3),
+        lineinfo=bool(getattr(opts, "lineinfo", False)),
+        debug=bool(getattr(opts, "device_debug", False)),
+        ptxas_options=list(extra),
+        ptxas=ptxas_version(_memo_dir(opts)),
+    )
