@@ -7,4 +7,4 @@ bash scripts/bootstrap.sh
 export PATH="$PWD/.venv/bin:$PATH"
 cmake -S examples/cmake -B build/example -G Ninja -DTileIR_DIR="$(tileir cmake-dir)"
 cmake --build build/example
-find build/example -maxdepth 2 -type f -perm -u+x -name 'tileir_example*' -exec {} \;
+build/example/vector_ops

@@ -184,7 +184,7 @@ def test_user_toolchain_links_rebuilds_incrementally_and_hits_disk_cache(tmp_pat
     bazel.run("build", f"--disk_cache={cache}", f"--execution_log_json_file={log}", "//:app")
     spawns = [s for s in read_execution_log(log) if s["mnemonic"].startswith("Tileir")]
     outputs = sorted(o.rsplit("/", 1)[-1] for s in spawns for o in spawn_outputs(s))
-    assert outputs == ["alpha.o", "alpha.sm_100.cubin", "alpha.sm_100.ptx", "alpha.sm_100.ptx.json",
+    assert outputs == ["alpha.fatbin", "alpha.o", "alpha.sm_100.cubin", "alpha.sm_100.ptx", "alpha.sm_100.ptx.json",
                        "alpha.sm_90.cubin", "alpha.sm_90.ptx", "alpha.sm_90.ptx.json"]
     assert not any(s["remoteCacheHit"] for s in spawns)
 

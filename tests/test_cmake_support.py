@@ -274,3 +274,34 @@ def read_log(path: Path) -> list[str]:
     lines = sorted(line for line in path.read_text().splitlines() if line)
     path.unlink()
     return lines
+
+
+# --------------------------------------------------------------------------- the tileiras wheel
+
+WHEEL_SOURCES = ("pyproject.toml", "CMakeLists.txt", "README.md", "tileiras", "build_rules", "cmake")
+
+
+def build_tileiras_wheel(work: Path) -> Path:
+    """`pip wheel` of this checkout (its files as they are now), without build isolation."""
+    source = work / "source"
+    source.mkdir(parents=True)
+    for name in WHEEL_SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif path.exists():
+            shutil.copy2(path, source / name)
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                             "-w", str(work / "dist"), str(source)], capture_output=True, text=True)
+    assert result.returncode == 0, f"pip wheel of tileiras failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return next((work / "dist").glob("tileiras-*.whl"))
+
+
+try:
+    import pytest
+
+    @pytest.fixture(scope="session")
+    def tileiras_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return build_tileiras_wheel(tmp_path_factory.mktemp("tileiras_wheel"))
+except ImportError:  # pragma: no cover - imported by scripts without pytest
+    pass

@@ -29,7 +29,7 @@ SCALAR_TAGS: dict[int, tuple[str, str]] = {
     0: ("i1", "13.1"), 1: ("i8", "13.1"), 2: ("i16", "13.1"), 3: ("i32", "13.1"), 4: ("i64", "13.1"),
     5: ("f16", "13.1"), 6: ("bf16", "13.1"), 7: ("f32", "13.1"), 8: ("tf32", "13.1"), 9: ("f64", "13.1"),
     10: ("f8E4M3FN", "13.1"), 11: ("f8E5M2", "13.1"), 18: ("f8E8M0FNU", "13.2"), 19: ("f4E2M1FN", "13.3"),
-    22: ("i4", "13.3"), 130: ("f8E5M3FNU", "13.4"),
+    22: ("i4", "13.3"), 130: ("fnv8E5M3FNU", "13.4"),
 }
 TAG_POINTER, TAG_TILE, TAG_TENSOR_VIEW, TAG_PARTITION_VIEW, TAG_FUNCTION, TAG_TOKEN = 12, 13, 14, 15, 16, 17
 TAG_GATHER_SCATTER_VIEW, TAG_STRIDED_VIEW = 20, 21
@@ -428,7 +428,7 @@ class _OpReader:
                 sizes.append(len(idxs))
         else:
             groups = defn.operands
-            if defn.is_variadic or defn.has_optional_operands:
+            if defn.needs_segment_sizes:  # some operand group is variadic or optional
                 n = cur.varint("operand count")
                 if n > cur.remaining():
                     raise cur.error("failed to read operand count")

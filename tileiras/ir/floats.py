@@ -45,7 +45,7 @@ FORMATS: dict[str, FloatFormat] = {
     "f8E5M2": FloatFormat("f8E5M2", 5, 2),
     "f8E8M0FNU": FloatFormat("f8E8M0FNU", 8, 0, "fnu"),
     "f4E2M1FN": FloatFormat("f4E2M1FN", 2, 1, "finite"),
-    "f8E5M3FNU": FloatFormat("f8E5M3FNU", 5, 3, "fnu"),
+    "fnv8E5M3FNU": FloatFormat("fnv8E5M3FNU", 5, 3, "fnu"),
 }
 
 Special = str  # "inf", "-inf", "nan"

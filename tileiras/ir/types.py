@@ -46,7 +46,7 @@ class ScalarType(Type):
 SCALAR_BITS: dict[str, int] = {
     "i1": 1, "i4": 4, "i8": 8, "i16": 16, "i32": 32, "i64": 64,
     "f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64,
-    "f8E4M3FN": 8, "f8E5M2": 8, "f8E8M0FNU": 8, "f4E2M1FN": 4, "f8E5M3FNU": 8,
+    "f8E4M3FN": 8, "f8E5M2": 8, "f8E8M0FNU": 8, "f4E2M1FN": 4, "fnv8E5M3FNU": 8,
 }
 
 

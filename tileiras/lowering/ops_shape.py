@@ -143,6 +143,33 @@ def _cat(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], k.exchange([lhs, rhs], rtype, src_index))
 
 
+def _insert(k: KernelLowering, op: Operation) -> None:
+    """The destination tile with `source` written at tile coordinate `indices` (inverse of extract)."""
+    src = k.tile(op.operands[0])
+    dest = k.tile(op.operands[1])
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    starts = []
+    for v, size in zip(op.operands[2:], src.type.shape):
+        t = llvm_type(element_of(v.type))
+        v32 = k.tile(v).slots[0]
+        if t != "i32":
+            v32 = k.b.op(f"trunc {t} {v32} to i32", "x")
+        starts.append(k.b.op(f"mul i32 {v32}, {size}", "x"))
+
+    def src_index(idx: list[str]) -> str:
+        inside = None
+        local = []
+        for i, start, size in zip(idx, starts, src.type.shape):
+            rel = k.b.op(f"sub i32 {i}, {start}", "x")
+            ok = k.b.op(f"icmp ult i32 {rel}, {size}", "x")
+            inside = ok if inside is None else k.b.op(f"and i1 {inside}, {ok}", "x")
+            local.append(rel)
+        from_src = k.b.op(f"add i32 {k.linear(local, src.type.shape)}, {dest.type.num_elements}", "x")
+        return k.b.op(f"select i1 {inside}, i32 {from_src}, i32 {k.linear(idx, rtype.shape)}", "x")
+    k.set(op.results[0], k.exchange([dest, src], rtype, src_index))
+
+
 def _pack_like(k: KernelLowering, op: Operation) -> None:
     """pack/unpack: reinterpret a rank-1 tile as bytes (or back) through shared memory.
 
@@ -179,7 +206,7 @@ def _pack_like(k: KernelLowering, op: Operation) -> None:
 
 
 LOWERINGS = {
-    "cuda_tile.pack": _pack_like, "cuda_tile.unpack": _pack_like,
+    "cuda_tile.insert": _insert, "cuda_tile.pack": _pack_like, "cuda_tile.unpack": _pack_like,
     "cuda_tile.constant": _constant, "cuda_tile.iota": _iota,
     "cuda_tile.reshape": _reshape, "cuda_tile.broadcast": _broadcast, "cuda_tile.permute": _permute,
     "cuda_tile.extract": _extract, "cuda_tile.cat": _cat,

@@ -187,7 +187,7 @@ class Namer:
             return namer(op, self)
         if len(op.results) > 1:
             defn = op.definition
-            if not defn.is_variadic:
+            if all(r.kind == "single" for r in defn.results):
                 return [(i, r.name) for i, r in enumerate(defn.results)][:len(op.results)]
         return []
 
