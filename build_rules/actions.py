@@ -2,7 +2,7 @@
 
     SRC --(tileiras --emit=ptx, per GPU)--> STEM.GPU.ptx (+ .ptx.json, + .ptx.d)
     STEM.GPU.ptx --(tileiras --emit=cubin, per GPU)--> STEM.GPU.cubin
-    cubins + newest GPU's PTX --(tileir package)--> STEM.o   (fatbin + launchers)
+    every GPU's .ptx.json + cubins + newest GPU's PTX --(tileir package)--> STEM.o   (fatbin + launchers)
     every source's first-GPU .ptx.json --(tileir header)--> HEADER
 
 An action is data (tool, args, inputs, outputs, depfile): this module never
@@ -89,12 +89,16 @@ def cubin_action(stem: str, gpu: str, options: KernelOptions, out_dir: str, poli
 
 
 def package_action(stem: str, options: KernelOptions, out_dir: str, object_suffix: str) -> Action:
-    first = naming.target_files(out_dir, stem, options.gpu_names[0])
     newest_gpu = options.newest_gpu
     newest = naming.target_files(out_dir, stem, newest_gpu)
     obj = naming.object_path(out_dir, stem, object_suffix)
-    args = ["package", "--metadata", first.metadata]
-    inputs = [first.metadata]
+    args = ["package"]
+    inputs: list[str] = []
+    # Every target's metadata: block size and shared memory may differ per GPU.
+    for gpu in options.gpu_names:
+        metadata = naming.target_files(out_dir, stem, gpu).metadata
+        args += ["--metadata", metadata]
+        inputs.append(metadata)
     for gpu in options.gpu_names:
         cubin = naming.target_files(out_dir, stem, gpu).cubin
         args += ["--cubin", f"{gpu}={cubin}"]

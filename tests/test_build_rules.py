@@ -108,13 +108,14 @@ def test_single_source_chain_matches_the_contract() -> None:
     assert package.outputs == ("o/vadd.o",)
 
 
-def test_multi_gpu_package_embeds_newest_ptx_and_first_metadata() -> None:
+def test_multi_gpu_package_embeds_newest_ptx_and_every_metadata() -> None:
     options = KernelOptions.resolve(gpu_names=["sm_100", "sm_80"])
     package = source_actions("k.mlir", "k", options, "d")[-1]
-    assert list(package.args) == ["package", "--metadata", "d/k.sm_100.ptx.json",
+    assert list(package.args) == ["package", "--metadata", "d/k.sm_100.ptx.json", "--metadata", "d/k.sm_80.ptx.json",
                                   "--cubin", "sm_100=d/k.sm_100.cubin", "--cubin", "sm_80=d/k.sm_80.cubin",
                                   "--ptx", "sm_100=d/k.sm_100.ptx", "-o", "d/k.o"]
-    assert set(package.inputs) == {"d/k.sm_100.ptx.json", "d/k.sm_100.cubin", "d/k.sm_80.cubin", "d/k.sm_100.ptx"}
+    assert set(package.inputs) == {"d/k.sm_100.ptx.json", "d/k.sm_80.ptx.json", "d/k.sm_100.cubin",
+                                   "d/k.sm_80.cubin", "d/k.sm_100.ptx"}
 
 
 def test_bazel_policy_has_no_depfiles_and_no_cache() -> None:

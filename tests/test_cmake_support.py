@@ -177,7 +177,8 @@ def main(argv=None):
     if log:
         with open(log, "a") as f:
             f.write(f"{command} {os.path.basename(out)}\n")
-    kernels = [k for m in metas for k in json.load(open(m))["kernels"]]
+    # package gets one metadata file per GPU of one module, header one per module.
+    kernels = list({k["name"]: k for m in metas for k in json.load(open(m))["kernels"]}.values())
     if command == "header":
         lines = ["#pragma once", "#include <stdint.h>", "#define TILEIR_ERROR_NO_DRIVER (-1)",
                  "#define TILEIR_ERROR_NO_DEVICE (-2)", "#ifdef __cplusplus", 'extern "C" {', "#endif"]

@@ -143,9 +143,15 @@ def _scan(k: KernelLowering, op: Operation) -> None:
 
 
 def _mma(k: KernelLowering, op: Operation) -> None:
+    from .ops_mma import lower_mma_sync, select_shape
+
     lhs, rhs, acc = (k.tile(op.operand(n)) for n in ("lhs", "rhs", "acc"))  # type: ignore[arg-type]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
+    shape = select_shape(op, lhs.type, rhs.type, rtype)
+    if shape is not None:
+        k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
+        return
     out_ty = llvm_type(rtype.element)
     is_float = op.name == "cuda_tile.mmaf"
     batched = len(rtype.shape) == 3

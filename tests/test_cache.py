@@ -1,0 +1,305 @@
+"""The content-addressed compile cache: hits, corruption, races, eviction, faults, keys."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tileiras.cache import keys, versions
+from tileiras.cache.store import HEADER, Cache, NullCache, default_cache_dir, open_cache, parse_size
+from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
+
+ROOT = Path(__file__).parent.parent
+KEY = "ab" * 32
+
+
+def entry_path(cache: Cache, key: str = KEY) -> Path:
+    return cache.root / "v1" / key[:2] / key
+
+
+def test_miss_then_hit(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    assert cache.get(KEY) is None
+    cache.put(KEY, b"cubin bytes")
+    assert cache.get(KEY) == b"cubin bytes"
+    stats = cache.stats()
+    assert (stats.entries, stats.hits, stats.misses) == (1, 1, 1)
+    assert stats.bytes == HEADER.size + len(b"cubin bytes")
+
+
+def test_entries_survive_a_new_process(tmp_path: Path) -> None:
+    Cache(tmp_path).put(KEY, b"persisted")
+    script = f"from tileiras.cache.store import Cache; import sys; sys.stdout.write(Cache(sys.argv[1]).get('{KEY}').decode())"
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == "persisted"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_payload", "flip_digest", "empty", "garbage"])
+def test_corrupt_entry_is_a_miss_and_is_removed(tmp_path: Path, damage: str) -> None:
+    cache = Cache(tmp_path)
+    cache.put(KEY, b"x" * 100)
+    path = entry_path(cache)
+    blob = bytearray(path.read_bytes())
+    if damage == "truncate":
+        blob = blob[:-10]
+    elif damage == "flip_payload":
+        blob[-1] ^= 0xFF
+    elif damage == "flip_digest":
+        blob[HEADER.size - 1] ^= 0x01
+    elif damage == "empty":
+        blob = bytearray()
+    else:
+        blob = bytearray(b"not a cache entry at all" * 4)
+    path.write_bytes(bytes(blob))
+    assert cache.get(KEY) is None
+    assert not path.exists()
+    cache.put(KEY, b"x" * 100)  # recompiled and stored again
+    assert cache.get(KEY) == b"x" * 100
+
+
+def test_ptx_with_metadata_round_trip(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    meta = ModuleMetadata((KernelInfo("k", (KernelParam("a", "ptr<f32>"),), (128, 1, 1)),), "sm_90")
+    cache.put_ptx(KEY, ".version 8.8\n", meta)
+    assert cache.get_ptx(KEY) == (".version 8.8\n", meta)
+    cache.put_ptx("cd" * 32, ".version 8.8\n")
+    assert cache.get_ptx("cd" * 32) == (".version 8.8\n", None)
+    cache.put("ef" * 32, b"valid entry, but not a PTX document")
+    assert cache.get_ptx("ef" * 32) is None
+
+
+def _writer(root: str, key: str, payload: bytes, rounds: int, results: "multiprocessing.Queue[str]") -> None:
+    cache = Cache(root)
+    bad = 0
+    for _ in range(rounds):
+        cache.put(key, payload)
+        got = cache.get(key)
+        if got is not None and got != payload:
+            bad += 1
+    results.put(f"{bad}:{cache.writes_enabled}")
+
+
+def test_concurrent_writers_of_one_key(tmp_path: Path) -> None:
+    payload = os.urandom(256 * 1024)
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    workers = [context.Process(target=_writer, args=(str(tmp_path), KEY, payload, 40, results)) for _ in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    assert sorted(results.get(timeout=10) for _ in workers) == ["0:True"] * 6
+    assert Cache(tmp_path).get(KEY) == payload
+    leftovers = [p.name for p in entry_path(Cache(tmp_path)).parent.iterdir()]
+    assert leftovers == [KEY]  # no temp files left behind
+
+
+def test_lru_eviction(tmp_path: Path) -> None:
+    cache = Cache(tmp_path, max_bytes=10_000)
+    keys_in_order = [f"{i:02x}" * 32 for i in range(5)]
+    now = time.time()
+    for age, key in enumerate(keys_in_order):
+        cache.put(key, b"z" * 1000)
+        os.utime(entry_path(cache, key), (now - 100 + age, now - 100 + age))
+    assert cache.get(keys_in_order[0]) is not None  # a hit makes the oldest entry the newest
+    assert cache.trim(3 * (1000 + HEADER.size)) == 2
+    assert [cache.get(k) is not None for k in keys_in_order] == [True, False, False, True, True]
+
+
+def test_size_limit_is_enforced_on_put(tmp_path: Path) -> None:
+    limit = 5 * (2000 + HEADER.size)
+    cache = Cache(tmp_path, max_bytes=limit)
+    for i in range(20):
+        cache.put(f"{i:02x}" * 32, os.urandom(2000))
+        time.sleep(0.002)
+    stats = cache.stats()
+    assert stats.bytes <= limit
+    assert cache.get(f"{19:02x}" * 32) is not None  # the newest entry stays
+    assert cache.get(f"{0:02x}" * 32) is None
+
+
+def test_unwritable_cache_warns_once_and_degrades(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory should be")
+    cache = Cache(blocker / "cache")
+    cache.put(KEY, b"data")
+    cache.put("cd" * 32, b"more")
+    assert cache.get(KEY) is None
+    assert not cache.writes_enabled
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(lines) == 1 and lines[0].startswith("tileiras: warning: compile cache disabled")
+
+
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root ignores permissions")
+def test_read_only_cache_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = Cache(tmp_path)
+    cache.put(KEY, b"data")
+    os.chmod(tmp_path / "v1" / KEY[:2], 0o500)
+    try:
+        cache.put("ab" * 31 + "cd", b"new")
+        assert cache.get(KEY) == b"data"
+    finally:
+        os.chmod(tmp_path / "v1" / KEY[:2], 0o700)
+    assert "compile cache disabled" in capsys.readouterr().err
+
+
+def test_stale_temp_files_are_cleaned(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.put(KEY, b"data")
+    stale = entry_path(cache).parent / ".tmp-killed-writer"
+    stale.write_bytes(b"half an entr")
+    old = time.time() - 7200
+    os.utime(stale, (old, old))
+    fresh = entry_path(cache).parent / ".tmp-live-writer"
+    fresh.write_bytes(b"being written")
+    assert cache.stats().entries == 1
+    assert not stale.exists() and fresh.exists()
+
+
+def test_clear(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    for i in range(3):
+        cache.put(f"{i:02x}" * 32, b"data")
+    assert cache.clear() == 3
+    assert cache.stats().entries == 0
+
+
+def test_null_cache() -> None:
+    cache = open_cache(None, disabled=True)
+    assert isinstance(cache, NullCache)
+    cache.put(KEY, b"data")
+    assert cache.get(KEY) is None and cache.get_ptx(KEY) is None
+
+
+def test_invalid_key(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        Cache(tmp_path).get("../../etc/passwd")
+
+
+def test_default_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("TILEIRAS_CACHE_DIR")
+    assert default_cache_dir() == tmp_path / "xdg" / "tileiras"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "tileiras"
+    assert open_cache(None).root == tmp_path / "home" / ".cache" / "tileiras"
+    assert open_cache(str(tmp_path / "given")).root == tmp_path / "given"
+
+
+@pytest.mark.parametrize("text, size", [("1024", 1024), ("4k", 4096), ("500M", 500 << 20), ("2GiB", 2 << 30)])
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_parse_size_rejects() -> None:
+    with pytest.raises(ValueError):
+        parse_size("lots")
+
+
+# --- keys -------------------------------------------------------------------------
+
+
+def test_make_key_is_canonical() -> None:
+    first = keys.make_key(gpu="sm_90", source=b"module", options=["-O3"])
+    assert first == keys.make_key(options=("-O3",), source=b"module", gpu="sm_90")
+    assert len(first) == 64 and int(first, 16) >= 0
+    assert first != keys.make_key(gpu="sm_90", source=b"module2", options=["-O3"])
+    assert first != keys.make_key(gpu="sm_89", source=b"module", options=["-O3"])
+    with pytest.raises(TypeError):
+        keys.make_key(thing=object())
+
+
+def options(tmp_path: Path, **changes: object) -> SimpleNamespace:
+    base = dict(opt_level=3, lineinfo=False, device_debug=False, preview=None, sanitize=None, libraries=[],
+                cache_dir=str(tmp_path))
+    base.update(changes)
+    return SimpleNamespace(**base)
+
+
+def test_ptx_key_ignores_ptxas_only_changes_and_cubin_key_does_not(tmp_path: Path) -> None:
+    opts = options(tmp_path)
+    ptx_key = keys.module_key("d" * 64, "sm_90", opts)
+    assert ptx_key == keys.module_key("d" * 64, "sm_90", options(tmp_path))
+    assert ptx_key != keys.module_key("e" * 64, "sm_90", opts)
+    assert ptx_key != keys.module_key("d" * 64, "sm_100", opts)
+    assert ptx_key != keys.module_key("d" * 64, "sm_90", options(tmp_path, lineinfo=True))
+    cubin = keys.cubin_key(".version 8.8", "sm_90", opts)
+    assert cubin != keys.cubin_key(".version 8.8", "sm_90", opts, extra=("--maxrregcount", "32"))
+    assert cubin != keys.cubin_key(".version 8.8", "sm_90", options(tmp_path, opt_level=2))
+    assert cubin != keys.cubin_key(".version 8.8 ", "sm_90", opts)
+
+
+def test_library_contents_are_part_of_the_ptx_key(tmp_path: Path) -> None:
+    library = tmp_path / "lib.tileirbc"
+    library.write_bytes(b"one")
+    first = keys.module_key("d" * 64, "sm_90", options(tmp_path, libraries=[str(library)]))
+    library.write_bytes(b"two")
+    assert first != keys.module_key("d" * 64, "sm_90", options(tmp_path, libraries=[str(library)]))
+
+
+def test_tool_versions_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "_process_memo", {})
+    llvm = versions.llvm_version(tmp_path)
+    assert llvm.startswith("22.") or llvm[0].isdigit()
+    ptxas = versions.ptxas_version(tmp_path)
+    memo = (tmp_path / versions.MEMO_NAME).read_text()
+    assert llvm in memo and ptxas in memo
+    # A fresh process answers from the memo without loading LLVM.
+    script = ("import sys; from pathlib import Path; from tileiras.cache import versions; "
+              "print(versions.llvm_version(Path(sys.argv[1]))); print('llvmlite.binding' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [llvm, "False"]
+
+
+# --- tileir cache -------------------------------------------------------------------
+
+
+def tileir_cache(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tileiras.driver.tileir_main", "cache", *args],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+
+
+def test_cli(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    for i in range(4):
+        cache.put(f"{i:02x}" * 32, b"p" * 1000)
+    stats = tileir_cache("stats", "--cache-dir", str(tmp_path))
+    assert stats.returncode == 0 and "entries:         4" in stats.stdout
+    trimmed = tileir_cache("trim", "--cache-dir", str(tmp_path), "--max-size", str(2 * (1000 + HEADER.size)))
+    assert trimmed.returncode == 0 and "removed 2 entries" in trimmed.stdout
+    cleared = tileir_cache("clear", "--cache-dir", str(tmp_path))
+    assert cleared.returncode == 0 and "removed 2 entries" in cleared.stdout
+    assert Cache(tmp_path).stats().entries == 0
+    bad = tileir_cache("trim", "--cache-dir", str(tmp_path), "--max-size", "lots")
+    assert bad.returncode == 2 and "not a size" in bad.stderr
+    assert tileir_cache("explode").returncode == 2
+
+
+def test_full_disk_degrades_without_partial_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+
+    cache = Cache(tmp_path)
+    cache.put(KEY, b"stored before the disk filled up")
+
+    def no_space(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("tileiras.cache.store.os.replace", no_space)
+    cache.put("cd" * 32, b"does not fit")
+    assert "No space left on device" in capsys.readouterr().err
+    assert cache.get("cd" * 32) is None and cache.get(KEY) == b"stored before the disk filled up"
+    assert sorted(p.name for p in (tmp_path / "v1").rglob("*") if p.is_file()) == [KEY]
