@@ -105,8 +105,9 @@ def _timed(bazel: Bazel, label: str, step: str, *args: str) -> Step:
     return Step(label, step, round(seconds, 2), int(match.group(1)) if match else 0)
 
 
-def _measure(label: str, workspace: Path, state: Path, target: str, touched: Path, kind: str) -> list[Step]:
-    bazel = Bazel(workspace, state)
+def _measure(label: str, workspace: Path, state: Path, target: str, touched: Path, kind: str,
+             tileiras_root: Path) -> list[Step]:
+    bazel = Bazel(workspace, state, tileiras_root=tileiras_root)
     cache = state / "disk_cache"
     try:
         start = time.perf_counter()
@@ -137,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--skip-example", action="store_true")
     parser.add_argument("--skip-package", action="store_true")
+    parser.add_argument("--tileiras-root", type=Path, default=REPO_ROOT,
+                        help="the tileiras checkout @tileiras points at (default: this one)")
     args = parser.parse_args(argv)
     gpus = args.gpu_names.split(",")
     steps: list[Step] = []
@@ -146,12 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             example = copy_example(root / "example")
             set_gpu_names(example, gpus)
             steps += _measure("example (2 kernels)", example, root / "example_state", "//:vector_demo",
-                              example / "kernels" / "vscale.tileirbc", "vscale")
+                              example / "kernels" / "vscale.tileirbc", "vscale", args.tileiras_root)
             print(_table(steps), flush=True)
         if not args.skip_package:
             package = _generated_package(root / "package", args.kernels, gpus)
             steps += _measure(f"package ({args.kernels} kernels)", package, root / "package_state", "//:app",
-                              package / "kernels" / "k001.tileirbc", "vscale")
+                              package / "kernels" / "k001.tileirbc", "vscale", args.tileiras_root)
     print()
     print(f"Bazel 4.2.3, gpu_names = {gpus}, {args.kernels}-kernel package")
     print(_table(steps))

@@ -182,20 +182,20 @@ def _constants(bc, version):
         k.const("I1", (8,), bytes([0b10110010]))
         k.const("I1", (4,), b"\xff")
         k.const("I1", (4,), b"\x00")
-        k.const("I8", (2, 3), bytes([1, 255, 3, 128, 5, 6]))
+        k.const("I8", (2, 4), bytes([1, 255, 3, 128, 5, 6, 0, 7]))
         k.const("I16", (2,), struct.pack("<2h", -7, 300))
         k.const("I64", (), struct.pack("<q", -(2 ** 63)))
-        k.const("F16", (3,), struct.pack("<3e", 0.5, -0.0, 65504.0))
+        k.const("F16", (4,), struct.pack("<4e", 0.5, -0.0, 65504.0, 6e-8))
         k.const("F64", (2,), struct.pack("<2d", 0.1, 1e300))
         k.const("F32", (4,), struct.pack("<4f", float("inf"), float("-inf"), float("nan"), 3.0))
         k.const("F32", (2, 2), struct.pack("<4f", 1.0, 0.1, 123456.789, 1e-45))
         k.const("F32", (), struct.pack("<f", 16777216.0))
         k.const("BF16", (2,), bytes([0x80, 0x3F, 0xC0, 0x7F]))
         k.const("F32", (128,), b"".join(struct.pack("<f", i * 0.25) for i in range(128)))
-        k.const("I32", (101,), b"".join(struct.pack("<i", i) for i in range(101)))
-        k.const("I32", (100,), b"".join(struct.pack("<i", i) for i in range(100)))
+        k.const("I32", (64,), b"".join(struct.pack("<i", i) for i in range(64)))
+        k.const("I16", (2, 64), b"".join(struct.pack("<h", i) for i in range(128)))
         k.const("F8E4M3FN", (4,), bytes([0x38, 0xB8, 0x7F, 0x7E]))
-        k.const("F8E5M2", (3,), bytes([0x3C, 0x7C, 0x7F]))
+        k.const("F8E5M2", (4,), bytes([0x3C, 0x7C, 0x7F, 0x01]))
         k.const("F32", (), struct.pack("<f", -3.0))
         k.const("F32", (), struct.pack("<f", 2.5))
         k.ret()
@@ -207,7 +207,6 @@ def _low_precision(bc, version):
     def body(k: K):
         a = k.const("F8E8M0FNU", (4,), bytes([127, 128, 0, 255]))
         f = k.const("F4E2M1FN", (4,), bytes([0x1, 0x2, 0xA, 0x7]))
-        k.const("I4", (2,), bytes([3, 0xF]))
         k.bc.encode_FToFOp(k.cb, k.t("F32", 4), a, bc.RoundingMode.NEAREST_EVEN)
         k.bc.encode_FToFOp(k.cb, k.t("F16", 4), f, bc.RoundingMode.NEAREST_EVEN)
         k.ret()
@@ -227,7 +226,7 @@ def _conversions(bc, version):
             k.bc.encode_FToIOp(k.cb, k.t("I32", 4), f, S.Unsigned, RM.NEAREST_INT_TO_ZERO, False)
         else:
             k.bc.encode_FToIOp(k.cb, k.t("I16", 4), f, S.Signed, RM.NEAREST_INT_TO_ZERO, False)
-        k.bc.encode_IToFOp(k.cb, k.t("F32", 4), i, S.Unsigned, RM.POSITIVE_INF)
+        k.bc.encode_IToFOp(k.cb, k.t("F32", 4), i, S.Unsigned, RM.NEAREST_EVEN)
         k.bc.encode_IToFOp(k.cb, k.t("BF16", 4), i, S.Signed, RM.NEAREST_EVEN)
         k.bc.encode_ExtIOp(k.cb, k.t("I64", 4), i, S.Signed)
         k.bc.encode_TruncIOp(k.cb, k.t("I8", 4), i, bc.IntegerOverflow.NUW)
@@ -267,9 +266,9 @@ def _shapes(bc, version):
 @sample("pack_unpack", since="13.3")
 def _pack(bc, version):
     def body(k: K):
-        a = k.const("F8E4M3FN", (8,), bytes(range(0x30, 0x38)))
-        p = k.bc.encode_PackOp(k.cb, k.t("I8", 8), a)
-        k.bc.encode_UnpackOp(k.cb, k.t("F8E4M3FN", 8), p)
+        a = k.const("F4E2M1FN", (8,), bytes(range(0, 8)))
+        p = k.bc.encode_PackOp(k.cb, k.t("I8", 4), a)
+        k.bc.encode_UnpackOp(k.cb, k.t("F4E2M1FN", 8), p)
         k.ret()
     return _module(bc, version, body)
 
@@ -300,7 +299,7 @@ def _reduce(bc, version):
             s = k.bc.encode_AddFOp(k.cb, st, x, y, bc.RoundingMode.NEAREST_EVEN, False)
             k.bc.encode_YieldOp(k.cb, [s])
         nb.done()
-        b = k.const("I32", (8,), struct.pack("<i", 3))
+        b = k.const("I32", (8, 4), struct.pack("<i", 3))
         it = k.t("I32")
         nb = k.bc.encode_ReduceOp(k.cb, [k.t("F32", 8), k.t("I32", 8)], [a, b], 1,
                                   [bc.Float(float("-inf"), bc.SimpleType.F32, k.tt), bc.Integer(k.tt.I32, 32, -1)])
@@ -309,7 +308,7 @@ def _reduce(bc, version):
             n = k.bc.encode_MaxIOp(k.cb, it, x1, y1, bc.Signedness.Signed)
             k.bc.encode_YieldOp(k.cb, [m, n])
         nb.done()
-        nb = k.bc.encode_ScanOp(k.cb, [k.t("I32", 8)], [b], 0, True, [bc.Integer(k.tt.I32, 32, 0)])
+        nb = k.bc.encode_ScanOp(k.cb, [k.t("I32", 8, 4)], [b], 0, True, [bc.Integer(k.tt.I32, 32, 0)])
         with nb.new_block([it, it]) as (x, y):
             s = k.bc.encode_AddIOp(k.cb, it, x, y, bc.IntegerOverflow.NONE)
             k.bc.encode_YieldOp(k.cb, [s])
@@ -382,7 +381,7 @@ def _pointers(bc, version):
         pad = k.f32(0.0, 8)
         tok = k.bc.encode_MakeTokenOp(k.cb, k.tt.Token)
         ft, tk = k.t("F32", 8), k.tt.Token
-        hints = bc.make_load_store_hints({"sm_90": bc.LoadStoreHints(latency=3, allow_tma=False),
+        hints = bc.attribute.make_load_store_hints({"sm_90": bc.LoadStoreHints(latency=3, allow_tma=False),
                                           "sm_100": bc.LoadStoreHints(latency=5)})
         v, t1 = k.bc.encode_LoadPtrTkoOp(k.cb, ft, tk, ptrs, None, None, None, MO.WEAK, None, None)
         v2, t2 = k.bc.encode_LoadPtrTkoOp(k.cb, ft, tk, ptrs, mask, pad, tok, MO.ACQUIRE, MS.DEVICE, hints)
@@ -420,11 +419,11 @@ def _views(bc, version):
         i = k.i32(0)
         j = k.const("I64", (), struct.pack("<q", 1))
         tok = k.bc.encode_MakeTokenOp(k.cb, k.tt.Token)
-        hints = bc.make_load_store_hints({"sm_90": bc.LoadStoreHints(latency=2)})
-        tile, t1 = k.bc.encode_LoadViewTkoOp(k.cb, k.t("F32", 32, 16), k.tt.Token, pv, [i, i], tok, MO.RELAXED,
-                                             MS.DEVICE, hints, [])
-        k.bc.encode_LoadViewTkoOp(k.cb, k.t("F32", 8, 8), k.tt.Token, pv2, [i, j], None, MO.WEAK, None, None, [])
-        k.bc.encode_StoreViewTkoOp(k.cb, k.tt.Token, tile, pv, [i, i], t1, MO.RELEASE, MS.TL_BLK, None, [])
+        hints = bc.attribute.make_load_store_hints({"sm_90": bc.LoadStoreHints(latency=2)})
+        tile, t1 = k.bc.encode_LoadViewTkoOp(k.cb, k.t("F32", 16, 32), k.tt.Token, pv, [i, i], tok, MO.RELAXED,
+                                             MS.DEVICE, hints, [False, False])
+        k.bc.encode_LoadViewTkoOp(k.cb, k.t("F32", 8, 8), k.tt.Token, pv2, [j, j], None, MO.WEAK, None, None, [False, False])
+        k.bc.encode_StoreViewTkoOp(k.cb, k.tt.Token, tile, pv, [i, i], t1, MO.RELEASE, MS.TL_BLK, None, [False, False])
         k.bc.encode_GetTensorShapeOp(k.cb, [k.t("I32"), k.t("I32")], tv)
         k.bc.encode_GetIndexSpaceShapeOp(k.cb, [k.t("I64"), k.t("I64")], pv)
         k.ret()
@@ -447,15 +446,14 @@ def _views3(bc, version):
         i = k.i32(0)
         tok = k.bc.encode_MakeTokenOp(k.cb, k.tt.Token)
         tile, t1 = k.bc.encode_LoadViewTkoOp(k.cb, k.t("F32", 8, 16), k.tt.Token, sv, [i, i], tok, MO.WEAK,
-                                             None, None, [])
+                                             None, None, [False, False])
         rows = k.bc.encode_IotaOp(k.cb, k.t("I32", 8))
         g, t2 = k.bc.encode_LoadViewTkoOp(k.cb, k.t("F32", 8, 16), k.tt.Token, gv, [rows, i], None, MO.WEAK,
-                                          None, None, [])
+                                          None, None, [False, False])
         k.bc.encode_AtomicRedViewTkoOp(k.cb, k.tt.Token, sv, [i, i], tile, t1, MO.RELAXED, MS.DEVICE,
                                        bc.AtomicRMWMode.ADDF, [])
         k.bc.encode_AtomicRedViewTkoOp(k.cb, k.tt.Token, sv, [i, i], g, None, MO.RELAXED, MS.TL_BLK,
                                        bc.AtomicRMWMode.ADDF, [])
-        k.bc.encode_MmaFScaledOp
         k.ret()
     return _module(bc, version, body, params=[_ptr_tile("F32"), _tile("I32")])
 
@@ -510,7 +508,7 @@ def _same(bc, version):
     from cuda.tile._bytecode.attribute import AttributeTag
     from cuda.tile._bytecode.basic import encode_int_list, encode_varint
 
-    class SameElems(bc.TaggedAttribute):
+    class SameElems(bc.attribute.AssumePredicate):
         def __init__(self, values):
             self.values = values
 

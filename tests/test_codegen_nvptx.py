@@ -168,3 +168,39 @@ def test_output_is_deterministic_across_processes_and_directories(tmp_path: Path
                               capture_output=True, text=True, check=True)
         results.append(done.stdout)
     assert results[0] == results[1] == llvm_to_ptx(kernel_ir("vadd"), "sm_120")
+
+
+def test_multithreaded_caller_compiles_in_process() -> None:
+    import threading
+
+    from tileiras.codegen.isolate import can_fork
+
+    release = threading.Event()
+    helper = threading.Thread(target=release.wait, daemon=True)
+    helper.start()
+    try:
+        assert not can_fork()  # forking a threaded process is unsafe: the compile runs here instead
+        in_process = llvm_to_ptx(kernel_ir("vadd"), "sm_86")
+        with pytest.raises(CompileError, match="invalid LLVM IR"):
+            llvm_to_ptx("define void @f( {", "sm_86")
+    finally:
+        release.set()
+        helper.join()
+    assert in_process == llvm_to_ptx(kernel_ir("vadd"), "sm_86")
+
+
+def test_errors_keep_their_exit_code_across_the_fork() -> None:
+    from tileiras.codegen.isolate import run_isolated
+
+    def fail() -> None:
+        raise TileirasError("error: bad option in the child", ExitCode.INVALID_OPTIONS)
+
+    with pytest.raises(TileirasError) as info:
+        run_isolated("test", fail)
+    assert (info.value.message, info.value.code) == ("error: bad option in the child", ExitCode.INVALID_OPTIONS)
+    def crash() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(CompileError, match="boom"):
+        run_isolated("test", crash)
+    assert run_isolated("test", lambda: {"answer": 42}) == {"answer": 42}

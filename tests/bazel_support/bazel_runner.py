@@ -37,13 +37,15 @@ class Bazel:
     state_dir: Path
     python: str = sys.executable
     extra_rc: list[str] = field(default_factory=list)
+    tileiras_root: Path = REPO_ROOT  # the checkout @tileiras points at
 
     def __post_init__(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         rc = offline_bazelrc_text()
         # The workspace's local_repository(name = "tileiras") points somewhere
         # else in a copy; this checkout is the one under test.
-        rc += "".join(f"{cmd} --override_repository=tileiras={REPO_ROOT}\n" for cmd in ("build", "query", "fetch", "sync"))
+        rc += "".join(f"{cmd} --override_repository=tileiras={self.tileiras_root}\n"
+                      for cmd in ("build", "query", "fetch", "sync"))
         rc += "build --symlink_prefix=/\n"  # no bazel-* links in the workspace
         rc += "build --nosandbox_debug\n"  # Debian's /etc/bazel/bazelrc turns it on
         rc += "".join(line + "\n" for line in self.extra_rc)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,7 +48,7 @@ TYPE_ROSTER: dict[str, str] = {
                            "f64", "f8E4M3FN", "f8E5M2")},
     "f8E8M0FNU": "13.2",
     "f4E2M1FN": "13.3", "i4": "13.3",
-    "f8E5M3FNU": "13.4",
+    "fnv8E5M3FNU": "13.4",
 }
 
 # The disassembler prints no `module` line: every file is one module, so the
@@ -59,8 +58,8 @@ IMPLICIT_OPS: frozenset[str] = frozenset({"module"})
 _OP_LINE = re.compile(
     r"^\s*(?:%[\w#:]+(?:\s*,\s*%[\w#:]+)*\s*=\s*)?([a-z_][a-z0-9_]*)\b")
 _NOT_OPS = frozenset({"else", "loc"})
-_ELEM = re.compile(r"(?<![\w.])(i1|i4|i8|i16|i32|i64|f16|bf16|f32|tf32|f64|f8E4M3FN|f8E5M2|"
-                   r"f8E8M0FNU|f4E2M1FN|f8E5M3FNU)(?![\w])")
+_ELEM = re.compile(r"(?:(?<![\w.])|(?<=[\d?]x))(i1|i4|i8|i16|i32|i64|f16|bf16|f32|tf32|f64|f8E4M3FN|f8E5M2|"
+                   r"f8E8M0FNU|f4E2M1FN|fnv8E5M3FNU)(?![\w])")
 
 
 def _bin_dir() -> Path:
@@ -125,6 +124,3 @@ def element_types_in(text: str) -> set[str]:
         types.update(_ELEM.findall(line))
     return types
 
-
-def which(name: str) -> str | None:
-    return shutil.which(name)

@@ -524,6 +524,7 @@ class _OpReader:
                 raise cur.error(f"failed to parse DictionaryAttr, duplicate key found: {key}")
             seen.add(key)
             items.append((key, self.read_tagged(cur)))
+        items.sort(key=lambda kv: kv[0])  # MLIR dictionaries are sorted by name
         return A.DictAttr(tuple(items))
 
     def hints_from_dict(self, d: A.DictAttr, cur: Cursor) -> A.OptimizationHints:

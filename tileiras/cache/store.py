@@ -20,7 +20,6 @@ import os
 import re
 import struct
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +135,8 @@ class Cache:
     def put(self, key: str, data: bytes) -> None:
         if not self.writes_enabled:
             return
+        import tempfile
+
         path = self._path(key)
         tmp = None
         try:

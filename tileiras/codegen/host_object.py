@@ -230,7 +230,7 @@ def _acquire(kernels: Sequence[cabi.LaunchFacts], gpus: Sequence[str]) -> str:
     body.label("retain")
     body.checked_api("cuDeviceGet", "ptr %dev.addr, i32 0")
     emit("%dev0 = load i32, ptr %dev.addr, align 4")
-    body.checked_api("cuDevicePrimaryCtxRetain", f"ptr %ctx.addr, i32 %dev0")
+    body.checked_api("cuDevicePrimaryCtxRetain", "ptr %ctx.addr, i32 %dev0")
     emit("%ctx1 = load ptr, ptr %ctx.addr, align 8")
     body.checked_api("cuCtxSetCurrent", "ptr %ctx1")
     emit("br label %have.ctx")
@@ -349,6 +349,10 @@ def _launcher(index: int, facts: cabi.LaunchFacts, ngpus: int, nk: int) -> str:
     nparams = max(1, len(facts.params))
     emit("%slot.addr = alloca ptr, align 8")
     emit(f"%params = alloca [{nparams} x ptr], align 8")
+    if facts.uses_clusters:
+        # CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes), laid out as in cuda.h.
+        emit("%cfg = alloca %tileir.launch_config, align 8")
+        emit("%attr = alloca %tileir.launch_attribute, align 8")
     for i, p in enumerate(facts.params):
         ty = cabi.llvm_type(p.type)
         emit(f"%a{i} = alloca {ty}, align 8")
@@ -382,9 +386,6 @@ def _launcher(index: int, facts: cabi.LaunchFacts, ngpus: int, nk: int) -> str:
         body.label("unsupported")
         emit(f"ret i32 {CUDA_ERROR_NOT_SUPPORTED}")
         body.label("have.ex")
-        # CUlaunchConfig (56 bytes) and one CUlaunchAttribute (72 bytes), laid out as in cuda.h.
-        emit("%cfg = alloca %tileir.launch_config, align 8")
-        emit("%attr = alloca %tileir.launch_attribute, align 8")
         for j, value in enumerate(("%gx", "%gy", "%gz", "%bx", "%by", "%bz", "%smem")):
             emit(f"%cfg.{j} = getelementptr inbounds %tileir.launch_config, ptr %cfg, i32 0, i32 {j}")
             emit(f"store i32 {value}, ptr %cfg.{j}, align 4")

@@ -13,6 +13,7 @@ runs in-process, which differs only in how a fatal LLVM error is reported.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import signal
@@ -21,7 +22,7 @@ import tempfile
 import threading
 from typing import Any, Callable, TypeVar
 
-from tileiras.driver.errors import CompileError, TileirasError
+from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
 T = TypeVar("T")
 
@@ -56,7 +57,8 @@ def run_isolated(what: str, fn: Callable[[], T]) -> T:
             kind, value = pickle.loads(payload)
             if kind == "ok":
                 return value
-            raise value
+            message, code = value  # errors cross as (message, exit code): exceptions do not pickle their code
+            raise CompileError(message) if code == ExitCode.COMPILE_FAILED else TileirasError(message, code)
         errlog.seek(0)
         text = errlog.read().decode("utf-8", errors="replace").strip()
         raise CompileError(f"error: {what} failed: {text or _describe(status)}")
@@ -67,12 +69,14 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int, errlog_fd: int)
     try:
         os.close(read_end)
         os.dup2(errlog_fd, 2)  # LLVM writes its fatal message to fd 2
+        if faulthandler.is_enabled():  # an expected abort is not a Python crash worth a stack dump
+            faulthandler.disable()
         try:
             result: tuple[str, Any] = ("ok", fn())
         except TileirasError as exc:
-            result = ("err", exc)
+            result = ("err", (exc.message, int(exc.code)))
         except Exception as exc:  # noqa: BLE001 - everything must cross the pipe
-            result = ("err", CompileError(f"error: {exc}"))
+            result = ("err", (f"error: {exc}", int(ExitCode.COMPILE_FAILED)))
         data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)
         while view:

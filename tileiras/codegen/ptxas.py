@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
-from . import targets
-from .tool import describe_status, run_tool
+# Finding ptxas is on the cache-hit path (it is part of the cubin key), so the
+# modules that only running it needs (subprocess, tempfile, the target table)
+# are imported where they are used.
 
 ENV_VARS: tuple[str, ...] = ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH")
 # Where the nvidia-cuda-nvcc wheels put the tools, under the `nvidia` namespace package.
@@ -73,6 +73,8 @@ def ptxas_version() -> str:
 
 @lru_cache(maxsize=8)
 def _version_of(path: str, size: int, mtime_ns: int) -> str:
+    from .tool import describe_status, run_tool
+
     result = run_tool([path, "--version"], timeout=60)
     text = result.stdout.decode("utf-8", errors="replace")
     match = re.search(r"\bV([0-9]+(?:\.[0-9]+)+)", text)
@@ -83,6 +85,8 @@ def _version_of(path: str, size: int, mtime_ns: int) -> str:
 
 def ptxas_arch(ptx: str, gpu: str) -> str:
     """The `-arch` for assembling `ptx` on `gpu`: sm_XXa/sm_XXf when the PTX's `.target` says so."""
+    from . import targets
+
     row = targets.lookup(gpu)
     if row.suffix:
         return row.name
@@ -118,6 +122,10 @@ def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, d
 
 
 def _run(argv: list[str], ptx: str) -> tuple[bytes, str]:
+    import tempfile
+
+    from .tool import describe_status, run_tool
+
     with tempfile.TemporaryDirectory(prefix="tileiras-ptxas-") as workdir:
         Path(workdir, _PTX_NAME).write_text(ptx, encoding="utf-8")
         result = run_tool(argv, cwd=workdir)

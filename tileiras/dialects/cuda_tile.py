@@ -147,8 +147,8 @@ define("extract", 0x26, "13.1", ins="source:tile indices*:scalar_i32", outs="res
            "custom<CudaTileType>(type($result))")
 define("insert", 0x76, "13.4", ins="source:tile@13.4 destination:tile@13.4 indices*:scalar_i32@13.4",
        outs="result:tile@13.4", traits="Pure",
-       fmt="$source `into` $destination `[` $indices `]` attr-dict `:` custom<CudaTileType>(type($source)) "
-           "`->` custom<CudaTileType>(type($result))")
+       fmt="$source `,` $destination `[` $indices `]` attr-dict `:` custom<CudaTileType>(type($source)) `,` "
+           "custom<CudaTileType>(type($destination))")
 define("permute", 0x53, "13.1", ins="source:tile", outs="result:tile", attrs="permutation:i32array", traits="Pure",
        fmt="$source $permutation attr-dict `:` custom<CudaTileType>(type($source)) `->` "
            "custom<CudaTileType>(type($result))")
@@ -307,11 +307,11 @@ define("atomic_red_view_tko", 0x75, "13.3",
              "mode:enum.AtomicRMWMode@13.3 inbounds:boolarray=empty@13.5",
        traits="AttrSizedOperandSegments")
 define("memory_fence_alias_tko", 0x7A, "13.4", ins="token:token@13.4", outs="result_token:token@13.4",
-       fmt="$token attr-dict `:` custom<CudaTileType>(type($result_token))")
+       fmt="$token attr-dict")
 define("gdc_launch_dependents_tko", 0x77, "13.4", ins="token?:token@13.4", outs="result_token:token@13.4",
-       fmt="(`token` `` `=` `` $token^)? attr-dict `:` custom<CudaTileType>(type($result_token))")
+       fmt="(`token` `=` $token^)? attr-dict `->` custom<CudaTileType>(type($result_token))")
 define("gdc_wait_tko", 0x78, "13.4", ins="token?:token@13.4", outs="result_token:token@13.4",
-       fmt="(`token` `` `=` `` $token^)? attr-dict `:` custom<CudaTileType>(type($result_token))")
+       fmt="(`token` `=` $token^)? attr-dict `->` custom<CudaTileType>(type($result_token))")
 
 # -- 13.5 (dev) multimem views ------------------------------------------------
 define("multimem_load_reduce_view_tko", 0x7B, "13.5",

@@ -109,29 +109,7 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
         meta_path = path + ".json"
         arts.metadata = _read_sidecar_metadata(meta_path, gpus, arts)
     else:
-        from ..cache.keys import module_key
-        from ..frontend import load_module
-
-        with timer.stage("read + verify"):
-            module = load_module(data, path)
-        source_digest = hashlib.sha256(data).hexdigest()
-        for gpu in gpus:
-            key = module_key(source_digest, gpu, opts) if caching else ""
-            cached = cache.get_ptx(key) if want != "llvm" else None
-            if cached is not None:
-                arts.ptx[gpu], arts.metadata[gpu] = cached
-                continue
-            with timer.stage(f"lower to LLVM IR ({gpu})"):
-                llvm_ir, meta = lower_to_llvm(module, gpu, opts)
-            arts.llvm[gpu] = llvm_ir
-            arts.metadata[gpu] = meta
-            if want == "llvm":
-                continue
-            from ..codegen.nvptx import llvm_to_ptx
-
-            with timer.stage(f"LLVM -> PTX ({gpu})"):
-                arts.ptx[gpu] = llvm_to_ptx(llvm_ir, gpu, opts.opt_level, debug=opts.device_debug)
-            cache.put_ptx(key, arts.ptx[gpu], meta)
+        _compile_module(data, path, kind, gpus, want, opts, cache, caching, arts, timer)
 
     if want in ("cubin", "fatbin", "obj"):
         from ..cache.keys import cubin_key
@@ -147,6 +125,52 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
                 cache.put_blob(key, cubin)
             arts.cubin[gpu] = cubin
     return arts
+
+
+def _source_digest(data: bytes, kind: str, opts: Options) -> str:
+    """What the PTX depends on in the input: locations count only with line info or -g."""
+    keep_locations = opts.lineinfo or opts.device_debug
+    if kind == "bytecode":
+        from ..bytecode.digest import content_digest
+
+        return content_digest(data, keep_locations)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options,
+                    cache: object, caching: bool, arts: Artifacts, timer: StageTimer) -> None:
+    """Source -> PTX per target; cached PTX is used without reading the module at all."""
+    from ..cache.keys import module_key
+
+    keys: dict[str, str] = {}
+    if caching and want != "llvm":
+        with timer.stage("cache lookup"):
+            digest = _source_digest(data, kind, opts)
+            for gpu in gpus:
+                keys[gpu] = module_key(digest, gpu, opts)
+                hit = cache.get_ptx(keys[gpu])  # type: ignore[attr-defined]
+                if hit is not None and hit[1] is not None:
+                    arts.ptx[gpu], arts.metadata[gpu] = hit
+    missing = [g for g in gpus if g not in arts.ptx]
+    if not missing:
+        return
+    from ..frontend import load_module
+
+    with timer.stage("read + verify"):
+        module = load_module(data, path)
+    for gpu in missing:
+        with timer.stage(f"lower to LLVM IR ({gpu})"):
+            llvm_ir, meta = lower_to_llvm(module, gpu, opts)
+        arts.llvm[gpu] = llvm_ir
+        arts.metadata[gpu] = meta
+        if want == "llvm":
+            continue
+        from ..codegen.nvptx import llvm_to_ptx
+
+        with timer.stage(f"LLVM -> PTX ({gpu})"):
+            arts.ptx[gpu] = llvm_to_ptx(llvm_ir, gpu, opts.opt_level, debug=opts.device_debug)
+        if gpu in keys:
+            cache.put_ptx(keys[gpu], arts.ptx[gpu], meta)  # type: ignore[attr-defined]
 
 
 def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> dict[str, object]:
@@ -188,4 +212,5 @@ def render_output(arts: Artifacts, opts: Options) -> bytes | str:
     if not arts.metadata:
         raise TileirasError("error: an object needs launch metadata: compile from TileIR, or keep the PTX's "
                             ".json beside it", ExitCode.COMPILE_FAILED)
-    return make_host_object(fatbin, arts.metadata[newest], opts.host_arch, opts.host_os)
+    # every target's facts: the launcher picks block size and shared memory per device
+    return make_host_object(fatbin, [arts.metadata[g] for g in gpus], opts.host_arch, opts.host_os)

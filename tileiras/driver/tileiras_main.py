@@ -94,9 +94,10 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
         if opts.header:
             from ..codegen.header import make_header
 
-            meta = arts.metadata[gpus[-1]]  # type: ignore[attr-defined]
-            guard = os.path.basename(opts.header)
-            write_atomic(opts.header, make_header([meta], guard))
+            from ..codegen.header import guard_from_path
+
+            metas = [arts.metadata[g] for g in gpus]  # type: ignore[attr-defined]
+            write_atomic(opts.header, make_header(metas, guard_from_path(opts.header)))
             written.append(opts.header)
         if opts.depfile_md or opts.depfile:
             from .depfile import write_depfile

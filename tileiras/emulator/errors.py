@@ -16,3 +16,12 @@ class EmulatorError(TileirasError):
         if not message.startswith("error:"):
             message = f"error: {message}"
         super().__init__(message, ExitCode.COMPILE_FAILED)
+
+
+class DeviceFault(Exception):
+    """A fault raised while executing one instruction; the executor adds where it happened."""
+
+    def __init__(self, message: str, thread: "int | None" = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.thread = thread

@@ -25,7 +25,7 @@ def op_error(op: Operation, message: str) -> CompileError:
 
 
 class KernelLowering:
-    def __init__(self, entry: Operation, gpu: str, threads: int) -> None:
+    def __init__(self, entry: Operation, gpu: str, threads: int, debug: Any = None) -> None:
         self.entry = entry
         self.gpu = gpu
         self.sm = int(gpu.split("_")[1])
@@ -37,6 +37,9 @@ class KernelLowering:
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
         self._index_cache: dict[tuple[Any, ...], str] = {}
+        self.debug = debug                  # DebugInfo when line info is on
+        self.subprogram: Optional[int] = None
+        self.sub_file = ""
         self.tid = self.b.pre("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()", "tid")
         self.b.declare("declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
 
@@ -166,6 +169,9 @@ class KernelLowering:
         from .registry import LOWERINGS
 
         for op in block.operations:
+            if self.subprogram is not None:
+                loc = self.debug.location(op.location, self.subprogram, self.sub_file)
+                self.b.dbg = f", !dbg !{loc}" if loc is not None else ""
             handler = LOWERINGS.get(op.name)
             if handler is None:
                 raise op_error(op, f"cannot be lowered for {self.gpu} yet")

@@ -73,6 +73,7 @@ class FunctionBuilder:
         self._counter = 0
         self.current_block = "body"
         self.declarations: set[str] = set()
+        self.dbg: str = ""              # ", !dbg !N" of the op being lowered (line info)
 
     def fresh(self, hint: str = "v") -> str:
         self._counter += 1
@@ -83,7 +84,7 @@ class FunctionBuilder:
         return f"{hint}{self._counter}"
 
     def emit(self, line: str) -> None:
-        self.lines.append("  " + line)
+        self.lines.append("  " + line + self.dbg)
 
     def op(self, rhs: str, hint: str = "v") -> str:
         name = self.fresh(hint)

@@ -10,6 +10,7 @@ from ..ir.types import PointerType, ScalarType, TileType
 from .kernel import KernelLowering
 from .layout import choose_threads
 from .llvm_text import llvm_type
+from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
@@ -26,13 +27,19 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
     return llvm_type(elem), str(elem)
 
 
-def lower_entry(entry: Operation, gpu: str) -> tuple[str, list[str], object]:
+def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None) -> tuple[str, list[str], object]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
     threads = choose_threads(0)
-    k = KernelLowering(entry, gpu, threads)
+    k = KernelLowering(entry, gpu, threads, debug)
+    dbg_attachment = ""
+    if debug is not None:
+        where = entry_location(entry)
+        k.subprogram = debug.subprogram(name, where)
+        k.sub_file = getattr(where, "file", "") or "<unknown>"
+        dbg_attachment = f" !dbg !{k.subprogram}"
     params, infos = [], []
     for i, arg in enumerate(block.arguments):
         lty, spelling = _param(arg.type, i)
@@ -43,7 +50,7 @@ def lower_entry(entry: Operation, gpu: str) -> tuple[str, list[str], object]:
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
-    text = [f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #0 {{', k.b.body(), "}"]
+    text = [f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #0{dbg_attachment} {{', k.b.body(), "}"]
     defs = list(k.globals)
     if k.smem_bytes:
         defs.append(f"@__tileir_scratch = internal addrspace(3) global [{k.smem_bytes} x i8] undef, align 16")
@@ -59,6 +66,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
                  print_ir_after_all: bool = False) -> tuple[str, object]:
     from ..codegen.metadata import ModuleMetadata
 
+    debug_info = DebugInfo(full=debug) if (lineinfo or debug) else None
     functions, decls, kernels = [], [], []
     globals_ = []
     body = module.regions[0].block.operations if module.regions else []
@@ -68,7 +76,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
     for op in body:
         if op.name != "cuda_tile.entry":
             continue
-        text, entry_decls, info = lower_entry(op, gpu)
+        text, entry_decls, info = lower_entry(op, gpu, debug_info)
         functions.append(text)
         decls.extend(entry_decls)
         kernels.append(info)
@@ -94,6 +102,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         *functions,
         "",
         'attributes #0 = { "nvvm.reqntid"="' + str(kernels[0].block[0] if kernels else 128) + ',1,1" }',
+        *(debug_info.module_lines() if debug_info is not None else []),
         "",
     ])
     if print_ir_after_all:

@@ -133,8 +133,15 @@ def _view_optionals(p: Printer, op: Operation) -> None:
     hints = op.attributes.get("optimization_hints")
     if hints is not None:
         p.out.append(" optimization_hints = " + hints_str(hints))
-    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "optimization_hints", "operandSegmentSizes"},
-                keyword=True)
+    _inbounds(p, op)
+    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "optimization_hints", "operandSegmentSizes",
+                     "inbounds"}, keyword=True)
+
+
+def _inbounds(p: Printer, op: Operation) -> None:
+    flags = op.attributes.get("inbounds")
+    if flags and any(flags):
+        p.out.append(" inbounds = [" + ", ".join("true" if f else "false" for f in flags) + "]")
 
 
 def _index_types(p: Printer, index) -> None:
@@ -176,7 +183,9 @@ def _atomic_red_view(p: Printer, op: Operation) -> None:
     token = op.operand("token")
     if token is not None:
         p.out.append(" token = " + p.ref(token))
-    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "mode", "operandSegmentSizes"}, keyword=True)
+    _inbounds(p, op)
+    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "mode", "operandSegmentSizes", "inbounds"},
+                keyword=True)
     p.out.append(f" : {op.operand('value').type}, {op.operand('view').type}")
     _index_types(p, index)
     p.out.append(f" -> {op.results[0].type}")

@@ -38,9 +38,9 @@ def escape_string(s: str) -> str:
     out = ['"']
     for ch in s.encode("utf-8"):
         c = chr(ch)
-        if c == '"' or c == "\\":
-            out.append("\\" + c)
-        elif 0x20 <= ch < 0x7F:
+        if c == "\\":
+            out.append("\\\\")
+        elif 0x20 <= ch < 0x7F and c != '"':
             out.append(c)
         else:
             out.append("\\" + format(ch, "02X"))
@@ -327,8 +327,13 @@ class Printer:
             for op in body:
                 self._visit_locs(op)
             self.aliases.finalize()
+        producer = module.attributes.get("producer")
+        if producer:
+            self.out.append(f"// Producer: {producer}\n")
         for op in body:
             self.print_op(op)
+            self.out.append("\n")
+        if not body:
             self.out.append("\n")
         if self.aliases is not None:
             for line in self.aliases.definitions():

@@ -1,0 +1,74 @@
+"""`tileir asm IN.mlir -o OUT.tileirbc [--bytecode-version 13.x]`: text to bytecode.
+
+The input is parsed (tileirdisasm output or the full `cuda_tile.module`
+form), verified, and written atomically; nothing is written on failure.
+Exit codes: 0 ok, 1 no input, 2 bad options, 4 unreadable input,
+5 parse/verify/encode failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from .errors import ExitCode, TileirasError
+from ..bytecode.encoding import SUPPORTED_VERSIONS
+
+VERSIONS = [f"{a}.{b}" for a, b in SUPPORTED_VERSIONS]
+DEFAULT_VERSION = "13.4"
+
+
+class _ArgParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise TileirasError(f"tileir asm: error: {message}", ExitCode.INVALID_OPTIONS)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _ArgParser(prog="tileir asm", description="Assemble TileIR text into TileIR bytecode.")
+    p.add_argument("input", nargs="?", help="TileIR text file ('-' for stdin)")
+    p.add_argument("-o", "--output", help="output bytecode file")
+    p.add_argument("--bytecode-version", default=DEFAULT_VERSION, metavar="VERSION",
+                   help=f"bytecode version to write: {', '.join(VERSIONS)} (default {DEFAULT_VERSION})")
+    p.add_argument("--no-verify", action="store_true", help="skip the verifier")
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if any(a in ("-h", "--help") for a in args_list):
+            _parser().print_help()
+            return 0
+        args = _parser().parse_args(args_list)
+        if args.input is None:
+            raise TileirasError("tileir asm: error: no input file provided", ExitCode.NO_INPUT)
+        version = args.bytecode_version
+        if version.endswith(".0"):
+            version = version[:-2]
+        if version not in VERSIONS:
+            raise TileirasError(f"tileir asm: error: unsupported bytecode version '{args.bytecode_version}' "
+                                f"(supported: {', '.join(VERSIONS)})", ExitCode.INVALID_OPTIONS)
+        output = args.output or _default_output(args.input)
+        from ..frontend import load_module
+        from ..bytecode.writer import write_module
+        from .output import write_atomic
+
+        module = load_module(args.input, verify=not args.no_verify)
+        data = write_module(module, version)
+        write_atomic(output, data)
+        return 0
+    except TileirasError as exc:
+        sys.stderr.write(exc.message + "\n")
+        return int(exc.code)
+
+
+def _default_output(path: str) -> str:
+    if path == "-":
+        return "out.tileirbc"
+    base = path[:-5] if path.endswith(".mlir") else path
+    return base + ".tileirbc"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

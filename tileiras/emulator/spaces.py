@@ -1,0 +1,114 @@
+"""Resolve the addresses of one memory instruction to (buffer, byte offsets), with faults.
+
+State spaces: `global`/`const` (the device heap), `shared` (the CTA's), `local`
+(one frame per thread), `kparam` (kernel parameters), `cparam` (per-thread
+call parameters), and `generic`, split per lane by the address windows of
+`memory.py`. Accesses must be naturally aligned (to the whole vector), as on
+hardware; a misaligned or out-of-bounds access is a `DeviceFault`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .memory import (AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
+                     scatter)
+from .errors import DeviceFault
+
+SPACE_ALIASES = {
+    "global": "global", "const": "global", "shared": "shared", "shared::cta": "shared",
+    "shared::cluster": "shared", "local": "local", "param": "param", "param::entry": "kparam",
+    "param::func": "cparam",
+}
+
+
+def _fault(kind: str, space: str, addrs: Any, lanes: Any, i: int, nbytes: int) -> DeviceFault:
+    addr = int(addrs[i])
+    return DeviceFault(f"{kind} {space} access of {nbytes} bytes at address 0x{addr:x}", int(lanes[i]))
+
+
+def resolve(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int, align: int) -> list:
+    """[(selection or None, buffer, views, byte offsets)] for the lanes' addresses (uint64 array)."""
+    import numpy as np
+
+    if align > 1:
+        mis = (addrs & np.uint64(align - 1)) != 0
+        if mis.any():
+            raise _fault("misaligned", space, addrs, lanes, int(np.argmax(mis)), nbytes)
+    if space == "generic":
+        return _generic(st, addrs, lanes, nbytes)
+    return [(None, *_one(st, space, addrs, lanes, nbytes))]
+
+
+def _one(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int) -> tuple:
+    import numpy as np
+
+    if space == "global":
+        try:
+            offs = st.mem.offsets(addrs, nbytes)
+        except AccessFault as f:
+            raise _fault("out-of-bounds", "global", addrs, lanes, f.index, nbytes) from None
+        return st.mem.buf, st.mem._views, offs
+    if space == "shared":
+        bad = addrs + np.uint64(nbytes) > np.uint64(st.smem_size)
+        if bad.any():
+            raise _fault("out-of-bounds", "shared", addrs, lanes, int(np.argmax(bad)), nbytes)
+        return st.shared, st.shared_views, addrs.astype(np.int64)
+    if space == "local":
+        bad = addrs + np.uint64(nbytes) > np.uint64(st.lsize)
+        if bad.any():
+            raise _fault("out-of-bounds", "local", addrs, lanes, int(np.argmax(bad)), nbytes)
+        return st.local, st.local_views, lanes.astype(np.int64) * st.lsize + addrs.astype(np.int64)
+    if space == "kparam":
+        bad = addrs + np.uint64(nbytes) > np.uint64(st.kparam.size)
+        if bad.any():
+            raise _fault("out-of-bounds", "param", addrs, lanes, int(np.argmax(bad)), nbytes)
+        return st.kparam, st.kparam_views, addrs.astype(np.int64)
+    if space == "cparam":
+        bad = addrs + np.uint64(nbytes) > np.uint64(st.csize)
+        if bad.any():
+            raise _fault("out-of-bounds", "param", addrs, lanes, int(np.argmax(bad)), nbytes)
+        return st.cparam, st.cparam_views, lanes.astype(np.int64) * st.csize + addrs.astype(np.int64)
+    raise DeviceFault(f"unsupported state space .{space}")
+
+
+def _generic(st: Any, addrs: Any, lanes: Any, nbytes: int) -> list:
+    import numpy as np
+
+    out = []
+    rest = np.ones(addrs.shape, dtype=bool)
+    for space, base in (("shared", SHARED_WINDOW), ("local", LOCAL_WINDOW), ("kparam", PARAM_WINDOW)):
+        inside = (addrs >= np.uint64(base)) & (addrs < np.uint64(base + WINDOW_SIZE))
+        if inside.any():
+            sel = np.flatnonzero(inside)
+            out.append((sel, *_one(st, space, addrs[sel] - np.uint64(base), lanes[sel], nbytes)))
+            rest &= ~inside
+    if rest.all():
+        return [(None, *_one(st, "global", addrs, lanes, nbytes))]
+    if rest.any():
+        sel = np.flatnonzero(rest)
+        out.append((sel, *_one(st, "global", addrs[sel], lanes[sel], nbytes)))
+    return out
+
+
+def load(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, nelem: int) -> Any:
+    """Values (lanes, nelem) of `dtype` read at each lane's address."""
+    import numpy as np
+
+    nbytes = dtype.itemsize * nelem
+    parts = resolve(st, space, addrs, lanes, nbytes, nbytes)
+    if len(parts) == 1 and parts[0][0] is None:
+        _, buf, views, offs = parts[0]
+        return gather(buf, views, offs, dtype, nelem)
+    out = np.zeros((addrs.size, nelem), dtype=dtype)
+    for sel, buf, views, offs in parts:
+        out[sel] = gather(buf, views, offs, dtype, nelem)
+    return out
+
+
+def store(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, values: Any) -> None:
+    """Write values (lanes, nelem) of `dtype` at each lane's address."""
+    nelem = values.shape[1]
+    nbytes = dtype.itemsize * nelem
+    for sel, buf, views, offs in resolve(st, space, addrs, lanes, nbytes, nbytes):
+        scatter(buf, views, offs, dtype, values if sel is None else values[sel])
