@@ -16,7 +16,7 @@ one per source and step, so each is cached on its own:
 
     SRC --(tileiras --emit=ptx, per GPU)-------> NAME/STEM.GPU.ptx + .ptx.json
     .ptx + .ptx.json --(tileiras --emit=cubin)-> NAME/STEM.GPU.cubin
-    cubins + newest PTX --(tileir package)-----> NAME/STEM.o (fatbin + launchers), NAME/STEM.fatbin
+    .ptx.json + cubins + newest PTX --(package)> NAME/STEM.o (fatbin + launchers), NAME/STEM.fatbin
     first GPU's .ptx.json of each source -----> NAME.h (or `header`), by tileir header
     all .o --(the C++ toolchain's ar)----------> libNAME.a
 
@@ -168,8 +168,11 @@ def _package_source(ctx, tc, stem, files):
     for entry in files:
         if _sm_number(entry.gpu) > _sm_number(newest.gpu):
             newest = entry
-    arguments = ["package", "--metadata", files[0].meta.path]
-    inputs = [files[0].meta]
+    arguments = ["package"]
+    inputs = []
+    for entry in files:  # every GPU's metadata: block size and shared memory may differ per GPU
+        arguments += ["--metadata", entry.meta.path]
+        inputs.append(entry.meta)
     for entry in files:
         arguments += ["--cubin", "%s=%s" % (entry.gpu, entry.cubin.path)]
         inputs.append(entry.cubin)

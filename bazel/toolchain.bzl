@@ -6,11 +6,12 @@ and the disk cache and remote execution can trust it.
 
 Two ways to describe a compiler:
 
-  * Python sources (the default toolchain): `interpreter` runs `launcher` as
-    `launcher tileiras ARGS...` or `launcher tileir ARGS...`; `srcs` are the
-    compiler's files. The default launcher is build_rules/launch.py, the one
-    the CMake integration uses too; it imports the compiler from the
-    directory it sits in.
+  * Python sources (the default toolchain): `srcs` are the compiler's files
+    and `launcher` the script that runs them as `launcher tileiras ARGS...` /
+    `launcher tileir ARGS...` (default build_rules/launch.py, the one the CMake
+    integration uses too). One action packs them into a zip with precompiled
+    modules (bazel/zip_compiler.py); `interpreter` runs `python -B ZIP TOOL
+    ARGS...`, so each compile action has a single compiler input.
   * Prebuilt executables: set `tileiras` and `tileir` to executable targets
     (a py_binary from rules_python, a wrapper script, a native build) and leave
     `interpreter` unset.
@@ -29,36 +30,66 @@ TileirToolchainInfo = provider(
     },
 )
 
-def _command(ctx, tool):
-    """The executable, leading arguments and tools of one command."""
-    explicit = getattr(ctx.attr, tool)
-    if explicit:
-        run = explicit[DefaultInfo].files_to_run
-        return struct(executable = run, arguments = [], tools = [run])
-    interp = ctx.attr.interpreter[DefaultInfo].files_to_run
+def _repo_relative(f):
+    """A file's path inside its repository: its path in the compiler zip."""
+    path = f.short_path
+    if path.startswith("../"):  # ../REPO/path for files of external repositories
+        path = path.split("/", 2)[2]
+    return path
 
-    # -B: no .pyc files written next to the (read-only, symlinked) sources.
-    return struct(
+def _compiler_zip(ctx, interp):
+    """One action: the compiler's sources (with .pyc) in one zip that `python ZIP TOOL ...` runs.
+
+    Every compile action then has one compiler input instead of one per source
+    file, which is what a sandbox pays for, and imports precompiled modules."""
+    out = ctx.actions.declare_file(ctx.label.name + ".compiler.zip")
+    files = {}
+    for f in ctx.files.srcs + [ctx.file.launcher]:
+        files[_repo_relative(f)] = f
+    listing = ctx.actions.args()
+    listing.set_param_file_format("multiline")
+    listing.use_param_file("@%s", use_always = True)
+    listing.add_all(["%s=%s" % (name, files[name].path) for name in sorted(files)])
+    ctx.actions.run(
         executable = interp,
-        arguments = ["-B", ctx.file.launcher.path, tool],
+        arguments = ["-B", ctx.file._zipper.path, "--output", out.path,
+                     "--main", _repo_relative(ctx.file.launcher), listing],
+        inputs = depset(files.values() + [ctx.file._zipper]),
+        outputs = [out],
         tools = [interp],
+        mnemonic = "TileirCompilerZip",
+        progress_message = "Packing the TileIR compiler (%s)" % ctx.label,
     )
+    return out
 
 def _tileir_toolchain_impl(ctx):
     prebuilt = bool(ctx.attr.tileiras) and bool(ctx.attr.tileir)
     if bool(ctx.attr.interpreter) == prebuilt or bool(ctx.attr.tileiras) != bool(ctx.attr.tileir):
         fail("tileir_toolchain %s: set either `interpreter` (run the compiler from `srcs`) " % ctx.label +
              "or both `tileiras` and `tileir` (prebuilt executables)")
-    inputs = list(ctx.files.srcs)
-    if ctx.attr.interpreter:
-        inputs.append(ctx.file.launcher)
     env = dict(ctx.attr.env)
     if ctx.attr.version:
         env["TILEIRAS_TOOLCHAIN_VERSION"] = ctx.attr.version
+    if prebuilt:
+        commands = {}
+        for tool in ("tileiras", "tileir"):
+            run = getattr(ctx.attr, tool)[DefaultInfo].files_to_run
+            commands[tool] = struct(executable = run, arguments = [], tools = [run])
+        inputs = depset(ctx.files.srcs)
+    else:
+        interp = ctx.attr.interpreter[DefaultInfo].files_to_run
+        compiler = _compiler_zip(ctx, interp)
+
+        # -B: never write .pyc files anywhere (the zip carries them).
+        commands = {
+            tool: struct(executable = interp, arguments = ["-B", compiler.path, tool], tools = [interp])
+            for tool in ("tileiras", "tileir")
+        }
+        inputs = depset([compiler])
     info = TileirToolchainInfo(
-        tileiras = _command(ctx, "tileiras"),
-        tileir = _command(ctx, "tileir"),
-        inputs = depset(inputs),
+        tileiras = commands["tileiras"],
+        tileir = commands["tileir"],
+        inputs = inputs,
         env = env,
     )
     return [platform_common.ToolchainInfo(tileir = info)]
@@ -80,7 +111,9 @@ tileir_toolchain = rule(
             allow_single_file = [".py"],
         ),
         "srcs": attr.label_list(
-            doc = "Files the compiler reads: its Python sources and data. Every action declares them as inputs.",
+            doc = "Files the compiler reads: its Python sources and data, packed with the launcher into " +
+                  "one zip that every action takes as input (paths inside it: as in their repository). " +
+                  "With prebuilt executables: extra inputs of every action.",
             allow_files = True,
         ),
         "tileiras": attr.label(
@@ -97,6 +130,10 @@ tileir_toolchain = rule(
         ),
         "env": attr.string_dict(
             doc = "Environment of every compile action (e.g. CUDA_ROOT for another ptxas). Keep paths relative or machine-independent: the environment is part of every cache key.",
+        ),
+        "_zipper": attr.label(
+            default = Label("//bazel:zip_compiler.py"),
+            allow_single_file = True,
         ),
         "version": attr.string(
             doc = "Free-form compiler build name; changing it reruns every action.",

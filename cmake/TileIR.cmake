@@ -22,6 +22,11 @@
 # so an upgrade of the compiler, or new options for one target, rebuild
 # exactly what they affect, with Ninja and with Makefiles alike.
 #
+# The library also compiles one generated file that includes the header, so
+# the header is checked by the C/C++ compiler and generated with every build
+# of the target. Target properties TILEIR_HEADER, TILEIR_OBJECTS and
+# TILEIR_INCLUDE_DIR name the generated files.
+#
 # Arguments are checked when add_tileir_kernel() is called; the commands are
 # planned in one batch per directory when the directory's CMakeLists.txt has
 # been read (cmake_language(DEFER)), so a project of many kernel targets

@@ -132,10 +132,12 @@ def test_action_plan_equals_build_rules_and_is_relocatable(tmp_path: Path, bazel
         return header if path == plan_header else path
 
     expected = sorted(tuple(bazel_path(a) for a in action.args) for action in plan.actions)
-    prefix = ["external/tileiras_python/python3", "-B", "external/tileiras/build_rules/launch.py"]
+    python = "external/tileiras_python/python3"
+    compiler_zip = re.compile(r"bazel-out/[^/]+/bin/external/tileiras/bazel/default_toolchain_impl\.compiler\.zip")
     got = []
     for action in actions:
-        assert action["arguments"][:3] == prefix, action["arguments"]
+        assert action["arguments"][:2] == [python, "-B"], action["arguments"]
+        assert compiler_zip.fullmatch(action["arguments"][2]), action["arguments"]
         assert action["arguments"][3] in ("tileiras", "tileir")
         args = action["arguments"][4:]
         if action["mnemonic"] == "TileirPackage":
@@ -149,24 +151,24 @@ def test_action_plan_equals_build_rules_and_is_relocatable(tmp_path: Path, bazel
     assert len(actions) == len(plan.actions) == 2 * (2 * len(gpus) + 1) + 1
 
     by_outputs = {tuple(sorted(bazel_path(o) for o in a.outputs)): a for a in plan.actions}
-    compiler_file = "external/tileiras/tileiras/driver/tileiras_main.py"
     for action in actions:
         for arg in action["arguments"]:
             assert not arg.startswith("/") and "=/" not in arg, f"absolute path in {action['arguments']}"
             assert str(tmp_path) not in arg and str(REPO_ROOT) not in arg
-        planned = by_outputs[tuple(action["outputs"])]
-        extra = set(action["inputs"]) - {bazel_path(i) for i in planned.inputs}
-        assert {bazel_path(i) for i in planned.inputs} <= set(action["inputs"])
-        assert compiler_file in extra and "external/tileiras/build_rules/actions.py" in extra
-        assert all(p.startswith(("external/tileiras/", "external/tileiras_python/")) for p in extra), extra
-        assert not any("__pycache__" in p for p in action["inputs"])
+        planned = {bazel_path(i) for i in by_outputs[tuple(action["outputs"])].inputs}
+        # Exactly: what build_rules says it reads, the compiler (one zip) and the interpreter wrapper.
+        assert set(action["inputs"]) == planned | {action["arguments"][2], python}, action["inputs"]
 
-    # The compiler's files, as Bazel globs them, are build_rules' list.
+    # The zip packs exactly build_rules' list of compiler files (launcher included).
     from build_rules.toolchain import compiler_files, package_root
 
+    expected_files = sorted(p.relative_to(package_root()).as_posix() for p in compiler_files())
     labels = bazel.run("query", "labels(srcs, @tileiras//:compiler_srcs)").stdout.split()
-    globbed = sorted(label.split("//:", 1)[1] for label in labels)
-    assert globbed == sorted(p.relative_to(package_root()).as_posix() for p in compiler_files())
+    assert sorted(label.split("//:", 1)[1] for label in labels) == expected_files
+    proc = bazel.run("aquery", "--output=jsonproto", 'mnemonic("TileirCompilerZip", @tileiras//bazel:default_toolchain_impl)')
+    (zip_action,) = aquery_actions(proc.stdout)
+    packed = sorted(p.split("external/tileiras/", 1)[1] for p in zip_action["inputs"] if p.startswith("external/tileiras/"))
+    assert packed == sorted(expected_files + ["bazel/zip_compiler.py"])
 
 
 @pytest.mark.slow
@@ -199,6 +201,7 @@ def test_user_toolchain_links_rebuilds_incrementally_and_hits_disk_cache(tmp_pat
     bazel.run("build", f"--disk_cache={cache}", f"--execution_log_json_file={log}", "//:app")
     spawns = [s for s in read_execution_log(log) if s["mnemonic"].startswith("Tileir")]
     assert sorted(s["mnemonic"] for s in spawns) == sorted(["TileirPtx"] * 4 + ["TileirCubin"] * 4 +
-                                                           ["TileirPackage"] * 2 + ["TileirHeader"])
+                                                           ["TileirPackage"] * 2 + ["TileirHeader"] +
+                                                           ["TileirCompilerZip"])
     assert all(s["remoteCacheHit"] for s in spawns), [s["mnemonic"] for s in spawns if not s["remoteCacheHit"]]
     assert "alpha=100" in bazel.run("run", f"--disk_cache={cache}", "//:app").stdout

@@ -94,7 +94,26 @@ class Const:
         return {"kind": "constant", "value": self.value}
 
 
-Param = Arr | Scalar | Const
+@dataclass(frozen=True)
+class ArrList:
+    """A list of arrays (cuTile ``ListConstraint``).  The entry receives a pointer to a
+    table of i64 words, three per array for 1-D elements (data pointer, shape, stride),
+    and the list length."""
+    element: Arr
+    elements_may_alias: bool = False
+
+    kind = "list"
+
+    def abi(self) -> list[str]:
+        return ["ptr<i64>", "i32"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "list", "element": self.element.to_json(),
+                "elements_may_alias": self.elements_may_alias,
+                "descriptor": "i64 words per element: data pointer, shape..., strides..."}
+
+
+Param = Arr | Scalar | Const | ArrList
 
 
 def _listify(v: int | Sequence[int]) -> int | list[int]:
@@ -135,19 +154,23 @@ ZEROS: list = ["full", 0]
 class Case:
     """One launch: array shapes and initial contents, scalar values, grid."""
     grid: tuple[int, ...]
-    arrays: Mapping[str, tuple[tuple[int, ...], list]]   # name -> (shape, init recipe)
+    # name -> (shape, init recipe); a list parameter maps to a list of those
+    arrays: Mapping[str, Any]
     scalars: Mapping[str, bool | int | float] = field(default_factory=dict)
     name: str = "default"
 
     def to_json(self, params: Mapping[str, Param]) -> dict[str, Any]:
         grid = tuple(self.grid) + (1,) * (3 - len(self.grid))
-        arrays = {}
+        arrays: dict[str, Any] = {}
         for pname, p in params.items():
             if isinstance(p, Arr):
                 shape, init = self.arrays[pname]
                 if len(shape) != p.ndim:
                     raise ValueError(f"case {self.name}: {pname} has ndim {p.ndim}, shape {shape}")
                 arrays[pname] = {"shape": list(shape), "dtype": p.dtype, "init": init}
+            elif isinstance(p, ArrList):
+                arrays[pname] = [{"shape": list(shape), "dtype": p.element.dtype, "init": init}
+                                 for shape, init in self.arrays[pname]]
         extra = set(self.arrays) - set(arrays)
         if extra:
             raise ValueError(f"case {self.name}: unknown arrays {sorted(extra)}")

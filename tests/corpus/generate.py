@@ -63,7 +63,8 @@ def load_kernel_files() -> list[tuple[str, Any]]:
 def _constraint(p):
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint, ScalarConstraint, ConstantConstraint
-    from corpus_spec import Arr, Scalar, Const
+    from corpus_spec import Arr, ArrList, Scalar, Const
+    from cuda.tile.compilation import ListConstraint
 
     def dtype(name: str):
         return ct.bool_ if name == "bool" else getattr(ct, name)
@@ -75,6 +76,9 @@ def _constraint(p):
             may_alias_internally=p.may_alias_internally, stride_constant=p.stride_constant,
             shape_divisible_by=p.shape_divisible_by, stride_divisible_by=p.stride_divisible_by,
             base_addr_divisible_by=p.base_addr_divisible_by)
+    if isinstance(p, ArrList):
+        return ListConstraint(_constraint(p.element), alias_groups=(),
+                              elements_may_alias=p.elements_may_alias)
     if isinstance(p, Scalar):
         return ScalarConstraint(dtype(p.dtype))
     if isinstance(p, Const):
@@ -110,6 +114,7 @@ class ExportError(Exception):
 
 
 def kernel_record(kernel, family: str, source: str, skipped: dict[str, str]) -> dict[str, Any]:
+    is_text = family == "text"
     versions = [v for v in VERSIONS if v not in skipped]
     entries = []
     for e in kernel.entries:
@@ -128,13 +133,14 @@ def kernel_record(kernel, family: str, source: str, skipped: dict[str, str]) -> 
         "name": kernel.name,
         "family": family,
         "source": source,
-        "function": kernel.function._annotated_function.pyfunc.__name__,
+        "kind": "text" if is_text else "cutile",
+        "function": None if is_text else kernel.function._annotated_function.pyfunc.__name__,
         "description": kernel.description,
         "gpu_code": kernel.gpu_code,
         "versions": versions,
         "skipped": dict(sorted(skipped.items())),
         "files": {v: f"bytecode/{kernel.name}/{v}.tileirbc" for v in versions},
-        "prints": kernel.prints,
+        "prints": getattr(kernel, "prints", False),
         "entries": entries,
     }
 
@@ -178,6 +184,18 @@ def build(only: set[str] | None = None) -> tuple[dict[str, bytes], dict[str, Any
                                   "(inlined cuTile helper); the file would not be portable")
                 files[f"bytecode/{kernel.name}/{v}.tileirbc"] = out
             records.append(kernel_record(kernel, family, source, skipped))
+    for kernel in load_text_kernels():
+        if kernel.name in seen:
+            errors.append(f"{kernel.name}: defined twice")
+        seen.add(kernel.name)
+        if only and kernel.name not in only:
+            continue
+        skipped = {v: f"{kernel.name} uses ops or types new in {kernel.min_version}"
+                   for v in VERSIONS if _vkey(v) < _vkey(kernel.min_version)}
+        for v in VERSIONS:
+            if v not in skipped:
+                files[f"bytecode/{kernel.name}/{v}.tileirbc"] = kernel.build(v)
+        records.append(kernel_record(kernel, "text", f"text/{kernel.name}.mlir", skipped))
     import cuda.tile as ct
     manifest = {
         "format": 1,
@@ -185,36 +203,62 @@ def build(only: set[str] | None = None) -> tuple[dict[str, bytes], dict[str, Any
         "cutile_version": ct.__version__,
         "versions": list(VERSIONS),
         "kernels": records,
-        "text": text_records(),
     }
     return files, manifest, errors
 
 
-def text_records() -> list[dict[str, Any]]:
-    """Hand-written TileIR text (ops cuTile cannot produce); see text/README section."""
+def load_text_kernels() -> list:
+    """The hand-written text kernels and their bytecode builders (text/builders.py)."""
+    import types
+    path = HERE / "text" / "builders.py"
+    module = types.ModuleType("corpus_text_builders")
+    module.__file__ = "text/builders.py"
+    sys.modules[module.__name__] = module
+    exec(compile(path.read_text(), "text/builders.py", "exec"), module.__dict__)
+    return list(module.TEXT_KERNELS)
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def strip_text_header(text: str) -> str:
+    """A hand-written .mlir file without its leading // comment lines."""
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].startswith("//"):
+        lines.pop(0)
+    return "".join(lines)
+
+
+def text_header(text: str) -> dict[str, str]:
+    header = {}
+    for line in text.splitlines():
+        if not line.startswith("//"):
+            break
+        key, sep, value = line[2:].strip().partition(":")
+        if sep and " " not in key.strip():
+            header[key.strip()] = value.strip()
+    return header
+
+
+def check_text(root: Path) -> list[str]:
+    """Each hand-written .mlir must equal NVIDIA's disassembly of its bytecode (newest
+    version) and declare the kernel's first version."""
     import oracle
-    out = []
-    for path in sorted((HERE / "text").glob("*.mlir")):
+    errors = []
+    for kernel in load_text_kernels():
+        path = root / "text" / f"{kernel.name}.mlir"
+        if not path.exists():
+            errors.append(f"text/{kernel.name}.mlir is missing")
+            continue
         text = path.read_text()
-        header = {}
-        for line in text.splitlines():
-            if not line.startswith("//"):
-                break
-            key, _, value = line[2:].strip().partition(":")
-            if value:
-                header[key.strip()] = value.strip()
-        out.append({
-            "name": path.stem,
-            "file": f"text/{path.name}",
-            "min_version": header.get("min-version", "13.1"),
-            "description": header.get("description", ""),
-            "ops": sorted(oracle.ops_in(_strip_comments(text))),
-        })
-    return out
-
-
-def _strip_comments(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+        if text_header(text).get("min-version") != kernel.min_version:
+            errors.append(f"text/{kernel.name}.mlir: min-version header is not "
+                          f"{kernel.min_version}")
+        proc = oracle.disasm(root / "bytecode" / kernel.name / f"{VERSIONS[-1]}.tileirbc")
+        if proc.stdout != strip_text_header(text):
+            errors.append(f"text/{kernel.name}.mlir differs from tileirdisasm of its bytecode")
+    return errors
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
@@ -241,10 +285,6 @@ def coverage(files: dict[str, bytes], root: Path) -> dict[str, Any]:
             if err:
                 failures[rel] = err
             ops[rel], types[rel] = o, t
-    for path in sorted((root / "text").glob("*.mlir")):
-        text = _strip_comments(path.read_text())
-        rel = f"text/{path.name}"
-        ops[rel], types[rel] = oracle.ops_in(text), oracle.element_types_in(text)
     return {"ops": ops, "types": types, "failures": failures}
 
 
@@ -273,8 +313,8 @@ def coverage_markdown(cov: dict[str, Any]) -> str:
         "# Corpus coverage",
         "",
         "Generated by `generate.py` from NVIDIA's `tileirdisasm` output of every bytecode",
-        "file plus the hand-written `text/*.mlir`; `tests/test_corpus.py` recomputes it and",
-        "checks that the lists below are current.",
+        "file (the hand-written `text/*.mlir` kernels included, through their bytecode);",
+        "`tests/test_corpus.py` recomputes it and checks that the lists below are current.",
         "",
         "## Uncovered",
         "",
@@ -360,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
                 errors.append(f"tileirdisasm rejects {rel}: {err}")
                 print(f"error: tileirdisasm rejects {rel}: {err}", file=sys.stderr)
             (HERE / COVERAGE).write_text(coverage_markdown(cov))
+            for err in check_text(HERE):
+                errors.append(err)
+                print(f"error: {err}", file=sys.stderr)
     print(f"{len(files)} bytecode files, {len(manifest['kernels'])} kernels"
           + (f", {len(errors)} errors" if errors else ""))
     return 1 if errors else 0

@@ -110,9 +110,16 @@ class _Tables:
             raise BytecodeError(f"error: type {index} has an invalid offset")
         self.types_busy.add(index)
         try:
-            t = self._parse_type(Cursor(self.data, start, end, start))
+            cur = Cursor(self.data, start, end, start)
+            t = self._parse_type(cur)
         finally:
             self.types_busy.discard(index)
+        if not isinstance(t, T.ScalarType):
+            from ..dialects.verify_rules import check_type
+
+            err = check_type(t)
+            if err:
+                raise BytecodeError(f"error: error at offset {start}: {err}")
         self.types[index] = t
         return t
 

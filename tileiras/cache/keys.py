@@ -85,3 +85,15 @@ def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str
         ptxas_options=list(extra),
         ptxas=ptxas_version(_memo_dir(opts)),
     )
+
+
+def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str, memo_dir: Path | None = None) -> str:
+    """Key of the host object (launchers + embedded fatbin) packaged from `fatbin`."""
+    items = metas if isinstance(metas, (list, tuple)) else [metas]
+    return make_key(
+        stage="object",
+        fatbin=fatbin,
+        metadata=[m.to_json() for m in items],
+        host=f"{host_arch}-{host_os}",
+        llvm=llvm_version(memo_dir),
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from tileiras.driver.errors import CompileError
+
 from . import cabi
 from .metadata import ModuleMetadata
 
@@ -42,9 +44,27 @@ def _shape(facts: cabi.LaunchFacts, gpus: Sequence[str]) -> str:
     return "; ".join(rows)
 
 
+def group_modules(metas: Sequence[ModuleMetadata] | ModuleMetadata) -> list[list[ModuleMetadata]]:
+    """Split metadata into modules: one module's targets share its set of kernel names.
+
+    A header may declare the launchers of several modules (one per source of a
+    library); two modules defining the same kernel would clash at link time.
+    """
+    items = [metas] if isinstance(metas, ModuleMetadata) else list(metas)
+    groups: dict[frozenset[str], list[ModuleMetadata]] = {}
+    for meta in items:
+        groups.setdefault(frozenset(k.name for k in meta.kernels), []).append(meta)
+    owner: dict[str, frozenset[str]] = {}
+    for names in groups:
+        for name in sorted(names):
+            if name in owner:
+                raise CompileError(f"error: kernel '{name}' is defined by two modules")
+            owner[name] = names
+    return list(groups.values())
+
+
 def make_header(metas: Sequence[ModuleMetadata] | ModuleMetadata, guard: str) -> str:
-    ordered, kernels = cabi.merge_metadata(metas)
-    gpus = [m.gpu for m in ordered]
+    modules = [cabi.merge_metadata(group) for group in group_modules(metas)] or [cabi.merge_metadata([])]
     guard = re.sub(r"[^A-Za-z0-9_]", "_", guard) or "TILEIR_KERNELS_H"
     lines = [_PREAMBLE, f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", ""]
     lines += [
@@ -58,14 +78,22 @@ def make_header(metas: Sequence[ModuleMetadata] | ModuleMetadata, guard: str) ->
     for name, value, text in cabi.ERROR_CODES:
         lines.append(f"#define {name} ({value}) /* {text} */" if value else f"#define {name} 0 /* {text} */")
     lines += ["#endif", "", "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
+    for ordered, kernels in modules:
+        gpus = [m.gpu for m in ordered]
+        lines += _declarations(kernels, gpus)
+    lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
+    return "\n".join(lines)
+
+
+def _declarations(kernels: Sequence[cabi.LaunchFacts], gpus: Sequence[str]) -> list[str]:
+    lines = []
     for facts in kernels:
         names = cabi.param_names(facts.params)
         params = "".join(f", {cabi.c_type(p.type)} {n}" for p, n in zip(facts.params, names))
         lines.append(f"/* kernel '{_comment_safe(facts.name)}' -- {_shape(facts, gpus)} */")
         lines.append(f"int {facts.launcher}(CUstream stream, uint32_t grid_x, uint32_t grid_y, uint32_t grid_z{params});")
         lines.append("")
-    lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _comment_safe(text: str) -> str:

@@ -122,7 +122,7 @@ define("trunci", 0x6B, "13.1", ins="from:int_tile", outs="to:int_tile", attrs="o
            "custom<CudaTileType>(type($to))")
 define("ftof", 0x2A, "13.1", ins="from:anyfloat_tile", outs="to:anyfloat_tile",
        attrs="rounding_mode:enum.RoundingMode=nearest_even", traits="Pure",
-       fmt="$from custom<IEEERoundingMode>($rounding_mode) attr-dict `:` custom<CudaTileType>(type($from)) `->` "
+       fmt="$from custom<FToFRoundingMode>($rounding_mode) attr-dict `:` custom<CudaTileType>(type($from)) `->` "
            "custom<CudaTileType>(type($to))")
 define("ftoi", 0x2B, "13.1", ins="from:anyfloat_tile", outs="to:int_tile",
        attrs="signedness:enum.Signedness rounding_mode:enum.RoundingMode saturating:unit@13.4", traits="Pure",

@@ -1,18 +1,89 @@
 """Verifier of cuda_tile modules (structural, type and shape rules).
 
-Diagnostics follow MLIR: `file:line:col: error: 'cuda_tile.X' op message`,
-using the op's own location when the module carries one.
+Ops are checked in MLIR's order: an op's own invariants (operand/result
+constraints, type relations, its verifier), then the ops nested in its
+regions, then the checks that look at those regions. The first failure
+raises `CompileError` with an MLIR-style diagnostic,
+`file:line:col: error: 'cuda_tile.X' op message`, located at the op's own
+location when the module carries one.
 """
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 from ..driver.errors import CompileError
-from ..ir.core import Operation
+from ..ir import attributes as A
+from ..ir.core import Location, Operation
+from .registry import find
+
+
+def location_prefix(loc: Any) -> str:
+    """`file:line:col: ` for a location (call sites use the callee), '' when unknown."""
+    while isinstance(loc, A.CallSiteLoc):
+        loc = loc.callee
+    if isinstance(loc, Location) and loc.file:
+        return f"{loc.file}:{loc.line}:{loc.column}: "
+    return ""
+
+
+def diagnostic(op: Optional[Operation], message: str, with_op: bool = True) -> str:
+    prefix = location_prefix(op.location) if op is not None else ""
+    if op is not None and with_op:
+        return f"{prefix}error: '{op.name}' op {message}"
+    return f"{prefix}error: {message}"
 
 
 def verify_module(module: Operation) -> None:
-    """Raise CompileError on the first rule a module breaks."""
-    from .verify_rules import check_op
+    """Raise CompileError on the first rule the module breaks."""
+    from .verify_rules import VerifyFailure
 
-    for op in module.walk():
-        check_op(op)
+    try:
+        if module.name != "cuda_tile.module":
+            raise VerifyFailure(module, "expected a 'cuda_tile.module'")
+        body = module.regions[0].blocks[0].operations if module.regions and module.regions[0].blocks else []
+        seen: set[str] = set()
+        for op in body:
+            if op.name not in ("cuda_tile.entry", "cuda_tile.global"):
+                raise VerifyFailure(op, "is not allowed at module level; expected 'cuda_tile.entry' or "
+                                        "'cuda_tile.global'")
+            sym = op.attributes.get("sym_name")
+            if sym in seen:
+                raise VerifyFailure(op, f"redefinition of symbol named '{sym}'")
+            seen.add(sym)
+        for op in body:
+            _verify_op(op)
+    except VerifyFailure as exc:
+        with_op = not exc.message.startswith("`")
+        raise CompileError(diagnostic(exc.op, exc.message, with_op)) from None
+    except RecursionError:
+        raise CompileError("error: module is nested too deeply to verify") from None
+
+
+def _verify_op(op: Operation) -> None:
+    from .verify_ops import OP_CHECKS, REGION_CHECKS
+    from .verify_rules import VerifyFailure, check_invariants
+
+    defn = find(op.name)
+    if defn is None:
+        raise VerifyFailure(op, "is not a registered operation")
+    check_invariants(op, defn)
+    check = OP_CHECKS.get(op.name)
+    if check is not None:
+        check(op)
+    for region in op.regions:
+        for block in region.blocks:
+            ops = block.operations
+            if not ops:
+                raise VerifyFailure(op, "region must end with a terminator")
+            for inner in ops:
+                _verify_op(inner)
+            last = ops[-1]
+            if not last.definition.has_trait("Terminator"):
+                raise VerifyFailure(last, "block must end with a terminator operation")
+            for inner in ops[:-1]:
+                if inner.definition.has_trait("Terminator"):
+                    raise VerifyFailure(inner, "must be the last operation in the parent block")
+    rcheck = REGION_CHECKS.get(op.name)
+    if rcheck is not None:
+        rcheck(op)

@@ -22,13 +22,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _current_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def main(argv: list[str]) -> int:
     from ..codegen.header import guard_from_path, make_header
 
     try:
         args = build_parser().parse_args(argv)
         metas = read_metadata(args.metadata)
-        write_atomic(args.output, make_header(metas, args.guard or guard_from_path(args.output)))
+        text = make_header(metas, args.guard or guard_from_path(args.output))
+        if _current_text(args.output) != text:  # an untouched header recompiles nothing that includes it
+            write_atomic(args.output, text)
     except TileirasError as exc:
         print(exc.message, file=sys.stderr)
         return int(exc.code)

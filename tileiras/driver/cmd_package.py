@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host-os", default="linux", choices=sorted({o for _, o in HOSTS}))
     parser.add_argument("--fatbin-out", metavar="FILE", help="also write the fatbin")
     parser.add_argument("--header", metavar="FILE", help="also write the C header of the launchers")
+    parser.add_argument("--cache-dir", metavar="DIR", help="compile cache directory (default: $TILEIRAS_CACHE_DIR "
+                        "or the user cache directory)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the compile cache")
     return parser
 
 
@@ -77,9 +80,7 @@ def read_metadata(paths: list[str]) -> list:
 
 
 def run(args: argparse.Namespace) -> None:
-    from ..codegen.fatbin import make_fatbin
     from ..codegen.header import guard_from_path, make_header
-    from ..codegen.host_object import make_host_object
 
     metas = read_metadata(args.metadata)
     cubins = _mapping(args.cubin, "cubin")
@@ -90,8 +91,11 @@ def run(args: argparse.Namespace) -> None:
         raise TileirasError("error: a PTX file is not UTF-8 text", ExitCode.UNREADABLE) from None
     if not cubins and not ptx:
         raise TileirasError("error: give at least one --cubin or --ptx", ExitCode.INVALID_OPTIONS)
-    fatbin = make_fatbin(cubins, ptx)
-    obj = make_host_object(fatbin, metas, args.host_arch, args.host_os)
+    from ..cache.store import open_cache
+    from ..codegen.package import package_object
+
+    cache = open_cache(args.cache_dir, disabled=args.no_cache)
+    fatbin, obj = package_object(cubins, ptx, metas, args.host_arch, args.host_os, cache)
     header = make_header(metas, guard_from_path(args.header)) if args.header else None
     if args.fatbin_out:
         write_atomic(args.fatbin_out, fatbin)

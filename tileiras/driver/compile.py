@@ -31,6 +31,7 @@ class Artifacts:
     cubin: dict[str, bytes] = field(default_factory=dict)
     metadata: dict[str, object] = field(default_factory=dict)   # gpu -> ModuleMetadata
     inputs_read: list[str] = field(default_factory=list)
+    cache: object = None                                         # the Cache this compile used
 
 
 class StageTimer:
@@ -97,6 +98,7 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
     want = opts.emit_kind
     gpus = list(dict.fromkeys(opts.gpu_names))  # keep order, drop repeats
     cache = open_cache(opts.cache_dir, disabled=opts.no_cache)
+    arts.cache = cache
     caching = not opts.no_cache  # keys cost a version probe of LLVM and ptxas: skip them when off
 
     if kind == "ptx":
@@ -158,6 +160,11 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
 
     with timer.stage("read + verify"):
         module = load_module(data, path)
+    if opts.print_ir_after_all:
+        from ..text.printer import print_module
+
+        print("// -----// IR Dump After read-and-verify (cuda_tile) //----- //", file=sys.stderr)
+        print(print_module(module), file=sys.stderr)
     for gpu in missing:
         with timer.stage(f"lower to LLVM IR ({gpu})"):
             llvm_ir, meta = lower_to_llvm(module, gpu, opts)
@@ -201,16 +208,17 @@ def render_output(arts: Artifacts, opts: Options) -> bytes | str:
         return arts.ptx[gpus[0]]
     if kind == "cubin":
         return arts.cubin[gpus[0]]
-    from ..codegen.fatbin import make_fatbin
+    from ..codegen.package import package_object
 
     newest = newest_gpu(gpus)
-    fatbin = make_fatbin(arts.cubin, {newest: arts.ptx[newest]})
     if kind == "fatbin":
-        return fatbin
-    from ..codegen.host_object import make_host_object
+        from ..codegen.fatbin import make_fatbin
 
+        return make_fatbin(arts.cubin, {newest: arts.ptx[newest]})
     if not arts.metadata:
         raise TileirasError("error: an object needs launch metadata: compile from TileIR, or keep the PTX's "
                             ".json beside it", ExitCode.COMPILE_FAILED)
     # every target's facts: the launcher picks block size and shared memory per device
-    return make_host_object(fatbin, [arts.metadata[g] for g in gpus], opts.host_arch, opts.host_os)
+    _, obj = package_object(arts.cubin, {newest: arts.ptx[newest]}, [arts.metadata[g] for g in gpus],
+                            opts.host_arch, opts.host_os, arts.cache)
+    return obj

@@ -523,9 +523,8 @@ class Decoder:
         self.scopes = [{}]
         self.local_syms = [{}]
         if fn.kind == "func":
-            self.formal_params[fn.name] = [self.alloc_cparam(p) for p in fn.params]
-            self.ret_param[fn.name] = [self.alloc_cparam(p) for p in fn.rets]
-            for s in self.formal_params[fn.name] + self.ret_param[fn.name]:
+            formals, results = self.signature(fn.name)
+            for s in formals + results:
                 self.local_syms[0][s.name] = SymInfo("cparam", s.offset)
         first = len(self.prog.code)
         self.func_entry[fn.name] = first
@@ -562,6 +561,14 @@ class Decoder:
                 code[pc] = (kind, f, gid, gneg, self._resolve(labels, aux.name, info[pc]))
             elif isinstance(aux, list) and aux and isinstance(aux[0], LabelRef):
                 code[pc] = (kind, f, gid, gneg, [self._resolve(labels, a.name, info[pc]) for a in aux])
+
+    def signature(self, name: str) -> tuple[list[ParamSlot], list[ParamSlot]]:
+        """The per-thread parameter slots of a function's formals and results (allocated once)."""
+        if name not in self.formal_params:
+            fn = self.module.functions[name]
+            self.formal_params[name] = [self.alloc_cparam(p) for p in fn.params]
+            self.ret_param[name] = [self.alloc_cparam(p) for p in fn.rets]
+        return self.formal_params[name], self.ret_param[name]
 
     def _resolve(self, labels: dict[str, int], name: str, ins: Instr) -> int:
         if name not in labels:

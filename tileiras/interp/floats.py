@@ -32,6 +32,8 @@ class FloatFormat:
     has_nan: bool
     satfinite: bool        # conversions into it saturate (PTX cvt .satfinite)
     exponent_only: bool = False   # f8E8M0FNU: 2**k values, no sign, no zero
+    unsigned: bool = False        # no sign bit: negative values saturate to zero
+    codec: bool = False           # no numpy dtype: values are held in float32, bits via `encode_bits`
 
 
 @lru_cache(maxsize=None)
@@ -48,6 +50,7 @@ def float_format(name: str) -> FloatFormat:
         "f8E5M2": (md.float8_e5m2, 2, -14, 57344.0, True, True, True),
         "f4E2M1FN": (md.float4_e2m1fn, 1, 0, 6.0, False, False, True),
         "f8E8M0FNU": (md.float8_e8m0fnu, 0, -127, 2.0**127, False, True, True),
+        "fnv8E5M3FNU": (np.float32, 3, -14, 1.75 * 2.0**16, False, True, True),
     }
     if name not in table:
         from .errors import InterpError
@@ -55,7 +58,8 @@ def float_format(name: str) -> FloatFormat:
         raise InterpError(f"element type '{name}' is not supported by the interpreter")
     dtype, mbits, emin, fmax, inf, nan, sat = table[name]
     return FloatFormat(name, np.dtype(dtype), mbits, emin, fmax, inf, nan, sat,
-                       exponent_only=(name == "f8E8M0FNU"))
+                       exponent_only=(name == "f8E8M0FNU"), unsigned=name.endswith("FNU"),
+                       codec=(name == "fnv8E5M3FNU"))
 
 
 # Rounding modes as magnitude rules, per sign of the value.
@@ -89,6 +93,9 @@ def quantize(hi: Any, lo: Any, fmt: FloatFormat, mode: str = "nearest_even",
     sat = fmt.satfinite if saturate is None else saturate
     if fmt.exponent_only:
         return _quantize_e8m0(hi, lo, fmt, mode)
+    if fmt.unsigned:
+        hi = np.where(hi < 0, 0.0, hi)        # nothing below zero: saturate
+        lo = np.where(hi <= 0, 0.0, lo)
     neg = np.signbit(hi)
     a = np.abs(hi)
     la = np.where(neg, -lo, lo)               # > 0: the exact magnitude is above `a`
@@ -124,6 +131,30 @@ def quantize(hi: Any, lo: Any, fmt: FloatFormat, mode: str = "nearest_even",
     r = np.where(neg, -r, r)
     with np.errstate(invalid="ignore", over="ignore"):
         return r.astype(fmt.dtype)
+
+
+def encode_bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """Bit patterns (uint64) of values of a `codec` format (fnv8E5M3FNU: 5-bit exponent, bias 15, 3-bit mantissa)."""
+    v = np.asarray(values, np.float64)
+    nan = np.isnan(v)
+    a = np.where(nan | (v <= 0), 0.0, v)
+    m, ex = np.frexp(np.where(a > 0, a, 1.0))
+    e = ex - 1
+    normal = (a >= 2.0**fmt.emin)
+    field = np.where(normal, e - fmt.emin + 1, 0)
+    mant = np.where(normal, (a / np.ldexp(1.0, e) - 1) * 2**fmt.mbits, a / 2.0**(fmt.emin - fmt.mbits))
+    bits = (field.astype(np.uint64) << np.uint64(fmt.mbits)) | mant.astype(np.uint64)
+    return np.where(nan, np.uint64(0xFF), np.where(a > 0, bits, np.uint64(0)))
+
+
+def decode_bits(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    b = np.asarray(bits, np.uint64) & np.uint64(0xFF)
+    field = (b >> np.uint64(fmt.mbits)).astype(np.int64)
+    mant = (b & np.uint64((1 << fmt.mbits) - 1)).astype(np.float64)
+    normal = np.ldexp(1 + mant / 2**fmt.mbits, field - 1 + fmt.emin)
+    sub = mant * 2.0**(fmt.emin - fmt.mbits)
+    v = np.where(field == 0, sub, normal)
+    return np.where(b == 0xFF, np.nan, v).astype(fmt.dtype)
 
 
 def _quantize_e8m0(hi: np.ndarray, lo: np.ndarray, fmt: FloatFormat, mode: str) -> np.ndarray:

@@ -45,6 +45,14 @@ def is_splat(t: TileType, raw: bytes) -> bool:
     return len(raw) == element_size(t.element) or num_elements(t) == 1
 
 
+def first_bits(t: TileType, raw: bytes) -> int:
+    """The bit pattern of element 0 (no expansion of splats)."""
+    if t.element.name == "i1":  # type: ignore[attr-defined]
+        return raw[0] & 1 if raw else 0
+    size = element_size(t.element)
+    return int.from_bytes(raw[:size], "little")
+
+
 def element_bits(t: TileType, raw: bytes) -> list[int]:
     """The bit pattern of every element, in row-major order (splats expanded)."""
     n = num_elements(t)

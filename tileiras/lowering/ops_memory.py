@@ -67,7 +67,31 @@ def _order_after_token(k: KernelLowering, op: Operation) -> None:
 
 
 def _assume(k: KernelLowering, op: Operation) -> None:
-    k.set(op.results[0], k.get(op.operands[0]))
+    """Pass the value through, telling LLVM the fact (alignment, divisibility, bounds)."""
+    from ..ir.attributes import Bounded, DivBy
+
+    value = k.get(op.operands[0])
+    k.set(op.results[0], value)
+    pred = op.attributes.get("predicate")
+    if not isinstance(value, TileRegs) or not isinstance(pred, (DivBy, Bounded)):
+        return
+    elem = value.type.element
+    k.b.declare("declare void @llvm.assume(i1)")
+    uniform = value.type.num_elements == 1  # only per-element facts of the whole tile are cheap to state
+    for v in value.slots[:1] if uniform else []:
+        if isinstance(pred, DivBy) and pred.every is None and pred.divisor > 1:
+            if isinstance(elem, PointerType):
+                k.b.emit(f'call void @llvm.assume(i1 true) [ "align"(ptr addrspace(1) {v}, i64 {pred.divisor}) ]')
+            elif isinstance(elem, ScalarType) and elem.is_int and elem.bitwidth >= 8:
+                ty = llvm_type(elem)
+                rem = k.b.op(f"srem {ty} {v}, {pred.divisor}", "as")
+                k.b.emit(f"call void @llvm.assume(i1 {k.b.op(f'icmp eq {ty} {rem}, 0', 'as')})")
+        elif isinstance(pred, Bounded) and isinstance(elem, ScalarType) and elem.is_int and elem.bitwidth >= 8:
+            ty = llvm_type(elem)
+            if pred.lb is not None:
+                k.b.emit(f"call void @llvm.assume(i1 {k.b.op(f'icmp sge {ty} {v}, {pred.lb}', 'as')})")
+            if pred.ub is not None:
+                k.b.emit(f"call void @llvm.assume(i1 {k.b.op(f'icmp sle {ty} {v}, {pred.ub}', 'as')})")
 
 
 def _block_ids(kind: str):

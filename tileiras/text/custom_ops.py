@@ -76,6 +76,7 @@ CUSTOM_DIRECTIVES: dict[str, Callable] = {
     "CudaTileType": _cuda_tile_type,
     "IEEERoundingMode": _rounding_unless("nearest_even"),
     "DivFOpRoundingMode": _rounding_unless("nearest_even"),
+    "FToFRoundingMode": _rounding_unless("nearest_even"),
     "SqrtOpRoundingMode": _rounding_unless("nearest_even"),
     "TanHOpRoundingMode": _rounding_unless("full"),
     "ExpOpRoundingMode": _rounding_unless("full"),

@@ -22,7 +22,11 @@ _WS = re.compile(r"(?:\s+|//[^\n]*)+")
 
 
 class ParseError(CompileError):
-    pass
+    """A syntax error; `ssa` marks value-resolution errors (never attributed to a custom op)."""
+
+    def __init__(self, message: str, ssa: bool = False) -> None:
+        super().__init__(message)
+        self.ssa = ssa
 
 
 class Lexer:
@@ -42,9 +46,9 @@ class Lexer:
         i = bisect.bisect_right(self._line_starts, p) - 1
         return i + 1, p - self._line_starts[i] + 1
 
-    def error(self, message: str, pos: Optional[int] = None) -> ParseError:
+    def error(self, message: str, pos: Optional[int] = None, ssa: bool = False) -> ParseError:
         line, col = self.line_col(pos)
-        return ParseError(f"{self.filename}:{line}:{col}: error: {message}")
+        return ParseError(f"{self.filename}:{line}:{col}: error: {message}", ssa=ssa)
 
     # -- scanning -----------------------------------------------------------------
     def skip(self) -> None:

@@ -35,7 +35,7 @@ def sanitize(name: str) -> str:
 # -- per-op result naming (MLIR getAsmResultNames) --------------------------------
 def _constant_name(op: Operation) -> Optional[str]:
     from ..ir.floats import decode
-    from ..ir.dense import element_bits, is_splat, num_elements
+    from ..ir.dense import element_bits, first_bits, is_splat, num_elements
 
     dense = op.attributes.get("value")
     if not isinstance(dense, A.DenseElements):
@@ -43,7 +43,7 @@ def _constant_name(op: Operation) -> Optional[str]:
     t = dense.type
     elem = t.element.name  # type: ignore[attr-defined]
     if elem == "i1":
-        bits = element_bits(t, dense.raw)
+        bits = [first_bits(t, dense.raw)] if is_splat(t, dense.raw) else element_bits(t, dense.raw)
         if all(bits):
             return "true"
         if not any(bits):
@@ -51,7 +51,7 @@ def _constant_name(op: Operation) -> Optional[str]:
         return "cst_i1"
     name = "cst"
     if is_splat(t, dense.raw) or num_elements(t) == 1:
-        first = element_bits(t, dense.raw)[0] if num_elements(t) else None
+        first = first_bits(t, dense.raw) if num_elements(t) else None
         if first is not None:
             if elem.startswith("i"):
                 width = int(elem[1:])

@@ -91,6 +91,8 @@ class Parser:
             if module is not None:
                 raise lx.error("expected at most one 'cuda_tile.module'")
             body_ops.append(self.parse_op())
+        if module is None and len(body_ops) == 1 and body_ops[0].name == "cuda_tile.module":
+            module = body_ops[0]
         if module is None:
             module = Operation("cuda_tile.module", attributes={"sym_name": "kernels"}, regions=[Region([Block()])])
             for op in body_ops:
@@ -192,6 +194,15 @@ class Parser:
         return op
 
     def _parse_custom(self, defn: OpDef, nres: Optional[int], pos: int) -> Operation:
+        try:
+            return self._parse_custom_body(defn, nres, pos)
+        except ParseError as exc:
+            if exc.ssa or "error: custom op '" in exc.message:
+                raise
+            head, sep, tail = exc.message.partition("error: ")
+            raise ParseError(f"{head}{sep}custom op '{defn.name}' {tail}") from None
+
+    def _parse_custom_body(self, defn: OpDef, nres: Optional[int], pos: int) -> Operation:
         st = _OpState(defn, nres)
         if defn.format is not None:
             units = frozenset(a.name for a in defn.attributes if a.kind == "unit")
@@ -293,12 +304,15 @@ class Parser:
         lx = self.lx
         g = st.group(name)
         if g is not None:
+            lx.skip()
+            start = lx.pos
             if g.kind == SINGLE:
                 st.operands[name] = [self.value_ref()]
             elif g.kind == OPTIONAL:
                 st.operands[name] = [self.value_ref()] if lx.startswith("%") else []
             else:
                 st.operands[name] = self.value_list()
+            st.use_pos[name] = self._ref_positions(start, len(st.operands[name]))
             return
         a = st.defn.attr(name)
         if a is not None:
@@ -308,6 +322,17 @@ class Parser:
             st.regions[name] = self.parse_region(None, [], implicit=IMPLICIT_TERMINATOR.get(st.defn.name))
             return
         raise lx.error(f"unknown format variable ${name}")
+
+    def _ref_positions(self, start: int, n: int) -> list[int]:
+        """Source positions of the n value references scanned from `start`."""
+        out = []
+        pos = start
+        text = self.lx.text
+        for _ in range(n):
+            pos = text.find("%", pos)
+            out.append(pos)
+            pos += 1
+        return out
 
     def _types_for(self, st: "_OpState", name: str) -> list[T.Type]:
         """Types of a group: as many as its operands, or a greedy list for results."""
@@ -330,6 +355,7 @@ class Parser:
         lx = self.lx
         lx.skip()
         pos = lx.pos
+        self.last_ref_pos = pos
         name = lx.prefixed("%")
         if name is None:
             raise lx.error("expected SSA operand")
@@ -341,11 +367,12 @@ class Parser:
             has_idx = True
         vals = self.scope.lookup(name)
         if vals is None:
-            raise lx.error(f"use of undeclared SSA value name", pos)
+            raise lx.error("use of undeclared SSA value name", pos, ssa=True)
         if not has_idx and len(vals) != 1:
-            raise lx.error(f"use of value '%{name}' expects a result number (it names {len(vals)} results)", pos)
+            raise lx.error(f"use of value '%{name}' expects a result number (it names {len(vals)} results)", pos,
+                           ssa=True)
         if idx >= len(vals):
-            raise lx.error(f"result number {idx} out of range for '%{name}'", pos)
+            raise lx.error(f"result number {idx} out of range for '%{name}'", pos, ssa=True)
         return vals[idx]
 
     def value_list(self) -> list[Value]:
@@ -532,7 +559,18 @@ class Parser:
                     lx.pos = save
         if lx.startswith("("):
             return self._function_type()
-        kw = lx.keyword("type")
+        t = self._parse_type_body(pos)
+        if not isinstance(t, T.ScalarType):
+            from ..dialects.verify_rules import check_type
+
+            err = check_type(t)
+            if err:
+                raise lx.error(err, pos)
+        return t
+
+    def _parse_type_body(self, pos: int) -> T.Type:
+        lx = self.lx
+        kw = lx.keyword("valid keyword")
         if kw in SCALARS:
             return T.ScalarType(kw)
         if kw == "token":
@@ -824,6 +862,8 @@ class Parser:
             return self.parse_location_or_attr()
         if lx.startswith("@"):
             return lx.prefixed("@")
+        if lx.startswith("("):
+            return self._function_type()
         kw = lx.peek_keyword()
         if kw in ("true", "false"):
             lx.keyword()
@@ -871,7 +911,7 @@ class Parser:
                 return _typed_number(tok, t, lx)
             if re.fullmatch(r"-?(0x[0-9A-Fa-f]+|[0-9]+)", tok):
                 return A.IntegerAttr(int(tok, 0), T.I64)
-            return A.FloatAttr(float(tok), T.F64, 0)
+            return _typed_number(tok, T.F64, lx)
         if kw is not None and self._looks_like_type():
             return self.parse_type()
         raise lx.error("expected attribute value")
@@ -1123,6 +1163,7 @@ class _OpState:
         self.operands: dict[str, list[Value]] = {}
         self.attrs: dict[str, Any] = {}
         self.types: dict[str, list[T.Type]] = {}
+        self.use_pos: dict[str, list[int]] = {}
         self.regions: dict[str, Region] = {}
         self.result_types: Optional[list[T.Type]] = None
 
@@ -1132,8 +1173,54 @@ class _OpState:
                 return g
         return None
 
+    def _check_use(self, p: Parser, gname: str, want: list[T.Type]) -> None:
+        vals = self.operands.get(gname, [])
+        positions = self.use_pos.get(gname, [])
+        for k, (v, t) in enumerate(zip(vals, want)):
+            if v.type != t:
+                from ..dialects.verify_rules import dtype
+
+                at = positions[k] if k < len(positions) else None
+                ref = p.lx.text[at:at + 64].split()[0].rstrip(",]):") if at is not None else "?"
+                raise p.lx.error(f"use of value '{ref}' expects different type than prior uses: {dtype(t)} vs "
+                                 f"{dtype(v.type)}", at, ssa=True)
+
+    def resolve_types(self, p: Parser) -> None:
+        """Check operand types against the types the format spelled or implied (MLIR's operand resolution)."""
+        from ..dialects.verify_rules import TYPES_MATCH
+
+        for g in self.defn.operands:
+            if g.name in self.types:
+                self._check_use(p, g.name, self.types[g.name])
+        for group in TYPES_MATCH.get(self.defn.name, ()):
+            known = None
+            for n in group:
+                if n in self.types and self.types[n]:
+                    known = self.types[n][0]
+                    break
+            if known is None:
+                continue
+            for n in group:
+                if n in self.types or self.group(n) is None:
+                    continue
+                g = self.group(n)
+                if g.kind == SINGLE:
+                    self._check_use(p, n, [known])
+
     def build(self, p: Parser, pos: int) -> Operation:
         defn = self.defn
+        if defn.name == "cuda_tile.load_ptr_tko":
+            # `%src, %x` is ambiguous (mask or padding): the printer writes a lone
+            # padding value in the mask's place, so its type decides.
+            mask = self.operands.get("mask")
+            if mask and not self.operands.get("paddingValue") and getattr(
+                    getattr(mask[0].type, "element", None), "name", "") != "i1":
+                self.operands["paddingValue"], self.operands["mask"] = mask, []
+                self.use_pos["paddingValue"] = self.use_pos.pop("mask", [])
+                if "mask" in self.types:
+                    self.types["paddingValue"] = self.types.pop("mask")
+        if defn.format is not None:
+            self.resolve_types(p)
         operands: list[Value] = []
         sizes = []
         for g in defn.operands:
@@ -1179,30 +1266,48 @@ def _d_types(p: Parser, st: _OpState, args) -> None:
     st.types[name] = p._types_for(st, name)
 
 
-def _d_rounding(default: str):
+_IEEE = ("nearest_even", "zero", "negative_inf", "positive_inf")
+
+
+def _d_rounding(default: str, allowed: tuple[str, ...], validate: bool):
+    """custom<...RoundingMode>: optional `rounding<mode>`, else `default`.
+
+    With `validate`, modes outside `allowed` are rejected while parsing (IEEE
+    and integer roundings); otherwise only unknown names are, and the
+    verifier judges the rest (divf, sqrt, exp, tanh).
+    """
     def parse(p: Parser, st: _OpState, args) -> None:
         lx = p.lx
         name = args[0].name
-        if lx.accept_keyword("rounding"):
-            lx.expect("<")
-            kw = lx.keyword("rounding mode")
-            lx.expect(">")
-            if kw not in A.ENUM_INDEX["RoundingMode"]:
-                raise lx.error("expected rounding mode to be one of: " + ", ".join(f"'{m}'" for m in
-                                                                                   A.ENUMS["RoundingMode"]))
-            st.attrs[name] = kw
-        else:
+        if not lx.accept_keyword("rounding"):
             st.attrs[name] = default
+            return
+        lx.expect("<")
+        kw = lx.keyword("valid keyword")
+        lx.expect(">")
+        listed = ", ".join(f"'{m}'" for m in allowed)
+        if kw not in A.ENUM_INDEX["RoundingMode"]:
+            raise lx.error(f"expected rounding mode to be one of: {listed}" + (f", got: '{kw}'" if validate else ""))
+        if validate and kw not in allowed:
+            raise lx.error(f"expected rounding mode to be one of: {listed}, got: '{kw}'")
+        st.attrs[name] = kw
     return parse
+
+
+_ENUM_PARSE_MESSAGES = {
+    "Signedness": "expected signedness to be one of: {'signed', 'unsigned'}",
+    "ComparisonPredicate": "expected 'comparison_predicate' to be one of: {'equal', 'not_equal', 'less_than', "
+                           "'less_than_or_equal', 'greater_than', 'greater_than_or_equal'}",
+    "ComparisonOrdering": "expected 'comparison_ordering' to be one of: {'ordered', 'unordered'}",
+}
 
 
 def _d_keyword(enum: str):
     def parse(p: Parser, st: _OpState, args) -> None:
         lx = p.lx
-        kw = lx.peek_keyword()
-        if kw is None or kw not in A.ENUM_INDEX[enum]:
-            raise lx.error(f"expected {args[0].name} to be one of: " + ", ".join(f"'{k}'" for k in A.ENUMS[enum]))
-        lx.keyword()
+        kw = lx.keyword("valid keyword")
+        if kw not in A.ENUM_INDEX[enum]:
+            raise lx.error(_ENUM_PARSE_MESSAGES[enum])
         st.attrs[args[0].name] = kw
     return parse
 
@@ -1249,12 +1354,13 @@ def _d_argument_region(p: Parser, st: _OpState, args) -> None:
 
 CUSTOM_DIRECTIVE_PARSERS = {
     "CudaTileType": _d_types,
-    "IEEERoundingMode": _d_rounding("nearest_even"),
-    "DivFOpRoundingMode": _d_rounding("nearest_even"),
-    "SqrtOpRoundingMode": _d_rounding("nearest_even"),
-    "TanHOpRoundingMode": _d_rounding("full"),
-    "ExpOpRoundingMode": _d_rounding("full"),
-    "IntegerRoundingMode": _d_rounding("nearest_int_to_zero"),
+    "IEEERoundingMode": _d_rounding("nearest_even", _IEEE, True),
+    "DivFOpRoundingMode": _d_rounding("nearest_even", _IEEE + ("approx", "full"), False),
+    "FToFRoundingMode": _d_rounding("nearest_even", _IEEE + ("nearest_away",), True),
+    "SqrtOpRoundingMode": _d_rounding("nearest_even", _IEEE + ("approx",), False),
+    "TanHOpRoundingMode": _d_rounding("full", ("approx", "full"), False),
+    "ExpOpRoundingMode": _d_rounding("full", ("approx", "full"), False),
+    "IntegerRoundingMode": _d_rounding("nearest_int_to_zero", ("nearest_int_to_zero",), True),
     "Signedness": _d_keyword("Signedness"),
     "ComparisonPredicate": _d_keyword("ComparisonPredicate"),
     "ComparisonOrdering": _d_keyword("ComparisonOrdering"),

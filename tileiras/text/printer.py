@@ -66,10 +66,15 @@ def typed_attr(v: Any) -> str:
     if isinstance(v, A.IntegerAttr):
         if v.type.name == "i1":  # type: ignore[attr-defined]
             return "true" if v.value else "false"
+        if v.type.name == "i64":  # type: ignore[attr-defined]
+            return str(v.value)  # MLIR elides the default integer type
         return f"{v.value} : {v.type}"
     if isinstance(v, A.FloatAttr):
         from ..ir.floats import mlir_float
 
+        text = mlir_float(v.bits, v.type.name)  # type: ignore[attr-defined]
+        if v.type.name == "f64" and not text.startswith("0x"):  # type: ignore[attr-defined]
+            return text  # the default float type is elided unless the value is printed as hex
         return f"{mlir_float(v.bits, v.type.name)} : {v.type}"  # type: ignore[attr-defined]
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -160,11 +165,13 @@ def dense_values(d: A.DenseElements) -> str:
         from ..ir.floats import mlir_float
 
         fmt = lambda b: mlir_float(b, elem)  # noqa: E731
-    bits = element_bits(t, d.raw)
     if splat:
-        return fmt(bits[0]) if bits else ""
+        from ..ir.dense import first_bits
+
+        return fmt(first_bits(t, d.raw))
     if n == 0:
         return ""
+    bits = element_bits(t, d.raw)
     shape = t.shape
     rank = len(shape)
     out: list[str] = []

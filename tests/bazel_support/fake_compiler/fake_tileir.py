@@ -21,10 +21,11 @@ def _values(argv: list[str], name: str) -> list[str]:
 
 
 def _kernel_names(metadata_files: list[str]) -> list[str]:
-    names: list[str] = []
+    """Kernel names in first-seen order (package passes one metadata file per GPU)."""
+    names: dict[str, None] = {}
     for path in metadata_files:
-        names += [k["name"] for k in json.loads(Path(path).read_text())["kernels"]]
-    return names
+        names.update((k["name"], None) for k in json.loads(Path(path).read_text())["kernels"])
+    return list(names)
 
 
 def _package(argv: list[str]) -> int:

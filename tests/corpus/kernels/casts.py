@@ -20,7 +20,7 @@ def cast_int_float(x, xi, xu, o_f2i, o_f2u, o_f2l, o_i2f, o_u2f, o_i2h, o_l2d):
     ct.store(o_f2l, index=(i,), tile=ct.astype((f * 1000.0), ct.int64))
     ct.store(o_i2f, index=(i,), tile=ct.astype(s, ct.float32))
     ct.store(o_u2f, index=(i,), tile=ct.astype(u, ct.float32))
-    ct.store(o_i2h, index=(i,), tile=ct.astype((s // 4096), ct.float16))
+    ct.store(o_i2h, index=(i,), tile=ct.astype((s // 65536), ct.float16))
     ct.store(o_l2d, index=(i,), tile=ct.astype(ct.astype(s, ct.int64), ct.float64))
 
 

@@ -124,7 +124,7 @@ KERNELS = [
            "32x32 tile transpose over a 2-D grid (f32 and f16 entries)"),
     Kernel("transpose_order", transpose_order,
            [Entry("transpose_order", _f32("x", "y"),
-                  [case((3, 2), x=((64, 96), uniform(-5, 5)), y=((96, 64), ZEROS))],
+                  [case((2, 3), x=((64, 96), uniform(-5, 5)), y=((96, 64), ZEROS))],
                   "transpose", ("y",))],
            "transpose through a column-major partition view (load order='F')"),
 ]

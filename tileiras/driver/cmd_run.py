@@ -1,0 +1,119 @@
+"""`tileir run`: run a kernel on numpy arrays with the interpreter, the PTX emulator or a GPU.
+
+    tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] --args in.npz --out out.npz
+               [--backend interpreter|emulator|gpu] [--gpu-name sm_XX]
+
+Keys "0", "1", ... of in.npz are the kernel's arguments in order: an array
+with ndim >= 1 is passed as cuTile passes it (ptr, shape..., strides...), a
+0-d array as a scalar. After the run every argument is written to out.npz
+under the same key. Exit codes: 2 bad options or arguments that do not fit
+the kernel's signature, 3 not TileIR, 4 unreadable input, 5 the run failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional
+
+from .errors import ExitCode, TileirasError
+
+USAGE = ("usage: tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] [--args in.npz] [--out out.npz]\n"
+         "                  [--backend interpreter|emulator|gpu] [--gpu-name sm_XX]")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise TileirasError(f"tileir run: error: {message}\n{USAGE}", ExitCode.INVALID_OPTIONS)
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="tileir run", usage=USAGE, add_help=True,
+                description="Run a TileIR kernel on numpy arrays.")
+    p.add_argument("input", help="TileIR bytecode (or text) module")
+    p.add_argument("--kernel", required=True, help="entry to run")
+    p.add_argument("--grid", required=True, help="number of tile blocks: X[,Y[,Z]]")
+    p.add_argument("--args", dest="args_path", help=".npz with the arguments under keys 0, 1, ...")
+    p.add_argument("--out", help=".npz to write every argument to after the run")
+    p.add_argument("--backend", default="interpreter", choices=("interpreter", "emulator", "gpu"))
+    p.add_argument("--gpu-name", help="target of the emulator (default sm_80) or GPU (default: the device's)")
+    return p
+
+
+def parse_grid(text: str) -> tuple[int, int, int]:
+    try:
+        dims = [int(p) for p in text.split(",")]
+    except ValueError:
+        dims = []
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise TileirasError(f"tileir run: error: --grid expects X[,Y[,Z]] with positive integers, got '{text}'",
+                            ExitCode.INVALID_OPTIONS)
+    return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+
+def _gpu_name(text: Optional[str]) -> Optional[str]:
+    import re
+
+    if text is not None and not re.fullmatch(r"sm_[0-9]{2,3}[af]?", text):
+        raise TileirasError(f"tileir run: error: invalid --gpu-name '{text}' (expected sm_XX)",
+                            ExitCode.INVALID_OPTIONS)
+    return text
+
+
+def run(argv: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in argv):
+        _parser().print_help()
+        return 0
+    opts = _parser().parse_args(argv)
+    grid = parse_grid(opts.grid)
+    gpu = _gpu_name(opts.gpu_name)
+    if not os.path.exists(opts.input):
+        raise TileirasError(f"error: unable to read input file '{opts.input}': No such file or directory",
+                            ExitCode.NO_INPUT)
+
+    from ..frontend import load_module, read_input
+    from ..ir.types import FunctionType
+    from ..runtime.backends import BACKENDS, RunRequest
+    from ..runtime.marshal import bind
+    from ..runtime.npz import load_args, save_args
+
+    source = read_input(opts.input)
+    module = load_module(source, opts.input)
+    entries = {op.attributes.get("sym_name"): op for op in module.regions[0].block.operations
+               if op.name == "cuda_tile.entry"} if module.regions and module.regions[0].blocks else {}
+    if opts.kernel not in entries:
+        names = ", ".join(str(n) for n in entries) or "none"
+        raise TileirasError(f"error: no kernel named '{opts.kernel}' in '{opts.input}' (kernels: {names})",
+                            ExitCode.INVALID_OPTIONS)
+    ftype = entries[opts.kernel].attributes["function_type"]
+    assert isinstance(ftype, FunctionType)
+    arrays = load_args(opts.args_path) if opts.args_path else []
+    binding = bind(opts.kernel, list(ftype.inputs), arrays)
+    request = RunRequest(module, source, opts.input, opts.kernel, grid, binding, gpu, sys.stdout)
+    results = BACKENDS[opts.backend](request)
+    sys.stdout.flush()
+    if opts.out:
+        save_args(opts.out, results)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return run(list(argv))
+    except TileirasError as exc:
+        sys.stdout.flush()
+        print(exc.message, file=sys.stderr)
+        return int(exc.code)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return int(ExitCode.COMPILE_FAILED)
+    except RecursionError:
+        print("error: the kernel nests too deeply to run", file=sys.stderr)
+        return int(ExitCode.COMPILE_FAILED)
+    except Exception as exc:  # a bug of ours: one line and exit 5, never a traceback
+        if os.environ.get("TILEIRAS_DEBUG"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} (set TILEIRAS_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return int(ExitCode.COMPILE_FAILED)

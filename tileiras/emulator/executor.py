@@ -1,0 +1,732 @@
+"""Run a decoded kernel: CTA state, the thread-group scheduler, and `run_ptx`.
+
+Execution model
+---------------
+All threads of a CTA execute together as numpy vectors. Threads that share a
+program counter form a *group*; the scheduler always runs the runnable group
+with the lowest pc ("min-pc" scheduling), so after a divergent branch the
+side that is behind catches up and the groups merge again when their pcs
+meet - for the structured code LLVM emits that is the immediate
+post-dominator. A group runs until its pc passes another group's, it
+diverges, or it blocks:
+
+* at `bar.sync`/`barrier.sync`/`bar.red` until the barrier completes
+  (`.aligned` forms count whole warps, exited threads count as arrived for
+  the default thread count);
+* at a warp collective (shfl/vote/match/redux/elect/ldmatrix/mma...) until
+  every non-exited thread named by the member mask in its warp is there;
+* at an mbarrier wait that does not succeed yet, until some mbarrier
+  completes a phase (or nothing else can run: then it retries, and a wait
+  that can never succeed is reported as a deadlock).
+
+Grid blocks run one after another in x, then y, then z order; each CTA
+starts with fresh registers, shared and local memory. Atomics of one
+instruction apply in increasing thread order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Optional, Sequence
+
+from .errors import DeviceFault, EmulatorError
+from .memory import Memory
+from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, Program, decode)
+from .ptxtypes import ptx_type, uint_dtype
+
+RUN, BAR, COLL, WAIT = range(4)
+NO_LIMIT = 1 << 62
+SPIN_LIMIT = 4096           # backward branches a group may take while others wait before it yields
+DEFAULT_MAX_WARP_INSTRUCTIONS = 2_000_000_000
+MAX_IDLE_RETRIES = 64
+
+
+@dataclass
+class EmulationStats:
+    """What a launch executed. `warp_instructions` counts, for every instruction issued, each
+    warp with at least one thread in the issuing group (predicated-off threads included)."""
+
+    warp_instructions: int = 0
+    instructions: int = 0          # issues of one instruction by one thread group
+    ctas: int = 0
+    threads_per_cta: int = 0
+    seconds: float = 0.0
+
+    @property
+    def warp_instructions_per_second(self) -> float:
+        return self.warp_instructions / self.seconds if self.seconds > 0 else 0.0
+
+
+class Group:
+    """Threads at the same pc. `mask` None means every thread of the CTA."""
+
+    __slots__ = ("pc", "mask", "nw", "state", "key", "retries", "yielded")
+
+    def __init__(self, pc: int, mask: Any, nw: int, state: int = RUN, key: Any = None) -> None:
+        self.pc = pc
+        self.mask = mask
+        self.nw = nw
+        self.state = state
+        self.key = key
+        self.retries = 0
+        self.yielded = False
+
+
+@dataclass
+class Launch:
+    """Per-launch constants shared by all CTAs."""
+
+    prog: Program
+    mem: Memory
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    kparam: Any
+    symv: list
+    smem_size: int
+    dyn_smem_base: int
+    dynamic_smem: int
+    base_regs: list = field(default_factory=list)
+
+
+class CTAState:
+    """Registers and memories of one CTA, plus the bookkeeping the scheduler and ops share."""
+
+    def __init__(self, launch: Launch, ctaid: tuple[int, int, int]) -> None:
+        import numpy as np
+
+        prog = launch.prog
+        bx, by, bz = launch.block
+        n = bx * by * bz
+        self.n = n
+        self.np = np
+        self.launch = launch
+        self.mem = launch.mem
+        self.symv = launch.symv
+        self.kparam = launch.kparam
+        self.kparam_views: dict = {}
+        self.smem_size = launch.smem_size
+        self.dyn_smem_base = launch.dyn_smem_base
+        self.shared = np.zeros(_round16(launch.smem_size), dtype=np.uint8)
+        self.shared_views: dict = {}
+        self.lsize = prog.local_size
+        self.local = np.zeros(max(n * self.lsize, 16), dtype=np.uint8)
+        self.local_views: dict = {}
+        self.csize = prog.cparam_size
+        self.cparam = np.zeros(max(n * self.csize, 16), dtype=np.uint8)
+        self.cparam2d = self.cparam[:n * self.csize].reshape(n, self.csize) if self.csize else None
+        self.cparam_views: dict = {}
+        self.all_lanes = np.arange(n, dtype=np.int64)
+        self.tid_linear = self.all_lanes
+        self.lane = (self.all_lanes % 32).astype(np.uint32)
+        self.lane_bit = (np.uint32(1) << self.lane).astype(np.uint32)
+        self.warp_of = self.all_lanes // 32
+        self.nwarps = (n + 31) // 32
+        self.warp_starts = np.arange(0, n, 32, dtype=np.int64)
+        self.warp_sizes = np.minimum(32, n - self.warp_starts)
+        self.exited = np.zeros(n, dtype=bool)
+        self.any_exited = False
+        self.CC = np.zeros(n, dtype=np.uint8)
+        self.R = list(launch.base_regs)
+        for name, idx in prog.specials.items():
+            value = _special_value(name, self, launch, ctaid)
+            if value is not None:
+                self.R[idx] = value
+        self.stack = np.zeros((max(prog.max_call_depth, 1), n), dtype=np.int64)
+        self.sp = np.zeros(n, dtype=np.int64)
+        self.bars: dict[int, dict] = {}
+        self.block_id = str(ctaid)
+        self.issued = 0
+        # asynchronous copies and mbarriers (ops/async_ops.py)
+        self.cp_pending: list = []
+        self.cp_committed = np.zeros(n, dtype=np.int64)
+        self.mbar: dict[int, Any] = {}
+        self.mbar_epoch = 0
+
+    def clock_value(self) -> int:
+        return self.issued * 4 + 1000
+
+    def warps_in(self, mask: Any) -> int:
+        if mask is None:
+            return self.nwarps
+        return int(self.np.count_nonzero(self.np.logical_or.reduceat(mask, self.warp_starts)))
+
+
+def _round16(n: int) -> int:
+    return max((n + 15) // 16 * 16, 16)
+
+
+def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, int, int]) -> Any:
+    import numpy as np
+
+    n = st.n
+    bx, by, bz = launch.block
+    t = st.all_lanes
+    axis = {"x": 0, "y": 1, "z": 2}
+    base = name[1:]
+    if "." in base:
+        base, ax = base.split(".")
+        i = axis[ax]
+    else:
+        i = 0
+    u32 = np.uint32
+    lane = st.lane.astype(np.uint64)
+    value: Any
+    if base == "tid":
+        value = [t % bx, (t // bx) % by, t // (bx * by)][i]
+    elif base == "ntid":
+        value = launch.block[i]
+    elif base in ("ctaid", "clusterid"):
+        value = ctaid[i]
+    elif base in ("nctaid", "nclusterid"):
+        value = launch.grid[i]
+    elif base == "cluster_ctaid":
+        value = 0
+    elif base == "cluster_nctaid":
+        value = 1
+    elif base == "laneid":
+        value = st.lane
+    elif base == "warpid":
+        value = st.warp_of
+    elif base == "nwarpid":
+        value = st.nwarps
+    elif base == "nsmid":
+        value = 1
+    elif base == "lanemask_eq":
+        value = (np.uint64(1) << lane)
+    elif base == "lanemask_lt":
+        value = (np.uint64(1) << lane) - np.uint64(1)
+    elif base == "lanemask_le":
+        value = (np.uint64(2) << lane) - np.uint64(1)
+    elif base == "lanemask_gt":
+        value = ~((np.uint64(2) << lane) - np.uint64(1))
+    elif base == "lanemask_ge":
+        value = ~((np.uint64(1) << lane) - np.uint64(1))
+    elif base == "dynamic_smem_size":
+        value = launch.dynamic_smem
+    elif base in ("total_smem_size", "aggr_smem_size"):
+        value = launch.smem_size
+    elif base == "cluster_nctarank":
+        value = 1
+    elif base == "is_explicit_cluster":
+        return np.zeros(n, dtype=bool)
+    elif base in ("clock", "clock_hi", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
+        return None
+    else:   # smid, cluster_ctarank, gridid, envregN, pmN, reserved_smem_*: zero
+        value = 0
+    bits = 64 if name in ("%gridid", "%clock64", "%globaltimer") or name.startswith("%pm") and name.endswith("_64") \
+        else 32
+    dt = uint_dtype(bits)
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return np.full(n, int(arr) & ((1 << bits) - 1), dtype=dt)
+    return (arr.astype(np.uint64) & np.uint64((1 << bits) - 1)).astype(dt)
+
+
+# --- the scheduler -----------------------------------------------------------------
+
+def _merge(a: Any, b: Any) -> Any:
+    if a is None or b is None:
+        return None
+    return a | b
+
+
+def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
+    """Run one CTA to completion; returns the warp-instructions it issued."""
+    np = st.np
+    prog = st.launch.prog
+    code = prog.code
+    groups: list[Group] = [Group(prog.entry_pc, None, st.nwarps)]
+    issued = 0
+    issues = 0
+    while True:
+        # pick the runnable group with the lowest pc
+        g: Optional[Group] = None
+        for h in groups:
+            if h.state == WAIT and h.key != st.mbar_epoch:
+                h.state = RUN
+            if h.state == RUN and not h.yielded and (g is None or h.pc < g.pc):
+                g = h
+        if g is None:
+            for h in groups:        # only yielded groups are left: they may run again
+                h.yielded = False
+                if h.state == RUN and (g is None or h.pc < g.pc):
+                    g = h
+        if g is None:
+            if not groups:
+                break
+            g = _idle_retry(st, groups)
+        # merge every runnable (or collective-waiting) group at the same pc into it
+        merged = False
+        for h in groups:
+            if h is not g and h.pc == g.pc and h.state in (RUN, COLL):
+                g.mask = _merge(g.mask, h.mask)
+                h.state = -1
+                merged = True
+        if merged:
+            groups = [h for h in groups if h.state != -1]
+            if g.mask is not None and g.mask.all():
+                g.mask = None
+            g.nw = st.warps_in(g.mask)
+        limit = NO_LIMIT
+        spins = 0
+        stops: set = set()
+        for h in groups:
+            if h is g:
+                continue
+            if h.state == RUN and h.pc < limit:
+                limit = h.pc
+            elif h.state == COLL:
+                stops.add(h.pc)
+        pc = g.pc
+        mask = g.mask
+        nw = g.nw
+        R = st.R
+        try:
+            while True:
+                if pc >= limit or (stops and pc in stops):
+                    break
+                kind, fn, gid, gneg, aux = code[pc]
+                issued += nw
+                issues += 1
+                st.issued = issued
+                if gid >= 0:
+                    p = R[gid]
+                    if gneg:
+                        p = ~p
+                    m = p if mask is None else (mask & p)
+                else:
+                    m = mask
+                if kind == K_OP:
+                    fn(st, m)
+                    pc += 1
+                    continue
+                if kind == K_BRA:
+                    if aux <= pc and limit != NO_LIMIT:
+                        # a backward branch while other threads wait: after many, let them run
+                        # (a spinning thread must not starve the one holding its lock)
+                        spins += 1
+                        if spins > SPIN_LIMIT and (gid < 0 or m.all() if mask is None else
+                                                   np.array_equal(m, mask)):
+                            g.yielded = True
+                            pc = aux
+                            break
+                    if gid < 0:
+                        pc = aux
+                        continue
+                    taken = int(np.count_nonzero(m))
+                    if taken == 0:
+                        pc += 1
+                        continue
+                    total = st.n if mask is None else int(np.count_nonzero(mask))
+                    if taken == total:
+                        pc = aux
+                        continue
+                    base = np.ones(st.n, dtype=bool) if mask is None else mask
+                    stay = base & ~m
+                    g.pc, g.mask, g.nw = pc + 1, stay, st.warps_in(stay)
+                    _add_group(st, groups, aux, m)
+                    g = None
+                    break
+                # everything else may change the group structure: hand over to the slow path
+                g.pc, g.mask, g.nw = pc, mask, nw
+                _control(st, groups, g, kind, fn, gid, m, aux)
+                g = None
+                break
+        except DeviceFault as fault:
+            raise _located(st, pc, fault) from None
+        except EmulatorError:
+            raise
+        except (IndexError, ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
+            raise _located(st, pc, DeviceFault(f"internal emulator failure: {type(exc).__name__}: {exc}")) from exc
+        if g is not None:
+            g.pc, g.mask, g.nw = pc, mask, nw
+        groups = [h for h in groups if h.state != -1 and (h.mask is None or h.mask.any())]
+        if issued > limit_warp_instructions:
+            raise EmulatorError(f"block {st.block_id} issued more than {limit_warp_instructions} "
+                                "warp-instructions (an endless loop?); stopped")
+    st.issues = issues
+    return issued
+
+
+def _add_group(st: CTAState, groups: list, pc: int, mask: Any, state: int = RUN, key: Any = None) -> Group:
+    """Add threads at `pc`, folding them into a group already waiting there in the same state."""
+    if mask is not None and mask.all():
+        mask = None
+    for h in groups:
+        if h.pc == pc and h.state == state == RUN:
+            h.mask = _merge(h.mask, mask)
+            if h.mask is not None and h.mask.all():
+                h.mask = None
+            h.nw = st.warps_in(h.mask)
+            return h
+    g = Group(pc, mask, st.warps_in(mask), state, key)
+    groups.append(g)
+    return g
+
+
+def _idle_retry(st: CTAState, groups: list) -> Group:
+    """Nothing can run: retry a waiting group, or report the deadlock."""
+    waits = [h for h in groups if h.state == WAIT]
+    if waits:
+        h = min(waits, key=lambda x: x.pc)
+        h.retries += 1
+        if h.retries <= MAX_IDLE_RETRIES:
+            h.state = RUN
+            return h
+    raise _deadlock(st, groups)
+
+
+def _deadlock(st: CTAState, groups: list) -> EmulatorError:
+    prog = st.launch.prog
+    parts = []
+    for h in groups:
+        what = {BAR: f"barrier {h.key}", COLL: "a warp-collective instruction", WAIT: "an mbarrier wait",
+                RUN: "running"}.get(h.state, "?")
+        ins = prog.info[min(h.pc, len(prog.info) - 1)]
+        count = st.n if h.mask is None else int(st.np.count_nonzero(h.mask))
+        parts.append(f"{count} thread(s) at {what}: line {ins.line} '{ins.text}'")
+    return EmulatorError(f"deadlock in block {st.block_id}: " + "; ".join(parts))
+
+
+def _located(st: CTAState, pc: int, fault: DeviceFault) -> EmulatorError:
+    prog = st.launch.prog
+    ins = prog.info[pc] if 0 <= pc < len(prog.info) else None
+    where = f"line {ins.line} '{ins.text}'" if ins is not None else f"pc {pc}"
+    thread = ""
+    if fault.thread is not None:
+        bx, by, _ = st.launch.block
+        t = fault.thread
+        thread = f" in thread ({t % bx},{(t // bx) % by},{t // (bx * by)})"
+    return EmulatorError(f"{fault.message} at {where}{thread} of block {st.block_id}")
+
+
+def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int, m: Any, aux: Any) -> None:
+    """Instructions that change which threads run where."""
+    np = st.np
+    pc = g.pc
+    mask = g.mask
+    full = np.ones(st.n, dtype=bool) if mask is None else mask
+    act = full if m is None else m          # threads the instruction applies to
+    skip = full & ~act                      # guarded off: carry on past it
+
+    def keep_rest(next_pc: int) -> None:
+        if skip.any():
+            _add_group(st, groups, next_pc, skip)
+
+    g.state = -1   # the group is rebuilt below
+    if not act.any():
+        _add_group(st, groups, pc + (2 if kind == K_CALL else 1), full)
+        return
+    if kind == K_EXIT:
+        st.exited |= act
+        st.any_exited = True
+        keep_rest(pc + 1)
+        for h in groups:
+            if h.state == COLL:
+                h.state = RUN      # re-check: the threads it waited for may have exited
+        _check_barriers(st, groups)
+        return
+    if kind == K_BRX:
+        idx = np.asarray(fn(st, act))
+        keep_rest(pc + 1)
+        for k in np.unique(idx[act]):
+            _add_group(st, groups, aux[int(k)], act & (idx == k))
+        return
+    if kind == K_CALL:
+        lanes = np.flatnonzero(act)
+        fn(st, act)
+        depth = st.sp[lanes]
+        if int(depth.max()) >= st.stack.shape[0]:
+            raise DeviceFault("call stack overflow")
+        st.stack[depth, lanes] = pc + 1
+        st.sp[lanes] = depth + 1
+        keep_rest(pc + 2)
+        _add_group(st, groups, aux, act)
+        return
+    if kind == K_RET:
+        lanes = np.flatnonzero(act)
+        depth = st.sp[lanes] - 1
+        targets = st.stack[depth, lanes]
+        st.sp[lanes] = depth
+        keep_rest(pc + 1)
+        for t in np.unique(targets):
+            sel = np.zeros(st.n, dtype=bool)
+            sel[lanes[targets == t]] = True
+            _add_group(st, groups, int(t), sel)
+        return
+    if kind == K_COLL:
+        ready = _collective_ready(st, full, aux)
+        if ready is not None:
+            waiting = full & ~ready
+            if waiting.any():
+                groups.append(Group(pc, waiting, st.warps_in(waiting), COLL))
+            full = ready
+            act = act & ready
+            skip = full & ~act
+        fn(st, None if (act.all()) else act)
+        _add_group(st, groups, pc + 1, full)
+        return
+    if kind == K_WAIT:
+        done = fn(st, act)
+        pending = act & ~done
+        proceed = (full & ~act) | (act & done)
+        if proceed.any():
+            _add_group(st, groups, pc + 1, proceed)
+        if pending.any():
+            groups.append(Group(pc, pending, st.warps_in(pending), WAIT, st.mbar_epoch))
+        return
+    if kind == K_BAR:
+        _barrier(st, groups, aux, act, pc)
+        keep_rest(pc + 1)
+        return
+    raise DeviceFault(f"unknown instruction kind {kind}")
+
+
+def _collective_ready(st: CTAState, present: Any, mm_reader: Any) -> Any:
+    """None if every warp's member threads are all present, else the mask of threads that may go."""
+    np = st.np
+    alive = ~st.exited
+    if mm_reader is None:
+        need = alive
+    else:
+        mm = np.asarray(mm_reader(st))
+        if mm.ndim == 0:
+            mm = np.full(st.n, mm)
+        # the member mask each warp's present threads name (lanes that do not exist are ignored)
+        warp_mm = np.bitwise_or.reduceat(np.where(present, mm.astype(np.uint32), np.uint32(0)), st.warp_starts)
+        need = alive & (((warp_mm[st.warp_of] >> st.lane) & np.uint32(1)) != 0)
+    missing = need & ~present
+    if not missing.any():
+        return None
+    bad_warp = np.logical_or.reduceat(missing, st.warp_starts)
+    return present & ~bad_warp[st.warp_of]
+
+
+def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
+    np = st.np
+    lanes = np.flatnonzero(act)
+    first = int(lanes[0])
+    ident = np.asarray(spec.ident(st))
+    bar_id = int(ident if ident.ndim == 0 else ident[first])
+    count = None
+    if spec.count is not None:
+        c = np.asarray(spec.count(st))
+        count = int(c if c.ndim == 0 else c[first])
+    if not 0 <= bar_id < 16:
+        raise DeviceFault(f"barrier number {bar_id} is outside 0..15", first)
+    b = st.bars.get(bar_id)
+    if b is None:
+        b = st.bars[bar_id] = {"warps": np.zeros(st.nwarps, dtype=bool), "threads": np.zeros(st.n, dtype=bool),
+                               "count": None, "aligned": spec.aligned, "waiting": [], "red": []}
+    if count is not None:
+        b["count"] = count
+    b["aligned"] = spec.aligned
+    b["threads"] |= act
+    b["warps"] |= np.logical_or.reduceat(act, st.warp_starts)
+    if spec.op == "red":
+        v = np.asarray(spec.red_value(st))
+        if v.ndim == 0:
+            v = np.full(st.n, bool(v))
+        b["red"].append((spec.red_op, act & v))
+    if spec.op in ("sync", "red"):
+        grp = Group(pc + 1, act, st.warps_in(act), BAR, bar_id)
+        groups.append(grp)
+        if spec.op == "red":
+            b["waiting"].append((grp, spec.red_writer))
+    _check_barriers(st, groups)
+
+
+def _check_barriers(st: CTAState, groups: list) -> None:
+    np = st.np
+    alive = ~st.exited
+    for bar_id, b in list(st.bars.items()):
+        if b["aligned"]:
+            arrived = int(st.warp_sizes[b["warps"]].sum())
+            if b["count"] is None:
+                live_warps = np.logical_or.reduceat(alive, st.warp_starts)
+                complete = bool((b["warps"] | ~live_warps).all())
+            else:
+                complete = arrived >= b["count"]
+        else:
+            arrived = int(np.count_nonzero(b["threads"]))
+            complete = (arrived >= b["count"]) if b["count"] is not None else bool((b["threads"] | ~alive).all())
+        if not complete:
+            continue
+        if b["red"]:
+            contributions = np.zeros(st.n, dtype=bool)
+            op = b["red"][0][0]
+            for _, v in b["red"]:
+                contributions |= v
+            if op == "popc":
+                result: Any = np.uint32(np.count_nonzero(contributions))
+            elif op == "and":
+                result = np.bool_(bool((contributions | ~b["threads"]).all()))
+            else:
+                result = np.bool_(bool(contributions.any()))
+            for grp, writer in b["waiting"]:
+                writer.put(st, grp.mask, result)
+        for h in groups:
+            if h.state == BAR and h.key == bar_id:
+                h.state = RUN
+        del st.bars[bar_id]
+
+
+# --- launch ------------------------------------------------------------------------
+
+@lru_cache(maxsize=64)
+def _parsed(digest: str, text: str) -> Any:
+    from .parser import parse_module
+
+    return parse_module(text)
+
+
+@lru_cache(maxsize=128)
+def _decoded(digest: str, text: str, kernel: str) -> Program:
+    return decode(_parsed(digest, text), kernel)
+
+
+def load_program(ptx: str, kernel: str) -> Program:
+    """Parse and decode `kernel` of a PTX module (cached on the text)."""
+    digest = hashlib.sha256(ptx.encode("utf-8", "replace")).hexdigest()
+    return _decoded(digest, ptx, kernel)
+
+
+def _pack_params(prog: Program, params: Sequence[Any]) -> Any:
+    import numpy as np
+
+    if len(params) != len(prog.params):
+        names = ", ".join(f"{p.name}: .{p.type}" for p in prog.params)
+        raise EmulatorError(f"kernel '{prog.kernel.name}' takes {len(prog.params)} parameters ({names}), "
+                            f"got {len(params)}")
+    buf = np.zeros(max(prog.kparam_size, 16), dtype=np.uint8)
+    for slot, value in zip(prog.params, params):
+        t = ptx_type(slot.type)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            raw = bytes(value)
+            if len(raw) != slot.size:
+                raise EmulatorError(f"parameter '{slot.name}' needs {slot.size} bytes, got {len(raw)}")
+        elif slot.is_array:
+            if not isinstance(value, int):
+                raise EmulatorError(f"parameter '{slot.name}' is a {slot.size}-byte array: pass bytes or an int")
+            raw = (value & ((1 << (8 * slot.size)) - 1)).to_bytes(slot.size, "little")
+        elif t.kind == "f":
+            from .ptxtypes import np_dtype
+
+            raw = np.array(float(value), dtype=np.float64).astype(np_dtype(slot.type)).tobytes()
+        elif isinstance(value, float):
+            raise EmulatorError(f"parameter '{slot.name}' is .{slot.type}, got the float {value!r}")
+        else:
+            raw = (int(value) & ((1 << t.bits) - 1)).to_bytes(t.nbytes, "little")
+        buf[slot.offset:slot.offset + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    return buf
+
+
+def _allocate_globals(prog: Program, mem: Memory) -> list:
+    import numpy as np
+
+    symv: list = [0] * len(prog.globals)
+    pending = []
+    for slot, decl in prog.globals:
+        if decl.linkage == "extern" and decl.count is None:
+            raise EmulatorError(f"external variable '{decl.name}' has no definition in this PTX")
+        size = max(decl.nbytes, 1)
+        addr = mem.alloc(size, max(decl.align or 16, 16))
+        symv[slot] = addr
+        pending.append((addr, decl))
+    names = {decl.name: symv[slot] for slot, decl in prog.globals}
+    for addr, decl in pending:
+        if not decl.init:
+            continue
+        t = ptx_type(decl.type)
+        out = bytearray()
+        for v in decl.init:
+            if hasattr(v, "name"):      # an address initializer
+                if v.name not in names:
+                    raise EmulatorError(f"initializer of '{decl.name}' names unknown symbol '{v.name}'")
+                out += ((names[v.name] + v.offset) & ((1 << t.bits) - 1)).to_bytes(t.nbytes, "little")
+            elif hasattr(v, "value"):   # a float literal
+                from .ptxtypes import np_dtype
+
+                if v.bits is not None and v.width == t.bits:
+                    out += int(v.bits).to_bytes(t.nbytes, "little")
+                else:
+                    dt = np_dtype(decl.type) if t.kind == "f" else {4: np.float32, 8: np.float64}[t.nbytes]
+                    out += np.array(v.value).astype(dt).tobytes()
+            else:
+                out += (int(v) & ((1 << t.bits) - 1)).to_bytes(t.nbytes, "little")
+        mem.write(addr, bytes(out[:decl.nbytes]))
+    return symv
+
+
+def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+            params: list, memory: Memory, dynamic_smem: int = 0,
+            max_warp_instructions: int = DEFAULT_MAX_WARP_INSTRUCTIONS) -> EmulationStats:
+    """Execute `kernel` of the PTX module `ptx` over `grid` x `block` threads.
+
+    `params` are the raw values of the entry's .param list in order (device
+    addresses for pointers, ints, Python floats for .f32/.f64 params, bytes
+    for .b8 arrays). Raises `EmulatorError` for unsupported PTX, bad launch
+    configurations and device faults (out-of-bounds or misaligned accesses,
+    deadlocks, trap).
+    """
+    import numpy as np
+
+    start = time.perf_counter()
+    grid = _dims(grid, "grid")
+    block = _dims(block, "block")
+    prog = load_program(ptx, kernel)
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > 1024:
+        raise EmulatorError(f"block {block} has {nthreads} threads; at most 1024 are allowed")
+    if prog.reqntid is not None and tuple(prog.reqntid) != tuple(block):
+        raise EmulatorError(f"kernel '{kernel}' requires a block of {prog.reqntid} threads (.reqntid), "
+                            f"launched with {block}")
+    if prog.maxntid is not None:
+        mx = prog.maxntid[0] * prog.maxntid[1] * prog.maxntid[2]
+        if nthreads > mx:
+            raise EmulatorError(f"kernel '{kernel}' allows at most {mx} threads per block (.maxntid), "
+                                f"launched with {nthreads}")
+    if dynamic_smem < 0:
+        raise EmulatorError("dynamic shared memory size cannot be negative")
+    kparam = _pack_params(prog, params)
+    symv = _allocate_globals(prog, memory)
+    align = prog.dyn_smem_align
+    dyn_base = (prog.static_smem + align - 1) // align * align
+    smem_size = dyn_base + dynamic_smem if (dynamic_smem or prog.uses_dynamic_smem) else prog.static_smem
+    if smem_size > 228 * 1024:
+        raise EmulatorError(f"the kernel needs {smem_size} bytes of shared memory; at most 232448 exist")
+    base_regs = []
+    zeros: dict[int, Any] = {}
+    for bits in prog.reg_bits:
+        if bits not in zeros:
+            zeros[bits] = np.zeros(nthreads, dtype=uint_dtype(bits))
+        base_regs.append(zeros[bits])
+    launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs)
+    stats = EmulationStats(threads_per_cta=nthreads)
+    with np.errstate(all="ignore"):
+        for z in range(grid[2]):
+            for y in range(grid[1]):
+                for x in range(grid[0]):
+                    st = CTAState(launch, (x, y, z))
+                    st.block_id = f"({x},{y},{z})"
+                    stats.warp_instructions += run_cta(st, max_warp_instructions)
+                    stats.instructions += st.issues
+                    stats.ctas += 1
+    stats.seconds = time.perf_counter() - start
+    return stats
+
+
+def _dims(d: Any, what: str) -> tuple[int, int, int]:
+    try:
+        dims = tuple(int(x) for x in d)
+    except TypeError:
+        dims = (int(d),)
+    if not 1 <= len(dims) <= 3:
+        raise EmulatorError(f"{what} needs one to three dimensions, got {d!r}")
+    dims = dims + (1,) * (3 - len(dims))
+    if any(x < 1 for x in dims):
+        raise EmulatorError(f"{what} dimensions must be positive, got {d!r}")
+    return dims  # type: ignore[return-value]

@@ -1,0 +1,14 @@
+"""Instruction decoders, one module per family; `HANDLERS` maps a base opcode to its decoder."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import async_ops, control, convert, floats, integer, memory, tensor, warp
+
+HANDLERS: dict[str, Callable[..., Any]] = {}
+for _module in (integer, floats, convert, memory, control, warp, tensor, async_ops):
+    for _name, _handler in _module.HANDLERS.items():
+        if _name in HANDLERS and _module is floats and _name in integer.HANDLERS:
+            continue   # integer decoders dispatch float types to floats.FLOAT_HANDLERS
+        HANDLERS[_name] = _handler

@@ -1,0 +1,357 @@
+"""Asynchronous copies (cp.async + commit/wait groups) and mbarriers.
+
+cp.async checks its addresses when issued but moves the data only when the
+issuing thread waits for its group (cp.async.wait_group/wait_all, or
+cp.async.mbarrier.arrive), so a kernel that reads the destination without
+waiting sees stale data here too.
+
+An mbarrier's state (expected count, pending arrivals, transaction bytes,
+phase) is kept beside the 8-byte object in shared memory, keyed by its
+address. Waits (try_wait, test_wait) block until the awaited phase completes;
+the scheduler runs other threads meanwhile (see `executor.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import DeviceFault
+from ..parser import Imm, Instr
+from ..program import K_OP, K_WAIT, Decoder, Mods, bad
+from .. import spaces
+from .common import full, lanes_of
+from .memory import _space, address
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+# --- cp.async -------------------------------------------------------------------
+
+@dataclass
+class PendingCopy:
+    lanes: Any        # threads that issued it
+    group: Any        # their open group number at issue
+    dst: Any          # shared byte offsets
+    src: Any          # global byte offsets (into the heap buffer)
+    size: int
+    src_size: Any     # bytes actually read per lane (the rest is zero-filled)
+
+
+def _cp_async(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    if ins.mods[:1] == ("bulk",) or "bulk" in ins.mods:
+        raise bad(ins, "cp.async.bulk (TMA) is not supported yet")
+    if ins.mods and ins.mods[0] in ("commit_group", "wait_group", "wait_all", "mbarrier"):
+        return _cp_async_control(dec, ins)
+    mods = Mods(ins)
+    level = mods.need(("ca", "cg"), ".ca or .cg")
+    del level
+    dst_space = mods.one(("shared", "shared::cta"))
+    src_space = mods.one(("global",))
+    mods.ignore(("L2::cache_hint", "L2::64B", "L2::128B", "L2::256B"))
+    mods.done()
+    if dst_space is None or src_space is None:
+        raise bad(ins, "cp.async copies .shared <- .global")
+    ops = list(ins.operands)
+    if len(ops) < 3 or not isinstance(ops[2], Imm) or ops[2].value not in (4, 8, 16):
+        raise bad(ins, "expected [dst], [src], cp-size (4, 8 or 16)")
+    size = ops[2].value
+    _, dst = address(dec, ops[0], "shared", ins)
+    _, src = address(dec, ops[1], "global", ins)
+    src_size = None
+    ignore = None
+    if len(ops) >= 4:
+        extra = ops[3]
+        idx = dec.reg_of(extra, ins)
+        if idx is not None and dec.prog.reg_bits[idx] == 1:
+            ignore = dec.reader(extra, "pred", ins)
+        else:
+            src_size = dec.reader(extra, "u32", ins)
+
+    def fn(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if lanes.size == 0:
+            return
+        d = np.asarray(dst(st)).astype(np.uint64)
+        s = np.asarray(src(st)).astype(np.uint64)
+        d = np.full(lanes.size, d) if d.ndim == 0 else d[lanes]
+        s = np.full(lanes.size, s) if s.ndim == 0 else s[lanes]
+        n_src = np.full(lanes.size, size, dtype=np.int64)
+        if src_size is not None:
+            v = np.asarray(src_size(st)).astype(np.int64)
+            n_src = np.minimum(np.full(lanes.size, v) if v.ndim == 0 else v[lanes], size)
+        if ignore is not None:
+            v = np.asarray(ignore(st))
+            n_src = np.where(np.full(lanes.size, v) if v.ndim == 0 else v[lanes], 0, n_src)
+        (_, _, _, doffs), = spaces.resolve(st, "shared", d, lanes, size, size)
+        reading = n_src > 0
+        soffs = np.zeros(lanes.size, dtype=np.int64)
+        if reading.any():
+            sel = np.flatnonzero(reading)
+            (_, _, _, so), = spaces.resolve(st, "global", s[sel], lanes[sel], int(n_src[sel].max()),
+                                            min(size, 16) if (n_src[sel] == size).all() else 1)
+            soffs[sel] = so
+        st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src))
+
+    return (K_OP, fn, None)
+
+
+def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> None:
+    """Finish the copies of the threads in `lanes_mask` except their `keep_newest` newest committed groups
+    (-1: finish everything, including the open group)."""
+    np = _np()
+    remaining = []
+    for pc in st.cp_pending:
+        mine = lanes_mask[pc.lanes]
+        if keep_newest >= 0:
+            mine &= pc.group < st.cp_committed[pc.lanes] - keep_newest
+        if mine.any():
+            sel = np.flatnonzero(mine)
+            _copy(st, pc, sel)
+            if not mine.all():
+                rest = np.flatnonzero(~mine)
+                remaining.append(PendingCopy(pc.lanes[rest], pc.group[rest], pc.dst[rest], pc.src[rest], pc.size,
+                                             pc.src_size[rest]))
+        else:
+            remaining.append(pc)
+    st.cp_pending = remaining
+
+
+def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
+    np = _np()
+    cols = np.arange(pc.size)
+    n_src = pc.src_size[sel][:, None]
+    data = np.zeros((sel.size, pc.size), dtype=np.uint8)
+    take = cols[None, :] < n_src
+    src_idx = pc.src[sel][:, None] + np.minimum(cols[None, :], np.maximum(n_src - 1, 0))
+    data = np.where(take, st.mem.buf[src_idx], 0).astype(np.uint8)
+    st.shared[pc.dst[sel][:, None] + cols[None, :]] = data
+
+
+def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    mods = Mods(ins)
+    op = mods.need(("commit_group", "wait_group", "wait_all", "mbarrier"), "operation")
+    if op == "commit_group":
+        mods.done()
+
+        def commit(st: Any, m: Any) -> None:
+            lanes = lanes_of(st, m)
+            st.cp_committed[lanes] += 1
+
+        return (K_OP, commit, None)
+    if op == "wait_group":
+        mods.done()
+        if len(ins.operands) != 1 or not isinstance(ins.operands[0], Imm):
+            raise bad(ins, "expected an immediate group count")
+        keep = ins.operands[0].value
+
+        def wait(st: Any, m: Any) -> None:
+            if st.cp_pending:
+                complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, keep)
+
+        return (K_OP, wait, None)
+    if op == "wait_all":
+        mods.done()
+
+        def wait_all(st: Any, m: Any) -> None:
+            lanes = lanes_of(st, m)
+            st.cp_committed[lanes] += 1
+            if st.cp_pending:
+                complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1)
+
+        return (K_OP, wait_all, None)
+    # cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [mbar]
+    mods.need(("arrive",), ".arrive")
+    noinc = mods.flag("noinc")
+    space = _space(mods)
+    mods.flag("b64")
+    mods.done()
+    _, addr = address(dec, ins.operands[0], space if space != "generic" else "generic", ins)
+
+    def arrive(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if st.cp_pending:
+            complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1)
+        if noinc:
+            keys = _mbar_keys(st, addr, lanes, m, space)
+            for k in keys:
+                _arrive(st, int(k), 1, int(lanes[0]))
+
+    return (K_OP, arrive, None)
+
+
+# --- mbarrier ---------------------------------------------------------------------
+
+@dataclass
+class MBarrier:
+    expected: int
+    pending: int
+    tx: int = 0
+    phase: int = 0
+
+
+def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
+    """Shared-memory offsets of the mbarrier each lane names (generic addresses are mapped)."""
+    np = _np()
+    from ..memory import SHARED_WINDOW, WINDOW_SIZE
+
+    a = np.asarray(addr(st)).astype(np.uint64)
+    a = np.full(lanes.size, a) if a.ndim == 0 else a[lanes]
+    if space == "generic":
+        inside = (a >= np.uint64(SHARED_WINDOW)) & (a < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+        if not inside.all():
+            i = int(np.argmin(inside))
+            raise DeviceFault(f"mbarrier operand 0x{int(a[i]):x} is not a shared-memory address", int(lanes[i]))
+        a = a - np.uint64(SHARED_WINDOW)
+    bad_ = (a & np.uint64(7)) != 0
+    if bad_.any():
+        i = int(np.argmax(bad_))
+        raise DeviceFault(f"misaligned mbarrier at shared address 0x{int(a[i]):x}", int(lanes[i]))
+    over = a + np.uint64(8) > np.uint64(st.smem_size)
+    if over.any():
+        i = int(np.argmax(over))
+        raise DeviceFault(f"mbarrier at shared address 0x{int(a[i]):x} is out of bounds", int(lanes[i]))
+    return a
+
+
+def _get(st: Any, key: int, thread: int) -> MBarrier:
+    b = st.mbar.get(key)
+    if b is None:
+        raise DeviceFault(f"mbarrier at shared address 0x{key:x} is used before mbarrier.init", thread)
+    return b
+
+
+def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0) -> int:
+    """One thread's arrive-on; returns the phase it arrived in."""
+    b = _get(st, key, thread)
+    phase = b.phase
+    b.tx += tx
+    b.pending -= count
+    if b.pending < 0:
+        raise DeviceFault(f"mbarrier at shared address 0x{key:x} received more arrivals than expected", thread)
+    _maybe_complete(st, b)
+    return phase
+
+
+def _maybe_complete(st: Any, b: MBarrier) -> None:
+    if b.pending == 0 and b.tx == 0:
+        b.phase += 1
+        b.pending = b.expected
+        st.mbar_epoch += 1
+
+
+def _mbarrier(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    mods = Mods(ins)
+    op = mods.need(("init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait",
+                    "pending_count"), "operation")
+    expect_tx = mods.flag("expect_tx")
+    parity = mods.flag("parity")
+    noComplete = mods.flag("noComplete")
+    mods.ignore(("release", "acquire", "relaxed", "cta", "cluster"))
+    space = _space(mods)
+    mods.flag("b64")
+    mods.done()
+    ops = list(ins.operands)
+    if op == "pending_count":
+        w = dec.writer_t(ops[0], "u32", ins)
+        r = dec.reader(ops[1], "b64", ins)
+
+        def pending_count(st: Any, m: Any) -> None:
+            w.put(st, m, (np.asarray(r(st)) >> np.uint64(32)).astype(np.uint32))
+
+        return (K_OP, pending_count, None)
+    if op in ("init", "inval", "expect_tx", "complete_tx"):
+        _, addr = address(dec, ops[0], space, ins)
+        value = dec.reader(ops[1], "u32", ins) if len(ops) > 1 else None
+
+        def simple(st: Any, m: Any) -> None:
+            lanes = lanes_of(st, m)
+            if lanes.size == 0:
+                return
+            keys = _mbar_keys(st, addr, lanes, m, space)
+            vals = np.asarray(value(st)).astype(np.int64) if value is not None else np.int64(0)
+            vals = np.full(lanes.size, vals) if vals.ndim == 0 else vals[lanes]
+            for key, v, t in zip(keys.tolist(), vals.tolist(), lanes.tolist()):
+                if op == "init":
+                    if not 1 <= v < (1 << 20):
+                        raise DeviceFault(f"mbarrier.init count {v} is outside 1..2^20-1", t)
+                    st.mbar[key] = MBarrier(v, v)
+                    st.shared[key:key + 8] = 0
+                elif op == "inval":
+                    st.mbar.pop(key, None)
+                else:
+                    b = _get(st, key, t)
+                    b.tx += v if op == "expect_tx" else -v
+                    _maybe_complete(st, b)
+
+        return (K_OP, simple, None)
+    if op in ("arrive", "arrive_drop"):
+        # [state,] [addr] {, count | , txCount}
+        state_op = None
+        if len(ops) >= 2 and not hasattr(ops[0], "base"):
+            state_op, ops = ops[0], ops[1:]
+        _, addr = address(dec, ops[0], space, ins)
+        arg = dec.reader(ops[1], "u32", ins) if len(ops) > 1 else None
+        w = dec.writer_t(state_op, "b64", ins) if state_op is not None else None
+
+        def arrive(st: Any, m: Any) -> None:
+            lanes = lanes_of(st, m)
+            if lanes.size == 0:
+                return
+            keys = _mbar_keys(st, addr, lanes, m, space)
+            vals = np.asarray(arg(st)).astype(np.int64) if arg is not None else np.int64(1 if not expect_tx else 0)
+            vals = np.full(lanes.size, vals) if vals.ndim == 0 else vals[lanes]
+            phases = np.zeros(lanes.size, dtype=np.uint64)
+            for i, (key, v, t) in enumerate(zip(keys.tolist(), vals.tolist(), lanes.tolist())):
+                if op == "arrive_drop":
+                    b = _get(st, key, t)
+                    b.expected -= 1 if not expect_tx else 1
+                if expect_tx:
+                    phases[i] = _arrive(st, key, 1, t, tx=v)
+                else:
+                    phases[i] = _arrive(st, key, v if arg is not None else 1, t)
+            if w is not None:
+                w.put_lanes(st, None if m is None else lanes, phases)
+
+        return (K_OP, arrive, None)
+    # test_wait / try_wait: waitComplete, [addr], state | phaseParity {, suspend hint}
+    del noComplete
+    wdone = dec.writer_t(ops[0], "pred", ins)
+    _, addr = address(dec, ops[1], space, ins)
+    token = dec.reader(ops[2], "u32" if parity else "b64", ins)
+
+    def wait(st: Any, m: Any) -> Any:
+        lanes = lanes_of(st, m)
+        done = np.zeros(st.n, dtype=bool)
+        if lanes.size == 0:
+            return done
+        keys = _mbar_keys(st, addr, lanes, m, space)
+        tok = np.asarray(token(st)).astype(np.int64)
+        tok = np.full(lanes.size, tok) if tok.ndim == 0 else tok[lanes]
+        for key, v, t in zip(keys.tolist(), tok.tolist(), lanes.tolist()):
+            b = _get(st, key, t)
+            done[t] = ((b.phase & 1) != (v & 1)) if parity else (b.phase != v)
+        wdone.put(st, done, np.ones(st.n, dtype=bool))
+        return done
+
+    return (K_WAIT, wait, None)
+
+
+HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
+    "cp": lambda dec, ins: _cp_dispatch(dec, ins),
+    "mbarrier": _mbarrier,
+}
+
+
+def _cp_dispatch(dec: Decoder, ins: Instr) -> Any:
+    if not ins.mods or ins.mods[0] != "async":
+        raise bad(ins, "unsupported cp instruction")
+    sub = Instr(ins.opcode, ins.mods[1:], ins.operands, ins.guard, ins.line, ins.text)
+    return _cp_async(dec, sub)

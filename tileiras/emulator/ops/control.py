@@ -1,0 +1,254 @@
+"""Branches, calls, returns, exit, CTA barriers, fences and other control instructions.
+
+The decoders only describe what to do; the scheduler in `executor.py`
+splits and merges thread groups, parks threads at barriers and keeps the
+per-thread call stacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ..errors import DeviceFault
+from ..parser import Imm, Instr, Paren, Reg, Sym
+from ..program import (CallRef, K_BAR, K_BRA, K_BRX, K_CALL, K_EXIT, K_OP, K_RET, Decoder, LabelRef, Mods,
+                       ParamSlot, bad)
+from .common import lanes_of
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def _target(ins: Instr, op: Any) -> str:
+    if not isinstance(op, Sym):
+        raise bad(ins, "expected a label")
+    return op.name
+
+
+def _bra(dec: Decoder, ins: Instr) -> Any:
+    mods = Mods(ins)
+    mods.flag("uni")
+    mods.done()
+    if len(ins.operands) != 1:
+        raise bad(ins, "expected one target")
+    if isinstance(ins.operands[0], Reg) or dec.reg_of(ins.operands[0], ins) is not None:
+        raise bad(ins, "indirect branches through a register are not supported")
+    return (K_BRA, None, LabelRef(_target(ins, ins.operands[0])))
+
+
+def _brx(dec: Decoder, ins: Instr) -> Any:
+    mods = Mods(ins)
+    mods.need(("idx",), ".idx")
+    mods.flag("uni")
+    mods.done()
+    if len(ins.operands) != 2:
+        raise bad(ins, "expected an index and a target list")
+    table = _target(ins, ins.operands[1])
+    names = dec.branch_targets.get(table)
+    if names is None:
+        raise bad(ins, f"unknown .branchtargets list '{table}'")
+    r = dec.reader(ins.operands[0], "u32", ins)
+    count = len(names)
+
+    def index(st: Any, m: Any) -> Any:
+        np = _np()
+        v = np.asarray(r(st))
+        if v.ndim == 0:
+            v = np.full(st.n, v)
+        lanes = lanes_of(st, m)
+        bad_ = v[lanes] >= count
+        if bad_.any():
+            i = int(np.argmax(bad_))
+            raise DeviceFault(f"brx.idx index {int(v[lanes][i])} is outside its {count}-entry target list",
+                              int(lanes[i]))
+        return v
+
+    return (K_BRX, index, [LabelRef(n) for n in names])
+
+
+def _exit(dec: Decoder, ins: Instr) -> Any:
+    mods = Mods(ins)
+    mods.done()
+    return (K_EXIT, None, None)
+
+
+def _ret(dec: Decoder, ins: Instr) -> Any:
+    mods = Mods(ins)
+    mods.flag("uni")
+    mods.done()
+    if dec.current is not None and dec.current.kind == "entry":
+        return (K_EXIT, None, None)
+    return (K_RET, None, None)
+
+
+def _trap(dec: Decoder, ins: Instr) -> Any:
+    Mods(ins).done()
+
+    def fn(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if lanes.size:
+            raise DeviceFault("trap executed (the kernel aborted)", int(lanes[0]))
+
+    return (K_OP, fn, None)
+
+
+def _brkpt(dec: Decoder, ins: Instr) -> Any:
+    Mods(ins).done()
+
+    def fn(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if lanes.size:
+            raise DeviceFault("brkpt executed", int(lanes[0]))
+
+    return (K_OP, fn, None)
+
+
+def _copies(dec: Decoder, ins: Instr, srcs: list, dsts: list[ParamSlot]) -> list:
+    """(source slot offset or reader, destination slot) pairs for passing call parameters."""
+    if len(srcs) != len(dsts):
+        raise bad(ins, f"expected {len(dsts)} parameters, got {len(srcs)}")
+    out = []
+    for src, dst in zip(srcs, dsts):
+        if isinstance(src, Sym):
+            info = dec.lookup_sym(src.name)
+            if info is not None and info.space == "cparam":
+                out.append((info.value + src.offset, dst))
+                continue
+        ty = dst.type if dst.type not in ("b8",) or not dst.is_array else "b8"
+        out.append((dec.reader(src, ty, ins), dst))
+    return out
+
+
+def _call(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    mods = Mods(ins)
+    mods.flag("uni")
+    mods.done()
+    ops = list(ins.operands)
+    rets: list = []
+    if ops and isinstance(ops[0], Paren):
+        rets = list(ops.pop(0).items)
+    if not ops or not isinstance(ops[0], Sym):
+        raise bad(ins, "indirect calls are not supported")
+    callee = ops.pop(0).name
+    fn_decl = dec.module.functions.get(callee)
+    if fn_decl is None or fn_decl.kind != "func":
+        raise bad(ins, f"call to unknown function '{callee}'")
+    if fn_decl.body is None:
+        raise bad(ins, f"'{callee}' is an external function with no body in this PTX")
+    args = list(ops.pop(0).items) if ops and isinstance(ops[0], Paren) else []
+    if ops:
+        raise bad(ins, "call through a prototype/target list is not supported")
+    dec.call_graph.setdefault(dec.current.name, set()).add(callee)
+    formals, results = dec.signature(callee)
+    arg_copies = _copies(dec, ins, args, formals)
+    if len(rets) != len(results):
+        raise bad(ins, f"'{callee}' returns {len(results)} values, the call expects {len(rets)}")
+    ret_copies = []
+    for r, slot in zip(rets, results):
+        info = dec.lookup_sym(r.name) if isinstance(r, Sym) else None
+        if info is None or info.space != "cparam":
+            raise bad(ins, "call results must be .param variables")
+        ret_copies.append((slot.offset, info.value, slot.size))
+
+    def pass_args(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        cp = st.cparam2d
+        for src, dst in arg_copies:
+            if isinstance(src, int):
+                cp[lanes, dst.offset:dst.offset + dst.size] = cp[lanes, src:src + dst.size]
+            else:
+                from ..ptxtypes import np_dtype
+
+                v = np.asarray(src(st))
+                v = np.full(st.n, v) if v.ndim == 0 else v
+                raw = np.ascontiguousarray(v[lanes].astype(np_dtype(dst.type))).view(np.uint8)
+                cp[lanes, dst.offset:dst.offset + raw.size // max(lanes.size, 1)] = raw.reshape(lanes.size, -1)
+
+    def take_results(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        cp = st.cparam2d
+        for src, dst, size in ret_copies:
+            cp[lanes, dst:dst + size] = cp[lanes, src:src + size]
+
+    return [(K_CALL, pass_args, CallRef(callee)), (K_OP, take_results, None)]
+
+
+# --- barriers -------------------------------------------------------------------
+
+@dataclass
+class BarrierSpec:
+    op: str                                   # 'sync', 'arrive' or 'red'
+    ident: Callable[[Any], Any]
+    count: Optional[Callable[[Any], Any]]
+    aligned: bool
+    red_op: str = ""
+    red_value: Optional[Callable[[Any], Any]] = None
+    red_writer: Any = None
+
+
+def _bar(family: str) -> Callable[[Decoder, Instr], Any]:
+    def handler(dec: Decoder, ins: Instr) -> Any:
+        mods = Mods(ins)
+        mods.flag("cta")
+        if mods.flag("warp"):
+            from .warp import bar_warp_sync
+
+            return bar_warp_sync(dec, ins, mods)
+        aligned = mods.flag("aligned") or family == "bar"
+        op = mods.need(("sync", "arrive", "red"), ".sync, .arrive or .red")
+        ops = list(ins.operands)
+        if op == "red":
+            red_op = mods.need(("popc", "and", "or"), "reduction")
+            ty = mods.type1()
+            mods.done()
+            if len(ops) not in (3, 4):
+                raise bad(ins, "expected d, a{, b}, {!}c")
+            dst, ident_op = ops[0], ops[1]
+            count_op = ops[2] if len(ops) == 4 else None
+            value_op = ops[-1]
+            return (K_BAR, None, BarrierSpec(
+                "red", dec.reader(ident_op, "u32", ins),
+                dec.reader(count_op, "u32", ins) if count_op is not None else None, aligned,
+                red_op, dec.reader(value_op, "pred", ins), dec.writer_t(dst, ty, ins)))
+        mods.done()
+        if not 1 <= len(ops) <= 2:
+            raise bad(ins, "expected a barrier number and an optional thread count")
+        if op == "arrive" and len(ops) != 2:
+            raise bad(ins, "bar.arrive needs a thread count")
+        return (K_BAR, None, BarrierSpec(op, dec.reader(ops[0], "u32", ins),
+                                         dec.reader(ops[1], "u32", ins) if len(ops) == 2 else None, aligned))
+
+    return handler
+
+
+def _nop(allowed: tuple[str, ...]) -> Callable[[Decoder, Instr], Any]:
+    """Instructions with no effect in a sequentially consistent, single-CTA-at-a-time machine."""
+    def handler(dec: Decoder, ins: Instr) -> Any:
+        mods = Mods(ins)
+        mods.ignore(allowed)
+        mods.done()
+        return (K_OP, lambda st, m: None, None)
+
+    return handler
+
+
+FENCE_MODS = ("sc", "acq_rel", "acquire", "release", "cta", "gpu", "sys", "cluster", "gl", "proxy", "async",
+              "alias", "tensormap", "generic", "global", "shared::cta", "shared::cluster", "mbarrier_init",
+              "async::generic", "release::cta", "acquire::cta", "sync_restrict::shared::cta",
+              "sync_restrict::shared::cluster", "to_proxy::from_proxy", "op_restrict")
+
+HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
+    "bra": _bra, "brx": _brx, "call": _call, "ret": _ret, "exit": _exit, "trap": _trap, "brkpt": _brkpt,
+    "bar": _bar("bar"), "barrier": _bar("barrier"),
+    "membar": _nop(("cta", "gl", "sys", "proxy", "alias")),
+    "fence": _nop(FENCE_MODS),
+    "nanosleep": _nop(("u32",)),
+    "pmevent": _nop(("mask",)),
+    "griddepcontrol": _nop(("launch_dependents", "wait")),
+    "setmaxnreg": _nop(("inc", "dec", "sync", "aligned", "u32")),
+}
