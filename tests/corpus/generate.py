@@ -27,6 +27,20 @@ MANIFEST = "manifest.json"
 COVERAGE = "COVERAGE.md"
 
 
+def sibling(name: str):
+    """Import ``tests/corpus/<name>.py`` under a private module name (``corpus_<name>``)
+    so that other test helpers with generic module names cannot shadow it."""
+    import importlib.util
+    key = f"corpus_{name}" if not name.startswith("corpus_") else name
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _reexec_with_fixed_hash_seed() -> None:
     # cuTile walks dicts and sets while building IR; a fixed seed keeps any
     # set-ordering of strings identical from run to run.
@@ -147,7 +161,7 @@ def kernel_record(kernel, family: str, source: str, skipped: dict[str, str]) -> 
 
 def build(only: set[str] | None = None) -> tuple[dict[str, bytes], dict[str, Any], list[str]]:
     """Export every kernel; returns (relative path -> bytes, manifest, errors)."""
-    import reference
+    reference = sibling("reference")
     modules = load_kernel_files()
     files: dict[str, bytes] = {}
     records: list[dict[str, Any]] = []
@@ -244,7 +258,7 @@ def text_header(text: str) -> dict[str, str]:
 def check_text(root: Path) -> list[str]:
     """Each hand-written .mlir must equal NVIDIA's disassembly of its bytecode (newest
     version) and declare the kernel's first version."""
-    import oracle
+    oracle = sibling("oracle")
     errors = []
     for kernel in load_text_kernels():
         path = root / "text" / f"{kernel.name}.mlir"
@@ -269,7 +283,7 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
 
 def coverage(files: dict[str, bytes], root: Path) -> dict[str, Any]:
     """Ops and element types per file, from the oracle's disassembly of ``root/<path>``."""
-    import oracle
+    oracle = sibling("oracle")
 
     def one(rel: str) -> tuple[str, set[str], set[str], str]:
         proc = oracle.disasm(root / rel)
@@ -289,7 +303,7 @@ def coverage(files: dict[str, bytes], root: Path) -> dict[str, Any]:
 
 
 def coverage_markdown(cov: dict[str, Any]) -> str:
-    import oracle
+    oracle = sibling("oracle")
 
     def users(table: dict[str, set[str]], name: str) -> list[str]:
         return sorted({_kernel_of(rel) for rel, names in table.items() if name in names})
