@@ -25,7 +25,7 @@ TileirToolchainInfo = provider(
     fields = {
         "tileiras": "struct(executable, arguments, tools): the `tileiras` command",
         "tileir": "struct(executable, arguments, tools): the `tileir` command",
-        "inputs": "depset of files every action of the chain reads (compiler sources, launcher)",
+        "inputs": "depset of files every action of the chain reads (the compiler zip, or `srcs` of prebuilt tools)",
         "env": "dict of environment variables the actions set",
     },
 )

@@ -97,6 +97,17 @@ def _touch_kernel(path: Path, kind: str) -> None:
     export_kernel(kernel, [signature], path, output_format="tileir_bytecode")
 
 
+def _snapshot(source: Path, dest: Path) -> Path:
+    """A frozen copy of the @tileiras repository: edits to the checkout while the
+    benchmark runs would otherwise (rightly) rebuild every kernel."""
+    dest.mkdir(parents=True)
+    for name in ("WORKSPACE", "BUILD.bazel", "MODULE.bazel"):
+        shutil.copy2(source / name, dest / name)
+    for name in ("bazel", "build_rules", "tileiras"):
+        shutil.copytree(source / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
 def _timed(bazel: Bazel, label: str, step: str, *args: str) -> Step:
     start = time.perf_counter()
     proc = bazel.run("build", *args)
@@ -139,22 +150,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-example", action="store_true")
     parser.add_argument("--skip-package", action="store_true")
     parser.add_argument("--tileiras-root", type=Path, default=REPO_ROOT,
-                        help="the tileiras checkout @tileiras points at (default: this one)")
+                        help="the tileiras checkout to measure, copied first (default: this one)")
     args = parser.parse_args(argv)
     gpus = args.gpu_names.split(",")
     steps: list[Step] = []
     with tempfile.TemporaryDirectory(prefix="tileir-bazel-bench-") as tmp:
         root = Path(tmp)
+        tileiras_root = _snapshot(args.tileiras_root, root / "tileiras")
         if not args.skip_example:
             example = copy_example(root / "example")
             set_gpu_names(example, gpus)
             steps += _measure("example (2 kernels)", example, root / "example_state", "//:vector_demo",
-                              example / "kernels" / "vscale.tileirbc", "vscale", args.tileiras_root)
+                              example / "kernels" / "vscale.tileirbc", "vscale", tileiras_root)
             print(_table(steps), flush=True)
         if not args.skip_package:
             package = _generated_package(root / "package", args.kernels, gpus)
             steps += _measure(f"package ({args.kernels} kernels)", package, root / "package_state", "//:app",
-                              package / "kernels" / "k001.tileirbc", "vscale", args.tileiras_root)
+                              package / "kernels" / "k001.tileirbc", "vscale", tileiras_root)
     print()
     print(f"Bazel 4.2.3, gpu_names = {gpus}, {args.kernels}-kernel package")
     print(_table(steps))

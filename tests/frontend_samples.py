@@ -569,3 +569,48 @@ def _entry_hints(bc, version):
         k.ret()
     hints = {"sm_90": bc.EntryHints(num_cta_in_cga=2, occupancy=1), "sm_100": bc.EntryHints(num_worker_warps_per_cta=4)}
     return _module(bc, version, body, params=[_tile("I64"), _tile("F16")], hints=hints, name="with.dots$name")
+
+
+# -- helpers shared by the front-end tests ------------------------------------------------
+import functools
+import glob
+import os
+import subprocess
+
+VERSIONS = ("13.1", "13.2", "13.3", "13.4")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def oracle(tool: str = "tileirdisasm") -> "str | None":
+    """NVIDIA's tool from the nvidia-cuda-tileiras wheel (never our own script of the same name)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        path = os.path.join(base, "cu13", "bin", tool)
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def run_oracle(args: list, tool: str = "tileirdisasm") -> subprocess.CompletedProcess:
+    return subprocess.run([oracle(tool)] + list(args), capture_output=True, text=True, timeout=120)
+
+
+def corpus_files() -> list:
+    return sorted(glob.glob(os.path.join(REPO, "tests", "corpus", "bytecode", "*", "*.tileirbc")))
+
+
+@functools.lru_cache(maxsize=None)
+def sample_bytes(version: str) -> dict:
+    """The hand-built samples of one version (cuTile's encoder), cached per process."""
+    return build_samples(version)
+
+
+def file_version(data: bytes) -> str:
+    return f"{data[8]}.{data[9]}"

@@ -41,7 +41,7 @@ def _lower(path: Path, gpu: str) -> tuple[str, object]:
 
 # Kernels the compiler rejects on every target, with the diagnostic it must give (tracked in issue 3).
 KNOWN_GAPS: dict[str, str] = {
-    "cast_e5m3": "element type f8E5M3FNU is not supported by this compiler yet",
+    "cast_e5m3": "element type fnv8E5M3FNU is not supported by this compiler yet",
 }
 
 FEATURE_MESSAGE = re.compile(r"error: '(cuda_tile\.\w+)' op (.+) requires sm_(\d+) or newer; the target is (sm_\d+)")

@@ -419,8 +419,8 @@ def test_atomics_with_contention(n: int) -> None:
         acc = np.float32(acc + v)
     assert f[0] == acc           # sequential in thread order
     np.testing.assert_array_equal(olds[:n], np.cumsum(t + 1) - (t + 1))   # each thread saw the running sum
-    # cas: only thread 0 matches the initial 0; everyone then sees 1 (= 0 + 1)
-    cas_old = np.where(t == 0, 0, 1)
+    # cas in thread order: thread t finds t (left by thread t-1) and swaps in t+1
+    cas_old = t
     exch_old = np.where(t == 0, 0, t - 1)
     np.testing.assert_array_equal(olds[128:128 + n], cas_old + exch_old)
 

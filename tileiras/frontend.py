@@ -9,7 +9,6 @@ one-line (or MLIR-style multi-line) diagnostic.
 from __future__ import annotations
 
 import os
-from typing import Optional, Union
 
 from .driver.errors import BytecodeError, CompileError, ExitCode, TileirasError
 from .ir.core import Operation

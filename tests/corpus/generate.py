@@ -25,6 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 MANIFEST = "manifest.json"
 COVERAGE = "COVERAGE.md"
+VERSIONS: tuple[str, ...] = ("13.1", "13.2", "13.3", "13.4")   # oldest first
 
 
 def sibling(name: str):
@@ -76,9 +77,9 @@ def load_kernel_files() -> list[tuple[str, Any]]:
 
 def _constraint(p):
     import cuda.tile as ct
-    from cuda.tile.compilation import ArrayConstraint, ScalarConstraint, ConstantConstraint
-    from corpus_spec import Arr, ArrList, Scalar, Const
-    from cuda.tile.compilation import ListConstraint
+    from cuda.tile.compilation import (ArrayConstraint, ConstantConstraint, ListConstraint,
+                                       ScalarConstraint)
+    from corpus_spec import Arr, ArrList, Const, Scalar
 
     def dtype(name: str):
         return ct.bool_ if name == "bool" else getattr(ct, name)
@@ -276,7 +277,22 @@ def check_text(root: Path) -> list[str]:
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
-    return (json.dumps(manifest, indent=1, sort_keys=False) + "\n").encode()
+    return (_dump_json(manifest, 0) + "\n").encode()
+
+
+def _dump_json(obj: Any, indent: int, width: int = 120) -> str:
+    """JSON with each value on one line when it fits in ``width`` columns: far shorter
+    than indent=1 output and still diff-friendly."""
+    flat = json.dumps(obj, separators=(", ", ": "))
+    if len(flat) + indent <= width or not isinstance(obj, (dict, list)) or not obj:
+        return flat
+    pad = " " * (indent + 1)
+    if isinstance(obj, dict):
+        items = [f"{pad}{json.dumps(k)}: {_dump_json(v, indent + 1, width)}"
+                 for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    items = [pad + _dump_json(v, indent + 1, width) for v in obj]
+    return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
 
 
 # --------------------------------------------------------------------------- coverage
@@ -316,12 +332,12 @@ def coverage_markdown(cov: dict[str, Any]) -> str:
             who = ["(every file: the disassembler prints no module line)"]
         if not who:
             uncovered_ops.append(op)
-        op_rows.append(f"| `{op}` | {since} | {', '.join(who) if who else '**uncovered**'} |")
+        op_rows.append(f"| `{op}` | {since} | {_names(who) if who else '**uncovered**'} |")
     for ty, since in sorted(oracle.TYPE_ROSTER.items()):
         who = users(cov["types"], ty)
         if not who:
             uncovered_types.append(ty)
-        type_rows.append(f"| `{ty}` | {since} | {', '.join(who) if who else '**uncovered**'} |")
+        type_rows.append(f"| `{ty}` | {since} | {_names(who) if who else '**uncovered**'} |")
     extra = sorted(set().union(*cov["ops"].values()) - set(oracle.OP_ROSTER))
     lines = [
         "# Corpus coverage",
@@ -344,6 +360,12 @@ def coverage_markdown(cov: dict[str, Any]) -> str:
               "## Element types", "", "| type | since | kernels |", "| --- | --- | --- |",
               *type_rows, ""]
     return "\n".join(lines)
+
+
+def _names(kernels: list[str], limit: int = 8) -> str:
+    if len(kernels) <= limit:
+        return ", ".join(kernels)
+    return ", ".join(kernels[:limit]) + f" and {len(kernels) - limit} more"
 
 
 def _kernel_of(rel: str) -> str:
@@ -421,8 +443,6 @@ def main(argv: list[str] | None = None) -> int:
           + (f", {len(errors)} errors" if errors else ""))
     return 1 if errors else 0
 
-
-VERSIONS: tuple[str, ...] = ("13.1", "13.2", "13.3", "13.4")
 
 if __name__ == "__main__":
     _reexec_with_fixed_hash_seed()

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 VERSIONS: tuple[str, ...] = ("13.1", "13.2", "13.3", "13.4")
@@ -87,17 +88,31 @@ def available() -> bool:
     return tileirdisasm_path().exists() and tileiras_path().exists()
 
 
+def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run that retries a spawn failing with OSError: starting many
+    processes from threads at once occasionally fails with EFAULT/EAGAIN here."""
+    for attempt in range(4):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except OSError:
+            if attempt == 3:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def disasm(path: str | os.PathLike, debug_info: bool = False) -> subprocess.CompletedProcess:
     cmd = [str(tileirdisasm_path())] + (["-g"] if debug_info else []) + [str(path)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return run(cmd, timeout=120)
 
 
-def assemble(path: str | os.PathLike, gpu_name: str) -> subprocess.CompletedProcess:
+def assemble(path: str | os.PathLike, gpu_name: str,
+             options: list[str] | None = None) -> subprocess.CompletedProcess:
     """Run NVIDIA's tileiras on ``path``; the cubin goes to a throw-away directory."""
     with tempfile.TemporaryDirectory(prefix="corpus-oracle-") as tmp:
         out = Path(tmp) / "out.cubin"
-        return subprocess.run([str(tileiras_path()), "--gpu-name", gpu_name, "-o", str(out),
-                               str(path)], capture_output=True, text=True, timeout=600)
+        return run([str(tileiras_path()), "--gpu-name", gpu_name, *(options or []), "-o",
+                    str(out), str(path)], timeout=900)
 
 
 def ops_in(text: str) -> set[str]:

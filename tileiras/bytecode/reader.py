@@ -14,7 +14,6 @@ from Python or an allocation sized by the input's claims.
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from ..driver.errors import BytecodeError
 from ..ir import attributes as A
@@ -386,8 +385,10 @@ class _OpReader:
             if n > cur.remaining():
                 raise cur.error("failed to read result count")
             result_types = [t.type(cur.varint("result type")) for _ in range(n)]
+            n_serialized = n
         else:
             result_types = [t.type(cur.varint("result type")) for r in defn.results if self._avail(r.since)]
+        n_serialized = len(result_types)
         for r in defn.results[len(result_types):]:
             if not self._avail(r.since) and r.constraint == "token":
                 result_types.append(T.TOKEN)  # e.g. print_tko before 13.2 had no token result
@@ -463,7 +464,7 @@ class _OpReader:
                 for _ in range(nblocks):
                     self.read_block(cur, region.add_block(Block()), values, locs)
         block.append(op)
-        values.extend(op.results)
+        values.extend(op.results[:n_serialized])  # synthesized (newer) results get no index
         return op
 
     # -- op attributes -----------------------------------------------------------

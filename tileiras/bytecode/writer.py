@@ -7,7 +7,6 @@ absent), otherwise writing fails with a `CompileError` naming the op.
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from ..driver.errors import CompileError
 from ..ir import attributes as A

@@ -17,17 +17,22 @@ Declarations are written compactly with `define()`; see `cuda_tile.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from ..ir.record import record
 
 SINGLE, OPTIONAL, VARIADIC = "single", "optional", "variadic"
 
 
+_VERSION_KEYS: dict[str, tuple[int, ...]] = {}
+
+
 def version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split("."))
+    key = _VERSION_KEYS.get(v)
+    if key is None:
+        key = _VERSION_KEYS[v] = tuple(int(p) for p in v.split("."))
+    return key
 
 
-@dataclass(frozen=True)
+@record
 class OperandDef:
     name: str
     kind: str = SINGLE          # single | optional | variadic
@@ -46,7 +51,7 @@ class OperandDef:
 ResultDef = OperandDef
 
 
-@dataclass(frozen=True)
+@record
 class AttrDef:
     name: str
     kind: str                    # enum | unit | bool | int | str | symref | type | dense |
@@ -62,7 +67,7 @@ class AttrDef:
         return self.kind == "unit"
 
 
-@dataclass(frozen=True)
+@record
 class OpDef:
     name: str                               # full name, "cuda_tile.addf"
     opcode: int

@@ -10,7 +10,6 @@ location when the module carries one.
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from ..driver.errors import CompileError
 from ..ir import attributes as A

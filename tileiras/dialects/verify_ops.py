@@ -6,7 +6,6 @@ after the ops nested in its regions were verified.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
 
 from ..ir import attributes as A
 from ..ir import types as T
@@ -14,7 +13,7 @@ from ..ir.core import Operation
 from .verify_rules import (VerifyFailure, bitwidth, check_type, dims, dtype, dtypes, elem, elem_name, fail,
                            is_float, is_int, view_tile_type)
 
-Check = Callable[[Operation], None]
+Check = "Callable[[Operation], None]"
 OP_CHECKS: dict[str, Check] = {}
 REGION_CHECKS: dict[str, Check] = {}
 

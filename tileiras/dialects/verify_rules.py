@@ -9,7 +9,6 @@ Types in messages use MLIR's diagnostic spelling (`'!cuda_tile.tile<4xf32>'`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
 
 from ..ir import attributes as A
 from ..ir import types as T
@@ -295,7 +294,9 @@ def view_tile_type(v: Any) -> T.TileType:
 # -- generic invariants ---------------------------------------------------------------
 def check_invariants(op: Operation, defn: OpDef) -> None:
     # operand counts / groups
-    sizes = op.segment_sizes or tuple(1 for _ in defn.operands)
+    from ..ir.core import _default_segments
+
+    sizes = op.segment_sizes or _default_segments(defn.operands, len(op.operands))
     if len(sizes) != len(defn.operands) or sum(sizes) != len(op.operands):
         raise fail(op, f"has {len(op.operands)} operands, which does not match its operand groups")
     i = 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
 
 TOOL = "tileirdisasm"
 PREVIEW_FEATURES = ("simt",)

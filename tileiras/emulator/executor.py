@@ -39,7 +39,7 @@ from .ptxtypes import ptx_type, uint_dtype
 
 RUN, BAR, COLL, WAIT = range(4)
 NO_LIMIT = 1 << 62
-SPIN_LIMIT = 4096           # backward branches a group may take while others wait before it yields
+SPIN_LIMIT = 256           # backward branches a group may take while others wait before it yields
 DEFAULT_MAX_WARP_INSTRUCTIONS = 2_000_000_000
 MAX_IDLE_RETRIES = 64
 
@@ -304,15 +304,18 @@ def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
                     pc += 1
                     continue
                 if kind == K_BRA:
-                    if aux <= pc and limit != NO_LIMIT:
-                        # a backward branch while other threads wait: after many, let them run
-                        # (a spinning thread must not starve the one holding its lock)
-                        spins += 1
-                        if spins > SPIN_LIMIT and (gid < 0 or m.all() if mask is None else
-                                                   np.array_equal(m, mask)):
-                            g.yielded = True
-                            pc = aux
+                    if aux <= pc:
+                        if issued > limit_warp_instructions:
                             break
+                        if limit != NO_LIMIT:
+                            # a backward branch while other threads wait: after many, let them run
+                            # (a spinning thread must not starve the one holding its lock)
+                            spins += 1
+                            if spins > SPIN_LIMIT and (gid < 0 or (m.all() if mask is None else
+                                                                   np.array_equal(m, mask))):
+                                g.yielded = True
+                                pc = aux
+                                break
                     if gid < 0:
                         pc = aux
                         continue

@@ -27,8 +27,7 @@ Conventions (the lowering reads `op.attributes[name]` directly):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from .record import record
 
 from .types import ScalarType, TileType, Type
 
@@ -57,7 +56,7 @@ ENUM_VALUE_SINCE: dict[tuple[str, str], str] = {
 ENUM_INDEX: dict[str, dict[str, int]] = {name: {kw: i for i, kw in enumerate(kws)} for name, kws in ENUMS.items()}
 
 
-@dataclass(frozen=True)
+@record
 class IntegerAttr:
     """A typed integer (`0 : i32`); `value` is the signed value."""
 
@@ -65,7 +64,7 @@ class IntegerAttr:
     type: Type
 
 
-@dataclass(frozen=True)
+@record
 class FloatAttr:
     """A typed float (`0.000000e+00 : f32`); `bits` is the IEEE bit pattern."""
 
@@ -74,7 +73,7 @@ class FloatAttr:
     bits: int
 
 
-@dataclass(frozen=True)
+@record
 class DictAttr:
     """An MLIR dictionary attribute: ordered (name, value) pairs."""
 
@@ -130,7 +129,7 @@ class DenseElements:
         return f"DenseElements({self.type}, {len(self.raw)} bytes)"
 
 
-@dataclass(frozen=True)
+@record
 class DivBy:
     """`div_by<divisor[, every E along A]>`."""
 
@@ -139,14 +138,14 @@ class DivBy:
     along: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@record
 class SameElements:
     """`same_elements<[d0, d1, ...]>`."""
 
     values: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Bounded:
     """`bounded<lb, ub>`; None is an open bound (printed `?`)."""
 
@@ -154,10 +153,10 @@ class Bounded:
     ub: Optional[int]
 
 
-AssumePredicate = Union[DivBy, SameElements, Bounded]
+AssumePredicate = (DivBy, SameElements, Bounded)  # for isinstance
 
 
-@dataclass(frozen=True)
+@record
 class OptimizationHints:
     """Per-architecture optimization hints.
 
@@ -184,18 +183,18 @@ class OptimizationHints:
 
 
 # -- debug info ---------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class DIFile:
     name: str
     directory: str
 
 
-@dataclass(frozen=True)
+@record
 class DICompileUnit:
     file: DIFile
 
 
-@dataclass(frozen=True)
+@record
 class DISubprogram:
     file: DIFile
     line: int
@@ -205,7 +204,7 @@ class DISubprogram:
     scope_line: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class DILexicalBlock:
     scope: Any  # DISubprogram | DILexicalBlock
     file: DIFile
@@ -213,7 +212,7 @@ class DILexicalBlock:
     column: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class CallSiteLoc:
     """MLIR `callsite(callee at caller)`; file/line/column are the callee's."""
 

@@ -9,13 +9,12 @@ list into the named groups of the op (single, optional or variadic).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from .record import record
 
 from .types import Type
 
 
-@dataclass(frozen=True)
+@record
 class Location:
     """A source location: file, line and column (MLIR FileLineColLoc).
 
@@ -122,14 +121,17 @@ class Operation:
 
     @property
     def definition(self) -> Any:
-        from ..dialects.registry import lookup  # the op table; imported lazily
+        defn = _DEFS.get(self.name)
+        if defn is None:
+            from ..dialects.registry import lookup  # the op table; imported lazily
 
-        return lookup(self.name)
+            defn = _DEFS[self.name] = lookup(self.name)
+        return defn
 
     def operand_group(self, name: str) -> list[Value]:
         """The operands of the named group of this op's declaration."""
         defn = self.definition
-        sizes = self.segment_sizes or tuple(1 for _ in defn.operands)
+        sizes = self.segment_sizes or _default_segments(defn.operands, len(self.operands))
         start = 0
         for group, size in zip(defn.operands, sizes):
             if group.name == name:
@@ -144,6 +146,19 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<Operation {self.name} ({len(self.operands)} operands, {len(self.results)} results)>"
+
+
+_DEFS: dict[str, Any] = {}  # op name -> declaration, filled on first use
+
+
+def _default_segments(groups, n: int) -> tuple[int, ...]:
+    """Group sizes when an op was built without `segment_sizes`: every group has
+    one operand, except a single optional/variadic group that takes the rest."""
+    var = [i for i, g in enumerate(groups) if getattr(g, "kind", "single") != "single"]
+    if len(var) == 1:
+        rest = n - (len(groups) - 1)
+        return tuple(max(rest, 0) if i == var[0] else 1 for i in range(len(groups)))
+    return tuple(1 for _ in groups)
 
 
 class Block:

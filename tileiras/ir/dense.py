@@ -7,7 +7,6 @@ element is a splat. numpy and ml_dtypes are imported only here.
 
 from __future__ import annotations
 
-from typing import Any
 
 from .types import SCALAR_BITS, Type, TileType
 

@@ -7,12 +7,10 @@ float spelling (APFloat::toString with the printer's settings).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Optional, Union
+from .record import record
 
 
-@dataclass(frozen=True)
+@record
 class FloatFormat:
     name: str
     exp_bits: int
@@ -48,14 +46,12 @@ FORMATS: dict[str, FloatFormat] = {
     "fnv8E5M3FNU": FloatFormat("fnv8E5M3FNU", 5, 3, "fnu"),
 }
 
-Special = str  # "inf", "-inf", "nan"
+Special = str  # "inf", "-inf", "nan", "-0"
 
 
-def decode(bits: int, name: str) -> Union[Fraction, Special]:
-    """The exact value of `bits` in format `name`: a Fraction, or 'inf'/'-inf'/'nan'.
-
-    Negative zero is returned as the string '-0'.
-    """
+def decode_parts(bits: int, name: str) -> tuple:
+    """(special, negative, num, exp2): value = +-num * 2**exp2, or special in
+    ("inf", "-inf", "nan", "-0") (then the numbers are meaningless)."""
     f = FORMATS[name]
     signed = f.kind != "fnu"
     man_mask = (1 << f.man_bits) - 1
@@ -65,48 +61,68 @@ def decode(bits: int, name: str) -> Union[Fraction, Special]:
     neg = signed and bool(bits >> (f.exp_bits + f.man_bits) & 1)
     if f.kind == "ieee" and exp == exp_mask:
         if man:
-            return "nan"
-        return "-inf" if neg else "inf"
-    if f.kind == "fn" and exp == exp_mask and man == man_mask:
-        return "nan"
-    if f.kind == "fnu" and exp == exp_mask and man == man_mask:
-        return "nan"
+            return "nan", neg, 0, 0
+        return ("-inf" if neg else "inf"), neg, 0, 0
+    if f.kind in ("fn", "fnu") and exp == exp_mask and man == man_mask:
+        return "nan", neg, 0, 0
     if f.kind == "fnu" and f.man_bits == 0:
-        value = Fraction(2) ** (exp - f.bias)
-    elif exp == 0:
-        value = Fraction(man, 1 << f.man_bits) * Fraction(2) ** (1 - f.bias)
+        return None, False, 1, exp - f.bias
+    if exp == 0:
+        num, e2 = man, 1 - f.bias - f.man_bits
     else:
-        value = (1 + Fraction(man, 1 << f.man_bits)) * Fraction(2) ** (exp - f.bias)
-    if neg:
-        if value == 0:
-            return "-0"
-        value = -value
-    return value
+        num, e2 = (1 << f.man_bits) | man, exp - f.bias - f.man_bits
+    if num == 0 and neg:
+        return "-0", True, 0, 0
+    return None, neg, num, e2
+
+
+def decode(bits: int, name: str):
+    """The exact value of `bits`: a Fraction, or 'inf'/'-inf'/'nan'/'-0'."""
+    special, neg, num, e2 = decode_parts(bits, name)
+    if special is not None:
+        return special
+    from fractions import Fraction
+
+    v = Fraction(num * (1 << e2)) if e2 >= 0 else Fraction(num, 1 << -e2)
+    return -v if neg else v
 
 
 def bits_to_float(bits: int, name: str) -> float:
-    v = decode(bits, name)
-    if v == "nan":
-        return float("nan")
-    if v == "inf":
-        return float("inf")
-    if v == "-inf":
-        return float("-inf")
-    if v == "-0":
-        return -0.0
-    return float(v)  # type: ignore[arg-type]
+    special, neg, num, e2 = decode_parts(bits, name)
+    if special is not None:
+        return {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "-0": -0.0}[special]
+    v = float(num * (1 << e2)) if e2 >= 0 else num / (1 << -e2) if -e2 < 1000 else 0.0
+    return -v if neg else v
 
 
-def encode(value: Union[Fraction, float, int, str], name: str) -> int:
-    """Round `value` to the nearest representable value of `name` (ties to even)."""
+def integer_value(bits: int, name: str):
+    """The value as a Python int when it is a non-negative integer below 2**64, else None."""
+    special, neg, num, e2 = decode_parts(bits, name)
+    if special is not None or neg:
+        return None
+    if e2 >= 0:
+        v = num << e2
+    elif num % (1 << -e2) == 0:
+        v = num >> -e2
+    else:
+        return None
+    return v if v < 1 << 64 else None
+
+
+def encode(value, name: str) -> int:
+    """Round `value` (Fraction, float, int, str or (num, den)) to the nearest value of `name` (ties to even)."""
     f = FORMATS[name]
     sign_shift = f.exp_bits + f.man_bits
     exp_mask = (1 << f.exp_bits) - 1
     man_mask = (1 << f.man_bits) - 1
     if isinstance(value, str):
-        value = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan"), "-0": -0.0}.get(value, value)
-        if isinstance(value, str):
+        special = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan"), "-0": -0.0}.get(value)
+        if special is None:
+            from fractions import Fraction
+
             value = Fraction(value)
+        else:
+            value = special
     if isinstance(value, float):
         if value != value:
             return _nan_bits(f)
@@ -118,47 +134,47 @@ def encode(value: Union[Fraction, float, int, str], name: str) -> int:
         if value == 0.0:
             neg = str(value).startswith("-")
             return (int(neg) << sign_shift) if f.kind != "fnu" else 0
-        value = Fraction(value)
-    q = Fraction(value)
-    neg = q < 0
+        p, q = value.as_integer_ratio()
+    elif isinstance(value, tuple):
+        p, q = value
+    elif isinstance(value, int):
+        p, q = value, 1
+    else:
+        p, q = value.numerator, value.denominator
+    neg = (p < 0) != (q < 0)
+    p, q = abs(p), abs(q)
     if neg and f.kind == "fnu":
         return _nan_bits(f)
-    q = abs(q)
     sign = (int(neg) << sign_shift) if f.kind != "fnu" else 0
-    if q == 0:
+    if p == 0:
         return sign
-    if f.kind == "fnu" and f.man_bits == 0:
-        # powers of two only; round in log space to the nearest even exponent-ish
-        e = q.numerator.bit_length() - q.denominator.bit_length()
-        lo = Fraction(2) ** e
-        if lo > q:
-            e -= 1
-            lo /= 2
-        hi = lo * 2
-        e_sel = e + 1 if (q - lo) > (hi - q) or ((q - lo) == (hi - q) and (e + f.bias) % 2) else e
-        biased = max(0, min(exp_mask - 1, e_sel + f.bias))
-        return biased
-    # Find exponent e with 2^e <= q < 2^(e+1).
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    if Fraction(2) ** e > q:
+    # e with 2**e <= p/q < 2**(e+1)
+    e = p.bit_length() - q.bit_length()
+    if (p << -e if e < 0 else p) < (q << e if e > 0 else q):
         e -= 1
-    min_exp = 1 - f.bias
-    e = max(e, min_exp)
-    scale = Fraction(2) ** (f.man_bits - e)
-    scaled = q * scale  # significand in units of the last place
-    n = scaled.numerator // scaled.denominator
-    rem = scaled - n
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n & 1):
+    if f.kind == "fnu" and f.man_bits == 0:
+        # powers of two only: choose 2**e or 2**(e+1), ties to the even exponent field
+        lo_p, lo_q = (1 << e, 1) if e >= 0 else (1, 1 << -e)
+        # compare p/q - lo with 2*lo - p/q  <=> 2*p/q vs 3*lo
+        lhs, rhs = 2 * p * lo_q, 3 * lo_p * q
+        e_sel = e + 1 if lhs > rhs or (lhs == rhs and (e + f.bias) % 2) else e
+        return max(0, min(exp_mask - 1, e_sel + f.bias))
+    e = max(e, 1 - f.bias)
+    shift = f.man_bits - e  # significand = p/q * 2**shift
+    if shift >= 0:
+        n, rem = divmod(p << shift, q)
+    else:
+        n, rem = divmod(p, q << -shift)
+        q = q << -shift
+    if 2 * rem > q or (2 * rem == q and n & 1):
         n += 1
     if n >= (2 << f.man_bits):  # carried into the next binade
         n >>= 1
         e += 1
     if n < (1 << f.man_bits):  # subnormal
-        biased = 0
-        man = n
+        biased, man = 0, n
     else:
-        biased = e + f.bias
-        man = n - (1 << f.man_bits)
+        biased, man = e + f.bias, n - (1 << f.man_bits)
     max_biased = exp_mask - 1 if f.kind == "ieee" else exp_mask
     if biased > max_biased or (f.kind in ("fn", "fnu") and biased == exp_mask and man == man_mask):
         if f.kind == "ieee":
@@ -193,19 +209,15 @@ def float_to_bits(value: float, name: str) -> int:
 
 
 # -- MLIR spelling ---------------------------------------------------------------
-def _digits(q: Fraction) -> tuple[str, int]:
-    """Exact decimal digits of positive q (most significant first) and base-10 exponent."""
-    num, den = q.numerator, q.denominator
-    # q = num / den with den a power of two (binary floats): multiply by 5^k
-    k = den.bit_length() - 1
-    if den != 1 << k:
-        raise ValueError("not a binary fraction")
-    n = num * 5 ** k
-    exp = -k
+def _digits(num: int, e2: int) -> tuple[str, int]:
+    """Exact decimal digits of num * 2**e2 (most significant first, no trailing zeros) and the power of ten."""
+    if e2 >= 0:
+        n, exp = num << e2, 0
+    else:
+        n, exp = num * 5 ** (-e2), e2
     s = str(n)
     stripped = s.rstrip("0")
-    exp += len(s) - len(stripped)
-    return stripped, exp
+    return stripped, exp + len(s) - len(stripped)
 
 
 def _adjust(buffer: str, exp: int, precision: int) -> tuple[str, int]:
@@ -232,14 +244,12 @@ def _adjust(buffer: str, exp: int, precision: int) -> tuple[str, int]:
     return out, exp
 
 
-def apfloat_to_string(q: Fraction, precision: int, max_padding: int, truncate_zero: bool,
+def apfloat_to_string(neg: bool, num: int, e2: int, precision: int, max_padding: int, truncate_zero: bool,
                       semantics_precision: int) -> str:
-    """llvm::APFloat::toString for a finite nonzero value q."""
-    neg = q < 0
-    q = abs(q)
+    """llvm::APFloat::toString for the finite nonzero value +-num * 2**e2."""
     if precision == 0:
         precision = 2 + semantics_precision * 59 // 196
-    buf, exp = _digits(q)
+    buf, exp = _digits(num, e2)
     buf, exp = _adjust(buf, exp, precision)
     nd = len(buf)
     if not max_padding:
@@ -273,19 +283,32 @@ def apfloat_to_string(q: Fraction, precision: int, max_padding: int, truncate_ze
     return out + "0." + "0" * (-whole) + buf
 
 
+def _decimal_ratio(s: str) -> tuple[int, int]:
+    """An exact (num, den) for a decimal literal such as '-1.234500e-01'."""
+    mant, _, exp = s.lower().partition("e")
+    neg = mant.startswith("-")
+    mant = mant.lstrip("+-")
+    whole, _, frac = mant.partition(".")
+    digits = int((whole + frac) or "0")
+    e10 = (int(exp) if exp else 0) - len(frac)
+    if neg:
+        digits = -digits
+    return (digits * 10 ** e10, 1) if e10 >= 0 else (digits, 10 ** -e10)
+
+
 def mlir_float(bits: int, name: str) -> str:
     """How MLIR prints a float attribute value of type `name` with bit pattern `bits`."""
-    v = decode(bits, name)
+    special, neg, num, e2 = decode_parts(bits, name)
     f = FORMATS[name]
-    if v == "-0":
+    if special == "-0":
         return "-0.000000e+00"
-    if isinstance(v, Fraction):
-        if v == 0:
+    if special is None:
+        if num == 0:
             return "0.000000e+00"
-        s = apfloat_to_string(v, 6, 0, False, f.precision)
-        if encode(Fraction(s.replace("e", "E")), name) == bits:
+        s = apfloat_to_string(neg, num, e2, 6, 0, False, f.precision)
+        if encode(_decimal_ratio(s), name) == bits:
             return s
-        s = apfloat_to_string(v, 0, 3, True, f.precision)
+        s = apfloat_to_string(neg, num, e2, 0, 3, True, f.precision)
         if "." in s:
             return s
     return "0x" + format(bits, "X")

@@ -8,8 +8,7 @@ A dynamic dimension or stride is stored as `DYNAMIC` and printed as `?`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Union
+from .record import record
 
 DYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic
 
@@ -20,7 +19,7 @@ class Type:
     __slots__ = ()
 
 
-@dataclass(frozen=True)
+@record
 class ScalarType(Type):
     """An element type: i1..i64, i4, f16, bf16, f32, tf32, f64, f8*/f4* variants."""
 
@@ -50,13 +49,13 @@ SCALAR_BITS: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class TokenType(Type):
     def __str__(self) -> str:
         return "token"
 
 
-@dataclass(frozen=True)
+@record
 class PointerType(Type):
     pointee: Type
     ptr_attr: Optional[str] = None  # 13.4 pointer attribute (e.g. "default"); None when absent
@@ -71,7 +70,7 @@ def _dims(values: tuple[int, ...]) -> str:
     return "x".join("?" if v == DYNAMIC else str(v) for v in values)
 
 
-@dataclass(frozen=True)
+@record
 class TileType(Type):
     """A tile: a statically shaped array of scalars or pointers; shape () is a 0-d tile."""
 
@@ -95,7 +94,7 @@ class TileType(Type):
         return n
 
 
-@dataclass(frozen=True)
+@record
 class TensorViewType(Type):
     element: Type
     shape: tuple[int, ...]
@@ -110,7 +109,7 @@ class TensorViewType(Type):
         return f"tensor_view<{_dims(self.shape)}x{self.element}, strides=[{strides}]{extra}>"
 
 
-@dataclass(frozen=True)
+@record
 class PaddingValue:
     """Padding value of a view: a keyword such as 'zero', 'neg_inf', 'nan'."""
 
@@ -134,7 +133,7 @@ def _dim_map(dim_map: tuple[int, ...]) -> str:
     return ", dim_map=[" + ", ".join(str(d) for d in dim_map) + "]"
 
 
-@dataclass(frozen=True)
+@record
 class PartitionViewType(Type):
     tile_shape: tuple[int, ...]
     tensor_view: TensorViewType
@@ -146,7 +145,7 @@ class PartitionViewType(Type):
                 f"{self.tensor_view}{_dim_map(self.dim_map)}>")
 
 
-@dataclass(frozen=True)
+@record
 class StridedViewType(Type):
     tile_shape: tuple[int, ...]
     traversal_strides: tuple[int, ...]
@@ -160,7 +159,7 @@ class StridedViewType(Type):
                 f"{_padding(self.padding_value)}{self.tensor_view}{_dim_map(self.dim_map)}>")
 
 
-@dataclass(frozen=True)
+@record
 class GatherScatterViewType(Type):
     tile_shape: tuple[int, ...]
     tensor_view: TensorViewType
@@ -172,7 +171,7 @@ class GatherScatterViewType(Type):
                 f"{self.tensor_view}, sparse_dim={self.sparse_dim}>")
 
 
-@dataclass(frozen=True)
+@record
 class FunctionType(Type):
     inputs: tuple[Type, ...]
     results: tuple[Type, ...]
@@ -184,7 +183,7 @@ class FunctionType(Type):
         return f"({ins}) -> (" + ", ".join(str(t) for t in self.results) + ")"
 
 
-ViewType = Union[PartitionViewType, StridedViewType, GatherScatterViewType]
+ViewType = (PartitionViewType, StridedViewType, GatherScatterViewType)  # for isinstance
 
 
 def element_of(t: Type) -> Type:

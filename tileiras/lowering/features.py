@@ -16,6 +16,7 @@ FEATURES: dict[str, tuple[int, str]] = {
     "f8E8M0FNU": (100, "element type f8E8M0FNU"),
     "f4E2M1FN": (100, "element type f4E2M1FN"),
     "mmaf_scaled": (100, "block-scaled matrix multiply"),
+    "bf16_atomic_add": (90, "atomic add of bf16"),
 }
 
 # Arch-specific (`a`) families: sm_100-class conversions are absent on sm_110/sm_107 base parts too.

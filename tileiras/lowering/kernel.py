@@ -181,7 +181,7 @@ class KernelLowering:
 def storage_type(elem: Type) -> str:
     """How an element is stored in memory (i1 is a byte)."""
     lty = llvm_type(elem)
-    return "i8" if lty == "i1" else lty
+    return "i8" if lty in SUB_BYTE else lty
 
 
 def storage_bytes(elem: Type) -> int:
@@ -191,16 +191,18 @@ def storage_bytes(elem: Type) -> int:
     return max(1, elem.bitwidth // 8)
 
 
+# Integer types narrower than a byte are kept in registers at their width and stored as a byte.
+SUB_BYTE = ("i1", "i4")
+
+
 def to_storage(k: KernelLowering, v: str, elem: Type) -> str:
-    if llvm_type(elem) == "i1":
-        return k.b.op(f"zext i1 {v} to i8", "z")
-    return v
+    lty = llvm_type(elem)
+    return k.b.op(f"zext {lty} {v} to i8", "z") if lty in SUB_BYTE else v
 
 
 def from_storage(k: KernelLowering, v: str, elem: Type) -> str:
-    if llvm_type(elem) == "i1":
-        return k.b.op(f"trunc i8 {v} to i1", "t")
-    return v
+    lty = llvm_type(elem)
+    return k.b.op(f"trunc i8 {v} to {lty}", "t") if lty in SUB_BYTE else v
 
 
 def resolve_dims(static: tuple[int, ...], dynamic: list[str]) -> list[Optional[int]]:

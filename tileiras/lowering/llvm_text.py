@@ -13,12 +13,14 @@ from ..ir.types import PointerType, ScalarType, TokenType, Type
 
 # TileIR element type -> LLVM type. f8/f4 variants are carried as raw bits.
 LLVM_SCALAR: dict[str, str] = {
-    "i1": "i1", "i4": "i8", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+    "i1": "i1", "i4": "i4", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
     "f16": "half", "bf16": "bfloat", "f32": "float", "tf32": "float", "f64": "double",
-    "f8E4M3FN": "i8", "f8E5M2": "i8", "f8E8M0FNU": "i8", "f4E2M1FN": "i8", "f8E5M3FNU": "i8",
+    "f8E4M3FN": "i8", "f8E5M2": "i8", "f8E8M0FNU": "i8", "f4E2M1FN": "i8", "fnv8E5M3FNU": "i8",
 }
 
-GLOBAL_PTR = "ptr addrspace(1)"
+# Tile pointers are generic: they may point at global memory (kernel arguments,
+# globals) or at shared memory (alloca). LLVM infers the global space where it can.
+TILE_PTR = "ptr"
 SHARED_PTR = "ptr addrspace(3)"
 
 
@@ -27,7 +29,7 @@ def llvm_type(t: Type) -> str:
     if isinstance(t, ScalarType):
         return LLVM_SCALAR[t.name]
     if isinstance(t, PointerType):
-        return GLOBAL_PTR
+        return TILE_PTR
     if isinstance(t, TokenType):
         return "i1"
     raise TypeError(f"no LLVM type for {t}")

@@ -314,11 +314,11 @@ def _bitcast(k: KernelLowering, op: Operation) -> None:
 
 
 def _ptr_to_int(k: KernelLowering, op: Operation) -> None:
-    _map(k, op, lambda a: k.b.op(f"ptrtoint ptr addrspace(1) {a[0]} to i64", "x"))
+    _map(k, op, lambda a: k.b.op(f"ptrtoint ptr {a[0]} to i64", "x"))
 
 
 def _int_to_ptr(k: KernelLowering, op: Operation) -> None:
-    _map(k, op, lambda a: k.b.op(f"inttoptr i64 {a[0]} to ptr addrspace(1)", "x"))
+    _map(k, op, lambda a: k.b.op(f"inttoptr i64 {a[0]} to ptr", "x"))
 
 
 def _ptr_to_ptr(k: KernelLowering, op: Operation) -> None:

@@ -38,7 +38,7 @@ def _vprintf(k: KernelLowering, fmt: str, args: list[tuple[str, str]]) -> None:
 
 def _promote(k: KernelLowering, v: str, elem: object) -> tuple[str, str]:
     if isinstance(elem, PointerType):
-        return "ptr", k.b.op(f"addrspacecast ptr addrspace(1) {v} to ptr", "pp")
+        return "ptr", v
     lty = llvm_type(elem)  # type: ignore[arg-type]
     if lty in ("half", "bfloat", "float"):
         return "double", k.b.op(f"fpext {lty} {v} to double", "pp")

@@ -38,7 +38,8 @@ def _get_global(k: KernelLowering, op: Operation) -> None:
     name = str(op.attributes["name"]).lstrip("@")
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
-    k.set(op.results[0], k.splat(rtype, global_symbol(name)))
+    generic = f"addrspacecast (ptr addrspace(1) {global_symbol(name)} to ptr)"  # a constant expression
+    k.set(op.results[0], k.splat(rtype, generic))
 
 
 LOWERINGS = {"cuda_tile.get_global": _get_global}

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 from ..ir.core import Operation
-from ..ir.types import (DYNAMIC, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
+from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)
-from .kernel import KernelLowering, op_error, storage_type
+from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from .llvm_text import float_bits_literal, llvm_type
 from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal
 
@@ -81,7 +81,7 @@ def _assume(k: KernelLowering, op: Operation) -> None:
     for v in value.slots[:1] if uniform else []:
         if isinstance(pred, DivBy) and pred.every is None and pred.divisor > 1:
             if isinstance(elem, PointerType):
-                k.b.emit(f'call void @llvm.assume(i1 true) [ "align"(ptr addrspace(1) {v}, i64 {pred.divisor}) ]')
+                k.b.emit(f'call void @llvm.assume(i1 true) [ "align"(ptr {v}, i64 {pred.divisor}) ]')
             elif isinstance(elem, ScalarType) and elem.is_int and elem.bitwidth >= 8:
                 ty = llvm_type(elem)
                 rem = k.b.op(f"srem {ty} {v}, {pred.divisor}", "as")
@@ -127,6 +127,16 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
                                         fill(vtype.strides, dyn_strides, stride_types)))
 
 
+def _make_gather_scatter_view(k: KernelLowering, op: Operation) -> None:
+    vtype = op.results[0].type
+    tensor = k.get(op.operands[0])
+    assert isinstance(vtype, GatherScatterViewType) and isinstance(tensor, TensorViewVal)
+    padding = vtype.padding_value.kind if vtype.padding_value is not None else None
+    rank = len(vtype.tile_shape)
+    k.set(op.results[0], PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(range(rank)), padding,
+                                          sparse_dim=int(vtype.sparse_dim)))
+
+
 def _make_partition_view(k: KernelLowering, op: Operation) -> None:
     vtype = op.results[0].type
     tensor = k.get(op.operands[0])
@@ -137,27 +147,50 @@ def _make_partition_view(k: KernelLowering, op: Operation) -> None:
 
 
 def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType):
-    """Per slot: (pointer, in-bounds i1 or None) of the element this thread holds."""
+    """Per slot: (pointer, in-bounds i1 or None) of the element this thread holds.
+
+    A partition view's tile `index` starts at `index * tile` along each tensor
+    dimension (`index * traversal_stride` for a strided view); a gather/scatter
+    view takes the coordinates along its sparse dimension from a 1-D tile of
+    row indices instead. Dimensions the op marks `inbounds` skip the check.
+    """
+    from .ops_reduce import scratch_load, to_scratch
+
     index_vals = op.operand_group("index")
-    index = [_i64(k, k.tile(v).slots[0], llvm_type(element_of(v.type))) for v in index_vals]
+    inbounds = tuple(op.attributes.get("inbounds", ()) or ())
+    index: list[str] = []
+    rows_base = None
+    for d, v in enumerate(index_vals):
+        if d == view.sparse_dim:
+            rows = k.tile(v)
+            (rows_base,) = to_scratch(k, [rows])  # every thread needs rows held by others
+            index.append("")
+            continue
+        index.append(_i64(k, k.tile(v).slots[0], llvm_type(element_of(v.type))))
     tile_shape = view.tile_shape
     elem = storage_type(view.tensor.type.element)
     out = []
     for slot in range(k.slots(tile_type)):
         local = k.multi_index(tile_shape, slot)
         offset = "0"
-        inbounds = None
+        ok_all = None
         for i, dim in enumerate(view.dim_map):
-            step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
-            start = k.b.op(f"mul i64 {index[dim]}, {step}", "a")
-            loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
-            coord = k.b.op(f"add i64 {start}, {loc}", "a")
-            ok = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
-            inbounds = ok if inbounds is None else k.b.op(f"and i1 {inbounds}, {ok}", "a")
+            if dim == view.sparse_dim:
+                rows_elem = element_of(index_vals[dim].type)
+                row = scratch_load(k, rows_base, rows_elem, local[i])  # type: ignore[arg-type]
+                coord = _i64(k, row, llvm_type(rows_elem))
+            else:
+                step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
+                start = k.b.op(f"mul i64 {index[dim]}, {step}", "a")
+                loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
+                coord = k.b.op(f"add i64 {start}, {loc}", "a")
+            if not (dim < len(inbounds) and inbounds[dim]):
+                ok = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
+                ok_all = ok if ok_all is None else k.b.op(f"and i1 {ok_all}, {ok}", "a")
             term = k.b.op(f"mul i64 {coord}, {view.tensor.strides[dim]}", "a")
             offset = term if offset == "0" else k.b.op(f"add i64 {offset}, {term}", "a")
-        ptr = k.b.op(f"getelementptr {elem}, ptr addrspace(1) {view.tensor.base}, i64 {offset}", "a")
-        out.append((ptr, inbounds))
+        ptr = k.b.op(f"getelementptr {elem}, ptr {view.tensor.base}, i64 {offset}", "a")
+        out.append((ptr, ok_all))
     return out
 
 
@@ -180,16 +213,16 @@ def _guarded(k: KernelLowering, cond: str | None, body, default: str | None, ty:
 
 def _load(k: KernelLowering, ptr: str, elem_ty: str, ordering: str, scope: str, align: int) -> str:
     if ordering == "weak":
-        return k.b.op(f"load {elem_ty}, ptr addrspace(1) {ptr}, align {align}", "ld")
-    return k.b.op(f"load atomic {elem_ty}, ptr addrspace(1) {ptr}{_SCOPE.get(scope, '')} "
+        return k.b.op(f"load {elem_ty}, ptr {ptr}, align {align}", "ld")
+    return k.b.op(f"load atomic {elem_ty}, ptr {ptr}{_SCOPE.get(scope, '')} "
                   f"{_ORDERING[ordering]}, align {align}", "ld")
 
 
 def _store(k: KernelLowering, ptr: str, elem_ty: str, value: str, ordering: str, scope: str, align: int) -> None:
     if ordering == "weak":
-        k.b.emit(f"store {elem_ty} {value}, ptr addrspace(1) {ptr}, align {align}")
+        k.b.emit(f"store {elem_ty} {value}, ptr {ptr}, align {align}")
     else:
-        k.b.emit(f"store atomic {elem_ty} {value}, ptr addrspace(1) {ptr}{_SCOPE.get(scope, '')} "
+        k.b.emit(f"store atomic {elem_ty} {value}, ptr {ptr}{_SCOPE.get(scope, '')} "
                  f"{_ORDERING[ordering]}, align {align}")
 
 
@@ -217,7 +250,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     slots = []
     for ptr, ok in _view_addresses(k, op, view, rtype):
         v = _guarded(k, ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
-        slots.append(k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v)
+        slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
     k.set(op.results[1], TokenVal(pending=True))
 
@@ -235,9 +268,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
         first = k.slot_valid(tile.type.num_elements, slot)
         cond = ok if first is None else (first if ok is None else k.b.op(f"and i1 {ok}, {first}", "a"))
-        value = tile.slots[slot]
-        if llvm_type(elem) == "i1":
-            value = k.b.op(f"zext i1 {value} to i8", "z")
+        value = to_storage(k, tile.slots[slot], elem)
         _guarded(k, cond, lambda: (_store(k, ptr, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)
     k.set(op.results[0], TokenVal(pending=True))
 
@@ -250,7 +281,7 @@ def _offset(k: KernelLowering, op: Operation) -> None:
     pointee = rtype.element.pointee  # type: ignore[attr-defined]
     lty = storage_type(pointee)
     oty = llvm_type(element_of(op.operands[1].type))
-    out = [k.b.op(f"getelementptr {lty}, ptr addrspace(1) {p}, {oty} {o}", "g")
+    out = [k.b.op(f"getelementptr {lty}, ptr {p}, {oty} {o}", "g")
            for p, o in zip(ptrs.slots, offs.slots)]
     k.set(op.results[0], TileRegs(rtype, out))
 
@@ -269,11 +300,11 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
     slots = []
     for i, p in enumerate(ptrs.slots):
         default = pad.slots[i] if pad is not None else padding_literal(None, elem)  # type: ignore[arg-type]
-        if llvm_type(elem) == "i1" and pad is not None:
-            default = k.b.op(f"zext i1 {default} to i8", "z")
+        if pad is not None:
+            default = to_storage(k, default, elem)
         v = _guarded(k, mask.slots[i] if mask else None,
                      lambda: _load(k, p, lty, ordering, scope, _align(elem)), default, lty)  # type: ignore[arg-type]
-        slots.append(k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v)
+        slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
     k.set(op.results[1], TokenVal(pending=True))
 
@@ -291,9 +322,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
         first = k.slot_valid(vals.type.num_elements, i)
         m = mask.slots[i] if mask else None
         cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
-        value = vals.slots[i]
-        if llvm_type(elem) == "i1":
-            value = k.b.op(f"zext i1 {value} to i8", "z")
+        value = to_storage(k, vals.slots[i], elem)
         _guarded(k, cond, lambda: (_store(k, p, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal(pending=True))
 
@@ -324,7 +353,7 @@ def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
         cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
         arg = args.slots[i]
         out.append(_guarded(k, cond, lambda: k.b.op(
-            f"atomicrmw {mode} ptr addrspace(1) {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
+            f"atomicrmw {mode} ptr {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
             f"align {_align(rtype.element)}", "at"), "undef" if lty != "i1" else "false", lty))  # type: ignore[arg-type]
     k.set(op.results[0], TileRegs(rtype, out))
     k.set(op.results[1], TokenVal(pending=True))
@@ -356,13 +385,60 @@ def _atomic_cas(k: KernelLowering, op: Operation) -> None:
             if is_float:
                 c = k.b.op(f"bitcast {lty} {c} to {ity}", "bc")
                 v = k.b.op(f"bitcast {lty} {v} to {ity}", "bc")
-            pair = k.b.op(f"cmpxchg ptr addrspace(1) {p}, {ity} {c}, {ity} {v}{_SCOPE.get(scope, '')} "
+            pair = k.b.op(f"cmpxchg ptr {p}, {ity} {c}, {ity} {v}{_SCOPE.get(scope, '')} "
                           f"{llvm_order} {failure}, align {_align(rtype.element)}", "cas")
             old = k.b.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0", "cas")
             return k.b.op(f"bitcast {ity} {old} to {lty}", "bc") if is_float else old
         out.append(_guarded(k, cond, body, "undef", lty))
     k.set(op.results[0], TileRegs(rtype, out))
     k.set(op.results[1], TokenVal(pending=True))
+
+
+def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
+    """Atomically combine a tile into a view's tile: one atomicrmw per in-bounds element."""
+    _order_after_token(k, op)
+    view = k.get(op.operand("view"))  # type: ignore[arg-type]
+    tile = k.tile(op.operand("value"))  # type: ignore[arg-type]
+    if not isinstance(view, PartitionViewVal):
+        raise op_error(op, "reductions into this kind of view are not supported")
+    elem = tile.type.element
+    lty = storage_type(elem)
+    mode = _RMW[str(op.attributes["mode"])]
+    is_float = llvm_type(elem) in ("half", "bfloat", "float", "double")
+    if mode in ("max", "min") and is_float:
+        mode = "f" + mode
+    if mode == "fadd" and llvm_type(elem) == "bfloat" and k.sm < 90:
+        from .features import require
+
+        require(op, "bf16_atomic_add", k.sm, k.gpu)
+    ordering, scope = _ordering(op)
+    llvm_order = _ORDERING.get(ordering, "monotonic")
+    for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
+        first = k.slot_valid(tile.type.num_elements, slot)
+        cond = ok if first is None else (first if ok is None else k.b.op(f"and i1 {ok}, {first}", "a"))
+        value = tile.slots[slot]
+        _guarded(k, cond, lambda: (k.b.op(
+            f"atomicrmw {mode} ptr {ptr}, {lty} {value}{_SCOPE.get(scope, '')} {llvm_order}, "
+            f"align {_align(elem)}", "at"), "")[1], None, lty)  # type: ignore[arg-type]
+    k.set(op.results[0], TokenVal(pending=True))
+
+
+def _alloca(k: KernelLowering, op: Operation) -> None:
+    """Tile-block-local memory: a static shared-memory buffer per alloca op.
+
+    Shared memory is visible to every thread of the CTA, which is what a tile
+    block (the "tile thread" of the dialect) is here; its lifetime is the
+    kernel's, which covers the block the alloca resides in.
+    """
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    pointee = rtype.element.pointee  # type: ignore[attr-defined]
+    count = int(op.attributes["num_elem"])
+    align = max(int(op.attributes.get("alignment", 16) or 16), 16)
+    size = count * (max(1, pointee.bitwidth // 8) if isinstance(pointee, ScalarType) else 8)
+    name = f"@__tileir_alloca{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
+    k.globals.append(f"{name} = internal addrspace(3) global [{max(size, 1)} x i8] undef, align {align}")
+    k.set(op.results[0], k.splat(rtype, f"addrspacecast (ptr addrspace(3) {name} to ptr)"))
 
 
 def _get_tensor_shape(k: KernelLowering, op: Operation) -> None:
@@ -403,5 +479,7 @@ LOWERINGS = {
     "cuda_tile.load_view_tko": _load_view, "cuda_tile.store_view_tko": _store_view,
     "cuda_tile.offset": _offset, "cuda_tile.load_ptr_tko": _load_ptr, "cuda_tile.store_ptr_tko": _store_ptr,
     "cuda_tile.atomic_rmw_tko": _atomic_rmw, "cuda_tile.atomic_cas_tko": _atomic_cas,
+    "cuda_tile.atomic_red_view_tko": _atomic_red_view, "cuda_tile.alloca": _alloca,
+    "cuda_tile.make_gather_scatter_view": _make_gather_scatter_view,
     "cuda_tile.get_tensor_shape": _get_tensor_shape, "cuda_tile.get_index_space_shape": _get_index_space_shape,
 }

@@ -13,7 +13,7 @@ from typing import Callable
 from ..ir.attributes import FloatAttr, IntegerAttr
 from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType, element_of
-from .kernel import KernelLowering, op_error, storage_bytes, storage_type
+from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
 from .layout import row_major_strides
 from .llvm_text import float_bits_literal, llvm_type
 from .values import LoopContext, TileRegs
@@ -36,8 +36,7 @@ def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
         for s, v in enumerate(t.slots):
             e = k.elem_index(t.type.num_elements, s)
             q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {p}, i32 {e}", "sp")
-            if llvm_type(t.type.element) == "i1":
-                v = k.b.op(f"zext i1 {v} to i8", "z")
+            v = to_storage(k, v, t.type.element)
             k.b.emit(f"store {lty} {v}, ptr addrspace(3) {q}")
     k.barrier()
     return ptrs
@@ -47,7 +46,7 @@ def scratch_load(k: KernelLowering, base: str, elem: object, index: str) -> str:
     lty = storage_type(elem)  # type: ignore[arg-type]
     q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {base}, i32 {index}", "sp")
     v = k.b.op(f"load {lty}, ptr addrspace(3) {q}", "sv")
-    return k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v  # type: ignore[arg-type]
+    return from_storage(k, v, elem)  # type: ignore[arg-type]
 
 
 def counted_loop(k: KernelLowering, start: str, stop: str, step: int, carried: list[tuple[str, str]],
@@ -142,33 +141,61 @@ def _scan(k: KernelLowering, op: Operation) -> None:
     _reduce_like(k, op, scan=True)
 
 
+def _to_float(k: KernelLowering, v: str, elem: object, out_ty: str) -> str:
+    """An mma operand element as the accumulator's float type (narrow formats through cvt)."""
+    from .ops_arith import _NARROW, _float_convert, _from_narrow
+
+    name = getattr(elem, "name", "")
+    if name in _NARROW:
+        v, ty = _from_narrow(k, v, name)
+        return _float_convert(k, v, ty, out_ty)
+    return _float_convert(k, v, llvm_type(elem), out_ty)  # type: ignore[arg-type]
+
+
+def _require_narrow(k: KernelLowering, op: Operation, *tiles: TileRegs) -> None:
+    from .features import require
+    from .ops_arith import _NARROW
+
+    for t in tiles:
+        name = getattr(t.type.element, "name", "")
+        if name in _NARROW:
+            require(op, name, k.sm, k.gpu)
+        elif llvm_type(t.type.element) == "i8" and name != "i8":
+            raise op_error(op, f"element type {name} is not supported by this compiler yet")
+
+
 def _mma(k: KernelLowering, op: Operation) -> None:
     from .ops_mma import lower_mma_sync, select_shape
 
+    scaled = op.name == "cuda_tile.mmaf_scaled"
     lhs, rhs, acc = (k.tile(op.operand(n)) for n in ("lhs", "rhs", "acc"))  # type: ignore[arg-type]
+    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
-    shape = select_shape(op, lhs.type, rhs.type, rtype)
+    if scaled:
+        from .features import require
+
+        require(op, "mmaf_scaled", k.sm, k.gpu)
+    _require_narrow(k, op, lhs, rhs, *scales)
+    shape = None if scaled else select_shape(op, lhs.type, rhs.type, rtype)
     if shape is not None:
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
     out_ty = llvm_type(rtype.element)
-    is_float = op.name == "cuda_tile.mmaf"
+    is_float = op.name != "cuda_tile.mmai"
     batched = len(rtype.shape) == 3
     kdim = lhs.type.shape[-1]
-    a_base, b_base = to_scratch(k, [lhs, rhs])
-    a_ty, b_ty = llvm_type(lhs.type.element), llvm_type(rhs.type.element)
-    if is_float and "i8" in (a_ty, b_ty):
-        raise op_error(op, f"with {lhs.type.element} operands is not supported on {k.gpu} yet")
+    bases = to_scratch(k, [lhs, rhs, *scales])
+    a_base, b_base = bases[0], bases[1]
     sign_a = str(op.attributes.get("signedness_lhs", "signed")) == "signed"
     sign_b = str(op.attributes.get("signedness_rhs", "signed")) == "signed"
 
-    def widen(v: str, ty: str, signed: bool) -> str:
-        if ty == out_ty:
-            return v
+    def operand(base: str, tile: TileRegs, idx: str, signed: bool) -> str:
+        v = scratch_load(k, base, tile.type.element, idx)
         if is_float:
-            return k.b.op(f"fpext {ty} {v} to {out_ty}", "mw")
-        return k.b.op(f"{'sext' if signed else 'zext'} {ty} {v} to {out_ty}", "mw")
+            return _to_float(k, v, tile.type.element, out_ty)
+        ty = llvm_type(tile.type.element)
+        return v if ty == out_ty else k.b.op(f"{'sext' if signed else 'zext'} {ty} {v} to {out_ty}", "mw")
 
     out = []
     for slot, c in enumerate(acc.slots):
@@ -178,18 +205,29 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         def body(kk: str, accs: list[str]) -> list[str]:
             a_idx = k.linear([bidx, m, kk] if batched else [m, kk], lhs.type.shape)
             b_idx = k.linear([bidx, kk, n_] if batched else [kk, n_], rhs.type.shape)
-            a = widen(scratch_load(k, a_base, lhs.type.element, a_idx), a_ty, sign_a)
-            b = widen(scratch_load(k, b_base, rhs.type.element, b_idx), b_ty, sign_b)
+            a = operand(a_base, lhs, a_idx, sign_a)
+            b = operand(b_base, rhs, b_idx, sign_b)
+            if scaled:
+                # each scale covers V consecutive elements along K
+                sa_t, sb_t = scales
+                kv_a = k.b.op(f"udiv i32 {kk}, {kdim // sa_t.type.shape[-1]}", "sv")
+                kv_b = k.b.op(f"udiv i32 {kk}, {kdim // sb_t.type.shape[-2]}", "sv")
+                sa_idx = k.linear([bidx, m, kv_a] if batched else [m, kv_a], sa_t.type.shape)
+                sb_idx = k.linear([bidx, kv_b, n_] if batched else [kv_b, n_], sb_t.type.shape)
+                a = k.b.op(f"fmul {out_ty} {a}, {operand(bases[2], sa_t, sa_idx, True)}", "sc")
+                b = k.b.op(f"fmul {out_ty} {b}, {operand(bases[3], sb_t, sb_idx, True)}", "sc")
             if is_float:
-                return [k.b.call(out_ty, f"llvm.fma.{ {'float': 'f32', 'double': 'f64', 'half': 'f16', 'bfloat': 'bf16'}[out_ty]}",
-                                 [(out_ty, a), (out_ty, b), (out_ty, accs[0])])]
+                return [k.b.call(out_ty, f"llvm.fma.{_FMA_SUFFIX[out_ty]}", [(out_ty, a), (out_ty, b), (out_ty, accs[0])])]
             p = k.b.op(f"mul {out_ty} {a}, {b}", "mm")
             return [k.b.op(f"add {out_ty} {accs[0]}, {p}", "mm")]
         out.append(counted_loop(k, "0", str(kdim), 1, [(out_ty, c)], body)[0])
     k.set(op.results[0], TileRegs(rtype, out))
 
 
+_FMA_SUFFIX = {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}
+
+
 LOWERINGS = {
     "cuda_tile.reduce": _reduce, "cuda_tile.scan": _scan,
-    "cuda_tile.mmaf": _mma, "cuda_tile.mmai": _mma,
+    "cuda_tile.mmaf": _mma, "cuda_tile.mmai": _mma, "cuda_tile.mmaf_scaled": _mma,
 }

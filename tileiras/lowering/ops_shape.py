@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType, element_of
-from .kernel import KernelLowering, op_error, storage_type
+from .kernel import KernelLowering, from_storage, op_error, storage_type
 from .layout import row_major_strides
 from .llvm_text import float_bits_literal, llvm_type
 from .values import TileRegs
@@ -51,7 +51,7 @@ def _constant(k: KernelLowering, op: Operation) -> None:
         e = k.elem_index(rtype.num_elements, s)
         p = k.b.op(f"getelementptr [{len(items)} x {lty}], ptr addrspace(4) {name}, i32 0, i32 {e}", "cp")
         v = k.b.op(f"load {lty}, ptr addrspace(4) {p}", "cv")
-        slots.append(k.b.op(f"trunc i8 {v} to i1", "t") if llvm_type(elem) == "i1" else v)
+        slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
 
 

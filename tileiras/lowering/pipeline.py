@@ -22,7 +22,7 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
     if isinstance(arg_type, TileType) and arg_type.shape:
         raise CompileError(f"error: entry parameter {index} has non-scalar type {arg_type}")
     if isinstance(elem, PointerType):
-        return "ptr addrspace(1)", str(elem)
+        return "ptr", str(elem)
     assert isinstance(elem, ScalarType)
     return llvm_type(elem), str(elem)
 

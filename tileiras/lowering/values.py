@@ -35,6 +35,7 @@ class PartitionViewVal:
     dim_map: tuple[int, ...]
     padding: Optional[str]
     traversal_strides: Optional[tuple[int, ...]] = None  # strided views
+    sparse_dim: Optional[int] = None                     # gather/scatter views: rows come from a tile
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from ..ir import attributes as A
 from ..ir import types as T

@@ -9,42 +9,41 @@ element whether a space goes before it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..ir.record import record
 from functools import lru_cache
-from typing import Optional, Union
 
 
-@dataclass
+@record(frozen=False)
 class Lit:
     text: str                     # "" and " " are whitespace elements
     space_before: bool = False
 
 
-@dataclass
+@record(frozen=False)
 class Var:
     name: str
     space_before: bool = False
 
 
-@dataclass
+@record(frozen=False)
 class TypeOf:
     name: str                     # type($name)
     space_before: bool = False
 
 
-@dataclass
+@record(frozen=False)
 class Custom:
     name: str
     args: list                    # Var | TypeOf
     space_before: bool = False
 
 
-@dataclass
+@record(frozen=False)
 class AttrDict:
     with_keyword: bool = False
 
 
-@dataclass
+@record(frozen=False)
 class Optional_:
     then: list
     else_: list
@@ -52,12 +51,12 @@ class Optional_:
     elided_anchor: Optional[Var] = None   # a unit-attr anchor that is not printed
 
 
-@dataclass
+@record(frozen=False)
 class OIList:
     clauses: list                 # [(Lit, [elements])]
 
 
-Element = Union[Lit, Var, TypeOf, Custom, AttrDict, Optional_, OIList]
+Element = (Lit, Var, TypeOf, Custom, AttrDict, Optional_, OIList)  # for isinstance
 
 
 def _tokenize(fmt: str) -> list[str]:

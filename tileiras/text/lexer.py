@@ -9,7 +9,6 @@ the simplest faithful way to scan it. Errors carry line and column.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from ..driver.errors import CompileError
 
@@ -128,6 +127,8 @@ class Lexer:
         s = m.group(0)
         neg = s.startswith("-")
         body = s[1:] if neg else s
+        if len(body) > 64:
+            raise self.error("integer literal is too large", m.start())
         v = int(body, 16) if body.startswith(("0x", "0X")) else int(body)
         return -v if neg else v
 

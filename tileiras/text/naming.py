@@ -9,7 +9,6 @@ shared conflict counter.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
 
 from ..ir.core import Block, BlockArgument, Operation, OpResult, Region, Value
 from ..ir import attributes as A
@@ -34,7 +33,7 @@ def sanitize(name: str) -> str:
 
 # -- per-op result naming (MLIR getAsmResultNames) --------------------------------
 def _constant_name(op: Operation) -> Optional[str]:
-    from ..ir.floats import decode
+    from ..ir.floats import decode_parts, integer_value
     from ..ir.dense import element_bits, first_bits, is_splat, num_elements
 
     dense = op.attributes.get("value")
@@ -58,11 +57,13 @@ def _constant_name(op: Operation) -> Optional[str]:
                 v = first - (1 << width) if first >> (width - 1) else first
                 name += f"_{v}"
             else:
-                v = decode(first, elem)
-                if v == "nan":
+                special = decode_parts(first, elem)[0]
+                if special == "nan":
                     name += "_NaN"
-                elif not isinstance(v, str) and v >= 0 and v.denominator == 1 and v < 2 ** 64:
-                    name += f"_{v.numerator}"
+                else:
+                    iv = integer_value(first, elem)
+                    if iv is not None:
+                        name += f"_{iv}"
     return f"{name}_{elem}"
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
-from fractions import Fraction
-from typing import Any, Optional
+
 
 from ..ir import attributes as A
 from ..ir import types as T
@@ -580,7 +579,7 @@ class Parser:
             pointee = self.parse_type()
             attr = None
             if lx.accept(","):
-                attr = lx.keyword("pointer attribute")
+                attr = self._ptr_attr()
             lx.expect(">")
             return T.PointerType(pointee, attr) if attr else T.PointerType(pointee)
         if kw == "tile":
@@ -598,7 +597,7 @@ class Parser:
                     lx.expect("=")
                     strides = self._int_list("[", "]", allow_dynamic=True)
                 else:
-                    attr = lx.keyword("pointer attribute")
+                    attr = self._ptr_attr()
             lx.expect(">")
             if attr:
                 return T.TensorViewType(elem, tuple(shape), tuple(strides), attr)
@@ -606,6 +605,16 @@ class Parser:
         if kw in ("partition_view", "strided_view", "gather_scatter_view"):
             return self._view_type(kw)
         raise lx.error(f"unknown type: {kw}", pos)
+
+    def _ptr_attr(self) -> str:
+        lx = self.lx
+        pos = lx.pos
+        kw = lx.keyword("valid keyword")
+        from ..bytecode.reader import PTR_ATTRS
+
+        if kw not in PTR_ATTRS:
+            raise lx.error(f"unknown pointer attribute '{kw}'", pos)
+        return kw
 
     def _function_type(self) -> T.FunctionType:
         lx = self.lx
@@ -682,7 +691,12 @@ class Parser:
         padding = None
         if lx.accept_keyword("padding_value"):
             lx.expect("=")
-            padding = T.PaddingValue(lx.keyword("padding value"))
+            kw_pos = lx.pos
+            kw = lx.keyword("valid keyword")
+            if kw not in A.ENUM_INDEX["PaddingValue"]:
+                raise lx.error(f"invalid padding_value attribute specification. Got \"{kw}\" but expect one of: "
+                               "zero, neg_zero, nan, pos_inf, neg_inf", kw_pos)
+            padding = T.PaddingValue(kw)
             lx.expect(",")
         tv = self.parse_type()
         if not isinstance(tv, T.TensorViewType):
@@ -910,7 +924,7 @@ class Parser:
                 t = self.parse_type()
                 return _typed_number(tok, t, lx)
             if re.fullmatch(r"-?(0x[0-9A-Fa-f]+|[0-9]+)", tok):
-                return A.IntegerAttr(int(tok, 0), T.I64)
+                return A.IntegerAttr(_int_literal(tok, lx), T.I64)
             return _typed_number(tok, T.F64, lx)
         if kw is not None and self._looks_like_type():
             return self.parse_type()
@@ -1100,10 +1114,22 @@ def _coerce_generic(a, v: Any) -> Any:
     return v
 
 
+def _int_literal(tok: str, lx: Lexer) -> int:
+    """A decimal or 0x-hex integer literal (leading zeros allowed), bounded in size."""
+    body = tok.lstrip("-+")
+    neg = tok.startswith("-")
+    if len(body) > 64:
+        raise lx.error("integer literal is too large")
+    try:
+        v = int(body[2:], 16) if body[:2] in ("0x", "0X") else int(body, 10)
+    except ValueError:
+        raise lx.error(f"invalid integer literal '{tok}'") from None
+    return -v if neg else v
+
+
 def _typed_number(tok: str, t: T.Type, lx: Lexer) -> Any:
     if isinstance(t, T.ScalarType) and t.is_int:
-        v = int(tok, 0) if not tok.lstrip("-").startswith("0x") else (-1 if tok.startswith("-") else 1) * int(
-            tok.lstrip("-"), 16)
+        v = _int_literal(tok, lx)
         width = t.bitwidth
         if v >> (width - 1) and v > 0 and width < 64 + 1:
             v -= (1 << width) if v >= 1 << (width - 1) else 0
@@ -1124,8 +1150,8 @@ def _element_bits(v: Any, elem: str, lx: Lexer, pos: int) -> int:
         if v in ("true", "false"):
             return 1 if v == "true" else 0
         try:
-            n = int(v, 0) if "0x" not in v else (-1 if v.startswith("-") else 1) * int(v.lstrip("-"), 16)
-        except ValueError:
+            n = _int_literal(v, lx)
+        except ParseError:
             raise lx.error(f"expected integer elements, but parsed floating-point", pos) from None
         if elem == "i1" and n not in (0, 1, -1):
             raise lx.error("integer constant out of range for type", pos)
@@ -1147,13 +1173,19 @@ def _element_bits(v: Any, elem: str, lx: Lexer, pos: int) -> int:
         return bits
     if v.lstrip("-+") in ("0", "0.0") and v.startswith("-"):
         return encode(-0.0, elem)
-    try:
-        q = Fraction(v)
-    except ValueError:
-        raise lx.error(f"invalid float literal '{v}'", pos) from None
-    if q == 0 and v.startswith("-"):
+    m = re.fullmatch(r"[-+]?([0-9.]*)(?:[eE]([-+]?[0-9]+))?", v)
+    if m is None or len(v) > 1000:
+        raise lx.error(f"invalid float literal '{v}'", pos)
+    if m.group(2) is not None and (len(m.group(2)) > 6 or abs(int(m.group(2))) > 2000):
+        return encode(float(v), elem)  # far outside every format: infinity or zero
+    from ..ir.floats import _decimal_ratio
+
+    if not re.search(r"[0-9]", m.group(1)) or m.group(1).count(".") > 1:
+        raise lx.error(f"invalid float literal '{v}'", pos)
+    num, den = _decimal_ratio(v)
+    if num == 0 and v.startswith("-"):
         return encode(-0.0, elem)
-    return encode(q, elem)
+    return encode((num, den), elem)
 
 
 class _OpState:

@@ -9,7 +9,6 @@ aliases follow the ops, ordered like MLIR's alias printer does.
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from ..ir import attributes as A
 from ..ir import types as T
@@ -318,6 +317,9 @@ def _children(v: Any) -> list:
 
 
 # -- the printer --------------------------------------------------------------------------
+_FORMATS: dict[str, tuple] = {}  # op name -> (compiled format, names it prints)
+
+
 class Printer:
     def __init__(self, debug_info: bool = False) -> None:
         self.debug_info = debug_info
@@ -353,7 +355,10 @@ class Printer:
         self.aliases.visit(op.location)
         for region in op.regions:
             for block in region.blocks:
-                for inner in block.operations:
+                ops = block.operations
+                if ops and elided_terminator(op, ops[-1]):
+                    ops = ops[:-1]  # not printed, so its location is not either
+                for inner in ops:
                     self._visit_locs(inner)
 
     # -- ops --------------------------------------------------------------------------
@@ -425,11 +430,14 @@ class Printer:
 
     # -- declarative formats -----------------------------------------------------------
     def _print_format(self, op: Operation, defn: OpDef) -> None:
-        units = frozenset(a.name for a in defn.attributes if a.kind == "unit")
-        elems = compile_format(defn.format, units)  # type: ignore[arg-type]
-        used: set[str] = {"operandSegmentSizes"}
-        _collect_names(elems, used)
-        self._elements(op, defn, elems, used)
+        cached = _FORMATS.get(defn.name)
+        if cached is None:
+            units = frozenset(a.name for a in defn.attributes if a.kind == "unit")
+            elems = compile_format(defn.format, units)  # type: ignore[arg-type]
+            used: set[str] = {"operandSegmentSizes"}
+            _collect_names(elems, used)
+            cached = _FORMATS[defn.name] = (elems, used)
+        self._elements(op, defn, cached[0], cached[1])
 
     def _elements(self, op: Operation, defn: OpDef, elems, used: set[str], skip=None) -> None:
         out = self.out
@@ -540,6 +548,15 @@ class Printer:
         return untyped_attr(v)
 
 
+# Region-holding ops whose printer drops an operand-less implicit terminator.
+_IMPLICIT_TERMINATORS = {"cuda_tile.if": "cuda_tile.yield", "cuda_tile.for": "cuda_tile.continue",
+                         "cuda_tile.loop": "cuda_tile.continue"}
+
+
+def elided_terminator(parent: Operation, term: Operation) -> bool:
+    return _IMPLICIT_TERMINATORS.get(parent.name) == term.name and not term.operands
+
+
 def _enum_mnemonic(enum: Optional[str]) -> str:
     return {"IntegerOverflow": "overflow", "RoundingMode": "rounding", "Signedness": "signedness",
             "ComparisonPredicate": "comparison_predicate", "ComparisonOrdering": "comparison_ordering",
@@ -596,4 +613,9 @@ def _types_of(op: Operation, defn: OpDef, name: str) -> list:
 
 def print_module(module: Operation, debug_info: bool = False) -> str:
     """The module as `tileirdisasm [-g]` prints it."""
-    return Printer(debug_info).print_module(module)
+    try:
+        return Printer(debug_info).print_module(module)
+    except RecursionError:
+        from ..driver.errors import CompileError
+
+        raise CompileError("error: module is nested too deeply to print") from None

@@ -144,8 +144,8 @@ KERNELS = [
            [Entry(symbol="math_fpowi_float32", params=_f32(("x", "out"), twod="out"),
                   reference="math_fpowi", outputs=("out",), tolerance=tol(2e-6),
                   cases=[case((2,), x=((128,), uniform(0.5, 2.0)), out=((2, 128), ZEROS))])],
-           "float raised to a constant integer power (fpowi from 13.4; cuTile expands it "
-           "before that)"),
+           "float raised to a constant integer power (fpowi from 13.4; before that cuTile "
+           "emits fpowf with a float exponent)"),
     Kernel("math_approx", math_approx,
            [Entry(symbol="math_approx_float32", params=_f32(("x", "out"), twod="out"),
                   reference="math_approx", outputs=("out",), tolerance=tol(2e-3),

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence
 
-from corpus_spec import ZEROS, Arr, Entry, Scalar, case, randint, tol, uniform
+from corpus_spec import ZEROS, Arr, Entry, case, tol, uniform
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,16 @@ def entry(w, name: str, params: Sequence) -> Iterator[Fn]:
         yield Fn(w, fb)
 
 
-def _array_params(f_or_w, *elems: str) -> list:
+def _array_params(w, *elems: str) -> list:
     """Entry parameter types of 1-D arrays in cuTile's ABI: ptr, shape, stride (i32)."""
+    import cuda.tile._bytecode as bc
     from cuda.tile._bytecode.type import SimpleType
-    tt = f_or_w.type_table
+    tt = w.type_table
     i32 = tt.tile(tt.I32, ())
     out = []
     for e in elems:
-        import cuda.tile._bytecode as bc
-        out += [tt.tile(tt.pointer(tt.simple(getattr(SimpleType, e.upper())), bc.PtrAttr.Missing),
-                        ()), i32, i32]
+        pointee = tt.simple(getattr(SimpleType, e.upper()))
+        out += [tt.tile(tt.pointer(pointee, bc.PtrAttr.Missing), ()), i32, i32]
     return out
 
 
