@@ -18,6 +18,11 @@ CORPUS = ROOT / "tests" / "corpus"
 
 def corpus_files(version: str | None = None) -> list[tuple[str, Path]]:
     """(kernel name, bytecode path) per corpus kernel, at `version` or the newest it has."""
+    return [(name, path) for name, path, _ in corpus_kernels(version)]
+
+
+def corpus_kernels(version: str | None = None) -> list[tuple[str, Path, str]]:
+    """(kernel name, bytecode path, the GPU it was exported for) per corpus kernel."""
     manifest = json.loads((CORPUS / "manifest.json").read_text())
     out = []
     for kernel in manifest["kernels"]:
@@ -27,7 +32,7 @@ def corpus_files(version: str | None = None) -> list[tuple[str, Path]]:
         chosen = version if version in files else max(files, key=lambda v: tuple(int(p) for p in v.split(".")))
         path = CORPUS / files[chosen]
         if path.exists():
-            out.append((kernel["name"], path))
+            out.append((kernel["name"], path, kernel.get("gpu_code") or "sm_90"))
     return out
 
 

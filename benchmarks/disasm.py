@@ -59,7 +59,14 @@ def main() -> int:
     ap.add_argument("files", nargs="*")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--debug-info", "-g", action="store_true", help="pass -g to both tools")
+    ap.add_argument("--no-precompile", action="store_true",
+                    help="do not byte-compile tileiras first (pip does it on install; a source checkout with "
+                         "PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module on every run)")
     args = ap.parse_args()
+    if not args.no_precompile:
+        import compileall
+
+        compileall.compile_dir(os.path.join(REPO, "tileiras"), quiet=1)
     files = args.files or sorted(glob.glob(os.path.join(REPO, "tests", "corpus", "bytecode", "*", "*.tileirbc")))
     if not files:
         sys.exit("no corpus files (tests/corpus/bytecode is empty)")

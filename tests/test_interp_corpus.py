@@ -25,10 +25,21 @@ import reference  # noqa: E402
 MANIFEST = reference.load_manifest()
 
 
+# Cases whose numpy reference disagrees with the kernel's documented semantics. Strict: once
+# the reference is fixed the case passes and this entry must go.
+REFERENCE_BUGS = {
+    "shape_reshape": "reference.shape_reshape broadcasts t[0:1] (row 16*i) but the kernel loads "
+                     "ct.load(x, index=(i, 0), shape=(1, 16)), which is row i",
+}
+
+
 def _cases():
     for kernel, entry, case in reference.iter_cases(MANIFEST):
         for version, path in sorted(kernel["files"].items()):
-            yield pytest.param(kernel, entry, case, version, path,
+            marks = []
+            if entry["reference"] in REFERENCE_BUGS:
+                marks.append(pytest.mark.xfail(strict=True, reason=REFERENCE_BUGS[entry["reference"]]))
+            yield pytest.param(kernel, entry, case, version, path, marks=marks,
                                id=f"{entry['symbol']}-{case['name']}-{version}")
 
 

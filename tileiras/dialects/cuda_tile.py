@@ -112,11 +112,11 @@ define("bitcast", 0x09, "13.1", ins="source:number_tile", outs="result:number_ti
 define("int_to_ptr", 0x33, "13.1", ins="source:i64_tile", outs="result:ptr_tile", traits="Pure", fmt=_CAST)
 define("ptr_to_int", 0x56, "13.1", ins="source:ptr_tile", outs="result:i64_tile", traits="Pure", fmt=_CAST)
 define("ptr_to_ptr", 0x57, "13.1", ins="source:ptr_tile", outs="result:ptr_tile", traits="Pure", fmt=_CAST)
-define("exti", 0x25, "13.1", ins="from:int_tile", outs="to:int_tile", attrs="signedness:enum.Signedness",
+define("exti", 0x25, "13.1", ins="from:int4_tile", outs="to:int4_tile", attrs="signedness:enum.Signedness",
        traits="Pure",
        fmt="$from custom<Signedness>($signedness) attr-dict `:` custom<CudaTileType>(type($from)) `->` "
            "custom<CudaTileType>(type($to))")
-define("trunci", 0x6B, "13.1", ins="from:int_tile", outs="to:int_tile", attrs="overflow:enum.IntegerOverflow=none",
+define("trunci", 0x6B, "13.1", ins="from:int4_tile", outs="to:int4_tile", attrs="overflow:enum.IntegerOverflow=none",
        traits="Pure",
        fmt="$from (`overflow` `` $overflow^)? attr-dict `:` custom<CudaTileType>(type($from)) `->` "
            "custom<CudaTileType>(type($to))")
@@ -137,8 +137,9 @@ define("itof", 0x3B, "13.1", ins="from:int_tile", outs="to:anyfloat_tile",
 # -- shape, constants, selection ---------------------------------------------
 define("broadcast", 0x0B, "13.1", ins="source:tile", outs="result:tile", traits="Pure", fmt=_CAST)
 define("reshape", 0x5B, "13.1", ins="source:tile", outs="result:tile", traits="Pure", fmt=_CAST)
-define("pack", 0x6F, "13.3", ins="source:tile@13.3", outs="result:i8_tile@13.3", traits="Pure", fmt=_CAST)
-define("unpack", 0x70, "13.3", ins="source:i8_tile@13.3", outs="result:tile@13.3", traits="Pure", fmt=_CAST)
+define("pack", 0x6F, "13.3", ins="source:unpacked_tile@13.3", outs="result:i8_tile@13.3", traits="Pure", fmt=_CAST)
+define("unpack", 0x70, "13.3", ins="source:i8_tile@13.3", outs="result:unpacked_tile@13.3", traits="Pure",
+       fmt=_CAST)
 define("cat", 0x0C, "13.1", ins="lhs:tile rhs:tile", outs="result:tile", attrs="dim:i64", traits="Pure",
        fmt="$lhs `,` $rhs `dim` `=` $dim attr-dict `:` custom<CudaTileType>(type($lhs)) `,` "
            "custom<CudaTileType>(type($rhs)) `->` custom<CudaTileType>(type($result))")
@@ -180,8 +181,9 @@ define("mmai", 0x4A, "13.1", ins="lhs:tile rhs:tile acc:tile", outs="result:tile
            "attr-dict `:` custom<CudaTileType>(type($lhs)) `,` custom<CudaTileType>(type($rhs)) `,` "
            "custom<CudaTileType>(type($acc))")
 define("mmaf_scaled", 0x72, "13.3",
-       ins="lhs:tile@13.3 rhs:tile@13.3 acc:tile@13.3 lhs_scale:tile@13.3 rhs_scale:tile@13.3",
-       outs="result:tile@13.3", traits="Pure",
+       ins="lhs:mmaf_scaled_operand@13.3 rhs:mmaf_scaled_operand@13.3 acc:mmaf_scaled_result@13.3 "
+           "lhs_scale:mmaf_scaled_scale@13.3 rhs_scale:mmaf_scaled_scale@13.3",
+       outs="result:mmaf_scaled_result@13.3", traits="Pure",
        fmt="$lhs `,` $rhs `,` $acc `,` $lhs_scale `,` $rhs_scale attr-dict `:` custom<CudaTileType>(type($lhs)) "
            "`,` custom<CudaTileType>(type($rhs)) `,` custom<CudaTileType>(type($acc)) `,` "
            "custom<CudaTileType>(type($lhs_scale)) `,` custom<CudaTileType>(type($rhs_scale))")

@@ -384,17 +384,34 @@ def _assume(op: Operation) -> None:
             return
         if not isinstance(t, T.TileType) or not (is_int(t) or isinstance(t.element, T.PointerType)):
             raise fail(op, f"'{name}' is valid only for tile of integer/pointer values or tensor_view")
-        if p.along is not None and not 0 <= p.along < max(len(t.shape), 1):
-            raise fail(op, f"'{name}' 'along' must be a valid dimension of the constrained tile")
+        if p.every is not None:
+            if not t.shape:
+                raise fail(op, f"'cuda_tile.{name}' 'every'/'along' cannot be used if the constrained value is a 0D tile")
+            if not 0 <= p.along < len(t.shape):
+                raise fail(op, f"expected 'cuda_tile.{name}' along_dim to be within 0 and the rank of the constrained "
+                               f"tile ({len(t.shape)})")
+            if not 0 <= p.every <= t.shape[p.along]:
+                raise fail(op, f"expected 'cuda_tile.{name}' every_dim to be within 0 and the size of the respective "
+                               f"dimension ({t.shape[p.along]})")
     elif isinstance(p, A.SameElements):
         if not isinstance(t, T.TileType) or not (is_int(t) or isinstance(t.element, T.PointerType)):
             raise fail(op, f"'{name}' is valid only for tile of integer/pointer values")
         if len(p.values) != len(t.shape):
             raise fail(op, f"expected number of values in '{name}' ({len(p.values)}) to match rank of constrained "
                            f"tile ({len(t.shape)})")
+        for i, (v, d) in enumerate(zip(p.values, t.shape)):
+            if v < 0 or v > d:
+                raise fail(op, f"expected 'cuda_tile.{name}' value {i} to be within 0 and the size of the respective "
+                               f"dimension ({d})")
     elif isinstance(p, A.Bounded):
         if not isinstance(t, T.TileType) or not is_int(t):
             raise fail(op, f"'{name}' is valid only for tile of integer values")
+        w = bitwidth(t.element)
+        lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
+        if p.ub is not None and not lo <= p.ub <= hi:
+            raise fail(op, f"'cuda_tile.{name}' expects upper bound to be within [{lo}, {hi}]")
+        if p.lb is not None and not lo <= p.lb <= hi:
+            raise fail(op, f"'cuda_tile.{name}' expects lower bound to be within [{lo}, {hi}]")
         if p.lb is not None and p.ub is not None and p.lb > p.ub:
             raise fail(op, f"'{name}' lower bound must be less than or equal to the upper bound")
 
@@ -453,6 +470,51 @@ def _mmai(op: Operation) -> None:
 @check("mmaf_scaled")
 def _mmaf_scaled(op: Operation) -> None:
     _mma_shapes(op)
+    lhs, rhs, acc, ls, rs = (op.operands[i].type for i in range(5))
+    if ls.element != rs.element:
+        raise fail(op, "failed to verify that all of {lhs_scale, rhs_scale} have the same element type")
+    b = 1 if len(lhs.shape) == 3 else 0
+    r, c = b, b + 1
+    L, R, LS, RS = lhs.shape, rhs.shape, ls.shape, rs.shape
+    if len(LS) != len(L) or len(RS) != len(R):
+        raise fail(op, "scale operands must have the same rank as lhs and rhs")
+    if b:
+        if L[0] != LS[0]:
+            raise fail(op, f"shape error: dim 0 of lhs ({L[0]}) and dim 0 of lhs_scale ({LS[0]}) must match, but got "
+                           f"lhs shape ({dims(L)}) and lhs_scale shape ({dims(LS)})")
+        if R[0] != RS[0]:
+            raise fail(op, f"shape error: dim 0 of rhs ({R[0]}) and dim 0 of rhs_scale ({RS[0]}) must match, but got "
+                           f"rhs shape ({dims(R)}) and rhs_scale shape ({dims(RS)})")
+    if L[r] != LS[r]:
+        raise fail(op, f"shape error: dim {r} of lhs ({L[r]}) and dim {r} of lhs_scale ({LS[r]}) must match, but got "
+                       f"lhs shape ({dims(L)}) and lhs_scale shape ({dims(LS)})")
+    if R[c] != RS[c]:
+        raise fail(op, f"shape error: dim {c} of rhs ({R[c]}) and dim {c} of rhs_scale ({RS[c]}) must match, but got "
+                       f"rhs shape ({dims(R)}) and rhs_scale shape ({dims(RS)})")
+    if LS[c] != RS[r]:
+        raise fail(op, f"shape error: dim {c} of lhs_scale ({LS[c]}) and dim {r} of rhs_scale ({RS[r]}) must match, "
+                       f"but got lhs_scale shape ({dims(LS)}) and rhs_scale shape ({dims(RS)})")
+    se, le = elem_name(ls), elem_name(lhs)
+    if se == "f8E4M3FN" and le != "f4E2M1FN":
+        raise fail(op, f"unsupported combination of element types. Scale type 'f8E4M3FN' expects lhs and rhs element "
+                       f"types to be 'f4E2M1FN', but got '{le}'")
+    if se == "f8E8M0FNU" and le not in ("f8E4M3FN", "f8E5M2", "f4E2M1FN"):
+        raise fail(op, f"unsupported combination of element types. Scale type 'f8E8M0FNU' expects lhs and rhs element "
+                       f"types to be one of {{'f8E4M3FN', 'f8E5M2', 'f4E2M1FN'}}, but got '{le}'")
+    k, sk = L[c], LS[c]
+    if sk == 0 or k % sk:
+        raise fail(op, f"shape error: dim {c} of lhs_scale ({sk}) must be a divisor of dim {c} of lhs ({k}), but got "
+                       f"lhs_scale shape ({dims(LS)}) and lhs shape ({dims(L)})")
+    vec = k // sk
+    if le in ("f8E4M3FN", "f8E5M2") and vec != 32:
+        raise fail(op, f"shape error: f8 element type requires block scale factor of lhs_scale and rhs_scale to be "
+                       f"32, but got {vec}")
+    if le == "f4E2M1FN" and se == "f8E4M3FN" and vec != 16:
+        raise fail(op, f"shape error: f4E2M1FN element type with f8E4M3FN scales requires block scale factor of "
+                       f"lhs_scale and rhs_scale to be 16, but got {vec}")
+    if le == "f4E2M1FN" and se == "f8E8M0FNU" and vec not in (16, 32):
+        raise fail(op, f"shape error: f4E2M1FN element type with f8E8M0FNU scales requires block scale factor of "
+                       f"lhs_scale and rhs_scale to be 16 or 32, but got {vec}")
 
 
 # -- memory -----------------------------------------------------------------------------------
@@ -487,14 +549,15 @@ _ARCHES = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_1
            "sm_120", "sm_121", "default")
 
 
-def _hints(op: Operation, kind: str) -> None:
+def _hints(op: Operation, kind: str, strict: bool = False) -> None:
+    """Optimization hints: NVIDIA's tools only warn about unknown keys or values
+    unless asked to treat hints strictly, so by default nothing is rejected."""
     h = _attr(op, "optimization_hints")
-    if not isinstance(h, A.OptimizationHints) or not h.entries:
+    if not strict or not isinstance(h, A.OptimizationHints) or not h.entries:
         return
     allowed = _HINT_KEYS[kind]
     for arch, items in h.entries:
-        bad = arch not in _ARCHES or any(k not in allowed for k, _ in items)
-        if bad:
+        if arch not in _ARCHES or any(k not in allowed for k, _ in items):
             raise fail(op, "Optimization hints verification failed")
 
 
@@ -958,5 +1021,10 @@ def _get_global(op: Operation) -> None:
         return
     for g in module.regions[0].blocks[0].operations:
         if g.name == "cuda_tile.global" and g.attributes.get("sym_name") == name:
+            ptr = op.results[0].type.element
+            gt = g.attributes["value"].type.element
+            if ptr.pointee != gt:
+                raise fail(op, f"pointee type of result type {dtype(ptr)} does not match type {dtype(gt)} of the "
+                               f"global @{name}")
             return
     raise fail(op, f"'{name}' does not reference a valid global")

@@ -103,7 +103,8 @@ def _cuda() -> Any:
     try:
         from cuda.bindings import driver
     except ImportError:
-        raise run_failure("no GPU backend: cuda-bindings is not installed (pip install cuda-bindings)") from None
+        raise run_failure("no GPU is present: the gpu backend needs cuda-bindings and a CUDA driver "
+                          "(pip install cuda-bindings)") from None
     return driver
 
 

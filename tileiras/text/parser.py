@@ -1582,6 +1582,16 @@ def _p_make_tensor_view(p: Parser, st: _OpState) -> None:
         t = p.parse_type()
     if not isinstance(t, T.TensorViewType):
         raise lx.error(f"expected tensor_view type, got {t}")
+    for key, declared in (("shape", t.shape), ("stride", t.strides)):
+        given = lists["shape" if key == "shape" else "strides"]
+        if len(given) != len(declared):
+            raise lx.error(f"expected {key} declaration to contain {len(declared)} elements due to tensor_view "
+                           f"type, but {len(given)} were provided")
+        for i, (g, d) in enumerate(zip(given, declared)):
+            gv = "dynamic" if isinstance(g, Value) else str(g)
+            dv = "dynamic" if d == T.DYNAMIC else str(d)
+            if gv != dv:
+                raise lx.error(f"input {key} dimension {i} does not match tensor_view type (expected {dv}, got {gv})")
     st.operands["dynamicShape"] = [v for v in lists["shape"] if isinstance(v, Value)]
     st.operands["dynamicStrides"] = [v for v in lists["strides"] if isinstance(v, Value)]
     st.result_types = [t]
