@@ -14,7 +14,6 @@ import argparse
 import glob
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time

@@ -506,7 +506,7 @@ def _misc(bc, version):
 @sample("same_elements")
 def _same(bc, version):
     from cuda.tile._bytecode.attribute import AttributeTag
-    from cuda.tile._bytecode.basic import encode_int_list, encode_varint
+    from cuda.tile._bytecode.basic import encode_int_list
 
     class SameElems(bc.attribute.AssumePredicate):
         def __init__(self, values):

@@ -205,3 +205,9 @@ def test_user_toolchain_links_rebuilds_incrementally_and_hits_disk_cache(tmp_pat
                                                            ["TileirCompilerZip"])
     assert all(s["remoteCacheHit"] for s in spawns), [s["mnemonic"] for s in spawns if not s["remoteCacheHit"]]
     assert "alpha=100" in bazel.run("run", f"--disk_cache={cache}", "//:app").stdout
+
+    # The same compiler registered as prebuilt executables drives the same actions.
+    prebuilt = "--extra_toolchains=//:prebuilt_toolchain"
+    actions = aquery_actions(bazel.run("aquery", prebuilt, "--output=jsonproto", 'mnemonic("TileirPtx", //:kernels)').stdout)
+    assert actions and all(a["arguments"][:2] == ["fake_compiler/tileiras.sh", "--emit=ptx"] for a in actions)
+    assert "alpha=100 beta=100" in bazel.run("run", prebuilt, "//:app").stdout

@@ -8,7 +8,6 @@ with and without `-g`; a file NVIDIA rejects must be rejected by us too.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest

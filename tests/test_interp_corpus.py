@@ -52,12 +52,10 @@ def _module(path: str):
 
 def _upload(memory, array: np.ndarray) -> list[int]:
     """An array in memory: [address, shape..., strides...] (strides in elements, C order)."""
-    from tileiras.runtime.marshal import ArrayArg
-
     arr = np.ascontiguousarray(array)
     addr = memory.alloc(max(1, arr.nbytes))
     memory.write(addr, arr.tobytes())
-    strides = ArrayArg(0, arr, None, 0, None).strides
+    strides = [s // arr.itemsize for s in arr.strides]
     return [addr, *arr.shape, *strides]
 
 

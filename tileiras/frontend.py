@@ -13,6 +13,10 @@ import os
 from .driver.errors import BytecodeError, CompileError, ExitCode, TileirasError
 from .ir.core import Operation
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Optional, Union
+
 TILEIR_MAGIC = b"\x7fTileIR\x00"
 MLIR_MAGIC = b"ML\xefR"
 NOT_TILEIR = "error: input does not correspond to Tile IR bytecode"

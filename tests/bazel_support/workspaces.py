@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from bazel_runner import REPO_ROOT
@@ -55,6 +56,20 @@ toolchain(
     toolchain_type = "@tileiras//bazel:toolchain_type",
 )
 
+# The same compiler as prebuilt executables (picked with --extra_toolchains).
+tileir_toolchain(
+    name = "prebuilt_impl",
+    tileiras = "fake_compiler/tileiras.sh",
+    tileir = "fake_compiler/tileir.sh",
+    srcs = glob(["fake_compiler/*.py"]),
+)
+
+toolchain(
+    name = "prebuilt_toolchain",
+    toolchain = ":prebuilt_impl",
+    toolchain_type = "@tileiras//bazel:toolchain_type",
+)
+
 tileir_library(
     name = "kernels",
     srcs = ["alpha.tileirbc", "beta.tileirbc"],
@@ -90,6 +105,10 @@ def make_fake_workspace(dest: Path) -> Path:
     (dest / "WORKSPACE").write_text(_WORKSPACE.format(name="fake_toolchain_test", register=register))
     (dest / "BUILD.bazel").write_text(_FAKE_BUILD)
     (dest / "app.c").write_text(_FAKE_APP)
+    for tool in ("tileiras", "tileir"):  # prebuilt tools: scripts that run the fake with this Python
+        script = dest / "fake_compiler" / f"{tool}.sh"
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -B "$(dirname "$0")/fake_launch.py" {tool} "$@"\n')
+        script.chmod(0o755)
     (dest / "alpha.tileirbc").write_bytes(b"alpha v1")
     (dest / "beta.tileirbc").write_bytes(b"beta v1")
     return dest

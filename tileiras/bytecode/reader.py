@@ -19,9 +19,13 @@ from ..driver.errors import BytecodeError
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Block, Location, Operation, Region, Value
-from ..dialects.registry import OPTIONAL, SINGLE, VARIADIC, OpDef, by_opcode, version_key
+from ..dialects.registry import OPTIONAL, SINGLE, OpDef, by_opcode, version_key
 from .encoding import (MAGIC, NUM_SECTIONS, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_GLOBAL,
                        SEC_PRODUCER, SEC_STRING, SEC_TYPE, SUPPORTED_VERSIONS, Cursor)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Optional
 
 # Type tags -> scalar element names (tag: (name, since)).
 SCALAR_TAGS: dict[int, tuple[str, str]] = {
@@ -664,7 +668,6 @@ def _table_offsets(cur: Cursor, count: int, width: int, what: str) -> list[int]:
 
 
 def _read_header(data: bytes) -> tuple[int, int]:
-    cur = Cursor(data)
     for i, expected in enumerate(MAGIC):
         got = data[i] if i < len(data) else 0
         if got != expected:

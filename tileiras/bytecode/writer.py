@@ -11,8 +11,8 @@ from __future__ import annotations
 from ..driver.errors import CompileError
 from ..ir import attributes as A
 from ..ir import types as T
-from ..ir.core import Block, Location, Operation, Region, Value
-from ..dialects.registry import OPTIONAL, SINGLE, VARIADIC, OpDef, version_key
+from ..ir.core import Block, Location, Operation, Value
+from ..dialects.registry import OPTIONAL, SINGLE, OpDef, version_key
 from .encoding import (MAGIC, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_GLOBAL, SEC_PRODUCER, SEC_STRING,
                        SEC_TYPE, SUPPORTED_VERSIONS, pad_to, parse_version, put_le_list, put_svarint, put_varint)
 from .reader import (ATTR_ARRAY, ATTR_BOOL, ATTR_BOUNDED, ATTR_DENSE, ATTR_DICT, ATTR_DIVBY, ATTR_FLOAT, ATTR_HINTS,
@@ -20,6 +20,10 @@ from .reader import (ATTR_ARRAY, ATTR_BOOL, ATTR_BOUNDED, ATTR_DENSE, ATTR_DICT,
                      DI_LEXICAL_BLOCK, DI_LOC, DI_SUBPROGRAM, FLAG_HAS_HINTS, FLAG_KERNEL, PADDING, PTR_ATTRS,
                      SCALAR_TAGS, TAG_FUNCTION, TAG_GATHER_SCATTER_VIEW, TAG_PARTITION_VIEW, TAG_POINTER,
                      TAG_STRIDED_VIEW, TAG_TENSOR_VIEW, TAG_TILE, TAG_TOKEN, flag_layout, flags_present)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any
 
 _SCALAR_TAG = {name: (tag, since) for tag, (name, since) in SCALAR_TAGS.items()}
 DEFAULT_VERSION = "13.4"

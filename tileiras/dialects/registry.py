@@ -19,6 +19,10 @@ from __future__ import annotations
 
 from ..ir.record import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Optional
+
 SINGLE, OPTIONAL, VARIADIC = "single", "optional", "variadic"
 
 

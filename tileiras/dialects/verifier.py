@@ -16,6 +16,10 @@ from ..ir import attributes as A
 from ..ir.core import Location, Operation
 from .registry import find
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Optional
+
 
 def location_prefix(loc: Any) -> str:
     """`file:line:col: ` for a location (call sites use the callee), '' when unknown."""

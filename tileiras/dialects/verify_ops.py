@@ -10,8 +10,12 @@ from __future__ import annotations
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Operation
-from .verify_rules import (VerifyFailure, bitwidth, check_type, dims, dtype, dtypes, elem, elem_name, fail,
-                           is_float, is_int, view_tile_type)
+from .verify_rules import (VerifyFailure, bitwidth, dims, dtype, dtypes, elem, elem_name, fail, is_int,
+                           view_tile_type)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Callable, Optional
 
 Check = "Callable[[Operation], None]"
 OP_CHECKS: dict[str, Check] = {}

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from ..ir import attributes as A
 from ..ir import types as T
-from ..ir.core import Operation, Value
+from ..ir.core import Operation
 from .registry import OPTIONAL, SINGLE, VARIADIC, OpDef
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Callable, Optional
 
 MAX_TILE_ELEMENTS = 16777216
 
@@ -173,7 +177,8 @@ SHAPES_MATCH: dict[str, tuple[str, ...]] = {f"cuda_tile.{k}": v for k, v in {
 RANKS_MATCH: dict[str, tuple[str, ...]] = {f"cuda_tile.{k}": v for k, v in {
     "broadcast": ("source", "result"), "cat": ("lhs", "rhs", "result"), "extract": ("source", "result"),
     "pack": ("source", "result"), "unpack": ("source", "result"), "fpowf": ("source", "exponent", "result"),
-    "insert": ("source", "destination"),
+    "insert": ("source", "destination"), "mmaf": ("lhs", "rhs", "acc"), "mmai": ("lhs", "rhs", "acc"),
+    "mmaf_scaled": ("lhs", "rhs", "acc"),
 }.items()}
 ELEMENTS_MATCH: dict[str, tuple[str, ...]] = {f"cuda_tile.{k}": v for k, v in {
     "cat": ("lhs", "rhs", "result"), "permute": ("source", "result"), "mmaf": ("lhs", "rhs"),

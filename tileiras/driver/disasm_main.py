@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Optional
+
 TOOL = "tileirdisasm"
 PREVIEW_FEATURES = ("simt",)
 

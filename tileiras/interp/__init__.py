@@ -16,20 +16,24 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, TextIO
 
 from .errors import InterpError, KernelAssertion, MemoryFault
-from .memory import Memory
 
 
-def run(module: Any, kernel: str, grid: Sequence[int], args: Sequence[Any], memory: Optional[Memory] = None,
-        stdout: Optional[TextIO] = None) -> Memory:
-    """Run `kernel` of `module` on `grid`; returns the memory it ran in."""
-    import numpy as np
-
+def run(module: Any, kernel: str, grid: Sequence[int], args: Sequence[Any], memory: Optional[Any] = None,
+        stdout: Optional[TextIO] = None) -> Any:
+    """Run `kernel` of `module` on `grid`; returns the `Memory` it ran in (pass one to pre-fill it)."""
     from .machine import Machine
 
     machine = Machine(module, memory, stdout)
-    with np.errstate(all="ignore"):
-        machine.launch(kernel, grid, list(args))
+    machine.launch(kernel, grid, list(args))
     return machine.memory
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Memory":              # numpy-backed: imported on first use
+        from .memory import Memory
+
+        return Memory
+    raise AttributeError(name)
 
 
 __all__ = ["run", "Memory", "InterpError", "KernelAssertion", "MemoryFault"]

@@ -85,10 +85,9 @@ def _assert(m: Any, op: Operation, args: list) -> list:
     if not cond.all():
         bad = np.argwhere(~cond.astype(bool))
         where = tuple(int(i) for i in bad[0]) if cond.ndim else ()
-        x, y, z = m.block_id
         index = f" at element {list(where)}" if where else ""
         raise KernelAssertion(f"error: assertion failed: {op.attributes.get('message', '')}{index} "
-                              f"({len(bad)} of {cond.size} elements false, tile block ({x}, {y}, {z}))")
+                              f"({len(bad)} of {cond.size} elements false)")
     return []
 
 

@@ -36,10 +36,10 @@ class Signal:
 
 
 def _handlers() -> dict[str, Handler]:
-    from . import control, ops_convert, ops_float, ops_int, ops_memory, ops_mma, ops_shape, regions
+    from . import assume, control, ops_convert, ops_float, ops_int, ops_memory, ops_mma, ops_shape, regions
 
     table: dict[str, Handler] = {}
-    for module in (ops_int, ops_float, ops_convert, ops_shape, ops_memory, ops_mma, control, regions):
+    for module in (ops_int, ops_float, ops_convert, ops_shape, ops_memory, ops_mma, control, regions, assume):
         table.update(module.HANDLERS)
     return table
 
@@ -107,6 +107,13 @@ class Machine:
 
     # -- running ------------------------------------------------------------------------
     def launch(self, kernel: str, grid: Sequence[int], params: Sequence[Any]) -> None:
+        """Run `kernel` once per tile block of `grid`; `params` are the raw entry parameters."""
+        import numpy as np
+
+        with np.errstate(all="ignore"):     # IEEE exceptions and integer wrap are the semantics
+            self._launch(kernel, grid, params)
+
+    def _launch(self, kernel: str, grid: Sequence[int], params: Sequence[Any]) -> None:
         from .elements import cast_scalar
 
         entry = self.entry(kernel)

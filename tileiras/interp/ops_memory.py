@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir.core import Operation
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType,
-                        StridedViewType, TensorViewType, TileType, Type)
+                        StridedViewType, TensorViewType, Type)
 from .elements import (CODEC_FLOATS, element, from_bits, from_int, int_bits, is_nibble, mem_size, storage_dtype,
                        to_bits, to_signed, to_unsigned)
 from .errors import InterpError

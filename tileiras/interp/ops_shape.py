@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.core import Operation
 from ..ir.types import TileType
-from .elements import element, from_bits, from_int, int_bits, storage_dtype, to_unsigned
+from .elements import from_bits, from_int, int_bits, storage_dtype, to_unsigned
 from .errors import InterpError
 
 
@@ -94,10 +94,6 @@ def _num_blocks(m: Any, op: Operation, args: list) -> list:
     return [np.asarray(v, np.int32) for v in m.grid]
 
 
-def _assume(m: Any, op: Operation, args: list) -> list:
-    return [args[0]]
-
-
 HANDLERS = {
     "cuda_tile.constant": _constant,
     "cuda_tile.iota": _iota,
@@ -110,5 +106,4 @@ HANDLERS = {
     "cuda_tile.select": _select,
     "cuda_tile.get_tile_block_id": _block_id,
     "cuda_tile.get_num_tile_blocks": _num_blocks,
-    "cuda_tile.assume": _assume,
 }

@@ -31,6 +31,10 @@ from .record import record
 
 from .types import ScalarType, TileType, Type
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Optional, Union
+
 # Enum name -> keywords in bytecode-value order (value = index).
 ENUMS: dict[str, tuple[str, ...]] = {
     "Signedness": ("unsigned", "signed"),

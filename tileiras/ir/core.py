@@ -13,6 +13,10 @@ from .record import record
 
 from .types import Type
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Iterator, Optional
+
 
 @record
 class Location:

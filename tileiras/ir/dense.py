@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from .types import SCALAR_BITS, Type, TileType
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any
+
 
 # Storage widths that differ from SCALAR_BITS: tf32 is a 19-bit APFloat (3 bytes).
 _STORAGE_BITS = {"tf32": 19}

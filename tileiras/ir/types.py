@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from .record import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Optional
+
 DYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic
 
 

@@ -288,6 +288,8 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
             raise op_error(op, f"element type {t} is not supported by this compiler yet")
     src, dst = llvm_type(src_t), llvm_type(dst_t)
 
+    mode = str(op.attributes.get("rounding_mode", "nearest_even"))
+
     def convert(a: list[str]) -> str:
         v, ty = a[0], src
         if src_t.name == dst_t.name:
@@ -296,8 +298,47 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
             v, ty = _from_narrow(k, v, src_t.name)
         if dst_t.name in _NARROW:
             return _to_narrow(k, v, ty, dst_t.name)
+        if dst_t.name == "tf32":
+            return _round_to_tf32(k, _float_convert(k, v, ty, "float"), mode)
+        if mode in _DIRECTED and _FLOAT_RANK.get(dst, 0) < _FLOAT_RANK.get(ty, 0):
+            return _narrow_directed(k, v, ty, dst, _DIRECTED[mode])
         return _float_convert(k, v, ty, dst)
     _map(k, op, convert)
+
+
+# Directed rounding of a narrowing float conversion: PTX cvt's rounding modifiers.
+_DIRECTED = {"zero": "rz", "negative_inf": "rm", "positive_inf": "rp"}
+_ASM_REG = {"half": ("h", "i16"), "bfloat": ("h", "i16"), "float": ("f", "float"), "double": ("d", "double")}
+_PTX_FLOAT = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
+
+
+def _narrow_directed(k: KernelLowering, v: str, src: str, dst: str, rnd: str) -> str:
+    if src == "double" and dst in ("half", "bfloat"):
+        # f64 -> f32 -> f16 rounds twice; exact for truncation, and the only narrowing
+        # modes the dialect allows are nearest-even and toward zero
+        v = _narrow_directed(k, v, "double", "float", rnd)
+        src = "float"
+    out_c, out_ty = _ASM_REG[dst]
+    in_c, _ = _ASM_REG[src]
+    bits = k.b.op(f'call {out_ty} asm "cvt.{rnd}.{_PTX_FLOAT[dst]}.{_PTX_FLOAT[src]} $0, $1;", '
+                  f'"={out_c},{in_c}"({src} {v})', "cv")
+    return k.b.op(f"bitcast i16 {bits} to {dst}", "cv") if out_ty == "i16" else bits
+
+
+def _round_to_tf32(k: KernelLowering, v: str, mode: str) -> str:
+    """An f32 rounded to tf32 precision (10 mantissa bits), kept in f32 storage."""
+    bits = k.b.op(f"bitcast float {v} to i32", "tf")
+    if mode in ("zero",):
+        rounded = bits
+    else:  # nearest, ties to even: add half an ulp (minus one when the kept lsb is 0)
+        lsb = k.b.op(f"and i32 {k.b.op(f'lshr i32 {bits}, 13', 'tf')}, 1", "tf")
+        bias = k.b.op(f"add i32 {lsb}, 4095", "tf")
+        rounded = k.b.op(f"add i32 {bits}, {bias}", "tf")
+    masked = k.b.op(f"and i32 {rounded}, -8192", "tf")          # clear the low 13 bits
+    exp = k.b.op(f"and i32 {bits}, 2139095040", "tf")           # 0x7F800000
+    special = k.b.op(f"icmp eq i32 {exp}, 2139095040", "tf")     # inf and NaN pass through unchanged
+    chosen = k.b.op(f"select i1 {special}, i32 {bits}, i32 {masked}", "tf")
+    return k.b.op(f"bitcast i32 {chosen} to float", "tf")
 
 
 def _bitcast(k: KernelLowering, op: Operation) -> None:

@@ -174,14 +174,18 @@ def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, ti
         local = k.multi_index(tile_shape, slot)
         offset = "0"
         ok_all = None
+        # index[i] moves along tile dimension i, which covers tensor dimension dim_map[i]
         for i, dim in enumerate(view.dim_map):
-            if dim == view.sparse_dim:
-                rows_elem = element_of(index_vals[dim].type)
+            if i == view.sparse_dim:
+                rows_elem = element_of(index_vals[i].type)
                 row = scratch_load(k, rows_base, rows_elem, local[i])  # type: ignore[arg-type]
                 coord = _i64(k, row, llvm_type(rows_elem))
             else:
-                step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
-                start = k.b.op(f"mul i64 {index[dim]}, {step}", "a")
+                if view.sparse_dim is not None:
+                    step = 1  # a gather/scatter view's other indices are element offsets
+                else:
+                    step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
+                start = index[i] if step == 1 else k.b.op(f"mul i64 {index[i]}, {step}", "a")
                 loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
                 coord = k.b.op(f"add i64 {start}, {loc}", "a")
             if not (dim < len(inbounds) and inbounds[dim]):
@@ -457,9 +461,9 @@ def _get_index_space_shape(k: KernelLowering, op: Operation) -> None:
     assert isinstance(view, PartitionViewVal)
     for i, result in enumerate(op.results):
         ty = llvm_type(element_of(result.type))
-        # tiles along tensor dim i: ceil(shape / tile) for the tile dim mapped to it
-        tile = view.tile_shape[view.dim_map.index(i)] if i in view.dim_map else 1
-        n = view.tensor.shape[i]
+        # tiles along index dimension i: ceil(tensor extent along dim_map[i] / tile[i])
+        tile = view.tile_shape[i]
+        n = view.tensor.shape[view.dim_map[i]]
         if n.lstrip("-").isdigit():
             v = str(-(-int(n) // tile))
         else:

@@ -7,8 +7,11 @@ from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Operation
 from ..dialects.registry import OpDef
-from .format import TypeOf, Var
 from .printer import (Printer, dense_str, hints_str, predicate_str, _types_of, types_str)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Callable
 
 
 # -- custom<...> directives of declarative formats -------------------------------------

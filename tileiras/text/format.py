@@ -12,6 +12,10 @@ from __future__ import annotations
 from ..ir.record import record
 from functools import lru_cache
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Optional, Union
+
 
 @record(frozen=False)
 class Lit:

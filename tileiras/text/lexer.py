@@ -12,6 +12,10 @@ import re
 
 from ..driver.errors import CompileError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Optional
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*")
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 _SUFFIX_ID = re.compile(r"[A-Za-z0-9_$.\-]+")

@@ -10,9 +10,12 @@ shared conflict counter.
 from __future__ import annotations
 
 
-from ..ir.core import Block, BlockArgument, Operation, OpResult, Region, Value
+from ..ir.core import Operation, OpResult, Region, Value
 from ..ir import attributes as A
-from ..ir.types import TileType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Callable, Optional
 
 _ALLOWED_PUNCT = "$._-"
 

@@ -11,7 +11,6 @@ below. Errors are `file:line:col: error: message`.
 from __future__ import annotations
 
 import re
-import struct
 
 
 from ..ir import attributes as A
@@ -20,6 +19,10 @@ from ..ir.core import Block, Location, Operation, Region, Value
 from ..dialects.registry import OPTIONAL, SINGLE, VARIADIC, OpDef, find
 from .format import AttrDict, Custom, Lit, OIList, Optional_, TypeOf, Var, compile_format
 from .lexer import Lexer, ParseError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Optional
 
 SCALARS = frozenset(T.SCALAR_BITS) | {"fnv8E5M3FNU"}
 BARE_ENUMS = frozenset({"MemoryOrderingSemantics", "MemoryScope", "AtomicRMWMode", "MultimemReductionKind"})
@@ -133,7 +136,6 @@ class Parser:
 
     def _parse_module_op(self) -> Operation:
         lx = self.lx
-        start = lx.pos
         lx.keyword()
         name = lx.prefixed("@")
         if name is None:
@@ -745,9 +747,11 @@ class Parser:
             if kw not in A.ENUM_INDEX[a.enum]:
                 raise lx.error(f"expected {a.name} to be one of: " + ", ".join(A.ENUMS[a.enum]))
             return kw
-        if kind in ("str", "symref"):
-            if lx.startswith("@"):
-                return lx.prefixed("@")
+        if kind == "symref" or (kind == "str" and a.name == "sym_name"):
+            if not lx.startswith("@"):
+                raise lx.error("expected valid '@'-identifier for symbol name")
+            return lx.prefixed("@")
+        if kind == "str":
             return lx.string()
         if kind == "int":
             return lx.integer()
@@ -888,7 +892,7 @@ class Parser:
         if kw == "array":
             lx.keyword()
             lx.expect("<")
-            et = self.parse_type()
+            self.parse_type()  # element type of the array
             vals: list[Any] = []
             if lx.accept(":"):
                 while True:
@@ -939,6 +943,7 @@ class Parser:
         lx.expect(":")
         start = lx.pos
         raw_vals = self._nested_values()
+        _literal_rank(raw_vals, lx, start)
         lx.expect(">")
         lx.expect(":")
         t = self.parse_type()
@@ -1005,6 +1010,7 @@ class Parser:
                     raise lx.error(f"inferred shape of elements literal does not match type {t}", pos)
                 flat.append(v)
 
+        _literal_rank(vals, lx, pos)
         walk(vals, 0)
         if len(flat) != n and len(flat) != 1:
             raise lx.error(f"inferred shape of elements literal does not match type {t}", pos)
@@ -1114,6 +1120,16 @@ def _coerce_generic(a, v: Any) -> Any:
     return v
 
 
+def _literal_rank(v: Any, lx: Lexer, pos: int) -> int:
+    """The nesting depth of a dense literal; all elements must agree."""
+    if not isinstance(v, list):
+        return 0
+    depths = {_literal_rank(x, lx, pos) for x in v}
+    if len(depths) > 1:
+        raise lx.error("tensor literal is invalid; ranks are not consistent between elements", pos)
+    return 1 + (depths.pop() if depths else 0)
+
+
 def _int_literal(tok: str, lx: Lexer) -> int:
     """A decimal or 0x-hex integer literal (leading zeros allowed), bounded in size."""
     body = tok.lstrip("-+")
@@ -1152,7 +1168,7 @@ def _element_bits(v: Any, elem: str, lx: Lexer, pos: int) -> int:
         try:
             n = _int_literal(v, lx)
         except ParseError:
-            raise lx.error(f"expected integer elements, but parsed floating-point", pos) from None
+            raise lx.error("expected integer elements, but parsed floating-point", pos) from None
         if elem == "i1" and n not in (0, 1, -1):
             raise lx.error("integer constant out of range for type", pos)
         lo, hi = -(1 << (width - 1)), (1 << width) - 1
@@ -1410,7 +1426,7 @@ def _p_entry(p: Parser, st: _OpState) -> None:
     lx = p.lx
     name = lx.prefixed("@")
     if name is None:
-        raise lx.error("expected symbol name")
+        raise lx.error("expected valid '@'-identifier for symbol name")
     st.attrs["sym_name"] = name
     lx.expect("(")
     args: list[tuple[str, T.Type]] = []
@@ -1613,9 +1629,7 @@ def _p_get_shape(p: Parser, st: _OpState) -> None:
     src_t = p.parse_type()
     lx.expect("->")
     rt = p.parse_type()
-    if st.nres is not None:
-        n = st.nres
-    elif isinstance(src_t, T.TensorViewType):
+    if isinstance(src_t, T.TensorViewType):
         n = len(src_t.shape)
     else:
         n = len(getattr(src_t, "tile_shape", ()))

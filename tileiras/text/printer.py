@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from ..ir import attributes as A
 from ..ir import types as T
-from ..ir.core import Block, Location, Operation, Region, Value
-from ..dialects.registry import OpDef, OPTIONAL, SINGLE, VARIADIC
+from ..ir.core import Location, Operation, Region, Value
+from ..dialects.registry import OpDef, VARIADIC
 from .format import AttrDict, Custom, Lit, OIList, Optional_, TypeOf, Var, compile_format
 from .naming import Namer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
+    from typing import Any, Optional
 
 INDENT = 2
 
