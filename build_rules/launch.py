@@ -27,6 +27,9 @@ def main() -> None:
         sys.stderr.write(f"usage: launch.py {{{','.join(MODULES)}}} [ARGS...]\n")
         sys.exit(2)
     name = sys.argv[1]
+    # Build steps start the compiler hundreds of times: keep the byte-compiled modules of a
+    # source checkout even where PYTHONDONTWRITEBYTECODE is set (an installed wheel has them).
+    sys.dont_write_bytecode = False
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.argv = [name, *sys.argv[2:]]
     runpy.run_module(MODULES[name], run_name="__main__", alter_sys=True)

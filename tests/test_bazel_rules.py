@@ -6,7 +6,8 @@ What these prove without running the real compiler:
   * actions hold no absolute paths and declare the compiler as inputs;
   * a user-registered toolchain drives the rule end to end: the library
     links into a cc_binary, an edit reruns only that source's actions, and a
-    clean rebuild is served from --disk_cache (the fake compiler stands in);
+    clean rebuild is served from --disk_cache (the fake compiler stands in,
+    as Python sources and as prebuilt executables);
   * the offline stand-ins cover everything Bazel's own tools load.
 """
 

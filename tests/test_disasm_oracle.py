@@ -59,16 +59,20 @@ def test_corpus_matches_tileirdisasm(path: str, debug: bool) -> None:
     _compare(path, debug)
 
 
+SAMPLE_VERSIONS = fs.VERSIONS + ("13.5",)
+
+
 @pytest.fixture(scope="module")
 def sample_dir(tmp_path_factory) -> str:
     d = tmp_path_factory.mktemp("samples")
-    for v in fs.VERSIONS:
+    for v in SAMPLE_VERSIONS:
         for name, data in fs.sample_bytes(v).items():
             (d / f"{name}_{v}.tileirbc").write_bytes(data)
     return str(d)
 
 
-SAMPLE_IDS = [(v, n) for v in fs.VERSIONS for n, since, _ in fs._SAMPLES if fs._vkey(v) >= fs._vkey(since)]
+SAMPLE_VERSIONS = fs.VERSIONS + ("13.5",)  # 13.5: NVIDIA's tools read it, cuTile can write it
+SAMPLE_IDS = [(v, n) for v in SAMPLE_VERSIONS for n, since, _ in fs._SAMPLES if fs._vkey(v) >= fs._vkey(since)]
 
 
 @needs_oracle

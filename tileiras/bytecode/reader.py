@@ -453,6 +453,11 @@ class _OpReader:
                 operands.append(values[i])
             if defn.needs_segment_sizes:
                 sizes = _segments_from_count(defn, n, cur)
+        for a in defn.attributes:
+            if a.kind == "boolarray" and not self._avail(a.since) and sizes is not None:
+                # older files cannot say "inbounds": one false flag per index operand
+                n_index = next((n for g, n in zip(defn.operands, sizes) if g.name == "index"), 0)
+                attrs[a.name] = (False,) * n_index
         op = Operation(defn.name, operands, result_types, attrs, location=loc,
                        segment_sizes=tuple(sizes) if sizes is not None else None)
         # regions

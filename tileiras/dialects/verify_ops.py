@@ -608,7 +608,7 @@ def _view_common(op: Operation, tile_type: Any) -> None:
                     raise fail(op, f"expected index type {i} to be the same as other index types ({dtype(types[0])}), "
                                    f"got {dtype(t)}")
     inb = _attr(op, "inbounds")
-    if inb and len(inb) != len(index):
+    if inb is not None and len(inb) != len(index):
         raise fail(op, f"inbounds size ({len(inb)}) must match the number of index dimensions ({len(index)})")
     _hints(op, "view")
 
@@ -728,6 +728,9 @@ def _red_view(op: Operation) -> None:
     if len(index) != len(vt.shape):
         raise fail(op, f"expected {len(vt.shape)} index operand(s) for view with tile rank {len(vt.shape)}, got "
                        f"{len(index)}")
+    inb = _attr(op, "inbounds")
+    if inb is not None and len(inb) != len(index):
+        raise fail(op, f"inbounds size ({len(inb)}) must match the number of index dimensions ({len(index)})")
     for i, v in enumerate(index):
         if v.type.shape:
             raise fail(op, f"index operand {i} must be a scalar tile (rank 0), got shape {dims(v.type.shape)}")
