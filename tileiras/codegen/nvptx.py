@@ -43,7 +43,7 @@ def select_target(llvm_ir: str, gpu: str) -> targets.Target:
     return row
 
 
-def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False) -> str:
+def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False, worker: Any = None) -> str:
     """Compile one LLVM IR module to PTX for `gpu` (sm_80 .. sm_121, with a/f variants).
 
     Debug information comes from the module's own metadata: a compile unit with
@@ -57,9 +57,12 @@ def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False)
     found = _TRIPLE_LINE.search(llvm_ir)
     if found and found.group(1) and not found.group(1).startswith("nvptx"):
         raise CompileError(f"error: LLVM module targets '{found.group(1)}', not NVPTX")
-    _llvm()  # load LLVM in the parent, so a forked child starts with it
     level = 0 if debug else opt_level
-    ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, level))
+    if worker is not None:  # an LLVMWorker started before the module was read
+        ptx = worker.emit(llvm_ir, row, level)
+    else:
+        _llvm()  # load LLVM in the parent, so a forked child starts with it
+        ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, level))
     return _fix_header(ptx, row)
 
 

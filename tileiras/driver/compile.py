@@ -156,6 +156,20 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
     missing = [g for g in gpus if g not in arts.ptx]
     if not missing:
         return
+    worker = None
+    if want != "llvm":
+        from ..codegen.worker import LLVMWorker
+
+        worker = LLVMWorker()  # LLVM loads on the other core while we read and lower
+    try:
+        _lower_and_emit(data, path, missing, want, opts, cache, keys, arts, timer, worker)
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts: Options, cache: object,
+                    keys: dict[str, str], arts: Artifacts, timer: StageTimer, worker: object) -> None:
     from ..frontend import load_module
 
     with timer.stage("read + verify"):
@@ -175,7 +189,7 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
         from ..codegen.nvptx import llvm_to_ptx
 
         with timer.stage(f"LLVM -> PTX ({gpu})"):
-            arts.ptx[gpu] = llvm_to_ptx(llvm_ir, gpu, opts.opt_level, debug=opts.device_debug)
+            arts.ptx[gpu] = llvm_to_ptx(llvm_ir, gpu, opts.opt_level, debug=opts.device_debug, worker=worker)
         if gpu in keys:
             cache.put_ptx(keys[gpu], arts.ptx[gpu], meta)  # type: ignore[attr-defined]
 
