@@ -27,10 +27,7 @@ MANIFEST = reference.load_manifest()
 
 # Cases whose numpy reference disagrees with the kernel's documented semantics. Strict: once
 # the reference is fixed the case passes and this entry must go.
-REFERENCE_BUGS = {
-    "shape_reshape": "reference.shape_reshape broadcasts t[0:1] (row 16*i) but the kernel loads "
-                     "ct.load(x, index=(i, 0), shape=(1, 16)), which is row i",
-}
+REFERENCE_BUGS: dict[str, str] = {}
 
 
 def _cases():

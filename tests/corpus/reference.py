@@ -576,7 +576,7 @@ def shape_reshape(c: Call) -> dict:
         t = x[16 * i:16 * i + 16]
         o_t[:, 16 * i:16 * i + 16] = t.T
         o_perm[16 * i:16 * i + 16] = t.reshape(4, 4, 16).transpose(2, 0, 1).reshape(16, 16)
-        o_bcast[16 * i:16 * i + 16] = t[0:1] * t
+        o_bcast[16 * i:16 * i + 16] = x[i:i + 1] * t  # a (1, 16) tile at tile index i is row i
         o_flat[256 * i:256 * i + 256] = t.ravel()
         o_expand[16 * i:16 * i + 16] = t.sum(axis=1, dtype=np.float32)[:, None] + t
     return {"o_t": o_t, "o_perm": o_perm, "o_bcast": o_bcast, "o_flat": o_flat,
