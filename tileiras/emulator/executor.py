@@ -39,7 +39,7 @@ from .ptxtypes import ptx_type, uint_dtype
 
 RUN, BAR, COLL, WAIT = range(4)
 NO_LIMIT = 1 << 62
-SPIN_LIMIT = 256           # backward branches a group may take while others wait before it yields
+SPIN_LIMIT = 64            # backward branches a group may take while others wait before it yields
 DEFAULT_MAX_WARP_INSTRUCTIONS = 2_000_000_000
 MAX_IDLE_RETRIES = 64
 
@@ -276,7 +276,7 @@ def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
         for h in groups:
             if h is g:
                 continue
-            if h.state == RUN and h.pc < limit:
+            if h.state == RUN and h.pc < limit and not h.yielded:
                 limit = h.pc
             elif h.state == COLL:
                 stops.add(h.pc)
@@ -522,13 +522,12 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
         raise DeviceFault(f"barrier number {bar_id} is outside 0..15", first)
     b = st.bars.get(bar_id)
     if b is None:
-        b = st.bars[bar_id] = {"warps": np.zeros(st.nwarps, dtype=bool), "threads": np.zeros(st.n, dtype=bool),
+        b = st.bars[bar_id] = {"threads": np.zeros(st.n, dtype=bool),
                                "count": None, "aligned": spec.aligned, "waiting": [], "red": []}
     if count is not None:
         b["count"] = count
     b["aligned"] = spec.aligned
     b["threads"] |= act
-    b["warps"] |= np.logical_or.reduceat(act, st.warp_starts)
     if spec.op == "red":
         v = np.asarray(spec.red_value(st))
         if v.ndim == 0:
@@ -543,19 +542,24 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
 
 
 def _check_barriers(st: CTAState, groups: list) -> None:
+    """Release the threads of every barrier that completed.
+
+    Arrival is tracked per thread. Without a thread count a barrier completes once every
+    non-exited thread has arrived. With a count b, `.aligned` forms (bar.sync/bar.arrive)
+    count 32 for each warp whose non-exited threads have all arrived, as the hardware counts
+    warps; the other forms count threads."""
     np = st.np
     alive = ~st.exited
     for bar_id, b in list(st.bars.items()):
-        if b["aligned"]:
-            arrived = int(st.warp_sizes[b["warps"]].sum())
-            if b["count"] is None:
-                live_warps = np.logical_or.reduceat(alive, st.warp_starts)
-                complete = bool((b["warps"] | ~live_warps).all())
-            else:
-                complete = arrived >= b["count"]
+        arrived_or_gone = b["threads"] | ~alive
+        if b["count"] is None:
+            complete = bool(arrived_or_gone.all())
+        elif b["aligned"]:
+            whole = np.logical_and.reduceat(arrived_or_gone, st.warp_starts) & \
+                np.logical_or.reduceat(b["threads"], st.warp_starts)
+            complete = int(np.count_nonzero(whole)) * 32 >= b["count"]
         else:
-            arrived = int(np.count_nonzero(b["threads"]))
-            complete = (arrived >= b["count"]) if b["count"] is not None else bool((b["threads"] | ~alive).all())
+            complete = int(np.count_nonzero(b["threads"])) >= b["count"]
         if not complete:
             continue
         if b["red"]:

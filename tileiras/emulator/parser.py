@@ -729,11 +729,9 @@ def _parse_body(events: list, i: int) -> tuple[list, int]:
                 body.append(("targets", lab, names))
             continue
         body.extend(("label", lab) for lab in labels)
-        if stmt.startswith(".reg"):
+        if stmt.split(None, 1)[0] == ".reg":
             body.append(("reg", _parse_reg_decl(stmt, line)))
-        elif stmt.startswith(_IGNORED_BODY_DIRECTIVES):
-            continue
-        elif stmt.startswith(".callprototype"):
+        elif stmt.split(None, 1)[0] in _IGNORED_BODY_DIRECTIVES or ".callprototype" in stmt.split(None, 1)[0]:
             continue
         elif stmt.startswith("."):
             body.append(("var", parse_var(stmt, line)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.core import Operation, Value
+from ..ir.core import Operation
 from ..ir.types import TileType, TokenType
 from .kernel import KernelLowering, op_error
 from .llvm_text import llvm_type

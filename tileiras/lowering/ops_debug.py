@@ -8,7 +8,7 @@ Float arguments are passed as doubles, as C's variadic promotion requires.
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..ir.types import PointerType, ScalarType, TileType
+from ..ir.types import PointerType, ScalarType
 from .kernel import KernelLowering
 from .llvm_text import llvm_type
 from .values import TokenVal

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..ir.types import PointerType, ScalarType, TileType
+from ..ir.types import TileType
 from .kernel import KernelLowering, storage_type
 from .llvm_text import float_bits_literal, llvm_type
 

@@ -41,12 +41,17 @@ def _math(k: KernelLowering, op: Operation) -> None:
     ftz = bool(op.attributes.get("flush_to_zero", False))
     compute = "double" if ty == "double" else "float"
     if mode == "approx" and compute == "float" and op.name in APPROX:
-        fn, args_decl = APPROX[op.name], None
-        name = fn
+        name = APPROX[op.name]
+    elif op.name == "cuda_tile.sqrt":
+        # PTX sqrt with its rounding modifier: libdevice's __nv_sqrtf is approximate unless
+        # __CUDA_PREC_SQRT is reflected on
+        rnd = {"zero": "rz", "negative_inf": "rm", "positive_inf": "rp"}.get(mode, "rn")
+        if rnd == "rn" and not ftz:
+            name = f"llvm.sqrt.{'f64' if compute == 'double' else 'f32'}"
+        else:
+            name = f"llvm.nvvm.sqrt.{rnd}{'.ftz' if ftz and compute == 'float' else ''}.{'d' if compute == 'double' else 'f'}"
     else:
         name = f"__nv_{base}" + ("f" if compute == "float" else "")
-    if ftz and compute == "float" and name.startswith("__nv_") and base in ("sqrt", "rsqrt", "exp2"):
-        name = name  # libdevice selects FTZ through __nvvm_reflect; the default is IEEE
 
     def apply(a: list[str]) -> str:
         args = [k.b.op(f"fpext {ty} {x} to float", "m") if ty in ("half", "bfloat") else x for x in a[:arity]]

@@ -11,8 +11,6 @@ thread first, because tile elements live in different threads.
 
 from __future__ import annotations
 
-import math
-
 from ..ir.core import Operation
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)

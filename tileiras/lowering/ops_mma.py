@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.types import ScalarType, TileType
+from ..ir.types import TileType
 from .kernel import KernelLowering
 from .llvm_text import llvm_type
 from .ops_reduce import counted_loop, scratch_load, to_scratch

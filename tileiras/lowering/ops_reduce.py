@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..ir.attributes import FloatAttr, IntegerAttr
 from ..ir.core import Operation
-from ..ir.types import ScalarType, TileType, element_of
+from ..ir.types import TileType
 from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
-from .layout import row_major_strides
-from .llvm_text import float_bits_literal, llvm_type
+from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
 
 
@@ -73,16 +71,6 @@ def counted_loop(k: KernelLowering, start: str, stop: str, step: int, carried: l
     return names
 
 
-def _identity(attr: object) -> str:
-    if isinstance(attr, FloatAttr):
-        return float_bits_literal(attr.bits, llvm_type(attr.type))
-    if isinstance(attr, IntegerAttr):
-        if llvm_type(attr.type) == "i1":
-            return "true" if attr.value else "false"
-        return str(attr.value)
-    raise TypeError(f"unsupported identity {attr!r}")
-
-
 def _apply_body(k: KernelLowering, op: Operation, elems: list[str], accs: list[str]) -> list[str]:
     """Run the combiner region on scalars: args are (elem_0, acc_0, elem_1, acc_1, ...)."""
     block = op.regions[0].block
@@ -101,7 +89,6 @@ def _apply_body(k: KernelLowering, op: Operation, elems: list[str], accs: list[s
 def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
     srcs = [k.tile(v) for v in op.operands]
     dim = int(op.attributes["dim"])
-    identities = [_identity(a) for a in op.attributes["identities"]]
     reverse = bool(op.attributes.get("reverse", False))
     shape = srcs[0].type.shape
     n = shape[dim]
@@ -112,21 +99,28 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
     assert isinstance(rtype0, TileType)
     for slot in range(k.slots(rtype0)):
         ridx = k.multi_index(rtype0.shape, slot)
+        # The fold starts from the first element, not the identity: the identity only
+        # pads, and a producer's identity is not always neutral (cuTile gives an f64 max +inf).
         if scan:
             full = list(ridx)
-            start, stop, step = ("0", k.b.op(f"add i32 {ridx[dim]}, 1", "rs"), 1) if not reverse else \
-                (str(n - 1), k.b.op(f"sub i32 {ridx[dim]}, 1", "rs"), -1)
+            first = str(n - 1) if reverse else "0"
+            start, stop, step = ("1", k.b.op(f"add i32 {ridx[dim]}, 1", "rs"), 1) if not reverse else \
+                (str(n - 2), k.b.op(f"sub i32 {ridx[dim]}, 1", "rs"), -1)
         else:
             full = list(ridx[:dim]) + ["0"] + list(ridx[dim:])
-            start, stop, step = ("0", str(n), 1)
+            first = "0"
+            start, stop, step = ("1", str(n), 1)
 
-        def body(i: str, accs: list[str]) -> list[str]:
+        def elements(i: str) -> list[str]:
             idx = list(full)
             idx[dim] = i
             lin = k.linear(idx, shape)
-            elems = [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
-            return _apply_body(k, op, elems, accs)
-        finals = counted_loop(k, start, stop, step, list(zip(lts, identities)), body)
+            return [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
+
+        def body(i: str, accs: list[str]) -> list[str]:
+            return _apply_body(k, op, elements(i), accs)
+        init = elements(first)
+        finals = counted_loop(k, start, stop, step, list(zip(lts, init)), body)
         for r, v in zip(results, finals):
             r.append(v)
     for result, slots in zip(op.results, results):

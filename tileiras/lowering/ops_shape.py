@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType, element_of
-from .kernel import KernelLowering, from_storage, op_error, storage_type
-from .layout import row_major_strides
+from .kernel import KernelLowering, from_storage, storage_type
 from .llvm_text import float_bits_literal, llvm_type
 from .values import TileRegs
 

@@ -80,7 +80,6 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         functions.append(text)
         decls.extend(entry_decls)
         kernels.append(info)
-    scratch_seen = False
     unique_decls = []
     for d in decls:
         if d.startswith("@__tileir_scratch"):

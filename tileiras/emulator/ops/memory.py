@@ -311,19 +311,26 @@ def _lane_vals(v: Any, lanes: Any, m: Any, dt: Any) -> Any:
 
 
 def _run_atomic(typed: Any, idx: Any, b: Any, c: Any, op: str, ty: str, to_e: Callable, from_e: Callable) -> Any:
-    """Apply the atomic in lane order; returns the old values."""
+    """Apply the atomic in thread order; returns the old values."""
     np = _np()
-    uniq, first, counts = np.unique(idx, return_index=True, return_counts=True)
+    uniq, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
     if uniq.size == idx.size:
         old = typed[idx].copy()
         new = atomic_apply(op, ty, to_e(old), to_e(b), None if c is None else to_e(c))
         typed[idx] = from_e(new)
         return old
     olds = np.empty(idx.size, dtype=typed.dtype)
-    # rounds: each round takes the next pending lane of every address, in thread order
+    if uniq.size <= 8 or uniq.size * 4 <= idx.size:
+        # few addresses: run each address's lanes as one sequence
+        for g, at in enumerate(uniq.tolist()):
+            sel = np.flatnonzero(inverse == g)
+            seq_old, final = _sequence(op, ty, typed[at], b[sel], None if c is None else c[sel], to_e, from_e)
+            olds[sel] = seq_old
+            typed[at] = final
+        return olds
+    # many addresses: rounds, each taking the next pending lane of every address
     order = np.argsort(idx, kind="stable")
-    sorted_idx = idx[order]
-    starts = np.searchsorted(sorted_idx, uniq)
+    starts = np.searchsorted(idx[order], uniq)
     rank = np.empty(idx.size, dtype=np.int64)
     rank[order] = np.arange(idx.size) - np.repeat(starts, counts)
     for r in range(int(counts.max())):
@@ -334,6 +341,30 @@ def _run_atomic(typed: Any, idx: Any, b: Any, c: Any, op: str, ty: str, to_e: Ca
         typed[at] = from_e(new)
         olds[sel] = old
     return olds
+
+
+_ACCUMULATE = {"add": "add", "min": "minimum", "max": "maximum", "and": "bitwise_and", "or": "bitwise_or",
+               "xor": "bitwise_xor"}
+
+
+def _sequence(op: str, ty: str, start: Any, b: Any, c: Any, to_e: Callable, from_e: Callable) -> tuple[Any, Any]:
+    """Old values seen by a sequence of atomics on one address, and the final value."""
+    np = _np()
+    dt = b.dtype
+    packed = ty in ("f16x2", "bf16x2")
+    if op == "exch":
+        return np.concatenate([[start], b[:-1]]).astype(dt), b[-1]
+    if op in _ACCUMULATE and not packed and not (op in ("min", "max") and dt.kind == "f") \
+            and ty not in ("f16", "bf16") and not (op == "add" and ty == "f32"):
+        acc = getattr(np, _ACCUMULATE[op]).accumulate(np.concatenate([np.array([start], dtype=dt), b]))
+        return acc[:-1].astype(dt), acc[-1]
+    olds = np.empty(b.size, dtype=dt)
+    cur = np.array([start], dtype=dt)
+    for i in range(b.size):
+        olds[i] = cur[0]
+        cur = from_e(atomic_apply(op, ty, to_e(cur), to_e(b[i:i + 1]), None if c is None else to_e(c[i:i + 1])))
+        cur = np.asarray(cur, dtype=dt).reshape(1)
+    return olds, cur[0]
 
 
 def _noop(allowed: tuple[str, ...], min_ops: int = 0) -> Callable[[Decoder, Instr], Any]:

@@ -1,0 +1,21 @@
+"""Suite-wide settings: the compile cache of every test run lives in a private directory,
+so tests never read or write the user's cache (and never see results from older code)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_compile_cache() -> object:
+    with tempfile.TemporaryDirectory(prefix="tileiras-test-cache-") as root:
+        previous = os.environ.get("TILEIRAS_CACHE_DIR")
+        os.environ["TILEIRAS_CACHE_DIR"] = root
+        yield root
+        if previous is None:
+            os.environ.pop("TILEIRAS_CACHE_DIR", None)
+        else:
+            os.environ["TILEIRAS_CACHE_DIR"] = previous
