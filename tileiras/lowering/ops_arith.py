@@ -330,6 +330,8 @@ def _round_to_tf32(k: KernelLowering, v: str, mode: str) -> str:
     bits = k.b.op(f"bitcast float {v} to i32", "tf")
     if mode in ("zero",):
         rounded = bits
+    elif mode == "nearest_away":  # ties away from zero: add half an ulp to the magnitude
+        rounded = k.b.op(f"add i32 {bits}, 4096", "tf")
     else:  # nearest, ties to even: add half an ulp (minus one when the kept lsb is 0)
         lsb = k.b.op(f"and i32 {k.b.op(f'lshr i32 {bits}, 13', 'tf')}, 1", "tf")
         bias = k.b.op(f"add i32 {lsb}, 4095", "tf")
