@@ -680,3 +680,83 @@ def test_memory_interface() -> None:
         mem.read(a + 8, 4)
     with pytest.raises(EmulatorError, match="outside every allocation"):
         mem.write(0, b"x")
+
+
+PRINTF = """
+.extern .func (.param .b32 func_retval0) vprintf (.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+.extern .func __assertfail (.param .b64 p0, .param .b64 p1, .param .b32 p2, .param .b64 p3, .param .b64 p4);
+.global .align 1 .b8 fmt[37] = {116, 37, 100, 32, 37, 115, 32, 37, 108, 108, 100, 32, 37, 46, 51, 102, 32, 37,
+ 53, 120, 32, 37, 99, 37, 37, 124, 37, 45, 52, 117, 124, 37, 101, 10, 0};
+.global .align 1 .b8 word[3] = {104, 105, 0};
+.global .align 1 .b8 msg[9] = {116, 111, 111, 32, 98, 105, 103, 33, 0};
+.global .align 1 .b8 file[6] = {107, 46, 99, 117, 0};
+"""
+
+
+def test_vprintf_and_device_assert() -> None:
+    import io
+
+    body = """
+    .local .align 8 .b8 args[48];
+    mov.u32 %r0, %tid.x;
+    setp.ge.u32 %p1, %r0, 3;
+    @%p1 bra SKIP;
+    mov.u64 %rd1, args;
+    st.local.u32 [%rd1], %r0;
+    mov.u64 %rd2, word;
+    cvta.global.u64 %rd2, %rd2;
+    st.local.u64 [%rd1+8], %rd2;
+    cvt.s64.s32 %rd3, %r0;
+    mul.lo.s64 %rd3, %rd3, -10000000000;
+    st.local.u64 [%rd1+16], %rd3;
+    mov.b64 %rd4, 0d400921FB54442D18;
+    st.local.u64 [%rd1+24], %rd4;
+    st.local.u32 [%rd1+32], 255;
+    st.local.u32 [%rd1+36], 65;
+    st.local.u32 [%rd1+40], 7;
+    mov.b64 %rd5, 0d3F50624DD2F1A9FC;
+    st.local.u64 [%rd1+48], %rd5;
+    cvta.local.u64 %rd6, %rd1;
+    mov.u64 %rd7, fmt;
+    cvta.global.u64 %rd7, %rd7;
+    {
+    .param .b64 p0;
+    .param .b64 p1;
+    .param .b32 r0;
+    st.param.b64 [p0], %rd7;
+    st.param.b64 [p1], %rd6;
+    call.uni (r0), vprintf, (p0, p1);
+    ld.param.b32 %r10, [r0];
+    }
+SKIP:
+""" + STORE_R10
+    out = io.StringIO()
+    ptx = kernel(body.replace(".local .align 8 .b8 args[48];", ".local .align 8 .b8 args[56];"), extra=PRINTF)
+    (o,), _ = emulate(ptx, "k", (1, 1, 1), (32, 1, 1), [np.zeros(32, np.uint32)], stdout=out)
+    lines = [f"t{t} hi {-10000000000 * t} 3.142    ff A%|7   |1.000000e-03\n" for t in range(3)]
+    assert out.getvalue() == "".join(lines)
+    np.testing.assert_array_equal(o[:3], [len(s) for s in lines])
+    body = """
+    mov.u32 %r0, %tid.x;
+    setp.ne.u32 %p1, %r0, 9;
+    @%p1 bra OK;
+    mov.u64 %rd1, msg; cvta.global.u64 %rd1, %rd1;
+    mov.u64 %rd2, file; cvta.global.u64 %rd2, %rd2;
+    {
+    .param .b64 p0;
+    .param .b64 p1;
+    .param .b32 p2;
+    .param .b64 p3;
+    .param .b64 p4;
+    st.param.b64 [p0], %rd1;
+    st.param.b64 [p1], %rd2;
+    st.param.b32 [p2], 42;
+    st.param.b64 [p3], 0;
+    st.param.b64 [p4], 1;
+    call.uni __assertfail, (p0, p1, p2, p3, p4);
+    }
+OK:
+    mov.u32 %r10, 1;
+""" + STORE_R10
+    with pytest.raises(EmulatorError, match=r"device assertion failed: too big! \(k.cu:42\).*thread \(9,0,0\)"):
+        emulate(kernel(body, extra=PRINTF), "k", (1, 1, 1), (32, 1, 1), [np.zeros(32, np.uint32)])

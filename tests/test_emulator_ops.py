@@ -332,6 +332,15 @@ def test_bfi_prmt_lop3_shf() -> None:
             out.append((0xFF if byte & 0x80 else 0) if nib & 8 else byte)
         exp.append(int.from_bytes(out, "little"))
     np.testing.assert_array_equal(got, np.array(exp, np.uint32))
+    for sel_imm in (0x5410, 0x3298, 0x7654, 0xF8E1):
+        got = elementwise(f"prmt.b32 %d, %a, %b, {sel_imm:#x};", {"a": a, "b": b}, np.uint32)
+        exp = []
+        for x, y in zip(a, b):
+            src = int(x).to_bytes(4, "little") + int(y).to_bytes(4, "little")
+            nibs = [(sel_imm >> (4 * i)) & 0xF for i in range(4)]
+            exp.append(int.from_bytes(bytes((0xFF if src[n & 7] & 0x80 else 0) if n & 8 else src[n & 7]
+                                            for n in nibs), "little"))
+        np.testing.assert_array_equal(got, np.array(exp, np.uint32), err_msg=hex(sel_imm))
     for mode, table in (("f4e", lambda s, i: (s + i) % 8), ("b4e", lambda s, i: (s - i) % 8),
                         ("rc8", lambda s, i: s), ("ecl", lambda s, i: max(i, s)), ("ecr", lambda s, i: min(i, s)),
                         ("rc16", lambda s, i: 2 * (s & 1) + (i & 1))):
@@ -770,3 +779,59 @@ def test_unknown_instruction_and_modifier_are_errors() -> None:
         elementwise("add.wobbly.u32 %d, %a, %a;", {"a": a}, np.uint32)
     with pytest.raises(EmulatorError, match="undeclared register %nope"):
         elementwise("add.u32 %d, %a, %nope;", {"a": a}, np.uint32)
+
+
+def test_extended_precision_multiply_with_mad_cc_and_madc() -> None:
+    """A 64x64->128-bit product from 32-bit limbs, the way libdevice's trig reduction does it."""
+    x, y = ints(np.uint64), ints(np.uint64)
+    body = """
+    mov.b64 {%t0, %t1}, %a;
+    mov.b64 {%t2, %t3}, %b;
+    mul.lo.u32 %t4, %t0, %t2;
+    mul.hi.u32 %t5, %t0, %t2;
+    mad.lo.cc.u32 %t5, %t0, %t3, %t5;
+    madc.hi.u32 %t6, %t0, %t3, 0;
+    mad.lo.cc.u32 %t5, %t1, %t2, %t5;
+    madc.hi.cc.u32 %t6, %t1, %t2, %t6;
+    madc.hi.u32 %t7, %t1, %t3, 0;
+    mad.lo.cc.u32 %t6, %t1, %t3, %t6;
+    addc.u32 %t7, %t7, 0;
+    mov.b64 %tl0, {%t4, %t5};
+    mov.b64 %tl1, {%t6, %t7};
+    xor.b64 %d, %tl0, %tl1;
+    """
+    got = elementwise(body, {"a": x, "b": y}, np.uint64)
+    exp = [((int(a) * int(b)) & (2**64 - 1)) ^ ((int(a) * int(b)) >> 64) for a, b in zip(x, y)]
+    np.testing.assert_array_equal(got, np.array(exp, dtype=np.uint64))
+
+
+def test_cvt_microscaling_formats() -> None:
+    a = floats(np.float32, scale=3.0, special=(0.0, -0.3, 6.5, -100.0, 0.25, 0.75))
+    b = floats(np.float32, scale=3.0)
+    # e2m1 (fp4): two nibbles in a byte, the first source in the high nibble; saturating
+    got = elementwise("cvt.rn.satfinite.e2m1x2.f32 %th0, %a, %b; cvt.u32.u16 %d, %th0;", {"a": a, "b": b},
+                      np.uint32, regs="")
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float64)
+
+    def fp4(v: float) -> int:
+        mag = min(abs(v), 6.0)
+        i = int(np.argmin(np.abs(grid - mag)))
+        ties = np.flatnonzero(np.abs(grid - mag) == np.abs(grid - mag).min())
+        if ties.size > 1:
+            i = int(ties[0] if ties[0] % 2 == 0 else ties[1])   # ties to the even code
+        return (8 if v < 0 else 0) | i
+    exp = np.array([fp4(float(x)) << 4 | fp4(float(y)) for x, y in zip(a, b)], np.uint32)
+    np.testing.assert_array_equal(got & 0xFF, exp)
+    back = elementwise("cvt.u16.u32 %th0, %a; cvt.rn.f16x2.e2m1x2 %d, %th0;", {"a": exp}, np.uint32)
+    halves = back.view(np.float16).reshape(-1, 2).astype(np.float64)
+    sign = lambda c: np.where(c & 8, -1.0, 1.0)
+    np.testing.assert_array_equal(halves[:, 0], sign(exp & 0xF) * grid[exp & 7])
+    np.testing.assert_array_equal(halves[:, 1], sign(exp >> 4) * grid[(exp >> 4) & 7])
+    # ue8m0: powers of two, rounding toward zero or up
+    pos = np.abs(a) + np.float32(1e-3)
+    for mode, f in (("rz", np.floor), ("rp", np.ceil)):
+        got = elementwise(f"cvt.{mode}.satfinite.ue8m0x2.f32 %th0, %a, %b; cvt.rn.bf16x2.ue8m0x2 %d, %th0;",
+                          {"a": pos, "b": pos}, np.uint32)
+        vals = got.view(ml_dtypes.bfloat16).reshape(-1, 2).astype(np.float64)
+        np.testing.assert_array_equal(vals[:, 0], 2.0 ** f(np.log2(pos.astype(np.float64))))
+        np.testing.assert_array_equal(vals[:, 0], vals[:, 1])

@@ -84,10 +84,6 @@ def test_shfl_reduction_tree_and_partial_warp() -> None:
         f"    shfl.sync.bfly.b32 %r3, %r10, {k}, 31, -1;\n    add.u32 %r10, %r10, %r3;\n" for k in (16, 8, 4, 2, 1))
     got = run_warp(body, inp, n=48)
     # the partial second warp (16 threads): lanes whose partner does not exist read their own value
-    exp = []
-    for t in range(48):
-        v = inp.astype(np.int64).copy()
-        exp.append(None)
     vals = inp.astype(np.uint32).copy()
     for k in (16, 8, 4, 2, 1):
         partner = np.array([t ^ k if ((t - t % 32) + ((t % 32) ^ k)) < 48 else t for t in range(48)])
@@ -95,7 +91,6 @@ def test_shfl_reduction_tree_and_partial_warp() -> None:
                             for t in range(48)])
         vals = vals + vals[partner]
     np.testing.assert_array_equal(got, vals)
-    del exp
 
 
 def test_vote_ballot_match_redux_elect_under_divergence() -> None:
@@ -544,3 +539,49 @@ W:
     ptx = kernel(body, ".param .u64 out", extra=".shared .align 8 .b8 bar[8];\n")
     with pytest.raises(EmulatorError, match="deadlock.*mbarrier"):
         emulate(ptx, "k", (1, 1, 1), (32, 1, 1), [np.zeros(1, np.uint32)])
+
+
+def test_bulk_copy_completes_an_mbarrier_transaction() -> None:
+    src = np.arange(64, dtype=np.uint32) * 3
+    body = """
+    mov.u32 %r0, %tid.x;
+    mov.u32 %r1, bar;
+    mov.u32 %r2, buf;
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [out];
+    setp.ne.u32 %p1, %r0, 0;
+    @%p1 bra WAIT;
+    mbarrier.init.shared::cta.b64 [%r1], 1;
+    fence.mbarrier_init.release.cluster;
+    mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r1], 256;
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd1], 256, [%r1];
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group.read 0;
+WAIT:
+    bar.sync 0;
+POLL:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], 0;
+    @!%p2 bra POLL;
+    shl.b32 %r3, %r0, 2;
+    add.u32 %r4, %r2, %r3;
+    ld.shared.u32 %r5, [%r4];
+    mul.wide.u32 %rd4, %r0, 4;
+    add.s64 %rd5, %rd2, %rd4;
+    st.global.u32 [%rd5], %r5;
+    // and back out with a bulk store from shared memory
+    @%p1 bra END;
+    add.s64 %rd6, %rd2, 256;
+    cp.async.bulk.global.shared::cta.bulk_group [%rd6], [%r2], 256;
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+END:
+"""
+    ptx = kernel(body, ".param .u64 src, .param .u64 out",
+                 extra=".shared .align 8 .b8 bar[8];\n.shared .align 128 .b8 buf[256];\n")
+    (_, out), _ = emulate(ptx, "k", (1, 1, 1), (64, 1, 1), [src, np.zeros(128, np.uint32)])
+    np.testing.assert_array_equal(out[:64], src)
+    np.testing.assert_array_equal(out[64:], src)
+    with pytest.raises(EmulatorError, match="cp.async.bulk.tensor"):
+        emulate(kernel("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
+                       "[%rd1, {%r2}], [%r3];", ".param .u64 out"), "k", (1, 1, 1), (32, 1, 1),
+                [np.zeros(1, np.uint32)])

@@ -27,6 +27,7 @@ instruction apply in increasing thread order.
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -89,6 +90,7 @@ class Launch:
     dyn_smem_base: int
     dynamic_smem: int
     base_regs: list = field(default_factory=list)
+    stdout: Any = None
 
 
 class CTAState:
@@ -137,13 +139,16 @@ class CTAState:
         self.stack = np.zeros((max(prog.max_call_depth, 1), n), dtype=np.int64)
         self.sp = np.zeros(n, dtype=np.int64)
         self.bars: dict[int, dict] = {}
-        self.block_id = str(ctaid)
+        self.block_id = "(" + ",".join(str(c) for c in ctaid) + ")"
+        self.stdout = launch.stdout
         self.issued = 0
         # asynchronous copies and mbarriers (ops/async_ops.py)
         self.cp_pending: list = []
         self.cp_committed = np.zeros(n, dtype=np.int64)
         self.mbar: dict[int, Any] = {}
         self.mbar_epoch = 0
+        self.idle_epoch = 0
+        self.idle_retries = 0
 
     def clock_value(self) -> int:
         return self.issued * 4 + 1000
@@ -171,7 +176,6 @@ def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, in
         i = axis[ax]
     else:
         i = 0
-    u32 = np.uint32
     lane = st.lane.astype(np.uint64)
     value: Any
     if base == "tid":
@@ -371,14 +375,19 @@ def _add_group(st: CTAState, groups: list, pc: int, mask: Any, state: int = RUN,
 
 
 def _idle_retry(st: CTAState, groups: list) -> Group:
-    """Nothing can run: retry a waiting group, or report the deadlock."""
+    """Nothing can run: retry a waiting group, or report the deadlock.
+
+    Retries without any mbarrier completing a phase in between are counted; past
+    MAX_IDLE_RETRIES the wait can never succeed."""
     waits = [h for h in groups if h.state == WAIT]
-    if waits:
+    if st.mbar_epoch != st.idle_epoch:
+        st.idle_epoch = st.mbar_epoch
+        st.idle_retries = 0
+    st.idle_retries += 1
+    if waits and st.idle_retries <= MAX_IDLE_RETRIES:
         h = min(waits, key=lambda x: x.pc)
-        h.retries += 1
-        if h.retries <= MAX_IDLE_RETRIES:
-            h.state = RUN
-            return h
+        h.state = RUN
+        return h
     raise _deadlock(st, groups)
 
 
@@ -670,14 +679,15 @@ def _allocate_globals(prog: Program, mem: Memory) -> list:
 
 def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
             params: list, memory: Memory, dynamic_smem: int = 0,
-            max_warp_instructions: int = DEFAULT_MAX_WARP_INSTRUCTIONS) -> EmulationStats:
+            max_warp_instructions: int = DEFAULT_MAX_WARP_INSTRUCTIONS, stdout: Any = None) -> EmulationStats:
     """Execute `kernel` of the PTX module `ptx` over `grid` x `block` threads.
 
     `params` are the raw values of the entry's .param list in order (device
     addresses for pointers, ints, Python floats for .f32/.f64 params, bytes
     for .b8 arrays). Raises `EmulatorError` for unsupported PTX, bad launch
     configurations and device faults (out-of-bounds or misaligned accesses,
-    deadlocks, trap).
+    deadlocks, trap, a failed device assert). `vprintf` output goes to `stdout`
+    (default: sys.stdout).
     """
     import numpy as np
 
@@ -711,14 +721,14 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
         if bits not in zeros:
             zeros[bits] = np.zeros(nthreads, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
-    launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs)
+    launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
+                    stdout if stdout is not None else sys.stdout)
     stats = EmulationStats(threads_per_cta=nthreads)
     with np.errstate(all="ignore"):
         for z in range(grid[2]):
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     st = CTAState(launch, (x, y, z))
-                    st.block_id = f"({x},{y},{z})"
                     stats.warp_instructions += run_cta(st, max_warp_instructions)
                     stats.instructions += st.issues
                     stats.ctas += 1

@@ -149,102 +149,97 @@ class Module:
 # scanning: comments out, then statements / block openers / block closers
 
 
+_COMMENT = re.compile(r'"[^"\n]*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
 def _strip_comments(text: str) -> str:
-    """Replace comments by spaces (keeping newlines, so line numbers survive)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = text.find('"', i + 1)
-            j = n - 1 if j < 0 else j
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n - 2 if j < 0 else j
-            out.append("\n" * text.count("\n", i, j + 2))
-            i = j + 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """Replace comments by nothing (block comments by their newlines, so line numbers survive)."""
+    def repl(m: "re.Match[str]") -> str:
+        s = m.group()
+        if s[0] == '"':
+            return s
+        if s[1] == "/":
+            return ""
+        return "\n" * s.count("\n")
+
+    return _COMMENT.sub(repl, text)
 
 
 _LINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc", ".section")
+_STRUCT = re.compile(r'[;{}"\n]')
+_BRACES = re.compile(r"[{}]")
 
 
 def _scan(text: str) -> list[tuple[str, str, int]]:
     """Split into ('stmt', text, line), ('open', header, line) and ('close', '', line) events."""
     events: list[tuple[str, str, int]] = []
     buf: list[str] = []
+    first = ""                # the statement's first non-blank piece ("" while the statement is empty)
     line = 1
     start_line = 1
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
+    pos = 0
+    n = len(text)
+    while True:
+        m = _STRUCT.search(text, pos)
+        end = m.start() if m else n
+        if end > pos:
+            piece = text[pos:end]
+            if not first and piece.strip():
+                first = piece.strip()
+                start_line = line
+            buf.append(piece)
+        if m is None:
+            break
+        c = m.group()
+        pos = m.end()
         if c == "\n":
-            pending = "".join(buf).strip()
-            if _peel_labels(pending)[1].startswith(_LINE_DIRECTIVES):
-                # these directives end at the end of the line, not at a ';'
-                events.append(("stmt", pending, start_line))
-                buf = []
-            else:
-                buf.append(" ")
+            if first:
+                head = _peel_labels(first)[1] or _peel_labels("".join(buf).strip())[1]
+                if head.startswith(_LINE_DIRECTIVES):
+                    # these directives end at the end of the line, not at a ';'
+                    events.append(("stmt", "".join(buf).strip(), start_line))
+                    buf, first = [], ""
+                else:
+                    buf.append(" ")
             line += 1
         elif c == '"':
-            j = text.find('"', i + 1)
+            j = text.find('"', pos)
             j = n - 1 if j < 0 else j
-            if not "".join(buf).strip():
-                start_line = line
-            buf.append(text[i:j + 1])
-            i = j + 1
-            continue
+            if not first:
+                first, start_line = '"', line
+            buf.append(text[pos - 1:j + 1])
+            pos = j + 1
         elif c == ";":
-            stmt = "".join(buf).strip()
-            if stmt:
-                events.append(("stmt", stmt, start_line))
-            buf = []
+            if first:
+                events.append(("stmt", "".join(buf).strip(), start_line))
+            buf, first = [], ""
         elif c == "{":
-            pending = "".join(buf)
-            head = _peel_labels(pending.strip())[1]
+            pending = "".join(buf).strip()
+            head = _peel_labels(pending)[1]
             if head and not head.startswith(".section") and not _FUNC_HEAD.search(head):
                 # a vector operand or an initializer list: keep the braces in this statement
-                depth = 0
-                while i < n:
-                    ch = text[i]
-                    if ch == "\n":
-                        line += 1
-                        ch = " "
-                    buf.append(ch)
-                    if ch == "{":
-                        depth += 1
-                    elif ch == "}":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    i += 1
+                depth, j = 1, pos
+                while depth:
+                    k = _BRACES.search(text, j)
+                    if k is None:
+                        j = n
+                        break
+                    depth += 1 if k.group() == "{" else -1
+                    j = k.end()
+                inner = text[pos - 1:j]
+                line += inner.count("\n")
+                buf.append(inner.replace("\n", " "))
+                pos = j
             else:
-                events.append(("open", pending.strip(), start_line if pending.strip() else line))
-                buf = []
-        elif c == "}":
-            stmt = "".join(buf).strip()
-            if stmt:
-                events.append(("stmt", stmt, start_line))
+                events.append(("open", pending, start_line if first else line))
+                buf, first = [], ""
+        else:   # "}"
+            if first:
+                events.append(("stmt", "".join(buf).strip(), start_line))
             events.append(("close", "", line))
-            buf = []
-        else:
-            if not c.isspace() and not "".join(buf).strip():
-                start_line = line
-            buf.append(c)
-        i += 1
-    tail = "".join(buf).strip()
-    if tail:
-        events.append(("stmt", tail, start_line))
+            buf, first = [], ""
+    if first:
+        events.append(("stmt", "".join(buf).strip(), start_line))
     return events
 
 

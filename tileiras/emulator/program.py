@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .errors import EmulatorError
-from .parser import Addr, FImm, Function, Imm, Instr, Module, Not, Pipe, Reg, Sink, Sym, Vec, VarDecl
+from .parser import FImm, Function, Imm, Instr, Module, Not, Reg, Sink, Sym, VarDecl
 from .ptxtypes import np_dtype, ptx_type, sint_dtype, uint_dtype
 
 # instruction kinds (what the scheduler does besides calling fn)
@@ -394,7 +394,8 @@ class Decoder:
                 return lambda st: st.R[idx]
             return lambda st: conv(st.R[idx])
         if isinstance(op, (Imm, FImm)):
-            c = imm_value(op, ty, ins)
+            # a 0-d array: numpy 2 mixes those with arrays faster than numpy scalars
+            c = np.array(imm_value(op, ty, ins))
             return lambda st: c
         if isinstance(op, Sym):
             return self.sym_value(op, ty, ins)
@@ -420,8 +421,6 @@ class Decoder:
 
     def sym_value(self, op: Sym, ty: str, ins: Instr) -> Callable[[Any], Any]:
         """The address of a symbol as a value (mov %rd, sym)."""
-        import numpy as np
-
         info = self.lookup_sym(op.name)
         if info is None:
             raise bad(ins, f"unknown symbol '{op.name}'")

@@ -266,9 +266,11 @@ def _from_narrow(k: KernelLowering, v: str, fmt: str) -> tuple[str, str]:
     return k.b.op(f"extractelement <2 x {half}> {pair}, i32 0", "x"), half
 
 
-def _to_narrow(k: KernelLowering, v: str, src: str, fmt: str) -> str:
+def _to_narrow(k: KernelLowering, v: str, src: str, fmt: str, mode: str = "nearest_even") -> str:
     """A half/bfloat/float/double value -> the narrow-format byte (saturating to finite)."""
     intrinsic = _NARROW[fmt][0]
+    if fmt == "f8E8M0FNU" and mode == "positive_inf":
+        intrinsic = "llvm.nvvm.ff.to.ue8m0x2.rp"  # e8m0 rounds toward zero or toward +inf
     f = _float_convert(k, v, src, "float")
     pair = k.b.call("i16", intrinsic, [("float", "0.0"), ("float", f)])
     return k.b.op(f"trunc i16 {pair} to i8", "x")
@@ -297,7 +299,7 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
         if src_t.name in _NARROW:
             v, ty = _from_narrow(k, v, src_t.name)
         if dst_t.name in _NARROW:
-            return _to_narrow(k, v, ty, dst_t.name)
+            return _to_narrow(k, v, ty, dst_t.name, mode)
         if dst_t.name == "tf32":
             return _round_to_tf32(k, _float_convert(k, v, ty, "float"), mode)
         if mode in _DIRECTED and _FLOAT_RANK.get(dst, 0) < _FLOAT_RANK.get(ty, 0):

@@ -94,7 +94,7 @@ def run_emulator(req: RunRequest) -> list[np.ndarray]:
     memory = Memory()
     params = req.binding.upload(memory)
     run_ptx(ptx.decode(), req.kernel, req.grid, tuple(info.block), params, memory,
-            dynamic_smem=int(info.dynamic_smem))
+            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout)
     return req.binding.download(memory)
 
 

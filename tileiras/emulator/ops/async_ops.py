@@ -20,7 +20,7 @@ from ..errors import DeviceFault
 from ..parser import Imm, Instr
 from ..program import K_OP, K_WAIT, Decoder, Mods, bad
 from .. import spaces
-from .common import full, lanes_of
+from .common import lanes_of
 from .memory import _space, address
 
 
@@ -44,8 +44,8 @@ class PendingCopy:
 
 def _cp_async(dec: Decoder, ins: Instr) -> Any:
     np = _np()
-    if ins.mods[:1] == ("bulk",) or "bulk" in ins.mods:
-        raise bad(ins, "cp.async.bulk (TMA) is not supported yet")
+    if ins.mods[:1] == ("bulk",):
+        return _cp_async_bulk(dec, Instr(ins.opcode, ins.mods[1:], ins.operands, ins.guard, ins.line, ins.text))
     if ins.mods and ins.mods[0] in ("commit_group", "wait_group", "wait_all", "mbarrier"):
         return _cp_async_control(dec, ins)
     mods = Mods(ins)
@@ -97,6 +97,69 @@ def _cp_async(dec: Decoder, ins: Instr) -> Any:
                                             min(size, 16) if (n_src[sel] == size).all() else 1)
             soffs[sel] = so
         st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src))
+
+    return (K_OP, fn, None)
+
+
+def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
+    """Bulk copies (not the tensor/TMA forms): done when issued; an mbarrier operand then gets
+    complete_tx(size); bulk groups (commit_group/wait_group) are therefore always complete."""
+    np = _np()
+    if ins.mods and ins.mods[0] in ("tensor", "im2col"):
+        raise bad(ins, "cp.async.bulk.tensor (TMA) is not supported yet")
+    mods = Mods(ins)
+    if mods.flag("commit_group"):
+        mods.done()
+        return (K_OP, lambda st, m: None, None)
+    if mods.flag("wait_group"):
+        mods.flag("read")
+        mods.done()
+        return (K_OP, lambda st, m: None, None)
+    if mods.flag("prefetch"):
+        mods.ignore(("L2", "global", "L2::cache_hint"))
+        mods.done()
+        return (K_OP, lambda st, m: None, None)
+    spaces_ = [m for m in ins.mods if m in ("shared::cluster", "shared::cta", "global")]
+    if len(spaces_) != 2:
+        raise bad(ins, "expected a destination and a source state space")
+    for s in spaces_:
+        mods.flag(s)
+    with_mbar = mods.flag("mbarrier::complete_tx::bytes")
+    mods.flag("bulk_group")
+    mods.ignore(("L2::cache_hint",))
+    if mods.flag("multicast::cluster"):
+        raise bad(ins, "multicast bulk copies need clusters, which are not supported")
+    mods.done()
+    dst_space, src_space = (spaces.SPACE_ALIASES[s] for s in spaces_)
+    ops = list(ins.operands)
+    _, dst = address(dec, ops[0], dst_space, ins)
+    _, src = address(dec, ops[1], src_space, ins)
+    size = dec.reader(ops[2], "u32", ins)
+    mbar = address(dec, ops[3], "shared", ins)[1] if with_mbar else None
+
+    def fn(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        for lane in lanes.tolist():
+            one = np.array([lane], dtype=np.int64)
+
+            def at(reader: Any) -> int:
+                v = np.asarray(reader(st))
+                return int(v if v.ndim == 0 else v[lane])
+
+            n = at(size)
+            if n % 16:
+                raise DeviceFault(f"cp.async.bulk size {n} is not a multiple of 16", lane)
+            d, s = at(dst), at(src)
+            if n:
+                (_, sbuf, _, so), = spaces.resolve(st, src_space, np.array([s], np.uint64), one, n, 16)
+                data = sbuf[int(so[0]):int(so[0]) + n].copy()
+                (_, dbuf, _, do), = spaces.resolve(st, dst_space, np.array([d], np.uint64), one, n, 16)
+                dbuf[int(do[0]):int(do[0]) + n] = data
+            if mbar is not None:
+                key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
+                b = _get(st, key, lane)
+                b.tx -= n
+                _maybe_complete(st, b)
 
     return (K_OP, fn, None)
 
@@ -249,9 +312,11 @@ def _maybe_complete(st: Any, b: MBarrier) -> None:
 def _mbarrier(dec: Decoder, ins: Instr) -> Any:
     np = _np()
     mods = Mods(ins)
+    expect_tx = False
+    if "arrive" in ins.mods or "arrive_drop" in ins.mods:
+        expect_tx = mods.flag("expect_tx")     # arrive.expect_tx: the expect_tx is a modifier
     op = mods.need(("init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait",
                     "pending_count"), "operation")
-    expect_tx = mods.flag("expect_tx")
     parity = mods.flag("parity")
     noComplete = mods.flag("noComplete")
     mods.ignore(("release", "acquire", "relaxed", "cta", "cluster"))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..errors import DeviceFault
-from ..parser import Imm, Instr, Paren, Reg, Sym
+from ..parser import Instr, Paren, Reg, Sym
 from ..program import (CallRef, K_BAR, K_BRA, K_BRX, K_CALL, K_EXIT, K_OP, K_RET, Decoder, LabelRef, Mods,
                        ParamSlot, bad)
 from .common import lanes_of
@@ -138,11 +138,15 @@ def _call(dec: Decoder, ins: Instr) -> Any:
     fn_decl = dec.module.functions.get(callee)
     if fn_decl is None or fn_decl.kind != "func":
         raise bad(ins, f"call to unknown function '{callee}'")
-    if fn_decl.body is None:
-        raise bad(ins, f"'{callee}' is an external function with no body in this PTX")
     args = list(ops.pop(0).items) if ops and isinstance(ops[0], Paren) else []
     if ops:
         raise bad(ins, "call through a prototype/target list is not supported")
+    if fn_decl.body is None:
+        from ..builtins import BUILTINS
+
+        if callee not in BUILTINS:
+            raise bad(ins, f"'{callee}' is an external function with no body in this PTX")
+        return _builtin_call(dec, ins, callee, args, rets)
     dec.call_graph.setdefault(dec.current.name, set()).add(callee)
     formals, results = dec.signature(callee)
     arg_copies = _copies(dec, ins, args, formals)
@@ -176,6 +180,51 @@ def _call(dec: Decoder, ins: Instr) -> Any:
             cp[lanes, dst:dst + size] = cp[lanes, src:src + size]
 
     return [(K_CALL, pass_args, CallRef(callee)), (K_OP, take_results, None)]
+
+
+def _builtin_call(dec: Decoder, ins: Instr, callee: str, args: list, rets: list) -> list:
+    """A call of a system function (vprintf, __assertfail) run by the emulator itself."""
+    from ..builtins import BUILTINS
+    from ..ptxtypes import np_dtype
+
+    np = _np()
+    impl, arg_types, ret_type = BUILTINS[callee]
+    if len(args) != len(arg_types):
+        raise bad(ins, f"'{callee}' takes {len(arg_types)} parameters")
+    if rets and (ret_type is None or len(rets) != 1):
+        raise bad(ins, f"'{callee}' returns {'nothing' if ret_type is None else 'one value'}")
+    readers = []
+    for a, ty in zip(args, arg_types):
+        info = dec.lookup_sym(a.name) if isinstance(a, Sym) else None
+        if info is not None and info.space == "cparam":
+            readers.append((info.value + a.offset, np_dtype(ty)))
+        else:
+            readers.append((dec.reader(a, ty, ins), np_dtype(ty)))
+    ret_off = None
+    if rets:
+        info = dec.lookup_sym(rets[0].name) if isinstance(rets[0], Sym) else None
+        if info is None or info.space != "cparam":
+            raise bad(ins, "call results must be .param variables")
+        ret_off = info.value
+
+    def run(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if lanes.size == 0:
+            return
+        cp = st.cparam2d
+        values = []
+        for src, dt in readers:
+            if isinstance(src, int):
+                values.append(np.ascontiguousarray(cp[lanes, src:src + dt.itemsize]).view(dt).reshape(-1))
+            else:
+                v = np.asarray(src(st))
+                values.append(np.full(lanes.size, v) if v.ndim == 0 else v[lanes])
+        result = impl(st, lanes, values)
+        if ret_off is not None and result is not None:
+            raw = np.ascontiguousarray(np.asarray(result).astype(np.int32)).view(np.uint8).reshape(lanes.size, 4)
+            cp[lanes, ret_off:ret_off + 4] = raw
+
+    return [(K_OP, run, None), (K_OP, lambda st, m: None, None)]
 
 
 # --- barriers -------------------------------------------------------------------

@@ -115,10 +115,9 @@ def _cvt(dec: Decoder, ins: Instr) -> Any:
         raise bad(ins, "expected destination and source types")
     dty, sty = types
     ops = ins.operands
-    dt, st_ = ptx_type(dty), ptx_type(sty)
     d_float, s_float = dty in FLOAT_NAMES, sty in FLOAT_NAMES
 
-    if dt.kind == "x2" or st_.kind == "x2":
+    if dty in PACKED or sty in PACKED:
         return _packed(dec, ins, dty, sty, frnd, satfinite, relu)
     if len(ops) != 2:
         raise bad(ins, "expected two operands")
@@ -193,51 +192,118 @@ def _float_rank(t: str) -> int:
     return {"e4m3": 0, "e5m2": 0, "f16": 1, "bf16": 1, "tf32": 2, "f32": 3, "f64": 4}[t]
 
 
+# packed types: element format, bits per element slot, slots per container
+PACKED = {
+    "f16x2": ("f16", 16), "bf16x2": ("bf16", 16), "e4m3x2": ("e4m3", 8), "e5m2x2": ("e5m2", 8),
+    "e2m3x2": ("e2m3", 8), "e3m2x2": ("e3m2", 8), "e2m1x2": ("e2m1", 4), "ue8m0x2": ("ue8m0", 8),
+}
+_ML_NAMES = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "e2m3": "float6_e2m3fn", "e3m2": "float6_e3m2fn",
+             "e2m1": "float4_e2m1fn", "f16": None, "bf16": "bfloat16"}
+
+
+def encode(values: Any, elem: str, mode: str | None, satfinite: bool, relu: bool) -> Any:
+    """float64 values -> the bit codes (uint64) of one packed element format."""
+    np = _np()
+    v = np.asarray(values, dtype=np.float64)
+    if relu:
+        v = np.where(np.isnan(v), np.nan, np.maximum(v, 0.0))
+    if elem == "ue8m0":
+        return _encode_ue8m0(v, mode or "rz", satfinite)
+    if mode is None:
+        r = v
+    else:
+        r = round_to(v, elem, mode, None, sat=satfinite)
+    dt = np_dtype(elem) if elem in ("f16", "bf16", "e4m3", "e5m2") else _ml(elem)
+    bits = dt.itemsize * 8
+    return np.asarray(r).astype(dt).view(uint_dtype(bits)).astype(np.uint64)
+
+
+def decode(codes: Any, elem: str) -> Any:
+    """Bit codes -> float64 values."""
+    np = _np()
+    codes = np.asarray(codes, dtype=np.uint64)
+    if elem == "ue8m0":
+        e = (codes & np.uint64(0xFF)).astype(np.int64)
+        return np.where(e == 0xFF, np.nan, np.ldexp(1.0, e - 127))
+    dt = np_dtype(elem) if elem in ("f16", "bf16", "e4m3", "e5m2") else _ml(elem)
+    bits = dt.itemsize * 8
+    return codes.astype(uint_dtype(bits)).view(dt).astype(np.float64)
+
+
+def _ml(elem: str) -> Any:
+    import ml_dtypes
+
+    return _np().dtype(getattr(ml_dtypes, _ML_NAMES[elem]))
+
+
+def _encode_ue8m0(v: Any, mode: str, satfinite: bool) -> Any:
+    """2**k codes (k + 127), k in [-127, 127]: zero and negatives become 2**-127; 0xFF is NaN."""
+    np = _np()
+    a = np.where(v > 0, v, 2.0 ** -127)
+    m, ex = np.frexp(np.where(np.isfinite(a), a, 1.0))
+    k = ex.astype(np.int64) - 1
+    exact = m == 0.5
+    if mode == "rp":
+        k = np.where(exact, k, k + 1)
+    elif mode == "rn":
+        k = np.where(2 * m >= 1.5, k + 1, k)
+    k = np.clip(k, -127, 128)
+    codes = (k + 127).astype(np.uint64)
+    over = (k > 127) | np.isinf(a)
+    codes = np.where(over, np.uint64(0xFE) if satfinite else np.uint64(0xFF), codes)
+    return np.where(np.isnan(v), np.uint64(0xFF), codes)
+
+
 def _packed(dec: Decoder, ins: Instr, dty: str, sty: str, frnd: str | None, satfinite: bool, relu: bool) -> tuple:
-    """x2 conversions: two f32 sources into a packed pair (the first source in the high half), or
-    a packed pair into another packed pair."""
+    """x2 conversions: two f32 sources into a packed pair (the first source in the high half), or one
+    packed pair into another (element 0 in the low bits)."""
     np = _np()
     ops = ins.operands
-    half = {"f16x2": "f16", "bf16x2": "bf16", "e4m3x2": "e4m3", "e5m2x2": "e5m2"}
-    if dty in half and sty == "f32":
+    if dty in PACKED and sty in ("f32", "f16", "bf16"):
         if len(ops) != 3:
             raise bad(ins, "expected d, a, b")
         if frnd is None:
             raise bad(ins, "missing rounding mode")
-        elem = half[dty]
-        edt = np_dtype(elem)
-        ra = dec.reader(ops[1], "f32", ins)
-        rb = dec.reader(ops[2], "f32", ins)
-        out_bits = ptx_type(dty).bits
+        elem, slot = PACKED[dty]
+        ra = dec.reader(ops[1], sty, ins)
+        rb = dec.reader(ops[2], sty, ins)
+        out_bits = max(8, 2 * slot)
         w = dec.writer_t(ops[0], f"b{out_bits}", ins)
-        part = uint_dtype(out_bits // 2)
 
         def fn(st: Any, m: Any) -> None:
-            hi = float_to_float(full(st, ra(st)), "f32", elem, frnd, False, satfinite, relu).astype(edt)
-            lo = float_to_float(full(st, rb(st)), "f32", elem, frnd, False, satfinite, relu).astype(edt)
-            pair = np.stack([lo.view(part), hi.view(part)], axis=1)
-            w.put(st, m, np.ascontiguousarray(pair).view(uint_dtype(out_bits)).reshape(-1))
+            hi = encode(np.asarray(full(st, ra(st))).astype(np.float64), elem, frnd, satfinite, relu)
+            lo = encode(np.asarray(full(st, rb(st))).astype(np.float64), elem, frnd, satfinite, relu)
+            mask = np.uint64((1 << slot) - 1)
+            w.put(st, m, ((hi & mask) << np.uint64(slot) | (lo & mask)).astype(uint_dtype(out_bits)))
 
         return (K_OP, fn, None)
-    if dty in half and sty in half:
+    if dty in PACKED and sty in PACKED:
         if len(ops) != 2:
             raise bad(ins, "expected d, a")
-        de, se = half[dty], half[sty]
-        in_bits, out_bits = ptx_type(sty).bits, ptx_type(dty).bits
+        de, dslot = PACKED[dty]
+        se, sslot = PACKED[sty]
+        in_bits, out_bits = max(8, 2 * sslot), max(8, 2 * dslot)
         ra = dec.reader(ops[1], f"b{in_bits}", ins)
         w = dec.writer_t(ops[0], f"b{out_bits}", ins)
-        sdt, ddt = np_dtype(se), np_dtype(de)
-        narrowing = _float_rank(de) < _float_rank(se)
+        narrowing = _rank(de) < _rank(se)
         if narrowing and frnd is None:
             raise bad(ins, "missing rounding mode")
+        mode = frnd if narrowing or de == "ue8m0" else None
 
         def fn2(st: Any, m: Any) -> None:
-            src = np.ascontiguousarray(full(st, ra(st))).view(sdt)
-            out = float_to_float(src, se, de, frnd if narrowing else None, False, satfinite, relu).astype(ddt)
-            w.put(st, m, np.ascontiguousarray(out).view(uint_dtype(out_bits)))
+            src = np.asarray(full(st, ra(st))).astype(np.uint64)
+            smask = np.uint64((1 << sslot) - 1)
+            parts = [decode((src >> np.uint64(sslot * i)) & smask, se) for i in range(2)]
+            dmask = np.uint64((1 << dslot) - 1)
+            codes = [encode(x, de, mode, satfinite, relu) & dmask for x in parts]
+            w.put(st, m, (codes[0] | (codes[1] << np.uint64(dslot))).astype(uint_dtype(out_bits)))
 
         return (K_OP, fn2, None)
     raise bad(ins, f"unsupported packed conversion .{dty}.{sty}")
+
+
+def _rank(elem: str) -> int:
+    return {"e2m1": 0, "e2m3": 0, "e3m2": 0, "e4m3": 0, "e5m2": 0, "ue8m0": 0, "f16": 1, "bf16": 1}[elem]
 
 
 HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {"cvt": _cvt}

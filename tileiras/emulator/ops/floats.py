@@ -40,10 +40,15 @@ def finish(s: Any, e: Any, target: str, mode: str) -> Any:
     if mode == "rn" and target in ("f32", "f16"):
         r = np.asarray(s).astype(dt)
         if e is not None:
-            inexact = np.asarray(e) != 0
-            if inexact.any():
+            # the residual only matters where s sits exactly halfway between two target values
+            # (numpy's float64 -> target cast rounds s itself correctly everywhere else)
+            low_bits, tiny = (29, 2.0 ** -126) if target == "f32" else (42, 2.0 ** -14)
+            raw = np.asarray(s, dtype=np.float64).view(np.uint64)
+            halfway = (raw & np.uint64((1 << low_bits) - 1)) == np.uint64(1 << (low_bits - 1))
+            risky = (halfway | (np.abs(s) < tiny)) & (np.asarray(e) != 0)
+            if risky.any():
                 fixed = round_to(s, target, "rn", e).astype(dt)
-                r = np.where(inexact, fixed, r)
+                r = np.where(risky, fixed, r)
         return r
     return round_to(s, target, mode, e).astype(dt)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..parser import Imm, Instr, Pipe, Reg, Sink, Sym, Vec
+from ..parser import Imm, Instr, Pipe, Vec
 from ..program import K_OP, Decoder, Mods, bad
-from ..ptxtypes import np_dtype, ptx_type, sint_dtype, uint_dtype
+from ..ptxtypes import np_dtype, ptx_type, uint_dtype
 from .common import full
 
 INT_KINDS = ("b", "u", "s")
@@ -117,26 +117,41 @@ def _carry_handler(op: str) -> Callable[[Decoder, Instr], Any]:
     def handler(dec: Decoder, ins: Instr) -> Any:
         mods = Mods(ins)
         cc = mods.flag("cc")
+        part = mods.one(("lo", "hi")) if op == "madc" else None
         ty = mods.type1()
         mods.done()
-        return _carry_op(dec, ins, op, ty, carry_in=True, carry_out=cc)
+        if op == "madc" and part is None:
+            raise bad(ins, "madc needs .lo or .hi")
+        return _carry_op(dec, ins, op, ty, carry_in=True, carry_out=cc, mul=part)
 
     return handler
 
 
-def _carry_op(dec: Decoder, ins: Instr, op: str, ty: str, carry_in: bool, carry_out: bool) -> tuple:
-    """add.cc / addc / sub.cc / subc: the carry (or borrow) flag lives in `st.CC`."""
+def _carry_op(dec: Decoder, ins: Instr, op: str, ty: str, carry_in: bool, carry_out: bool,
+              mul: str | None = None) -> tuple:
+    """add.cc / addc / sub.cc / subc / mad.cc / madc: the carry (or borrow) flag lives in `st.CC`."""
     np = _np()
-    ut = {32: "u32", 64: "u64"}[ptx_type(ty).bits]
+    bits = ptx_type(ty).bits
+    if bits not in (32, 64):
+        raise bad(ins, "extended-precision arithmetic needs 32- or 64-bit operands")
+    ut = {32: "u32", 64: "u64"}[bits]
     dt = np_dtype(ut)
-    ra = dec.reader(ins.operands[1], ut, ins)
-    rb = dec.reader(ins.operands[2], ut, ins)
+    srcs = ins.operands[1:]
+    if len(srcs) != (3 if mul else 2):
+        raise bad(ins, "wrong number of operands")
+    readers = [dec.reader(op_, ty if mul else ut, ins) for op_ in srcs]
     w = dec.writer_t(ins.operands[0], ut, ins)
 
     def fn(st: Any, m: Any) -> None:
-        a, b = full(st, ra(st)), full(st, rb(st))
+        vals = [full(st, r(st)) for r in readers]
+        if mul:
+            a_, b_, c_ = vals
+            prod = mulhi(a_, b_, ty) if mul == "hi" else a_ * b_
+            a, b = np.asarray(prod).view(dt), np.asarray(c_).view(dt)
+        else:
+            a, b = vals
         c = st.CC.astype(dt) if carry_in else dt.type(0)
-        if op in ("add", "addc"):
+        if op in ("add", "addc", "mad", "madc"):
             t = a + b
             d = t + c
             out = (t < a) | (d < t)
@@ -191,7 +206,11 @@ def _mad(dec: Decoder, ins: Instr) -> Any:
     mode = mods.one(("lo", "hi", "wide"), "lo")
     sat = mods.flag("sat")
     if mods.flag("cc"):
-        raise bad(ins, "mad.cc is not supported")
+        mods.types()
+        mods.done()
+        if mode == "wide":
+            raise bad(ins, "mad.wide has no .cc form")
+        return _carry_op(dec, ins, "mad", ty, carry_in=False, carry_out=True, mul=mode)
     mods.types()
     mods.done()
     if mode == "lo":
@@ -512,6 +531,8 @@ def _prmt(dec: Decoder, ins: Instr) -> Any:
     mode = mods.one(("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"))
     mods.type1()
     mods.done()
+    if len(ins.operands) == 4 and isinstance(ins.operands[3], Imm):
+        return _prmt_constant(dec, ins, mode, ins.operands[3].value)
 
     def compute(a: Any, b: Any, c: Any) -> Any:
         a, b, c = np.atleast_1d(a), np.atleast_1d(b), np.atleast_1d(c)
@@ -529,6 +550,31 @@ def _prmt(dec: Decoder, ins: Instr) -> Any:
         return np.ascontiguousarray(out.astype(np.uint8)).view(np.uint32).reshape(n)
 
     return _binary(dec, ins, "b32", compute, nsrc=3)
+
+
+def _prmt_constant(dec: Decoder, ins: Instr, mode: str | None, sel: int) -> tuple:
+    """prmt with an immediate selector: one byte shuffle for every thread."""
+    np = _np()
+    if mode is None:
+        nibbles = [(sel >> (4 * i)) & 0xF for i in range(4)]
+    else:
+        nibbles = [int(x) for x in _PRMT_TABLES_SPEC[mode][sel & 3]]
+    idx = [n & 7 for n in nibbles]
+    signs = [i for i, n in enumerate(nibbles) if n & 8]
+    ra = dec.reader(ins.operands[1], "b32", ins)
+    rb = dec.reader(ins.operands[2], "b32", ins)
+    w = dec.writer_t(ins.operands[0], "b32", ins)
+
+    def fn(st: Any, m: Any) -> None:
+        src = np.empty((st.n, 2), dtype=np.uint32)
+        src[:, 0] = ra(st)
+        src[:, 1] = rb(st)
+        out = src.view(np.uint8)[:, idx]
+        for i in signs:
+            out[:, i] = np.where(out[:, i] & 0x80, np.uint8(0xFF), np.uint8(0))
+        w.put(st, m, np.ascontiguousarray(out).view(np.uint32).reshape(st.n))
+
+    return (K_OP, fn, None)
 
 
 def _lop3(dec: Decoder, ins: Instr) -> Any:
@@ -870,7 +916,7 @@ def _isspacep(dec: Decoder, ins: Instr) -> Any:
 
 HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
     "add": _add_sub("add"), "sub": _add_sub("sub"),
-    "addc": _carry_handler("addc"), "subc": _carry_handler("subc"),
+    "addc": _carry_handler("addc"), "subc": _carry_handler("subc"), "madc": _carry_handler("madc"),
     "mul": _mul, "mad": _mad, "mul24": _mul24(False), "mad24": _mul24(True),
     "div": _div_rem("div"), "rem": _div_rem("rem"),
     "min": _minmax("min"), "max": _minmax("max"),

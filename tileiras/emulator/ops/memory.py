@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..fpmath import ftz32
 from ..memory import LOCAL_WINDOW, SHARED_WINDOW
-from ..parser import Addr, Instr, Reg, Sink, Sym, Vec
+from ..parser import Addr, Instr, Reg, Sym, Vec
 from ..program import CACHE_QUALIFIERS, K_OP, Decoder, Mods, bad
 from ..ptxtypes import np_dtype, ptx_type, uint_dtype
 from .. import spaces
@@ -106,7 +106,6 @@ def _lane_addrs(a: Any, lanes: Any, m: Any) -> Any:
 
 
 def _ld(dec: Decoder, ins: Instr) -> Any:
-    np = _np()
     mods = Mods(ins)
     space = _space(mods)
     mods.ignore(CACHE_QUALIFIERS)
@@ -355,9 +354,13 @@ def _sequence(op: str, ty: str, start: Any, b: Any, c: Any, to_e: Callable, from
     if op == "exch":
         return np.concatenate([[start], b[:-1]]).astype(dt), b[-1]
     if op in _ACCUMULATE and not packed and not (op in ("min", "max") and dt.kind == "f") \
-            and ty not in ("f16", "bf16") and not (op == "add" and ty == "f32"):
+            and ty not in ("f16", "bf16"):
+        # ufunc.accumulate runs strictly in order, rounding to the dtype at every step
         acc = getattr(np, _ACCUMULATE[op]).accumulate(np.concatenate([np.array([start], dtype=dt), b]))
-        return acc[:-1].astype(dt), acc[-1]
+        tiny = np.float32(1.1754944e-38)
+        if not (ty == "f32" and (((np.abs(acc) < tiny) & (acc != 0)).any() or ((np.abs(b) < tiny) & (b != 0)).any())):
+            return acc[:-1].astype(dt), acc[-1]
+        # f32 atomic adds flush subnormals: take the exact sequence below
     olds = np.empty(b.size, dtype=dt)
     cur = np.array([start], dtype=dt)
     for i in range(b.size):

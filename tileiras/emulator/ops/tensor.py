@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..errors import DeviceFault
 from ..parser import Instr, Vec
 from ..program import K_COLL, Decoder, Mods, bad
-from ..ptxtypes import np_dtype, uint_dtype
+from ..ptxtypes import np_dtype
 from .. import spaces
 from .common import full
 from .memory import _space, address

@@ -48,7 +48,8 @@ def _shfl(dec: Decoder, ins: Instr) -> Any:
         raise bad(ins, "shfl without .sync is not supported (sm_70 and later need shfl.sync)")
     mods.flag("aligned")
     mode = mods.need(("up", "down", "bfly", "idx"), "shuffle mode")
-    ty = mods.type1()
+    if mods.type1() != "b32":
+        raise bad(ins, "shfl moves .b32 values")
     mods.done()
     ops = ins.operands
     if len(ops) != 5:
