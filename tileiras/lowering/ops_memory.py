@@ -196,6 +196,15 @@ def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, ti
     return out
 
 
+def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | None) -> str | None:
+    """i1 'this slot writes': the first copy of its element (replicas stay silent), and `extra`
+    (a mask or a bounds check) when given; None when the slot always writes."""
+    first = k.slot_valid(num_elements, slot)
+    if first is None or extra is None:
+        return extra if first is None else first
+    return k.b.op(f"and i1 {extra}, {first}", "a")
+
+
 def _guarded(k: KernelLowering, cond: str | None, body, default: str | None, ty: str) -> str:
     """Run `body()` only where `cond` holds; merge its value with `default` otherwise."""
     if cond is None:
@@ -268,8 +277,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
-        first = k.slot_valid(tile.type.num_elements, slot)
-        cond = ok if first is None else (first if ok is None else k.b.op(f"and i1 {ok}, {first}", "a"))
+        cond = _write_guard(k, tile.type.num_elements, slot, ok)
         value = to_storage(k, tile.slots[slot], elem)
         _guarded(k, cond, lambda: (_store(k, ptr, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)
     k.set(op.results[0], TokenVal(pending=True))
@@ -321,9 +329,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     for i, p in enumerate(ptrs.slots):
-        first = k.slot_valid(vals.type.num_elements, i)
-        m = mask.slots[i] if mask else None
-        cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
+        cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None)
         value = to_storage(k, vals.slots[i], elem)
         _guarded(k, cond, lambda: (_store(k, p, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal(pending=True))
@@ -350,9 +356,7 @@ def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
     llvm_order = _ORDERING.get(ordering, "monotonic")
     out = []
     for i, p in enumerate(ptrs.slots):
-        first = k.slot_valid(rtype.num_elements, i)
-        m = mask.slots[i] if mask else None
-        cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
+        cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None)
         arg = args.slots[i]
         out.append(_guarded(k, cond, lambda: k.b.op(
             f"atomicrmw {mode} ptr {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
@@ -378,9 +382,7 @@ def _atomic_cas(k: KernelLowering, op: Operation) -> None:
     failure = {"acq_rel": "acquire", "release": "monotonic"}.get(llvm_order, llvm_order)
     out = []
     for i, p in enumerate(ptrs.slots):
-        first = k.slot_valid(rtype.num_elements, i)
-        m = mask.slots[i] if mask else None
-        cond = m if first is None else (first if m is None else k.b.op(f"and i1 {m}, {first}", "a"))
+        cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None)
         c, v = cmp.slots[i], val.slots[i]
 
         def body(p: str = p, c: str = c, v: str = v) -> str:
@@ -416,8 +418,7 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     ordering, scope = _ordering(op)
     llvm_order = _ORDERING.get(ordering, "monotonic")
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
-        first = k.slot_valid(tile.type.num_elements, slot)
-        cond = ok if first is None else (first if ok is None else k.b.op(f"and i1 {ok}, {first}", "a"))
+        cond = _write_guard(k, tile.type.num_elements, slot, ok)
         value = tile.slots[slot]
         _guarded(k, cond, lambda: (k.b.op(
             f"atomicrmw {mode} ptr {ptr}, {lty} {value}{_SCOPE.get(scope, '')} {llvm_order}, "
