@@ -190,3 +190,22 @@ def test_location_only_change_is_a_cache_hit_without_lineinfo(tmp_path: Path) ->
     moved[start + (end - start) // 2] ^= 0x01
     assert content_digest(bytes(moved), keep_locations=False) == content_digest(data, keep_locations=False)
     assert content_digest(bytes(moved), keep_locations=True) != content_digest(data, keep_locations=True)
+
+
+def test_scan_deps_lists_what_the_compile_reads(tmp_path: Path) -> None:
+    import json
+
+    lib = tmp_path / "lib.tileirbc"
+    lib.write_bytes(VADD.read_bytes())
+    result = subprocess.run([sys.executable, "-m", "tileiras.driver.tileir_main", "scan-deps", str(VADD), "-l",
+                             str(lib)], capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["dependencies"] == [str(VADD), str(lib)]
+    depfile = tmp_path / "k.d"
+    assert tileiras("--gpu-name", "sm_90", str(VADD), "-l", str(lib), "-o", str(tmp_path / "k.ptx"), "-MD", "-MF",
+                    str(depfile), "--no-cache").returncode == 0
+    text = depfile.read_text()
+    assert str(VADD) in text and str(lib) in text
+    missing = subprocess.run([sys.executable, "-m", "tileiras.driver.tileir_main", "scan-deps", "nope.tileirbc"],
+                             capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert missing.returncode == 1 and missing.stderr.startswith("error: unable to read input file")
