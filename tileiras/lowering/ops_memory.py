@@ -340,6 +340,14 @@ _RMW = {"and": "and", "or": "or", "xor": "xor", "add": "add", "addf": "fadd", "m
         "umax": "umax", "umin": "umin", "xchg": "xchg"}
 
 
+def _rmw_operation(op: Operation, elem: object) -> str:
+    """The LLVM atomicrmw operation of an op's `mode` (max/min of floats are fmax/fmin)."""
+    mode = _RMW[str(op.attributes["mode"])]
+    if mode in ("max", "min") and llvm_type(elem) in ("half", "bfloat", "float", "double"):  # type: ignore[arg-type]
+        mode = "f" + mode
+    return mode
+
+
 def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
     _order_after_token(k, op)
     ptrs = k.tile(op.operand("pointers"))  # type: ignore[arg-type]
@@ -349,9 +357,7 @@ def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     lty = storage_type(rtype.element)
-    mode = _RMW[str(op.attributes["mode"])]
-    if mode in ("max", "min") and llvm_type(rtype.element) in ("half", "bfloat", "float", "double"):
-        mode = "f" + mode
+    mode = _rmw_operation(op, rtype.element)
     ordering, scope = _ordering(op)
     llvm_order = _ORDERING.get(ordering, "monotonic")
     out = []
@@ -407,10 +413,7 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
         raise op_error(op, "reductions into this kind of view are not supported")
     elem = tile.type.element
     lty = storage_type(elem)
-    mode = _RMW[str(op.attributes["mode"])]
-    is_float = llvm_type(elem) in ("half", "bfloat", "float", "double")
-    if mode in ("max", "min") and is_float:
-        mode = "f" + mode
+    mode = _rmw_operation(op, elem)
     if mode == "fadd" and llvm_type(elem) == "bfloat" and k.sm < 90:
         from .features import require
 
