@@ -19,7 +19,7 @@ def content_digest(data: bytes, keep_locations: bool) -> str:
     """sha256 of the bytecode's code-relevant content (all of it when `keep_locations`)."""
     if keep_locations:
         return hashlib.sha256(data).hexdigest()
-    from .reader import _read_header, _sections  # validates the framing; no IR is built
+    from .sections import _read_header, _sections  # validates the framing; no IR is built
 
     _read_header(data)
     digest = hashlib.sha256(data[:12])

@@ -20,8 +20,8 @@ from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Block, Location, Operation, Region, Value
 from ..dialects.registry import OPTIONAL, SINGLE, OpDef, by_opcode, version_key
-from .encoding import (MAGIC, NUM_SECTIONS, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_GLOBAL,
-                       SEC_PRODUCER, SEC_STRING, SEC_TYPE, SUPPORTED_VERSIONS, Cursor)
+from .encoding import SEC_CONSTANT, SEC_DEBUG, SEC_FUNC, SEC_GLOBAL, SEC_PRODUCER, SEC_STRING, SEC_TYPE, Cursor
+from .sections import _read_header, _sections, _vstr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
@@ -49,10 +49,6 @@ DI_COMPILE_UNIT, DI_FILE, DI_LEXICAL_BLOCK, DI_LOC, DI_SUBPROGRAM, DI_CALLSITE =
 FLAG_KERNEL, FLAG_HAS_HINTS = 0x02, 0x04
 
 _UNKNOWN = object()  # the unknown location (distinct from "no entry")
-
-
-def _vstr(v: tuple[int, int]) -> str:
-    return f"{v[0]}.{v[1]}"
 
 
 class _Tables:
@@ -670,78 +666,6 @@ def _table_offsets(cur: Cursor, count: int, width: int, what: str) -> list[int]:
     out = [int.from_bytes(data[pos + i * width:pos + (i + 1) * width], "little") for i in range(count)]
     cur.pos = pos + count * width
     return out
-
-
-def _read_header(data: bytes) -> tuple[int, int]:
-    for i, expected in enumerate(MAGIC):
-        got = data[i] if i < len(data) else 0
-        if got != expected:
-            raise BytecodeError(f"error: error at offset {i + 1}: invalid magic number at position {i}, "
-                                f"got {got} expected {expected}")
-    if len(data) < 12:
-        raise BytecodeError("error: error at offset 8: failed to parse bytecode header")
-    major, minor = data[8], data[9]
-    tag = int.from_bytes(data[10:12], "little")
-    if (major, minor) not in SUPPORTED_VERSIONS or tag > 1:
-        lo, hi = SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]
-        raise BytecodeError(
-            f"error: error at offset 12: unsupported Tile version {major}.{minor}.{tag}, this reader supports "
-            f"versions [{_vstr(lo)} - {_vstr(hi)}]\n"
-            "error: error at offset 12: failed to parse bytecode header")
-    return major, minor
-
-
-def _sections(data: bytes) -> dict[int, tuple[int, int]]:
-    cur = Cursor(data, 12)
-    found: dict[int, tuple[int, int]] = {}
-    required_align = {SEC_STRING: 4, SEC_TYPE: 4, SEC_CONSTANT: 8, SEC_DEBUG: 8, SEC_FUNC: 8}
-    while True:
-        if cur.remaining() < 1:
-            raise _section_error(cur, "unexpected end of data while reading section header")
-        head = cur.byte()
-        sid, aligned = head & 0x7F, bool(head & 0x80)
-        if sid == SEC_END:
-            if aligned:
-                raise _section_error(cur, "end section should not have alignment flag set")
-            if cur.remaining():
-                raise BytecodeError(f"error: error at offset {cur.pos}: end section is not the last section")
-            return found
-        if sid >= NUM_SECTIONS:
-            raise _section_error(cur, f"unknown section ID: {sid}")
-        try:
-            length = cur.varint("section length")
-        except BytecodeError:
-            raise _section_error(cur, "failed to read section length") from None
-        if length > cur.remaining():
-            raise _section_error(cur, f"section length {length} exceeds remaining data size {cur.remaining()}")
-        alignment = 1
-        if aligned:
-            try:
-                alignment = cur.varint("alignment")
-            except BytecodeError:
-                raise _section_error(cur, "failed to read section alignment") from None
-            if alignment == 0 or alignment & (alignment - 1):
-                raise _section_error(cur, f"invalid alignment value: {alignment}")
-            pad = (-cur.pos) % alignment
-            if pad > cur.remaining():
-                raise _section_error(cur, "unexpected end of data in section padding")
-            cur.pos += pad
-            if length > cur.remaining():
-                raise _section_error(cur, f"section length {length} exceeds remaining data size {cur.remaining()}")
-        need = required_align.get(sid)
-        if need and (not aligned or alignment % need):
-            have = f"has alignment of {alignment}" if aligned else "has no alignment flag set"
-            raise BytecodeError(f"error: error at offset {cur.pos}: section {sid} must have alignment that is a "
-                                f"multiple of {need} bytes, but {have}")
-        if sid in found:
-            raise BytecodeError(f"error: error at offset {cur.pos}: duplicate section {sid}")
-        found[sid] = (cur.pos, cur.pos + length)
-        cur.pos += length
-
-
-def _section_error(cur: Cursor, message: str) -> BytecodeError:
-    return BytecodeError(f"error: error at offset {cur.pos}: {message}\n"
-                         f"error: error at offset {cur.pos}: failed to parse section header")
 
 
 def read_version(data: bytes) -> tuple[int, int]:

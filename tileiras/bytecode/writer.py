@@ -15,6 +15,7 @@ from ..ir.core import Block, Location, Operation, Value
 from ..dialects.registry import OPTIONAL, SINGLE, OpDef, version_key
 from .encoding import (MAGIC, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_GLOBAL, SEC_PRODUCER, SEC_STRING,
                        SEC_TYPE, SUPPORTED_VERSIONS, pad_to, parse_version, put_le_list, put_svarint, put_varint)
+from .sections import _vstr
 from .reader import (ATTR_ARRAY, ATTR_BOOL, ATTR_BOUNDED, ATTR_DENSE, ATTR_DICT, ATTR_DIVBY, ATTR_FLOAT, ATTR_HINTS,
                      ATTR_INTEGER, ATTR_SAME_ELEMENTS, ATTR_STRING, ATTR_TYPE, DI_CALLSITE, DI_COMPILE_UNIT, DI_FILE,
                      DI_LEXICAL_BLOCK, DI_LOC, DI_SUBPROGRAM, FLAG_HAS_HINTS, FLAG_KERNEL, PADDING, PTR_ATTRS,
@@ -27,10 +28,6 @@ if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
 
 _SCALAR_TAG = {name: (tag, since) for tag, (name, since) in SCALAR_TAGS.items()}
 DEFAULT_VERSION = "13.4"
-
-
-def _vstr(v: tuple[int, int]) -> str:
-    return f"{v[0]}.{v[1]}"
 
 
 def _where(op: Operation) -> str:
