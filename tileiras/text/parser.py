@@ -1543,6 +1543,12 @@ def _p_store_view(p: Parser, st: _OpState) -> None:
     lx.expect(",")
     _p_view_index(p, st)
     _p_view_optionals(p, st)
+    _p_view_write_signature(p, st)
+
+
+def _p_view_write_signature(p: Parser, st: _OpState) -> None:
+    """`: <tile or value type>, <view type>, <index types> -> token` of a view store or reduction."""
+    lx = p.lx
     lx.expect(":")
     p.parse_type()
     lx.expect(",")
@@ -1565,14 +1571,7 @@ def _p_atomic_red_view(p: Parser, st: _OpState) -> None:
     lx.expect(",")
     st.operands["value"] = [p.value_ref()]
     _p_view_optionals(p, st)
-    lx.expect(":")
-    p.parse_type()
-    lx.expect(",")
-    p.parse_type()
-    _p_index_types(p, st)
-    lx.expect("->")
-    st.result_types = [p.parse_type()]
-    _inbounds_default(st)
+    _p_view_write_signature(p, st)
 
 
 def _p_make_tensor_view(p: Parser, st: _OpState) -> None:
