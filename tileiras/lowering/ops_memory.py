@@ -206,9 +206,12 @@ def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | N
 
 
 def _guarded(k: KernelLowering, cond: str | None, body, default: str | None, ty: str) -> str:
-    """Run `body()` only where `cond` holds; merge its value with `default` otherwise."""
+    """Run `body()` only where `cond` holds; merge its value with `default` otherwise.
+
+    With `default` None the body is run for its effect (a store) and "" is returned.
+    """
     if cond is None:
-        return body()
+        return body() or ""
     then, join = k.b.label("then"), k.b.label("join")
     before = k.b.current_block
     k.b.cond_br(cond, then, join)
@@ -279,7 +282,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
         cond = _write_guard(k, tile.type.num_elements, slot, ok)
         value = to_storage(k, tile.slots[slot], elem)
-        _guarded(k, cond, lambda: (_store(k, ptr, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)
+        _guarded(k, cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
     k.set(op.results[0], TokenVal(pending=True))
 
 
@@ -331,7 +334,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     for i, p in enumerate(ptrs.slots):
         cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None)
         value = to_storage(k, vals.slots[i], elem)
-        _guarded(k, cond, lambda: (_store(k, p, lty, value, ordering, scope, _align(elem)), "")[1], None, lty)  # type: ignore[arg-type]
+        _guarded(k, cond, lambda: _store(k, p, lty, value, ordering, scope, _align(elem)), None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal(pending=True))
 
 
@@ -423,9 +426,9 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
         cond = _write_guard(k, tile.type.num_elements, slot, ok)
         value = tile.slots[slot]
-        _guarded(k, cond, lambda: (k.b.op(
+        _guarded(k, cond, lambda: k.b.emit(
             f"atomicrmw {mode} ptr {ptr}, {lty} {value}{_SCOPE.get(scope, '')} {llvm_order}, "
-            f"align {_align(elem)}", "at"), "")[1], None, lty)  # type: ignore[arg-type]
+            f"align {_align(elem)}"), None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal(pending=True))
 
 
