@@ -14,7 +14,9 @@ program that links every library. One run reports:
     warm fresh build     fresh build directory, warm compile cache  goal >= 10x faster than cold
 
 Build times are `cmake --build` wall times; configure times are listed
-separately. Each rebuild also reports how many TileIR actions ran, so a
+separately (they include compiling the cache client once per build tree; the
+warm fresh build's actions are answered by the cache server it starts, see
+build_rules/README.md). Each rebuild also reports how many TileIR actions ran, so a
 "fast" no-op that skipped work it should have done cannot hide. --check
 exits 1 when a goal is missed.
 """

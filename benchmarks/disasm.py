@@ -3,9 +3,12 @@
 For every file, both tools run as separate processes (what a build system
 sees); each is timed `--repeat` times and the best wall time is kept. Prints
 one row per file (ours, NVIDIA's, ratio) and the geometric means, and checks
-that both printed the same text.
+that both printed the same text. Ours runs through the console script that
+pip generates, with this checkout first on the path (`--installed` measures
+the installed package instead). The Python floor (an interpreter that starts
+and exits, `python -I -S -c pass`) bounds what any CPython tool can reach.
 
-    python benchmarks/disasm.py [--repeat 5] [--debug-info] [FILES...]
+    python benchmarks/disasm.py [--repeat 5] [--debug-info] [--installed] [FILES...]
 """
 
 from __future__ import annotations
@@ -42,12 +45,18 @@ def our_command() -> list[str]:
     return [sys.executable, "-c", "import sys; from tileiras.driver.disasm_main import main; sys.exit(main())"]
 
 
-def best_time(cmd: list[str], repeat: int) -> tuple[float, str]:
+def checkout_env() -> dict[str, str]:
+    """The environment that makes the console script import this checkout's tileiras."""
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=REPO + (os.pathsep + path if path else ""))
+
+
+def best_time(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, str]:
     best = math.inf
     out = ""
     for _ in range(repeat):
         t0 = time.perf_counter()
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
         best = min(best, time.perf_counter() - t0)
         out = res.stdout if res.returncode == 0 else f"<exit {res.returncode}>"
     return best, out
@@ -58,6 +67,8 @@ def main() -> int:
     ap.add_argument("files", nargs="*")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--debug-info", "-g", action="store_true", help="pass -g to both tools")
+    ap.add_argument("--installed", action="store_true",
+                    help="measure the installed tileiras package, not this checkout")
     ap.add_argument("--no-precompile", action="store_true",
                     help="do not byte-compile tileiras first (pip does it on install; a source checkout with "
                          "PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module on every run)")
@@ -71,13 +82,16 @@ def main() -> int:
         sys.exit("no corpus files (tests/corpus/bytecode is empty)")
     nv = [nvidia_tool()]
     ours = our_command()
+    env = None if args.installed else checkout_env()
     flags = ["-g"] if args.debug_info else []
-    print(f"ours:   {' '.join(ours[:1])}\nnvidia: {nv[0]}\n")
+    floor, _ = best_time([sys.executable, "-I", "-S", "-c", "pass"], max(args.repeat, 10))
+    site, _ = best_time([sys.executable, "-c", "pass"], max(args.repeat, 10))
+    print(f"ours:   {' '.join(ours[:1])}{'' if args.installed else f' (tileiras from {REPO})'}\nnvidia: {nv[0]}\n")
     print(f"{'file':48} {'ours ms':>9} {'nvidia ms':>10} {'ratio':>7}  same")
     ratios, t_ours, t_nv = [], [], []
     mismatches = 0
     for path in files:
-        a, out_a = best_time(ours + flags + [path], args.repeat)
+        a, out_a = best_time(ours + flags + [path], args.repeat, env)
         b, out_b = best_time(nv + flags + [path], args.repeat)
         same = out_a == out_b
         mismatches += not same
@@ -92,6 +106,8 @@ def main() -> int:
 
     print(f"\n{len(files)} files; geometric mean: ours {gmean(t_ours) * 1e3:.1f} ms, nvidia {gmean(t_nv) * 1e3:.1f} ms, "
           f"ratio ours/nvidia {gmean(ratios):.2f} (below 1 means ours is faster); outputs differ on {mismatches}")
+    print(f"Python floor: {floor * 1e3:.1f} ms (`python -I -S -c pass`), {site * 1e3:.1f} ms with site; "
+          f"floor/nvidia {floor / gmean(t_nv):.2f}: no CPython process can go below that ratio")
     return 1 if mismatches else 0
 
 

@@ -42,15 +42,13 @@ def _launches(gpu: str, name_filter: str) -> list:
         label = f"{entry['symbol']}-{case['name']}"
         if name_filter and name_filter not in label:
             continue
-        if any(p["kind"] == "list" for p in entry["params"]):
-            continue
         target = kernel.get("gpu_code") or gpu
         target = gpu if target in ("sm_90", "sm_80") else target
         files = kernel["files"]
         path = files[max(files, key=lambda v: tuple(int(p) for p in v.split(".")))]
         module = load_module(str(CORPUS / path))
         args = reference.make_args(kernel, entry, case)
-        order = [p["name"] for p in entry["params"] if p["kind"] in ("array", "scalar")]
+        order = [p["name"] for p in entry["params"] if p["kind"] in ("array", "scalar", "list")]
         ops = [op for op in module.regions[0].block.operations
                if op.name == "cuda_tile.entry" and op.attributes.get("sym_name") == entry["symbol"]]
         ftype = ops[0].attributes["function_type"]

@@ -16,7 +16,9 @@
 #   source -> <stem>.<gpu>.ptx (+ launch metadata, + depfile)  per GPU
 #          -> <stem>.<gpu>.cubin                                per GPU
 #          -> <stem>.o   host object: fatbin + one C launcher per kernel
-# and the header is made from every source's metadata. All of it lives in
+# and the header is made from every source's metadata (on Unix the commands go
+# through the compile-cache client, build_rules/client.c, unless
+# TileIR_CACHE_SERVER is OFF: see build_rules/README.md). All of it lives in
 # ${CMAKE_CURRENT_BINARY_DIR}/tileir/<target>/. Every command depends on the
 # compiler (a stamp that changes with its files) and on the target's options,
 # so an upgrade of the compiler, or new options for one target, rebuild
@@ -198,6 +200,19 @@ function(_tileir_find_toolchain config_dir)
     _tileir_write_if_changed("${state_dir}/compiler.stamp" "${TileIR_COMPILER_FINGERPRINT}\n")
     set(compiler_depends "${state_dir}/compiler.stamp")
     set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${TileIR_COMPILER_FILES})
+    # Actions go through the cache client when it can be built: a warm-cache
+    # action then costs a fork of the cache server instead of a Python start-up.
+    # The socket's name stands for the compiler and the Python that runs it: a
+    # new compiler (or Python) gets a new server.
+    set(TileIR_CACHE_SERVER ON CACHE BOOL "Run TileIR build actions through the compile-cache client and server")
+    if(TileIR_CACHE_SERVER)
+      _tileir_build_client("${root}/build_rules/client.c" "${state_dir}" client)
+      if(client)
+        string(SHA256 server_id "${TileIR_COMPILER_FINGERPRINT}\n${python}\n${root}")
+        string(SUBSTRING "${server_id}" 0 16 server_id)
+        set_property(GLOBAL PROPERTY TILEIR_CLIENT_PREFIX "${client}" "${state_dir}/server-${server_id}.sock")
+      endif()
+    endif()
   endif()
 
   foreach(name IN ITEMS VERSION ROOT SUPPORTED_GPU_NAMES DEFAULT_GPU_NAMES OPT_LEVELS SOURCE_SUFFIXES
@@ -206,6 +221,49 @@ function(_tileir_find_toolchain config_dir)
   endforeach()
   set_property(GLOBAL PROPERTY TILEIR_PYTHON "${python}")
   set_property(GLOBAL PROPERTY TILEIR_COMPILER_DEPENDS "${compiler_depends}")
+endfunction()
+
+# Compiles the cache client (build_rules/client.c) into `state_dir` with the
+# project's C or C++ compiler, once per change of its source or compiler;
+# sets `out_var` to the executable, or to "" where there is none to be had
+# (no Unix host, cross-compiling, no C/C++, a failed compile): then actions
+# run Python directly, which is slower on a warm cache but otherwise the same.
+function(_tileir_build_client source state_dir out_var)
+  set(${out_var} "" PARENT_SCOPE)
+  if(NOT CMAKE_HOST_UNIX OR CMAKE_CROSSCOMPILING OR CMAKE_TRY_COMPILE_TARGET_TYPE STREQUAL "STATIC_LIBRARY"
+     OR NOT EXISTS "${source}")
+    return()
+  endif()
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("C" IN_LIST languages)
+    set(lang C)
+    set(ext c)
+  elseif("CXX" IN_LIST languages)
+    set(lang CXX)
+    set(ext cpp)
+  else()
+    return()
+  endif()
+  set(client "${state_dir}/tileir-client")
+  file(SHA256 "${source}" digest)
+  set(stamp "${digest} ${CMAKE_${lang}_COMPILER}\n")
+  if(EXISTS "${client}" AND EXISTS "${client}.stamp")
+    file(READ "${client}.stamp" old)
+    if(old STREQUAL stamp)
+      set(${out_var} "${client}" PARENT_SCOPE)
+      return()
+    endif()
+  endif()
+  file(REMOVE "${client}" "${client}.stamp")
+  configure_file("${source}" "${state_dir}/client/tileir_client.${ext}" COPYONLY)
+  try_compile(built "${state_dir}/client/build" "${state_dir}/client/tileir_client.${ext}"
+              COPY_FILE "${client}" OUTPUT_VARIABLE log)
+  if(built AND EXISTS "${client}")
+    file(WRITE "${client}.stamp" "${stamp}")
+    set(${out_var} "${client}" PARENT_SCOPE)
+  else()
+    message(STATUS "TileIR: the cache client did not compile; build actions start Python directly")
+  endif()
 endfunction()
 
 function(_tileir_fail where message)
@@ -421,6 +479,7 @@ function(_tileir_flush_directory)
   get_property(tileiras_cmd GLOBAL PROPERTY TILEIR_TILEIRAS_COMMAND)
   get_property(tileir_cmd GLOBAL PROPERTY TILEIR_TILEIR_COMMAND)
   get_property(compiler_depends GLOBAL PROPERTY TILEIR_COMPILER_DEPENDS)
+  get_property(client_prefix GLOBAL PROPERTY TILEIR_CLIENT_PREFIX)
   math(EXPR last_plan "${_tileir_plan_count} - 1")
   foreach(i RANGE ${last_plan})
     set(p "_tileir_plan_${i}")
@@ -431,9 +490,9 @@ function(_tileir_flush_directory)
     foreach(j RANGE ${last_action})
       set(a "${p}_action_${j}")
       if(${a}_tool STREQUAL "tileiras")
-        set(command ${tileiras_cmd})
+        set(command ${client_prefix} ${tileiras_cmd})
       else()
-        set(command ${tileir_cmd})
+        set(command ${client_prefix} ${tileir_cmd})
       endif()
       set(depfile_args "")
       if(NOT ${a}_depfile STREQUAL "")

@@ -18,6 +18,9 @@
 #   TileIR_COMPILER   a `tileiras` executable to run instead of the packaged one, with
 #   TileIR_TILEIR     its `tileir` (default: the `tileir` beside TileIR_COMPILER).
 #   TILEIR_GPU_NAMES  default GPU_NAMES of add_tileir_kernel() (default: sm_90).
+#   TileIR_CACHE_SERVER  run build actions through the compile-cache client and server
+#                     (default ON; Unix, not cross-compiling): a warm-cache action then
+#                     costs a fork instead of a Python start-up. Outputs are the same either way.
 #
 # Needs CMake 3.20 (custom-command DEPFILE support in Makefile generators).
 

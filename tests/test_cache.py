@@ -303,3 +303,33 @@ def test_full_disk_degrades_without_partial_entries(tmp_path: Path, monkeypatch:
     assert "No space left on device" in capsys.readouterr().err
     assert cache.get("cd" * 32) is None and cache.get(KEY) == b"stored before the disk filled up"
     assert sorted(p.name for p in (tmp_path / "v1").rglob("*") if p.is_file()) == [KEY]
+
+
+LOOKUP_ONLY_SCRIPT = """
+import sys
+from tileiras.cache.store import Cache, CacheMiss, enter_lookup_only, open_cache
+
+cache = Cache(sys.argv[1])
+cache.put("ab" * 32, b"stored")
+cache.put("cd" * 32, b"to be damaged")
+path = cache.root / "v1" / "cd" / ("cd" * 32)
+path.write_bytes(path.read_bytes()[:-1])
+enter_lookup_only()
+assert cache.get("ab" * 32) == b"stored"
+for attempt in (lambda: cache.get("ef" * 32), lambda: cache.get("cd" * 32), lambda: cache.put("ab" * 32, b"x"),
+                lambda: open_cache(sys.argv[1], disabled=True)):
+    try:
+        attempt()
+    except CacheMiss:
+        continue
+    raise SystemExit("no CacheMiss")
+assert not path.exists()  # the damaged entry is still removed
+assert cache.get("ab" * 32) == b"stored"
+print("ok")
+"""
+
+
+def test_lookup_only_mode_raises_where_the_cache_cannot_answer(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", LOOKUP_ONLY_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr

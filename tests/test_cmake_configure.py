@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -161,6 +162,30 @@ message(STATUS "types=${t1},${t2} libs=${libs} dl=${CMAKE_DL_LIBS}")"""
         check=True).stdout)["TileIR_COMPILER_FINGERPRINT"]
     # Every compiler file re-runs CMake when it changes.
     assert str(REPO / "tileiras" / "driver" / "tileiras_main.py") in ninja
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the cache client is Unix-only")
+def test_actions_go_through_the_cache_client(tmp_path: Path) -> None:
+    proj = project(tmp_path, "add_tileir_kernel(k SOURCES k/vadd.tileirbc)", "C")
+    proj.configure()
+    state = proj.binary_dir / "CMakeFiles" / "TileIR"
+    client = state / "tileir-client"
+    assert os.access(client, os.X_OK)
+    fingerprint = (state / "compiler.stamp").read_text().strip()
+    server_id = hashlib.sha256(f"{fingerprint}\n{sys.executable}\n{REPO}".encode()).hexdigest()[:16]
+    prefix = f"{client} {state}/server-{server_id}.sock {sys.executable} {REPO / 'build_rules' / 'launch.py'} "
+    ninja = (proj.binary_dir / "build.ninja").read_text()
+    commands = [line for line in ninja.splitlines() if "launch.py tileir" in line and "COMMAND = " in line]
+    assert len(commands) == 4 and all(prefix in line for line in commands), commands
+    # A reconfigure keeps the client (it is built once per change of its source or compiler).
+    before = client.stat().st_mtime_ns
+    proj.configure()
+    assert client.stat().st_mtime_ns == before
+
+    plain = project(tmp_path / "off", "add_tileir_kernel(k SOURCES k/vadd.tileirbc)", "C",
+                    defines={"TileIR_CACHE_SERVER": "OFF"})
+    plain.configure()
+    assert "tileir-client" not in (plain.binary_dir / "build.ninja").read_text()
 
 
 def test_reconfigure_keeps_stamps(tmp_path: Path) -> None:

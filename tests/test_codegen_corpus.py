@@ -18,17 +18,18 @@ from tileiras.driver.options import GPU_NAMES
 CORPUS = Path(__file__).parent / "corpus"
 
 
-def _corpus_files() -> list[tuple[str, Path]]:
+def _corpus_files() -> list[tuple[str, Path, str]]:
     manifest = json.loads((CORPUS / "manifest.json").read_text())
     out = []
     for kernel in manifest["kernels"]:
         files = kernel["files"]
         newest = max(files, key=lambda v: tuple(int(p) for p in v.split(".")))
-        out.append((kernel["name"], CORPUS / files[newest]))
+        out.append((kernel["name"], CORPUS / files[newest], kernel.get("gpu_code") or "sm_90"))
     return out
 
 
-CORPUS_FILES = _corpus_files()
+CORPUS_ENTRIES = _corpus_files()
+CORPUS_FILES = [(name, path) for name, path, _ in CORPUS_ENTRIES]
 
 
 def _lower(path: Path, gpu: str) -> tuple[str, object]:
@@ -39,16 +40,22 @@ def _lower(path: Path, gpu: str) -> tuple[str, object]:
     return lower_module(module, gpu)
 
 
-# Kernels the compiler rejects on every target, with the diagnostic it must give (tracked in issue 3).
-KNOWN_GAPS: dict[str, str] = {
-    "cast_e5m3": "element type fnv8E5M3FNU is not supported by this compiler yet",
-}
-
 FEATURE_MESSAGE = re.compile(r"error: '(cuda_tile\.\w+)' op (.+) requires sm_(\d+) or newer; the target is (sm_\d+)")
+FAMILY_MESSAGE = re.compile(r"error: '(cuda_tile\.\w+)' op (.+) requires (sm_\d+) \(no other family has it\); "
+                            r"the target is (sm_\d+)")
 
 
-@pytest.mark.parametrize("name,path", CORPUS_FILES, ids=[n for n, _ in CORPUS_FILES])
-def test_corpus_kernel_compiles_for_every_target(name: str, path: Path) -> None:
+def _diagnosed_as_missing(message: str, gpu: str) -> bool:
+    """The diagnostic names op, type and target, and the target indeed lacks the feature."""
+    found = FEATURE_MESSAGE.search(message)
+    if found:
+        return found.group(4) == gpu and int(gpu[3:]) < int(found.group(3))
+    found = FAMILY_MESSAGE.search(message)
+    return bool(found) and found.group(4) == gpu and found.group(3) != gpu
+
+
+@pytest.mark.parametrize("name,path,exported_for", CORPUS_ENTRIES, ids=[n for n, _, _ in CORPUS_ENTRIES])
+def test_corpus_kernel_compiles_for_every_target(name: str, path: Path, exported_for: str) -> None:
     """Every target either gets a cubin ptxas accepts, or a diagnostic naming op, type and target."""
     from tileiras.codegen.nvptx import llvm_to_ptx
     from tileiras.codegen.ptxas import assemble, resource_usage
@@ -59,12 +66,7 @@ def test_corpus_kernel_compiles_for_every_target(name: str, path: Path) -> None:
         try:
             llvm_ir, meta = _lower(path, gpu)
         except CompileError as exc:
-            if name in KNOWN_GAPS:
-                assert KNOWN_GAPS[name] in exc.message, exc.message
-                return
-            found = FEATURE_MESSAGE.search(exc.message)
-            assert found, f"{name} on {gpu}: {exc.message}"
-            assert found.group(4) == gpu and int(gpu[3:]) < int(found.group(3)), exc.message
+            assert _diagnosed_as_missing(exc.message, gpu), f"{name} on {gpu}: {exc.message}"
             continue
         ptx = llvm_to_ptx(llvm_ir, gpu, 3)
         cubin = assemble(ptx, gpu, 3)
@@ -76,7 +78,10 @@ def test_corpus_kernel_compiles_for_every_target(name: str, path: Path) -> None:
             for kernel, facts in usage.items():
                 if facts.get("spill_stores", 0) or facts.get("spill_loads", 0):
                     failures.append(f"{gpu} {kernel}: spills {facts}")
-    assert "sm_121" in compiled and "sm_100" in compiled, f"{name} compiles for no Blackwell target"
+    if exported_for == "sm_90":
+        assert "sm_121" in compiled and "sm_100" in compiled, f"{name} compiles for no Blackwell target"
+    else:  # a kernel written for one GPU (fnv8E5M3FNU: sm_107 only) compiles at least there
+        assert exported_for in compiled, f"{name} does not compile for {exported_for}, the GPU it was written for"
     assert not failures, "\n".join(failures)
 
 

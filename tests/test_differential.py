@@ -30,9 +30,7 @@ TARGETS = ("sm_80", "sm_90")
 
 # Cases that cannot run yet, with the reason (issues 3 and 4 track them). Strict: a case that
 # starts passing fails here, so the entry must be removed.
-KNOWN_GAPS: dict[str, str] = {
-    "cast_e5m3-default-sm_107": "fnv8E5M3FNU conversions are not implemented in the compiler (issue 3)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _newest(kernel: dict) -> str:
@@ -41,8 +39,6 @@ def _newest(kernel: dict) -> str:
 
 def _cases():
     for kernel, entry, case in reference.iter_cases(MANIFEST):
-        if any(p["kind"] == "list" for p in entry["params"]):
-            continue  # a list-of-arrays parameter is a device-side table: interpreter-only for now
         gpu_code = kernel.get("gpu_code") or "sm_90"
         targets = TARGETS if gpu_code == "sm_90" else (gpu_code,)
         for gpu in targets:
@@ -64,11 +60,11 @@ def _run(kernel: dict, entry: dict, case: dict, backend: str, gpu: str | None) -
 
     path = kernel["files"][_newest(kernel)]
     args = reference.make_args(kernel, entry, case)
-    order = [p["name"] for p in entry["params"] if p["kind"] in ("array", "scalar")]
+    order = [p["name"] for p in entry["params"] if p["kind"] in ("array", "scalar", "list")]
     arrays = [args[n] for n in order]
     out = run_arrays(_module(path), entry["symbol"], tuple(case["grid"]), arrays, backend=backend,
                      gpu_name=gpu, stdout=io.StringIO(), source=(CORPUS / path).read_bytes(), filename=path)
-    return {n: np.asarray(v) for n, v in zip(order, out)}
+    return {n: v if isinstance(v, list) else np.asarray(v) for n, v in zip(order, out)}
 
 
 FEATURE = re.compile(r"requires sm_(\d+) or newer; the target is (sm_\d+)")

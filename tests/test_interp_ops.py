@@ -1003,3 +1003,51 @@ entry @k(%n: tile<i32>) {
         Machine(module).launch("k", (1,), [12])
     with pytest.raises(InterpError, match=r"same_elements<\[4\]> does not hold along dimension 0"):
         Machine(module).launch("k", (1,), [16])      # bounded, div_by and every-4 hold; same_elements not
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+@pytest.mark.parametrize("rm", ["", " rounding<zero>", " rounding<negative_inf>", " rounding<positive_inf>"])
+def test_exact_zero_results_have_the_ieee_sign(ty, rm):
+    """sqrt(-0) = -0, fma(0, -1, -0) = -0, and x + (-x) is +0 except rounding toward -inf (-0).
+    Found by the random differential programs: f64 sqrt and fma gave +0, and so did every mode."""
+    dt = FLOAT_DT[ty]
+    a = np.array([-0.0, 1.5, 0.0, -0.0], dt)
+    b = np.array([0.0, -1.5, -1.0, -0.0], dt)
+    c = np.array([-0.0, 2.25, -0.0, -0.0], dt)
+    body = f"%r0 = sqrt %x0{rm} : T0\n%r1 = addf %x0, %x1{rm} : T0\n%r2 = fma %x0, %x1, %x2{rm} : T0"
+    root, add, fma = run_ew(body, [a, b, c], [ty] * 3, [ty] * 3, [dt] * 3, tile=4)
+    cancel = "-0.0" if "negative_inf" in rm else "0.0"
+    assert [str(v) for v in root.tolist()][::2] == ["-0.0", "0.0"]
+    assert [str(v) for v in add.tolist()] == [cancel, cancel, "-1.0", "-0.0"]
+    assert [str(v) for v in fma.tolist()] == ["-0.0", cancel, "-0.0", cancel]
+
+
+def test_a_list_of_arrays_is_passed_as_a_descriptor_table():
+    """A Python list binds to `ptr<i64>, i32`: rows of (data pointer, shape..., strides...) and the count;
+    the arrays come back as a list after the run."""
+    from tileiras.driver.errors import TileirasError
+
+    src = """
+entry @k(%t: tile<ptr<i64>>, %n: tile<i32>, %p: tile<ptr<i64>>, %m: tile<i32>, %s: tile<i32>) {
+  %tv = make_tensor_view %t, shape = [%n, 3], strides = [3, 1] : tile<i32> -> tensor_view<?x3xi64, strides=[3,1]>
+  %pv = make_partition_view %tv : partition_view<tile=(2x4), tensor_view<?x3xi64, strides=[3,1]>>
+  %c0 = constant <i32: 0> : tile<i32>
+  %rows, %tk = load_view_tko weak %pv[%c0, %c0] : partition_view<tile=(2x4), tensor_view<?x3xi64, strides=[3,1]>>, tile<i32> -> tile<2x4xi64>, token
+  %flat = reshape %rows : tile<2x4xi64> -> tile<8xi64>
+  %ov = make_tensor_view %p, shape = [%m], strides = [%s] : tile<i32> -> tensor_view<?xi64, strides=[?]>
+  %opv = make_partition_view %ov : partition_view<tile=(8), tensor_view<?xi64, strides=[?]>>
+  %st = store_view_tko weak %flat, %opv[%c0] : tile<8xi64>, partition_view<tile=(8), tensor_view<?xi64, strides=[?]>>, tile<i32> -> token
+  return
+}
+"""
+    module = load_module(src.encode(), "t.mlir")
+    arrays = [np.arange(5, dtype=np.float32), np.arange(7, dtype=np.int16)]
+    got = run_arrays(module, "k", (1,), [arrays, np.zeros(8, np.int64)])
+    assert isinstance(got[0], list) and [a.tolist() for a in got[0]] == [a.tolist() for a in arrays]
+    table = got[1].reshape(2, 4)[:, :3]                   # padded column dropped
+    assert table[:, 1:].tolist() == [[5, 1], [7, 1]] and table[0, 0] != table[1, 0] != 0
+    with pytest.raises(TileirasError, match="same ndim"):
+        run_arrays(module, "k", (1,), [[np.zeros(2), np.zeros((2, 2))], np.zeros(8, np.int64)])
+    scalar_only = load_module(b"entry @k(%n: tile<i32>, %m: tile<i32>) {\n  return\n}\n", "t.mlir")
+    with pytest.raises(TileirasError, match="argument 0 is a list of arrays, but parameters 0, 1 of 'k' are not"):
+        run_arrays(scalar_only, "k", (1,), [arrays])

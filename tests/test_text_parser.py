@@ -118,6 +118,32 @@ def test_generic_op_form() -> None:
                                    "tile<f32>\n  return\n}\n"
 
 
+@pytest.mark.parametrize("text, message", [
+    ("entry @k(%a: tile<i32>) optimization_hints=<sm_100=2> {\n}\n",
+     "k.mlir:1:53: error: custom op 'cuda_tile.entry' expected dictionary attribute for optimization_hints entry "
+     "`sm_100` got value=2 : i64"),
+    ("entry @k(%a: tile<i32>) optimization_hints=<2> {\n}\n",
+     "k.mlir:1:45: error: custom op 'cuda_tile.entry' expected valid keyword or string"),
+    ('entry @k(%a: tile<i32>) {\n  %0 = "cuda_tile.exti"(%a) <{signedness = 5 : i32}> : (tile<i32>) -> tile<i64>\n}\n',
+     "k.mlir:2:3: error: 'cuda_tile.exti' op attribute 'signedness' has invalid value '5 : i32'"),
+    ("entry @k(%a: tile<i32>) {\n  %0 = cuda_tile.negi %a overflow<bad> : tile<i32>\n}\n",
+     "expected string or keyword containing one of the following enum values for attribute 'overflow' "
+     "[none, no_signed_wrap, no_unsigned_wrap, no_wrap]"),
+])
+def test_parse_errors_use_mlir_wording(text: str, message: str) -> None:
+    with pytest.raises(CompileError) as info:
+        verify_module(parse_module(text, "k.mlir"))
+    assert message in info.value.message
+
+
+def test_generic_enum_given_as_its_integer_value() -> None:
+    text = ('entry @k(%a: tile<i32>) {\n  %0 = "cuda_tile.exti"(%a) <{signedness = 1 : i32}> : (tile<i32>) -> '
+            'tile<i64>\n}\n')
+    module = parse_module(text, "k.mlir")
+    verify_module(module)
+    assert "exti %arg0 signed : tile<i32> -> tile<i64>" in print_module(module)
+
+
 def test_text_locations_feed_diagnostics() -> None:
     text = "entry @k(%a: tile<f16>) {\n  %0 = addf %a, %a flush_to_zero : tile<f16>\n}\n"
     with pytest.raises(CompileError) as info:

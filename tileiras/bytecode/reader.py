@@ -37,7 +37,8 @@ SCALAR_TAGS: dict[int, tuple[str, str]] = {
 TAG_POINTER, TAG_TILE, TAG_TENSOR_VIEW, TAG_PARTITION_VIEW, TAG_FUNCTION, TAG_TOKEN = 12, 13, 14, 15, 16, 17
 TAG_GATHER_SCATTER_VIEW, TAG_STRIDED_VIEW = 20, 21
 PADDING = A.ENUMS["PaddingValue"]
-PTR_ATTRS = ("default",)
+# Pointer attribute (13.4+) by its bytecode value, as NVIDIA's tileirdisasm 13.5 names them.
+PTR_ATTRS = ("none", "unicast", "multicast")
 
 # Attribute tags of self-contained attributes.
 ATTR_INTEGER, ATTR_FLOAT, ATTR_BOOL, ATTR_TYPE, ATTR_STRING, ATTR_ARRAY, ATTR_DENSE = 1, 2, 3, 4, 5, 6, 7
@@ -407,10 +408,10 @@ class _OpReader:
                 continue
             if a.optional:
                 if present.get(a.name):
-                    attrs[a.name] = self.read_attr(cur, a.kind, a.enum, result_types)
+                    attrs[a.name] = self.read_attr(cur, a.kind, a.enum, result_types, a.int_type)
                 continue
             if self._avail(a.since):
-                attrs[a.name] = self.read_attr(cur, a.kind, a.enum, result_types)
+                attrs[a.name] = self.read_attr(cur, a.kind, a.enum, result_types, a.int_type)
             elif a.default is not None:
                 attrs[a.name] = a.default
         # operands
@@ -473,7 +474,8 @@ class _OpReader:
         return op
 
     # -- op attributes -----------------------------------------------------------
-    def read_attr(self, cur: Cursor, kind: str, enum: Optional[str], result_types: list[T.Type]) -> Any:
+    def read_attr(self, cur: Cursor, kind: str, enum: Optional[str], result_types: list[T.Type],
+                  int_type: str = "i64") -> Any:
         t = self.t
         if kind == "enum":
             v = cur.varint("enum attribute")
@@ -487,6 +489,8 @@ class _OpReader:
             return kw
         if kind == "int":
             v = cur.varint("integer attribute")
+            if int_type == "i32" and v < 1 << 32:  # stored in 32 bits: sign-extend
+                return v - (1 << 32) if v >= 1 << 31 else v
             return v - (1 << 64) if v >= 1 << 63 else v
         if kind == "bool":
             return cur.byte() != 0

@@ -312,7 +312,8 @@ class _Writer:
                                 f"{_vstr(self.version)}")
             put_varint(b, kws[v])
         elif kind == "int":
-            put_varint(b, int(v))
+            # an i32 attribute is stored in 32 bits (NVIDIA's reader rejects a wider value), i64 in 64
+            put_varint(b, int(v) & 0xFFFFFFFF if a.int_type == "i32" else int(v))
         elif kind == "bool":
             b.append(1 if v else 0)
         elif kind in ("str", "symref"):

@@ -10,6 +10,11 @@ least recently used entries once the total size passes the limit.
 
 The cache never fails a compile: an unwritable or full cache directory turns
 writes off with a one-line warning, and unreadable entries are misses.
+
+Lookup-only mode (`enter_lookup_only`, for the cache server's workers): every
+miss, and anything that would only follow a miss (a write, a disabled cache),
+raises `CacheMiss` instead, so the action stops before computing anything and
+the build runs it the ordinary way.
 """
 
 from __future__ import annotations
@@ -34,6 +39,26 @@ LOW_WATER = 0.9                      # trimming goes down to 90% of the limit
 STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers of killed writers
 _KEY = re.compile(r"^[0-9a-f]{16,128}$")
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_lookup_only = False
+
+
+class CacheMiss(BaseException):
+    """Raised in lookup-only mode where the cache cannot answer.
+
+    A BaseException so that no `except Exception` on the way turns it into a
+    compile error: it must reach the server worker that asked.
+    """
+
+
+def enter_lookup_only() -> None:
+    """From now on this process only reads the cache: a miss raises CacheMiss."""
+    global _lookup_only
+    _lookup_only = True
+
+
+def _miss(what: str) -> None:
+    if _lookup_only:
+        raise CacheMiss(what)
 
 
 def default_cache_dir() -> Path:
@@ -119,11 +144,13 @@ class Cache:
                 blob = handle.read()
         except OSError:
             self.misses += 1
+            _miss(key)
             return None
         payload = _unwrap(blob)
         if payload is None:
             self._remove(path)
             self.misses += 1
+            _miss(key)
             return None
         try:
             os.utime(path)  # LRU: a hit makes the entry the most recent
@@ -133,6 +160,7 @@ class Cache:
         return payload
 
     def put(self, key: str, data: bytes) -> None:
+        _miss(key)  # something was computed: never in lookup-only mode
         if not self.writes_enabled:
             return
         import tempfile
@@ -187,15 +215,19 @@ class Cache:
             return None
         try:
             document = json.loads(payload)
+            ptx = str(document["ptx"])
             meta = None
             if document.get("metadata") is not None:
                 from tileiras.codegen.metadata import ModuleMetadata
 
                 meta = ModuleMetadata.from_json(document["metadata"])
-            return str(document["ptx"]), meta
         except Exception:  # noqa: BLE001 - anything unreadable is a miss
             self._remove(self._path(key))
+            _miss(key)
             return None
+        if meta is None:
+            _miss(key)  # the caller recompiles to get the launch metadata
+        return ptx, meta
 
     def put_ptx(self, key: str, ptx: str, meta: Any = None) -> None:
         metadata = meta.to_json() if meta is not None and hasattr(meta, "to_json") else None
@@ -280,9 +312,11 @@ class NullCache(Cache):
 
     def get(self, key: str) -> bytes | None:
         self.misses += 1
+        _miss(key)
         return None
 
     def put(self, key: str, data: bytes) -> None:
+        _miss(key)
         return None
 
 
@@ -304,5 +338,6 @@ def open_cache(cache_dir: str | os.PathLike[str] | None = None, disabled: bool =
                max_bytes: int | None = None) -> Cache:
     """The cache a compile uses: `cache_dir` or the default location; a NullCache when disabled."""
     if disabled:
+        _miss("--no-cache")  # a disabled cache means compiling
         return NullCache()
     return Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes)

@@ -477,22 +477,17 @@ def make_host_object(fatbin: bytes, meta: Sequence[ModuleMetadata] | ModuleMetad
     """A relocatable object (ELF or COFF) holding `fatbin` and the launchers of `meta`'s kernels."""
     platform = _platform(host_arch, host_os)
     ir = host_ir(fatbin, meta, host_arch, host_os)
-    from .nvptx import _llvm
+    from . import llvm_capi
     from .isolate import run_isolated
 
-    _llvm()
+    llvm_capi.load()  # in the parent, so a forked child starts with LLVM loaded
 
     def compile_object() -> bytes:
-        llvm = _llvm()
         try:
-            module = llvm.parse_assembly(ir)
-            module.verify()
-        except RuntimeError as exc:  # a bug in this module, not in the user's input
-            raise CompileError(f"error: internal error building the host object: {str(exc).strip()}") from None
-        machine = llvm.Target.from_triple(platform.triple).create_target_machine(
-            cpu="generic", features="", opt=2, reloc="pic" if platform.os == "linux" else "default",
-            codemodel="default")
-        module.data_layout = str(machine.target_data)
-        return bytes(machine.emit_object(module))
+            return llvm_capi.compile_ir(ir, platform.triple, "generic", "", 2, object_file=True,
+                                        reloc="pic" if platform.os == "linux" else "default", optimize=False)
+        except CompileError as exc:  # a bug in this module, not in the user's input
+            raise CompileError("error: internal error building the host object: "
+                               + exc.message.removeprefix("error: ")) from None
 
     return run_isolated("host object code generation", compile_object)

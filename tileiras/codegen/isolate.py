@@ -15,11 +15,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
-import pickle
-import signal
 import sys
-import tempfile
-import threading
 from typing import Any, Callable, TypeVar
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
@@ -30,7 +26,9 @@ _CHILD_FAILED = 70  # the child could not even report its result
 
 
 def can_fork() -> bool:
-    return hasattr(os, "fork") and threading.active_count() == 1
+    # A process that never imported `threading` has started no Python threads (and skips its import).
+    threading = sys.modules.get("threading")
+    return hasattr(os, "fork") and (threading is None or threading.active_count() == 1)
 
 
 def run_isolated(what: str, fn: Callable[[], T]) -> T:
@@ -40,6 +38,9 @@ def run_isolated(what: str, fn: Callable[[], T]) -> T:
     """
     if not can_fork():
         return fn()
+    import pickle
+    import tempfile
+
     with tempfile.TemporaryFile() as errlog:
         read_end, write_end = os.pipe()
         sys.stdout.flush()
@@ -77,6 +78,8 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int, errlog_fd: int)
             result = ("err", (exc.message, int(exc.code)))
         except Exception as exc:  # noqa: BLE001 - everything must cross the pipe
             result = ("err", (f"error: {exc}", int(ExitCode.COMPILE_FAILED)))
+        import pickle
+
         data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)
         while view:
@@ -90,6 +93,8 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int, errlog_fd: int)
 
 def _describe(status: int) -> str:
     if os.WIFSIGNALED(status):
+        import signal
+
         number = os.WTERMSIG(status)
         try:
             name = signal.Signals(number).name

@@ -8,7 +8,6 @@ same compile always writes the same bytes.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +63,14 @@ class ModuleMetadata:
                 for k in self.kernels
             ],
         }
+        import json  # only when metadata is written: not on the compile path
+
         return json.dumps(document, sort_keys=True, indent=1, separators=(",", ": ")) + "\n"
 
     @staticmethod
     def from_json(text: str | bytes) -> "ModuleMetadata":
+        import json
+
         try:
             document = json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:

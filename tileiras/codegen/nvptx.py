@@ -8,14 +8,12 @@ Output is deterministic: the same IR, target and level give the same bytes.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
 from . import targets
 from .isolate import run_isolated
-from .libdevice import link_libdevice, needs_libdevice
 
 TRIPLE = "nvptx64-nvidia-cuda"
 _TARGET_LINE = re.compile(r"^\.target\s+(sm_[0-9]+[af]?)(.*)$", re.MULTILINE)
@@ -23,14 +21,11 @@ _VERSION_LINE = re.compile(r"^\.version\s+[0-9]+\.[0-9]+$", re.MULTILINE)
 _TRIPLE_LINE = re.compile(r'^target triple\s*=\s*"([^"]*)"', re.MULTILINE)
 
 
-@lru_cache(maxsize=1)
 def _llvm() -> Any:
-    """llvmlite.binding, initialised once (imported lazily: it costs ~0.1 s)."""
-    import llvmlite.binding as llvm
+    """LLVM, loaded and initialised once per process (ctypes on llvmlite's library: ~10 ms)."""
+    from . import llvm_capi
 
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    return llvm
+    return llvm_capi.load()
 
 
 def select_target(llvm_ir: str, gpu: str) -> targets.Target:
@@ -51,6 +46,13 @@ def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False,
     `DebugDirectivesOnly` gives `.loc` line info only (what `--lineinfo` wants).
     `debug=True` compiles at -O0, since optimised device debugging is not supported.
     """
+    return emit_later(llvm_ir, gpu, opt_level, debug, worker)()
+
+
+def emit_later(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False,
+               worker: Any = None) -> Callable[[], str]:
+    """`llvm_to_ptx` in two halves: with an LLVMWorker the module is handed over now and the
+    returned function waits for its PTX, so the caller can do other work in between."""
     if opt_level not in (0, 1, 2, 3):
         raise TileirasError(f"error: invalid optimization level {opt_level} (expected 0..3)", ExitCode.INVALID_OPTIONS)
     row = select_target(llvm_ir, gpu)
@@ -59,30 +61,21 @@ def llvm_to_ptx(llvm_ir: str, gpu: str, opt_level: int = 3, debug: bool = False,
         raise CompileError(f"error: LLVM module targets '{found.group(1)}', not NVPTX")
     level = 0 if debug else opt_level
     if worker is not None:  # an LLVMWorker started before the module was read
-        ptx = worker.emit(llvm_ir, row, level)
-    else:
-        _llvm()  # load LLVM in the parent, so a forked child starts with it
-        ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, level))
-    return _fix_header(ptx, row)
+        worker.submit(llvm_ir, row, level)
+        return lambda: _fix_header(worker.result(), row)
+    _llvm()  # load LLVM in the parent, so a forked child starts with it
+    ptx = run_isolated("LLVM NVPTX code generation", lambda: _emit(llvm_ir, row, level))
+    return lambda: _fix_header(ptx, row)
 
 
 def _emit(llvm_ir: str, row: targets.Target, opt_level: int) -> str:
-    llvm = _llvm()
-    try:
-        module = llvm.parse_assembly(llvm_ir)
-        module.verify()
-    except RuntimeError as exc:
-        raise CompileError(f"error: invalid LLVM IR: {str(exc).strip()}") from None
-    machine = llvm.Target.from_triple(TRIPLE).create_target_machine(
-        cpu=row.llvm_cpu, features=f"+ptx{row.llvm_ptx}", opt=opt_level, reloc="default", codemodel="default")
-    module.triple = TRIPLE
-    module.data_layout = str(machine.target_data)
-    if needs_libdevice(llvm_ir):
-        link_libdevice(llvm, module)
-    tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    builder = llvm.create_pass_builder(machine, tuning)
-    builder.getModulePassManager().run(module, builder)
-    return machine.emit_assembly(module)
+    from . import llvm_capi
+    from .libdevice import needs_libdevice, read_libdevice
+
+    libdevice = read_libdevice() if needs_libdevice(llvm_ir) else None
+    ptx = llvm_capi.compile_ir(llvm_ir, TRIPLE, row.llvm_cpu, f"+ptx{row.llvm_ptx}", opt_level,
+                               link=libdevice, internalize="__nv_")
+    return ptx.decode("utf-8")
 
 
 def _fix_header(ptx: str, row: targets.Target) -> str:

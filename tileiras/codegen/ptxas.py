@@ -64,6 +64,15 @@ def _wheel_dirs() -> list[Path]:
     return [Path(root) / sub for root in roots for sub in WHEEL_BIN_DIRS]
 
 
+def prepare() -> None:
+    """Do now what assembling will need (imports, finding ptxas) while something else runs."""
+    import tempfile  # noqa: F401
+
+    from . import tool  # noqa: F401  (subprocess)
+
+    find_ptxas()
+
+
 def ptxas_version() -> str:
     """ptxas's release, e.g. '13.5.37' (the V... of `ptxas --version`)."""
     path = find_ptxas()

@@ -15,12 +15,12 @@ PTX version up to 8.8 is available; sm_88 and sm_110 need 9.0.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.ir.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     name: str            # what the user writes: sm_90, sm_90a, sm_100f
     sm: int              # 90
@@ -67,6 +67,7 @@ ARCH_SPECIFIC_USE = re.compile(
     r"@llvm\.nvvm\.(?:wgmma|setmaxnreg|tcgen05|mma\.block\.scale)\."
     r"|@llvm\.nvvm\.(?:ff\.to\.(?:ue8m0x2|e2m1x2)|(?:ue8m0x2|e2m1x2)\.to)\."
     r"|\basm\b[^\n]*\"[^\"\n]*\b(?:wgmma|tcgen05|setmaxnreg)\.[a-z]"
+    r"|\basm\b[^\n]*\"[^\"\n]*\bcvt\.[a-z.]*ue5m3x2"
 )
 
 

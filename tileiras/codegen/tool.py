@@ -11,15 +11,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from dataclasses import dataclass
 from typing import Sequence
 
 from tileiras.driver.errors import CompileError
+from tileiras.ir.record import record
 
 DEFAULT_TIMEOUT_S = 600.0
 
 
-@dataclass(frozen=True)
+@record
 class ToolResult:
     returncode: int
     stdout: bytes

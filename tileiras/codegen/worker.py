@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import faulthandler
 import os
-import pickle
 import struct
 import sys
-import tempfile
 from typing import Any, Optional
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
 from .isolate import _describe, can_fork
 
+# Frames on the pipes: a length, then the bytes. A request is "target\nlevel\n" + LLVM IR; a
+# reply is b"o" + PTX, or b"e" + exit code (4 bytes) + message. (pickle would cost an import.)
 _LENGTH = struct.Struct("<Q")
+_CODE = struct.Struct("<i")
 
 
-def _write_msg(fd: int, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def _write_frame(fd: int, data: bytes) -> None:
     view = memoryview(_LENGTH.pack(len(data)) + data)
     while view:
         view = view[os.write(fd, view):]
@@ -44,22 +44,60 @@ def _read_exact(fd: int, n: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
-def _read_msg(fd: int) -> Any:
+def _read_frame(fd: int) -> Optional[bytes]:
     head = _read_exact(fd, _LENGTH.size)
-    if head is None:
-        return None
-    body = _read_exact(fd, _LENGTH.unpack(head)[0])
-    return None if body is None else pickle.loads(body)
+    return None if head is None else _read_exact(fd, _LENGTH.unpack(head)[0])
+
+
+def _anonymous_file() -> Any:
+    """A file for the child's stderr, gone when closed: memfd on Linux (no tempfile import)."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.fdopen(os.memfd_create("tileiras-llvm-stderr", os.MFD_CLOEXEC), "w+b")
+        except OSError:
+            pass
+    import tempfile
+
+    return tempfile.TemporaryFile()
+
+
+_unreaped: set[int] = set()
+
+
+def _reap_later(pid: int) -> None:
+    """Reap `pid` if it has exited, else at the next worker start or at interpreter exit."""
+    if not _unreaped:
+        import atexit
+
+        atexit.register(_reap, True)
+    _unreaped.add(pid)
+    _reap(False)
+
+
+def _reap(block: bool) -> None:
+    for pid in list(_unreaped):
+        try:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _unreaped.discard(pid)
 
 
 class LLVMWorker:
-    """A forked process with LLVM loaded that turns LLVM IR into PTX, one request at a time."""
+    """A forked process with LLVM loaded that turns LLVM IR into PTX, one request at a time.
+
+    `submit` hands over a module and returns at once; `result` waits for its PTX. At most one
+    request is outstanding, so neither side can block on a full pipe.
+    """
 
     def __init__(self) -> None:
         self.pid: Optional[int] = None
+        self._pending = False
         if not can_fork():
             return  # threads or Windows: compile in-process instead
-        self._errlog = tempfile.TemporaryFile()
+        _reap(False)
+        self._errlog = _anonymous_file()
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         sys.stdout.flush()
@@ -78,43 +116,58 @@ class LLVMWorker:
             os.dup2(self._errlog.fileno(), 2)  # LLVM writes its fatal message to fd 2
             if faulthandler.is_enabled():
                 faulthandler.disable()
-            from . import targets
+            from . import libdevice, targets  # noqa: F401  (imported while idle, used by _emit)
             from .nvptx import _emit, _llvm
 
             _llvm()
-            while True:
-                request = _read_msg(req)
-                if request is None:
-                    break
-                llvm_ir, target_name, opt_level = request
+            while (request := _read_frame(req)) is not None:
+                target_name, level, llvm_ir = request.decode("utf-8").split("\n", 2)
                 try:
-                    reply: tuple[str, Any] = ("ok", _emit(llvm_ir, targets.TARGETS[target_name], opt_level))
+                    reply = b"o" + _emit(llvm_ir, targets.TARGETS[target_name], int(level)).encode("utf-8")
                 except TileirasError as exc:
-                    reply = ("err", (exc.message, int(exc.code)))
+                    reply = b"e" + _CODE.pack(int(exc.code)) + exc.message.encode("utf-8")
                 except Exception as exc:  # noqa: BLE001 - everything must cross the pipe
-                    reply = ("err", (f"error: {exc}", int(ExitCode.COMPILE_FAILED)))
-                _write_msg(res, reply)
+                    reply = b"e" + _CODE.pack(int(ExitCode.COMPILE_FAILED)) + f"error: {exc}".encode("utf-8")
+                _write_frame(res, reply)
         except BaseException:  # noqa: BLE001 - the child must never unwind into the caller
             pass
         os._exit(0)
 
-    def emit(self, llvm_ir: str, target: Any, opt_level: int) -> str:
-        from .nvptx import _emit
-
+    def submit(self, llvm_ir: str, target: Any, opt_level: int) -> None:
+        """Start compiling `llvm_ir` for `target` (a targets.Target); `result` returns the PTX."""
+        assert not self._pending, "one request at a time"
         if self.pid is None:
-            return _emit(llvm_ir, target, opt_level)
+            from .nvptx import _emit
+
+            self._local = _emit(llvm_ir, target, opt_level)
+            self._pending = True
+            return
         try:
-            _write_msg(self._req, (llvm_ir, target.name, opt_level))
-            reply = _read_msg(self._res)
+            _write_frame(self._req, f"{target.name}\n{opt_level}\n{llvm_ir}".encode("utf-8"))
+        except OSError:
+            pass  # the child died: `result` says why
+        self._pending = True
+
+    def result(self) -> str:
+        assert self._pending, "nothing submitted"
+        self._pending = False
+        if self.pid is None:
+            return self._local
+        try:
+            reply = _read_frame(self._res)
         except OSError:
             reply = None
-        if reply is None:
+        if not reply:
             raise CompileError(f"error: LLVM NVPTX code generation failed: {self._death_note()}")
-        kind, value = reply
-        if kind == "ok":
-            return value
-        message, code = value
+        if reply[:1] == b"o":
+            return reply[1:].decode("utf-8")
+        code = _CODE.unpack_from(reply, 1)[0]
+        message = reply[1 + _CODE.size:].decode("utf-8")
         raise CompileError(message) if code == ExitCode.COMPILE_FAILED else TileirasError(message, code)
+
+    def emit(self, llvm_ir: str, target: Any, opt_level: int) -> str:
+        self.submit(llvm_ir, target, opt_level)
+        return self.result()
 
     def _death_note(self) -> str:
         status = 0
@@ -126,6 +179,8 @@ class LLVMWorker:
         return text or _describe(status)
 
     def close(self) -> None:
+        """End the worker: it sees its request pipe close and exits. Its exit (unmapping LLVM)
+        takes milliseconds, so it is reaped later rather than waited for here."""
         if self.pid is None:
             return
         for fd in (self._req, self._res):
@@ -133,7 +188,7 @@ class LLVMWorker:
                 os.close(fd)
             except OSError:
                 pass
-        os.waitpid(self.pid, 0)
+        _reap_later(self.pid)
         self.pid = None
         self._errlog.close()
 

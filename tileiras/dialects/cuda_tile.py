@@ -171,11 +171,11 @@ define("get_num_tile_blocks", 0x2E, "13.1",
        fmt="attr-dict `:` custom<CudaTileType>(type($gridSize_x))")
 
 # -- matrix multiply-accumulate ---------------------------------------------
-define("mmaf", 0x49, "13.1", ins="lhs:tile rhs:tile acc:tile", outs="result:tile", attrs="fast_acc:unit@13.3",
+define("mmaf", 0x49, "13.1", ins="lhs:mmaf_operand rhs:mmaf_operand acc:mmaf_acc", outs="result:mmaf_acc", attrs="fast_acc:unit@13.3",
        traits="Pure",
        fmt="$lhs `,` $rhs `,` $acc (`fast_acc` $fast_acc^)? attr-dict `:` custom<CudaTileType>(type($lhs)) `,` "
            "custom<CudaTileType>(type($rhs)) `,` custom<CudaTileType>(type($acc))")
-define("mmai", 0x4A, "13.1", ins="lhs:tile rhs:tile acc:tile", outs="result:tile",
+define("mmai", 0x4A, "13.1", ins="lhs:mmai_operand rhs:mmai_operand acc:mmai_acc", outs="result:mmai_result",
        attrs="signedness_lhs:enum.Signedness signedness_rhs:enum.Signedness", traits="Pure",
        fmt="$lhs `,` $rhs `,` $acc custom<Signedness>($signedness_lhs) custom<Signedness>($signedness_rhs) "
            "attr-dict `:` custom<CudaTileType>(type($lhs)) `,` custom<CudaTileType>(type($rhs)) `,` "
@@ -320,13 +320,13 @@ define("multimem_load_reduce_view_tko", 0x7B, "13.5",
        ins="view:tile_view@13.5 index*:int_tile@13.5 token?:token@13.5",
        outs="reduced_values:tile@13.5 result_token:token@13.5",
        attrs="memory_ordering_semantics:enum.MemoryOrderingSemantics@13.5 memory_scope?:enum.MemoryScope@13.5 "
-             "reduction:enum.MultimemReductionKind@13.5 inbounds:boolarray=empty@13.5",
+             "reduction:enum.MultimemReductionKind=add@13.5 inbounds:boolarray=empty@13.5",
        traits="AttrSizedOperandSegments")
 define("multimem_reduce_view_tko", 0x7C, "13.5",
        ins="view:tile_view@13.5 tile:tile@13.5 index*:int_tile@13.5 token?:token@13.5",
        outs="result_token:token@13.5",
        attrs="memory_ordering_semantics:enum.MemoryOrderingSemantics@13.5 memory_scope:enum.MemoryScope@13.5 "
-             "reduction:enum.MultimemReductionKind@13.5 inbounds:boolarray=empty@13.5",
+             "reduction:enum.MultimemReductionKind=add@13.5 inbounds:boolarray=empty@13.5",
        traits="AttrSizedOperandSegments")
 define("multimem_store_view_tko", 0x7D, "13.5",
        ins="view:tile_view@13.5 tile:tile@13.5 index*:int_tile@13.5 token?:token@13.5",

@@ -113,6 +113,12 @@ class OpDef:
 
 _REGISTRY: dict[str, OpDef] = {}
 _BY_OPCODE: dict[int, OpDef] = {}
+# Declarations, built into OpDefs on first lookup: a disassembly touches a
+# handful of the ~110 ops, and building all of them up front would be a
+# tenth of its start-up.
+_DECLARED: dict[str, tuple] = {}
+_DECLARED_OPCODES: dict[int, str] = {}
+_loaded = False
 
 
 def register(op: OpDef) -> OpDef:
@@ -122,29 +128,46 @@ def register(op: OpDef) -> OpDef:
 
 
 def _ensure_loaded() -> None:
-    if not _REGISTRY:
-        from . import cuda_tile  # noqa: F401  (populates the registry)
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import cuda_tile  # noqa: F401  (declares the ops)
+
+
+def _build(name: str) -> Optional[OpDef]:
+    args = _DECLARED.get(name)
+    return None if args is None else register(_make(*args))
 
 
 def lookup(name: str) -> OpDef:
     """The declaration of the op called `name` ("cuda_tile.addf"); KeyError if unknown."""
-    _ensure_loaded()
-    return _REGISTRY[name]
+    op = find(name)
+    if op is None:
+        raise KeyError(name)
+    return op
 
 
 def find(name: str) -> Optional[OpDef]:
-    _ensure_loaded()
-    return _REGISTRY.get(name)
+    op = _REGISTRY.get(name)
+    if op is None:
+        _ensure_loaded()
+        op = _build(name)
+    return op
 
 
 def by_opcode(opcode: int) -> Optional[OpDef]:
-    _ensure_loaded()
-    return _BY_OPCODE.get(opcode)
+    op = _BY_OPCODE.get(opcode)
+    if op is None:
+        _ensure_loaded()
+        name = _DECLARED_OPCODES.get(opcode)
+        op = None if name is None else _build(name)
+    return op
 
 
 def all_ops() -> list[OpDef]:
+    """Every op, in declaration order."""
     _ensure_loaded()
-    return list(_REGISTRY.values())
+    return [find(name) for name in _DECLARED] + [op for name, op in _REGISTRY.items() if name not in _DECLARED]
 
 
 # -- the compact declaration syntax ------------------------------------------
@@ -192,10 +215,18 @@ def _parse_attrs(spec: str) -> tuple[AttrDef, ...]:
 
 
 def define(mnemonic: str, opcode: int, since: str, *, ins: str = "", outs: str = "",
-           attrs: str = "", regions: str = "", traits: str = "", fmt: Optional[str] = None) -> OpDef:
+           attrs: str = "", regions: str = "", traits: str = "", fmt: Optional[str] = None) -> None:
+    """Declare an op; its OpDef is built on first lookup."""
+    name = f"cuda_tile.{mnemonic}"
+    _DECLARED[name] = (name, opcode, since, ins, outs, attrs, regions, traits, fmt)
+    _DECLARED_OPCODES[opcode] = name
+
+
+def _make(name: str, opcode: int, since: str, ins: str, outs: str, attrs: str, regions: str, traits: str,
+          fmt: Optional[str]) -> OpDef:
     traits_set = frozenset(traits.split())
-    return register(OpDef(
-        name=f"cuda_tile.{mnemonic}",
+    return OpDef(
+        name=name,
         opcode=opcode,
         since=since,
         operands=_parse_groups(ins),
@@ -205,4 +236,4 @@ def define(mnemonic: str, opcode: int, since: str, *, ins: str = "", outs: str =
         traits=traits_set,
         format=" ".join(fmt.split()) if fmt else None,
         attr_sized_operands="AttrSizedOperandSegments" in traits_set,
-    ))
+    )

@@ -15,6 +15,8 @@ from ..driver.errors import CompileError
 from ..ir import attributes as A
 from ..ir.core import Location, Operation
 from .registry import find
+from .verify_ops import OP_CHECKS, REGION_CHECKS
+from .verify_rules import VerifyFailure, check_invariants
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
@@ -39,12 +41,13 @@ def diagnostic(op: Optional[Operation], message: str, with_op: bool = True) -> s
 
 def verify_module(module: Operation) -> None:
     """Raise CompileError on the first rule the module breaks."""
-    from .verify_rules import VerifyFailure
-
     try:
         if module.name != "cuda_tile.module":
             raise VerifyFailure(module, "expected a 'cuda_tile.module'")
         body = module.regions[0].blocks[0].operations if module.regions and module.regions[0].blocks else []
+        # MLIR's order: every nested op's own rules first, then the module's rules about its contents.
+        for op in body:
+            _verify_op(op)
         seen: set[str] = set()
         for op in body:
             if op.name not in ("cuda_tile.entry", "cuda_tile.global"):
@@ -54,8 +57,6 @@ def verify_module(module: Operation) -> None:
             if sym in seen:
                 raise VerifyFailure(op, f"redefinition of symbol named '{sym}'")
             seen.add(sym)
-        for op in body:
-            _verify_op(op)
     except VerifyFailure as exc:
         with_op = not exc.message.startswith("`")
         raise CompileError(diagnostic(exc.op, exc.message, with_op)) from None
@@ -64,9 +65,6 @@ def verify_module(module: Operation) -> None:
 
 
 def _verify_op(op: Operation) -> None:
-    from .verify_ops import OP_CHECKS, REGION_CHECKS
-    from .verify_rules import VerifyFailure, check_invariants
-
     defn = find(op.name)
     if defn is None:
         raise VerifyFailure(op, "is not a registered operation")

@@ -373,7 +373,9 @@ def _alloca(op: Operation) -> None:
 def _assume(op: Operation) -> None:
     p = _attr(op, "predicate")
     t = op.results[0].type
-    name = {A.DivBy: "div_by", A.SameElements: "same_elements", A.Bounded: "bounded"}.get(type(p), "predicate")
+    # the predicate's attribute name, as NVIDIA's messages quote it (observed through its tileirdisasm)
+    name = {A.DivBy: "cuda_tile.div_by", A.SameElements: "cuda_tile.same_elements",
+            A.Bounded: "cuda_tile.bounded"}.get(type(p), "predicate")
     if isinstance(p, A.DivBy):
         d = p.divisor
         if d <= 0 or d & (d - 1):
@@ -387,15 +389,14 @@ def _assume(op: Operation) -> None:
                 raise fail(op, f"'{name}' 'every'/'along' cannot be used if the constrained value is a tensor_view")
             return
         if not isinstance(t, T.TileType) or not (is_int(t) or isinstance(t.element, T.PointerType)):
-            raise fail(op, f"'{name}' is valid only for tile of integer/pointer values or tensor_view")
+            raise fail(op, f"'{name}' is valid only for tile of integer/pointer or tensor_view values")
         if p.every is not None:
             if not t.shape:
-                raise fail(op, f"'cuda_tile.{name}' 'every'/'along' cannot be used if the constrained value is a 0D tile")
+                raise fail(op, f"'{name}' 'every'/'along' cannot be used if the constrained value is a 0D tile")
             if not 0 <= p.along < len(t.shape):
-                raise fail(op, f"expected 'cuda_tile.{name}' along_dim to be within 0 and the rank of the constrained "
-                               f"tile ({len(t.shape)})")
+                raise fail(op, f"'{name}' every_dim ({p.along}) must be >= 0 and < tile rank ({len(t.shape)})")
             if not 0 <= p.every <= t.shape[p.along]:
-                raise fail(op, f"expected 'cuda_tile.{name}' every_dim to be within 0 and the size of the respective "
+                raise fail(op, f"expected '{name}' every_dim to be within 0 and the size of the respective "
                                f"dimension ({t.shape[p.along]})")
     elif isinstance(p, A.SameElements):
         if not isinstance(t, T.TileType) or not (is_int(t) or isinstance(t.element, T.PointerType)):
@@ -405,7 +406,7 @@ def _assume(op: Operation) -> None:
                            f"tile ({len(t.shape)})")
         for i, (v, d) in enumerate(zip(p.values, t.shape)):
             if v < 0 or v > d:
-                raise fail(op, f"expected 'cuda_tile.{name}' value {i} to be within 0 and the size of the respective "
+                raise fail(op, f"expected '{name}' value {i} to be within 0 and the size of the respective "
                                f"dimension ({d})")
     elif isinstance(p, A.Bounded):
         if not isinstance(t, T.TileType) or not is_int(t):
@@ -413,11 +414,11 @@ def _assume(op: Operation) -> None:
         w = bitwidth(t.element)
         lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
         if p.ub is not None and not lo <= p.ub <= hi:
-            raise fail(op, f"'cuda_tile.{name}' expects upper bound to be within [{lo}, {hi}]")
+            raise fail(op, f"'{name}' expects upper bound to be within [{lo}, {hi}]")
         if p.lb is not None and not lo <= p.lb <= hi:
-            raise fail(op, f"'cuda_tile.{name}' expects lower bound to be within [{lo}, {hi}]")
+            raise fail(op, f"'{name}' expects lower bound to be within [{lo}, {hi}]")
         if p.lb is not None and p.ub is not None and p.lb > p.ub:
-            raise fail(op, f"'{name}' lower bound must be less than or equal to the upper bound")
+            raise fail(op, f"'{name}' expects lower bound to be less than or equal to upper bound")
 
 
 # -- mma ----------------------------------------------------------------------------------
@@ -632,10 +633,10 @@ def _load_ptr(op: Operation) -> None:
     res = op.results[0].type
     if isinstance(src, T.TileType) and isinstance(res, T.TileType):
         if src.shape != res.shape or src.element.pointee != res.element:  # type: ignore[attr-defined]
-            raise fail(op, "failed to verify that `result` type is expected a pointee type of `source` type")
+            raise fail(op, "failed to verify that `source` type is expected a pointer type of `result` type")
     mask = op.operand("mask")
     if mask is not None and mask.type.shape != res.shape:
-        raise fail(op, "failed to verify that shape of 'source' must match the shape of 'mask'")
+        raise fail(op, "failed to verify that shape of 'mask' must match the shape of 'source'")
     pad = op.operand("paddingValue")
     if pad is not None and pad.type != res:
         raise fail(op, "type of 'paddingValue' must match the type of 'result'")
@@ -974,12 +975,12 @@ def _aggregate(op: Operation) -> None:
         for i, (v, r) in enumerate(zip(ops, op.results)):
             if v.type != r.type:
                 raise fail(op, f"expect same type for operand at index: {i} and result at index: {i}")
-    else:
-        for i, (v, r) in enumerate(zip(ops, op.results)):
-            want = tuple(d for k, d in enumerate(v.type.shape) if k != dim)
-            if not isinstance(r.type, T.TileType) or r.type.shape != want or r.type.element != v.type.element:
-                raise fail(op, f"inferred type(s) {dtype(T.TileType(want, v.type.element))} are incompatible with "
-                               f"return type(s) of operation {dtype(r.type)}")
+    else:  # InferTypeOpInterface: the whole inferred list against the whole result list
+        inferred = [T.TileType(tuple(d for k, d in enumerate(v.type.shape) if k != dim), v.type.element)
+                    for v in ops]
+        if inferred != [r.type for r in op.results]:
+            raise fail(op, f"inferred type(s) {dtypes(inferred)} are incompatible with return type(s) of operation "
+                           f"{dtypes(r.type for r in op.results)}")
 
 
 _PURE = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir import attributes as A
 from ..ir import types as T
-from ..ir.core import Operation
+from ..ir.core import Operation, _default_segments
 from .registry import OPTIONAL, SINGLE, VARIADIC, OpDef
 
 TYPE_CHECKING = False
@@ -112,6 +112,9 @@ def _summary(names: tuple[str, ...]) -> str:
     return " or ".join(names)
 
 
+_MMAF_IN = ("f16", "bf16", "f32", "f64", "tf32", "f8E4M3FN", "f8E5M2")
+_MMAF_ACC = ("f16", "f32", "f64")
+
 # constraint name -> (predicate, MLIR summary)
 CONSTRAINTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "any": (lambda t: True, ""),
@@ -121,10 +124,15 @@ CONSTRAINTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "int_tile": (_tile_of(INTS), f"tile of {_summary(INTS)} values"),
     "int4_tile": (_tile_of(INTS + ("i4",)), f"tile of {_summary(INTS + ('i4',))} values"),
     "unpacked_tile": (_tile_of(NUMBERS + ("i4",)), f"tile of {_summary(NUMBERS + ('i4',))} values"),
+    "mmaf_operand": (_tile_of(_MMAF_IN), f"mmaf operand tile type of {_summary(_MMAF_IN)} values"),
+    "mmaf_acc": (_tile_of(_MMAF_ACC), f"mmaf acc/result tile type of {_summary(_MMAF_ACC)} values"),
+    "mmai_operand": (_tile_of(("i8",)), "mmai operand tile type of i8 values"),
+    "mmai_acc": (_tile_of(("i32",)), "mmai acc tile type of i32 values"),
+    "mmai_result": (_tile_of(("i32",)), "mmai result tile type of i32 values"),
     "mmaf_scaled_operand": (_tile_of(("f8E4M3FN", "f8E5M2", "f4E2M1FN")),
                             "mmaf_scaled operand tile type of f8E4M3FN or f8E5M2 or f4E2M1FN values"),
-    "mmaf_scaled_scale": (_tile_of(("f8E4M3FN", "f8E8M0FNU")),
-                          "mmaf_scaled scale tile type of f8E4M3FN or f8E8M0FNU values"),
+    "mmaf_scaled_scale": (_tile_of(("f8E4M3FN", "f8E8M0FNU", "fnv8E5M3FNU")),
+                          "mmaf_scaled scale tile type of f8E4M3FN or f8E8M0FNU or fnv8E5M3FNU values"),
     "mmaf_scaled_result": (_tile_of(("f32",)), "mmaf_scaled result tile type of f32 values"),
     "i64_tile": (_tile_of(("i64",)), "tile of i64 values"),
     "i1_tile": (_tile_of(("i1",)), "tile of i1 values"),
@@ -176,6 +184,7 @@ SHAPES_MATCH: dict[str, tuple[str, ...]] = {f"cuda_tile.{k}": v for k, v in {
 }.items()}
 RANKS_MATCH: dict[str, tuple[str, ...]] = {f"cuda_tile.{k}": v for k, v in {
     "broadcast": ("source", "result"), "cat": ("lhs", "rhs", "result"), "extract": ("source", "result"),
+    "permute": ("source", "result"),
     "pack": ("source", "result"), "unpack": ("source", "result"), "fpowf": ("source", "exponent", "result"),
     "insert": ("source", "destination"), "mmaf": ("lhs", "rhs", "acc"), "mmai": ("lhs", "rhs", "acc"),
     "mmaf_scaled": ("lhs", "rhs", "acc"),
@@ -184,6 +193,16 @@ ELEMENTS_MATCH: dict[str, tuple[str, ...]] = {f"cuda_tile.{k}": v for k, v in {
     "cat": ("lhs", "rhs", "result"), "permute": ("source", "result"), "mmaf": ("lhs", "rhs"),
     "mmai": ("lhs", "rhs"), "mmaf_scaled": ("lhs", "rhs"), "insert": ("source", "destination"),
 }.items()}
+# Attribute constraints (ODS), checked before everything else: (op, attribute) -> (predicate, summary).
+_NON_NEGATIVE_I32 = (lambda v: v >= 0, "32-bit signless integer attribute whose value is non-negative")
+_MIN_ZERO_I64 = (lambda v: v >= 0, "64-bit signless integer attribute whose minimum value is 0")
+ATTR_CONSTRAINTS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "cuda_tile.reduce": {"dim": _NON_NEGATIVE_I32},
+    "cuda_tile.scan": {"dim": _NON_NEGATIVE_I32},
+    "cuda_tile.alloca": {"num_elem": _MIN_ZERO_I64, "alignment": _MIN_ZERO_I64},
+}
+# Regions are single-block (ODS SizedRegion<1>) except these, which may also be empty.
+MAY_BE_EMPTY = {("cuda_tile.if", "elseRegion")}
 SAME_SHAPE_ALL = {"cuda_tile.absf", "cuda_tile.absi", "cuda_tile.offset"}
 SAME_ELEM_ALL = {"cuda_tile.broadcast", "cuda_tile.reshape"}
 SAME_OPERANDS_SHAPE = {"cuda_tile.reduce", "cuda_tile.scan"}
@@ -228,8 +247,17 @@ def _dyn(vals) -> str:
     return "[" + ", ".join("?" if v == T.DYNAMIC else str(v) for v in vals) + "]"
 
 
+# Element types a pointer may point to (NVIDIA's list, in its order).
+POINTEE_TYPES = ("f16", "bf16", "f32", "tf32", "f64", "f8E4M3FN", "f8E5M2", "f8E8M0FNU", "f4E2M1FN", "fnv8E5M3FNU",
+                 "i1", "i8", "i16", "i32", "i64")
+
+
 def check_type(t: Any) -> Optional[str]:
     """The message of the first rule type `t` breaks (recursively), or None."""
+    if isinstance(t, T.PointerType):
+        if not (isinstance(t.pointee, T.ScalarType) and t.pointee.name in POINTEE_TYPES):
+            return f"failed to verify 'pointeeType': {_summary(POINTEE_TYPES)}"
+        return None
     if isinstance(t, T.TileType):
         if isinstance(t.element, T.PointerType):
             return check_type(t.element) or check_tile_type(t)
@@ -305,9 +333,11 @@ def view_tile_type(v: Any) -> T.TileType:
 
 # -- generic invariants ---------------------------------------------------------------
 def check_invariants(op: Operation, defn: OpDef) -> None:
+    for name, (pred, summary) in ATTR_CONSTRAINTS.get(op.name, {}).items():
+        v = op.attributes.get(name)
+        if isinstance(v, int) and not pred(v):
+            raise fail(op, f"attribute '{name}' failed to satisfy constraint: {summary}")
     # operand counts / groups
-    from ..ir.core import _default_segments
-
     sizes = op.segment_sizes or _default_segments(defn.operands, len(op.operands))
     if len(sizes) != len(defn.operands) or sum(sizes) != len(op.operands):
         raise fail(op, f"has {len(op.operands)} operands, which does not match its operand groups")
@@ -341,10 +371,14 @@ def check_invariants(op: Operation, defn: OpDef) -> None:
                 raise fail(op, f"requires attribute '{a.name}'")
             continue
         if a.kind == "enum" and v not in A.ENUM_INDEX[a.enum]:  # type: ignore[index]
-            raise fail(op, f"attribute '{a.name}' has invalid value '{v}'")
+            shown = f"{v.value} : {v.type}" if isinstance(v, A.IntegerAttr) else v
+            raise fail(op, f"attribute '{a.name}' has invalid value '{shown}'")
     # regions
     if len(op.regions) != len(defn.regions):
         raise fail(op, f"requires {len(defn.regions)} regions")
+    for i, (region, rname) in enumerate(zip(op.regions, defn.regions)):
+        if len(region.blocks) != 1 and not (not region.blocks and (op.name, rname) in MAY_BE_EMPTY):
+            raise fail(op, f"region #{i} ('{rname}') failed to verify constraint: region with 1 blocks")
     # type relations
     name = op.name
     for group in TYPES_MATCH.get(name, ()):

@@ -9,12 +9,10 @@ that can change them (see `tileiras.cache`).
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from .errors import ExitCode, TileirasError
 from .options import Options
@@ -22,16 +20,16 @@ from .options import Options
 TILEIR_MAGIC = b"\x7fTileIR\x00"
 
 
-@dataclass
 class Artifacts:
     """What one compile produced, per target."""
 
-    llvm: dict[str, str] = field(default_factory=dict)
-    ptx: dict[str, str] = field(default_factory=dict)
-    cubin: dict[str, bytes] = field(default_factory=dict)
-    metadata: dict[str, object] = field(default_factory=dict)   # gpu -> ModuleMetadata
-    inputs_read: list[str] = field(default_factory=list)
-    cache: object = None                                         # the Cache this compile used
+    def __init__(self, inputs_read: list[str]) -> None:
+        self.llvm: dict[str, str] = {}
+        self.ptx: dict[str, str] = {}
+        self.cubin: dict[str, bytes] = {}
+        self.metadata: dict[str, object] = {}   # gpu -> ModuleMetadata
+        self.inputs_read = inputs_read
+        self.cache: object = None               # the Cache this compile used; None with --no-cache
 
 
 class StageTimer:
@@ -91,15 +89,16 @@ def lower_to_llvm(module: object, gpu: str, opts: Options) -> tuple[str, object]
 
 def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> Artifacts:
     """Run every stage the requested output needs, for every requested target."""
-    from ..cache.store import open_cache
-
     arts = Artifacts(inputs_read=[path, *opts.libraries])
     kind = input_kind(data, path)
     want = opts.emit_kind
     gpus = list(dict.fromkeys(opts.gpu_names))  # keep order, drop repeats
-    cache = open_cache(opts.cache_dir, disabled=opts.no_cache)
-    arts.cache = cache
     caching = not opts.no_cache  # keys cost a version probe of LLVM and ptxas: skip them when off
+    cache = None
+    if caching:  # --no-cache skips the cache module altogether (it is not free to import)
+        from ..cache.store import open_cache
+
+        cache = arts.cache = open_cache(opts.cache_dir)
 
     if kind == "ptx":
         if want in ("llvm",):
@@ -111,20 +110,24 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
         meta_path = path + ".json"
         arts.metadata = _read_sidecar_metadata(meta_path, gpus, arts)
     else:
-        _compile_module(data, path, kind, gpus, want, opts, cache, caching, arts, timer)
+        _compile_module(data, path, kind, gpus, want, opts, cache, arts, timer)
 
     if want in ("cubin", "fatbin", "obj"):
-        from ..cache.keys import cubin_key
         from ..codegen.ptxas import assemble
 
         for gpu in gpus:
-            key = cubin_key(arts.ptx[gpu], gpu, opts) if caching else ""
-            cubin = cache.get_blob(key)
+            cubin = None
+            if cache is not None:
+                from ..cache.keys import cubin_key
+
+                key = cubin_key(arts.ptx[gpu], gpu, opts)
+                cubin = cache.get_blob(key)  # type: ignore[attr-defined]
             if cubin is None:
                 with timer.stage(f"ptxas ({gpu})"):
                     cubin = assemble(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
                                      debug=opts.device_debug)
-                cache.put_blob(key, cubin)
+                if cache is not None:
+                    cache.put_blob(key, cubin)  # type: ignore[attr-defined]
             arts.cubin[gpu] = cubin
     return arts
 
@@ -136,16 +139,18 @@ def _source_digest(data: bytes, kind: str, opts: Options) -> str:
         from ..bytecode.digest import content_digest
 
         return content_digest(data, keep_locations)
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
 def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options,
-                    cache: object, caching: bool, arts: Artifacts, timer: StageTimer) -> None:
+                    cache: object, arts: Artifacts, timer: StageTimer) -> None:
     """Source -> PTX per target; cached PTX is used without reading the module at all."""
-    from ..cache.keys import module_key
-
     keys: dict[str, str] = {}
-    if caching and want != "llvm":
+    if cache is not None and want != "llvm":
+        from ..cache.keys import module_key
+
         with timer.stage("cache lookup"):
             digest = _source_digest(data, kind, opts)
             for gpu in gpus:
@@ -170,6 +175,8 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
 
 def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts: Options, cache: object,
                     keys: dict[str, str], arts: Artifacts, timer: StageTimer, worker: object) -> None:
+    """Lower each target and hand it to the LLVM worker; while the worker turns target N into PTX,
+    this process lowers target N+1 (or, after the last, gets ptxas ready)."""
     from ..frontend import load_module
 
     with timer.stage("read + verify"):
@@ -179,6 +186,7 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
 
         print("// -----// IR Dump After read-and-verify (cuda_tile) //----- //", file=sys.stderr)
         print(print_module(module), file=sys.stderr)
+    pending: Optional[tuple[str, Callable[[], str]]] = None
     for gpu in missing:
         with timer.stage(f"lower to LLVM IR ({gpu})"):
             llvm_ir, meta = lower_to_llvm(module, gpu, opts)
@@ -186,12 +194,26 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
         arts.metadata[gpu] = meta
         if want == "llvm":
             continue
-        from ..codegen.nvptx import llvm_to_ptx
+        if pending is not None:
+            _collect(pending, cache, keys, arts, timer)
+        from ..codegen.nvptx import emit_later
 
-        with timer.stage(f"LLVM -> PTX ({gpu})"):
-            arts.ptx[gpu] = llvm_to_ptx(llvm_ir, gpu, opts.opt_level, debug=opts.device_debug, worker=worker)
-        if gpu in keys:
-            cache.put_ptx(keys[gpu], arts.ptx[gpu], meta)  # type: ignore[attr-defined]
+        pending = gpu, emit_later(llvm_ir, gpu, opts.opt_level, debug=opts.device_debug, worker=worker)
+    if pending is not None:
+        if want in ("cubin", "fatbin", "obj"):
+            from ..codegen.ptxas import prepare
+
+            prepare()  # its imports and the tool lookup overlap the last LLVM run
+        _collect(pending, cache, keys, arts, timer)
+
+
+def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[str, str], arts: Artifacts,
+             timer: StageTimer) -> None:
+    gpu, result = pending
+    with timer.stage(f"LLVM -> PTX ({gpu}, waiting for the worker)"):
+        arts.ptx[gpu] = result()
+    if gpu in keys:
+        cache.put_ptx(keys[gpu], arts.ptx[gpu], arts.metadata[gpu])  # type: ignore[attr-defined]
 
 
 def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> dict[str, object]:

@@ -9,12 +9,13 @@ bytecode (including modules that fail verification).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
-    from typing import Optional
+    from typing import NoReturn, Optional
 
 TOOL = "tileirdisasm"
 PREVIEW_FEATURES = ("simt",)
@@ -126,7 +127,28 @@ def _parse(argv: list[str], prog: str) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
+    """Run on `argv`; with None (the console script, `python -m`) the process ends here."""
+    if argv is None:
+        gc.disable()  # a short-lived process: collections during import and reading buy nothing
+        return _exit_now(_run(sys.argv[1:]))
+    return _run(list(argv))
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a command-line run without interpreter teardown.
+
+    Freeing every module and IR object at exit costs about a tenth of a
+    disassembly; the streams are flushed first, so nothing is lost.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # reader went away (`| head`): nothing left to deliver
+        pass
+    os._exit(code)
+
+
+def _run(args: list[str]) -> int:
     prog = sys.argv[0] if sys.argv and sys.argv[0] else TOOL
     try:
         opts = _parse(args, prog)

@@ -33,14 +33,15 @@ class Format:
 def fmt(name: str) -> Format:
     table = {"f64": (11, 52, True), "f32": (8, 23, True), "f16": (5, 10, True), "bf16": (8, 7, True),
              "tf32": (8, 10, True), "e5m2": (5, 2, True), "e4m3": (4, 3, False),
-             "e3m2": (3, 2, False), "e2m3": (2, 3, False), "e2m1": (2, 1, False)}
+             "e3m2": (3, 2, False), "e2m3": (2, 3, False), "e2m1": (2, 1, False), "ue5m3": (5, 3, False)}
     ebits, mbits, has_inf = table[name]
     bias = (1 << (ebits - 1)) - 1
     if has_inf:
         emax = bias
         max_finite = (2.0 - 2.0 ** -mbits) * 2.0 ** emax
-    elif name == "e4m3":
-        max_finite = 448.0            # exponent field 15 is normal except the NaN pattern
+    elif name in ("e4m3", "ue5m3"):
+        # the top exponent field is normal except the all-ones NaN pattern
+        max_finite = (2.0 - 2.0 ** (1 - mbits)) * 2.0 ** ((1 << ebits) - 1 - bias)
     else:
         emax = (1 << ebits) - 1 - bias  # MX formats: no inf, no NaN
         max_finite = (2.0 - 2.0 ** -mbits) * 2.0 ** emax

@@ -32,7 +32,7 @@ class FloatFormat:
     has_nan: bool
     satfinite: bool        # conversions into it saturate (PTX cvt .satfinite)
     exponent_only: bool = False   # f8E8M0FNU: 2**k values, no sign, no zero
-    unsigned: bool = False        # no sign bit: negative values saturate to zero
+    unsigned: bool = False        # no sign bit: the sign of the input is discarded (PTX cvt .ue5m3x2)
     codec: bool = False           # no numpy dtype: values are held in float32, bits via `encode_bits`
 
 
@@ -93,9 +93,9 @@ def quantize(hi: Any, lo: Any, fmt: FloatFormat, mode: str = "nearest_even",
     sat = fmt.satfinite if saturate is None else saturate
     if fmt.exponent_only:
         return _quantize_e8m0(hi, lo, fmt, mode)
-    if fmt.unsigned:
-        hi = np.where(hi < 0, 0.0, hi)        # nothing below zero: saturate
-        lo = np.where(hi <= 0, 0.0, lo)
+    if fmt.unsigned:                          # -x converts as x (NaN stays NaN)
+        lo = np.where(np.signbit(hi), -lo, lo)
+        hi = np.abs(hi)
     neg = np.signbit(hi)
     a = np.abs(hi)
     la = np.where(neg, -lo, lo)               # > 0: the exact magnitude is above `a`
@@ -178,7 +178,7 @@ def _quantize_e8m0(hi: np.ndarray, lo: np.ndarray, fmt: FloatFormat, mode: str) 
 
 
 def _round_f64(hi: np.ndarray, lo: np.ndarray, mode: str) -> np.ndarray:
-    p = hi + lo
+    p = np.where(lo == 0, hi, hi + lo)        # -0 + 0 would turn an exact -0 (sqrt(-0)) into +0
     if mode in _NEAREST:
         return p
     rem = (hi - p) + lo                       # sign of (exact - p)
@@ -241,8 +241,17 @@ def exact_binary(kind: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, n
 def exact_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ph, pl = two_prod(a, b)
     s, e = two_sum(ph, c)
-    hi, lo = two_sum(s, e + pl)
-    return hi, lo
+    tail = e + pl
+    hi, lo = two_sum(s, tail)
+    return np.where(tail == 0, s, hi), lo     # keep the sign of an exact zero: fma(0, -1, -0) = -0
+
+
+def exact_zero_sum(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
+    """`hi` with IEEE's sign for an exact zero sum x + y: that of round-to-nearest (numpy's),
+    except that rounding toward -inf makes it -0 unless both addends are +0."""
+    if mode != "negative_inf":
+        return hi
+    return np.where((hi == 0) & (lo == 0), -((-x) + (-y)), hi)
 
 
 def exact_sqrt(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir.core import Operation
 from .elements import element, int_bits, to_signed
-from .floats import (FloatFormat, exact_binary, exact_fma, exact_sqrt, float_format, flush_subnormals,
+from .floats import (FloatFormat, exact_binary, exact_fma, exact_sqrt, exact_zero_sum, float_format, flush_subnormals,
                      quantize)
 from .ops_int import COMPARE
 
@@ -54,7 +54,11 @@ def _arith(kind: str):
             wide = _F64 if fmt.name == "f64" else np.float32
             r = _NATIVE[kind](np.asarray(a, wide), np.asarray(b, wide)).astype(fmt.dtype)
         else:
-            r = quantize(*exact_binary(kind, np.asarray(a, _F64), np.asarray(b, _F64)), fmt, mode)
+            x, y = np.asarray(a, _F64), np.asarray(b, _F64)
+            hi, lo = exact_binary(kind, x, y)
+            if kind in ("add", "sub"):
+                hi = exact_zero_sum(hi, lo, x, y if kind == "add" else -y, mode)
+            r = quantize(hi, lo, fmt, mode)
         return [_out(op, fmt, r)]
     return run
 
@@ -63,7 +67,8 @@ def _fma(m: Any, op: Operation, args: list) -> list:
     fmt = fmt_of(op)
     mode = op.attributes.get("rounding_mode", "nearest_even")
     a, b, c = (np.asarray(x, _F64) for x in _ftz(op, fmt, args))
-    return [_out(op, fmt, quantize(*exact_fma(a, b, c), fmt, mode))]
+    hi, lo = exact_fma(a, b, c)
+    return [_out(op, fmt, quantize(exact_zero_sum(hi, lo, a * b, c, mode), lo, fmt, mode))]
 
 
 def _sqrt(m: Any, op: Operation, args: list) -> list:

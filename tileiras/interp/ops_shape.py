@@ -20,7 +20,7 @@ def dense_values(value: Any, tile_type: TileType) -> np.ndarray:
     count = int(np.prod(tile_type.shape, dtype=np.int64))
     if name == "i1":
         vals = raw != 0
-    elif name in ("i4", "f4E2M1FN"):
+    elif name in ("i4", "f4E2M1FN", "fnv8E5M3FNU"):  # one byte (or nibble) each, no numpy dtype
         vals = from_bits(raw.astype(np.uint64), elem)
     else:
         dt = storage_dtype(elem)

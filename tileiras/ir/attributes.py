@@ -52,6 +52,15 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "MultimemReductionKind": ("add", "min", "max", "and", "or", "xor", "umin", "umax"),
 }
 
+# Enum name -> its attribute mnemonic in the generic form, `#cuda_tile.<mnemonic><value>`.
+ENUM_MNEMONICS: dict[str, str] = {
+    "IntegerOverflow": "overflow", "RoundingMode": "rounding", "Signedness": "signedness",
+    "ComparisonPredicate": "comparison_predicate", "ComparisonOrdering": "comparison_ordering",
+    "MemoryScope": "memory_scope", "MemoryOrderingSemantics": "memory_ordering_semantics",
+    "AtomicRMWMode": "atomic_rmw_mode", "SymbolVisibility": "symbol_visibility", "PaddingValue": "padding_value",
+    "MultimemReductionKind": "multimem_reduction_kind",
+}
+
 # Enum name -> bytecode version that introduced each value beyond the first release.
 ENUM_VALUE_SINCE: dict[tuple[str, str], str] = {
     ("RoundingMode", "nearest_away"): "13.4",

@@ -62,11 +62,11 @@ class TokenType(Type):
 @record
 class PointerType(Type):
     pointee: Type
-    ptr_attr: Optional[str] = None  # 13.4 pointer attribute (e.g. "default"); None when absent
+    ptr_attr: Optional[str] = None  # 13.4 pointer attribute: none, unicast or multicast; None when absent
 
     def __str__(self) -> str:
         if self.ptr_attr is not None:
-            return f"ptr<{self.pointee}, {self.ptr_attr}>"
+            return f"ptr<{self.pointee}, <{self.ptr_attr}>>"
         return f"ptr<{self.pointee}>"
 
 
@@ -107,7 +107,7 @@ class TensorViewType(Type):
 
     def __str__(self) -> str:
         strides = ",".join("?" if s == DYNAMIC else str(s) for s in self.strides)
-        extra = f", {self.ptr_attr}" if self.ptr_attr is not None else ""
+        extra = f", #cuda_tile.ptr_attr<{self.ptr_attr}>" if self.ptr_attr is not None else ""
         if not self.shape:
             return f"tensor_view<{self.element}{extra}>"
         return f"tensor_view<{_dims(self.shape)}x{self.element}, strides=[{strides}]{extra}>"

@@ -11,10 +11,10 @@ free. Ops that move elements between threads go through shared memory
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..ir.record import record
 
 
-@dataclass(frozen=True)
+@record
 class BlockedLayout:
     threads: int
 

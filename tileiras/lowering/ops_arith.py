@@ -11,7 +11,8 @@ from typing import Callable
 
 from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType, element_of
-from .kernel import KernelLowering, op_error
+from . import ue5m3
+from .kernel import KernelLowering
 from .llvm_text import llvm_type
 from .values import TileRegs
 
@@ -88,8 +89,14 @@ def _suffix(ty: str) -> str:
 def _float_minmax(k: KernelLowering, op: Operation) -> None:
     ty = llvm_type(_elem(op))
     nan = bool(op.attributes.get("propagate_nan", False))
-    base = ("maximum" if nan else "maxnum") if op.name.endswith("maxf") else ("minimum" if nan else "minnum")
-    _map(k, op, lambda a: k.b.call(ty, f"llvm.{base}.{_suffix(ty)}", [(ty, a[0]), (ty, a[1])]))
+    is_max = op.name.endswith("maxf")
+    if ty == "float" and op.attributes.get("flush_to_zero", False):
+        # LLVM's maxnum/maximum never flush subnormals; NVVM's fmax.ftz (PTX max.ftz.f32) does
+        name = f"llvm.nvvm.f{'max' if is_max else 'min'}.ftz{'.nan' if nan else ''}.f"
+    else:
+        base = ("maximum" if nan else "maxnum") if is_max else ("minimum" if nan else "minnum")
+        name = f"llvm.{base}.{_suffix(ty)}"
+    _map(k, op, lambda a: k.b.call(ty, name, [(ty, a[0]), (ty, a[1])]))
 
 
 def _unary_float(intrinsic: str) -> Callable[[KernelLowering, Operation], None]:
@@ -174,9 +181,20 @@ def _mulhii(k: KernelLowering, op: Operation) -> None:
 
 
 def _shift(k: KernelLowering, op: Operation) -> None:
-    ty = llvm_type(_elem(op))
+    elem = _elem(op)
+    ty, bits = llvm_type(elem), elem.bitwidth
     instr = "shl" if op.name.endswith("shli") else ("ashr" if _signed(op) else "lshr")
-    _map(k, op, lambda a: k.b.op(f"{instr} {ty} {a[0]}, {a[1]}", "i"))
+
+    # LLVM makes a shift by the width or more poison; TileIR clamps like PTX: 0, or the sign for ashr.
+    # The amount is masked below the width too: NVPTX folds `select(amount >= 64, 0, shl)` into a
+    # shl.b64, whose 32-bit amount operand drops the high half of an i64 amount.
+    def clamped(a: list[str]) -> str:
+        big = k.b.op(f"icmp uge {ty} {a[1]}, {bits}", "i")
+        amount = k.b.op(f"and {ty} {a[1]}, {bits - 1}", "i")
+        if instr == "ashr":
+            return k.b.op(f"ashr {ty} {a[0]}, {k.b.op(f'select i1 {big}, {ty} {bits - 1}, {ty} {amount}', 'i')}", "i")
+        return k.b.op(f"select i1 {big}, {ty} 0, {ty} {k.b.op(f'{instr} {ty} {a[0]}, {amount}', 'i')}", "i")
+    _map(k, op, clamped)
 
 
 # -- comparisons and select -------------------------------------------------------------
@@ -222,17 +240,40 @@ def _trunci(k: KernelLowering, op: Operation) -> None:
 
 def _itof(k: KernelLowering, op: Operation) -> None:
     src = llvm_type(element_of(op.operands[0].type))
-    dst = llvm_type(_elem(op))
+    dst_t = _elem(op)
     instr = "sitofp" if _signed(op) else "uitofp"
-    _map(k, op, lambda a: k.b.op(f"{instr} {src} {a[0]} to {dst}", "x"))
+    if not _is_narrow(dst_t):
+        dst = llvm_type(dst_t)
+        _map(k, op, lambda a: k.b.op(f"{instr} {src} {a[0]} to {dst}", "x"))
+        return
+    _require_narrow(k, op, dst_t)
+    # Through f32: exact below 2**24, and every narrow format saturates far below that.
+    _map(k, op, lambda a: _to_narrow(k, k.b.op(f"{instr} {src} {a[0]} to float", "x"), "float", dst_t.name))
 
 
 def _ftoi(k: KernelLowering, op: Operation) -> None:
-    src = llvm_type(element_of(op.operands[0].type))
+    src_t = element_of(op.operands[0].type)
+    assert isinstance(src_t, ScalarType)
     dst = llvm_type(_elem(op))
     # Saturating, NaN -> 0: the semantics of PTX cvt.rzi, and defined for every input.
     base = "fptosi.sat" if _signed(op) else "fptoui.sat"
-    _map(k, op, lambda a: k.b.call(dst, f"llvm.{base}.{dst}.{_suffix(src)}", [(src, a[0])]))
+    if not _is_narrow(src_t):
+        src = llvm_type(src_t)
+        _map(k, op, lambda a: k.b.call(dst, f"llvm.{base}.{dst}.{_suffix(src)}", [(src, a[0])]))
+        return
+    _require_narrow(k, op, src_t)
+
+    def convert(a: list[str]) -> str:
+        v, ty = _from_narrow(k, a[0], src_t.name)
+        f = _float_convert(k, v, ty, "float")  # exact
+        return k.b.call(dst, f"llvm.{base}.{dst}.f32", [("float", f)])
+    _map(k, op, convert)
+
+
+def _require_narrow(k: KernelLowering, op: Operation, t: ScalarType) -> None:
+    from .features import require
+
+    require(op, t.name, k.sm, k.gpu)
 
 
 _FLOAT_RANK = {"half": 1, "bfloat": 1, "float": 2, "double": 3}
@@ -259,7 +300,9 @@ def _float_convert(k: KernelLowering, v: str, src: str, dst: str) -> str:
 
 
 def _from_narrow(k: KernelLowering, v: str, fmt: str) -> tuple[str, str]:
-    """A narrow-format byte -> (value, its LLVM type: half or bfloat)."""
+    """A narrow-format byte -> (its exact value, that value's LLVM type: half or bfloat)."""
+    if fmt == "fnv8E5M3FNU":
+        return ue5m3.to_bf16(k.b, v), "bfloat"
     _, intrinsic, half = _NARROW[fmt]
     wide = k.b.op(f"zext i8 {v} to i16", "x")
     pair = k.b.call(f"<2 x {half}>", intrinsic, [("i16", wide)])
@@ -268,26 +311,38 @@ def _from_narrow(k: KernelLowering, v: str, fmt: str) -> tuple[str, str]:
 
 def _to_narrow(k: KernelLowering, v: str, src: str, fmt: str, mode: str = "nearest_even") -> str:
     """A half/bfloat/float/double value -> the narrow-format byte (saturating to finite)."""
+    # f64 -> f32 rounds to odd, so the second rounding into the narrow format is the only one
+    f = _round_to_odd_f32(k, v) if src == "double" else _float_convert(k, v, src, "float")
+    if fmt == "fnv8E5M3FNU":
+        return ue5m3.from_f32(k.b, f)
     intrinsic = _NARROW[fmt][0]
     if fmt == "f8E8M0FNU" and mode == "positive_inf":
         intrinsic = "llvm.nvvm.ff.to.ue8m0x2.rp"  # e8m0 rounds toward zero or toward +inf
-    f = _float_convert(k, v, src, "float")
     pair = k.b.call("i16", intrinsic, [("float", "0.0"), ("float", f)])
     return k.b.op(f"trunc i16 {pair} to i8", "x")
 
 
-def _ftof(k: KernelLowering, op: Operation) -> None:
-    from .features import require
+def _round_to_odd_f32(k: KernelLowering, v: str) -> str:
+    """f64 -> f32 truncated, with the lowest bit set when inexact (round to odd)."""
+    t = _narrow_directed(k, v, "double", "float", "rz")
+    back = k.b.op(f"fpext float {t} to double", "ro")
+    inexact = k.b.op(f"fcmp une double {back}, {v}", "ro")
+    bits = k.b.op(f"bitcast float {t} to i32", "ro")
+    sticky = k.b.op(f"zext i1 {inexact} to i32", "ro")
+    return k.b.op(f"bitcast i32 {k.b.op(f'or i32 {bits}, {sticky}', 'ro')} to float", "ro")
 
+
+def _is_narrow(t: ScalarType) -> bool:
+    return t.name in _NARROW or t.name == "fnv8E5M3FNU"
+
+
+def _ftof(k: KernelLowering, op: Operation) -> None:
     src_t = element_of(op.operands[0].type)
     dst_t = _elem(op)
     assert isinstance(src_t, ScalarType)
     for t in (src_t, dst_t):
-        if t.name in _NARROW:
-            require(op, t.name, k.sm, k.gpu)
-        elif llvm_type(t) == "i8":
-            # f8E5M3FNU (bytecode 13.4): no public definition of its rounding yet
-            raise op_error(op, f"element type {t} is not supported by this compiler yet")
+        if _is_narrow(t):
+            _require_narrow(k, op, t)
     src, dst = llvm_type(src_t), llvm_type(dst_t)
 
     mode = str(op.attributes.get("rounding_mode", "nearest_even"))
@@ -296,9 +351,9 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
         v, ty = a[0], src
         if src_t.name == dst_t.name:
             return v
-        if src_t.name in _NARROW:
+        if _is_narrow(src_t):
             v, ty = _from_narrow(k, v, src_t.name)
-        if dst_t.name in _NARROW:
+        if _is_narrow(dst_t):
             return _to_narrow(k, v, ty, dst_t.name, mode)
         if dst_t.name == "tf32":
             return _round_to_tf32(k, _float_convert(k, v, ty, "float"), mode)

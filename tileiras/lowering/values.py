@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
+from ..ir.record import record
 from ..ir.types import TileType, TensorViewType
 
 
-@dataclass
+@record(frozen=False)
 class TileRegs:
     """A tile in registers: one LLVM value per slot of this thread (see layout.py)."""
 
@@ -16,7 +16,7 @@ class TileRegs:
     slots: list[str]
 
 
-@dataclass
+@record(frozen=False)
 class TensorViewVal:
     """A tensor view: base pointer plus shape and strides as i64 LLVM values."""
 
@@ -26,7 +26,7 @@ class TensorViewVal:
     strides: list[str]
 
 
-@dataclass
+@record(frozen=False)
 class PartitionViewVal:
     """A view that cuts a tensor view into tiles (partition or strided views)."""
 
@@ -38,20 +38,20 @@ class PartitionViewVal:
     sparse_dim: Optional[int] = None                     # gather/scatter views: rows come from a tile
 
 
-@dataclass
+@record(frozen=False)
 class TokenVal:
     """A memory token; `pending` is True when it follows an earlier memory op."""
 
     pending: bool = False
 
 
-@dataclass
 class LoopContext:
     """Where break/continue/yield jump to inside a for/loop/if region."""
 
-    kind: str                               # "for" | "loop" | "if"
-    continue_label: str = ""
-    exit_label: str = ""
-    # incoming (block label, values per result slot) collected for the phis
-    continue_edges: list[tuple[str, list[list[str]]]] = field(default_factory=list)
-    exit_edges: list[tuple[str, list[list[str]]]] = field(default_factory=list)
+    def __init__(self, kind: str, continue_label: str = "", exit_label: str = "") -> None:
+        self.kind = kind                    # "for" | "loop" | "if"
+        self.continue_label = continue_label
+        self.exit_label = exit_label
+        # incoming (block label, values per result slot) collected for the phis
+        self.continue_edges: list[tuple[str, list[list[str]]]] = []
+        self.exit_edges: list[tuple[str, list[list[str]]]] = []

@@ -1,7 +1,11 @@
 """Kernel arguments from numpy arrays, the way cuTile passes them.
 
 An array with ndim >= 1 becomes `ptr, shape..., strides...` entry
-parameters (strides in elements); a 0-d array becomes one scalar parameter.
+parameters (strides in elements); a 0-d array becomes one scalar parameter;
+a Python list (or tuple) of arrays becomes `ptr<i64>, i32`: a device-side
+table with one row of i64 words per array (data pointer, shape...,
+strides...), which the compiled code reads through a `?x(1+2*ndim)` i64
+tensor view, and the number of arrays.
 `bind` checks the arrays against the entry signature (count, element type,
 index width) before anything runs; `Binding.upload` copies the arrays into a
 backend's memory and returns the raw parameter values; `Binding.download`
@@ -87,6 +91,23 @@ class ArrayArg:
             step *= max(1, shape[d])
         return tuple(out)
 
+    @property
+    def descriptor(self) -> list[int]:
+        """[address, shape..., strides...]: the entry parameters, or a row of a list's table."""
+        return [self.address, *(int(n) for n in self.array.shape), *self.strides]
+
+
+@dataclass
+class ListArg:
+    """A list of arrays: its table is uploaded after the arrays it describes."""
+    position: int
+    items: list[ArrayArg]
+    first_param: int
+    table: Optional[ArrayArg] = None
+
+
+I64 = ScalarType("i64")
+
 
 @dataclass
 class Binding:
@@ -95,42 +116,58 @@ class Binding:
     arrays: list[Any]                 # the given arrays, in order
     array_args: list[ArrayArg] = field(default_factory=list)
     scalar_params: dict[int, Any] = field(default_factory=dict)   # param index -> raw value
+    list_args: list[ListArg] = field(default_factory=list)
 
     def upload(self, memory: DeviceMemory) -> list[Any]:
-        """Copy every array into `memory`; the raw value of every entry parameter."""
-        from ..interp.elements import encode
-
+        """Copy every array (and list table) into `memory`; the raw value of every entry parameter."""
         params: list[Any] = [None] * len(self.param_types)
         for a in self.array_args:
-            data = _memory_image(a, encode)
-            a.nbytes = len(data)
-            a.address = memory.alloc(max(1, len(data)))
-            if data:
-                memory.write(a.address, data)
-            params[a.first_param] = a.address
-            ndim = a.array.ndim
-            for d in range(ndim):
-                params[a.first_param + 1 + d] = int(a.array.shape[d])
-                params[a.first_param + 1 + ndim + d] = int(a.strides[d])
+            _place(memory, a)
+            desc = a.descriptor
+            params[a.first_param:a.first_param + len(desc)] = desc
+        for lst in self.list_args:
+            for a in lst.items:
+                _place(memory, a)
+            rows = np.array([a.descriptor for a in lst.items], np.int64) if lst.items else np.zeros((0, 1), np.int64)
+            lst.table = ArrayArg(lst.position, rows, I64, -1, I64)
+            _place(memory, lst.table)
+            params[lst.first_param] = lst.table.address
+            params[lst.first_param + 1] = len(lst.items)
         for i, v in self.scalar_params.items():
             params[i] = v
         return params
 
-    def download(self, memory: DeviceMemory) -> list[np.ndarray]:
-        """Every argument array as it is in `memory` now (0-d arrays unchanged)."""
-        from ..interp.elements import decode
-
-        out: list[np.ndarray] = list(self.arrays)
+    def download(self, memory: DeviceMemory) -> list[Any]:
+        """Every argument as it is in `memory` now (0-d arrays unchanged, a list as a list of arrays)."""
+        out: list[Any] = list(self.arrays)
         for a in self.array_args:
-            raw = np.frombuffer(memory.read(a.address, a.nbytes), np.uint8) if a.nbytes else np.zeros(0, np.uint8)
-            dt = a.array.dtype
-            count = a.array.size
-            if dt.kind == "V" or dt.name not in ("int4", "uint4", "float4_e2m1fn"):
-                flat = raw[: count * dt.itemsize].view(dt) if count else np.zeros(0, dt)
-            else:
-                flat = decode(raw, a.element, count).view(dt)
-            out[a.position] = flat.reshape(a.array.shape, order=a.order).copy(order="K")
+            out[a.position] = _fetch(memory, a)
+        for lst in self.list_args:
+            out[lst.position] = [_fetch(memory, a) for a in lst.items]
         return out
+
+
+def _place(memory: DeviceMemory, a: ArrayArg) -> None:
+    from ..interp.elements import encode
+
+    data = _memory_image(a, encode)
+    a.nbytes = len(data)
+    a.address = memory.alloc(max(1, len(data)))
+    if data:
+        memory.write(a.address, data)
+
+
+def _fetch(memory: DeviceMemory, a: ArrayArg) -> np.ndarray:
+    from ..interp.elements import decode
+
+    raw = np.frombuffer(memory.read(a.address, a.nbytes), np.uint8) if a.nbytes else np.zeros(0, np.uint8)
+    dt = a.array.dtype
+    count = a.array.size
+    if dt.kind == "V" or dt.name not in ("int4", "uint4", "float4_e2m1fn"):
+        flat = raw[: count * dt.itemsize].view(dt) if count else np.zeros(0, dt)
+    else:
+        flat = decode(raw, a.element, count).view(dt)
+    return flat.reshape(a.array.shape, order=a.order).copy(order="K")
 
 
 def _memory_image(a: ArrayArg, encode: Any) -> bytes:
@@ -165,7 +202,7 @@ def _scalar_value(arr: np.ndarray, elem: ScalarType, position: int) -> Any:
 
 def bind(kernel: str, param_types: list[Type], arrays: list[Any]) -> Binding:
     """Match `arrays` to the entry parameters; raises a usage error on any mismatch."""
-    arrays = [np.asarray(a) for a in arrays]
+    arrays = [[np.asarray(x) for x in a] if isinstance(a, (list, tuple)) else np.asarray(a) for a in arrays]
     binding = Binding(kernel, list(param_types), arrays)
     k = 0
     n = len(param_types)
@@ -176,6 +213,10 @@ def bind(kernel: str, param_types: list[Type], arrays: list[Any]) -> Binding:
     for pos, arr in enumerate(arrays):
         if k >= n:
             raise usage_error(f"kernel '{kernel}' takes {n} parameters {describe()}; argument {pos} is one too many")
+        if isinstance(arr, list):
+            binding.list_args.append(_bind_list(kernel, param_types, k, pos, arr))
+            k += 2
+            continue
         t = _scalar_of(param_types[k])
         if arr.ndim == 0:
             if not isinstance(t, ScalarType):
@@ -197,10 +238,8 @@ def bind(kernel: str, param_types: list[Type], arrays: list[Any]) -> Binding:
         if not accepts(t.pointee, arr.dtype):
             raise usage_error(f"argument {pos} has dtype {_dtype_name(arr.dtype)}, the kernel parameter is "
                               f"ptr<{t.pointee}>")
-        order = "F" if arr.flags.f_contiguous and not arr.flags.c_contiguous else "C"
-        if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
-            arr = np.ascontiguousarray(arr)
-            arrays[pos] = arr
+        arr, order = _contiguous(arr)
+        arrays[pos] = arr
         a = ArrayArg(pos, arr, t.pointee, k, index[0], order)  # type: ignore[arg-type]
         limit = (1 << (index[0].bitwidth - 1)) - 1  # type: ignore[union-attr]
         if max(list(arr.shape) + list(a.strides)) > limit:
@@ -211,3 +250,30 @@ def bind(kernel: str, param_types: list[Type], arrays: list[Any]) -> Binding:
         raise usage_error(f"kernel '{kernel}' takes {n} parameters {describe()}; the {len(arrays)} arguments "
                           f"provide {k}")
     return binding
+
+
+def _contiguous(arr: np.ndarray) -> tuple[np.ndarray, str]:
+    """The array in one contiguous block, and that block's order ("C" or "F")."""
+    if arr.flags.f_contiguous and not arr.flags.c_contiguous:
+        return arr, "F"
+    return np.ascontiguousarray(arr), "C"
+
+
+def _bind_list(kernel: str, param_types: list[Type], k: int, pos: int, items: list[np.ndarray]) -> ListArg:
+    """A list of arrays for parameters k, k+1 (`ptr<i64>, i32`: table and length)."""
+    table = _scalar_of(param_types[k])
+    count = _scalar_of(param_types[k + 1]) if k + 1 < len(param_types) else None
+    if not (isinstance(table, PointerType) and str(table.pointee) == "i64" and _is_int(count)):
+        raise usage_error(f"argument {pos} is a list of arrays, but parameters {k}, {k + 1} of '{kernel}' are not "
+                          "a descriptor table and its length (ptr<i64>, i32)")
+    if len({a.ndim for a in items}) > 1 or any(a.ndim == 0 for a in items):
+        raise usage_error(f"argument {pos}: the arrays of a list must all have the same ndim >= 1")
+    out: list[ArrayArg] = []
+    for i, a in enumerate(items):
+        # the table does not say the element type: take the one the dtype stands for
+        elem = next((name for name, dts in _ACCEPT.items() if _dtype_name(a.dtype) in dts), None)
+        if elem is None:
+            raise usage_error(f"argument {pos}[{i}] has dtype {_dtype_name(a.dtype)}, which no element type takes")
+        a, order = _contiguous(a)
+        out.append(ArrayArg(pos, a, ScalarType(elem), -1, I64, order))
+    return ListArg(pos, out, k)

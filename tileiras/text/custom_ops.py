@@ -214,6 +214,9 @@ def _make_tensor_view(p: Printer, op: Operation) -> None:
                  f"strides = [{mixed(tv.strides, stride_vals)}]")
     p.attr_dict(op, {"operandSegmentSizes"})
     p.out.append(" : ")
+    base = op.operand("base").type
+    if getattr(getattr(base, "element", None), "ptr_attr", None) is not None:
+        p.out.append(f"{base}" + (", " if shape_vals or stride_vals else " -> "))  # not inferable from the view
     if shape_vals or stride_vals:
         p.out.append(f"{(shape_vals or stride_vals)[0].type} -> ")
     p.out.append(str(tv))
@@ -275,34 +278,30 @@ def _loop(p: Printer, op: Operation) -> None:
     p.attr_dict(op, set())
 
 
-def _multimem_load(p: Printer, op: Operation) -> None:
+# The multimem ops as NVIDIA's tileirdisasm 13.5 prints them (observed): the view comes first even where
+# a tile is stored, `reduction` is left in the attribute dictionary (elided when `add`), a space always
+# follows the optional clauses, and the token's type is listed after the index types.
+def _multimem(p: Printer, op: Operation) -> None:
     _view_common(p, op)
     index = op.operand_group("index")
-    p.out.append(f" {op.attributes['reduction']} {p.ref(op.operand('view'))}[{p.refs(index)}]")
+    view = op.operand("view")
+    tile = op.operand("tile") if op.name != "cuda_tile.multimem_load_reduce_view_tko" else None
     token = op.operand("token")
+    out = p.out
+    out.append(f" {p.ref(view)}, {p.ref(tile)}[" if tile is not None else f" {p.ref(view)}[")
+    out.append(f"{p.refs(index)}]")
     if token is not None:
-        p.out.append(" token = " + p.ref(token))
-    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "reduction", "operandSegmentSizes"},
+        out.append(" token = " + p.ref(token))
+    flags = op.attributes.get("inbounds")
+    out.append(" inbounds = [" + ", ".join("true" if f else "false" for f in flags) + "]" if flags and any(flags)
+               else " ")
+    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "operandSegmentSizes", "inbounds"},
                 keyword=True)
-    p.out.append(f" : {op.operand('view').type}")
+    out.append(f" : {view.type}" + (f", {tile.type}" if tile is not None else ""))
     _index_types(p, index)
-    p.out.append(f" -> {op.results[0].type}, {op.results[1].type}")
-
-
-def _multimem_store(p: Printer, op: Operation) -> None:
-    _view_common(p, op)
-    index = op.operand_group("index")
-    red = op.attributes.get("reduction")
-    p.out.append((f" {red}" if red else "") + f" {p.ref(op.operand('tile'))}, "
-                 f"{p.ref(op.operand('view'))}[{p.refs(index)}]")
-    token = op.operand("token")
     if token is not None:
-        p.out.append(" token = " + p.ref(token))
-    p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "reduction", "operandSegmentSizes"},
-                keyword=True)
-    p.out.append(f" : {op.operand('tile').type}, {op.operand('view').type}")
-    _index_types(p, index)
-    p.out.append(f" -> {op.results[0].type}")
+        out.append(f", {token.type}")
+    out.append(" -> " + ", ".join(str(r.type) for r in op.results))
 
 
 CUSTOM_PRINTERS: dict[str, Callable[[Printer, Operation], None]] = {
@@ -318,7 +317,7 @@ CUSTOM_PRINTERS: dict[str, Callable[[Printer, Operation], None]] = {
     "cuda_tile.get_index_space_shape": _get_shape,
     "cuda_tile.for": _for,
     "cuda_tile.loop": _loop,
-    "cuda_tile.multimem_load_reduce_view_tko": _multimem_load,
-    "cuda_tile.multimem_reduce_view_tko": _multimem_store,
-    "cuda_tile.multimem_store_view_tko": _multimem_store,
+    "cuda_tile.multimem_load_reduce_view_tko": _multimem,
+    "cuda_tile.multimem_reduce_view_tko": _multimem,
+    "cuda_tile.multimem_store_view_tko": _multimem,
 }

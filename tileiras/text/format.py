@@ -10,7 +10,6 @@ element whether a space goes before it.
 from __future__ import annotations
 
 from ..ir.record import record
-from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
@@ -254,9 +253,15 @@ class _SpaceState:
                 self.should_emit_space = True
 
 
-@lru_cache(maxsize=None)
+_COMPILED: dict[tuple[str, frozenset[str]], tuple] = {}  # a dict, not functools.lru_cache: start-up cost
+
+
 def compile_format(fmt: str, unit_attrs: frozenset[str] = frozenset()) -> tuple:
-    """Parse an assembly format and annotate each element with its spacing."""
-    elems = _FormatParser(fmt, unit_attrs).parse()
-    _SpaceState().visit(elems, unit_attrs)
-    return tuple(elems)
+    """Parse an assembly format and annotate each element with its spacing (memoised)."""
+    key = (fmt, unit_attrs)
+    elems = _COMPILED.get(key)
+    if elems is None:
+        parsed = _FormatParser(fmt, unit_attrs).parse()
+        _SpaceState().visit(parsed, unit_attrs)
+        elems = _COMPILED[key] = tuple(parsed)
+    return elems

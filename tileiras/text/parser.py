@@ -65,6 +65,7 @@ class Parser:
         self.alias_cache: dict[str, Any] = {}
         self.alias_busy: set[str] = set()
         self.wrappers = 0
+        self.use_at: dict[int, int] = {}  # id(value) -> where it was last referenced (for use-type errors)
         for m in _ALIAS_DEF.finditer(text):
             (self.alias_pos if m.group(1) == "#" else self.type_alias_pos)[m.group(2)] = m.end()
 
@@ -186,6 +187,8 @@ class Parser:
             op.location = Location(self.filename, line, col)
         if defs:
             if nres != len(op.results):
+                if not op.results:
+                    raise lx.error("cannot name an operation with no results", start)
                 raise lx.error(f"operation defines {len(op.results)} results but was provided {nres} to bind",
                                start)
             i = 0
@@ -338,6 +341,13 @@ class Parser:
     def _types_for(self, st: "_OpState", name: str) -> list[T.Type]:
         """Types of a group: as many as its operands, or a greedy list for results."""
         g = st.group(name)
+        if g is not None and g.kind == VARIADIC and name in st.operands and self._looks_like_type():
+            out = self.type_list()  # MLIR reads the whole list, then matches it with the operands
+            n = len(st.operands[name])
+            if len(out) != n:
+                raise self.lx.error(f"number of operands and types do not match: got {n} operands and "
+                                    f"{len(out)} types")
+            return out
         if g is not None and name in st.operands:
             n = len(st.operands[name])
             out = []
@@ -374,6 +384,7 @@ class Parser:
                            ssa=True)
         if idx >= len(vals):
             raise lx.error(f"result number {idx} out of range for '%{name}'", pos, ssa=True)
+        self.use_at[id(vals[idx])] = pos
         return vals[idx]
 
     def value_list(self) -> list[Value]:
@@ -534,7 +545,10 @@ class Parser:
         enum = _ENUM_BY_MNEMONIC.get(kind)
         if enum is not None:
             lx.expect("<")
+            pos = lx.pos
             kw = lx.keyword()
+            if kw not in A.ENUM_INDEX[enum]:
+                raise lx.error(f"invalid {kind} '{kw}'; expected one of: {', '.join(A.ENUMS[enum])}", pos)
             lx.expect(">")
             return kw
         raise lx.error(f"unknown attribute '#cuda_tile.{kind}'")
@@ -581,7 +595,9 @@ class Parser:
             pointee = self.parse_type()
             attr = None
             if lx.accept(","):
+                lx.expect("<")
                 attr = self._ptr_attr()
+                lx.expect(">")
             lx.expect(">")
             return T.PointerType(pointee, attr) if attr else T.PointerType(pointee)
         if kw == "tile":
@@ -594,12 +610,19 @@ class Parser:
             shape, elem = self._dims_and_elem(allow_dynamic=True)
             strides: list[int] = []
             attr = None
-            while lx.accept(","):
-                if lx.accept_keyword("strides"):
-                    lx.expect("=")
-                    strides = self._int_list("[", "]", allow_dynamic=True)
-                else:
-                    attr = self._ptr_attr()
+            if shape:
+                if not lx.accept(",") or not lx.accept_keyword("strides"):
+                    raise lx.error("expected 'strides'")
+                lx.expect("=")
+                strides = self._strides()
+            elif lx.accept(","):
+                if lx.peek_keyword() == "strides":
+                    raise lx.error("strides must not be provided for 0-d tiles")
+                if not lx.startswith("#cuda_tile.ptr_attr<"):
+                    raise lx.error("expected token after element type in 0-d tensor_view")
+                attr = self._view_ptr_attr()
+            if attr is None and lx.accept(","):
+                attr = self._view_ptr_attr()
             lx.expect(">")
             if attr:
                 return T.TensorViewType(elem, tuple(shape), tuple(strides), attr)
@@ -650,6 +673,34 @@ class Parser:
             lx.pos = m.end()
         return shape, self.parse_type()
 
+    def _view_ptr_attr(self) -> str:
+        """`#cuda_tile.ptr_attr<kind>` in a tensor_view type."""
+        lx = self.lx
+        lx.expect("#cuda_tile.ptr_attr<")
+        attr = self._ptr_attr()
+        lx.expect(">")
+        return attr
+
+    def _strides(self) -> list[int]:
+        """`[s, ...]` of a tensor_view: strictly positive integers or `?`."""
+        lx = self.lx
+        lx.expect("[")
+        out: list[int] = []
+        while not lx.accept("]"):
+            if out:
+                lx.expect(",")
+            if lx.accept("?"):
+                out.append(T.DYNAMIC)
+                continue
+            if not lx.peek_number() and not lx.startswith("-"):
+                raise lx.error("expected either 64-bit integer or question mark")
+            pos = lx.pos
+            v = lx.integer()
+            if v <= 0:
+                raise lx.error(f"expected strictly positive integer, got {v}", pos)
+            out.append(v)
+        return out
+
     def _int_list(self, open_: str, close: str, allow_dynamic: bool = False) -> list[int]:
         lx = self.lx
         lx.expect(open_)
@@ -668,6 +719,8 @@ class Parser:
         lx.expect_keyword("tile")
         lx.expect("=")
         lx.expect("(")
+        if lx.accept(")"):
+            return []  # rejected by the type verifier ("0-dimension tile shape is not supported")
         dims = [lx.integer()]
         while True:
             lx.skip()
@@ -702,7 +755,7 @@ class Parser:
             lx.expect(",")
         tv = self.parse_type()
         if not isinstance(tv, T.TensorViewType):
-            raise lx.error(f"expected 'tensor_view' type, but got {tv}")
+            raise lx.error(f"expected 'tensor_view' type, but got '!cuda_tile.{tv}'")
         dim_map = list(range(len(tile_shape)))
         sparse_dim = 0
         while lx.accept(","):
@@ -745,13 +798,16 @@ class Parser:
             else:
                 kw = lx.keyword(f"{a.enum} value")
             if kw not in A.ENUM_INDEX[a.enum]:
-                raise lx.error(f"expected {a.name} to be one of: " + ", ".join(A.ENUMS[a.enum]))
+                raise lx.error("expected string or keyword containing one of the following enum values for "
+                               f"attribute '{a.name}' [{', '.join(A.ENUMS[a.enum])}]")
             return kw
         if kind == "symref" or (kind == "str" and a.name == "sym_name"):
             if not lx.startswith("@"):
                 raise lx.error("expected valid '@'-identifier for symbol name")
             return lx.prefixed("@")
         if kind == "str":
+            if not lx.startswith('"'):
+                raise lx.error("expected attribute value")
             return lx.string()
         if kind == "int":
             return lx.integer()
@@ -795,8 +851,15 @@ class Parser:
         while not lx.accept(">"):
             if entries:
                 lx.expect(",")
-            arch = lx.keyword("architecture")
+            arch = lx.keyword("valid keyword or string")
             lx.expect("=")
+            if not lx.startswith("{"):
+                from .printer import typed_attr
+
+                v = self.attr_value()  # shown as MLIR streams an attribute: with its type, even i64
+                shown = f"{v.value} : {v.type}" if isinstance(v, A.IntegerAttr) else typed_attr(v)
+                raise lx.error(f"expected dictionary attribute for optimization_hints entry `{arch}` got "
+                               f"value={shown}")
             d = self.parse_attr_dict_body()
             items = []
             for k, v in d.items():
@@ -812,7 +875,7 @@ class Parser:
         if lx.startswith("#"):
             v = self.parse_location_or_attr()
         else:
-            kind = lx.keyword("assume predicate")
+            kind = lx.keyword("assume predicate attribute")
             if kind not in ("div_by", "same_elements", "bounded"):
                 raise lx.error(f"unknown assume predicate attribute: {kind} (expected 'div_by', 'same_elements', "
                                "or 'bounded')")
@@ -942,15 +1005,17 @@ class Parser:
         elem = self.parse_type()
         lx.expect(":")
         start = lx.pos
-        raw_vals = self._nested_values()
-        _literal_rank(raw_vals, lx, start)
+        raw_vals = self._nested_values(elem)
+        if not isinstance(raw_vals, tuple):
+            _literal_shape(raw_vals, lx, start)  # the literal's structure is checked before its type is read
         lx.expect(">")
         lx.expect(":")
         t = self.parse_type()
         if not isinstance(t, T.TileType):
             raise lx.error(f"expected a tile type for the constant, got {t}")
         if t.element != elem:
-            raise lx.error(f"constant element type {elem} does not match the result type {t}", start)
+            raise lx.error(f"mismatch between the element type: '{elem}' and the tile element type '{t.element}'",
+                           start)
         return self._build_dense(t, raw_vals, start)
 
     def _dense_values(self, t: T.Type) -> A.DenseElements:
@@ -958,7 +1023,7 @@ class Parser:
         vals = self._nested_values()
         return self._build_dense(t, vals, start)  # type: ignore[arg-type]
 
-    def _nested_values(self) -> Any:
+    def _nested_values(self, elem: Optional[T.Type] = None) -> Any:
         lx = self.lx
         if lx.startswith("["):
             lx.expect("[")
@@ -966,7 +1031,7 @@ class Parser:
             while not lx.accept("]"):
                 if items:
                     lx.expect(",")
-                items.append(self._nested_values())
+                items.append(self._nested_values(elem))
             return items
         if lx.startswith('"'):
             return ("hex", lx.string())
@@ -974,16 +1039,17 @@ class Parser:
         if kw in ("true", "false"):
             lx.keyword()
             return kw
+        if kw is not None and isinstance(elem, T.ScalarType):
+            raise lx.error("expected integer value" if elem.is_int else "expected floating point literal")
         return lx.number_token()
 
     def _build_dense(self, t: T.TileType, vals: Any, pos: int) -> A.DenseElements:
-        from ..ir.dense import element_size, num_elements
+        from ..ir.dense import element_size
 
         lx = self.lx
         if not isinstance(t, T.TileType):
             raise lx.error(f"expected a tile type, got {t}", pos)
         elem = t.element.name  # type: ignore[attr-defined]
-        n = num_elements(t)
         if isinstance(vals, tuple) and vals and vals[0] == "hex":
             text = vals[1]
             if not text.startswith("0x"):
@@ -999,22 +1065,19 @@ class Parser:
             return A.DenseElements(t, raw)
         flat: list[Any] = []
 
-        def walk(v: Any, depth: int) -> None:
+        def leaves(v: Any) -> None:
             if isinstance(v, list):
-                if depth < len(t.shape) and len(v) != t.shape[depth]:
-                    raise lx.error(f"inferred shape of elements literal does not match type {t}", pos)
                 for x in v:
-                    walk(x, depth + 1)
+                    leaves(x)
             else:
-                if depth != len(t.shape) and not (depth == 0):
-                    raise lx.error(f"inferred shape of elements literal does not match type {t}", pos)
                 flat.append(v)
 
-        _literal_rank(vals, lx, pos)
-        walk(vals, 0)
-        if len(flat) != n and len(flat) != 1:
-            raise lx.error(f"inferred shape of elements literal does not match type {t}", pos)
+        leaves(vals)
         bits = [_element_bits(v, elem, lx, pos) for v in flat]
+        shape = _literal_shape(vals, lx, pos)
+        if shape and shape != list(t.shape):
+            raise lx.error(f"inferred shape of elements literal ({_int_list_str(shape)}) does not match type "
+                           f"({_int_list_str(t.shape)})", pos)
         if len(bits) > 1 and all(b == bits[0] for b in bits):
             bits = bits[:1]  # MLIR stores a uniform literal as a splat
         if elem == "i1":
@@ -1036,6 +1099,7 @@ class Parser:
         full = ALIASES.get(name, name)
         defn = find(full)
         if defn is None:
+            self._unknown_generic()
             raise lx.error(f"operation '{name}' is unknown", pos)
         lx.expect("(")
         operands = [] if lx.startswith(")") else self.value_list()
@@ -1068,6 +1132,27 @@ class Parser:
             op.add_region(r)
         return op
 
+    def _unknown_generic(self) -> None:
+        """Read an unregistered op's operands, attributes and signature, so that the errors MLIR reports
+        for its types (built, and checked, as they are parsed) come before 'unknown operation'."""
+        from ..dialects.verify_rules import check_type
+
+        lx = self.lx
+        if not lx.accept("("):
+            return
+        if not lx.startswith(")"):
+            self.value_list()
+        lx.expect(")")
+        if lx.startswith("{"):
+            self.parse_attr_dict_body()
+        if not lx.accept(":"):
+            return
+        lx.skip()
+        pos = lx.pos
+        err = check_type(self._function_type())
+        if err:
+            raise lx.error(err, pos)
+
     def _generic_region(self, defn: OpDef) -> Region:
         lx = self.lx
         lx.expect("{")
@@ -1076,6 +1161,9 @@ class Parser:
         block = Block()
         try:
             lx.skip()
+            if lx.startswith("}"):
+                lx.accept("}")
+                return Region()  # `{ }`: a region without blocks
             if lx.startswith("^"):
                 lx.prefixed("^")
                 if lx.accept("("):
@@ -1097,12 +1185,13 @@ class Parser:
 
 
 _NO_LOC = object()
-_ENUM_BY_MNEMONIC = {
-    "overflow": "IntegerOverflow", "rounding": "RoundingMode", "signedness": "Signedness",
-    "comparison_predicate": "ComparisonPredicate", "comparison_ordering": "ComparisonOrdering",
-    "memory_scope": "MemoryScope", "memory_ordering_semantics": "MemoryOrderingSemantics",
-    "atomic_rmw_mode": "AtomicRMWMode", "symbol_visibility": "SymbolVisibility", "padding_value": "PaddingValue",
+# Constraints that admit exactly one type: an operand under one needs no type in the syntax.
+_BUILDABLE: dict[str, T.Type] = {
+    "token": T.TOKEN,
+    "scalar_i1": T.TileType((), T.ScalarType("i1")),
+    "scalar_i32": T.TileType((), T.ScalarType("i32")),
 }
+_ENUM_BY_MNEMONIC = {mnemonic: enum for enum, mnemonic in A.ENUM_MNEMONICS.items()}
 
 
 def _segments_from_count(defn: OpDef, n: int) -> list[int]:
@@ -1117,17 +1206,23 @@ def _coerce_generic(a, v: Any) -> Any:
         return v
     if a.kind == "boolarray" and isinstance(v, tuple):
         return tuple(bool(x) for x in v)
+    if a.kind == "enum" and isinstance(v, A.IntegerAttr) and 0 <= v.value < len(A.ENUMS.get(a.enum, ())):
+        return A.ENUMS[a.enum][v.value]  # an enum written as its integer value (`0 : i32`)
     return v
 
 
-def _literal_rank(v: Any, lx: Lexer, pos: int) -> int:
-    """The nesting depth of a dense literal; all elements must agree."""
+def _literal_shape(v: Any, lx: Lexer, pos: int) -> list[int]:
+    """The shape of a nested dense literal ([] for a splat); sibling elements must have one shape."""
     if not isinstance(v, list):
-        return 0
-    depths = {_literal_rank(x, lx, pos) for x in v}
-    if len(depths) > 1:
+        return []
+    shapes = [_literal_shape(x, lx, pos) for x in v]
+    if any(s != shapes[0] for s in shapes[1:]):
         raise lx.error("tensor literal is invalid; ranks are not consistent between elements", pos)
-    return 1 + (depths.pop() if depths else 0)
+    return [len(v)] + (shapes[0] if shapes else [])
+
+
+def _int_list_str(xs) -> str:
+    return "[" + ", ".join(str(x) for x in xs) + "]"
 
 
 def _int_literal(tok: str, lx: Lexer) -> int:
@@ -1164,6 +1259,8 @@ def _element_bits(v: Any, elem: str, lx: Lexer, pos: int) -> int:
     if elem.startswith("i"):
         width = int(elem[1:])
         if v in ("true", "false"):
+            if elem != "i1":
+                raise lx.error("expected integer value", pos)
             return 1 if v == "true" else 0
         try:
             n = _int_literal(v, lx)
@@ -1187,6 +1284,8 @@ def _element_bits(v: Any, elem: str, lx: Lexer, pos: int) -> int:
         if bits >> FORMATS[elem].width:
             raise lx.error("hexadecimal float constant out of range for type", pos)
         return bits
+    if body.isdigit():
+        raise lx.error("unexpected decimal integer literal for a floating point value", pos)
     if v.lstrip("-+") in ("0", "0.0") and v.startswith("-"):
         return encode(-0.0, elem)
     m = re.fullmatch(r"[-+]?([0-9.]*)(?:[eE]([-+]?[0-9]+))?", v)
@@ -1228,7 +1327,7 @@ class _OpState:
             if v.type != t:
                 from ..dialects.verify_rules import dtype
 
-                at = positions[k] if k < len(positions) else None
+                at = positions[k] if k < len(positions) else p.use_at.get(id(v))
                 ref = p.lx.text[at:at + 64].split()[0].rstrip(",]):") if at is not None else "?"
                 raise p.lx.error(f"use of value '{ref}' expects different type than prior uses: {dtype(t)} vs "
                                  f"{dtype(v.type)}", at, ssa=True)
@@ -1254,6 +1353,18 @@ class _OpState:
                 g = self.group(n)
                 if g.kind == SINGLE:
                     self._check_use(p, n, [known])
+
+    def check_implied_types(self, p: Parser, result_types: list[T.Type]) -> None:
+        """Operands whose type the syntax leaves out get the one type their constraint allows (MLIR's
+        buildable types) or, for the view makers, the result view's tensor_view type."""
+        for g in self.defn.operands:
+            if g.name in self.types:
+                continue
+            want = _BUILDABLE.get(g.constraint)
+            if want is None and g.name == "tensor_view" and result_types:
+                want = getattr(result_types[0], "tensor_view", None)
+            if want is not None:
+                self._check_use(p, g.name, [want] * len(self.operands.get(g.name, [])))
 
     def build(self, p: Parser, pos: int) -> Operation:
         defn = self.defn
@@ -1296,6 +1407,7 @@ class _OpState:
                     continue
                 else:
                     raise p.lx.error(f"cannot infer the type of result '{r.name}' of '{defn.name}'", pos)
+        self.check_implied_types(p, result_types)
         attrs = self.attrs
         for a in defn.attributes:
             if a.name not in attrs and not a.optional and a.kind != "unit" and a.default is not None:
@@ -1397,6 +1509,11 @@ def _d_argument_region(p: Parser, st: _OpState, args) -> None:
         lx.expect(":")
         block_args.append((n, p.parse_type()))
         p.parse_trailing_loc()
+    if not block_args and lx.startswith("{") and lx.text[lx.pos + 1:].lstrip().startswith("}"):
+        lx.expect("{")
+        lx.expect("}")
+        st.regions[args[0].name] = Region()  # `() {}` is a region without blocks, as in MLIR
+        return
     st.regions[args[0].name] = p.parse_region(None, block_args, implicit="cuda_tile.yield")
 
 
@@ -1470,7 +1587,10 @@ def _p_memory(p: Parser, st: _OpState, with_scope_required: bool = False) -> Non
     lx.keyword()
     st.attrs["memory_ordering_semantics"] = kw
     kw = lx.peek_keyword()
-    if kw in A.ENUM_INDEX["MemoryScope"]:
+    if kw is not None:  # an operand (`%v`) comes next unless a scope is given
+        if kw not in A.ENUM_INDEX["MemoryScope"]:
+            raise lx.error(f"invalid memory_scope attribute specification. Got \"{kw}\" but expect one of: "
+                           + ", ".join(A.ENUMS["MemoryScope"]))
         lx.keyword()
         st.attrs["memory_scope"] = kw
 
@@ -1510,7 +1630,7 @@ def _p_index_types(p: Parser, st: _OpState) -> None:
     lx = p.lx
     n = len(st.operands.get("index", []))
     types = []
-    while len(types) < n and lx.accept(","):
+    while lx.accept(","):  # as many as written: the verifier compares the count with the view's rank
         types.append(p.parse_type())
     if n and not types:
         raise lx.error("expected index types")
@@ -1521,9 +1641,14 @@ def _inbounds_default(st: _OpState) -> None:
 
 
 def _p_load_view(p: Parser, st: _OpState) -> None:
-    lx = p.lx
     _p_memory(p, st)
     _p_view_index(p, st)
+    _p_load_signature(p, st)
+
+
+def _p_load_signature(p: Parser, st: _OpState) -> None:
+    """The optional clauses and `: <view type>, <index types> -> <tile>, token` of a view load."""
+    lx = p.lx
     _p_view_optionals(p, st)
     lx.expect(":")
     p.parse_type()
@@ -1574,6 +1699,43 @@ def _p_atomic_red_view(p: Parser, st: _OpState) -> None:
     _p_view_write_signature(p, st)
 
 
+def _p_multimem(p: Parser, st: _OpState) -> None:
+    """The multimem view ops in the form the printer (and NVIDIA's tileirdisasm) writes:
+    `<ordering> [scope] %view[, %tile][%i...] [token = %t] [inbounds = [...]] [attributes {reduction = ...}]
+    : <view type>[, <tile type>], <index types>[, token] -> <results>`; `reduction` defaults to add."""
+    lx = p.lx
+    _p_memory(p, st)
+    loads = st.defn.name == "cuda_tile.multimem_load_reduce_view_tko"
+    st.operands["view"] = [p.value_ref()]
+    if not loads:
+        lx.expect(",")
+        st.operands["tile"] = [p.value_ref()]
+    lx.expect("[")
+    st.operands["index"] = p.value_list()
+    lx.expect("]")
+    _p_view_optionals(p, st)
+    lx.expect(":")
+    p.parse_type()
+    if not loads:
+        lx.expect(",")
+        p.parse_type()
+    rest = []
+    while lx.accept(","):
+        rest.append(p.parse_type())
+    if st.operands.get("token"):
+        if not rest or rest[-1] != T.TOKEN:
+            raise lx.error("expected the token type after the index types")
+        rest.pop()
+    if st.operands["index"] and not rest:
+        raise lx.error("expected index types")
+    lx.expect("->")
+    st.result_types = [p.parse_type()]
+    if loads:
+        lx.expect(",")
+        st.result_types.append(p.parse_type())
+    _inbounds_default(st)
+
+
 def _p_make_tensor_view(p: Parser, st: _OpState) -> None:
     lx = p.lx
     st.operands["base"] = [p.value_ref()]
@@ -1587,12 +1749,20 @@ def _p_make_tensor_view(p: Parser, st: _OpState) -> None:
         while not lx.accept("]"):
             if items:
                 lx.expect(",")
-            items.append(p.value_ref() if lx.startswith("%") else lx.integer())
+            if lx.startswith("%"):
+                items.append(p.value_ref())
+            elif lx.peek_number() or lx.startswith("-"):
+                items.append(lx.integer())
+            else:
+                raise lx.error("expected either integer or SSA value")
         lists[key] = items
     if lx.startswith("{"):
         st.attrs.update(p.parse_attr_dict_body())
     lx.expect(":")
+    # `[base type,] [index type] -> tensor_view`: the base type is spelled out when its pointer has an attribute
     t = p.parse_type()
+    while lx.accept(","):
+        t = p.parse_type()
     if lx.accept("->"):
         t = p.parse_type()
     if not isinstance(t, T.TensorViewType):
@@ -1618,14 +1788,29 @@ def _p_make_view(p: Parser, st: _OpState) -> None:
     if lx.startswith("{"):
         st.attrs.update(p.parse_attr_dict_body())
     lx.expect(":")
-    st.result_types = [p.parse_type()]
+    t = p.parse_type()
+    want = _VIEW_RESULTS[st.defn.name]
+    if not isinstance(t, want[1]):
+        raise lx.error(f"'{st.defn.name}' expected '{want[0]}' type, but got '!cuda_tile.{t}'")
+    st.result_types = [t]
+
+
+# view maker -> (type mnemonic, type class) of its result
+_VIEW_RESULTS = {
+    "cuda_tile.make_partition_view": ("partition_view", T.PartitionViewType),
+    "cuda_tile.make_strided_view": ("strided_view", T.StridedViewType),
+    "cuda_tile.make_gather_scatter_view": ("gather_scatter_view", T.GatherScatterViewType),
+}
 
 
 def _p_get_shape(p: Parser, st: _OpState) -> None:
     lx = p.lx
     st.operands["src"] = [p.value_ref()]
     lx.expect(":")
+    pos = lx.pos
     src_t = p.parse_type()
+    if st.defn.name == "cuda_tile.get_tensor_shape" and not isinstance(src_t, T.TensorViewType):
+        raise lx.error(f"expected tensor_view, got '!cuda_tile.{src_t}'", pos)
     lx.expect("->")
     rt = p.parse_type()
     if isinstance(src_t, T.TensorViewType):
@@ -1653,6 +1838,9 @@ def _p_for(p: Parser, st: _OpState) -> None:
     lx.expect(")")
     lx.expect(":")
     ivt = p.parse_type()
+    st.operands.update({"lowerBound": [lb], "upperBound": [ub], "step": [step]})
+    for bound in ("lowerBound", "upperBound", "step"):  # the bounds are resolved with the induction type
+        st._check_use(p, bound, [ivt])
     args = [(iv, ivt)]
     inits: list[Value] = []
     types: list[T.Type] = []
@@ -1725,6 +1913,9 @@ CUSTOM_PARSERS = {
     "cuda_tile.get_index_space_shape": _p_get_shape,
     "cuda_tile.for": _p_for,
     "cuda_tile.loop": _p_loop,
+    "cuda_tile.multimem_load_reduce_view_tko": _p_multimem,
+    "cuda_tile.multimem_reduce_view_tko": _p_multimem,
+    "cuda_tile.multimem_store_view_tko": _p_multimem,
 }
 
 

@@ -331,6 +331,10 @@ class Printer:
         self.aliases: Optional[AliasTable] = AliasTable() if debug_info else None
         self.out: list[str] = []
         self.indent = 0
+        from .custom_ops import CUSTOM_DIRECTIVES, CUSTOM_PRINTERS  # imports this module: bound here, once
+
+        self.custom_printers = CUSTOM_PRINTERS
+        self.custom_directives = CUSTOM_DIRECTIVES
 
     # -- entry points ---------------------------------------------------------------
     def print_module(self, module: Operation) -> str:
@@ -376,9 +380,7 @@ class Printer:
         if defn.format is not None:
             self._print_format(op, defn)
         else:
-            from .custom_ops import CUSTOM_PRINTERS
-
-            CUSTOM_PRINTERS[op.name](self, op)
+            self.custom_printers[op.name](self, op)
         if self.aliases is not None:
             out.append(f" loc({self.aliases.ref(op.location)})")
 
@@ -482,9 +484,7 @@ class Printer:
                 elif isinstance(e, TypeOf):
                     out.append(types_str(_types_of(op, defn, e.name)))
                 elif isinstance(e, Custom):
-                    from .custom_ops import CUSTOM_DIRECTIVES
-
-                    CUSTOM_DIRECTIVES[e.name](self, op, defn, e.args)
+                    self.custom_directives[e.name](self, op, defn, e.args)
 
     def _present(self, op: Operation, defn: OpDef, anchor) -> bool:
         if isinstance(anchor, Custom):
@@ -562,11 +562,7 @@ def elided_terminator(parent: Operation, term: Operation) -> bool:
 
 
 def _enum_mnemonic(enum: Optional[str]) -> str:
-    return {"IntegerOverflow": "overflow", "RoundingMode": "rounding", "Signedness": "signedness",
-            "ComparisonPredicate": "comparison_predicate", "ComparisonOrdering": "comparison_ordering",
-            "MemoryScope": "memory_scope", "MemoryOrderingSemantics": "memory_ordering_semantics",
-            "AtomicRMWMode": "atomic_rmw_mode", "SymbolVisibility": "symbol_visibility",
-            "PaddingValue": "padding_value"}.get(enum or "", (enum or "").lower())
+    return A.ENUM_MNEMONICS.get(enum or "", (enum or "").lower())
 
 
 def _is_default(op: Operation, name: str, v: Any) -> bool:

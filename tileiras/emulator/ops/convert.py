@@ -196,6 +196,7 @@ def _float_rank(t: str) -> int:
 PACKED = {
     "f16x2": ("f16", 16), "bf16x2": ("bf16", 16), "e4m3x2": ("e4m3", 8), "e5m2x2": ("e5m2", 8),
     "e2m3x2": ("e2m3", 8), "e3m2x2": ("e3m2", 8), "e2m1x2": ("e2m1", 4), "ue8m0x2": ("ue8m0", 8),
+    "ue5m3x2": ("ue5m3", 8),
 }
 _ML_NAMES = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "e2m3": "float6_e2m3fn", "e3m2": "float6_e3m2fn",
              "e2m1": "float4_e2m1fn", "f16": None, "bf16": "bfloat16"}
@@ -209,6 +210,8 @@ def encode(values: Any, elem: str, mode: str | None, satfinite: bool, relu: bool
         v = np.where(np.isnan(v), np.nan, np.maximum(v, 0.0))
     if elem == "ue8m0":
         return _encode_ue8m0(v, mode or "rz", satfinite)
+    if elem == "ue5m3":
+        return _encode_ue5m3(v, mode or "rn", satfinite)
     if mode is None:
         r = v
     else:
@@ -225,6 +228,8 @@ def decode(codes: Any, elem: str) -> Any:
     if elem == "ue8m0":
         e = (codes & np.uint64(0xFF)).astype(np.int64)
         return np.where(e == 0xFF, np.nan, np.ldexp(1.0, e - 127))
+    if elem == "ue5m3":
+        return _decode_ue5m3(codes)
     dt = np_dtype(elem) if elem in ("f16", "bf16", "e4m3", "e5m2") else _ml(elem)
     bits = dt.itemsize * 8
     return codes.astype(uint_dtype(bits)).view(dt).astype(np.float64)
@@ -252,6 +257,30 @@ def _encode_ue8m0(v: Any, mode: str, satfinite: bool) -> Any:
     over = (k > 127) | np.isinf(a)
     codes = np.where(over, np.uint64(0xFE) if satfinite else np.uint64(0xFF), codes)
     return np.where(np.isnan(v), np.uint64(0xFF), codes)
+
+
+def _encode_ue5m3(v: Any, mode: str, satfinite: bool) -> Any:
+    """Unsigned e5m3 codes: the sign is discarded first; 0xFF is NaN, and also the overflow of a
+    non-saturating conversion (there is no infinity)."""
+    np = _np()
+    r = round_to(np.abs(v), "ue5m3", mode, None, sat=satfinite)
+    nan = np.isnan(r)
+    a = np.where(nan, 0.0, r)
+    _, ex = np.frexp(np.where(a > 0, a, 1.0))
+    e = np.maximum(ex.astype(np.int64) - 1, -14)          # subnormals share the exponent of 2**-14
+    significand = np.ldexp(a, 3 - e).astype(np.int64)       # exact: 0..15, implicit bit included
+    field = np.where(significand >= 8, e + 15, 0)
+    codes = (field << 3) | (significand & 7)
+    return np.where(nan, np.uint64(0xFF), codes.astype(np.uint64))
+
+
+def _decode_ue5m3(codes: Any) -> Any:
+    np = _np()
+    c = (codes & np.uint64(0xFF)).astype(np.int64)
+    field, man = c >> 3, c & 7
+    value = np.where(field == 0, np.ldexp(man.astype(np.float64), -17),
+                     np.ldexp((man + 8).astype(np.float64), field - 18))
+    return np.where(c == 0xFF, np.nan, value)
 
 
 def _packed(dec: Decoder, ins: Instr, dty: str, sty: str, frnd: str | None, satfinite: bool, relu: bool) -> tuple:
@@ -303,7 +332,7 @@ def _packed(dec: Decoder, ins: Instr, dty: str, sty: str, frnd: str | None, satf
 
 
 def _rank(elem: str) -> int:
-    return {"e2m1": 0, "e2m3": 0, "e3m2": 0, "e4m3": 0, "e5m2": 0, "ue8m0": 0, "f16": 1, "bf16": 1}[elem]
+    return {"e2m1": 0, "e2m3": 0, "e3m2": 0, "e4m3": 0, "e5m2": 0, "ue8m0": 0, "ue5m3": 0, "f16": 1, "bf16": 1}[elem]
 
 
 HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {"cvt": _cvt}

@@ -57,16 +57,28 @@ def _sign(x: Any) -> Any:
     return _np().sign(x)
 
 
+def _zero_sum(r: Any, s: Any, e: Any, x: Any, y: Any, mode: str) -> Any:
+    """`r` with IEEE's sign for an exact zero sum x + y (s + e == 0): that of round-to-nearest,
+    except that .rm makes it -0 unless both addends are +0."""
+    np = _np()
+    zero = (s == 0) & (e == 0)
+    if not zero.any():
+        return r
+    signed = -((-x) + (-y)) if mode == "rm" else x + y
+    return np.where(zero, np.asarray(signed).astype(r.dtype), r)
+
+
 def exact_op(op: str, args: list, mode: str, target: str) -> Any:
     """`op` of float64 arguments, correctly rounded to `target` under `mode`."""
     np = _np()
     if op in ("add", "sub"):
         a, b = args
-        s, e = two_sum(a, b if op == "add" else -b)
+        b = b if op == "add" else -b
+        s, e = two_sum(a, b)
         bad_ = ~np.isfinite(s)
         if bad_.any():
             e = np.where(bad_, 0.0, e)
-        return finish(s, e, target, mode)
+        return _zero_sum(finish(s, e, target, mode), s, e, a, b, mode)
     if op == "mul":
         a, b = args
         if target != "f64":
@@ -78,9 +90,11 @@ def exact_op(op: str, args: list, mode: str, target: str) -> Any:
         if target != "f64":
             p = a * b
             s, e = two_sum(p, c)
-            return finish(s, np.where(np.isfinite(e), e, 0.0), target, mode)
+            e = np.where(np.isfinite(e), e, 0.0)
+            return _zero_sum(finish(s, e, target, mode), s, e, p, c, mode)
         r, e = fma64(a, b, c)
-        return finish(r, np.where(np.isfinite(e), e, 0.0), target, mode)
+        e = np.where(np.isfinite(e), e, 0.0)
+        return _zero_sum(finish(r, e, target, mode), r, e, a * b, c, mode)
     if op in ("div", "rcp"):
         a, b = (np.float64(1.0), args[0]) if op == "rcp" else args
         q = a / b
