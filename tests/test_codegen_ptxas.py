@@ -183,3 +183,43 @@ def test_ptxas_that_writes_no_cubin(clean_env: pytest.MonkeyPatch, tmp_path: Pat
     clean_env.setenv("CUDA_ROOT", str(tmp_path / "cuda"))
     with pytest.raises(CompileError, match="wrote no cubin"):
         ptxas.assemble(vadd_ptx, "sm_90")
+
+
+@pytest.mark.parametrize("window", [1, 2, 8])
+def test_several_targets_assemble_at_once_in_target_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                            window: int) -> None:
+    """The driver runs up to one ptxas per CPU; the cubins are the same and come back in target order."""
+    from tileiras.driver import compile as driver
+    from tileiras.driver.options import parse_args
+
+    gpus = ["sm_90", "sm_80", "sm_100"]
+    monkeypatch.setattr(ptxas, "parallel_runs", lambda: window)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    arts = driver.Artifacts([])
+    for gpu in gpus:
+        arts.ptx[gpu] = llvm_to_ptx((DATA / "vadd.ll").read_text(), gpu)
+    opts = parse_args(["--no-cache", *[a for g in gpus for a in ("--gpu-name", g)], "x.tileirbc"])
+    driver._assemble_all(gpus, opts, None, arts, driver.StageTimer(False))
+    assert list(arts.cubin) == gpus
+    for gpu in gpus:
+        assert arts.cubin[gpu] == ptxas.assemble(arts.ptx[gpu], gpu)
+    assert not list(tmp_path.iterdir())  # every private run directory is gone
+
+
+def test_a_failing_target_stops_the_others(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tileiras.driver import compile as driver
+    from tileiras.driver.options import parse_args
+
+    monkeypatch.setattr(ptxas, "parallel_runs", lambda: 4)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    good = llvm_to_ptx((DATA / "vadd.ll").read_text(), "sm_90")
+    arts = driver.Artifacts([])
+    arts.ptx = {"sm_90": good, "sm_100": good.replace("ret;", "bogus_instruction;", 1), "sm_120": good}
+    opts = parse_args(["--no-cache", "x.tileirbc"])
+    cancelled: list[object] = []
+    original = ptxas.PendingCubin.cancel
+    monkeypatch.setattr(ptxas.PendingCubin, "cancel", lambda run: (cancelled.append(run), original(run)))
+    with pytest.raises(CompileError, match="ptxas"):
+        driver._assemble_all(list(arts.ptx), opts, None, arts, driver.StageTimer(False))
+    assert len(cancelled) == 1  # sm_120's run, still pending when sm_100 failed
+    assert not list(tmp_path.iterdir())

@@ -57,8 +57,9 @@ PREWARM: tuple[str, ...] = (
 )
 # What compiling needs: a worker that reaches for any of these has missed the cache.
 COMPILING_MODULES: tuple[str, ...] = (
-    "llvmlite", "numpy", "subprocess", "multiprocessing", "tileiras.lowering", "tileiras.frontend",
-    "tileiras.codegen.nvptx", "tileiras.codegen.worker", "tileiras.codegen.isolate", "tileiras.codegen.tool",
+    "llvmlite", "ctypes", "numpy", "subprocess", "multiprocessing", "tileiras.lowering", "tileiras.frontend",
+    "tileiras.codegen.nvptx", "tileiras.codegen.llvm_capi", "tileiras.codegen.libdevice",
+    "tileiras.codegen.worker", "tileiras.codegen.isolate", "tileiras.codegen.tool",
 )
 # tool -> the subcommands (first argument) a worker may run; None: any (whatever would
 # compile is stopped by lookup-only mode and COMPILING_MODULES)

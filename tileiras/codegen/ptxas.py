@@ -130,34 +130,82 @@ def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, d
     return argv
 
 
-def _run(argv: list[str], ptx: str) -> tuple[bytes, str]:
-    import tempfile
+class _Running:
+    """One ptxas run in its private directory: `start` returns at once, `finish` waits for it."""
 
-    from .tool import describe_status, run_tool
+    def __init__(self, argv: list[str], ptx: str) -> None:
+        import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="tileiras-ptxas-") as workdir:
-        Path(workdir, _PTX_NAME).write_text(ptx, encoding="utf-8")
-        result = run_tool(argv, cwd=workdir)
-        if result.returncode != 0:
-            raise CompileError(
-                f"error: ptxas {argv[2]} failed ({describe_status(result.returncode)}):\n"
-                f"{result.stderr_text or result.stdout.decode('utf-8', errors='replace').strip()}")
+        from .tool import start_tool
+
+        self.argv = argv
+        self._dir = tempfile.TemporaryDirectory(prefix="tileiras-ptxas-")
         try:
-            cubin = Path(workdir, _CUBIN_NAME).read_bytes()
-        except OSError:
-            raise CompileError(f"error: ptxas {argv[2]} exited 0 but wrote no cubin") from None
-        return cubin, result.stderr_text
+            Path(self._dir.name, _PTX_NAME).write_text(ptx, encoding="utf-8")
+            self._tool = start_tool(argv, cwd=self._dir.name)
+        except BaseException:
+            self._dir.cleanup()
+            raise
+
+    def finish(self) -> tuple[bytes, str]:
+        """(cubin, ptxas's stderr)."""
+        from .tool import describe_status
+
+        try:
+            result = self._tool.wait()
+            if result.returncode != 0:
+                raise CompileError(
+                    f"error: ptxas {self.argv[2]} failed ({describe_status(result.returncode)}):\n"
+                    f"{result.stderr_text or result.stdout.decode('utf-8', errors='replace').strip()}")
+            try:
+                cubin = Path(self._dir.name, _CUBIN_NAME).read_bytes()
+            except OSError:
+                raise CompileError(f"error: ptxas {self.argv[2]} exited 0 but wrote no cubin") from None
+            return cubin, result.stderr_text
+        finally:
+            self._dir.cleanup()
+
+    def cancel(self) -> None:
+        self._tool.proc.kill()
+        self._tool.proc.communicate()
+        self._dir.cleanup()
+
+
+def _run(argv: list[str], ptx: str) -> tuple[bytes, str]:
+    return _Running(argv, ptx).finish()
+
+
+class PendingCubin:
+    """`assemble` started: ptxas runs while the caller does other work (or starts more ptxas)."""
+
+    def __init__(self, ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
+                 extra: Sequence[str] = ()) -> None:
+        self._run = _Running(ptxas_argv(ptx, gpu, opt_level, lineinfo, debug, extra), ptx)
+
+    def cancel(self) -> None:
+        self._run.cancel()
+
+    def result(self) -> bytes:
+        cubin, warnings = self._run.finish()
+        if warnings:
+            print(warnings, file=sys.stderr)
+        if not cubin.startswith(b"\x7fELF"):
+            raise CompileError("error: ptxas wrote something that is not an ELF cubin")
+        return cubin
 
 
 def assemble(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
              extra: Sequence[str] = ()) -> bytes:
     """Assemble `ptx` into a cubin for `gpu`; ptxas warnings are passed on to stderr."""
-    cubin, warnings = _run(ptxas_argv(ptx, gpu, opt_level, lineinfo, debug, extra), ptx)
-    if warnings:
-        print(warnings, file=sys.stderr)
-    if not cubin.startswith(b"\x7fELF"):
-        raise CompileError("error: ptxas wrote something that is not an ELF cubin")
-    return cubin
+    return PendingCubin(ptx, gpu, opt_level, lineinfo, debug, extra).result()
+
+
+def parallel_runs() -> int:
+    """How many ptxas processes to keep running at once: one per CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")

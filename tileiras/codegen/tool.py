@@ -32,19 +32,39 @@ class ToolResult:
 
 def run_tool(argv: Sequence[str], cwd: str | None = None, timeout: float | None = None) -> ToolResult:
     """Run `argv`; a failure to start or a timeout raises CompileError, any exit status returns."""
-    limit = timeout if timeout is not None else _timeout_from_env()
-    try:
-        done = subprocess.run(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=limit, check=False)
-    except FileNotFoundError:
-        raise CompileError(f"error: {argv[0]}: program not found") from None
-    except PermissionError:
-        raise CompileError(f"error: {argv[0]}: program could not be executed") from None
-    except OSError as exc:
-        raise CompileError(f"error: {argv[0]}: program could not be executed: {exc.strerror}") from None
-    except subprocess.TimeoutExpired:
-        raise CompileError(f"error: {os.path.basename(argv[0])}: child timed out after {limit:g} s") from None
-    return ToolResult(done.returncode, done.stdout, done.stderr)
+    return start_tool(argv, cwd, timeout).wait()
+
+
+class RunningTool:
+    """A tool started by `start_tool`; `wait` gives its ToolResult."""
+
+    def __init__(self, argv: Sequence[str], cwd: str | None, timeout: float | None) -> None:
+        self.argv = list(argv)
+        self.limit = timeout if timeout is not None else _timeout_from_env()
+        try:
+            self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE)
+        except FileNotFoundError:
+            raise CompileError(f"error: {argv[0]}: program not found") from None
+        except PermissionError:
+            raise CompileError(f"error: {argv[0]}: program could not be executed") from None
+        except OSError as exc:
+            raise CompileError(f"error: {argv[0]}: program could not be executed: {exc.strerror}") from None
+
+    def wait(self) -> ToolResult:
+        try:
+            stdout, stderr = self.proc.communicate(timeout=self.limit)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise CompileError(f"error: {os.path.basename(self.argv[0])}: child timed out after {self.limit:g} s") \
+                from None
+        return ToolResult(self.proc.returncode, stdout, stderr)
+
+
+def start_tool(argv: Sequence[str], cwd: str | None = None, timeout: float | None = None) -> RunningTool:
+    """Start `argv` without waiting for it (the timeout counts from `wait`)."""
+    return RunningTool(argv, cwd, timeout)
 
 
 def describe_status(returncode: int) -> str:

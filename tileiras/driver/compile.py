@@ -113,23 +113,49 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
         _compile_module(data, path, kind, gpus, want, opts, cache, arts, timer)
 
     if want in ("cubin", "fatbin", "obj"):
-        from ..codegen.ptxas import assemble
+        _assemble_all(gpus, opts, cache, arts, timer)
+    return arts
+
+
+def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts, timer: StageTimer) -> None:
+    """A cubin per target: cached, or from ptxas, several targets' ptxas running at once."""
+    from collections import deque
+
+    from ..codegen.ptxas import PendingCubin, parallel_runs
+
+    cubins: dict[str, bytes] = {}
+    keys: dict[str, str] = {}
+    if cache is not None:
+        from ..cache.keys import cubin_key
 
         for gpu in gpus:
-            cubin = None
-            if cache is not None:
-                from ..cache.keys import cubin_key
-
-                key = cubin_key(arts.ptx[gpu], gpu, opts)
-                cubin = cache.get_blob(key)  # type: ignore[attr-defined]
-            if cubin is None:
-                with timer.stage(f"ptxas ({gpu})"):
-                    cubin = assemble(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
-                                     debug=opts.device_debug)
-                if cache is not None:
-                    cache.put_blob(key, cubin)  # type: ignore[attr-defined]
-            arts.cubin[gpu] = cubin
-    return arts
+            keys[gpu] = cubin_key(arts.ptx[gpu], gpu, opts)
+            hit = cache.get_blob(keys[gpu])  # type: ignore[attr-defined]
+            if hit is not None:
+                cubins[gpu] = hit
+    todo = [g for g in gpus if g not in cubins]
+    if todo:
+        window = parallel_runs()
+        running: deque[tuple[str, PendingCubin]] = deque()
+        with timer.stage(f"ptxas ({', '.join(todo)})"):
+            try:
+                for gpu in todo:
+                    if len(running) >= window:
+                        done, run = running.popleft()
+                        cubins[done] = run.result()
+                    running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
+                                                      debug=opts.device_debug)))
+                while running:
+                    done, run = running.popleft()
+                    cubins[done] = run.result()
+            finally:
+                for _, run in running:  # after a failure: stop the others
+                    run.cancel()
+        if cache is not None:
+            for gpu in todo:
+                cache.put_blob(keys[gpu], cubins[gpu])  # type: ignore[attr-defined]
+    for gpu in gpus:  # target order, as the fatbin and the object list them
+        arts.cubin[gpu] = cubins[gpu]
 
 
 def _source_digest(data: bytes, kind: str, opts: Options) -> str:
