@@ -173,3 +173,36 @@ def test_gpu_backend_agrees_with_the_interpreter(tmp_path):
     a, b, c = args[:3]
     np.testing.assert_array_equal(out["3"], a + b)
     np.testing.assert_allclose(out["6"], a / b, rtol=2e-7)
+
+
+LIST_SUM = CORPUS / "list_sum" / "13.4.tileirbc"
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "emulator"])
+def test_a_list_argument_is_keys_n_dot_m(tmp_path, backend):
+    """Keys "0.0", "0.1", ... are the arrays of list argument 0; they come back the same way."""
+    arrs = [RNG.uniform(-1, 1, n).astype(np.float32) for n in (64, 64, 80)]
+    inp, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inp, **{f"0.{j}": a for j, a in enumerate(arrs)}, **{"1": np.zeros(64, np.float32)})
+    code = tileir(["run", str(LIST_SUM), "--kernel", "list_sum", "--grid", "2", "--args", str(inp),
+                   "--out", str(out), "--backend", backend])
+    assert code == 0
+    got = dict(np.load(out))
+    assert sorted(got) == ["0.0", "0.1", "0.2", "1"]
+    want = arrs[0] + arrs[1] + arrs[2][:64]
+    np.testing.assert_allclose(got["1"], want, rtol=1e-6)
+    for j, a in enumerate(arrs):
+        np.testing.assert_array_equal(got[f"0.{j}"], a)
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"0.0": 1, "0": 1, "1": 1}, "both as an array and as a list"),
+    ({"0.1": 1, "1": 1}, "must have keys 0.0..0.0"),
+    ({"0": 1, "2": 1}, "argument 1 is missing"),
+    ({"0.x": 1}, "keys of"),
+])
+def test_bad_list_keys_are_usage_errors(tmp_path, capsys, keys, message):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **{k: np.zeros(4, np.float32) for k in keys})
+    assert tileir(["run", str(LIST_SUM), "--kernel", "list_sum", "--grid", "1", "--args", str(bad)]) == 2
+    assert message in capsys.readouterr().err

@@ -5,8 +5,9 @@
 
 Keys "0", "1", ... of in.npz are the kernel's arguments in order: an array
 with ndim >= 1 is passed as cuTile passes it (ptr, shape..., strides...), a
-0-d array as a scalar. After the run every argument is written to out.npz
-under the same key. Exit codes: 2 bad options or arguments that do not fit
+0-d array as a scalar; keys "N.0", "N.1", ... are the arrays of a list
+argument N. After the run every argument is written to out.npz under the
+same keys. Exit codes: 2 bad options or arguments that do not fit
 the kernel's signature, 3 not TileIR, 4 unreadable input, 5 the run failed.
 """
 
@@ -34,7 +35,7 @@ def _parser() -> _Parser:
     p.add_argument("input", help="TileIR bytecode (or text) module")
     p.add_argument("--kernel", required=True, help="entry to run")
     p.add_argument("--grid", required=True, help="number of tile blocks: X[,Y[,Z]]")
-    p.add_argument("--args", dest="args_path", help=".npz with the arguments under keys 0, 1, ...")
+    p.add_argument("--args", dest="args_path", help=".npz with the arguments under keys 0, 1, ... (N.0, N.1, ...: a list argument)")
     p.add_argument("--out", help=".npz to write every argument to after the run")
     p.add_argument("--backend", default="interpreter", choices=("interpreter", "emulator", "gpu"))
     p.add_argument("--gpu-name", help="target of the emulator (default sm_80) or GPU (default: the device's)")

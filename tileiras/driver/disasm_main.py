@@ -13,9 +13,11 @@ import gc
 import os
 import sys
 
+from .fast_exit import exit_now
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
-    from typing import NoReturn, Optional
+    from typing import Optional
 
 TOOL = "tileirdisasm"
 PREVIEW_FEATURES = ("simt",)
@@ -130,22 +132,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Run on `argv`; with None (the console script, `python -m`) the process ends here."""
     if argv is None:
         gc.disable()  # a short-lived process: collections during import and reading buy nothing
-        return _exit_now(_run(sys.argv[1:]))
+        return exit_now(_run(sys.argv[1:]))
     return _run(list(argv))
-
-
-def _exit_now(code: int) -> NoReturn:
-    """End a command-line run without interpreter teardown.
-
-    Freeing every module and IR object at exit costs about a tenth of a
-    disassembly; the streams are flushed first, so nothing is lost.
-    """
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):  # reader went away (`| head`): nothing left to deliver
-        pass
-    os._exit(code)
 
 
 def _run(args: list[str]) -> int:

@@ -115,7 +115,15 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    """Run on `argv`; with None (the console script, `python -m`) the process ends here."""
+    if argv is None:
+        from .fast_exit import exit_now
+
+        exit_now(_main(sys.argv[1:]))
+    return _main(list(argv))
+
+
+def _main(args: list[str]) -> int:
     try:
         return run(args)
     except TileirasError as exc:
