@@ -26,9 +26,13 @@ import re
 import struct
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+
+from ..ir.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
+    from typing import Any, Iterator
 
 LAYOUT = "v1"
 MAGIC = b"TLRCACHE"
@@ -91,7 +95,7 @@ def default_max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
-@dataclass(frozen=True)
+@record
 class CacheStats:
     root: str
     entries: int

@@ -9,10 +9,13 @@ same compile always writes the same bytes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
 
 from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.ir.record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: a cache hit reads metadata without importing typing
+    from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -28,13 +31,13 @@ def is_valid_param_type(spelling: str) -> bool:
     return spelling in SCALAR_TYPES or bool(_POINTER.match(spelling))
 
 
-@dataclass(frozen=True)
+@record
 class KernelParam:
     name: str
     type: str
 
 
-@dataclass(frozen=True)
+@record
 class KernelInfo:
     name: str
     params: tuple[KernelParam, ...]
@@ -43,7 +46,7 @@ class KernelInfo:
     cluster: tuple[int, int, int] = (1, 1, 1)
 
 
-@dataclass(frozen=True)
+@record
 class ModuleMetadata:
     kernels: tuple[KernelInfo, ...]
     gpu: str

@@ -12,10 +12,13 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
 
 from .errors import ExitCode, TileirasError
 from .options import Options
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
+    from typing import Callable, Iterator, Optional
 
 TILEIR_MAGIC = b"\x7fTileIR\x00"
 

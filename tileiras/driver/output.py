@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
 from pathlib import Path
 
 from .errors import TileirasError, ExitCode
+
+
+def _create_temp(directory: Path, name: str) -> tuple[int, str]:
+    """An exclusively created, private temp file beside the target (tempfile's mkstemp without
+    importing tempfile, which costs a cache hit several milliseconds)."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name")
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
@@ -15,7 +27,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
     payload = data.encode() if isinstance(data, str) else data
     directory = target.parent if str(target.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = _create_temp(directory, target.name)
     except OSError as exc:
         raise TileirasError(f"error: cannot write '{target}': {exc.strerror}", ExitCode.COMPILE_FAILED) from None
     try:
