@@ -18,7 +18,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from dataclasses import replace
+from tileiras.ir.record import replace
 from pathlib import Path
 
 import pytest

@@ -96,3 +96,8 @@ def record(cls=None, *, frozen: bool = True):
         return c
 
     return wrap if cls is None else wrap(cls)
+
+
+def replace(obj, **changes):
+    """A copy of record `obj` with some fields changed, like `dataclasses.replace`."""
+    return type(obj)(**{n: changes.pop(n, getattr(obj, n)) for n in obj.__record_fields__}, **changes)

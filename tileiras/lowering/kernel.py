@@ -9,14 +9,17 @@ barriers.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..driver.errors import CompileError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
-from .layout import BlockedLayout, row_major_strides
+from .layout import BlockedLayout, Layout, row_major_strides
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
+
+if TYPE_CHECKING:
+    from .assign_layouts import LayoutAssignment
 
 
 def op_error(op: Operation, message: str) -> CompileError:
@@ -25,11 +28,14 @@ def op_error(op: Operation, message: str) -> CompileError:
 
 
 class KernelLowering:
-    def __init__(self, entry: Operation, gpu: str, threads: int, debug: Any = None) -> None:
+    def __init__(self, entry: Operation, gpu: str, threads: int, debug: Any = None,
+                 assignment: Optional["LayoutAssignment"] = None) -> None:
         self.entry = entry
         self.gpu = gpu
         self.sm = int(gpu.split("_")[1])
-        self.layout = BlockedLayout(threads)
+        self.layout = BlockedLayout(threads)   # the default layout
+        self.assignment = assignment
+        self._converted: dict[Value, TileRegs] = {}  # operands of the op being lowered, converted
         self.threads = threads
         self.b = FunctionBuilder()
         self.values: dict[Value, Any] = {}
@@ -45,6 +51,8 @@ class KernelLowering:
 
     # -- values -----------------------------------------------------------------
     def get(self, value: Value) -> Any:
+        if value in self._converted:
+            return self._converted[value]
         try:
             return self.values[value]
         except KeyError:
@@ -57,49 +65,50 @@ class KernelLowering:
         return lowered
 
     def set(self, value: Value, lowered: Any) -> None:
+        if isinstance(lowered, TileRegs) and isinstance(value.type, TileType):
+            layout = self.layout_of(value)
+            if lowered.layout is None:
+                lowered.layout = layout
+            if lowered.layout != layout or len(lowered.slots) != layout.slots(value.type.num_elements):
+                raise CompileError(f"error: internal: a {value.type} lowered in {lowered.layout} "
+                                   f"with {len(lowered.slots)} slots, but assigned {layout.describe()}")
         self.values[value] = lowered
 
-    # -- layout arithmetic (all of it depends only on the thread id: prologue) ----
-    def slots(self, t: TileType) -> int:
-        return self.layout.slots(t.num_elements)
+    # -- layouts (index arithmetic depends only on the thread id: prologue) ---------
+    def layout_of(self, value: Value) -> Layout:
+        """The layout `assign_layouts` chose for `value` (blocked for anything it did not see)."""
+        return self.assignment.layout(value) if self.assignment is not None else self.layout
 
-    def elem_index(self, num_elements: int, slot: int) -> str:
-        """i32 row-major element index held by this thread in `slot`."""
-        key = ("e", num_elements, slot)
+    def _element(self, num_elements: int, slot: int, layout: Optional[Layout]) -> tuple[str, Optional[str]]:
+        layout = layout or self.layout
+        key = (layout, num_elements, slot)
         if key not in self._index_cache:
-            T = self.threads
-            if num_elements == 1:
-                name = "0"
-            elif num_elements >= T and num_elements % T == 0:
-                name = self.tid if slot == 0 else self.b.pre(f"add i32 {self.tid}, {slot * T}", "e")
-            else:
-                raw = self.tid if slot == 0 else self.b.pre(f"add i32 {self.tid}, {slot * T}", "e")
-                name = self.b.pre(f"urem i32 {raw}, {num_elements}", "e")
-            self._index_cache[key] = name
-        return self._index_cache[key]
+            self._index_cache[key] = layout.element(self.b.pre, self.tid, num_elements, slot)
+        return self._index_cache[key]  # type: ignore[return-value]
 
-    def slot_valid(self, num_elements: int, slot: int) -> Optional[str]:
+    def slots(self, t: TileType, layout: Optional[Layout] = None) -> int:
+        return (layout or self.layout).slots(t.num_elements)
+
+    def elem_index(self, num_elements: int, slot: int, layout: Optional[Layout] = None) -> str:
+        """i32 row-major element index held by this thread in `slot`."""
+        return self._element(num_elements, slot, layout)[0]
+
+    def slot_valid(self, num_elements: int, slot: int, layout: Optional[Layout] = None) -> Optional[str]:
         """i1 'this slot is the first copy of its element', or None when always true.
 
         Replicated or padded slots repeat elements; stores and atomics must
         happen once per element, so they are guarded by this predicate.
         """
-        if self.layout.owns_all(num_elements) and num_elements >= self.threads:
-            return None
-        key = ("valid", num_elements, slot)
-        if key not in self._index_cache:
-            raw = self.tid if slot == 0 else self.b.pre(f"add i32 {self.tid}, {slot * self.threads}", "e")
-            self._index_cache[key] = self.b.pre(f"icmp ult i32 {raw}, {num_elements}", "ok")
-        return self._index_cache[key]
+        return self._element(num_elements, slot, layout)[1]
 
-    def multi_index(self, shape: tuple[int, ...], slot: int) -> list[str]:
+    def multi_index(self, shape: tuple[int, ...], slot: int, layout: Optional[Layout] = None) -> list[str]:
         """i32 index per dimension of the element this thread holds in `slot`."""
-        key = ("m", shape, slot)
+        key = ("m", shape, slot, layout or self.layout)
         if key not in self._index_cache:
             n = 1
             for d in shape:
                 n *= d
-            e = self.elem_index(n, slot)
+            e = self.elem_index(n, slot, layout)
             out = []
             for dim, stride in zip(shape, row_major_strides(shape)):
                 if dim == 1:
@@ -110,8 +119,8 @@ class KernelLowering:
             self._index_cache[key] = out  # type: ignore[assignment]
         return self._index_cache[key]  # type: ignore[return-value]
 
-    def splat(self, t: TileType, scalar: str) -> TileRegs:
-        return TileRegs(t, [scalar] * self.slots(t))
+    def splat(self, t: TileType, scalar: str, layout: Optional[Layout] = None) -> TileRegs:
+        return TileRegs(t, [scalar] * self.slots(t, layout), layout or self.layout)
 
     # -- synchronization and shared memory -----------------------------------------
     def barrier(self) -> None:
@@ -123,15 +132,8 @@ class KernelLowering:
         self.smem_bytes = max(self.smem_bytes, nbytes)
         return "@__tileir_scratch"
 
-    def exchange(self, src: TileRegs | list[TileRegs], dst_type: TileType,
-                 src_index: Callable[[list[str]], str]) -> TileRegs:
-        """Move elements between threads: dst[i] = src[src_index(i)] via shared memory.
-
-        `src_index` maps the i32 multi-index of a destination element to the
-        i32 row-major index of the source element that it takes. Several
-        sources are laid end to end (for `cat`).
-        """
-        sources = src if isinstance(src, list) else [src]
+    def _to_shared(self, sources: list[TileRegs]) -> tuple[str, str]:
+        """Store every source element at its row-major index (sources end to end); (buffer, type)."""
         elem = sources[0].type.element
         lty = storage_type(elem)
         total = sum(s.type.num_elements for s in sources)
@@ -140,19 +142,41 @@ class KernelLowering:
         base = 0
         for tile in sources:
             for k, v in enumerate(tile.slots):
-                e = self.elem_index(tile.type.num_elements, k)
+                e = self.elem_index(tile.type.num_elements, k, tile.layout)
                 at = e if base == 0 else self.b.op(f"add i32 {e}, {base}", "sx")
                 p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {at}", "sp")
                 self.b.emit(f"store {lty} {to_storage(self, v, elem)}, ptr addrspace(3) {p}")
             base += tile.type.num_elements
         self.barrier()
-        out = []
-        for k in range(self.slots(dst_type)):
-            idx = src_index(self.multi_index(dst_type.shape, k))
-            p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {idx}", "sp")
-            loaded = self.b.op(f"load {lty}, ptr addrspace(3) {p}", "sv")
-            out.append(from_storage(self, loaded, elem))
-        return TileRegs(dst_type, out)
+        return buf, lty
+
+    def _from_shared(self, buf: str, lty: str, elem: Type, idx: str) -> str:
+        p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {idx}", "sp")
+        return from_storage(self, self.b.op(f"load {lty}, ptr addrspace(3) {p}", "sv"), elem)
+
+    def exchange(self, src: TileRegs | list[TileRegs], dst_type: TileType,
+                 src_index: Callable[[list[str]], str], dst_layout: Optional[Layout] = None) -> TileRegs:
+        """Move elements between threads: dst[i] = src[src_index(i)] via shared memory.
+
+        `src_index` maps the i32 multi-index of a destination element to the
+        i32 row-major index of the source element that it takes. Several
+        sources are laid end to end (for `cat`). Sources may be in any layout;
+        the result is in `dst_layout` (blocked by default).
+        """
+        sources = src if isinstance(src, list) else [src]
+        buf, lty = self._to_shared(sources)
+        layout = dst_layout or self.layout
+        out = [self._from_shared(buf, lty, dst_type.element, src_index(self.multi_index(dst_type.shape, k, layout)))
+               for k in range(self.slots(dst_type, layout))]
+        return TileRegs(dst_type, out, layout)
+
+    def convert(self, tile: TileRegs, layout: Layout) -> TileRegs:
+        """The same tile in another layout (a conversion `assign_layouts` asked for)."""
+        buf, lty = self._to_shared([tile])
+        n = tile.type.num_elements
+        out = [self._from_shared(buf, lty, tile.type.element, self.elem_index(n, k, layout))
+               for k in range(layout.slots(n))]
+        return TileRegs(tile.type, out, layout)
 
     def linear(self, idx: list[str], shape: tuple[int, ...]) -> str:
         """Row-major linear i32 index of a multi-index into `shape`."""
@@ -175,7 +199,26 @@ class KernelLowering:
             handler = LOWERINGS.get(op.name)
             if handler is None:
                 raise op_error(op, f"cannot be lowered for {self.gpu} yet")
+            saved = self._converted
+            self._converted = self._convert_operands(op)
             handler(self, op)
+            self._converted = saved
+
+    def _convert_operands(self, op: Operation) -> dict[Value, TileRegs]:
+        """Operands whose layout differs from what `op` was assigned to read, converted."""
+        wanted = self.assignment.operand_layouts(op) if self.assignment is not None else None
+        out: dict[Value, TileRegs] = {}
+        if not wanted:
+            return out
+        for value, layout in zip(op.operands, wanted):
+            if layout is None or value in out:
+                continue
+            tile = self.get(value)
+            if isinstance(tile, TileRegs) and tile.layout != layout:
+                # a splat is rebuilt from its one value; anything else moves through shared memory
+                out[value] = self.splat(tile.type, tile.slots[0], layout) if self.assignment.is_splat(value) \
+                    else self.convert(tile, layout)
+        return out
 
 
 def storage_type(elem: Type) -> str:

@@ -28,7 +28,7 @@ def _map(k: KernelLowering, op: Operation, fn: Callable[[list[str]], str]) -> No
     tiles = [k.tile(v) for v in op.operands]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
-    n = k.slots(rtype)
+    n = len(tiles[0].slots) if tiles else k.slots(rtype)  # operands share their layout
     out = [fn([t.slots[i] for t in tiles]) for i in range(n)]
     k.set(op.results[0], TileRegs(rtype, out))
 

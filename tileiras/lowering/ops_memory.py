@@ -15,6 +15,7 @@ from ..ir.core import Operation
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
+from .layout import Layout
 from .llvm_text import float_bits_literal, llvm_type
 from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal
 
@@ -144,8 +145,8 @@ def _make_partition_view(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(vtype.dim_map), padding, strides))
 
 
-def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType):
-    """Per slot: (pointer, in-bounds i1 or None) of the element this thread holds.
+def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType, layout: Layout):
+    """Per slot of `layout`: (pointer, in-bounds i1 or None) of the element this thread holds.
 
     A partition view's tile `index` starts at `index * tile` along each tensor
     dimension (`index * traversal_stride` for a strided view); a gather/scatter
@@ -168,8 +169,8 @@ def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, ti
     tile_shape = view.tile_shape
     elem = storage_type(view.tensor.type.element)
     out = []
-    for slot in range(k.slots(tile_type)):
-        local = k.multi_index(tile_shape, slot)
+    for slot in range(k.slots(tile_type, layout)):
+        local = k.multi_index(tile_shape, slot, layout)
         offset = "0"
         ok_all = None
         # index[i] moves along tile dimension i, which covers tensor dimension dim_map[i]
@@ -196,10 +197,11 @@ def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, ti
     return out
 
 
-def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | None) -> str | None:
+def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | None,
+                 layout: Layout | None = None) -> str | None:
     """i1 'this slot writes': the first copy of its element (replicas stay silent), and `extra`
     (a mask or a bounds check) when given; None when the slot always writes."""
-    first = k.slot_valid(num_elements, slot)
+    first = k.slot_valid(num_elements, slot, layout)
     if first is None or extra is None:
         return extra if first is None else first
     return k.b.op(f"and i1 {extra}, {first}", "a")
@@ -262,7 +264,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     ordering, scope = _ordering(op)
     pad = padding_literal(view.padding, elem)
     slots = []
-    for ptr, ok in _view_addresses(k, op, view, rtype):
+    for ptr, ok in _view_addresses(k, op, view, rtype, k.layout_of(op.results[0])):
         v = _guarded(k, ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
         slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
@@ -279,8 +281,8 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
-    for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
-        cond = _write_guard(k, tile.type.num_elements, slot, ok)
+    for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
+        cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = to_storage(k, tile.slots[slot], elem)
         _guarded(k, cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
     k.set(op.results[0], TokenVal(pending=True))
@@ -332,7 +334,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     for i, p in enumerate(ptrs.slots):
-        cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None)
+        cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
         value = to_storage(k, vals.slots[i], elem)
         _guarded(k, cond, lambda: _store(k, p, lty, value, ordering, scope, _align(elem)), None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal(pending=True))
@@ -423,8 +425,8 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
         require(op, "bf16_atomic_add", k.sm, k.gpu)
     ordering, scope = _ordering(op)
     llvm_order = _ORDERING.get(ordering, "monotonic")
-    for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type)):
-        cond = _write_guard(k, tile.type.num_elements, slot, ok)
+    for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
+        cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = tile.slots[slot]
         _guarded(k, cond, lambda: k.b.emit(
             f"atomicrmw {mode} ptr {ptr}, {lty} {value}{_SCOPE.get(scope, '')} {llvm_order}, "

@@ -1,8 +1,9 @@
 """reduce, scan and the matrix multiplies (mmaf, mmai).
 
-All of them read elements owned by other threads, so their inputs go to
-shared memory first; each thread then computes the result elements it owns
-with a counted loop. This is the correctness-first form (one FMA chain per
+All of them read elements owned by other threads. A reduce or scan whose
+rows `assign_layouts` put in warps combines with shuffles (`warp_reduce.py`);
+otherwise the inputs go to shared memory first and each thread computes the
+result elements it owns with a counted loop. This is the correctness-first form (one FMA chain per
 output element); tensor-core paths replace the mma loop per target.
 """
 
@@ -13,6 +14,7 @@ from typing import Callable
 from ..ir.core import Operation
 from ..ir.types import TileType
 from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
+from .layout import RowWarpLayout
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
 
@@ -32,7 +34,7 @@ def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
         ptrs.append(p)
         lty = storage_type(t.type.element)
         for s, v in enumerate(t.slots):
-            e = k.elem_index(t.type.num_elements, s)
+            e = k.elem_index(t.type.num_elements, s, t.layout)
             q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {p}, i32 {e}", "sp")
             v = to_storage(k, v, t.type.element)
             k.b.emit(f"store {lty} {v}, ptr addrspace(3) {q}")
@@ -88,6 +90,15 @@ def _apply_body(k: KernelLowering, op: Operation, elems: list[str], accs: list[s
 
 def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
     srcs = [k.tile(v) for v in op.operands]
+    if k.assignment is not None and k.assignment.in_warps(op):
+        # assign_layouts put the rows in warps: combine with shuffles, no shared memory
+        assert isinstance(srcs[0].layout, RowWarpLayout)
+        from .warp_reduce import warp_reduce, warp_scan
+
+        results = (warp_scan if scan else warp_reduce)(k, op, srcs, _apply_body)
+        for result, slots in zip(op.results, results):
+            k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
+        return
     dim = int(op.attributes["dim"])
     reverse = bool(op.attributes.get("reverse", False))
     shape = srcs[0].type.shape

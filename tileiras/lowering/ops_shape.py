@@ -1,16 +1,19 @@
 """Constants, iota and the ops that rearrange tiles.
 
-Reshape keeps row-major order, so it is free in the blocked layout. The
-others move elements between threads through shared memory
-(`KernelLowering.exchange`), each described only by the map from a result
-element's index to the source element it takes.
+Reshape keeps row-major order, so it is free in every layout, and so is a
+broadcast along the rows of a row-warp tile. The others move elements
+between threads through shared memory (`KernelLowering.exchange`), each
+described only by the map from a result element's index to the source
+element it takes; they read any layout and write the result's.
 """
 
 from __future__ import annotations
 
 from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType, element_of
+from .assign_layouts import row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
+from .layout import RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
 from .values import TileRegs
 
@@ -35,7 +38,7 @@ def _constant(k: KernelLowering, op: Operation) -> None:
     raw = attr.raw
     chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
     if len(set(chunks)) == 1:
-        k.set(op.results[0], k.splat(rtype, _scalar_literal(chunks[0], elem)))
+        k.set(op.results[0], k.splat(rtype, _scalar_literal(chunks[0], elem), k.layout_of(op.results[0])))
         return
     # A non-uniform constant: a table in constant memory, indexed by element.
     lty = storage_type(elem)
@@ -46,8 +49,9 @@ def _constant(k: KernelLowering, op: Operation) -> None:
     k.globals.append(f"{name} = internal addrspace(4) constant [{len(items)} x {lty}] "
                      f"[{', '.join(f'{lty} {v}' for v in items)}], align 16")
     slots = []
-    for s in range(k.slots(rtype)):
-        e = k.elem_index(rtype.num_elements, s)
+    layout = k.layout_of(op.results[0])
+    for s in range(k.slots(rtype, layout)):
+        e = k.elem_index(rtype.num_elements, s, layout)
         p = k.b.op(f"getelementptr [{len(items)} x {lty}], ptr addrspace(4) {name}, i32 0, i32 {e}", "cp")
         v = k.b.op(f"load {lty}, ptr addrspace(4) {p}", "cv")
         slots.append(from_storage(k, v, elem))
@@ -59,8 +63,9 @@ def _iota(k: KernelLowering, op: Operation) -> None:
     assert isinstance(rtype, TileType)
     lty = llvm_type(rtype.element)
     slots = []
-    for s in range(k.slots(rtype)):
-        e = k.elem_index(rtype.num_elements, s)
+    layout = k.layout_of(op.results[0])
+    for s in range(k.slots(rtype, layout)):
+        e = k.elem_index(rtype.num_elements, s, layout)
         if lty == "i32":
             slots.append(e)
         elif lty == "i64":
@@ -81,8 +86,17 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
     src = k.tile(op.operands[0])
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
+    layout = k.layout_of(op.results[0])
     if src.type.num_elements == 1:
-        k.set(op.results[0], k.splat(rtype, src.slots[0]))
+        k.set(op.results[0], k.splat(rtype, src.slots[0], layout))
+        return
+    if row_broadcast(src.type, rtype, src.layout) == layout:
+        # rows already sit in their warps: each result slot copies a source slot
+        assert isinstance(layout, RowWarpLayout)
+        per_lane = layout.per_lane
+        from_column = src.type.shape[-1] != 1
+        slots = [src.slots[s % per_lane if from_column else s // per_lane] for s in range(k.slots(rtype, layout))]
+        k.set(op.results[0], TileRegs(rtype, slots))
         return
     sshape = src.type.shape
     offset = len(rtype.shape) - len(sshape)  # leading dims are new
@@ -90,7 +104,7 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
     def src_index(idx: list[str]) -> str:
         kept = ["0" if sshape[d] == 1 else idx[d + offset] for d in range(len(sshape))]
         return k.linear(kept, sshape)
-    k.set(op.results[0], k.exchange(src, rtype, src_index))
+    k.set(op.results[0], k.exchange(src, rtype, src_index, layout))
 
 
 def _permute(k: KernelLowering, op: Operation) -> None:

@@ -7,6 +7,9 @@ import sys
 from ..driver.errors import CompileError
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, TileType
+from typing import Optional
+
+from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
 from .layout import choose_threads
 from .llvm_text import llvm_type
@@ -27,13 +30,14 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
     return llvm_type(elem), str(elem)
 
 
-def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None) -> tuple[str, list[str], object]:
+def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
+                assignment: Optional[LayoutAssignment] = None) -> tuple[str, list[str], object]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
     threads = choose_threads(0)
-    k = KernelLowering(entry, gpu, threads, debug)
+    k = KernelLowering(entry, gpu, threads, debug, assignment or LayoutAssignment(entry, threads))
     dbg_attachment = ""
     if debug is not None:
         where = entry_location(entry)
@@ -58,6 +62,18 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None) ->
     return "\n".join(text), defs + sorted(k.b.declarations), info
 
 
+def _print_layouts(module: Operation, entries: list[Operation], assignments: list[LayoutAssignment]) -> None:
+    """The module after layout assignment: its text, then each kernel's tile layouts and conversions."""
+    from ..text.printer import Printer
+
+    printer = Printer()
+    lines = ["// -----// IR Dump After assign-layouts //----- //", printer.print_module(module).rstrip("\n")]
+    for entry, assignment in zip(entries, assignments):
+        lines.append(f"// layouts of @{entry.attributes['sym_name']}:")
+        lines += assignment.describe(printer.ref)
+    print("\n".join(lines), file=sys.stderr)
+
+
 def _symbol(name: str) -> str:
     return f"@{name}" if name.replace("_", "a").isalnum() else f'@"{name}"'
 
@@ -73,10 +89,12 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
     for op in body:
         if op.name == "cuda_tile.global":
             globals_.append(define_global(op))
-    for op in body:
-        if op.name != "cuda_tile.entry":
-            continue
-        text, entry_decls, info = lower_entry(op, gpu, debug_info)
+    entries = [op for op in body if op.name == "cuda_tile.entry"]
+    assignments = [LayoutAssignment(op, choose_threads(0)) for op in entries]
+    if print_ir_after_all:
+        _print_layouts(module, entries, assignments)
+    for op, assignment in zip(entries, assignments):
+        text, entry_decls, info = lower_entry(op, gpu, debug_info, assignment)
         functions.append(text)
         decls.extend(entry_decls)
         kernels.append(info)

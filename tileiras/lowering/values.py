@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ..ir.record import record
 from ..ir.types import TileType, TensorViewType
@@ -14,6 +14,7 @@ class TileRegs:
 
     type: TileType
     slots: list[str]
+    layout: Any = None   # a layout.py layout; None until bound to a value (then the assigned one)
 
 
 @record(frozen=False)

@@ -1,0 +1,126 @@
+"""Layout assignment (lowering/assign_layouts.py): which layout each tile gets, and what it buys.
+
+A reduction along the innermost axis puts its rows in warps, so the PTX combines with
+`shfl.sync` and needs no shared memory or CTA barrier; a reduction along another axis still
+goes through shared memory. Correctness of both paths is checked by the differential tests
+(test_differential.py, test_random_programs.py) on the SIMT emulator.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tileiras.frontend import load_module
+from tileiras.lowering.assign_layouts import LayoutAssignment
+from tileiras.lowering.layout import BlockedLayout, RowWarpLayout
+from tileiras.lowering.pipeline import lower_module
+
+_KERNEL = """entry @rows(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<ptr<f32>>, %arg4: tile<i32>) {
+  %0 = make_token : token
+  %tview = make_tensor_view %arg0, shape = [%arg1, %arg1], strides = [%arg2, %arg4] : tile<i32> -> tensor_view<?x?xf32, strides=[?,?]>
+  %pview = make_partition_view %tview : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>
+  %tview_0 = make_tensor_view %arg3, shape = [%arg1], strides = [%arg4] : tile<i32> -> tensor_view<?xf32, strides=[?]>
+  %pview_1 = make_partition_view %tview_0 : partition_view<tile=(OUT), tensor_view<?xf32, strides=[?]>>
+  %blockId_x, %blockId_y, %blockId_z = get_tile_block_id : tile<i32>
+  %tile, %result_token = load_view_tko weak %pview[%blockId_x, %blockId_y] token = %0 : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> tile<16x64xf32>, token
+  %1 = exp %tile : tile<16x64xf32>
+  %reduce = reduce %1 dim=DIM identities=[0.000000e+00 : f32] : tile<16x64xf32> -> tile<OUTxf32>
+  (%reduce_lhs: tile<f32>, %reduce_rhs: tile<f32>) {
+    %3 = addf %reduce_lhs, %reduce_rhs : tile<f32>
+    yield %3 : tile<f32>
+  }
+  %2 = store_view_tko weak %reduce, %pview_1[%blockId_x] token = %0 : tile<OUTxf32>, partition_view<tile=(OUT), tensor_view<?xf32, strides=[?]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+def _module(dim: int):
+    out = 16 if dim == 1 else 64
+    text = _KERNEL.replace("DIM", str(dim)).replace("OUT", str(out))
+    return load_module(text.encode(), "rows.mlir")
+
+
+def _entry(module):
+    return next(op for op in module.regions[0].block.operations if op.name == "cuda_tile.entry")
+
+
+def _ptx(module) -> str:
+    from tileiras.codegen.nvptx import llvm_to_ptx
+
+    return llvm_to_ptx(lower_module(module, "sm_90")[0], "sm_90")
+
+
+def test_row_reduction_puts_rows_in_warps() -> None:
+    module = _module(dim=1)
+    assignment = LayoutAssignment(_entry(module), 128)
+    layouts = {str(v.type): layout for v, layout in assignment._layouts.items()}
+    # the load makes the rows directly (no conversion), exp keeps them, the reduce leaves one per row
+    assert layouts == {"tile<16x64xf32>": RowWarpLayout(128, 64), "tile<16xf32>": RowWarpLayout(128, 1)}
+    assert assignment.conversions == []
+
+
+def test_row_reduction_uses_shuffles_and_no_barrier() -> None:
+    ptx = _ptx(_module(dim=1))
+    assert ptx.count("shfl.sync.bfly.b32") == 4 * 5   # 4 row groups per warp, 5 butterfly steps
+    assert "bar.sync" not in ptx and "barrier" not in ptx
+    assert ".shared" not in ptx
+
+
+def test_column_reduction_stays_in_shared_memory() -> None:
+    module = _module(dim=0)
+    assert LayoutAssignment(_entry(module), 128)._layouts == {}   # all blocked
+    ptx = _ptx(module)
+    assert "shfl.sync" not in ptx
+    assert "bar.sync" in ptx
+
+
+def test_row_warp_layout_places_rows_in_warps() -> None:
+    """Element index and ownership per (thread, slot), evaluated with Python arithmetic."""
+    def run(layout, n: int, tid: int, slot: int) -> tuple[int, bool]:
+        env = {"%tid": tid}
+
+        def pre(rhs: str, hint: str) -> str:
+            opcode, rest = rhs.split(" ", 1)
+            if opcode == "icmp":
+                _, _, a, b = rest.replace(",", "").split()
+                value = int(env.get(a, a)) < int(env.get(b, b))
+            else:
+                _, a, b = rest.replace(",", "").split()
+                a, b = int(env.get(a, a)), int(env.get(b, b))
+                value = {"add": a + b, "mul": a * b, "urem": a % b, "lshr": a >> b, "and": a & b}[opcode] \
+                    if opcode != "and" or hint != "ok" else bool(a and b)
+            name = f"%v{len(env)}"
+            env[name] = value
+            return name
+        e, ok = layout.element(pre, "%tid", n, slot)
+        return int(env.get(e, e)), True if ok is None else bool(env[ok])
+
+    wide = RowWarpLayout(128, 64)            # 8 rows of 64: lane l holds columns 2l, 2l+1
+    assert wide.slots(8 * 64) == 2 * 2
+    assert run(wide, 8 * 64, 32 * 1 + 3, 0) == (1 * 64 + 6, True)     # warp 1, lane 3: row 1
+    assert run(wide, 8 * 64, 32 * 1 + 3, 3) == (5 * 64 + 7, True)     # second row group: row 5
+    narrow = RowWarpLayout(128, 8)           # 2 rows of 8: lanes repeat columns, warps repeat rows
+    assert narrow.slots(16) == 1
+    assert run(narrow, 16, 32 * 1 + 9, 0) == (1 * 8 + 1, False)       # a replica: lane 9 repeats column 1
+    assert run(narrow, 16, 32 * 1 + 1, 0) == (1 * 8 + 1, True)
+    assert run(narrow, 16, 32 * 3 + 1, 0)[1] is False                 # warp 3 repeats row 1
+    assert not RowWarpLayout.fits(48) and RowWarpLayout.fits(96) and RowWarpLayout.fits(4)
+    assert BlockedLayout(128).slots(16 * 64) == 8
+
+
+def test_print_ir_after_all_shows_layouts(capsys: pytest.CaptureFixture[str]) -> None:
+    lower_module(_module(dim=1), "sm_90", print_ir_after_all=True)
+    err = capsys.readouterr().err
+    dump = err.split("IR Dump After assign-layouts", 1)[1].split("IR Dump After lower-to-llvm", 1)[0]
+    assert "%1 : tile<16x64xf32> #row_warp<cols=64, warps=4>" in dump
+    assert "%reduce : tile<16xf32> #row_warp<cols=1, warps=4>" in dump
+
+
+def test_row_scan_uses_shuffles_and_no_barrier() -> None:
+    from pathlib import Path
+
+    newest = max((Path(__file__).parent / "corpus" / "bytecode" / "scan_int").glob("*.tileirbc"))
+    ptx = _ptx(load_module(newest.read_bytes(), str(newest)))
+    assert "shfl.sync.up.b32" in ptx
+    assert "bar.sync" not in ptx
