@@ -127,6 +127,19 @@ def test_warm_action_is_answered_with_the_ordinary_bytes(bench: Bench, step: str
     assert bench.log_lines() == [f"answered {action.tool} {action.args[0]}"]
 
 
+def wait_for_server_exit(lock: str, timeout: float = 30.0) -> None:
+    """Wait until no server holds `lock` (a server keeps its lock file locked while it runs)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(lock, "rb") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not exit"
+        time.sleep(0.05)
+
+
 def test_a_changed_option_misses_and_the_ordinary_path_compiles(bench: Bench) -> None:
     build_ordinarily(bench, plan(bench, KERNELS[:1], opt_level=3))
     ptx_o2 = plan(bench, KERNELS[:1], opt_level=2)[0]
@@ -240,17 +253,8 @@ def test_first_action_starts_a_server_which_leaves_with_its_socket(tmp_path: Pat
     again = bench.run(actions[0])  # answered through the long path
     assert again.returncode == 0, again.stderr
     assert outputs(bench, actions[0]) == expected
-    lock = bench.socket + ".lock"
     os.unlink(bench.socket)
-    deadline = time.monotonic() + 30
-    while True:  # the server lets go of its lock once its socket is gone
-        with open(lock, "rb") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not exit"
-        time.sleep(0.1)
+    wait_for_server_exit(bench.socket + ".lock")  # it lets go of its lock once its socket is gone
 
 
 def test_memoized_lookups_are_forgotten_between_actions() -> None:
@@ -268,13 +272,5 @@ def test_a_server_that_cannot_start_is_not_retried_by_every_action(tmp_path: Pat
 
     socket_path = str(tmp_path / ("s" * 120))  # a name no socket address can hold: the server cannot bind
     assert start_in_background(socket_path, sys.executable, LAUNCHER)
-    deadline = time.monotonic() + 30
-    while True:  # the server gave up and let go of the lock
-        with open(lock_path(socket_path), "rb") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not exit"
-        time.sleep(0.05)
+    wait_for_server_exit(lock_path(socket_path))  # the server gave up and let go of the lock
     assert not start_in_background(socket_path, sys.executable, LAUNCHER)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 from ..driver.errors import CompileError
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, TileType
-from typing import Optional
-
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
 from .layout import choose_threads
