@@ -83,11 +83,11 @@ def input_kind(data: bytes, path: str) -> str:
     return "bytecode"
 
 
-def lower_to_llvm(module: object, gpu: str, opts: Options) -> tuple[str, object]:
+def lower_to_llvm(module: object, gpu: str, opts: Options, timer: Optional[StageTimer] = None) -> tuple[str, object]:
     from ..lowering.pipeline import lower_module
 
     return lower_module(module, gpu=gpu, opt_level=opts.opt_level, lineinfo=opts.lineinfo or opts.device_debug,
-                        debug=opts.device_debug, print_ir_after_all=opts.print_ir_after_all)
+                        debug=opts.device_debug, print_ir_after_all=opts.print_ir_after_all, timer=timer)
 
 
 def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> Artifacts:
@@ -217,8 +217,7 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
         print(print_module(module), file=sys.stderr)
     pending: Optional[tuple[str, Callable[[], str]]] = None
     for gpu in missing:
-        with timer.stage(f"lower to LLVM IR ({gpu})"):
-            llvm_ir, meta = lower_to_llvm(module, gpu, opts)
+        llvm_ir, meta = lower_to_llvm(module, gpu, opts, timer)  # times each of its passes
         arts.llvm[gpu] = llvm_ir
         arts.metadata[gpu] = meta
         if want == "llvm":

@@ -19,6 +19,7 @@ from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
 
 if TYPE_CHECKING:
+    from ..transforms.token_order import TokenOrder
     from .assign_layouts import LayoutAssignment
 
 
@@ -29,12 +30,13 @@ def op_error(op: Operation, message: str) -> CompileError:
 
 class KernelLowering:
     def __init__(self, entry: Operation, gpu: str, threads: int, debug: Any = None,
-                 assignment: Optional["LayoutAssignment"] = None) -> None:
+                 assignment: Optional["LayoutAssignment"] = None, order: Optional["TokenOrder"] = None) -> None:
         self.entry = entry
         self.gpu = gpu
         self.sm = int(gpu.split("_")[1])
         self.layout = BlockedLayout(threads)   # the default layout
         self.assignment = assignment
+        self.order = order                  # which token-ordered ops wait for the CTA
         self._converted: dict[Value, TileRegs] = {}  # operands of the op being lowered, converted
         self.threads = threads
         self.b = FunctionBuilder()

@@ -78,6 +78,10 @@ class RowWarpLayout:
         """Lanes that hold distinct elements of one row (a power of two)."""
         return min(WARP, self.cols)
 
+    def owns_all(self, num_elements: int) -> bool:
+        """True when every (thread, slot) pair names a distinct, in-range element."""
+        return (num_elements // self.cols) % self.warps == 0 and self.cols >= WARP
+
     def row_groups(self, num_elements: int) -> int:
         return max(1, -(-(num_elements // self.cols) // self.warps))
 

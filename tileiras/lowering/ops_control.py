@@ -29,7 +29,7 @@ def _phi_values(k: KernelLowering, types: list[Any], edges: list[tuple[str, list
     out: list[Any] = []
     for i, t in enumerate(types):
         if isinstance(t, TokenType):
-            out.append(TokenVal(pending=True))
+            out.append(TokenVal())
             continue
         assert isinstance(t, TileType)
         lty = llvm_type(t.element)
@@ -51,7 +51,7 @@ def _carried_placeholders(k: KernelLowering, types: list[Any], hint: str) -> lis
     out: list[Any] = []
     for t in types:
         if isinstance(t, TokenType):
-            out.append(TokenVal(pending=True))
+            out.append(TokenVal())
         else:
             out.append(TileRegs(t, [k.b.fresh(hint) for _ in range(k.slots(t))]))
     return out

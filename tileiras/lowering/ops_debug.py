@@ -79,7 +79,7 @@ def _print(k: KernelLowering, op: Operation) -> None:
             k.b.br(join)
             k.b.start_block(join)
     for r in op.results:
-        k.set(r, TokenVal(pending=True))
+        k.set(r, TokenVal())
 
 
 def _assert(k: KernelLowering, op: Operation) -> None:
@@ -109,7 +109,7 @@ def _grid_dependency(kind: str):
         if k.sm >= 90:
             k.b.emit(f'call void asm sideeffect "griddepcontrol.{kind};", ""()')
         for r in op.results:
-            k.set(r, TokenVal(pending=True))
+            k.set(r, TokenVal())
     return lower
 
 
@@ -117,7 +117,7 @@ def _fence(k: KernelLowering, op: Operation) -> None:
     k.b.declare("declare void @llvm.nvvm.membar.gl()")
     k.b.emit("call void @llvm.nvvm.membar.gl()")
     for r in op.results:
-        k.set(r, TokenVal(pending=True))
+        k.set(r, TokenVal())
 
 
 LOWERINGS = {

@@ -4,9 +4,8 @@ A view load computes, for each element this thread holds, the tensor
 coordinate `index * tile + local` per dimension, masks it against the
 tensor's shape, and loads (or substitutes the view's padding value). Memory
 ordering and scope attributes map to LLVM atomic orderings and NVPTX sync
-scopes. Tokens carry ordering only: when an op's token comes from an
-earlier memory op, a CTA barrier makes that op's writes visible to every
-thread first, because tile elements live in different threads.
+scopes. Tokens carry ordering only: transforms/token_order.py decides which
+ops wait for the CTA, and token_waits.py emits the waits.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, Point
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from .layout import Layout
 from .llvm_text import float_bits_literal, llvm_type
+from .token_waits import emit_wait
 from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal
 
 _ORDERING = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
@@ -49,20 +49,7 @@ def _i64(k: KernelLowering, v: str, src_ty: str) -> str:
 
 
 def _make_token(k: KernelLowering, op: Operation) -> None:
-    k.set(op.results[0], TokenVal(pending=False))
-
-
-def _join_tokens(k: KernelLowering, op: Operation) -> None:
-    pending = any(getattr(k.get(v), "pending", False) for v in op.operands)
-    k.set(op.results[0], TokenVal(pending=pending))
-
-
-def _order_after_token(k: KernelLowering, op: Operation) -> None:
-    token = op.operand("token") if op.definition is not None else None
-    if token is not None and getattr(k.get(token), "pending", False):
-        k.b.declare("declare void @llvm.nvvm.membar.cta()")
-        k.b.emit("call void @llvm.nvvm.membar.cta()")
-        k.barrier()
+    k.set(op.results[0], TokenVal())
 
 
 def _assume(k: KernelLowering, op: Operation) -> None:
@@ -252,7 +239,7 @@ def _ordering(op: Operation) -> tuple[str, str]:
 
 
 def _load_view(k: KernelLowering, op: Operation) -> None:
-    _order_after_token(k, op)
+    emit_wait(k, op)
     view = k.get(op.operand("view"))  # type: ignore[arg-type]
     if not isinstance(view, PartitionViewVal):
         raise op_error(op, "loads from this kind of view are not supported yet")
@@ -268,11 +255,11 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         v = _guarded(k, ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
         slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
-    k.set(op.results[1], TokenVal(pending=True))
+    k.set(op.results[1], TokenVal())
 
 
 def _store_view(k: KernelLowering, op: Operation) -> None:
-    _order_after_token(k, op)
+    emit_wait(k, op)
     view = k.get(op.operand("view"))  # type: ignore[arg-type]
     tile = k.tile(op.operand("tile"))  # type: ignore[arg-type]
     if not isinstance(view, PartitionViewVal):
@@ -285,7 +272,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
         cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = to_storage(k, tile.slots[slot], elem)
         _guarded(k, cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
-    k.set(op.results[0], TokenVal(pending=True))
+    k.set(op.results[0], TokenVal())
 
 
 def _offset(k: KernelLowering, op: Operation) -> None:
@@ -302,7 +289,7 @@ def _offset(k: KernelLowering, op: Operation) -> None:
 
 
 def _load_ptr(k: KernelLowering, op: Operation) -> None:
-    _order_after_token(k, op)
+    emit_wait(k, op)
     ptrs = k.tile(op.operand("source"))  # type: ignore[arg-type]
     mask_v, pad_v = op.operand("mask"), op.operand("paddingValue")
     mask = k.tile(mask_v) if mask_v is not None else None
@@ -321,11 +308,11 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
                      lambda: _load(k, p, lty, ordering, scope, _align(elem)), default, lty)  # type: ignore[arg-type]
         slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
-    k.set(op.results[1], TokenVal(pending=True))
+    k.set(op.results[1], TokenVal())
 
 
 def _store_ptr(k: KernelLowering, op: Operation) -> None:
-    _order_after_token(k, op)
+    emit_wait(k, op)
     ptrs = k.tile(op.operand("destination"))  # type: ignore[arg-type]
     vals = k.tile(op.operand("value"))  # type: ignore[arg-type]
     mask_v = op.operand("mask")
@@ -337,7 +324,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
         cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
         value = to_storage(k, vals.slots[i], elem)
         _guarded(k, cond, lambda: _store(k, p, lty, value, ordering, scope, _align(elem)), None, lty)  # type: ignore[arg-type]
-    k.set(op.results[0], TokenVal(pending=True))
+    k.set(op.results[0], TokenVal())
 
 
 # atomic_rmw mode -> LLVM atomicrmw operation (float add uses fadd)
@@ -354,7 +341,7 @@ def _rmw_operation(op: Operation, elem: object) -> str:
 
 
 def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
-    _order_after_token(k, op)
+    emit_wait(k, op)
     ptrs = k.tile(op.operand("pointers"))  # type: ignore[arg-type]
     args = k.tile(op.operand("arg"))  # type: ignore[arg-type]
     mask_v = op.operand("mask")
@@ -373,11 +360,11 @@ def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
             f"atomicrmw {mode} ptr {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
             f"align {_align(rtype.element)}", "at"), "undef" if lty != "i1" else "false", lty))  # type: ignore[arg-type]
     k.set(op.results[0], TileRegs(rtype, out))
-    k.set(op.results[1], TokenVal(pending=True))
+    k.set(op.results[1], TokenVal())
 
 
 def _atomic_cas(k: KernelLowering, op: Operation) -> None:
-    _order_after_token(k, op)
+    emit_wait(k, op)
     ptrs = k.tile(op.operand("pointers"))  # type: ignore[arg-type]
     cmp = k.tile(op.operand("cmp"))  # type: ignore[arg-type]
     val = k.tile(op.operand("val"))  # type: ignore[arg-type]
@@ -406,12 +393,12 @@ def _atomic_cas(k: KernelLowering, op: Operation) -> None:
             return k.b.op(f"bitcast {ity} {old} to {lty}", "bc") if is_float else old
         out.append(_guarded(k, cond, body, "undef", lty))
     k.set(op.results[0], TileRegs(rtype, out))
-    k.set(op.results[1], TokenVal(pending=True))
+    k.set(op.results[1], TokenVal())
 
 
 def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     """Atomically combine a tile into a view's tile: one atomicrmw per in-bounds element."""
-    _order_after_token(k, op)
+    emit_wait(k, op)
     view = k.get(op.operand("view"))  # type: ignore[arg-type]
     tile = k.tile(op.operand("value"))  # type: ignore[arg-type]
     if not isinstance(view, PartitionViewVal):
@@ -431,7 +418,7 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
         _guarded(k, cond, lambda: k.b.emit(
             f"atomicrmw {mode} ptr {ptr}, {lty} {value}{_SCOPE.get(scope, '')} {llvm_order}, "
             f"align {_align(elem)}"), None, lty)  # type: ignore[arg-type]
-    k.set(op.results[0], TokenVal(pending=True))
+    k.set(op.results[0], TokenVal())
 
 
 def _alloca(k: KernelLowering, op: Operation) -> None:
@@ -482,7 +469,7 @@ def _get_index_space_shape(k: KernelLowering, op: Operation) -> None:
 
 
 LOWERINGS = {
-    "cuda_tile.make_token": _make_token, "cuda_tile.join_tokens": _join_tokens,
+    "cuda_tile.make_token": _make_token, "cuda_tile.join_tokens": _make_token,
     "cuda_tile.assume": _assume,
     "cuda_tile.get_tile_block_id": _block_ids("ctaid"), "cuda_tile.get_num_tile_blocks": _block_ids("nctaid"),
     "cuda_tile.make_tensor_view": _make_tensor_view,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from ..driver.errors import CompileError
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, TileType
+from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
 from .layout import choose_threads
@@ -30,13 +31,15 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
 
 
 def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
-                assignment: Optional[LayoutAssignment] = None) -> tuple[str, list[str], object]:
+                assignment: Optional[LayoutAssignment] = None,
+                order: Optional[TokenOrder] = None) -> tuple[str, list[str], object]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
     threads = choose_threads(0)
-    k = KernelLowering(entry, gpu, threads, debug, assignment or LayoutAssignment(entry, threads))
+    assignment = assignment or LayoutAssignment(entry, threads)
+    k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
     dbg_attachment = ""
     if debug is not None:
         where = entry_location(entry)
@@ -61,15 +64,28 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     return "\n".join(text), defs + sorted(k.b.declarations), info
 
 
-def _print_layouts(module: Operation, entries: list[Operation], assignments: list[LayoutAssignment]) -> None:
-    """The module after layout assignment: its text, then each kernel's tile layouts and conversions."""
+def _token_order(entry: Operation, assignment: LayoutAssignment) -> TokenOrder:
+    from .token_waits import thread_local
+
+    return TokenOrder(entry, thread_local(assignment))
+
+
+def _print_passes(module: Operation, entries: list[Operation], assignments: list[LayoutAssignment],
+                  orders: list[TokenOrder]) -> None:
+    """The module after layout assignment and token ordering: its text, then per kernel its tile
+    layouts and conversions, and the waits of its token-ordered ops."""
     from ..text.printer import Printer
 
     printer = Printer()
-    lines = ["// -----// IR Dump After assign-layouts //----- //", printer.print_module(module).rstrip("\n")]
+    text = printer.print_module(module).rstrip("\n")
+    lines = ["// -----// IR Dump After assign-layouts //----- //", text]
     for entry, assignment in zip(entries, assignments):
         lines.append(f"// layouts of @{entry.attributes['sym_name']}:")
         lines += assignment.describe(printer.ref)
+    lines += ["// -----// IR Dump After token-order //----- //", text]
+    for entry, order in zip(entries, orders):
+        lines.append(f"// token waits of @{entry.attributes['sym_name']}:")
+        lines += order.describe(printer.ref)
     print("\n".join(lines), file=sys.stderr)
 
 
@@ -78,8 +94,15 @@ def _symbol(name: str) -> str:
 
 
 def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
-                 print_ir_after_all: bool = False) -> tuple[str, object]:
+                 print_ir_after_all: bool = False, timer: Any = None) -> tuple[str, object]:
+    """The passes in order: assign-layouts, token-order, then LLVM IR emission; `timer` (the
+    driver's StageTimer, for --time-passes) times each."""
+    from contextlib import nullcontext
+
     from ..codegen.metadata import ModuleMetadata
+
+    def stage(name: str) -> Any:
+        return timer.stage(f"{name} ({gpu})") if timer is not None else nullcontext()
 
     debug_info = DebugInfo(full=debug) if (lineinfo or debug) else None
     functions, decls, kernels = [], [], []
@@ -89,14 +112,18 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         if op.name == "cuda_tile.global":
             globals_.append(define_global(op))
     entries = [op for op in body if op.name == "cuda_tile.entry"]
-    assignments = [LayoutAssignment(op, choose_threads(0)) for op in entries]
+    with stage("assign-layouts"):
+        assignments = [LayoutAssignment(op, choose_threads(0)) for op in entries]
+    with stage("token-order"):
+        orders = [_token_order(op, assignment) for op, assignment in zip(entries, assignments)]
     if print_ir_after_all:
-        _print_layouts(module, entries, assignments)
-    for op, assignment in zip(entries, assignments):
-        text, entry_decls, info = lower_entry(op, gpu, debug_info, assignment)
-        functions.append(text)
-        decls.extend(entry_decls)
-        kernels.append(info)
+        _print_passes(module, entries, assignments, orders)
+    with stage("lower to LLVM IR"):
+        for op, assignment, order in zip(entries, assignments, orders):
+            text, entry_decls, info = lower_entry(op, gpu, debug_info, assignment, order)
+            functions.append(text)
+            decls.extend(entry_decls)
+            kernels.append(info)
     unique_decls = []
     for d in decls:
         if d.startswith("@__tileir_scratch"):

@@ -41,9 +41,7 @@ class PartitionViewVal:
 
 @record(frozen=False)
 class TokenVal:
-    """A memory token; `pending` is True when it follows an earlier memory op."""
-
-    pending: bool = False
+    """A memory token: ordering only (transforms/token_order.py decides the waits)."""
 
 
 class LoopContext:
