@@ -169,6 +169,14 @@ def test_cache_reuses_ptx_and_survives_a_corrupt_entry(tmp_path: Path) -> None:
     assert third.read_bytes() == first.read_bytes()
 
 
+def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
+    timed = tileiras("--gpu-name", "sm_90", str(VADD), "-o", str(tmp_path / "a.ptx"), "--time-passes", "--no-cache")
+    assert timed.returncode == 0, timed.stderr
+    lines = [line.split("s  ", 1)[1] for line in timed.stderr.splitlines() if "s  " in line]
+    passes = [line for line in lines if line.endswith("(sm_90)")]
+    assert passes == ["assign-layouts (sm_90)", "token-order (sm_90)", "lower to LLVM IR (sm_90)"]
+
+
 def test_ptxas_only_change_reuses_cached_ptx(tmp_path: Path) -> None:
     env = {"TILEIRAS_CACHE_DIR": str(tmp_path / "cache")}
     assert tileiras("--gpu-name", "sm_90", str(VADD), "-o", str(tmp_path / "a.cubin"), env=env).returncode == 0
