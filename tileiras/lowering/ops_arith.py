@@ -279,12 +279,43 @@ def _require_narrow(k: KernelLowering, op: Operation, t: ScalarType) -> None:
 _FLOAT_RANK = {"half": 1, "bfloat": 1, "float": 2, "double": 3}
 
 
-# Narrow float formats, stored as one byte: (to-format intrinsic, from-format intrinsic, half type)
-_NARROW: dict[str, tuple[str, str, str]] = {
-    "f8E4M3FN": ("llvm.nvvm.ff.to.e4m3x2.rn", "llvm.nvvm.e4m3x2.to.f16x2.rn", "half"),
-    "f8E5M2": ("llvm.nvvm.ff.to.e5m2x2.rn", "llvm.nvvm.e5m2x2.to.f16x2.rn", "half"),
-    "f8E8M0FNU": ("llvm.nvvm.ff.to.ue8m0x2.rz", "llvm.nvvm.ue8m0x2.to.bf16x2", "bfloat"),
-    "f4E2M1FN": ("llvm.nvvm.ff.to.e2m1x2.rn.satfinite", "llvm.nvvm.e2m1x2.to.f16x2.rn", "half"),
+class _IntrinsicCodec:
+    """A narrow float format NVVM converts with intrinsics on pairs: (to-format intrinsic,
+    from-format intrinsic, the 16-bit float type that holds its values exactly)."""
+
+    def __init__(self, to: str, back: str, half: str, to_upward: str = "") -> None:
+        self.to, self.back, self.half, self.to_upward = to, back, half, to_upward
+
+    def encode(self, k: KernelLowering, f: str, mode: str) -> str:
+        intrinsic = self.to_upward if mode == "positive_inf" and self.to_upward else self.to
+        pair = k.b.call("i16", intrinsic, [("float", "0.0"), ("float", f)])
+        return k.b.op(f"trunc i16 {pair} to i8", "x")
+
+    def decode(self, k: KernelLowering, v: str) -> tuple[str, str]:
+        wide = k.b.op(f"zext i8 {v} to i16", "x")
+        pair = k.b.call(f"<2 x {self.half}>", self.back, [("i16", wide)])
+        return k.b.op(f"extractelement <2 x {self.half}> {pair}, i32 0", "x"), self.half
+
+
+class _AsmCodec:
+    """fnv8E5M3FNU: no LLVM intrinsic, inline PTX (ue5m3.py)."""
+
+    def encode(self, k: KernelLowering, f: str, mode: str) -> str:
+        return ue5m3.from_f32(k.b, f)
+
+    def decode(self, k: KernelLowering, v: str) -> tuple[str, str]:
+        return ue5m3.to_bf16(k.b, v), "bfloat"
+
+
+# Narrow float formats, stored as one byte, and how to convert them (from and to f32)
+_NARROW: dict[str, "_IntrinsicCodec | _AsmCodec"] = {
+    "f8E4M3FN": _IntrinsicCodec("llvm.nvvm.ff.to.e4m3x2.rn", "llvm.nvvm.e4m3x2.to.f16x2.rn", "half"),
+    "f8E5M2": _IntrinsicCodec("llvm.nvvm.ff.to.e5m2x2.rn", "llvm.nvvm.e5m2x2.to.f16x2.rn", "half"),
+    # e8m0 rounds toward zero, or toward +inf when asked
+    "f8E8M0FNU": _IntrinsicCodec("llvm.nvvm.ff.to.ue8m0x2.rz", "llvm.nvvm.ue8m0x2.to.bf16x2", "bfloat",
+                                 "llvm.nvvm.ff.to.ue8m0x2.rp"),
+    "f4E2M1FN": _IntrinsicCodec("llvm.nvvm.ff.to.e2m1x2.rn.satfinite", "llvm.nvvm.e2m1x2.to.f16x2.rn", "half"),
+    "fnv8E5M3FNU": _AsmCodec(),
 }
 
 
@@ -301,25 +332,14 @@ def _float_convert(k: KernelLowering, v: str, src: str, dst: str) -> str:
 
 def _from_narrow(k: KernelLowering, v: str, fmt: str) -> tuple[str, str]:
     """A narrow-format byte -> (its exact value, that value's LLVM type: half or bfloat)."""
-    if fmt == "fnv8E5M3FNU":
-        return ue5m3.to_bf16(k.b, v), "bfloat"
-    _, intrinsic, half = _NARROW[fmt]
-    wide = k.b.op(f"zext i8 {v} to i16", "x")
-    pair = k.b.call(f"<2 x {half}>", intrinsic, [("i16", wide)])
-    return k.b.op(f"extractelement <2 x {half}> {pair}, i32 0", "x"), half
+    return _NARROW[fmt].decode(k, v)
 
 
 def _to_narrow(k: KernelLowering, v: str, src: str, fmt: str, mode: str = "nearest_even") -> str:
     """A half/bfloat/float/double value -> the narrow-format byte (saturating to finite)."""
     # f64 -> f32 rounds to odd, so the second rounding into the narrow format is the only one
     f = _round_to_odd_f32(k, v) if src == "double" else _float_convert(k, v, src, "float")
-    if fmt == "fnv8E5M3FNU":
-        return ue5m3.from_f32(k.b, f)
-    intrinsic = _NARROW[fmt][0]
-    if fmt == "f8E8M0FNU" and mode == "positive_inf":
-        intrinsic = "llvm.nvvm.ff.to.ue8m0x2.rp"  # e8m0 rounds toward zero or toward +inf
-    pair = k.b.call("i16", intrinsic, [("float", "0.0"), ("float", f)])
-    return k.b.op(f"trunc i16 {pair} to i8", "x")
+    return _NARROW[fmt].encode(k, f, mode)
 
 
 def _round_to_odd_f32(k: KernelLowering, v: str) -> str:
@@ -333,7 +353,7 @@ def _round_to_odd_f32(k: KernelLowering, v: str) -> str:
 
 
 def _is_narrow(t: ScalarType) -> bool:
-    return t.name in _NARROW or t.name == "fnv8E5M3FNU"
+    return t.name in _NARROW
 
 
 def _ftof(k: KernelLowering, op: Operation) -> None:
