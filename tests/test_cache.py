@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Iterator
 
 import pytest
 
+from build_rules.toolchain import compiler_files, fingerprint
 from tileiras.cache import keys, versions
 from tileiras.cache.store import HEADER, Cache, NullCache, default_cache_dir, open_cache, parse_size
 from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
@@ -264,6 +267,92 @@ def test_tool_versions_are_remembered(tmp_path: Path, monkeypatch: pytest.Monkey
     assert done.stdout.split() == [llvm, "False"]
 
 
+# --- the compiler's own code ---------------------------------------------------------
+
+
+@pytest.fixture
+def compiler_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the compiler's packages to edit; this process's memoized fingerprints isolated."""
+    tree = tmp_path / "tree"
+    for package in ("tileiras", "build_rules"):
+        shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(versions, "_process_memo", {})
+    monkeypatch.setattr(versions, "_keyed_stamp", None)
+    versions.compiler_fingerprint.cache_clear()
+    yield tree
+    versions.compiler_fingerprint.cache_clear()
+
+
+def edit_in_place(path: Path) -> None:
+    """Change a byte, keeping the size and mtime: only the ctime tells."""
+    before = path.stat()
+    text = path.read_text()
+    path.write_text(text[:-1] + ("#" if text[-1] != "#" else " "))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.read_text() != text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+def test_compiler_fingerprint_is_remembered_until_a_file_changes(compiler_copy: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)  # the copy is seconds old: remember it anyway
+    memo = tmp_path / "memo"
+    first = versions.compiler_fingerprint(memo, compiler_copy)
+    assert first == fingerprint(compiler_files(compiler_copy), compiler_copy)  # the value CMake stamps
+    assert f"compiler|{compiler_copy}" in (memo / versions.MEMO_NAME).read_text()
+    versions.compiler_fingerprint.cache_clear()
+    with monkeypatch.context() as patch:  # a fresh process answers from the memo, reading no file
+        patch.setattr(versions, "_process_memo", {})
+        patch.setattr(versions.compiler_files, "fingerprint", None)
+        assert versions.compiler_fingerprint(memo, compiler_copy) == first
+    edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
+    versions.compiler_fingerprint.cache_clear()
+    edited = versions.compiler_fingerprint(memo, compiler_copy)
+    assert edited != first and edited == fingerprint(compiler_files(compiler_copy), compiler_copy)
+
+
+KEYS_SCRIPT = """
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from tileiras.cache import keys
+memo = Path(sys.argv[1])
+print(keys.module_key("d" * 64, "sm_90", SimpleNamespace(cache_dir=memo)))
+print(keys.object_key(b"fatbin", [], "x86_64", "linux", memo))
+print(keys.cubin_key(".version 8.8", "sm_90", SimpleNamespace(cache_dir=memo)))
+print(keys.__file__)
+"""
+
+
+def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path, tmp_path: Path) -> None:
+    def keys_of(tree: Path) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", KEYS_SCRIPT, str(tmp_path / "memo")], capture_output=True,
+                              text=True, check=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(tree)))
+        *found, where = done.stdout.split()
+        assert Path(where).is_relative_to(tree)
+        return found
+
+    first = keys_of(compiler_copy)
+    assert keys_of(compiler_copy) == first  # an unchanged compiler: the same keys in every process
+    assert keys_of(ROOT) == first  # and in every copy of it
+    with open(compiler_copy / "tileiras" / "lowering" / "__init__.py", "a") as handle:
+        handle.write("# edited\n")
+    ptx, obj, cubin = keys_of(compiler_copy)
+    assert ptx != first[0] and obj != first[1]
+    assert cubin == first[2]  # ptxas alone makes a cubin from the PTX
+
+
+def test_no_output_is_stored_after_the_compiler_changed_mid_run(compiler_copy: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)
+    cache = Cache(tmp_path / "cache")
+    key = keys.module_key("d" * 64, "sm_90", options(tmp_path))
+    cache.put(key, b"made by the compiler the key names")
+    edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
+    cache.put(KEY, b"maybe made by the edited compiler")
+    assert cache.get(key) is not None and cache.get(KEY) is None
+
+
 # --- tileir cache -------------------------------------------------------------------
 
 
@@ -286,6 +375,22 @@ def test_cli(tmp_path: Path) -> None:
     bad = tileir_cache("trim", "--cache-dir", str(tmp_path), "--max-size", "lots")
     assert bad.returncode == 2 and "not a size" in bad.stderr
     assert tileir_cache("explode").returncode == 2
+
+
+def test_entries_are_written_through_private_temp_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    renames: list[tuple[str, int]] = []
+    real_replace = os.replace
+
+    def replace(source: str, target: str) -> None:
+        renames.append((source, os.stat(source).st_mode & 0o777))
+        real_replace(source, target)
+
+    monkeypatch.setattr("tileiras.cache.store.os.replace", replace)
+    cache = Cache(tmp_path)
+    cache.put(KEY, b"data")
+    [(temp, mode)] = renames
+    assert Path(temp).parent == entry_path(cache).parent and Path(temp).name.startswith(".tmp-")  # trim's prefix
+    assert mode == 0o600 and not Path(temp).exists()
 
 
 def test_full_disk_degrades_without_partial_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -8,6 +8,8 @@ goes through shared memory. Correctness of both paths is checked by the differen
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tileiras.frontend import load_module
@@ -117,10 +119,71 @@ def test_print_ir_after_all_shows_layouts(capsys: pytest.CaptureFixture[str]) ->
     assert "%reduce : tile<16xf32> #row_warp<cols=1, warps=4>" in dump
 
 
-def test_row_scan_uses_shuffles_and_no_barrier() -> None:
-    from pathlib import Path
+def _corpus(name: str):
+    newest = max((Path(__file__).parent / "corpus" / "bytecode" / name).glob("*.tileirbc"))
+    return load_module(newest.read_bytes(), str(newest))
 
-    newest = max((Path(__file__).parent / "corpus" / "bytecode" / "scan_int").glob("*.tileirbc"))
-    ptx = _ptx(load_module(newest.read_bytes(), str(newest)))
+
+def test_row_scan_uses_shuffles_and_no_barrier() -> None:
+    ptx = _ptx(_corpus("scan_int"))
     assert "shfl.sync.up.b32" in ptx
     assert "bar.sync" not in ptx
+
+
+# %c is converted to rows for %d; once it is wished for in rows, %f converts %g instead, and only
+# a third walk, with both wishes, leaves no conversion.
+_CHAIN = """entry @chain(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<ptr<f32>>, %arg4: tile<i32>) {
+  %0 = make_token : token
+  %tview = make_tensor_view %arg0, shape = [%arg1, %arg1], strides = [%arg2, %arg4] : tile<i32> -> tensor_view<?x?xf32, strides=[?,?]>
+  %pview = make_partition_view %tview : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>
+  %tview_0 = make_tensor_view %arg3, shape = [%arg1], strides = [%arg4] : tile<i32> -> tensor_view<?xf32, strides=[?]>
+  %pview_1 = make_partition_view %tview_0 : partition_view<tile=(16), tensor_view<?xf32, strides=[?]>>
+  %x, %y, %z = get_tile_block_id : tile<i32>
+  %a, %t1 = load_view_tko weak %pview[%x, %y] token = %0 : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> tile<16x64xf32>, token
+  %e, %t2 = load_view_tko weak %pview[%y, %x] token = %0 : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> tile<16x64xf32>, token
+  %g, %t3 = load_view_tko weak %pview[%z, %x] token = %0 : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> tile<16x64xf32>, token
+  %b = exp %a : tile<16x64xf32>
+  %c = negf %e : tile<16x64xf32>
+  %d = addf %b, %c : tile<16x64xf32>
+  %f = mulf %c, %g : tile<16x64xf32>
+  %reduce = reduce %b dim=1 identities=[0.000000e+00 : f32] : tile<16x64xf32> -> tile<16xf32>
+  (%lhs: tile<f32>, %rhs: tile<f32>) {
+    %s = addf %lhs, %rhs : tile<f32>
+    yield %s : tile<f32>
+  }
+  %t4 = store_view_tko weak %reduce, %pview_1[%x] token = %0 : tile<16xf32>, partition_view<tile=(16), tensor_view<?xf32, strides=[?]>>, tile<i32> -> token
+  %t5 = store_view_tko weak %d, %pview[%x, %z] token = %0 : tile<16x64xf32>, partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> token
+  %t6 = store_view_tko weak %f, %pview[%z, %z] token = %0 : tile<16x64xf32>, partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+def test_refinement_keeps_earlier_wishes() -> None:
+    module = load_module(_CHAIN.encode(), "chain.mlir")
+    assignment = LayoutAssignment(_entry(module), 128)
+    assert assignment.conversions == []
+    assert sorted(set(assignment._layouts.values()), key=str) == [RowWarpLayout(128, 1), RowWarpLayout(128, 64)]
+    assert len(assignment._layouts) == 8   # the seven 16x64 tiles in rows of 64, the sums one per row
+    assert "bar.sync" not in _ptx(module)
+
+
+def _barriers(entry, row_warps: bool) -> int:
+    from tileiras.lowering.pipeline import lower_entry
+
+    text = lower_entry(entry, "sm_90", None, LayoutAssignment(entry, 128, row_warps=row_warps))[0]
+    return text.count("call void @llvm.nvvm.barrier0")
+
+
+# kernels whose row reductions, scans or row broadcasts save barriers (the others only must not lose)
+_SAVES = {"reduce_int", "reduce_axes", "scan", "scan_int", "softmax", "layernorm", "argmax_argmin", "gather_2d",
+          "shape_reshape"}
+
+
+@pytest.mark.parametrize("name", ["attention", "if_else", *sorted(_SAVES)])
+def test_no_more_barriers_than_all_blocked(name: str) -> None:
+    """Row warps are chosen only where they save barriers (conversions cost a shared-memory round trip)."""
+    entries = [op for op in _corpus(name).regions[0].block.operations if op.name == "cuda_tile.entry"]
+    counts = [(_barriers(entry, row_warps=True), _barriers(entry, row_warps=False)) for entry in entries]
+    assert counts and all(chosen <= blocked for chosen, blocked in counts)
+    assert any(chosen < blocked for chosen, blocked in counts) == (name in _SAVES)

@@ -216,3 +216,4 @@ def test_the_waits_are_printed_after_the_pass(flag: str, tmp_path, capsys) -> No
     err = capsys.readouterr().err
     assert "IR Dump After token-order" in err
     assert re.search(r"load_view_tko %\w+: barrier unless separate %\w+, %\w+ \(after store_view_tko %\w+\)", err)
+

@@ -5,8 +5,11 @@ our own version; bytes are replaced by their SHA-256. The two keys the driver
 uses split along the pipeline, so a change that only affects ptxas (its
 options, ptxas's own version) reuses the cached PTX:
 
-  PTX key   = module content, target, options that change lowering or LLVM, LLVM version
+  PTX key   = module content, target, options that change lowering or LLVM, LLVM version, compiler
   cubin key = PTX text, target, options that change ptxas's output, ptxas version
+
+"compiler" is the fingerprint of our own files (versions.compiler_fingerprint),
+so an edited checkout never reuses PTX or host objects made by other code.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from tileiras import __version__
 
 from .store import default_cache_dir
-from .versions import llvm_version, ptxas_version
+from .versions import compiler_fingerprint, llvm_version, ptxas_version
 
 KEY_FORMAT = 1
 
@@ -70,6 +73,7 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
         sanitize=getattr(opts, "sanitize", None),
         libraries=[_file_digest(path) for path in getattr(opts, "libraries", [])],
         llvm=llvm_version(_memo_dir(opts)),
+        compiler=compiler_fingerprint(_memo_dir(opts)),
     )
 
 
@@ -96,4 +100,5 @@ def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str, memo_dir
         metadata=[m.to_json() for m in items],
         host=f"{host_arch}-{host_os}",
         llvm=llvm_version(memo_dir),
+        compiler=compiler_fingerprint(memo_dir),
     )

@@ -11,6 +11,11 @@ least recently used entries once the total size passes the limit.
 The cache never fails a compile: an unwritable or full cache directory turns
 writes off with a one-line warning, and unreadable entries are misses.
 
+Nor does it store an output that other code than its key names may have made:
+a write is skipped when our own files changed since this process made its
+keys (versions.compiler_unchanged; modules load lazily, so the compile may
+have run either version).
+
 Lookup-only mode (`enter_lookup_only`, for the cache server's workers): every
 miss, and anything that would only follow a miss (a write, a disabled cache),
 raises `CacheMiss` instead, so the action stops before computing anything and
@@ -28,7 +33,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..atomic import replace_file
 from ..ir.record import record
+from .versions import compiler_unchanged
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
@@ -40,6 +47,7 @@ HEADER = struct.Struct("<8sIIQ32s")   # magic, format, reserved, payload length,
 FORMAT = 1
 DEFAULT_MAX_BYTES = 1 << 30          # 1 GiB
 LOW_WATER = 0.9                      # trimming goes down to 90% of the limit
+TEMP_PREFIX = ".tmp-"                # an entry being written: <shard>/.tmp-<random>.tmp
 STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers of killed writers
 _KEY = re.compile(r"^[0-9a-f]{16,128}$")
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -165,27 +173,17 @@ class Cache:
 
     def put(self, key: str, data: bytes) -> None:
         _miss(key)  # something was computed: never in lookup-only mode
-        if not self.writes_enabled:
+        if not self.writes_enabled or not compiler_unchanged():
             return
-        import tempfile
-
         path = self._path(key)
-        tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(_wrap(data))
-            os.replace(tmp, path)
-            tmp = None
+            replace_file(path, _wrap(data), prefix=TEMP_PREFIX)
         except OSError as exc:
             # Windows refuses to replace a file another process has open: that
             # process is reading the same key, so the entry is already there.
-            if not (tmp is not None and path.is_file()):
+            if not path.is_file():
                 self._disable(exc)
-        finally:
-            if tmp is not None:
-                self._remove(Path(tmp))
         if self.writes_enabled:
             self._maybe_trim()
 
@@ -259,7 +257,7 @@ class Cache:
                     info = item.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if item.name.startswith(".tmp-"):
+                if item.name.startswith(TEMP_PREFIX):
                     if now - info.st_mtime > STALE_TEMP_SECONDS:
                         self._remove(Path(item.path))
                     continue

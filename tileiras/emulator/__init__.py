@@ -4,6 +4,7 @@ Public interface (used by `tileir run --backend emulator`):
 
     mem = Memory(); addr = mem.alloc(nbytes); mem.write(addr, data); mem.read(addr, n)
     stats = run_ptx(ptx, kernel, grid, block, params, mem, dynamic_smem=0)
+    run_ptx(..., check_races=True)   # report data races (races.py); TILEIRAS_EMULATOR_CHECK_RACES=1 too
 
 See `executor.py` for the execution model (divergence, barriers, ordering).
 """

@@ -22,11 +22,15 @@ diverges, or it blocks:
 Grid blocks run one after another in x, then y, then z order; each CTA
 starts with fresh registers, shared and local memory. Atomics of one
 instruction apply in increasing thread order.
+
+Because of this lockstep, a missing barrier never gives a wrong result; the
+opt-in race checker (`races.py`) reports the conflicting accesses instead.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -43,6 +47,8 @@ NO_LIMIT = 1 << 62
 SPIN_LIMIT = 64            # backward branches a group may take while others wait before it yields
 DEFAULT_MAX_WARP_INSTRUCTIONS = 2_000_000_000
 MAX_IDLE_RETRIES = 64
+# the default of run_ptx's check_races, read once so a whole test run can check
+CHECK_RACES = os.environ.get("TILEIRAS_EMULATOR_CHECK_RACES", "") not in ("", "0")
 
 
 @dataclass
@@ -91,6 +97,7 @@ class Launch:
     dynamic_smem: int
     base_regs: list = field(default_factory=list)
     stdout: Any = None
+    races: Any = None               # a races.RaceChecker in race-checking mode
 
 
 class CTAState:
@@ -149,6 +156,9 @@ class CTAState:
         self.mbar_epoch = 0
         self.idle_epoch = 0
         self.idle_retries = 0
+        self.races = launch.races
+        if self.races is not None:
+            self.races.new_interval()     # nothing a CTA does races with the CTAs before it
 
     def clock_value(self) -> int:
         return self.issued * 4 + 1000
@@ -588,6 +598,8 @@ def _check_barriers(st: CTAState, groups: list) -> None:
             if h.state == BAR and h.key == bar_id:
                 h.state = RUN
         del st.bars[bar_id]
+        if st.races is not None:
+            st.races.new_interval()
 
 
 # --- launch ------------------------------------------------------------------------
@@ -679,7 +691,8 @@ def _allocate_globals(prog: Program, mem: Memory) -> list:
 
 def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
             params: list, memory: Memory, dynamic_smem: int = 0,
-            max_warp_instructions: int = DEFAULT_MAX_WARP_INSTRUCTIONS, stdout: Any = None) -> EmulationStats:
+            max_warp_instructions: int = DEFAULT_MAX_WARP_INSTRUCTIONS, stdout: Any = None,
+            check_races: Optional[bool] = None) -> EmulationStats:
     """Execute `kernel` of the PTX module `ptx` over `grid` x `block` threads.
 
     `params` are the raw values of the entry's .param list in order (device
@@ -687,7 +700,8 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
     for .b8 arrays). Raises `EmulatorError` for unsupported PTX, bad launch
     configurations and device faults (out-of-bounds or misaligned accesses,
     deadlocks, trap, a failed device assert). `vprintf` output goes to `stdout`
-    (default: sys.stdout).
+    (default: sys.stdout). `check_races` also reports data races between the
+    threads of a CTA (see `races.py`); None takes TILEIRAS_EMULATOR_CHECK_RACES.
     """
     import numpy as np
 
@@ -723,6 +737,10 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
         base_regs.append(zeros[bits])
     launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
                     stdout if stdout is not None else sys.stdout)
+    if CHECK_RACES if check_races is None else check_races:
+        from .races import RaceChecker
+
+        launch.races = RaceChecker(np, prog.info)
     stats = EmulationStats(threads_per_cta=nthreads)
     with np.errstate(all="ignore"):
         for z in range(grid[2]):

@@ -16,7 +16,8 @@ from .memory import Memory
 
 
 def emulate(ptx: str, kernel: str, grid: Any, block: Any, args: Sequence[Any], dynamic_smem: int = 0,
-            memory: Memory | None = None, stdout: Any = None) -> tuple[list, EmulationStats]:
+            memory: Memory | None = None, stdout: Any = None,
+            check_races: bool | None = None) -> tuple[list, EmulationStats]:
     import numpy as np
 
     mem = memory or Memory()
@@ -35,6 +36,6 @@ def emulate(ptx: str, kernel: str, grid: Any, block: Any, args: Sequence[Any], d
             params.append(int(a))
         else:
             params.append(a)
-    stats = run_ptx(ptx, kernel, grid, block, params, mem, dynamic_smem, stdout=stdout)
+    stats = run_ptx(ptx, kernel, grid, block, params, mem, dynamic_smem, stdout=stdout, check_races=check_races)
     outs = [np.frombuffer(mem.read(addr, a.nbytes), dtype=a.dtype).reshape(a.shape).copy() for addr, a in arrays]
     return outs, stats

@@ -14,6 +14,7 @@ from typing import Any
 from .memory import (AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
                      scatter)
 from .errors import DeviceFault
+from .races import Site
 
 SPACE_ALIASES = {
     "global": "global", "const": "global", "shared": "shared", "shared::cta": "shared",
@@ -91,12 +92,14 @@ def _generic(st: Any, addrs: Any, lanes: Any, nbytes: int) -> list:
     return out
 
 
-def load(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, nelem: int) -> Any:
-    """Values (lanes, nelem) of `dtype` read at each lane's address."""
+def load(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, nelem: int, site: Site) -> Any:
+    """Values (lanes, nelem) of `dtype` read at each lane's address by the instruction `site`."""
     import numpy as np
 
     nbytes = dtype.itemsize * nelem
     parts = resolve(st, space, addrs, lanes, nbytes, nbytes)
+    if st.races is not None:
+        st.races.check(st, site, parts, lanes, nbytes)
     if len(parts) == 1 and parts[0][0] is None:
         _, buf, views, offs = parts[0]
         return gather(buf, views, offs, dtype, nelem)
@@ -106,9 +109,12 @@ def load(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, nelem: int) ->
     return out
 
 
-def store(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, values: Any) -> None:
-    """Write values (lanes, nelem) of `dtype` at each lane's address."""
+def store(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, values: Any, site: Site) -> None:
+    """Write values (lanes, nelem) of `dtype` at each lane's address by the instruction `site`."""
     nelem = values.shape[1]
     nbytes = dtype.itemsize * nelem
-    for sel, buf, views, offs in resolve(st, space, addrs, lanes, nbytes, nbytes):
+    parts = resolve(st, space, addrs, lanes, nbytes, nbytes)
+    if st.races is not None:
+        st.races.check(st, site, parts, lanes, nbytes)
+    for sel, buf, views, offs in parts:
         scatter(buf, views, offs, dtype, values if sel is None else values[sel])

@@ -3,9 +3,11 @@
 Runs over an entry before code emission, in two walks:
 
 1. Backward, from the anchors: a reduce or scan along the innermost axis whose
-   row fits a warp wants its operands in `RowWarpLayout(cols=row length)`.
-   The wish flows back through elementwise ops, reshapes and row broadcasts
-   to the producers that can make any layout (loads, iota, constants).
+   row fits a warp wants its operands in `RowWarpLayout(cols=row length)`, and
+   a broadcast along rows that fit a warp wants its source in the layout that
+   makes it free. The wish flows back through elementwise ops, reshapes and
+   row broadcasts to the producers that can make any layout (loads, iota,
+   constants).
 2. Forward, in program order, each op gets its result layouts and the layout
    it reads each operand in:
    * producers (load_view, iota, constant): what their users want, else blocked;
@@ -22,13 +24,20 @@ Runs over an entry before code emission, in two walks:
 
 A conversion is recorded where a value's layout differs from the layout its
 user reads; `KernelLowering` performs it (through shared memory) before it
-lowers the user. Two refinements keep conversions rare:
+lowers the user. Refinements keep conversions rare:
 * a splat (a broadcast scalar, a uniform constant, elementwise ops of splats)
   is the same value everywhere, so it is rebuilt in any layout for free and
   does not vote on its users' layout;
-* a conversion of a value whose producer could have made the wanted layout
-  directly becomes a wish, and the walks run again (kept while they remove
-  conversions).
+* a conversion becomes a wish (for the converted value, or for the result of
+  the elementwise op that reads it), and the walks run again; wishes
+  accumulate and the cheapest round is kept.
+
+Every shared-memory round trip costs two CTA barriers, and rows in warps are
+not always worth their conversions. So each candidate assignment is costed in
+round trips (`_round_trips`: conversions, reduces/scans not in warps,
+broadcasts not free), anchors are dropped one at a time where that is cheaper,
+and a kernel never gets more than the all-blocked assignment
+(`row_warps=False`) costs.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ _ANY_OPERAND = ("cuda_tile.permute", "cuda_tile.extract", "cuda_tile.cat", "cuda
                 "cuda_tile.unpack", "cuda_tile.store_view_tko", "cuda_tile.broadcast", "cuda_tile.reshape",
                 "cuda_tile.reduce", "cuda_tile.scan")
 _POINTER_ELEMENTWISE = ("cuda_tile.offset", "cuda_tile.load_ptr_tko", "cuda_tile.store_ptr_tko")
+# refinement rounds at most (each adds wishes, so the rounds end anyway; this bounds compile time)
+_ROUNDS = 4
 
 
 def _elementwise_ops() -> frozenset[str]:
@@ -94,6 +105,18 @@ def row_broadcast(src: TileType, dst: TileType, src_layout: Layout) -> Optional[
     return None
 
 
+def _free_row_source(src: TileType, dst: TileType, threads: int) -> Optional[RowWarpLayout]:
+    """The layout of a broadcast's source that makes the result rows of a warp for free, if any."""
+    cols = dst.shape[-1]
+    if src.num_elements == 1 or not RowWarpLayout.fits(cols):
+        return None
+    rows = RowWarpLayout(threads, cols)
+    for candidate in (RowWarpLayout(threads, 1), rows):
+        if row_broadcast(src, dst, candidate) == rows:
+            return candidate
+    return None
+
+
 def _uniform_constant(op: Operation) -> bool:
     value = op.attributes["value"]
     raw, elem = value.raw, op.results[0].type.element  # type: ignore[attr-defined]
@@ -101,36 +124,118 @@ def _uniform_constant(op: Operation) -> bool:
     return len({raw[i:i + size] for i in range(0, len(raw), size)}) <= 1
 
 
-class LayoutAssignment:
-    """The layouts of one kernel: per tile value, and per op the layout it reads each operand in."""
+class _Plan:
+    """One candidate assignment: the wishes it started from and what the forward walk made of them."""
 
-    def __init__(self, entry: Operation, threads: int) -> None:
+    __slots__ = ("anchors", "wants", "layouts", "reads", "conversions", "warp_ops", "cost")
+
+    def __init__(self, anchors: frozenset[Operation], wants: dict[Value, Layout]) -> None:
+        self.anchors = anchors
+        self.wants = wants
+        self.layouts: dict[Value, Layout] = {}
+        self.reads: dict[Operation, list[Optional[Layout]]] = {}
+        self.conversions: list[tuple[Operation, Value, Layout]] = []
+        self.warp_ops: set[Operation] = set()
+        self.cost = 0
+
+
+class LayoutAssignment:
+    """The layouts of one kernel: per tile value, and per op the layout it reads each operand in.
+
+    `row_warps=False` gives the plain all-blocked assignment (the baseline the cost check compares with).
+    """
+
+    def __init__(self, entry: Operation, threads: int, row_warps: bool = True) -> None:
         self.blocked = BlockedLayout(threads)
         self.threads = threads
         self._elementwise = _elementwise_ops()
-        ops = list(_walk(entry.regions[0].block.operations))
-        self.splats = self._find_splats(ops)
-        wants = self._wants(ops, {})
-        self._run(ops, wants)
-        for _ in range(3):
-            before = (self._layouts, self._reads, self.conversions, self.warp_ops, self.cost)
-            extra = {v: layout for _, v, layout in self.conversions if v not in wants and v not in self.splats}
+        self._ops = list(_walk(entry.regions[0].block.operations))
+        self.splats = self._find_splats(self._ops)
+        anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
+        plan = self._choose(anchors)
+        self._layouts, self._reads = plan.layouts, plan.reads
+        self.conversions, self.warp_ops = plan.conversions, plan.warp_ops
+
+    def _anchor(self, op: Operation) -> bool:
+        """Ops that gain from rows in warps: a row reduce/scan (shuffles instead of shared memory) and
+        a broadcast along rows (register copies instead of shared memory)."""
+        if op.name == "cuda_tile.broadcast":
+            src, dst = op.operands[0].type, op.results[0].type
+            return _free_row_source(src, dst, self.threads) is not None  # type: ignore[arg-type]
+        return row_anchor(op) is not None
+
+    # -- choosing among plans by their barrier cost -------------------------------------
+    def _choose(self, anchors: list[Operation]) -> _Plan:
+        """The cheapest plan found: all anchors in warps, then each anchor dropped where that is
+        cheaper, and all-blocked if that is cheaper still. Ties keep a reduce or scan in warps
+        (shuffles beat the serial fold of the shared-memory path) but drop a broadcast anchor
+        (row-warp tiles of few columns take more registers than blocked ones)."""
+        best = self._refined(frozenset(anchors))
+        if not anchors:
+            return best
+        for anchor in anchors:
+            if anchor in best.anchors:
+                candidate = self._refined(best.anchors - {anchor})
+                tie_drops = anchor.name == "cuda_tile.broadcast"
+                if candidate.cost < best.cost or tie_drops and candidate.cost == best.cost:
+                    best = candidate
+        blocked = self._refined(frozenset())
+        return blocked if blocked.cost < best.cost else best
+
+    def _refined(self, anchors: frozenset[Operation]) -> _Plan:
+        """The plan for `anchors`, refined: conversions become wishes (`_wishes`) and the walks run
+        again. Wishes accumulate over the rounds (a round may only move a conversion that the next
+        one removes), and the cheapest round wins."""
+        seeds: dict[Value, Layout] = {}
+        best = plan = self._plan(anchors, seeds)
+        for _ in range(_ROUNDS):
+            extra = self._wishes(plan)
             if not extra:
                 break
-            wants = self._wants(ops, {**wants, **extra})
-            self._run(ops, wants)
-            if self.cost >= before[-1]:
-                self._layouts, self._reads, self.conversions, self.warp_ops, self.cost = before
-                break
+            seeds = {**seeds, **extra}
+            plan = self._plan(anchors, seeds)
+            best = plan if plan.cost < best.cost else best
+        return best
 
-    def _run(self, ops: list[Operation], wants: dict[Value, Layout]) -> None:
-        self._layouts: dict[Value, Layout] = {}
-        self._reads: dict[Operation, list[Optional[Layout]]] = {}
-        self.conversions: list[tuple[Operation, Value, Layout]] = []
-        self.warp_ops: set[Operation] = set()
-        for op in ops:
-            self._assign(op, wants)
-        self.cost = sum(1 for _, v, _ in self.conversions if v not in self.splats)
+    def _wishes(self, plan: _Plan) -> dict[Value, Layout]:
+        """New wishes that may remove a conversion of `v` for `op`: `v` in the layout `op` reads, as
+        its producer may make it directly; or, where `v` is already wished for, the elementwise
+        `op`'s result in `v`'s layout, so that `op` reads `v` as it is and its other operands follow."""
+        extra: dict[Value, Layout] = {}
+        for op, v, layout in plan.conversions:
+            if v in self.splats:
+                continue
+            if v not in plan.wants:
+                extra[v] = layout
+                continue
+            result = op.results[0] if op.name in self._elementwise and op.results else None
+            if result is not None and _tile(result) is not None and result not in plan.wants:
+                extra[result] = self._layout(plan, v)
+        return extra
+
+    def _plan(self, anchors: frozenset[Operation], seeds: dict[Value, Layout]) -> _Plan:
+        plan = _Plan(anchors, self._wants(anchors, seeds))
+        for op in self._ops:
+            self._assign(op, plan)
+        plan.cost = self._round_trips(plan)
+        return plan
+
+    def _round_trips(self, plan: _Plan) -> int:
+        """The shared-memory round trips (2 CTA barriers each) that depend on the layouts: conversions
+        (a splat is rebuilt, and an op converts an operand once), reduces and scans not in warps, and
+        broadcasts that are not free row broadcasts."""
+        converted = {(op, v) for op, v, _ in plan.conversions if v not in self.splats}
+        shared = sum(1 for op in self._ops if op.name in _REDUCE_LIKE and op not in plan.warp_ops
+                     or op.name == "cuda_tile.broadcast" and not self._free_broadcast(op, plan))
+        return len(converted) + shared
+
+    def _free_broadcast(self, op: Operation, plan: _Plan) -> bool:
+        """A broadcast of a scalar, or along the rows of a row-warp tile (as `ops_shape` lowers it)."""
+        src, dst = op.operands[0], op.results[0]
+        src_type, dst_type = src.type, dst.type
+        assert isinstance(src_type, TileType) and isinstance(dst_type, TileType)
+        return src_type.num_elements == 1 or \
+            row_broadcast(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst)
 
     def _find_splats(self, ops: list[Operation]) -> set[Value]:
         """Tiles that hold one value in every element (rebuilt in any layout without data movement)."""
@@ -161,91 +266,91 @@ class LayoutAssignment:
     def is_splat(self, value: Value) -> bool:
         return value in self.splats
 
-    # -- walk 1: what the anchors want ------------------------------------------------
-    def _wants(self, ops: list[Operation], seeds: dict[Value, Layout]) -> dict[Value, Layout]:
+    # -- walk 1: what the anchors (and the seeds) want ---------------------------------
+    def _wants(self, anchors: frozenset[Operation], seeds: dict[Value, Layout]) -> dict[Value, Layout]:
         wants: dict[Value, Layout] = dict(seeds)
 
         def want(value: Value, layout: Layout) -> None:
             if _tile(value) is not None and value not in wants:
                 wants[value] = layout
 
-        for op in reversed(ops):
-            cols = row_anchor(op)
-            if cols is not None:
+        for op in reversed(self._ops):
+            if op in anchors and op.name in _REDUCE_LIKE:
                 for v in op.operands:
-                    want(v, RowWarpLayout(self.threads, cols))
+                    want(v, RowWarpLayout(self.threads, row_anchor(op)))  # type: ignore[arg-type]
                 continue
             wanted = wants.get(op.results[0]) if op.results else None
-            if wanted is None:
-                continue
-            if op.name in self._elementwise or op.name == "cuda_tile.reshape":
+            if op.name == "cuda_tile.broadcast":
+                src, dst = op.operands[0].type, op.results[0].type
+                source = _free_row_source(src, dst, self.threads)  # type: ignore[arg-type]
+                rows = RowWarpLayout(self.threads, dst.shape[-1])  # type: ignore[attr-defined]
+                # an anchor broadcast wants its result in rows unless its users want otherwise
+                if source is not None and (wanted == rows or wanted is None and op in anchors):
+                    want(op.operands[0], source)
+            elif wanted is not None and (op.name in self._elementwise or op.name == "cuda_tile.reshape"):
                 n = op.results[0].type.num_elements  # type: ignore[attr-defined]
                 for v in op.operands:
                     if _tile(v) is not None and v.type.num_elements == n:  # type: ignore[attr-defined]
                         want(v, wanted)
-            elif op.name == "cuda_tile.broadcast" and isinstance(wanted, RowWarpLayout):
-                src, dst = op.operands[0].type, op.results[0].type
-                if isinstance(src, TileType) and isinstance(dst, TileType):
-                    for candidate in (RowWarpLayout(self.threads, 1), wanted):
-                        if row_broadcast(src, dst, candidate) == wanted:
-                            want(op.operands[0], candidate)
-                            break
         return wants
 
     # -- walk 2: layouts and conversions ------------------------------------------------
-    def _set(self, value: Value, layout: Layout) -> None:
+    def _layout(self, plan: _Plan, value: Value) -> Layout:
+        return plan.layouts.get(value, self.blocked)
+
+    def _set(self, plan: _Plan, value: Value, layout: Layout) -> None:
         if _tile(value) is not None and layout != self.blocked:
-            self._layouts[value] = layout
+            plan.layouts[value] = layout
 
-    def _reads_as(self, op: Operation, layouts: list[Optional[Layout]]) -> None:
-        self._reads[op] = layouts
+    def _reads_as(self, plan: _Plan, op: Operation, layouts: list[Optional[Layout]]) -> None:
+        plan.reads[op] = layouts
         for v, layout in zip(op.operands, layouts):
-            if layout is not None and _tile(v) is not None and self.layout(v) != layout:
-                self.conversions.append((op, v, layout))
+            if layout is not None and _tile(v) is not None and self._layout(plan, v) != layout:
+                plan.conversions.append((op, v, layout))
 
-    def _assign(self, op: Operation, wants: dict[Value, Layout]) -> None:
+    def _assign(self, op: Operation, plan: _Plan) -> None:
         tiles = [v for v in op.operands if _tile(v) is not None]
         cols = row_anchor(op)
         row = RowWarpLayout(self.threads, cols) if cols is not None else None
-        if row is not None and all(self.layout(v) == row or v in self.splats for v in tiles):
+        if row is not None and all(self._layout(plan, v) == row or v in self.splats for v in tiles):
             # Only when the rows arrive in warps: converting them first would cost the shared
             # memory round trip that the generic reduce takes anyway, and leave a row-warp result.
-            self.warp_ops.add(op)
-            self._reads_as(op, [row if _tile(v) is not None else None for v in op.operands])
+            plan.warp_ops.add(op)
+            self._reads_as(plan, op, [row if _tile(v) is not None else None for v in op.operands])
             for r in op.results:
-                self._set(r, row if op.name == "cuda_tile.scan" else RowWarpLayout(self.threads, 1))
+                self._set(plan, r, row if op.name == "cuda_tile.scan" else RowWarpLayout(self.threads, 1))
             return
         if op.name in _PRODUCERS:
             for r in op.results:
-                self._set(r, wants.get(r, self.blocked))
+                self._set(plan, r, plan.wants.get(r, self.blocked))
             return
         if op.name in self._elementwise and len({v.type.num_elements for v in tiles}) <= 1:  # type: ignore[attr-defined]
-            present = [self.layout(v) for v in tiles if v not in self.splats]
+            present = [self._layout(plan, v) for v in tiles if v not in self.splats]
             result = op.results[0] if op.results and _tile(op.results[0]) is not None else None
             chosen = self.blocked
-            wanted = wants.get(result) if result is not None else None
+            wanted = plan.wants.get(result) if result is not None else None
             if present:
                 chosen = wanted if wanted in present else present[0]
             elif wanted is not None:
                 chosen = wanted  # splats only: rebuilt in the layout the result is wanted in
-            self._reads_as(op, [chosen if _tile(v) is not None else None for v in op.operands])
+            self._reads_as(plan, op, [chosen if _tile(v) is not None else None for v in op.operands])
             if result is not None:
-                self._set(result, chosen)
+                self._set(plan, result, chosen)
             return
         if op.name == "cuda_tile.reshape":
-            self._set(op.results[0], self.layout(op.operands[0]))
+            self._set(plan, op.results[0], self._layout(plan, op.operands[0]))
             return
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
             assert isinstance(src, TileType) and isinstance(dst, TileType)
-            free = row_broadcast(src, dst, self.layout(op.operands[0]))
-            wanted = wants.get(op.results[0])
-            self._set(op.results[0], free if free is not None and wanted in (None, free) else
+            free = row_broadcast(src, dst, self._layout(plan, op.operands[0]))
+            wanted = plan.wants.get(op.results[0])
+            self._set(plan, op.results[0], free if free is not None and wanted in (None, free) else
                       wanted or self.blocked)
             return
         if op.name in _ANY_OPERAND:
             return  # results blocked; operands read as they are
-        self._reads_as(op, [self.blocked if _tile(v) is not None else None for v in op.operands])
+        self._reads_as(plan, op, [self.blocked if _tile(v) is not None else None for v in op.operands])
 
     # -- for --print-ir-after-all ----------------------------------------------------------
     def describe(self, name_of) -> list[str]:

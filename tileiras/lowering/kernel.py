@@ -147,10 +147,25 @@ class KernelLowering:
                 e = self.elem_index(tile.type.num_elements, k, tile.layout)
                 at = e if base == 0 else self.b.op(f"add i32 {e}, {base}", "sx")
                 p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {at}", "sp")
-                self.b.emit(f"store {lty} {to_storage(self, v, elem)}, ptr addrspace(3) {p}")
+                self.store_first_copy(tile.type.num_elements, k, tile.layout,
+                                       f"store {lty} {to_storage(self, v, elem)}, ptr addrspace(3) {p}")
             base += tile.type.num_elements
         self.barrier()
         return buf, lty
+
+    def store_first_copy(self, num_elements: int, slot: int, layout: Optional[Layout], store: str) -> None:
+        """Emit `store` from the first copy of a replicated element only (copies storing the same
+        value from several threads at once would be a data race)."""
+        first = self.slot_valid(num_elements, slot, layout)
+        if first is None:
+            self.b.emit(store)
+            return
+        then, join = self.b.label("first"), self.b.label("stored")
+        self.b.cond_br(first, then, join)
+        self.b.start_block(then)
+        self.b.emit(store)
+        self.b.br(join)
+        self.b.start_block(join)
 
     def _from_shared(self, buf: str, lty: str, elem: Type, idx: str) -> str:
         p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {idx}", "sp")

@@ -37,7 +37,7 @@ def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
             e = k.elem_index(t.type.num_elements, s, t.layout)
             q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {p}, i32 {e}", "sp")
             v = to_storage(k, v, t.type.element)
-            k.b.emit(f"store {lty} {v}, ptr addrspace(3) {q}")
+            k.store_first_copy(t.type.num_elements, s, t.layout, f"store {lty} {v}, ptr addrspace(3) {q}")
     k.barrier()
     return ptrs
 

@@ -15,11 +15,14 @@ from typing import Any, Optional, Sequence, TextIO
 
 def run_arrays(module: Any, kernel: str, grid: Sequence[int], arrays: Sequence[Any], backend: str = "interpreter",
                gpu_name: Optional[str] = None, stdout: Optional[TextIO] = None,
-               source: Optional[bytes] = None, filename: str = "<module>") -> list:
+               source: Optional[bytes] = None, filename: str = "<module>",
+               check_races: Optional[bool] = None) -> list:
     """`tileir run` as a function: every argument array after running `kernel` on `grid`.
 
     `module` is a module op; `source` (its file bytes) is needed by the
     compiling backends (emulator, gpu) and written from the module when absent.
+    `check_races` makes the emulator report data races between the threads of
+    a CTA (None: the TILEIRAS_EMULATOR_CHECK_RACES environment variable).
     """
     import sys
 
@@ -42,5 +45,5 @@ def run_arrays(module: Any, kernel: str, grid: Sequence[int], arrays: Sequence[A
         source = write_module(module)
     grid3 = tuple((list(grid) + [1, 1, 1])[:3])
     request = RunRequest(module, source or b"", filename, kernel, grid3, binding, gpu_name,  # type: ignore[arg-type]
-                         stdout if stdout is not None else sys.stdout)
+                         stdout if stdout is not None else sys.stdout, check_races)
     return BACKENDS[backend](request)

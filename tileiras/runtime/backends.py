@@ -33,6 +33,7 @@ class RunRequest:
     binding: Binding
     gpu_name: Optional[str] = None
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    check_races: Optional[bool] = None   # emulator: report data races (None: TILEIRAS_EMULATOR_CHECK_RACES)
 
 
 def run_failure(message: str) -> TileirasError:
@@ -94,7 +95,7 @@ def run_emulator(req: RunRequest) -> list[np.ndarray]:
     memory = Memory()
     params = req.binding.upload(memory)
     run_ptx(ptx.decode(), req.kernel, req.grid, tuple(info.block), params, memory,
-            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout)
+            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races)
     return req.binding.download(memory)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from ..errors import DeviceFault
 from ..parser import Imm, Instr
 from ..program import K_OP, K_WAIT, Decoder, Mods, bad
+from ..races import Site
 from .. import spaces
 from .common import lanes_of
 from .memory import _space, address
@@ -40,6 +41,7 @@ class PendingCopy:
     src: Any          # global byte offsets (into the heap buffer)
     size: int
     src_size: Any     # bytes actually read per lane (the rest is zero-filled)
+    line: int         # of the cp.async, for the race checker
 
 
 def _cp_async(dec: Decoder, ins: Instr) -> Any:
@@ -96,7 +98,7 @@ def _cp_async(dec: Decoder, ins: Instr) -> Any:
             (_, _, _, so), = spaces.resolve(st, "global", s[sel], lanes[sel], int(n_src[sel].max()),
                                             min(size, 16) if (n_src[sel] == size).all() else 1)
             soffs[sel] = so
-        st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src))
+        st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src, ins.line))
 
     return (K_OP, fn, None)
 
@@ -136,6 +138,7 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     _, src = address(dec, ops[1], src_space, ins)
     size = dec.reader(ops[2], "u32", ins)
     mbar = address(dec, ops[3], "shared", ins)[1] if with_mbar else None
+    reads, writes = Site(ins.line, write=False, strong=False), Site(ins.line, write=True, strong=False)
 
     def fn(st: Any, m: Any) -> None:
         lanes = lanes_of(st, m)
@@ -151,9 +154,14 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
                 raise DeviceFault(f"cp.async.bulk size {n} is not a multiple of 16", lane)
             d, s = at(dst), at(src)
             if n:
-                (_, sbuf, _, so), = spaces.resolve(st, src_space, np.array([s], np.uint64), one, n, 16)
+                src_parts = spaces.resolve(st, src_space, np.array([s], np.uint64), one, n, 16)
+                dst_parts = spaces.resolve(st, dst_space, np.array([d], np.uint64), one, n, 16)
+                if st.races is not None:
+                    st.races.check(st, reads, src_parts, one, n)
+                    st.races.check(st, writes, dst_parts, one, n)
+                (_, sbuf, _, so), = src_parts
                 data = sbuf[int(so[0]):int(so[0]) + n].copy()
-                (_, dbuf, _, do), = spaces.resolve(st, dst_space, np.array([d], np.uint64), one, n, 16)
+                (_, dbuf, _, do), = dst_parts
                 dbuf[int(do[0]):int(do[0]) + n] = data
             if mbar is not None:
                 key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
@@ -179,7 +187,7 @@ def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> None:
             if not mine.all():
                 rest = np.flatnonzero(~mine)
                 remaining.append(PendingCopy(pc.lanes[rest], pc.group[rest], pc.dst[rest], pc.src[rest], pc.size,
-                                             pc.src_size[rest]))
+                                             pc.src_size[rest], pc.line))
         else:
             remaining.append(pc)
     st.cp_pending = remaining
@@ -191,6 +199,12 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
     n_src = pc.src_size[sel][:, None]
     data = np.zeros((sel.size, pc.size), dtype=np.uint8)
     take = cols[None, :] < n_src
+    if st.races is not None:    # the issuing threads move the data now
+        lanes = np.broadcast_to(pc.lanes[sel][:, None], take.shape)
+        st.races.check_bytes(st, Site(pc.line, write=False, strong=False), "global", st.mem.buf.size,
+                             (pc.src[sel][:, None] + cols)[take], lanes[take])
+        st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size,
+                             (pc.dst[sel][:, None] + cols).ravel(), lanes.ravel())
     src_idx = pc.src[sel][:, None] + np.minimum(cols[None, :], np.maximum(n_src - 1, 0))
     data = np.where(take, st.mem.buf[src_idx], 0).astype(np.uint8)
     st.shared[pc.dst[sel][:, None] + cols[None, :]] = data
@@ -307,6 +321,8 @@ def _maybe_complete(st: Any, b: MBarrier) -> None:
         b.phase += 1
         b.pending = b.expected
         st.mbar_epoch += 1
+        if st.races is not None:    # a completed phase orders its arrivals before its waiters' accesses
+            st.races.new_interval()
 
 
 def _mbarrier(dec: Decoder, ins: Instr) -> Any:

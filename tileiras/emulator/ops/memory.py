@@ -14,6 +14,7 @@ from ..memory import LOCAL_WINDOW, SHARED_WINDOW
 from ..parser import Addr, Instr, Reg, Sym, Vec
 from ..program import CACHE_QUALIFIERS, K_OP, Decoder, Mods, bad
 from ..ptxtypes import np_dtype, ptx_type, uint_dtype
+from ..races import STRONG, Site
 from .. import spaces
 from .common import lanes_of
 
@@ -108,6 +109,7 @@ def _lane_addrs(a: Any, lanes: Any, m: Any) -> Any:
 def _ld(dec: Decoder, ins: Instr) -> Any:
     mods = Mods(ins)
     space = _space(mods)
+    site = Site(ins.line, write=False, strong=not STRONG.isdisjoint(ins.mods))
     mods.ignore(CACHE_QUALIFIERS)
     nelem = _vector(mods)
     ty = mods.type1()
@@ -145,7 +147,7 @@ def _ld(dec: Decoder, ins: Instr) -> Any:
         if lanes.size == 0:
             return
         a = _lane_addrs(addr(st), lanes, m)
-        vals = spaces.load(st, space, a, lanes, raw, nelem)
+        vals = spaces.load(st, space, a, lanes, raw, nelem, site)
         sel = None if m is None else lanes
         for j, w in enumerate(writers):
             w.put_lanes(st, sel, vals[:, j])
@@ -157,6 +159,7 @@ def _st(dec: Decoder, ins: Instr) -> Any:
     np = _np()
     mods = Mods(ins)
     space = _space(mods)
+    site = Site(ins.line, write=True, strong=not STRONG.isdisjoint(ins.mods))
     mods.ignore(CACHE_QUALIFIERS)
     nelem = _vector(mods)
     ty = mods.type1()
@@ -190,7 +193,7 @@ def _st(dec: Decoder, ins: Instr) -> Any:
             else:
                 cols.append(v if m is None else v[lanes])
         vals = np.stack(cols, axis=1) if nelem > 1 else cols[0][:, None]
-        spaces.store(st, space, a, lanes, raw, vals)
+        spaces.store(st, space, a, lanes, raw, vals, site)
 
     return (K_OP, st_, None)
 
@@ -266,6 +269,7 @@ def _atom(has_dst: bool) -> Callable[[Decoder, Instr], Any]:
         w = dec.writer(dst, np.dtype(np.uint32) if packed else vdt, ins) if has_dst else None
         nbytes = ptx_type(ty).bits // 8
         mem_dt = np.dtype(np.uint32) if packed else vdt
+        site = Site(ins.line, write=True, strong=True)
 
         def to_elems(v: Any) -> Any:
             return np.ascontiguousarray(v).view(vdt).reshape(-1, 2) if packed else v
@@ -281,6 +285,8 @@ def _atom(has_dst: bool) -> Callable[[Decoder, Instr], Any]:
             b = _lane_vals(rb(st), lanes, m, mem_dt)
             c = _lane_vals(rc(st), lanes, m, mem_dt) if rc is not None else None
             parts = spaces.resolve(st, space, a, lanes, nbytes, nbytes)
+            if st.races is not None:
+                st.races.check(st, site, parts, lanes, nbytes)
             olds = np.zeros(lanes.size, dtype=mem_dt)
             for sel, buf, views, offs in parts:
                 typed = views.get(mem_dt)

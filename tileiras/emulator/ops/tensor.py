@@ -16,6 +16,7 @@ from ..errors import DeviceFault
 from ..parser import Instr, Vec
 from ..program import K_COLL, Decoder, Mods, bad
 from ..ptxtypes import np_dtype
+from ..races import Site
 from .. import spaces
 from .common import full
 from .memory import _space, address
@@ -84,6 +85,7 @@ def _ldmatrix(dec: Decoder, ins: Instr) -> Any:
     writers = [dec.writer_t(d, "b32", ins) for d in dsts]
     space, addr = address(dec, ins.operands[1], space, ins)
     rows_i, cols_i = _lane_pairs(trans)
+    site = Site(ins.line, write=False, strong=False)
 
     def fn(st: Any, m: Any) -> None:
         a = np.asarray(addr(st)).astype(np.uint64)
@@ -94,7 +96,7 @@ def _ldmatrix(dec: Decoder, ins: Instr) -> Any:
         src_lanes = (np.flatnonzero(warp_active)[:, None] * 32 + np.arange(8 * num)[None, :]).reshape(-1)
         if src_lanes.size and src_lanes.max() >= st.n:
             raise DeviceFault("ldmatrix needs a full warp")
-        rows = spaces.load(st, space, a[src_lanes], src_lanes, np.dtype(np.uint16), 8)
+        rows = spaces.load(st, space, a[src_lanes], src_lanes, np.dtype(np.uint16), 8, site)
         rows = rows.reshape(-1, num, 8, 8)                  # (warps, matrix, row, col)
         out = np.zeros((st.nwarps, num, 32, 2), dtype=np.uint16)
         out[warp_active] = rows[:, :, rows_i, cols_i]
@@ -120,6 +122,7 @@ def _stmatrix(dec: Decoder, ins: Instr) -> Any:
     space, addr = address(dec, ins.operands[0], space, ins)
     readers = [dec.reader(r, "b32", ins) for r in _regs(ins, ins.operands[1], num, "the source")]
     rows_i, cols_i = _lane_pairs(trans)
+    site = Site(ins.line, write=True, strong=False)
 
     def fn(st: Any, m: Any) -> None:
         a = np.asarray(addr(st)).astype(np.uint64)
@@ -133,7 +136,7 @@ def _stmatrix(dec: Decoder, ins: Instr) -> Any:
         src_lanes = (np.flatnonzero(warp_active)[:, None] * 32 + np.arange(8 * num)[None, :]).reshape(-1)
         if src_lanes.size and src_lanes.max() >= st.n:
             raise DeviceFault("stmatrix needs a full warp")
-        spaces.store(st, space, a[src_lanes], src_lanes, np.dtype(np.uint16), mats.reshape(-1, 8))
+        spaces.store(st, space, a[src_lanes], src_lanes, np.dtype(np.uint16), mats.reshape(-1, 8), site)
 
     return (K_COLL, fn, None)
 

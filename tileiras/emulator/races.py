@@ -1,0 +1,166 @@
+"""Opt-in data-race checking: `run_ptx(..., check_races=True)` or TILEIRAS_EMULATOR_CHECK_RACES=1.
+
+All threads of a CTA execute an instruction together, so a missing barrier never shows up
+as a wrong result here; this mode reports it instead. Two accesses to a byte of global or
+shared memory by different threads of one CTA race when no barrier completes between them
+and at least one writes, unless both are atomic or strong (.relaxed/.acquire/.release/
+.volatile...): the PTX memory model does not count those as data races. Local and
+parameter memory are private or read-only and are not tracked.
+
+Every byte has a shadow: the thread that last wrote it and the thread that read it (MANY
+when several did), each with an epoch and the PTX line of the access; the ATOMIC bit marks
+atomic and strong accesses. The epoch is one counter for the launch, bumped when a CTA
+starts and whenever a barrier (bar.sync/barrier.sync/bar.red, or an mbarrier phase)
+completes, so entries of earlier intervals and earlier CTAs go stale without being
+cleared. Barriers with a thread count bump it too, which can hide races between threads
+they do not synchronize. One reader per byte is enough: a write races with the
+interval's reads unless its thread was the only reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DeviceFault
+from .memory import GLOBAL_BASE
+
+ATOMIC = 1 << 30           # on a shadow thread id: the access was atomic or strong
+MANY = ATOMIC - 1          # a thread id no thread has: several threads
+THREAD = MANY              # mask of the thread id without the ATOMIC bit
+
+# ld/st qualifiers that make an access strong (.volatile is .relaxed.sys)
+STRONG = frozenset({"volatile", "relaxed", "acquire", "release", "acq_rel", "sc", "mmio"})
+
+
+@dataclass(frozen=True)
+class Site:
+    """A memory instruction as the checker sees it: its PTX line, and what it does."""
+
+    line: int
+    write: bool
+    strong: bool
+
+    def does(self) -> str:
+        if self.write:
+            return "writes it (atomic or strong)" if self.strong else "stores to it"
+        return "loads it (strong)" if self.strong else "loads it"
+
+
+class Shadow:
+    """Access history of every byte of one memory space."""
+
+    def __init__(self, np: Any, size: int) -> None:
+        self.writer = np.zeros(size, dtype=np.int32)
+        self.wepoch = np.full(size, -1, dtype=np.int32)
+        self.wline = np.zeros(size, dtype=np.int32)
+        self.reader = np.zeros(size, dtype=np.int32)
+        self.repoch = np.full(size, -1, dtype=np.int32)
+        self.rline = np.zeros(size, dtype=np.int32)
+
+    def grown(self, np: Any, size: int) -> "Shadow":
+        out = Shadow(np, size)
+        for name, old in vars(self).items():
+            getattr(out, name)[:old.size] = old
+        return out
+
+
+class RaceChecker:
+    """The shadows of one launch and the current barrier interval (`epoch`)."""
+
+    def __init__(self, np: Any, info: list) -> None:
+        self.np = np
+        self.epoch = 0
+        self.shadows: dict[str, Shadow] = {}
+        self.texts = {ins.line: ins.text for ins in info}
+
+    def new_interval(self) -> None:
+        """A barrier completed or a CTA starts: earlier accesses cannot race with later ones."""
+        self.epoch += 1
+
+    def check(self, st: Any, site: Site, parts: list, lanes: Any, nbytes: int) -> None:
+        """Check and record an access of `nbytes` at each lane's resolved address (`spaces.resolve` parts)."""
+        np = self.np
+        cols = np.arange(nbytes)
+        for sel, buf, _, offs in parts:
+            space = "shared" if buf is st.shared else "global" if buf is st.mem.buf else None
+            if space is None:
+                continue
+            tids = lanes if sel is None else lanes[sel]
+            self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
+
+    def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any) -> None:
+        """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`."""
+        sh = self.shadows.get(space)
+        if sh is None or sh.writer.size < size:
+            sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
+        tids = tids.astype(self.np.int32)
+        if site.write:
+            self._write(st, site, space, sh, idx, tids)
+        else:
+            self._read(st, site, space, sh, idx, tids)
+
+    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
+        np = self.np
+        w = sh.writer[idx]
+        raw = (sh.wepoch[idx] == self.epoch) & ((w & THREAD) != tids)
+        if site.strong:
+            raw &= (w & ATOMIC) == 0
+        self._report(st, site, space, raw, idx, tids, w, sh.wline, "wrote", "read-after-write")
+        code = tids | (ATOMIC if site.strong else 0)
+        cur = np.where(sh.repoch[idx] == self.epoch, sh.reader[idx], code)
+        # the same thread keeps its id (plain if either read was); another thread makes it MANY
+        merged = np.where((cur & THREAD) == tids, cur & code, MANY | (cur & code & ATOMIC))
+        sh.reader[idx] = merged
+        final = sh.reader[idx]
+        clash = final != merged          # different threads of this instruction read the byte
+        if clash.any():
+            sh.reader[idx[clash]] = MANY | (final[clash] & merged[clash] & ATOMIC)
+        sh.repoch[idx] = self.epoch
+        sh.rline[idx] = site.line
+
+    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
+        np = self.np
+        w = sh.writer[idx]
+        r = sh.reader[idx]
+        written = sh.wepoch[idx] == self.epoch
+        waw = written & ((w & THREAD) != tids)
+        war = (sh.repoch[idx] == self.epoch) & ((r & THREAD) != tids)
+        if site.strong:
+            waw &= (w & ATOMIC) == 0
+            war &= (r & ATOMIC) == 0
+        self._report(st, site, space, waw, idx, tids, w, sh.wline, "wrote", "write-after-write")
+        self._report(st, site, space, war, idx, tids, r, sh.rline, "read", "write-after-read")
+        if site.strong:
+            # the thread's own plain store stays recorded: other threads' atomics race with it
+            new = np.where(written & (w == tids), tids,
+                           np.where(written & ((w & THREAD) != tids), MANY | ATOMIC, tids | ATOMIC))
+        else:
+            new = tids
+        sh.writer[idx] = new
+        final = sh.writer[idx]
+        clash = final != new             # different threads of this instruction wrote the byte
+        if clash.any():
+            if not site.strong:
+                i = int(np.argmax(clash))
+                raise DeviceFault(f"data race (write-after-write): threads {int(final[i])} and {int(tids[i])} "
+                                  f"both store to {_address(space, idx[i])} in one instruction", int(tids[i]))
+            sh.writer[idx[clash]] = MANY | ATOMIC
+        sh.wepoch[idx] = self.epoch
+        sh.wline[idx] = site.line
+
+    def _report(self, st: Any, site: Site, space: str, bad: Any, idx: Any, tids: Any, others: Any,
+                lines: Any, did: str, kind: str) -> None:
+        if not bad.any():
+            return
+        i = int(self.np.argmax(bad))
+        other = int(others[i]) & THREAD
+        line = int(lines[idx[i]])
+        at = f"line {line} '{self.texts.get(line, '?')}'"
+        who, at = ("several threads", f"(the last at {at})") if other == MANY else (f"thread {other}", f"at {at}")
+        raise DeviceFault(f"data race ({kind}): {who} {did} {_address(space, idx[i])} {at} and, with no barrier "
+                          f"between, thread {int(tids[i])} {site.does()}", int(tids[i]))
+
+
+def _address(space: str, byte: Any) -> str:
+    return f"{space} address 0x{int(byte) + (GLOBAL_BASE if space == 'global' else 0):x}"
