@@ -157,13 +157,15 @@ def test_strong_accesses_do_not_race_with_each_other() -> None:
 
 
 SHARED = ".shared .align 4 .b8 buf[512];"
-SHARED_EXCHANGE = """
+# %r6: this thread's word of buf, %r8: the next thread's
+BUF_WORDS = """
     mov.u32 %r4, buf;
     shl.b32 %r5, %r0, 2;
     add.u32 %r6, %r4, %r5;
     shl.b32 %r7, %r2, 2;
     add.u32 %r8, %r4, %r7;
-    st.shared.u32 [%r6], %r0;
+"""
+SHARED_EXCHANGE = BUF_WORDS + """    st.shared.u32 [%r6], %r0;
     {sync}
     ld.shared.u32 %r3, [%r8];
     st.global.u32 [%rd7], %r3;
@@ -192,13 +194,7 @@ def test_generic_addresses_of_shared_memory_are_checked_as_shared() -> None:
 
 
 def test_cp_async_writes_shared_memory_when_waited_for() -> None:
-    body = """
-    mov.u32 %r4, buf;
-    shl.b32 %r5, %r0, 2;
-    add.u32 %r6, %r4, %r5;
-    shl.b32 %r7, %r2, 2;
-    add.u32 %r8, %r4, %r7;
-    st.global.u32 [%rd3], %r0;
+    body = BUF_WORDS + """    st.global.u32 [%rd3], %r0;
     bar.sync 0;
     cp.async.ca.shared.global [%r6], [%rd3], 4;
     cp.async.wait_all;

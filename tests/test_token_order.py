@@ -192,7 +192,7 @@ def _llvm(body: str, width: int = 128) -> str:
 def test_the_lowering_tests_injectivity_once_per_wait() -> None:
     ir = _llvm(_store("%w1", "%pa", "%c0", "%t0") + _store("%w2", "%pa2", "%c1", "%w1"))
     assert ir.count("call void @llvm.nvvm.barrier0()") == 1
-    sync = ir.index("sync")
+    sync = ir.index("call void @llvm.nvvm.barrier0()")
     assert "icmp sgt i64" in ir[:sync]   # the stride test guards the barrier
 
 

@@ -153,19 +153,30 @@ class KernelLowering:
         self.barrier()
         return buf, lty
 
+    def guarded(self, cond: Optional[str], body: Callable[[], Optional[str]], default: Optional[str] = None,
+                ty: str = "") -> str:
+        """Run `body()` only where `cond` holds; merge its value with `default` otherwise.
+
+        With `default` None the body is run for its effect (a store) and "" is returned.
+        """
+        if cond is None:
+            return body() or ""
+        then, join = self.b.label("then"), self.b.label("join")
+        before = self.b.current_block
+        self.b.cond_br(cond, then, join)
+        self.b.start_block(then)
+        value = body()
+        end = self.b.current_block
+        self.b.br(join)
+        self.b.start_block(join)
+        if default is None:
+            return ""
+        return self.b.op(f"phi {ty} [ {value}, %{end} ], [ {default}, %{before} ]", "ld")
+
     def store_first_copy(self, num_elements: int, slot: int, layout: Optional[Layout], store: str) -> None:
         """Emit `store` from the first copy of a replicated element only (copies storing the same
         value from several threads at once would be a data race)."""
-        first = self.slot_valid(num_elements, slot, layout)
-        if first is None:
-            self.b.emit(store)
-            return
-        then, join = self.b.label("first"), self.b.label("stored")
-        self.b.cond_br(first, then, join)
-        self.b.start_block(then)
-        self.b.emit(store)
-        self.b.br(join)
-        self.b.start_block(join)
+        self.guarded(self.slot_valid(num_elements, slot, layout), lambda: self.b.emit(store))
 
     def _from_shared(self, buf: str, lty: str, elem: Type, idx: str) -> str:
         p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {idx}", "sp")

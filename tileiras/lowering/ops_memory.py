@@ -194,26 +194,6 @@ def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | N
     return k.b.op(f"and i1 {extra}, {first}", "a")
 
 
-def _guarded(k: KernelLowering, cond: str | None, body, default: str | None, ty: str) -> str:
-    """Run `body()` only where `cond` holds; merge its value with `default` otherwise.
-
-    With `default` None the body is run for its effect (a store) and "" is returned.
-    """
-    if cond is None:
-        return body() or ""
-    then, join = k.b.label("then"), k.b.label("join")
-    before = k.b.current_block
-    k.b.cond_br(cond, then, join)
-    k.b.start_block(then)
-    value = body()
-    end = k.b.current_block
-    k.b.br(join)
-    k.b.start_block(join)
-    if default is None:
-        return ""
-    return k.b.op(f"phi {ty} [ {value}, %{end} ], [ {default}, %{before} ]", "ld")
-
-
 def _load(k: KernelLowering, ptr: str, elem_ty: str, ordering: str, scope: str, align: int) -> str:
     if ordering == "weak":
         return k.b.op(f"load {elem_ty}, ptr {ptr}, align {align}", "ld")
@@ -252,7 +232,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     pad = padding_literal(view.padding, elem)
     slots = []
     for ptr, ok in _view_addresses(k, op, view, rtype, k.layout_of(op.results[0])):
-        v = _guarded(k, ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
+        v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
         slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
     k.set(op.results[1], TokenVal())
@@ -271,7 +251,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
         cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = to_storage(k, tile.slots[slot], elem)
-        _guarded(k, cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
+        k.guarded(cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
     k.set(op.results[0], TokenVal())
 
 
@@ -304,7 +284,7 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
         default = pad.slots[i] if pad is not None else padding_literal(None, elem)  # type: ignore[arg-type]
         if pad is not None:
             default = to_storage(k, default, elem)
-        v = _guarded(k, mask.slots[i] if mask else None,
+        v = k.guarded(mask.slots[i] if mask else None,
                      lambda: _load(k, p, lty, ordering, scope, _align(elem)), default, lty)  # type: ignore[arg-type]
         slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
@@ -323,7 +303,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     for i, p in enumerate(ptrs.slots):
         cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
         value = to_storage(k, vals.slots[i], elem)
-        _guarded(k, cond, lambda: _store(k, p, lty, value, ordering, scope, _align(elem)), None, lty)  # type: ignore[arg-type]
+        k.guarded(cond, lambda: _store(k, p, lty, value, ordering, scope, _align(elem)), None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal())
 
 
@@ -356,7 +336,7 @@ def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
     for i, p in enumerate(ptrs.slots):
         cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None)
         arg = args.slots[i]
-        out.append(_guarded(k, cond, lambda: k.b.op(
+        out.append(k.guarded(cond, lambda: k.b.op(
             f"atomicrmw {mode} ptr {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
             f"align {_align(rtype.element)}", "at"), "undef" if lty != "i1" else "false", lty))  # type: ignore[arg-type]
     k.set(op.results[0], TileRegs(rtype, out))
@@ -391,7 +371,7 @@ def _atomic_cas(k: KernelLowering, op: Operation) -> None:
                           f"{llvm_order} {failure}, align {_align(rtype.element)}", "cas")
             old = k.b.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0", "cas")
             return k.b.op(f"bitcast {ity} {old} to {lty}", "bc") if is_float else old
-        out.append(_guarded(k, cond, body, "undef", lty))
+        out.append(k.guarded(cond, body, "undef", lty))
     k.set(op.results[0], TileRegs(rtype, out))
     k.set(op.results[1], TokenVal())
 
@@ -415,7 +395,7 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
         cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = tile.slots[slot]
-        _guarded(k, cond, lambda: k.b.emit(
+        k.guarded(cond, lambda: k.b.emit(
             f"atomicrmw {mode} ptr {ptr}, {lty} {value}{_SCOPE.get(scope, '')} {llvm_order}, "
             f"align {_align(elem)}"), None, lty)  # type: ignore[arg-type]
     k.set(op.results[0], TokenVal())

@@ -113,9 +113,4 @@ def emit_wait(k: KernelLowering, op: Operation) -> None:
         test = _TESTS[kind](k, *(k.get(v) for v in views))
         passed = test if passed == "true" else k.b.op(f"and i1 {passed}, {test}", "inj")
     # shapes and strides are 0-d tiles, the same in every thread: all threads take one branch
-    sync, join = k.b.label("sync"), k.b.label("synced")
-    k.b.cond_br(passed, join, sync)
-    k.b.start_block(sync)
-    _barrier(k)
-    k.b.br(join)
-    k.b.start_block(join)
+    k.guarded(k.b.op(f"xor i1 {passed}, true", "inj"), lambda: _barrier(k))
