@@ -20,6 +20,12 @@ Runs over an entry before code emission, in two walks:
    * ops that already move data through shared memory (permute, extract,
      cat, insert, pack, other reduces and scans, stores to views) read any
      layout and produce blocked tiles;
+   * mma ops that run on tensor cores (ops_mma.select_shape): result and
+     accumulator in `MmaLayout`, A and B read as they are (they are staged in
+     shared memory);
+   * loops carry a value in the layout of what the loop body yields for it
+     when that is an mma result (the accumulator of a K loop stays in
+     registers), else blocked;
    * every other op reads and produces blocked tiles.
 
 A conversion is recorded where a value's layout differs from the layout its
@@ -46,9 +52,11 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType
-from .layout import BlockedLayout, Layout, RowWarpLayout
+from .layout import BlockedLayout, Layout, MmaLayout, RowWarpLayout
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
+_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
+_LOOPS = ("cuda_tile.for", "cuda_tile.loop")
 _PRODUCERS = ("cuda_tile.constant", "cuda_tile.iota", "cuda_tile.load_view_tko")
 # read operands of any layout (through shared memory or per-element coordinates); results blocked
 _ANY_OPERAND = ("cuda_tile.permute", "cuda_tile.extract", "cuda_tile.cat", "cuda_tile.insert", "cuda_tile.pack",
@@ -71,6 +79,23 @@ def _walk(block_ops: list[Operation]) -> Iterator[Operation]:
         for region in op.regions:
             for block in region.blocks:
                 yield from _walk(block.operations)
+
+
+def _continue_targets(entry: Operation) -> dict[Operation, Operation]:
+    """Each `continue` op -> the innermost for/loop it continues."""
+    out: dict[Operation, Operation] = {}
+
+    def visit(ops: list[Operation], loop: Optional[Operation]) -> None:
+        for op in ops:
+            if op.name == "cuda_tile.continue" and loop is not None:
+                out[op] = loop
+            inner = op if op.name in _LOOPS else loop
+            for region in op.regions:
+                for block in region.blocks:
+                    visit(block.operations, inner)
+
+    visit(entry.regions[0].block.operations, None)
+    return out
 
 
 def _tile(value: Value) -> Optional[TileType]:
@@ -151,6 +176,10 @@ class LayoutAssignment:
         self._elementwise = _elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
+        self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
+        self.carried = {op: self._carried_layouts(op) for op in self._ops if op.name in _LOOPS}
+        self.shared_operands = self._find_shared_operands()
+        self._continue_targets = _continue_targets(entry)
         anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
         plan = self._choose(anchors)
         self._layouts, self._reads = plan.layouts, plan.reads
@@ -163,6 +192,45 @@ class LayoutAssignment:
             src, dst = op.operands[0].type, op.results[0].type
             return _free_row_source(src, dst, self.threads) is not None  # type: ignore[arg-type]
         return row_anchor(op) is not None
+
+    def _mma_layout(self, op: Operation) -> Optional[MmaLayout]:
+        """The accumulator layout of an mma that runs on tensor cores, else None."""
+        if op.name not in _MMA:
+            return None
+        from .ops_mma import select_shape
+
+        lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
+        if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
+            return None
+        return MmaLayout.for_shape(self.threads, acc.shape)  # type: ignore[union-attr]
+
+    def _find_shared_operands(self) -> set[Value]:
+        """Loaded tiles that only tensor-core mmas read, as A or B: they go to shared memory directly."""
+        out: set[Value] = set()
+        for op in self._ops:
+            if op.name != "cuda_tile.load_view_tko" or not op.results[0].uses:
+                continue
+            tile = op.results[0]
+            if all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
+                out.add(tile)
+        return out
+
+    def is_shared_operand(self, value: Value) -> bool:
+        return value in self.shared_operands
+
+    def _carried_layouts(self, loop: Operation) -> list[Optional[Layout]]:
+        """Per carried value of a for/loop: the MmaLayout of the mma result its body continues with."""
+        body = loop.regions[0].block
+        last = body.operations[-1] if body.operations else None
+        count = len(loop.operand_group("initValues"))
+        out: list[Optional[Layout]] = [None] * count
+        if last is None or last.name != "cuda_tile.continue":
+            return out
+        for i, v in enumerate(last.operands[:count]):
+            owner = getattr(v, "owner", None)
+            if owner is not None and owner in self.mma_layouts:
+                out[i] = self.mma_layouts[owner]
+        return out
 
     # -- choosing among plans by their barrier cost -------------------------------------
     def _choose(self, anchors: list[Operation]) -> _Plan:
@@ -348,9 +416,42 @@ class LayoutAssignment:
             self._set(plan, op.results[0], free if free is not None and wanted in (None, free) else
                       wanted or self.blocked)
             return
+        if op in self.mma_layouts:
+            layout = self.mma_layouts[op]
+            self._reads_as(plan, op, [layout if v is op.operand("acc") else None for v in op.operands])
+            self._set(plan, op.results[0], layout)
+            return
+        if op.name in _LOOPS:
+            self._assign_loop(op, plan)
+            return
+        if op.name == "cuda_tile.continue" and self._loop_of(op) is not None:
+            carried = self.carried[self._loop_of(op)]  # type: ignore[index]
+            self._reads_as(plan, op, [(carried[i] if i < len(carried) else None) or self.blocked
+                                      if _tile(v) is not None else None for i, v in enumerate(op.operands)])
+            return
         if op.name in _ANY_OPERAND:
             return  # results blocked; operands read as they are
         self._reads_as(plan, op, [self.blocked if _tile(v) is not None else None for v in op.operands])
+
+    def _loop_of(self, op: Operation) -> Optional[Operation]:
+        """The for/loop a `continue` belongs to."""
+        return self._continue_targets.get(op)
+
+    def _assign_loop(self, op: Operation, plan: _Plan) -> None:
+        carried = self.carried[op]
+        inits = op.operand_group("initValues")
+        body = op.regions[0].block
+        first = 1 if op.name == "cuda_tile.for" else 0
+        layouts = [layout or self.blocked for layout in carried]
+        first_init = len(op.operands) - len(inits)
+        self._reads_as(plan, op, [None if _tile(v) is None else
+                                  layouts[i - first_init] if i >= first_init else self.blocked
+                                  for i, v in enumerate(op.operands)])
+        for arg, layout in zip(body.arguments[first:], layouts):
+            self._set(plan, arg, layout)
+        if op.name == "cuda_tile.for":
+            for result, layout in zip(op.results, layouts):
+                self._set(plan, result, layout)
 
     # -- for --print-ir-after-all ----------------------------------------------------------
     def describe(self, name_of) -> list[str]:

@@ -41,7 +41,9 @@ class KernelLowering:
         self.threads = threads
         self.b = FunctionBuilder()
         self.values: dict[Value, Any] = {}
-        self.smem_bytes = 0
+        self.smem_bytes = 0                 # scratch (smem.py places it)
+        self.buffer_bytes = 0               # staged tiles (smem.py)
+        self.static_smem_bytes = 0          # allocas
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
         self._index_cache: dict[tuple[Any, ...], str] = {}
@@ -128,6 +130,12 @@ class KernelLowering:
     def barrier(self) -> None:
         self.b.declare("declare void @llvm.nvvm.barrier0()")
         self.b.emit("call void @llvm.nvvm.barrier0()")
+
+    def alloc_buffer(self, nbytes: int) -> int:
+        """A new shared-memory buffer of `nbytes` (a multiple of 128); its offset in the buffers region."""
+        offset = self.buffer_bytes
+        self.buffer_bytes += nbytes
+        return offset
 
     def scratch(self, nbytes: int) -> str:
         """The kernel's shared scratch buffer (sized to the largest request)."""

@@ -17,6 +17,12 @@ copy of each element so that stores and atomics happen once.
   along the row then combines with warp shuffles, with no shared memory.
   A tile with `cols == 1` holds a row's single element in every lane, which
   is what a row reduction produces and what a row broadcast reads.
+* `MmaLayout`: the accumulator fragments of `mma.sync` m16n8 (PTX ISA, "Matrix
+  Fragments for mma.m16n8k*"): the (batch, rows, cols) tile is cut into 16x8
+  blocks, a grid of warps (`warps` = (batch, row, col) warp counts) owns
+  contiguous groups of blocks, and in each block lane l = 4g + t holds
+  (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) in four consecutive slots. An
+  `mma` keeps its accumulator in these registers across a K loop.
 """
 
 from __future__ import annotations
@@ -119,7 +125,104 @@ class RowWarpLayout:
         return f"#row_warp<cols={self.cols}, warps={self.warps}>"
 
 
-Layout = Union[BlockedLayout, RowWarpLayout]
+@record
+class MmaLayout:
+    threads: int
+    shape: tuple[int, ...]        # (batch, rows, cols): the tile's shape, batch 1 for 2-D tiles
+    warps: tuple[int, int, int]   # warps along batch, rows and cols (their product <= threads / 32)
+
+    @property
+    def repeats(self) -> tuple[int, int, int]:
+        """Blocks (batches, 16-row blocks, 8-column blocks) each warp holds."""
+        b, m, n = self.shape
+        wb, wm, wn = self.warps
+        return b // wb, m // 16 // wm, n // 8 // wn
+
+    @staticmethod
+    def fits(shape: tuple[int, ...]) -> bool:
+        return len(shape) in (2, 3) and shape[-2] % 16 == 0 and shape[-1] % 8 == 0
+
+    @staticmethod
+    def for_shape(threads: int, shape: tuple[int, ...], row_warps_only: bool = False) -> "MmaLayout":
+        """The warp grid for a (batch?, rows, cols) accumulator: all warps busy where the blocks allow,
+        then per-warp sub-tiles as square as possible (fewest fragment loads per mma). With
+        `row_warps_only` each row stays in one warp (a row reduction then needs no shared memory)."""
+        full = (1, *shape) if len(shape) == 2 else tuple(shape)
+        b, m, n = full
+        warps = threads // WARP
+        best: Optional[tuple[tuple[int, int], tuple[int, int, int]]] = None
+        for wb in _divisors(b):
+            for wm in _divisors(m // 16):
+                for wn in ([1] if row_warps_only else _divisors(n // 8)):
+                    used = wb * wm * wn
+                    if used > warps:
+                        continue
+                    rows, cols = m // wm, n // wn
+                    score = (-used, abs(rows - cols))
+                    if best is None or score < best[0]:
+                        best = (score, (wb, wm, wn))
+        assert best is not None
+        return MmaLayout(threads, full, best[1])
+
+    def owns_all(self, num_elements: int) -> bool:
+        wb, wm, wn = self.warps
+        return wb * wm * wn * WARP == self.threads
+
+    def slots(self, num_elements: int) -> int:
+        rb, rm, rn = self.repeats
+        return rb * rm * rn * 4
+
+    def coords(self, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
+        """(batch, row, col) i32 values of this thread's `slot`, and i1 'first copy' (or None)."""
+        rb, rm, rn = self.repeats
+        wb, wm, wn = self.warps
+        blk, j = divmod(slot, 4)
+        bi, rest = divmod(blk, rm * rn)
+        mi, ni = divmod(rest, rn)
+        warp = pre(f"lshr i32 {tid}, 5", "w")
+        lane = pre(f"and i32 {tid}, 31", "ln")
+        used = wb * wm * wn
+        valid = None
+        if used * WARP != self.threads:
+            valid = pre(f"icmp ult i32 {warp}, {used}", "ok")
+            warp = pre(f"urem i32 {warp}, {used}", "w")
+        # warp index -> (batch, row, col) warp coordinates, col fastest
+        w_n = pre(f"urem i32 {warp}, {wn}", "wn") if wn > 1 else "0"
+        w_m = pre(f"urem i32 {pre(f'udiv i32 {warp}, {wn}', 'wm')}, {wm}", "wm") if wm > 1 else "0"
+        w_b = pre(f"udiv i32 {warp}, {wn * wm}", "wb") if wb > 1 else "0"
+        g = pre(f"lshr i32 {lane}, 2", "g")
+        t2 = pre(f"shl i32 {pre(f'and i32 {lane}, 3', 't')}, 1", "t2")
+
+        def place(w: str, per_warp: int, block: int, unit: int, within: str) -> str:
+            # (w * per_warp + block) * unit + within
+            base = w if per_warp == 1 else (pre(f"mul i32 {w}, {per_warp}", "c") if w != "0" else "0")
+            base = base if block == 0 else (str(block) if base == "0" else pre(f"add i32 {base}, {block}", "c"))
+            scaled = base if unit == 1 else (pre(f"mul i32 {base}, {unit}", "c") if base != "0" else "0")
+            if within == "0":
+                return scaled
+            return within if scaled == "0" else pre(f"add i32 {scaled}, {within}", "c")
+
+        row_in = g if j < 2 else pre(f"add i32 {g}, 8", "g8")
+        col_in = t2 if j % 2 == 0 else pre(f"add i32 {t2}, 1", "t2")
+        return (place(w_b, rb, bi, 1, "0"), place(w_m, rm, mi, 16, row_in), place(w_n, rn, ni, 8, col_in), valid)
+
+    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+        b, r, c, valid = self.coords(pre, tid, slot)
+        _, m, n = self.shape
+        e = pre(f"add i32 {pre(f'mul i32 {r}, {n}', 'e')}, {c}", "e")
+        if b != "0":
+            e = pre(f"add i32 {pre(f'mul i32 {b}, {m * n}', 'e')}, {e}", "e")
+        return e, valid
+
+    def describe(self) -> str:
+        return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks>"
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout]
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -23,8 +23,8 @@ def _flatten(k: KernelLowering, values: list[Any]) -> list[list[str]]:
 
 
 def _phi_values(k: KernelLowering, types: list[Any], edges: list[tuple[str, list[list[str]]]],
-                hint: str) -> tuple[list[str], list[Any]]:
-    """Phi lines merging `edges` and the lowered values they define, one per type."""
+                hint: str, layouts: list[Any]) -> tuple[list[str], list[Any]]:
+    """Phi lines merging `edges` and the lowered values they define, one per type (in `layouts`)."""
     lines: list[str] = []
     out: list[Any] = []
     for i, t in enumerate(types):
@@ -34,12 +34,12 @@ def _phi_values(k: KernelLowering, types: list[Any], edges: list[tuple[str, list
         assert isinstance(t, TileType)
         lty = llvm_type(t.element)
         slots = []
-        for s in range(k.slots(t)):
+        for s in range(k.slots(t, layouts[i])):
             name = k.b.fresh(hint)
             incoming = ", ".join(f"[ {vals[i][s]}, %{label} ]" for label, vals in edges)
             lines.append(f"  {name} = phi {lty} {incoming}")
             slots.append(name)
-        out.append(TileRegs(t, slots))
+        out.append(TileRegs(t, slots, layouts[i]))
     return lines, out
 
 
@@ -47,14 +47,19 @@ def _insert(k: KernelLowering, pos: int, lines: list[str]) -> None:
     k.b.lines[pos:pos] = lines
 
 
-def _carried_placeholders(k: KernelLowering, types: list[Any], hint: str) -> list[Any]:
+def _carried_placeholders(k: KernelLowering, types: list[Any], hint: str, layouts: list[Any]) -> list[Any]:
     out: list[Any] = []
-    for t in types:
+    for t, layout in zip(types, layouts):
         if isinstance(t, TokenType):
             out.append(TokenVal())
         else:
-            out.append(TileRegs(t, [k.b.fresh(hint) for _ in range(k.slots(t))]))
+            out.append(TileRegs(t, [k.b.fresh(hint) for _ in range(k.slots(t, layout))], layout))
     return out
+
+
+def _layouts(k: KernelLowering, values: list[Any]) -> list[Any]:
+    """The assigned layout of each value (None for tokens)."""
+    return [k.layout_of(v) if isinstance(v.type, TileType) else None for v in values]
 
 
 def _phi_lines_for(k: KernelLowering, placeholders: list[Any], edges: list[tuple[str, list[list[str]]]]) -> list[str]:
@@ -101,7 +106,8 @@ def _for(k: KernelLowering, op: Operation) -> None:
     k.b.start_block(header)
     head_pos = len(k.b.lines)
     iv = k.b.fresh("iv")
-    carried = _carried_placeholders(k, types, "carry")
+    carried_layouts = _layouts(k, body.arguments[1:])
+    carried = _carried_placeholders(k, types, "carry", carried_layouts)
     cond = k.b.op(f"icmp {'ult' if unsigned else 'slt'} {ity} {iv}, {ub}", "cond")
     k.b.cond_br(cond, body_label, exit_label)
     k.b.start_block(body_label)
@@ -117,7 +123,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     if len(ctx.continue_edges) == 1:
         next_vals = ctx.continue_edges[0][1]
     else:
-        lines, merged = _phi_values(k, types, ctx.continue_edges, "next")
+        lines, merged = _phi_values(k, types, ctx.continue_edges, "next", carried_layouts)
         _insert(k, len(k.b.lines), lines)
         next_vals = _flatten(k, merged)
     iv_next = k.b.op(f"add {ity} {iv}, {step}", "ivn")
@@ -140,7 +146,7 @@ def _loop(k: KernelLowering, op: Operation) -> None:
     k.b.br(header)
     k.b.start_block(header)
     head_pos = len(k.b.lines)
-    carried = _carried_placeholders(k, types, "carry")
+    carried = _carried_placeholders(k, types, "carry", _layouts(k, body.arguments))
     for arg, value in zip(body.arguments, carried):
         k.set(arg, value)
     ctx = LoopContext("loop", continue_label=header, exit_label=exit_label)
@@ -151,10 +157,10 @@ def _loop(k: KernelLowering, op: Operation) -> None:
     k.b.start_block(exit_label)
     result_types = [r.type for r in op.results]
     if ctx.exit_edges:
-        lines, merged = _phi_values(k, result_types, ctx.exit_edges, "brk")
+        lines, merged = _phi_values(k, result_types, ctx.exit_edges, "brk", _layouts(k, op.results))
         _insert(k, len(k.b.lines), lines)
     else:
-        merged = _carried_placeholders(k, result_types, "undef")
+        merged = _carried_placeholders(k, result_types, "undef", _layouts(k, op.results))
         k.b.emit("unreachable")
     for result, value in zip(op.results, merged):
         k.set(result, value)
@@ -182,10 +188,10 @@ def _if(k: KernelLowering, op: Operation) -> None:
         return
     edges = [e for e in ctx.exit_edges if e[1] or not types]
     if edges:
-        lines, merged = _phi_values(k, types, edges, "ifv")
+        lines, merged = _phi_values(k, types, edges, "ifv", _layouts(k, op.results))
         _insert(k, len(k.b.lines), lines)
     else:
-        merged = _carried_placeholders(k, types, "undef")
+        merged = _carried_placeholders(k, types, "undef", _layouts(k, op.results))
     for result, value in zip(op.results, merged):
         k.set(result, value)
 

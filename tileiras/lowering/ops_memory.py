@@ -109,8 +109,16 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
                 out.append(str(d))
         return out
 
+    from .facts import divisor, static_or_divisor
+
+    def divisors(static: tuple[int, ...], group: str) -> tuple[int, ...]:
+        dyn = iter(op.operand_group(group))
+        return tuple(static_or_divisor(d, next(dyn) if d == DYNAMIC else None) for d in static)
+
     k.set(op.results[0], TensorViewVal(vtype, base, fill(vtype.shape, dyn_shape, shape_types),
-                                        fill(vtype.strides, dyn_strides, stride_types)))
+                                        fill(vtype.strides, dyn_strides, stride_types),
+                                        divisor(op.operand("base")),  # type: ignore[arg-type]
+                                        divisors(vtype.shape, "dynamicShape"), divisors(vtype.strides, "dynamicStrides")))
 
 
 def _make_gather_scatter_view(k: KernelLowering, op: Operation) -> None:
@@ -133,55 +141,67 @@ def _make_partition_view(k: KernelLowering, op: Operation) -> None:
 
 
 def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType, layout: Layout):
-    """Per slot of `layout`: (pointer, in-bounds i1 or None) of the element this thread holds.
+    """Per slot of `layout`: (pointer, in-bounds i1 or None) of the element this thread holds."""
+    index = view_index(k, op, view)
+    return [element_address(k, op, view, index, k.multi_index(view.tile_shape, slot, layout))
+            for slot in range(k.slots(tile_type, layout))]
+
+
+def view_index(k: KernelLowering, op: Operation, view: PartitionViewVal) -> tuple[list[str], object]:
+    """The op's tile index as i64 values per dimension (the gather dimension: "" and the
+    shared-memory base of its row indices, which every thread reads)."""
+    from .ops_reduce import to_scratch
+
+    index: list[str] = []
+    rows_base = None
+    for d, v in enumerate(op.operand_group("index")):
+        if d == view.sparse_dim:
+            (rows_base,) = to_scratch(k, [k.tile(v)])
+            index.append("")
+            continue
+        index.append(_i64(k, k.tile(v).slots[0], llvm_type(element_of(v.type))))
+    return index, rows_base
+
+
+def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
+                    local: list[str]) -> tuple[str, "str | None"]:
+    """(pointer, in-bounds i1 or None) of the tile element at i32 multi-index `local`.
 
     A partition view's tile `index` starts at `index * tile` along each tensor
     dimension (`index * traversal_stride` for a strided view); a gather/scatter
     view takes the coordinates along its sparse dimension from a 1-D tile of
     row indices instead. Dimensions the op marks `inbounds` skip the check.
     """
-    from .ops_reduce import scratch_load, to_scratch
+    from .ops_reduce import scratch_load
 
+    starts, rows_base = index
     index_vals = op.operand_group("index")
     inbounds = tuple(op.attributes.get("inbounds", ()) or ())
-    index: list[str] = []
-    rows_base = None
-    for d, v in enumerate(index_vals):
-        if d == view.sparse_dim:
-            rows = k.tile(v)
-            (rows_base,) = to_scratch(k, [rows])  # every thread needs rows held by others
-            index.append("")
-            continue
-        index.append(_i64(k, k.tile(v).slots[0], llvm_type(element_of(v.type))))
     tile_shape = view.tile_shape
     elem = storage_type(view.tensor.type.element)
-    out = []
-    for slot in range(k.slots(tile_type, layout)):
-        local = k.multi_index(tile_shape, slot, layout)
-        offset = "0"
-        ok_all = None
-        # index[i] moves along tile dimension i, which covers tensor dimension dim_map[i]
-        for i, dim in enumerate(view.dim_map):
-            if i == view.sparse_dim:
-                rows_elem = element_of(index_vals[i].type)
-                row = scratch_load(k, rows_base, rows_elem, local[i])  # type: ignore[arg-type]
-                coord = _i64(k, row, llvm_type(rows_elem))
+    offset = "0"
+    ok_all = None
+    # index[i] moves along tile dimension i, which covers tensor dimension dim_map[i]
+    for i, dim in enumerate(view.dim_map):
+        if i == view.sparse_dim:
+            rows_elem = element_of(index_vals[i].type)
+            row = scratch_load(k, rows_base, rows_elem, local[i])  # type: ignore[arg-type]
+            coord = _i64(k, row, llvm_type(rows_elem))
+        else:
+            if view.sparse_dim is not None:
+                step = 1  # a gather/scatter view's other indices are element offsets
             else:
-                if view.sparse_dim is not None:
-                    step = 1  # a gather/scatter view's other indices are element offsets
-                else:
-                    step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
-                start = index[i] if step == 1 else k.b.op(f"mul i64 {index[i]}, {step}", "a")
-                loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
-                coord = k.b.op(f"add i64 {start}, {loc}", "a")
-            if not (dim < len(inbounds) and inbounds[dim]):
-                ok = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
-                ok_all = ok if ok_all is None else k.b.op(f"and i1 {ok_all}, {ok}", "a")
-            term = k.b.op(f"mul i64 {coord}, {view.tensor.strides[dim]}", "a")
-            offset = term if offset == "0" else k.b.op(f"add i64 {offset}, {term}", "a")
-        ptr = k.b.op(f"getelementptr {elem}, ptr {view.tensor.base}, i64 {offset}", "a")
-        out.append((ptr, ok_all))
-    return out
+                step = view.traversal_strides[i] if view.traversal_strides else tile_shape[i]
+            start = starts[i] if step == 1 else k.b.op(f"mul i64 {starts[i]}, {step}", "a")
+            loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
+            coord = k.b.op(f"add i64 {start}, {loc}", "a")
+        if not (dim < len(inbounds) and inbounds[dim]):
+            ok = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
+            ok_all = ok if ok_all is None else k.b.op(f"and i1 {ok_all}, {ok}", "a")
+        term = k.b.op(f"mul i64 {coord}, {view.tensor.strides[dim]}", "a")
+        offset = term if offset == "0" else k.b.op(f"add i64 {offset}, {term}", "a")
+    ptr = k.b.op(f"getelementptr {elem}, ptr {view.tensor.base}, i64 {offset}", "a")
+    return ptr, ok_all
 
 
 def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | None,
@@ -229,6 +249,14 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
+    if ordering == "weak" and k.assignment is not None and k.assignment.is_shared_operand(op.results[0]):
+        from .async_copy import load_to_shared
+
+        shared = load_to_shared(k, op, view, rtype)
+        if shared is not None:
+            k.set(op.results[0], shared)
+            k.set(op.results[1], TokenVal())
+            return
     pad = padding_literal(view.padding, elem)
     slots = []
     for ptr, ok in _view_addresses(k, op, view, rtype, k.layout_of(op.results[0])):
@@ -415,6 +443,7 @@ def _alloca(k: KernelLowering, op: Operation) -> None:
     align = max(int(op.attributes.get("alignment", 16) or 16), 16)
     size = count * (max(1, pointee.bitwidth // 8) if isinstance(pointee, ScalarType) else 8)
     name = f"@__tileir_alloca{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
+    k.static_smem_bytes += -(-max(size, 1) // align) * align
     k.globals.append(f"{name} = internal addrspace(3) global [{max(size, 1)} x i8] undef, align {align}")
     k.set(op.results[0], k.splat(rtype, f"addrspacecast (ptr addrspace(3) {name} to ptr)"))
 

@@ -1,59 +1,59 @@
-"""mmaf / mmai on tensor cores with `mma.sync` (sm_80 and newer).
+"""mmaf / mmai on tensor cores with `mma.sync` m16n8k* (sm_80 and newer).
 
-The operands go to shared memory (as for every op that crosses threads);
-each warp then computes 16x8 blocks of the result: per block it loads the
-accumulator fragment, loops over K in steps of the instruction's k, builds
-the A and B fragments lane by lane from shared memory, issues `mma.sync`,
-and stores the fragment back. A barrier later, every thread reads its
-result elements in the blocked layout.
+The accumulator stays in registers in `MmaLayout` (layout.py): the K loop of a
+matmul carries it as phis, never through memory. Per mma op:
 
-Fragment ownership (PTX ISA, "Matrix Fragments for mma.m16n8k*"): with
-g = lane / 4 and t = lane % 4, register j of A holds row `g + ROW[j]`,
-columns `k_lane(t) + KOFF[j] + e`; register j of B holds column g, rows
-`k_lane(t) + BOFF[j] + e`; the accumulator holds (g, 2t..2t+1) and
-(g + 8, 2t..2t+1).
+1. the A and B operands are staged in padded shared-memory buffers
+   (`smem.SharedMatrix`, row-major as the tiles are), unless they already are;
+2. a barrier, then each warp walks K in steps of the instruction's k: it loads
+   the A fragments of its row blocks and the B fragments of its column blocks
+   with `ldmatrix` (`.trans` for a B stored N-contiguous; per-element loads
+   where ldmatrix cannot express the fragment: 32- and 8-bit B), and issues
+   one `mma.sync` per (row block, column block) on the accumulator registers.
+
+Fragment ownership (PTX ISA, "Matrix Fragments for mma.m16n8k*"): lane l has
+g = l / 4, t = l % 4; A register j holds row g + 8 (j % 2), K elements from
+(j / 2) k/2 + t e (e = elements per 32-bit register); B register j holds
+column g, K elements from j k/2 + t e. Every k/2 run of K is 16 bytes: one
+row of an 8x8 b16 matrix, which is what ldmatrix hands out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from ..ir.core import Operation
+from ..ir.record import record
 from ..ir.types import TileType
-from .kernel import KernelLowering
+from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
+from .layout import MmaLayout
 from .llvm_text import llvm_type
-from .ops_reduce import counted_loop, scratch_load, to_scratch
-from .values import TileRegs
+from .smem import SharedMatrix, element_offset, pointer
+from .values import SharedTileVal, TileRegs
 
 
-@dataclass(frozen=True)
+@record
 class MmaShape:
     intrinsic: str
     k: int                          # the instruction's K
     per_reg: int                    # operand elements packed in one 32-bit register
     reg_type: str                   # LLVM type of one A/B register
-    a_rows: tuple[int, ...] = (0, 8, 0, 8)
-    a_koff: tuple[int, ...] = (0, 0, 8, 8)
-    b_koff: tuple[int, ...] = (0, 8)
     acc_type: str = "float"
-
-    def k_lane(self, t: int) -> int:
-        return t * self.per_reg
 
 
 # (A element, B element, accumulator element) -> the mma.sync that computes it
 SHAPES: dict[tuple[str, str, str], MmaShape] = {
     ("f16", "f16", "f32"): MmaShape("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 2, "<2 x half>"),
     ("bf16", "bf16", "f32"): MmaShape("llvm.nvvm.mma.m16n8k16.row.col.bf16", 16, 2, "i32"),
-    ("tf32", "tf32", "f32"): MmaShape("llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, 1, "i32",
-                                      a_koff=(0, 0, 4, 4), b_koff=(0, 4)),
-    ("i8", "i8", "i32"): MmaShape("llvm.nvvm.mma.m16n8k32.row.col.s8", 32, 4, "i32",
-                                  a_koff=(0, 0, 16, 16), b_koff=(0, 16), acc_type="i32"),
+    ("tf32", "tf32", "f32"): MmaShape("llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, 1, "i32"),
+    ("i8", "i8", "i32"): MmaShape("llvm.nvvm.mma.m16n8k32.row.col.s8", 32, 4, "i32", acc_type="i32"),
 }
 
 
 def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> Optional[MmaShape]:
+    """The mma.sync for these operand types and shapes, or None (the exact scalar path)."""
+    if op.name == "cuda_tile.mmaf_scaled":
+        return None
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
     shape = SHAPES.get(key)  # type: ignore[arg-type]
     if shape is None:
@@ -61,105 +61,146 @@ def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> 
     if key[0] == "i8" and not (op.attributes.get("signedness_lhs", "signed") == "signed"
                                and op.attributes.get("signedness_rhs", "signed") == "signed"):
         return None  # unsigned int8 keeps the exact scalar path
-    m, n = acc.shape[-2:]
-    if m % 16 or n % 8 or lhs.shape[-1] % shape.k:
+    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % shape.k:
         return None
     return shape
 
 
-def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape,
-                   lhs: TileRegs, rhs: TileRegs, acc: TileRegs) -> TileRegs:
-    rtype = acc.type
-    batched = len(rtype.shape) == 3
-    batch = rtype.shape[0] if batched else 1
-    m_size, n_size = rtype.shape[-2:]
-    k_size = lhs.type.shape[-1]
-    a_base, b_base, c_base = to_scratch(k, [lhs, rhs, acc])
-    lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
-    warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
-    g = k.b.pre(f"lshr i32 {lane}, 2", "g")
-    t = k.b.pre(f"and i32 {lane}, 3", "t")
-    g8 = k.b.pre(f"add i32 {g}, 8", "g")
-    t2 = k.b.pre(f"shl i32 {t}, 1", "t")
-    t2p = k.b.pre(f"add i32 {t2}, 1", "t")
-    k_lane = k.b.pre(f"mul i32 {t}, {shape.per_reg}", "kl") if shape.per_reg != 1 else t
-    blocks_n = n_size // 8
-    blocks_per_batch = (m_size // 16) * blocks_n
-    nwarps = k.threads // 32
-    acc_ty = shape.acc_type
-
-    def index(b: str, row: str, col: str, dims: tuple[int, ...]) -> str:
-        return k.linear([b, row, col] if batched else [row, col], dims)
-
-    def block_body(blk: str, _: list[str]) -> list[str]:
-        b = k.b.op(f"udiv i32 {blk}, {blocks_per_batch}", "mb") if batched else "0"
-        rem = k.b.op(f"urem i32 {blk}, {blocks_per_batch}", "mb") if batched else blk
-        m0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {rem}, {blocks_n}', 'mb')}, 16", "mb")
-        n0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {rem}, {blocks_n}', 'mb')}, 8", "mb")
-        rows = [k.b.op(f"add i32 {m0}, {r}", "mr") for r in (g, g8)]
-        cols = [k.b.op(f"add i32 {n0}, {c}", "mc") for c in (t2, t2p)]
-        c_idx = [index(b, r, c, rtype.shape) for r in rows for c in cols]
-        c_init = [scratch_load(k, c_base, rtype.element, i) for i in c_idx]
-        a_rows = [k.b.op(f"add i32 {m0}, {g if r == 0 else g8}", "ar") for r in shape.a_rows]
-        b_col = k.b.op(f"add i32 {n0}, {g}", "bc")
-
-        def k_body(k0: str, c: list[str]) -> list[str]:
-            base_k = k.b.op(f"add i32 {k0}, {k_lane}", "kk")
-            a_regs = [_pack(k, shape, [scratch_load(k, a_base, lhs.type.element, index(
-                b, row, k.b.op(f"add i32 {base_k}, {koff + e}", "ak"), lhs.type.shape))
-                for e in range(shape.per_reg)], lhs.type.element)
-                for row, koff in zip(a_rows, shape.a_koff)]
-            b_regs = [_pack(k, shape, [scratch_load(k, b_base, rhs.type.element, index(
-                b, k.b.op(f"add i32 {base_k}, {koff + e}", "bk"), b_col, rhs.type.shape))
-                for e in range(shape.per_reg)], rhs.type.element)
-                for koff in shape.b_koff]
-            ret = "{" + ", ".join([acc_ty] * 4) + "}"
-            args = [(shape.reg_type, r) for r in a_regs + b_regs] + [(acc_ty, v) for v in c]
-            res = k.b.call(ret, shape.intrinsic, args, hint="mma")
-            return [k.b.op(f"extractvalue {ret} {res}, {i}", "mma") for i in range(4)]
-        c_out = counted_loop(k, "0", str(k_size), shape.k, [(acc_ty, v) for v in c_init], k_body)
-        for i, v in zip(c_idx, c_out):
-            p = k.b.op(f"getelementptr {acc_ty}, ptr addrspace(3) {c_base}, i32 {i}", "cs")
-            k.b.emit(f"store {acc_ty} {v}, ptr addrspace(3) {p}")
-        return []
-
-    _strided_loop(k, warp, batch * blocks_per_batch, nwarps, block_body)
-    k.barrier()
-    out = [scratch_load(k, c_base, rtype.element, k.elem_index(rtype.num_elements, s))
-           for s in range(k.slots(rtype))]
-    return TileRegs(rtype, out)
+def stage(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
+    """Store a register tile in a new (padded) buffer (row-major, as its shape says)."""
+    shape = tile.type.shape
+    batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
+    elem = tile.type.element
+    nbytes = storage_bytes(elem)
+    matrix = SharedMatrix(0, batch, rows, cols, nbytes)
+    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes)
+    lty = storage_type(elem)
+    k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
+    for slot, v in enumerate(tile.slots):
+        idx = k.multi_index(shape, slot, tile.layout)
+        b, r, c = (idx if len(idx) == 3 else ["0", *idx])
+        p = pointer(k, element_offset(k, matrix, b, r, c))
+        k.store_first_copy(tile.type.num_elements, slot, tile.layout,
+                           f"store {lty} {to_storage(k, v, elem)}, ptr addrspace(3) {p}")
+    return matrix
 
 
-def _strided_loop(k: KernelLowering, start: str, stop: int, step: int, body) -> None:
-    """for (i = start; i < stop; i += step) body(i): a per-warp trip count."""
-    pre = k.b.current_block
-    head, loop, done = k.b.label("wl_head"), k.b.label("wl_body"), k.b.label("wl_done")
-    k.b.br(head)
-    k.b.start_block(head)
-    pos = len(k.b.lines)
-    i = k.b.fresh("wi")
-    k.b.cond_br(k.b.op(f"icmp ult i32 {i}, {stop}", "wc"), loop, done)
-    k.b.start_block(loop)
-    body(i, [])
-    nxt = k.b.op(f"add i32 {i}, {step}", "wi")
-    end = k.b.current_block
-    k.b.br(head)
-    k.b.lines[pos:pos] = [f"  {i} = phi i32 [ {start}, %{pre} ], [ {nxt}, %{end} ]"]
-    k.b.start_block(done)
+class _Fragments:
+    """Loads the A or B fragments of one operand matrix for one warp."""
 
+    def __init__(self, k: KernelLowering, shape: MmaShape, matrix: SharedMatrix, operand: str, elem: object) -> None:
+        self.k, self.shape, self.m, self.operand, self.elem = k, shape, matrix, operand, elem
+        lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
+        self.lane = lane
+        q = k.b.pre(f"lshr i32 {lane}, 3", "q")
+        r8 = k.b.pre(f"and i32 {lane}, 7", "r8")
+        half = shape.k // 2
+        # A is stored (M, K): K contiguous. B is stored (K, N): N contiguous.
+        self.trans = operand == "b"
+        self.ldmatrix = not self.trans or matrix.elem_bytes == 2
+        q_lo = k.b.pre(f"shl i32 {k.b.pre(f'and i32 {q}, 1', 'q')}, 3", "q")   # 8 (q % 2)
+        q_hi = k.b.pre(f"lshr i32 {q}, 1", "q")                                 # q / 2
+        # ldmatrix.x4 matrix q: A (stored M x K): rows +8 (q % 2), K +k/2 (q / 2);
+        # B (stored K x N, .trans): K +8 (q % 2), N +8 (q / 2). Lane rows run along the stored rows.
+        self.lane_r = k.b.pre(f"add i32 {r8}, {q_lo}", "lr")
+        self.lane_c = k.b.pre(f"mul i32 {q_hi}, {half if operand == 'a' else 8}", "lc")
 
-def _pack(k: KernelLowering, shape: MmaShape, elems: list[str], elem: object) -> str:
-    """Pack operand elements into one 32-bit fragment register."""
-    name = getattr(elem, "name", "")
-    if name == "tf32":
-        return k.b.call("i32", "llvm.nvvm.f2tf32.rna", [("float", elems[0])])
-    if name == "f16":
+    def _ldsm(self, b: str, r0: str, c0: str, count: int) -> list[str]:
+        k = self.k
+        r = self.lane_r if r0 == "0" else k.b.op(f"add i32 {r0}, {self.lane_r}", "fr")
+        c = self.lane_c if c0 == "0" else k.b.op(f"add i32 {c0}, {self.lane_c}", "fc")
+        p = pointer(k, element_offset(k, self.m, b, r, c))
+        trans = ".trans" if self.trans else ""
+        ret = "{" + ", ".join(["i32"] * count) + "}"
+        res = k.b.call(ret, f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16",
+                       [("ptr addrspace(3)", p)], hint="ldsm")
+        return [k.b.op(f"extractvalue {ret} {res}, {i}", "fg") for i in range(count)]
+
+    def _gather(self, b: str, coords: list[tuple[str, str]]) -> str:
+        """One 32-bit register from per-element loads (b, row, col) of the stored matrix."""
+        k = self.k
+        lty = storage_type(self.elem)  # type: ignore[arg-type]
+        vals = []
+        for r, c in coords:
+            p = pointer(k, element_offset(k, self.m, b, r, c))
+            vals.append(k.b.op(f"load {lty}, ptr addrspace(3) {p}", "fe"))
+        if len(vals) == 1:
+            return vals[0] if lty == "i32" else k.b.op(f"bitcast {lty} {vals[0]} to i32", "fe")
         vec = "undef"
-        for i, e in enumerate(elems):
-            vec = k.b.op(f"insertelement <2 x half> {vec}, half {e}, i32 {i}", "pk")
-        return vec
-    lty = llvm_type(elem)  # type: ignore[arg-type]
-    vec = "undef"
-    for i, e in enumerate(elems):
-        vec = k.b.op(f"insertelement <{len(elems)} x {lty}> {vec}, {lty} {e}, i32 {i}", "pk")
-    return k.b.op(f"bitcast <{len(elems)} x {lty}> {vec} to i32", "pk")
+        for i, v in enumerate(vals):
+            vec = k.b.op(f"insertelement <{len(vals)} x {lty}> {vec}, {lty} {v}, i32 {i}", "fe")
+        return k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i32", "fe")
+
+    def a(self, b: str, m0: str, k0: int) -> list[str]:
+        """The 4 A registers of the 16-row block at m0, K step at k0."""
+        return self._ldsm(b, m0, str(k0), 4)
+
+    def b_pair(self, b: str, k0: int, n0: str, count: int) -> list[list[str]]:
+        """The 2 B registers of `count` (1 or 2) adjacent 8-column blocks from n0."""
+        k, half, e = self.k, self.shape.k // 2, self.shape.per_reg
+        if self.ldmatrix:
+            regs = self._ldsm(b, str(k0), n0, 2 * count)
+            return [regs[2 * i:2 * i + 2] for i in range(count)]
+        g = k.b.pre(f"lshr i32 {self.lane}, 2", "g")
+        te = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {self.lane}, 3', 't')}, {e}", "te")
+        out = []
+        for i in range(count):
+            n = k.b.op(f"add i32 {n0}, {g if i == 0 else k.b.pre(f'add i32 {g}, {8 * i}', 'g')}", "fn")
+            regs = []
+            for j in range(2):
+                kk = [k.b.op(f"add i32 {te}, {k0 + j * half + x}", "fk") for x in range(e)]
+                regs.append(self._gather(b, [(kr, n) for kr in kk]))
+            out.append(regs)
+        return out
+
+
+def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "TileRegs | SharedTileVal",
+                   rhs: "TileRegs | SharedTileVal", acc: TileRegs) -> TileRegs:
+    layout = acc.layout
+    assert isinstance(layout, MmaLayout)
+    from .async_copy import wait_for
+
+    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs)
+    b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
+    wait_for(k, [lhs, rhs])
+    k.barrier()
+    a_frag = _Fragments(k, shape, a_mat, "a", lhs.type.element)
+    b_frag = _Fragments(k, shape, b_mat, "b", rhs.type.element)
+    rb, rm, rn = layout.repeats
+    wb, wm, wn = layout.warps
+    used = wb * wm * wn
+    warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
+    if used * 32 != k.threads:
+        warp = k.b.pre(f"urem i32 {warp}, {used}", "warp")
+    w_n = k.b.pre(f"urem i32 {warp}, {wn}", "wn") if wn > 1 else "0"
+    w_m = k.b.pre(f"urem i32 {k.b.pre(f'udiv i32 {warp}, {wn}', 'wm')}, {wm}", "wm") if wm > 1 else "0"
+    w_b = k.b.pre(f"udiv i32 {warp}, {wn * wm}", "wb") if wb > 1 else "0"
+
+    def origin(w: str, per_warp: int, unit: int, block: int) -> str:
+        if w == "0":
+            return str(block * unit)
+        base = k.b.pre(f"mul i32 {w}, {per_warp * unit}", "o")
+        return base if block == 0 else k.b.pre(f"add i32 {base}, {block * unit}", "o")
+
+    acc_ty = shape.acc_type
+    regs = list(acc.slots)
+    ret = "{" + ", ".join([acc_ty] * 4) + "}"
+    for bi in range(rb):
+        b = origin(w_b, rb, 1, bi)
+        for k0 in range(0, lhs.type.shape[-1], shape.k):
+            a_regs = [a_frag.a(b, origin(w_m, rm, 16, mi), k0) for mi in range(rm)]
+            b_regs: list[list[str]] = []
+            for ni in range(0, rn, 2):
+                b_regs += b_frag.b_pair(b, k0, origin(w_n, rn, 8, ni), min(2, rn - ni))
+            for mi in range(rm):
+                for ni in range(rn):
+                    blk = (bi * rm + mi) * rn + ni
+                    c = regs[4 * blk:4 * blk + 4]
+                    args = [(shape.reg_type, _as(k, r, shape.reg_type)) for r in a_regs[mi] + b_regs[ni]]
+                    res = k.b.call(ret, shape.intrinsic, args + [(acc_ty, v) for v in c], hint="mma")
+                    regs[4 * blk:4 * blk + 4] = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
+    return TileRegs(acc.type, regs, layout)
+
+
+def _as(k: KernelLowering, reg: str, ty: str) -> str:
+    return reg if ty == "i32" else k.b.op(f"bitcast i32 {reg} to {ty}", "fb")

@@ -173,7 +173,8 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     from .ops_mma import lower_mma_sync, select_shape
 
     scaled = op.name == "cuda_tile.mmaf_scaled"
-    lhs, rhs, acc = (k.tile(op.operand(n)) for n in ("lhs", "rhs", "acc"))  # type: ignore[arg-type]
+    lhs, rhs = (k.get(op.operand(n)) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
+    acc = k.tile(op.operand("acc"))  # type: ignore[arg-type]
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)

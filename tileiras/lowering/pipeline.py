@@ -15,6 +15,7 @@ from .layout import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
+from .smem import place
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -56,12 +57,14 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
-    text = [f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #0{dbg_attachment} {{', k.b.body(), "}"]
-    defs = list(k.globals)
+    text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #0{dbg_attachment} {{',
+                      k.b.body(), "}"])
+    text, smem_defs, dynamic = place(k, text, name)
+    defs = list(k.globals) + smem_defs
     if k.smem_bytes:
         defs.append(f"@__tileir_scratch = internal addrspace(3) global [{k.smem_bytes} x i8] undef, align 16")
-    info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=0, cluster=(1, 1, 1))
-    return "\n".join(text), defs + sorted(k.b.declarations), info
+    info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1))
+    return text, defs + sorted(k.b.declarations), info
 
 
 def _token_order(entry: Operation, assignment: LayoutAssignment) -> TokenOrder:

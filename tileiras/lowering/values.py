@@ -25,6 +25,9 @@ class TensorViewVal:
     base: str
     shape: list[str]
     strides: list[str]
+    base_align: int = 1                 # bytes the base pointer is known to be aligned to (facts.py)
+    shape_div: tuple[int, ...] = ()     # per dimension, a known divisor of the extent
+    stride_div: tuple[int, ...] = ()    # per dimension, a known divisor of the stride (elements)
 
 
 @record(frozen=False)
@@ -37,6 +40,18 @@ class PartitionViewVal:
     padding: Optional[str]
     traversal_strides: Optional[tuple[int, ...]] = None  # strided views
     sparse_dim: Optional[int] = None                     # gather/scatter views: rows come from a tile
+
+
+@record(frozen=False)
+class SharedTileVal:
+    """A tile that lives in a shared-memory buffer (a load staged for tensor cores).
+
+    `pending` is True while asynchronous copies into it may be in flight: its reader
+    waits for them (cp.async.wait_all) and for the CTA before it reads."""
+
+    type: TileType
+    matrix: Any          # smem.SharedMatrix
+    pending: bool = False
 
 
 @record(frozen=False)

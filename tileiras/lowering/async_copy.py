@@ -1,0 +1,105 @@
+"""Loads of tiles that only tensor cores read: global memory -> a shared buffer with cp.async.
+
+The tile never passes through registers: every thread issues 16-byte (or 8/4-byte)
+`cp.async` copies of its share of the tile's chunks into a padded
+`smem.SharedMatrix`, with the copy's source size 0 for chunks outside the tensor
+(the hardware fills them with zeros, which is what a zero-padded view reads).
+The reader (ops_mma) waits for the copies and for the CTA before it reads.
+
+A chunk of `vec` elements is legal when the facts (facts.py, gathered in the
+tensor view) say that every chunk is aligned and lies wholly inside or wholly
+outside the tensor: unit innermost stride, aligned base and outer strides,
+innermost extent divisible by `vec`. Otherwise the load stays a register load.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.types import ScalarType, TileType
+from .kernel import KernelLowering, storage_bytes
+from .smem import SharedMatrix, element_offset, pointer
+from .values import PartitionViewVal, SharedTileVal
+
+_PADDINGS = (None, "zero")
+_CP_ASYNC = {16: "llvm.nvvm.cp.async.cg.shared.global.16.s", 8: "llvm.nvvm.cp.async.ca.shared.global.8.s",
+             4: "llvm.nvvm.cp.async.ca.shared.global.4.s"}
+
+
+def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int:
+    """Elements per copy (16, 8 or 4 bytes' worth), or 0 when no cp.async form is legal."""
+    elem = tile.element
+    if not isinstance(elem, ScalarType) or view.sparse_dim is not None or view.padding not in _PADDINGS:
+        return 0
+    tensor = view.tensor
+    nbytes = storage_bytes(elem)
+    if elem.bitwidth < 8 or len(tile.shape) < 2 or len(tile.shape) > 3:
+        return 0
+    inner_tile = len(view.dim_map) - 1
+    inner = view.dim_map[inner_tile]
+    if tensor.type.strides[inner] != 1 or (view.traversal_strides and view.traversal_strides[inner_tile] != tile.shape[-1]):
+        return 0
+    inbounds = tuple(op.attributes.get("inbounds", ()) or ())
+    for size in (16, 8, 4):
+        vec = size // nbytes
+        if vec < 1 or size % nbytes or tile.shape[-1] % vec or tensor.base_align % size:
+            continue
+        if any(tensor.stride_div[d] % vec for d in range(len(tensor.stride_div)) if d != inner):
+            continue
+        if tensor.shape_div[inner] % vec and not (inner < len(inbounds) and inbounds[inner]):
+            continue
+        return vec
+    return 0
+
+
+def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
+    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async."""
+    from .ops_memory import element_address, view_index
+
+    vec = chunk_elements(op, view, tile)
+    if not vec:
+        return None
+    shape = tile.shape
+    batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
+    nbytes = storage_bytes(tile.element)
+    matrix = SharedMatrix(0, batch, rows, cols, nbytes)
+    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes)
+    k.barrier()  # readers of the buffer's previous contents (an earlier iteration) are done
+    index = view_index(k, op, view)
+    size = vec * nbytes
+    intrinsic = _CP_ASYNC[size]
+    k.b.declare(f"declare void @{intrinsic}(ptr addrspace(3), ptr addrspace(1), i32)")
+    chunks_per_row = cols // vec
+    total = batch * rows * chunks_per_row
+    for first in range(0, total, k.threads):
+        chunk = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "ch")
+        c = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {chunk}, {chunks_per_row}', 'ch')}, {vec}", "cc")
+        r_all = k.b.pre(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
+        r = k.b.pre(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
+        b = k.b.pre(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
+        local = [b, r, c] if len(shape) == 3 else [r, c]
+
+        def issue(chunk: str = chunk, local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
+            src, ok = element_address(k, op, view, index, local)
+            src_size = str(size) if ok is None else k.b.op(f"select i1 {ok}, i32 {size}, i32 0", "cs")
+            if ok is not None:  # never form an address outside the tensor, even for a zero-size copy
+                src = k.b.op(f"select i1 {ok}, ptr {src}, ptr {view.tensor.base}", "cs")
+            g = k.b.op(f"addrspacecast ptr {src} to ptr addrspace(1)", "cg")
+            dst = pointer(k, element_offset(k, matrix, b, r, c))
+            k.b.emit(f"call void @{intrinsic}(ptr addrspace(3) {dst}, ptr addrspace(1) {g}, i32 {src_size})")
+
+        if first + k.threads > total:
+            k.guarded(k.b.pre(f"icmp ult i32 {chunk}, {total}", "ch"), lambda: issue() or None)
+        else:
+            issue()
+    k.b.declare("declare void @llvm.nvvm.cp.async.commit.group()")
+    k.b.emit("call void @llvm.nvvm.cp.async.commit.group()")
+    return SharedTileVal(tile, matrix, pending=True)
+
+
+def wait_for(k: KernelLowering, tiles: list[object]) -> None:
+    """Before reading shared tiles: their copies have landed, in every thread of the CTA."""
+    if any(isinstance(t, SharedTileVal) and t.pending for t in tiles):
+        k.b.declare("declare void @llvm.nvvm.cp.async.wait.all()")
+        k.b.emit("call void @llvm.nvvm.cp.async.wait.all()")

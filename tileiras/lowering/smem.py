@@ -1,0 +1,120 @@
+"""Shared memory of one kernel: explicit buffers, their padding, and static vs dynamic placement.
+
+A kernel's shared memory is two regions: the *buffers* (tiles staged for tensor
+cores, each a sized, aligned, padded value with an offset fixed when it is
+allocated) and the *scratch* (reused by every op that exchanges elements
+between threads; sized to the largest request). The lowering names them
+`@__tileir_buffers` and `@__tileir_scratch`; `place` decides at the end of a
+kernel where they live:
+
+* up to 48 KB in all (the static limit of every target): two static globals;
+* beyond that: one dynamic (`extern .shared`) array, buffers first, then the
+  scratch, up to the target's opt-in maximum. The launch metadata carries the
+  size, our launcher sets it, and cuTile's launcher grants a kernel all the
+  dynamic shared memory the device allows beyond its static size.
+
+Bank conflicts: a matrix whose rows are whole 16-byte chunks gets 16 bytes of
+padding after each row, so the 8 rows an `ldmatrix` (or a warp's 16-byte
+copies) touch at one column fall in 8 different 16-byte bank groups. Unlike an
+xor swizzle, padding keeps every address affine in (row, column): the
+fragment loads of a K loop share one base register and differ only by
+immediate offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..driver.errors import CompileError
+from ..ir.record import record
+
+if TYPE_CHECKING:
+    from .kernel import KernelLowering
+
+STATIC_LIMIT = 48 * 1024
+BUFFER_ALIGN = 128
+
+# Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
+_OPT_IN = {80: 166912, 86: 101376, 87: 166912, 88: 101376, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
+           107: 232448, 110: 232448, 120: 101376, 121: 101376}
+
+
+def opt_in_limit(sm: int) -> int:
+    return _OPT_IN.get(sm, STATIC_LIMIT)
+
+
+@record
+class SharedMatrix:
+    """A (batch, rows, cols) tile stored row-major (cols contiguous) in a buffer."""
+    offset: int          # of the buffer, bytes from the start of the buffers region
+    batch: int
+    rows: int
+    cols: int
+    elem_bytes: int
+
+    @property
+    def pitch(self) -> int:
+        """Bytes from one row to the next (padded: see the module's docstring)."""
+        row = self.cols * self.elem_bytes
+        return row + 16 if row % 16 == 0 else row
+
+    @property
+    def nbytes(self) -> int:
+        return -(-self.batch * self.rows * self.pitch // BUFFER_ALIGN) * BUFFER_ALIGN
+
+
+def buffers_base() -> str:
+    return "@__tileir_buffers"
+
+
+def element_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c: str) -> str:
+    """Byte offset (i32, from the start of the buffers region) of element (b, r, c)."""
+    terms = [(b, matrix.rows * matrix.pitch), (r, matrix.pitch), (c, matrix.elem_bytes)]
+    const = matrix.offset + sum(int(v) * scale for v, scale in terms if v.isdigit())
+    acc = ""
+    for v, scale in terms:
+        if v.isdigit():
+            continue
+        t = v if scale == 1 else k.b.op(f"mul i32 {v}, {scale}", "so")
+        acc = t if not acc else k.b.op(f"add i32 {acc}, {t}", "so")
+    if not acc:
+        return str(const)
+    return acc if const == 0 else k.b.op(f"add i32 {acc}, {const}", "so")
+
+
+def pointer(k: "KernelLowering", byte_offset: str) -> str:
+    """ptr addrspace(3) to a byte offset in the buffers region."""
+    if byte_offset == "0":
+        return buffers_base()
+    if byte_offset.isdigit():
+        return f"getelementptr inbounds (i8, ptr addrspace(3) {buffers_base()}, i32 {byte_offset})"
+    return k.b.op(f"getelementptr inbounds i8, ptr addrspace(3) {buffers_base()}, i32 {byte_offset}", "sp")
+
+
+def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], int]:
+    """(function text, definitions, dynamic bytes): the kernel's buffers and scratch placed."""
+    buffers = -(-k.buffer_bytes // BUFFER_ALIGN) * BUFFER_ALIGN
+    scratch = k.smem_bytes
+    static_other = k.static_smem_bytes   # allocas: always static
+    total = buffers + scratch + static_other
+    limit = opt_in_limit(k.sm)
+    if total > limit:
+        raise CompileError(f"error: kernel '{name}' needs {total} bytes of shared memory "
+                           f"({buffers} for staged tiles, {scratch} scratch, {static_other} allocas); "
+                           f"{k.gpu} allows at most {limit} per block")
+    tag = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    defs: list[str] = []
+    if total <= STATIC_LIMIT:
+        if buffers:
+            sym = f"@__tileir_buffers_{tag}"
+            defs.append(f"{sym} = internal addrspace(3) global [{buffers} x i8] undef, align {BUFFER_ALIGN}")
+            text = text.replace("@__tileir_buffers", sym)
+        return text, defs, 0
+    defs.append("@__tileir_dsmem = external addrspace(3) global [0 x i8], align 1024")
+    text = text.replace("@__tileir_buffers", "@__tileir_dsmem")
+    if scratch:
+        text = text.replace("@__tileir_scratch",
+                            f"getelementptr inbounds (i8, ptr addrspace(3) @__tileir_dsmem, i32 {buffers})")
+    k.smem_bytes = 0   # the scratch now lives in the dynamic array
+    return text, defs, buffers + scratch
