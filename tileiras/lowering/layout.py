@@ -232,8 +232,3 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= d
     return tuple(reversed(strides))
-
-
-def choose_threads(max_tile_elements: int) -> int:
-    """Threads per CTA: NVIDIA uses 4 warps by default (num-warps = 4)."""
-    return 128

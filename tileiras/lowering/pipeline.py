@@ -11,7 +11,7 @@ from ..ir.types import PointerType, ScalarType, TileType
 from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
-from .layout import choose_threads
+from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
@@ -38,8 +38,8 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
-    threads = choose_threads(0)
-    assignment = assignment or LayoutAssignment(entry, threads)
+    assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu))
+    threads = assignment.threads
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
     dbg_attachment = ""
     if debug is not None:
@@ -57,7 +57,7 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
-    text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #0{dbg_attachment} {{',
+    text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     defs = list(k.globals) + smem_defs
@@ -116,7 +116,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
             globals_.append(define_global(op))
     entries = [op for op in body if op.name == "cuda_tile.entry"]
     with stage("assign-layouts"):
-        assignments = [LayoutAssignment(op, choose_threads(0)) for op in entries]
+        assignments = [LayoutAssignment(op, choose_threads(op, gpu)) for op in entries]
     with stage("token-order"):
         orders = [_token_order(op, assignment) for op, assignment in zip(entries, assignments)]
     if print_ir_after_all:
@@ -147,7 +147,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         "",
         *functions,
         "",
-        'attributes #0 = { "nvvm.reqntid"="' + str(kernels[0].block[0] if kernels else 128) + ',1,1" }',
+        *(f'attributes #{t} = {{ "nvvm.reqntid"="{t},1,1" }}' for t in sorted({k.block[0] for k in kernels})),
         *(debug_info.module_lines() if debug_info is not None else []),
         "",
     ])

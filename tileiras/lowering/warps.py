@@ -1,0 +1,45 @@
+"""Warps per CTA, chosen per kernel.
+
+The kernel's `num_worker_warps_per_cta` optimization hint wins where the bytecode
+carries one for the target. Otherwise the accumulators decide: a tensor-core
+accumulator lives in registers for a whole K loop, and a thread has 255 of them,
+so the CTA gets enough warps that no accumulator needs more than
+`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most).
+"""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+
+DEFAULT_WARPS = 4
+MAX_WARPS = 16
+ACC_REGS_PER_THREAD = 128
+
+
+def _walk(ops: list[Operation]):
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from _walk(block.operations)
+
+
+def choose_threads(entry: Operation, gpu: str) -> int:
+    hints = entry.attributes.get("optimization_hints")
+    if hints is not None and hasattr(hints, "for_arch"):
+        wanted = hints.for_arch(gpu.rstrip("af")).get("num_worker_warps_per_cta")
+        if isinstance(wanted, int) and 1 <= wanted <= MAX_WARPS:
+            return 32 * wanted
+    from .ops_mma import select_shape
+
+    warps = DEFAULT_WARPS
+    for op in _walk(entry.regions[0].block.operations):
+        if op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
+            continue
+        lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))
+        if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
+            continue
+        regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
+        while warps < MAX_WARPS and regs > warps * 32 * ACC_REGS_PER_THREAD:
+            warps *= 2
+    return 32 * warps
