@@ -98,6 +98,15 @@ def _continue_targets(entry: Operation) -> dict[Operation, Operation]:
     return out
 
 
+def _passes_shared(op: Operation) -> bool:
+    """A reshape that only adds or drops unit dimensions, or a 2-D transpose: ops a shared-memory
+    operand of an mma passes through without moving data."""
+    if op.name == "cuda_tile.reshape":
+        src, dst = op.operands[0].type, op.results[0].type
+        return [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1] and len(dst.shape) in (2, 3)  # type: ignore[attr-defined]
+    return op.name == "cuda_tile.permute" and tuple(op.attributes["permutation"]) == (1, 0)
+
+
 def _tile(value: Value) -> Optional[TileType]:
     t = value.type
     return t if isinstance(t, TileType) and t.num_elements > 1 else None
@@ -205,14 +214,19 @@ class LayoutAssignment:
         return MmaLayout.for_shape(self.threads, acc.shape)  # type: ignore[union-attr]
 
     def _find_shared_operands(self) -> set[Value]:
-        """Loaded tiles that only tensor-core mmas read, as A or B: they go to shared memory directly."""
+        """Loaded tiles that only tensor-core mmas read, as A or B, possibly through reshapes that
+        add or drop unit dimensions and 2-D transposes: they go to shared memory directly, and the
+        reshapes and transposes only change how the mma reads the buffer."""
         out: set[Value] = set()
         for op in self._ops:
-            if op.name != "cuda_tile.load_view_tko" or not op.results[0].uses:
+            if op.name != "cuda_tile.load_view_tko":
                 continue
-            tile = op.results[0]
-            if all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
-                out.add(tile)
+            chain = [op.results[0]]
+            while len(chain[-1].uses) == 1 and _passes_shared(chain[-1].uses[0]):
+                chain.append(chain[-1].uses[0].results[0])
+            tile = chain[-1]
+            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
+                out.update(chain)
         return out
 
     def is_shared_operand(self, value: Value) -> bool:

@@ -85,43 +85,72 @@ def stage(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
     return matrix
 
 
+# ldmatrix.x4 hands matrix q = lane / 8 to fragment registers in this order; per operand and
+# stored orientation, the offset of matrix q in stored (row, col) coordinates is
+# (8 or k/2) * (q % 2) + ... as (row step for q % 2, row step for q / 2, col step for q % 2, col step for q / 2);
+# "half" stands for k/2 (16 bytes of K).
+_X4_STEPS = {
+    ("a", True): (8, 0, 0, "half"),    # stored (M, K): a0..a3 = rows +8, then K +k/2
+    ("b", True): (0, 8, "half", 0),    # stored (N, K): b0, b1 of a block = K +k/2, then the next 8 columns
+    ("a", False): (0, 8, 8, 0),        # stored (K, M), .trans: rows (M) +8, then K +8
+    ("b", False): (8, 0, 0, 8),        # stored (K, N), .trans: K +8, then the next 8 columns
+}
+
+
 class _Fragments:
-    """Loads the A or B fragments of one operand matrix for one warp."""
+    """Loads the A or B fragments of one operand, staged in a shared matrix, for one warp.
 
-    def __init__(self, k: KernelLowering, shape: MmaShape, matrix: SharedMatrix, operand: str, elem: object) -> None:
-        self.k, self.shape, self.m, self.operand, self.elem = k, shape, matrix, operand, elem
-        lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
-        self.lane = lane
-        q = k.b.pre(f"lshr i32 {lane}, 3", "q")
-        r8 = k.b.pre(f"and i32 {lane}, 7", "r8")
+    `kmajor`: the stored rows run along M (A) or N (B) and K is contiguous; otherwise K runs
+    along the stored rows and ldmatrix transposes (16-bit elements only; other widths gather
+    their fragments element by element)."""
+
+    def __init__(self, k: KernelLowering, shape: MmaShape, matrix: SharedMatrix, operand: str, elem: object,
+                 kmajor: bool) -> None:
+        self.k, self.shape, self.m, self.operand, self.elem, self.kmajor = k, shape, matrix, operand, elem, kmajor
+        self.lane = lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
+        self.ldmatrix = kmajor or matrix.elem_bytes == 2
         half = shape.k // 2
-        # A is stored (M, K): K contiguous. B is stored (K, N): N contiguous.
-        self.trans = operand == "b"
-        self.ldmatrix = not self.trans or matrix.elem_bytes == 2
-        q_lo = k.b.pre(f"shl i32 {k.b.pre(f'and i32 {q}, 1', 'q')}, 3", "q")   # 8 (q % 2)
-        q_hi = k.b.pre(f"lshr i32 {q}, 1", "q")                                 # q / 2
-        # ldmatrix.x4 matrix q: A (stored M x K): rows +8 (q % 2), K +k/2 (q / 2);
-        # B (stored K x N, .trans): K +8 (q % 2), N +8 (q / 2). Lane rows run along the stored rows.
-        self.lane_r = k.b.pre(f"add i32 {r8}, {q_lo}", "lr")
-        self.lane_c = k.b.pre(f"mul i32 {q_hi}, {half if operand == 'a' else 8}", "lc")
+        q = k.b.pre(f"lshr i32 {lane}, 3", "q")
+        q_lo = k.b.pre(f"and i32 {q}, 1", "q")
+        q_hi = k.b.pre(f"lshr i32 {q}, 1", "q")
+        r8 = k.b.pre(f"and i32 {lane}, 7", "r8")
 
-    def _ldsm(self, b: str, r0: str, c0: str, count: int) -> list[str]:
+        def lane_term(base: str, step_lo: object, step_hi: object) -> str:
+            acc = base
+            for q_part, step in ((q_lo, step_lo), (q_hi, step_hi)):
+                step = half if step == "half" else step
+                if step:
+                    term = k.b.pre(f"mul i32 {q_part}, {step}", "q")
+                    acc = term if acc == "0" else k.b.pre(f"add i32 {acc}, {term}", "q")
+            return acc
+
+        r_lo, r_hi, c_lo, c_hi = _X4_STEPS[(operand, kmajor)]
+        self.lane_r = lane_term(r8, r_lo, r_hi)
+        self.lane_c = lane_term("0", c_lo, c_hi)
+
+    def _stored(self, x: str, kk: str) -> tuple[str, str]:
+        """Stored (row, col) of the operand element at (M or N index x, K index kk)."""
+        return (x, kk) if self.kmajor else (kk, x)
+
+    def _ldsm(self, b: str, x0: str, k0: int, count: int) -> list[str]:
         k = self.k
+        r0, c0 = self._stored(x0, str(k0))
         r = self.lane_r if r0 == "0" else k.b.op(f"add i32 {r0}, {self.lane_r}", "fr")
-        c = self.lane_c if c0 == "0" else k.b.op(f"add i32 {c0}, {self.lane_c}", "fc")
+        c = self.lane_c if c0 == "0" else (c0 if self.lane_c == "0" else k.b.op(f"add i32 {c0}, {self.lane_c}", "fc"))
         p = pointer(k, element_offset(k, self.m, b, r, c))
-        trans = ".trans" if self.trans else ""
+        trans = "" if self.kmajor else ".trans"
         ret = "{" + ", ".join(["i32"] * count) + "}"
         res = k.b.call(ret, f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16",
                        [("ptr addrspace(3)", p)], hint="ldsm")
         return [k.b.op(f"extractvalue {ret} {res}, {i}", "fg") for i in range(count)]
 
-    def _gather(self, b: str, coords: list[tuple[str, str]]) -> str:
-        """One 32-bit register from per-element loads (b, row, col) of the stored matrix."""
+    def _gather(self, b: str, x: str, ks: list[str]) -> str:
+        """One 32-bit register from per-element loads: operand elements (x, each of ks)."""
         k = self.k
         lty = storage_type(self.elem)  # type: ignore[arg-type]
         vals = []
-        for r, c in coords:
+        for kk in ks:
+            r, c = self._stored(x, kk)
             p = pointer(k, element_offset(k, self.m, b, r, c))
             vals.append(k.b.op(f"load {lty}, ptr addrspace(3) {p}", "fe"))
         if len(vals) == 1:
@@ -131,27 +160,38 @@ class _Fragments:
             vec = k.b.op(f"insertelement <{len(vals)} x {lty}> {vec}, {lty} {v}, i32 {i}", "fe")
         return k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i32", "fe")
 
+    def _lane_parts(self) -> tuple[str, str]:
+        k, e = self.k, self.shape.per_reg
+        g = k.b.pre(f"lshr i32 {self.lane}, 2", "g")
+        te = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {self.lane}, 3', 't')}, {e}", "te")
+        return g, te
+
+    def _gathered(self, b: str, x0: str, k0: int, regs: list[tuple[int, int]]) -> list[str]:
+        """Registers (x offset, k offset) of a fragment, element by element."""
+        k = self.k
+        g, te = self._lane_parts()
+        out = []
+        for dx, dk in regs:
+            x = k.b.op(f"add i32 {x0}, {g}", "fx") if dx == 0 else k.b.op(f"add i32 {x0}, {k.b.pre(f'add i32 {g}, {dx}', 'g')}", "fx")
+            ks = [k.b.op(f"add i32 {te}, {k0 + dk + i}", "fk") for i in range(self.shape.per_reg)]
+            out.append(self._gather(b, x, ks))
+        return out
+
     def a(self, b: str, m0: str, k0: int) -> list[str]:
         """The 4 A registers of the 16-row block at m0, K step at k0."""
-        return self._ldsm(b, m0, str(k0), 4)
+        if self.ldmatrix:
+            return self._ldsm(b, m0, k0, 4)
+        half = self.shape.k // 2
+        return self._gathered(b, m0, k0, [(0, 0), (8, 0), (0, half), (8, half)])
 
     def b_pair(self, b: str, k0: int, n0: str, count: int) -> list[list[str]]:
         """The 2 B registers of `count` (1 or 2) adjacent 8-column blocks from n0."""
-        k, half, e = self.k, self.shape.k // 2, self.shape.per_reg
         if self.ldmatrix:
-            regs = self._ldsm(b, str(k0), n0, 2 * count)
+            regs = self._ldsm(b, n0, k0, 2 * count)
             return [regs[2 * i:2 * i + 2] for i in range(count)]
-        g = k.b.pre(f"lshr i32 {self.lane}, 2", "g")
-        te = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {self.lane}, 3', 't')}, {e}", "te")
-        out = []
-        for i in range(count):
-            n = k.b.op(f"add i32 {n0}, {g if i == 0 else k.b.pre(f'add i32 {g}, {8 * i}', 'g')}", "fn")
-            regs = []
-            for j in range(2):
-                kk = [k.b.op(f"add i32 {te}, {k0 + j * half + x}", "fk") for x in range(e)]
-                regs.append(self._gather(b, [(kr, n) for kr in kk]))
-            out.append(regs)
-        return out
+        half = self.shape.k // 2
+        regs = self._gathered(b, n0, k0, [(8 * i + 0, dk) for i in range(count) for dk in (0, half)])
+        return [regs[2 * i:2 * i + 2] for i in range(count)]
 
 
 def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "TileRegs | SharedTileVal",
@@ -164,8 +204,9 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
     wait_for(k, [lhs, rhs])
     k.barrier()
-    a_frag = _Fragments(k, shape, a_mat, "a", lhs.type.element)
-    b_frag = _Fragments(k, shape, b_mat, "b", rhs.type.element)
+    # A is read K-major unless transposed; B the other way round
+    a_frag = _Fragments(k, shape, a_mat, "a", lhs.type.element, not getattr(lhs, "transposed", False))
+    b_frag = _Fragments(k, shape, b_mat, "b", rhs.type.element, getattr(rhs, "transposed", False))
     rb, rm, rn = layout.repeats
     wb, wm, wn = layout.warps
     used = wb * wm * wn

@@ -15,7 +15,7 @@ from .assign_layouts import row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
 from .layout import RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
-from .values import TileRegs
+from .values import SharedTileVal, TileRegs
 
 
 def _scalar_literal(raw: bytes, elem: ScalarType) -> str:
@@ -76,6 +76,10 @@ def _iota(k: KernelLowering, op: Operation) -> None:
 
 
 def _reshape(k: KernelLowering, op: Operation) -> None:
+    shared = k.get(op.operands[0])
+    if isinstance(shared, SharedTileVal):  # only unit dimensions come or go (assign_layouts.py)
+        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, shared.transposed))
+        return
     src = k.tile(op.operands[0])
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
@@ -108,6 +112,10 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
 
 
 def _permute(k: KernelLowering, op: Operation) -> None:
+    shared = k.get(op.operands[0])
+    if isinstance(shared, SharedTileVal):  # a staged mma operand: read it the other way round
+        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, not shared.transposed))
+        return
     src = k.tile(op.operands[0])
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)

@@ -52,6 +52,7 @@ class SharedTileVal:
     type: TileType
     matrix: Any          # smem.SharedMatrix
     pending: bool = False
+    transposed: bool = False   # the tile is the transpose of the stored (rows, cols) matrix
 
 
 @record(frozen=False)
