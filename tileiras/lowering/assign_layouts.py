@@ -52,7 +52,7 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType
-from .layout import BlockedLayout, Layout, MmaLayout, RowWarpLayout
+from .layout import BlockedLayout, Layout, MmaLayout, RowWarpLayout, vector_width
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
@@ -180,7 +180,7 @@ class LayoutAssignment:
     """
 
     def __init__(self, entry: Operation, threads: int, row_warps: bool = True) -> None:
-        self.blocked = BlockedLayout(threads)
+        self.blocked = BlockedLayout(threads, vector_width(entry))
         self.threads = threads
         self._elementwise = _elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))

@@ -29,27 +29,20 @@ _CP_ASYNC = {16: "llvm.nvvm.cp.async.cg.shared.global.16.s", 8: "llvm.nvvm.cp.as
 
 def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int:
     """Elements per copy (16, 8 or 4 bytes' worth), or 0 when no cp.async form is legal."""
+    from .vector_access import vector_elements
+
     elem = tile.element
-    if not isinstance(elem, ScalarType) or view.sparse_dim is not None or view.padding not in _PADDINGS:
+    if not isinstance(elem, ScalarType) or elem.bitwidth < 8 or view.padding not in _PADDINGS \
+            or not 2 <= len(tile.shape) <= 3:
         return 0
-    tensor = view.tensor
     nbytes = storage_bytes(elem)
-    if elem.bitwidth < 8 or len(tile.shape) < 2 or len(tile.shape) > 3:
-        return 0
-    inner_tile = len(view.dim_map) - 1
-    inner = view.dim_map[inner_tile]
-    if tensor.type.strides[inner] != 1 or (view.traversal_strides and view.traversal_strides[inner_tile] != tile.shape[-1]):
-        return 0
-    inbounds = tuple(op.attributes.get("inbounds", ()) or ())
     for size in (16, 8, 4):
         vec = size // nbytes
-        if vec < 1 or size % nbytes or tile.shape[-1] % vec or tensor.base_align % size:
-            continue
-        if any(tensor.stride_div[d] % vec for d in range(len(tensor.stride_div)) if d != inner):
-            continue
-        if tensor.shape_div[inner] % vec and not (inner < len(inbounds) and inbounds[inner]):
-            continue
-        return vec
+        if vec >= 1 and size % nbytes == 0 and tile.shape[-1] % vec == 0:
+            if vec == 1:
+                return 1 if nbytes == 4 else 0   # one element per copy: aligned by its type
+            if vector_elements(op, view, tile.shape, nbytes, vec, (size,)) == vec:
+                return vec
     return 0
 
 

@@ -34,7 +34,7 @@ class KernelLowering:
         self.entry = entry
         self.gpu = gpu
         self.sm = int(gpu.split("_")[1])
-        self.layout = BlockedLayout(threads)   # the default layout
+        self.layout = assignment.blocked if assignment is not None else BlockedLayout(threads)  # the default
         self.assignment = assignment
         self.order = order                  # which token-ordered ops wait for the CTA
         self._converted: dict[Value, TileRegs] = {}  # operands of the op being lowered, converted

@@ -6,9 +6,12 @@ so reshape (row-major order preserved) is free in every layout. A tile with
 fewer elements than the layout covers is replicated; `valid` marks the first
 copy of each element so that stores and atomics happen once.
 
-* `BlockedLayout`: element `e` lives in thread `e mod T`, slot `e div T`
-  (T threads). Any tile; ops that move elements between threads go through
-  shared memory (`KernelLowering.exchange`).
+* `BlockedLayout`: runs of `vec` consecutive elements go round the T threads:
+  element `e` lives in thread `(e div vec) mod T`, slot
+  `(e div (vec T)) vec + e mod vec` (vec 1 where it does not divide the tile).
+  Any tile; ops that move elements between threads go through shared memory
+  (`KernelLowering.exchange`). A kernel's vec makes its global accesses 16 bytes
+  wide (`vector_width`).
 * `RowWarpLayout`: the tile is seen as rows of `cols` elements (the innermost
   axis, or 1 for a reduced tile); row r lives in warp `r mod W`, slot group
   `r div W`, and its elements are spread over the 32 lanes of that warp (lane
@@ -40,24 +43,44 @@ Pre = Callable[[str, str], str]
 @record
 class BlockedLayout:
     threads: int
+    vec: int = 1    # consecutive elements per thread and slot group (for vector accesses)
+
+    def run(self, num_elements: int) -> int:
+        """Consecutive elements held in consecutive slots: the largest power of two up to `vec` that
+        keeps every thread busy with distinct elements (tiles of a multiple of T elements), else
+        the largest that divides the tile."""
+        v = self.vec
+        whole = num_elements % self.threads == 0
+        while v > 1 and num_elements % (v * self.threads if whole else v):
+            v //= 2
+        return v
 
     def slots(self, num_elements: int) -> int:
-        return max(1, -(-num_elements // self.threads))
+        v = self.run(num_elements)
+        return v * max(1, -(-num_elements // (self.threads * v)))
 
     def owns_all(self, num_elements: int) -> bool:
         """True when every (thread, slot) pair names a distinct, in-range element."""
-        return num_elements % self.threads == 0 and num_elements >= self.threads
+        v = self.run(num_elements)
+        return num_elements % (self.threads * v) == 0
 
     def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
         """(i32 element index, i1 'first copy' or None when always) of this thread's `slot`."""
-        raw = tid if slot == 0 else pre(f"add i32 {tid}, {slot * self.threads}", "e")
+        v = self.run(num_elements)
+        group, within = divmod(slot, v)
+        if v == 1:
+            raw = tid if slot == 0 else pre(f"add i32 {tid}, {slot * self.threads}", "e")
+        else:
+            base = pre(f"mul i32 {tid}, {v}", "e") if group == 0 else \
+                pre(f"mul i32 {pre(f'add i32 {tid}, {group * self.threads}', 'e')}, {v}", "e")
+            raw = base if within == 0 else pre(f"add i32 {base}, {within}", "e")
         if self.owns_all(num_elements):
             return raw, None
         e = "0" if num_elements == 1 else pre(f"urem i32 {raw}, {num_elements}", "e")
         return e, pre(f"icmp ult i32 {raw}, {num_elements}", "ok")
 
     def describe(self) -> str:
-        return f"#blocked<threads={self.threads}>"
+        return f"#blocked<threads={self.threads}{f', vec={self.vec}' if self.vec > 1 else ''}>"
 
 
 @record
@@ -87,6 +110,9 @@ class RowWarpLayout:
     def owns_all(self, num_elements: int) -> bool:
         """True when every (thread, slot) pair names a distinct, in-range element."""
         return (num_elements // self.cols) % self.warps == 0 and self.cols >= WARP
+
+    def run(self, num_elements: int) -> int:
+        return self.per_lane
 
     def row_groups(self, num_elements: int) -> int:
         return max(1, -(-(num_elements // self.cols) // self.warps))
@@ -164,6 +190,9 @@ class MmaLayout:
         assert best is not None
         return MmaLayout(threads, full, best[1])
 
+    def run(self, num_elements: int) -> int:
+        return 2   # (g, 2t) and (g, 2t + 1)
+
     def owns_all(self, num_elements: int) -> bool:
         wb, wm, wn = self.warps
         return wb * wm * wn * WARP == self.threads
@@ -223,6 +252,32 @@ def _divisors(n: int) -> list[int]:
 
 
 Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout]
+
+
+def vector_width(entry: object) -> int:
+    """Elements per thread run of a kernel's blocked tiles: 16 bytes of the narrowest element its
+    views load or store (1 when it accesses no views: nothing to widen)."""
+    from ..ir.types import ScalarType, TileType
+
+    def walk(ops: list) -> object:
+        for op in ops:
+            yield op
+            for region in op.regions:
+                for block in region.blocks:
+                    yield from walk(block.operations)
+
+    narrowest = 0
+    for op in walk(entry.regions[0].block.operations):  # type: ignore[attr-defined]
+        if op.name == "cuda_tile.load_view_tko":
+            t = op.results[0].type
+        elif op.name == "cuda_tile.store_view_tko":
+            t = op.operand("tile").type
+        else:
+            continue
+        if isinstance(t, TileType) and isinstance(t.element, ScalarType) and t.element.bitwidth >= 8:
+            nbytes = t.element.bitwidth // 8
+            narrowest = nbytes if not narrowest else min(narrowest, nbytes)
+    return 16 // narrowest if narrowest else 1
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

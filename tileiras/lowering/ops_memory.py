@@ -258,12 +258,42 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             k.set(op.results[1], TokenVal())
             return
     pad = padding_literal(view.padding, elem)
+    layout = k.layout_of(op.results[0])
+    vec = _vector(k, op, view, rtype, layout, ordering)
     slots = []
-    for ptr, ok in _view_addresses(k, op, view, rtype, k.layout_of(op.results[0])):
-        v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
-        slots.append(from_storage(k, v, elem))
+    if vec > 1:
+        vty = f"<{vec} x {lty}>"
+        pads = f"<{', '.join([f'{lty} {pad}'] * vec)}>"
+        for ptr, ok in _vector_addresses(k, op, view, rtype, layout, vec):
+            v = k.guarded(ok, lambda: k.b.op(f"load {vty}, ptr {ptr}, align {vec * _align(elem)}", "ld"), pads, vty)
+            slots += [from_storage(k, k.b.op(f"extractelement {vty} {v}, i32 {i}", "ld"), elem) for i in range(vec)]
+    else:
+        for ptr, ok in _view_addresses(k, op, view, rtype, layout):
+            v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
+            slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
     k.set(op.results[1], TokenVal())
+
+
+def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
+            ordering: str) -> int:
+    """Elements per access of a weak view access in `layout` (1: one element at a time)."""
+    from .vector_access import vector_elements
+
+    elem = tile.element
+    if ordering != "weak" or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
+            or llvm_type(elem) != storage_type(elem):
+        return 1
+    run = layout.run(tile.num_elements)
+    return vector_elements(op, view, tile.shape, elem.bitwidth // 8, run) if run > 1 else 1
+
+
+def _vector_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
+                      vec: int) -> list[tuple[str, "str | None"]]:
+    """Per run of `vec` slots: (pointer, in-bounds i1 or None) of its first element."""
+    index = view_index(k, op, view)
+    return [element_address(k, op, view, index, k.multi_index(view.tile_shape, slot, layout))
+            for slot in range(0, k.slots(tile, layout), vec)]
 
 
 def _store_view(k: KernelLowering, op: Operation) -> None:
@@ -276,6 +306,18 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
+    vec = _vector(k, op, view, tile.type, tile.layout, ordering)
+    if vec > 1:
+        vty = f"<{vec} x {lty}>"
+        for i, (ptr, ok) in enumerate(_vector_addresses(k, op, view, tile.type, tile.layout, vec)):
+            cond = _write_guard(k, tile.type.num_elements, i * vec, ok, tile.layout)
+            packed = "undef"
+            for j in range(vec):
+                value = to_storage(k, tile.slots[i * vec + j], elem)
+                packed = k.b.op(f"insertelement {vty} {packed}, {lty} {value}, i32 {j}", "st")
+            k.guarded(cond, lambda: k.b.emit(f"store {vty} {packed}, ptr {ptr}, align {vec * _align(elem)}"), None, vty)
+        k.set(op.results[0], TokenVal())
+        return
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
         cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = to_storage(k, tile.slots[slot], elem)

@@ -1,0 +1,41 @@
+"""Vector accesses to views: how many consecutive elements one load or store may move.
+
+A thread's layout holds runs of consecutive elements (`run` of each layout).
+One access may cover `vec` of them (up to 16 bytes) when the facts of the
+tensor view (facts.py) prove that every such access is aligned to its size
+and lies wholly inside or wholly outside the tensor: unit innermost stride,
+aligned base and outer strides, tile starts and innermost extent divisible by
+`vec`. The same rule decides the size of cp.async copies (async_copy.py).
+"""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+from .values import PartitionViewVal
+
+
+def vector_elements(op: Operation, view: PartitionViewVal, tile_shape: tuple[int, ...], nbytes: int,
+                    limit: int, sizes: tuple[int, ...] = (16, 8, 4)) -> int:
+    """The most elements (a run of at most `limit`, of a size in `sizes` bytes) one access to the
+    view may move; 1 when no vector access is legal."""
+    if view.sparse_dim is not None or not tile_shape or not view.dim_map:
+        return 1
+    tensor = view.tensor
+    if not tensor.stride_div or not tensor.shape_div:
+        return 1
+    inner = view.dim_map[-1]
+    if tensor.type.strides[inner] != 1:
+        return 1
+    inbounds = tuple(op.attributes.get("inbounds", ()) or ())
+    for size in sizes:
+        vec = size // nbytes
+        if vec < 2 or size % nbytes or limit % vec or tile_shape[-1] % vec or tensor.base_align % size:
+            continue
+        if view.traversal_strides and view.traversal_strides[-1] % vec:
+            continue
+        if any(tensor.stride_div[d] % vec for d in range(len(tensor.stride_div)) if d != inner):
+            continue
+        if tensor.shape_div[inner] % vec and not (inner < len(inbounds) and inbounds[inner]):
+            continue
+        return vec
+    return 1
