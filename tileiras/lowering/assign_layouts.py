@@ -52,7 +52,7 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType
-from .layout import BlockedLayout, Layout, MmaLayout, RowWarpLayout, vector_width
+from .layout import BlockedLayout, Layout, MmaLayout, RowWarpLayout, row_layout, vector_width
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
@@ -133,7 +133,8 @@ def row_broadcast(src: TileType, dst: TileType, src_layout: Layout) -> Optional[
     if not isinstance(src_layout, RowWarpLayout) or len(src.shape) != len(dst.shape) or not RowWarpLayout.fits(cols):
         return None
     if src_layout.cols == 1 and src.shape[-1] == 1 and src.shape[:-1] == dst.shape[:-1]:
-        return RowWarpLayout(src_layout.threads, cols)
+        rows = row_layout(src_layout.threads, dst.shape)
+        return rows if rows.wpr == src_layout.wpr else None
     if src_layout.cols == cols == src.shape[-1] and src.num_elements == cols:
         return src_layout
     return None
@@ -144,8 +145,8 @@ def _free_row_source(src: TileType, dst: TileType, threads: int) -> Optional[Row
     cols = dst.shape[-1]
     if src.num_elements == 1 or not RowWarpLayout.fits(cols):
         return None
-    rows = RowWarpLayout(threads, cols)
-    for candidate in (RowWarpLayout(threads, 1), rows):
+    rows = row_layout(threads, dst.shape)
+    for candidate in (RowWarpLayout(threads, 1, rows.wpr), rows):
         if row_broadcast(src, dst, candidate) == rows:
             return candidate
     return None
@@ -359,13 +360,14 @@ class LayoutAssignment:
         for op in reversed(self._ops):
             if op in anchors and op.name in _REDUCE_LIKE:
                 for v in op.operands:
-                    want(v, RowWarpLayout(self.threads, row_anchor(op)))  # type: ignore[arg-type]
+                    if _tile(v) is not None:
+                        want(v, row_layout(self.threads, v.type.shape, op.name == "cuda_tile.scan"))  # type: ignore[attr-defined]
                 continue
             wanted = wants.get(op.results[0]) if op.results else None
             if op.name == "cuda_tile.broadcast":
                 src, dst = op.operands[0].type, op.results[0].type
                 source = _free_row_source(src, dst, self.threads)  # type: ignore[arg-type]
-                rows = RowWarpLayout(self.threads, dst.shape[-1])  # type: ignore[attr-defined]
+                rows = row_layout(self.threads, dst.shape)  # type: ignore[attr-defined]
                 # an anchor broadcast wants its result in rows unless its users want otherwise
                 if source is not None and (wanted == rows or wanted is None and op in anchors):
                     want(op.operands[0], source)
@@ -393,14 +395,15 @@ class LayoutAssignment:
     def _assign(self, op: Operation, plan: _Plan) -> None:
         tiles = [v for v in op.operands if _tile(v) is not None]
         cols = row_anchor(op)
-        row = RowWarpLayout(self.threads, cols) if cols is not None else None
+        row = row_layout(self.threads, op.operands[0].type.shape, op.name == "cuda_tile.scan") \
+            if cols is not None else None  # type: ignore[attr-defined]
         if row is not None and all(self._layout(plan, v) == row or v in self.splats for v in tiles):
             # Only when the rows arrive in warps: converting them first would cost the shared
             # memory round trip that the generic reduce takes anyway, and leave a row-warp result.
             plan.warp_ops.add(op)
             self._reads_as(plan, op, [row if _tile(v) is not None else None for v in op.operands])
             for r in op.results:
-                self._set(plan, r, row if op.name == "cuda_tile.scan" else RowWarpLayout(self.threads, 1))
+                self._set(plan, r, row if op.name == "cuda_tile.scan" else RowWarpLayout(self.threads, 1, row.wpr))
             return
         if op.name in _PRODUCERS:
             for r in op.results:

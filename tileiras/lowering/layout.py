@@ -87,6 +87,7 @@ class BlockedLayout:
 class RowWarpLayout:
     threads: int
     cols: int
+    wpr: int = 1    # warps per row: a tile of fewer rows than warps spreads each row over wpr warps
 
     @staticmethod
     def fits(cols: int) -> bool:
@@ -98,41 +99,49 @@ class RowWarpLayout:
         return self.threads // WARP
 
     @property
+    def groups(self) -> int:
+        """Rows held at once: one per group of `wpr` warps."""
+        return self.warps // self.wpr
+
+    @property
     def per_lane(self) -> int:
         """Consecutive elements of a row held by one lane."""
-        return max(1, self.cols // WARP)
+        return max(1, self.cols // (WARP * self.wpr))
 
     @property
     def lanes(self) -> int:
-        """Lanes that hold distinct elements of one row (a power of two)."""
+        """Lanes of one warp that hold distinct elements of one row (a power of two)."""
         return min(WARP, self.cols)
 
     def owns_all(self, num_elements: int) -> bool:
         """True when every (thread, slot) pair names a distinct, in-range element."""
-        return (num_elements // self.cols) % self.warps == 0 and self.cols >= WARP
+        return (num_elements // self.cols) % self.groups == 0 and self.cols >= WARP * self.wpr
 
     def run(self, num_elements: int) -> int:
         return self.per_lane
 
     def row_groups(self, num_elements: int) -> int:
-        return max(1, -(-(num_elements // self.cols) // self.warps))
+        return max(1, -(-(num_elements // self.cols) // self.groups))
 
     def slots(self, num_elements: int) -> int:
         return self.row_groups(num_elements) * self.per_lane
 
     def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        rows, W, cs = num_elements // self.cols, self.warps, self.per_lane
+        rows, G, cs = num_elements // self.cols, self.groups, self.per_lane
         group, within = divmod(slot, cs)
         warp = pre(f"lshr i32 {tid}, 5", "w")
         lane = pre(f"and i32 {tid}, 31", "ln")
-        raw = warp if group == 0 else pre(f"add i32 {warp}, {group * W}", "r")
+        gw = warp if self.wpr == 1 else pre(f"lshr i32 {warp}, {self.wpr.bit_length() - 1}", "w")
+        part = "0" if self.wpr == 1 else pre(f"and i32 {warp}, {self.wpr - 1}", "w")
+        raw = gw if group == 0 else pre(f"add i32 {gw}, {group * G}", "r")
         checks = []
         row = raw
-        if rows % W:
+        if rows % G:
             row = pre(f"urem i32 {raw}, {rows}", "r")
             checks.append(pre(f"icmp ult i32 {raw}, {rows}", "ok"))
-        if self.cols >= WARP:
-            col = lane if cs == 1 else pre(f"mul i32 {lane}, {cs}", "c")
+        if self.cols >= WARP * self.wpr:
+            thread = lane if part == "0" else pre(f"add i32 {pre(f'shl i32 {part}, 5', 'c')}, {lane}", "c")
+            col = thread if cs == 1 else pre(f"mul i32 {thread}, {cs}", "c")
             col = col if within == 0 else pre(f"add i32 {col}, {within}", "c")
         elif self.cols == 1:
             col = "0"
@@ -140,15 +149,32 @@ class RowWarpLayout:
             col = pre(f"and i32 {lane}, {self.cols - 1}", "c")
         if self.cols < WARP:
             checks.append(pre(f"icmp ult i32 {lane}, {self.cols}", "ok"))
+        if self.wpr > 1 and self.cols < WARP * self.wpr:
+            checks.append(pre(f"icmp eq i32 {part}, 0", "ok"))   # the other warps of the row hold copies
         base = row if self.cols == 1 else pre(f"mul i32 {row}, {self.cols}", "e")
         e = base if col == "0" else (col if base == "0" else pre(f"add i32 {base}, {col}", "e"))
         valid = checks[0] if checks else None
-        if len(checks) == 2:
-            valid = pre(f"and i1 {checks[0]}, {checks[1]}", "ok")
+        for extra in checks[1:]:
+            valid = pre(f"and i1 {valid}, {extra}", "ok")
         return e, valid
 
     def describe(self) -> str:
-        return f"#row_warp<cols={self.cols}, warps={self.warps}>"
+        wpr = f", warps_per_row={self.wpr}" if self.wpr > 1 else ""
+        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}>"
+
+
+def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False) -> RowWarpLayout:
+    """Rows of `shape` in warps; where there are fewer rows than warps, each row spread over several
+    warps (not for scans, which run along one warp's lanes)."""
+    cols = shape[-1] if shape else 1
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    warps = threads // WARP
+    wpr = 1
+    while not scan and rows * wpr * 2 <= warps and cols % (WARP * wpr * 2) == 0:
+        wpr *= 2
+    return RowWarpLayout(threads, cols, wpr)
 
 
 @record

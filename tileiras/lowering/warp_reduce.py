@@ -88,7 +88,56 @@ def warp_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Bo
             delta *= 2
         for r, a in zip(results, accs):
             r.append(a)
+    if layout.wpr > 1:
+        results = _across_warps(k, op, srcs, layout, results, body)
     return results
+
+
+def _across_warps(k: KernelLowering, op: Operation, srcs: list[TileRegs], layout: RowWarpLayout,
+                  partials: list[list[str]], body: Body) -> list[list[str]]:
+    """Each row's `wpr` warp partials through shared memory: lane 0 of every warp writes its own,
+    then every thread folds its row's partials in column order (warp order)."""
+    from .kernel import from_storage, storage_bytes, storage_type, to_storage
+
+    wpr, G = layout.wpr, layout.groups
+    groups = len(partials[0])
+    per_src = G * groups * wpr
+    bases, offset = [], 0
+    for s in srcs:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += per_src * storage_bytes(s.type.element)
+    buf = k.scratch(offset)
+    warp = k.b.pre(f"lshr i32 {k.tid}, 5", "w")
+    lane0 = k.b.pre(f"icmp eq i32 {k.b.pre(f'and i32 {k.tid}, 31', 'ln')}, 0", "l0")
+    # the row group's first warp: row (within the slot group) * wpr is where its partials start
+    first = k.b.pre(f"and i32 {warp}, {-wpr & 0xFFFFFFFF}", "w")
+
+    def at(src: int, group: int, idx: str) -> str:
+        lty = storage_type(srcs[src].type.element)
+        base = k.b.op(f"getelementptr i8, ptr addrspace(3) {buf}, i32 {bases[src]}", "xp") if bases[src] else buf
+        pos = idx if group == 0 else k.b.op(f"add i32 {idx}, {group * G * wpr}", "xi")
+        return k.b.op(f"getelementptr {lty}, ptr addrspace(3) {base}, i32 {pos}", "xp")
+
+    k.barrier()  # earlier readers of the scratch are done
+    for g in range(groups):
+        for i, s in enumerate(srcs):
+            lty = storage_type(s.type.element)
+            p = at(i, g, warp)
+            value = to_storage(k, partials[i][g], s.type.element)
+            k.guarded(lane0, lambda p=p, value=value, lty=lty: k.b.emit(f"store {lty} {value}, ptr addrspace(3) {p}"))
+    k.barrier()
+    out: list[list[str]] = [[] for _ in srcs]
+    for g in range(groups):
+        accs: list[str] = []
+        for part in range(wpr):
+            idx = first if part == 0 else k.b.op(f"add i32 {first}, {part}", "xi")
+            vals = [from_storage(k, k.b.op(f"load {storage_type(s.type.element)}, ptr addrspace(3) {at(i, g, idx)}",
+                                            "xv"), s.type.element) for i, s in enumerate(srcs)]
+            accs = vals if not accs else body(k, op, vals, accs)
+        for r, a in zip(out, accs):
+            r.append(a)
+    return out
 
 
 def warp_scan(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Body) -> list[list[str]]:

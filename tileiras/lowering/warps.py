@@ -4,7 +4,9 @@ The kernel's `num_worker_warps_per_cta` optimization hint wins where the bytecod
 carries one for the target. Otherwise the accumulators decide: a tensor-core
 accumulator lives in registers for a whole K loop, and a thread has 255 of them,
 so the CTA gets enough warps that no accumulator needs more than
-`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most).
+`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most). Any
+other tile (a row of 16k columns) gets warps until it takes at most
+`TILE_REGS_PER_THREAD` registers a thread (8 warps at most).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from ..ir.core import Operation
 DEFAULT_WARPS = 4
 MAX_WARPS = 16
 ACC_REGS_PER_THREAD = 128
+TILE_REGS_PER_THREAD = 64
+TILE_MAX_WARPS = 8
 
 
 def _walk(ops: list[Operation]):
@@ -32,8 +36,16 @@ def choose_threads(entry: Operation, gpu: str) -> int:
             return 32 * wanted
     from .ops_mma import select_shape
 
+    from ..ir.types import ScalarType, TileType
+
     warps = DEFAULT_WARPS
     for op in _walk(entry.regions[0].block.operations):
+        for r in op.results:
+            t = r.type
+            if isinstance(t, TileType) and isinstance(t.element, ScalarType):
+                regs = t.num_elements * max(1, t.element.bitwidth // 32)
+                while warps < TILE_MAX_WARPS and regs > warps * 32 * TILE_REGS_PER_THREAD:
+                    warps *= 2
         if op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
             continue
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))
