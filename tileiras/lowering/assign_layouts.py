@@ -52,7 +52,7 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType
-from .layout import BlockedLayout, Layout, MmaLayout, RowWarpLayout, row_layout, vector_width
+from .layout import BlockedLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout, vector_width
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
@@ -96,6 +96,32 @@ def _continue_targets(entry: Operation) -> dict[Operation, Operation]:
 
     visit(entry.regions[0].block.operations, None)
     return out
+
+
+# combiners whose operands may be combined in any order (float add within the usual tolerance)
+_COMMUTATIVE = frozenset({"cuda_tile.addf", "cuda_tile.maxf", "cuda_tile.minf", "cuda_tile.addi", "cuda_tile.maxi",
+                          "cuda_tile.mini", "cuda_tile.andi", "cuda_tile.ori", "cuda_tile.xori", "cuda_tile.mulf",
+                          "cuda_tile.muli"})
+
+
+def _commutative(op: Operation) -> bool:
+    """A reduce whose combiner is one commutative op of its two block arguments per result."""
+    body = op.regions[0].block if op.regions else None
+    if body is None or len(op.operands) != 1:
+        return False
+    ops = [o for o in body.operations if o.name != "cuda_tile.yield"]
+    return len(ops) == 1 and ops[0].name in _COMMUTATIVE and set(ops[0].operands) == set(body.arguments[:2])
+
+
+def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]:
+    """The mma layout a broadcast of mma rows along the columns has for free, if any."""
+    if not isinstance(src_layout, MmaRowLayout):
+        return None
+    parent = src_layout.parent
+    shape = (1, *dst.shape) if len(dst.shape) == 2 else tuple(dst.shape)
+    if len(shape) != 3 or shape[:2] != parent.shape[:2] or shape[2] % 8:
+        return None
+    return MmaLayout(parent.threads, shape, parent.warps)
 
 
 def _passes_shared(op: Operation) -> bool:
@@ -162,7 +188,7 @@ def _uniform_constant(op: Operation) -> bool:
 class _Plan:
     """One candidate assignment: the wishes it started from and what the forward walk made of them."""
 
-    __slots__ = ("anchors", "wants", "layouts", "reads", "conversions", "warp_ops", "cost")
+    __slots__ = ("anchors", "wants", "layouts", "reads", "conversions", "warp_ops", "mma_rows", "cost")
 
     def __init__(self, anchors: frozenset[Operation], wants: dict[Value, Layout]) -> None:
         self.anchors = anchors
@@ -171,6 +197,7 @@ class _Plan:
         self.reads: dict[Operation, list[Optional[Layout]]] = {}
         self.conversions: list[tuple[Operation, Value, Layout]] = []
         self.warp_ops: set[Operation] = set()
+        self.mma_rows: set[Operation] = set()   # row reduces of mma fragments (quad shuffles)
         self.cost = 0
 
 
@@ -186,22 +213,56 @@ class LayoutAssignment:
         self._elementwise = _elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
+        self.mma_derived = self._find_mma_derived()
+        self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         self.carried = {op: self._carried_layouts(op) for op in self._ops if op.name in _LOOPS}
         self.shared_operands = self._find_shared_operands()
         self._continue_targets = _continue_targets(entry)
         anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
         plan = self._choose(anchors)
+        for _ in range(_ROUNDS):   # loops carry what their bodies yield: re-plan until that settles
+            carried = {loop: self._yielded_layouts(loop, plan) for loop in self.carried}
+            if carried == self.carried:
+                break
+            self.carried = carried
+            plan = self._choose(anchors)
         self._layouts, self._reads = plan.layouts, plan.reads
-        self.conversions, self.warp_ops = plan.conversions, plan.warp_ops
+        self.conversions, self.warp_ops, self.mma_row_ops = plan.conversions, plan.warp_ops, plan.mma_rows
 
     def _anchor(self, op: Operation) -> bool:
         """Ops that gain from rows in warps: a row reduce/scan (shuffles instead of shared memory) and
-        a broadcast along rows (register copies instead of shared memory)."""
+        a broadcast along rows (register copies instead of shared memory). Not a reduce of mma
+        fragments: those reduce in the mma layout."""
+        if self._reduces_rows(op):
+            return False
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
             return _free_row_source(src, dst, self.threads) is not None  # type: ignore[arg-type]
         return row_anchor(op) is not None
+
+    def _find_mma_derived(self) -> set[Value]:
+        """Tiles computed from tensor-core mma results by elementwise ops, reshapes and row broadcasts
+        (the scores of an attention, before their row max and sum)."""
+        from .ops_mma import select_shape
+
+        derived: set[Value] = set()
+        for op in self._ops:
+            if op.name in _MMA:
+                lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
+                if select_shape(op, lhs, rhs, acc) is not None:  # type: ignore[arg-type]
+                    derived.add(op.results[0])
+            elif (op.name in self._elementwise or op.name == "cuda_tile.reshape") and op.results \
+                    and any(v in derived for v in op.operands):
+                derived.update(r for r in op.results if _tile(r) is not None)
+        return derived
+
+    def _reduces_rows(self, op: Operation) -> bool:
+        """A commutative reduce along the innermost axis of an mma-derived tile."""
+        if op.name != "cuda_tile.reduce" or not all(v in self.mma_derived for v in op.operands):
+            return False
+        t = _tile(op.operands[0])
+        return t is not None and int(op.attributes["dim"]) == len(t.shape) - 1 and _commutative(op)
 
     def _mma_layout(self, op: Operation) -> Optional[MmaLayout]:
         """The accumulator layout of an mma that runs on tensor cores, else None."""
@@ -212,7 +273,8 @@ class LayoutAssignment:
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
         if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
             return None
-        return MmaLayout.for_shape(self.threads, acc.shape)  # type: ignore[union-attr]
+        # rows reduced later stay within one warp column: the reduce is then a quad shuffle
+        return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps)  # type: ignore[union-attr]
 
     def _find_shared_operands(self) -> set[Value]:
         """Loaded tiles that only tensor-core mmas read, as A or B, possibly through reshapes that
@@ -232,6 +294,19 @@ class LayoutAssignment:
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands
+
+    def _yielded_layouts(self, loop: Operation, plan: "_Plan") -> list[Optional[Layout]]:
+        """Per carried value of a for/loop: the layout its body continues with in `plan`."""
+        body = loop.regions[0].block
+        last = body.operations[-1] if body.operations else None
+        count = len(loop.operand_group("initValues"))
+        if last is None or last.name != "cuda_tile.continue":
+            return [None] * count
+        out: list[Optional[Layout]] = []
+        for v in last.operands[:count]:
+            layout = plan.layouts.get(v)
+            out.append(layout if isinstance(layout, (MmaLayout, MmaRowLayout)) else None)
+        return out
 
     def _carried_layouts(self, loop: Operation) -> list[Optional[Layout]]:
         """Per carried value of a for/loop: the MmaLayout of the mma result its body continues with."""
@@ -309,6 +384,7 @@ class LayoutAssignment:
         broadcasts that are not free row broadcasts."""
         converted = {(op, v) for op, v, _ in plan.conversions if v not in self.splats}
         shared = sum(1 for op in self._ops if op.name in _REDUCE_LIKE and op not in plan.warp_ops
+                     and op not in plan.mma_rows
                      or op.name == "cuda_tile.broadcast" and not self._free_broadcast(op, plan))
         return len(converted) + shared
 
@@ -318,7 +394,8 @@ class LayoutAssignment:
         src_type, dst_type = src.type, dst.type
         assert isinstance(src_type, TileType) and isinstance(dst_type, TileType)
         return src_type.num_elements == 1 or \
-            row_broadcast(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst)
+            row_broadcast(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
+            _mma_row_broadcast(dst_type, self._layout(plan, src)) == self._layout(plan, dst)
 
     def _find_splats(self, ops: list[Operation]) -> set[Value]:
         """Tiles that hold one value in every element (rebuilt in any layout without data movement)."""
@@ -341,6 +418,10 @@ class LayoutAssignment:
 
     def operand_layouts(self, op: Operation) -> Optional[list[Optional[Layout]]]:
         return self._reads.get(op)
+
+    def mma_rows(self, op: Operation) -> bool:
+        """True for a row reduce of mma fragments (lowered with quad shuffles)."""
+        return op in self.mma_row_ops
 
     def in_warps(self, op: Operation) -> bool:
         """True for a reduce/scan whose rows were put in warps (lowered with shuffles)."""
@@ -394,6 +475,15 @@ class LayoutAssignment:
 
     def _assign(self, op: Operation, plan: _Plan) -> None:
         tiles = [v for v in op.operands if _tile(v) is not None]
+        if self._reduces_rows(op):
+            parent = self._layout(plan, op.operands[0])
+            if isinstance(parent, MmaLayout) and parent.warps[2] == 1 and \
+                    all(self._layout(plan, v) == parent for v in op.operands):
+                plan.mma_rows.add(op)
+                self._reads_as(plan, op, [None] * len(op.operands))
+                for r in op.results:
+                    self._set(plan, r, MmaRowLayout(parent))
+                return
         cols = row_anchor(op)
         row = row_layout(self.threads, op.operands[0].type.shape, op.name == "cuda_tile.scan") \
             if cols is not None else None  # type: ignore[attr-defined]
@@ -415,7 +505,10 @@ class LayoutAssignment:
             chosen = self.blocked
             wanted = plan.wants.get(result) if result is not None else None
             if present:
-                chosen = wanted if wanted in present else present[0]
+                # fragments of tensor-core results stay where they are (whatever the wishes): others
+                # convert to them, and loops then carry them in the fragments' layout
+                fragments = [layout for layout in present if isinstance(layout, (MmaLayout, MmaRowLayout))]
+                chosen = fragments[0] if fragments else wanted if wanted in present else present[0]
             elif wanted is not None:
                 chosen = wanted  # splats only: rebuilt in the layout the result is wanted in
             self._reads_as(plan, op, [chosen if _tile(v) is not None else None for v in op.operands])
@@ -428,6 +521,10 @@ class LayoutAssignment:
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
             assert isinstance(src, TileType) and isinstance(dst, TileType)
+            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0]))
+            if mma is not None:
+                self._set(plan, op.results[0], mma)
+                return
             free = row_broadcast(src, dst, self._layout(plan, op.operands[0]))
             wanted = plan.wants.get(op.results[0])
             self._set(plan, op.results[0], free if free is not None and wanted in (None, free) else

@@ -56,8 +56,8 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     shape = tile.shape
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
     nbytes = storage_bytes(tile.element)
-    matrix = SharedMatrix(0, batch, rows, cols, nbytes)
-    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes)
+    matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers)
+    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes, k.pad_buffers)
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration) are done
     index = view_index(k, op, view)
     size = vec * nbytes

@@ -44,6 +44,7 @@ class KernelLowering:
         self.smem_bytes = 0                 # scratch (smem.py places it)
         self.buffer_bytes = 0               # staged tiles (smem.py)
         self.static_smem_bytes = 0          # allocas
+        self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
         self._index_cache: dict[tuple[Any, ...], str] = {}

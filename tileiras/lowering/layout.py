@@ -273,11 +273,46 @@ class MmaLayout:
         return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks>"
 
 
+@record
+class MmaRowLayout:
+    """The rows of an `MmaLayout` whose rows each sit in one warp (one warp column): a (batch,
+    rows, 1) tile, each thread holding its fragment rows g and g + 8 of every row block; the
+    four lanes of a quad hold copies (lane t = 0 is the first). What a row reduction of an mma
+    result gives, and what broadcasts back along its rows for free."""
+    parent: MmaLayout
+
+    @property
+    def threads(self) -> int:
+        return self.parent.threads
+
+    def run(self, num_elements: int) -> int:
+        return 1
+
+    def owns_all(self, num_elements: int) -> bool:
+        return False
+
+    def slots(self, num_elements: int) -> int:
+        rb, rm, _ = self.parent.repeats
+        return rb * rm * 2
+
+    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+        rb, rm, rn = self.parent.repeats
+        block, h = divmod(slot, 2)
+        b, r, _, valid = self.parent.coords(pre, tid, block * rn * 4 + 2 * h)
+        _, m, _ = self.parent.shape
+        e = r if b == "0" else pre(f"add i32 {pre(f'mul i32 {b}, {m}', 'e')}, {r}", "e")
+        first = pre(f"icmp eq i32 {pre(f'and i32 {tid}, 3', 't')}, 0", "ok")
+        return e, first if valid is None else pre(f"and i1 {valid}, {first}", "ok")
+
+    def describe(self) -> str:
+        return f"#mma_rows<{self.parent.describe()}>"
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout]
+Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout]
 
 
 def vector_width(entry: object) -> int:

@@ -72,8 +72,8 @@ def stage(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
     elem = tile.type.element
     nbytes = storage_bytes(elem)
-    matrix = SharedMatrix(0, batch, rows, cols, nbytes)
-    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes)
+    matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers)
+    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes, k.pad_buffers)
     lty = storage_type(elem)
     k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
     for slot, v in enumerate(tile.slots):
@@ -200,12 +200,14 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     assert isinstance(layout, MmaLayout)
     from .async_copy import wait_for
 
-    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs)
+    from_regs = _a_in_registers(lhs, layout, shape)
+    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs)
     b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
     wait_for(k, [lhs, rhs])
     k.barrier()
     # A is read K-major unless transposed; B the other way round
-    a_frag = _Fragments(k, shape, a_mat, "a", lhs.type.element, not getattr(lhs, "transposed", False))
+    a_frag = _Fragments(k, shape, a_mat, "a", lhs.type.element, not getattr(lhs, "transposed", False)) \
+        if a_mat is not None else None
     b_frag = _Fragments(k, shape, b_mat, "b", rhs.type.element, getattr(rhs, "transposed", False))
     rb, rm, rn = layout.repeats
     wb, wm, wn = layout.warps
@@ -229,7 +231,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     for bi in range(rb):
         b = origin(w_b, rb, 1, bi)
         for k0 in range(0, lhs.type.shape[-1], shape.k):
-            a_regs = [a_frag.a(b, origin(w_m, rm, 16, mi), k0) for mi in range(rm)]
+            a_regs = [_a_from_registers(k, lhs, bi * rm + mi, k0) if a_frag is None else  # type: ignore[arg-type]
+                      a_frag.a(b, origin(w_m, rm, 16, mi), k0) for mi in range(rm)]
             b_regs: list[list[str]] = []
             for ni in range(0, rn, 2):
                 b_regs += b_frag.b_pair(b, k0, origin(w_n, rn, 8, ni), min(2, rn - ni))
@@ -241,6 +244,31 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                     res = k.b.call(ret, shape.intrinsic, args + [(acc_ty, v) for v in c], hint="mma")
                     regs[4 * blk:4 * blk + 4] = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
     return TileRegs(acc.type, regs, layout)
+
+
+def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: MmaShape) -> bool:
+    """A 16-bit A operand that is itself an mma result (attention's probabilities) already sits in
+    the A fragment layout: accumulator blocks (m, 2kk) and (m, 2kk + 1) are A's K step kk."""
+    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2:
+        return False
+    mine, acc = lhs.layout, acc_layout
+    return mine.warps == acc.warps and mine.warps[2] == 1 and mine.shape[:2] == acc.shape[:2] \
+        and mine.shape[2] % shape.k == 0 and storage_bytes(lhs.type.element) == 2
+
+
+def _a_from_registers(k: KernelLowering, lhs: TileRegs, row_block: int, k0: int) -> list[str]:
+    """The 4 A registers of row block `row_block` (of this warp), K step at k0, from fragments."""
+    layout = lhs.layout
+    rn = layout.repeats[2]
+    lty = llvm_type(lhs.type.element)
+    out = []
+    for ni, pair in ((k0 // 8, (0, 1)), (k0 // 8, (2, 3)), (k0 // 8 + 1, (0, 1)), (k0 // 8 + 1, (2, 3))):
+        base = (row_block * rn + ni) * 4
+        vec = "undef"
+        for i, j in enumerate(pair):
+            vec = k.b.op(f"insertelement <2 x {lty}> {vec}, {lty} {lhs.slots[base + j]}, i32 {i}", "pa")
+        out.append(k.b.op(f"bitcast <2 x {lty}> {vec} to i32", "pa"))
+    return out
 
 
 def _as(k: KernelLowering, reg: str, ty: str) -> str:

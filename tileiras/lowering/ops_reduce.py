@@ -90,6 +90,12 @@ def _apply_body(k: KernelLowering, op: Operation, elems: list[str], accs: list[s
 
 def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
     srcs = [k.tile(v) for v in op.operands]
+    if k.assignment is not None and k.assignment.mma_rows(op):
+        from .warp_reduce import mma_row_reduce
+
+        for result, slots in zip(op.results, mma_row_reduce(k, op, srcs, _apply_body)):
+            k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
+        return
     if k.assignment is not None and k.assignment.in_warps(op):
         # assign_layouts put the rows in warps: combine with shuffles, no shared memory
         assert isinstance(srcs[0].layout, RowWarpLayout)

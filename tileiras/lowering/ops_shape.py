@@ -13,7 +13,7 @@ from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType, element_of
 from .assign_layouts import row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
-from .layout import RowWarpLayout
+from .layout import MmaLayout, MmaRowLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
 from .values import SharedTileVal, TileRegs
 
@@ -93,6 +93,12 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
     layout = k.layout_of(op.results[0])
     if src.type.num_elements == 1:
         k.set(op.results[0], k.splat(rtype, src.slots[0], layout))
+        return
+    if isinstance(src.layout, MmaRowLayout) and isinstance(layout, MmaLayout):
+        # each thread already holds its fragment rows: result slot (block, ni, j) takes row j / 2
+        rn = layout.repeats[2]
+        slots = [src.slots[(s // 4 // rn) * 2 + (s % 4) // 2] for s in range(k.slots(rtype, layout))]
+        k.set(op.results[0], TileRegs(rtype, slots))
         return
     if row_broadcast(src.type, rtype, src.layout) == layout:
         # rows already sit in their warps: each result slot copies a source slot

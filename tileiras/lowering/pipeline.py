@@ -15,7 +15,7 @@ from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
-from .smem import place
+from .smem import SharedMemoryOverflow, place
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -34,6 +34,15 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
 def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
                 assignment: Optional[LayoutAssignment] = None,
                 order: Optional[TokenOrder] = None) -> tuple[str, list[str], object]:
+    try:
+        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=True)
+    except SharedMemoryOverflow:
+        # the padding of staged tiles may be what does not fit: try once without it
+        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
+
+
+def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
+                 order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
@@ -41,6 +50,7 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu))
     threads = assignment.threads
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
+    k.pad_buffers = pad_buffers
     dbg_attachment = ""
     if debug is not None:
         where = entry_location(entry)

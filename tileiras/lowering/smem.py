@@ -14,7 +14,8 @@ kernel where they live:
   dynamic shared memory the device allows beyond its static size.
 
 Bank conflicts: a matrix whose rows are whole 16-byte chunks gets 16 bytes of
-padding after each row, so the 8 rows an `ldmatrix` (or a warp's 16-byte
+padding after each row (unless the padding alone would overflow the target's
+shared memory: the kernel is then lowered again without it), so the 8 rows an `ldmatrix` (or a warp's 16-byte
 copies) touch at one column fall in 8 different 16-byte bank groups. Unlike an
 xor swizzle, padding keeps every address affine in (row, column): the
 fragment loads of a K loop share one base register and differ only by
@@ -52,12 +53,13 @@ class SharedMatrix:
     rows: int
     cols: int
     elem_bytes: int
+    padded: bool = True
 
     @property
     def pitch(self) -> int:
         """Bytes from one row to the next (padded: see the module's docstring)."""
         row = self.cols * self.elem_bytes
-        return row + 16 if row % 16 == 0 else row
+        return row + 16 if self.padded and row % 16 == 0 else row
 
     @property
     def nbytes(self) -> int:
@@ -92,6 +94,10 @@ def pointer(k: "KernelLowering", byte_offset: str) -> str:
     return k.b.op(f"getelementptr inbounds i8, ptr addrspace(3) {buffers_base()}, i32 {byte_offset}", "sp")
 
 
+class SharedMemoryOverflow(CompileError):
+    """The kernel needs more shared memory than its target allows."""
+
+
 def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], int]:
     """(function text, definitions, dynamic bytes): the kernel's buffers and scratch placed."""
     buffers = -(-k.buffer_bytes // BUFFER_ALIGN) * BUFFER_ALIGN
@@ -100,7 +106,7 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
     total = buffers + scratch + static_other
     limit = opt_in_limit(k.sm)
     if total > limit:
-        raise CompileError(f"error: kernel '{name}' needs {total} bytes of shared memory "
+        raise SharedMemoryOverflow(f"error: kernel '{name}' needs {total} bytes of shared memory "
                            f"({buffers} for staged tiles, {scratch} scratch, {static_other} allocas); "
                            f"{k.gpu} allows at most {limit} per block")
     tag = re.sub(r"[^A-Za-z0-9_]", "_", name)

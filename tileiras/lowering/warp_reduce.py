@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..ir.core import Operation
 from .kernel import KernelLowering
-from .layout import RowWarpLayout
+from .layout import MmaLayout, RowWarpLayout
 from .llvm_text import llvm_type
 from .values import TileRegs
 
@@ -186,4 +186,28 @@ def warp_scan(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Body
         for j in range(cs):
             for r, v in zip(results, final[j]):
                 r.append(v)
+    return results
+
+
+def mma_row_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Body) -> list[list[str]]:
+    """Reduce the rows of mma fragments (`MmaLayout`, each row in one warp): every thread folds its
+    elements of fragment rows g and g + 8, then the quad's 4 lanes combine (xor 1, xor 2). The
+    combiner is commutative (assign_layouts checks), so the order does not matter."""
+    layout = srcs[0].layout
+    assert isinstance(layout, MmaLayout) and layout.warps[2] == 1
+    ltys = [llvm_type(s.type.element) for s in srcs]
+    rb, rm, rn = layout.repeats
+    results: list[list[str]] = [[] for _ in srcs]
+    for block in range(rb * rm):
+        for h in range(2):
+            accs: list[str] = []
+            for ni in range(rn):
+                for j in (2 * h, 2 * h + 1):
+                    slot = (block * rn + ni) * 4 + j
+                    elems = [s.slots[slot] for s in srcs]
+                    accs = elems if not accs else body(k, op, elems, accs)
+            for delta in (1, 2):
+                accs = body(k, op, [shuffle(k, "bfly", a, t, delta) for a, t in zip(accs, ltys)], accs)
+            for r, a in zip(results, accs):
+                r.append(a)
     return results
