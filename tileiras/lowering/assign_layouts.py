@@ -288,9 +288,19 @@ class LayoutAssignment:
             while len(chain[-1].uses) == 1 and _passes_shared(chain[-1].uses[0]):
                 chain.append(chain[-1].uses[0].results[0])
             tile = chain[-1]
-            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
+            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc")
+                                 and not self._converts_operands(user) for user in tile.uses):
                 out.update(chain)
         return out
+
+    @staticmethod
+    def _converts_operands(op: Operation) -> bool:
+        """An mma whose operands change type when staged (they must pass through registers)."""
+        from .ops_mma import select_shape
+
+        lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
+        shape = select_shape(op, lhs, rhs, acc)  # type: ignore[arg-type]
+        return shape is not None and bool(shape.staged_as)
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands

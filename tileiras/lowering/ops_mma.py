@@ -24,7 +24,7 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
-from ..ir.types import TileType
+from ..ir.types import F16, TileType
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout
 from .llvm_text import llvm_type
@@ -39,6 +39,7 @@ class MmaShape:
     per_reg: int                    # operand elements packed in one 32-bit register
     reg_type: str                   # LLVM type of one A/B register
     acc_type: str = "float"
+    staged_as: str = ""             # operands converted to this LLVM type when staged ("": as they are)
 
 
 # (A element, B element, accumulator element) -> the mma.sync that computes it
@@ -50,12 +51,17 @@ SHAPES: dict[tuple[str, str, str], MmaShape] = {
 }
 
 
+# 8-bit floats are exact in f16: they are staged as f16 and multiplied by the f16 instruction
+_F8 = ("f8E4M3FN", "f8E5M2")
+_F8_AS_F16 = MmaShape("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 2, "<2 x half>", staged_as="half")
+
+
 def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> Optional[MmaShape]:
     """The mma.sync for these operand types and shapes, or None (the exact scalar path)."""
     if op.name == "cuda_tile.mmaf_scaled":
         return None
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
-    shape = SHAPES.get(key)  # type: ignore[arg-type]
+    shape = _F8_AS_F16 if key[0] in _F8 and key[1] in _F8 and key[2] == "f32" else SHAPES.get(key)  # type: ignore[arg-type]
     if shape is None:
         return None
     if key[0] == "i8" and not (op.attributes.get("signedness_lhs", "signed") == "signed"
@@ -66,22 +72,25 @@ def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> 
     return shape
 
 
-def stage(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
-    """Store a register tile in a new (padded) buffer (row-major, as its shape says)."""
+def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "") -> SharedMatrix:
+    """Store a register tile in a new (padded) buffer (row-major, as its shape says), its elements
+    converted to the LLVM type `staged_as` when given."""
+    from .ops_reduce import _to_float
+
     shape = tile.type.shape
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
     elem = tile.type.element
-    nbytes = storage_bytes(elem)
+    nbytes = 2 if staged_as == "half" else storage_bytes(elem)
     matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers)
     matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes, k.pad_buffers)
-    lty = storage_type(elem)
+    lty = staged_as or storage_type(elem)
     k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
     for slot, v in enumerate(tile.slots):
         idx = k.multi_index(shape, slot, tile.layout)
         b, r, c = (idx if len(idx) == 3 else ["0", *idx])
         p = pointer(k, element_offset(k, matrix, b, r, c))
-        k.store_first_copy(tile.type.num_elements, slot, tile.layout,
-                           f"store {lty} {to_storage(k, v, elem)}, ptr addrspace(3) {p}")
+        value = _to_float(k, v, elem, staged_as) if staged_as else to_storage(k, v, elem)
+        k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {value}, ptr addrspace(3) {p}")
     return matrix
 
 
@@ -201,14 +210,15 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     from .async_copy import wait_for
 
     from_regs = _a_in_registers(lhs, layout, shape)
-    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs)
-    b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
+    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs, shape.staged_as)
+    b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, shape.staged_as)
     wait_for(k, [lhs, rhs])
     k.barrier()
     # A is read K-major unless transposed; B the other way round
-    a_frag = _Fragments(k, shape, a_mat, "a", lhs.type.element, not getattr(lhs, "transposed", False)) \
+    a_elem, b_elem = ((F16, F16) if shape.staged_as else (lhs.type.element, rhs.type.element))
+    a_frag = _Fragments(k, shape, a_mat, "a", a_elem, not getattr(lhs, "transposed", False)) \
         if a_mat is not None else None
-    b_frag = _Fragments(k, shape, b_mat, "b", rhs.type.element, getattr(rhs, "transposed", False))
+    b_frag = _Fragments(k, shape, b_mat, "b", b_elem, getattr(rhs, "transposed", False))
     rb, rm, rn = layout.repeats
     wb, wm, wn = layout.warps
     used = wb * wm * wn
@@ -249,7 +259,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
 def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: MmaShape) -> bool:
     """A 16-bit A operand that is itself an mma result (attention's probabilities) already sits in
     the A fragment layout: accumulator blocks (m, 2kk) and (m, 2kk + 1) are A's K step kk."""
-    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2:
+    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2 \
+            or shape.staged_as:
         return False
     mine, acc = lhs.layout, acc_layout
     return mine.warps == acc.warps and mine.warps[2] == 1 and mine.shape[:2] == acc.shape[:2] \
