@@ -156,9 +156,13 @@ class CTAState:
         self.mbar_epoch = 0
         self.idle_epoch = 0
         self.idle_retries = 0
+        # asynchronously written registers (async_regs.py), wgmma groups per warpgroup, tensor memory
+        self.pending_regs: list = []
+        self.wgmma_committed: dict[int, int] = {}
+        self.tmem: Any = None
         self.races = launch.races
         if self.races is not None:
-            self.races.new_interval()     # nothing a CTA does races with the CTAs before it
+            self.races.new_cta(n, self.shared.size)     # nothing a CTA does races with the CTAs before it
 
     def clock_value(self) -> int:
         return self.issued * 4 + 1000

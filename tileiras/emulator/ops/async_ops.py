@@ -107,9 +107,16 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     """Bulk copies (not the tensor/TMA forms): done when issued; an mbarrier operand then gets
     complete_tx(size); bulk groups (commit_group/wait_group) are therefore always complete."""
     np = _np()
-    if ins.mods and ins.mods[0] in ("tensor", "im2col"):
-        raise bad(ins, "cp.async.bulk.tensor (TMA) is not supported yet")
+    if ins.mods and ins.mods[0] == "tensor":
+        from .tma import bulk_tensor
+
+        return bulk_tensor(dec, ins, Mods(ins))
     mods = Mods(ins)
+    if ins.mods[:2] == ("prefetch", "tensor"):     # an L2 prefetch: no architectural effect
+        mods.ignore(("prefetch", "tensor", "1d", "2d", "3d", "4d", "5d", "L2", "global", "tile", "im2col",
+                     "L2::cache_hint"))
+        mods.done()
+        return (K_OP, lambda st, m: None, None)
     if mods.flag("commit_group"):
         mods.done()
         return (K_OP, lambda st, m: None, None)
@@ -419,6 +426,8 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
         for key, v, t in zip(keys.tolist(), tok.tolist(), lanes.tolist()):
             b = _get(st, key, t)
             done[t] = ((b.phase & 1) != (v & 1)) if parity else (b.phase != v)
+            if done[t] and st.races is not None:
+                st.races.observe(key, t, b.phase)
         wdone.put(st, done, np.ones(st.n, dtype=bool))
         return done
 
