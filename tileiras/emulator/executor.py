@@ -543,6 +543,8 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
         count = int(c if c.ndim == 0 else c[first])
     if not 0 <= bar_id < 16:
         raise DeviceFault(f"barrier number {bar_id} is outside 0..15", first)
+    if st.races is not None:
+        st.races.release(act)
     b = st.bars.get(bar_id)
     if b is None:
         b = st.bars[bar_id] = {"threads": np.zeros(st.n, dtype=bool),

@@ -96,7 +96,8 @@ class RaceChecker:
         self.gen_seq = np.full(size, -1, dtype=np.int64)       # when the generic proxy last stored it
         self.gen_tid = np.zeros(size, dtype=np.int64)
         self.gen_line = np.zeros(size, dtype=np.int32)
-        self.fenced = np.full(nthreads, -1, dtype=np.int64)    # when each thread last ran fence.proxy.async
+        self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
+        self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
 
     # -- the async proxy ------------------------------------------------------------
@@ -105,12 +106,34 @@ class RaceChecker:
         np = self.np
         seen = self.seen.get(key)
         if seen is None:
-            seen = self.seen[key] = np.zeros(self.fenced.size, dtype=np.int64)
+            seen = self.seen[key] = np.zeros(len(self.fences), dtype=np.int64)
         seen[lanes] = np.maximum(seen[lanes], completed)
 
     def proxy_fence(self, lanes: Any) -> None:
+        self._stamp(self.fences, lanes)
+
+    def release(self, lanes: Any) -> None:
+        """Threads `lanes` arrive on a barrier or an mbarrier: what they stored before is published."""
+        self._stamp(self.releases, lanes)
+
+    def _stamp(self, table: list, lanes: Any) -> None:
+        np = self.np
         self.seq += 1
-        self.fenced[lanes] = self.seq
+        lanes = np.asarray(lanes)
+        for t in (np.flatnonzero(lanes) if lanes.dtype == np.bool_ else lanes.ravel()).tolist():
+            table[t].append(self.seq)
+
+    def _fenced(self, tid: int, stored: int) -> bool:
+        """Whether thread `tid` fenced the proxies after its store at `stored` and before publishing it
+        (its first barrier arrival after the store; any time later if it has not arrived since)."""
+        from bisect import bisect_right
+
+        rel = self.releases[tid]
+        i = bisect_right(rel, stored)
+        publish = rel[i] if i < len(rel) else self.seq + 1
+        fences = self.fences[tid]
+        j = bisect_right(fences, stored)
+        return j < len(fences) and fences[j] < publish
 
     def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
         """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
@@ -132,17 +155,20 @@ class RaceChecker:
             seen = self.seen.get(key)
             worst = int(issuers[int(np.argmin(seen[issuers]))]) if seen is not None else tid
             sel = idx[keys == key]
-            self._visible(st, line, sel, np.full(sel.size, worst), what)
+            self._visible(st, line, sel, np.full(sel.size, worst), f"issues {what}, which reads it,")
         stored = self.gen_seq[idx]
-        bad = (stored >= 0) & (self.fenced[self.gen_tid[idx]] < stored)
-        if bad.any():
-            i = int(np.argmax(bad))
-            b = int(idx[i])
+        written = stored >= 0
+        pairs = np.unique(self.gen_tid[idx[written]] * (1 << 40) + stored[written]) if written.any() else []
+        for pair in np.asarray(pairs).tolist():
+            t, when = divmod(int(pair), 1 << 40)
+            if self._fenced(t, when):
+                continue
+            b = int(idx[int(np.argmax(written & (self.gen_tid[idx] == t) & (stored == when)))])
             line0 = int(self.gen_line[b])
             raise DeviceFault(f"missing fence.proxy.async: thread {int(self.gen_tid[b])} stored to "
                               f"{_address('shared', b)} at line {line0} '{self.texts.get(line0, '?')}' through "
                               f"the generic proxy and {what} reads it through the async proxy with no "
-                              "fence.proxy.async by that thread in between", tid)
+                              "fence.proxy.async by that thread before it published the store", tid)
         self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
                          np.full(idx.size, tid))
 

@@ -314,6 +314,8 @@ def _get(st: Any, key: int, thread: int) -> MBarrier:
 def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0) -> int:
     """One thread's arrive-on; returns the phase it arrived in."""
     b = _get(st, key, thread)
+    if st.races is not None:
+        st.races.release([thread])
     phase = b.phase
     b.tx += tx
     b.pending -= count

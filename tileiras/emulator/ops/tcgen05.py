@@ -338,7 +338,7 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
         raise DeviceFault(str(e), t) from None
     addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span)
     if st.races is not None:
-        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what} reads it")
+        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}")
     return smem_matrix(st, addrs, ty, esize, what, t)
 
 

@@ -204,12 +204,12 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 start, lbo, sbo, span = decode_gmma_desc(_uniform(st, a_desc, g, "the A descriptor"))
                 addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span)
                 if st.races is not None:
-                    st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what} reads it")
+                    st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}")
                 A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]))
             start, lbo, sbo, span = decode_gmma_desc(_uniform(st, b_desc, g, "the B descriptor"))
             addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span)
             if st.races is not None:
-                st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what} reads it")
+                st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}")
             B = smem_matrix(st, addrs, bty, esize, "wgmma B", int(lanes[0]))
             D = (A * scale_a) @ (B * scale_b).T
             if _uniform(st, scale_d, g, "scale-d"):

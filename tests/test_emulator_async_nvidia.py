@@ -1,0 +1,171 @@
+"""NVIDIA's own pipelined PTX in our emulator: the strong check of TMA, wgmma, tcgen05 and mbarriers.
+
+A 128x128x64-tiled f16 matmul (cuTile kernel, exported with contiguous 16-byte aligned arrays)
+is compiled by NVIDIA's tileiras for sm_90 and sm_100. tileiras runs the ptxas beside it, so
+the test runs it from a private copy of its bin folder whose `ptxas` is a wrapper that copies
+the PTX aside first (NVIDIA's PTX is captured at test time, never committed). The PTX is
+warp-specialized: a TMA producer warp, a wgmma warpgroup (sm_90) or a tcgen05.mma warp with
+tensor memory (sm_100), a TMA-store epilogue warp, mbarrier rings between them, setmaxnreg.
+
+Its three hidden `.param .align 64 .b8 [128]` parameters are the tensor maps for A, B and C,
+which NVIDIA's driver fills at launch; we pass our own encoding of the same maps
+(`tileiras.runtime.tensormap`), with the boxes and the 128-byte swizzle its PTX expects
+(read off its copies: A boxes of 64 K x 128 rows, B boxes of 64 N x 64 K, C boxes of 64 N x 64
+rows on sm_90 and 64 N x 128 rows on sm_100). The result must match numpy, with the race
+checker on; PTX with a wait or a fence taken out must be reported.
+"""
+
+
+import io
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tileiras.emulator import EmulatorError, Memory, run_ptx
+from tileiras.runtime.tensormap import for_array
+
+sys.path.insert(0, os.path.dirname(__file__))
+import frontend_samples as fs  # noqa: E402
+
+pytestmark = pytest.mark.skipif(fs.oracle("tileiras") is None, reason="NVIDIA's tileiras is not installed")
+
+TILE = 128
+# target -> box (outermost first) of the C tensor map its epilogue stores
+C_BOX = {"sm_90": (64, 64), "sm_100": (128, 64)}
+
+WRAPPER = """#!/bin/sh
+for a in "$@"; do case "$a" in *.ptx) cp "$a" "$PTX_CAPTURE_DIR/" ;; esac; done
+exec "$(dirname "$0")/ptxas.real" "$@"
+"""
+
+
+def _export(path: str, target: str) -> None:
+    import cuda.tile as ct
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
+                                       export_kernel)
+
+    @ct.kernel
+    def mm(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+        i = ct.bid(0)
+        j = ct.bid(1)
+        acc = ct.zeros((TM, TN), dtype=ct.float32)
+        for k in range(ct.num_tiles(a, 1, shape=(TM, TK))):
+            x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+            y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+            acc = ct.mma(x, y, acc)
+        ct.store(c, index=(i, j), tile=ct.astype(acc, c.dtype))
+
+    def arr() -> ArrayConstraint:
+        return ArrayConstraint(dtype=ct.float16, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                               alias_groups=(), may_alias_internally=False, stride_constant=(None, 1),
+                               shape_divisible_by=(16, 16), stride_divisible_by=(16, 1), base_addr_divisible_by=16)
+
+    sig = KernelSignature(parameters=[arr(), arr(), arr(), ConstantConstraint(TILE), ConstantConstraint(TILE),
+                                      ConstantConstraint(64)],
+                          calling_convention=CallingConvention.cutile_python_v1(), symbol="mm")
+    buf = io.BytesIO()
+    export_kernel(mm, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+@pytest.fixture(scope="module")
+def nvidia_ptx(tmp_path_factory) -> dict:
+    """target -> the PTX NVIDIA's tileiras hands its ptxas for the matmul."""
+    tool = fs.oracle("tileiras")
+    root = tmp_path_factory.mktemp("nvtool")
+    src_bin = os.path.dirname(tool)
+    (root / "bin").mkdir()
+    (root / "lib").mkdir()
+    shutil.copy2(tool, root / "bin" / "tileiras")
+    shutil.copy2(os.path.join(src_bin, "ptxas"), root / "bin" / "ptxas.real")
+    shutil.copy2(os.path.join(src_bin, "..", "lib", "libnvvm.so.4"), root / "lib" / "libnvvm.so.4")
+    wrapper = root / "bin" / "ptxas"
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    out = {}
+    for target in C_BOX:
+        work = root / target
+        work.mkdir()
+        _export(str(work / "mm.tileirbc"), target)
+        env = dict(os.environ, PTX_CAPTURE_DIR=str(work))
+        res = subprocess.run([str(root / "bin" / "tileiras"), "--gpu-name", target, str(work / "mm.tileirbc"),
+                              "-o", str(work / "mm.cubin")], capture_output=True, text=True, timeout=300, env=env)
+        assert res.returncode == 0, res.stderr
+        ptx = sorted(work.glob("*.ptx"))
+        assert len(ptx) == 1, f"expected one PTX file from {target}, got {ptx}"
+        out[target] = ptx[0].read_text()
+    return out
+
+
+def _run(ptx: str, target: str, m: int, n: int, k: int, check_races: bool = True) -> tuple:
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-2, 2, (m, k)).astype(np.float16)
+    b = rng.uniform(-2, 2, (k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+    mem = Memory()
+    addrs = []
+    for arr in (a, b, c):
+        addrs.append(mem.alloc(arr.nbytes))
+        mem.write(addrs[-1], arr.tobytes())
+    params: list = []
+    for p, arr in zip(addrs, (a, b, c)):
+        params += [p, *arr.shape, *(s // arr.itemsize for s in arr.strides)]
+    params += [for_array(addrs[0], a.shape, a.strides, "f16", (TILE, 64), "128B"),
+               for_array(addrs[1], b.shape, b.strides, "f16", (64, 64), "128B"),
+               for_array(addrs[2], c.shape, c.strides, "f16", C_BOX[target], "128B")]
+    stats = run_ptx(ptx, "mm", (m // TILE, n // TILE, 1), (256, 1, 1), params, mem, check_races=check_races)
+    got = np.frombuffer(mem.read(addrs[2], c.nbytes), np.float16).reshape(m, n).astype(np.float32)
+    return got, a.astype(np.float32) @ b.astype(np.float32), stats
+
+
+@pytest.mark.parametrize("target", sorted(C_BOX))
+def test_nvidia_matmul_matches_numpy(nvidia_ptx, target) -> None:
+    ptx = nvidia_ptx[target]
+    assert "cp.async.bulk.tensor" in ptx and "mbarrier.try_wait" in ptx
+    assert ("wgmma.mma_async" in ptx) if target == "sm_90" else ("tcgen05.mma" in ptx)
+    # 2 x 2 CTAs; 7 K tiles wrap the producer/consumer ring (5 stages on sm_90) so the phases flip
+    got, ref, stats = _run(ptx, target, 2 * TILE, 2 * TILE, 7 * 64)
+    assert stats.ctas == 4
+    np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-2)
+
+
+def _without(ptx: str, pattern: str, replacement: str = "") -> str:
+    out, count = re.subn(pattern, replacement, ptx, count=1)
+    assert count == 1, f"no '{pattern}' in NVIDIA's PTX"
+    return out
+
+
+def test_nvidia_pipeline_missing_mbarrier_wait_is_reported(nvidia_ptx) -> None:
+    # the consumer's wait for the A stage (in the K loop) succeeds at once: its wgmma reads TMA data too early
+    waits = re.findall(r"mbarrier\.try_wait\.parity\.shared\.b64 (%p\d+), \[%r\d+\], [^;]*;", nvidia_ptx["sm_90"])
+    assert waits
+    ptx = _without(nvidia_ptx["sm_90"], r"mbarrier\.try_wait\.parity\.shared\.b64 (%p\d+), \[%r\d+\], [^;]*;",
+                   r"mov.pred \1, -1;")
+    with pytest.raises(EmulatorError, match=r"read before the mbarrier wait: .* TMA load .* issues the "
+                                            r"wgmma.mma_async"):
+        _run(ptx, "sm_90", TILE, TILE, 4 * 64)
+
+
+def test_nvidia_pipeline_missing_wgmma_wait_is_reported(nvidia_ptx) -> None:
+    ptx = _without(nvidia_ptx["sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+0;")
+    with pytest.raises(EmulatorError, match=r"register %r\d+ is written by the wgmma.mma_async at line \d+ and is "
+                                            r"accessed before the wgmma.wait_group"):
+        _run(ptx, "sm_90", TILE, TILE, 2 * 64, check_races=False)
+
+
+@pytest.mark.parametrize("target", sorted(C_BOX))
+def test_nvidia_pipeline_missing_proxy_fence_is_reported(nvidia_ptx, target) -> None:
+    # the epilogue stores C to shared memory, fences, then a TMA store reads it: drop the first fence
+    ptx = _without(nvidia_ptx[target], r"fence\.proxy\.async\.shared::cta;")
+    with pytest.raises(EmulatorError, match=r"missing fence.proxy.async: .* the TMA store"):
+        _run(ptx, target, TILE, TILE, 64)
+    # without the race checker the same PTX still computes the product (the fence orders, it moves nothing)
+    got, ref, _ = _run(ptx, target, TILE, TILE, 64, check_races=False)
+    np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-2)
