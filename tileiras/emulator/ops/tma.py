@@ -58,7 +58,8 @@ def read_tensormap(st: Any, space: str, addr: int, lane: int) -> Any:
     try:
         return decode(raw)
     except TensorMapError as e:
-        raise DeviceFault(f"bad tensor map at 0x{addr:x}: {e}", lane) from None
+        where = "kernel parameter" if space == "kparam" else space
+        raise DeviceFault(f"bad tensor map at {where} address 0x{addr:x}: {e}", lane) from None
 
 
 def box_addresses(st: Any, tm: Any, coords: list[int], lane: int) -> tuple[Any, Any, Any]:
