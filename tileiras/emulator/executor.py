@@ -563,6 +563,8 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
         groups.append(grp)
         if spec.op == "red":
             b["waiting"].append((grp, spec.red_writer))
+    else:       # bar.arrive: the threads go on
+        _add_group(st, groups, pc + 1, act)
     _check_barriers(st, groups)
 
 

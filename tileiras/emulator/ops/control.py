@@ -302,6 +302,23 @@ def _fence(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fence, None)
 
 
+def _setmaxnreg(dec: Decoder, ins: Instr) -> Any:
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 N: register reallocation between warpgroups. Registers are
+    unlimited here, so only the operand is checked (an immediate multiple of 8 in 24..256, as ptxas wants)."""
+    from ..parser import Imm
+
+    mods = Mods(ins)
+    mods.need(("inc", "dec"), ".inc or .dec")
+    mods.need(("sync",), ".sync")
+    mods.need(("aligned",), ".aligned")
+    mods.need(("u32",), ".u32")
+    mods.done()
+    ops = ins.operands
+    if len(ops) != 1 or not isinstance(ops[0], Imm) or not (24 <= ops[0].value <= 256 and ops[0].value % 8 == 0):
+        raise bad(ins, "the register count must be an immediate multiple of 8 in 24..256")
+    return (K_OP, lambda st, m: None, None)
+
+
 FENCE_MODS = ("sc", "acq_rel", "acquire", "release", "cta", "gpu", "sys", "cluster", "gl", "proxy", "async",
               "alias", "tensormap", "tensormap::generic", "generic", "global", "shared::cta", "shared::cluster", "mbarrier_init",
               "async::generic", "release::cta", "acquire::cta", "sync_restrict::shared::cta",
@@ -315,5 +332,5 @@ HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
     "nanosleep": _nop(("u32",)),
     "pmevent": _nop(("mask",)),
     "griddepcontrol": _nop(("launch_dependents", "wait")),
-    "setmaxnreg": _nop(("inc", "dec", "sync", "aligned", "u32")),
+    "setmaxnreg": lambda dec, ins: _setmaxnreg(dec, ins),
 }
