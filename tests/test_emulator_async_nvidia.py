@@ -153,6 +153,16 @@ def test_nvidia_pipeline_missing_mbarrier_wait_is_reported(nvidia_ptx) -> None:
         _run(ptx, "sm_90", TILE, TILE, 4 * 64)
 
 
+def test_nvidia_pipeline_releasing_a_stage_before_its_wgmma_completes_is_reported(nvidia_ptx) -> None:
+    # wait_group 2 instead of 1: the consumer frees a stage whose wgmma may still read it; the producer's next
+    # TMA load into that stage is not ordered after the read
+    ptx = _without(nvidia_ptx["sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+1;", "wgmma.wait_group.sync.aligned 2;")
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the TMA load at line \d+ overwrites "
+                                            r"shared address 0x\w+, but thread 0 read it at line \d+ "
+                                            r"'wgmma.mma_async.*' and no mbarrier or barrier orders that read"):
+        _run(ptx, "sm_90", TILE, TILE, 8 * 64)
+
+
 def test_nvidia_pipeline_missing_wgmma_wait_is_reported(nvidia_ptx) -> None:
     ptx = _without(nvidia_ptx["sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+0;")
     with pytest.raises(EmulatorError, match=r"register %r\d+ is written by the wgmma.mma_async at line \d+ and is "

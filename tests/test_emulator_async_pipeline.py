@@ -160,6 +160,21 @@ def test_consumer_reading_a_stage_before_its_phase_completes_is_reported() -> No
         run(kernel(consumer_waits=False))
 
 
+def test_consumers_running_ahead_without_waiting_leave_the_producer_deadlocked() -> None:
+    # scheduled first, the consumers free every stage several times over; the producer then waits for a
+    # phase parity that has already gone by, as it would on a GPU
+    with pytest.raises(EmulatorError, match=r"deadlock in block \(0,0,0\): 32 thread\(s\) at an mbarrier wait: "
+                                            r"line \d+ 'mbarrier.try_wait.parity.shared::cta.b64 %p4, \[%r35\], %r33'"):
+        run(kernel(consumer_first=True, consumer_waits=False))
+
+
+def test_producer_overwriting_a_stage_the_consumers_have_not_released_is_reported() -> None:
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the TMA load at line \d+ overwrites "
+                                            r"shared address 0x\w+, but thread \d+ read it at line \d+ "
+                                            r"'ld.shared.v2.f32 .*' and no mbarrier or barrier orders that read"):
+        run(kernel(consumer_first=True, producer_waits=False))
+
+
 def test_a_wait_that_can_never_succeed_is_a_deadlock_naming_it() -> None:
     # consumers wait for the second round's phase of `full` on the first round: nothing can complete it
     ptx = kernel().replace("[%r36], %r32;", "[%r36], 1;", 1)

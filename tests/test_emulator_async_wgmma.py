@@ -27,7 +27,7 @@ KDIM = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8"
 
 
 def kernel(shape: str, types: str, nd: int, na: int, imms: str, fence: bool = True, early_read: bool = False,
-           wait: bool = True, load_c: bool = False) -> str:
+           wait: bool = True, load_c: bool = False, early_store: bool = False) -> str:
     d = ", ".join(f"%d{i}" for i in range(nd))
     a_op = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%rd20"
     load_a = "\n".join(f"    ld.global.u32 %a{i}, [%rd12+{4 * i}];" for i in range(na))
@@ -35,6 +35,8 @@ def kernel(shape: str, types: str, nd: int, na: int, imms: str, fence: bool = Tr
                      for i in range(nd))
     store = "\n".join(f"    st.global.u32 [%rd11+{4 * i}], %d{i};" for i in range(nd))
     early = "    st.global.u32 [%rd11], %d0;" if early_read else ""
+    if early_store:       # overwrite the A operand while the wgmma may still be reading it (bar.sync is no help)
+        early += "\n    bar.sync 0;\n    shl.b32 %r6, %r0, 2;\n    add.u32 %r6, %r6, %r5;\n    st.shared.u32 [%r6], %r0;"
     return f"""
 .version 8.6
 .target sm_90a
@@ -207,6 +209,14 @@ def test_reading_the_accumulator_before_wait_group_is_reported() -> None:
         run("f16", 16, early_read=True)
     with pytest.raises(EmulatorError, match=r"register %d0 is written by the wgmma.mma_async"):
         run("f16", 16, wait=False)
+
+
+def test_overwriting_an_operand_before_wait_group_is_reported() -> None:
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the store at line \d+ overwrites "
+                                            r"shared address 0x4, but the asynchronous read of it by the instruction "
+                                            r"at line \d+ 'wgmma.mma_async.*', issued by thread 0, may still be in "
+                                            r"flight"):
+        run("f16", 16, early_store=True)
 
 
 def test_generic_stores_read_by_wgmma_need_a_proxy_fence() -> None:

@@ -602,6 +602,12 @@ def _check_barriers(st: CTAState, groups: list) -> None:
                 result = np.bool_(bool(contributions.any()))
             for grp, writer in b["waiting"]:
                 writer.put(st, grp.mask, result)
+        if st.races is not None:
+            waiting = np.zeros(st.n, dtype=bool)
+            for h in groups:
+                if h.state == BAR and h.key == bar_id:
+                    waiting |= np.ones(st.n, dtype=bool) if h.mask is None else h.mask
+            st.races.hb.barrier(b["threads"], waiting)
         for h in groups:
             if h.state == BAR and h.key == bar_id:
                 h.state = RUN

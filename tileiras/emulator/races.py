@@ -99,6 +99,9 @@ class RaceChecker:
         self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
         self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
+        from .happens_before import Clocks
+
+        self.hb = Clocks(np, nthreads, size, self.texts)
 
     # -- the async proxy ------------------------------------------------------------
     def observe(self, key: int, lanes: Any, completed: int) -> None:
@@ -108,13 +111,17 @@ class RaceChecker:
         if seen is None:
             seen = self.seen[key] = np.zeros(len(self.fences), dtype=np.int64)
         seen[lanes] = np.maximum(seen[lanes], completed)
+        self.hb.acquire(key, lanes)
 
     def proxy_fence(self, lanes: Any) -> None:
         self._stamp(self.fences, lanes)
 
-    def release(self, lanes: Any) -> None:
-        """Threads `lanes` arrive on a barrier or an mbarrier: what they stored before is published."""
+    def release(self, lanes: Any, key: Any = None) -> None:
+        """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key`: what they
+        stored before is published."""
         self._stamp(self.releases, lanes)
+        if key is not None:
+            self.hb.release(key, lanes)
 
     def _stamp(self, table: list, lanes: Any) -> None:
         np = self.np
@@ -137,6 +144,7 @@ class RaceChecker:
 
     def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
         """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
+        self.hb.check_write(idx, tid, line, "the TMA load", pending_only=False)
         self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx,
                          self.np.full(idx.size, tid))
         self.async_key[idx] = key
@@ -144,8 +152,9 @@ class RaceChecker:
         self.async_line[idx] = line
         self.gen_seq[idx] = -1
 
-    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
-        """Shared bytes `idx` read through the async proxy by an instruction the threads `tids` issued."""
+    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None) -> None:
+        """Shared bytes `idx` read through the async proxy by an instruction the threads `tids` issued;
+        with an `owner`, the read stays in flight until `hb.finish` completes that owner's reads."""
         np = self.np
         idx = np.asarray(idx, dtype=np.int64).ravel()
         issuers = np.unique(np.asarray(tids))
@@ -171,6 +180,8 @@ class RaceChecker:
                               "fence.proxy.async by that thread before it published the store", tid)
         self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
                          np.full(idx.size, tid))
+        if owner is not None:
+            self.hb.read_pending(idx, tid, line, owner)
 
     def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
         np = self.np
@@ -217,6 +228,7 @@ class RaceChecker:
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
+                self.hb.check_write(idx, tids, site.line, "the store", pending_only=True)
                 self.seq += 1
                 self.gen_seq[idx] = self.seq
                 self.gen_tid[idx] = tids
@@ -225,6 +237,7 @@ class RaceChecker:
         else:
             if space == "shared":
                 self._visible(st, site.line, idx, tids, site.does())
+                self.hb.read(idx, tids, site.line)
             self._read(st, site, space, sh, idx, tids)
 
     def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:

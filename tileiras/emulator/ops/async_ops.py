@@ -278,6 +278,7 @@ class MBarrier:
     pending: int
     tx: int = 0
     phase: int = 0
+    key: int = -1          # its shared offset
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
@@ -315,7 +316,7 @@ def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0) -> int:
     """One thread's arrive-on; returns the phase it arrived in."""
     b = _get(st, key, thread)
     if st.races is not None:
-        st.races.release([thread])
+        st.races.release([thread], key)
     phase = b.phase
     b.tx += tx
     b.pending -= count
@@ -332,6 +333,7 @@ def _maybe_complete(st: Any, b: MBarrier) -> None:
         st.mbar_epoch += 1
         if st.races is not None:    # a completed phase orders its arrivals before its waiters' accesses
             st.races.new_interval()
+            st.races.hb.complete(b.key)
 
 
 def _mbarrier(dec: Decoder, ins: Instr) -> Any:
@@ -372,7 +374,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                 if op == "init":
                     if not 1 <= v < (1 << 20):
                         raise DeviceFault(f"mbarrier.init count {v} is outside 1..2^20-1", t)
-                    st.mbar[key] = MBarrier(v, v)
+                    st.mbar[key] = MBarrier(v, v, key=key)
                     st.shared[key:key + 8] = 0
                 elif op == "inval":
                     st.mbar.pop(key, None)

@@ -338,7 +338,8 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
         raise DeviceFault(str(e), t) from None
     addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span)
     if st.races is not None:
-        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}")
+        owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
+        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
     return smem_matrix(st, addrs, ty, esize, what, t)
 
 
@@ -363,6 +364,8 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
             return
         keys = _mbar_keys(st, mbar, lanes, m, space)
         for key, t in zip(keys.tolist(), lanes.tolist()):
+            if st.races is not None:     # the thread's tcgen05.mma reads complete before the arrive
+                st.races.hb.finish(lambda o, t=t: o == ("tcgen05", t))
             _arrive(st, int(key), 1, t)
 
     return (K_OP, commit, None)

@@ -204,12 +204,14 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 start, lbo, sbo, span = decode_gmma_desc(_uniform(st, a_desc, g, "the A descriptor"))
                 addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span)
                 if st.races is not None:
-                    st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}")
+                    st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
+                                        ("wgmma", g, st.wgmma_committed.get(g, 0)))
                 A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]))
             start, lbo, sbo, span = decode_gmma_desc(_uniform(st, b_desc, g, "the B descriptor"))
             addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span)
             if st.races is not None:
-                st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}")
+                st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
+                                        ("wgmma", g, st.wgmma_committed.get(g, 0)))
             B = smem_matrix(st, addrs, bty, esize, "wgmma B", int(lanes[0]))
             D = (A * scale_a) @ (B * scale_b).T
             if _uniform(st, scale_d, g, "scale-d"):
@@ -271,6 +273,8 @@ def _group_op(dec: Decoder, ins: Instr) -> Any:
             done = st.wgmma_committed.get(g, 0) - keep
             st.pending_regs = [p for p in st.pending_regs if not (
                 p.what == "wgmma.mma_async" and p.unit == g and p.group is not None and p.group < done)]
+            if st.races is not None:     # the retired groups' shared-memory reads are complete
+                st.races.hb.finish(lambda o: o[0] == "wgmma" and o[1] == g and o[2] < done)
 
     return (K_COLL, wait, None)
 
