@@ -24,6 +24,7 @@ import stat
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -36,8 +37,20 @@ import frontend_samples as fs  # noqa: E402
 pytestmark = pytest.mark.skipif(fs.oracle("tileiras") is None, reason="NVIDIA's tileiras is not installed")
 
 TILE = 128
-# target -> box (outermost first) of the C tensor map its epilogue stores
-C_BOX = {"sm_90": (64, 64), "sm_100": (128, 64)}
+# (input type, target) -> K tile, output type and the boxes (outermost first) of the A, B and C tensor
+# maps, read off NVIDIA's PTX: its TMA copies (coordinates, shared offsets) and expect_tx byte counts.
+# fp8 and tf32 operands are rearranged in shared memory by generic stores before the MMAs read them.
+CONFIGS = {
+    ("f16", "sm_90"): (64, "f16", (TILE, 64), (64, 64), (64, 64)),
+    ("f16", "sm_100"): (64, "f16", (TILE, 64), (64, 64), (TILE, 64)),
+    ("e4m3", "sm_90"): (128, "f16", (TILE, 128), (128, 128), (64, 64)),
+    ("e4m3", "sm_100"): (128, "f16", (TILE, 128), (128, 128), (TILE, 64)),
+    ("f32", "sm_90"): (32, "f32", (TILE, 32), (32, 32), (64, 32)),
+    ("f32", "sm_100"): (32, "f32", (TILE, 32), (32, 32), (TILE, 32)),
+}
+# tf32 B is N-major on sm_100: its descriptor asks for 128-byte swizzling of 32-byte atoms
+SWIZZLE_B = {("f32", "sm_100"): "128B_atom_32B"}
+NUMPY = {"f16": np.float16, "f32": np.float32, "e4m3": ml_dtypes.float8_e4m3fn}
 
 WRAPPER = """#!/bin/sh
 for a in "$@"; do case "$a" in *.ptx) cp "$a" "$PTX_CAPTURE_DIR/" ;; esac; done
@@ -45,7 +58,7 @@ exec "$(dirname "$0")/ptxas.real" "$@"
 """
 
 
-def _export(path: str, target: str) -> None:
+def _export(path: str, target: str, ty: str, tk: int, out: str) -> None:
     import cuda.tile as ct
     from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
                                        export_kernel)
@@ -58,16 +71,21 @@ def _export(path: str, target: str) -> None:
         for k in range(ct.num_tiles(a, 1, shape=(TM, TK))):
             x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
             y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+            if x.dtype == ct.float32:
+                x = ct.astype(x, ct.tfloat32)
+                y = ct.astype(y, ct.tfloat32)
             acc = ct.mma(x, y, acc)
         ct.store(c, index=(i, j), tile=ct.astype(acc, c.dtype))
 
-    def arr() -> ArrayConstraint:
-        return ArrayConstraint(dtype=ct.float16, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0,
+    types = {"f16": ct.float16, "f32": ct.float32, "e4m3": ct.float8_e4m3fn}
+
+    def arr(t: str) -> ArrayConstraint:
+        return ArrayConstraint(dtype=types[t], ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0,
                                alias_groups=(), may_alias_internally=False, stride_constant=(None, 1),
                                shape_divisible_by=(16, 16), stride_divisible_by=(16, 1), base_addr_divisible_by=16)
 
-    sig = KernelSignature(parameters=[arr(), arr(), arr(), ConstantConstraint(TILE), ConstantConstraint(TILE),
-                                      ConstantConstraint(64)],
+    sig = KernelSignature(parameters=[arr(ty), arr(ty), arr(out), ConstantConstraint(TILE), ConstantConstraint(TILE),
+                                      ConstantConstraint(tk)],
                           calling_convention=CallingConvention.cutile_python_v1(), symbol="mm")
     buf = io.BytesIO()
     export_kernel(mm, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
@@ -90,25 +108,28 @@ def nvidia_ptx(tmp_path_factory) -> dict:
     wrapper.write_text(WRAPPER)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     out = {}
-    for target in C_BOX:
-        work = root / target
+    for (ty, target), (tk, out_ty, *_) in CONFIGS.items():
+        work = root / f"{ty}_{target}"
         work.mkdir()
-        _export(str(work / "mm.tileirbc"), target)
+        _export(str(work / "mm.tileirbc"), target, ty, tk, out_ty)
         env = dict(os.environ, PTX_CAPTURE_DIR=str(work))
         res = subprocess.run([str(root / "bin" / "tileiras"), "--gpu-name", target, str(work / "mm.tileirbc"),
                               "-o", str(work / "mm.cubin")], capture_output=True, text=True, timeout=300, env=env)
         assert res.returncode == 0, res.stderr
         ptx = sorted(work.glob("*.ptx"))
         assert len(ptx) == 1, f"expected one PTX file from {target}, got {ptx}"
-        out[target] = ptx[0].read_text()
+        out[ty, target] = ptx[0].read_text()
     return out
 
 
-def _run(ptx: str, target: str, m: int, n: int, k: int, check_races: bool = True) -> tuple:
+def _run(ptx: str, key: tuple, m: int, n: int, k: int, check_races: bool = True) -> tuple:
+    ty, _ = key
+    _, out_ty, a_box, b_box, c_box = CONFIGS[key]
     rng = np.random.default_rng(7)
-    a = rng.uniform(-2, 2, (m, k)).astype(np.float16)
-    b = rng.uniform(-2, 2, (k, n)).astype(np.float16)
-    c = np.zeros((m, n), np.float16)
+    # values every input format holds exactly, so the products are exact whatever the rounding
+    a = (rng.integers(-8, 8, (m, k)) / 4).astype(NUMPY[ty])
+    b = (rng.integers(-8, 8, (k, n)) / 4).astype(NUMPY[ty])
+    c = np.zeros((m, n), NUMPY[out_ty])
     mem = Memory()
     addrs = []
     for arr in (a, b, c):
@@ -117,23 +138,25 @@ def _run(ptx: str, target: str, m: int, n: int, k: int, check_races: bool = True
     params: list = []
     for p, arr in zip(addrs, (a, b, c)):
         params += [p, *arr.shape, *(s // arr.itemsize for s in arr.strides)]
-    params += [for_array(addrs[0], a.shape, a.strides, "f16", (TILE, 64), "128B"),
-               for_array(addrs[1], b.shape, b.strides, "f16", (64, 64), "128B"),
-               for_array(addrs[2], c.shape, c.strides, "f16", C_BOX[target], "128B")]
+    names = {"e4m3": "u8"}
+    swizzles = ("128B", SWIZZLE_B.get(key, "128B"), "128B")
+    params += [for_array(p, arr.shape, arr.strides, names.get(t, t), box, sw)
+               for p, arr, t, box, sw in zip(addrs, (a, b, c), (ty, ty, out_ty), (a_box, b_box, c_box), swizzles)]
     stats = run_ptx(ptx, "mm", (m // TILE, n // TILE, 1), (256, 1, 1), params, mem, check_races=check_races)
-    got = np.frombuffer(mem.read(addrs[2], c.nbytes), np.float16).reshape(m, n).astype(np.float32)
+    got = np.frombuffer(mem.read(addrs[2], c.nbytes), c.dtype).reshape(m, n).astype(np.float32)
     return got, a.astype(np.float32) @ b.astype(np.float32), stats
 
 
-@pytest.mark.parametrize("target", sorted(C_BOX))
-def test_nvidia_matmul_matches_numpy(nvidia_ptx, target) -> None:
-    ptx = nvidia_ptx[target]
+@pytest.mark.parametrize("key", sorted(CONFIGS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_nvidia_matmul_matches_numpy(nvidia_ptx, key) -> None:
+    ptx = nvidia_ptx[key]
     assert "cp.async.bulk.tensor" in ptx and "mbarrier.try_wait" in ptx
-    assert ("wgmma.mma_async" in ptx) if target == "sm_90" else ("tcgen05.mma" in ptx)
-    # 2 x 2 CTAs; 7 K tiles wrap the producer/consumer ring (5 stages on sm_90) so the phases flip
-    got, ref, stats = _run(ptx, target, 2 * TILE, 2 * TILE, 7 * 64)
+    assert ("wgmma.mma_async" in ptx) if key[1] == "sm_90" else ("tcgen05.mma" in ptx)
+    # 2 x 2 CTAs; 7 K tiles wrap the producer/consumer rings (5 to 7 stages) so the phases flip
+    tk = CONFIGS[key][0]
+    got, ref, stats = _run(ptx, key, 2 * TILE, 2 * TILE, 7 * tk)
     assert stats.ctas == 4
-    np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-2)
+    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
 
 
 def _without(ptx: str, pattern: str, replacement: str = "") -> str:
@@ -144,38 +167,38 @@ def _without(ptx: str, pattern: str, replacement: str = "") -> str:
 
 def test_nvidia_pipeline_missing_mbarrier_wait_is_reported(nvidia_ptx) -> None:
     # the consumer's wait for the A stage (in the K loop) succeeds at once: its wgmma reads TMA data too early
-    waits = re.findall(r"mbarrier\.try_wait\.parity\.shared\.b64 (%p\d+), \[%r\d+\], [^;]*;", nvidia_ptx["sm_90"])
+    waits = re.findall(r"mbarrier\.try_wait\.parity\.shared\.b64 (%p\d+), \[%r\d+\], [^;]*;", nvidia_ptx["f16", "sm_90"])
     assert waits
-    ptx = _without(nvidia_ptx["sm_90"], r"mbarrier\.try_wait\.parity\.shared\.b64 (%p\d+), \[%r\d+\], [^;]*;",
+    ptx = _without(nvidia_ptx["f16", "sm_90"], r"mbarrier\.try_wait\.parity\.shared\.b64 (%p\d+), \[%r\d+\], [^;]*;",
                    r"mov.pred \1, -1;")
     with pytest.raises(EmulatorError, match=r"read before the mbarrier wait: .* TMA load .* issues the "
                                             r"wgmma.mma_async"):
-        _run(ptx, "sm_90", TILE, TILE, 4 * 64)
+        _run(ptx, ("f16", "sm_90"), TILE, TILE, 4 * 64)
 
 
 def test_nvidia_pipeline_releasing_a_stage_before_its_wgmma_completes_is_reported(nvidia_ptx) -> None:
     # wait_group 2 instead of 1: the consumer frees a stage whose wgmma may still read it; the producer's next
     # TMA load into that stage is not ordered after the read
-    ptx = _without(nvidia_ptx["sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+1;", "wgmma.wait_group.sync.aligned 2;")
+    ptx = _without(nvidia_ptx["f16", "sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+1;", "wgmma.wait_group.sync.aligned 2;")
     with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the TMA load at line \d+ overwrites "
                                             r"shared address 0x\w+, but thread 0 read it at line \d+ "
                                             r"'wgmma.mma_async.*' and no mbarrier or barrier orders that read"):
-        _run(ptx, "sm_90", TILE, TILE, 8 * 64)
+        _run(ptx, ("f16", "sm_90"), TILE, TILE, 8 * 64)
 
 
 def test_nvidia_pipeline_missing_wgmma_wait_is_reported(nvidia_ptx) -> None:
-    ptx = _without(nvidia_ptx["sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+0;")
+    ptx = _without(nvidia_ptx["f16", "sm_90"], r"wgmma\.wait_group\.sync\.aligned\s+0;")
     with pytest.raises(EmulatorError, match=r"register %r\d+ is written by the wgmma.mma_async at line \d+ and is "
                                             r"accessed before the wgmma.wait_group"):
-        _run(ptx, "sm_90", TILE, TILE, 2 * 64, check_races=False)
+        _run(ptx, ("f16", "sm_90"), TILE, TILE, 2 * 64, check_races=False)
 
 
-@pytest.mark.parametrize("target", sorted(C_BOX))
+@pytest.mark.parametrize("target", ["sm_90", "sm_100"])
 def test_nvidia_pipeline_missing_proxy_fence_is_reported(nvidia_ptx, target) -> None:
     # the epilogue stores C to shared memory, fences, then a TMA store reads it: drop the first fence
-    ptx = _without(nvidia_ptx[target], r"fence\.proxy\.async\.shared::cta;")
+    ptx = _without(nvidia_ptx["f16", target], r"fence\.proxy\.async\.shared::cta;")
     with pytest.raises(EmulatorError, match=r"missing fence.proxy.async: .* the TMA store"):
-        _run(ptx, target, TILE, TILE, 64)
+        _run(ptx, ("f16", target), TILE, TILE, 64)
     # without the race checker the same PTX still computes the product (the fence orders, it moves nothing)
-    got, ref, _ = _run(ptx, target, TILE, TILE, 64, check_races=False)
+    got, ref, _ = _run(ptx, ("f16", target), TILE, TILE, 64, check_races=False)
     np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-2)

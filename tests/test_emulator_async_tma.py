@@ -20,7 +20,8 @@ HEAD = """
 .target sm_90a
 .address_size 64
 """
-MASK = {"none": 0, "32B": 1, "64B": 3, "128B": 7}
+# swizzle -> (mask of address bits 7.., where the XOR lands)
+SWZ = {"none": (0, 4), "32B": (1, 4), "64B": (3, 4), "128B": (7, 4), "128B_atom_32B": (3, 5)}
 
 
 def load_kernel(rank: int, nbytes: int, swizzle: str, tmap_in_global: bool = False, wait: bool = True) -> str:
@@ -60,8 +61,8 @@ COPY:
     @%p3 bra DONE;
     add.u32 %r2, %r5, %r1;
     shr.u32 %r3, %r2, 7;
-    and.b32 %r3, %r3, {MASK[swizzle]};
-    shl.b32 %r3, %r3, 4;
+    and.b32 %r3, %r3, {SWZ[swizzle][0]};
+    shl.b32 %r3, %r3, {SWZ[swizzle][1]};
     xor.b32 %r2, %r2, %r3;
     ld.shared.u32 %r4, [%r2];
     cvt.u64.u32 %rd2, %r1;
@@ -115,7 +116,8 @@ def test_2d_load_with_zero_fill_outside_the_tensor(coords) -> None:
     np.testing.assert_array_equal(run_load(SRC, (8, 16), coords), expected(SRC, (8, 16), coords))
 
 
-@pytest.mark.parametrize("swizzle,inner", [("32B", 8), ("64B", 16), ("128B", 32), ("128B", 16)])
+@pytest.mark.parametrize("swizzle,inner", [("32B", 8), ("64B", 16), ("128B", 32), ("128B", 16),
+                                           ("128B_atom_32B", 32)])
 def test_swizzled_loads_follow_the_ptx_isa_address_permutation(swizzle, inner) -> None:
     box, coords = (16, inner), (4, 8)
     np.testing.assert_array_equal(run_load(SRC, box, coords, swizzle), expected(SRC, box, coords))

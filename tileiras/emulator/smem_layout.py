@@ -28,37 +28,38 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-SWIZZLE_BITS = {0: 0, 32: 1, 64: 2, 128: 3}
-
-
-def swizzle(addrs: Any, span: int) -> Any:
-    """Shared addresses (integer array) permuted by the `span`-byte swizzle (0: unchanged)."""
+def swizzle(addrs: Any, span: int, atom: int = 16) -> Any:
+    """Shared addresses (integer array) permuted by the `span`-byte swizzle (0: unchanged) of `atom`-byte
+    chunks: address bits [a, a+b) are XORed with bits [7, 7+b), a = log2(atom), b = log2(span / atom).
+    (128-byte spans with 32-byte atoms are Blackwell's "128B_BASE32B" mode.)"""
     import numpy as np
 
-    bits = SWIZZLE_BITS[span]
-    if not bits:
+    if not span:
         return addrs
+    shift = atom.bit_length() - 1
+    bits = (span // atom).bit_length() - 1
     a = np.asarray(addrs).astype(np.int64)
-    return a ^ (((a >> 7) & ((1 << bits) - 1)) << 4)
+    return a ^ (((a >> 7) & ((1 << bits) - 1)) << shift)
 
 
-def decode_gmma_desc(desc: int) -> tuple[int, int, int, int]:
-    """wgmma descriptor -> (start address, LBO, SBO, swizzle span in bytes)."""
+def decode_gmma_desc(desc: int) -> tuple[int, int, int, int, int]:
+    """wgmma descriptor -> (start address, LBO, SBO, swizzle span in bytes, swizzle atom in bytes)."""
     start = (desc & 0x3FFF) << 4
     lbo = ((desc >> 16) & 0x3FFF) << 4
     sbo = ((desc >> 32) & 0x3FFF) << 4
     span = {0: 0, 1: 128, 2: 64, 3: 32}[(desc >> 62) & 3]
-    return start, lbo, sbo, span
+    return start, lbo, sbo, span, 16
 
 
-TCGEN05_SWIZZLES = {0: 0, 2: 128, 4: 64, 6: 32}
+# tcgen05 swizzle mode -> (span, atom)
+TCGEN05_SWIZZLES = {0: (0, 16), 1: (128, 32), 2: (128, 16), 4: (64, 16), 6: (32, 16)}
 
 
-def decode_umma_desc(desc: int) -> tuple[int, int, int, int]:
-    """tcgen05 shared-memory descriptor -> (start address, LBO, SBO, swizzle span in bytes).
+def decode_umma_desc(desc: int) -> tuple[int, int, int, int, int]:
+    """tcgen05 shared-memory descriptor -> (start address, LBO, SBO, swizzle span, swizzle atom in bytes).
 
-    Raises ValueError for the modes the emulator does not model (128B with 32-byte atoms,
-    absolute LBO) and for a wrong version field (bits 46-48 must be 0b001)."""
+    Raises ValueError for what the emulator does not model (absolute LBO) and for a wrong version
+    field (bits 46-48 must be 0b001)."""
     start = (desc & 0x3FFF) << 4
     lbo = ((desc >> 16) & 0x3FFF) << 4
     sbo = ((desc >> 32) & 0x3FFF) << 4
@@ -69,7 +70,7 @@ def decode_umma_desc(desc: int) -> tuple[int, int, int, int]:
     mode = (desc >> 61) & 7
     if mode not in TCGEN05_SWIZZLES:
         raise ValueError(f"tcgen05 shared-memory descriptor 0x{desc:x}: swizzle mode {mode} is not supported")
-    return start, lbo, sbo, TCGEN05_SWIZZLES[mode]
+    return (start, lbo, sbo) + TCGEN05_SWIZZLES[mode]
 
 
 @lru_cache(maxsize=256)
@@ -101,6 +102,6 @@ def _offsets(rows: int, cols: int, esize: int, k_major: bool, lbo: int, sbo: int
 
 
 def operand_addresses(start: int, rows: int, cols: int, esize: int, k_major: bool, lbo: int, sbo: int,
-                      span: int) -> Any:
+                      span: int, atom: int = 16) -> Any:
     """Shared addresses (rows, cols) of a descriptor-described operand (rows = M or N, cols = K)."""
-    return swizzle(start + _offsets(rows, cols, esize, k_major, lbo, sbo, span), span)
+    return swizzle(start + _offsets(rows, cols, esize, k_major, lbo, sbo, span), span, atom)

@@ -17,7 +17,7 @@ coordinate vectors of the PTX instructions. Layout (little-endian, 128 bytes,
      8     4     magic 0x50414d54 ("TMAP"); anything else is not a tensor map
     12     1     rank (1..5)
     13     1     element type (CUtensorMapDataType numbering, `DTYPES`)
-    14     1     swizzle (0 none, 1 32B, 2 64B, 3 128B: CUtensorMapSwizzle numbering)
+    14     1     swizzle (0 none, 1 32B, 2 64B, 3 128B, 4 128B with 32-byte atoms: CUtensorMapSwizzle numbering)
     15     1     interleave (0 none, 1 16B, 2 32B)
     16     1     out-of-bounds fill (0 zeros, 1 NaN for float types)
     17     3     reserved (zero)
@@ -46,8 +46,9 @@ DTYPES: dict[str, tuple[int, int, bool]] = {
     "tf32_ftz": (12, 4, True),
 }
 DTYPE_BY_CODE = {code: name for name, (code, _, _) in DTYPES.items()}
-SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
-SWIZZLE_BYTES = {0: 0, 1: 32, 2: 64, 3: 128}
+SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3, "128B_atom_32B": 4}
+SWIZZLE_BYTES = {0: 0, 1: 32, 2: 64, 3: 128, 4: 128}
+SWIZZLE_ATOM = {0: 16, 1: 16, 2: 16, 3: 16, 4: 32}      # bytes the swizzle moves as one chunk
 INTERLEAVES = {"none": 0, "16B": 1, "32B": 2}
 FILLS = {"zero": 0, "nan": 1}
 
@@ -87,6 +88,10 @@ class TensorMap:
     @property
     def swizzle_bytes(self) -> int:
         return SWIZZLE_BYTES[SWIZZLES[self.swizzle]]
+
+    @property
+    def swizzle_atom(self) -> int:
+        return SWIZZLE_ATOM[SWIZZLES[self.swizzle]]
 
     def estrides(self) -> tuple[int, ...]:
         return self.element_strides or (1,) * self.rank

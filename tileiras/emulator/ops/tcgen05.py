@@ -333,10 +333,10 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
 def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_major: bool, t: int,
                   what: str, ins: Instr) -> Any:
     try:
-        start, lbo, sbo, span = decode_umma_desc(desc)
+        start, lbo, sbo, span, atom = decode_umma_desc(desc)
     except ValueError as e:
         raise DeviceFault(str(e), t) from None
-    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span)
+    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom)
     if st.races is not None:
         owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
         st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)

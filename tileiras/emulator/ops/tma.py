@@ -109,7 +109,7 @@ def _shared_span(st: Any, dst: int, tm: Any, lane: int) -> Any:
     if dst + nbytes > st.smem_size:
         raise DeviceFault(f"TMA box of {nbytes} bytes at shared address 0x{dst:x} is out of bounds", lane)
     elems = dst + np.arange(0, nbytes, tm.elem_bytes, dtype=np.int64)
-    return swizzle(elems, tm.swizzle_bytes)[:, None] + np.arange(tm.elem_bytes)
+    return swizzle(elems, tm.swizzle_bytes, tm.swizzle_atom)[:, None] + np.arange(tm.elem_bytes)
 
 
 def _coords(dec: Decoder, vec: Vec, rank: int, ins: Instr) -> list:

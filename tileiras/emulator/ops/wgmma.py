@@ -201,13 +201,13 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 for w in range(4):
                     A[16 * w + ra, ca] = vals[w]
             else:
-                start, lbo, sbo, span = decode_gmma_desc(_uniform(st, a_desc, g, "the A descriptor"))
+                start, lbo, sbo, span, _ = decode_gmma_desc(_uniform(st, a_desc, g, "the A descriptor"))
                 addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span)
                 if st.races is not None:
                     st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
                 A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]))
-            start, lbo, sbo, span = decode_gmma_desc(_uniform(st, b_desc, g, "the B descriptor"))
+            start, lbo, sbo, span, _ = decode_gmma_desc(_uniform(st, b_desc, g, "the B descriptor"))
             addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span)
             if st.races is not None:
                 st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
