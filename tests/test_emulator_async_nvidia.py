@@ -1,18 +1,18 @@
 """NVIDIA's own pipelined PTX in our emulator: the strong check of TMA, wgmma, tcgen05 and mbarriers.
 
-A 128x128x64-tiled f16 matmul (cuTile kernel, exported with contiguous 16-byte aligned arrays)
-is compiled by NVIDIA's tileiras for sm_90 and sm_100. tileiras runs the ptxas beside it, so
-the test runs it from a private copy of its bin folder whose `ptxas` is a wrapper that copies
-the PTX aside first (NVIDIA's PTX is captured at test time, never committed). The PTX is
-warp-specialized: a TMA producer warp, a wgmma warpgroup (sm_90) or a tcgen05.mma warp with
-tensor memory (sm_100), a TMA-store epilogue warp, mbarrier rings between them, setmaxnreg.
+cuTile kernels (a 128x128-tiled matmul for f16, fp8 e4m3 and tf32 inputs, and flash attention),
+exported with contiguous 16-byte aligned arrays, are compiled by NVIDIA's tileiras for sm_90 and
+sm_100. tileiras runs the ptxas beside it, so the test runs it from a private copy of its bin folder
+whose `ptxas` is a wrapper that copies the PTX aside first (NVIDIA's PTX is captured at test time,
+never committed). The PTX is warp-specialized: a TMA producer warp, a wgmma warpgroup (sm_90) or a
+tcgen05.mma warp with tensor memory (sm_100), a TMA-store epilogue warp, mbarrier rings between
+them, setmaxnreg.
 
-Its three hidden `.param .align 64 .b8 [128]` parameters are the tensor maps for A, B and C,
-which NVIDIA's driver fills at launch; we pass our own encoding of the same maps
-(`tileiras.runtime.tensormap`), with the boxes and the 128-byte swizzle its PTX expects
-(read off its copies: A boxes of 64 K x 128 rows, B boxes of 64 N x 64 K, C boxes of 64 N x 64
-rows on sm_90 and 64 N x 128 rows on sm_100). The result must match numpy, with the race
-checker on; PTX with a wait or a fence taken out must be reported.
+Its hidden `.param .align 64 .b8 [128]` parameters are the tensor maps of the arrays, which
+NVIDIA's driver fills at launch; we pass our own encoding of the same maps
+(`tileiras.runtime.tensormap`), with the boxes and swizzles its PTX expects (read off its copies:
+coordinates, shared-memory offsets, expect_tx byte counts, descriptor swizzle modes). Results must
+match numpy with the race checker on; PTX with a wait, a fence or a release moved must be reported.
 """
 
 
@@ -48,6 +48,10 @@ CONFIGS = {
     ("f32", "sm_90"): (32, "f32", (TILE, 32), (32, 32), (64, 32)),
     ("f32", "sm_100"): (32, "f32", (TILE, 32), (32, 32), (TILE, 32)),
 }
+# attention: q, k, v, o of shape (heads, ATTN_S, 64); the Q box is a query block, K and V boxes 64 keys, and
+# the O box per target
+ATTN_S = 256
+ATTN_O_BOX = {"sm_90": (1, 64, 64), "sm_100": (1, TILE, 64)}
 # tf32 B is N-major on sm_100: its descriptor asks for 128-byte swizzling of 32-byte atoms
 SWIZZLE_B = {("f32", "sm_100"): "128B_atom_32B"}
 NUMPY = {"f16": np.float16, "f32": np.float32, "e4m3": ml_dtypes.float8_e4m3fn}
@@ -58,7 +62,7 @@ exec "$(dirname "$0")/ptxas.real" "$@"
 """
 
 
-def _export(path: str, target: str, ty: str, tk: int, out: str) -> None:
+def _export_matmul(target: str, ty: str, tk: int, out: str) -> bytes:
     import cuda.tile as ct
     from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
                                        export_kernel)
@@ -89,13 +93,55 @@ def _export(path: str, target: str, ty: str, tk: int, out: str) -> None:
                           calling_convention=CallingConvention.cutile_python_v1(), symbol="mm")
     buf = io.BytesIO()
     export_kernel(mm, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
-    with open(path, "wb") as f:
-        f.write(buf.getvalue())
+    return buf.getvalue()
+
+
+def _export_attention(target: str) -> bytes:
+    """Flash attention (online softmax), one (query block, head) per CTA: two MMAs per key block, the
+    second with the probabilities as its A operand."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
+                                       ScalarConstraint, export_kernel)
+
+    @ct.kernel
+    def attention(q, k, v, o, scale, S: ct.Constant[int], D: ct.Constant[int], BQ: ct.Constant[int],
+                  BK: ct.Constant[int]):
+        qb = ct.bid(0)
+        h = ct.bid(1)
+        qt = ct.reshape(ct.load(q, index=(h, qb, 0), shape=(1, BQ, D)), (BQ, D))
+        m = ct.full((BQ, 1), -1e30, ct.float32)
+        lsum = ct.zeros((BQ, 1), ct.float32)
+        acc = ct.zeros((BQ, D), ct.float32)
+        for kb in range(S // BK):
+            kt = ct.reshape(ct.load(k, index=(h, kb, 0), shape=(1, BK, D)), (BK, D))
+            vt = ct.reshape(ct.load(v, index=(h, kb, 0), shape=(1, BK, D)), (BK, D))
+            s = ct.mma(qt, ct.transpose(kt), ct.zeros((BQ, BK), ct.float32)) * scale
+            m_new = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
+            p = ct.exp(s - m_new)
+            alpha = ct.exp(m - m_new)
+            lsum = lsum * alpha + ct.sum(p, axis=1, keepdims=True)
+            acc = ct.mma(ct.astype(p, vt.dtype), vt, acc * alpha)
+            m = m_new
+        ct.store(o, index=(h, qb, 0), tile=ct.reshape(ct.astype(acc / lsum, o.dtype), (1, BQ, D)))
+
+    def arr() -> ArrayConstraint:
+        return ArrayConstraint(dtype=ct.float16, ndim=3, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                               alias_groups=(), may_alias_internally=False, stride_constant=(None, None, 1),
+                               shape_divisible_by=(1, 16, 16), stride_divisible_by=(16, 16, 1),
+                               base_addr_divisible_by=16)
+
+    sig = KernelSignature(parameters=[arr(), arr(), arr(), arr(), ScalarConstraint(ct.float32),
+                                      ConstantConstraint(ATTN_S), ConstantConstraint(64), ConstantConstraint(TILE),
+                                      ConstantConstraint(64)],
+                          calling_convention=CallingConvention.cutile_python_v1(), symbol="attn")
+    buf = io.BytesIO()
+    export_kernel(attention, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
+    return buf.getvalue()
 
 
 @pytest.fixture(scope="module")
 def nvidia_ptx(tmp_path_factory) -> dict:
-    """target -> the PTX NVIDIA's tileiras hands its ptxas for the matmul."""
+    """(input type or "attn", target) -> the PTX NVIDIA's tileiras hands its ptxas."""
     tool = fs.oracle("tileiras")
     root = tmp_path_factory.mktemp("nvtool")
     src_bin = os.path.dirname(tool)
@@ -107,11 +153,13 @@ def nvidia_ptx(tmp_path_factory) -> dict:
     wrapper = root / "bin" / "ptxas"
     wrapper.write_text(WRAPPER)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    jobs = {key: (lambda key=key, c=c: _export_matmul(key[1], key[0], c[0], c[1])) for key, c in CONFIGS.items()}
+    jobs.update({("attn", target): (lambda target=target: _export_attention(target)) for target in ATTN_O_BOX})
     out = {}
-    for (ty, target), (tk, out_ty, *_) in CONFIGS.items():
+    for (ty, target), export in jobs.items():
         work = root / f"{ty}_{target}"
         work.mkdir()
-        _export(str(work / "mm.tileirbc"), target, ty, tk, out_ty)
+        (work / "mm.tileirbc").write_bytes(export())
         env = dict(os.environ, PTX_CAPTURE_DIR=str(work))
         res = subprocess.run([str(root / "bin" / "tileiras"), "--gpu-name", target, str(work / "mm.tileirbc"),
                               "-o", str(work / "mm.cubin")], capture_output=True, text=True, timeout=300, env=env)
@@ -157,6 +205,32 @@ def test_nvidia_matmul_matches_numpy(nvidia_ptx, key) -> None:
     got, ref, stats = _run(ptx, key, 2 * TILE, 2 * TILE, 7 * tk)
     assert stats.ctas == 4
     np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("target", sorted(ATTN_O_BOX))
+def test_nvidia_flash_attention_matches_numpy(nvidia_ptx, target) -> None:
+    ptx = nvidia_ptx["attn", target]
+    heads, d = 2, 64
+    rng = np.random.default_rng(11)
+    q, k, v = ((rng.integers(-8, 8, (heads, ATTN_S, d)) / 8).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    mem = Memory()
+    addrs = []
+    for arr in (q, k, v, o):
+        addrs.append(mem.alloc(arr.nbytes))
+        mem.write(addrs[-1], arr.tobytes())
+    params: list = []
+    for p, arr in zip(addrs, (q, k, v, o)):
+        params += [p, *arr.shape, *(s // arr.itemsize for s in arr.strides)]
+    params.append(0.125)
+    boxes = ((1, TILE, d), (1, 64, d), (1, 64, d), ATTN_O_BOX[target])
+    params += [for_array(p, arr.shape, arr.strides, "f16", box, "128B") for p, arr, box in zip(addrs, (q, k, v, o), boxes)]
+    run_ptx(ptx, "attn", (ATTN_S // TILE, heads, 1), (256, 1, 1), params, mem, check_races=True)
+    got = np.frombuffer(mem.read(addrs[3], o.nbytes), np.float16).reshape(o.shape).astype(np.float32)
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float32), k.astype(np.float32)) * 0.125
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float32))
+    np.testing.assert_allclose(got, ref, atol=2e-3)
 
 
 def _without(ptx: str, pattern: str, replacement: str = "") -> str:
