@@ -139,6 +139,37 @@ def _export_attention(target: str) -> bytes:
     return buf.getvalue()
 
 
+def _export_scaled(target: str) -> bytes:
+    """Block-scaled fp8 matmul (mmaf_scaled): one e8m0 scale per 32 elements of K for A's rows and B's columns."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, export_kernel
+
+    @ct.kernel
+    def ms(a, sa, b, sb, c):
+        i = ct.bid(0)
+        j = ct.bid(1)
+        acc = ct.zeros((128, 128), ct.float32)
+        for k in range(ct.num_tiles(a, 1, shape=(128, 128))):
+            x = ct.load(a, index=(i, k), shape=(128, 128))
+            xs = ct.load(sa, index=(i, k), shape=(128, 4))
+            y = ct.load(b, index=(k, j), shape=(128, 128))
+            ys = ct.load(sb, index=(k, j), shape=(4, 128))
+            acc = ct.mma_scaled(x, xs, y, ys, acc)
+        ct.store(c, index=(i, j), tile=acc)
+
+    def arr(t) -> ArrayConstraint:
+        return ArrayConstraint(dtype=t, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False, stride_constant=(None, 1), shape_divisible_by=(16, 16),
+                               stride_divisible_by=(16, 1), base_addr_divisible_by=16)
+
+    sig = KernelSignature(parameters=[arr(ct.float8_e4m3fn), arr(ct.float8_e8m0fnu), arr(ct.float8_e4m3fn),
+                                      arr(ct.float8_e8m0fnu), arr(ct.float32)],
+                          calling_convention=CallingConvention.cutile_python_v1(), symbol="ms")
+    buf = io.BytesIO()
+    export_kernel(ms, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
+    return buf.getvalue()
+
+
 @pytest.fixture(scope="module")
 def nvidia_ptx(tmp_path_factory) -> dict:
     """(input type or "attn", target) -> the PTX NVIDIA's tileiras hands its ptxas."""
@@ -155,6 +186,7 @@ def nvidia_ptx(tmp_path_factory) -> dict:
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     jobs = {key: (lambda key=key, c=c: _export_matmul(key[1], key[0], c[0], c[1])) for key, c in CONFIGS.items()}
     jobs.update({("attn", target): (lambda target=target: _export_attention(target)) for target in ATTN_O_BOX})
+    jobs["scaled", "sm_100"] = lambda: _export_scaled("sm_100")
     out = {}
     for (ty, target), export in jobs.items():
         work = root / f"{ty}_{target}"
@@ -231,6 +263,37 @@ def test_nvidia_flash_attention_matches_numpy(nvidia_ptx, target) -> None:
     p = np.exp(s - s.max(-1, keepdims=True))
     ref = np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float32))
     np.testing.assert_allclose(got, ref, atol=2e-3)
+
+
+def test_nvidia_block_scaled_fp8_matmul_matches_numpy(nvidia_ptx) -> None:
+    # sm_100: tcgen05.mma.kind::mxf8f6f4.block_scale with scale factors that cp.async (A's) and TMA (B's) bring
+    # to shared memory and tcgen05.cp ...32x128b.warpx4 copies into tensor memory
+    ptx = nvidia_ptx["scaled", "sm_100"]
+    assert "kind::mxf8f6f4.block_scale" in ptx and "32x128b.warpx4" in ptx
+    m, n, k = 128, 256, 384
+    rng = np.random.default_rng(5)
+    a = (rng.integers(-8, 8, (m, k)) / 4).astype(ml_dtypes.float8_e4m3fn)
+    b = (rng.integers(-8, 8, (k, n)) / 4).astype(ml_dtypes.float8_e4m3fn)
+    sa = rng.integers(122, 133, (m, k // 32)).astype(np.uint8)      # e8m0: 2^(e - 127)
+    sb = rng.integers(122, 133, (k // 32, n)).astype(np.uint8)
+    c = np.zeros((m, n), np.float32)
+    mem = Memory()
+    addrs = []
+    for arr in (a, sa, b, sb, c):
+        addrs.append(mem.alloc(arr.nbytes))
+        mem.write(addrs[-1], arr.tobytes())
+    params: list = []
+    for p, arr in zip(addrs, (a, sa, b, sb, c)):
+        params += [p, *arr.shape, *(s // arr.itemsize for s in arr.strides)]
+    params += [for_array(addrs[0], a.shape, a.strides, "u8", (128, 128), "128B"),
+               for_array(addrs[2], b.shape, b.strides, "u8", (128, 128), "128B"),
+               for_array(addrs[3], sb.shape, sb.strides, "u8", (4, 128)),
+               for_array(addrs[4], c.shape, c.strides, "f32", (128, 32), "128B")]
+    run_ptx(ptx, "ms", (m // 128, n // 128, 1), (256, 1, 1), params, mem, check_races=True)
+    got = np.frombuffer(mem.read(addrs[4], c.nbytes), np.float32).reshape(m, n)
+    scaled_a = a.astype(np.float64) * np.repeat(np.exp2(sa - 127.0), 32, axis=1)
+    scaled_b = b.astype(np.float64) * np.repeat(np.exp2(sb - 127.0), 32, axis=0)
+    np.testing.assert_allclose(got, scaled_a @ scaled_b, rtol=1e-5)   # f32 rounding after each MMA
 
 
 def _without(ptx: str, pattern: str, replacement: str = "") -> str:

@@ -210,8 +210,11 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
         lanes = np.broadcast_to(pc.lanes[sel][:, None], take.shape)
         st.races.check_bytes(st, Site(pc.line, write=False, strong=False), "global", st.mem.buf.size,
                              (pc.src[sel][:, None] + cols)[take], lanes[take])
-        st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size,
-                             (pc.dst[sel][:, None] + cols).ravel(), lanes.ravel())
+        dst = (pc.dst[sel][:, None] + cols).ravel()
+        st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size, dst,
+                             lanes.ravel())
+        # NVIDIA's compiler hands cp.async data to tcgen05.cp with no proxy fence: not a generic-proxy store
+        st.races.gen_seq[dst] = -1
     src_idx = pc.src[sel][:, None] + np.minimum(cols[None, :], np.maximum(n_src - 1, 0))
     data = np.where(take, st.mem.buf[src_idx], 0).astype(np.uint8)
     st.shared[pc.dst[sel][:, None] + cols[None, :]] = data

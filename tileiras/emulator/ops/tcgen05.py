@@ -40,8 +40,11 @@ KIND_TYPES = {
     "f8f6f4": {0: ("e4m3", 1), 1: ("e5m2", 1)},
     "i8": {0: ("u8", 1), 1: ("s8", 1)},
 }
-KIND_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32}
+KIND_TYPES["mxf8f6f4"] = KIND_TYPES["f8f6f4"]
+KIND_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32}
+BLOCK_SCALED = frozenset({"mxf8f6f4"})
 DTYPES = {1: "f32", 2: "s32"}
+SCALE_TYPES = {0: "ue4m3", 1: "ue8m0"}
 
 
 def _np() -> Any:
@@ -226,9 +229,18 @@ def _wait(dec: Decoder, ins: Instr, which: str) -> Any:
 # --- tcgen05.mma / commit / cp ------------------------------------------------------
 
 def decode_idesc(idesc: int, kind: str) -> dict:
-    """The fields of a tcgen05.mma instruction descriptor; ValueError for what is not modelled."""
+    """The fields of a tcgen05.mma instruction descriptor; ValueError for what is not modelled.
+
+    Block-scaled kinds use bits 4-5 for the B scale-factor ID, bit 23 for the scale type
+    (0 UE4M3, 1 UE8M0) and bits 29-30 for the A scale-factor ID; their D is always f32."""
     if idesc & 0x7:
         raise ValueError("sparse tcgen05.mma is not supported")
+    if kind in BLOCK_SCALED:
+        if idesc >> 31:
+            raise ValueError("the K-size bit must be 0 for .kind::mxf8f6f4")
+        f = decode_idesc((idesc & ~(0x3 << 4) & ~(1 << 23) & ~(0x3 << 29)) | (1 << 4), "f8f6f4")
+        f.update(sf_b=(idesc >> 4) & 3, sf_a=(idesc >> 29) & 3, scale=SCALE_TYPES[(idesc >> 23) & 1])
+        return f
     dcode = (idesc >> 4) & 3
     if dcode not in DTYPES:
         raise ValueError(f"accumulator type code {dcode} (f16 accumulators) is not supported")
@@ -258,14 +270,26 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     mods = Mods(ins)
     mods.need(("mma",), ".mma")
     _cta_group(mods, ins)
-    kind = mods.need(tuple(f"kind::{k}" for k in KIND_K), "the kind (.kind::f16, ::tf32, ::f8f6f4, ::i8)")[6:]
+    kind = mods.need(tuple(f"kind::{k}" for k in KIND_K),
+                     "the kind (.kind::f16, ::tf32, ::f8f6f4, ::i8, ::mxf8f6f4)")[6:]
+    scaled = kind in BLOCK_SCALED
+    if scaled:
+        mods.need(("block_scale",), ".block_scale")
+        mods.one(("scale_vec::1X", "block32"))     # the only vector size of .kind::mxf8f6f4
     mods.ignore(("collector::a::fill", "collector::a::use", "collector::a::lastuse", "collector::a::discard",
                  "collector::b0::fill", "collector::b0::use", "collector::b0::lastuse", "collector::b0::discard"))
     mods.done()
     ops = list(ins.operands)
-    if len(ops) < 5:
-        raise bad(ins, "expected [d-tmem], a-desc|[a-tmem], b-desc, idesc, ..., enable-input-d")
+    if len(ops) < 5 + 2 * scaled:
+        raise bad(ins, "expected [d-tmem], a-desc|[a-tmem], b-desc, idesc, "
+                  + ("[scale-A-tmem], [scale-B-tmem], " if scaled else "... ") + "enable-input-d")
     rest = ops[4:]
+    sf_ops = []
+    if scaled:
+        if not all(isinstance(x, Addr) for x in rest[:2]):
+            raise bad(ins, "the scale factors must be [tensor-memory] operands")
+        sf_ops = [address(dec, x, "shared", ins)[1] for x in rest[:2]]
+        rest = rest[2:]
     disable = rest.pop(0) if rest and isinstance(rest[0], Vec) else None
     if not rest:
         raise bad(ins, "missing enable-input-d")
@@ -304,6 +328,9 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             else:
                 A = _smem_operand(st, _at(st, a_op, t), mm, k, aty, aes, not f["trans_a"], t, what, ins)
             B = _smem_operand(st, _at(st, b_op, t), n, k, bty, bes, not f["trans_b"], t, what, ins)
+            if sf_ops:
+                A = A * _scales(st, _at(st, sf_ops[0], t), mm, f["sf_a"], f["scale"], t)[:, None]
+                B = B * _scales(st, _at(st, sf_ops[1], t), n, f["sf_b"], f["scale"], t)[:, None]
             D = ((-A if f["neg_a"] else A) @ (-B if f["neg_b"] else B).T)
             d = _at(st, d_addr, t) & 0xFFFFFFFF
             rows = (d >> 16) + d_lanes(mm)
@@ -328,6 +355,30 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             tm.cells[rows[keep][:, None], ci[None, :]] = out[keep]
 
     return (K_OP, fn, None)
+
+
+def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int) -> Any:
+    """The block scale of each of `rows` rows (of A) or columns (of B) for one MMA (scale_vec::1X).
+
+    Scale-factor layout in tensor memory: row r is in lane r % 32 of every 32-lane quarter (the
+    factors are duplicated to all four, as tcgen05.cp ...warpx4 writes them), column
+    addr + r // 32, byte `sf_id` (the K block the MMA covers) of the 32-bit cell; the address's
+    bits 30-31 repeat that byte number (NVIDIA's code derives the descriptor's IDs from them)."""
+    np = _np()
+    a = addr & 0xFFFFFFFF
+    if a >> 30 != sf_id:
+        raise DeviceFault(f"scale-factor address 0x{a:x} selects byte {a >> 30} of its cells (bits 30-31), "
+                          f"the instruction descriptor byte {sf_id}", t)
+    lane0, col0 = (a >> 16) & 0x3FFF, a & 0xFFFF
+    r = np.arange(rows)
+    li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
+    cells = tmem(st).cells[li, ci]                         # (32 lanes, columns)
+    raw = ((cells[r % 32, r // 32] >> np.uint32(8 * sf_id)) & np.uint32(0xFF)).astype(np.uint8)
+    if scale == "ue8m0":
+        return np.where(raw == 255, np.nan, np.exp2(raw.astype(np.float64) - 127))
+    import ml_dtypes
+
+    return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
 
 
 def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_major: bool, t: int,
@@ -371,7 +422,11 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, commit, None)
 
 
-CP_SHAPES = {"128x256b": (128, 8), "4x256b": (4, 8), "128x128b": (128, 4)}
+# shape -> (rows, 32-bit columns, {row block: the 32-lane quarters it is copied to})
+CP_SHAPES = {"128x256b": (128, 8, None), "4x256b": (4, 8, None), "128x128b": (128, 4, None),
+             "32x128b.warpx4": (32, 4, {0: (0, 1, 2, 3)}),
+             "64x128b.warpx2::02_13": (64, 4, {0: (0, 2), 1: (1, 3)}),
+             "64x128b.warpx2::01_23": (64, 4, {0: (0, 1), 1: (2, 3)})}
 
 
 def _cp(dec: Decoder, ins: Instr) -> Any:
@@ -379,20 +434,34 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
     mods = Mods(ins)
     mods.need(("cp",), ".cp")
     _cta_group(mods, ins)
-    shape = mods.need(tuple(CP_SHAPES), "a shape (.128x256b, .4x256b or .128x128b)")
+    shape = next((m for m in mods.rest if m in ("128x256b", "4x256b", "128x128b", "32x128b", "64x128b")), None)
+    if shape is None:
+        raise bad(ins, "missing the shape (.128x256b, .4x256b, .128x128b, .32x128b.warpx4, .64x128b.warpx2::..)")
+    mods.flag(shape)
+    if shape in ("32x128b", "64x128b"):
+        shape += "." + mods.need(("warpx4",) if shape == "32x128b" else ("warpx2::02_13", "warpx2::01_23"),
+                                 ".warpx4" if shape == "32x128b" else ".warpx2::02_13 or ::01_23")
     mods.done()
     _, taddr = address(dec, ins.operands[0], "shared", ins)
     desc = dec.reader(ins.operands[1], "b64", ins)
-    rows, cols = CP_SHAPES[shape]
+    rows, cols, copies = CP_SHAPES[shape]
     what = f"tcgen05.cp at line {ins.line}"
 
     def fn(st: Any, m: Any) -> None:
         tm = tmem(st)
         for t in lanes_of(st, m).tolist():
-            vals = _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins)
+            vals = _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins).astype(np.uint32)
             a = _at(st, taddr, t) & 0xFFFFFFFF
-            li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp")
-            tm.cells[li, ci] = vals.astype(np.uint32)
+            if copies is None:
+                li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp")
+                tm.cells[li, ci] = vals
+                continue
+            if a >> 16:
+                raise DeviceFault(f"tcgen05.cp.{shape} must address lane 0, not lane {a >> 16}", t)
+            for block, quarters in copies.items():
+                for q in quarters:
+                    li, ci = _cells(st, 32 * q, a & 0xFFFF, 32, cols, t, "tcgen05.cp")
+                    tm.cells[li, ci] = vals[32 * block:32 * block + 32]
 
     return (K_OP, fn, None)
 
