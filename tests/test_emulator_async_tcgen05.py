@@ -210,6 +210,55 @@ def test_a_operand_copied_into_tensor_memory_by_tcgen05_cp() -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> None:
+    """kind::mxf8f6f4.block_scale: 32x128b.warpx4 copies of the scale-factor atoms (row i at byte
+    16*(i % 32) + 4*(i // 32) + K block), the K block picked by the descriptor's scale-factor IDs."""
+    rng = np.random.default_rng(9)
+    m = n = 128
+    sf_a, sf_b = 2, 1
+    a_vals, b_vals = rng.integers(-8, 8, (m, 32)) / 4, rng.integers(-8, 8, (n, 32)) / 4
+    a = a_vals.astype(ml_dtypes.float8_e4m3fn)
+    b = b_vals.astype(ml_dtypes.float8_e4m3fn)
+    sa = rng.integers(120, 135, (m, 4)).astype(np.uint8)       # e8m0 exponents for 4 K blocks
+    sb = rng.integers(120, 135, (n, 4)).astype(np.uint8)
+    a_img, a_lbo, a_sbo = image(a, True, 128, 0)
+    b_img, b_lbo, b_sbo = image(b, True, 128, B_BASE)
+    sf_base = 2 * B_BASE                # A and B take 16 KiB each here
+    img = np.zeros(sf_base + 1024, np.uint8)
+    img[:B_BASE] = a_img[:B_BASE]
+    img[B_BASE:sf_base] = b_img[:B_BASE]
+    for base, sf in ((sf_base, sa), (sf_base + 512, sb)):
+        i = np.arange(128)
+        for kb in range(4):
+            img[base + 16 * (i % 32) + 4 * (i // 32) + kb] = sf[:, kb]
+    desc = idesc("f8f6f4", "e4m3", "e4m3", m, n, 0, 0)
+    desc = (desc & ~(0x3 << 4)) | (sf_b << 4) | (1 << 23) | (sf_a << 29)     # block-scaled layout, UE8M0
+    mma = ("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32 [%r20], %rd20, %rd21, %r7, [%r26], "
+           "[%r27], %p2;")
+    ptx = kernel("f8f6f4", n, mma=mma, a_from_tmem=True).replace(
+        "@%p1 tcgen05.cp.cta_group::1.128x256b [%r24], %rd22;", """@%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r24], %rd22;
+    add.s64 %rd23, %rd22, 32;
+    add.u32 %r25, %r24, 4;
+    @%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r25], %rd23;
+    shr.u32 %r26, %r7, 29;
+    and.b32 %r26, %r26, 3;
+    shl.b32 %r26, %r26, 30;
+    or.b32 %r26, %r26, %r24;
+    shr.u32 %r27, %r7, 4;
+    and.b32 %r27, %r27, 3;
+    shl.b32 %r27, %r27, 30;
+    or.b32 %r27, %r27, %r25;""").replace("buf[32768]", "buf[40960]")
+    mem = Memory()
+    out = mem.alloc(128 * n * 4)
+    src = mem.alloc(img.size)
+    mem.write(src, img.tobytes())
+    run_ptx(ptx, "k", 1, 128, [out, src, img.size, umma_desc(0, a_lbo, a_sbo, 128), umma_desc(B_BASE, b_lbo, b_sbo, 128),
+                               desc, 0, out, umma_desc(sf_base, 0, 128, 0), 0], mem, check_races=True)
+    got = np.frombuffer(mem.read(out, 128 * n * 4), np.float32).reshape(128, n)
+    want = (a_vals * np.exp2(sa[:, sf_a] - 127.0)[:, None]) @ (b_vals * np.exp2(sb[:, sf_b] - 127.0)[:, None]).T
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_tensor_memory_faults() -> None:
     with pytest.raises(EmulatorError, match=r"warp 0 may access tensor-memory lanes 0..31, not lane 32"):
         run("f16", "f16", 16, ld_lane_shift=32)
