@@ -236,7 +236,8 @@ def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> No
     mma = ("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32 [%r20], %rd20, %rd21, %r7, [%r26], "
            "[%r27], %p2;")
     ptx = kernel("f8f6f4", n, mma=mma, a_from_tmem=True).replace(
-        "@%p1 tcgen05.cp.cta_group::1.128x256b [%r24], %rd22;", """@%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r24], %rd22;
+        "@%p1 tcgen05.cp.cta_group::1.128x256b [%r24], %rd22;", """
+    @%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r24], %rd22;
     add.s64 %rd23, %rd22, 32;
     add.u32 %r25, %r24, 4;
     @%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r25], %rd23;
@@ -252,7 +253,8 @@ def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> No
     out = mem.alloc(128 * n * 4)
     src = mem.alloc(img.size)
     mem.write(src, img.tobytes())
-    run_ptx(ptx, "k", 1, 128, [out, src, img.size, umma_desc(0, a_lbo, a_sbo, 128), umma_desc(B_BASE, b_lbo, b_sbo, 128),
+    run_ptx(ptx, "k", 1, 128, [out, src, img.size, umma_desc(0, a_lbo, a_sbo, 128),
+                               umma_desc(B_BASE, b_lbo, b_sbo, 128),
                                desc, 0, out, umma_desc(sf_base, 0, 128, 0), 0], mem, check_races=True)
     got = np.frombuffer(mem.read(out, 128 * n * 4), np.float32).reshape(128, n)
     want = (a_vals * np.exp2(sa[:, sf_a] - 127.0)[:, None]) @ (b_vals * np.exp2(sb[:, sf_b] - 127.0)[:, None]).T

@@ -51,7 +51,8 @@ WAIT:
     @%p1 mbarrier.init.shared.b64 [bar], 1;
     bar.sync 0;
     prefetch.tensormap [{tmap_ref}];
-    @%p1 cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [buf], [{tmap_ref}, {{{coords}}}], [bar];
+    @%p1 cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+        [buf], [{tmap_ref}, {{{coords}}}], [bar];
     @%p1 mbarrier.arrive.expect_tx.shared.b64 _, [bar], {nbytes};{waiting}
     mov.u32 %r1, %r0;
     shl.b32 %r1, %r1, 2;
@@ -159,8 +160,8 @@ def test_reading_the_box_without_waiting_for_the_mbarrier_is_reported() -> None:
 def test_bad_tensor_maps_are_device_faults() -> None:
     mem = Memory()
     out = mem.alloc(512)
-    with pytest.raises(EmulatorError, match=r"bad tensor map at kernel parameter address 0x40: not a tensor map \(no 'TMAP' "
-                                            r"magic.*in thread \(0,0,0\)"):
+    with pytest.raises(EmulatorError, match=r"bad tensor map at kernel parameter address 0x40: not a tensor map "
+                                            r"\(no 'TMAP' magic.*in thread \(0,0,0\)"):
         run_ptx(load_kernel(2, 512, "none"), "k", 1, 128, [out, bytes(128), 0, 0], mem)
     src = mem.alloc(SRC.nbytes)
     tm = for_array(src, SRC.shape, SRC.strides, "f32", (8, 16))
@@ -169,7 +170,7 @@ def test_bad_tensor_maps_are_device_faults() -> None:
         run_ptx(shifted, "k", 1, 128, [out, for_array(src, SRC.shape, SRC.strides, "f32", (8, 8), "32B"), 0, 0],
                 mem)
     multicast = load_kernel(2, 512, "none").replace(
-        "complete_tx::bytes [buf], [tmap, {%r10, %r11}], [bar];",
+        "complete_tx::bytes\n        [buf], [tmap, {%r10, %r11}], [bar];",
         "complete_tx::bytes.multicast::cluster [buf], [tmap, {%r10, %r11}], [bar], %rs1;").replace(
         ".reg .b64 %rd<16>;", ".reg .b64 %rd<16>;\n    .reg .b16 %rs<2>;\n    mov.u16 %rs1, 3;")
     with pytest.raises(EmulatorError, match=r"multicast mask 0x3 names CTAs outside this one-CTA cluster"):

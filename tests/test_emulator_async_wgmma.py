@@ -36,7 +36,8 @@ def kernel(shape: str, types: str, nd: int, na: int, imms: str, fence: bool = Tr
     store = "\n".join(f"    st.global.u32 [%rd11+{4 * i}], %d{i};" for i in range(nd))
     early = "    st.global.u32 [%rd11], %d0;" if early_read else ""
     if early_store:       # overwrite the A operand while the wgmma may still be reading it (bar.sync is no help)
-        early += "\n    bar.sync 0;\n    shl.b32 %r6, %r0, 2;\n    add.u32 %r6, %r6, %r5;\n    st.shared.u32 [%r6], %r0;"
+        early += "\n    bar.sync 0;\n    shl.b32 %r6, %r0, 2;\n    add.u32 %r6, %r6, %r5;\n" \
+                 "    st.shared.u32 [%r6], %r0;"
     return f"""
 .version 8.6
 .target sm_90a

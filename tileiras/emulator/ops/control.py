@@ -320,7 +320,8 @@ def _setmaxnreg(dec: Decoder, ins: Instr) -> Any:
 
 
 FENCE_MODS = ("sc", "acq_rel", "acquire", "release", "cta", "gpu", "sys", "cluster", "gl", "proxy", "async",
-              "alias", "tensormap", "tensormap::generic", "generic", "global", "shared::cta", "shared::cluster", "mbarrier_init",
+              "alias", "tensormap", "tensormap::generic", "generic", "global", "shared::cta", "shared::cluster",
+              "mbarrier_init",
               "async::generic", "release::cta", "acquire::cta", "sync_restrict::shared::cta",
               "sync_restrict::shared::cluster", "to_proxy::from_proxy", "op_restrict")
 
