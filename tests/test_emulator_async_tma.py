@@ -217,6 +217,24 @@ def test_store_writes_only_the_box_inside_the_tensor() -> None:
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("wait_first", [True, False])
+def test_reusing_the_staging_buffer_needs_the_store_read_to_finish(wait_first) -> None:
+    wait = "    @%p1 cp.async.bulk.wait_group.read 0;\n"
+    reuse = "    bar.sync 0;\n    st.shared.u32 [%r3], %r0;\n"
+    ptx = STORE.replace(wait, "").replace("    ret;", (wait + reuse if wait_first else reuse + wait) + "    ret;")
+    mem = Memory()
+    a = mem.alloc(10 * 12 * 4)
+    tm = for_array(a, (10, 12), (48, 4), "u32", (16, 8))
+    if wait_first:
+        run_ptx(ptx, "k", 1, 128, [tm, 0, 0, 1], mem, check_races=True)
+        return
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the store at line \d+ overwrites shared "
+                                            r"address 0x4, but the asynchronous read of it by the instruction at line "
+                                            r"\d+ '@%p1 cp.async.bulk.tensor.2d.global.shared::cta.*', issued by thread 0, "
+                                            r"may still be in flight"):
+        run_ptx(ptx, "k", 1, 128, [tm, 0, 0, 1], mem, check_races=True)
+
+
 def test_store_of_generic_writes_without_proxy_fence_is_reported() -> None:
     mem = Memory()
     a = mem.alloc(10 * 12 * 4)

@@ -152,6 +152,7 @@ class CTAState:
         # asynchronous copies and mbarriers (ops/async_ops.py)
         self.cp_pending: list = []
         self.cp_committed = np.zeros(n, dtype=np.int64)
+        self.bulk_committed = np.zeros(n, dtype=np.int64)     # cp.async.bulk groups each thread committed
         self.mbar: dict[int, Any] = {}
         self.mbar_epoch = 0
         self.idle_epoch = 0

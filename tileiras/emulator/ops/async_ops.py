@@ -119,11 +119,26 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
         return (K_OP, lambda st, m: None, None)
     if mods.flag("commit_group"):
         mods.done()
-        return (K_OP, lambda st, m: None, None)
+
+        def commit(st: Any, m: Any) -> None:
+            st.bulk_committed[lanes_of(st, m)] += 1
+
+        return (K_OP, commit, None)
     if mods.flag("wait_group"):
         mods.flag("read")
         mods.done()
-        return (K_OP, lambda st, m: None, None)
+        if len(ins.operands) != 1 or not isinstance(ins.operands[0], Imm):
+            raise bad(ins, "expected an immediate group count")
+        keep = ins.operands[0].value
+
+        def wait(st: Any, m: Any) -> None:
+            if st.races is not None:    # the retired bulk groups' shared-memory reads are complete
+                for lane in lanes_of(st, m).tolist():
+                    done = int(st.bulk_committed[lane]) - keep
+                    st.races.hb.finish(lambda o, lane=lane, done=done: o[0] == "bulk" and o[1] == lane and
+                                       o[2] < done)
+
+        return (K_OP, wait, None)
     if mods.flag("prefetch"):
         mods.ignore(("L2", "global", "L2::cache_hint"))
         mods.done()
@@ -163,12 +178,22 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
             if n:
                 src_parts = spaces.resolve(st, src_space, np.array([s], np.uint64), one, n, 16)
                 dst_parts = spaces.resolve(st, dst_space, np.array([d], np.uint64), one, n, 16)
-                if st.races is not None:
-                    st.races.check(st, reads, src_parts, one, n)
-                    st.races.check(st, writes, dst_parts, one, n)
                 (_, sbuf, _, so), = src_parts
-                data = sbuf[int(so[0]):int(so[0]) + n].copy()
                 (_, dbuf, _, do), = dst_parts
+                if st.races is not None:
+                    if sbuf is st.shared:       # read by the async proxy, until the bulk group retires
+                        st.races.async_read(st, ins.line, int(so[0]) + np.arange(n), one,
+                                            f"the bulk copy at line {ins.line}",
+                                            ("bulk", lane, int(st.bulk_committed[lane])))
+                    else:
+                        st.races.check(st, reads, src_parts, one, n)
+                    if dbuf is st.shared and mbar is not None:
+                        key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
+                        st.races.async_write(st, ins.line, int(do[0]) + np.arange(n), lane, key,
+                                             _get(st, key, lane).phase + 1)
+                    else:
+                        st.races.check(st, writes, dst_parts, one, n)
+                data = sbuf[int(so[0]):int(so[0]) + n].copy()
                 dbuf[int(do[0]):int(do[0]) + n] = data
             if mbar is not None:
                 key = int(_mbar_keys(st, mbar, one, None, "shared")[0])

@@ -227,9 +227,10 @@ def _store(taddr: Any, tspace: str, coords: list, src: Any, rank: int, ins: Inst
             c = [v - (1 << 32) if v >= 1 << 31 else v for v in c]
             goffs, inside, _ = box_addresses(st, tm, c, lane)
             sidx = _shared_span(st, _at(st, src, lane), tm, lane)
-            if st.races is not None:
+            if st.races is not None:    # the store reads shared memory until its bulk group retires
                 st.races.async_read(st, ins.line, sidx.ravel(), np.array([lane]),
-                                    f"the TMA store at line {ins.line}")
+                                    f"the TMA store at line {ins.line}",
+                                    ("bulk", lane, int(st.bulk_committed[lane])))
             if inside.any():
                 gsel = goffs[inside][:, None] + np.arange(tm.elem_bytes)
                 if st.races is not None:
