@@ -37,6 +37,7 @@ import frontend_samples as fs  # noqa: E402
 pytestmark = pytest.mark.skipif(fs.oracle("tileiras") is None, reason="NVIDIA's tileiras is not installed")
 
 TILE = 128
+SMALL = 64         # the f16-64 case: 64 x 64 tiles, which sm_100 computes with M = 64 tcgen05.mma
 # (input type, target) -> K tile, output type and the boxes (outermost first) of the A, B and C tensor
 # maps, read off NVIDIA's PTX: its TMA copies (coordinates, shared offsets) and expect_tx byte counts.
 # fp8 and tf32 operands are rearranged in shared memory by generic stores before the MMAs read them.
@@ -47,6 +48,7 @@ CONFIGS = {
     ("e4m3", "sm_100"): (128, "f16", (TILE, 128), (128, 128), (TILE, 64)),
     ("f32", "sm_90"): (32, "f32", (TILE, 32), (32, 32), (64, 32)),
     ("f32", "sm_100"): (32, "f32", (TILE, 32), (32, 32), (TILE, 32)),
+    ("f16-64", "sm_100"): (64, "f16", (SMALL, 64), (64, 64), (SMALL, 64)),
 }
 # attention: q, k, v, o of shape (heads, ATTN_S, 64); the Q box is a query block, K and V boxes 64 keys, and
 # the O box per target
@@ -62,7 +64,7 @@ exec "$(dirname "$0")/ptxas.real" "$@"
 """
 
 
-def _export_matmul(target: str, ty: str, tk: int, out: str) -> bytes:
+def _export_matmul(target: str, ty: str, tk: int, out: str, tile: int = TILE) -> bytes:
     import cuda.tile as ct
     from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
                                        export_kernel)
@@ -88,7 +90,7 @@ def _export_matmul(target: str, ty: str, tk: int, out: str) -> bytes:
                                alias_groups=(), may_alias_internally=False, stride_constant=(None, 1),
                                shape_divisible_by=(16, 16), stride_divisible_by=(16, 1), base_addr_divisible_by=16)
 
-    sig = KernelSignature(parameters=[arr(ty), arr(ty), arr(out), ConstantConstraint(TILE), ConstantConstraint(TILE),
+    sig = KernelSignature(parameters=[arr(ty), arr(ty), arr(out), ConstantConstraint(tile), ConstantConstraint(tile),
                                       ConstantConstraint(tk)],
                           calling_convention=CallingConvention.cutile_python_v1(), symbol="mm")
     buf = io.BytesIO()
@@ -184,7 +186,8 @@ def nvidia_ptx(tmp_path_factory) -> dict:
     wrapper = root / "bin" / "ptxas"
     wrapper.write_text(WRAPPER)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    jobs = {key: (lambda key=key, c=c: _export_matmul(key[1], key[0], c[0], c[1])) for key, c in CONFIGS.items()}
+    jobs = {key: (lambda key=key, c=c: _export_matmul(key[1], key[0].split("-")[0], c[0], c[1], _tile(key)))
+            for key, c in CONFIGS.items()}
     jobs.update({("attn", target): (lambda target=target: _export_attention(target)) for target in ATTN_O_BOX})
     jobs["scaled", "sm_100"] = lambda: _export_scaled("sm_100")
     out = {}
@@ -202,8 +205,12 @@ def nvidia_ptx(tmp_path_factory) -> dict:
     return out
 
 
+def _tile(key: tuple) -> int:
+    return SMALL if key[0].endswith("-64") else TILE
+
+
 def _run(ptx: str, key: tuple, m: int, n: int, k: int, check_races: bool = True) -> tuple:
-    ty, _ = key
+    ty = key[0].split("-")[0]
     _, out_ty, a_box, b_box, c_box = CONFIGS[key]
     rng = np.random.default_rng(7)
     # values every input format holds exactly, so the products are exact whatever the rounding
@@ -222,7 +229,8 @@ def _run(ptx: str, key: tuple, m: int, n: int, k: int, check_races: bool = True)
     swizzles = ("128B", SWIZZLE_B.get(key, "128B"), "128B")
     params += [for_array(p, arr.shape, arr.strides, names.get(t, t), box, sw)
                for p, arr, t, box, sw in zip(addrs, (a, b, c), (ty, ty, out_ty), (a_box, b_box, c_box), swizzles)]
-    stats = run_ptx(ptx, "mm", (m // TILE, n // TILE, 1), (256, 1, 1), params, mem, check_races=check_races)
+    tile = _tile(key)
+    stats = run_ptx(ptx, "mm", (m // tile, n // tile, 1), (256, 1, 1), params, mem, check_races=check_races)
     got = np.frombuffer(mem.read(addrs[2], c.nbytes), c.dtype).reshape(m, n).astype(np.float32)
     return got, a.astype(np.float32) @ b.astype(np.float32), stats
 
@@ -234,7 +242,7 @@ def test_nvidia_matmul_matches_numpy(nvidia_ptx, key) -> None:
     assert ("wgmma.mma_async" in ptx) if key[1] == "sm_90" else ("tcgen05.mma" in ptx)
     # 2 x 2 CTAs; 7 K tiles wrap the producer/consumer rings (5 to 7 stages) so the phases flip
     tk = CONFIGS[key][0]
-    got, ref, stats = _run(ptx, key, 2 * TILE, 2 * TILE, 7 * tk)
+    got, ref, stats = _run(ptx, key, 2 * _tile(key), 2 * _tile(key), 7 * tk)
     assert stats.ctas == 4
     np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
 

@@ -262,7 +262,7 @@ def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> No
 
 
 def test_tensor_memory_faults() -> None:
-    with pytest.raises(EmulatorError, match=r"warp 0 may access tensor-memory lanes 0..31, not lane 32"):
+    with pytest.raises(EmulatorError, match=r"warp 0 may access tensor-memory lanes 0..31, not lanes 32..63"):
         run("f16", "f16", 16, ld_lane_shift=32)
     with pytest.raises(EmulatorError, match=r"tcgen05.mma D uses tensor-memory column \d+, which is not allocated"):
         run("f16", "f16", 16, cols=32, mma="tcgen05.mma.cta_group::1.kind::f16 [%r24], %rd20, %rd21, %r7, %p2;")
@@ -270,3 +270,58 @@ def test_tensor_memory_faults() -> None:
         run("f16", "f16", 16, after_relinquish=True)
     with pytest.raises(EmulatorError, match=r"instruction descriptor: sparse tcgen05.mma is not supported"):
         run("f16", "f16", 16, mma="tcgen05.mma.cta_group::1.kind::f16 [%r20], %rd20, %rd21, 4, %p2;")
+
+
+HALVES = """
+.version 8.7
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b32 %v<4>;
+    .reg .b32 %w<8>;
+    .reg .b64 %rd<8>;
+    .shared .align 8 .b32 slot;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r0, %tid.x;
+    shr.u32 %r1, %r0, 5;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], 32;
+    tcgen05.fence::before_thread_sync;
+    bar.sync 0;
+    tcgen05.fence::after_thread_sync;
+    ld.shared.b32 %r2, [slot];
+    shl.b32 %r3, %r1, 21;
+    add.u32 %r3, %r3, %r2;                   // lane 32w, column 0
+    mul.lo.u32 %r4, %r0, 10;
+    add.u32 %v0, %r4, 1;
+    add.u32 %v1, %r4, 2;
+    add.u32 %v2, %r4, 3;
+    add.u32 %v3, %r4, 4;
+    tcgen05.st.sync.aligned.16x32bx2.x4.b32 [%r3], 4, {%v0, %v1, %v2, %v3};
+    tcgen05.wait::st.sync.aligned;
+    tcgen05.ld.sync.aligned.32x32b.x8.b32 {%w0, %w1, %w2, %w3, %w4, %w5, %w6, %w7}, [%r3];
+    tcgen05.wait::ld.sync.aligned;
+    mul.wide.u32 %rd2, %r0, 32;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v4.u32 [%rd3], {%w0, %w1, %w2, %w3};
+    st.global.v4.u32 [%rd3+16], {%w4, %w5, %w6, %w7};
+    tcgen05.fence::before_thread_sync;
+    bar.sync 0;
+    @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;
+    ret;
+}
+"""
+
+
+def test_16x32bx2_shape_puts_the_second_half_warp_at_the_split_column() -> None:
+    from tileiras.emulator.host import emulate
+
+    (out,), _ = emulate(HALVES, "k", 1, 128, [np.zeros((128, 8), np.uint32)], check_races=True)
+    want = np.zeros((128, 8), np.uint32)
+    for t in range(128):                     # thread t of warp w: lane 32w + t % 16, columns 4*(t % 32 >= 16) + j
+        w, i = divmod(t, 32)
+        want[32 * w + i % 16, 4 * (i // 16):4 * (i // 16) + 4] = 10 * t + np.arange(1, 5)
+    np.testing.assert_array_equal(out, want)

@@ -165,17 +165,27 @@ def _site(ins: Instr, write: bool) -> Any:
 # --- tcgen05.ld / st -----------------------------------------------------------------
 
 def _ldst(dec: Decoder, ins: Instr) -> Any:
+    """tcgen05.ld/st with the .32x32b shape (thread i <-> lane base + i) and the .16x32bx2 shape (thread i <->
+    lane base + i % 16, threads 16-31 at columns + immHalfSplitoff); .num consecutive columns per thread."""
     np = _np()
     mods = Mods(ins)
     op = mods.need(("ld", "st"), ".ld or .st")
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
-    mods.need(("32x32b",), "the .32x32b shape (the other shapes are not supported)")
+    shape = mods.need(("32x32b", "16x32bx2"), "the .32x32b or .16x32bx2 shape (the others are not supported)")
     num = mods.need(tuple(f"x{2 ** i}" for i in range(8)), ".num (.x1 ... .x128)")
     mods.need(("b32",), ".b32")
     mods.done()
     count = int(num[1:])
     ops = list(ins.operands)
+    split = None
+    if shape == "16x32bx2":
+        imm = ops.pop(2 if op == "ld" else 1)      # ld: r, [taddr], split / st: [taddr], split, r
+        if not isinstance(imm, Imm):
+            raise bad(ins, "immHalfSplitoff must be an immediate")
+        split = imm.value
+    if len(ops) != 2:
+        raise bad(ins, "expected registers and a [taddr] operand")
     regs_op, addr_op = (ops[0], ops[1]) if op == "ld" else (ops[1], ops[0])
     items = list(regs_op.items) if isinstance(regs_op, Vec) else [regs_op]
     if len(items) != count or not isinstance(addr_op, Addr):
@@ -186,6 +196,12 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
         writers = [dec.writer_t(r, "b32", ins) for r in items]
     else:
         readers = [dec.reader(r, "b32", ins) for r in items]
+    thread = np.arange(32)
+    j = np.arange(count)[None, :]
+    if split is None:
+        lane_of, col_of = thread, np.broadcast_to(j, (32, count))
+    else:
+        lane_of, col_of = thread % 16, (thread // 16)[:, None] * split + j
 
     def fn(st: Any, m: Any) -> None:
         tm = tmem(st)
@@ -194,24 +210,26 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
             a = (_at(st, base, t0) + offset) & 0xFFFFFFFF
             lane0, col0 = a >> 16, a & 0xFFFF
             quarter = 32 * (w % 4)
-            if not quarter <= lane0 < quarter + 32:
-                raise DeviceFault(f"warp {w} may access tensor-memory lanes {quarter}..{quarter + 31}, "
-                                  f"not lane {lane0}", t0)
             nthreads = int(st.warp_sizes[w])
-            li, ci = _cells(st, lane0, col0, min(nthreads, quarter + 32 - lane0), count, t0, f"tcgen05.{op}")
-            rows = li.shape[0]
-            lanes = np.arange(t0, t0 + rows)
+            li = lane0 + lane_of[:nthreads]
+            ci = col0 + col_of[:nthreads]
+            if li.min() < quarter or li.max() >= quarter + 32:
+                raise DeviceFault(f"warp {w} may access tensor-memory lanes {quarter}..{quarter + 31}, "
+                                  f"not lanes {int(li.min())}..{int(li.max())}", t0)
+            for lo in np.unique(ci[:, 0]).tolist():
+                _cells(st, quarter, lo, 1, count, t0, f"tcgen05.{op}")
+            lanes = np.arange(t0, t0 + nthreads)
             if op == "ld":
-                vals = tm.cells[li, ci]
+                vals = tm.cells[li[:, None], ci]
                 sel = np.zeros(st.n, dtype=bool)
                 sel[lanes] = True
-                for j, wr in enumerate(writers):
+                for k, wr in enumerate(writers):
                     full = np.zeros(st.n, dtype=np.uint32)
-                    full[lanes] = vals[:, j]
+                    full[lanes] = vals[:, k]
                     wr.put(st, sel, full)
             else:
                 vals = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in readers], axis=1)
-                tm.cells[li, ci] = vals.astype(np.uint32)
+                tm.cells[li[:, None], ci] = vals.astype(np.uint32)
 
     return (K_COLL, fn, None)
 
