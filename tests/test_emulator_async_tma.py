@@ -304,6 +304,75 @@ def test_tensormap_replace_edits_a_template_in_global_memory() -> None:
     assert (tm.address, tm.dims, tm.box) == (s, (8, 12), (4, 16))
 
 
+IN_KERNEL = HEAD + """
+.visible .entry k(.param .u64 out, .param .u64 slot, .param .align 64 .b8 template[128], .param .u64 src)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<16>;
+    .shared .align 128 .b8 buf[256];
+    .shared .align 128 .b8 tm[128];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd9, [slot];
+    ld.param.u64 %rd8, [src];
+    mov.u32 %r0, %tid.x;
+    setp.lt.u32 %p1, %r0, 32;
+    @!%p1 bra COPIED;
+    shl.b32 %r1, %r0, 2;                        // warp 0 copies the template parameter to shared memory
+    mov.u32 %r2, template;
+    add.u32 %r2, %r2, %r1;
+    ld.param.u32 %r3, [%r2];
+    mov.u32 %r4, tm;
+    add.u32 %r4, %r4, %r1;
+    st.shared.u32 [%r4], %r3;
+    bar.warp.sync -1;
+    setp.eq.u32 %p2, %r0, 0;
+    @%p2 tensormap.replace.tile.global_address.shared::cta.b1024.b64 [tm], %rd8;
+    @%p2 tensormap.replace.tile.rank.shared::cta.b1024.b32 [tm], 1;
+    bar.warp.sync -1;
+    tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd9], [tm], 128;
+COPIED:
+    setp.eq.u32 %p3, %r0, 0;
+    @%p3 mbarrier.init.shared.b64 [bar], 1;
+    bar.sync 0;
+    fence.proxy.tensormap::generic.acquire.gpu [%rd9], 128;
+    @%p3 cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [buf], [%rd9, {0, 0}], [bar];
+    @%p3 mbarrier.arrive.expect_tx.shared.b64 _, [bar], 256;
+WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;
+    @!%p2 bra WAIT;
+    setp.lt.u32 %p3, %r0, 64;
+    @!%p3 bra DONE;
+    shl.b32 %r1, %r0, 2;
+    mov.u32 %r5, buf;
+    add.u32 %r2, %r5, %r1;
+    ld.shared.u32 %r4, [%r2];
+    cvt.u64.u32 %rd2, %r1;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r4;
+DONE:
+    ret;
+}
+"""
+
+
+def test_a_descriptor_built_in_the_kernel_from_a_template_parameter() -> None:
+    # the template names a 3-D placeholder; the kernel points it at `src` as 2-D, copies it to global
+    # memory (tensormap.cp_fenceproxy) and loads through it
+    mem = Memory()
+    src = np.arange(16 * 8, dtype=np.float32).reshape(16, 8) + 0.5
+    s = mem.alloc(src.nbytes)
+    mem.write(s, src.tobytes())
+    placeholder = mem.alloc(4096)
+    template = for_array(placeholder, (1, 16, 8), (512, 32, 4), "f32", (1, 8, 8))
+    slot = mem.alloc(128, 64)
+    out = mem.alloc(256)
+    run_ptx(IN_KERNEL, "k", 1, 128, [out, slot, template, s], mem, check_races=True)
+    np.testing.assert_array_equal(np.frombuffer(mem.read(out, 256), np.float32).reshape(8, 8), src[:8])
+    assert decode(mem.read(slot, 128)).rank == 2
+
+
 def test_host_descriptor_encoding_round_trips_and_checks_its_fields() -> None:
     tm = TensorMap(0x7000_0000_0100, "bf16", (64, 32, 3), (2, 128, 4096), (64, 16, 1), (1, 2, 1), "128B",
                    fill="nan")

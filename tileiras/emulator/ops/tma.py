@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ..errors import DeviceFault
 from ..memory import AccessFault
 from ..parser import Addr, Imm, Instr, Sym, TensorAddr, Vec
-from ..program import K_OP, Decoder, Mods, bad
+from ..program import K_COLL, K_OP, Decoder, Mods, bad
 from ..smem_layout import swizzle
 from .. import spaces
 from .common import lanes_of
@@ -252,6 +252,43 @@ _FIELDS = {
 }
 
 
+def tensormap_cp_fenceproxy(dec: Decoder, ins: Instr) -> Any:
+    """tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.{cta,cluster,gpu,sys}.sync.aligned
+    [dst], [src], 128: copy a map edited in shared memory to global memory (the fence is a no-op here)."""
+    np = _np()
+    mods = Mods(ins)
+    mods.need(("cp_fenceproxy",), ".cp_fenceproxy")
+    mods.need(("global",), ".global")
+    mods.need(("shared::cta",), ".shared::cta")
+    mods.need(("tensormap::generic",), ".tensormap::generic")
+    mods.need(("release",), ".release")
+    mods.one(("cta", "cluster", "gpu", "sys"))
+    mods.need(("sync",), ".sync")
+    mods.need(("aligned",), ".aligned")
+    mods.done()
+    ops = list(ins.operands)
+    if len(ops) != 3 or not isinstance(ops[2], Imm) or ops[2].value != 128:
+        raise bad(ins, "expected [dst], [src], 128")
+    _, dst = address(dec, ops[0], "global", ins)
+    _, src = address(dec, ops[1], "shared", ins)
+
+    def fn(st: Any, m: Any) -> None:
+        for lane in lanes_of(st, m).tolist():
+            d, s_ = _at(st, dst, lane), _at(st, src, lane)
+            one = np.array([lane], dtype=np.int64)
+            (_, sbuf, _, so), = spaces.resolve(st, "shared", np.array([s_], dtype=np.uint64), one, 128, 128)
+            (_, dbuf, _, do), = spaces.resolve(st, "global", np.array([d], dtype=np.uint64), one, 128, 64)
+            dbuf[int(do[0]):int(do[0]) + 128] = sbuf[int(so[0]):int(so[0]) + 128]
+
+    return (K_COLL, fn, None)
+
+
+def _tensormap(dec: Decoder, ins: Instr) -> Any:
+    if ins.mods[:1] == ("cp_fenceproxy",):
+        return tensormap_cp_fenceproxy(dec, ins)
+    return tensormap_replace(dec, ins)
+
+
 def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
     """tensormap.replace.tile.field{.space}.b1024.type [addr], {ord,} new_val.
 
@@ -309,4 +346,4 @@ def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fn, None)
 
 
-HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {"tensormap": tensormap_replace}
+HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {"tensormap": _tensormap}
