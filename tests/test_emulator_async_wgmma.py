@@ -27,7 +27,7 @@ KDIM = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8"
 
 
 def kernel(shape: str, types: str, nd: int, na: int, imms: str, fence: bool = True, early_read: bool = False,
-           wait: bool = True, load_c: bool = False, early_store: bool = False) -> str:
+           wait: bool = True, load_c: bool = False, early_store: bool = False, straggler: bool = False) -> str:
     d = ", ".join(f"%d{i}" for i in range(nd))
     a_op = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%rd20"
     load_a = "\n".join(f"    ld.global.u32 %a{i}, [%rd12+{4 * i}];" for i in range(na))
@@ -83,6 +83,7 @@ COPIED:
     add.s64 %rd11, %rd1, %rd8;
 {load_a}
 {init}
+{STRAGGLE if straggler else ""}
     wgmma.fence.sync.aligned;
     wgmma.mma_async.sync.aligned.{shape}.{types} {{{d}}}, {a_op}, %rd21, %p2{imms};
     wgmma.commit_group.sync.aligned;
@@ -90,8 +91,25 @@ COPIED:
     {"wgmma.wait_group.sync.aligned 0;" if wait else ""}
 {store}
     ret;
+{LATE if straggler else ""}
 }}
 """
+
+
+# warp 3 takes a detour placed after the kernel's end, so warps 0-2 reach the wgmma first and must wait for it
+STRAGGLE = """
+    shr.u32 %r14, %r0, 5;
+    setp.eq.u32 %p3, %r14, 3;
+    @%p3 bra LATE;
+BACK:"""
+LATE = """
+LATE:
+    mov.u32 %r15, 0;
+SPIN:
+    add.u32 %r15, %r15, 1;
+    setp.lt.u32 %p3, %r15, 5;
+    @%p3 bra SPIN;
+    bra BACK;"""
 
 
 def acc_layout(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +218,11 @@ def test_register_a_operand(ty) -> None:
     dty = "s32" if ty == "s8" else "f32"
     got, want = run(ty, 16, dty, a_in_regs=True, b_span=128 if ty != "s8" else 0,
                     c=np.ones((64, 16)) * 3 if ty == "f16" else None)
+    np.testing.assert_allclose(got, want)
+
+
+def test_warps_of_a_warpgroup_reaching_wgmma_at_different_times_wait_for_each_other() -> None:
+    got, want = run("f16", 16, straggler=True)
     np.testing.assert_allclose(got, want)
 
 

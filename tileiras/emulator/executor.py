@@ -39,7 +39,8 @@ from typing import Any, Optional, Sequence
 
 from .errors import DeviceFault, EmulatorError
 from .memory import Memory
-from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, Program, decode)
+from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, WARPGROUP, Program,
+                      decode)
 from .ptxtypes import ptx_type, uint_dtype
 
 RUN, BAR, COLL, WAIT = range(4)
@@ -516,7 +517,12 @@ def _collective_ready(st: CTAState, present: Any, mm_reader: Any) -> Any:
     """None if every warp's member threads are all present, else the mask of threads that may go."""
     np = st.np
     alive = ~st.exited
-    if mm_reader is None:
+    if mm_reader is WARPGROUP and st.n % 128 == 0:
+        missing = (alive & ~present).reshape(-1, 128).any(axis=1)
+        if not (missing & present.reshape(-1, 128).any(axis=1)).any():
+            return None
+        return present & ~np.repeat(missing, 128)
+    if mm_reader is None or mm_reader is WARPGROUP:
         need = alive
     else:
         mm = np.asarray(mm_reader(st))

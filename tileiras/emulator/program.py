@@ -23,6 +23,7 @@ from .ptxtypes import np_dtype, ptx_type, sint_dtype, uint_dtype
 
 # instruction kinds (what the scheduler does besides calling fn)
 K_OP, K_BRA, K_BRX, K_EXIT, K_RET, K_CALL, K_BAR, K_COLL, K_WAIT = range(9)
+WARPGROUP = "warpgroup"      # the aux of a K_COLL step collective over whole warpgroups (wgmma), not warps
 
 # special registers: name -> (bits, dynamic)
 SPECIAL_BITS: dict[str, int] = {}

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..async_regs import Pending
 from ..errors import DeviceFault
 from ..parser import Imm, Instr, Vec
-from ..program import K_COLL, Decoder, Mods, bad
+from ..program import K_COLL, WARPGROUP, Decoder, Mods, bad
 from ..smem_layout import decode_gmma_desc, operand_addresses
 from .tensor import _elements, _layout
 
@@ -237,7 +237,7 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 w.put(st, sel, full_out[:, j])
             st.pending_regs.append(Pending(sel, pending, ins.line, "wgmma.mma_async", "wgmma.wait_group", g))
 
-    return (K_COLL, fn, None)
+    return (K_COLL, fn, WARPGROUP)
 
 
 def _group_op(dec: Decoder, ins: Instr) -> Any:
@@ -253,7 +253,7 @@ def _group_op(dec: Decoder, ins: Instr) -> Any:
         def fence(st: Any, m: Any) -> None:
             _warpgroups(st, m, ins)
 
-        return (K_COLL, fence, None)
+        return (K_COLL, fence, WARPGROUP)
     if op == "commit_group":
         def commit(st: Any, m: Any) -> None:
             for g in _warpgroups(st, m, ins):
@@ -263,7 +263,7 @@ def _group_op(dec: Decoder, ins: Instr) -> Any:
                         p.group = n
                 st.wgmma_committed[g] = n + 1
 
-        return (K_COLL, commit, None)
+        return (K_COLL, commit, WARPGROUP)
     if len(ins.operands) != 1 or not isinstance(ins.operands[0], Imm):
         raise bad(ins, "expected an immediate group count")
     keep = ins.operands[0].value
@@ -276,7 +276,7 @@ def _group_op(dec: Decoder, ins: Instr) -> Any:
             if st.races is not None:     # the retired groups' shared-memory reads are complete
                 st.races.hb.finish(lambda o: o[0] == "wgmma" and o[1] == g and o[2] < done)
 
-    return (K_COLL, wait, None)
+    return (K_COLL, wait, WARPGROUP)
 
 
 def _wgmma(dec: Decoder, ins: Instr) -> Any:
