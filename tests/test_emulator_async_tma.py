@@ -235,6 +235,36 @@ def test_reusing_the_staging_buffer_needs_the_store_read_to_finish(wait_first) -
         run_ptx(ptx, "k", 1, 128, [tm, 0, 0, 1], mem, check_races=True)
 
 
+@pytest.mark.parametrize("op,dtype", [("add", "f32"), ("max", "s32"), ("xor", "u32"), ("add", "f16")])
+def test_reduce_combines_the_box_into_global_memory(op, dtype) -> None:
+    np_type = {"f32": np.float32, "s32": np.int32, "u32": np.uint32, "f16": np.float16}[dtype]
+    ptx = STORE.replace("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+                        f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.tile.bulk_group")
+    if dtype == "f16":      # 256 halves in the 512-byte buffer: store the thread number as two f16 values
+        ptx = ptx.replace("    add.u32 %r2, %r0, 1000;", "    cvt.rn.f16.u32 %rs1, %r0;\n    mov.b32 %r2, {%rs1, %rs1};"
+                          ).replace(".reg .b32 %r<32>;", ".reg .b32 %r<32>;\n    .reg .b16 %rs<2>;")
+    else:
+        ptx = ptx.replace("    add.u32 %r2, %r0, 1000;", "    sub.u32 %r2, %r0, 60;" if dtype == "s32" else
+                          "    add.u32 %r2, %r0, 1000;" if dtype == "u32" else "    cvt.rn.f32.u32 %r2, %r0;")
+    mem = Memory()
+    rng = np.random.default_rng(2)
+    dst = rng.integers(-50, 50, (10, 16 if dtype == "f16" else 12)).astype(np_type)
+    a = mem.alloc(dst.nbytes)
+    mem.write(a, dst.tobytes())
+    box = (16, 16) if dtype == "f16" else (16, 8)
+    tm = for_array(a, dst.shape, dst.strides, {"f32": "f32", "s32": "s32", "u32": "u32", "f16": "f16"}[dtype], box)
+    run_ptx(ptx, "k", 1, 128, [tm, 4, 2, 1], mem, check_races=True)       # rows 2.., columns 4..
+    got = np.frombuffer(mem.read(a, dst.nbytes), np_type).reshape(dst.shape)
+    t = np.arange(128)
+    vals = {"f32": t.astype(np.float32), "s32": (t - 60).astype(np.int32), "u32": (t + 1000).astype(np.uint32),
+            "f16": np.repeat(t, 2).astype(np.float16)}[dtype].reshape(box)
+    want = dst.copy()
+    part = want[2:, 4:]
+    fn = {"add": np.add, "max": np.maximum, "xor": np.bitwise_xor}[op]
+    want[2:, 4:] = fn(part, vals[:part.shape[0], :part.shape[1]]).astype(np_type)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_store_of_generic_writes_without_proxy_fence_is_reported() -> None:
     mem = Memory()
     a = mem.alloc(10 * 12 * 4)

@@ -473,6 +473,10 @@ HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
 
 
 def _cp_dispatch(dec: Decoder, ins: Instr) -> Any:
+    if ins.mods[:4] == ("reduce", "async", "bulk", "tensor"):
+        from .tma import reduce_tensor
+
+        return reduce_tensor(dec, ins)
     if not ins.mods or ins.mods[0] != "async":
         raise bad(ins, "unsupported cp instruction")
     sub = Instr(ins.opcode, ins.mods[1:], ins.operands, ins.guard, ins.line, ins.text)

@@ -241,6 +241,88 @@ def _store(taddr: Any, tspace: str, coords: list, src: Any, rank: int, ins: Inst
     return fn
 
 
+# --- cp.reduce.async.bulk.tensor -----------------------------------------------------
+
+REDUCTIONS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+
+
+def reduce_tensor(dec: Decoder, ins: Instr) -> Any:
+    """cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op.tile.bulk_group [tensorMap, coords], [srcMem]:
+    combine the box into global memory element-wise (in the map's element type), in-bounds elements only."""
+    np = _np()
+    mods = Mods(ins)
+    for m in ("reduce", "async", "bulk", "tensor"):
+        mods.need((m,), f".{m}")
+    dim = mods.need(("1d", "2d", "3d", "4d", "5d"), "the dimension (.1d ... .5d)")
+    rank = int(dim[0])
+    mods.need(("global",), ".global")
+    mods.need(("shared::cta",), ".shared::cta")
+    op = mods.need(REDUCTIONS, "the reduction")
+    mods.flag("tile")
+    mods.need(("bulk_group",), ".bulk_group")
+    hint = mods.flag("L2::cache_hint")
+    mods.done()
+    ops = list(ins.operands)
+    if len(ops) != 2 + hint or not isinstance(ops[0], TensorAddr):
+        raise bad(ins, "expected [tensorMap, coords], [srcMem]")
+    tspace, taddr = tensormap_operand(dec, ops[0].base, ins)
+    coords = _coords(dec, ops[0].coords, rank, ins)
+    _, src = address(dec, ops[1], "shared", ins)
+
+    def fn(st: Any, m: Any) -> None:
+        from ...runtime.tensormap import DTYPES
+        from ..ptxtypes import np_dtype
+
+        for lane in lanes_of(st, m).tolist():
+            tm = read_tensormap(st, tspace, _at(st, taddr, lane), lane)
+            if tm.rank != rank or tm.interleave != "none":
+                raise DeviceFault(f"a .{rank}d reduction through a rank-{tm.rank} or interleaved tensor map", lane)
+            name = {"s64": "s64", "u64": "u64", "s32": "s32", "u32": "u32", "u16": "u16", "u8": "u8",
+                    "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}.get(tm.dtype)
+            is_float = DTYPES[tm.dtype][2]
+            if name is None or (is_float and op not in ("add", "min", "max")) or \
+                    (op in ("inc", "dec") and name != "u32"):
+                raise DeviceFault(f"cp.reduce .{op} does not exist for .{tm.dtype} tensors", lane)
+            c = [_at(st, r, lane) for r in coords]
+            c = [v - (1 << 32) if v >= 1 << 31 else v for v in c]
+            goffs, inside, _ = box_addresses(st, tm, c, lane)
+            sidx = _shared_span(st, _at(st, src, lane), tm, lane)
+            if st.races is not None:
+                st.races.async_read(st, ins.line, sidx.ravel(), np.array([lane]),
+                                    f"the TMA reduction at line {ins.line}",
+                                    ("bulk", lane, int(st.bulk_committed[lane])))
+            if not inside.any():
+                continue
+            dt = np_dtype(name)
+            gsel = goffs[inside][:, None] + np.arange(tm.elem_bytes)
+            if st.races is not None:      # an atomic read-modify-write of each element
+                from ..races import Site
+
+                st.races.check_bytes(st, Site(ins.line, write=True, strong=True), "global", st.mem.buf.size,
+                                     gsel.ravel(), np.full(gsel.size, lane))
+            old = np.ascontiguousarray(st.mem.buf[gsel]).view(dt)[:, 0]
+            new = np.ascontiguousarray(st.shared[sidx[inside]]).view(dt)[:, 0]
+            out = _combine(op, old, new)
+            st.mem.buf[gsel] = np.ascontiguousarray(out.astype(dt)).view(np.uint8).reshape(-1, tm.elem_bytes)
+
+    return (K_OP, fn, None)
+
+
+def _combine(op: str, old: Any, new: Any) -> Any:
+    np = _np()
+    if op == "add":
+        if old.dtype.kind == "f":
+            return (old.astype(np.float64) + new.astype(np.float64)).astype(old.dtype)
+        return old + new
+    if op in ("min", "max"):
+        return (np.minimum if op == "min" else np.maximum)(old, new)
+    if op == "inc":
+        return np.where(old >= new, 0, old + 1).astype(old.dtype)
+    if op == "dec":
+        return np.where((old == 0) | (old > new), new, old - 1).astype(old.dtype)
+    return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](old, new)
+
+
 # --- tensormap.replace --------------------------------------------------------------
 
 # field -> (byte offset in our encoding, bytes per entry, takes an ordinal)
