@@ -2,7 +2,8 @@
 
 Tensor maps use our own 128-byte encoding (`tileiras.runtime.tensormap`), read from
 wherever the operand points: a kernel parameter (`.param .align 64 .b8 [128]`, by name or
-through cvta.param), global memory or shared memory.
+through cvta.param) or global/const memory (a map edited in shared memory must first be
+copied out with tensormap.cp_fenceproxy, as on the GPU).
 
 A load moves its box when issued: in-bounds elements come from global memory, the others
 are filled (zeros, or NaN for a NaN-fill map); the box lands densely in shared memory
@@ -40,7 +41,7 @@ def tensormap_operand(dec: Decoder, base: Addr, ins: Instr) -> tuple[str, Callab
         if info is not None and info.space == "kparam":
             return address(dec, base, "param", ins)
         if info is not None and info.space == "shared":
-            return address(dec, base, "shared", ins)
+            raise bad(ins, "a tensor map must be in .param, .const or .global memory, not .shared")
         return address(dec, base, "global", ins)
     return address(dec, base, "generic", ins)
 
@@ -54,6 +55,9 @@ def read_tensormap(st: Any, space: str, addr: int, lane: int) -> Any:
         raise DeviceFault(f"tensor map at 0x{addr:x} is not 64-byte aligned", lane)
     one = np.array([lane], dtype=np.int64)
     (_, buf, _, offs), = spaces.resolve(st, space, np.array([addr], dtype=np.uint64), one, SIZE, 1)[:1]
+    if buf is st.shared:
+        raise DeviceFault(f"tensor map at generic address 0x{addr:x} is in shared memory; TMA reads maps from "
+                          "kernel parameters or global memory", lane)
     raw = buf[int(offs[0]):int(offs[0]) + SIZE].tobytes()
     try:
         return decode(raw)
