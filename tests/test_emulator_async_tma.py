@@ -175,6 +175,10 @@ def test_bad_tensor_maps_are_device_faults() -> None:
         ".reg .b64 %rd<16>;", ".reg .b64 %rd<16>;\n    .reg .b16 %rs<2>;\n    mov.u16 %rs1, 3;")
     with pytest.raises(EmulatorError, match=r"multicast mask 0x3 names CTAs outside this one-CTA cluster"):
         run_ptx(multicast, "k", 1, 128, [out, tm, 0, 0], mem)
+    in_shared = load_kernel(2, 512, "none").replace("[tmap, {%r10", "[smap, {%r10").replace(
+        ".shared .align 8 .b64 bar;", ".shared .align 8 .b64 bar;\n    .shared .align 64 .b8 smap[128];")
+    with pytest.raises(EmulatorError, match=r"a tensor map must be in .param, .const or .global memory, not .shared"):
+        run_ptx(in_shared, "k", 1, 128, [out, tm, 0, 0], mem)
 
 
 STORE = HEAD + """
