@@ -7,6 +7,16 @@ Public interface (used by `tileir run --backend emulator`):
     run_ptx(..., check_races=True)   # report data races (races.py); TILEIRAS_EMULATOR_CHECK_RACES=1 too
 
 See `executor.py` for the execution model (divergence, barriers, ordering).
+
+Asynchronous pipelines (sm_90/sm_100): cp.async and bulk copies, mbarriers (`ops/async_ops.py`);
+TMA loads/stores through tensor maps in our own encoding (`ops/tma.py`, built on the host with
+`tileiras.runtime.tensormap`); wgmma with shared-memory descriptors (`ops/wgmma.py`); tcgen05
+tensor memory, MMA (dense and block-scaled), ld/st/cp and commit (`ops/tcgen05.py`); the swizzles
+and canonical operand layouts they share (`smem_layout.py`). Asynchronous work completes when it
+is issued; what a GPU would leave in flight is checked instead: registers of a wgmma before its
+wait_group (`async_regs.py`, always), and with the race checker TMA data read before its mbarrier
+phase, generic stores read by the async proxy without fence.proxy.async, and stages overwritten
+before the reads of them are ordered (`races.py`, `happens_before.py`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ from typing import Any, Optional, Sequence
 
 from .errors import DeviceFault, EmulatorError
 from .memory import Memory
-from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, Program, decode)
+from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, WARPGROUP, Program,
+                      decode)
 from .ptxtypes import ptx_type, uint_dtype
 
 RUN, BAR, COLL, WAIT = range(4)
@@ -152,13 +153,18 @@ class CTAState:
         # asynchronous copies and mbarriers (ops/async_ops.py)
         self.cp_pending: list = []
         self.cp_committed = np.zeros(n, dtype=np.int64)
+        self.bulk_committed = np.zeros(n, dtype=np.int64)     # cp.async.bulk groups each thread committed
         self.mbar: dict[int, Any] = {}
         self.mbar_epoch = 0
         self.idle_epoch = 0
         self.idle_retries = 0
+        # asynchronously written registers (async_regs.py), wgmma groups per warpgroup, tensor memory
+        self.pending_regs: list = []
+        self.wgmma_committed: dict[int, int] = {}
+        self.tmem: Any = None
         self.races = launch.races
         if self.races is not None:
-            self.races.new_interval()     # nothing a CTA does races with the CTAs before it
+            self.races.new_cta(n, self.shared.size)     # nothing a CTA does races with the CTAs before it
 
     def clock_value(self) -> int:
         return self.issued * 4 + 1000
@@ -511,7 +517,12 @@ def _collective_ready(st: CTAState, present: Any, mm_reader: Any) -> Any:
     """None if every warp's member threads are all present, else the mask of threads that may go."""
     np = st.np
     alive = ~st.exited
-    if mm_reader is None:
+    if mm_reader is WARPGROUP and st.n % 128 == 0:
+        missing = (alive & ~present).reshape(-1, 128).any(axis=1)
+        if not (missing & present.reshape(-1, 128).any(axis=1)).any():
+            return None
+        return present & ~np.repeat(missing, 128)
+    if mm_reader is None or mm_reader is WARPGROUP:
         need = alive
     else:
         mm = np.asarray(mm_reader(st))
@@ -539,6 +550,8 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
         count = int(c if c.ndim == 0 else c[first])
     if not 0 <= bar_id < 16:
         raise DeviceFault(f"barrier number {bar_id} is outside 0..15", first)
+    if st.races is not None:
+        st.races.release(act)
     b = st.bars.get(bar_id)
     if b is None:
         b = st.bars[bar_id] = {"threads": np.zeros(st.n, dtype=bool),
@@ -557,6 +570,8 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
         groups.append(grp)
         if spec.op == "red":
             b["waiting"].append((grp, spec.red_writer))
+    else:       # bar.arrive: the threads go on
+        _add_group(st, groups, pc + 1, act)
     _check_barriers(st, groups)
 
 
@@ -594,6 +609,12 @@ def _check_barriers(st: CTAState, groups: list) -> None:
                 result = np.bool_(bool(contributions.any()))
             for grp, writer in b["waiting"]:
                 writer.put(st, grp.mask, result)
+        if st.races is not None:
+            waiting = np.zeros(st.n, dtype=bool)
+            for h in groups:
+                if h.state == BAR and h.key == bar_id:
+                    waiting |= np.ones(st.n, dtype=bool) if h.mask is None else h.mask
+            st.races.hb.barrier(b["threads"], waiting)
         for h in groups:
             if h.state == BAR and h.key == bar_id:
                 h.state = RUN

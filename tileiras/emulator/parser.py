@@ -54,6 +54,12 @@ class Vec:
 
 
 @dataclass(frozen=True)
+class TensorAddr:        # '[tensorMap, {c0, c1, ...}]' (cp.async.bulk.tensor)
+    base: Addr
+    coords: Vec
+
+
+@dataclass(frozen=True)
 class Pipe:              # '%p|%q' (setp) or '%r|%p' (shfl)
     first: object
     second: object
@@ -74,7 +80,7 @@ class Sink:              # '_'
     pass
 
 
-Operand = Union[Reg, Imm, FImm, Sym, Addr, Vec, Pipe, Not, Paren, Sink]
+Operand = Union[Reg, Imm, FImm, Sym, Addr, TensorAddr, Vec, Pipe, Not, Paren, Sink]
 
 # ---------------------------------------------------------------------------
 # declarations and statements
@@ -335,6 +341,13 @@ class _OperandParser:
         if text == "[":
             self.next()
             addr = self.address()
+            if self.peek()[1] == ",":      # a tensor-map address with its coordinates
+                self.next()
+                coords = self.simple()
+                if not isinstance(coords, Vec):
+                    raise self.fail("tensor coordinates")
+                self.expect("]")
+                return TensorAddr(addr, coords)
             self.expect("]")
             return addr
         if text == "{":
@@ -504,8 +517,8 @@ def parse_var(stmt: str, line: int, allow_no_space: bool = False) -> VarDecl:
                 vector = int(key[1:])
             elif key in TYPE_NAMES:
                 ty = key
-            elif key in ("ptr",):
-                pass
+            elif key in ("ptr", "hidden"):
+                pass     # pointer attributes and .hidden (symbol visibility) change nothing here
             elif key in ("shared::cta", "shared::cluster"):
                 space = "shared"
             else:

@@ -23,6 +23,7 @@ from .ptxtypes import np_dtype, ptx_type, sint_dtype, uint_dtype
 
 # instruction kinds (what the scheduler does besides calling fn)
 K_OP, K_BRA, K_BRX, K_EXIT, K_RET, K_CALL, K_BAR, K_COLL, K_WAIT = range(9)
+WARPGROUP = "warpgroup"      # the aux of a K_COLL step collective over whole warpgroups (wgmma), not warps
 
 # special registers: name -> (bits, dynamic)
 SPECIAL_BITS: dict[str, int] = {}
@@ -98,6 +99,10 @@ class Program:
     maxntid: Optional[tuple[int, int, int]] = None
     max_call_depth: int = 0
     uses_dynamic_smem: bool = False
+    # registers an asynchronous instruction (wgmma, tcgen05.ld) writes behind the threads' back,
+    # and the instructions (by identity) allowed to touch them while pending (see async_regs.py)
+    async_regs: set = field(default_factory=set)
+    async_exempt: set = field(default_factory=set)
 
 
 class Mods:
@@ -315,6 +320,7 @@ class Decoder:
         self.ret_param: dict[str, list[ParamSlot]] = {}
         self.formal_params: dict[str, list[ParamSlot]] = {}
         self.call_graph: dict[str, set[str]] = {}
+        self.regs_used: list[frozenset] = []        # per code step: registers its instruction names
 
     # -- layout helpers -----------------------------------------------------
     def new_reg(self, name: str, bits: int) -> int:
@@ -491,6 +497,10 @@ class Decoder:
         self.prog.local_size = self._align(self.prog.local_size, 16)
         self.prog.cparam_size = self._align(self.prog.cparam_size, 16)
         self.prog.max_call_depth = len(order)
+        if self.prog.async_regs:
+            from .async_regs import guard_async_registers
+
+            guard_async_registers(self.prog, self.regs_used)
         return self.prog
 
     def _layout_kernel_params(self, kernel: Function) -> None:
@@ -602,9 +612,37 @@ class Decoder:
         steps = handler(self, ins)
         if isinstance(steps, tuple):
             steps = [steps]
+        used = self.registers_named(ins)
         for kind, fn, aux in steps:
             self.prog.code.append((kind, fn, gid, gneg, aux))
             self.prog.info.append(ins)
+            self.regs_used.append(used)
+
+    def registers_named(self, ins: Instr) -> frozenset:
+        """Indices of the registers an instruction names (operands, addresses, guard)."""
+        from .parser import Addr, Paren, Pipe, TensorAddr, Vec
+
+        out: set[int] = set()
+        todo = list(ins.operands)
+        if ins.guard is not None:
+            todo.append(Reg(ins.guard[0]))
+        while todo:
+            op = todo.pop()
+            if isinstance(op, (Reg, Sym)):
+                idx = self.lookup_reg(op.name) if not isinstance(op, Sym) or op.offset == 0 else None
+                if idx is not None:
+                    out.add(idx)
+            elif isinstance(op, (Vec, Paren)):
+                todo.extend(op.items)
+            elif isinstance(op, Addr):
+                todo.append(op.base)
+            elif isinstance(op, TensorAddr):
+                todo.extend((op.base, op.coords))
+            elif isinstance(op, Pipe):
+                todo.extend((op.first, op.second))
+            elif isinstance(op, Not):
+                todo.append(op.inner)
+        return frozenset(out)
 
     def _check_recursion(self) -> None:
         state: dict[str, int] = {}

@@ -15,6 +15,16 @@ completes, so entries of earlier intervals and earlier CTAs go stale without bei
 cleared. Barriers with a thread count bump it too, which can hide races between threads
 they do not synchronize. One reader per byte is enough: a write races with the
 interval's reads unless its thread was the only reader.
+
+The asynchronous proxy (TMA, wgmma, tcgen05) adds two checks on shared memory:
+
+* visibility: bytes a TMA load writes are tagged with the mbarrier its transaction
+  completes on and the phase that completion ends; a thread that reads them (with ld,
+  or by issuing a wgmma/tcgen05.mma/TMA store that reads them) must have seen that
+  phase complete in an mbarrier wait, else the read is reported;
+* proxy fences: bytes stored through the generic proxy (st, stmatrix, ...) and then
+  read through the async proxy need a fence.proxy.async by the storing thread after the
+  store; otherwise the read is reported.
 """
 
 from __future__ import annotations
@@ -73,6 +83,126 @@ class RaceChecker:
         self.epoch = 0
         self.shadows: dict[str, Shadow] = {}
         self.texts = {ins.line: ins.text for ins in info}
+        self.seq = 0
+
+    def new_cta(self, nthreads: int, smem_bytes: int) -> None:
+        """A CTA starts with fresh shared memory: forget the async-proxy state of the one before."""
+        np = self.np
+        self.new_interval()
+        size = max(smem_bytes, 16)
+        self.async_key = np.full(size, -1, dtype=np.int64)     # mbarrier a TMA write completes on
+        self.async_need = np.zeros(size, dtype=np.int64)       # the phase count a reader must have seen
+        self.async_line = np.zeros(size, dtype=np.int32)
+        self.gen_seq = np.full(size, -1, dtype=np.int64)       # when the generic proxy last stored it
+        self.gen_tid = np.zeros(size, dtype=np.int64)
+        self.gen_line = np.zeros(size, dtype=np.int32)
+        self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
+        self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
+        self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
+        from .happens_before import Clocks
+
+        self.hb = Clocks(np, nthreads, size, self.texts)
+
+    # -- the async proxy ------------------------------------------------------------
+    def observe(self, key: int, lanes: Any, completed: int) -> None:
+        """Threads `lanes` saw the mbarrier at shared offset `key` with `completed` phases done."""
+        np = self.np
+        seen = self.seen.get(key)
+        if seen is None:
+            seen = self.seen[key] = np.zeros(len(self.fences), dtype=np.int64)
+        seen[lanes] = np.maximum(seen[lanes], completed)
+        self.hb.acquire(key, lanes)
+
+    def proxy_fence(self, lanes: Any) -> None:
+        self._stamp(self.fences, lanes)
+
+    def release(self, lanes: Any, key: Any = None) -> None:
+        """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key`: what they
+        stored before is published."""
+        self._stamp(self.releases, lanes)
+        if key is not None:
+            self.hb.release(key, lanes)
+
+    def _stamp(self, table: list, lanes: Any) -> None:
+        np = self.np
+        self.seq += 1
+        lanes = np.asarray(lanes)
+        for t in (np.flatnonzero(lanes) if lanes.dtype == np.bool_ else lanes.ravel()).tolist():
+            table[t].append(self.seq)
+
+    def _fenced(self, tid: int, stored: int) -> bool:
+        """Whether thread `tid` fenced the proxies after its store at `stored` and before publishing it
+        (its first barrier arrival after the store; any time later if it has not arrived since)."""
+        from bisect import bisect_right
+
+        rel = self.releases[tid]
+        i = bisect_right(rel, stored)
+        publish = rel[i] if i < len(rel) else self.seq + 1
+        fences = self.fences[tid]
+        j = bisect_right(fences, stored)
+        return j < len(fences) and fences[j] < publish
+
+    def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
+        """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
+        self.hb.check_write(idx, tid, line, "the TMA load", pending_only=False)
+        self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx,
+                         self.np.full(idx.size, tid))
+        self.async_key[idx] = key
+        self.async_need[idx] = need
+        self.async_line[idx] = line
+        self.gen_seq[idx] = -1
+
+    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None) -> None:
+        """Shared bytes `idx` read through the async proxy by an instruction the threads `tids` issued;
+        with an `owner`, the read stays in flight until `hb.finish` completes that owner's reads."""
+        np = self.np
+        idx = np.asarray(idx, dtype=np.int64).ravel()
+        issuers = np.unique(np.asarray(tids))
+        tid = int(issuers[0])
+        keys = self.async_key[idx]
+        for key in np.unique(keys[keys >= 0]).tolist():     # the issuer that has seen the fewest phases
+            seen = self.seen.get(key)
+            worst = int(issuers[int(np.argmin(seen[issuers]))]) if seen is not None else tid
+            sel = idx[keys == key]
+            self._visible(st, line, sel, np.full(sel.size, worst), f"issues {what}, which reads it,")
+        stored = self.gen_seq[idx]
+        written = stored >= 0
+        pairs = np.unique(self.gen_tid[idx[written]] * (1 << 40) + stored[written]) if written.any() else []
+        for pair in np.asarray(pairs).tolist():
+            t, when = divmod(int(pair), 1 << 40)
+            if self._fenced(t, when):
+                continue
+            b = int(idx[int(np.argmax(written & (self.gen_tid[idx] == t) & (stored == when)))])
+            line0 = int(self.gen_line[b])
+            raise DeviceFault(f"missing fence.proxy.async: thread {int(self.gen_tid[b])} stored to "
+                              f"{_address('shared', b)} at line {line0} '{self.texts.get(line0, '?')}' through "
+                              f"the generic proxy and {what} reads it through the async proxy with no "
+                              "fence.proxy.async by that thread before it published the store", tid)
+        self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
+                         np.full(idx.size, tid))
+        if owner is not None:
+            self.hb.read_pending(idx, tid, line, owner)
+
+    def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
+        np = self.np
+        keys = self.async_key[idx]
+        pending = keys >= 0
+        if not pending.any():
+            return
+        for key in np.unique(keys[pending]).tolist():
+            sel = np.flatnonzero(keys == key)
+            seen = self.seen.get(key)
+            have = seen[tids[sel]] if seen is not None else np.zeros(sel.size, dtype=np.int64)
+            bad = have < self.async_need[idx[sel]]
+            if bad.any():
+                i = int(sel[int(np.argmax(bad))])
+                b = int(idx[i])
+                line0 = int(self.async_line[b])
+                raise DeviceFault(f"read before the mbarrier wait: {_address('shared', b)} is written by the TMA "
+                                  f"load at line {line0} '{self.texts.get(line0, '?')}', which completes phase "
+                                  f"{int(self.async_need[b]) - 1} of the mbarrier at shared address 0x{key:x}, and "
+                                  f"thread {int(tids[i])} {what} without having waited for that phase",
+                                  int(tids[i]))
 
     def new_interval(self) -> None:
         """A barrier completed or a CTA starts: earlier accesses cannot race with later ones."""
@@ -97,7 +227,17 @@ class RaceChecker:
         tids = tids.astype(self.np.int32)
         if site.write:
             self._write(st, site, space, sh, idx, tids)
+            if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
+                self.hb.check_write(idx, tids, site.line, "the store", pending_only=True)
+                self.seq += 1
+                self.gen_seq[idx] = self.seq
+                self.gen_tid[idx] = tids
+                self.gen_line[idx] = site.line
+                self.async_key[idx] = -1
         else:
+            if space == "shared":
+                self._visible(st, site.line, idx, tids, site.does())
+                self.hb.read(idx, tids, site.line)
             self._read(st, site, space, sh, idx, tids)
 
     def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:

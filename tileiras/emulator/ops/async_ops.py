@@ -107,16 +107,38 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     """Bulk copies (not the tensor/TMA forms): done when issued; an mbarrier operand then gets
     complete_tx(size); bulk groups (commit_group/wait_group) are therefore always complete."""
     np = _np()
-    if ins.mods and ins.mods[0] in ("tensor", "im2col"):
-        raise bad(ins, "cp.async.bulk.tensor (TMA) is not supported yet")
+    if ins.mods and ins.mods[0] == "tensor":
+        from .tma import bulk_tensor
+
+        return bulk_tensor(dec, ins, Mods(ins))
     mods = Mods(ins)
-    if mods.flag("commit_group"):
+    if ins.mods[:2] == ("prefetch", "tensor"):     # an L2 prefetch: no architectural effect
+        mods.ignore(("prefetch", "tensor", "1d", "2d", "3d", "4d", "5d", "L2", "global", "tile", "im2col",
+                     "L2::cache_hint"))
         mods.done()
         return (K_OP, lambda st, m: None, None)
+    if mods.flag("commit_group"):
+        mods.done()
+
+        def commit(st: Any, m: Any) -> None:
+            st.bulk_committed[lanes_of(st, m)] += 1
+
+        return (K_OP, commit, None)
     if mods.flag("wait_group"):
         mods.flag("read")
         mods.done()
-        return (K_OP, lambda st, m: None, None)
+        if len(ins.operands) != 1 or not isinstance(ins.operands[0], Imm):
+            raise bad(ins, "expected an immediate group count")
+        keep = ins.operands[0].value
+
+        def wait(st: Any, m: Any) -> None:
+            if st.races is not None:    # the retired bulk groups' shared-memory reads are complete
+                for lane in lanes_of(st, m).tolist():
+                    done = int(st.bulk_committed[lane]) - keep
+                    st.races.hb.finish(lambda o, lane=lane, done=done: o[0] == "bulk" and o[1] == lane and
+                                       o[2] < done)
+
+        return (K_OP, wait, None)
     if mods.flag("prefetch"):
         mods.ignore(("L2", "global", "L2::cache_hint"))
         mods.done()
@@ -156,12 +178,22 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
             if n:
                 src_parts = spaces.resolve(st, src_space, np.array([s], np.uint64), one, n, 16)
                 dst_parts = spaces.resolve(st, dst_space, np.array([d], np.uint64), one, n, 16)
-                if st.races is not None:
-                    st.races.check(st, reads, src_parts, one, n)
-                    st.races.check(st, writes, dst_parts, one, n)
                 (_, sbuf, _, so), = src_parts
-                data = sbuf[int(so[0]):int(so[0]) + n].copy()
                 (_, dbuf, _, do), = dst_parts
+                if st.races is not None:
+                    if sbuf is st.shared:       # read by the async proxy, until the bulk group retires
+                        st.races.async_read(st, ins.line, int(so[0]) + np.arange(n), one,
+                                            f"the bulk copy at line {ins.line}",
+                                            ("bulk", lane, int(st.bulk_committed[lane])))
+                    else:
+                        st.races.check(st, reads, src_parts, one, n)
+                    if dbuf is st.shared and mbar is not None:
+                        key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
+                        st.races.async_write(st, ins.line, int(do[0]) + np.arange(n), lane, key,
+                                             _get(st, key, lane).phase + 1)
+                    else:
+                        st.races.check(st, writes, dst_parts, one, n)
+                data = sbuf[int(so[0]):int(so[0]) + n].copy()
                 dbuf[int(do[0]):int(do[0]) + n] = data
             if mbar is not None:
                 key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
@@ -203,8 +235,11 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
         lanes = np.broadcast_to(pc.lanes[sel][:, None], take.shape)
         st.races.check_bytes(st, Site(pc.line, write=False, strong=False), "global", st.mem.buf.size,
                              (pc.src[sel][:, None] + cols)[take], lanes[take])
-        st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size,
-                             (pc.dst[sel][:, None] + cols).ravel(), lanes.ravel())
+        dst = (pc.dst[sel][:, None] + cols).ravel()
+        st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size, dst,
+                             lanes.ravel())
+        # NVIDIA's compiler hands cp.async data to tcgen05.cp with no proxy fence: not a generic-proxy store
+        st.races.gen_seq[dst] = -1
     src_idx = pc.src[sel][:, None] + np.minimum(cols[None, :], np.maximum(n_src - 1, 0))
     data = np.where(take, st.mem.buf[src_idx], 0).astype(np.uint8)
     st.shared[pc.dst[sel][:, None] + cols[None, :]] = data
@@ -271,6 +306,7 @@ class MBarrier:
     pending: int
     tx: int = 0
     phase: int = 0
+    key: int = -1          # its shared offset
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
@@ -307,6 +343,8 @@ def _get(st: Any, key: int, thread: int) -> MBarrier:
 def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0) -> int:
     """One thread's arrive-on; returns the phase it arrived in."""
     b = _get(st, key, thread)
+    if st.races is not None:
+        st.races.release([thread], key)
     phase = b.phase
     b.tx += tx
     b.pending -= count
@@ -323,6 +361,7 @@ def _maybe_complete(st: Any, b: MBarrier) -> None:
         st.mbar_epoch += 1
         if st.races is not None:    # a completed phase orders its arrivals before its waiters' accesses
             st.races.new_interval()
+            st.races.hb.complete(b.key)
 
 
 def _mbarrier(dec: Decoder, ins: Instr) -> Any:
@@ -363,7 +402,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                 if op == "init":
                     if not 1 <= v < (1 << 20):
                         raise DeviceFault(f"mbarrier.init count {v} is outside 1..2^20-1", t)
-                    st.mbar[key] = MBarrier(v, v)
+                    st.mbar[key] = MBarrier(v, v, key=key)
                     st.shared[key:key + 8] = 0
                 elif op == "inval":
                     st.mbar.pop(key, None)
@@ -419,6 +458,8 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
         for key, v, t in zip(keys.tolist(), tok.tolist(), lanes.tolist()):
             b = _get(st, key, t)
             done[t] = ((b.phase & 1) != (v & 1)) if parity else (b.phase != v)
+            if done[t] and st.races is not None:
+                st.races.observe(key, t, b.phase)
         wdone.put(st, done, np.ones(st.n, dtype=bool))
         return done
 
@@ -432,6 +473,10 @@ HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
 
 
 def _cp_dispatch(dec: Decoder, ins: Instr) -> Any:
+    if ins.mods[:4] == ("reduce", "async", "bulk", "tensor"):
+        from .tma import reduce_tensor
+
+        return reduce_tensor(dec, ins)
     if not ins.mods or ins.mods[0] != "async":
         raise bad(ins, "unsupported cp instruction")
     sub = Instr(ins.opcode, ins.mods[1:], ins.operands, ins.guard, ins.line, ins.text)

@@ -286,8 +286,42 @@ def _nop(allowed: tuple[str, ...]) -> Callable[[Decoder, Instr], Any]:
     return handler
 
 
+def _fence(dec: Decoder, ins: Instr) -> Any:
+    """Fences order nothing in this machine, but fence.proxy.async is what makes generic-proxy stores
+    visible to the async proxy (TMA, wgmma, tcgen05): the race checker records it."""
+    mods = Mods(ins)
+    mods.ignore(FENCE_MODS)
+    mods.done()
+    if not ("proxy" in ins.mods and "async" in ins.mods):
+        return (K_OP, lambda st, m: None, None)
+
+    def fence(st: Any, m: Any) -> None:
+        if st.races is not None:
+            st.races.proxy_fence(st.all_lanes if m is None else m)
+
+    return (K_OP, fence, None)
+
+
+def _setmaxnreg(dec: Decoder, ins: Instr) -> Any:
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 N: register reallocation between warpgroups. Registers are
+    unlimited here, so only the operand is checked (an immediate multiple of 8 in 24..256, as ptxas wants)."""
+    from ..parser import Imm
+
+    mods = Mods(ins)
+    mods.need(("inc", "dec"), ".inc or .dec")
+    mods.need(("sync",), ".sync")
+    mods.need(("aligned",), ".aligned")
+    mods.need(("u32",), ".u32")
+    mods.done()
+    ops = ins.operands
+    if len(ops) != 1 or not isinstance(ops[0], Imm) or not (24 <= ops[0].value <= 256 and ops[0].value % 8 == 0):
+        raise bad(ins, "the register count must be an immediate multiple of 8 in 24..256")
+    return (K_OP, lambda st, m: None, None)
+
+
 FENCE_MODS = ("sc", "acq_rel", "acquire", "release", "cta", "gpu", "sys", "cluster", "gl", "proxy", "async",
-              "alias", "tensormap", "generic", "global", "shared::cta", "shared::cluster", "mbarrier_init",
+              "alias", "tensormap", "tensormap::generic", "generic", "global", "shared::cta", "shared::cluster",
+              "mbarrier_init",
               "async::generic", "release::cta", "acquire::cta", "sync_restrict::shared::cta",
               "sync_restrict::shared::cluster", "to_proxy::from_proxy", "op_restrict")
 
@@ -295,9 +329,9 @@ HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {
     "bra": _bra, "brx": _brx, "call": _call, "ret": _ret, "exit": _exit, "trap": _trap, "brkpt": _brkpt,
     "bar": _bar("bar"), "barrier": _bar("barrier"),
     "membar": _nop(("cta", "gl", "sys", "proxy", "alias")),
-    "fence": _nop(FENCE_MODS),
+    "fence": lambda dec, ins: _fence(dec, ins),
     "nanosleep": _nop(("u32",)),
     "pmevent": _nop(("mask",)),
     "griddepcontrol": _nop(("launch_dependents", "wait")),
-    "setmaxnreg": _nop(("inc", "dec", "sync", "aligned", "u32")),
+    "setmaxnreg": lambda dec, ins: _setmaxnreg(dec, ins),
 }

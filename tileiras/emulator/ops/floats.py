@@ -20,7 +20,9 @@ from ..ptxtypes import np_dtype
 from .common import full
 
 ROUND = ("rn", "rz", "rm", "rp")
-HALF = {"f16": "f16", "bf16": "bf16", "f16x2": "f16", "bf16x2": "bf16"}
+HALF = {"f16": "f16", "bf16": "bf16", "f16x2": "f16", "bf16x2": "bf16", "f32x2": "f32"}
+# packed type -> register type holding the pair
+PACKED = {"f16x2": "b32", "bf16x2": "b32", "f32x2": "b64"}
 
 
 def _np() -> Any:
@@ -159,15 +161,17 @@ def _float_node(dec: Decoder, ins: Instr, ty: str, nsrc: int, compute: Callable[
     ops = ins.operands
     if len(ops) != nsrc + 1:
         raise bad(ins, f"expected {nsrc + 1} operands")
-    if ty in ("f16x2", "bf16x2"):
+    if ty in PACKED:
         hdt = np_dtype(HALF[ty])
-        readers = [dec.reader(op, "b32", ins) for op in ops[1:]]
-        w = dec.writer_t(ops[0], "b32", ins)
+        reg = PACKED[ty]
+        raw = np_dtype(reg)
+        readers = [dec.reader(op, reg, ins) for op in ops[1:]]
+        w = dec.writer_t(ops[0], reg, ins)
 
         def packed(st: Any, m: Any) -> None:
-            args = [np.ascontiguousarray(full(st, r(st))).view(hdt) for r in readers]
+            args = [np.ascontiguousarray(full(st, r(st)).astype(raw)).view(hdt) for r in readers]
             out = np.asarray(compute(*args)).astype(hdt)
-            w.put(st, m, np.ascontiguousarray(out).view(np.uint32))
+            w.put(st, m, np.ascontiguousarray(out).view(raw))
 
         return (K_OP, packed, None)
     readers = [dec.reader(op, ty, ins) for op in ops[1:]]
@@ -224,8 +228,10 @@ def _arith(op: str) -> Callable[[Decoder, Instr], Any]:
         np = _np()
         mods = Mods(ins)
         ty = mods.type1()
-        if ty not in ("f16", "bf16", "f16x2", "bf16x2", "f32", "f64"):
+        if ty not in ("f16", "bf16", "f16x2", "bf16x2", "f32", "f32x2", "f64"):
             raise bad(ins, f"unsupported type .{ty}")
+        if ty == "f32x2" and op not in ("add", "sub", "mul", "fma"):
+            raise bad(ins, f"{op} has no .f32x2 form")
         ftz = mods.flag("ftz")
         sat = mods.flag("sat")
         relu = mods.flag("relu")

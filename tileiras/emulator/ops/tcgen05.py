@@ -1,0 +1,513 @@
+"""Blackwell tcgen05: tensor memory, tcgen05.mma, commit, ld/st/cp, waits and fences.
+
+Tensor memory is a per-CTA array of 128 lanes x 512 columns of 32-bit cells
+(`TensorMemory`); an address is (lane << 16) | column. alloc hands out column ranges (a
+power of two, 32..512, aligned to its size) and writes the address to shared memory.
+
+tcgen05.mma (cta_group::1) is issued by each thread that executes it and computed at once:
+D (M x N, in tensor memory) = A * B (+ D), A from shared memory (descriptor) or tensor
+memory, B from shared memory, shapes and types from the 32-bit instruction descriptor
+(sparsity, block scaling and f16 accumulators are reported as unsupported). With M = 128,
+row i of D is lane i of the addressed lanes; with M = 64 the rows fill lanes 0-15 of each
+32-lane quarter. Each 32-bit column holds one element of a row. tcgen05.commit makes the
+mbarrier arrive at once, since every earlier tcgen05 operation has already completed.
+
+tcgen05.ld/st move data between registers and the lanes of the warp's quarter
+(warp w reaches lanes 32*(w % 4) ...). An ld's registers are usable at once: NVIDIA's
+compiler reads them before tcgen05.wait::ld (ptxas tracks them like any load result), so
+the waits only order tensor-memory accesses, which here happen in program order anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import DeviceFault
+from ..parser import Addr, Imm, Instr, Vec
+from ..program import K_COLL, K_OP, Decoder, Mods, bad
+from ..smem_layout import decode_umma_desc, operand_addresses
+from .common import lanes_of
+from .memory import address
+from .wgmma import element_values, operand_bytes, smem_matrix
+
+LANES, COLUMNS = 128, 512
+
+# instruction-descriptor type codes per kind: code -> (type, bytes)
+KIND_TYPES = {
+    "f16": {0: ("f16", 2), 1: ("bf16", 2)},
+    "tf32": {2: ("tf32", 4)},
+    "f8f6f4": {0: ("e4m3", 1), 1: ("e5m2", 1)},
+    "i8": {0: ("u8", 1), 1: ("s8", 1)},
+}
+KIND_TYPES["mxf8f6f4"] = KIND_TYPES["f8f6f4"]
+KIND_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32}
+BLOCK_SCALED = frozenset({"mxf8f6f4"})
+DTYPES = {1: "f32", 2: "s32"}
+SCALE_TYPES = {0: "ue4m3", 1: "ue8m0"}
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+@dataclass
+class TensorMemory:
+    cells: Any
+    allocated: dict = field(default_factory=dict)    # first column -> number of columns
+    relinquished: bool = False
+
+
+def tmem(st: Any) -> TensorMemory:
+    if st.tmem is None:
+        st.tmem = TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32))
+    return st.tmem
+
+
+def _cells(st: Any, lane0: int, col0: int, lanes: int, cols: int, thread: int, what: str) -> tuple:
+    """Index arrays (lanes, cols) into the cells, after checking the columns are allocated."""
+    np = _np()
+    tm = tmem(st)
+    if lane0 < 0 or lane0 + lanes > LANES or col0 < 0 or col0 + cols > COLUMNS:
+        raise DeviceFault(f"{what} reaches outside tensor memory (lanes {lane0}..{lane0 + lanes - 1}, "
+                          f"columns {col0}..{col0 + cols - 1})", thread)
+    for c in (col0, col0 + cols - 1):
+        if not any(s <= c < s + n for s, n in tm.allocated.items()):
+            raise DeviceFault(f"{what} uses tensor-memory column {c}, which is not allocated", thread)
+    return np.arange(lane0, lane0 + lanes)[:, None], np.arange(col0, col0 + cols)[None, :]
+
+
+def _at(st: Any, reader: Any, lane: int) -> int:
+    v = _np().asarray(reader(st))
+    return int(v if v.ndim == 0 else v[lane])
+
+
+def _warps(st: Any, m: Any) -> list[int]:
+    np = _np()
+    active = np.ones(st.n, dtype=bool) if m is None else m
+    return np.flatnonzero(np.logical_or.reduceat(active, st.warp_starts)).tolist()
+
+
+def _cta_group(mods: Mods, ins: Instr) -> None:
+    if mods.flag("cta_group::2"):
+        raise bad(ins, "cta_group::2 needs CTA pairs (clusters), which the emulator does not run")
+    mods.flag("cta_group::1")
+
+
+# --- allocation ----------------------------------------------------------------------
+
+def _alloc(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    mods = Mods(ins)
+    op = mods.need(("alloc", "dealloc", "relinquish_alloc_permit"), "the operation")
+    _cta_group(mods, ins)
+    mods.need(("sync",), ".sync")
+    mods.need(("aligned",), ".aligned")
+    mods.flag("shared::cta")
+    mods.flag("b32")
+    mods.done()
+    ops = list(ins.operands)
+    if op == "relinquish_alloc_permit":
+        def relinquish(st: Any, m: Any) -> None:
+            tmem(st).relinquished = True
+
+        return (K_COLL, relinquish, None)
+    ncols = dec.reader(ops[1], "u32", ins)
+    if op == "alloc":
+        _, dst = address(dec, ops[0], "shared", ins)
+
+        def alloc(st: Any, m: Any) -> None:
+            tm = tmem(st)
+            for w in _warps(st, m):
+                t = int(st.warp_starts[w])
+                n = _at(st, ncols, t)
+                if n < 32 or n > COLUMNS or n & (n - 1):
+                    raise DeviceFault(f"tcgen05.alloc of {n} columns: a power of two in 32..512 is needed", t)
+                if tm.relinquished:
+                    raise DeviceFault("tcgen05.alloc after tcgen05.relinquish_alloc_permit", t)
+                start = next((s for s in range(0, COLUMNS, n)
+                              if all(s + n <= a or a + k <= s for a, k in tm.allocated.items())), None)
+                if start is None:
+                    raise DeviceFault(f"tcgen05.alloc of {n} columns: tensor memory is full (on a GPU this "
+                                      "waits forever for a dealloc)", t)
+                tm.allocated[start] = n
+                d = _at(st, dst, t)
+                if d % 4 or d + 4 > st.smem_size:
+                    raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
+                st.shared[d:d + 4] = np.frombuffer(int(start).to_bytes(4, "little"), dtype=np.uint8)
+                if st.races is not None:
+                    st.races.check_bytes(st, _site(ins, True), "shared", st.shared.size, np.arange(d, d + 4),
+                                         np.full(4, t))
+
+        return (K_COLL, alloc, None)
+    taddr = dec.reader(ops[0], "u32", ins)
+
+    def dealloc(st: Any, m: Any) -> None:
+        tm = tmem(st)
+        for w in _warps(st, m):
+            t = int(st.warp_starts[w])
+            a, n = _at(st, taddr, t), _at(st, ncols, t)
+            if a >> 16 or tm.allocated.get(a & 0xFFFF) != n:
+                raise DeviceFault(f"tcgen05.dealloc of {n} columns at 0x{a:x} does not match an allocation", t)
+            del tm.allocated[a & 0xFFFF]
+
+    return (K_COLL, dealloc, None)
+
+
+def _site(ins: Instr, write: bool) -> Any:
+    from ..races import Site
+
+    return Site(ins.line, write=write, strong=False)
+
+
+# --- tcgen05.ld / st -----------------------------------------------------------------
+
+def _ldst(dec: Decoder, ins: Instr) -> Any:
+    """tcgen05.ld/st with the .32x32b shape (thread i <-> lane base + i) and the .16x32bx2 shape (thread i <->
+    lane base + i % 16, threads 16-31 at columns + immHalfSplitoff); .num consecutive columns per thread."""
+    np = _np()
+    mods = Mods(ins)
+    op = mods.need(("ld", "st"), ".ld or .st")
+    mods.need(("sync",), ".sync")
+    mods.need(("aligned",), ".aligned")
+    shape = mods.need(("32x32b", "16x32bx2"), "the .32x32b or .16x32bx2 shape (the others are not supported)")
+    num = mods.need(tuple(f"x{2 ** i}" for i in range(8)), ".num (.x1 ... .x128)")
+    mods.need(("b32",), ".b32")
+    mods.done()
+    count = int(num[1:])
+    ops = list(ins.operands)
+    split = None
+    if shape == "16x32bx2":
+        imm = ops.pop(2 if op == "ld" else 1)      # ld: r, [taddr], split / st: [taddr], split, r
+        if not isinstance(imm, Imm):
+            raise bad(ins, "immHalfSplitoff must be an immediate")
+        split = imm.value
+    if len(ops) != 2:
+        raise bad(ins, "expected registers and a [taddr] operand")
+    regs_op, addr_op = (ops[0], ops[1]) if op == "ld" else (ops[1], ops[0])
+    items = list(regs_op.items) if isinstance(regs_op, Vec) else [regs_op]
+    if len(items) != count or not isinstance(addr_op, Addr):
+        raise bad(ins, f"expected {count} registers and a [taddr] operand")
+    base = dec.reader(addr_op.base, "u32", ins)
+    offset = addr_op.offset
+    if op == "ld":
+        writers = [dec.writer_t(r, "b32", ins) for r in items]
+    else:
+        readers = [dec.reader(r, "b32", ins) for r in items]
+    thread = np.arange(32)
+    j = np.arange(count)[None, :]
+    if split is None:
+        lane_of, col_of = thread, np.broadcast_to(j, (32, count))
+    else:
+        lane_of, col_of = thread % 16, (thread // 16)[:, None] * split + j
+
+    def fn(st: Any, m: Any) -> None:
+        tm = tmem(st)
+        for w in _warps(st, m):
+            t0 = int(st.warp_starts[w])
+            a = (_at(st, base, t0) + offset) & 0xFFFFFFFF
+            lane0, col0 = a >> 16, a & 0xFFFF
+            quarter = 32 * (w % 4)
+            nthreads = int(st.warp_sizes[w])
+            li = lane0 + lane_of[:nthreads]
+            ci = col0 + col_of[:nthreads]
+            if li.min() < quarter or li.max() >= quarter + 32:
+                raise DeviceFault(f"warp {w} may access tensor-memory lanes {quarter}..{quarter + 31}, "
+                                  f"not lanes {int(li.min())}..{int(li.max())}", t0)
+            for lo in np.unique(ci[:, 0]).tolist():
+                _cells(st, quarter, lo, 1, count, t0, f"tcgen05.{op}")
+            lanes = np.arange(t0, t0 + nthreads)
+            if op == "ld":
+                vals = tm.cells[li[:, None], ci]
+                sel = np.zeros(st.n, dtype=bool)
+                sel[lanes] = True
+                for k, wr in enumerate(writers):
+                    full = np.zeros(st.n, dtype=np.uint32)
+                    full[lanes] = vals[:, k]
+                    wr.put(st, sel, full)
+            else:
+                vals = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in readers], axis=1)
+                tm.cells[li[:, None], ci] = vals.astype(np.uint32)
+
+    return (K_COLL, fn, None)
+
+
+def _wait(dec: Decoder, ins: Instr, which: str) -> Any:
+    mods = Mods(ins)
+    mods.need((f"wait::{which}",), "the wait")
+    mods.need(("sync",), ".sync")
+    mods.need(("aligned",), ".aligned")
+    mods.done()
+
+    return (K_COLL, lambda st, m: None, None)
+
+
+# --- tcgen05.mma / commit / cp ------------------------------------------------------
+
+def decode_idesc(idesc: int, kind: str) -> dict:
+    """The fields of a tcgen05.mma instruction descriptor; ValueError for what is not modelled.
+
+    Block-scaled kinds use bits 4-5 for the B scale-factor ID, bit 23 for the scale type
+    (0 UE4M3, 1 UE8M0) and bits 29-30 for the A scale-factor ID; their D is always f32."""
+    if idesc & 0x7:
+        raise ValueError("sparse tcgen05.mma is not supported")
+    if kind in BLOCK_SCALED:
+        if idesc >> 31:
+            raise ValueError("the K-size bit must be 0 for .kind::mxf8f6f4")
+        f = decode_idesc((idesc & ~(0x3 << 4) & ~(1 << 23) & ~(0x3 << 29)) | (1 << 4), "f8f6f4")
+        f.update(sf_b=(idesc >> 4) & 3, sf_a=(idesc >> 29) & 3, scale=SCALE_TYPES[(idesc >> 23) & 1])
+        return f
+    dcode = (idesc >> 4) & 3
+    if dcode not in DTYPES:
+        raise ValueError(f"accumulator type code {dcode} (f16 accumulators) is not supported")
+    types = KIND_TYPES[kind]
+    acode, bcode = (idesc >> 7) & 7, (idesc >> 10) & 7
+    if acode not in types or bcode not in types:
+        raise ValueError(f"input type codes {acode}/{bcode} are not supported for .kind::{kind}")
+    m, n = ((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3
+    if m not in (64, 128) or not 8 <= n <= 256 or n % (8 if m == 64 else 16):
+        raise ValueError(f"shape M={m} N={n} does not exist for cta_group::1")
+    if (DTYPES[dcode] == "s32") != (kind == "i8"):
+        raise ValueError(f"accumulator type {DTYPES[dcode]} does not go with .kind::{kind}")
+    return {"d": DTYPES[dcode], "a": types[acode], "b": types[bcode], "neg_a": (idesc >> 13) & 1,
+            "neg_b": (idesc >> 14) & 1, "trans_a": (idesc >> 15) & 1, "trans_b": (idesc >> 16) & 1,
+            "m": m, "n": n, "sat": (idesc >> 3) & 1}
+
+
+def d_lanes(m: int) -> Any:
+    """Tensor-memory lane (from the addressed lane) of each row of an M-row accumulator."""
+    np = _np()
+    r = np.arange(m)
+    return r if m == 128 else 32 * (r // 16) + r % 16
+
+
+def _mma(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    mods = Mods(ins)
+    mods.need(("mma",), ".mma")
+    _cta_group(mods, ins)
+    kind = mods.need(tuple(f"kind::{k}" for k in KIND_K),
+                     "the kind (.kind::f16, ::tf32, ::f8f6f4, ::i8, ::mxf8f6f4)")[6:]
+    scaled = kind in BLOCK_SCALED
+    if scaled:
+        mods.need(("block_scale",), ".block_scale")
+        mods.one(("scale_vec::1X", "block32"))     # the only vector size of .kind::mxf8f6f4
+    mods.ignore(("collector::a::fill", "collector::a::use", "collector::a::lastuse", "collector::a::discard",
+                 "collector::b0::fill", "collector::b0::use", "collector::b0::lastuse", "collector::b0::discard"))
+    mods.done()
+    ops = list(ins.operands)
+    if len(ops) < 5 + 2 * scaled:
+        raise bad(ins, "expected [d-tmem], a-desc|[a-tmem], b-desc, idesc, "
+                  + ("[scale-A-tmem], [scale-B-tmem], " if scaled else "... ") + "enable-input-d")
+    rest = ops[4:]
+    sf_ops = []
+    if scaled:
+        if not all(isinstance(x, Addr) for x in rest[:2]):
+            raise bad(ins, "the scale factors must be [tensor-memory] operands")
+        sf_ops = [address(dec, x, "shared", ins)[1] for x in rest[:2]]
+        rest = rest[2:]
+    disable = rest.pop(0) if rest and isinstance(rest[0], Vec) else None
+    if not rest:
+        raise bad(ins, "missing enable-input-d")
+    enable = dec.reader(rest.pop(0), "pred", ins)
+    scale_d = rest.pop(0).value if rest and isinstance(rest[0], Imm) else 0
+    if rest:
+        raise bad(ins, "unexpected operands after enable-input-d")
+    if disable is not None and len(disable.items) != 4:
+        raise bad(ins, "cta_group::1 takes 4 disable-output-lane registers")
+    dis = [dec.reader(r, "u32", ins) for r in disable.items] if disable is not None else []
+    _, d_addr = address(dec, ops[0], "shared", ins)     # a tensor-memory address: just a 32-bit value
+    a_tmem = isinstance(ops[1], Addr)
+    a_op = address(dec, ops[1], "shared", ins)[1] if a_tmem else dec.reader(ops[1], "b64", ins)
+    b_op = dec.reader(ops[2], "b64", ins)
+    id_op = dec.reader(ops[3], "u32", ins)
+    k = KIND_K[kind]
+    what = f"tcgen05.mma at line {ins.line}"
+
+    def fn(st: Any, m: Any) -> None:
+        tm = tmem(st)
+        for t in lanes_of(st, m).tolist():
+            try:
+                f = decode_idesc(_at(st, id_op, t), kind)
+            except ValueError as e:
+                raise DeviceFault(f"tcgen05.mma instruction descriptor: {e}", t) from None
+            if scale_d and kind not in ("f16", "tf32"):
+                raise DeviceFault("scale-input-d needs .kind::f16 or .kind::tf32", t)
+            mm, n = f["m"], f["n"]
+            (aty, aes), (bty, bes) = f["a"], f["b"]
+            if a_tmem:
+                a = _at(st, a_op, t) & 0xFFFFFFFF
+                per = 4 // aes
+                li, ci = _cells(st, a >> 16, a & 0xFFFF, mm, k // per, t, "tcgen05.mma A")
+                raw = np.ascontiguousarray(tm.cells[li, ci]).view(np.dtype(f"<u{aes}"))
+                A = element_values(raw, aty)
+            else:
+                A = _smem_operand(st, _at(st, a_op, t), mm, k, aty, aes, not f["trans_a"], t, what, ins)
+            B = _smem_operand(st, _at(st, b_op, t), n, k, bty, bes, not f["trans_b"], t, what, ins)
+            if sf_ops:
+                A = A * _scales(st, _at(st, sf_ops[0], t), mm, f["sf_a"], f["scale"], t)[:, None]
+                B = B * _scales(st, _at(st, sf_ops[1], t), n, f["sf_b"], f["scale"], t)[:, None]
+            D = ((-A if f["neg_a"] else A) @ (-B if f["neg_b"] else B).T)
+            d = _at(st, d_addr, t) & 0xFFFFFFFF
+            rows = (d >> 16) + d_lanes(mm)
+            li, ci = _cells(st, int(rows.min()), d & 0xFFFF, int(rows.max() - rows.min()) + 1, n, t, "tcgen05.mma D")
+            ci = ci[0]
+            if _at(st, enable, t):
+                old = tm.cells[rows[:, None], ci[None, :]]
+                C = old.view(np.int32).astype(np.int64) if f["d"] == "s32" else \
+                    old.view(np.float32).astype(np.float64)
+                D = D + (C * 2.0 ** -scale_d if scale_d else C)
+            if f["d"] == "s32":
+                if f["sat"]:
+                    D = np.clip(D, -(1 << 31), (1 << 31) - 1)
+                out = (D.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
+            else:
+                out = D.astype(np.float32).view(np.uint32)
+            keep = np.ones(mm, dtype=bool)
+            if dis:
+                bits = np.array([_at(st, r, t) & 0xFFFFFFFF for r in dis], dtype=np.uint64)
+                lane_of_row = rows - (d >> 16)
+                keep = ((bits[lane_of_row // 32] >> (lane_of_row % 32).astype(np.uint64)) & 1) == 0
+            tm.cells[rows[keep][:, None], ci[None, :]] = out[keep]
+
+    return (K_OP, fn, None)
+
+
+def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int) -> Any:
+    """The block scale of each of `rows` rows (of A) or columns (of B) for one MMA (scale_vec::1X).
+
+    Scale-factor layout in tensor memory: row r is in lane r % 32 of every 32-lane quarter (the
+    factors are duplicated to all four, as tcgen05.cp ...warpx4 writes them), column
+    addr + r // 32, byte `sf_id` (the K block the MMA covers) of the 32-bit cell; the address's
+    bits 30-31 repeat that byte number (NVIDIA's code derives the descriptor's IDs from them)."""
+    np = _np()
+    a = addr & 0xFFFFFFFF
+    if a >> 30 != sf_id:
+        raise DeviceFault(f"scale-factor address 0x{a:x} selects byte {a >> 30} of its cells (bits 30-31), "
+                          f"the instruction descriptor byte {sf_id}", t)
+    lane0, col0 = (a >> 16) & 0x3FFF, a & 0xFFFF
+    r = np.arange(rows)
+    li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
+    cells = tmem(st).cells[li, ci]                         # (32 lanes, columns)
+    raw = ((cells[r % 32, r // 32] >> np.uint32(8 * sf_id)) & np.uint32(0xFF)).astype(np.uint8)
+    if scale == "ue8m0":
+        return np.where(raw == 255, np.nan, np.exp2(raw.astype(np.float64) - 127))
+    import ml_dtypes
+
+    return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_major: bool, t: int,
+                  what: str, ins: Instr) -> Any:
+    try:
+        start, lbo, sbo, span, atom = decode_umma_desc(desc)
+    except ValueError as e:
+        raise DeviceFault(str(e), t) from None
+    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom)
+    if st.races is not None:
+        owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
+        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
+    return smem_matrix(st, addrs, ty, esize, what, t)
+
+
+def _commit(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    from .async_ops import _arrive, _mbar_keys
+
+    mods = Mods(ins)
+    mods.need(("commit",), ".commit")
+    _cta_group(mods, ins)
+    mods.need(("mbarrier::arrive::one",), ".mbarrier::arrive::one")
+    space = "shared" if mods.one(("shared::cluster", "shared::cta")) else "generic"
+    if mods.flag("multicast::cluster"):
+        raise bad(ins, "multicast commits need clusters, which the emulator does not run")
+    mods.need(("b64",), ".b64")
+    mods.done()
+    _, mbar = address(dec, ins.operands[0], space, ins)
+
+    def commit(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if lanes.size == 0:
+            return
+        keys = _mbar_keys(st, mbar, lanes, m, space)
+        for key, t in zip(keys.tolist(), lanes.tolist()):
+            if st.races is not None:     # the thread's tcgen05.mma reads complete before the arrive
+                st.races.hb.finish(lambda o, t=t: o == ("tcgen05", t))
+            _arrive(st, int(key), 1, t)
+
+    return (K_OP, commit, None)
+
+
+# shape -> (rows, 32-bit columns, {row block: the 32-lane quarters it is copied to})
+CP_SHAPES = {"128x256b": (128, 8, None), "4x256b": (4, 8, None), "128x128b": (128, 4, None),
+             "32x128b.warpx4": (32, 4, {0: (0, 1, 2, 3)}),
+             "64x128b.warpx2::02_13": (64, 4, {0: (0, 2), 1: (1, 3)}),
+             "64x128b.warpx2::01_23": (64, 4, {0: (0, 1), 1: (2, 3)})}
+
+
+def _cp(dec: Decoder, ins: Instr) -> Any:
+    np = _np()
+    mods = Mods(ins)
+    mods.need(("cp",), ".cp")
+    _cta_group(mods, ins)
+    shape = next((m for m in mods.rest if m in ("128x256b", "4x256b", "128x128b", "32x128b", "64x128b")), None)
+    if shape is None:
+        raise bad(ins, "missing the shape (.128x256b, .4x256b, .128x128b, .32x128b.warpx4, .64x128b.warpx2::..)")
+    mods.flag(shape)
+    if shape in ("32x128b", "64x128b"):
+        shape += "." + mods.need(("warpx4",) if shape == "32x128b" else ("warpx2::02_13", "warpx2::01_23"),
+                                 ".warpx4" if shape == "32x128b" else ".warpx2::02_13 or ::01_23")
+    mods.done()
+    _, taddr = address(dec, ins.operands[0], "shared", ins)
+    desc = dec.reader(ins.operands[1], "b64", ins)
+    rows, cols, copies = CP_SHAPES[shape]
+    what = f"tcgen05.cp at line {ins.line}"
+
+    def fn(st: Any, m: Any) -> None:
+        tm = tmem(st)
+        for t in lanes_of(st, m).tolist():
+            vals = _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins).astype(np.uint32)
+            a = _at(st, taddr, t) & 0xFFFFFFFF
+            if copies is None:
+                li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp")
+                tm.cells[li, ci] = vals
+                continue
+            if a >> 16:
+                raise DeviceFault(f"tcgen05.cp.{shape} must address lane 0, not lane {a >> 16}", t)
+            for block, quarters in copies.items():
+                for q in quarters:
+                    li, ci = _cells(st, 32 * q, a & 0xFFFF, 32, cols, t, "tcgen05.cp")
+                    tm.cells[li, ci] = vals[32 * block:32 * block + 32]
+
+    return (K_OP, fn, None)
+
+
+def _nop(dec: Decoder, ins: Instr) -> Any:
+    mods = Mods(ins)
+    mods.need(("fence::before_thread_sync", "fence::after_thread_sync"), "the fence")
+    mods.done()
+    return (K_OP, lambda st, m: None, None)
+
+
+def _tcgen05(dec: Decoder, ins: Instr) -> Any:
+    head = ins.mods[0] if ins.mods else ""
+    if head in ("alloc", "dealloc", "relinquish_alloc_permit"):
+        return _alloc(dec, ins)
+    if head in ("ld", "st"):
+        return _ldst(dec, ins)
+    if head in ("wait::ld", "wait::st"):
+        return _wait(dec, ins, head[6:])
+    if head == "mma":
+        return _mma(dec, ins)
+    if head == "commit":
+        return _commit(dec, ins)
+    if head == "cp":
+        return _cp(dec, ins)
+    if head.startswith("fence::"):
+        return _nop(dec, ins)
+    raise bad(ins, "unsupported tcgen05 instruction")
+
+
+HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {"tcgen05": _tcgen05}
