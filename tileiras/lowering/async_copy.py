@@ -46,21 +46,37 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
     return 0
 
 
-def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
-    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async."""
-    from .ops_memory import element_address, view_index
-
-    vec = chunk_elements(op, view, tile)
-    if not vec:
-        return None
+def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1) -> SharedMatrix:
+    """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline)."""
     shape = tile.shape
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
     nbytes = storage_bytes(tile.element)
     matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers)
-    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes, k.pad_buffers)
+    return SharedMatrix(k.alloc_buffer(matrix.nbytes * stages), batch, rows, cols, nbytes, k.pad_buffers)
+
+
+def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
+    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async."""
+    if not chunk_elements(op, view, tile):
+        return None
+    matrix = new_matrix(k, tile)
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration) are done
+    issue_copies(k, op, view, tile, matrix)
+    commit(k)
+    return SharedTileVal(tile, matrix, pending=True)
+
+
+def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
+                 active: Optional[str] = None) -> None:
+    """This thread's cp.async copies of the tile `op` loads into `matrix`; where `active` (i1) is
+    false, the copies only zero-fill (a pipeline's loads past the end of its loop)."""
+    from .ops_memory import element_address, view_index
+
+    vec = chunk_elements(op, view, tile)
+    shape = tile.shape
+    batch, rows, cols = matrix.batch, matrix.rows, matrix.cols
     index = view_index(k, op, view)
-    size = vec * nbytes
+    size = vec * matrix.elem_bytes
     intrinsic = _CP_ASYNC[size]
     k.b.declare(f"declare void @{intrinsic}(ptr addrspace(3), ptr addrspace(1), i32)")
     chunks_per_row = cols // vec
@@ -73,8 +89,10 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
         b = k.b.pre(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
         local = [b, r, c] if len(shape) == 3 else [r, c]
 
-        def issue(chunk: str = chunk, local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
+        def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
             src, ok = element_address(k, op, view, index, local)
+            if active is not None:
+                ok = active if ok is None else k.b.op(f"and i1 {ok}, {active}", "cs")
             src_size = str(size) if ok is None else k.b.op(f"select i1 {ok}, i32 {size}, i32 0", "cs")
             if ok is not None:  # never form an address outside the tensor, even for a zero-size copy
                 src = k.b.op(f"select i1 {ok}, ptr {src}, ptr {view.tensor.base}", "cs")
@@ -86,9 +104,18 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
             k.guarded(k.b.pre(f"icmp ult i32 {chunk}, {total}", "ch"), lambda: issue() or None)
         else:
             issue()
+
+
+def commit(k: KernelLowering) -> None:
+    """Close this thread's current group of cp.async copies."""
     k.b.declare("declare void @llvm.nvvm.cp.async.commit.group()")
     k.b.emit("call void @llvm.nvvm.cp.async.commit.group()")
-    return SharedTileVal(tile, matrix, pending=True)
+
+
+def wait_groups(k: KernelLowering, pending: int) -> None:
+    """Wait until at most `pending` of this thread's newest copy groups are in flight."""
+    k.b.declare("declare void @llvm.nvvm.cp.async.wait.group(i32)")
+    k.b.emit(f"call void @llvm.nvvm.cp.async.wait.group(i32 {pending})")
 
 
 def wait_for(k: KernelLowering, tiles: list[object]) -> None:

@@ -45,6 +45,8 @@ class KernelLowering:
         self.buffer_bytes = 0               # staged tiles (smem.py)
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
+        self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
+        self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
         self._index_cache: dict[tuple[Any, ...], str] = {}
@@ -131,6 +133,13 @@ class KernelLowering:
     def barrier(self) -> None:
         self.b.declare("declare void @llvm.nvvm.barrier0()")
         self.b.emit("call void @llvm.nvvm.barrier0()")
+
+    def pipelined_load(self, op: Operation) -> Optional[Any]:
+        """The active pipeline that stages load `op`, if any."""
+        for pipeline in self.active_pipelines.values():
+            if op in pipeline.loads:
+                return pipeline
+        return None
 
     def alloc_buffer(self, nbytes: int) -> int:
         """A new shared-memory buffer of `nbytes` (a multiple of 128); its offset in the buffers region."""

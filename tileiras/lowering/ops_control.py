@@ -99,6 +99,11 @@ def _for(k: KernelLowering, op: Operation) -> None:
     unsigned = bool(op.attributes.get("unsignedCmp", False))
     body = op.regions[0].block
 
+    from . import pipelined_loop
+
+    pipeline = pipelined_loop.prepare(k, op)
+    if pipeline is not None:
+        pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
     header, body_label, latch, exit_label = (k.b.label("for_head"), k.b.label("for_body"),
                                              k.b.label("for_latch"), k.b.label("for_exit"))
     pre = k.b.current_block
@@ -106,6 +111,10 @@ def _for(k: KernelLowering, op: Operation) -> None:
     k.b.start_block(header)
     head_pos = len(k.b.lines)
     iv = k.b.fresh("iv")
+    counter = k.b.fresh("it") if pipeline is not None else ""
+    if pipeline is not None:
+        pipelined_loop.start_iteration(pipeline, iv, counter)
+        k.active_pipelines[op] = pipeline
     carried_layouts = _layouts(k, body.arguments[1:])
     carried = _carried_placeholders(k, types, "carry", carried_layouts)
     cond = k.b.op(f"icmp {'ult' if unsigned else 'slt'} {ity} {iv}, {ub}", "cond")
@@ -127,12 +136,18 @@ def _for(k: KernelLowering, op: Operation) -> None:
         _insert(k, len(k.b.lines), lines)
         next_vals = _flatten(k, merged)
     iv_next = k.b.op(f"add {ity} {iv}, {step}", "ivn")
+    counter_next = k.b.op(f"add i32 {counter}, 1", "itn") if pipeline is not None else ""
     latch_end = k.b.current_block
     k.b.br(header)
     phis = [f"  {iv} = phi {ity} [ {lb}, %{pre} ], [ {iv_next}, %{latch_end} ]"]
+    if pipeline is not None:
+        phis.append(f"  {counter} = phi i32 [ 0, %{pre} ], [ {counter_next}, %{latch_end} ]")
+        del k.active_pipelines[op]
     phis += _phi_lines_for(k, carried, [(pre, _flatten(k, inits)), (latch_end, next_vals)])
     _insert(k, head_pos, phis)
     k.b.start_block(exit_label)
+    if pipeline is not None:
+        pipelined_loop.drain(k)
     for result, value in zip(op.results, carried):
         k.set(result, value)
 

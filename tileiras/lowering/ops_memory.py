@@ -249,6 +249,13 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
+    pipeline = k.pipelined_load(op)
+    if pipeline is not None:
+        from .pipelined_loop import load
+
+        k.set(op.results[0], load(k, pipeline, op))
+        k.set(op.results[1], TokenVal())
+        return
     if ordering == "weak" and k.assignment is not None and k.assignment.is_shared_operand(op.results[0]):
         from .async_copy import load_to_shared
 

@@ -212,8 +212,11 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     from_regs = _a_in_registers(lhs, layout, shape)
     a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs, shape.staged_as)
     b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, shape.staged_as)
-    wait_for(k, [lhs, rhs])
-    k.barrier()
+    from .pipelined_loop import is_ready
+
+    if not is_ready([lhs, rhs]):
+        wait_for(k, [lhs, rhs])
+        k.barrier()
     # A is read K-major unless transposed; B the other way round
     a_elem, b_elem = ((F16, F16) if shape.staged_as else (lhs.type.element, rhs.type.element))
     a_frag = _Fragments(k, shape, a_mat, "a", a_elem, not getattr(lhs, "transposed", False)) \

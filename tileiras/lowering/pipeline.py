@@ -16,6 +16,7 @@ from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
+from ..schedule.pipeline import plan_pipelines
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -51,6 +52,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     threads = assignment.threads
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
     k.pad_buffers = pad_buffers
+    k.pipelines = plan_pipelines(entry, assignment)
     dbg_attachment = ""
     if debug is not None:
         where = entry_location(entry)

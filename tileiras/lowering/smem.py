@@ -54,6 +54,7 @@ class SharedMatrix:
     cols: int
     elem_bytes: int
     padded: bool = True
+    stage: str = ""      # i32 bytes added to every offset (the current stage of a pipelined buffer)
 
     @property
     def pitch(self) -> int:
@@ -80,6 +81,8 @@ def element_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c:
             continue
         t = v if scale == 1 else k.b.op(f"mul i32 {v}, {scale}", "so")
         acc = t if not acc else k.b.op(f"add i32 {acc}, {t}", "so")
+    if matrix.stage:
+        acc = matrix.stage if not acc else k.b.op(f"add i32 {acc}, {matrix.stage}", "so")
     if not acc:
         return str(const)
     return acc if const == 0 else k.b.op(f"add i32 {acc}, {const}", "so")

@@ -4,8 +4,8 @@ The kernel's `num_worker_warps_per_cta` optimization hint wins where the bytecod
 carries one for the target. Otherwise the accumulators decide: a tensor-core
 accumulator lives in registers for a whole K loop, and a thread has 255 of them,
 so the CTA gets enough warps that no accumulator needs more than
-`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most). Any
-other tile (a row of 16k columns) gets warps until it takes at most
+`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most). A
+loaded tile (a row of 16k columns) gets warps until it takes at most
 `TILE_REGS_PER_THREAD` registers a thread (8 warps at most).
 """
 
@@ -40,7 +40,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
 
     warps = DEFAULT_WARPS
     for op in _walk(entry.regions[0].block.operations):
-        for r in op.results:
+        for r in op.results[:1] if op.name == "cuda_tile.load_view_tko" else ():
             t = r.type
             if isinstance(t, TileType) and isinstance(t.element, ScalarType):
                 regs = t.num_elements * max(1, t.element.bitwidth // 32)

@@ -1,0 +1,133 @@
+"""A `for` loop whose tensor-core operands are prefetched `stages - 1` iterations ahead.
+
+schedule/pipeline.py picks the loop and its loads; this module emits them.
+Each load gets `stages` shared buffers. Before the loop, iterations 0 ..
+stages - 2 are copied in (one cp.async group each, zero-filling past the
+loop's end); at its first load, iteration i waits until only `stages - 2`
+groups are in flight (its own has landed), meets the CTA at a barrier (every
+thread's copies are visible, and everyone is done with the stage iteration
+i - 1 read), and then copies iteration i + stages - 1 into that freed stage.
+The loads themselves only name the stage `i mod stages`. After the loop every
+copy is drained.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.record import record
+from .async_copy import chunk_elements, commit, issue_copies, new_matrix, wait_groups
+from .kernel import KernelLowering
+from .smem import SharedMatrix, opt_in_limit
+from .values import PartitionViewVal, SharedTileVal, TileRegs
+
+
+@record(frozen=False)
+class ActivePipeline:
+    loop: Operation
+    loads: tuple[Operation, ...]
+    matrices: dict                      # load op -> SharedMatrix of stage 0
+    stages: int
+    stage_bytes: dict                   # load op -> bytes from one stage to the next
+    counter: str = ""                   # i32 iteration number (a phi of the loop header)
+    iv: str = ""
+    step: str = ""
+    ub: str = ""
+    ity: str = "i32"
+    unsigned: bool = False
+    read: Optional[dict] = None         # load op -> SharedTileVal of this iteration, once issued
+
+
+def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
+    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined."""
+    from ..schedule.pipeline import stage_count
+
+    plan = k.pipelines.get(op) if k.pipelines else None
+    if plan is None:
+        return None
+    views = [k.get(load.operand("view")) for load in plan.loads]
+    if not all(isinstance(v, PartitionViewVal) and chunk_elements(load, v, load.results[0].type)
+               for load, v in zip(plan.loads, views)):
+        return None
+    sizes = {load: new_matrix_size(k, load.results[0].type) for load in plan.loads}
+    stages = stage_count(sum(sizes.values()), k.buffer_bytes + k.smem_bytes + k.static_smem_bytes, opt_in_limit(k.sm))
+    if not stages:
+        return None
+    matrices = {load: new_matrix(k, load.results[0].type, stages) for load in plan.loads}
+    return ActivePipeline(op, plan.loads, matrices, stages, sizes)
+
+
+def new_matrix_size(k: KernelLowering, tile: object) -> int:
+    shape = tile.shape  # type: ignore[attr-defined]
+    batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
+    from .kernel import storage_bytes
+
+    return SharedMatrix(0, batch, rows, cols, storage_bytes(tile.element), k.pad_buffers).nbytes  # type: ignore[attr-defined]
+
+
+def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
+    m = p.matrices[load]
+    return SharedMatrix(m.offset, m.batch, m.rows, m.cols, m.elem_bytes, m.padded, offset)
+
+
+def _stage_offset(k: KernelLowering, p: ActivePipeline, load: Operation, stage: str) -> str:
+    if stage == "0":
+        return ""
+    return k.b.op(f"mul i32 {stage}, {p.stage_bytes[load]}", "so")
+
+
+def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: str) -> None:
+    """Copies of every load of the iteration whose induction variable is `iv` into `stage`."""
+    iv_arg = p.loop.regions[0].block.arguments[0]
+    saved = k.values.get(iv_arg)
+    k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
+    for load in p.loads:
+        view = k.get(load.operand("view"))
+        issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active)
+    if saved is not None:
+        k.values[iv_arg] = saved
+    commit(k)
+
+
+def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
+    """Before the loop: iterations 0 .. stages - 2 in flight."""
+    p.step, p.ub, p.ity, p.unsigned = step, ub, ity, unsigned
+    k.barrier()  # whatever read these buffers before (an enclosing loop's last iteration) is done
+    for s in range(p.stages - 1):
+        iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
+        _issue(k, p, iv, str(s), _in_range(k, p, iv))
+
+
+def _in_range(k: KernelLowering, p: ActivePipeline, iv: str) -> str:
+    return k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {p.ub}", "pf")
+
+
+def start_iteration(p: ActivePipeline, iv: str, counter: str) -> None:
+    p.iv, p.counter, p.read = iv, counter, None
+
+
+def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
+    """The tile a pipelined load reads this iteration (issuing the next iteration's copies first)."""
+    if p.read is None:
+        wait_groups(k, p.stages - 2)
+        k.barrier()
+        ahead = k.b.op(f"add {p.ity} {p.iv}, {k.b.op(f'mul {p.ity} {p.step}, {p.stages - 1}', 'pf')}", "pf")
+        write = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
+        _issue(k, p, ahead, write, _in_range(k, p, ahead))
+        read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+        p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
+                  for ld in p.loads}
+    return p.read[op]
+
+
+def drain(k: KernelLowering) -> None:
+    """After the loop: no copy is left in flight."""
+    k.b.declare("declare void @llvm.nvvm.cp.async.wait.all()")
+    k.b.emit("call void @llvm.nvvm.cp.async.wait.all()")
+
+
+def is_ready(tiles: list[object]) -> bool:
+    """Operands a pipeline already waited for at a barrier (no further barrier needed)."""
+    return all(isinstance(t, SharedTileVal) and not t.pending for t in tiles) and not any(
+        isinstance(t, TileRegs) for t in tiles)
