@@ -1,0 +1,214 @@
+"""The tile layer at the tile sizes real kernels use: tensor-core accumulators in registers,
+ldmatrix fragments, cp.async pipelines, 128-bit accesses, rows spread over warps.
+
+Kernels are the corpus's cuTile sources exported the way cuTile's launcher specializes real
+tensors (contiguous, 16-byte aligned, shapes divisible by 16), at realistic tile sizes. Each
+runs on the PTX emulator with the race checker against numpy, and its PTX is checked for the
+instructions the tile layer promises (and ptxas's report for spills).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "tests" / "corpus" / "kernels"
+
+
+@lru_cache(maxsize=None)
+def _kernels(name: str):
+    sys.path.insert(0, str(KERNELS.parent))
+    spec = importlib.util.spec_from_file_location(f"tile_layer_{name}", KERNELS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _array(dtype, ndim: int):
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint
+
+    return ArrayConstraint(dtype=dtype, ndim=ndim, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                           alias_groups=(), may_alias_internally=False,
+                           stride_constant=tuple([None] * (ndim - 1) + [1]), shape_divisible_by=16,
+                           stride_divisible_by=tuple([8] * (ndim - 1) + [1]), base_addr_divisible_by=16)
+
+
+def _export(function, params: list) -> bytes:
+    from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
+
+    buf = io.BytesIO()
+    export_kernel(function, [KernelSignature(parameters=params, calling_convention=CallingConvention.cutile_python_v1())],
+                  buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code="sm_90")
+    return buf.getvalue()
+
+
+@lru_cache(maxsize=None)
+def _matmul(dtype: str, acc: str, tm: int, tn: int, tk: int) -> bytes:
+    import cuda.tile as ct
+    from cuda.tile.compilation import ConstantConstraint
+
+    d, a = getattr(ct, dtype), getattr(ct, acc)
+    return _export(_kernels("matmul").matmul, [_array(d, 2), _array(d, 2), _array(a, 2), ConstantConstraint(tm),
+                                               ConstantConstraint(tn), ConstantConstraint(tk)])
+
+
+@lru_cache(maxsize=None)
+def _attention(seq: int, head: int, bq: int, bk: int) -> bytes:
+    import cuda.tile as ct
+    from cuda.tile.compilation import ConstantConstraint, ScalarConstraint
+
+    return _export(_kernels("matmul").attention, [_array(ct.float16, 3)] * 4 + [
+        ScalarConstraint(ct.float32), ConstantConstraint(seq), ConstantConstraint(head), ConstantConstraint(bq),
+        ConstantConstraint(bk)])
+
+
+def _module(data: bytes):
+    from tileiras.frontend import load_module
+
+    return load_module(data, "kernel.tileirbc")
+
+
+def _entry(module) -> str:
+    return next(str(op.attributes["sym_name"]) for op in module.regions[0].block.operations
+                if op.name == "cuda_tile.entry")
+
+
+def _ptx(data: bytes, gpu: str, tmp_path: Path) -> str:
+    src = tmp_path / "k.tileirbc"
+    src.write_bytes(data)
+    out = tmp_path / f"k_{gpu}.ptx"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
+                           str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out.read_text()
+
+
+def _ptxas_report(ptx: str, gpu: str, tmp_path: Path) -> str:
+    from tileiras.codegen.ptxas import find_ptxas
+
+    path = tmp_path / "r.ptx"
+    path.write_text(ptx)
+    done = subprocess.run([find_ptxas(), "-v", "-arch", gpu, str(path), "-o", str(tmp_path / "r.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+MATMULS = [  # (inputs, accumulator, TM, TN, TK): the default tiles of real cuTile matmuls
+    ("float16", "float32", 128, 128, 64),
+    ("bfloat16", "float32", 128, 128, 32),
+    ("float16", "float32", 128, 256, 64),
+    ("int8", "int32", 128, 128, 64),
+    ("float16", "float32", 64, 64, 32),
+]
+
+
+def _inputs(dtype: str, m: int, n: int, k: int):
+    import ml_dtypes
+
+    rng = np.random.default_rng(7)
+    if dtype == "int8":
+        a, b = rng.integers(-8, 8, (m, k)).astype(np.int8), rng.integers(-8, 8, (k, n)).astype(np.int8)
+        return a, b, np.zeros((m, n), np.int32)
+    np_type = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn}[dtype]
+    a, b = rng.standard_normal((m, k)).astype(np_type), rng.standard_normal((k, n)).astype(np_type)
+    return a, b, np.zeros((m, n), np.float32)
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("config", MATMULS, ids=lambda c: f"{c[0]}-{c[2]}x{c[3]}x{c[4]}")
+def test_matmul_matches_numpy_under_the_race_checker(config, gpu) -> None:
+    from tileiras.runtime import run_arrays
+
+    dtype, acc, tm, tn, tk = config
+    module = _module(_matmul(dtype, acc, tm, tn, tk))
+    m, n, k = tm, 2 * tn, 4 * tk   # a K loop of 4 iterations: the pipeline fills, runs and drains
+    a, b, c = _inputs(dtype, m, n, k)
+    out = run_arrays(module, _entry(module), (m // tm, n // tn, 1), [a, b, c], backend="emulator", gpu_name=gpu,
+                     check_races=True)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if dtype == "int8":
+        assert np.array_equal(out, ref.astype(np.int32))
+    else:
+        assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_fp8_matmul_runs_on_tensor_cores_exactly(tmp_path: Path) -> None:
+    from tileiras.runtime import run_arrays
+
+    data = _matmul("float8_e4m3fn", "float32", 128, 128, 64)
+    assert "mma.sync.aligned.m16n8k16" in _ptx(data, "sm_90", tmp_path)
+    module = _module(data)
+    a, b, c = _inputs("float8_e4m3fn", 128, 128, 128)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_90",
+                     check_races=True)[2]
+    assert np.array_equal(out, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])
+def test_matmul_128x128x64_keeps_its_accumulator_in_registers(gpu, tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), gpu, tmp_path)
+    assert ptx.count("mma.sync.aligned.m16n8k16") == 128           # 4 warps x 64x64 each x 4 K steps
+    assert ptx.count("ldmatrix.sync.aligned") == 32                 # A: 4 x4 loads, B: 4 x4.trans per K step
+    assert "cp.async.cg.shared.global" in ptx                      # operands never pass through registers
+    assert re.search(r"cp\.async\.wait_group\s+2;", ptx)             # a 4-stage pipeline
+    assert ".reqntid 128, 1, 1" in ptx
+    report = _ptxas_report(ptx, gpu, tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_90"])
+def test_flash_attention_matches_numpy(gpu) -> None:
+    from tileiras.runtime import run_arrays
+
+    seq, head, bq, bk = 256, 64, 128, 64
+    module = _module(_attention(seq, head, bq, bk))
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, seq, head)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    scale = np.float32(1 / np.sqrt(head))
+    out = run_arrays(module, _entry(module), (seq // bq, 1, 1), [q, k, v, o, np.array(scale)], backend="emulator",
+                     gpu_name=gpu, check_races=True)[3]
+    s = q[0].astype(np.float64) @ k[0].astype(np.float64).T * scale
+    p = np.exp(s - s.max(1, keepdims=True))
+    ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
+    assert np.abs(out[0] - ref).max() < 2e-3
+
+
+@pytest.mark.parametrize("config", [(4096, 64, 128, 64), (4096, 128, 128, 128)], ids=lambda c: f"d{c[1]}-{c[2]}x{c[3]}")
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_86", "sm_90", "sm_120"])
+def test_flash_attention_scores_stay_in_registers(config, gpu, tmp_path: Path) -> None:
+    ptx = _ptx(_attention(*config), gpu, tmp_path)
+    # the row max and sum of the scores are quad shuffles, and P feeds the second mma from registers:
+    # the only barriers are the pipeline's (one per iteration) and the one before the loop
+    assert "shfl.sync.bfly" in ptx
+    assert ptx.count("bar.sync") <= 4, ptx.count("bar.sync")
+    report = _ptxas_report(ptx, gpu, tmp_path)
+    assert "0 bytes spill stores" in report, report
+
+
+def test_a_pipeline_without_its_wait_is_reported_as_a_race(monkeypatch, tmp_path: Path) -> None:
+    """Mutation: waiting for one copy group too few lets the mma read a stage still being filled."""
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.driver.errors import TileirasError
+    from tileiras.lowering import pipelined_loop
+    from tileiras.runtime import run_arrays
+
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # never cache the broken code
+    real = pipelined_loop.wait_groups
+    monkeypatch.setattr(pipelined_loop, "wait_groups", lambda k, pending: real(k, pending + 1))
+    module = _module(_matmul("float16", "float32", 64, 64, 32))
+    a, b, c = _inputs("float16", 64, 64, 256)
+    with pytest.raises((DeviceFault, TileirasError), match="race|before"):
+        run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_80",
+                   check_races=True)
