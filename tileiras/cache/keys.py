@@ -9,7 +9,13 @@ options, ptxas's own version) reuses the cached PTX:
   cubin key = PTX text, target, options that change ptxas's output, ptxas version
 
 "compiler" is the fingerprint of our own files (versions.compiler_fingerprint),
-so an edited checkout never reuses PTX or host objects made by other code.
+so an edited checkout never reuses PTX or host objects made by other code;
+"llvm" and "ptxas" are the digests of those tools' files (versions.py).
+
+The driver hands the cache a `Key` (the function and its arguments) instead of
+the key itself: a cache that holds nothing never needs the key for a lookup,
+and a miss needs it only to store the result, which the driver does while it
+waits for LLVM or ptxas, or after the output is written (store.py).
 """
 
 from __future__ import annotations
@@ -18,14 +24,37 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from tileiras import __version__
 
 from .store import default_cache_dir
 from .versions import compiler_fingerprint, llvm_version, ptxas_version
 
-KEY_FORMAT = 1
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: a cache hit does not import typing
+    from typing import Any, Callable
+
+KEY_FORMAT = 2
+
+
+class Key:
+    """A cache key made when first needed: `Key(cubin_key, ptx, gpu, opts)`."""
+
+    __slots__ = ("_make", "_args", "_value")
+
+    def __init__(self, make: Callable[..., str], *args: Any) -> None:
+        self._make, self._args = make, args
+        self._value: str | None = None
+
+    @property
+    def value(self) -> str:
+        if self._value is None:
+            self._value = self._make(*self._args)
+        return self._value
+
+    @property
+    def made(self) -> bool:
+        return self._value is not None
 
 
 def _canonical(value: Any) -> Any:

@@ -1,12 +1,16 @@
-"""Versions of the tools whose output a cache entry depends on, ours included, fetched cheaply.
+"""The identities of what a cache entry depends on besides its inputs: LLVM, ptxas and our own code.
 
-Asking LLVM for its version means loading llvmlite's shared library (~0.1 s),
-asking ptxas means running it, and fingerprinting our own code means reading
-all its files (~5 ms): all too slow for a cache hit. So each answer is
-remembered in `<cache root>/tool-versions.json`, one slot per tool path, with
-the stamp it holds for (the tool file's size and mtime; for our code,
-compiler_files.stamp): a reinstall or an edit changes the stamp and the answer
-is recomputed. A missing or unreadable memo only costs the slow path.
+A tool's identity is the SHA-256 of its file (libllvmlite, ptxas): content,
+not a version string, so a rebuilt or patched tool never reuses entries, and
+the same file installed anywhere shares them. Reading a 180 MB library to hash
+it is slow, but a wheel's installer already recorded that digest in the
+distribution's RECORD (tool_digest.py reads it when the file is the one the
+wheel installed). Our own code's identity is compiler_files.fingerprint.
+
+Each answer is remembered in `<cache root>/tool-versions.json`, one slot per
+tool path, with the stamp it holds for (the file's size and mtime; for our
+code, compiler_files.stamp): a reinstall or an edit changes the stamp and the
+answer is recomputed. A missing or unreadable memo only costs the slow path.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ MEMO_NAME = "tool-versions.json"
 # granularity without changing its stamp: such a tree is fingerprinted afresh.
 SETTLED_NS = 2_000_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
-_keyed_stamp: str | None = None  # the running compiler's stamp when this process fingerprinted it
+_keyed_stamp: str | None = None  # the running compiler's stamp when this process first looked at it
 
 
 def tileiras_version() -> str:
@@ -69,7 +73,8 @@ def _load(memo_path: Path) -> dict[str, str]:
 
 
 def _remembered(memo_dir: Path | None, slot: str, stamp: str, compute: Callable[[], str]) -> str:
-    """compute(), remembered under `slot` (in this process and in the memo file) while `stamp` holds."""
+    """compute(), remembered under `slot` (in this process and in the memo file) while `stamp` holds;
+    with no `memo_dir`, in this process only."""
     known = _process_memo.get(slot)
     if known is not None and known[0] == stamp:
         return known[1]
@@ -79,6 +84,7 @@ def _remembered(memo_dir: Path | None, slot: str, stamp: str, compute: Callable[
     if held != stamp or not value:
         value = compute()
         if memo_path is not None:
+            memo = _load(memo_path)  # again: another process may have added slots meanwhile
             memo[slot] = f"{stamp}\t{value}"
             try:
                 memo_path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,47 +95,59 @@ def _remembered(memo_dir: Path | None, slot: str, stamp: str, compute: Callable[
     return value
 
 
-def llvm_version(memo_dir: Path | None = None) -> str:
-    """LLVM's version as llvmlite reports it (llvm_version_info), e.g. '22.1.0'."""
+def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
+    if path is None:
+        return "missing"
 
     def compute() -> str:
-        import llvmlite
-        import llvmlite.binding as llvm
+        from .tool_digest import tool_digest
 
-        return ".".join(map(str, llvm.llvm_version_info)) + f"+llvmlite{llvmlite.__version__}"
+        return tool_digest(path)
 
-    library = _llvmlite_library()
-    return _remembered(memo_dir, f"llvm|{library or '?'}", _file_stamp(library), compute)
+    return _remembered(memo_dir, f"{kind}|{path}", _file_stamp(path), compute)
+
+
+def llvm_version(memo_dir: Path | None = None) -> str:
+    """The identity of the LLVM that makes PTX and host code: its library's digest, 'sha256=...'."""
+    return _tool_identity(memo_dir, "llvm", _llvmlite_library())
 
 
 def ptxas_version(memo_dir: Path | None = None) -> str:
-    """The release of the ptxas this process would run, e.g. '13.5.37'."""
+    """The identity of the ptxas this process would run: its digest, 'sha256=...'."""
     from tileiras.codegen import ptxas
 
-    path = ptxas.find_ptxas()
-    return _remembered(memo_dir, f"ptxas|{path}", _file_stamp(path), ptxas.ptxas_version)
+    return _tool_identity(memo_dir, "ptxas", ptxas.find_ptxas())
 
 
 @lru_cache(maxsize=4)  # once per process (the cache server clears it between actions)
+def _stamp(base: Path) -> tuple[str, int]:
+    global _keyed_stamp
+    stamp = compiler_files.stamp(base)
+    if base == compiler_files.package_root() and _keyed_stamp is None:
+        _keyed_stamp = stamp[0]
+    return stamp
+
+
 def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None) -> str:
     """compiler_files.fingerprint of the compiler running here (or of the one at `root`)."""
-    global _keyed_stamp
     base = root or compiler_files.package_root()
-    stamp, newest = compiler_files.stamp(base)
-    if root is None:
-        _keyed_stamp = stamp
+    stamp, newest = _stamp(base)
 
     def compute() -> str:
         return compiler_files.fingerprint(compiler_files.compiler_files(base), base)
 
-    if time.time_ns() - newest < SETTLED_NS:
-        return compute()
-    return _remembered(memo_dir, f"compiler|{base}", stamp, compute)
+    settled = time.time_ns() - newest >= SETTLED_NS
+    return _remembered(memo_dir if settled else None, f"compiler|{base}", stamp, compute)
+
+
+def note_compiler_stamp() -> None:
+    """Take the running compiler's stamp now, for compiler_unchanged (cheap: one stat per file)."""
+    _stamp(compiler_files.package_root())
 
 
 def compiler_unchanged() -> bool:
-    """Whether the compiler's files are as they were when this process fingerprinted them.
+    """Whether the compiler's files are as they were when this process first looked at them.
 
-    Modules load lazily, so a compile whose compiler changed after its cache
-    keys were made may have run either version: its output must not be stored."""
+    Modules load lazily, so a compile whose compiler changed after it started
+    may have run either version: its output must not be stored."""
     return _keyed_stamp is None or compiler_files.stamp(compiler_files.package_root())[0] == _keyed_stamp
