@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import struct
 
@@ -27,6 +28,8 @@ MAGIC = b"TLRCACHE"
 HEADER = struct.Struct("<8sIIQ32s")   # magic, format, key length, payload length, sha256(payload)
 FORMAT = 2                            # 1: no key (tileiras before entries recorded their key)
 MAX_BYTES = 1 << 30                   # no entry is larger: a cubin or PTX is far below this
+TEMP_PREFIX = ".tmp-"                 # an entry being written: <shard>/.tmp-<random>.tmp
+KEY_NAME = re.compile(r"^[0-9a-f]{16,128}$")  # an entry's file name: its key
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -16,9 +16,9 @@ import re
 import stat
 import time
 
-KEY = re.compile(r"^[0-9a-f]{16,128}$")
+from .entry import KEY_NAME, TEMP_PREFIX
+
 SHARD = re.compile(r"^[0-9a-f]{2}$")
-TEMP_PREFIX = ".tmp-"                # an entry being written: <shard>/.tmp-<random>.tmp
 STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers of killed writers
 
 
@@ -53,7 +53,7 @@ def scan_shard(shard: str, found: Scan, now: float) -> None:
             found.problems.append(f"cannot inspect '{item.path}': {exc.strerror}")
             continue
         regular = stat.S_ISREG(info.st_mode)
-        if regular and KEY.match(item.name):
+        if regular and KEY_NAME.match(item.name):
             found.entries.append((item.path, info.st_size, info.st_mtime))
         elif regular and item.name.startswith(TEMP_PREFIX):
             if now - info.st_mtime > STALE_TEMP_SECONDS:
@@ -66,6 +66,9 @@ def scan(layout_dir: str) -> Scan:
     """Everything under `layout_dir` (missing: nothing)."""
     found, now = Scan(), time.time()
     try:
+        if not stat.S_ISDIR(os.lstat(layout_dir).st_mode):  # a link (never followed) or a file
+            found.foreign.append((layout_dir, False))
+            return found
         items = list(os.scandir(layout_dir))
     except FileNotFoundError:
         return found

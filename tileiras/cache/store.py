@@ -45,7 +45,6 @@ from pathlib import Path
 from ..atomic import replace_file
 from ..ir.record import record
 from . import entry
-from .maintenance import TEMP_PREFIX
 from .versions import compiler_unchanged, note_compiler_stamp
 
 TYPE_CHECKING = False
@@ -61,7 +60,6 @@ HEADER = entry.HEADER
 DEFAULT_MAX_BYTES = 1 << 30          # 1 GiB
 LOW_WATER = 0.9                      # trimming goes down to 90% of the limit
 SHARDS = 256                         # two hex digits
-_KEY = re.compile(r"^[0-9a-f]{16,128}$")
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 # Why a write failed, when it says nothing about other entries: that one entry is skipped.
 _ONE_ENTRY_ERRNOS = frozenset((errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST))
@@ -246,7 +244,7 @@ class Cache:
 
     @staticmethod
     def _check_key(key: str) -> None:
-        if not _KEY.match(key):
+        if not entry.KEY_NAME.match(key):
             raise ValueError(f"invalid cache key {key!r}")
 
     def _path(self, key: str) -> Path:
@@ -277,7 +275,7 @@ class Cache:
         path = self._path(key)
         try:
             self._make_folders(path.parent)
-            replace_file(path, blob, prefix=TEMP_PREFIX)
+            replace_file(path, blob, prefix=entry.TEMP_PREFIX)
         except entry.Unexpected as odd:
             self._warn(f"compile cache: not storing '{path}': {odd.reason}")
             return
