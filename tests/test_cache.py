@@ -305,7 +305,7 @@ def compiler_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     for package in ("tileiras", "build_rules"):
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(versions, "_process_memo", {})
-    monkeypatch.setattr(versions, "_keyed_stamp", None)
+    monkeypatch.setattr(versions, "_start_token", None)
     versions._stamp.cache_clear()
     yield tree
     versions._stamp.cache_clear()
@@ -321,13 +321,21 @@ def edit_in_place(path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+@pytest.mark.parametrize("installation", ["writable", "read-only"])
 def test_compiler_fingerprint_is_remembered_until_a_file_changes(compiler_copy: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 installation: str) -> None:
     monkeypatch.setattr(versions, "SETTLED_NS", 0)  # the copy is seconds old: remember it anyway
     memo = tmp_path / "memo"
+    beside = compiler_copy / "tileiras" / "__pycache__"
+    if installation == "read-only":
+        beside.write_text("not a folder: the memo cannot be written beside the compiler")
     first = versions.compiler_fingerprint(memo, compiler_copy)
     assert first == fingerprint(compiler_files(compiler_copy), compiler_copy)  # the value CMake stamps
-    assert f"compiler|{compiler_copy}" in (memo / versions.MEMO_NAME).read_text()
+    # beside the compiler, like Python's bytecode (every cache directory shares it); else in the cache
+    where = beside if installation == "writable" else memo
+    assert f"compiler|{compiler_copy}" in (where / versions.MEMO_NAME).read_text()
+    assert installation == "writable" or not (memo / versions.MEMO_NAME).read_text().count("llvm|")
     versions._stamp.cache_clear()
     with monkeypatch.context() as patch:  # a fresh process answers from the memo, reading no file
         patch.setattr(versions, "_process_memo", {})

@@ -14,7 +14,6 @@ take. Any write, rename or timestamp reset of a file changes its ctime.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -57,6 +56,8 @@ def compiler_files(root: Path | None = None) -> list[Path]:
 
 def fingerprint(files: list[Path], root: Path | None = None) -> str:
     """A digest of the compiler: changes exactly when one of its files' content, name or set changes."""
+    import hashlib
+
     base = root or package_root()
     digest = hashlib.sha256()
     for path in files:
@@ -65,12 +66,25 @@ def fingerprint(files: list[Path], root: Path | None = None) -> str:
     return digest.hexdigest()
 
 
-def stamp(root: Path) -> tuple[str, int]:
-    """(digest of every compiler file's path, size, mtime and ctime; the newest of those times in ns)."""
+def _stat_lines(root: Path) -> tuple[str, int]:
+    """Every compiler file's path, size, mtime and ctime, one line each; the newest of those times in ns."""
     lines: list[str] = []
     newest = 0
     for entry in _entries(root):
         info = entry.stat()
         lines.append(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}")
         newest = max(newest, info.st_mtime_ns, info.st_ctime_ns)
-    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest(), newest
+    return "\n".join(lines), newest
+
+
+def stamp(root: Path) -> tuple[str, int]:
+    """(digest of _stat_lines, to remember a fingerprint by; the newest file time in ns)."""
+    import hashlib
+
+    lines, newest = _stat_lines(root)
+    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest(), newest
+
+
+def token(root: Path) -> int:
+    """_stat_lines, hashed for comparisons within one process (no hashlib: cheaper than stamp)."""
+    return hash(_stat_lines(root)[0])

@@ -18,7 +18,6 @@ forever), and reads only a regular file no larger than MAX_BYTES (a link to
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -48,6 +47,8 @@ class Unexpected(Exception):
 
 
 def wrap(key: str, payload: bytes) -> bytes:
+    import hashlib  # here: a cache that holds nothing never loads OpenSSL
+
     name = key.encode("ascii")
     return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), hashlib.sha256(payload).digest()) + name + payload
 
@@ -55,6 +56,8 @@ def wrap(key: str, payload: bytes) -> bytes:
 def unwrap(blob: bytes, key: str) -> bytes | None:
     """The payload stored under `key`; None for an entry of an older format (a plain miss).
     Raises Unexpected for anything else that is not that entry."""
+    import hashlib
+
     if len(blob) < HEADER.size:
         raise Unexpected("truncated entry")
     magic, fmt, key_length, length, digest = HEADER.unpack_from(blob, 0)

@@ -20,8 +20,6 @@ waits for LLVM or ptxas, or after the output is written (store.py).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -38,7 +36,7 @@ KEY_FORMAT = 2
 
 
 class Key:
-    """A cache key made when first needed: `Key(cubin_key, ptx, gpu, opts)`."""
+    """A value made when first needed: `Key(cubin_key, ptx, gpu, opts)`."""
 
     __slots__ = ("_make", "_args", "_value")
 
@@ -48,8 +46,9 @@ class Key:
 
     @property
     def value(self) -> str:
+        """The key; arguments that are Keys themselves (a digest of the input) are made first."""
         if self._value is None:
-            self._value = self._make(*self._args)
+            self._value = self._make(*(arg.value if isinstance(arg, Key) else arg for arg in self._args))
         return self._value
 
     @property
@@ -59,6 +58,8 @@ class Key:
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
+        import hashlib
+
         return {"sha256": hashlib.sha256(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
@@ -72,6 +73,9 @@ def _canonical(value: Any) -> Any:
 
 
 def make_key(**parts: Any) -> str:
+    import hashlib  # here, not at the top: a lookup in an empty cache makes no key
+    import json
+
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
@@ -82,6 +86,8 @@ def _memo_dir(opts: Any) -> Path:
 
 
 def _file_digest(path: str) -> str:
+    import hashlib
+
     try:
         with open(path, "rb") as handle:
             return hashlib.sha256(handle.read()).hexdigest()

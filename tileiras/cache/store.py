@@ -36,7 +36,6 @@ the build runs it the ordinary way.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import sys
@@ -45,7 +44,7 @@ from pathlib import Path
 from ..atomic import replace_file
 from ..ir.record import record
 from . import entry
-from .versions import compiler_unchanged, note_compiler_stamp
+from .versions import compiler_unchanged, note_compiler_state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
@@ -168,6 +167,7 @@ class Cache:
         self._unmade: list[Key] = []                       # keys of lookups answered without them
         self._pending: list[tuple[KeyLike, bytes]] = []   # deferred writes
         self._written_shards: set[str] = set()
+        note_compiler_state()  # before the compile loads more of the compiler (versions.compiler_unchanged)
 
     # --- lookups and writes ----------------------------------------------------------
 
@@ -190,7 +190,8 @@ class Cache:
         if self.defer_writes:
             self._pending.append((key, data))
             return
-        self._store(key, data)
+        if compiler_unchanged():
+            self._store(key, data)
         self._check_size()
 
     def idle(self) -> None:
@@ -204,8 +205,9 @@ class Cache:
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written)."""
         pending, self._pending = self._pending, []
-        for key, data in pending:
-            self._store(key, data)
+        if pending and compiler_unchanged():
+            for key, data in pending:
+                self._store(key, data)
         self._check_size()
 
     def _lookup_name(self, key: KeyLike) -> str | None:
@@ -230,7 +232,7 @@ class Cache:
             return None
 
     def _store(self, key: KeyLike, data: bytes) -> None:
-        if not self.writes_enabled or not compiler_unchanged():
+        if not self.writes_enabled:
             return
         name = self._name_for_write(key)
         if name is not None:
@@ -291,8 +293,12 @@ class Cache:
         self._written_shards.add(key[:2])
 
     def _make_folders(self, shard: Path) -> None:
-        """The root (any folder, a link is the user's choice), then v1 and the shard: real folders only."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """The root (any folder, a link is the user's choice), then v1 and the shard: real folders only.
+        (Looked at before made: a mkdir of an existing folder costs more than a stat.)"""
+        if _is_real_dir(shard):
+            return
+        if not os.path.isdir(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
         for folder in (shard.parent, shard):
             try:
                 folder.mkdir()
@@ -325,6 +331,8 @@ class Cache:
         payload = self.get(key)
         if payload is None:
             return None
+        import json
+
         try:
             document = json.loads(payload)
             ptx = str(document["ptx"])
@@ -343,6 +351,8 @@ class Cache:
         return ptx, meta
 
     def put_ptx(self, key: KeyLike, ptx: str, meta: Any = None) -> None:
+        import json
+
         metadata = meta.to_json() if meta is not None and hasattr(meta, "to_json") else None
         document = {"ptx": ptx, "metadata": metadata}
         self.put(key, json.dumps(document, sort_keys=True).encode("utf-8"))
@@ -446,6 +456,5 @@ def open_cache(cache_dir: str | os.PathLike[str] | None = None, disabled: bool =
     if disabled:
         _miss("--no-cache")  # a disabled cache means compiling
         return NullCache()
-    note_compiler_stamp()  # before the compile loads more of the compiler (versions.compiler_unchanged)
     chosen = bool(cache_dir) or bool(os.environ.get("TILEIRAS_CACHE_DIR"))
     return Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes, chosen, defer_writes)

@@ -7,15 +7,16 @@ it is slow, but a wheel's installer already recorded that digest in the
 distribution's RECORD (tool_digest.py reads it when the file is the one the
 wheel installed). Our own code's identity is compiler_files.fingerprint.
 
-Each answer is remembered in `<cache root>/tool-versions.json`, one slot per
-tool path, with the stamp it holds for (the file's size and mtime; for our
-code, compiler_files.stamp): a reinstall or an edit changes the stamp and the
-answer is recomputed. A missing or unreadable memo only costs the slow path.
+Each answer is remembered in `<cache root>/tool-versions.json` (our code's
+also beside the code, in `tileiras/__pycache__/`, so a new cache directory
+does not pay for it), one slot per tool path, with the stamp it holds for (the
+file's size and mtime; for our code, compiler_files.stamp): a reinstall or an
+edit changes the stamp and the answer is recomputed. A missing or unreadable
+memo only costs the slow path.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -34,7 +35,8 @@ MEMO_NAME = "tool-versions.json"
 # granularity without changing its stamp: such a tree is fingerprinted afresh.
 SETTLED_NS = 2_000_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
-_keyed_stamp: str | None = None  # the running compiler's stamp when this process first looked at it
+_memo_files: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
+_start_token: int | None = None  # compiler_files.token of the running compiler when the cache was opened
 
 
 def tileiras_version() -> str:
@@ -65,34 +67,57 @@ def _file_stamp(path: Path | None) -> str:
 
 
 def _load(memo_path: Path) -> dict[str, str]:
+    """The memo file's slots (parsed again only when the file changed)."""
+    try:
+        info = memo_path.stat()
+    except OSError:
+        return {}
+    version = (info.st_mtime_ns, info.st_size, info.st_ino)
+    known = _memo_files.get(memo_path)
+    if known is not None and known[0] == version:
+        return dict(known[1])
+    import json
+
     try:
         loaded = json.loads(memo_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        loaded = {}
+    slots = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+    _memo_files[memo_path] = (version, slots)
+    return dict(slots)
 
 
-def _remembered(memo_dir: Path | None, slot: str, stamp: str, compute: Callable[[], str]) -> str:
-    """compute(), remembered under `slot` (in this process and in the memo file) while `stamp` holds;
-    with no `memo_dir`, in this process only."""
+def _remembered(memo_dirs: tuple[Path, ...], slot: str, stamp: str, compute: Callable[[], str]) -> str:
+    """compute(), remembered under `slot` while `stamp` holds: in this process, and in the memo file of
+    the first of `memo_dirs` that can be written (any of them is read)."""
     known = _process_memo.get(slot)
     if known is not None and known[0] == stamp:
         return known[1]
-    memo_path = memo_dir / MEMO_NAME if memo_dir is not None else None
-    memo = _load(memo_path) if memo_path is not None else {}
-    held, _, value = memo.get(slot, "").partition("\t")
-    if held != stamp or not value:
+    for memo_dir in memo_dirs:
+        held, _, value = _load(memo_dir / MEMO_NAME).get(slot, "").partition("\t")
+        if held == stamp and value:
+            break
+    else:
         value = compute()
-        if memo_path is not None:
+        for memo_dir in memo_dirs:
+            memo_path = memo_dir / MEMO_NAME
             memo = _load(memo_path)  # again: another process may have added slots meanwhile
             memo[slot] = f"{stamp}\t{value}"
+            import json
+
             try:
-                memo_path.parent.mkdir(parents=True, exist_ok=True)
+                if not memo_dir.is_dir():
+                    memo_dir.mkdir(parents=True, exist_ok=True)
                 replace_file(memo_path, json.dumps(memo, sort_keys=True, indent=1).encode("utf-8"))
+                break
             except OSError:
-                pass
+                continue
     _process_memo[slot] = (stamp, value)
     return value
+
+
+def _dirs(memo_dir: Path | None) -> tuple[Path, ...]:
+    return () if memo_dir is None else (memo_dir,)
 
 
 def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
@@ -104,7 +129,7 @@ def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
 
         return tool_digest(path)
 
-    return _remembered(memo_dir, f"{kind}|{path}", _file_stamp(path), compute)
+    return _remembered(_dirs(memo_dir), f"{kind}|{path}", _file_stamp(path), compute)
 
 
 def llvm_version(memo_dir: Path | None = None) -> str:
@@ -121,11 +146,7 @@ def ptxas_version(memo_dir: Path | None = None) -> str:
 
 @lru_cache(maxsize=4)  # once per process (the cache server clears it between actions)
 def _stamp(base: Path) -> tuple[str, int]:
-    global _keyed_stamp
-    stamp = compiler_files.stamp(base)
-    if base == compiler_files.package_root() and _keyed_stamp is None:
-        _keyed_stamp = stamp[0]
-    return stamp
+    return compiler_files.stamp(base)
 
 
 def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None) -> str:
@@ -136,18 +157,23 @@ def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None)
     def compute() -> str:
         return compiler_files.fingerprint(compiler_files.compiler_files(base), base)
 
-    settled = time.time_ns() - newest >= SETTLED_NS
-    return _remembered(memo_dir if settled else None, f"compiler|{base}", stamp, compute)
+    if time.time_ns() - newest < SETTLED_NS:
+        return _remembered((), f"compiler|{base}", stamp, compute)
+    # Remembered beside the compiler, as Python keeps its bytecode: a new cache directory need not
+    # read the whole compiler again (a read-only installation remembers it in the cache directory).
+    return _remembered((base / "tileiras" / "__pycache__", *_dirs(memo_dir)), f"compiler|{base}", stamp, compute)
 
 
-def note_compiler_stamp() -> None:
-    """Take the running compiler's stamp now, for compiler_unchanged (cheap: one stat per file)."""
-    _stamp(compiler_files.package_root())
+def note_compiler_state() -> None:
+    """Take the running compiler's state (once per process), for compiler_unchanged."""
+    global _start_token
+    if _start_token is None:
+        _start_token = compiler_files.token(compiler_files.package_root())
 
 
 def compiler_unchanged() -> bool:
-    """Whether the compiler's files are as they were when this process first looked at them.
+    """Whether the compiler's files are as they were when this process opened its cache.
 
     Modules load lazily, so a compile whose compiler changed after it started
     may have run either version: its output must not be stored."""
-    return _keyed_stamp is None or compiler_files.stamp(compiler_files.package_root())[0] == _keyed_stamp
+    return _start_token is None or compiler_files.token(compiler_files.package_root()) == _start_token

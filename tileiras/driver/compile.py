@@ -184,7 +184,7 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
         from ..cache.keys import Key, module_key
 
         with timer.stage("cache lookup"):
-            digest = _source_digest(data, kind, opts)
+            digest = Key(_source_digest, data, kind, opts)  # made with the first key that is needed
             for gpu in gpus:
                 keys[gpu] = Key(module_key, digest, gpu, opts)
                 hit = cache.get_ptx(keys[gpu])  # type: ignore[attr-defined]
