@@ -295,7 +295,7 @@ class Cache:
     def _make_folders(self, shard: Path) -> None:
         """The root (any folder, a link is the user's choice), then v1 and the shard: real folders only.
         (Looked at before made: a mkdir of an existing folder costs more than a stat.)"""
-        if _is_real_dir(shard):
+        if _is_real_dir(shard.parent) and _is_real_dir(shard):
             return
         if not os.path.isdir(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
