@@ -253,7 +253,7 @@ def test_tool_identities_are_file_digests_and_are_remembered(tmp_path: Path, mon
     assert ptxas == tool_digest.hashed_digest(find_ptxas())  # what the wheel's RECORD says is the file's digest
     llvm = versions.llvm_version(tmp_path)
     assert llvm.startswith("sha256=") and llvm != ptxas
-    memo = (tmp_path / versions.MEMO_NAME).read_text()
+    memo = (ROOT / "tileiras" / "__pycache__" / versions.MEMO_NAME).read_text()  # beside the compiler
     assert llvm in memo and ptxas in memo
     # A fresh process answers from the memo, loading neither LLVM nor any RECORD.
     script = ("import sys; from pathlib import Path; from tileiras.cache import versions; "
@@ -335,7 +335,6 @@ def test_compiler_fingerprint_is_remembered_until_a_file_changes(compiler_copy: 
     # beside the compiler, like Python's bytecode (every cache directory shares it); else in the cache
     where = beside if installation == "writable" else memo
     assert f"compiler|{compiler_copy}" in (where / versions.MEMO_NAME).read_text()
-    assert installation == "writable" or not (memo / versions.MEMO_NAME).read_text().count("llvm|")
     versions._stamp.cache_clear()
     with monkeypatch.context() as patch:  # a fresh process answers from the memo, reading no file
         patch.setattr(versions, "_process_memo", {})

@@ -23,6 +23,8 @@ import re
 import stat
 import struct
 
+from .sha import sha256
+
 MAGIC = b"TLRCACHE"
 HEADER = struct.Struct("<8sIIQ32s")   # magic, format, key length, payload length, sha256(payload)
 FORMAT = 2                            # 1: no key (tileiras before entries recorded their key)
@@ -47,17 +49,13 @@ class Unexpected(Exception):
 
 
 def wrap(key: str, payload: bytes) -> bytes:
-    import hashlib  # here: a cache that holds nothing never loads OpenSSL
-
     name = key.encode("ascii")
-    return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), hashlib.sha256(payload).digest()) + name + payload
+    return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), sha256(payload).digest()) + name + payload
 
 
 def unwrap(blob: bytes, key: str) -> bytes | None:
     """The payload stored under `key`; None for an entry of an older format (a plain miss).
     Raises Unexpected for anything else that is not that entry."""
-    import hashlib
-
     if len(blob) < HEADER.size:
         raise Unexpected("truncated entry")
     magic, fmt, key_length, length, digest = HEADER.unpack_from(blob, 0)
@@ -75,7 +73,7 @@ def unwrap(blob: bytes, key: str) -> bytes | None:
     payload = blob[start:]
     if length != len(payload):
         raise Unexpected(f"truncated entry ({len(payload)} of {length} payload bytes)")
-    if hashlib.sha256(payload).digest() != digest:
+    if sha256(payload).digest() != digest:
         raise Unexpected("the payload does not match its digest")
     return payload
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tileiras import __version__
 
+from .sha import sha256
 from .store import default_cache_dir
 from .versions import compiler_fingerprint, llvm_version, ptxas_version
 
@@ -58,9 +59,7 @@ class Key:
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
-        import hashlib
-
-        return {"sha256": hashlib.sha256(bytes(value)).hexdigest()}
+        return {"sha256": sha256(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, dict):
@@ -73,12 +72,11 @@ def _canonical(value: Any) -> Any:
 
 
 def make_key(**parts: Any) -> str:
-    import hashlib  # here, not at the top: a lookup in an empty cache makes no key
-    import json
+    import json  # here, not at the top: a lookup in an empty cache makes no key
 
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return sha256(text.encode("ascii")).hexdigest()
 
 
 def _memo_dir(opts: Any) -> Path:
@@ -86,11 +84,9 @@ def _memo_dir(opts: Any) -> Path:
 
 
 def _file_digest(path: str) -> str:
-    import hashlib
-
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return sha256(handle.read()).hexdigest()
     except OSError:
         return "unreadable"
 

@@ -7,12 +7,13 @@ it is slow, but a wheel's installer already recorded that digest in the
 distribution's RECORD (tool_digest.py reads it when the file is the one the
 wheel installed). Our own code's identity is compiler_files.fingerprint.
 
-Each answer is remembered in `<cache root>/tool-versions.json` (our code's
-also beside the code, in `tileiras/__pycache__/`, so a new cache directory
-does not pay for it), one slot per tool path, with the stamp it holds for (the
-file's size and mtime; for our code, compiler_files.stamp): a reinstall or an
-edit changes the stamp and the answer is recomputed. A missing or unreadable
-memo only costs the slow path.
+Each answer is remembered in `tool-versions.json` beside our code (in
+`tileiras/__pycache__/`, as Python keeps its bytecode, so a new cache directory
+does not pay for them), or in the cache directory when that cannot be written,
+one slot per tool path, with the stamp it holds for (the file's size and
+mtime; for our code, compiler_files.stamp): a reinstall or an edit changes the
+stamp and the answer is recomputed. A missing or unreadable memo only costs
+the slow path.
 """
 
 from __future__ import annotations
@@ -116,8 +117,11 @@ def _remembered(memo_dirs: tuple[Path, ...], slot: str, stamp: str, compute: Cal
     return value
 
 
-def _dirs(memo_dir: Path | None) -> tuple[Path, ...]:
-    return () if memo_dir is None else (memo_dir,)
+def _dirs(memo_dir: Path | None, root: Path | None = None) -> tuple[Path, ...]:
+    """Where answers are remembered: beside the compiler, as Python keeps its bytecode (so a new
+    cache directory need not pay for them), else in the cache directory (a read-only installation)."""
+    beside = (root or compiler_files.package_root()) / "tileiras" / "__pycache__"
+    return (beside,) if memo_dir is None else (beside, memo_dir)
 
 
 def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
@@ -157,11 +161,8 @@ def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None)
     def compute() -> str:
         return compiler_files.fingerprint(compiler_files.compiler_files(base), base)
 
-    if time.time_ns() - newest < SETTLED_NS:
-        return _remembered((), f"compiler|{base}", stamp, compute)
-    # Remembered beside the compiler, as Python keeps its bytecode: a new cache directory need not
-    # read the whole compiler again (a read-only installation remembers it in the cache directory).
-    return _remembered((base / "tileiras" / "__pycache__", *_dirs(memo_dir)), f"compiler|{base}", stamp, compute)
+    settled = time.time_ns() - newest >= SETTLED_NS
+    return _remembered(_dirs(memo_dir, base) if settled else (), f"compiler|{base}", stamp, compute)
 
 
 def note_compiler_state() -> None:
