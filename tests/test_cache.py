@@ -249,15 +249,15 @@ def test_tool_identities_are_file_digests_and_are_remembered(tmp_path: Path, mon
     from tileiras.codegen.ptxas import find_ptxas
 
     monkeypatch.setattr(versions, "_process_memo", {})
-    ptxas = versions.ptxas_version(tmp_path)
+    ptxas = versions.ptxas_identity(tmp_path)
     assert ptxas == tool_digest.hashed_digest(find_ptxas())  # what the wheel's RECORD says is the file's digest
-    llvm = versions.llvm_version(tmp_path)
+    llvm = versions.llvm_identity(tmp_path)
     assert llvm.startswith("sha256=") and llvm != ptxas
     memo = (ROOT / "tileiras" / "__pycache__" / versions.MEMO_NAME).read_text()  # beside the compiler
     assert llvm in memo and ptxas in memo
     # A fresh process answers from the memo, loading neither LLVM nor any RECORD.
     script = ("import sys; from pathlib import Path; from tileiras.cache import versions; "
-              "print(versions.llvm_version(Path(sys.argv[1]))); "
+              "print(versions.llvm_identity(Path(sys.argv[1]))); "
               "print(any(m in sys.modules for m in ('llvmlite.binding', 'tileiras.cache.tool_digest')))")
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, check=True)

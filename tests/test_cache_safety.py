@@ -34,9 +34,10 @@ def entry_path(root: Path, key: str = KEY) -> Path:
 
 def tileiras(*args: str, env: dict[str, str] | None = None, user: list[str] | None = None,
              tool: str = "tileiras.driver.tileiras_main") -> subprocess.CompletedProcess[str]:
-    """Run a tool of this checkout; `user` is the command prefix that runs it as another user."""
+    """Run a tool of this checkout; `user` is the command prefix that runs it as another user.
+    A compile that takes minutes is hanging (on a FIFO): the time limit makes that a failure."""
     return subprocess.run([*(user or []), sys.executable, "-m", tool, *args], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                          timeout=180, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 
 
 def warnings_in(stderr: str) -> list[str]:

@@ -3,10 +3,10 @@
 `make_key(**parts)` hashes sorted-key JSON of the parts plus the key format and
 our own version; bytes are replaced by their SHA-256. The two keys the driver
 uses split along the pipeline, so a change that only affects ptxas (its
-options, ptxas's own version) reuses the cached PTX:
+options, another ptxas) reuses the cached PTX:
 
-  PTX key   = module content, target, options that change lowering or LLVM, LLVM version, compiler
-  cubin key = PTX text, target, options that change ptxas's output, ptxas version
+  PTX key   = module content, target, options that change lowering or LLVM, LLVM, compiler
+  cubin key = PTX text, target, options that change ptxas's output, ptxas
 
 "compiler" is the fingerprint of our own files (versions.compiler_fingerprint),
 so an edited checkout never reuses PTX or host objects made by other code;
@@ -27,7 +27,7 @@ from tileiras import __version__
 
 from .sha import sha256
 from .store import default_cache_dir
-from .versions import compiler_fingerprint, llvm_version, ptxas_version
+from .versions import compiler_fingerprint, llvm_identity, ptxas_identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit does not import typing
@@ -103,7 +103,7 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
         preview=getattr(opts, "preview", None),
         sanitize=getattr(opts, "sanitize", None),
         libraries=[_file_digest(path) for path in getattr(opts, "libraries", [])],
-        llvm=llvm_version(_memo_dir(opts)),
+        llvm=llvm_identity(_memo_dir(opts)),
         compiler=compiler_fingerprint(_memo_dir(opts)),
     )
 
@@ -118,7 +118,7 @@ def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str
         lineinfo=bool(getattr(opts, "lineinfo", False)),
         debug=bool(getattr(opts, "device_debug", False)),
         ptxas_options=list(extra),
-        ptxas=ptxas_version(_memo_dir(opts)),
+        ptxas=ptxas_identity(_memo_dir(opts)),
     )
 
 
@@ -130,6 +130,6 @@ def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str, memo_dir
         fatbin=fatbin,
         metadata=[m.to_json() for m in items],
         host=f"{host_arch}-{host_os}",
-        llvm=llvm_version(memo_dir),
+        llvm=llvm_identity(memo_dir),
         compiler=compiler_fingerprint(memo_dir),
     )

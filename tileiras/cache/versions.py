@@ -136,12 +136,12 @@ def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
     return _remembered(_dirs(memo_dir), f"{kind}|{path}", _file_stamp(path), compute)
 
 
-def llvm_version(memo_dir: Path | None = None) -> str:
+def llvm_identity(memo_dir: Path | None = None) -> str:
     """The identity of the LLVM that makes PTX and host code: its library's digest, 'sha256=...'."""
     return _tool_identity(memo_dir, "llvm", _llvmlite_library())
 
 
-def ptxas_version(memo_dir: Path | None = None) -> str:
+def ptxas_identity(memo_dir: Path | None = None) -> str:
     """The identity of the ptxas this process would run: its digest, 'sha256=...'."""
     from tileiras.codegen import ptxas
 
