@@ -317,3 +317,20 @@ def test_cache_clear_says_what_it_cannot_remove(tmp_path: Path, unprivileged: tu
     assert done.returncode == 5
     assert done.stderr.startswith("tileir cache: cannot remove") and "Permission denied" in done.stderr
     assert len(done.stderr.splitlines()) == 1 and entry_path(cache).exists()
+
+
+@pytest.mark.parametrize("state", ["fifo", "link to /dev/zero"])
+def test_the_tool_memo_is_read_only_when_it_is_a_regular_file(tmp_path: Path, state: str) -> None:
+    from tileiras.cache.versions import MEMO_NAME
+
+    memo = tmp_path / MEMO_NAME
+    if state == "fifo":
+        os.mkfifo(memo)
+    else:
+        memo.symlink_to("/dev/zero")
+    # In a child with a time limit: reading the FIFO would block, reading /dev/zero would never end.
+    script = "import sys; from pathlib import Path; from tileiras.cache import versions; " \
+             "print(versions._load(Path(sys.argv[1])))"
+    done = subprocess.run([sys.executable, "-c", script, str(memo)], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (done.returncode, done.stdout.strip()) == (0, "{}"), done.stderr

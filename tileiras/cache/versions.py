@@ -18,6 +18,7 @@ the slow path.
 
 from __future__ import annotations
 
+import stat
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # annotation-only, as in store.py
     from typing import Callable
 
 MEMO_NAME = "tool-versions.json"
+MEMO_MAX_BYTES = 1 << 20
 # A file changed this recently may change again within its file system's timestamp
 # granularity without changing its stamp: such a tree is fingerprinted afresh.
 SETTLED_NS = 2_000_000_000
@@ -61,10 +63,10 @@ def _file_stamp(path: Path | None) -> str:
     if path is None:
         return "?"
     try:
-        stat = path.stat()
+        info = path.stat()
     except OSError:
         return "?"
-    return f"{stat.st_size}|{stat.st_mtime_ns}"
+    return f"{info.st_size}|{info.st_mtime_ns}"
 
 
 def _load(memo_path: Path) -> dict[str, str]:
@@ -73,6 +75,8 @@ def _load(memo_path: Path) -> dict[str, str]:
         info = memo_path.stat()
     except OSError:
         return {}
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MEMO_MAX_BYTES:
+        return {}  # a FIFO, a device, something huge: not ours, and reading it might never end
     version = (info.st_mtime_ns, info.st_size, info.st_ino)
     known = _memo_files.get(memo_path)
     if known is not None and known[0] == version:
