@@ -305,7 +305,7 @@ def compiler_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     for package in ("tileiras", "build_rules"):
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(versions, "_process_memo", {})
-    monkeypatch.setattr(versions, "_start_token", None)
+    monkeypatch.setattr(versions, "_start_state", None)
     versions._stamp.cache_clear()
     yield tree
     versions._stamp.cache_clear()

@@ -15,6 +15,7 @@ take. Any write, rename or timestamp reset of a file changes its ctime.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 COMPILER_PACKAGES: tuple[str, ...] = ("tileiras", "build_rules")
@@ -23,6 +24,7 @@ COMPILER_PACKAGES: tuple[str, ...] = ("tileiras", "build_rules")
 NOT_COMPILER_DIRS: tuple[str, ...] = ("__pycache__", "cmake_prefix")
 
 
+@lru_cache(maxsize=1)
 def package_root() -> Path:
     """The directory that holds the tileiras and build_rules packages."""
     return Path(__file__).resolve().parent.parent.parent
@@ -66,8 +68,9 @@ def fingerprint(files: list[Path], root: Path | None = None) -> str:
     return digest.hexdigest()
 
 
-def _stat_lines(root: Path) -> tuple[str, int]:
-    """Every compiler file's path, size, mtime and ctime, one line each; the newest of those times in ns."""
+def state(root: Path) -> tuple[str, int]:
+    """Every compiler file's path, size, mtime and ctime, one line each (any write, rename or
+    timestamp reset changes a line); the newest of those times in ns."""
     lines: list[str] = []
     newest = 0
     for entry in _entries(root):
@@ -77,14 +80,9 @@ def _stat_lines(root: Path) -> tuple[str, int]:
     return "\n".join(lines), newest
 
 
-def stamp(root: Path) -> tuple[str, int]:
-    """(digest of _stat_lines, to remember a fingerprint by; the newest file time in ns)."""
+def stamp(files_state: tuple[str, int]) -> tuple[str, int]:
+    """(digest of a `state`, to remember a fingerprint by; the newest file time in ns)."""
     from .sha import sha256
 
-    lines, newest = _stat_lines(root)
+    lines, newest = files_state
     return sha256(lines.encode("utf-8", "surrogateescape")).hexdigest(), newest
-
-
-def token(root: Path) -> int:
-    """_stat_lines, hashed for comparisons within one process (by hash(): cheaper than stamp)."""
-    return hash(_stat_lines(root)[0])

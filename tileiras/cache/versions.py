@@ -39,7 +39,7 @@ MEMO_MAX_BYTES = 1 << 20
 SETTLED_NS = 2_000_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
 _memo_files: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
-_start_token: int | None = None  # compiler_files.token of the running compiler when the cache was opened
+_start_state: tuple[str, int] | None = None  # compiler_files.state of the running compiler at the cache's opening
 
 
 def tileiras_version() -> str:
@@ -154,7 +154,9 @@ def ptxas_identity(memo_dir: Path | None = None) -> str:
 
 @lru_cache(maxsize=4)  # once per process (the cache server clears it between actions)
 def _stamp(base: Path) -> tuple[str, int]:
-    return compiler_files.stamp(base)
+    if _start_state is not None and base == compiler_files.package_root():
+        return compiler_files.stamp(_start_state)  # taken when the cache was opened: no second look
+    return compiler_files.stamp(compiler_files.state(base))
 
 
 def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None) -> str:
@@ -171,9 +173,9 @@ def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None)
 
 def note_compiler_state() -> None:
     """Take the running compiler's state (once per process), for compiler_unchanged."""
-    global _start_token
-    if _start_token is None:
-        _start_token = compiler_files.token(compiler_files.package_root())
+    global _start_state
+    if _start_state is None:
+        _start_state = compiler_files.state(compiler_files.package_root())
 
 
 def compiler_unchanged() -> bool:
@@ -181,4 +183,4 @@ def compiler_unchanged() -> bool:
 
     Modules load lazily, so a compile whose compiler changed after it started
     may have run either version: its output must not be stored."""
-    return _start_token is None or compiler_files.token(compiler_files.package_root()) == _start_token
+    return _start_state is None or compiler_files.state(compiler_files.package_root())[0] == _start_state[0]
