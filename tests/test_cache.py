@@ -575,3 +575,14 @@ def test_an_unwritable_default_location_is_silent(tmp_path: Path, monkeypatch: p
     cache.put(KEY, b"data")
     assert not cache.writes_enabled and cache.get(KEY) is None
     assert bool(capsys.readouterr().err) == warned
+
+
+def test_a_read_only_client_reads_and_never_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    Cache(tmp_path).put(KEY, b"filled by CI")
+    monkeypatch.setenv("TILEIRAS_CACHE_READONLY", "1")
+    reader = open_cache(tmp_path)
+    assert reader.get(KEY) == b"filled by CI"
+    reader.put("cd" * 32, b"a developer's build")
+    reader.flush()
+    assert reader.get("cd" * 32) is None and capsys.readouterr().err == ""

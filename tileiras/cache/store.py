@@ -457,4 +457,7 @@ def open_cache(cache_dir: str | os.PathLike[str] | None = None, disabled: bool =
         _miss("--no-cache")  # a disabled cache means compiling
         return NullCache()
     chosen = bool(cache_dir) or bool(os.environ.get("TILEIRAS_CACHE_DIR"))
-    return Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes, chosen, defer_writes)
+    cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes, chosen, defer_writes)
+    if os.environ.get("TILEIRAS_CACHE_READONLY", "") not in ("", "0"):
+        cache.writes_enabled = False  # a reader of a cache that others (CI) fill: see README.md
+    return cache
