@@ -113,7 +113,8 @@ def _remembered(memo_dirs: tuple[Path, ...], slot: str, stamp: str, compute: Cal
             try:
                 if not memo_dir.is_dir():
                     memo_dir.mkdir(parents=True, exist_ok=True)
-                replace_file(memo_path, json.dumps(memo, sort_keys=True, indent=1).encode("utf-8"))
+                replace_file(memo_path, json.dumps(memo, sort_keys=True, indent=1).encode("utf-8"),
+                             mode=0o644)  # facts about files, useful to every user of this installation
                 break
             except OSError:
                 continue
