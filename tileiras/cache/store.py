@@ -22,8 +22,8 @@ A miss costs almost nothing (issue: "a cold cache must cost nothing"). The
 driver opens the cache with `defer_writes`, passes keys as `keys.Key` (made
 when first needed) and calls `idle()` while it waits for LLVM or ptxas and
 `flush()` after it wrote its output. So a cache that holds no entries answers
-its lookups without making their keys, and making keys and writing entries
-happen while the compile waits or after its output exists.
+its lookups without making their keys, the keys are made while the compile
+waits, and the entries are written once its output exists.
 
 `get` is a local lookup (`_read_local`), `put` a local write (`_write_local`).
 
@@ -195,12 +195,11 @@ class Cache:
         self._check_size()
 
     def idle(self) -> None:
-        """Work for the time the driver waits on a child process: make the keys the lookups did
-        without and write the deferred entries."""
+        """Work for the time the driver waits on a child process: make the keys that the lookups did
+        without, so that writing the entries after the output costs little."""
         unmade, self._unmade = self._unmade, []
         for key in unmade:
             self._name_for_write(key)
-        self.flush()
 
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written)."""

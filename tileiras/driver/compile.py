@@ -101,7 +101,7 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
     if caching:  # --no-cache skips the cache module altogether (it is not free to import)
         from ..cache.store import open_cache
 
-        # writes wait for idle moments and the output (run() flushes): a miss costs what --no-cache does
+        # keys are made while the compile waits, entries written after the output (run() flushes)
         cache = arts.cache = open_cache(opts.cache_dir, defer_writes=True)
 
     if kind == "ptx":
@@ -150,7 +150,7 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
                                                       debug=opts.device_debug)))
                 if cache is not None:
-                    cache.idle()  # type: ignore[attr-defined]  # keys and deferred entries while ptxas runs
+                    cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:
                     done, run = running.popleft()
                     cubins[done] = run.result()
@@ -242,7 +242,7 @@ def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[s
              timer: StageTimer) -> None:
     gpu, result = pending
     if gpu in keys:
-        cache.idle()  # type: ignore[attr-defined]  # keys and deferred entries while LLVM runs
+        cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while LLVM runs
     with timer.stage(f"LLVM -> PTX ({gpu}, waiting for the worker)"):
         arts.ptx[gpu] = result()
     if gpu in keys:
