@@ -15,12 +15,13 @@ from typing import Iterator
 import pytest
 
 from build_rules.toolchain import compiler_files, fingerprint
-from tileiras.cache import keys, versions
+from tileiras.cache import keys, tool_digest, versions
 from tileiras.cache.store import HEADER, Cache, NullCache, default_cache_dir, open_cache, parse_size
 from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
 
 ROOT = Path(__file__).parent.parent
 KEY = "ab" * 32
+OVERHEAD = HEADER.size + len(KEY)  # an entry's bytes besides its payload: header and key
 
 
 def entry_path(cache: Cache, key: str = KEY) -> Path:
@@ -34,7 +35,7 @@ def test_miss_then_hit(tmp_path: Path) -> None:
     assert cache.get(KEY) == b"cubin bytes"
     stats = cache.stats()
     assert (stats.entries, stats.hits, stats.misses) == (1, 1, 1)
-    assert stats.bytes == HEADER.size + len(b"cubin bytes")
+    assert stats.bytes == OVERHEAD + len(b"cubin bytes")
 
 
 def test_entries_survive_a_new_process(tmp_path: Path) -> None:
@@ -45,8 +46,9 @@ def test_entries_survive_a_new_process(tmp_path: Path) -> None:
     assert done.stdout == "persisted"
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip_payload", "flip_digest", "empty", "garbage"])
-def test_corrupt_entry_is_a_miss_and_is_removed(tmp_path: Path, damage: str) -> None:
+@pytest.mark.parametrize("damage", ["truncate", "flip_payload", "flip_digest", "flip_key", "empty", "garbage"])
+def test_corrupt_entry_is_a_miss_with_one_warning_and_is_removed(tmp_path: Path, damage: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     cache = Cache(tmp_path)
     cache.put(KEY, b"x" * 100)
     path = entry_path(cache)
@@ -57,6 +59,8 @@ def test_corrupt_entry_is_a_miss_and_is_removed(tmp_path: Path, damage: str) -> 
         blob[-1] ^= 0xFF
     elif damage == "flip_digest":
         blob[HEADER.size - 1] ^= 0x01
+    elif damage == "flip_key":
+        blob[HEADER.size + 3] ^= 0x01
     elif damage == "empty":
         blob = bytearray()
     else:
@@ -66,6 +70,8 @@ def test_corrupt_entry_is_a_miss_and_is_removed(tmp_path: Path, damage: str) -> 
     assert not path.exists()
     cache.put(KEY, b"x" * 100)  # recompiled and stored again
     assert cache.get(KEY) == b"x" * 100
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith(f"tileiras: warning: compile cache: ignoring '{path}'")
 
 
 def test_ptx_with_metadata_round_trip(tmp_path: Path) -> None:
@@ -114,12 +120,12 @@ def test_lru_eviction(tmp_path: Path) -> None:
         cache.put(key, b"z" * 1000)
         os.utime(entry_path(cache, key), (now - 100 + age, now - 100 + age))
     assert cache.get(keys_in_order[0]) is not None  # a hit makes the oldest entry the newest
-    assert cache.trim(3 * (1000 + HEADER.size)) == 2
+    assert cache.trim(3 * (1000 + OVERHEAD)) == 2
     assert [cache.get(k) is not None for k in keys_in_order] == [True, False, False, True, True]
 
 
 def test_size_limit_is_enforced_on_put(tmp_path: Path) -> None:
-    limit = 5 * (2000 + HEADER.size)
+    limit = 5 * (2000 + OVERHEAD)
     cache = Cache(tmp_path, max_bytes=limit)
     for i in range(20):
         cache.put(f"{i:02x}" * 32, os.urandom(2000))
@@ -140,19 +146,6 @@ def test_unwritable_cache_warns_once_and_degrades(tmp_path: Path, capsys: pytest
     assert not cache.writes_enabled
     lines = [line for line in capsys.readouterr().err.splitlines() if line]
     assert len(lines) == 1 and lines[0].startswith("tileiras: warning: compile cache disabled")
-
-
-@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root ignores permissions")
-def test_read_only_cache_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cache = Cache(tmp_path)
-    cache.put(KEY, b"data")
-    os.chmod(tmp_path / "v1" / KEY[:2], 0o500)
-    try:
-        cache.put("ab" * 31 + "cd", b"new")
-        assert cache.get(KEY) == b"data"
-    finally:
-        os.chmod(tmp_path / "v1" / KEY[:2], 0o700)
-    assert "compile cache disabled" in capsys.readouterr().err
 
 
 def test_stale_temp_files_are_cleaned(tmp_path: Path) -> None:
@@ -252,19 +245,54 @@ def test_library_contents_are_part_of_the_ptx_key(tmp_path: Path) -> None:
     assert first != keys.module_key("d" * 64, "sm_90", options(tmp_path, libraries=[str(library)]))
 
 
-def test_tool_versions_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tool_identities_are_file_digests_and_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiras.codegen.ptxas import find_ptxas
+
     monkeypatch.setattr(versions, "_process_memo", {})
-    llvm = versions.llvm_version(tmp_path)
-    assert llvm.startswith("22.") or llvm[0].isdigit()
-    ptxas = versions.ptxas_version(tmp_path)
-    memo = (tmp_path / versions.MEMO_NAME).read_text()
+    ptxas = versions.ptxas_identity(tmp_path)
+    assert ptxas == tool_digest.hashed_digest(find_ptxas())  # what the wheel's RECORD says is the file's digest
+    llvm = versions.llvm_identity(tmp_path)
+    assert llvm.startswith("sha256=") and llvm != ptxas
+    memo = (ROOT / "tileiras" / "__pycache__" / versions.MEMO_NAME).read_text()  # beside the compiler
     assert llvm in memo and ptxas in memo
-    # A fresh process answers from the memo without loading LLVM.
+    # A fresh process answers from the memo, loading neither LLVM nor any RECORD.
     script = ("import sys; from pathlib import Path; from tileiras.cache import versions; "
-              "print(versions.llvm_version(Path(sys.argv[1]))); print('llvmlite.binding' in sys.modules)")
+              "print(versions.llvm_identity(Path(sys.argv[1]))); "
+              "print(any(m in sys.modules for m in ('llvmlite.binding', 'tileiras.cache.tool_digest')))")
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, check=True)
     assert done.stdout.split() == [llvm, "False"]
+
+
+def fake_wheel(site: Path, content: bytes, recorded: bytes | None = None) -> Path:
+    """site/tool_pkg/bin/tool, installed by a wheel whose RECORD lists `recorded`'s digest (default: the content's)."""
+    import base64
+    import hashlib
+
+    tool = site / "tool_pkg" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_bytes(content)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(recorded or content).digest()).rstrip(b"=").decode()
+    record = site / "tool_pkg-1.0.dist-info" / "RECORD"
+    record.parent.mkdir()
+    record.write_text(f"tool_pkg/__init__.py,,\ntool_pkg/bin/tool,sha256={digest},{len(content)}\n"
+                      "tool_pkg-1.0.dist-info/RECORD,,\n")
+    return tool
+
+
+def test_tool_digest_takes_the_installers_record_only_for_the_file_it_installed(tmp_path: Path) -> None:
+    tool = fake_wheel(tmp_path, b"ptxas of some release")
+    assert tool_digest.recorded_digest(tool) == tool_digest.hashed_digest(tool)
+    # The RECORD is read, not the file: a RECORD that disagrees with the (unchanged) file is believed ...
+    other = fake_wheel(tmp_path / "other", b"ptxas of some release", recorded=b"another file")
+    assert tool_digest.tool_digest(other) != tool_digest.hashed_digest(other)
+    # ... but a file changed after its installation is hashed.
+    later = (tool.parent.parent.parent / "tool_pkg-1.0.dist-info" / "RECORD").stat().st_mtime_ns + 10**9
+    os.utime(tool, ns=(later, later))
+    assert tool_digest.recorded_digest(tool) is None
+    tool.write_bytes(b"ptxas of another release")
+    assert tool_digest.tool_digest(tool) == tool_digest.hashed_digest(tool) != tool_digest.hashed_digest(other)
+    assert tool_digest.recorded_digest(tmp_path / "nowhere" / "tool") is None
 
 
 # --- the compiler's own code ---------------------------------------------------------
@@ -277,10 +305,10 @@ def compiler_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     for package in ("tileiras", "build_rules"):
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(versions, "_process_memo", {})
-    monkeypatch.setattr(versions, "_keyed_stamp", None)
-    versions.compiler_fingerprint.cache_clear()
+    monkeypatch.setattr(versions, "_start_state", None)
+    versions._stamp.cache_clear()
     yield tree
-    versions.compiler_fingerprint.cache_clear()
+    versions._stamp.cache_clear()
 
 
 def edit_in_place(path: Path) -> None:
@@ -293,20 +321,27 @@ def edit_in_place(path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+@pytest.mark.parametrize("installation", ["writable", "read-only"])
 def test_compiler_fingerprint_is_remembered_until_a_file_changes(compiler_copy: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 installation: str) -> None:
     monkeypatch.setattr(versions, "SETTLED_NS", 0)  # the copy is seconds old: remember it anyway
     memo = tmp_path / "memo"
+    beside = compiler_copy / "tileiras" / "__pycache__"
+    if installation == "read-only":
+        beside.write_text("not a folder: the memo cannot be written beside the compiler")
     first = versions.compiler_fingerprint(memo, compiler_copy)
     assert first == fingerprint(compiler_files(compiler_copy), compiler_copy)  # the value CMake stamps
-    assert f"compiler|{compiler_copy}" in (memo / versions.MEMO_NAME).read_text()
-    versions.compiler_fingerprint.cache_clear()
+    # beside the compiler, like Python's bytecode (every cache directory shares it); else in the cache
+    where = beside if installation == "writable" else memo
+    assert f"compiler|{compiler_copy}" in (where / versions.MEMO_NAME).read_text()
+    versions._stamp.cache_clear()
     with monkeypatch.context() as patch:  # a fresh process answers from the memo, reading no file
         patch.setattr(versions, "_process_memo", {})
         patch.setattr(versions.compiler_files, "fingerprint", None)
         assert versions.compiler_fingerprint(memo, compiler_copy) == first
     edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
-    versions.compiler_fingerprint.cache_clear()
+    versions._stamp.cache_clear()
     edited = versions.compiler_fingerprint(memo, compiler_copy)
     assert edited != first and edited == fingerprint(compiler_files(compiler_copy), compiler_copy)
 
@@ -367,7 +402,7 @@ def test_cli(tmp_path: Path) -> None:
         cache.put(f"{i:02x}" * 32, b"p" * 1000)
     stats = tileir_cache("stats", "--cache-dir", str(tmp_path))
     assert stats.returncode == 0 and "entries:         4" in stats.stdout
-    trimmed = tileir_cache("trim", "--cache-dir", str(tmp_path), "--max-size", str(2 * (1000 + HEADER.size)))
+    trimmed = tileir_cache("trim", "--cache-dir", str(tmp_path), "--max-size", str(2 * (1000 + OVERHEAD)))
     assert trimmed.returncode == 0 and "removed 2 entries" in trimmed.stdout
     cleared = tileir_cache("clear", "--cache-dir", str(tmp_path))
     assert cleared.returncode == 0 and "removed 2 entries" in cleared.stdout
@@ -438,3 +473,117 @@ def test_lookup_only_mode_raises_where_the_cache_cannot_answer(tmp_path: Path) -
     done = subprocess.run([sys.executable, "-c", LOOKUP_ONLY_SCRIPT, str(tmp_path)], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+# --- what a miss and a hit cost -------------------------------------------------------------
+
+
+def test_an_empty_cache_answers_without_making_keys(tmp_path: Path) -> None:
+    made: list[str] = []
+
+    def make(name: str) -> str:
+        made.append(name)
+        return name
+
+    cache = Cache(tmp_path, defer_writes=True)
+    assert cache.get(keys.Key(make, KEY)) is None and made == []  # nothing stored: the key is not needed
+    cache.put(keys.Key(make, KEY), b"payload")
+    assert made == [] and not (tmp_path / "v1").exists()  # deferred
+    cache.flush()
+    assert made == [KEY] and cache.get(KEY) == b"payload"
+    other = keys.Key(make, "cd" * 32)
+    assert Cache(tmp_path).get(other) is None and made == [KEY, "cd" * 32]  # a cache with entries needs it
+
+
+def test_idle_makes_the_missing_keys_and_flush_writes(tmp_path: Path) -> None:
+    made: list[str] = []
+    key = keys.Key(lambda: made.append(KEY) or KEY)
+    cache = Cache(tmp_path, defer_writes=True)
+    assert cache.get(key) is None and made == []
+    cache.idle()
+    assert made == [KEY]  # made while the compile waits, so that writing it later is cheap
+    cache.put(key, b"payload")
+    cache.idle()
+    assert Cache(tmp_path).get(KEY) is None  # written only once the output is there
+    cache.flush()
+    assert made == [KEY] and Cache(tmp_path).get(KEY) == b"payload"
+
+
+def test_a_key_that_cannot_be_made_costs_only_the_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def broken() -> str:
+        raise OSError("compiler files unreadable")
+
+    cache = Cache(tmp_path, defer_writes=True)
+    cache.put(keys.Key(broken), b"payload")
+    cache.flush()
+    [warning] = capsys.readouterr().err.splitlines()
+    assert "not storing a result" in warning and cache.stats().entries == 0
+
+
+HIT_PROBE = """
+import sys
+from tileiras.driver.tileiras_main import main
+rc = main(sys.argv[1:])
+heavy = ("llvmlite", "typing", "dataclasses", "tempfile", "subprocess", "shutil", "base64", "ctypes", "numpy",
+         "tileiras.lowering", "tileiras.frontend", "tileiras.cache.tool_digest", "tileiras.cache.maintenance")
+print(rc, sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith(heavy)))
+"""
+
+
+def test_a_hit_imports_nothing_heavy(tmp_path: Path) -> None:
+    """The cache-hit path, as the driver runs it in a fresh interpreter: what it imports is what it costs."""
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+    argv = ["--gpu-name", "sm_90", str(kernel), "-o", str(tmp_path / "k.cubin"), "--cache-dir", str(tmp_path / "c")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", *argv], env=env, check=True)
+    done = subprocess.run([sys.executable, "-c", HIT_PROBE, *argv], env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+
+
+def test_entries_are_written_after_the_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiras.driver.tileiras_main import main
+
+    out = tmp_path / "k.cubin"
+    written: list[bool] = []
+    real_write = Cache._write_local
+
+    def write_local(self: Cache, key: str, data: bytes) -> None:
+        written.append(out.exists())
+        real_write(self, key, data)
+
+    monkeypatch.setattr(Cache, "_write_local", write_local)
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+    assert main(["--gpu-name", "sm_90", str(kernel), "-o", str(out), "--cache-dir", str(tmp_path / "c")]) == 0
+    assert written == [True, True] and Cache(tmp_path / "c").stats().entries == 2  # PTX and cubin
+
+
+@pytest.mark.parametrize("error, chosen, warned", [
+    ("EROFS", False, False),    # a sandbox (Bazel) or a read-only home: the default location, silent
+    ("EACCES", False, False),
+    ("EROFS", True, True),      # the user's own choice of location: worth a line
+    ("ENOSPC", False, True),    # a real problem wherever the cache is
+])
+def test_an_unwritable_default_location_is_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str], error: str, chosen: bool,
+                                                 warned: bool) -> None:
+    import errno
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError(getattr(errno, error), os.strerror(getattr(errno, error)))
+
+    monkeypatch.setattr("tileiras.cache.store.replace_file", refuse)
+    cache = Cache(tmp_path, chosen=chosen)
+    cache.put(KEY, b"data")
+    assert not cache.writes_enabled and cache.get(KEY) is None
+    assert bool(capsys.readouterr().err) == warned
+
+
+def test_a_read_only_client_reads_and_never_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    Cache(tmp_path).put(KEY, b"filled by CI")
+    monkeypatch.setenv("TILEIRAS_CACHE_READONLY", "1")
+    reader = open_cache(tmp_path)
+    assert reader.get(KEY) == b"filled by CI"
+    reader.put("cd" * 32, b"a developer's build")
+    reader.flush()
+    assert reader.get("cd" * 32) is None and capsys.readouterr().err == ""

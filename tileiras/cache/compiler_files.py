@@ -14,8 +14,8 @@ take. Any write, rename or timestamp reset of a file changes its ctime.
 
 from __future__ import annotations
 
-import hashlib
 import os
+from functools import lru_cache
 from pathlib import Path
 
 COMPILER_PACKAGES: tuple[str, ...] = ("tileiras", "build_rules")
@@ -24,6 +24,7 @@ COMPILER_PACKAGES: tuple[str, ...] = ("tileiras", "build_rules")
 NOT_COMPILER_DIRS: tuple[str, ...] = ("__pycache__", "cmake_prefix")
 
 
+@lru_cache(maxsize=1)
 def package_root() -> Path:
     """The directory that holds the tileiras and build_rules packages."""
     return Path(__file__).resolve().parent.parent.parent
@@ -57,6 +58,8 @@ def compiler_files(root: Path | None = None) -> list[Path]:
 
 def fingerprint(files: list[Path], root: Path | None = None) -> str:
     """A digest of the compiler: changes exactly when one of its files' content, name or set changes."""
+    import hashlib  # OpenSSL: a megabyte, five times faster than sha.py's
+
     base = root or package_root()
     digest = hashlib.sha256()
     for path in files:
@@ -65,12 +68,21 @@ def fingerprint(files: list[Path], root: Path | None = None) -> str:
     return digest.hexdigest()
 
 
-def stamp(root: Path) -> tuple[str, int]:
-    """(digest of every compiler file's path, size, mtime and ctime; the newest of those times in ns)."""
+def state(root: Path) -> tuple[str, int]:
+    """Every compiler file's path, size, mtime and ctime, one line each (any write, rename or
+    timestamp reset changes a line); the newest of those times in ns."""
     lines: list[str] = []
     newest = 0
     for entry in _entries(root):
         info = entry.stat()
         lines.append(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}")
         newest = max(newest, info.st_mtime_ns, info.st_ctime_ns)
-    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest(), newest
+    return "\n".join(lines), newest
+
+
+def stamp(files_state: tuple[str, int]) -> tuple[str, int]:
+    """(digest of a `state`, to remember a fingerprint by; the newest file time in ns)."""
+    from .sha import sha256
+
+    lines, newest = files_state
+    return sha256(lines.encode("utf-8", "surrogateescape")).hexdigest(), newest

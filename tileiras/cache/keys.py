@@ -3,34 +3,63 @@
 `make_key(**parts)` hashes sorted-key JSON of the parts plus the key format and
 our own version; bytes are replaced by their SHA-256. The two keys the driver
 uses split along the pipeline, so a change that only affects ptxas (its
-options, ptxas's own version) reuses the cached PTX:
+options, another ptxas) reuses the cached PTX:
 
-  PTX key   = module content, target, options that change lowering or LLVM, LLVM version, compiler
-  cubin key = PTX text, target, options that change ptxas's output, ptxas version
+  PTX key   = module content, target, options that change lowering or LLVM, LLVM, compiler
+  cubin key = PTX text, target, options that change ptxas's output, ptxas
 
 "compiler" is the fingerprint of our own files (versions.compiler_fingerprint),
-so an edited checkout never reuses PTX or host objects made by other code.
+so an edited checkout never reuses PTX or host objects made by other code;
+"llvm" and "ptxas" are the digests of those tools' files (versions.py).
+
+The driver hands the cache a `Key` (the function and its arguments) instead of
+the key itself: a cache that holds nothing never needs the key for a lookup,
+and a miss needs it only to store the result, which the driver does while it
+waits for LLVM or ptxas, or after the output is written (store.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 from tileiras import __version__
 
+from .sha import sha256
 from .store import default_cache_dir
-from .versions import compiler_fingerprint, llvm_version, ptxas_version
+from .versions import compiler_fingerprint, llvm_identity, ptxas_identity
 
-KEY_FORMAT = 1
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: a cache hit does not import typing
+    from typing import Any, Callable
+
+KEY_FORMAT = 2
+
+
+class Key:
+    """A value made when first needed: `Key(cubin_key, ptx, gpu, opts)`."""
+
+    __slots__ = ("_make", "_args", "_value")
+
+    def __init__(self, make: Callable[..., str], *args: Any) -> None:
+        self._make, self._args = make, args
+        self._value: str | None = None
+
+    @property
+    def value(self) -> str:
+        """The key; arguments that are Keys themselves (a digest of the input) are made first."""
+        if self._value is None:
+            self._value = self._make(*(arg.value if isinstance(arg, Key) else arg for arg in self._args))
+        return self._value
+
+    @property
+    def made(self) -> bool:
+        return self._value is not None
 
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"sha256": hashlib.sha256(bytes(value)).hexdigest()}
+        return {"sha256": sha256(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, dict):
@@ -43,9 +72,11 @@ def _canonical(value: Any) -> Any:
 
 
 def make_key(**parts: Any) -> str:
+    import json  # here, not at the top: a lookup in an empty cache makes no key
+
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return sha256(text.encode("ascii")).hexdigest()
 
 
 def _memo_dir(opts: Any) -> Path:
@@ -55,7 +86,7 @@ def _memo_dir(opts: Any) -> Path:
 def _file_digest(path: str) -> str:
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return sha256(handle.read()).hexdigest()
     except OSError:
         return "unreadable"
 
@@ -72,7 +103,7 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
         preview=getattr(opts, "preview", None),
         sanitize=getattr(opts, "sanitize", None),
         libraries=[_file_digest(path) for path in getattr(opts, "libraries", [])],
-        llvm=llvm_version(_memo_dir(opts)),
+        llvm=llvm_identity(_memo_dir(opts)),
         compiler=compiler_fingerprint(_memo_dir(opts)),
     )
 
@@ -87,7 +118,7 @@ def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str
         lineinfo=bool(getattr(opts, "lineinfo", False)),
         debug=bool(getattr(opts, "device_debug", False)),
         ptxas_options=list(extra),
-        ptxas=ptxas_version(_memo_dir(opts)),
+        ptxas=ptxas_identity(_memo_dir(opts)),
     )
 
 
@@ -99,6 +130,6 @@ def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str, memo_dir
         fatbin=fatbin,
         metadata=[m.to_json() for m in items],
         host=f"{host_arch}-{host_os}",
-        llvm=llvm_version(memo_dir),
+        llvm=llvm_identity(memo_dir),
         compiler=compiler_fingerprint(memo_dir),
     )

@@ -1,20 +1,31 @@
-"""A content-addressed on-disk cache of compile artifacts (PTX, cubins).
+"""A content-addressed on-disk cache of compile artifacts (PTX, cubins, host objects).
 
 Boring on purpose, like ccache: one file per key under `<root>/v1/<2 hex>/<key>`,
 written to a temp file in the same directory and renamed into place (atomic,
 so concurrent writers of one key are safe: both write the same bytes and the
-last rename wins). Each entry starts with a header carrying the payload's
-length and SHA-256, checked on every read; a corrupt or truncated entry is a
-miss and is deleted. A hit touches the entry's mtime, and eviction removes the
-least recently used entries once the total size passes the limit.
+last rename wins). Each entry records its full key and the SHA-256 of its
+payload (entry.py), both checked on every read, and is read without following
+links, only when it is a regular file of bounded size. A hit touches the
+entry's mtime; eviction removes the least recently used entries once the
+total size passes the limit.
 
-The cache never fails a compile: an unwritable or full cache directory turns
-writes off with a one-line warning, and unreadable entries are misses.
+The cache never fails a compile and never hangs one: an entry that is not
+what its key names (swapped, corrupt, a FIFO, a link, a folder) is a miss with
+one warning; a cache that cannot be read or written (permissions, a read-only
+mount, a full disk) is a compile without it, with one warning when the user
+chose its location (a default location that cannot be written, as in a build
+sandbox, is not worth a line per compile). Nor does it store an output that
+other code than its key names may have made: a write is skipped when our own
+files changed since this process started (versions.compiler_unchanged).
 
-Nor does it store an output that other code than its key names may have made:
-a write is skipped when our own files changed since this process made its
-keys (versions.compiler_unchanged; modules load lazily, so the compile may
-have run either version).
+A miss costs almost nothing (issue: "a cold cache must cost nothing"). The
+driver opens the cache with `defer_writes`, passes keys as `keys.Key` (made
+when first needed) and calls `idle()` while it waits for LLVM or ptxas and
+`flush()` after it wrote its output. So a cache that holds no entries answers
+its lookups without making their keys, the keys are made while the compile
+waits, and the entries are written once its output exists.
+
+`get` is a local lookup (`_read_local`), `put` a local write (`_write_local`).
 
 Lookup-only mode (`enter_lookup_only`, for the cache server's workers): every
 miss, and anything that would only follow a miss (a write, a disabled cache),
@@ -24,33 +35,35 @@ the build runs it the ordinary way.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import errno
 import os
 import re
-import struct
 import sys
-import time
 from pathlib import Path
 
 from ..atomic import replace_file
 from ..ir.record import record
-from .versions import compiler_unchanged
+from . import entry
+from .versions import compiler_unchanged, note_compiler_state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
-    from typing import Any, Iterator
+    from typing import Any, Union
+
+    from .keys import Key
+
+    KeyLike = Union[str, Key]
 
 LAYOUT = "v1"
-MAGIC = b"TLRCACHE"
-HEADER = struct.Struct("<8sIIQ32s")   # magic, format, reserved, payload length, sha256(payload)
-FORMAT = 1
+HEADER = entry.HEADER
 DEFAULT_MAX_BYTES = 1 << 30          # 1 GiB
 LOW_WATER = 0.9                      # trimming goes down to 90% of the limit
-TEMP_PREFIX = ".tmp-"                # an entry being written: <shard>/.tmp-<random>.tmp
-STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers of killed writers
-_KEY = re.compile(r"^[0-9a-f]{16,128}$")
+SHARDS = 256                         # two hex digits
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+# Why a write failed, when it says nothing about other entries: that one entry is skipped.
+_ONE_ENTRY_ERRNOS = frozenset((errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST))
+# Why a write failed in a sandbox or on a read-only home: silent at the default location.
+_NOT_OURS_ERRNOS = frozenset((errno.EROFS, errno.EACCES, errno.EPERM))
 _lookup_only = False
 
 
@@ -68,9 +81,9 @@ def enter_lookup_only() -> None:
     _lookup_only = True
 
 
-def _miss(what: str) -> None:
+def _miss(what: object) -> None:
     if _lookup_only:
-        raise CacheMiss(what)
+        raise CacheMiss(str(what))
 
 
 def default_cache_dir() -> Path:
@@ -112,11 +125,15 @@ class CacheStats:
     hits: int       # in this process
     misses: int     # in this process
     writes_enabled: bool
+    other: int = 0  # things in the cache folder that are not entries (clear and trim remove them)
 
     def render(self) -> str:
-        return (f"cache directory: {self.root}\n"
+        text = (f"cache directory: {self.root}\n"
                 f"entries:         {self.entries}\n"
                 f"size:            {_human(self.bytes)} of {_human(self.max_bytes)}\n")
+        if self.other:
+            text += f"not entries:     {self.other} (removed by 'tileir cache clear' and 'trim')\n"
+        return text
 
 
 def _human(count: int) -> str:
@@ -129,92 +146,192 @@ def _human(count: int) -> str:
 
 
 class Cache:
-    """The on-disk cache at `root`, bounded to `max_bytes`."""
+    """The on-disk cache at `root`, bounded to `max_bytes`.
 
-    def __init__(self, root: Path | str, max_bytes: int | None = None) -> None:
+    `chosen`: the user picked this location (--cache-dir, $TILEIRAS_CACHE_DIR), so a cache
+    that cannot be written there is worth a warning. `defer_writes`: `put` only queues; the
+    entries are written by `idle()` or `flush()`.
+    """
+
+    def __init__(self, root: Path | str, max_bytes: int | None = None, chosen: bool = True,
+                 defer_writes: bool = False) -> None:
         self.root = Path(root)
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
+        self.chosen = chosen
+        self.defer_writes = defer_writes
         self.hits = 0
         self.misses = 0
         self.writes_enabled = True
+        self.problems: list[str] = []                      # what clear/trim could not remove
         self._warned = False
+        self._unmade: list[Key] = []                       # keys of lookups answered without them
+        self._pending: list[tuple[KeyLike, bytes]] = []   # deferred writes
+        self._written_shards: set[str] = set()
+        note_compiler_state()  # before the compile loads more of the compiler (versions.compiler_unchanged)
 
-    # --- entries -----------------------------------------------------------------
+    # --- lookups and writes ----------------------------------------------------------
+
+    def get(self, key: KeyLike) -> bytes | None:
+        """The payload stored under `key`, or None (a miss)."""
+        name = self._lookup_name(key)
+        payload = self._read_local(name) if name is not None else None
+        if payload is None:
+            self.misses += 1
+            _miss(name or "empty cache")
+            return None
+        self.hits += 1
+        return payload
+
+    def put(self, key: KeyLike, data: bytes) -> None:
+        """Store `data` under `key` (now, or at the next idle()/flush() with defer_writes)."""
+        _miss(key if isinstance(key, str) else "write")  # something was computed: never in lookup-only mode
+        if not self.writes_enabled:
+            return
+        if self.defer_writes:
+            self._pending.append((key, data))
+            return
+        if compiler_unchanged():
+            self._store(key, data)
+        self._check_size()
+
+    def idle(self) -> None:
+        """Work for the time the driver waits on a child process: make the keys that the lookups did
+        without, so that writing the entries after the output costs little."""
+        unmade, self._unmade = self._unmade, []
+        for key in unmade:
+            self._name_for_write(key)
+
+    def flush(self) -> None:
+        """Write the deferred entries (the driver calls this once its output is written)."""
+        pending, self._pending = self._pending, []
+        if pending and compiler_unchanged():
+            for key, data in pending:
+                self._store(key, data)
+        self._check_size()
+
+    def _lookup_name(self, key: KeyLike) -> str | None:
+        """The key for a lookup; None when the cache holds no entries, so no key is needed."""
+        if isinstance(key, str):
+            self._check_key(key)
+            return key
+        if not key.made and not os.path.isdir(self._dir()):
+            self._unmade.append(key)
+            return None
+        name = key.value
+        self._check_key(name)
+        return name
+
+    def _name_for_write(self, key: KeyLike) -> str | None:
+        if isinstance(key, str):
+            return key
+        try:
+            return key.value
+        except Exception as exc:  # noqa: BLE001 - the output exists: a key we cannot make only costs the entry
+            self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
+            return None
+
+    def _store(self, key: KeyLike, data: bytes) -> None:
+        if not self.writes_enabled:
+            return
+        name = self._name_for_write(key)
+        if name is not None:
+            self._check_key(name)
+            self._write_local(name, data)
+
+    # --- the local store ---------------------------------------------------------------
 
     def _dir(self) -> Path:
         return self.root / LAYOUT
 
-    def _path(self, key: str) -> Path:
-        if not _KEY.match(key):
+    @staticmethod
+    def _check_key(key: str) -> None:
+        if not entry.KEY_NAME.match(key):
             raise ValueError(f"invalid cache key {key!r}")
+
+    def _path(self, key: str) -> Path:
+        self._check_key(key)
         return self._dir() / key[:2] / key
 
-    def get(self, key: str) -> bytes | None:
+    def _read_local(self, key: str) -> bytes | None:
+        """The payload of the local entry of `key`; None when there is none or it is not what `key` names."""
         path = self._path(key)
         try:
-            with open(path, "rb") as handle:
-                blob = handle.read()
-        except OSError:
-            self.misses += 1
-            _miss(key)
+            blob = entry.read(str(self.root), (LAYOUT, key[:2], key), touch=True)
+            return entry.unwrap(blob, key)
+        except FileNotFoundError:
             return None
-        payload = _unwrap(blob)
-        if payload is None:
-            self._remove(path)
-            self.misses += 1
-            _miss(key)
-            return None
-        try:
-            os.utime(path)  # LRU: a hit makes the entry the most recent
-        except OSError:
-            pass
-        self.hits += 1
-        return payload
-
-    def put(self, key: str, data: bytes) -> None:
-        _miss(key)  # something was computed: never in lookup-only mode
-        if not self.writes_enabled or not compiler_unchanged():
-            return
-        path = self._path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            replace_file(path, _wrap(data), prefix=TEMP_PREFIX)
+        except entry.Unexpected as odd:
+            if odd.removable:
+                entry.remove(str(path))
+            self._warn(f"compile cache: ignoring '{path}': {odd.reason}")
         except OSError as exc:
-            # Windows refuses to replace a file another process has open: that
-            # process is reading the same key, so the entry is already there.
-            if not path.is_file():
+            self._warn(f"compile cache: cannot read '{path}': {exc.strerror or exc}")
+        return None
+
+    def _write_local(self, key: str, data: bytes) -> None:
+        """Write the local entry of `key` atomically; problems only cost the entry (or further writes)."""
+        blob = entry.wrap(key, data)
+        if len(blob) > min(entry.MAX_BYTES, self.max_bytes):
+            return  # it would be evicted at once
+        path = self._path(key)
+        try:
+            self._make_folders(path.parent)
+            replace_file(path, blob, prefix=entry.TEMP_PREFIX)
+        except entry.Unexpected as odd:
+            self._warn(f"compile cache: not storing '{path}': {odd.reason}")
+            return
+        except FileNotFoundError:
+            return  # `tileir cache clear` ran meanwhile
+        except OSError as exc:
+            if exc.errno in _ONE_ENTRY_ERRNOS:
+                self._warn(f"compile cache: not storing '{path}': something else is in its place "
+                           f"({exc.strerror}); 'tileir cache clear' removes it")
+            elif not _is_file(path):  # Windows refuses to replace a file another process reads
                 self._disable(exc)
-        if self.writes_enabled:
-            self._maybe_trim()
+            return
+        self._written_shards.add(key[:2])
+
+    def _make_folders(self, shard: Path) -> None:
+        """The root (any folder, a link is the user's choice), then v1 and the shard: real folders only.
+        (Looked at before made: a mkdir of an existing folder costs more than a stat.)"""
+        if _is_real_dir(shard.parent) and _is_real_dir(shard):
+            return
+        if not os.path.isdir(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
+        for folder in (shard.parent, shard):
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                if not _is_real_dir(folder):
+                    raise entry.Unexpected(f"'{folder}' is not a folder") from None
 
     def _disable(self, exc: OSError) -> None:
         self.writes_enabled = False
+        if self.chosen or exc.errno not in _NOT_OURS_ERRNOS:
+            reason = exc.strerror or str(exc)
+            self._warn(f"compile cache disabled: cannot write to '{self.root}': {reason}")
+
+    def _warn(self, message: str) -> None:
+        """One warning per process: the first problem is news, the rest would be noise in a build log."""
         if not self._warned:
             self._warned = True
-            reason = exc.strerror or str(exc)
-            print(f"tileiras: warning: compile cache disabled: cannot write to '{self.root}': {reason}",
-                  file=sys.stderr)
+            print(f"tileiras: warning: {message}", file=sys.stderr)
 
-    @staticmethod
-    def _remove(path: Path) -> None:
-        try:
-            path.unlink()
-        except OSError:
-            pass
+    # --- typed helpers the driver uses -------------------------------------------------
 
-    # --- typed helpers the driver uses ---------------------------------------------
-
-    def get_blob(self, key: str) -> bytes | None:
+    def get_blob(self, key: KeyLike) -> bytes | None:
         return self.get(key)
 
-    def put_blob(self, key: str, data: bytes) -> None:
+    def put_blob(self, key: KeyLike, data: bytes) -> None:
         self.put(key, data)
 
-    def get_ptx(self, key: str) -> tuple[str, Any] | None:
+    def get_ptx(self, key: KeyLike) -> tuple[str, Any] | None:
         """(PTX text, ModuleMetadata or None) stored by put_ptx."""
         payload = self.get(key)
         if payload is None:
             return None
+        import json
+
         try:
             document = json.loads(payload)
             ptx = str(document["ptx"])
@@ -224,85 +341,95 @@ class Cache:
 
                 meta = ModuleMetadata.from_json(document["metadata"])
         except Exception:  # noqa: BLE001 - anything unreadable is a miss
-            self._remove(self._path(key))
-            _miss(key)
+            name = key if isinstance(key, str) else key.value
+            entry.remove(str(self._path(name)))
+            _miss(name)
             return None
         if meta is None:
             _miss(key)  # the caller recompiles to get the launch metadata
         return ptx, meta
 
-    def put_ptx(self, key: str, ptx: str, meta: Any = None) -> None:
+    def put_ptx(self, key: KeyLike, ptx: str, meta: Any = None) -> None:
+        import json
+
         metadata = meta.to_json() if meta is not None and hasattr(meta, "to_json") else None
         document = {"ptx": ptx, "metadata": metadata}
         self.put(key, json.dumps(document, sort_keys=True).encode("utf-8"))
 
-    # --- maintenance ---------------------------------------------------------------
+    # --- maintenance -------------------------------------------------------------------
 
-    def _entries(self) -> Iterator[tuple[Path, int, float]]:
-        """(path, size, mtime) of every entry; stale temp files are removed on the way."""
-        now = time.time()
-        try:
-            shards = list(os.scandir(self._dir()))
-        except OSError:
-            return
-        for shard in shards:
-            if not shard.is_dir(follow_symlinks=False):
-                continue
-            try:
-                files = list(os.scandir(shard.path))
-            except OSError:
-                continue
-            for item in files:
-                try:
-                    info = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if item.name.startswith(TEMP_PREFIX):
-                    if now - info.st_mtime > STALE_TEMP_SECONDS:
-                        self._remove(Path(item.path))
-                    continue
-                if _KEY.match(item.name):
-                    yield Path(item.path), info.st_size, info.st_mtime
+    def _scan(self) -> Any:
+        from .maintenance import remove_all, scan
+
+        found = scan(str(self._dir()))
+        remove_all([(path, False) for path in found.stale], found.problems)
+        return found
 
     def stats(self) -> CacheStats:
-        entries = list(self._entries())
-        return CacheStats(str(self.root), len(entries), sum(size for _, size, _ in entries), self.max_bytes,
-                          self.hits, self.misses, self.writes_enabled)
+        found = self._scan()
+        return CacheStats(str(self.root), len(found.entries), found.bytes, self.max_bytes, self.hits, self.misses,
+                          self.writes_enabled, len(found.foreign))
 
     def clear(self) -> int:
-        """Remove every entry; returns how many."""
-        removed = 0
-        for path, _, _ in list(self._entries()):
-            try:
-                path.unlink()
-                removed += 1
-            except OSError:
-                pass
-        return removed
+        """Remove every entry and whatever else is in the cache's folder; returns how many entries.
+        What could not be removed is in `self.problems`."""
+        from .maintenance import remove_all
+
+        found = self._scan()
+        self.problems = found.problems
+        remove_all(found.foreign, self.problems)
+        return remove_all([(path, False) for path, _, _ in found.entries], self.problems)
 
     def trim(self, max_bytes: int | None = None) -> int:
-        """Evict least recently used entries until the total is at most `max_bytes`; returns how many."""
+        """Remove what is not an entry, then the least recently used entries until the total is at
+        most `max_bytes`; returns how many entries. What could not be removed is in `self.problems`."""
+        from .maintenance import remove, remove_all
+
         limit = self.max_bytes if max_bytes is None else max_bytes
-        entries = sorted(self._entries(), key=lambda e: (e[2], e[0].name))
-        total = sum(size for _, size, _ in entries)
-        removed = 0
-        for path, size, _ in entries:
+        found = self._scan()
+        self.problems = found.problems
+        remove_all(found.foreign, self.problems)
+        total, removed = found.bytes, 0
+        for path, size, _ in sorted(found.entries, key=lambda e: (e[2], os.path.basename(e[0]))):
             if total <= limit:
                 break
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass  # another process evicted it
-            except OSError:
+            problem = remove(path, False)
+            if problem is not None:
+                self.problems.append(problem)
                 continue
             total -= size
             removed += 1
         return removed
 
-    def _maybe_trim(self) -> None:
-        entries = list(self._entries())
-        if sum(size for _, size, _ in entries) > self.max_bytes:
+    def _check_size(self) -> None:
+        """Trim when the cache may be over its limit. Keys are hashes, so every shard holds about the
+        same share: the shards just written tell the total without listing all 256."""
+        if not self._written_shards:
+            return
+        from .maintenance import Scan, scan_shard
+
+        shards, self._written_shards = self._written_shards, set()
+        found = Scan()
+        for shard in shards:
+            scan_shard(str(self._dir() / shard), found, 0.0)
+        if found.bytes * SHARDS / len(shards) > self.max_bytes and self.stats().bytes > self.max_bytes:
             self.trim(int(self.max_bytes * LOW_WATER))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return os.path.isfile(path)
+    except OSError:
+        return False
+
+
+def _is_real_dir(path: Path) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 class NullCache(Cache):
@@ -312,34 +439,24 @@ class NullCache(Cache):
         super().__init__(Path(os.devnull), 0)
         self.writes_enabled = False
 
-    def get(self, key: str) -> bytes | None:
+    def get(self, key: KeyLike) -> bytes | None:
         self.misses += 1
-        _miss(key)
+        _miss("--no-cache")
         return None
 
-    def put(self, key: str, data: bytes) -> None:
-        _miss(key)
+    def put(self, key: KeyLike, data: bytes) -> None:
+        _miss("--no-cache")
         return None
-
-
-def _wrap(data: bytes) -> bytes:
-    return HEADER.pack(MAGIC, FORMAT, 0, len(data), hashlib.sha256(data).digest()) + data
-
-
-def _unwrap(blob: bytes) -> bytes | None:
-    if len(blob) < HEADER.size:
-        return None
-    magic, fmt, _, length, digest = HEADER.unpack_from(blob, 0)
-    payload = blob[HEADER.size:]
-    if magic != MAGIC or fmt != FORMAT or length != len(payload) or hashlib.sha256(payload).digest() != digest:
-        return None
-    return payload
 
 
 def open_cache(cache_dir: str | os.PathLike[str] | None = None, disabled: bool = False,
-               max_bytes: int | None = None) -> Cache:
+               max_bytes: int | None = None, defer_writes: bool = False) -> Cache:
     """The cache a compile uses: `cache_dir` or the default location; a NullCache when disabled."""
     if disabled:
         _miss("--no-cache")  # a disabled cache means compiling
         return NullCache()
-    return Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes)
+    chosen = bool(cache_dir) or bool(os.environ.get("TILEIRAS_CACHE_DIR"))
+    cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes, chosen, defer_writes)
+    if os.environ.get("TILEIRAS_CACHE_READONLY", "") not in ("", "0"):
+        cache.writes_enabled = False  # a reader of a cache that others (CI) fill: see README.md
+    return cache

@@ -1,17 +1,24 @@
-"""Versions of the tools whose output a cache entry depends on, ours included, fetched cheaply.
+"""The identities of what a cache entry depends on besides its inputs: LLVM, ptxas and our own code.
 
-Asking LLVM for its version means loading llvmlite's shared library (~0.1 s),
-asking ptxas means running it, and fingerprinting our own code means reading
-all its files (~5 ms): all too slow for a cache hit. So each answer is
-remembered in `<cache root>/tool-versions.json`, one slot per tool path, with
-the stamp it holds for (the tool file's size and mtime; for our code,
-compiler_files.stamp): a reinstall or an edit changes the stamp and the answer
-is recomputed. A missing or unreadable memo only costs the slow path.
+A tool's identity is the SHA-256 of its file (libllvmlite, ptxas): content,
+not a version string, so a rebuilt or patched tool never reuses entries, and
+the same file installed anywhere shares them. Reading a 180 MB library to hash
+it is slow, but a wheel's installer already recorded that digest in the
+distribution's RECORD (tool_digest.py reads it when the file is the one the
+wheel installed). Our own code's identity is compiler_files.fingerprint.
+
+Each answer is remembered in `tool-versions.json` beside our code (in
+`tileiras/__pycache__/`, as Python keeps its bytecode, so a new cache directory
+does not pay for them), or in the cache directory when that cannot be written,
+one slot per tool path, with the stamp it holds for (the file's size and
+mtime; for our code, compiler_files.stamp): a reinstall or an edit changes the
+stamp and the answer is recomputed. A missing or unreadable memo only costs
+the slow path.
 """
 
 from __future__ import annotations
 
-import json
+import stat
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -26,11 +33,13 @@ if TYPE_CHECKING:  # annotation-only, as in store.py
     from typing import Callable
 
 MEMO_NAME = "tool-versions.json"
+MEMO_MAX_BYTES = 1 << 20
 # A file changed this recently may change again within its file system's timestamp
 # granularity without changing its stamp: such a tree is fingerprinted afresh.
 SETTLED_NS = 2_000_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
-_keyed_stamp: str | None = None  # the running compiler's stamp when this process fingerprinted it
+_memo_files: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
+_start_state: tuple[str, int] | None = None  # compiler_files.state of the running compiler at the cache's opening
 
 
 def tileiras_version() -> str:
@@ -54,82 +63,125 @@ def _file_stamp(path: Path | None) -> str:
     if path is None:
         return "?"
     try:
-        stat = path.stat()
+        info = path.stat()
     except OSError:
         return "?"
-    return f"{stat.st_size}|{stat.st_mtime_ns}"
+    return f"{info.st_size}|{info.st_mtime_ns}"
 
 
 def _load(memo_path: Path) -> dict[str, str]:
+    """The memo file's slots (parsed again only when the file changed)."""
+    try:
+        info = memo_path.stat()
+    except OSError:
+        return {}
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MEMO_MAX_BYTES:
+        return {}  # a FIFO, a device, something huge: not ours, and reading it might never end
+    version = (info.st_mtime_ns, info.st_size, info.st_ino)
+    known = _memo_files.get(memo_path)
+    if known is not None and known[0] == version:
+        return dict(known[1])
+    import json
+
     try:
         loaded = json.loads(memo_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        loaded = {}
+    slots = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+    _memo_files[memo_path] = (version, slots)
+    return dict(slots)
 
 
-def _remembered(memo_dir: Path | None, slot: str, stamp: str, compute: Callable[[], str]) -> str:
-    """compute(), remembered under `slot` (in this process and in the memo file) while `stamp` holds."""
+def _remembered(memo_dirs: tuple[Path, ...], slot: str, stamp: str, compute: Callable[[], str]) -> str:
+    """compute(), remembered under `slot` while `stamp` holds: in this process, and in the memo file of
+    the first of `memo_dirs` that can be written (any of them is read)."""
     known = _process_memo.get(slot)
     if known is not None and known[0] == stamp:
         return known[1]
-    memo_path = memo_dir / MEMO_NAME if memo_dir is not None else None
-    memo = _load(memo_path) if memo_path is not None else {}
-    held, _, value = memo.get(slot, "").partition("\t")
-    if held != stamp or not value:
+    for memo_dir in memo_dirs:
+        held, _, value = _load(memo_dir / MEMO_NAME).get(slot, "").partition("\t")
+        if held == stamp and value:
+            break
+    else:
         value = compute()
-        if memo_path is not None:
+        for memo_dir in memo_dirs:
+            memo_path = memo_dir / MEMO_NAME
+            memo = _load(memo_path)  # again: another process may have added slots meanwhile
             memo[slot] = f"{stamp}\t{value}"
+            import json
+
             try:
-                memo_path.parent.mkdir(parents=True, exist_ok=True)
-                replace_file(memo_path, json.dumps(memo, sort_keys=True, indent=1).encode("utf-8"))
+                if not memo_dir.is_dir():
+                    memo_dir.mkdir(parents=True, exist_ok=True)
+                replace_file(memo_path, json.dumps(memo, sort_keys=True, indent=1).encode("utf-8"),
+                             mode=0o644)  # facts about files, useful to every user of this installation
+                break
             except OSError:
-                pass
+                continue
     _process_memo[slot] = (stamp, value)
     return value
 
 
-def llvm_version(memo_dir: Path | None = None) -> str:
-    """LLVM's version as llvmlite reports it (llvm_version_info), e.g. '22.1.0'."""
+def _dirs(memo_dir: Path | None, root: Path | None = None) -> tuple[Path, ...]:
+    """Where answers are remembered: beside the compiler, as Python keeps its bytecode (so a new
+    cache directory need not pay for them), else in the cache directory (a read-only installation)."""
+    beside = (root or compiler_files.package_root()) / "tileiras" / "__pycache__"
+    return (beside,) if memo_dir is None else (beside, memo_dir)
+
+
+def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
+    if path is None:
+        return "missing"
 
     def compute() -> str:
-        import llvmlite
-        import llvmlite.binding as llvm
+        from .tool_digest import tool_digest
 
-        return ".".join(map(str, llvm.llvm_version_info)) + f"+llvmlite{llvmlite.__version__}"
+        return tool_digest(path)
 
-    library = _llvmlite_library()
-    return _remembered(memo_dir, f"llvm|{library or '?'}", _file_stamp(library), compute)
+    return _remembered(_dirs(memo_dir), f"{kind}|{path}", _file_stamp(path), compute)
 
 
-def ptxas_version(memo_dir: Path | None = None) -> str:
-    """The release of the ptxas this process would run, e.g. '13.5.37'."""
+def llvm_identity(memo_dir: Path | None = None) -> str:
+    """The identity of the LLVM that makes PTX and host code: its library's digest, 'sha256=...'."""
+    return _tool_identity(memo_dir, "llvm", _llvmlite_library())
+
+
+def ptxas_identity(memo_dir: Path | None = None) -> str:
+    """The identity of the ptxas this process would run: its digest, 'sha256=...'."""
     from tileiras.codegen import ptxas
 
-    path = ptxas.find_ptxas()
-    return _remembered(memo_dir, f"ptxas|{path}", _file_stamp(path), ptxas.ptxas_version)
+    return _tool_identity(memo_dir, "ptxas", ptxas.find_ptxas())
 
 
 @lru_cache(maxsize=4)  # once per process (the cache server clears it between actions)
+def _stamp(base: Path) -> tuple[str, int]:
+    if _start_state is not None and base == compiler_files.package_root():
+        return compiler_files.stamp(_start_state)  # taken when the cache was opened: no second look
+    return compiler_files.stamp(compiler_files.state(base))
+
+
 def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None) -> str:
     """compiler_files.fingerprint of the compiler running here (or of the one at `root`)."""
-    global _keyed_stamp
     base = root or compiler_files.package_root()
-    stamp, newest = compiler_files.stamp(base)
-    if root is None:
-        _keyed_stamp = stamp
+    stamp, newest = _stamp(base)
 
     def compute() -> str:
         return compiler_files.fingerprint(compiler_files.compiler_files(base), base)
 
-    if time.time_ns() - newest < SETTLED_NS:
-        return compute()
-    return _remembered(memo_dir, f"compiler|{base}", stamp, compute)
+    settled = time.time_ns() - newest >= SETTLED_NS
+    return _remembered(_dirs(memo_dir, base) if settled else (), f"compiler|{base}", stamp, compute)
+
+
+def note_compiler_state() -> None:
+    """Take the running compiler's state (once per process), for compiler_unchanged."""
+    global _start_state
+    if _start_state is None:
+        _start_state = compiler_files.state(compiler_files.package_root())
 
 
 def compiler_unchanged() -> bool:
-    """Whether the compiler's files are as they were when this process fingerprinted them.
+    """Whether the compiler's files are as they were when this process opened its cache.
 
-    Modules load lazily, so a compile whose compiler changed after its cache
-    keys were made may have run either version: its output must not be stored."""
-    return _keyed_stamp is None or compiler_files.stamp(compiler_files.package_root())[0] == _keyed_stamp
+    Modules load lazily, so a compile whose compiler changed after it started
+    may have run either version: its output must not be stored."""
+    return _start_state is None or compiler_files.state(compiler_files.package_root())[0] == _start_state[0]

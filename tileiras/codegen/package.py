@@ -17,19 +17,19 @@ def package_object(cubins: Mapping[str, bytes], ptx: Mapping[str, str], metas: S
     from .fatbin import make_fatbin
 
     fatbin = make_fatbin(cubins, ptx)
-    key = ""
+    key = None
     from ..cache.store import NullCache
 
     if cache is not None and not isinstance(cache, NullCache):
-        from ..cache.keys import object_key
+        from ..cache.keys import Key, object_key
 
-        key = object_key(fatbin, list(metas), host_arch, host_os, cache.root)
+        key = Key(object_key, fatbin, list(metas), host_arch, host_os, cache.root)
         hit = cache.get(key)
         if hit is not None:
             return fatbin, hit
     from .host_object import make_host_object
 
     obj = make_host_object(fatbin, list(metas), host_arch, host_os)
-    if key:
+    if key is not None:
         cache.put(key, obj)
     return fatbin, obj

@@ -15,9 +15,12 @@ import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: this module is on the cache-hit path, which does not import typing
+    from typing import Sequence
 
 # Finding ptxas is on the cache-hit path (it is part of the cubin key), so the
 # modules that only running it needs (subprocess, tempfile, the target table)

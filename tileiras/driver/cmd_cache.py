@@ -42,6 +42,10 @@ def main(argv: list[str]) -> int:
             removed = cache.trim()
             stats = cache.stats()
             print(f"removed {removed} entries; {stats.entries} entries, {stats.bytes} bytes left in {cache.root}")
+        if cache.problems:  # what could not be removed (another user's files, a read-only mount)
+            print(f"tileir cache: {cache.problems[0]}" + (f" (and {len(cache.problems) - 1} more)"
+                                                          if len(cache.problems) > 1 else ""), file=sys.stderr)
+            return int(ExitCode.COMPILE_FAILED)
     except TileirasError as exc:
         print(exc.message, file=sys.stderr)
         return int(exc.code)

@@ -101,7 +101,8 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
     if caching:  # --no-cache skips the cache module altogether (it is not free to import)
         from ..cache.store import open_cache
 
-        cache = arts.cache = open_cache(opts.cache_dir)
+        # keys are made while the compile waits, entries written after the output (run() flushes)
+        cache = arts.cache = open_cache(opts.cache_dir, defer_writes=True)
 
     if kind == "ptx":
         if want in ("llvm",):
@@ -127,12 +128,12 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
     from ..codegen.ptxas import PendingCubin, parallel_runs
 
     cubins: dict[str, bytes] = {}
-    keys: dict[str, str] = {}
+    keys: dict[str, object] = {}  # gpu -> cache.keys.Key
     if cache is not None:
-        from ..cache.keys import cubin_key
+        from ..cache.keys import Key, cubin_key
 
         for gpu in gpus:
-            keys[gpu] = cubin_key(arts.ptx[gpu], gpu, opts)
+            keys[gpu] = Key(cubin_key, arts.ptx[gpu], gpu, opts)
             hit = cache.get_blob(keys[gpu])  # type: ignore[attr-defined]
             if hit is not None:
                 cubins[gpu] = hit
@@ -148,6 +149,8 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                         cubins[done] = run.result()
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
                                                       debug=opts.device_debug)))
+                if cache is not None:
+                    cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:
                     done, run = running.popleft()
                     cubins[done] = run.result()
@@ -176,14 +179,14 @@ def _source_digest(data: bytes, kind: str, opts: Options) -> str:
 def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options,
                     cache: object, arts: Artifacts, timer: StageTimer) -> None:
     """Source -> PTX per target; cached PTX is used without reading the module at all."""
-    keys: dict[str, str] = {}
+    keys: dict[str, object] = {}  # gpu -> cache.keys.Key
     if cache is not None and want != "llvm":
-        from ..cache.keys import module_key
+        from ..cache.keys import Key, module_key
 
         with timer.stage("cache lookup"):
-            digest = _source_digest(data, kind, opts)
+            digest = Key(_source_digest, data, kind, opts)  # made with the first key that is needed
             for gpu in gpus:
-                keys[gpu] = module_key(digest, gpu, opts)
+                keys[gpu] = Key(module_key, digest, gpu, opts)
                 hit = cache.get_ptx(keys[gpu])  # type: ignore[attr-defined]
                 if hit is not None and hit[1] is not None:
                     arts.ptx[gpu], arts.metadata[gpu] = hit
@@ -203,7 +206,7 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
 
 
 def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts: Options, cache: object,
-                    keys: dict[str, str], arts: Artifacts, timer: StageTimer, worker: object) -> None:
+                    keys: dict[str, object], arts: Artifacts, timer: StageTimer, worker: object) -> None:
     """Lower each target and hand it to the LLVM worker; while the worker turns target N into PTX,
     this process lowers target N+1 (or, after the last, gets ptxas ready)."""
     from ..frontend import load_module
@@ -235,9 +238,11 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
         _collect(pending, cache, keys, arts, timer)
 
 
-def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[str, str], arts: Artifacts,
+def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[str, object], arts: Artifacts,
              timer: StageTimer) -> None:
     gpu, result = pending
+    if gpu in keys:
+        cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while LLVM runs
     with timer.stage(f"LLVM -> PTX ({gpu}, waiting for the worker)"):
         arts.ptx[gpu] = result()
     if gpu in keys:

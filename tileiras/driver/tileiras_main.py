@@ -71,6 +71,8 @@ def run(argv: list[str]) -> int:
     arts = compile_input(data, opts.input or "", opts, timer)
     payload = render_output(arts, opts)
     _write_outputs(opts, arts, payload)
+    if arts.cache is not None:
+        arts.cache.flush()  # type: ignore[attr-defined]  # cache entries after the output: off the critical path
     timer.report()
     return 0
 
