@@ -161,7 +161,9 @@ def test_matmul_128x128x64_keeps_its_accumulator_in_registers(gpu, tmp_path: Pat
     assert ptx.count("mma.sync.aligned.m16n8k16") == 128           # 4 warps x 64x64 each x 4 K steps
     assert ptx.count("ldmatrix.sync.aligned") == 32                 # A: 4 x4 loads, B: 4 x4.trans per K step
     assert "cp.async.cg.shared.global" in ptx                      # operands never pass through registers
-    assert re.search(r"cp\.async\.wait_group\s+2;", ptx)             # a 4-stage pipeline
+    # a 4-stage pipeline where 227 or 163 KB of shared memory allow it, 2 stages in 99 KB
+    stages = 2 if gpu in ("sm_86", "sm_89", "sm_120") else 4
+    assert re.search(rf"cp\.async\.wait_group\s+{stages - 2};", ptx)
     assert ".reqntid 128, 1, 1" in ptx
     report = _ptxas_report(ptx, gpu, tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
@@ -189,10 +191,11 @@ def test_flash_attention_matches_numpy(gpu) -> None:
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_86", "sm_90", "sm_120"])
 def test_flash_attention_scores_stay_in_registers(config, gpu, tmp_path: Path) -> None:
     ptx = _ptx(_attention(*config), gpu, tmp_path)
-    # the row max and sum of the scores are quad shuffles, and P feeds the second mma from registers:
-    # the only barriers are the pipeline's (one per iteration) and the one before the loop
+    # the row max and sum of the scores are quad shuffles, P feeds the second mma from registers:
+    # nothing goes through the scratch, and the barriers are those of the K/V copies
     assert "shfl.sync.bfly" in ptx
-    assert ptx.count("bar.sync") <= 4, ptx.count("bar.sync")
+    assert "__tileir_scratch" not in ptx
+    assert ptx.count("bar.sync") <= 5, ptx.count("bar.sync")
     report = _ptxas_report(ptx, gpu, tmp_path)
     assert "0 bytes spill stores" in report, report
 

@@ -214,7 +214,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, shape.staged_as)
     from .pipelined_loop import is_ready
 
-    if not is_ready([lhs, rhs]):
+    if not is_ready([rhs] if from_regs else [lhs, rhs]):   # fragments from registers need no barrier
         wait_for(k, [lhs, rhs])
         k.barrier()
     # A is read K-major unless transposed; B the other way round

@@ -35,15 +35,20 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
 def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
                 assignment: Optional[LayoutAssignment] = None,
                 order: Optional[TokenOrder] = None) -> tuple[str, list[str], object]:
+    # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
+    # kernel itself, or the stages of a software pipeline (worth more than the padding).
     try:
-        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=True)
+        padded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=True)
     except SharedMemoryOverflow:
-        # the padding of staged tiles may be what does not fit: try once without it
-        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
+        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)[:3]
+    if not padded[3]:
+        return padded[:3]
+    unpadded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
+    return (padded if unpadded[3] else unpadded)[:3]
 
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
-                 order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object]:
+                 order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
@@ -76,7 +81,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     if k.smem_bytes:
         defs.append(f"@__tileir_scratch = internal addrspace(3) global [{k.smem_bytes} x i8] undef, align 16")
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1))
-    return text, defs + sorted(k.b.declarations), info
+    return text, defs + sorted(k.b.declarations), info, k.pipelines_refused
 
 
 def _token_order(entry: Operation, assignment: LayoutAssignment) -> TokenOrder:

@@ -53,6 +53,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     sizes = {load: new_matrix_size(k, load.results[0].type) for load in plan.loads}
     stages = stage_count(sum(sizes.values()), k.buffer_bytes + k.smem_bytes + k.static_smem_bytes, opt_in_limit(k.sm))
     if not stages:
+        k.pipelines_refused = True   # lower_entry may try again without padding
         return None
     matrices = {load: new_matrix(k, load.results[0].type, stages) for load in plan.loads}
     return ActivePipeline(op, plan.loads, matrices, stages, sizes)
@@ -93,7 +94,14 @@ def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: st
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
     """Before the loop: iterations 0 .. stages - 2 in flight."""
     p.step, p.ub, p.ity, p.unsigned = step, ub, ity, unsigned
-    k.barrier()  # whatever read these buffers before (an enclosing loop's last iteration) is done
+    # Tiles copied before the loop (attention's queries) land here, once: waiting for them inside
+    # the loop would also wait for the prefetches. The barrier makes them visible to every thread
+    # (and ends whatever read these buffers before, e.g. an enclosing loop's last iteration).
+    drain(k)
+    k.barrier()
+    for value in k.values.values():
+        if isinstance(value, SharedTileVal) and value.pending:
+            value.pending = False
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
         _issue(k, p, iv, str(s), _in_range(k, p, iv))
