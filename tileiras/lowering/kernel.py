@@ -48,6 +48,7 @@ class KernelLowering:
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
+        self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
         self._index_cache: dict[tuple[Any, ...], str] = {}

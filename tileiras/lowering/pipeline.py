@@ -34,21 +34,30 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
 
 def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
                 assignment: Optional[LayoutAssignment] = None,
-                order: Optional[TokenOrder] = None) -> tuple[str, list[str], object]:
+                order: Optional[TokenOrder] = None, notes: Optional[list[str]] = None) -> tuple[str, list[str], object]:
+    """One kernel as LLVM IR text; `notes` collects the schedule it chose (--print-ir-after-all)."""
+    chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order)
+    if notes is not None:
+        notes.extend(chosen[4])
+    return chosen[:3]
+
+
+def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
+                         order: Optional[TokenOrder]) -> tuple:
     # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
     # kernel itself, or the stages of a software pipeline (worth more than the padding).
     try:
         padded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=True)
     except SharedMemoryOverflow:
-        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)[:3]
+        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
     if not padded[3]:
-        return padded[:3]
+        return padded
     unpadded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
-    return (padded if unpadded[3] else unpadded)[:3]
+    return padded if unpadded[3] else unpadded
 
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
-                 order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool]:
+                 order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
@@ -81,7 +90,9 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     if k.smem_bytes:
         defs.append(f"@__tileir_scratch = internal addrspace(3) global [{k.smem_bytes} x i8] undef, align 16")
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1))
-    return text, defs + sorted(k.b.declarations), info, k.pipelines_refused
+    notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
+             f"staged tiles {'padded' if pad_buffers else 'unpadded'}", *k.schedule_notes]
+    return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes
 
 
 def _token_order(entry: Operation, assignment: LayoutAssignment) -> TokenOrder:
@@ -138,12 +149,16 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         orders = [_token_order(op, assignment) for op, assignment in zip(entries, assignments)]
     if print_ir_after_all:
         _print_passes(module, entries, assignments, orders)
+    notes: list[str] = []
     with stage("lower to LLVM IR"):
         for op, assignment, order in zip(entries, assignments, orders):
-            text, entry_decls, info = lower_entry(op, gpu, debug_info, assignment, order)
+            text, entry_decls, info = lower_entry(op, gpu, debug_info, assignment, order, notes)
             functions.append(text)
             decls.extend(entry_decls)
             kernels.append(info)
+    if print_ir_after_all:
+        print("// -----// IR Dump After schedule (pipelines, buffers, warps) //----- //", file=sys.stderr)
+        print("\n".join(notes), file=sys.stderr)
     unique_decls = []
     for d in decls:
         if d.startswith("@__tileir_scratch"):

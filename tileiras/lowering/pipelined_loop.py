@@ -51,11 +51,17 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                for load, v in zip(plan.loads, views)):
         return None
     sizes = {load: new_matrix_size(k, load.results[0].type) for load in plan.loads}
-    stages = stage_count(sum(sizes.values()), k.buffer_bytes + k.smem_bytes + k.static_smem_bytes, opt_in_limit(k.sm))
+    used = k.buffer_bytes + k.smem_bytes + k.static_smem_bytes
+    stages = stage_count(sum(sizes.values()), used, opt_in_limit(k.sm))
+    where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
     if not stages:
         k.pipelines_refused = True   # lower_entry may try again without padding
+        k.schedule_notes.append(f"//   {where}: not pipelined: 2 stages of {sum(sizes.values())} bytes do not fit "
+                                f"beside {used} bytes in {opt_in_limit(k.sm)}")
         return None
     matrices = {load: new_matrix(k, load.results[0].type, stages) for load in plan.loads}
+    k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
+                            f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes)
 
 

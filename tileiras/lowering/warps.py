@@ -4,9 +4,9 @@ The kernel's `num_worker_warps_per_cta` optimization hint wins where the bytecod
 carries one for the target. Otherwise the accumulators decide: a tensor-core
 accumulator lives in registers for a whole K loop, and a thread has 255 of them,
 so the CTA gets enough warps that no accumulator needs more than
-`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most). A
-loaded tile (a row of 16k columns) gets warps until it takes at most
-`TILE_REGS_PER_THREAD` registers a thread (8 warps at most).
+`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most). Any
+other computed tile (a row of 16k columns, attention's scores) gets warps until
+it takes at most `TILE_REGS_PER_THREAD` registers a thread (8 warps at most).
 """
 
 from __future__ import annotations
@@ -28,6 +28,30 @@ def _walk(ops: list[Operation]):
                 yield from _walk(block.operations)
 
 
+def _for_tensor_cores(load: Operation) -> bool:
+    """A load only mmas read (through reshapes and transposes): it is staged in shared memory."""
+    users = list(load.results[0].uses)
+    while users:
+        user = users.pop()
+        if user.name in ("cuda_tile.reshape", "cuda_tile.permute"):
+            users.extend(user.results[0].uses)
+        elif user.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
+            return False
+    return True
+
+
+# results the tile rule leaves to others: accumulators (the mma rule), what loops and branches
+# carry or constants splat (their producers count), and tiles staged for tensor cores
+_NOT_COUNTED = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
+                "cuda_tile.constant")
+
+
+def _computed_in_registers(op: Operation) -> bool:
+    if op.name in _NOT_COUNTED or not op.results:
+        return False
+    return not (op.name == "cuda_tile.load_view_tko" and _for_tensor_cores(op))
+
+
 def choose_threads(entry: Operation, gpu: str) -> int:
     hints = entry.attributes.get("optimization_hints")
     if hints is not None and hasattr(hints, "for_arch"):
@@ -40,10 +64,10 @@ def choose_threads(entry: Operation, gpu: str) -> int:
 
     warps = DEFAULT_WARPS
     for op in _walk(entry.regions[0].block.operations):
-        for r in op.results[:1] if op.name == "cuda_tile.load_view_tko" else ():
+        for r in op.results[:1] if _computed_in_registers(op) else ():
             t = r.type
             if isinstance(t, TileType) and isinstance(t.element, ScalarType):
-                regs = t.num_elements * max(1, t.element.bitwidth // 32)
+                regs = -(-t.num_elements * t.element.bitwidth // 32)
                 while warps < TILE_MAX_WARPS and regs > warps * 32 * TILE_REGS_PER_THREAD:
                     warps *= 2
         if op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
