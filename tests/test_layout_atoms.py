@@ -239,3 +239,17 @@ def test_row_warp_layout(threads: int, shape: tuple) -> None:
         algebra = Layout(((32, layout.wpr, groups), (cs, layout.row_groups(n))),
                          ((cs, 32 * cs, layout.cols), (1, groups * layout.cols)))
         assert all(e == algebra(tid, slot) for (tid, slot), (e, _) in got.items())
+
+
+def test_evaluator_runs_only_what_it_knows() -> None:
+    from layout_eval import Evaluator
+
+    ev = Evaluator(37)
+    w = ev.pre("lshr i32 %tid, 5", "w")
+    ok = ev.pre(f"icmp ult i32 {w}, 1", "ok")
+    both = ev.pre(f"and i1 {ok}, 1", "ok")
+    assert (ev.value(w), ev.value(ok), ev.value(both)) == (1, 0, 0)
+    assert ev.value(ev.pre("sub i32 0, 1", "x")) == (1 << 32) - 1     # i32 wraps
+    for bad in ("fadd float %tid, 1.0", "add i32 %nope, 1", "urem i32 %tid, 0", "icmp slt i32 %tid, 1"):
+        with pytest.raises((ValueError, KeyError, ZeroDivisionError)):
+            ev.pre(bad, "x")
