@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from layout_eval import placements
-from tileiras.layout.algebra import Layout, composition, make_layout, size
+from tileiras.layout.algebra import Layout, Swizzled, composition, make_layout, row_major, size
 from tileiras.layout.atoms import LDMATRIX, MMA_C, MMA_SYNC, SMEM_SWIZZLES, Fragment, wgmma_accumulator
 from tileiras.lowering.layout import BlockedLayout, MmaLayout, MmaRowLayout, row_layout
 
@@ -161,6 +161,24 @@ def test_smem_swizzle_modes(name: str) -> None:
         assert all(esw(i) * elem == sw(i * elem) for i in range(atom // elem))
     assert {m.tensormap for m in SMEM_SWIZZLES.values()} == {0, 1, 2, 3}
     assert {m.wgmma for m in SMEM_SWIZZLES.values()} == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize("m0,k0", [(0, 0), (16, 8), (48, 48)])
+def test_ldmatrix_on_a_128b_swizzled_tile_is_conflict_free(m0: int, k0: int) -> None:
+    """A 64x64 f16 tile (128-byte rows) read by ldmatrix.x4 as an m16n8k16 A block: with the 128B
+    swizzle each 8-lane phase reads 8 different 16-byte bank groups; unswizzled, one group."""
+    atom = LDMATRIX[(4, False)]
+    plain = row_major((64, 64))
+    swizzled = Swizzled(SMEM_SWIZZLES["128B"].in_elements(2), plain)
+    for tile, groups_per_phase in ((swizzled, 8), (plain, 1)):
+        for phase in range(4):
+            groups = set()
+            for lane in range(8 * phase, 8 * phase + 8):
+                r, q = atom.addresses(lane) % 8, atom.addresses(lane) // 64
+                byte = 2 * tile(m0 + r + 8 * (q % 2), k0 + 8 * (q // 2))
+                assert byte % 16 == 0
+                groups.add(byte // 16 % 8)
+            assert len(groups) == groups_per_phase
 
 
 # --- the lowering's concrete layouts ------------------------------------------------------------
