@@ -1,0 +1,84 @@
+"""Runs the integer instructions a lowering layout emits, in Python, for one concrete thread.
+
+The layouts of tileiras/lowering/layout.py compute a thread's elements by emitting LLVM
+instructions through `pre(rhs_text, hint) -> name`. `Evaluator.pre` is such a callback: it
+evaluates each instruction at once (the thread id is known) and names the result, so
+`element(ev.pre, "%tid", n, slot)` yields names whose values `ev.value` reads back. Anything
+outside the small i32/i1 integer subset raises, so new instructions cannot pass unnoticed.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+_I32 = (1 << 32) - 1
+
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "udiv": lambda a, b: a // b,
+    "urem": lambda a, b: a % b,
+    "shl": lambda a, b: a << b,
+    "lshr": lambda a, b: a >> b,
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+}
+
+_COMPARE: dict[str, Callable[[int, int], bool]] = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "ult": lambda a, b: a < b,
+    "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b,
+    "uge": lambda a, b: a >= b,
+}
+
+_MASK = {"i32": _I32, "i1": 1}
+
+
+class Evaluator:
+    def __init__(self, tid: int, tid_name: str = "%tid") -> None:
+        self.values: dict[str, int] = {tid_name: tid}
+        self.count = 0
+
+    def value(self, operand: str) -> int:
+        """An operand: a name defined earlier or an integer literal."""
+        if operand in self.values:
+            return self.values[operand]
+        if operand.startswith("%"):
+            raise KeyError(f"undefined value {operand}")
+        return int(operand)
+
+    def pre(self, rhs: str, hint: str) -> str:
+        words = rhs.replace(",", " ").split()
+        if words[0] == "icmp":
+            pred, ty, a, b = words[1:]
+            if ty != "i32" or pred not in _COMPARE:
+                raise ValueError(f"unsupported instruction: {rhs}")
+            result = int(_COMPARE[pred](self.value(a), self.value(b)))
+        else:
+            op, ty, a, b = words
+            if op not in _BINARY or ty not in _MASK:
+                raise ValueError(f"unsupported instruction: {rhs}")
+            x, y = self.value(a), self.value(b)
+            if op in ("udiv", "urem") and y == 0:
+                raise ZeroDivisionError(rhs)
+            result = _BINARY[op](x, y) & _MASK[ty]
+        self.count += 1
+        name = f"%{hint}.{self.count}"
+        self.values[name] = result
+        return name
+
+
+def placements(layout: object, threads: int, num_elements: int) -> dict[tuple[int, int], tuple[int, bool]]:
+    """(tid, slot) -> (element index, first copy) for every thread and slot of a lowering layout."""
+    out = {}
+    for tid in range(threads):
+        for slot in range(layout.slots(num_elements)):  # type: ignore[attr-defined]
+            ev = Evaluator(tid)
+            e, valid = layout.element(ev.pre, "%tid", num_elements, slot)  # type: ignore[attr-defined]
+            first: Optional[int] = None if valid is None else ev.value(valid)
+            out[(tid, slot)] = (ev.value(e), True if first is None else bool(first))
+    return out
