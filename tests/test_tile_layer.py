@@ -143,6 +143,30 @@ def test_matmul_matches_numpy_under_the_race_checker(config, gpu) -> None:
         assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
 
 
+@lru_cache(maxsize=None)
+def _matmul_tf32() -> bytes:
+    import cuda.tile as ct
+
+    return _export(_kernels("matmul").matmul_tf32, [_array(ct.float32, 2)] * 3)
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_90"])
+def test_tf32_operands_are_copied_asynchronously_and_rounded_in_their_fragments(gpu, tmp_path: Path) -> None:
+    from tileiras.runtime import run_arrays
+
+    data = _matmul_tf32()
+    ptx = _ptx(data, gpu, tmp_path)
+    assert "cp.async" in ptx and "mma.sync.aligned.m16n8k8" in ptx and "tf32" in ptx
+    module = _module(data)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+    c = np.zeros((64, 64), np.float32)
+    out = run_arrays(module, _entry(module), (2, 2, 1), [a, b, c], backend="emulator", gpu_name=gpu,
+                     check_races=True)[2]
+    ref = run_arrays(module, _entry(module), (2, 2, 1), [a, b, c.copy()], backend="interpreter")[2]
+    assert np.abs(out - ref).max() <= 1e-4   # the same tf32 rounding as the interpreter's ftof
+
+
 def test_fp8_matmul_runs_on_tensor_cores_exactly(tmp_path: Path) -> None:
     from tileiras.runtime import run_arrays
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
-from ..ir.types import TileType
+from ..ir.types import TileType, element_of
 from .layout import BlockedLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout, vector_width
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
@@ -125,11 +125,13 @@ def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]
 
 
 def _passes_shared(op: Operation) -> bool:
-    """A reshape that only adds or drops unit dimensions, or a 2-D transpose: ops a shared-memory
-    operand of an mma passes through without moving data."""
+    """A reshape that only adds or drops unit dimensions, a 2-D transpose, or a rounding to tf32:
+    ops a shared-memory operand of an mma passes through without moving data."""
     if op.name == "cuda_tile.reshape":
         src, dst = op.operands[0].type, op.results[0].type
         return [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1] and len(dst.shape) in (2, 3)  # type: ignore[attr-defined]
+    if op.name == "cuda_tile.ftof":   # f32 -> tf32: the fragments are rounded as they are read
+        return str(element_of(op.operands[0].type)) == "f32" and str(element_of(op.results[0].type)) == "tf32"
     return op.name == "cuda_tile.permute" and tuple(op.attributes["permutation"]) == (1, 0)
 
 

@@ -14,7 +14,7 @@ from ..ir.types import ScalarType, TileType, element_of
 from . import ue5m3
 from .kernel import KernelLowering
 from .llvm_text import llvm_type
-from .values import TileRegs
+from .values import SharedTileVal, TileRegs
 
 
 def _elem(op: Operation) -> ScalarType:
@@ -359,6 +359,11 @@ def _is_narrow(t: ScalarType) -> bool:
 def _ftof(k: KernelLowering, op: Operation) -> None:
     src_t = element_of(op.operands[0].type)
     dst_t = _elem(op)
+    shared = k.get(op.operands[0])
+    if isinstance(shared, SharedTileVal):  # a staged f32 mma operand read as tf32: rounded in its fragments
+        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, shared.transposed,
+                                           str(op.attributes.get("rounding_mode", "nearest_even"))))
+        return
     assert isinstance(src_t, ScalarType)
     for t in (src_t, dst_t):
         if _is_narrow(t):

@@ -249,6 +249,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
             b_regs: list[list[str]] = []
             for ni in range(0, rn, 2):
                 b_regs += b_frag.b_pair(b, k0, origin(w_n, rn, 8, ni), min(2, rn - ni))
+            a_regs = [_tf32(k, regs_, getattr(lhs, "tf32", "")) for regs_ in a_regs]
+            b_regs = [_tf32(k, regs_, getattr(rhs, "tf32", "")) for regs_ in b_regs]
             for mi in range(rm):
                 for ni in range(rn):
                     blk = (bi * rm + mi) * rn + ni
@@ -282,6 +284,19 @@ def _a_from_registers(k: KernelLowering, lhs: TileRegs, row_block: int, k0: int)
         for i, j in enumerate(pair):
             vec = k.b.op(f"insertelement <2 x {lty}> {vec}, {lty} {lhs.slots[base + j]}, i32 {i}", "pa")
         out.append(k.b.op(f"bitcast <2 x {lty}> {vec} to i32", "pa"))
+    return out
+
+
+def _tf32(k: KernelLowering, regs: list[str], mode: str) -> list[str]:
+    """Fragment registers of f32 elements rounded to tf32 with `mode` (the staged tile's ftof)."""
+    if not mode:
+        return regs
+    from .ops_arith import _round_to_tf32
+
+    out = []
+    for r in regs:
+        rounded = _round_to_tf32(k, k.b.op(f"bitcast i32 {r} to float", "tf"), mode)
+        out.append(k.b.op(f"bitcast float {rounded} to i32", "tf"))
     return out
 
 

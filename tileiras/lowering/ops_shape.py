@@ -78,7 +78,8 @@ def _iota(k: KernelLowering, op: Operation) -> None:
 def _reshape(k: KernelLowering, op: Operation) -> None:
     shared = k.get(op.operands[0])
     if isinstance(shared, SharedTileVal):  # only unit dimensions come or go (assign_layouts.py)
-        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, shared.transposed))
+        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, shared.transposed,
+                                           shared.tf32))
         return
     src = k.tile(op.operands[0])
     rtype = op.results[0].type
@@ -120,7 +121,8 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
 def _permute(k: KernelLowering, op: Operation) -> None:
     shared = k.get(op.operands[0])
     if isinstance(shared, SharedTileVal):  # a staged mma operand: read it the other way round
-        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, not shared.transposed))
+        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, not shared.transposed,
+                                           shared.tf32))
         return
     src = k.tile(op.operands[0])
     rtype = op.results[0].type

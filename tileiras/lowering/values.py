@@ -53,6 +53,7 @@ class SharedTileVal:
     matrix: Any          # smem.SharedMatrix
     pending: bool = False
     transposed: bool = False   # the tile is the transpose of the stored (rows, cols) matrix
+    tf32: str = ""             # rounding mode when the f32 elements are read as tf32 ("": as stored)
 
 
 @record(frozen=False)
