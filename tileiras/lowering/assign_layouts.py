@@ -74,11 +74,7 @@ def _elementwise_ops() -> frozenset[str]:
 
 
 def _walk(block_ops: list[Operation]) -> Iterator[Operation]:
-    for op in block_ops:
-        yield op
-        for region in op.regions:
-            for block in region.blocks:
-                yield from _walk(block.operations)
+    return (inner for op in block_ops for inner in op.walk())
 
 
 def _continue_targets(entry: Operation) -> dict[Operation, Operation]:

@@ -320,15 +320,8 @@ def vector_width(entry: object) -> int:
     views load or store (1 when it accesses no views: nothing to widen)."""
     from ..ir.types import ScalarType, TileType
 
-    def walk(ops: list) -> object:
-        for op in ops:
-            yield op
-            for region in op.regions:
-                for block in region.blocks:
-                    yield from walk(block.operations)
-
     narrowest = 0
-    for op in walk(entry.regions[0].block.operations):  # type: ignore[attr-defined]
+    for op in entry.walk():  # type: ignore[attr-defined]
         if op.name == "cuda_tile.load_view_tko":
             t = op.results[0].type
         elif op.name == "cuda_tile.store_view_tko":

@@ -20,14 +20,6 @@ TILE_REGS_PER_THREAD = 64
 TILE_MAX_WARPS = 8
 
 
-def _walk(ops: list[Operation]):
-    for op in ops:
-        yield op
-        for region in op.regions:
-            for block in region.blocks:
-                yield from _walk(block.operations)
-
-
 def _for_tensor_cores(load: Operation) -> bool:
     """A load only mmas read (through reshapes and transposes): it is staged in shared memory."""
     users = list(load.results[0].uses)
@@ -63,7 +55,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
     from ..ir.types import ScalarType, TileType
 
     warps = DEFAULT_WARPS
-    for op in _walk(entry.regions[0].block.operations):
+    for op in entry.walk():
         for r in op.results[:1] if _computed_in_registers(op) else ():
             t = r.type
             if isinstance(t, TileType) and isinstance(t.element, ScalarType):

@@ -34,11 +34,7 @@ class PipelinePlan:
 
 
 def _walk(ops: list[Operation]) -> Iterator[Operation]:
-    for op in ops:
-        yield op
-        for region in op.regions:
-            for block in region.blocks:
-                yield from _walk(block.operations)
+    return (inner for op in ops for inner in op.walk())
 
 
 def _defined_in(ops: list[Operation]) -> set[Value]:
@@ -55,7 +51,7 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
     """The loops that can be pipelined, with their loads (the depth is chosen at lowering, where the
     tiles' buffer sizes and the kernel's other shared memory are known)."""
     plans: dict[Operation, PipelinePlan] = {}
-    for loop in _walk(entry.regions[0].block.operations):
+    for loop in entry.walk():
         if loop.name != "cuda_tile.for":
             continue
         body = loop.regions[0].block
