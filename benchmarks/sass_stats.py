@@ -136,6 +136,8 @@ class ElfInfo:
     max_registers: int | None = None             # EIATTR_MAXREG_COUNT
     num_barriers: int | None = None              # EIATTR_NUM_BARRIERS (named barriers)
     setmaxnreg: bool = False                     # EIATTR_REG_RECONFIG (register reallocation)
+    param_bytes: int | None = None               # EIATTR_CBANK_PARAM_SIZE: the parameter block
+    params: tuple[tuple[int, int, int], ...] = ()   # (ordinal, offset, size) per KPARAM_INFO
 
     @property
     def threads(self) -> int | None:
@@ -155,7 +157,7 @@ _VALUE = re.compile(r"^\s*Value:\s*(.*)$")
 
 def parse_elf_info(text: str) -> dict[str, ElfInfo]:
     """Per-kernel attributes from the ``.nv.info.<kernel>`` sections of ``cuobjdump -elf``."""
-    raw: dict[str, dict[str, str]] = {}
+    raw: dict[str, dict[str, list[str]]] = {}
     kernel = attr = None
     for line in text.splitlines():
         m = _INFO_SECTION.match(line)
@@ -171,25 +173,35 @@ def parse_elf_info(text: str) -> dict[str, ElfInfo]:
         m = _ATTR.match(line)
         if m:
             attr = m.group(1)
-            raw[kernel].setdefault(attr, "")
+            raw[kernel].setdefault(attr, [])
             continue
         m = _VALUE.match(line)
         if m and attr:
-            raw[kernel][attr] = m.group(1).strip()
+            raw[kernel][attr].append(m.group(1).strip())
 
-    def dims(value: str | None) -> tuple[int, ...] | None:
-        if not value:
-            return None
-        nums = re.findall(r"0x[0-9a-fA-F]+|\b\d+\b", value)
-        return tuple(int(n, 0) for n in nums) or None
+    def nums(value: str) -> tuple[int, ...]:
+        return tuple(int(n, 0) for n in re.findall(r"0x[0-9a-fA-F]+|\b\d+\b", value))
+
+    def first(attrs: dict[str, list[str]], name: str) -> tuple[int, ...] | None:
+        values = attrs.get(name)
+        return (nums(values[0]) or None) if values else None
 
     out = {}
     for name, attrs in raw.items():
-        maxreg = dims(attrs.get("EIATTR_MAXREG_COUNT"))
-        barriers = dims(attrs.get("EIATTR_NUM_BARRIERS"))
-        out[name] = ElfInfo(dims(attrs.get("EIATTR_REQNTID")), dims(attrs.get("EIATTR_MAX_THREADS")),
+        maxreg = first(attrs, "EIATTR_MAXREG_COUNT")
+        barriers = first(attrs, "EIATTR_NUM_BARRIERS")
+        psize = first(attrs, "EIATTR_CBANK_PARAM_SIZE")
+        params = []
+        for key in ("EIATTR_KPARAM_INFO", "EIATTR_KPARAM_INFO_V2"):
+            for value in attrs.get(key, []):
+                fields = dict(re.findall(r"(Ordinal|Offset|Size)\s*:\s*(0x[0-9a-fA-F]+)", value))
+                if len(fields) == 3:
+                    params.append((int(fields["Ordinal"], 16), int(fields["Offset"], 16),
+                                   int(fields["Size"], 16)))
+        out[name] = ElfInfo(first(attrs, "EIATTR_REQNTID"), first(attrs, "EIATTR_MAX_THREADS"),
                             maxreg[0] if maxreg else None, barriers[0] if barriers else None,
-                            "EIATTR_REG_RECONFIG" in attrs)
+                            "EIATTR_REG_RECONFIG" in attrs, psize[0] if psize else None,
+                            tuple(sorted(params)))
     return out
 
 
