@@ -276,6 +276,7 @@ class KernelStats:
     tensor_core: Counter = field(default_factory=Counter)   # family -> count
     tensor_shapes: Counter = field(default_factory=Counter)  # full mnemonic -> count
     ldgsts: int = 0
+    ldgsts_widths: Counter = field(default_factory=Counter)  # bits -> count
     tma: Counter = field(default_factory=Counter)
     mbarrier: int = 0
     ldmatrix: int = 0
@@ -290,6 +291,15 @@ class KernelStats:
     def spills(self) -> int:
         return self.local_loads + self.local_stores
 
+    @property
+    def widest_global_access(self) -> int:
+        """Bits per thread of the widest LDG/STG/LDGSTS; TMA counts as 128 (it moves whole
+        tiles, so a kernel using it has no narrower need)."""
+        widths = [*self.global_loads, *self.global_stores, *self.ldgsts_widths]
+        if sum(self.tma.values()):
+            widths.append(128)
+        return max(widths, default=0)
+
 
 def function_stats(func: SassFunction, res: ResUsage | None = None,
                    info: ElfInfo | None = None) -> KernelStats:
@@ -303,6 +313,7 @@ def function_stats(func: SassFunction, res: ResUsage | None = None,
             s.tensor_shapes[ins.opcode] += 1
         elif base in ASYNC_COPY:
             s.ldgsts += 1
+            s.ldgsts_widths[access_width(ins)] += 1
         elif base in TMA:
             s.tma[base] += 1
         elif base in MBARRIER:
@@ -360,8 +371,9 @@ def cuobjdump(cubin: Path, flag: str) -> str:
     env["PATH"] = f"{tool.parent}{os.pathsep}{env.get('PATH', '')}"   # -sass runs nvdisasm
     proc = subprocess.run([str(tool), flag, str(cubin)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
         raise CuobjdumpError(f"cuobjdump {flag} {cubin.name}: "
-                             f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+                             f"{lines[-1] if lines else f'exit {proc.returncode}'}")
     return proc.stdout
 
 
