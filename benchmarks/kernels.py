@@ -210,7 +210,11 @@ TORCH: dict[str, Callable[[Any, dict, dict], Callable[[], Any]]] = {
         is_causal=bool(_const(c, "CAUSAL"))),
     "layernorm": lambda torch, t, c: lambda: torch.nn.functional.layer_norm(
         t["x"], (t["x"].shape[-1],), t["w"], t["b"], 1e-5),
+    "rmsnorm": lambda torch, t, c: (lambda: torch.nn.functional.rms_norm(
+        t["x"], (t["x"].shape[-1],), t["w"], 1e-6)) if hasattr(torch.nn.functional, "rms_norm") else None,
     "softmax": lambda torch, t, c: lambda: torch.softmax(t["x"], dim=-1),
+    "reduction": lambda torch, t, c: (lambda: torch.sum(t["x"], dim=1)) if c["kernel"] == "row_sum"
+    else (lambda: torch.amax(t["x"], dim=1)),
     "elementwise": lambda torch, t, c: lambda: torch.add(t["a"], t["b"], out=t["c"]),
     "transpose": lambda torch, t, c: lambda: t["y"].copy_(t["x"].t()),
 }

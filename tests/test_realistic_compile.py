@@ -185,3 +185,15 @@ def test_128bit_global_access_where_nvidia_uses_it(name: str, gpu: str) -> None:
     assert mine.widest_global_access >= 128, (
         f"{name} on {gpu}: widest global access {mine.widest_global_access} bits "
         f"(LDG {dict(mine.global_loads)}, STG {dict(mine.global_stores)}); NVIDIA's uses 128")
+
+
+def test_kernel_benchmark_checks_both_cubins() -> None:
+    """benchmarks/kernels.py on one configuration: both cubins pass the launch checks it can
+    make (with a GPU it also times them); exit 0."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "kernels.py"),
+                           "--only", "vector_add_f32_1024", "--repeats", "3"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": ok: ") == 2, proc.stdout
+    if "no GPU is present" not in proc.stdout:
+        assert "ours time" in proc.stdout and "nvidia time" in proc.stdout, proc.stdout
