@@ -8,7 +8,9 @@ Compile time is CPU time (process and children) against NVIDIA's tileiras on the
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +28,8 @@ CONFIGS = {c["name"]: c for c in compilers.manifest()["configs"]}
 MMA_FAMILIES = frozenset({"matmul", "bmm", "splitk", "attention"})
 ALL_TARGETS_PROBE = "mm_f16_128x128x64"     # the sample's one kernel compiled for every target
 MAX_TIME_RATIO = 10.0                        # ours / NVIDIA's CPU time, per kernel (issue 14)
-_WORK = Path(tempfile.mkdtemp(prefix="tileiras-realistic-"))
+_WORK = Path(tempfile.mkdtemp(prefix="tileiras-realistic-"))   # cubins shared by the tests
+atexit.register(shutil.rmtree, _WORK, True)
 
 
 def _pairs(sample: bool) -> list[tuple[str, str]]:
