@@ -1,0 +1,106 @@
+"""Compile one bytecode module with our tileiras or NVIDIA's, measuring the CPU time spent.
+
+Shared by tests/test_realistic_compile.py and benchmarks/sass.py. CPU time (user + system of
+the compiler process and its children, ptxas included) is the figure compared between the two
+compilers: on a machine shared with other jobs it varies far less than wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "manifest.json"
+
+
+@dataclass(frozen=True)
+class Compiled:
+    ok: bool
+    cubin: Path
+    cpu_s: float
+    wall_s: float
+    message: str = ""            # the compiler's last error line when not ok
+    dynamic_smem: int | None = None   # bytes, from our launch metadata (ours only)
+    block: tuple[int, int, int] | None = None
+
+
+def manifest() -> dict:
+    return json.loads(MANIFEST.read_text())
+
+
+def nvidia_tileiras() -> Path | None:
+    """NVIDIA's tileiras from the nvidia-cuda-tileiras wheel (an oracle, never the product)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(base) / "cu13" / "bin" / "tileiras"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _run(argv: list[str], timeout: float) -> tuple[subprocess.CompletedProcess | None, float, float]:
+    """Run to completion; (process or None on timeout, CPU seconds, wall seconds). The CPU time
+    comes from wait4 on this child alone, so concurrent compiles do not blur each other's."""
+    import tempfile
+    import threading
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=ROOT, env=env)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+        if wall >= timeout and proc.returncode < 0:
+            return None, cpu, wall
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(argv, proc.returncode, out.read(), err.read()), cpu, wall
+
+
+def _error_line(proc: subprocess.CompletedProcess | None, timeout: float) -> str:
+    if proc is None:
+        return f"timed out after {timeout:.0f} s"
+    lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [f"exit {proc.returncode}"])[-1][:300]
+
+
+def compile_ours(bytecode: Path, gpu: str, out: Path, timeout: float = 600) -> Compiled:
+    argv = [sys.executable, "-m", "tileiras.driver.tileiras_main", "--no-cache", "--emit-metadata",
+            "--gpu-name", gpu, str(bytecode), "-o", str(out)]
+    proc, cpu, wall = _run(argv, timeout)
+    ok = proc is not None and proc.returncode == 0 and out.exists()
+    smem = block = None
+    meta = Path(str(out) + ".json")
+    if ok and meta.exists():
+        kernels = json.loads(meta.read_text()).get("kernels", [])
+        if kernels:
+            smem = int(kernels[0].get("dynamic_smem", 0))
+            block = tuple(kernels[0].get("block", (0, 0, 0)))
+    return Compiled(ok, out, cpu, wall, "" if ok else _error_line(proc, timeout), smem, block)
+
+
+def compile_nvidia(bytecode: Path, gpu: str, out: Path, timeout: float = 600) -> Compiled:
+    tool = nvidia_tileiras()
+    if tool is None:
+        return Compiled(False, out, 0.0, 0.0, "NVIDIA's tileiras is not installed "
+                        "(pip install nvidia-cuda-tileiras)")
+    proc, cpu, wall = _run([str(tool), "--gpu-name", gpu, str(bytecode), "-o", str(out)], timeout)
+    ok = proc is not None and proc.returncode == 0 and out.exists()
+    return Compiled(ok, out, cpu, wall, "" if ok else _error_line(proc, timeout))
