@@ -2,7 +2,7 @@
 reasonable time, into machine code that does what issue 14 asks of it.
 
 Default: the sample (configurations marked ``sample`` in the manifest) on sm_80 and sm_90, and
-one large matmul on every other target. ``-m slow``: every configuration on every target.
+one large matmul on every other target. ``-m sweep``: every configuration on every target.
 Compile time is CPU time (process and children) against NVIDIA's tileiras on the same module.
 """
 
@@ -143,13 +143,13 @@ def test_compile_time(name: str, gpu: str) -> None:
     _check_compile_time(name, gpu)
 
 
-@pytest.mark.slow
+@pytest.mark.sweep
 @pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
 def test_compiles_full(name: str, gpu: str) -> None:
     _check_compiles(name, gpu)
 
 
-@pytest.mark.slow
+@pytest.mark.sweep
 @pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
 def test_compile_time_full(name: str, gpu: str) -> None:
     _check_compile_time(name, gpu)
