@@ -182,15 +182,61 @@ def test_fp8_matmul_runs_on_tensor_cores_exactly(tmp_path: Path) -> None:
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])
 def test_matmul_128x128x64_keeps_its_accumulator_in_registers(gpu, tmp_path: Path) -> None:
     ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), gpu, tmp_path)
-    assert ptx.count("mma.sync.aligned.m16n8k16") == 128           # 4 warps x 64x64 each x 4 K steps
-    assert ptx.count("ldmatrix.sync.aligned") == 32                 # A: 4 x4 loads, B: 4 x4.trans per K step
+    if gpu == "sm_90":   # one warpgroup, two m64n128k16 per K step of 16, operands read by descriptor
+        assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 8
+        assert ".target sm_90a" in ptx and "fence.proxy.async" in ptx and "ldmatrix" not in ptx
+    else:
+        assert ptx.count("mma.sync.aligned.m16n8k16") == 128           # 4 warps x 64x64 each x 4 K steps
+        assert ptx.count("ldmatrix.sync.aligned") == 32                 # A: 4 x4 loads, B: 4 x4.trans per K step
     assert "cp.async.cg.shared.global" in ptx                      # operands never pass through registers
     # a 4-stage pipeline where 227 or 163 KB of shared memory allow it, 2 stages in 99 KB
     stages = 2 if gpu in ("sm_86", "sm_89", "sm_120") else 4
     assert re.search(rf"cp\.async\.wait_group\s+{stages - 2};", ptx)
     assert ".reqntid 128, 1, 1" in ptx
-    report = _ptxas_report(ptx, gpu, tmp_path)
+    report = _ptxas_report(ptx, "sm_90a" if gpu == "sm_90" else gpu, tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+
+
+def test_sm90_matmuls_use_warpgroup_mma_where_the_tiles_allow(tmp_path: Path) -> None:
+    wide = _ptx(_matmul("float16", "float32", 128, 256, 64), "sm_90", tmp_path)
+    assert wide.count("wgmma.mma_async.sync.aligned.m64n256k16") == 4      # 2 warpgroups, 4 K steps
+    assert ".reqntid 256, 1, 1" in wide
+    narrow_k = _ptx(_matmul("bfloat16", "float32", 128, 128, 32), "sm_90", tmp_path)
+    assert "wgmma" not in narrow_k and "mma.sync" in narrow_k             # K = 32: not a whole swizzle atom
+
+
+@lru_cache(maxsize=None)
+def _matmul_without_facts() -> bytes:
+    """128x128x64 f16 with arrays of unknown alignment: no cp.async, the tiles reach wgmma's
+    swizzled buffers through registers and st.shared (the generic proxy)."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint
+
+    def loose(dtype):
+        return ArrayConstraint(dtype=dtype, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False)
+    return _export(_kernels("matmul").matmul, [loose(ct.float16), loose(ct.float16), loose(ct.float32),
+                                               ConstantConstraint(128), ConstantConstraint(128), ConstantConstraint(64)])
+
+
+def test_wgmma_from_registers_matches_numpy_and_needs_its_proxy_fence(monkeypatch, tmp_path: Path) -> None:
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.lowering import async_copy, ops_wgmma
+    from tileiras.runtime import run_arrays
+
+    module = _module(_matmul_without_facts())
+    a, b, c = _inputs("float16", 128, 128, 128)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c.copy()], backend="emulator", gpu_name="sm_90",
+                     check_races=True)[2]
+    assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
+    # mutation: without fence.proxy.async the st.shared writes are not visible to wgmma's async proxy
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
+    for where in (async_copy, ops_wgmma):
+        monkeypatch.setattr(where, "fence_async_proxy", lambda k: None)
+    with pytest.raises((DeviceFault, TileirasError), match="fence"):
+        run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_90",
+                   check_races=True)
 
 
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_90"])

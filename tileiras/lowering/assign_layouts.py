@@ -205,7 +205,7 @@ class LayoutAssignment:
     `row_warps=False` gives the plain all-blocked assignment (the baseline the cost check compares with).
     """
 
-    def __init__(self, entry: Operation, threads: int, row_warps: bool = True) -> None:
+    def __init__(self, entry: Operation, threads: int, row_warps: bool = True, sm: int = 80) -> None:
         self.blocked = BlockedLayout(threads, vector_width(entry))
         self.threads = threads
         self._elementwise = _elementwise_ops()
@@ -213,6 +213,8 @@ class LayoutAssignment:
         self.splats = self._find_splats(self._ops)
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
+        self.sm = sm
+        self.wgmma_ops = {op for op in self._ops if self._runs_on_wgmma(op)}
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         self.carried = {op: self._carried_layouts(op) for op in self._ops if op.name in _LOOPS}
         self.shared_operands = self._find_shared_operands()
@@ -271,8 +273,27 @@ class LayoutAssignment:
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
         if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
             return None
+        if op in self.wgmma_ops:   # every warp on rows: warpgroup w's rows are 64 i + 16 w
+            return MmaLayout(self.threads, (1, *acc.shape), (1, self.threads // 32, 1), True)  # type: ignore[union-attr]
         # rows reduced later stay within one warp column: the reduce is then a quad shuffle
         return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps)  # type: ignore[union-attr]
+
+    def _runs_on_wgmma(self, op: Operation) -> bool:
+        """sm_90 warpgroup mma: f16/bf16 x f16/bf16 -> f32, 2-D, both operands plain loads (copied in
+        wgmma's swizzled layout), M a multiple of 16 rows per warp, N a multiple of 64 up to 256,
+        K a multiple of 64 (whole 128-byte swizzle atoms)."""
+        if self.sm != 90 or op.name != "cuda_tile.mmaf":
+            return False
+        lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
+        types = [str(getattr(v.type, "element", "")) for v in (lhs, rhs, acc)]  # type: ignore[union-attr]
+        if types not in (["f16", "f16", "f32"], ["bf16", "bf16", "f32"]) or len(acc.type.shape) != 2:  # type: ignore[union-attr]
+            return False
+        m, n = acc.type.shape  # type: ignore[union-attr]
+        kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
+        if m % (16 * (self.threads // 32)) or n % 64 or n > 256 or kdim % 64:
+            return False
+        return all(getattr(getattr(v, "owner", None), "name", "") == "cuda_tile.load_view_tko" and len(v.uses) == 1
+                   for v in (lhs, rhs))
 
     def _find_shared_operands(self) -> set[Value]:
         """Loaded tiles that only tensor-core mmas read, as A or B, possibly through reshapes that
@@ -299,6 +320,13 @@ class LayoutAssignment:
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
         shape = select_shape(op, lhs, rhs, acc)  # type: ignore[arg-type]
         return shape is not None and bool(shape.staged_as)
+
+    def is_wgmma(self, op: Operation) -> bool:
+        return op in self.wgmma_ops
+
+    def is_swizzled(self, value: Value) -> bool:
+        """A loaded tile that a wgmma reads: copied in its 128-byte swizzled layout."""
+        return any(user in self.wgmma_ops for user in value.uses)
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands

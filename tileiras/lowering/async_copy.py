@@ -46,20 +46,27 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
     return 0
 
 
-def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1) -> SharedMatrix:
-    """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline)."""
+def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False) -> SharedMatrix:
+    """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
+    wgmma's 128-byte swizzled layout (1024-byte aligned)."""
+    matrix = matrix_shape(k, tile, swizzled)
+    offset = k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128)
+    return SharedMatrix(offset, matrix.batch, matrix.rows, matrix.cols, matrix.elem_bytes, matrix.padded,
+                        swizzled=swizzled)
+
+
+def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False) -> SharedMatrix:
+    """The (unplaced) shared matrix of `tile`: its geometry and size."""
     shape = tile.shape
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
-    nbytes = storage_bytes(tile.element)
-    matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers)
-    return SharedMatrix(k.alloc_buffer(matrix.nbytes * stages), batch, rows, cols, nbytes, k.pad_buffers)
+    return SharedMatrix(0, batch, rows, cols, storage_bytes(tile.element), k.pad_buffers, swizzled=swizzled)
 
 
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
     """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async."""
     if not chunk_elements(op, view, tile):
         return None
-    matrix = new_matrix(k, tile)
+    matrix = new_matrix(k, tile, swizzled=k.assignment is not None and k.assignment.is_swizzled(op.results[0]))
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration) are done
     issue_copies(k, op, view, tile, matrix)
     commit(k)
@@ -123,3 +130,9 @@ def wait_for(k: KernelLowering, tiles: list[object]) -> None:
     if any(isinstance(t, SharedTileVal) and t.pending for t in tiles):
         k.b.declare("declare void @llvm.nvvm.cp.async.wait.all()")
         k.b.emit("call void @llvm.nvvm.cp.async.wait.all()")
+
+
+def fence_async_proxy(k: KernelLowering) -> None:
+    """This thread's shared-memory writes (cp.async, st.shared) become visible to the async proxy
+    (wgmma reads through it): between the writes' completion and the barrier before the reader."""
+    k.b.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')

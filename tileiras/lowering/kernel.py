@@ -143,10 +143,10 @@ class KernelLowering:
                 return pipeline
         return None
 
-    def alloc_buffer(self, nbytes: int) -> int:
+    def alloc_buffer(self, nbytes: int, align: int = 128) -> int:
         """A new shared-memory buffer of `nbytes` (a multiple of 128); its offset in the buffers region."""
-        offset = self.buffer_bytes
-        self.buffer_bytes += nbytes
+        offset = -(-self.buffer_bytes // align) * align
+        self.buffer_bytes = offset + nbytes
         return offset
 
     def scratch(self, nbytes: int) -> str:

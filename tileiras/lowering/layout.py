@@ -182,6 +182,7 @@ class MmaLayout:
     threads: int
     shape: tuple[int, ...]        # (batch, rows, cols): the tile's shape, batch 1 for 2-D tiles
     warps: tuple[int, int, int]   # warps along batch, rows and cols (their product <= threads / 32)
+    interleaved: bool = False     # row block mi of warp w is mi * warps + w (wgmma's warpgroup rows)
 
     @property
     def repeats(self) -> tuple[int, int, int]:
@@ -259,7 +260,11 @@ class MmaLayout:
 
         row_in = g if j < 2 else pre(f"add i32 {g}, 8", "g8")
         col_in = t2 if j % 2 == 0 else pre(f"add i32 {t2}, 1", "t2")
-        return (place(w_b, rb, bi, 1, "0"), place(w_m, rm, mi, 16, row_in), place(w_n, rn, ni, 8, col_in), valid)
+        if self.interleaved:   # (mi * wm + w) * 16 + within
+            row = place(w_m, 1, mi * wm, 16, row_in)
+        else:
+            row = place(w_m, rm, mi, 16, row_in)
+        return (place(w_b, rb, bi, 1, "0"), row, place(w_n, rn, ni, 8, col_in), valid)
 
     def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
         b, r, c, valid = self.coords(pre, tid, slot)
@@ -270,7 +275,8 @@ class MmaLayout:
         return e, valid
 
     def describe(self) -> str:
-        return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks>"
+        order = ", warpgroup rows" if self.interleaved else ""
+        return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks{order}>"
 
 
 @record

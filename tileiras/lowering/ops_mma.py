@@ -72,7 +72,7 @@ def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> 
     return shape
 
 
-def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "") -> SharedMatrix:
+def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "", swizzled: bool = False) -> SharedMatrix:
     """Store a register tile in a new (padded) buffer (row-major, as its shape says), its elements
     converted to the LLVM type `staged_as` when given."""
     from .ops_reduce import _to_float
@@ -81,8 +81,9 @@ def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "") -> SharedMatri
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
     elem = tile.type.element
     nbytes = 2 if staged_as == "half" else storage_bytes(elem)
-    matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers)
-    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes), batch, rows, cols, nbytes, k.pad_buffers)
+    matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers, swizzled=swizzled)
+    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes, 1024 if swizzled else 128), batch, rows, cols, nbytes,
+                          k.pad_buffers, swizzled=swizzled)
     lty = staged_as or storage_type(elem)
     k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
     for slot, v in enumerate(tile.slots):
@@ -91,6 +92,10 @@ def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "") -> SharedMatri
         p = pointer(k, element_offset(k, matrix, b, r, c))
         value = _to_float(k, v, elem, staged_as) if staged_as else to_storage(k, v, elem)
         k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {value}, ptr addrspace(3) {p}")
+    if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
+        from .async_copy import fence_async_proxy
+
+        fence_async_proxy(k)
     return matrix
 
 

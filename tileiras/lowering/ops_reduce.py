@@ -190,6 +190,11 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
     shape = None if scaled else select_shape(op, lhs.type, rhs.type, rtype)
+    if shape is not None and k.assignment is not None and k.assignment.is_wgmma(op):
+        from .ops_wgmma import lower_wgmma
+
+        k.set(op.results[0], lower_wgmma(k, op, lhs, rhs, acc))
+        return
     if shape is not None:
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return

@@ -62,7 +62,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
-    assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu))
+    assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
     threads = assignment.threads
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
     k.pad_buffers = pad_buffers
@@ -120,6 +120,10 @@ def _print_passes(module: Operation, entries: list[Operation], assignments: list
     print("\n".join(lines), file=sys.stderr)
 
 
+def _sm(gpu: str) -> int:
+    return int(gpu.split("_")[1].rstrip("af"))
+
+
 def _symbol(name: str) -> str:
     return f"@{name}" if name.replace("_", "a").isalnum() else f'@"{name}"'
 
@@ -144,7 +148,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
             globals_.append(define_global(op))
     entries = [op for op in body if op.name == "cuda_tile.entry"]
     with stage("assign-layouts"):
-        assignments = [LayoutAssignment(op, choose_threads(op, gpu)) for op in entries]
+        assignments = [LayoutAssignment(op, choose_threads(op, gpu), sm=_sm(gpu)) for op in entries]
     with stage("token-order"):
         orders = [_token_order(op, assignment) for op, assignment in zip(entries, assignments)]
     if print_ir_after_all:

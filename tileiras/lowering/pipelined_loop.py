@@ -17,7 +17,7 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
-from .async_copy import chunk_elements, commit, issue_copies, new_matrix, wait_groups
+from .async_copy import chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix, wait_groups
 from .kernel import KernelLowering
 from .smem import SharedMatrix, opt_in_limit
 from .values import PartitionViewVal, SharedTileVal, TileRegs
@@ -50,7 +50,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     if not all(isinstance(v, PartitionViewVal) and chunk_elements(load, v, load.results[0].type)
                for load, v in zip(plan.loads, views)):
         return None
-    sizes = {load: new_matrix_size(k, load.results[0].type) for load in plan.loads}
+    swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
+    sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.smem_bytes + k.static_smem_bytes
     stages = stage_count(sum(sizes.values()), used, opt_in_limit(k.sm))
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
@@ -59,23 +60,15 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: 2 stages of {sum(sizes.values())} bytes do not fit "
                                 f"beside {used} bytes in {opt_in_limit(k.sm)}")
         return None
-    matrices = {load: new_matrix(k, load.results[0].type, stages) for load in plan.loads}
+    matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes)
 
 
-def new_matrix_size(k: KernelLowering, tile: object) -> int:
-    shape = tile.shape  # type: ignore[attr-defined]
-    batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
-    from .kernel import storage_bytes
-
-    return SharedMatrix(0, batch, rows, cols, storage_bytes(tile.element), k.pad_buffers).nbytes  # type: ignore[attr-defined]
-
-
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
     m = p.matrices[load]
-    return SharedMatrix(m.offset, m.batch, m.rows, m.cols, m.elem_bytes, m.padded, offset)
+    return SharedMatrix(m.offset, m.batch, m.rows, m.cols, m.elem_bytes, m.padded, offset, m.swizzled)
 
 
 def _stage_offset(k: KernelLowering, p: ActivePipeline, load: Operation, stage: str) -> str:
@@ -125,6 +118,8 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
     """The tile a pipelined load reads this iteration (issuing the next iteration's copies first)."""
     if p.read is None:
         wait_groups(k, p.stages - 2)
+        if any(m.swizzled for m in p.matrices.values()):
+            fence_async_proxy(k)   # wgmma reads these stages through the async proxy
         k.barrier()
         ahead = k.b.op(f"add {p.ity} {p.iv}, {k.b.op(f'mul {p.ity} {p.step}, {p.stages - 1}', 'pf')}", "pf")
         write = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")

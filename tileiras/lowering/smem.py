@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 STATIC_LIMIT = 48 * 1024
 BUFFER_ALIGN = 128
+SWIZZLE_BYTES = 128      # wgmma operands: 128-byte swizzle atoms, 1024-byte aligned
 
 # Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
 _OPT_IN = {80: 166912, 86: 101376, 87: 166912, 88: 101376, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
@@ -55,15 +56,25 @@ class SharedMatrix:
     elem_bytes: int
     padded: bool = True
     stage: str = ""      # i32 bytes added to every offset (the current stage of a pipelined buffer)
+    swizzled: bool = False   # wgmma's 128-byte swizzle: rows cut in 128-byte atoms (see `atoms`)
 
     @property
     def pitch(self) -> int:
         """Bytes from one row to the next (padded: see the module's docstring)."""
         row = self.cols * self.elem_bytes
+        if self.swizzled:
+            return SWIZZLE_BYTES
         return row + 16 if self.padded and row % 16 == 0 else row
 
     @property
+    def atom_bytes(self) -> int:
+        """Bytes of one column atom (every row's 128 bytes of those columns), swizzled layouts."""
+        return self.batch * self.rows * SWIZZLE_BYTES
+
+    @property
     def nbytes(self) -> int:
+        if self.swizzled:
+            return -(-self.cols * self.elem_bytes // SWIZZLE_BYTES) * self.atom_bytes
         return -(-self.batch * self.rows * self.pitch // BUFFER_ALIGN) * BUFFER_ALIGN
 
 
@@ -73,6 +84,8 @@ def buffers_base() -> str:
 
 def element_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c: str) -> str:
     """Byte offset (i32, from the start of the buffers region) of element (b, r, c)."""
+    if matrix.swizzled:
+        return _swizzled_offset(k, matrix, b, r, c)
     terms = [(b, matrix.rows * matrix.pitch), (r, matrix.pitch), (c, matrix.elem_bytes)]
     const = matrix.offset + sum(int(v) * scale for v, scale in terms if v.isdigit())
     acc = ""
@@ -86,6 +99,23 @@ def element_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c:
     if not acc:
         return str(const)
     return acc if const == 0 else k.b.op(f"add i32 {acc}, {const}", "so")
+
+
+def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c: str) -> str:
+    """Column atom c / per_atom, then row-major 128-byte rows, 16-byte chunks xor-ed with the row
+    within its 8-row (1024-byte) block: the layout TMA writes and wgmma reads with 128B swizzle."""
+    per_atom = SWIZZLE_BYTES // matrix.elem_bytes
+    atom = k.b.op(f"udiv i32 {c}, {per_atom}", "sz") if not c.isdigit() else str(int(c) // per_atom)
+    within = k.b.op(f"urem i32 {c}, {per_atom}", "sz") if not c.isdigit() else str(int(c) % per_atom)
+    row = r if b == "0" else k.b.op(f"add i32 {k.b.op(f'mul i32 {b}, {matrix.rows}', 'sz')}, {r}", "sz")
+    off = k.b.op(f"add i32 {k.b.op(f'mul i32 {atom}, {matrix.atom_bytes}', 'sz')}, "
+                 f"{k.b.op(f'mul i32 {row}, {SWIZZLE_BYTES}', 'sz')}", "sz")
+    off = k.b.op(f"add i32 {off}, {k.b.op(f'mul i32 {within}, {matrix.elem_bytes}', 'sz')}", "sz")
+    key = k.b.op(f"and i32 {k.b.op(f'lshr i32 {off}, 3', 'sz')}, 112", "sz")   # bits 7..9 -> 4..6
+    off = k.b.op(f"xor i32 {off}, {key}", "sz")
+    if matrix.stage:
+        off = k.b.op(f"add i32 {off}, {matrix.stage}", "sz")
+    return off if matrix.offset == 0 else k.b.op(f"add i32 {off}, {matrix.offset}", "sz")
 
 
 def pointer(k: "KernelLowering", byte_offset: str) -> str:
@@ -117,7 +147,7 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
     if total <= STATIC_LIMIT:
         if buffers:
             sym = f"@__tileir_buffers_{tag}"
-            defs.append(f"{sym} = internal addrspace(3) global [{buffers} x i8] undef, align {BUFFER_ALIGN}")
+            defs.append(f"{sym} = internal addrspace(3) global [{buffers} x i8] undef, align 1024")
             text = text.replace("@__tileir_buffers", sym)
         return text, defs, 0
     defs.append("@__tileir_dsmem = external addrspace(3) global [0 x i8], align 1024")
