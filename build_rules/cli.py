@@ -67,7 +67,7 @@ def _read_request(path: str) -> dict[str, object]:
     return data
 
 
-def _emit(text: str, output: str | None) -> None:
+def _emit(text: str, output: str | None, inputs: tuple[str, ...] = ()) -> None:
     if output is None:
         sys.stdout.write(text)
         return
@@ -76,7 +76,7 @@ def _emit(text: str, output: str | None) -> None:
     target = Path(output)
     if target.is_file() and target.read_text(encoding="utf-8") == text:
         return  # unchanged: keep the timestamp, so nothing downstream reruns
-    write_atomic(target, text)
+    write_atomic(target, text, inputs)  # never a device, a FIFO or one of the command's inputs
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -102,7 +102,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         text = render_plans(plans)
     else:
         text = json.dumps({"targets": [plan.to_dict() for plan in plans]}, indent=2) + "\n"
-    _emit(text, args.output)
+    _emit(text, args.output, (args.request or "", *(args.sources or ())))
     return 0
 
 

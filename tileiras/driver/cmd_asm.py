@@ -52,11 +52,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         output = args.output or _default_output(args.input)
         from ..frontend import load_module
         from ..bytecode.writer import write_module
-        from .output import write_atomic
+        from .output import output_target, write_atomic
+
+        output_target(output, [args.input])  # refused before reading: never the input, a device or a FIFO
 
         module = load_module(args.input, verify=not args.no_verify)
         data = write_module(module, version)
-        write_atomic(output, data)
+        write_atomic(output, data, [args.input])
         return 0
     except TileirasError as exc:
         sys.stderr.write(exc.message + "\n")

@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
         metas = read_metadata(args.metadata)
         text = make_header(metas, args.guard or guard_from_path(args.output))
         if _current_text(args.output) != text:  # an untouched header recompiles nothing that includes it
-            write_atomic(args.output, text)
+            write_atomic(args.output, text, args.metadata)
     except TileirasError as exc:
         print(exc.message, file=sys.stderr)
         return int(exc.code)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .errors import ExitCode, TileirasError
-from .output import write_atomic
+from .output import check_outputs, write_atomic
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,6 +82,8 @@ def read_metadata(paths: list[str]) -> list:
 def run(args: argparse.Namespace) -> None:
     from ..codegen.header import guard_from_path, make_header
 
+    inputs = [*args.metadata, *(path for _, path in args.cubin + args.ptx)]
+    check_outputs([o for o in (args.fatbin_out, args.header, args.output) if o], inputs)
     metas = read_metadata(args.metadata)
     cubins = _mapping(args.cubin, "cubin")
     ptx_bytes = _mapping(args.ptx, "PTX")
@@ -98,10 +100,10 @@ def run(args: argparse.Namespace) -> None:
     fatbin, obj = package_object(cubins, ptx, metas, args.host_arch, args.host_os, cache)
     header = make_header(metas, guard_from_path(args.header)) if args.header else None
     if args.fatbin_out:
-        write_atomic(args.fatbin_out, fatbin)
+        write_atomic(args.fatbin_out, fatbin, inputs)
     if header is not None:
-        write_atomic(args.header, header)
-    write_atomic(args.output, obj)
+        write_atomic(args.header, header, inputs)
+    write_atomic(args.output, obj, inputs)
 
 
 def main(argv: list[str]) -> int:

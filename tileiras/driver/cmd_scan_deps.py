@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
         if args.output:
             from .output import write_atomic
 
-            write_atomic(args.output, text)
+            write_atomic(args.output, text, [args.input, *args.libraries])
         else:
             sys.stdout.write(text)
     except TileirasError as exc:

@@ -213,6 +213,9 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
 
     with timer.stage("read + verify"):
         module = load_module(data, path)
+        from ..dialects.limits import check_module
+
+        check_module(module)  # refuse within seconds what could not compile in bounded time and memory
     if opts.print_ir_after_all:
         from ..text.printer import print_module
 

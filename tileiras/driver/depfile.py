@@ -56,5 +56,7 @@ def render_depfile(target: str, deps: Sequence[str]) -> str:
     return " \\\n".join(lines) + "\n"
 
 
-def write_depfile(path: str, target: str, deps: Sequence[str]) -> None:
-    write_atomic(path, render_depfile(target, deps))
+def write_depfile(path: str, target: str, deps: Sequence[str], inputs: Sequence[str] = ()) -> str:
+    """Write the depfile (an input of the run, e.g. the source itself, is never overwritten); returns
+    the file written."""
+    return write_atomic(path, render_depfile(target, deps), inputs)

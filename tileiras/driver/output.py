@@ -1,19 +1,100 @@
-"""Atomic output writes: a failed run never leaves a partial or stale file."""
+"""Every file a command writes goes through here: checked first, then replaced atomically.
+
+A compiler that build systems run as root must harm nothing but its output.
+So an output path may name a regular file (replaced through a temp file and a
+rename: readers see the old content or the new, a failed run leaves no
+partial file) or nothing yet. It is refused, with one line and exit 5 and
+the target untouched, when it names a directory, a device, a FIFO or a
+socket (renaming over `/dev/null` would replace the system's device with a
+file), or a file the command reads (the same inode: also through a hard
+link or a symlink), which the output would destroy. A symlink is written
+through: its target is replaced and the link stays.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import stat
 
 from ..atomic import replace_file
-from .errors import TileirasError, ExitCode
+from .errors import ExitCode, TileirasError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
+    from typing import Iterable
+
+# st_mode file type -> how a refusal names it
+_NOT_REGULAR: tuple[tuple[int, str], ...] = (
+    (stat.S_IFDIR, "a directory"),
+    (stat.S_IFCHR, "a character device"),
+    (stat.S_IFBLK, "a block device"),
+    (stat.S_IFIFO, "a FIFO"),
+    (stat.S_IFSOCK, "a socket"),
+)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> None:
-    """Write `data` to `path` via a temp file in the same directory and a rename."""
-    target = Path(path)
+def _refuse(path: str, why: str) -> TileirasError:
+    return TileirasError(f"error: refusing to write '{path}': {why}", ExitCode.COMPILE_FAILED)
+
+
+def _identities(inputs: Iterable[str]) -> dict[tuple[int, int], str]:
+    """(device, inode) of each input that exists (following links: the file actually read)."""
+    found: dict[tuple[int, int], str] = {}
+    for name in inputs:
+        if not name or name == "-":
+            continue
+        try:
+            st = os.stat(name)
+        except (OSError, ValueError):
+            continue
+        found.setdefault((st.st_dev, st.st_ino), name)
+    return found
+
+
+def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> str:
+    """The file writing `path` would replace (links followed), after checking that it is safe to
+    replace: a regular file or nothing, and none of `inputs`. Raises TileirasError (exit 5)."""
+    name = os.fspath(path)
+    if not name:
+        raise _refuse(name, "empty file name")
+    target = os.path.realpath(name) if os.path.islink(name) else name
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise TileirasError(f"error: cannot write '{name}': {exc.strerror}", ExitCode.COMPILE_FAILED) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((what for bits, what in _NOT_REGULAR if stat.S_IFMT(st.st_mode) == bits), "not a regular file")
+        raise _refuse(name, f"it is {kind}, not a regular file" if kind.startswith("a ") else kind)
+    source = _identities(inputs).get((st.st_dev, st.st_ino))
+    if source is not None:
+        same = "it is the input" if os.path.abspath(source) == os.path.abspath(name) else \
+            f"it is the same file as the input '{source}'"
+        raise _refuse(name, f"{same}, which writing would destroy")
+    return target
+
+
+def check_outputs(paths: Iterable[str], inputs: Iterable[str] = ()) -> None:
+    """Check, before any work, every file a command will write: each safe, no two the same."""
+    inputs = list(inputs)
+    seen: dict[str, str] = {}
+    for path in paths:
+        target = os.path.abspath(output_target(path, inputs))
+        if target in seen:
+            raise TileirasError(f"error: two outputs name the same file: '{seen[target]}' and '{path}'",
+                                ExitCode.INVALID_OPTIONS)
+        seen[target] = path
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, inputs: Iterable[str] = ()) -> str:
+    """Write `data` to `path` (checked as `output_target` does) via a temp file beside it and a rename;
+    returns the file written (a symlink's target)."""
+    target = output_target(path, inputs)
     payload = data.encode() if isinstance(data, str) else data
     try:
         replace_file(target, payload, mode=0o644)
     except OSError as exc:
-        raise TileirasError(f"error: cannot write '{target}': {exc.strerror}", ExitCode.COMPILE_FAILED) from None
+        raise TileirasError(f"error: cannot write '{os.fspath(path)}': {exc.strerror}", ExitCode.COMPILE_FAILED) \
+            from None
+    return target

@@ -67,6 +67,9 @@ def run(argv: list[str]) -> int:
     if input_kind(data, opts.input or "") == "bytecode":
         check_magic(data)  # exit 3 comes before option validation, as in NVIDIA's driver
     validate(opts)
+    from .output import check_outputs
+
+    check_outputs(_output_paths(opts), _inputs(opts))  # before any work: refuse what writing would harm
     timer = StageTimer(opts.time_passes)
     arts = compile_input(data, opts.input or "", opts, timer)
     payload = render_output(arts, opts)
@@ -77,36 +80,51 @@ def run(argv: list[str]) -> int:
     return 0
 
 
+def _inputs(opts: Options) -> list[str]:
+    return [opts.input or "", *opts.libraries]
+
+
+def _output_paths(opts: Options) -> list[str]:
+    """Every file this run writes, the main output first."""
+    out = opts.output_path
+    paths = [out]
+    if opts.emit_metadata:
+        paths.append(out + ".json")
+    if opts.header:
+        paths.append(opts.header)
+    if opts.depfile_md or opts.depfile:
+        paths.append(opts.depfile or out + ".d")
+    return paths
+
+
 def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
     """Write the output and its side files; on any failure remove what was written."""
     from .output import write_atomic
 
+    inputs = [*_inputs(opts), *arts.inputs_read]  # type: ignore[attr-defined]
     written: list[str] = []
     try:
         out = opts.output_path
-        write_atomic(out, payload)
-        written.append(out)
+        written.append(write_atomic(out, payload, inputs))
         gpus = list(dict.fromkeys(opts.gpu_names))
         if opts.emit_metadata and arts.metadata:  # type: ignore[attr-defined]
             from .compile import newest_gpu
 
             meta = arts.metadata[newest_gpu(gpus)]  # type: ignore[attr-defined]
-            write_atomic(out + ".json", meta.to_json())
-            written.append(out + ".json")
+            written.append(write_atomic(out + ".json", meta.to_json(), inputs))
         if opts.header:
             from ..codegen.header import make_header
 
             from ..codegen.header import guard_from_path
 
             metas = [arts.metadata[g] for g in gpus]  # type: ignore[attr-defined]
-            write_atomic(opts.header, make_header(metas, guard_from_path(opts.header)))
-            written.append(opts.header)
+            written.append(write_atomic(opts.header, make_header(metas, guard_from_path(opts.header)), inputs))
         if opts.depfile_md or opts.depfile:
             from .depfile import write_depfile
 
             depfile = opts.depfile or out + ".d"
-            write_depfile(depfile, opts.depfile_target or out, arts.inputs_read)  # type: ignore[attr-defined]
-            written.append(depfile)
+            written.append(write_depfile(depfile, opts.depfile_target or out, arts.inputs_read,  # type: ignore
+                                         inputs))
     except BaseException:
         for path in written:
             try:
