@@ -45,9 +45,10 @@ def run_isolated(what: str, fn: Callable[[], T]) -> T:
         read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # child: never returns
-            _child(fn, read_end, write_end, errlog.fileno())
+            _child(parent, fn, read_end, write_end, errlog.fileno())
         os.close(write_end)
         try:
             with os.fdopen(read_end, "rb") as reader:
@@ -65,9 +66,12 @@ def run_isolated(what: str, fn: Callable[[], T]) -> T:
         raise CompileError(f"error: {what} failed: {text or _describe(status)}")
 
 
-def _child(fn: Callable[[], Any], read_end: int, write_end: int, errlog_fd: int) -> None:
+def _child(parent: int, fn: Callable[[], Any], read_end: int, write_end: int, errlog_fd: int) -> None:
     code = 0
     try:
+        from .children import die_with_parent
+
+        die_with_parent(parent)
         os.close(read_end)
         os.dup2(errlog_fd, 2)  # LLVM writes its fatal message to fd 2
         if faulthandler.is_enabled():  # an expected abort is not a Python crash worth a stack dump

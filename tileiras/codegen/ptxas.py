@@ -5,7 +5,10 @@ Where ptxas comes from, in order: `$CUDA_ROOT/bin/ptxas`, `$CUDA_HOME/bin/ptxas`
 ptxas), else the one in the `nvidia-cuda-nvcc` wheel (`nvidia/cu13/bin`).
 
 Each run happens in a private temporary directory with fixed file names, so
-the cubin does not depend on the caller's directory or on the temp name.
+the cubin does not depend on the caller's directory or on the temp name. The
+directory lives in this process's scratch folder (`tileiras.scratch`) and
+ptxas dies with the compiler (`children`), so a killed compile leaves
+neither behind for long.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ if TYPE_CHECKING:  # annotation-only: this module is on the cache-hit path, whic
     from typing import Sequence
 
 # Finding ptxas is on the cache-hit path (it is part of the cubin key), so the
-# modules that only running it needs (subprocess, tempfile, the target table)
-# are imported where they are used.
+# modules that only running it needs (subprocess, scratch folders, the target
+# table) are imported where they are used.
 
 ENV_VARS: tuple[str, ...] = ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH")
 # Where the nvidia-cuda-nvcc wheels put the tools, under the `nvidia` namespace package.
@@ -69,9 +72,10 @@ def _wheel_dirs() -> list[Path]:
 
 def prepare() -> None:
     """Do now what assembling will need (imports, finding ptxas) while something else runs."""
-    import tempfile  # noqa: F401
+    from .. import scratch  # noqa: F401
+    from . import children, tool  # noqa: F401  (subprocess)
 
-    from . import tool  # noqa: F401  (subprocess)
+    children.preexec()  # loads prctl
 
     find_ptxas()
 
@@ -137,12 +141,11 @@ class _Running:
     """One ptxas run in its private directory: `start` returns at once, `finish` waits for it."""
 
     def __init__(self, argv: list[str], ptx: str) -> None:
-        import tempfile
-
+        from ..scratch import TempDir
         from .tool import start_tool
 
         self.argv = argv
-        self._dir = tempfile.TemporaryDirectory(prefix="tileiras-ptxas-")
+        self._dir = TempDir(prefix="ptxas-")  # in this process's folder: reclaimed even after a kill -9
         try:
             Path(self._dir.name, _PTX_NAME).write_text(ptx, encoding="utf-8")
             self._tool = start_tool(argv, cwd=self._dir.name)

@@ -41,9 +41,11 @@ class RunningTool:
     def __init__(self, argv: Sequence[str], cwd: str | None, timeout: float | None) -> None:
         self.argv = list(argv)
         self.limit = timeout if timeout is not None else _timeout_from_env()
+        from .children import preexec
+
         try:
             self.proc = subprocess.Popen(self.argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE)
+                                         stderr=subprocess.PIPE, preexec_fn=preexec())  # dies with us
         except FileNotFoundError:
             raise CompileError(f"error: {argv[0]}: program not found") from None
         except PermissionError:

@@ -102,17 +102,21 @@ class LLVMWorker:
         res_r, res_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(req_w)
             os.close(res_r)
-            self._serve(req_r, res_w)  # never returns
+            self._serve(parent, req_r, res_w)  # never returns
         os.close(req_r)
         os.close(res_w)
         self.pid, self._req, self._res = pid, req_w, res_r
 
-    def _serve(self, req: int, res: int) -> None:
+    def _serve(self, parent: int, req: int, res: int) -> None:
         try:
+            from .children import die_with_parent
+
+            die_with_parent(parent)  # a killed compiler takes its worker along, even mid-compile
             os.dup2(self._errlog.fileno(), 2)  # LLVM writes its fatal message to fd 2
             if faulthandler.is_enabled():
                 faulthandler.disable()

@@ -13,7 +13,6 @@ import contextlib
 import io
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
@@ -58,7 +57,9 @@ def compile_module(req: RunRequest, emit: str, gpu: str) -> tuple[bytes, Any]:
     from ..codegen.metadata import ModuleMetadata
     from ..driver.tileiras_main import main as tileiras
 
-    with tempfile.TemporaryDirectory(prefix="tileir-run-") as tmp:
+    from ..scratch import TempDir
+
+    with TempDir(prefix="run-") as tmp:  # in the process's scratch folder: reclaimed after a kill
         src = os.path.join(tmp, os.path.basename(req.filename) or "kernel.tileirbc")
         with open(src, "wb") as handle:
             handle.write(req.source)
