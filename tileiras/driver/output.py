@@ -61,7 +61,7 @@ def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> s
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        return target
+        return _in_writable_folder(name, target)
     except OSError as exc:
         raise TileirasError(f"error: cannot write '{name}': {exc.strerror}", ExitCode.COMPILE_FAILED) from None
     if not stat.S_ISREG(st.st_mode):
@@ -72,7 +72,28 @@ def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> s
         same = "it is the input" if os.path.abspath(source) == os.path.abspath(name) else \
             f"it is the same file as the input '{source}'"
         raise _refuse(name, f"{same}, which writing would destroy")
+    return _in_writable_folder(name, target)
+
+
+def _in_writable_folder(name: str, target: str) -> str:
+    """`target`, once its folder is known to take a new file (the temp file and the rename need
+    that), so that a run that could not write its output fails before its work, not after."""
+    import errno
+
+    folder = os.path.dirname(target) or "."
+    problem = 0 if os.path.isdir(folder) else errno.ENOENT
+    if not problem and not os.access(folder, os.W_OK | os.X_OK):
+        problem = errno.EROFS if _read_only_mount(folder) else errno.EACCES
+    if problem:
+        raise TileirasError(f"error: cannot write '{name}': {os.strerror(problem)}", ExitCode.COMPILE_FAILED)
     return target
+
+
+def _read_only_mount(folder: str) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
 
 
 def check_outputs(paths: Iterable[str], inputs: Iterable[str] = ()) -> None:

@@ -1,0 +1,210 @@
+"""Outputs harm nothing but themselves: every file a command writes must be a regular file (or
+nothing yet) and none of its inputs; anything else is refused before any work, with one line,
+exit 5 and the target untouched. Root is where this matters most (renaming over /dev/null
+succeeds for root), so the cases run as whoever runs the suite, and the unprivileged ones as
+`nobody` (tests/safety_users.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from safety_users import as_unprivileged, shared_tmp, unprivileged_python  # noqa: E402,F401
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+
+
+def run(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+
+
+def tileiras(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return run("tileiras.driver.tileiras_main", "--gpu-name=sm_90", *args, cwd=cwd)
+
+
+# -- what may sit at an output path: name -> maker(dir, input) returning the path -----------------
+def _fifo(d: Path, _: Path) -> Path:
+    os.mkfifo(d / "fifo")
+    return d / "fifo"
+
+
+def _device(d: Path, _: Path) -> Path:
+    """A private copy of /dev/null (root can make one); others get the real /dev/null, which they
+    cannot replace anyway, so a broken check cannot harm the machine either way."""
+    try:
+        os.mknod(d / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        return d / "null"
+    except PermissionError:
+        return Path(os.devnull)
+
+
+def _socket(d: Path, _: Path) -> Path:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(d / "sock"))
+    _open_sockets.append(sock)
+    return d / "sock"
+
+
+_open_sockets: list[socket.socket] = []
+
+
+def _directory(d: Path, _: Path) -> Path:
+    (d / "folder").mkdir()
+    return d / "folder"
+
+
+def _the_input(_: Path, source: Path) -> Path:
+    return source
+
+
+def _hard_link(d: Path, source: Path) -> Path:
+    os.link(source, d / "hard.tileirbc")
+    return d / "hard.tileirbc"
+
+
+def _symlink_to_input(d: Path, source: Path) -> Path:
+    os.symlink(source.name, d / "soft.tileirbc")
+    return d / "soft.tileirbc"
+
+
+def _symlink_to_fifo(d: Path, source: Path) -> Path:
+    fifo = _fifo(d, source)
+    os.symlink(fifo.name, d / "to-fifo")
+    return d / "to-fifo"
+
+
+TARGETS: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
+    "fifo": (_fifo, "it is a FIFO, not a regular file"),
+    "device": (_device, "it is a character device, not a regular file"),
+    "socket": (_socket, "it is a socket, not a regular file"),
+    "directory": (_directory, "it is a directory, not a regular file"),
+    "input": (_the_input, "it is the input, which writing would destroy"),
+    "hard link to the input": (_hard_link, "it is the same file as the input"),
+    "symlink to the input": (_symlink_to_input, "it is the same file as the input"),
+    "symlink to a fifo": (_symlink_to_fifo, "it is a FIFO, not a regular file"),
+}
+
+# which output of the driver the bad path is given as: name -> arguments (with {bad})
+OUTPUTS: dict[str, list[str]] = {
+    "-o": ["-o", "{bad}"],
+    "--header": ["-o", "k.o", "--header", "{bad}"],
+    "-MF": ["--emit=ptx", "-o", "k.ptx", "-MD", "-MF", "{bad}"],
+}
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    st = os.lstat(path)
+    return st.st_mode, st.st_ino, st.st_dev, st.st_rdev, st.st_size, st.st_mtime_ns
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    shutil.copy(KERNEL, tmp_path / "k.tileirbc")
+    yield tmp_path
+    while _open_sockets:
+        _open_sockets.pop().close()
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_output_that_is_not_a_regular_file_or_is_the_input_is_refused(workdir: Path, target: str,
+                                                                         output: str) -> None:
+    source = workdir / "k.tileirbc"
+    make, reason = TARGETS[target]
+    bad = make(workdir, source)
+    before = {p.name: _identity(p) for p in workdir.iterdir()}
+    device_before = _identity(bad)
+    kernel_bytes = source.read_bytes()
+    result = tileiras(*[a.format(bad=bad) for a in OUTPUTS[output]], str(source), cwd=workdir)
+    assert result.returncode == 5, result.stderr
+    assert result.stderr.strip() == f"error: refusing to write '{bad}': {reason}" or \
+        result.stderr.startswith(f"error: refusing to write '{bad}': {reason}"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert _identity(bad)[:4] == device_before[:4]  # untouched: same file, same type
+    if workdir in bad.parents:
+        assert _identity(bad) == device_before  # same size and time too
+    assert source.read_bytes() == kernel_bytes
+    assert {p.name: _identity(p) for p in workdir.iterdir()} == before  # nothing written, no temp files
+
+
+def test_two_outputs_naming_one_file_are_refused(workdir: Path) -> None:
+    result = tileiras("-o", "k.o", "--header", "./k.o", "k.tileirbc", cwd=workdir)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: two outputs name the same file: 'k.o' and './k.o'"
+    assert not (workdir / "k.o").exists()
+
+
+def test_a_symlinked_output_is_written_through_and_stays_a_link(workdir: Path) -> None:
+    (workdir / "real.ptx").write_text("old")
+    os.symlink("real.ptx", workdir / "link.ptx")
+    result = tileiras("--emit=ptx", "-o", "link.ptx", "-MD", "k.tileirbc", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "link.ptx").is_symlink()
+    assert (workdir / "real.ptx").read_text().lstrip().startswith("//")
+    assert (workdir / "link.ptx.d").read_text().startswith("link.ptx:")
+    assert sorted(p.name for p in workdir.iterdir()) == ["k.tileirbc", "link.ptx", "link.ptx.d", "real.ptx"]
+
+
+def test_tileir_asm_never_overwrites_its_source(workdir: Path) -> None:
+    text = workdir / "k.mlir"
+    disasm = run("tileiras.driver.disasm_main", "k.tileirbc", cwd=workdir)
+    text.write_text(disasm.stdout)
+    result = run("tileiras.driver.tileir_main", "asm", "k.mlir", "-o", "k.mlir", cwd=workdir)
+    assert result.returncode == 5
+    assert result.stderr.strip() == "error: refusing to write 'k.mlir': it is the input, which writing would destroy"
+    assert text.read_text() == disasm.stdout
+
+
+def test_tileir_header_never_overwrites_its_metadata(workdir: Path) -> None:
+    made = tileiras("--emit=ptx", "--emit-metadata", "-o", "k.ptx", "k.tileirbc", cwd=workdir)
+    assert made.returncode == 0, made.stderr
+    meta = (workdir / "k.ptx.json").read_bytes()
+    result = run("tileiras.driver.tileir_main", "header", "--metadata", "k.ptx.json", "-o", "k.ptx.json", cwd=workdir)
+    assert result.returncode == 5 and "it is the input" in result.stderr
+    assert (workdir / "k.ptx.json").read_bytes() == meta
+
+
+def test_build_rules_plan_never_overwrites_its_request(workdir: Path) -> None:
+    request = workdir / "request.json"
+    request.write_text('{"targets": [{"name": "k", "sources": ["k.tileirbc"], "out_dir": "out"}]}')
+    result = run("build_rules", "plan", "--request", "request.json", "-o", "request.json", cwd=workdir)
+    assert result.returncode != 0 and "refusing to write 'request.json'" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert request.read_text().startswith('{"targets"')
+
+
+# -- as an unprivileged user ----------------------------------------------------------------------
+def test_unprivileged_user_gets_one_line_for_an_unwritable_folder(shared_tmp: Path) -> None:
+    python = unprivileged_python()
+    shutil.copy(KERNEL, shared_tmp / "k.tileirbc")
+    os.chmod(shared_tmp / "k.tileirbc", 0o644)
+    locked = shared_tmp / "locked"
+    locked.mkdir(mode=0o755)  # not writable by the user
+    result = as_unprivileged(python, ["-m", "tileiras.driver.tileiras_main", "--gpu-name=sm_90", "--no-cache",
+                                      "-o", str(locked / "k.o"), "k.tileirbc"], cwd=shared_tmp)
+    assert result.returncode == 5, result.stderr
+    assert result.stderr.strip() == f"error: cannot write '{locked / 'k.o'}': Permission denied"
+    assert list(locked.iterdir()) == []
+
+
+def test_unprivileged_user_is_refused_dev_null_before_any_work(shared_tmp: Path) -> None:
+    python = unprivileged_python()
+    shutil.copy(KERNEL, shared_tmp / "k.tileirbc")
+    os.chmod(shared_tmp / "k.tileirbc", 0o644)
+    before = _identity(Path(os.devnull))
+    result = as_unprivileged(python, ["-m", "tileiras.driver.tileiras_main", "--gpu-name=sm_90", "--no-cache",
+                                      "-o", os.devnull, "k.tileirbc"], cwd=shared_tmp)
+    assert result.returncode == 5, result.stderr
+    assert result.stderr.strip() == "error: refusing to write '/dev/null': it is a character device, not a regular file"
+    assert _identity(Path(os.devnull))[:4] == before[:4]
