@@ -175,6 +175,16 @@ def test_tileir_header_never_overwrites_its_metadata(workdir: Path) -> None:
     assert (workdir / "k.ptx.json").read_bytes() == meta
 
 
+def test_tileir_header_onto_a_fifo_neither_blocks_nor_replaces_it(workdir: Path) -> None:
+    made = tileiras("--emit=ptx", "--emit-metadata", "-o", "k.ptx", "k.tileirbc", cwd=workdir)
+    assert made.returncode == 0, made.stderr
+    fifo = _fifo(workdir, workdir / "k.tileirbc")
+    result = run("tileiras.driver.tileir_main", "header", "--metadata", "k.ptx.json", "-o", "fifo", cwd=workdir)
+    assert result.returncode == 5
+    assert result.stderr.strip() == "error: refusing to write 'fifo': it is a FIFO, not a regular file"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
 def test_build_rules_plan_never_overwrites_its_request(workdir: Path) -> None:
     request = workdir / "request.json"
     request.write_text('{"targets": [{"name": "k", "sources": ["k.tileirbc"], "out_dir": "out"}]}')

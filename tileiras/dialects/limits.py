@@ -22,7 +22,7 @@ from ..ir.core import Operation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
-    from typing import Iterator, Optional
+    from typing import Iterator
 
 # name -> (limit, why). Measured on 2 cores, one f32 addf kernel on sm_90 (ours / NVIDIA's):
 # 2^14 elements 2.5 s / 0.6 s, 2^15 7 s / 16 s, 2^16 22 s / 40-120 s, 2^20 refused / > 300 s.
@@ -101,9 +101,3 @@ def check_module(module: Operation) -> None:
     for op in body:
         if op.name == "cuda_tile.entry":
             check_kernel(op)
-
-
-def describe(name: Optional[str] = None) -> str:
-    """One line per limit (README's table is this text)."""
-    rows = [name] if name else list(LIMITS)
-    return "\n".join(f"{row}: {LIMITS[row][0]} ({LIMITS[row][1]})" for row in rows)

@@ -10,7 +10,7 @@ import sys
 
 from .cmd_package import _Parser, read_metadata
 from .errors import TileirasError
-from .output import write_atomic
+from .output import output_target, write_atomic
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
         args = build_parser().parse_args(argv)
         metas = read_metadata(args.metadata)
         text = make_header(metas, args.guard or guard_from_path(args.output))
+        output_target(args.output, args.metadata)  # before reading it: a FIFO there would block
         if _current_text(args.output) != text:  # an untouched header recompiles nothing that includes it
             write_atomic(args.output, text, args.metadata)
     except TileirasError as exc:
