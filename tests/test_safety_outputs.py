@@ -40,13 +40,19 @@ def _fifo(d: Path, _: Path) -> Path:
 
 
 def _device(d: Path, _: Path) -> Path:
-    """A private copy of /dev/null (root can make one); others get the real /dev/null, which they
-    cannot replace anyway, so a broken check cannot harm the machine either way."""
+    """A private copy of /dev/full (root can make one); others get the real one, which they cannot
+    replace anyway, so a broken check cannot harm the machine either way."""
+    return _char_device(d / "full", 7, "/dev/full")
+
+
+def _char_device(path: Path, minor: int, system: str) -> Path:
     try:
-        os.mknod(d / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        return d / "null"
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+        return path
     except PermissionError:
-        return Path(os.devnull)
+        if not os.path.exists(system):
+            pytest.skip(f"cannot make a device node and there is no {system}")
+        return Path(system)
 
 
 def _socket(d: Path, _: Path) -> Path:
@@ -138,6 +144,29 @@ def test_an_output_that_is_not_a_regular_file_or_is_the_input_is_refused(workdir
     assert {p.name: _identity(p) for p in workdir.iterdir()} == before  # nothing written, no temp files
 
 
+def test_the_null_device_discards_the_output_and_is_never_touched(workdir: Path) -> None:
+    """`-o /dev/null` (the null device, wherever its node is) is accepted: nothing is written, and
+    the node is neither replaced nor, when a later output fails, removed."""
+    null = _char_device(workdir / "null", 3, os.devnull)
+    before = _identity(null)
+    result = tileiras("-o", str(null), "-MD", "-MF", "k.d", "k.tileirbc", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert _identity(null)[:4] == before[:4]
+    assert (workdir / "k.d").read_text().startswith(f"{null}:")
+
+    from tileiras.driver import tileiras_main
+    from tileiras.driver.options import parse_args
+
+    class NoMetadata:  # a compile whose header cannot be made: fails after the output is "written"
+        inputs_read: list[str] = []
+        metadata: dict[str, object] = {}
+
+    opts = parse_args(["--gpu-name=sm_90", "-o", str(null), "--header", str(workdir / "k.h"), "k.tileirbc"])
+    with pytest.raises(KeyError):
+        tileiras_main._write_outputs(opts, NoMetadata(), b"object")
+    assert _identity(null)[:4] == before[:4]
+
+
 def test_two_outputs_naming_one_file_are_refused(workdir: Path) -> None:
     result = tileiras("-o", "k.o", "--header", "./k.o", "k.tileirbc", cwd=workdir)
     assert result.returncode == 2
@@ -208,13 +237,15 @@ def test_unprivileged_user_gets_one_line_for_an_unwritable_folder(shared_tmp: Pa
     assert list(locked.iterdir()) == []
 
 
-def test_unprivileged_user_is_refused_dev_null_before_any_work(shared_tmp: Path) -> None:
+def test_unprivileged_user_is_refused_a_device_before_any_work(shared_tmp: Path) -> None:
     python = unprivileged_python()
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
     shutil.copy(KERNEL, shared_tmp / "k.tileirbc")
     os.chmod(shared_tmp / "k.tileirbc", 0o644)
-    before = _identity(Path(os.devnull))
+    before = _identity(Path("/dev/full"))
     result = as_unprivileged(python, ["-m", "tileiras.driver.tileiras_main", "--gpu-name=sm_90", "--no-cache",
-                                      "-o", os.devnull, "k.tileirbc"], cwd=shared_tmp)
+                                      "-o", "/dev/full", "k.tileirbc"], cwd=shared_tmp)
     assert result.returncode == 5, result.stderr
-    assert result.stderr.strip() == "error: refusing to write '/dev/null': it is a character device, not a regular file"
-    assert _identity(Path(os.devnull))[:4] == before[:4]
+    assert result.stderr.strip() == "error: refusing to write '/dev/full': it is a character device, not a regular file"
+    assert _identity(Path("/dev/full"))[:4] == before[:4]

@@ -11,7 +11,7 @@ Newlines cannot be expressed in a depfile: such a path is an error.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 from .errors import ExitCode, TileirasError
 from .output import write_atomic
@@ -56,7 +56,7 @@ def render_depfile(target: str, deps: Sequence[str]) -> str:
     return " \\\n".join(lines) + "\n"
 
 
-def write_depfile(path: str, target: str, deps: Sequence[str], inputs: Sequence[str] = ()) -> str:
+def write_depfile(path: str, target: str, deps: Sequence[str], inputs: Sequence[str] = ()) -> Optional[str]:
     """Write the depfile (an input of the run, e.g. the source itself, is never overwritten); returns
-    the file written."""
+    the file written, as `write_atomic` does."""
     return write_atomic(path, render_depfile(target, deps), inputs)

@@ -8,7 +8,9 @@ the target untouched, when it names a directory, a device, a FIFO or a
 socket (renaming over `/dev/null` would replace the system's device with a
 file), or a file the command reads (the same inode: also through a hard
 link or a symlink), which the output would destroy. A symlink is written
-through: its target is replaced and the link stays.
+through: its target is replaced and the link stays. The null device is the
+one device accepted: `-o /dev/null` discards the output, as it does for
+NVIDIA's tileiras, and the device is never opened, replaced or removed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .errors import ExitCode, TileirasError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
-    from typing import Iterable
+    from typing import Iterable, Optional
 
 # st_mode file type -> how a refusal names it
 _NOT_REGULAR: tuple[tuple[int, str], ...] = (
@@ -51,9 +53,20 @@ def _identities(inputs: Iterable[str]) -> dict[tuple[int, int], str]:
     return found
 
 
-def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> str:
+def _is_null_device(st: os.stat_result) -> bool:
+    if not stat.S_ISCHR(st.st_mode):
+        return False
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(null.st_mode) and st.st_rdev == null.st_rdev
+
+
+def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> Optional[str]:
     """The file writing `path` would replace (links followed), after checking that it is safe to
-    replace: a regular file or nothing, and none of `inputs`. Raises TileirasError (exit 5)."""
+    replace: a regular file or nothing, and none of `inputs`; None for the null device (the output
+    is discarded). Raises TileirasError (exit 5)."""
     name = os.fspath(path)
     if not name:
         raise _refuse(name, "empty file name")
@@ -64,6 +77,8 @@ def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> s
         return _in_writable_folder(name, target)
     except OSError as exc:
         raise TileirasError(f"error: cannot write '{name}': {exc.strerror}", ExitCode.COMPILE_FAILED) from None
+    if _is_null_device(st):
+        return None
     if not stat.S_ISREG(st.st_mode):
         kind = next((what for bits, what in _NOT_REGULAR if stat.S_IFMT(st.st_mode) == bits), "not a regular file")
         raise _refuse(name, f"it is {kind}, not a regular file" if kind.startswith("a ") else kind)
@@ -101,17 +116,23 @@ def check_outputs(paths: Iterable[str], inputs: Iterable[str] = ()) -> None:
     inputs = list(inputs)
     seen: dict[str, str] = {}
     for path in paths:
-        target = os.path.abspath(output_target(path, inputs))
+        found = output_target(path, inputs)
+        if found is None:  # discarded: any number of outputs may go to the null device
+            continue
+        target = os.path.abspath(found)
         if target in seen:
             raise TileirasError(f"error: two outputs name the same file: '{seen[target]}' and '{path}'",
                                 ExitCode.INVALID_OPTIONS)
         seen[target] = path
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str, inputs: Iterable[str] = ()) -> str:
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, inputs: Iterable[str] = ()) -> Optional[str]:
     """Write `data` to `path` (checked as `output_target` does) via a temp file beside it and a rename;
-    returns the file written (a symlink's target)."""
+    returns the file written (a symlink's target), None when the output was discarded (the null
+    device: a caller that removes its outputs after a failure must never remove that)."""
     target = output_target(path, inputs)
+    if target is None:
+        return None
     payload = data.encode() if isinstance(data, str) else data
     try:
         replace_file(target, payload, mode=0o644)

@@ -102,7 +102,7 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
     from .output import write_atomic
 
     inputs = [*_inputs(opts), *arts.inputs_read]  # type: ignore[attr-defined]
-    written: list[str] = []
+    written: list[str | None] = []
     try:
         out = opts.output_path
         written.append(write_atomic(out, payload, inputs))
@@ -127,6 +127,8 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
                                          inputs))
     except BaseException:
         for path in written:
+            if path is None:  # discarded into the null device: nothing to remove
+                continue
             try:
                 os.unlink(path)
             except OSError:
