@@ -97,8 +97,13 @@ def test_kill_9_takes_ptxas_along_and_the_next_run_reclaims_the_folder(fake_cuda
     assert len(left) == 1 and left[0].split("-")[1] == str(driver.pid)  # <namespace>-<pid>-<start>
     assert len(list((scratch_root / left[0]).glob("ptxas-*/kernel.ptx"))) == 1
     driver.send_signal(signal.SIGKILL)
-    driver.communicate()
-    assert _wait_for(lambda: not _alive(ptxas), 2), "ptxas outlived the compiler"
+    driver.wait()
+    driver.stdout.close()
+    driver.stderr.close()
+    try:
+        assert _wait_for(lambda: not _alive(ptxas), 2), "ptxas outlived the compiler"
+    finally:
+        _kill_survivors([ptxas])
     assert [p.name for p in scratch_root.iterdir()] == left  # a killed run cannot clean up ...
 
     pidfile.unlink()
@@ -114,12 +119,24 @@ def _kill_parent_of_busy_child(script: str, work: Path) -> None:
     had to be gone within a second."""
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=work, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert parent.stdout.readline().strip() == "ready", parent.stderr.read()
+    ready = parent.stdout.readline().strip() == "ready"
     children = _children(parent.pid)
-    assert children
     parent.send_signal(signal.SIGKILL)
-    parent.communicate()
-    assert _wait_for(lambda: not any(_alive(c) for c in children), 1.0), "a child outlived its parent"
+    parent.wait()  # not communicate(): a surviving child would hold the pipes open
+    parent.stdout.close()
+    try:
+        assert ready and children, "the script did not get its child going"
+        assert _wait_for(lambda: not any(_alive(c) for c in children), 1.0), "a child outlived its parent"
+    finally:
+        _kill_survivors(children)
+        parent.stderr.close()
+
+
+def _kill_survivors(pids: list[int]) -> None:
+    """After a failure: no test leaves a process behind."""
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_kill_9_takes_the_busy_llvm_worker_along(tmp_path: Path) -> None:
