@@ -214,6 +214,15 @@ def test_tileir_header_onto_a_fifo_neither_blocks_nor_replaces_it(workdir: Path)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+def test_tileir_run_never_writes_its_results_over_the_kernel(workdir: Path) -> None:
+    kernel = (workdir / "k.tileirbc").read_bytes()
+    result = run("tileiras.driver.tileir_main", "run", "k.tileirbc", "--kernel", "k", "--grid", "1", "--out",
+                 "k.tileirbc", cwd=workdir)
+    assert result.returncode == 5
+    assert result.stderr.strip() == "error: refusing to write 'k.tileirbc': it is the input, which writing would destroy"
+    assert (workdir / "k.tileirbc").read_bytes() == kernel
+
+
 def test_build_rules_plan_never_overwrites_its_request(workdir: Path) -> None:
     request = workdir / "request.json"
     request.write_text('{"targets": [{"name": "k", "sources": ["k.tileirbc"], "out_dir": "out"}]}')

@@ -79,6 +79,10 @@ def run(argv: list[str]) -> int:
     from ..runtime.marshal import bind
     from ..runtime.npz import load_args, save_args
 
+    if opts.out:
+        from .output import output_target
+
+        output_target(opts.out, [opts.input])  # before the run: never the kernel file, a device or a FIFO
     source = read_input(opts.input)
     module = load_module(source, opts.input)
     entries = {op.attributes.get("sym_name"): op for op in module.regions[0].block.operations
