@@ -10,6 +10,13 @@ with a message naming the value and the limit, and compiles everything
 under them in bounded time and memory. `tileirdisasm` and `tileir asm` are
 not limited: they cost time linear in the input.
 
+What costs is not the same for every op: chains of elementwise ops on one
+tile stay cheap (16 values of 2^18 elements: 18 s), while every load and
+store is code of its own, and LLVM and ptxas slow down faster than
+linearly with it (sixteen 2^16-element load/store pairs: 133 s; one 2^18
+pair: 15 s). So the elements loaded and stored have their own, tighter
+budget (realistic kernels, flash attention included, use an eighth of it).
+
 The limits are one table (README "Limits" lists them); raise a row when
 the lowering makes that size cheaper.
 """
@@ -24,14 +31,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
     from typing import Iterator
 
-# name -> (limit, why). Measured on 2 cores, one f32 addf kernel on sm_90 (ours / NVIDIA's):
-# 2^14 elements 2.5 s / 0.6 s, 2^15 7 s / 16 s, 2^16 22 s / 40-120 s, 2^20 refused / > 300 s.
+# name -> (limit, why). Measured on 2 busy cores, a load/addf/store kernel on sm_90, to a cubin
+# (ours / NVIDIA's): 2^15 elements 8 s / 16 s, 2^16 1.7 s / 40-120 s, 2^17 4.5 s, 2^18 15 s (0.5 GB),
+# 2^19 61 s (1.6 GB), 2^20 295 s (6 GB) / > 300 s (9.5 GB).
 LIMITS: dict[str, tuple[int, str]] = {
-    "elements per tile value": (1 << 16, "the largest tile NVIDIA's tileiras compiles in minutes"),
-    "bytes per tile value": (256 << 10, "the register file of one SM (64K 32-bit registers)"),
-    "tile elements computed per kernel": (1 << 20, "the straight-line code one kernel may unfold to"),
+    "elements per tile value": (1 << 18, "compiles in about 15 s; NVIDIA's tileiras needs minutes from 2^16"),
+    "bytes per tile value": (1 << 20, "2^18 elements of 32 bits"),
+    "tile elements loaded or stored per kernel": (1 << 19, "one 2^18-element load and store: about 15 s"),
+    "tile elements computed per kernel": (1 << 22, "every tile value of the kernel"),
     "bytes of alloca memory per kernel": (227 << 10, "the most shared memory one CTA can have (sm_90, sm_100)"),
 }
+
+# Ops whose tiles (operands and results of rank >= 1) count as loaded or stored.
+MEMORY_OPS: frozenset[str] = frozenset("cuda_tile." + name for name in (
+    "load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko", "atomic_cas_tko", "atomic_rmw_tko",
+    "atomic_red_view_tko", "multimem_load_reduce_view_tko", "multimem_reduce_view_tko", "multimem_store_view_tko",
+    "print_tko"))
 
 
 def limit(name: str) -> int:
@@ -72,10 +87,14 @@ def _over(op: Operation, what: str, name: str) -> CompileError:
     return CompileError(diagnostic(op, f"{what}, over the compile limit of {cap} {name} ({why}); use smaller tiles"))
 
 
+def _moved(op: Operation) -> int:
+    values = [v.type for v in op.operands] + [r.type for r in op.results]
+    return sum(t.num_elements for t in values if isinstance(t, T.TileType) and t.shape)
+
+
 def check_kernel(entry: Operation) -> None:
     """Raise CompileError when `entry` (a cuda_tile.entry) is over one of LIMITS."""
-    computed = 0
-    alloca = 0
+    computed = moved = alloca = 0
     per_value, per_bytes = limit("elements per tile value"), limit("bytes per tile value")
     for op in entry.walk():
         for tile, role in _tile_values(op):
@@ -86,9 +105,14 @@ def check_kernel(entry: Operation) -> None:
             if size > per_bytes:
                 raise _over(op, f"{role} '{tile}' takes {size} bytes", "bytes per tile value")
             computed += n
-        if op.name == "cuda_tile.alloca":
+        if op.name in MEMORY_OPS:
+            moved += _moved(op)
+        elif op.name == "cuda_tile.alloca":
             alloca += _alloca_bytes(op)
     name = entry.attributes.get("sym_name", "?")
+    if moved > limit("tile elements loaded or stored per kernel"):
+        raise _over(entry, f"kernel '{name}' loads and stores {moved} tile elements",
+                    "tile elements loaded or stored per kernel")
     if computed > limit("tile elements computed per kernel"):
         raise _over(entry, f"kernel '{name}' computes {computed} tile elements", "tile elements computed per kernel")
     if alloca > limit("bytes of alloca memory per kernel"):
