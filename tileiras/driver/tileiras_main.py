@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import ExitCode, TileirasError
-from .options import BYTECODE_VERSIONS, Options, help_text, parse_args, validate
+from .errors import BytecodeError, ExitCode, TileirasError
+from .options import (BYTECODE_VERSIONS, STDOUT, Options, check_libraries, help_text, parse_args,
+                      print_option_values, validate)
 
 VERSION_TEXT = """tileiras: CUDA Tile IR optimizing assembler (Python implementation)
 tileiras {version}
@@ -39,20 +40,23 @@ def _read_input(opts: Options) -> bytes:
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
 
 
-def check_magic(data: bytes) -> None:
+def check_magic(data: bytes, path: str) -> None:
     from .compile import TILEIR_MAGIC
 
     if data.startswith(TILEIR_MAGIC):
         return
     hint = " (it looks like MLIR bytecode instead)" if data.startswith(MLIR_BYTECODE_MAGIC) else ""
-    raise TileirasError(f"error: input does not correspond to Tile IR bytecode{hint}", ExitCode.NOT_TILEIR)
+    raise TileirasError(f"error: input '{path}' does not correspond to Tile IR bytecode{hint}", ExitCode.NOT_TILEIR)
 
 
 def run(argv: list[str]) -> int:
     opts = parse_args(argv)
-    if opts.help:
-        print(help_text())
+    if opts.help or opts.help_hidden or opts.help_list or opts.help_list_hidden:
+        print(help_text(hidden=opts.help_hidden or opts.help_list_hidden,
+                        as_list=opts.help_list or opts.help_list_hidden))
         return 0
+    if opts.print_options or opts.print_all_options:
+        print(print_option_values(opts, every=opts.print_all_options), file=sys.stderr)
     if opts.version:
         from .. import __version__
 
@@ -61,18 +65,35 @@ def run(argv: list[str]) -> int:
     if opts.list_versions:
         print("\n".join(BYTECODE_VERSIONS))
         return 0
+    if opts.input is None:
+        print(help_text())  # as NVIDIA's: the usage on stdout, the error on stderr
     data = _read_input(opts)
     from .compile import StageTimer, compile_input, input_kind, render_output
 
-    if input_kind(data, opts.input or "") == "bytecode":
-        check_magic(data)  # exit 3 comes before option validation, as in NVIDIA's driver
+    path = opts.input or ""
+    if input_kind(data, path) == "bytecode":
+        check_magic(data, path)  # exit 3 comes before option validation, as in NVIDIA's driver
     validate(opts)
+    check_libraries(opts)
     timer = StageTimer(opts.time_passes)
-    arts = compile_input(data, opts.input or "", opts, timer)
+    try:
+        arts = compile_input(data, path, opts, timer)
+    except BytecodeError as exc:  # name the file: a build compiles many
+        raise BytecodeError(f"{path}: {exc.message}", exc.code) from None
     payload = render_output(arts, opts)
     _write_outputs(opts, arts, payload)
     timer.report()
     return 0
+
+
+def _remarks_text(opts: Options, arts: object) -> str:
+    """The remarks `--remarks*` asked for, in `--remark-format`, targets in command-line order."""
+    from . import remarks
+
+    filters = {kind: opts.remark_filter(kind) for kind in remarks.KINDS}
+    found = [r for gpu in dict.fromkeys(opts.gpu_names)
+             for r in remarks.select(arts.remarks.get(gpu, []), filters)]  # type: ignore[attr-defined]
+    return remarks.to_yaml(found) if opts.remark_format == "yaml" else remarks.to_text(found)
 
 
 def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
@@ -82,8 +103,21 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
     written: list[str] = []
     try:
         out = opts.output_path
-        write_atomic(out, payload)
-        written.append(out)
+        if opts.remarks_enabled and opts.remark_format == "yaml":
+            try:
+                write_atomic(opts.remarks_output_file, _remarks_text(opts, arts))
+            except TileirasError as exc:  # NVIDIA's words and code for a remarks file it cannot open
+                raise TileirasError(f"Error opening remark output file '{opts.remarks_output_file}': "
+                                    f"{exc.message.rsplit(': ', 1)[-1]}\nerror: failed to enable optimization remarks",
+                                    ExitCode.NOT_TILEIR) from None
+            written.append(opts.remarks_output_file)
+        elif opts.remarks_enabled:
+            sys.stdout.write(_remarks_text(opts, arts))
+        if out == STDOUT:
+            _write_stdout(payload)
+        else:
+            write_atomic(out, payload)
+            written.append(out)
         gpus = list(dict.fromkeys(opts.gpu_names))
         if opts.emit_metadata and arts.metadata:  # type: ignore[attr-defined]
             from .compile import newest_gpu
@@ -112,6 +146,17 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
             except OSError:
                 pass
         raise
+
+
+def _write_stdout(payload: bytes | str) -> None:
+    """`-o -`: the output on stdout, as NVIDIA's writes it."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    sys.stdout.flush()
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        raise TileirasError(f"error: cannot write to stdout: {exc.strerror}", ExitCode.COMPILE_FAILED) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,6 +40,9 @@ class MmaShape:
     reg_type: str                   # LLVM type of one A/B register
     acc_type: str = "float"
 
+    def describe(self) -> str:
+        return f"[16, 8, {self.k}]"
+
 
 # (A element, B element, accumulator element) -> the mma.sync that computes it
 SHAPES: dict[tuple[str, str, str], MmaShape] = {
@@ -52,17 +55,24 @@ SHAPES: dict[tuple[str, str, str], MmaShape] = {
 
 def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> Optional[MmaShape]:
     """The mma.sync for these operand types and shapes, or None (the exact scalar path)."""
+    choice = choose(op, lhs, rhs, acc)
+    return choice if isinstance(choice, MmaShape) else None
+
+
+def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaShape | str:
+    """The mma.sync that computes this op, or why none does (the reason its remark gives)."""
     if op.name == "cuda_tile.mmaf_scaled":
-        return None
+        return "block-scaled mma has no tensor-core path in this lowering"
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
     shape = SHAPES.get(key)  # type: ignore[arg-type]
     if shape is None:
-        return None
+        return f"no mma.sync lowering for {key[0]} x {key[1]} -> {key[2]}"
     if key[0] == "i8" and not (op.attributes.get("signedness_lhs", "signed") == "signed"
                                and op.attributes.get("signedness_rhs", "signed") == "signed"):
-        return None  # unsigned int8 keeps the exact scalar path
+        return "unsigned int8 operands keep the exact scalar path"
     if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % shape.k:
-        return None
+        return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
+                f"shape [16, 8, {shape.k}]")
     return shape
 
 
