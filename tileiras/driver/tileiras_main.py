@@ -22,19 +22,11 @@ Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
 
 
 def _read_input(opts: Options) -> bytes:
-    path = opts.input
-    if path is None:
+    if opts.input is None:
         raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        raise TileirasError(f"error: unable to read input file '{path}': Is a directory", ExitCode.NO_INPUT) from None
-    except OSError as exc:
-        # NVIDIA's driver reports an unreadable input with exit 1 (observed), the
-        # wiki's code 4 is used when the file exists but cannot be read.
-        code = ExitCode.NO_INPUT if not os.path.exists(path) else ExitCode.UNREADABLE
-        raise TileirasError(f"error: unable to read input file '{path}': {exc.strerror}", code) from None
+    from ..frontend import read_input
+
+    return read_input(opts.input)
 
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
