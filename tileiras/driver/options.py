@@ -46,7 +46,7 @@ class OptionSpec:
     help: str
     choices: tuple[tuple[str, str], ...] = ()   # (value, help) pairs
     metavar: str = ""
-    prefix: bool = False               # accepts the value glued on: -O3, -ofile, -MFdeps.d
+    prefix: bool = False               # accepts the value glued on: -O3, -MFdeps.d (not -o or -l, as NVIDIA's)
     group: str = "assembler"           # "generic" | "assembler" | "remarks" | "extension"
     hidden: bool = False               # listed by --help-hidden / --help-list-hidden only
 
@@ -91,13 +91,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
                tuple((a, a) for a in HOST_ARCHS), "<value>"),
     OptionSpec("host_os", ("--host-os",), "value", "Specify the operating system for the generated host code.",
                tuple((o, o) for o in HOST_OSES), "<value>"),
-    OptionSpec("libraries", ("-l",), "list", "Tile libraries to load. Requires the SIMT preview.", metavar="<path>",
-               prefix=True),
+    OptionSpec("libraries", ("-l",), "list", "Tile libraries to load. Requires the SIMT preview.", metavar="<path>"),
     OptionSpec("lineinfo", ("--lineinfo",), "flag",
                "Generate line-number information (if present in the input bytecode)"),
     OptionSpec("list_versions", ("--list-versions",), "flag", "List all supported bytecode versions and exit"),
-    OptionSpec("output", ("--output-file", "-o"), "value", "Specify name of output file.", metavar="<file>",
-               prefix=True),
+    OptionSpec("output", ("--output-file", "-o"), "value", "Specify name of output file.", metavar="<file>"),
     OptionSpec("preview", ("--preview",), "list", "Enable one or more named preview features",
                metavar="<feature[,feature...]>"),
     OptionSpec("sanitize", ("--sanitize",), "value",
@@ -139,6 +137,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
 )
 
 _BY_NAME: dict[str, OptionSpec] = {name: spec for spec in OPTIONS for name in spec.names}
+_BOOLEANS: dict[str, bool] = {"true": True, "TRUE": True, "True": True, "1": True,
+                              "false": False, "FALSE": False, "False": False, "0": False}
 
 
 @record(frozen=False)  # not dataclasses: its import costs a cache hit ~10 ms
@@ -208,10 +208,10 @@ def _cl_error(message: str) -> TileirasError:
 
 
 def _store(opts: Options, spec: OptionSpec, name: str, value: Optional[str]) -> None:
-    if spec.kind == "flag":
-        if value is not None:
-            raise _cl_error(f"for the {name} option: may not take a value!")  # LLVM cl wording
-        setattr(opts, spec.dest, True)
+    if spec.kind == "flag":  # LLVM cl's bool: --flag, or --flag=true|false|1|0
+        if value is not None and value not in _BOOLEANS:
+            raise _cl_error(f"for the {name} option: '{value}' is invalid value for boolean argument! Try 0 or 1")
+        setattr(opts, spec.dest, _BOOLEANS[value] if value is not None else True)
         return
     assert value is not None
     allowed = [c for c, _ in spec.choices]
