@@ -200,3 +200,14 @@ def test_yaml_writer_quotes_what_needs_quoting() -> None:
     assert doc["Kind"] == "Missed" and doc["Pass"] == "Memory" and doc["Function"] == "k"
     assert doc["DebugLoc"] == {"File": "dir/f.py", "Line": 3, "Column": 4}
     assert [list(item.values())[0] for item in doc["Args"]] == ["msg: with colon", *tricky]
+
+
+def test_several_targets_name_their_target(tmp_path: Path) -> None:
+    out = tmp_path / "r.yaml"
+    result = tileiras(str(CORPUS / "softmax" / "13.4.tileirbc"), "--gpu-name", "sm_80", "--gpu-name", "sm_90",
+                      "--emit=fatbin", "-o", str(tmp_path / "k.fatbin"), "--remark-format=yaml", "--remarks=all",
+                      f"--remarks-output-file={out}")
+    assert result.returncode == 0, result.stderr
+    remarks = load_remarks(out.read_text())
+    targets = [arg(r, "Target") for r in remarks]
+    assert set(targets) == {"sm_80", "sm_90"} and targets.count("sm_80") == targets.count("sm_90")

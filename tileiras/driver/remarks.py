@@ -90,6 +90,12 @@ def select(remarks: list[Remark], filters: dict[str, str]) -> list[Remark]:
     return [r for r in remarks if filters.get(r.kind, "none") in ("all", r.category)]
 
 
+def for_target(remark: Remark, gpu: str) -> Remark:
+    """The remark with its target named (a fatbin or object compiles several)."""
+    return Remark(remark.kind, remark.category, remark.name, remark.function, remark.message, remark.file,
+                  remark.line, remark.column, (*remark.args, ("Target", gpu)))
+
+
 def dumps(remarks: list[Remark]) -> str:
     import json
 

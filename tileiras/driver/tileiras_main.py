@@ -83,7 +83,8 @@ def _remarks_text(opts: Options, arts: object) -> str:
     from . import remarks
 
     filters = {kind: opts.remark_filter(kind) for kind in remarks.KINDS}
-    found = [r for gpu in dict.fromkeys(opts.gpu_names)
+    gpus = list(dict.fromkeys(opts.gpu_names))
+    found = [remarks.for_target(r, gpu) if len(gpus) > 1 else r for gpu in gpus
              for r in remarks.select(arts.remarks.get(gpu, []), filters)]  # type: ignore[attr-defined]
     return remarks.to_yaml(found) if opts.remark_format == "yaml" else remarks.to_text(found)
 
