@@ -140,7 +140,10 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
     if opts.remarks_enabled and cache is not None:  # ptxas's report of a cached cubin is cached beside it
         from .remarks import cached
 
-        cubins = {g: c for g, c in cubins.items() if cached(cache, keys[g]) is not None}
+        reports = {g: cached(cache, keys[g]) for g in cubins}
+        cubins = {g: c for g, c in cubins.items() if reports[g] is not None}
+        for gpu in cubins:
+            arts.remarks.setdefault(gpu, []).extend(reports[gpu] or [])
     todo = [g for g in gpus if g not in cubins]
     verbose = ("-v",) if opts.remarks_enabled else ()
     if todo:
@@ -163,10 +166,6 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                 cache.put_blob(keys[gpu], cubins[gpu])  # type: ignore[attr-defined]
     for gpu in gpus:  # target order, as the fatbin and the object list them
         arts.cubin[gpu] = cubins[gpu]
-        if opts.remarks_enabled and gpu not in todo:
-            from .remarks import cached
-
-            arts.remarks.setdefault(gpu, []).extend(cached(cache, keys[gpu]) or [])
 
 
 def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cache: object, keys: dict[str, str],
@@ -243,11 +242,11 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
 
         print("// -----// IR Dump After read-and-verify (cuda_tile) //----- //", file=sys.stderr)
         print(print_module(module), file=sys.stderr)
-    pending: Optional[tuple[str, Callable[[], str]]] = None
     from contextlib import nullcontext
 
     from .remarks import collecting
 
+    pending: Optional[tuple[str, Callable[[], str]]] = None
     for gpu in missing:
         with collecting() if opts.remarks_enabled else nullcontext([]) as found:
             llvm_ir, meta = lower_to_llvm(module, gpu, opts, timer)  # times each of its passes
