@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import BytecodeError, ExitCode, TileirasError
+from .errors import BytecodeError, ExitCode, TileirasError, input_error
 from .options import (BYTECODE_VERSIONS, STDOUT, Options, check_libraries, help_text, parse_args,
                       print_option_values, validate)
 
@@ -24,9 +24,11 @@ Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
 def _read_input(opts: Options) -> bytes:
     if opts.input is None:
         raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
-    from ..frontend import read_input
-
-    return read_input(opts.input)
+    try:  # not frontend.read_input: a cache hit must not import the front end
+        with open(opts.input, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise input_error(opts.input, exc) from None
 
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
