@@ -6,7 +6,9 @@ messages and the exit codes below follow what that tool observably does:
 command-line parse errors exit 1, validation errors exit 2 (the wiki's
 table says 2 for both; the observed behaviour wins).
 
-Options after the NVIDIA-compatible block are our build-system extensions.
+The table holds every option of NVIDIA's tileiras 13.5 (`--help-hidden`), grouped as its help
+groups them, then our build-system extensions (group "extension"); `--help` and friends print
+it in NVIDIA's layout, and tests/test_options_table.py checks it against NVIDIA's tool.
 """
 
 from __future__ import annotations
