@@ -63,7 +63,7 @@ export_kernel(matmul, [sig], sys.argv[1], output_format="tileir_bytecode", bytec
 
 CASES = [
     ("matmul", "sm_90"), ("matmul_tf32", "sm_80"), ("bmm", "sm_100"), ("attention", "sm_90"),
-    ("softmax", "sm_120"), ("ew_float", "sm_80"), ("gather_scatter", "sm_90"), ("aligned", "sm_80"),
+    ("softmax", "sm_120"), ("ew_float", "sm_80"), ("gather_scatter", "sm_90"), ("hints", "sm_90"), ("aligned", "sm_80"),
     ("aligned", "sm_90"),
 ]
 

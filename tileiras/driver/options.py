@@ -70,7 +70,8 @@ _REMARK_KINDS = ("analysis", "failed", "missed", "passed")
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("help", ("--help",), "flag", "Display available options (--help-hidden for more)", group="generic"),
     OptionSpec("help", ("-h",), "flag", "Alias for --help", group="generic", hidden=True),
-    OptionSpec("help_hidden", ("--help-hidden",), "flag", "Display all available options", group="generic", hidden=True),
+    OptionSpec("help_hidden", ("--help-hidden",), "flag", "Display all available options", group="generic",
+               hidden=True),
     OptionSpec("help_list", ("--help-list",), "flag",
                "Display list of available options (--help-list-hidden for more)", group="generic"),
     OptionSpec("help_list_hidden", ("--help-list-hidden",), "flag", "Display list of all available options",

@@ -166,8 +166,9 @@ def from_ptxas_log(log: str) -> list[Remark]:
             stores, loads = spills
             if stores or loads:
                 out.append(Remark("missed", "memory", "RemarkRegisterSpills", function,
-                                  "Registers spilled to local memory", args=(("Registers", m.group(1)), ("SpillStores", f"{stores} bytes"),
-                                                  ("SpillLoads", f"{loads} bytes"))))
+                                  "Registers spilled to local memory",
+                                  args=(("Registers", m.group(1)), ("SpillStores", f"{stores} bytes"),
+                                        ("SpillLoads", f"{loads} bytes"))))
             else:
                 out.append(Remark("analysis", "memory", "RemarkRegisterUsage", function, "No register spills",
                                   args=(("Registers", m.group(1)),)))
