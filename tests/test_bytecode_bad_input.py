@@ -87,10 +87,15 @@ def test_binary_garbage_is_not_tileir() -> None:
         load_module(b"\x00\x01\x02garbage", "x.bin")
 
 
-def test_unreadable_input_exit_code_4(tmp_path) -> None:
+def test_missing_input_exit_code_1_unreadable_4(tmp_path) -> None:
+    """NVIDIA's codes: a missing input exits 1; one that exists but cannot be read (here an I/O error:
+    the tests may run as root, whom permissions do not stop) exits 4."""
     with pytest.raises(TileirasError) as info:
         load_module(str(tmp_path / "missing.tileirbc"))
-    assert int(info.value.code) == 4 and "unable to read input file" in info.value.message
+    assert int(info.value.code) == 1 and "unable to read input file" in info.value.message
+    with pytest.raises(TileirasError) as info:
+        load_module("/proc/self/mem")
+    assert int(info.value.code) == 4 and "unable to read input file '/proc/self/mem'" in info.value.message
 
 
 @pytest.mark.parametrize("text,message", [

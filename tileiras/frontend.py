@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .driver.errors import BytecodeError, CompileError, ExitCode, TileirasError
+from .driver.errors import BytecodeError, CompileError, input_error
 from .ir.core import Operation
 
 TYPE_CHECKING = False
@@ -24,7 +24,7 @@ MLIR_HINT = " (it looks like MLIR bytecode instead)"
 
 
 def read_input(path: str) -> bytes:
-    """The bytes of `path` ("-" is stdin); exit code 4 when it cannot be read."""
+    """The bytes of `path` ("-" is stdin); exit 1 when it is missing, 4 when it cannot be read."""
     try:
         if path == "-":
             import sys
@@ -33,8 +33,7 @@ def read_input(path: str) -> bytes:
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise TileirasError(f"error: unable to read input file '{path}': {reason}", ExitCode.UNREADABLE) from None
+        raise input_error(path, exc) from None
 
 
 def classify(data: bytes) -> str:

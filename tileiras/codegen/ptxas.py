@@ -187,12 +187,18 @@ class PendingCubin:
     def __init__(self, ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
                  extra: Sequence[str] = ()) -> None:
         self._run = _Running(ptxas_argv(ptx, gpu, opt_level, lineinfo, debug, extra), ptx)
+        self.verbose = "-v" in extra
+        self.info = ""  # with -v: ptxas's resource report (registers, spills), for the remarks
 
     def cancel(self) -> None:
         self._run.cancel()
 
     def result(self) -> bytes:
         cubin, warnings = self._run.finish()
+        if self.verbose:  # the report is data, not warnings: keep it off stderr
+            self.info = warnings
+            warnings = "\n".join(line for line in warnings.splitlines()
+                                 if not line.startswith(("ptxas info", "    ")))
         if warnings:
             print(warnings, file=sys.stderr)
         if not cubin.startswith(b"\x7fELF"):

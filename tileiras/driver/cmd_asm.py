@@ -2,8 +2,8 @@
 
 The input is parsed (tileirdisasm output or the full `cuda_tile.module`
 form), verified, and written atomically; nothing is written on failure.
-Exit codes: 0 ok, 1 no input, 2 bad options, 4 unreadable input,
-5 parse/verify/encode failure.
+Exit codes (those of `tileiras`): 0 ok, 1 no or missing input or a command-line
+error, 2 a bad option value, 3 not TileIR, 4 unreadable input, 5 parse/verify/encode failure.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Optional
 
-from .errors import ExitCode, TileirasError
+from .errors import BytecodeError, ExitCode, TileirasError
 from ..bytecode.encoding import SUPPORTED_VERSIONS
 
 VERSIONS = [f"{a}.{b}" for a, b in SUPPORTED_VERSIONS]
@@ -21,7 +21,7 @@ DEFAULT_VERSION = "13.4"
 
 class _ArgParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise TileirasError(f"tileir asm: error: {message}", ExitCode.INVALID_OPTIONS)
+        raise TileirasError(f"tileir asm: error: {message}", ExitCode.NO_INPUT)  # a command-line error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +56,10 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         output_target(output, [args.input])  # refused before reading: never the input, a device or a FIFO
 
-        module = load_module(args.input, verify=not args.no_verify)
+        try:
+            module = load_module(args.input, verify=not args.no_verify)
+        except BytecodeError as exc:  # name the file
+            raise BytecodeError(f"{args.input}: {exc.message}", exc.code) from None
         data = write_module(module, version)
         write_atomic(output, data, [args.input])
         return 0

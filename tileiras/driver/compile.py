@@ -33,6 +33,7 @@ class Artifacts:
         self.metadata: dict[str, object] = {}   # gpu -> ModuleMetadata
         self.inputs_read = inputs_read
         self.cache: object = None               # the Cache this compile used; None with --no-cache
+        self.remarks: dict[str, list] = {}      # gpu -> Remarks (driver/remarks.py), when asked for
 
 
 class StageTimer:
@@ -137,7 +138,15 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
             hit = cache.get_blob(keys[gpu])  # type: ignore[attr-defined]
             if hit is not None:
                 cubins[gpu] = hit
+    if opts.remarks_enabled and cache is not None:  # ptxas's report of a cached cubin is cached beside it
+        from .remarks import cached
+
+        reports = {g: cached(cache, keys[g]) for g in cubins}
+        cubins = {g: c for g, c in cubins.items() if reports[g] is not None}
+        for gpu in cubins:
+            arts.remarks.setdefault(gpu, []).extend(reports[gpu] or [])
     todo = [g for g in gpus if g not in cubins]
+    verbose = ("-v",) if opts.remarks_enabled else ()
     if todo:
         window = parallel_runs()
         running: deque[tuple[str, PendingCubin]] = deque()
@@ -145,15 +154,13 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
             try:
                 for gpu in todo:
                     if len(running) >= window:
-                        done, run = running.popleft()
-                        cubins[done] = run.result()
+                        _finish(*running.popleft(), cubins, opts, cache, keys, arts)
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
-                                                      debug=opts.device_debug)))
+                                                      debug=opts.device_debug, extra=verbose)))
                 if cache is not None:
                     cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:
-                    done, run = running.popleft()
-                    cubins[done] = run.result()
+                    _finish(*running.popleft(), cubins, opts, cache, keys, arts)
             finally:
                 for _, run in running:  # after a failure: stop the others
                     run.cancel()
@@ -162,6 +169,19 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                 cache.put_blob(keys[gpu], cubins[gpu])  # type: ignore[attr-defined]
     for gpu in gpus:  # target order, as the fatbin and the object list them
         arts.cubin[gpu] = cubins[gpu]
+
+
+def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cache: object, keys: dict[str, str],
+            arts: Artifacts) -> None:
+    """One ptxas run's cubin; with remarks on, its resource report too (kept in the cache)."""
+    cubins[gpu] = run.result()  # type: ignore[attr-defined]
+    if opts.remarks_enabled:
+        from .remarks import from_ptxas_log, keep
+
+        found = from_ptxas_log(run.info)  # type: ignore[attr-defined]
+        arts.remarks.setdefault(gpu, []).extend(found)
+        if cache is not None:
+            keep(cache, keys[gpu], found)
 
 
 def _source_digest(data: bytes, kind: str, opts: Options) -> str:
@@ -188,8 +208,15 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
             for gpu in gpus:
                 keys[gpu] = Key(module_key, digest, gpu, opts)
                 hit = cache.get_ptx(keys[gpu])  # type: ignore[attr-defined]
-                if hit is not None and hit[1] is not None:
+                found = None
+                if opts.remarks_enabled and hit is not None:
+                    from .remarks import cached
+
+                    found = cached(cache, keys[gpu])
+                if hit is not None and hit[1] is not None and (found is not None or not opts.remarks_enabled):
                     arts.ptx[gpu], arts.metadata[gpu] = hit
+                    if found is not None:
+                        arts.remarks[gpu] = found
     missing = [g for g in gpus if g not in arts.ptx]
     if not missing:
         return
@@ -221,9 +248,16 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
 
         print("// -----// IR Dump After read-and-verify (cuda_tile) //----- //", file=sys.stderr)
         print(print_module(module), file=sys.stderr)
+    from contextlib import nullcontext
+
+    from .remarks import collecting
+
     pending: Optional[tuple[str, Callable[[], str]]] = None
     for gpu in missing:
-        llvm_ir, meta = lower_to_llvm(module, gpu, opts, timer)  # times each of its passes
+        with collecting() if opts.remarks_enabled else nullcontext([]) as found:
+            llvm_ir, meta = lower_to_llvm(module, gpu, opts, timer)  # times each of its passes
+        if opts.remarks_enabled:
+            arts.remarks[gpu] = found
         arts.llvm[gpu] = llvm_ir
         arts.metadata[gpu] = meta
         if want == "llvm":
@@ -250,6 +284,10 @@ def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[s
         arts.ptx[gpu] = result()
     if gpu in keys:
         cache.put_ptx(keys[gpu], arts.ptx[gpu], arts.metadata[gpu])  # type: ignore[attr-defined]
+        if gpu in arts.remarks:
+            from .remarks import keep
+
+            keep(cache, keys[gpu], arts.remarks[gpu])
 
 
 def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> dict[str, object]:

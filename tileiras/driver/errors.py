@@ -44,3 +44,14 @@ class CompileError(TileirasError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, ExitCode.COMPILE_FAILED)
+
+
+def input_error(path: str, exc: OSError) -> TileirasError:
+    """An input that cannot be read, with NVIDIA's codes: missing (or a directory) exits 1, present
+    but unreadable (permissions, I/O) exits 4. Every command that reads an input uses this."""
+    import os
+
+    missing = not os.path.exists(path) or os.path.isdir(path)
+    reason = "Is a directory" if os.path.isdir(path) else (exc.strerror or str(exc))
+    return TileirasError(f"error: unable to read input file '{path}': {reason}",
+                         ExitCode.NO_INPUT if missing else ExitCode.UNREADABLE)

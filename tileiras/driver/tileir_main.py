@@ -43,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(_usage())
-        return 0 if args else 2
+        return 0 if args else 1  # no command: a command-line error, as tileiras's codes say
     name, rest = args[0], args[1:]
     entry = SUBCOMMANDS.get(name)
     if entry is None:
         print(f"tileir: error: unknown command '{name}'\n{_usage()}", file=sys.stderr)
-        return 2
+        return 1
     try:
         module = importlib.import_module(entry[0])
     except ModuleNotFoundError:

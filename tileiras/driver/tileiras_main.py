@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import ExitCode, TileirasError
-from .options import BYTECODE_VERSIONS, Options, help_text, parse_args, validate
+from .errors import BytecodeError, ExitCode, TileirasError, input_error
+from .options import (BYTECODE_VERSIONS, STDOUT, Options, check_libraries, help_text, parse_args,
+                      print_option_values, validate)
 
 VERSION_TEXT = """tileiras: CUDA Tile IR optimizing assembler (Python implementation)
 tileiras {version}
@@ -21,38 +22,35 @@ Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
 
 
 def _read_input(opts: Options) -> bytes:
-    path = opts.input
-    if path is None:
+    if opts.input is None:
         raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
-    try:
-        with open(path, "rb") as handle:
+    try:  # not frontend.read_input: a cache hit must not import the front end
+        with open(opts.input, "rb") as handle:
             return handle.read()
-    except IsADirectoryError:
-        raise TileirasError(f"error: unable to read input file '{path}': Is a directory", ExitCode.NO_INPUT) from None
     except OSError as exc:
-        # NVIDIA's driver reports an unreadable input with exit 1 (observed), the
-        # wiki's code 4 is used when the file exists but cannot be read.
-        code = ExitCode.NO_INPUT if not os.path.exists(path) else ExitCode.UNREADABLE
-        raise TileirasError(f"error: unable to read input file '{path}': {exc.strerror}", code) from None
+        raise input_error(opts.input, exc) from None
 
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
 
 
-def check_magic(data: bytes) -> None:
+def check_magic(data: bytes, path: str) -> None:
     from .compile import TILEIR_MAGIC
 
     if data.startswith(TILEIR_MAGIC):
         return
     hint = " (it looks like MLIR bytecode instead)" if data.startswith(MLIR_BYTECODE_MAGIC) else ""
-    raise TileirasError(f"error: input does not correspond to Tile IR bytecode{hint}", ExitCode.NOT_TILEIR)
+    raise TileirasError(f"error: input '{path}' does not correspond to Tile IR bytecode{hint}", ExitCode.NOT_TILEIR)
 
 
 def run(argv: list[str]) -> int:
     opts = parse_args(argv)
-    if opts.help:
-        print(help_text())
+    if opts.help or opts.help_hidden or opts.help_list or opts.help_list_hidden:
+        print(help_text(hidden=opts.help_hidden or opts.help_list_hidden,
+                        as_list=opts.help_list or opts.help_list_hidden))
         return 0
+    if opts.print_options or opts.print_all_options:
+        print(print_option_values(opts, every=opts.print_all_options), file=sys.stderr)
     if opts.version:
         from .. import __version__
 
@@ -61,17 +59,24 @@ def run(argv: list[str]) -> int:
     if opts.list_versions:
         print("\n".join(BYTECODE_VERSIONS))
         return 0
+    if opts.input is None:
+        print(help_text())  # as NVIDIA's: the usage on stdout, the error on stderr
     data = _read_input(opts)
     from .compile import StageTimer, compile_input, input_kind, render_output
 
-    if input_kind(data, opts.input or "") == "bytecode":
-        check_magic(data)  # exit 3 comes before option validation, as in NVIDIA's driver
+    path = opts.input or ""
+    if input_kind(data, path) == "bytecode":
+        check_magic(data, path)  # exit 3 comes before option validation, as in NVIDIA's driver
     validate(opts)
+    check_libraries(opts)
     from .output import check_outputs
 
     check_outputs(_output_paths(opts), _inputs(opts))  # before any work: refuse what writing would harm
     timer = StageTimer(opts.time_passes)
-    arts = compile_input(data, opts.input or "", opts, timer)
+    try:
+        arts = compile_input(data, path, opts, timer)
+    except BytecodeError as exc:  # name the file: a build compiles many
+        raise BytecodeError(f"{path}: {exc.message}", exc.code) from None
     payload = render_output(arts, opts)
     _write_outputs(opts, arts, payload)
     if arts.cache is not None:
@@ -94,7 +99,20 @@ def _output_paths(opts: Options) -> list[str]:
         paths.append(opts.header)
     if opts.depfile_md or opts.depfile:
         paths.append(opts.depfile or out + ".d")
-    return paths
+    if opts.remarks_enabled and opts.remark_format == "yaml":
+        paths.append(opts.remarks_output_file)
+    return [p for p in paths if p != STDOUT]
+
+
+def _remarks_text(opts: Options, arts: object) -> str:
+    """The remarks `--remarks*` asked for, in `--remark-format`, targets in command-line order."""
+    from . import remarks
+
+    filters = {kind: opts.remark_filter(kind) for kind in remarks.KINDS}
+    gpus = list(dict.fromkeys(opts.gpu_names))
+    found = [remarks.for_target(r, gpu) if len(gpus) > 1 else r for gpu in gpus
+             for r in remarks.select(arts.remarks.get(gpu, []), filters)]  # type: ignore[attr-defined]
+    return remarks.to_yaml(found) if opts.remark_format == "yaml" else remarks.to_text(found)
 
 
 def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
@@ -105,7 +123,19 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
     written: list[str | None] = []
     try:
         out = opts.output_path
-        written.append(write_atomic(out, payload, inputs))
+        if opts.remarks_enabled and opts.remark_format == "yaml":
+            try:
+                written.append(write_atomic(opts.remarks_output_file, _remarks_text(opts, arts), inputs))
+            except TileirasError as exc:  # NVIDIA's words and code for a remarks file it cannot open
+                raise TileirasError(f"Error opening remark output file '{opts.remarks_output_file}': "
+                                    f"{exc.message.rsplit(': ', 1)[-1]}\nerror: failed to enable optimization remarks",
+                                    ExitCode.NOT_TILEIR) from None
+        elif opts.remarks_enabled:
+            sys.stdout.write(_remarks_text(opts, arts))
+        if out == STDOUT:
+            _write_stdout(payload)
+        else:
+            written.append(write_atomic(out, payload, inputs))
         gpus = list(dict.fromkeys(opts.gpu_names))
         if opts.emit_metadata and arts.metadata:  # type: ignore[attr-defined]
             from .compile import newest_gpu
@@ -134,6 +164,17 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
             except OSError:
                 pass
         raise
+
+
+def _write_stdout(payload: bytes | str) -> None:
+    """`-o -`: the output on stdout, as NVIDIA's writes it."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    sys.stdout.flush()
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        raise TileirasError(f"error: cannot write to stdout: {exc.strerror}", ExitCode.COMPILE_FAILED) from None
 
 
 def main(argv: list[str] | None = None) -> int:

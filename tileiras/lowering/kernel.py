@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ..driver import remarks as _remarks
 from ..driver.errors import CompileError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
@@ -57,6 +58,16 @@ class KernelLowering:
         self.sub_file = ""
         self.tid = self.b.pre("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()", "tid")
         self.b.declare("declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
+
+    # -- optimization remarks ---------------------------------------------------------
+    def remark(self, kind: str, category: str, name: str, message: str, op: Optional[Operation],
+               **args: object) -> None:
+        """Report a decision (kind passed|missed|failed|analysis, category memory|tensorcore) at `op`'s
+        location; `args` are further facts (Instruction, Width, Shape, Reason...). Free when no
+        remarks were asked for (driver/remarks.py)."""
+        if _remarks.active():
+            _remarks.report(kind, category, name, str(self.entry.attributes["sym_name"]), message,
+                            getattr(op, "location", None), **args)
 
     # -- values -----------------------------------------------------------------
     def get(self, value: Value) -> Any:

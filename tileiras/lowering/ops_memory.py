@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)
-from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
+from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
 from .layout import Layout
 from .llvm_text import float_bits_literal, llvm_type
 from .token_waits import emit_wait
@@ -115,6 +115,7 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
         dyn = iter(op.operand_group(group))
         return tuple(static_or_divisor(d, next(dyn) if d == DYNAMIC else None) for d in static)
 
+    k.remark("missed", "memory", "RemarkTensorViewIndexTypeNarrowing", "Could not narrow tensor_view indexing to i32: index computations use 64 bits", op, Reason="view offsets are computed in i64 (index narrowing is not implemented)")
     k.set(op.results[0], TensorViewVal(vtype, base, fill(vtype.shape, dyn_shape, shape_types),
                                         fill(vtype.strides, dyn_strides, stride_types),
                                         divisor(op.operand("base")),  # type: ignore[arg-type]
@@ -257,16 +258,21 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         k.set(op.results[1], TokenVal())
         return
     if ordering == "weak" and k.assignment is not None and k.assignment.is_shared_operand(op.results[0]):
-        from .async_copy import load_to_shared
+        from .async_copy import chunk_elements, load_to_shared
 
         shared = load_to_shared(k, op, view, rtype)
         if shared is not None:
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits")
             k.set(op.results[0], shared)
             k.set(op.results[1], TokenVal())
             return
+        k.remark("missed", "memory", "RemarkMemoryAsyncCopyMissed", "Could not load a tensor-core operand with cp.async", op, Reason="the view's facts do not prove each 4-, 8- or 16-byte chunk aligned and wholly inside or outside the tensor")
     pad = padding_literal(view.padding, elem)
     layout = k.layout_of(op.results[0])
     vec = _vector(k, op, view, rtype, layout, ordering)
+    k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Loads=f"{k.slots(rtype, layout) // vec} per thread")
+    if vec == 1:
+        k.remark("missed", "memory", "RemarkMemoryVectorizedLoadMissed", "Load not vectorized: one element per access", op, Reason=_scalar_reason(ordering, elem, layout.run(rtype.num_elements)))
     slots = []
     if vec > 1:
         vty = f"<{vec} x {lty}>"
@@ -295,6 +301,18 @@ def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: Tile
     return vector_elements(op, view, tile.shape, elem.bitwidth // 8, run) if run > 1 else 1
 
 
+def _scalar_reason(ordering: str, elem: ScalarType, run: int) -> str:
+    """Why `_vector` said one element per access (the reason of a remark)."""
+    if ordering != "weak":
+        return f"the access is ordered ({ordering}): only weak accesses are widened"
+    if elem.bitwidth < 8 or llvm_type(elem) != storage_type(elem):
+        return f"{elem} elements are not stored as whole bytes"
+    if run < 2:
+        return "the tile's layout gives each thread no two consecutive elements"
+    return ("the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly inside or outside the "
+            "tensor (base alignment, unit innermost stride, divisible strides and extents)")
+
+
 def _vector_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
                       vec: int) -> list[tuple[str, "str | None"]]:
     """Per run of `vec` slots: (pointer, in-bounds i1 or None) of its first element."""
@@ -314,6 +332,9 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     vec = _vector(k, op, view, tile.type, tile.layout, ordering)
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(tile.slots) // vec} per thread")
+    if vec == 1:
+        k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=_scalar_reason(ordering, elem, tile.layout.run(tile.type.num_elements)))
     if vec > 1:
         vty = f"<{vec} x {lty}>"
         for i, (ptr, ok) in enumerate(_vector_addresses(k, op, view, tile.type, tile.layout, vec)):
@@ -357,6 +378,7 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     slots = []
+    k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction (gather through a tile of pointers)", Width=f"{8 * storage_bytes(elem)} bits", Loads=f"{len(ptrs.slots)} per thread")
     for i, p in enumerate(ptrs.slots):
         default = pad.slots[i] if pad is not None else padding_literal(None, elem)  # type: ignore[arg-type]
         if pad is not None:
@@ -377,6 +399,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     elem = vals.type.element
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction (scatter through a tile of pointers)", Width=f"{8 * storage_bytes(elem)} bits", Stores=f"{len(ptrs.slots)} per thread")
     for i, p in enumerate(ptrs.slots):
         cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
         value = to_storage(k, vals.slots[i], elem)

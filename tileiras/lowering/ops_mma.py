@@ -41,6 +41,9 @@ class MmaShape:
     acc_type: str = "float"
     staged_as: str = ""             # operands converted to this LLVM type when staged ("": as they are)
 
+    def describe(self) -> str:
+        return f"[16, 8, {self.k}]"
+
 
 # (A element, B element, accumulator element) -> the mma.sync that computes it
 SHAPES: dict[tuple[str, str, str], MmaShape] = {
@@ -58,17 +61,24 @@ _F8_AS_F16 = MmaShape("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 2, "<2 x hal
 
 def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> Optional[MmaShape]:
     """The mma.sync for these operand types and shapes, or None (the exact scalar path)."""
+    choice = choose(op, lhs, rhs, acc)
+    return choice if isinstance(choice, MmaShape) else None
+
+
+def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaShape | str:
+    """The mma.sync that computes this op, or why none does (the reason its remark gives)."""
     if op.name == "cuda_tile.mmaf_scaled":
-        return None
+        return "block-scaled mma has no tensor-core path in this lowering"
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
     shape = _F8_AS_F16 if key[0] in _F8 and key[1] in _F8 and key[2] == "f32" else SHAPES.get(key)  # type: ignore[arg-type]
     if shape is None:
-        return None
+        return f"no mma.sync lowering for {key[0]} x {key[1]} -> {key[2]}"
     if key[0] == "i8" and not (op.attributes.get("signedness_lhs", "signed") == "signed"
                                and op.attributes.get("signedness_rhs", "signed") == "signed"):
-        return None  # unsigned int8 keeps the exact scalar path
+        return "unsigned int8 operands keep the exact scalar path"
     if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % shape.k:
-        return None
+        return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
+                f"shape [16, 8, {shape.k}]")
     return shape
 
 

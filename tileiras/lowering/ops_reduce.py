@@ -176,7 +176,7 @@ def _require_narrow(k: KernelLowering, op: Operation, *tiles: TileRegs) -> None:
 
 
 def _mma(k: KernelLowering, op: Operation) -> None:
-    from .ops_mma import lower_mma_sync, select_shape
+    from .ops_mma import choose, lower_mma_sync, select_shape
 
     scaled = op.name == "cuda_tile.mmaf_scaled"
     lhs, rhs = (k.get(op.operand(n)) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
@@ -196,10 +196,12 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         k.set(op.results[0], lower_wgmma(k, op, lhs, rhs, acc))
         return
     if shape is not None:
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe())
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
     out_ty = llvm_type(rtype.element)
     is_float = op.name != "cuda_tile.mmai"
+    k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype))
     batched = len(rtype.shape) == 3
     kdim = lhs.type.shape[-1]
     bases = to_scratch(k, [lhs, rhs, *scales])
