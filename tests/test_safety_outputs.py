@@ -104,7 +104,7 @@ TARGETS: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
 # which output of the driver the bad path is given as: name -> arguments (with {bad})
 OUTPUTS: dict[str, list[str]] = {
     "-o": ["-o", "{bad}"],
-    "--header": ["-o", "k.o", "--header", "{bad}"],
+    "--header": ["--emit=obj", "-o", "k.o", "--header", "{bad}"],
     "-MF": ["--emit=ptx", "-o", "k.ptx", "-MD", "-MF", "{bad}"],
 }
 
@@ -161,14 +161,14 @@ def test_the_null_device_discards_the_output_and_is_never_touched(workdir: Path)
         inputs_read: list[str] = []
         metadata: dict[str, object] = {}
 
-    opts = parse_args(["--gpu-name=sm_90", "-o", str(null), "--header", str(workdir / "k.h"), "k.tileirbc"])
+    opts = parse_args(["--gpu-name=sm_90", "--emit=obj", "-o", str(null), "--header", str(workdir / "k.h"), "k.tileirbc"])
     with pytest.raises(KeyError):
         tileiras_main._write_outputs(opts, NoMetadata(), b"object")
     assert _identity(null)[:4] == before[:4]
 
 
 def test_two_outputs_naming_one_file_are_refused(workdir: Path) -> None:
-    result = tileiras("-o", "k.o", "--header", "./k.o", "k.tileirbc", cwd=workdir)
+    result = tileiras("--emit=obj", "-o", "k.o", "--header", "./k.o", "k.tileirbc", cwd=workdir)
     assert result.returncode == 2
     assert result.stderr.strip() == "error: two outputs name the same file: 'k.o' and './k.o'"
     assert not (workdir / "k.o").exists()

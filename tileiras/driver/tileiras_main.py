@@ -99,8 +99,7 @@ def _output_paths(opts: Options) -> list[str]:
         paths.append(opts.header)
     if opts.depfile_md or opts.depfile:
         paths.append(opts.depfile or out + ".d")
-    if opts.remarks_enabled and opts.remark_format == "yaml":
-        paths.append(opts.remarks_output_file)
+    # (the remarks file is checked when written: NVIDIA reports it in its own words, exit 3)
     return [p for p in paths if p != STDOUT]
 
 

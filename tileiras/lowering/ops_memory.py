@@ -252,8 +252,13 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     ordering, scope = _ordering(op)
     pipeline = k.pipelined_load(op)
     if pipeline is not None:
+        from .async_copy import chunk_elements
         from .pipelined_loop import load
 
+        k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                 Instruction="Ldgsts instruction (cp.async to shared memory)",
+                 Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
+                 Pipeline=f"{pipeline.stages} stages, issued {pipeline.stages - 1} iterations ahead")
         k.set(op.results[0], load(k, pipeline, op))
         k.set(op.results[1], TokenVal())
         return

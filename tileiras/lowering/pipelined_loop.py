@@ -56,11 +56,15 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     stages = stage_count(sum(sizes.values()), used, opt_in_limit(k.sm))
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
     if not stages:
+        k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
+                 Reason=f"two stages of {sum(sizes.values())} bytes do not fit beside {used} bytes of shared memory")
         k.pipelines_refused = True   # lower_entry may try again without padding
         k.schedule_notes.append(f"//   {where}: not pipelined: 2 stages of {sum(sizes.values())} bytes do not fit "
                                 f"beside {used} bytes in {opt_in_limit(k.sm)}")
         return None
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
+    k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
+             Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())))
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes)
