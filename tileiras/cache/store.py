@@ -52,6 +52,7 @@ STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers 
 _KEY = re.compile(r"^[0-9a-f]{16,128}$")
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _lookup_only = False
+REMOTE_ENV = "TILEIRAS_REMOTE_CACHE"  # remote.py's switch, read here so a local hit never imports it
 
 
 class CacheMiss(BaseException):
@@ -155,12 +156,13 @@ class Cache:
             with open(path, "rb") as handle:
                 blob = handle.read()
         except OSError:
-            self.misses += 1
-            _miss(key)
-            return None
+            blob = b""
         payload = _unwrap(blob)
-        if payload is None:
+        if payload is None and blob:
             self._remove(path)
+        if payload is None and REMOTE_ENV in os.environ:  # the remote tier: local misses only
+            payload = self._from_remote(key, path)
+        if payload is None:
             self.misses += 1
             _miss(key)
             return None
@@ -176,9 +178,14 @@ class Cache:
         if not self.writes_enabled or not compiler_unchanged():
             return
         path = self._path(key)
+        entry = _wrap(data)
+        if REMOTE_ENV in os.environ:
+            from .remote import store
+
+            store(key, entry, self.root)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            replace_file(path, _wrap(data), prefix=TEMP_PREFIX)
+            replace_file(path, entry, prefix=TEMP_PREFIX)
         except OSError as exc:
             # Windows refuses to replace a file another process has open: that
             # process is reading the same key, so the entry is already there.
@@ -186,6 +193,22 @@ class Cache:
                 self._disable(exc)
         if self.writes_enabled:
             self._maybe_trim()
+
+    def _from_remote(self, key: str, path: Path) -> bytes | None:
+        """A remote entry, checked like a local one and kept locally (remote.py)."""
+        from .remote import fetch, warn
+
+        entry = fetch(key, self.root)
+        payload = _unwrap(entry) if entry else None
+        if entry and payload is None:
+            warn(f"remote cache entry for key {key[:16]} does not match its key or digest; ignored")
+        if payload is not None and self.writes_enabled:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                replace_file(path, entry, prefix=TEMP_PREFIX)
+            except OSError:
+                pass  # served from the remote all the same
+        return payload
 
     def _disable(self, exc: OSError) -> None:
         self.writes_enabled = False
