@@ -207,3 +207,22 @@ def test_protowire_round_trip() -> None:
     for bad in (b"\x0a\x05ab", b"\x08\xff", b"\x0b"):
         with pytest.raises(pw.WireError):
             pw.decode(bad)
+
+
+def test_the_bazel_compiler_zip_has_the_checkouts_fingerprint(tmp_path: Path) -> None:
+    """Bazel runs the compiler from a zip: its cache keys must be those of the checkout CMake runs."""
+    from tileiras.cache import compiler_files
+
+    files = compiler_files.compiler_files(ROOT)
+    listing = tmp_path / "files.txt"
+    listing.write_text("".join(f"{p.relative_to(ROOT).as_posix()}={p}\n" for p in files))
+    archive = tmp_path / "compiler.zip"
+    subprocess.run([sys.executable, "-B", str(ROOT / "bazel" / "zip_compiler.py"), "--output", str(archive),
+                    "--main", "build_rules/launch.py", f"@{listing}"], check=True, timeout=300)
+    assert compiler_files.fingerprint_of(archive) == compiler_files.fingerprint_of(ROOT)
+    # ... and a compiler run from the zip computes that fingerprint for itself.
+    probe = ("import sys; from tileiras.cache import compiler_files as c; "
+             "print(c.fingerprint_of(c.package_root()))")
+    run = subprocess.run([sys.executable, "-B", "-c", probe], env=dict(os.environ, PYTHONPATH=str(archive)),
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert run.stdout.strip() == compiler_files.fingerprint_of(ROOT)

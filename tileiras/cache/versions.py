@@ -120,7 +120,7 @@ def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None)
         _keyed_stamp = stamp
 
     def compute() -> str:
-        return compiler_files.fingerprint(compiler_files.compiler_files(base), base)
+        return compiler_files.fingerprint_of(base)
 
     if time.time_ns() - newest < SETTLED_NS:
         return compute()
