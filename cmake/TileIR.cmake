@@ -23,6 +23,9 @@
 # compiler (a stamp that changes with its files) and on the target's options,
 # so an upgrade of the compiler, or new options for one target, rebuild
 # exactly what they affect, with Ninja and with Makefiles alike.
+# -DTileIR_REMOTE_CACHE=grpc://HOST:PORT shares the compile cache through a
+# REAPI server with other machines and Bazel builds (tileiras/cache/remote.py;
+# TileIR_REMOTE_CACHE_READ_ONLY=ON to only read).
 #
 # The library also compiles one generated file that includes the header, so
 # the header is checked by the C/C++ compiler and generated with every build
