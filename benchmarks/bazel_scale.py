@@ -106,7 +106,7 @@ def _snapshot(source: Path, dest: Path) -> Path:
     dest.mkdir(parents=True)
     for name in ("WORKSPACE", "BUILD.bazel", "MODULE.bazel"):
         shutil.copy2(source / name, dest / name)
-    for name in ("bazel", "build_rules", "tileiras"):
+    for name in ("bazel", "build_rules", "cmake", "tileiras"):
         shutil.copytree(source / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest
 
@@ -157,9 +157,15 @@ def _started(bazel: Bazel) -> float:
     return time.perf_counter() - start
 
 
-def measure_scale(work: Path, project: Path, second: Path, stock: Path, edited: Path, remote: str) -> list:
+def snapshot(source: Path, dest: Path) -> Path:
+    """A frozen copy of a tileiras checkout (for build_scale.py, CMake's and Bazel's compiler)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    return _snapshot(source, dest)
+
+
+def measure_scale(work: Path, project: Path, second: Path, stock: Path, edited: Path, remote: str,
+                  tileiras_root: Path) -> list:
     """build_scale.py's steps for Bazel: `project` and `second` are two checkouts of one workspace."""
-    tileiras_root = _snapshot(REPO_ROOT, work / "bazel-tileiras")
     disk = f"--disk_cache={work / 'bazel-disk-cache'}"
     shared = f"--remote_cache={remote}"
     logs = work / "bazel-logs"

@@ -172,8 +172,8 @@ class CMakeRunner:
 
 
 def measure_cmake(work: Path, project: Path, second: Path, stock: Path, edited: Path, remote: str,
-                  args: argparse.Namespace) -> list[Step]:
-    runner = CMakeRunner(args.tileir_dir, args.python, work, remote)
+                  tileir_dir: Path, python: str) -> list[Step]:
+    runner = CMakeRunner(tileir_dir, python, work, remote)
     cache = work / "cmake-cache"
     shutil.rmtree(cache, ignore_errors=True)
     kernel = project / "kernels" / "k0000.tileirbc"
@@ -269,17 +269,22 @@ def run(args: argparse.Namespace, work: Path) -> list[Step]:
         shutil.copytree(stock, project / "kernels")
         write_project(project, args.kernels, args.per_target)
         checkouts.append(project)
+    from bazel_scale import measure_scale, snapshot
+
+    # The compiler both build systems run: a frozen copy, so that edits to the checkout
+    # during a run cannot change it (its fingerprint is in every cache key).
+    compiler = snapshot(args.tileiras_root, work / "tileiras")
+    tileir_dir = args.tileir_dir or compiler / "cmake"
     steps: list[Step] = []
     with buildgrid_server(work / "buildgrid", lifetime=4 * 3600) as remote:
         print(f"remote cache: BuildGrid at {remote}", file=sys.stderr)
         kernel = "k0000.tileirbc"
         if "cmake" in args.systems:
-            steps += measure_cmake(work, *checkouts, stock / kernel, work / "edited" / kernel, remote, args)
+            steps += measure_cmake(work, *checkouts, stock / kernel, work / "edited" / kernel, remote,
+                                   tileir_dir, args.python)
             print(report(steps, args)[0], file=sys.stderr)
         if "bazel" in args.systems:
-            from bazel_scale import measure_scale
-
-            steps += measure_scale(work, *checkouts, stock / kernel, work / "edited" / kernel, remote)
+            steps += measure_scale(work, *checkouts, stock / kernel, work / "edited" / kernel, remote, compiler)
     return steps
 
 
@@ -289,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_KERNELS} kernels (overrides --kernels)")
     parser.add_argument("--per-target", type=int, default=10)
     parser.add_argument("--systems", default="cmake,bazel", help="comma-separated: cmake, bazel")
-    parser.add_argument("--tileir-dir", type=Path, default=REPO / "cmake", help="directory of TileIRConfig.cmake")
+    parser.add_argument("--tileiras-root", type=Path, default=REPO,
+                        help="the tileiras checkout to measure, copied first (default: this one)")
+    parser.add_argument("--tileir-dir", type=Path, help="directory of TileIRConfig.cmake (default: the copy's)")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs the compiler")
     parser.add_argument("--work", type=Path, help="work directory (kept; default: a temporary one)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")

@@ -190,6 +190,12 @@ class RemoteCache:
         self._call("unary_unary", _AC + "UpdateActionResult", update)
 
 
+def preload() -> None:
+    """Import the transport now: the cache server does it once, before forking its workers,
+    which may not import it themselves (it loads `subprocess`, one of the modules they refuse)."""
+    import grpc  # noqa: F401
+
+
 # --- the process's remote, with the once-only warning ------------------------------------
 
 _remote: RemoteCache | None = None
