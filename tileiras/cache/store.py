@@ -156,11 +156,11 @@ class Cache:
             with open(path, "rb") as handle:
                 blob = handle.read()
         except OSError:
-            blob = b""
-        payload = _unwrap(blob)
-        if payload is None and blob:
+            blob = None
+        payload = _unwrap(blob) if blob is not None else None
+        if payload is None and blob is not None:
             self._remove(path)
-        if payload is None and REMOTE_ENV in os.environ:  # the remote tier: local misses only
+        if payload is None and os.environ.get(REMOTE_ENV):  # the remote tier: local misses only
             payload = self._from_remote(key, path)
         if payload is None:
             self.misses += 1
@@ -179,7 +179,7 @@ class Cache:
             return
         path = self._path(key)
         entry = _wrap(data)
-        if REMOTE_ENV in os.environ:
+        if os.environ.get(REMOTE_ENV):
             from .remote import store
 
             store(key, entry, self.root)
