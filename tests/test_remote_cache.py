@@ -226,3 +226,40 @@ def test_the_bazel_compiler_zip_has_the_checkouts_fingerprint(tmp_path: Path) ->
     run = subprocess.run([sys.executable, "-B", "-c", probe], env=dict(os.environ, PYTHONPATH=str(archive)),
                          capture_output=True, text=True, timeout=120, check=True)
     assert run.stdout.strip() == compiler_files.fingerprint_of(ROOT)
+
+
+def test_the_cache_server_answers_remote_hits(tmp_path: Path, server: str) -> None:
+    """CMake's warm path: the cache server's workers (which may not load `subprocess` or any
+    compiling module) answer every action of a kernel another machine put in the remote."""
+    import shutil
+
+    from test_cache_server import Bench, build_ordinarily, outputs, plan
+
+    if shutil.which("cc") is None:
+        raise AssertionError("the cache client needs a C compiler: apt-get install -y gcc")
+    client = tmp_path / "tileir-client"
+    subprocess.run(["cc", "-O2", "-o", str(client), str(ROOT / "build_rules" / "client.c")], check=True)
+    first, kernel = (ROOT / "tests" / "corpus" / "bytecode" / name / "13.4.tileirbc"
+                     for name in ("cmp_int", "transpose_order"))
+    machines = []
+    for name in ("ci", "laptop"):
+        bench = Bench(tmp_path / name, str(client))
+        bench.env.update(TILEIRAS_REMOTE_CACHE=server)
+        machines.append(bench)
+    ci, laptop = machines
+    build_ordinarily(ci, plan(ci, [first]))
+    build_ordinarily(ci, plan(ci, [kernel]))
+    # The laptop's first actions run ordinarily (a fresh cache directory learns the LLVM and
+    # ptxas versions its keys name, which a worker may not probe); then the server takes over.
+    build_ordinarily(laptop, plan(laptop, [first]))
+    actions = plan(laptop, [kernel])
+    laptop.start()
+    try:
+        for action in actions:
+            done = laptop.run(action)
+            assert done.returncode == 0 and done.stderr == "", done.stderr
+            mine, theirs = outputs(laptop, action), outputs(ci, action)
+            assert mine and {p: mine[p] for p in action.outputs} == {p: theirs[p] for p in action.outputs}
+        assert laptop.log_lines() == [f"answered {a.tool} {a.args[0]}" for a in actions], laptop.log_lines()
+    finally:
+        laptop.stop()
