@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -21,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bazel_support"))
 
-from bazel_runner import Bazel, read_execution_log, spawn_outputs  # noqa: E402
+from bazel_runner import Bazel, read_execution_log  # noqa: E402
 from remote_support import buildgrid_server  # noqa: E402
 from test_cmake_support import PYPI_CMAKE, REPO, CMakeProject, actions_in  # noqa: E402
 from workspaces import EXAMPLE_DIR, copy_example  # noqa: E402
