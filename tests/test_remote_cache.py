@@ -263,3 +263,31 @@ def test_the_cache_server_answers_remote_hits(tmp_path: Path, server: str) -> No
         assert laptop.log_lines() == [f"answered {a.tool} {a.args[0]}" for a in actions], laptop.log_lines()
     finally:
         laptop.stop()
+
+
+def test_a_build_through_the_cache_server_warns_once_when_the_remote_is_down(tmp_path: Path) -> None:
+    """Workers' output is dropped when they decline, so the one warning must come from an action's own run."""
+    import shutil
+
+    from test_cache_server import Bench, build_ordinarily, plan
+
+    if shutil.which("cc") is None:
+        raise AssertionError("the cache client needs a C compiler: apt-get install -y gcc")
+    client = tmp_path / "tileir-client"
+    subprocess.run(["cc", "-O2", "-o", str(client), str(ROOT / "build_rules" / "client.c")], check=True)
+    bench = Bench(tmp_path / "laptop", str(client))
+    first, kernel = (ROOT / "tests" / "corpus" / "bytecode" / name / "13.4.tileirbc"
+                     for name in ("cmp_int", "transpose_order"))
+    build_ordinarily(bench, plan(bench, [first]))  # the local cache learns the tool versions: workers look up
+    bench.env.update(TILEIRAS_REMOTE_CACHE=f"grpc://127.0.0.1:{free_port()}")
+    bench.start()
+    try:
+        said = []
+        for action in plan(bench, [kernel]):
+            done = bench.run(action)
+            assert done.returncode == 0, done.stderr
+            said += [line for line in done.stderr.splitlines() if "warning" in line]
+    finally:
+        bench.stop()
+    assert len(said) == 1 and "unavailable" in said[0], said
+    assert any(line.startswith("declined tileiras --emit=ptx (miss") for line in bench.log_lines())

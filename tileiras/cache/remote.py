@@ -243,6 +243,10 @@ def _went_down(root: Path, remote: RemoteCache, exc: RemoteError) -> None:
     global _off
     _off = True
     remote.close()
+    from . import store
+
+    if store._lookup_only:
+        return  # a cache-server worker: its output is dropped; the action's own run warns
     warn(f"remote cache {remote.url} unavailable ({exc}); compiling with the local cache only")
     try:
         root.mkdir(parents=True, exist_ok=True)
