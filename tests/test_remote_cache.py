@@ -44,7 +44,7 @@ def server(server_and_dir: tuple[str, Path]) -> str:
 def tileiras(cache: Path, out: Path, gpu: str, url: str | None, **env: str) -> subprocess.CompletedProcess[str]:
     """One compile in a fresh process ("machine" = its local cache directory), imports traced."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TILEIRAS_")}
-    environ.update(TILEIRAS_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT), **env)
+    environ.update({"TILEIRAS_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), **env})
     if url is not None:
         environ["TILEIRAS_REMOTE_CACHE"] = url
     return subprocess.run([sys.executable, "-X", "importtime", "-m", "tileiras.driver.tileiras_main",
@@ -146,26 +146,31 @@ def _silent_listener() -> tuple[socket.socket, int]:
     return sock, sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("case", ["refused", "hung", "bad_url"])
+@pytest.mark.parametrize("case", ["refused", "hung", "bad_url", "no_grpcio"])
 def test_an_unusable_remote_costs_one_warning_never_a_build(tmp_path: Path, case: str) -> None:
-    listener = None
-    if case == "refused":
+    listener, env = None, {}
+    if case in ("refused", "no_grpcio"):
         url = f"grpc://127.0.0.1:{free_port()}"
     elif case == "hung":
         listener, port = _silent_listener()
         url = f"grpc://127.0.0.1:{port}"
     else:
         url = "http://127.0.0.1:80"
+    if case == "no_grpcio":  # the optional transport is not installed
+        (tmp_path / "fake" / "grpc").mkdir(parents=True)
+        (tmp_path / "fake" / "grpc" / "__init__.py").write_text("raise ImportError('No module named grpc')\n")
+        env["PYTHONPATH"] = f"{tmp_path / 'fake'}{os.pathsep}{ROOT}"
+    expected = {"bad_url": "expected grpc://HOST:PORT", "no_grpcio": "pip install"}.get(case, "unavailable")
     try:
         start = time.monotonic()
-        first = tileiras(tmp_path / "c", tmp_path / "a.cubin", "sm_90", url)
+        first = tileiras(tmp_path / "c", tmp_path / "a.cubin", "sm_90", url, **env)
         elapsed = time.monotonic() - start
         assert first.returncode == 0 and compiled(first), first.stderr[-3000:]
         assert len(warnings(first)) == 1, warnings(first)
-        assert ("unavailable" if case != "bad_url" else "expected grpc://HOST:PORT") in warnings(first)[0]
+        assert expected in warnings(first)[0], warnings(first)
         assert elapsed < 30, f"a {case} remote held the compile up for {elapsed:.1f} s"
         # The next compiler process of the build neither waits on it again nor warns again.
-        second = tileiras(tmp_path / "c", tmp_path / "b.cubin", "sm_100", url)
+        second = tileiras(tmp_path / "c", tmp_path / "b.cubin", "sm_100", url, **env)
         assert second.returncode == 0 and compiled(second)
         assert len(warnings(second)) == (1 if case == "bad_url" else 0), warnings(second)
     finally:

@@ -68,10 +68,6 @@ def warn(message: str) -> None:
     print(f"tileiras: warning: {message}", file=sys.stderr)
 
 
-def configured() -> bool:
-    return bool(os.environ.get(ENV_URL))
-
-
 def parse_url(url: str) -> tuple[str, str]:
     """'grpc://host:port[/instance]' -> ('host:port', 'instance'); ValueError otherwise."""
     scheme, sep, rest = url.partition("://")
@@ -106,8 +102,10 @@ class RemoteCache:
     # --- transport -------------------------------------------------------------------
 
     def _call(self, kind: str, method: str, request, size: int = 0):
-        import grpc  # lazily: only a local miss pays for it
-
+        try:
+            import grpc  # lazily: only a local miss pays for it
+        except ImportError:
+            raise RemoteError("the grpcio package is not installed: pip install 'tileiras[remote]'") from None
         if self._channel is None:
             channel = grpc.insecure_channel(self.target, options=[("grpc.enable_retries", 0),
                                                                   ("grpc.max_receive_message_length", 64 << 20)])
