@@ -14,8 +14,9 @@ but its default WORKSPACE suffix fetches @rules_cc, @rules_java and
                'use_cpp_toolchain'"), so every cc_* rule fails to analyse. The
                stand-in next to this file forwards each rule to the native one,
                as rules_cc did at the version Bazel 4.2.3 pins.
-  platforms    bundled with Bazel 4.2.3 (Debian's bazel-platforms 0.0.2 is not needed)
-  bazel_skylib not loaded by anything these builds use
+  platforms    bundled with Bazel 4.2.3 (Debian's bazel-platforms 0.0.2 also analyses the
+               example when overridden in, so it is not needed)
+  bazel_skylib bazel-skylib 1.0.3: nothing these builds use loads it
 
 `--experimental_repository_disable_download` makes any other fetch fail
 loudly instead of hanging on a dead network.
