@@ -51,6 +51,10 @@ DEBUG_OPT_LEVEL = 0
 SOURCE_SUFFIXES = [".tileirbc", ".tileir", ".mlir"]
 HEADER_SUFFIXES = [".h", ".hpp"]
 
+# --define=tileiras_remote_cache=grpc://HOST:PORT: PTX and cubins through the compile cache's
+# remote tier, shared with CMake's -DTileIR_REMOTE_CACHE (add ..._read_only=1 to only read).
+REMOTE_CACHE_DEFINE = "tileiras_remote_cache"
+
 def _sm_number(gpu):
     return int(gpu[len("sm_"):])
 
@@ -108,8 +112,23 @@ def _flags(ctx):
         flags.append("--lineinfo")
     if ctx.attr.device_debug:
         flags.append("-g")
-    flags.append("--no-cache")  # Bazel caches the actions; the compiler's cache would sit outside the sandbox
+    if ctx.var.get(REMOTE_CACHE_DEFINE):
+        # The compile cache's remote tier, shared with CMake builds (tileiras/cache/remote.py);
+        # its local tier is the action's scratch directory.
+        flags.append("--cache-dir=tileiras-cache")
+    else:
+        flags.append("--no-cache")  # Bazel caches the actions; the compiler's cache would sit outside the sandbox
     return flags
+
+def _env(ctx, tc):
+    """The toolchain's environment, plus the remote compile cache of --define=tileiras_remote_cache=URL."""
+    env = dict(tc.env)
+    url = ctx.var.get(REMOTE_CACHE_DEFINE)
+    if url:
+        env["TILEIRAS_REMOTE_CACHE"] = url
+        if ctx.var.get(REMOTE_CACHE_DEFINE + "_read_only", "0") not in ("", "0"):
+            env["TILEIRAS_REMOTE_CACHE_READ_ONLY"] = "1"
+    return env
 
 def _run(ctx, tc, tool, mnemonic, progress, arguments, inputs, outputs):
     """One compiler action: it reads its declared inputs plus the compiler, writes only `outputs`."""
@@ -123,7 +142,7 @@ def _run(ctx, tc, tool, mnemonic, progress, arguments, inputs, outputs):
         inputs = depset(inputs, transitive = [tc.inputs]),
         outputs = outputs,
         tools = command.tools,
-        env = tc.env,
+        env = _env(ctx, tc),
         mnemonic = mnemonic,
         progress_message = progress,
     )

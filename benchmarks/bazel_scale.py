@@ -14,7 +14,8 @@ after `bazel clean` served from --disk_cache.
     python benchmarks/bazel_scale.py [--kernels 200] [--gpu-names sm_90,sm_100] [--json out.json]
 
 Needs Debian's bazel-bootstrap (Bazel 4.2.3) and cuda-tile (to export the
-kernels); runs offline.
+kernels); runs offline. `measure_scale()` is the Bazel half of
+benchmarks/build_scale.py (the same project as CMake, with a remote cache).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -34,10 +36,11 @@ from types import ModuleType
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests" / "bazel_support"))
 
-from bazel_runner import Bazel  # noqa: E402
+from bazel_runner import Bazel, read_execution_log  # noqa: E402
 from workspaces import copy_example, set_gpu_names  # noqa: E402
 
 _PROCESSES = re.compile(r"INFO: (\d+) process")
+TILEIR_MNEMONICS = ("TileirCompilerZip", "TileirPtx", "TileirCubin", "TileirPackage", "TileirHeader")
 
 
 @dataclass
@@ -103,7 +106,7 @@ def _snapshot(source: Path, dest: Path) -> Path:
     dest.mkdir(parents=True)
     for name in ("WORKSPACE", "BUILD.bazel", "MODULE.bazel"):
         shutil.copy2(source / name, dest / name)
-    for name in ("bazel", "build_rules", "tileiras"):
+    for name in ("bazel", "build_rules", "cmake", "tileiras"):
         shutil.copytree(source / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest
 
@@ -134,6 +137,69 @@ def _measure(label: str, workspace: Path, state: Path, target: str, touched: Pat
         return steps
     finally:
         bazel.shutdown()
+
+
+def _scale_step(bazel: Bazel, name: str, log: Path, setup_s: float, *flags: str):
+    """One build of //:app: wall time, TileIR actions looked up, TileIR processes no cache answered."""
+    from build_scale import Step as ScaleStep
+
+    start = time.perf_counter()
+    bazel.run("build", f"--execution_log_json_file={log}", *flags, "//:app", timeout=7200)
+    seconds = time.perf_counter() - start
+    spawns = [s for s in read_execution_log(log) if s["mnemonic"] in TILEIR_MNEMONICS]
+    return ScaleStep("Bazel", name, setup_s, seconds, len(spawns), sum(not s["remoteCacheHit"] for s in spawns))
+
+
+def _started(bazel: Bazel) -> float:
+    start = time.perf_counter()
+    bazel.run("info", "release")
+    bazel.run("fetch", "//:app")
+    return time.perf_counter() - start
+
+
+def snapshot(source: Path, dest: Path) -> Path:
+    """A frozen copy of a tileiras checkout (for build_scale.py, CMake's and Bazel's compiler)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    return _snapshot(source, dest)
+
+
+def measure_scale(work: Path, project: Path, second: Path, stock: Path, edited: Path, remote: str,
+                  tileiras_root: Path) -> list:
+    """build_scale.py's steps for Bazel: `project` and `second` are two checkouts of one workspace."""
+    disk = f"--disk_cache={work / 'bazel-disk-cache'}"
+    shared = f"--remote_cache={remote}"
+    logs = work / "bazel-logs"
+    logs.mkdir(exist_ok=True)
+    kernel = project / "kernels" / stock.name
+    instances = []
+
+    def bazel(workspace: Path, name: str) -> Bazel:
+        instances.append(Bazel(workspace, work / name, tileiras_root=tileiras_root))
+        return instances[-1]
+
+    try:
+        print("Bazel: cold build ...", file=sys.stderr)
+        first = bazel(project, "bazel-alice")
+        steps = [_scale_step(first, "cold build", logs / "cold.json", _started(first), disk, shared)]
+        steps.append(_scale_step(first, "no-op rebuild", logs / "noop.json", 0.0, disk, shared))
+        os.utime(kernel)
+        steps.append(_scale_step(first, "touch one kernel", logs / "touch.json", 0.0, disk, shared))
+        shutil.copy(edited, kernel)
+        steps.append(_scale_step(first, "edit one kernel", logs / "edit.json", 0.0, disk, shared))
+        shutil.copy(stock, kernel)
+        first.run("build", disk, shared, "//:app", timeout=7200)
+        first.shutdown()
+        print("Bazel: warm local cache (--disk_cache, new output base) ...", file=sys.stderr)
+        again = bazel(project, "bazel-alice-fresh")
+        steps.append(_scale_step(again, "warm local cache", logs / "warm-local.json", _started(again), disk))
+        again.shutdown()
+        print("Bazel: warm remote cache, second checkout ...", file=sys.stderr)
+        other = bazel(second, "bazel-bob")
+        steps.append(_scale_step(other, "warm remote cache", logs / "warm-remote.json", _started(other), shared))
+        return steps
+    finally:
+        for instance in instances:
+            instance.shutdown()
 
 
 def _table(steps: list[Step]) -> str:

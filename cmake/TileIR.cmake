@@ -23,6 +23,9 @@
 # compiler (a stamp that changes with its files) and on the target's options,
 # so an upgrade of the compiler, or new options for one target, rebuild
 # exactly what they affect, with Ninja and with Makefiles alike.
+# -DTileIR_REMOTE_CACHE=grpc://HOST:PORT shares the compile cache through a
+# REAPI server with other machines and Bazel builds (tileiras/cache/remote.py;
+# TileIR_REMOTE_CACHE_READ_ONLY=ON to only read).
 #
 # The library also compiles one generated file that includes the header, so
 # the header is checked by the C/C++ compiler and generated with every build
@@ -480,6 +483,15 @@ function(_tileir_flush_directory)
   get_property(tileir_cmd GLOBAL PROPERTY TILEIR_TILEIR_COMMAND)
   get_property(compiler_depends GLOBAL PROPERTY TILEIR_COMPILER_DEPENDS)
   get_property(client_prefix GLOBAL PROPERTY TILEIR_CLIENT_PREFIX)
+  set(TileIR_REMOTE_CACHE "" CACHE STRING "Shared compile cache: grpc://HOST:PORT[/INSTANCE] of a REAPI server")
+  option(TileIR_REMOTE_CACHE_READ_ONLY "Only read the shared compile cache" OFF)
+  if(TileIR_REMOTE_CACHE)  # the compile cache's remote tier (tileiras/cache/remote.py), shared with Bazel
+    set(remote_env "TILEIRAS_REMOTE_CACHE=${TileIR_REMOTE_CACHE}")
+    if(TileIR_REMOTE_CACHE_READ_ONLY)
+      list(APPEND remote_env "TILEIRAS_REMOTE_CACHE_READ_ONLY=1")
+    endif()
+    set(client_prefix "${CMAKE_COMMAND}" -E env ${remote_env} ${client_prefix})
+  endif()
   math(EXPR last_plan "${_tileir_plan_count} - 1")
   foreach(i RANGE ${last_plan})
     set(p "_tileir_plan_${i}")

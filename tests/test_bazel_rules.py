@@ -8,7 +8,8 @@ What these prove without running the real compiler:
     links into a cc_binary, an edit reruns only that source's actions, and a
     clean rebuild is served from --disk_cache (the fake compiler stands in,
     as Python sources and as prebuilt executables);
-  * the offline stand-ins cover everything Bazel's own tools load.
+  * the offline repositories (Debian's rules_java and rules_proto, our rules_cc
+    stand-in) cover everything Bazel's own tools load.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bazel_support"))
 
 from bazel_runner import REPO_ROOT, Bazel, aquery_actions, read_execution_log, spawn_outputs  # noqa: E402
-from offline_bazelrc import STAND_INS, SUPPORT_DIR  # noqa: E402
+from offline_bazelrc import REPOSITORIES  # noqa: E402
 from workspaces import BAD_TARGETS, copy_example, make_bad_options_workspace, make_fake_workspace, set_gpu_names  # noqa: E402
 
 DEFS = REPO_ROOT / "bazel" / "defs.bzl"
@@ -62,8 +63,9 @@ def test_starlark_tables_match_the_compiler_and_build_rules() -> None:
     assert f"DEBUG_OPT_LEVEL = {DEBUG_OPT_LEVEL}" in DEFS.read_text()
 
 
-def test_stand_ins_define_everything_bazel_tools_loads() -> None:
-    """Each symbol @bazel_tools loads from rules_cc/java/proto exists in our stand-in."""
+def test_offline_repositories_define_everything_bazel_tools_loads() -> None:
+    """Each symbol @bazel_tools loads from rules_cc/java/proto exists where the offline rc points:
+    Debian's rules_java and rules_proto, our rules_cc stand-in."""
     embedded = Path("/usr/share/bazel/embedded_tools")
     assert embedded.is_dir(), "Debian's bazel-bootstrap is not installed: apt-get install -y bazel-bootstrap"
     load = re.compile(r'load\(\s*"@(rules_cc|rules_java|rules_proto)//([^"]+)"((?:\s*,\s*[^)]*)?)\)')
@@ -76,9 +78,9 @@ def test_stand_ins_define_everything_bazel_tools_loads() -> None:
     assert wanted, "found no loads from rules_cc/rules_java/rules_proto in @bazel_tools"
     for (repo, target), symbols in sorted(wanted.items()):
         package, _, filename = target.partition(":")
-        stand_in = SUPPORT_DIR / STAND_INS[repo] / package / filename
-        assert stand_in.is_file(), f"@{repo}//{target} is loaded by @bazel_tools but has no stand-in"
-        text = stand_in.read_text()
+        replacement = REPOSITORIES[repo][0] / package / filename
+        assert replacement.is_file(), f"@{repo}//{target} is loaded by @bazel_tools but {replacement} is missing"
+        text = replacement.read_text()
         for symbol in symbols:
             assert re.search(rf"^(def {symbol}\(|{symbol} = )", text, re.M), f"@{repo}//{target} lacks {symbol}"
 

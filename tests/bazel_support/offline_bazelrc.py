@@ -3,11 +3,23 @@
 Debian's bazel-bootstrap (Bazel 4.2.3) bundles @bazel_tools and @platforms,
 but its default WORKSPACE suffix fetches @rules_cc, @rules_java and
 @rules_proto over the network the moment @bazel_tools//tools/cpp or
-//tools/jdk is loaded (any cc_binary does). The stand-ins next to this file
-forward to Bazel's native rules, which is all those repositories did at the
-versions 4.2.3 pins. Nothing else is fetched by the builds in this project;
-`--experimental_repository_disable_download` makes any attempt fail loudly
-instead of hanging on a dead network.
+//tools/jdk is loaded (any cc_binary does). Debian packages the real ones:
+
+  rules_java   bazel-rules-java 4.0.0    works with Bazel 4.2.3: used
+  rules_proto  bazel-rules-proto         works with Bazel 4.2.3: used
+  rules_cc     bazel-rules-cc 0.0.4      does NOT load in Bazel 4.2.3: its
+               cc/private/rules_impl/compiler_flag.bzl loads `use_cpp_toolchain`
+               from @bazel_tools//tools/cpp:toolchain_utils.bzl, which only
+               Bazel >= 5 defines ("file ... does not contain symbol
+               'use_cpp_toolchain'"), so every cc_* rule fails to analyse. The
+               stand-in next to this file forwards each rule to the native one,
+               as rules_cc did at the version Bazel 4.2.3 pins.
+  platforms    bundled with Bazel 4.2.3 (Debian's bazel-platforms 0.0.2 also analyses the
+               example when overridden in, so it is not needed)
+  bazel_skylib bazel-skylib 1.0.3: nothing these builds use loads it
+
+`--experimental_repository_disable_download` makes any other fetch fail
+loudly instead of hanging on a dead network.
 
     python tests/bazel_support/offline_bazelrc.py > /tmp/offline.bazelrc
     bazel --bazelrc=/tmp/offline.bazelrc build //...
@@ -20,20 +32,28 @@ from pathlib import Path
 
 SUPPORT_DIR = Path(__file__).resolve().parent
 
-# Repository name -> directory (under SUPPORT_DIR) that replaces it.
-STAND_INS: dict[str, str] = {
-    "rules_cc": "rules_cc",
-    "rules_java": "rules_java",
-    "rules_proto": "rules_proto",
+# Repository name -> (directory that replaces it, the Debian package that installs it or None).
+REPOSITORIES: dict[str, tuple[Path, str | None]] = {
+    "rules_cc": (SUPPORT_DIR / "rules_cc", None),  # Debian's 0.0.4 needs Bazel >= 5 (see above)
+    "rules_java": (Path("/usr/share/bazel/rules/java"), "bazel-rules-java"),
+    "rules_proto": (Path("/usr/share/bazel/rules/proto"), "bazel-rules-proto"),
 }
 
 # Commands that resolve repositories (test/run/clean/info inherit `build`).
 _COMMANDS = ("build", "query", "cquery", "aquery", "fetch", "sync")
 
 
+def missing_packages() -> list[str]:
+    return sorted(package for path, package in REPOSITORIES.values() if package and not path.is_dir())
+
+
 def offline_options() -> list[str]:
     """Command options that keep a Bazel 4.2.3 build off the network."""
-    options = [f"--override_repository={name}={SUPPORT_DIR / subdir}" for name, subdir in STAND_INS.items()]
+    missing = missing_packages()
+    if missing:  # a failure with the fix in it, not a silent fall-back
+        raise SystemExit(f"Debian's Bazel rules are not installed: apt-get install -y {' '.join(missing)} "
+                         "(scripts/bootstrap.sh --test does it)")
+    options = [f"--override_repository={name}={path}" for name, (path, _) in REPOSITORIES.items()]
     options.append("--experimental_repository_disable_download")
     return options
 

@@ -68,9 +68,39 @@ def fingerprint(files: list[Path], root: Path | None = None) -> str:
     return digest.hexdigest()
 
 
+def _is_member(name: str) -> bool:
+    """Whether a zip member is a compiler file, by the rules _entries() applies to a directory."""
+    parts = name.split("/")
+    return (len(parts) > 1 and parts[0] in COMPILER_PACKAGES and not name.endswith(("/", ".pyc", ".pyo"))
+            and not any(part.startswith(".") or part in NOT_COMPILER_DIRS for part in parts[1:-1])
+            and not parts[-1].startswith("."))
+
+
+def fingerprint_of(root: Path) -> str:
+    """fingerprint() of the compiler at `root`: a directory, or the zip Bazel runs it from
+    (bazel/zip_compiler.py keeps each file's relative path, so a zip of a checkout has its digest)."""
+    if not root.is_file():
+        return fingerprint(compiler_files(root), root)
+    import zipfile
+
+    import hashlib
+
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(root) as archive:
+        for name in sorted(filter(_is_member, archive.namelist())):
+            digest.update(name.encode() + b"\0")
+            digest.update(hashlib.sha256(archive.read(name)).digest())
+    return digest.hexdigest()
+
+
 def state(root: Path) -> tuple[str, int]:
     """Every compiler file's path, size, mtime and ctime, one line each (any write, rename or
-    timestamp reset changes a line); the newest of those times in ns."""
+    timestamp reset changes a line); the newest of those times in ns. A compiler zip (Bazel's)
+    stands for its members with its own line."""
+    if root.is_file():
+        info = root.stat()
+        return f"{root}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}", max(info.st_mtime_ns,
+                                                                                         info.st_ctime_ns)
     lines: list[str] = []
     newest = 0
     for entry in _entries(root):

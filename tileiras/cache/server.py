@@ -350,6 +350,8 @@ def serve(path: str, expect: tuple[str, str], idle_seconds: float = IDLE_SECONDS
         if log is not None:
             log.write(f"not serving: {', '.join(sorted(loaded))} already imported\n".encode())
         return 1
+    if os.environ.get("TILEIRAS_REMOTE_CACHE"):  # the remote tier's transport (it loads subprocess, compiles nothing)
+        importlib.import_module("tileiras.cache.remote").preload()
     server_env = dict(os.environ)
     gc.freeze()  # workers then leave the server's objects alone: fewer pages copied after fork
     listener = _bind(path)

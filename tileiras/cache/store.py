@@ -65,6 +65,7 @@ _ONE_ENTRY_ERRNOS = frozenset((errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST))
 # Why a write failed in a sandbox or on a read-only home: silent at the default location.
 _NOT_OURS_ERRNOS = frozenset((errno.EROFS, errno.EACCES, errno.EPERM))
 _lookup_only = False
+REMOTE_ENV = "TILEIRAS_REMOTE_CACHE"  # remote.py's switch, read here so a local hit never imports it
 
 
 class CacheMiss(BaseException):
@@ -175,6 +176,8 @@ class Cache:
         """The payload stored under `key`, or None (a miss)."""
         name = self._lookup_name(key)
         payload = self._read_local(name) if name is not None else None
+        if payload is None and name is not None and os.environ.get(REMOTE_ENV):  # the remote tier: local misses only
+            payload = self._from_remote(name)
         if payload is None:
             self.misses += 1
             _miss(name or "empty cache")
@@ -214,7 +217,7 @@ class Cache:
         if isinstance(key, str):
             self._check_key(key)
             return key
-        if not key.made and not os.path.isdir(self._dir()):
+        if not key.made and not os.path.isdir(self._dir()) and not os.environ.get(REMOTE_ENV):
             self._unmade.append(key)
             return None
         name = key.value
@@ -237,6 +240,10 @@ class Cache:
         if name is not None:
             self._check_key(name)
             self._write_local(name, data)
+            if os.environ.get(REMOTE_ENV):
+                from .remote import store
+
+                store(name, entry.wrap(name, data), self.root)
 
     # --- the local store ---------------------------------------------------------------
 
@@ -304,6 +311,22 @@ class Cache:
             except FileExistsError:
                 if not _is_real_dir(folder):
                     raise entry.Unexpected(f"'{folder}' is not a folder") from None
+
+    def _from_remote(self, key: str) -> bytes | None:
+        """A remote entry, checked like a local one (its key and digest) and kept locally (remote.py)."""
+        from .remote import fetch, warn
+
+        blob = fetch(key, self.root)
+        if not blob:
+            return None
+        try:
+            payload = entry.unwrap(blob, key)
+        except entry.Unexpected as odd:
+            warn(f"remote cache entry for key {key[:16]} is not what its key names ({odd.reason}); ignored")
+            return None
+        if payload is not None and self.writes_enabled:
+            self._write_local(key, payload)
+        return payload
 
     def _disable(self, exc: OSError) -> None:
         self.writes_enabled = False

@@ -166,7 +166,7 @@ def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None)
     stamp, newest = _stamp(base)
 
     def compute() -> str:
-        return compiler_files.fingerprint(compiler_files.compiler_files(base), base)
+        return compiler_files.fingerprint_of(base)
 
     settled = time.time_ns() - newest >= SETTLED_NS
     return _remembered(_dirs(memo_dir, base) if settled else (), f"compiler|{base}", stamp, compute)
