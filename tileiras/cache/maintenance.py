@@ -12,13 +12,11 @@ follows a link.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 
-from .entry import KEY_NAME, TEMP_PREFIX
+from .entry import TEMP_PREFIX, hex_name, key_name
 
-SHARD = re.compile(r"^[0-9a-f]{2}$")
 STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers of killed writers
 
 
@@ -53,7 +51,7 @@ def scan_shard(shard: str, found: Scan, now: float) -> None:
             found.problems.append(f"cannot inspect '{item.path}': {exc.strerror}")
             continue
         regular = stat.S_ISREG(info.st_mode)
-        if regular and KEY_NAME.match(item.name):
+        if regular and key_name(item.name):
             found.entries.append((item.path, info.st_size, info.st_mtime))
         elif regular and item.name.startswith(TEMP_PREFIX):
             if now - info.st_mtime > STALE_TEMP_SECONDS:
@@ -80,7 +78,7 @@ def scan(layout_dir: str) -> Scan:
             is_dir = item.is_dir(follow_symlinks=False)
         except OSError:
             is_dir = False
-        if is_dir and SHARD.match(item.name):
+        if is_dir and hex_name(item.name, 2, 2):
             scan_shard(item.path, found, now)
         else:
             found.foreign.append((item.path, is_dir))

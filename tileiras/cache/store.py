@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -59,7 +58,7 @@ HEADER = entry.HEADER
 DEFAULT_MAX_BYTES = 1 << 30          # 1 GiB
 LOW_WATER = 0.9                      # trimming goes down to 90% of the limit
 SHARDS = 256                         # two hex digits
-_SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_SIZE = r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$"   # compiled when a size is parsed (re is slow to import)
 # Why a write failed, when it says nothing about other entries: that one entry is skipped.
 _ONE_ENTRY_ERRNOS = frozenset((errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST))
 # Why a write failed in a sandbox or on a read-only home: silent at the default location.
@@ -102,7 +101,9 @@ def default_cache_dir() -> Path:
 
 def parse_size(text: str) -> int:
     """'500M' -> 524288000; plain numbers are bytes. ValueError when malformed."""
-    match = _SIZE.match(text)
+    import re
+
+    match = re.match(_SIZE, text, re.IGNORECASE)
     if not match:
         raise ValueError(f"not a size: {text!r}")
     scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match.group(2).lower()]
@@ -252,7 +253,7 @@ class Cache:
 
     @staticmethod
     def _check_key(key: str) -> None:
-        if not entry.KEY_NAME.match(key):
+        if not entry.key_name(key):
             raise ValueError(f"invalid cache key {key!r}")
 
     def _path(self, key: str) -> Path:
