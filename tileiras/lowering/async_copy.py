@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
+from ..ir.record import replace
 from ..ir.types import ScalarType, TileType
 from .kernel import KernelLowering, storage_bytes
 from .smem import SharedMatrix, element_offset, pointer
@@ -46,20 +47,21 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
     return 0
 
 
-def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False) -> SharedMatrix:
+def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
+               elem_bytes: int = 0) -> SharedMatrix:
     """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
-    wgmma's 128-byte swizzled layout (1024-byte aligned)."""
-    matrix = matrix_shape(k, tile, swizzled)
-    offset = k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128)
-    return SharedMatrix(offset, matrix.batch, matrix.rows, matrix.cols, matrix.elem_bytes, matrix.padded,
-                        swizzled=swizzled)
+    wgmma's 128-byte swizzled layout (1024-byte aligned); `elem_bytes`: when the elements are
+    stored converted (0: as they are)."""
+    matrix = matrix_shape(k, tile, swizzled, elem_bytes)
+    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128))
 
 
-def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False) -> SharedMatrix:
+def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0) -> SharedMatrix:
     """The (unplaced) shared matrix of `tile`: its geometry and size."""
     shape = tile.shape
     batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
-    return SharedMatrix(0, batch, rows, cols, storage_bytes(tile.element), k.pad_buffers, swizzled=swizzled)
+    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers,
+                        swizzled=swizzled)
 
 
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:

@@ -228,24 +228,30 @@ class MmaLayout:
         rb, rm, rn = self.repeats
         return rb * rm * rn * 4
 
-    def coords(self, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
-        """(batch, row, col) i32 values of this thread's `slot`, and i1 'first copy' (or None)."""
-        rb, rm, rn = self.repeats
+    def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
+        """This thread's warp as (batch, row, col) warp-grid coordinates (col fastest), and i1
+        'first copy' (or None) where more warps run than the grid uses (they repeat it)."""
         wb, wm, wn = self.warps
-        blk, j = divmod(slot, 4)
-        bi, rest = divmod(blk, rm * rn)
-        mi, ni = divmod(rest, rn)
         warp = pre(f"lshr i32 {tid}, 5", "w")
-        lane = pre(f"and i32 {tid}, 31", "ln")
         used = wb * wm * wn
         valid = None
         if used * WARP != self.threads:
             valid = pre(f"icmp ult i32 {warp}, {used}", "ok")
             warp = pre(f"urem i32 {warp}, {used}", "w")
-        # warp index -> (batch, row, col) warp coordinates, col fastest
         w_n = pre(f"urem i32 {warp}, {wn}", "wn") if wn > 1 else "0"
         w_m = pre(f"urem i32 {pre(f'udiv i32 {warp}, {wn}', 'wm')}, {wm}", "wm") if wm > 1 else "0"
         w_b = pre(f"udiv i32 {warp}, {wn * wm}", "wb") if wb > 1 else "0"
+        return w_b, w_m, w_n, valid
+
+    def coords(self, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
+        """(batch, row, col) i32 values of this thread's `slot`, and i1 'first copy' (or None)."""
+        rb, rm, rn = self.repeats
+        wm = self.warps[1]
+        blk, j = divmod(slot, 4)
+        bi, rest = divmod(blk, rm * rn)
+        mi, ni = divmod(rest, rn)
+        lane = pre(f"and i32 {tid}, 31", "ln")
+        w_b, w_m, w_n, valid = self.warp_coords(pre, tid)
         g = pre(f"lshr i32 {lane}, 2", "g")
         t2 = pre(f"shl i32 {pre(f'and i32 {lane}, 3', 't')}, 1", "t2")
 

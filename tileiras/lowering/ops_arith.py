@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir.core import Operation
+from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
 from . import ue5m3
 from .kernel import KernelLowering
@@ -361,8 +362,8 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
     dst_t = _elem(op)
     shared = k.get(op.operands[0])
     if isinstance(shared, SharedTileVal):  # a staged f32 mma operand read as tf32: rounded in its fragments
-        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, shared.transposed,
-                                           str(op.attributes.get("rounding_mode", "nearest_even"))))
+        k.set(op.results[0], replace(shared, type=op.results[0].type,
+                                     tf32=str(op.attributes.get("rounding_mode", "nearest_even"))))
         return
     assert isinstance(src_t, ScalarType)
     for t in (src_t, dst_t):

@@ -85,15 +85,12 @@ def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaSha
 def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "", swizzled: bool = False) -> SharedMatrix:
     """Store a register tile in a new (padded) buffer (row-major, as its shape says), its elements
     converted to the LLVM type `staged_as` when given."""
+    from .async_copy import new_matrix
     from .ops_reduce import _to_float
 
     shape = tile.type.shape
-    batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
     elem = tile.type.element
-    nbytes = 2 if staged_as == "half" else storage_bytes(elem)
-    matrix = SharedMatrix(0, batch, rows, cols, nbytes, k.pad_buffers, swizzled=swizzled)
-    matrix = SharedMatrix(k.alloc_buffer(matrix.nbytes, 1024 if swizzled else 128), batch, rows, cols, nbytes,
-                          k.pad_buffers, swizzled=swizzled)
+    matrix = new_matrix(k, tile.type, swizzled=swizzled, elem_bytes=2 if staged_as == "half" else 0)
     lty = staged_as or storage_type(elem)
     k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
     for slot, v in enumerate(tile.slots):
@@ -238,14 +235,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
         if a_mat is not None else None
     b_frag = _Fragments(k, shape, b_mat, "b", b_elem, getattr(rhs, "transposed", False))
     rb, rm, rn = layout.repeats
-    wb, wm, wn = layout.warps
-    used = wb * wm * wn
-    warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
-    if used * 32 != k.threads:
-        warp = k.b.pre(f"urem i32 {warp}, {used}", "warp")
-    w_n = k.b.pre(f"urem i32 {warp}, {wn}", "wn") if wn > 1 else "0"
-    w_m = k.b.pre(f"urem i32 {k.b.pre(f'udiv i32 {warp}, {wn}', 'wm')}, {wm}", "wm") if wm > 1 else "0"
-    w_b = k.b.pre(f"udiv i32 {warp}, {wn * wm}", "wb") if wb > 1 else "0"
+    w_b, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
 
     def origin(w: str, per_warp: int, unit: int, block: int) -> str:
         if w == "0":

@@ -10,6 +10,7 @@ element it takes; they read any layout and write the result's.
 from __future__ import annotations
 
 from ..ir.core import Operation
+from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
 from .assign_layouts import row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
@@ -78,8 +79,7 @@ def _iota(k: KernelLowering, op: Operation) -> None:
 def _reshape(k: KernelLowering, op: Operation) -> None:
     shared = k.get(op.operands[0])
     if isinstance(shared, SharedTileVal):  # only unit dimensions come or go (assign_layouts.py)
-        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, shared.transposed,
-                                           shared.tf32))
+        k.set(op.results[0], replace(shared, type=op.results[0].type))
         return
     src = k.tile(op.operands[0])
     rtype = op.results[0].type
@@ -121,8 +121,7 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
 def _permute(k: KernelLowering, op: Operation) -> None:
     shared = k.get(op.operands[0])
     if isinstance(shared, SharedTileVal):  # a staged mma operand: read it the other way round
-        k.set(op.results[0], SharedTileVal(op.results[0].type, shared.matrix, shared.pending, not shared.transposed,
-                                           shared.tf32))
+        k.set(op.results[0], replace(shared, type=op.results[0].type, transposed=not shared.transposed))
         return
     src = k.tile(op.operands[0])
     rtype = op.results[0].type

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.record import record
+from ..ir.record import record, replace
 from .async_copy import chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix, wait_groups
 from .kernel import KernelLowering
 from .smem import SharedMatrix, opt_in_limit
@@ -71,8 +71,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
-    m = p.matrices[load]
-    return SharedMatrix(m.offset, m.batch, m.rows, m.cols, m.elem_bytes, m.padded, offset, m.swizzled)
+    return replace(p.matrices[load], stage=offset)
 
 
 def _stage_offset(k: KernelLowering, p: ActivePipeline, load: Operation, stage: str) -> str:
