@@ -24,8 +24,9 @@ Runs over an entry before code emission, in two walks:
      accumulator in `MmaLayout`, A and B read as they are (they are staged in
      shared memory);
    * loops carry a value in the layout of what the loop body yields for it
-     when that is an mma result (the accumulator of a K loop stays in
-     registers), else blocked;
+     when that is an mma fragment (a K loop's accumulator, attention's row
+     max and sum stay in registers), else blocked: planned again until the
+     carried layouts settle;
    * every other op reads and produces blocked tiles.
 
 A conversion is recorded where a value's layout differs from the layout its
@@ -120,6 +121,20 @@ def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]
     return MmaLayout(parent.threads, shape, parent.warps)
 
 
+def _mma_shapes(ops: list[Operation]) -> dict[Operation, object]:
+    """The mmas that run on tensor cores, with the instruction ops_mma.select_shape picks."""
+    from .ops_mma import select_shape
+
+    out = {}
+    for op in ops:
+        if op.name in _MMA:
+            lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
+            shape = select_shape(op, lhs, rhs, acc)  # type: ignore[arg-type]
+            if shape is not None:
+                out[op] = shape
+    return out
+
+
 def _passes_shared(op: Operation) -> bool:
     """A reshape that only adds or drops unit dimensions, a 2-D transpose, or a rounding to tf32:
     ops a shared-memory operand of an mma passes through without moving data."""
@@ -211,18 +226,20 @@ class LayoutAssignment:
         self._elementwise = _elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
+        self.mma_shapes = _mma_shapes(self._ops)   # tensor-core mmas -> their ops_mma.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.sm = sm
         self.wgmma_ops = {op for op in self._ops if self._runs_on_wgmma(op)}
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
-        self.carried = {op: self._carried_layouts(op) for op in self._ops if op.name in _LOOPS}
+        results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
+        self.carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
         self.shared_operands = self._find_shared_operands()
         self._continue_targets = _continue_targets(entry)
         anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
         plan = self._choose(anchors)
         for _ in range(_ROUNDS):   # loops carry what their bodies yield: re-plan until that settles
-            carried = {loop: self._yielded_layouts(loop, plan) for loop in self.carried}
+            carried = {loop: self._carried_layouts(loop, plan.layouts) for loop in self.carried}
             if carried == self.carried:
                 break
             self.carried = carried
@@ -244,14 +261,10 @@ class LayoutAssignment:
     def _find_mma_derived(self) -> set[Value]:
         """Tiles computed from tensor-core mma results by elementwise ops, reshapes and row broadcasts
         (the scores of an attention, before their row max and sum)."""
-        from .ops_mma import select_shape
-
         derived: set[Value] = set()
         for op in self._ops:
-            if op.name in _MMA:
-                lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
-                if select_shape(op, lhs, rhs, acc) is not None:  # type: ignore[arg-type]
-                    derived.add(op.results[0])
+            if op in self.mma_shapes:
+                derived.add(op.results[0])
             elif (op.name in self._elementwise or op.name == "cuda_tile.reshape") and op.results \
                     and any(v in derived for v in op.operands):
                 derived.update(r for r in op.results if _tile(r) is not None)
@@ -266,13 +279,9 @@ class LayoutAssignment:
 
     def _mma_layout(self, op: Operation) -> Optional[MmaLayout]:
         """The accumulator layout of an mma that runs on tensor cores, else None."""
-        if op.name not in _MMA:
+        if op not in self.mma_shapes:
             return None
-        from .ops_mma import select_shape
-
-        lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
-        if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
-            return None
+        acc = op.operand("acc").type
         if op in self.wgmma_ops:   # every warp on rows: warpgroup w's rows are 64 i + 16 w
             return MmaLayout(self.threads, (1, *acc.shape), (1, self.threads // 32, 1), True)  # type: ignore[union-attr]
         # rows reduced later stay within one warp column: the reduce is then a quad shuffle
@@ -312,14 +321,9 @@ class LayoutAssignment:
                 out.update(chain)
         return out
 
-    @staticmethod
-    def _converts_operands(op: Operation) -> bool:
+    def _converts_operands(self, op: Operation) -> bool:
         """An mma whose operands change type when staged (they must pass through registers)."""
-        from .ops_mma import select_shape
-
-        lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
-        shape = select_shape(op, lhs, rhs, acc)  # type: ignore[arg-type]
-        return shape is not None and bool(shape.staged_as)
+        return bool(self.mma_shapes[op].staged_as)
 
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops
@@ -331,8 +335,9 @@ class LayoutAssignment:
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands
 
-    def _yielded_layouts(self, loop: Operation, plan: "_Plan") -> list[Optional[Layout]]:
-        """Per carried value of a for/loop: the layout its body continues with in `plan`."""
+    def _carried_layouts(self, loop: Operation, layouts: dict[Value, Layout]) -> list[Optional[Layout]]:
+        """Per carried value of a for/loop: the fragment layout (mma or mma rows) that `layouts` give
+        the value its body continues with; None (blocked) otherwise."""
         body = loop.regions[0].block
         last = body.operations[-1] if body.operations else None
         count = len(loop.operand_group("initValues"))
@@ -340,22 +345,8 @@ class LayoutAssignment:
             return [None] * count
         out: list[Optional[Layout]] = []
         for v in last.operands[:count]:
-            layout = plan.layouts.get(v)
+            layout = layouts.get(v)
             out.append(layout if isinstance(layout, (MmaLayout, MmaRowLayout)) else None)
-        return out
-
-    def _carried_layouts(self, loop: Operation) -> list[Optional[Layout]]:
-        """Per carried value of a for/loop: the MmaLayout of the mma result its body continues with."""
-        body = loop.regions[0].block
-        last = body.operations[-1] if body.operations else None
-        count = len(loop.operand_group("initValues"))
-        out: list[Optional[Layout]] = [None] * count
-        if last is None or last.name != "cuda_tile.continue":
-            return out
-        for i, v in enumerate(last.operands[:count]):
-            owner = getattr(v, "owner", None)
-            if owner is not None and owner in self.mma_layouts:
-                out[i] = self.mma_layouts[owner]
         return out
 
     # -- choosing among plans by their barrier cost -------------------------------------
