@@ -127,11 +127,22 @@ def wait_groups(k: KernelLowering, pending: int) -> None:
     k.b.emit(f"call void @llvm.nvvm.cp.async.wait.group(i32 {pending})")
 
 
+def wait_all(k: KernelLowering) -> None:
+    """Wait until none of this thread's copies is in flight."""
+    k.b.declare("declare void @llvm.nvvm.cp.async.wait.all()")
+    k.b.emit("call void @llvm.nvvm.cp.async.wait.all()")
+
+
 def wait_for(k: KernelLowering, tiles: list[object]) -> None:
-    """Before reading shared tiles: their copies have landed, in every thread of the CTA."""
+    """Before reading shared tiles: this thread's copies into them have landed."""
     if any(isinstance(t, SharedTileVal) and t.pending for t in tiles):
-        k.b.declare("declare void @llvm.nvvm.cp.async.wait.all()")
-        k.b.emit("call void @llvm.nvvm.cp.async.wait.all()")
+        wait_all(k)
+
+
+def is_ready(tiles: list[object]) -> bool:
+    """Shared tiles whose copies were waited for at a barrier already (a pipeline's stage, or tiles
+    copied before a pipelined loop): a reader needs neither a wait nor a barrier."""
+    return all(isinstance(t, SharedTileVal) and not t.pending for t in tiles)
 
 
 def fence_async_proxy(k: KernelLowering) -> None:

@@ -219,13 +219,11 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                    rhs: "TileRegs | SharedTileVal", acc: TileRegs) -> TileRegs:
     layout = acc.layout
     assert isinstance(layout, MmaLayout)
-    from .async_copy import wait_for
+    from .async_copy import is_ready, wait_for
 
     from_regs = _a_in_registers(lhs, layout, shape)
     a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs, shape.staged_as)
     b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, shape.staged_as)
-    from .pipelined_loop import is_ready
-
     if not is_ready([rhs] if from_regs else [lhs, rhs]):   # fragments from registers need no barrier
         wait_for(k, [lhs, rhs])
         k.barrier()

@@ -21,7 +21,7 @@ B: leading offset = bytes from one 64-column atom to the next, stride 1024 bytes
 from __future__ import annotations
 
 from ..ir.core import Operation
-from .async_copy import fence_async_proxy, wait_for
+from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout import MmaLayout
 from .ops_mma import stage
@@ -37,8 +37,7 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     assert isinstance(layout, MmaLayout) and layout.interleaved
     a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
     b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
-    ready = all(isinstance(t, SharedTileVal) and not t.pending for t in (lhs, rhs))
-    if not ready:
+    if not is_ready([lhs, rhs]):
         wait_for(k, [lhs, rhs])
         fence_async_proxy(k)
         k.barrier()

@@ -8,7 +8,7 @@ groups are in flight (its own has landed), meets the CTA at a barrier (every
 thread's copies are visible, and everyone is done with the stage iteration
 i - 1 read), and then copies iteration i + stages - 1 into that freed stage.
 The loads themselves only name the stage `i mod stages`. After the loop every
-copy is drained.
+copy is drained (async_copy.wait_all).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
-from .async_copy import chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix, wait_groups
+from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
+                         wait_all, wait_groups)
 from .kernel import KernelLowering
 from .smem import SharedMatrix, opt_in_limit
-from .values import PartitionViewVal, SharedTileVal, TileRegs
+from .values import PartitionViewVal, SharedTileVal
 
 
 @record(frozen=False)
@@ -99,7 +100,7 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     # Tiles copied before the loop (attention's queries) land here, once: waiting for them inside
     # the loop would also wait for the prefetches. The barrier makes them visible to every thread
     # (and ends whatever read these buffers before, e.g. an enclosing loop's last iteration).
-    drain(k)
+    wait_all(k)
     k.barrier()
     for value in k.values.values():
         if isinstance(value, SharedTileVal) and value.pending:
@@ -133,13 +134,3 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
     return p.read[op]
 
 
-def drain(k: KernelLowering) -> None:
-    """After the loop: no copy is left in flight."""
-    k.b.declare("declare void @llvm.nvvm.cp.async.wait.all()")
-    k.b.emit("call void @llvm.nvvm.cp.async.wait.all()")
-
-
-def is_ready(tiles: list[object]) -> bool:
-    """Operands a pipeline already waited for at a barrier (no further barrier needed)."""
-    return all(isinstance(t, SharedTileVal) and not t.pending for t in tiles) and not any(
-        isinstance(t, TileRegs) for t in tiles)
