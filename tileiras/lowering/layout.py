@@ -256,13 +256,10 @@ class MmaLayout:
         t2 = pre(f"shl i32 {pre(f'and i32 {lane}, 3', 't')}, 1", "t2")
 
         def place(w: str, per_warp: int, block: int, unit: int, within: str) -> str:
-            # (w * per_warp + block) * unit + within
-            base = w if per_warp == 1 else (pre(f"mul i32 {w}, {per_warp}", "c") if w != "0" else "0")
-            base = base if block == 0 else (str(block) if base == "0" else pre(f"add i32 {base}, {block}", "c"))
-            scaled = base if unit == 1 else (pre(f"mul i32 {base}, {unit}", "c") if base != "0" else "0")
+            start = block_start(pre, w, per_warp, block, unit)
             if within == "0":
-                return scaled
-            return within if scaled == "0" else pre(f"add i32 {scaled}, {within}", "c")
+                return start
+            return within if start == "0" else pre(f"add i32 {start}, {within}", "c")
 
         row_in = g if j < 2 else pre(f"add i32 {g}, 8", "g8")
         col_in = t2 if j % 2 == 0 else pre(f"add i32 {t2}, 1", "t2")
@@ -283,6 +280,15 @@ class MmaLayout:
     def describe(self) -> str:
         order = ", warpgroup rows" if self.interleaved else ""
         return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks{order}>"
+
+
+def block_start(pre: Pre, w: str, per_warp: int, block: int, unit: int) -> str:
+    """(w * per_warp + block) * unit: where block `block` of warp coordinate `w` starts (a constant
+    where w is "0", so addresses built from it fold)."""
+    if w == "0":
+        return str(block * unit)
+    base = pre(f"mul i32 {w}, {per_warp * unit}", "o")
+    return base if block == 0 else pre(f"add i32 {base}, {block * unit}", "o")
 
 
 @record

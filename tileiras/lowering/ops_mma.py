@@ -26,7 +26,7 @@ from ..ir.core import Operation
 from ..ir.record import record
 from ..ir.types import F16, TileType
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
-from .layout import MmaLayout
+from .layout import MmaLayout, block_start
 from .llvm_text import llvm_type
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
@@ -236,10 +236,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     w_b, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
 
     def origin(w: str, per_warp: int, unit: int, block: int) -> str:
-        if w == "0":
-            return str(block * unit)
-        base = k.b.pre(f"mul i32 {w}, {per_warp * unit}", "o")
-        return base if block == 0 else k.b.pre(f"add i32 {base}, {block * unit}", "o")
+        return block_start(k.b.pre, w, per_warp, block, unit)
 
     acc_ty = shape.acc_type
     regs = list(acc.slots)
