@@ -274,10 +274,10 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         k.remark("missed", "memory", "RemarkMemoryAsyncCopyMissed", "Could not load a tensor-core operand with cp.async", op, Reason="the view's facts do not prove each 4-, 8- or 16-byte chunk aligned and wholly inside or outside the tensor")
     pad = padding_literal(view.padding, elem)
     layout = k.layout_of(op.results[0])
-    vec = _vector(k, op, view, rtype, layout, ordering)
+    vec, why = _vector(k, op, view, rtype, layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Loads=f"{k.slots(rtype, layout) // vec} per thread")
     if vec == 1:
-        k.remark("missed", "memory", "RemarkMemoryVectorizedLoadMissed", "Load not vectorized: one element per access", op, Reason=_scalar_reason(ordering, elem, layout.run(rtype.num_elements)))
+        k.remark("missed", "memory", "RemarkMemoryVectorizedLoadMissed", "Load not vectorized: one element per access", op, Reason=why)
     slots = []
     if vec > 1:
         vty = f"<{vec} x {lty}>"
@@ -294,28 +294,23 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
 
 
 def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
-            ordering: str) -> int:
-    """Elements per access of a weak view access in `layout` (1: one element at a time)."""
+            ordering: str) -> tuple[int, str]:
+    """Elements per access of a weak view access in `layout`, and when that is 1 (one element at
+    a time) why: the reason a remark gives."""
     from .vector_access import vector_elements
 
     elem = tile.element
-    if ordering != "weak" or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
-            or llvm_type(elem) != storage_type(elem):
-        return 1
-    run = layout.run(tile.num_elements)
-    return vector_elements(op, view, tile.shape, elem.bitwidth // 8, run) if run > 1 else 1
-
-
-def _scalar_reason(ordering: str, elem: ScalarType, run: int) -> str:
-    """Why `_vector` said one element per access (the reason of a remark)."""
     if ordering != "weak":
-        return f"the access is ordered ({ordering}): only weak accesses are widened"
-    if elem.bitwidth < 8 or llvm_type(elem) != storage_type(elem):
-        return f"{elem} elements are not stored as whole bytes"
+        return 1, f"the access is ordered ({ordering}): only weak accesses are widened"
+    if not isinstance(elem, ScalarType) or elem.bitwidth < 8 or llvm_type(elem) != storage_type(elem):
+        return 1, f"{elem} elements are not stored as whole bytes"
+    run = layout.run(tile.num_elements)
     if run < 2:
-        return "the tile's layout gives each thread no two consecutive elements"
-    return ("the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly inside or outside the "
-            "tensor (base alignment, unit innermost stride, divisible strides and extents)")
+        return 1, "the tile's layout gives each thread no two consecutive elements"
+    vec = vector_elements(op, view, tile.shape, elem.bitwidth // 8, run)
+    return vec, "" if vec > 1 else ("the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly "
+                                    "inside or outside the tensor (base alignment, unit innermost stride, divisible "
+                                    "strides and extents)")
 
 
 def _vector_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
@@ -336,10 +331,10 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
-    vec = _vector(k, op, view, tile.type, tile.layout, ordering)
+    vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(tile.slots) // vec} per thread")
     if vec == 1:
-        k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=_scalar_reason(ordering, elem, tile.layout.run(tile.type.num_elements)))
+        k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=why)
     if vec > 1:
         vty = f"<{vec} x {lty}>"
         for i, (ptr, ok) in enumerate(_vector_addresses(k, op, view, tile.type, tile.layout, vec)):
