@@ -129,7 +129,6 @@ def _at(st: Any, reader: Any, lane: int) -> int:
 
 def bulk_tensor(dec: Decoder, ins: Instr, mods: Mods) -> Any:
     """cp.async.bulk.tensor.Nd ... (the modifiers after `bulk`); loads and stores."""
-    np = _np()
     mods.need(("tensor",), ".tensor")
     dim = mods.need(("1d", "2d", "3d", "4d", "5d"), "the dimension (.1d ... .5d)")
     rank = int(dim[0])
@@ -177,14 +176,7 @@ def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any,
             if mask is not None and _at(st, mask, lane) & 0xFFFF != 1:
                 raise DeviceFault(f"multicast mask 0x{_at(st, mask, lane) & 0xFFFF:x} names CTAs outside this "
                                   "one-CTA cluster", lane)
-            tm = read_tensormap(st, tspace, _at(st, taddr, lane), lane)
-            if tm.rank != rank:
-                raise DeviceFault(f"a .{rank}d copy through a rank-{tm.rank} tensor map", lane)
-            if tm.interleave != "none":
-                raise DeviceFault("interleaved tensor maps are not supported by the emulator", lane)
-            c = [_at(st, r, lane) for r in coords]
-            c = [v - (1 << 32) if v >= 1 << 31 else v for v in c]
-            goffs, inside, _ = box_addresses(st, tm, c, lane)
+            tm, goffs, inside = _box(st, tspace, taddr, coords, rank, lane)
             sidx = _shared_span(st, _at(st, dst, lane), tm, lane)
             data = np.broadcast_to(_fill_bytes(tm), sidx.shape).copy()
             if inside.any():
@@ -205,6 +197,20 @@ def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any,
     return fn
 
 
+def _box(st: Any, tspace: str, taddr: Any, coords: list, rank: int, lane: int) -> tuple:
+    """(tensor map, global byte offsets of the box's elements, which lie inside the tensor) of a
+    lane's bulk tensor copy."""
+    tm = read_tensormap(st, tspace, _at(st, taddr, lane), lane)
+    if tm.rank != rank:
+        raise DeviceFault(f"a .{rank}d copy through a rank-{tm.rank} tensor map", lane)
+    if tm.interleave != "none":
+        raise DeviceFault("interleaved tensor maps are not supported by the emulator", lane)
+    c = [_at(st, r, lane) for r in coords]
+    c = [v - (1 << 32) if v >= 1 << 31 else v for v in c]   # coordinates are signed 32-bit
+    goffs, inside, _ = box_addresses(st, tm, c, lane)
+    return tm, goffs, inside
+
+
 def _site(ins: Instr, write: bool) -> Any:
     from ..races import Site
 
@@ -222,14 +228,7 @@ def _store(taddr: Any, tspace: str, coords: list, src: Any, rank: int, ins: Inst
             if key in issued:
                 continue
             issued.add(key)
-            tm = read_tensormap(st, tspace, _at(st, taddr, lane), lane)
-            if tm.rank != rank:
-                raise DeviceFault(f"a .{rank}d copy through a rank-{tm.rank} tensor map", lane)
-            if tm.interleave != "none":
-                raise DeviceFault("interleaved tensor maps are not supported by the emulator", lane)
-            c = [_at(st, r, lane) for r in coords]
-            c = [v - (1 << 32) if v >= 1 << 31 else v for v in c]
-            goffs, inside, _ = box_addresses(st, tm, c, lane)
+            tm, goffs, inside = _box(st, tspace, taddr, coords, rank, lane)
             sidx = _shared_span(st, _at(st, src, lane), tm, lane)
             if st.races is not None:    # the store reads shared memory until its bulk group retires
                 st.races.async_read(st, ins.line, sidx.ravel(), np.array([lane]),
