@@ -32,6 +32,7 @@ from tileiras.emulator import EmulatorError, Memory, run_ptx
 from tileiras.runtime.tensormap import for_array
 
 sys.path.insert(0, os.path.dirname(__file__))
+import corpus_kernels  # noqa: E402
 import frontend_samples as fs  # noqa: E402
 
 pytestmark = pytest.mark.skipif(fs.oracle("tileiras") is None, reason="NVIDIA's tileiras is not installed")
@@ -105,27 +106,6 @@ def _export_attention(target: str) -> bytes:
     from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
                                        ScalarConstraint, export_kernel)
 
-    @ct.kernel
-    def attention(q, k, v, o, scale, S: ct.Constant[int], D: ct.Constant[int], BQ: ct.Constant[int],
-                  BK: ct.Constant[int]):
-        qb = ct.bid(0)
-        h = ct.bid(1)
-        qt = ct.reshape(ct.load(q, index=(h, qb, 0), shape=(1, BQ, D)), (BQ, D))
-        m = ct.full((BQ, 1), -1e30, ct.float32)
-        lsum = ct.zeros((BQ, 1), ct.float32)
-        acc = ct.zeros((BQ, D), ct.float32)
-        for kb in range(S // BK):
-            kt = ct.reshape(ct.load(k, index=(h, kb, 0), shape=(1, BK, D)), (BK, D))
-            vt = ct.reshape(ct.load(v, index=(h, kb, 0), shape=(1, BK, D)), (BK, D))
-            s = ct.mma(qt, ct.transpose(kt), ct.zeros((BQ, BK), ct.float32)) * scale
-            m_new = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
-            p = ct.exp(s - m_new)
-            alpha = ct.exp(m - m_new)
-            lsum = lsum * alpha + ct.sum(p, axis=1, keepdims=True)
-            acc = ct.mma(ct.astype(p, vt.dtype), vt, acc * alpha)
-            m = m_new
-        ct.store(o, index=(h, qb, 0), tile=ct.reshape(ct.astype(acc / lsum, o.dtype), (1, BQ, D)))
-
     def arr() -> ArrayConstraint:
         return ArrayConstraint(dtype=ct.float16, ndim=3, index_dtype=ct.int32, stride_lower_bound_incl=0,
                                alias_groups=(), may_alias_internally=False, stride_constant=(None, None, 1),
@@ -137,7 +117,7 @@ def _export_attention(target: str) -> bytes:
                                       ConstantConstraint(64)],
                           calling_convention=CallingConvention.cutile_python_v1(), symbol="attn")
     buf = io.BytesIO()
-    export_kernel(attention, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
+    export_kernel(corpus_kernels.load("matmul").attention, [sig], buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code=target)
     return buf.getvalue()
 
 

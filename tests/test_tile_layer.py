@@ -9,7 +9,6 @@ instructions the tile layer promises (and ptxas's report for spills).
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
 import subprocess
@@ -21,16 +20,9 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "tests" / "corpus" / "kernels"
+sys.path.insert(0, str(ROOT / "tests"))
 
-
-@lru_cache(maxsize=None)
-def _kernels(name: str):
-    sys.path.insert(0, str(KERNELS.parent))
-    spec = importlib.util.spec_from_file_location(f"tile_layer_{name}", KERNELS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+import corpus_kernels  # noqa: E402
 
 
 def _array(dtype, ndim: int):
@@ -58,7 +50,7 @@ def _matmul(dtype: str, acc: str, tm: int, tn: int, tk: int) -> bytes:
     from cuda.tile.compilation import ConstantConstraint
 
     d, a = getattr(ct, dtype), getattr(ct, acc)
-    return _export(_kernels("matmul").matmul, [_array(d, 2), _array(d, 2), _array(a, 2), ConstantConstraint(tm),
+    return _export(corpus_kernels.load("matmul").matmul, [_array(d, 2), _array(d, 2), _array(a, 2), ConstantConstraint(tm),
                                                ConstantConstraint(tn), ConstantConstraint(tk)])
 
 
@@ -67,7 +59,7 @@ def _attention(seq: int, head: int, bq: int, bk: int) -> bytes:
     import cuda.tile as ct
     from cuda.tile.compilation import ConstantConstraint, ScalarConstraint
 
-    return _export(_kernels("matmul").attention, [_array(ct.float16, 3)] * 4 + [
+    return _export(corpus_kernels.load("matmul").attention, [_array(ct.float16, 3)] * 4 + [
         ScalarConstraint(ct.float32), ConstantConstraint(seq), ConstantConstraint(head), ConstantConstraint(bq),
         ConstantConstraint(bk)])
 
@@ -147,7 +139,7 @@ def test_matmul_matches_numpy_under_the_race_checker(config, gpu) -> None:
 def _matmul_tf32() -> bytes:
     import cuda.tile as ct
 
-    return _export(_kernels("matmul").matmul_tf32, [_array(ct.float32, 2)] * 3)
+    return _export(corpus_kernels.load("matmul").matmul_tf32, [_array(ct.float32, 2)] * 3)
 
 
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_90"])
@@ -215,7 +207,7 @@ def _matmul_without_facts() -> bytes:
     def loose(dtype):
         return ArrayConstraint(dtype=dtype, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
                                may_alias_internally=False)
-    return _export(_kernels("matmul").matmul, [loose(ct.float16), loose(ct.float16), loose(ct.float32),
+    return _export(corpus_kernels.load("matmul").matmul, [loose(ct.float16), loose(ct.float16), loose(ct.float32),
                                                ConstantConstraint(128), ConstantConstraint(128), ConstantConstraint(64)])
 
 
