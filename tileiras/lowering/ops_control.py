@@ -100,7 +100,6 @@ def _for(k: KernelLowering, op: Operation) -> None:
     body = op.regions[0].block
 
     from . import pipelined_loop
-    from .async_copy import wait_all
 
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
@@ -148,7 +147,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     _insert(k, head_pos, phis)
     k.b.start_block(exit_label)
     if pipeline is not None:
-        wait_all(k)   # no copy is left in flight after the loop
+        pipelined_loop.finish(k, pipeline)   # no copy is left in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
 
