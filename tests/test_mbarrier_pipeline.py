@@ -48,7 +48,9 @@ def _without_wait(monkeypatch, what: str) -> None:
 
 
 @pytest.mark.parametrize("what,report", [("stage full", "read before the mbarrier wait"),
-                                         ("stage empty", "write-after-read")])
+                                         # the producer refills a stage still being read, and its extra
+                                         # arrivals run the full barrier's phases past the consumers
+                                         ("stage empty", "write-after-read|deadlock")])
 def test_sm90_matmul_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, what: str, report: str) -> None:
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault

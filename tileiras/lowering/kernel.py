@@ -48,6 +48,8 @@ class KernelLowering:
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
+        self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
+        self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
@@ -141,6 +143,9 @@ class KernelLowering:
 
     # -- synchronization and shared memory -----------------------------------------
     def barrier(self) -> None:
+        if self.barrier_threads:
+            self.b.emit(f'call void asm sideeffect "bar.sync 1, {self.barrier_threads};", "~{{memory}}"()')
+            return
         self.b.declare("declare void @llvm.nvvm.barrier0()")
         self.b.emit("call void @llvm.nvvm.barrier0()")
 

@@ -135,6 +135,8 @@ def _for(k: KernelLowering, op: Operation) -> None:
         lines, merged = _phi_values(k, types, ctx.continue_edges, "next", carried_layouts)
         _insert(k, len(k.b.lines), lines)
         next_vals = _flatten(k, merged)
+    if pipeline is not None:
+        pipelined_loop.end_iteration(k, pipeline)
     iv_next = k.b.op(f"add {ity} {iv}, {step}", "ivn")
     counter_next = k.b.op(f"add i32 {counter}, 1", "itn") if pipeline is not None else ""
     latch_end = k.b.current_block

@@ -88,6 +88,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
+    threads += k.extra_threads   # the launch: a warp-specialized pipeline's producer warpgroup too
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)

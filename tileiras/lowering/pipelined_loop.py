@@ -29,7 +29,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          wait_all, wait_groups)
-from . import mbarrier
+from . import mbarrier, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import BUFFER_ALIGN, SharedMatrix, opt_in_limit
@@ -55,6 +55,7 @@ class ActivePipeline:
     read: Optional[dict] = None         # load op -> SharedTileVal of this iteration, once issued
     full: Optional[BarrierArray] = None   # sm_90+: a stage's copies have landed (one per stage)
     empty: Optional[BarrierArray] = None  # sm_90+: every thread is done reading a stage
+    specialized: bool = False           # warp_specialize.py: a producer warpgroup does every copy
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:
@@ -90,15 +91,28 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = None
+    specialized = False
     if uses_mbarriers(k):
         full, empty = mbarrier.allocate(k, stages), mbarrier.allocate(k, stages)
         handshake = f"full/empty mbarrier pairs ({2 * stages} mbarriers)"
+        why_not = warp_specialize.eligible(k, op)
+        specialized = not why_not and not k.extra_threads
+        dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))
+        roles = (f"warp-specialized: warps {k.threads // 32}-{k.threads // 32 + 3} produce (cp.async only, "
+                 f"setmaxnreg.dec {dec}), warps 0-{k.threads // 32 - 1} consume"
+                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}" if specialized
+                 else f"not warp-specialized: {why_not or 'one producer warpgroup per kernel'}")
+        k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
+                 "Warp roles of a pipelined loop", op, Roles=roles)
+        handshake += f"; {roles}"
+        if specialized:
+            k.extra_threads = warp_specialize.PRODUCER_THREADS
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), Handshake=handshake)
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead, "
                             f"handshake: {handshake}")
-    return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty)
+    return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized)
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
@@ -141,12 +155,16 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     # (and ends whatever read these buffers before, e.g. an enclosing loop's last iteration).
     wait_all(k)
     if p.full is not None and p.empty is not None:
-        # full: one .noinc copy arrival per thread; empty: one release per thread
-        mbarrier.init(k, [(p.full, [k.threads] * p.stages), (p.empty, [k.threads] * p.stages)])
+        # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
+        copiers = warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
+        mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [k.threads] * p.stages)])
     k.barrier()
     for value in k.values.values():
         if isinstance(value, SharedTileVal) and value.pending:
             value.pending = False
+    if p.specialized:
+        warp_specialize.split(k, p, lb)
+        return
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
         _issue(k, p, iv, str(s), _in_range(k, p, iv))
@@ -162,6 +180,8 @@ def start_iteration(p: ActivePipeline, iv: str, counter: str) -> None:
 
 def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
     """The tile a pipelined load reads this iteration (issuing the next iteration's copies first)."""
+    if p.read is None and p.specialized:
+        _consume(k, p)
     if p.read is None and p.full is not None:
         _handshake(k, p)
     if p.read is None:
@@ -201,6 +221,25 @@ def _handshake(k: KernelLowering, p: ActivePipeline) -> None:
         fence_async_proxy(k)   # wgmma reads these stages through the async proxy
     p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
               for ld in p.loads}
+
+
+def _consume(k: KernelLowering, p: ActivePipeline) -> None:
+    """A consumer's iteration start in a warp-specialized pipeline: wait until the stage is full."""
+    assert p.full is not None
+    read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+    mbarrier.wait(k, mbarrier.address(k, p.full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
+    if any(m.swizzled for m in p.matrices.values()):
+        fence_async_proxy(k)   # wgmma reads these stages through the async proxy
+    p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
+              for ld in p.loads}
+
+
+def end_iteration(k: KernelLowering, p: ActivePipeline) -> None:
+    """A consumer is done with this iteration's stage (its mmas have waited for their reads): the
+    producer may refill it."""
+    if p.specialized and p.empty is not None:
+        read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+        mbarrier.arrive(k, mbarrier.address(k, p.empty, read))
 
 
 def finish(k: KernelLowering, p: ActivePipeline) -> None:
