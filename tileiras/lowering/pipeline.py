@@ -196,7 +196,9 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         "",
         *functions,
         "",
-        *(f'attributes #{t} = {{ "nvvm.reqntid"="{t},1,1" }}' for t in sorted({k.block[0] for k in kernels})),
+        # minctasm 1: ptxas then knows a thread's registers at entry (setmaxnreg is ignored otherwise)
+        *(f'attributes #{t} = {{ "nvvm.reqntid"="{t},1,1" "nvvm.minctasm"="1" }}'
+          for t in sorted({k.block[0] for k in kernels})),
         *(debug_info.module_lines() if debug_info is not None else []),
         "",
     ])
