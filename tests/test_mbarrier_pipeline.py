@@ -72,3 +72,57 @@ def test_sm90_attention_pipeline_matches_numpy_under_the_race_checker() -> None:
     s = q[0].astype(np.float64) @ k[0].astype(np.float64).T * scale
     p = np.exp(s - s.max(1, keepdims=True))
     assert np.abs(out[0] - (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)).max() < 2e-3
+
+
+def _sass(ptx: str, tmp_path: Path) -> tuple[str, str]:
+    """(ptxas -v report, cuobjdump -sass text) of our sm_90 PTX."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from sass_stats import cuobjdump_path
+
+    report = _ptxas_report(ptx, "sm_90a", tmp_path)
+    tool = cuobjdump_path()
+    assert tool is not None, "cuobjdump (nvidia-cuda-cuobjdump) is needed to read the SASS"
+    done = subprocess.run([str(tool), "-sass", str(tmp_path / "r.cubin")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return report, done.stdout
+
+
+def test_sm90_matmul_sass_has_the_producer_consumer_handshake(tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), "sm_90", tmp_path)
+    assert ".reqntid 256, 1, 1" in ptx and "setmaxnreg.dec.sync.aligned.u32 72;" in ptx
+    report, sass = _sass(ptx, tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+    assert "setmaxnreg' ignored" not in report, report
+    assert sass.count("SYNCS.EXCH.64") == 8                # 4 stages: a full and an empty mbarrier each
+    assert "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass        # the try_wait.parity loops
+    assert "ARRIVES.LDGSTSBAR.64" in sass                  # cp.async completion arrives on `full`
+    assert sass.count("LDGSTS.E.BYPASS.128") == 16         # the producer's 16-byte copies of one stage
+    assert "USETMAXREG.DEALLOC" in sass                    # the producer gives its registers back
+
+
+def test_sm90_attention_sass_has_the_mbarrier_handshake_and_no_spills(tmp_path: Path) -> None:
+    ptx = _ptx(_attention(4096, 64, 128, 64), "sm_90", tmp_path)
+    report, sass = _sass(ptx, tmp_path)
+    assert "0 bytes spill stores" in report, report
+    assert sass.count("SYNCS.EXCH.64") == 8 and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass
+    assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass
+
+
+def test_sm90_two_consumer_warpgroups_take_the_producers_registers() -> None:
+    """128x256: two consumer warpgroups (m64n256 each) and the producer, 384 threads."""
+    module = _module(_matmul("float16", "float32", 128, 256, 64))
+    a, b, c = _inputs("float16", 128, 256, 3 * 64)
+    out = _run(module, (1, 1, 1), [a, b, c])[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_sm90_wide_matmul_ptx_splits_registers(tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 256, 64), "sm_90", tmp_path)
+    assert ".reqntid 384, 1, 1" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 80;" in ptx and "setmaxnreg.inc.sync.aligned.u32 216;" in ptx
+    report, sass = _sass(ptx, tmp_path)
+    assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
+    assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY" in sass

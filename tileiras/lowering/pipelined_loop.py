@@ -109,8 +109,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
             k.extra_threads = warp_specialize.PRODUCER_THREADS
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), Handshake=handshake)
+    ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
-                            f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead, "
+                            f"{sum(sizes.values())} bytes a stage, copies up to {ahead} iterations ahead, "
                             f"handshake: {handshake}")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized)
 
