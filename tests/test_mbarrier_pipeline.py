@@ -102,12 +102,18 @@ def test_sm90_matmul_sass_has_the_producer_consumer_handshake(tmp_path: Path) ->
     assert "USETMAXREG.DEALLOC" in sass                    # the producer gives its registers back
 
 
-def test_sm90_attention_sass_has_the_mbarrier_handshake_and_no_spills(tmp_path: Path) -> None:
-    ptx = _ptx(_attention(4096, 64, 128, 64), "sm_90", tmp_path)
+@pytest.mark.parametrize("config,threads,barriers", [((4096, 64, 128, 64), 256, 8), ((4096, 128, 128, 128), 384, 4)],
+                         ids=["d64", "d128"])
+def test_sm90_attention_sass_has_the_producer_consumer_handshake(config, threads: int, barriers: int,
+                                                                  tmp_path: Path) -> None:
+    """The query tile is copied by the consumers before the loop; the producer computes only the
+    K/V views and the loop bounds, and streams K and V."""
+    ptx = _ptx(_attention(*config), "sm_90", tmp_path)
+    assert f".reqntid {threads}, 1, 1" in ptx
     report, sass = _sass(ptx, tmp_path)
-    assert "0 bytes spill stores" in report, report
-    assert sass.count("SYNCS.EXCH.64") == 8 and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass
-    assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass
+    assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
+    assert sass.count("SYNCS.EXCH.64") == barriers and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass
+    assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass and "USETMAXREG.DEALLOC" in sass
 
 
 def test_sm90_two_consumer_warpgroups_take_the_producers_registers() -> None:

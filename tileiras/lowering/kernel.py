@@ -50,6 +50,8 @@ class KernelLowering:
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
         self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
         self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier
+        self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
+        self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []

@@ -95,18 +95,16 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     if uses_mbarriers(k):
         full, empty = mbarrier.allocate(k, stages), mbarrier.allocate(k, stages)
         handshake = f"full/empty mbarrier pairs ({2 * stages} mbarriers)"
-        why_not = warp_specialize.eligible(k, op)
-        specialized = not why_not and not k.extra_threads
+        specialized = k.warp_split is not None and k.warp_split.loop is op
+        why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))
         roles = (f"warp-specialized: warps {k.threads // 32}-{k.threads // 32 + 3} produce (cp.async only, "
                  f"setmaxnreg.dec {dec}), warps 0-{k.threads // 32 - 1} consume"
                  f"{f' (setmaxnreg.inc {inc})' if inc else ''}" if specialized
-                 else f"not warp-specialized: {why_not or 'one producer warpgroup per kernel'}")
+                 else f"not warp-specialized: {why_not}")
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
-        if specialized:
-            k.extra_threads = warp_specialize.PRODUCER_THREADS
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
@@ -159,12 +157,15 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
         # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
         copiers = warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [k.threads] * p.stages)])
-    k.barrier()
+    if p.specialized:
+        warp_specialize.publish(k)      # the consumers' copies and the mbarriers, for everyone
+    else:
+        k.barrier()
     for value in k.values.values():
         if isinstance(value, SharedTileVal) and value.pending:
             value.pending = False
     if p.specialized:
-        warp_specialize.split(k, p, lb)
+        warp_specialize.emit_producer(k, p)
         return
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
