@@ -262,7 +262,8 @@ def test_flash_attention_scores_stay_in_registers(config, gpu, tmp_path: Path) -
     assert "shfl.sync.bfly" in ptx
     assert "__tileir_scratch" not in ptx
     assert ptx.count("bar.sync") <= 5, ptx.count("bar.sync")
-    report = _ptxas_report(ptx, gpu, tmp_path)
+    # sm_90: the warp-specialized pipeline's setmaxnreg makes it sm_90a code (test_mbarrier_pipeline.py)
+    report = _ptxas_report(ptx, "sm_90a" if ".target sm_90a" in ptx else gpu, tmp_path)
     assert "0 bytes spill stores" in report, report
 
 

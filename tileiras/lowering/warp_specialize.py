@@ -146,8 +146,12 @@ def emit_producer(k: KernelLowering, p) -> None:
     mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
     saved_values = dict(k.values)
-    for op in split.slice:          # the consumers' values of these do not dominate the producer
-        LOWERINGS[op.name](k, op)
+    k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
+    try:
+        for op in split.slice:          # the consumers' values of these do not dominate the producer
+            LOWERINGS[op.name](k, op)
+    finally:
+        del k.remark                    # the class's method again
     loop = split.loop
     lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
     head, body, done = k.b.label("prod_head"), k.b.label("prod_body"), k.b.label("prod_done")
