@@ -47,11 +47,17 @@ def _without_wait(monkeypatch, what: str) -> None:
     monkeypatch.setattr(backends, "compile_module", mutated)
 
 
-@pytest.mark.parametrize("what,report", [("stage full", "read before the mbarrier wait"),
-                                         # the producer refills a stage still being read, and its extra
-                                         # arrivals run the full barrier's phases past the consumers
-                                         ("stage empty", "write-after-read|deadlock")])
-def test_sm90_matmul_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, what: str, report: str) -> None:
+@pytest.mark.parametrize("gpu,what,report", [
+    # warp-specialized (sm_90): without `full` the consumers' wgmma reads a stage still being filled
+    ("sm_90", "stage full", "read before the mbarrier wait"),
+    # without `empty` the producer refills stages still being read; its extra arrivals also run the
+    # full barriers' phases past the consumers, which then wait forever
+    ("sm_90", "stage empty", "write-after-read|deadlock"),
+    # unspecialized (sm_100: every thread copies and reads): the same two mistakes
+    ("sm_100", "stage full", "read before the mbarrier wait"),
+    ("sm_100", "stage empty", "write-after-read"),
+])
+def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, what: str, report: str) -> None:
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
 
@@ -59,7 +65,17 @@ def test_sm90_matmul_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, 
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)   # the ring wraps: stages are refilled
     with pytest.raises((DeviceFault, TileirasError), match=report):
-        _run(module, (1, 1, 1), [a, b, c])
+        _run(module, (1, 1, 1), [a, b, c], gpu=gpu)
+
+
+def test_sm100_unspecialized_pipeline_matches_numpy_under_the_race_checker() -> None:
+    """Every thread copies and reads: it releases the stage it read, waits for everyone's release,
+    refills it and waits for its next stage to be full; the ring of 4 stages wraps."""
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, 6 * 64)
+    out = _run(module, (1, 1, 1), [a, b, c], gpu="sm_100")[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
 
 
 def test_sm90_attention_pipeline_matches_numpy_under_the_race_checker() -> None:
