@@ -118,11 +118,14 @@ def begin(k: KernelLowering) -> None:
 
 
 def end(k: KernelLowering) -> None:
-    """After the kernel: a producer whose loop was not pipelined after all has nothing to do."""
+    """After the kernel: when the loop was not pipelined after all (its copies were not legal
+    cp.async, its stages did not fit), the CTA is launched without the producer warpgroup; the
+    branch to it is never taken and the consumers' named barriers are the whole CTA's."""
     split = k.warp_split
     if split is not None and not split.emitted:
         k.b.start_block(split.producer)
         k.b.emit("ret void")
+        k.extra_threads = 0
 
 
 def publish(k: KernelLowering) -> None:
