@@ -31,15 +31,17 @@ class PipelinedValue:
     name: str
     nbytes: int              # one slot
     start: int               # the producer's issue, ticks into the iteration
-    consumed: int            # the last consumer's start, ticks
+    consumed: int            # the first consumer's start, ticks
     memory: str = "smem"     # smem or tmem
+    released: int = -1       # when its last reader is done (-1: at the barrier ending that stage)
 
     def slots(self, ii: int) -> int:
         return 1 + max(0, -(-(self.consumed - self.start) // ii))
 
     def live(self, ii: int) -> tuple[int, int]:
-        """[issue, release): released by the barrier that ends its last consumer's stage."""
-        return self.start, self.start + self.slots(ii) * ii
+        """[issue, release): by default released by the barrier after its consumer's stage, as the
+        lowering frees a slot; an explicit `released` for values whose readers finish earlier."""
+        return self.start, self.released if self.released >= 0 else self.start + self.slots(ii) * ii
 
 
 @record

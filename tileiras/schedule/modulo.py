@@ -416,7 +416,7 @@ def modulo_schedule(g: DependenceGraph, capacities: dict[str, int], max_ii: Opti
     if best is not None:
         why = f"the modulo schedule at II {best.ii} is no better than one iteration at a time ({serial.ii})"
     elif mii > limit:
-        why = f"MII {mii} is past the serial iteration's {limit}"
+        why = f"MII {mii} is past the largest II worth trying ({limit})"
     else:
         why = f"no modulo schedule with II in [{mii}, {limit}] within {budget} placements"
     return Schedule("serial", serial.ii, serial.start, res, rec, unit, 0, why)
