@@ -75,7 +75,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), II=ii,
-             WantedStages=str(fit.wanted), Reason=f"{schedule.reason}; {fit.reason}")
+             WantedStages=str(fit.wanted),
+             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}")
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead "
                             f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''})")

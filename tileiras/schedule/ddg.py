@@ -68,12 +68,6 @@ class DependenceGraph:
     edges: list
     tick: int = 1                              # cycles per time unit
 
-    def succs(self, n: int) -> list[Edge]:
-        return [e for e in self.edges if e.src == n]
-
-    def preds(self, n: int) -> list[Edge]:
-        return [e for e in self.edges if e.dst == n]
-
     def add(self, name: str, footprint: Footprint, op: Optional[Operation] = None, group: str = "") -> int:
         self.nodes.append(Node(len(self.nodes), name, footprint, op, group))
         return len(self.nodes) - 1

@@ -48,7 +48,7 @@ class Schedule:
     start: tuple[int, ...]     # per node, ticks from the iteration's first op (min 0)
     res_mii: int
     rec_mii: int
-    bottleneck: str            # the unit bounding ResMII ("" when RecMII or nothing does)
+    bottleneck: str            # the busiest unit (the one ResMII comes from)
     placements: int = 0        # placement steps spent at this II (evictions included)
     reason: str = ""
 
@@ -270,11 +270,6 @@ class ReservationTable:
         for (row, unit), _ in self._demand(fp, t).items():
             held = self.holders[row][unit]
             self.holders[row][unit] = [h for h in held if h != node]
-
-    def rows(self) -> list[str]:
-        """One line per cycle: the units held and by which nodes (for dumps and diagnostics)."""
-        return [" ".join(f"{u}:{','.join(map(str, sorted(set(h))))}" for u, h in sorted(r.items()) if h)
-                for r in self.holders]
 
 
 # ---- placement ----

@@ -7,11 +7,11 @@ of the reservation table: an op holds it for as many cycles as its work takes at
 the unit's per-SM rate (a throughput model: a unit of capacity 1 that is busy
 for `bytes / rate` cycles), and its result is ready `latency` cycles after it
 issues. Capacity pools that are not per-cycle rows (shared memory bytes, tensor
-memory bytes, named barriers) are fields of the family, checked by buffers.py.
+memory bytes) are fields of the machine and family, checked by buffers.py.
 
 Rates are per SM per clock. Where NVIDIA publishes them (whitepapers' peak
 dense tensor throughput divided by SMs x boost clock; CUDA programming guide's
-arithmetic-instruction table; PTX ISA limits) the comment says so; the rest
+arithmetic-instruction table; the PTX ISA's tensor memory) the comment says so; the rest
 (latencies, L2-to-SM bandwidth, legacy mma.sync rates on sm_90+) are estimates,
 marked as such, good enough to rank schedules: they set which unit bounds the
 initiation interval and how many iterations a load's latency spans.
@@ -69,7 +69,6 @@ class Family:
     smem_bytes_per_clk: int                # shared-memory bandwidth (32 banks x 4 B)
     mem_latency: int                       # issue-to-land of a global load under load, cycles
     tmem_bytes: int = 0                    # tensor memory per SM (0: none)
-    named_barriers: int = 16               # bar.sync ids per CTA (PTX ISA: 0..15)
     issue_width: int = 4                   # warp instructions per clk (4 SM sub-partitions)
 
     @property
