@@ -176,3 +176,26 @@ def test_the_matmul_k_loop_is_scheduled_from_its_ir(gpu, unit, tick, ii_cycles, 
     assert [(e.src, e.dst, e.latency) for e in carried] == [(2, 2, 32)]
     assert (g.tick, s.kind, s.ii * g.tick) == (tick, "modulo", ii_cycles)
     assert plan.first_use == (first_use, first_use) and plan.issue == 0
+
+
+def test_the_chosen_ii_and_stages_are_in_the_dump_and_the_remark(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    result = subprocess.run([sys.executable, "-m", "tileiras", "--no-cache", "--emit=llvm", "--print-ir-after-all",
+                             "--remarks-passed=memory", "--gpu-name", "sm_80",
+                             str(BYTECODE / "mm_f16_128x128x64.tileirbc"), "-o", str(tmp_path / "mm.ll")],
+                            capture_output=True, text=True, cwd=root, timeout=300)
+    assert result.returncode == 0, result.stderr
+    dump = result.stderr.split("IR Dump After schedule", 1)[1].split("IR Dump After lower-to-llvm", 1)[0]
+    assert ("modulo schedule, II 1024 cycles (32 ticks of 32; ResMII 32, RecMII 32): II = MII, "
+            "bound by ResMII 32 (mma.sync); 2 schedule stages") in dump
+    assert "stage 0: load_view_tko@0 load_view_tko@352\n" in dump and "stage 1: mmaf@1312\n" in dump
+    assert ("3-stage cp.async pipeline of 2 tile loads, 35840 bytes a stage, copies 2 iterations ahead "
+            "(3 stages as scheduled: 107520 bytes beside 0 in 166912; "
+            "3 cp.async groups (2 in flight, wait_group 1) and the CTA barrier)") in dump
+    remark = result.stdout.split("name: RemarkPipelineDepth", 1)[1].split("in function", 1)[0]
+    for note in ("Stages = 3", "II = 1024 cycles", "WantedStages = 3",
+                 "reason: II = MII, bound by ResMII 32 (mma.sync) (in ticks of 32 cycles); 3 stages as scheduled"):
+        assert note in remark, remark
