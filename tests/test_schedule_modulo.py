@@ -199,3 +199,11 @@ def test_the_chosen_ii_and_stages_are_in_the_dump_and_the_remark(tmp_path: Path)
     for note in ("Stages = 3", "II = 1024 cycles", "WantedStages = 3",
                  "reason: II = MII, bound by ResMII 32 (mma.sync) (in ticks of 32 cycles); 3 stages as scheduled"):
         assert note in remark, remark
+
+
+def test_a_group_longer_than_a_stage_cannot_be_placed() -> None:
+    g = _graph([("x", 5, [("alu", 0, 1)]), ("y", 1, [("alu", 0, 1)])], [(0, 1, 0)])
+    for node in g.nodes:
+        g.nodes[node.index] = type(node)(node.index, node.name, node.footprint, None, "compute")
+    assert modulo.place_at(g, 5, {"alu": 1}, [1, 0], budget=10) is None      # y starts 5 after x
+    assert modulo.place_at(g, 6, {"alu": 1}, [1, 0], budget=10) == ([0, 5], 2)

@@ -305,6 +305,8 @@ def place_at(g: DependenceGraph, ii: int, capacities: dict[str, int], priority: 
         if node.group:
             groups.setdefault(node.group, []).append(node.index)
     depth, span = group_chains(g)
+    if any(chain >= ii for chain in span.values()):
+        return None            # a group's chain is longer than a stage
     table = ReservationTable(ii, capacities)
     start: dict[int, int] = {}
     previous: dict[int, int] = {}

@@ -25,7 +25,7 @@ from ..ir.core import Operation, Value
 from ..ir.record import record
 from .buffers import BufferAssignment, PipelinedValue, assign
 from .ddg import DependenceGraph, build_loop_ddg
-from .modulo import Schedule, modulo_schedule
+from .modulo import Schedule, ScheduleError, modulo_schedule, serial_schedule
 from .resources import machine
 
 if TYPE_CHECKING:
@@ -109,7 +109,10 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
 def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: "LayoutAssignment") -> PipelinePlan:
     target = machine(assignment.sm)
     graph = build_loop_ddg(loop, target, loads, assignment.wgmma_ops, prefetch_only=True)
-    schedule = modulo_schedule(graph, target.capacities)
+    try:
+        schedule = modulo_schedule(graph, target.capacities)
+    except ScheduleError as err:   # no overlap is legal: the loop runs one iteration at a time
+        schedule = serial_schedule(graph, reason=str(err))
     index = {node.op: node.index for node in graph.nodes}
     copies = [schedule.start[index[load]] for load in loads]
     issue = min(copies) // schedule.ii * schedule.ii
