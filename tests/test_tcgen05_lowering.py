@@ -1,0 +1,86 @@
+"""Blackwell tcgen05 matmuls (lowering/ops_tcgen05.py, lowering/tmem.py): the selection on sm_100 /
+sm_103, the instruction and shared-memory descriptors, PTX that ptxas assembles into the UTC*MMA
+family without spills, and the emulator running our sm_100 code against numpy under the race
+checker (tensor memory, the commit mbarrier, the 16x256b fragment loads)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import sass  # noqa: E402
+from test_tile_layer import _entry, _inputs, _matmul, _module, _ptx, _ptxas_report  # noqa: E402
+
+REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
+
+
+def test_descriptors_follow_the_sm100_formats() -> None:
+    from tileiras.emulator.ops.tcgen05 import decode_idesc
+    from tileiras.lowering.ops_tcgen05 import KINDS, instruction
+
+    f = decode_idesc(instruction(KINDS[("bf16", "bf16", "f32")], 128, 256), "f16")
+    assert (f["a"][0], f["b"][0], f["d"], f["m"], f["n"], f["trans_a"], f["trans_b"]) == \
+        ("bf16", "bf16", "f32", 128, 256, 0, 1)
+    f = decode_idesc(instruction(KINDS[("i8", "i8", "i32")], 64, 64), "i8")
+    assert (f["a"][0], f["d"], f["m"], f["n"]) == ("s8", "s32", 64, 64)
+    # what NVIDIA's tileiras encodes for its f16 128x128 tile (captured from its PTX)
+    assert instruction(KINDS[("f16", "f16", "f32")], 128, 128) == 0x8210010
+
+
+@pytest.mark.parametrize("gpu", ["sm_100", "sm_103"])
+def test_matmul_runs_on_tcgen05_with_its_accumulator_in_tensor_memory(gpu: str, tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), gpu, tmp_path)
+    assert f".target {gpu}a" in ptx
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 4            # K = 64 in steps of 16
+    for piece in ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32", "tcgen05.relinquish_alloc_permit",
+                  "tcgen05.dealloc.cta_group::1", "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
+                  "mbarrier.try_wait.parity", "tcgen05.ld.sync.aligned.16x256b.x16.b32",
+                  "tcgen05.wait::ld", "fence.proxy.async.shared::cta", "tcgen05.fence::before_thread_sync"):
+        assert piece in ptx, piece
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    report = _ptxas_report(ptx, f"{gpu}a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+
+
+def _realistic_sass(name: str, gpu: str, tmp_path: Path) -> dict:
+    cubin = tmp_path / f"{name}.cubin"
+    done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", gpu, str(REALISTIC / f"{name}.tileirbc"),
+                           "-o", str(cubin)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return sass.functions(cubin)
+
+
+@pytest.mark.skipif(sass.CUOBJDUMP is None, reason="cuobjdump is not installed")
+@pytest.mark.parametrize("name", ["mm_f16_128x256x64", "mm_bf16_256x128x64"])
+def test_realistic_matmuls_show_the_utcmma_family(name: str, tmp_path: Path) -> None:
+    code = _realistic_sass(name, "sm_100", tmp_path)
+    opcodes = [op for ops in code.values() for op in ops]
+    assert any(op.startswith("UTCHMMA") for op in opcodes)
+    assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in opcodes)
+
+
+@pytest.mark.parametrize("config", [("float16", 128, 128, 64), ("bfloat16", 128, 256, 64), ("float16", 256, 128, 64)],
+                         ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
+def test_sm100_matmul_matches_numpy_under_the_race_checker(config) -> None:
+    from tileiras.runtime import run_arrays
+
+    dtype, tm, tn, tk = config
+    module = _module(_matmul(dtype, "float32", tm, tn, tk))
+    m, n, k = tm, tn, 3 * tk        # a K loop of 3 iterations: the accumulator goes round tensor memory
+    a, b, c = _inputs(dtype, m, n, k)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:
+    narrow_k = _ptx(_matmul("float16", "float32", 128, 128, 32), "sm_100", tmp_path)   # 64-byte rows
+    assert "tcgen05" not in narrow_k and "mma.sync" in narrow_k

@@ -1,0 +1,252 @@
+"""mmaf / mmai on Blackwell's fifth-generation tensor cores (sm_100 / sm_103): `tcgen05.mma`.
+
+Selection (`choose`, asked by assign_layouts): 2-D plain mmas whose operands are both loads used
+once (copied with cp.async into 128-byte swizzled buffers, as for wgmma: A (M x K) K-major, B
+(K x N) N-major, the instruction descriptor's "transpose B"), M 64, 128 or 256 (two M=128
+instructions side by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, the
+contiguous dimension of each operand whole 128-byte atoms, and enough warps that each TMEM lane
+quarter is read by its own warps.
+
+The accumulator lives in tensor memory while the MMAs run: per mma op, every warp stores its
+accumulator registers there (`tcgen05.st.16x256b`), thread 0 issues the MMAs (one per K step and
+128-row half) and commits them to the kernel's mbarrier (tmem.py), every thread waits for the
+phase and reads the result back (`tcgen05.ld.16x256b`). The 16x256b shape hands a warp 16 lanes
+x 8 columns per repetition in exactly the m16n8 accumulator fragment (lane l: row l/4 and l/4+8,
+columns 2(l%4) and +1), so the registers keep `MmaLayout`'s fragment order and the epilogue is
+unchanged. `TmemAccLayout` only places the warps: warp w reads TMEM lanes 32 (w % 4) ..+31, so
+its rows are the ones the MMA wrote there: rows 32 (w % wm) .. (M = 128 / 256: lane = row mod 128,
+the second half in columns N..2N-1) or 16 (w % 4) .. (M = 64: the rows fill lanes 0-15 of each
+quarter), and the remaining warp factor splits the columns.
+
+Instruction descriptor (PTX ISA "Instruction descriptor", kind::f16/tf32/f8f6f4/i8): D format in
+bits 4-5 (1 f32, 2 s32), A and B formats in 7-9 and 10-12, transpose A / B in 15 / 16, N >> 3 in
+17-22, M >> 4 in 24-28. Shared-memory descriptor (sm_100 "Shared memory descriptor"): start >> 4
+in 0-13, leading / stride byte offsets >> 4 in 16-29 / 32-45, the fixed version 0b001 in 46-48,
+base offset 0 (buffers are 1024-byte aligned), swizzle mode in 61-63 (2: 128-byte).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.record import record
+from .async_copy import fence_async_proxy, is_ready, wait_for
+from .kernel import KernelLowering
+from .layout import WARP, MmaLayout, Pre
+from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
+from .tmem import COLUMNS, tensor_memory, wait_mbarrier
+from .values import SharedTileVal, TileRegs
+
+
+@record
+class Kind:
+    name: str          # .kind::NAME
+    a: int             # A / B format codes of the instruction descriptor
+    b: int
+    d: int             # accumulator format code (1 f32, 2 s32)
+    k: int             # K per instruction
+    elem_bytes: int
+
+
+# (A, B, accumulator) element types -> the tcgen05 kind that computes them
+KINDS: dict[tuple[str, str, str], Kind] = {
+    ("f16", "f16", "f32"): Kind("f16", 0, 0, 1, 16, 2),
+    ("bf16", "bf16", "f32"): Kind("f16", 1, 1, 1, 16, 2),
+    ("f8E4M3FN", "f8E4M3FN", "f32"): Kind("f8f6f4", 0, 0, 1, 32, 1),
+    ("f8E5M2", "f8E5M2", "f32"): Kind("f8f6f4", 1, 1, 1, 32, 1),
+    ("i8", "i8", "i32"): Kind("i8", 1, 1, 2, 32, 1),
+}
+
+_SWIZZLE_128B = 2          # sm_100 descriptor swizzle mode of the 128-byte swizzle
+_VERSION = 1 << 46
+
+
+@record
+class TmemAccLayout(MmaLayout):
+    """An `MmaLayout` whose warps are placed for tensor memory: warp w is at row-warp w % wm and
+    column-warp w / wm (rows fastest), so that its rows lie in TMEM lane quarter w % 4."""
+
+    def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
+        _, wm, wn = self.warps
+        warp = pre(f"lshr i32 {tid}, 5", "w")
+        w_m = pre(f"urem i32 {warp}, {wm}", "wm") if wm > 1 else "0"
+        w_n = pre(f"udiv i32 {warp}, {wm}", "wn") if wn > 1 else "0"
+        return "0", w_m, w_n, None
+
+    def describe(self) -> str:
+        return "#tmem_acc" + MmaLayout.describe(self)[4:]
+
+
+def kind_of(op: Operation) -> Optional[Kind]:
+    lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
+    key = tuple(str(getattr(v.type, "element", "")) for v in (lhs, rhs, acc))
+    kind = KINDS.get(key)  # type: ignore[arg-type]
+    if kind is not None and kind.name == "i8" and not (
+            op.attributes.get("signedness_lhs", "signed") == "signed"
+            and op.attributes.get("signedness_rhs", "signed") == "signed"):
+        return None
+    return kind
+
+
+def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
+    """The accumulator layout of `op` when it runs on tcgen05.mma, else None (mma.sync)."""
+    if sm not in (100, 103) or op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
+        return None
+    kind = kind_of(op)
+    lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
+    if kind is None or len(acc.type.shape) != 2:  # type: ignore[union-attr]
+        return None
+    m, n = acc.type.shape  # type: ignore[union-attr]
+    kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
+    warps = threads // WARP
+    wm = 4 if m == 64 else m // 32
+    if m not in (64, 128, 256) or warps % wm or n > 256 or n % (8 if m == 64 else 16):
+        return None
+    wn = warps // wm
+    per_warp = n // 8 // max(wn, 1)
+    if n % (8 * wn) or per_warp & (per_warp - 1) or per_warp > 32:   # one 16x256b.x{1..32} per row block
+        return None
+    if (kdim * kind.elem_bytes) % SWIZZLE_BYTES or (n * kind.elem_bytes) % SWIZZLE_BYTES or kdim % kind.k:
+        return None
+    if columns_of(m, n) > COLUMNS:
+        return None
+    if not all(getattr(getattr(v, "owner", None), "name", "") == "cuda_tile.load_view_tko" and len(v.uses) == 1
+               for v in (lhs, rhs)):
+        return None
+    return TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+
+
+def columns_of(m: int, n: int) -> int:
+    """Tensor-memory columns of an M x N f32/s32 accumulator (M = 256: two 128-lane halves)."""
+    return n * (2 if m == 256 else 1)
+
+
+def instruction(kind: Kind, m: int, n: int) -> int:
+    """The 32-bit instruction descriptor: A K-major, B N-major (transposed)."""
+    return (kind.d << 4) | (kind.a << 7) | (kind.b << 10) | (1 << 16) | ((n >> 3) << 17) | ((m >> 4) << 24)
+
+
+def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
+    """(Instruction, Shape) of the remark: the instruction and its M x N x K."""
+    kind = kind_of(op)
+    assert kind is not None
+    _, m, n = layout.shape
+    return f"Tensor-core SM100 (tcgen05.mma.cta_group::1.kind::{kind.name})", f"[{min(m, 128)}, {n}, {kind.k}]"
+
+
+def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
+    from .ops_mma import stage
+
+    layout = acc.layout
+    assert isinstance(layout, TmemAccLayout)
+    kind = kind_of(op)
+    assert kind is not None
+    a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
+    b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
+    _, m, n = layout.shape
+    tm = tensor_memory(k, max(columns_of(*op_layout.shape[1:]) for op_layout in _layouts(k)))
+    # the accumulator into tensor memory, each warp its own fragments
+    is_float = kind.d == 1
+    _transfer(k, layout, tm.address, list(acc.slots), is_float)
+    k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+    if not is_ready([lhs, rhs]):
+        wait_for(k, [lhs, rhs])
+        fence_async_proxy(k)
+    k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
+    k.barrier()
+    idesc = instruction(kind, min(m, 128), n)
+    k_size = a.cols
+
+    def issue() -> None:
+        k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+        for k0 in range(0, k_size, kind.k):
+            b_desc = _descriptor(k, b, _offset_of(b, k0, 0), b.atom_bytes)
+            for half in range(2 if m == 256 else 1):
+                a_desc = _descriptor(k, a, _offset_of(a, 128 * half, k0), 16)
+                d = tm.address if half == 0 else k.b.op(f"add i32 {tm.address}, {n}", "td")
+                k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, 1, 0; '
+                         f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], $1, $2, $3, p; }}", '
+                         f'"r,l,l,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {idesc})')
+        k.b.emit(f'call void asm sideeffect "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 '
+                 f'[$0];", "r,~{{memory}}"(i32 {tm.mbarrier})')
+
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: issue() or None)
+    wait_mbarrier(k, tm)
+    k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+    regs = _transfer(k, layout, tm.address, None, is_float)
+    k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+    return TileRegs(acc.type, regs, layout)
+
+
+def _layouts(k: KernelLowering) -> list[MmaLayout]:
+    """The accumulator layouts of every tcgen05 mma of the kernel (they share one allocation)."""
+    assignment = k.assignment
+    assert assignment is not None
+    return [layout for op, layout in assignment.mma_layouts.items() if isinstance(layout, TmemAccLayout)]
+
+
+def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
+              is_float: bool) -> list[str]:
+    """tcgen05.st (values given) or tcgen05.ld (None) of this warp's fragments: per 16-row block, one
+    16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld)."""
+    _, m, n = layout.shape
+    _, rm, rn = layout.repeats
+    _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    count = rn * 4
+    out: list[str] = []
+    for mi in range(rm):
+        row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
+            if w_m != "0" else str(mi * 16)
+        lane, col = _lane_and_column(k, m, n, row)
+        if w_n != "0":
+            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8}', 'tc')}", "tc")
+        offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
+        addr = k.b.op(f"add i32 {base}, {offset}", "ta")
+        if values is not None:
+            bits = [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v
+                    for v in values[mi * count:(mi + 1) * count]]
+            ops = ", ".join(f"${i + 1}" for i in range(count))
+            args = ", ".join([f"i32 {addr}"] + [f"i32 {v}" for v in bits])
+            k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.16x256b.x{rn}.b32 [$0], {{{ops}}};", '
+                     f'"r{",r" * count},~{{memory}}"({args})')
+            continue
+        ret = "{" + ", ".join(["i32"] * count) + "}"
+        ops = ", ".join(f"${i}" for i in range(count))
+        res = k.b.op(f'call {ret} asm sideeffect "tcgen05.ld.sync.aligned.16x256b.x{rn}.b32 {{{ops}}}, '
+                     f'[${count}];", "{"=r," * count}r,~{{memory}}"(i32 {addr})', "tl")
+        for i in range(count):
+            v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
+            out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
+    return out
+
+
+def _lane_and_column(k: KernelLowering, m: int, n: int, row: str) -> tuple[str, str]:
+    """(TMEM lane, column) of accumulator row `row` (i32, a multiple of 16), column 0."""
+    if m == 64:      # rows 16 q .. 16 q + 15 fill lanes 0-15 of quarter q
+        if row.isdigit():
+            return str(32 * (int(row) // 16)), "0"
+        return k.b.pre(f"shl i32 {row}, 1", "tl"), "0"
+    if m == 128:
+        return row, "0"
+    if row.isdigit():
+        return str(int(row) % 128), str((int(row) // 128) * n)
+    return k.b.pre(f"and i32 {row}, 127", "tl"), k.b.pre(f"mul i32 {k.b.pre(f'lshr i32 {row}, 7', 'tl')}, {n}", "tc")
+
+
+def _offset_of(matrix: SharedMatrix, row: int, col: int) -> int:
+    """Unswizzled byte offset (from the buffer) of constant (row, col): a descriptor's start."""
+    per_atom = SWIZZLE_BYTES // matrix.elem_bytes
+    return (col // per_atom) * matrix.atom_bytes + row * SWIZZLE_BYTES + (col % per_atom) * matrix.elem_bytes
+
+
+def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int) -> str:
+    """The 64-bit shared-memory descriptor of `matrix` starting at byte `offset` of it."""
+    off = str(offset + matrix.offset)
+    if matrix.stage:
+        off = k.b.op(f"add i32 {matrix.stage}, {off}", "wd")
+    addr = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "wd")
+    shifted = k.b.op(f"lshr i32 {addr}, 4", "wd")
+    start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'wd')} to i64", "wd")
+    const = (_SWIZZLE_128B << 61) | _VERSION | ((1024 >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
+    return k.b.op(f"or i64 {start}, {const}", "wd")
