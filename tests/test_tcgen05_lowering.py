@@ -45,6 +45,9 @@ def test_matmul_runs_on_tcgen05_with_its_accumulator_in_tensor_memory(gpu: str, 
                   "tcgen05.wait::ld", "fence.proxy.async.shared::cta", "tcgen05.fence::before_thread_sync"):
         assert piece in ptx, piece
     assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    # the accumulator stays in tensor memory through the K loop: never stored from registers (the first
+    # MMA of the first iteration ignores the old contents), read once after the loop
+    assert "tcgen05.st" not in ptx and ptx.count("tcgen05.ld.sync") == 2
     report = _ptxas_report(ptx, f"{gpu}a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
 

@@ -333,12 +333,11 @@ class LayoutAssignment:
 
     # -- sm_100 tcgen05 (ops_tcgen05.py decides) --------------------------------------
     def _tcgen05_layouts(self) -> dict[Operation, Layout]:
-        from .ops_tcgen05 import choose
+        from .ops_tcgen05 import choose_all
 
         if any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
             return {}
-        chosen = {op: choose(op, self.sm, self.threads) for op in self._ops if op in self.mma_shapes}
-        return {op: layout for op, layout in chosen.items() if layout is not None}
+        return choose_all([op for op in self._ops if op in self.mma_shapes], self.sm, self.threads)
 
     def is_tcgen05(self, op: Operation) -> bool:
         return op in self.tcgen05_layouts

@@ -151,6 +151,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
         wait_all(k)   # no copy is left in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
+    from .ops_tcgen05 import after_loop
+
+    after_loop(k, op)   # accumulators kept in tensor memory through the loop come back to registers
 
 
 def _loop(k: KernelLowering, op: Operation) -> None:

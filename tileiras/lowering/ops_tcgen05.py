@@ -34,6 +34,7 @@ from ..ir.record import record
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout import WARP, MmaLayout, Pre
+from .llvm_text import llvm_type
 from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
 from .tmem import COLUMNS, tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
@@ -117,6 +118,84 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     return TmemAccLayout(threads, (1, m, n), (1, wm, wn))
 
 
+def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
+    """The mmas (among `ops`) that run on tcgen05, each with its own tensor-memory columns: in
+    program order while the 512 columns last (the others stay on mma.sync)."""
+    out: dict[Operation, TmemAccLayout] = {}
+    used = 0
+    for op in ops:
+        layout = choose(op, sm, threads)
+        if layout is None:
+            continue
+        cols = columns_of(layout.shape[1], layout.shape[2])
+        if used + cols > COLUMNS:
+            continue
+        out[op] = layout
+        used += cols
+    return out
+
+
+def _region(k: KernelLowering, op: Operation) -> tuple[str, int]:
+    """(i32 tensor-memory address of op's accumulator, total columns the kernel allocates)."""
+    assignment = k.assignment
+    assert assignment is not None
+    start = total = 0
+    for other, layout in assignment.tcgen05_layouts.items():
+        if other is op:
+            start = total
+        total += columns_of(layout.shape[1], layout.shape[2])
+    tm = tensor_memory(k, total)
+    return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
+
+
+def resident_loop(op: Operation) -> Optional[tuple[Operation, int]]:
+    """(for op, carried index) when `op`'s accumulator is a value a `for` carries that nothing else
+    in the loop reads, and its result only goes back round as that value: the accumulator then
+    stays in tensor memory for the whole loop and is read into registers once, after it."""
+    acc, result = op.operand("acc"), op.results[0]
+    block = op.parent
+    loop = block.parent.parent if block is not None and block.parent is not None else None
+    if loop is None or loop.name != "cuda_tile.for" or getattr(acc, "owner", None) is not block:
+        return None
+    last = block.operations[-1]
+    index = acc.index - 1  # type: ignore[union-attr]
+    if last.name != "cuda_tile.continue" or acc.uses != [op] or result.uses != [last] \
+            or index < 0 or last.operands[index] is not result \
+            or sum(1 for v in last.operands if v is result) != 1:
+        return None
+    return loop, index
+
+
+def after_loop(k: KernelLowering, loop: Operation) -> None:
+    """After a `for` whose mmas kept their accumulators in tensor memory: read them into registers
+    (the loop's results); a loop that ran no iteration gives its initial values."""
+    if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
+        return
+    for op, layout in k.assignment.tcgen05_layouts.items():
+        found = resident_loop(op)
+        if found is None or found[0] is not loop:
+            continue
+        index = found[1]
+        kind = kind_of(op)
+        assert kind is not None
+        address, _ = _region(k, op)
+        k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+        regs = _transfer(k, layout, address, None, kind.d == 1)
+        k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+        init = k.tile(loop.operand_group("initValues")[index])
+        lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
+        ub = k.tile(loop.operand("upperBound")).slots[0]  # type: ignore[arg-type]
+        ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
+        ran = k.b.op(f"icmp {'ult' if loop.attributes.get('unsignedCmp', False) else 'slt'} {ity} {lb}, {ub}", "tran")
+        lty = "float" if kind.d == 1 else "i32"
+        merged = [k.b.op(f"select i1 {ran}, {lty} {r}, {lty} {i}", "tacc") for r, i in zip(regs, init.slots)]
+        k.values[loop.results[index]] = TileRegs(init.type, merged, layout)
+
+
+def _is_zero(tile: TileRegs) -> bool:
+    return all(s in ("0", "0.000000e+00", "0.0", "0x0000000000000000") for s in tile.slots)
+
+
 def columns_of(m: int, n: int) -> int:
     """Tensor-memory columns of an M x N f32/s32 accumulator (M = 256: two 128-lane halves)."""
     return n * (2 if m == 256 else 1)
@@ -136,54 +215,70 @@ def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
 
 
 def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
+    """The MMAs of one mma op. Inside a loop that keeps the accumulator in tensor memory
+    (`resident_loop`), the registers are neither stored nor loaded: the first iteration stores the
+    initial value (or, when it is zero, its first MMA ignores the old contents), and `after_loop`
+    reads the result; the op's register result is its (unchanged) carried input."""
     from .ops_mma import stage
 
     layout = acc.layout
     assert isinstance(layout, TmemAccLayout)
     kind = kind_of(op)
     assert kind is not None
+    is_float = kind.d == 1
     a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
     b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
     _, m, n = layout.shape
-    tm = tensor_memory(k, max(columns_of(*op_layout.shape[1:]) for op_layout in _layouts(k)))
-    # the accumulator into tensor memory, each warp its own fragments
-    is_float = kind.d == 1
-    _transfer(k, layout, tm.address, list(acc.slots), is_float)
-    k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+    address, _ = _region(k, op)
+    tm = tensor_memory(k, 0)
+    resident = resident_loop(op)
+    accumulate = "1"     # i32: the first MMA adds to what tensor memory holds
+    if resident is None:
+        _transfer(k, layout, address, list(acc.slots), is_float)
+        k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+    else:
+        loop, index = resident
+        iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
+        lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
+        ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
+        first = k.b.op(f"icmp eq {ity} {iv}, {lb}", "tfirst")
+        if _is_zero(k.tile(loop.operand_group("initValues")[index])):
+            accumulate = k.b.op(f"zext i1 {k.b.op(f'xor i1 {first}, true', 'tacc')} to i32", "tacc")
+        else:
+            def store() -> None:
+                _transfer(k, layout, address, list(acc.slots), is_float)
+                k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+
+            k.guarded(first, lambda: store() or None)
     if not is_ready([lhs, rhs]):
         wait_for(k, [lhs, rhs])
         fence_async_proxy(k)
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     k.barrier()
     idesc = instruction(kind, min(m, 128), n)
-    k_size = a.cols
 
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
-        for k0 in range(0, k_size, kind.k):
+        for k0 in range(0, a.cols, kind.k):
             b_desc = _descriptor(k, b, _offset_of(b, k0, 0), b.atom_bytes)
             for half in range(2 if m == 256 else 1):
                 a_desc = _descriptor(k, a, _offset_of(a, 128 * half, k0), 16)
-                d = tm.address if half == 0 else k.b.op(f"add i32 {tm.address}, {n}", "td")
-                k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, 1, 0; '
+                d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
+                enable = accumulate if k0 == 0 else "1"
+                k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
                          f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], $1, $2, $3, p; }}", '
-                         f'"r,l,l,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {idesc})')
+                         f'"r,l,l,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
         k.b.emit(f'call void asm sideeffect "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 '
                  f'[$0];", "r,~{{memory}}"(i32 {tm.mbarrier})')
 
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: issue() or None)
-    wait_mbarrier(k, tm)
+    wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
+    if resident is not None:
+        return TileRegs(acc.type, list(acc.slots), layout)
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
-    regs = _transfer(k, layout, tm.address, None, is_float)
+    regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
     return TileRegs(acc.type, regs, layout)
-
-
-def _layouts(k: KernelLowering) -> list[MmaLayout]:
-    """The accumulator layouts of every tcgen05 mma of the kernel (they share one allocation)."""
-    assignment = k.assignment
-    assert assignment is not None
-    return [layout for op, layout in assignment.mma_layouts.items() if isinstance(layout, TmemAccLayout)]
 
 
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
