@@ -69,19 +69,29 @@ def test_realistic_matmuls_show_the_utcmma_family(name: str, tmp_path: Path) -> 
     assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in opcodes)
 
 
-@pytest.mark.parametrize("config", [("float16", 128, 128, 64), ("bfloat16", 128, 256, 64), ("float16", 256, 128, 64)],
-                         ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
-def test_sm100_matmul_matches_numpy_under_the_race_checker(config) -> None:
+SM100_MATMULS = [   # (inputs, TM, TN, TK): every swizzle span, both M = 128 halves, M = 64's lane layout
+    ("float16", 128, 128, 64), ("bfloat16", 128, 256, 64), ("float16", 256, 128, 64), ("bfloat16", 128, 128, 32),
+    ("float16", 64, 64, 32), ("float8_e4m3fn", 128, 128, 64), ("float8_e4m3fn", 64, 64, 32), ("int8", 128, 128, 64),
+]
+
+
+@pytest.mark.parametrize("config", SM100_MATMULS, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
+def test_sm100_matmul_matches_numpy_under_the_race_checker(config, tmp_path: Path) -> None:
     from tileiras.runtime import run_arrays
 
     dtype, tm, tn, tk = config
-    module = _module(_matmul(dtype, "float32", tm, tn, tk))
+    data = _matmul(dtype, "int32" if dtype == "int8" else "float32", tm, tn, tk)
+    assert "tcgen05.mma" in _ptx(data, "sm_100", tmp_path)
+    module = _module(data)
     m, n, k = tm, tn, 3 * tk        # a K loop of 3 iterations: the accumulator goes round tensor memory
     a, b, c = _inputs(dtype, m, n, k)
     out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
                      check_races=True)[2]
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+    if dtype == "int8":
+        assert np.array_equal(out, ref.astype(np.int32))
+    else:
+        assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
 
 
 def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:

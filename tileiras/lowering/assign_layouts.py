@@ -326,7 +326,7 @@ class LayoutAssignment:
 
     def _converts_operands(self, op: Operation) -> bool:
         """An mma whose operands change type when staged (they must pass through registers)."""
-        return bool(self.mma_shapes[op].staged_as)
+        return bool(self.mma_shapes[op].staged_as) and op not in self.tcgen05_layouts   # tcgen05 reads fp8
 
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops

@@ -22,7 +22,9 @@ Instruction descriptor (PTX ISA "Instruction descriptor", kind::f16/tf32/f8f6f4/
 bits 4-5 (1 f32, 2 s32), A and B formats in 7-9 and 10-12, transpose A / B in 15 / 16, N >> 3 in
 17-22, M >> 4 in 24-28. Shared-memory descriptor (sm_100 "Shared memory descriptor"): start >> 4
 in 0-13, leading / stride byte offsets >> 4 in 16-29 / 32-45, the fixed version 0b001 in 46-48,
-base offset 0 (buffers are 1024-byte aligned), swizzle mode in 61-63 (2: 128-byte).
+base offset 0 (buffers are 1024-byte aligned), swizzle mode in 61-63 (2, 4, 6: 128-, 64-, 32-byte).
+Rows of 32 or 64 bytes (K = 32 of 16-bit A, 8-bit operands) use the narrower swizzles, whose atom
+is the whole row (smem.SharedMatrix.span); the stride byte offset is 8 rows of an atom.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ KINDS: dict[tuple[str, str, str], Kind] = {
     ("i8", "i8", "i32"): Kind("i8", 1, 1, 2, 32, 1),
 }
 
-_SWIZZLE_128B = 2          # sm_100 descriptor swizzle mode of the 128-byte swizzle
+_SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
 
 
@@ -108,7 +110,7 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     per_warp = n // 8 // max(wn, 1)
     if n % (8 * wn) or per_warp & (per_warp - 1) or per_warp > 32:   # one 16x256b.x{1..32} per row block
         return None
-    if (kdim * kind.elem_bytes) % SWIZZLE_BYTES or (n * kind.elem_bytes) % SWIZZLE_BYTES or kdim % kind.k:
+    if not (_swizzles(kdim * kind.elem_bytes) and _swizzles(n * kind.elem_bytes)) or kdim % kind.k:
         return None
     if columns_of(m, n) > COLUMNS:
         return None
@@ -194,6 +196,11 @@ def after_loop(k: KernelLowering, loop: Operation) -> None:
 
 def _is_zero(tile: TileRegs) -> bool:
     return all(s in ("0", "0.000000e+00", "0.0", "0x0000000000000000") for s in tile.slots)
+
+
+def _swizzles(row_bytes: int) -> bool:
+    """Rows of this many bytes fit a swizzled layout: whole 128-byte atoms, or one 32/64-byte atom."""
+    return row_bytes % SWIZZLE_BYTES == 0 or row_bytes in (32, 64)
 
 
 def columns_of(m: int, n: int) -> int:
@@ -331,8 +338,8 @@ def _lane_and_column(k: KernelLowering, m: int, n: int, row: str) -> tuple[str, 
 
 def _offset_of(matrix: SharedMatrix, row: int, col: int) -> int:
     """Unswizzled byte offset (from the buffer) of constant (row, col): a descriptor's start."""
-    per_atom = SWIZZLE_BYTES // matrix.elem_bytes
-    return (col // per_atom) * matrix.atom_bytes + row * SWIZZLE_BYTES + (col % per_atom) * matrix.elem_bytes
+    per_atom = matrix.span // matrix.elem_bytes
+    return (col // per_atom) * matrix.atom_bytes + row * matrix.span + (col % per_atom) * matrix.elem_bytes
 
 
 def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int) -> str:
@@ -343,5 +350,6 @@ def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int) 
     addr = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "wd")
     shifted = k.b.op(f"lshr i32 {addr}, 4", "wd")
     start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'wd')} to i64", "wd")
-    const = (_SWIZZLE_128B << 61) | _VERSION | ((1024 >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
+    stride = 8 * matrix.span           # from one group of 8 rows (K-major) or 8 K rows (N-major) to the next
+    const = (_SWIZZLE_MODE[matrix.span] << 61) | _VERSION | ((stride >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
     return k.b.op(f"or i64 {start}, {const}", "wd")
