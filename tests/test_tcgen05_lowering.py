@@ -97,3 +97,27 @@ def test_sm100_matmul_matches_numpy_under_the_race_checker(config, tmp_path: Pat
 def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:
     narrow_k = _ptx(_matmul("float16", "float32", 128, 128, 32), "sm_100", tmp_path)   # 64-byte rows
     assert "tcgen05" not in narrow_k and "mma.sync" in narrow_k
+
+
+@pytest.mark.parametrize("name,tile", [("bmm_f16_64x64x32", 64), ("bmm_bf16_128x128x32", 128)])
+def test_batched_matmul_reads_its_reshaped_loads_by_descriptor(name: str, tile: int, tmp_path: Path) -> None:
+    """The realistic batched matmul: (1, rows, cols) loads reshaped to 2-D go to the swizzled buffers
+    all the same; each CTA of the grid's z axis is one batch."""
+    import ml_dtypes
+
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = (REALISTIC / f"{name}.tileirbc").read_bytes()
+    assert "tcgen05.mma" in _ptx(data, "sm_100", tmp_path)
+    module = load_module(data, f"{name}.tileirbc")
+    np_type = np.float16 if "f16" in name.split("_")[1] and "bf16" not in name else ml_dtypes.bfloat16
+    rng = np.random.default_rng(3)
+    batch, k = 2, 96
+    a = rng.standard_normal((batch, tile, k)).astype(np_type)
+    b = rng.standard_normal((batch, k, tile)).astype(np_type)
+    c = np.zeros((batch, tile, tile), np_type)
+    out = run_arrays(module, _entry(module), (1, 1, batch), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+    assert np.abs(out.astype(np.float64) - ref).max() <= 1e-2 * max(1.0, np.abs(ref).max())

@@ -344,7 +344,9 @@ class LayoutAssignment:
 
     def is_swizzled(self, value: Value) -> bool:
         """A loaded tile that a wgmma or tcgen05 mma reads: copied in its 128-byte swizzled layout."""
-        return any(user in self.wgmma_ops or user in self.tcgen05_layouts for user in value.uses)
+        from .ops_tcgen05 import feeds
+
+        return any(user in self.wgmma_ops for user in value.uses) or feeds(value, self.tcgen05_layouts)
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands

@@ -114,10 +114,42 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
         return None
     if columns_of(m, n) > COLUMNS:
         return None
-    if not all(getattr(getattr(v, "owner", None), "name", "") == "cuda_tile.load_view_tko" and len(v.uses) == 1
-               for v in (lhs, rhs)):
+    if not all(_loaded(v) for v in (lhs, rhs)):
         return None
     return TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+
+
+def _unit_reshape(op: Operation) -> bool:
+    """A reshape that only drops or adds unit dimensions (a batched load's (1, rows, cols) tile)."""
+    src, dst = op.operands[0].type, op.results[0].type
+    return op.name == "cuda_tile.reshape" and \
+        [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1]  # type: ignore[attr-defined]
+
+
+def _loaded(value: object) -> bool:
+    """A tile used once, a plain load possibly reshaped (unit dimensions only): cp.async copies
+    it into the swizzled buffer the MMA reads, in the row-major order the operand has."""
+    while len(value.uses) == 1:  # type: ignore[attr-defined]
+        owner = getattr(value, "owner", None)
+        name = getattr(owner, "name", "")
+        if name == "cuda_tile.load_view_tko":
+            return True
+        if name != "cuda_tile.reshape" or not _unit_reshape(owner):  # type: ignore[arg-type]
+            return False
+        value = owner.operands[0]  # type: ignore[union-attr]
+    return False
+
+
+def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
+    """`value` reaches one of `ops` as an operand, through unit reshapes."""
+    while len(value.uses) == 1:  # type: ignore[attr-defined]
+        user = value.uses[0]  # type: ignore[attr-defined]
+        if user in ops:
+            return True
+        if not _unit_reshape(user):
+            return False
+        value = user.results[0]
+    return False
 
 
 def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
