@@ -121,3 +121,31 @@ def test_batched_matmul_reads_its_reshaped_loads_by_descriptor(name: str, tile: 
                      check_races=True)[2]
     ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
     assert np.abs(out.astype(np.float64) - ref).max() <= 1e-2 * max(1.0, np.abs(ref).max())
+
+
+def test_operands_loaded_into_registers_are_staged_swizzled(tmp_path: Path) -> None:
+    """Views with no alignment promise forbid cp.async: the loads go to registers and the mma stores
+    them into its swizzled buffers itself (then the proxy fence) before the MMAs read them."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint
+
+    import corpus_kernels
+    from test_tile_layer import _export
+    from tileiras.runtime import run_arrays
+
+    def loose(dtype):
+        return ArrayConstraint(dtype=dtype, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False, stride_constant=(None, 1), shape_divisible_by=1,
+                               stride_divisible_by=(1, 1), base_addr_divisible_by=2)
+
+    data = _export(corpus_kernels.load("matmul").matmul, [loose(ct.float16), loose(ct.float16), loose(ct.float32),
+                                                          ConstantConstraint(128), ConstantConstraint(128),
+                                                          ConstantConstraint(64)])
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "tcgen05.mma" in ptx and "cp.async.cg" not in ptx and "st.shared" in ptx
+    module = _module(data)
+    a, b, c = _inputs("float16", 128, 128, 128)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
