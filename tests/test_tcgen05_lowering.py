@@ -21,6 +21,8 @@ from test_tile_layer import _entry, _inputs, _matmul, _module, _ptx, _ptxas_repo
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 
 
+
+
 def test_descriptors_follow_the_sm100_formats() -> None:
     from tileiras.emulator.ops.tcgen05 import decode_idesc
     from tileiras.lowering.ops_tcgen05 import KINDS, instruction
@@ -148,4 +150,35 @@ def test_operands_loaded_into_registers_are_staged_swizzled(tmp_path: Path) -> N
     out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
                      check_races=True)[2]
     ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_a_nonzero_accumulator_and_an_mma_outside_a_loop(tmp_path: Path) -> None:
+    """The loop's first iteration stores C into tensor memory; the mma after the loop stores the
+    loop's result, runs and loads it back: both tcgen05 mmas with their own columns."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ConstantConstraint
+
+    from test_tile_layer import _array, _export
+    from tileiras.runtime import run_arrays
+
+    from tcgen05_kernels import mm_twice
+
+    data = _export(mm_twice, [_array(ct.float16, 2), _array(ct.float16, 2), _array(ct.float32, 2),
+                                 _array(ct.float32, 2), ConstantConstraint(128), ConstantConstraint(128),
+                                 ConstantConstraint(64)])
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 8 and "tcgen05.alloc.cta_group::1.sync.aligned" \
+        ".shared::cta.b32 [%r" in ptx and "tcgen05.st.sync.aligned.16x256b" in ptx
+    assert "0 bytes spill stores" in _ptxas_report(ptx, "sm_100a", tmp_path)
+    module = _module(data)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    c = rng.standard_normal((128, 128)).astype(np.float32)
+    d = np.zeros((128, 128), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c, d], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[3]
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = c + a64 @ b64 + a64[:, :64] @ b64[:64]
     assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
