@@ -21,8 +21,6 @@ from test_tile_layer import _entry, _inputs, _matmul, _module, _ptx, _ptxas_repo
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 
 
-
-
 def test_descriptors_follow_the_sm100_formats() -> None:
     from tileiras.emulator.ops.tcgen05 import decode_idesc
     from tileiras.lowering.ops_tcgen05 import KINDS, instruction
@@ -182,3 +180,26 @@ def test_a_nonzero_accumulator_and_an_mma_outside_a_loop(tmp_path: Path) -> None
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     ref = c + a64 @ b64 + a64[:, :64] @ b64[:64]
     assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+@pytest.mark.parametrize("name,tile", [("mm_tf32_64x64x32", 64), ("mm_tf32_128x128x32", 128)])
+def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, tmp_path: Path) -> None:
+    """kind::tf32: the mma rounds the f32 operands as their ftof says while it copies them into
+    K-major swizzled buffers (B transposed): the emulator agrees with the interpreter bit for bit
+    on the products (the same rounding), up to the order of the f32 additions."""
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = (REALISTIC / f"{name}.tileirbc").read_bytes()
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "tcgen05.mma.cta_group::1.kind::tf32" in ptx and "mma.sync" not in ptx
+    assert "0 bytes spill stores" in _ptxas_report(ptx, "sm_100a", tmp_path)
+    module = load_module(data, f"{name}.tileirbc")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((tile, 96)).astype(np.float32)
+    b = rng.standard_normal((96, tile)).astype(np.float32)
+    c = np.zeros((tile, tile), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c.copy()], backend="interpreter")[2]
+    assert np.abs(out - ref).max() <= 1e-4

@@ -59,7 +59,12 @@ KINDS: dict[tuple[str, str, str], Kind] = {
     ("f8E4M3FN", "f8E4M3FN", "f32"): Kind("f8f6f4", 0, 0, 1, 32, 1),
     ("f8E5M2", "f8E5M2", "f32"): Kind("f8f6f4", 1, 1, 1, 32, 1),
     ("i8", "i8", "i32"): Kind("i8", 1, 1, 2, 32, 1),
+    ("tf32", "tf32", "f32"): Kind("tf32", 2, 2, 1, 8, 4),
 }
+# tf32 operands are f32 loads rounded by an ftof: the mma rounds them itself while it copies them
+# from their cp.async buffers into swizzled K-major ones (B transposed), so both descriptors are
+# K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
+_RESTAGED = frozenset({"tf32"})
 
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
@@ -112,6 +117,8 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
         return None
     if not (_swizzles(kdim * kind.elem_bytes) and _swizzles(n * kind.elem_bytes)) or kdim % kind.k:
         return None
+    if kind.name in _RESTAGED and ((m * kdim) % threads or (kdim * n) % threads):   # whole rounds of threads
+        return None
     if columns_of(m, n) > COLUMNS:
         return None
     if not all(_loaded(v) for v in (lhs, rhs)):
@@ -126,26 +133,33 @@ def _unit_reshape(op: Operation) -> bool:
         [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1]  # type: ignore[attr-defined]
 
 
+def _to_tf32(op: Operation) -> bool:
+    return op.name == "cuda_tile.ftof" and str(getattr(op.operands[0].type, "element", "")) == "f32" \
+        and str(getattr(op.results[0].type, "element", "")) == "tf32"
+
+
 def _loaded(value: object) -> bool:
-    """A tile used once, a plain load possibly reshaped (unit dimensions only): cp.async copies
-    it into the swizzled buffer the MMA reads, in the row-major order the operand has."""
+    """A tile used once, a plain load possibly reshaped (unit dimensions only) or rounded to tf32:
+    cp.async copies it into the buffer the MMA reads (swizzled, in the operand's row-major order;
+    tf32: the mma restages it)."""
     while len(value.uses) == 1:  # type: ignore[attr-defined]
         owner = getattr(value, "owner", None)
         name = getattr(owner, "name", "")
         if name == "cuda_tile.load_view_tko":
             return True
-        if name != "cuda_tile.reshape" or not _unit_reshape(owner):  # type: ignore[arg-type]
+        if not (name == "cuda_tile.reshape" and _unit_reshape(owner) or _to_tf32(owner)):  # type: ignore[arg-type]
             return False
         value = owner.operands[0]  # type: ignore[union-attr]
     return False
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
-    """`value` reaches one of `ops` as an operand, through unit reshapes."""
+    """`value` reaches one of `ops` as an operand, through unit reshapes, and the MMA reads the
+    buffer it is copied into (swizzled); restaged (tf32) operands keep the plain layout."""
     while len(value.uses) == 1:  # type: ignore[attr-defined]
         user = value.uses[0]  # type: ignore[attr-defined]
         if user in ops:
-            return True
+            return kind_of(user).name not in _RESTAGED  # type: ignore[union-attr]
         if not _unit_reshape(user):
             return False
         value = user.results[0]
@@ -241,8 +255,9 @@ def columns_of(m: int, n: int) -> int:
 
 
 def instruction(kind: Kind, m: int, n: int) -> int:
-    """The 32-bit instruction descriptor: A K-major, B N-major (transposed)."""
-    return (kind.d << 4) | (kind.a << 7) | (kind.b << 10) | (1 << 16) | ((n >> 3) << 17) | ((m >> 4) << 24)
+    """The 32-bit instruction descriptor: A K-major, B N-major (transposed) unless restaged."""
+    b_n_major = kind.name not in _RESTAGED
+    return (kind.d << 4) | (kind.a << 7) | (kind.b << 10) | (b_n_major << 16) | ((n >> 3) << 17) | ((m >> 4) << 24)
 
 
 def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
@@ -265,8 +280,12 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     kind = kind_of(op)
     assert kind is not None
     is_float = kind.d == 1
-    a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
-    b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
+    restaged = kind.name in _RESTAGED
+    if restaged:
+        a, b = _restage(k, lhs, False), _restage(k, rhs, True)  # type: ignore[arg-type]
+    else:
+        a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
+        b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
     _, m, n = layout.shape
     address, _ = _region(k, op)
     tm = tensor_memory(k, 0)
@@ -289,7 +308,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
                 k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
 
             k.guarded(first, lambda: store() or None)
-    if not is_ready([lhs, rhs]):
+    if restaged:
+        fence_async_proxy(k)
+    elif not is_ready([lhs, rhs]):
         wait_for(k, [lhs, rhs])
         fence_async_proxy(k)
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
@@ -299,7 +320,8 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         for k0 in range(0, a.cols, kind.k):
-            b_desc = _descriptor(k, b, _offset_of(b, k0, 0), b.atom_bytes)
+            b_desc = _descriptor(k, b, _offset_of(b, 0, k0), 16) if restaged else \
+                _descriptor(k, b, _offset_of(b, k0, 0), b.atom_bytes)
             for half in range(2 if m == 256 else 1):
                 a_desc = _descriptor(k, a, _offset_of(a, 128 * half, k0), 16)
                 d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
@@ -318,6 +340,42 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
     return TileRegs(acc.type, regs, layout)
+
+
+def _restage(k: KernelLowering, tile: "SharedTileVal | TileRegs", transpose: bool) -> SharedMatrix:
+    """A K-major swizzled copy of a tf32 operand, rounded as its ftof says: A (M, K) as it is, B
+    (K, N) transposed to (N, K). Read from its cp.async buffer (after the copies and a barrier) or
+    from registers; each thread moves elements tid, tid + T, ... of the tile."""
+    from ..ir.types import TileType
+    from .async_copy import new_matrix
+    from .ops_arith import _round_to_tf32
+    from .smem import element_offset
+
+    rows, cols = tile.type.shape[-2:]
+    dst = new_matrix(k, TileType((cols, rows) if transpose else (rows, cols), tile.type.element), swizzled=True)
+    in_regs = isinstance(tile, TileRegs)
+    if not in_regs and not is_ready([tile]):
+        wait_for(k, [tile])
+        k.barrier()
+    # (the previous MMA's reads of `dst` completed before every thread passed its mbarrier wait)
+    for slot in range(tile.type.num_elements // k.threads if not in_regs else len(tile.slots)):
+        if in_regs:
+            *_, r, c = k.multi_index(tile.type.shape, slot, tile.layout)
+            value = tile.slots[slot]
+        else:
+            e = k.tid if slot == 0 else k.b.pre(f"add i32 {k.tid}, {slot * k.threads}", "re")
+            r, c = k.b.pre(f"udiv i32 {e}, {cols}", "rr"), k.b.pre(f"urem i32 {e}, {cols}", "rc")
+            src = pointer(k, element_offset(k, tile.matrix, "0", r, c))
+            value = k.b.op(f"load float, ptr addrspace(3) {src}", "rv")
+            if tile.tf32:
+                value = _round_to_tf32(k, value, tile.tf32)
+        dst_r, dst_c = (c, r) if transpose else (r, c)
+        store = f"store float {value}, ptr addrspace(3) {pointer(k, element_offset(k, dst, '0', dst_r, dst_c))}"
+        if in_regs:
+            k.store_first_copy(tile.type.num_elements, slot, tile.layout, store)
+        else:
+            k.b.emit(store)
+    return dst
 
 
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
