@@ -101,7 +101,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
 
     from . import pipelined_loop
     from .async_copy import wait_all
+    from .ops_tcgen05 import before_loop
 
+    before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)

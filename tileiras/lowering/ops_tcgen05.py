@@ -117,7 +117,8 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
         return None
     if not (_swizzles(kdim * kind.elem_bytes) and _swizzles(n * kind.elem_bytes)) or kdim % kind.k:
         return None
-    if kind.name in _RESTAGED and ((m * kdim) % threads or (kdim * n) % threads):   # whole rounds of threads
+    if kind.name in _RESTAGED and any(threads % (kdim // 4) or (rows * kdim // 4) % threads or (threads // (kdim // 4)) % 8
+                                      for rows in (m, n)):    # whole rounds of 16-byte chunks (_restage)
         return None
     if columns_of(m, n) > COLUMNS:
         return None
@@ -214,6 +215,27 @@ def resident_loop(op: Operation) -> Optional[tuple[Operation, int]]:
     return loop, index
 
 
+def before_loop(k: KernelLowering, loop: Operation) -> None:
+    """Before a `for` (and its pipeline's stages) takes shared memory: the restaging buffers of the
+    tcgen05 mmas inside it, so that the pipeline's depth leaves room for them."""
+    if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
+        return
+    for op in k.assignment.tcgen05_layouts:
+        if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
+            k.tmem_buffers[op] = tuple(_restage_matrix(k, op.operand(n).type, n == "rhs")  # type: ignore[arg-type]
+                                       for n in ("lhs", "rhs"))
+
+
+def _inside(op: Operation, loop: Operation) -> bool:
+    block = op.parent
+    while block is not None and block.parent is not None:
+        owner = block.parent.parent
+        if owner is loop:
+            return True
+        block = owner.parent if owner is not None else None
+    return False
+
+
 def after_loop(k: KernelLowering, loop: Operation) -> None:
     """After a `for` whose mmas kept their accumulators in tensor memory: read them into registers
     (the loop's results); a loop that ran no iteration gives its initial values."""
@@ -282,7 +304,10 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     is_float = kind.d == 1
     restaged = kind.name in _RESTAGED
     if restaged:
-        a, b = _restage(k, lhs, False), _restage(k, rhs, True)  # type: ignore[arg-type]
+        if op not in k.tmem_buffers:
+            k.tmem_buffers[op] = (_restage_matrix(k, lhs.type, False), _restage_matrix(k, rhs.type, True))  # type: ignore[attr-defined]
+        a_dst, b_dst = k.tmem_buffers[op]
+        a, b = _restage(k, lhs, a_dst, False), _restage(k, rhs, b_dst, True)  # type: ignore[arg-type]
     else:
         a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
         b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
@@ -342,39 +367,59 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     return TileRegs(acc.type, regs, layout)
 
 
-def _restage(k: KernelLowering, tile: "SharedTileVal | TileRegs", transpose: bool) -> SharedMatrix:
-    """A K-major swizzled copy of a tf32 operand, rounded as its ftof says: A (M, K) as it is, B
-    (K, N) transposed to (N, K). Read from its cp.async buffer (after the copies and a barrier) or
-    from registers; each thread moves elements tid, tid + T, ... of the tile."""
+def _restage_matrix(k: KernelLowering, operand: object, transpose: bool) -> SharedMatrix:
+    """The K-major swizzled buffer a restaged operand (A (M, K), or B (K, N) transposed) goes to."""
     from ..ir.types import TileType
     from .async_copy import new_matrix
+
+    rows, cols = operand.shape[-2:]  # type: ignore[attr-defined]
+    return new_matrix(k, TileType((cols, rows) if transpose else (rows, cols), operand.element), swizzled=True)  # type: ignore[attr-defined]
+
+
+def _restage(k: KernelLowering, tile: "SharedTileVal | TileRegs", dst: SharedMatrix, transpose: bool) -> SharedMatrix:
+    """`dst`: a K-major swizzled copy of a tf32 operand, rounded as its ftof says: A (M, K) as it is,
+    B (K, N) transposed to (N, K). From its cp.async buffer (after the copies and a barrier): each
+    thread writes 16-byte chunks (row R of `dst`, 4 consecutive K) R0 + i dR, so that every address
+    is a per-thread base plus a constant (dR is a multiple of the 8 rows a swizzle pattern spans);
+    from registers (rare: loads that could not be copied asynchronously): element by element."""
     from .ops_arith import _round_to_tf32
     from .smem import element_offset
 
-    rows, cols = tile.type.shape[-2:]
-    dst = new_matrix(k, TileType((cols, rows) if transpose else (rows, cols), tile.type.element), swizzled=True)
-    in_regs = isinstance(tile, TileRegs)
-    if not in_regs and not is_ready([tile]):
+    if isinstance(tile, TileRegs):
+        for slot, value in enumerate(tile.slots):
+            *_, r, c = k.multi_index(tile.type.shape, slot, tile.layout)
+            dst_r, dst_c = (c, r) if transpose else (r, c)
+            k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store float {value}, ptr addrspace(3) "
+                               f"{pointer(k, element_offset(k, dst, '0', dst_r, dst_c))}")
+        return dst
+    if not is_ready([tile]):
         wait_for(k, [tile])
         k.barrier()
     # (the previous MMA's reads of `dst` completed before every thread passed its mbarrier wait)
-    for slot in range(tile.type.num_elements // k.threads if not in_regs else len(tile.slots)):
-        if in_regs:
-            *_, r, c = k.multi_index(tile.type.shape, slot, tile.layout)
-            value = tile.slots[slot]
-        else:
-            e = k.tid if slot == 0 else k.b.pre(f"add i32 {k.tid}, {slot * k.threads}", "re")
-            r, c = k.b.pre(f"udiv i32 {e}, {cols}", "rr"), k.b.pre(f"urem i32 {e}, {cols}", "rc")
-            src = pointer(k, element_offset(k, tile.matrix, "0", r, c))
-            value = k.b.op(f"load float, ptr addrspace(3) {src}", "rv")
-            if tile.tf32:
-                value = _round_to_tf32(k, value, tile.tf32)
-        dst_r, dst_c = (c, r) if transpose else (r, c)
-        store = f"store float {value}, ptr addrspace(3) {pointer(k, element_offset(k, dst, '0', dst_r, dst_c))}"
-        if in_regs:
-            k.store_first_copy(tile.type.num_elements, slot, tile.layout, store)
-        else:
-            k.b.emit(store)
+    src = tile.matrix
+    chunks = dst.cols // 4                               # 16-byte chunks per row of dst
+    row0 = k.b.pre(f"udiv i32 {k.tid}, {chunks}", "rr")
+    k0 = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {k.tid}, {chunks}', 'rk')}, 4", "rk")
+    step = k.threads // chunks                           # rows of dst between a thread's chunks
+    dst0 = element_offset(k, dst, "0", row0, k0)
+    if transpose:     # dst (n, k..k+3) <- src (k..k+3, n): a column of src, 4 rows apart by its pitch
+        src0 = element_offset(k, src, "0", k0, row0)
+        per_slot, per_value = step * src.elem_bytes, src.pitch
+    else:             # dst (m, k..k+3) <- src (m, k..k+3): one 16-byte vector
+        src0 = element_offset(k, src, "0", row0, k0)
+        per_slot, per_value = step * src.pitch, src.elem_bytes
+    for slot in range(dst.rows * chunks // k.threads):
+        base = k.b.op(f"add i32 {src0}, {slot * per_slot}", "ro") if slot else src0
+        values = []
+        for i in range(4):
+            at = k.b.op(f"add i32 {base}, {i * per_value}", "ro") if i else base
+            v = k.b.op(f"load float, ptr addrspace(3) {pointer(k, at)}, align 4", "rv")
+            values.append(_round_to_tf32(k, v, tile.tf32) if tile.tf32 else v)
+        vec = "undef"
+        for i, v in enumerate(values):
+            vec = k.b.op(f"insertelement <4 x float> {vec}, float {v}, i32 {i}", "rw")
+        at = k.b.op(f"add i32 {dst0}, {slot * step * dst.span}", "ro") if slot else dst0
+        k.b.emit(f"store <4 x float> {vec}, ptr addrspace(3) {pointer(k, at)}, align 16")
     return dst
 
 
