@@ -182,8 +182,8 @@ def test_a_nonzero_accumulator_and_an_mma_outside_a_loop(tmp_path: Path) -> None
     assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
 
 
-@pytest.mark.parametrize("name,tile", [("mm_tf32_64x64x32", 64), ("mm_tf32_128x128x32", 128)])
-def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name,tile,kdim", [("mm_tf32_64x64x32", 64, 96), ("mm_tf32_128x128x64", 128, 128)])
+def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, kdim: int, tmp_path: Path) -> None:
     """kind::tf32: the mma rounds the f32 operands as their ftof says while it copies them into
     K-major swizzled buffers (B transposed): the emulator agrees with the interpreter bit for bit
     on the products (the same rounding), up to the order of the f32 additions."""
@@ -196,8 +196,8 @@ def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, tm
     assert "0 bytes spill stores" in _ptxas_report(ptx, "sm_100a", tmp_path)
     module = load_module(data, f"{name}.tileirbc")
     rng = np.random.default_rng(5)
-    a = rng.standard_normal((tile, 96)).astype(np.float32)
-    b = rng.standard_normal((96, tile)).astype(np.float32)
+    a = rng.standard_normal((tile, kdim)).astype(np.float32)
+    b = rng.standard_normal((kdim, tile)).astype(np.float32)
     c = np.zeros((tile, tile), np.float32)
     out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
                      check_races=True)[2]
