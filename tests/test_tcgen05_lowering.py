@@ -203,3 +203,23 @@ def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, kd
                      check_races=True)[2]
     ref = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c.copy()], backend="interpreter")[2]
     assert np.abs(out - ref).max() <= 1e-4
+
+
+def _sm100_matmuls() -> list[str]:
+    sys.path.insert(0, str(ROOT / "tests" / "realistic"))
+    import compilers
+
+    return [c["name"] for c in compilers.manifest()["configs"]
+            if c["family"] in ("matmul", "bmm", "splitk") and "sm_100" in c["targets"]]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", _sm100_matmuls())
+def test_every_realistic_matmul_uses_the_family_nvidias_does(name: str) -> None:
+    """Where NVIDIA's compiler issues tcgen05 (UTC*MMA) on sm_100 ours does too, as many per K tile,
+    and without spills where NVIDIA's has none."""
+    from test_realistic_compile import stats
+
+    mine, theirs = stats(name, "sm_100", "ours"), stats(name, "sm_100", "nvidia")
+    assert dict(mine.tensor_core) == dict(theirs.tensor_core), (dict(mine.tensor_core), dict(theirs.tensor_core))
+    assert theirs.spills or not mine.spills, f"{name}: {mine.local_loads} LDL + {mine.local_stores} STL"
