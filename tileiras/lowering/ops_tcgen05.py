@@ -1,22 +1,26 @@
 """mmaf / mmai on Blackwell's fifth-generation tensor cores (sm_100 / sm_103): `tcgen05.mma`.
 
-Selection (`choose`, asked by assign_layouts): 2-D plain mmas whose operands are both loads used
-once (copied with cp.async into 128-byte swizzled buffers, as for wgmma: A (M x K) K-major, B
-(K x N) N-major, the instruction descriptor's "transpose B"), M 64, 128 or 256 (two M=128
-instructions side by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, the
-contiguous dimension of each operand whole 128-byte atoms, and enough warps that each TMEM lane
-quarter is read by its own warps.
+Selection (`choose_all`, asked by assign_layouts): 2-D mmas (f16, bf16, tf32, e4m3/e5m2, signed
+int8) whose operands are both loads used once, possibly reshaped (unit dimensions) or rounded to
+tf32: cp.async copies them into swizzled buffers (as for wgmma: A (M x K) K-major, B (K x N)
+N-major, the instruction descriptor's "transpose B"; tf32 is restaged K-major, `_restage`); M 64,
+128 or 256 (two M=128 instructions side by side in tensor memory), N a multiple of 16 (8 for
+M = 64) up to 256, enough warps that each TMEM lane quarter is read by its own warps, and 512
+columns of tensor memory for all of them. The rest stays on mma.sync.
 
-The accumulator lives in tensor memory while the MMAs run: per mma op, every warp stores its
-accumulator registers there (`tcgen05.st.16x256b`), thread 0 issues the MMAs (one per K step and
-128-row half) and commits them to the kernel's mbarrier (tmem.py), every thread waits for the
-phase and reads the result back (`tcgen05.ld.16x256b`). The 16x256b shape hands a warp 16 lanes
-x 8 columns per repetition in exactly the m16n8 accumulator fragment (lane l: row l/4 and l/4+8,
-columns 2(l%4) and +1), so the registers keep `MmaLayout`'s fragment order and the epilogue is
-unchanged. `TmemAccLayout` only places the warps: warp w reads TMEM lanes 32 (w % 4) ..+31, so
-its rows are the ones the MMA wrote there: rows 32 (w % wm) .. (M = 128 / 256: lane = row mod 128,
-the second half in columns N..2N-1) or 16 (w % 4) .. (M = 64: the rows fill lanes 0-15 of each
-quarter), and the remaining warp factor splits the columns.
+Per mma op, thread 0 issues the MMAs (one per K step and 128-row half) and commits them to the
+kernel's mbarrier (tmem.py); every thread waits for that phase, after which the operands' buffers
+may be refilled. The accumulator lives in tensor memory: inside a `for` that carries it and reads
+it nowhere else (`resident_loop`), it stays there for the whole loop: the first iteration's first
+MMA ignores the old contents when the initial value is zero (else the first iteration stores it,
+`tcgen05.st`), and it is read into registers once after the loop (`after_loop`). Elsewhere the op
+stores its accumulator, runs and reads it back. Registers <-> tensor memory use the 16x256b shape,
+which hands a warp 16 lanes x 8 columns per repetition in exactly the m16n8 accumulator fragment
+(lane l: row l/4 and l/4 + 8, columns 2 (l%4) and +1): the registers keep `MmaLayout`'s fragment
+order and the epilogue is unchanged. `TmemAccLayout` only places the warps: warp w reaches TMEM
+lanes 32 (w % 4) ..+31, so its rows are the ones the MMA wrote there: rows 32 (w % wm) .. (M = 128
+and 256: lane = row mod 128, the second half in columns N..2N-1) or 16 (w % 4) .. (M = 64: the
+rows fill lanes 0-15 of each quarter); the remaining warp factor splits the columns.
 
 Instruction descriptor (PTX ISA "Instruction descriptor", kind::f16/tf32/f8f6f4/i8): D format in
 bits 4-5 (1 f32, 2 s32), A and B formats in 7-9 and 10-12, transpose A / B in 15 / 16, N >> 3 in

@@ -92,7 +92,8 @@ def release(k: "KernelLowering") -> None:
     if state is None:
         return
     k.b.declare("declare void @llvm.nvvm.barrier0()")
-    free = [f"  call void @llvm.nvvm.barrier0()",
+    free = ['  call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()',
+            "  call void @llvm.nvvm.barrier0()",
             '  call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()',
             f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
             f'@p tcgen05.dealloc.cta_group::1.sync.aligned.b32 $1, {state.columns}; }}", '
