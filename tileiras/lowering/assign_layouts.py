@@ -609,13 +609,3 @@ class LayoutAssignment:
         if op.name == "cuda_tile.for":
             for result, layout in zip(op.results, layouts):
                 self._set(plan, result, layout)
-
-    # -- for --print-ir-after-all ----------------------------------------------------------
-    def describe(self, name_of) -> list[str]:
-        """Comment lines: each non-blocked tile value's layout, then each conversion."""
-        lines = [f"//   {name_of(v)} : {v.type} {layout.describe()}" for v, layout in self._layouts.items()]
-        lines += [f"//   {'splat' if v in self.splats else 'convert'} {name_of(v)} to {layout.describe()} for {op.name}"
-                  for op, v, layout in self.conversions]
-        lines += [f"//   {name_of(v)} : {v.type} in shared memory (copied for tensor cores)" for v in self.shared_operands]
-        lines.insert(0, f"//   everything else: {self.blocked.describe()}")
-        return lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation, Value
 from ..ir.types import DYNAMIC
+from ..tileas.ops import CONVERT_LAYOUT
 
 
 def divisor(value: Value) -> int:
@@ -29,6 +30,9 @@ def divisor(value: Value) -> int:
             pred = owner.attributes.get("predicate")
             if isinstance(pred, DivBy) and pred.every is None and pred.divisor > 0:
                 best = max(best, pred.divisor)
+            value = owner.operands[0]
+            continue
+        if owner.name == CONVERT_LAYOUT:   # the same values, distributed otherwise
             value = owner.operands[0]
             continue
         if owner.name == "cuda_tile.constant":

@@ -38,7 +38,6 @@ class KernelLowering:
         self.layout = assignment.blocked if assignment is not None else BlockedLayout(threads)  # the default
         self.assignment = assignment
         self.order = order                  # which token-ordered ops wait for the CTA
-        self._converted: dict[Value, TileRegs] = {}  # operands of the op being lowered, converted
         self.threads = threads
         self.b = FunctionBuilder()
         self.values: dict[Value, Any] = {}
@@ -73,8 +72,6 @@ class KernelLowering:
 
     # -- values -----------------------------------------------------------------
     def get(self, value: Value) -> Any:
-        if value in self._converted:
-            return self._converted[value]
         try:
             return self.values[value]
         except KeyError:
@@ -98,8 +95,8 @@ class KernelLowering:
 
     # -- layouts (index arithmetic depends only on the thread id: prologue) ---------
     def layout_of(self, value: Value) -> Layout:
-        """The layout `assign_layouts` chose for `value` (blocked for anything it did not see)."""
-        return self.assignment.layout(value) if self.assignment is not None else self.layout
+        """The layout of a tile value at the nv_tileas level (`tileas.materialize`)."""
+        return value.layout if value.layout is not None else self.layout
 
     def _element(self, num_elements: int, slot: int, layout: Optional[Layout]) -> tuple[str, Optional[str]]:
         layout = layout or self.layout
@@ -260,26 +257,7 @@ class KernelLowering:
             handler = LOWERINGS.get(op.name)
             if handler is None:
                 raise op_error(op, f"cannot be lowered for {self.gpu} yet")
-            saved = self._converted
-            self._converted = self._convert_operands(op)
             handler(self, op)
-            self._converted = saved
-
-    def _convert_operands(self, op: Operation) -> dict[Value, TileRegs]:
-        """Operands whose layout differs from what `op` was assigned to read, converted."""
-        wanted = self.assignment.operand_layouts(op) if self.assignment is not None else None
-        out: dict[Value, TileRegs] = {}
-        if not wanted:
-            return out
-        for value, layout in zip(op.operands, wanted):
-            if layout is None or value in out:
-                continue
-            tile = self.get(value)
-            if isinstance(tile, TileRegs) and tile.layout != layout:
-                # a splat is rebuilt from its one value; anything else moves through shared memory
-                out[value] = self.splat(tile.type, tile.slots[0], layout) if self.assignment.is_splat(value) \
-                    else self.convert(tile, layout)
-        return out
 
 
 def storage_type(elem: Type) -> str:

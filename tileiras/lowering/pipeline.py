@@ -17,6 +17,7 @@ from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
 from ..schedule.pipeline import plan_pipelines
+from ..tileas.passes import PASSES, to_tileas
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -35,14 +36,19 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
 def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
                 assignment: Optional[LayoutAssignment] = None,
                 order: Optional[TokenOrder] = None, notes: Optional[list[str]] = None) -> tuple[str, list[str], object]:
-    """One kernel as LLVM IR text; `notes` collects the schedule it chose (--print-ir-after-all)."""
+    """One kernel as LLVM IR text; `notes` collects the schedule it chose (--print-ir-after-all).
+    Given its `assignment`, the entry must be at the nv_tileas level (`tileas.passes.to_tileas`);
+    without one, it is assigned layouts and brought there first."""
+    if assignment is None:
+        assignment = LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
+        to_tileas(entry, assignment)
     chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order)
     if notes is not None:
         notes.extend(chosen[4])
     return chosen[:3]
 
 
-def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
+def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                          order: Optional[TokenOrder]) -> tuple:
     # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
     # kernel itself, or the stages of a software pipeline (worth more than the padding).
@@ -62,15 +68,14 @@ def release_tensor_memory(k: KernelLowering) -> None:
     release(k)
 
 
-def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
+def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                  order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
-    assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
     threads = assignment.threads
-    k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
+    k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = pad_buffers
     k.pipelines = plan_pipelines(entry, assignment)
     dbg_attachment = ""
@@ -102,24 +107,26 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes
 
 
-def _token_order(entry: Operation, assignment: LayoutAssignment) -> TokenOrder:
+def _token_order(entry: Operation) -> TokenOrder:
     from .token_waits import thread_local
 
-    return TokenOrder(entry, thread_local(assignment))
+    return TokenOrder(entry, thread_local())
 
 
 def _print_passes(module: Operation, entries: list[Operation], assignments: list[LayoutAssignment],
                   orders: list[TokenOrder]) -> None:
-    """The module after layout assignment and token ordering: its text, then per kernel its tile
-    layouts and conversions, and the waits of its token-ordered ops."""
+    """The module at the nv_tileas level: its text (conversions are ops), then per kernel its tile
+    layouts, and the waits of its token-ordered ops."""
+    from ..tileas.dump import layout_lines
     from ..text.printer import Printer
 
     printer = Printer()
     text = printer.print_module(module).rstrip("\n")
-    lines = ["// -----// IR Dump After assign-layouts //----- //", text]
+    lines = ["// -----// IR Dump After assign-layouts, materialize-layouts, fuse-conversions (nv_tileas) //----- //",
+             text]
     for entry, assignment in zip(entries, assignments):
         lines.append(f"// layouts of @{entry.attributes['sym_name']}:")
-        lines += assignment.describe(printer.ref)
+        lines += layout_lines(entry, assignment, printer.ref)
     lines += ["// -----// IR Dump After token-order //----- //", text]
     for entry, order in zip(entries, orders):
         lines.append(f"// token waits of @{entry.attributes['sym_name']}:")
@@ -147,6 +154,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         return timer.stage(f"{name} ({gpu})") if timer is not None else nullcontext()
 
     debug_info = DebugInfo(full=debug) if (lineinfo or debug) else None
+    module = module.clone()   # the nv_tileas level is per target: the caller's module stays cuda_tile
     functions, decls, kernels = [], [], []
     globals_ = []
     body = module.regions[0].block.operations if module.regions else []
@@ -156,8 +164,12 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
     entries = [op for op in body if op.name == "cuda_tile.entry"]
     with stage("assign-layouts"):
         assignments = [LayoutAssignment(op, choose_threads(op, gpu), sm=_sm(gpu)) for op in entries]
+    for name, run in PASSES:
+        with stage(name):
+            for op, assignment in zip(entries, assignments):
+                run(op, assignment)
     with stage("token-order"):
-        orders = [_token_order(op, assignment) for op, assignment in zip(entries, assignments)]
+        orders = [_token_order(op) for op in entries]
     if print_ir_after_all:
         _print_passes(module, entries, assignments, orders)
     notes: list[str] = []
