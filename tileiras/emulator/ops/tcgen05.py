@@ -13,7 +13,8 @@ row i of D is lane i of the addressed lanes; with M = 64 the rows fill lanes 0-1
 mbarrier arrive at once, since every earlier tcgen05 operation has already completed.
 
 tcgen05.ld/st move data between registers and the lanes of the warp's quarter
-(warp w reaches lanes 32*(w % 4) ...). An ld's registers are usable at once: NVIDIA's
+(warp w reaches lanes 32*(w % 4) ...), in the .32x32b, .16x32bx2 and .16x256b shapes (the last
+one is the m16n8 accumulator fragment, as CUTLASS's 16dp256b copy traits spell out). An ld's registers are usable at once: NVIDIA's
 compiler reads them before tcgen05.wait::ld (ptxas tracks them like any load result), so
 the waits only order tensor-memory accesses, which here happen in program order anyway.
 """
