@@ -47,6 +47,8 @@ class KernelLowering:
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
+        self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
+        self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs

@@ -64,6 +64,12 @@ def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", 
     return padded if unpadded[3] else unpadded
 
 
+def release_tensor_memory(k: KernelLowering) -> None:
+    from .tmem import release
+
+    release(k)
+
+
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                  order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
@@ -90,6 +96,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
+    release_tensor_memory(k)
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
