@@ -1,0 +1,175 @@
+"""Every realistic configuration (tests/realistic/) runs on the PTX emulator, race checker on,
+and agrees with the interpreter (issue 14, item 6).
+
+Each configuration's own bytecode (``bytecode/<name>.tileirbc``, the module the benchmarks
+compile) is launched at emulator-sized array shapes (``configs.small``: same tile sizes and
+constants, shapes that keep the bytecode's divisibility facts) with the same random inputs on
+the interpreter and, compiled by our tileiras to PTX for sm_80 and for sm_90, on the emulator.
+Every array is compared afterwards (outputs start from random contents, so a stray write or a
+missing one shows too).
+
+Default: the sample configurations marked in ``configs.py``. ``-m sweep``: all of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REALISTIC = ROOT / "tests" / "realistic"
+sys.path.insert(0, str(REALISTIC))
+import configs  # noqa: E402
+import generate  # noqa: E402
+
+TARGETS = ("sm_80", "sm_90")
+CONFIGS = {c.name: c for c in configs.all_configs()}
+# the sample, plus one configuration of each family the sample lacks, at its cheapest tiles
+SAMPLE_EXTRA = ("splitk_f16_128x128x64_s4", "softmax_f16_n1024_r4", "layernorm_chunked_f16_n8192_t2048",
+                "row_max_f16_32x256", "swiglu_bf16_4x1024", "mm_e4m3_64x64x32", "fa_f16_q64k64d64_causal")
+
+
+def _pairs(names) -> list[tuple[str, str]]:
+    return [(n, g) for n in names for g in TARGETS if g in CONFIGS[n].targets]
+
+
+SAMPLE = _pairs([n for n, c in CONFIGS.items() if c.sample] + list(SAMPLE_EXTRA))
+FULL = [p for p in _pairs(CONFIGS) if p not in SAMPLE]
+
+
+def _ids(pairs) -> list[str]:
+    return [f"{n}-{g}" for n, g in pairs]
+
+
+# -- inputs ---------------------------------------------------------------------------------
+def _np_dtype(name: str) -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype({"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
+                     "int8": np.int8, "int32": np.int32,
+                     "float8_e4m3fn": ml_dtypes.float8_e4m3fn}[name])
+
+
+def _random(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    if dtype in ("int8", "int32"):          # the whole int8 range: int32 sums of 2*TK products stay exact
+        return rng.integers(-128, 128, shape).astype(_np_dtype(dtype))
+    return rng.standard_normal(shape).astype(_np_dtype(dtype))
+
+
+def _arguments(config: configs.Config) -> list[np.ndarray]:
+    rng = np.random.default_rng(zlib.crc32(config.name.encode()))
+    args = []
+    for p in config.params:
+        if isinstance(p, configs.Arr):
+            args.append(_random(rng, p.dtype, p.shape))
+        elif isinstance(p, configs.Scalar):
+            args.append(np.array(p.value, dtype=_np_dtype(p.dtype)))
+    return args
+
+
+# -- running --------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _module(name: str):
+    from tileiras.frontend import load_module
+
+    path = REALISTIC / "bytecode" / f"{name}.tileirbc"
+    return load_module(path.read_bytes(), path.name), path.read_bytes()
+
+
+def _run(name: str, backend: str, gpu: str | None = None) -> list[np.ndarray]:
+    from tileiras.runtime import run_arrays
+
+    small = configs.small(CONFIGS[name])
+    module, source = _module(name)
+    return run_arrays(module, name, small.grid, _arguments(small), backend=backend, gpu_name=gpu,
+                      source=source, filename=f"{name}.tileirbc", check_races=backend == "emulator")
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreted(name: str) -> tuple[np.ndarray, ...]:
+    return tuple(_run(name, "interpreter"))
+
+
+# -- comparing ------------------------------------------------------------------------------
+# Allowed |emulator - interpreter| per element, as (rtol, atol_of_max): rtol * |ref| +
+# atol_of_max * max|ref| over the array. Both backends accumulate in f32 (i32 for int8) with
+# exactly representable products, but in different orders (mma fragments, warp shuffles and
+# shared-memory trees against numpy's pairwise sums), and the PTX uses the hardware's
+# approximate ex2/rsqrt/rcp (2 ulp of f32) where the interpreter is exact.
+TOLERANCE: dict[str, tuple[float, float]] = {
+    # integer results (int8 mma with i32 accumulation, copies): exact
+    "int32": (0.0, 0.0), "int8": (0.0, 0.0),
+    # an f32 sum of n terms in another order differs by about sqrt(n) ulp of the largest partial
+    # sum; n <= 2048 (a 1024-wide chunk sum or 2*TK products) gives < 2^-17 of the row's scale
+    "float32": (2.0 ** -20, 2.0 ** -17),
+    # f32 values that differ in their last bits may round to neighbouring f16 values: one f16 ulp
+    # (2^-10 relative); attention's P is rounded to f16 before P@V, where one ulp of a p times
+    # |v| <= 4 reaches 2^-11 * 4 of the output scale
+    "float16": (2.0 ** -10, 2.0 ** -9),
+    # the same with bf16's 8-bit significand: one ulp is 2^-7 relative
+    "bfloat16": (2.0 ** -7, 2.0 ** -6),
+}
+
+
+def _mismatch(name: str, dtype: str, got: np.ndarray, ref: np.ndarray) -> str | None:
+    """None when `got` matches `ref` within the dtype's tolerance, else a report of the
+    elements that differ."""
+    if got.shape != ref.shape:
+        return f"{name}: shape {got.shape} != {ref.shape}"
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    nan_g, nan_r = np.isnan(g), np.isnan(r)
+    rtol, atol_max = TOLERANCE[dtype]
+    finite = np.where(np.isfinite(r), np.abs(r), 0.0)
+    limit = rtol * finite + atol_max * (finite.max() if finite.size else 0.0)
+    with np.errstate(invalid="ignore"):
+        bad = (nan_g != nan_r) | (~nan_r & ~(np.abs(g - r) <= limit) & (g != r))
+    if not bad.any():
+        return None
+    where = np.argwhere(bad)
+    rows = [f"  [{', '.join(map(str, ix))}] emulator {g[tuple(ix)]!r} interpreter {r[tuple(ix)]!r}"
+            for ix in where[:8]]
+    return (f"{name} ({dtype}): {int(bad.sum())} of {bad.size} elements differ "
+            f"(max |diff| {np.nanmax(np.abs(g - r)):.3g}, limit {rtol:g}*|ref| + {atol_max:g}*{finite.max():.3g}); "
+            f"first at:\n" + "\n".join(rows))
+
+
+def _check(name: str, gpu: str) -> None:
+    small = configs.small(CONFIGS[name])
+    ref = _interpreted(name)
+    got = _run(name, "emulator", gpu)
+    reports = [_mismatch(a.name, a.dtype, np.asarray(g), np.asarray(r))
+               for a, g, r in zip(small.arrays, got, ref)]
+    reports = [r for r in reports if r]
+    assert not reports, f"{name} on {gpu}: emulator and interpreter differ\n" + "\n".join(reports)
+
+
+def test_small_launches_keep_the_bytecodes_specialization() -> None:
+    """The small shapes satisfy every fact the bytecode was specialized with (divisibility of
+    dimensions and strides, contiguity), the launch stays inside the arrays, and the grid has
+    more than one block where the real one does."""
+    for name, config in CONFIGS.items():
+        small = configs.small(config)
+        assert small.grid and all(g >= 1 for g in small.grid), name
+        for real, tiny in zip(config.arrays, small.arrays):
+            assert (real.name, real.dtype) == (tiny.name, tiny.dtype)
+            assert generate.array_constraint(tiny) == generate.array_constraint(real), (name, real.name)
+            assert tiny.nbytes <= 64 << 20, (name, tiny.name, tiny.shape)
+        assert [p for p in config.params if not isinstance(p, configs.Arr)] == \
+            [p for p in small.params if not isinstance(p, configs.Arr)], name
+        assert np.prod(small.grid) > 1, name
+
+
+@pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
+def test_emulator_matches_interpreter(name: str, gpu: str) -> None:
+    _check(name, gpu)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
+def test_emulator_matches_interpreter_sweep(name: str, gpu: str) -> None:
+    _check(name, gpu)
