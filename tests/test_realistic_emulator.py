@@ -86,18 +86,27 @@ def _module(name: str):
     return load_module(path.read_bytes(), path.name), path.read_bytes()
 
 
-def _run(name: str, backend: str, gpu: str | None = None) -> list[np.ndarray]:
+# launch recipes (tests/realistic/configs.py): tile-multiple shapes, and shapes with partial
+# last tiles (masked boundary loads and stores) where the kernel defines a result for them
+RECIPES = {"small": configs.small, "ragged": configs.ragged}
+
+
+def _launch(name: str, recipe: str) -> configs.Config:
+    return RECIPES[recipe](CONFIGS[name])
+
+
+def _run(name: str, recipe: str, backend: str, gpu: str | None = None) -> list[np.ndarray]:
     from tileiras.runtime import run_arrays
 
-    small = configs.small(CONFIGS[name])
+    small = _launch(name, recipe)
     module, source = _module(name)
     return run_arrays(module, name, small.grid, _arguments(small), backend=backend, gpu_name=gpu,
                       source=source, filename=f"{name}.tileirbc", check_races=backend == "emulator")
 
 
 @functools.lru_cache(maxsize=None)
-def _interpreted(name: str) -> tuple[np.ndarray, ...]:
-    return tuple(_run(name, "interpreter"))
+def _interpreted(name: str, recipe: str) -> tuple[np.ndarray, ...]:
+    return tuple(_run(name, recipe, "interpreter"))
 
 
 # -- comparing ------------------------------------------------------------------------------
@@ -149,27 +158,29 @@ def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndar
             f"first at:\n" + "\n".join(rows))
 
 
-def _check(name: str, gpu: str) -> None:
-    small = configs.small(CONFIGS[name])
-    ref = _interpreted(name)
+def _check(name: str, gpu: str, recipe: str = "small") -> None:
+    small = _launch(name, recipe)
+    ref = _interpreted(name, recipe)
     initial = _arguments(small)
     for p, before, after in zip([p for p in small.params if not isinstance(p, configs.Const)], initial, ref):
         if isinstance(p, configs.Arr) and p.output:     # the launch writes it: the comparison means something
             assert not np.array_equal(before.view(np.uint8), after.view(np.uint8)), f"{name}: {p.name} never written"
-    got = _run(name, "emulator", gpu)
+    got = _run(name, recipe, "emulator", gpu)
     passed = [p for p in small.params if not isinstance(p, configs.Const)]   # what run_arrays returns
     reports = [_mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r))
                for p, g, r in zip(passed, got, ref) if isinstance(p, configs.Arr)]
     reports = [r for r in reports if r]
-    assert not reports, f"{name} on {gpu}: emulator and interpreter differ\n" + "\n".join(reports)
+    assert not reports, f"{name} ({recipe}) on {gpu}: emulator and interpreter differ\n" + "\n".join(reports)
 
 
 def test_small_launches_keep_the_bytecodes_specialization() -> None:
     """The small shapes satisfy every fact the bytecode was specialized with (divisibility of
     dimensions and strides, contiguity), the launch stays inside the arrays, and the grid has
     more than one block where the real one does."""
-    for name, config in CONFIGS.items():
-        small = configs.small(config)
+    for (name, config), recipe in ((c, r) for c in CONFIGS.items() for r in RECIPES.values()):
+        small = recipe(config)
+        if small is None:
+            continue
         assert small.grid and all(g >= 1 for g in small.grid), name
         for real, tiny in zip(config.arrays, small.arrays):
             assert (real.name, real.dtype) == (tiny.name, tiny.dtype)
@@ -189,3 +200,18 @@ def test_emulator_matches_interpreter(name: str, gpu: str) -> None:
 @pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
 def test_emulator_matches_interpreter_sweep(name: str, gpu: str) -> None:
     _check(name, gpu)
+
+
+RAGGED_SAMPLE = _pairs(("mm_f16_128x128x64", "transpose_f16_64x128", "row_max_f16_32x256"))
+RAGGED_FULL = [p for p in _pairs(n for n, c in CONFIGS.items() if configs.ragged(c)) if p not in RAGGED_SAMPLE]
+
+
+@pytest.mark.parametrize("name,gpu", RAGGED_SAMPLE, ids=_ids(RAGGED_SAMPLE))
+def test_emulator_matches_interpreter_on_partial_tiles(name: str, gpu: str) -> None:
+    _check(name, gpu, "ragged")
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name,gpu", RAGGED_FULL, ids=_ids(RAGGED_FULL))
+def test_emulator_matches_interpreter_on_partial_tiles_sweep(name: str, gpu: str) -> None:
+    _check(name, gpu, "ragged")

@@ -401,3 +401,72 @@ def small(config: Config) -> Config:
     if config.kernel not in _SMALL:
         raise ValueError(f"{config.name}: no small-launch recipe for kernel '{config.kernel}'")
     return _SMALL[config.kernel](config)
+
+
+# Ragged launches: the same kernels at shapes that stay multiples of 16 (the bytecode's facts)
+# but are not multiples of the tile, so the last tile along each such dimension is partial and
+# the masked (padded) loads and stores at the boundary run. Only kernels whose result is
+# defined there: those loading with a padding mode, or whose out-of-bounds loads only reach
+# out-of-bounds stores (elementwise, transpose). Attention, the norms, softmax and RoPE index
+# whole rows or sequences without padding and have no ragged launch.
+EDGE = 16
+
+
+def _ragged_matmul(c: Config) -> Config:         # 2x2 output tiles and 2 K steps, the last partial
+    tm, tn, tk = _const(c, "TM"), _const(c, "TN"), _const(c, "TK")
+    m, n, k = tm + EDGE, tn + EDGE, tk + EDGE
+    return _with_shapes(c, {"a": (m, k), "b": (k, n), "c": (m, n)},
+                        (_cdiv(m, tm) * _cdiv(n, tn), 1, 1))
+
+
+def _ragged_bmm(c: Config) -> Config:
+    tm, tn, tk, z = _const(c, "TM"), _const(c, "TN"), _const(c, "TK"), 16
+    m, n, k = tm + EDGE, tn + EDGE, tk + EDGE
+    return _with_shapes(c, {"a": (z, m, k), "b": (z, k, n), "c": (z, m, n)},
+                        (_cdiv(m, tm), _cdiv(n, tn), _cap(z)))
+
+
+def _ragged_splitk(c: Config) -> Config:         # SPLIT + 1 K tiles: split 0 also gets the partial one
+    tm, tn, tk, split = _const(c, "TM"), _const(c, "TN"), _const(c, "TK"), _const(c, "SPLIT")
+    m, n, k = tm + EDGE, tn + EDGE, split * tk + EDGE
+    return _with_shapes(c, {"a": (m, k), "b": (k, n), "partial": (split, m, n)},
+                        (_cdiv(m, tm), _cdiv(n, tn), split))
+
+
+def _ragged_reduction(c: Config) -> Config:
+    tm, tn = _const(c, "TM"), _const(c, "TN")
+    m, n = tm + EDGE, tn + EDGE
+    return _with_shapes(c, {"x": (m, n), "y": (m,)}, (_cdiv(m, tm), 1, 1))
+
+
+def _ragged_vector(c: Config) -> Config:
+    t = _const(c, "T")
+    n = t + EDGE
+    return _with_shapes(c, {"a": (n,), "b": (n,), "c": (n,)}, (_cdiv(n, t), 1, 1))
+
+
+def _ragged_transpose(c: Config) -> Config:
+    tm, tn = _const(c, "TM"), _const(c, "TN")
+    m, n = tm + EDGE, tn + EDGE
+    return _with_shapes(c, {"x": (m, n), "y": (n, m)}, (_cdiv(m, tm), _cdiv(n, tn), 1))
+
+
+def _ragged_swiglu(c: Config) -> Config:         # 16 rows (TM divides them), a partial column tile
+    tm, tn, rows = _const(c, "TM"), _const(c, "TN"), 16
+    shape = (rows, tn + EDGE)
+    return _with_shapes(c, {"gate": shape, "up": shape, "out": shape},
+                        (_cap(rows // tm), _cdiv(tn + EDGE, tn), 1))
+
+
+_RAGGED: dict[str, Any] = {
+    "matmul": _ragged_matmul, "bmm": _ragged_bmm, "splitk_matmul": _ragged_splitk,
+    "row_sum": _ragged_reduction, "row_max": _ragged_reduction, "vector_add": _ragged_vector,
+    "transpose": _ragged_transpose, "swiglu": _ragged_swiglu,
+}
+
+
+def ragged(config: Config) -> Config | None:
+    """``config`` at small shapes whose last tiles are partial, or None where the kernel's
+    result is not defined for such shapes."""
+    recipe = _RAGGED.get(config.kernel)
+    return recipe(config) if recipe else None
