@@ -191,6 +191,26 @@ def test_small_launches_keep_the_bytecodes_specialization() -> None:
         assert np.prod(small.grid) > 1, name
 
 
+def test_the_comparison_reports_wrong_elements_and_stray_writes() -> None:
+    """The comparison itself: within tolerance passes; one wrong element, a NaN where the
+    interpreter has a number, or one changed bit of an input fails, naming the element."""
+    ref = np.random.default_rng(1).standard_normal((64, 128)).astype(np.float16)
+    assert _mismatch("y", "float16", True, ref, ref) is None
+    near = ref.copy()
+    near[3, 5] = np.nextafter(ref[3, 5], np.float16(np.inf))     # one f16 ulp: rounding order
+    assert _mismatch("y", "float16", True, near, ref) is None
+    wrong = ref.copy()
+    wrong[7, 9] += np.float16(0.25)
+    assert "[7, 9]" in (_mismatch("y", "float16", True, wrong, ref) or "")
+    wrong[7, 9], wrong[1, 2] = ref[7, 9], np.float16(np.nan)
+    assert "[1, 2]" in (_mismatch("y", "float16", True, wrong, ref) or "")
+    ints = np.arange(64, dtype=np.int32)
+    assert _mismatch("c", "int32", True, ints + (ints == 9), ints) is not None   # integers: exact
+    stray = ref.copy()
+    stray.view(np.uint16)[10, 11] ^= 1
+    assert "overwritten" in (_mismatch("x", "float16", False, stray, ref) or "")
+
+
 @pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
 def test_emulator_matches_interpreter(name: str, gpu: str) -> None:
     _check(name, gpu)
