@@ -34,7 +34,7 @@ CONFIGS = {c.name: c for c in configs.all_configs()}
 # ldmatrix+mma.sync (sm_80) f16 matmul, int8 with a 256-wide tile, tf32 rounding, fp8 (sm_89+),
 # causal flash attention (P@V from registers), a whole-row norm, multi-row softmax, a chunked
 # row reduction, a transpose through shared memory and a 3-D elementwise kernel.
-SAMPLE_NAMES = ("mm_f16_128x128x64", "mm_i8_128x256x64", "mm_tf32_128x128x32", "mm_e4m3_64x64x32",
+SAMPLE_NAMES = ("mm_f16_128x128x64", "mm_i8_128x256x64", "mm_tf32_64x64x32", "mm_e4m3_64x64x32",
                 "fa_f16_q64k64d64_causal", "layernorm_f16_n4096", "softmax_f16_n1024_r4",
                 "row_sum_f32_16x512", "transpose_f32_64x64", "rope_bf16_s4h32d128")
 
