@@ -12,6 +12,7 @@ from tileiras.ir.core import Operation
 from tileiras.lowering.assign_layouts import LayoutAssignment
 from tileiras.lowering.pipeline import lower_module
 from tileiras.lowering.warps import choose_threads
+from tileiras.tileaa.passes import to_tileaa
 from tileiras.tileas.fuse_conversions import fuse_conversions
 from tileiras.tileas.materialize import tile_values
 from tileiras.tileas.ops import CONVERT_LAYOUT
@@ -32,6 +33,7 @@ def _entry(module) -> Operation:
 
 def _at_tileas() -> tuple[Operation, LayoutAssignment]:
     entry = _entry(_module())
+    to_tileaa(entry)
     assignment = LayoutAssignment(entry, choose_threads(entry, "sm_80"), sm=80)
     to_tileas(entry, assignment)
     return entry, assignment

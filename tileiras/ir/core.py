@@ -38,7 +38,7 @@ class Location:
 class Value:
     """An SSA value: the result of an operation or the argument of a block."""
 
-    __slots__ = ("type", "name_hint", "uses", "layout")
+    __slots__ = ("type", "name_hint", "uses", "layout", "facts")
 
     def __init__(self, type: Type, name_hint: Optional[str] = None) -> None:
         self.type = type
@@ -46,6 +46,8 @@ class Value:
         self.uses: list[Operation] = []
         # The distributed layout of a tile value at the nv_tileas level (tileiras.tileas); None above it.
         self.layout: Any = None
+        # What the nv_tileaa level proved of an integer, pointer or view (tileiras.tileaa.facts); None above it.
+        self.facts: Any = None
 
     def replace_all_uses_with(self, other: "Value") -> None:
         for user in list(self.uses):
@@ -160,14 +162,15 @@ class Operation:
         copy = Operation(self.name, [mapping.get(v, v) for v in self.operands], [r.type for r in self.results],
                          self.attributes, location=self.location, segment_sizes=self.segment_sizes)
         for old, new in zip(self.results, copy.results):
-            new.name_hint, new.layout = old.name_hint, old.layout
+            new.name_hint, new.layout, new.facts = old.name_hint, old.layout, old.facts
             mapping[old] = new
         for region in self.regions:
             twin = copy.add_region(Region())
             for block in region.blocks:
                 dup = twin.add_block(Block())
                 for arg in block.arguments:
-                    mapping[arg] = dup.add_argument(arg.type, arg.name_hint)
+                    mapping[arg] = twin_arg = dup.add_argument(arg.type, arg.name_hint)
+                    twin_arg.layout, twin_arg.facts = arg.layout, arg.facts
                 for op in block.operations:
                     dup.append(op.clone(mapping))
         return copy

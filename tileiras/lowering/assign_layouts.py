@@ -231,6 +231,7 @@ class LayoutAssignment:
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.sm = sm
         self.wgmma_ops = {op for op in self._ops if self._runs_on_wgmma(op)}
+        self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
         self.carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
@@ -282,6 +283,8 @@ class LayoutAssignment:
         if op not in self.mma_shapes:
             return None
         acc = op.operand("acc").type
+        if op in self.tcgen05_layouts:
+            return self.tcgen05_layouts[op]
         if op in self.wgmma_ops:   # every warp on rows: warpgroup w's rows are 64 i + 16 w
             return MmaLayout(self.threads, (1, *acc.shape), (1, self.threads // 32, 1), True)  # type: ignore[union-attr]
         # rows reduced later stay within one warp column: the reduce is then a quad shuffle
@@ -323,14 +326,27 @@ class LayoutAssignment:
 
     def _converts_operands(self, op: Operation) -> bool:
         """An mma whose operands change type when staged (they must pass through registers)."""
-        return bool(self.mma_shapes[op].staged_as)
+        return bool(self.mma_shapes[op].staged_as) and op not in self.tcgen05_layouts   # tcgen05 reads fp8
 
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops
 
+    # -- sm_100 tcgen05 (ops_tcgen05.py decides) --------------------------------------
+    def _tcgen05_layouts(self) -> dict[Operation, Layout]:
+        from .ops_tcgen05 import choose_all
+
+        if any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
+            return {}
+        return choose_all([op for op in self._ops if op in self.mma_shapes], self.sm, self.threads)
+
+    def is_tcgen05(self, op: Operation) -> bool:
+        return op in self.tcgen05_layouts
+
     def is_swizzled(self, value: Value) -> bool:
-        """A loaded tile that a wgmma reads: copied in its 128-byte swizzled layout."""
-        return any(user in self.wgmma_ops for user in value.uses)
+        """A loaded tile that a wgmma or tcgen05 mma reads: copied in its 128-byte swizzled layout."""
+        from .ops_tcgen05 import feeds
+
+        return any(user in self.wgmma_ops for user in value.uses) or feeds(value, self.tcgen05_layouts)
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands

@@ -47,6 +47,8 @@ class KernelLowering:
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
+        self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
+        self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
         self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
         self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..ir.record import record
 from .kernel import KernelLowering
-from .smem import BUFFER_ALIGN, pointer
+from .smem import pointer
 
 BYTES = 8
 # try_wait's suspend-time hint (nanoseconds a thread may sleep before it re-checks), NVIDIA's value
@@ -31,9 +31,14 @@ class BarrierArray:
 
 
 def allocate(k: KernelLowering, count: int) -> BarrierArray:
-    """`count` mbarriers, back to back, among the kernel's shared buffers."""
-    nbytes = -(-count * BYTES // BUFFER_ALIGN) * BUFFER_ALIGN
-    return BarrierArray(k.alloc_buffer(nbytes, BYTES), count)
+    """`count` mbarriers, back to back, among the kernel's shared buffers (8 bytes each, as the
+    schedule's buffer assignment counts them; later buffers align themselves)."""
+    return BarrierArray(k.alloc_buffer(count * BYTES, BYTES), count)
+
+
+def split(bars: BarrierArray, first: int) -> tuple[BarrierArray, BarrierArray]:
+    """The first `first` barriers of `bars` and the rest, as two arrays."""
+    return BarrierArray(bars.offset, first), BarrierArray(bars.offset + first * BYTES, bars.count - first)
 
 
 def address(k: KernelLowering, bars: BarrierArray, index: str) -> str:

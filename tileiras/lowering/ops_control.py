@@ -100,7 +100,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
     body = op.regions[0].block
 
     from . import pipelined_loop
+    from .ops_tcgen05 import before_loop
 
+    before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
@@ -152,6 +154,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
         pipelined_loop.finish(k, pipeline)   # no copy is left in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
+    from .ops_tcgen05 import after_loop
+
+    after_loop(k, op)   # accumulators kept in tensor memory through the loop come back to registers
 
 
 def _loop(k: KernelLowering, op: Operation) -> None:

@@ -18,7 +18,8 @@ from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
 from ..schedule.pipeline import plan_pipelines
-from ..tileas.passes import PASSES, to_tileas
+from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
+from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -38,9 +39,10 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
                 assignment: Optional[LayoutAssignment] = None,
                 order: Optional[TokenOrder] = None, notes: Optional[list[str]] = None) -> tuple[str, list[str], object]:
     """One kernel as LLVM IR text; `notes` collects the schedule it chose (--print-ir-after-all).
-    Given its `assignment`, the entry must be at the nv_tileas level (`tileas.passes.to_tileas`);
-    without one, it is assigned layouts and brought there first."""
+    Given its `assignment`, the entry must be at the nv_tileas level (`tileaa.passes.to_tileaa`, then
+    `tileas.passes.to_tileas`); without one, it is brought there first."""
     if assignment is None:
+        to_tileaa(entry)
         assignment = LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
     chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order)
@@ -61,6 +63,12 @@ def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", 
         return padded
     unpadded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
     return padded if unpadded[3] else unpadded
+
+
+def release_tensor_memory(k: KernelLowering) -> None:
+    from .tmem import release
+
+    release(k)
 
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
@@ -90,6 +98,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
+    release_tensor_memory(k)
     warp_specialize.end(k)
     threads += k.extra_threads   # the launch: a warp-specialized pipeline's producer warpgroup too
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
@@ -112,14 +121,19 @@ def _token_order(entry: Operation) -> TokenOrder:
 
 def _print_passes(module: Operation, entries: list[Operation], assignments: list[LayoutAssignment],
                   orders: list[TokenOrder]) -> None:
-    """The module at the nv_tileas level: its text (conversions are ops), then per kernel its tile
-    layouts, and the waits of its token-ordered ops."""
+    """The module once lowered through nv_tileaa and nv_tileas (its text, conversions as ops), then per
+    kernel the facts proved, its tile layouts, and the waits of its token-ordered ops."""
+    from ..tileaa.dump import fact_lines
     from ..tileas.dump import layout_lines
     from ..text.printer import Printer
 
     printer = Printer()
     text = printer.print_module(module).rstrip("\n")
-    lines = ["// -----// IR Dump After assign-layouts, materialize-layouts, fuse-conversions (nv_tileas) //----- //",
+    lines = ["// -----// IR Dump After infer-facts (nv_tileaa) //----- //", text]
+    for entry in entries:
+        lines.append(f"// facts of @{entry.attributes['sym_name']}:")
+        lines += fact_lines(entry, printer.ref)
+    lines += ["// -----// IR Dump After assign-layouts, materialize-layouts, fuse-conversions (nv_tileas) //----- //",
              text]
     for entry, assignment in zip(entries, assignments):
         lines.append(f"// layouts of @{entry.attributes['sym_name']}:")
@@ -159,9 +173,13 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         if op.name == "cuda_tile.global":
             globals_.append(define_global(op))
     entries = [op for op in body if op.name == "cuda_tile.entry"]
+    for name, run_aa in TILEAA_PASSES:
+        with stage(name):
+            for op in entries:
+                run_aa(op)
     with stage("assign-layouts"):
         assignments = [LayoutAssignment(op, choose_threads(op, gpu), sm=_sm(gpu)) for op in entries]
-    for name, run in PASSES:
+    for name, run in TILEAS_PASSES:
         with stage(name):
             for op, assignment in zip(entries, assignments):
                 run(op, assignment)

@@ -32,11 +32,8 @@ from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies
 from . import mbarrier, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
-from .smem import BUFFER_ALIGN, SharedMatrix, opt_in_limit
+from .smem import SharedMatrix, opt_in_limit
 from .values import PartitionViewVal, SharedTileVal
-
-
-BARRIER_ARRAY_BYTES = BUFFER_ALIGN    # a ring's mbarriers (8 bytes each) take one aligned block
 
 
 @record(frozen=False)
@@ -65,7 +62,7 @@ def uses_mbarriers(k: KernelLowering) -> bool:
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined."""
-    from ..schedule.pipeline import stage_count
+    from ..schedule.pipeline import fit_stages
 
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
@@ -77,23 +74,32 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.smem_bytes + k.static_smem_bytes
-    if uses_mbarriers(k):
-        used += 2 * BARRIER_ARRAY_BYTES
-    stages = stage_count(sum(sizes.values()), used, opt_in_limit(k.sm))
+    if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
+        plan = replace(plan, mechanism="mbarrier")
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
+    head, *rows = plan.describe()
+    k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
+    schedule = plan.schedule
+    ii = f"{schedule.ii * plan.graph.tick} cycles"
+    if not plan.pipelined:
+        k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
+                 Reason=f"serial schedule: {schedule.reason}")
+        k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
+        return None
+    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm))
+    stages = fit.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
-                 Reason=f"two stages of {sum(sizes.values())} bytes do not fit beside {used} bytes of shared memory")
+                 Reason=f"{fit.reason} of shared memory", II=ii, WantedStages=str(fit.wanted))
         k.pipelines_refused = True   # lower_entry may try again without padding
-        k.schedule_notes.append(f"//   {where}: not pipelined: 2 stages of {sum(sizes.values())} bytes do not fit "
-                                f"beside {used} bytes in {opt_in_limit(k.sm)}")
+        k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
         return None
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = None
     specialized = False
     if uses_mbarriers(k):
-        full, empty = mbarrier.allocate(k, stages), mbarrier.allocate(k, stages)
+        full, empty = mbarrier.split(mbarrier.allocate(k, 2 * stages), stages)
         handshake = f"full/empty mbarrier pairs ({2 * stages} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
@@ -106,10 +112,13 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
-             Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), Handshake=handshake)
+             Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), II=ii,
+             WantedStages=str(fit.wanted),
+             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}", Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
-                            f"{sum(sizes.values())} bytes a stage, copies up to {ahead} iterations ahead, "
+                            f"{sum(sizes.values())} bytes a stage, copies up to {ahead} iterations ahead "
+                            f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
                             f"handshake: {handshake}")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized)
 

@@ -36,6 +36,7 @@ def materialize_layouts(entry: Operation, assignment: "LayoutAssignment") -> int
             convert = op.insert_before(Operation(CONVERT_LAYOUT, [value], [value.type], attributes,
                                                  location=op.location))
             convert.results[0].layout = layout
+            convert.results[0].facts = value.facts   # the same values
             op.set_operand(index, convert.results[0])
             inserted += 1
     return inserted
