@@ -117,7 +117,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
              Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}", Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
-                            f"{sum(sizes.values())} bytes a stage, copies up to {ahead} iterations ahead "
+                            f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
                             f"handshake: {handshake}")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized)
