@@ -138,13 +138,14 @@ def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: st
     `active` is false: zero-fills with cp.async groups; nothing at all with mbarriers)."""
     if p.full is not None:
         full = mbarrier.address(k, p.full, stage)
-        k.guarded(active, lambda: _copy(k, p, iv, stage, None) or mbarrier.copies_arrive(k, full))
+        k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or mbarrier.copies_arrive(k, full))
         return
-    _copy(k, p, iv, stage, active)
+    copy_iteration(k, p, iv, stage, active)
     commit(k)
 
 
-def _copy(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str]) -> None:
+def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str]) -> None:
+    """This thread's copies of every load of the iteration whose induction variable is `iv` into `stage`."""
     iv_arg = p.loop.regions[0].block.arguments[0]
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]

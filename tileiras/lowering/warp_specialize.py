@@ -22,12 +22,15 @@ pure (no memory, no thread-indexed values).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from . import mbarrier
 from .kernel import KernelLowering
+
+if TYPE_CHECKING:
+    from .pipelined_loop import ActivePipeline
 
 PUBLISH_BARRIER = 2      # named barrier of consumers and producer: the mbarriers are initialized
 
@@ -133,9 +136,9 @@ def publish(k: KernelLowering) -> None:
     k.b.emit(f'call void asm sideeffect "bar.sync {PUBLISH_BARRIER}, {k.threads + PRODUCER_THREADS};", "~{{memory}}"()')
 
 
-def emit_producer(k: KernelLowering, p) -> None:
+def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program, in its own blocks; the consumers go on where they were."""
-    from .pipelined_loop import _copy
+    from .pipelined_loop import copy_iteration
     from .registry import LOWERINGS
 
     split = k.warp_split
@@ -171,7 +174,7 @@ def emit_producer(k: KernelLowering, p) -> None:
     saved = k.tid, k.threads
     k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
     try:
-        _copy(k, p, iv, stage, None)
+        copy_iteration(k, p, iv, stage, None)
     finally:
         k.tid, k.threads = saved
     mbarrier.copies_arrive(k, mbarrier.address(k, p.full, stage))
