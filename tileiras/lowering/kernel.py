@@ -50,6 +50,10 @@ class KernelLowering:
         self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
         self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
+        self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
+        self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier
+        self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
+        self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
@@ -143,6 +147,9 @@ class KernelLowering:
 
     # -- synchronization and shared memory -----------------------------------------
     def barrier(self) -> None:
+        if self.barrier_threads:
+            self.b.emit(f'call void asm sideeffect "bar.sync 1, {self.barrier_threads};", "~{{memory}}"()')
+            return
         self.b.declare("declare void @llvm.nvvm.barrier0()")
         self.b.emit("call void @llvm.nvvm.barrier0()")
 

@@ -100,7 +100,6 @@ def _for(k: KernelLowering, op: Operation) -> None:
     body = op.regions[0].block
 
     from . import pipelined_loop
-    from .async_copy import wait_all
     from .ops_tcgen05 import before_loop
 
     before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
@@ -138,6 +137,8 @@ def _for(k: KernelLowering, op: Operation) -> None:
         lines, merged = _phi_values(k, types, ctx.continue_edges, "next", carried_layouts)
         _insert(k, len(k.b.lines), lines)
         next_vals = _flatten(k, merged)
+    if pipeline is not None:
+        pipelined_loop.end_iteration(k, pipeline)
     iv_next = k.b.op(f"add {ity} {iv}, {step}", "ivn")
     counter_next = k.b.op(f"add i32 {counter}, 1", "itn") if pipeline is not None else ""
     latch_end = k.b.current_block
@@ -150,7 +151,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     _insert(k, head_pos, phis)
     k.b.start_block(exit_label)
     if pipeline is not None:
-        wait_all(k)   # no copy is left in flight after the loop
+        pipelined_loop.finish(k, pipeline)   # no copy is left in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
     from .ops_tcgen05 import after_loop

@@ -11,6 +11,7 @@ from ..ir.types import PointerType, ScalarType, TileType
 from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
+from . import warp_specialize
 from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
@@ -93,10 +94,13 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
         params.append(f"{lty} {pname}")
         infos.append(KernelParam(name=f"arg{i}", type=spelling))
         k.set(arg, k.splat(arg.type, pname) if isinstance(arg.type, TileType) else pname)
+    warp_specialize.begin(k)
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
     release_tensor_memory(k)
+    warp_specialize.end(k)
+    threads += k.extra_threads   # the launch: a warp-specialized pipeline's producer warpgroup too
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
@@ -213,7 +217,9 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         "",
         *functions,
         "",
-        *(f'attributes #{t} = {{ "nvvm.reqntid"="{t},1,1" }}' for t in sorted({k.block[0] for k in kernels})),
+        # minctasm 1: ptxas then knows a thread's registers at entry (setmaxnreg is ignored otherwise)
+        *(f'attributes #{t} = {{ "nvvm.reqntid"="{t},1,1" "nvvm.minctasm"="1" }}'
+          for t in sorted({k.block[0] for k in kernels})),
         *(debug_info.module_lines() if debug_info is not None else []),
         "",
     ])

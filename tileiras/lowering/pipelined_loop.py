@@ -9,6 +9,16 @@ thread's copies are visible, and everyone is done with the stage iteration
 i - 1 read), and then copies iteration i + stages - 1 into that freed stage.
 The loads themselves only name the stage `i mod stages`. After the loop every
 copy is drained (async_copy.wait_all).
+
+On sm_90 and later the handshake is mbarriers instead (mbarrier.py), one `full`
+and one `empty` barrier per stage. A thread's copies into a stage end with
+`cp.async.mbarrier.arrive.noinc` on the stage's full barrier, which completes
+its phase once every thread's copies have landed; iteration i waits for that
+phase (parity (i / stages) & 1) before it reads the stage. Before refilling the
+stage iteration i - 1 read, each thread arrives on that stage's empty barrier
+and waits for its phase: no CTA-wide barrier inside the loop, and copies past the
+loop's end are not issued at all (every fill is waited for, so no asynchronous
+arrival is left when the barriers are invalidated after the loop).
 """
 
 from __future__ import annotations
@@ -19,7 +29,9 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          wait_all, wait_groups)
+from . import mbarrier, warp_specialize
 from .kernel import KernelLowering
+from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
 from .values import PartitionViewVal, SharedTileVal
 
@@ -38,6 +50,14 @@ class ActivePipeline:
     ity: str = "i32"
     unsigned: bool = False
     read: Optional[dict] = None         # load op -> SharedTileVal of this iteration, once issued
+    full: Optional[BarrierArray] = None   # sm_90+: a stage's copies have landed (one per stage)
+    empty: Optional[BarrierArray] = None  # sm_90+: every thread is done reading a stage
+    specialized: bool = False           # warp_specialize.py: a producer warpgroup does every copy
+
+
+def uses_mbarriers(k: KernelLowering) -> bool:
+    """Whether the pipelines of this target hand stages over with mbarriers (else cp.async groups)."""
+    return k.sm >= 90
 
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
@@ -54,6 +74,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.smem_bytes + k.static_smem_bytes
+    if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
+        plan = replace(plan, mechanism="mbarrier")
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
     head, *rows = plan.describe()
     k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
@@ -73,14 +95,32 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
         return None
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
+    handshake = "cp.async groups and CTA barriers"
+    full = empty = None
+    specialized = False
+    if uses_mbarriers(k):
+        full, empty = mbarrier.split(mbarrier.allocate(k, 2 * stages), stages)
+        handshake = f"full/empty mbarrier pairs ({2 * stages} mbarriers)"
+        specialized = k.warp_split is not None and k.warp_split.loop is op
+        why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
+        dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))
+        roles = (f"warp-specialized: warps {k.threads // 32}-{k.threads // 32 + 3} produce (cp.async only, "
+                 f"setmaxnreg.dec {dec}), warps 0-{k.threads // 32 - 1} consume"
+                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}" if specialized
+                 else f"not warp-specialized: {why_not}")
+        k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
+                 "Warp roles of a pipelined loop", op, Roles=roles)
+        handshake += f"; {roles}"
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), II=ii,
              WantedStages=str(fit.wanted),
-             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}")
+             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}", Handshake=handshake)
+    ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
-                            f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead "
-                            f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''})")
-    return ActivePipeline(op, plan.loads, matrices, stages, sizes)
+                            f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
+                            f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
+                            f"handshake: {handshake}")
+    return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized)
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
@@ -94,7 +134,18 @@ def _stage_offset(k: KernelLowering, p: ActivePipeline, load: Operation, stage: 
 
 
 def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: str) -> None:
-    """Copies of every load of the iteration whose induction variable is `iv` into `stage`."""
+    """Copies of every load of the iteration whose induction variable is `iv` into `stage` (where
+    `active` is false: zero-fills with cp.async groups; nothing at all with mbarriers)."""
+    if p.full is not None:
+        full = mbarrier.address(k, p.full, stage)
+        k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or mbarrier.copies_arrive(k, full))
+        return
+    copy_iteration(k, p, iv, stage, active)
+    commit(k)
+
+
+def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str]) -> None:
+    """This thread's copies of every load of the iteration whose induction variable is `iv` into `stage`."""
     iv_arg = p.loop.regions[0].block.arguments[0]
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
@@ -103,7 +154,6 @@ def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: st
         issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active)
     if saved is not None:
         k.values[iv_arg] = saved
-    commit(k)
 
 
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
@@ -113,10 +163,20 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     # the loop would also wait for the prefetches. The barrier makes them visible to every thread
     # (and ends whatever read these buffers before, e.g. an enclosing loop's last iteration).
     wait_all(k)
-    k.barrier()
+    if p.full is not None and p.empty is not None:
+        # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
+        copiers = warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
+        mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [k.threads] * p.stages)])
+    if p.specialized:
+        warp_specialize.publish(k)      # the consumers' copies and the mbarriers, for everyone
+    else:
+        k.barrier()
     for value in k.values.values():
         if isinstance(value, SharedTileVal) and value.pending:
             value.pending = False
+    if p.specialized:
+        warp_specialize.emit_producer(k, p)
+        return
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
         _issue(k, p, iv, str(s), _in_range(k, p, iv))
@@ -132,6 +192,10 @@ def start_iteration(p: ActivePipeline, iv: str, counter: str) -> None:
 
 def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
     """The tile a pipelined load reads this iteration (issuing the next iteration's copies first)."""
+    if p.read is None and p.specialized:
+        _consume(k, p)
+    if p.read is None and p.full is not None:
+        _handshake(k, p)
     if p.read is None:
         wait_groups(k, p.stages - 2)
         if any(m.swizzled for m in p.matrices.values()):
@@ -146,3 +210,54 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
     return p.read[op]
 
 
+
+
+def _handshake(k: KernelLowering, p: ActivePipeline) -> None:
+    """The mbarrier form of one iteration's start: release the stage iteration i - 1 read, wait until
+    every thread has, refill it with iteration i + stages - 1, then wait for iteration i's stage."""
+    assert p.full is not None and p.empty is not None
+    empty, full = p.empty, p.full
+    ahead = k.b.op(f"add {p.ity} {p.iv}, {k.b.op(f'mul {p.ity} {p.step}, {p.stages - 1}', 'pf')}", "pf")
+    write = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
+
+    def release() -> None:
+        bar = mbarrier.address(k, empty, write)
+        mbarrier.arrive(k, bar)
+        mbarrier.wait(k, bar, mbarrier.phase_parity(k, k.b.op(f"sub i32 {p.counter}, 1", "pf"), p.stages),
+                      "stage empty")
+    k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, 0", "pf"), release)
+    _issue(k, p, ahead, write, _in_range(k, p, ahead))
+    read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+    mbarrier.wait(k, mbarrier.address(k, full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
+    if any(m.swizzled for m in p.matrices.values()):
+        fence_async_proxy(k)   # wgmma reads these stages through the async proxy
+    p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
+              for ld in p.loads}
+
+
+def _consume(k: KernelLowering, p: ActivePipeline) -> None:
+    """A consumer's iteration start in a warp-specialized pipeline: wait until the stage is full."""
+    assert p.full is not None
+    read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+    mbarrier.wait(k, mbarrier.address(k, p.full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
+    if any(m.swizzled for m in p.matrices.values()):
+        fence_async_proxy(k)   # wgmma reads these stages through the async proxy
+    p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
+              for ld in p.loads}
+
+
+def end_iteration(k: KernelLowering, p: ActivePipeline) -> None:
+    """A consumer is done with this iteration's stage (its mmas have waited for their reads): the
+    producer may refill it."""
+    if p.specialized and p.empty is not None:
+        read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+        mbarrier.arrive(k, mbarrier.address(k, p.empty, read))
+
+
+def finish(k: KernelLowering, p: ActivePipeline) -> None:
+    """After the loop: no copy is left in flight, and the barriers are invalidated once nobody uses
+    them (a loop that runs again initializes them afresh)."""
+    wait_all(k)
+    if p.full is not None and p.empty is not None:
+        k.barrier()
+        mbarrier.inval(k, [p.full, p.empty])

@@ -204,11 +204,12 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fn, None)
 
 
-def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> None:
+def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> list:
     """Finish the copies of the threads in `lanes_mask` except their `keep_newest` newest committed groups
-    (-1: finish everything, including the open group)."""
+    (-1: finish everything, including the open group); the finished ones as (copy, lane positions)."""
     np = _np()
     remaining = []
+    landed = []
     for pc in st.cp_pending:
         mine = lanes_mask[pc.lanes]
         if keep_newest >= 0:
@@ -216,6 +217,7 @@ def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> None:
         if mine.any():
             sel = np.flatnonzero(mine)
             _copy(st, pc, sel)
+            landed.append((pc, sel))
             if not mine.all():
                 rest = np.flatnonzero(~mine)
                 remaining.append(PendingCopy(pc.lanes[rest], pc.group[rest], pc.dst[rest], pc.src[rest], pc.size,
@@ -223,6 +225,7 @@ def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> None:
         else:
             remaining.append(pc)
     st.cp_pending = remaining
+    return landed
 
 
 def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
@@ -288,12 +291,18 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
 
     def arrive(st: Any, m: Any) -> None:
         lanes = lanes_of(st, m)
-        if st.cp_pending:
-            complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1)
+        landed = complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1) if st.cp_pending else []
         if noinc:
             keys = _mbar_keys(st, addr, lanes, m, space)
-            for k in keys:
-                _arrive(st, int(k), 1, int(lanes[0]))
+            for k, t in zip(keys.tolist(), lanes.tolist()):
+                if st.races is not None:   # like a TMA load's bytes: readers must wait for the phase
+                    need = _get(st, int(k), t).phase + 1
+                    for pc, sel in landed:
+                        mine = sel[pc.lanes[sel] == t]
+                        if mine.size:
+                            idx = (pc.dst[mine][:, None] + np.arange(pc.size)).ravel()
+                            st.races.async_write(st, pc.line, idx, t, int(k), need)
+                _arrive(st, int(k), 1, t)
 
     return (K_OP, arrive, None)
 

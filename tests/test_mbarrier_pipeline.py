@@ -1,0 +1,159 @@
+"""mbarrier pipelines (sm_90+): the full/empty handshake of a K loop's stages, warp-specialized on
+sm_90 (a producer warpgroup that only copies, consumer warpgroups that only compute) and
+unspecialized elsewhere. Matmul and attention run on the PTX emulator with the race checker
+against numpy at the tile sizes real kernels use; a wait taken out of the generated PTX is
+reported; ptxas and cuobjdump show the handshake in the SASS with no spills."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_tile_layer import _attention, _entry, _inputs, _matmul, _module, _ptx, _ptxas_report  # noqa: E402
+
+
+def _run(module, grid, arrays, gpu: str = "sm_90"):
+    """Every argument array after the kernel ran on the emulator with the race checker."""
+    from tileiras.runtime import run_arrays
+
+    return run_arrays(module, _entry(module), grid, arrays, backend="emulator", gpu_name=gpu, check_races=True)
+
+
+@pytest.mark.parametrize("iterations", [3, 6], ids=["fill", "wrap"])   # 4 stages: 6 refill and flip phases
+def test_sm90_matmul_pipeline_matches_numpy_under_the_race_checker(iterations: int) -> None:
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, iterations * 64)
+    out = _run(module, (1, 1, 1), [a, b, c])[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def _without_wait(monkeypatch, what: str) -> None:
+    """The emulator runs our PTX with the try_wait loop on the `what` barrier taken out (its wait
+    succeeds at once)."""
+    from tileiras.runtime import backends
+
+    real = backends.compile_module
+
+    def mutated(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        lines = ptx.decode().splitlines()
+        hits = [i for i, line in enumerate(lines) if f"// wait: {what}" in line]
+        assert hits, f"no '{what}' wait in the PTX"
+        for i in hits:
+            lines[i] = "\tmov.u32 " + lines[i].split("selp.u32 ")[1].split(",")[0] + ", 1;"
+        return "\n".join(lines).encode(), meta
+    monkeypatch.setattr(backends, "compile_module", mutated)
+
+
+@pytest.mark.parametrize("gpu,what,report", [
+    # warp-specialized (sm_90): without `full` the consumers' wgmma reads a stage still being filled
+    ("sm_90", "stage full", "read before the mbarrier wait"),
+    # without `empty` the producer refills stages still being read; its extra arrivals also run the
+    # full barriers' phases past the consumers, which then wait forever
+    ("sm_90", "stage empty", "write-after-read|deadlock"),
+    # unspecialized (sm_120: every thread copies and reads with ldmatrix): the same two mistakes
+    ("sm_120", "stage full", "read before the mbarrier wait"),
+    ("sm_120", "stage empty", "write-after-read"),
+    # sm_100: tcgen05.mma reads the stage; every thread also waits for its commit, which orders
+    # those reads before the refill, so only the missing `full` wait is a race there
+    ("sm_100", "stage full", "read before the mbarrier wait"),
+])
+def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, what: str, report: str) -> None:
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault
+
+    _without_wait(monkeypatch, what)
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, 6 * 64)   # the ring wraps: stages are refilled
+    with pytest.raises((DeviceFault, TileirasError), match=report):
+        _run(module, (1, 1, 1), [a, b, c], gpu=gpu)
+
+
+@pytest.mark.parametrize("gpu", ["sm_100", "sm_120"])   # tcgen05.mma; mma.sync from ldmatrix
+def test_unspecialized_pipeline_matches_numpy_under_the_race_checker(gpu: str) -> None:
+    """Every thread copies and reads: it releases the stage it read, waits for everyone's release,
+    refills it and waits for its next stage to be full; the ring wraps."""
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, 6 * 64)
+    out = _run(module, (1, 1, 1), [a, b, c], gpu=gpu)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_sm90_attention_pipeline_matches_numpy_under_the_race_checker() -> None:
+    seq, head, bq, bk = 512, 64, 128, 64      # a K/V loop of 8 iterations: the 4 stages are refilled
+    module = _module(_attention(seq, head, bq, bk))
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, seq, head)).astype(np.float16) for _ in range(3))
+    scale = np.float32(1 / np.sqrt(head))
+    out = _run(module, (seq // bq, 1, 1), [q, k, v, np.zeros_like(q), np.array(scale)])[3]
+    s = q[0].astype(np.float64) @ k[0].astype(np.float64).T * scale
+    p = np.exp(s - s.max(1, keepdims=True))
+    assert np.abs(out[0] - (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)).max() < 2e-3
+
+
+def _sass(ptx: str, tmp_path: Path) -> tuple[str, str]:
+    """(ptxas -v report, cuobjdump -sass text) of our sm_90 PTX."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from sass_stats import cuobjdump_path
+
+    report = _ptxas_report(ptx, "sm_90a", tmp_path)
+    tool = cuobjdump_path()
+    assert tool is not None, "cuobjdump (nvidia-cuda-cuobjdump) is needed to read the SASS"
+    done = subprocess.run([str(tool), "-sass", str(tmp_path / "r.cubin")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return report, done.stdout
+
+
+def test_sm90_matmul_sass_has_the_producer_consumer_handshake(tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), "sm_90", tmp_path)
+    assert ".reqntid 256, 1, 1" in ptx and "setmaxnreg.dec.sync.aligned.u32 72;" in ptx
+    report, sass = _sass(ptx, tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+    assert "setmaxnreg' ignored" not in report, report
+    stages = ptx.count("mbarrier.init.shared::cta.b64") // 2   # a full and an empty mbarrier each
+    assert stages >= 2 and sass.count("SYNCS.EXCH.64") == 2 * stages
+    assert "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass        # the try_wait.parity loops
+    assert "ARRIVES.LDGSTSBAR.64" in sass                  # cp.async completion arrives on `full`
+    assert sass.count("LDGSTS.E.BYPASS.128") == 16         # the producer's 16-byte copies of one stage
+    assert "USETMAXREG.DEALLOC" in sass                    # the producer gives its registers back
+
+
+@pytest.mark.parametrize("config,threads", [((4096, 64, 128, 64), 256), ((4096, 128, 128, 128), 384)],
+                         ids=["d64", "d128"])
+def test_sm90_attention_sass_has_the_producer_consumer_handshake(config, threads: int, tmp_path: Path) -> None:
+    """The query tile is copied by the consumers before the loop; the producer computes only the
+    K/V views and the loop bounds, and streams K and V."""
+    ptx = _ptx(_attention(*config), "sm_90", tmp_path)
+    assert f".reqntid {threads}, 1, 1" in ptx
+    report, sass = _sass(ptx, tmp_path)
+    assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
+    barriers = ptx.count("mbarrier.init.shared::cta.b64")      # full/empty per stage, at least 2 stages
+    assert barriers >= 4 and sass.count("SYNCS.EXCH.64") == barriers and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass
+    assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass and "USETMAXREG.DEALLOC" in sass
+
+
+def test_sm90_two_consumer_warpgroups_take_the_producers_registers() -> None:
+    """128x256: two consumer warpgroups (m64n256 each) and the producer, 384 threads."""
+    module = _module(_matmul("float16", "float32", 128, 256, 64))
+    a, b, c = _inputs("float16", 128, 256, 3 * 64)
+    out = _run(module, (1, 1, 1), [a, b, c])[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_sm90_wide_matmul_ptx_splits_registers(tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 256, 64), "sm_90", tmp_path)
+    assert ".reqntid 384, 1, 1" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 80;" in ptx and "setmaxnreg.inc.sync.aligned.u32 216;" in ptx
+    report, sass = _sass(ptx, tmp_path)
+    assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
+    assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY" in sass

@@ -1,0 +1,191 @@
+"""Warp-specialized pipelines (sm_90): a producer warpgroup that only copies, consumer warpgroups
+that only compute.
+
+The CTA grows by one warpgroup: threads C .. C + 127 after the C consumer threads the layouts
+were assigned for. At the kernel's start the producer branches away; the consumers run the
+whole kernel (every CTA barrier is then named barrier 1 of the C consumers). At the loop, a
+consumer initializes the pipeline's mbarriers and the CTA meets once on named barrier 2
+(consumers and producer) so the producer sees them. The producer gives registers back
+(`setmaxnreg.dec`), computes only the backward slice of what its copies need (the views, their
+indices, the loop bounds: pure scalar code, lowered again in its own blocks), then for every
+iteration j waits for the stage's `empty` barrier (parity ((j / S) & 1) ^ 1: a fresh barrier
+counts as having completed the phase before its first, so the first S fills do not wait),
+issues the iteration's cp.async copies (its 128 threads share the chunks) with a `.noinc`
+arrival on the stage's `full` barrier, and exits. The consumers take registers
+(`setmaxnreg.inc`) where the larger CTA left them short, wait for `full` before an iteration's
+first staged read and arrive on `empty` at its end.
+
+Chosen for the first pipelined loop of the kernel's top-level block when the target has
+setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the producer's slice is
+pure (no memory, no thread-indexed values).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir.core import Operation, Value
+from ..ir.record import record
+from . import mbarrier
+from .kernel import KernelLowering
+
+if TYPE_CHECKING:
+    from .pipelined_loop import ActivePipeline
+
+PUBLISH_BARRIER = 2      # named barrier of consumers and producer: the mbarriers are initialized
+
+PRODUCER_THREADS = 128
+# register budgets (setmaxnreg) by the consumers' warpgroups: (producer dec, consumer inc or 0).
+# NVIDIA's sm_90 matmuls (256 threads, TMA producer) give the non-consumer warps 32. Our cp.async
+# producer keeps its chunk addresses live, a register pair or so per 16-byte copy of a stage,
+# and the counts are the least that ptxas compiles spill-free (f16, K tile 64): 128x128 (16
+# copies a thread): 100 bytes of spills at 32, 12 at 56, none at 72; 128x256 (24 copies): 4
+# bytes at 72, none at 80. With one consumer warpgroup (256 threads: 255 registers at launch)
+# the consumers keep their budget; with two (384 threads, 168 at launch) they take what the
+# producer gave back: (65536 - 128 * 80) / 256 = 216.
+REGISTERS = {1: (72, 0), 2: (80, 216)}
+_PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_view",
+         "cuda_tile.make_partition_view", "cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks",
+         "cuda_tile.assume", "cuda_tile.get_index_space_shape", "cuda_tile.get_tensor_shape")
+
+
+@record(frozen=False)
+class WarpSplit:
+    loop: Operation
+    slice: tuple[Operation, ...]    # top-level ops the producer lowers again, in block order
+    producer: str                   # label of the producer's first block
+    emitted: bool = False
+
+
+def _pure(op: Operation) -> bool:
+    """No memory, no thread-indexed layout: 0-d scalars, views, constants."""
+    from ..ir.types import TileType
+
+    if op.name in _PURE:
+        return True
+    return not op.regions and all(isinstance(r.type, TileType) and not r.type.shape for r in op.results) \
+        and op.name.startswith("cuda_tile.") and not any(w in op.name for w in ("load", "store", "atomic", "print"))
+
+
+def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Optional[tuple], str]:
+    """The top-level ops before `loop` that its staged loads' views and indices and its bounds
+    depend on (None and why when one of them is not pure)."""
+    iv = loop.regions[0].block.arguments[0]
+    wanted: list[Value] = [loop.operand(n) for n in ("lowerBound", "upperBound", "step")]
+    for load in loads:
+        wanted.append(load.operand("view"))
+        wanted.extend(v for v in load.operand_group("index") if v is not iv)
+    position = {op: i for i, op in enumerate(block_ops)}
+    chosen: set = set()
+    while wanted:
+        owner = getattr(wanted.pop(), "owner", None)
+        if not isinstance(owner, Operation) or owner in chosen:
+            continue      # a kernel argument (or already taken)
+        if owner not in position or position[owner] >= position[loop]:
+            return None, f"'{owner.name}' that its copies need is not before the loop"
+        if not _pure(owner):
+            return None, f"its copies depend on '{owner.name}'"
+        chosen.add(owner)
+        wanted.extend(owner.operands)
+    return tuple(sorted(chosen, key=position.__getitem__)), ""
+
+
+def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
+    if k.sm != 90:
+        return None, "setmaxnreg and the register split are for sm_90"
+    if k.threads % 128 or k.threads // 128 not in REGISTERS:
+        return None, f"{k.threads} consumer threads are not one or two whole warpgroups"
+    ops = list(k.entry.regions[0].block.operations)
+    loops = [op for op in ops if op in (k.pipelines or {})]
+    if not loops:
+        return None, "no pipelined loop in the kernel's top-level block"
+    found, why = _producer_slice(ops, loops[0], k.pipelines[loops[0]].loads)
+    if found is None:
+        return None, why
+    return WarpSplit(loops[0], found, k.b.label("producer")), ""
+
+
+def begin(k: KernelLowering) -> None:
+    """At the kernel's start: when its pipelined loop will be warp-specialized, the producer
+    warpgroup branches away here (its code is emitted at the loop)."""
+    split, why = _candidate(k)
+    k.warp_split_refused = why
+    if split is None:
+        return
+    k.warp_split = split
+    k.extra_threads = PRODUCER_THREADS
+    k.barrier_threads = k.threads
+    consumers = k.b.label("consumers")
+    k.b.cond_br(k.b.op(f"icmp uge i32 {k.tid}, {k.threads}", "ws"), split.producer, consumers)
+    k.b.start_block(consumers)
+
+
+def end(k: KernelLowering) -> None:
+    """After the kernel: when the loop was not pipelined after all (its copies were not legal
+    cp.async, its stages did not fit), the CTA is launched without the producer warpgroup; the
+    branch to it is never taken and the consumers' named barriers are the whole CTA's."""
+    split = k.warp_split
+    if split is not None and not split.emitted:
+        k.b.start_block(split.producer)
+        k.b.emit("ret void")
+        k.extra_threads = 0
+
+
+def publish(k: KernelLowering) -> None:
+    """Consumers and producer meet once: the pipeline's mbarriers are initialized."""
+    k.b.emit(f'call void asm sideeffect "bar.sync {PUBLISH_BARRIER}, {k.threads + PRODUCER_THREADS};", "~{{memory}}"()')
+
+
+def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
+    """The producer's whole program, in its own blocks; the consumers go on where they were."""
+    from .pipelined_loop import copy_iteration
+    from .registry import LOWERINGS
+
+    split = k.warp_split
+    assert split is not None and p.full is not None and p.empty is not None
+    consumers = k.threads
+    dec, inc = REGISTERS[consumers // 128]
+    cont = k.b.label("consumer_loop")
+    k.b.br(cont)
+    k.b.start_block(split.producer)
+    split.emitted = True
+    mbarrier.set_max_registers(k, dec, increase=False)
+    publish(k)
+    saved_values = dict(k.values)
+    k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
+    try:
+        for op in split.slice:          # the consumers' values of these do not dominate the producer
+            LOWERINGS[op.name](k, op)
+    finally:
+        del k.remark                    # the class's method again
+    loop = split.loop
+    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
+    head, body, done = k.b.label("prod_head"), k.b.label("prod_body"), k.b.label("prod_done")
+    entry = k.b.current_block
+    k.b.br(head)
+    k.b.start_block(head)
+    iv, j = k.b.fresh("piv"), k.b.fresh("pj")
+    pos = len(k.b.lines)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "ws"), body, done)
+    k.b.start_block(body)
+    stage = k.b.op(f"urem i32 {j}, {p.stages}", "ws")
+    free = k.b.op(f"xor i32 {mbarrier.phase_parity(k, j, p.stages)}, 1", "ws")
+    mbarrier.wait(k, mbarrier.address(k, p.empty, stage), free, "stage empty")
+    saved = k.tid, k.threads
+    k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
+    try:
+        copy_iteration(k, p, iv, stage, None)
+    finally:
+        k.tid, k.threads = saved
+    mbarrier.copies_arrive(k, mbarrier.address(k, p.full, stage))
+    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "ws"), k.b.op(f"add i32 {j}, 1", "ws")
+    latch = k.b.current_block
+    k.b.br(head)
+    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.start_block(done)
+    k.b.emit("ret void")
+    k.values = saved_values
+    k.b.start_block(cont)
+    if inc:
+        mbarrier.set_max_registers(k, inc, increase=True)
