@@ -53,7 +53,8 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType, element_of
-from .layout import BlockedLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout, vector_width
+from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
+                     vector_width)
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
@@ -119,6 +120,20 @@ def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]
     if len(shape) != 3 or shape[:2] != parent.shape[:2] or shape[2] % 8:
         return None
     return MmaLayout(parent.threads, shape, parent.warps)
+
+
+def broadcast_source(src: TileType, dst: TileType, result: Layout) -> BroadcastSourceLayout:
+    """The layout of a broadcast's source that makes the broadcast a register copy into `result`
+    (missing leading axes of the source count as extent 1)."""
+    shape = (1,) * (len(dst.shape) - len(src.shape)) + tuple(src.shape)
+    return BroadcastSourceLayout(result, tuple(dst.shape), shape)
+
+
+def _free_by_source(src: TileType, dst: TileType, src_layout: Layout) -> Optional[Layout]:
+    """The result layout a broadcast has for free when its source is in `broadcast_source` form."""
+    if isinstance(src_layout, BroadcastSourceLayout) and src_layout == broadcast_source(src, dst, src_layout.parent):
+        return src_layout.parent
+    return None
 
 
 def _mma_shapes(ops: list[Operation]) -> dict[Operation, object]:
@@ -226,6 +241,7 @@ class LayoutAssignment:
         self._elementwise = _elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
+        self.index_only = self._find_index_only(self._ops)
         self.mma_shapes = _mma_shapes(self._ops)   # tensor-core mmas -> their ops_mma.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
@@ -422,7 +438,8 @@ class LayoutAssignment:
         assert isinstance(src_type, TileType) and isinstance(dst_type, TileType)
         return src_type.num_elements == 1 or \
             row_broadcast(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
-            _mma_row_broadcast(dst_type, self._layout(plan, src)) == self._layout(plan, dst)
+            _mma_row_broadcast(dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
+            _free_by_source(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst)
 
     def _find_splats(self, ops: list[Operation]) -> set[Value]:
         """Tiles that hold one value in every element (rebuilt in any layout without data movement)."""
@@ -438,6 +455,23 @@ class LayoutAssignment:
                     and all(v in splats for v in tiles)):
                 splats.add(op.results[0])
         return splats
+
+    def _find_index_only(self, ops: list[Operation]) -> set[Value]:
+        """Tiles computed from element indices alone (iota, splats, and reshapes, broadcasts and
+        arithmetic of those: a causal mask's row and column indices): cheap to compute in any
+        layout, so a broadcast of one is computed where the broadcast result needs it instead of
+        moving through shared memory."""
+        out: set[Value] = set(self.splats)
+        for op in ops:
+            if not op.results or _tile(op.results[0]) is None:
+                continue
+            tiles = [v for v in op.operands if isinstance(v.type, TileType)]
+            if (op.name == "cuda_tile.iota"
+                    or op.name in ("cuda_tile.reshape", "cuda_tile.broadcast") and op.operands[0] in out
+                    or op.name in self._elementwise and op.name not in _POINTER_ELEMENTWISE and tiles
+                    and all(v in out or _tile(v) is None for v in tiles)):
+                out.add(op.results[0])
+        return out
 
     # -- queries ----------------------------------------------------------------------
     def layout(self, value: Value) -> Layout:
@@ -479,6 +513,8 @@ class LayoutAssignment:
                 # an anchor broadcast wants its result in rows unless its users want otherwise
                 if source is not None and (wanted == rows or wanted is None and op in anchors):
                     want(op.operands[0], source)
+                elif wanted is not None and op.operands[0] in self.index_only and op.operands[0] not in self.splats:
+                    want(op.operands[0], broadcast_source(src, dst, wanted))  # type: ignore[arg-type]
             elif wanted is not None and (op.name in self._elementwise or op.name == "cuda_tile.reshape"):
                 n = op.results[0].type.num_elements  # type: ignore[attr-defined]
                 for v in op.operands:
@@ -548,7 +584,8 @@ class LayoutAssignment:
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
             assert isinstance(src, TileType) and isinstance(dst, TileType)
-            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0]))
+            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0])) or \
+                _free_by_source(src, dst, self._layout(plan, op.operands[0]))
             if mma is not None:
                 self._set(plan, op.results[0], mma)
                 return

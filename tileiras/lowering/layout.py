@@ -26,6 +26,12 @@ copy of each element so that stores and atomics happen once.
   contiguous groups of blocks, and in each block lane l = 4g + t holds
   (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) in four consecutive slots. An
   `mma` keeps its accumulator in these registers across a K loop.
+* `BroadcastSourceLayout`: the source of a broadcast seen through the result's
+  layout: slot s holds the source element that result slot s takes. The
+  broadcast is then a register copy in any result layout (an mma fragment
+  included). Elements repeat across slots, so it suits only tiles that are
+  cheap to compute at any index (iota, splats and arithmetic on them: a causal
+  mask's row and column indices), never loaded data.
 """
 
 from __future__ import annotations
@@ -326,11 +332,71 @@ class MmaRowLayout:
         return f"#mma_rows<{self.parent.describe()}>"
 
 
+@record
+class BroadcastSourceLayout:
+    """A broadcast's source (`src` shape, same rank as `dst`, extent 1 or dst's on each axis) held
+    where the broadcast result in `parent` takes it: slot s holds the source element of result
+    slot s. The first copy of an element is the parent's first copy at index 0 on the broadcast
+    axes."""
+    parent: "Layout"
+    dst: tuple[int, ...]
+    src: tuple[int, ...]
+
+    @property
+    def threads(self) -> int:
+        return self.parent.threads
+
+    def _dst_elements(self) -> int:
+        n = 1
+        for d in self.dst:
+            n *= d
+        return n
+
+    def run(self, num_elements: int) -> int:
+        return 1   # consecutive slots need not hold consecutive elements
+
+    def owns_all(self, num_elements: int) -> bool:
+        return False
+
+    def slots(self, num_elements: int) -> int:
+        return self.parent.slots(self._dst_elements())
+
+    def _dst_index(self, pre: Pre, tid: str, slot: int) -> tuple[list[str], Optional[str]]:
+        """The multi-index into `dst` of the parent's `slot` (mma coordinates where the parent has
+        them, else divided out of the row-major index), and the parent's first-copy i1."""
+        if isinstance(self.parent, MmaLayout):
+            b, r, c, valid = self.parent.coords(pre, tid, slot)
+            return ([r, c] if len(self.dst) == 2 else [b, r, c]), valid
+        n = self._dst_elements()
+        e, valid = self.parent.element(pre, tid, n, slot)
+        idx = []
+        for dim, stride in zip(self.dst, row_major_strides(self.dst)):
+            q = e if stride == 1 else pre(f"udiv i32 {e}, {stride}", "q")
+            idx.append(q if stride * dim == n else pre(f"urem i32 {q}, {dim}", "i"))
+        return idx, valid
+
+    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+        idx, valid = self._dst_index(pre, tid, slot)
+        src_e = "0"
+        for i, d_dst, d_src, stride in zip(idx, self.dst, self.src, row_major_strides(self.src)):
+            if d_src == 1 and d_dst > 1:   # a broadcast axis: the first copy sits at index 0
+                first = pre(f"icmp eq i32 {i}, 0", "ok")
+                valid = first if valid is None else pre(f"and i1 {valid}, {first}", "ok")
+            elif d_src > 1:
+                term = i if stride == 1 else pre(f"mul i32 {i}, {stride}", "l")
+                src_e = term if src_e == "0" else pre(f"add i32 {src_e}, {term}", "l")
+        return src_e, valid
+
+    def describe(self) -> str:
+        shape = "x".join(map(str, self.src))
+        return f"#broadcast_source<{shape} of {self.parent.describe()}>"
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout]
+Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout, BroadcastSourceLayout]
 
 
 def vector_width(entry: object) -> int:
