@@ -159,14 +159,21 @@ def test_tf32_operands_are_copied_asynchronously_and_rounded_in_their_fragments(
     assert np.abs(out - ref).max() <= 1e-4   # the same tf32 rounding as the interpreter's ftof
 
 
-def test_fp8_matmul_runs_on_tensor_cores_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_120"])
+def test_fp8_matmul_runs_on_tensor_cores_exactly(gpu, tmp_path: Path) -> None:
     from tileiras.runtime import run_arrays
 
     data = _matmul("float8_e4m3fn", "float32", 128, 128, 64)
-    assert "mma.sync.aligned.m16n8k16" in _ptx(data, "sm_90", tmp_path)
+    ptx = _ptx(data, gpu, tmp_path)
+    # the e4m3 instruction itself, the operands copied to shared memory as bytes (never a whole tile
+    # converted in registers: that spilled), no spills
+    assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    assert re.search(r"cp\.async\.c[ag]\.shared\.global", ptx) and "cvt.rn.f16" not in ptx
+    if gpu == "sm_120":
+        assert "0 bytes spill stores" in _ptxas_report(ptx, gpu, tmp_path)
     module = _module(data)
     a, b, c = _inputs("float8_e4m3fn", 128, 128, 128)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_90",
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name=gpu,
                      check_races=True)[2]
     assert np.array_equal(out, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
 

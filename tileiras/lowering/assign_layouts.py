@@ -332,14 +332,9 @@ class LayoutAssignment:
             while len(chain[-1].uses) == 1 and _passes_shared(chain[-1].uses[0]):
                 chain.append(chain[-1].uses[0].results[0])
             tile = chain[-1]
-            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc")
-                                 and not self._converts_operands(user) for user in tile.uses):
+            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
                 out.update(chain)
         return out
-
-    def _converts_operands(self, op: Operation) -> bool:
-        """An mma whose operands change type when staged (they must pass through registers)."""
-        return bool(self.mma_shapes[op].staged_as)
 
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops
