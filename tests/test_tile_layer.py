@@ -261,10 +261,11 @@ def test_flash_attention_matches_numpy(gpu) -> None:
 def test_flash_attention_scores_stay_in_registers(config, gpu, tmp_path: Path) -> None:
     ptx = _ptx(_attention(*config), gpu, tmp_path)
     # the row max and sum of the scores are quad shuffles, P feeds the second mma from registers:
-    # nothing goes through the scratch, and the barriers are those of the K/V copies
+    # nothing goes through the scratch, and the barriers are those of the K/V copies (and the two of
+    # the epilogue, which stages the output in the freed buffers for 16-byte stores)
     assert "shfl.sync.bfly" in ptx
     assert "__tileir_scratch" not in ptx
-    assert ptx.count("bar.sync") <= 5, ptx.count("bar.sync")
+    assert ptx.count("bar.sync") <= 7, ptx.count("bar.sync")
     report = _ptxas_report(ptx, gpu, tmp_path)
     assert "0 bytes spill stores" in report, report
 

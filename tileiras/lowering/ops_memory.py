@@ -378,6 +378,13 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
+    if ordering == "weak":
+        from .epilogue import restage, staged_layout
+
+        wide = staged_layout(k, op, tile)
+        if wide is not None and _vector(k, op, view, tile.type, wide, ordering)[0] > vec:
+            tile = restage(k, tile, wide)   # mma fragments: wider stores through the freed buffers
+            vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(tile.slots) // vec} per thread")
     if vec == 1:
         k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=why)
