@@ -352,3 +352,15 @@ def test_mma_epilogue_stores_16_bytes(config, tmp_path: Path) -> None:
     widths = [int(v or "1") * int(bits) for v, bits in re.findall(r"st\.global(?:\.v(\d))?\.b(\d+)", ptx)]
     assert widths and set(widths) == {128}, set(widths)
     assert len(widths) == stores
+
+
+@pytest.mark.parametrize("name", ["softmax_f16_n4096_r1", "layernorm_f16_n4096", "rmsnorm_bf16_n4096"])
+def test_row_kernels_access_coalesced_runs(name, tmp_path: Path) -> None:
+    """Rows in warps deal their 16-byte runs round the lanes: a thread's successive accesses of a
+    4096-column row are a whole CTA's worth (128 threads x 16 bytes) apart, so each warp access
+    covers 512 contiguous bytes (contiguous per lane they were 16 bytes apart, a warp's access
+    spanning 32 separate segments)."""
+    ptx, _ = _realistic_ptx(name, "sm_80", tmp_path)
+    for kind in ("ld", "st"):
+        offsets = [int(off or 0) for off in re.findall(rf"{kind}\.global\.v4\.b32\s+[^\[]*\[%rd\d+(?:\+(\d+))?\]", ptx)]
+        assert offsets and set(offsets) <= {0, 2048, 4096, 6144}, (kind, offsets)

@@ -177,7 +177,7 @@ def row_anchor(op: Operation) -> Optional[int]:
     return cols if cols > 1 and RowWarpLayout.fits(cols) else None
 
 
-def row_broadcast(src: TileType, dst: TileType, src_layout: Layout) -> Optional[RowWarpLayout]:
+def row_broadcast(src: TileType, dst: TileType, src_layout: Layout, vec: int) -> Optional[RowWarpLayout]:
     """The row-warp layout a broadcast result has for free (no data movement), if any.
 
     Either each row's one element goes to the whole row (src (..., 1), same
@@ -187,21 +187,21 @@ def row_broadcast(src: TileType, dst: TileType, src_layout: Layout) -> Optional[
     if not isinstance(src_layout, RowWarpLayout) or len(src.shape) != len(dst.shape) or not RowWarpLayout.fits(cols):
         return None
     if src_layout.cols == 1 and src.shape[-1] == 1 and src.shape[:-1] == dst.shape[:-1]:
-        rows = row_layout(src_layout.threads, dst.shape)
+        rows = row_layout(src_layout.threads, dst.shape, vec=vec)
         return rows if rows.wpr == src_layout.wpr else None
     if src_layout.cols == cols == src.shape[-1] and src.num_elements == cols:
         return src_layout
     return None
 
 
-def _free_row_source(src: TileType, dst: TileType, threads: int) -> Optional[RowWarpLayout]:
+def _free_row_source(src: TileType, dst: TileType, threads: int, vec: int) -> Optional[RowWarpLayout]:
     """The layout of a broadcast's source that makes the result rows of a warp for free, if any."""
     cols = dst.shape[-1]
     if src.num_elements == 1 or not RowWarpLayout.fits(cols):
         return None
-    rows = row_layout(threads, dst.shape)
+    rows = row_layout(threads, dst.shape, vec=vec)
     for candidate in (RowWarpLayout(threads, 1, rows.wpr), rows):
-        if row_broadcast(src, dst, candidate) == rows:
+        if row_broadcast(src, dst, candidate, vec) == rows:
             return candidate
     return None
 
@@ -271,7 +271,7 @@ class LayoutAssignment:
             return False
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
-            return _free_row_source(src, dst, self.threads) is not None  # type: ignore[arg-type]
+            return _free_row_source(src, dst, self.threads, self.blocked.vec) is not None  # type: ignore[arg-type]
         return row_anchor(op) is not None
 
     def _find_mma_derived(self) -> set[Value]:
@@ -432,7 +432,7 @@ class LayoutAssignment:
         src_type, dst_type = src.type, dst.type
         assert isinstance(src_type, TileType) and isinstance(dst_type, TileType)
         return src_type.num_elements == 1 or \
-            row_broadcast(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
+            row_broadcast(src_type, dst_type, self._layout(plan, src), self.blocked.vec) == self._layout(plan, dst) or \
             _mma_row_broadcast(dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
             _free_by_source(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst)
 
@@ -498,13 +498,13 @@ class LayoutAssignment:
             if op in anchors and op.name in _REDUCE_LIKE:
                 for v in op.operands:
                     if _tile(v) is not None:
-                        want(v, row_layout(self.threads, v.type.shape, op.name == "cuda_tile.scan"))  # type: ignore[attr-defined]
+                        want(v, self._row_for(op, v.type.shape))  # type: ignore[attr-defined]
                 continue
             wanted = wants.get(op.results[0]) if op.results else None
             if op.name == "cuda_tile.broadcast":
                 src, dst = op.operands[0].type, op.results[0].type
-                source = _free_row_source(src, dst, self.threads)  # type: ignore[arg-type]
-                rows = row_layout(self.threads, dst.shape)  # type: ignore[attr-defined]
+                source = _free_row_source(src, dst, self.threads, self.blocked.vec)  # type: ignore[arg-type]
+                rows = row_layout(self.threads, dst.shape, vec=self.blocked.vec)  # type: ignore[attr-defined]
                 # an anchor broadcast wants its result in rows unless its users want otherwise
                 if source is not None and (wanted == rows or wanted is None and op in anchors):
                     want(op.operands[0], source)
@@ -543,8 +543,7 @@ class LayoutAssignment:
                     self._set(plan, r, MmaRowLayout(parent))
                 return
         cols = row_anchor(op)
-        row = row_layout(self.threads, op.operands[0].type.shape, op.name == "cuda_tile.scan") \
-            if cols is not None else None  # type: ignore[attr-defined]
+        row = self._row_for(op, op.operands[0].type.shape) if cols is not None else None  # type: ignore[attr-defined]
         if row is not None and all(self._layout(plan, v) == row or v in self.splats for v in tiles):
             # Only when the rows arrive in warps: converting them first would cost the shared
             # memory round trip that the generic reduce takes anyway, and leave a row-warp result.
@@ -584,7 +583,7 @@ class LayoutAssignment:
             if mma is not None:
                 self._set(plan, op.results[0], mma)
                 return
-            free = row_broadcast(src, dst, self._layout(plan, op.operands[0]))
+            free = row_broadcast(src, dst, self._layout(plan, op.operands[0]), self.blocked.vec)
             wanted = plan.wants.get(op.results[0])
             self._set(plan, op.results[0], free if free is not None and wanted in (None, free) else
                       wanted or self.blocked)
@@ -605,6 +604,12 @@ class LayoutAssignment:
         if op.name in _ANY_OPERAND:
             return  # results blocked; operands read as they are
         self._reads_as(plan, op, [self.blocked if _tile(v) is not None else None for v in op.operands])
+
+    def _row_for(self, op: Operation, shape: tuple[int, ...]) -> RowWarpLayout:
+        """The row layout a row reduce or scan anchor reads: lanes' runs interleaved for coalesced
+        accesses, except where the combining order matters (scans, reduces that may not commute)."""
+        scan = op.name == "cuda_tile.scan"
+        return row_layout(self.threads, shape, scan, self.blocked.vec, ordered=not scan and not _commutative(op))
 
     def _loop_of(self, op: Operation) -> Optional[Operation]:
         """The for/loop a `continue` belongs to."""

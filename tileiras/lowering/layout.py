@@ -14,9 +14,12 @@ copy of each element so that stores and atomics happen once.
   wide (`vector_width`).
 * `RowWarpLayout`: the tile is seen as rows of `cols` elements (the innermost
   axis, or 1 for a reduced tile); row r lives in warp `r mod W`, slot group
-  `r div W`, and its elements are spread over the 32 lanes of that warp (lane
-  l holds the `cols / 32` consecutive elements from `l * cols / 32`, or
-  element `l mod cols` when a row is narrower than a warp). A reduce or scan
+  `r div W`, and its elements are spread over the 32 lanes of that warp (or
+  element `l mod cols` when a row is narrower than a warp): in runs of `chunk`
+  elements dealt round the row's lanes, so that a warp's 16-byte accesses
+  cover 512 contiguous bytes (coalesced, as NVIDIA's row kernels access), or,
+  for scans and order-sensitive reduces (`chunk` 0), lane l holds the
+  `cols / 32` consecutive elements from `l * cols / 32`. A reduce or scan
   along the row then combines with warp shuffles, with no shared memory.
   A tile with `cols == 1` holds a row's single element in every lane, which
   is what a row reduction produces and what a row broadcast reads.
@@ -94,6 +97,7 @@ class RowWarpLayout:
     threads: int
     cols: int
     wpr: int = 1    # warps per row: a tile of fewer rows than warps spreads each row over wpr warps
+    chunk: int = 0  # elements per run dealt round the lanes (0: each lane's elements contiguous)
 
     @staticmethod
     def fits(cols: int) -> bool:
@@ -124,7 +128,7 @@ class RowWarpLayout:
         return (num_elements // self.cols) % self.groups == 0 and self.cols >= WARP * self.wpr
 
     def run(self, num_elements: int) -> int:
-        return self.per_lane
+        return self.chunk or self.per_lane
 
     def row_groups(self, num_elements: int) -> int:
         return max(1, -(-(num_elements // self.cols) // self.groups))
@@ -147,8 +151,12 @@ class RowWarpLayout:
             checks.append(pre(f"icmp ult i32 {raw}, {rows}", "ok"))
         if self.cols >= WARP * self.wpr:
             thread = lane if part == "0" else pre(f"add i32 {pre(f'shl i32 {part}, 5', 'c')}, {lane}", "c")
-            col = thread if cs == 1 else pre(f"mul i32 {thread}, {cs}", "c")
-            col = col if within == 0 else pre(f"add i32 {col}, {within}", "c")
+            run, offset = self.chunk or cs, 0
+            if self.chunk:   # run i of this lane starts i runs of the whole row's lanes further
+                i, within = divmod(within, self.chunk)
+                offset = i * WARP * self.wpr * self.chunk
+            col = thread if run == 1 else pre(f"mul i32 {thread}, {run}", "c")
+            col = col if within + offset == 0 else pre(f"add i32 {col}, {within + offset}", "c")
         elif self.cols == 1:
             col = "0"
         else:
@@ -166,12 +174,16 @@ class RowWarpLayout:
 
     def describe(self) -> str:
         wpr = f", warps_per_row={self.wpr}" if self.wpr > 1 else ""
-        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}>"
+        chunk = f", runs={self.chunk}" if self.chunk else ""
+        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}{chunk}>"
 
 
-def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False) -> RowWarpLayout:
+def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False, vec: int = 1,
+               ordered: bool = False) -> RowWarpLayout:
     """Rows of `shape` in warps; where there are fewer rows than warps, each row spread over several
-    warps (not for scans, which run along one warp's lanes)."""
+    warps (not for scans, which run along one warp's lanes). Runs of `vec` elements (the kernel's
+    16-byte vector) are dealt round the lanes, unless each lane must hold consecutive elements
+    (scans and `ordered` reduces, whose combiner may not commute)."""
     cols = shape[-1] if shape else 1
     rows = 1
     for d in shape[:-1]:
@@ -180,7 +192,11 @@ def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False) -> RowW
     wpr = 1
     while not scan and rows * wpr * 2 <= warps and cols % (WARP * wpr * 2) == 0:
         wpr *= 2
-    return RowWarpLayout(threads, cols, wpr)
+    layout = RowWarpLayout(threads, cols, wpr)
+    per_lane = layout.per_lane
+    if scan or ordered or vec <= 1 or cols < WARP * wpr or per_lane <= vec or per_lane % vec:
+        return layout
+    return RowWarpLayout(threads, cols, wpr, vec)
 
 
 @record

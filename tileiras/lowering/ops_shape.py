@@ -106,7 +106,7 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
         # the source was computed where each result slot takes it (an index-only tile)
         k.set(op.results[0], TileRegs(rtype, list(src.slots)))
         return
-    if row_broadcast(src.type, rtype, src.layout) == layout:
+    if row_broadcast(src.type, rtype, src.layout, k.layout.vec) == layout:
         # rows already sit in their warps: each result slot copies a source slot
         assert isinstance(layout, RowWarpLayout)
         per_lane = layout.per_lane
