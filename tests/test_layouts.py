@@ -171,7 +171,15 @@ def test_refinement_keeps_earlier_wishes() -> None:
 def _barriers(entry, row_warps: bool) -> int:
     from tileiras.lowering.pipeline import lower_entry
 
-    text = lower_entry(entry, "sm_90", None, LayoutAssignment(entry, 128, row_warps=row_warps))[0]
+    from tileiras.tileas.passes import to_tileas
+
+    from tileiras.tileaa.passes import to_tileaa
+
+    entry = entry.clone()   # the nv_tileas level is made on a copy: the caller lowers `entry` again
+    to_tileaa(entry)
+    assignment = LayoutAssignment(entry, 128, row_warps=row_warps)
+    to_tileas(entry, assignment)
+    text = lower_entry(entry, "sm_90", None, assignment)[0]
     return text.count("call void @llvm.nvvm.barrier0")
 
 

@@ -18,9 +18,10 @@ import sass  # noqa: E402
 from remark_yaml import arg, load_remarks  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "bytecode"
-MMA_OPS = ("HMMA", "IMMA", "DMMA", "QMMA", "OMMA", "HGMMA", "IGMMA", "QGMMA")
+MMA_OPS = ("HMMA", "IMMA", "DMMA", "QMMA", "OMMA", "HGMMA", "IGMMA", "QGMMA", "UTCHMMA", "UTCIMMA", "UTCQMMA")
 # the instruction a passed tensor-core remark names -> the SASS family it must show
-FAMILY = {"mma.sync": ("HMMA", "IMMA", "QMMA", "OMMA"), "wgmma.mma_async": ("HGMMA", "IGMMA", "QGMMA")}
+FAMILY = {"mma.sync": ("HMMA", "IMMA", "QMMA", "OMMA"), "wgmma.mma_async": ("HGMMA", "IGMMA", "QGMMA"),
+          "tcgen05.mma": ("UTCHMMA", "UTCIMMA", "UTCQMMA")}
 pytestmark = pytest.mark.skipif(sass.CUOBJDUMP is None, reason="cuobjdump (nvidia-cuda-cuobjdump) is not installed")
 
 
@@ -66,7 +67,7 @@ export_kernel(matmul, [sig], sys.argv[1], output_format="tileir_bytecode", bytec
 CASES = [
     ("matmul", "sm_90"), ("matmul_tf32", "sm_80"), ("bmm", "sm_100"), ("attention", "sm_90"),
     ("softmax", "sm_120"), ("ew_float", "sm_80"), ("gather_scatter", "sm_90"), ("hints", "sm_90"), ("aligned", "sm_80"),
-    ("aligned", "sm_90"),
+    ("aligned", "sm_90"), ("aligned", "sm_100"),
 ]
 
 

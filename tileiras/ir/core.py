@@ -38,12 +38,16 @@ class Location:
 class Value:
     """An SSA value: the result of an operation or the argument of a block."""
 
-    __slots__ = ("type", "name_hint", "uses")
+    __slots__ = ("type", "name_hint", "uses", "layout", "facts")
 
     def __init__(self, type: Type, name_hint: Optional[str] = None) -> None:
         self.type = type
         self.name_hint = name_hint
         self.uses: list[Operation] = []
+        # The distributed layout of a tile value at the nv_tileas level (tileiras.tileas); None above it.
+        self.layout: Any = None
+        # What the nv_tileaa level proved of an integer, pointer or view (tileiras.tileaa.facts); None above it.
+        self.facts: Any = None
 
     def replace_all_uses_with(self, other: "Value") -> None:
         for user in list(self.uses):
@@ -150,6 +154,40 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<Operation {self.name} ({len(self.operands)} operands, {len(self.results)} results)>"
+
+    def clone(self, mapping: Optional[dict[Value, Value]] = None) -> "Operation":
+        """A deep copy of this op and its regions; `mapping` maps outside values to their
+        replacements and collects the copy's values (old -> new)."""
+        mapping = {} if mapping is None else mapping
+        copy = Operation(self.name, [mapping.get(v, v) for v in self.operands], [r.type for r in self.results],
+                         self.attributes, location=self.location, segment_sizes=self.segment_sizes)
+        for old, new in zip(self.results, copy.results):
+            new.name_hint, new.layout, new.facts = old.name_hint, old.layout, old.facts
+            mapping[old] = new
+        for region in self.regions:
+            twin = copy.add_region(Region())
+            for block in region.blocks:
+                dup = twin.add_block(Block())
+                for arg in block.arguments:
+                    mapping[arg] = twin_arg = dup.add_argument(arg.type, arg.name_hint)
+                    twin_arg.layout, twin_arg.facts = arg.layout, arg.facts
+                for op in block.operations:
+                    dup.append(op.clone(mapping))
+        return copy
+
+    def insert_before(self, op: "Operation") -> "Operation":
+        """Put `op` into this op's block just before it."""
+        block = self.parent
+        assert block is not None, "insert_before needs an op inside a block"
+        op.parent = block
+        block.operations.insert(block.operations.index(self), op)
+        return op
+
+    def set_operand(self, index: int, value: Value) -> None:
+        old = self.operands[index]
+        self.operands[index] = value
+        value.uses.append(self)
+        old.uses.remove(self)   # `uses` holds the op once per operand it is
 
 
 _DEFS: dict[str, Any] = {}  # op name -> declaration, filled on first use

@@ -247,6 +247,7 @@ class LayoutAssignment:
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.sm = sm
         self.wgmma_ops = {op for op in self._ops if self._runs_on_wgmma(op)}
+        self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
         self.carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
@@ -298,6 +299,8 @@ class LayoutAssignment:
         if op not in self.mma_shapes:
             return None
         acc = op.operand("acc").type
+        if op in self.tcgen05_layouts:
+            return self.tcgen05_layouts[op]
         if op in self.wgmma_ops:   # every warp on rows: warpgroup w's rows are 64 i + 16 w
             return MmaLayout(self.threads, (1, *acc.shape), (1, self.threads // 32, 1), True)  # type: ignore[union-attr]
         # rows reduced later stay within one warp column: the reduce is then a quad shuffle
@@ -339,9 +342,22 @@ class LayoutAssignment:
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops
 
+    # -- sm_100 tcgen05 (ops_tcgen05.py decides) --------------------------------------
+    def _tcgen05_layouts(self) -> dict[Operation, Layout]:
+        from .ops_tcgen05 import choose_all
+
+        if any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
+            return {}
+        return choose_all([op for op in self._ops if op in self.mma_shapes], self.sm, self.threads)
+
+    def is_tcgen05(self, op: Operation) -> bool:
+        return op in self.tcgen05_layouts
+
     def is_swizzled(self, value: Value) -> bool:
-        """A loaded tile that a wgmma reads: copied in its 128-byte swizzled layout."""
-        return any(user in self.wgmma_ops for user in value.uses)
+        """A loaded tile that a wgmma or tcgen05 mma reads: copied in its 128-byte swizzled layout."""
+        from .ops_tcgen05 import feeds
+
+        return any(user in self.wgmma_ops for user in value.uses) or feeds(value, self.tcgen05_layouts)
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands
@@ -630,13 +646,3 @@ class LayoutAssignment:
         if op.name == "cuda_tile.for":
             for result, layout in zip(op.results, layouts):
                 self._set(plan, result, layout)
-
-    # -- for --print-ir-after-all ----------------------------------------------------------
-    def describe(self, name_of) -> list[str]:
-        """Comment lines: each non-blocked tile value's layout, then each conversion."""
-        lines = [f"//   {name_of(v)} : {v.type} {layout.describe()}" for v, layout in self._layouts.items()]
-        lines += [f"//   {'splat' if v in self.splats else 'convert'} {name_of(v)} to {layout.describe()} for {op.name}"
-                  for op, v, layout in self.conversions]
-        lines += [f"//   {name_of(v)} : {v.type} in shared memory (copied for tensor cores)" for v in self.shared_operands]
-        lines.insert(0, f"//   everything else: {self.blocked.describe()}")
-        return lines

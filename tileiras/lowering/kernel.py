@@ -38,7 +38,6 @@ class KernelLowering:
         self.layout = assignment.blocked if assignment is not None else BlockedLayout(threads)  # the default
         self.assignment = assignment
         self.order = order                  # which token-ordered ops wait for the CTA
-        self._converted: dict[Value, TileRegs] = {}  # operands of the op being lowered, converted
         self.threads = threads
         self.b = FunctionBuilder()
         self.values: dict[Value, Any] = {}
@@ -48,6 +47,8 @@ class KernelLowering:
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
+        self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
+        self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
@@ -71,8 +72,6 @@ class KernelLowering:
 
     # -- values -----------------------------------------------------------------
     def get(self, value: Value) -> Any:
-        if value in self._converted:
-            return self._converted[value]
         try:
             return self.values[value]
         except KeyError:
@@ -96,8 +95,8 @@ class KernelLowering:
 
     # -- layouts (index arithmetic depends only on the thread id: prologue) ---------
     def layout_of(self, value: Value) -> Layout:
-        """The layout `assign_layouts` chose for `value` (blocked for anything it did not see)."""
-        return self.assignment.layout(value) if self.assignment is not None else self.layout
+        """The layout of a tile value at the nv_tileas level (`tileas.materialize`)."""
+        return value.layout if value.layout is not None else self.layout
 
     def _element(self, num_elements: int, slot: int, layout: Optional[Layout]) -> tuple[str, Optional[str]]:
         layout = layout or self.layout
@@ -258,26 +257,7 @@ class KernelLowering:
             handler = LOWERINGS.get(op.name)
             if handler is None:
                 raise op_error(op, f"cannot be lowered for {self.gpu} yet")
-            saved = self._converted
-            self._converted = self._convert_operands(op)
             handler(self, op)
-            self._converted = saved
-
-    def _convert_operands(self, op: Operation) -> dict[Value, TileRegs]:
-        """Operands whose layout differs from what `op` was assigned to read, converted."""
-        wanted = self.assignment.operand_layouts(op) if self.assignment is not None else None
-        out: dict[Value, TileRegs] = {}
-        if not wanted:
-            return out
-        for value, layout in zip(op.operands, wanted):
-            if layout is None or value in out:
-                continue
-            tile = self.get(value)
-            if isinstance(tile, TileRegs) and tile.layout != layout:
-                # a splat is rebuilt from its one value; anything else moves through shared memory
-                out[value] = self.splat(tile.type, tile.slots[0], layout) if self.assignment.is_splat(value) \
-                    else self.convert(tile, layout)
-        return out
 
 
 def storage_type(elem: Type) -> str:

@@ -101,7 +101,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
 
     from . import pipelined_loop
     from .async_copy import wait_all
+    from .ops_tcgen05 import before_loop
 
+    before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
@@ -151,6 +153,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
         wait_all(k)   # no copy is left in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
+    from .ops_tcgen05 import after_loop
+
+    after_loop(k, op)   # accumulators kept in tensor memory through the loop come back to registers
 
 
 def _loop(k: KernelLowering, op: Operation) -> None:

@@ -109,17 +109,11 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
                 out.append(str(d))
         return out
 
-    from .facts import divisor, static_or_divisor
-
-    def divisors(static: tuple[int, ...], group: str) -> tuple[int, ...]:
-        dyn = iter(op.operand_group(group))
-        return tuple(static_or_divisor(d, next(dyn) if d == DYNAMIC else None) for d in static)
-
     k.remark("missed", "memory", "RemarkTensorViewIndexTypeNarrowing", "Could not narrow tensor_view indexing to i32: index computations use 64 bits", op, Reason="view offsets are computed in i64 (index narrowing is not implemented)")
+    facts = op.results[0].facts   # nv_tileaa's ViewFacts (tileaa/facts.py)
     k.set(op.results[0], TensorViewVal(vtype, base, fill(vtype.shape, dyn_shape, shape_types),
                                         fill(vtype.strides, dyn_strides, stride_types),
-                                        divisor(op.operand("base")),  # type: ignore[arg-type]
-                                        divisors(vtype.shape, "dynamicShape"), divisors(vtype.strides, "dynamicStrides")))
+                                        facts.base_align, facts.shape_div, facts.stride_div))
 
 
 def _make_gather_scatter_view(k: KernelLowering, op: Operation) -> None:

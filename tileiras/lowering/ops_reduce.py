@@ -190,6 +190,14 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
     shape = None if scaled else select_shape(op, lhs.type, rhs.type, rtype)
+    if shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op):
+        from .ops_tcgen05 import describe, lower_tcgen05
+
+        instruction, mnk = describe(op, k.layout_of(op.results[0]))  # type: ignore[arg-type]
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
+                 op, Instruction=instruction, Shape=mnk)
+        k.set(op.results[0], lower_tcgen05(k, op, lhs, rhs, acc))
+        return
     if shape is not None and k.assignment is not None and k.assignment.is_wgmma(op):
         from .ops_wgmma import lower_wgmma
 

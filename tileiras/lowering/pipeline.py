@@ -17,6 +17,8 @@ from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
 from ..schedule.pipeline import plan_pipelines
+from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
+from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -35,14 +37,20 @@ def _param(arg_type: object, index: int) -> tuple[str, str]:
 def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
                 assignment: Optional[LayoutAssignment] = None,
                 order: Optional[TokenOrder] = None, notes: Optional[list[str]] = None) -> tuple[str, list[str], object]:
-    """One kernel as LLVM IR text; `notes` collects the schedule it chose (--print-ir-after-all)."""
+    """One kernel as LLVM IR text; `notes` collects the schedule it chose (--print-ir-after-all).
+    Given its `assignment`, the entry must be at the nv_tileas level (`tileaa.passes.to_tileaa`, then
+    `tileas.passes.to_tileas`); without one, it is brought there first."""
+    if assignment is None:
+        to_tileaa(entry)
+        assignment = LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
+        to_tileas(entry, assignment)
     chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order)
     if notes is not None:
         notes.extend(chosen[4])
     return chosen[:3]
 
 
-def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
+def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                          order: Optional[TokenOrder]) -> tuple:
     # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
     # kernel itself, or the stages of a software pipeline (worth more than the padding).
@@ -56,15 +64,20 @@ def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", 
     return padded if unpadded[3] else unpadded
 
 
-def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: Optional[LayoutAssignment],
+def release_tensor_memory(k: KernelLowering) -> None:
+    from .tmem import release
+
+    release(k)
+
+
+def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                  order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
-    assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
     threads = assignment.threads
-    k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry, assignment))
+    k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = pad_buffers
     k.pipelines = plan_pipelines(entry, assignment)
     dbg_attachment = ""
@@ -83,6 +96,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
+    release_tensor_memory(k)
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
@@ -95,24 +109,31 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes
 
 
-def _token_order(entry: Operation, assignment: LayoutAssignment) -> TokenOrder:
+def _token_order(entry: Operation) -> TokenOrder:
     from .token_waits import thread_local
 
-    return TokenOrder(entry, thread_local(assignment))
+    return TokenOrder(entry, thread_local())
 
 
 def _print_passes(module: Operation, entries: list[Operation], assignments: list[LayoutAssignment],
                   orders: list[TokenOrder]) -> None:
-    """The module after layout assignment and token ordering: its text, then per kernel its tile
-    layouts and conversions, and the waits of its token-ordered ops."""
+    """The module once lowered through nv_tileaa and nv_tileas (its text, conversions as ops), then per
+    kernel the facts proved, its tile layouts, and the waits of its token-ordered ops."""
+    from ..tileaa.dump import fact_lines
+    from ..tileas.dump import layout_lines
     from ..text.printer import Printer
 
     printer = Printer()
     text = printer.print_module(module).rstrip("\n")
-    lines = ["// -----// IR Dump After assign-layouts //----- //", text]
+    lines = ["// -----// IR Dump After infer-facts (nv_tileaa) //----- //", text]
+    for entry in entries:
+        lines.append(f"// facts of @{entry.attributes['sym_name']}:")
+        lines += fact_lines(entry, printer.ref)
+    lines += ["// -----// IR Dump After assign-layouts, materialize-layouts, fuse-conversions (nv_tileas) //----- //",
+             text]
     for entry, assignment in zip(entries, assignments):
         lines.append(f"// layouts of @{entry.attributes['sym_name']}:")
-        lines += assignment.describe(printer.ref)
+        lines += layout_lines(entry, assignment, printer.ref)
     lines += ["// -----// IR Dump After token-order //----- //", text]
     for entry, order in zip(entries, orders):
         lines.append(f"// token waits of @{entry.attributes['sym_name']}:")
@@ -140,6 +161,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         return timer.stage(f"{name} ({gpu})") if timer is not None else nullcontext()
 
     debug_info = DebugInfo(full=debug) if (lineinfo or debug) else None
+    module = module.clone()   # the nv_tileas level is per target: the caller's module stays cuda_tile
     functions, decls, kernels = [], [], []
     globals_ = []
     body = module.regions[0].block.operations if module.regions else []
@@ -147,10 +169,18 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         if op.name == "cuda_tile.global":
             globals_.append(define_global(op))
     entries = [op for op in body if op.name == "cuda_tile.entry"]
+    for name, run_aa in TILEAA_PASSES:
+        with stage(name):
+            for op in entries:
+                run_aa(op)
     with stage("assign-layouts"):
         assignments = [LayoutAssignment(op, choose_threads(op, gpu), sm=_sm(gpu)) for op in entries]
+    for name, run in TILEAS_PASSES:
+        with stage(name):
+            for op, assignment in zip(entries, assignments):
+                run(op, assignment)
     with stage("token-order"):
-        orders = [_token_order(op, assignment) for op, assignment in zip(entries, assignments)]
+        orders = [_token_order(op) for op in entries]
     if print_ir_after_all:
         _print_passes(module, entries, assignments, orders)
     notes: list[str] = []

@@ -42,7 +42,7 @@ class ActivePipeline:
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined."""
-    from ..schedule.pipeline import stage_count
+    from ..schedule.pipeline import fit_stages
 
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
@@ -54,20 +54,32 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.smem_bytes + k.static_smem_bytes
-    stages = stage_count(sum(sizes.values()), used, opt_in_limit(k.sm))
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
+    head, *rows = plan.describe()
+    k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
+    schedule = plan.schedule
+    ii = f"{schedule.ii * plan.graph.tick} cycles"
+    if not plan.pipelined:
+        k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
+                 Reason=f"serial schedule: {schedule.reason}")
+        k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
+        return None
+    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm))
+    stages = fit.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
-                 Reason=f"two stages of {sum(sizes.values())} bytes do not fit beside {used} bytes of shared memory")
+                 Reason=f"{fit.reason} of shared memory", II=ii, WantedStages=str(fit.wanted))
         k.pipelines_refused = True   # lower_entry may try again without padding
-        k.schedule_notes.append(f"//   {where}: not pipelined: 2 stages of {sum(sizes.values())} bytes do not fit "
-                                f"beside {used} bytes in {opt_in_limit(k.sm)}")
+        k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
         return None
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
-             Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())))
+             Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), II=ii,
+             WantedStages=str(fit.wanted),
+             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}")
     k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
-                            f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead")
+                            f"{sum(sizes.values())} bytes a stage, copies {stages - 1} iterations ahead "
+                            f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''})")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes)
 
 

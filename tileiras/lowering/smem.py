@@ -56,25 +56,31 @@ class SharedMatrix:
     elem_bytes: int
     padded: bool = True
     stage: str = ""      # i32 bytes added to every offset (the current stage of a pipelined buffer)
-    swizzled: bool = False   # wgmma's 128-byte swizzle: rows cut in 128-byte atoms (see `atoms`)
+    swizzled: bool = False   # the tensor cores' swizzle: rows cut in `span`-byte atoms (see `atoms`)
+
+    @property
+    def span(self) -> int:
+        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (tcgen05's
+        32- and 64-byte swizzles; wgmma takes only whole 128-byte atoms)."""
+        return min(SWIZZLE_BYTES, self.cols * self.elem_bytes)
 
     @property
     def pitch(self) -> int:
         """Bytes from one row to the next (padded: see the module's docstring)."""
         row = self.cols * self.elem_bytes
         if self.swizzled:
-            return SWIZZLE_BYTES
+            return self.span
         return row + 16 if self.padded and row % 16 == 0 else row
 
     @property
     def atom_bytes(self) -> int:
-        """Bytes of one column atom (every row's 128 bytes of those columns), swizzled layouts."""
-        return self.batch * self.rows * SWIZZLE_BYTES
+        """Bytes of one column atom (every row's `span` bytes of those columns), swizzled layouts."""
+        return self.batch * self.rows * self.span
 
     @property
     def nbytes(self) -> int:
         if self.swizzled:
-            return -(-self.cols * self.elem_bytes // SWIZZLE_BYTES) * self.atom_bytes
+            return -(-self.cols * self.elem_bytes // self.span) * self.atom_bytes
         return -(-self.batch * self.rows * self.pitch // BUFFER_ALIGN) * BUFFER_ALIGN
 
 
@@ -102,16 +108,19 @@ def element_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c:
 
 
 def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, c: str) -> str:
-    """Column atom c / per_atom, then row-major 128-byte rows, 16-byte chunks xor-ed with the row
-    within its 8-row (1024-byte) block: the layout TMA writes and wgmma reads with 128B swizzle."""
-    per_atom = SWIZZLE_BYTES // matrix.elem_bytes
+    """Column atom c / per_atom, then row-major `span`-byte rows, 16-byte chunks xor-ed with the row
+    bits 7.. of the offset: the layout TMA writes and wgmma / tcgen05 read with the 128B (64B, 32B)
+    swizzle."""
+    span = matrix.span
+    per_atom = span // matrix.elem_bytes
     atom = k.b.op(f"udiv i32 {c}, {per_atom}", "sz") if not c.isdigit() else str(int(c) // per_atom)
     within = k.b.op(f"urem i32 {c}, {per_atom}", "sz") if not c.isdigit() else str(int(c) % per_atom)
     row = r if b == "0" else k.b.op(f"add i32 {k.b.op(f'mul i32 {b}, {matrix.rows}', 'sz')}, {r}", "sz")
     off = k.b.op(f"add i32 {k.b.op(f'mul i32 {atom}, {matrix.atom_bytes}', 'sz')}, "
-                 f"{k.b.op(f'mul i32 {row}, {SWIZZLE_BYTES}', 'sz')}", "sz")
+                 f"{k.b.op(f'mul i32 {row}, {span}', 'sz')}", "sz")
     off = k.b.op(f"add i32 {off}, {k.b.op(f'mul i32 {within}, {matrix.elem_bytes}', 'sz')}", "sz")
-    key = k.b.op(f"and i32 {k.b.op(f'lshr i32 {off}, 3', 'sz')}, 112", "sz")   # bits 7..9 -> 4..6
+    mask = (span // 16 - 1) << 4      # 128B: bits 7..9 -> 4..6; 64B: 7..8 -> 4..5; 32B: 7 -> 4
+    key = k.b.op(f"and i32 {k.b.op(f'lshr i32 {off}, 3', 'sz')}, {mask}", "sz")
     off = k.b.op(f"xor i32 {off}, {key}", "sz")
     if matrix.stage:
         off = k.b.op(f"add i32 {off}, {matrix.stage}", "sz")

@@ -16,7 +16,6 @@ from typing import Optional
 from ..ir.core import Operation
 from ..ir.types import TileType
 from ..transforms.token_order import ThreadLocal
-from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering, storage_bytes
 from .layout import Layout
 from .values import TensorViewVal
@@ -25,20 +24,19 @@ from .values import TensorViewVal
 _STORED = {"cuda_tile.store_view_tko": "tile", "cuda_tile.store_ptr_tko": "value", "cuda_tile.atomic_red_view_tko": "value"}
 
 
-def _access_layout(assignment: LayoutAssignment, op: Operation) -> Optional[tuple[Layout, int]]:
-    """(layout, element count) in which `op` reads or writes its data tile."""
+def _access_layout(op: Operation) -> Optional[tuple[Layout, int]]:
+    """(layout, element count) in which `op` reads or writes its data tile (at the nv_tileas level
+    an operand is in the layout its op reads it in)."""
     name = _STORED.get(op.name)
     value = op.operand(name) if name is not None else op.results[0]
-    if value is None or not isinstance(value.type, TileType):
+    if value is None or not isinstance(value.type, TileType) or value.layout is None:
         return None
-    wanted = assignment.operand_layouts(op) if name is not None else None
-    layout = wanted[op.operands.index(value)] if wanted else None
-    return layout or assignment.layout(value), value.type.num_elements
+    return value.layout, value.type.num_elements
 
 
-def thread_local(assignment: LayoutAssignment) -> ThreadLocal:
+def thread_local() -> ThreadLocal:
     def same_threads(a: Operation, b: Operation) -> bool:
-        la, lb = _access_layout(assignment, a), _access_layout(assignment, b)
+        la, lb = _access_layout(a), _access_layout(b)
         return la is not None and la == lb and la[0].owns_all(la[1])
     return same_threads
 

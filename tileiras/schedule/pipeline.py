@@ -3,12 +3,18 @@
 A `for` loop whose body loads tiles that only tensor cores read (assign_layouts'
 shared operands) can load iteration i + S - 1 while it computes iteration i: the
 loads get S shared-memory stages and become asynchronous copies issued S - 1
-iterations ahead (lowering/ops_control.py and async_copy.py do it). That is
+iterations ahead (lowering/pipelined_loop.py and async_copy.py do it). That is
 legal when the copies of a later iteration cannot observe anything the loop
 does before it: the view and every index of each load are the induction
 variable or defined outside the loop, the loads are weak, and nothing in the
-loop writes memory. The stage count is the deepest (up to `MAX_STAGES`) whose
-buffers fit the target's shared memory beside what the kernel already uses.
+loop writes memory.
+
+How deep is the modulo scheduler's answer (modulo.py): the loop body's
+dependence graph (ddg.py) on the target's resource model (resources.py), the
+copies as one stage group and the rest of the body as another (the lowering
+moves only the copies to earlier iterations), gives the initiation interval
+and when each copy's first reader starts; buffers.py turns that into ring
+slots and fits them into the shared memory the kernel has left.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from .buffers import BufferAssignment, PipelinedValue, assign
+from .ddg import DependenceGraph, build_loop_ddg
+from .modulo import Schedule, ScheduleError, modulo_schedule, serial_schedule
+from .resources import machine
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-MAX_STAGES = 4
-MIN_STAGES = 2
 _WRITES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko", "cuda_tile.atomic_rmw_tko",
            "cuda_tile.atomic_cas_tko", "cuda_tile.atomic_red_view_tko")
 
@@ -31,6 +39,30 @@ _WRITES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko", "cuda_tile.ato
 class PipelinePlan:
     loop: Operation
     loads: tuple[Operation, ...]   # the loads that become staged asynchronous copies, in body order
+    graph: DependenceGraph
+    schedule: Schedule
+    first_use: tuple[int, ...]     # per load, when its first reader starts (ticks)
+    issue: int                     # when the copies' stage starts (ticks): they are issued together
+    mechanism: str = "cp.async"    # what the lowering waits with (buffers.barriers)
+
+    @property
+    def pipelined(self) -> bool:
+        return self.schedule.kind == "modulo"
+
+    def values(self, sizes: dict[Operation, int]) -> list[PipelinedValue]:
+        return [PipelinedValue(f"%{i}", sizes[load], self.issue, use)
+                for i, (load, use) in enumerate(zip(self.loads, self.first_use))]
+
+    def describe(self) -> list[str]:
+        """The schedule for the IR dump: II, its bounds, and each op's stage and cycle."""
+        s, tick = self.schedule, self.graph.tick
+        head = (f"{s.kind} schedule, II {s.ii * tick} cycles ({s.ii} ticks of {tick}; ResMII {s.res_mii}, "
+                f"RecMII {s.rec_mii}): {s.reason}; {s.stages} schedule stage{'s' if s.stages > 1 else ''}")
+        rows: dict[int, list[str]] = {}
+        for node in self.graph.nodes:
+            if node.footprint.reservations:
+                rows.setdefault(s.stage(node.index), []).append(f"{node.name}@{s.start[node.index] * tick}")
+        return [head] + [f"stage {stage}: {' '.join(ops)}" for stage, ops in sorted(rows.items())]
 
 
 def _walk(ops: list[Operation]) -> Iterator[Operation]:
@@ -70,13 +102,42 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
                 continue
             loads.append(op)
         if loads:
-            plans[loop] = PipelinePlan(loop, tuple(loads))
+            plans[loop] = _schedule(loop, tuple(loads), assignment)
     return plans
 
 
-def stage_count(per_stage: int, used: int, limit: int) -> int:
-    """The deepest pipeline whose stages (`per_stage` bytes each) fit beside `used` bytes; 0: none."""
-    for stages in range(MAX_STAGES, MIN_STAGES - 1, -1):
-        if used + stages * per_stage <= limit:
-            return stages
-    return 0
+def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: "LayoutAssignment") -> PipelinePlan:
+    target = machine(assignment.sm)
+    graph = build_loop_ddg(loop, target, loads, assignment.wgmma_ops, prefetch_only=True)
+    try:
+        schedule = modulo_schedule(graph, target.capacities)
+    except ScheduleError as err:   # no overlap is legal: the loop runs one iteration at a time
+        schedule = serial_schedule(graph, reason=str(err))
+    index = {node.op: node.index for node in graph.nodes}
+    copies = [schedule.start[index[load]] for load in loads]
+    issue = min(copies) // schedule.ii * schedule.ii
+    return PipelinePlan(loop, loads, graph, schedule,
+                        tuple(_first_reader(graph, schedule, index[load]) for load in loads), issue)
+
+
+def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
+    """When the first op that reads node's tile starts: through shape changes (no work of their own)
+    to the ops that do work."""
+    best, seen, work = None, {node}, [node]
+    while work:
+        v = work.pop()
+        for e in graph.edges:
+            if e.src != v or e.distance or e.dst in seen or e.kind != "data":
+                continue
+            seen.add(e.dst)
+            if graph.nodes[e.dst].footprint.reservations:
+                t = schedule.start[e.dst]
+                best = t if best is None else min(best, t)
+            else:
+                work.append(e.dst)
+    return schedule.start[node] + graph.nodes[node].latency if best is None else best
+
+
+def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int) -> BufferAssignment:
+    """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes."""
+    return assign(plan.values(sizes), plan.schedule.ii, used, limit, plan.mechanism)

@@ -376,7 +376,8 @@ class Printer:
             out.append(self.namer.result_defs(op))
             out.append(" = ")
         defn = op.definition
-        out.append(defn.mnemonic)
+        # cuda_tile ops print bare inside the cuda_tile module; ops of the levels below keep their dialect
+        out.append(defn.mnemonic if defn.name.startswith("cuda_tile.") else defn.name)
         if defn.format is not None:
             self._print_format(op, defn)
         else:

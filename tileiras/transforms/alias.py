@@ -47,13 +47,15 @@ _ADDRESS = {
     "cuda_tile.atomic_rmw_tko": "pointers", "cuda_tile.atomic_cas_tko": "pointers",
 }
 # ops whose result's pointers are (some of) their first operand's pointers
+# `nv_tileas.convert_layout` (after layout materialization) keeps its values too
 _POINTER_THROUGH = frozenset({"cuda_tile.offset", "cuda_tile.assume", "cuda_tile.broadcast", "cuda_tile.reshape",
-                              "cuda_tile.permute", "cuda_tile.extract"})
+                              "cuda_tile.permute", "cuda_tile.extract", "nv_tileas.convert_layout"})
+_SAME_VALUES = ("cuda_tile.assume", "nv_tileas.convert_layout")
 
 
 def _look_through(value: Value) -> Value:
-    """`assume` only states a fact about its operand."""
-    while isinstance(getattr(value, "owner", None), Operation) and value.owner.name == "cuda_tile.assume":
+    """`assume` only states a fact about its operand; a layout conversion only moves it."""
+    while isinstance(getattr(value, "owner", None), Operation) and value.owner.name in _SAME_VALUES:
         value = value.owner.operands[0]
     return value
 

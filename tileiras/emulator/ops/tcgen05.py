@@ -13,7 +13,8 @@ row i of D is lane i of the addressed lanes; with M = 64 the rows fill lanes 0-1
 mbarrier arrive at once, since every earlier tcgen05 operation has already completed.
 
 tcgen05.ld/st move data between registers and the lanes of the warp's quarter
-(warp w reaches lanes 32*(w % 4) ...). An ld's registers are usable at once: NVIDIA's
+(warp w reaches lanes 32*(w % 4) ...), in the .32x32b, .16x32bx2 and .16x256b shapes (the last
+one is the m16n8 accumulator fragment, as CUTLASS's 16dp256b copy traits spell out). An ld's registers are usable at once: NVIDIA's
 compiler reads them before tcgen05.wait::ld (ptxas tracks them like any load result), so
 the waits only order tensor-memory accesses, which here happen in program order anyway.
 """
@@ -166,17 +167,22 @@ def _site(ins: Instr, write: bool) -> Any:
 
 def _ldst(dec: Decoder, ins: Instr) -> Any:
     """tcgen05.ld/st with the .32x32b shape (thread i <-> lane base + i) and the .16x32bx2 shape (thread i <->
-    lane base + i % 16, threads 16-31 at columns + immHalfSplitoff); .num consecutive columns per thread."""
+    lane base + i % 16, threads 16-31 at columns + immHalfSplitoff), .num consecutive columns per thread;
+    and the .16x256b shape: per repetition j, 16 lanes x 8 columns in the m16n8 accumulator fragment
+    order (registers 4j..4j+3 of thread i: lane base + i/4 (+8 for the last two), columns
+    8j + 2(i%4) (+1 for the odd ones))."""
     np = _np()
     mods = Mods(ins)
     op = mods.need(("ld", "st"), ".ld or .st")
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
-    shape = mods.need(("32x32b", "16x32bx2"), "the .32x32b or .16x32bx2 shape (the others are not supported)")
-    num = mods.need(tuple(f"x{2 ** i}" for i in range(8)), ".num (.x1 ... .x128)")
+    shape = mods.need(("32x32b", "16x32bx2", "16x256b"),
+                      "the .32x32b, .16x32bx2 or .16x256b shape (the others are not supported)")
+    num = mods.need(tuple(f"x{2 ** i}" for i in range(8 if shape != "16x256b" else 6)),
+                    ".num (.x1 ... .x128)" if shape != "16x256b" else ".num (.x1 ... .x32)")
     mods.need(("b32",), ".b32")
     mods.done()
-    count = int(num[1:])
+    count = int(num[1:]) * (4 if shape == "16x256b" else 1)
     ops = list(ins.operands)
     split = None
     if shape == "16x32bx2":
@@ -198,10 +204,14 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
         readers = [dec.reader(r, "b32", ins) for r in items]
     thread = np.arange(32)
     j = np.arange(count)[None, :]
-    if split is None:
-        lane_of, col_of = thread, np.broadcast_to(j, (32, count))
+    if shape == "16x256b":
+        r = np.arange(count)
+        lane_of = (thread[:, None] // 4 + 8 * ((r[None, :] % 4) // 2))
+        col_of = 8 * (r[None, :] // 4) + 2 * (thread[:, None] % 4) + r[None, :] % 2
+    elif split is None:
+        lane_of, col_of = np.broadcast_to(thread[:, None], (32, count)), np.broadcast_to(j, (32, count))
     else:
-        lane_of, col_of = thread % 16, (thread // 16)[:, None] * split + j
+        lane_of, col_of = np.broadcast_to((thread % 16)[:, None], (32, count)), (thread // 16)[:, None] * split + j
 
     def fn(st: Any, m: Any) -> None:
         tm = tmem(st)
@@ -217,10 +227,10 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
                 raise DeviceFault(f"warp {w} may access tensor-memory lanes {quarter}..{quarter + 31}, "
                                   f"not lanes {int(li.min())}..{int(li.max())}", t0)
             for lo in np.unique(ci[:, 0]).tolist():
-                _cells(st, quarter, lo, 1, count, t0, f"tcgen05.{op}")
+                _cells(st, quarter, lo, 1, int(ci.max()) - lo + 1, t0, f"tcgen05.{op}")
             lanes = np.arange(t0, t0 + nthreads)
             if op == "ld":
-                vals = tm.cells[li[:, None], ci]
+                vals = tm.cells[li, ci]
                 sel = np.zeros(st.n, dtype=bool)
                 sel[lanes] = True
                 for k, wr in enumerate(writers):
@@ -229,7 +239,7 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
                     wr.put(st, sel, full)
             else:
                 vals = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in readers], axis=1)
-                tm.cells[li[:, None], ci] = vals.astype(np.uint32)
+                tm.cells[li, ci] = vals.astype(np.uint32)
 
     return (K_COLL, fn, None)
 

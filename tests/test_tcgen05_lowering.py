@@ -1,0 +1,225 @@
+"""Blackwell tcgen05 matmuls (lowering/ops_tcgen05.py, lowering/tmem.py): the selection on sm_100 /
+sm_103, the instruction and shared-memory descriptors, PTX that ptxas assembles into the UTC*MMA
+family without spills, and the emulator running our sm_100 code against numpy under the race
+checker (tensor memory, the commit mbarrier, the 16x256b fragment loads)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import sass  # noqa: E402
+from test_tile_layer import _entry, _inputs, _matmul, _module, _ptx, _ptxas_report  # noqa: E402
+
+REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
+
+
+def test_descriptors_follow_the_sm100_formats() -> None:
+    from tileiras.emulator.ops.tcgen05 import decode_idesc
+    from tileiras.lowering.ops_tcgen05 import KINDS, instruction
+
+    f = decode_idesc(instruction(KINDS[("bf16", "bf16", "f32")], 128, 256), "f16")
+    assert (f["a"][0], f["b"][0], f["d"], f["m"], f["n"], f["trans_a"], f["trans_b"]) == \
+        ("bf16", "bf16", "f32", 128, 256, 0, 1)
+    f = decode_idesc(instruction(KINDS[("i8", "i8", "i32")], 64, 64), "i8")
+    assert (f["a"][0], f["d"], f["m"], f["n"]) == ("s8", "s32", 64, 64)
+    # what NVIDIA's tileiras encodes for its f16 128x128 tile (captured from its PTX)
+    assert instruction(KINDS[("f16", "f16", "f32")], 128, 128) == 0x8210010
+
+
+@pytest.mark.parametrize("gpu", ["sm_100", "sm_103"])
+def test_matmul_runs_on_tcgen05_with_its_accumulator_in_tensor_memory(gpu: str, tmp_path: Path) -> None:
+    ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), gpu, tmp_path)
+    assert f".target {gpu}a" in ptx
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 4            # K = 64 in steps of 16
+    for piece in ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32", "tcgen05.relinquish_alloc_permit",
+                  "tcgen05.dealloc.cta_group::1", "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
+                  "mbarrier.try_wait.parity", "tcgen05.ld.sync.aligned.16x256b.x16.b32",
+                  "tcgen05.wait::ld", "fence.proxy.async.shared::cta", "tcgen05.fence::before_thread_sync"):
+        assert piece in ptx, piece
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    # the accumulator stays in tensor memory through the K loop: never stored from registers (the first
+    # MMA of the first iteration ignores the old contents), read once after the loop
+    assert "tcgen05.st" not in ptx and ptx.count("tcgen05.ld.sync") == 2
+    report = _ptxas_report(ptx, f"{gpu}a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+
+
+def _realistic_sass(name: str, gpu: str, tmp_path: Path) -> dict:
+    cubin = tmp_path / f"{name}.cubin"
+    done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", gpu, str(REALISTIC / f"{name}.tileirbc"),
+                           "-o", str(cubin)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return sass.functions(cubin)
+
+
+@pytest.mark.skipif(sass.CUOBJDUMP is None, reason="cuobjdump is not installed")
+@pytest.mark.parametrize("name", ["mm_f16_128x256x64", "mm_bf16_256x128x64"])
+def test_realistic_matmuls_show_the_utcmma_family(name: str, tmp_path: Path) -> None:
+    code = _realistic_sass(name, "sm_100", tmp_path)
+    opcodes = [op for ops in code.values() for op in ops]
+    assert any(op.startswith("UTCHMMA") for op in opcodes)
+    assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in opcodes)
+
+
+SM100_MATMULS = [   # (inputs, TM, TN, TK): every swizzle span, both M = 128 halves, M = 64's lane layout
+    ("float16", 128, 128, 64), ("bfloat16", 128, 256, 64), ("float16", 256, 128, 64), ("bfloat16", 128, 128, 32),
+    ("float16", 64, 64, 32), ("float8_e4m3fn", 128, 128, 64), ("float8_e4m3fn", 64, 64, 32), ("int8", 128, 128, 64),
+]
+
+
+@pytest.mark.parametrize("config", SM100_MATMULS, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
+def test_sm100_matmul_matches_numpy_under_the_race_checker(config, tmp_path: Path) -> None:
+    from tileiras.runtime import run_arrays
+
+    dtype, tm, tn, tk = config
+    data = _matmul(dtype, "int32" if dtype == "int8" else "float32", tm, tn, tk)
+    assert "tcgen05.mma" in _ptx(data, "sm_100", tmp_path)
+    module = _module(data)
+    m, n, k = tm, tn, 3 * tk        # a K loop of 3 iterations: the accumulator goes round tensor memory
+    a, b, c = _inputs(dtype, m, n, k)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if dtype == "int8":
+        assert np.array_equal(out, ref.astype(np.int32))
+    else:
+        assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:
+    short = _ptx(_matmul("float16", "float32", 32, 64, 32), "sm_100", tmp_path)   # M = 32: no cta_group::1 shape
+    assert "tcgen05" not in short and "mma.sync" in short and ".target sm_100\n" in short
+
+
+@pytest.mark.parametrize("name,tile", [("bmm_f16_64x64x32", 64), ("bmm_bf16_128x128x32", 128)])
+def test_batched_matmul_reads_its_reshaped_loads_by_descriptor(name: str, tile: int, tmp_path: Path) -> None:
+    """The realistic batched matmul: (1, rows, cols) loads reshaped to 2-D go to the swizzled buffers
+    all the same; each CTA of the grid's z axis is one batch."""
+    import ml_dtypes
+
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = (REALISTIC / f"{name}.tileirbc").read_bytes()
+    assert "tcgen05.mma" in _ptx(data, "sm_100", tmp_path)
+    module = load_module(data, f"{name}.tileirbc")
+    np_type = np.float16 if "f16" in name.split("_")[1] and "bf16" not in name else ml_dtypes.bfloat16
+    rng = np.random.default_rng(3)
+    batch, k = 2, 96
+    a = rng.standard_normal((batch, tile, k)).astype(np_type)
+    b = rng.standard_normal((batch, k, tile)).astype(np_type)
+    c = np.zeros((batch, tile, tile), np_type)
+    out = run_arrays(module, _entry(module), (1, 1, batch), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+    assert np.abs(out.astype(np.float64) - ref).max() <= 1e-2 * max(1.0, np.abs(ref).max())
+
+
+def test_operands_loaded_into_registers_are_staged_swizzled(tmp_path: Path) -> None:
+    """Views with no alignment promise forbid cp.async: the loads go to registers and the mma stores
+    them into its swizzled buffers itself (then the proxy fence) before the MMAs read them."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint
+
+    import corpus_kernels
+    from test_tile_layer import _export
+    from tileiras.runtime import run_arrays
+
+    def loose(dtype):
+        return ArrayConstraint(dtype=dtype, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False, stride_constant=(None, 1), shape_divisible_by=1,
+                               stride_divisible_by=(1, 1), base_addr_divisible_by=2)
+
+    data = _export(corpus_kernels.load("matmul").matmul, [loose(ct.float16), loose(ct.float16), loose(ct.float32),
+                                                          ConstantConstraint(128), ConstantConstraint(128),
+                                                          ConstantConstraint(64)])
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "tcgen05.mma" in ptx and "cp.async.cg" not in ptx and "st.shared" in ptx
+    module = _module(data)
+    a, b, c = _inputs("float16", 128, 128, 128)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_a_nonzero_accumulator_and_an_mma_outside_a_loop(tmp_path: Path) -> None:
+    """The loop's first iteration stores C into tensor memory; the mma after the loop stores the
+    loop's result, runs and loads it back: both tcgen05 mmas with their own columns."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ConstantConstraint
+
+    from test_tile_layer import _array, _export
+    from tileiras.runtime import run_arrays
+
+    from tcgen05_kernels import mm_twice
+
+    data = _export(mm_twice, [_array(ct.float16, 2), _array(ct.float16, 2), _array(ct.float32, 2),
+                                 _array(ct.float32, 2), ConstantConstraint(128), ConstantConstraint(128),
+                                 ConstantConstraint(64)])
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 8 and "tcgen05.alloc.cta_group::1.sync.aligned" \
+        ".shared::cta.b32 [%r" in ptx and "tcgen05.st.sync.aligned.16x256b" in ptx
+    assert "0 bytes spill stores" in _ptxas_report(ptx, "sm_100a", tmp_path)
+    module = _module(data)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    c = rng.standard_normal((128, 128)).astype(np.float32)
+    d = np.zeros((128, 128), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c, d], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[3]
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = c + a64 @ b64 + a64[:, :64] @ b64[:64]
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+@pytest.mark.parametrize("name,tile,kdim", [("mm_tf32_64x64x32", 64, 96), ("mm_tf32_128x128x64", 128, 128)])
+def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, kdim: int, tmp_path: Path) -> None:
+    """kind::tf32: the mma rounds the f32 operands as their ftof says while it copies them into
+    K-major swizzled buffers (B transposed): the emulator agrees with the interpreter bit for bit
+    on the products (the same rounding), up to the order of the f32 additions."""
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = (REALISTIC / f"{name}.tileirbc").read_bytes()
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "tcgen05.mma.cta_group::1.kind::tf32" in ptx and "mma.sync" not in ptx
+    assert "0 bytes spill stores" in _ptxas_report(ptx, "sm_100a", tmp_path)
+    module = load_module(data, f"{name}.tileirbc")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((tile, kdim)).astype(np.float32)
+    b = rng.standard_normal((kdim, tile)).astype(np.float32)
+    c = np.zeros((tile, tile), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c.copy()], backend="interpreter")[2]
+    assert np.abs(out - ref).max() <= 1e-4
+
+
+def _sm100_matmuls() -> list[str]:
+    sys.path.insert(0, str(ROOT / "tests" / "realistic"))
+    import compilers
+
+    return [c["name"] for c in compilers.manifest()["configs"]
+            if c["family"] in ("matmul", "bmm", "splitk") and "sm_100" in c["targets"]]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", _sm100_matmuls())
+def test_every_realistic_matmul_uses_the_family_nvidias_does(name: str) -> None:
+    """Where NVIDIA's compiler issues tcgen05 (UTC*MMA) on sm_100 ours does too, as many per K tile,
+    and without spills where NVIDIA's has none."""
+    from test_realistic_compile import stats
+
+    mine, theirs = stats(name, "sm_100", "ours"), stats(name, "sm_100", "nvidia")
+    assert dict(mine.tensor_core) == dict(theirs.tensor_core), (dict(mine.tensor_core), dict(theirs.tensor_core))
+    assert theirs.spills or not mine.spills, f"{name}: {mine.local_loads} LDL + {mine.local_stores} STL"

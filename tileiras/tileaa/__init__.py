@@ -1,0 +1,12 @@
+"""nv_tileaa: the alias-aware level, where integers, pointers and views carry what is known of them.
+
+Between the cuda_tile module as read and the nv_tileas level (`tileiras.tileas`):
+
+* `facts.py` (pass `infer-facts`): every integer and pointer value gets `Value.facts`, a
+  divisor (for a pointer, an alignment in bytes) proved from constants, `assume` predicates and
+  arithmetic; every tensor view gets its base alignment and the divisors of its extents and
+  strides. Vector widths, asynchronous copies and tensor-core staging read these facts;
+* `verify.py`: the level's invariants (every such value has facts, and they agree with the
+  constants and assumptions they were proved from);
+* pointer roots and memory-token ordering: `tileiras.transforms.alias` and `token_order`.
+"""

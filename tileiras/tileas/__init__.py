@@ -1,0 +1,17 @@
+"""nv_tileas: the assembler-near level, where every tile value has a distributed layout.
+
+Below `cuda_tile` (and its alias/token analyses in `tileiras.transforms`), a kernel is rewritten
+into this level before code emission:
+
+* `materialize.py` (pass `materialize-layouts`): each tile value carries the layout that
+  `lowering.assign_layouts` chose for it (`Value.layout`), and every place where an op reads an
+  operand in another layout becomes an explicit `nv_tileas.convert_layout` op;
+* `fuse_conversions.py` (pass `fuse-conversions`): conversions of one value to one layout in one
+  block become one;
+* `verify.py`: the level's invariants (every tile value has a layout, every op reads its
+  operands in the layout it was assigned to read them in, conversions change something);
+* `ops.py`: the ops this level adds to `cuda_tile`.
+
+The LLVM lowering (`tileiras.lowering`) reads layouts off the values and lowers each
+`convert_layout` like any other op: it never converts on its own.
+"""

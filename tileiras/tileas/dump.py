@@ -1,0 +1,22 @@
+"""The nv_tileas part of `--print-ir-after-all`: each tile value's layout, where it is not the default."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ..ir.core import Operation, Value
+from .materialize import tile_values
+
+if TYPE_CHECKING:
+    from ..lowering.assign_layouts import LayoutAssignment
+
+
+def layout_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
+    """Comment lines: the default layout, each other tile value's layout, the values kept in shared
+    memory for tensor cores. Conversions are ops in the printed IR."""
+    default = assignment.blocked
+    lines = [f"//   everything else: {default.describe()}"]
+    lines += [f"//   {name_of(v)} : {v.type} {v.layout.describe()}" for v in tile_values(entry)
+              if v.layout is not None and v.layout != default and v.type.num_elements > 1]
+    lines += [f"//   {name_of(v)} : {v.type} in shared memory (copied for tensor cores)" for v in assignment.shared_operands]
+    return lines
