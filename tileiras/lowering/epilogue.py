@@ -7,8 +7,10 @@ operands are free: the tile is written there (a padded row-major matrix at the
 start of the buffers region, two elements per shared store) and read back in a
 blocked layout whose runs are 16 bytes, which the view store then writes with
 16-byte accesses, as NVIDIA's epilogues do. Done only where it reuses memory
-the kernel has anyway (the tile fits in the buffers) and where nothing after the
-store reads a buffer.
+the kernel has anyway (the tile fits in the buffers), where nothing after the
+store reads a buffer, and where the buffers hold no mbarrier (tcgen05's).
+Asynchronous writers into the buffers must be done first: cp.async copies are
+waited for here; a TMA load still in flight after the loop would have to be too.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[
     n = tile.type.num_elements
     if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
         return None
-    if _matrix(k, tile).nbytes > k.buffer_bytes or not _buffers_free_after(k, op):
+    if _matrix(k, tile).nbytes > k.buffer_bytes or not _buffers_free_after(k, op) or _holds_mbarriers(k):
         return None
     return blocked
 
@@ -87,6 +89,12 @@ def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:
                 and k.assignment.is_shared_operand(inner.results[0]):
             return False
     return True
+
+
+def _holds_mbarriers(k: KernelLowering) -> bool:
+    """The buffers hold live control data (tensor memory's mbarrier and address slot): their memory
+    may not be reused before the mbarrier is invalidated (PTX ISA, mbarrier.inval)."""
+    return getattr(k, "tmem", None) is not None
 
 
 def _release_buffers(k: KernelLowering) -> None:
