@@ -286,3 +286,187 @@ def all_configs() -> list[Config]:
     if dup:
         raise ValueError(f"configuration names defined twice: {sorted(dup)}")
     return configs
+
+
+# --------------------------------------------------------------------------- small launches
+# The same kernels (the same bytecode: tile sizes and constants unchanged) at array shapes the
+# Python PTX emulator runs in seconds, for the emulator-against-interpreter check. The bytecode
+# also specializes the arrays (generate.array_constraint): a dimension divisible by 16 where the
+# real one is, a row stride divisible by 16 bytes where the real one is, contiguity. So every
+# small dimension stays a multiple of 16 where the real one is one (the batch*heads of attention
+# stays 16, norm rows 16, ...), dimensions the bytecode fixes as constants (row length N, head
+# dimension D, heads H) keep their value, and the grid follows the builder's rule; where a
+# multiple of 16 gives more blocks along a dimension than the check needs, the launch covers
+# the first LAUNCH_CAP blocks along it (the rest of the output keeps its initial contents).
+LAUNCH_CAP = 2
+
+
+def _const(config: Config, name: str) -> int:
+    return next(int(p.value) for p in config.params if isinstance(p, Const) and p.name == name)
+
+
+def _with_shapes(config: Config, shapes: dict[str, tuple[int, ...]],
+                 grid: tuple[int, int, int]) -> Config:
+    from dataclasses import replace
+
+    missing = {a.name for a in config.arrays} - set(shapes)
+    if missing:
+        raise ValueError(f"{config.name}: no small shape for arrays {sorted(missing)}")
+    params = tuple(replace(p, shape=shapes[p.name]) if isinstance(p, Arr) else p
+                   for p in config.params)
+    return replace(config, params=params, grid=grid, flops=0)
+
+
+def _cap(blocks: int) -> int:
+    return min(blocks, LAUNCH_CAP)
+
+
+def _small_matmul(c: Config) -> Config:          # 2x2 output tiles, K = 2 tile steps
+    tm, tn, tk = _const(c, "TM"), _const(c, "TN"), _const(c, "TK")
+    m, n, k = 2 * tm, 2 * tn, 2 * tk
+    return _with_shapes(c, {"a": (m, k), "b": (k, n), "c": (m, n)},
+                        (_cdiv(m, tm) * _cdiv(n, tn), 1, 1))
+
+
+def _small_bmm(c: Config) -> Config:             # batch stays 16 (16-divisible), 2 of it run
+    tm, tn, tk, z = _const(c, "TM"), _const(c, "TN"), _const(c, "TK"), 16
+    m, n, k = 2 * tm, 2 * tn, 2 * tk
+    return _with_shapes(c, {"a": (z, m, k), "b": (z, k, n), "c": (z, m, n)},
+                        (m // tm, n // tn, _cap(z)))
+
+
+def _small_splitk(c: Config) -> Config:          # every split gets 2 K steps
+    tm, tn, tk, split = _const(c, "TM"), _const(c, "TN"), _const(c, "TK"), _const(c, "SPLIT")
+    m, n, k = 2 * tm, 2 * tn, 2 * split * tk
+    return _with_shapes(c, {"a": (m, k), "b": (k, n), "partial": (split, m, n)},
+                        (m // tm, n // tn, split))
+
+
+def _small_attention(c: Config) -> Config:       # 1-2 query blocks, 2 key blocks
+    bq, bk, d, bh = _const(c, "BQ"), _const(c, "BK"), _const(c, "D"), 16
+    seq = max(bq, 2 * bk)
+    shape = (bh, seq, d)
+    return _with_shapes(c, {"q": shape, "k": shape, "v": shape, "o": shape},
+                        (seq // bq, _cap(bh), 1))
+
+
+def _small_rows(c: Config) -> Config:            # 16 rows at the full row length, 2 blocks run
+    rows, n = 16, _const(c, "N")
+    tm = next((int(p.value) for p in c.params if isinstance(p, Const) and p.name == "TM"), 1)
+    shapes = {a.name: (rows, n) if len(a.shape) == 2 else a.shape for a in c.arrays}
+    return _with_shapes(c, shapes, (_cap(rows // tm), 1, 1))
+
+
+def _small_reduction(c: Config) -> Config:       # 2 row blocks of 2 column chunks
+    tm, tn = _const(c, "TM"), _const(c, "TN")
+    m, n = max(16, 2 * tm), 2 * tn
+    return _with_shapes(c, {"x": (m, n), "y": (m,)}, (m // tm, 1, 1))
+
+
+def _small_vector(c: Config) -> Config:
+    n = 2 * _const(c, "T")
+    return _with_shapes(c, {"a": (n,), "b": (n,), "c": (n,)}, (2, 1, 1))
+
+
+def _small_transpose(c: Config) -> Config:       # 2x2 tiles of a (not square) matrix
+    tm, tn = _const(c, "TM"), _const(c, "TN")
+    m, n = 2 * tm, 2 * tn
+    return _with_shapes(c, {"x": (m, n), "y": (n, m)}, (m // tm, n // tn, 1))
+
+
+def _small_rope(c: Config) -> Config:            # 16 positions (16-divisible), 2 blocks run
+    ts, h, d, seq = _const(c, "TS"), _const(c, "H"), _const(c, "D"), 16
+    return _with_shapes(c, {"x": (seq, h, d), "cos": (seq, d // 2), "sin": (seq, d // 2),
+                            "y": (seq, h, d)}, (_cap(seq // ts), 1, 1))
+
+
+def _small_swiglu(c: Config) -> Config:          # 16 rows, 2 column tiles
+    tm, tn, rows = _const(c, "TM"), _const(c, "TN"), 16
+    shape = (rows, 2 * tn)
+    return _with_shapes(c, {"gate": shape, "up": shape, "out": shape}, (_cap(rows // tm), 2, 1))
+
+
+# kernel (function in kernels.py) -> its small-launch recipe
+_SMALL: dict[str, Any] = {
+    "matmul": _small_matmul, "bmm": _small_bmm, "splitk_matmul": _small_splitk,
+    "attention_fwd": _small_attention, "layernorm": _small_rows,
+    "layernorm_chunked": _small_rows, "rmsnorm": _small_rows, "softmax": _small_rows,
+    "row_sum": _small_reduction, "row_max": _small_reduction, "vector_add": _small_vector,
+    "transpose": _small_transpose, "rope": _small_rope, "swiglu": _small_swiglu,
+}
+
+
+def small(config: Config) -> Config:
+    """``config`` at emulator-sized array shapes and grid: same name, bytecode and constants."""
+    if config.kernel not in _SMALL:
+        raise ValueError(f"{config.name}: no small-launch recipe for kernel '{config.kernel}'")
+    return _SMALL[config.kernel](config)
+
+
+# Ragged launches: the same kernels at shapes that stay multiples of 16 (the bytecode's facts)
+# but are not multiples of the tile, so the last tile along each such dimension is partial and
+# the masked (padded) loads and stores at the boundary run. Only kernels whose result is
+# defined there: those loading with a padding mode, or whose out-of-bounds loads only reach
+# out-of-bounds stores (elementwise, transpose). Attention, the norms, softmax and RoPE index
+# whole rows or sequences without padding and have no ragged launch.
+EDGE = 16
+
+
+def _ragged_matmul(c: Config) -> Config:         # 2x2 output tiles and 2 K steps, the last partial
+    tm, tn, tk = _const(c, "TM"), _const(c, "TN"), _const(c, "TK")
+    m, n, k = tm + EDGE, tn + EDGE, tk + EDGE
+    return _with_shapes(c, {"a": (m, k), "b": (k, n), "c": (m, n)},
+                        (_cdiv(m, tm) * _cdiv(n, tn), 1, 1))
+
+
+def _ragged_bmm(c: Config) -> Config:
+    tm, tn, tk, z = _const(c, "TM"), _const(c, "TN"), _const(c, "TK"), 16
+    m, n, k = tm + EDGE, tn + EDGE, tk + EDGE
+    return _with_shapes(c, {"a": (z, m, k), "b": (z, k, n), "c": (z, m, n)},
+                        (_cdiv(m, tm), _cdiv(n, tn), _cap(z)))
+
+
+def _ragged_splitk(c: Config) -> Config:         # SPLIT + 1 K tiles: split 0 also gets the partial one
+    tm, tn, tk, split = _const(c, "TM"), _const(c, "TN"), _const(c, "TK"), _const(c, "SPLIT")
+    m, n, k = tm + EDGE, tn + EDGE, split * tk + EDGE
+    return _with_shapes(c, {"a": (m, k), "b": (k, n), "partial": (split, m, n)},
+                        (_cdiv(m, tm), _cdiv(n, tn), split))
+
+
+def _ragged_reduction(c: Config) -> Config:
+    tm, tn = _const(c, "TM"), _const(c, "TN")
+    m, n = tm + EDGE, tn + EDGE
+    return _with_shapes(c, {"x": (m, n), "y": (m,)}, (_cdiv(m, tm), 1, 1))
+
+
+def _ragged_vector(c: Config) -> Config:
+    t = _const(c, "T")
+    n = t + EDGE
+    return _with_shapes(c, {"a": (n,), "b": (n,), "c": (n,)}, (_cdiv(n, t), 1, 1))
+
+
+def _ragged_transpose(c: Config) -> Config:
+    tm, tn = _const(c, "TM"), _const(c, "TN")
+    m, n = tm + EDGE, tn + EDGE
+    return _with_shapes(c, {"x": (m, n), "y": (n, m)}, (_cdiv(m, tm), _cdiv(n, tn), 1))
+
+
+def _ragged_swiglu(c: Config) -> Config:         # 16 rows (TM divides them), a partial column tile
+    tm, tn, rows = _const(c, "TM"), _const(c, "TN"), 16
+    shape = (rows, tn + EDGE)
+    return _with_shapes(c, {"gate": shape, "up": shape, "out": shape},
+                        (_cap(rows // tm), _cdiv(tn + EDGE, tn), 1))
+
+
+_RAGGED: dict[str, Any] = {
+    "matmul": _ragged_matmul, "bmm": _ragged_bmm, "splitk_matmul": _ragged_splitk,
+    "row_sum": _ragged_reduction, "row_max": _ragged_reduction, "vector_add": _ragged_vector,
+    "transpose": _ragged_transpose, "swiglu": _ragged_swiglu,
+}
+
+
+def ragged(config: Config) -> Config | None:
+    """``config`` at small shapes whose last tiles are partial, or None where the kernel's
+    result is not defined for such shapes."""
+    recipe = _RAGGED.get(config.kernel)
+    return recipe(config) if recipe else None

@@ -1,0 +1,243 @@
+"""Every realistic configuration (tests/realistic/) runs on the PTX emulator, race checker on,
+and agrees with the interpreter (issue 14, item 6).
+
+Each configuration's own bytecode (``bytecode/<name>.tileirbc``, the module the benchmarks
+compile) is launched at emulator-sized array shapes (``configs.small``: same tile sizes and
+constants, shapes that keep the bytecode's divisibility facts) with the same random inputs on
+the interpreter and, compiled by our tileiras to PTX for sm_80 and for sm_90, on the emulator.
+Every array is compared afterwards (outputs start from random contents, so a stray write or a
+missing one shows too). ``configs.ragged`` launches the kernels that define boundary results
+at shapes with partial last tiles, so the masked loads and stores run as well.
+
+Default: SAMPLE_NAMES (one configuration per code path) and three ragged launches, on sm_80 and
+sm_90. ``-m sweep``: every configuration and every ragged launch on both targets.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REALISTIC = ROOT / "tests" / "realistic"
+sys.path.insert(0, str(REALISTIC))
+import configs  # noqa: E402
+import generate  # noqa: E402
+
+TARGETS = ("sm_80", "sm_90")
+CONFIGS = {c.name: c for c in configs.all_configs()}
+# The default sample: one configuration per distinct code path of the tile layer, about a
+# minute in all on 2 shared cores (the whole sweep takes about 6 minutes): wgmma (sm_90) and
+# ldmatrix+mma.sync (sm_80) f16 matmul, int8 with a 256-wide tile, tf32 rounding, fp8 (sm_89+),
+# causal flash attention (P@V from registers), a whole-row norm, multi-row softmax, a chunked
+# row reduction, a transpose through shared memory and a 3-D elementwise kernel.
+SAMPLE_NAMES = ("mm_f16_128x128x64", "mm_i8_128x256x64", "mm_tf32_64x64x32", "mm_e4m3_64x64x32",
+                "fa_f16_q64k64d64_causal", "layernorm_f16_n4096", "softmax_f16_n1024_r4",
+                "row_sum_f32_16x512", "transpose_f32_64x64", "rope_bf16_s4h32d128")
+
+
+def _pairs(names) -> list[tuple[str, str]]:
+    return [(n, g) for n in names for g in TARGETS if g in CONFIGS[n].targets]
+
+
+SAMPLE = _pairs(SAMPLE_NAMES)
+FULL = [p for p in _pairs(CONFIGS) if p not in SAMPLE]
+
+
+def _ids(pairs) -> list[str]:
+    return [f"{n}-{g}" for n, g in pairs]
+
+
+# -- inputs ---------------------------------------------------------------------------------
+def _np_dtype(name: str) -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype({"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
+                     "int8": np.int8, "int32": np.int32,
+                     "float8_e4m3fn": ml_dtypes.float8_e4m3fn}[name])
+
+
+def _random(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    if dtype in ("int8", "int32"):          # the whole int8 range: int32 sums of 2*TK products stay exact
+        return rng.integers(-128, 128, shape).astype(_np_dtype(dtype))
+    return rng.standard_normal(shape).astype(_np_dtype(dtype))
+
+
+def _arguments(config: configs.Config) -> list[np.ndarray]:
+    rng = np.random.default_rng(zlib.crc32(config.name.encode()))
+    args = []
+    for p in config.params:
+        if isinstance(p, configs.Arr):
+            args.append(_random(rng, p.dtype, p.shape))
+        elif isinstance(p, configs.Scalar):
+            args.append(np.array(p.value, dtype=_np_dtype(p.dtype)))
+    return args
+
+
+# -- running --------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _module(name: str):
+    from tileiras.frontend import load_module
+
+    path = REALISTIC / "bytecode" / f"{name}.tileirbc"
+    return load_module(path.read_bytes(), path.name), path.read_bytes()
+
+
+# launch recipes (tests/realistic/configs.py): tile-multiple shapes, and shapes with partial
+# last tiles (masked boundary loads and stores) where the kernel defines a result for them
+RECIPES = {"small": configs.small, "ragged": configs.ragged}
+
+
+def _launch(name: str, recipe: str) -> configs.Config:
+    return RECIPES[recipe](CONFIGS[name])
+
+
+def _run(name: str, recipe: str, backend: str, gpu: str | None = None) -> list[np.ndarray]:
+    from tileiras.runtime import run_arrays
+
+    small = _launch(name, recipe)
+    module, source = _module(name)
+    return run_arrays(module, name, small.grid, _arguments(small), backend=backend, gpu_name=gpu,
+                      source=source, filename=f"{name}.tileirbc", check_races=backend == "emulator")
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreted(name: str, recipe: str) -> tuple[np.ndarray, ...]:
+    return tuple(_run(name, recipe, "interpreter"))
+
+
+# -- comparing ------------------------------------------------------------------------------
+# Allowed |emulator - interpreter| per element, as (rtol, atol_of_max): rtol * |ref| +
+# atol_of_max * max|ref| over the array. Both backends accumulate in f32 (i32 for int8) with
+# exactly representable products, but in different orders (mma fragments, warp shuffles and
+# shared-memory trees against numpy's pairwise sums), and the PTX uses the hardware's
+# approximate ex2/rsqrt/rcp (2 ulp of f32) where the interpreter is exact.
+TOLERANCE: dict[str, tuple[float, float]] = {
+    # integer results (int8 mma with i32 accumulation, copies): exact
+    "int32": (0.0, 0.0), "int8": (0.0, 0.0),
+    # an f32 sum of n terms in another order differs by about sqrt(n) ulp of the largest partial
+    # sum; n <= 2048 (a 1024-wide chunk sum or 2*TK products) gives < 2^-17 of the row's scale
+    # (tf32 operands are rounded to tf32 in both before the mma; the match shows the same rounding)
+    "float32": (2.0 ** -20, 2.0 ** -17),
+    # f32 values that differ in their last bits may round to neighbouring f16 values: one f16 ulp
+    # (2^-10 relative); attention's P is rounded to f16 before P@V, where one ulp of a p times
+    # |v| <= 4 reaches 2^-11 * 4 of the output scale
+    "float16": (2.0 ** -10, 2.0 ** -9),
+    # the same with bf16's 8-bit significand: one ulp is 2^-7 relative
+    "bfloat16": (2.0 ** -7, 2.0 ** -6),
+}
+# Measured over the sweep: the largest difference is 0.13 of its allowance (f16 matmul), so a
+# wrong element, a lost K step or a misplaced fragment (differences of O(|ref|)) always shows.
+# fp8 (e4m3) inputs give f16 outputs: exact here, their products being few-bit.
+
+
+def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndarray) -> str | None:
+    """None when `got` matches `ref` (within the dtype's tolerance for an output, bit for bit
+    for an input, which neither backend may write), else a report of the elements that differ."""
+    if got.shape != ref.shape:
+        return f"{name}: shape {got.shape} != {ref.shape}"
+    if not output:
+        same = got.view(np.uint8).reshape(*got.shape, -1) == ref.view(np.uint8).reshape(*ref.shape, -1)
+        same = same.all(axis=-1)
+        if same.all():
+            return None
+        return f"{name} (input, {dtype}): {int((~same).sum())} elements overwritten, first at {np.argwhere(~same)[0]}"
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    nan_g, nan_r = np.isnan(g), np.isnan(r)
+    rtol, atol_max = TOLERANCE[dtype]
+    finite = np.where(np.isfinite(r), np.abs(r), 0.0)
+    limit = rtol * finite + atol_max * (finite.max() if finite.size else 0.0)
+    with np.errstate(invalid="ignore"):
+        bad = (nan_g != nan_r) | (~nan_r & ~(np.abs(g - r) <= limit) & (g != r))
+    if not bad.any():
+        return None
+    where = np.argwhere(bad)
+    rows = [f"  [{', '.join(map(str, ix))}] emulator {float(g[tuple(ix)])!r} interpreter {float(r[tuple(ix)])!r}"
+            for ix in where[:8]]
+    return (f"{name} ({dtype}): {int(bad.sum())} of {bad.size} elements differ "
+            f"(max |diff| {np.nanmax(np.abs(g - r)):.3g}, limit {rtol:g}*|ref| + {atol_max:g}*{finite.max():.3g}); "
+            f"first at:\n" + "\n".join(rows))
+
+
+def _check(name: str, gpu: str, recipe: str = "small") -> None:
+    small = _launch(name, recipe)
+    ref = _interpreted(name, recipe)
+    initial = _arguments(small)
+    for p, before, after in zip([p for p in small.params if not isinstance(p, configs.Const)], initial, ref):
+        if isinstance(p, configs.Arr) and p.output:     # the launch writes it: the comparison means something
+            assert not np.array_equal(before.view(np.uint8), after.view(np.uint8)), f"{name}: {p.name} never written"
+    got = _run(name, recipe, "emulator", gpu)
+    passed = [p for p in small.params if not isinstance(p, configs.Const)]   # what run_arrays returns
+    reports = [_mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r))
+               for p, g, r in zip(passed, got, ref) if isinstance(p, configs.Arr)]
+    reports = [r for r in reports if r]
+    assert not reports, f"{name} ({recipe}) on {gpu}: emulator and interpreter differ\n" + "\n".join(reports)
+
+
+def test_small_launches_keep_the_bytecodes_specialization() -> None:
+    """The small shapes satisfy every fact the bytecode was specialized with (divisibility of
+    dimensions and strides, contiguity), the launch stays inside the arrays, and the grid has
+    more than one block where the real one does."""
+    for (name, config), recipe in ((c, r) for c in CONFIGS.items() for r in RECIPES.values()):
+        small = recipe(config)
+        if small is None:
+            continue
+        assert small.grid and all(g >= 1 for g in small.grid), name
+        for real, tiny in zip(config.arrays, small.arrays):
+            assert (real.name, real.dtype) == (tiny.name, tiny.dtype)
+            assert generate.array_constraint(tiny) == generate.array_constraint(real), (name, real.name)
+            assert tiny.nbytes <= 64 << 20, (name, tiny.name, tiny.shape)
+        assert [p for p in config.params if not isinstance(p, configs.Arr)] == \
+            [p for p in small.params if not isinstance(p, configs.Arr)], name
+        assert np.prod(small.grid) > 1, name
+
+
+def test_the_comparison_reports_wrong_elements_and_stray_writes() -> None:
+    """The comparison itself: within tolerance passes; one wrong element, a NaN where the
+    interpreter has a number, or one changed bit of an input fails, naming the element."""
+    ref = np.random.default_rng(1).standard_normal((64, 128)).astype(np.float16)
+    assert _mismatch("y", "float16", True, ref, ref) is None
+    near = ref.copy()
+    near[3, 5] = np.nextafter(ref[3, 5], np.float16(np.inf))     # one f16 ulp: rounding order
+    assert _mismatch("y", "float16", True, near, ref) is None
+    wrong = ref.copy()
+    wrong[7, 9] += np.float16(0.25)
+    assert "[7, 9]" in (_mismatch("y", "float16", True, wrong, ref) or "")
+    wrong[7, 9], wrong[1, 2] = ref[7, 9], np.float16(np.nan)
+    assert "[1, 2]" in (_mismatch("y", "float16", True, wrong, ref) or "")
+    ints = np.arange(64, dtype=np.int32)
+    assert _mismatch("c", "int32", True, ints + (ints == 9), ints) is not None   # integers: exact
+    stray = ref.copy()
+    stray.view(np.uint16)[10, 11] ^= 1
+    assert "overwritten" in (_mismatch("x", "float16", False, stray, ref) or "")
+
+
+@pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
+def test_emulator_matches_interpreter(name: str, gpu: str) -> None:
+    _check(name, gpu)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
+def test_emulator_matches_interpreter_sweep(name: str, gpu: str) -> None:
+    _check(name, gpu)
+
+
+RAGGED_SAMPLE = _pairs(("mm_f16_128x128x64", "transpose_f16_64x128", "row_max_f16_32x256"))
+RAGGED_FULL = [p for p in _pairs(n for n, c in CONFIGS.items() if configs.ragged(c)) if p not in RAGGED_SAMPLE]
+
+
+@pytest.mark.parametrize("name,gpu", RAGGED_SAMPLE, ids=_ids(RAGGED_SAMPLE))
+def test_emulator_matches_interpreter_on_partial_tiles(name: str, gpu: str) -> None:
+    _check(name, gpu, "ragged")
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name,gpu", RAGGED_FULL, ids=_ids(RAGGED_FULL))
+def test_emulator_matches_interpreter_on_partial_tiles_sweep(name: str, gpu: str) -> None:
+    _check(name, gpu, "ragged")
