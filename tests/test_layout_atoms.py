@@ -243,9 +243,12 @@ ROW_CASES = [(t, shape) for t in (128, 256)
              for shape in ((16, 64), (4, 1024), (1, 4096), (2, 8192), (64, 8), (8, 1), (32, 32), (3, 256), (128,))]
 
 
+@pytest.mark.parametrize("vec", [1, 8])
 @pytest.mark.parametrize("threads,shape", ROW_CASES)
-def test_row_warp_layout(threads: int, shape: tuple) -> None:
-    layout = row_layout(threads, shape)
+def test_row_warp_layout(threads: int, shape: tuple, vec: int) -> None:
+    """Contiguous per lane (vec 1), or runs of vec elements dealt round the row's lanes: a warp's
+    vector access i then covers 32 vec consecutive elements (coalesced)."""
+    layout = row_layout(threads, shape, vec=vec)
     n = 1
     for d in shape:
         n *= d
@@ -253,10 +256,16 @@ def test_row_warp_layout(threads: int, shape: tuple) -> None:
     assert all(0 <= e < n for e, _ in got.values())
     assert sorted(e for e, first in got.values() if first) == list(range(n))
     if layout.owns_all(n):
-        cs, groups = layout.per_lane, layout.groups
-        algebra = Layout(((32, layout.wpr, groups), (cs, layout.row_groups(n))),
-                         ((cs, 32 * cs, layout.cols), (1, groups * layout.cols)))
+        cs, groups, run = layout.per_lane, layout.groups, layout.chunk or layout.per_lane
+        lanes = 32 * layout.wpr
+        algebra = Layout(((32, layout.wpr, groups), (run, cs // run, layout.row_groups(n))),
+                         ((run, 32 * run, layout.cols), (1, lanes * run, groups * layout.cols)))
         assert all(e == algebra(tid, slot) for (tid, slot), (e, _) in got.items())
+    if vec > 1 and layout.per_lane > vec:
+        assert layout.run(n) == vec
+        for slot in range(0, layout.per_lane, vec):   # one vector access of warp 0's lanes
+            starts = sorted(got[(lane, slot)][0] for lane in range(32))
+            assert starts == list(range(starts[0], starts[0] + 32 * vec, vec))
 
 
 def test_evaluator_runs_only_what_it_knows() -> None:

@@ -19,8 +19,9 @@ from tileiras.tileas.ops import CONVERT_LAYOUT
 from tileiras.tileas.passes import to_tileas
 from tileiras.tileas.verify import verify
 
-# causal attention: its mask and its splat constants are converted into the mma fragments
-_KERNEL = Path(__file__).parent / "realistic" / "bytecode" / "fa_f16_q64k64d64_causal.tileirbc"
+# a kernel with a conversion through shared memory and splat constants rebuilt in another layout
+# (causal attention had both until its mask was built in the fragment layout directly)
+_KERNEL = Path(__file__).parent / "corpus" / "bytecode" / "print_assert" / "13.4.tileirbc"
 
 
 def _module():

@@ -53,7 +53,8 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType, element_of
-from .layout import BlockedLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout, vector_width
+from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
+                     vector_width)
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
@@ -121,6 +122,20 @@ def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]
     return MmaLayout(parent.threads, shape, parent.warps)
 
 
+def broadcast_source(src: TileType, dst: TileType, result: Layout) -> BroadcastSourceLayout:
+    """The layout of a broadcast's source that makes the broadcast a register copy into `result`
+    (missing leading axes of the source count as extent 1)."""
+    shape = (1,) * (len(dst.shape) - len(src.shape)) + tuple(src.shape)
+    return BroadcastSourceLayout(result, tuple(dst.shape), shape)
+
+
+def _free_by_source(src: TileType, dst: TileType, src_layout: Layout) -> Optional[Layout]:
+    """The result layout a broadcast has for free when its source is in `broadcast_source` form."""
+    if isinstance(src_layout, BroadcastSourceLayout) and src_layout == broadcast_source(src, dst, src_layout.parent):
+        return src_layout.parent
+    return None
+
+
 def _mma_shapes(ops: list[Operation]) -> dict[Operation, object]:
     """The mmas that run on tensor cores, with the instruction ops_mma.select_shape picks."""
     from .ops_mma import select_shape
@@ -162,7 +177,7 @@ def row_anchor(op: Operation) -> Optional[int]:
     return cols if cols > 1 and RowWarpLayout.fits(cols) else None
 
 
-def row_broadcast(src: TileType, dst: TileType, src_layout: Layout) -> Optional[RowWarpLayout]:
+def row_broadcast(src: TileType, dst: TileType, src_layout: Layout, vec: int) -> Optional[RowWarpLayout]:
     """The row-warp layout a broadcast result has for free (no data movement), if any.
 
     Either each row's one element goes to the whole row (src (..., 1), same
@@ -172,21 +187,21 @@ def row_broadcast(src: TileType, dst: TileType, src_layout: Layout) -> Optional[
     if not isinstance(src_layout, RowWarpLayout) or len(src.shape) != len(dst.shape) or not RowWarpLayout.fits(cols):
         return None
     if src_layout.cols == 1 and src.shape[-1] == 1 and src.shape[:-1] == dst.shape[:-1]:
-        rows = row_layout(src_layout.threads, dst.shape)
+        rows = row_layout(src_layout.threads, dst.shape, vec=vec)
         return rows if rows.wpr == src_layout.wpr else None
     if src_layout.cols == cols == src.shape[-1] and src.num_elements == cols:
         return src_layout
     return None
 
 
-def _free_row_source(src: TileType, dst: TileType, threads: int) -> Optional[RowWarpLayout]:
+def _free_row_source(src: TileType, dst: TileType, threads: int, vec: int) -> Optional[RowWarpLayout]:
     """The layout of a broadcast's source that makes the result rows of a warp for free, if any."""
     cols = dst.shape[-1]
     if src.num_elements == 1 or not RowWarpLayout.fits(cols):
         return None
-    rows = row_layout(threads, dst.shape)
+    rows = row_layout(threads, dst.shape, vec=vec)
     for candidate in (RowWarpLayout(threads, 1, rows.wpr), rows):
-        if row_broadcast(src, dst, candidate) == rows:
+        if row_broadcast(src, dst, candidate, vec) == rows:
             return candidate
     return None
 
@@ -226,6 +241,7 @@ class LayoutAssignment:
         self._elementwise = _elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
+        self.index_only = self._find_index_only(self._ops)
         self.mma_shapes = _mma_shapes(self._ops)   # tensor-core mmas -> their ops_mma.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
@@ -256,7 +272,7 @@ class LayoutAssignment:
             return False
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
-            return _free_row_source(src, dst, self.threads) is not None  # type: ignore[arg-type]
+            return _free_row_source(src, dst, self.threads, self.blocked.vec) is not None  # type: ignore[arg-type]
         return row_anchor(op) is not None
 
     def _find_mma_derived(self) -> set[Value]:
@@ -319,14 +335,9 @@ class LayoutAssignment:
             while len(chain[-1].uses) == 1 and _passes_shared(chain[-1].uses[0]):
                 chain.append(chain[-1].uses[0].results[0])
             tile = chain[-1]
-            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc")
-                                 and not self._converts_operands(user) for user in tile.uses):
+            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
                 out.update(chain)
         return out
-
-    def _converts_operands(self, op: Operation) -> bool:
-        """An mma whose operands change type when staged (they must pass through registers)."""
-        return bool(self.mma_shapes[op].staged_as) and op not in self.tcgen05_layouts   # tcgen05 reads fp8
 
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops
@@ -437,8 +448,9 @@ class LayoutAssignment:
         src_type, dst_type = src.type, dst.type
         assert isinstance(src_type, TileType) and isinstance(dst_type, TileType)
         return src_type.num_elements == 1 or \
-            row_broadcast(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
-            _mma_row_broadcast(dst_type, self._layout(plan, src)) == self._layout(plan, dst)
+            row_broadcast(src_type, dst_type, self._layout(plan, src), self.blocked.vec) == self._layout(plan, dst) or \
+            _mma_row_broadcast(dst_type, self._layout(plan, src)) == self._layout(plan, dst) or \
+            _free_by_source(src_type, dst_type, self._layout(plan, src)) == self._layout(plan, dst)
 
     def _find_splats(self, ops: list[Operation]) -> set[Value]:
         """Tiles that hold one value in every element (rebuilt in any layout without data movement)."""
@@ -454,6 +466,23 @@ class LayoutAssignment:
                     and all(v in splats for v in tiles)):
                 splats.add(op.results[0])
         return splats
+
+    def _find_index_only(self, ops: list[Operation]) -> set[Value]:
+        """Tiles computed from element indices alone (iota, splats, and reshapes, broadcasts and
+        arithmetic of those: a causal mask's row and column indices): cheap to compute in any
+        layout, so a broadcast of one is computed where the broadcast result needs it instead of
+        moving through shared memory."""
+        out: set[Value] = set(self.splats)
+        for op in ops:
+            if not op.results or _tile(op.results[0]) is None:
+                continue
+            tiles = [v for v in op.operands if isinstance(v.type, TileType)]
+            if (op.name == "cuda_tile.iota"
+                    or op.name in ("cuda_tile.reshape", "cuda_tile.broadcast") and op.operands[0] in out
+                    or op.name in self._elementwise and op.name not in _POINTER_ELEMENTWISE and tiles
+                    and all(v in out or _tile(v) is None for v in tiles)):
+                out.add(op.results[0])
+        return out
 
     # -- queries ----------------------------------------------------------------------
     def layout(self, value: Value) -> Layout:
@@ -485,16 +514,18 @@ class LayoutAssignment:
             if op in anchors and op.name in _REDUCE_LIKE:
                 for v in op.operands:
                     if _tile(v) is not None:
-                        want(v, row_layout(self.threads, v.type.shape, op.name == "cuda_tile.scan"))  # type: ignore[attr-defined]
+                        want(v, self._row_for(op, v.type.shape))  # type: ignore[attr-defined]
                 continue
             wanted = wants.get(op.results[0]) if op.results else None
             if op.name == "cuda_tile.broadcast":
                 src, dst = op.operands[0].type, op.results[0].type
-                source = _free_row_source(src, dst, self.threads)  # type: ignore[arg-type]
-                rows = row_layout(self.threads, dst.shape)  # type: ignore[attr-defined]
+                source = _free_row_source(src, dst, self.threads, self.blocked.vec)  # type: ignore[arg-type]
+                rows = row_layout(self.threads, dst.shape, vec=self.blocked.vec)  # type: ignore[attr-defined]
                 # an anchor broadcast wants its result in rows unless its users want otherwise
                 if source is not None and (wanted == rows or wanted is None and op in anchors):
                     want(op.operands[0], source)
+                elif wanted is not None and op.operands[0] in self.index_only and op.operands[0] not in self.splats:
+                    want(op.operands[0], broadcast_source(src, dst, wanted))  # type: ignore[arg-type]
             elif wanted is not None and (op.name in self._elementwise or op.name == "cuda_tile.reshape"):
                 n = op.results[0].type.num_elements  # type: ignore[attr-defined]
                 for v in op.operands:
@@ -528,8 +559,7 @@ class LayoutAssignment:
                     self._set(plan, r, MmaRowLayout(parent))
                 return
         cols = row_anchor(op)
-        row = row_layout(self.threads, op.operands[0].type.shape, op.name == "cuda_tile.scan") \
-            if cols is not None else None  # type: ignore[attr-defined]
+        row = self._row_for(op, op.operands[0].type.shape) if cols is not None else None  # type: ignore[attr-defined]
         if row is not None and all(self._layout(plan, v) == row or v in self.splats for v in tiles):
             # Only when the rows arrive in warps: converting them first would cost the shared
             # memory round trip that the generic reduce takes anyway, and leave a row-warp result.
@@ -564,11 +594,12 @@ class LayoutAssignment:
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
             assert isinstance(src, TileType) and isinstance(dst, TileType)
-            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0]))
+            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0])) or \
+                _free_by_source(src, dst, self._layout(plan, op.operands[0]))
             if mma is not None:
                 self._set(plan, op.results[0], mma)
                 return
-            free = row_broadcast(src, dst, self._layout(plan, op.operands[0]))
+            free = row_broadcast(src, dst, self._layout(plan, op.operands[0]), self.blocked.vec)
             wanted = plan.wants.get(op.results[0])
             self._set(plan, op.results[0], free if free is not None and wanted in (None, free) else
                       wanted or self.blocked)
@@ -589,6 +620,12 @@ class LayoutAssignment:
         if op.name in _ANY_OPERAND:
             return  # results blocked; operands read as they are
         self._reads_as(plan, op, [self.blocked if _tile(v) is not None else None for v in op.operands])
+
+    def _row_for(self, op: Operation, shape: tuple[int, ...]) -> RowWarpLayout:
+        """The row layout a row reduce or scan anchor reads: lanes' runs interleaved for coalesced
+        accesses, except where the combining order matters (scans, reduces that may not commute)."""
+        scan = op.name == "cuda_tile.scan"
+        return row_layout(self.threads, shape, scan, self.blocked.vec, ordered=not scan and not _commutative(op))
 
     def _loop_of(self, op: Operation) -> Optional[Operation]:
         """The for/loop a `continue` belongs to."""

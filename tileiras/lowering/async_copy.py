@@ -24,8 +24,6 @@ from .smem import SharedMatrix, element_offset, pointer
 from .values import PartitionViewVal, SharedTileVal
 
 _PADDINGS = (None, "zero")
-_CP_ASYNC = {16: "llvm.nvvm.cp.async.cg.shared.global.16.s", 8: "llvm.nvvm.cp.async.ca.shared.global.8.s",
-             4: "llvm.nvvm.cp.async.ca.shared.global.4.s"}
 
 
 def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int:
@@ -86,10 +84,11 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     batch, rows, cols = matrix.batch, matrix.rows, matrix.cols
     index = view_index(k, op, view)
     size = vec * matrix.elem_bytes
-    intrinsic = _CP_ASYNC[size]
-    k.b.declare(f"declare void @{intrinsic}(ptr addrspace(3), ptr addrspace(1), i32)")
     chunks_per_row = cols // vec
     total = batch * rows * chunks_per_row
+    if batch == 1 and k.threads % chunks_per_row == 0 and total % k.threads == 0 and not matrix.swizzled:
+        _issue_stepped(k, op, view, tile, matrix, index, vec, active)
+        return
     for first in range(0, total, k.threads):
         chunk = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "ch")
         c = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {chunk}, {chunks_per_row}', 'ch')}, {vec}", "cc")
@@ -100,19 +99,46 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
 
         def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
             src, ok = element_address(k, op, view, index, local)
-            if active is not None:
-                ok = active if ok is None else k.b.op(f"and i1 {ok}, {active}", "cs")
-            src_size = str(size) if ok is None else k.b.op(f"select i1 {ok}, i32 {size}, i32 0", "cs")
-            if ok is not None:  # never form an address outside the tensor, even for a zero-size copy
-                src = k.b.op(f"select i1 {ok}, ptr {src}, ptr {view.tensor.base}", "cs")
-            g = k.b.op(f"addrspacecast ptr {src} to ptr addrspace(1)", "cg")
-            dst = pointer(k, element_offset(k, matrix, b, r, c))
-            k.b.emit(f"call void @{intrinsic}(ptr addrspace(3) {dst}, ptr addrspace(1) {g}, i32 {src_size})")
+            _copy(k, size, pointer(k, element_offset(k, matrix, b, r, c)), 0, src, ok, active, view)
 
         if first + k.threads > total:
             k.guarded(k.b.pre(f"icmp ult i32 {chunk}, {total}", "ch"), lambda: issue() or None)
         else:
             issue()
+
+
+def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
+                   index: tuple[list[str], object], vec: int, active: Optional[str]) -> None:
+    """The copies where every thread's chunks sit in one column, `threads / chunks_per_row` rows
+    apart: one source address and one destination register per thread, the others a step or an
+    immediate offset away (ops_memory.stepped_addresses), so a loop keeps no register per chunk."""
+    from .ops_memory import stepped_addresses
+
+    chunks_per_row = matrix.cols // vec
+    step = k.threads // chunks_per_row
+    count = matrix.rows * chunks_per_row // k.threads
+    c = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {k.tid}, {chunks_per_row}', 'ch')}, {vec}", "cc")
+    r = k.b.pre(f"udiv i32 {k.tid}, {chunks_per_row}", "cr")
+    local = ["0", r, c] if len(tile.shape) == 3 else [r, c]
+    row_dim = len(tile.shape) - 2
+    dst = pointer(k, element_offset(k, matrix, "0", r, c))
+    for i, (src, ok) in enumerate(stepped_addresses(k, op, view, index, local, row_dim, step, count)):
+        _copy(k, vec * matrix.elem_bytes, dst, i * step * matrix.pitch, src, ok, active, view)
+
+
+def _copy(k: KernelLowering, size: int, dst: str, dst_offset: int, src: str, ok: Optional[str], active: Optional[str],
+          view: PartitionViewVal) -> None:
+    """One cp.async of `size` bytes to `dst` + `dst_offset` (an immediate of the instruction: LLVM
+    folds no offset into an intrinsic's address, and hoists each distinct one out of a loop)."""
+    if active is not None:
+        ok = active if ok is None else k.b.op(f"and i1 {ok}, {active}", "cs")
+    src_size = str(size) if ok is None else k.b.op(f"select i1 {ok}, i32 {size}, i32 0", "cs")
+    if ok is not None:  # never form an address outside the tensor, even for a zero-size copy
+        src = k.b.op(f"select i1 {ok}, ptr {src}, ptr {view.tensor.base}", "cs")
+    g = k.b.op(f"addrspacecast ptr {src} to ptr addrspace(1)", "cg")
+    cache = "cg" if size == 16 else "ca"
+    k.b.emit(f'call void asm sideeffect "cp.async.{cache}.shared.global [$0+{dst_offset}], [$1], {size}, $2;", '
+             f'"l,l,r,~{{memory}}"(ptr addrspace(3) {dst}, ptr addrspace(1) {g}, i32 {src_size})')
 
 
 def commit(k: KernelLowering) -> None:

@@ -14,9 +14,12 @@ copy of each element so that stores and atomics happen once.
   wide (`vector_width`).
 * `RowWarpLayout`: the tile is seen as rows of `cols` elements (the innermost
   axis, or 1 for a reduced tile); row r lives in warp `r mod W`, slot group
-  `r div W`, and its elements are spread over the 32 lanes of that warp (lane
-  l holds the `cols / 32` consecutive elements from `l * cols / 32`, or
-  element `l mod cols` when a row is narrower than a warp). A reduce or scan
+  `r div W`, and its elements are spread over the 32 lanes of that warp (or
+  element `l mod cols` when a row is narrower than a warp): in runs of `chunk`
+  elements dealt round the row's lanes, so that a warp's 16-byte accesses
+  cover 512 contiguous bytes (coalesced, as NVIDIA's row kernels access), or,
+  for scans and order-sensitive reduces (`chunk` 0), lane l holds the
+  `cols / 32` consecutive elements from `l * cols / 32`. A reduce or scan
   along the row then combines with warp shuffles, with no shared memory.
   A tile with `cols == 1` holds a row's single element in every lane, which
   is what a row reduction produces and what a row broadcast reads.
@@ -26,6 +29,12 @@ copy of each element so that stores and atomics happen once.
   contiguous groups of blocks, and in each block lane l = 4g + t holds
   (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) in four consecutive slots. An
   `mma` keeps its accumulator in these registers across a K loop.
+* `BroadcastSourceLayout`: the source of a broadcast seen through the result's
+  layout: slot s holds the source element that result slot s takes. The
+  broadcast is then a register copy in any result layout (an mma fragment
+  included). Elements repeat across slots, so it suits only tiles that are
+  cheap to compute at any index (iota, splats and arithmetic on them: a causal
+  mask's row and column indices), never loaded data.
 """
 
 from __future__ import annotations
@@ -88,6 +97,7 @@ class RowWarpLayout:
     threads: int
     cols: int
     wpr: int = 1    # warps per row: a tile of fewer rows than warps spreads each row over wpr warps
+    chunk: int = 0  # elements per run dealt round the lanes (0: each lane's elements contiguous)
 
     @staticmethod
     def fits(cols: int) -> bool:
@@ -118,7 +128,7 @@ class RowWarpLayout:
         return (num_elements // self.cols) % self.groups == 0 and self.cols >= WARP * self.wpr
 
     def run(self, num_elements: int) -> int:
-        return self.per_lane
+        return self.chunk or self.per_lane
 
     def row_groups(self, num_elements: int) -> int:
         return max(1, -(-(num_elements // self.cols) // self.groups))
@@ -141,8 +151,12 @@ class RowWarpLayout:
             checks.append(pre(f"icmp ult i32 {raw}, {rows}", "ok"))
         if self.cols >= WARP * self.wpr:
             thread = lane if part == "0" else pre(f"add i32 {pre(f'shl i32 {part}, 5', 'c')}, {lane}", "c")
-            col = thread if cs == 1 else pre(f"mul i32 {thread}, {cs}", "c")
-            col = col if within == 0 else pre(f"add i32 {col}, {within}", "c")
+            run, offset = self.chunk or cs, 0
+            if self.chunk:   # run i of this lane starts i runs of the whole row's lanes further
+                i, within = divmod(within, self.chunk)
+                offset = i * WARP * self.wpr * self.chunk
+            col = thread if run == 1 else pre(f"mul i32 {thread}, {run}", "c")
+            col = col if within + offset == 0 else pre(f"add i32 {col}, {within + offset}", "c")
         elif self.cols == 1:
             col = "0"
         else:
@@ -160,12 +174,16 @@ class RowWarpLayout:
 
     def describe(self) -> str:
         wpr = f", warps_per_row={self.wpr}" if self.wpr > 1 else ""
-        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}>"
+        chunk = f", runs={self.chunk}" if self.chunk else ""
+        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}{chunk}>"
 
 
-def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False) -> RowWarpLayout:
+def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False, vec: int = 1,
+               ordered: bool = False) -> RowWarpLayout:
     """Rows of `shape` in warps; where there are fewer rows than warps, each row spread over several
-    warps (not for scans, which run along one warp's lanes)."""
+    warps (not for scans, which run along one warp's lanes). Runs of `vec` elements (the kernel's
+    16-byte vector) are dealt round the lanes, unless each lane must hold consecutive elements
+    (scans and `ordered` reduces, whose combiner may not commute)."""
     cols = shape[-1] if shape else 1
     rows = 1
     for d in shape[:-1]:
@@ -174,7 +192,11 @@ def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False) -> RowW
     wpr = 1
     while not scan and rows * wpr * 2 <= warps and cols % (WARP * wpr * 2) == 0:
         wpr *= 2
-    return RowWarpLayout(threads, cols, wpr)
+    layout = RowWarpLayout(threads, cols, wpr)
+    per_lane = layout.per_lane
+    if scan or ordered or vec <= 1 or cols < WARP * wpr or per_lane <= vec or per_lane % vec:
+        return layout
+    return RowWarpLayout(threads, cols, wpr, vec)
 
 
 @record
@@ -326,11 +348,71 @@ class MmaRowLayout:
         return f"#mma_rows<{self.parent.describe()}>"
 
 
+@record
+class BroadcastSourceLayout:
+    """A broadcast's source (`src` shape, same rank as `dst`, extent 1 or dst's on each axis) held
+    where the broadcast result in `parent` takes it: slot s holds the source element of result
+    slot s. The first copy of an element is the parent's first copy at index 0 on the broadcast
+    axes."""
+    parent: "Layout"
+    dst: tuple[int, ...]
+    src: tuple[int, ...]
+
+    @property
+    def threads(self) -> int:
+        return self.parent.threads
+
+    def _dst_elements(self) -> int:
+        n = 1
+        for d in self.dst:
+            n *= d
+        return n
+
+    def run(self, num_elements: int) -> int:
+        return 1   # consecutive slots need not hold consecutive elements
+
+    def owns_all(self, num_elements: int) -> bool:
+        return False
+
+    def slots(self, num_elements: int) -> int:
+        return self.parent.slots(self._dst_elements())
+
+    def _dst_index(self, pre: Pre, tid: str, slot: int) -> tuple[list[str], Optional[str]]:
+        """The multi-index into `dst` of the parent's `slot` (mma coordinates where the parent has
+        them, else divided out of the row-major index), and the parent's first-copy i1."""
+        if isinstance(self.parent, MmaLayout):
+            b, r, c, valid = self.parent.coords(pre, tid, slot)
+            return ([r, c] if len(self.dst) == 2 else [b, r, c]), valid
+        n = self._dst_elements()
+        e, valid = self.parent.element(pre, tid, n, slot)
+        idx = []
+        for dim, stride in zip(self.dst, row_major_strides(self.dst)):
+            q = e if stride == 1 else pre(f"udiv i32 {e}, {stride}", "q")
+            idx.append(q if stride * dim == n else pre(f"urem i32 {q}, {dim}", "i"))
+        return idx, valid
+
+    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+        idx, valid = self._dst_index(pre, tid, slot)
+        src_e = "0"
+        for i, d_dst, d_src, stride in zip(idx, self.dst, self.src, row_major_strides(self.src)):
+            if d_src == 1 and d_dst > 1:   # a broadcast axis: the first copy sits at index 0
+                first = pre(f"icmp eq i32 {i}, 0", "ok")
+                valid = first if valid is None else pre(f"and i1 {valid}, {first}", "ok")
+            elif d_src > 1:
+                term = i if stride == 1 else pre(f"mul i32 {i}, {stride}", "l")
+                src_e = term if src_e == "0" else pre(f"add i32 {src_e}, {term}", "l")
+        return src_e, valid
+
+    def describe(self) -> str:
+        shape = "x".join(map(str, self.src))
+        return f"#broadcast_source<{shape} of {self.parent.describe()}>"
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout]
+Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout, BroadcastSourceLayout]
 
 
 def vector_width(entry: object) -> int:

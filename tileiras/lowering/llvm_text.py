@@ -78,12 +78,12 @@ class FunctionBuilder:
         self.dbg: str = ""              # ", !dbg !N" of the op being lowered (line info)
 
     def fresh(self, hint: str = "v") -> str:
-        self._counter += 1
-        return f"%{hint}{self._counter}"
+        return f"%{self.label(hint)}"
 
     def label(self, hint: str = "bb") -> str:
         self._counter += 1
-        return f"{hint}{self._counter}"
+        # a hint ending in a digit ("g8" then 688) must not spell another name ("g" then 8688)
+        return f"{hint}_{self._counter}" if hint[-1:].isdigit() else f"{hint}{self._counter}"
 
     def emit(self, line: str) -> None:
         self.lines.append("  " + line + self.dbg)

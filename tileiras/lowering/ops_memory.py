@@ -167,6 +167,51 @@ def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, in
     view takes the coordinates along its sparse dimension from a 1-D tile of
     row indices instead. Dimensions the op marks `inbounds` skip the check.
     """
+    ptr, checks, _ = _element_parts(k, op, view, index, local)
+    return ptr, _all(k, list(checks.values()))
+
+
+def stepped_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
+                      local: list[str], dim: int, step: int, count: int) -> list[tuple[str, "str | None"]]:
+    """`element_address` of the elements at `local` + i `step` along tile dimension `dim`, i < count.
+
+    One address is computed; each next one is a pointer step further (one register holds the
+    step), and its bound along `dim` compares what remains of the tensor past the first element
+    with a constant. Computing each address on its own instead leaves a loop with one 64-bit
+    register per element for the loop-invariant parts (offsets, coordinates), which spills."""
+    if view.sparse_dim is not None:
+        return [element_address(k, op, view, index, [*local[:dim], k.b.op(f"add i32 {local[dim]}, {i * step}", "a"),
+                                                     *local[dim + 1:]]) for i in range(count)]
+    ptr, checks, coords = _element_parts(k, op, view, index, local)
+    others = _all(k, [ok for d, ok in checks.items() if d != dim])
+    tdim = view.dim_map[dim]
+    remaining = None
+    if dim in checks:   # elements left along dim from the first one (0 when it is already outside)
+        shape, coord = view.tensor.shape[tdim], coords[dim]
+        left = k.b.op(f"sub i64 {shape}, {coord}", "a")
+        remaining = k.b.op(f"select i1 {checks[dim]}, i64 {left}, i64 0", "a")
+    elem = storage_type(view.tensor.type.element)
+    stride = view.tensor.strides[tdim]
+    jump = str(step) if stride == "1" else k.b.op(f"mul i64 {stride}, {step}", "a")
+    out = []
+    for i in range(count):
+        if i:
+            ptr = k.b.op(f"getelementptr {elem}, ptr {ptr}, i64 {jump}", "a")
+        ok = None if remaining is None else (checks[dim] if i == 0 else k.b.op(f"icmp ugt i64 {remaining}, {i * step}", "a"))
+        out.append((ptr, _all(k, [c for c in (others, ok) if c is not None])))
+    return out
+
+
+def _all(k: KernelLowering, checks: list[str]) -> "str | None":
+    ok_all = None
+    for ok in checks:
+        ok_all = ok if ok_all is None else k.b.op(f"and i1 {ok_all}, {ok}", "a")
+    return ok_all
+
+
+def _element_parts(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
+                   local: list[str]) -> tuple[str, dict[int, str], dict[int, str]]:
+    """(pointer, in-bounds i1 per checked tile dimension, i64 tensor coordinate per tile dimension)."""
     from .ops_reduce import scratch_load
 
     starts, rows_base = index
@@ -175,7 +220,8 @@ def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, in
     tile_shape = view.tile_shape
     elem = storage_type(view.tensor.type.element)
     offset = "0"
-    ok_all = None
+    checks: dict[int, str] = {}
+    coords: dict[int, str] = {}
     # index[i] moves along tile dimension i, which covers tensor dimension dim_map[i]
     for i, dim in enumerate(view.dim_map):
         if i == view.sparse_dim:
@@ -190,13 +236,13 @@ def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, in
             start = starts[i] if step == 1 else k.b.op(f"mul i64 {starts[i]}, {step}", "a")
             loc = k.b.op(f"zext i32 {local[i]} to i64", "a") if local[i] != "0" else "0"
             coord = k.b.op(f"add i64 {start}, {loc}", "a")
+        coords[i] = coord
         if not (dim < len(inbounds) and inbounds[dim]):
-            ok = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
-            ok_all = ok if ok_all is None else k.b.op(f"and i1 {ok_all}, {ok}", "a")
+            checks[i] = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[dim]}", "a")
         term = k.b.op(f"mul i64 {coord}, {view.tensor.strides[dim]}", "a")
         offset = term if offset == "0" else k.b.op(f"add i64 {offset}, {term}", "a")
     ptr = k.b.op(f"getelementptr {elem}, ptr {view.tensor.base}, i64 {offset}", "a")
-    return ptr, ok_all
+    return ptr, checks, coords
 
 
 def _write_guard(k: KernelLowering, num_elements: int, slot: int, extra: str | None,
@@ -326,6 +372,13 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
+    if ordering == "weak":
+        from .epilogue import restage, staged_layout
+
+        wide = staged_layout(k, op, tile)
+        if wide is not None and _vector(k, op, view, tile.type, wide, ordering)[0] > vec:
+            tile = restage(k, tile, wide)   # mma fragments: wider stores through the freed buffers
+            vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(tile.slots) // vec} per thread")
     if vec == 1:
         k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=why)

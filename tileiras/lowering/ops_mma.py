@@ -24,7 +24,7 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
-from ..ir.types import F16, TileType
+from ..ir.types import TileType
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout, block_start
 from .llvm_text import llvm_type
@@ -39,7 +39,7 @@ class MmaShape:
     per_reg: int                    # operand elements packed in one 32-bit register
     reg_type: str                   # LLVM type of one A/B register
     acc_type: str = "float"
-    staged_as: str = ""             # operands converted to this LLVM type when staged ("": as they are)
+    ptx: str = ""                   # the instruction as inline PTX where LLVM has no intrinsic for it
 
     def describe(self) -> str:
         return f"[16, 8, {self.k}]"
@@ -54,9 +54,13 @@ SHAPES: dict[tuple[str, str, str], MmaShape] = {
 }
 
 
-# 8-bit floats are exact in f16: they are staged as f16 and multiplied by the f16 instruction
-_F8 = ("f8E4M3FN", "f8E5M2")
-_F8_AS_F16 = MmaShape("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 2, "<2 x half>", staged_as="half")
+# 8-bit floats (sm_89 and newer, as the element types themselves): m16n8k32 with the int8 fragment
+# layout, the operands copied to shared memory as they are; A and B types may differ
+_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+
+
+def _f8(a: str, b: str) -> MmaShape:
+    return MmaShape("", 32, 4, "i32", ptx=f"mma.sync.aligned.m16n8k32.row.col.f32.{_F8[a]}.{_F8[b]}.f32")
 
 
 def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> Optional[MmaShape]:
@@ -70,7 +74,8 @@ def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaSha
     if op.name == "cuda_tile.mmaf_scaled":
         return "block-scaled mma has no tensor-core path in this lowering"
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
-    shape = _F8_AS_F16 if key[0] in _F8 and key[1] in _F8 and key[2] == "f32" else SHAPES.get(key)  # type: ignore[arg-type]
+    f8 = key[0] in _F8 and key[1] in _F8 and key[2] == "f32"
+    shape = _f8(key[0], key[1]) if f8 else SHAPES.get(key)  # type: ignore[arg-type]
     if shape is None:
         return f"no mma.sync lowering for {key[0]} x {key[1]} -> {key[2]}"
     if key[0] == "i8" and not (op.attributes.get("signedness_lhs", "signed") == "signed"
@@ -82,23 +87,21 @@ def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaSha
     return shape
 
 
-def stage(k: KernelLowering, tile: TileRegs, staged_as: str = "", swizzled: bool = False) -> SharedMatrix:
-    """Store a register tile in a new (padded) buffer (row-major, as its shape says), its elements
-    converted to the LLVM type `staged_as` when given."""
+def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMatrix:
+    """Store a register tile in a new (padded) buffer (row-major, as its shape says)."""
     from .async_copy import new_matrix
-    from .ops_reduce import _to_float
 
     shape = tile.type.shape
     elem = tile.type.element
-    matrix = new_matrix(k, tile.type, swizzled=swizzled, elem_bytes=2 if staged_as == "half" else 0)
-    lty = staged_as or storage_type(elem)
+    matrix = new_matrix(k, tile.type, swizzled=swizzled)
+    lty = storage_type(elem)
     k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
     for slot, v in enumerate(tile.slots):
         idx = k.multi_index(shape, slot, tile.layout)
         b, r, c = (idx if len(idx) == 3 else ["0", *idx])
         p = pointer(k, element_offset(k, matrix, b, r, c))
-        value = _to_float(k, v, elem, staged_as) if staged_as else to_storage(k, v, elem)
-        k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {value}, ptr addrspace(3) {p}")
+        k.store_first_copy(tile.type.num_elements, slot, tile.layout,
+                           f"store {lty} {to_storage(k, v, elem)}, ptr addrspace(3) {p}")
     if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
         from .async_copy import fence_async_proxy
 
@@ -154,15 +157,23 @@ class _Fragments:
         return (x, kk) if self.kmajor else (kk, x)
 
     def _ldsm(self, b: str, x0: str, k0: int, count: int) -> list[str]:
+        """ldmatrix of the fragments at (x0, K step k0). The K offset is an immediate of the
+        instruction ([base+imm]): the address register depends only on the block, so a K loop's
+        steps share it (LLVM hoists every distinct address of an unpipelined loop into a register
+        of its own, and does not fold offsets into an intrinsic's address)."""
         k = self.k
-        r0, c0 = self._stored(x0, str(k0))
+        r0, c0 = self._stored(x0, "0")
         r = self.lane_r if r0 == "0" else k.b.op(f"add i32 {r0}, {self.lane_r}", "fr")
         c = self.lane_c if c0 == "0" else (c0 if self.lane_c == "0" else k.b.op(f"add i32 {c0}, {self.lane_c}", "fc"))
         p = pointer(k, element_offset(k, self.m, b, r, c))
+        step = self.m.elem_bytes if self.kmajor else self.m.pitch
         trans = "" if self.kmajor else ".trans"
         ret = "{" + ", ".join(["i32"] * count) + "}"
-        res = k.b.call(ret, f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16",
-                       [("ptr addrspace(3)", p)], hint="ldsm")
+        outs = ", ".join(f"${i}" for i in range(count))
+        text = f"ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{outs}}}, [${count}+{k0 * step}];"
+        # sideeffect: ordered against the barriers that publish the buffer (no memory operand says so)
+        res = k.b.op(f'call {ret} asm sideeffect "{text}", "{",".join(["=r"] * count)},l"(ptr addrspace(3) {p})',
+                     "ldsm")
         return [k.b.op(f"extractvalue {ret} {res}, {i}", "fg") for i in range(count)]
 
     def _gather(self, b: str, x: str, ks: list[str]) -> str:
@@ -222,13 +233,13 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     from .async_copy import is_ready, wait_for
 
     from_regs = _a_in_registers(lhs, layout, shape)
-    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs, shape.staged_as)
-    b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, shape.staged_as)
+    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs)
+    b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
     if not is_ready([rhs] if from_regs else [lhs, rhs]):   # fragments from registers need no barrier
         wait_for(k, [lhs, rhs])
         k.barrier()
     # A is read K-major unless transposed; B the other way round
-    a_elem, b_elem = ((F16, F16) if shape.staged_as else (lhs.type.element, rhs.type.element))
+    a_elem, b_elem = lhs.type.element, rhs.type.element
     a_frag = _Fragments(k, shape, a_mat, "a", a_elem, not getattr(lhs, "transposed", False)) \
         if a_mat is not None else None
     b_frag = _Fragments(k, shape, b_mat, "b", b_elem, getattr(rhs, "transposed", False))
@@ -246,26 +257,38 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
         for k0 in range(0, lhs.type.shape[-1], shape.k):
             a_regs = [_a_from_registers(k, lhs, bi * rm + mi, k0) if a_frag is None else  # type: ignore[arg-type]
                       a_frag.a(b, origin(w_m, rm, 16, mi), k0) for mi in range(rm)]
-            b_regs: list[list[str]] = []
-            for ni in range(0, rn, 2):
-                b_regs += b_frag.b_pair(b, k0, origin(w_n, rn, 8, ni), min(2, rn - ni))
             a_regs = [_tf32(k, regs_, getattr(lhs, "tf32", "")) for regs_ in a_regs]
-            b_regs = [_tf32(k, regs_, getattr(rhs, "tf32", "")) for regs_ in b_regs]
-            for mi in range(rm):
-                for ni in range(rn):
-                    blk = (bi * rm + mi) * rn + ni
-                    c = regs[4 * blk:4 * blk + 4]
-                    args = [(shape.reg_type, _as(k, r, shape.reg_type)) for r in a_regs[mi] + b_regs[ni]]
-                    res = k.b.call(ret, shape.intrinsic, args + [(acc_ty, v) for v in c], hint="mma")
-                    regs[4 * blk:4 * blk + 4] = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
+            # B a pair of column blocks at a time, each used at once: a gathered B (8- and 32-bit
+            # elements, several loads per register) then holds two blocks' registers, not all
+            for n0 in range(0, rn, 2):
+                pairs = b_frag.b_pair(b, k0, origin(w_n, rn, 8, n0), min(2, rn - n0))
+                for ni, b_regs in enumerate((_tf32(k, r, getattr(rhs, "tf32", "")) for r in pairs), n0):
+                    for mi in range(rm):
+                        blk = (bi * rm + mi) * rn + ni
+                        c = regs[4 * blk:4 * blk + 4]
+                        args = [(shape.reg_type, _as(k, r, shape.reg_type)) for r in a_regs[mi] + b_regs]
+                        res = _issue(k, shape, ret, args + [(acc_ty, v) for v in c])
+                        regs[4 * blk:4 * blk + 4] = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
     return TileRegs(acc.type, regs, layout)
+
+
+def _issue(k: KernelLowering, shape: MmaShape, ret: str, args: list[tuple[str, str]]) -> str:
+    """One mma.sync: the intrinsic, or inline PTX (D = 4 results; A, B, C operands in order)."""
+    if not shape.ptx:
+        return k.b.call(ret, shape.intrinsic, args, hint="mma")
+    na, nb = 4, 2
+    groups = [range(0, 4), range(4, 4 + na), range(4 + na, 4 + na + nb), range(4 + na + nb, 8 + na + nb)]
+    text = shape.ptx + " " + ", ".join("{" + ", ".join(f"${i}" for i in g) + "}" for g in groups) + ";"
+    cons = ",".join(["=f" if shape.acc_type == "float" else "=r"] * 4 + ["r"] * (na + nb) +
+                    ["f" if shape.acc_type == "float" else "r"] * 4)
+    arg_text = ", ".join(f"{t} {v}" for t, v in args)
+    return k.b.op(f'call {ret} asm "{text}", "{cons}"({arg_text})', "mma")
 
 
 def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: MmaShape) -> bool:
     """A 16-bit A operand that is itself an mma result (attention's probabilities) already sits in
     the A fragment layout: accumulator blocks (m, 2kk) and (m, 2kk + 1) are A's K step kk."""
-    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2 \
-            or shape.staged_as:
+    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2:
         return False
     mine, acc = lhs.layout, acc_layout
     return mine.warps == acc.warps and mine.warps[2] == 1 and mine.shape[:2] == acc.shape[:2] \

@@ -1,7 +1,8 @@
 """Constants, iota and the ops that rearrange tiles.
 
 Reshape keeps row-major order, so it is free in every layout, and so is a
-broadcast along the rows of a row-warp tile. The others move elements
+broadcast along the rows of a row-warp tile or of a source held in the
+result's `BroadcastSourceLayout`. The others move elements
 between threads through shared memory (`KernelLowering.exchange`), each
 described only by the map from a result element's index to the source
 element it takes; they read any layout and write the result's.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
-from .assign_layouts import row_broadcast
+from .assign_layouts import broadcast_source, row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
 from .layout import MmaLayout, MmaRowLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
@@ -101,7 +102,11 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
         slots = [src.slots[(s // 4 // rn) * 2 + (s % 4) // 2] for s in range(k.slots(rtype, layout))]
         k.set(op.results[0], TileRegs(rtype, slots))
         return
-    if row_broadcast(src.type, rtype, src.layout) == layout:
+    if src.layout == broadcast_source(src.type, rtype, layout):
+        # the source was computed where each result slot takes it (an index-only tile)
+        k.set(op.results[0], TileRegs(rtype, list(src.slots)))
+        return
+    if row_broadcast(src.type, rtype, src.layout, k.layout.vec) == layout:
         # rows already sit in their warps: each result slot copies a source slot
         assert isinstance(layout, RowWarpLayout)
         per_lane = layout.per_lane

@@ -1,0 +1,115 @@
+"""The epilogue store of an mma accumulator: 16-byte global stores through the freed buffers.
+
+An `MmaLayout` fragment gives a thread two adjacent elements per row (4 or 8
+bytes), so a view store straight from it is 4 or 8 bytes wide. Once the
+kernel's last tensor-core op has run, the shared buffers that staged its
+operands are free: the tile is written there (a padded row-major matrix at the
+start of the buffers region, two elements per shared store) and read back in a
+blocked layout whose runs are 16 bytes, which the view store then writes with
+16-byte accesses, as NVIDIA's epilogues do. Done only where it reuses memory
+the kernel has anyway (the tile fits in the buffers), where nothing after the
+store reads a buffer, and where the buffers hold no mbarrier (tcgen05's).
+Asynchronous writers into the buffers must be done first: cp.async copies are
+waited for here; a TMA load still in flight after the loop would have to be too.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.types import ScalarType
+from .kernel import KernelLowering, storage_type
+from .layout import BlockedLayout, MmaLayout
+from .smem import SharedMatrix, element_offset, pointer
+from .values import TileRegs
+
+_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
+
+
+def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
+    """The blocked layout of 16-byte runs to store `tile` from, where the buffers can stage it."""
+    layout, elem = tile.layout, tile.type.element
+    if not isinstance(layout, MmaLayout) or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
+            or storage_type(elem) != _llvm(elem):
+        return None
+    blocked = BlockedLayout(k.threads, 16 // (elem.bitwidth // 8))
+    n = tile.type.num_elements
+    if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
+        return None
+    if _matrix(k, tile).nbytes > k.buffer_bytes or not _buffers_free_after(k, op) or _holds_mbarriers(k):
+        return None
+    return blocked
+
+
+def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileRegs:
+    """`tile` (mma fragments) in `layout`, through the start of the buffers region."""
+    src = tile.layout
+    assert isinstance(src, MmaLayout)
+    elem = tile.type.element
+    lty = storage_type(elem)
+    matrix = _matrix(k, tile)
+    _release_buffers(k)
+    pair = f"<2 x {lty}>"
+    for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
+        b, r, c, valid = src.coords(k.b.pre, k.tid, slot)
+        p = pointer(k, element_offset(k, matrix, b, r, c))
+        v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
+        v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
+        k.guarded(valid, lambda: k.b.emit(f"store {pair} {v}, ptr addrspace(3) {p}"))
+    k.barrier()
+    n = tile.type.num_elements
+    run = layout.run(n)
+    vty = f"<{run} x {lty}>"
+    slots: list[str] = []
+    for first in range(0, layout.slots(n), run):
+        idx = k.multi_index((matrix.batch, matrix.rows, matrix.cols), first, layout)
+        p = pointer(k, element_offset(k, matrix, *idx))
+        v = k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 16", "ep")
+        slots += [k.b.op(f"extractelement {vty} {v}, i32 {i}", "ep") for i in range(run)]
+    return TileRegs(tile.type, slots, layout)
+
+
+def _matrix(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
+    b, m, n = tile.layout.shape  # type: ignore[union-attr]
+    return SharedMatrix(0, b, m, n, tile.type.element.bitwidth // 8)  # type: ignore[union-attr]
+
+
+def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:
+    """`op` sits in the kernel's body (no loop around it) and no op after it runs a tensor-core op or
+    stages a load in the buffers."""
+    block = k.entry.regions[0].block
+    if op.parent is not block:
+        return False
+    later = block.operations[block.operations.index(op) + 1:]
+    for inner in (x for o in later for x in o.walk()):
+        if inner.name in _MMA:
+            return False
+        if inner.name == "cuda_tile.load_view_tko" and k.assignment is not None \
+                and k.assignment.is_shared_operand(inner.results[0]):
+            return False
+    return True
+
+
+def _holds_mbarriers(k: KernelLowering) -> bool:
+    """The buffers hold live control data (tensor memory's mbarrier and address slot): their memory
+    may not be reused before the mbarrier is invalidated (PTX ISA, mbarrier.inval)."""
+    return getattr(k, "tmem", None) is not None
+
+
+def _release_buffers(k: KernelLowering) -> None:
+    """Every earlier use of the buffers is over: this thread's copies into them have landed (a
+    pipeline's zero-filling copies past the end of its loop included), a wgmma's reads through the
+    async proxy are ordered before the generic writes, and every thread is past its last read."""
+    from .async_copy import fence_async_proxy, wait_all
+
+    wait_all(k)
+    if k.assignment is not None and k.assignment.wgmma_ops:
+        fence_async_proxy(k)
+    k.barrier()
+
+
+def _llvm(elem: ScalarType) -> str:
+    from .llvm_text import llvm_type
+
+    return llvm_type(elem)
