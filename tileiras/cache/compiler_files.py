@@ -11,17 +11,16 @@ is remembered under a `stamp` of the files (`tileiras.cache.versions`):
 a digest of every file's path, size, mtime and ctime, under a millisecond to
 take. Any write, rename or timestamp reset of a file changes its ctime.
 
-`State.unchanged()` tells whether the files are still as a `state` found them
-by statting the files and folders it listed, without listing them again (a
-file added, removed or renamed changes its folder's mtime; only then is the
-folder listed). Paths are strings: pathlib costs a cache miss milliseconds to
+`State.settled_before(t)` tells whether nothing changed since the time `t` by
+statting the files and folders a `state` listed, without listing them again: a
+write changes a file's ctime; a file added, removed or renamed changes its
+folder's mtime. Paths are strings: pathlib costs a cache miss milliseconds to
 import (`compiler_files()` still returns Paths for the build rules).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from functools import lru_cache
 
 TYPE_CHECKING = False
@@ -35,9 +34,6 @@ COMPILER_PACKAGES: tuple[str, ...] = ("tileiras", "build_rules")
 # Files inside the packages that are not the compiler (the CMake package the
 # wheel installs under tileiras/ does not change what a compile produces).
 NOT_COMPILER_DIRS: tuple[str, ...] = ("__pycache__", "cmake_prefix")
-# A folder changed this recently may change again without its mtime moving (coarse file system clocks):
-# State.unchanged() lists it again instead of trusting its mtime.
-RECENT_NS = 2_000_000_000
 
 
 @lru_cache(maxsize=1)
@@ -62,28 +58,19 @@ def _listing(directory: str) -> tuple[list[os.DirEntry[str]], list[str]]:
     return files, folders
 
 
-def _walk(root: PathLike) -> tuple[list[os.DirEntry[str]], list[tuple[str, int, list[str]]]]:
+def _walk(root: PathLike) -> tuple[list[os.DirEntry[str]], list[str]]:
     """The compiler's files under `root`, sorted by path (no bytecode caches, no CMake package), and
-    its folders: (path, mtime in ns taken before listing it, or -1 when that mtime is too recent to
-    tell a later change, the compiler names in it)."""
+    its folders."""
     found: list[os.DirEntry[str]] = []
-    folders: list[tuple[str, int, list[str]]] = []
+    folders: list[str] = []
     pending = [path for path in (os.path.join(root, package) for package in COMPILER_PACKAGES) if os.path.isdir(path)]
-    recent = time.time_ns() - RECENT_NS
     while pending:
         folder = pending.pop()
-        mtime = os.stat(folder).st_mtime_ns
-        if mtime >= recent:
-            mtime = -1  # a change within the file system's clock tick would not move it: list it again
+        folders.append(folder)
         files, below = _listing(folder)
-        folders.append((folder, mtime, _names(files, below)))
         found.extend(files)
         pending.extend(below)
     return sorted(found, key=lambda entry: entry.path), folders
-
-
-def _names(files: list[os.DirEntry[str]], folders: list[str]) -> list[str]:
-    return sorted([entry.name for entry in files] + [os.path.basename(path) for path in folders])
 
 
 def compiler_files(root: PathLike | None = None) -> list[Path]:
@@ -134,54 +121,51 @@ def fingerprint_of(root: PathLike) -> str:
     return digest.hexdigest()
 
 
-def _file_line(path: str, info: os.stat_result) -> str:
-    return f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}"
-
-
 class State:
-    """The compiler's files as found at one moment: `lines` (every file's path, size, mtime and
-    ctime, one line each: any write, rename or timestamp reset changes a line), `newest` (the newest
-    of those times, in ns), and what `unchanged()` looks at again. A compiler zip (Bazel's) stands
-    for its members with its own line."""
+    """The compiler's files as found at one moment: each file's path, size, mtime and ctime (any
+    write, rename or timestamp reset changes one), `lines` (those, one line per file, to digest),
+    `newest` (the newest of those times, in ns), and its folders. A compiler zip (Bazel's) stands
+    for its members with its own line. Taking one costs a listing of the folders and a stat of each
+    file; the lines are made only when asked for."""
 
-    __slots__ = ("lines", "newest", "_files", "_folders")
+    __slots__ = ("_files", "_folders")
 
-    def __init__(self, lines: str, newest: int, files: list[tuple[str, str]],
-                 folders: list[tuple[str, int, list[str]]]) -> None:
-        self.lines, self.newest = lines, newest
-        self._files = files        # (path, its line)
-        self._folders = folders    # (path, mtime in ns, the compiler names in it)
+    def __init__(self, files: list[tuple[str, int, int, int]], folders: list[str]) -> None:
+        self._files = files        # (path, ctime, mtime, size)
+        self._folders = folders
 
-    def unchanged(self) -> bool:
-        """Whether every file and folder is still as found: a stat of each, a listing only of a
-        folder whose mtime moved (a new __pycache__ moves it without changing the compiler)."""
+    @property
+    def lines(self) -> str:
+        return "\n".join(f"{path}\0{size}\0{mtime}\0{ctime}" for path, ctime, mtime, size in self._files)
+
+    @property
+    def newest(self) -> int:
+        return max((max(ctime, mtime) for _, ctime, mtime, _ in self._files), default=0)
+
+    def settled_before(self, limit_ns: int) -> bool:
+        """Whether no file or folder changed at or after `limit_ns` (a time.time_ns()), so that the
+        files are now what they were then: a stat of each, no listing."""
         try:
-            for path, line in self._files:
-                if _file_line(path, os.stat(path)) != line:
-                    return False
-            for path, mtime, names in self._folders:
-                if os.stat(path).st_mtime_ns != mtime and _names(*_listing(path)) != names:
+            for path in [file[0] for file in self._files] + self._folders:
+                info = os.stat(path)
+                if info.st_ctime_ns >= limit_ns or info.st_mtime_ns >= limit_ns:
                     return False
         except OSError:
             return False
         return True
 
 
+def _file(path: str, info: os.stat_result) -> tuple[str, int, int, int]:
+    return path, info.st_ctime_ns, info.st_mtime_ns, info.st_size
+
+
 def state(root: PathLike) -> State:
     """The compiler's files under `root` (a directory, or a zip) as they are now."""
     root = os.fspath(root)
     if os.path.isfile(root):
-        info = os.stat(root)
-        line = _file_line(root, info)
-        return State(line, max(info.st_mtime_ns, info.st_ctime_ns), [(root, line)], [])
+        return State([_file(root, os.stat(root))], [])
     entries, folders = _walk(root)
-    files: list[tuple[str, str]] = []
-    newest = 0
-    for entry in entries:
-        info = entry.stat()
-        files.append((entry.path, _file_line(entry.path, info)))
-        newest = max(newest, info.st_mtime_ns, info.st_ctime_ns)
-    return State("\n".join(line for _, line in files), newest, files, folders)
+    return State([_file(entry.path, entry.stat()) for entry in entries], folders)
 
 
 def stamp(files_state: State) -> tuple[str, int]:

@@ -16,7 +16,7 @@ mount, a full disk) is a compile without it, with one warning when the user
 chose its location (a default location that cannot be written, as in a build
 sandbox, is not worth a line per compile). Nor does it store an output that
 other code than its key names may have made: a write is skipped when our own
-files changed since this process started (versions.compiler_unchanged).
+files changed since this process opened its cache (versions.compiler_unchanged).
 
 A miss costs almost nothing (issue: "a cold cache must cost nothing"). The
 driver opens the cache with `defer_writes`, passes keys as `keys.Key` (made
@@ -44,7 +44,7 @@ import sys
 from ..atomic import replace_file
 from ..ir.record import record
 from . import entry
-from .versions import compiler_unchanged, note_compiler_state
+from .versions import compiler_unchanged, note_cache_opened
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
@@ -170,8 +170,9 @@ class Cache:
         self._warned = False
         self._unmade: list[Key] = []                       # keys of lookups answered without them
         self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
+        self._ready: list[tuple[str, bytes]] = []          # deferred writes made by idle(): (key, entry)
         self._written_shards: set[str] = set()
-        note_compiler_state()  # before the compile loads more of the compiler (versions.compiler_unchanged)
+        note_cache_opened()  # before the compile loads more of the compiler (versions.compiler_unchanged)
 
     # --- lookups and writes ----------------------------------------------------------
 
@@ -204,29 +205,32 @@ class Cache:
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
-        without and the bytes of the queued entries, so that writing them after the output costs little."""
+        without and the entries queued so far, so that writing them after the output costs little."""
         unmade, self._unmade = self._unmade, []
         for key in unmade:
             self._name_for_write(key)
-        queued, self._pending = self._pending, []
-        self._pending = [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
+        self._ready += self._prepare_all()
 
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written)."""
-        pending, self._pending = self._pending, []
-        ready = [prepared for prepared in (self._prepare(*item) for item in pending) if prepared is not None]
+        ready, self._ready = self._ready + self._prepare_all(), []
         if ready and compiler_unchanged():
-            for name, data in ready:
-                self._store(name, data)
+            for name, blob in ready:
+                self._store(name, blob)
         self._check_size()
 
+    def _prepare_all(self) -> list[tuple[str, bytes]]:
+        queued, self._pending = self._pending, []
+        return [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
+
     def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes] | None:
-        """(the key, the bytes) of an entry to write; None when either cannot be made (warned)."""
+        """(the key, the entry's bytes: entry.wrap) to write; None when either cannot be made (warned)."""
         name = self._name_for_write(key)
-        if name is None or isinstance(data, bytes):
-            return None if name is None else (name, data)
+        if name is None:
+            return None
+        self._check_key(name)  # a malformed key is the caller's bug: raised
         try:
-            return name, data()
+            return name, entry.wrap(name, data if isinstance(data, bytes) else data())
         except Exception as exc:  # noqa: BLE001 - as a key that cannot be made: it only costs the entry
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None
@@ -252,15 +256,15 @@ class Cache:
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None
 
-    def _store(self, name: str, data: bytes) -> None:
+    def _store(self, name: str, blob: bytes) -> None:
+        """Write the entry `blob` (entry.wrap of its payload) under the checked key `name`."""
         if not self.writes_enabled:
             return
-        self._check_key(name)
-        self._write_local(name, data)
+        self._write_local(name, blob)
         if os.environ.get(REMOTE_ENV):
             from .remote import store
 
-            store(name, entry.wrap(name, data), self.root)
+            store(name, blob, self.root)
 
     # --- the local store ---------------------------------------------------------------
 
@@ -292,9 +296,8 @@ class Cache:
             self._warn(f"compile cache: cannot read '{path}': {exc.strerror or exc}")
         return None
 
-    def _write_local(self, key: str, data: bytes) -> None:
-        """Write the local entry of `key` atomically; problems only cost the entry (or further writes)."""
-        blob = entry.wrap(key, data)
+    def _write_local(self, key: str, blob: bytes) -> None:
+        """Write the local entry `blob` of `key` atomically; problems only cost the entry (or further writes)."""
         if len(blob) > min(entry.MAX_BYTES, self.max_bytes):
             return  # it would be evicted at once
         path = self._path(key)
@@ -343,7 +346,7 @@ class Cache:
             warn(f"remote cache entry for key {key[:16]} is not what its key names ({odd.reason}); ignored")
             return None
         if payload is not None and self.writes_enabled:
-            self._write_local(key, payload)
+            self._write_local(key, blob)
         return payload
 
     def _disable(self, exc: OSError) -> None:
