@@ -27,9 +27,10 @@ import os
 
 from tileiras import __version__
 
-from .sha import sha256
 from .store import default_cache_dir
-from .versions import compiler_fingerprint, llvm_identity, ptxas_identity
+
+# sha.py and versions.py are imported where used: a lookup in an empty cache makes no key, so a miss
+# imports them while it waits for LLVM (as it makes its keys), not before its compile starts.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit does not import typing
@@ -61,6 +62,8 @@ class Key:
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
+        from .sha import sha256
+
         return {"sha256": sha256(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
@@ -120,6 +123,8 @@ def canonical_json(value: Any) -> str:
 
 
 def make_key(**parts: Any) -> str:
+    from .sha import sha256
+
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
     return sha256(canonical_json(document).encode("ascii")).hexdigest()
 
@@ -129,6 +134,8 @@ def _memo_dir(opts: Any) -> str:
 
 
 def _file_digest(path: str) -> str:
+    from .sha import sha256
+
     try:
         with open(path, "rb") as handle:
             return sha256(handle.read()).hexdigest()
@@ -138,6 +145,8 @@ def _file_digest(path: str) -> str:
 
 def module_key(source_digest: str, gpu: str, opts: Any) -> str:
     """Key of the PTX (and launch metadata) compiled from one module for one target."""
+    from .versions import compiler_fingerprint, llvm_identity
+
     return make_key(
         stage="ptx",
         source=source_digest,
@@ -155,6 +164,8 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
 
 def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str:
     """Key of the cubin ptxas makes from `ptx` for `gpu`."""
+    from .versions import ptxas_identity
+
     return make_key(
         stage="cubin",
         ptx=ptx.encode("utf-8"),
@@ -170,6 +181,8 @@ def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str
 def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str,
                memo_dir: str | os.PathLike[str] | None = None) -> str:
     """Key of the host object (launchers + embedded fatbin) packaged from `fatbin`."""
+    from .versions import compiler_fingerprint, llvm_identity
+
     items = metas if isinstance(metas, (list, tuple)) else [metas]
     return make_key(
         stage="object",

@@ -16,7 +16,7 @@ mount, a full disk) is a compile without it, with one warning when the user
 chose its location (a default location that cannot be written, as in a build
 sandbox, is not worth a line per compile). Nor does it store an output that
 other code than its key names may have made: a write is skipped when our own
-files changed since this process opened its cache (versions.compiler_unchanged).
+files changed since this process opened its cache (_compiler_unchanged).
 
 A miss costs almost nothing (issue: "a cold cache must cost nothing"). The
 driver opens the cache with `defer_writes`, passes keys as `keys.Key` (made
@@ -40,11 +40,11 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import time
 
 from ..atomic import replace_file
 from ..ir.record import record
 from . import entry
-from .versions import compiler_unchanged, note_cache_opened
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
@@ -66,6 +66,7 @@ _ONE_ENTRY_ERRNOS = frozenset((errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST))
 # Why a write failed in a sandbox or on a read-only home: silent at the default location.
 _NOT_OURS_ERRNOS = frozenset((errno.EROFS, errno.EACCES, errno.EPERM))
 _lookup_only = False
+_opened_ns: int | None = None  # when this process first opened a cache (time.time_ns())
 REMOTE_ENV = "TILEIRAS_REMOTE_CACHE"  # remote.py's switch, read here so a local hit never imports it
 
 
@@ -172,7 +173,9 @@ class Cache:
         self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
         self._ready: list[tuple[str, bytes]] = []          # deferred writes made by idle(): (key, entry)
         self._written_shards: set[str] = set()
-        note_cache_opened()  # before the compile loads more of the compiler (versions.compiler_unchanged)
+        global _opened_ns
+        if _opened_ns is None:  # before the compile loads more of the compiler (_compiler_unchanged)
+            _opened_ns = time.time_ns()
 
     # --- lookups and writes ----------------------------------------------------------
 
@@ -199,7 +202,7 @@ class Cache:
             self._pending.append((key, data))
             return
         prepared = self._prepare(key, data)
-        if prepared is not None and compiler_unchanged():
+        if prepared is not None and _compiler_unchanged():
             self._store(*prepared)
         self._check_size()
 
@@ -214,7 +217,7 @@ class Cache:
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written)."""
         ready, self._ready = self._ready + self._prepare_all(), []
-        if ready and compiler_unchanged():
+        if ready and _compiler_unchanged():
             for name, blob in ready:
                 self._store(name, blob)
         self._check_size()
@@ -473,6 +476,14 @@ def _unpack_ptx(payload: bytes) -> tuple[str, bytes]:
     if end > len(payload):
         raise ValueError("truncated PTX entry")
     return payload[end:].decode("utf-8"), payload[start:end]
+
+
+def _compiler_unchanged() -> bool:
+    """Whether the compiler's files are as they were when this process opened its first cache (so
+    that what it made is what the keys name). versions.py is imported here, once there is a result."""
+    from .versions import compiler_unchanged_since
+
+    return _opened_ns is None or compiler_unchanged_since(_opened_ns)
 
 
 def _shard_bytes(shard: str) -> int:

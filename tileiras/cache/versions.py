@@ -43,7 +43,6 @@ MEMO_MAX_BYTES = 1 << 20
 SETTLED_NS = 2_000_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
 _memo_files: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
-_opened_ns: int | None = None  # when this process first opened a cache (time.time_ns())
 _start_state: compiler_files.State | None = None  # the running compiler's files, taken once, when first needed
 
 
@@ -180,7 +179,7 @@ def _running_state() -> compiler_files.State:
 @lru_cache(maxsize=4)  # once per process (the cache server clears it between actions)
 def _stamp(base: str) -> tuple[str, int]:
     if base == os.fspath(compiler_files.package_root()):
-        return compiler_files.stamp(_running_state())  # the state compiler_unchanged checks: one look
+        return compiler_files.stamp(_running_state())  # the state compiler_unchanged_since checks: one look
     return compiler_files.stamp(compiler_files.state(base))
 
 
@@ -196,16 +195,9 @@ def compiler_fingerprint(memo_dir: PathLike | None = None, root: PathLike | None
     return _remembered(_dirs(memo_dir, base) if settled else (), f"compiler|{base}", stamp, compute)
 
 
-def note_cache_opened() -> None:
-    """Remember when this process first opened a cache, for compiler_unchanged (a clock read: the
-    compiler's files are looked at when a key or a write needs them, while the compile waits)."""
-    global _opened_ns
-    if _opened_ns is None:
-        _opened_ns = time.time_ns()
-
-
-def compiler_unchanged() -> bool:
-    """Whether the compiler's files are as they were when this process opened its cache.
+def compiler_unchanged_since(opened_ns: int) -> bool:
+    """Whether the compiler's files are as they were at `opened_ns` (a time.time_ns(): when this
+    process opened its cache).
 
     Modules load lazily, so a compile whose compiler changed after it started
     may have run either version: its output must not be stored. The files must
@@ -214,4 +206,4 @@ def compiler_unchanged() -> bool:
     move its times) and not changed since: then the state the keys were made of,
     taken at any time after the opening, is what every module was loaded from.
     One stat per file and folder."""
-    return _opened_ns is None or _running_state().settled_before(_opened_ns - SETTLED_NS)
+    return _running_state().settled_before(opened_ns - SETTLED_NS)
