@@ -48,7 +48,7 @@ def test_a_kernel_name_ptx_cannot_hold_is_refused_in_one_line(tmp_path: Path, na
     out = tmp_path / "k.ll"
     assert main(["--gpu-name", "sm_90", str(source), "-o", str(out), "--emit=llvm", "--no-cache"]) == 5
     [line] = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"{source}:3:3: error: 'cuda_tile.entry' op kernel name '")
+    assert line.startswith("error: kernel name '")
     assert "is not a PTX identifier" in line and not out.exists()
 
 
@@ -57,7 +57,8 @@ def test_accepted_names_are_the_ptx_entry_the_metadata_and_the_launchers(tmp_pat
     source.write_text(module(*ACCEPTED))
     ptx = tmp_path / "k.ptx"
     assert main(["--gpu-name", "sm_90", str(source), "-o", str(ptx), "--emit=ptx", "--no-cache"]) == 0
-    entries = [line.split()[2].rstrip("(") for line in ptx.read_text().splitlines() if line.startswith(".visible .entry")]
+    lines = ptx.read_text().splitlines()
+    entries = [line.split()[2].rstrip("(") for line in lines if line.startswith(".visible .entry")]
     assert entries == ACCEPTED
     obj, header = tmp_path / "k.o", tmp_path / "k.h"
     assert main(["--gpu-name", "sm_90", str(source), "-o", str(obj), "--emit=obj", "--header", str(header),

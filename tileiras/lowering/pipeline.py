@@ -10,7 +10,7 @@ from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, TileType
 from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
-from .kernel import KernelLowering, op_error
+from .kernel import KernelLowering
 from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
@@ -61,7 +61,6 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
-    symbol = _symbol(entry, name)  # before any work: a name PTX cannot hold is refused
     block = entry.regions[0].block
     assignment = assignment or LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
     threads = assignment.threads
@@ -84,7 +83,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k.lower_block(block)
     if not k.b.lines or not k.b.lines[-1].strip().startswith(("ret", "br", "unreachable")):
         k.b.emit("ret void")
-    text = "\n".join([f'define ptx_kernel void {symbol}({", ".join(params)}) #{threads}{dbg_attachment} {{',
+    text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     defs = list(k.globals) + smem_defs
@@ -128,14 +127,14 @@ def _sm(gpu: str) -> int:
 _PTX_FOLLOW = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 
 
-def _symbol(entry: Operation, name: str) -> str:
+def _symbol(name: str) -> str:
     """The kernel's LLVM name: its TileIR name unchanged (the PTX entry, the launcher, the header and the
     metadata all use it), so it must be a PTX identifier: a letter then letters, digits, '_' and '$', or
     '_' or '$' then at least one of those. NVIDIA's tileiras refuses other names as well (exit 5)."""
     if not (_PTX_FOLLOW.issuperset(name) and name and (name[0].isalpha() or len(name) > 1 and name[0] in "_$")):
         shown = name if name.isprintable() else ascii(name)[1:-1]
-        raise op_error(entry, f"kernel name '{shown}' is not a PTX identifier (a letter, then letters, digits, "
-                              f"'_' and '$'; or '_' or '$' and at least one of those)")
+        raise CompileError(f"error: kernel name '{shown}' is not a PTX identifier (a letter, then letters, "
+                           f"digits, '_' and '$'; or '_' or '$' and at least one of those)")
     return f"@{name}"
 
 
