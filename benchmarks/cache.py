@@ -10,13 +10,21 @@ table shows the medians over the rounds, and the CPU time the miss adds (less di
 work on a shared machine than the wall time). Goals: a miss costs at most 5 ms more
 than --no-cache (issue 13: "a cold cache must cost nothing"), a hit is under
 50 ms.
-Run: `python benchmarks/cache.py [--gpu-name sm_90] [--repeats 7] [--kernel softmax ...] [--limit N]`.
+
+On a shared machine the wall times of a few milliseconds drown in other work's: `--instructions`
+also counts, under valgrind (callgrind), the instructions the compiler's own processes execute
+(the driver and its LLVM worker; ptxas, which a miss does not change, is not traced) for
+--no-cache and a miss: a count other work does not disturb.
+Run: `python benchmarks/cache.py [--gpu-name sm_90] [--repeats 7] [--kernel softmax ...] [--limit N]
+[--instructions]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -74,19 +82,52 @@ def measure(path: Path, gpu: str, rounds: int, work: Path) -> dict[str, list[tup
     return times
 
 
+def instructions(path: Path, gpu: str, work: Path) -> dict[str, int]:
+    """Instructions executed by the driver process and the processes it forks (callgrind), per mode:
+    --no-cache and a miss into an empty cache (each after an untraced run of the same command, so
+    that bytecode caches and the tools' digests are in place, as in a build)."""
+    base = [*our_command("tileiras"), "--gpu-name", gpu, str(path), "-o", str(work / "k.cubin")]
+    counts: dict[str, int] = {}
+    for mode, extra in (("no-cache", ["--no-cache"]), ("miss", ["--cache-dir", str(work / "cold")])):
+        shutil.rmtree(work / "cold", ignore_errors=True)
+        run_once([*base, *extra])
+        shutil.rmtree(work / "cold", ignore_errors=True)
+        for old in glob.glob(str(work / "callgrind.*")):
+            os.unlink(old)
+        run_once(["valgrind", "--tool=callgrind", "--trace-children=no",
+                  f"--callgrind-out-file={work}/callgrind.%p", *base, *extra])
+        counts[mode] = 0
+        for out in glob.glob(str(work / "callgrind.*")):
+            with open(out, encoding="utf-8", errors="replace") as handle:
+                found = re.search(r"^(?:summary|totals): (\d+)", handle.read(), re.MULTILINE)
+            counts[mode] += int(found.group(1)) if found else 0
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu-name", default="sm_90")
     parser.add_argument("--repeats", type=int, default=7, help="rounds per kernel (medians are shown)")
     parser.add_argument("--kernel", action="append", default=[], help="only this corpus kernel (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N kernels")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions of --no-cache and a miss under valgrind (slow)")
     args = parser.parse_args()
     files = [(name, path) for name, path in corpus_files() if not args.kernel or name in args.kernel]
     if args.limit:
         files = files[: args.limit]
-    rows, overheads, hits = [], [], []
+    rows, overheads, hits, counted = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="tileiras-cache-bench-") as tmp:
         for name, path in files:
+            if args.instructions and shutil.which("valgrind"):
+                try:
+                    counts = instructions(path, args.gpu_name, Path(tmp))
+                except RuntimeError:
+                    counts = {}
+                if counts:
+                    added = counts["miss"] - counts["no-cache"]
+                    counted.append((name, f"{counts['no-cache'] / 1e6:.1f} M", f"{counts['miss'] / 1e6:.1f} M",
+                                    f"{added / 1e6:+.1f} M", f"{added / counts['no-cache'] * 100:+.2f} %"))
             try:
                 times = measure(path, args.gpu_name, args.repeats, Path(tmp))
             except RuntimeError as exc:
@@ -105,6 +146,9 @@ def main() -> int:
                          ", ".join(verdict)))
     print_table(f"compile cache, bytecode -> cubin, {args.gpu_name}, whole process, median of {args.repeats} rounds",
                 ("kernel", "--no-cache", "miss", "miss - no-cache", "(CPU)", "hit", "hit/no-cache", "goals"), rows)
+    if counted:
+        print_table(f"instructions of the driver and its LLVM worker (callgrind), {args.gpu_name}",
+                    ("kernel", "--no-cache", "miss", "miss - no-cache", "of --no-cache"), counted)
     if hits:
         print(f"miss - no-cache (paired per round): median {statistics.median(overheads) * 1000:+.1f} ms, "
               f"worst {max(overheads) * 1000:+.1f} ms over {len(overheads)} kernels "

@@ -25,7 +25,7 @@ OVERHEAD = HEADER.size + len(KEY)  # an entry's bytes besides its payload: heade
 
 
 def entry_path(cache: Cache, key: str = KEY) -> Path:
-    return cache.root / "v1" / key[:2] / key
+    return Path(cache.root, "v1", key[:2], key)
 
 
 def test_miss_then_hit(tmp_path: Path) -> None:
@@ -83,6 +83,12 @@ def test_ptx_with_metadata_round_trip(tmp_path: Path) -> None:
     assert cache.get_ptx("cd" * 32) == (".version 8.8\n", None)
     cache.put("ef" * 32, b"valid entry, but not a PTX document")
     assert cache.get_ptx("ef" * 32) is None
+    from tileiras.cache.store import _pack_ptx
+
+    whole = _pack_ptx(".version 8.8\n", meta)
+    for cut in (len(whole) - len(".version 8.8\n") - 1, 20, 3):  # into the metadata, its length, the header line
+        cache.put("12" * 32, whole[:cut])
+        assert cache.get_ptx("12" * 32) is None and cache.get("12" * 32) is None  # a miss, and removed
 
 
 def _writer(root: str, key: str, payload: bytes, rounds: int, results: "multiprocessing.Queue[str]") -> None:
@@ -184,14 +190,14 @@ def test_invalid_key(tmp_path: Path) -> None:
 def test_default_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "explicit"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_cache_dir() == tmp_path / "explicit"
+    assert default_cache_dir() == str(tmp_path / "explicit")
     monkeypatch.delenv("TILEIRAS_CACHE_DIR")
-    assert default_cache_dir() == tmp_path / "xdg" / "tileiras"
+    assert default_cache_dir() == str(tmp_path / "xdg" / "tileiras")
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_cache_dir() == tmp_path / "home" / ".cache" / "tileiras"
-    assert open_cache(None).root == tmp_path / "home" / ".cache" / "tileiras"
-    assert open_cache(str(tmp_path / "given")).root == tmp_path / "given"
+    assert default_cache_dir() == str(tmp_path / "home" / ".cache" / "tileiras")
+    assert open_cache(None).root == str(tmp_path / "home" / ".cache" / "tileiras")
+    assert open_cache(tmp_path / "given").root == str(tmp_path / "given")
 
 
 @pytest.mark.parametrize("text, size", [("1024", 1024), ("4k", 4096), ("500M", 500 << 20), ("2GiB", 2 << 30)])
@@ -215,6 +221,33 @@ def test_make_key_is_canonical() -> None:
     assert first != keys.make_key(gpu="sm_89", source=b"module", options=["-O3"])
     with pytest.raises(TypeError):
         keys.make_key(thing=object())
+
+
+@pytest.mark.parametrize("value", [
+    {"b": 1, "a": [1, 2.5, -0.0, 1e300, 3e-7, True, False, None], "c": {"z": "", "y": ["x"]}},
+    "quote \" backslash \\ controls \b\f\n\r\t\x00\x1f\x7f",
+    "non-ASCII: é ✓ 𝄞 \ud800",  # BMP, beyond the BMP (a surrogate pair), a lone surrogate
+    [float("nan"), float("inf"), float("-inf"), 10**30, -(2**70)],
+    ("tuple", ["nested", ("deeper",)]),
+])
+def test_canonical_json_is_what_json_writes(value: object) -> None:
+    """Keys are hashed from keys.canonical_json: byte for byte json.dumps's sorted, compact, ASCII text,
+    so they did not change when json stopped being imported to make them."""
+    import json
+
+    assert keys.canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def test_make_key_is_stable() -> None:
+    """The key of a fixed document: a change of the encoding or of KEY_FORMAT shows here (bump KEY_FORMAT
+    whenever the same parts would be written differently, so no old entry is read under a new meaning)."""
+    import hashlib
+    import json
+
+    document = {"key_format": keys.KEY_FORMAT, "tileiras": keys.__version__, "gpu": "sm_90",
+                "source": {"sha256": hashlib.sha256(b"module").hexdigest()}, "options": ["-O3"]}
+    expected = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert keys.make_key(gpu="sm_90", source=b"module", options=("-O3",)) == expected
 
 
 def options(tmp_path: Path, **changes: object) -> SimpleNamespace:
@@ -306,6 +339,7 @@ def compiler_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(versions, "_process_memo", {})
     monkeypatch.setattr(versions, "_start_state", None)
+    monkeypatch.setattr("tileiras.cache.store._opened_ns", None)
     versions._stamp.cache_clear()
     yield tree
     versions._stamp.cache_clear()
@@ -377,15 +411,73 @@ def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path
     assert cubin == first[2]  # ptxas alone makes a cubin from the PTX
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+def test_a_compiler_state_sees_every_change_since_a_time(compiler_copy: Path) -> None:
+    """State.settled_before(t) stats what state() found: an edit, a file added, removed or renamed
+    and a new folder after `t` are changes; writes into a __pycache__ folder that exists are not."""
+    from tileiras.cache.compiler_files import state
+
+    package = compiler_copy / "tileiras" / "lowering"
+    (package / "__pycache__").mkdir(exist_ok=True)
+    changes = [
+        lambda: edit_in_place(package / "__init__.py"),
+        lambda: (package / "new_pass.py").write_text("# a new module\n"),
+        lambda: (package / "new_pass.py").unlink(),
+        lambda: (package / "facts.py").rename(package / "facts_renamed.py"),
+        lambda: (compiler_copy / "build_rules" / "more").mkdir(),
+    ]
+    for change in changes:
+        found = state(compiler_copy)
+        time.sleep(0.05)  # beyond the file system clock's tick
+        since = time.time_ns()
+        time.sleep(0.05)
+        (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"bytecode")
+        assert found.settled_before(since)
+        change()
+        assert not found.settled_before(since)
+
+
+def test_the_tool_memo_is_lines_and_ignores_anything_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older memo (JSON), a damaged one or a path with a tab: recomputed, never misread."""
+    monkeypatch.setattr(versions, "_process_memo", {})
+    memo = tmp_path / versions.MEMO_NAME
+    memo.write_text('{\n "llvm|/x": "1|2\\tsha256=old"\n}\nllvm|/y\t1|2\nptxas|/z\t3|4\tsha256=z\n')
+    assert versions._load(memo) == {"ptxas|/z": "3|4\tsha256=z"}
+    computed: list[str] = []
+    for slot in ("llvm|/x", "tool|with\ttab"):
+        def compute(slot: str = slot) -> str:
+            computed.append(slot)
+            return "sha256=new"
+
+        assert versions._remembered((str(tmp_path),), slot, "1|2", compute) == "sha256=new"
+    monkeypatch.setattr(versions, "_process_memo", {})
+    assert versions._remembered((str(tmp_path),), "llvm|/x", "1|2", lambda: "recomputed") == "sha256=new"
+    assert computed == ["llvm|/x", "tool|with\ttab"]
+    assert memo.read_text() == "llvm|/x\t1|2\tsha256=new\nptxas|/z\t3|4\tsha256=z\n"
+
+
 def test_no_output_is_stored_after_the_compiler_changed_mid_run(compiler_copy: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)  # the copy is fresh: trust it from the cache's opening on
+    time.sleep(0.05)  # beyond the file system clock's tick
     cache = Cache(tmp_path / "cache")
     key = keys.module_key("d" * 64, "sm_90", options(tmp_path))
     cache.put(key, b"made by the compiler the key names")
+    time.sleep(0.05)
     edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
     cache.put(KEY, b"maybe made by the edited compiler")
     assert cache.get(key) is not None and cache.get(KEY) is None
+
+
+def test_a_compiler_changed_just_before_the_cache_opened_stores_nothing(compiler_copy: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files changed less than SETTLED_NS before the opening may change again without their times
+    moving (coarse file system clocks): what this process makes is not stored."""
+    monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)  # copied just now
+    cache = Cache(tmp_path / "cache")
+    cache.put(KEY, b"made by a compiler that may be changing")
+    assert cache.get(KEY) is None
 
 
 # --- tileir cache -------------------------------------------------------------------
@@ -447,12 +539,13 @@ def test_full_disk_degrades_without_partial_entries(tmp_path: Path, monkeypatch:
 
 LOOKUP_ONLY_SCRIPT = """
 import sys
+from pathlib import Path
 from tileiras.cache.store import Cache, CacheMiss, enter_lookup_only, open_cache
 
 cache = Cache(sys.argv[1])
 cache.put("ab" * 32, b"stored")
 cache.put("cd" * 32, b"to be damaged")
-path = cache.root / "v1" / "cd" / ("cd" * 32)
+path = Path(cache.root, "v1", "cd", "cd" * 32)
 path.write_bytes(path.read_bytes()[:-1])
 enter_lookup_only()
 assert cache.get("ab" * 32) == b"stored"
@@ -538,6 +631,70 @@ def test_a_hit_imports_nothing_heavy(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", *argv], env=env, check=True)
     done = subprocess.run([sys.executable, "-c", HIT_PROBE, *argv], env=env, capture_output=True, text=True)
     assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+
+
+MODULES_PROBE = """
+import sys
+from tileiras.driver.tileiras_main import main
+rc = main(sys.argv[1:])
+print(rc, " ".join(sorted(sys.modules)))
+"""
+
+
+def test_a_miss_imports_only_the_cache_itself(tmp_path: Path) -> None:
+    """A compile into an empty cache, against the same compile with --no-cache, in fresh interpreters:
+    the cache's own modules and CPython's SHA-256 are all that a cold cache may add (issue 13:
+    "a cold cache must cost nothing"): no pathlib, json, re, hashlib, maintenance or tool digests."""
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+    argv = ["--gpu-name", "sm_90", str(kernel), "-o", str(tmp_path / "k.cubin")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The tools' digests are remembered beside the compiler after its first compile: not a cold cache's cost.
+    subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", *argv, "--cache-dir", str(tmp_path / "w")],
+                   env=env, check=True)
+
+    def modules(*extra: str) -> set[str]:
+        done = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, *extra], env=env, capture_output=True,
+                              text=True)
+        rc, *names = done.stdout.split()
+        assert rc == "0", done.stderr
+        return set(names)
+
+    added = modules("--cache-dir", str(tmp_path / "cold")) - modules("--no-cache")
+    assert Cache(tmp_path / "cold").stats().entries == 2  # it did store the PTX and the cubin
+    assert added and all(name.startswith(("tileiras.cache", "tileiras.bytecode.digest", "_sha")) for name in added)
+    assert not added & {"tileiras.cache.maintenance", "tileiras.cache.tool_digest", "tileiras.cache.remote"}
+
+
+CACHE_MISS_PROBE = """
+import sys
+from types import SimpleNamespace
+from tileiras.cache import keys
+from tileiras.cache.store import open_cache
+
+root = sys.argv[1]
+opts = SimpleNamespace(cache_dir=root)
+for source in (b"one module", b"another"):  # an empty cache, then one that holds entries
+    cache = open_cache(root, defer_writes=True)
+    ptx = keys.Key(keys.module_key, keys.Key(lambda: keys.make_key(source=source)), "sm_90", opts)
+    blob = keys.Key(lambda of: keys.make_key(stage="blob", of=of), ptx)
+    assert cache.get_ptx(ptx) is None and cache.get_blob(blob) is None
+    cache.idle()
+    cache.put_ptx(ptx, ".version 8.8")
+    cache.put_blob(blob, b"bytes")
+    cache.flush()
+heavy = ("pathlib", "json", "re", "hashlib", "typing", "tempfile", "shutil", "subprocess")
+print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
+"""
+
+
+def test_the_cache_miss_path_imports_no_pathlib_json_or_re(tmp_path: Path) -> None:
+    """What the cache's own miss path imports, in a fresh interpreter: paths are strings, keys are
+    written by keys.canonical_json, the tool memo is lines of text."""
+    versions.llvm_identity(tmp_path / "a")  # remembered beside the compiler (a first compile's cost)
+    done = subprocess.run([sys.executable, "-c", CACHE_MISS_PROBE, str(tmp_path / "a")],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert Cache(tmp_path / "a").stats().entries == 4
 
 
 def test_entries_are_written_after_the_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

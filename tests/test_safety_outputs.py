@@ -167,6 +167,26 @@ def test_the_null_device_discards_the_output_and_is_never_touched(workdir: Path)
     assert _identity(null)[:4] == before[:4]
 
 
+def test_side_files_of_a_discarded_output_are_discarded(workdir: Path) -> None:
+    """`-o /dev/null -MD` must not create `/dev/null.d` (nor `--emit-metadata` `/dev/null.json`): the
+    side files named after a discarded output are discarded too. Run against a private null node, so
+    that a broken check writes into the test's folder, never under /dev."""
+    from tileiras.driver.output import side_file
+
+    assert side_file(os.devnull, ".d") == os.devnull  # the name only: nothing is written here
+    null = _char_device(workdir / "null", 3, os.devnull)
+    if workdir not in null.parents:
+        pytest.skip("cannot make a private null device node (not root)")
+    assert side_file(str(null), ".d") == os.devnull and side_file(str(workdir / "k.cubin"), ".d").endswith("k.cubin.d")
+    before = {p.name for p in workdir.iterdir()}
+    result = tileiras("-o", str(null), "-MD", "--emit-metadata", "k.tileirbc", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert {p.name for p in workdir.iterdir()} == before  # no null.d, no null.json, no temp files
+    # A depfile named with -MF is the user's choice: written, naming the discarded output.
+    assert tileiras("-o", str(null), "-MD", "-MF", "k.d", "k.tileirbc", cwd=workdir).returncode == 0
+    assert (workdir / "k.d").read_text().startswith(f"{null}:")
+
+
 def test_two_outputs_naming_one_file_are_refused(workdir: Path) -> None:
     result = tileiras("--emit=obj", "-o", "k.o", "--header", "./k.o", "k.tileirbc", cwd=workdir)
     assert result.returncode == 2

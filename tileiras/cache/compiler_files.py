@@ -10,13 +10,25 @@ Reading every file costs a cache hit several milliseconds, so the fingerprint
 is remembered under a `stamp` of the files (`tileiras.cache.versions`):
 a digest of every file's path, size, mtime and ctime, under a millisecond to
 take. Any write, rename or timestamp reset of a file changes its ctime.
+
+`State.settled_before(t)` tells whether nothing changed since the time `t` by
+statting the files and folders a `state` listed, without listing them again: a
+write changes a file's ctime; a file added, removed or renamed changes its
+folder's mtime. Paths are strings: pathlib costs a cache miss milliseconds to
+import (`compiler_files()` still returns Paths for the build rules).
 """
 
 from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: the cache's miss path imports neither typing nor pathlib
+    from pathlib import Path
+    from typing import Union
+
+    PathLike = Union[str, "os.PathLike[str]"]
 
 COMPILER_PACKAGES: tuple[str, ...] = ("tileiras", "build_rules")
 # Files inside the packages that are not the compiler (the CMake package the
@@ -25,65 +37,81 @@ NOT_COMPILER_DIRS: tuple[str, ...] = ("__pycache__", "cmake_prefix")
 
 
 @lru_cache(maxsize=1)
-def package_root() -> Path:
+def package_root() -> str:
     """The directory that holds the tileiras and build_rules packages."""
-    return Path(__file__).resolve().parent.parent.parent
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
-def _collect(directory: str, found: list[os.DirEntry[str]]) -> None:
+def _listing(directory: str) -> tuple[list[os.DirEntry[str]], list[str]]:
+    """(the compiler files, the compiler folders) directly in `directory`, unsorted."""
+    files: list[os.DirEntry[str]] = []
+    folders: list[str] = []
     with os.scandir(directory) as listing:
         for entry in listing:
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
                 if entry.name not in NOT_COMPILER_DIRS and not entry.is_symlink():
-                    _collect(entry.path, found)
+                    folders.append(entry.path)
             elif not entry.name.endswith((".pyc", ".pyo")):
-                found.append(entry)
+                files.append(entry)
+    return files, folders
 
 
-def _entries(root: Path) -> list[os.DirEntry[str]]:
-    """The compiler's files under `root`, sorted by path (no bytecode caches, no CMake package)."""
+def _walk(root: PathLike) -> tuple[list[os.DirEntry[str]], list[str]]:
+    """The compiler's files under `root`, sorted by path (no bytecode caches, no CMake package), and
+    its folders."""
     found: list[os.DirEntry[str]] = []
-    for package in COMPILER_PACKAGES:
-        if os.path.isdir(root / package):
-            _collect(str(root / package), found)
-    return sorted(found, key=lambda entry: entry.path)
+    folders: list[str] = []
+    pending = [path for path in (os.path.join(root, package) for package in COMPILER_PACKAGES) if os.path.isdir(path)]
+    while pending:
+        folder = pending.pop()
+        folders.append(folder)
+        files, below = _listing(folder)
+        found.extend(files)
+        pending.extend(below)
+    return sorted(found, key=lambda entry: entry.path), folders
 
 
-def compiler_files(root: Path | None = None) -> list[Path]:
+def compiler_files(root: PathLike | None = None) -> list[Path]:
     """Every file of the compiler packages, sorted."""
-    return [Path(entry.path) for entry in _entries(root or package_root())]
+    from pathlib import Path
+
+    return [Path(entry.path) for entry in _walk(root or package_root())[0]]
 
 
-def fingerprint(files: list[Path], root: Path | None = None) -> str:
+def _relative(path: PathLike, base: PathLike) -> str:
+    return os.path.relpath(os.fspath(path), os.fspath(base)).replace(os.sep, "/")
+
+
+def fingerprint(files: list[Path] | list[str], root: PathLike | None = None) -> str:
     """A digest of the compiler: changes exactly when one of its files' content, name or set changes."""
     import hashlib  # OpenSSL: a megabyte, five times faster than sha.py's
 
     base = root or package_root()
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.relative_to(base).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(_relative(path, base).encode() + b"\0")
+        with open(path, "rb") as handle:
+            digest.update(hashlib.sha256(handle.read()).digest())
     return digest.hexdigest()
 
 
 def _is_member(name: str) -> bool:
-    """Whether a zip member is a compiler file, by the rules _entries() applies to a directory."""
+    """Whether a zip member is a compiler file, by the rules _listing() applies to a directory."""
     parts = name.split("/")
     return (len(parts) > 1 and parts[0] in COMPILER_PACKAGES and not name.endswith(("/", ".pyc", ".pyo"))
             and not any(part.startswith(".") or part in NOT_COMPILER_DIRS for part in parts[1:-1])
             and not parts[-1].startswith("."))
 
 
-def fingerprint_of(root: Path) -> str:
+def fingerprint_of(root: PathLike) -> str:
     """fingerprint() of the compiler at `root`: a directory, or the zip Bazel runs it from
     (bazel/zip_compiler.py keeps each file's relative path, so a zip of a checkout has its digest)."""
-    if not root.is_file():
-        return fingerprint(compiler_files(root), root)
-    import zipfile
-
+    if not os.path.isfile(root):
+        return fingerprint([entry.path for entry in _walk(root)[0]], root)
     import hashlib
+    import zipfile
 
     digest = hashlib.sha256()
     with zipfile.ZipFile(root) as archive:
@@ -93,26 +121,55 @@ def fingerprint_of(root: Path) -> str:
     return digest.hexdigest()
 
 
-def state(root: Path) -> tuple[str, int]:
-    """Every compiler file's path, size, mtime and ctime, one line each (any write, rename or
-    timestamp reset changes a line); the newest of those times in ns. A compiler zip (Bazel's)
-    stands for its members with its own line."""
-    if root.is_file():
-        info = root.stat()
-        return f"{root}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}", max(info.st_mtime_ns,
-                                                                                         info.st_ctime_ns)
-    lines: list[str] = []
-    newest = 0
-    for entry in _entries(root):
-        info = entry.stat()
-        lines.append(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}")
-        newest = max(newest, info.st_mtime_ns, info.st_ctime_ns)
-    return "\n".join(lines), newest
+class State:
+    """The compiler's files as found at one moment: each file's path, size, mtime and ctime (any
+    write, rename or timestamp reset changes one), `lines` (those, one line per file, to digest),
+    `newest` (the newest of those times, in ns), and its folders. A compiler zip (Bazel's) stands
+    for its members with its own line. Taking one costs a listing of the folders and a stat of each
+    file; the lines are made only when asked for."""
+
+    __slots__ = ("_files", "_folders")
+
+    def __init__(self, files: list[tuple[str, int, int, int]], folders: list[str]) -> None:
+        self._files = files        # (path, ctime, mtime, size)
+        self._folders = folders
+
+    @property
+    def lines(self) -> str:
+        return "\n".join(f"{path}\0{size}\0{mtime}\0{ctime}" for path, ctime, mtime, size in self._files)
+
+    @property
+    def newest(self) -> int:
+        return max((max(ctime, mtime) for _, ctime, mtime, _ in self._files), default=0)
+
+    def settled_before(self, limit_ns: int) -> bool:
+        """Whether no file or folder changed at or after `limit_ns` (a time.time_ns()), so that the
+        files are now what they were then: a stat of each, no listing."""
+        try:
+            for path in [file[0] for file in self._files] + self._folders:
+                info = os.stat(path)
+                if info.st_ctime_ns >= limit_ns or info.st_mtime_ns >= limit_ns:
+                    return False
+        except OSError:
+            return False
+        return True
 
 
-def stamp(files_state: tuple[str, int]) -> tuple[str, int]:
+def _file(path: str, info: os.stat_result) -> tuple[str, int, int, int]:
+    return path, info.st_ctime_ns, info.st_mtime_ns, info.st_size
+
+
+def state(root: PathLike) -> State:
+    """The compiler's files under `root` (a directory, or a zip) as they are now."""
+    root = os.fspath(root)
+    if os.path.isfile(root):
+        return State([_file(root, os.stat(root))], [])
+    entries, folders = _walk(root)
+    return State([_file(entry.path, entry.stat()) for entry in entries], folders)
+
+
+def stamp(files_state: State) -> tuple[str, int]:
     """(digest of a `state`, to remember a fingerprint by; the newest file time in ns)."""
     from .sha import sha256
 
-    lines, newest = files_state
-    return sha256(lines.encode("utf-8", "surrogateescape")).hexdigest(), newest
+    return sha256(files_state.lines.encode("utf-8", "surrogateescape")).hexdigest(), files_state.newest

@@ -22,8 +22,6 @@ import os
 import stat
 import struct
 
-from .sha import sha256
-
 MAGIC = b"TLRCACHE"
 HEADER = struct.Struct("<8sIIQ32s")   # magic, format, key length, payload length, sha256(payload)
 FORMAT = 2                            # 1: no key (tileiras before entries recorded their key)
@@ -58,6 +56,8 @@ class Unexpected(Exception):
 
 
 def wrap(key: str, payload: bytes) -> bytes:
+    from .sha import sha256  # here: opening a cache and missing need no hashing
+
     name = key.encode("ascii")
     return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), sha256(payload).digest()) + name + payload
 
@@ -82,6 +82,8 @@ def unwrap(blob: bytes, key: str) -> bytes | None:
     payload = blob[start:]
     if length != len(payload):
         raise Unexpected(f"truncated entry ({len(payload)} of {length} payload bytes)")
+    from .sha import sha256
+
     if sha256(payload).digest() != digest:
         raise Unexpected("the payload does not match its digest")
     return payload

@@ -1,7 +1,10 @@
 """Cache keys: SHA-256 of a canonical encoding of everything that can change an output.
 
 `make_key(**parts)` hashes sorted-key JSON of the parts plus the key format and
-our own version; bytes are replaced by their SHA-256. The two keys the driver
+our own version; bytes are replaced by their SHA-256. The JSON text is made by
+`canonical_json`, byte for byte what `json.dumps(sort_keys=True, separators=(",", ":"),
+ensure_ascii=True)` writes, without importing json (and re): a miss makes its
+keys while it waits, but its CPU time is not free on a busy machine. The two keys the driver
 uses split along the pipeline, so a change that only affects ptxas (its
 options, another ptxas) reuses the cached PTX:
 
@@ -21,19 +24,19 @@ waits for LLVM or ptxas, or after the output is written (store.py).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from tileiras import __version__
 
-from .sha import sha256
 from .store import default_cache_dir
-from .versions import compiler_fingerprint, llvm_identity, ptxas_identity
+
+# sha.py and versions.py are imported where used: a lookup in an empty cache makes no key, so a miss
+# imports them while it waits for LLVM (as it makes its keys), not before its compile starts.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit does not import typing
     from typing import Any, Callable
 
-KEY_FORMAT = 2
+KEY_FORMAT = 3  # 3: an object key holds its metadata as a document (2: as JSON text)
 
 
 class Key:
@@ -59,6 +62,8 @@ class Key:
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
+        from .sha import sha256
+
         return {"sha256": sha256(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
@@ -71,19 +76,66 @@ def _canonical(value: Any) -> Any:
     raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
 
 
+# JSON's escapes of the characters a string cannot hold as they are (ensure_ascii spelling).
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _string(text: str) -> str:
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'  # the common case: nothing to escape
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:  # a surrogate pair, as JSON spells characters beyond the BMP
+            code -= 0x10000
+            out.append(f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}")
+    return '"' + "".join(out) + '"'
+
+
+def canonical_json(value: Any) -> str:
+    """Compact, sorted-key, ASCII JSON of str, int, float, bool, None, lists, tuples and dicts with
+    str keys: identical to json.dumps(value, sort_keys=True, separators=(",", ":"))."""
+    if isinstance(value, str):
+        return _string(value)
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_string(k)}:{canonical_json(value[k])}" for k in sorted(value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(canonical_json(v) for v in value) + "]"
+    raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
+
+
 def make_key(**parts: Any) -> str:
-    import json  # here, not at the top: a lookup in an empty cache makes no key
+    from .sha import sha256
 
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return sha256(text.encode("ascii")).hexdigest()
+    return sha256(canonical_json(document).encode("ascii")).hexdigest()
 
 
-def _memo_dir(opts: Any) -> Path:
-    return Path(getattr(opts, "cache_dir", None) or default_cache_dir())
+def _memo_dir(opts: Any) -> str:
+    return os.fspath(getattr(opts, "cache_dir", None) or default_cache_dir())
 
 
 def _file_digest(path: str) -> str:
+    from .sha import sha256
+
     try:
         with open(path, "rb") as handle:
             return sha256(handle.read()).hexdigest()
@@ -93,6 +145,8 @@ def _file_digest(path: str) -> str:
 
 def module_key(source_digest: str, gpu: str, opts: Any) -> str:
     """Key of the PTX (and launch metadata) compiled from one module for one target."""
+    from .versions import compiler_fingerprint, llvm_identity
+
     return make_key(
         stage="ptx",
         source=source_digest,
@@ -110,6 +164,8 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
 
 def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str:
     """Key of the cubin ptxas makes from `ptx` for `gpu`."""
+    from .versions import ptxas_identity
+
     return make_key(
         stage="cubin",
         ptx=ptx.encode("utf-8"),
@@ -122,13 +178,16 @@ def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str
     )
 
 
-def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str, memo_dir: Path | None = None) -> str:
+def object_key(fatbin: bytes, metas: Any, host_arch: str, host_os: str,
+               memo_dir: str | os.PathLike[str] | None = None) -> str:
     """Key of the host object (launchers + embedded fatbin) packaged from `fatbin`."""
+    from .versions import compiler_fingerprint, llvm_identity
+
     items = metas if isinstance(metas, (list, tuple)) else [metas]
     return make_key(
         stage="object",
         fatbin=fatbin,
-        metadata=[m.to_json() for m in items],
+        metadata=[m.to_document() for m in items],
         host=f"{host_arch}-{host_os}",
         llvm=llvm_identity(memo_dir),
         compiler=compiler_fingerprint(memo_dir),

@@ -253,8 +253,9 @@ def _went_down(root: Path, remote: RemoteCache, exc: RemoteError) -> None:
         pass
 
 
-def fetch(key: str, root: Path) -> bytes | None:
+def fetch(key: str, root: str | os.PathLike[str]) -> bytes | None:
     """The entry for `key` from the remote (a local-cache entry, still to be checked), or None."""
+    root = Path(root)
     remote = _client(root)
     if remote is None:
         return None
@@ -265,8 +266,9 @@ def fetch(key: str, root: Path) -> bytes | None:
         return None
 
 
-def store(key: str, entry: bytes, root: Path) -> None:
+def store(key: str, entry: bytes, root: str | os.PathLike[str]) -> None:
     """Upload a local-cache entry just written; a failure only warns (once)."""
+    root = Path(root)
     remote = _client(root)
     if remote is None or remote.read_only:
         return

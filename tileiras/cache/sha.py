@@ -9,15 +9,17 @@ give the same digest.
 
 from __future__ import annotations
 
+import sys
+
 LARGE = 1 << 20
 
-try:
-    from _sha2 import sha256 as _own  # CPython 3.12 and newer
-except ImportError:
-    try:
-        from _sha256 import sha256 as _own  # CPython 3.11 and older
-    except ImportError:  # another Python: hashlib is its only SHA-256
-        _own = None
+try:  # the module of this CPython first: a failed import costs as much as a successful one
+    if sys.version_info >= (3, 12):
+        from _sha2 import sha256 as _own
+    else:
+        from _sha256 import sha256 as _own
+except ImportError:  # another Python: hashlib is its only SHA-256
+    _own = None
 
 
 def sha256(data: bytes = b"") -> object:

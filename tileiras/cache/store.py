@@ -16,14 +16,16 @@ mount, a full disk) is a compile without it, with one warning when the user
 chose its location (a default location that cannot be written, as in a build
 sandbox, is not worth a line per compile). Nor does it store an output that
 other code than its key names may have made: a write is skipped when our own
-files changed since this process started (versions.compiler_unchanged).
+files changed since this process opened its cache (_compiler_unchanged).
 
 A miss costs almost nothing (issue: "a cold cache must cost nothing"). The
 driver opens the cache with `defer_writes`, passes keys as `keys.Key` (made
 when first needed) and calls `idle()` while it waits for LLVM or ptxas and
 `flush()` after it wrote its output. So a cache that holds no entries answers
-its lookups without making their keys, the keys are made while the compile
-waits, and the entries are written once its output exists.
+its lookups without making their keys, the keys and the entries' bytes are
+made while the compile waits, and the entries are written once its output
+exists. Nothing on that path imports pathlib, json or re (paths are strings;
+keys.canonical_json writes the keys' JSON): tests/test_cache.py checks it.
 
 `get` is a local lookup (`_read_local`), `put` a local write (`_write_local`).
 
@@ -38,20 +40,20 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from pathlib import Path
+import time
 
 from ..atomic import replace_file
 from ..ir.record import record
 from . import entry
-from .versions import compiler_unchanged, note_compiler_state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dataclasses
-    from typing import Any, Union
+    from typing import Any, Callable, Union
 
     from .keys import Key
 
     KeyLike = Union[str, Key]
+    Payload = Union[bytes, Callable[[], bytes]]  # the bytes, or how to make them (in idle or flush)
 
 LAYOUT = "v1"
 HEADER = entry.HEADER
@@ -64,6 +66,7 @@ _ONE_ENTRY_ERRNOS = frozenset((errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST))
 # Why a write failed in a sandbox or on a read-only home: silent at the default location.
 _NOT_OURS_ERRNOS = frozenset((errno.EROFS, errno.EACCES, errno.EPERM))
 _lookup_only = False
+_opened_ns: int | None = None  # when this process first opened a cache (time.time_ns())
 REMOTE_ENV = "TILEIRAS_REMOTE_CACHE"  # remote.py's switch, read here so a local hit never imports it
 
 
@@ -86,17 +89,17 @@ def _miss(what: object) -> None:
         raise CacheMiss(str(what))
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir() -> str:
     """$TILEIRAS_CACHE_DIR, else $XDG_CACHE_HOME/tileiras, else ~/.cache/tileiras."""
     explicit = os.environ.get("TILEIRAS_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        return explicit
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "tileiras"
+        return os.path.join(xdg, "tileiras")
     if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        return Path(os.environ["LOCALAPPDATA"]) / "tileiras" / "cache"
-    return Path.home() / ".cache" / "tileiras"
+        return os.path.join(os.environ["LOCALAPPDATA"], "tileiras", "cache")
+    return os.path.join(os.path.expanduser("~"), ".cache", "tileiras")
 
 
 def parse_size(text: str) -> int:
@@ -155,9 +158,9 @@ class Cache:
     entries are written by `idle()` or `flush()`.
     """
 
-    def __init__(self, root: Path | str, max_bytes: int | None = None, chosen: bool = True,
+    def __init__(self, root: str | os.PathLike[str], max_bytes: int | None = None, chosen: bool = True,
                  defer_writes: bool = False) -> None:
-        self.root = Path(root)
+        self.root = os.fspath(root)
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
         self.chosen = chosen
         self.defer_writes = defer_writes
@@ -167,9 +170,12 @@ class Cache:
         self.problems: list[str] = []                      # what clear/trim could not remove
         self._warned = False
         self._unmade: list[Key] = []                       # keys of lookups answered without them
-        self._pending: list[tuple[KeyLike, bytes]] = []   # deferred writes
+        self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
+        self._ready: list[tuple[str, bytes]] = []          # deferred writes made by idle(): (key, entry)
         self._written_shards: set[str] = set()
-        note_compiler_state()  # before the compile loads more of the compiler (versions.compiler_unchanged)
+        global _opened_ns
+        if _opened_ns is None:  # before the compile loads more of the compiler (_compiler_unchanged)
+            _opened_ns = time.time_ns()
 
     # --- lookups and writes ----------------------------------------------------------
 
@@ -186,32 +192,51 @@ class Cache:
         self.hits += 1
         return payload
 
-    def put(self, key: KeyLike, data: bytes) -> None:
-        """Store `data` under `key` (now, or at the next idle()/flush() with defer_writes)."""
+    def put(self, key: KeyLike, data: Payload) -> None:
+        """Store `data` (bytes, or a function that makes them) under `key`: now, or with
+        defer_writes at flush(), the bytes made at the next idle() or at flush()."""
         _miss(key if isinstance(key, str) else "write")  # something was computed: never in lookup-only mode
         if not self.writes_enabled:
             return
         if self.defer_writes:
             self._pending.append((key, data))
             return
-        if compiler_unchanged():
-            self._store(key, data)
+        prepared = self._prepare(key, data)
+        if prepared is not None and _compiler_unchanged():
+            self._store(*prepared)
         self._check_size()
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
-        without, so that writing the entries after the output costs little."""
+        without and the entries queued so far, so that writing them after the output costs little."""
         unmade, self._unmade = self._unmade, []
         for key in unmade:
             self._name_for_write(key)
+        self._ready += self._prepare_all()
 
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written)."""
-        pending, self._pending = self._pending, []
-        if pending and compiler_unchanged():
-            for key, data in pending:
-                self._store(key, data)
+        ready, self._ready = self._ready + self._prepare_all(), []
+        if ready and _compiler_unchanged():
+            for name, blob in ready:
+                self._store(name, blob)
         self._check_size()
+
+    def _prepare_all(self) -> list[tuple[str, bytes]]:
+        queued, self._pending = self._pending, []
+        return [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
+
+    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes] | None:
+        """(the key, the entry's bytes: entry.wrap) to write; None when either cannot be made (warned)."""
+        name = self._name_for_write(key)
+        if name is None:
+            return None
+        self._check_key(name)  # a malformed key is the caller's bug: raised
+        try:
+            return name, entry.wrap(name, data if isinstance(data, bytes) else data())
+        except Exception as exc:  # noqa: BLE001 - as a key that cannot be made: it only costs the entry
+            self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
+            return None
 
     def _lookup_name(self, key: KeyLike) -> str | None:
         """The key for a lookup; None when the cache holds no entries, so no key is needed."""
@@ -234,31 +259,29 @@ class Cache:
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None
 
-    def _store(self, key: KeyLike, data: bytes) -> None:
+    def _store(self, name: str, blob: bytes) -> None:
+        """Write the entry `blob` (entry.wrap of its payload) under the checked key `name`."""
         if not self.writes_enabled:
             return
-        name = self._name_for_write(key)
-        if name is not None:
-            self._check_key(name)
-            self._write_local(name, data)
-            if os.environ.get(REMOTE_ENV):
-                from .remote import store
+        self._write_local(name, blob)
+        if os.environ.get(REMOTE_ENV):
+            from .remote import store
 
-                store(name, entry.wrap(name, data), self.root)
+            store(name, blob, self.root)
 
     # --- the local store ---------------------------------------------------------------
 
-    def _dir(self) -> Path:
-        return self.root / LAYOUT
+    def _dir(self) -> str:
+        return os.path.join(self.root, LAYOUT)
 
     @staticmethod
     def _check_key(key: str) -> None:
         if not entry.key_name(key):
             raise ValueError(f"invalid cache key {key!r}")
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str) -> str:
         self._check_key(key)
-        return self._dir() / key[:2] / key
+        return os.path.join(self._dir(), key[:2], key)
 
     def _read_local(self, key: str) -> bytes | None:
         """The payload of the local entry of `key`; None when there is none or it is not what `key` names."""
@@ -270,20 +293,19 @@ class Cache:
             return None
         except entry.Unexpected as odd:
             if odd.removable:
-                entry.remove(str(path))
+                entry.remove(path)
             self._warn(f"compile cache: ignoring '{path}': {odd.reason}")
         except OSError as exc:
             self._warn(f"compile cache: cannot read '{path}': {exc.strerror or exc}")
         return None
 
-    def _write_local(self, key: str, data: bytes) -> None:
-        """Write the local entry of `key` atomically; problems only cost the entry (or further writes)."""
-        blob = entry.wrap(key, data)
+    def _write_local(self, key: str, blob: bytes) -> None:
+        """Write the local entry `blob` of `key` atomically; problems only cost the entry (or further writes)."""
         if len(blob) > min(entry.MAX_BYTES, self.max_bytes):
             return  # it would be evicted at once
         path = self._path(key)
         try:
-            self._make_folders(path.parent)
+            self._make_folders(os.path.dirname(path))
             replace_file(path, blob, prefix=entry.TEMP_PREFIX)
         except entry.Unexpected as odd:
             self._warn(f"compile cache: not storing '{path}': {odd.reason}")
@@ -299,16 +321,17 @@ class Cache:
             return
         self._written_shards.add(key[:2])
 
-    def _make_folders(self, shard: Path) -> None:
+    def _make_folders(self, shard: str) -> None:
         """The root (any folder, a link is the user's choice), then v1 and the shard: real folders only.
         (Looked at before made: a mkdir of an existing folder costs more than a stat.)"""
-        if _is_real_dir(shard.parent) and _is_real_dir(shard):
+        layout = os.path.dirname(shard)
+        if _is_real_dir(layout) and _is_real_dir(shard):
             return
         if not os.path.isdir(self.root):
-            self.root.mkdir(parents=True, exist_ok=True)
-        for folder in (shard.parent, shard):
+            os.makedirs(self.root, exist_ok=True)
+        for folder in (layout, shard):
             try:
-                folder.mkdir()
+                os.mkdir(folder)
             except FileExistsError:
                 if not _is_real_dir(folder):
                     raise entry.Unexpected(f"'{folder}' is not a folder") from None
@@ -326,7 +349,7 @@ class Cache:
             warn(f"remote cache entry for key {key[:16]} is not what its key names ({odd.reason}); ignored")
             return None
         if payload is not None and self.writes_enabled:
-            self._write_local(key, payload)
+            self._write_local(key, blob)
         return payload
 
     def _disable(self, exc: OSError) -> None:
@@ -354,19 +377,16 @@ class Cache:
         payload = self.get(key)
         if payload is None:
             return None
-        import json
-
         try:
-            document = json.loads(payload)
-            ptx = str(document["ptx"])
+            ptx, metadata = _unpack_ptx(payload)
             meta = None
-            if document.get("metadata") is not None:
+            if metadata:
                 from tileiras.codegen.metadata import ModuleMetadata
 
-                meta = ModuleMetadata.from_json(document["metadata"])
+                meta = ModuleMetadata.from_json(metadata)
         except Exception:  # noqa: BLE001 - anything unreadable is a miss
             name = key if isinstance(key, str) else key.value
-            entry.remove(str(self._path(name)))
+            entry.remove(self._path(name))
             _miss(name)
             return None
         if meta is None:
@@ -374,11 +394,9 @@ class Cache:
         return ptx, meta
 
     def put_ptx(self, key: KeyLike, ptx: str, meta: Any = None) -> None:
-        import json
-
-        metadata = meta.to_json() if meta is not None and hasattr(meta, "to_json") else None
-        document = {"ptx": ptx, "metadata": metadata}
-        self.put(key, json.dumps(document, sort_keys=True).encode("utf-8"))
+        """Store PTX with its launch metadata (a ModuleMetadata or None); the bytes are made later
+        with defer_writes (while the compile waits for ptxas, or after the output)."""
+        self.put(key, lambda: _pack_ptx(ptx, meta))
 
     # --- maintenance -------------------------------------------------------------------
 
@@ -430,24 +448,68 @@ class Cache:
         same share: the shards just written tell the total without listing all 256."""
         if not self._written_shards:
             return
-        from .maintenance import Scan, scan_shard
-
         shards, self._written_shards = self._written_shards, set()
-        found = Scan()
-        for shard in shards:
-            scan_shard(str(self._dir() / shard), found, 0.0)
-        if found.bytes * SHARDS / len(shards) > self.max_bytes and self.stats().bytes > self.max_bytes:
+        written = sum(_shard_bytes(os.path.join(self._dir(), shard)) for shard in shards)
+        if written * SHARDS / len(shards) > self.max_bytes and self.stats().bytes > self.max_bytes:
             self.trim(int(self.max_bytes * LOW_WATER))
 
 
-def _is_file(path: Path) -> bool:
+# A PTX entry's payload: this line, the length of the metadata's JSON (8 bytes, little-endian), the
+# JSON (keys.canonical_json; none when the metadata is unknown), then the PTX. No json import to
+# write it, no escaping of the PTX; a reader checks the line and the length.
+PTX_PAYLOAD = b"tileiras ptx 1\n"
+
+
+def _pack_ptx(ptx: str, meta: Any) -> bytes:
+    from .keys import canonical_json
+
+    metadata = b"" if meta is None else canonical_json(meta.to_document()).encode("ascii")
+    return PTX_PAYLOAD + len(metadata).to_bytes(8, "little") + metadata + ptx.encode("utf-8")
+
+
+def _unpack_ptx(payload: bytes) -> tuple[str, bytes]:
+    """(the PTX, its metadata's JSON or b''); ValueError for anything else."""
+    start = len(PTX_PAYLOAD) + 8
+    if not payload.startswith(PTX_PAYLOAD) or len(payload) < start:
+        raise ValueError("not a PTX entry")
+    end = start + int.from_bytes(payload[len(PTX_PAYLOAD):start], "little")
+    if end > len(payload):
+        raise ValueError("truncated PTX entry")
+    return payload[end:].decode("utf-8"), payload[start:end]
+
+
+def _compiler_unchanged() -> bool:
+    """Whether the compiler's files are as they were when this process opened its first cache (so
+    that what it made is what the keys name). versions.py is imported here, once there is a result."""
+    from .versions import compiler_unchanged_since
+
+    return _opened_ns is None or compiler_unchanged_since(_opened_ns)
+
+
+def _shard_bytes(shard: str) -> int:
+    """The bytes of whatever is in one shard: the estimate that decides whether to count exactly (a
+    miss pays for a listing of the shards it wrote, not for maintenance.py's sorting of their contents)."""
+    total = 0
+    try:
+        with os.scandir(shard) as listing:
+            for item in listing:
+                try:
+                    total += item.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue
+    except OSError:
+        return 0
+    return total
+
+
+def _is_file(path: str) -> bool:
     try:
         return os.path.isfile(path)
     except OSError:
         return False
 
 
-def _is_real_dir(path: Path) -> bool:
+def _is_real_dir(path: str) -> bool:
     import stat
 
     try:
@@ -460,7 +522,7 @@ class NullCache(Cache):
     """`--no-cache`: every lookup misses, nothing is written."""
 
     def __init__(self) -> None:
-        super().__init__(Path(os.devnull), 0)
+        super().__init__(os.devnull, 0)
         self.writes_enabled = False
 
     def get(self, key: KeyLike) -> bytes | None:
@@ -468,7 +530,7 @@ class NullCache(Cache):
         _miss("--no-cache")
         return None
 
-    def put(self, key: KeyLike, data: bytes) -> None:
+    def put(self, key: KeyLike, data: Payload) -> None:
         _miss("--no-cache")
         return None
 
@@ -480,7 +542,7 @@ def open_cache(cache_dir: str | os.PathLike[str] | None = None, disabled: bool =
         _miss("--no-cache")  # a disabled cache means compiling
         return NullCache()
     chosen = bool(cache_dir) or bool(os.environ.get("TILEIRAS_CACHE_DIR"))
-    cache = Cache(Path(cache_dir) if cache_dir else default_cache_dir(), max_bytes, chosen, defer_writes)
+    cache = Cache(os.fspath(cache_dir) if cache_dir else default_cache_dir(), max_bytes, chosen, defer_writes)
     if os.environ.get("TILEIRAS_CACHE_READONLY", "") not in ("", "0"):
         cache.writes_enabled = False  # a reader of a cache that others (CI) fill: see README.md
     return cache

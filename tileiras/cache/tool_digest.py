@@ -75,6 +75,7 @@ def recorded_digest(path: Path) -> str | None:
     return None
 
 
-def tool_digest(path: Path) -> str:
+def tool_digest(path: str | os.PathLike[str]) -> str:
     """'sha256=<base64>' of the file at `path` (recorded by its installer, else computed)."""
+    path = Path(path)
     return recorded_digest(path) or hashed_digest(path)

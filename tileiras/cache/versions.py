@@ -7,21 +7,23 @@ it is slow, but a wheel's installer already recorded that digest in the
 distribution's RECORD (tool_digest.py reads it when the file is the one the
 wheel installed). Our own code's identity is compiler_files.fingerprint.
 
-Each answer is remembered in `tool-versions.json` beside our code (in
+Each answer is remembered in `tool-versions.tsv` beside our code (in
 `tileiras/__pycache__/`, as Python keeps its bytecode, so a new cache directory
 does not pay for them), or in the cache directory when that cannot be written,
 one slot per tool path, with the stamp it holds for (the file's size and
 mtime; for our code, compiler_files.stamp): a reinstall or an edit changes the
 stamp and the answer is recomputed. A missing or unreadable memo only costs
-the slow path.
+the slow path. The memo is one line per slot, `slot TAB stamp TAB answer`
+(json would cost every compile that makes a key its import); a slot whose
+path holds a tab or a newline is not remembered on disk.
 """
 
 from __future__ import annotations
 
+import os
 import stat
 import time
 from functools import lru_cache
-from pathlib import Path
 
 import tileiras
 
@@ -30,49 +32,67 @@ from . import compiler_files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only, as in store.py
-    from typing import Callable
+    from typing import Callable, Union
 
-MEMO_NAME = "tool-versions.json"
+    PathLike = Union[str, "os.PathLike[str]"]
+
+MEMO_NAME = "tool-versions.tsv"
 MEMO_MAX_BYTES = 1 << 20
 # A file changed this recently may change again within its file system's timestamp
 # granularity without changing its stamp: such a tree is fingerprinted afresh.
 SETTLED_NS = 2_000_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
-_memo_files: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
-_start_state: tuple[str, int] | None = None  # compiler_files.state of the running compiler at the cache's opening
+_memo_files: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
+_start_state: compiler_files.State | None = None  # the running compiler's files, taken once, when first needed
 
 
 def tileiras_version() -> str:
     return tileiras.__version__
 
 
-def _llvmlite_library() -> Path | None:
+def _llvmlite_library() -> str | None:
     import importlib.util
 
     spec = importlib.util.find_spec("llvmlite")
     if spec is None or spec.origin is None:
         return None
-    binding = Path(spec.origin).parent / "binding"
+    binding = os.path.join(os.path.dirname(spec.origin), "binding")
     for name in ("libllvmlite.so", "libllvmlite.dylib", "llvmlite.dll"):
-        if (binding / name).is_file():
-            return binding / name
+        if os.path.isfile(os.path.join(binding, name)):
+            return os.path.join(binding, name)
     return None
 
 
-def _file_stamp(path: Path | None) -> str:
+def _file_stamp(path: PathLike | None) -> str:
     if path is None:
         return "?"
     try:
-        info = path.stat()
+        info = os.stat(path)
     except OSError:
         return "?"
     return f"{info.st_size}|{info.st_mtime_ns}"
 
 
-def _load(memo_path: Path) -> dict[str, str]:
+def _parse(text: str) -> dict[str, str]:
+    """slot -> 'stamp TAB answer', from the memo's lines; a line that is not three fields is skipped."""
+    slots: dict[str, str] = {}
+    for line in text.split("\n"):
+        fields = line.split("\t")
+        if len(fields) == 3 and all(fields):
+            slots[fields[0]] = f"{fields[1]}\t{fields[2]}"
+    return slots
+
+
+def _render(slots: dict[str, str]) -> str:
+    return "".join(f"{slot}\t{value}\n" for slot, value in sorted(slots.items())
+                   if "\t" not in slot and "\n" not in slot and value.count("\t") == 1 and "\n" not in value)
+
+
+def _load(memo_path: PathLike) -> dict[str, str]:
     """The memo file's slots (parsed again only when the file changed)."""
+    memo_path = os.fspath(memo_path)
     try:
-        info = memo_path.stat()
+        info = os.stat(memo_path)
     except OSError:
         return {}
     if not stat.S_ISREG(info.st_mode) or info.st_size > MEMO_MAX_BYTES:
@@ -81,39 +101,35 @@ def _load(memo_path: Path) -> dict[str, str]:
     known = _memo_files.get(memo_path)
     if known is not None and known[0] == version:
         return dict(known[1])
-    import json
-
     try:
-        loaded = json.loads(memo_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        loaded = {}
-    slots = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        with open(memo_path, "rb") as handle:
+            slots = _parse(handle.read(MEMO_MAX_BYTES).decode("utf-8", "replace"))
+    except OSError:
+        slots = {}
     _memo_files[memo_path] = (version, slots)
     return dict(slots)
 
 
-def _remembered(memo_dirs: tuple[Path, ...], slot: str, stamp: str, compute: Callable[[], str]) -> str:
+def _remembered(memo_dirs: tuple[str, ...], slot: str, stamp: str, compute: Callable[[], str]) -> str:
     """compute(), remembered under `slot` while `stamp` holds: in this process, and in the memo file of
     the first of `memo_dirs` that can be written (any of them is read)."""
     known = _process_memo.get(slot)
     if known is not None and known[0] == stamp:
         return known[1]
     for memo_dir in memo_dirs:
-        held, _, value = _load(memo_dir / MEMO_NAME).get(slot, "").partition("\t")
+        held, _, value = _load(os.path.join(memo_dir, MEMO_NAME)).get(slot, "").partition("\t")
         if held == stamp and value:
             break
     else:
         value = compute()
         for memo_dir in memo_dirs:
-            memo_path = memo_dir / MEMO_NAME
+            memo_path = os.path.join(memo_dir, MEMO_NAME)
             memo = _load(memo_path)  # again: another process may have added slots meanwhile
             memo[slot] = f"{stamp}\t{value}"
-            import json
-
             try:
-                if not memo_dir.is_dir():
-                    memo_dir.mkdir(parents=True, exist_ok=True)
-                replace_file(memo_path, json.dumps(memo, sort_keys=True, indent=1).encode("utf-8"),
+                if not os.path.isdir(memo_dir):
+                    os.makedirs(memo_dir, exist_ok=True)
+                replace_file(memo_path, _render(memo).encode("utf-8"),
                              mode=0o644)  # facts about files, useful to every user of this installation
                 break
             except OSError:
@@ -122,14 +138,14 @@ def _remembered(memo_dirs: tuple[Path, ...], slot: str, stamp: str, compute: Cal
     return value
 
 
-def _dirs(memo_dir: Path | None, root: Path | None = None) -> tuple[Path, ...]:
+def _dirs(memo_dir: PathLike | None, root: PathLike | None = None) -> tuple[str, ...]:
     """Where answers are remembered: beside the compiler, as Python keeps its bytecode (so a new
     cache directory need not pay for them), else in the cache directory (a read-only installation)."""
-    beside = (root or compiler_files.package_root()) / "tileiras" / "__pycache__"
-    return (beside,) if memo_dir is None else (beside, memo_dir)
+    beside = os.path.join(root or compiler_files.package_root(), "tileiras", "__pycache__")
+    return (beside,) if memo_dir is None else (beside, os.fspath(memo_dir))
 
 
-def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
+def _tool_identity(memo_dir: PathLike | None, kind: str, path: PathLike | None) -> str:
     if path is None:
         return "missing"
 
@@ -138,31 +154,38 @@ def _tool_identity(memo_dir: Path | None, kind: str, path: Path | None) -> str:
 
         return tool_digest(path)
 
-    return _remembered(_dirs(memo_dir), f"{kind}|{path}", _file_stamp(path), compute)
+    return _remembered(_dirs(memo_dir), f"{kind}|{os.fspath(path)}", _file_stamp(path), compute)
 
 
-def llvm_identity(memo_dir: Path | None = None) -> str:
+def llvm_identity(memo_dir: PathLike | None = None) -> str:
     """The identity of the LLVM that makes PTX and host code: its library's digest, 'sha256=...'."""
     return _tool_identity(memo_dir, "llvm", _llvmlite_library())
 
 
-def ptxas_identity(memo_dir: Path | None = None) -> str:
+def ptxas_identity(memo_dir: PathLike | None = None) -> str:
     """The identity of the ptxas this process would run: its digest, 'sha256=...'."""
     from tileiras.codegen import ptxas
 
     return _tool_identity(memo_dir, "ptxas", ptxas.find_ptxas())
 
 
+def _running_state() -> compiler_files.State:
+    global _start_state
+    if _start_state is None:
+        _start_state = compiler_files.state(compiler_files.package_root())
+    return _start_state
+
+
 @lru_cache(maxsize=4)  # once per process (the cache server clears it between actions)
-def _stamp(base: Path) -> tuple[str, int]:
-    if _start_state is not None and base == compiler_files.package_root():
-        return compiler_files.stamp(_start_state)  # taken when the cache was opened: no second look
+def _stamp(base: str) -> tuple[str, int]:
+    if base == os.fspath(compiler_files.package_root()):
+        return compiler_files.stamp(_running_state())  # the state compiler_unchanged_since checks: one look
     return compiler_files.stamp(compiler_files.state(base))
 
 
-def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None) -> str:
+def compiler_fingerprint(memo_dir: PathLike | None = None, root: PathLike | None = None) -> str:
     """compiler_files.fingerprint of the compiler running here (or of the one at `root`)."""
-    base = root or compiler_files.package_root()
+    base = os.fspath(root or compiler_files.package_root())
     stamp, newest = _stamp(base)
 
     def compute() -> str:
@@ -172,16 +195,15 @@ def compiler_fingerprint(memo_dir: Path | None = None, root: Path | None = None)
     return _remembered(_dirs(memo_dir, base) if settled else (), f"compiler|{base}", stamp, compute)
 
 
-def note_compiler_state() -> None:
-    """Take the running compiler's state (once per process), for compiler_unchanged."""
-    global _start_state
-    if _start_state is None:
-        _start_state = compiler_files.state(compiler_files.package_root())
-
-
-def compiler_unchanged() -> bool:
-    """Whether the compiler's files are as they were when this process opened its cache.
+def compiler_unchanged_since(opened_ns: int) -> bool:
+    """Whether the compiler's files are as they were at `opened_ns` (a time.time_ns(): when this
+    process opened its cache).
 
     Modules load lazily, so a compile whose compiler changed after it started
-    may have run either version: its output must not be stored."""
-    return _start_state is None or compiler_files.state(compiler_files.package_root())[0] == _start_state[0]
+    may have run either version: its output must not be stored. The files must
+    have settled SETTLED_NS before the opening (as for remembering their
+    fingerprint: a change within a file system's timestamp granularity may not
+    move its times) and not changed since: then the state the keys were made of,
+    taken at any time after the opening, is what every module was loaded from.
+    One stat per file and folder."""
+    return _running_state().settled_before(opened_ns - SETTLED_NS)

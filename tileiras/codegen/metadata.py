@@ -51,8 +51,9 @@ class ModuleMetadata:
     kernels: tuple[KernelInfo, ...]
     gpu: str
 
-    def to_json(self) -> str:
-        document = {
+    def to_document(self) -> dict[str, Any]:
+        """The JSON document of to_json (the compile cache writes it without importing json)."""
+        return {
             "schema_version": SCHEMA_VERSION,
             "gpu": self.gpu,
             "kernels": [
@@ -66,9 +67,11 @@ class ModuleMetadata:
                 for k in self.kernels
             ],
         }
+
+    def to_json(self) -> str:
         import json  # only when metadata is written: not on the compile path
 
-        return json.dumps(document, sort_keys=True, indent=1, separators=(",", ": ")) + "\n"
+        return json.dumps(self.to_document(), sort_keys=True, indent=1, separators=(",", ": ")) + "\n"
 
     @staticmethod
     def from_json(text: str | bytes) -> "ModuleMetadata":

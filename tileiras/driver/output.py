@@ -10,7 +10,10 @@ file), or a file the command reads (the same inode: also through a hard
 link or a symlink), which the output would destroy. A symlink is written
 through: its target is replaced and the link stays. The null device is the
 one device accepted: `-o /dev/null` discards the output, as it does for
-NVIDIA's tileiras, and the device is never opened, replaced or removed.
+NVIDIA's tileiras, and the device is never opened, replaced or removed. The
+side files named after a discarded output (`-MD`'s depfile, `--emit-metadata`'s
+JSON) are discarded with it (`side_file`): `-o /dev/null -MD` creates no
+`/dev/null.d`.
 """
 
 from __future__ import annotations
@@ -61,6 +64,18 @@ def _is_null_device(st: os.stat_result) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(null.st_mode) and st.st_rdev == null.st_rdev
+
+
+def side_file(output: str, suffix: str) -> str:
+    """Where a side file named after the output goes (`k.cubin.d`, `k.cubin.json`): the null device when
+    the output is discarded there (nothing is written beside a device: NVIDIA's tileiras has no
+    depfile to follow, and a user discarding the output expects nothing under /dev)."""
+    try:
+        if _is_null_device(os.stat(output)):
+            return os.devnull
+    except (OSError, ValueError):
+        pass
+    return output + suffix
 
 
 def output_target(path: str | os.PathLike[str], inputs: Iterable[str] = ()) -> Optional[str]:

@@ -91,14 +91,16 @@ def _inputs(opts: Options) -> list[str]:
 
 def _output_paths(opts: Options) -> list[str]:
     """Every file this run writes, the main output first."""
+    from .output import side_file
+
     out = opts.output_path
     paths = [out]
     if opts.emit_metadata:
-        paths.append(out + ".json")
+        paths.append(side_file(out, ".json"))
     if opts.header:
         paths.append(opts.header)
     if opts.depfile_md or opts.depfile:
-        paths.append(opts.depfile or out + ".d")
+        paths.append(opts.depfile or side_file(out, ".d"))
     # (the remarks file is checked when written: NVIDIA reports it in its own words, exit 3)
     return [p for p in paths if p != STDOUT]
 
@@ -116,7 +118,7 @@ def _remarks_text(opts: Options, arts: object) -> str:
 
 def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
     """Write the output and its side files; on any failure remove what was written."""
-    from .output import write_atomic
+    from .output import side_file, write_atomic
 
     inputs = [*_inputs(opts), *arts.inputs_read]  # type: ignore[attr-defined]
     written: list[str | None] = []
@@ -140,7 +142,7 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
             from .compile import newest_gpu
 
             meta = arts.metadata[newest_gpu(gpus)]  # type: ignore[attr-defined]
-            written.append(write_atomic(out + ".json", meta.to_json(), inputs))
+            written.append(write_atomic(side_file(out, ".json"), meta.to_json(), inputs))
         if opts.header:
             from ..codegen.header import make_header
 
@@ -151,7 +153,7 @@ def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
         if opts.depfile_md or opts.depfile:
             from .depfile import write_depfile
 
-            depfile = opts.depfile or out + ".d"
+            depfile = opts.depfile or side_file(out, ".d")
             written.append(write_depfile(depfile, opts.depfile_target or out, arts.inputs_read,  # type: ignore
                                          inputs))
     except BaseException:

@@ -9,7 +9,10 @@ from .llvm_text import float_bits_literal, llvm_type
 
 
 def global_symbol(name: str) -> str:
-    return f"@{name}" if name.replace("_", "a").isalnum() else f'@"{name}"'
+    """`@name`, quoted with LLVM's \\XX escapes unless it is a plain identifier (NVPTX renames the rest)."""
+    if name.isascii() and name.replace("_", "a").isalnum() and not name[0].isdigit():
+        return f"@{name}"
+    return '@"' + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b'"\\' else f"\\{b:02X}" for b in name.encode()) + '"'
 
 
 def define_global(op: Operation) -> str:

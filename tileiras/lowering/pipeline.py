@@ -149,8 +149,18 @@ def _sm(gpu: str) -> int:
     return int(gpu.split("_")[1].rstrip("af"))
 
 
+_PTX_FOLLOW = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+
+
 def _symbol(name: str) -> str:
-    return f"@{name}" if name.replace("_", "a").isalnum() else f'@"{name}"'
+    """The kernel's LLVM name: its TileIR name unchanged (the PTX entry, the launcher, the header and the
+    metadata all use it), so it must be a PTX identifier: a letter then letters, digits, '_' and '$', or
+    '_' or '$' then at least one of those. NVIDIA's tileiras refuses other names as well (exit 5)."""
+    if not (_PTX_FOLLOW.issuperset(name) and name and (name[0].isalpha() or len(name) > 1 and name[0] in "_$")):
+        shown = name if name.isprintable() else ascii(name)[1:-1]
+        raise CompileError(f"error: kernel name '{shown}' is not a PTX identifier (a letter, then letters, "
+                           f"digits, '_' and '$'; or '_' or '$' and at least one of those)")
+    return f"@{name}"
 
 
 def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
