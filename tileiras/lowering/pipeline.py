@@ -183,6 +183,8 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         if op.name == "cuda_tile.global":
             globals_.append(define_global(op))
     entries = [op for op in body if op.name == "cuda_tile.entry"]
+    for op in entries:   # a name the PTX cannot hold fails before any work
+        _symbol(str(op.attributes["sym_name"]))
     for name, run_aa in TILEAA_PASSES:
         with stage(name):
             for op in entries:
