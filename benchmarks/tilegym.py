@@ -130,15 +130,17 @@ def summary(rows: list[dict]) -> list[str]:
 
 
 def record(rows: list[dict]) -> None:
-    """Write where NVIDIA's compiled each row into the manifest (``nvidia_targets``)."""
+    """Write where NVIDIA's compiled each row into the manifest (``nvidia_targets``). A compile
+    that timed out says nothing either way: the row keeps what the manifest had."""
     path = CORPUS / "manifest.json"
     data = manifest()
     seen: dict[str, dict[str, bool]] = {}
     for r in rows:
-        seen.setdefault(r["name"], {})[r["gpu"]] = r["nvidia"]["ok"]
+        if r["nvidia"]["ok"] or not r["nvidia"]["error"].startswith("timed out"):
+            seen.setdefault(r["name"], {})[r["gpu"]] = r["nvidia"]["ok"]
     for c in data["configs"]:
         if c["name"] in seen:
-            known = {g: g in c.get("nvidia_targets", []) for g in data["targets"]}
+            known = {g: g in c.get("nvidia_targets", data["targets"]) for g in data["targets"]}
             known.update(seen[c["name"]])
             c["nvidia_targets"] = [g for g in data["targets"] if known[g]]
     sys.path.insert(0, str(CORPUS))
