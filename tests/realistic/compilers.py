@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ class Compiled:
     cubin: Path
     cpu_s: float
     wall_s: float
-    message: str = ""            # the compiler's last error line when not ok
+    message: str = ""            # the compiler's first error line when not ok
     dynamic_smem: int | None = None   # bytes, from our launch metadata (ours only)
     block: tuple[int, int, int] | None = None
 
@@ -47,17 +48,39 @@ def nvidia_tileiras() -> Path | None:
     return None
 
 
+# Runs the compiler as its child and adopts every process the compiler leaves behind (our
+# driver does not wait for its LLVM worker), so that the CPU time of the whole process tree is
+# counted: writes user + system seconds of all reaped descendants to the file argv[1].
+_TREE_CPU = """
+import ctypes, os, resource, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+code = subprocess.call(sys.argv[2:])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write(repr(u.ru_utime + u.ru_stime))
+sys.exit(code)
+"""
+
+
 def _run(argv: list[str], timeout: float) -> tuple[subprocess.CompletedProcess | None, float, float]:
     """Run to completion; (process or None on timeout, CPU seconds, wall seconds). The CPU time
-    comes from wait4 on this child alone, so concurrent compiles do not blur each other's."""
+    is that of the compiler's whole process tree (children it does not wait for included), apart
+    from any other compile running concurrently."""
+    import signal
     import tempfile
     import threading
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".cpu") as cpu_file:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=ROOT, env=env)
-        timer = threading.Timer(timeout, proc.kill)
+        proc = subprocess.Popen([sys.executable, "-c", _TREE_CPU, cpu_file.name, *argv], stdout=out,
+                                stderr=err, text=True, cwd=ROOT, env=env, start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
@@ -65,7 +88,8 @@ def _run(argv: list[str], timeout: float) -> tuple[subprocess.CompletedProcess |
             timer.cancel()
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
-        cpu = usage.ru_utime + usage.ru_stime
+        text = cpu_file.read().strip()
+        cpu = float(text) if text else usage.ru_utime + usage.ru_stime
         if wall >= timeout and proc.returncode < 0:
             return None, cpu, wall
         out.seek(0)
@@ -78,7 +102,10 @@ def _error_line(proc: subprocess.CompletedProcess | None, timeout: float) -> str
         return f"timed out after {timeout:.0f} s"
     lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower()]
-    return (errors or lines or [f"exit {proc.returncode}"])[-1][:300]
+    first = (errors or lines or [f"exit {proc.returncode}"])[0]     # the first says why
+    # NVIDIA's prefixes a diagnostic with its whole debug-info attribute: keep file:line:col
+    loc = re.match(r'#cuda_tile\.di_loc<loc\("([^"]*)":(\d+):(\d+)\).*?>: (\w+: .*)$', first)
+    return (f"{loc[1]}:{loc[2]}:{loc[3]}: {loc[4]}" if loc else first)[:300]
 
 
 def compile_ours(bytecode: Path, gpu: str, out: Path, timeout: float = 600) -> Compiled:
