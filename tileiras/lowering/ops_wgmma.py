@@ -1,65 +1,93 @@
-"""mmaf on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk16 from shared memory.
+"""mmaf / mmai on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk{8,16,32}.
 
-assign_layouts picks the mmas (`_runs_on_wgmma`): both operands are loads copied (cp.async,
-possibly pipelined) into wgmma's 128-byte swizzled layout (smem.SharedMatrix `swizzled`): A
-(M x K) K-major, B (K x N) N-major (the instruction's transposed-B form), each cut into
-128-byte column atoms. The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds
-rows 64 i + 16 (4 g + w) of instruction i in the m16n8 fragment order, which is exactly the
-register order of wgmma's m64nN accumulator.
+wgmma_select picks the mmas and the instruction (types, K). Operands:
 
-Per mma: the copies' completion and a `fence.proxy.async` (the operands were written through the
-generic proxy, wgmma reads through the async one) before the CTA barrier, then `wgmma.fence`,
-one instruction per 64-row block and K step of 16, `commit_group` and `wait_group 0`.
+* A from registers (the instruction's register form): a 16-bit tile already in the accumulator
+  layout of this mma's warps (attention's probabilities): the accumulator blocks (m, 2kk) and
+  (m, 2kk + 1) are A's K step kk, as for mma.sync (ops_mma._a_from_registers).
+* Otherwise A and B are read by descriptor from shared matrices in a 128B/64B/32B swizzle
+  (smem.SharedMatrix `swizzled`, its span the stored row): a load copied there by cp.async
+  (possibly pipelined, through unit reshapes and transposes), or a register tile stored there.
+  K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
+  in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
+  padded and is copied K-major here, element by element, as NVIDIA's compiler does.
+
+The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
+of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
+accumulator. Per mma: the operands' completion and a `fence.proxy.async` (they were written
+through the generic proxy, wgmma reads through the async one) before the CTA barrier, then
+`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`.
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading and
-stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode 1 (128B) in bits 62-63. K-major
-128B-swizzled A: stride 1024 bytes between 8-row groups (the leading offset is unused). N-major
-B: leading offset = bytes from one 64-column atom to the next, stride 1024 bytes between 8-row
-(K) groups. A K step inside an atom moves the start address.
+stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode in bits 62-63 (1: 128B, 2: 64B,
+3: 32B). K-major: stride 8 spans between 8-row groups (the leading offset is unused); a K step
+inside an atom moves the start address. M/N-major: leading offset = bytes from one column atom
+to the next, stride 8 spans between 8-row (K) groups.
 """
 
 from __future__ import annotations
 
 from ..ir.core import Operation
+from ..ir.record import replace
 from .async_copy import fence_async_proxy, is_ready, wait_for
-from .kernel import KernelLowering
+from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout
-from .ops_mma import stage
-from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
+from .ops_mma import _a_from_registers, stage
+from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
+from .wgmma_select import WgmmaShape, reads_directly, select
 
-_SWIZZLE_128B = 1 << 62
-_PTX_TYPE = {"f16": "f16", "bf16": "bf16"}
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+class _Operand:
+    """A or B as wgmma reads it: a swizzled shared matrix and whether K runs along its rows."""
+
+    def __init__(self, matrix: SharedMatrix, kmajor: bool) -> None:
+        self.matrix, self.kmajor = matrix, kmajor
 
 
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
     layout = acc.layout
     assert isinstance(layout, MmaLayout) and layout.interleaved
-    a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
-    b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
-    if not is_ready([lhs, rhs]):
-        wait_for(k, [lhs, rhs])
+    shape = select(op, k.sm, k.threads)
+    assert shape is not None
+    _, m_size, n_size = layout.shape
+    a_regs = _a_in_registers(lhs, layout, shape)
+    k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
+             op, Instruction="Tensor-core SM90 (wgmma.mma_async" + (", A from registers)" if a_regs else ")"),
+             Shape=f"[64, {n_size}, {shape.k}]")
+    shared = [v for v in ([rhs] if a_regs else [lhs, rhs]) if isinstance(v, SharedTileVal)]
+    copied = [v for v in shared if not _direct(shape, v, "a" if v is lhs else "b")]
+    if not is_ready(shared) or copied:
+        wait_for(k, shared)
+    if copied:
+        k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
+    a = None if a_regs else _operand(k, shape, lhs, "a")  # type: ignore[arg-type]
+    b = _operand(k, shape, rhs, "b")  # type: ignore[arg-type]
+    if copied or not is_ready([rhs] if a_regs else [lhs, rhs]):
         fence_async_proxy(k)
         k.barrier()
-    _, m_size, n_size = layout.shape
-    k_size = a.cols
+    k_size = (lhs.type.shape[-1])  # type: ignore[attr-defined]
     warps = layout.warps[1]
     rm = layout.repeats[1]
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
     group_row = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {warp}, {-4 & 0xFFFFFFFF}', 'wg')}, 16", "wg")  # 16 (4 g)
-    ptx = _PTX_TYPE[str(lhs.type.element)]  # type: ignore[attr-defined]
-    regs_per = n_size // 2          # f32 accumulators per thread and instruction: 64 x N / 128
+    regs_per = n_size // 2          # accumulators per thread and instruction: 64 x N / 128
     k.b.declare("declare void @llvm.nvvm.wgmma.fence.sync.aligned()")
     k.b.emit("call void @llvm.nvvm.wgmma.fence.sync.aligned()")
     regs = list(acc.slots)
-    b_lbo = b.atom_bytes
-    for k0 in range(0, k_size, 16):
-        b_desc = _descriptor(k, b, _offset_of(b, k0, 0), b_lbo)
+    for k0 in range(0, k_size, shape.k):
+        b_desc = _descriptor(k, b.matrix, _offset(k, b, "0", k0), b.kmajor)
         for mi in range(rm):
-            row0 = k.b.op(f"add i32 {group_row}, {mi * warps * 16}", "wr") if mi else group_row
-            a_desc = _descriptor(k, a, _a_offset(k, a, row0, k0), 16)
             chunk = regs[mi * regs_per:(mi + 1) * regs_per]
-            regs[mi * regs_per:(mi + 1) * regs_per] = _issue(k, ptx, n_size, chunk, a_desc, b_desc)
+            if a is None:
+                a_in = _a_from_registers(k, lhs, mi, k0)  # type: ignore[arg-type]
+            else:
+                row0 = k.b.op(f"add i32 {group_row}, {mi * warps * 16}", "wr") if mi else group_row
+                a_in = [_descriptor(k, a.matrix, _offset(k, a, row0, k0), a.kmajor)]
+            regs[mi * regs_per:(mi + 1) * regs_per] = _issue(k, shape, n_size, chunk, a_in, b_desc,
+                                                             a is not None and not a.kmajor, not b.kmajor)
     k.b.declare("declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
     k.b.emit("call void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
     k.b.declare("declare void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 immarg)")
@@ -67,20 +95,118 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     return TileRegs(acc.type, regs, layout)
 
 
-def _offset_of(matrix: SharedMatrix, row: int, col: int) -> int:
-    """Unswizzled byte offset (from the buffer) of constant (row, col): the descriptor's start."""
-    per_atom = SWIZZLE_BYTES // matrix.elem_bytes
-    return (col // per_atom) * matrix.atom_bytes + row * SWIZZLE_BYTES + (col % per_atom) * matrix.elem_bytes
+def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bool:
+    """A 16-bit A that sits in this mma's accumulator layout (warpgroup rows): its registers are
+    the A fragments of the register form, no shared memory involved."""
+    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.elem_bytes != 2:
+        return False
+    mine = lhs.layout
+    return mine.interleaved and mine.warps == acc_layout.warps and mine.shape[:2] == acc_layout.shape[:2]
 
 
-def _a_offset(k: KernelLowering, a: SharedMatrix, row0: str, k0: int) -> str:
-    """Unswizzled offset of A's (row0, k0), row0 an i32 multiple of 64 or 16."""
-    base = _offset_of(a, 0, k0)
-    rows = k.b.op(f"mul i32 {row0}, {SWIZZLE_BYTES}", "wa")
-    return k.b.op(f"add i32 {rows}, {base}", "wa") if base else rows
+def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
+    m = value.matrix
+    return m.swizzled and m.batch == 1 and reads_directly(shape, role, value.transposed, m.rows, m.cols)
 
 
-def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", lbo: int) -> str:
+def _operand(k: KernelLowering, shape: WgmmaShape, value: "SharedTileVal | TileRegs", role: str) -> _Operand:
+    """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
+    if isinstance(value, SharedTileVal):
+        kmajor = value.transposed if role == "b" else not value.transposed
+        if _direct(shape, value, role):
+            return _Operand(value.matrix, kmajor)
+        return _Operand(_copy_kmajor(k, value, role), True)
+    if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
+        return _Operand(stage(k, value, swizzled=True), False)
+    if role == "a":
+        return _Operand(stage(k, value, swizzled=True), True)
+    return _Operand(_stage_kmajor_b(k, value), True)
+
+
+def _kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
+    m = SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
+    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024))
+
+
+def _stage_kmajor_b(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
+    """A register B tile (K, N) stored transposed, (N, K) K-major, in a swizzled buffer."""
+    kdim, n = tile.type.shape[-2:]
+    elem = tile.type.element
+    matrix = _kmajor_matrix(k, n, kdim, storage_bytes(elem))  # type: ignore[arg-type]
+    k.barrier()   # earlier readers of the buffer (the previous iteration's wgmma) are done
+    lty = storage_type(elem)
+    for slot, v in enumerate(tile.slots):
+        idx = k.multi_index(tile.type.shape, slot, tile.layout)
+        kk, x = idx[-2:]
+        p = pointer(k, element_offset(k, matrix, "0", x, kk))
+        k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {to_storage(k, v, elem)}, "
+                           f"ptr addrspace(3) {p}")
+    fence_async_proxy(k)
+    return matrix
+
+
+def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str) -> SharedMatrix:
+    """A shared operand copied K-major into a swizzled buffer: (M, K) for A, (N, K) for B. Each
+    thread moves 32-bit words (1 to 4 elements along K) at a time; called after the CTA barrier
+    that published the source."""
+    src = value.matrix
+    eb = src.elem_bytes
+    shape = value.type.shape[-2:]
+    kdim, x_size = (shape[1], shape[0]) if role == "a" else shape
+    dst = _kmajor_matrix(k, x_size, kdim, eb)
+    vec = max(4 // eb, 1)
+    lty = {1: "i8", 2: "i16", 4: "i32"}[eb]
+    words = x_size * kdim // vec
+    for first in range(0, words, k.threads):
+        item = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "cw")
+        x = k.b.pre(f"urem i32 {item}, {x_size}", "cx")
+        kc = k.b.pre(f"mul i32 {k.b.pre(f'udiv i32 {item}, {x_size}', 'ck')}, {vec}", "ck")
+
+        def move(x: str = x, kc: str = kc) -> None:
+            parts = []
+            for i in range(vec):
+                kk = kc if i == 0 else k.b.op(f"add i32 {kc}, {i}", "ck")
+                r, c = (x, kk) if role == "a" else (kk, x)          # the tile's (row, col)
+                r, c = (c, r) if value.transposed else (r, c)         # where it is stored
+                p = pointer(k, element_offset(k, src, "0", r, c))
+                parts.append(k.b.op(f"load {lty}, ptr addrspace(3) {p}", "cv"))
+            word = parts[0] if vec == 1 else _pack(k, parts, lty)
+            q = pointer(k, element_offset(k, dst, "0", x, kc))
+            k.b.emit(f"store {'i32' if vec > 1 else lty} {word}, ptr addrspace(3) {q}")
+
+        if first + k.threads > words:
+            k.guarded(k.b.pre(f"icmp ult i32 {item}, {words}", "cw"), lambda: move() or None)
+        else:
+            move()
+    fence_async_proxy(k)
+    return dst
+
+
+def _pack(k: KernelLowering, parts: list[str], lty: str) -> str:
+    vec = "undef"
+    for i, v in enumerate(parts):
+        vec = k.b.op(f"insertelement <{len(parts)} x {lty}> {vec}, {lty} {v}, i32 {i}", "cv")
+    return k.b.op(f"bitcast <{len(parts)} x {lty}> {vec} to i32", "cv")
+
+
+def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":
+    """Unswizzled byte offset (from the buffer) of the operand's element (M/N index x0, K index
+    k0): the descriptor's start. x0 is "0" or an i32 multiple of 64 (a warpgroup's first row)."""
+    m = operand.matrix
+    per_atom = m.span // m.elem_bytes
+    if operand.kmajor:   # stored (x, k)
+        const = (k0 // per_atom) * m.atom_bytes + (k0 % per_atom) * m.elem_bytes
+        scale = m.span
+    else:                # stored (k, x): x0 is a multiple of the atom's columns
+        const = k0 * m.span
+        scale = m.atom_bytes // per_atom
+    if x0 == "0":
+        return const
+    rows = k.b.op(f"mul i32 {x0}, {scale}", "wa")
+    return k.b.op(f"add i32 {rows}, {const}", "wa") if const else rows
+
+
+def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", kmajor: bool) -> str:
     """The 64-bit matrix descriptor of `matrix` starting at byte `offset` of it."""
     off = str(offset)
     if matrix.stage:
@@ -90,18 +216,35 @@ def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", lb
     addr = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "wd")
     shifted = k.b.op(f"lshr i32 {addr}, 4", "wd")
     start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'wd')} to i64", "wd")
-    const = _SWIZZLE_128B | ((1024 >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
+    lbo = 16 if kmajor else matrix.atom_bytes
+    const = (_SWIZZLE_MODE[matrix.span] << 62) | (((8 * matrix.span) >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
     return k.b.op(f"or i64 {start}, {const}", "wd")
 
 
-def _issue(k: KernelLowering, ptx: str, n: int, acc: list[str], a_desc: str, b_desc: str) -> list[str]:
-    """One wgmma.mma_async m64nNk16 accumulating into `acc` (N / 2 f32 registers per thread)."""
+def _issue(k: KernelLowering, shape: WgmmaShape, n: int, acc: list[str], a: list[str], b_desc: str,
+           trans_a: bool, trans_b: bool) -> list[str]:
+    """One wgmma.mma_async m64nNk accumulating into `acc` (N / 2 registers per thread); `a` is
+    one descriptor or the 4 A registers of the register form."""
     count = len(acc)
     outs = ", ".join(f"${i}" for i in range(count))
-    text = (f"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} "
-            f"{{{outs}}}, ${count}, ${count + 1}, p, 1, 1, 0, 1; }}")
-    constraints = ",".join(["=f"] * count + ["l", "l"] + [str(i) for i in range(count)])
-    ret = "{" + ", ".join(["float"] * count) + "}"
-    args = ", ".join([f"i64 {a_desc}", f"i64 {b_desc}"] + [f"float {v}" for v in acc])
+    if len(a) == 1:
+        a_text, a_cons, a_args = f"${count}", ["l"], [f"i64 {a[0]}"]
+    else:
+        a_text = "{" + ", ".join(f"${count + i}" for i in range(len(a))) + "}"
+        a_cons, a_args = ["r"] * len(a), [f"i32 {r}" for r in a]
+    b_pos = count + len(a)
+    if shape.acc_type == "i32":
+        imms = ""                                   # integer forms take no scale or transpose
+    elif shape.transposable:
+        imms = ", 1, 1" + (f", {int(trans_a)}" if len(a) == 1 else "") + f", {int(trans_b)}"
+    else:
+        imms = ", 1, 1"
+    text = (f"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k{shape.k}.{shape.types} "
+            f"{{{outs}}}, {a_text}, ${b_pos}, p{imms}; }}")
+    reg = "f" if shape.acc_type == "float" else "r"
+    constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
+    ty = shape.acc_type
+    ret = "{" + ", ".join([ty] * count) + "}"
+    args = ", ".join(a_args + [f"i64 {b_desc}"] + [f"{ty} {v}" for v in acc])
     res = k.b.op(f'call {ret} asm sideeffect "{text}", "{constraints}"({args})', "wg")
     return [k.b.op(f"extractvalue {ret} {res}, {i}", "wacc") for i in range(count)]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 STATIC_LIMIT = 48 * 1024
 BUFFER_ALIGN = 128
-SWIZZLE_BYTES = 128      # wgmma operands: 128-byte swizzle atoms, 1024-byte aligned
+SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
 # Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
 _OPT_IN = {80: 166912, 86: 101376, 87: 166912, 88: 101376, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
@@ -60,8 +60,8 @@ class SharedMatrix:
 
     @property
     def span(self) -> int:
-        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (tcgen05's
-        32- and 64-byte swizzles; wgmma takes only whole 128-byte atoms)."""
+        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (the
+        32- and 64-byte swizzles of wgmma and tcgen05: a K-major operand of K = 32 or 64 bytes)."""
         return min(SWIZZLE_BYTES, self.cols * self.elem_bytes)
 
     @property
