@@ -206,7 +206,8 @@ def test_sm90_matmuls_use_warpgroup_mma_where_the_tiles_allow(tmp_path: Path) ->
     assert wide.count("wgmma.mma_async.sync.aligned.m64n256k16") == 4      # 2 warpgroups, 4 K steps
     assert ".reqntid 384, 1, 1" in wide          # and the pipeline's producer warpgroup (warp_specialize.py)
     narrow_k = _ptx(_matmul("bfloat16", "float32", 128, 128, 32), "sm_90", tmp_path)
-    assert "wgmma" not in narrow_k and "mma.sync" in narrow_k             # K = 32: not a whole swizzle atom
+    assert narrow_k.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 4   # K = 32: 64B swizzle
+    assert "mma.sync" not in narrow_k
 
 
 @lru_cache(maxsize=None)
