@@ -33,6 +33,7 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout
 from .ops_mma import _a_from_registers, stage
+from .ops_reduce import counted_loop
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
 from .wgmma_select import WgmmaShape, reads_directly, select
@@ -157,15 +158,18 @@ def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str) -> SharedMa
     vec = max(4 // eb, 1)
     lty = {1: "i8", 2: "i16", 4: "i32"}[eb]
     words = x_size * kdim // vec
-    for first in range(0, words, k.threads):
-        item = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "cw")
-        x = k.b.pre(f"urem i32 {item}, {x_size}", "cx")
-        kc = k.b.pre(f"mul i32 {k.b.pre(f'udiv i32 {item}, {x_size}', 'ck')}, {vec}", "ck")
+    stop = -(-words // k.threads) * k.threads
 
-        def move(x: str = x, kc: str = kc) -> None:
+    def body(i: str, _: list[str]) -> list[str]:
+        # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
+        item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
+        x = k.b.op(f"urem i32 {item}, {x_size}", "cx")
+        kc = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {x_size}', 'ck')}, {vec}", "ck")
+
+        def move() -> None:
             parts = []
-            for i in range(vec):
-                kk = kc if i == 0 else k.b.op(f"add i32 {kc}, {i}", "ck")
+            for j in range(vec):
+                kk = kc if j == 0 else k.b.op(f"add i32 {kc}, {j}", "ck")
                 r, c = (x, kk) if role == "a" else (kk, x)          # the tile's (row, col)
                 r, c = (c, r) if value.transposed else (r, c)         # where it is stored
                 p = pointer(k, element_offset(k, src, "0", r, c))
@@ -174,10 +178,13 @@ def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str) -> SharedMa
             q = pointer(k, element_offset(k, dst, "0", x, kc))
             k.b.emit(f"store {'i32' if vec > 1 else lty} {word}, ptr addrspace(3) {q}")
 
-        if first + k.threads > words:
-            k.guarded(k.b.pre(f"icmp ult i32 {item}, {words}", "cw"), lambda: move() or None)
+        if stop != words:
+            k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "cw"), lambda: move() or None)
         else:
             move()
+        return []
+
+    counted_loop(k, "0", str(stop), k.threads, [], body)
     fence_async_proxy(k)
     return dst
 
