@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cuda.tile as ct
 import ml_dtypes
 import numpy as np
 import pytest
@@ -106,3 +107,41 @@ def test_attention_on_wgmma_matches_numpy(tmp_path: Path) -> None:
     p = np.exp(s - s.max(1, keepdims=True))
     ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
     assert np.abs(out[0] - ref).max() < 2e-3
+
+
+@ct.kernel
+def mm_at(at, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C = A @ B with A given transposed, (K, M)."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(at, 0, shape=(TK, TM))):
+        x = ct.load(at, index=(k, bm), shape=(TK, TM))
+        acc = ct.mma(ct.transpose(x), ct.load(b, index=(k, bn), shape=(TK, TN)), acc)
+    ct.store(c, index=(bm, bn), tile=acc)
+
+
+def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
+    """A 16-bit A loaded (K, M) and transposed: no copy, the descriptor's transpose-A bit."""
+    from cuda.tile.compilation import ConstantConstraint
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_tile_layer import _array, _entry, _export
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = _export(mm_at, [_array(ct.float16, 2), _array(ct.float16, 2), _array(ct.float32, 2),
+                           ConstantConstraint(128), ConstantConstraint(64), ConstantConstraint(64)])
+    src = tmp_path / "k.tileirbc"
+    src.write_bytes(data)
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_90",
+                           str(src), "-o", str(tmp_path / "k.ptx")], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, p, 1, 1, "
+                       r"(\d), (\d)", (tmp_path / "k.ptx").read_text())
+    assert forms == [("1", "1")] * 8, forms          # 2 warpgroup rows x 4 K steps, A and B M/N-major
+    module = load_module(data, "k.tileirbc")
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((128, 128)).astype(np.float16), rng.standard_normal((128, 64)).astype(np.float16)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [np.ascontiguousarray(a.T), b, np.zeros((128, 64), np.float32)],
+                     backend="emulator", gpu_name="sm_90", check_races=True)[2]
+    assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
