@@ -165,11 +165,13 @@ def test_fp8_matmul_runs_on_tensor_cores_exactly(gpu, tmp_path: Path) -> None:
 
     data = _matmul("float8_e4m3fn", "float32", 128, 128, 64)
     ptx = _ptx(data, gpu, tmp_path)
-    # the e4m3 instruction itself, the operands copied to shared memory as bytes (never a whole tile
-    # converted in registers: that spilled), no spills
-    assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
-    assert re.search(r"cp\.async\.c[ag]\.shared\.global", ptx) and "cvt.rn.f16" not in ptx
-    if gpu == "sm_120":
+    if gpu == "sm_90":   # QGMMA: wgmma k32 reads the e4m3 bytes by descriptor
+        assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
+    else:
+        # the e4m3 instruction itself, the operands copied to shared memory as bytes (never a whole
+        # tile converted in registers: that spilled), no spills
+        assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+        assert re.search(r"cp\.async\.c[ag]\.shared\.global", ptx) and "cvt.rn.f16" not in ptx
         assert "0 bytes spill stores" in _ptxas_report(ptx, gpu, tmp_path)
     module = _module(data)
     a, b, c = _inputs("float8_e4m3fn", 128, 128, 128)
