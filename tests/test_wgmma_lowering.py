@@ -28,9 +28,14 @@ def _module(name: str):
 
 
 def _ptx(name: str, tmp_path: Path) -> str:
-    out = tmp_path / f"{name}.ptx"
+    return _ptx_of((BYTECODE / f"{name}.tileirbc").read_bytes(), tmp_path)
+
+
+def _ptx_of(data: bytes, tmp_path: Path) -> str:
+    src, out = tmp_path / "k.tileirbc", tmp_path / "k.ptx"
+    src.write_bytes(data)
     done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_90",
-                           str(BYTECODE / f"{name}.tileirbc"), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+                           str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return out.read_text()
 
@@ -131,13 +136,8 @@ def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
 
     data = _export(mm_at, [_array(ct.float16, 2), _array(ct.float16, 2), _array(ct.float32, 2),
                            ConstantConstraint(128), ConstantConstraint(64), ConstantConstraint(64)])
-    src = tmp_path / "k.tileirbc"
-    src.write_bytes(data)
-    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_90",
-                           str(src), "-o", str(tmp_path / "k.ptx")], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
     forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, p, 1, 1, "
-                       r"(\d), (\d)", (tmp_path / "k.ptx").read_text())
+                       r"(\d), (\d)", _ptx_of(data, tmp_path))
     assert forms == [("1", "1")] * 8, forms          # 2 warpgroup rows x 4 K steps, A and B M/N-major
     module = load_module(data, "k.tileirbc")
     rng = np.random.default_rng(1)
@@ -153,3 +153,21 @@ def test_a_k_major_copy_that_does_not_fit_beside_the_pipeline_shrinks_it(tmp_pat
     ptx = _ptx("mm_tf32_128x256x64", tmp_path)
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32") == 8   # a warpgroup's 64 rows, 8 K steps
     assert "mma.sync" not in ptx
+
+
+def test_e5m2_matmul_on_wgmma_is_exact(tmp_path: Path) -> None:
+    """fp8 e5m2 (QGMMA k32, 32B-swizzled A, B copied K-major): products of 8-bit floats are exact
+    in f32 and small sums stay exact."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_tile_layer import _entry, _matmul
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = _matmul("float8_e5m2", "float32", 64, 64, 32)
+    module = load_module(data, "k.tileirbc")
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-4, 5, s).astype(ml_dtypes.float8_e5m2) for s in ((64, 64), (64, 64)))
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, np.zeros((64, 64), np.float32)], backend="emulator",
+                     gpu_name="sm_90", check_races=True)[2]
+    assert np.array_equal(out, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
+    assert _ptx_of(data, tmp_path).count("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2") == 1
