@@ -147,39 +147,45 @@ def _stage_kmajor_b(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
 
 
 def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str) -> SharedMatrix:
-    """A shared operand copied K-major into a swizzled buffer: (M, K) for A, (N, K) for B. Each
-    thread moves 32-bit words (1 to 4 elements along K) at a time; called after the CTA barrier
-    that published the source."""
+    """A shared operand copied K-major into a swizzled buffer: (M, K) for A, (N, K) for B; called
+    after the CTA barrier that published the source. Each thread moves v x v blocks (v = 32 bits
+    of elements): v 32-bit loads of stored rows, transposed in registers where the source runs
+    along M/N (byte permutes), v 32-bit stores of K-contiguous words."""
     src = value.matrix
     eb = src.elem_bytes
     shape = value.type.shape[-2:]
     kdim, x_size = (shape[1], shape[0]) if role == "a" else shape
+    stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
     dst = _kmajor_matrix(k, x_size, kdim, eb)
-    vec = max(4 // eb, 1)
-    lty = {1: "i8", 2: "i16", 4: "i32"}[eb]
-    words = x_size * kdim // vec
-    stop = -(-words // k.threads) * k.threads
+    v = max(4 // eb, 1)
+    vty = f"<{v} x {_ELEM_TYPE[eb]}>"
+    blocks_x = x_size // v
+    blocks = blocks_x * (kdim // v)
+    stop = -(-blocks // k.threads) * k.threads
 
     def body(i: str, _: list[str]) -> list[str]:
         # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
         item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
-        x = k.b.op(f"urem i32 {item}, {x_size}", "cx")
-        kc = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {x_size}', 'ck')}, {vec}", "ck")
+        x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
+        k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
+
+        def at(base: str, j: int) -> str:
+            return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
 
         def move() -> None:
-            parts = []
-            for j in range(vec):
-                kk = kc if j == 0 else k.b.op(f"add i32 {kc}, {j}", "ck")
-                r, c = (x, kk) if role == "a" else (kk, x)          # the tile's (row, col)
-                r, c = (c, r) if value.transposed else (r, c)         # where it is stored
+            rows = []
+            for j in range(v):   # stored row j of the block
+                r, c = (at(k0, j), x0) if stored_k_rows else (at(x0, j), k0)
                 p = pointer(k, element_offset(k, src, "0", r, c))
-                parts.append(k.b.op(f"load {lty}, ptr addrspace(3) {p}", "cv"))
-            word = parts[0] if vec == 1 else _pack(k, parts, lty)
-            q = pointer(k, element_offset(k, dst, "0", x, kc))
-            k.b.emit(f"store {'i32' if vec > 1 else lty} {word}, ptr addrspace(3) {q}")
+                rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 4", "cv"))
+            if stored_k_rows and v > 1:
+                rows = _transpose(k, rows, _ELEM_TYPE[eb])
+            for j, row in enumerate(rows):
+                q = pointer(k, element_offset(k, dst, "0", at(x0, j), k0))
+                k.b.emit(f"store {vty} {row}, ptr addrspace(3) {q}, align 4")
 
-        if stop != words:
-            k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "cw"), lambda: move() or None)
+        if stop != blocks:
+            k.guarded(k.b.op(f"icmp ult i32 {item}, {blocks}", "cw"), lambda: move() or None)
         else:
             move()
         return []
@@ -189,11 +195,23 @@ def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str) -> SharedMa
     return dst
 
 
-def _pack(k: KernelLowering, parts: list[str], lty: str) -> str:
-    vec = "undef"
-    for i, v in enumerate(parts):
-        vec = k.b.op(f"insertelement <{len(parts)} x {lty}> {vec}, {lty} {v}, i32 {i}", "cv")
-    return k.b.op(f"bitcast <{len(parts)} x {lty}> {vec} to i32", "cv")
+_ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
+
+
+def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:
+    """The columns of a v x v block (v = 2 or 4) given as its v row vectors: shuffles, which the
+    NVPTX backend turns into byte permutes (prmt)."""
+    v = len(rows)
+
+    def shuffle(ty: str, a: str, b: str, mask: list[int]) -> str:
+        return k.b.op(f"shufflevector {ty} {a}, {ty} {b}, <{len(mask)} x i32> "
+                      f"<{', '.join(f'i32 {n}' for n in mask)}>", "ct")
+
+    vty = f"<{v} x {elem}>"
+    if v == 2:
+        return [shuffle(vty, rows[0], rows[1], [c, v + c]) for c in range(v)]
+    lo, hi = (shuffle(vty, rows[j], rows[j + 1], list(range(2 * v))) for j in (0, 2))
+    return [shuffle(f"<{2 * v} x {elem}>", lo, hi, [c, v + c, 2 * v + c, 3 * v + c]) for c in range(v)]
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":
