@@ -10,13 +10,16 @@ wgmma_select picks the mmas and the instruction (types, K). Operands:
   (possibly pipelined, through unit reshapes and transposes), or a register tile stored there.
   K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
-  padded and is copied K-major here, element by element, as NVIDIA's compiler does.
+  padded and is copied K-major here (32-bit words, blocks transposed in registers), as NVIDIA's
+  compiler does.
 
 The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
 accumulator. Per mma: the operands' completion and a `fence.proxy.async` (they were written
 through the generic proxy, wgmma reads through the async one) before the CTA barrier, then
-`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`.
+`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`:
+a pipelined K loop refills the stage this mma read at its next iteration, so no group may stay
+in flight past it (that takes a pipeline that refills the stage read two iterations back).
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading and
 stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode in bits 62-63 (1: 128B, 2: 64B,
@@ -58,18 +61,19 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
              op, Instruction="Tensor-core SM90 (wgmma.mma_async" + (", A from registers)" if a_regs else ")"),
              Shape=f"[64, {n_size}, {shape.k}]")
-    shared = [v for v in ([rhs] if a_regs else [lhs, rhs]) if isinstance(v, SharedTileVal)]
-    copied = [v for v in shared if not _direct(shape, v, "a" if v is lhs else "b")]
+    roles = [(rhs, "b")] if a_regs else [(lhs, "a"), (rhs, "b")]
+    shared = [v for v, _ in roles if isinstance(v, SharedTileVal)]
+    copied = [v for v, role in roles if isinstance(v, SharedTileVal) and not _direct(shape, v, role)]
     if not is_ready(shared) or copied:
         wait_for(k, shared)
     if copied:
         k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
     a = None if a_regs else _operand(k, shape, lhs, "a")  # type: ignore[arg-type]
     b = _operand(k, shape, rhs, "b")  # type: ignore[arg-type]
-    if copied or not is_ready([rhs] if a_regs else [lhs, rhs]):
+    if copied or not is_ready([v for v, _ in roles]):
         fence_async_proxy(k)
         k.barrier()
-    k_size = (lhs.type.shape[-1])  # type: ignore[attr-defined]
+    k_size = lhs.type.shape[-1]  # type: ignore[attr-defined]
     warps = layout.warps[1]
     rm = layout.repeats[1]
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
