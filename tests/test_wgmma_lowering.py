@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BYTECODE = ROOT / "tests" / "realistic" / "bytecode"
+MANIFEST = ROOT / "tests" / "realistic" / "manifest.json"
 
 
 def _module(name: str):
@@ -171,3 +172,19 @@ def test_e5m2_matmul_on_wgmma_is_exact(tmp_path: Path) -> None:
                      gpu_name="sm_90", check_races=True)[2]
     assert np.array_equal(out, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
     assert _ptx_of(data, tmp_path).count("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2") == 1
+
+
+def _tensor_core_configs() -> list[str]:
+    import json
+
+    return [c["name"] for c in json.loads(MANIFEST.read_text())["configs"]
+            if "sm_90" in c["targets"] and c["family"] in ("matmul", "bmm", "splitk", "attention")]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", _tensor_core_configs())
+def test_every_realistic_sm90_mma_is_a_wgmma(name: str, tmp_path: Path) -> None:
+    """Where NVIDIA's compiler uses HGMMA/IGMMA/QGMMA (every realistic matmul, batched and split-K
+    matmul and attention on sm_90), ours issues wgmma and no mma.sync."""
+    ptx = _ptx(name, tmp_path)
+    assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
