@@ -148,9 +148,9 @@ def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
     assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
 
 
-def test_a_k_major_copy_that_does_not_fit_beside_the_pipeline_shrinks_it(tmp_path: Path) -> None:
-    """tf32 128x256x64: two stages of A and N-major B (96 KB each) leave no room for B's 64 KB
-    K-major copy in 227 KB; the pipeline gives way instead of the compile failing."""
+def test_k_major_copies_take_their_room_before_the_pipeline(tmp_path: Path) -> None:
+    """tf32 128x256x64: B's 64 KB K-major copy is allocated before the K loop's pipeline, which
+    then finds no room for two 96 KB stages and leaves the loop unpipelined: it compiles."""
     ptx = _ptx("mm_tf32_128x256x64", tmp_path)
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32") == 8   # a warpgroup's 64 rows, 8 K steps
     assert "mma.sync" not in ptx

@@ -68,8 +68,8 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
         wait_for(k, shared)
     if copied:
         k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
-    a = None if a_regs else _operand(k, shape, lhs, "a")  # type: ignore[arg-type]
-    b = _operand(k, shape, rhs, "b")  # type: ignore[arg-type]
+    a = None if a_regs else _operand(k, op, shape, lhs, "a")  # type: ignore[arg-type]
+    b = _operand(k, op, shape, rhs, "b")  # type: ignore[arg-type]
     if copied or not is_ready([v for v, _ in roles]):
         fence_async_proxy(k)
         k.barrier()
@@ -114,13 +114,14 @@ def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
     return m.swizzled and m.batch == 1 and reads_directly(shape, role, value.transposed, m.rows, m.cols)
 
 
-def _operand(k: KernelLowering, shape: WgmmaShape, value: "SharedTileVal | TileRegs", role: str) -> _Operand:
+def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
+             role: str) -> _Operand:
     """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
     if isinstance(value, SharedTileVal):
         kmajor = value.transposed if role == "b" else not value.transposed
         if _direct(shape, value, role):
             return _Operand(value.matrix, kmajor)
-        return _Operand(_copy_kmajor(k, value, role), True)
+        return _Operand(_copy_kmajor(k, value, role, k.wgmma_buffers.get((op, role))), True)
     if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), False)
     if role == "a":
@@ -150,17 +151,44 @@ def _stage_kmajor_b(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
     return matrix
 
 
-def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str) -> SharedMatrix:
+def before_loop(k: KernelLowering, loop: Operation) -> None:
+    """Before a `for` (and its pipeline's stages) takes shared memory: the K-major copy buffers of
+    the wgmmas inside it, so that the pipeline's depth leaves room for them."""
+    from .assign_layouts import _passes_shared
+    from .ops_tcgen05 import _inside
+
+    if k.assignment is None:
+        return
+    for op in k.assignment.wgmma_ops:
+        shape = select(op, k.sm, k.threads)
+        if shape is None or not _inside(op, loop):
+            continue
+        for role, name in (("a", "lhs"), ("b", "rhs")):
+            value = op.operand(name)
+            while getattr(value.owner, "name", "") and _passes_shared(value.owner):  # type: ignore[union-attr]
+                value = value.owner.operands[0]  # type: ignore[union-attr]
+            if (op, role) in k.wgmma_buffers or getattr(value.owner, "name", "") != "cuda_tile.load_view_tko" \
+                    or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value):
+                continue
+            kdim, x_size = _k_and_x(op.operand(name).type.shape[-2:], role)  # type: ignore[union-attr]
+            k.wgmma_buffers[(op, role)] = _kmajor_matrix(k, x_size, kdim, shape.elem_bytes)
+
+
+def _k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
+    """(K, M) of an A tile (M, K), (K, N) of a B tile (K, N)."""
+    return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
+
+
+def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: "SharedMatrix | None") -> SharedMatrix:
     """A shared operand copied K-major into a swizzled buffer: (M, K) for A, (N, K) for B; called
     after the CTA barrier that published the source. Each thread moves v x v blocks (v = 32 bits
     of elements): v 32-bit loads of stored rows, transposed in registers where the source runs
     along M/N (byte permutes), v 32-bit stores of K-contiguous words."""
     src = value.matrix
     eb = src.elem_bytes
-    shape = value.type.shape[-2:]
-    kdim, x_size = (shape[1], shape[0]) if role == "a" else shape
+    kdim, x_size = _k_and_x(value.type.shape[-2:], role)
     stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
-    dst = _kmajor_matrix(k, x_size, kdim, eb)
+    dst = dst or _kmajor_matrix(k, x_size, kdim, eb)
     v = max(4 // eb, 1)
     vty = f"<{v} x {_ELEM_TYPE[eb]}>"
     blocks_x = x_size // v

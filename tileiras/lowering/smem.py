@@ -137,7 +137,11 @@ def pointer(k: "KernelLowering", byte_offset: str) -> str:
 
 
 class SharedMemoryOverflow(CompileError):
-    """The kernel needs more shared memory than its target allows."""
+    """The kernel needs more shared memory than its target allows (by `excess` bytes)."""
+
+    def __init__(self, message: str, excess: int = 0) -> None:
+        super().__init__(message)
+        self.excess = excess
 
 
 def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], int]:
@@ -150,7 +154,7 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
     if total > limit:
         raise SharedMemoryOverflow(f"error: kernel '{name}' needs {total} bytes of shared memory "
                            f"({buffers} for staged tiles, {scratch} scratch, {static_other} allocas); "
-                           f"{k.gpu} allows at most {limit} per block")
+                           f"{k.gpu} allows at most {limit} per block", total - limit)
     tag = re.sub(r"[^A-Za-z0-9_]", "_", name)
     defs: list[str] = []
     if total <= STATIC_LIMIT:
