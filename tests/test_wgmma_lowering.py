@@ -55,7 +55,7 @@ _NP = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "e4m3"
 MATMULS = [
     ("mm_f16_64x64x32", "m64n64k16.f32.f16.f16", 2, 2e-3),
     ("mm_bf16_128x128x32", "m64n128k16.f32.bf16.bf16", 4, 1e-2),
-    ("mm_tf32_64x64x32", "m64n64k8.f32.tf32.tf32", 4, 3e-3),      # tf32 operands: hardware truncation
+    ("mm_tf32_64x64x32", "m64n64k8.f32.tf32.tf32", 4, 3e-3),      # tf32: 10-bit operands
     ("mm_e4m3_64x64x32", "m64n64k32.f32.e4m3.e4m3", 1, 2e-3),
     ("mm_i8_64x64x32", "m64n64k32.s32.s8.s8", 1, 0),
 ]

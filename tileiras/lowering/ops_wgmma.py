@@ -11,7 +11,8 @@ wgmma_select picks the mmas and the instruction (types, K). Operands:
   K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
   padded and is copied K-major here (32-bit words, blocks transposed in registers), as NVIDIA's
-  compiler does.
+  compiler does; so is an f32 tile read as tf32, rounded on the way as its ftof says (wgmma
+  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do).
 
 The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
@@ -110,8 +111,11 @@ def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bo
 
 
 def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
+    """Read by descriptor as stored: swizzled, in a form the instruction takes, and not an f32
+    tile read as tf32 (the copy rounds it as its ftof says; wgmma would truncate)."""
     m = value.matrix
-    return m.swizzled and m.batch == 1 and reads_directly(shape, role, value.transposed, m.rows, m.cols)
+    return m.swizzled and m.batch == 1 and not value.tf32 \
+        and reads_directly(shape, role, value.transposed, m.rows, m.cols)
 
 
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
@@ -190,7 +194,7 @@ def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: "Share
     stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
     dst = dst or _kmajor_matrix(k, x_size, kdim, eb)
     v = max(4 // eb, 1)
-    vty = f"<{v} x {_ELEM_TYPE[eb]}>"
+    vty = f"<{v} x {_ELEM_TYPE[eb]}>" if v > 1 else _ELEM_TYPE[eb]
     blocks_x = x_size // v
     blocks = blocks_x * (kdim // v)
     stop = -(-blocks // k.threads) * k.threads
@@ -210,6 +214,8 @@ def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: "Share
                 r, c = (at(k0, j), x0) if stored_k_rows else (at(x0, j), k0)
                 p = pointer(k, element_offset(k, src, "0", r, c))
                 rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 4", "cv"))
+            if value.tf32:   # f32 read as tf32: rounded as its ftof says (the hardware would truncate)
+                rows = [_tf32_word(k, r, value.tf32) for r in rows]
             if stored_k_rows and v > 1:
                 rows = _transpose(k, rows, _ELEM_TYPE[eb])
             for j, row in enumerate(rows):
@@ -228,6 +234,13 @@ def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: "Share
 
 
 _ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
+
+
+def _tf32_word(k: KernelLowering, word: str, mode: str) -> str:
+    from .ops_arith import _round_to_tf32
+
+    rounded = _round_to_tf32(k, k.b.op(f"bitcast i32 {word} to float", "tf"), mode)
+    return k.b.op(f"bitcast float {rounded} to i32", "tf")
 
 
 def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:
