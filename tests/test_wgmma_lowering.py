@@ -149,8 +149,9 @@ def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
 
 
 def test_k_major_copies_take_their_room_before_the_pipeline(tmp_path: Path) -> None:
-    """tf32 128x256x64: B's 64 KB K-major copy is allocated before the K loop's pipeline, which
-    then finds no room for two 96 KB stages and leaves the loop unpipelined: it compiles."""
+    """tf32 128x256x64: the K-major tf32 copies of A and B (32 + 64 KB) are allocated before the K
+    loop's pipeline, which then finds no room for two ~99 KB stages and leaves the loop
+    unpipelined: it compiles, on HGMMA."""
     ptx = _ptx("mm_tf32_128x256x64", tmp_path)
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32") == 8   # a warpgroup's 64 rows, 8 K steps
     assert "mma.sync" not in ptx
