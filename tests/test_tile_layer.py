@@ -165,11 +165,13 @@ def test_fp8_matmul_runs_on_tensor_cores_exactly(gpu, tmp_path: Path) -> None:
 
     data = _matmul("float8_e4m3fn", "float32", 128, 128, 64)
     ptx = _ptx(data, gpu, tmp_path)
-    # the e4m3 instruction itself, the operands copied to shared memory as bytes (never a whole tile
-    # converted in registers: that spilled), no spills
-    assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
-    assert re.search(r"cp\.async\.c[ag]\.shared\.global", ptx) and "cvt.rn.f16" not in ptx
-    if gpu == "sm_120":
+    if gpu == "sm_90":   # QGMMA: wgmma k32 reads the e4m3 bytes by descriptor
+        assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
+    else:
+        # the e4m3 instruction itself, the operands copied to shared memory as bytes (never a whole
+        # tile converted in registers: that spilled), no spills
+        assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+        assert re.search(r"cp\.async\.c[ag]\.shared\.global", ptx) and "cvt.rn.f16" not in ptx
         assert "0 bytes spill stores" in _ptxas_report(ptx, gpu, tmp_path)
     module = _module(data)
     a, b, c = _inputs("float8_e4m3fn", 128, 128, 128)
@@ -206,7 +208,8 @@ def test_sm90_matmuls_use_warpgroup_mma_where_the_tiles_allow(tmp_path: Path) ->
     assert wide.count("wgmma.mma_async.sync.aligned.m64n256k16") == 4      # 2 warpgroups, 4 K steps
     assert ".reqntid 384, 1, 1" in wide          # and the pipeline's producer warpgroup (warp_specialize.py)
     narrow_k = _ptx(_matmul("bfloat16", "float32", 128, 128, 32), "sm_90", tmp_path)
-    assert "wgmma" not in narrow_k and "mma.sync" in narrow_k             # K = 32: not a whole swizzle atom
+    assert narrow_k.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 4   # K = 32: 64B swizzle
+    assert "mma.sync" not in narrow_k
 
 
 @lru_cache(maxsize=None)

@@ -119,7 +119,7 @@ def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]
     shape = (1, *dst.shape) if len(dst.shape) == 2 else tuple(dst.shape)
     if len(shape) != 3 or shape[:2] != parent.shape[:2] or shape[2] % 8:
         return None
-    return MmaLayout(parent.threads, shape, parent.warps)
+    return MmaLayout(parent.threads, shape, parent.warps, parent.interleaved)
 
 
 def broadcast_source(src: TileType, dst: TileType, result: Layout) -> BroadcastSourceLayout:
@@ -307,21 +307,10 @@ class LayoutAssignment:
         return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps)  # type: ignore[union-attr]
 
     def _runs_on_wgmma(self, op: Operation) -> bool:
-        """sm_90 warpgroup mma: f16/bf16 x f16/bf16 -> f32, 2-D, both operands plain loads (copied in
-        wgmma's swizzled layout), M a multiple of 16 rows per warp, N a multiple of 64 up to 256,
-        K a multiple of 64 (whole 128-byte swizzle atoms)."""
-        if self.sm != 90 or op.name != "cuda_tile.mmaf":
-            return False
-        lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
-        types = [str(getattr(v.type, "element", "")) for v in (lhs, rhs, acc)]  # type: ignore[union-attr]
-        if types not in (["f16", "f16", "f32"], ["bf16", "bf16", "f32"]) or len(acc.type.shape) != 2:  # type: ignore[union-attr]
-            return False
-        m, n = acc.type.shape  # type: ignore[union-attr]
-        kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
-        if m % (16 * (self.threads // 32)) or n % 64 or n > 256 or kdim % 64:
-            return False
-        return all(getattr(getattr(v, "owner", None), "name", "") == "cuda_tile.load_view_tko" and len(v.uses) == 1
-                   for v in (lhs, rhs))
+        """sm_90 warpgroup mma: the types and tile shapes wgmma_select.select accepts."""
+        from .wgmma_select import select
+
+        return op in self.mma_shapes and select(op, self.sm, self.threads) is not None
 
     def _find_shared_operands(self) -> set[Value]:
         """Loaded tiles that only tensor-core mmas read, as A or B, possibly through reshapes that
@@ -354,10 +343,34 @@ class LayoutAssignment:
         return op in self.tcgen05_layouts
 
     def is_swizzled(self, value: Value) -> bool:
-        """A loaded tile that a wgmma or tcgen05 mma reads: copied in its 128-byte swizzled layout."""
+        """A loaded tile that a wgmma (by descriptor, as it is stored) or a tcgen05 mma reads: copied
+        in its swizzled layout."""
         from .ops_tcgen05 import feeds
 
-        return any(user in self.wgmma_ops for user in value.uses) or feeds(value, self.tcgen05_layouts)
+        return self._wgmma_reads_as_stored(value) or feeds(value, self.tcgen05_layouts)
+
+    def _wgmma_reads_as_stored(self, value: Value) -> bool:
+        """Loaded tiles that wgmmas read by descriptor as stored (through unit reshapes and
+        transposes). Otherwise (an N-major B of a type without a transposed form) the tile stays
+        padded, and the mma copies it K-major."""
+        from .wgmma_select import reads_directly, select
+
+        tile, transposed = value, False
+        while len(tile.uses) == 1 and _passes_shared(tile.uses[0]):
+            if tile.uses[0].name == "cuda_tile.ftof":
+                return False   # read as tf32: the wgmma lowering copies it, rounded
+            transposed ^= tile.uses[0].name == "cuda_tile.permute"
+            tile = tile.uses[0].results[0]
+        stored = _tile(value)
+        if not tile.uses or stored is None or not all(user in self.wgmma_ops for user in tile.uses):
+            return False
+        rows, cols = stored.shape[-2:]
+        for user in tile.uses:
+            shape = select(user, self.sm, self.threads)
+            role = "a" if tile is user.operand("lhs") else "b"
+            if shape is None or tile is user.operand("acc") or not reads_directly(shape, role, transposed, rows, cols):
+                return False
+        return True
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands

@@ -45,10 +45,12 @@ class KernelLowering:
         self.buffer_bytes = 0               # staged tiles (smem.py)
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
+        self.smem_reserve = 0               # bytes pipelines leave free for what the loop body allocates later
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
         self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
+        self.wgmma_buffers: dict = {}       # (wgmma mma, "a"/"b") -> its K-major copy (ops_wgmma.py)
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
         self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
         self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier

@@ -100,9 +100,11 @@ def _for(k: KernelLowering, op: Operation) -> None:
     body = op.regions[0].block
 
     from . import pipelined_loop
+    from . import ops_wgmma
     from .ops_tcgen05 import before_loop
 
     before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
+    ops_wgmma.before_loop(k, op)   # wgmma's K-major copies, likewise
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)

@@ -201,8 +201,6 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     if shape is not None and k.assignment is not None and k.assignment.is_wgmma(op):
         from .ops_wgmma import lower_wgmma
 
-        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
-                 op, Instruction="Tensor-core SM90 (wgmma.mma_async)", Shape=f"[64, {rtype.shape[-1]}, 16]")
         k.set(op.results[0], lower_wgmma(k, op, lhs, rhs, acc))
         return
     if shape is not None:

@@ -1,65 +1,99 @@
-"""mmaf on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk16 from shared memory.
+"""mmaf / mmai on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk{8,16,32}.
 
-assign_layouts picks the mmas (`_runs_on_wgmma`): both operands are loads copied (cp.async,
-possibly pipelined) into wgmma's 128-byte swizzled layout (smem.SharedMatrix `swizzled`): A
-(M x K) K-major, B (K x N) N-major (the instruction's transposed-B form), each cut into
-128-byte column atoms. The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds
-rows 64 i + 16 (4 g + w) of instruction i in the m16n8 fragment order, which is exactly the
-register order of wgmma's m64nN accumulator.
+wgmma_select picks the mmas and the instruction (types, K). Operands:
 
-Per mma: the copies' completion and a `fence.proxy.async` (the operands were written through the
-generic proxy, wgmma reads through the async one) before the CTA barrier, then `wgmma.fence`,
-one instruction per 64-row block and K step of 16, `commit_group` and `wait_group 0`.
+* A from registers (the instruction's register form): a 16-bit tile already in the accumulator
+  layout of this mma's warps (attention's probabilities): the accumulator blocks (m, 2kk) and
+  (m, 2kk + 1) are A's K step kk, as for mma.sync (ops_mma._a_from_registers).
+* Otherwise A and B are read by descriptor from shared matrices in a 128B/64B/32B swizzle
+  (smem.SharedMatrix `swizzled`, its span the stored row): a load copied there by cp.async
+  (possibly pipelined, through unit reshapes and transposes), or a register tile stored there.
+  K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
+  in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
+  padded and is copied K-major here (32-bit words, blocks transposed in registers), as NVIDIA's
+  compiler does; so is an f32 tile read as tf32, rounded on the way as its ftof says (wgmma
+  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do).
+
+The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
+of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
+accumulator. Per mma: the operands' completion and a `fence.proxy.async` (they were written
+through the generic proxy, wgmma reads through the async one) before the CTA barrier, then
+`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`:
+a pipelined K loop refills the stage this mma read at its next iteration, so no group may stay
+in flight past it (that takes a pipeline that refills the stage read two iterations back).
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading and
-stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode 1 (128B) in bits 62-63. K-major
-128B-swizzled A: stride 1024 bytes between 8-row groups (the leading offset is unused). N-major
-B: leading offset = bytes from one 64-column atom to the next, stride 1024 bytes between 8-row
-(K) groups. A K step inside an atom moves the start address.
+stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode in bits 62-63 (1: 128B, 2: 64B,
+3: 32B). K-major: stride 8 spans between 8-row groups (the leading offset is unused); a K step
+inside an atom moves the start address. M/N-major: leading offset = bytes from one column atom
+to the next, stride 8 spans between 8-row (K) groups.
 """
 
 from __future__ import annotations
 
 from ..ir.core import Operation
+from ..ir.record import replace
 from .async_copy import fence_async_proxy, is_ready, wait_for
-from .kernel import KernelLowering
+from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout
-from .ops_mma import stage
-from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
+from .ops_mma import _a_from_registers, stage
+from .ops_reduce import counted_loop
+from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
+from .wgmma_select import WgmmaShape, reads_directly, select
 
-_SWIZZLE_128B = 1 << 62
-_PTX_TYPE = {"f16": "f16", "bf16": "bf16"}
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+class _Operand:
+    """A or B as wgmma reads it: a swizzled shared matrix and whether K runs along its rows."""
+
+    def __init__(self, matrix: SharedMatrix, kmajor: bool) -> None:
+        self.matrix, self.kmajor = matrix, kmajor
 
 
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
     layout = acc.layout
     assert isinstance(layout, MmaLayout) and layout.interleaved
-    a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
-    b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
-    if not is_ready([lhs, rhs]):
-        wait_for(k, [lhs, rhs])
+    shape = select(op, k.sm, k.threads)
+    assert shape is not None
+    _, m_size, n_size = layout.shape
+    a_regs = _a_in_registers(lhs, layout, shape)
+    k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
+             op, Instruction="Tensor-core SM90 (wgmma.mma_async" + (", A from registers)" if a_regs else ")"),
+             Shape=f"[64, {n_size}, {shape.k}]")
+    roles = [(rhs, "b")] if a_regs else [(lhs, "a"), (rhs, "b")]
+    shared = [v for v, _ in roles if isinstance(v, SharedTileVal)]
+    copied = [v for v, role in roles if isinstance(v, SharedTileVal) and not _direct(shape, v, role)]
+    if not is_ready(shared) or copied:
+        wait_for(k, shared)
+    if copied:
+        k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
+    a = None if a_regs else _operand(k, op, shape, lhs, "a")  # type: ignore[arg-type]
+    b = _operand(k, op, shape, rhs, "b")  # type: ignore[arg-type]
+    if copied or not is_ready([v for v, _ in roles]):
         fence_async_proxy(k)
         k.barrier()
-    _, m_size, n_size = layout.shape
-    k_size = a.cols
+    k_size = lhs.type.shape[-1]  # type: ignore[attr-defined]
     warps = layout.warps[1]
     rm = layout.repeats[1]
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
     group_row = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {warp}, {-4 & 0xFFFFFFFF}', 'wg')}, 16", "wg")  # 16 (4 g)
-    ptx = _PTX_TYPE[str(lhs.type.element)]  # type: ignore[attr-defined]
-    regs_per = n_size // 2          # f32 accumulators per thread and instruction: 64 x N / 128
+    regs_per = n_size // 2          # accumulators per thread and instruction: 64 x N / 128
     k.b.declare("declare void @llvm.nvvm.wgmma.fence.sync.aligned()")
     k.b.emit("call void @llvm.nvvm.wgmma.fence.sync.aligned()")
     regs = list(acc.slots)
-    b_lbo = b.atom_bytes
-    for k0 in range(0, k_size, 16):
-        b_desc = _descriptor(k, b, _offset_of(b, k0, 0), b_lbo)
+    for k0 in range(0, k_size, shape.k):
+        b_desc = _descriptor(k, b.matrix, _offset(k, b, "0", k0), b.kmajor)
         for mi in range(rm):
-            row0 = k.b.op(f"add i32 {group_row}, {mi * warps * 16}", "wr") if mi else group_row
-            a_desc = _descriptor(k, a, _a_offset(k, a, row0, k0), 16)
             chunk = regs[mi * regs_per:(mi + 1) * regs_per]
-            regs[mi * regs_per:(mi + 1) * regs_per] = _issue(k, ptx, n_size, chunk, a_desc, b_desc)
+            if a is None:
+                a_in = _a_from_registers(k, lhs, mi, k0)  # type: ignore[arg-type]
+            else:
+                row0 = k.b.op(f"add i32 {group_row}, {mi * warps * 16}", "wr") if mi else group_row
+                a_in = [_descriptor(k, a.matrix, _offset(k, a, row0, k0), a.kmajor)]
+            regs[mi * regs_per:(mi + 1) * regs_per] = _issue(k, shape, n_size, chunk, a_in, b_desc,
+                                                             a is not None and not a.kmajor, not b.kmajor)
     k.b.declare("declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
     k.b.emit("call void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
     k.b.declare("declare void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 immarg)")
@@ -67,20 +101,182 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     return TileRegs(acc.type, regs, layout)
 
 
-def _offset_of(matrix: SharedMatrix, row: int, col: int) -> int:
-    """Unswizzled byte offset (from the buffer) of constant (row, col): the descriptor's start."""
-    per_atom = SWIZZLE_BYTES // matrix.elem_bytes
-    return (col // per_atom) * matrix.atom_bytes + row * SWIZZLE_BYTES + (col % per_atom) * matrix.elem_bytes
+def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bool:
+    """A 16-bit A that sits in this mma's accumulator layout (warpgroup rows): its registers are
+    the A fragments of the register form, no shared memory involved."""
+    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.elem_bytes != 2:
+        return False
+    mine = lhs.layout
+    return mine.interleaved and mine.warps == acc_layout.warps and mine.shape[:2] == acc_layout.shape[:2]
 
 
-def _a_offset(k: KernelLowering, a: SharedMatrix, row0: str, k0: int) -> str:
-    """Unswizzled offset of A's (row0, k0), row0 an i32 multiple of 64 or 16."""
-    base = _offset_of(a, 0, k0)
-    rows = k.b.op(f"mul i32 {row0}, {SWIZZLE_BYTES}", "wa")
-    return k.b.op(f"add i32 {rows}, {base}", "wa") if base else rows
+def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
+    """Read by descriptor as stored: swizzled, in a form the instruction takes, and not an f32
+    tile read as tf32 (the copy rounds it as its ftof says; wgmma would truncate)."""
+    m = value.matrix
+    return m.swizzled and m.batch == 1 and not value.tf32 \
+        and reads_directly(shape, role, value.transposed, m.rows, m.cols)
 
 
-def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", lbo: int) -> str:
+def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
+             role: str) -> _Operand:
+    """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
+    if isinstance(value, SharedTileVal):
+        kmajor = value.transposed if role == "b" else not value.transposed
+        if _direct(shape, value, role):
+            return _Operand(value.matrix, kmajor)
+        return _Operand(_copy_kmajor(k, value, role, k.wgmma_buffers.get((op, role))), True)
+    if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
+        return _Operand(stage(k, value, swizzled=True), False)
+    if role == "a":
+        return _Operand(stage(k, value, swizzled=True), True)
+    return _Operand(_stage_kmajor_b(k, value), True)
+
+
+def _kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
+    m = SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
+    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024))
+
+
+def _stage_kmajor_b(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
+    """A register B tile (K, N) stored transposed, (N, K) K-major, in a swizzled buffer."""
+    kdim, n = tile.type.shape[-2:]
+    elem = tile.type.element
+    matrix = _kmajor_matrix(k, n, kdim, storage_bytes(elem))  # type: ignore[arg-type]
+    k.barrier()   # earlier readers of the buffer (the previous iteration's wgmma) are done
+    lty = storage_type(elem)
+    for slot, v in enumerate(tile.slots):
+        idx = k.multi_index(tile.type.shape, slot, tile.layout)
+        kk, x = idx[-2:]
+        p = pointer(k, element_offset(k, matrix, "0", x, kk))
+        k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {to_storage(k, v, elem)}, "
+                           f"ptr addrspace(3) {p}")
+    fence_async_proxy(k)
+    return matrix
+
+
+def before_loop(k: KernelLowering, loop: Operation) -> None:
+    """Before a `for` (and its pipeline's stages) takes shared memory: the K-major copy buffers of
+    the wgmmas inside it, so that the pipeline's depth leaves room for them."""
+    from .assign_layouts import _passes_shared
+    from .ops_tcgen05 import _inside
+
+    if k.assignment is None:
+        return
+    for op in k.assignment.wgmma_ops:
+        shape = select(op, k.sm, k.threads)
+        if shape is None or not _inside(op, loop):
+            continue
+        for role, name in (("a", "lhs"), ("b", "rhs")):
+            value = op.operand(name)
+            while getattr(value.owner, "name", "") and _passes_shared(value.owner):  # type: ignore[union-attr]
+                value = value.owner.operands[0]  # type: ignore[union-attr]
+            if (op, role) in k.wgmma_buffers or getattr(value.owner, "name", "") != "cuda_tile.load_view_tko" \
+                    or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value):
+                continue
+            kdim, x_size = _k_and_x(op.operand(name).type.shape[-2:], role)  # type: ignore[union-attr]
+            k.wgmma_buffers[(op, role)] = _kmajor_matrix(k, x_size, kdim, shape.elem_bytes)
+
+
+def _k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
+    """(K, M) of an A tile (M, K), (K, N) of a B tile (K, N)."""
+    return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
+
+
+def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: "SharedMatrix | None") -> SharedMatrix:
+    """A shared operand copied K-major into a swizzled buffer: (M, K) for A, (N, K) for B; called
+    after the CTA barrier that published the source. Each thread moves v x v blocks (v = 32 bits
+    of elements): v 32-bit loads of stored rows, transposed in registers where the source runs
+    along M/N (byte permutes), v 32-bit stores of K-contiguous words."""
+    src = value.matrix
+    eb = src.elem_bytes
+    kdim, x_size = _k_and_x(value.type.shape[-2:], role)
+    stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
+    dst = dst or _kmajor_matrix(k, x_size, kdim, eb)
+    v = max(4 // eb, 1)
+    vty = f"<{v} x {_ELEM_TYPE[eb]}>" if v > 1 else _ELEM_TYPE[eb]
+    blocks_x = x_size // v
+    blocks = blocks_x * (kdim // v)
+    stop = -(-blocks // k.threads) * k.threads
+
+    def body(i: str, _: list[str]) -> list[str]:
+        # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
+        item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
+        x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
+        k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
+
+        def at(base: str, j: int) -> str:
+            return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
+
+        def move() -> None:
+            rows = []
+            for j in range(v):   # stored row j of the block
+                r, c = (at(k0, j), x0) if stored_k_rows else (at(x0, j), k0)
+                p = pointer(k, element_offset(k, src, "0", r, c))
+                rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 4", "cv"))
+            if value.tf32:   # f32 read as tf32: rounded as its ftof says (the hardware would truncate)
+                rows = [_tf32_word(k, r, value.tf32) for r in rows]
+            if stored_k_rows and v > 1:
+                rows = _transpose(k, rows, _ELEM_TYPE[eb])
+            for j, row in enumerate(rows):
+                q = pointer(k, element_offset(k, dst, "0", at(x0, j), k0))
+                k.b.emit(f"store {vty} {row}, ptr addrspace(3) {q}, align 4")
+
+        if stop != blocks:
+            k.guarded(k.b.op(f"icmp ult i32 {item}, {blocks}", "cw"), lambda: move() or None)
+        else:
+            move()
+        return []
+
+    counted_loop(k, "0", str(stop), k.threads, [], body)
+    fence_async_proxy(k)
+    return dst
+
+
+_ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
+
+
+def _tf32_word(k: KernelLowering, word: str, mode: str) -> str:
+    from .ops_arith import _round_to_tf32
+
+    rounded = _round_to_tf32(k, k.b.op(f"bitcast i32 {word} to float", "tf"), mode)
+    return k.b.op(f"bitcast float {rounded} to i32", "tf")
+
+
+def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:
+    """The columns of a v x v block (v = 2 or 4) given as its v row vectors: shuffles, which the
+    NVPTX backend turns into byte permutes (prmt)."""
+    v = len(rows)
+
+    def shuffle(ty: str, a: str, b: str, mask: list[int]) -> str:
+        return k.b.op(f"shufflevector {ty} {a}, {ty} {b}, <{len(mask)} x i32> "
+                      f"<{', '.join(f'i32 {n}' for n in mask)}>", "ct")
+
+    vty = f"<{v} x {elem}>"
+    if v == 2:
+        return [shuffle(vty, rows[0], rows[1], [c, v + c]) for c in range(v)]
+    lo, hi = (shuffle(vty, rows[j], rows[j + 1], list(range(2 * v))) for j in (0, 2))
+    return [shuffle(f"<{2 * v} x {elem}>", lo, hi, [c, v + c, 2 * v + c, 3 * v + c]) for c in range(v)]
+
+
+def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":
+    """Unswizzled byte offset (from the buffer) of the operand's element (M/N index x0, K index
+    k0): the descriptor's start. x0 is "0" or an i32 multiple of 64 (a warpgroup's first row)."""
+    m = operand.matrix
+    per_atom = m.span // m.elem_bytes
+    if operand.kmajor:   # stored (x, k)
+        const = (k0 // per_atom) * m.atom_bytes + (k0 % per_atom) * m.elem_bytes
+        scale = m.span
+    else:                # stored (k, x): x0 is a multiple of the atom's columns
+        const = k0 * m.span
+        scale = m.atom_bytes // per_atom
+    if x0 == "0":
+        return const
+    rows = k.b.op(f"mul i32 {x0}, {scale}", "wa")
+    return k.b.op(f"add i32 {rows}, {const}", "wa") if const else rows
+
+
+def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", kmajor: bool) -> str:
     """The 64-bit matrix descriptor of `matrix` starting at byte `offset` of it."""
     off = str(offset)
     if matrix.stage:
@@ -90,18 +286,35 @@ def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", lb
     addr = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "wd")
     shifted = k.b.op(f"lshr i32 {addr}, 4", "wd")
     start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'wd')} to i64", "wd")
-    const = _SWIZZLE_128B | ((1024 >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
+    lbo = 16 if kmajor else matrix.atom_bytes
+    const = (_SWIZZLE_MODE[matrix.span] << 62) | (((8 * matrix.span) >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
     return k.b.op(f"or i64 {start}, {const}", "wd")
 
 
-def _issue(k: KernelLowering, ptx: str, n: int, acc: list[str], a_desc: str, b_desc: str) -> list[str]:
-    """One wgmma.mma_async m64nNk16 accumulating into `acc` (N / 2 f32 registers per thread)."""
+def _issue(k: KernelLowering, shape: WgmmaShape, n: int, acc: list[str], a: list[str], b_desc: str,
+           trans_a: bool, trans_b: bool) -> list[str]:
+    """One wgmma.mma_async m64nNk accumulating into `acc` (N / 2 registers per thread); `a` is
+    one descriptor or the 4 A registers of the register form."""
     count = len(acc)
     outs = ", ".join(f"${i}" for i in range(count))
-    text = (f"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} "
-            f"{{{outs}}}, ${count}, ${count + 1}, p, 1, 1, 0, 1; }}")
-    constraints = ",".join(["=f"] * count + ["l", "l"] + [str(i) for i in range(count)])
-    ret = "{" + ", ".join(["float"] * count) + "}"
-    args = ", ".join([f"i64 {a_desc}", f"i64 {b_desc}"] + [f"float {v}" for v in acc])
+    if len(a) == 1:
+        a_text, a_cons, a_args = f"${count}", ["l"], [f"i64 {a[0]}"]
+    else:
+        a_text = "{" + ", ".join(f"${count + i}" for i in range(len(a))) + "}"
+        a_cons, a_args = ["r"] * len(a), [f"i32 {r}" for r in a]
+    b_pos = count + len(a)
+    if shape.acc_type == "i32":
+        imms = ""                                   # integer forms take no scale or transpose
+    elif shape.transposable:
+        imms = ", 1, 1" + (f", {int(trans_a)}" if len(a) == 1 else "") + f", {int(trans_b)}"
+    else:
+        imms = ", 1, 1"
+    text = (f"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k{shape.k}.{shape.types} "
+            f"{{{outs}}}, {a_text}, ${b_pos}, p{imms}; }}")
+    reg = "f" if shape.acc_type == "float" else "r"
+    constraints = ",".join([f"={reg}"] * count + a_cons + ["l"] + [str(i) for i in range(count)])
+    ty = shape.acc_type
+    ret = "{" + ", ".join([ty] * count) + "}"
+    args = ", ".join(a_args + [f"i64 {b_desc}"] + [f"{ty} {v}" for v in acc])
     res = k.b.op(f'call {ret} asm sideeffect "{text}", "{constraints}"({args})', "wg")
     return [k.b.op(f"extractvalue {ret} {res}, {i}", "wacc") for i in range(count)]

@@ -58,11 +58,26 @@ def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", 
     try:
         padded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=True)
     except SharedMemoryOverflow:
-        return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
+        return _lower_reserving(entry, gpu, debug, assignment, order)
     if not padded[3]:
         return padded
     unpadded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
     return padded if unpadded[3] else unpadded
+
+
+def _lower_reserving(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
+                     order: Optional[TokenOrder]) -> tuple:
+    """Unpadded; where what a loop body allocates after its pipeline's stages (the scratch of a
+    layout conversion) overflows, the pipelines leave that much free and take fewer stages."""
+    reserve = 0
+    for _ in range(3):
+        try:
+            return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False, reserve=reserve)
+        except SharedMemoryOverflow as overflow:
+            if not overflow.excess:
+                raise
+            reserve += overflow.excess
+    return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False, reserve=reserve)
 
 
 def release_tensor_memory(k: KernelLowering) -> None:
@@ -72,7 +87,7 @@ def release_tensor_memory(k: KernelLowering) -> None:
 
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                 order: Optional[TokenOrder], pad_buffers: bool) -> tuple[str, list[str], object, bool, list[str]]:
+                 order: Optional[TokenOrder], pad_buffers: bool, reserve: int = 0) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
@@ -80,6 +95,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     threads = assignment.threads
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = pad_buffers
+    k.smem_reserve = reserve
     k.pipelines = plan_pipelines(entry, assignment)
     dbg_attachment = ""
     if debug is not None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 STATIC_LIMIT = 48 * 1024
 BUFFER_ALIGN = 128
-SWIZZLE_BYTES = 128      # wgmma operands: 128-byte swizzle atoms, 1024-byte aligned
+SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
 # Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
 _OPT_IN = {80: 166912, 86: 101376, 87: 166912, 88: 101376, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
@@ -60,8 +60,8 @@ class SharedMatrix:
 
     @property
     def span(self) -> int:
-        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (tcgen05's
-        32- and 64-byte swizzles; wgmma takes only whole 128-byte atoms)."""
+        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (the
+        32- and 64-byte swizzles of wgmma and tcgen05: a K-major operand of K = 32 or 64 bytes)."""
         return min(SWIZZLE_BYTES, self.cols * self.elem_bytes)
 
     @property
@@ -137,7 +137,11 @@ def pointer(k: "KernelLowering", byte_offset: str) -> str:
 
 
 class SharedMemoryOverflow(CompileError):
-    """The kernel needs more shared memory than its target allows."""
+    """The kernel needs more shared memory than its target allows (by `excess` bytes)."""
+
+    def __init__(self, message: str, excess: int = 0) -> None:
+        super().__init__(message)
+        self.excess = excess
 
 
 def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], int]:
@@ -150,7 +154,7 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
     if total > limit:
         raise SharedMemoryOverflow(f"error: kernel '{name}' needs {total} bytes of shared memory "
                            f"({buffers} for staged tiles, {scratch} scratch, {static_other} allocas); "
-                           f"{k.gpu} allows at most {limit} per block")
+                           f"{k.gpu} allows at most {limit} per block", total - limit)
     tag = re.sub(r"[^A-Za-z0-9_]", "_", name)
     defs: list[str] = []
     if total <= STATIC_LIMIT:

@@ -1,0 +1,191 @@
+"""sm_90's warpgroup mma (lowering/ops_wgmma.py, wgmma_select.py) on the realistic kernels.
+
+Each realistic configuration below runs on the PTX emulator (race checker on) against numpy at its
+real tile sizes on a small problem (one or two blocks, K loops of 2 iterations), and its PTX is
+checked for the wgmma form NVIDIA's compiler uses for it (type, shape, A from registers).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import cuda.tile as ct
+import ml_dtypes
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BYTECODE = ROOT / "tests" / "realistic" / "bytecode"
+MANIFEST = ROOT / "tests" / "realistic" / "manifest.json"
+
+
+def _module(name: str):
+    from tileiras.frontend import load_module
+
+    return load_module((BYTECODE / f"{name}.tileirbc").read_bytes(), f"{name}.tileirbc")
+
+
+def _ptx(name: str, tmp_path: Path) -> str:
+    return _ptx_of((BYTECODE / f"{name}.tileirbc").read_bytes(), tmp_path)
+
+
+def _ptx_of(data: bytes, tmp_path: Path) -> str:
+    src, out = tmp_path / "k.tileirbc", tmp_path / "k.ptx"
+    src.write_bytes(data)
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_90",
+                           str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out.read_text()
+
+
+def _run(name: str, grid: tuple[int, int, int], arrays: list) -> list:
+    from tileiras.runtime import run_arrays
+
+    module = _module(name)
+    return run_arrays(module, name, grid, arrays, backend="emulator", gpu_name="sm_90", check_races=True)
+
+
+_NP = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "e4m3": ml_dtypes.float8_e4m3fn,
+       "i8": np.int8}
+
+# (configuration, instruction in its PTX, its count per K tile, tolerance relative to max |C|)
+MATMULS = [
+    ("mm_f16_64x64x32", "m64n64k16.f32.f16.f16", 2, 2e-3),
+    ("mm_bf16_128x128x32", "m64n128k16.f32.bf16.bf16", 4, 1e-2),
+    ("mm_tf32_64x64x32", "m64n64k8.f32.tf32.tf32", 4, 3e-3),      # tf32: 10-bit operands
+    ("mm_e4m3_64x64x32", "m64n64k32.f32.e4m3.e4m3", 1, 2e-3),
+    ("mm_i8_64x64x32", "m64n64k32.s32.s8.s8", 1, 0),
+]
+
+
+@pytest.mark.parametrize("config", MATMULS, ids=lambda c: c[0])
+def test_matmul_on_wgmma_matches_numpy(config, tmp_path: Path) -> None:
+    name, instruction, per_k, tol = config
+    tm, tn, tk = (int(v) for v in re.findall(r"(\d+)x(\d+)x(\d+)", name)[0])
+    ptx = _ptx(name, tmp_path)
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.{instruction}") == per_k, ptx.count("wgmma.mma_async")
+    assert "mma.sync" not in ptx
+    dtype = name.split("_")[1]
+    rng = np.random.default_rng(11)
+    m, n, k = tm, tn, 2 * tk
+    if dtype == "i8":
+        a, b = rng.integers(-8, 8, (m, k)).astype(np.int8), rng.integers(-8, 8, (k, n)).astype(np.int8)
+        c = np.zeros((m, n), np.int32)
+    else:
+        a, b = (rng.standard_normal(s).astype(_NP[dtype]) for s in ((m, k), (k, n)))
+        c = np.zeros((m, n), {"tf32": np.float32, "e4m3": np.float16}.get(dtype, _NP[dtype]))
+    out = _run(name, (1, 1, 1), [a, b, c])[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if dtype == "i8":
+        assert np.array_equal(out, ref.astype(np.int32))
+    else:
+        err = np.abs(out.astype(np.float64) - ref).max()
+        assert err <= tol * np.abs(ref).max(), err
+
+
+def test_batched_matmul_on_wgmma_matches_numpy(tmp_path: Path) -> None:
+    name = "bmm_f16_64x64x32"
+    ptx = _ptx(name, tmp_path)
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 2
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((2, 64, 64), (2, 64, 64)))
+    out = _run(name, (1, 1, 2), [a, b, np.zeros((2, 64, 64), np.float16)])[2]
+    ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+    assert np.abs(out - ref).max() < 2e-2
+
+
+def test_attention_on_wgmma_matches_numpy(tmp_path: Path) -> None:
+    """QK^T reads K by descriptor K-major; P @ V takes P from registers (the register-A form)."""
+    name = "fa_f16_q64k64d64"
+    ptx = _ptx(name, tmp_path)
+    wgmmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (\{|%rd)", ptx)
+    assert wgmmas.count("%rd") == 4 and wgmmas.count("{") == 4, wgmmas   # 4 from descriptors, 4 from registers
+    assert "mma.sync" not in ptx
+    seq, d = 128, 64
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, seq, d)).astype(np.float16) for _ in range(3))
+    scale = np.float32(1 / np.sqrt(d))
+    out = _run(name, (seq // 64, 1, 1), [q, k, v, np.zeros_like(q), np.array(scale)])[3]
+    s = q[0].astype(np.float64) @ k[0].astype(np.float64).T * scale
+    p = np.exp(s - s.max(1, keepdims=True))
+    ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
+    assert np.abs(out[0] - ref).max() < 2e-3
+
+
+@ct.kernel
+def mm_at(at, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C = A @ B with A given transposed, (K, M)."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(at, 0, shape=(TK, TM))):
+        x = ct.load(at, index=(k, bm), shape=(TK, TM))
+        acc = ct.mma(ct.transpose(x), ct.load(b, index=(k, bn), shape=(TK, TN)), acc)
+    ct.store(c, index=(bm, bn), tile=acc)
+
+
+def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
+    """A 16-bit A loaded (K, M) and transposed: no copy, the descriptor's transpose-A bit."""
+    from cuda.tile.compilation import ConstantConstraint
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_tile_layer import _array, _entry, _export
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = _export(mm_at, [_array(ct.float16, 2), _array(ct.float16, 2), _array(ct.float32, 2),
+                           ConstantConstraint(128), ConstantConstraint(64), ConstantConstraint(64)])
+    forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, p, 1, 1, "
+                       r"(\d), (\d)", _ptx_of(data, tmp_path))
+    assert forms == [("1", "1")] * 8, forms          # 2 warpgroup rows x 4 K steps, A and B M/N-major
+    module = load_module(data, "k.tileirbc")
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((128, 128)).astype(np.float16), rng.standard_normal((128, 64)).astype(np.float16)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [np.ascontiguousarray(a.T), b, np.zeros((128, 64), np.float32)],
+                     backend="emulator", gpu_name="sm_90", check_races=True)[2]
+    assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
+
+
+def test_k_major_copies_take_their_room_before_the_pipeline(tmp_path: Path) -> None:
+    """tf32 128x256x64: the K-major tf32 copies of A and B (32 + 64 KB) are allocated before the K
+    loop's pipeline, which then finds no room for two ~99 KB stages and leaves the loop
+    unpipelined: it compiles, on HGMMA."""
+    ptx = _ptx("mm_tf32_128x256x64", tmp_path)
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32") == 8   # a warpgroup's 64 rows, 8 K steps
+    assert "mma.sync" not in ptx
+
+
+def test_e5m2_matmul_on_wgmma_is_exact(tmp_path: Path) -> None:
+    """fp8 e5m2 (QGMMA k32, 32B-swizzled A, B copied K-major): products of 8-bit floats are exact
+    in f32 and small sums stay exact."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_tile_layer import _entry, _matmul
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    data = _matmul("float8_e5m2", "float32", 64, 64, 32)
+    module = load_module(data, "k.tileirbc")
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-4, 5, s).astype(ml_dtypes.float8_e5m2) for s in ((64, 64), (64, 64)))
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, np.zeros((64, 64), np.float32)], backend="emulator",
+                     gpu_name="sm_90", check_races=True)[2]
+    assert np.array_equal(out, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
+    assert _ptx_of(data, tmp_path).count("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2") == 1
+
+
+def _tensor_core_configs() -> list[str]:
+    import json
+
+    return [c["name"] for c in json.loads(MANIFEST.read_text())["configs"]
+            if "sm_90" in c["targets"] and c["family"] in ("matmul", "bmm", "splitk", "attention")]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", _tensor_core_configs())
+def test_every_realistic_sm90_mma_is_a_wgmma(name: str, tmp_path: Path) -> None:
+    """Where NVIDIA's compiler uses HGMMA/IGMMA/QGMMA (every realistic matmul, batched and split-K
+    matmul and attention on sm_90), ours issues wgmma and no mma.sync."""
+    ptx = _ptx(name, tmp_path)
+    assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
