@@ -414,7 +414,7 @@ def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path
 @pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
 def test_a_compiler_state_sees_every_change_since_a_time(compiler_copy: Path) -> None:
     """State.settled_before(t) stats what state() found: an edit, a file added, removed or renamed
-    and a new folder after `t` are changes; writes into a __pycache__ folder that exists are not."""
+    and a new folder after `t` are changes; writes into a __pycache__ folder, or a new one, are not."""
     from tileiras.cache.compiler_files import state
 
     package = compiler_copy / "tileiras" / "lowering"
@@ -423,7 +423,7 @@ def test_a_compiler_state_sees_every_change_since_a_time(compiler_copy: Path) ->
         lambda: edit_in_place(package / "__init__.py"),
         lambda: (package / "new_pass.py").write_text("# a new module\n"),
         lambda: (package / "new_pass.py").unlink(),
-        lambda: (package / "facts.py").rename(package / "facts_renamed.py"),
+        lambda: (package / "warps.py").rename(package / "warps_renamed.py"),
         lambda: (compiler_copy / "build_rules" / "more").mkdir(),
     ]
     for change in changes:
@@ -432,6 +432,10 @@ def test_a_compiler_state_sees_every_change_since_a_time(compiler_copy: Path) ->
         since = time.time_ns()
         time.sleep(0.05)
         (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"bytecode")
+        fresh = compiler_copy / "tileiras" / "cache" / "__pycache__"   # Python's first run in a new install
+        if fresh.exists():
+            shutil.rmtree(fresh)
+        fresh.mkdir()
         assert found.settled_before(since)
         change()
         assert not found.settled_before(since)

@@ -144,12 +144,23 @@ class State:
 
     def settled_before(self, limit_ns: int) -> bool:
         """Whether no file or folder changed at or after `limit_ns` (a time.time_ns()), so that the
-        files are now what they were then: a stat of each, no listing."""
+        files are now what they were then: a stat of each. A folder whose times moved is listed again:
+        Python creating its `__pycache__` moves them without changing the compiler."""
         try:
-            for path in [file[0] for file in self._files] + self._folders:
+            for path, *_ in self._files:
                 info = os.stat(path)
                 if info.st_ctime_ns >= limit_ns or info.st_mtime_ns >= limit_ns:
                     return False
+            known_files, known_folders = None, None
+            for folder in self._folders:
+                info = os.stat(folder)
+                if info.st_ctime_ns < limit_ns and info.st_mtime_ns < limit_ns:
+                    continue
+                if known_files is None:
+                    known_files, known_folders = {file[0] for file in self._files}, set(self._folders)
+                files, below = _listing(folder)
+                if any(entry.path not in known_files for entry in files) or not known_folders.issuperset(below):
+                    return False   # a compiler file or folder appeared (a removal fails its stat above)
         except OSError:
             return False
         return True

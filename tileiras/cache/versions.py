@@ -41,6 +41,8 @@ MEMO_MAX_BYTES = 1 << 20
 # A file changed this recently may change again within its file system's timestamp
 # granularity without changing its stamp: such a tree is fingerprinted afresh.
 SETTLED_NS = 2_000_000_000
+# the coarsest timestamp tick of the file systems a compiler runs from (Linux's are a few ms)
+TICK_NS = 50_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
 _memo_files: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
 _start_state: compiler_files.State | None = None  # the running compiler's files, taken once, when first needed
@@ -200,10 +202,11 @@ def compiler_unchanged_since(opened_ns: int) -> bool:
     process opened its cache).
 
     Modules load lazily, so a compile whose compiler changed after it started
-    may have run either version: its output must not be stored. The files must
-    have settled SETTLED_NS before the opening (as for remembering their
-    fingerprint: a change within a file system's timestamp granularity may not
-    move its times) and not changed since: then the state the keys were made of,
-    taken at any time after the opening, is what every module was loaded from.
+    may have run either version: its output must not be stored. A file written
+    within the file system's timestamp tick before the opening may carry a time
+    before it, so the files must not have changed since TICK_NS before the opening;
+    then the state the keys were made of, taken at any time after the opening, is
+    what every module was loaded from. (Not SETTLED_NS: Bazel makes the compiler's
+    zip just before its first compile actions, which must still be stored.)
     One stat per file and folder."""
-    return _running_state().settled_before(opened_ns - SETTLED_NS)
+    return _running_state().settled_before(opened_ns - TICK_NS)
