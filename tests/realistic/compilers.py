@@ -131,3 +131,14 @@ def compile_nvidia(bytecode: Path, gpu: str, out: Path, timeout: float = 600) ->
     proc, cpu, wall = _run([str(tool), "--gpu-name", gpu, str(bytecode), "-o", str(out)], timeout)
     ok = proc is not None and proc.returncode == 0 and out.exists()
     return Compiled(ok, out, cpu, wall, "" if ok else _error_line(proc, timeout))
+
+
+MAX_TIME_RATIO = 10.0   # ours / NVIDIA's CPU time, per kernel (issue 14)
+
+
+def check_time_ratio(mine: Compiled, theirs: Compiled, what: str) -> None:
+    """Assert that ours compiled and took at most MAX_TIME_RATIO times NVIDIA's CPU time."""
+    assert mine.ok, f"{what}: {mine.message}"
+    ratio = mine.cpu_s / max(theirs.cpu_s, 0.05)
+    assert ratio <= MAX_TIME_RATIO, (f"{what}: {mine.cpu_s:.1f} s of CPU, "
+                                     f"NVIDIA's {theirs.cpu_s:.1f} s ({ratio:.1f}x)")
