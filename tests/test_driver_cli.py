@@ -186,7 +186,10 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     assert timed.returncode == 0, timed.stderr
     lines = [line.split("s  ", 1)[1] for line in timed.stderr.splitlines() if "s  " in line]
     passes = [line for line in lines if line.endswith("(sm_90)")]
-    assert passes == ["assign-layouts (sm_90)", "token-order (sm_90)", "lower to LLVM IR (sm_90)"]
+    # nv_tileaa, then layout assignment and nv_tileas, then token order and LLVM IR
+    assert passes == [f"{name} (sm_90)" for name in (
+        "infer-facts", "verify-nv_tileaa", "assign-layouts", "materialize-layouts", "fuse-conversions",
+        "verify-nv_tileas", "token-order", "lower to LLVM IR")]
 
 
 def test_ptxas_only_change_reuses_cached_ptx(tmp_path: Path) -> None:
