@@ -79,10 +79,10 @@ def tensor_memory(k: "KernelLowering", columns: int) -> TensorMemory:
 
 def wait_mbarrier(k: "KernelLowering", state: TensorMemory) -> None:
     """Every thread waits for the mbarrier's current phase (the committed MMAs), then flips its parity."""
+    from .mbarrier import wait
+
     parity = k.b.op(f"load i32, ptr {state.phase}", "tmph")
-    k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; TMWAIT_${{:uid}}: '
-             f'mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; @!p bra TMWAIT_${{:uid}}; }}", '
-             f'"r,r,~{{memory}}"(i32 {state.mbarrier}, i32 {parity})')
+    wait(k, state.mbarrier, parity, "mma complete")
     k.b.emit(f"store i32 {k.b.op(f'xor i32 {parity}, 1', 'tmph')}, ptr {state.phase}")
 
 
