@@ -181,7 +181,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     scaled = op.name == "cuda_tile.mmaf_scaled"
     lhs, rhs = (k.get(op.operand(n)) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
     acc = k.tile(op.operand("acc"))  # type: ignore[arg-type]
-    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
+    scales = [k.get(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     if scaled:
@@ -189,7 +189,15 @@ def _mma(k: KernelLowering, op: Operation) -> None:
 
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
-    shape = None if scaled else select_shape(op, lhs.type, rhs.type, rtype)
+    shape = select_shape(op, lhs.type, rhs.type, rtype)
+    if scaled and shape is not None:
+        from .ops_blockscale import describe, lower
+
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
+                 op, Instruction=describe(op, k.sm), Shape=shape.describe())
+        k.set(op.results[0], lower(k, op, shape, lhs, rhs, acc, scales))
+        return
+    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     if shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op):
         from .ops_tcgen05 import describe, lower_tcgen05
 
