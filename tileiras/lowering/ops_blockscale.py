@@ -60,6 +60,13 @@ def form(sm: int) -> str:
     return FORMS.get(sm, "fma")
 
 
+def accumulator_weight(gpu: str) -> int:
+    """How many accumulators' worth of registers a thread needs for the warps rule (warps.py): the
+    FMA form keeps each instruction's partial sums and the scales beside the accumulator, and with
+    as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill)."""
+    return 2 if form(int(gpu[3:].rstrip("af"))) == "fma" else 1
+
+
 def describe(op: Operation, sm: int) -> str:
     """The remark's Instruction."""
     a, b = (_F8[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]

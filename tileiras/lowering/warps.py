@@ -69,6 +69,10 @@ def choose_threads(entry: Operation, gpu: str) -> int:
         if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
             continue
         regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
+        if op.name == "cuda_tile.mmaf_scaled":
+            from .ops_blockscale import accumulator_weight
+
+            regs *= accumulator_weight(gpu)
         while warps < MAX_WARPS and regs > warps * 32 * ACC_REGS_PER_THREAD:
             warps *= 2
     return 32 * warps

@@ -1,0 +1,140 @@
+"""Block-scaled fp8 matmuls (mmaf_scaled, MXFP8; lowering/ops_blockscale.py) on tensor cores: the
+form per target (sm_120: mma.sync ...kind::mxf8f6f4.block_scale with ue8m0 scales; sm_100: fp8
+mma.sync per scale block, scaled into the accumulator by FMA), PTX that ptxas assembles without
+local memory, the remark, and the emulator running our code against numpy under the race checker
+(plain (M, K / 32) scales and the swizzled 32x4x4 scale tiles the kernel unswizzles itself)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "tilegym"))
+
+from test_tile_layer import _entry, _module, _ptx, _ptxas_report  # noqa: E402
+
+E4, E8 = "float8_e4m3fn", "float8_e8m0fnu"
+SBS = 32   # elements per scale
+
+
+@lru_cache(maxsize=None)
+def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
+    """cutile-python's BlockScaledMatMul sample at these tiles, specialized for a 2 x 2 grid of them
+    over a K of 4 tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs them)."""
+    import configs
+    import generate
+    from configs import A
+
+    m, n, k = 2 * tm, 2 * tn, 4 * tk
+    scales = (A(E8, m // 128, k // SBS // 4, 32, 16), A(E8, n // 128, k // SBS // 4, 32, 16)) if swizzled else \
+        (A(E8, m, k // SBS), A(E8, k // SBS, n))
+    config = configs.Config("block_scaled_matmul", "cp_BlockScaledMatMul", "block_scaled_matmul_kernel",
+                            (A(E4, m, k), scales[0], A(E4, k, n), scales[1], A("float32", m, n), tm, tn, tk, SBS))
+    here = os.getcwd()
+    os.chdir(ROOT / "tests" / "tilegym")     # the kernel is compiled under its relative path (generate.py)
+    try:
+        return generate.export(config)
+    finally:
+        os.chdir(here)
+
+
+def test_sm120_issues_the_block_scaled_mma_sync(tmp_path: Path) -> None:
+    ptx = _ptx(_kernel(128, 128, 64), "sm_120", tmp_path)
+    assert ".target sm_120a" in ptx          # the block-scaled form exists on the arch-specific target only
+    mma = "mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e4m3.f32.ue8m0"
+    # 128 x 128 x 64 on 4 warps of 64 x 64: (64 / 16) x (64 / 8) x (64 / 32) instructions a warp, one
+    # scale block each
+    assert ptx.count(mma) == 64, ptx.count(mma)
+    assert "fma.rn.f32" not in ptx
+    report = _ptxas_report(ptx, "sm_120a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+def test_sm100_scales_fp8_mma_sync_partials_by_fma(tmp_path: Path) -> None:
+    ptx = _ptx(_kernel(128, 128, 64), "sm_100", tmp_path)
+    # 8 warps (the FMA form counts its accumulator twice, warps.py) of 64 x 32
+    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == 32
+    assert "kind::mxf8f6f4" not in ptx and ptx.count("fma.rn.f32") >= 4 * 32
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+def test_the_remark_names_the_instruction(tmp_path: Path) -> None:
+    src = tmp_path / "k.tileirbc"
+    src.write_bytes(_kernel(64, 64, 64))
+    seen = {}
+    for gpu in ("sm_120", "sm_100"):
+        done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
+                               "--remarks=tensorcore", "--remark-format=command-line", str(src),
+                               "-o", str(tmp_path / "k.ptx")], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        seen[gpu] = done.stdout + done.stderr
+    assert "mma.sync.kind::mxf8f6f4.block_scale" in seen["sm_120"], seen["sm_120"]
+    assert "block scales by FMA" in seen["sm_100"] and "FMA instructions instead" not in seen["sm_100"], seen["sm_100"]
+
+
+def _inputs(m: int, n: int, k: int, seed: int = 1):
+    import ml_dtypes
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((k, n)).astype(ml_dtypes.float8_e4m3fn)
+    # exponents around 2^0 (127), both ways, so that a wrong scale shows
+    sa = rng.integers(120, 135, (m, k // SBS)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    sb = rng.integers(120, 135, (k // SBS, n)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    return a, sa, b, sb
+
+
+def _reference(a, sa, b, sb) -> np.ndarray:
+    A = a.astype(np.float64) * np.repeat(sa.astype(np.float64), SBS, axis=1)
+    B = b.astype(np.float64) * np.repeat(sb.astype(np.float64), SBS, axis=0)
+    return A @ B
+
+
+def _swizzle(scale: np.ndarray) -> np.ndarray:
+    """The sample host's 32x4x4 packing of an (MN, K / 32) scale matrix: (MN / 128, K / 128, 32, 16),
+    element [m0, k0, m1, 4 m2 + k1] = scale[128 m0 + 32 m2 + m1, 4 k0 + k1]."""
+    mn, ks = scale.shape
+    return np.ascontiguousarray(scale.reshape(mn // 128, 4, 32, ks // 4, 4).transpose(0, 3, 2, 1, 4)
+                                .reshape(mn // 128, ks // 4, 32, 16))
+
+
+@pytest.mark.parametrize("gpu", ["sm_120", "sm_100"])
+def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str) -> None:
+    from tileiras.runtime import run_arrays
+
+    tm = tn = 64
+    tk = 64
+    module = _module(_kernel(tm, tn, tk))
+    m, n, k = tm, tn, 2 * tk      # a K loop of 2 iterations: the accumulator goes round in registers
+    a, sa, b, sb = _inputs(m, n, k)
+    c = np.zeros((m, n), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, c], backend="emulator", gpu_name=gpu,
+                     check_races=True)[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy() -> None:
+    """The 4-D swizzled scale tiles go through reshape/permute in registers; the mma stages them."""
+    from tileiras.runtime import run_arrays
+
+    tm = tn = 128
+    tk = 128
+    module = _module(_kernel(tm, tn, tk, swizzled=True))
+    m, n, k = tm, tn, tk
+    a, sa, b, sb = _inputs(m, n, k, seed=2)
+    c = np.zeros((m, n), np.float32)
+    packed_b = _swizzle(np.ascontiguousarray(sb.T))     # B's scales are packed N-major
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, _swizzle(sa), b, packed_b, c], backend="emulator",
+                     gpu_name="sm_120", check_races=True)[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
