@@ -175,3 +175,128 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
     return lower_mma_sync(k, op, shape, lhs, rhs, acc, issue_native if native else issue_fma,  # type: ignore[arg-type]
                           also_read=scales)
 
+
+
+# -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
+#
+# Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
+# on tcgen05 (ops_tcgen05 asks `tcgen05_kind` / `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
+# (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma", scale_vec::1X): the factor of row r
+# (A) or column r (B) sits in lane r % 32, column r / 32 from the operand's scale address, in byte
+# sf_id of the 32-bit cell, where sf_id is the K block (of 32) the MMA covers: one cell holds 4 K blocks,
+# so a K tile of up to 128 takes one column per 32 rows. The address's bits 30-31 and the instruction
+# descriptor's A / B scale-factor IDs (bits 29-30 / 4-5) name the byte; bit 23 says ue8m0. tcgen05.cp
+# .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
+# 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
+# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step.
+
+_SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
+_SF_COLS = 4                   # tensor-memory columns it writes
+_SF_CHUNK_BYTES = 512          # its shared-memory source: 32 rows of 16 bytes, no swizzle
+_F8_CODE = {"f8E4M3FN": 0, "f8E5M2": 1}    # A / B format codes of kind::mxf8f6f4
+
+
+def tcgen05_kind(op: Operation) -> "object | None":
+    """The tcgen05 Kind of a block-scaled mma (e4m3/e5m2, ue8m0 per 32, K tile up to 128), else None."""
+    from .ops_tcgen05 import Kind
+
+    lhs, rhs = (op.operand(n).type for n in ("lhs", "rhs"))
+    if isinstance(choose(op, lhs, rhs, op.operand("acc").type), str) or lhs.shape[-1] > 4 * _BLOCK:  # type: ignore
+        return None
+    return Kind("mxf8f6f4", _F8_CODE[str(lhs.element)], _F8_CODE[str(rhs.element)], 1, _BLOCK, 1)  # type: ignore[union-attr]
+
+
+def tcgen05_fits(m: int, n: int, threads: int, kdim: int) -> bool:
+    """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
+    both 256 (that accumulator fills all 512 columns), and scale bytes a whole number per thread."""
+    return m in (128, 256) and n in (128, 256) and m + n < 512 and (m + n) * (kdim // _BLOCK) % threads == 0
+
+
+def tcgen05_columns(m: int, n: int) -> int:
+    """Tensor-memory columns of the scale factors, after the accumulator's."""
+    return _SF_COLS * (m // _SF_ROWS + n // _SF_ROWS)
+
+
+class Tcgen05Scales:
+    """The scale factors of one tcgen05 block-scaled mma op: restaged in shared memory by every thread
+    (then the async-proxy fence), copied to tensor memory by the issuing thread (`copy`) ahead of its
+    MMAs (`mma`), which tcgen05 runs in issue order."""
+
+    def __init__(self, k: KernelLowering, op: Operation, sf_address: str, m: int, n: int) -> None:
+        from .async_copy import fence_async_proxy, is_ready, wait_for
+
+        self.k, self.m, self.n, self.address = k, m, n, sf_address
+        self.kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
+        tiles = [k.get(op.operand(n_)) for n_ in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
+        sources = [_Scales(k, tiles[0], True), _Scales(k, tiles[1], False)]
+        buffers = k.__dict__.setdefault("sf_buffers", {})
+        if op not in buffers:
+            buffers[op] = k.alloc_buffer((m + n) // _SF_ROWS * _SF_CHUNK_BYTES, 128)
+        self.buffer = buffers[op]
+        if not is_ready(tiles):   # the sources' copies (or staging stores) are published
+            wait_for(k, tiles)
+            k.barrier()
+        per_thread = (m + n) * self.kblocks // k.threads
+        for s in range(per_thread):
+            e = k.b.op(f"add i32 {k.tid}, {s * k.threads}", "sfe") if s else k.tid
+            row = k.b.op(f"udiv i32 {e}, {self.kblocks}", "sfr")
+            kb = k.b.op(f"urem i32 {e}, {self.kblocks}", "sfk")
+            # rows 0..m-1 are A's, then B's columns (each chunk of 128 in its own 512 bytes)
+            is_b = k.b.op(f"icmp uge i32 {row}, {m}", "sfb")
+            rb = k.b.op(f"sub i32 {row}, {m}", "sfr")
+            a_val = self._load(sources[0], row, kb)
+            b_val = self._load(sources[1], k.b.op(f"select i1 {is_b}, i32 {rb}, i32 0", "sfr"), kb, along_rows=False)
+            val = k.b.op(f"select i1 {is_b}, i8 {b_val}, i8 {a_val}", "sfv")
+            chunk = k.b.op(f"lshr i32 {row}, 7", "sfc")
+            lane = k.b.op(f"and i32 {row}, 31", "sfl")
+            col = k.b.op(f"and i32 {k.b.op(f'lshr i32 {row}, 5', 'sfj')}, 3", "sfj")
+            # byte 512 chunk + 16 lane + 4 column + K block of the buffer
+            terms = [k.b.op(f"mul i32 {chunk}, {_SF_CHUNK_BYTES}", "sfd"), k.b.op(f"shl i32 {lane}, 4", "sfd"),
+                     k.b.op(f"shl i32 {col}, 2", "sfd"), kb]
+            dst = str(self.buffer)
+            for term in terms:
+                dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
+            k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
+        fence_async_proxy(k)   # tcgen05.cp reads the restaged bytes through the async proxy
+
+    def _load(self, src: _Scales, x: str, kb: str, along_rows: bool = True) -> str:
+        """The scale byte at (x, kb) of a source tile, A rows beyond its extent clamped to row 0."""
+        k = self.k
+        if along_rows:
+            x = k.b.op(f"select i1 {k.b.op(f'icmp ult i32 {x}, {self.m}', 'sfa')}, i32 {x}, i32 0", "sfa")
+        r, c = (x, kb) if src.along_rows else (kb, x)
+        if src.transposed:
+            r, c = c, r
+        return k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
+
+    def copy(self) -> None:
+        """tcgen05.cp of every 128-row chunk (A's, then B's) into its 4 columns (issuing thread only)."""
+        k = self.k
+        for chunk in range((self.m + self.n) // _SF_ROWS):
+            at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(self.buffer + chunk * _SF_CHUNK_BYTES))} to i32",
+                        "sfs")
+            shifted = k.b.op(f"lshr i32 {at}, 4", "sfs")
+            start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'sfs')} to i64", "sfs")
+            # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001
+            desc = k.b.op(f"or i64 {start}, {(1 << 46) | ((128 >> 4) << 32)}", "sfs")
+            taddr = k.b.op(f"add i32 {self.address}, {_SF_COLS * chunk}", "sft")
+            k.b.emit(f'call void asm sideeffect "tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;", '
+                     f'"r,l,~{{memory}}"(i32 {taddr}, i64 {desc})')
+
+    def mma(self, d: str, a_desc: str, b_desc: str, idesc: int, k0: int, half: int, enable: str) -> None:
+        """One block-scaled MMA: K block k0 / 32 of the tile, rows 128 half.. of A."""
+        k = self.k
+        kb = k0 // _BLOCK
+        # the descriptor's D-format bits are B's scale-factor ID here (D is always f32)
+        desc = (idesc & ~0x30) | (kb << 4) | (1 << 23) | (kb << 29)
+        sfa = k.b.op(f"add i32 {self.address}, {_i32((_SF_COLS * half) | (kb << 30))}", "sfa")
+        sfb = k.b.op(f"add i32 {self.address}, {_i32((_SF_COLS * self.m // _SF_ROWS) | (kb << 30))}", "sfb")
+        k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $6, 0; '
+                 f'tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X [$0], $1, $2, $3, [$4], [$5], p; }}", '
+                 f'"r,l,l,r,r,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {desc}, i32 {sfa}, i32 {sfb}, '
+                 f'i32 {enable})')
+
+
+def _i32(v: int) -> int:
+    """An unsigned 32-bit constant as LLVM's i32 literal."""
+    return v - (1 << 32) if v >= 1 << 31 else v

@@ -190,15 +190,15 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
     shape = select_shape(op, lhs.type, rhs.type, rtype)
-    if scaled and shape is not None:
+    tcgen05 = shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op)
+    if scaled and shape is not None and not tcgen05:
         from .ops_blockscale import describe, lower
 
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
                  op, Instruction=describe(op, k.sm), Shape=shape.describe())
         k.set(op.results[0], lower(k, op, shape, lhs, rhs, acc, scales))
         return
-    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
-    if shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op):
+    if tcgen05:
         from .ops_tcgen05 import describe, lower_tcgen05
 
         instruction, mnk = describe(op, k.layout_of(op.results[0]))  # type: ignore[arg-type]
@@ -215,6 +215,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe())
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
+    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     out_ty = llvm_type(rtype.element)
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype))

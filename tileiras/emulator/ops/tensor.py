@@ -257,7 +257,7 @@ def _scale_vectors(st: Any, readers: list, rows: int, operand: str) -> Any:
     SF_B of column n is byte byte-id-b of lane 4 n + thread-id-b (thread-id-b 0..3). The selectors
     must be the same in every lane of the warp."""
     np = _np()
-    data, byte_id, thread_id = (_warp_matrix(st, full(st, r(st)).astype(np.uint64)[:, None])[:, :, 0]
+    data, byte_id, thread_id = (_warp_matrix(st, full(st, r(st)).astype(np.int64)[:, None])[:, :, 0]
                                 for r in readers)
     for sel, limit, what in ((byte_id, 4, "byte-id"), (thread_id, 2 if operand == "a" else 4, "thread-id")):
         if (sel != sel[:, :1]).any() or (sel >= limit).any():
