@@ -1,8 +1,10 @@
 """Block-scaled fp8 matmuls (mmaf_scaled, MXFP8; lowering/ops_blockscale.py) on tensor cores: the
-form per target (sm_120: mma.sync ...kind::mxf8f6f4.block_scale with ue8m0 scales; sm_100: fp8
-mma.sync per scale block, scaled into the accumulator by FMA), PTX that ptxas assembles without
-local memory, the remark, and the emulator running our code against numpy under the race checker
-(plain (M, K / 32) scales and the swizzled 32x4x4 scale tiles the kernel unswizzles itself)."""
+form per target (sm_120: mma.sync ...kind::mxf8f6f4.block_scale with ue8m0 scales; sm_100:
+tcgen05.mma ...block_scale with the scale factors copied into tensor memory by tcgen05.cp where
+the accumulator leaves columns for them, else fp8 mma.sync per scale block scaled into the
+accumulator by FMA), PTX that ptxas assembles without local memory, the remark, and the emulator
+running our code against numpy under the race checker (plain (M, K / 32) scales and the swizzled
+32x4x4 scale tiles the kernel unswizzles itself)."""
 
 from __future__ import annotations
 
@@ -58,11 +60,25 @@ def test_sm120_issues_the_block_scaled_mma_sync(tmp_path: Path) -> None:
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
 
 
+@pytest.mark.parametrize("tm,tn", [(128, 128), (128, 256), (256, 128)])
+def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, tn: int, tmp_path: Path) -> None:
+    ptx = _ptx(_kernel(tm, tn, 128), "sm_100", tmp_path)
+    mma = "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X"
+    assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
+    assert ptx.count("tcgen05.cp.cta_group::1.32x128b.warpx4") == (tm + tn) // 128
+    assert "mma.sync" not in ptx and "fence.proxy.async.shared::cta" in ptx
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
 def test_sm100_scales_fp8_mma_sync_partials_by_fma(tmp_path: Path) -> None:
-    ptx = _ptx(_kernel(128, 128, 64), "sm_100", tmp_path)
-    # 8 warps (the FMA form counts its accumulator twice, warps.py) of 64 x 32
-    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == 32
-    assert "kind::mxf8f6f4" not in ptx and ptx.count("fma.rn.f32") >= 4 * 32
+    """256 x 256 fills tensor memory with its accumulator; 64 x 64 has no 128-row scale chunks."""
+    ptx = _ptx(_kernel(256, 256, 128), "sm_100", tmp_path)
+    assert "tcgen05" not in ptx and "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    ptx = _ptx(_kernel(64, 64, 64), "sm_100", tmp_path)
+    # 4 warps of 32 x 32: (32 / 16) x (32 / 8) x (64 / 32) instructions a warp, each scaled by 4 FMAs
+    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == 16
+    assert "kind::mxf8f6f4" not in ptx and ptx.count("fma.rn.f32") >= 4 * 16
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
 
@@ -79,6 +95,11 @@ def test_the_remark_names_the_instruction(tmp_path: Path) -> None:
         seen[gpu] = done.stdout + done.stderr
     assert "mma.sync.kind::mxf8f6f4.block_scale" in seen["sm_120"], seen["sm_120"]
     assert "block scales by FMA" in seen["sm_100"] and "FMA instructions instead" not in seen["sm_100"], seen["sm_100"]
+    src.write_bytes(_kernel(128, 128, 64))
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_100",
+                           "--remarks=tensorcore", "--remark-format=command-line", str(src), "-o", str(tmp_path / "k.ptx")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale" in done.stdout + done.stderr, done.stderr
 
 
 def _inputs(m: int, n: int, k: int, seed: int = 1):
@@ -107,11 +128,12 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
                                 .reshape(mn // 128, ks // 4, 32, 16))
 
 
-@pytest.mark.parametrize("gpu", ["sm_120", "sm_100"])
-def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str) -> None:
+@pytest.mark.parametrize("gpu,tile", [("sm_120", 64), ("sm_100", 64), ("sm_100", 128)],
+                         ids=["sm_120-mma.sync", "sm_100-fma", "sm_100-tcgen05"])
+def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int) -> None:
     from tileiras.runtime import run_arrays
 
-    tm = tn = 64
+    tm = tn = tile
     tk = 64
     module = _module(_kernel(tm, tn, tk))
     m, n, k = tm, tn, 2 * tk      # a K loop of 2 iterations: the accumulator goes round in registers
