@@ -128,13 +128,16 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
                                 .reshape(mn // 128, ks // 4, 32, 16))
 
 
-@pytest.mark.parametrize("gpu,tile", [("sm_120", 64), ("sm_100", 64), ("sm_100", 128)],
-                         ids=["sm_120-mma.sync", "sm_100-fma", "sm_100-tcgen05"])
-def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int) -> None:
+@pytest.mark.parametrize("gpu,tile,instruction", [
+    ("sm_120", 64, "kind::mxf8f6f4.block_scale"), ("sm_100", 64, "fma.rn.f32"),
+    ("sm_100", 128, "tcgen05.cp")], ids=["sm_120-mma.sync", "sm_100-fma", "sm_100-tcgen05"])
+def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int, instruction: str,
+                                                                   tmp_path: Path) -> None:
     from tileiras.runtime import run_arrays
 
     tm = tn = tile
     tk = 64
+    assert instruction in _ptx(_kernel(tm, tn, tk), gpu, tmp_path)
     module = _module(_kernel(tm, tn, tk))
     m, n, k = tm, tn, 2 * tk      # a K loop of 2 iterations: the accumulator goes round in registers
     a, sa, b, sb = _inputs(m, n, k)
