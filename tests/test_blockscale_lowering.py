@@ -163,3 +163,68 @@ def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy() -> None:
                      gpu_name="sm_120", check_races=True)[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+_SELECTOR_PTX = """
+.version 8.7
+.target sm_120a
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 psa, .param .u64 psb, .param .u64 pd) {
+  .reg .b32 %a<4>; .reg .b32 %b<2>; .reg .b32 %s<2>; .reg .f32 %d<4>; .reg .f32 %z;
+  .reg .b64 %p<5>; .reg .b64 %o<3>; .reg .b32 %lane;
+  ld.param.u64 %p0, [pa]; ld.param.u64 %p1, [pb]; ld.param.u64 %p2, [psa]; ld.param.u64 %p3, [psb];
+  ld.param.u64 %p4, [pd];
+  mov.u32 %lane, %tid.x;
+  mul.wide.u32 %o0, %lane, 16; add.s64 %p0, %p0, %o0; add.s64 %p4, %p4, %o0;
+  mul.wide.u32 %o1, %lane, 8; add.s64 %p1, %p1, %o1;
+  mul.wide.u32 %o2, %lane, 4; add.s64 %p2, %p2, %o2; add.s64 %p3, %p3, %o2;
+  ld.global.v4.b32 {%a0, %a1, %a2, %a3}, [%p0];
+  ld.global.v2.b32 {%b0, %b1}, [%p1];
+  ld.global.b32 %s0, [%p2]; ld.global.b32 %s1, [%p3];
+  mov.f32 %z, 0f00000000;
+  mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e4m3.f32.ue8m0
+    {%d0, %d1, %d2, %d3}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%z, %z, %z, %z}, {%s0}, {BA, TA}, {%s1}, {BB, TB};
+  st.global.v4.f32 [%p4], {%d0, %d1, %d2, %d3};
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("ba,ta,bb,tb", [(0, 0, 0, 0), (2, 1, 3, 3), (1, 0, 2, 1)])
+def test_emulated_block_scale_selectors_follow_the_ptx_isa(ba: int, ta: int, bb: int, tb: int) -> None:
+    """One m16n8k32 block-scaled mma.sync with every selector pair: SF_A of row r is byte byte-id-a of
+    lane 4 (r % 8) + 2 thread-id-a + r / 8, SF_B of column n byte byte-id-b of lane 4 n + thread-id-b;
+    every other byte and lane holds another exponent, so a wrong pick shows."""
+    import ml_dtypes
+
+    from tileiras.emulator import Memory, run_ptx
+
+    rng = np.random.default_rng(ba + 4 * ta + 16 * bb + 64 * tb)
+    a = rng.standard_normal((16, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((32, 8)).astype(ml_dtypes.float8_e4m3fn)
+    sfa, sfb = rng.integers(118, 136, 16), rng.integers(118, 136, 8)
+    lane = np.arange(32)[:, None]
+    g, t = lane // 4, lane % 4
+    e = np.arange(16)[None, :]      # A: element e of a lane is in register e / 4 (the 8-bit fragments)
+    a_frag = a.view(np.uint8)[g + 8 * ((e // 4) % 2), 4 * t + e % 4 + 16 * (e // 8)]
+    e = np.arange(8)[None, :]
+    b_frag = b.view(np.uint8)[4 * t + e % 4 + 16 * (e // 4), g]
+    scale_a = rng.integers(100, 150, (32, 4)).astype(np.uint8)     # distractors everywhere else
+    scale_b = rng.integers(100, 150, (32, 4)).astype(np.uint8)
+    r = np.arange(16)
+    scale_a[4 * (r % 8) + 2 * ta + r // 8, ba] = sfa
+    scale_b[4 * np.arange(8) + tb, bb] = sfb
+    mem = Memory()
+    arrays = [np.ascontiguousarray(x) for x in (a_frag, b_frag, scale_a, scale_b, np.zeros((32, 4), np.float32))]
+    addrs = []
+    for arr in arrays:
+        addrs.append(mem.alloc(arr.nbytes))
+        mem.write(addrs[-1], arr.tobytes())
+    ptx = _SELECTOR_PTX.replace("BA", str(ba)).replace("TA", str(ta)).replace("BB", str(bb)).replace("TB", str(tb))
+    run_ptx(ptx, "k", (1, 1, 1), (32, 1, 1), addrs, mem, check_races=True)
+    d = np.frombuffer(mem.read(addrs[4], 32 * 16), np.float32).reshape(32, 4)
+    out = np.zeros((16, 8))
+    e = np.arange(4)[None, :]
+    out[g + 8 * (e // 2), 2 * t + e % 2] = d
+    ref = (a.astype(np.float64) * np.exp2(sfa - 127.0)[:, None]) @ (b.astype(np.float64) * np.exp2(sfb - 127.0)[None, :])
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
