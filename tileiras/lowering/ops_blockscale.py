@@ -11,12 +11,13 @@ scale per column. The form per target (`FORMS`):
   the 32-bit scale-a-data of lane 4g holds SF_A of row g in its low byte, lane 4g + 1 that of
   row g + 8; the scale-b-data of lane 4g holds SF_B of column g. Every lane loads its byte (lanes
   4g + 2 and + 3 repeat 4g and 4g + 1; the instruction does not read them).
-* sm_100 / sm_103 / sm_110: PTX has no block-scaled mma.sync there. NVIDIA's compiler issues
-  tcgen05.mma ...kind::mxf8f6f4.block_scale with cta_group::2 (a CTA pair); with one CTA the
-  default 256 x 256 accumulator takes all 512 tensor-memory columns, leaving none for the scale
-  factors, so ours scales in registers: per 32-wide K block an fp8 mma.sync into zero, then
-  acc += partial * (SF_A[row] * SF_B[col]) by FMA (ue8m0 scales are powers of two: the product
-  is exact unless it leaves f32's range).
+* sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale with the scale factors in tensor
+  memory (the second half of this module; ops_tcgen05 drives it) where the accumulator leaves
+  columns for them. NVIDIA's compiler runs its default 256 x 256 tile with cta_group::2 (a CTA
+  pair, 128 x 256 each); with one CTA that accumulator takes all 512 columns, so ours, like every
+  target without the block-scaled mma.sync (sm_100, sm_103, sm_110), scales in registers: per
+  32-wide K block an fp8 mma.sync into zero, then acc += partial * (SF_A[row] * SF_B[col]) by FMA
+  (ue8m0 scales are powers of two: the product is exact unless it leaves f32's range).
 
 fp4 (f4E2M1FN) operands and ue4m3 scales keep the scalar path (their remark says so).
 """
@@ -163,8 +164,8 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
         ret = "{float, float, float, float}"
         res = _issue(k, shape, ret, args + [("float", "0.0")] * 4)  # type: ignore[arg-type]
         part = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
-        rows = [sa.value(bt, add(m0, part), kb) for part in ("g", "g8")]
-        cols = [sb.value(bt, add(n0, part), kb) for part in ("c0", "c1")]
+        rows = [sa.value(bt, add(m0, which), kb) for which in ("g", "g8")]
+        cols = [sb.value(bt, add(n0, which), kb) for which in ("c0", "c1")]
         out = []
         for i in range(4):   # accumulator i: row g + 8 (i / 2), column 2 t + i % 2
             s = k.b.op(f"fmul float {rows[i // 2]}, {cols[i % 2]}", "sfm")
@@ -208,8 +209,10 @@ def tcgen05_kind(op: Operation) -> "object | None":
 
 def tcgen05_fits(m: int, n: int, threads: int, kdim: int) -> bool:
     """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
-    both 256 (that accumulator fills all 512 columns), and scale bytes a whole number per thread."""
-    return m in (128, 256) and n in (128, 256) and m + n < 512 and (m + n) * (kdim // _BLOCK) % threads == 0
+    both 256 (that accumulator fills all 512 columns), and A's and B's scale bytes whole rounds of
+    the threads (each thread restages the same number of each)."""
+    kblocks = kdim // _BLOCK
+    return m in (128, 256) and n in (128, 256) and m + n < 512 and not (m * kblocks % threads or n * kblocks % threads)
 
 
 def tcgen05_columns(m: int, n: int) -> int:
@@ -226,48 +229,37 @@ class Tcgen05Scales:
         from .async_copy import fence_async_proxy, is_ready, wait_for
 
         self.k, self.m, self.n, self.address = k, m, n, sf_address
-        self.kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
-        tiles = [k.get(op.operand(n_)) for n_ in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
+        kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
+        tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
         sources = [_Scales(k, tiles[0], True), _Scales(k, tiles[1], False)]
-        buffers = k.__dict__.setdefault("sf_buffers", {})
-        if op not in buffers:
-            buffers[op] = k.alloc_buffer((m + n) // _SF_ROWS * _SF_CHUNK_BYTES, 128)
-        self.buffer = buffers[op]
+        if op not in k.tmem_buffers:     # A's chunks, then B's
+            k.tmem_buffers[op] = k.alloc_buffer((m + n) // _SF_ROWS * _SF_CHUNK_BYTES, 128)
+        self.buffer = k.tmem_buffers[op]
         if not is_ready(tiles):   # the sources' copies (or staging stores) are published
             wait_for(k, tiles)
             k.barrier()
-        per_thread = (m + n) * self.kblocks // k.threads
-        for s in range(per_thread):
-            e = k.b.op(f"add i32 {k.tid}, {s * k.threads}", "sfe") if s else k.tid
-            row = k.b.op(f"udiv i32 {e}, {self.kblocks}", "sfr")
-            kb = k.b.op(f"urem i32 {e}, {self.kblocks}", "sfk")
-            # rows 0..m-1 are A's, then B's columns (each chunk of 128 in its own 512 bytes)
-            is_b = k.b.op(f"icmp uge i32 {row}, {m}", "sfb")
-            rb = k.b.op(f"sub i32 {row}, {m}", "sfr")
-            a_val = self._load(sources[0], row, kb)
-            b_val = self._load(sources[1], k.b.op(f"select i1 {is_b}, i32 {rb}, i32 0", "sfr"), kb, along_rows=False)
-            val = k.b.op(f"select i1 {is_b}, i8 {b_val}, i8 {a_val}", "sfv")
-            chunk = k.b.op(f"lshr i32 {row}, 7", "sfc")
-            lane = k.b.op(f"and i32 {row}, 31", "sfl")
-            col = k.b.op(f"and i32 {k.b.op(f'lshr i32 {row}, 5', 'sfj')}, 3", "sfj")
-            # byte 512 chunk + 16 lane + 4 column + K block of the buffer
-            terms = [k.b.op(f"mul i32 {chunk}, {_SF_CHUNK_BYTES}", "sfd"), k.b.op(f"shl i32 {lane}, 4", "sfd"),
-                     k.b.op(f"shl i32 {col}, 2", "sfd"), kb]
-            dst = str(self.buffer)
+        # thread t moves bytes e = t + s threads: (row e / kblocks, K block e % kblocks) of A, then of B
+        # (whole rounds of threads each: tcgen05_fits)
+        for s in range((m + n) * kblocks // k.threads):
+            first = s * k.threads
+            src, base = (sources[0], 0) if first < m * kblocks else (sources[1], m * kblocks)
+            e = k.b.op(f"add i32 {k.tid}, {first - base}", "sfe") if first != base else k.tid
+            x = k.b.op(f"udiv i32 {e}, {kblocks}", "sfr")
+            kb = k.b.op(f"urem i32 {e}, {kblocks}", "sfk")
+            r, c = (x, kb) if src.along_rows else (kb, x)
+            if src.transposed:
+                r, c = c, r
+            val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
+            # byte 512 chunk + 16 (x % 32) + 4 ((x / 32) % 4) + K block of the operand's chunks
+            quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
+            terms = [k.b.op(f"mul i32 {k.b.op(f'lshr i32 {x}, 7', 'sfd')}, {_SF_CHUNK_BYTES}", "sfd"),
+                     k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
+                     k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
+            dst = str(self.buffer + (0 if src is sources[0] else m // _SF_ROWS * _SF_CHUNK_BYTES))
             for term in terms:
                 dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
             k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
         fence_async_proxy(k)   # tcgen05.cp reads the restaged bytes through the async proxy
-
-    def _load(self, src: _Scales, x: str, kb: str, along_rows: bool = True) -> str:
-        """The scale byte at (x, kb) of a source tile, A rows beyond its extent clamped to row 0."""
-        k = self.k
-        if along_rows:
-            x = k.b.op(f"select i1 {k.b.op(f'icmp ult i32 {x}, {self.m}', 'sfa')}, i32 {x}, i32 0", "sfa")
-        r, c = (x, kb) if src.along_rows else (kb, x)
-        if src.transposed:
-            r, c = c, r
-        return k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
 
     def copy(self) -> None:
         """tcgen05.cp of every 128-row chunk (A's, then B's) into its 4 columns (issuing thread only)."""
