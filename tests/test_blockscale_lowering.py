@@ -228,3 +228,28 @@ def test_emulated_block_scale_selectors_follow_the_ptx_isa(ba: int, ta: int, bb:
     out[g + 8 * (e // 2), 2 * t + e % 2] = d
     ref = (a.astype(np.float64) * np.exp2(sfa - 127.0)[:, None]) @ (b.astype(np.float64) * np.exp2(sfb - 127.0)[None, :])
     np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_restaged_scales_without_the_proxy_fence_are_reported(monkeypatch) -> None:
+    """The race checker covers the restaging: generic st.shared of the scale bytes, read by tcgen05.cp
+    through the async proxy, need fence.proxy.async before the barrier that publishes them."""
+    import re
+
+    import tileiras.runtime.backends as backends
+    from tileiras.emulator import EmulatorError
+    from tileiras.runtime import run_arrays
+
+    real = backends.compile_module
+
+    def without_fences(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        text, count = re.subn(r"fence\.proxy\.async\.shared::cta;", "", ptx.decode())
+        assert count and "tcgen05.cp" in text
+        return text.encode(), meta
+
+    monkeypatch.setattr(backends, "compile_module", without_fences)
+    module = _module(_kernel(128, 128, 64))
+    a, sa, b, sb = _inputs(128, 128, 128)
+    with pytest.raises(EmulatorError, match=r"missing fence\.proxy\.async: .*st\.shared\.b8.* the tcgen05\.cp"):
+        run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((128, 128), np.float32)],
+                   backend="emulator", gpu_name="sm_100", check_races=True)
