@@ -148,8 +148,10 @@ def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
 
-def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy() -> None:
-    """The 4-D swizzled scale tiles go through reshape/permute in registers; the mma stages them."""
+@pytest.mark.parametrize("gpu", ["sm_120", "sm_100"])
+def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy(gpu: str) -> None:
+    """The 4-D swizzled scale tiles go through reshape/permute in registers; the mma stages them
+    (sm_100: tcgen05, restaged from the staged tiles)."""
     from tileiras.runtime import run_arrays
 
     tm = tn = 128
@@ -160,7 +162,7 @@ def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy() -> None:
     c = np.zeros((m, n), np.float32)
     packed_b = _swizzle(np.ascontiguousarray(sb.T))     # B's scales are packed N-major
     out = run_arrays(module, _entry(module), (1, 1, 1), [a, _swizzle(sa), b, packed_b, c], backend="emulator",
-                     gpu_name="sm_120", check_races=True)[4]
+                     gpu_name=gpu, check_races=True)[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
