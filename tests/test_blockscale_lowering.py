@@ -128,15 +128,17 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
                                 .reshape(mn // 128, ks // 4, 32, 16))
 
 
-@pytest.mark.parametrize("gpu,tile,instruction", [
-    ("sm_120", 64, "kind::mxf8f6f4.block_scale"), ("sm_100", 64, "fma.rn.f32"),
-    ("sm_100", 128, "tcgen05.cp")], ids=["sm_120-mma.sync", "sm_100-fma", "sm_100-tcgen05"])
-def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int, instruction: str,
+# K tiles of 64 give 2-byte scale rows (loaded into registers, staged by the mma); of 128, 4-byte rows
+# that cp.async copies into the loop's pipeline stages
+@pytest.mark.parametrize("gpu,tile,tk,instruction", [
+    ("sm_120", 64, 64, "kind::mxf8f6f4.block_scale"), ("sm_120", 128, 128, "kind::mxf8f6f4.block_scale"),
+    ("sm_100", 64, 64, "fma.rn.f32"), ("sm_100", 128, 64, "tcgen05.cp"), ("sm_100", 128, 128, "tcgen05.cp")],
+    ids=["sm_120-mma.sync", "sm_120-mma.sync-cp.async", "sm_100-fma", "sm_100-tcgen05", "sm_100-tcgen05-cp.async"])
+def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int, tk: int, instruction: str,
                                                                    tmp_path: Path) -> None:
     from tileiras.runtime import run_arrays
 
     tm = tn = tile
-    tk = 64
     assert instruction in _ptx(_kernel(tm, tn, tk), gpu, tmp_path)
     module = _module(_kernel(tm, tn, tk))
     m, n, k = tm, tn, 2 * tk      # a K loop of 2 iterations: the accumulator goes round in registers
