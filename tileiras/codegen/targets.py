@@ -67,6 +67,7 @@ ARCH_SPECIFIC_USE = re.compile(
     r"@llvm\.nvvm\.(?:wgmma|setmaxnreg|tcgen05|mma\.block\.scale)\."
     r"|@llvm\.nvvm\.(?:ff\.to\.(?:ue8m0x2|e2m1x2)|(?:ue8m0x2|e2m1x2)\.to)\."
     r"|\basm\b[^\n]*\"[^\"\n]*\b(?:wgmma|tcgen05|setmaxnreg)\.[a-z]"
+    r"|\basm\b[^\n]*\"[^\"\n]*\.block_scale\b"
     r"|\basm\b[^\n]*\"[^\"\n]*\bcvt\.[a-z.]*ue5m3x2"
 )
 

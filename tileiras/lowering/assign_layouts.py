@@ -57,7 +57,7 @@ from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, Mm
                      vector_width)
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
-_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
+_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 _LOOPS = ("cuda_tile.for", "cuda_tile.loop")
 _PRODUCERS = ("cuda_tile.constant", "cuda_tile.iota", "cuda_tile.load_view_tko")
 # read operands of any layout (through shared memory or per-element coordinates); results blocked

@@ -20,7 +20,7 @@ row of an 8x8 b16 matrix, which is what ldmatrix hands out.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 from ..ir.core import Operation
 from ..ir.record import record
@@ -72,7 +72,9 @@ def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> 
 def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaShape | str:
     """The mma.sync that computes this op, or why none does (the reason its remark gives)."""
     if op.name == "cuda_tile.mmaf_scaled":
-        return "block-scaled mma has no tensor-core path in this lowering"
+        from .ops_blockscale import choose as choose_scaled
+
+        return choose_scaled(op, lhs, rhs, acc)
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
     f8 = key[0] in _F8 and key[1] in _F8 and key[2] == "f32"
     shape = _f8(key[0], key[1]) if f8 else SHAPES.get(key)  # type: ignore[arg-type]
@@ -226,8 +228,16 @@ class _Fragments:
         return [regs[2 * i:2 * i + 2] for i in range(count)]
 
 
+# An mma.sync issuer other than the plain one (ops_blockscale): given (batch, first row, first column,
+# K step, the A and B registers as typed arguments, the 4 accumulator registers) it returns the new 4.
+Issuer = Callable[[str, str, str, int, list[tuple[str, str]], list[str]], list[str]]
+
+
 def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "TileRegs | SharedTileVal",
-                   rhs: "TileRegs | SharedTileVal", acc: TileRegs) -> TileRegs:
+                   rhs: "TileRegs | SharedTileVal", acc: TileRegs, issuer: Optional[Issuer] = None,
+                   also_read: Sequence[object] = ()) -> TileRegs:
+    """The mma.sync instructions of one mma op; `also_read`: further shared tiles the issuer reads
+    (their copies are waited for, and the barrier published them, with A's and B's)."""
     layout = acc.layout
     assert isinstance(layout, MmaLayout)
     from .async_copy import is_ready, wait_for
@@ -235,8 +245,9 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     from_regs = _a_in_registers(lhs, layout, shape)
     a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs)
     b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
-    if not is_ready([rhs] if from_regs else [lhs, rhs]):   # fragments from registers need no barrier
-        wait_for(k, [lhs, rhs])
+    read = ([rhs] if from_regs else [lhs, rhs]) + list(also_read)
+    if not is_ready(read):   # fragments from registers need no barrier
+        wait_for(k, [lhs, rhs, *also_read])
         k.barrier()
     # A is read K-major unless transposed; B the other way round
     a_elem, b_elem = lhs.type.element, rhs.type.element
@@ -251,6 +262,9 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
 
     acc_ty = shape.acc_type
     regs = list(acc.slots)
+    if issuer is not None:   # each block's first row / column, once (the issuer indexes scales by them)
+        rows = [[origin(w_m, rm, 16, mi) for mi in range(rm)] for _ in range(rb)]
+        cols = [[origin(w_n, rn, 8, ni) for ni in range(rn)] for _ in range(rb)]
     ret = "{" + ", ".join([acc_ty] * 4) + "}"
     for bi in range(rb):
         b = origin(w_b, rb, 1, bi)
@@ -267,6 +281,9 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                         blk = (bi * rm + mi) * rn + ni
                         c = regs[4 * blk:4 * blk + 4]
                         args = [(shape.reg_type, _as(k, r, shape.reg_type)) for r in a_regs[mi] + b_regs]
+                        if issuer is not None:
+                            regs[4 * blk:4 * blk + 4] = issuer(b, rows[bi][mi], cols[bi][ni], k0, args, c)
+                            continue
                         res = _issue(k, shape, ret, args + [(acc_ty, v) for v in c])
                         regs[4 * blk:4 * blk + 4] = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
     return TileRegs(acc.type, regs, layout)

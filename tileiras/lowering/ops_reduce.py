@@ -181,7 +181,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     scaled = op.name == "cuda_tile.mmaf_scaled"
     lhs, rhs = (k.get(op.operand(n)) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
     acc = k.tile(op.operand("acc"))  # type: ignore[arg-type]
-    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
+    scales = [k.get(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     if scaled:
@@ -189,8 +189,16 @@ def _mma(k: KernelLowering, op: Operation) -> None:
 
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
-    shape = None if scaled else select_shape(op, lhs.type, rhs.type, rtype)
-    if shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op):
+    shape = select_shape(op, lhs.type, rhs.type, rtype)
+    tcgen05 = shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op)
+    if scaled and shape is not None and not tcgen05:
+        from .ops_blockscale import describe, lower
+
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
+                 op, Instruction=describe(op, k.sm), Shape=shape.describe())
+        k.set(op.results[0], lower(k, op, shape, lhs, rhs, acc, scales))
+        return
+    if tcgen05:
         from .ops_tcgen05 import describe, lower_tcgen05
 
         instruction, mnk = describe(op, k.layout_of(op.results[0]))  # type: ignore[arg-type]
@@ -207,6 +215,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe())
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
+    scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     out_ty = llvm_type(rtype.element)
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype))

@@ -91,6 +91,10 @@ class TmemAccLayout(MmaLayout):
 
 
 def kind_of(op: Operation) -> Optional[Kind]:
+    if op.name == "cuda_tile.mmaf_scaled":     # block-scaled fp8 (ops_blockscale)
+        from .ops_blockscale import tcgen05_kind
+
+        return tcgen05_kind(op)  # type: ignore[return-value]
     lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
     key = tuple(str(getattr(v.type, "element", "")) for v in (lhs, rhs, acc))
     kind = KINDS.get(key)  # type: ignore[arg-type]
@@ -103,7 +107,7 @@ def kind_of(op: Operation) -> Optional[Kind]:
 
 def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     """The accumulator layout of `op` when it runs on tcgen05.mma, else None (mma.sync)."""
-    if sm not in (100, 103) or op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
+    if sm not in (100, 103) or op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled"):
         return None
     kind = kind_of(op)
     lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
@@ -124,7 +128,12 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     if kind.name in _RESTAGED and any(threads % (kdim // 4) or (rows * kdim // 4) % threads or (threads // (kdim // 4)) % 8
                                       for rows in (m, n)):    # whole rounds of 16-byte chunks (_restage)
         return None
-    if columns_of(m, n) > COLUMNS:
+    if op.name == "cuda_tile.mmaf_scaled":
+        from .ops_blockscale import tcgen05_fits
+
+        if not tcgen05_fits(m, n, threads, kdim):
+            return None
+    if op_columns(op, m, n) > COLUMNS:
         return None
     if not all(_loaded(v) for v in (lhs, rhs)):
         return None
@@ -163,8 +172,8 @@ def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
     buffer it is copied into (swizzled); restaged (tf32) operands keep the plain layout."""
     while len(value.uses) == 1:  # type: ignore[attr-defined]
         user = value.uses[0]  # type: ignore[attr-defined]
-        if user in ops:
-            return kind_of(user).name not in _RESTAGED  # type: ignore[union-attr]
+        if user in ops:   # A or B (not a block-scaled mma's scales, which it restages itself)
+            return kind_of(user).name not in _RESTAGED and value in (user.operand("lhs"), user.operand("rhs"))  # type: ignore[union-attr]
         if not _unit_reshape(user):
             return False
         value = user.results[0]
@@ -180,7 +189,7 @@ def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "
         layout = choose(op, sm, threads)
         if layout is None:
             continue
-        cols = columns_of(layout.shape[1], layout.shape[2])
+        cols = op_columns(op, layout.shape[1], layout.shape[2])
         if used + cols > COLUMNS:
             continue
         out[op] = layout
@@ -196,7 +205,7 @@ def _region(k: KernelLowering, op: Operation) -> tuple[str, int]:
     for other, layout in assignment.tcgen05_layouts.items():
         if other is op:
             start = total
-        total += columns_of(layout.shape[1], layout.shape[2])
+        total += op_columns(other, layout.shape[1], layout.shape[2])
     tm = tensor_memory(k, total)
     return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
 
@@ -280,6 +289,15 @@ def columns_of(m: int, n: int) -> int:
     return n * (2 if m == 256 else 1)
 
 
+def op_columns(op: Operation, m: int, n: int) -> int:
+    """Tensor-memory columns of one mma: its accumulator's, and a block-scaled mma's scale factors."""
+    if op.name != "cuda_tile.mmaf_scaled":
+        return columns_of(m, n)
+    from .ops_blockscale import tcgen05_columns
+
+    return columns_of(m, n) + tcgen05_columns(m, n)
+
+
 def instruction(kind: Kind, m: int, n: int) -> int:
     """The 32-bit instruction descriptor: A K-major, B N-major (transposed) unless restaged."""
     b_n_major = kind.name not in _RESTAGED
@@ -291,7 +309,8 @@ def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
     kind = kind_of(op)
     assert kind is not None
     _, m, n = layout.shape
-    return f"Tensor-core SM100 (tcgen05.mma.cta_group::1.kind::{kind.name})", f"[{min(m, 128)}, {n}, {kind.k}]"
+    scaled = ".block_scale" if op.name == "cuda_tile.mmaf_scaled" else ""
+    return f"Tensor-core SM100 (tcgen05.mma.cta_group::1.kind::{kind.name}{scaled})", f"[{min(m, 128)}, {n}, {kind.k}]"
 
 
 def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
@@ -337,6 +356,11 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
                 k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
 
             k.guarded(first, lambda: store() or None)
+    scales = None
+    if op.name == "cuda_tile.mmaf_scaled":   # the scale factors (ops_blockscale), after the accumulator
+        from .ops_blockscale import Tcgen05Scales
+
+        scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {address}, {columns_of(m, n)}", "tsf"), m, n)
     if restaged:
         fence_async_proxy(k)
     elif not is_ready([lhs, rhs]):
@@ -348,6 +372,8 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
 
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+        if scales is not None:
+            scales.copy()
         for k0 in range(0, a.cols, kind.k):
             b_desc = _descriptor(k, b, _offset_of(b, 0, k0), 16) if restaged else \
                 _descriptor(k, b, _offset_of(b, k0, 0), b.atom_bytes)
@@ -355,6 +381,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
                 a_desc = _descriptor(k, a, _offset_of(a, 128 * half, k0), 16)
                 d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
                 enable = accumulate if k0 == 0 else "1"
+                if scales is not None:
+                    scales.mma(d, a_desc, b_desc, idesc, k0, half, enable)
+                    continue
                 k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
                          f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], $1, $2, $3, p; }}", '
                          f'"r,l,l,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {idesc}, i32 {enable})')

@@ -18,6 +18,7 @@ MAX_WARPS = 16
 ACC_REGS_PER_THREAD = 128
 TILE_REGS_PER_THREAD = 64
 TILE_MAX_WARPS = 8
+_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 
 
 def _for_tensor_cores(load: Operation) -> bool:
@@ -27,14 +28,14 @@ def _for_tensor_cores(load: Operation) -> bool:
         user = users.pop()
         if user.name in ("cuda_tile.reshape", "cuda_tile.permute"):
             users.extend(user.results[0].uses)
-        elif user.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
+        elif user.name not in _MMA:
             return False
     return True
 
 
 # results the tile rule leaves to others: accumulators (the mma rule), what loops and branches
 # carry or constants splat (their producers count), and tiles staged for tensor cores
-_NOT_COUNTED = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
+_NOT_COUNTED = (*_MMA, "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
                 "cuda_tile.constant")
 
 
@@ -62,12 +63,16 @@ def choose_threads(entry: Operation, gpu: str) -> int:
                 regs = -(-t.num_elements * t.element.bitwidth // 32)
                 while warps < TILE_MAX_WARPS and regs > warps * 32 * TILE_REGS_PER_THREAD:
                     warps *= 2
-        if op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai"):
+        if op.name not in _MMA:
             continue
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))
         if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
             continue
         regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
+        if op.name == "cuda_tile.mmaf_scaled":
+            from .ops_blockscale import accumulator_weight
+
+            regs *= accumulator_weight(gpu)
         while warps < MAX_WARPS and regs > warps * 32 * ACC_REGS_PER_THREAD:
             warps *= 2
     return 32 * warps

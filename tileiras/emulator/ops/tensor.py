@@ -237,17 +237,57 @@ def _elements(raw: Any, ty: str) -> Any:
     return raw.view(np_dtype(ty)).astype(np.float64)
 
 
+def _block_scales(ins: Instr, dec: Decoder, ops: Any) -> list:
+    """Readers of the block-scale operands {scale-a-data}, {byte-id-a, thread-id-a}, {scale-b-data},
+    {byte-id-b, thread-id-b} of an mma.sync ...block_scale."""
+    if len(ops) != 8:
+        raise bad(ins, "expected d, a, b, c, {scale-a-data}, {byte-id-a, thread-id-a}, {scale-b-data}, "
+                       "{byte-id-b, thread-id-b}")
+    out = []
+    for data, sel in ((ops[4], ops[5]), (ops[6], ops[7])):
+        ids = _regs(ins, sel, 2, "a scale selector")
+        out.append([dec.reader(_regs(ins, data, 1, "scale data")[0], "b32", ins)] +
+                   [dec.reader(r, "u16", ins) for r in ids])
+    return out
+
+
+def _scale_vectors(st: Any, readers: list, rows: int, operand: str) -> Any:
+    """(warps, rows) factors 2^(e - 127) of scale_vec::1X (PTX ISA "Block Scaling for mma.sync"):
+    SF_A of row r is byte byte-id-a of lane 4 (r % 8) + 2 thread-id-a + r / 8 (thread-id-a 0 or 1);
+    SF_B of column n is byte byte-id-b of lane 4 n + thread-id-b (thread-id-b 0..3). The selectors
+    must be the same in every lane of the warp."""
+    np = _np()
+    data, byte_id, thread_id = (_warp_matrix(st, full(st, r(st)).astype(np.int64)[:, None])[:, :, 0]
+                                for r in readers)
+    for sel, limit, what in ((byte_id, 4, "byte-id"), (thread_id, 2 if operand == "a" else 4, "thread-id")):
+        if (sel != sel[:, :1]).any() or (sel >= limit).any():
+            raise DeviceFault(f"mma.sync block scale: {what}-{operand} must be one value below {limit} per warp")
+    r = np.arange(rows)
+    lanes = 4 * (r % 8) + 2 * thread_id[:, :1] + r // 8 if operand == "a" else 4 * r + thread_id[:, :1]
+    raw = (np.take_along_axis(data, lanes, axis=1) >> (8 * byte_id[:, :1])) & 0xFF
+    return np.where(raw == 0xFF, np.nan, np.exp2(raw.astype(np.float64) - 127))
+
+
 def _mma(dec: Decoder, ins: Instr) -> Any:
     np = _np()
     mods = Mods(ins)
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
+    scaled = mods.flag("kind::mxf8f6f4")
+    if scaled:   # the fp8 block-scaled form (sm_120a): one ue8m0 scale per row of A / column of B
+        mods.need(("block_scale",), ".block_scale")
+        mods.need(("scale_vec::1X",), ".scale_vec::1X (the only vector size of .kind::mxf8f6f4)")
+        if not mods.flag("ue8m0"):
+            raise bad(ins, "missing the scale type .ue8m0")
     shape = mods.need(tuple(sorted({s for s, _ in MMA_SHAPES})), "a supported shape")
     mods.need(("row",), ".row")
     mods.need(("col",), ".col")
     satfinite = mods.flag("satfinite")
     types = mods.types()
     mods.done()
+    if scaled and (shape != "m16n8k32" or len(types) != 4 or types[0] != "f32"
+                   or not {types[1], types[2]} <= {"e4m3", "e5m2"}):
+        raise bad(ins, ".kind::mxf8f6f4 takes m16n8k32 with f32 accumulators and e4m3/e5m2 inputs")
     if len(types) != 4:
         raise bad(ins, "expected .dtype.atype.btype.ctype")
     dty, aty, bty, cty = types
@@ -262,7 +302,8 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     acc_per_reg = 2 if cty == "f16" else 1
     d_per_reg = 2 if dty == "f16" else 1
     ops = ins.operands
-    if len(ops) != 4:
+    scale_readers = _block_scales(ins, dec, ops) if scaled else []
+    if not scaled and len(ops) != 4:
         raise bad(ins, "expected d, a, b, c")
     areg = "b64" if kind == "d" else "b32"
     a_readers = [dec.reader(r, areg, ins) for r in _regs(ins, ops[1], na // per_reg, "A")]
@@ -282,6 +323,9 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     def fn(st: Any, m: Any) -> None:
         A = gather(st, a_readers, aty, ra, ca, (m_, k_))
         B = gather(st, b_readers, bty, rb, cb, (k_, n_))
+        if scale_readers:
+            A = A * _scale_vectors(st, scale_readers[0], m_, "a")[:, :, None]
+            B = B * _scale_vectors(st, scale_readers[1], n_, "b")[:, None, :]
         C = gather(st, c_readers, cty, rc, cc, (m_, n_))
         if integer:
             D = np.matmul(A, B) + C

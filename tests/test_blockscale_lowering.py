@@ -1,0 +1,259 @@
+"""Block-scaled fp8 matmuls (mmaf_scaled, MXFP8; lowering/ops_blockscale.py) on tensor cores: the
+form per target (sm_120: mma.sync ...kind::mxf8f6f4.block_scale with ue8m0 scales; sm_100:
+tcgen05.mma ...block_scale with the scale factors copied into tensor memory by tcgen05.cp where
+the accumulator leaves columns for them, else fp8 mma.sync per scale block scaled into the
+accumulator by FMA), PTX that ptxas assembles without local memory, the remark, and the emulator
+running our code against numpy under the race checker (plain (M, K / 32) scales and the swizzled
+32x4x4 scale tiles the kernel unswizzles itself)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "tilegym"))
+
+from test_tile_layer import _entry, _module, _ptx, _ptxas_report  # noqa: E402
+
+E4, E8 = "float8_e4m3fn", "float8_e8m0fnu"
+SBS = 32   # elements per scale
+
+
+@lru_cache(maxsize=None)
+def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
+    """cutile-python's BlockScaledMatMul sample at these tiles, specialized for a 2 x 2 grid of them
+    over a K of 4 tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs them)."""
+    import configs
+    import generate
+    from configs import A
+
+    m, n, k = 2 * tm, 2 * tn, 4 * tk
+    scales = (A(E8, m // 128, k // SBS // 4, 32, 16), A(E8, n // 128, k // SBS // 4, 32, 16)) if swizzled else \
+        (A(E8, m, k // SBS), A(E8, k // SBS, n))
+    config = configs.Config("block_scaled_matmul", "cp_BlockScaledMatMul", "block_scaled_matmul_kernel",
+                            (A(E4, m, k), scales[0], A(E4, k, n), scales[1], A("float32", m, n), tm, tn, tk, SBS))
+    here = os.getcwd()
+    os.chdir(ROOT / "tests" / "tilegym")     # the kernel is compiled under its relative path (generate.py)
+    try:
+        return generate.export(config)
+    finally:
+        os.chdir(here)
+
+
+def test_sm120_issues_the_block_scaled_mma_sync(tmp_path: Path) -> None:
+    ptx = _ptx(_kernel(128, 128, 64), "sm_120", tmp_path)
+    assert ".target sm_120a" in ptx          # the block-scaled form exists on the arch-specific target only
+    mma = "mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e4m3.f32.ue8m0"
+    # 128 x 128 x 64 on 4 warps of 64 x 64: (64 / 16) x (64 / 8) x (64 / 32) instructions a warp, one
+    # scale block each
+    assert ptx.count(mma) == 64, ptx.count(mma)
+    assert "fma.rn.f32" not in ptx
+    report = _ptxas_report(ptx, "sm_120a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+@pytest.mark.parametrize("tm,tn", [(128, 128), (128, 256), (256, 128)])
+def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, tn: int, tmp_path: Path) -> None:
+    ptx = _ptx(_kernel(tm, tn, 128), "sm_100", tmp_path)
+    mma = "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X"
+    assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
+    assert ptx.count("tcgen05.cp.cta_group::1.32x128b.warpx4") == (tm + tn) // 128
+    assert "mma.sync" not in ptx and "fence.proxy.async.shared::cta" in ptx
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+def test_sm100_scales_fp8_mma_sync_partials_by_fma(tmp_path: Path) -> None:
+    """256 x 256 fills tensor memory with its accumulator; 64 x 64 has no 128-row scale chunks."""
+    ptx = _ptx(_kernel(256, 256, 128), "sm_100", tmp_path)
+    assert "tcgen05" not in ptx and "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    ptx = _ptx(_kernel(64, 64, 64), "sm_100", tmp_path)
+    # 4 warps of 32 x 32: (32 / 16) x (32 / 8) x (64 / 32) instructions a warp, each scaled by 4 FMAs
+    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == 16
+    assert "kind::mxf8f6f4" not in ptx and ptx.count("fma.rn.f32") >= 4 * 16
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+def test_the_remark_names_the_instruction(tmp_path: Path) -> None:
+    src = tmp_path / "k.tileirbc"
+    src.write_bytes(_kernel(64, 64, 64))
+    seen = {}
+    for gpu in ("sm_120", "sm_100"):
+        done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
+                               "--remarks=tensorcore", "--remark-format=command-line", str(src),
+                               "-o", str(tmp_path / "k.ptx")], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        seen[gpu] = done.stdout + done.stderr
+    assert "mma.sync.kind::mxf8f6f4.block_scale" in seen["sm_120"], seen["sm_120"]
+    assert "block scales by FMA" in seen["sm_100"] and "FMA instructions instead" not in seen["sm_100"], seen["sm_100"]
+    src.write_bytes(_kernel(128, 128, 64))
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_100",
+                           "--remarks=tensorcore", "--remark-format=command-line", str(src), "-o", str(tmp_path / "k.ptx")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale" in done.stdout + done.stderr, done.stderr
+
+
+def _inputs(m: int, n: int, k: int, seed: int = 1):
+    import ml_dtypes
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((k, n)).astype(ml_dtypes.float8_e4m3fn)
+    # exponents around 2^0 (127), both ways, so that a wrong scale shows
+    sa = rng.integers(120, 135, (m, k // SBS)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    sb = rng.integers(120, 135, (k // SBS, n)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    return a, sa, b, sb
+
+
+def _reference(a, sa, b, sb) -> np.ndarray:
+    A = a.astype(np.float64) * np.repeat(sa.astype(np.float64), SBS, axis=1)
+    B = b.astype(np.float64) * np.repeat(sb.astype(np.float64), SBS, axis=0)
+    return A @ B
+
+
+def _swizzle(scale: np.ndarray) -> np.ndarray:
+    """The sample host's 32x4x4 packing of an (MN, K / 32) scale matrix: (MN / 128, K / 128, 32, 16),
+    element [m0, k0, m1, 4 m2 + k1] = scale[128 m0 + 32 m2 + m1, 4 k0 + k1]."""
+    mn, ks = scale.shape
+    return np.ascontiguousarray(scale.reshape(mn // 128, 4, 32, ks // 4, 4).transpose(0, 3, 2, 1, 4)
+                                .reshape(mn // 128, ks // 4, 32, 16))
+
+
+# K tiles of 64 give 2-byte scale rows (loaded into registers, staged by the mma); of 128, 4-byte rows
+# that cp.async copies into the loop's pipeline stages
+@pytest.mark.parametrize("gpu,tile,tk,instruction", [
+    ("sm_120", 64, 64, "kind::mxf8f6f4.block_scale"), ("sm_120", 128, 128, "kind::mxf8f6f4.block_scale"),
+    ("sm_100", 64, 64, "fma.rn.f32"), ("sm_100", 128, 64, "tcgen05.cp"), ("sm_100", 128, 128, "tcgen05.cp")],
+    ids=["sm_120-mma.sync", "sm_120-mma.sync-cp.async", "sm_100-fma", "sm_100-tcgen05", "sm_100-tcgen05-cp.async"])
+def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int, tk: int, instruction: str,
+                                                                   tmp_path: Path) -> None:
+    from tileiras.runtime import run_arrays
+
+    tm = tn = tile
+    assert instruction in _ptx(_kernel(tm, tn, tk), gpu, tmp_path)
+    module = _module(_kernel(tm, tn, tk))
+    m, n, k = tm, tn, 2 * tk      # a K loop of 2 iterations: the accumulator goes round in registers
+    a, sa, b, sb = _inputs(m, n, k)
+    c = np.zeros((m, n), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, c], backend="emulator", gpu_name=gpu,
+                     check_races=True)[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("gpu", ["sm_120", "sm_100"])
+def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy(gpu: str) -> None:
+    """The 4-D swizzled scale tiles go through reshape/permute in registers; the mma stages them
+    (sm_100: tcgen05, restaged from the staged tiles)."""
+    from tileiras.runtime import run_arrays
+
+    tm = tn = 128
+    tk = 128
+    module = _module(_kernel(tm, tn, tk, swizzled=True))
+    m, n, k = tm, tn, tk
+    a, sa, b, sb = _inputs(m, n, k, seed=2)
+    c = np.zeros((m, n), np.float32)
+    packed_b = _swizzle(np.ascontiguousarray(sb.T))     # B's scales are packed N-major
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, _swizzle(sa), b, packed_b, c], backend="emulator",
+                     gpu_name=gpu, check_races=True)[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+_SELECTOR_PTX = """
+.version 8.7
+.target sm_120a
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 psa, .param .u64 psb, .param .u64 pd) {
+  .reg .b32 %a<4>; .reg .b32 %b<2>; .reg .b32 %s<2>; .reg .f32 %d<4>; .reg .f32 %z;
+  .reg .b64 %p<5>; .reg .b64 %o<3>; .reg .b32 %lane;
+  ld.param.u64 %p0, [pa]; ld.param.u64 %p1, [pb]; ld.param.u64 %p2, [psa]; ld.param.u64 %p3, [psb];
+  ld.param.u64 %p4, [pd];
+  mov.u32 %lane, %tid.x;
+  mul.wide.u32 %o0, %lane, 16; add.s64 %p0, %p0, %o0; add.s64 %p4, %p4, %o0;
+  mul.wide.u32 %o1, %lane, 8; add.s64 %p1, %p1, %o1;
+  mul.wide.u32 %o2, %lane, 4; add.s64 %p2, %p2, %o2; add.s64 %p3, %p3, %o2;
+  ld.global.v4.b32 {%a0, %a1, %a2, %a3}, [%p0];
+  ld.global.v2.b32 {%b0, %b1}, [%p1];
+  ld.global.b32 %s0, [%p2]; ld.global.b32 %s1, [%p3];
+  mov.f32 %z, 0f00000000;
+  mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.e4m3.e4m3.f32.ue8m0
+    {%d0, %d1, %d2, %d3}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%z, %z, %z, %z}, {%s0}, {BA, TA}, {%s1}, {BB, TB};
+  st.global.v4.f32 [%p4], {%d0, %d1, %d2, %d3};
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("ba,ta,bb,tb", [(0, 0, 0, 0), (2, 1, 3, 3), (1, 0, 2, 1)])
+def test_emulated_block_scale_selectors_follow_the_ptx_isa(ba: int, ta: int, bb: int, tb: int) -> None:
+    """One m16n8k32 block-scaled mma.sync with every selector pair: SF_A of row r is byte byte-id-a of
+    lane 4 (r % 8) + 2 thread-id-a + r / 8, SF_B of column n byte byte-id-b of lane 4 n + thread-id-b;
+    every other byte and lane holds another exponent, so a wrong pick shows."""
+    import ml_dtypes
+
+    from tileiras.emulator import Memory, run_ptx
+
+    rng = np.random.default_rng(ba + 4 * ta + 16 * bb + 64 * tb)
+    a = rng.standard_normal((16, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((32, 8)).astype(ml_dtypes.float8_e4m3fn)
+    sfa, sfb = rng.integers(118, 136, 16), rng.integers(118, 136, 8)
+    lane = np.arange(32)[:, None]
+    g, t = lane // 4, lane % 4
+    e = np.arange(16)[None, :]      # A: element e of a lane is in register e / 4 (the 8-bit fragments)
+    a_frag = a.view(np.uint8)[g + 8 * ((e // 4) % 2), 4 * t + e % 4 + 16 * (e // 8)]
+    e = np.arange(8)[None, :]
+    b_frag = b.view(np.uint8)[4 * t + e % 4 + 16 * (e // 4), g]
+    scale_a = rng.integers(100, 150, (32, 4)).astype(np.uint8)     # distractors everywhere else
+    scale_b = rng.integers(100, 150, (32, 4)).astype(np.uint8)
+    r = np.arange(16)
+    scale_a[4 * (r % 8) + 2 * ta + r // 8, ba] = sfa
+    scale_b[4 * np.arange(8) + tb, bb] = sfb
+    mem = Memory()
+    arrays = [np.ascontiguousarray(x) for x in (a_frag, b_frag, scale_a, scale_b, np.zeros((32, 4), np.float32))]
+    addrs = []
+    for arr in arrays:
+        addrs.append(mem.alloc(arr.nbytes))
+        mem.write(addrs[-1], arr.tobytes())
+    ptx = _SELECTOR_PTX.replace("BA", str(ba)).replace("TA", str(ta)).replace("BB", str(bb)).replace("TB", str(tb))
+    run_ptx(ptx, "k", (1, 1, 1), (32, 1, 1), addrs, mem, check_races=True)
+    d = np.frombuffer(mem.read(addrs[4], 32 * 16), np.float32).reshape(32, 4)
+    out = np.zeros((16, 8))
+    e = np.arange(4)[None, :]
+    out[g + 8 * (e // 2), 2 * t + e % 2] = d
+    ref = (a.astype(np.float64) * np.exp2(sfa - 127.0)[:, None]) @ (b.astype(np.float64) * np.exp2(sfb - 127.0)[None, :])
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_restaged_scales_without_the_proxy_fence_are_reported(monkeypatch) -> None:
+    """The race checker covers the restaging: generic st.shared of the scale bytes, read by tcgen05.cp
+    through the async proxy, need fence.proxy.async before the barrier that publishes them."""
+    import re
+
+    import tileiras.runtime.backends as backends
+    from tileiras.emulator import EmulatorError
+    from tileiras.runtime import run_arrays
+
+    real = backends.compile_module
+
+    def without_fences(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        text, count = re.subn(r"fence\.proxy\.async\.shared::cta;", "", ptx.decode())
+        assert count and "tcgen05.cp" in text
+        return text.encode(), meta
+
+    monkeypatch.setattr(backends, "compile_module", without_fences)
+    module = _module(_kernel(128, 128, 64))
+    a, sa, b, sb = _inputs(128, 128, 128)
+    with pytest.raises(EmulatorError, match=r"missing fence\.proxy\.async: .*st\.shared\.b8.* the tcgen05\.cp"):
+        run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((128, 128), np.float32)],
+                   backend="emulator", gpu_name="sm_100", check_races=True)

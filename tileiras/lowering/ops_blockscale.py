@@ -1,0 +1,294 @@
+"""mmaf_scaled (block-scaled fp8, MXFP8: e4m3/e5m2 with one ue8m0 scale per 32 K) on tensor cores.
+
+The operands go through the mma.sync machinery of ops_mma (accumulator in `MmaLayout` registers,
+A and B staged in shared memory, m16n8k32 fragments with the 8-bit layout); each instruction's K
+(32) is exactly one scale block, so every instruction applies one A scale per row and one B
+scale per column. The form per target (`FORMS`):
+
+* sm_120 / sm_121: `mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32` with
+  .ue8m0 scales, what NVIDIA's compiler issues there (SASS QMMA with scale factors). Scale
+  operands (PTX ISA "Block Scaling for mma.sync", scale_vec::1X, selectors byte 0 / thread 0):
+  the 32-bit scale-a-data of lane 4g holds SF_A of row g in its low byte, lane 4g + 1 that of
+  row g + 8; the scale-b-data of lane 4g holds SF_B of column g. Every lane loads its byte (lanes
+  4g + 2 and + 3 repeat 4g and 4g + 1; the instruction does not read them).
+* sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale with the scale factors in tensor
+  memory (the second half of this module; ops_tcgen05 drives it) where the accumulator leaves
+  columns for them. NVIDIA's compiler runs its default 256 x 256 tile with cta_group::2 (a CTA
+  pair, 128 x 256 each); with one CTA that accumulator takes all 512 columns, so ours, like every
+  target without the block-scaled mma.sync (sm_100, sm_103, sm_110), scales in registers: per
+  32-wide K block an fp8 mma.sync into zero, then acc += partial * (SF_A[row] * SF_B[col]) by FMA
+  (ue8m0 scales are powers of two: the product is exact unless it leaves f32's range).
+
+fp4 (f4E2M1FN) operands and ue4m3 scales keep the scalar path (their remark says so).
+"""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+from ..ir.types import TileType
+from .kernel import KernelLowering
+from .layout import MmaLayout
+from .smem import SharedMatrix, element_offset, pointer
+from .values import SharedTileVal, TileRegs
+
+_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+_BLOCK = 32          # K per instruction = elements per scale (mxf8f6f4, scale_vec::1X)
+
+# target SM -> the form of its block-scaled mma ("native": the block_scale mma.sync;
+# "fma": fp8 mma.sync per scale block, scaled into the accumulator by FMA)
+FORMS: dict[int, str] = {120: "native", 121: "native", 100: "fma", 103: "fma", 110: "fma"}
+
+
+def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> "object | str":
+    """The m16n8k32 fp8 mma.sync shape (ops_mma.MmaShape) whose fragments this op uses, or why none."""
+    from .ops_mma import _f8
+
+    a, b = str(lhs.element), str(rhs.element)
+    scale = str(op.operand("lhs_scale").type.element)  # type: ignore[union-attr]
+    if a not in _F8 or b not in _F8:
+        return f"block-scaled {a} x {b} has no tensor-core path in this lowering (fp8 e4m3/e5m2 only)"
+    if scale != "f8E8M0FNU" or lhs.shape[-1] // op.operand("lhs_scale").type.shape[-1] != _BLOCK:  # type: ignore[union-attr]
+        return f"block-scaled mma with {scale} scales has no tensor-core path in this lowering (ue8m0 per 32 only)"
+    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % _BLOCK:
+        return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
+                f"shape [16, 8, {_BLOCK}]")
+    return _f8(a, b)
+
+
+def form(sm: int) -> str:
+    """The block-scaled form of a target (unknown newer targets scale by FMA: fp8 mma.sync exists
+    on every target that accepts mmaf_scaled)."""
+    return FORMS.get(sm, "fma")
+
+
+def accumulator_weight(gpu: str) -> int:
+    """How many accumulators' worth of registers a thread needs for the warps rule (warps.py): the
+    FMA form keeps each instruction's partial sums and the scales beside the accumulator, and with
+    as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill)."""
+    return 2 if form(int(gpu[3:].rstrip("af"))) == "fma" else 1
+
+
+def describe(op: Operation, sm: int) -> str:
+    """The remark's Instruction."""
+    a, b = (_F8[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]
+    if form(sm) == "native":
+        return f"Tensor-core SM120 (mma.sync.kind::mxf8f6f4.block_scale.scale_vec::1X.{a}.{b}.ue8m0)"
+    return f"Tensor-core SM89 (mma.sync.{a}.{b}, block scales by FMA)"
+
+
+class _Scales:
+    """Loads the scale factors one lane needs, from a scale tile staged in shared memory: SF_A
+    (rows, K / 32) or SF_B (K / 32, columns); a transposed shared tile is the transpose of what
+    is stored. Each byte is loaded once per (batch, block start, K block)."""
+
+    def __init__(self, k: KernelLowering, tile: "TileRegs | SharedTileVal", along_rows: bool) -> None:
+        from .ops_mma import stage
+
+        self.k = k
+        self.elem = tile.type.element
+        self.matrix: SharedMatrix = tile.matrix if isinstance(tile, SharedTileVal) else stage(k, tile)
+        self.transposed = isinstance(tile, SharedTileVal) and tile.transposed
+        self.along_rows = along_rows          # SF_A: (x, kb); SF_B: (kb, x)
+        self.cache: dict[tuple[str, str, int], str] = {}
+
+    def byte(self, b: str, x: str, kb: int) -> str:
+        """The scale (i32, zero-extended byte) of row/column `x` (i32 expression), K block kb."""
+        key = (b, x, kb)
+        if key not in self.cache:
+            k = self.k
+            r, c = (x, str(kb)) if self.along_rows else (str(kb), x)
+            if self.transposed:
+                r, c = c, r
+            p = pointer(k, element_offset(k, self.matrix, b, r, c))
+            self.cache[key] = k.b.op(f"zext i8 {k.b.op(f'load i8, ptr addrspace(3) {p}', 'sf')} to i32", "sf")
+        return self.cache[key]
+
+    def value(self, b: str, x: str, kb: int) -> str:
+        """The scale as an f32 (2^(e - 127); 0xFF is NaN)."""
+        from .ops_reduce import _to_float
+
+        key = (b, x, -1 - kb)
+        if key not in self.cache:
+            k = self.k
+            byte = k.b.op(f"trunc i32 {self.byte(b, x, kb)} to i8", "sf")
+            self.cache[key] = _to_float(k, byte, self.elem, "float")
+        return self.cache[key]
+
+
+def _lane_offsets(k: KernelLowering) -> dict[str, str]:
+    """Per lane (g = lane / 4, t = lane % 4): "a": the A row its scale-a-data holds (g + 8 (lane % 2)),
+    "g" / "g8": its accumulator rows g and g + 8 (and its scale-b-data's column g), "c0" / "c1": its
+    accumulator columns 2 t and 2 t + 1."""
+    lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
+    g = k.b.pre(f"lshr i32 {lane}, 2", "g")
+    odd = k.b.pre(f"and i32 {lane}, 1", "sfo")
+    t2 = k.b.pre(f"shl i32 {k.b.pre(f'and i32 {lane}, 3', 't')}, 1", "t2")
+    return {"a": k.b.pre(f"add i32 {g}, {k.b.pre(f'shl i32 {odd}, 3', 'sfo')}", "sfr"), "g": g,
+            "g8": k.b.pre(f"add i32 {g}, 8", "g8"), "c0": t2, "c1": k.b.pre(f"add i32 {t2}, 1", "t21")}
+
+
+def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | SharedTileVal",
+          rhs: "TileRegs | SharedTileVal", acc: TileRegs, scales: list) -> TileRegs:
+    """The block-scaled mma of `op` on this target's form (module docstring)."""
+    from .ops_mma import lower_mma_sync
+
+    sa, sb = _Scales(k, scales[0], True), _Scales(k, scales[1], False)
+    lanes = _lane_offsets(k)
+    a, b = (_F8[str(v.type.element)] for v in (lhs, rhs))
+    native = form(k.sm) == "native"
+    at: dict[tuple[str, str], str] = {}
+
+    def add(x: str, lane_part: str) -> str:
+        """Block start x plus one of this lane's offsets (each sum once per op)."""
+        key = (x, lane_part)
+        if key not in at:
+            at[key] = lanes[lane_part] if x == "0" else k.b.op(f"add i32 {x}, {lanes[lane_part]}", "sfx")
+        return at[key]
+
+    def issue_native(bt: str, m0: str, n0: str, k0: int, args: list[tuple[str, str]], c: list[str]) -> list[str]:
+        kb = k0 // _BLOCK
+        fa = sa.byte(bt, add(m0, "a"), kb)
+        fb = sb.byte(bt, add(n0, "g"), kb)
+        text = (f"mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.{a}.{b}.f32.ue8m0 "
+                "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13}, {$14}, {0, 0}, {$15}, {0, 0};")
+        cons = ",".join(["=f"] * 4 + ["r"] * 6 + ["f"] * 4 + ["r", "r"])
+        operands = ", ".join([f"{t} {v}" for t, v in args] + [f"float {v}" for v in c] + [f"i32 {fa}", f"i32 {fb}"])
+        ret = "{float, float, float, float}"
+        res = k.b.op(f'call {ret} asm "{text}", "{cons}"({operands})', "mma")
+        return [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
+
+    def issue_fma(bt: str, m0: str, n0: str, k0: int, args: list[tuple[str, str]], c: list[str]) -> list[str]:
+        from .ops_mma import _issue
+
+        kb = k0 // _BLOCK
+        ret = "{float, float, float, float}"
+        res = _issue(k, shape, ret, args + [("float", "0.0")] * 4)  # type: ignore[arg-type]
+        part = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
+        rows = [sa.value(bt, add(m0, which), kb) for which in ("g", "g8")]
+        cols = [sb.value(bt, add(n0, which), kb) for which in ("c0", "c1")]
+        out = []
+        for i in range(4):   # accumulator i: row g + 8 (i / 2), column 2 t + i % 2
+            s = k.b.op(f"fmul float {rows[i // 2]}, {cols[i % 2]}", "sfm")
+            out.append(k.b.call("float", "llvm.fma.f32", [("float", part[i]), ("float", s), ("float", c[i])],
+                                hint="acc"))
+        return out
+
+    return lower_mma_sync(k, op, shape, lhs, rhs, acc, issue_native if native else issue_fma,  # type: ignore[arg-type]
+                          also_read=scales)
+
+
+
+# -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
+#
+# Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
+# on tcgen05 (ops_tcgen05 asks `tcgen05_kind` / `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
+# (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma", scale_vec::1X): the factor of row r
+# (A) or column r (B) sits in lane r % 32, column r / 32 from the operand's scale address, in byte
+# sf_id of the 32-bit cell, where sf_id is the K block (of 32) the MMA covers: one cell holds 4 K blocks,
+# so a K tile of up to 128 takes one column per 32 rows. The address's bits 30-31 and the instruction
+# descriptor's A / B scale-factor IDs (bits 29-30 / 4-5) name the byte; bit 23 says ue8m0. tcgen05.cp
+# .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
+# 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
+# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step.
+
+_SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
+_SF_COLS = 4                   # tensor-memory columns it writes
+_SF_CHUNK_BYTES = 512          # its shared-memory source: 32 rows of 16 bytes, no swizzle
+_F8_CODE = {"f8E4M3FN": 0, "f8E5M2": 1}    # A / B format codes of kind::mxf8f6f4
+
+
+def tcgen05_kind(op: Operation) -> "object | None":
+    """The tcgen05 Kind of a block-scaled mma (e4m3/e5m2, ue8m0 per 32, K tile up to 128), else None."""
+    from .ops_tcgen05 import Kind
+
+    lhs, rhs = (op.operand(n).type for n in ("lhs", "rhs"))
+    if isinstance(choose(op, lhs, rhs, op.operand("acc").type), str) or lhs.shape[-1] > 4 * _BLOCK:  # type: ignore
+        return None
+    return Kind("mxf8f6f4", _F8_CODE[str(lhs.element)], _F8_CODE[str(rhs.element)], 1, _BLOCK, 1)  # type: ignore[union-attr]
+
+
+def tcgen05_fits(m: int, n: int, threads: int, kdim: int) -> bool:
+    """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
+    both 256 (that accumulator fills all 512 columns), and A's and B's scale bytes whole rounds of
+    the threads (each thread restages the same number of each)."""
+    kblocks = kdim // _BLOCK
+    return m in (128, 256) and n in (128, 256) and m + n < 512 and not (m * kblocks % threads or n * kblocks % threads)
+
+
+def tcgen05_columns(m: int, n: int) -> int:
+    """Tensor-memory columns of the scale factors, after the accumulator's."""
+    return _SF_COLS * (m // _SF_ROWS + n // _SF_ROWS)
+
+
+class Tcgen05Scales:
+    """The scale factors of one tcgen05 block-scaled mma op: restaged in shared memory by every thread
+    (then the async-proxy fence), copied to tensor memory by the issuing thread (`copy`) ahead of its
+    MMAs (`mma`), which tcgen05 runs in issue order."""
+
+    def __init__(self, k: KernelLowering, op: Operation, sf_address: str, m: int, n: int) -> None:
+        from .async_copy import fence_async_proxy, is_ready, wait_for
+
+        self.k, self.m, self.n, self.address = k, m, n, sf_address
+        kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
+        tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
+        sources = [_Scales(k, tiles[0], True), _Scales(k, tiles[1], False)]
+        if op not in k.tmem_buffers:     # A's chunks, then B's
+            k.tmem_buffers[op] = k.alloc_buffer((m + n) // _SF_ROWS * _SF_CHUNK_BYTES, 128)
+        self.buffer = k.tmem_buffers[op]
+        if not is_ready(tiles):   # the sources' copies (or staging stores) are published
+            wait_for(k, tiles)
+            k.barrier()
+        # thread t moves bytes e = t + s threads: (row e / kblocks, K block e % kblocks) of A, then of B
+        # (whole rounds of threads each: tcgen05_fits)
+        for s in range((m + n) * kblocks // k.threads):
+            first = s * k.threads
+            src, base = (sources[0], 0) if first < m * kblocks else (sources[1], m * kblocks)
+            e = k.b.op(f"add i32 {k.tid}, {first - base}", "sfe") if first != base else k.tid
+            x = k.b.op(f"udiv i32 {e}, {kblocks}", "sfr")
+            kb = k.b.op(f"urem i32 {e}, {kblocks}", "sfk")
+            r, c = (x, kb) if src.along_rows else (kb, x)
+            if src.transposed:
+                r, c = c, r
+            val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
+            # byte 512 chunk + 16 (x % 32) + 4 ((x / 32) % 4) + K block of the operand's chunks
+            quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
+            terms = [k.b.op(f"mul i32 {k.b.op(f'lshr i32 {x}, 7', 'sfd')}, {_SF_CHUNK_BYTES}", "sfd"),
+                     k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
+                     k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
+            dst = str(self.buffer + (0 if src is sources[0] else m // _SF_ROWS * _SF_CHUNK_BYTES))
+            for term in terms:
+                dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
+            k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
+        fence_async_proxy(k)   # tcgen05.cp reads the restaged bytes through the async proxy
+
+    def copy(self) -> None:
+        """tcgen05.cp of every 128-row chunk (A's, then B's) into its 4 columns (issuing thread only)."""
+        k = self.k
+        for chunk in range((self.m + self.n) // _SF_ROWS):
+            at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(self.buffer + chunk * _SF_CHUNK_BYTES))} to i32",
+                        "sfs")
+            shifted = k.b.op(f"lshr i32 {at}, 4", "sfs")
+            start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'sfs')} to i64", "sfs")
+            # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001
+            desc = k.b.op(f"or i64 {start}, {(1 << 46) | ((128 >> 4) << 32)}", "sfs")
+            taddr = k.b.op(f"add i32 {self.address}, {_SF_COLS * chunk}", "sft")
+            k.b.emit(f'call void asm sideeffect "tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;", '
+                     f'"r,l,~{{memory}}"(i32 {taddr}, i64 {desc})')
+
+    def mma(self, d: str, a_desc: str, b_desc: str, idesc: int, k0: int, half: int, enable: str) -> None:
+        """One block-scaled MMA: K block k0 / 32 of the tile, rows 128 half.. of A."""
+        k = self.k
+        kb = k0 // _BLOCK
+        # the descriptor's D-format bits are B's scale-factor ID here (D is always f32)
+        desc = (idesc & ~0x30) | (kb << 4) | (1 << 23) | (kb << 29)
+        sfa = k.b.op(f"add i32 {self.address}, {_i32((_SF_COLS * half) | (kb << 30))}", "sfa")
+        sfb = k.b.op(f"add i32 {self.address}, {_i32((_SF_COLS * self.m // _SF_ROWS) | (kb << 30))}", "sfb")
+        k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $6, 0; '
+                 f'tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X [$0], $1, $2, $3, [$4], [$5], p; }}", '
+                 f'"r,l,l,r,r,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {desc}, i32 {sfa}, i32 {sfb}, '
+                 f'i32 {enable})')
+
+
+def _i32(v: int) -> int:
+    """An unsigned 32-bit constant as LLVM's i32 literal."""
+    return v - (1 << 32) if v >= 1 << 31 else v
