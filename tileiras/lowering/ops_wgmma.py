@@ -18,9 +18,10 @@ The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
 accumulator. Per mma: the operands' completion and a `fence.proxy.async` (they were written
 through the generic proxy, wgmma reads through the async one) before the CTA barrier, then
-`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`:
-a pipelined K loop refills the stage this mma read at its next iteration, so no group may stay
-in flight past it (that takes a pipeline that refills the stage read two iterations back).
+`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`;
+except in a pipelined K loop whose one wgmma only accumulates (group_in_flight): there it is
+`wait_group 1`, as NVIDIA's, and the pipeline releases the stage the previous iteration's group
+read only after that wait (pipelined_loop.mma_retired); `wait_group 0` after the loop.
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading and
 stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode in bits 62-63 (1: 128B, 2: 64B,

@@ -18,7 +18,11 @@ phase (parity (i / stages) & 1) before it reads the stage. Before refilling the
 stage iteration i - 1 read, each thread arrives on that stage's empty barrier
 and waits for its phase: no CTA-wide barrier inside the loop, and copies past the
 loop's end are not issued at all (every fill is waited for, so no asynchronous
-arrival is left when the barriers are invalidated after the loop).
+arrival is left when the barriers are invalidated after the loop). Where the
+loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
+of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
+iteration i's `wgmma.wait_group 1`, the first point where that stage is no
+longer read (mma_retired).
 """
 
 from __future__ import annotations
