@@ -112,7 +112,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))
         roles = (f"warp-specialized: warps {k.threads // 32}-{k.threads // 32 + 3} produce (cp.async only, "
                  f"setmaxnreg.dec {dec}), warps 0-{k.threads // 32 - 1} consume"
-                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}" if specialized
+                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}; named barriers "
+                 f"{', '.join(b.describe() for b in k.warp_split.barriers)}" if specialized
                  else f"not warp-specialized: {why_not}")
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
