@@ -105,8 +105,10 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     full = empty = None
     specialized = False
     if uses_mbarriers(k):
-        full, empty = mbarrier.split(mbarrier.allocate(k, 2 * stages), stages)
-        handshake = f"full/empty mbarrier pairs ({2 * stages} mbarriers)"
+        bars = fit.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
+        assert bars is not None and bars.mbarriers == 2 * stages
+        full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
+        handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))

@@ -67,7 +67,9 @@ class Barriers:
         if self.mechanism == "cp.async":
             return (f"{self.slots} cp.async groups ({self.in_flight} in flight, wait_group {self.wait_pending}) "
                     f"and the CTA barrier")
-        return f"{self.mbarriers} mbarriers (full/empty per slot, {self.nbytes} bytes)"
+        s = self.slots
+        return (f"{self.mbarriers} mbarriers, {self.nbytes} bytes: slot s fills full[s] (mbarriers 0-{s - 1}) "
+                f"and is released on empty[s] (mbarriers {s}-{2 * s - 1})")
 
 
 @record
