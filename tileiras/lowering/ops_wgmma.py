@@ -153,6 +153,9 @@ def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation,
     acc, term = op.operand("acc"), body.terminator
     if acc not in body.arguments[1:] or acc.uses != [op] or term is None or term.name != "cuda_tile.continue":
         return None
+    exits = ("cuda_tile.continue", "cuda_tile.break")
+    if any(inner.name in exits for top in body.operations if top is not term for inner in top.walk()):
+        return None        # an iteration that leaves early would skip the release after the wait
     position = body.arguments.index(acc) - 1
     result = op.results[0]
     return op if result.uses == [term] and term.operands[position] is result \
