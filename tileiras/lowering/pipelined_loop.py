@@ -92,7 +92,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                  Reason=f"serial schedule: {schedule.reason}")
         k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
         return None
-    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm))
+    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
+    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if k.sm == 90 and uses_mbarriers(k) else None
+    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm), held=int(retiring is not None))
     stages = fit.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
@@ -129,7 +131,6 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
                             f"handshake: {handshake}")
-    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if k.sm == 90 and full is not None else None
     if retiring is not None:
         k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
                                 f"once the next iteration's wait retires the group that read it")
