@@ -25,7 +25,8 @@ def _run(module, grid, arrays, gpu: str = "sm_90"):
     return run_arrays(module, _entry(module), grid, arrays, backend="emulator", gpu_name=gpu, check_races=True)
 
 
-@pytest.mark.parametrize("iterations", [3, 6], ids=["fill", "wrap"])   # 4 stages: 6 refill and flip phases
+# 5 stages: 6 iterations refill and flip phases; 1: only the wgmma group drained after the loop
+@pytest.mark.parametrize("iterations", [1, 3, 6], ids=["single", "fill", "wrap"])
 def test_sm90_matmul_pipeline_matches_numpy_under_the_race_checker(iterations: int) -> None:
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, iterations * 64)
