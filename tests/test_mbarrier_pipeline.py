@@ -6,6 +6,7 @@ reported; ptxas and cuobjdump show the handshake in the SASS with no spills."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -24,7 +25,8 @@ def _run(module, grid, arrays, gpu: str = "sm_90"):
     return run_arrays(module, _entry(module), grid, arrays, backend="emulator", gpu_name=gpu, check_races=True)
 
 
-@pytest.mark.parametrize("iterations", [3, 6], ids=["fill", "wrap"])   # 4 stages: 6 refill and flip phases
+# 5 stages: 6 iterations refill and flip phases; 1: only the wgmma group drained after the loop
+@pytest.mark.parametrize("iterations", [1, 3, 6], ids=["single", "fill", "wrap"])
 def test_sm90_matmul_pipeline_matches_numpy_under_the_race_checker(iterations: int) -> None:
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, iterations * 64)
@@ -157,3 +159,54 @@ def test_sm90_wide_matmul_ptx_splits_registers(tmp_path: Path) -> None:
     report, sass = _sass(ptx, tmp_path)
     assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
     assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY" in sass
+
+
+def test_sm90_matmul_keeps_one_wgmma_group_in_flight(tmp_path: Path) -> None:
+    """NVIDIA's order: each K step waits down to one wgmma group in flight (the previous step's
+    retires), then releases the stage that step read; the last group is waited for after the loop,
+    the accumulator passing through that wait so ptxas need not serialize the wgmmas."""
+    ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), "sm_90", tmp_path)
+    waits = [(m.start(), int(m.group(1))) for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", ptx)]
+    assert [n for _, n in waits] == [1, 0], waits
+    release = ptx.index("mbarrier.arrive.shared::cta.b64 _,")     # the consumers' release of `empty`
+    assert waits[0][0] < release < waits[1][0]
+    report, sass = _sass(ptx, tmp_path)
+    assert "serialized" not in report, report
+    assert sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x1") == 1 and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") == 1
+
+
+def test_releasing_a_stage_before_its_wgmma_group_retires_is_a_race(monkeypatch) -> None:
+    """The consumers' release of `empty` moved above the wait_group 1 that retires the group
+    reading the stage: the producer's refill overwrites what that wgmma may still be reading."""
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.runtime import backends
+
+    real = backends.compile_module
+
+    def mutated(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        lines = ptx.decode().splitlines()
+        wait = next(i for i, line in enumerate(lines) if re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", line))
+        release = next(i for i in range(wait, len(lines)) if "mbarrier.arrive.shared::cta.b64 _," in lines[i])
+        lines.insert(release + 1, lines.pop(wait))
+        return "\n".join(lines).encode(), meta
+    monkeypatch.setattr(backends, "compile_module", mutated)
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, 6 * 64)
+    with pytest.raises((DeviceFault, TileirasError), match="write-after-read"):
+        _run(module, (1, 1, 1), [a, b, c])
+
+
+def test_sm90_unspecialized_pipeline_keeps_one_wgmma_group_in_flight(monkeypatch, tmp_path: Path) -> None:
+    """Without the producer warpgroup every thread copies: after its wait_group 1 it releases the
+    stage the previous K step read, waits for everyone's release and refills it."""
+    from tileiras.lowering import warp_specialize
+
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
+    monkeypatch.setattr(warp_specialize, "_candidate", lambda k: (None, "turned off by the test"))
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, 6 * 64)
+    out = _run(module, (1, 1, 1), [a, b, c])[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())

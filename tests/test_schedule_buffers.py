@@ -93,3 +93,15 @@ def test_tensor_memory_rings_fit_in_tensor_memory() -> None:
 def test_deep_schedules_are_capped() -> None:
     fit = bf.assign([PipelinedValue("%a", 1024, 0, 1000)], 32, 0, 1 << 20, "cp.async")
     assert (fit.wanted, fit.stages) == (bf.MAX_STAGES, bf.MAX_STAGES)
+
+
+def test_a_reader_that_holds_its_slot_an_iteration_longer_gets_one_more() -> None:
+    """A wgmma group left in flight releases its stage after the next iteration's wait: the ring
+    needs a slot more, and the value lives one II longer (so it shares with fewer)."""
+    held = PipelinedValue("v", A_TILE, 0, 41, held=1)
+    assert held.slots(32) == 4 and held.live(32) == (0, 128)
+    fit = bf.assign([held, PipelinedValue("w", A_TILE, 0, 41, held=1)], 32, 0, 1 << 20, "mbarrier")
+    assert fit.stages == fit.wanted == 4
+    # where 4 slots do not fit, the assignment falls back as it does for any depth
+    tight = bf.assign([held], 32, 0, 3 * A_TILE + 64, "mbarrier")
+    assert (tight.stages, tight.wanted) == (3, 4)

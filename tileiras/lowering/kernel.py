@@ -54,6 +54,7 @@ class KernelLowering:
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory
         self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
         self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier
+        self.barrier_id = 0                 # its id (schedule/named_barriers.py)
         self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
@@ -150,7 +151,8 @@ class KernelLowering:
     # -- synchronization and shared memory -----------------------------------------
     def barrier(self) -> None:
         if self.barrier_threads:
-            self.b.emit(f'call void asm sideeffect "bar.sync 1, {self.barrier_threads};", "~{{memory}}"()')
+            self.b.emit(f'call void asm sideeffect "bar.sync {self.barrier_id}, {self.barrier_threads};", '
+                        f'"~{{memory}}"()')
             return
         self.b.declare("declare void @llvm.nvvm.barrier0()")
         self.b.emit("call void @llvm.nvvm.barrier0()")

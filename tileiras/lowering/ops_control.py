@@ -153,7 +153,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     _insert(k, head_pos, phis)
     k.b.start_block(exit_label)
     if pipeline is not None:
-        pipelined_loop.finish(k, pipeline)   # no copy is left in flight after the loop
+        carried = pipelined_loop.finish(k, pipeline, carried)   # no copy (nor wgmma) in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
     from .ops_tcgen05 import after_loop

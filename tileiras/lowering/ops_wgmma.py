@@ -18,9 +18,10 @@ The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
 accumulator. Per mma: the operands' completion and a `fence.proxy.async` (they were written
 through the generic proxy, wgmma reads through the async one) before the CTA barrier, then
-`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`:
-a pipelined K loop refills the stage this mma read at its next iteration, so no group may stay
-in flight past it (that takes a pipeline that refills the stage read two iterations back).
+`wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`;
+except in a pipelined K loop whose one wgmma only accumulates (group_in_flight): there it is
+`wait_group 1`, as NVIDIA's, and the pipeline releases the stage the previous iteration's group
+read only after that wait (pipelined_loop.mma_retired); `wait_group 0` after the loop.
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading and
 stride byte offsets >> 4 in bits 16-29 and 32-45, swizzle mode in bits 62-63 (1: 128B, 2: 64B,
@@ -35,6 +36,7 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
+from .llvm_text import llvm_type
 from .layout import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .ops_reduce import counted_loop
@@ -96,9 +98,68 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
                                                              a is not None and not a.kmajor, not b.kmajor)
     k.b.declare("declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
     k.b.emit("call void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
-    k.b.declare("declare void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 immarg)")
-    k.b.emit("call void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 0)")
+    from .pipelined_loop import mma_retired, retiring_pipeline
+
+    pipeline = retiring_pipeline(k, op)
+    # one group stays in flight only where nothing but the next iteration's wgmma touches the
+    # accumulator and every operand is read from its stage (a K-major copy is rewritten next time)
+    wait_group(k, 1 if pipeline is not None and not copied else 0)
+    if pipeline is not None:
+        mma_retired(k, pipeline)   # the previous iteration's group is done: its stage may be refilled
     return TileRegs(acc.type, regs, layout)
+
+
+def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -> "TileRegs | None":
+    """wgmma.wait_group: at most `pending` committed groups of this warpgroup still in flight. With
+    `acc`, the accumulator it waits for passes through the wait (tied asm operands, as CUTLASS's
+    register fences do), so that nothing reading it is moved above the wait: LLVM would otherwise
+    hoist the epilogue's conversions into the loop's exit, and ptxas then serializes every wgmma."""
+    if acc is None:
+        k.b.declare("declare void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 immarg)")
+        k.b.emit(f"call void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 {pending})")
+        return None
+    ty = llvm_type(acc.type.element)  # type: ignore[arg-type]
+    count = len(acc.slots)
+    ret = "{" + ", ".join([ty] * count) + "}"
+    constraints = ",".join([f"={'f' if ty == 'float' else 'r'}"] * count + [str(i) for i in range(count)])
+    args = ", ".join(f"{ty} {v}" for v in acc.slots)
+    res = k.b.op(f'call {ret} asm sideeffect "wgmma.wait_group.sync.aligned {pending};", '
+                 f'"{constraints},~{{memory}}"({args})', "ww")
+    return TileRegs(acc.type, [k.b.op(f"extractvalue {ret} {res}, {i}", "wacc") for i in range(count)], acc.layout)
+
+
+def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":
+    """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
+    (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
+    of its body, both operands read by descriptor from stages of `loads` (no K-major copy), and its
+    accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
+    one accumulator need no wait between them; any other reader would)."""
+    from .assign_layouts import _passes_shared
+    from .ops_tcgen05 import _inside
+
+    if k.assignment is None:
+        return None
+    mmas = [op for op in k.assignment.wgmma_ops if _inside(op, loop) and select(op, k.sm, k.threads) is not None]
+    body = loop.regions[0].block
+    if len(mmas) != 1 or mmas[0] not in body.operations:
+        return None
+    op = mmas[0]
+    for role, name in (("a", "lhs"), ("b", "rhs")):
+        value = op.operand(name)
+        while isinstance(value.owner, Operation) and _passes_shared(value.owner):  # type: ignore[union-attr]
+            value = value.owner.operands[0]  # type: ignore[union-attr]
+        if value.owner not in loads or (op, role) in k.wgmma_buffers:
+            return None
+    acc, term = op.operand("acc"), body.terminator
+    if acc not in body.arguments[1:] or acc.uses != [op] or term is None or term.name != "cuda_tile.continue":
+        return None
+    exits = ("cuda_tile.continue", "cuda_tile.break")
+    if any(inner.name in exits for top in body.operations if top is not term for inner in top.walk()):
+        return None        # an iteration that leaves early would skip the release after the wait
+    position = body.arguments.index(acc) - 1
+    result = op.results[0]
+    return op if result.uses == [term] and term.operands[position] is result \
+        and term.operands.count(result) == 1 else None
 
 
 def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bool:

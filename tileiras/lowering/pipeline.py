@@ -17,7 +17,7 @@ from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
-from ..schedule.pipeline import plan_pipelines
+from ..schedule.pipeline import PipelinePlan, plan_pipelines
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 
@@ -45,39 +45,42 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         to_tileaa(entry)
         assignment = LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
-    chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order)
+    # The loops' schedules depend only on the kernel and its layouts: planned once, whichever of the
+    # lowerings below (padded, unpadded, reserving room) is kept.
+    plans = plan_pipelines(entry, assignment)
+    chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
     if notes is not None:
         notes.extend(chosen[4])
     return chosen[:3]
 
 
 def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                         order: Optional[TokenOrder]) -> tuple:
+                         order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan]) -> tuple:
     # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
     # kernel itself, or the stages of a software pipeline (worth more than the padding).
     try:
-        padded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=True)
+        padded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=True)
     except SharedMemoryOverflow:
-        return _lower_reserving(entry, gpu, debug, assignment, order)
+        return _lower_reserving(entry, gpu, debug, assignment, order, plans)
     if not padded[3]:
         return padded
-    unpadded = _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False)
+    unpadded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False)
     return padded if unpadded[3] else unpadded
 
 
 def _lower_reserving(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                     order: Optional[TokenOrder]) -> tuple:
+                     order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan]) -> tuple:
     """Unpadded; where what a loop body allocates after its pipeline's stages (the scratch of a
     layout conversion) overflows, the pipelines leave that much free and take fewer stages."""
     reserve = 0
     for _ in range(3):
         try:
-            return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False, reserve=reserve)
+            return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve)
         except SharedMemoryOverflow as overflow:
             if not overflow.excess:
                 raise
             reserve += overflow.excess
-    return _lower_entry(entry, gpu, debug, assignment, order, pad_buffers=False, reserve=reserve)
+    return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve)
 
 
 def release_tensor_memory(k: KernelLowering) -> None:
@@ -87,7 +90,8 @@ def release_tensor_memory(k: KernelLowering) -> None:
 
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                 order: Optional[TokenOrder], pad_buffers: bool, reserve: int = 0) -> tuple[str, list[str], object, bool, list[str]]:
+                 order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan], pad_buffers: bool,
+                 reserve: int = 0) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
@@ -96,7 +100,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = pad_buffers
     k.smem_reserve = reserve
-    k.pipelines = plan_pipelines(entry, assignment)
+    k.pipelines = plans
     dbg_attachment = ""
     if debug is not None:
         where = entry_location(entry)

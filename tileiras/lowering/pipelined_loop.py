@@ -18,7 +18,11 @@ phase (parity (i / stages) & 1) before it reads the stage. Before refilling the
 stage iteration i - 1 read, each thread arrives on that stage's empty barrier
 and waits for its phase: no CTA-wide barrier inside the loop, and copies past the
 loop's end are not issued at all (every fill is waited for, so no asynchronous
-arrival is left when the barriers are invalidated after the loop).
+arrival is left when the barriers are invalidated after the loop). Where the
+loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
+of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
+iteration i's `wgmma.wait_group 1`, the first point where that stage is no
+longer read (mma_retired).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          wait_all, wait_groups)
-from . import mbarrier, warp_specialize
+from . import mbarrier, ops_wgmma, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
@@ -53,6 +57,8 @@ class ActivePipeline:
     full: Optional[BarrierArray] = None   # sm_90+: a stage's copies have landed (one per stage)
     empty: Optional[BarrierArray] = None  # sm_90+: every thread is done reading a stage
     specialized: bool = False           # warp_specialize.py: a producer warpgroup does every copy
+    retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (ops_wgmma.group_in_flight):
+                                          # a stage is released after the next iteration's wgmma.wait_group 1
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:
@@ -86,7 +92,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                  Reason=f"serial schedule: {schedule.reason}")
         k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
         return None
-    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm))
+    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
+    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if k.sm == 90 and uses_mbarriers(k) else None
+    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm), held=int(retiring is not None))
     stages = fit.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
@@ -99,14 +107,17 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     full = empty = None
     specialized = False
     if uses_mbarriers(k):
-        full, empty = mbarrier.split(mbarrier.allocate(k, 2 * stages), stages)
-        handshake = f"full/empty mbarrier pairs ({2 * stages} mbarriers)"
+        bars = fit.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
+        assert bars is not None and bars.mbarriers == 2 * stages
+        full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
+        handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))
         roles = (f"warp-specialized: warps {k.threads // 32}-{k.threads // 32 + 3} produce (cp.async only, "
                  f"setmaxnreg.dec {dec}), warps 0-{k.threads // 32 - 1} consume"
-                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}" if specialized
+                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}; named barriers "
+                 f"{', '.join(b.describe() for b in k.warp_split.barriers)}" if specialized
                  else f"not warp-specialized: {why_not}")
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
@@ -120,7 +131,11 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
                             f"handshake: {handshake}")
-    return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized)
+    if retiring is not None:
+        k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
+                                f"once the next iteration's wait retires the group that read it")
+    return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
+                          retiring=retiring)
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
@@ -214,9 +229,19 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
 
 def _handshake(k: KernelLowering, p: ActivePipeline) -> None:
     """The mbarrier form of one iteration's start: release the stage iteration i - 1 read, wait until
-    every thread has, refill it with iteration i + stages - 1, then wait for iteration i's stage."""
-    assert p.full is not None and p.empty is not None
-    empty, full = p.empty, p.full
+    every thread has, refill it with iteration i + stages - 1, then wait for iteration i's stage.
+    With a wgmma group left in flight, the release and refill come after this iteration's wgmma
+    instead (mma_retired), once its wait_group 1 has retired iteration i - 1's group."""
+    if p.retiring is None:
+        _refill(k, p)
+    _consume(k, p)
+
+
+def _refill(k: KernelLowering, p: ActivePipeline) -> None:
+    """Every thread releases the stage iteration i - 1 read and waits until all have; then the
+    stage is refilled with iteration i + stages - 1."""
+    assert p.empty is not None
+    empty = p.empty
     ahead = k.b.op(f"add {p.ity} {p.iv}, {k.b.op(f'mul {p.ity} {p.step}, {p.stages - 1}', 'pf')}", "pf")
     write = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
 
@@ -227,16 +252,10 @@ def _handshake(k: KernelLowering, p: ActivePipeline) -> None:
                       "stage empty")
     k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, 0", "pf"), release)
     _issue(k, p, ahead, write, _in_range(k, p, ahead))
-    read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
-    mbarrier.wait(k, mbarrier.address(k, full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
-    if any(m.swizzled for m in p.matrices.values()):
-        fence_async_proxy(k)   # wgmma reads these stages through the async proxy
-    p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
-              for ld in p.loads}
 
 
 def _consume(k: KernelLowering, p: ActivePipeline) -> None:
-    """A consumer's iteration start in a warp-specialized pipeline: wait until the stage is full."""
+    """A consumer's iteration start (every thread's, unspecialized): wait until the stage is full."""
     assert p.full is not None
     read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
     mbarrier.wait(k, mbarrier.address(k, p.full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
@@ -248,16 +267,44 @@ def _consume(k: KernelLowering, p: ActivePipeline) -> None:
 
 def end_iteration(k: KernelLowering, p: ActivePipeline) -> None:
     """A consumer is done with this iteration's stage (its mmas have waited for their reads): the
-    producer may refill it."""
-    if p.specialized and p.empty is not None:
+    producer may refill it. (With a wgmma group in flight, mma_retired releases it a step later.)"""
+    if p.specialized and p.empty is not None and p.retiring is None:
         read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
         mbarrier.arrive(k, mbarrier.address(k, p.empty, read))
 
 
-def finish(k: KernelLowering, p: ActivePipeline) -> None:
+def retiring_pipeline(k: KernelLowering, mma: Operation) -> Optional[ActivePipeline]:
+    """The active pipeline whose stage releases wait for `mma`'s group to retire, if any."""
+    return next((p for p in k.active_pipelines.values() if p.retiring is mma), None)
+
+
+def mma_retired(k: KernelLowering, p: ActivePipeline) -> None:
+    """After iteration i's wgmma.wait_group 1: iteration i - 1's group has read its stage, which is
+    released now (the producer's to refill; unspecialized, every thread's release is waited for
+    and the stage refilled with iteration i + stages - 1, as _refill does at an iteration's start
+    otherwise). Never before that wait: the wgmma of i - 1 may still be reading the stage."""
+    if not p.specialized:
+        _refill(k, p)
+        return
+    assert p.empty is not None
+    empty = p.empty
+
+    def release() -> None:
+        previous = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
+        mbarrier.arrive(k, mbarrier.address(k, empty, previous))
+    k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, 0", "pf"), release)
+
+
+def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
     """After the loop: no copy is left in flight, and the barriers are invalidated once nobody uses
-    them (a loop that runs again initializes them afresh)."""
+    them (a loop that runs again initializes them afresh). A wgmma group left in flight is waited
+    for first; the loop's results (`results`, returned) then hold its accumulator as the wait gives it."""
+    if p.retiring is not None:
+        body = p.loop.regions[0].block
+        at = body.arguments.index(p.retiring.operand("acc")) - 1
+        results = [ops_wgmma.wait_group(k, 0, r) if i == at else r for i, r in enumerate(results)]
     wait_all(k)
     if p.full is not None and p.empty is not None:
         k.barrier()
         mbarrier.inval(k, [p.full, p.empty])
+    return results

@@ -3,9 +3,10 @@ that only compute.
 
 The CTA grows by one warpgroup: threads C .. C + 127 after the C consumer threads the layouts
 were assigned for. At the kernel's start the producer branches away; the consumers run the
-whole kernel (every CTA barrier is then named barrier 1 of the C consumers). At the loop, a
-consumer initializes the pipeline's mbarriers and the CTA meets once on named barrier 2
-(consumers and producer) so the producer sees them. The producer gives registers back
+whole kernel (every CTA barrier is then the consumers' named barrier). At the loop, a
+consumer initializes the pipeline's mbarriers and the CTA meets once on the `publish` named
+barrier (consumers and producer) so the producer sees them. The ids are bound from the roles'
+lifetimes (schedule/named_barriers.py: 1..15, never two live uses on one id). The producer gives registers back
 (`setmaxnreg.dec`), computes only the backward slice of what its copies need (the views, their
 indices, the loop bounds: pure scalar code, lowered again in its own blocks), then for every
 iteration j waits for the stage's `empty` barrier (parity ((j / S) & 1) ^ 1: a fresh barrier
@@ -26,13 +27,12 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..schedule.named_barriers import BarrierUse, NamedBarrier, NamedBarrierError, bind
 from . import mbarrier
 from .kernel import KernelLowering
 
 if TYPE_CHECKING:
     from .pipelined_loop import ActivePipeline
-
-PUBLISH_BARRIER = 2      # named barrier of consumers and producer: the mbarriers are initialized
 
 PRODUCER_THREADS = 128
 # register budgets (setmaxnreg) by the consumers' warpgroups: (producer dec, consumer inc or 0).
@@ -54,7 +54,11 @@ class WarpSplit:
     loop: Operation
     slice: tuple[Operation, ...]    # top-level ops the producer lowers again, in block order
     producer: str                   # label of the producer's first block
+    barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
     emitted: bool = False
+
+    def barrier(self, name: str) -> "NamedBarrier":
+        return next(b for b in self.barriers if b.name == name)
 
 
 def _pure(op: Operation) -> bool:
@@ -102,7 +106,13 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
     found, why = _producer_slice(ops, loops[0], k.pipelines[loops[0]].loads)
     if found is None:
         return None, why
-    return WarpSplit(loops[0], found, k.b.label("producer")), ""
+    at = ops.index(loops[0])
+    try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
+        barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
+                         BarrierUse("publish", k.threads + PRODUCER_THREADS, (at, at + 1))])
+    except NamedBarrierError as err:
+        return None, str(err)
+    return WarpSplit(loops[0], found, k.b.label("producer"), barriers), ""
 
 
 def begin(k: KernelLowering) -> None:
@@ -114,7 +124,9 @@ def begin(k: KernelLowering) -> None:
         return
     k.warp_split = split
     k.extra_threads = PRODUCER_THREADS
-    k.barrier_threads = k.threads
+    k.barrier_id, k.barrier_threads = split.barrier("consumers").id, k.threads
+    k.schedule_notes.append(f"//   named barriers (bound from the warp roles' lifetimes): "
+                            f"{'; '.join(b.describe() for b in split.barriers)}")
     consumers = k.b.label("consumers")
     k.b.cond_br(k.b.op(f"icmp uge i32 {k.tid}, {k.threads}", "ws"), split.producer, consumers)
     k.b.start_block(consumers)
@@ -133,7 +145,8 @@ def end(k: KernelLowering) -> None:
 
 def publish(k: KernelLowering) -> None:
     """Consumers and producer meet once: the pipeline's mbarriers are initialized."""
-    k.b.emit(f'call void asm sideeffect "bar.sync {PUBLISH_BARRIER}, {k.threads + PRODUCER_THREADS};", "~{{memory}}"()')
+    bar = k.warp_split.barrier("publish")
+    k.b.emit(f'call void asm sideeffect "bar.sync {bar.id}, {bar.threads};", "~{{memory}}"()')
 
 
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:

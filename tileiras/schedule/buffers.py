@@ -5,7 +5,8 @@ shared memory (or tensor memory, where the target has it and the value lives
 there): one slot per iteration in flight between the copy's issue and the
 barrier after its last consumer's stage, 1 + ceil((consumer - producer) / II),
 since the lowering's stages are whole IIs (a consumer waits at its stage's
-start). Values whose lifetimes never overlap in the steady state (intervals
+start); one more where the reader keeps the slot an iteration longer (a wgmma
+group left in flight releases it after the next iteration's wait). Values whose lifetimes never overlap in the steady state (intervals
 modulo II) and whose slots are the same size share one ring. The barriers
 follow the copy mechanism: cp.async commit groups (one per slot, `slots - 1`
 in flight, waited down to `slots - 2`) plus the CTA barrier that frees a slot;
@@ -34,13 +35,16 @@ class PipelinedValue:
     consumed: int            # the first consumer's start, ticks
     memory: str = "smem"     # smem or tmem
     released: int = -1       # when its last reader is done (-1: at the barrier ending that stage)
+    held: int = 0            # iterations its reader keeps the slot past its stage (a wgmma group left
+                             # in flight: released after the next iteration's wait, one more slot)
 
     def slots(self, ii: int) -> int:
-        return 1 + max(0, -(-(self.consumed - self.start) // ii))
+        return 1 + max(0, -(-(self.consumed - self.start) // ii)) + self.held
 
     def live(self, ii: int) -> tuple[int, int]:
-        """[issue, release): by default released by the barrier after its consumer's stage, as the
-        lowering frees a slot; an explicit `released` for values whose readers finish earlier."""
+        """[issue, release): by default released by the barrier after its consumer's stage (or the
+        `held` iterations after it), as the lowering frees a slot; an explicit `released` for
+        values whose readers finish earlier."""
         return self.start, self.released if self.released >= 0 else self.start + self.slots(ii) * ii
 
 
@@ -67,7 +71,9 @@ class Barriers:
         if self.mechanism == "cp.async":
             return (f"{self.slots} cp.async groups ({self.in_flight} in flight, wait_group {self.wait_pending}) "
                     f"and the CTA barrier")
-        return f"{self.mbarriers} mbarriers (full/empty per slot, {self.nbytes} bytes)"
+        s = self.slots
+        return (f"{self.mbarriers} mbarriers, {self.nbytes} bytes: slot s fills full[s] (mbarriers 0-{s - 1}) "
+                f"and is released on empty[s] (mbarriers {s}-{2 * s - 1})")
 
 
 @record

@@ -16,6 +16,7 @@ stages (the prologue), then the summed lifetimes of values (register pressure).
 
 from __future__ import annotations
 
+import heapq
 from typing import Optional
 
 from ..ir.record import record
@@ -223,12 +224,14 @@ def _cyclic_components(g: DependenceGraph) -> list[set[int]]:
 # ---- the modulo reservation table ----
 
 class ReservationTable:
-    """II rows; each row counts, per unit, the ops holding it in that cycle modulo II."""
+    """II rows; each row counts, per unit, how much of it is held in that cycle modulo II, and by
+    which ops (op -> count: placing and evicting are dictionary updates, not list scans)."""
 
     def __init__(self, ii: int, capacities: dict[str, int]) -> None:
         self.ii = ii
         self.capacities = capacities
-        self.holders: list[dict[str, list[int]]] = [{} for _ in range(ii)]
+        self.used: list[dict[str, int]] = [{} for _ in range(ii)]
+        self.holders: list[dict[str, dict[int, int]]] = [{} for _ in range(ii)]
         self._patterns: dict[int, list[tuple[int, str, int]]] = {}
 
     def _pattern(self, fp: Footprint) -> list[tuple[int, str, int]]:
@@ -247,29 +250,27 @@ class ReservationTable:
     def _demand(self, fp: Footprint, t: int) -> dict[tuple[int, str], int]:
         return {((t + k) % self.ii, unit): n for k, unit, n in self._pattern(fp)}
 
-    def _used(self, cell: tuple[int, str]) -> int:
-        return len(self.holders[cell[0]].get(cell[1], ()))
-
     def fits(self, fp: Footprint, t: int) -> bool:
-        ii, holders, caps = self.ii, self.holders, self.capacities
-        return all(len(holders[(t + k) % ii].get(unit, ())) + n <= caps[unit] for k, unit, n in self._pattern(fp))
+        ii, used, caps = self.ii, self.used, self.capacities
+        return all(used[(t + k) % ii].get(unit, 0) + n <= caps[unit] for k, unit, n in self._pattern(fp))
 
     def conflicts(self, fp: Footprint, t: int) -> set[int]:
         """The ops holding a cell that placing fp at t would overfill."""
         out: set[int] = set()
-        for cell, n in self._demand(fp, t).items():
-            if self._used(cell) + n > self.capacities[cell[1]]:
-                out.update(self.holders[cell[0]].get(cell[1], ()))
+        for (row, unit), n in self._demand(fp, t).items():
+            if self.used[row].get(unit, 0) + n > self.capacities[unit]:
+                out.update(self.holders[row].get(unit, ()))
         return out
 
     def place(self, node: int, fp: Footprint, t: int) -> None:
         for (row, unit), n in self._demand(fp, t).items():
-            self.holders[row].setdefault(unit, []).extend([node] * n)
+            held = self.holders[row].setdefault(unit, {})
+            held[node] = held.get(node, 0) + n
+            self.used[row][unit] = self.used[row].get(unit, 0) + n
 
     def remove(self, node: int, fp: Footprint, t: int) -> None:
         for (row, unit), _ in self._demand(fp, t).items():
-            held = self.holders[row][unit]
-            self.holders[row][unit] = [h for h in held if h != node]
+            self.used[row][unit] -= self.holders[row][unit].pop(node, 0)
 
 
 # ---- placement ----
@@ -311,23 +312,33 @@ def place_at(g: DependenceGraph, ii: int, capacities: dict[str, int], priority: 
     start: dict[int, int] = {}
     previous: dict[int, int] = {}
     floor: dict[str, int] = {}      # per group, the earliest stage it may still take
+    # a group's placed members share one stage: how many are placed, and that stage
+    members: dict[str, int] = dict.fromkeys(groups, 0)
+    stage_of: dict[str, int] = {}
+    rank = {v: i for i, v in enumerate(order)}
+    waiting = [(rank[v], v) for v in order]      # unplaced ops by priority (a heap; stale entries skipped)
     spent = 0
 
     def unplace(v: int) -> None:
         if v in start:
             table.remove(v, g.nodes[v].footprint, start.pop(v))
+            if g.nodes[v].group:
+                members[g.nodes[v].group] -= 1
+            heapq.heappush(waiting, (rank[v], v))
 
     while len(start) < n:
         if spent >= budget:
             return None
-        v = next(u for u in order if u not in start)
-        fp, group = g.nodes[v].footprint, groups.get(g.nodes[v].group, ())
+        while waiting[0][1] in start:
+            heapq.heappop(waiting)
+        v = heapq.heappop(waiting)[1]
+        name = g.nodes[v].group
+        fp, group = g.nodes[v].footprint, groups.get(name, ())
         estart = max((start[e.src] + e.latency - ii * e.distance for e in preds[v] if e.src in start and e.src != v),
                      default=0)
         lo, hi = estart, estart + ii - 1
-        placed = {start[m] // ii for m in group if m in start}
-        if placed:   # a group's members share one stage (all placed ones already do)
-            stage = placed.pop()
+        if group and members[name]:   # a group's members share one stage (all placed ones already do)
+            stage = stage_of[name]
             lo, hi = max(estart, stage * ii), stage * ii + ii - 1
         elif group:   # the group's first: where its whole chain still fits in the stage
             chain, first = span[g.nodes[v].group], max(estart, floor.get(g.nodes[v].group, 0) * ii)
@@ -338,9 +349,9 @@ def place_at(g: DependenceGraph, ii: int, capacities: dict[str, int], priority: 
             t = lo if v not in previous or lo > previous[v] else previous[v] + 1
             for w in table.conflicts(fp, t):
                 unplace(w)
-        if any(m in start and start[m] // ii != t // ii for m in group):
+        if group and members[name] and stage_of[name] != t // ii:
             # the group moves to t's stage: never back to an earlier one, where it did not fit
-            floor[g.nodes[v].group] = t // ii
+            floor[name] = t // ii
             for m in group:
                 unplace(m)
         for e in succs[v]:
@@ -348,6 +359,9 @@ def place_at(g: DependenceGraph, ii: int, capacities: dict[str, int], priority: 
                 unplace(e.dst)
         table.place(v, fp, t)
         start[v] = previous[v] = t
+        if group:
+            members[name] += 1
+            stage_of[name] = t // ii
         spent += 1
     return [start[v] for v in range(n)], spent
 

@@ -49,8 +49,8 @@ class PipelinePlan:
     def pipelined(self) -> bool:
         return self.schedule.kind == "modulo"
 
-    def values(self, sizes: dict[Operation, int]) -> list[PipelinedValue]:
-        return [PipelinedValue(f"%{i}", sizes[load], self.issue, use)
+    def values(self, sizes: dict[Operation, int], held: int = 0) -> list[PipelinedValue]:
+        return [PipelinedValue(f"%{i}", sizes[load], self.issue, use, held=held)
                 for i, (load, use) in enumerate(zip(self.loads, self.first_use))]
 
     def describe(self) -> list[str]:
@@ -138,6 +138,8 @@ def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
     return schedule.start[node] + graph.nodes[node].latency if best is None else best
 
 
-def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int) -> BufferAssignment:
-    """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes."""
-    return assign(plan.values(sizes), plan.schedule.ii, used, limit, plan.mechanism)
+def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int,
+               held: int = 0) -> BufferAssignment:
+    """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes;
+    `held`: iterations the readers keep a slot past their stage (PipelinedValue.held)."""
+    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism)
