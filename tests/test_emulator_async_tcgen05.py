@@ -325,3 +325,20 @@ def test_16x32bx2_shape_puts_the_second_half_warp_at_the_split_column() -> None:
         w, i = divmod(t, 32)
         want[32 * w + i % 16, 4 * (i // 16):4 * (i // 16) + 4] = 10 * t + np.arange(1, 5)
     np.testing.assert_array_equal(out, want)
+
+
+def test_16x128b_shape_places_packed_fragments() -> None:
+    """.16x128b.x2 (a warp's 16 lanes x 8 columns; the upper 16 lanes of each quarter through
+    the address's lane +16): register r of thread i at lane i/4 + 8 (r % 2), column i % 4 + 4 (r / 2)."""
+    from tileiras.emulator.host import emulate
+
+    src = HALVES.replace("tcgen05.st.sync.aligned.16x32bx2.x4.b32 [%r3], 4, {%v0, %v1, %v2, %v3};",
+                         "add.u32 %r5, %r3, 1048576;\n    tcgen05.st.sync.aligned.16x128b.x2.b32 [%r5], "
+                         "{%v0, %v1, %v2, %v3};")
+    (out,), _ = emulate(src, "k", 1, 128, [np.zeros((128, 8), np.uint32)], check_races=True)
+    want = np.zeros((128, 8), np.uint32)
+    for t in range(128):
+        w, i = divmod(t, 32)
+        for r in range(4):
+            want[32 * w + 16 + i // 4 + 8 * (r % 2), i % 4 + 4 * (r // 2)] = 10 * t + r + 1
+    np.testing.assert_array_equal(out, want)

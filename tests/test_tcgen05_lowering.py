@@ -95,8 +95,16 @@ def test_sm100_matmul_matches_numpy_under_the_race_checker(config, tmp_path: Pat
 
 
 def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:
-    short = _ptx(_matmul("float16", "float32", 32, 64, 32), "sm_100", tmp_path)   # M = 32: no cta_group::1 shape
+    data = _matmul("float16", "float32", 32, 64, 32)
+    short = _ptx(data, "sm_100", tmp_path)   # M = 32: no cta_group::1 shape
     assert "tcgen05" not in short and "mma.sync" in short and ".target sm_100\n" in short
+    src = tmp_path / "short.tileirbc"
+    src.write_bytes(data)
+    done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", "sm_100", str(src), "--emit=ptx", "-o",
+                           str(tmp_path / "short.ptx"), "--remarks=tensorcore"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "not tcgen05.mma: no cta_group::1 instruction computes a 32 x 64 tile" in done.stdout + done.stderr, \
+        done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("name,tile", [("bmm_f16_64x64x32", 64), ("bmm_bf16_128x128x32", 128)])
@@ -182,6 +190,56 @@ def test_a_nonzero_accumulator_and_an_mma_outside_a_loop(tmp_path: Path) -> None
     assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
 
 
+def test_an_operand_two_mmas_read_is_one_swizzled_buffer(tmp_path: Path) -> None:
+    """A loaded once and read by the tcgen05 mmas of two loops: its one cp.async buffer is swizzled
+    and both read it by descriptor."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ConstantConstraint
+
+    from test_tile_layer import _array, _export
+    from tileiras.runtime import run_arrays
+
+    from tcgen05_kernels import shared_a
+
+    data = _export(shared_a, [_array(ct.float16, 2), _array(ct.float16, 2), _array(ct.float32, 2),
+                              ConstantConstraint(128), ConstantConstraint(64), ConstantConstraint(64)])
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") >= 8 and "mma.sync" not in ptx   # 4 K steps per mma
+    module = _module(data)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 256)).astype(np.float16)
+    c = np.zeros((128, 64), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64).reshape(64, 4, 64).sum(1)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+def test_an_fp8_a_computed_in_registers_is_staged_for_tcgen05(tmp_path: Path) -> None:
+    import cuda.tile as ct
+    import ml_dtypes
+    from cuda.tile.compilation import ConstantConstraint
+
+    from test_tile_layer import _array, _export
+    from tileiras.runtime import run_arrays
+
+    from tcgen05_kernels import computed_a
+
+    data = _export(computed_a, [_array(ct.float16, 2), _array(ct.float8_e4m3fn, 2), _array(ct.float32, 2),
+                                ConstantConstraint(128), ConstantConstraint(64), ConstantConstraint(64)])
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "tcgen05.mma.cta_group::1.kind::f8f6f4" in ptx and "mma.sync" not in ptx
+    module = _module(data)
+    rng = np.random.default_rng(4)
+    a = (rng.integers(-4, 5, (128, 128)) / 4).astype(np.float16)      # x * 2 exact in e4m3
+    b = (rng.integers(-4, 5, (128, 64)) / 4).astype(ml_dtypes.float8_e4m3fn)
+    c = np.zeros((128, 64), np.float32)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
+                     check_races=True)[2]
+    assert np.array_equal(out, (2 * a.astype(np.float64)) @ b.astype(np.float64))
+
+
 @pytest.mark.parametrize("name,tile,kdim", [("mm_tf32_64x64x32", 64, 96), ("mm_tf32_128x128x64", 128, 128)])
 def test_tf32_operands_are_rounded_into_k_major_buffers(name: str, tile: int, kdim: int, tmp_path: Path) -> None:
     """kind::tf32: the mma rounds the f32 operands as their ftof says while it copies them into
@@ -223,3 +281,47 @@ def test_every_realistic_matmul_uses_the_family_nvidias_does(name: str) -> None:
     mine, theirs = stats(name, "sm_100", "ours"), stats(name, "sm_100", "nvidia")
     assert dict(mine.tensor_core) == dict(theirs.tensor_core), (dict(mine.tensor_core), dict(theirs.tensor_core))
     assert theirs.spills or not mine.spills, f"{name}: {mine.local_loads} LDL + {mine.local_stores} STL"
+
+
+# (configuration, tcgen05.mma per iteration, P through tensor memory): M = 128 puts P in tensor memory
+# (4 and 8 warps, the latter two per lane quarter), M = 64 in a swizzled shared buffer
+ATTENTION = [("fa_f16_q128k64d64", 8, True), ("fa_bf16_q128k64d128", 12, True), ("fa_f16_q64k64d64", 8, False),
+             ("fa_f16_q128k128d64_causal", 12, True)]
+
+
+@pytest.mark.parametrize("config", ATTENTION, ids=lambda c: c[0])
+def test_attention_runs_both_mmas_on_tcgen05(config, tmp_path: Path) -> None:
+    """S = Q K^T with K read K-major by descriptor (no transpose bit), S and O in tensor memory,
+    P stored there as P @ V's A operand (16x128b, [a-tmem]) where M = 128; the emulator agrees with
+    numpy under the race checker, and ptxas reports no spills."""
+    import re
+
+    import ml_dtypes
+
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    name, per_iteration, p_in_tmem = config
+    data = (REALISTIC / f"{name}.tileirbc").read_bytes()
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], (\[?)", ptx)
+    assert len(mmas) >= per_iteration, len(mmas)
+    assert ("[" in mmas) == p_in_tmem and ("tcgen05.st.sync.aligned.16x128b" in ptx) == p_in_tmem
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+    q_tile, kv_tile, d = (int(v) for v in re.findall(r"q(\d+)k(\d+)d(\d+)", name)[0])
+    seq = max(q_tile, 2 * kv_tile)       # two KV iterations at least
+    np_type = ml_dtypes.bfloat16 if name.startswith("fa_bf16") else np.float16
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, seq, d)).astype(np_type) for _ in range(3))
+    scale = np.float32(1 / np.sqrt(d))
+    module = load_module(data, f"{name}.tileirbc")
+    out = run_arrays(module, name, (seq // q_tile, 1, 1), [q, k, v, np.zeros_like(q), np.array(scale)],
+                     backend="emulator", gpu_name="sm_100", check_races=True)[3]
+    s = q[0].astype(np.float64) @ k[0].astype(np.float64).T * scale
+    if name.endswith("_causal"):
+        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
+    p = np.exp(s - s.max(1, keepdims=True))
+    ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
+    assert np.abs(out[0].astype(np.float64) - ref).max() < (2e-2 if np_type is not np.float16 else 2e-3)

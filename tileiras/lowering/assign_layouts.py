@@ -119,7 +119,7 @@ def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]
     shape = (1, *dst.shape) if len(dst.shape) == 2 else tuple(dst.shape)
     if len(shape) != 3 or shape[:2] != parent.shape[:2] or shape[2] % 8:
         return None
-    return MmaLayout(parent.threads, shape, parent.warps, parent.interleaved)
+    return type(parent)(parent.threads, shape, parent.warps, parent.interleaved)   # (a tcgen05 one stays one)
 
 
 def broadcast_source(src: TileType, dst: TileType, result: Layout) -> BroadcastSourceLayout:

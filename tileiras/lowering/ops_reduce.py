@@ -212,7 +212,12 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         k.set(op.results[0], lower_wgmma(k, op, lhs, rhs, acc))
         return
     if shape is not None:
-        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe())
+        why = {}
+        if k.sm in (100, 103) and k.assignment is not None:   # the newer instruction could not apply
+            from .ops_tcgen05 import why_not
+
+            why["Reason"] = "not tcgen05.mma: " + why_not(op, k.threads, k.assignment.tcgen05_layouts)
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe(), **why)
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]

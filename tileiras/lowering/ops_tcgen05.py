@@ -1,12 +1,21 @@
 """mmaf / mmai on Blackwell's fifth-generation tensor cores (sm_100 / sm_103): `tcgen05.mma`.
 
 Selection (`choose_all`, asked by assign_layouts): 2-D mmas (f16, bf16, tf32, e4m3/e5m2, signed
-int8) whose operands are both loads used once, possibly reshaped (unit dimensions) or rounded to
-tf32: cp.async copies them into swizzled buffers (as for wgmma: A (M x K) K-major, B (K x N)
-N-major, the instruction descriptor's "transpose B"; tf32 is restaged K-major, `_restage`); M 64,
-128 or 256 (two M=128 instructions side by side in tensor memory), N a multiple of 16 (8 for
-M = 64) up to 256, enough warps that each TMEM lane quarter is read by its own warps, and 512
-columns of tensor memory for all of them. The rest stays on mma.sync.
+int8) whose B is a load used once, possibly reshaped (unit dimensions), transposed (2-D) or
+rounded to tf32, and whose A is such a load too or (except tf32) a register tile: cp.async
+copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M) M-major, B
+(K, N) N-major or (N, K) K-major: the instruction descriptor's transpose bits; tf32 operands
+are copied K-major and rounded, kmajor_copy.py); M 64, 128 or 256 (two M=128 instructions side
+by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
+TMEM lane quarter is read by its own warps, and 512 columns of tensor memory for all of them.
+The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
+instruction has, and rows no swizzle holds whole.
+
+A register A (attention's P in P @ V) goes where NVIDIA's compiler puts it: to tensor memory
+(`_a_in_tmem`: tcgen05.st of the packed fragments, the MMA's [a-tmem] form) when it is in the
+layout of an M = 128 tcgen05 accumulator (the scores S = Q K^T it was computed from); otherwise
+(M = 64, whose A has no lane-per-row image in tensor memory; other layouts) to a swizzled shared
+buffer read by descriptor.
 
 Per mma op, thread 0 issues the MMAs (one per K step and 128-row half) and commits them to the
 kernel's mbarrier (tmem.py); every thread waits for that phase, after which the operands' buffers
@@ -14,13 +23,17 @@ may be refilled. The accumulator lives in tensor memory: inside a `for` that car
 it nowhere else (`resident_loop`), it stays there for the whole loop: the first iteration's first
 MMA ignores the old contents when the initial value is zero (else the first iteration stores it,
 `tcgen05.st`), and it is read into registers once after the loop (`after_loop`). Elsewhere the op
-stores its accumulator, runs and reads it back. Registers <-> tensor memory use the 16x256b shape,
+stores its accumulator (unless zero: then the first MMA ignores the old contents), runs and reads
+it back; so attention's O, rescaled in registers by the softmax, makes one store and one load of
+O per iteration, as NVIDIA's correction step does. Registers <-> tensor memory use the 16x256b shape,
 which hands a warp 16 lanes x 8 columns per repetition in exactly the m16n8 accumulator fragment
 (lane l: row l/4 and l/4 + 8, columns 2 (l%4) and +1): the registers keep `MmaLayout`'s fragment
 order and the epilogue is unchanged. `TmemAccLayout` only places the warps: warp w reaches TMEM
 lanes 32 (w % 4) ..+31, so its rows are the ones the MMA wrote there: rows 32 (w % wm) .. (M = 128
-and 256: lane = row mod 128, the second half in columns N..2N-1) or 16 (w % 4) .. (M = 64: the
-rows fill lanes 0-15 of each quarter); the remaining warp factor splits the columns.
+and 256: lane = row mod 128, the second half in columns N..2N-1), 32 (w % 4) + 16 (w / 4 % 2) ..
+(M = 128 with 8 or more warps: two warps share a quarter, 16 rows each, so that a row is in one
+warp, as the softmax's row reductions want) or 16 (w % 4) .. (M = 64: the rows fill lanes 0-15 of
+each quarter); the remaining warp factor splits the columns.
 
 Instruction descriptor (PTX ISA "Instruction descriptor", kind::f16/tf32/f8f6f4/i8): D format in
 bits 4-5 (1 f32, 2 s32), A and B formats in 7-9 and 10-12, transpose A / B in 15 / 16, N >> 3 in
@@ -70,6 +83,7 @@ KINDS: dict[tuple[str, str, str], Kind] = {
 # K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
 _RESTAGED = frozenset({"tf32"})
 
+_MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
 
@@ -82,12 +96,28 @@ class TmemAccLayout(MmaLayout):
     def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
         _, wm, wn = self.warps
         warp = pre(f"lshr i32 {tid}, 5", "w")
-        w_m = pre(f"urem i32 {warp}, {wm}", "wm") if wm > 1 else "0"
+        if wm == 8 and self.shape[1] == 128:   # two warps per lane quarter, 16 rows each: w % 4, then w / 4 % 2
+            quarter = pre(f"shl i32 {pre(f'and i32 {warp}, 3', 'wm')}, 1", "wm")
+            half = pre(f"and i32 {pre(f'lshr i32 {warp}, 2', 'wm')}, 1", "wm")
+            w_m = pre(f"or i32 {quarter}, {half}", "wm")
+        else:
+            w_m = pre(f"urem i32 {warp}, {wm}", "wm") if wm > 1 else "0"
         w_n = pre(f"udiv i32 {warp}, {wm}", "wn") if wn > 1 else "0"
         return "0", w_m, w_n, None
 
     def describe(self) -> str:
         return "#tmem_acc" + MmaLayout.describe(self)[4:]
+
+
+def same_fragments(a: object, b: object) -> bool:
+    """Two mma accumulator layouts (mma.sync's, tcgen05's) that give every thread the same elements
+    in the same slots: equal geometry, and warps placed alike (rows only: warp w at row-warp
+    w % wm either way, except tcgen05's two-warps-per-quarter placement)."""
+    if not (isinstance(a, MmaLayout) and isinstance(b, MmaLayout)) or type(a) is type(b):
+        return False
+    _, wm, wn = a.warps
+    return (a.threads, a.shape, a.warps, a.interleaved) == (b.threads, b.shape, b.warps, b.interleaved) \
+        and wn == 1 and not a.interleaved and wm * WARP == a.threads and not (wm == 8 and a.shape[1] == 128)
 
 
 def kind_of(op: Operation) -> Optional[Kind]:
@@ -107,37 +137,66 @@ def kind_of(op: Operation) -> Optional[Kind]:
 
 def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     """The accumulator layout of `op` when it runs on tcgen05.mma, else None (mma.sync)."""
-    if sm not in (100, 103) or op.name not in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled"):
+    if sm not in (100, 103) or op.name not in _MMAS:
         return None
+    found = _decide(op, threads)
+    return found if isinstance(found, TmemAccLayout) else None
+
+
+def why_not(op: Operation, threads: int, chosen: "dict[Operation, TmemAccLayout]") -> str:
+    """Why an sm_100 mma (not among `chosen`) stays on mma.sync: the remark's reason."""
+    found = _decide(op, threads)
+    if isinstance(found, TmemAccLayout) and not chosen:
+        return "the kernel returns early: tensor memory is freed at its one exit"
+    if isinstance(found, TmemAccLayout):
+        return f"its {columns_needed(op, found)} tensor-memory columns do not fit beside the " \
+               f"{sum(columns_needed(o, lay) for o, lay in chosen.items())} of the kernel's other tcgen05 mmas"
+    return found
+
+
+def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
+    """The tcgen05 accumulator layout of `op`, or why it has none."""
     kind = kind_of(op)
     lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
-    if kind is None or len(acc.type.shape) != 2:  # type: ignore[union-attr]
-        return None
+    if kind is None:
+        return "tcgen05.mma has no kind for these element types (f16 accumulators, unsigned int8)"
+    if len(acc.type.shape) != 2:  # type: ignore[union-attr]
+        return "a batched (3-D) tile: tcgen05.mma takes 2-D tiles (unit batches are reshaped away)"
     m, n = acc.type.shape  # type: ignore[union-attr]
     kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
     warps = threads // WARP
-    wm = 4 if m == 64 else m // 32
-    if m not in (64, 128, 256) or warps % wm or n > 256 or n % (8 if m == 64 else 16):
-        return None
+    # warps on rows as far as each one's rows stay in its lane quarter (16x256b reaches 16 lanes):
+    # M = 128 with 8 warps gives each 16 rows (two per quarter), so a row's softmax stays in a warp
+    wm = 4 if m == 64 else 8 if m == 128 and warps % 8 == 0 else m // 32
+    if m not in (64, 128, 256) or n > 256 or n % (8 if m == 64 else 16):
+        return f"no cta_group::1 instruction computes a {m} x {n} tile (M 64, 128 or 256; N up to 256)"
+    if warps % wm:
+        return f"{warps} warps cannot read the {m}-row accumulator's tensor-memory lane quarters"
     wn = warps // wm
     per_warp = n // 8 // max(wn, 1)
     if n % (8 * wn) or per_warp & (per_warp - 1) or per_warp > 32:   # one 16x256b.x{1..32} per row block
-        return None
-    if not (_swizzles(kdim * kind.elem_bytes) and _swizzles(n * kind.elem_bytes)) or kdim % kind.k:
-        return None
-    if kind.name in _RESTAGED and any(threads % (kdim // 4) or (rows * kdim // 4) % threads or (threads // (kdim // 4)) % 8
-                                      for rows in (m, n)):    # whole rounds of 16-byte chunks (_restage)
-        return None
+        return f"{n} columns over {wn} warps is no 16x256b access"
+    if kdim % kind.k:
+        return f"K = {kdim} is not a multiple of kind::{kind.name}'s K of {kind.k}"
     if op.name == "cuda_tile.mmaf_scaled":
         from .ops_blockscale import tcgen05_fits
 
         if not tcgen05_fits(m, n, threads, kdim):
-            return None
-    if op_columns(op, m, n) > COLUMNS:
-        return None
-    if not all(_loaded(v) for v in (lhs, rhs)):
-        return None
-    return TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+            return "the block scales of this shape do not fit tensor memory's columns beside the accumulator"
+    a_src, b_src = _loaded(lhs), _loaded(rhs)
+    if b_src is None:
+        return "B is not a load used only by this mma: tcgen05.mma reads B from shared memory"
+    if a_src is None and (not register_a(kind) or op.name == "cuda_tile.mmaf_scaled"):
+        return "A is computed in registers and read as tf32: tcgen05.mma would truncate what its ftof rounds"
+    restaged = kind.name in _RESTAGED                      # copied K-major whatever the source's orientation
+    a_row = (m if a_src and not restaged else kdim) * kind.elem_bytes    # bytes of a stored row: (K, M) or (M, K)
+    b_row = (kdim if b_src or restaged else n) * kind.elem_bytes         # (N, K) or (K, N)
+    if not (_swizzles(a_row) and _swizzles(b_row)):
+        return f"stored rows of {a_row} / {b_row} bytes fit no swizzle (32, 64 or a multiple of 128 bytes)"
+    layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+    if columns_needed(op, layout) > COLUMNS:
+        return f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
+    return layout
 
 
 def _unit_reshape(op: Operation) -> bool:
@@ -152,31 +211,66 @@ def _to_tf32(op: Operation) -> bool:
         and str(getattr(op.results[0].type, "element", "")) == "tf32"
 
 
-def _loaded(value: object) -> bool:
-    """A tile used once, a plain load possibly reshaped (unit dimensions only) or rounded to tf32:
-    cp.async copies it into the buffer the MMA reads (swizzled, in the operand's row-major order;
-    tf32: the mma restages it)."""
-    while len(value.uses) == 1:  # type: ignore[attr-defined]
+def _transpose_2d(op: Operation) -> bool:
+    return op.name == "cuda_tile.permute" and len(op.results[0].type.shape) == 2  # type: ignore[attr-defined]
+
+
+def _loaded(value: object) -> Optional[bool]:
+    """For a tile only mmas read, a plain load (used once) possibly reshaped (unit dimensions only),
+    transposed (2-D) or rounded to tf32: whether it is the transpose of what is stored (cp.async copies the load into
+    the buffer the MMA reads, swizzled, in its row-major order; tf32: the mma restages it). None
+    for any other tile."""
+    transposed = False
+    if not _mma_operand_only(value):
+        return None
+    while len(value.uses) == 1 or _mma_operand_only(value):  # type: ignore[attr-defined]
         owner = getattr(value, "owner", None)
         name = getattr(owner, "name", "")
         if name == "cuda_tile.load_view_tko":
-            return True
-        if not (name == "cuda_tile.reshape" and _unit_reshape(owner) or _to_tf32(owner)):  # type: ignore[arg-type]
-            return False
+            return transposed
+        if not (name == "cuda_tile.reshape" and _unit_reshape(owner) or _to_tf32(owner)  # type: ignore[arg-type]
+                or _transpose_2d(owner)):  # type: ignore[arg-type]
+            return None
+        transposed ^= name == "cuda_tile.permute"
         value = owner.operands[0]  # type: ignore[union-attr]
-    return False
+    return None
+
+
+def _mma_operand_only(value: object) -> bool:
+    """Every use of `value` is an mma reading it as A or B (several mmas may share one buffer: Q
+    in a causal attention's two loops)."""
+    uses = getattr(value, "uses", [])
+    return bool(uses) and all(u.name in _MMAS and value in (u.operand("lhs"), u.operand("rhs")) for u in uses)
+
+
+def register_a(kind: Kind) -> bool:
+    """Kinds whose A may be a register tile (attention's probabilities): all but tf32 (whose copies
+    round): 16-bit ones go to tensor memory where they can (`_a_in_tmem`), the rest to a swizzled
+    shared buffer."""
+    return kind.name not in _RESTAGED
+
+
+def _tmem_a_columns(op: Operation, m: int) -> int:
+    """Tensor-memory columns of a register A that the MMA reads from tensor memory: M = 128 (lane =
+    row), two 16-bit elements per 32-bit column; 0 for an A in shared memory."""
+    kind = kind_of(op)
+    lhs = op.operand("lhs")
+    if kind is None or m != 128 or kind.name != "f16" or _loaded(lhs) is not None:
+        return 0
+    return lhs.type.shape[-1] // 2  # type: ignore[union-attr]
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
-    """`value` reaches one of `ops` as an operand, through unit reshapes, and the MMA reads the
-    buffer it is copied into (swizzled); restaged (tf32) operands keep the plain layout."""
-    while len(value.uses) == 1:  # type: ignore[attr-defined]
-        user = value.uses[0]  # type: ignore[attr-defined]
-        if user in ops:   # A or B (not a block-scaled mma's scales, which it restages itself)
-            return kind_of(user).name not in _RESTAGED and value in (user.operand("lhs"), user.operand("rhs"))  # type: ignore[union-attr]
-        if not _unit_reshape(user):
+    """`value` reaches `ops` (and only them) as an operand, through unit reshapes and 2-D transposes,
+    and the MMAs read the buffer it is copied into (swizzled); restaged (tf32) operands keep the
+    plain layout."""
+    while value.uses:  # type: ignore[attr-defined]
+        users = value.uses  # type: ignore[attr-defined]
+        if _mma_operand_only(value):
+            return all(u in ops and kind_of(u).name not in _RESTAGED for u in users)  # type: ignore[union-attr]
+        if len(users) != 1 or not (_unit_reshape(users[0]) or _transpose_2d(users[0])):
             return False
-        value = user.results[0]
+        value = users[0].results[0]
     return False
 
 
@@ -189,7 +283,7 @@ def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "
         layout = choose(op, sm, threads)
         if layout is None:
             continue
-        cols = op_columns(op, layout.shape[1], layout.shape[2])
+        cols = columns_needed(op, layout)
         if used + cols > COLUMNS:
             continue
         out[op] = layout
@@ -205,7 +299,7 @@ def _region(k: KernelLowering, op: Operation) -> tuple[str, int]:
     for other, layout in assignment.tcgen05_layouts.items():
         if other is op:
             start = total
-        total += op_columns(other, layout.shape[1], layout.shape[2])
+        total += columns_needed(other, layout)
     tm = tensor_memory(k, total)
     return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
 
@@ -231,12 +325,14 @@ def resident_loop(op: Operation) -> Optional[tuple[Operation, int]]:
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the restaging buffers of the
     tcgen05 mmas inside it, so that the pipeline's depth leaves room for them."""
+    from .kmajor_copy import kmajor_buffer
+
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
         return
     for op in k.assignment.tcgen05_layouts:
         if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
-            k.tmem_buffers[op] = tuple(_restage_matrix(k, op.operand(n).type, n == "rhs")  # type: ignore[arg-type]
-                                       for n in ("lhs", "rhs"))
+            k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
+                                       for n, role in (("lhs", "a"), ("rhs", "b")))
 
 
 def _inside(op: Operation, loop: Operation) -> bool:
@@ -284,9 +380,10 @@ def _swizzles(row_bytes: int) -> bool:
     return row_bytes % SWIZZLE_BYTES == 0 or row_bytes in (32, 64)
 
 
-def columns_of(m: int, n: int) -> int:
-    """Tensor-memory columns of an M x N f32/s32 accumulator (M = 256: two 128-lane halves)."""
-    return n * (2 if m == 256 else 1)
+def columns_needed(op: Operation, layout: MmaLayout) -> int:
+    """Tensor-memory columns of `op`: its accumulator, then its A where that is read from there."""
+    _, m, n = layout.shape
+    return op_columns(op, m, n) + _tmem_a_columns(op, m)
 
 
 def op_columns(op: Operation, m: int, n: int) -> int:
@@ -298,10 +395,15 @@ def op_columns(op: Operation, m: int, n: int) -> int:
     return columns_of(m, n) + tcgen05_columns(m, n)
 
 
-def instruction(kind: Kind, m: int, n: int) -> int:
-    """The 32-bit instruction descriptor: A K-major, B N-major (transposed) unless restaged."""
-    b_n_major = kind.name not in _RESTAGED
-    return (kind.d << 4) | (kind.a << 7) | (kind.b << 10) | (b_n_major << 16) | ((n >> 3) << 17) | ((m >> 4) << 24)
+def columns_of(m: int, n: int) -> int:
+    """Tensor-memory columns of an M x N f32/s32 accumulator (M = 256: two 128-lane halves)."""
+    return n * (2 if m == 256 else 1)
+
+
+def instruction(kind: Kind, m: int, n: int, a_m_major: bool = False, b_n_major: bool = True) -> int:
+    """The 32-bit instruction descriptor (transpose A: A stored M-major; transpose B: B stored N-major)."""
+    return (kind.d << 4) | (kind.a << 7) | (kind.b << 10) | (a_m_major << 15) | (b_n_major << 16) \
+        | ((n >> 3) << 17) | ((m >> 4) << 24)
 
 
 def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
@@ -317,7 +419,10 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     """The MMAs of one mma op. Inside a loop that keeps the accumulator in tensor memory
     (`resident_loop`), the registers are neither stored nor loaded: the first iteration stores the
     initial value (or, when it is zero, its first MMA ignores the old contents), and `after_loop`
-    reads the result; the op's register result is its (unchanged) carried input."""
+    reads the result; the op's register result is its (unchanged) carried input. Elsewhere a zero
+    accumulator is not stored either (the first MMA ignores the old contents). A register A goes
+    to tensor memory (`_a_in_tmem`, NVIDIA's form for attention's P @ V) or, where its layout does
+    not fit that, to a swizzled shared buffer."""
     from .ops_mma import stage
 
     layout = acc.layout
@@ -326,22 +431,24 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     assert kind is not None
     is_float = kind.d == 1
     restaged = kind.name in _RESTAGED
-    if restaged:
-        if op not in k.tmem_buffers:
-            k.tmem_buffers[op] = (_restage_matrix(k, lhs.type, False), _restage_matrix(k, rhs.type, True))  # type: ignore[attr-defined]
-        a_dst, b_dst = k.tmem_buffers[op]
-        a, b = _restage(k, lhs, a_dst, False), _restage(k, rhs, b_dst, True)  # type: ignore[arg-type]
-    else:
-        a = lhs.matrix if isinstance(lhs, SharedTileVal) else stage(k, lhs, swizzled=True)  # type: ignore[arg-type]
-        b = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs, swizzled=True)  # type: ignore[arg-type]
     _, m, n = layout.shape
     address, _ = _region(k, op)
+    a_tmem = _a_in_tmem(k, op, lhs, address, columns_of(m, n))
+    if restaged:
+        a, b = _restaged(k, op, lhs, rhs)
+    else:
+        a = None if a_tmem else _shared(k, lhs, "a") if isinstance(lhs, SharedTileVal) \
+            else _Operand(stage(k, lhs, swizzled=True), True)  # type: ignore[arg-type]
+        b = _shared(k, rhs, "b") if isinstance(rhs, SharedTileVal) \
+            else _Operand(stage(k, rhs, swizzled=True), False)  # type: ignore[arg-type]
     tm = tensor_memory(k, 0)
     resident = resident_loop(op)
     accumulate = "1"     # i32: the first MMA adds to what tensor memory holds
     if resident is None:
-        _transfer(k, layout, address, list(acc.slots), is_float)
-        k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+        if _is_zero(acc):
+            accumulate = "0"
+        else:
+            _transfer(k, layout, address, list(acc.slots), is_float)
     else:
         loop, index = resident
         iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
@@ -361,32 +468,38 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         from .ops_blockscale import Tcgen05Scales
 
         scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {address}, {columns_of(m, n)}", "tsf"), m, n)
+    if a_tmem is not None or resident is None and accumulate == "1":
+        k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
     if restaged:
         fence_async_proxy(k)
-    elif not is_ready([lhs, rhs]):
+    elif not is_ready([v for v in (lhs, rhs) if a_tmem is None or v is rhs]):
         wait_for(k, [lhs, rhs])
         fence_async_proxy(k)
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     k.barrier()
-    idesc = instruction(kind, min(m, 128), n)
+    idesc = instruction(kind, min(m, 128), n, a is not None and not a.kmajor, not b.kmajor)
 
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         if scales is not None:
             scales.copy()
-        for k0 in range(0, a.cols, kind.k):
-            b_desc = _descriptor(k, b, _offset_of(b, 0, k0), 16) if restaged else \
-                _descriptor(k, b, _offset_of(b, k0, 0), b.atom_bytes)
+        for k0 in range(0, op.operand("lhs").type.shape[-1], kind.k):  # type: ignore[union-attr]
+            b_desc = b.descriptor(k, 0, k0)
             for half in range(2 if m == 256 else 1):
-                a_desc = _descriptor(k, a, _offset_of(a, 128 * half, k0), 16)
                 d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
                 enable = accumulate if k0 == 0 else "1"
-                if scales is not None:
-                    scales.mma(d, a_desc, b_desc, idesc, k0, half, enable)
-                    continue
+                if a is None:    # [a-tmem]: two 16-bit elements per column
+                    a_at = k.b.op(f"add i32 {a_tmem}, {k0 // 2}", "ta") if k0 else a_tmem
+                    a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
+                else:
+                    a_desc = a.descriptor(k, 128 * half, k0)
+                    if scales is not None:
+                        scales.mma(d, a_desc, b_desc, idesc, k0, half, enable)
+                        continue
+                    a_text, a_cons, a_arg = "$1", "l", f"i64 {a_desc}"
                 k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
-                         f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], $1, $2, $3, p; }}", '
-                         f'"r,l,l,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
+                         f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
+                         f'"r,{a_cons},l,r,r,~{{memory}}"(i32 {d}, {a_arg}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
         k.b.emit(f'call void asm sideeffect "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 '
                  f'[$0];", "r,~{{memory}}"(i32 {tm.mbarrier})')
 
@@ -400,86 +513,103 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     return TileRegs(acc.type, regs, layout)
 
 
-def _restage_matrix(k: KernelLowering, operand: object, transpose: bool) -> SharedMatrix:
-    """The K-major swizzled buffer a restaged operand (A (M, K), or B (K, N) transposed) goes to."""
-    from ..ir.types import TileType
-    from .async_copy import new_matrix
+class _Operand:
+    """A or B in shared memory as the MMA reads it: a swizzled matrix, K-major (stored (M or N, K))
+    or M/N-major (stored (K, M or N): the instruction descriptor's transpose bit)."""
 
-    rows, cols = operand.shape[-2:]  # type: ignore[attr-defined]
-    return new_matrix(k, TileType((cols, rows) if transpose else (rows, cols), operand.element), swizzled=True)  # type: ignore[attr-defined]
+    def __init__(self, matrix: SharedMatrix, kmajor: bool) -> None:
+        self.matrix, self.kmajor = matrix, kmajor
+
+    def descriptor(self, k: KernelLowering, x0: int, k0: int) -> str:
+        """The shared-memory descriptor of the block at M/N index x0, K index k0."""
+        if self.kmajor:
+            return _descriptor(k, self.matrix, _offset_of(self.matrix, x0, k0), 16)
+        return _descriptor(k, self.matrix, _offset_of(self.matrix, k0, x0), self.matrix.atom_bytes)
 
 
-def _restage(k: KernelLowering, tile: "SharedTileVal | TileRegs", dst: SharedMatrix, transpose: bool) -> SharedMatrix:
-    """`dst`: a K-major swizzled copy of a tf32 operand, rounded as its ftof says: A (M, K) as it is,
-    B (K, N) transposed to (N, K). From its cp.async buffer (after the copies and a barrier): each
-    thread writes 16-byte chunks (row R of `dst`, 4 consecutive K) R0 + i dR, so that every address
-    is a per-thread base plus a constant (dR is a multiple of the 8 rows a swizzle pattern spans);
-    from registers (rare: loads that could not be copied asynchronously): element by element."""
-    from .ops_arith import _round_to_tf32
-    from .smem import element_offset
+def _shared(k: KernelLowering, value: SharedTileVal, role: str) -> _Operand:
+    """A shared operand as the MMA reads it: its own buffer where that is swizzled (`feeds`), else
+    (a buffer that other readers share in the plain layout) a K-major swizzled copy."""
+    if value.matrix.swizzled and value.matrix.batch == 1:
+        return _Operand(value.matrix, value.transposed == (role == "b"))
+    from .kmajor_copy import copy_kmajor
 
-    if isinstance(tile, TileRegs):
-        for slot, value in enumerate(tile.slots):
-            *_, r, c = k.multi_index(tile.type.shape, slot, tile.layout)
-            dst_r, dst_c = (c, r) if transpose else (r, c)
-            k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store float {value}, ptr addrspace(3) "
-                               f"{pointer(k, element_offset(k, dst, '0', dst_r, dst_c))}")
-        return dst
-    if not is_ready([tile]):
-        wait_for(k, [tile])
-        k.barrier()
-    # (the previous MMA's reads of `dst` completed before every thread passed its mbarrier wait)
-    src = tile.matrix
-    chunks = dst.cols // 4                               # 16-byte chunks per row of dst
-    row0 = k.b.pre(f"udiv i32 {k.tid}, {chunks}", "rr")
-    k0 = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {k.tid}, {chunks}', 'rk')}, 4", "rk")
-    step = k.threads // chunks                           # rows of dst between a thread's chunks
-    dst0 = element_offset(k, dst, "0", row0, k0)
-    if transpose:     # dst (n, k..k+3) <- src (k..k+3, n): a column of src, 4 rows apart by its pitch
-        src0 = element_offset(k, src, "0", k0, row0)
-        per_slot, per_value = step * src.elem_bytes, src.pitch
-    else:             # dst (m, k..k+3) <- src (m, k..k+3): one 16-byte vector
-        src0 = element_offset(k, src, "0", row0, k0)
-        per_slot, per_value = step * src.pitch, src.elem_bytes
-    for slot in range(dst.rows * chunks // k.threads):
-        base = k.b.op(f"add i32 {src0}, {slot * per_slot}", "ro") if slot else src0
-        values = []
-        for i in range(4):
-            at = k.b.op(f"add i32 {base}, {i * per_value}", "ro") if i else base
-            v = k.b.op(f"load float, ptr addrspace(3) {pointer(k, at)}, align 4", "rv")
-            values.append(_round_to_tf32(k, v, tile.tf32) if tile.tf32 else v)
-        vec = "undef"
-        for i, v in enumerate(values):
-            vec = k.b.op(f"insertelement <4 x float> {vec}, float {v}, i32 {i}", "rw")
-        at = k.b.op(f"add i32 {dst0}, {slot * step * dst.span}", "ro") if slot else dst0
-        k.b.emit(f"store <4 x float> {vec}, ptr addrspace(3) {pointer(k, at)}, align 16")
-    return dst
+    if not is_ready([value]):
+        wait_for(k, [value])
+    k.barrier()   # the source landed everywhere; the previous MMA's reads of a copy finished before its wait
+    return _Operand(copy_kmajor(k, value, role, None), True)
+
+
+def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object, address: str, acc_columns: int) -> Optional[str]:
+    """A register A that this MMA reads from tensor memory (columns reserved by `_tmem_a_columns`):
+    in the fragment layout of an M = 128 tcgen05 accumulator (each warp's rows in its own lane
+    quarter), each thread packs its two 16-bit neighbours of a row into one 32-bit column and
+    stores them with the 16x128b shape, whose register r of thread l is lane l/4 + 8 (r % 2),
+    column l % 4 + 4 (r / 2): exactly the packed m16n8 fragments (rows l/4 and l/4 + 8, columns
+    2 (l % 4) and + 1 of each 8-column block). The i32 address of A's first column, or None
+    (A is in shared memory)."""
+    if not _tmem_a_columns(op, 128) or not isinstance(lhs, TileRegs):
+        return None
+    layout = lhs.layout
+    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != 128:
+        return None
+    base = k.b.op(f"add i32 {address}, {acc_columns}", "tpa")
+    _transfer(k, layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore[attr-defined]
+    return base
+
+
+def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tuple[_Operand, _Operand]":
+    """A and B of a tf32 mma copied K-major (kmajor_copy.py), rounded as their ftof says."""
+    from .kmajor_copy import copy_kmajor, kmajor_buffer, store_kmajor
+
+    if op not in k.tmem_buffers:
+        k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
+                                   for n, role in (("lhs", "a"), ("rhs", "b")))
+    out = []
+    for tile, role, dst in zip((lhs, rhs), "ab", k.tmem_buffers[op]):
+        if isinstance(tile, TileRegs):
+            out.append(_Operand(store_kmajor(k, tile, role, dst), True))
+            continue
+        if not is_ready([tile]):
+            wait_for(k, [tile])
+            k.barrier()   # the copies landed everywhere (the previous MMA's reads of dst completed
+            #               before every thread passed its mbarrier wait)
+        out.append(_Operand(copy_kmajor(k, tile, role, dst), True))  # type: ignore[arg-type]
+    return out[0], out[1]
 
 
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
-              is_float: bool) -> list[str]:
+              is_float: bool, packed: str = "") -> list[str]:
     """tcgen05.st (values given) or tcgen05.ld (None) of this warp's fragments: per 16-row block, one
-    16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld)."""
+    16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld).
+    `packed` (the LLVM type of 16-bit values, st only): the neighbours of a row share a 32-bit
+    column, stored with the 16x128b shape (`_a_in_tmem`)."""
     _, m, n = layout.shape
     _, rm, rn = layout.repeats
     _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
     count = rn * 4
+    per_col = 2 if packed else 1          # elements per 32-bit column
     out: list[str] = []
     for mi in range(rm):
         row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
             if w_m != "0" else str(mi * 16)
-        lane, col = _lane_and_column(k, m, n, row)
+        lane, col = _lane_and_column(k, m, n // per_col, row)
         if w_n != "0":
-            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8}', 'tc')}", "tc")
+            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
         offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
         addr = k.b.op(f"add i32 {base}, {offset}", "ta")
         if values is not None:
-            bits = [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v
-                    for v in values[mi * count:(mi + 1) * count]]
-            ops = ", ".join(f"${i + 1}" for i in range(count))
+            chunk = values[mi * count:(mi + 1) * count]
+            if packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
+                bits = [_pack(k, packed, chunk[i], chunk[i + 1]) for i in range(0, count, 2)]
+                shape = f"16x128b.x{rn}"
+            else:
+                bits = [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v for v in chunk]
+                shape = f"16x256b.x{rn}"
+            ops = ", ".join(f"${i + 1}" for i in range(len(bits)))
             args = ", ".join([f"i32 {addr}"] + [f"i32 {v}" for v in bits])
-            k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.16x256b.x{rn}.b32 [$0], {{{ops}}};", '
-                     f'"r{",r" * count},~{{memory}}"({args})')
+            k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.{shape}.b32 [$0], {{{ops}}};", '
+                     f'"r{",r" * len(bits)},~{{memory}}"({args})')
             continue
         ret = "{" + ", ".join(["i32"] * count) + "}"
         ops = ", ".join(f"${i}" for i in range(count))
@@ -489,6 +619,13 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
             out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
     return out
+
+
+def _pack(k: KernelLowering, lty: str, lo: str, hi: str) -> str:
+    """Two 16-bit values in one 32-bit word, `lo` in the low half (the lower column index)."""
+    vec = k.b.op(f"insertelement <2 x {lty}> undef, {lty} {lo}, i32 0", "tp")
+    vec = k.b.op(f"insertelement <2 x {lty}> {vec}, {lty} {hi}, i32 1", "tp")
+    return k.b.op(f"bitcast <2 x {lty}> {vec} to i32", "tp")
 
 
 def _lane_and_column(k: KernelLowering, m: int, n: int, row: str) -> tuple[str, str]:

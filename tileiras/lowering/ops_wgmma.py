@@ -10,7 +10,7 @@ wgmma_select picks the mmas and the instruction (types, K). Operands:
   (possibly pipelined, through unit reshapes and transposes), or a register tile stored there.
   K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
-  padded and is copied K-major here (32-bit words, blocks transposed in registers), as NVIDIA's
+  padded and is copied K-major here (kmajor_copy.py, shared with tcgen05), as NVIDIA's
   compiler does; so is an f32 tile read as tf32, rounded on the way as its ftof says (wgmma
   itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do).
 
@@ -33,14 +33,13 @@ to the next, stride 8 spans between 8-row (K) groups.
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..ir.record import replace
 from .async_copy import fence_async_proxy, is_ready, wait_for
-from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
+from .kernel import KernelLowering
+from .kmajor_copy import copy_kmajor, kmajor_buffer, store_kmajor
 from .llvm_text import llvm_type
 from .layout import MmaLayout
 from .ops_mma import _a_from_registers, stage
-from .ops_reduce import counted_loop
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import SharedMatrix, pointer
 from .values import SharedTileVal, TileRegs
 from .wgmma_select import WgmmaShape, reads_directly, select
 
@@ -186,34 +185,12 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
         kmajor = value.transposed if role == "b" else not value.transposed
         if _direct(shape, value, role):
             return _Operand(value.matrix, kmajor)
-        return _Operand(_copy_kmajor(k, value, role, k.wgmma_buffers.get((op, role))), True)
+        return _Operand(copy_kmajor(k, value, role, k.wgmma_buffers.get((op, role))), True)
     if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), False)
     if role == "a":
         return _Operand(stage(k, value, swizzled=True), True)
-    return _Operand(_stage_kmajor_b(k, value), True)
-
-
-def _kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
-    m = SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
-    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024))
-
-
-def _stage_kmajor_b(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
-    """A register B tile (K, N) stored transposed, (N, K) K-major, in a swizzled buffer."""
-    kdim, n = tile.type.shape[-2:]
-    elem = tile.type.element
-    matrix = _kmajor_matrix(k, n, kdim, storage_bytes(elem))  # type: ignore[arg-type]
-    k.barrier()   # earlier readers of the buffer (the previous iteration's wgmma) are done
-    lty = storage_type(elem)
-    for slot, v in enumerate(tile.slots):
-        idx = k.multi_index(tile.type.shape, slot, tile.layout)
-        kk, x = idx[-2:]
-        p = pointer(k, element_offset(k, matrix, "0", x, kk))
-        k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {to_storage(k, v, elem)}, "
-                           f"ptr addrspace(3) {p}")
-    fence_async_proxy(k)
-    return matrix
+    return _Operand(store_kmajor(k, value, "b", None), True)   # transposed: no N-major form
 
 
 def before_loop(k: KernelLowering, loop: Operation) -> None:
@@ -235,89 +212,8 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
             if (op, role) in k.wgmma_buffers or getattr(value.owner, "name", "") != "cuda_tile.load_view_tko" \
                     or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value):
                 continue
-            kdim, x_size = _k_and_x(op.operand(name).type.shape[-2:], role)  # type: ignore[union-attr]
-            k.wgmma_buffers[(op, role)] = _kmajor_matrix(k, x_size, kdim, shape.elem_bytes)
-
-
-def _k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
-    """(K, M) of an A tile (M, K), (K, N) of a B tile (K, N)."""
-    return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
-
-
-def _copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: "SharedMatrix | None") -> SharedMatrix:
-    """A shared operand copied K-major into a swizzled buffer: (M, K) for A, (N, K) for B; called
-    after the CTA barrier that published the source. Each thread moves v x v blocks (v = 32 bits
-    of elements): v 32-bit loads of stored rows, transposed in registers where the source runs
-    along M/N (byte permutes), v 32-bit stores of K-contiguous words."""
-    src = value.matrix
-    eb = src.elem_bytes
-    kdim, x_size = _k_and_x(value.type.shape[-2:], role)
-    stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
-    dst = dst or _kmajor_matrix(k, x_size, kdim, eb)
-    v = max(4 // eb, 1)
-    vty = f"<{v} x {_ELEM_TYPE[eb]}>" if v > 1 else _ELEM_TYPE[eb]
-    blocks_x = x_size // v
-    blocks = blocks_x * (kdim // v)
-    stop = -(-blocks // k.threads) * k.threads
-
-    def body(i: str, _: list[str]) -> list[str]:
-        # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
-        item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
-        x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
-        k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
-
-        def at(base: str, j: int) -> str:
-            return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
-
-        def move() -> None:
-            rows = []
-            for j in range(v):   # stored row j of the block
-                r, c = (at(k0, j), x0) if stored_k_rows else (at(x0, j), k0)
-                p = pointer(k, element_offset(k, src, "0", r, c))
-                rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 4", "cv"))
-            if value.tf32:   # f32 read as tf32: rounded as its ftof says (the hardware would truncate)
-                rows = [_tf32_word(k, r, value.tf32) for r in rows]
-            if stored_k_rows and v > 1:
-                rows = _transpose(k, rows, _ELEM_TYPE[eb])
-            for j, row in enumerate(rows):
-                q = pointer(k, element_offset(k, dst, "0", at(x0, j), k0))
-                k.b.emit(f"store {vty} {row}, ptr addrspace(3) {q}, align 4")
-
-        if stop != blocks:
-            k.guarded(k.b.op(f"icmp ult i32 {item}, {blocks}", "cw"), lambda: move() or None)
-        else:
-            move()
-        return []
-
-    counted_loop(k, "0", str(stop), k.threads, [], body)
-    fence_async_proxy(k)
-    return dst
-
-
-_ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
-
-
-def _tf32_word(k: KernelLowering, word: str, mode: str) -> str:
-    from .ops_arith import _round_to_tf32
-
-    rounded = _round_to_tf32(k, k.b.op(f"bitcast i32 {word} to float", "tf"), mode)
-    return k.b.op(f"bitcast float {rounded} to i32", "tf")
-
-
-def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:
-    """The columns of a v x v block (v = 2 or 4) given as its v row vectors: shuffles, which the
-    NVPTX backend turns into byte permutes (prmt)."""
-    v = len(rows)
-
-    def shuffle(ty: str, a: str, b: str, mask: list[int]) -> str:
-        return k.b.op(f"shufflevector {ty} {a}, {ty} {b}, <{len(mask)} x i32> "
-                      f"<{', '.join(f'i32 {n}' for n in mask)}>", "ct")
-
-    vty = f"<{v} x {elem}>"
-    if v == 2:
-        return [shuffle(vty, rows[0], rows[1], [c, v + c]) for c in range(v)]
-    lo, hi = (shuffle(vty, rows[j], rows[j + 1], list(range(2 * v))) for j in (0, 2))
-    return [shuffle(f"<{2 * v} x {elem}>", lo, hi, [c, v + c, 2 * v + c, 3 * v + c]) for c in range(v)]
+            k.wgmma_buffers[(op, role)] = kmajor_buffer(k, op.operand(name).type.shape, role,  # type: ignore[union-attr]
+                                                        shape.elem_bytes)
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":

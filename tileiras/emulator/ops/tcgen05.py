@@ -13,7 +13,7 @@ row i of D is lane i of the addressed lanes; with M = 64 the rows fill lanes 0-1
 mbarrier arrive at once, since every earlier tcgen05 operation has already completed.
 
 tcgen05.ld/st move data between registers and the lanes of the warp's quarter
-(warp w reaches lanes 32*(w % 4) ...), in the .32x32b, .16x32bx2 and .16x256b shapes (the last
+(warp w reaches lanes 32*(w % 4) ...), in the .32x32b, .16x32bx2, .16x128b and .16x256b shapes (the last
 one is the m16n8 accumulator fragment, as CUTLASS's 16dp256b copy traits spell out). An ld's registers are usable at once: NVIDIA's
 compiler reads them before tcgen05.wait::ld (ptxas tracks them like any load result), so
 the waits only order tensor-memory accesses, which here happen in program order anyway.
@@ -170,19 +170,21 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
     lane base + i % 16, threads 16-31 at columns + immHalfSplitoff), .num consecutive columns per thread;
     and the .16x256b shape: per repetition j, 16 lanes x 8 columns in the m16n8 accumulator fragment
     order (registers 4j..4j+3 of thread i: lane base + i/4 (+8 for the last two), columns
-    8j + 2(i%4) (+1 for the odd ones))."""
+    8j + 2(i%4) (+1 for the odd ones)); .16x128b: per repetition j, 16 lanes x 4 columns
+    (registers 2j, 2j+1 of thread i: lane base + i/4 (+8 for the second), column 4j + i%4)."""
     np = _np()
     mods = Mods(ins)
     op = mods.need(("ld", "st"), ".ld or .st")
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
-    shape = mods.need(("32x32b", "16x32bx2", "16x256b"),
-                      "the .32x32b, .16x32bx2 or .16x256b shape (the others are not supported)")
-    num = mods.need(tuple(f"x{2 ** i}" for i in range(8 if shape != "16x256b" else 6)),
-                    ".num (.x1 ... .x128)" if shape != "16x256b" else ".num (.x1 ... .x32)")
+    shape = mods.need(("32x32b", "16x32bx2", "16x128b", "16x256b"),
+                      "the .32x32b, .16x32bx2, .16x128b or .16x256b shape (the others are not supported)")
+    per_rep = {"16x256b": 4, "16x128b": 2}.get(shape, 1)     # registers per repetition
+    top = {"16x256b": 6, "16x128b": 7}.get(shape, 8)
+    num = mods.need(tuple(f"x{2 ** i}" for i in range(top)), f".num (.x1 ... .x{2 ** (top - 1)})")
     mods.need(("b32",), ".b32")
     mods.done()
-    count = int(num[1:]) * (4 if shape == "16x256b" else 1)
+    count = int(num[1:]) * per_rep
     ops = list(ins.operands)
     split = None
     if shape == "16x32bx2":
@@ -208,6 +210,10 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
         r = np.arange(count)
         lane_of = (thread[:, None] // 4 + 8 * ((r[None, :] % 4) // 2))
         col_of = 8 * (r[None, :] // 4) + 2 * (thread[:, None] % 4) + r[None, :] % 2
+    elif shape == "16x128b":
+        r = np.arange(count)
+        lane_of = thread[:, None] // 4 + 8 * (r[None, :] % 2)
+        col_of = 4 * (r[None, :] // 2) + thread[:, None] % 4
     elif split is None:
         lane_of, col_of = np.broadcast_to(thread[:, None], (32, count)), np.broadcast_to(j, (32, count))
     else:

@@ -1,0 +1,144 @@
+"""K-major copies of tensor-core operands in swizzled shared memory (sm_90 wgmma, sm_100 tcgen05).
+
+Both generations read A (M, K) and B (K, N) by descriptor; an operand whose stored orientation
+or element values the instruction cannot take as they are gets a K-major copy: A as (M, K), B
+as (N, K), in a swizzled buffer the descriptor then reads. That covers an N-major B of a type
+without a transposed form on wgmma (tf32, fp8, int8) and any f32 tile read as tf32, which the
+copy rounds as its ftof says (the tensor cores would truncate the low mantissa bits).
+
+* `copy_kmajor`: from a shared operand (a cp.async buffer), after the CTA barrier that published
+  it. Each thread moves v x v blocks (`_BLOCK`: rows of 32 bits of 8- or 16-bit elements, of 4
+  32-bit elements) in a runtime loop: v loads of stored rows, transposed in registers where the
+  source runs along M/N (byte permutes, register moves), v stores of K-contiguous rows.
+* `store_kmajor`: from a register tile, element by element (rare: loads that could not be copied
+  asynchronously, or computed tiles).
+
+Both end with the proxy fence: the tensor cores read the buffer through the async proxy.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.record import replace
+from .async_copy import fence_async_proxy
+from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
+from .ops_reduce import counted_loop
+from .smem import SharedMatrix, element_offset, pointer
+from .values import SharedTileVal, TileRegs
+
+_ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
+# v of the v x v blocks per element size: 32-bit rows for 8- and 16-bit elements, 128-bit rows of
+# 32-bit ones (one 16-byte load or store per row; stored rows are 16-byte aligned, padded or swizzled)
+_BLOCK = {1: 4, 2: 2, 4: 4}
+
+
+def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
+    """(K, M) of an A tile (M, K), (K, N) of a B tile (K, N)."""
+    return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
+
+
+def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
+    """A new swizzled (rows, cols) buffer, 1024-byte aligned (the swizzle pattern's period)."""
+    m = SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
+    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024))
+
+
+def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, elem_bytes: int) -> SharedMatrix:
+    """The K-major buffer of an operand tile of this shape and role ("a" or "b")."""
+    kdim, x_size = k_and_x(tile_shape[-2:], role)
+    return kmajor_matrix(k, x_size, kdim, elem_bytes)
+
+
+def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optional[SharedMatrix]) -> SharedMatrix:
+    """`value` (A or B, a shared operand) copied K-major into `dst` (a new buffer when None)."""
+    src = value.matrix
+    eb = src.elem_bytes
+    kdim, x_size = k_and_x(value.type.shape[-2:], role)
+    stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
+    dst = dst or kmajor_matrix(k, x_size, kdim, eb)
+    v = _BLOCK[eb]
+    vty = f"<{v} x {_ELEM_TYPE[eb]}>"
+    align = v * eb
+    blocks_x = x_size // v
+    blocks = blocks_x * (kdim // v)
+    stop = -(-blocks // k.threads) * k.threads
+
+    def body(i: str, _: list[str]) -> list[str]:
+        # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
+        item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
+        x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
+        k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
+
+        def at(base: str, j: int) -> str:
+            return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
+
+        def move() -> None:
+            rows = []
+            for j in range(v):   # stored row j of the block
+                r, c = (at(k0, j), x0) if stored_k_rows else (at(x0, j), k0)
+                p = pointer(k, element_offset(k, src, "0", r, c))
+                rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align {align}", "cv"))
+            if value.tf32:   # f32 read as tf32: rounded as its ftof says (the hardware would truncate)
+                rows = [_tf32_words(k, r, v, value.tf32) for r in rows]
+            if stored_k_rows:
+                rows = _transpose(k, rows, _ELEM_TYPE[eb])
+            for j, row in enumerate(rows):
+                q = pointer(k, element_offset(k, dst, "0", at(x0, j), k0))
+                k.b.emit(f"store {vty} {row}, ptr addrspace(3) {q}, align {align}")
+
+        if stop != blocks:
+            k.guarded(k.b.op(f"icmp ult i32 {item}, {blocks}", "cw"), lambda: move() or None)
+        else:
+            move()
+        return []
+
+    counted_loop(k, "0", str(stop), k.threads, [], body)
+    fence_async_proxy(k)
+    return dst
+
+
+def store_kmajor(k: KernelLowering, tile: TileRegs, role: str, dst: Optional[SharedMatrix]) -> SharedMatrix:
+    """A register tile (A or B) stored K-major into `dst` (a new buffer when None), as it is (a
+    tile read as tf32 was rounded in registers by its ftof)."""
+    elem = tile.type.element
+    dst = dst or kmajor_buffer(k, tile.type.shape, role, storage_bytes(elem))  # type: ignore[arg-type]
+    k.barrier()   # earlier readers of the buffer (the previous iteration's mma) are done
+    lty = storage_type(elem)
+    for slot, v in enumerate(tile.slots):
+        *_, r, c = k.multi_index(tile.type.shape, slot, tile.layout)
+        x, kk = (r, c) if role == "a" else (c, r)
+        p = pointer(k, element_offset(k, dst, "0", x, kk))
+        k.store_first_copy(tile.type.num_elements, slot, tile.layout, f"store {lty} {to_storage(k, v, elem)}, "
+                           f"ptr addrspace(3) {p}")
+    fence_async_proxy(k)
+    return dst
+
+
+def _tf32_words(k: KernelLowering, row: str, v: int, mode: str) -> str:
+    """A <v x i32> row of f32 bits, each rounded to tf32 as `mode` says."""
+    from .ops_arith import _round_to_tf32
+
+    out = "undef"
+    for i in range(v):
+        word = k.b.op(f"extractelement <{v} x i32> {row}, i32 {i}", "tf")
+        rounded = _round_to_tf32(k, k.b.op(f"bitcast i32 {word} to float", "tf"), mode)
+        out = k.b.op(f"insertelement <{v} x i32> {out}, i32 {k.b.op(f'bitcast float {rounded} to i32', 'tf')}, "
+                     f"i32 {i}", "tf")
+    return out
+
+
+def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:
+    """The columns of a v x v block (v = 2 or 4) given as its v row vectors: shuffles, which the
+    NVPTX backend turns into byte permutes (prmt)."""
+    v = len(rows)
+
+    def shuffle(ty: str, a: str, b: str, mask: list[int]) -> str:
+        return k.b.op(f"shufflevector {ty} {a}, {ty} {b}, <{len(mask)} x i32> "
+                      f"<{', '.join(f'i32 {n}' for n in mask)}>", "ct")
+
+    vty = f"<{v} x {elem}>"
+    if v == 2:
+        return [shuffle(vty, rows[0], rows[1], [c, v + c]) for c in range(v)]
+    lo, hi = (shuffle(vty, rows[j], rows[j + 1], list(range(2 * v))) for j in (0, 2))
+    return [shuffle(f"<{2 * v} x {elem}>", lo, hi, [c, v + c, 2 * v + c, 3 * v + c]) for c in range(v)]
