@@ -8,10 +8,12 @@ running our code against numpy under the race checker (plain (M, K / 32) scales 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from functools import lru_cache
+from typing import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "tilegym"))
 
 from test_tile_layer import _entry, _module, _ptx, _ptxas_report  # noqa: E402
 
@@ -31,10 +32,34 @@ SBS = 32   # elements per scale
 def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
     """cutile-python's BlockScaledMatMul sample at these tiles, specialized for a 2 x 2 grid of them
     over a K of 4 tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs them)."""
-    import configs
-    import generate
-    from configs import A
+    with _tilegym() as (configs, generate):
+        return _export(configs, generate, tm, tn, tk, swizzled)
 
+
+@contextlib.contextmanager
+def _tilegym() -> Iterator[tuple]:
+    """TileGym's configs and generate modules. tests/realistic has modules of the same names, which
+    another test file may have imported first: load TileGym's while they are out of the way and
+    put the others back afterwards (generate.py imports configs when it runs)."""
+    names = ("configs", "generate")
+    saved = {name: sys.modules.pop(name, None) for name in names}
+    folder = str(ROOT / "tests" / "tilegym")
+    sys.path.insert(0, folder)
+    try:
+        import configs
+        import generate
+        yield configs, generate
+    finally:
+        sys.path.remove(folder)
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool) -> bytes:
+    A = configs.A
     m, n, k = 2 * tm, 2 * tn, 4 * tk
     scales = (A(E8, m // 128, k // SBS // 4, 32, 16), A(E8, n // 128, k // SBS // 4, 32, 16)) if swizzled else \
         (A(E8, m, k // SBS), A(E8, k // SBS, n))
