@@ -21,7 +21,7 @@ TILE_MAX_WARPS = 8
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 
 
-def _for_tensor_cores(load: Operation) -> bool:
+def for_tensor_cores(load: Operation) -> bool:
     """A load only mmas read (through reshapes and transposes): it is staged in shared memory."""
     users = list(load.results[0].uses)
     while users:
@@ -42,7 +42,7 @@ _NOT_COUNTED = (*_MMA, "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
 def _computed_in_registers(op: Operation) -> bool:
     if op.name in _NOT_COUNTED or not op.results:
         return False
-    return not (op.name == "cuda_tile.load_view_tko" and _for_tensor_cores(op))
+    return not (op.name == "cuda_tile.load_view_tko" and for_tensor_cores(op))
 
 
 def choose_threads(entry: Operation, gpu: str) -> int:
