@@ -109,9 +109,11 @@ def _rewrite(load: Operation, view: Value, pair: tuple[int, int]) -> None:
                                             attributes, location=load.location, segment_sizes=load.segment_sizes))
     outer, inner = pair
     stored = (old_tile.shape[inner], old_tile.shape[outer])   # rows along the strided dimension
-    flat = load.insert_before(Operation("cuda_tile.reshape", [new_load.results[0]], [TileType(stored, elem)],
-                                        location=load.location))
-    swapped = load.insert_before(Operation("cuda_tile.permute", [flat.results[0]],
+    flat = new_load.results[0]
+    if tile != stored:   # drop the unit dimensions
+        flat = load.insert_before(Operation("cuda_tile.reshape", [flat], [TileType(stored, elem)],
+                                            location=load.location)).results[0]
+    swapped = load.insert_before(Operation("cuda_tile.permute", [flat],
                                            [TileType(stored[::-1], elem)], {"permutation": (1, 0)},
                                            location=load.location))
     for old, new in zip(load.results[1:], new_load.results[1:]):
@@ -122,7 +124,9 @@ def _rewrite(load: Operation, view: Value, pair: tuple[int, int]) -> None:
         if isinstance(out, TileType) and out.shape == stored[::-1]:
             user.results[0].replace_all_uses_with(swapped.results[0])
             _erase(user)
-    if result.uses:
+    if result.uses and old_tile.shape == stored[::-1]:
+        result.replace_all_uses_with(swapped.results[0])
+    elif result.uses:
         back = load.insert_before(Operation("cuda_tile.reshape", [swapped.results[0]], [old_tile],
                                             location=load.location))
         result.replace_all_uses_with(back.results[0])
