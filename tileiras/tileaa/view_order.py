@@ -31,7 +31,7 @@ def order_views(entry: Operation) -> int:
     views: dict[Value, Value] = {}
     rewritten = 0
     for op in list(entry.walk()):
-        if op.name != LOAD or not for_tensor_cores(op):
+        if op.name != LOAD or not for_tensor_cores(op) or _scaled(op):
             continue
         plan = _transposed_pair(op)
         if plan is None:
@@ -45,6 +45,18 @@ def order_views(entry: Operation) -> int:
         if not old_view.uses:
             _erase(old_view.owner)  # type: ignore[attr-defined]
     return rewritten
+
+
+def _scaled(load: Operation) -> bool:
+    """True when a block-scaled mma reads the load (its operand staging is its own: left as it is)."""
+    users = list(load.results[0].uses)
+    while users:
+        user = users.pop()
+        if user.name == "cuda_tile.mmaf_scaled":
+            return True
+        if user.name in ("cuda_tile.reshape", "cuda_tile.permute"):
+            users.extend(user.results[0].uses)
+    return False
 
 
 def _transposed_pair(load: Operation) -> Optional[tuple[int, int]]:
