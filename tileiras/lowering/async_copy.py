@@ -26,13 +26,28 @@ from .values import PartitionViewVal, SharedTileVal
 _PADDINGS = (None, "zero")
 
 
+def matrix_dims(shape: tuple[int, ...]) -> Optional[tuple[int, int, int]]:
+    """(batch, rows, cols) of a tile stored as a shared matrix: a 2-D or 3-D tile, or a higher one
+    whose leading dimensions are all 1 (a 4-D view's (1, 1, rows, cols) block); None otherwise."""
+    if len(shape) == 2:
+        return 1, shape[0], shape[1]
+    if len(shape) >= 3 and all(d == 1 for d in shape[:-3]):
+        return shape[-3], shape[-2], shape[-1]
+    return None
+
+
+def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
+    """The tile coordinates of matrix element (b, r, c) (leading unit dimensions at 0)."""
+    return [r, c] if len(shape) == 2 else ["0"] * (len(shape) - 3) + [b, r, c]
+
+
 def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int:
     """Elements per copy (16, 8 or 4 bytes' worth), or 0 when no cp.async form is legal."""
     from .vector_access import vector_elements
 
     elem = tile.element
     if not isinstance(elem, ScalarType) or elem.bitwidth < 8 or view.padding not in _PADDINGS \
-            or not 2 <= len(tile.shape) <= 3:
+            or matrix_dims(tile.shape) is None:
         return 0
     nbytes = storage_bytes(elem)
     for size in (16, 8, 4):
@@ -57,7 +72,7 @@ def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: boo
 def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0) -> SharedMatrix:
     """The (unplaced) shared matrix of `tile`: its geometry and size."""
     shape = tile.shape
-    batch, rows, cols = (1, *shape) if len(shape) == 2 else shape
+    batch, rows, cols = matrix_dims(shape)  # type: ignore[misc]
     return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers,
                         swizzled=swizzled)
 
@@ -95,7 +110,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
         r_all = k.b.pre(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
         r = k.b.pre(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
         b = k.b.pre(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
-        local = [b, r, c] if len(shape) == 3 else [r, c]
+        local = tile_coords(shape, b, r, c)
 
         def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
             src, ok = element_address(k, op, view, index, local)
@@ -119,7 +134,7 @@ def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     count = matrix.rows * chunks_per_row // k.threads
     c = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {k.tid}, {chunks_per_row}', 'ch')}, {vec}", "cc")
     r = k.b.pre(f"udiv i32 {k.tid}, {chunks_per_row}", "cr")
-    local = ["0", r, c] if len(tile.shape) == 3 else [r, c]
+    local = tile_coords(tile.shape, "0", r, c)
     row_dim = len(tile.shape) - 2
     dst = pointer(k, element_offset(k, matrix, "0", r, c))
     for i, (src, ok) in enumerate(stepped_addresses(k, op, view, index, local, row_dim, step, count)):

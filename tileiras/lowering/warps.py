@@ -4,7 +4,11 @@ The kernel's `num_worker_warps_per_cta` optimization hint wins where the bytecod
 carries one for the target. Otherwise the accumulators decide: a tensor-core
 accumulator lives in registers for a whole K loop, and a thread has 255 of them,
 so the CTA gets enough warps that no accumulator needs more than
-`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most). Any
+`ACC_REGS_PER_THREAD` (4 warps, NVIDIA's default, at least; 16 at most), less
+`NEST_REGS` for each loop beyond two around the mma: an outer loop's state (a grouped
+GEMM's group, tile and problem bounds, the views it selects) stays live beside the
+accumulator through the whole K loop (a 128x128 f32 accumulator on 4 warps leaves too few
+registers under three loops: spills, where 8 warps have none). Any
 other computed tile (a row of 16k columns, attention's scores) gets warps until
 it takes at most `TILE_REGS_PER_THREAD` registers a thread (8 warps at most).
 """
@@ -16,12 +20,13 @@ from ..ir.core import Operation
 DEFAULT_WARPS = 4
 MAX_WARPS = 16
 ACC_REGS_PER_THREAD = 128
+NEST_REGS = 32
 TILE_REGS_PER_THREAD = 64
 TILE_MAX_WARPS = 8
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 
 
-def _for_tensor_cores(load: Operation) -> bool:
+def for_tensor_cores(load: Operation) -> bool:
     """A load only mmas read (through reshapes and transposes): it is staged in shared memory."""
     users = list(load.results[0].uses)
     while users:
@@ -42,7 +47,17 @@ _NOT_COUNTED = (*_MMA, "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
 def _computed_in_registers(op: Operation) -> bool:
     if op.name in _NOT_COUNTED or not op.results:
         return False
-    return not (op.name == "cuda_tile.load_view_tko" and _for_tensor_cores(op))
+    return not (op.name == "cuda_tile.load_view_tko" and for_tensor_cores(op))
+
+
+def _loop_depth(op: Operation) -> int:
+    """How many loops enclose `op`."""
+    depth, block = 0, op.parent
+    while block is not None and block.parent is not None and block.parent.parent is not None:
+        owner = block.parent.parent   # block -> region -> op
+        depth += owner.name in ("cuda_tile.for", "cuda_tile.loop")
+        block = owner.parent
+    return depth
 
 
 def choose_threads(entry: Operation, gpu: str) -> int:
@@ -73,6 +88,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
             from .ops_blockscale import accumulator_weight
 
             regs *= accumulator_weight(gpu)
-        while warps < MAX_WARPS and regs > warps * 32 * ACC_REGS_PER_THREAD:
+        budget = ACC_REGS_PER_THREAD - NEST_REGS * max(0, _loop_depth(op) - 2)
+        while warps < MAX_WARPS and regs > warps * 32 * budget:
             warps *= 2
     return 32 * warps

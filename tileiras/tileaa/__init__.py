@@ -2,6 +2,9 @@
 
 Between the cuda_tile module as read and the nv_tileas level (`tileiras.tileas`):
 
+* `view_order.py` (pass `order-views`, first): a tensor-core operand loaded through a
+  transposing view (`ct.load(order=...)`) is loaded in tensor order and transposed by a
+  `permute` that shared-memory operands pass through (vector copies instead of one element a load);
 * `facts.py` (pass `infer-facts`): every integer and pointer value gets `Value.facts`, a
   divisor (for a pointer, an alignment in bytes) proved from constants, `assume` predicates and
   arithmetic; every tensor view gets its base alignment and the divisors of its extents and

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from .facts import infer_facts
+from .view_order import order_views
 from .verify import verify
 
 # (pass name for --time-passes and --print-ir-after-all, function of the entry)
 PASSES = (
+    ("order-views", order_views),
     ("infer-facts", infer_facts),
     ("verify-nv_tileaa", verify),
 )
