@@ -15,7 +15,7 @@ from ..driver import remarks as _remarks
 from ..driver.errors import CompileError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
-from ..tileas.buffers import Liveness, SharedBuffers
+from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
 from .layout import BlockedLayout, Layout, row_major_strides
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
@@ -171,9 +171,7 @@ class KernelLowering:
 
     def lifetimes(self) -> Liveness:
         if self.liveness is None:
-            from .assign_layouts import _passes_shared
-
-            self.liveness = Liveness(self.entry, _passes_shared)
+            self.liveness = lifetimes(self.entry)
         return self.liveness
 
     def alloc_buffer(self, nbytes: int, align: int = 128, kind: str = "buffer",

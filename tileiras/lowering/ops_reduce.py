@@ -166,10 +166,15 @@ _MIN_SLICE = 1
 
 
 def _chunks(k: KernelLowering, srcs: list[TileRegs], n: int) -> int:
-    """Slices of the reduced dimension (a power of two dividing it) whose scratch fits."""
+    """Slices of the reduced dimension whose scratch fits the target's shared memory."""
     from .smem import opt_in_limit
 
-    limit = opt_in_limit(k.sm) - k.static_smem_bytes
+    return _slices(k, srcs, n, opt_in_limit(k.sm) - k.static_smem_bytes)
+
+
+def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:
+    """The fewest slices (a power of two dividing `n`) whose scratch fits below `limit` beside the
+    buffers alive at the op."""
     start, end = k.op_lifetime()
     chunks = 1
     while True:

@@ -138,6 +138,32 @@ class Liveness:
         return start, end
 
 
+# entry -> its Liveness, from the `shared-buffer-lifetimes` pass to the lowering (which may lower an
+# entry several times); keyed by identity with the entry kept beside it, the last few only
+_COMPUTED: dict[int, tuple[Operation, Liveness]] = {}
+_KEPT = 16
+
+
+def compute_lifetimes(entry: Operation, _assignment: object = None) -> Liveness:
+    """Pass `shared-buffer-lifetimes`: number the ops of `entry` (after the level's last rewrite)
+    for the lifetimes of the buffers the lowering asks for."""
+    from ..lowering.assign_layouts import _passes_shared
+
+    live = Liveness(entry, _passes_shared)
+    _COMPUTED[id(entry)] = (entry, live)
+    while len(_COMPUTED) > _KEPT:
+        del _COMPUTED[next(iter(_COMPUTED))]
+    return live
+
+
+def lifetimes(entry: Operation) -> Liveness:
+    """`entry`'s Liveness: the pass's, unless the entry changed since (or the pass did not run)."""
+    held = _COMPUTED.get(id(entry))
+    if held is not None and held[0] is entry and len(held[1].ops) == sum(1 for _ in entry.walk()):
+        return held[1]
+    return compute_lifetimes(entry)
+
+
 def _parent_op(op: Operation) -> Optional[Operation]:
     block = getattr(op, "parent", None)
     region = getattr(block, "parent", None)
