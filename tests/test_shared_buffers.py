@@ -44,7 +44,7 @@ def test_a_buffer_without_a_lifetime_reuses_nothing_and_gives_nothing() -> None:
 
 def test_a_lifetime_that_leaves_a_loop_starts_at_the_loop() -> None:
     """A tile copied inside a loop and read after it is alive for the whole loop (every iteration
-    writes it); one read in a loop that does not define it is alive until that loop ends."""
+    writes it); one read in a loop that does not define it lives to the kernel's end."""
     from tileiras.frontend import load_module
     from tileiras.tileas.buffers import LOOPS, Liveness
 
@@ -56,14 +56,14 @@ def test_a_lifetime_that_leaves_a_loop_starts_at_the_loop() -> None:
     inner = live.ops[first + 2]
     assert live.normalize(live.position(inner), last + 1) == (first, last + 1)
     assert live.normalize(live.position(inner), last) == (live.position(inner), last)
-    # a value defined before the loops and read in one: alive to the end of that loop
+    # a value defined before the loops and read in one (maybe never): alive to the kernel's end
     loops = [op for op in live.ops if op.name in LOOPS]
     read_in_loop = [(op, loop) for op in live.ops[1:first] if op.results for loop in loops
                     for use in op.results[0].uses if live.op_range(loop)[0] < live.position(use) <= live.op_range(loop)[1]]
     assert read_in_loop
     for op, loop in read_in_loop:
         start, end = live.value_range(op.results[0], op)
-        assert start == live.position(op) and end >= live.op_range(loop)[1]
+        assert (start, end) == (live.position(op), live.end)
 
 
 def test_the_verifier_rejects_overlapping_live_buffers_and_misalignment() -> None:
@@ -108,11 +108,11 @@ FORMERLY_FAILING_SWEEP = [("tg_fmha_f16_d128_causal_256x128", "sm_80", 166912),
 
 
 def _check_fits(name: str, gpu: str, limit: int) -> None:
-    smem, plan = _lower(TILEGYM / "bytecode" / f"{name}.tileirbc", gpu)
-    assert 0 < smem <= limit, (smem, plan)
+    smem, plan = _lower(TILEGYM / "bytecode" / f"{name}.tileirbc", gpu)   # dynamic: 0 when 48 KB do
     total = int(plan[0].split("shared buffers: ")[1].split(" ")[0])
     asked = int(plan[0].split("; ")[1].split(" ")[0])
-    assert total < asked and total <= smem, plan[0]        # reuse happened
+    assert total <= limit and smem in (0, total), (smem, plan)
+    assert total < asked and asked > limit, plan[0]        # reuse made it fit
     spans = [(_offsets(line), line) for line in plan[1:]]
     assert any(a[0] < b[1] and b[0] < a[1] for i, (a, _) in enumerate(spans) for b, _ in spans[i + 1:]), plan
 

@@ -14,10 +14,11 @@ Lifetimes (the lowering states them; `Liveness` computes them from the IR):
 * ``op``: alive while one op runs (scratch, a tile staged for one mma, an epilogue's restaging);
   every writer meets the CTA at a barrier before it writes, so the previous owner's readers are
   done;
-* ``value``: a tile copied into the buffer by one op and read by later ones: from the copy to
-  its last reader (through ops that only re-view it), extended to the end of every loop that
-  reads it but does not define it (the next iteration reads it again), and to the start of every
-  loop that defines it but reads it after its end;
+* ``value``: a tile copied into the buffer by one op and read by later ones in the same region:
+  from the copy to its last reader (through ops that only re-view it; its first reader waits for
+  the copy), extended to the start of every loop that defines it but reads it after its end. A
+  reader in a region that does not hold the copy (a loop body that may run many times or never,
+  a branch) keeps it to the kernel's end: a copy nobody waited for must not land in reused bytes;
 * ``kernel`` (the default, for any buffer whose owner says nothing): from where it is asked for to
   the end of the kernel, above every buffer asked for so far, so nobody reuses its bytes and it
   reuses nobody's (its first writer may not meet the CTA at a barrier first: an mbarrier's init).
@@ -120,12 +121,21 @@ class Liveness:
         return self.normalize(start, end)
 
     def _use_end(self, use: Operation, definer: Operation) -> int:
-        """A read by `use`: in a loop that does not hold `definer`, every iteration reads it."""
-        around_def = {id(x) for x in self._loops_around(definer)}
-        for loop in self._loops_around(use):
-            if id(loop) not in around_def:
-                return self.last[id(loop)]
+        """A read by `use`. Inside a region (a loop, a branch) that does not hold `definer`, the read
+        may run many times or never: an asynchronous fill that nobody waits for could still land
+        after the last read, so the buffer lives to the kernel's end."""
+        around_def = {id(x) for x in self._ops_around(definer)}
+        if any(id(x) not in around_def for x in self._ops_around(use)):
+            return self.end
         return self.op_range(use)[1]
+
+    def _ops_around(self, op: Operation) -> list[Operation]:
+        out: list[Operation] = []
+        parent = _parent_op(op)
+        while parent is not None:
+            out.append(parent)
+            parent = _parent_op(parent)
+        return out
 
     def normalize(self, start: int, end: int) -> tuple[int, int]:
         """A lifetime that starts inside a loop and ends after it is alive from the loop's start
