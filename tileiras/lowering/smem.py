@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 STATIC_LIMIT = 48 * 1024
 BUFFER_ALIGN = 128
+REGION_ALIGN = 16        # the region's size: a whole number of 16-byte vectors
 SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
 # Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
@@ -149,10 +150,9 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
     (tileas/buffers.py) and listed for --print-ir-after-all."""
     from ..tileas.buffers import verify
 
-    buffers = -(-k.buffer_bytes // BUFFER_ALIGN) * BUFFER_ALIGN
-    scratch = k.smem_bytes
+    buffers = -(-k.buffer_bytes // REGION_ALIGN) * REGION_ALIGN
     static_other = k.static_smem_bytes   # allocas: always static
-    total = buffers + scratch + static_other
+    total = buffers + static_other
     limit = opt_in_limit(k.sm)
     if total > limit:
         by_kind: dict[str, int] = {}
@@ -177,8 +177,4 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
         return text, defs, 0
     defs.append("@__tileir_dsmem = external addrspace(3) global [0 x i8], align 1024")
     text = text.replace("@__tileir_buffers", "@__tileir_dsmem")
-    if scratch:
-        text = text.replace("@__tileir_scratch",
-                            f"getelementptr inbounds (i8, ptr addrspace(3) @__tileir_dsmem, i32 {buffers})")
-    k.smem_bytes = 0   # the scratch now lives in the dynamic array
-    return text, defs, buffers + scratch
+    return text, defs, buffers
