@@ -159,14 +159,10 @@ def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: i
             r.append(v)
 
 
-# A reduction whose whole-tile scratch does not fit beside the buffers alive at it goes through
-# scratch in slices of the reduced dimension (the same fold order: slice by slice, each result
-# carrying its partial fold), down to this many elements of the dimension per slice.
-_MIN_SLICE = 1
-
-
 def _chunks(k: KernelLowering, srcs: list[TileRegs], n: int) -> int:
-    """Slices of the reduced dimension whose scratch fits the target's shared memory."""
+    """Slices of the reduced dimension whose scratch fits the target's shared memory: a reduction
+    whose whole-tile scratch does not fit beside the buffers alive at it goes through scratch
+    slice by slice (the same fold order, each result carrying its partial fold)."""
     from .smem import opt_in_limit
 
     return _slices(k, srcs, n, opt_in_limit(k.sm) - k.static_smem_bytes)
@@ -179,8 +175,7 @@ def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:
     chunks = 1
     while True:
         nbytes = _scratch_bytes(srcs, chunks)
-        if k.buffers.first_fit(nbytes, 16, start, end) + nbytes <= limit or n % (2 * chunks) \
-                or n // (2 * chunks) < _MIN_SLICE:
+        if k.buffers.first_fit(nbytes, 16, start, end) + nbytes <= limit or n % (2 * chunks):
             return chunks
         chunks *= 2
 

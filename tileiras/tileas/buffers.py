@@ -227,10 +227,6 @@ class SharedBuffers:
         asynchronous access and met the CTA at a barrier, and nothing after reads them."""
         self.buffers = [replace(b, end=before - 1) if b.start < before <= b.end else b for b in self.buffers]
 
-    def fits_in_place(self, nbytes: int, align: int, start: int, end: int) -> bool:
-        """Would a buffer alive during [start, end] fit below the current total (reusing bytes)?"""
-        return self.first_fit(nbytes, align, start, end) + nbytes <= self.total
-
     def describe(self) -> list[str]:
         return [f"//     {b.kind:<10} [{b.offset:>6}, {b.offset + b.nbytes:>6}) {b.nbytes:>6} B align {b.align}"
                 f"{f' swizzle {b.swizzle}B' if b.swizzle else ''} alive ops {b.start}..{b.end}"
