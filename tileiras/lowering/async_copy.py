@@ -46,7 +46,7 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
 
 
 def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
-               elem_bytes: int = 0, kind: str = "ring", lifetime: Optional[tuple[int, int]] = None) -> SharedMatrix:
+               elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None) -> SharedMatrix:
     """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
     wgmma's 128-byte swizzled layout (1024-byte aligned); `elem_bytes`: when the elements are
     stored converted (0: as they are); `kind` and `lifetime`: as `KernelLowering.alloc_buffer`."""
