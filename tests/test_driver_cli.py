@@ -189,7 +189,7 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     # nv_tileaa (views in tensor order, facts), then layout assignment and nv_tileas, then token order and LLVM IR
     assert passes == [f"{name} (sm_90)" for name in (
         "order-views", "infer-facts", "verify-nv_tileaa", "assign-layouts", "materialize-layouts", "fuse-conversions",
-        "verify-nv_tileas", "token-order", "lower to LLVM IR")]
+        "verify-nv_tileas", "shared-buffer-lifetimes", "token-order", "lower to LLVM IR")]
 
 
 def test_ptxas_only_change_reuses_cached_ptx(tmp_path: Path) -> None:

@@ -75,14 +75,23 @@ def _entry(module) -> str:
                 if op.name == "cuda_tile.entry")
 
 
-def _ptx(data: bytes, gpu: str, tmp_path: Path) -> str:
+def _ptx(data: bytes, gpu: str, tmp_path: Path, dump: list[str] | None = None) -> str:
+    """The PTX; `dump` gets the --print-ir-after-all lines where given."""
     src = tmp_path / "k.tileirbc"
     src.write_bytes(data)
     out = tmp_path / f"k_{gpu}.ptx"
     done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
-                           str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+                           *(["--print-ir-after-all"] if dump is not None else []), str(src), "-o", str(out)],
+                          capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+    if dump is not None:
+        dump += done.stderr.splitlines()
     return out.read_text()
+
+
+def _scratch_buffers(dump: list[str]) -> list[str]:
+    """The shared buffers of a layout conversion or a reduction in a kernel's plan (tileas/buffers.py)."""
+    return [line for line in dump if line.lstrip("/ ").startswith(("conversion ", "reduction "))]
 
 
 def _ptxas_report(ptx: str, gpu: str, tmp_path: Path) -> str:
@@ -267,12 +276,14 @@ def test_flash_attention_matches_numpy(gpu) -> None:
 @pytest.mark.parametrize("config", [(4096, 64, 128, 64), (4096, 128, 128, 128)], ids=lambda c: f"d{c[1]}-{c[2]}x{c[3]}")
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_86", "sm_90", "sm_120"])
 def test_flash_attention_scores_stay_in_registers(config, gpu, tmp_path: Path) -> None:
-    ptx = _ptx(_attention(*config), gpu, tmp_path)
+    dump: list[str] = []
+    ptx = _ptx(_attention(*config), gpu, tmp_path, dump)
     # the row max and sum of the scores are quad shuffles, P feeds the second mma from registers:
     # nothing goes through the scratch, and the barriers are those of the K/V copies (and the two of
     # the epilogue, which stages the output in the freed buffers for 16-byte stores)
     assert "shfl.sync.bfly" in ptx
-    assert "__tileir_scratch" not in ptx
+    assert any("shared buffers:" in line for line in dump)
+    assert not _scratch_buffers(dump)
     assert ptx.count("bar.sync") <= 7, ptx.count("bar.sync")
     # sm_90: the warp-specialized pipeline's setmaxnreg makes it sm_90a code (test_mbarrier_pipeline.py)
     report = _ptxas_report(ptx, "sm_90a" if ".target sm_90a" in ptx else gpu, tmp_path)
@@ -299,15 +310,19 @@ def test_a_pipeline_without_its_wait_is_reported_as_a_race(monkeypatch, tmp_path
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 
 
-def _realistic_ptx(name: str, gpu: str, tmp_path: Path) -> tuple[str, dict]:
-    """PTX and launch metadata of one realistic configuration (tests/realistic)."""
+def _realistic_ptx(name: str, gpu: str, tmp_path: Path, dump: list[str] | None = None) -> tuple[str, dict]:
+    """PTX and launch metadata of one realistic configuration (tests/realistic); `dump` gets the
+    --print-ir-after-all lines where given."""
     import json
 
     out = tmp_path / f"{name}_{gpu}.ptx"
     done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--emit-metadata",
+                           *(["--print-ir-after-all"] if dump is not None else []),
                            "--gpu-name", gpu, str(REALISTIC / f"{name}.tileirbc"), "-o", str(out)],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+    if dump is not None:
+        dump += done.stderr.splitlines()
     return out.read_text(), json.loads(Path(f"{out}.json").read_text())["kernels"][0]
 
 
@@ -315,8 +330,10 @@ def _realistic_ptx(name: str, gpu: str, tmp_path: Path) -> tuple[str, dict]:
 def test_causal_head128_attention_fits_99kb_with_its_mask_in_fragments(name, tmp_path: Path) -> None:
     """The causal mask (row and column iotas, broadcast and compared) is built in the mma fragment
     layout of the scores: no scratch converts it, so Q, K and V (96 KB) fit sm_86's 99 KB."""
-    ptx, meta = _realistic_ptx(name, "sm_86", tmp_path)
-    assert "__tileir_scratch" not in ptx
+    dump: list[str] = []
+    ptx, meta = _realistic_ptx(name, "sm_86", tmp_path, dump)
+    assert any("shared buffers:" in line for line in dump)
+    assert not _scratch_buffers(dump)
     assert meta["dynamic_smem"] <= 101376, meta["dynamic_smem"]
     assert "0 bytes spill stores" in _ptxas_report(ptx, "sm_86", tmp_path)
 

@@ -61,12 +61,13 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
 
 
 def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
-               elem_bytes: int = 0) -> SharedMatrix:
+               elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None) -> SharedMatrix:
     """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
     wgmma's 128-byte swizzled layout (1024-byte aligned); `elem_bytes`: when the elements are
-    stored converted (0: as they are)."""
+    stored converted (0: as they are); `kind` and `lifetime`: as `KernelLowering.alloc_buffer`."""
     matrix = matrix_shape(k, tile, swizzled, elem_bytes)
-    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128))
+    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128, kind, lifetime,
+                                                 matrix.span if swizzled else 0))
 
 
 def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0) -> SharedMatrix:
@@ -81,8 +82,10 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async."""
     if not chunk_elements(op, view, tile):
         return None
-    matrix = new_matrix(k, tile, swizzled=k.assignment is not None and k.assignment.is_swizzled(op.results[0]))
-    k.barrier()  # readers of the buffer's previous contents (an earlier iteration) are done
+    # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
+    matrix = new_matrix(k, tile, swizzled=k.assignment is not None and k.assignment.is_swizzled(op.results[0]),
+                        kind="staging", lifetime=k.lifetimes().value_range(op.results[0], op))
+    k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
     issue_copies(k, op, view, tile, matrix)
     commit(k)
     return SharedTileVal(tile, matrix, pending=True)

@@ -3,8 +3,9 @@
 An `MmaLayout` fragment gives a thread two adjacent elements per row (4 or 8
 bytes), so a view store straight from it is 4 or 8 bytes wide. Once the
 kernel's last tensor-core op has run, the shared buffers that staged its
-operands are free: the tile is written there (a padded row-major matrix at the
-start of the buffers region, two elements per shared store) and read back in a
+operands are free (`SharedBuffers.release` ends every lifetime there): the tile
+is written in an `epilogue` buffer the planner places over them (a padded
+row-major matrix, two elements per shared store) and read back in a
 blocked layout whose runs are 16 bytes, which the view store then writes with
 16-byte accesses, as NVIDIA's epilogues do. Done only where it reuses memory
 the kernel has anyway (the tile fits in the buffers), where nothing after the
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
+from ..ir.record import replace
 from ..ir.types import ScalarType
 from .kernel import KernelLowering, storage_type
 from .layout import BlockedLayout, MmaLayout
@@ -37,7 +39,8 @@ def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[
     n = tile.type.num_elements
     if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
         return None
-    if _matrix(k, tile).nbytes > k.buffer_bytes or not _buffers_free_after(k, op) or _holds_mbarriers(k):
+    # only where it reuses bytes the kernel has anyway: once released, every buffer is free
+    if _matrix(k, tile).nbytes > k.buffers.total or not _buffers_free_after(k, op) or _holds_mbarriers(k):
         return None
     return blocked
 
@@ -48,8 +51,9 @@ def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileReg
     assert isinstance(src, MmaLayout)
     elem = tile.type.element
     lty = storage_type(elem)
-    matrix = _matrix(k, tile)
     _release_buffers(k)
+    matrix = _matrix(k, tile)
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", k.op_lifetime()))
     pair = f"<2 x {lty}>"
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
         b, r, c, valid = src.coords(k.b.pre, k.tid, slot)
@@ -71,6 +75,7 @@ def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileReg
 
 
 def _matrix(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
+    """The padded row-major matrix the tile is restaged in (placed by `restage`)."""
     b, m, n = tile.layout.shape  # type: ignore[union-attr]
     return SharedMatrix(0, b, m, n, tile.type.element.bitwidth // 8)  # type: ignore[union-attr]
 
@@ -107,6 +112,7 @@ def _release_buffers(k: KernelLowering) -> None:
     if k.assignment is not None and k.assignment.wgmma_ops:
         fence_async_proxy(k)
     k.barrier()
+    k.buffers.release(k.lifetimes().position(k.current_op))
 
 
 def _llvm(elem: ScalarType) -> str:

@@ -15,6 +15,7 @@ from ..driver import remarks as _remarks
 from ..driver.errors import CompileError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
+from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
 from .layout import BlockedLayout, Layout, row_major_strides
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
@@ -41,8 +42,12 @@ class KernelLowering:
         self.threads = threads
         self.b = FunctionBuilder()
         self.values: dict[Value, Any] = {}
-        self.smem_bytes = 0                 # scratch (smem.py places it)
-        self.buffer_bytes = 0               # staged tiles (smem.py)
+        self.smem_bytes = 0                 # shared memory outside the buffers (none: scratch is a buffer too)
+        self.buffer_bytes = 0               # shared memory of the buffers placed so far (tileas/buffers.py)
+        self.buffers = SharedBuffers()      # every shared buffer: size, alignment, lifetime, offset
+        self.liveness: Optional[Liveness] = None   # op positions, computed at the first buffer
+        self.current_op: Optional[Operation] = None   # the op being lowered (lower_block)
+        self._op_scratch: dict[int, Any] = {}   # op -> its scratch buffer (one per op, reused within it)
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.smem_reserve = 0               # bytes pipelines leave free for what the loop body allocates later
@@ -164,16 +169,38 @@ class KernelLowering:
                 return pipeline
         return None
 
-    def alloc_buffer(self, nbytes: int, align: int = 128) -> int:
-        """A new shared-memory buffer of `nbytes` (a multiple of 128); its offset in the buffers region."""
-        offset = -(-self.buffer_bytes // align) * align
-        self.buffer_bytes = offset + nbytes
-        return offset
+    def lifetimes(self) -> Liveness:
+        if self.liveness is None:
+            self.liveness = lifetimes(self.entry)
+        return self.liveness
 
-    def scratch(self, nbytes: int) -> str:
-        """The kernel's shared scratch buffer (sized to the largest request)."""
-        self.smem_bytes = max(self.smem_bytes, nbytes)
-        return "@__tileir_scratch"
+    def alloc_buffer(self, nbytes: int, align: int = 128, kind: str = "buffer",
+                     lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0) -> int:
+        """A new shared-memory buffer of `nbytes`; its offset in the buffers region. `lifetime`
+        (op positions, `lifetimes()`): where it may share bytes with buffers alive at other
+        times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py)."""
+        live = self.lifetimes()
+        what = self.current_op.name if self.current_op is not None else ""
+        buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
+                                       swizzle, what)
+        self.buffer_bytes = self.buffers.total
+        return buffer.offset
+
+    def op_lifetime(self) -> tuple[int, int]:
+        """The lifetime of a buffer the current op fills and reads before it ends."""
+        return self.lifetimes().op_range(self.current_op)
+
+    def scratch(self, nbytes: int, kind: str = "conversion") -> str:
+        """Shared scratch for the current op (elements exchanged between threads: every use starts
+        with a CTA barrier and is read before the op ends, so one buffer serves all of an op's uses)."""
+        from .smem import pointer
+
+        key = id(self.current_op)
+        held = self._op_scratch.get(key)
+        if held is None or held[1] < nbytes:
+            held = (self.alloc_buffer(nbytes, 16, kind, self.op_lifetime()), nbytes)
+            self._op_scratch[key] = held
+        return pointer(self, str(held[0]))
 
     def _to_shared(self, sources: list[TileRegs]) -> tuple[str, str]:
         """Store every source element at its row-major index (sources end to end); (buffer, type)."""
@@ -268,7 +295,9 @@ class KernelLowering:
             handler = LOWERINGS.get(op.name)
             if handler is None:
                 raise op_error(op, f"cannot be lowered for {self.gpu} yet")
+            outer, self.current_op = self.current_op, op
             handler(self, op)
+            self.current_op = outer
 
 
 def storage_type(elem: Type) -> str:

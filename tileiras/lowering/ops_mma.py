@@ -95,9 +95,10 @@ def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMa
 
     shape = tile.type.shape
     elem = tile.type.element
-    matrix = new_matrix(k, tile.type, swizzled=swizzled)
+    # read by this op's mma only (it waits for its reads before the op ends): the op's lifetime
+    matrix = new_matrix(k, tile.type, swizzled=swizzled, kind="restaging", lifetime=k.op_lifetime())
     lty = storage_type(elem)
-    k.barrier()  # earlier readers of this buffer (the previous iteration's mma) are done
+    k.barrier()  # earlier readers of this buffer's bytes (the previous iteration's mma, an earlier owner) are done
     for slot, v in enumerate(tile.slots):
         idx = k.multi_index(shape, slot, tile.layout)
         b, r, c = (idx if len(idx) == 3 else ["0", *idx])

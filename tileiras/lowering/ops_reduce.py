@@ -3,8 +3,9 @@
 All of them read elements owned by other threads. A reduce or scan whose
 rows `assign_layouts` put in warps combines with shuffles (`warp_reduce.py`);
 otherwise the inputs go to shared memory first and each thread computes the
-result elements it owns with a counted loop. This is the correctness-first form (one FMA chain per
-output element); tensor-core paths replace the mma loop per target.
+result elements it owns with a counted loop (in slices of the reduced dimension where the whole
+tile's scratch would not fit beside the buffers alive at the op). This is the correctness-first
+form (one FMA chain per output element); tensor-core paths replace the mma loop per target.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
         offset = -(-offset // 8) * 8
         bases.append(offset)
         offset += t.type.num_elements * storage_bytes(t.type.element)
-    buf = k.scratch(offset)
+    buf = k.scratch(offset, "reduction")
     k.barrier()
     ptrs = []
     for t, base in zip(tiles, bases):
@@ -109,9 +110,25 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
     reverse = bool(op.attributes.get("reverse", False))
     shape = srcs[0].type.shape
     n = shape[dim]
-    bases = to_scratch(k, srcs)
+    chunks = 1 if scan else _chunks(k, srcs, n)
     lts = [llvm_type(s.type.element) for s in srcs]
+    rtype0 = op.results[0].type
+    assert isinstance(rtype0, TileType)
     results: list[list[str]] = [[] for _ in srcs]
+    if chunks > 1:
+        _chunked_reduce(k, op, srcs, dim, chunks, lts, results)
+    else:
+        _whole_reduce(k, op, srcs, dim, scan, reverse, lts, results)
+    for result, slots in zip(op.results, results):
+        k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
+
+
+def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, scan: bool, reverse: bool,
+                  lts: list[str], results: list[list[str]]) -> None:
+    """Every source element in scratch at once; each result slot folds its row."""
+    shape = srcs[0].type.shape
+    n = shape[dim]
+    bases = to_scratch(k, srcs)
     rtype0 = op.results[0].type
     assert isinstance(rtype0, TileType)
     for slot in range(k.slots(rtype0)):
@@ -140,8 +157,107 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
         finals = counted_loop(k, start, stop, step, list(zip(lts, init)), body)
         for r, v in zip(results, finals):
             r.append(v)
-    for result, slots in zip(op.results, results):
-        k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
+
+
+def _chunks(k: KernelLowering, srcs: list[TileRegs], n: int) -> int:
+    """Slices of the reduced dimension whose scratch fits the target's shared memory: a reduction
+    whose whole-tile scratch does not fit beside the buffers alive at it goes through scratch
+    slice by slice (the same fold order, each result carrying its partial fold)."""
+    from .smem import opt_in_limit
+
+    return _slices(k, srcs, n, opt_in_limit(k.sm) - k.static_smem_bytes)
+
+
+def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:
+    """The fewest slices (a power of two dividing `n`) whose scratch fits below `limit` beside the
+    buffers alive at the op."""
+    start, end = k.op_lifetime()
+    chunks = 1
+    while True:
+        nbytes = _scratch_bytes(srcs, chunks)
+        if k.buffers.first_fit(nbytes, 16, start, end) + nbytes <= limit or n % (2 * chunks):
+            return chunks
+        chunks *= 2
+
+
+def _scratch_bytes(srcs: list[TileRegs], chunks: int) -> int:
+    offset = 0
+    for t in srcs:
+        offset = -(-offset // 8) * 8 + t.type.num_elements // chunks * storage_bytes(t.type.element)
+    return offset
+
+
+def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, chunks: int,
+                    lts: list[str], results: list[list[str]]) -> None:
+    """The reduction slice by slice along `dim`: each slice's elements in scratch (a tile of the
+    slice's shape), then every result slot folds that slice into its running value."""
+    shape = srcs[0].type.shape
+    width = shape[dim] // chunks
+    sliced = tuple(width if d == dim else size for d, size in enumerate(shape))
+    rtype0 = op.results[0].type
+    assert isinstance(rtype0, TileType)
+    running: list[list[str]] = []
+    for c in range(chunks):
+        bases = _slice_to_scratch(k, srcs, dim, c, width)
+        for slot in range(k.slots(rtype0)):
+            ridx = k.multi_index(rtype0.shape, slot)
+            full = list(ridx[:dim]) + ["0"] + list(ridx[dim:])
+
+            def elements(i: str) -> list[str]:
+                idx = list(full)
+                idx[dim] = i
+                lin = k.linear(idx, sliced)
+                return [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
+
+            def body(i: str, accs: list[str]) -> list[str]:
+                return _apply_body(k, op, elements(i), accs)
+            if c == 0:
+                running.append(counted_loop(k, "1", str(width), 1, list(zip(lts, elements("0"))), body))
+            else:
+                running[slot] = counted_loop(k, "0", str(width), 1, list(zip(lts, running[slot])), body)
+    for slot_values in running:
+        for r, v in zip(results, slot_values):
+            r.append(v)
+
+
+def _slice_to_scratch(k: KernelLowering, tiles: list[TileRegs], dim: int, c: int, width: int) -> list[str]:
+    """Store the elements of slice `c` (indices c * width .. of `dim`) of each tile in scratch, at
+    their row-major index in the slice; each tile's base pointer."""
+    shape = tiles[0].type.shape
+    inner = 1
+    for d in shape[dim + 1:]:
+        inner *= d
+    n = shape[dim]
+    sizes = [t.type.num_elements // (n // width) * storage_bytes(t.type.element) for t in tiles]
+    bases, offset = [], 0
+    for size in sizes:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += size
+    buf = k.scratch(offset, "reduction")
+    k.barrier()
+    ptrs = []
+    for t, base in zip(tiles, bases):
+        p = k.b.op(f"getelementptr i8, ptr addrspace(3) {buf}, i32 {base}", "sb") if base else buf
+        ptrs.append(p)
+        lty = storage_type(t.type.element)
+        for s, v in enumerate(t.slots):
+            e = k.elem_index(t.type.num_elements, s, t.layout)
+            outer = k.b.op(f"udiv i32 {e}, {n * inner}", "cs")
+            at = k.b.op(f"urem i32 {e}, {n * inner}", "cs")          # index within one outer block
+            lo = c * width * inner
+            mine = k.b.op(f"and i1 {k.b.op(f'icmp uge i32 {at}, {lo}', 'cs')}, "
+                          f"{k.b.op(f'icmp ult i32 {at}, {lo + width * inner}', 'cs')}", "cs")
+            valid = k.slot_valid(t.type.num_elements, s, t.layout)
+            if valid is not None:
+                mine = k.b.op(f"and i1 {mine}, {valid}", "cs")
+            local = k.b.op(f"add i32 {k.b.op(f'mul i32 {outer}, {width * inner}', 'cs')}, "
+                           f"{k.b.op(f'sub i32 {at}, {lo}', 'cs')}", "cs")
+            q = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {p}, i32 {local}", "sp")
+            stored = to_storage(k, v, t.type.element)
+            k.guarded(mine, lambda q=q, stored=stored, lty=lty: k.b.emit(f"store {lty} {stored}, ptr addrspace(3) {q}"))
+    k.barrier()
+    return ptrs
 
 
 def _reduce(k: KernelLowering, op: Operation) -> None:

@@ -102,7 +102,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.pipelines_refused = True   # lower_entry may try again without padding
         k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
         return None
-    matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load]) for load in plan.loads}
+    # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
+    matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load], kind="ring", lifetime=k.op_lifetime())
+                for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = None
     specialized = False

@@ -1,15 +1,15 @@
 """Shared memory of one kernel: explicit buffers, their padding, and static vs dynamic placement.
 
-A kernel's shared memory is two regions: the *buffers* (tiles staged for tensor
-cores, each a sized, aligned, padded value with an offset fixed when it is
-allocated) and the *scratch* (reused by every op that exchanges elements
-between threads; sized to the largest request). The lowering names them
-`@__tileir_buffers` and `@__tileir_scratch`; `place` decides at the end of a
-kernel where they live:
+A kernel's shared memory is one region of *buffers* (tiles staged for tensor
+cores, pipeline rings, mbarriers, the scratch of conversions and reductions,
+epilogue restaging: each a sized, aligned value with a lifetime and an offset
+that `tileas.buffers.SharedBuffers` fixes when it is allocated, reusing the bytes
+of buffers whose lifetime is over). The lowering names the region
+`@__tileir_buffers`; `place` decides at the end of a kernel where it lives:
 
 * up to 48 KB in all (the static limit of every target): two static globals;
-* beyond that: one dynamic (`extern .shared`) array, buffers first, then the
-  scratch, up to the target's opt-in maximum. The launch metadata carries the
+* beyond that: one dynamic (`extern .shared`) array, up to the target's
+  opt-in maximum. The launch metadata carries the
   size, our launcher sets it, and cuTile's launcher grants a kernel all the
   dynamic shared memory the device allows beyond its static size.
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 STATIC_LIMIT = 48 * 1024
 BUFFER_ALIGN = 128
+REGION_ALIGN = 16        # the region's size: a whole number of 16-byte vectors
 SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
 # Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
@@ -145,16 +146,27 @@ class SharedMemoryOverflow(CompileError):
 
 
 def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], int]:
-    """(function text, definitions, dynamic bytes): the kernel's buffers and scratch placed."""
-    buffers = -(-k.buffer_bytes // BUFFER_ALIGN) * BUFFER_ALIGN
-    scratch = k.smem_bytes
+    """(function text, definitions, dynamic bytes): the kernel's buffers placed, their plan verified
+    (tileas/buffers.py) and listed for --print-ir-after-all."""
+    from ..tileas.buffers import verify
+
+    buffers = -(-k.buffer_bytes // REGION_ALIGN) * REGION_ALIGN
     static_other = k.static_smem_bytes   # allocas: always static
-    total = buffers + scratch + static_other
+    total = buffers + static_other
     limit = opt_in_limit(k.sm)
     if total > limit:
+        by_kind: dict[str, int] = {}
+        for b in k.buffers.buffers:
+            by_kind[b.kind] = by_kind.get(b.kind, 0) + b.nbytes
+        asked = ", ".join(f"{n} {kind}" for kind, n in sorted(by_kind.items(), key=lambda kv: -kv[1]))
         raise SharedMemoryOverflow(f"error: kernel '{name}' needs {total} bytes of shared memory "
-                           f"({buffers} for staged tiles, {scratch} scratch, {static_other} allocas); "
-                           f"{k.gpu} allows at most {limit} per block", total - limit)
+                                   f"({buffers} for buffers alive at once, of {asked or 'none'} asked for; "
+                                   f"{static_other} allocas); {k.gpu} allows at most {limit} per block",
+                                   total - limit)
+    verify(k.buffers.buffers, limit - static_other, f"kernel '{name}'")
+    if k.buffers.buffers:
+        k.schedule_notes += [f"//   shared buffers: {buffers} bytes (liveness-based reuse; "
+                             f"{sum(b.nbytes for b in k.buffers.buffers)} bytes asked for)", *k.buffers.describe()]
     tag = re.sub(r"[^A-Za-z0-9_]", "_", name)
     defs: list[str] = []
     if total <= STATIC_LIMIT:
@@ -165,8 +177,4 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
         return text, defs, 0
     defs.append("@__tileir_dsmem = external addrspace(3) global [0 x i8], align 1024")
     text = text.replace("@__tileir_buffers", "@__tileir_dsmem")
-    if scratch:
-        text = text.replace("@__tileir_scratch",
-                            f"getelementptr inbounds (i8, ptr addrspace(3) @__tileir_dsmem, i32 {buffers})")
-    k.smem_bytes = 0   # the scratch now lives in the dynamic array
-    return text, defs, buffers + scratch
+    return text, defs, buffers

@@ -107,7 +107,7 @@ def _across_warps(k: KernelLowering, op: Operation, srcs: list[TileRegs], layout
         offset = -(-offset // 8) * 8
         bases.append(offset)
         offset += per_src * storage_bytes(s.type.element)
-    buf = k.scratch(offset)
+    buf = k.scratch(offset, "reduction")
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "w")
     lane0 = k.b.pre(f"icmp eq i32 {k.b.pre(f'and i32 {k.tid}, 31', 'ln')}, 0", "l0")
     # the row group's first warp: row (within the slot group) * wpr is where its partials start

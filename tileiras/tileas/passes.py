@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.core import Operation
+from .buffers import compute_lifetimes
 from .fuse_conversions import fuse_conversions
 from .materialize import materialize_layouts
 from .verify import verify
@@ -17,6 +18,7 @@ PASSES = (
     ("materialize-layouts", materialize_layouts),
     ("fuse-conversions", lambda entry, _assignment: fuse_conversions(entry)),
     ("verify-nv_tileas", verify),
+    ("shared-buffer-lifetimes", compute_lifetimes),   # op positions for the lowering's buffer plan
 )
 
 
