@@ -21,9 +21,9 @@ setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the produ
 pure (no memory, no thread-indexed values).
 
 On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
-`tcgen05` form): the CTA grows by the producer warpgroup and one MMA warp, the consumers become
-the epilogue warps and skip the loop, and no registers move (the launch leaves every role enough:
-65536 / (C + 160) registers a thread).
+`tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
+where the registers must move, warp_specialize_tcgen05.ROLES), and the consumers become the
+epilogue warps and skip the loop.
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ class WarpSplit:
         dec, inc = REGISTERS[consumers // 128]
         return 0, dec, 0, inc
 
+    def barrier(self, name: str) -> "NamedBarrier":
+        return next(b for b in self.barriers if b.name == name)
+
 
 _LOOP_IDS = itertools.count(1_000_000, 2)   # metadata numbers no other part of a module uses
 
@@ -88,9 +91,6 @@ def rolled(k: KernelLowering) -> str:
     n = next(_LOOP_IDS)
     k.globals += [f"!{n} = distinct !{{!{n}, !{n + 1}}}", f'!{n + 1} = !{{!"llvm.loop.unroll.disable"}}']
     return f", !llvm.loop !{n}"
-
-    def barrier(self, name: str) -> "NamedBarrier":
-        return next(b for b in self.barriers if b.name == name)
 
 
 def _pure(op: Operation) -> bool:
