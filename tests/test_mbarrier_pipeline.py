@@ -81,7 +81,7 @@ def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, 
         _run(module, (1, 1, 1), [a, b, c], gpu=gpu)
 
 
-@pytest.mark.parametrize("tm,tn", [(128, 128), (256, 128)])
+@pytest.mark.parametrize("tm,tn", [(128, 128), (64, 64)])
 def test_sm100_specialized_pipeline_matches_numpy_under_the_race_checker(tm: int, tn: int) -> None:
     """Producer warpgroup, MMA warp and epilogue warps (warp_specialize_tcgen05.py): 6 iterations
     wrap the stage ring, so every stage is refilled after its MMAs' commit freed it."""
@@ -158,7 +158,7 @@ def test_sm90_attention_sass_has_the_producer_consumer_handshake(config, threads
     assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass and "USETMAXREG.DEALLOC" in sass
 
 
-@pytest.mark.parametrize("tm,tn,threads", [(128, 128, 288), (128, 256, 512)])
+@pytest.mark.parametrize("tm,tn,threads", [(128, 128, 288), (64, 64, 288)])
 def test_sm100_sass_has_producer_mma_and_epilogue_roles(tm: int, tn: int, threads: int, tmp_path: Path) -> None:
     """The epilogue warps run no K loop; the producer's loop copies (cp.async, completion arriving on
     `full`) and never issues an MMA; the MMA thread's loop issues UTCHMMA and commits (UTCBAR),
@@ -168,7 +168,7 @@ def test_sm100_sass_has_producer_mma_and_epilogue_roles(tm: int, tn: int, thread
     from sass_stats import parse_sass
 
     ptx = _ptx(_matmul("float16", "float32", tm, tn, 64), "sm_100", tmp_path)
-    assert f".reqntid {threads}, 1, 1" in ptx and ("setmaxnreg" in ptx) == (threads == 512)
+    assert f".reqntid {threads}, 1, 1" in ptx and "setmaxnreg" not in ptx
     assert ptx.count("tcgen05.commit") == 2          # to a stage's empty barrier, then accumulator-ready
     report, sass = _sass(ptx, tmp_path, "sm_100a")
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
@@ -183,7 +183,7 @@ def test_sm100_sass_has_producer_mma_and_epilogue_roles(tm: int, tn: int, thread
 
 @pytest.mark.parametrize("name,says", [
     ("mm_f16_128x128x64", "warp-specialized (tcgen05): warps 4-7 produce (cp.async into 3 stages"),
-    ("mm_bf16_128x256x64", "warp 12 issues the MMAs (one thread"),      # two epilogue warpgroups
+    ("mm_bf16_128x256x64", "not warp-specialized: 2 epilogue warpgroups"),
     ("mm_tf32_64x64x32", "not warp-specialized: tf32 operands are rounded and restaged K-major by every thread"),
 ])
 def test_sm100_warp_roles_are_remarked_and_dumped(name: str, says: str, tmp_path: Path) -> None:

@@ -140,6 +140,9 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
     loads = k.pipelines[loops[0]].loads
     mmas: tuple = ()
     if k.sm != 90:
+        if k.threads // 128 not in ROLES:
+            return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
+                          f"registers a thread, fewer than the epilogue's tensor-memory load needs")
         mmas, why = loop_mmas(k, loops[0], loads)
         if not mmas:
             return None, why
