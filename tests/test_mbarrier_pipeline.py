@@ -62,9 +62,13 @@ def _without_wait(monkeypatch, what: str) -> None:
     # unspecialized (sm_120: every thread copies and reads with ldmatrix): the same two mistakes
     ("sm_120", "stage full", "read before the mbarrier wait"),
     ("sm_120", "stage empty", "write-after-read"),
-    # sm_100: tcgen05.mma reads the stage; every thread also waits for its commit, which orders
-    # those reads before the refill, so only the missing `full` wait is a race there
-    ("sm_100", "stage full", "read before the mbarrier wait"),
+    # warp-specialized (sm_100): without `full` the MMA thread's tcgen05.mma reads a stage still
+    # being filled; without `empty` the producer refills a stage before the MMAs reading it are
+    # committed
+    # (the emulator may run the MMA thread through every iteration before the producer copies
+    # anything: its commits then run the empty barriers' phases past the producer's waits)
+    ("sm_100", "stage full", "read before the mbarrier wait|deadlock"),
+    ("sm_100", "stage empty", "write-after-read|deadlock"),
 ])
 def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, what: str, report: str) -> None:
     from tileiras.driver.errors import TileirasError
@@ -77,7 +81,18 @@ def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, 
         _run(module, (1, 1, 1), [a, b, c], gpu=gpu)
 
 
-@pytest.mark.parametrize("gpu", ["sm_100", "sm_120"])   # tcgen05.mma; mma.sync from ldmatrix
+@pytest.mark.parametrize("tm,tn", [(128, 128), (64, 64)])
+def test_sm100_specialized_pipeline_matches_numpy_under_the_race_checker(tm: int, tn: int) -> None:
+    """Producer warpgroup, MMA warp and epilogue warps (warp_specialize_tcgen05.py): 6 iterations
+    wrap the stage ring, so every stage is refilled after its MMAs' commit freed it."""
+    module = _module(_matmul("float16", "float32", tm, tn, 64))
+    a, b, c = _inputs("float16", tm, tn, 6 * 64)
+    out = _run(module, (1, 1, 1), [a, b, c], gpu="sm_100")[2]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
+
+
+@pytest.mark.parametrize("gpu", ["sm_120"])   # mma.sync from ldmatrix
 def test_unspecialized_pipeline_matches_numpy_under_the_race_checker(gpu: str) -> None:
     """Every thread copies and reads: it releases the stage it read, waits for everyone's release,
     refills it and waits for its next stage to be full; the ring wraps."""
@@ -100,14 +115,14 @@ def test_sm90_attention_pipeline_matches_numpy_under_the_race_checker() -> None:
     assert np.abs(out[0] - (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)).max() < 2e-3
 
 
-def _sass(ptx: str, tmp_path: Path) -> tuple[str, str]:
-    """(ptxas -v report, cuobjdump -sass text) of our sm_90 PTX."""
+def _sass(ptx: str, tmp_path: Path, arch: str = "sm_90a") -> tuple[str, str]:
+    """(ptxas -v report, cuobjdump -sass text) of our PTX (sm_90 unless `arch` says)."""
     import subprocess
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     from sass_stats import cuobjdump_path
 
-    report = _ptxas_report(ptx, "sm_90a", tmp_path)
+    report = _ptxas_report(ptx, arch, tmp_path)
     tool = cuobjdump_path()
     assert tool is not None, "cuobjdump (nvidia-cuda-cuobjdump) is needed to read the SASS"
     done = subprocess.run([str(tool), "-sass", str(tmp_path / "r.cubin")], capture_output=True, text=True)
@@ -141,6 +156,51 @@ def test_sm90_attention_sass_has_the_producer_consumer_handshake(config, threads
     barriers = ptx.count("mbarrier.init.shared::cta.b64")      # full/empty per stage, at least 2 stages
     assert barriers >= 4 and sass.count("SYNCS.EXCH.64") == barriers and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass
     assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass and "USETMAXREG.DEALLOC" in sass
+
+
+@pytest.mark.parametrize("tm,tn,threads", [(128, 128, 288), (64, 64, 288)])
+def test_sm100_sass_has_producer_mma_and_epilogue_roles(tm: int, tn: int, threads: int, tmp_path: Path) -> None:
+    """The epilogue warps run no K loop; the producer's loop copies (cp.async, completion arriving on
+    `full`) and never issues an MMA; the MMA thread's loop issues UTCHMMA and commits (UTCBAR),
+    and copies nothing."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from sass_roles import cycles
+    from sass_stats import parse_sass
+
+    ptx = _ptx(_matmul("float16", "float32", tm, tn, 64), "sm_100", tmp_path)
+    assert f".reqntid {threads}, 1, 1" in ptx and "setmaxnreg" not in ptx
+    assert ptx.count("tcgen05.commit") == 2          # to a stage's empty barrier, then accumulator-ready
+    report, sass = _sass(ptx, tmp_path, "sm_100a")
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+    [func] = parse_sass(sass).values()
+    bodies = [[i.base for i in body] for body in cycles(func)]
+    copying = [b for b in bodies if "LDGSTS" in b and "ARRIVES" in b]
+    issuing = [b for b in bodies if "UTCHMMA" in b and "UTCBAR" in b]
+    assert copying and issuing
+    assert not any("UTCHMMA" in b for b in copying) and not any("LDGSTS" in b for b in issuing)
+    assert not any("LDTM" in b for b in bodies)     # the epilogue reads tensor memory once, after the loop
+
+
+@pytest.mark.parametrize("name,says", [
+    ("mm_f16_128x128x64", "warp-specialized (tcgen05): warps 4-7 produce (cp.async into 3 stages"),
+    ("mm_bf16_128x256x64", "not warp-specialized: 2 epilogue warpgroups"),
+    ("mm_tf32_64x64x32", "not warp-specialized: tf32 operands are rounded and restaged K-major by every thread"),
+])
+def test_sm100_warp_roles_are_remarked_and_dumped(name: str, says: str, tmp_path: Path) -> None:
+    """The decision (specialized or not, roles, warps per role) is a remark and a line of the
+    schedule's IR dump, as on sm_90."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "tileiras", "--no-cache", "--gpu-name", "sm_100",
+                           str(root / "tests" / "realistic" / "bytecode" / f"{name}.tileirbc"), "-o",
+                           str(tmp_path / "k.cubin"), "--remarks=memory", "--print-ir-after-all"],
+                          capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    remark = done.stdout + done.stderr
+    assert any(says in line for line in remark.splitlines() if "note: Roles = " in line)
+    dump = remark.split("IR Dump After schedule", 1)[1].split("IR Dump After lower-to-llvm", 1)[0]
+    assert says in dump
 
 
 def test_sm90_two_consumer_warpgroups_take_the_producers_registers() -> None:

@@ -104,7 +104,9 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     size = vec * matrix.elem_bytes
     chunks_per_row = cols // vec
     total = batch * rows * chunks_per_row
-    if batch == 1 and k.threads % chunks_per_row == 0 and total % k.threads == 0 and not matrix.swizzled:
+    # swizzled: a step of a multiple of 8 rows keeps a chunk's xor pattern (bits 7.. of the offset)
+    if batch == 1 and k.threads % chunks_per_row == 0 and total % k.threads == 0 \
+            and (not matrix.swizzled or (k.threads // chunks_per_row) % 8 == 0):
         _issue_stepped(k, op, view, tile, matrix, index, vec, active)
         return
     for first in range(0, total, k.threads):

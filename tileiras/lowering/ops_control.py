@@ -108,6 +108,8 @@ def _for(k: KernelLowering, op: Operation) -> None:
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
+        if pipelined_loop.epilogue(k, pipeline, op):    # the loop runs in producer and MMA warps
+            return
     header, body_label, latch, exit_label = (k.b.label("for_head"), k.b.label("for_body"),
                                              k.b.label("for_latch"), k.b.label("for_exit"))
     pre = k.b.current_block

@@ -483,25 +483,8 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         if scales is not None:
             scales.copy()
-        for k0 in range(0, op.operand("lhs").type.shape[-1], kind.k):  # type: ignore[union-attr]
-            b_desc = b.descriptor(k, 0, k0)
-            for half in range(2 if m == 256 else 1):
-                d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
-                enable = accumulate if k0 == 0 else "1"
-                if a is None:    # [a-tmem]: two 16-bit elements per column
-                    a_at = k.b.op(f"add i32 {a_tmem}, {k0 // 2}", "ta") if k0 else a_tmem
-                    a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
-                else:
-                    a_desc = a.descriptor(k, 128 * half, k0)
-                    if scales is not None:
-                        scales.mma(d, a_desc, b_desc, idesc, k0, half, enable)
-                        continue
-                    a_text, a_cons, a_arg = "$1", "l", f"i64 {a_desc}"
-                k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
-                         f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
-                         f'"r,{a_cons},l,r,r,~{{memory}}"(i32 {d}, {a_arg}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
-        k.b.emit(f'call void asm sideeffect "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 '
-                 f'[$0];", "r,~{{memory}}"(i32 {tm.mbarrier})')
+        issue_mmas(k, op, a, b, a_tmem, address, accumulate, idesc, scales)
+        commit(k, tm.mbarrier)
 
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: issue() or None)
     wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
@@ -511,6 +494,45 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
     return TileRegs(acc.type, regs, layout)
+
+
+def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_Operand", a_tmem: Optional[str],
+               address: str, accumulate: str, idesc: int, scales: object = None) -> None:
+    """The calling thread's tcgen05.mma instructions of `op` (one per K step and 128-row half) on
+    operands `a` (None: A in tensor memory at `a_tmem`) and `b`, into the accumulator at
+    tensor-memory `address`; `accumulate` (i32): whether the first adds to what tensor memory
+    holds. Also the warp-specialized MMA warp's body (warp_specialize_tcgen05.py)."""
+    kind = kind_of(op)
+    assert kind is not None
+    _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+    for k0 in range(0, op.operand("lhs").type.shape[-1], kind.k):  # type: ignore[union-attr]
+        b_desc = b.descriptor(k, 0, k0)
+        for half in range(2 if m == 256 else 1):
+            d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
+            enable = accumulate if k0 == 0 else "1"
+            if a is None:    # [a-tmem]: two 16-bit elements per column
+                a_at = k.b.op(f"add i32 {a_tmem}, {k0 // 2}", "ta") if k0 else a_tmem
+                a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
+            else:
+                a_desc = a.descriptor(k, 128 * half, k0)
+                if scales is not None:
+                    scales.mma(d, a_desc, b_desc, idesc, k0, half, enable)  # type: ignore[attr-defined]
+                    continue
+                a_text, a_cons, a_arg = "$1", "l", f"i64 {a_desc}"
+            k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
+                     f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
+                     f'"r,{a_cons},l,r,r,~{{memory}}"(i32 {d}, {a_arg}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
+
+
+def commit(k: KernelLowering, mbarrier: str) -> None:
+    """The calling thread's tcgen05 operations so far arrive once on the mbarrier at `mbarrier` when done."""
+    k.b.emit(f'call void asm sideeffect "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 '
+             f'[$0];", "r,~{{memory}}"(i32 {mbarrier})')
+
+
+def region(k: KernelLowering, op: Operation) -> str:
+    """i32 tensor-memory address of `op`'s accumulator."""
+    return _region(k, op)[0]
 
 
 class _Operand:

@@ -59,6 +59,7 @@ class ActivePipeline:
     specialized: bool = False           # warp_specialize.py: a producer warpgroup does every copy
     retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (ops_wgmma.group_in_flight):
                                           # a stage is released after the next iteration's wgmma.wait_group 1
+    mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:
@@ -115,12 +116,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
-        dec, inc = warp_specialize.REGISTERS.get(k.threads // 128, (0, 0))
-        roles = (f"warp-specialized: warps {k.threads // 32}-{k.threads // 32 + 3} produce (cp.async only, "
-                 f"setmaxnreg.dec {dec}), warps 0-{k.threads // 32 - 1} consume"
-                 f"{f' (setmaxnreg.inc {inc})' if inc else ''}; named barriers "
-                 f"{', '.join(b.describe() for b in k.warp_split.barriers)}" if specialized
-                 else f"not warp-specialized: {why_not}")
+        roles = _roles(k, stages) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
@@ -137,7 +133,24 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
                                 f"once the next iteration's wait retires the group that read it")
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
-                          retiring=retiring)
+                          retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05")
+
+
+def _roles(k: KernelLowering, stages: int) -> str:
+    """The warp roles of the specialized loop, as the remark and the schedule dump say them."""
+    first, last = k.threads // 32, k.threads // 32 + warp_specialize.PRODUCER_THREADS // 32 - 1
+    mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads)
+    named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
+    if k.warp_split.form == "tcgen05":
+        regs = f"; setmaxnreg.dec {dec} / {mma_dec}, epilogue setmaxnreg.inc {inc}" if inc else ""
+        idle = f"; warps {last + 2}-{last + mma_threads // 32} idle" if mma_threads > 32 else ""
+        return (f"warp-specialized (tcgen05): warps {first}-{last} produce (cp.async into {stages} stages, "
+                f"completion on the stage's full mbarrier), warp {last + 1} issues the MMAs (one thread: "
+                f"waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
+                f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
+                f"tcgen05.ld){regs}{named}")
+    return (f"warp-specialized: warps {first}-{last} produce (cp.async only, setmaxnreg.dec {dec}), "
+            f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
@@ -183,7 +196,8 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     if p.full is not None and p.empty is not None:
         # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
         copiers = warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
-        mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [k.threads] * p.stages)])
+        releasers = 1 if p.mma_warp else k.threads      # the MMA thread's tcgen05.commit, or every reader
+        mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
     if p.specialized:
         warp_specialize.publish(k)      # the consumers' copies and the mbarriers, for everyone
     else:
@@ -295,6 +309,18 @@ def mma_retired(k: KernelLowering, p: ActivePipeline) -> None:
         previous = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
         mbarrier.arrive(k, mbarrier.address(k, empty, previous))
     k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, 0", "pf"), release)
+
+
+def epilogue(k: KernelLowering, p: ActivePipeline, loop: Operation) -> bool:
+    """Where the loop runs wholly in its producer and MMA warps, the consumers' (epilogue warps')
+    part of it instead of its body (True); else False. The loop is a top-level one that runs once,
+    so its barriers are not invalidated (the last stages' `empty` arrivals nobody waits for)."""
+    if not p.mma_warp:
+        return False
+    from .warp_specialize_tcgen05 import epilogue as read_accumulators
+
+    read_accumulators(k, p, loop)
+    return True
 
 
 def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:

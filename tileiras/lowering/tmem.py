@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 COLUMNS = 512      # tensor memory per SM: 128 lanes x 512 32-bit columns
 _CONTROL_BYTES = 128
+ROLE_EXIT = "; role exit"    # a `ret void` of a warp-specialized role that never touched tensor memory
 
 
 @record(frozen=False)
@@ -92,15 +93,18 @@ def release(k: "KernelLowering") -> None:
     if state is None:
         return
     k.b.declare("declare void @llvm.nvvm.barrier0()")
+    # warp-specialized: the epilogue warps' named barrier; the other roles' exits (marked) free nothing
+    barrier = f'  call void asm sideeffect "bar.sync {k.barrier_id}, {k.barrier_threads};", "~{{memory}}"()' \
+        if k.barrier_threads else "  call void @llvm.nvvm.barrier0()"
     free = ['  call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()',
-            "  call void @llvm.nvvm.barrier0()",
+            barrier,
             '  call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()',
             f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
             f'@p tcgen05.dealloc.cta_group::1.sync.aligned.b32 $1, {state.columns}; }}", '
             f'"r,r,~{{memory}}"(i32 {state.warp0}, i32 {state.address})']
     out: list[str] = []
     for line in k.b.lines:
-        if line.strip().startswith("ret void"):
+        if line.strip().startswith("ret void") and ROLE_EXIT not in line:
             out += free
         out.append(line)
     k.b.lines = out

@@ -19,10 +19,16 @@ first staged read and arrive on `empty` at its end.
 Chosen for the first pipelined loop of the kernel's top-level block when the target has
 setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the producer's slice is
 pure (no memory, no thread-indexed values).
+
+On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
+`tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
+where the registers must move, warp_specialize_tcgen05.ROLES), and the consumers become the
+epilogue warps and skip the loop.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation, Value
@@ -56,9 +62,35 @@ class WarpSplit:
     producer: str                   # label of the producer's first block
     barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
     emitted: bool = False
+    mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
+
+    @property
+    def form(self) -> str:
+        return "tcgen05" if self.mmas else "wgmma"
+
+    def registers(self, consumers: int) -> tuple[int, int, int, int]:
+        """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers` threads."""
+        from .warp_specialize_tcgen05 import ROLES
+
+        if self.mmas:
+            return ROLES[consumers // 128]
+        dec, inc = REGISTERS[consumers // 128]
+        return 0, dec, 0, inc
 
     def barrier(self, name: str) -> "NamedBarrier":
         return next(b for b in self.barriers if b.name == name)
+
+
+_LOOP_IDS = itertools.count(1_000_000, 2)   # metadata numbers no other part of a module uses
+
+
+def rolled(k: KernelLowering) -> str:
+    """The `!llvm.loop` attachment that keeps a role's loop rolled: unrolled by the stage count
+    (which makes the stage a constant), LLVM copies every copy or MMA of the body that many times,
+    where NVIDIA's loops issue each once."""
+    n = next(_LOOP_IDS)
+    k.globals += [f"!{n} = distinct !{{!{n}, !{n + 1}}}", f'!{n + 1} = !{{!"llvm.loop.unroll.disable"}}']
+    return f", !llvm.loop !{n}"
 
 
 def _pure(op: Operation) -> bool:
@@ -95,24 +127,36 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Opt
 
 
 def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
-    if k.sm != 90:
-        return None, "setmaxnreg and the register split are for sm_90"
+    from .warp_specialize_tcgen05 import ROLES, loop_mmas
+
+    if k.sm not in (90, 100, 103):
+        return None, "warp specialization is built for sm_90 (wgmma) and sm_100 / sm_103 (tcgen05)"
     if k.threads % 128 or k.threads // 128 not in REGISTERS:
         return None, f"{k.threads} consumer threads are not one or two whole warpgroups"
     ops = list(k.entry.regions[0].block.operations)
     loops = [op for op in ops if op in (k.pipelines or {})]
     if not loops:
         return None, "no pipelined loop in the kernel's top-level block"
-    found, why = _producer_slice(ops, loops[0], k.pipelines[loops[0]].loads)
+    loads = k.pipelines[loops[0]].loads
+    mmas: tuple = ()
+    if k.sm != 90:
+        if k.threads // 128 not in ROLES:
+            return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
+                          f"registers a thread, fewer than the epilogue's tensor-memory load needs")
+        mmas, why = loop_mmas(k, loops[0], loads)
+        if not mmas:
+            return None, why
+    found, why = _producer_slice(ops, loops[0], loads)
     if found is None:
         return None, why
     at = ops.index(loops[0])
+    extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas else 0)   # every role meets at publish
     try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
         barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
-                         BarrierUse("publish", k.threads + PRODUCER_THREADS, (at, at + 1))])
+                         BarrierUse("publish", k.threads + extra, (at, at + 1))])
     except NamedBarrierError as err:
         return None, str(err)
-    return WarpSplit(loops[0], found, k.b.label("producer"), barriers), ""
+    return WarpSplit(loops[0], found, k.b.label("producer"), barriers, mmas=mmas), ""
 
 
 def begin(k: KernelLowering) -> None:
@@ -123,7 +167,7 @@ def begin(k: KernelLowering) -> None:
     if split is None:
         return
     k.warp_split = split
-    k.extra_threads = PRODUCER_THREADS
+    k.extra_threads = PRODUCER_THREADS + split.registers(k.threads)[0]
     k.barrier_id, k.barrier_threads = split.barrier("consumers").id, k.threads
     k.schedule_notes.append(f"//   named barriers (bound from the warp roles' lifetimes): "
                             f"{'; '.join(b.describe() for b in split.barriers)}")
@@ -134,12 +178,14 @@ def begin(k: KernelLowering) -> None:
 
 def end(k: KernelLowering) -> None:
     """After the kernel: when the loop was not pipelined after all (its copies were not legal
-    cp.async, its stages did not fit), the CTA is launched without the producer warpgroup; the
-    branch to it is never taken and the consumers' named barriers are the whole CTA's."""
+    cp.async, its stages did not fit), the CTA is launched without the producer (and MMA) warps;
+    the branch to them is never taken and the consumers' named barriers are the whole CTA's."""
     split = k.warp_split
     if split is not None and not split.emitted:
+        from .tmem import ROLE_EXIT
+
         k.b.start_block(split.producer)
-        k.b.emit("ret void")
+        k.b.emit(f"ret void {ROLE_EXIT}")
         k.extra_threads = 0
 
 
@@ -150,19 +196,24 @@ def publish(k: KernelLowering) -> None:
 
 
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
-    """The producer's whole program, in its own blocks; the consumers go on where they were."""
+    """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
+    the consumers go on where they were."""
     from .pipelined_loop import copy_iteration
     from .registry import LOWERINGS
+    from .tmem import ROLE_EXIT
+    from .warp_specialize_tcgen05 import emit_mma_warp
 
     split = k.warp_split
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
-    dec, inc = REGISTERS[consumers // 128]
+    _, dec, mma_dec, inc = split.registers(consumers)
+    mma_first = consumers + PRODUCER_THREADS       # the MMA role's first thread (tcgen05 form)
     cont = k.b.label("consumer_loop")
     k.b.br(cont)
     k.b.start_block(split.producer)
     split.emitted = True
-    mbarrier.set_max_registers(k, dec, increase=False)
+    if dec and not split.mmas:
+        mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
     saved_values = dict(k.values)
     k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
@@ -173,6 +224,16 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         del k.remark                    # the class's method again
     loop = split.loop
     lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
+    if split.mmas:      # the MMA warp (after the producer warpgroup) goes its own way
+        mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
+        k.b.cond_br(k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws"), mma_warp, producer)
+        k.b.start_block(mma_warp)       # each role gives back its own share, after the common slice
+        if mma_dec:
+            mbarrier.set_max_registers(k, mma_dec, increase=False)
+        emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
+        k.b.start_block(producer)
+        if dec:
+            mbarrier.set_max_registers(k, dec, increase=False)
     head, body, done = k.b.label("prod_head"), k.b.label("prod_body"), k.b.label("prod_done")
     entry = k.b.current_block
     k.b.br(head)
@@ -193,11 +254,11 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     mbarrier.copies_arrive(k, mbarrier.address(k, p.full, stage))
     iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "ws"), k.b.op(f"add i32 {j}, 1", "ws")
     latch = k.b.current_block
-    k.b.br(head)
+    k.b.emit(f"br label %{head}{rolled(k)}")
     k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
                           f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
     k.b.start_block(done)
-    k.b.emit("ret void")
+    k.b.emit(f"ret void {ROLE_EXIT}")
     k.values = saved_values
     k.b.start_block(cont)
     if inc:

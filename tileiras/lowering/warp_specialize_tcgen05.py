@@ -1,0 +1,165 @@
+"""The Blackwell (sm_100 / sm_103) form of a warp-specialized K loop: producer, MMA and epilogue warps.
+
+As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
+- the producer warpgroup (warp_specialize.py, shared with sm_90) waits for a stage's `empty`
+  mbarrier, issues the iteration's cp.async copies into it and arrives on its `full` mbarrier when
+  they land (`cp.async.mbarrier.arrive.noinc`);
+- one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
+  for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
+  `tcgen05.commit`s them to the stage's `empty` mbarrier (the stage is free once the MMAs that read
+  it are done); after the last iteration it commits to the accumulator-ready mbarrier (tmem.py's);
+- the epilogue warps (the C threads the layouts were assigned for) skip the loop: they wait for the
+  accumulator-ready phase and read tensor memory (`tcgen05.ld`, ops_tcgen05.after_loop), then run
+  the rest of the kernel.
+
+Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
+tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
+zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir.core import Operation
+from . import mbarrier
+from .kernel import KernelLowering
+
+if TYPE_CHECKING:
+    from .pipelined_loop import ActivePipeline
+
+# The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
+# epilogue; 0: none). One epilogue warpgroup: one MMA warp, 288 threads, whose launch budget (168
+# registers) is enough for everyone. Two (M or N 256) are not specialized: 416 or more threads
+# launch with 128 registers a thread, and ptxas allocates within the launch budget whatever
+# setmaxnreg.inc later grants, so the epilogue's 128-register tcgen05.ld (16x256b.x32) does not
+# compile (measured: "Insufficient registers (128) ... register target of 146").
+ROLES = {1: (32, 0, 0, 0)}
+_BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
+
+
+def _source(value: object) -> Optional[Operation]:
+    """The load whose tile `value` is (through unit reshapes), else None."""
+    from .ops_tcgen05 import _unit_reshape
+
+    owner = getattr(value, "owner", None)
+    while isinstance(owner, Operation) and owner.name == "cuda_tile.reshape" and _unit_reshape(owner):
+        owner = getattr(owner.operands[0], "owner", None)
+    return owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None
+
+
+def _zero(value: object) -> bool:
+    """A constant of zero bytes (through layout conversions): the first MMA then ignores tensor memory."""
+    owner = getattr(value, "owner", None)
+    while isinstance(owner, Operation) and owner.name == "nv_tileas.convert_layout":
+        owner = getattr(owner.operands[0], "owner", None)
+    return isinstance(owner, Operation) and owner.name == "cuda_tile.constant" \
+        and not any(owner.attributes["value"].raw)
+
+
+def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
+    """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
+    from .ops_tcgen05 import _RESTAGED, kind_of, resident_loop
+
+    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    body = loop.regions[0].block
+    mmas = []
+    for op in body.operations:
+        if op in layouts:
+            if op.name == "cuda_tile.mmaf_scaled":
+                return (), "block-scaled mmas restage their scales with every thread"
+            found = resident_loop(op)
+            if found is None or found[0] is not loop:
+                return (), "an mma's accumulator does not stay in tensor memory through the loop"
+            if kind_of(op).name in _RESTAGED:  # type: ignore[union-attr]
+                return (), "tf32 operands are restaged by every thread"
+            if not _zero(loop.operand_group("initValues")[found[1]]):
+                return (), "an accumulator starts from a nonzero value"
+            sources = [_source(op.operand(n)) for n in ("lhs", "rhs")]
+            if any(src not in loads for src in sources):
+                return (), "an mma operand is not a staged load of the loop"
+            if not all(k.assignment.is_swizzled(src.results[0]) for src in sources):  # type: ignore[union-attr]
+                return (), "an mma operand's buffer is not in the layout the MMA reads"
+            mmas.append(op)
+        elif op.name == "cuda_tile.ftof" and str(getattr(op.results[0].type, "element", "")) == "tf32":
+            return (), "tf32 operands are rounded and restaged K-major by every thread"
+        elif op.name not in _BODY_OPS or op.name == "cuda_tile.load_view_tko" and op not in loads:
+            return (), f"the loop body also runs '{op.name}'"
+    if not mmas:
+        return (), "no tcgen05 mma in the loop"
+    if len(body.arguments) - 1 != len(mmas):
+        return (), "the loop carries values besides its accumulators"
+    return tuple(mmas), ""
+
+
+def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
+                  step: str) -> None:
+    """The MMA warp's program (threads `first` ..+31), in its own blocks, ending with `ret`."""
+    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, kind_of, region
+    from .pipelined_loop import _stage_offset, _staged
+    from .async_copy import fence_async_proxy
+    from .tmem import ROLE_EXIT, tensor_memory
+    from .warp_specialize import rolled
+
+    assert p.full is not None and p.empty is not None
+    issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
+    k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw"), issuer, leave)
+    k.b.start_block(leave)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+    k.b.start_block(issuer)
+    operands = {op: tuple(_source(op.operand(n)) for n in ("lhs", "rhs")) for op in mmas}
+    addresses = {op: region(k, op) for op in mmas}
+    ready = tensor_memory(k, 0).mbarrier
+    head, body, done = k.b.label("mma_head"), k.b.label("mma_body"), k.b.label("mma_done")
+    entry = k.b.current_block
+    k.b.br(head)
+    k.b.start_block(head)
+    iv, j = k.b.fresh("miv"), k.b.fresh("mj")
+    pos = len(k.b.lines)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "mw"), body, done)
+    k.b.start_block(body)
+    stage = k.b.op(f"urem i32 {j}, {p.stages}", "mw")
+    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+    fence_async_proxy(k)    # the producer's copies, seen by the tensor cores' reads
+    k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+    accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
+    for op, (a_load, b_load) in operands.items():
+        # the loads' own swizzled buffers: A stored (M, K) is K-major, B stored (K, N) N-major
+        a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, stage)), True)
+        b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, stage)), False)
+        _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+        idesc = instruction(kind_of(op), min(m, 128), n, False, True)  # type: ignore[arg-type]
+        issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc)
+    commit(k, mbarrier.address(k, p.empty, stage))    # the stage is free once these MMAs are done
+    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "mw"), k.b.op(f"add i32 {j}, 1", "mw")
+    latch = k.b.current_block
+    k.b.emit(f"br label %{head}{rolled(k)}")
+    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.start_block(done)
+    commit(k, ready)          # the accumulators are complete (at once when the loop ran no iteration)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+
+
+def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
+    """The epilogue warps' part of the loop: wait until the MMA warp's last MMAs are done, then read
+    the accumulators out of tensor memory (the loop's results)."""
+    from .async_copy import chunk_elements
+    from .kernel import storage_bytes
+    from .ops_tcgen05 import after_loop, describe
+    from .tmem import tensor_memory, wait_mbarrier
+
+    # the body's ops are lowered only in the other roles (which make no remarks): say what they run
+    for load in p.loads:
+        tile = load.results[0].type
+        bits = 8 * storage_bytes(tile.element) * chunk_elements(load, k.get(load.operand("view")), tile)
+        k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
+                 Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{bits} bits",
+                 Pipeline=f"{p.stages} stages, issued by the producer warps {p.stages} iterations ahead")
+    for op in k.warp_split.mmas:
+        instruction, mnk = describe(op, k.layout_of(op.results[0]))
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
+                 "Tensor Cores", op, Instruction=instruction, Shape=mnk)
+    wait_mbarrier(k, tensor_memory(k, 0))
+    after_loop(k, loop)
+
