@@ -42,7 +42,6 @@ class KernelLowering:
         self.threads = threads
         self.b = FunctionBuilder()
         self.values: dict[Value, Any] = {}
-        self.smem_bytes = 0                 # shared memory outside the buffers (none: scratch is a buffer too)
         self.buffer_bytes = 0               # shared memory of the buffers placed so far (tileas/buffers.py)
         self.buffers = SharedBuffers()      # every shared buffer: size, alignment, lifetime, offset
         self.liveness: Optional[Liveness] = None   # op positions, computed at the first buffer

@@ -125,8 +125,6 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     defs = list(k.globals) + smem_defs
-    if k.smem_bytes:
-        defs.append(f"@__tileir_scratch = internal addrspace(3) global [{k.smem_bytes} x i8] undef, align 16")
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1))
     notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
              f"staged tiles {'padded' if pad_buffers else 'unpadded'}", *k.schedule_notes]
@@ -229,17 +227,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
     if print_ir_after_all:
         print("// -----// IR Dump After schedule (pipelines, buffers, warps) //----- //", file=sys.stderr)
         print("\n".join(notes), file=sys.stderr)
-    unique_decls = []
-    for d in decls:
-        if d.startswith("@__tileir_scratch"):
-            # one scratch buffer per module, as big as the largest kernel's need
-            continue
-        if d not in unique_decls:
-            unique_decls.append(d)
-    scratch = [d for d in decls if d.startswith("@__tileir_scratch")]
-    if scratch:
-        biggest = max(int(d.split("[", 1)[1].split(" x", 1)[0]) for d in scratch)
-        unique_decls.insert(0, f"@__tileir_scratch = internal addrspace(3) global [{biggest} x i8] undef, align 16")
+    unique_decls = list(dict.fromkeys(decls))
     ir = "\n".join([
         f'target datalayout = "{DATALAYOUT}"',
         'target triple = "nvptx64-nvidia-cuda"',

@@ -80,7 +80,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         return None
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
-    used = k.buffer_bytes + k.smem_bytes + k.static_smem_bytes + k.smem_reserve
+    used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
