@@ -65,3 +65,30 @@ def test_elementwise_ops_use_the_alu_or_the_special_function_unit() -> None:
     assert m.elementwise(8192, special=True).reservations[0] == Reservation("xu", 0, 512)
     assert m.reduce(8192).latency == 128 + rs.REDUCE_LATENCY
     assert m.free() == rs.Footprint("free", 0)
+
+
+
+@pytest.mark.parametrize("sm, unit", [("sm_80", "mma.sync"), ("sm_90", "wgmma"), ("sm_100", "tcgen05")])
+def test_a_loops_mma_reserves_the_unit_its_lowering_uses(monkeypatch, sm: str, unit: str) -> None:
+    """The scheduler costs each mma on the tensor-core unit its lowering picked (wgmma on sm_90,
+    tcgen05 on sm_100), not on mma.sync: the unit decides ResMII and so the stage count."""
+    from pathlib import Path
+
+    from tileiras.bytecode.reader import read_module
+    from tileiras.lowering.pipeline import lower_module
+    from tileiras.schedule import ddg, pipeline
+
+    reserved: list[str] = []
+    real = ddg.footprint_of
+
+    def spy(op, machine, copied=frozenset(), mma_units=None, tma=False):
+        fp = real(op, machine, copied, mma_units, tma)
+        if op.name in ddg._MMA:
+            reserved.extend(r.unit for r in fp.reservations if r.unit in (rs.MMA_SYNC, rs.WGMMA, rs.TCGEN05))
+        return fp
+
+    monkeypatch.setattr(ddg, "footprint_of", spy)
+    name = "mm_f16_128x128x64"
+    path = Path(__file__).parent / "realistic" / "bytecode" / f"{name}.tileirbc"
+    lower_module(read_module(path.read_bytes(), name), sm)
+    assert pipeline.build_loop_ddg is ddg.build_loop_ddg and reserved and set(reserved) == {unit}

@@ -16,12 +16,12 @@ small at about 3% resolution.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..ir.types import PointerType, ScalarType, TileType
-from .resources import MMA_SYNC, WGMMA, Footprint, Machine, Reservation
+from .resources import MMA_SYNC, Footprint, Machine, Reservation
 
 ROWS = 32
 
@@ -93,18 +93,20 @@ def operand_class(elem: object) -> str:
 
 
 def footprint_of(op: Operation, machine: Machine, copied: frozenset = frozenset(),
-                 wgmma_ops: Iterable[Operation] = (), tma: bool = False) -> Footprint:
-    """The cycles op costs on `machine`; `copied`: loads made asynchronous copies (to shared memory)."""
+                 mma_units: Mapping[Operation, str] | None = None, tma: bool = False) -> Footprint:
+    """The cycles op costs on `machine`; `copied`: loads made asynchronous copies (to shared memory);
+    `mma_units`: the tensor-core unit of each mma the lowering moved off mma.sync (wgmma, tcgen05)."""
+    mma_units = mma_units or {}
     name = op.name
     if op.regions and name not in _REDUCE:
-        return _sequence([footprint_of(inner, machine, copied, wgmma_ops, tma)
+        return _sequence([footprint_of(inner, machine, copied, mma_units, tma)
                           for region in op.regions for block in region.blocks for inner in block.operations])
     if name in _MMA:
         a, b = op.operands[0].type, op.operands[1].type
         acc = op.results[0].type
         k = a.shape[-1]
         fmas = _elements(acc) * k
-        unit = WGMMA if op in wgmma_ops else MMA_SYNC
+        unit = mma_units.get(op, MMA_SYNC)
         return machine.mma(unit, operand_class(a.element), fmas, _bytes(a) + _bytes(b))
     if name in _LOADS:
         nbytes = _bytes(op.results[0].type)
@@ -154,15 +156,15 @@ def _reads(op: Operation) -> bool:
 
 
 def build_loop_ddg(loop: Operation, machine: Machine, copied: Iterable[Operation] = (),
-                   wgmma_ops: Iterable[Operation] = (), tma: bool = False,
+                   mma_units: Mapping[Operation, str] | None = None, tma: bool = False,
                    prefetch_only: bool = False) -> DependenceGraph:
     """The dependence graph of `loop`'s body on `machine`, in ticks (see the module's docstring).
     `prefetch_only`: the lowering can only move the copies to earlier iterations, so the copies
     form one stage group ("copies") and every other op another ("compute")."""
     body = loop.regions[0].block
     ops = [op for op in body.operations if op.name != "cuda_tile.continue"]
-    copied_set, wgmma = frozenset(copied), frozenset(wgmma_ops)
-    cycles = [footprint_of(op, machine, copied_set, wgmma, tma) for op in ops]
+    copied_set = frozenset(copied)
+    cycles = [footprint_of(op, machine, copied_set, mma_units, tma) for op in ops]
     tick = _tick(cycles)
     g = DependenceGraph([], [], tick)
     index: dict[Operation, int] = {}

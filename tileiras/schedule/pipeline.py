@@ -26,7 +26,7 @@ from ..ir.record import record
 from .buffers import BufferAssignment, PipelinedValue, assign
 from .ddg import DependenceGraph, build_loop_ddg
 from .modulo import Schedule, ScheduleError, modulo_schedule, serial_schedule
-from .resources import machine
+from .resources import TCGEN05, WGMMA, machine
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
@@ -108,7 +108,8 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
 
 def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: "LayoutAssignment") -> PipelinePlan:
     target = machine(assignment.sm)
-    graph = build_loop_ddg(loop, target, loads, assignment.wgmma_ops, prefetch_only=True)
+    units = {**{op: WGMMA for op in assignment.wgmma_ops}, **{op: TCGEN05 for op in assignment.tcgen05_layouts}}
+    graph = build_loop_ddg(loop, target, loads, units, prefetch_only=True)
     try:
         schedule = modulo_schedule(graph, target.capacities)
     except ScheduleError as err:   # no overlap is legal: the loop runs one iteration at a time
