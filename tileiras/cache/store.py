@@ -171,7 +171,9 @@ class Cache:
         self._warned = False
         self._unmade: list[Key] = []                       # keys of lookups answered without them
         self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
-        self._ready: list[tuple[str, bytes]] = []          # deferred writes made by idle(): (key, entry)
+        self._ready: list[tuple[str, bytes, bool]] = []    # deferred writes made: (key, entry, names our code)
+        self._unchecked = False        # an entry that names our code was queued after the last compiler check
+        self._compiler_changed = False  # a check found the compiler changed: such entries are not stored
         self._written_shards: set[str] = set()
         global _opened_ns
         if _opened_ns is None:  # before the compile loads more of the compiler (_compiler_unchanged)
@@ -198,42 +200,59 @@ class Cache:
         _miss(key if isinstance(key, str) else "write")  # something was computed: never in lookup-only mode
         if not self.writes_enabled:
             return
+        self._unchecked = self._unchecked or _names_our_code(key)
         if self.defer_writes:
             self._pending.append((key, data))
             return
-        prepared = self._prepare(key, data)
-        if prepared is not None and _compiler_unchanged():
-            self._store(*prepared)
-        self._check_size()
+        self._write_all([prepared for prepared in [self._prepare(key, data)] if prepared is not None])
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
-        without and the entries queued so far, so that writing them after the output costs little."""
+        without and the entries queued so far, and check that the compiler that made those entries
+        has not changed since the cache opened, so that writing them after the output costs little."""
         unmade, self._unmade = self._unmade, []
         for key in unmade:
             self._name_for_write(key)
         self._ready += self._prepare_all()
+        if self._ready:
+            self._check_compiler()
 
     def flush(self) -> None:
-        """Write the deferred entries (the driver calls this once its output is written)."""
+        """Write the deferred entries (the driver calls this once its output is written). The compiler
+        is checked again only when an entry that names it was queued after idle() checked it: for a
+        cubin, idle() ran while ptxas made it, and the cubin's key does not name our code."""
         ready, self._ready = self._ready + self._prepare_all(), []
-        if ready and _compiler_unchanged():
-            for name, blob in ready:
-                self._store(name, blob)
+        self._write_all(ready)
+
+    def _write_all(self, ready: list[tuple[str, bytes, bool]]) -> None:
+        if ready:
+            self._check_compiler()
+            for name, blob, names_code in ready:
+                if not (names_code and self._compiler_changed):
+                    self._store(name, blob)
         self._check_size()
 
-    def _prepare_all(self) -> list[tuple[str, bytes]]:
+    def _check_compiler(self) -> None:
+        """Whether the entries queued so far may be stored: an entry whose key names our code only when
+        our files are as they were when the cache opened (_compiler_unchanged: a stat of each), checked
+        after the entry was made. Entries whose keys name only ptxas and the PTX need no check."""
+        if self._unchecked and not self._compiler_changed:
+            self._unchecked = False
+            self._compiler_changed = not _compiler_unchanged()
+
+    def _prepare_all(self) -> list[tuple[str, bytes, bool]]:
         queued, self._pending = self._pending, []
         return [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
 
-    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes] | None:
-        """(the key, the entry's bytes: entry.wrap) to write; None when either cannot be made (warned)."""
+    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes, bool] | None:
+        """(the key, the entry's bytes: entry.wrap, whether the key names our code) to write; None when
+        either cannot be made (warned)."""
         name = self._name_for_write(key)
         if name is None:
             return None
         self._check_key(name)  # a malformed key is the caller's bug: raised
         try:
-            return name, entry.wrap(name, data if isinstance(data, bytes) else data())
+            return name, entry.wrap(name, data if isinstance(data, bytes) else data()), _names_our_code(key)
         except Exception as exc:  # noqa: BLE001 - as a key that cannot be made: it only costs the entry
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None
@@ -476,6 +495,11 @@ def _unpack_ptx(payload: bytes) -> tuple[str, bytes]:
     if end > len(payload):
         raise ValueError("truncated PTX entry")
     return payload[end:].decode("utf-8"), payload[start:end]
+
+
+def _names_our_code(key: KeyLike) -> bool:
+    """Whether what is stored under `key` may depend on our code (a plain string: assumed so)."""
+    return isinstance(key, str) or key.names_our_code
 
 
 def _compiler_unchanged() -> bool:
