@@ -719,6 +719,49 @@ def test_entries_are_written_after_the_output(tmp_path: Path, monkeypatch: pytes
     assert written == [True, True] and Cache(tmp_path / "c").stats().entries == 2  # PTX and cubin
 
 
+@pytest.mark.parametrize("emit, entries, checks", [
+    ("cubin", 2, [False]),  # checked in idle() while ptxas runs; the cubin's key names only ptxas and the PTX
+    ("ptx", 1, [True]),     # no wait after the PTX is made: checked once, after the output
+])
+def test_the_compiler_is_checked_once_after_its_entries_were_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   emit: str, entries: int,
+                                                                   checks: list[bool]) -> None:
+    """The check that the compiler did not change mid-run (a stat of each of its files) runs once per
+    compile, after the entries that name our code were made: for a cubin while ptxas runs, so nothing
+    is checked between the output and the exit."""
+    from tileiras.cache import store
+    from tileiras.driver.tileiras_main import main
+
+    out = tmp_path / f"k.{emit}"
+    found: list[bool] = []
+    real = store._compiler_unchanged
+    monkeypatch.setattr(store, "_compiler_unchanged", lambda: found.append(out.exists()) or real())
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+    assert main(["--gpu-name", "sm_90", str(kernel), "-o", str(out), f"--emit={emit}",
+                 "--cache-dir", str(tmp_path / "c")]) == 0
+    assert found == checks and Cache(tmp_path / "c").stats().entries == entries
+
+
+def test_an_entry_made_after_the_check_is_checked_again(compiler_copy: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry naming our code queued after idle() checked the compiler is stored only after a new
+    check; an entry under a cubin key (ptxas alone makes it) needs none."""
+    monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)
+    time.sleep(0.05)  # beyond the file system clock's tick
+    cache = Cache(tmp_path / "cache", defer_writes=True)
+    ptx = keys.Key(keys.module_key, "d" * 64, "sm_90", options(tmp_path))
+    cache.put(ptx, b"made before the check")
+    cache.idle()
+    time.sleep(0.05)
+    edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
+    cubin = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path))
+    cache.put(cubin, b"made by ptxas")
+    cache.put(KEY, b"maybe made by the edited compiler")
+    cache.flush()
+    assert cache.get(ptx) is not None and cache.get(cubin) is not None and cache.get(KEY) is None
+
+
 @pytest.mark.parametrize("error, chosen, warned", [
     ("EROFS", False, False),    # a sandbox (Bazel) or a read-only home: the default location, silent
     ("EACCES", False, False),

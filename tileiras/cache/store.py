@@ -171,9 +171,8 @@ class Cache:
         self._warned = False
         self._unmade: list[Key] = []                       # keys of lookups answered without them
         self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
-        self._ready: list[tuple[str, bytes, bool]] = []    # deferred writes made: (key, entry, names our code)
-        self._unchecked = False        # an entry that names our code was queued after the last compiler check
-        self._compiler_changed = False  # a check found the compiler changed: such entries are not stored
+        self._ready: list[tuple[str, bytes, bool]] = []    # deferred writes made: (key, entry, to check)
+        self._compiler_changed = False  # a check found the compiler changed: unchecked entries are dropped
         self._written_shards: set[str] = set()
         global _opened_ns
         if _opened_ns is None:  # before the compile loads more of the compiler (_compiler_unchanged)
@@ -200,11 +199,10 @@ class Cache:
         _miss(key if isinstance(key, str) else "write")  # something was computed: never in lookup-only mode
         if not self.writes_enabled:
             return
-        self._unchecked = self._unchecked or _names_our_code(key)
         if self.defer_writes:
             self._pending.append((key, data))
             return
-        self._write_all([prepared for prepared in [self._prepare(key, data)] if prepared is not None])
+        self._write_all(self._checked([prepared for prepared in [self._prepare(key, data)] if prepared is not None]))
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
@@ -213,40 +211,37 @@ class Cache:
         unmade, self._unmade = self._unmade, []
         for key in unmade:
             self._name_for_write(key)
-        self._ready += self._prepare_all()
-        if self._ready:
-            self._check_compiler()
+        self._ready = self._checked(self._ready + self._prepare_all())
 
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written). The compiler
-        is checked again only when an entry that names it was queued after idle() checked it: for a
-        cubin, idle() ran while ptxas made it, and the cubin's key does not name our code."""
-        ready, self._ready = self._ready + self._prepare_all(), []
+        is checked again only for entries that name it and were queued after idle() checked it: for
+        a cubin, idle() ran while ptxas made it, and the cubin's key does not name our code."""
+        ready, self._ready = self._checked(self._ready + self._prepare_all()), []
         self._write_all(ready)
 
-    def _write_all(self, ready: list[tuple[str, bytes, bool]]) -> None:
-        if ready:
-            self._check_compiler()
-            for name, blob, names_code in ready:
-                if not (names_code and self._compiler_changed):
-                    self._store(name, blob)
-        self._check_size()
-
-    def _check_compiler(self) -> None:
-        """Whether the entries queued so far may be stored: an entry whose key names our code only when
-        our files are as they were when the cache opened (_compiler_unchanged: a stat of each), checked
-        after the entry was made. Entries whose keys name only ptxas and the PTX need no check."""
-        if self._unchecked and not self._compiler_changed:
-            self._unchecked = False
+    def _checked(self, ready: list[tuple[str, bytes, bool]]) -> list[tuple[str, bytes, bool]]:
+        """The entries `ready` that may be stored, none left to check: one whose key names our code
+        only when our files are as they were when the cache opened (_compiler_unchanged: a stat of
+        each), checked after the entry was made. One check covers every entry made before it."""
+        if not any(to_check for _, _, to_check in ready):
+            return ready
+        if not self._compiler_changed:
             self._compiler_changed = not _compiler_unchanged()
+        return [(name, blob, False) for name, blob, to_check in ready if not (to_check and self._compiler_changed)]
+
+    def _write_all(self, ready: list[tuple[str, bytes, bool]]) -> None:
+        for name, blob, _ in ready:
+            self._store(name, blob)
+        self._check_size()
 
     def _prepare_all(self) -> list[tuple[str, bytes, bool]]:
         queued, self._pending = self._pending, []
         return [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
 
     def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes, bool] | None:
-        """(the key, the entry's bytes: entry.wrap, whether the key names our code) to write; None when
-        either cannot be made (warned)."""
+        """(the key, the entry's bytes: entry.wrap, whether the key names our code, so that the entry
+        must be checked) to write; None when either cannot be made (warned)."""
         name = self._name_for_write(key)
         if name is None:
             return None
