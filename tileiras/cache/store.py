@@ -386,15 +386,16 @@ class Cache:
     def put_blob(self, key: KeyLike, data: bytes) -> None:
         self.put(key, data)
 
-    def get_ptx(self, key: KeyLike) -> tuple[str, Any] | None:
-        """(PTX text, ModuleMetadata or None) stored by put_ptx."""
+    def get_ptx(self, key: KeyLike, parse: bool = True) -> tuple[str, Any] | None:
+        """(PTX text, ModuleMetadata or None) stored by put_ptx; with `parse=False` the metadata is
+        its JSON (bytes), for a caller that parses it only when it needs it (a cubin needs none)."""
         payload = self.get(key)
         if payload is None:
             return None
         try:
             ptx, metadata = _unpack_ptx(payload)
-            meta = None
-            if metadata:
+            meta: Any = metadata or None
+            if meta is not None and parse:
                 from tileiras.codegen.metadata import ModuleMetadata
 
                 meta = ModuleMetadata.from_json(metadata)
