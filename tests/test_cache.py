@@ -640,6 +640,22 @@ def test_a_hit_imports_nothing_heavy(tmp_path: Path) -> None:
     assert done.stdout.strip() == "0 []", done.stdout + done.stderr
 
 
+def test_a_hit_writes_the_launch_metadata_a_miss_writes(tmp_path: Path) -> None:
+    """A hit keeps the cached metadata as JSON until an output needs it: the object, its metadata file
+    and its header from a hit are those of the miss."""
+    from tileiras.driver.tileiras_main import main
+
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "softmax" / "13.4.tileirbc"
+    written = []
+    for run in ("miss", "hit"):
+        (tmp_path / run).mkdir()
+        out, header = tmp_path / run / "k.o", tmp_path / run / "k.h"
+        assert main(["--gpu-name", "sm_90", str(kernel), "-o", str(out), "--emit=obj", "--emit-metadata",
+                     "--header", str(header), "--cache-dir", str(tmp_path / "c")]) == 0
+        written.append((out.read_bytes(), (tmp_path / run / "k.o.json").read_text(), header.read_text()))
+    assert written[0] == written[1] and '"kernels"' in written[0][1]
+
+
 MODULES_PROBE = """
 import sys
 from tileiras.driver.tileiras_main import main
