@@ -412,6 +412,23 @@ def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path
     assert cubin == first[2]  # ptxas alone makes a cubin from the PTX
 
 
+def test_the_remarks_kept_beside_a_cubin_name_our_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ptxas's report is read by our code: an edited compiler gets its own remarks for a cubin whose
+    key (ptxas and the PTX only) it shares, and they are checked like any entry that names our code."""
+    from tileiras.driver import remarks
+
+    def keys_now() -> tuple[str, str]:
+        cubin = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path))
+        kept = remarks._remarks_key(cubin, str(tmp_path))
+        assert kept.names_our_code and not cubin.names_our_code
+        return cubin.value, kept.value
+
+    first = keys_now()
+    monkeypatch.setattr(versions, "compiler_fingerprint", lambda memo_dir=None, root=None: "an edited compiler")
+    edited = keys_now()
+    assert edited[0] == first[0] and edited[1] != first[1]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
 def test_a_compiler_state_sees_every_change_since_a_time(compiler_copy: Path) -> None:
     """State.settled_before(t) stats what state() found: an edit, a file added, removed or renamed

@@ -3,7 +3,7 @@
 Boring on purpose, like ccache: one file per key under `<root>/v1/<2 hex>/<key>`,
 written to a temp file in the same directory and renamed into place (atomic,
 so concurrent writers of one key are safe: both write the same bytes and the
-last rename wins). Each entry records its full key and the SHA-256 of its
+last rename wins). Each entry records its full key and the digest of its
 payload (entry.py), both checked on every read, and is read without following
 links, only when it is a regular file of bounded size. A hit touches the
 entry's mtime; eviction removes the least recently used entries once the
@@ -24,7 +24,11 @@ when first needed) and calls `idle()` while it waits for LLVM or ptxas and
 `flush()` after it wrote its output. So a cache that holds no entries answers
 its lookups without making their keys, the keys and the entries' bytes are
 made while the compile waits, and the entries are written once its output
-exists. Nothing on that path imports pathlib, json or re (paths are strings;
+exists. The check that the compiler did not change (a stat of each of its
+files) runs once for the entries made before it: for a cubin, in the idle()
+while ptxas runs (the PTX entry is made by then, and a cubin's key names only
+ptxas and the PTX), so nothing but the writes runs between the output and the
+exit. Nothing on that path imports pathlib, json or re (paths are strings;
 keys.canonical_json writes the keys' JSON): tests/test_cache.py checks it.
 
 `get` is a local lookup (`_read_local`), `put` a local write (`_write_local`).
@@ -202,7 +206,8 @@ class Cache:
         if self.defer_writes:
             self._pending.append((key, data))
             return
-        self._write_all(self._checked([prepared for prepared in [self._prepare(key, data)] if prepared is not None]))
+        prepared = self._prepare(key, data)
+        self._write_all(self._checked([prepared] if prepared is not None else []))
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
