@@ -14,7 +14,7 @@ than --no-cache (issue 13: "a cold cache must cost nothing"), a hit is under
 On a shared machine the wall times of a few milliseconds drown in other work's: `--instructions`
 also counts, under valgrind (callgrind), the instructions the compiler's own processes execute
 (the driver and its LLVM worker; ptxas, which a miss does not change, is not traced) for
---no-cache and a miss: a count other work does not disturb.
+--no-cache, a miss and a hit: a count other work does not disturb.
 Run: `python benchmarks/cache.py [--gpu-name sm_90] [--repeats 7] [--kernel softmax ...] [--limit N]
 [--instructions]`.
 """
@@ -57,6 +57,7 @@ def run_once(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one whole process; the CPU time counts the processes it
     waited for (ptxas), and is less disturbed than the wall time by other work on the machine."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as in a build: a stale .pyc is compiled once, not every run
     cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
@@ -84,11 +85,12 @@ def measure(path: Path, gpu: str, rounds: int, work: Path) -> dict[str, list[tup
 
 def instructions(path: Path, gpu: str, work: Path) -> dict[str, int]:
     """Instructions executed by the driver process and the processes it forks (callgrind), per mode:
-    --no-cache and a miss into an empty cache (each after an untraced run of the same command, so
-    that bytecode caches and the tools' digests are in place, as in a build)."""
+    --no-cache, a miss into an empty cache and a hit (each after an untraced run of the same command,
+    so that bytecode caches and the tools' digests are in place, as in a build)."""
     base = [*our_command("tileiras"), "--gpu-name", gpu, str(path), "-o", str(work / "k.cubin")]
     counts: dict[str, int] = {}
-    for mode, extra in (("no-cache", ["--no-cache"]), ("miss", ["--cache-dir", str(work / "cold")])):
+    for mode, extra in (("no-cache", ["--no-cache"]), ("miss", ["--cache-dir", str(work / "cold")]),
+                        ("hit", ["--cache-dir", str(work / "warm")])):
         shutil.rmtree(work / "cold", ignore_errors=True)
         run_once([*base, *extra])
         shutil.rmtree(work / "cold", ignore_errors=True)
@@ -101,6 +103,7 @@ def instructions(path: Path, gpu: str, work: Path) -> dict[str, int]:
             with open(out, encoding="utf-8", errors="replace") as handle:
                 found = re.search(r"^(?:summary|totals): (\d+)", handle.read(), re.MULTILINE)
             counts[mode] += int(found.group(1)) if found else 0
+    shutil.rmtree(work / "warm", ignore_errors=True)
     return counts
 
 
@@ -111,7 +114,7 @@ def main() -> int:
     parser.add_argument("--kernel", action="append", default=[], help="only this corpus kernel (repeatable)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N kernels")
     parser.add_argument("--instructions", action="store_true",
-                        help="also count the instructions of --no-cache and a miss under valgrind (slow)")
+                        help="also count the instructions of --no-cache, a miss and a hit under valgrind (slow)")
     args = parser.parse_args()
     files = [(name, path) for name, path in corpus_files() if not args.kernel or name in args.kernel]
     if args.limit:
@@ -127,7 +130,8 @@ def main() -> int:
                 if counts:
                     added = counts["miss"] - counts["no-cache"]
                     counted.append((name, f"{counts['no-cache'] / 1e6:.1f} M", f"{counts['miss'] / 1e6:.1f} M",
-                                    f"{added / 1e6:+.1f} M", f"{added / counts['no-cache'] * 100:+.2f} %"))
+                                    f"{added / 1e6:+.1f} M", f"{added / counts['no-cache'] * 100:+.2f} %",
+                                    f"{counts['hit'] / 1e6:.1f} M"))
             try:
                 times = measure(path, args.gpu_name, args.repeats, Path(tmp))
             except RuntimeError as exc:
@@ -148,7 +152,7 @@ def main() -> int:
                 ("kernel", "--no-cache", "miss", "miss - no-cache", "(CPU)", "hit", "hit/no-cache", "goals"), rows)
     if counted:
         print_table(f"instructions of the driver and its LLVM worker (callgrind), {args.gpu_name}",
-                    ("kernel", "--no-cache", "miss", "miss - no-cache", "of --no-cache"), counted)
+                    ("kernel", "--no-cache", "miss", "miss - no-cache", "of --no-cache", "hit"), counted)
     if hits:
         print(f"miss - no-cache (paired per round): median {statistics.median(overheads) * 1000:+.1f} ms, "
               f"worst {max(overheads) * 1000:+.1f} ms over {len(overheads)} kernels "

@@ -245,8 +245,9 @@ def test_make_key_is_stable() -> None:
     import json
 
     document = {"key_format": keys.KEY_FORMAT, "tileiras": keys.__version__, "gpu": "sm_90",
-                "source": {"sha256": hashlib.sha256(b"module").hexdigest()}, "options": ["-O3"]}
-    expected = hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+                "source": {"blake2b": hashlib.blake2b(b"module", digest_size=32).hexdigest()}, "options": ["-O3"]}
+    expected = hashlib.blake2b(json.dumps(document, sort_keys=True, separators=(",", ":")).encode(),
+                               digest_size=32).hexdigest()
     assert keys.make_key(gpu="sm_90", source=b"module", options=("-O3",)) == expected
 
 
@@ -409,6 +410,23 @@ def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path
     ptx, obj, cubin = keys_of(compiler_copy)
     assert ptx != first[0] and obj != first[1]
     assert cubin == first[2]  # ptxas alone makes a cubin from the PTX
+
+
+def test_the_remarks_kept_beside_a_cubin_name_our_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ptxas's report is read by our code: an edited compiler gets its own remarks for a cubin whose
+    key (ptxas and the PTX only) it shares, and they are checked like any entry that names our code."""
+    from tileiras.driver import remarks
+
+    def keys_now() -> tuple[str, str]:
+        cubin = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path))
+        kept = remarks._remarks_key(cubin, str(tmp_path))
+        assert kept.names_our_code and not cubin.names_our_code
+        return cubin.value, kept.value
+
+    first = keys_now()
+    monkeypatch.setattr(versions, "compiler_fingerprint", lambda memo_dir=None, root=None: "an edited compiler")
+    edited = keys_now()
+    assert edited[0] == first[0] and edited[1] != first[1]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
@@ -621,20 +639,38 @@ HIT_PROBE = """
 import sys
 from tileiras.driver.tileiras_main import main
 rc = main(sys.argv[1:])
-heavy = ("llvmlite", "typing", "dataclasses", "tempfile", "subprocess", "shutil", "base64", "ctypes", "numpy",
-         "tileiras.lowering", "tileiras.frontend", "tileiras.cache.tool_digest", "tileiras.cache.maintenance")
-print(rc, sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith(heavy)))
+heavy = ("llvmlite", "typing", "dataclasses", "tempfile", "subprocess", "shutil", "base64", "ctypes", "numpy", "json",
+         "hashlib", "re", "pathlib", "enum", "tileiras.lowering", "tileiras.frontend", "tileiras.cache.tool_digest",
+         "tileiras.cache.maintenance", "tileiras.codegen.metadata")  # a cubin needs no launch metadata
+print(rc, sorted(m for m in sys.modules if m in heavy or m.startswith(tuple(h + "." for h in heavy))))
 """
 
 
 def test_a_hit_imports_nothing_heavy(tmp_path: Path) -> None:
-    """The cache-hit path, as the driver runs it in a fresh interpreter: what it imports is what it costs."""
+    """The cache-hit path, as the driver runs it in a fresh interpreter: what it imports is what it costs
+    (re with pathlib costs a hit more than all else it does: ptxas is found with string paths)."""
     kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
     argv = ["--gpu-name", "sm_90", str(kernel), "-o", str(tmp_path / "k.cubin"), "--cache-dir", str(tmp_path / "c")]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", *argv], env=env, check=True)
     done = subprocess.run([sys.executable, "-c", HIT_PROBE, *argv], env=env, capture_output=True, text=True)
     assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+
+
+def test_a_hit_writes_the_launch_metadata_a_miss_writes(tmp_path: Path) -> None:
+    """A hit keeps the cached metadata as JSON until an output needs it: the object, its metadata file
+    and its header from a hit are those of the miss."""
+    from tileiras.driver.tileiras_main import main
+
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "softmax" / "13.4.tileirbc"
+    written = []
+    for run in ("miss", "hit"):
+        (tmp_path / run).mkdir()
+        out, header = tmp_path / run / "k.o", tmp_path / run / "k.h"
+        assert main(["--gpu-name", "sm_90", str(kernel), "-o", str(out), "--emit=obj", "--emit-metadata",
+                     "--header", str(header), "--cache-dir", str(tmp_path / "c")]) == 0
+        written.append((out.read_bytes(), (tmp_path / run / "k.o.json").read_text(), header.read_text()))
+    assert written[0] == written[1] and '"kernels"' in written[0][1]
 
 
 MODULES_PROBE = """
@@ -647,7 +683,7 @@ print(rc, " ".join(sorted(sys.modules)))
 
 def test_a_miss_imports_only_the_cache_itself(tmp_path: Path) -> None:
     """A compile into an empty cache, against the same compile with --no-cache, in fresh interpreters:
-    the cache's own modules and CPython's SHA-256 are all that a cold cache may add (issue 13:
+    the cache's own modules and CPython's BLAKE2 are all that a cold cache may add (issue 13:
     "a cold cache must cost nothing"): no pathlib, json, re, hashlib, maintenance or tool digests."""
     kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
     argv = ["--gpu-name", "sm_90", str(kernel), "-o", str(tmp_path / "k.cubin")]
@@ -665,7 +701,7 @@ def test_a_miss_imports_only_the_cache_itself(tmp_path: Path) -> None:
 
     added = modules("--cache-dir", str(tmp_path / "cold")) - modules("--no-cache")
     assert Cache(tmp_path / "cold").stats().entries == 2  # it did store the PTX and the cubin
-    assert added and all(name.startswith(("tileiras.cache", "tileiras.bytecode.digest", "_sha")) for name in added)
+    assert added and all(name.startswith(("tileiras.cache", "tileiras.bytecode.digest", "_blake2")) for name in added)
     assert not added & {"tileiras.cache.maintenance", "tileiras.cache.tool_digest", "tileiras.cache.remote"}
 
 
@@ -716,6 +752,49 @@ def test_entries_are_written_after_the_output(tmp_path: Path, monkeypatch: pytes
     kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
     assert main(["--gpu-name", "sm_90", str(kernel), "-o", str(out), "--cache-dir", str(tmp_path / "c")]) == 0
     assert written == [True, True] and Cache(tmp_path / "c").stats().entries == 2  # PTX and cubin
+
+
+@pytest.mark.parametrize("emit, entries, checks", [
+    ("cubin", 2, [False]),  # checked in idle() while ptxas runs; the cubin's key names only ptxas and the PTX
+    ("ptx", 1, [True]),     # no wait after the PTX is made: checked once, after the output
+])
+def test_the_compiler_is_checked_once_after_its_entries_were_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   emit: str, entries: int,
+                                                                   checks: list[bool]) -> None:
+    """The check that the compiler did not change mid-run (a stat of each of its files) runs once per
+    compile, after the entries that name our code were made: for a cubin while ptxas runs, so nothing
+    is checked between the output and the exit."""
+    from tileiras.cache import store
+    from tileiras.driver.tileiras_main import main
+
+    out = tmp_path / f"k.{emit}"
+    found: list[bool] = []
+    real = store._compiler_unchanged
+    monkeypatch.setattr(store, "_compiler_unchanged", lambda: found.append(out.exists()) or real())
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+    assert main(["--gpu-name", "sm_90", str(kernel), "-o", str(out), f"--emit={emit}",
+                 "--cache-dir", str(tmp_path / "c")]) == 0
+    assert found == checks and Cache(tmp_path / "c").stats().entries == entries
+
+
+def test_an_entry_made_after_the_check_is_checked_again(compiler_copy: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry naming our code queued after idle() checked the compiler is stored only after a new
+    check; an entry under a cubin key (ptxas alone makes it) needs none."""
+    monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)
+    time.sleep(0.05)  # beyond the file system clock's tick
+    cache = Cache(tmp_path / "cache", defer_writes=True)
+    ptx = keys.Key(keys.module_key, "d" * 64, "sm_90", options(tmp_path))
+    cache.put(ptx, b"made before the check")
+    cache.idle()
+    time.sleep(0.05)
+    edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
+    cubin = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path))
+    cache.put(cubin, b"made by ptxas")
+    cache.put(KEY, b"maybe made by the edited compiler")
+    cache.flush()
+    assert cache.get(ptx) is not None and cache.get(cubin) is not None and cache.get(KEY) is None
 
 
 @pytest.mark.parametrize("error, chosen, warned", [

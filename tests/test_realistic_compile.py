@@ -8,12 +8,9 @@ Compile time is CPU time (process and children) against NVIDIA's tileiras on the
 
 from __future__ import annotations
 
-import atexit
 import functools
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,8 +24,9 @@ import sass_stats  # noqa: E402
 CONFIGS = {c["name"]: c for c in compilers.manifest()["configs"]}
 MMA_FAMILIES = frozenset({"matmul", "bmm", "splitk", "attention"})
 ALL_TARGETS_PROBE = "mm_f16_128x128x64"     # the sample's one kernel compiled for every target
-_WORK = Path(tempfile.mkdtemp(prefix="tileiras-realistic-"))   # cubins shared by the tests
-atexit.register(shutil.rmtree, _WORK, True)
+COMPILES = compilers.CorpusCompiles("tileiras-realistic-",
+                                    {n: compilers.HERE / c["file"] for n, c in CONFIGS.items()},
+                                    {n: c["symbol"] for n, c in CONFIGS.items()})
 
 
 def _pairs(sample: bool) -> list[tuple[str, str]]:
@@ -46,27 +44,9 @@ SAMPLE = _pairs(sample=True)
 FULL = [p for p in _pairs(sample=False) if p not in SAMPLE]
 
 
-def _ids(pairs: list[tuple[str, str]]) -> list[str]:
-    return [f"{n}-{g}" for n, g in pairs]
-
-
-@functools.lru_cache(maxsize=None)
-def ours(name: str, gpu: str) -> compilers.Compiled:
-    return compilers.compile_ours(compilers.HERE / CONFIGS[name]["file"], gpu,
-                                  _WORK / f"{name}.{gpu}.ours.cubin")
-
-
-@functools.lru_cache(maxsize=None)
-def nvidia(name: str, gpu: str) -> compilers.Compiled:
-    result = compilers.compile_nvidia(compilers.HERE / CONFIGS[name]["file"], gpu,
-                                      _WORK / f"{name}.{gpu}.nvidia.cubin")
-    assert result.ok, f"NVIDIA's tileiras rejects {name} for {gpu}: {result.message}"
-    return result
-
-
 @functools.lru_cache(maxsize=None)
 def stats(name: str, gpu: str, side: str) -> sass_stats.KernelStats:
-    result = ours(name, gpu) if side == "ours" else nvidia(name, gpu)
+    result = COMPILES.ours(name, gpu) if side == "ours" else COMPILES.nvidia(name, gpu)
     assert result.ok, f"{side} did not compile {name} for {gpu}: {result.message}"
     return sass_stats.cubin_stats(result.cubin)[CONFIGS[name]["symbol"]]
 
@@ -117,36 +97,7 @@ def test_manifest_launch_recipes() -> None:
 
 # ------------------------------------------------------------------------------ compiling
 
-def _check_compiles(name: str, gpu: str) -> None:
-    result = ours(name, gpu)
-    assert result.ok, f"{name} for {gpu}: {result.message}"
-    assert CONFIGS[name]["symbol"] in sass_stats.cubin_stats(result.cubin)
-
-
-def _check_compile_time(name: str, gpu: str) -> None:
-    compilers.check_time_ratio(ours(name, gpu), nvidia(name, gpu), f"{name} for {gpu}")
-
-
-@pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
-def test_compiles(name: str, gpu: str) -> None:
-    _check_compiles(name, gpu)
-
-
-@pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
-def test_compile_time(name: str, gpu: str) -> None:
-    _check_compile_time(name, gpu)
-
-
-@pytest.mark.sweep
-@pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
-def test_compiles_full(name: str, gpu: str) -> None:
-    _check_compiles(name, gpu)
-
-
-@pytest.mark.sweep
-@pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
-def test_compile_time_full(name: str, gpu: str) -> None:
-    _check_compile_time(name, gpu)
+test_compiles, test_compile_time, test_compiles_full, test_compile_time_full = COMPILES.compile_tests(SAMPLE, FULL)
 
 
 # ------------------------------------------------------------------------------ machine code
@@ -155,7 +106,7 @@ MMA_SM80 = [(n, "sm_80") for n, g in SAMPLE if g == "sm_80" and CONFIGS[n]["fami
 SAMPLE_SM80_SM90 = [(n, g) for n, g in SAMPLE if g in ("sm_80", "sm_90")]
 
 
-@pytest.mark.parametrize("name,gpu", MMA_SM80, ids=_ids(MMA_SM80))
+@pytest.mark.parametrize("name,gpu", MMA_SM80, ids=compilers.pair_ids(MMA_SM80))
 def test_ldmatrix_on_sm80_mma_kernels(name: str, gpu: str) -> None:
     """Tensor-core operands come from shared memory through ldmatrix (SASS LDSM)."""
     s = stats(name, gpu, "ours")
@@ -163,7 +114,7 @@ def test_ldmatrix_on_sm80_mma_kernels(name: str, gpu: str) -> None:
     assert s.ldmatrix > 0, f"{name} on {gpu}: no LDSM ({dict(s.tensor_core)})"
 
 
-@pytest.mark.parametrize("name,gpu", SAMPLE_SM80_SM90, ids=_ids(SAMPLE_SM80_SM90))
+@pytest.mark.parametrize("name,gpu", SAMPLE_SM80_SM90, ids=compilers.pair_ids(SAMPLE_SM80_SM90))
 def test_no_spills_where_nvidia_has_none(name: str, gpu: str) -> None:
     theirs = stats(name, gpu, "nvidia")
     if theirs.spills:
@@ -173,7 +124,7 @@ def test_no_spills_where_nvidia_has_none(name: str, gpu: str) -> None:
                               f"({mine.stack} B stack); NVIDIA's has none")
 
 
-@pytest.mark.parametrize("name,gpu", SAMPLE_SM80_SM90, ids=_ids(SAMPLE_SM80_SM90))
+@pytest.mark.parametrize("name,gpu", SAMPLE_SM80_SM90, ids=compilers.pair_ids(SAMPLE_SM80_SM90))
 def test_128bit_global_access_where_nvidia_uses_it(name: str, gpu: str) -> None:
     theirs = stats(name, gpu, "nvidia")
     if theirs.widest_global_access < 128:

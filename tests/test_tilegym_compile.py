@@ -9,13 +9,9 @@ row on every target NVIDIA's tileiras compiles it for (``nvidia_targets``, recor
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,13 +21,10 @@ CORPUS = ROOT / "tests" / "tilegym"
 sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import compilers  # noqa: E402
-import sass_stats  # noqa: E402
 
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 CONFIGS = {c["name"]: c for c in MANIFEST["configs"]}
 SAMPLE_TARGETS = ("sm_80", "sm_90")
-_WORK = Path(tempfile.mkdtemp(prefix="tileiras-tilegym-"))
-atexit.register(shutil.rmtree, _WORK, True)
 
 
 def _targets(c: dict) -> list[str]:
@@ -42,20 +35,9 @@ SAMPLE = [(n, g) for n, c in CONFIGS.items() if c["sample"] for g in SAMPLE_TARG
 FULL = [(n, g) for n, c in CONFIGS.items() for g in _targets(c) if (n, g) not in SAMPLE]
 
 
-def _ids(pairs: list[tuple[str, str]]) -> list[str]:
-    return [f"{n}-{g}" for n, g in pairs]
-
-
-@functools.lru_cache(maxsize=None)
-def ours(name: str, gpu: str) -> compilers.Compiled:
-    return compilers.compile_ours(CORPUS / CONFIGS[name]["file"], gpu, _WORK / f"{name}.{gpu}.ours.cubin")
-
-
-@functools.lru_cache(maxsize=None)
-def nvidia(name: str, gpu: str) -> compilers.Compiled:
-    result = compilers.compile_nvidia(CORPUS / CONFIGS[name]["file"], gpu, _WORK / f"{name}.{gpu}.nv.cubin")
-    assert result.ok, f"NVIDIA's tileiras rejects {name} for {gpu}: {result.message}"
-    return result
+# the kernel's name in the cubin is the row's name
+COMPILES = compilers.CorpusCompiles("tileiras-tilegym-", {n: CORPUS / c["file"] for n, c in CONFIGS.items()},
+                                    {n: n for n in CONFIGS})
 
 
 # ------------------------------------------------------------------------------ the corpus
@@ -86,36 +68,7 @@ def test_corpus_covers_the_kernel_families() -> None:
 
 # ------------------------------------------------------------------------------ compiling
 
-def _check_compiles(name: str, gpu: str) -> None:
-    result = ours(name, gpu)
-    assert result.ok, f"{name} for {gpu}: {result.message}"
-    assert name in sass_stats.cubin_stats(result.cubin), f"{name}: no such kernel in the cubin"
-
-
-def _check_compile_time(name: str, gpu: str) -> None:
-    compilers.check_time_ratio(ours(name, gpu), nvidia(name, gpu), f"{name} for {gpu}")
-
-
-@pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
-def test_compiles(name: str, gpu: str) -> None:
-    _check_compiles(name, gpu)
-
-
-@pytest.mark.parametrize("name,gpu", SAMPLE, ids=_ids(SAMPLE))
-def test_compile_time(name: str, gpu: str) -> None:
-    _check_compile_time(name, gpu)
-
-
-@pytest.mark.sweep
-@pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
-def test_compiles_full(name: str, gpu: str) -> None:
-    _check_compiles(name, gpu)
-
-
-@pytest.mark.sweep
-@pytest.mark.parametrize("name,gpu", FULL, ids=_ids(FULL))
-def test_compile_time_full(name: str, gpu: str) -> None:
-    _check_compile_time(name, gpu)
+test_compiles, test_compile_time, test_compiles_full, test_compile_time_full = COMPILES.compile_tests(SAMPLE, FULL)
 
 
 def test_benchmark_runs() -> None:

@@ -157,3 +157,60 @@ def check_time_ratio(mine: Compiled, theirs: Compiled, what: str) -> None:
     ratio = mine.cpu_s / max(theirs.cpu_s, 0.05)
     assert ratio <= MAX_TIME_RATIO, (f"{what}: {mine.cpu_s:.1f} s of CPU, "
                                      f"NVIDIA's {theirs.cpu_s:.1f} s ({ratio:.1f}x)")
+
+
+class CorpusCompiles:
+    """A corpus's kernels compiled by both compilers into one temp folder (removed at exit), each
+    (kernel, target) once per test session, and the checks the corpus tests make of them.
+    `files`: kernel name -> bytecode path; `symbols`: kernel name -> the kernel's name in the cubin."""
+
+    def __init__(self, prefix: str, files: dict[str, Path], symbols: dict[str, str]) -> None:
+        import atexit
+        import functools
+        import shutil
+        import tempfile
+
+        self.work = Path(tempfile.mkdtemp(prefix=prefix))
+        atexit.register(shutil.rmtree, self.work, True)
+        self.files, self.symbols = files, symbols
+        self.ours = functools.lru_cache(maxsize=None)(self._ours)
+        self.nvidia = functools.lru_cache(maxsize=None)(self._nvidia)
+
+    def _ours(self, name: str, gpu: str) -> Compiled:
+        return compile_ours(self.files[name], gpu, self.work / f"{name}.{gpu}.ours.cubin")
+
+    def _nvidia(self, name: str, gpu: str) -> Compiled:
+        result = compile_nvidia(self.files[name], gpu, self.work / f"{name}.{gpu}.nvidia.cubin")
+        assert result.ok, f"NVIDIA's tileiras rejects {name} for {gpu}: {result.message}"
+        return result
+
+    def check_compiles(self, name: str, gpu: str) -> None:
+        """Ours compiles the kernel for `gpu` into a cubin that holds it."""
+        import sass_stats  # benchmarks/: the test modules put it on the path
+
+        result = self.ours(name, gpu)
+        assert result.ok, f"{name} for {gpu}: {result.message}"
+        assert self.symbols[name] in sass_stats.cubin_stats(result.cubin), f"{name}: no such kernel in the cubin"
+
+    def check_compile_time(self, name: str, gpu: str) -> None:
+        check_time_ratio(self.ours(name, gpu), self.nvidia(name, gpu), f"{name} for {gpu}")
+
+    def compile_tests(self, sample: list[tuple[str, str]], full: list[tuple[str, str]]) -> tuple:
+        """test_compiles and test_compile_time over `sample`, and their `-m sweep` twins over `full`,
+        for a test module to bind under those names."""
+        import pytest
+
+        def over(pairs: list[tuple[str, str]], check, sweep: bool = False):
+            def test(name: str, gpu: str) -> None:
+                check(name, gpu)
+
+            test = pytest.mark.parametrize("name,gpu", pairs, ids=pair_ids(pairs))(test)
+            return pytest.mark.sweep(test) if sweep else test
+
+        return (over(sample, self.check_compiles), over(sample, self.check_compile_time),
+                over(full, self.check_compiles, sweep=True), over(full, self.check_compile_time, sweep=True))
+
+
+def pair_ids(pairs: list[tuple[str, str]]) -> list[str]:
+    """pytest ids of (kernel, target) pairs: `kernel-target`."""
+    return [f"{n}-{g}" for n, g in pairs]

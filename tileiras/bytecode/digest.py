@@ -8,20 +8,20 @@ info is off. The producer section names the frontend and never affects code.
 
 from __future__ import annotations
 
-from ..cache.sha import sha256
+from ..cache.hashing import digest as new_digest
 from .encoding import SEC_DEBUG, SEC_PRODUCER
 
 _IGNORED_WITHOUT_LINE_INFO = (SEC_DEBUG, SEC_PRODUCER)
 
 
 def content_digest(data: bytes, keep_locations: bool) -> str:
-    """sha256 of the bytecode's code-relevant content (all of it when `keep_locations`)."""
+    """The digest (cache.hashing) of the bytecode's code-relevant content (all of it when `keep_locations`)."""
     if keep_locations:
-        return sha256(data).hexdigest()
+        return new_digest(data).hexdigest()
     from .sections import _read_header, _sections  # validates the framing; no IR is built
 
     _read_header(data)
-    digest = sha256(data[:12])
+    digest = new_digest(data[:12])
     for sid, (start, end) in sorted(_sections(data).items()):
         if sid in _IGNORED_WITHOUT_LINE_INFO:
             continue

@@ -8,8 +8,7 @@ stamp), while an edited checkout gets entries of its own.
 
 Reading every file costs a cache hit several milliseconds, so the fingerprint
 is remembered under a `stamp` of the files (`tileiras.cache.versions`):
-a digest of every file's path, size, mtime and ctime, under a millisecond to
-take. Any write, rename or timestamp reset of a file changes its ctime.
+a digest of every file's path, size, mtime and ctime. Any write, rename or timestamp reset of a file changes its ctime.
 
 `State.settled_before(t)` tells whether nothing changed since the time `t` by
 statting the files and folders a `state` listed, without listing them again: a
@@ -86,7 +85,7 @@ def _relative(path: PathLike, base: PathLike) -> str:
 
 def fingerprint(files: list[Path] | list[str], root: PathLike | None = None) -> str:
     """A digest of the compiler: changes exactly when one of its files' content, name or set changes."""
-    import hashlib  # OpenSSL: a megabyte, five times faster than sha.py's
+    import hashlib  # OpenSSL: for a megabyte, faster than hashing.py's BLAKE2b (only when the stamp changed)
 
     base = root or package_root()
     digest = hashlib.sha256()
@@ -122,32 +121,35 @@ def fingerprint_of(root: PathLike) -> str:
 
 
 class State:
-    """The compiler's files as found at one moment: each file's path, size, mtime and ctime (any
-    write, rename or timestamp reset changes one), `lines` (those, one line per file, to digest),
-    `newest` (the newest of those times, in ns), and its folders. A compiler zip (Bazel's) stands
-    for its members with its own line. Taking one costs a listing of the folders and a stat of each
-    file; the lines are made only when asked for."""
+    """The compiler's files as found at one moment: each file's path and its ctime, mtime and size
+    (any write, rename or timestamp reset changes one), `newest` (the newest of those times, in ns),
+    and its folders. A compiler zip (Bazel's) stands for its members with its own entry. Taking one
+    costs a listing of the folders and a stat of each file."""
 
-    __slots__ = ("_files", "_folders")
+    __slots__ = ("_paths", "_stats", "_folders")
 
-    def __init__(self, files: list[tuple[str, int, int, int]], folders: list[str]) -> None:
-        self._files = files        # (path, ctime, mtime, size)
+    def __init__(self, paths: list[str], stats: list[int], folders: list[str]) -> None:
+        self._paths = paths        # sorted
+        self._stats = stats        # ctime, mtime, size of each path in turn
         self._folders = folders
 
     @property
-    def lines(self) -> str:
-        return "\n".join(f"{path}\0{size}\0{mtime}\0{ctime}" for path, ctime, mtime, size in self._files)
+    def encoded(self) -> bytes:
+        """What a stamp digests: the numbers (digits and spaces), then each path after a NUL."""
+        text = " ".join(map(str, self._stats)) + "\0" + "\0".join(self._paths)
+        return text.encode("utf-8", "surrogateescape")
 
     @property
     def newest(self) -> int:
-        return max((max(ctime, mtime) for _, ctime, mtime, _ in self._files), default=0)
+        stats = self._stats
+        return max(max(stats[0::3], default=0), max(stats[1::3], default=0))
 
     def settled_before(self, limit_ns: int) -> bool:
         """Whether no file or folder changed at or after `limit_ns` (a time.time_ns()), so that the
         files are now what they were then: a stat of each. A folder whose times moved is listed again:
         Python creating its `__pycache__` moves them without changing the compiler."""
         try:
-            for path, *_ in self._files:
+            for path in self._paths:
                 info = os.stat(path)
                 if info.st_ctime_ns >= limit_ns or info.st_mtime_ns >= limit_ns:
                     return False
@@ -157,7 +159,7 @@ class State:
                 if info.st_ctime_ns < limit_ns and info.st_mtime_ns < limit_ns:
                     continue
                 if known_files is None:
-                    known_files, known_folders = {file[0] for file in self._files}, set(self._folders)
+                    known_files, known_folders = set(self._paths), set(self._folders)
                 files, below = _listing(folder)
                 if any(entry.path not in known_files for entry in files) or not known_folders.issuperset(below):
                     return False   # a compiler file or folder appeared (a removal fails its stat above)
@@ -166,21 +168,24 @@ class State:
         return True
 
 
-def _file(path: str, info: os.stat_result) -> tuple[str, int, int, int]:
-    return path, info.st_ctime_ns, info.st_mtime_ns, info.st_size
-
-
 def state(root: PathLike) -> State:
     """The compiler's files under `root` (a directory, or a zip) as they are now."""
     root = os.fspath(root)
     if os.path.isfile(root):
-        return State([_file(root, os.stat(root))], [])
-    entries, folders = _walk(root)
-    return State([_file(entry.path, entry.stat()) for entry in entries], folders)
+        entries: list[os.DirEntry[str]] | list[str] = [root]
+        folders: list[str] = []
+    else:
+        entries, folders = _walk(root)
+    paths, stats = [], []
+    for item in entries:
+        info = os.stat(item) if isinstance(item, str) else item.stat()
+        paths.append(item if isinstance(item, str) else item.path)
+        stats += (info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+    return State(paths, stats, folders)
 
 
 def stamp(files_state: State) -> tuple[str, int]:
     """(digest of a `state`, to remember a fingerprint by; the newest file time in ns)."""
-    from .sha import sha256
+    from .hashing import digest
 
-    return sha256(files_state.lines.encode("utf-8", "surrogateescape")).hexdigest(), files_state.newest
+    return digest(files_state.encoded).hexdigest(), files_state.newest

@@ -2,7 +2,7 @@
 
 An entry is a header, the full key it was stored under, then the payload:
 
-    magic "TLRCACHE" | format u32 | key length u32 | payload length u64 | sha256(payload) | key | payload
+    magic "TLRCACHE" | format u32 | key length u32 | payload length u64 | digest(payload) | key | payload
 
 A reader names the key it expects: an entry that records another key (copied
 or renamed over this one), whose payload does not match its digest (a flipped
@@ -23,8 +23,8 @@ import stat
 import struct
 
 MAGIC = b"TLRCACHE"
-HEADER = struct.Struct("<8sIIQ32s")   # magic, format, key length, payload length, sha256(payload)
-FORMAT = 2                            # 1: no key (tileiras before entries recorded their key)
+HEADER = struct.Struct("<8sIIQ32s")   # magic, format, key length, payload length, digest
+FORMAT = 3                            # 3: BLAKE2b-256 digests (2: SHA-256; 1: no key)
 MAX_BYTES = 1 << 30                   # no entry is larger: a cubin or PTX is far below this
 TEMP_PREFIX = ".tmp-"                 # an entry being written: <shard>/.tmp-<random>.tmp
 _HEX = frozenset("0123456789abcdef")
@@ -56,10 +56,10 @@ class Unexpected(Exception):
 
 
 def wrap(key: str, payload: bytes) -> bytes:
-    from .sha import sha256  # here: opening a cache and missing need no hashing
+    from .hashing import digest  # here: opening a cache and missing need no hashing
 
     name = key.encode("ascii")
-    return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), sha256(payload).digest()) + name + payload
+    return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), digest(payload).digest()) + name + payload
 
 
 def unwrap(blob: bytes, key: str) -> bytes | None:
@@ -82,9 +82,9 @@ def unwrap(blob: bytes, key: str) -> bytes | None:
     payload = blob[start:]
     if length != len(payload):
         raise Unexpected(f"truncated entry ({len(payload)} of {length} payload bytes)")
-    from .sha import sha256
+    from .hashing import digest as payload_digest
 
-    if sha256(payload).digest() != digest:
+    if payload_digest(payload).digest() != digest:
         raise Unexpected("the payload does not match its digest")
     return payload
 

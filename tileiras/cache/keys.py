@@ -1,7 +1,7 @@
-"""Cache keys: SHA-256 of a canonical encoding of everything that can change an output.
+"""Cache keys: BLAKE2b-256 (hashing.py) of a canonical encoding of everything that can change an output.
 
 `make_key(**parts)` hashes sorted-key JSON of the parts plus the key format and
-our own version; bytes are replaced by their SHA-256. The JSON text is made by
+our own version; bytes are replaced by their digest. The JSON text is made by
 `canonical_json`, byte for byte what `json.dumps(sort_keys=True, separators=(",", ":"),
 ensure_ascii=True)` writes, without importing json (and re): a miss makes its
 keys while it waits, but its CPU time is not free on a busy machine. The two keys the driver
@@ -29,14 +29,14 @@ from tileiras import __version__
 
 from .store import default_cache_dir
 
-# sha.py and versions.py are imported where used: a lookup in an empty cache makes no key, so a miss
+# hashing.py and versions.py are imported where used: a lookup in an empty cache makes no key, so a miss
 # imports them while it waits for LLVM (as it makes its keys), not before its compile starts.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit does not import typing
     from typing import Any, Callable
 
-KEY_FORMAT = 3  # 3: an object key holds its metadata as a document (2: as JSON text)
+KEY_FORMAT = 4  # 4: BLAKE2b-256 (hashing.py; 3: SHA-256); 3: an object key holds its metadata as a document
 
 
 class Key:
@@ -59,12 +59,18 @@ class Key:
     def made(self) -> bool:
         return self._value is not None
 
+    @property
+    def names_our_code(self) -> bool:
+        """Whether what is stored under this key may depend on our code: every key but a cubin's
+        (ptxas alone makes a cubin from its PTX, so cubin_key does not name the compiler)."""
+        return self._make is not cubin_key
+
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
-        from .sha import sha256
+        from .hashing import digest
 
-        return {"sha256": sha256(bytes(value)).hexdigest()}
+        return {"blake2b": digest(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, dict):
@@ -123,10 +129,10 @@ def canonical_json(value: Any) -> str:
 
 
 def make_key(**parts: Any) -> str:
-    from .sha import sha256
+    from .hashing import digest
 
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
-    return sha256(canonical_json(document).encode("ascii")).hexdigest()
+    return digest(canonical_json(document).encode("ascii")).hexdigest()
 
 
 def _memo_dir(opts: Any) -> str:
@@ -134,11 +140,11 @@ def _memo_dir(opts: Any) -> str:
 
 
 def _file_digest(path: str) -> str:
-    from .sha import sha256
+    from .hashing import digest
 
     try:
         with open(path, "rb") as handle:
-            return sha256(handle.read()).hexdigest()
+            return digest(handle.read()).hexdigest()
     except OSError:
         return "unreadable"
 

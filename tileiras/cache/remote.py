@@ -12,7 +12,7 @@ remote hit is checked like a local entry and then written to the local cache.
 An entry with cache key K is the ActionResult of the action digest
 sha256(ACTION_PREFIX + K): one output file, ENTRY_PATH, whose CAS blob is
 REMOTE_MAGIC, K, a newline and the entry exactly as the local cache stores it
-(header with the payload's SHA-256). A blob is used only when its CAS digest,
+(header with the payload's digest). A blob is used only when its CAS digest,
 its key line and its header all check out; anything else is a miss with a
 warning. Bazel's own action digests hash Action messages, never that prefix,
 so Bazel's entries and ours share a server without meeting.

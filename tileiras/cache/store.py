@@ -3,7 +3,7 @@
 Boring on purpose, like ccache: one file per key under `<root>/v1/<2 hex>/<key>`,
 written to a temp file in the same directory and renamed into place (atomic,
 so concurrent writers of one key are safe: both write the same bytes and the
-last rename wins). Each entry records its full key and the SHA-256 of its
+last rename wins). Each entry records its full key and the digest of its
 payload (entry.py), both checked on every read, and is read without following
 links, only when it is a regular file of bounded size. A hit touches the
 entry's mtime; eviction removes the least recently used entries once the
@@ -24,7 +24,11 @@ when first needed) and calls `idle()` while it waits for LLVM or ptxas and
 `flush()` after it wrote its output. So a cache that holds no entries answers
 its lookups without making their keys, the keys and the entries' bytes are
 made while the compile waits, and the entries are written once its output
-exists. Nothing on that path imports pathlib, json or re (paths are strings;
+exists. The check that the compiler did not change (a stat of each of its
+files) runs once for the entries made before it: for a cubin, in the idle()
+while ptxas runs (the PTX entry is made by then, and a cubin's key names only
+ptxas and the PTX), so nothing but the writes runs between the output and the
+exit. Nothing on that path imports pathlib, json or re (paths are strings;
 keys.canonical_json writes the keys' JSON): tests/test_cache.py checks it.
 
 `get` is a local lookup (`_read_local`), `put` a local write (`_write_local`).
@@ -171,7 +175,8 @@ class Cache:
         self._warned = False
         self._unmade: list[Key] = []                       # keys of lookups answered without them
         self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
-        self._ready: list[tuple[str, bytes]] = []          # deferred writes made by idle(): (key, entry)
+        self._ready: list[tuple[str, bytes, bool]] = []    # deferred writes made: (key, entry, to check)
+        self._compiler_changed = False  # a check found the compiler changed: unchecked entries are dropped
         self._written_shards: set[str] = set()
         global _opened_ns
         if _opened_ns is None:  # before the compile loads more of the compiler (_compiler_unchanged)
@@ -202,38 +207,52 @@ class Cache:
             self._pending.append((key, data))
             return
         prepared = self._prepare(key, data)
-        if prepared is not None and _compiler_unchanged():
-            self._store(*prepared)
-        self._check_size()
+        self._write_all(self._checked([prepared] if prepared is not None else []))
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
-        without and the entries queued so far, so that writing them after the output costs little."""
+        without and the entries queued so far, and check that the compiler that made those entries
+        has not changed since the cache opened, so that writing them after the output costs little."""
         unmade, self._unmade = self._unmade, []
         for key in unmade:
             self._name_for_write(key)
-        self._ready += self._prepare_all()
+        self._ready = self._checked(self._ready + self._prepare_all())
 
     def flush(self) -> None:
-        """Write the deferred entries (the driver calls this once its output is written)."""
-        ready, self._ready = self._ready + self._prepare_all(), []
-        if ready and _compiler_unchanged():
-            for name, blob in ready:
-                self._store(name, blob)
+        """Write the deferred entries (the driver calls this once its output is written). The compiler
+        is checked again only for entries that name it and were queued after idle() checked it: for
+        a cubin, idle() ran while ptxas made it, and the cubin's key does not name our code."""
+        ready, self._ready = self._checked(self._ready + self._prepare_all()), []
+        self._write_all(ready)
+
+    def _checked(self, ready: list[tuple[str, bytes, bool]]) -> list[tuple[str, bytes, bool]]:
+        """The entries `ready` that may be stored, none left to check: one whose key names our code
+        only when our files are as they were when the cache opened (_compiler_unchanged: a stat of
+        each), checked after the entry was made. One check covers every entry made before it."""
+        if not any(to_check for _, _, to_check in ready):
+            return ready
+        if not self._compiler_changed:
+            self._compiler_changed = not _compiler_unchanged()
+        return [(name, blob, False) for name, blob, to_check in ready if not (to_check and self._compiler_changed)]
+
+    def _write_all(self, ready: list[tuple[str, bytes, bool]]) -> None:
+        for name, blob, _ in ready:
+            self._store(name, blob)
         self._check_size()
 
-    def _prepare_all(self) -> list[tuple[str, bytes]]:
+    def _prepare_all(self) -> list[tuple[str, bytes, bool]]:
         queued, self._pending = self._pending, []
         return [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
 
-    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes] | None:
-        """(the key, the entry's bytes: entry.wrap) to write; None when either cannot be made (warned)."""
+    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes, bool] | None:
+        """(the key, the entry's bytes: entry.wrap, whether the key names our code, so that the entry
+        must be checked) to write; None when either cannot be made (warned)."""
         name = self._name_for_write(key)
         if name is None:
             return None
         self._check_key(name)  # a malformed key is the caller's bug: raised
         try:
-            return name, entry.wrap(name, data if isinstance(data, bytes) else data())
+            return name, entry.wrap(name, data if isinstance(data, bytes) else data()), _names_our_code(key)
         except Exception as exc:  # noqa: BLE001 - as a key that cannot be made: it only costs the entry
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None
@@ -372,15 +391,16 @@ class Cache:
     def put_blob(self, key: KeyLike, data: bytes) -> None:
         self.put(key, data)
 
-    def get_ptx(self, key: KeyLike) -> tuple[str, Any] | None:
-        """(PTX text, ModuleMetadata or None) stored by put_ptx."""
+    def get_ptx(self, key: KeyLike, parse: bool = True) -> tuple[str, Any] | None:
+        """(PTX text, ModuleMetadata or None) stored by put_ptx; with `parse=False` the metadata is
+        its JSON (bytes), for a caller that parses it only when it needs it (a cubin needs none)."""
         payload = self.get(key)
         if payload is None:
             return None
         try:
             ptx, metadata = _unpack_ptx(payload)
-            meta = None
-            if metadata:
+            meta: Any = metadata or None
+            if meta is not None and parse:
                 from tileiras.codegen.metadata import ModuleMetadata
 
                 meta = ModuleMetadata.from_json(metadata)
@@ -476,6 +496,11 @@ def _unpack_ptx(payload: bytes) -> tuple[str, bytes]:
     if end > len(payload):
         raise ValueError("truncated PTX entry")
     return payload[end:].decode("utf-8"), payload[start:end]
+
+
+def _names_our_code(key: KeyLike) -> bool:
+    """Whether what is stored under `key` may depend on our code (a plain string: assumed so)."""
+    return isinstance(key, str) or key.names_our_code
 
 
 def _compiler_unchanged() -> bool:

@@ -168,7 +168,7 @@ def ptxas_identity(memo_dir: PathLike | None = None) -> str:
     """The identity of the ptxas this process would run: its digest, 'sha256=...'."""
     from tileiras.codegen import ptxas
 
-    return _tool_identity(memo_dir, "ptxas", ptxas.find_ptxas())
+    return _tool_identity(memo_dir, "ptxas", ptxas.ptxas_path())
 
 
 def _running_state() -> compiler_files.State:

@@ -14,20 +14,19 @@ neither behind for long.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from functools import lru_cache
-from pathlib import Path
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: this module is on the cache-hit path, which does not import typing
+    from pathlib import Path
     from typing import Sequence
 
 # Finding ptxas is on the cache-hit path (it is part of the cubin key), so the
 # modules that only running it needs (subprocess, scratch folders, the target
-# table) are imported where they are used.
+# table, re, pathlib) are imported where they are used: paths are strings until then.
 
 ENV_VARS: tuple[str, ...] = ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH")
 # Where the nvidia-cuda-nvcc wheels put the tools, under the `nvidia` namespace package.
@@ -39,26 +38,33 @@ _CUBIN_NAME = "kernel.cubin"
 
 def find_ptxas() -> Path:
     """The ptxas executable this process uses."""
+    from pathlib import Path
+
+    return Path(ptxas_path())
+
+
+def ptxas_path() -> str:
+    """find_ptxas() as a string (the cache-hit path names ptxas without importing pathlib)."""
     return _find_ptxas(tuple(os.environ.get(name, "") for name in ENV_VARS))
 
 
 @lru_cache(maxsize=8)
-def _find_ptxas(env_values: tuple[str, ...]) -> Path:
+def _find_ptxas(env_values: tuple[str, ...]) -> str:
     for value in env_values:
         if value:
-            candidate = Path(value) / "bin" / _EXE
-            if candidate.is_file():
+            candidate = os.path.join(value, "bin", _EXE)
+            if os.path.isfile(candidate):
                 return candidate
     for directory in _wheel_dirs():
-        candidate = directory / _EXE
-        if candidate.is_file():
+        candidate = os.path.join(directory, _EXE)
+        if os.path.isfile(candidate):
             return candidate
     raise CompileError(
         "error: cannot find ptxas: install the 'nvidia-cuda-nvcc' wheel "
         "(pip install nvidia-cuda-nvcc) or set CUDA_ROOT, CUDA_HOME or CUDA_PATH to a CUDA toolkit")
 
 
-def _wheel_dirs() -> list[Path]:
+def _wheel_dirs() -> list[str]:
     """`nvidia/<...>/bin` of the wheel, located without importing anything heavy."""
     import importlib.util
 
@@ -67,7 +73,7 @@ def _wheel_dirs() -> list[Path]:
     except (ImportError, ValueError):
         return []
     roots = list(spec.submodule_search_locations or []) if spec else []
-    return [Path(root) / sub for root in roots for sub in WHEEL_BIN_DIRS]
+    return [os.path.join(root, sub) for root in roots for sub in WHEEL_BIN_DIRS]
 
 
 def prepare() -> None:
@@ -77,7 +83,7 @@ def prepare() -> None:
 
     children.preexec()  # loads prctl
 
-    find_ptxas()
+    ptxas_path()
 
 
 def ptxas_version() -> str:
@@ -93,6 +99,8 @@ def _version_of(path: str, size: int, mtime_ns: int) -> str:
 
     result = run_tool([path, "--version"], timeout=60)
     text = result.stdout.decode("utf-8", errors="replace")
+    import re
+
     match = re.search(r"\bV([0-9]+(?:\.[0-9]+)+)", text)
     if result.returncode != 0 or match is None:
         raise CompileError(f"error: '{path} --version' did not report a version ({describe_status(result.returncode)})")
@@ -127,7 +135,7 @@ def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, d
         raise TileirasError(f"error: invalid optimization level {opt_level} (expected 0..3)", ExitCode.INVALID_OPTIONS)
     debug = debug or ptx_has_dwarf(ptx)
     level = 0 if debug else opt_level
-    argv = [str(find_ptxas()), "-arch", ptxas_arch(ptx, gpu), "--opt-level", str(level)]
+    argv = [ptxas_path(), "-arch", ptxas_arch(ptx, gpu), "--opt-level", str(level)]
     if lineinfo and not debug:
         argv.append("--generate-line-info")
     if debug:
@@ -147,7 +155,8 @@ class _Running:
         self.argv = argv
         self._dir = TempDir(prefix="ptxas-")  # in this process's folder: reclaimed even after a kill -9
         try:
-            Path(self._dir.name, _PTX_NAME).write_text(ptx, encoding="utf-8")
+            with open(os.path.join(self._dir.name, _PTX_NAME), "w", encoding="utf-8") as handle:
+                handle.write(ptx)
             self._tool = start_tool(argv, cwd=self._dir.name)
         except BaseException:
             self._dir.cleanup()
@@ -164,7 +173,8 @@ class _Running:
                     f"error: ptxas {self.argv[2]} failed ({describe_status(result.returncode)}):\n"
                     f"{result.stderr_text or result.stdout.decode('utf-8', errors='replace').strip()}")
             try:
-                cubin = Path(self._dir.name, _CUBIN_NAME).read_bytes()
+                with open(os.path.join(self._dir.name, _CUBIN_NAME), "rb") as handle:
+                    cubin = handle.read()
             except OSError:
                 raise CompileError(f"error: ptxas {self.argv[2]} exited 0 but wrote no cubin") from None
             return cubin, result.stderr_text
@@ -220,27 +230,29 @@ def parallel_runs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers")
-_SMEM = re.compile(r"(\d+) bytes smem")
+_ENTRY = r"Compiling entry function '([^']+)'"
+_FRAME = r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+_USED = r"Used (\d+) registers"
+_SMEM = r"(\d+) bytes smem"
 
 
 def resource_usage(ptx: str, gpu: str, opt_level: int = 3, extra: Sequence[str] = ()) -> dict[str, dict[str, int]]:
     """Per entry function, from `ptxas -v`: registers, spill_stores, spill_loads, stack_frame, smem."""
+    import re  # here: finding ptxas (the cache-hit path) does not need it
+
     _, report = _run(ptxas_argv(ptx, gpu, opt_level, extra=["-v", *extra]), ptx)
     usage: dict[str, dict[str, int]] = {}
     current: dict[str, int] | None = None
     for line in report.splitlines():
-        if (match := _ENTRY.search(line)) is not None:
+        if (match := re.search(_ENTRY, line)) is not None:
             current = usage.setdefault(match.group(1), {
                 "registers": 0, "spill_stores": 0, "spill_loads": 0, "stack_frame": 0, "smem": 0})
         elif current is None:
             continue
-        elif (match := _FRAME.search(line)) is not None:
+        elif (match := re.search(_FRAME, line)) is not None:
             current["stack_frame"], current["spill_stores"], current["spill_loads"] = map(int, match.groups())
-        elif (match := _USED.search(line)) is not None:
+        elif (match := re.search(_USED, line)) is not None:
             current["registers"] = int(match.group(1))
-            if (smem := _SMEM.search(line)) is not None:
+            if (smem := re.search(_SMEM, line)) is not None:
                 current["smem"] = int(smem.group(1))
     return usage

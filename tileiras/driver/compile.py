@@ -23,6 +23,20 @@ if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
 TILEIR_MAGIC = b"\x7fTileIR\x00"
 
 
+class Metadata(dict):
+    """gpu -> ModuleMetadata. A cached PTX's metadata is kept as its JSON and parsed when first asked
+    for: a cubin needs none, and parsing it would cost a cache hit the json module's import."""
+
+    def __getitem__(self, gpu: str) -> object:
+        value = dict.__getitem__(self, gpu)
+        if isinstance(value, bytes):
+            from ..codegen.metadata import ModuleMetadata
+
+            value = ModuleMetadata.from_json(value)
+            self[gpu] = value
+        return value
+
+
 class Artifacts:
     """What one compile produced, per target."""
 
@@ -30,7 +44,7 @@ class Artifacts:
         self.llvm: dict[str, str] = {}
         self.ptx: dict[str, str] = {}
         self.cubin: dict[str, bytes] = {}
-        self.metadata: dict[str, object] = {}   # gpu -> ModuleMetadata
+        self.metadata: dict[str, object] = Metadata()   # gpu -> ModuleMetadata
         self.inputs_read = inputs_read
         self.cache: object = None               # the Cache this compile used; None with --no-cache
         self.remarks: dict[str, list] = {}      # gpu -> Remarks (driver/remarks.py), when asked for
@@ -207,7 +221,7 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
             digest = Key(_source_digest, data, kind, opts)  # made with the first key that is needed
             for gpu in gpus:
                 keys[gpu] = Key(module_key, digest, gpu, opts)
-                hit = cache.get_ptx(keys[gpu])  # type: ignore[attr-defined]
+                hit = cache.get_ptx(keys[gpu], parse=False)  # type: ignore[attr-defined]  # Metadata parses it
                 found = None
                 if opts.remarks_enabled and hit is not None:
                     from .remarks import cached

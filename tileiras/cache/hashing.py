@@ -1,0 +1,24 @@
+"""The digest of cache keys, entries and stamps: BLAKE2b-256, from CPython's own module.
+
+SHA-256 costs a cache more than it should on this path: `import hashlib` loads
+OpenSSL (about 10 M instructions, more than all the hashing a compile does),
+and CPython 3.11's own SHA-256 takes about 55 instructions a byte, so hashing a
+PTX and a cubin (tens of kilobytes each) for their entries and the cubin's key
+cost a miss several million instructions and a hit as many again. BLAKE2b, as
+strong a hash, takes about 14 a byte in `_blake2`, which loads as cheaply as
+`_sha256`. Tool identities stay SHA-256: they come from the installers' RECORDs.
+"""
+
+from __future__ import annotations
+
+try:  # the C module directly: hashlib would load OpenSSL for nothing
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # a Python built without it: hashlib's (the same digests)
+    from hashlib import blake2b as _blake2b
+
+DIGEST_SIZE = 32  # bytes: 64 hex digits, as a key's name
+
+
+def digest(data: bytes = b"") -> object:
+    """A BLAKE2b-256 object (update, digest, hexdigest) holding `data`."""
+    return _blake2b(data, digest_size=DIGEST_SIZE)
