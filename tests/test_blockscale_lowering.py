@@ -8,12 +8,9 @@ running our code against numpy under the race checker (plain (M, K / 32) scales 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import subprocess
 import sys
 from functools import lru_cache
-from typing import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_tile_layer import _entry, _module, _ptx, _ptxas_report  # noqa: E402
+from tilegym_modules import tilegym  # noqa: E402
 
 E4, E8 = "float8_e4m3fn", "float8_e8m0fnu"
 SBS = 32   # elements per scale
@@ -32,30 +30,8 @@ SBS = 32   # elements per scale
 def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
     """cutile-python's BlockScaledMatMul sample at these tiles, specialized for a 2 x 2 grid of them
     over a K of 4 tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs them)."""
-    with _tilegym() as (configs, generate):
+    with tilegym() as (configs, generate):
         return _export(configs, generate, tm, tn, tk, swizzled)
-
-
-@contextlib.contextmanager
-def _tilegym() -> Iterator[tuple]:
-    """TileGym's configs and generate modules. tests/realistic has modules of the same names, which
-    another test file may have imported first: load TileGym's while they are out of the way and
-    put the others back afterwards (generate.py imports configs when it runs)."""
-    names = ("configs", "generate")
-    saved = {name: sys.modules.pop(name, None) for name in names}
-    folder = str(ROOT / "tests" / "tilegym")
-    sys.path.insert(0, folder)
-    try:
-        import configs
-        import generate
-        yield configs, generate
-    finally:
-        sys.path.remove(folder)
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
 
 
 def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool) -> bytes:
@@ -65,12 +41,7 @@ def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool) -> byt
         (A(E8, m, k // SBS), A(E8, k // SBS, n))
     config = configs.Config("block_scaled_matmul", "cp_BlockScaledMatMul", "block_scaled_matmul_kernel",
                             (A(E4, m, k), scales[0], A(E4, k, n), scales[1], A("float32", m, n), tm, tn, tk, SBS))
-    here = os.getcwd()
-    os.chdir(ROOT / "tests" / "tilegym")     # the kernel is compiled under its relative path (generate.py)
-    try:
-        return generate.export(config)
-    finally:
-        os.chdir(here)
+    return generate.export(config)
 
 
 def test_sm120_issues_the_block_scaled_mma_sync(tmp_path: Path) -> None:

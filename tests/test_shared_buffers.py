@@ -15,6 +15,9 @@ import pytest
 from tileiras.driver.errors import CompileError
 from tileiras.tileas.buffers import Buffer, SharedBuffers, verify
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tilegym_modules import tilegym  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TILEGYM = ROOT / "tests" / "tilegym"
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
@@ -129,20 +132,10 @@ def test_formerly_overflowing_tilegym_kernels_fit_sweep(name: str, gpu: str, lim
     _check_fits(name, gpu, limit)
 
 
-def _export(name: str, module: str, kernel: str, params: tuple, hints: dict | None = None) -> bytes:
-    """One TileGym kernel exported at other sizes (the generator names sources relative to its folder)."""
-    import os
-
-    sys.path.insert(0, str(TILEGYM))
-    import configs
-    import generate
-
-    here = os.getcwd()
-    os.chdir(TILEGYM)
-    try:
-        return generate.export(configs.Config(name, module, kernel, params, hints or {}))
-    finally:
-        os.chdir(here)
+def _export(name: str, module: str, kernel: str, params, hints: dict | None = None) -> bytes:
+    """One TileGym kernel exported at other sizes; `params(configs)` makes its parameters."""
+    with tilegym() as (configs, generate):
+        return generate.export(configs.Config(name, module, kernel, params(configs), hints or {}))
 
 
 def _entry_name(module) -> str:
@@ -150,28 +143,28 @@ def _entry_name(module) -> str:
                 if op.name == "cuda_tile.entry")
 
 
-def test_scaled_tilegym_causal_attention_reuses_its_restaging_bytes_on_the_emulator(tmp_path: Path) -> None:
-    """TileGym's causal attention (the 256x128 d128 row overflowed: 256 KB of restaged tiles), at
-    64x64 tiles, head dim 64: the wgmmas of its two loops (off and on the diagonal) restage Q and
-    K in the same bytes; the emulator (race checker on) matches the interpreter."""
+def test_scaled_tilegym_causal_attention_reuses_its_loop_buffers_on_the_emulator(tmp_path: Path) -> None:
+    """TileGym's causal attention (the 256x128 d128 row overflowed: 256 KB of staged tiles), at
+    64x64 tiles, head dim 64: the two loops (off and on the diagonal) stage K and V (pipeline
+    rings, or restaged operands) in the same bytes; the emulator (race checker on) matches the
+    interpreter."""
     import math
 
     from tileiras.frontend import load_module
     from tileiras.runtime import run_arrays
 
-    sys.path.insert(0, str(TILEGYM))
-    import configs
-
     b, h, s, d, tile = 1, 1, 128, 64, 64
-    qkv = configs.A("float16", b, h, s, d)
-    data = _export("fmha_small", "tg_attention", "_fmha_kernel",
-                   (qkv, qkv, qkv, qkv, configs.f32(1 / math.sqrt(d)), configs.i32(0), d, h, tile, tile, 1, True,
-                    True), {"num_ctas": 1, "occupancy": 1})
+
+    def params(configs) -> tuple:
+        qkv = configs.A("float16", b, h, s, d)
+        return (qkv, qkv, qkv, qkv, configs.f32(1 / math.sqrt(d)), configs.i32(0), d, h, tile, tile, 1, True, True)
+
+    data = _export("fmha_small", "tg_attention", "_fmha_kernel", params, {"num_ctas": 1, "occupancy": 1})
     path = tmp_path / "fmha_small.tileirbc"
     path.write_bytes(data)
     _, plan = _lower(path, "sm_90")
-    restaged = [_offsets(line) for line in plan if line.lstrip("/ ").startswith("restaging")]
-    assert len(restaged) >= 4 and len(set(restaged)) < len(restaged), plan   # the second loop reuses
+    staged = [_offsets(line) for line in plan if line.lstrip("/ ").split(" ", 1)[0] in ("restaging", "ring")]
+    assert len(staged) >= 4 and len(set(staged)) < len(staged), plan   # the second loop reuses
     module = load_module(data, path.name)
     rng = np.random.default_rng(11)
     q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float16) for _ in range(3))
@@ -187,12 +180,9 @@ def test_scaled_tilegym_causal_attention_reuses_its_restaging_bytes_on_the_emula
 # -- a sliced reduction on the emulator ---------------------------------------------------------
 def _dwdb(tile_m: int, tile_n: int, n: int) -> bytes:
     """TileGym's layer_norm_bwd_dwdb (column sums of two (TILE_M, N) partial gradients), scaled."""
-    sys.path.insert(0, str(TILEGYM))
-    import configs
-
     return _export("dwdb_small", "cp_LayerNorm", "layer_norm_bwd_dwdb",
-                   (configs.A("float32", 2 * tile_m, n), configs.A("float32", 2 * tile_m, n),
-                    configs.A("float16", n), configs.A("float16", n), tile_m, tile_n))
+                   lambda configs: (configs.A("float32", 2 * tile_m, n), configs.A("float32", 2 * tile_m, n),
+                                    configs.A("float16", n), configs.A("float16", n), tile_m, tile_n))
 
 
 def test_sliced_column_reduction_matches_the_interpreter(monkeypatch, tmp_path: Path) -> None:
