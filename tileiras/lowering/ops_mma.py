@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from ..ir.core import Operation
-from ..ir.record import record
+from ..ir.record import record, replace
 from ..ir.types import TileType
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout, block_start
@@ -109,6 +109,68 @@ def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMa
         from .async_copy import fence_async_proxy
 
         fence_async_proxy(k)
+    return matrix
+
+
+def k_chunks(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int) -> int:
+    """K slices of an mma whose `staged` operands (tile, K axis) fit the target's shared memory."""
+    from .smem import opt_in_limit
+
+    return k_slices(k, staged, kdim, kstep, opt_in_limit(k.sm) - k.static_smem_bytes)
+
+
+def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int, limit: int) -> int:
+    """The fewest K slices (a power of two dividing K, each a multiple of the instruction's k) whose
+    staged operands fit below `limit` beside the buffers alive at the op."""
+    from .async_copy import matrix_shape
+
+    start, end = k.op_lifetime()
+    chunks = 1
+    while staged:
+        # unpadded: where only the padding overflows, the kernel is lowered again without it (smem.py)
+        nbytes = sum(replace(matrix_shape(k, _slice_type(t.type, axis, kdim // chunks)), padded=False).nbytes
+                     for t, axis in staged)
+        if k.buffers.first_fit(nbytes, 128, start, end) + nbytes <= limit or kdim % (2 * chunks) \
+                or (kdim // (2 * chunks)) % kstep:
+            break
+        chunks *= 2
+    return chunks
+
+
+def _slice_type(tile: TileType, axis: int, width: int) -> TileType:
+    shape = list(tile.shape)
+    shape[axis] = width
+    return TileType(tuple(shape), tile.element)
+
+
+def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks: int,
+                matrix: Optional[SharedMatrix]) -> SharedMatrix:
+    """Store K slice `chunk` of `chunks` (K along `axis`: -1 for A, -2 for B) of a register tile in
+    `matrix` (the previous slice's buffer; None: a new buffer of the slice's shape), after a
+    barrier (the previous slice's fragment reads are done)."""
+    from .async_copy import new_matrix
+
+    shape, elem = tile.type.shape, tile.type.element
+    width = shape[axis] // chunks
+    lo = chunk * width
+    if matrix is None:
+        matrix = new_matrix(k, _slice_type(tile.type, axis, width), kind="restaging", lifetime=k.op_lifetime())
+    lty = storage_type(elem)
+    k.barrier()
+    for slot, v in enumerate(tile.slots):
+        idx = k.multi_index(shape, slot, tile.layout)
+        b, r, c = (idx if len(idx) == 3 else ["0", *idx])
+        at = c if axis == -1 else r
+        mine = k.b.op(f"and i1 {k.b.op(f'icmp sge i32 {at}, {lo}', 'ks')}, "
+                      f"{k.b.op(f'icmp slt i32 {at}, {lo + width}', 'ks')}", "ks")
+        valid = k.slot_valid(tile.type.num_elements, slot, tile.layout)
+        if valid is not None:
+            mine = k.b.op(f"and i1 {mine}, {valid}", "ks")
+        local = k.b.op(f"sub i32 {at}, {lo}", "ks") if lo else at
+        r, c = (r, local) if axis == -1 else (local, c)
+        p = pointer(k, element_offset(k, matrix, b, r, c))
+        stored = to_storage(k, v, elem)
+        k.guarded(mine, lambda p=p, stored=stored: k.b.emit(f"store {lty} {stored}, ptr addrspace(3) {p}"))
     return matrix
 
 
@@ -244,12 +306,36 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     from .async_copy import is_ready, wait_for
 
     from_regs = _a_in_registers(lhs, layout, shape)
-    a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else stage(k, lhs)
-    b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else stage(k, rhs)
-    read = ([rhs] if from_regs else [lhs, rhs]) + list(also_read)
-    if not is_ready(read):   # fragments from registers need no barrier
-        wait_for(k, [lhs, rhs, *also_read])
-        k.barrier()
+    kdim = lhs.type.shape[-1]
+    # operands staged here: both whole where they fit beside the live buffers, else K in slices
+    # (each slice's buffers reuse the previous slice's bytes, after the barrier `stage` opens with)
+    staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
+              if isinstance(t, TileRegs) and not (t is lhs and from_regs)]
+    chunks = k_chunks(k, staged, kdim, shape.k) if issuer is None and not also_read else 1
+    width = kdim // chunks
+    regs = list(acc.slots)
+    a_mat: Optional[SharedMatrix] = None
+    b_mat: Optional[SharedMatrix] = None
+    for chunk in range(chunks):
+        a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else \
+            stage(k, lhs) if chunks == 1 else stage_slice(k, lhs, -1, chunk, chunks, a_mat)
+        b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else \
+            stage(k, rhs) if chunks == 1 else stage_slice(k, rhs, -2, chunk, chunks, b_mat)
+        read = ([rhs] if from_regs else [lhs, rhs]) + list(also_read)
+        if not is_ready(read):   # fragments from registers need no barrier
+            wait_for(k, [lhs, rhs, *also_read])
+            k.barrier()
+        sliced = [chunk * width if chunks > 1 and any(t is x for x, _ in staged) else 0 for t in (lhs, rhs)]
+        regs = _k_steps(k, shape, layout, lhs, rhs, a_mat, b_mat, regs, chunk * width, width, sliced, issuer)
+    return TileRegs(acc.type, regs, layout)
+
+
+def _k_steps(k: KernelLowering, shape: MmaShape, layout: MmaLayout, lhs: "TileRegs | SharedTileVal",
+             rhs: "TileRegs | SharedTileVal", a_mat: Optional[SharedMatrix], b_mat: SharedMatrix,
+             regs: list[str], k_first: int, width: int, starts: list[int], issuer: Optional[Issuer]) -> list[str]:
+    """The mma.sync instructions of K indices k_first .. k_first + width on the accumulator
+    registers `regs`; `starts`: the K index of A's and B's stored K 0 (a staged slice's first)."""
+    regs = list(regs)
     # A is read K-major unless transposed; B the other way round
     a_elem, b_elem = lhs.type.element, rhs.type.element
     a_frag = _Fragments(k, shape, a_mat, "a", a_elem, not getattr(lhs, "transposed", False)) \
@@ -262,21 +348,21 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
         return block_start(k.b.pre, w, per_warp, block, unit)
 
     acc_ty = shape.acc_type
-    regs = list(acc.slots)
     if issuer is not None:   # each block's first row / column, once (the issuer indexes scales by them)
         rows = [[origin(w_m, rm, 16, mi) for mi in range(rm)] for _ in range(rb)]
         cols = [[origin(w_n, rn, 8, ni) for ni in range(rn)] for _ in range(rb)]
     ret = "{" + ", ".join([acc_ty] * 4) + "}"
     for bi in range(rb):
         b = origin(w_b, rb, 1, bi)
-        for k0 in range(0, lhs.type.shape[-1], shape.k):
+        for k0 in range(k_first, k_first + width, shape.k):
+            a_k0, b_k0 = k0 - starts[0], k0 - starts[1]
             a_regs = [_a_from_registers(k, lhs, bi * rm + mi, k0) if a_frag is None else  # type: ignore[arg-type]
-                      a_frag.a(b, origin(w_m, rm, 16, mi), k0) for mi in range(rm)]
+                      a_frag.a(b, origin(w_m, rm, 16, mi), a_k0) for mi in range(rm)]
             a_regs = [_tf32(k, regs_, getattr(lhs, "tf32", "")) for regs_ in a_regs]
             # B a pair of column blocks at a time, each used at once: a gathered B (8- and 32-bit
             # elements, several loads per register) then holds two blocks' registers, not all
             for n0 in range(0, rn, 2):
-                pairs = b_frag.b_pair(b, k0, origin(w_n, rn, 8, n0), min(2, rn - n0))
+                pairs = b_frag.b_pair(b, b_k0, origin(w_n, rn, 8, n0), min(2, rn - n0))
                 for ni, b_regs in enumerate((_tf32(k, r, getattr(rhs, "tf32", "")) for r in pairs), n0):
                     for mi in range(rm):
                         blk = (bi * rm + mi) * rn + ni
@@ -287,7 +373,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                             continue
                         res = _issue(k, shape, ret, args + [(acc_ty, v) for v in c])
                         regs[4 * blk:4 * blk + 4] = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
-    return TileRegs(acc.type, regs, layout)
+    return regs
 
 
 def _issue(k: KernelLowering, shape: MmaShape, ret: str, args: list[tuple[str, str]]) -> str:

@@ -198,7 +198,7 @@ def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim:
     assert isinstance(rtype0, TileType)
     running: list[list[str]] = []
     for c in range(chunks):
-        bases = _slice_to_scratch(k, srcs, dim, c, width)
+        bases = _slice_to_scratch(k, srcs, [dim] * len(srcs), c, chunks)
         for slot in range(k.slots(rtype0)):
             ridx = k.multi_index(rtype0.shape, slot)
             full = list(ridx[:dim]) + ["0"] + list(ridx[dim:])
@@ -220,15 +220,10 @@ def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim:
             r.append(v)
 
 
-def _slice_to_scratch(k: KernelLowering, tiles: list[TileRegs], dim: int, c: int, width: int) -> list[str]:
-    """Store the elements of slice `c` (indices c * width .. of `dim`) of each tile in scratch, at
-    their row-major index in the slice; each tile's base pointer."""
-    shape = tiles[0].type.shape
-    inner = 1
-    for d in shape[dim + 1:]:
-        inner *= d
-    n = shape[dim]
-    sizes = [t.type.num_elements // (n // width) * storage_bytes(t.type.element) for t in tiles]
+def _slice_to_scratch(k: KernelLowering, tiles: list[TileRegs], dims: list[int], c: int, chunks: int) -> list[str]:
+    """Store the elements of slice `c` of `chunks` (indices c * width .. of its dimension in `dims`)
+    of each tile in scratch, at their row-major index in the slice; each tile's base pointer."""
+    sizes = [t.type.num_elements // chunks * storage_bytes(t.type.element) for t in tiles]
     bases, offset = [], 0
     for size in sizes:
         offset = -(-offset // 8) * 8
@@ -237,10 +232,16 @@ def _slice_to_scratch(k: KernelLowering, tiles: list[TileRegs], dim: int, c: int
     buf = k.scratch(offset, "reduction")
     k.barrier()
     ptrs = []
-    for t, base in zip(tiles, bases):
+    for t, base, dim in zip(tiles, bases, dims):
         p = k.b.op(f"getelementptr i8, ptr addrspace(3) {buf}, i32 {base}", "sb") if base else buf
         ptrs.append(p)
         lty = storage_type(t.type.element)
+        shape = t.type.shape
+        inner = 1
+        for d in shape[dim + 1:]:
+            inner *= d
+        n = shape[dim]
+        width = n // chunks
         for s, v in enumerate(t.slots):
             e = k.elem_index(t.type.num_elements, s, t.layout)
             outer = k.b.op(f"udiv i32 {e}, {n * inner}", "cs")
@@ -337,12 +338,35 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
-    out_ty = llvm_type(rtype.element)
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype))
+    kdim = lhs.type.shape[-1]
+    # K in slices where both operands' scratch would not fit beside the buffers alive at the op
+    # (each slice accumulates into the running sums: the same order of FMAs); scales go whole
+    chunks = 1 if scaled else _chunks(k, [lhs, rhs], kdim)
+    width = kdim // chunks
+    a_shape, b_shape = lhs.type.shape, rhs.type.shape
+    if chunks > 1:
+        a_shape, b_shape = (*a_shape[:-1], width), (*b_shape[:-2], width, b_shape[-1])
+    out = list(acc.slots)
+    for chunk in range(chunks):
+        bases = to_scratch(k, [lhs, rhs, *scales]) if chunks == 1 else \
+            _slice_to_scratch(k, [lhs, rhs], [len(a_shape) - 1, len(b_shape) - 2], chunk, chunks)
+        for slot, c in enumerate(out):
+            out[slot] = _fma_chain(k, op, rtype, slot, c, bases, lhs, rhs, scales, a_shape, b_shape, width)
+    k.set(op.results[0], TileRegs(rtype, out))
+
+
+def _fma_chain(k: KernelLowering, op: Operation, rtype: TileType, slot: int, c: str, bases: list[str],
+               lhs: TileRegs, rhs: TileRegs, scales: list[TileRegs], a_shape: tuple[int, ...],
+               b_shape: tuple[int, ...], width: int) -> str:
+    """Accumulator slot `slot` (value `c`) plus its row of A times its column of B over the K
+    slice in scratch (`width` elements at `bases`, in the shapes `a_shape` / `b_shape`)."""
+    out_ty = llvm_type(rtype.element)
+    is_float = op.name != "cuda_tile.mmai"
+    scaled = bool(scales)
     batched = len(rtype.shape) == 3
     kdim = lhs.type.shape[-1]
-    bases = to_scratch(k, [lhs, rhs, *scales])
     a_base, b_base = bases[0], bases[1]
     sign_a = str(op.attributes.get("signedness_lhs", "signed")) == "signed"
     sign_b = str(op.attributes.get("signedness_rhs", "signed")) == "signed"
@@ -354,31 +378,28 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         ty = llvm_type(tile.type.element)
         return v if ty == out_ty else k.b.op(f"{'sext' if signed else 'zext'} {ty} {v} to {out_ty}", "mw")
 
-    out = []
-    for slot, c in enumerate(acc.slots):
-        idx = k.multi_index(rtype.shape, slot)
-        bidx, m, n_ = (idx[0], idx[1], idx[2]) if batched else ("0", idx[0], idx[1])
+    idx = k.multi_index(rtype.shape, slot)
+    bidx, m, n_ = (idx[0], idx[1], idx[2]) if batched else ("0", idx[0], idx[1])
 
-        def body(kk: str, accs: list[str]) -> list[str]:
-            a_idx = k.linear([bidx, m, kk] if batched else [m, kk], lhs.type.shape)
-            b_idx = k.linear([bidx, kk, n_] if batched else [kk, n_], rhs.type.shape)
-            a = operand(a_base, lhs, a_idx, sign_a)
-            b = operand(b_base, rhs, b_idx, sign_b)
-            if scaled:
-                # each scale covers V consecutive elements along K
-                sa_t, sb_t = scales
-                kv_a = k.b.op(f"udiv i32 {kk}, {kdim // sa_t.type.shape[-1]}", "sv")
-                kv_b = k.b.op(f"udiv i32 {kk}, {kdim // sb_t.type.shape[-2]}", "sv")
-                sa_idx = k.linear([bidx, m, kv_a] if batched else [m, kv_a], sa_t.type.shape)
-                sb_idx = k.linear([bidx, kv_b, n_] if batched else [kv_b, n_], sb_t.type.shape)
-                a = k.b.op(f"fmul {out_ty} {a}, {operand(bases[2], sa_t, sa_idx, True)}", "sc")
-                b = k.b.op(f"fmul {out_ty} {b}, {operand(bases[3], sb_t, sb_idx, True)}", "sc")
-            if is_float:
-                return [k.b.call(out_ty, f"llvm.fma.{_FMA_SUFFIX[out_ty]}", [(out_ty, a), (out_ty, b), (out_ty, accs[0])])]
-            p = k.b.op(f"mul {out_ty} {a}, {b}", "mm")
-            return [k.b.op(f"add {out_ty} {accs[0]}, {p}", "mm")]
-        out.append(counted_loop(k, "0", str(kdim), 1, [(out_ty, c)], body)[0])
-    k.set(op.results[0], TileRegs(rtype, out))
+    def body(kk: str, accs: list[str]) -> list[str]:
+        a_idx = k.linear([bidx, m, kk] if batched else [m, kk], a_shape)
+        b_idx = k.linear([bidx, kk, n_] if batched else [kk, n_], b_shape)
+        a = operand(a_base, lhs, a_idx, sign_a)
+        b = operand(b_base, rhs, b_idx, sign_b)
+        if scaled:
+            # each scale covers V consecutive elements along K
+            sa_t, sb_t = scales
+            kv_a = k.b.op(f"udiv i32 {kk}, {kdim // sa_t.type.shape[-1]}", "sv")
+            kv_b = k.b.op(f"udiv i32 {kk}, {kdim // sb_t.type.shape[-2]}", "sv")
+            sa_idx = k.linear([bidx, m, kv_a] if batched else [m, kv_a], sa_t.type.shape)
+            sb_idx = k.linear([bidx, kv_b, n_] if batched else [kv_b, n_], sb_t.type.shape)
+            a = k.b.op(f"fmul {out_ty} {a}, {operand(bases[2], sa_t, sa_idx, True)}", "sc")
+            b = k.b.op(f"fmul {out_ty} {b}, {operand(bases[3], sb_t, sb_idx, True)}", "sc")
+        if is_float:
+            return [k.b.call(out_ty, f"llvm.fma.{_FMA_SUFFIX[out_ty]}", [(out_ty, a), (out_ty, b), (out_ty, accs[0])])]
+        p = k.b.op(f"mul {out_ty} {a}, {b}", "mm")
+        return [k.b.op(f"add {out_ty} {accs[0]}, {p}", "mm")]
+    return counted_loop(k, "0", str(width), 1, [(out_ty, c)], body)[0]
 
 
 _FMA_SUFFIX = {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}
