@@ -24,6 +24,7 @@ TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
 PTXAS = Path(sys.prefix) / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "bin" / "ptxas"
 
 
+@pytest.mark.sweep   # about 30 s each (a large exact-f32 FMA kernel); the forced slicing below runs by default
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_120"])
 def test_tilegym_bmm_f32_fits_with_k_slices(gpu: str, tmp_path: Path) -> None:
     """cp_bmm f32 128x256x128: A 128x128 + B 128x256 f32 (192 KB) staged for one FMA mma; in two
