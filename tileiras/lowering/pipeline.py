@@ -64,7 +64,10 @@ def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", 
         return _lower_reserving(entry, gpu, debug, assignment, order, plans)
     if not padded[3]:
         return padded
-    unpadded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False)
+    try:   # a pipeline was refused: without the padding its stages may fit, or the kernel may not
+        unpadded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False)
+    except SharedMemoryOverflow:
+        return padded
     return padded if unpadded[3] else unpadded
 
 
