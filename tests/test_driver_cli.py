@@ -180,6 +180,18 @@ def test_cache_reuses_ptx_and_survives_a_corrupt_entry(tmp_path: Path) -> None:
     assert third.read_bytes() == first.read_bytes()
 
 
+def test_an_ir_dump_runs_the_passes_even_when_the_cache_holds_the_result(tmp_path: Path) -> None:
+    """--print-ir-after-all asks to see the passes: a warm cache must not turn it into silence."""
+    env = {"TILEIRAS_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "a.ptx"
+    dumps = [tileiras("--gpu-name", "sm_90", str(VADD), "-o", str(out), "--emit=ptx", "--print-ir-after-all",
+                      env=env) for _ in range(2)]
+    assert tileiras("--gpu-name", "sm_90", str(VADD), "-o", str(out), "--emit=ptx", env=env).returncode == 0
+    for dump in dumps:
+        assert dump.returncode == 0, dump.stderr
+        assert "IR Dump After" in dump.stderr and "nv_tileas" in dump.stderr
+
+
 def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     timed = tileiras("--gpu-name", "sm_90", str(VADD), "-o", str(tmp_path / "a.ptx"), "--emit=ptx", "--time-passes",
                      "--no-cache")

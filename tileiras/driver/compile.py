@@ -111,7 +111,9 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
     kind = input_kind(data, path)
     want = opts.emit_kind
     gpus = list(dict.fromkeys(opts.gpu_names))  # keep order, drop repeats
-    caching = not opts.no_cache  # keys cost a version probe of LLVM and ptxas: skip them when off
+    # keys cost a version probe of LLVM and ptxas: skip them when off; an IR dump asks for the
+    # passes to run, so a cached result would print nothing
+    caching = not opts.no_cache and not opts.print_ir_after_all
     cache = None
     if caching:  # --no-cache skips the cache module altogether (it is not free to import)
         from ..cache.store import open_cache
