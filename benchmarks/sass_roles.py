@@ -21,7 +21,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "realistic"))
+sys.path.insert(0, str(HERE.parent))
 import sass_stats  # noqa: E402
+from tileiras.schedule.scc import cyclic_components  # noqa: E402
 
 COPIES = frozenset({"LDGSTS", "UTMALDG"})
 _TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*$")
@@ -47,42 +49,8 @@ def _successors(instrs: list) -> list[list[int]]:
 def cycles(func: "sass_stats.SassFunction") -> list[list]:
     """The instructions (NOPs left out) of each strongly connected part with a cycle (Tarjan, iterative)."""
     instrs = [i for i in func.instrs if i.base != "NOP"]
-    succ = _successors(instrs)
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on, stack, out = set(), [], []
-    for root in range(len(instrs)):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = len(index)
-                stack.append(v)
-                on.add(v)
-            if i < len(succ[v]):
-                work.append((v, i + 1))
-                w = succ[v][i]
-                if w not in index:
-                    work.append((w, 0))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                part = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    part.append(w)
-                    if w == v:
-                        break
-                if len(part) > 1 or v in succ[v]:
-                    out.append([instrs[n] for n in sorted(part)])
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
+    succ = dict(enumerate(_successors(instrs)))
+    return [[instrs[n] for n in sorted(part)] for part in cyclic_components(succ)]
 
 
 def role(body: list) -> str:

@@ -22,6 +22,7 @@ from typing import Optional
 from ..ir.record import record
 from .ddg import DependenceGraph, Edge
 from .resources import Footprint
+from .scc import cyclic_components
 
 BUDGET_RATIO = 6            # placements allowed per op at one II (Rau suggests 3 to 6)
 _NO_OVERLAP = 1 << 40       # an II no latency reaches: a loop-carried edge never binds under it
@@ -173,52 +174,11 @@ def _positive_cycle(nodes: set[int], edges: list[Edge], ii: int) -> bool:
 
 
 def _cyclic_components(g: DependenceGraph) -> list[set[int]]:
-    """Strongly connected components that hold a cycle (Tarjan's algorithm, iteratively)."""
+    """The dependence graph's strongly connected components that hold a cycle (its recurrences)."""
     succ: dict[int, list[int]] = {n.index: [] for n in g.nodes}
-    self_loops = set()
     for e in g.edges:
         succ[e.src].append(e.dst)
-        if e.src == e.dst:
-            self_loops.add(e.src)
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on_stack: set[int] = set()
-    out: list[set[int]] = []
-    counter = 0
-    for root in succ:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack.add(v)
-            if i < len(succ[v]):
-                work.append((v, i + 1))
-                w = succ[v][i]
-                if w not in index:
-                    work.append((w, 0))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                comp = set()
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.add(w)
-                    if w == v:
-                        break
-                if len(comp) > 1 or v in self_loops:
-                    out.append(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
+    return cyclic_components(succ)
 
 
 # ---- the modulo reservation table ----
