@@ -123,6 +123,15 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
         k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
 
 
+def _scratch_elements(k: KernelLowering, bases: list[str], srcs: list[TileRegs], full: list[str], dim: int,
+                      i: str, shape: tuple) -> list[str]:
+    """Each source's element at index `full` with `i` along `dim`, read from its scratch tile of `shape`."""
+    idx = list(full)
+    idx[dim] = i
+    lin = k.linear(idx, shape)
+    return [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
+
+
 def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, scan: bool, reverse: bool,
                   lts: list[str], results: list[list[str]]) -> None:
     """Every source element in scratch at once; each result slot folds its row."""
@@ -145,15 +154,9 @@ def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: i
             first = "0"
             start, stop, step = ("1", str(n), 1)
 
-        def elements(i: str) -> list[str]:
-            idx = list(full)
-            idx[dim] = i
-            lin = k.linear(idx, shape)
-            return [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
-
-        def body(i: str, accs: list[str]) -> list[str]:
-            return _apply_body(k, op, elements(i), accs)
-        init = elements(first)
+        def body(i: str, accs: list[str], full: list[str] = full) -> list[str]:
+            return _apply_body(k, op, _scratch_elements(k, bases, srcs, full, dim, i, shape), accs)
+        init = _scratch_elements(k, bases, srcs, full, dim, first, shape)
         finals = counted_loop(k, start, stop, step, list(zip(lts, init)), body)
         for r, v in zip(results, finals):
             r.append(v)
@@ -203,16 +206,11 @@ def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim:
             ridx = k.multi_index(rtype0.shape, slot)
             full = list(ridx[:dim]) + ["0"] + list(ridx[dim:])
 
-            def elements(i: str) -> list[str]:
-                idx = list(full)
-                idx[dim] = i
-                lin = k.linear(idx, sliced)
-                return [scratch_load(k, b, s.type.element, lin) for b, s in zip(bases, srcs)]
-
-            def body(i: str, accs: list[str]) -> list[str]:
-                return _apply_body(k, op, elements(i), accs)
+            def body(i: str, accs: list[str], full: list[str] = full) -> list[str]:
+                return _apply_body(k, op, _scratch_elements(k, bases, srcs, full, dim, i, sliced), accs)
             if c == 0:
-                running.append(counted_loop(k, "1", str(width), 1, list(zip(lts, elements("0"))), body))
+                first = _scratch_elements(k, bases, srcs, full, dim, "0", sliced)
+                running.append(counted_loop(k, "1", str(width), 1, list(zip(lts, first)), body))
             else:
                 running[slot] = counted_loop(k, "0", str(width), 1, list(zip(lts, running[slot])), body)
     for slot_values in running:
