@@ -161,7 +161,7 @@ def test_bad_tensor_maps_are_device_faults() -> None:
     mem = Memory()
     out = mem.alloc(512)
     with pytest.raises(EmulatorError, match=r"bad tensor map at kernel parameter address 0x40: not a tensor map "
-                                            r"\(no 'TMAP' magic.*in thread \(0,0,0\)"):
+                                            r"\(flags word 0x00000000.*in thread \(0,0,0\)"):
         run_ptx(load_kernel(2, 512, "none"), "k", 1, 128, [out, bytes(128), 0, 0], mem)
     src = mem.alloc(SRC.nbytes)
     tm = for_array(src, SRC.shape, SRC.strides, "f32", (8, 16))

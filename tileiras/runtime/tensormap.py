@@ -22,24 +22,24 @@ observed element types and swizzles match. Only the first 64 bytes are written; 
 leaves bytes 64..127 as they are, we write zeros there and `decode` does not read them.
 
 Layout (little-endian; "evidence" = seen to vary in NVIDIA's callbacks with the field; "constant"
-= the same in every descriptor NVIDIA writes, replicated; "ours" = placed by us where NVIDIA's
-descriptors hold zeros, because its kernels never use anything but the zero value):
+= the same in every descriptor NVIDIA writes, replicated; "ours" = placed by us, see below):
 
     bytes  bits    field                                                        source
     0-7    4..56   global address (bits 0..3 must be zero: 16-byte aligned)      evidence
     8-11   0       0                                                             constant
            1       1                                                             constant
            2..3    0                                                             constant
-           4..6    rank - 1                                                      evidence (2-5)
-           7..10   element type, PTX numbering (`ELEMTYPES`)                     evidence (u8 u32 f16 f32 bf16)
+           4..6    rank - 1                                                      evidence (ranks 2-5)
+           7..10   element type, PTX .elemtype numbering (`ELEMTYPES`)           evidence (u8 u32 f16 f32 bf16)
            11..12  interleave (0 none, 1 16B, 2 32B)                             ours (0 seen)
-           13..15  swizzle (0 none, 1 32B, 2 64B, 3 128B, 4 96B)                 evidence (0-3)
-           16..17  0                                                             constant
+           13..15  swizzle mode (0 none, 1 32B, 2 64B, 3 128B, 4 96B)            evidence (0-3)
+           16      tf32: f32 data an mma reads as tf32                           evidence (NVIDIA's tf32 operands)
+           17      0                                                             constant
            18      1                                                             constant
-           19      0                                                             constant
-           20      out-of-bounds fill (0 zeros, 1 NaN)                           see FILL_BIT
-           21      1 when the tensor spans >= 128 KiB (`LARGE_BIT`)                 evidence
-           22..31  0                                                             constant
+           19..20  swizzle atomicity (0 16-byte chunks, 1 32-byte)               evidence (0, 1: bit 19)
+           21      1 when the tensor spans >= 128 KiB (`LARGE_BIT`)               evidence
+           22      out-of-bounds fill (0 zeros, 1 NaN)                           ours (0 seen)
+           23..31  0                                                             constant
     12-27          global stride of dims 1..4, bytes / 16, u32 each              evidence
     28-31          0                                                             constant
     32-51          global dim - 1 of dims 0..4, u32 each (unused dims: 0)         evidence
@@ -48,9 +48,15 @@ descriptors hold zeros, because its kernels never use anything but the zero valu
     60-61  0..14   element stride - 1 of dims 0..4, 3 bits each                  ours (1 seen)
     62-63          0                                                             constant
 
+"ours" fields are where NVIDIA's descriptors hold zeros because its kernels only ever use the
+zero value (no interleave, zero fill, element stride 1): round trips through this module and the
+emulator are exact, but a GPU may read them elsewhere. NVIDIA's loads with NaN padding do not use
+TMA, so the fill bit could not be observed.
+
 The "spans >= 128 KiB" bit is set when dims[0] * element size + sum over d >= 1 of
 (dims[d] - 1) * strides[d] (bytes, the distance from the first element to one past the last)
-reaches 128 KiB; `decode` does not need it (it follows from the other fields) and ignores it.
+reaches 128 KiB; `decode` does not need it (it follows from the other fields) and ignores it, as
+it ignores the fields of dimensions past the rank (`encode` writes zeros there).
 """
 
 from __future__ import annotations
@@ -70,19 +76,20 @@ DTYPES: dict[str, tuple[int, int, bool]] = {
     "f64": (8, 8, True), "bf16": (9, 2, True), "f32_ftz": (10, 4, True), "tf32": (11, 4, True),
     "tf32_ftz": (12, 4, True),
 }
-# name -> the descriptor's element-type field (PTX tensormap.replace .elemtype numbering, which
-# differs from CUtensorMapDataType's)
-ELEMTYPES: dict[str, int] = {
-    "u8": 0, "u16": 1, "u32": 2, "s32": 3, "u64": 4, "s64": 5, "f16": 6, "f32": 7, "f32_ftz": 8,
-    "f64": 9, "bf16": 10, "tf32": 11, "tf32_ftz": 12,
+# name -> (the descriptor's element-type field, its tf32 bit). The field takes the PTX
+# tensormap.replace .elemtype numbering (which differs from CUtensorMapDataType's); NVIDIA's tf32
+# operands are f32 maps with the tf32 bit set, not the PTX numbering's .tf32 (11).
+ELEMTYPES: dict[str, tuple[int, int]] = {
+    "u8": (0, 0), "u16": (1, 0), "u32": (2, 0), "s32": (3, 0), "u64": (4, 0), "s64": (5, 0), "f16": (6, 0),
+    "f32": (7, 0), "f32_ftz": (8, 0), "f64": (9, 0), "bf16": (10, 0), "tf32": (7, 1), "tf32_ftz": (8, 1),
 }
 DTYPE_BY_ELEMTYPE = {code: name for name, code in ELEMTYPES.items()}
 SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3, "128B_atom_32B": 4}      # CUtensorMapSwizzle numbering
 SWIZZLE_BYTES = {0: 0, 1: 32, 2: 64, 3: 128, 4: 128}
 SWIZZLE_ATOM = {0: 16, 1: 16, 2: 16, 3: 16, 4: 32}      # bytes the swizzle moves as one chunk
-# CUtensorMapSwizzle value -> the descriptor's swizzle field. 128B with 32-byte atoms is not
-# a swizzle_mode value (PTX sets it through .swizzle_atomicity, whose bits we do not know).
-_SWIZZLE_FIELD = {0: 0, 1: 1, 2: 2, 3: 3}
+# CUtensorMapSwizzle value -> the descriptor's (swizzle mode, swizzle atomicity) fields: 128-byte
+# swizzling of 32-byte atoms is mode 128B with atomicity 1 (PTX .swizzle_atomicity numbering).
+_SWIZZLE_FIELD = {0: (0, 0), 1: (1, 0), 2: (2, 0), 3: (3, 0), 4: (3, 1)}
 INTERLEAVES = {"none": 0, "16B": 1, "32B": 2}
 FILLS = {"zero": 0, "nan": 1}
 
@@ -106,11 +113,14 @@ RANK_BITS = _Bits(4, 3)
 ELEMTYPE_BITS = _Bits(7, 4)
 INTERLEAVE_BITS = _Bits(11, 2)
 SWIZZLE_BITS = _Bits(13, 3)
-FILL_BIT = _Bits(20, 1)
+TF32_BIT = _Bits(16, 1)
+ATOMICITY_BITS = _Bits(19, 2)
 LARGE_BIT = _Bits(21, 1)
+FILL_BIT = _Bits(22, 1)
 LARGE_SPAN = 1 << 17       # bytes: the span from which bit 21 is set
 CONSTANT_FLAGS = 0x2 | 0x40000                   # bits 1 and 18: set in every descriptor
-_FIELD_BITS = (RANK_BITS, ELEMTYPE_BITS, INTERLEAVE_BITS, SWIZZLE_BITS, FILL_BIT, LARGE_BIT)
+_FIELD_BITS = (RANK_BITS, ELEMTYPE_BITS, INTERLEAVE_BITS, SWIZZLE_BITS, TF32_BIT, ATOMICITY_BITS, LARGE_BIT,
+               FILL_BIT)
 _KNOWN_FLAGS = CONSTANT_FLAGS | sum(((1 << b.width) - 1) << b.shift for b in _FIELD_BITS)
 ESTRIDE_BITS = 3
 
@@ -202,8 +212,6 @@ class TensorMap:
         if self.swizzle not in SWIZZLES or self.interleave not in INTERLEAVES or self.fill not in FILLS:
             raise TensorMapError(f"unknown swizzle '{self.swizzle}', interleave '{self.interleave}' or "
                                  f"fill '{self.fill}'")
-        if SWIZZLES[self.swizzle] not in _SWIZZLE_FIELD:
-            raise TensorMapError(f"swizzle '{self.swizzle}' has no known encoding in the descriptor")
         if self.fill == "nan" and not DTYPES[self.dtype][2]:
             raise TensorMapError("NaN out-of-bounds fill needs a float element type")
         inner = self.box[0] * self.elem_bytes
@@ -218,9 +226,13 @@ def static_flags(rank: int, dtype: str, swizzle: str = "none", interleave: str =
     """Bytes 8..11 of a descriptor but the span bit (`LARGE_BIT`), which depends on dims and strides."""
     word = CONSTANT_FLAGS
     word = RANK_BITS.put(word, rank - 1)
-    word = ELEMTYPE_BITS.put(word, ELEMTYPES[dtype])
+    elem, tf32 = ELEMTYPES[dtype]
+    mode, atomicity = _SWIZZLE_FIELD[SWIZZLES[swizzle]]
+    word = ELEMTYPE_BITS.put(word, elem)
+    word = TF32_BIT.put(word, tf32)
     word = INTERLEAVE_BITS.put(word, INTERLEAVES[interleave])
-    word = SWIZZLE_BITS.put(word, _SWIZZLE_FIELD[SWIZZLES[swizzle]])
+    word = SWIZZLE_BITS.put(word, mode)
+    word = ATOMICITY_BITS.put(word, atomicity)
     return FILL_BIT.put(word, FILLS[fill])
 
 
@@ -261,22 +273,24 @@ def decode(raw: bytes) -> TensorMap:
     rank = RANK_BITS.get(flags) + 1
     if rank > MAX_RANK:
         raise TensorMapError(f"rank {rank} is outside 1..{MAX_RANK}")
-    names = ({v: k for k, v in _SWIZZLE_FIELD.items()}, {v: k for k, v in INTERLEAVES.items()},
-             {v: k for k, v in FILLS.items()})
-    elem, swz, inter = ELEMTYPE_BITS.get(flags), SWIZZLE_BITS.get(flags), INTERLEAVE_BITS.get(flags)
-    if elem not in DTYPE_BY_ELEMTYPE or swz not in names[0] or inter not in names[1]:
-        raise TensorMapError(f"bad element type {elem}, swizzle {swz} or interleave {inter}")
-    unused = strides[rank - 1:] + dims[rank:] + boxes[rank:] + ((es >> (ESTRIDE_BITS * rank),) if rank < 5 else ())
-    if any(unused) or es >> (ESTRIDE_BITS * MAX_RANK) or any(raw[28:32]) or any(raw[52:55]) or any(raw[62:64]):
-        raise TensorMapError("not a tensor map (reserved bytes or the fields of dimensions past its rank are "
-                             "not zero)")
+    elem = (ELEMTYPE_BITS.get(flags), TF32_BIT.get(flags))
+    swz = (SWIZZLE_BITS.get(flags), ATOMICITY_BITS.get(flags))
+    swizzles = {v: k for k, v in _SWIZZLE_FIELD.items()}
+    interleaves, fills = {v: k for k, v in INTERLEAVES.items()}, {v: k for k, v in FILLS.items()}
+    inter = INTERLEAVE_BITS.get(flags)
+    if elem not in DTYPE_BY_ELEMTYPE or swz not in swizzles or inter not in interleaves:
+        raise TensorMapError(f"bad element type {elem[0]} (tf32 bit {elem[1]}), swizzle mode {swz[0]} "
+                             f"(atomicity {swz[1]}) or interleave {inter}")
+    # the fields of dimensions past the rank are not read (tensormap.replace of .rank leaves them)
+    if es >> (ESTRIDE_BITS * MAX_RANK) or any(raw[28:32]) or any(raw[52:55]) or any(raw[62:64]):
+        raise TensorMapError("not a tensor map (reserved bytes are not zero)")
     dtype = DTYPE_BY_ELEMTYPE[elem]
-    swizzle = {v: k for k, v in SWIZZLES.items()}[names[0][swz]]
+    swizzle = {v: k for k, v in SWIZZLES.items()}[swizzles[swz]]
     tm = TensorMap(address, dtype, tuple(n + 1 for n in dims[:rank]),
                    (DTYPES[dtype][1],) + tuple(s << 4 for s in strides[:rank - 1]),
                    tuple(b + 1 for b in boxes[:rank]),
                    tuple(((es >> (ESTRIDE_BITS * d)) & 7) + 1 for d in range(rank)), swizzle,
-                   names[1][inter], names[2][FILL_BIT.get(flags)])
+                   interleaves[inter], fills[FILL_BIT.get(flags)])
     tm.check()
     return tm
 
@@ -285,7 +299,7 @@ def decode(raw: bytes) -> TensorMap:
 # the flags-word fields; values as PTX passes them (dims and boxes, strides in bytes).
 _REPLACE_ARRAYS = {"global_dim": (32, 4), "global_stride": (12, 4), "box_dim": (55, 1)}
 _REPLACE_FLAGS = {"rank": RANK_BITS, "elemtype": ELEMTYPE_BITS, "interleave_layout": INTERLEAVE_BITS,
-                  "swizzle_mode": SWIZZLE_BITS, "fill_mode": FILL_BIT}
+                  "swizzle_mode": SWIZZLE_BITS, "swizzle_atomicity": ATOMICITY_BITS, "fill_mode": FILL_BIT}
 REPLACE_FIELDS = ("global_address", "element_stride", *_REPLACE_ARRAYS, *_REPLACE_FLAGS)
 
 
