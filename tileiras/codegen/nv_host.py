@@ -296,6 +296,53 @@ def host_ir(kernels: Sequence[KernelSpec], sm: int) -> str:
     return "\n".join(parts)
 
 
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)", re.S)
+_TYPE = re.compile(r"\.[busf](8|16|32|64)")
+
+
+def ptx_params(ptx: str) -> dict[str, list[str]]:
+    """Kernel name -> the PTX types of its parameters ("u64", "u32", "align 64 b8[128]"), in order."""
+    kernels: dict[str, list[str]] = {}
+    for name, body in _ENTRY.findall(ptx):
+        types = []
+        for decl in (d.strip() for d in body.split(",")):
+            if not decl:
+                continue
+            words = decl.split()
+            kind = next((w for w in words if _TYPE.fullmatch(w)), None)
+            if kind is None:
+                raise CompileError(f"error: kernel '{name}': cannot read the type of parameter '{decl}'")
+            array = re.search(r"\[(\d+)\]$", words[-1])
+            # `.align` before the type aligns the parameter; after `.ptr` it describes the pointee
+            at = words.index(".align") if ".align" in words else len(words)
+            align = words[at + 1] if at < words.index(kind) else ""
+            text = kind[1:] + (f"[{array.group(1)}]" if array else "")
+            types.append(f"align {align} {text}" if align else text)
+        kernels[name] = types
+    return kernels
+
+
+def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int) -> bytes | None:
+    """The `.nv.host` object for a module's PTX, or None when no kernel has hidden parameters.
+    `hidden`: kernel name -> its tensor maps, which are the kernel's last parameters in the PTX
+    (each `.align 64 .b8 [128]`, in this order); the parameters before them are the user's."""
+    if not any(hidden.values()):
+        return None
+    kernels = []
+    entries = ptx_params(ptx)
+    unknown = sorted(set(hidden) - set(entries))
+    if unknown:
+        raise CompileError(f"error: tensor maps given for '{unknown[0]}', which the PTX does not define")
+    for name, types in entries.items():
+        maps = tuple(hidden.get(name, ()))
+        user, tail = types[:len(types) - len(maps)], types[len(types) - len(maps):]
+        if any(slot(t).size != HIDDEN_BYTES or slot(t).align < HIDDEN_ALIGN for t in tail):
+            raise CompileError(f"error: kernel '{name}': its last {len(maps)} parameters are not the "
+                               f".align {HIDDEN_ALIGN} .b8 [{HIDDEN_BYTES}] tensor maps its metadata names")
+        kernels.append(HostKernel(name, tuple(user), maps))
+    return host_object(kernels, sm)
+
+
 def host_object(kernels: Sequence[KernelSpec], sm: int) -> bytes:
     """The x86-64 ELF relocatable object ptxas embeds as `.nv.host` (`ptxas --nv-host=FILE`)."""
     ir = host_ir(kernels, sm)
