@@ -80,64 +80,78 @@ def _buffer(types: list[str], values: list, hidden: int, sm: int, fill: bytes) -
 # copies (`cp.async.bulk.tensor` boxes) and its callbacks' outputs.
 
 def _view(base: int, rank: int, dtype: str, box: tuple[int, ...], swizzle: str) -> TmaParam:
-    order = [rank - 1, rank - 2, *range(rank - 2)]
+    order = [rank - 1, rank - 2, *range(rank - 2)] if rank > 1 else [0]
     return TmaParam(base, dtype, tuple(Field(base + 1 + d) for d in order),
                     (Field(const=1),) + tuple(Field(base + 1 + rank + d) for d in order[1:]), box, swizzle)
 
 
-def _kernel(rank: int, arrays: list[tuple[str, tuple[int, ...], str]], scalars: tuple[str, ...] = ()
-            ) -> tuple[list[str], list[TmaParam], int]:
-    types, specs, width = [], [], 1 + 2 * rank
-    for i, (dtype, box, swizzle) in enumerate(arrays):
+def _kernel(arrays: list[tuple[int, str, tuple[int, ...], str]], scalars: tuple[str, ...] = ()
+            ) -> tuple[list[str], list[TmaParam], list[int]]:
+    """(user parameter types, hidden tensor maps, array ranks) of a kernel taking `arrays` (rank,
+    dtype, box, swizzle; each copied through one map) and then `scalars`."""
+    types, specs, ranks = [], [], []
+    for rank, dtype, box, swizzle in arrays:
+        specs.append(_view(len(types), rank, dtype, box, swizzle))
         types += ["u64"] + ["u32"] * (2 * rank)
-        specs.append(_view(i * width, rank, dtype, box, swizzle))
-    return types + list(scalars), specs, rank
+        ranks.append(rank)
+    return types + list(scalars), specs, ranks
+
+
+def _same_rank(rank: int, arrays: list[tuple[str, tuple[int, ...], str]], scalars: tuple[str, ...] = ()) -> tuple:
+    return _kernel([(rank, *a) for a in arrays], scalars)
 
 
 B, S = "128B", "128B_atom_32B"
-KERNELS = {   # (bytecode, target) -> (user parameter types, hidden tensor maps, rank)
-    ("mm_f16_128x128x64", "sm_90"): _kernel(2, [("f16", (64, 128), B), ("f16", (64, 64), B), ("f16", (64, 64), B)]),
-    ("mm_f16_128x128x64", "sm_100"): _kernel(2, [("f16", (64, 128), B), ("f16", (64, 64), B), ("f16", (64, 128), B)]),
-    ("mm_bf16_128x128x32", "sm_90"): _kernel(2, [("bf16", (32, 128), "64B"), ("bf16", (64, 32), B),
+KERNELS = {   # (bytecode, target) -> (user parameter types, hidden tensor maps, array ranks)
+    ("mm_f16_128x128x64", "sm_90"): _same_rank(2, [("f16", (64, 128), B), ("f16", (64, 64), B), ("f16", (64, 64), B)]),
+    ("mm_f16_128x128x64", "sm_100"): _same_rank(2, [("f16", (64, 128), B), ("f16", (64, 64), B),
+                                                    ("f16", (64, 128), B)]),
+    ("mm_bf16_128x128x32", "sm_90"): _same_rank(2, [("bf16", (32, 128), "64B"), ("bf16", (64, 32), B),
                                                  ("bf16", (64, 64), B)]),
-    ("mm_f16_256x128x64", "sm_90"): _kernel(2, [("f16", (64, 256), B), ("f16", (64, 64), B), ("f16", (64, 64), B)]),
-    ("mm_tf32_128x128x32", "sm_90"): _kernel(2, [("tf32", (32, 128), B), ("tf32", (32, 32), B),
+    ("mm_f16_256x128x64", "sm_90"): _same_rank(2, [("f16", (64, 256), B), ("f16", (64, 64), B), ("f16", (64, 64), B)]),
+    ("mm_tf32_128x128x32", "sm_90"): _same_rank(2, [("tf32", (32, 128), B), ("tf32", (32, 32), B),
                                                  ("f32", (32, 64), B)]),
-    ("mm_tf32_128x128x64", "sm_100"): _kernel(2, [("tf32", (32, 128), B), ("tf32", (32, 64), S),
+    ("mm_tf32_128x128x64", "sm_100"): _same_rank(2, [("tf32", (32, 128), B), ("tf32", (32, 64), S),
                                                   ("f32", (32, 128), B)]),
-    ("mm_e4m3_64x64x32", "sm_90"): _kernel(2, [("u8", (32, 64), "32B"), ("u8", (64, 32), "64B"), ("f16", (64, 64), B)]),
-    ("mm_e4m3_128x128x64", "sm_100"): _kernel(2, [("u8", (64, 128), "64B"), ("u8", (128, 64), B),
+    ("mm_e4m3_64x64x32", "sm_90"): _same_rank(2, [("u8", (32, 64), "32B"), ("u8", (64, 32), "64B"),
+                                                  ("f16", (64, 64), B)]),
+    ("mm_e4m3_128x128x64", "sm_100"): _same_rank(2, [("u8", (64, 128), "64B"), ("u8", (128, 64), B),
                                                   ("f16", (64, 128), B)]),
-    ("mm_i8_128x128x32", "sm_90"): _kernel(2, [("u8", (32, 128), "32B"), ("u8", (128, 32), B), ("u32", (32, 64), B)]),
-    ("mm_i8_256x128x64", "sm_100"): _kernel(2, [("u8", (64, 128), "64B"), ("u8", (128, 64), B),
+    ("mm_i8_128x128x32", "sm_90"): _same_rank(2, [("u8", (32, 128), "32B"), ("u8", (128, 32), B),
+                                                  ("u32", (32, 64), B)]),
+    ("mm_i8_256x128x64", "sm_100"): _same_rank(2, [("u8", (64, 128), "64B"), ("u8", (128, 64), B),
                                                 ("u32", (32, 128), B)]),
-    ("bmm_bf16_128x128x32", "sm_90"): _kernel(3, [("bf16", (32, 128, 1), "64B"), ("bf16", (64, 32, 1), B),
+    ("bmm_bf16_128x128x32", "sm_90"): _same_rank(3, [("bf16", (32, 128, 1), "64B"), ("bf16", (64, 32, 1), B),
                                                   ("bf16", (64, 64, 1), B)]),
-    ("bmm_f16_64x64x32", "sm_100"): _kernel(3, [("f16", (32, 64, 1), "64B"), ("f16", (64, 32, 1), B),
+    ("bmm_f16_64x64x32", "sm_100"): _same_rank(3, [("f16", (32, 64, 1), "64B"), ("f16", (64, 32, 1), B),
                                                 ("f16", (64, 64, 1), B)]),
-    ("fa_f16_q128k128d128", "sm_90"): _kernel(3, [("f16", (64, 128, 1), B), ("f16", (64, 128, 1), B),
+    ("fa_f16_q128k128d128", "sm_90"): _same_rank(3, [("f16", (64, 128, 1), B), ("f16", (64, 128, 1), B),
                                                   ("f16", (64, 128, 1), B), ("f16", (64, 64, 1), B)], ("f32",)),
-    ("fa_bf16_q128k64d128_causal", "sm_100"): _kernel(3, [("bf16", (64, 128, 1), B), ("bf16", (64, 64, 1), B),
+    ("fa_bf16_q128k64d128_causal", "sm_100"): _same_rank(3, [("bf16", (64, 128, 1), B), ("bf16", (64, 64, 1), B),
                                                           ("bf16", (64, 64, 1), B), ("bf16", (64, 128, 1), B)],
                                                       ("f32",)),
 }
+KERNELS[("layernorm_f16_n4096", "sm_90")] = _kernel(
+    [(2, "f16", (256, 1), "none"), (1, "f16", (256,), "none"), (1, "f16", (256,), "none"),
+     (2, "f16", (256, 1), "none")], ("f32",))
+KERNELS[("rmsnorm_bf16_n16384", "sm_100")] = _kernel(
+    [(2, "bf16", (256, 1), "none"), (1, "bf16", (256,), "none"), (2, "bf16", (256, 1), "none")], ("f32",))
 SAMPLE = [("bmm_bf16_128x128x32", "sm_90")]      # 3-D, 64B and 128B swizzles; the rest: -m sweep
 
 
-def _arguments(types: list[str], specs: list[TmaParam], rank: int, rng: random.Random) -> list:
+def _arguments(types: list[str], ranks: list[int], rng: random.Random) -> list:
     """Realistic launches: 16-byte aligned bases, tile-multiple shapes from 64 to 8192 (batches up
     to 16), rows padded or not, batch strides of whole or larger-than-needed matrices; spans both
     below and above 128 KiB."""
     values: list = []
-    width = 1 + 2 * rank
-    for _ in specs:
+    for rank in ranks:
         shape = [rng.choice([1, 2, 4, 16]) for _ in range(rank - 2)] + \
-            [rng.choice([64, 128, 192, 1024, 4096, 8192]) for _ in range(2)]
-        strides = [shape[-1] + rng.choice([0, 0, 16, 64]), 1]           # rows padded or not
-        for d in range(rank - 3, -1, -1):                               # batches: whole matrices or more
+            [rng.choice([64, 128, 192, 1024, 4096, 8192]) for _ in range(min(rank, 2))]
+        strides = [shape[-1] + rng.choice([0, 0, 16, 64]), 1][-rank:]     # rows padded or not
+        for d in range(rank - 3, -1, -1):                                 # batches: whole matrices or more
             strides.insert(0, strides[0] * shape[d + 1] + rng.choice([0, 256]))
         values += [rng.randrange(1 << 28, 1 << 43) * 16, *shape, *strides]
-    values += [rng.uniform(0.01, 1.0) for _ in types[len(specs) * width:]]
+    values += [rng.uniform(0.01, 1.0) for _ in types[len(values):]]
     return values
 
 
@@ -159,14 +173,14 @@ def _nv_host_section(result: compilers.Compiled, name: str, gpu: str) -> bytes:
 
 
 def _differential(name: str, gpu: str, tmp_path: Path, launches: int) -> None:
-    types, specs, rank = KERNELS[(name, gpu)]
+    types, specs, ranks = KERNELS[(name, gpu)]
     sm = int(gpu[3:])
     theirs = _callbacks(_link(_nvidia_object(name, gpu), tmp_path / "nvidia"))[1][name]
     ours = _callbacks(_link(nv_host.host_object([(name, types, specs)], sm), tmp_path / "ours"))[1][name]
     rng = random.Random(f"{name}.{gpu}")
     large = 0
     for _ in range(launches):
-        values = _arguments(types, specs, rank, rng)
+        values = _arguments(types, ranks, rng)
         fill = bytes(rng.randrange(256) for _ in range(2048))
         (a, maps), (b, _) = (_buffer(types, values, len(specs), sm, fill) for _ in range(2))
         _call(theirs, a)
