@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -321,6 +322,25 @@ HIDDEN_PTX = """
     ret;
 }
 """
+
+
+@pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
+def test_ptxas_puts_hidden_parameters_where_the_callback_writes(gpu: str, tmp_path: Path) -> None:
+    """The constant bank's parameter block ends one tensor map after where param_offsets puts it:
+    ptxas aligns hidden parameters to 64 bytes of the bank (parameters start at 0x210 on sm_90,
+    0x380 on sm_100), which is what NVIDIA's callbacks assume."""
+    from tileiras.codegen import ptxas
+
+    ptx = HIDDEN_PTX.replace("sm_90a", gpu)
+    (tmp_path / "k.cubin").write_bytes(ptxas.assemble(ptx, gpu))
+    cuobjdump = ptxas.find_ptxas().with_name("cuobjdump")
+    assert cuobjdump.exists(), "cuobjdump is missing beside ptxas (the nvidia-cuda-nvcc wheel has both)"
+    listing = subprocess.run([str(cuobjdump), "-elf", str(tmp_path / "k.cubin")], capture_output=True, text=True,
+                             check=True).stdout
+    size = re.search(r"EIATTR_CBANK_PARAM_SIZE\s+Format:\s+\S+\s+Value:\s+(0x[0-9a-f]+)", listing)
+    assert size, "no EIATTR_CBANK_PARAM_SIZE in the cubin"
+    _, maps = nv_host.param_offsets(["u64", "u32", "u32", "u32", "u32"], 1, int(gpu[3:-1]))
+    assert int(size.group(1), 16) == maps[0] + 128
 
 
 def test_ptxas_embeds_the_object_and_the_cubin_key_names_it() -> None:

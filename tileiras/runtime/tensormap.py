@@ -14,12 +14,12 @@ of the PTX instructions.
 How the layout was learned. CUDA calls the descriptor opaque, but NVIDIA's tileiras fills the
 descriptors of its kernels' hidden parameters itself, in an x86-64 callback it hands ptxas with
 `--nv-host` (`__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_<n>`, see codegen/nv_host.py). We ran those
-callbacks on many argument buffers for kernels of every element type, rank (2 to 5), box shape
+callbacks on many argument buffers for kernels of every element type, rank (1 to 5), box shape
 and swizzle NVIDIA's compiler produces (tests/test_nv_host.py keeps checking it) and read the
-fields off the bytes. The enumerated values (element type, swizzle, interleave, fill) are the
-`new_val` numbering of PTX `tensormap.replace` (PTX ISA, "Tensormap new_val validity"), which the
-observed element types and swizzles match. Only the first 64 bytes are written; the callback
-leaves bytes 64..127 as they are, we write zeros there and `decode` does not read them.
+fields off the bytes. The element types and swizzle modes observed take the `new_val` numbering
+of PTX `tensormap.replace` (PTX ISA, "Tensormap new_val validity"); we assume the same of the
+interleave and fill fields. Only the first 64 bytes are written; the callback leaves bytes
+64..127 as they are, we write zeros there and `decode` does not read them.
 
 Layout (little-endian; "evidence" = seen to vary in NVIDIA's callbacks with the field; "constant"
 = the same in every descriptor NVIDIA writes, replicated; "ours" = placed by us, see below):
@@ -29,7 +29,7 @@ Layout (little-endian; "evidence" = seen to vary in NVIDIA's callbacks with the 
     8-11   0       0                                                             constant
            1       1                                                             constant
            2..3    0                                                             constant
-           4..6    rank - 1                                                      evidence (ranks 2-5)
+           4..6    rank - 1                                                      evidence (ranks 1-5)
            7..10   element type, PTX .elemtype numbering (`ELEMTYPES`)           evidence (u8 u32 f16 f32 bf16)
            11..12  interleave (0 none, 1 16B, 2 32B)                             ours (0 seen)
            13..15  swizzle mode (0 none, 1 32B, 2 64B, 3 128B, 4 96B)            evidence (0-3)
@@ -65,8 +65,7 @@ import struct
 from dataclasses import dataclass
 from typing import Sequence
 
-SIZE = 128
-USED = 64                  # bytes of the descriptor the hardware layout defines (and the callback writes)
+SIZE = 128                 # bytes of a tensor map; the layout defines (and the callback writes) the first 64
 MAX_RANK = 5
 
 # name -> (CUtensorMapDataType code, bytes per element, is float)
