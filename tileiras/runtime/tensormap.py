@@ -30,7 +30,9 @@ Layout (little-endian; "evidence" = seen to vary in NVIDIA's callbacks with the 
            1       1                                                             constant
            2..3    0                                                             constant
            4..6    rank - 1                                                      evidence (ranks 1-5)
-           7..10   element type, PTX .elemtype numbering (`ELEMTYPES`)           evidence (u8 u32 f16 f32 bf16)
+           7..10   element type, PTX .elemtype numbering (`ELEMTYPES`)           evidence (u8 u16 u32 u64
+                                                                                 f16 f32 f64 bf16; NVIDIA maps
+                                                                                 signed types to unsigned)
            11..12  interleave (0 none, 1 16B, 2 32B)                             ours (0 seen)
            13..15  swizzle mode (0 none, 1 32B, 2 64B, 3 128B, 4 96B)            evidence (0-3)
            16      tf32: f32 data an mma reads as tf32                           evidence (NVIDIA's tf32 operands)
