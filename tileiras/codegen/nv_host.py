@@ -43,12 +43,15 @@ from tileiras.driver.errors import CompileError
 from tileiras.runtime import tensormap
 from tileiras.runtime.tma_params import Field, TmaParam
 
+from .host_object import _cstring
+
 TRIPLE = "x86_64-unknown-linux-gnu"
 ENTRY_BYTES = 64
 HIDDEN_ALIGN = 64
 HIDDEN_BYTES = tensormap.SIZE
 API_QUERY_SLOT = 0x30 // 8          # the driver function ON_PRE_LOAD calls in mode 1
-TABLE = (2, 0, 0, 0, ENTRY_BYTES, "funcs", "count", 2, "pre_load")   # __CUDA_TILEIR_CALLBACKS
+TABLE_SLOTS = 9                     # __CUDA_TILEIR_CALLBACKS, i64 each
+CLEARED_SLOT = 2                    # the slot ON_PRE_LOAD zeroes in its copy
 
 
 def param_base(sm: int) -> int:
@@ -129,6 +132,11 @@ class _Callback:
         self.n += 1
         return f"%v{self.n}"
 
+    @staticmethod
+    def lit(v: Value) -> str:
+        """An operand: SSA names as they are, constants as signed i64 literals."""
+        return v if isinstance(v, str) else str(v - (1 << 64) if v >= 1 << 63 else v)
+
     def op(self, code: str, a: Value, b: Value) -> Value:
         if isinstance(a, int) and isinstance(b, int):
             return self._FOLD[code](a, b) & _M64
@@ -137,7 +145,7 @@ class _Callback:
         if code in ("and", "mul", "shl", "lshr") and a == 0 or code in ("and", "mul") and b == 0:
             return 0
         out = self._name()
-        self.lines.append(f"{out} = {code} i64 {a}, {b}")
+        self.lines.append(f"{out} = {code} i64 {self.lit(a)}, {self.lit(b)}")
         return out
 
     def at_least(self, a: Value, bound: int) -> Value:
@@ -212,7 +220,7 @@ class _Callback:
         for i, word in enumerate(words):
             ptr = self._name()
             self.lines += [f"{ptr} = getelementptr i8, ptr %params, i64 {offset + 8 * i}",
-                           f"store i64 {word}, ptr {ptr}, align 1"]
+                           f"store i64 {self.lit(word)}, ptr {ptr}, align 1"]
 
     def ir(self, index: int) -> str:
         for spec, offset in zip(self.kernel.hidden, self.maps):
@@ -220,10 +228,6 @@ class _Callback:
         body = "\n".join("  " + line for line in self.lines)
         return (f"define internal i32 @__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_{index}"
                 f"(ptr %0, ptr %1, ptr %2, ptr %params) uwtable {{\n{body}\n  ret i32 0\n}}\n")
-
-
-def _cstring(text: str) -> str:
-    return "".join(ch if 32 <= ord(ch) < 127 and ch not in '"\\' else f"\\{ord(ch):02X}" for ch in text)
 
 
 _PRE_LOAD = """\
@@ -266,27 +270,27 @@ def host_ir(kernels: Sequence[KernelSpec], sm: int) -> str:
     parts = ['source_filename = "LLVMDialectModule"', f'target triple = "{TRIPLE}"', ""]
     for i, k in enumerate(ks):
         data = k.name.encode("utf-8")
-        parts.append(f'@__CUDA_TILEIR_FUNC_NAME_{i} = internal constant [{len(data) + 1} x i8] '
-                     f'c"{_cstring(k.name)}\\00"')
+        parts.append(f'@__CUDA_TILEIR_FUNC_NAME_{i} = internal constant [{len(data) + 1} x i8] c"{_cstring(data)}\\00"')
     entries = ", ".join(f"[8 x ptr] [ptr @__CUDA_TILEIR_FUNC_NAME_{i}, ptr null, ptr null, ptr null, ptr null, "
                         f"ptr @__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_{i}, ptr null, ptr null]" for i in range(len(ks)))
     parts.append(f"@__CUDA_TILEIR_FUNC_CALLBACKS = internal constant [{len(ks)} x [8 x ptr]] [{entries}], "
                  'section ".data.rel.ro", align 16')
-    table = {"funcs": "ptr @__CUDA_TILEIR_FUNC_CALLBACKS", "count": f"i64 {len(ks)}",
-             "pre_load": "ptr @__CUDA_TILEIR_ON_PRE_LOAD"}
-    slots = ", ".join(table[v] if isinstance(v, str) else f"i64 {v}" for v in TABLE)
-    types = ", ".join("ptr" if isinstance(v, str) and v != "count" else "i64" for v in TABLE)
-    parts.append(f"@__CUDA_TILEIR_CALLBACKS = constant {{ {types} }} {{ {slots} }}, section \".data.rel.ro\", "
-                 "align 16")
-    parts.append(f"@__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD = internal global [{len(TABLE)} x i64] zeroinitializer, "
+    # 2, 0, 0, 0, bytes per kernel entry, the entries, how many, 2, ON_PRE_LOAD (values as NVIDIA's)
+    slots = ["i64 2", "i64 0", "i64 0", "i64 0", f"i64 {ENTRY_BYTES}", "ptr @__CUDA_TILEIR_FUNC_CALLBACKS",
+             f"i64 {len(ks)}", "i64 2", "ptr @__CUDA_TILEIR_ON_PRE_LOAD"]
+    assert len(slots) == TABLE_SLOTS
+    types = ", ".join(value.split()[0] for value in slots)
+    parts.append(f"@__CUDA_TILEIR_CALLBACKS = constant {{ {types} }} {{ {', '.join(slots)} }}, "
+                 'section ".data.rel.ro", align 16')
+    parts.append(f"@__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD = internal global [{TABLE_SLOTS} x i64] zeroinitializer, "
                  "align 16")
     parts.append("")
     copy = []
-    for i in range(len(TABLE)):
+    for i in range(TABLE_SLOTS):
         src, dst, v = f"%src{i}", f"%dst{i}", f"%word{i}"
         copy.append(f"  {src} = getelementptr i64, ptr @__CUDA_TILEIR_CALLBACKS, i64 {i}")
         copy.append(f"  {dst} = getelementptr i64, ptr @__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD, i64 {i}")
-        if i == 2:     # the slot ON_PRE_LOAD clears
+        if i == CLEARED_SLOT:
             copy.append(f"  store i64 0, ptr {dst}, align 8")
         else:
             copy += [f"  {v} = load volatile i64, ptr {src}, align 8", f"  store i64 {v}, ptr {dst}, align 8"]
