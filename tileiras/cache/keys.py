@@ -168,11 +168,14 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
     )
 
 
-def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = ()) -> str:
-    """Key of the cubin ptxas makes from `ptx` for `gpu`."""
+def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = (), nv_host: bytes | None = None) -> str:
+    """Key of the cubin ptxas makes from `ptx` for `gpu` (with `nv_host`: the `.nv.host` object it
+    embeds, named only when there is one, so the keys of cubins without one do not change)."""
     from .versions import ptxas_identity
 
+    parts = {} if nv_host is None else {"nv_host": nv_host}
     return make_key(
+        **parts,
         stage="cubin",
         ptx=ptx.encode("utf-8"),
         gpu=gpu,

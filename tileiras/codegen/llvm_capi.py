@@ -194,7 +194,7 @@ class TargetMachine:
     """An LLVM target machine: optimises modules with the standard pipeline and emits code."""
 
     def __init__(self, lib: Library, triple: str, cpu: str, features: str, opt_level: int,
-                 reloc: str = "default") -> None:
+                 reloc: str = "default", code_model: str = "default") -> None:
         err = c_char_p()
         target = lib.GetTargetFromTriple(triple.encode(), byref(err))
         message = lib.take_message(err)
@@ -202,7 +202,7 @@ class TargetMachine:
             raise CompileError(f"error: LLVM has no target for '{triple}': {message}")
         self.lib, self.triple = lib, triple
         self.handle = lib.CreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(), opt_level,
-                                              reloc.encode(), b"default", 0, 0, b"")
+                                              reloc.encode(), code_model.encode(), 0, 0, b"")
         if not self.handle:
             raise CompileError(f"error: LLVM cannot create a target machine for {triple} {cpu}")
 
@@ -266,11 +266,13 @@ class TargetMachine:
 
 def compile_ir(ir: str, triple: str, cpu: str, features: str, opt_level: int, *, object_file: bool = False,
                reloc: str = "default", optimize: bool = True, link: Optional[bytes] = None,
-               internalize: str = "") -> bytes:
+               internalize: str = "", code_model: str = "default") -> bytes:
     """IR text -> assembly or object bytes: parse, verify, set the target, link `link` (bitcode, its
-    `internalize`-prefixed definitions made internal), run the -O pipeline, emit."""
+    `internalize`-prefixed definitions made internal), run the -O pipeline, emit. `code_model`:
+    LLVM's ("default", "small", "large", ...)."""
     lib = load()
-    with Module.parse_ir(lib, ir) as module, TargetMachine(lib, triple, cpu, features, opt_level, reloc) as machine:
+    with Module.parse_ir(lib, ir) as module, \
+            TargetMachine(lib, triple, cpu, features, opt_level, reloc, code_model) as machine:
         module.verify()
         layout = machine.data_layout()
         module.set_target(triple, layout)

@@ -34,6 +34,7 @@ WHEEL_BIN_DIRS: tuple[str, ...] = ("cu13/bin", "cuda_nvcc/bin")
 _EXE = "ptxas.exe" if sys.platform == "win32" else "ptxas"
 _PTX_NAME = "kernel.ptx"
 _CUBIN_NAME = "kernel.cubin"
+_NV_HOST_NAME = "nvhost.o"    # the .nv.host object (codegen/nv_host.py), when the PTX has hidden TMA parameters
 
 
 def find_ptxas() -> Path:
@@ -123,11 +124,12 @@ def ptxas_arch(ptx: str, gpu: str) -> str:
 
 
 def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
-               extra: Sequence[str] = ()) -> list[str]:
+               extra: Sequence[str] = (), nv_host: bool = False) -> list[str]:
     """The ptxas command line, relative to the private run directory.
 
     PTX that carries DWARF (`.target sm_XX, debug`) is assembled with -g: ptxas
     refuses it at any other level ("Optimized debugging not supported"), so -g means -O0.
+    With `nv_host`, ptxas embeds the run directory's .nv.host object in the cubin (`--nv-host`).
     """
     from .nvptx import ptx_has_dwarf
 
@@ -141,6 +143,8 @@ def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, d
     if debug:
         argv.append("--device-debug")
     argv += list(extra)
+    if nv_host:
+        argv.append(f"--nv-host={_NV_HOST_NAME}")
     argv += ["-o", _CUBIN_NAME, _PTX_NAME]
     return argv
 
@@ -148,7 +152,7 @@ def ptxas_argv(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, d
 class _Running:
     """One ptxas run in its private directory: `start` returns at once, `finish` waits for it."""
 
-    def __init__(self, argv: list[str], ptx: str) -> None:
+    def __init__(self, argv: list[str], ptx: str, nv_host: bytes | None = None) -> None:
         from ..scratch import TempDir
         from .tool import start_tool
 
@@ -157,6 +161,9 @@ class _Running:
         try:
             with open(os.path.join(self._dir.name, _PTX_NAME), "w", encoding="utf-8") as handle:
                 handle.write(ptx)
+            if nv_host is not None:
+                with open(os.path.join(self._dir.name, _NV_HOST_NAME), "wb") as binary:
+                    binary.write(nv_host)
             self._tool = start_tool(argv, cwd=self._dir.name)
         except BaseException:
             self._dir.cleanup()
@@ -195,8 +202,9 @@ class PendingCubin:
     """`assemble` started: ptxas runs while the caller does other work (or starts more ptxas)."""
 
     def __init__(self, ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
-                 extra: Sequence[str] = ()) -> None:
-        self._run = _Running(ptxas_argv(ptx, gpu, opt_level, lineinfo, debug, extra), ptx)
+                 extra: Sequence[str] = (), nv_host: bytes | None = None) -> None:
+        self._run = _Running(ptxas_argv(ptx, gpu, opt_level, lineinfo, debug, extra, nv_host is not None), ptx,
+                             nv_host)
         self.verbose = "-v" in extra
         self.info = ""  # with -v: ptxas's resource report (registers, spills), for the remarks
 
@@ -217,9 +225,10 @@ class PendingCubin:
 
 
 def assemble(ptx: str, gpu: str, opt_level: int = 3, lineinfo: bool = False, debug: bool = False,
-             extra: Sequence[str] = ()) -> bytes:
-    """Assemble `ptx` into a cubin for `gpu`; ptxas warnings are passed on to stderr."""
-    return PendingCubin(ptx, gpu, opt_level, lineinfo, debug, extra).result()
+             extra: Sequence[str] = (), nv_host: bytes | None = None) -> bytes:
+    """Assemble `ptx` into a cubin for `gpu`; ptxas warnings are passed on to stderr. `nv_host`: the
+    `.nv.host` object (codegen/nv_host.py) that fills the PTX's hidden tensor-map parameters."""
+    return PendingCubin(ptx, gpu, opt_level, lineinfo, debug, extra, nv_host).result()
 
 
 def parallel_runs() -> int:

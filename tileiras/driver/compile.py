@@ -44,6 +44,7 @@ class Artifacts:
         self.llvm: dict[str, str] = {}
         self.ptx: dict[str, str] = {}
         self.cubin: dict[str, bytes] = {}
+        self.nv_host: dict[str, bytes] = {}     # gpu -> .nv.host object (codegen/nv_host.for_ptx) ptxas embeds
         self.metadata: dict[str, object] = Metadata()   # gpu -> ModuleMetadata
         self.inputs_read = inputs_read
         self.cache: object = None               # the Cache this compile used; None with --no-cache
@@ -150,7 +151,7 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
         from ..cache.keys import Key, cubin_key
 
         for gpu in gpus:
-            keys[gpu] = Key(cubin_key, arts.ptx[gpu], gpu, opts)
+            keys[gpu] = Key(cubin_key, arts.ptx[gpu], gpu, opts, (), arts.nv_host.get(gpu))
             hit = cache.get_blob(keys[gpu])  # type: ignore[attr-defined]
             if hit is not None:
                 cubins[gpu] = hit
@@ -172,7 +173,8 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                     if len(running) >= window:
                         _finish(*running.popleft(), cubins, opts, cache, keys, arts)
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
-                                                      debug=opts.device_debug, extra=verbose)))
+                                                      debug=opts.device_debug, extra=verbose,
+                                                      nv_host=arts.nv_host.get(gpu))))
                 if cache is not None:
                     cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:

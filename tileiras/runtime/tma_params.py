@@ -6,12 +6,18 @@ launcher passes only the user's parameters (that is all cuTile's launcher knows)
 descriptors are filled at launch from them:
 
 * on a GPU, by the host callback the cubin carries in `.nv.host`
-  (`codegen/nv_host.py`, run by the CUDA driver when the arguments change);
+  (`codegen/nv_host.for_ptx`, whose object ptxas embeds with `--nv-host`; the CUDA driver runs it
+  when the arguments change);
 * in the emulator and our own test launchers, by `hidden_params` below.
 
 Both compute the same bytes from the same `TmaParam` records, which the lowering makes and
 the launch metadata carries. A field of a descriptor is either a constant of the kernel or
-the value of one user parameter (a tensor view's dynamic shape or stride).
+the value of one user parameter (a tensor view's dynamic shape or stride); the callback reads a
+parameter narrower than 64 bits zero-extended.
+
+NVIDIA's kernels, for comparison (tests/test_nv_host.py): a cuTile array of rank r arrives as
+its address (u64), shape and strides (r x u32 each, in elements, outermost first); the map lists
+the two innermost dims first, then the outer ones outermost first, the last stride being 1.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """TMA: cp.async.bulk.tensor loads and stores through tensor maps, and tensormap.replace.
 
-Tensor maps use our own 128-byte encoding (`tileiras.runtime.tensormap`), read from
+Tensor maps are in the hardware's 128-byte layout (`tileiras.runtime.tensormap`), read from
 wherever the operand points: a kernel parameter (`.param .align 64 .b8 [128]`, by name or
 through cvta.param) or global/const memory (a map edited in shared memory must first be
 copied out with tensormap.cp_fenceproxy, as on the GPU).
@@ -328,13 +328,10 @@ def _combine(op: str, old: Any, new: Any) -> Any:
 
 # --- tensormap.replace --------------------------------------------------------------
 
-# field -> (byte offset in our encoding, bytes per entry, takes an ordinal)
-_FIELDS = {
-    "global_address": (0, 8, False), "rank": (12, 1, False), "elemtype": (13, 1, False),
-    "swizzle_mode": (14, 1, False), "interleave_layout": (15, 1, False), "fill_mode": (16, 1, False),
-    "global_dim": (20, 4, True), "global_stride": (40, 8, True), "box_dim": (80, 2, True),
-    "element_stride": (90, 1, True),
-}
+# field -> takes an ordinal (the bits each field occupies are runtime.tensormap's)
+_FIELDS = {"global_address": False, "rank": False, "elemtype": False, "swizzle_mode": False,
+           "interleave_layout": False, "fill_mode": False, "global_dim": True, "global_stride": True,
+           "box_dim": True, "element_stride": True}
 
 
 def tensormap_cp_fenceproxy(dec: Decoder, ins: Instr) -> Any:
@@ -377,10 +374,10 @@ def _tensormap(dec: Decoder, ins: Instr) -> Any:
 def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
     """tensormap.replace.tile.field{.space}.b1024.type [addr], {ord,} new_val.
 
-    Edits a map in global or shared memory in place, in our encoding: `.rank` takes the rank
-    minus one (as the PTX ISA says), `.global_dim`/`.box_dim`/`.element_stride` ordinal i is
-    dimension i, `.global_stride` ordinal i is the byte stride of dimension i + 1 (the strides
-    CUtensorMap stores), the enums keep CUtensorMap's numbering. `.swizzle_atomicity` other
+    Edits a map in global or shared memory in place (`runtime.tensormap.replace`): `.rank` takes
+    the rank minus one (as the PTX ISA says), `.global_dim`/`.box_dim`/`.element_stride` ordinal i
+    is dimension i, `.global_stride` ordinal i is the byte stride of dimension i + 1 (the strides
+    CUtensorMap stores), the enums take the PTX ISA's numbering. `.swizzle_atomicity` other
     than the default (16 bytes, 0) is not modelled."""
     np = _np()
     mods = Mods(ins)
@@ -404,7 +401,9 @@ def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
                                       lane)
 
         return (K_OP, atomicity, None)
-    off, size, has_ord = _FIELDS[field]
+    from ...runtime.tensormap import SIZE, replace
+
+    has_ord = _FIELDS[field]
     if len(ops) != 2 + has_ord:
         raise bad(ins, "expected [addr], ord, new_val" if has_ord else "expected [addr], new_val")
     if has_ord and not isinstance(ops[1], Imm):
@@ -412,21 +411,18 @@ def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
     ordinal = ops[1].value if has_ord else 0
     if has_ord and not 0 <= ordinal < 5 - (field == "global_stride"):
         raise bad(ins, f"ordinal {ordinal} is out of range")
-    if field == "global_stride":
-        ordinal += 1
     value = dec.reader(ops[-1], "u64", ins)
-    at = off + ordinal * size
 
     def fn(st: Any, m: Any) -> None:
         for lane in lanes_of(st, m).tolist():
             a = _at(st, addr, lane)
             if a % 64:
                 raise DeviceFault(f"tensor map at 0x{a:x} is not 64-byte aligned", lane)
-            v = _at(st, value, lane) + (1 if field == "rank" else 0)
             one = np.array([lane], dtype=np.int64)
-            (_, buf, _, offs), = spaces.resolve(st, space, np.array([a + at], dtype=np.uint64), one, size, 1)
+            (_, buf, _, offs), = spaces.resolve(st, space, np.array([a], dtype=np.uint64), one, SIZE, 1)
             o = int(offs[0])
-            buf[o:o + size] = np.frombuffer((v & ((1 << (8 * size)) - 1)).to_bytes(size, "little"), dtype=np.uint8)
+            raw = replace(buf[o:o + SIZE].tobytes(), field, ordinal, _at(st, value, lane))
+            buf[o:o + SIZE] = np.frombuffer(raw, dtype=np.uint8)
 
     return (K_OP, fn, None)
 

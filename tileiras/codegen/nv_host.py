@@ -1,0 +1,366 @@
+"""The `.nv.host` object: x86-64 code the CUDA driver runs at launch to fill TMA descriptors.
+
+A kernel that copies with TMA takes its tensor maps as hidden parameters after the user's
+(`.hidden .param .align 64 .b8 NAME[128]`, `runtime/tma_params.py`). The launcher passes only
+the user's arguments; ptxas embeds the relocatable object given with `--nv-host=FILE` as the
+cubin's `.nv.host` section, and the driver links it, calls `__CUDA_TILEIR_ON_PRE_LOAD` when it
+loads the module and, when a kernel's arguments change, that kernel's
+`__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_<n>`, which writes the descriptors into the parameter
+buffer from the user's values. This is the interface NVIDIA's tileiras uses; what follows is
+what its objects hold (learned from them, tests/test_nv_host.py compares ours with them):
+
+    __CUDA_TILEIR_CALLBACKS (global, .data.rel.ro, 9 x i64):
+        2, 0, 0, 0, 64 (bytes per kernel entry), &__CUDA_TILEIR_FUNC_CALLBACKS, kernels, 2,
+        &__CUDA_TILEIR_ON_PRE_LOAD
+    __CUDA_TILEIR_FUNC_CALLBACKS (local, .data.rel.ro): one 64-byte entry per kernel, in module
+        order: &__CUDA_TILEIR_FUNC_NAME_<n> (the kernel's name, NUL-terminated, .lrodata), 0, 0, 0,
+        0, &__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_<n>, 0, 0
+    __CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD (local, .lbss, 72 bytes): where ON_PRE_LOAD copies the table
+    i32 __CUDA_TILEIR_ON_PRE_LOAD(ptr api, ptr handle, i32 mode, ptr *out) (global): mode 0 returns
+        1; mode < 2 first calls the driver's function at api + 0x30 as f(handle, 16, &scratch)
+        and ignores what it gives; then the table is copied to ON_PRE_LOAD with slot 2 zeroed, its
+        address stored to *out, and 0 returned
+    i32 __CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_<n>(ptr, ptr, ptr, ptr params) (local): `params` is
+        the kernel's parameter buffer; a parameter at constant-bank offset `o` is at params +
+        o - base, base being where the target's constant bank puts parameters as far as their
+        alignment goes (`PARAM_BASE`). Reads the user's values, writes the first 64 bytes of each
+        hidden parameter (`runtime/tensormap.py`'s layout; the other 64 are left alone), returns 0.
+
+Compiled with our LLVM for x86-64 Linux, PIC, large code model, as NVIDIA's is, so the relocation
+types are the ones the driver's linker handles for NVIDIA's objects (R_X86_64_64, GOTPC64, GOT64,
+GOTOFF64, PC64 in .eh_frame).
+
+    obj = host_object([("mm", ["u64", "u32", ...], [TmaParam(...), ...])], sm=90)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+from tileiras.driver.errors import CompileError
+from tileiras.runtime import tensormap
+from tileiras.runtime.tma_params import Field, TmaParam
+
+from .host_object import _cstring
+
+TRIPLE = "x86_64-unknown-linux-gnu"
+ENTRY_BYTES = 64
+HIDDEN_ALIGN = 64
+HIDDEN_BYTES = tensormap.SIZE
+API_QUERY_SLOT = 0x30 // 8          # the driver function ON_PRE_LOAD calls in mode 1
+TABLE_SLOTS = 9                     # __CUDA_TILEIR_CALLBACKS, i64 each
+CLEARED_SLOT = 2                    # the slot ON_PRE_LOAD zeroes in its copy
+
+
+def param_base(sm: int) -> int:
+    """Constant-bank offset of a kernel's first parameter, modulo the 64-byte alignment of hidden
+    parameters: 0x210 on sm_90; sm_100 and later start at 0x380, which is 64-aligned."""
+    if sm < 90:
+        raise CompileError(f"error: TMA descriptors need sm_90 or later, not sm_{sm}")
+    return 0x210 if sm < 100 else 0
+
+
+_SLOT = re.compile(r"(?:\.?align\s+(\d+)\s+)?\.?([busf])(8|16|32|64)(?:\[(\d+)\])?")
+
+
+@dataclass(frozen=True)
+class Slot:
+    size: int
+    align: int
+    scalar: bool
+
+
+def slot(ptx_type: str) -> Slot:
+    """Size and alignment of a parameter of PTX type `ptx_type` ("u64", "f32", "align 8 b8[16]")."""
+    m = _SLOT.fullmatch(ptx_type.strip())
+    if m is None:
+        raise CompileError(f"error: unknown kernel parameter type '{ptx_type}'")
+    width = int(m.group(3)) // 8
+    count = int(m.group(4)) if m.group(4) else 1
+    return Slot(width * count, int(m.group(1)) if m.group(1) else width, m.group(4) is None)
+
+
+def param_offsets(params: Sequence[str], hidden: int, sm: int) -> tuple[list[int], list[int]]:
+    """Offsets in the parameter buffer of the user's parameters and of `hidden` tensor maps after them."""
+    base = param_base(sm)
+    at, user, maps = base, [], []
+    for t in params:
+        s = slot(t)
+        at = -(-at // s.align) * s.align
+        user.append(at - base)
+        at += s.size
+    for _ in range(hidden):
+        at = -(-at // HIDDEN_ALIGN) * HIDDEN_ALIGN
+        maps.append(at - base)
+        at += HIDDEN_BYTES
+    return user, maps
+
+
+@dataclass(frozen=True)
+class HostKernel:
+    """One kernel of the module: its name, the PTX types of its user parameters, its hidden ones."""
+
+    name: str
+    params: tuple[str, ...]
+    hidden: tuple[TmaParam, ...] = ()
+
+
+KernelSpec = Union[HostKernel, tuple]   # or (name, params, hidden)
+
+Value = Union[int, str]                 # a constant, or the name of an i64 SSA value
+_M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
+
+
+class _Callback:
+    """The body of one ON_ARGUMENTS_CHANGE: i64 arithmetic, constants folded."""
+
+    _FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+             "shl": lambda a, b: a << b, "lshr": lambda a, b: a >> b, "and": lambda a, b: a & b,
+             "or": lambda a, b: a | b}
+
+    def __init__(self, kernel: HostKernel, sm: int) -> None:
+        self.kernel = kernel
+        self.offsets, self.maps = param_offsets(kernel.params, len(kernel.hidden), sm)
+        self.lines: list[str] = []
+        self.loaded: dict[int, str] = {}
+        self.n = 0
+
+    def _name(self) -> str:
+        self.n += 1
+        return f"%v{self.n}"
+
+    @staticmethod
+    def lit(v: Value) -> str:
+        """An operand: SSA names as they are, constants as signed i64 literals."""
+        return v if isinstance(v, str) else str(v - (1 << 64) if v >= 1 << 63 else v)
+
+    def op(self, code: str, a: Value, b: Value) -> Value:
+        if isinstance(a, int) and isinstance(b, int):
+            return self._FOLD[code](a, b) & _M64
+        if code in ("add", "or", "shl", "lshr") and b == 0 or code == "mul" and b == 1:
+            return a
+        if code in ("and", "mul", "shl", "lshr") and a == 0 or code in ("and", "mul") and b == 0:
+            return 0
+        out = self._name()
+        self.lines.append(f"{out} = {code} i64 {self.lit(a)}, {self.lit(b)}")
+        return out
+
+    def at_least(self, a: Value, bound: int) -> Value:
+        """1 when a >= bound (unsigned), else 0."""
+        if isinstance(a, int):
+            return int(a >= bound)
+        cmp, out = self._name(), self._name()
+        self.lines += [f"{cmp} = icmp uge i64 {a}, {bound}", f"{out} = zext i1 {cmp} to i64"]
+        return out
+
+    def param(self, index: int, what: str) -> Value:
+        """User parameter `index` as an i64 (integers narrower than 64 bits zero-extended)."""
+        params = self.kernel.params
+        if not 0 <= index < len(params):
+            raise CompileError(f"error: kernel '{self.kernel.name}': the {what} of a tensor map names parameter "
+                               f"{index}, but the kernel has {len(params)}")
+        s = slot(params[index])
+        if not s.scalar or s.size not in (2, 4, 8) or params[index].lstrip(".").startswith("f"):
+            raise CompileError(f"error: kernel '{self.kernel.name}': the {what} of a tensor map is parameter "
+                               f"{index} of type '{params[index]}', not an integer")
+        if index not in self.loaded:
+            ptr, raw = self._name(), self._name()
+            self.lines += [f"{ptr} = getelementptr i8, ptr %params, i64 {self.offsets[index]}",
+                           f"{raw} = load i{8 * s.size}, ptr {ptr}, align 1"]
+            if s.size == 8:
+                self.loaded[index] = raw
+            else:
+                wide = self._name()
+                self.lines.append(f"{wide} = zext i{8 * s.size} {raw} to i64")
+                self.loaded[index] = wide
+        return self.loaded[index]
+
+    def field(self, f: Field, what: str) -> Value:
+        return self.param(f.param, what) if f.param >= 0 else f.const & _M64
+
+    def descriptor(self, spec: TmaParam, offset: int) -> None:
+        """Store the 64 bytes `tensormap.encode` makes for `spec` at `offset`."""
+        rank = len(spec.dims)
+        if not (len(spec.strides) == len(spec.box) == rank and 1 <= rank <= tensormap.MAX_RANK):
+            raise CompileError(f"error: kernel '{self.kernel.name}': a tensor map needs 1..5 dims with one stride "
+                               "and one box size each")
+        try:
+            flags = tensormap.static_flags(rank, spec.dtype, spec.swizzle)
+        except KeyError as exc:
+            raise CompileError(f"error: kernel '{self.kernel.name}': tensor map element type '{spec.dtype}' or "
+                               f"swizzle '{spec.swizzle}' is unknown") from exc
+        if any(not 1 <= b <= 256 for b in spec.box):
+            raise CompileError(f"error: kernel '{self.kernel.name}': tensor map box {spec.box} is outside 1..256")
+        eb = tensormap.DTYPES[spec.dtype][1]
+        address = self.op("and", self.param(spec.address, "address"), tensormap.ADDRESS_MASK)
+        dims = [self.field(f, "global dim") for f in spec.dims]
+        strides = [self.op("mul", self.field(f, "global stride"), eb) for f in spec.strides]
+        minus1 = [self.op("and", self.op("sub", d, 1), _M32) for d in dims] + [0] * (tensormap.MAX_RANK - rank)
+        fields = [self.op("and", self.op("lshr", s, 4), _M32) for s in strides[1:]]
+        fields += [0] * (tensormap.MAX_RANK - 1 - len(fields))
+        span = self.op("mul", dims[0], eb)
+        for d in range(1, rank):
+            span = self.op("add", span, self.op("mul", self.op("sub", dims[d], 1), strides[d]))
+        large = self.op("shl", self.at_least(span, tensormap.LARGE_SPAN), tensormap.LARGE_BIT.shift)
+        boxes = [b - 1 for b in spec.box] + [0] * (tensormap.MAX_RANK - rank)
+        high = lambda a, b: self.op("or", a, self.op("shl", b, 32))  # noqa: E731
+        words = [
+            address,
+            high(self.op("or", flags, large), fields[0]),
+            high(fields[1], fields[2]),
+            fields[3],
+            high(minus1[0], minus1[1]),
+            high(minus1[2], minus1[3]),
+            self.op("or", minus1[4], boxes[0] << 56),
+            boxes[1] | boxes[2] << 8 | boxes[3] << 16 | boxes[4] << 24,   # element strides 1: zero fields
+        ]
+        for i, word in enumerate(words):
+            ptr = self._name()
+            self.lines += [f"{ptr} = getelementptr i8, ptr %params, i64 {offset + 8 * i}",
+                           f"store i64 {self.lit(word)}, ptr {ptr}, align 1"]
+
+    def ir(self, index: int) -> str:
+        for spec, offset in zip(self.kernel.hidden, self.maps):
+            self.descriptor(spec, offset)
+        body = "\n".join("  " + line for line in self.lines)
+        return (f"define internal i32 @__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_{index}"
+                f"(ptr %0, ptr %1, ptr %2, ptr %params) uwtable {{\n{body}\n  ret i32 0\n}}\n")
+
+
+_PRE_LOAD = """\
+define i32 @__CUDA_TILEIR_ON_PRE_LOAD(ptr %api, ptr %handle, i32 %mode, ptr %out) uwtable {
+entry:
+  %scratch = alloca i32, align 4
+  %none = icmp eq i32 %mode, 0
+  br i1 %none, label %refuse, label %known
+refuse:
+  ret i32 1
+known:
+  %old = icmp slt i32 %mode, 2
+  br i1 %old, label %query, label %copy
+query:
+  %slot = getelementptr ptr, ptr %api, i64 @QUERY@
+  %fn = load ptr, ptr %slot, align 8
+  %ignored = call i32 %fn(ptr %handle, i32 16, ptr %scratch)
+  br label %copy
+copy:
+@COPY@
+  store ptr @__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD, ptr %out, align 8
+  ret i32 0
+}
+"""
+
+
+def _normalize(kernel: KernelSpec) -> HostKernel:
+    if isinstance(kernel, HostKernel):
+        return kernel
+    name, params, hidden = kernel
+    return HostKernel(str(name), tuple(params), tuple(hidden))
+
+
+def host_ir(kernels: Sequence[KernelSpec], sm: int) -> str:
+    """The LLVM IR of the `.nv.host` object for a module's kernels (in the module's order)."""
+    ks = [_normalize(k) for k in kernels]
+    if not ks:
+        raise CompileError("error: an .nv.host object needs at least one kernel")
+    param_base(sm)
+    parts = ['source_filename = "LLVMDialectModule"', f'target triple = "{TRIPLE}"', ""]
+    for i, k in enumerate(ks):
+        data = k.name.encode("utf-8")
+        parts.append(f'@__CUDA_TILEIR_FUNC_NAME_{i} = internal constant [{len(data) + 1} x i8] c"{_cstring(data)}\\00"')
+    entries = ", ".join(f"[8 x ptr] [ptr @__CUDA_TILEIR_FUNC_NAME_{i}, ptr null, ptr null, ptr null, ptr null, "
+                        f"ptr @__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_{i}, ptr null, ptr null]" for i in range(len(ks)))
+    parts.append(f"@__CUDA_TILEIR_FUNC_CALLBACKS = internal constant [{len(ks)} x [8 x ptr]] [{entries}], "
+                 'section ".data.rel.ro", align 16')
+    # 2, 0, 0, 0, bytes per kernel entry, the entries, how many, 2, ON_PRE_LOAD (values as NVIDIA's)
+    slots = ["i64 2", "i64 0", "i64 0", "i64 0", f"i64 {ENTRY_BYTES}", "ptr @__CUDA_TILEIR_FUNC_CALLBACKS",
+             f"i64 {len(ks)}", "i64 2", "ptr @__CUDA_TILEIR_ON_PRE_LOAD"]
+    assert len(slots) == TABLE_SLOTS
+    types = ", ".join(value.split()[0] for value in slots)
+    parts.append(f"@__CUDA_TILEIR_CALLBACKS = constant {{ {types} }} {{ {', '.join(slots)} }}, "
+                 'section ".data.rel.ro", align 16')
+    parts.append(f"@__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD = internal global [{TABLE_SLOTS} x i64] zeroinitializer, "
+                 "align 16")
+    parts.append("")
+    copy = []
+    for i in range(TABLE_SLOTS):
+        src, dst, v = f"%src{i}", f"%dst{i}", f"%word{i}"
+        copy.append(f"  {src} = getelementptr i64, ptr @__CUDA_TILEIR_CALLBACKS, i64 {i}")
+        copy.append(f"  {dst} = getelementptr i64, ptr @__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD, i64 {i}")
+        if i == CLEARED_SLOT:
+            copy.append(f"  store i64 0, ptr {dst}, align 8")
+        else:
+            copy += [f"  {v} = load volatile i64, ptr {src}, align 8", f"  store i64 {v}, ptr {dst}, align 8"]
+    parts.append(_PRE_LOAD.replace("@QUERY@", str(API_QUERY_SLOT)).replace("@COPY@", "\n".join(copy)))
+    for i, k in enumerate(ks):
+        parts.append(_Callback(k, sm).ir(i))
+    return "\n".join(parts)
+
+
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)", re.S)
+_TYPE = re.compile(r"\.[busf](8|16|32|64)")
+
+
+def ptx_params(ptx: str) -> dict[str, list[str]]:
+    """Kernel name -> the PTX types of its parameters ("u64", "u32", "align 64 b8[128]"), in order."""
+    kernels: dict[str, list[str]] = {}
+    for name, body in _ENTRY.findall(ptx):
+        types = []
+        for decl in (d.strip() for d in body.split(",")):
+            if not decl:
+                continue
+            words = decl.split()
+            kind = next((w for w in words if _TYPE.fullmatch(w)), None)
+            if kind is None:
+                raise CompileError(f"error: kernel '{name}': cannot read the type of parameter '{decl}'")
+            array = re.search(r"\[(\d+)\]$", words[-1])
+            # `.align` before the type aligns the parameter; after `.ptr` it describes the pointee
+            at = words.index(".align") if ".align" in words else len(words)
+            align = words[at + 1] if at < words.index(kind) else ""
+            text = kind[1:] + (f"[{array.group(1)}]" if array else "")
+            types.append(f"align {align} {text}" if align else text)
+        kernels[name] = types
+    return kernels
+
+
+def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int) -> bytes | None:
+    """The `.nv.host` object for a module's PTX, or None when no kernel has hidden parameters.
+    `hidden`: kernel name -> its tensor maps, which are the kernel's last parameters in the PTX
+    (each `.align 64 .b8 [128]`, in this order); the parameters before them are the user's."""
+    if not any(hidden.values()):
+        return None
+    kernels = []
+    entries = ptx_params(ptx)
+    unknown = sorted(set(hidden) - set(entries))
+    if unknown:
+        raise CompileError(f"error: tensor maps given for '{unknown[0]}', which the PTX does not define")
+    for name, types in entries.items():
+        maps = tuple(hidden.get(name, ()))
+        user, tail = types[:len(types) - len(maps)], types[len(types) - len(maps):]
+        if any(slot(t).size != HIDDEN_BYTES or slot(t).align < HIDDEN_ALIGN for t in tail):
+            raise CompileError(f"error: kernel '{name}': its last {len(maps)} parameters are not the "
+                               f".align {HIDDEN_ALIGN} .b8 [{HIDDEN_BYTES}] tensor maps its metadata names")
+        kernels.append(HostKernel(name, tuple(user), maps))
+    return host_object(kernels, sm)
+
+
+def host_object(kernels: Sequence[KernelSpec], sm: int) -> bytes:
+    """The x86-64 ELF relocatable object ptxas embeds as `.nv.host` (`ptxas --nv-host=FILE`)."""
+    ir = host_ir(kernels, sm)
+    from . import llvm_capi
+    from .isolate import run_isolated
+
+    llvm_capi.load()  # in the parent, so a forked child starts with LLVM loaded
+
+    def compile_object() -> bytes:
+        try:
+            return llvm_capi.compile_ir(ir, TRIPLE, "x86-64", "", 2, object_file=True, reloc="pic",
+                                        code_model="large")
+        except CompileError as exc:  # a bug in this module, not in the user's input
+            raise CompileError("error: internal error building the .nv.host object: "
+                               + exc.message.removeprefix("error: ")) from None
+
+    return run_isolated(".nv.host code generation", compile_object)
