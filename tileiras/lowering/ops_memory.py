@@ -295,10 +295,18 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         from .async_copy import chunk_elements
         from .pipelined_loop import load
 
-        k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
-                 Instruction="Ldgsts instruction (cp.async to shared memory)",
-                 Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
-                 Pipeline=f"{pipeline.stages} stages, issued {pipeline.stages - 1} iterations ahead")
+        ahead = pipeline.stages if pipeline.specialized else pipeline.stages - 1
+        if pipeline.tma:
+            from .tma_copy import describe
+
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                     Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=describe(pipeline.tma[op]),
+                     Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead by one thread")
+        else:
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                     Instruction="Ldgsts instruction (cp.async to shared memory)",
+                     Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
+                     Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead")
         k.set(op.results[0], load(k, pipeline, op))
         k.set(op.results[1], TokenVal())
         return

@@ -1,0 +1,169 @@
+"""TMA tile loads of a pipelined loop (sm_90): `cp.async.bulk.tensor` through hidden tensor maps.
+
+A pipelined load goes through TMA when its descriptor can be made at launch from the kernel's
+own arguments (runtime/tma_params.py): the tensor view's base, extents and strides are kernel
+parameters or constants (tileaa/facts.view_sources), the base is 16-byte aligned and every
+outer stride a multiple of 16 bytes by the divisibility facts, the dimension the tile's
+columns run along has unit stride, and the stage is the swizzled `SharedMatrix` wgmma reads:
+that layout is what TMA writes with the matching swizzle, one box per column atom (`span`
+bytes of every row, rows <= 256). Otherwise the pipeline keeps its cp.async copies and a
+remark says why.
+
+Each (tensor view, box) becomes one hidden kernel parameter after the user's
+(`ptr byval([128 x i8]) align 64` with `nvvm.grid_constant`, so its address is the parameter's
+own, never a local copy; codegen/tma_ptx.py marks it `.hidden`). One elected thread per stage
+announces the stage's bytes (`mbarrier.arrive.expect_tx`, the full barrier's only arrival) and
+issues the boxes; the hardware completes the transaction on the same barrier.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.record import record
+from ..ir.types import ScalarType, TileType
+from ..runtime.tma_params import Field, TmaParam
+from .kernel import KernelLowering, storage_bytes
+from .smem import SharedMatrix, pointer
+from .values import PartitionViewVal
+
+MAX_BOX = 256
+MAX_RANK = 5
+_SWIZZLE = {128: "128B", 64: "64B", 32: "32B"}
+# TileIR element -> tensor-map element type (runtime/tensormap.DTYPES); others by their bytes
+_DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "s32", "i64": "s64"}
+_BY_BYTES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
+
+
+@record
+class TmaLoad:
+    """How one pipelined load is copied: hidden parameter `slot`, boxes along the tile's columns."""
+
+    spec: TmaParam              # the descriptor, as the launch fills it
+    order: tuple[int, ...]      # tile dimensions in the map's order (innermost first)
+    per_atom: int               # columns one box moves (a swizzle atom's row)
+    atoms: int                  # boxes per tile
+    atom_bytes: int             # shared bytes from one box to the next
+    box_bytes: int
+    box: tuple[int, ...]
+    slot: int = -1              # index among the kernel's tensor maps (k.tma_params), once chosen
+
+    @property
+    def nbytes(self) -> int:
+        return self.atoms * self.box_bytes
+
+
+def _dtype(elem: ScalarType) -> str:
+    return _DTYPES.get(elem.name) or _BY_BYTES[storage_bytes(elem)]
+
+
+def plan(k: KernelLowering, load: Operation, view: object, matrix: SharedMatrix) -> tuple[Optional[TmaLoad], str]:
+    """(TmaLoad, "") when `load` can be copied by TMA into `matrix`, else (None, why not)."""
+    from ..tileaa.facts import view_sources
+
+    tile = load.results[0].type
+    assert isinstance(tile, TileType)
+    if not isinstance(view, PartitionViewVal) or view.traversal_strides is not None or view.sparse_dim is not None:
+        return None, "the view is strided or gathers rows"
+    if view.padding not in (None, "zero"):
+        return None, f"the view pads with {view.padding} (TMA fills zeros)"
+    if not matrix.swizzled:
+        return None, "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
+    rank = len(tile.shape)
+    if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
+        return None, f"a rank-{rank} tile that is not a permutation of the tensor's dimensions"
+    partition = load.operand("view").owner
+    sources, why = view_sources(partition.operands[0])
+    if sources is None:
+        return None, why
+    tensor = view.tensor
+    eb = matrix.elem_bytes
+    inner = view.dim_map[-1]
+    if sources.strides[inner].param >= 0 or sources.strides[inner].const != 1:
+        return None, f"the tile's columns run along tensor dimension {inner}, whose stride is not 1"
+    if tensor.base_align < 16:
+        return None, f"the base pointer is known {tensor.base_align}-byte aligned, not 16"
+    for d, div in enumerate(tensor.stride_div):
+        if d != inner and (div * eb) % 16:
+            return None, f"stride {d} is known a multiple of {div * eb} bytes, not of 16"
+    span = matrix.span
+    if span not in _SWIZZLE or (matrix.cols * eb) % span or (matrix.batch * matrix.rows) % 8:
+        return None, f"the swizzled stage ({matrix.rows} rows of {matrix.cols * eb} bytes) is not whole 8-row atoms"
+    order = tuple(reversed(range(rank)))
+    per_atom = span // eb
+    box = (per_atom, *(tile.shape[i] for i in order[1:]))
+    if max(box) > MAX_BOX:
+        return None, f"the box {'x'.join(map(str, box))} has a dimension over {MAX_BOX}"
+    dims = [view.dim_map[i] for i in order]
+    field = lambda s: Field(s.param, s.const)   # noqa: E731
+    spec = TmaParam(sources.base, _dtype(tile.element), tuple(field(sources.shape[d]) for d in dims),
+                    tuple(field(sources.strides[d]) for d in dims), box, _SWIZZLE[span])
+    box_bytes = eb
+    for b in box:
+        box_bytes *= b
+    return TmaLoad(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes,
+                   box_bytes, box), ""
+
+
+def hidden_param(k: KernelLowering, spec: TmaParam) -> int:
+    """The slot of the kernel's tensor map for `spec` (one per distinct view and box)."""
+    if spec not in k.tma_params:
+        k.tma_params.append(spec)
+    return k.tma_params.index(spec)
+
+
+def param_name(slot: int) -> str:
+    return f"%tmap{slot}"
+
+
+def signature(k: KernelLowering) -> list[str]:
+    """The hidden parameters, after the user's, as the kernel's LLVM signature lists them."""
+    return [f'ptr byval([128 x i8]) align 64 "nvvm.grid_constant" {param_name(i)}' for i in range(len(k.tma_params))]
+
+
+def prefetch(k: KernelLowering, loads: dict) -> None:
+    """Fetch the descriptors the copies will use into the TMA unit's cache (one thread)."""
+    for slot in sorted({t.slot for t in loads.values()}):
+        k.b.emit(f'call void asm sideeffect "prefetch.tensormap [$0];", "l,~{{memory}}"(ptr {param_name(slot)})')
+
+
+def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str) -> None:
+    """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
+    i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
+    barrier, then every box of every load."""
+    from . import mbarrier
+    from .ops_memory import view_index
+
+    mbarrier.arrive_expect_tx(k, full, sum(t.nbytes for t in loads.values()))
+    saved = k.values.get(iv_arg)
+    k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
+    try:
+        for load, t in loads.items():
+            view = k.get(load.operand("view"))
+            starts, _ = view_index(k, load, view)
+            tile = load.results[0].type
+            coords = [k.b.op(f"trunc i64 {k.b.op(f'mul i64 {starts[i]}, {tile.shape[i]}', 'tc')} to i32", "tc")
+                      for i in t.order]
+            for a in range(t.atoms):
+                inner = coords[0] if a == 0 else k.b.op(f"add i32 {coords[0]}, {a * t.per_atom}", "tc")
+                at = matrices[load].offset + a * t.atom_bytes
+                offset = k.b.op(f"add i32 {stage[load]}, {at}", "tc") if stage[load] else str(at)
+                dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, offset)} to i32", "tc")
+                _copy(k, dst, t.slot, [inner, *coords[1:]], full)
+    finally:
+        if saved is not None:
+            k.values[iv_arg] = saved
+
+
+def _copy(k: KernelLowering, dst: str, slot: int, coords: list[str], bar: str) -> None:
+    n = len(coords)
+    places = ", ".join(f"${i + 2}" for i in range(n))
+    k.b.emit(f'call void asm sideeffect "cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes '
+             f'[$0], [$1, {{{places}}}], [${n + 2}];", "r,l,{",".join(["r"] * n)},r,~{{memory}}"'
+             f'(i32 {dst}, ptr {param_name(slot)}, {", ".join(f"i32 {c}" for c in coords)}, i32 {bar})')
+
+
+def describe(t: TmaLoad) -> str:
+    return (f"{t.atoms} box{'es' if t.atoms > 1 else ''} of {'x'.join(map(str, t.box))} "
+            f"(tensor map {t.slot}, {t.nbytes} bytes a stage)")
