@@ -1,0 +1,131 @@
+"""TMA-fed sm_90 pipelines (lowering/tma_copy.py): the choice, the kernel's hidden tensor-map
+parameters, their launch metadata and `.nv.info`, and the emulator running the kernels against
+the interpreter with the race checker on.
+
+A race from a consumer that skips the full-barrier wait of a TMA-fed stage is
+test_mbarrier_pipeline.test_a_pipeline_without_a_wait_is_reported_as_a_race (sm_90, "stage
+full"): its matmul is the one checked TMA-fed here."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BYTECODE = ROOT / "tests" / "realistic" / "bytecode"
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_realistic_emulator import _check  # noqa: E402
+
+
+def _compile(src: Path, tmp_path: Path, emit: str = "ptx", *extra: str) -> tuple[Path, object]:
+    from tileiras.codegen.metadata import ModuleMetadata
+
+    out = tmp_path / f"k.{emit}"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", f"--emit={emit}", "--gpu-name",
+                           "sm_90", "--emit-metadata", str(src), "-o", str(out), *extra],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out, ModuleMetadata.from_json(Path(str(out) + ".json").read_text())
+
+
+def test_matmul_loads_by_tma_through_hidden_parameters(tmp_path: Path) -> None:
+    """128x128x64 f16: A (128 x 64, K contiguous) is one 64x128 box, B (64 x 128, N contiguous) two
+    64x64 boxes, 32 KB a stage, as NVIDIA's compiler copies them; the two maps are `.hidden`
+    parameters after the user's 15 and the metadata says how each field is filled."""
+    from tileiras.runtime.tma_params import Field, TmaParam
+
+    ptx_path, meta = _compile(BYTECODE / "mm_f16_128x128x64.tileirbc", tmp_path)
+    ptx = ptx_path.read_text()
+    info = meta.kernels[0]
+    assert len(info.params) == 15
+    assert info.tma == (
+        # a[M, K] (params 0..4: base, M, K, stride of M, stride of K = 1): dims innermost first
+        TmaParam(0, "f16", (Field(2), Field(1)), (Field(-1, 1), Field(3)), (64, 128), "128B"),
+        TmaParam(5, "f16", (Field(7), Field(6)), (Field(-1, 1), Field(8)), (64, 64), "128B"))
+    hidden = re.findall(r"\.hidden\t\.param \.align 64 \.b8 mm_f16_128x128x64_param_(\d+)\[128\]", ptx)
+    assert hidden == ["15", "16"] and "_param_17" not in ptx
+    assert ptx.count("prefetch.tensormap") == 2
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
+    assert len(copies) == 3 and "cp.async.cg" not in ptx
+    assert re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], %r\d+;", ptx)
+    assert "32768" in ptx                      # the stage's bytes, announced once
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+
+
+def test_hidden_parameters_stay_out_of_the_kernels_param_info(tmp_path: Path) -> None:
+    """ptxas leaves `.hidden` parameters out of EIATTR_KPARAM_INFO (the user's 15, at NVIDIA's
+    offsets) and keeps their room in the parameter bank: 0x48 bytes of user parameters, the maps
+    at 0x70 and 0xf0 (64-byte aligned in the bank, which starts at 0x210)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from sass_stats import cuobjdump_path
+
+    tool = cuobjdump_path()
+    if tool is None:
+        pytest.skip("cuobjdump (nvidia-cuda-cuobjdump) is not installed")
+    cubin, _ = _compile(BYTECODE / "mm_f16_128x128x64.tileirbc", tmp_path, "cubin")
+    elf = subprocess.run([str(tool), "-elf", str(cubin)], capture_output=True, text=True, check=True).stdout
+    params = re.findall(r"Ordinal : 0x([0-9a-f]+)\tOffset  : 0x([0-9a-f]+)\tSize    : 0x([0-9a-f]+)", elf)
+    assert sorted(int(o, 16) for o, _, _ in params) == list(range(15))
+    assert max(int(off, 16) + int(size, 16) for _, off, size in params) == 0x48
+    size = re.search(r"EIATTR_CBANK_PARAM_SIZE\n\s*Format:.*\n\s*Value:\s*0x([0-9a-f]+)", elf)
+    assert size and int(size.group(1), 16) == 0x70 + 2 * 128
+
+
+def _strided_matmul() -> bytes:
+    """The realistic matmul with rows known only 8-byte aligned (strides divisible by 4 f16
+    elements): cp.async's 8-byte copies are legal, TMA's 16-byte stride rule is not proven."""
+    import io
+
+    import cuda.tile as ct
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
+                                       export_kernel)
+    from test_tile_layer import corpus_kernels
+
+    def arr(dtype):
+        return ArrayConstraint(dtype=dtype, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False, stride_constant=(None, 1), shape_divisible_by=16,
+                               stride_divisible_by=(4, 1), base_addr_divisible_by=16)
+    buf = io.BytesIO()
+    sig = KernelSignature(parameters=[arr(ct.float16), arr(ct.float16), arr(ct.float32), ConstantConstraint(128),
+                                      ConstantConstraint(128), ConstantConstraint(64)],
+                          calling_convention=CallingConvention.cutile_python_v1())
+    export_kernel(corpus_kernels.load("matmul").matmul, [sig], buf, output_format="tileir_bytecode",
+                  bytecode_version="13.4", gpu_code="sm_90")
+    return buf.getvalue()
+
+
+def test_an_unaligned_view_keeps_cp_async_with_a_remark(tmp_path: Path) -> None:
+    from remark_yaml import arg, load_remarks
+
+    src = tmp_path / "strided.tileirbc"
+    src.write_bytes(_strided_matmul())
+    yaml_file = tmp_path / "r.yaml"
+    ptx_path, meta = _compile(src, tmp_path, "ptx", "--remark-format=yaml", "--remarks=all",
+                              f"--remarks-output-file={yaml_file}")
+    ptx = ptx_path.read_text()
+    assert meta.kernels[0].tma == () and "cp.async.bulk.tensor" not in ptx and ".hidden" not in ptx
+    assert "cp.async.ca.shared.global" in ptx and "mbarrier.try_wait.parity" in ptx   # still pipelined
+    missed = [r for r in load_remarks(yaml_file.read_text()) if r["Name"] == "RemarkTmaLoadMissed"]
+    assert len(missed) == 2, missed
+    assert any("stride 0 is known a multiple of 8 bytes, not of 16" in str(arg(r, "Reason")) for r in missed)
+
+
+# TMA-fed sm_90 kernels at their real tiles on the emulator against the interpreter (race checker
+# on): the default runs the two-consumer-warpgroup bf16 matmul; the sweep every element type at
+# 128x128x64 and 128x256x64, and attention.
+DEFAULT = ["mm_bf16_128x256x64"]
+SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for tile in ("128x128x64", "128x256x64")
+         if f"mm_{t}_{tile}" not in DEFAULT] + ["fa_f16_q128k64d64", "fa_f16_q64k64d128_causal",
+                                                 "fa_bf16_q128k64d128", "bmm_f16_128x128x64"]
+
+
+@pytest.mark.parametrize("name", DEFAULT + [pytest.param(n, marks=pytest.mark.sweep) for n in SWEEP])
+def test_tma_fed_kernel_matches_the_interpreter(name: str, tmp_path: Path) -> None:
+    _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
+    assert meta.kernels[0].tma, f"{name}: no TMA load on sm_90"
+    _check(name, "sm_90")
