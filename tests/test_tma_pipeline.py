@@ -119,8 +119,9 @@ def test_an_unaligned_view_keeps_cp_async_with_a_remark(tmp_path: Path) -> None:
 # on): the default runs the two-consumer-warpgroup bf16 matmul; the sweep every element type at
 # 128x128x64 and 128x256x64, and attention.
 DEFAULT = ["mm_bf16_128x256x64"]
+# (tf32 128x256x64 is not pipelined at all: two f32 stages and the K-major tf32 copies do not fit)
 SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for tile in ("128x128x64", "128x256x64")
-         if f"mm_{t}_{tile}" not in DEFAULT] + ["fa_f16_q128k64d64", "fa_f16_q64k64d128_causal",
+         if f"mm_{t}_{tile}" not in DEFAULT and f"{t}_{tile}" != "tf32_128x256x64"] + ["fa_f16_q128k64d64", "fa_f16_q64k64d128_causal",
                                                  "fa_bf16_q128k64d128", "bmm_f16_128x128x64"]
 
 
@@ -129,3 +130,25 @@ def test_tma_fed_kernel_matches_the_interpreter(name: str, tmp_path: Path) -> No
     _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
     assert meta.kernels[0].tma, f"{name}: no TMA load on sm_90"
     _check(name, "sm_90")
+
+
+def test_metadata_carries_the_tensor_maps_and_refuses_bad_ones() -> None:
+    """The `tma` records survive the JSON round trip (absent when a kernel has none, so other
+    kernels' metadata is unchanged); a record naming a parameter the kernel lacks is refused."""
+    import json
+
+    from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
+    from tileiras.driver.errors import TileirasError
+    from tileiras.runtime.tma_params import Field, TmaParam
+
+    spec = TmaParam(0, "bf16", (Field(2), Field(1)), (Field(-1, 1), Field(3)), (64, 128), "128B")
+    params = (KernelParam("arg0", "ptr<bf16>"), *(KernelParam(f"arg{i}", "i32") for i in range(1, 5)))
+    meta = ModuleMetadata((KernelInfo("k", params, (256, 1, 1), tma=(spec,)),
+                           KernelInfo("plain", params, (128, 1, 1))), "sm_90")
+    text = meta.to_json()
+    assert ModuleMetadata.from_json(text) == meta
+    doc = json.loads(text)
+    assert "tma" not in doc["kernels"][1]
+    doc["kernels"][0]["tma"][0]["dims"][0] = [9, 0]        # the kernel has 5 parameters
+    with pytest.raises(TileirasError, match=r"kernels\[0\]\.tma\[0\] names a parameter"):
+        ModuleMetadata.from_json(json.dumps(doc))

@@ -80,6 +80,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                for load, v in zip(plan.loads, views)):
         return None
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
+    if k.sm == 90 and uses_mbarriers(k):
+        swizzled.update({load: True for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)})
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
@@ -141,6 +143,16 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma)
+
+
+def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) -> bool:
+    """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
+    a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
+    the swizzled layout: the stage takes that layout, as the copy reads either."""
+    tile = load.results[0].type
+    return k.assignment is not None and not k.assignment.is_swizzled(load.results[0]) \
+        and k.assignment.only_wgmma_reads(load.results[0]) \
+        and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
 def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dict]:
