@@ -262,8 +262,8 @@ def test_releasing_a_stage_before_its_wgmma_group_retires_is_a_race(monkeypatch)
 
 
 def test_sm90_unspecialized_pipeline_keeps_one_wgmma_group_in_flight(monkeypatch, tmp_path: Path) -> None:
-    """Without the producer warpgroup every thread copies: after its wait_group 1 it releases the
-    stage the previous K step read, waits for everyone's release and refills it."""
+    """Without the producer warpgroup every thread, after its wait_group 1, releases the stage the
+    previous K step read and waits for everyone's release; then thread 0 refills it by TMA."""
     from tileiras.lowering import warp_specialize
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code

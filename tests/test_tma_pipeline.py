@@ -116,9 +116,10 @@ def test_an_unaligned_view_keeps_cp_async_with_a_remark(tmp_path: Path) -> None:
 
 
 # TMA-fed sm_90 kernels at their real tiles on the emulator against the interpreter (race checker
-# on): the default runs the two-consumer-warpgroup bf16 matmul; the sweep every element type at
-# 128x128x64 and 128x256x64, and attention.
-DEFAULT = ["mm_bf16_128x256x64"]
+# on), every element type at 128x128x64 and 128x256x64, and attention: a sweep. The default suite
+# runs TMA-fed kernels already: test_realistic_emulator's sample on sm_90 (f16 128x128x64, int8
+# 128x256x64 with two consumer warpgroups, tf32, e4m3, causal attention) and test_mbarrier_pipeline.
+DEFAULT: list[str] = []
 # (tf32 128x256x64 is not pipelined at all: two f32 stages and the K-major tf32 copies do not fit)
 SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for tile in ("128x128x64", "128x256x64")
          if f"mm_{t}_{tile}" not in DEFAULT and f"{t}_{tile}" != "tf32_128x256x64"] + ["fa_f16_q128k64d64", "fa_f16_q64k64d128_causal",
@@ -152,3 +153,38 @@ def test_metadata_carries_the_tensor_maps_and_refuses_bad_ones() -> None:
     doc["kernels"][0]["tma"][0]["dims"][0] = [9, 0]        # the kernel has 5 parameters
     with pytest.raises(TileirasError, match=r"kernels\[0\]\.tma\[0\] names a parameter"):
         ModuleMetadata.from_json(json.dumps(doc))
+
+
+@pytest.mark.sweep     # (20 s; the default suite runs this pipeline in test_mbarrier_pipeline)
+def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch, tmp_path: Path) -> None:
+    """Without a producer warpgroup thread 0 issues each stage's TMA copies (every thread waits for
+    everyone's release first); a consumer that reads a stage without waiting on its full barrier
+    reads bytes the TMA unit is still writing: the race checker says so."""
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.lowering import warp_specialize
+    from tileiras.runtime import backends, run_arrays
+    from test_mbarrier_pipeline import _without_wait
+    from test_tile_layer import _entry, _inputs, _matmul, _module
+
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
+    monkeypatch.setattr(warp_specialize, "_candidate", lambda k: (None, "turned off by the test"))
+    seen: list[str] = []
+    real = backends.compile_module
+
+    def keep(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        seen.append(ptx.decode())
+        return ptx, meta
+    monkeypatch.setattr(backends, "compile_module", keep)
+    _without_wait(monkeypatch, "stage full")
+    module = _module(_matmul("float16", "float32", 128, 128, 64))
+    a, b, c = _inputs("float16", 128, 128, 6 * 64)
+    with pytest.raises((DeviceFault, TileirasError), match="read before the mbarrier wait"):
+        run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_90",
+                   check_races=True)
+    ptx = seen[0]
+    assert ".reqntid 128, 1, 1" in ptx and "setmaxnreg" not in ptx
+    stages = ptx.count("mbarrier.init.shared::cta.b64") // 2
+    # 3 boxes an iteration: the prologue's stages - 1 iterations, unrolled, and the loop's refill
+    assert ptx.count("cp.async.bulk.tensor.2d") == 3 * stages and "cp.async.cg" not in ptx
