@@ -18,7 +18,13 @@ phase (parity (i / stages) & 1) before it reads the stage. Before refilling the
 stage iteration i - 1 read, each thread arrives on that stage's empty barrier
 and waits for its phase: no CTA-wide barrier inside the loop, and copies past the
 loop's end are not issued at all (every fill is waited for, so no asynchronous
-arrival is left when the barriers are invalidated after the loop). Where the
+arrival is left when the barriers are invalidated after the loop).
+
+On sm_90, where every load of the loop can be copied by TMA (tma_copy.py: views made of
+kernel parameters, aligned, into swizzled stages), one thread fills a stage instead: it
+announces the stage's bytes with `mbarrier.arrive.expect_tx` (the full barrier's only
+arrival) and issues the boxes, whose completion the hardware counts on the same barrier;
+the consumers' side does not change. Where the
 loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
 of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
 iteration i's `wgmma.wait_group 1`, the first point where that stage is no

@@ -12,7 +12,9 @@ indices, the loop bounds: pure scalar code, lowered again in its own blocks), th
 iteration j waits for the stage's `empty` barrier (parity ((j / S) & 1) ^ 1: a fresh barrier
 counts as having completed the phase before its first, so the first S fills do not wait),
 issues the iteration's cp.async copies (its 128 threads share the chunks) with a `.noinc`
-arrival on the stage's `full` barrier, and exits. The consumers take registers
+arrival on the stage's `full` barrier, and exits. A TMA-fed loop (tma_copy.py) needs one
+producer thread: the others exit after `publish`, and it prefetches the tensor maps, then per
+iteration waits `empty`, announces the stage's bytes on `full` and issues the boxes. The consumers take registers
 (`setmaxnreg.inc`) where the larger CTA left them short, wait for `full` before an iteration's
 first staged read and arrive on `empty` at its end.
 
