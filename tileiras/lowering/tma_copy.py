@@ -58,11 +58,12 @@ def _dtype(elem: ScalarType) -> str:
     return _DTYPES.get(elem.name) or _BY_BYTES[storage_bytes(elem)]
 
 
-def plan(k: KernelLowering, load: Operation, view: object, matrix: SharedMatrix) -> tuple[Optional[TmaLoad], str]:
-    """(TmaLoad, "") when `load` can be copied by TMA into `matrix`, else (None, why not)."""
+def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix) -> tuple[Optional[TmaLoad], str]:
+    """(TmaLoad, "") when the tile that `op` loads from (or stores to) its view can be copied by
+    TMA into (out of) `matrix`, else (None, why not)."""
     from ..tileaa.facts import view_sources
 
-    tile = load.results[0].type
+    tile = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
     assert isinstance(tile, TileType)
     if not isinstance(view, PartitionViewVal) or view.traversal_strides is not None or view.sparse_dim is not None:
         return None, "the view is strided or gathers rows"
@@ -73,7 +74,7 @@ def plan(k: KernelLowering, load: Operation, view: object, matrix: SharedMatrix)
     rank = len(tile.shape)
     if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
         return None, f"a rank-{rank} tile that is not a permutation of the tensor's dimensions"
-    partition = load.operand("view").owner
+    partition = op.operand("view").owner
     sources, why = view_sources(partition.operands[0])
     if sources is None:
         return None, why
@@ -133,35 +134,62 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load."""
     from . import mbarrier
-    from .ops_memory import view_index
 
     mbarrier.arrive_expect_tx(k, full, sum(t.nbytes for t in loads.values()))
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
     try:
         for load, t in loads.items():
-            view = k.get(load.operand("view"))
-            starts, _ = view_index(k, load, view)
-            tile = load.results[0].type
-            coords = [k.b.op(f"trunc i64 {k.b.op(f'mul i64 {starts[i]}, {tile.shape[i]}', 'tc')} to i32", "tc")
-                      for i in t.order]
-            for a in range(t.atoms):
-                inner = coords[0] if a == 0 else k.b.op(f"add i32 {coords[0]}, {a * t.per_atom}", "tc")
-                at = matrices[load].offset + a * t.atom_bytes
+            for at, coords in _boxes(k, load, t, matrices[load].offset):
                 offset = k.b.op(f"add i32 {stage[load]}, {at}", "tc") if stage[load] else str(at)
                 dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, offset)} to i32", "tc")
-                _copy(k, dst, t.slot, [inner, *coords[1:]], full)
+                n = len(coords)
+                _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
+                        f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
+                     f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
     finally:
         if saved is not None:
             k.values[iv_arg] = saved
 
 
-def _copy(k: KernelLowering, dst: str, slot: int, coords: list[str], bar: str) -> None:
-    n = len(coords)
-    places = ", ".join(f"${i + 2}" for i in range(n))
-    k.b.emit(f'call void asm sideeffect "cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes '
-             f'[$0], [$1, {{{places}}}], [${n + 2}];", "r,l,{",".join(["r"] * n)},r,~{{memory}}"'
-             f'(i32 {dst}, ptr {param_name(slot)}, {", ".join(f"i32 {c}" for c in coords)}, i32 {bar})')
+def store(k: KernelLowering, op: Operation, t: TmaLoad, matrix: SharedMatrix) -> None:
+    """One thread's TMA store of the tile in `matrix` (swizzled, its generic writes fenced for the
+    async proxy and published) to the view of store op `op`, box by box (the unit clips what lies
+    outside the tensor); the thread then waits until the boxes have been read out of shared
+    memory, which must outlive the reads."""
+    for at, coords in _boxes(k, op, t, matrix.offset):
+        src = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(at))} to i32", "tc")
+        n = len(coords)
+        _asm(k, f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{_places(1, n)}}}], "
+                f"[${n + 1}];", "l," + "r," * n + "r", f"ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {src}")
+    _asm(k, "cp.async.bulk.commit_group;", "", "")
+    _asm(k, "cp.async.bulk.wait_group.read 0;", "", "")
+
+
+def _boxes(k: KernelLowering, op: Operation, t: TmaLoad, offset: int) -> list[tuple[int, list[str]]]:
+    """(shared byte offset, i32 coordinates innermost first) of each box of the tile `op` copies."""
+    from .ops_memory import view_index
+
+    view = k.get(op.operand("view"))
+    starts, _ = view_index(k, op, view)
+    shape = view.tile_shape
+    coords = [k.b.op(f"trunc i64 {k.b.op(f'mul i64 {starts[i]}, {shape[i]}', 'tc')} to i32", "tc") for i in t.order]
+    return [(offset + a * t.atom_bytes,
+             [coords[0] if a == 0 else k.b.op(f"add i32 {coords[0]}, {a * t.per_atom}", "tc"), *coords[1:]])
+            for a in range(t.atoms)]
+
+
+def _places(first: int, n: int) -> str:
+    return ", ".join(f"${first + i}" for i in range(n))
+
+
+def _i32s(values: list[str]) -> str:
+    return ", ".join(f"i32 {v}" for v in values)
+
+
+def _asm(k: KernelLowering, text: str, constraints: str, args: str) -> None:
+    clobbers = f"{constraints},~{{memory}}" if constraints else "~{memory}"
+    k.b.emit(f'call void asm sideeffect "{text}", "{clobbers}"({args})')
 
 
 def describe(t: TmaLoad) -> str:
