@@ -48,17 +48,34 @@ def test_matmul_loads_by_tma_through_hidden_parameters(tmp_path: Path) -> None:
         # a[M, K] (params 0..4: base, M, K, stride of M, stride of K = 1): dims innermost first
         TmaParam(0, "f16", (Field(2), Field(1)), (Field(-1, 1), Field(3)), (64, 128), "128B"),
         TmaParam(5, "f16", (Field(7), Field(6)), (Field(-1, 1), Field(8)), (64, 64), "128B"),
-        TmaParam(10, "f16", (Field(12), Field(11)), (Field(-1, 1), Field(13)), (64, 128), "128B"))
+        TmaParam(10, "f16", (Field(12), Field(11)), (Field(-1, 1), Field(13)), (64, 64), "128B"))
     hidden = re.findall(r"\.hidden\t\.param \.align 64 \.b8 mm_f16_128x128x64_param_(\d+)\[128\]", ptx)
     assert hidden == ["15", "16", "17"] and "_param_18" not in ptx
     assert ptx.count("prefetch.tensormap") == 2        # the loads' maps, by the producer thread
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group", ptx)
-    assert len(stores) == 2 and "cp.async.bulk.wait_group.read 0;" in ptx   # C: two 64x128 boxes
+    assert len(stores) == 4 and "cp.async.bulk.wait_group.read 0;" in ptx   # C: four 64x64 boxes
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
     assert len(copies) == 3 and "cp.async.cg" not in ptx
     assert re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], %r\d+;", ptx)
     assert "32768" in ptx                      # the stage's bytes, announced once
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+
+
+# sm_90 kernels whose descriptors are NVIDIA's, field for field (test_nv_host.KERNELS: what its
+# cubins' callbacks write): the same maps, in the same order, from the same parameters, with the
+# same boxes, swizzles and element types. (Attention differs: NVIDIA's also copies the query tile
+# before the loop by TMA, ours by cp.async.)
+SAME_AS_NVIDIA = ["mm_f16_128x128x64", "bmm_bf16_128x128x32", "mm_bf16_128x128x32", "mm_f16_256x128x64",
+                  "mm_tf32_128x128x32", "mm_e4m3_64x64x32", "mm_i8_128x128x32"]
+
+
+@pytest.mark.parametrize("name", [n if i < 2 else pytest.param(n, marks=pytest.mark.sweep)
+                                  for i, n in enumerate(SAME_AS_NVIDIA)])
+def test_descriptors_are_nvidias(name: str, tmp_path: Path) -> None:
+    from test_nv_host import KERNELS
+
+    _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
+    assert list(meta.kernels[0].tma) == list(KERNELS[(name, "sm_90")][1])
 
 
 def test_hidden_parameters_stay_out_of_the_kernels_param_info(tmp_path: Path) -> None:
@@ -195,3 +212,26 @@ def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch,
     stages = ptx.count("mbarrier.init.shared::cta.b64") // 2
     # 3 boxes an iteration: the prologue's stages - 1 iterations, unrolled, and the loop's refill
     assert ptx.count("cp.async.bulk.tensor.2d") == 3 * stages and "cp.async.cg" not in ptx
+
+
+def test_our_nv_host_object_fills_our_kernels_hidden_parameters(tmp_path: Path) -> None:
+    """The `.nv.host` object made from our PTX and metadata (codegen/nv_host.for_ptx, which finds
+    the tensor maps as the PTX's last parameters) writes, where ptxas lays those parameters out,
+    the descriptors the emulator's launcher computes (tma_params.hidden_params)."""
+    import random
+
+    from tileiras.codegen import nv_host
+    from tileiras.runtime.tma_params import hidden_params
+    from test_nv_host import KERNELS, _arguments, _buffer, _call, _callbacks, _link
+
+    name = "mm_f16_128x128x64"
+    ptx_path, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
+    specs = meta.kernels[0].tma
+    types, _, ranks = KERNELS[(name, "sm_90")]
+    obj = nv_host.for_ptx(ptx_path.read_text(), {name: specs}, 90)
+    assert obj is not None
+    fill = _callbacks(_link(obj, tmp_path / "ours"))[1][name]
+    values = _arguments(types, ranks, random.Random(1))
+    buf, maps = _buffer(types, values, len(specs), 90, bytes(2048))
+    _call(fill, buf)
+    assert [bytes(buf[off:off + 128]) for off in maps] == hidden_params(specs, values)

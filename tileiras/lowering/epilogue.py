@@ -54,13 +54,13 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     """Store `tile` (mma fragments) to the view of `op` through a swizzled buffer and TMA; False
     (nothing emitted) where the buffers cannot stage it or the view's descriptor cannot be made."""
     from .async_copy import fence_async_proxy
-    from .tma_copy import hidden_param, plan, store
+    from .tma_copy import MAX_STORE_ROWS, hidden_param, plan, store
 
     if k.sm != 90 or staged_layout(k, op, tile) is None:
         return False
     b, m, n = tile.layout.shape  # type: ignore[union-attr]
     matrix = SharedMatrix(0, b, m, n, tile.type.element.bitwidth // 8, swizzled=True)  # type: ignore[union-attr]
-    t, _ = plan(k, op, view, matrix)
+    t, _ = plan(k, op, view, matrix, rows=MAX_STORE_ROWS)
     if t is None or matrix.nbytes > k.buffers.total:
         return False
     t = replace(t, slot=hidden_param(k, t.spec))

@@ -66,7 +66,7 @@ class ActivePipeline:
     retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (ops_wgmma.group_in_flight):
                                           # a stage is released after the next iteration's wgmma.wait_group 1
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
-    tma: Optional[dict] = None          # load op -> tma_copy.TmaLoad: one thread copies each stage by TMA
+    tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:

@@ -29,16 +29,18 @@ from .smem import SharedMatrix, pointer
 from .values import PartitionViewVal
 
 MAX_BOX = 256
+MAX_STORE_ROWS = 64     # a store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's boxes)
 MAX_RANK = 5
 _SWIZZLE = {128: "128B", 64: "64B", 32: "32B"}
 # TileIR element -> tensor-map element type (runtime/tensormap.DTYPES); others by their bytes
-_DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "s32", "i64": "s64"}
+_DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}   # (integers: NVIDIA's u8 .. u64)
 _BY_BYTES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 
 
 @record
-class TmaLoad:
-    """How one pipelined load is copied: hidden parameter `slot`, boxes along the tile's columns."""
+class TmaCopy:
+    """How one tile is copied: hidden parameter `slot`, boxes along the tile's columns (one per
+    swizzle atom) and, for a store, along its rows (bands of `MAX_STORE_ROWS`)."""
 
     spec: TmaParam              # the descriptor, as the launch fills it
     order: tuple[int, ...]      # tile dimensions in the map's order (innermost first)
@@ -47,20 +49,38 @@ class TmaLoad:
     atom_bytes: int             # shared bytes from one box to the next
     box_bytes: int
     box: tuple[int, ...]
+    bands: int = 1              # boxes per tile along its rows
+    band_bytes: int = 0         # shared bytes from one band to the next within an atom
     slot: int = -1              # index among the kernel's tensor maps (k.tma_params), once chosen
 
     @property
     def nbytes(self) -> int:
-        return self.atoms * self.box_bytes
+        return self.atoms * self.bands * self.box_bytes
 
 
-def _dtype(elem: ScalarType) -> str:
+def _dtype(op: Operation, elem: ScalarType) -> str:
+    """The map's element type: NVIDIA's for the tile (f32 loads read as tf32 rounded to nearest
+    even: a tf32 map, which the copy reads as f32 bits and rounds as the ftof says anyway)."""
+    if elem.name == "f32" and op.name.startswith("cuda_tile.load") and _read_as_tf32(op.results[0]):
+        return "tf32"
     return _DTYPES.get(elem.name) or _BY_BYTES[storage_bytes(elem)]
 
 
-def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix) -> tuple[Optional[TmaLoad], str]:
-    """(TmaLoad, "") when the tile that `op` loads from (or stores to) its view can be copied by
-    TMA into (out of) `matrix`, else (None, why not)."""
+def _read_as_tf32(value: object) -> bool:
+    uses = getattr(value, "uses", [])
+    if len(uses) != 1:
+        return False
+    use = uses[0]
+    if use.name in ("cuda_tile.reshape", "cuda_tile.permute"):
+        return _read_as_tf32(use.results[0])
+    return use.name == "cuda_tile.ftof" and str(use.results[0].type.element) == "tf32" \
+        and str(use.attributes.get("rounding_mode", "nearest_even")) == "nearest_even"
+
+
+def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
+         rows: int = MAX_BOX) -> tuple[Optional[TmaCopy], str]:
+    """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
+    TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not)."""
     from ..tileaa.facts import view_sources
 
     tile = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
@@ -94,17 +114,20 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix) -
     order = tuple(reversed(range(rank)))
     per_atom = span // eb
     box = (per_atom, *(tile.shape[i] for i in order[1:]))
+    bands = box[1] // rows if rank >= 2 and matrix.batch == 1 and box[1] > rows and box[1] % rows == 0 else 1
+    if bands > 1:
+        box = (per_atom, rows, *box[2:])
     if max(box) > MAX_BOX:
         return None, f"the box {'x'.join(map(str, box))} has a dimension over {MAX_BOX}"
     dims = [view.dim_map[i] for i in order]
     field = lambda s: Field(s.param, s.const)   # noqa: E731
-    spec = TmaParam(sources.base, _dtype(tile.element), tuple(field(sources.shape[d]) for d in dims),
+    spec = TmaParam(sources.base, _dtype(op, tile.element), tuple(field(sources.shape[d]) for d in dims),
                     tuple(field(sources.strides[d]) for d in dims), box, _SWIZZLE[span])
     box_bytes = eb
     for b in box:
         box_bytes *= b
-    return TmaLoad(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes,
-                   box_bytes, box), ""
+    return TmaCopy(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes, box_bytes, box, bands,
+                   rows * span), ""
 
 
 def hidden_param(k: KernelLowering, spec: TmaParam) -> int:
@@ -152,7 +175,7 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
             k.values[iv_arg] = saved
 
 
-def store(k: KernelLowering, op: Operation, t: TmaLoad, matrix: SharedMatrix) -> None:
+def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:
     """One thread's TMA store of the tile in `matrix` (swizzled, its generic writes fenced for the
     async proxy and published) to the view of store op `op`, box by box (the unit clips what lies
     outside the tensor); the thread then waits until the boxes have been read out of shared
@@ -166,7 +189,7 @@ def store(k: KernelLowering, op: Operation, t: TmaLoad, matrix: SharedMatrix) ->
     _asm(k, "cp.async.bulk.wait_group.read 0;", "", "")
 
 
-def _boxes(k: KernelLowering, op: Operation, t: TmaLoad, offset: int) -> list[tuple[int, list[str]]]:
+def _boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int) -> list[tuple[int, list[str]]]:
     """(shared byte offset, i32 coordinates innermost first) of each box of the tile `op` copies."""
     from .ops_memory import view_index
 
@@ -174,9 +197,13 @@ def _boxes(k: KernelLowering, op: Operation, t: TmaLoad, offset: int) -> list[tu
     starts, _ = view_index(k, op, view)
     shape = view.tile_shape
     coords = [k.b.op(f"trunc i64 {k.b.op(f'mul i64 {starts[i]}, {shape[i]}', 'tc')} to i32", "tc") for i in t.order]
-    return [(offset + a * t.atom_bytes,
-             [coords[0] if a == 0 else k.b.op(f"add i32 {coords[0]}, {a * t.per_atom}", "tc"), *coords[1:]])
-            for a in range(t.atoms)]
+
+    def at(c: str, step: int) -> str:
+        return c if step == 0 else k.b.op(f"add i32 {c}, {step}", "tc")
+    return [(offset + a * t.atom_bytes + j * t.band_bytes,
+             [at(coords[0], a * t.per_atom), *([at(coords[1], j * t.box[1])] if t.bands > 1 else coords[1:2]),
+              *coords[2:]])
+            for a in range(t.atoms) for j in range(t.bands)]
 
 
 def _places(first: int, n: int) -> str:
@@ -192,6 +219,7 @@ def _asm(k: KernelLowering, text: str, constraints: str, args: str) -> None:
     k.b.emit(f'call void asm sideeffect "{text}", "{clobbers}"({args})')
 
 
-def describe(t: TmaLoad) -> str:
-    return (f"{t.atoms} box{'es' if t.atoms > 1 else ''} of {'x'.join(map(str, t.box))} "
+def describe(t: TmaCopy) -> str:
+    n = t.atoms * t.bands
+    return (f"{n} box{'es' if n > 1 else ''} of {'x'.join(map(str, t.box))} "
             f"(tensor map {t.slot}, {t.nbytes} bytes a stage)")
