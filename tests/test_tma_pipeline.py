@@ -211,7 +211,7 @@ def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch,
     assert ".reqntid 128, 1, 1" in ptx and "setmaxnreg" not in ptx
     stages = ptx.count("mbarrier.init.shared::cta.b64") // 2
     # 3 boxes an iteration: the prologue's stages - 1 iterations, unrolled, and the loop's refill
-    assert ptx.count("cp.async.bulk.tensor.2d") == 3 * stages and "cp.async.cg" not in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") == 3 * stages and "cp.async.cg" not in ptx
 
 
 def test_our_nv_host_object_fills_our_kernels_hidden_parameters(tmp_path: Path) -> None:
