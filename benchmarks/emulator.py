@@ -73,11 +73,11 @@ def _launches(gpu: str, name_filter: str) -> list:
                 compiled[key] = (ptx.decode(), meta)
         ptx, meta = compiled[key]
         if ptx is None:
-            out.append((label, None, meta, None, None, 0, None))
+            out.append((label, None, meta, None, None, 0, None, None))
             continue
         info = kernel_info(meta, entry["symbol"])
         grid = tuple((list(case["grid"]) + [1, 1, 1])[:3])
-        out.append((label, ptx, entry["symbol"], grid, tuple(info.block), int(info.dynamic_smem), binding))
+        out.append((label, ptx, entry["symbol"], grid, tuple(info.block), int(info.dynamic_smem), binding, info))
     return out
 
 
@@ -93,7 +93,9 @@ def main() -> int:
     rows = []
     total_wi = total_first = total_best = 0.0
     suite_start = time.perf_counter()
-    for label, ptx, kernel, grid, block, smem, binding in _launches(args.gpu_name, args.filter):
+    from tileiras.runtime.backends import tma_hidden_params
+
+    for label, ptx, kernel, grid, block, smem, binding, info in _launches(args.gpu_name, args.filter):
         if ptx is None:
             rows.append((label, "-", "-", "-", "-", f"not compiled: {kernel[:50]}"))
             continue
@@ -104,6 +106,7 @@ def main() -> int:
             for i in range(args.repeats + 1):
                 memory = Memory()
                 params = binding.upload(memory)
+                params = [*params, *tma_hidden_params(info, params)]   # a TMA kernel's tensor maps
                 start = time.perf_counter()
                 stats = run_ptx(ptx, kernel, grid, block, params, memory, dynamic_smem=smem, stdout=io.StringIO())
                 elapsed = time.perf_counter() - start

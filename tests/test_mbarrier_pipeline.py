@@ -132,15 +132,16 @@ def _sass(ptx: str, tmp_path: Path, arch: str = "sm_90a") -> tuple[str, str]:
 
 def test_sm90_matmul_sass_has_the_producer_consumer_handshake(tmp_path: Path) -> None:
     ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), "sm_90", tmp_path)
-    assert ".reqntid 256, 1, 1" in ptx and "setmaxnreg.dec.sync.aligned.u32 72;" in ptx
+    assert ".reqntid 256, 1, 1" in ptx and "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
     report, sass = _sass(ptx, tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
     assert "setmaxnreg' ignored" not in report, report
     stages = ptx.count("mbarrier.init.shared::cta.b64") // 2   # a full and an empty mbarrier each
     assert stages >= 2 and sass.count("SYNCS.EXCH.64") == 2 * stages
     assert "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass        # the try_wait.parity loops
-    assert "ARRIVES.LDGSTSBAR.64" in sass                  # cp.async completion arrives on `full`
-    assert sass.count("LDGSTS.E.BYPASS.128") == 16         # the producer's 16-byte copies of one stage
+    # one producer thread: expect_tx on `full`, then the stage's boxes (A: 64x128, B: two of 64x64)
+    assert "SYNCS.ARRIVE.TRANS64 " in sass and sass.count("UTMALDG.2D") == 3 and "LDGSTS" not in sass
+    assert sass.count("UTMACCTL.PF") == 2                  # prefetch.tensormap of both descriptors
     assert "USETMAXREG.DEALLOC" in sass                    # the producer gives its registers back
 
 
@@ -148,14 +149,16 @@ def test_sm90_matmul_sass_has_the_producer_consumer_handshake(tmp_path: Path) ->
                          ids=["d64", "d128"])
 def test_sm90_attention_sass_has_the_producer_consumer_handshake(config, threads: int, tmp_path: Path) -> None:
     """The query tile is copied by the consumers before the loop; the producer computes only the
-    K/V views and the loop bounds, and streams K and V."""
+    K/V coordinates and the loop bounds, and streams K and V by TMA."""
     ptx = _ptx(_attention(*config), "sm_90", tmp_path)
     assert f".reqntid {threads}, 1, 1" in ptx
     report, sass = _sass(ptx, tmp_path)
     assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
     barriers = ptx.count("mbarrier.init.shared::cta.b64")      # full/empty per stage, at least 2 stages
     assert barriers >= 4 and sass.count("SYNCS.EXCH.64") == barriers and "SYNCS.PHASECHK.TRANS64.TRYWAIT" in sass
-    assert "ARRIVES.LDGSTSBAR.64" in sass and "LDGSTS" in sass and "USETMAXREG.DEALLOC" in sass
+    # K and V by TMA (the producer's one thread); the query tile by the consumers' cp.async
+    assert "UTMALDG.3D" in sass and "ARRIVES.LDGSTSBAR.64" not in sass and "LDGSTS" in sass
+    assert "USETMAXREG.DEALLOC" in sass
 
 
 @pytest.mark.parametrize("tm,tn,threads", [(128, 128, 288), (64, 64, 288)])
@@ -215,7 +218,7 @@ def test_sm90_two_consumer_warpgroups_take_the_producers_registers() -> None:
 def test_sm90_wide_matmul_ptx_splits_registers(tmp_path: Path) -> None:
     ptx = _ptx(_matmul("float16", "float32", 128, 256, 64), "sm_90", tmp_path)
     assert ".reqntid 384, 1, 1" in ptx
-    assert "setmaxnreg.dec.sync.aligned.u32 80;" in ptx and "setmaxnreg.inc.sync.aligned.u32 216;" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
     report, sass = _sass(ptx, tmp_path)
     assert "0 bytes spill stores" in report and "setmaxnreg' ignored" not in report, report
     assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY" in sass
@@ -259,8 +262,8 @@ def test_releasing_a_stage_before_its_wgmma_group_retires_is_a_race(monkeypatch)
 
 
 def test_sm90_unspecialized_pipeline_keeps_one_wgmma_group_in_flight(monkeypatch, tmp_path: Path) -> None:
-    """Without the producer warpgroup every thread copies: after its wait_group 1 it releases the
-    stage the previous K step read, waits for everyone's release and refills it."""
+    """Without the producer warpgroup every thread, after its wait_group 1, releases the stage the
+    previous K step read and waits for everyone's release; then thread 0 refills it by TMA."""
     from tileiras.lowering import warp_specialize
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code

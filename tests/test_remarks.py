@@ -100,6 +100,12 @@ def test_remarks_agree_with_the_sass(tmp_path: Path, aligned_matmul: Path, kerne
         assert sass.widths(opcodes, "LDG") == claimed("RemarkMemoryLoadInstructionSelected", "Global-memory"), function
         assert sass.widths(opcodes, "LDGSTS") == claimed("RemarkMemoryLoadInstructionSelected", "Ldgsts"), function
         assert sass.widths(opcodes, "STG") <= claimed("RemarkMemoryStoreInstructionSelected", "Global-memory"), function
+        tma = [r for r in mine if r["Name"] == "RemarkMemoryLoadInstructionSelected"
+               and str(arg(r, "Instruction")).startswith("TMA")]
+        assert bool(tma) == any(op.startswith("UTMALDG") for op in opcodes), function   # TMA loads, claimed
+        tma_stores = [r for r in mine if r["Name"] == "RemarkMemoryStoreInstructionSelected"
+                      and str(arg(r, "Instruction")).startswith("TMA")]
+        assert bool(tma_stores) == any(op.startswith("UTMASTG") for op in opcodes), function
         usage = [r for r in mine if r["Name"] in ("RemarkRegisterUsage", "RemarkRegisterSpills")]
         assert len(usage) == 1 and int(arg(usage[0], "Registers")) == regs[function]
         spills = usage[0]["Name"] == "RemarkRegisterSpills"

@@ -44,6 +44,7 @@ class KernelInfo:
     block: tuple[int, int, int]
     dynamic_smem: int = 0
     cluster: tuple[int, int, int] = (1, 1, 1)
+    tma: tuple = ()     # runtime.tma_params.TmaParam of each hidden tensor-map parameter, in order
 
 
 @record
@@ -63,6 +64,7 @@ class ModuleMetadata:
                     "block": list(k.block),
                     "dynamic_smem": k.dynamic_smem,
                     "cluster": list(k.cluster),
+                    **({"tma": [t.to_json() for t in k.tma]} if k.tma else {}),
                 }
                 for k in self.kernels
             ],
@@ -141,7 +143,31 @@ def _parse_kernel(obj: Any, where: str) -> KernelInfo:
         block=_dim3(_field(obj, "block", where), f"{where}.block"),
         dynamic_smem=_int(_field(obj, "dynamic_smem", where, 0), f"{where}.dynamic_smem", 0),
         cluster=_dim3(_field(obj, "cluster", where, [1, 1, 1]), f"{where}.cluster"),
+        tma=_parse_tma(_field(obj, "tma", where, []), f"{where}.tma", len(params)),
     )
+
+
+def _parse_tma(value: Any, where: str, nparams: int) -> tuple:
+    """The hidden tensor maps of a kernel (each field a user parameter's index or a constant)."""
+    from tileiras.runtime.tensormap import DTYPES, SWIZZLES
+    from tileiras.runtime.tma_params import TmaParam
+
+    if not isinstance(value, list):
+        raise _bad(f"{where} must be a list")
+    out = []
+    for i, doc in enumerate(value):
+        try:
+            spec = TmaParam.from_json(doc)
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise _bad(f"{where}[{i}] is not a tensor-map record") from None
+        fields = (*spec.dims, *spec.strides)
+        rank = len(spec.dims)
+        if spec.dtype not in DTYPES or spec.swizzle not in SWIZZLES or not 1 <= rank <= 5 \
+                or len(spec.strides) != rank or len(spec.box) != rank \
+                or not 0 <= spec.address < nparams or any(f.param >= nparams for f in fields):
+            raise _bad(f"{where}[{i}] names a parameter, type, rank or swizzle the kernel does not have")
+        out.append(spec)
+    return tuple(out)
 
 
 def _parse_module(document: Any) -> ModuleMetadata:

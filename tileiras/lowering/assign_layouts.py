@@ -372,6 +372,16 @@ class LayoutAssignment:
                 return False
         return True
 
+    def only_wgmma_reads(self, value: Value) -> bool:
+        """A loaded tile that only wgmmas read, as A or B (through unit reshapes, transposes and
+        tf32 roundings), by descriptor as stored or through their K-major copy (ops_wgmma.py),
+        which reads a swizzled stage as well as a padded one: a TMA-fed stage may be swizzled."""
+        tile = value
+        while len(tile.uses) == 1 and _passes_shared(tile.uses[0]):
+            tile = tile.uses[0].results[0]
+        return bool(tile.uses) and all(user in self.wgmma_ops and tile is not user.operand("acc")
+                                       for user in tile.uses)
+
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands
 

@@ -11,7 +11,12 @@ blocked layout whose runs are 16 bytes, which the view store then writes with
 the kernel has anyway (the tile fits in the buffers), where nothing after the
 store reads a buffer, and where the buffers hold no mbarrier (tcgen05's).
 Asynchronous writers into the buffers must be done first: cp.async copies are
-waited for here; a TMA load still in flight after the loop would have to be too.
+waited for here (a TMA-fed pipeline leaves no copy in flight after its loop: every stage
+it fills is waited for).
+
+On sm_90, where the view's descriptor can be made from the kernel's parameters (tma_copy.py),
+the tile is written in wgmma's swizzled layout instead and one thread stores it with TMA
+(`tma_store`), box by box, as NVIDIA's epilogues do.
 """
 
 from __future__ import annotations
@@ -45,15 +50,34 @@ def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[
     return blocked
 
 
-def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileRegs:
-    """`tile` (mma fragments) in `layout`, through the start of the buffers region."""
+def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
+    """Store `tile` (mma fragments) to the view of `op` through a swizzled buffer and TMA; False
+    (nothing emitted) where the buffers cannot stage it or the view's descriptor cannot be made."""
+    from .async_copy import fence_async_proxy
+    from .tma_copy import MAX_STORE_ROWS, hidden_param, plan, store
+
+    if k.sm != 90 or staged_layout(k, op, tile) is None:
+        return False
+    b, m, n = tile.layout.shape  # type: ignore[union-attr]
+    matrix = SharedMatrix(0, b, m, n, tile.type.element.bitwidth // 8, swizzled=True)  # type: ignore[union-attr]
+    t, _ = plan(k, op, view, matrix, rows=MAX_STORE_ROWS)
+    if t is None or matrix.nbytes > k.buffers.total:
+        return False
+    t = replace(t, slot=hidden_param(k, t.spec))
+    _release_buffers(k)
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 1024, "epilogue", k.op_lifetime()))
+    _write_fragments(k, tile, matrix)
+    fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy
+    k.barrier()
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ep"), lambda: store(k, op, t, matrix))
+    return True
+
+
+def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix) -> None:
+    """Each thread's mma fragments into `matrix`, two adjacent elements a store."""
     src = tile.layout
     assert isinstance(src, MmaLayout)
-    elem = tile.type.element
-    lty = storage_type(elem)
-    _release_buffers(k)
-    matrix = _matrix(k, tile)
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", k.op_lifetime()))
+    lty = storage_type(tile.type.element)
     pair = f"<2 x {lty}>"
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
         b, r, c, valid = src.coords(k.b.pre, k.tid, slot)
@@ -61,6 +85,15 @@ def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileReg
         v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
         v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
         k.guarded(valid, lambda: k.b.emit(f"store {pair} {v}, ptr addrspace(3) {p}"))
+
+
+def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileRegs:
+    """`tile` (mma fragments) in `layout`, through the start of the buffers region."""
+    lty = storage_type(tile.type.element)
+    _release_buffers(k)
+    matrix = _matrix(k, tile)
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", k.op_lifetime()))
+    _write_fragments(k, tile, matrix)
     k.barrier()
     n = tile.type.num_elements
     run = layout.run(n)

@@ -61,6 +61,7 @@ class KernelLowering:
         self.barrier_id = 0                 # its id (schedule/named_barriers.py)
         self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
+        self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (runtime.tma_params.TmaParam)
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []

@@ -295,10 +295,18 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         from .async_copy import chunk_elements
         from .pipelined_loop import load
 
-        k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
-                 Instruction="Ldgsts instruction (cp.async to shared memory)",
-                 Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
-                 Pipeline=f"{pipeline.stages} stages, issued {pipeline.stages - 1} iterations ahead")
+        ahead = pipeline.stages if pipeline.specialized else pipeline.stages - 1
+        if pipeline.tma:
+            from .tma_copy import describe
+
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                     Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=describe(pipeline.tma[op]),
+                     Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead by one thread")
+        else:
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                     Instruction="Ldgsts instruction (cp.async to shared memory)",
+                     Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
+                     Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead")
         k.set(op.results[0], load(k, pipeline, op))
         k.set(op.results[1], TokenVal())
         return
@@ -371,6 +379,8 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
+    if ordering == "weak" and _tma_store(k, op, tile, view):
+        return
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     if ordering == "weak":
         from .epilogue import restage, staged_layout
@@ -398,6 +408,19 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
         value = to_storage(k, tile.slots[slot], elem)
         k.guarded(cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
     k.set(op.results[0], TokenVal())
+
+
+def _tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: PartitionViewVal) -> bool:
+    """An mma accumulator stored by TMA through the freed buffers (epilogue.tma_store), remarked."""
+    from .epilogue import tma_store
+
+    if not tma_store(k, op, tile, view):
+        return False
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
+             Instruction="TMA store (cp.async.bulk.tensor from shared memory)",
+             Boxes=f"tensor map {len(k.tma_params) - 1}, by one thread through a swizzled buffer")
+    k.set(op.results[0], TokenVal())
+    return True
 
 
 def _offset(k: KernelLowering, op: Operation) -> None:

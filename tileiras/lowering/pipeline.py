@@ -11,7 +11,7 @@ from ..ir.types import PointerType, ScalarType, TileType
 from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
-from . import warp_specialize
+from . import tma_copy, warp_specialize
 from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
@@ -124,11 +124,13 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     release_tensor_memory(k)
     warp_specialize.end(k)
     threads += k.extra_threads   # the launch: a warp-specialized pipeline's producer warpgroup too
+    params += tma_copy.signature(k)   # TMA's hidden tensor maps, after the user's parameters
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     defs = list(k.globals) + smem_defs
-    info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1))
+    info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),
+                      tma=tuple(k.tma_params))
     notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
              f"staged tiles {'padded' if pad_buffers else 'unpadded'}", *k.schedule_notes]
     return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes

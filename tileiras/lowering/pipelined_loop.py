@@ -18,7 +18,13 @@ phase (parity (i / stages) & 1) before it reads the stage. Before refilling the
 stage iteration i - 1 read, each thread arrives on that stage's empty barrier
 and waits for its phase: no CTA-wide barrier inside the loop, and copies past the
 loop's end are not issued at all (every fill is waited for, so no asynchronous
-arrival is left when the barriers are invalidated after the loop). Where the
+arrival is left when the barriers are invalidated after the loop).
+
+On sm_90, where every load of the loop can be copied by TMA (tma_copy.py: views made of
+kernel parameters, aligned, into swizzled stages), one thread fills a stage instead: it
+announces the stage's bytes with `mbarrier.arrive.expect_tx` (the full barrier's only
+arrival) and issues the boxes, whose completion the hardware counts on the same barrier;
+the consumers' side does not change. Where the
 loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
 of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
 iteration i's `wgmma.wait_group 1`, the first point where that stage is no
@@ -33,7 +39,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          wait_all, wait_groups)
-from . import mbarrier, ops_wgmma, warp_specialize
+from . import mbarrier, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
@@ -60,6 +66,7 @@ class ActivePipeline:
     retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (ops_wgmma.group_in_flight):
                                           # a stage is released after the next iteration's wgmma.wait_group 1
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
+    tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:
@@ -79,6 +86,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                for load, v in zip(plan.loads, views)):
         return None
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
+    if k.sm == 90 and uses_mbarriers(k):
+        swizzled.update({load: True for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)})
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
@@ -109,14 +118,17 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     handshake = "cp.async groups and CTA barriers"
     full = empty = None
     specialized = False
+    tma = None
     if uses_mbarriers(k):
         bars = fit.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
         assert bars is not None and bars.mbarriers == 2 * stages
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
+        if not (specialized and k.warp_split.mmas):    # the tcgen05 form's producer keeps cp.async
+            tma = _choose_tma(k, plan.loads, matrices)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
-        roles = _roles(k, stages) if specialized else f"not warp-specialized: {why_not}"
+        roles = _roles(k, stages, tma is not None) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
@@ -125,21 +137,51 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
              WantedStages=str(fit.wanted),
              Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}", Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
-    k.schedule_notes.append(f"//   {where}: {stages}-stage cp.async pipeline of {len(plan.loads)} tile loads, "
+    engine = "TMA" if tma else "cp.async"
+    k.schedule_notes.append(f"//   {where}: {stages}-stage {engine} pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
                             f"handshake: {handshake}")
     if retiring is not None:
         k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
                                 f"once the next iteration's wait retires the group that read it")
+    if tma:
+        k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
-                          retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05")
+                          retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma)
 
 
-def _roles(k: KernelLowering, stages: int) -> str:
+def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) -> bool:
+    """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
+    a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
+    the swizzled layout: the stage takes that layout, as the copy reads either."""
+    tile = load.results[0].type
+    return k.assignment is not None and not k.assignment.is_swizzled(load.results[0]) \
+        and k.assignment.only_wgmma_reads(load.results[0]) \
+        and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
+
+
+def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dict]:
+    """Every load's TMA copy (sm_90), its tensor map added to the kernel's hidden parameters; or None
+    when a load cannot use TMA: the loop then keeps cp.async (the full barrier counts the copying
+    threads' arrivals, one mechanism per pipeline) and a remark on each load says why."""
+    if k.sm != 90:
+        return None
+    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load]) for load in loads}
+    why = {load: reason for load, (t, reason) in plans.items() if t is None}
+    if why:
+        for load in loads:
+            reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
+            k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
+                     load, Reason=reason)
+        return None
+    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, (t, _) in plans.items()}
+
+
+def _roles(k: KernelLowering, stages: int, tma: bool) -> str:
     """The warp roles of the specialized loop, as the remark and the schedule dump say them."""
     first, last = k.threads // 32, k.threads // 32 + warp_specialize.PRODUCER_THREADS // 32 - 1
-    mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads)
+    mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
         regs = f"; setmaxnreg.dec {dec} / {mma_dec}, epilogue setmaxnreg.inc {inc}" if inc else ""
@@ -149,7 +191,8 @@ def _roles(k: KernelLowering, stages: int) -> str:
                 f"waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
                 f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
                 f"tcgen05.ld){regs}{named}")
-    return (f"warp-specialized: warps {first}-{last} produce (cp.async only, setmaxnreg.dec {dec}), "
+    copies = "one thread issues TMA copies" if tma else "cp.async only"
+    return (f"warp-specialized: warps {first}-{last} produce ({copies}, setmaxnreg.dec {dec}), "
             f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
 
 
@@ -166,6 +209,10 @@ def _stage_offset(k: KernelLowering, p: ActivePipeline, load: Operation, stage: 
 def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: str) -> None:
     """Copies of every load of the iteration whose induction variable is `iv` into `stage` (where
     `active` is false: zero-fills with cp.async groups; nothing at all with mbarriers)."""
+    if p.tma:   # one thread copies the stage
+        first = k.b.op(f"icmp eq i32 {k.tid}, 0", "pf")
+        k.guarded(k.b.op(f"and i1 {active}, {first}", "pf"), lambda: tma_iteration(k, p, iv, stage))
+        return
     if p.full is not None:
         full = mbarrier.address(k, p.full, stage)
         k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or mbarrier.copies_arrive(k, full))
@@ -186,6 +233,15 @@ def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, ac
         k.values[iv_arg] = saved
 
 
+def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> None:
+    """The one thread's TMA copies of the iteration whose induction variable is `iv` into `stage`,
+    with the stage's bytes announced on its full barrier."""
+    assert p.tma and p.full is not None
+    offsets = {load: _stage_offset(k, p, load, stage) for load in p.loads}
+    tma_copy.issue(k, p.tma, p.matrices, p.loop.regions[0].block.arguments[0], iv, offsets,
+                   mbarrier.address(k, p.full, stage))
+
+
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
     """Before the loop: iterations 0 .. stages - 2 in flight."""
     p.step, p.ub, p.ity, p.unsigned = step, ub, ity, unsigned
@@ -195,7 +251,7 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     wait_all(k)
     if p.full is not None and p.empty is not None:
         # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
-        copiers = warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
+        copiers = 1 if p.tma else warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
         releasers = 1 if p.mma_warp else k.threads      # the MMA thread's tcgen05.commit, or every reader
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
     if p.specialized:
@@ -208,6 +264,8 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     if p.specialized:
         warp_specialize.emit_producer(k, p)
         return
+    if p.tma:
+        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "pf"), lambda: tma_copy.prefetch(k, p.tma))
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
         _issue(k, p, iv, str(s), _in_range(k, p, iv))
@@ -275,8 +333,8 @@ def _consume(k: KernelLowering, p: ActivePipeline) -> None:
     assert p.full is not None
     read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
     mbarrier.wait(k, mbarrier.address(k, p.full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
-    if any(m.swizzled for m in p.matrices.values()):
-        fence_async_proxy(k)   # wgmma reads these stages through the async proxy
+    if not p.tma and any(m.swizzled for m in p.matrices.values()):
+        fence_async_proxy(k)   # wgmma reads these stages through the async proxy (TMA writes through it)
     p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
               for ld in p.loads}
 

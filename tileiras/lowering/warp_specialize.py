@@ -12,7 +12,9 @@ indices, the loop bounds: pure scalar code, lowered again in its own blocks), th
 iteration j waits for the stage's `empty` barrier (parity ((j / S) & 1) ^ 1: a fresh barrier
 counts as having completed the phase before its first, so the first S fills do not wait),
 issues the iteration's cp.async copies (its 128 threads share the chunks) with a `.noinc`
-arrival on the stage's `full` barrier, and exits. The consumers take registers
+arrival on the stage's `full` barrier, and exits. A TMA-fed loop (tma_copy.py) needs one
+producer thread: the others exit after `publish`, and it prefetches the tensor maps, then per
+iteration waits `empty`, announces the stage's bytes on `full` and issues the boxes. The consumers take registers
 (`setmaxnreg.inc`) where the larger CTA left them short, wait for `full` before an iteration's
 first staged read and arrive on `empty` at its end.
 
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..schedule.named_barriers import BarrierUse, NamedBarrier, NamedBarrierError, bind
-from . import mbarrier
+from . import mbarrier, tma_copy
 from .kernel import KernelLowering
 
 if TYPE_CHECKING:
@@ -50,6 +52,9 @@ PRODUCER_THREADS = 128
 # the consumers keep their budget; with two (384 threads, 168 at launch) they take what the
 # producer gave back: (65536 - 128 * 80) / 256 = 216.
 REGISTERS = {1: (72, 0), 2: (80, 216)}
+# A TMA producer keeps no addresses (one thread, a few coordinates): 40 registers, as NVIDIA's
+# (32) plus room for the slice it recomputes; two consumer warpgroups take (65536 - 128 * 40) / 256.
+TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 _PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_view",
          "cuda_tile.make_partition_view", "cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks",
          "cuda_tile.assume", "cuda_tile.get_index_space_shape", "cuda_tile.get_tensor_shape")
@@ -68,13 +73,14 @@ class WarpSplit:
     def form(self) -> str:
         return "tcgen05" if self.mmas else "wgmma"
 
-    def registers(self, consumers: int) -> tuple[int, int, int, int]:
-        """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers` threads."""
+    def registers(self, consumers: int, tma: bool = False) -> tuple[int, int, int, int]:
+        """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers`
+        threads (`tma`: the producer copies with TMA)."""
         from .warp_specialize_tcgen05 import ROLES
 
         if self.mmas:
             return ROLES[consumers // 128]
-        dec, inc = REGISTERS[consumers // 128]
+        dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
         return 0, dec, 0, inc
 
     def barrier(self, name: str) -> "NamedBarrier":
@@ -198,7 +204,7 @@ def publish(k: KernelLowering) -> None:
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
-    from .pipelined_loop import copy_iteration
+    from .pipelined_loop import copy_iteration, tma_iteration
     from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_mma_warp
@@ -206,7 +212,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     split = k.warp_split
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
-    _, dec, mma_dec, inc = split.registers(consumers)
+    _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma))
     mma_first = consumers + PRODUCER_THREADS       # the MMA role's first thread (tcgen05 form)
     cont = k.b.label("consumer_loop")
     k.b.br(cont)
@@ -215,6 +221,13 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     if dec and not split.mmas:
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
+    if p.tma:   # one thread issues every TMA copy; the rest of the warpgroup is done
+        elected, idle = k.b.label("tma_thread"), k.b.label("producer_idle")
+        k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"), elected, idle)
+        k.b.start_block(idle)
+        k.b.emit(f"ret void {ROLE_EXIT}")
+        k.b.start_block(elected)
+        tma_copy.prefetch(k, p.tma)
     saved_values = dict(k.values)
     k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
     try:
@@ -245,13 +258,16 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     stage = k.b.op(f"urem i32 {j}, {p.stages}", "ws")
     free = k.b.op(f"xor i32 {mbarrier.phase_parity(k, j, p.stages)}, 1", "ws")
     mbarrier.wait(k, mbarrier.address(k, p.empty, stage), free, "stage empty")
-    saved = k.tid, k.threads
-    k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
-    try:
-        copy_iteration(k, p, iv, stage, None)
-    finally:
-        k.tid, k.threads = saved
-    mbarrier.copies_arrive(k, mbarrier.address(k, p.full, stage))
+    if p.tma:
+        tma_iteration(k, p, iv, stage)
+    else:
+        saved = k.tid, k.threads
+        k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
+        try:
+            copy_iteration(k, p, iv, stage, None)
+        finally:
+            k.tid, k.threads = saved
+        mbarrier.copies_arrive(k, mbarrier.address(k, p.full, stage))
     iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "ws"), k.b.op(f"add i32 {j}, 1", "ws")
     latch = k.b.current_block
     k.b.emit(f"br label %{head}{rolled(k)}")

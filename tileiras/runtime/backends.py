@@ -85,6 +85,19 @@ def kernel_info(meta: Any, kernel: str) -> Any:
 
 
 # -- PTX emulator -------------------------------------------------------------------------------
+def tma_hidden_params(info: Any, params: list) -> list[bytes]:
+    """The tensor maps a TMA kernel takes after the user's parameters, made from those (on a GPU
+    the driver fills them through the cubin's `.nv.host` callback); a clear error when an
+    argument breaks a TMA rule (a base not 16-byte aligned, a stride not a multiple of 16 bytes)."""
+    from .tensormap import TensorMapError
+    from .tma_params import hidden_params
+
+    try:
+        return hidden_params(info.tma, params)
+    except TensorMapError as err:
+        raise run_failure(f"kernel '{info.name}': its arguments make no valid TMA descriptor: {err}") from None
+
+
 def run_emulator(req: RunRequest) -> list[np.ndarray]:
     try:
         from ..emulator import Memory, run_ptx
@@ -95,6 +108,7 @@ def run_emulator(req: RunRequest) -> list[np.ndarray]:
     info = kernel_info(meta, req.kernel)
     memory = Memory()
     params = req.binding.upload(memory)
+    params = [*params, *tma_hidden_params(info, params)]
     run_ptx(ptx.decode(), req.kernel, req.grid, tuple(info.block), params, memory,
             dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races)
     return req.binding.download(memory)

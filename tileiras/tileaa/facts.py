@@ -16,7 +16,7 @@ from math import gcd
 from typing import Callable, Optional
 
 from ..ir.attributes import DivBy
-from ..ir.core import Operation, Value
+from ..ir.core import Block, BlockArgument, Operation, Value
 from ..ir.record import record
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TensorViewType, TileType, element_of
 
@@ -159,3 +159,75 @@ def _view_facts(op: Operation) -> ViewFacts:
     return ViewFacts(divisor(op.operand("base")), divisors(vtype.shape, "dynamicShape"),
                      divisors(vtype.strides, "dynamicStrides"))
 
+
+
+@record
+class Source:
+    """Where a kernel-uniform integer or pointer comes from: entry parameter `param` (passed through
+    `assume` ops only), or the constant `const` (param -1)."""
+
+    param: int = -1
+    const: int = 0
+
+
+def source(value: Optional[Value]) -> Optional[Source]:
+    """The Source of `value`, or None when it is computed (anything but `assume` and a splat constant)."""
+    while value is not None:
+        owner = getattr(value, "owner", None)
+        if isinstance(value, BlockArgument):
+            region = owner.parent if isinstance(owner, Block) else None
+            entry = region.parent if region is not None else None
+            return Source(value.index) if getattr(entry, "name", "") == "cuda_tile.entry" else None
+        if not isinstance(owner, Operation):
+            return None
+        if owner.name == "cuda_tile.assume":
+            value = owner.operands[0]
+            continue
+        if owner.name == "cuda_tile.constant":
+            from ..ir.dense import element_bits
+
+            found = set(element_bits(owner.results[0].type, owner.attributes["value"].raw))
+            return Source(const=found.pop()) if len(found) == 1 else None
+        return None
+    return None
+
+
+@record
+class ViewSources:
+    """A tensor view made wholly of kernel parameters and constants: its base pointer's parameter and
+    per dimension (outermost first, as the view lists them) the Source of its extent and stride."""
+
+    base: int
+    shape: tuple[Source, ...]
+    strides: tuple[Source, ...]
+
+
+def view_sources(view: Value) -> tuple[Optional[ViewSources], str]:
+    """(ViewSources of the tensor view `view`, "") or (None, why not): a TMA descriptor is filled at
+    launch from the kernel's own arguments, so each part must be one of them or a constant."""
+    op = getattr(view, "owner", None)
+    if not isinstance(op, Operation) or op.name != "cuda_tile.make_tensor_view":
+        return None, "the tensor view is not made in the kernel"
+    vtype = op.results[0].type
+    assert isinstance(vtype, TensorViewType)
+    base = source(op.operand("base"))
+    if base is None or base.param < 0:
+        return None, "the view's base pointer is computed, not a kernel parameter"
+
+    def parts(static: tuple[int, ...], group: str, what: str) -> tuple[Optional[tuple[Source, ...]], str]:
+        dynamic = iter(op.operand_group(group))
+        out = []
+        for d, n in enumerate(static):
+            s = Source(const=n) if n != DYNAMIC else source(next(dynamic))
+            if s is None:
+                return None, f"the view's {what} {d} is computed, not a kernel parameter or a constant"
+            out.append(s)
+        return tuple(out), ""
+
+    shape, why = parts(vtype.shape, "dynamicShape", "extent")
+    if shape is None:
+        return None, why
+    strides, why = parts(vtype.strides, "dynamicStrides", "stride")
+    if strides is None:
+        return None, why
+    return ViewSources(base.param, shape, strides), ""

@@ -1,0 +1,28 @@
+"""`.hidden` on the tensor-map parameters of a kernel's PTX (what LLVM's NVPTX cannot say).
+
+TMA kernels take one `.param .align 64 .b8 [128]` per tensor map after the user's parameters
+(lowering/tma_copy.py); the CUDA driver fills them (through the `.nv.host` callback), the
+launcher never passes them. Marked `.hidden`, ptxas leaves them out of the kernel's
+`EIATTR_KPARAM_INFO` records in `.nv.info` (which then lists exactly the user's parameters, as
+in NVIDIA's cubins), while the parameter bank keeps their room (`EIATTR_CBANK_PARAM_SIZE`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def hide_tensor_maps(ptx: str, meta: Any) -> str:
+    """`ptx` with each kernel's last `len(info.tma)` parameters marked `.hidden` (`meta`: the
+    module's ModuleMetadata)."""
+    for info in getattr(meta, "kernels", ()):
+        first = len(info.params)
+        for slot in range(first, first + len(info.tma)):
+            ptx, n = re.subn(rf"^(\s*)\.param (\.align 64 \.b8 {re.escape(info.name)}_param_{slot}\[128\])",
+                             r"\1.hidden\t.param \2", ptx, count=1, flags=re.MULTILINE)
+            if n != 1:
+                from ..driver.errors import CompileError
+
+                raise CompileError(f"error: internal: no tensor-map parameter {slot} in the PTX of '{info.name}'")
+    return ptx

@@ -1,0 +1,225 @@
+"""TMA tile loads of a pipelined loop (sm_90): `cp.async.bulk.tensor` through hidden tensor maps.
+
+A pipelined load goes through TMA when its descriptor can be made at launch from the kernel's
+own arguments (runtime/tma_params.py): the tensor view's base, extents and strides are kernel
+parameters or constants (tileaa/facts.view_sources), the base is 16-byte aligned and every
+outer stride a multiple of 16 bytes by the divisibility facts, the dimension the tile's
+columns run along has unit stride, and the stage is the swizzled `SharedMatrix` wgmma reads:
+that layout is what TMA writes with the matching swizzle, one box per column atom (`span`
+bytes of every row, rows <= 256). Otherwise the pipeline keeps its cp.async copies and a
+remark says why.
+
+Each (tensor view, box) becomes one hidden kernel parameter after the user's
+(`ptr byval([128 x i8]) align 64` with `nvvm.grid_constant`, so its address is the parameter's
+own, never a local copy; codegen/tma_ptx.py marks it `.hidden`). One elected thread per stage
+announces the stage's bytes (`mbarrier.arrive.expect_tx`, the full barrier's only arrival) and
+issues the boxes; the hardware completes the transaction on the same barrier.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.record import record
+from ..ir.types import ScalarType, TileType
+from ..runtime.tma_params import Field, TmaParam
+from .kernel import KernelLowering, storage_bytes
+from .smem import SharedMatrix, pointer
+from .values import PartitionViewVal
+
+MAX_BOX = 256
+MAX_STORE_ROWS = 64     # a store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's boxes)
+MAX_RANK = 5
+_SWIZZLE = {128: "128B", 64: "64B", 32: "32B"}
+# TileIR element -> tensor-map element type (runtime/tensormap.DTYPES); others by their bytes
+_DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}   # (integers: NVIDIA's u8 .. u64)
+_BY_BYTES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
+
+
+@record
+class TmaCopy:
+    """How one tile is copied: hidden parameter `slot`, boxes along the tile's columns (one per
+    swizzle atom) and, for a store, along its rows (bands of `MAX_STORE_ROWS`)."""
+
+    spec: TmaParam              # the descriptor, as the launch fills it
+    order: tuple[int, ...]      # tile dimensions in the map's order (innermost first)
+    per_atom: int               # columns one box moves (a swizzle atom's row)
+    atoms: int                  # boxes per tile
+    atom_bytes: int             # shared bytes from one box to the next
+    box_bytes: int
+    box: tuple[int, ...]
+    bands: int = 1              # boxes per tile along its rows
+    band_bytes: int = 0         # shared bytes from one band to the next within an atom
+    slot: int = -1              # index among the kernel's tensor maps (k.tma_params), once chosen
+
+    @property
+    def nbytes(self) -> int:
+        return self.atoms * self.bands * self.box_bytes
+
+
+def _dtype(op: Operation, elem: ScalarType) -> str:
+    """The map's element type: NVIDIA's for the tile (f32 loads read as tf32 rounded to nearest
+    even: a tf32 map, which the copy reads as f32 bits and rounds as the ftof says anyway)."""
+    if elem.name == "f32" and op.name.startswith("cuda_tile.load") and _read_as_tf32(op.results[0]):
+        return "tf32"
+    return _DTYPES.get(elem.name) or _BY_BYTES[storage_bytes(elem)]
+
+
+def _read_as_tf32(value: object) -> bool:
+    uses = getattr(value, "uses", [])
+    if len(uses) != 1:
+        return False
+    use = uses[0]
+    if use.name in ("cuda_tile.reshape", "cuda_tile.permute"):
+        return _read_as_tf32(use.results[0])
+    return use.name == "cuda_tile.ftof" and str(use.results[0].type.element) == "tf32" \
+        and str(use.attributes.get("rounding_mode", "nearest_even")) == "nearest_even"
+
+
+def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
+         rows: int = MAX_BOX) -> tuple[Optional[TmaCopy], str]:
+    """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
+    TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not)."""
+    from ..tileaa.facts import view_sources
+
+    tile = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
+    assert isinstance(tile, TileType)
+    if not isinstance(view, PartitionViewVal) or view.traversal_strides is not None or view.sparse_dim is not None:
+        return None, "the view is strided or gathers rows"
+    if view.padding not in (None, "zero"):
+        return None, f"the view pads with {view.padding} (TMA fills zeros)"
+    if not matrix.swizzled:
+        return None, "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
+    rank = len(tile.shape)
+    if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
+        return None, f"a rank-{rank} tile that is not a permutation of the tensor's dimensions"
+    partition = op.operand("view").owner
+    sources, why = view_sources(partition.operands[0])
+    if sources is None:
+        return None, why
+    tensor = view.tensor
+    eb = matrix.elem_bytes
+    inner = view.dim_map[-1]
+    if sources.strides[inner].param >= 0 or sources.strides[inner].const != 1:
+        return None, f"the tile's columns run along tensor dimension {inner}, whose stride is not 1"
+    if tensor.base_align < 16:
+        return None, f"the base pointer is known {tensor.base_align}-byte aligned, not 16"
+    for d, div in enumerate(tensor.stride_div):
+        if d != inner and (div * eb) % 16:
+            return None, f"stride {d} is known a multiple of {div * eb} bytes, not of 16"
+    span = matrix.span
+    if span not in _SWIZZLE or (matrix.cols * eb) % span or (matrix.batch * matrix.rows) % 8:
+        return None, f"the swizzled stage ({matrix.rows} rows of {matrix.cols * eb} bytes) is not whole 8-row atoms"
+    order = tuple(reversed(range(rank)))
+    per_atom = span // eb
+    box = (per_atom, *(tile.shape[i] for i in order[1:]))
+    bands = box[1] // rows if rank >= 2 and matrix.batch == 1 and box[1] > rows and box[1] % rows == 0 else 1
+    if bands > 1:
+        box = (per_atom, rows, *box[2:])
+    if max(box) > MAX_BOX:
+        return None, f"the box {'x'.join(map(str, box))} has a dimension over {MAX_BOX}"
+    dims = [view.dim_map[i] for i in order]
+    field = lambda s: Field(s.param, s.const)   # noqa: E731
+    spec = TmaParam(sources.base, _dtype(op, tile.element), tuple(field(sources.shape[d]) for d in dims),
+                    tuple(field(sources.strides[d]) for d in dims), box, _SWIZZLE[span])
+    box_bytes = eb
+    for b in box:
+        box_bytes *= b
+    return TmaCopy(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes, box_bytes, box, bands,
+                   rows * span), ""
+
+
+def hidden_param(k: KernelLowering, spec: TmaParam) -> int:
+    """The slot of the kernel's tensor map for `spec` (one per distinct view and box)."""
+    if spec not in k.tma_params:
+        k.tma_params.append(spec)
+    return k.tma_params.index(spec)
+
+
+def param_name(slot: int) -> str:
+    return f"%tmap{slot}"
+
+
+def signature(k: KernelLowering) -> list[str]:
+    """The hidden parameters, after the user's, as the kernel's LLVM signature lists them."""
+    return [f'ptr byval([128 x i8]) align 64 "nvvm.grid_constant" {param_name(i)}' for i in range(len(k.tma_params))]
+
+
+def prefetch(k: KernelLowering, loads: dict) -> None:
+    """Fetch the descriptors the copies will use into the TMA unit's cache (one thread)."""
+    for slot in sorted({t.slot for t in loads.values()}):
+        k.b.emit(f'call void asm sideeffect "prefetch.tensormap [$0];", "l,~{{memory}}"(ptr {param_name(slot)})')
+
+
+def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str) -> None:
+    """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
+    i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
+    barrier, then every box of every load."""
+    from . import mbarrier
+
+    mbarrier.arrive_expect_tx(k, full, sum(t.nbytes for t in loads.values()))
+    saved = k.values.get(iv_arg)
+    k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
+    try:
+        for load, t in loads.items():
+            for at, coords in _boxes(k, load, t, matrices[load].offset):
+                offset = k.b.op(f"add i32 {stage[load]}, {at}", "tc") if stage[load] else str(at)
+                dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, offset)} to i32", "tc")
+                n = len(coords)
+                _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
+                        f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
+                     f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+    finally:
+        if saved is not None:
+            k.values[iv_arg] = saved
+
+
+def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:
+    """One thread's TMA store of the tile in `matrix` (swizzled, its generic writes fenced for the
+    async proxy and published) to the view of store op `op`, box by box (the unit clips what lies
+    outside the tensor); the thread then waits until the boxes have been read out of shared
+    memory, which must outlive the reads."""
+    for at, coords in _boxes(k, op, t, matrix.offset):
+        src = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(at))} to i32", "tc")
+        n = len(coords)
+        _asm(k, f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{_places(1, n)}}}], "
+                f"[${n + 1}];", "l," + "r," * n + "r", f"ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {src}")
+    _asm(k, "cp.async.bulk.commit_group;", "", "")
+    _asm(k, "cp.async.bulk.wait_group.read 0;", "", "")
+
+
+def _boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int) -> list[tuple[int, list[str]]]:
+    """(shared byte offset, i32 coordinates innermost first) of each box of the tile `op` copies."""
+    from .ops_memory import view_index
+
+    view = k.get(op.operand("view"))
+    starts, _ = view_index(k, op, view)
+    shape = view.tile_shape
+    coords = [k.b.op(f"trunc i64 {k.b.op(f'mul i64 {starts[i]}, {shape[i]}', 'tc')} to i32", "tc") for i in t.order]
+
+    def at(c: str, step: int) -> str:
+        return c if step == 0 else k.b.op(f"add i32 {c}, {step}", "tc")
+    return [(offset + a * t.atom_bytes + j * t.band_bytes,
+             [at(coords[0], a * t.per_atom), *([at(coords[1], j * t.box[1])] if t.bands > 1 else coords[1:2]),
+              *coords[2:]])
+            for a in range(t.atoms) for j in range(t.bands)]
+
+
+def _places(first: int, n: int) -> str:
+    return ", ".join(f"${first + i}" for i in range(n))
+
+
+def _i32s(values: list[str]) -> str:
+    return ", ".join(f"i32 {v}" for v in values)
+
+
+def _asm(k: KernelLowering, text: str, constraints: str, args: str) -> None:
+    clobbers = f"{constraints},~{{memory}}" if constraints else "~{memory}"
+    k.b.emit(f'call void asm sideeffect "{text}", "{clobbers}"({args})')
+
+
+def describe(t: TmaCopy) -> str:
+    n = t.atoms * t.bands
+    return (f"{n} box{'es' if n > 1 else ''} of {'x'.join(map(str, t.box))} "
+            f"(tensor map {t.slot}, {t.nbytes} bytes a stage)")
