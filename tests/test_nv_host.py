@@ -343,7 +343,7 @@ def test_ptxas_puts_hidden_parameters_where_the_callback_writes(gpu: str, tmp_pa
     assert int(size.group(1), 16) == maps[0] + 128
 
 
-def test_ptxas_embeds_the_object_and_the_cubin_key_names_it() -> None:
+def test_ptxas_embeds_the_object_and_the_cubin_key_names_its_maps() -> None:
     from tileiras.cache.keys import cubin_key
     from tileiras.codegen import ptxas
 
@@ -352,8 +352,9 @@ def test_ptxas_embeds_the_object_and_the_cubin_key_names_it() -> None:
     assert obj is not None and nv_host.for_ptx(HIDDEN_PTX, {"k": []}, 90) is None
     cubin = ptxas.assemble(HIDDEN_PTX, "sm_90a", nv_host=obj)
     assert read_cubin(cubin).sections[".nv.host"] == obj
-    keys = {cubin_key(HIDDEN_PTX, "sm_90a", None), cubin_key(HIDDEN_PTX, "sm_90a", None, (), obj),
-            cubin_key(HIDDEN_PTX, "sm_90a", None, (), obj + b"\0")}
+    other = _view(0, 2, "f16", (64, 64), B)
+    keys = {cubin_key(HIDDEN_PTX, "sm_90a", None), cubin_key(HIDDEN_PTX, "sm_90a", None, (), {"k": [spec]}),
+            cubin_key(HIDDEN_PTX, "sm_90a", None, (), {"k": [other]})}
     assert len(keys) == 3
     with pytest.raises(Exception, match="last 2 parameters are not"):
         nv_host.for_ptx(HIDDEN_PTX, {"k": [spec, spec]}, 90)

@@ -235,3 +235,27 @@ def test_our_nv_host_object_fills_our_kernels_hidden_parameters(tmp_path: Path) 
     buf, maps = _buffer(types, values, len(specs), 90, bytes(2048))
     _call(fill, buf)
     assert [bytes(buf[off:off + 128]) for off in maps] == hidden_params(specs, values)
+
+
+def test_the_cubin_carries_the_nv_host_object_and_a_hit_does_not_rebuild_it(tmp_path: Path) -> None:
+    """`tileiras -o k.cubin` on a TMA kernel embeds, as `.nv.host`, the object made from its PTX and
+    metadata; the cubin's key names the maps, so a second compile is a hit that builds nothing
+    (`--time-passes` shows no ptxas) and writes the same bytes."""
+    from tileiras.codegen import nv_host
+    from tileiras.codegen.cubin import read_cubin
+
+    name = "mm_f16_128x128x64"
+    ptx_path, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
+    cache = tmp_path / "cache"
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"k{i}.cubin"
+        done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--gpu-name", "sm_90",
+                               "--cache-dir", str(cache), "--time-passes", str(BYTECODE / f"{name}.tileirbc"),
+                               "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        assert ("ptxas (" in done.stderr) == (i == 0), done.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert read_cubin(outs[0]).sections[".nv.host"] == nv_host.for_ptx(ptx_path.read_text(),
+                                                                        {name: meta.kernels[0].tma}, 90)

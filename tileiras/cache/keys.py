@@ -168,12 +168,16 @@ def module_key(source_digest: str, gpu: str, opts: Any) -> str:
     )
 
 
-def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = (), nv_host: bytes | None = None) -> str:
-    """Key of the cubin ptxas makes from `ptx` for `gpu` (with `nv_host`: the `.nv.host` object it
-    embeds, named only when there is one, so the keys of cubins without one do not change)."""
-    from .versions import ptxas_identity
+def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = (), tensor_maps: Any = None) -> str:
+    """Key of the cubin ptxas makes from `ptx` for `gpu`. With `tensor_maps` (kernel -> its hidden
+    TmaParams), the cubin embeds the `.nv.host` object made from them by our code and LLVM, which
+    the key names instead of the object, so a hit never builds it; named only when there is one,
+    so the keys of cubins without one do not change."""
+    from .versions import compiler_fingerprint, llvm_identity, ptxas_identity
 
-    parts = {} if nv_host is None else {"nv_host": nv_host}
+    parts = {} if tensor_maps is None else {"nv_host": {
+        "maps": {name: [t.to_json() for t in specs] for name, specs in tensor_maps.items()},
+        "compiler": compiler_fingerprint(_memo_dir(opts)), "llvm": llvm_identity(_memo_dir(opts))}}
     return make_key(
         **parts,
         stage="cubin",

@@ -44,7 +44,6 @@ class Artifacts:
         self.llvm: dict[str, str] = {}
         self.ptx: dict[str, str] = {}
         self.cubin: dict[str, bytes] = {}
-        self.nv_host: dict[str, bytes] = {}     # gpu -> .nv.host object (codegen/nv_host.for_ptx) ptxas embeds
         self.metadata: dict[str, object] = Metadata()   # gpu -> ModuleMetadata
         self.inputs_read = inputs_read
         self.cache: object = None               # the Cache this compile used; None with --no-cache
@@ -147,11 +146,12 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
 
     cubins: dict[str, bytes] = {}
     keys: dict[str, object] = {}  # gpu -> cache.keys.Key
+    maps = {gpu: _tensor_maps(arts, gpu) for gpu in gpus}
     if cache is not None:
         from ..cache.keys import Key, cubin_key
 
         for gpu in gpus:
-            keys[gpu] = Key(cubin_key, arts.ptx[gpu], gpu, opts, (), arts.nv_host.get(gpu))
+            keys[gpu] = Key(cubin_key, arts.ptx[gpu], gpu, opts, (), maps[gpu])
             hit = cache.get_blob(keys[gpu])  # type: ignore[attr-defined]
             if hit is not None:
                 cubins[gpu] = hit
@@ -174,7 +174,7 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                         _finish(*running.popleft(), cubins, opts, cache, keys, arts)
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
                                                       debug=opts.device_debug, extra=verbose,
-                                                      nv_host=arts.nv_host.get(gpu))))
+                                                      nv_host=_nv_host(arts.ptx[gpu], gpu, maps[gpu]))))
                 if cache is not None:
                     cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:
@@ -187,6 +187,28 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                 cache.put_blob(keys[gpu], cubins[gpu])  # type: ignore[attr-defined]
     for gpu in gpus:  # target order, as the fatbin and the object list them
         arts.cubin[gpu] = cubins[gpu]
+
+
+def _tensor_maps(arts: Artifacts, gpu: str) -> Optional[dict[str, list]]:
+    """kernel -> its hidden tensor maps (runtime.tma_params.TmaParam), when the target's PTX has
+    any; None otherwise (most PTX: its metadata then stays unparsed, as a cache hit wants)."""
+    if ".hidden" not in arts.ptx[gpu]:
+        return None
+    if gpu not in arts.metadata:
+        raise TileirasError("error: the PTX has hidden tensor-map parameters: assembling it needs its launch "
+                            "metadata (the .json that --emit-metadata wrote beside it)", ExitCode.COMPILE_FAILED)
+    maps = {k.name: list(k.tma) for k in arts.metadata[gpu].kernels if k.tma}  # type: ignore[attr-defined]
+    return maps or None
+
+
+def _nv_host(ptx: str, gpu: str, maps: Optional[dict[str, list]]) -> Optional[bytes]:
+    """The `.nv.host` object ptxas embeds, through which the driver fills the tensor maps at launch."""
+    if maps is None:
+        return None
+    from ..codegen.metadata import sm_number
+    from ..codegen.nv_host import for_ptx
+
+    return for_ptx(ptx, maps, sm_number(gpu))
 
 
 def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cache: object, keys: dict[str, str],
