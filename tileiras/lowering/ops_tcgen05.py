@@ -601,14 +601,16 @@ def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tu
 
 
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
-              is_float: bool, packed: str = "") -> list[str]:
+              is_float: bool, packed: str = "", blocks: Optional[tuple[int, int]] = None) -> list[str]:
     """tcgen05.st (values given) or tcgen05.ld (None) of this warp's fragments: per 16-row block, one
     16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld).
     `packed` (the LLVM type of 16-bit values, st only): the neighbours of a row share a 32-bit
-    column, stored with the 16x128b shape (`_a_in_tmem`)."""
+    column, stored with the 16x128b shape (`_a_in_tmem`). `blocks` (ld only): (first, count) of
+    the warp's 8-column blocks, read alone (a column chunk, `read_columns`)."""
     _, m, n = layout.shape
     _, rm, rn = layout.repeats
     _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    first, rn = blocks if blocks is not None else (0, rn)
     count = rn * 4
     per_col = 2 if packed else 1          # elements per 32-bit column
     out: list[str] = []
@@ -617,7 +619,10 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             if w_m != "0" else str(mi * 16)
         lane, col = _lane_and_column(k, m, n // per_col, row)
         if w_n != "0":
-            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
+            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {layout.repeats[2] * 8 // per_col}', 'tc')}",
+                          "tc")
+        if first:
+            col = k.b.pre(f"add i32 {col}, {first * 8}", "tc")
         offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
         addr = k.b.op(f"add i32 {base}, {offset}", "ta")
         if values is not None:
@@ -641,6 +646,18 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
             out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
     return out
+
+
+def read_columns(k: KernelLowering, op: Operation, first: int, count: int) -> list[str]:
+    """This thread's registers of 8-column blocks first .. first + count - 1 (of its warp's) of
+    `op`'s accumulator, read from tensor memory and waited for: one column chunk of the epilogue
+    (tmem_epilogue.py), in `ColumnChunk` slot order."""
+    layout = k.assignment.tcgen05_layouts[op]  # type: ignore[union-attr]
+    kind = kind_of(op)
+    assert kind is not None
+    regs = _transfer(k, layout, region(k, op), None, kind.d == 1, blocks=(first, count))
+    k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+    return regs
 
 
 def _pack(k: KernelLowering, lty: str, lo: str, hi: str) -> str:

@@ -9,8 +9,9 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   `tcgen05.commit`s them to the stage's `empty` mbarrier (the stage is free once the MMAs that read
   it are done); after the last iteration it commits to the accumulator-ready mbarrier (tmem.py's);
 - the epilogue warps (the C threads the layouts were assigned for) skip the loop: they wait for the
-  accumulator-ready phase and read tensor memory (`tcgen05.ld`, ops_tcgen05.after_loop), then run
-  the rest of the kernel.
+  accumulator-ready phase and read tensor memory (`tcgen05.ld`: in column chunks, each converted and
+  stored before the next, where the rest of the kernel is that store, tmem_epilogue.py; else whole,
+  ops_tcgen05.after_loop), then run the rest of the kernel.
 
 Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
 tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
@@ -29,12 +30,13 @@ if TYPE_CHECKING:
     from .pipelined_loop import ActivePipeline
 
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
-# epilogue; 0: none). One epilogue warpgroup: one MMA warp, 288 threads, whose launch budget (168
-# registers) is enough for everyone. Two (M or N 256) are not specialized: 416 or more threads
-# launch with 128 registers a thread, and ptxas allocates within the launch budget whatever
-# setmaxnreg.inc later grants, so the epilogue's 128-register tcgen05.ld (16x256b.x32) does not
-# compile (measured: "Insufficient registers (128) ... register target of 146").
-ROLES = {1: (32, 0, 0, 0)}
+# epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
+# budget (168 registers) is enough for everyone. Two (M or N 256): 416 threads launch with 128
+# registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
+# grants (measured), so no role moves registers: the epilogue reads the accumulator (128
+# registers a thread) in column chunks, converting and storing each before the next
+# (tmem_epilogue.py), and needs 64.
+ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
 
 
@@ -89,6 +91,12 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
         return (), "no tcgen05 mma in the loop"
     if len(body.arguments) - 1 != len(mmas):
         return (), "the loop carries values besides its accumulators"
+    if k.threads // 128 > 1:     # read whole, the accumulator exceeds the larger CTA's registers
+        from .tmem_epilogue import chunkable
+
+        found, why = chunkable(loop)
+        if found is None or len(mmas) != 1:
+            return (), f"2 epilogue warpgroups read the accumulator in column chunks, but {why or 'two mmas'}"
     return tuple(mmas), ""
 
 
@@ -148,6 +156,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     from .kernel import storage_bytes
     from .ops_tcgen05 import after_loop, describe
     from .tmem import tensor_memory, wait_mbarrier
+    from .tmem_epilogue import lower as chunked
 
     # the body's ops are lowered only in the other roles (which make no remarks): say what they run
     for load in p.loads:
@@ -161,5 +170,6 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
     wait_mbarrier(k, tensor_memory(k, 0))
-    after_loop(k, loop)
+    if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
+        after_loop(k, loop)
 
