@@ -261,14 +261,18 @@ def _tmem_a_columns(op: Operation, m: int) -> int:
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
-    """`value` reaches `ops` (and only them) as an operand, through unit reshapes and 2-D transposes,
-    and the MMAs read the buffer it is copied into (swizzled); restaged (tf32) operands keep the
-    plain layout."""
+    """`value` reaches `ops` (and only them) as an operand, through unit reshapes, 2-D transposes and
+    roundings to tf32, and the MMAs read the buffer it is copied into (swizzled). A tf32 operand's
+    buffer is swizzled too where its rows fit a swizzle: the warp-specialized loop rounds it in
+    place and the MMA reads it as stored (warp_specialize_tcgen05.py); elsewhere the mma restages
+    it K-major from there (`_restaged`)."""
+    row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
     while value.uses:  # type: ignore[attr-defined]
         users = value.uses  # type: ignore[attr-defined]
         if _mma_operand_only(value):
-            return all(u in ops and kind_of(u).name not in _RESTAGED for u in users)  # type: ignore[union-attr]
-        if len(users) != 1 or not (_unit_reshape(users[0]) or _transpose_2d(users[0])):
+            return all(u in ops and (kind_of(u).name not in _RESTAGED or _swizzles(row))  # type: ignore[union-attr]
+                       for u in users)
+        if len(users) != 1 or not (_unit_reshape(users[0]) or _transpose_2d(users[0]) or _to_tf32(users[0])):
             return False
         value = users[0].results[0]
     return False
@@ -329,6 +333,9 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
 
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
         return
+    split = getattr(k, "warp_split", None)
+    if split is not None and split.loop is loop and split.mmas:
+        return      # the warp-specialized loop rounds tf32 operands in their stages (no restaging)
     for op in k.assignment.tcgen05_layouts:
         if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
             k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]

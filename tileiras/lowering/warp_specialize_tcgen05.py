@@ -41,13 +41,24 @@ _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue
 
 
 def _source(value: object) -> Optional[Operation]:
-    """The load whose tile `value` is (through unit reshapes), else None."""
-    from .ops_tcgen05 import _unit_reshape
+    """The load whose tile `value` is (through unit reshapes and roundings to tf32), else None."""
+    from .ops_tcgen05 import _to_tf32, _unit_reshape
 
     owner = getattr(value, "owner", None)
-    while isinstance(owner, Operation) and owner.name == "cuda_tile.reshape" and _unit_reshape(owner):
+    while isinstance(owner, Operation) and (owner.name == "cuda_tile.reshape" and _unit_reshape(owner)
+                                            or _to_tf32(owner)):
         owner = getattr(owner.operands[0], "owner", None)
     return owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None
+
+
+def rounded(k: KernelLowering) -> dict:
+    """The loads of the specialized loop read as tf32 -> the rounding mode of their ftof: the
+    epilogue warps round them in their stages (`_round_stages`) before the MMA warp reads them."""
+    out = {}
+    for op in k.warp_split.loop.regions[0].block.operations:
+        if op.name == "cuda_tile.ftof":
+            out[_source(op.results[0])] = str(op.attributes.get("rounding_mode", "nearest_even"))
+    return out
 
 
 def _zero(value: object) -> bool:
@@ -61,7 +72,7 @@ def _zero(value: object) -> bool:
 
 def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
     """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
-    from .ops_tcgen05 import _RESTAGED, kind_of, resident_loop
+    from .ops_tcgen05 import _to_tf32, resident_loop
 
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     body = loop.regions[0].block
@@ -73,8 +84,6 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             found = resident_loop(op)
             if found is None or found[0] is not loop:
                 return (), "an mma's accumulator does not stay in tensor memory through the loop"
-            if kind_of(op).name in _RESTAGED:  # type: ignore[union-attr]
-                return (), "tf32 operands are restaged by every thread"
             if not _zero(loop.operand_group("initValues")[found[1]]):
                 return (), "an accumulator starts from a nonzero value"
             sources = [_source(op.operand(n)) for n in ("lhs", "rhs")]
@@ -83,8 +92,10 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             if not all(k.assignment.is_swizzled(src.results[0]) for src in sources):  # type: ignore[union-attr]
                 return (), "an mma operand's buffer is not in the layout the MMA reads"
             mmas.append(op)
-        elif op.name == "cuda_tile.ftof" and str(getattr(op.results[0].type, "element", "")) == "tf32":
-            return (), "tf32 operands are rounded and restaged K-major by every thread"
+        elif _to_tf32(op):
+            if _source(op.results[0]) not in loads or len(op.results[0].uses) != 1 \
+                    or op.results[0].uses[0] not in layouts:
+                return (), "a tf32 rounding that is not of a staged load feeding an mma"
         elif op.name not in _BODY_OPS or op.name == "cuda_tile.load_view_tko" and op not in loads:
             return (), f"the loop body also runs '{op.name}'"
     if not mmas:
@@ -106,7 +117,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, kind_of, region
     from .pipelined_loop import _stage_offset, _staged
     from .async_copy import fence_async_proxy
-    from .tmem import ROLE_EXIT, tensor_memory
+    from .tmem import ROLE_EXIT, stage_barriers, tensor_memory
     from .warp_specialize import rolled
 
     assert p.full is not None and p.empty is not None
@@ -117,6 +128,9 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     k.b.start_block(issuer)
     operands = {op: tuple(_source(op.operand(n)) for n in ("lhs", "rhs")) for op in mmas}
     addresses = {op: region(k, op) for op in mmas}
+    ready_stages = None
+    if rounded(k):    # one arrival per epilogue thread (tensor memory is allocated by now)
+        ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads)
     ready = tensor_memory(k, 0).mbarrier
     head, body, done = k.b.label("mma_head"), k.b.label("mma_body"), k.b.label("mma_done")
     entry = k.b.current_block
@@ -127,7 +141,11 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "mw"), body, done)
     k.b.start_block(body)
     stage = k.b.op(f"urem i32 {j}, {p.stages}", "mw")
-    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+    if ready_stages is not None:    # the epilogue warps rounded the stage's tf32 operands (after full)
+        mbarrier.wait(k, mbarrier.address(k, ready_stages, stage), mbarrier.phase_parity(k, j, p.stages),
+                      "stage rounded")
+    else:
+        mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
     fence_async_proxy(k)    # the producer's copies, seen by the tensor cores' reads
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
@@ -169,7 +187,62 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         instruction, mnk = describe(op, k.layout_of(op.results[0]))
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
+    if rounded(k):
+        _round_stages(k, p, loop)
     wait_mbarrier(k, tensor_memory(k, 0))
     if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
         after_loop(k, loop)
 
+
+
+def _round_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
+    """The epilogue warps' K loop where operands are read as tf32: per iteration, wait for the
+    stage to be full, round its tf32 operands in place (every f32 of their buffers, 16 bytes a
+    thread at a time: rounding is element-wise, whatever the swizzle), make the writes visible to
+    the tensor cores (the async proxy) and arrive on the stage's `ready` mbarrier, which the MMA
+    warp waits for instead of `full`. The MMA thread's commit to `empty` comes after its MMAs read
+    the stage, so the producer refills it only after the rounding too."""
+    from .async_copy import fence_async_proxy
+    from .kmajor_copy import _tf32_words
+    from .pipelined_loop import _stage_offset, _staged
+    from .smem import pointer
+    from .warp_specialize import rolled
+
+    modes = rounded(k)
+    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore
+    head, body, done = k.b.label("round_head"), k.b.label("round_body"), k.b.label("round_done")
+    entry = k.b.current_block
+    k.b.br(head)
+    k.b.start_block(head)
+    iv, j = k.b.fresh("riv"), k.b.fresh("rj")
+    pos = len(k.b.lines)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "rw"), body, done)
+    k.b.start_block(body)
+    stage = k.b.op(f"urem i32 {j}, {p.stages}", "rw")
+    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+    for load, mode in modes.items():
+        matrix = _staged(p, load, _stage_offset(k, p, load, stage))
+        words = matrix.nbytes // 16
+        for first in range(0, words, k.threads):     # whole rounds where the threads divide the words
+            item = k.b.op(f"add i32 {k.tid}, {first}", "rw") if first else k.tid
+            off = k.b.op(f"add i32 {k.b.op(f'shl i32 {item}, 4', 'rw')}, {matrix.offset}", "rw")
+            if matrix.stage:
+                off = k.b.op(f"add i32 {off}, {matrix.stage}", "rw")
+            at = pointer(k, off)
+
+            def move(at: str = at) -> None:
+                word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
+                k.b.emit(f"store <4 x i32> {_tf32_words(k, word, 4, mode)}, ptr addrspace(3) {at}, align 16")
+
+            if first + k.threads > words:
+                k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
+            else:
+                move()
+    fence_async_proxy(k)     # the rounded words, seen by the MMAs' reads
+    mbarrier.arrive(k, mbarrier.address(k, k.tmem.ready, stage))
+    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "rw"), k.b.op(f"add i32 {j}, 1", "rw")
+    latch = k.b.current_block
+    k.b.emit(f"br label %{head}{rolled(k)}")
+    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.start_block(done)
