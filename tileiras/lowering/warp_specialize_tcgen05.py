@@ -53,12 +53,36 @@ def _source(value: object) -> Optional[Operation]:
 
 def rounded(k: KernelLowering) -> dict:
     """The loads of the specialized loop read as tf32 -> the rounding mode of their ftof: the
-    epilogue warps round them in their stages (`_round_stages`) before the MMA warp reads them."""
+    epilogue warps round them in their stages (`_prepare_stages`) before the MMA warp reads them."""
     out = {}
     for op in k.warp_split.loop.regions[0].block.operations:
         if op.name == "cuda_tile.ftof":
             out[_source(op.results[0])] = str(op.attributes.get("rounding_mode", "nearest_even"))
     return out
+
+
+def _scaled(k: KernelLowering) -> Optional[Operation]:
+    """The specialized loop's block-scaled mma (its only one; `loop_mmas`), whose scales the
+    epilogue warps restage per stage for the MMA warp's tcgen05.cp."""
+    return next((op for op in k.warp_split.mmas if op.name == "cuda_tile.mmaf_scaled"), None)
+
+
+def _prepared(k: KernelLowering) -> bool:
+    """The epilogue warps prepare each stage before the MMA warp reads it (tf32 rounding, scales)."""
+    return bool(rounded(k)) or _scaled(k) is not None
+
+
+def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tuple[int, int, int]:
+    """(shared offset of stage 0's restaged scales, bytes a stage, tensor-memory columns a stage) of
+    the block-scaled mma `op`: per stage, so that neither the restaging nor the tcgen05.cp of the
+    next iterations overwrites scales that MMAs still in flight read."""
+    from .ops_blockscale import tcgen05_columns, tcgen05_sf_bytes
+
+    _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+    nbytes = tcgen05_sf_bytes(m, n)
+    if (op, "stages") not in k.tmem_buffers:
+        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, 128)
+    return k.tmem_buffers[(op, "stages")], nbytes, tcgen05_columns(m, n)
 
 
 def _zero(value: object) -> bool:
@@ -79,8 +103,9 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
     mmas = []
     for op in body.operations:
         if op in layouts:
-            if op.name == "cuda_tile.mmaf_scaled":
-                return (), "block-scaled mmas restage their scales with every thread"
+            if op.name == "cuda_tile.mmaf_scaled" and any(
+                    _source(op.operand(n)) not in loads for n in ("lhs_scale", "rhs_scale")):
+                return (), "a block-scaled mma's scales are not staged loads of the loop"
             found = resident_loop(op)
             if found is None or found[0] is not loop:
                 return (), "an mma's accumulator does not stay in tensor memory through the loop"
@@ -100,6 +125,8 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             return (), f"the loop body also runs '{op.name}'"
     if not mmas:
         return (), "no tcgen05 mma in the loop"
+    if len(mmas) > 1 and any(op.name == "cuda_tile.mmaf_scaled" for op in mmas):
+        return (), "a block-scaled mma beside other mmas (its scales' tensor memory is per stage)"
     if len(body.arguments) - 1 != len(mmas):
         return (), "the loop carries values besides its accumulators"
     if k.threads // 128 > 1:     # read whole, the accumulator exceeds the larger CTA's registers
@@ -127,9 +154,16 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
     operands = {op: tuple(_source(op.operand(n)) for n in ("lhs", "rhs")) for op in mmas}
+    scaled = _scaled(k)
+    if scaled is not None:   # its scales' columns for every stage (after the accumulator's)
+        from .ops_tcgen05 import columns_of
+
+        _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
+        assert getattr(k, "tmem", None) is None
+        tensor_memory(k, columns_of(m, n) + p.stages * _scale_stages(k, p, scaled)[2])
     addresses = {op: region(k, op) for op in mmas}
     ready_stages = None
-    if rounded(k):    # one arrival per epilogue thread (tensor memory is allocated by now)
+    if _prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now)
         ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads)
     ready = tensor_memory(k, 0).mbarrier
     head, body, done = k.b.label("mma_head"), k.b.label("mma_body"), k.b.label("mma_done")
@@ -141,11 +175,13 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "mw"), body, done)
     k.b.start_block(body)
     stage = k.b.op(f"urem i32 {j}, {p.stages}", "mw")
-    if ready_stages is not None:    # the epilogue warps rounded the stage's tf32 operands (after full)
+    # the copies' own phase (complete by the time the stage is prepared: the wait costs one try,
+    # and makes the copied bytes the MMAs read directly visible to this thread), then the epilogue
+    # warps' preparation of the stage
+    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+    if ready_stages is not None:
         mbarrier.wait(k, mbarrier.address(k, ready_stages, stage), mbarrier.phase_parity(k, j, p.stages),
-                      "stage rounded")
-    else:
-        mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+                      "stage prepared")
     fence_async_proxy(k)    # the producer's copies, seen by the tensor cores' reads
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
@@ -155,7 +191,17 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, stage)), False)
         _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
         idesc = instruction(kind_of(op), min(m, 128), n, False, True)  # type: ignore[arg-type]
-        issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc)
+        scales = None
+        if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
+            from .ops_blockscale import Tcgen05Scales
+            from .ops_tcgen05 import columns_of
+
+            base, nbytes, cols = _scale_stages(k, p, op)
+            buffer = k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'mw')}, {base}", "mw")
+            at = k.b.op(f"add i32 {addresses[op]}, {k.b.op(f'mul i32 {stage}, {cols}', 'mw')}", "mw")
+            scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {at}, {columns_of(m, n)}", "mw"), m, n, buffer)
+            scales.copy()
+        issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc, scales)
     commit(k, mbarrier.address(k, p.empty, stage))    # the stage is free once these MMAs are done
     iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "mw"), k.b.op(f"add i32 {j}, 1", "mw")
     latch = k.b.current_block
@@ -187,21 +233,24 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         instruction, mnk = describe(op, k.layout_of(op.results[0]))
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
-    if rounded(k):
-        _round_stages(k, p, loop)
+    if _prepared(k):
+        _prepare_stages(k, p, loop)
     wait_mbarrier(k, tensor_memory(k, 0))
     if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
         after_loop(k, loop)
 
 
 
-def _round_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
-    """The epilogue warps' K loop where operands are read as tf32: per iteration, wait for the
-    stage to be full, round its tf32 operands in place (every f32 of their buffers, 16 bytes a
-    thread at a time: rounding is element-wise, whatever the swizzle), make the writes visible to
-    the tensor cores (the async proxy) and arrive on the stage's `ready` mbarrier, which the MMA
-    warp waits for instead of `full`. The MMA thread's commit to `empty` comes after its MMAs read
-    the stage, so the producer refills it only after the rounding too."""
+def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
+    """The epilogue warps' K loop where a stage needs work before the MMAs read it: per iteration,
+    wait for the stage to be full, round its tf32 operands in place (every f32 of their buffers,
+    16 bytes a thread at a time: rounding is element-wise, whatever the swizzle) and restage a
+    block-scaled mma's scales into the stage's tcgen05.cp source (ops_blockscale), make the writes
+    visible to the tensor cores (the async proxy) and arrive on the stage's `ready` mbarrier, which
+    the MMA warp waits for instead of `full`. The MMA thread's commit to `empty` comes after its
+    MMAs (and tcgen05.cp) read the stage, so the producer refills it only after all this too."""
+    from .ops_blockscale import restage_tcgen05, tcgen05_sources
+    from .values import SharedTileVal
     from .async_copy import fence_async_proxy
     from .kmajor_copy import _tf32_words
     from .pipelined_loop import _stage_offset, _staged
@@ -238,7 +287,17 @@ def _round_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> No
                 k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
             else:
                 move()
-    fence_async_proxy(k)     # the rounded words, seen by the MMAs' reads
+    scaled = _scaled(k)
+    if scaled is not None:
+        base, nbytes, _ = _scale_stages(k, p, scaled)
+        tiles = [SharedTileVal(_source(scaled.operand(n)).results[0].type,  # type: ignore[union-attr]
+                               _staged(p, _source(scaled.operand(n)), _stage_offset(k, p, _source(scaled.operand(n)),
+                                                                                     stage)))
+                 for n in ("lhs_scale", "rhs_scale")]
+        _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
+        restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'rw')}, {base}",
+                                                  "rw"), m, n)
+    fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
     mbarrier.arrive(k, mbarrier.address(k, k.tmem.ready, stage))
     iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "rw"), k.b.op(f"add i32 {j}, 1", "rw")
     latch = k.b.current_block
