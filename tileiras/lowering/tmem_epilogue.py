@@ -130,6 +130,9 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     saved = {v: v.layout for v in values}
     blocks, total = chunk_blocks(layout), layout.repeats[2]
     lty = llvm_type(result.type.element)  # type: ignore[attr-defined]
+    k.schedule_notes.append(f"//   epilogue: the accumulator read from tensor memory in {total // blocks} column "
+                            f"chunks (16x256b.x{blocks}), each {'converted and ' if chain else ''}stored before "
+                            f"the next")
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     try:
         for first in range(0, total, blocks):

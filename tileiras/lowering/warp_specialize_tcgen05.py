@@ -165,6 +165,10 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     ready_stages = None
     if _prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now)
         ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads)
+        work = " and ".join(w for w, on in (("round the tf32 operands", rounded(k)),
+                                             ("restage the block scales", scaled is not None)) if on)
+        k.schedule_notes.append(f"//   stages prepared: the epilogue warps wait full, {work} of each stage, "
+                                f"then arrive on its ready mbarrier; the MMA thread waits full and ready")
     ready = tensor_memory(k, 0).mbarrier
     head, body, done = k.b.label("mma_head"), k.b.label("mma_body"), k.b.label("mma_done")
     entry = k.b.current_block
