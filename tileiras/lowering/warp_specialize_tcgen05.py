@@ -256,7 +256,6 @@ def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> 
     from .ops_blockscale import restage_tcgen05, tcgen05_sources
     from .values import SharedTileVal
     from .async_copy import fence_async_proxy
-    from .kmajor_copy import _tf32_words
     from .pipelined_loop import _stage_offset, _staged
     from .smem import pointer
     from .warp_specialize import rolled
@@ -285,7 +284,7 @@ def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> 
 
             def move(at: str = at) -> None:
                 word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
-                k.b.emit(f"store <4 x i32> {_tf32_words(k, word, 4, mode)}, ptr addrspace(3) {at}, align 16")
+                k.b.emit(f"store <4 x i32> {_rounded_words(k, word, mode)}, ptr addrspace(3) {at}, align 16")
 
             if first + k.threads > words:
                 k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
@@ -309,3 +308,23 @@ def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> 
     k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
                           f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
     k.b.start_block(done)
+
+
+# ftof rounding modes -> the cvt that rounds an f32 to tf32 so (sm_90+: one F2FP.TF32 each)
+_CVT_TF32 = {"nearest_even": "rn", "zero": "rz", "nearest_away": "rna"}
+
+
+def _rounded_words(k: KernelLowering, words: str, mode: str) -> str:
+    """A <4 x i32> of f32 bits, each rounded to tf32 as `mode` says: by cvt where one has the mode,
+    else in integer arithmetic (kmajor_copy's)."""
+    from .kmajor_copy import _tf32_words
+
+    cvt = _CVT_TF32.get(mode)
+    if cvt is None:
+        return _tf32_words(k, words, 4, mode)
+    out = "undef"
+    for i in range(4):
+        word = k.b.op(f"extractelement <4 x i32> {words}, i32 {i}", "tf")
+        rounded = k.b.op(f'call i32 asm "cvt.{cvt}.tf32.f32 $0, $1;", "=r,r"(i32 {word})', "tf")
+        out = k.b.op(f"insertelement <4 x i32> {out}, i32 {rounded}, i32 {i}", "tf")
+    return out
