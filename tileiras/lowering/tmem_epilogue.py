@@ -25,8 +25,10 @@ from .llvm_text import llvm_type
 from .values import TileRegs, TokenVal
 
 CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
-# element-wise conversions an epilogue may apply to the accumulator before storing it
-_CHAIN = frozenset({"cuda_tile.ftof", "cuda_tile.itof", "cuda_tile.ftoi", "cuda_tile.exti", "cuda_tile.trunci"})
+# element-wise conversions an epilogue may apply to the accumulator before storing it, and reshapes
+# (a batched matmul's (1, M, N) store), which keep the row-major order a ColumnChunk's elements follow
+_CHAIN = frozenset({"cuda_tile.ftof", "cuda_tile.itof", "cuda_tile.ftoi", "cuda_tile.exti", "cuda_tile.trunci",
+                    "cuda_tile.reshape"})
 
 
 @record
