@@ -189,7 +189,9 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # descriptor's A / B scale-factor IDs (bits 29-30 / 4-5) name the byte; bit 23 says ue8m0. tcgen05.cp
 # .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
 # 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
-# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step.
+# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step (in a
+# warp-specialized loop the epilogue warps do, into a buffer and scale columns per stage,
+# warp_specialize_tcgen05.py).
 
 _SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
 _SF_COLS = 4                   # tensor-memory columns it writes

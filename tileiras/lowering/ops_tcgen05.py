@@ -5,7 +5,9 @@ int8) whose B is a load used once, possibly reshaped (unit dimensions), transpos
 rounded to tf32, and whose A is such a load too or (except tf32) a register tile: cp.async
 copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M) M-major, B
 (K, N) N-major or (N, K) K-major: the instruction descriptor's transpose bits; tf32 operands
-are copied K-major and rounded, kmajor_copy.py); M 64, 128 or 256 (two M=128 instructions side
+are copied swizzled too, then rounded in place by the epilogue warps of a warp-specialized loop
+(warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); M 64,
+128 or 256 (two M=128 instructions side
 by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
 TMEM lane quarter is read by its own warps, and 512 columns of tensor memory for all of them.
 The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no

@@ -15,7 +15,12 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
 
 Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
 tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
-zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it.
+zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it,
+except where a stage needs work before the MMAs read it (`_prepare_stages`): tf32 operands are
+rounded in place (as their ftof says: the tensor cores would truncate) and a block-scaled mma's
+scale tiles restaged into the tcgen05.cp source order; the epilogue warps do that each iteration
+between the stage's `full` and a per-stage `ready` mbarrier the MMA thread also waits for (the
+role NVIDIA's block-scaled kernels give a scale warp).
 """
 
 from __future__ import annotations
