@@ -126,7 +126,9 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             if _source(op.results[0]) not in loads or len(op.results[0].uses) != 1 \
                     or op.results[0].uses[0] not in layouts:
                 return (), "a tf32 rounding that is not of a staged load feeding an mma"
-        elif op.name not in _BODY_OPS or op.name == "cuda_tile.load_view_tko" and op not in loads:
+        elif op.name == "cuda_tile.load_view_tko" and op not in loads:
+            return (), "a load of the loop is not staged by the pipeline (the producer copies only staged loads)"
+        elif op.name not in _BODY_OPS:
             return (), f"the loop body also runs '{op.name}'"
     if not mmas:
         return (), "no tcgen05 mma in the loop"
