@@ -119,8 +119,9 @@ def _sass(name: str, tmp_path: Path) -> tuple[str, str, list]:
     return ptx, report, [[i.base for i in body] for body in cycles(func)]
 
 
+# (the default suite checks the 416-thread f16 roles in test_mbarrier_pipeline.py)
 @pytest.mark.parametrize("name,threads,budget", [
-    ("mm_f16_128x256x64", 416, 128),
+    pytest.param("mm_f16_128x256x64", 416, 128, marks=pytest.mark.sweep),
     pytest.param("mm_tf32_128x128x64", 288, 224, marks=pytest.mark.sweep),
     pytest.param("mxfp8_128x128x128", 416, 128, marks=pytest.mark.sweep)])
 def test_specialized_roles_fit_the_launch_budget(name: str, threads: int, budget: int, tmp_path: Path) -> None:
