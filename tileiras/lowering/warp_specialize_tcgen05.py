@@ -132,8 +132,8 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             return (), f"the loop body also runs '{op.name}'"
     if not mmas:
         return (), "no tcgen05 mma in the loop"
-    if len(mmas) > 1 and any(op.name == "cuda_tile.mmaf_scaled" for op in mmas):
-        return (), "a block-scaled mma beside other mmas (its scales' tensor memory is per stage)"
+    if len(layouts) > 1 and any(op.name == "cuda_tile.mmaf_scaled" for op in mmas):
+        return (), "a block-scaled mma beside other tcgen05 mmas (its scales' tensor memory is per stage)"
     if len(body.arguments) - 1 != len(mmas):
         return (), "the loop carries values besides its accumulators"
     if k.threads // 128 > 1:     # read whole, the accumulator exceeds the larger CTA's registers
