@@ -1,13 +1,15 @@
 """The K loops of warp-specialized (and unspecialized) kernels, per role, in the SASS.
 
-    python benchmarks/sass_roles.py mm_f16_128x128x64 mm_bf16_128x256x64 [--gpu-name sm_100]
+    python benchmarks/sass_roles.py mm_f16_128x128x64 mm_bf16_128x256x64 [path.tileirbc] [--gpu-name sm_100]
 
 A loop is a strongly connected part of a function's control-flow graph, so that a K loop counts
 with the try_wait retries ptxas moves out of line (sass_stats.loops reads address ranges, which
 such a retry's backward branch stretches over half the function). Its role is what it issues:
 copies (LDGSTS / UTMALDG: producer), tensor-core MMAs (UTC*MMA, HGMMA, HMMA...: mma) or both
-(one loop doing everything, the unspecialized form). Per kernel, ours then NVIDIA's: threads,
-registers, spills, shared memory (KiB) and the instructions of each role's largest loop.
+(one loop doing everything, the unspecialized form), or, with neither, shared stores after an
+mbarrier wait (prepare: sm_100 epilogue warps preparing stages for the MMA warp). Per kernel,
+ours then NVIDIA's: threads, registers, spills, shared memory (KiB) and the instructions of each
+role's largest loop.
 """
 
 from __future__ import annotations
@@ -54,9 +56,13 @@ def cycles(func: "sass_stats.SassFunction") -> list[list]:
 
 
 def role(body: list) -> str:
+    """What a loop's warps do: copy, issue MMAs, both, or prepare stages (shared stores beside an
+    mbarrier wait, no copy nor MMA: sm_100 epilogue warps rounding tf32 operands or restaging
+    block scales for the MMA warp)."""
     copies = any(i.base in COPIES for i in body)
     mmas = any(i.base in sass_stats.TENSOR_CORE for i in body)
-    return "all" if copies and mmas else "producer" if copies else "mma" if mmas else ""
+    prepares = any(i.base == "STS" for i in body) and any(i.base == "SYNCS" for i in body)
+    return "all" if copies and mmas else "producer" if copies else "mma" if mmas else "prepare" if prepares else ""
 
 
 def role_loops(func: "sass_stats.SassFunction") -> dict[str, int]:
@@ -78,7 +84,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.names:
-            bytecode = HERE.parent / "tests" / "realistic" / "bytecode" / f"{name}.tileirbc"
+            bytecode = Path(name) if name.endswith(".tileirbc") else \
+                HERE.parent / "tests" / "realistic" / "bytecode" / f"{name}.tileirbc"
+            name = bytecode.stem
             row = [f"{name:22}"]
             for who, compile_ in (("ours", compilers.compile_ours), ("nvidia", compilers.compile_nvidia)):
                 done = compile_(bytecode, args.gpu_name, Path(tmp) / f"{name}.{who}.cubin")

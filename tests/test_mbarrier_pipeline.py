@@ -161,7 +161,7 @@ def test_sm90_attention_sass_has_the_producer_consumer_handshake(config, threads
     assert "USETMAXREG.DEALLOC" in sass
 
 
-@pytest.mark.parametrize("tm,tn,threads", [(128, 128, 288), (64, 64, 288)])
+@pytest.mark.parametrize("tm,tn,threads", [(128, 128, 288), (64, 64, 288), (128, 256, 416)])
 def test_sm100_sass_has_producer_mma_and_epilogue_roles(tm: int, tn: int, threads: int, tmp_path: Path) -> None:
     """The epilogue warps run no K loop; the producer's loop copies (cp.async, completion arriving on
     `full`) and never issues an MMA; the MMA thread's loop issues UTCHMMA and commits (UTCBAR),
@@ -186,8 +186,8 @@ def test_sm100_sass_has_producer_mma_and_epilogue_roles(tm: int, tn: int, thread
 
 @pytest.mark.parametrize("name,says", [
     ("mm_f16_128x128x64", "warp-specialized (tcgen05): warps 4-7 produce (cp.async into 4 stages"),
-    ("mm_bf16_128x256x64", "not warp-specialized: 2 epilogue warpgroups"),
-    ("mm_tf32_64x64x32", "not warp-specialized: tf32 operands are rounded and restaged K-major by every thread"),
+    ("mm_bf16_128x256x64", "warp-specialized (tcgen05): warps 8-11 produce (cp.async into 3 stages"),
+    ("mm_tf32_64x64x32", "warp-specialized (tcgen05): warps 4-7 produce (cp.async into"),
 ])
 def test_sm100_warp_roles_are_remarked_and_dumped(name: str, says: str, tmp_path: Path) -> None:
     """The decision (specialized or not, roles, warps per role) is a remark and a line of the

@@ -62,6 +62,7 @@ class KernelLowering:
         self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (runtime.tma_params.TmaParam)
+        self.lowered_ahead: set = set()     # ops an earlier op lowered already (tmem_epilogue.py): skipped
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs
         self.loops: list[LoopContext] = []
@@ -289,6 +290,8 @@ class KernelLowering:
         from .registry import LOWERINGS
 
         for op in block.operations:
+            if op in self.lowered_ahead:
+                continue
             if self.subprogram is not None:
                 loc = self.debug.location(op.location, self.subprogram, self.sub_file)
                 self.b.dbg = f", !dbg !{loc}" if loc is not None else ""

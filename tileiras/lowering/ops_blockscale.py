@@ -189,7 +189,9 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # descriptor's A / B scale-factor IDs (bits 29-30 / 4-5) name the byte; bit 23 says ue8m0. tcgen05.cp
 # .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
 # 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
-# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step.
+# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step (in a
+# warp-specialized loop the epilogue warps do, into a buffer and scale columns per stage,
+# warp_specialize_tcgen05.py).
 
 _SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
 _SF_COLS = 4                   # tensor-memory columns it writes
@@ -220,53 +222,76 @@ def tcgen05_columns(m: int, n: int) -> int:
     return _SF_COLS * (m // _SF_ROWS + n // _SF_ROWS)
 
 
-class Tcgen05Scales:
-    """The scale factors of one tcgen05 block-scaled mma op: restaged in shared memory by every thread
-    (then the async-proxy fence), copied to tensor memory by the issuing thread (`copy`) ahead of its
-    MMAs (`mma`), which tcgen05 runs in issue order."""
+def tcgen05_sf_bytes(m: int, n: int) -> int:
+    """Shared-memory bytes of A's and B's scale factors restaged for tcgen05.cp."""
+    return (m + n) // _SF_ROWS * _SF_CHUNK_BYTES
 
-    def __init__(self, k: KernelLowering, op: Operation, sf_address: str, m: int, n: int) -> None:
-        from .async_copy import fence_async_proxy, is_ready, wait_for
+
+def tcgen05_sources(k: KernelLowering, tiles: list) -> "list[_Scales]":
+    """SF_A and SF_B (`tiles`: staged, or in registers, which this stages) as the restaging reads them."""
+    return [_Scales(k, tiles[0], True), _Scales(k, tiles[1], False)]
+
+
+def restage_tcgen05(k: KernelLowering, op: Operation, sources: "list[_Scales]", buffer: str, m: int, n: int) -> None:
+    """The threads (k.threads of them) restage the scale factors `sources` (`tcgen05_sources`, in
+    shared memory every thread sees) into the tcgen05.cp source order at shared offset `buffer`
+    (i32), then fence for the async proxy. Thread t moves bytes e = t + s threads: (row e / kblocks,
+    K block e % kblocks) of A, then of B (whole rounds of threads each: tcgen05_fits)."""
+    from .async_copy import fence_async_proxy
+
+    kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
+    for s in range((m + n) * kblocks // k.threads):
+        first = s * k.threads
+        src, base = (sources[0], 0) if first < m * kblocks else (sources[1], m * kblocks)
+        e = k.b.op(f"add i32 {k.tid}, {first - base}", "sfe") if first != base else k.tid
+        x = k.b.op(f"udiv i32 {e}, {kblocks}", "sfr")
+        kb = k.b.op(f"urem i32 {e}, {kblocks}", "sfk")
+        r, c = (x, kb) if src.along_rows else (kb, x)
+        if src.transposed:
+            r, c = c, r
+        val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
+        # byte 512 chunk + 16 (x % 32) + 4 ((x / 32) % 4) + K block of the operand's chunks
+        quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
+        terms = [k.b.op(f"mul i32 {k.b.op(f'lshr i32 {x}, 7', 'sfd')}, {_SF_CHUNK_BYTES}", "sfd"),
+                 k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
+                 k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
+        dst = buffer if src is sources[0] else k.b.op(f"add i32 {buffer}, {m // _SF_ROWS * _SF_CHUNK_BYTES}", "sfd")
+        for term in terms:
+            dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
+        k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
+    fence_async_proxy(k)   # tcgen05.cp reads the restaged bytes through the async proxy
+
+
+class Tcgen05Scales:
+    """The scale factors of one tcgen05 block-scaled mma op: restaged in shared memory (by every
+    thread here, unless `buffer` says where another role restaged them: the warp-specialized
+    loop's epilogue warps, warp_specialize_tcgen05.py), copied to tensor memory at `sf_address`
+    by the issuing thread (`copy`) ahead of its MMAs (`mma`), which tcgen05 runs in issue order."""
+
+    def __init__(self, k: KernelLowering, op: Operation, sf_address: str, m: int, n: int,
+                 buffer: "str | None" = None) -> None:
+        from .async_copy import is_ready, wait_for
 
         self.k, self.m, self.n, self.address = k, m, n, sf_address
-        kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
+        if buffer is not None:
+            self.buffer = buffer
+            return
         tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
-        sources = [_Scales(k, tiles[0], True), _Scales(k, tiles[1], False)]
+        sources = tcgen05_sources(k, tiles)
         if op not in k.tmem_buffers:     # A's chunks, then B's
-            k.tmem_buffers[op] = k.alloc_buffer((m + n) // _SF_ROWS * _SF_CHUNK_BYTES, 128)
-        self.buffer = k.tmem_buffers[op]
+            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n), 128)
+        self.buffer = str(k.tmem_buffers[op])
         if not is_ready(tiles):   # the sources' copies (or staging stores) are published
             wait_for(k, tiles)
             k.barrier()
-        # thread t moves bytes e = t + s threads: (row e / kblocks, K block e % kblocks) of A, then of B
-        # (whole rounds of threads each: tcgen05_fits)
-        for s in range((m + n) * kblocks // k.threads):
-            first = s * k.threads
-            src, base = (sources[0], 0) if first < m * kblocks else (sources[1], m * kblocks)
-            e = k.b.op(f"add i32 {k.tid}, {first - base}", "sfe") if first != base else k.tid
-            x = k.b.op(f"udiv i32 {e}, {kblocks}", "sfr")
-            kb = k.b.op(f"urem i32 {e}, {kblocks}", "sfk")
-            r, c = (x, kb) if src.along_rows else (kb, x)
-            if src.transposed:
-                r, c = c, r
-            val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
-            # byte 512 chunk + 16 (x % 32) + 4 ((x / 32) % 4) + K block of the operand's chunks
-            quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
-            terms = [k.b.op(f"mul i32 {k.b.op(f'lshr i32 {x}, 7', 'sfd')}, {_SF_CHUNK_BYTES}", "sfd"),
-                     k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
-                     k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
-            dst = str(self.buffer + (0 if src is sources[0] else m // _SF_ROWS * _SF_CHUNK_BYTES))
-            for term in terms:
-                dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
-            k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
-        fence_async_proxy(k)   # tcgen05.cp reads the restaged bytes through the async proxy
+        restage_tcgen05(k, op, sources, self.buffer, m, n)
 
     def copy(self) -> None:
         """tcgen05.cp of every 128-row chunk (A's, then B's) into its 4 columns (issuing thread only)."""
         k = self.k
         for chunk in range((self.m + self.n) // _SF_ROWS):
-            at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(self.buffer + chunk * _SF_CHUNK_BYTES))} to i32",
-                        "sfs")
+            off = k.b.op(f"add i32 {self.buffer}, {chunk * _SF_CHUNK_BYTES}", "sfs") if chunk else self.buffer
+            at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "sfs")
             shifted = k.b.op(f"lshr i32 {at}, 4", "sfs")
             start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'sfs')} to i64", "sfs")
             # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001

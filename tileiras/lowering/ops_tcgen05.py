@@ -5,7 +5,9 @@ int8) whose B is a load used once, possibly reshaped (unit dimensions), transpos
 rounded to tf32, and whose A is such a load too or (except tf32) a register tile: cp.async
 copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M) M-major, B
 (K, N) N-major or (N, K) K-major: the instruction descriptor's transpose bits; tf32 operands
-are copied K-major and rounded, kmajor_copy.py); M 64, 128 or 256 (two M=128 instructions side
+are copied swizzled too, then rounded in place by the epilogue warps of a warp-specialized loop
+(warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); M 64,
+128 or 256 (two M=128 instructions side
 by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
 TMEM lane quarter is read by its own warps, and 512 columns of tensor memory for all of them.
 The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
@@ -261,14 +263,18 @@ def _tmem_a_columns(op: Operation, m: int) -> int:
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
-    """`value` reaches `ops` (and only them) as an operand, through unit reshapes and 2-D transposes,
-    and the MMAs read the buffer it is copied into (swizzled); restaged (tf32) operands keep the
-    plain layout."""
+    """`value` reaches `ops` (and only them) as an operand, through unit reshapes, 2-D transposes and
+    roundings to tf32, and the MMAs read the buffer it is copied into (swizzled). A tf32 operand's
+    buffer is swizzled too where its rows fit a swizzle: the warp-specialized loop rounds it in
+    place and the MMA reads it as stored (warp_specialize_tcgen05.py); elsewhere the mma restages
+    it K-major from there (`_restaged`)."""
+    row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
     while value.uses:  # type: ignore[attr-defined]
         users = value.uses  # type: ignore[attr-defined]
         if _mma_operand_only(value):
-            return all(u in ops and kind_of(u).name not in _RESTAGED for u in users)  # type: ignore[union-attr]
-        if len(users) != 1 or not (_unit_reshape(users[0]) or _transpose_2d(users[0])):
+            return all(u in ops and (kind_of(u).name not in _RESTAGED or _swizzles(row))  # type: ignore[union-attr]
+                       for u in users)
+        if len(users) != 1 or not (_unit_reshape(users[0]) or _transpose_2d(users[0]) or _to_tf32(users[0])):
             return False
         value = users[0].results[0]
     return False
@@ -329,6 +335,9 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
 
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
         return
+    split = getattr(k, "warp_split", None)
+    if split is not None and split.loop is loop and split.mmas:
+        return      # the warp-specialized loop rounds tf32 operands in their stages (no restaging)
     for op in k.assignment.tcgen05_layouts:
         if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
             k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
@@ -601,14 +610,16 @@ def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tu
 
 
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
-              is_float: bool, packed: str = "") -> list[str]:
+              is_float: bool, packed: str = "", blocks: Optional[tuple[int, int]] = None) -> list[str]:
     """tcgen05.st (values given) or tcgen05.ld (None) of this warp's fragments: per 16-row block, one
     16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld).
     `packed` (the LLVM type of 16-bit values, st only): the neighbours of a row share a 32-bit
-    column, stored with the 16x128b shape (`_a_in_tmem`)."""
+    column, stored with the 16x128b shape (`_a_in_tmem`). `blocks` (ld only): (first, count) of
+    the warp's 8-column blocks, read alone (a column chunk, `read_columns`)."""
     _, m, n = layout.shape
     _, rm, rn = layout.repeats
     _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    first, rn = blocks if blocks is not None else (0, rn)
     count = rn * 4
     per_col = 2 if packed else 1          # elements per 32-bit column
     out: list[str] = []
@@ -617,7 +628,10 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             if w_m != "0" else str(mi * 16)
         lane, col = _lane_and_column(k, m, n // per_col, row)
         if w_n != "0":
-            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
+            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {layout.repeats[2] * 8 // per_col}', 'tc')}",
+                          "tc")
+        if first:
+            col = k.b.pre(f"add i32 {col}, {first * 8}", "tc")
         offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
         addr = k.b.op(f"add i32 {base}, {offset}", "ta")
         if values is not None:
@@ -641,6 +655,18 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
             out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
     return out
+
+
+def read_columns(k: KernelLowering, op: Operation, first: int, count: int) -> list[str]:
+    """This thread's registers of 8-column blocks first .. first + count - 1 (of its warp's) of
+    `op`'s accumulator, read from tensor memory and waited for: one column chunk of the epilogue
+    (tmem_epilogue.py), in `ColumnChunk` slot order."""
+    layout = k.assignment.tcgen05_layouts[op]  # type: ignore[union-attr]
+    kind = kind_of(op)
+    assert kind is not None
+    regs = _transfer(k, layout, region(k, op), None, kind.d == 1, blocks=(first, count))
+    k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+    return regs
 
 
 def _pack(k: KernelLowering, lty: str, lo: str, hi: str) -> str:

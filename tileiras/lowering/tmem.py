@@ -11,7 +11,9 @@ before it exits.
 The mbarrier's phase parity is a thread-local counter (an alloca LLVM promotes to registers):
 each MMA batch completes one phase, and every thread waits for it with `try_wait.parity`.
 
-Shared control block (16 bytes, 8-aligned): the mbarrier at 0, the tensor-memory address at 8.
+Shared control block (128 bytes): the mbarrier at 0, the tensor-memory address at 8, and from 16
+the stage mbarriers of a warp-specialized loop whose epilogue warps prepare each stage for the
+MMA warp (`stage_barriers`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class TensorMemory:
     mbarrier: str      # i32: shared address of the MMA-completion mbarrier
     phase: str         # ptr: the thread's expected phase parity (alloca)
     warp0: str         # i32 1 where this thread is in warp 0 (allocates and frees), else 0
+    control: int = 0   # offset of the shared control block
+    ready: object = None   # mbarrier.BarrierArray: the stages prepared for the MMA warp (`stage_barriers`)
 
 
 def allocation_columns(needed: int) -> int:
@@ -73,9 +77,31 @@ def tensor_memory(k: "KernelLowering", columns: int) -> TensorMemory:
     address = k.b.pre(f"load volatile i32, ptr addrspace(3) {pointer(k, str(base + 8))}", "tma")
     phase = k.b.pre("alloca i32, align 4", "tmp")
     pro.append(f"  store i32 0, ptr {phase}")
-    state = TensorMemory(cols, address, mbar, phase, warp0)
+    state = TensorMemory(cols, address, mbar, phase, warp0, base)
     k.tmem = state
     return state
+
+
+_STAGE_BARRIERS = 16     # offset of the stage mbarriers in the control block
+
+
+def stage_barriers(k: "KernelLowering", stages: int, arrivals: int) -> "object":
+    """`stages` mbarriers of `arrivals` arrivals each, in the control block of the kernel's tensor
+    memory (allocated already), initialized at the kernel's start (then a CTA barrier)."""
+    from .mbarrier import BYTES, BarrierArray
+
+    state = k.tmem
+    assert state is not None and _STAGE_BARRIERS + stages * BYTES <= _CONTROL_BYTES
+    bars = BarrierArray(state.control + _STAGE_BARRIERS, stages)
+    first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
+    for i in range(stages):
+        at = _shared_u32(k, bars.offset + i * BYTES)
+        k.b.prologue.append(f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
+                            f'@p mbarrier.init.shared::cta.b64 [$1], {arrivals}; }}", "r,r,~{{memory}}"'
+                            f'(i32 {first}, i32 {at})')
+    k.b.prologue.append('  call void asm sideeffect "fence.mbarrier_init.release.cluster;", "~{memory}"()')
+    k.b.prologue.append("  call void @llvm.nvvm.barrier0()")
+    return bars
 
 
 def wait_mbarrier(k: "KernelLowering", state: TensorMemory) -> None:

@@ -9,12 +9,18 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   `tcgen05.commit`s them to the stage's `empty` mbarrier (the stage is free once the MMAs that read
   it are done); after the last iteration it commits to the accumulator-ready mbarrier (tmem.py's);
 - the epilogue warps (the C threads the layouts were assigned for) skip the loop: they wait for the
-  accumulator-ready phase and read tensor memory (`tcgen05.ld`, ops_tcgen05.after_loop), then run
-  the rest of the kernel.
+  accumulator-ready phase and read tensor memory (`tcgen05.ld`: in column chunks, each converted and
+  stored before the next, where the rest of the kernel is that store, tmem_epilogue.py; else whole,
+  ops_tcgen05.after_loop), then run the rest of the kernel.
 
 Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
 tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
-zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it.
+zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it,
+except where a stage needs work before the MMAs read it (`_prepare_stages`): tf32 operands are
+rounded in place (as their ftof says: the tensor cores would truncate) and a block-scaled mma's
+scale tiles restaged into the tcgen05.cp source order; the epilogue warps do that each iteration
+between the stage's `full` and a per-stage `ready` mbarrier the MMA thread also waits for (the
+role NVIDIA's block-scaled kernels give a scale warp).
 """
 
 from __future__ import annotations
@@ -29,23 +35,59 @@ if TYPE_CHECKING:
     from .pipelined_loop import ActivePipeline
 
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
-# epilogue; 0: none). One epilogue warpgroup: one MMA warp, 288 threads, whose launch budget (168
-# registers) is enough for everyone. Two (M or N 256) are not specialized: 416 or more threads
-# launch with 128 registers a thread, and ptxas allocates within the launch budget whatever
-# setmaxnreg.inc later grants, so the epilogue's 128-register tcgen05.ld (16x256b.x32) does not
-# compile (measured: "Insufficient registers (128) ... register target of 146").
-ROLES = {1: (32, 0, 0, 0)}
+# epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
+# budget (168 registers) is enough for everyone. Two (M or N 256): 416 threads launch with 128
+# registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
+# grants (measured), so no role moves registers: the epilogue reads the accumulator (128
+# registers a thread) in column chunks, converting and storing each before the next
+# (tmem_epilogue.py), and needs 64.
+ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
 
 
 def _source(value: object) -> Optional[Operation]:
-    """The load whose tile `value` is (through unit reshapes), else None."""
-    from .ops_tcgen05 import _unit_reshape
+    """The load whose tile `value` is (through unit reshapes and roundings to tf32), else None."""
+    from .ops_tcgen05 import _to_tf32, _unit_reshape
 
     owner = getattr(value, "owner", None)
-    while isinstance(owner, Operation) and owner.name == "cuda_tile.reshape" and _unit_reshape(owner):
+    while isinstance(owner, Operation) and (owner.name == "cuda_tile.reshape" and _unit_reshape(owner)
+                                            or _to_tf32(owner)):
         owner = getattr(owner.operands[0], "owner", None)
     return owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None
+
+
+def rounded(k: KernelLowering) -> dict:
+    """The loads of the specialized loop read as tf32 -> the rounding mode of their ftof: the
+    epilogue warps round them in their stages (`_prepare_stages`) before the MMA warp reads them."""
+    out = {}
+    for op in k.warp_split.loop.regions[0].block.operations:
+        if op.name == "cuda_tile.ftof":
+            out[_source(op.results[0])] = str(op.attributes.get("rounding_mode", "nearest_even"))
+    return out
+
+
+def _scaled(k: KernelLowering) -> Optional[Operation]:
+    """The specialized loop's block-scaled mma (its only one; `loop_mmas`), whose scales the
+    epilogue warps restage per stage for the MMA warp's tcgen05.cp."""
+    return next((op for op in k.warp_split.mmas if op.name == "cuda_tile.mmaf_scaled"), None)
+
+
+def _prepared(k: KernelLowering) -> bool:
+    """The epilogue warps prepare each stage before the MMA warp reads it (tf32 rounding, scales)."""
+    return bool(rounded(k)) or _scaled(k) is not None
+
+
+def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tuple[int, int, int]:
+    """(shared offset of stage 0's restaged scales, bytes a stage, tensor-memory columns a stage) of
+    the block-scaled mma `op`: per stage, so that neither the restaging nor the tcgen05.cp of the
+    next iterations overwrites scales that MMAs still in flight read."""
+    from .ops_blockscale import tcgen05_columns, tcgen05_sf_bytes
+
+    _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+    nbytes = tcgen05_sf_bytes(m, n)
+    if (op, "stages") not in k.tmem_buffers:
+        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, 128)
+    return k.tmem_buffers[(op, "stages")], nbytes, tcgen05_columns(m, n)
 
 
 def _zero(value: object) -> bool:
@@ -59,20 +101,19 @@ def _zero(value: object) -> bool:
 
 def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
     """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
-    from .ops_tcgen05 import _RESTAGED, kind_of, resident_loop
+    from .ops_tcgen05 import _to_tf32, resident_loop
 
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     body = loop.regions[0].block
     mmas = []
     for op in body.operations:
         if op in layouts:
-            if op.name == "cuda_tile.mmaf_scaled":
-                return (), "block-scaled mmas restage their scales with every thread"
+            if op.name == "cuda_tile.mmaf_scaled" and any(
+                    _source(op.operand(n)) not in loads for n in ("lhs_scale", "rhs_scale")):
+                return (), "a block-scaled mma's scales are not staged loads of the loop"
             found = resident_loop(op)
             if found is None or found[0] is not loop:
                 return (), "an mma's accumulator does not stay in tensor memory through the loop"
-            if kind_of(op).name in _RESTAGED:  # type: ignore[union-attr]
-                return (), "tf32 operands are restaged by every thread"
             if not _zero(loop.operand_group("initValues")[found[1]]):
                 return (), "an accumulator starts from a nonzero value"
             sources = [_source(op.operand(n)) for n in ("lhs", "rhs")]
@@ -81,14 +122,26 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             if not all(k.assignment.is_swizzled(src.results[0]) for src in sources):  # type: ignore[union-attr]
                 return (), "an mma operand's buffer is not in the layout the MMA reads"
             mmas.append(op)
-        elif op.name == "cuda_tile.ftof" and str(getattr(op.results[0].type, "element", "")) == "tf32":
-            return (), "tf32 operands are rounded and restaged K-major by every thread"
-        elif op.name not in _BODY_OPS or op.name == "cuda_tile.load_view_tko" and op not in loads:
+        elif _to_tf32(op):
+            if _source(op.results[0]) not in loads or len(op.results[0].uses) != 1 \
+                    or op.results[0].uses[0] not in layouts:
+                return (), "a tf32 rounding that is not of a staged load feeding an mma"
+        elif op.name == "cuda_tile.load_view_tko" and op not in loads:
+            return (), "a load of the loop is not staged by the pipeline (the producer copies only staged loads)"
+        elif op.name not in _BODY_OPS:
             return (), f"the loop body also runs '{op.name}'"
     if not mmas:
         return (), "no tcgen05 mma in the loop"
+    if len(layouts) > 1 and any(op.name == "cuda_tile.mmaf_scaled" for op in mmas):
+        return (), "a block-scaled mma beside other tcgen05 mmas (its scales' tensor memory is per stage)"
     if len(body.arguments) - 1 != len(mmas):
         return (), "the loop carries values besides its accumulators"
+    if k.threads // 128 > 1:     # read whole, the accumulator exceeds the larger CTA's registers
+        from .tmem_epilogue import chunkable
+
+        found, why = chunkable(loop)
+        if found is None or len(mmas) != 1:
+            return (), f"2 epilogue warpgroups read the accumulator in column chunks, but {why or 'two mmas'}"
     return tuple(mmas), ""
 
 
@@ -98,7 +151,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, kind_of, region
     from .pipelined_loop import _stage_offset, _staged
     from .async_copy import fence_async_proxy
-    from .tmem import ROLE_EXIT, tensor_memory
+    from .tmem import ROLE_EXIT, stage_barriers, tensor_memory
     from .warp_specialize import rolled
 
     assert p.full is not None and p.empty is not None
@@ -108,7 +161,21 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
     operands = {op: tuple(_source(op.operand(n)) for n in ("lhs", "rhs")) for op in mmas}
+    scaled = _scaled(k)
+    if scaled is not None:   # its scales' columns for every stage (after the accumulator's)
+        from .ops_tcgen05 import columns_of
+
+        _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
+        assert getattr(k, "tmem", None) is None
+        tensor_memory(k, columns_of(m, n) + p.stages * _scale_stages(k, p, scaled)[2])
     addresses = {op: region(k, op) for op in mmas}
+    ready_stages = None
+    if _prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now)
+        ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads)
+        work = " and ".join(w for w, on in (("round the tf32 operands", rounded(k)),
+                                             ("restage the block scales", scaled is not None)) if on)
+        k.schedule_notes.append(f"//   stages prepared: the epilogue warps wait full, {work} of each stage, "
+                                f"then arrive on its ready mbarrier; the MMA thread waits full and ready")
     ready = tensor_memory(k, 0).mbarrier
     head, body, done = k.b.label("mma_head"), k.b.label("mma_body"), k.b.label("mma_done")
     entry = k.b.current_block
@@ -119,7 +186,13 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "mw"), body, done)
     k.b.start_block(body)
     stage = k.b.op(f"urem i32 {j}, {p.stages}", "mw")
+    # the copies' own phase (complete by the time the stage is prepared: the wait costs one try,
+    # and makes the copied bytes the MMAs read directly visible to this thread), then the epilogue
+    # warps' preparation of the stage
     mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+    if ready_stages is not None:
+        mbarrier.wait(k, mbarrier.address(k, ready_stages, stage), mbarrier.phase_parity(k, j, p.stages),
+                      "stage prepared")
     fence_async_proxy(k)    # the producer's copies, seen by the tensor cores' reads
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
@@ -129,7 +202,17 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, stage)), False)
         _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
         idesc = instruction(kind_of(op), min(m, 128), n, False, True)  # type: ignore[arg-type]
-        issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc)
+        scales = None
+        if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
+            from .ops_blockscale import Tcgen05Scales
+            from .ops_tcgen05 import columns_of
+
+            base, nbytes, cols = _scale_stages(k, p, op)
+            buffer = k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'mw')}, {base}", "mw")
+            at = k.b.op(f"add i32 {addresses[op]}, {k.b.op(f'mul i32 {stage}, {cols}', 'mw')}", "mw")
+            scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {at}, {columns_of(m, n)}", "mw"), m, n, buffer)
+            scales.copy()
+        issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc, scales)
     commit(k, mbarrier.address(k, p.empty, stage))    # the stage is free once these MMAs are done
     iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "mw"), k.b.op(f"add i32 {j}, 1", "mw")
     latch = k.b.current_block
@@ -148,6 +231,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     from .kernel import storage_bytes
     from .ops_tcgen05 import after_loop, describe
     from .tmem import tensor_memory, wait_mbarrier
+    from .tmem_epilogue import lower as chunked
 
     # the body's ops are lowered only in the other roles (which make no remarks): say what they run
     for load in p.loads:
@@ -160,6 +244,94 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         instruction, mnk = describe(op, k.layout_of(op.results[0]))
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
+    if _prepared(k):
+        _prepare_stages(k, p, loop)
     wait_mbarrier(k, tensor_memory(k, 0))
-    after_loop(k, loop)
+    if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
+        after_loop(k, loop)
 
+
+
+def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
+    """The epilogue warps' K loop where a stage needs work before the MMAs read it: per iteration,
+    wait for the stage to be full, round its tf32 operands in place (every f32 of their buffers,
+    16 bytes a thread at a time: rounding is element-wise, whatever the swizzle) and restage a
+    block-scaled mma's scales into the stage's tcgen05.cp source (ops_blockscale), make the writes
+    visible to the tensor cores (the async proxy) and arrive on the stage's `ready` mbarrier, which
+    the MMA warp waits for instead of `full`. The MMA thread's commit to `empty` comes after its
+    MMAs (and tcgen05.cp) read the stage, so the producer refills it only after all this too."""
+    from .ops_blockscale import restage_tcgen05, tcgen05_sources
+    from .values import SharedTileVal
+    from .async_copy import fence_async_proxy
+    from .pipelined_loop import _stage_offset, _staged
+    from .smem import pointer
+    from .warp_specialize import rolled
+
+    modes = rounded(k)
+    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore
+    head, body, done = k.b.label("round_head"), k.b.label("round_body"), k.b.label("round_done")
+    entry = k.b.current_block
+    k.b.br(head)
+    k.b.start_block(head)
+    iv, j = k.b.fresh("riv"), k.b.fresh("rj")
+    pos = len(k.b.lines)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "rw"), body, done)
+    k.b.start_block(body)
+    stage = k.b.op(f"urem i32 {j}, {p.stages}", "rw")
+    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
+    for load, mode in modes.items():
+        matrix = _staged(p, load, _stage_offset(k, p, load, stage))
+        words = matrix.nbytes // 16
+        for first in range(0, words, k.threads):     # whole rounds where the threads divide the words
+            item = k.b.op(f"add i32 {k.tid}, {first}", "rw") if first else k.tid
+            off = k.b.op(f"add i32 {k.b.op(f'shl i32 {item}, 4', 'rw')}, {matrix.offset}", "rw")
+            if matrix.stage:
+                off = k.b.op(f"add i32 {off}, {matrix.stage}", "rw")
+            at = pointer(k, off)
+
+            def move(at: str = at) -> None:
+                word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
+                k.b.emit(f"store <4 x i32> {_rounded_words(k, word, mode)}, ptr addrspace(3) {at}, align 16")
+
+            if first + k.threads > words:
+                k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
+            else:
+                move()
+    scaled = _scaled(k)
+    if scaled is not None:
+        base, nbytes, _ = _scale_stages(k, p, scaled)
+        tiles = [SharedTileVal(_source(scaled.operand(n)).results[0].type,  # type: ignore[union-attr]
+                               _staged(p, _source(scaled.operand(n)), _stage_offset(k, p, _source(scaled.operand(n)),
+                                                                                     stage)))
+                 for n in ("lhs_scale", "rhs_scale")]
+        _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
+        restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'rw')}, {base}",
+                                                  "rw"), m, n)
+    fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
+    mbarrier.arrive(k, mbarrier.address(k, k.tmem.ready, stage))
+    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "rw"), k.b.op(f"add i32 {j}, 1", "rw")
+    latch = k.b.current_block
+    k.b.emit(f"br label %{head}{rolled(k)}")
+    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.start_block(done)
+
+
+# ftof rounding modes -> the cvt that rounds an f32 to tf32 so (sm_90+: one F2FP.TF32 each)
+_CVT_TF32 = {"nearest_even": "rn", "zero": "rz", "nearest_away": "rna"}
+
+
+def _rounded_words(k: KernelLowering, words: str, mode: str) -> str:
+    """A <4 x i32> of f32 bits, each rounded to tf32 as `mode` says: by cvt where one has the mode,
+    else in integer arithmetic (kmajor_copy's)."""
+    from .kmajor_copy import _tf32_words
+
+    cvt = _CVT_TF32.get(mode)
+    if cvt is None:
+        return _tf32_words(k, words, 4, mode)
+    out = "undef"
+    for i in range(4):
+        word = k.b.op(f"extractelement <4 x i32> {words}, i32 {i}", "tf")
+        rounded = k.b.op(f'call i32 asm "cvt.{cvt}.tf32.f32 $0, $1;", "=r,r"(i32 {word})', "tf")
+        out = k.b.op(f"insertelement <4 x i32> {out}, i32 {rounded}, i32 {i}", "tf")
+    return out

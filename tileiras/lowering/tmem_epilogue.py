@@ -1,0 +1,177 @@
+"""The epilogue of a warp-specialized sm_100 matmul, column chunk by column chunk.
+
+The accumulator of a 128x256 or 256x128 tile is 128 registers a thread in the epilogue's two
+warpgroups, and the CTA that also holds the producer warpgroup and the MMA warp launches with 128
+registers a thread: read whole (one tcgen05.ld), the tile does not fit. NVIDIA's epilogues read
+tensor memory a few columns at a time and convert and store each piece before reading the next;
+so does this one: where the rest of the kernel after the loop is its accumulator converted
+element by element (`_CHAIN`) and stored to a view (`chunkable`), the epilogue warps read each
+chunk of `CHUNK_REGISTERS` registers (`ops_tcgen05.read_columns`, a 16x256b.xN load of some of
+the warp's 8-column blocks), then lower the conversions and the store on that chunk alone, in a
+`ColumnChunk` layout: the accumulator layout's slots of those blocks. The store's own lowering
+then computes exactly those elements' addresses and bounds. Those ops are marked lowered
+(`KernelLowering.lowered_ahead`) and the kernel's walk skips them.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation
+from ..ir.record import record
+from .kernel import KernelLowering
+from .layout import MmaLayout, Pre
+from .llvm_text import llvm_type
+from .values import TileRegs, TokenVal
+
+CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
+# element-wise conversions an epilogue may apply to the accumulator before storing it, and reshapes
+# (a batched matmul's (1, M, N) store), which keep the row-major order a ColumnChunk's elements follow
+_CHAIN = frozenset({"cuda_tile.ftof", "cuda_tile.itof", "cuda_tile.ftoi", "cuda_tile.exti", "cuda_tile.trunci",
+                    "cuda_tile.reshape"})
+
+
+@record
+class ColumnChunk:
+    """The slots of 8-column blocks `first` .. `first + blocks - 1` (of each warp's) of an mma
+    accumulator layout `parent`, in the parent's order: what one chunk of the epilogue holds."""
+    parent: MmaLayout
+    first: int
+    blocks: int
+
+    @property
+    def threads(self) -> int:
+        return self.parent.threads
+
+    def _parent_slot(self, slot: int) -> int:
+        rb, rm, rn = self.parent.repeats
+        blk, j = divmod(slot, 4)
+        bi, rest = divmod(blk, rm * self.blocks)
+        mi, ni = divmod(rest, self.blocks)
+        return ((bi * rm + mi) * rn + self.first + ni) * 4 + j
+
+    def run(self, num_elements: int) -> int:
+        return self.parent.run(num_elements)
+
+    def owns_all(self, num_elements: int) -> bool:
+        return False     # the other chunks hold the rest
+
+    def slots(self, num_elements: int) -> int:
+        rb, rm, _ = self.parent.repeats
+        return rb * rm * self.blocks * 4
+
+    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+        return self.parent.element(pre, tid, num_elements, self._parent_slot(slot))
+
+    def describe(self) -> str:
+        return f"#column_chunk<{self.parent.describe()}, blocks {self.first}..{self.first + self.blocks - 1}>"
+
+
+def _pure(op: Operation) -> bool:
+    from .warp_specialize import _pure as pure
+
+    return pure(op) or op.name == "cuda_tile.make_partition_view"
+
+
+def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Operation], Operation]], str]:
+    """(pure ops, conversion chain, store) of what follows `loop` when it is only its one result
+    converted element-wise and stored to a view (then `return`); else None and why."""
+    block = loop.parent
+    assert block is not None
+    ops = block.operations[block.operations.index(loop) + 1:]
+    if len(loop.results) != 1 or not ops or ops[-1].name != "cuda_tile.return" or ops[-1].operands:
+        return None, "the loop's one result is not all the rest of the kernel uses"
+    value, chain, pure, store = loop.results[0], [], [], None
+    chain_values: set = set()
+    for op in ops[:-1]:
+        if store is None and op.name in _CHAIN and op.operands == [value] and len(value.uses) == 1:
+            chain.append(op)
+            chain_values.add(value)
+            value = op.results[0]
+        elif store is None and op.name == "cuda_tile.store_view_tko" and op.operand("tile") is value \
+                and len(value.uses) == 1 and not op.results[0].uses:
+            store = op
+        elif _pure(op) and not any(v is value or v in chain_values for v in op.operands):
+            pure.append(op)     # scalars and views: lowered before the chunks
+        else:
+            return None, f"the epilogue also runs '{op.name}'"
+    if store is None:
+        return None, "the accumulator is not stored to a view after the loop"
+    return (pure, chain, store), ""
+
+
+def chunk_blocks(layout: MmaLayout) -> int:
+    """8-column blocks (of each warp's) a chunk reads: CHUNK_REGISTERS registers."""
+    _, rm, rn = layout.repeats
+    blocks = max(1, CHUNK_REGISTERS // (4 * rm))
+    while rn % blocks:
+        blocks //= 2
+    return blocks
+
+
+def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
+    """The rest of the kernel after `loop` (whose result is `mma`'s accumulator, in tensor memory),
+    chunk by chunk; False (nothing emitted) where it is not `chunkable`."""
+    from .ops_tcgen05 import read_columns
+    from .registry import LOWERINGS
+
+    found, _ = chunkable(loop)
+    if found is None:
+        return False
+    pure, chain, store = found
+    for op in pure:
+        LOWERINGS[op.name](k, op)
+    layout = k.assignment.tcgen05_layouts[mma]  # type: ignore[union-attr]
+    init = k.tile(loop.operand_group("initValues")[0])
+    lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
+    ub = k.tile(loop.operand("upperBound")).slots[0]  # type: ignore[arg-type]
+    ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
+    ran = k.b.op(f"icmp {'ult' if loop.attributes.get('unsignedCmp', False) else 'slt'} {ity} {lb}, {ub}", "tran")
+    result = loop.results[0]
+    values = [result] + [op.results[0] for op in chain]
+    saved = {v: v.layout for v in values}
+    blocks, total = chunk_blocks(layout), layout.repeats[2]
+    lty = llvm_type(result.type.element)  # type: ignore[attr-defined]
+    k.schedule_notes.append(f"//   epilogue: the accumulator read from tensor memory in {total // blocks} column "
+                            f"chunks (16x256b.x{blocks}), each {'converted and ' if chain else ''}stored before "
+                            f"the next")
+    k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+    try:
+        for first in range(0, total, blocks):
+            chunk = ColumnChunk(layout, first, blocks)
+            for v in values:      # the values hold this chunk's slots while its ops are lowered
+                v.layout = chunk
+            regs = read_columns(k, mma, first, blocks)
+            inits = [init.slots[chunk._parent_slot(s)] for s in range(len(regs))]
+            # a loop that ran no iteration left tensor memory unwritten: its result is the initial value
+            k.set(result, TileRegs(result.type, [k.b.op(f"select i1 {ran}, {lty} {r}, {lty} {i}", "tacc")  # type: ignore[arg-type]
+                                                 for r, i in zip(regs, inits)], chunk))
+            # one remark per op, for all the chunks (whose code is alike): the first chunk's, counted whole
+            k.remark = _counted(k, total // blocks) if not first else lambda *args, **kwargs: None  # type: ignore
+            try:
+                for op in chain + [store]:
+                    outer, k.current_op = k.current_op, op
+                    LOWERINGS[op.name](k, op)
+                    k.current_op = outer
+            finally:
+                del k.remark
+    finally:
+        for v, lay in saved.items():
+            v.layout = lay
+    for v in values:
+        k.values.pop(v, None)      # partial: nothing after this reads them
+    k.set(store.results[0], TokenVal())
+    k.lowered_ahead.update(pure + chain + [store])
+    return True
+
+
+def _counted(k: KernelLowering, chunks: int):
+    """k.remark with a store's per-thread count ("N per thread") multiplied by `chunks`."""
+    remark = k.remark
+
+    def emit(*args, **kwargs) -> None:
+        stores = str(kwargs.get("Stores", ""))
+        if stores.endswith(" per thread") and stores.split()[0].isdigit():
+            kwargs["Stores"] = f"{int(stores.split()[0]) * chunks} per thread"
+        remark(*args, **kwargs)
+    return emit
