@@ -150,7 +150,7 @@ def why_not(op: Operation, threads: int, chosen: "dict[Operation, TmemAccLayout]
         return "the kernel returns early: tensor memory is freed at its one exit"
     if isinstance(found, TmemAccLayout):
         return f"its {columns_needed(op, found)} tensor-memory columns do not fit beside the " \
-               f"{sum(columns_needed(o, lay) for o, lay in chosen.items())} of the kernel's other tcgen05 mmas"
+               f"{plan(chosen)[1]} of the kernel's other tcgen05 mmas"
     return found
 
 
@@ -252,12 +252,13 @@ def register_a(kind: Kind) -> bool:
 
 def _tmem_a_columns(op: Operation, m: int) -> int:
     """Tensor-memory columns of a register A that the MMA reads from tensor memory: M = 128 (lane =
-    row), two 16-bit elements per 32-bit column; 0 for an A in shared memory."""
+    row) or 256 (two such halves side by side, as the accumulator's), two 16-bit elements per
+    32-bit column; 0 for an A in shared memory."""
     kind = kind_of(op)
     lhs = op.operand("lhs")
-    if kind is None or m != 128 or kind.name != "f16" or _loaded(lhs) is not None:
+    if kind is None or m not in (128, 256) or kind.name != "f16" or _loaded(lhs) is not None:
         return 0
-    return lhs.type.shape[-1] // 2  # type: ignore[union-attr]
+    return lhs.type.shape[-1] // 2 * (m // 128)  # type: ignore[union-attr]
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
@@ -275,56 +276,138 @@ def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
 
 
 def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
-    """The mmas (among `ops`) that run on tcgen05, each with its own tensor-memory columns: in
-    program order while the 512 columns last (the others stay on mma.sync)."""
+    """The mmas (among `ops`) that run on tcgen05, placed in tensor memory by `plan`: in program
+    order while the 512 columns last (the others stay on mma.sync)."""
     out: dict[Operation, TmemAccLayout] = {}
-    used = 0
     for op in ops:
         layout = choose(op, sm, threads)
-        if layout is None:
-            continue
-        cols = columns_needed(op, layout)
-        if used + cols > COLUMNS:
-            continue
-        out[op] = layout
-        used += cols
+        if layout is not None and plan({**out, op: layout})[1] <= COLUMNS:
+            out[op] = layout
     return out
 
 
-def _region(k: KernelLowering, op: Operation) -> tuple[str, int]:
-    """(i32 tensor-memory address of op's accumulator, total columns the kernel allocates)."""
-    assignment = k.assignment
-    assert assignment is not None
-    start = total = 0
-    for other, layout in assignment.tcgen05_layouts.items():
-        if other is op:
-            start = total
-        total += columns_needed(other, layout)
+def plan(layouts: "dict[Operation, TmemAccLayout]") -> "tuple[dict[Operation, tuple[int, int]], int]":
+    """(first column of each mma's accumulator and of its A in tensor memory, columns in all).
+
+    Per epoch (`_epoch`; every epoch starts at column 0): the accumulators that stay in tensor
+    memory through a loop (`resident_loop`) first, side by side; after them the columns each mma
+    uses only while it runs (its accumulator when it is read back at once, its A), which the mmas
+    of an epoch share: one mma's read-back accumulator is dead (in registers) before the next
+    mma stores anything (attention's P goes over the scores S it was computed from)."""
+    starts: dict[Operation, tuple[int, int]] = {}
+    total = 0
+    for group in _epoch_groups(layouts).values():
+        resident = 0
+        for op in group:
+            if resident_loop(op) is not None:
+                starts[op] = (resident, 0)
+                resident += op_columns(op, *layouts[op].shape[1:])
+        transient = 0
+        for op in group:
+            _, m, n = layouts[op].shape
+            acc = op_columns(op, m, n)
+            if op in starts:
+                starts[op] = (starts[op][0], resident)
+                transient = max(transient, _tmem_a_columns(op, m))
+            else:
+                starts[op] = (resident, resident + acc)
+                transient = max(transient, acc + _tmem_a_columns(op, m))
+        total = max(total, resident + transient)
+    return starts, total
+
+
+def _epoch(op: Operation) -> Operation:
+    """The operation of the kernel's body that contains `op` (or is it). Tensor memory is free
+    between epochs: an accumulator lives in tensor memory from its store to its read-back, both in
+    its mma's lowering, or through the loop that keeps it there (`resident_loop`), both inside
+    its epoch. So the mmas of one epoch take disjoint columns, and each epoch starts from column 0
+    (a causal attention's two loops reuse the same columns)."""
+    while True:
+        block = op.parent
+        owner = block.parent.parent if block is not None and block.parent is not None else None
+        if owner is None or owner.name == "cuda_tile.entry":
+            return op
+        op = owner
+
+
+def _epoch_groups(ops: "dict[Operation, TmemAccLayout]") -> "dict[Operation, list[Operation]]":
+    """tcgen05 mmas by epoch, both in program order."""
+    out: dict[Operation, list[Operation]] = {}
+    for op in ops:
+        out.setdefault(_epoch(op), []).append(op)
+    return out
+
+
+def _reuses_columns(k: KernelLowering, at: Operation) -> bool:
+    """`at` (a top-level loop or mma) starts an epoch after another epoch's mmas: its first tensor
+    memory access must wait for every warp's last reads of those columns (a CTA barrier)."""
+    epochs = list(_epoch_groups(k.assignment.tcgen05_layouts))  # type: ignore[union-attr]
+    return at in epochs and epochs.index(at) > 0
+
+
+def _region(k: KernelLowering, op: Operation, a: bool = False) -> tuple[str, int]:
+    """(i32 tensor-memory address of op's accumulator, or of its A with `a`; total columns the
+    kernel allocates)."""
+    assert k.assignment is not None
+    starts, total = plan(k.assignment.tcgen05_layouts)
+    start = starts[op][1 if a else 0]
     tm = tensor_memory(k, total)
     return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
 
 
 def resident_loop(op: Operation) -> Optional[tuple[Operation, int]]:
     """(for op, carried index) when `op`'s accumulator is a value a `for` carries that nothing else
-    in the loop reads, and its result only goes back round as that value: the accumulator then
-    stays in tensor memory for the whole loop and is read into registers once, after it."""
+    in the loop reads (but, possibly, the multiply that rescales it: `rescale`), and its result only
+    goes back round as that value: the accumulator then stays in tensor memory for the whole loop
+    and is read into registers once, after it."""
     acc, result = op.operand("acc"), op.results[0]
     block = op.parent
     loop = block.parent.parent if block is not None and block.parent is not None else None
-    if loop is None or loop.name != "cuda_tile.for" or getattr(acc, "owner", None) is not block:
+    scale = rescale(op)
+    carried = _carried_factor(scale)[0] if scale is not None else acc
+    if loop is None or loop.name != "cuda_tile.for" or getattr(carried, "owner", None) is not block:
         return None
     last = block.operations[-1]
-    index = acc.index - 1  # type: ignore[union-attr]
-    if last.name != "cuda_tile.continue" or acc.uses != [op] or result.uses != [last] \
+    index = carried.index - 1  # type: ignore[union-attr]
+    if last.name != "cuda_tile.continue" or carried.uses != [scale or op] or result.uses != [last] \
             or index < 0 or last.operands[index] is not result \
             or sum(1 for v in last.operands if v is result) != 1:
         return None
     return loop, index
 
 
+def rescale(op: Operation) -> Optional[Operation]:
+    """The f32 multiply of a carried value by a factor (either order) that is `op`'s accumulator, read
+    by `op` alone: attention's O, rescaled by the softmax's correction before each P @ V. Its
+    accumulator stays in tensor memory and is rescaled there (`_rescale_in_tmem`, as NVIDIA's
+    correction step does), so O never occupies registers inside the loop. None otherwise."""
+    acc = op.operand("acc")
+    owner = getattr(acc, "owner", None)
+    if not isinstance(owner, Operation) or owner.name != "cuda_tile.mulf" or acc.uses != [op] \
+            or str(getattr(acc.type, "element", "")) != "f32" \
+            or owner.attributes.get("flush_to_zero", False) \
+            or str(owner.attributes.get("rounding_mode", "nearest_even")) not in ("nearest_even", "approx", "full"):
+        return None
+    return owner if _carried_factor(owner, op.parent) is not None else None
+
+
+def _carried_factor(mul: Operation, block: object = None) -> "Optional[tuple[object, object]]":
+    """(carried value, factor) of a rescaling multiply: the operand that is an argument of the
+    loop body (`block`: mul's own by default) and the other one; None where not exactly one is."""
+    block = block or mul.parent
+    args = [getattr(v, "owner", None) is block for v in mul.operands]
+    if args.count(True) != 1:
+        return None
+    return (mul.operands[0], mul.operands[1]) if args[0] else (mul.operands[1], mul.operands[0])
+
+
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the restaging buffers of the
-    tcgen05 mmas inside it, so that the pipeline's depth leaves room for them."""
+    tcgen05 mmas inside it, so that the pipeline's depth leaves room for them. Then the nonzero
+    initial values of the accumulators it keeps in tensor memory go there (the registers die
+    here, and a loop that runs no iteration leaves them there for `after_loop`), after a CTA
+    barrier where the loop's columns were an earlier loop's (`_epoch`: every warp's reads of
+    them are done)."""
     from .kmajor_copy import kmajor_buffer
 
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
@@ -333,6 +416,19 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
         if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
             k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
                                        for n, role in (("lhs", "a"), ("rhs", "b")))
+    if _reuses_columns(k, loop):
+        k.barrier()
+    stored = False
+    for op, layout in k.assignment.tcgen05_layouts.items():
+        found = resident_loop(op)
+        if found is None or found[0] is not loop:
+            continue
+        init = k.tile(loop.operand_group("initValues")[found[1]])
+        if not _is_zero(init):
+            _transfer(k, layout, _region(k, op)[0], list(init.slots), kind_of(op).d == 1)  # type: ignore[union-attr]
+            stored = True
+    if stored:
+        k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
 
 
 def _inside(op: Operation, loop: Operation) -> bool:
@@ -347,7 +443,8 @@ def _inside(op: Operation, loop: Operation) -> bool:
 
 def after_loop(k: KernelLowering, loop: Operation) -> None:
     """After a `for` whose mmas kept their accumulators in tensor memory: read them into registers
-    (the loop's results); a loop that ran no iteration gives its initial values."""
+    (the loop's results); a loop that ran no iteration gives its initial values (zero: a select;
+    others are in tensor memory, `before_loop`)."""
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
         return
     for op, layout in k.assignment.tcgen05_layouts.items():
@@ -362,6 +459,9 @@ def after_loop(k: KernelLowering, loop: Operation) -> None:
         regs = _transfer(k, layout, address, None, kind.d == 1)
         k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
         init = k.tile(loop.operand_group("initValues")[index])
+        if not _is_zero(init):    # stored before the loop: tensor memory has the result either way
+            k.values[loop.results[index]] = TileRegs(init.type, regs, layout)
+            continue
         lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
         ub = k.tile(loop.operand("upperBound")).slots[0]  # type: ignore[arg-type]
         ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
@@ -433,7 +533,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     restaged = kind.name in _RESTAGED
     _, m, n = layout.shape
     address, _ = _region(k, op)
-    a_tmem = _a_in_tmem(k, op, lhs, address, columns_of(m, n))
+    if _reuses_columns(k, op):   # a top-level mma after a loop's (or another mma's) columns
+        k.barrier()
+    a_tmem = _a_in_tmem(k, op, lhs)
     if restaged:
         a, b = _restaged(k, op, lhs, rhs)
     else:
@@ -449,20 +551,20 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
             accumulate = "0"
         else:
             _transfer(k, layout, address, list(acc.slots), is_float)
-    else:
+    else:    # a nonzero initial value was stored before the loop (`before_loop`)
         loop, index = resident
-        iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
-        lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
-        ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
-        first = k.b.op(f"icmp eq {ity} {iv}, {lb}", "tfirst")
+        scale = rescale(op)
+        carried = acc if scale is None else k.tile(_carried_factor(scale)[0])  # type: ignore[index]
         if _is_zero(k.tile(loop.operand_group("initValues")[index])):
-            accumulate = k.b.op(f"zext i1 {k.b.op(f'xor i1 {first}, true', 'tacc')} to i32", "tacc")
-        else:
-            def store() -> None:
-                _transfer(k, layout, address, list(acc.slots), is_float)
-                k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
-
-            k.guarded(first, lambda: store() or None)
+            iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
+            lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
+            ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
+            later = k.b.op(f"icmp ne {ity} {iv}, {lb}", "tlater")
+            accumulate = k.b.op(f"zext i1 {later} to i32", "tacc")
+            if scale is not None:    # the first iteration's MMA ignores what tensor memory holds
+                k.guarded(later, lambda: _rescale_in_tmem(k, scale, layout, address) or None)
+        elif scale is not None:
+            _rescale_in_tmem(k, scale, layout, address)
     scales = None
     if op.name == "cuda_tile.mmaf_scaled":   # the scale factors (ops_blockscale), after the accumulator
         from .ops_blockscale import Tcgen05Scales
@@ -488,8 +590,8 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
 
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: issue() or None)
     wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
-    if resident is not None:
-        return TileRegs(acc.type, list(acc.slots), layout)
+    if resident is not None:    # the registers go round the loop unchanged (and unused)
+        return TileRegs(acc.type, list(carried.slots), layout)
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
@@ -510,8 +612,9 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
         for half in range(2 if m == 256 else 1):
             d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
             enable = accumulate if k0 == 0 else "1"
-            if a is None:    # [a-tmem]: two 16-bit elements per column
-                a_at = k.b.op(f"add i32 {a_tmem}, {k0 // 2}", "ta") if k0 else a_tmem
+            if a is None:    # [a-tmem]: two 16-bit elements per column, the second half's after the first's
+                column = k0 // 2 + half * op.operand("lhs").type.shape[-1] // 2  # type: ignore[union-attr]
+                a_at = k.b.op(f"add i32 {a_tmem}, {column}", "ta") if column else a_tmem
                 a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
             else:
                 a_desc = a.descriptor(k, 128 * half, k0)
@@ -562,20 +665,21 @@ def _shared(k: KernelLowering, value: SharedTileVal, role: str) -> _Operand:
     return _Operand(copy_kmajor(k, value, role, None), True)
 
 
-def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object, address: str, acc_columns: int) -> Optional[str]:
+def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     """A register A that this MMA reads from tensor memory (columns reserved by `_tmem_a_columns`):
-    in the fragment layout of an M = 128 tcgen05 accumulator (each warp's rows in its own lane
-    quarter), each thread packs its two 16-bit neighbours of a row into one 32-bit column and
-    stores them with the 16x128b shape, whose register r of thread l is lane l/4 + 8 (r % 2),
-    column l % 4 + 4 (r / 2): exactly the packed m16n8 fragments (rows l/4 and l/4 + 8, columns
-    2 (l % 4) and + 1 of each 8-column block). The i32 address of A's first column, or None
-    (A is in shared memory)."""
-    if not _tmem_a_columns(op, 128) or not isinstance(lhs, TileRegs):
+    in the fragment layout of an M = 128 or 256 tcgen05 accumulator (each warp's rows in its own
+    lane quarter; M = 256: rows 128.. in the next K / 2 columns), each thread packs its two 16-bit
+    neighbours of a row into one 32-bit column and stores them with the 16x128b shape, whose
+    register r of thread l is lane l/4 + 8 (r % 2), column l % 4 + 4 (r / 2): exactly the packed
+    m16n8 fragments (rows l/4 and l/4 + 8, columns 2 (l % 4) and + 1 of each 8-column block).
+    The i32 address of A's first column, or None (A is in shared memory)."""
+    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
+    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
         return None
     layout = lhs.layout
-    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != 128:
+    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != m:
         return None
-    base = k.b.op(f"add i32 {address}, {acc_columns}", "tpa")
+    base = _region(k, op, a=True)[0]
     _transfer(k, layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore[attr-defined]
     return base
 
@@ -600,46 +704,91 @@ def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tu
     return out[0], out[1]
 
 
+_RESCALE_REPS = 8     # 8-column blocks per tcgen05.ld / st of the in-place rescale (32 registers)
+
+
+def _rescale_in_tmem(k: KernelLowering, scale: Operation, layout: TmemAccLayout, base: str) -> None:
+    """Multiply the accumulator in tensor memory by the factor of `scale` (a tile in the
+    accumulator's layout, element by element: the softmax's per-row correction broadcast along
+    rows), a few 8-column blocks at a time, so that the accumulator never occupies registers whole:
+    once the previous MMAs completed (the caller's mbarrier wait), each thread reads, multiplies and
+    writes back its own fragments, with `fmul` as the multiply's lowering (ops_arith)."""
+    factor = k.tile(_carried_factor(scale)[1]).slots  # type: ignore[index]
+    _, rm, rn = layout.repeats
+    count = rn * 4
+    k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+    for mi in range(rm):
+        addr = _block_address(k, layout, base, mi, 1)
+        for r0 in range(0, rn, _RESCALE_REPS):
+            reps = min(_RESCALE_REPS, rn - r0)
+            at = k.b.op(f"add i32 {addr}, {8 * r0}", "ta") if r0 else addr
+            old = _load(k, at, reps, True)
+            k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+            slots = factor[mi * count + 4 * r0:mi * count + 4 * (r0 + reps)]
+            new = [k.b.op(f"fmul float {v}, {f}", "tsc") for v, f in zip(old, slots)]
+            _store(k, at, [k.b.op(f"bitcast float {v} to i32", "tb") for v in new], f"16x256b.x{reps}")
+    k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+
+
+def _block_address(k: KernelLowering, layout: TmemAccLayout, base: str, mi: int, per_col: int) -> str:
+    """i32 tensor-memory address of this warp's first 8-column block in its 16-row block `mi`
+    (`per_col` elements per 32-bit column)."""
+    _, m, n = layout.shape
+    _, rm, rn = layout.repeats
+    _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
+        if w_m != "0" else str(mi * 16)
+    lane, col = _lane_and_column(k, m, n // per_col, row)
+    if w_n != "0":
+        col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
+    offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
+    return k.b.op(f"add i32 {base}, {offset}", "ta")
+
+
+def _store(k: KernelLowering, addr: str, bits: list[str], shape: str) -> None:
+    """tcgen05.st of the i32 registers `bits` with `shape` at `addr`."""
+    ops = ", ".join(f"${i + 1}" for i in range(len(bits)))
+    args = ", ".join([f"i32 {addr}"] + [f"i32 {v}" for v in bits])
+    k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.{shape}.b32 [$0], {{{ops}}};", '
+             f'"r{",r" * len(bits)},~{{memory}}"({args})')
+
+
+def _load(k: KernelLowering, addr: str, reps: int, is_float: bool) -> list[str]:
+    """tcgen05.ld.16x256b.x`reps` at `addr`: this thread's 4 `reps` registers (floats if `is_float`)."""
+    count = reps * 4
+    ret = "{" + ", ".join(["i32"] * count) + "}"
+    ops = ", ".join(f"${i}" for i in range(count))
+    res = k.b.op(f'call {ret} asm sideeffect "tcgen05.ld.sync.aligned.16x256b.x{reps}.b32 {{{ops}}}, '
+                 f'[${count}];", "{"=r," * count}r,~{{memory}}"(i32 {addr})', "tl")
+    out = []
+    for i in range(count):
+        v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
+        out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
+    return out
+
+
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
               is_float: bool, packed: str = "") -> list[str]:
     """tcgen05.st (values given) or tcgen05.ld (None) of this warp's fragments: per 16-row block, one
     16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld).
     `packed` (the LLVM type of 16-bit values, st only): the neighbours of a row share a 32-bit
     column, stored with the 16x128b shape (`_a_in_tmem`)."""
-    _, m, n = layout.shape
     _, rm, rn = layout.repeats
-    _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
     count = rn * 4
     per_col = 2 if packed else 1          # elements per 32-bit column
     out: list[str] = []
     for mi in range(rm):
-        row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
-            if w_m != "0" else str(mi * 16)
-        lane, col = _lane_and_column(k, m, n // per_col, row)
-        if w_n != "0":
-            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
-        offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
-        addr = k.b.op(f"add i32 {base}, {offset}", "ta")
-        if values is not None:
-            chunk = values[mi * count:(mi + 1) * count]
-            if packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
-                bits = [_pack(k, packed, chunk[i], chunk[i + 1]) for i in range(0, count, 2)]
-                shape = f"16x128b.x{rn}"
-            else:
-                bits = [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v for v in chunk]
-                shape = f"16x256b.x{rn}"
-            ops = ", ".join(f"${i + 1}" for i in range(len(bits)))
-            args = ", ".join([f"i32 {addr}"] + [f"i32 {v}" for v in bits])
-            k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.{shape}.b32 [$0], {{{ops}}};", '
-                     f'"r{",r" * len(bits)},~{{memory}}"({args})')
+        addr = _block_address(k, layout, base, mi, per_col)
+        if values is None:
+            out += _load(k, addr, rn, is_float)
             continue
-        ret = "{" + ", ".join(["i32"] * count) + "}"
-        ops = ", ".join(f"${i}" for i in range(count))
-        res = k.b.op(f'call {ret} asm sideeffect "tcgen05.ld.sync.aligned.16x256b.x{rn}.b32 {{{ops}}}, '
-                     f'[${count}];", "{"=r," * count}r,~{{memory}}"(i32 {addr})', "tl")
-        for i in range(count):
-            v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
-            out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
+        chunk = values[mi * count:(mi + 1) * count]
+        if packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
+            _store(k, addr, [_pack(k, packed, chunk[i], chunk[i + 1]) for i in range(0, count, 2)],
+                   f"16x128b.x{rn}")
+        else:
+            _store(k, addr, [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v for v in chunk],
+                   f"16x256b.x{rn}")
     return out
 
 
