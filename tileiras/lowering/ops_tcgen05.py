@@ -83,6 +83,7 @@ KINDS: dict[tuple[str, str, str], Kind] = {
 # K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
 _RESTAGED = frozenset({"tf32"})
 
+_A_IN_TMEM = frozenset({"f16", "f8f6f4"})   # kinds whose register A goes to tensor memory (`_a_in_tmem`)
 _MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
@@ -252,13 +253,18 @@ def register_a(kind: Kind) -> bool:
 
 def _tmem_a_columns(op: Operation, m: int) -> int:
     """Tensor-memory columns of a register A that the MMA reads from tensor memory: M = 128 (lane =
-    row) or 256 (two such halves side by side, as the accumulator's), two 16-bit elements per
-    32-bit column; 0 for an A in shared memory."""
+    row) or 256 (two such halves side by side, as the accumulator's), two 16-bit or four 8-bit
+    elements per 32-bit column; 0 for an A in shared memory."""
     kind = kind_of(op)
     lhs = op.operand("lhs")
-    if kind is None or m not in (128, 256) or kind.name != "f16" or _loaded(lhs) is not None:
+    if kind is None or m not in (128, 256) or kind.name not in _A_IN_TMEM or _loaded(lhs) is not None:
         return 0
-    return lhs.type.shape[-1] // 2 * (m // 128)  # type: ignore[union-attr]
+    return lhs.type.shape[-1] // _per_column(kind) * (m // 128)  # type: ignore[union-attr]
+
+
+def _per_column(kind: Kind) -> int:
+    """A's elements per 32-bit tensor-memory column."""
+    return 4 // kind.elem_bytes
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
@@ -612,8 +618,8 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
         for half in range(2 if m == 256 else 1):
             d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
             enable = accumulate if k0 == 0 else "1"
-            if a is None:    # [a-tmem]: two 16-bit elements per column, the second half's after the first's
-                column = k0 // 2 + half * op.operand("lhs").type.shape[-1] // 2  # type: ignore[union-attr]
+            if a is None:    # [a-tmem]: 2 or 4 elements per column, the second half's after the first's
+                column = (k0 + half * op.operand("lhs").type.shape[-1]) // _per_column(kind)  # type: ignore[union-attr]
                 a_at = k.b.op(f"add i32 {a_tmem}, {column}", "ta") if column else a_tmem
                 a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
             else:
@@ -672,6 +678,7 @@ def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     neighbours of a row into one 32-bit column and stores them with the 16x128b shape, whose
     register r of thread l is lane l/4 + 8 (r % 2), column l % 4 + 4 (r / 2): exactly the packed
     m16n8 fragments (rows l/4 and l/4 + 8, columns 2 (l % 4) and + 1 of each 8-column block).
+    8-bit elements: four to a column, gathered within each quad of lanes (`_quad_words`).
     The i32 address of A's first column, or None (A is in shared memory)."""
     m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
     if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
@@ -682,6 +689,45 @@ def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     base = _region(k, op, a=True)[0]
     _transfer(k, layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore[attr-defined]
     return base
+
+
+def _quad_words(k: KernelLowering, chunk: list[str]) -> list[str]:
+    """The 16x128b words of one 16-row block of 8-bit fragments (`chunk`: per 8-column block j,
+    [top c, c + 1, bottom c, c + 1] with c = 2 (l % 4)): the word of column 4 p + q (q = l % 4)
+    holds columns 16 p + 4 q .. + 3 of a row, the pairs of quad lanes 2 (q % 2) and + 1 of block
+    2 p + q / 2; each lane packs its pairs (top | bottom << 16) and reads the two it needs of
+    both blocks of a pair (four shuffles), then joins them: words [top, bottom] per pair p."""
+    name = "llvm.nvvm.shfl.sync.idx.i32"
+    k.b.declare(f"declare i32 @{name}(i32, i32, i32, i32)")
+    lane = k.b.pre(f"and i32 {k.tid}, 31", "tq")
+    q = k.b.pre(f"and i32 {lane}, 3", "tq")
+    odd = k.b.pre(f"and i32 {q}, 1", "tq")
+    src0 = k.b.pre(f"or i32 {k.b.pre(f'and i32 {lane}, 28', 'tq')}, {k.b.pre(f'shl i32 {odd}, 1', 'tq')}", "tq")
+    src1 = k.b.pre(f"or i32 {src0}, 1", "tq")
+    low = k.b.pre(f"icmp ult i32 {q}, 2", "tq")
+
+    def byte(v: str, shift: int) -> str:
+        wide = k.b.op(f"zext i8 {v} to i32", "tq")
+        return k.b.op(f"shl i32 {wide}, {shift}", "tq") if shift else wide
+
+    def word(j: int) -> str:       # this lane's pairs of block j: top | bottom << 16
+        parts = [byte(chunk[4 * j + i], 8 * i) for i in range(4)]
+        return k.b.op(f"or i32 {k.b.op(f'or i32 {parts[0]}, {parts[1]}', 'tq')}, "
+                      f"{k.b.op(f'or i32 {parts[2]}, {parts[3]}', 'tq')}", "tq")
+
+    def shfl(v: str, src: str) -> str:
+        return k.b.op(f"call i32 @{name}(i32 -1, i32 {v}, i32 {src}, i32 31)", "tq")
+
+    out = []
+    for p in range(len(chunk) // 8):
+        a, b = word(2 * p), word(2 * p + 1)
+        w0 = k.b.op(f"select i1 {low}, i32 {shfl(a, src0)}, i32 {shfl(b, src0)}", "tq")
+        w1 = k.b.op(f"select i1 {low}, i32 {shfl(a, src1)}, i32 {shfl(b, src1)}", "tq")
+        top = k.b.op(f"or i32 {k.b.op(f'and i32 {w0}, 65535', 'tq')}, {k.b.op(f'shl i32 {w1}, 16', 'tq')}", "tq")
+        bottom = k.b.op(f"or i32 {k.b.op(f'lshr i32 {w0}, 16', 'tq')}, "
+                        f"{k.b.op(f'and i32 {w1}, -65536', 'tq')}", "tq")
+        out += [top, bottom]
+    return out
 
 
 def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tuple[_Operand, _Operand]":
@@ -775,7 +821,7 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
     column, stored with the 16x128b shape (`_a_in_tmem`)."""
     _, rm, rn = layout.repeats
     count = rn * 4
-    per_col = 2 if packed else 1          # elements per 32-bit column
+    per_col = (4 if packed == "i8" else 2) if packed else 1          # elements per 32-bit column
     out: list[str] = []
     for mi in range(rm):
         addr = _block_address(k, layout, base, mi, per_col)
@@ -783,7 +829,9 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             out += _load(k, addr, rn, is_float)
             continue
         chunk = values[mi * count:(mi + 1) * count]
-        if packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
+        if packed == "i8":
+            _store(k, addr, _quad_words(k, chunk), f"16x128b.x{rn // 2}")
+        elif packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
             _store(k, addr, [_pack(k, packed, chunk[i], chunk[i + 1]) for i in range(0, count, 2)],
                    f"16x128b.x{rn}")
         else:
