@@ -372,3 +372,28 @@ def test_wide_attention_keeps_o_and_p_in_tensor_memory(name: str, spill_bytes: i
     out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
     assert np.abs(ref).max() > 1
     np.testing.assert_allclose(out, ref, rtol=2.0 ** -10, atol=2.0 ** -9 * np.abs(ref).max())
+
+
+@pytest.mark.sweep
+def test_fp8_attention_with_two_warps_per_lane_quarter_matches_the_interpreter() -> None:
+    """cutile-python's fp8 attention (M = 128 on 8 warps: 16 rows a warp): P packed four to a
+    tensor-memory column across each quad of lanes, causal (two loops sharing their columns)."""
+    import ml_dtypes
+
+    from test_spills import _module
+    from tileiras.runtime import run_arrays
+
+    name = "cp_fmha_e4m3_d64_causal_128x128"
+    module, data = _module(name)
+    shape = (1, 8, 256, 64)     # [batch, heads, sequence, head dim]
+
+    def arguments() -> list:
+        rng = np.random.default_rng(16)
+        return [rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3fn) for _ in range(3)] + \
+            [np.zeros(shape, np.float16), np.array(0.125, np.float32), np.array(0, np.int32)]
+
+    want = run_arrays(module, name, (2, 1, 1), arguments(), backend="interpreter")[3]
+    got = run_arrays(module, name, (2, 1, 1), arguments(), backend="emulator", gpu_name="sm_100", source=data,
+                     filename=f"{name}.tileirbc", check_races=True)[3]
+    out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
+    np.testing.assert_allclose(out, ref, rtol=2.0 ** -10, atol=2.0 ** -9 * np.abs(ref).max())
