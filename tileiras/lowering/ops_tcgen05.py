@@ -7,25 +7,28 @@ copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M
 (K, N) N-major or (N, K) K-major: the instruction descriptor's transpose bits; tf32 operands
 are copied K-major and rounded, kmajor_copy.py); M 64, 128 or 256 (two M=128 instructions side
 by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
-TMEM lane quarter is read by its own warps, and 512 columns of tensor memory for all of them.
+TMEM lane quarter is read by its own warps, and room in the 512 columns of tensor memory (`plan`:
+accumulators that stay there through a loop apart, the columns each mma needs only while it
+runs shared, and every top-level loop or mma starting again at column 0).
 The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
 instruction has, and rows no swizzle holds whole.
 
 A register A (attention's P in P @ V) goes where NVIDIA's compiler puts it: to tensor memory
-(`_a_in_tmem`: tcgen05.st of the packed fragments, the MMA's [a-tmem] form) when it is in the
-layout of an M = 128 tcgen05 accumulator (the scores S = Q K^T it was computed from); otherwise
-(M = 64, whose A has no lane-per-row image in tensor memory; other layouts) to a swizzled shared
-buffer read by descriptor.
+(`_a_in_tmem`: tcgen05.st of the packed fragments, 16-bit or 8-bit, the MMA's [a-tmem] form,
+over the columns of the scores) when it is in the layout of an M = 128 or 256 tcgen05
+accumulator (the scores S = Q K^T it was computed from); otherwise (M = 64, whose A has no
+lane-per-row image in tensor memory; other layouts) to a swizzled shared buffer read by descriptor.
 
 Per mma op, thread 0 issues the MMAs (one per K step and 128-row half) and commits them to the
 kernel's mbarrier (tmem.py); every thread waits for that phase, after which the operands' buffers
 may be refilled. The accumulator lives in tensor memory: inside a `for` that carries it and reads
-it nowhere else (`resident_loop`), it stays there for the whole loop: the first iteration's first
-MMA ignores the old contents when the initial value is zero (else the first iteration stores it,
-`tcgen05.st`), and it is read into registers once after the loop (`after_loop`). Elsewhere the op
-stores its accumulator (unless zero: then the first MMA ignores the old contents), runs and reads
-it back; so attention's O, rescaled in registers by the softmax, makes one store and one load of
-O per iteration, as NVIDIA's correction step does. Registers <-> tensor memory use the 16x256b shape,
+it nowhere else but in a multiply that rescales it (`rescale`: attention's O, corrected by the
+softmax), it stays there for the whole loop: the first iteration's first MMA ignores the old
+contents when the initial value is zero (else `before_loop` stores it, `tcgen05.st`), the
+multiply is done in tensor memory a few columns at a time (`_rescale_in_tmem`, NVIDIA's
+correction step), and it is read into registers once after the loop (`after_loop`). Elsewhere
+the op stores its accumulator (unless zero: then the first MMA ignores the old contents), runs
+and reads it back. Registers <-> tensor memory use the 16x256b shape,
 which hands a warp 16 lanes x 8 columns per repetition in exactly the m16n8 accumulator fragment
 (lane l: row l/4 and l/4 + 8, columns 2 (l%4) and +1): the registers keep `MmaLayout`'s fragment
 order and the epilogue is unchanged. `TmemAccLayout` only places the warps: warp w reaches TMEM
