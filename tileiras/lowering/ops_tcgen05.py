@@ -256,13 +256,15 @@ def register_a(kind: Kind) -> bool:
 
 def _tmem_a_columns(op: Operation, m: int) -> int:
     """Tensor-memory columns of a register A that the MMA reads from tensor memory: M = 128 (lane =
-    row) or 256 (two such halves side by side, as the accumulator's), two 16-bit or four 8-bit
+    row) or 256 (the second half K columns after the first, as the scores' halves it is computed
+    from lie, so that each half of P lies over its own half of S), two 16-bit or four 8-bit
     elements per 32-bit column; 0 for an A in shared memory."""
     kind = kind_of(op)
     lhs = op.operand("lhs")
     if kind is None or m not in (128, 256) or kind.name not in _A_IN_TMEM or _loaded(lhs) is not None:
         return 0
-    return lhs.type.shape[-1] // _per_column(kind) * (m // 128)  # type: ignore[union-attr]
+    kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
+    return kdim * (m // 128 - 1) + kdim // _per_column(kind)
 
 
 def _per_column(kind: Kind) -> int:
@@ -352,6 +354,31 @@ def _reuses_columns(k: KernelLowering, at: Operation) -> bool:
     memory access must wait for every warp's last reads of those columns (a CTA barrier)."""
     epochs = list(_epoch_groups(k.assignment.tcgen05_layouts))  # type: ignore[union-attr]
     return at in epochs and epochs.index(at) > 0
+
+
+def _same_owners(k: KernelLowering, op: Operation) -> bool:
+    """Whether every tensor-memory cell `op` stores to before its MMAs (its accumulator, its A)
+    is read by the same warp in the other mmas of its epoch that share those columns (`plan`), so
+    that each warp's own tcgen05.wait::ld orders its reads before its stores and no CTA barrier
+    is needed: all of them place their warps alike (same M and rows per warp) with whole rows per
+    warp, and at M = 256 everything stored starts at the same column with halves as wide (so
+    that a cell's row is in the same half for all: attention's P over the S it came from)."""
+    layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
+    starts, _ = plan(layouts)
+    group = _epoch_groups(layouts)[_epoch(op)]
+
+    def items(o: Operation) -> list[tuple[int, int]]:     # (first column, half stride) of what o stores
+        _, m, n = layouts[o].shape
+        kdim = o.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+        a = [(starts[o][1], kdim)] if _tmem_a_columns(o, m) else []
+        return a if resident_loop(o) is not None else [(starts[o][0], n)] + a
+
+    shared = {(layouts[o].shape[1], layouts[o].warps) for o in group}
+    if len(shared) != 1 or layouts[op].warps[2] != 1:
+        return False
+    if layouts[op].shape[1] != 256:
+        return True
+    return len({item for o in group for item in items(o)}) <= 1
 
 
 def _region(k: KernelLowering, op: Operation, a: bool = False) -> tuple[str, int]:
@@ -542,8 +569,10 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     restaged = kind.name in _RESTAGED
     _, m, n = layout.shape
     address, _ = _region(k, op)
-    if _reuses_columns(k, op):   # a top-level mma after a loop's (or another mma's) columns
-        k.barrier()
+    stores = resident_loop(op) is None and not _is_zero(acc) or bool(_tmem_a_columns(op, m)) \
+        and isinstance(lhs, TileRegs)
+    if _reuses_columns(k, op) or stores and not _same_owners(k, op):
+        k.barrier()    # every warp's reads of the columns this op stores to are done
     a_tmem = _a_in_tmem(k, op, lhs)
     if restaged:
         a, b = _restaged(k, op, lhs, rhs)
@@ -621,8 +650,8 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
         for half in range(2 if m == 256 else 1):
             d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
             enable = accumulate if k0 == 0 else "1"
-            if a is None:    # [a-tmem]: 2 or 4 elements per column, the second half's after the first's
-                column = (k0 + half * op.operand("lhs").type.shape[-1]) // _per_column(kind)  # type: ignore[union-attr]
+            if a is None:    # [a-tmem]: 2 or 4 elements per column, the second half K columns on
+                column = k0 // _per_column(kind) + half * op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
                 a_at = k.b.op(f"add i32 {a_tmem}, {column}", "ta") if column else a_tmem
                 a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
             else:
@@ -787,7 +816,7 @@ def _block_address(k: KernelLowering, layout: TmemAccLayout, base: str, mi: int,
     _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
     row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
         if w_m != "0" else str(mi * 16)
-    lane, col = _lane_and_column(k, m, n // per_col, row)
+    lane, col = _lane_and_column(k, m, n, row)     # M = 256: the second half n columns on, packed or not
     if w_n != "0":
         col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
     offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
