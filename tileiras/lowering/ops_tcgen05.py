@@ -350,10 +350,19 @@ def _epoch_groups(ops: "dict[Operation, TmemAccLayout]") -> "dict[Operation, lis
 
 
 def _reuses_columns(k: KernelLowering, at: Operation) -> bool:
-    """`at` (a top-level loop or mma) starts an epoch after another epoch's mmas: its first tensor
-    memory access must wait for every warp's last reads of those columns (a CTA barrier)."""
-    epochs = list(_epoch_groups(k.assignment.tcgen05_layouts))  # type: ignore[union-attr]
-    return at in epochs and epochs.index(at) > 0
+    """`at` (a `for` or an mma) opens an epoch after another epoch's mmas: it is the outermost
+    `for` around the epoch's first mma (else that mma), so that its first tensor-memory access
+    waits for every warp's last reads of the earlier epoch's columns (a CTA barrier) once."""
+    groups = _epoch_groups(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
+    epoch = _epoch(at)
+    if epoch not in groups or list(groups).index(epoch) == 0:
+        return False
+    first = opens = groups[epoch][0]
+    while first is not epoch:
+        first = first.parent.parent.parent  # type: ignore[union-attr]
+        if first.name == "cuda_tile.for":
+            opens = first
+    return at is opens
 
 
 def _same_owners(k: KernelLowering, op: Operation) -> bool:
