@@ -562,9 +562,10 @@ def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
 
 def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
     """The MMAs of one mma op. Inside a loop that keeps the accumulator in tensor memory
-    (`resident_loop`), the registers are neither stored nor loaded: the first iteration stores the
-    initial value (or, when it is zero, its first MMA ignores the old contents), and `after_loop`
-    reads the result; the op's register result is its (unchanged) carried input. Elsewhere a zero
+    (`resident_loop`), the registers are neither stored nor loaded: `before_loop` stores the
+    initial value (or, when it is zero, the first iteration's MMA ignores the old contents), a
+    rescaling multiply is done in tensor memory (`_rescale_in_tmem`), and `after_loop` reads the
+    result; the op's register result is its (unchanged) carried input. Elsewhere a zero
     accumulator is not stored either (the first MMA ignores the old contents). A register A goes
     to tensor memory (`_a_in_tmem`, NVIDIA's form for attention's P @ V) or, where its layout does
     not fit that, to a swizzled shared buffer."""
