@@ -397,3 +397,32 @@ def test_fp8_attention_with_two_warps_per_lane_quarter_matches_the_interpreter()
                      filename=f"{name}.tileirbc", check_races=True)[3]
     out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
     np.testing.assert_allclose(out, ref, rtol=2.0 ** -10, atol=2.0 ** -9 * np.abs(ref).max())
+
+
+@pytest.mark.sweep
+def test_mla_prefill_shares_columns_between_its_chained_mmas() -> None:
+    """TileGym's MLA prefill (M = 64): Q K^T then Q_pe K_pe^T into the same scores (a nonzero
+    accumulator stored over the first's columns, which it just read back) and O rescaled in tensor
+    memory; one head against the interpreter, race checker on."""
+    import ml_dtypes
+
+    from test_spills import _module
+    from tileiras.runtime import run_arrays
+
+    name = "tg_mla_prefill_bf16_g1_64x64_occ1"
+    module, data = _module(name)
+    b, h, s, d, kpe = 1, 16, 128, 128, 64
+
+    def arguments() -> list:
+        rng = np.random.default_rng(5)
+        r = lambda *shape: rng.standard_normal(shape).astype(ml_dtypes.bfloat16)  # noqa: E731
+        return [r(b, h, s, d), r(b, h, s, kpe), r(b, h, s, d), r(b, 1, s, kpe), r(b, h, s, d),
+                np.zeros((b, h, s, d), ml_dtypes.bfloat16), np.array(1 / np.sqrt(d + kpe), np.float32),
+                np.array(h, np.int32)]
+
+    want = run_arrays(module, name, (s // 64, 1, 1), arguments(), backend="interpreter")[5]
+    got = run_arrays(module, name, (s // 64, 1, 1), arguments(), backend="emulator", gpu_name="sm_100",
+                     source=data, filename=f"{name}.tileirbc", check_races=True)[5]
+    out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
+    assert np.abs(ref).max() > 1
+    np.testing.assert_allclose(out, ref, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(ref).max())
