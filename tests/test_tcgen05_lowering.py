@@ -326,3 +326,104 @@ def test_attention_runs_both_mmas_on_tcgen05(config, tmp_path: Path) -> None:
     p = np.exp(s - s.max(1, keepdims=True))
     ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
     assert np.abs(out[0].astype(np.float64) - ref).max() < (2e-2 if np_type is not np.float16 else 2e-3)
+
+
+# TileGym's attention at 256 x 128 tiles (M = 256: two 128-row MMAs side by side), causal: an
+# unmasked and a masked loop. (kernel, ptxas spill-store bytes allowed: NVIDIA's own 8 for f16)
+WIDE_ATTENTION = [("tg_fmha_e5m2_d128_causal_256x128", 0),
+                  pytest.param("tg_fmha_f16_d128_causal_256x128", 8, marks=pytest.mark.sweep)]
+
+
+@pytest.mark.parametrize("name,spill_bytes", WIDE_ATTENTION)
+def test_wide_attention_keeps_o_and_p_in_tensor_memory(name: str, spill_bytes: int, tmp_path: Path) -> None:
+    """O stays in tensor memory through each loop and the softmax's correction rescales it there
+    (16x256b.x8 reads and writes), P goes to tensor memory as P @ V's A operand (the MMAs' [a-tmem]
+    form; fp8: four to a column) over the columns of the scores it came from, and the two loops
+    share their columns: all four mmas on tcgen05 in 512 columns, no P through shared memory, and
+    (issue 14) no spills beyond NVIDIA's. The emulator agrees with the interpreter under the race
+    checker on a ragged sequence (255: one query tile, one key tile per loop)."""
+    import re
+
+    import ml_dtypes
+
+    from test_spills import _module
+    from tileiras.runtime import run_arrays
+
+    module, data = _module(name)
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "mma.sync" not in ptx and "st.shared.b8" not in ptx and "st.shared.b16" not in ptx
+    assert re.search(r"tcgen05\.alloc\S* \[%r\d+\], 512;", ptx)
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::\w+ \[%r\d+\], (\[?)", ptx)
+    assert mmas.count("[") == mmas.count("") > 0       # P @ V reads A in tensor memory, Q K^T by descriptor
+    assert ptx.count("tcgen05.ld.sync.aligned.16x256b.x8.b32") == ptx.count("tcgen05.st.sync.aligned.16x256b.x8") > 0
+    found = re.search(r"(\d+) bytes spill stores", _ptxas_report(ptx, "sm_100a", tmp_path))
+    assert found and int(found[1]) <= spill_bytes, found
+    dtype = ml_dtypes.float8_e5m2 if "e5m2" in name else np.float16
+    seq, shape = 255, (1, 32, 255, 128)      # [batch, heads, sequence, head dim]; 32 heads: the kernel's
+
+    def arguments() -> list:
+        rng = np.random.default_rng(16)
+        return [rng.standard_normal(shape).astype(dtype) for _ in range(3)] + \
+            [np.zeros(shape, dtype), np.array(1 / np.sqrt(128), np.float32), np.array(0, np.int32)]
+
+    grid = (-(-seq // 256), 1, 1)
+    want = run_arrays(module, name, grid, arguments(), backend="interpreter")[3]
+    got = run_arrays(module, name, grid, arguments(), backend="emulator", gpu_name="sm_100", source=data,
+                     filename=f"{name}.tileirbc", check_races=True)[3]
+    out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
+    assert np.abs(ref).max() > 1
+    np.testing.assert_allclose(out, ref, rtol=2.0 ** -10, atol=2.0 ** -9 * np.abs(ref).max())
+
+
+@pytest.mark.sweep
+def test_fp8_attention_with_two_warps_per_lane_quarter_matches_the_interpreter() -> None:
+    """cutile-python's fp8 attention (M = 128 on 8 warps: 16 rows a warp): P packed four to a
+    tensor-memory column across each quad of lanes, causal (two loops sharing their columns)."""
+    import ml_dtypes
+
+    from test_spills import _module
+    from tileiras.runtime import run_arrays
+
+    name = "cp_fmha_e4m3_d64_causal_128x128"
+    module, data = _module(name)
+    shape = (1, 8, 256, 64)     # [batch, heads, sequence, head dim]
+
+    def arguments() -> list:
+        rng = np.random.default_rng(16)
+        return [rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3fn) for _ in range(3)] + \
+            [np.zeros(shape, np.float16), np.array(0.125, np.float32), np.array(0, np.int32)]
+
+    want = run_arrays(module, name, (2, 1, 1), arguments(), backend="interpreter")[3]
+    got = run_arrays(module, name, (2, 1, 1), arguments(), backend="emulator", gpu_name="sm_100", source=data,
+                     filename=f"{name}.tileirbc", check_races=True)[3]
+    out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
+    np.testing.assert_allclose(out, ref, rtol=2.0 ** -10, atol=2.0 ** -9 * np.abs(ref).max())
+
+
+@pytest.mark.sweep
+def test_mla_prefill_shares_columns_between_its_chained_mmas() -> None:
+    """TileGym's MLA prefill (M = 64): Q K^T then Q_pe K_pe^T into the same scores (a nonzero
+    accumulator stored over the first's columns, which it just read back) and O rescaled in tensor
+    memory; one head against the interpreter, race checker on."""
+    import ml_dtypes
+
+    from test_spills import _module
+    from tileiras.runtime import run_arrays
+
+    name = "tg_mla_prefill_bf16_g1_64x64_occ1"
+    module, data = _module(name)
+    b, h, s, d, kpe = 1, 16, 128, 128, 64
+
+    def arguments() -> list:
+        rng = np.random.default_rng(5)
+        r = lambda *shape: rng.standard_normal(shape).astype(ml_dtypes.bfloat16)  # noqa: E731
+        return [r(b, h, s, d), r(b, h, s, kpe), r(b, h, s, d), r(b, 1, s, kpe), r(b, h, s, d),
+                np.zeros((b, h, s, d), ml_dtypes.bfloat16), np.array(1 / np.sqrt(d + kpe), np.float32),
+                np.array(h, np.int32)]
+
+    want = run_arrays(module, name, (s // 64, 1, 1), arguments(), backend="interpreter")[5]
+    got = run_arrays(module, name, (s // 64, 1, 1), arguments(), backend="emulator", gpu_name="sm_100",
+                     source=data, filename=f"{name}.tileirbc", check_races=True)[5]
+    out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
+    assert np.abs(ref).max() > 1
+    np.testing.assert_allclose(out, ref, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(ref).max())

@@ -9,25 +9,28 @@ are copied swizzled too, then rounded in place by the epilogue warps of a warp-s
 (warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); M 64,
 128 or 256 (two M=128 instructions side
 by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
-TMEM lane quarter is read by its own warps, and 512 columns of tensor memory for all of them.
+TMEM lane quarter is read by its own warps, and room in the 512 columns of tensor memory (`plan`:
+accumulators that stay there through a loop apart, the columns each mma needs only while it
+runs shared, and every top-level loop or mma starting again at column 0).
 The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
 instruction has, and rows no swizzle holds whole.
 
 A register A (attention's P in P @ V) goes where NVIDIA's compiler puts it: to tensor memory
-(`_a_in_tmem`: tcgen05.st of the packed fragments, the MMA's [a-tmem] form) when it is in the
-layout of an M = 128 tcgen05 accumulator (the scores S = Q K^T it was computed from); otherwise
-(M = 64, whose A has no lane-per-row image in tensor memory; other layouts) to a swizzled shared
-buffer read by descriptor.
+(`_a_in_tmem`: tcgen05.st of the packed fragments, 16-bit or 8-bit, the MMA's [a-tmem] form,
+over the columns of the scores) when it is in the layout of an M = 128 or 256 tcgen05
+accumulator (the scores S = Q K^T it was computed from); otherwise (M = 64, whose A has no
+lane-per-row image in tensor memory; other layouts) to a swizzled shared buffer read by descriptor.
 
 Per mma op, thread 0 issues the MMAs (one per K step and 128-row half) and commits them to the
 kernel's mbarrier (tmem.py); every thread waits for that phase, after which the operands' buffers
 may be refilled. The accumulator lives in tensor memory: inside a `for` that carries it and reads
-it nowhere else (`resident_loop`), it stays there for the whole loop: the first iteration's first
-MMA ignores the old contents when the initial value is zero (else the first iteration stores it,
-`tcgen05.st`), and it is read into registers once after the loop (`after_loop`). Elsewhere the op
-stores its accumulator (unless zero: then the first MMA ignores the old contents), runs and reads
-it back; so attention's O, rescaled in registers by the softmax, makes one store and one load of
-O per iteration, as NVIDIA's correction step does. Registers <-> tensor memory use the 16x256b shape,
+it nowhere else but in a multiply that rescales it (`rescale`: attention's O, corrected by the
+softmax), it stays there for the whole loop: the first iteration's first MMA ignores the old
+contents when the initial value is zero (else `before_loop` stores it, `tcgen05.st`), the
+multiply is done in tensor memory a few columns at a time (`_rescale_in_tmem`, NVIDIA's
+correction step), and it is read into registers once after the loop (`after_loop`). Elsewhere
+the op stores its accumulator (unless zero: then the first MMA ignores the old contents), runs
+and reads it back. Registers <-> tensor memory use the 16x256b shape,
 which hands a warp 16 lanes x 8 columns per repetition in exactly the m16n8 accumulator fragment
 (lane l: row l/4 and l/4 + 8, columns 2 (l%4) and +1): the registers keep `MmaLayout`'s fragment
 order and the epilogue is unchanged. `TmemAccLayout` only places the warps: warp w reaches TMEM
@@ -85,6 +88,7 @@ KINDS: dict[tuple[str, str, str], Kind] = {
 # K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
 _RESTAGED = frozenset({"tf32"})
 
+_A_IN_TMEM = frozenset({"f16", "f8f6f4"})   # kinds whose register A goes to tensor memory (`_a_in_tmem`)
 _MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
@@ -152,7 +156,7 @@ def why_not(op: Operation, threads: int, chosen: "dict[Operation, TmemAccLayout]
         return "the kernel returns early: tensor memory is freed at its one exit"
     if isinstance(found, TmemAccLayout):
         return f"its {columns_needed(op, found)} tensor-memory columns do not fit beside the " \
-               f"{sum(columns_needed(o, lay) for o, lay in chosen.items())} of the kernel's other tcgen05 mmas"
+               f"{plan(chosen)[1]} of the kernel's other tcgen05 mmas"
     return found
 
 
@@ -254,12 +258,20 @@ def register_a(kind: Kind) -> bool:
 
 def _tmem_a_columns(op: Operation, m: int) -> int:
     """Tensor-memory columns of a register A that the MMA reads from tensor memory: M = 128 (lane =
-    row), two 16-bit elements per 32-bit column; 0 for an A in shared memory."""
+    row) or 256 (the second half K columns after the first, as the scores' halves it is computed
+    from lie, so that each half of P lies over its own half of S), two 16-bit or four 8-bit
+    elements per 32-bit column; 0 for an A in shared memory."""
     kind = kind_of(op)
     lhs = op.operand("lhs")
-    if kind is None or m != 128 or kind.name != "f16" or _loaded(lhs) is not None:
+    if kind is None or m not in (128, 256) or kind.name not in _A_IN_TMEM or _loaded(lhs) is not None:
         return 0
-    return lhs.type.shape[-1] // 2  # type: ignore[union-attr]
+    kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
+    return kdim * (m // 128 - 1) + kdim // _per_column(kind)
+
+
+def _per_column(kind: Kind) -> int:
+    """A's elements per 32-bit tensor-memory column."""
+    return 4 // kind.elem_bytes
 
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
@@ -281,56 +293,172 @@ def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
 
 
 def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
-    """The mmas (among `ops`) that run on tcgen05, each with its own tensor-memory columns: in
-    program order while the 512 columns last (the others stay on mma.sync)."""
+    """The mmas (among `ops`) that run on tcgen05, placed in tensor memory by `plan`: in program
+    order while the 512 columns last (the others stay on mma.sync)."""
     out: dict[Operation, TmemAccLayout] = {}
-    used = 0
     for op in ops:
         layout = choose(op, sm, threads)
-        if layout is None:
-            continue
-        cols = columns_needed(op, layout)
-        if used + cols > COLUMNS:
-            continue
-        out[op] = layout
-        used += cols
+        if layout is not None and plan({**out, op: layout})[1] <= COLUMNS:
+            out[op] = layout
     return out
 
 
-def _region(k: KernelLowering, op: Operation) -> tuple[str, int]:
-    """(i32 tensor-memory address of op's accumulator, total columns the kernel allocates)."""
-    assignment = k.assignment
-    assert assignment is not None
-    start = total = 0
-    for other, layout in assignment.tcgen05_layouts.items():
-        if other is op:
-            start = total
-        total += columns_needed(other, layout)
+def plan(layouts: "dict[Operation, TmemAccLayout]") -> "tuple[dict[Operation, tuple[int, int]], int]":
+    """(first column of each mma's accumulator and of its A in tensor memory, columns in all).
+
+    Per epoch (`_epoch`; every epoch starts at column 0): the accumulators that stay in tensor
+    memory through a loop (`resident_loop`) first, side by side; after them the columns each mma
+    uses only while it runs (its accumulator when it is read back at once, its A), which the mmas
+    of an epoch share: one mma's read-back accumulator is dead (in registers) before the next
+    mma stores anything (attention's P goes over the scores S it was computed from)."""
+    starts: dict[Operation, tuple[int, int]] = {}
+    total = 0
+    for group in _epoch_groups(layouts).values():
+        resident = 0
+        for op in group:
+            if resident_loop(op) is not None:
+                starts[op] = (resident, 0)
+                resident += op_columns(op, *layouts[op].shape[1:])
+        transient = 0
+        for op in group:
+            _, m, n = layouts[op].shape
+            acc = op_columns(op, m, n)
+            if op in starts:
+                starts[op] = (starts[op][0], resident)
+                transient = max(transient, _tmem_a_columns(op, m))
+            else:
+                starts[op] = (resident, resident + acc)
+                transient = max(transient, acc + _tmem_a_columns(op, m))
+        total = max(total, resident + transient)
+    return starts, total
+
+
+def _epoch(op: Operation) -> Operation:
+    """The operation of the kernel's body that contains `op` (or is it). Tensor memory is free
+    between epochs: an accumulator lives in tensor memory from its store to its read-back, both in
+    its mma's lowering, or through the loop that keeps it there (`resident_loop`), both inside
+    its epoch. So the mmas of one epoch take disjoint columns, and each epoch starts from column 0
+    (a causal attention's two loops reuse the same columns)."""
+    while True:
+        block = op.parent
+        owner = block.parent.parent if block is not None and block.parent is not None else None
+        if owner is None or owner.name == "cuda_tile.entry":
+            return op
+        op = owner
+
+
+def _epoch_groups(ops: "dict[Operation, TmemAccLayout]") -> "dict[Operation, list[Operation]]":
+    """tcgen05 mmas by epoch, both in program order."""
+    out: dict[Operation, list[Operation]] = {}
+    for op in ops:
+        out.setdefault(_epoch(op), []).append(op)
+    return out
+
+
+def _reuses_columns(k: KernelLowering, at: Operation) -> bool:
+    """`at` (a `for` or an mma) opens an epoch after another epoch's mmas: it is the outermost
+    `for` around the epoch's first mma (else that mma), so that its first tensor-memory access
+    waits for every warp's last reads of the earlier epoch's columns (a CTA barrier) once."""
+    groups = _epoch_groups(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
+    epoch = _epoch(at)
+    if epoch not in groups or list(groups).index(epoch) == 0:
+        return False
+    first = opens = groups[epoch][0]
+    while first is not epoch:
+        first = first.parent.parent.parent  # type: ignore[union-attr]
+        if first.name == "cuda_tile.for":
+            opens = first
+    return at is opens
+
+
+def _same_owners(k: KernelLowering, op: Operation) -> bool:
+    """Whether every tensor-memory cell `op` stores to before its MMAs (its accumulator, its A)
+    is read by the same warp in the other mmas of its epoch that share those columns (`plan`), so
+    that each warp's own tcgen05.wait::ld orders its reads before its stores and no CTA barrier
+    is needed: all of them place their warps alike (same M and rows per warp) with whole rows per
+    warp, and at M = 256 everything stored starts at the same column with halves as wide (so
+    that a cell's row is in the same half for all: attention's P over the S it came from)."""
+    layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
+    starts, _ = plan(layouts)
+    group = _epoch_groups(layouts)[_epoch(op)]
+
+    def items(o: Operation) -> list[tuple[int, int]]:     # (first column, half stride) of what o stores
+        _, m, n = layouts[o].shape
+        kdim = o.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+        a = [(starts[o][1], kdim)] if _tmem_a_columns(o, m) else []
+        return a if resident_loop(o) is not None else [(starts[o][0], n)] + a
+
+    shared = {(layouts[o].shape[1], layouts[o].warps) for o in group}
+    if len(shared) != 1 or layouts[op].warps[2] != 1:
+        return False
+    if layouts[op].shape[1] != 256:
+        return True
+    return len({item for o in group for item in items(o)}) <= 1
+
+
+def _region(k: KernelLowering, op: Operation, a: bool = False) -> tuple[str, int]:
+    """(i32 tensor-memory address of op's accumulator, or of its A with `a`; total columns the
+    kernel allocates)."""
+    assert k.assignment is not None
+    starts, total = plan(k.assignment.tcgen05_layouts)
+    start = starts[op][1 if a else 0]
     tm = tensor_memory(k, total)
     return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
 
 
 def resident_loop(op: Operation) -> Optional[tuple[Operation, int]]:
     """(for op, carried index) when `op`'s accumulator is a value a `for` carries that nothing else
-    in the loop reads, and its result only goes back round as that value: the accumulator then
-    stays in tensor memory for the whole loop and is read into registers once, after it."""
+    in the loop reads (but, possibly, the multiply that rescales it: `rescale`), and its result only
+    goes back round as that value: the accumulator then stays in tensor memory for the whole loop
+    and is read into registers once, after it."""
     acc, result = op.operand("acc"), op.results[0]
     block = op.parent
     loop = block.parent.parent if block is not None and block.parent is not None else None
-    if loop is None or loop.name != "cuda_tile.for" or getattr(acc, "owner", None) is not block:
+    scale = rescale(op)
+    carried = _carried_factor(scale)[0] if scale is not None else acc
+    if loop is None or loop.name != "cuda_tile.for" or getattr(carried, "owner", None) is not block:
         return None
     last = block.operations[-1]
-    index = acc.index - 1  # type: ignore[union-attr]
-    if last.name != "cuda_tile.continue" or acc.uses != [op] or result.uses != [last] \
+    index = carried.index - 1  # type: ignore[union-attr]
+    if last.name != "cuda_tile.continue" or carried.uses != [scale or op] or result.uses != [last] \
             or index < 0 or last.operands[index] is not result \
             or sum(1 for v in last.operands if v is result) != 1:
         return None
     return loop, index
 
 
+def rescale(op: Operation) -> Optional[Operation]:
+    """The f32 multiply of a carried value by a factor (either order) that is `op`'s accumulator, read
+    by `op` alone: attention's O, rescaled by the softmax's correction before each P @ V. Its
+    accumulator stays in tensor memory and is rescaled there (`_rescale_in_tmem`, as NVIDIA's
+    correction step does), so O never occupies registers inside the loop. None otherwise."""
+    acc = op.operand("acc")
+    owner = getattr(acc, "owner", None)
+    if not isinstance(owner, Operation) or owner.name != "cuda_tile.mulf" or acc.uses != [op] \
+            or str(getattr(acc.type, "element", "")) != "f32" \
+            or owner.attributes.get("flush_to_zero", False) \
+            or str(owner.attributes.get("rounding_mode", "nearest_even")) not in ("nearest_even", "approx", "full"):
+        return None
+    return owner if _carried_factor(owner, op.parent) is not None else None
+
+
+def _carried_factor(mul: Operation, block: object = None) -> "Optional[tuple[object, object]]":
+    """(carried value, factor) of a rescaling multiply: the operand that is an argument of the
+    loop body (`block`: mul's own by default) and the other one; None where not exactly one is."""
+    block = block or mul.parent
+    args = [getattr(v, "owner", None) is block for v in mul.operands]
+    if args.count(True) != 1:
+        return None
+    return (mul.operands[0], mul.operands[1]) if args[0] else (mul.operands[1], mul.operands[0])
+
+
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the restaging buffers of the
-    tcgen05 mmas inside it, so that the pipeline's depth leaves room for them."""
+    tcgen05 mmas inside it, so that the pipeline's depth leaves room for them. Then the nonzero
+    initial values of the accumulators it keeps in tensor memory go there (the registers die
+    here, and a loop that runs no iteration leaves them there for `after_loop`), after a CTA
+    barrier where the loop's columns were an earlier loop's (`_epoch`: every warp's reads of
+    them are done)."""
     from .kmajor_copy import kmajor_buffer
 
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
@@ -342,6 +470,19 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
         if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
             k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
                                        for n, role in (("lhs", "a"), ("rhs", "b")))
+    if _reuses_columns(k, loop):
+        k.barrier()
+    stored = False
+    for op, layout in k.assignment.tcgen05_layouts.items():
+        found = resident_loop(op)
+        if found is None or found[0] is not loop:
+            continue
+        init = k.tile(loop.operand_group("initValues")[found[1]])
+        if not _is_zero(init):
+            _transfer(k, layout, _region(k, op)[0], list(init.slots), kind_of(op).d == 1)  # type: ignore[union-attr]
+            stored = True
+    if stored:
+        k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
 
 
 def _inside(op: Operation, loop: Operation) -> bool:
@@ -356,7 +497,8 @@ def _inside(op: Operation, loop: Operation) -> bool:
 
 def after_loop(k: KernelLowering, loop: Operation) -> None:
     """After a `for` whose mmas kept their accumulators in tensor memory: read them into registers
-    (the loop's results); a loop that ran no iteration gives its initial values."""
+    (the loop's results); a loop that ran no iteration gives its initial values (zero: a select;
+    others are in tensor memory, `before_loop`)."""
     if k.assignment is None or not getattr(k.assignment, "tcgen05_layouts", None):
         return
     for op, layout in k.assignment.tcgen05_layouts.items():
@@ -371,6 +513,9 @@ def after_loop(k: KernelLowering, loop: Operation) -> None:
         regs = _transfer(k, layout, address, None, kind.d == 1)
         k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
         init = k.tile(loop.operand_group("initValues")[index])
+        if not _is_zero(init):    # stored before the loop: tensor memory has the result either way
+            k.values[loop.results[index]] = TileRegs(init.type, regs, layout)
+            continue
         lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
         ub = k.tile(loop.operand("upperBound")).slots[0]  # type: ignore[arg-type]
         ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
@@ -426,9 +571,10 @@ def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
 
 def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
     """The MMAs of one mma op. Inside a loop that keeps the accumulator in tensor memory
-    (`resident_loop`), the registers are neither stored nor loaded: the first iteration stores the
-    initial value (or, when it is zero, its first MMA ignores the old contents), and `after_loop`
-    reads the result; the op's register result is its (unchanged) carried input. Elsewhere a zero
+    (`resident_loop`), the registers are neither stored nor loaded: `before_loop` stores the
+    initial value (or, when it is zero, the first iteration's MMA ignores the old contents), a
+    rescaling multiply is done in tensor memory (`_rescale_in_tmem`), and `after_loop` reads the
+    result; the op's register result is its (unchanged) carried input. Elsewhere a zero
     accumulator is not stored either (the first MMA ignores the old contents). A register A goes
     to tensor memory (`_a_in_tmem`, NVIDIA's form for attention's P @ V) or, where its layout does
     not fit that, to a swizzled shared buffer."""
@@ -442,7 +588,11 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     restaged = kind.name in _RESTAGED
     _, m, n = layout.shape
     address, _ = _region(k, op)
-    a_tmem = _a_in_tmem(k, op, lhs, address, columns_of(m, n))
+    stores = resident_loop(op) is None and not _is_zero(acc) or bool(_tmem_a_columns(op, m)) \
+        and isinstance(lhs, TileRegs)
+    if _reuses_columns(k, op) or stores and not _same_owners(k, op):
+        k.barrier()    # every warp's reads of the columns this op stores to are done
+    a_tmem = _a_in_tmem(k, op, lhs)
     if restaged:
         a, b = _restaged(k, op, lhs, rhs)
     else:
@@ -458,20 +608,20 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
             accumulate = "0"
         else:
             _transfer(k, layout, address, list(acc.slots), is_float)
-    else:
+    else:    # a nonzero initial value was stored before the loop (`before_loop`)
         loop, index = resident
-        iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
-        lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
-        ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
-        first = k.b.op(f"icmp eq {ity} {iv}, {lb}", "tfirst")
+        scale = rescale(op)
+        carried = acc if scale is None else k.tile(_carried_factor(scale)[0])  # type: ignore[index]
         if _is_zero(k.tile(loop.operand_group("initValues")[index])):
-            accumulate = k.b.op(f"zext i1 {k.b.op(f'xor i1 {first}, true', 'tacc')} to i32", "tacc")
-        else:
-            def store() -> None:
-                _transfer(k, layout, address, list(acc.slots), is_float)
-                k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
-
-            k.guarded(first, lambda: store() or None)
+            iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
+            lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
+            ity = llvm_type(loop.operand("lowerBound").type.element)  # type: ignore[union-attr]
+            later = k.b.op(f"icmp ne {ity} {iv}, {lb}", "tlater")
+            accumulate = k.b.op(f"zext i1 {later} to i32", "tacc")
+            if scale is not None:    # the first iteration's MMA ignores what tensor memory holds
+                k.guarded(later, lambda: _rescale_in_tmem(k, scale, layout, address) or None)
+        elif scale is not None:
+            _rescale_in_tmem(k, scale, layout, address)
     scales = None
     if op.name == "cuda_tile.mmaf_scaled":   # the scale factors (ops_blockscale), after the accumulator
         from .ops_blockscale import Tcgen05Scales
@@ -497,8 +647,8 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
 
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: issue() or None)
     wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
-    if resident is not None:
-        return TileRegs(acc.type, list(acc.slots), layout)
+    if resident is not None:    # the registers go round the loop unchanged (and unused)
+        return TileRegs(acc.type, list(carried.slots), layout)
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
@@ -519,8 +669,9 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
         for half in range(2 if m == 256 else 1):
             d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
             enable = accumulate if k0 == 0 else "1"
-            if a is None:    # [a-tmem]: two 16-bit elements per column
-                a_at = k.b.op(f"add i32 {a_tmem}, {k0 // 2}", "ta") if k0 else a_tmem
+            if a is None:    # [a-tmem]: 2 or 4 elements per column, the second half K columns on
+                column = k0 // _per_column(kind) + half * op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+                a_at = k.b.op(f"add i32 {a_tmem}, {column}", "ta") if column else a_tmem
                 a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
             else:
                 a_desc = a.descriptor(k, 128 * half, k0)
@@ -571,22 +722,63 @@ def _shared(k: KernelLowering, value: SharedTileVal, role: str) -> _Operand:
     return _Operand(copy_kmajor(k, value, role, None), True)
 
 
-def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object, address: str, acc_columns: int) -> Optional[str]:
+def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     """A register A that this MMA reads from tensor memory (columns reserved by `_tmem_a_columns`):
-    in the fragment layout of an M = 128 tcgen05 accumulator (each warp's rows in its own lane
-    quarter), each thread packs its two 16-bit neighbours of a row into one 32-bit column and
-    stores them with the 16x128b shape, whose register r of thread l is lane l/4 + 8 (r % 2),
-    column l % 4 + 4 (r / 2): exactly the packed m16n8 fragments (rows l/4 and l/4 + 8, columns
-    2 (l % 4) and + 1 of each 8-column block). The i32 address of A's first column, or None
-    (A is in shared memory)."""
-    if not _tmem_a_columns(op, 128) or not isinstance(lhs, TileRegs):
+    in the fragment layout of an M = 128 or 256 tcgen05 accumulator (each warp's rows in its own
+    lane quarter; M = 256: rows 128.. in the next K / 2 columns), each thread packs its two 16-bit
+    neighbours of a row into one 32-bit column and stores them with the 16x128b shape, whose
+    register r of thread l is lane l/4 + 8 (r % 2), column l % 4 + 4 (r / 2): exactly the packed
+    m16n8 fragments (rows l/4 and l/4 + 8, columns 2 (l % 4) and + 1 of each 8-column block).
+    8-bit elements: four to a column, gathered within each quad of lanes (`_quad_words`).
+    The i32 address of A's first column, or None (A is in shared memory)."""
+    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
+    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
         return None
     layout = lhs.layout
-    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != 128:
+    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != m:
         return None
-    base = k.b.op(f"add i32 {address}, {acc_columns}", "tpa")
+    base = _region(k, op, a=True)[0]
     _transfer(k, layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore[attr-defined]
     return base
+
+
+def _quad_words(k: KernelLowering, chunk: list[str]) -> list[str]:
+    """The 16x128b words of one 16-row block of 8-bit fragments (`chunk`: per 8-column block j,
+    [top c, c + 1, bottom c, c + 1] with c = 2 (l % 4)): the word of column 4 p + q (q = l % 4)
+    holds columns 16 p + 4 q .. + 3 of a row, the pairs of quad lanes 2 (q % 2) and + 1 of block
+    2 p + q / 2; each lane packs its pairs (top | bottom << 16) and reads the two it needs of
+    both blocks of a pair (four shuffles), then joins them: words [top, bottom] per pair p."""
+    name = "llvm.nvvm.shfl.sync.idx.i32"
+    k.b.declare(f"declare i32 @{name}(i32, i32, i32, i32)")
+    lane = k.b.pre(f"and i32 {k.tid}, 31", "tq")
+    q = k.b.pre(f"and i32 {lane}, 3", "tq")
+    odd = k.b.pre(f"and i32 {q}, 1", "tq")
+    src0 = k.b.pre(f"or i32 {k.b.pre(f'and i32 {lane}, 28', 'tq')}, {k.b.pre(f'shl i32 {odd}, 1', 'tq')}", "tq")
+    src1 = k.b.pre(f"or i32 {src0}, 1", "tq")
+    low = k.b.pre(f"icmp ult i32 {q}, 2", "tq")
+
+    def byte(v: str, shift: int) -> str:
+        wide = k.b.op(f"zext i8 {v} to i32", "tq")
+        return k.b.op(f"shl i32 {wide}, {shift}", "tq") if shift else wide
+
+    def word(j: int) -> str:       # this lane's pairs of block j: top | bottom << 16
+        parts = [byte(chunk[4 * j + i], 8 * i) for i in range(4)]
+        return k.b.op(f"or i32 {k.b.op(f'or i32 {parts[0]}, {parts[1]}', 'tq')}, "
+                      f"{k.b.op(f'or i32 {parts[2]}, {parts[3]}', 'tq')}", "tq")
+
+    def shfl(v: str, src: str) -> str:
+        return k.b.op(f"call i32 @{name}(i32 -1, i32 {v}, i32 {src}, i32 31)", "tq")
+
+    out = []
+    for p in range(len(chunk) // 8):
+        a, b = word(2 * p), word(2 * p + 1)
+        w0 = k.b.op(f"select i1 {low}, i32 {shfl(a, src0)}, i32 {shfl(b, src0)}", "tq")
+        w1 = k.b.op(f"select i1 {low}, i32 {shfl(a, src1)}, i32 {shfl(b, src1)}", "tq")
+        top = k.b.op(f"or i32 {k.b.op(f'and i32 {w0}, 65535', 'tq')}, {k.b.op(f'shl i32 {w1}, 16', 'tq')}", "tq")
+        bottom = k.b.op(f"or i32 {k.b.op(f'lshr i32 {w0}, 16', 'tq')}, "
+                        f"{k.b.op(f'and i32 {w1}, -65536', 'tq')}", "tq")
+        out += [top, bottom]
+    return out
 
 
 def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tuple[_Operand, _Operand]":
@@ -609,64 +801,98 @@ def _restaged(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> "tu
     return out[0], out[1]
 
 
+_RESCALE_REPS = 8     # 8-column blocks per tcgen05.ld / st of the in-place rescale (32 registers)
+
+
+def _rescale_in_tmem(k: KernelLowering, scale: Operation, layout: TmemAccLayout, base: str) -> None:
+    """Multiply the accumulator in tensor memory by the factor of `scale` (a tile in the
+    accumulator's layout, element by element: the softmax's per-row correction broadcast along
+    rows), a few 8-column blocks at a time, so that the accumulator never occupies registers whole:
+    once the previous MMAs completed (the caller's mbarrier wait), each thread reads, multiplies and
+    writes back its own fragments, with `fmul` as the multiply's lowering (ops_arith)."""
+    factor = k.tile(_carried_factor(scale)[1]).slots  # type: ignore[index]
+    _, rm, rn = layout.repeats
+    count = rn * 4
+    k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+    for mi in range(rm):
+        addr = _block_address(k, layout, base, mi, 1)
+        for r0 in range(0, rn, _RESCALE_REPS):
+            reps = min(_RESCALE_REPS, rn - r0)
+            at = k.b.op(f"add i32 {addr}, {8 * r0}", "ta") if r0 else addr
+            old = _load(k, at, reps, True)
+            k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+            slots = factor[mi * count + 4 * r0:mi * count + 4 * (r0 + reps)]
+            new = [k.b.op(f"fmul float {v}, {f}", "tsc") for v, f in zip(old, slots)]
+            _store(k, at, [k.b.op(f"bitcast float {v} to i32", "tb") for v in new], f"16x256b.x{reps}")
+    k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+
+
+def _block_address(k: KernelLowering, layout: TmemAccLayout, base: str, mi: int, per_col: int) -> str:
+    """i32 tensor-memory address of this warp's first 8-column block in its 16-row block `mi`
+    (`per_col` elements per 32-bit column)."""
+    _, m, n = layout.shape
+    _, rm, rn = layout.repeats
+    _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
+        if w_m != "0" else str(mi * 16)
+    lane, col = _lane_and_column(k, m, n, row)     # M = 256: the second half n columns on, packed or not
+    if w_n != "0":
+        col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {rn * 8 // per_col}', 'tc')}", "tc")
+    offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
+    return k.b.op(f"add i32 {base}, {offset}", "ta")
+
+
+def _store(k: KernelLowering, addr: str, bits: list[str], shape: str) -> None:
+    """tcgen05.st of the i32 registers `bits` with `shape` at `addr`."""
+    ops = ", ".join(f"${i + 1}" for i in range(len(bits)))
+    args = ", ".join([f"i32 {addr}"] + [f"i32 {v}" for v in bits])
+    k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.{shape}.b32 [$0], {{{ops}}};", '
+             f'"r{",r" * len(bits)},~{{memory}}"({args})')
+
+
+def _load(k: KernelLowering, addr: str, reps: int, is_float: bool) -> list[str]:
+    """tcgen05.ld.16x256b.x`reps` at `addr`: this thread's 4 `reps` registers (floats if `is_float`)."""
+    count = reps * 4
+    ret = "{" + ", ".join(["i32"] * count) + "}"
+    ops = ", ".join(f"${i}" for i in range(count))
+    res = k.b.op(f'call {ret} asm sideeffect "tcgen05.ld.sync.aligned.16x256b.x{reps}.b32 {{{ops}}}, '
+                 f'[${count}];", "{"=r," * count}r,~{{memory}}"(i32 {addr})', "tl")
+    out = []
+    for i in range(count):
+        v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
+        out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
+    return out
+
+
 def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optional[list[str]],
               is_float: bool, packed: str = "", blocks: Optional[tuple[int, int]] = None) -> list[str]:
     """tcgen05.st (values given) or tcgen05.ld (None) of this warp's fragments: per 16-row block, one
     16x256b access of all its 8-column blocks. Returns the registers (the loaded ones for ld).
-    `packed` (the LLVM type of 16-bit values, st only): the neighbours of a row share a 32-bit
-    column, stored with the 16x128b shape (`_a_in_tmem`). `blocks` (ld only): (first, count) of
-    the warp's 8-column blocks, read alone (a column chunk, `read_columns`)."""
-    _, m, n = layout.shape
+    `packed` (the LLVM type of 16-bit values, or "i8", st only): the neighbours of a row share a
+    32-bit column, stored with the 16x128b shape (`_a_in_tmem`). `blocks` (ld only): (first, count)
+    of the warp's 8-column blocks, read alone (a column chunk, `read_columns`)."""
     _, rm, rn = layout.repeats
-    _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
     first, rn = blocks if blocks is not None else (0, rn)
     count = rn * 4
-    per_col = 2 if packed else 1          # elements per 32-bit column
+    per_col = (4 if packed == "i8" else 2) if packed else 1          # elements per 32-bit column
     out: list[str] = []
     for mi in range(rm):
-        row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
-            if w_m != "0" else str(mi * 16)
-        lane, col = _lane_and_column(k, m, n // per_col, row)
-        if w_n != "0":
-            col = k.b.pre(f"add i32 {col}, {k.b.pre(f'mul i32 {w_n}, {layout.repeats[2] * 8 // per_col}', 'tc')}",
-                          "tc")
+        addr = _block_address(k, layout, base, mi, per_col)
         if first:
-            col = k.b.pre(f"add i32 {col}, {first * 8}", "tc")
-        offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
-        addr = k.b.op(f"add i32 {base}, {offset}", "ta")
-        if values is not None:
-            chunk = values[mi * count:(mi + 1) * count]
-            if packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
-                bits = [_pack(k, packed, chunk[i], chunk[i + 1]) for i in range(0, count, 2)]
-                shape = f"16x128b.x{rn}"
-            else:
-                bits = [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v for v in chunk]
-                shape = f"16x256b.x{rn}"
-            ops = ", ".join(f"${i + 1}" for i in range(len(bits)))
-            args = ", ".join([f"i32 {addr}"] + [f"i32 {v}" for v in bits])
-            k.b.emit(f'call void asm sideeffect "tcgen05.st.sync.aligned.{shape}.b32 [$0], {{{ops}}};", '
-                     f'"r{",r" * len(bits)},~{{memory}}"({args})')
+            addr = k.b.op(f"add i32 {addr}, {first * 8}", "ta")
+        if values is None:
+            out += _load(k, addr, rn, is_float)
             continue
-        ret = "{" + ", ".join(["i32"] * count) + "}"
-        ops = ", ".join(f"${i}" for i in range(count))
-        res = k.b.op(f'call {ret} asm sideeffect "tcgen05.ld.sync.aligned.16x256b.x{rn}.b32 {{{ops}}}, '
-                     f'[${count}];", "{"=r," * count}r,~{{memory}}"(i32 {addr})', "tl")
-        for i in range(count):
-            v = k.b.op(f"extractvalue {ret} {res}, {i}", "tv")
-            out.append(k.b.op(f"bitcast i32 {v} to float", "tv") if is_float else v)
+        chunk = values[mi * count:(mi + 1) * count]
+        if packed == "i8":
+            _store(k, addr, _quad_words(k, chunk), f"16x128b.x{rn // 2}")
+        elif packed:      # [top row c, c + 1, bottom row c, c + 1] per block -> [top, bottom] words
+            _store(k, addr, [_pack(k, packed, chunk[i], chunk[i + 1]) for i in range(0, count, 2)],
+                   f"16x128b.x{rn}")
+        else:
+            _store(k, addr, [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v for v in chunk],
+                   f"16x256b.x{rn}")
     return out
-
-
-def read_columns(k: KernelLowering, op: Operation, first: int, count: int) -> list[str]:
-    """This thread's registers of 8-column blocks first .. first + count - 1 (of its warp's) of
-    `op`'s accumulator, read from tensor memory and waited for: one column chunk of the epilogue
-    (tmem_epilogue.py), in `ColumnChunk` slot order."""
-    layout = k.assignment.tcgen05_layouts[op]  # type: ignore[union-attr]
-    kind = kind_of(op)
-    assert kind is not None
-    regs = _transfer(k, layout, region(k, op), None, kind.d == 1, blocks=(first, count))
-    k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
-    return regs
 
 
 def _pack(k: KernelLowering, lty: str, lo: str, hi: str) -> str:
