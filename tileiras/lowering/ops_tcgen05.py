@@ -895,6 +895,18 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
     return out
 
 
+def read_columns(k: KernelLowering, op: Operation, first: int, count: int) -> list[str]:
+    """This thread's registers of 8-column blocks first .. first + count - 1 (of its warp's) of
+    `op`'s accumulator, read from tensor memory and waited for: one column chunk of the epilogue
+    (tmem_epilogue.py), in `ColumnChunk` slot order."""
+    layout = k.assignment.tcgen05_layouts[op]  # type: ignore[union-attr]
+    kind = kind_of(op)
+    assert kind is not None
+    regs = _transfer(k, layout, region(k, op), None, kind.d == 1, blocks=(first, count))
+    k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+    return regs
+
+
 def _pack(k: KernelLowering, lty: str, lo: str, hi: str) -> str:
     """Two 16-bit values in one 32-bit word, `lo` in the low half (the lower column index)."""
     vec = k.b.op(f"insertelement <2 x {lty}> undef, {lty} {lo}, i32 0", "tp")
