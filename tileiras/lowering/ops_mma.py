@@ -5,6 +5,10 @@ matmul carries it as phis, never through memory. Per mma op:
 
 1. the A and B operands are staged in padded shared-memory buffers
    (`smem.SharedMatrix`, row-major as the tiles are), unless they already are;
+   where they do not fit whole, K goes in slices (`k_slices`): register tiles
+   are stored a slice at a time, and a load left to this mma
+   (async_copy.DeferredLoad) is copied a slice at a time, the next slice's
+   cp.async in flight while this one is read (`_SliceRing`);
 2. a barrier, then each warp walks K in steps of the instruction's k: it loads
    the A fragments of its row blocks and the B fragments of its column blocks
    with `ldmatrix` (`.trans` for a B stored N-contiguous; per-element loads
