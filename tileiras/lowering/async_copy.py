@@ -5,6 +5,9 @@ The tile never passes through registers: every thread issues 16-byte (or 8/4-byt
 `smem.SharedMatrix`, with the copy's source size 0 for chunks outside the tensor
 (the hardware fills them with zeros, which is what a zero-padded view reads).
 The reader (ops_mma) waits for the copies and for the CTA before it reads.
+A tile too large to stage whole, read by one mma.sync, may instead be left to
+that mma (`DeferredLoad`): it copies the tile a K slice at a time, two slices
+in flight (ops_mma._SliceRing), so the slices' bytes are all it needs.
 
 A chunk of `vec` elements is legal when the facts (facts.py, gathered in the
 tensor view) say that every chunk is aligned and lies wholly inside or wholly
@@ -86,15 +89,16 @@ class DeferredLoad:
 
 
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
-    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async. A tile
-    that does not fit whole beside the buffers alive with it, read by one mma.sync, is left to
-    that mma (`sliced_reader`): it copies the tile a K slice at a time."""
+    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async. Where the
+    kernel does not fit otherwise (`KernelLowering.defer_loads`, lowering/pipeline.py's last
+    resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
+    is left to that mma (`sliced_reader`): it copies the tile a K slice at a time."""
     if not chunk_elements(op, view, tile):
         return None
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
     lifetime = k.lifetimes().value_range(op.results[0], op)
-    if not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None:
+    if k.defer_loads and not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None:
         return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
     matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime)
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
@@ -145,9 +149,10 @@ def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> O
 def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int) -> SharedMatrix:
     """A buffer of `stages` K slices of the deferred tile `value` (K along its stored rows, kaxis 0,
     or columns, 1; `width` of them a slice), alive while the current op (the mma) runs."""
-    rows, cols = _stored(value.deferred.op.results[0].type)
+    tile = value.deferred.op.results[0].type
+    rows, cols = _stored(tile)
     shape = (width, cols) if kaxis == 0 else (rows, width)
-    return new_matrix(k, TileType(shape, value.type.element), stages, kind="staging", lifetime=k.op_lifetime())
+    return new_matrix(k, TileType(shape, tile.element), stages, kind="staging", lifetime=k.op_lifetime())
 
 
 def _stored(tile: TileType) -> tuple[int, int]:

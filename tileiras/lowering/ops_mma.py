@@ -355,7 +355,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
         k.barrier()   # earlier readers of the rings' bytes are done
         for ring in rings.values():
             ring.issue(k, 0)
-        k.schedule_notes.append(f"//   {op.name} at {op.location}: deferred load{'s' if len(rings) > 1 else ''} "
+        where = f"{op.name} at {op.location}" if getattr(op, "location", None) else op.name
+        k.schedule_notes.append(f"//   {where}: deferred load{'s' if len(rings) > 1 else ''} "
                                 f"copied in {chunks} K slices of {width}, {rings[next(iter(rings))].stages} "
                                 f"in flight")
     regs = list(acc.slots)
