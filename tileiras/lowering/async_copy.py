@@ -5,6 +5,9 @@ The tile never passes through registers: every thread issues 16-byte (or 8/4-byt
 `smem.SharedMatrix`, with the copy's source size 0 for chunks outside the tensor
 (the hardware fills them with zeros, which is what a zero-padded view reads).
 The reader (ops_mma) waits for the copies and for the CTA before it reads.
+A tile too large to stage whole, read by one mma.sync, may instead be left to
+that mma (`DeferredLoad`): it copies the tile a K slice at a time, two slices
+in flight (ops_mma._SliceRing), so the slices' bytes are all it needs.
 
 A chunk of `vec` elements is legal when the facts (facts.py, gathered in the
 tensor view) say that every chunk is aligned and lies wholly inside or wholly
@@ -17,7 +20,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.record import replace
+from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from .kernel import KernelLowering, storage_bytes
 from .smem import SharedMatrix, element_offset, pointer
@@ -78,23 +81,102 @@ def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem
                         swizzled=swizzled)
 
 
+@record
+class DeferredLoad:
+    """A load whose copies its one mma.sync issues, K slice by K slice (`issue_slice`)."""
+    op: Operation
+    view: PartitionViewVal
+
+
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
-    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async."""
+    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async. Where the
+    kernel does not fit otherwise (`KernelLowering.defer_loads`, lowering/pipeline.py's last
+    resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
+    is left to that mma (`sliced_reader`): it copies the tile a K slice at a time."""
     if not chunk_elements(op, view, tile):
         return None
+    swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
-    matrix = new_matrix(k, tile, swizzled=k.assignment is not None and k.assignment.is_swizzled(op.results[0]),
-                        kind="staging", lifetime=k.lifetimes().value_range(op.results[0], op))
+    lifetime = k.lifetimes().value_range(op.results[0], op)
+    if k.defer_loads and not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None:
+        return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
+    matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime)
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
     issue_copies(k, op, view, tile, matrix)
     commit(k)
     return SharedTileVal(tile, matrix, pending=True)
 
 
+def _overflows(k: KernelLowering, tile: TileType, lifetime: tuple[int, int]) -> bool:
+    """Whether `tile`, staged whole (unpadded), would not fit below the target's limit beside the
+    buffers alive during `lifetime`."""
+    from .smem import opt_in_limit
+
+    nbytes = replace(matrix_shape(k, tile), padded=False).nbytes
+    return k.buffers.first_fit(nbytes, 128, *lifetime) + nbytes > opt_in_limit(k.sm) - k.static_smem_bytes
+
+
+def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[Operation]:
+    """The one mma.sync (an A or B operand) that reads the tile `op` loads, through unit reshapes,
+    a transpose or a tf32 rounding, in the same block with nothing between them writing memory:
+    it may issue the load's copies itself, later and in slices. None where any of that fails (or
+    the stored tile is not one matrix: a batch of several rows each)."""
+    from ..schedule.pipeline import _WRITES
+    from .assign_layouts import _passes_shared
+
+    dims = matrix_dims(op.results[0].type.shape)  # type: ignore[attr-defined]
+    if k.assignment is None or view.sparse_dim is not None or dims is None or min(dims[:2]) != 1:
+        return None
+    value = op.results[0]
+    while len(value.uses) == 1 and _passes_shared(value.uses[0]):
+        value = value.uses[0].results[0]
+    if len(value.uses) != 1:
+        return None
+    mma = value.uses[0]
+    if mma.name not in ("cuda_tile.mmaf", "cuda_tile.mmai") or value is mma.operand("acc") \
+            or mma not in k.assignment.mma_shapes or k.assignment.is_wgmma(mma) or k.assignment.is_tcgen05(mma):
+        return None
+    block = getattr(op, "parent", None)
+    if getattr(mma, "parent", None) is not block or block is None:
+        return None
+    ops = block.operations
+    between = ops[ops.index(op) + 1:ops.index(mma)]
+    if any(inner.name in _WRITES for x in between for inner in x.walk()):
+        return None
+    return mma
+
+
+def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int) -> SharedMatrix:
+    """A buffer of `stages` K slices of the deferred tile `value` (K along its stored rows, kaxis 0,
+    or columns, 1; `width` of them a slice), alive while the current op (the mma) runs."""
+    tile = value.deferred.op.results[0].type
+    rows, cols = _stored(tile)
+    shape = (width, cols) if kaxis == 0 else (rows, width)
+    return new_matrix(k, TileType(shape, tile.element), stages, kind="staging", lifetime=k.op_lifetime())
+
+
+def _stored(tile: TileType) -> tuple[int, int]:
+    """(rows, cols) of a tile stored as one matrix (its rows across the batch where each batch
+    entry is one row)."""
+    batch, rows, cols = matrix_dims(tile.shape)  # type: ignore[misc]
+    return batch * rows, cols
+
+
+def issue_slice(k: KernelLowering, value: SharedTileVal, matrix: SharedMatrix, kaxis: int, first: int) -> None:
+    """This thread's copies of the deferred tile's stored rows (kaxis 0) or columns (1) `first` ..
+    into `matrix` (as wide as the slice), one cp.async group."""
+    load = value.deferred
+    tile = load.op.results[0].type
+    origin = (first, 0) if kaxis == 0 else (0, first)
+    issue_copies(k, load.op, load.view, tile, matrix, origin=origin)
+    commit(k)
+
+
 def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
-                 active: Optional[str] = None) -> None:
+                 active: Optional[str] = None, origin: Optional[tuple[int, int]] = None) -> None:
     """This thread's cp.async copies of the tile `op` loads into `matrix`; where `active` (i1) is
-    false, the copies only zero-fill (a pipeline's loads past the end of its loop)."""
+    false, the copies only zero-fill (a pipeline's loads past the end of its loop). `origin`: the
+    stored (row, column) of the tile that `matrix` (one matrix, then) starts at: a slice of it."""
     from .ops_memory import element_address, view_index
 
     vec = chunk_elements(op, view, tile)
@@ -107,7 +189,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     # swizzled: a step of a multiple of 8 rows keeps a chunk's xor pattern (bits 7.. of the offset)
     if batch == 1 and k.threads % chunks_per_row == 0 and total % k.threads == 0 \
             and (not matrix.swizzled or (k.threads // chunks_per_row) % 8 == 0):
-        _issue_stepped(k, op, view, tile, matrix, index, vec, active)
+        _issue_stepped(k, op, view, tile, matrix, index, vec, active, origin)
         return
     for first in range(0, total, k.threads):
         chunk = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "ch")
@@ -115,7 +197,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
         r_all = k.b.pre(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
         r = k.b.pre(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
         b = k.b.pre(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
-        local = tile_coords(shape, b, r, c)
+        local = _tile_local(k, shape, b, r, c, origin)[0]
 
         def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
             src, ok = element_address(k, op, view, index, local)
@@ -128,7 +210,8 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
 
 
 def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
-                   index: tuple[list[str], object], vec: int, active: Optional[str]) -> None:
+                   index: tuple[list[str], object], vec: int, active: Optional[str],
+                   origin: Optional[tuple[int, int]] = None) -> None:
     """The copies where every thread's chunks sit in one column, `threads / chunks_per_row` rows
     apart: one source address and one destination register per thread, the others a step or an
     immediate offset away (ops_memory.stepped_addresses), so a loop keeps no register per chunk."""
@@ -139,11 +222,27 @@ def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     count = matrix.rows * chunks_per_row // k.threads
     c = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {k.tid}, {chunks_per_row}', 'ch')}, {vec}", "cc")
     r = k.b.pre(f"udiv i32 {k.tid}, {chunks_per_row}", "cr")
-    local = tile_coords(tile.shape, "0", r, c)
-    row_dim = len(tile.shape) - 2
+    local, row_dim = _tile_local(k, tile.shape, "0", r, c, origin)
     dst = pointer(k, element_offset(k, matrix, "0", r, c))
     for i, (src, ok) in enumerate(stepped_addresses(k, op, view, index, local, row_dim, step, count)):
         _copy(k, vec * matrix.elem_bytes, dst, i * step * matrix.pitch, src, ok, active, view)
+
+
+def _tile_local(k: KernelLowering, shape: tuple[int, ...], b: str, r: str, c: str,
+                origin: Optional[tuple[int, int]]) -> tuple[list[str], int]:
+    """(tile coordinates, the tile dimension its stored rows run along) of element (b, r, c) of the
+    tile's matrix (`origin` None) or of a slice of it (batch 1) that starts at stored (row, column)
+    `origin` (`_stored`: a tile of one row per batch entry has its stored rows along the batch
+    dimension)."""
+    if origin is None:
+        return tile_coords(shape, b, r, c), len(shape) - 2
+    row0, col0 = origin
+    r = k.b.pre(f"add i32 {r}, {row0}", "cr") if row0 else r
+    c = k.b.pre(f"add i32 {c}, {col0}", "cc") if col0 else c
+    batch, rows, _ = matrix_dims(shape)  # type: ignore[misc]
+    if rows == 1 and batch > 1:
+        return tile_coords(shape, r, "0", c), len(shape) - 3
+    return tile_coords(shape, "0", r, c), len(shape) - 2
 
 
 def _copy(k: KernelLowering, size: int, dst: str, dst_offset: int, src: str, ok: Optional[str], active: Optional[str],

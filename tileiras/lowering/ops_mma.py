@@ -5,6 +5,10 @@ matmul carries it as phis, never through memory. Per mma op:
 
 1. the A and B operands are staged in padded shared-memory buffers
    (`smem.SharedMatrix`, row-major as the tiles are), unless they already are;
+   where they do not fit whole, K goes in slices (`k_slices`): register tiles
+   are stored a slice at a time, and a load left to this mma
+   (async_copy.DeferredLoad) is copied a slice at a time, the next slice's
+   cp.async in flight while this one is read (`_SliceRing`);
 2. a barrier, then each warp walks K in steps of the instruction's k: it loads
    the A fragments of its row blocks and the B fragments of its column blocks
    with `ldmatrix` (`.trans` for a B stored N-contiguous; per-element loads
@@ -121,7 +125,8 @@ def k_chunks(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, k
 
 def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int, limit: int) -> int:
     """The fewest K slices (a power of two dividing K, each a multiple of the instruction's k) whose
-    staged operands fit below `limit` beside the buffers alive at the op."""
+    staged operands fit below `limit` beside the buffers alive at the op (a deferred load's slices
+    two at a time: `_SliceRing`)."""
     from .async_copy import matrix_shape
 
     start, end = k.op_lifetime()
@@ -129,7 +134,7 @@ def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, k
     while staged:
         # unpadded: where only the padding overflows, the kernel is lowered again without it (smem.py)
         nbytes = sum(replace(matrix_shape(k, _slice_type(t.type, axis, kdim // chunks)), padded=False).nbytes
-                     for t, axis in staged)
+                     * (_SliceRing.stages_for(chunks) if _deferred(t) else 1) for t, axis in staged)
         if k.buffers.first_fit(nbytes, 128, start, end) + nbytes <= limit or kdim % (2 * chunks) \
                 or (kdim // (2 * chunks)) % kstep:
             break
@@ -172,6 +177,37 @@ def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks
         stored = to_storage(k, v, elem)
         k.guarded(mine, lambda p=p, stored=stored: k.b.emit(f"store {lty} {stored}, ptr addrspace(3) {p}"))
     return matrix
+
+
+def _deferred(t: object) -> bool:
+    return isinstance(t, SharedTileVal) and t.deferred is not None
+
+
+class _SliceRing:
+    """The K slices of a load its mma copies (async_copy.DeferredLoad), in a ring of two slots: slice
+    c + 1 is copied while slice c is read. Each slice is a band of the tile as stored: stored rows
+    where the operand is read transposed from its storage (A stored (K, M), B stored (K, N)),
+    columns otherwise."""
+
+    @staticmethod
+    def stages_for(chunks: int) -> int:
+        return min(2, chunks)
+
+    def __init__(self, k: KernelLowering, value: SharedTileVal, operand: str, width: int, chunks: int) -> None:
+        from .async_copy import slice_matrix
+
+        self.value, self.width = value, width
+        self.kaxis = 0 if (operand == "a") == value.transposed else 1
+        self.stages = self.stages_for(chunks)
+        self.ring = slice_matrix(k, value, self.kaxis, width, self.stages)
+
+    def slot(self, chunk: int) -> SharedMatrix:
+        return replace(self.ring, offset=self.ring.offset + chunk % self.stages * self.ring.nbytes)
+
+    def issue(self, k: KernelLowering, chunk: int) -> None:
+        from .async_copy import issue_slice
+
+        issue_slice(k, self.value, self.slot(chunk), self.kaxis, chunk * self.width)
 
 
 # ldmatrix.x4 hands matrix q = lane / 8 to fragment registers in this order; per operand and
@@ -309,22 +345,35 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     kdim = lhs.type.shape[-1]
     # operands staged here: both whole where they fit beside the live buffers, else K in slices
     # (each slice's buffers reuse the previous slice's bytes, after the barrier `stage` opens with)
+    # and loads left to this mma (async_copy.DeferredLoad): copied here, a K slice at a time
     staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
-              if isinstance(t, TileRegs) and not (t is lhs and from_regs)]
+              if isinstance(t, TileRegs) and not (t is lhs and from_regs) or _deferred(t)]
     chunks = k_chunks(k, staged, kdim, shape.k) if issuer is None and not also_read else 1
     width = kdim // chunks
+    rings = {role: _SliceRing(k, t, role, width, chunks) for t, role in ((lhs, "a"), (rhs, "b")) if _deferred(t)}
+    if rings:
+        k.barrier()   # earlier readers of the rings' bytes are done
+        for ring in rings.values():
+            ring.issue(k, 0)
+        where = f"{op.name} at {op.location}" if getattr(op, "location", None) else op.name
+        k.schedule_notes.append(f"//   {where}: deferred load{'s' if len(rings) > 1 else ''} "
+                                f"copied in {chunks} K slices of {width}, {rings[next(iter(rings))].stages} "
+                                f"in flight")
     regs = list(acc.slots)
     a_mat: Optional[SharedMatrix] = None
     b_mat: Optional[SharedMatrix] = None
     for chunk in range(chunks):
-        a_mat = lhs.matrix if isinstance(lhs, SharedTileVal) else None if from_regs else \
-            stage(k, lhs) if chunks == 1 else stage_slice(k, lhs, -1, chunk, chunks, a_mat)
-        b_mat = rhs.matrix if isinstance(rhs, SharedTileVal) else \
+        a_mat = rings["a"].slot(chunk) if "a" in rings else lhs.matrix if isinstance(lhs, SharedTileVal) else \
+            None if from_regs else stage(k, lhs) if chunks == 1 else stage_slice(k, lhs, -1, chunk, chunks, a_mat)
+        b_mat = rings["b"].slot(chunk) if "b" in rings else rhs.matrix if isinstance(rhs, SharedTileVal) else \
             stage(k, rhs) if chunks == 1 else stage_slice(k, rhs, -2, chunk, chunks, b_mat)
         read = ([rhs] if from_regs else [lhs, rhs]) + list(also_read)
         if not is_ready(read):   # fragments from registers need no barrier
             wait_for(k, [lhs, rhs, *also_read])
             k.barrier()
+        if chunk + 1 < chunks:   # the next slice lands while this one is read (its slot's readers passed the barrier)
+            for ring in rings.values():
+                ring.issue(k, chunk + 1)
         sliced = [chunk * width if chunks > 1 and any(t is x for x, _ in staged) else 0 for t in (lhs, rhs)]
         regs = _k_steps(k, shape, layout, lhs, rhs, a_mat, b_mat, regs, chunk * width, width, sliced, issuer)
     return TileRegs(acc.type, regs, layout)

@@ -48,42 +48,49 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     # The loops' schedules depend only on the kernel and its layouts: planned once, whichever of the
     # lowerings below (padded, unpadded, reserving room) is kept.
     plans = plan_pipelines(entry, assignment)
-    chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
+    try:
+        chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
+    except SharedMemoryOverflow:   # the last resort: a load too large to stage whole goes to its mma in K slices
+        chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans, defer_loads=True)
     if notes is not None:
         notes.extend(chosen[4])
     return chosen[:3]
 
 
 def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                         order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan]) -> tuple:
+                         order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan],
+                         defer_loads: bool = False) -> tuple:
     # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
     # kernel itself, or the stages of a software pipeline (worth more than the padding).
     try:
-        padded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=True)
+        padded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=True, defer_loads=defer_loads)
     except SharedMemoryOverflow:
-        return _lower_reserving(entry, gpu, debug, assignment, order, plans)
+        return _lower_reserving(entry, gpu, debug, assignment, order, plans, defer_loads)
     if not padded[3]:
         return padded
     try:   # a pipeline was refused: without the padding its stages may fit, or the kernel may not
-        unpadded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False)
+        unpadded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False,
+                                defer_loads=defer_loads)
     except SharedMemoryOverflow:
         return padded
     return padded if unpadded[3] else unpadded
 
 
 def _lower_reserving(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                     order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan]) -> tuple:
+                     order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan], defer_loads: bool = False) -> tuple:
     """Unpadded; where what a loop body allocates after its pipeline's stages (the scratch of a
     layout conversion) overflows, the pipelines leave that much free and take fewer stages."""
     reserve = 0
     for _ in range(3):
         try:
-            return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve)
+            return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve,
+                                defer_loads=defer_loads)
         except SharedMemoryOverflow as overflow:
             if not overflow.excess:
                 raise
             reserve += overflow.excess
-    return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve)
+    return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve,
+                        defer_loads=defer_loads)
 
 
 def release_tensor_memory(k: KernelLowering) -> None:
@@ -94,7 +101,7 @@ def release_tensor_memory(k: KernelLowering) -> None:
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                  order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan], pad_buffers: bool,
-                 reserve: int = 0) -> tuple[str, list[str], object, bool, list[str]]:
+                 reserve: int = 0, defer_loads: bool = False) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
@@ -103,6 +110,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = pad_buffers
     k.smem_reserve = reserve
+    k.defer_loads = defer_loads
     k.pipelines = plans
     dbg_attachment = ""
     if debug is not None:

@@ -54,6 +54,8 @@ class SharedTileVal:
     pending: bool = False
     transposed: bool = False   # the tile is the transpose of the stored (rows, cols) matrix
     tf32: str = ""             # rounding mode when the f32 elements are read as tf32 ("": as stored)
+    deferred: Any = None       # async_copy.DeferredLoad: not copied yet (matrix None); its one mma copies
+                               # it K slice by K slice (the whole tile does not fit)
 
 
 @record(frozen=False)
