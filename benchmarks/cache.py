@@ -13,7 +13,8 @@ than --no-cache (issue 13: "a cold cache must cost nothing"), a hit is under
 
 On a shared machine the wall times of a few milliseconds drown in other work's: `--instructions`
 also counts, under valgrind (callgrind), the instructions the compiler's own processes execute
-(the driver and its LLVM worker; ptxas, which a miss does not change, is not traced) for
+(the driver and its LLVM worker, each instruction once; ptxas, which a miss does not change, is not
+traced) for
 --no-cache, a miss and a hit: a count other work does not disturb.
 Run: `python benchmarks/cache.py [--gpu-name sm_90] [--repeats 7] [--kernel softmax ...] [--limit N]
 [--instructions]`.
@@ -96,7 +97,9 @@ def instructions(path: Path, gpu: str, work: Path) -> dict[str, int]:
         shutil.rmtree(work / "cold", ignore_errors=True)
         for old in glob.glob(str(work / "callgrind.*")):
             os.unlink(old)
-        run_once(["valgrind", "--tool=callgrind", "--trace-children=no",
+        # a forked child's profile starts with its parent's counts: dumping (and zeroing) them just
+        # before each fork counts the instructions before a fork once, in the parent's part files
+        run_once(["valgrind", "--tool=callgrind", "--trace-children=no", "--dump-before=PyOS_BeforeFork",
                   f"--callgrind-out-file={work}/callgrind.%p", *base, *extra])
         counts[mode] = 0
         for out in glob.glob(str(work / "callgrind.*")):
