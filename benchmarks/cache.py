@@ -13,10 +13,14 @@ than --no-cache (issue 13: "a cold cache must cost nothing"), a hit is under
 
 On a shared machine the wall times of a few milliseconds drown in other work's: `--instructions`
 also counts, under valgrind (callgrind), the instructions the compiler's own processes execute
-(the driver and its LLVM worker; ptxas, which a miss does not change, is not traced) for
+(the driver and its LLVM worker, each instruction once; ptxas, which a miss does not change, is not
+traced) for
 --no-cache, a miss and a hit: a count other work does not disturb.
+`--installed` measures a wheel of the checkout installed with pip (into a temporary `--target`), as a
+user runs it: our code is then identified by its installer's RECORD (one stat) rather than by a stat
+of each of its files, as in a source checkout or an editable install.
 Run: `python benchmarks/cache.py [--gpu-name sm_90] [--repeats 7] [--kernel softmax ...] [--limit N]
-[--instructions]`.
+[--instructions] [--installed]`.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from _common import ROOT, corpus_files, geomean, our_command, print_table  # noq
 MISS_OVERHEAD_GOAL_S = 0.005
 HIT_GOAL_S = 0.050
 MODES = ("no-cache", "miss", "hit")
+SEARCH_PATH = {"PYTHONPATH": str(ROOT)}  # where the measured processes import tileiras from (--installed: a pip target)
 
 
 def _children_cpu() -> float:
@@ -56,7 +61,7 @@ def _children_cpu() -> float:
 def run_once(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one whole process; the CPU time counts the processes it
     waited for (ptxas), and is less disturbed than the wall time by other work on the machine."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, **SEARCH_PATH)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as in a build: a stale .pyc is compiled once, not every run
     cpu = _children_cpu()
     start = time.perf_counter()
@@ -96,7 +101,9 @@ def instructions(path: Path, gpu: str, work: Path) -> dict[str, int]:
         shutil.rmtree(work / "cold", ignore_errors=True)
         for old in glob.glob(str(work / "callgrind.*")):
             os.unlink(old)
-        run_once(["valgrind", "--tool=callgrind", "--trace-children=no",
+        # a forked child's profile starts with its parent's counts: dumping (and zeroing) them just
+        # before each fork counts the instructions before a fork once, in the parent's part files
+        run_once(["valgrind", "--tool=callgrind", "--trace-children=no", "--dump-before=PyOS_BeforeFork",
                   f"--callgrind-out-file={work}/callgrind.%p", *base, *extra])
         counts[mode] = 0
         for out in glob.glob(str(work / "callgrind.*")):
@@ -115,12 +122,19 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N kernels")
     parser.add_argument("--instructions", action="store_true",
                         help="also count the instructions of --no-cache, a miss and a hit under valgrind (slow)")
+    parser.add_argument("--installed", action="store_true",
+                        help="measure a wheel of the checkout installed with pip, not the checkout itself")
     args = parser.parse_args()
     files = [(name, path) for name, path in corpus_files() if not args.kernel or name in args.kernel]
     if args.limit:
         files = files[: args.limit]
     rows, overheads, hits, counted = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="tileiras-cache-bench-") as tmp:
+        if args.installed:
+            site = Path(tmp) / "site"
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                            "--no-index", "--target", str(site), str(ROOT)], check=True)
+            SEARCH_PATH["PYTHONPATH"] = str(site)
         for name, path in files:
             if args.instructions and shutil.which("valgrind"):
                 try:
@@ -148,7 +162,8 @@ def main() -> int:
             rows.append((name, f"{plain * 1000:.0f} ms", f"{miss * 1000:.0f} ms", f"{overhead * 1000:+.1f} ms",
                          f"{cpu_overhead * 1000:+.1f} ms", f"{hit * 1000:.0f} ms", f"{hit / plain:.2f}",
                          ", ".join(verdict)))
-    print_table(f"compile cache, bytecode -> cubin, {args.gpu_name}, whole process, median of {args.repeats} rounds",
+    where = "an installed wheel" if args.installed else "the checkout"
+    print_table(f"compile cache, bytecode -> cubin, {args.gpu_name}, {where}, whole process, median of {args.repeats} rounds",
                 ("kernel", "--no-cache", "miss", "miss - no-cache", "(CPU)", "hit", "hit/no-cache", "goals"), rows)
     if counted:
         print_table(f"instructions of the driver and its LLVM worker (callgrind), {args.gpu_name}",

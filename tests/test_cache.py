@@ -502,6 +502,94 @@ def test_a_compiler_changed_just_before_the_cache_opened_stores_nothing(compiler
     assert cache.get(KEY) is None
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+@pytest.mark.parametrize("change", ["edit", "add", "remove"])
+def test_a_first_look_after_a_change_stores_nothing(compiler_copy: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """The first check of a compile takes the look at our files that its keys are then made of: a file
+    edited, added or removed since the cache opened is seen in that one look (ctime, folder mtime)."""
+    monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)
+    package = compiler_copy / "tileiras" / "lowering"
+    time.sleep(0.1)  # beyond the file system clock's tick
+    cache = Cache(tmp_path / "cache", defer_writes=True)
+    time.sleep(0.05)
+    {"edit": lambda: edit_in_place(package / "__init__.py"),
+     "add": lambda: (package / "new_pass.py").write_text("# a new module\n"),
+     "remove": lambda: (package / "warps.py").unlink()}[change]()
+    ptx = keys.Key(keys.module_key, "d" * 64, "sm_90", options(tmp_path))
+    cache.put(ptx, b"maybe made by the changed compiler")
+    cache.flush()
+    assert versions._start_state is not None and cache.stats().entries == 0
+
+
+def installed(tree: Path) -> Path:
+    """Write the RECORD pip writes for the compiler's packages under `tree` (an installed wheel); its path."""
+    import base64
+    import hashlib
+
+    from tileiras import __version__
+
+    lines = []
+    for path in sorted(p for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest()).rstrip(b"=").decode()
+        lines.append(f"{path.relative_to(tree).as_posix()},sha256={digest},{path.stat().st_size}")
+    record = tree / f"tileiras-{__version__}.dist-info" / "RECORD"
+    record.parent.mkdir(exist_ok=True)
+    record.write_text("\n".join([*lines, f"{record.parent.name}/RECORD,,"]) + "\n")
+    return record
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+def test_an_installed_wheel_is_identified_by_its_record(compiler_copy: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip's RECORD holds every installed file's digest: it gives the fingerprint that reading the files
+    gives, and its one stat stands for all of them. A reinstall rewrites it (a new identity); a file
+    edited inside site-packages by hand is not seen (README: the installation is what RECORD says)."""
+    from tileiras.cache.compiler_files import fingerprint_of, state
+
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)
+    record = installed(compiler_copy)
+    files = fingerprint(compiler_files(compiler_copy), compiler_copy)
+    assert fingerprint_of(compiler_copy) == files  # the value CMake stamps, read from the RECORD
+    assert state(compiler_copy).encoded.endswith(b"\0" + str(record).encode())  # one stat: the RECORD
+    first = versions.compiler_fingerprint(tmp_path / "memo", compiler_copy)
+    assert first == files
+
+    def fresh_process() -> str:
+        monkeypatch.setattr(versions, "_process_memo", {})
+        versions._stamp.cache_clear()
+        return versions.compiler_fingerprint(tmp_path / "memo", compiler_copy)
+
+    edit_in_place(compiler_copy / "tileiras" / "lowering" / "__init__.py")
+    assert fresh_process() == first  # a hand edit inside site-packages: not seen
+    time.sleep(0.01)
+    installed(compiler_copy)  # a reinstall of the edited build
+    edited = fresh_process()
+    assert edited != first and edited == fingerprint(compiler_files(compiler_copy), compiler_copy)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="st_ctime is the creation time on Windows")
+def test_a_reinstall_during_a_compile_stores_nothing(compiler_copy: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip writes the RECORD after the files: an upgrade or reinstall while a compile runs moves its
+    times, and what that compile made (from old or new files) is not stored."""
+    monkeypatch.setattr(versions.compiler_files, "package_root", lambda: compiler_copy)
+    monkeypatch.setattr(versions, "SETTLED_NS", 0)
+    installed(compiler_copy)
+    time.sleep(0.1)  # beyond the file system clock's tick
+    cache = Cache(tmp_path / "cache", defer_writes=True)
+    ptx = keys.Key(keys.module_key, "d" * 64, "sm_90", options(tmp_path))
+    cache.put(ptx, b"made before the upgrade")
+    cache.idle()  # checked: the installation is as it was when the cache opened
+    time.sleep(0.05)
+    (compiler_copy / "tileiras" / "lowering" / "__init__.py").write_text("# the next release\n")
+    installed(compiler_copy)
+    cache.put(KEY, b"maybe made by the next release")
+    cache.flush()
+    assert cache.get(ptx) is not None and cache.get(KEY) is None
+
+
 # --- tileir cache -------------------------------------------------------------------
 
 
@@ -610,18 +698,31 @@ def test_an_empty_cache_answers_without_making_keys(tmp_path: Path) -> None:
     assert Cache(tmp_path).get(other) is None and made == [KEY, "cd" * 32]  # a cache with entries needs it
 
 
-def test_idle_makes_the_missing_keys_and_flush_writes(tmp_path: Path) -> None:
+def test_idle_makes_the_missing_keys_and_flush_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """idle() makes what the writes need while the compile waits: a lookup's key that does not name our
+    code at once; one that does with its entry, after the check of our files, whose look at them is the
+    one the key is made of."""
+    from tileiras.cache import store
+
     made: list[str] = []
-    key = keys.Key(lambda: made.append(KEY) or KEY)
+    checks: list[list[str]] = []
+    monkeypatch.setattr(store, "_compiler_unchanged", lambda: checks.append(list(made)) or True)
+    ptxas_only = keys.Key(lambda: made.append("cubin") or "cd" * 32)
+    monkeypatch.setattr(keys, "cubin_key", ptxas_only._make)  # a key ptxas alone decides (keys.cubin_key)
+    ours = keys.Key(lambda: made.append("ptx") or KEY)
+    assert not ptxas_only.names_our_code and ours.names_our_code
     cache = Cache(tmp_path, defer_writes=True)
-    assert cache.get(key) is None and made == []
+    assert cache.get(ours) is None and cache.get(ptxas_only) is None and made == []
     cache.idle()
-    assert made == [KEY]  # made while the compile waits, so that writing it later is cheap
-    cache.put(key, b"payload")
+    assert made == ["cubin"] and checks == []  # made while the compile waits, so that writing it later is cheap
+    cache.put(ours, b"payload")
+    cache.put(ptxas_only, b"cubin")
     cache.idle()
+    assert made == ["cubin", "ptx"] and checks == [["cubin"]]  # checked before the key naming our code
     assert Cache(tmp_path).get(KEY) is None  # written only once the output is there
     cache.flush()
-    assert made == [KEY] and Cache(tmp_path).get(KEY) == b"payload"
+    assert made == ["cubin", "ptx"] and checks == [["cubin"]]
+    assert Cache(tmp_path).get(KEY) == b"payload" and Cache(tmp_path).get("cd" * 32) == b"cubin"
 
 
 def test_a_key_that_cannot_be_made_costs_only_the_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,6 +15,15 @@ statting the files and folders a `state` listed, without listing them again: a
 write changes a file's ctime; a file added, removed or renamed changes its
 folder's mtime. Paths are strings: pathlib costs a cache miss milliseconds to
 import (`compiler_files()` still returns Paths for the build rules).
+
+An installed wheel (not an editable install) is identified by its installer's
+`RECORD`: pip (or uv) writes it last, with the SHA-256 of every file it
+installed, so its digests give the same fingerprint as reading the files, and
+its own times stand for all of them (`record_of`): a `pip install` of any other
+build, or a reinstall, rewrites it. One stat replaces listing and statting
+every file. Edits made inside site-packages by hand are not seen: the
+installation is what its RECORD says (edit a source checkout or an editable
+install instead, or `tileir cache clear` after such surgery).
 """
 
 from __future__ import annotations
@@ -104,11 +113,48 @@ def _is_member(name: str) -> bool:
             and not parts[-1].startswith("."))
 
 
+def record_of(root: PathLike) -> str | None:
+    """The installer's RECORD when `root` is the site-packages a wheel of this compiler was installed
+    into (a source checkout or an editable install has none there); None otherwise."""
+    from tileiras import __version__
+
+    record = os.path.join(root, f"tileiras-{__version__}.dist-info", "RECORD")
+    return record if os.path.isfile(record) else None
+
+
+def _recorded_fingerprint(record: str) -> str | None:
+    """fingerprint() of the files a RECORD lists, from its SHA-256 digests (those of the files as
+    installed); None when it lists no compiler or a digest that is not SHA-256."""
+    import base64
+    import hashlib
+
+    members: dict[str, bytes] = {}
+    with open(record, encoding="utf-8") as handle:
+        for line in handle:
+            name, _, rest = line.rstrip("\r\n").partition(",")
+            if not _is_member(name):
+                continue
+            algorithm, _, value = rest.partition(",")[0].partition("=")
+            if algorithm != "sha256":
+                return None
+            members[name] = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    if "tileiras/__init__.py" not in members:
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(members):
+        digest.update(name.encode() + b"\0")
+        digest.update(members[name])
+    return digest.hexdigest()
+
+
 def fingerprint_of(root: PathLike) -> str:
     """fingerprint() of the compiler at `root`: a directory, or the zip Bazel runs it from
-    (bazel/zip_compiler.py keeps each file's relative path, so a zip of a checkout has its digest)."""
+    (bazel/zip_compiler.py keeps each file's relative path, so a zip of a checkout has its digest).
+    An installed wheel's comes from its RECORD (record_of)."""
     if not os.path.isfile(root):
-        return fingerprint([entry.path for entry in _walk(root)[0]], root)
+        record = record_of(root)
+        found = _recorded_fingerprint(record) if record is not None else None
+        return found or fingerprint([entry.path for entry in _walk(root)[0]], root)
     import hashlib
     import zipfile
 
@@ -123,26 +169,39 @@ def fingerprint_of(root: PathLike) -> str:
 class State:
     """The compiler's files as found at one moment: each file's path and its ctime, mtime and size
     (any write, rename or timestamp reset changes one), `newest` (the newest of those times, in ns),
-    and its folders. A compiler zip (Bazel's) stands for its members with its own entry. Taking one
-    costs a listing of the folders and a stat of each file."""
+    and its folders with theirs. A compiler zip (Bazel's) stands for its members with its own entry,
+    an installed wheel with its RECORD (record_of). Taking one costs a listing of the folders and a
+    stat of each file and folder (a zip or an installed wheel: one stat)."""
 
-    __slots__ = ("_paths", "_stats", "_folders")
+    __slots__ = ("_paths", "_stats", "_folders", "_folder_times")
 
-    def __init__(self, paths: list[str], stats: list[int], folders: list[str]) -> None:
+    def __init__(self, paths: list[str], stats: list[int], folders: list[str],
+                 folder_times: list[int] | None = None) -> None:
         self._paths = paths        # sorted
         self._stats = stats        # ctime, mtime, size of each path in turn
         self._folders = folders
+        self._folder_times = folder_times or []  # ctime, mtime of each folder in turn
 
     @property
     def encoded(self) -> bytes:
-        """What a stamp digests: the numbers (digits and spaces), then each path after a NUL."""
-        text = " ".join(map(str, self._stats)) + "\0" + "\0".join(self._paths)
-        return text.encode("utf-8", "surrogateescape")
+        """What a stamp digests: the numbers (8 bytes each), then each path after a NUL."""
+        import struct
+
+        return struct.pack(f"<{len(self._stats)}q", *self._stats) + "\0".join(("", *self._paths)).encode("utf-8", "surrogateescape")
 
     @property
     def newest(self) -> int:
         stats = self._stats
         return max(max(stats[0::3], default=0), max(stats[1::3], default=0))
+
+    def settled_at(self, limit_ns: int) -> bool:
+        """Whether, as this state found them, no file or folder changed at or after `limit_ns` (a
+        time.time_ns()): for a state taken after that time, whether the files are what they were then,
+        with no further look. A folder that changed (a file added, removed or renamed, or Python's
+        `__pycache__` created) is a change: what it held before cannot be told any more."""
+        if max(self._folder_times, default=0) >= limit_ns:
+            return False
+        return self.newest < limit_ns
 
     def settled_before(self, limit_ns: int) -> bool:
         """Whether no file or folder changed at or after `limit_ns` (a time.time_ns()), so that the
@@ -169,10 +228,11 @@ class State:
 
 
 def state(root: PathLike) -> State:
-    """The compiler's files under `root` (a directory, or a zip) as they are now."""
+    """The compiler's files under `root` (a directory, a zip, or an installed wheel's RECORD) as they are now."""
     root = os.fspath(root)
-    if os.path.isfile(root):
-        entries: list[os.DirEntry[str]] | list[str] = [root]
+    record = None if os.path.isfile(root) else record_of(root)
+    if record is not None or os.path.isfile(root):
+        entries: list[os.DirEntry[str]] | list[str] = [record or root]
         folders: list[str] = []
     else:
         entries, folders = _walk(root)
@@ -181,7 +241,11 @@ def state(root: PathLike) -> State:
         info = os.stat(item) if isinstance(item, str) else item.stat()
         paths.append(item if isinstance(item, str) else item.path)
         stats += (info.st_ctime_ns, info.st_mtime_ns, info.st_size)
-    return State(paths, stats, folders)
+    folder_times = []
+    for folder in folders:
+        info = os.stat(folder)
+        folder_times += (info.st_ctime_ns, info.st_mtime_ns)
+    return State(paths, stats, folders, folder_times)
 
 
 def stamp(files_state: State) -> tuple[str, int]:

@@ -107,6 +107,15 @@ def _string(text: str) -> str:
 def canonical_json(value: Any) -> str:
     """Compact, sorted-key, ASCII JSON of str, int, float, bool, None, lists, tuples and dicts with
     str keys: identical to json.dumps(value, sort_keys=True, separators=(",", ":"))."""
+    kind = type(value)  # the exact types of a launch-metadata document first: a miss writes one
+    if kind is dict:
+        return "{" + ",".join([_string(k) + ":" + canonical_json(value[k]) for k in sorted(value)]) + "}"
+    if kind is list:
+        return "[" + ",".join([canonical_json(v) for v in value]) + "]"
+    if kind is str:
+        return _string(value)
+    if kind is int:
+        return int.__repr__(value)
     if isinstance(value, str):
         return _string(value)
     if value is None:

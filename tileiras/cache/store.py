@@ -24,11 +24,12 @@ when first needed) and calls `idle()` while it waits for LLVM or ptxas and
 `flush()` after it wrote its output. So a cache that holds no entries answers
 its lookups without making their keys, the keys and the entries' bytes are
 made while the compile waits, and the entries are written once its output
-exists. The check that the compiler did not change (a stat of each of its
-files) runs once for the entries made before it: for a cubin, in the idle()
-while ptxas runs (the PTX entry is made by then, and a cubin's key names only
-ptxas and the PTX), so nothing but the writes runs between the output and the
-exit. Nothing on that path imports pathlib, json or re (paths are strings;
+exists. The check that the compiler did not change (one look at its files:
+versions.compiler_unchanged_since) runs once for the entries made before it,
+before their keys, which are made of that same look: for a cubin, in the
+idle() while ptxas runs (the PTX entry is made by then, and a cubin's key
+names only ptxas and the PTX), so nothing but the writes runs between the
+output and the exit. Nothing on that path imports pathlib, json or re (paths are strings;
 keys.canonical_json writes the keys' JSON): tests/test_cache.py checks it.
 
 `get` is a local lookup (`_read_local`), `put` a local write (`_write_local`).
@@ -175,7 +176,7 @@ class Cache:
         self._warned = False
         self._unmade: list[Key] = []                       # keys of lookups answered without them
         self._pending: list[tuple[KeyLike, Payload]] = []  # deferred writes
-        self._ready: list[tuple[str, bytes, bool]] = []    # deferred writes made: (key, entry, to check)
+        self._ready: list[tuple[str, bytes]] = []          # deferred writes made (checked): (key, entry)
         self._compiler_changed = False  # a check found the compiler changed: unchecked entries are dropped
         self._written_shards: set[str] = set()
         global _opened_ns
@@ -203,56 +204,53 @@ class Cache:
         _miss(key if isinstance(key, str) else "write")  # something was computed: never in lookup-only mode
         if not self.writes_enabled:
             return
-        if self.defer_writes:
-            self._pending.append((key, data))
-            return
-        prepared = self._prepare(key, data)
-        self._write_all(self._checked([prepared] if prepared is not None else []))
+        self._pending.append((key, data))
+        if not self.defer_writes:
+            self._write_all(self._prepare_all())
 
     def idle(self) -> None:
         """Work for the time the driver waits on a child process: make the keys that the lookups did
-        without and the entries queued so far, and check that the compiler that made those entries
-        has not changed since the cache opened, so that writing them after the output costs little."""
+        without (those that name our code are made with their entries) and the entries queued so far,
+        checking that the compiler that made them has not changed since the cache opened, so that
+        writing them after the output costs little."""
         unmade, self._unmade = self._unmade, []
         for key in unmade:
-            self._name_for_write(key)
-        self._ready = self._checked(self._ready + self._prepare_all())
+            if not key.names_our_code:
+                self._name_for_write(key)
+        self._ready += self._prepare_all()
 
     def flush(self) -> None:
         """Write the deferred entries (the driver calls this once its output is written). The compiler
         is checked again only for entries that name it and were queued after idle() checked it: for
         a cubin, idle() ran while ptxas made it, and the cubin's key does not name our code."""
-        ready, self._ready = self._checked(self._ready + self._prepare_all()), []
+        ready, self._ready = self._ready + self._prepare_all(), []
         self._write_all(ready)
 
-    def _checked(self, ready: list[tuple[str, bytes, bool]]) -> list[tuple[str, bytes, bool]]:
-        """The entries `ready` that may be stored, none left to check: one whose key names our code
-        only when our files are as they were when the cache opened (_compiler_unchanged: a stat of
-        each), checked after the entry was made. One check covers every entry made before it."""
-        if not any(to_check for _, _, to_check in ready):
-            return ready
-        if not self._compiler_changed:
-            self._compiler_changed = not _compiler_unchanged()
-        return [(name, blob, False) for name, blob, to_check in ready if not (to_check and self._compiler_changed)]
-
-    def _write_all(self, ready: list[tuple[str, bytes, bool]]) -> None:
-        for name, blob, _ in ready:
+    def _write_all(self, ready: list[tuple[str, bytes]]) -> None:
+        for name, blob in ready:
             self._store(name, blob)
         self._check_size()
 
-    def _prepare_all(self) -> list[tuple[str, bytes, bool]]:
+    def _prepare_all(self) -> list[tuple[str, bytes]]:
+        """The queued entries that may be stored, made: an entry whose key names our code only when
+        our files are as they were when the cache opened (_compiler_unchanged), checked after the entry
+        was made and before its key (the check's look at our files is the one the key is made of).
+        One check covers every entry made before it."""
         queued, self._pending = self._pending, []
-        return [prepared for prepared in (self._prepare(*item) for item in queued) if prepared is not None]
+        if not self._compiler_changed and any(_names_our_code(key) for key, _ in queued):
+            self._compiler_changed = not _compiler_unchanged()
+        made = (self._prepare(key, data) for key, data in queued
+                if not (self._compiler_changed and _names_our_code(key)))
+        return [prepared for prepared in made if prepared is not None]
 
-    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes, bool] | None:
-        """(the key, the entry's bytes: entry.wrap, whether the key names our code, so that the entry
-        must be checked) to write; None when either cannot be made (warned)."""
+    def _prepare(self, key: KeyLike, data: Payload) -> tuple[str, bytes] | None:
+        """(the key, the entry's bytes: entry.wrap) to write; None when either cannot be made (warned)."""
         name = self._name_for_write(key)
         if name is None:
             return None
         self._check_key(name)  # a malformed key is the caller's bug: raised
         try:
-            return name, entry.wrap(name, data if isinstance(data, bytes) else data()), _names_our_code(key)
+            return name, entry.wrap(name, data if isinstance(data, bytes) else data())
         except Exception as exc:  # noqa: BLE001 - as a key that cannot be made: it only costs the entry
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None

@@ -208,5 +208,11 @@ def compiler_unchanged_since(opened_ns: int) -> bool:
     then the state the keys were made of, taken at any time after the opening, is
     what every module was loaded from. (Not SETTLED_NS: Bazel makes the compiler's
     zip just before its first compile actions, which must still be stored.)
-    One stat per file and folder."""
-    return _running_state().settled_before(opened_ns - TICK_NS)
+    One stat per file and folder: the first check takes the state the keys are
+    then made of (the store checks before it makes them), so its own times answer."""
+    global _start_state
+    limit = opened_ns - TICK_NS
+    if _start_state is None:
+        _start_state = compiler_files.state(compiler_files.package_root())
+        return _start_state.settled_at(limit)
+    return _start_state.settled_before(limit)
