@@ -412,6 +412,26 @@ def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path
     assert cubin == first[2]  # ptxas alone makes a cubin from the PTX
 
 
+def test_a_cubin_with_tensor_maps_names_our_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cubin whose PTX has hidden tensor maps embeds the `.nv.host` object our code builds from
+    them: its key names the maps and our code, and its entry is checked like any that names it."""
+    from tileiras.runtime.tma_params import Field, TmaParam
+
+    maps = {"k": [TmaParam(0, "f16", (Field(2), Field(1)), (Field(const=1), Field(3)), (64, 128), "128B")]}
+
+    def keys_now() -> tuple[str, str]:
+        plain = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path))
+        with_maps = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path), (), maps)
+        assert with_maps.names_our_code and not plain.names_our_code
+        return plain.value, with_maps.value
+
+    first = keys_now()
+    assert first[0] != first[1]
+    monkeypatch.setattr(versions, "compiler_fingerprint", lambda memo_dir=None, root=None: "an edited compiler")
+    edited = keys_now()
+    assert edited[0] == first[0] and edited[1] != first[1]
+
+
 def test_the_remarks_kept_beside_a_cubin_name_our_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ptxas's report is read by our code: an edited compiler gets its own remarks for a cubin whose
     key (ptxas and the PTX only) it shares, and they are checked like any entry that names our code."""

@@ -61,9 +61,10 @@ class Key:
 
     @property
     def names_our_code(self) -> bool:
-        """Whether what is stored under this key may depend on our code: every key but a cubin's
-        (ptxas alone makes a cubin from its PTX, so cubin_key does not name the compiler)."""
-        return self._make is not cubin_key
+        """Whether what is stored under this key may depend on our code: every key but that of a
+        cubin ptxas alone makes from its PTX (cubin_key then does not name the compiler); a cubin
+        with tensor maps (cubin_key's fifth argument) embeds the `.nv.host` object our code made."""
+        return self._make is not cubin_key or (len(self._args) > 4 and self._args[4] is not None)
 
 
 def _canonical(value: Any) -> Any:
