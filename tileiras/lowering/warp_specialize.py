@@ -201,6 +201,19 @@ def publish(k: KernelLowering) -> None:
     k.b.emit(f'call void asm sideeffect "bar.sync {bar.id}, {bar.threads};", "~{{memory}}"()')
 
 
+def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> None:
+    """One thread (`first`, the producer warpgroup's first) issues every TMA copy and prefetches
+    the tensor maps; the rest of the warpgroup is done (after any setmaxnreg, which is .aligned)."""
+    from .tmem import ROLE_EXIT
+
+    elected, idle = k.b.label("tma_thread"), k.b.label("producer_idle")
+    k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "ws"), elected, idle)
+    k.b.start_block(idle)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+    k.b.start_block(elected)
+    tma_copy.prefetch(k, p.tma)
+
+
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
@@ -221,13 +234,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     if dec and not split.mmas:
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
-    if p.tma:   # one thread issues every TMA copy; the rest of the warpgroup is done
-        elected, idle = k.b.label("tma_thread"), k.b.label("producer_idle")
-        k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"), elected, idle)
-        k.b.start_block(idle)
-        k.b.emit(f"ret void {ROLE_EXIT}")
-        k.b.start_block(elected)
-        tma_copy.prefetch(k, p.tma)
+    if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
+        _elect_tma_thread(k, p, consumers)
     saved_values = dict(k.values)
     k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
     try:
@@ -247,6 +255,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         k.b.start_block(producer)
         if dec:
             mbarrier.set_max_registers(k, dec, increase=False)
+        if p.tma:
+            _elect_tma_thread(k, p, consumers)
     head, body, done = k.b.label("prod_head"), k.b.label("prod_body"), k.b.label("prod_done")
     entry = k.b.current_block
     k.b.br(head)

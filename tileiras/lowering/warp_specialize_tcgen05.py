@@ -193,7 +193,8 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     if ready_stages is not None:
         mbarrier.wait(k, mbarrier.address(k, ready_stages, stage), mbarrier.phase_parity(k, j, p.stages),
                       "stage prepared")
-    fence_async_proxy(k)    # the producer's copies, seen by the tensor cores' reads
+    if not p.tma:
+        fence_async_proxy(k)    # the producer's cp.async copies, seen by the tensor cores' reads
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
     for op, (a_load, b_load) in operands.items():
