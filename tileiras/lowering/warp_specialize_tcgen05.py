@@ -2,7 +2,9 @@
 
 As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
 - the producer warpgroup (warp_specialize.py, shared with sm_90) waits for a stage's `empty`
-  mbarrier, issues the iteration's cp.async copies into it and arrives on its `full` mbarrier when
+  mbarrier and fills it: where every load can go by TMA (tma_copy.py, as on sm_90) one thread
+  announces the stage's bytes on its `full` mbarrier and issues the boxes (the rest of the
+  warpgroup exits), else all 128 issue the iteration's cp.async copies and arrive on `full` when
   they land (`cp.async.mbarrier.arrive.noinc`);
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
@@ -236,6 +238,13 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
 
     # the body's ops are lowered only in the other roles (which make no remarks): say what they run
     for load in p.loads:
+        if p.tma:
+            from .tma_copy import describe as boxes
+
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
+                     Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=boxes(p.tma[load]),
+                     Pipeline=f"{p.stages} stages, issued {p.stages} iterations ahead by one producer thread")
+            continue
         tile = load.results[0].type
         bits = 8 * storage_bytes(tile.element) * chunk_elements(load, k.get(load.operand("view")), tile)
         k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
