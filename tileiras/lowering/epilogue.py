@@ -76,7 +76,7 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
 def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix) -> None:
     """Each thread's mma fragments into `matrix`, two adjacent elements a store."""
     src = tile.layout
-    assert isinstance(src, MmaLayout)
+    assert isinstance(src, MmaLayout) or hasattr(src, "coords")   # (or one column chunk of one, tmem_epilogue)
     lty = storage_type(tile.type.element)
     pair = f"<2 x {lty}>"
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
