@@ -72,6 +72,9 @@ class ActivePipeline:
 
 # targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's keep cp.async for now)
 TMA_TARGETS = (90, 100, 103)
+# rows of a load's box by target where not tma_copy.MAX_BOX: NVIDIA's sm_100 boxes hold 128 rows
+# (an operand of 256 rows is two bands), one tcgen05.mma's M
+TMA_BOX_ROWS = {100: 128, 103: 128}
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:
@@ -171,7 +174,8 @@ def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dic
     counts the copying threads' arrivals, one mechanism per pipeline) and a remark on each load says why."""
     if k.sm not in TMA_TARGETS:
         return None
-    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load]) for load in loads}
+    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
     if why:
         for load in loads:

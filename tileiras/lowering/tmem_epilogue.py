@@ -168,7 +168,8 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
             finally:
                 del k.remark
             if staged is not None:      # this chunk's elements into the C tile's swizzled buffer
-                write_fragments(k, k.tile(store.operand("tile")), staged[1])  # type: ignore[arg-type]
+                # (coordinates computed per chunk: hoisted, every chunk's would stay live all along)
+                write_fragments(k, k.tile(store.operand("tile")), staged[1], here=True)  # type: ignore[arg-type]
     finally:
         for v, lay in saved.items():
             v.layout = lay
