@@ -86,13 +86,13 @@ def test_descriptors_are_nvidias(name: str, gpu: str, tmp_path: Path) -> None:
 
 
 def test_sm100_producer_is_one_thread_issuing_boxes(tmp_path: Path) -> None:
-    """sm_100 128x128x64 f16 (producer warpgroup, MMA warp, epilogue warps): one producer thread
+    """sm_100 128x128x64 f16 (producer warp, MMA warp, epilogue warpgroup: 192 threads): one producer thread
     prefetches the two load maps and per stage announces its 32 KB on the full barrier and issues
     A's box and B's two; the MMA thread reads TMA-written stages without a proxy fence (the only
     one left is the epilogue's, before C's two 64x128 store boxes)."""
     ptx_path, meta = _compile(BYTECODE / "mm_f16_128x128x64.tileirbc", tmp_path, gpu="sm_100")
     ptx = ptx_path.read_text()
-    assert ".reqntid 288, 1, 1" in ptx and "cp.async.cg" not in ptx and "cp.async.mbarrier" not in ptx
+    assert ".reqntid 192, 1, 1" in ptx and "cp.async.cg" not in ptx and "cp.async.mbarrier" not in ptx
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
     assert len(copies) == 3 and ptx.count("prefetch.tensormap") == 2 and "32768" in ptx
     assert len(re.findall(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64", ptx)) == 1
@@ -175,7 +175,7 @@ SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for til
 
 # sm_100 (warp-specialized: one TMA producer thread, the MMA warp, C stored by TMA from the chunked
 # epilogue); the default suite also runs test_mbarrier_pipeline's sm_100 matmuls (128x128, 64x64,
-# 416 threads) and test_warp_specialize_tcgen05's (128x256 f16, 64x64 tf32), TMA-fed, race checker on
+# 320 threads) and test_warp_specialize_tcgen05's (128x256 f16, 64x64 tf32), TMA-fed, race checker on
 DEFAULT_SM100 = ["mm_f16_128x128x64"]
 SWEEP_SM100 = ["mm_f16_128x256x64", "mm_tf32_128x128x64", "mm_e4m3_128x128x64", "mm_i8_256x128x64",
                "mm_bf16_256x128x64", "bmm_f16_64x64x32", "fa_bf16_q128k64d128_causal"]

@@ -134,6 +134,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         tma = _choose_tma(k, plan.loads, matrices)
+        if specialized and tma:
+            warp_specialize.shrink(k)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         roles = _roles(k, stages, tma is not None) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
@@ -188,7 +190,7 @@ def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dic
 
 def _roles(k: KernelLowering, stages: int, tma: bool) -> str:
     """The warp roles of the specialized loop, as the remark and the schedule dump say them."""
-    first, last = k.threads // 32, k.threads // 32 + warp_specialize.PRODUCER_THREADS // 32 - 1
+    first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
     mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
@@ -196,7 +198,8 @@ def _roles(k: KernelLowering, stages: int, tma: bool) -> str:
         idle = f"; warps {last + 2}-{last + mma_threads // 32} idle" if mma_threads > 32 else ""
         copies = (f"one thread issues TMA copies into {stages} stages, announcing their bytes on the stage's "
                   f"full mbarrier" if tma else f"cp.async into {stages} stages, completion on the stage's full mbarrier")
-        return (f"warp-specialized (tcgen05): warps {first}-{last} produce ({copies}), warp {last + 1} issues the MMAs (one thread: "
+        producer = f"warp {first} produces" if first == last else f"warps {first}-{last} produce"
+        return (f"warp-specialized (tcgen05): {producer} ({copies}), warp {last + 1} issues the MMAs (one thread: "
                 f"waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
                 f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
                 f"tcgen05.ld){regs}{named}")

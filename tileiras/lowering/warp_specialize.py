@@ -25,7 +25,8 @@ pure (no memory, no thread-indexed values).
 On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
 `tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
 where the registers must move, warp_specialize_tcgen05.ROLES), and the consumers become the
-epilogue warps and skip the loop.
+epilogue warps and skip the loop. Where that producer copies by TMA it is one warp, not a
+warpgroup (`shrink`: the form gives no role setmaxnreg, which needs whole warpgroups).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class WarpSplit:
     barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
     emitted: bool = False
     mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
+    producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: `shrink`)
 
     @property
     def form(self) -> str:
@@ -195,6 +197,23 @@ def end(k: KernelLowering) -> None:
         k.extra_threads = 0
 
 
+def shrink(k: KernelLowering) -> None:
+    """A TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (no
+    setmaxnreg, which would need the whole warpgroup, in this form), so the CTA launches 96 threads
+    fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it."""
+    from ..ir.record import replace
+
+    split = k.warp_split
+    if not split.mmas or split.producers == 32:
+        return
+    k.extra_threads -= split.producers - 32
+    split.producers = 32
+    split.barriers = tuple(replace(b, threads=k.threads + k.extra_threads) if b.name == "publish" else b
+                           for b in split.barriers)
+    k.schedule_notes.append(f"//   TMA-fed producer: one warp (publish: bar.sync {split.barrier('publish').id}, "
+                            f"{k.threads + k.extra_threads})")
+
+
 def publish(k: KernelLowering) -> None:
     """Consumers and producer meet once: the pipeline's mbarriers are initialized."""
     bar = k.warp_split.barrier("publish")
@@ -226,7 +245,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
     _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma))
-    mma_first = consumers + PRODUCER_THREADS       # the MMA role's first thread (tcgen05 form)
+    mma_first = consumers + split.producers        # the MMA role's first thread (tcgen05 form)
     cont = k.b.label("consumer_loop")
     k.b.br(cont)
     k.b.start_block(split.producer)

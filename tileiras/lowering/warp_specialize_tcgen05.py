@@ -3,8 +3,8 @@
 As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
 - the producer warpgroup (warp_specialize.py, shared with sm_90) waits for a stage's `empty`
   mbarrier and fills it: where every load can go by TMA (tma_copy.py, as on sm_90) one thread
-  announces the stage's bytes on its `full` mbarrier and issues the boxes (the rest of the
-  warpgroup exits), else all 128 issue the iteration's cp.async copies and arrive on `full` when
+  announces the stage's bytes on its `full` mbarrier and issues the boxes (the producer role
+  is then one warp, whose other lanes exit), else all 128 issue the iteration's cp.async copies and arrive on `full` when
   they land (`cp.async.mbarrier.arrive.noinc`);
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 # registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
 # grants (measured), so no role moves registers: the epilogue reads the accumulator (128
 # registers a thread) in column chunks, converting and storing each before the next
-# (tmem_epilogue.py), and needs 64.
+# (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
+# (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
 ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
 
