@@ -42,7 +42,10 @@ def test_matmul_runs_on_tcgen05_with_its_accumulator_in_tensor_memory(gpu: str, 
     for piece in ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32", "tcgen05.relinquish_alloc_permit",
                   "tcgen05.dealloc.cta_group::1", "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
                   "mbarrier.try_wait.parity", "tcgen05.ld.sync.aligned.16x256b.x4.b32",
-                  "tcgen05.wait::ld", "fence.proxy.async.shared::cta", "tcgen05.fence::before_thread_sync"):
+                  "tcgen05.wait::ld", "tcgen05.fence::before_thread_sync",
+                  # the stages are filled by TMA (one thread; the bytes announced on the full barrier)
+                  "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes",
+                  "mbarrier.arrive.expect_tx"):
         assert piece in ptx, piece
     assert "mma.sync" not in ptx and "ldmatrix" not in ptx
     # the accumulator stays in tensor memory through the K loop: never stored from registers (the first

@@ -1,4 +1,4 @@
-"""TMA-fed sm_90 pipelines (lowering/tma_copy.py): the choice, the kernel's hidden tensor-map
+"""TMA-fed sm_90 and sm_100 pipelines (lowering/tma_copy.py): the choice, the kernel's hidden tensor-map
 parameters, their launch metadata and `.nv.info`, and the emulator running the kernels against
 the interpreter with the race checker on.
 
@@ -22,12 +22,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_realistic_emulator import _check  # noqa: E402
 
 
-def _compile(src: Path, tmp_path: Path, emit: str = "ptx", *extra: str) -> tuple[Path, object]:
+def _compile(src: Path, tmp_path: Path, emit: str = "ptx", *extra: str, gpu: str = "sm_90") -> tuple[Path, object]:
     from tileiras.codegen.metadata import ModuleMetadata
 
     out = tmp_path / f"k.{emit}"
     done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", f"--emit={emit}", "--gpu-name",
-                           "sm_90", "--emit-metadata", str(src), "-o", str(out), *extra],
+                           gpu, "--emit-metadata", str(src), "-o", str(out), *extra],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return out, ModuleMetadata.from_json(Path(str(out) + ".json").read_text())
@@ -67,15 +67,38 @@ def test_matmul_loads_by_tma_through_hidden_parameters(tmp_path: Path) -> None:
 # before the loop by TMA, ours by cp.async.)
 SAME_AS_NVIDIA = ["mm_f16_128x128x64", "bmm_bf16_128x128x32", "mm_bf16_128x128x32", "mm_f16_256x128x64",
                   "mm_tf32_128x128x32", "mm_e4m3_64x64x32", "mm_i8_128x128x32"]
+# sm_100: the loads' maps (boxes of at most 128 rows: i8 256x128's A is two bands) and C's, stored by
+# the chunked tensor-memory epilogue in boxes of 128 rows. (tf32 differs: NVIDIA's N-major B map
+# uses the 128B swizzle with 32-byte atoms, the layout tcgen05 reads MN-major tf32 from; ours the
+# plain 128B swizzle its MMA descriptor names.)
+SAME_AS_NVIDIA_SM100 = ["mm_f16_128x128x64", "mm_e4m3_128x128x64", "mm_i8_256x128x64", "bmm_f16_64x64x32"]
 
 
-@pytest.mark.parametrize("name", [n if i < 2 else pytest.param(n, marks=pytest.mark.sweep)
-                                  for i, n in enumerate(SAME_AS_NVIDIA)])
-def test_descriptors_are_nvidias(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name,gpu", [(n, "sm_90") if i < 2 else pytest.param(n, "sm_90", marks=pytest.mark.sweep)
+                                      for i, n in enumerate(SAME_AS_NVIDIA)]
+                         + [(n, "sm_100") if i < 1 else pytest.param(n, "sm_100", marks=pytest.mark.sweep)
+                            for i, n in enumerate(SAME_AS_NVIDIA_SM100)])
+def test_descriptors_are_nvidias(name: str, gpu: str, tmp_path: Path) -> None:
     from test_nv_host import KERNELS
 
-    _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
-    assert list(meta.kernels[0].tma) == list(KERNELS[(name, "sm_90")][1])
+    _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path, gpu=gpu)
+    assert list(meta.kernels[0].tma) == list(KERNELS[(name, gpu)][1])
+
+
+def test_sm100_producer_is_one_thread_issuing_boxes(tmp_path: Path) -> None:
+    """sm_100 128x128x64 f16 (producer warp, MMA warp, epilogue warpgroup: 192 threads): one producer thread
+    prefetches the two load maps and per stage announces its 32 KB on the full barrier and issues
+    A's box and B's two; the MMA thread reads TMA-written stages without a proxy fence (the only
+    one left is the epilogue's, before C's two 64x128 store boxes)."""
+    ptx_path, meta = _compile(BYTECODE / "mm_f16_128x128x64.tileirbc", tmp_path, gpu="sm_100")
+    ptx = ptx_path.read_text()
+    assert ".reqntid 192, 1, 1" in ptx and "cp.async.cg" not in ptx and "cp.async.mbarrier" not in ptx
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
+    assert len(copies) == 3 and ptx.count("prefetch.tensormap") == 2 and "32768" in ptx
+    assert len(re.findall(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64", ptx)) == 1
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group", ptx)
+    assert len(stores) == 2 and ptx.count("fence.proxy.async.shared::cta") == 1
+    assert [t.box for t in meta.kernels[0].tma] == [(64, 128), (64, 64), (64, 128)]
 
 
 def test_hidden_parameters_stay_out_of_the_kernels_param_info(tmp_path: Path) -> None:
@@ -150,11 +173,39 @@ SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for til
                                                  "fa_bf16_q128k64d128", "bmm_f16_128x128x64"]
 
 
-@pytest.mark.parametrize("name", DEFAULT + [pytest.param(n, marks=pytest.mark.sweep) for n in SWEEP])
-def test_tma_fed_kernel_matches_the_interpreter(name: str, tmp_path: Path) -> None:
-    _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
-    assert meta.kernels[0].tma, f"{name}: no TMA load on sm_90"
-    _check(name, "sm_90")
+# sm_100 (warp-specialized: one TMA producer thread, the MMA warp, C stored by TMA from the chunked
+# epilogue); the default suite also runs test_mbarrier_pipeline's sm_100 matmuls (128x128, 64x64,
+# 320 threads) and test_warp_specialize_tcgen05's (128x256 f16, 64x64 tf32), TMA-fed, race checker on
+DEFAULT_SM100 = ["mm_f16_128x128x64"]
+SWEEP_SM100 = ["mm_f16_128x256x64", "mm_tf32_128x128x64", "mm_e4m3_128x128x64", "mm_i8_256x128x64",
+               "mm_bf16_256x128x64", "bmm_f16_64x64x32", "fa_bf16_q128k64d128_causal"]
+
+
+@pytest.mark.parametrize("name,gpu", [(n, "sm_90") for n in DEFAULT] + [(n, "sm_100") for n in DEFAULT_SM100]
+                         + [pytest.param(n, "sm_90", marks=pytest.mark.sweep) for n in SWEEP]
+                         + [pytest.param(n, "sm_100", marks=pytest.mark.sweep) for n in SWEEP_SM100])
+def test_tma_fed_kernel_matches_the_interpreter(name: str, gpu: str, tmp_path: Path) -> None:
+    _, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path, gpu=gpu)
+    assert meta.kernels[0].tma, f"{name}: no TMA load on {gpu}"
+    _check(name, gpu)
+
+
+def test_sm100_tma_store_without_its_proxy_fence_is_a_race(monkeypatch) -> None:
+    """The chunked epilogue's generic writes of C into the swizzled buffer must be fenced for the
+    async proxy before the TMA store reads them: without the fence the race checker says so."""
+    from tileiras.emulator import EmulatorError
+    from tileiras.runtime import backends
+
+    real = backends.compile_module
+
+    def without_fence(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        text, count = re.subn(r"fence\.proxy\.async\.shared::cta;", "", ptx.decode())
+        assert count == 1 and "cp.async.bulk.tensor.2d.global.shared::cta" in text
+        return text.encode(), meta
+    monkeypatch.setattr(backends, "compile_module", without_fence)
+    with pytest.raises(EmulatorError, match=r"fence\.proxy\.async"):
+        _check("mm_f16_128x128x64", "sm_100")
 
 
 def test_metadata_carries_the_tensor_maps_and_refuses_bad_ones() -> None:

@@ -73,14 +73,15 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     return True
 
 
-def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix) -> None:
-    """Each thread's mma fragments into `matrix`, two adjacent elements a store."""
+def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, here: bool = False) -> None:
+    """Each thread's mma fragments into `matrix`, two adjacent elements a store (`here`: their
+    coordinates computed where they are written, not hoisted to the kernel's entry)."""
     src = tile.layout
-    assert isinstance(src, MmaLayout)
+    assert isinstance(src, MmaLayout) or hasattr(src, "coords")   # (or one column chunk of one, tmem_epilogue)
     lty = storage_type(tile.type.element)
     pair = f"<2 x {lty}>"
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
-        b, r, c, valid = src.coords(k.b.pre, k.tid, slot)
+        b, r, c, valid = src.coords(k.b.op if here else k.b.pre, k.tid, slot)
         p = pointer(k, element_offset(k, matrix, b, r, c))
         v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
         v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")

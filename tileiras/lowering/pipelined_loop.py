@@ -20,11 +20,12 @@ and waits for its phase: no CTA-wide barrier inside the loop, and copies past th
 loop's end are not issued at all (every fill is waited for, so no asynchronous
 arrival is left when the barriers are invalidated after the loop).
 
-On sm_90, where every load of the loop can be copied by TMA (tma_copy.py: views made of
-kernel parameters, aligned, into swizzled stages), one thread fills a stage instead: it
-announces the stage's bytes with `mbarrier.arrive.expect_tx` (the full barrier's only
-arrival) and issues the boxes, whose completion the hardware counts on the same barrier;
-the consumers' side does not change. Where the
+On sm_90 and sm_100 / sm_103, where every load of the loop can be copied by TMA (tma_copy.py:
+views made of kernel parameters, aligned, into swizzled stages: the layout wgmma and tcgen05.mma
+read), one thread fills a stage instead: it announces the stage's bytes with
+`mbarrier.arrive.expect_tx` (the full barrier's only arrival) and issues the boxes, whose
+completion the hardware counts on the same barrier; the consumers' side does not change (but
+for the proxy fence the cp.async form needs: TMA writes through the async proxy already). Where the
 loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
 of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
 iteration i's `wgmma.wait_group 1`, the first point where that stage is no
@@ -67,6 +68,13 @@ class ActivePipeline:
                                           # a stage is released after the next iteration's wgmma.wait_group 1
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
     tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
+
+
+# targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's keep cp.async for now)
+TMA_TARGETS = (90, 100, 103)
+# rows of a load's box by target where not tma_copy.MAX_BOX: NVIDIA's sm_100 boxes hold 128 rows
+# (an operand of 256 rows is two bands), one tcgen05.mma's M
+TMA_BOX_ROWS = {100: 128, 103: 128}
 
 
 def uses_mbarriers(k: KernelLowering) -> bool:
@@ -125,8 +133,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        if not (specialized and k.warp_split.mmas):    # the tcgen05 form's producer keeps cp.async
-            tma = _choose_tma(k, plan.loads, matrices)
+        tma = _choose_tma(k, plan.loads, matrices)
+        if specialized and tma:
+            warp_specialize.shrink(k)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         roles = _roles(k, stages, tma is not None) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
@@ -162,12 +171,13 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
 
 
 def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dict]:
-    """Every load's TMA copy (sm_90), its tensor map added to the kernel's hidden parameters; or None
-    when a load cannot use TMA: the loop then keeps cp.async (the full barrier counts the copying
-    threads' arrivals, one mechanism per pipeline) and a remark on each load says why."""
-    if k.sm != 90:
+    """Every load's TMA copy (sm_90, sm_100 / sm_103), its tensor map added to the kernel's hidden
+    parameters; or None when a load cannot use TMA: the loop then keeps cp.async (the full barrier
+    counts the copying threads' arrivals, one mechanism per pipeline) and a remark on each load says why."""
+    if k.sm not in TMA_TARGETS:
         return None
-    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load]) for load in loads}
+    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
     if why:
         for load in loads:
@@ -180,14 +190,16 @@ def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dic
 
 def _roles(k: KernelLowering, stages: int, tma: bool) -> str:
     """The warp roles of the specialized loop, as the remark and the schedule dump say them."""
-    first, last = k.threads // 32, k.threads // 32 + warp_specialize.PRODUCER_THREADS // 32 - 1
+    first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
     mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
         regs = f"; setmaxnreg.dec {dec} / {mma_dec}, epilogue setmaxnreg.inc {inc}" if inc else ""
         idle = f"; warps {last + 2}-{last + mma_threads // 32} idle" if mma_threads > 32 else ""
-        return (f"warp-specialized (tcgen05): warps {first}-{last} produce (cp.async into {stages} stages, "
-                f"completion on the stage's full mbarrier), warp {last + 1} issues the MMAs (one thread: "
+        copies = (f"one thread issues TMA copies into {stages} stages, announcing their bytes on the stage's "
+                  f"full mbarrier" if tma else f"cp.async into {stages} stages, completion on the stage's full mbarrier")
+        producer = f"warp {first} produces" if first == last else f"warps {first}-{last} produce"
+        return (f"warp-specialized (tcgen05): {producer} ({copies}), warp {last + 1} issues the MMAs (one thread: "
                 f"waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
                 f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
                 f"tcgen05.ld){regs}{named}")

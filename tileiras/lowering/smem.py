@@ -117,12 +117,20 @@ def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, 
     atom = k.b.op(f"udiv i32 {c}, {per_atom}", "sz") if not c.isdigit() else str(int(c) // per_atom)
     within = k.b.op(f"urem i32 {c}, {per_atom}", "sz") if not c.isdigit() else str(int(c) % per_atom)
     row = r if b == "0" else k.b.op(f"add i32 {k.b.op(f'mul i32 {b}, {matrix.rows}', 'sz')}, {r}", "sz")
-    off = k.b.op(f"add i32 {k.b.op(f'mul i32 {atom}, {matrix.atom_bytes}', 'sz')}, "
-                 f"{k.b.op(f'mul i32 {row}, {span}', 'sz')}", "sz")
-    off = k.b.op(f"add i32 {off}, {k.b.op(f'mul i32 {within}, {matrix.elem_bytes}', 'sz')}", "sz")
+    rows = k.b.op(f"add i32 {k.b.op(f'mul i32 {atom}, {matrix.atom_bytes}', 'sz')}, "
+                  f"{k.b.op(f'mul i32 {row}, {span}', 'sz')}", "sz")
+    inner = k.b.op(f"mul i32 {within}, {matrix.elem_bytes}", "sz")
     mask = (span // 16 - 1) << 4      # 128B: bits 7..9 -> 4..6; 64B: 7..8 -> 4..5; 32B: 7 -> 4
-    key = k.b.op(f"and i32 {k.b.op(f'lshr i32 {off}, 3', 'sz')}, {mask}", "sz")
-    off = k.b.op(f"xor i32 {off}, {key}", "sz")
+    if matrix.atom_bytes % (8 * span) == 0:
+        # whole 8-row atoms: bits 7.. come from the row alone and the xor only touches the bytes
+        # within the row, so the row's part stays an add (a register plus immediates per row,
+        # where the xor of the whole offset made every element's address a register of its own)
+        key = k.b.op(f"mul i32 {k.b.op(f'and i32 {row}, {mask // (span // 8)}', 'sz')}, {span // 8}", "sz")
+        off = k.b.op(f"add i32 {rows}, {k.b.op(f'xor i32 {inner}, {key}', 'sz')}", "sz")
+    else:
+        off = k.b.op(f"add i32 {rows}, {inner}", "sz")
+        key = k.b.op(f"and i32 {k.b.op(f'lshr i32 {off}, 3', 'sz')}, {mask}", "sz")
+        off = k.b.op(f"xor i32 {off}, {key}", "sz")
     if matrix.stage:
         off = k.b.op(f"add i32 {off}, {matrix.stage}", "sz")
     return off if matrix.offset == 0 else k.b.op(f"add i32 {off}, {matrix.offset}", "sz")

@@ -1,10 +1,12 @@
-"""TMA tile loads of a pipelined loop (sm_90): `cp.async.bulk.tensor` through hidden tensor maps.
+"""TMA tile loads of a pipelined loop (sm_90, sm_100 / sm_103) and epilogue stores: `cp.async.bulk.tensor`
+through hidden tensor maps.
 
 A pipelined load goes through TMA when its descriptor can be made at launch from the kernel's
 own arguments (runtime/tma_params.py): the tensor view's base, extents and strides are kernel
 parameters or constants (tileaa/facts.view_sources), the base is 16-byte aligned and every
 outer stride a multiple of 16 bytes by the divisibility facts, the dimension the tile's
-columns run along has unit stride, and the stage is the swizzled `SharedMatrix` wgmma reads:
+columns run along has unit stride, and the stage is the swizzled `SharedMatrix` wgmma and
+tcgen05.mma read (K-major A, N- or K-major B):
 that layout is what TMA writes with the matching swizzle, one box per column atom (`span`
 bytes of every row, rows <= 256). Otherwise the pipeline keeps its cp.async copies and a
 remark says why.
@@ -29,7 +31,8 @@ from .smem import SharedMatrix, pointer
 from .values import PartitionViewVal
 
 MAX_BOX = 256
-MAX_STORE_ROWS = 64     # a store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's boxes)
+MAX_STORE_ROWS = 64     # an sm_90 store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's
+                        # boxes; sm_100's hold 128, tmem_epilogue.TMEM_LANES)
 MAX_RANK = 5
 _SWIZZLE = {128: "128B", 64: "64B", 32: "32B"}
 # TileIR element -> tensor-map element type (runtime/tensormap.DTYPES); others by their bytes

@@ -18,12 +18,17 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.record import record
+from ..ir.record import record, replace
 from .kernel import KernelLowering
 from .layout import MmaLayout, Pre
 from .llvm_text import llvm_type
+from .epilogue import _write_fragments as write_fragments
+from .smem import SharedMatrix
+from .tma_copy import TmaCopy, describe, hidden_param, plan
+from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal
 
+TMEM_LANES = 128         # rows of one warpgroup's accumulator: a TMA store box's (NVIDIA's sm_100 boxes)
 CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
 # element-wise conversions an epilogue may apply to the accumulator before storing it, and reshapes
 # (a batched matmul's (1, M, N) store), which keep the row-major order a ColumnChunk's elements follow
@@ -62,6 +67,9 @@ class ColumnChunk:
 
     def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
         return self.parent.element(pre, tid, num_elements, self._parent_slot(slot))
+
+    def coords(self, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
+        return self.parent.coords(pre, tid, self._parent_slot(slot))
 
     def describe(self) -> str:
         return f"#column_chunk<{self.parent.describe()}, blocks {self.first}..{self.first + self.blocks - 1}>"
@@ -135,6 +143,10 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     k.schedule_notes.append(f"//   epilogue: the accumulator read from tensor memory in {total // blocks} column "
                             f"chunks (16x256b.x{blocks}), each {'converted and ' if chain else ''}stored before "
                             f"the next")
+    staged = _tma_stage(k, store, layout)
+    if staged is not None:
+        k.schedule_notes.append(f"//   epilogue: the chunks written swizzled into the freed stages, then stored by "
+                                f"one thread with TMA: {describe(staged[0])}")
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     try:
         for first in range(0, total, blocks):
@@ -149,20 +161,68 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
             # one remark per op, for all the chunks (whose code is alike): the first chunk's, counted whole
             k.remark = _counted(k, total // blocks) if not first else lambda *args, **kwargs: None  # type: ignore
             try:
-                for op in chain + [store]:
+                for op in chain + ([] if staged else [store]):
                     outer, k.current_op = k.current_op, op
                     LOWERINGS[op.name](k, op)
                     k.current_op = outer
             finally:
                 del k.remark
+            if staged is not None:      # this chunk's elements into the C tile's swizzled buffer
+                # (coordinates computed per chunk: hoisted, every chunk's would stay live all along)
+                write_fragments(k, k.tile(store.operand("tile")), staged[1], here=True)  # type: ignore[arg-type]
     finally:
         for v, lay in saved.items():
             v.layout = lay
+    if staged is not None:
+        _store_by_tma(k, store, *staged)
     for v in values:
         k.values.pop(v, None)      # partial: nothing after this reads them
     k.set(store.results[0], TokenVal())
     k.lowered_ahead.update(pure + chain + [store])
     return True
+
+
+def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Optional[tuple[TmaCopy, SharedMatrix]]:
+    """Where `store`'s view has a descriptor made of the kernel's parameters (tma_copy.plan, as the
+    sm_90 epilogue's) and the element is its own storage type: its TMA copy (boxes of one
+    warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the swizzled buffer the chunks
+    are written into, placed after the loop in bytes its stages no longer need (every copy into
+    them landed before the MMAs that read it, which were done before the accumulator was ready);
+    None where not, or where the buffer does not fit beside what stays alive."""
+    from ..ir.types import ScalarType
+    from .pipelined_loop import TMA_TARGETS
+    from .smem import opt_in_limit
+    from .kernel import storage_type
+
+    tile = store.operand("tile").type
+    elem = getattr(tile, "element", None)
+    if k.sm not in TMA_TARGETS or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
+            or storage_type(elem) != llvm_type(elem):
+        return None
+    b, m, n = layout.shape
+    matrix = SharedMatrix(0, b, m, n, elem.bitwidth // 8, swizzled=True)
+    t, _ = plan(k, store, k.get(store.operand("view")), matrix, rows=TMEM_LANES)
+    if t is None:
+        return None
+    lifetime = k.lifetimes().op_range(store)
+    at = k.buffers.first_fit(matrix.nbytes, 1024, *lifetime)
+    if at + matrix.nbytes + k.static_smem_bytes + k.smem_reserve > opt_in_limit(k.sm):
+        return None
+    t = replace(t, slot=hidden_param(k, t.spec))
+    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 1024, "epilogue", lifetime))
+
+
+def _store_by_tma(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:
+    """Every chunk is in `matrix`: its generic writes fenced for the async proxy and published to the
+    epilogue warps' thread 0, which stores the boxes (tma_copy.store); remarked as the sm_90 one."""
+    from .async_copy import fence_async_proxy
+
+    fence_async_proxy(k)
+    k.barrier()
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ep"), lambda: store_boxes(k, op, t, matrix))
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
+             Instruction="TMA store (cp.async.bulk.tensor from shared memory)",
+             Boxes=f"{describe(t)}, by one thread through a swizzled buffer, written chunk by chunk")
 
 
 def _counted(k: KernelLowering, chunks: int):

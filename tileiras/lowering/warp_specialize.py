@@ -25,7 +25,8 @@ pure (no memory, no thread-indexed values).
 On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
 `tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
 where the registers must move, warp_specialize_tcgen05.ROLES), and the consumers become the
-epilogue warps and skip the loop.
+epilogue warps and skip the loop. Where that producer copies by TMA it is one warp, not a
+warpgroup (`shrink`: the form gives no role setmaxnreg, which needs whole warpgroups).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class WarpSplit:
     barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
     emitted: bool = False
     mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
+    producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: `shrink`)
 
     @property
     def form(self) -> str:
@@ -195,10 +197,40 @@ def end(k: KernelLowering) -> None:
         k.extra_threads = 0
 
 
+def shrink(k: KernelLowering) -> None:
+    """A TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (no
+    setmaxnreg, which would need the whole warpgroup, in this form), so the CTA launches 96 threads
+    fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it."""
+    from ..ir.record import replace
+
+    split = k.warp_split
+    if not split.mmas or split.producers == 32:
+        return
+    k.extra_threads -= split.producers - 32
+    split.producers = 32
+    split.barriers = tuple(replace(b, threads=k.threads + k.extra_threads) if b.name == "publish" else b
+                           for b in split.barriers)
+    k.schedule_notes.append(f"//   TMA-fed producer: one warp (publish: bar.sync {split.barrier('publish').id}, "
+                            f"{k.threads + k.extra_threads})")
+
+
 def publish(k: KernelLowering) -> None:
     """Consumers and producer meet once: the pipeline's mbarriers are initialized."""
     bar = k.warp_split.barrier("publish")
     k.b.emit(f'call void asm sideeffect "bar.sync {bar.id}, {bar.threads};", "~{{memory}}"()')
+
+
+def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> None:
+    """One thread (`first`, the producer warpgroup's first) issues every TMA copy and prefetches
+    the tensor maps; the rest of the warpgroup is done (after any setmaxnreg, which is .aligned)."""
+    from .tmem import ROLE_EXIT
+
+    elected, idle = k.b.label("tma_thread"), k.b.label("producer_idle")
+    k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "ws"), elected, idle)
+    k.b.start_block(idle)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+    k.b.start_block(elected)
+    tma_copy.prefetch(k, p.tma)
 
 
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
@@ -213,7 +245,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
     _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma))
-    mma_first = consumers + PRODUCER_THREADS       # the MMA role's first thread (tcgen05 form)
+    mma_first = consumers + split.producers        # the MMA role's first thread (tcgen05 form)
     cont = k.b.label("consumer_loop")
     k.b.br(cont)
     k.b.start_block(split.producer)
@@ -221,13 +253,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     if dec and not split.mmas:
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
-    if p.tma:   # one thread issues every TMA copy; the rest of the warpgroup is done
-        elected, idle = k.b.label("tma_thread"), k.b.label("producer_idle")
-        k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"), elected, idle)
-        k.b.start_block(idle)
-        k.b.emit(f"ret void {ROLE_EXIT}")
-        k.b.start_block(elected)
-        tma_copy.prefetch(k, p.tma)
+    if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
+        _elect_tma_thread(k, p, consumers)
     saved_values = dict(k.values)
     k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
     try:
@@ -247,6 +274,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         k.b.start_block(producer)
         if dec:
             mbarrier.set_max_registers(k, dec, increase=False)
+        if p.tma:
+            _elect_tma_thread(k, p, consumers)
     head, body, done = k.b.label("prod_head"), k.b.label("prod_body"), k.b.label("prod_done")
     entry = k.b.current_block
     k.b.br(head)

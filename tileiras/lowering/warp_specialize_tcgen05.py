@@ -2,7 +2,9 @@
 
 As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
 - the producer warpgroup (warp_specialize.py, shared with sm_90) waits for a stage's `empty`
-  mbarrier, issues the iteration's cp.async copies into it and arrives on its `full` mbarrier when
+  mbarrier and fills it: where every load can go by TMA (tma_copy.py, as on sm_90) one thread
+  announces the stage's bytes on its `full` mbarrier and issues the boxes (the producer role
+  is then one warp, whose other lanes exit), else all 128 issue the iteration's cp.async copies and arrive on `full` when
   they land (`cp.async.mbarrier.arrive.noinc`);
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
@@ -40,7 +42,8 @@ if TYPE_CHECKING:
 # registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
 # grants (measured), so no role moves registers: the epilogue reads the accumulator (128
 # registers a thread) in column chunks, converting and storing each before the next
-# (tmem_epilogue.py), and needs 64.
+# (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
+# (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
 ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
 
@@ -193,7 +196,8 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     if ready_stages is not None:
         mbarrier.wait(k, mbarrier.address(k, ready_stages, stage), mbarrier.phase_parity(k, j, p.stages),
                       "stage prepared")
-    fence_async_proxy(k)    # the producer's copies, seen by the tensor cores' reads
+    if not p.tma:
+        fence_async_proxy(k)    # the producer's cp.async copies, seen by the tensor cores' reads
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
     for op, (a_load, b_load) in operands.items():
@@ -235,6 +239,13 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
 
     # the body's ops are lowered only in the other roles (which make no remarks): say what they run
     for load in p.loads:
+        if p.tma:
+            from .tma_copy import describe as boxes
+
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
+                     Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=boxes(p.tma[load]),
+                     Pipeline=f"{p.stages} stages, issued {p.stages} iterations ahead by one producer thread")
+            continue
         tile = load.results[0].type
         bits = 8 * storage_bytes(tile.element) * chunk_elements(load, k.get(load.operand("view")), tile)
         k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
