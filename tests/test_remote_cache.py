@@ -296,3 +296,30 @@ def test_a_build_through_the_cache_server_warns_once_when_the_remote_is_down(tmp
         bench.stop()
     assert len(said) == 1 and "unavailable" in said[0], said
     assert any(line.startswith("declined tileiras --emit=ptx (miss") for line in bench.log_lines())
+
+
+_FORKS_BESIDE_A_CHANNEL = r"""
+import os, socket, sys
+from tileiras.cache.remote import RemoteCache, RemoteError
+from tileiras.codegen.tool import run_tool
+listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(4)
+remote = RemoteCache(f"grpc://127.0.0.1:{listener.getsockname()[1]}", timeout=0.2)
+try:
+    remote.get("0" * 64)
+except RemoteError:
+    pass
+codes = [run_tool(["/bin/true"]).returncode for _ in range(150)]
+print(sum(c != 0 for c in codes))
+"""
+
+
+def test_tools_start_beside_an_open_grpc_channel() -> None:
+    """The compiler forks ptxas while the remote's channel may still be connecting (a hung remote):
+    gRPC's fork handlers, left on, restart a poller in the child that aborts it before the exec
+    (about 1 fork in 5 here), so the remote turns them off when it imports grpc first."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    done = subprocess.run([sys.executable, "-c", _FORKS_BESIDE_A_CHANNEL], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "0", done.stdout
+    assert "fork" not in done.stderr, done.stderr[-2000:]

@@ -103,7 +103,7 @@ class RemoteCache:
 
     def _call(self, kind: str, method: str, request, size: int = 0):
         try:
-            import grpc  # lazily: only a local miss pays for it
+            grpc = _import_grpc()  # lazily: only a local miss pays for it
         except ImportError:
             raise RemoteError("the grpcio package is not installed: pip install 'tileiras[remote]'") from None
         if self._channel is None:
@@ -186,6 +186,18 @@ class RemoteCache:
         result = pw.encode([(2, output), (4, 0)])
         update = pw.encode([(1, self.instance), (2, action_digest(key)), (3, result)])
         self._call("unary_unary", _AC + "UpdateActionResult", update)
+
+
+def _import_grpc():
+    """grpc, without its fork handlers when this process imports it first: the compiler forks only to
+    exec (ptxas), and gRPC's child handler restarts its poller in the fork, which then polls a
+    descriptor the exec's fd cleanup closed and aborts the child (about 1 fork in 5 while a
+    channel is open: a ptxas killed by SIGABRT)."""
+    if "grpc" not in sys.modules:
+        os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    import grpc
+
+    return grpc
 
 
 def preload() -> None:
