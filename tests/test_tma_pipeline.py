@@ -310,3 +310,39 @@ def test_the_cubin_carries_the_nv_host_object_and_a_hit_does_not_rebuild_it(tmp_
     assert outs[0] == outs[1]
     assert read_cubin(outs[0]).sections[".nv.host"] == nv_host.for_ptx(ptx_path.read_text(),
                                                                         {name: meta.kernels[0].tma}, 90)
+
+
+_ON_ANOTHER_HOST = r"""
+import sys
+import tileiras.host_platform as hp
+hp.host_tag = lambda: "linux-aarch64"
+from tileiras.driver.tileiras_main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_other_hosts_keep_cp_async_and_key_their_ptx_apart(tmp_path: Path) -> None:
+    """The `.nv.host` callback is x86-64 Linux code: compiled on another host (an aarch64 Grace
+    machine), the same matmul takes no tensor maps and copies with cp.async, with the remark saying
+    why, and the PTX cache keys of the two hosts differ (a shared cache never mixes them)."""
+    from tileiras.cache import keys
+    from tileiras import host_platform
+
+    out = tmp_path / "k.ptx"
+    done = subprocess.run([sys.executable, "-c", _ON_ANOTHER_HOST, "--emit=ptx", "--gpu-name", "sm_90",
+                           "--no-cache", "--emit-metadata", "--remarks=all",
+                           str(BYTECODE / "mm_f16_128x128x64.tileirbc"), "-o", str(out)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    ptx = out.read_text()
+    assert ".hidden" not in ptx and "cp.async.bulk.tensor" not in ptx and "cp.async.cg" in ptx
+    assert '"tma"' not in Path(str(out) + ".json").read_text()
+    assert "x86-64 Linux hosts only, not linux-aarch64" in done.stdout + done.stderr
+    assert host_platform.host_tag() == "linux-x86_64"
+    here = keys.module_key("d" * 64, "sm_90", None)
+    original = host_platform.host_tag
+    try:
+        host_platform.host_tag = lambda: "linux-aarch64"
+        assert keys.module_key("d" * 64, "sm_90", None) != here
+    finally:
+        host_platform.host_tag = original

@@ -161,12 +161,14 @@ def _file_digest(path: str) -> str:
 
 def module_key(source_digest: str, gpu: str, opts: Any) -> str:
     """Key of the PTX (and launch metadata) compiled from one module for one target."""
+    from ..host_platform import host_tag
     from .versions import compiler_fingerprint, llvm_identity
 
     return make_key(
         stage="ptx",
         source=source_digest,
         gpu=gpu,
+        host=host_tag(),  # TMA (hidden tensor maps) only where the .nv.host callback can be made
         opt_level=getattr(opts, "opt_level", 3),
         lineinfo=bool(getattr(opts, "lineinfo", False)),
         debug=bool(getattr(opts, "device_debug", False)),

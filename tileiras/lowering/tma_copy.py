@@ -84,8 +84,12 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
          rows: int = MAX_BOX) -> tuple[Optional[TmaCopy], str]:
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
     TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not)."""
+    from ..host_platform import tma_callback_unsupported
     from ..tileaa.facts import view_sources
 
+    unsupported = tma_callback_unsupported()
+    if unsupported:
+        return None, unsupported
     tile = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
     assert isinstance(tile, TileType)
     if not isinstance(view, PartitionViewVal) or view.traversal_strides is not None or view.sparse_dim is not None:
