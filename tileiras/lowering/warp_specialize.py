@@ -32,7 +32,8 @@ warpgroup (`shrink`: the form gives no role setmaxnreg, which needs whole warpgr
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Optional
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
@@ -99,6 +100,49 @@ def rolled(k: KernelLowering) -> str:
     n = next(_LOOP_IDS)
     k.globals += [f"!{n} = distinct !{{!{n}, !{n + 1}}}", f'!{n + 1} = !{{!"llvm.loop.unroll.disable"}}']
     return f", !llvm.loop !{n}"
+
+
+@record(frozen=False)
+class RoleLoop:
+    """One role's copy of the pipelined loop, open between `role_loop`'s head and latch."""
+    iv: str                  # the induction variable (the loop's own type)
+    j: str                   # the iteration's number from 0 (i32): the stage ring's use count
+    stage: str               # j mod stages (i32)
+    stages: int
+    tag: str                 # the value-name tag of the role's code
+
+    def wait(self, k: KernelLowering, bars: "mbarrier.BarrierArray", what: str, free: bool = False) -> None:
+        """Wait for this iteration's phase of the stage's barrier in `bars` (`free`: the phase before it,
+        as a producer waits for `empty`: a fresh barrier counts as having completed it)."""
+        if free:
+            parity = k.b.op(f"xor i32 {mbarrier.phase_parity(k, self.j, self.stages)}, 1", self.tag)
+            mbarrier.wait(k, mbarrier.address(k, bars, self.stage), parity, what)
+        else:
+            mbarrier.wait(k, mbarrier.address(k, bars, self.stage), mbarrier.phase_parity(k, self.j, self.stages),
+                          what)
+
+
+@contextmanager
+def role_loop(k: KernelLowering, p: "ActivePipeline", name: str, tag: str, lb: str, ub: str,
+              step: str) -> Iterator[RoleLoop]:
+    """A role's own loop over the pipelined loop's iterations (blocks `{name}_head`, `_body`, `_done`):
+    the body runs inside the `with`, which leaves the builder in `{name}_done`. Kept rolled (`rolled`):
+    the stage is a value, each copy or MMA of the body issued once."""
+    head, body, done = k.b.label(f"{name}_head"), k.b.label(f"{name}_body"), k.b.label(f"{name}_done")
+    entry = k.b.current_block
+    k.b.br(head)
+    k.b.start_block(head)
+    iv, j = k.b.fresh(f"{name[0]}iv"), k.b.fresh(f"{name[0]}j")
+    pos = len(k.b.lines)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", tag), body, done)
+    k.b.start_block(body)
+    yield RoleLoop(iv, j, k.b.op(f"urem i32 {j}, {p.stages}", tag), p.stages, tag)
+    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", tag), k.b.op(f"add i32 {j}, 1", tag)
+    latch = k.b.current_block
+    k.b.emit(f"br label %{head}{rolled(k)}")
+    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.start_block(done)
 
 
 def _pure(op: Operation) -> bool:
@@ -276,33 +320,18 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             mbarrier.set_max_registers(k, dec, increase=False)
         if p.tma:
             _elect_tma_thread(k, p, consumers)
-    head, body, done = k.b.label("prod_head"), k.b.label("prod_body"), k.b.label("prod_done")
-    entry = k.b.current_block
-    k.b.br(head)
-    k.b.start_block(head)
-    iv, j = k.b.fresh("piv"), k.b.fresh("pj")
-    pos = len(k.b.lines)
-    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "ws"), body, done)
-    k.b.start_block(body)
-    stage = k.b.op(f"urem i32 {j}, {p.stages}", "ws")
-    free = k.b.op(f"xor i32 {mbarrier.phase_parity(k, j, p.stages)}, 1", "ws")
-    mbarrier.wait(k, mbarrier.address(k, p.empty, stage), free, "stage empty")
-    if p.tma:
-        tma_iteration(k, p, iv, stage)
-    else:
-        saved = k.tid, k.threads
-        k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
-        try:
-            copy_iteration(k, p, iv, stage, None)
-        finally:
-            k.tid, k.threads = saved
-        mbarrier.copies_arrive(k, mbarrier.address(k, p.full, stage))
-    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "ws"), k.b.op(f"add i32 {j}, 1", "ws")
-    latch = k.b.current_block
-    k.b.emit(f"br label %{head}{rolled(k)}")
-    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
-                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
-    k.b.start_block(done)
+    with role_loop(k, p, "prod", "ws", lb, ub, step) as it:
+        it.wait(k, p.empty, "stage empty", free=True)
+        if p.tma:
+            tma_iteration(k, p, it.iv, it.stage)
+        else:
+            saved = k.tid, k.threads
+            k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
+            try:
+                copy_iteration(k, p, it.iv, it.stage, None)
+            finally:
+                k.tid, k.threads = saved
+            mbarrier.copies_arrive(k, mbarrier.address(k, p.full, it.stage))
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.values = saved_values
     k.b.start_block(cont)

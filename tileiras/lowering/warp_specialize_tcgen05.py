@@ -155,7 +155,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     from .pipelined_loop import _stage_offset, _staged
     from .async_copy import fence_async_proxy
     from .tmem import ROLE_EXIT, stage_barriers, tensor_memory
-    from .warp_specialize import rolled
+    from .warp_specialize import role_loop
 
     assert p.full is not None and p.empty is not None
     issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
@@ -180,50 +180,35 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         k.schedule_notes.append(f"//   stages prepared: the epilogue warps wait full, {work} of each stage, "
                                 f"then arrive on its ready mbarrier; the MMA thread waits full and ready")
     ready = tensor_memory(k, 0).mbarrier
-    head, body, done = k.b.label("mma_head"), k.b.label("mma_body"), k.b.label("mma_done")
-    entry = k.b.current_block
-    k.b.br(head)
-    k.b.start_block(head)
-    iv, j = k.b.fresh("miv"), k.b.fresh("mj")
-    pos = len(k.b.lines)
-    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "mw"), body, done)
-    k.b.start_block(body)
-    stage = k.b.op(f"urem i32 {j}, {p.stages}", "mw")
-    # the copies' own phase (complete by the time the stage is prepared: the wait costs one try,
-    # and makes the copied bytes the MMAs read directly visible to this thread), then the epilogue
-    # warps' preparation of the stage
-    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
-    if ready_stages is not None:
-        mbarrier.wait(k, mbarrier.address(k, ready_stages, stage), mbarrier.phase_parity(k, j, p.stages),
-                      "stage prepared")
-    if not p.tma:
-        fence_async_proxy(k)    # the producer's cp.async copies, seen by the tensor cores' reads
-    k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
-    accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {j}, 0', 'mw')} to i32", "mw")  # zero start
-    for op, (a_load, b_load) in operands.items():
-        # the loads' own swizzled buffers: A stored (M, K) is K-major, B stored (K, N) N-major
-        a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, stage)), True)
-        b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, stage)), False)
-        _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-        idesc = instruction(kind_of(op), min(m, 128), n, False, True)  # type: ignore[arg-type]
-        scales = None
-        if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
-            from .ops_blockscale import Tcgen05Scales
-            from .ops_tcgen05 import columns_of
+    with role_loop(k, p, "mma", "mw", lb, ub, step) as it:
+        # the copies' own phase (complete by the time the stage is prepared: the wait costs one try,
+        # and makes the copied bytes the MMAs read directly visible to this thread), then the epilogue
+        # warps' preparation of the stage
+        it.wait(k, p.full, "stage full")
+        if ready_stages is not None:
+            it.wait(k, ready_stages, "stage prepared")
+        if not p.tma:
+            fence_async_proxy(k)    # the producer's cp.async copies, seen by the tensor cores' reads
+        k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+        accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {it.j}, 0', 'mw')} to i32", "mw")  # zero start
+        for op, (a_load, b_load) in operands.items():
+            # the loads' own swizzled buffers: A stored (M, K) is K-major, B stored (K, N) N-major
+            a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, it.stage)), True)
+            b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, it.stage)), False)
+            _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+            idesc = instruction(kind_of(op), min(m, 128), n, False, True)  # type: ignore[arg-type]
+            scales = None
+            if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
+                from .ops_blockscale import Tcgen05Scales
+                from .ops_tcgen05 import columns_of
 
-            base, nbytes, cols = _scale_stages(k, p, op)
-            buffer = k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'mw')}, {base}", "mw")
-            at = k.b.op(f"add i32 {addresses[op]}, {k.b.op(f'mul i32 {stage}, {cols}', 'mw')}", "mw")
-            scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {at}, {columns_of(m, n)}", "mw"), m, n, buffer)
-            scales.copy()
-        issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc, scales)
-    commit(k, mbarrier.address(k, p.empty, stage))    # the stage is free once these MMAs are done
-    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "mw"), k.b.op(f"add i32 {j}, 1", "mw")
-    latch = k.b.current_block
-    k.b.emit(f"br label %{head}{rolled(k)}")
-    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
-                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
-    k.b.start_block(done)
+                base, nbytes, cols = _scale_stages(k, p, op)
+                buffer = k.b.op(f"add i32 {k.b.op(f'mul i32 {it.stage}, {nbytes}', 'mw')}, {base}", "mw")
+                at = k.b.op(f"add i32 {addresses[op]}, {k.b.op(f'mul i32 {it.stage}, {cols}', 'mw')}", "mw")
+                scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {at}, {columns_of(m, n)}", "mw"), m, n, buffer)
+                scales.copy()
+            issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc, scales)
+        commit(k, mbarrier.address(k, p.empty, it.stage))    # the stage is free once these MMAs are done
     commit(k, ready)          # the accumulators are complete (at once when the loop ran no iteration)
     k.b.emit(f"ret void {ROLE_EXIT}")
 
@@ -276,56 +261,41 @@ def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> 
     from .async_copy import fence_async_proxy
     from .pipelined_loop import _stage_offset, _staged
     from .smem import pointer
-    from .warp_specialize import rolled
+    from .warp_specialize import role_loop
 
     modes = rounded(k)
     lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore
-    head, body, done = k.b.label("round_head"), k.b.label("round_body"), k.b.label("round_done")
-    entry = k.b.current_block
-    k.b.br(head)
-    k.b.start_block(head)
-    iv, j = k.b.fresh("riv"), k.b.fresh("rj")
-    pos = len(k.b.lines)
-    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", "rw"), body, done)
-    k.b.start_block(body)
-    stage = k.b.op(f"urem i32 {j}, {p.stages}", "rw")
-    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, j, p.stages), "stage full")
-    for load, mode in modes.items():
-        matrix = _staged(p, load, _stage_offset(k, p, load, stage))
-        words = matrix.nbytes // 16
-        for first in range(0, words, k.threads):     # whole rounds where the threads divide the words
-            item = k.b.op(f"add i32 {k.tid}, {first}", "rw") if first else k.tid
-            off = k.b.op(f"add i32 {k.b.op(f'shl i32 {item}, 4', 'rw')}, {matrix.offset}", "rw")
-            if matrix.stage:
-                off = k.b.op(f"add i32 {off}, {matrix.stage}", "rw")
-            at = pointer(k, off)
+    with role_loop(k, p, "round", "rw", lb, ub, step) as it:
+        it.wait(k, p.full, "stage full")
+        for load, mode in modes.items():
+            matrix = _staged(p, load, _stage_offset(k, p, load, it.stage))
+            words = matrix.nbytes // 16
+            for first in range(0, words, k.threads):     # whole rounds where the threads divide the words
+                item = k.b.op(f"add i32 {k.tid}, {first}", "rw") if first else k.tid
+                off = k.b.op(f"add i32 {k.b.op(f'shl i32 {item}, 4', 'rw')}, {matrix.offset}", "rw")
+                if matrix.stage:
+                    off = k.b.op(f"add i32 {off}, {matrix.stage}", "rw")
+                at = pointer(k, off)
 
-            def move(at: str = at) -> None:
-                word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
-                k.b.emit(f"store <4 x i32> {_rounded_words(k, word, mode)}, ptr addrspace(3) {at}, align 16")
+                def move(at: str = at) -> None:
+                    word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
+                    k.b.emit(f"store <4 x i32> {_rounded_words(k, word, mode)}, ptr addrspace(3) {at}, align 16")
 
-            if first + k.threads > words:
-                k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
-            else:
-                move()
-    scaled = _scaled(k)
-    if scaled is not None:
-        base, nbytes, _ = _scale_stages(k, p, scaled)
-        tiles = [SharedTileVal(_source(scaled.operand(n)).results[0].type,  # type: ignore[union-attr]
-                               _staged(p, _source(scaled.operand(n)), _stage_offset(k, p, _source(scaled.operand(n)),
-                                                                                     stage)))
-                 for n in ("lhs_scale", "rhs_scale")]
-        _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
-        restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'rw')}, {base}",
-                                                  "rw"), m, n)
-    fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
-    mbarrier.arrive(k, mbarrier.address(k, k.tmem.ready, stage))
-    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", "rw"), k.b.op(f"add i32 {j}, 1", "rw")
-    latch = k.b.current_block
-    k.b.emit(f"br label %{head}{rolled(k)}")
-    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
-                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
-    k.b.start_block(done)
+                if first + k.threads > words:
+                    k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
+                else:
+                    move()
+        scaled = _scaled(k)
+        if scaled is not None:
+            base, nbytes, _ = _scale_stages(k, p, scaled)
+            sources = [_source(scaled.operand(n)) for n in ("lhs_scale", "rhs_scale")]
+            tiles = [SharedTileVal(src.results[0].type,  # type: ignore[union-attr]
+                                   _staged(p, src, _stage_offset(k, p, src, it.stage))) for src in sources]
+            _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
+            at = k.b.op(f"add i32 {k.b.op(f'mul i32 {it.stage}, {nbytes}', 'rw')}, {base}", "rw")
+            restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), at, m, n)
+        fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
+        mbarrier.arrive(k, mbarrier.address(k, k.tmem.ready, it.stage))
 
 
 # ftof rounding modes -> the cvt that rounds an f32 to tf32 so (sm_90+: one F2FP.TF32 each)
