@@ -63,10 +63,9 @@ def test_matmul_loads_by_tma_through_hidden_parameters(tmp_path: Path) -> None:
 
 # sm_90 kernels whose descriptors are NVIDIA's, field for field (test_nv_host.KERNELS: what its
 # cubins' callbacks write): the same maps, in the same order, from the same parameters, with the
-# same boxes, swizzles and element types. (Attention differs: NVIDIA's also copies the query tile
-# before the loop by TMA, ours by cp.async.)
+# same boxes, swizzles and element types (attention: the query tile's one-shot load first).
 SAME_AS_NVIDIA = ["mm_f16_128x128x64", "bmm_bf16_128x128x32", "mm_bf16_128x128x32", "mm_f16_256x128x64",
-                  "mm_tf32_128x128x32", "mm_e4m3_64x64x32", "mm_i8_128x128x32"]
+                  "mm_tf32_128x128x32", "mm_e4m3_64x64x32", "mm_i8_128x128x32", "fa_f16_q128k128d128"]
 # sm_100: the loads' maps (boxes of at most 128 rows: i8 256x128's A is two bands) and C's, stored by
 # the chunked tensor-memory epilogue in boxes of 128 rows. (tf32 differs: NVIDIA's N-major B map
 # uses the 128B swizzle with 32-byte atoms, the layout tcgen05 reads MN-major tf32 from; ours the
@@ -346,3 +345,34 @@ def test_other_hosts_keep_cp_async_and_key_their_ptx_apart(tmp_path: Path) -> No
         assert keys.module_key("d" * 64, "sm_90", None) != here
     finally:
         host_platform.host_tag = original
+
+
+def test_attention_queries_are_one_shot_tma_loads(tmp_path: Path) -> None:
+    """sm_90 attention (warp-specialized): the query tile, read by every iteration of the K/V loop,
+    is copied once by TMA before it (as NVIDIA's: its map first, then K's and V's), on its own
+    mbarrier: initialized for one arrival, the bytes announced, one box of 64 columns x 128 rows;
+    the consumers wait for phase 0 and it is invalidated after the loop with the stages' barriers."""
+    ptx_file, meta = _compile(BYTECODE / "fa_f16_q128k64d64.tileirbc", tmp_path)
+    ptx = ptx_file.read_text()
+    assert [t.box for t in meta.kernels[0].tma][:3] == [(64, 128, 1), (64, 64, 1), (64, 64, 1)]
+    assert "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
+    assert ptx.count("// wait: one-shot TMA load") == 1
+    init = ptx.index("mbarrier.init")          # the query's barrier, before the stages' (the consumers' path)
+    copy = ptx.index("cp.async.bulk.tensor.3d.shared::cta.global", ptx.index("mbarrier.arrive.expect_tx", init))
+    assert copy < ptx.index("mbarrier.init", copy) < ptx.index("// wait: one-shot TMA load")
+    assert "16384" in ptx                                   # 128 x 64 f16, announced once
+    assert ptx.count("mbarrier.inval") == ptx.count("mbarrier.init")
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", pytest.param("sm_100", marks=pytest.mark.sweep)])
+def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> None:
+    """Consumers that read the query tile without waiting for its one-shot barrier read bytes the
+    TMA unit may still be writing: the race checker says so."""
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.emulator import EmulatorError
+    from test_mbarrier_pipeline import _without_wait
+
+    _without_wait(monkeypatch, "one-shot TMA load")
+    with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
+        _check("fa_f16_q64k64d64", gpu)

@@ -279,9 +279,14 @@ def wait_all(k: KernelLowering) -> None:
 
 
 def wait_for(k: KernelLowering, tiles: list[object]) -> None:
-    """Before reading shared tiles: this thread's copies into them have landed."""
-    if any(isinstance(t, SharedTileVal) and t.pending for t in tiles):
+    """Before reading shared tiles: this thread's copies into them have landed (a one-shot TMA
+    load's: its mbarrier's phase, tma_copy.wait_once)."""
+    from .tma_copy import wait_once
+
+    pending = [t for t in tiles if isinstance(t, SharedTileVal) and t.pending]
+    if any(t.arrival is None for t in pending):
         wait_all(k)
+    wait_once(k, list({id(t.arrival): t.arrival for t in pending if t.arrival is not None}.values()))
 
 
 def is_ready(tiles: list[object]) -> bool:

@@ -12,7 +12,7 @@ the kernel has anyway (the tile fits in the buffers), where nothing after the
 store reads a buffer, and where the buffers hold no mbarrier (tcgen05's).
 Asynchronous writers into the buffers must be done first: cp.async copies are
 waited for here (a TMA-fed pipeline leaves no copy in flight after its loop: every stage
-it fills is waited for).
+it fills is waited for), and a one-shot TMA load's mbarrier still valid is invalidated.
 
 On sm_90, where the view's descriptor can be made from the kernel's parameters (tma_copy.py),
 the tile is written in wgmma's swizzled layout instead and one thread stores it with TMA
@@ -141,11 +141,13 @@ def _release_buffers(k: KernelLowering) -> None:
     pipeline's zero-filling copies past the end of its loop included), a wgmma's reads through the
     async proxy are ordered before the generic writes, and every thread is past its last read."""
     from .async_copy import fence_async_proxy, wait_all
+    from .tma_copy import invalidate, one_shots
 
     wait_all(k)
     if k.assignment is not None and k.assignment.wgmma_ops:
         fence_async_proxy(k)
     k.barrier()
+    invalidate(k, one_shots(k))   # a one-shot TMA load's mbarrier no loop's end invalidated: its bytes are reused
     k.buffers.release(k.lifetimes().position(k.current_op))
 
 

@@ -312,7 +312,13 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         return
     if ordering == "weak" and k.assignment is not None and k.assignment.is_shared_operand(op.results[0]):
         from .async_copy import chunk_elements, load_to_shared
+        from .pipelined_loop import load_invariant
 
+        once = load_invariant(k, op, view)   # copied once by TMA before the loop that reads it
+        if once is not None:
+            k.set(op.results[0], once)
+            k.set(op.results[1], TokenVal())
+            return
         shared = load_to_shared(k, op, view, rtype)
         if shared is not None:
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits")

@@ -68,6 +68,7 @@ class ActivePipeline:
                                           # a stage is released after the next iteration's wgmma.wait_group 1
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
     tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
+    once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
 
 
 # targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's keep cp.async for now)
@@ -158,6 +159,61 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma)
+
+
+def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[SharedTileVal]:
+    """A tensor-core operand loaded in the kernel's body before a pipelined loop that reads it in
+    every iteration (attention's queries), copied once by TMA (tma_copy.load_once) where that loop's target copies
+    by TMA, into the swizzled buffer wgmma / tcgen05.mma read, alive to its last reader; the loop's
+    prologue waits for it. None (nothing emitted): the caller stages it with cp.async."""
+    tile = op.results[0].type
+    # (in the kernel's body, so it runs once: its barrier is never initialized twice)
+    if k.sm not in TMA_TARGETS or not uses_mbarriers(k) or k.assignment is None \
+            or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
+            or _reading_loop(k, op) is None:
+        return None
+    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    _, why = tma_copy.plan(k, op, view, matrix_shape(k, tile, swizzled=True), rows)
+    if why:
+        k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
+                 op, Reason=why)
+        return None
+    lifetime = k.lifetimes().value_range(op.results[0], op)     # to the tile's last reader
+    matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime)
+    shot, _ = tma_copy.load_once(k, op, view, matrix, rows)
+    assert shot is not None
+    k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+             Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_copy.describe(shot.copy),
+             Pipeline="loaded once before the loop that reads it, on its own mbarrier")
+    return SharedTileVal(tile, matrix, pending=True, arrival=shot)
+
+
+def _reading_loop(k: KernelLowering, op: Operation) -> Optional[Operation]:
+    """The pipelined loop (one `op` is not inside) that reads the tile `op` loads, through the ops
+    between (reshapes, transposes), if any."""
+    loops = [loop for loop, plan in k.pipelines.items() if plan.pipelined] if k.pipelines else []
+    todo, seen = list(op.results[:1]), set()
+    while todo:
+        for use in getattr(todo.pop(), "uses", []):
+            loop = next((loop for loop in loops if _inside(use, loop)), None)
+            if loop is not None:
+                return None if _inside(op, loop) else loop
+            if id(use) not in seen:
+                seen.add(id(use))
+                todo += use.results
+    return None
+
+
+def _inside(op: Operation, loop: Operation) -> bool:
+    """Whether `op` lies in the body of `loop` (at any depth)."""
+    at = op
+    while at is not None:
+        if at is loop:
+            return True
+        block = at.parent
+        region = block.parent if block is not None else None
+        at = region.parent if region is not None else None
+    return False
 
 
 def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) -> bool:
@@ -260,7 +316,10 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     # Tiles copied before the loop (attention's queries) land here, once: waiting for them inside
     # the loop would also wait for the prefetches. The barrier makes them visible to every thread
     # (and ends whatever read these buffers before, e.g. an enclosing loop's last iteration).
+    # Tiles copied once by TMA (tma_copy.load_once) are waited for on their own barriers, by the
+    # threads that read them, once this loop's first copies are under way.
     wait_all(k)
+    p.once = tuple(tma_copy.one_shots(k, pending_only=True))
     if p.full is not None and p.empty is not None:
         # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
         copiers = 1 if p.tma else warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
@@ -274,13 +333,18 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
         if isinstance(value, SharedTileVal) and value.pending:
             value.pending = False
     if p.specialized:
+        if p.mma_warp:      # (the MMA warp reads them too: everyone waits, before the roles part)
+            tma_copy.wait_once(k, list(p.once))
         warp_specialize.emit_producer(k, p)
+        if not p.mma_warp:  # the consumers, while the producer fills the stages
+            tma_copy.wait_once(k, list(p.once))
         return
     if p.tma:
         k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "pf"), lambda: tma_copy.prefetch(k, p.tma))
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
         _issue(k, p, iv, str(s), _in_range(k, p, iv))
+    tma_copy.wait_once(k, list(p.once))
 
 
 def _in_range(k: KernelLowering, p: ActivePipeline, iv: str) -> str:
@@ -405,4 +469,5 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
     if p.full is not None and p.empty is not None:
         k.barrier()
         mbarrier.inval(k, [p.full, p.empty])
+        tma_copy.invalidate(k, list(p.once))
     return results

@@ -16,6 +16,13 @@ Each (tensor view, box) becomes one hidden kernel parameter after the user's
 own, never a local copy; codegen/tma_ptx.py marks it `.hidden`). One elected thread per stage
 announces the stage's bytes (`mbarrier.arrive.expect_tx`, the full barrier's only arrival) and
 issues the boxes; the hardware completes the transaction on the same barrier.
+
+A tile loaded once before a loop that reads it every iteration (attention's queries: a
+loop-invariant operand) is a *one-shot* load (`load_once`): its own mbarrier, initialized by the
+thread that then announces the bytes and issues the boxes; readers wait for phase 0
+(`wait_once`: a pipelined loop's prologue, after its own copies are under way, else the first
+reader), and the barrier is invalidated (`invalidate`) after a CTA barrier before its bytes can
+serve another buffer (the loop's end, or the epilogue that reuses the buffers).
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.record import record
+from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from ..runtime.tma_params import Field, TmaParam
+from . import mbarrier
 from .kernel import KernelLowering, storage_bytes
+from .mbarrier import BarrierArray
 from .smem import SharedMatrix, pointer
-from .values import PartitionViewVal
+from .values import PartitionViewVal, SharedTileVal
 
 MAX_BOX = 256
 MAX_STORE_ROWS = 64     # an sm_90 store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's
@@ -163,23 +172,87 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
     """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load."""
-    from . import mbarrier
-
     mbarrier.arrive_expect_tx(k, full, sum(t.nbytes for t in loads.values()))
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
     try:
         for load, t in loads.items():
-            for at, coords in _boxes(k, load, t, matrices[load].offset):
-                offset = k.b.op(f"add i32 {stage[load]}, {at}", "tc") if stage[load] else str(at)
-                dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, offset)} to i32", "tc")
-                n = len(coords)
-                _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
-                        f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
-                     f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+            _load_boxes(k, load, t, matrices[load].offset, stage[load], full)
     finally:
         if saved is not None:
             k.values[iv_arg] = saved
+
+
+def _load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, stage: str, full: str) -> None:
+    """Every box of the tile `op` loads, into shared bytes `offset` (+ i32 `stage` unless ""),
+    completing on the barrier at `full`."""
+    for at, coords in _boxes(k, op, t, offset):
+        place = k.b.op(f"add i32 {stage}, {at}", "tc") if stage else str(at)
+        dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, place)} to i32", "tc")
+        n = len(coords)
+        _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
+                f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
+             f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+
+
+@record(frozen=False)
+class OneShot:
+    """A tile copied by TMA once, completing the single phase of its own mbarrier."""
+
+    copy: TmaCopy
+    barrier: BarrierArray       # one mbarrier, expecting one arrival (with the tile's bytes)
+    valid: bool = True          # initialized and not yet invalidated
+
+
+def load_once(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
+              rows: int = MAX_BOX) -> tuple[Optional[OneShot], str]:
+    """Copy the tile of load `op` into `matrix` (swizzled, placed) by TMA, once: thread 0 initializes
+    the tile's own mbarrier, announces the bytes and issues the boxes. Readers `wait_once` (every
+    thread that reads, parity 0); after the last, once a CTA barrier has passed, `invalidate`.
+    (None, why not) where `plan` refuses the copy; nothing is emitted then."""
+    t, why = plan(k, op, view, matrix, rows)
+    if t is None:
+        return None, why
+    t = replace(t, slot=hidden_param(k, t.spec))
+    shot = OneShot(t, mbarrier.allocate(k, 1))
+    k.barrier()   # readers of the buffer's earlier contents are done
+    mbarrier.init(k, [(shot.barrier, [1])])   # (thread 0's: its own arrival below needs no publishing)
+    full = mbarrier.address(k, shot.barrier, "0")
+
+    def copy() -> None:
+        mbarrier.arrive_expect_tx(k, full, t.nbytes)
+        _load_boxes(k, op, t, matrix.offset, "", full)
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "tc"), copy)
+    return shot, ""
+
+
+def wait_once(k: KernelLowering, shots: list[OneShot]) -> None:
+    """This thread waits until the one-shot loads `shots` have landed (their barriers' phase 0; the
+    barrier's initialization must have been published to it by a CTA barrier since)."""
+    for shot in shots:
+        mbarrier.wait(k, mbarrier.address(k, shot.barrier, "0"), "0", "one-shot TMA load")
+
+
+def invalidate(k: KernelLowering, shots: list[OneShot]) -> None:
+    """Thread 0 invalidates the barriers of `shots` still valid (after a CTA barrier past every
+    wait): their bytes may serve other buffers, and a load run again initializes afresh."""
+    live = [s for s in shots if s.valid]
+    if live:
+        mbarrier.inval(k, [s.barrier for s in live])
+    for s in live:
+        s.valid = False
+
+
+def one_shots(k: KernelLowering, pending_only: bool = False) -> list[OneShot]:
+    """The kernel's one-shot loads so far whose barriers are valid (`pending_only`: whose tile has
+    not been waited for yet), each once."""
+    out: list[OneShot] = []
+    for value in list(k.values.values()):
+        shot = value.arrival if isinstance(value, SharedTileVal) else None
+        if shot is not None and shot.valid and (value.pending or not pending_only) \
+                and not any(s is shot for s in out):
+            out.append(shot)
+    return out
 
 
 def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:

@@ -47,7 +47,7 @@ class SharedTileVal:
     """A tile that lives in a shared-memory buffer (a load staged for tensor cores).
 
     `pending` is True while asynchronous copies into it may be in flight: its reader
-    waits for them (cp.async.wait_all) and for the CTA before it reads."""
+    waits for them (cp.async.wait_all, or a one-shot TMA load's mbarrier) and for the CTA before it reads."""
 
     type: TileType
     matrix: Any          # smem.SharedMatrix
@@ -56,6 +56,7 @@ class SharedTileVal:
     tf32: str = ""             # rounding mode when the f32 elements are read as tf32 ("": as stored)
     deferred: Any = None       # async_copy.DeferredLoad: not copied yet (matrix None); its one mma copies
                                # it K slice by K slice (the whole tile does not fit)
+    arrival: Any = None        # tma_copy.OneShot: copied by TMA, landed once its mbarrier's phase 0 completes
 
 
 @record(frozen=False)
