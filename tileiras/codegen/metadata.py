@@ -45,6 +45,9 @@ class KernelInfo:
     dynamic_smem: int = 0
     cluster: tuple[int, int, int] = (1, 1, 1)
     tma: tuple = ()     # runtime.tma_params.TmaParam of each hidden tensor-map parameter, in order
+    # CTAs of the cluster each launched block becomes (PTX `.reqnctapercluster` + `.blocksareclusters`):
+    # the launcher still passes one block per tile block and no cluster attribute (`cluster` stays 1)
+    cta_cluster: tuple[int, int, int] = (1, 1, 1)
 
 
 @record
@@ -65,6 +68,7 @@ class ModuleMetadata:
                     "dynamic_smem": k.dynamic_smem,
                     "cluster": list(k.cluster),
                     **({"tma": [t.to_json() for t in k.tma]} if k.tma else {}),
+                    **({"cta_cluster": list(k.cta_cluster)} if tuple(k.cta_cluster) != (1, 1, 1) else {}),
                 }
                 for k in self.kernels
             ],
@@ -144,6 +148,7 @@ def _parse_kernel(obj: Any, where: str) -> KernelInfo:
         dynamic_smem=_int(_field(obj, "dynamic_smem", where, 0), f"{where}.dynamic_smem", 0),
         cluster=_dim3(_field(obj, "cluster", where, [1, 1, 1]), f"{where}.cluster"),
         tma=_parse_tma(_field(obj, "tma", where, []), f"{where}.tma", len(params)),
+        cta_cluster=_dim3(_field(obj, "cta_cluster", where, [1, 1, 1]), f"{where}.cta_cluster"),
     )
 
 

@@ -321,9 +321,10 @@ def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[s
     if gpu in keys:
         cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while LLVM runs
     with timer.stage(f"LLVM -> PTX ({gpu}, waiting for the worker)"):
+        from ..codegen.clusters import declare_clusters
         from ..codegen.hidden_params import hide_tensor_maps
 
-        arts.ptx[gpu] = hide_tensor_maps(result(), arts.metadata[gpu])
+        arts.ptx[gpu] = declare_clusters(hide_tensor_maps(result(), arts.metadata[gpu]), arts.metadata[gpu])
     if gpu in keys:
         cache.put_ptx(keys[gpu], arts.ptx[gpu], arts.metadata[gpu])  # type: ignore[attr-defined]
         if gpu in arts.remarks:

@@ -82,8 +82,12 @@ def _assume(k: KernelLowering, op: Operation) -> None:
 
 def _block_ids(kind: str):
     def lower(k: KernelLowering, op: Operation) -> None:
+        from ..tileaa.clusters import is_clustered
+
+        # a tile block split over a cluster (tileaa/clusters.py) is the cluster: its id and count
+        sreg = {"ctaid": "clusterid", "nctaid": "nclusterid"}[kind] if is_clustered(k.entry) else kind
         for axis, result in zip("xyz", op.results):
-            name = f"llvm.nvvm.read.ptx.sreg.{kind}.{axis}"
+            name = f"llvm.nvvm.read.ptx.sreg.{sreg}.{axis}"
             k.b.declare(f"declare i32 @{name}()")
             v = k.b.pre(f"call i32 @{name}()", kind)
             k.set(result, k.splat(result.type, v))  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
 from ..schedule.pipeline import PipelinePlan, plan_pipelines
+from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 
@@ -137,8 +138,9 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     defs = list(k.globals) + smem_defs
+    ctas = entry.attributes.get(CLUSTER_ATTR, (1,))[0]   # each launched block a cluster of `ctas` CTAs
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),
-                      tma=tuple(k.tma_params))
+                      tma=tuple(k.tma_params), cta_cluster=(ctas, 1, 1))
     notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
              f"staged tiles {'padded' if pad_buffers else 'unpadded'}", *k.schedule_notes]
     return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes
@@ -216,6 +218,9 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
     entries = [op for op in body if op.name == "cuda_tile.entry"]
     for op in entries:   # a name the PTX cannot hold fails before any work
         _symbol(str(op.attributes["sym_name"]))
+    with stage("split-over-cluster"):
+        for op in entries:
+            split_entry_over_cluster(op, gpu)
     for name, run_aa in TILEAA_PASSES:
         with stage(name):
             for op in entries:

@@ -59,7 +59,8 @@ REGISTERS = {1: (72, 0), 2: (80, 216)}
 TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 _PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_view",
          "cuda_tile.make_partition_view", "cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks",
-         "cuda_tile.assume", "cuda_tile.get_index_space_shape", "cuda_tile.get_tensor_shape")
+         "cuda_tile.assume", "cuda_tile.get_index_space_shape", "cuda_tile.get_tensor_shape",
+         "nv_tileaa.cluster_ctarank")
 
 
 @record(frozen=False)

@@ -1,0 +1,383 @@
+"""Pass `split-over-cluster`: one tile program spread over the CTAs of a thread-block cluster.
+
+A kernel whose optimization hints ask for `num_cta_in_cga = c` (cuTile's `ct.kernel(num_ctas=c)`)
+runs, with NVIDIA's tileiras on sm_90 and newer, as one cluster of c CTAs per tile block. Facts
+learned from NVIDIA's tileiras 13.5 (its PTX, `cuobjdump -elf`, its `.nv.host` object), for
+TileGym's persistent matmul at 128x512x64 with num_ctas=4 on sm_90 and sm_100:
+
+* Launch. The PTX entry says `.reqnctapercluster 4` and `.blocksareclusters` (PTX ISA 9.0), after
+  `.reqntid 256` and `.minnctapersm 1`; no `.explicitcluster`, no `.maxclusterrank`. The cubin's
+  `.nv.info` then has `EIATTR_BLOCKS_ARE_CLUSTERS` and `EIATTR_CTA_PER_CLUSTER (4, 1, 1)` beside
+  `EIATTR_REQNTID`. The `.nv.host` callbacks are the same code as for a cluster-less kernel (its
+  ON_PRE_LOAD disassembles identically to a plain matmul's; ON_ARGUMENTS_CHANGE only writes the
+  tensor maps): the grid is never touched on the host. cuTile's launcher passes one block per tile
+  block (cuLaunchKernel, no cluster attribute) and each block of that grid is a whole cluster.
+* Indexing. The tile program's block id is `%clusterid.x` and its block count `%nclusterid.x`;
+  the CTA's part of the tile comes from `%cluster_ctarank` (sm_90) or `%cluster_ctaid.x` (the
+  producer of sm_90's TMA loads). `%ctaid` is never read.
+* The split: each CTA computes 64x256 of the 128x512 C tile, a 2x2 arrangement: rank bit 0 picks
+  the M half, rank bit 1 the N half. Multicast masks come from 16-bit-per-rank tables: A's
+  64-row half goes to the ranks of the same M half (0x5 / 0xa), B's 256-column half to the ranks
+  of the same N half (0x3 / 0xc); each CTA issues half of each shared box (32 of the 64 rows) with
+  `cp.async.bulk.tensor...multicast::cluster` and `mbarrier.expect_tx` for the whole operand.
+  Consumers release a stage on every CTA that wrote into it (`mapa.shared::cluster` +
+  `mbarrier.arrive.shared::cluster`, empty barriers initialized to 128 x popc(mask) arrivals).
+  The mbarrier init is published with `fence.mbarrier_init.release.cluster` and
+  `barrier.cluster.arrive.relaxed` / `barrier.cluster.wait` before any copy. C is stored per CTA
+  by TMA (4 boxes of 64x64). sm_90: one producer warpgroup, one consumer warpgroup issuing
+  `wgmma m64n256k16`. sm_100: the 4 CTAs are two CTA pairs; each pair runs `tcgen05.mma
+  .cta_group::2` (issued by the pair's leader, `tcgen05.alloc.cta_group::2`), loads with
+  `cp.async.bulk.tensor...cta_group::2` (A multicast between the pairs), completes with
+  `tcgen05.commit.cta_group::2...multicast::cluster`; C is again 64x256 per CTA.
+* For the block-scaled MXFP8 matmul (256x256x128, num_ctas=2 on sm_100) the pair of CTAs runs
+  `tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale`, each CTA holding 128 rows.
+
+What this pass does (a first version, no multicast, no CTA pair): it rewrites the tile program to
+the tile of one CTA. Every tile value gets a label per dimension (M, N, K or none), seeded by the
+mma ops (A is MxK, B KxN, the accumulator MxN) and carried through elementwise ops, permutes,
+splat constants, loop-carried values and view loads/stores; then the M and N dimensions shrink by
+the split factors, each view index along a split dimension becomes `index * f + coordinate`, the
+coordinate coming from the CTA's rank in its cluster (`nv_tileaa.cluster_ctarank`), and the
+block id / count ops read the cluster id / count (the entry's `CLUSTER_ATTR`). The CTAs of a
+cluster then share nothing: each loads its operand slices itself. Anything the labels cannot
+explain (a reduction or broadcast along a split dimension, a pointer tile, an atomic, a print,
+a view read two ways) keeps the kernel on one CTA, with a remark.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..dialects.registry import OpDef, OperandDef, find, register
+from ..ir.core import Operation, Value
+from ..ir.types import PartitionViewType, ScalarType, TileType
+
+CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor, N factor)
+RANK_OP = "nv_tileaa.cluster_ctarank"
+_OPCODE = 0x10100                        # above bytecode's range, like nv_tileas' ops
+
+M, N, K = "M", "N", "K"
+
+
+def declare() -> None:
+    if find(RANK_OP) is None:
+        register(OpDef(RANK_OP, _OPCODE, "13.1", results=(OperandDef("result", constraint="tile"),),
+                       traits=frozenset({"Pure"}), format="attr-dict `:` custom<CudaTileType>(type($result))"))
+
+
+def cluster_size(entry: Operation, gpu: str) -> int:
+    """The CTAs per cluster the entry's hints ask for on `gpu` (1: none)."""
+    hints = entry.attributes.get("optimization_hints")
+    base = "sm_" + gpu.split("_")[1].rstrip("af")
+    value = hints.get(base, "num_cta_in_cga", 1) if hints is not None and hasattr(hints, "get") else 1
+    return int(value) if isinstance(value, int) and value > 0 else 1
+
+
+def supports_clusters(gpu: str) -> bool:
+    """Cluster launches exist from sm_90 on; sm_120's consumer parts are left on one CTA (what
+    NVIDIA's compiler does there is not established)."""
+    sm = int(gpu.split("_")[1].rstrip("af"))
+    return sm in (90, 100, 103, 110)
+
+
+class _Refused(Exception):
+    pass
+
+
+_ELEMENTWISE: Optional[frozenset[str]] = None
+
+
+def _elementwise() -> frozenset[str]:
+    global _ELEMENTWISE
+    if _ELEMENTWISE is None:
+        from ..lowering import ops_arith, ops_math
+
+        _ELEMENTWISE = frozenset(ops_arith.LOWERINGS) | frozenset(ops_math.LOWERINGS)
+    return _ELEMENTWISE
+
+
+_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
+_SCALAR_OK = ("cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks", "cuda_tile.make_tensor_view",
+              "cuda_tile.make_partition_view", "cuda_tile.make_token", "cuda_tile.join_tokens",
+              "cuda_tile.assume", "cuda_tile.get_tensor_shape", "cuda_tile.get_index_space_shape",
+              "cuda_tile.return", "cuda_tile.constant", "cuda_tile.for", "cuda_tile.if", "cuda_tile.yield",
+              "cuda_tile.continue", "cuda_tile.load_view_tko", "cuda_tile.store_view_tko", "cuda_tile.permute",
+              *_MMA)
+
+
+class _Labels:
+    """Union-find over (value, dim) pairs, each class with at most one label."""
+
+    def __init__(self) -> None:
+        self.parent: dict = {}
+        self.label: dict = {}
+
+    def find(self, x: tuple) -> tuple:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def tag(self, x: tuple, label: str) -> None:
+        r = self.find(x)
+        have = self.label.get(r)
+        if have is not None and have != label:
+            raise _Refused(f"a dimension is both {have} and {label}")
+        self.label[r] = label
+
+    def union(self, a: tuple, b: tuple) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        la, lb = self.label.get(ra), self.label.get(rb)
+        if la is not None and lb is not None and la != lb:
+            raise _Refused(f"a dimension is both {la} and {lb}")
+        self.parent[ra] = rb
+        if la is not None:
+            self.label[rb] = la
+
+    def of(self, v: object, d: int) -> Optional[str]:
+        return self.label.get(self.find((v, d)))
+
+
+def _rank(v: Value) -> int:
+    t = v.type
+    return len(t.shape) if isinstance(t, TileType) else 0
+
+
+def _same(lab: _Labels, a: Value, b: Value) -> None:
+    if _rank(a) != _rank(b):
+        raise _Refused("a value changes rank")
+    for d in range(_rank(a)):
+        lab.union((a, d), (b, d))
+
+
+def _collect(entry: Operation) -> tuple[_Labels, list[Operation]]:
+    lab = _Labels()
+    ops = [op for op in entry.walk() if op is not entry]
+    views: dict[Value, tuple] = {}
+    for op in ops:
+        name = op.name
+        tiles = [v for v in (*op.operands, *op.results) if _rank(v) > 0]
+        if name in _MMA:
+            a, b, c = op.operands[:3]
+            r = op.results[0]
+            if _rank(a) != 2 or _rank(b) != 2:
+                raise _Refused("a batched mma")
+            lab.tag((a, 0), M), lab.tag((a, 1), K), lab.tag((b, 0), K), lab.tag((b, 1), N)
+            lab.tag((c, 0), M), lab.tag((c, 1), N)
+            _same(lab, c, r)
+        elif name in _elementwise():
+            if any(isinstance(v.type, TileType) and not isinstance(v.type.element, ScalarType) for v in tiles):
+                raise _Refused(f"'{name}' on pointer tiles")
+            for v in tiles[1:]:
+                _same(lab, tiles[0], v)
+        elif name == "cuda_tile.permute":
+            perm = tuple(op.attributes["permutation"])
+            src, dst = op.operands[0], op.results[0]
+            for i, p in enumerate(perm):
+                lab.union((dst, i), (src, p))
+        elif name == "cuda_tile.constant":
+            if tiles:
+                from ..ir.dense import is_splat
+
+                raw = getattr(op.attributes.get("value"), "raw", None)
+                if not isinstance(raw, (bytes, bytearray)) or not is_splat(op.results[0].type, bytes(raw)):
+                    raise _Refused("a non-uniform constant tile")
+        elif name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
+            view = op.operand("view")
+            vt = view.type
+            tile = op.results[0] if name == "cuda_tile.load_view_tko" else op.operands[0]
+            if not isinstance(vt, PartitionViewType) or tuple(vt.dim_map) != tuple(range(len(vt.dim_map))) \
+                    or view.owner.name != "cuda_tile.make_partition_view":   # type: ignore[union-attr]
+                raise _Refused("a view that is not a plain partition view")
+            if _rank(tile) != len(vt.tile_shape):
+                raise _Refused("a view access that drops dimensions")
+            for d in range(_rank(tile)):
+                lab.union((tile, d), (view, d))
+            views.setdefault(view, ())
+        elif name in ("cuda_tile.for", "cuda_tile.if"):
+            body = [b for r in op.regions for b in r.blocks]
+            inits = op.operands[3:] if name == "cuda_tile.for" else []
+            if name == "cuda_tile.for":
+                args = body[0].arguments[1:]
+                for init, arg, res in zip(inits, args, op.results):
+                    _same(lab, init, arg), _same(lab, arg, res)
+            for block in body:
+                term = block.operations[-1] if block.operations else None
+                if term is not None and term.name in ("cuda_tile.continue", "cuda_tile.yield"):
+                    for v, res in zip(term.operands, op.results):
+                        _same(lab, v, res)
+        elif name in _SCALAR_OK:
+            pass
+        elif tiles:
+            raise _Refused(f"'{name}' on a tile")
+        elif op.attributes.get("memory_effects") or name.endswith("_tko") or name in (
+                "cuda_tile.print_tko", "cuda_tile.assert"):
+            raise _Refused(f"'{name}' has effects every CTA would repeat")
+    return lab, ops
+
+
+def _factors(c: int, tm: int, tn: int) -> Optional[tuple[int, int]]:
+    """(M factor, N factor) with product `c`: the squarest per-CTA tile, M at least 64 (the
+    tensor cores' smallest M for a whole warpgroup / CTA), ties to the larger M."""
+    best = None
+    for fm in (1, 2, 4, 8, 16):
+        if c % fm:
+            continue
+        fn = c // fm
+        if tm % fm or tn % fn or tm // fm < 64 or tn // fn < 8:
+            continue
+        m, n = tm // fm, tn // fn
+        key = (max(m, n) / min(m, n), -m)
+        if best is None or key < best[0]:
+            best = (key, (fm, fn))
+    return best[1] if best else None
+
+
+def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], str]:
+    """(cluster CTAs, M factor, N factor) for `entry` on `gpu`, or None with the reason."""
+    c = cluster_size(entry, gpu)
+    if c == 1:
+        return None, ""
+    if not supports_clusters(gpu):
+        return None, f"{gpu} runs it on one CTA"
+    if c not in (2, 4, 8):
+        return None, f"a cluster of {c} CTAs is not supported"
+    try:
+        lab, ops = _collect(entry)
+    except _Refused as why:
+        return None, str(why)
+    mmas = [op for op in ops if op.name in _MMA]
+    if not mmas:
+        return None, "no mma to split"
+    accs = {tuple(op.results[0].type.shape) for op in mmas}   # type: ignore[attr-defined]
+    if len(accs) != 1:
+        return None, "mmas of different tile shapes"
+    tm, tn = next(iter(accs))
+    fs = _factors(c, tm, tn)
+    if fs is None:
+        return None, f"a {tm}x{tn} tile does not split over {c} CTAs"
+    fm, fn = fs
+    for op in ops:   # every split dimension must divide; a partition view with a split dimension is read one way
+        for v in (*op.operands, *op.results):
+            t = v.type
+            shape = t.tile_shape if isinstance(t, PartitionViewType) else t.shape if isinstance(t, TileType) else ()
+            for d, size in enumerate(shape):
+                lbl = lab.of(v, d)
+                f = fm if lbl == M else fn if lbl == N else 1
+                if size % f:
+                    return None, f"dimension {d} of a {shape} value does not split by {f}"
+    for op in ops:   # a store must cover the split: every C-space store is split in M and N alike
+        if op.name == "cuda_tile.store_view_tko":
+            tile = op.operands[0]
+            lbls = [lab.of(tile, d) for d in range(_rank(tile))]
+            if (fm > 1 and M not in lbls) or (fn > 1 and N not in lbls):
+                return None, "a store every CTA of the cluster would repeat"
+    return (c, fm, fn), ""
+
+
+def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tuple[int, int, int]]:
+    """Rewrite `entry` to one CTA's part of its tiles when its hints ask for a cluster; the plan
+    (CTAs, M factor, N factor) or None (the entry unchanged; `remark(why)` told why)."""
+    shape, why = plan(entry, gpu)
+    if shape is None:
+        if why and remark is not None:
+            remark(why)
+        return None
+    declare()
+    c, fm, fn = shape
+    lab, ops = _collect(entry)
+
+    def shrink(v: Value) -> None:
+        t = v.type
+        if isinstance(t, TileType) and t.shape:
+            dims = tuple(s // (fm if lab.of(v, d) == M else fn if lab.of(v, d) == N else 1)
+                         for d, s in enumerate(t.shape))
+            v.type = TileType(dims, t.element)
+            owner = getattr(v, "owner", None)
+            if isinstance(owner, Operation) and owner.name == "cuda_tile.constant":
+                from ..ir.attributes import DenseElements
+                from ..ir.dense import element_size
+
+                raw = owner.attributes["value"].raw
+                owner.attributes["value"] = DenseElements(v.type, raw[:element_size(t.element)])
+        elif isinstance(t, PartitionViewType):
+            dims = tuple(s // (fm if lab.of(v, d) == M else fn if lab.of(v, d) == N else 1)
+                         for d, s in enumerate(t.tile_shape))
+            v.type = PartitionViewType(dims, t.tensor_view, t.dim_map, t.padding_value)
+
+    body = entry.regions[0].block
+    first = body.operations[0]
+    i32 = TileType((), ScalarType("i32")) if not _i32_of(entry) else _i32_of(entry)
+    rank = first.insert_before(Operation(RANK_OP, [], [i32])).results[0]
+    coords: dict[str, Value] = {}
+
+    coords[M] = _binary(first, "cuda_tile.remi", rank, const_at(first, fm, i32), i32) if fm > 1 else None  # type: ignore[assignment]
+    coords[N] = _binary(first, "cuda_tile.divi", rank, const_at(first, fm, i32), i32) if fn > 1 else None  # type: ignore[assignment]
+    factors = {M: fm, N: fn}
+    seen: set = set()
+    for op in ops:
+        for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)):
+            if v not in seen:
+                seen.add(v)
+                shrink(v)
+        if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
+            view = op.operand("view")
+            index = op.operand_group("index")
+            start = op.operands.index(index[0]) if index else 0
+            for d, idx in enumerate(index):
+                lbl = lab.of(view, d)
+                if lbl in (M, N) and factors[lbl] > 1:
+                    scaled = _binary(op, "cuda_tile.muli", idx, const_at(op, factors[lbl], i32), i32)
+                    op.set_operand(start + d, _binary(op, "cuda_tile.addi", scaled, coords[lbl], i32))
+    entry.attributes[CLUSTER_ATTR] = (c, fm, fn)
+    return c, fm, fn
+
+
+def _i32_of(entry: Operation) -> Optional[TileType]:
+    for op in entry.walk():
+        if op.name == "cuda_tile.get_tile_block_id":
+            return op.results[0].type   # type: ignore[return-value]
+    return None
+
+
+def const_at(where: Operation, value: int, i32: TileType) -> Value:
+    from ..ir.attributes import DenseElements
+
+    raw = value.to_bytes(4, "little", signed=True)
+    return where.insert_before(Operation("cuda_tile.constant", [], [i32], {"value": DenseElements(i32, raw)})).results[0]
+
+
+def _binary(where: Operation, name: str, a: Value, b: Value, i32: TileType) -> Value:
+    attrs: dict = {"signedness": "signed"} if name in ("cuda_tile.remi", "cuda_tile.divi") else {}
+    if name == "cuda_tile.divi":
+        attrs["rounding"] = "zero"
+    return where.insert_before(Operation(name, [a, b], [i32], attrs)).results[0]
+
+
+def is_clustered(entry: Operation) -> bool:
+    return CLUSTER_ATTR in entry.attributes
+
+
+
+def split_entry_over_cluster(entry: Operation, gpu: str) -> None:
+    """`split_over_cluster` with its decision reported as a remark."""
+    from ..driver import remarks
+
+    name = str(entry.attributes.get("sym_name"))
+
+    def missed(why: str) -> None:
+        if remarks.active():
+            remarks.report("missed", "tensorcore", "ClusterSplitMissed", name,
+                           f"the kernel asks for a cluster of {cluster_size(entry, gpu)} CTAs; it runs on one CTA: {why}",
+                           entry.location)
+
+    done = split_over_cluster(entry, gpu, missed)
+    if done is not None and remarks.active():
+        c, fm, fn = done
+        remarks.report("passed", "tensorcore", "ClusterSplit", name,
+                       f"each tile block runs as a cluster of {c} CTAs ({fm}x{fn} over M and N), "
+                       f"launched with one block per tile block (.blocksareclusters)", entry.location,
+                       CTAs=c)
