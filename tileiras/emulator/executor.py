@@ -99,6 +99,7 @@ class Launch:
     base_regs: list = field(default_factory=list)
     stdout: Any = None
     races: Any = None               # a races.RaceChecker in race-checking mode
+    cluster: tuple[int, int, int] = (1, 1, 1)   # CTAs per cluster; `grid` counts CTAs
 
 
 class CTAState:
@@ -198,14 +199,21 @@ def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, in
         value = [t % bx, (t // bx) % by, t // (bx * by)][i]
     elif base == "ntid":
         value = launch.block[i]
-    elif base in ("ctaid", "clusterid"):
+    elif base == "ctaid":
         value = ctaid[i]
-    elif base in ("nctaid", "nclusterid"):
+    elif base == "nctaid":
         value = launch.grid[i]
+    elif base == "clusterid":
+        value = ctaid[i] // launch.cluster[i]
+    elif base == "nclusterid":
+        value = launch.grid[i] // launch.cluster[i]
     elif base == "cluster_ctaid":
-        value = 0
+        value = ctaid[i] % launch.cluster[i]
     elif base == "cluster_nctaid":
-        value = 1
+        value = launch.cluster[i]
+    elif base == "cluster_ctarank":
+        cx, cy, _ = launch.cluster
+        value = ctaid[0] % cx + cx * (ctaid[1] % cy + cy * (ctaid[2] % launch.cluster[2]))
     elif base == "laneid":
         value = st.lane
     elif base == "warpid":
@@ -229,12 +237,12 @@ def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, in
     elif base in ("total_smem_size", "aggr_smem_size"):
         value = launch.smem_size
     elif base == "cluster_nctarank":
-        value = 1
+        value = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
     elif base == "is_explicit_cluster":
         return np.zeros(n, dtype=bool)
     elif base in ("clock", "clock_hi", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
         return None
-    else:   # smid, cluster_ctarank, gridid, envregN, pmN, reserved_smem_*: zero
+    else:   # smid, gridid, envregN, pmN, reserved_smem_*: zero
         value = 0
     bits = 64 if name in ("%gridid", "%clock64", "%globaltimer") or name.startswith("%pm") and name.endswith("_64") \
         else 32
@@ -743,6 +751,7 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
                                 f"launched with {nthreads}")
     if dynamic_smem < 0:
         raise EmulatorError("dynamic shared memory size cannot be negative")
+    grid, cluster = _cluster_grid(prog, kernel, grid)
     kparam = _pack_params(prog, params)
     symv = _allocate_globals(prog, memory)
     align = prog.dyn_smem_align
@@ -757,22 +766,49 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
             zeros[bits] = np.zeros(nthreads, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
     launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
-                    stdout if stdout is not None else sys.stdout)
+                    stdout if stdout is not None else sys.stdout, cluster=cluster)
     if CHECK_RACES if check_races is None else check_races:
         from .races import RaceChecker
 
         launch.races = RaceChecker(np, prog.info)
     stats = EmulationStats(threads_per_cta=nthreads)
     with np.errstate(all="ignore"):
-        for z in range(grid[2]):
-            for y in range(grid[1]):
-                for x in range(grid[0]):
-                    st = CTAState(launch, (x, y, z))
-                    stats.warp_instructions += run_cta(st, max_warp_instructions)
-                    stats.instructions += st.issues
-                    stats.ctas += 1
+        for x, y, z in _ctas_by_cluster(grid, cluster):
+            st = CTAState(launch, (x, y, z))
+            stats.warp_instructions += run_cta(st, max_warp_instructions)
+            stats.instructions += st.issues
+            stats.ctas += 1
     stats.seconds = time.perf_counter() - start
     return stats
+
+
+def _cluster_grid(prog: Program, kernel: str, grid: tuple[int, int, int]) \
+        -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid of CTAs, CTAs per cluster) of a launch of `grid` blocks. With `.blocksareclusters` each
+    launched block is a cluster of `.reqnctapercluster` CTAs; otherwise the grid counts CTAs and must
+    be whole clusters. The CTAs of a cluster run one after another here: a kernel whose CTAs talk to
+    each other (distributed shared memory, cluster barriers, multicast) is refused by those ops."""
+    cluster = prog.reqnctapercluster or (1, 1, 1)
+    if prog.blocks_are_clusters:
+        if prog.reqnctapercluster is None:
+            raise EmulatorError(f"kernel '{kernel}' says .blocksareclusters without .reqnctapercluster")
+        return (grid[0] * cluster[0], grid[1] * cluster[1], grid[2] * cluster[2]), cluster
+    if any(g % c for g, c in zip(grid, cluster)):
+        raise EmulatorError(f"kernel '{kernel}' requires clusters of {cluster} CTAs (.reqnctapercluster); "
+                            f"the grid {grid} is not made of whole clusters")
+    return grid, cluster
+
+
+def _ctas_by_cluster(grid: tuple[int, int, int], cluster: tuple[int, int, int]):
+    """CTA ids, cluster after cluster (each cluster's CTAs in rank order)."""
+    cx, cy, cz = cluster
+    for kz in range(grid[2] // cz):
+        for ky in range(grid[1] // cy):
+            for kx in range(grid[0] // cx):
+                for z in range(kz * cz, kz * cz + cz):
+                    for y in range(ky * cy, ky * cy + cy):
+                        for x in range(kx * cx, kx * cx + cx):
+                            yield x, y, z
 
 
 def _dims(d: Any, what: str) -> tuple[int, int, int]:

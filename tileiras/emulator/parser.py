@@ -643,6 +643,7 @@ def _take_parens(text: str, line: int) -> tuple[str, str]:
 
 
 _IGNORED_BODY_DIRECTIVES = (".loc", ".pragma", ".file", ".maxnreg", ".maxntid", ".reqntid", ".minnctapersm",
+                            ".reqnctapercluster", ".blocksareclusters", ".explicitcluster", ".maxclusterrank",
                             ".noreturn", ".section", ".alias", ".abi_preserve", ".abi_preserve_control")
 
 

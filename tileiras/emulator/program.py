@@ -97,6 +97,8 @@ class Program:
     entry_pc: int = 0
     reqntid: Optional[tuple[int, int, int]] = None
     maxntid: Optional[tuple[int, int, int]] = None
+    reqnctapercluster: Optional[tuple[int, int, int]] = None   # the cluster shape the kernel requires
+    blocks_are_clusters: bool = False   # .blocksareclusters: the launch grid counts clusters, not CTAs
     max_call_depth: int = 0
     uses_dynamic_smem: bool = False
     # registers an asynchronous instruction (wgmma, tcgen05.ld) writes behind the threads' back,
@@ -518,7 +520,8 @@ class Decoder:
             off += size
         self.prog.kparam_size = self._align(off, 16)
         d = kernel.directives
-        for key in ("reqntid", "maxntid"):
+        self.prog.blocks_are_clusters = "blocksareclusters" in d
+        for key in ("reqntid", "maxntid", "reqnctapercluster"):
             if key in d and d[key]:
                 dims = [int(x, 0) for x in d[key].replace(" ", "").split(",") if x]
                 dims += [1] * (3 - len(dims))

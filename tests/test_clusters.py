@@ -1,0 +1,176 @@
+"""A tile program split over a thread-block cluster (tileaa/clusters.py): TileGym's persistent matmul
+at 128x512x64 asks for 4 CTAs (num_ctas=4). Before: one CTA, 376 bytes of spills on sm_90 and
+sm_100. Now: 4 CTAs of 128x128 each, launched as NVIDIA's are (one block per tile block,
+`.blocksareclusters`), no spills; the emulator runs the clusters and matches the interpreter."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
+PERSISTENT = "tg_matmul_persistent_f16_128x512x64"
+
+
+def _module(name: str):
+    from tileiras.frontend import load_module
+
+    path = TILEGYM / f"{name}.tileirbc"
+    return load_module(path.read_bytes(), path.name), path.read_bytes()
+
+
+def _entry(module):
+    return next(op for op in module.walk() if op.name == "cuda_tile.entry")
+
+
+@pytest.mark.parametrize("gpu,expected", [("sm_90", (4, 1, 4)), ("sm_100", (4, 1, 4)), ("sm_80", None),
+                                          ("sm_120", None)])
+def test_the_plan_follows_the_hint_and_the_target(gpu: str, expected) -> None:
+    from tileiras.tileaa.clusters import plan
+
+    module, _ = _module(PERSISTENT)
+    assert plan(_entry(module), gpu)[0] == expected
+
+
+def test_the_rewrite_gives_each_cta_a_quarter_of_n() -> None:
+    from tileiras.tileaa.clusters import CLUSTER_ATTR, RANK_OP, split_over_cluster
+
+    module, _ = _module(PERSISTENT + "_tb")
+    entry = _entry(module)
+    assert split_over_cluster(entry, "sm_90") == (4, 1, 4)
+    assert entry.attributes[CLUSTER_ATTR] == (4, 1, 4)
+    shapes = {op.name: tuple(op.results[0].type.shape) for op in entry.walk()
+              if op.name in ("cuda_tile.mmaf", "cuda_tile.permute", "cuda_tile.ftof")}
+    assert shapes == {"cuda_tile.mmaf": (128, 128), "cuda_tile.permute": (64, 128), "cuda_tile.ftof": (128, 128)}
+    loads = [tuple(op.results[0].type.shape) for op in entry.walk() if op.name == "cuda_tile.load_view_tko"]
+    assert loads == [(128, 64), (128, 64)]   # A whole, B^T's N quarter
+    assert sum(op.name == RANK_OP for op in entry.walk()) == 1
+
+
+def test_a_reduction_along_a_split_dimension_keeps_one_cta() -> None:
+    from tileiras.ir.core import Operation
+    from tileiras.ir.types import TileType
+    from tileiras.tileaa.clusters import plan
+
+    module, _ = _module(PERSISTENT)
+    entry = _entry(module)
+    mma = next(op for op in entry.walk() if op.name == "cuda_tile.mmaf")
+    acc = mma.results[0]
+    # anything the labels cannot explain on a split tile (here a reshape of the accumulator)
+    mma.parent.operations.insert(mma.parent.operations.index(mma) + 1,
+                                 Operation("cuda_tile.reshape", [acc], [TileType((65536,), acc.type.element)]))
+    shape, why = plan(entry, "sm_90")
+    assert shape is None and "reshape" in why
+
+
+def test_ptx_directives_are_added_after_the_kernel_header() -> None:
+    from tileiras.codegen.clusters import declare_clusters
+    from tileiras.codegen.metadata import KernelInfo, ModuleMetadata
+
+    ptx = ".version 8.8\n.target sm_90a\n.visible .entry k(\n\t.param .u32 k_param_0\n)\n.reqntid 128, 1, 1\n" \
+          ".minnctapersm 1\n{\n\tret;\n}\n"
+    meta = ModuleMetadata(kernels=(KernelInfo("k", (), (128, 1, 1), cta_cluster=(4, 1, 1)),), gpu="sm_90")
+    out = declare_clusters(ptx, meta)
+    assert ".version 9.0\n" in out
+    assert ".minnctapersm 1\n.reqnctapercluster 4, 1, 1\n.blocksareclusters\n{" in out
+    assert ModuleMetadata.from_json(meta.to_json()).kernels[0].cta_cluster == (4, 1, 1)
+
+
+_SREGS = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+.reqntid 32, 1, 1
+.reqnctapercluster 4, 1, 1
+.blocksareclusters
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p, %r1, 0;
+  @%p ret;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd2, %r2, 16;
+  add.u64 %rd3, %rd1, %rd2;
+  mov.u32 %r3, %clusterid.x;
+  mov.u32 %r4, %cluster_ctarank;
+  mov.u32 %r5, %nclusterid.x;
+  mov.u32 %r6, %nctaid.x;
+  st.global.v4.u32 [%rd3], {%r3, %r4, %r5, %r6};
+  ret;
+}
+"""
+
+
+def test_the_emulator_launches_each_block_as_a_cluster() -> None:
+    from tileiras.emulator import Memory, run_ptx
+
+    mem = Memory()
+    out = mem.alloc(3 * 4 * 16)
+    stats = run_ptx(_SREGS, "k", (3, 1, 1), (32, 1, 1), [out], mem)
+    got = np.frombuffer(mem.read(out, 3 * 4 * 16), np.uint32).reshape(12, 4)
+    assert stats.ctas == 12
+    want = [[c // 4, c % 4, 3, 12] for c in range(12)]
+    assert got.tolist() == want
+
+
+def _run(name: str, gpu: str, m: int, n: int, k: int, grid: int) -> None:
+    from tileiras.runtime import run_arrays
+
+    module, source = _module(name)
+    rng = np.random.default_rng(16)
+    a = (rng.standard_normal((m, k)) / 4).astype(np.float16)
+    b = (rng.standard_normal((n, k) if name.endswith("_tb") else (k, n)) / 4).astype(np.float16)
+    c = np.full((m, n), -7, np.float16)
+    args = [a, b, c, np.int32(m), np.int32(n), np.int32(k)]
+    ref = run_arrays(module, name, (grid,), args, backend="interpreter")
+    got = run_arrays(module, name, (grid,), args, backend="emulator", gpu_name=gpu, source=source,
+                     filename=f"{name}.tileirbc", check_races=True)
+    want = np.asarray(ref[2]).astype(np.float64)
+    assert not (want == -7).any()
+    diff = np.abs(np.asarray(got[2]).astype(np.float64) - want)
+    assert diff.max() <= 2.0 ** -10 * np.abs(want) .max() * 2, diff.max()
+
+
+@pytest.mark.parametrize("name,gpu", [
+    (PERSISTENT, "sm_90"),
+    pytest.param(PERSISTENT, "sm_100", marks=pytest.mark.sweep),
+    pytest.param(PERSISTENT + "_tb", "sm_90", marks=pytest.mark.sweep),
+    pytest.param(PERSISTENT + "_tb", "sm_100", marks=pytest.mark.sweep),
+])
+def test_the_split_kernel_matches_the_interpreter(name: str, gpu: str) -> None:
+    """Partial tiles in M and N (a CTA whose N quarter lies wholly outside C), a persistent loop of
+    two tiles per cluster, race checker on."""
+    _run(name, gpu, 208, 784, 128, 1)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", [PERSISTENT, PERSISTENT + "_tb"])
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_no_spills_and_the_cubin_says_blocks_are_clusters(name: str, gpu: str, tmp_path: Path) -> None:
+    """376 bytes of spills before on each; NVIDIA's: 0. cuobjdump shows the cluster attributes."""
+    from tileiras.codegen.ptxas import find_ptxas
+
+    ptx = tmp_path / "k.ptx"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--no-cache", "--emit=ptx",
+                           "--gpu-name", gpu, str(TILEGYM / f"{name}.tileirbc"), "-o", str(ptx)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    cubin = tmp_path / "k.cubin"
+    report = subprocess.run([find_ptxas(), "-v", "-arch", gpu + "a", str(ptx), "-o", str(cubin)],
+                            capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    found = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report.stdout + report.stderr)
+    assert found and (found[1], found[2]) == ("0", "0"), report.stdout + report.stderr
+    cuobjdump = Path(find_ptxas()).with_name("cuobjdump")
+    elf = subprocess.run([str(cuobjdump), "-elf", str(cubin)], capture_output=True, text=True).stdout
+    assert "EIATTR_BLOCKS_ARE_CLUSTERS" in elf and re.search(r"EIATTR_CTA_PER_CLUSTER\s+Format:\s+\S+\s+Value:\s+0x4 0x1 0x1", elf)
