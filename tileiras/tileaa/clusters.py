@@ -317,7 +317,9 @@ def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tupl
     coords[M] = _binary(first, "cuda_tile.remi", rank, const_at(first, fm, i32), i32) if fm > 1 else None  # type: ignore[assignment]
     coords[N] = _binary(first, "cuda_tile.divi", rank, const_at(first, fm, i32), i32) if fn > 1 else None  # type: ignore[assignment]
     factors = {M: fm, N: fn}
+    scale = {lbl: const_at(first, f, i32) for lbl, f in factors.items() if f > 1}   # hoisted: loop bodies stay pure
     seen: set = set()
+    mapped: dict = {}
     for op in ops:
         for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)):
             if v not in seen:
@@ -330,10 +332,27 @@ def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tupl
             for d, idx in enumerate(index):
                 lbl = lab.of(view, d)
                 if lbl in (M, N) and factors[lbl] > 1:
-                    scaled = _binary(op, "cuda_tile.muli", idx, const_at(op, factors[lbl], i32), i32)
-                    op.set_operand(start + d, _binary(op, "cuda_tile.addi", scaled, coords[lbl], i32))
+                    if (idx, lbl) not in mapped:   # computed where the index is defined: out of the loops
+                        at = _just_after(idx, first)
+                        scaled = _binary(at, "cuda_tile.muli", idx, scale[lbl], i32)
+                        mapped[idx, lbl] = _binary(at, "cuda_tile.addi", scaled, coords[lbl], i32)
+                    op.set_operand(start + d, mapped[idx, lbl])
     entry.attributes[CLUSTER_ATTR] = (c, fm, fn)
     return c, fm, fn
+
+
+def _just_after(value: Value, first: Operation) -> Operation:
+    """The op before which code using `value` goes, as early as `value` exists (after `first`, where
+    the cluster coordinates are computed)."""
+    owner = getattr(value, "owner", None)
+    if isinstance(owner, Operation):
+        ops = owner.parent.operations   # type: ignore[union-attr]
+        at = ops[ops.index(owner) + 1]
+    else:
+        at = owner.operations[0]   # type: ignore[union-attr]  # a block argument: its block's start
+    if at.parent is first.parent and at.parent.operations.index(at) < at.parent.operations.index(first):
+        return first
+    return at
 
 
 def _i32_of(entry: Operation) -> Optional[TileType]:
