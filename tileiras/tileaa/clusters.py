@@ -57,6 +57,10 @@ RANK_OP = "nv_tileaa.cluster_ctarank"
 _OPCODE = 0x10100                        # above bytecode's range, like nv_tileas' ops
 
 M, N, K = "M", "N", "K"
+# The largest accumulator one CTA keeps without spilling (128x256 f32: two consumer warpgroups on
+# sm_90, 256 tensor-memory columns on sm_100). Larger tiles are split; smaller ones stay on one CTA,
+# where our pipelines (TMA, warp specialization) already serve them.
+ONE_CTA_TILE = 128 * 256
 
 
 def declare() -> None:
@@ -96,12 +100,13 @@ def _elementwise() -> frozenset[str]:
     return _ELEMENTWISE
 
 
-_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai")
+_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 _SCALAR_OK = ("cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks", "cuda_tile.make_tensor_view",
               "cuda_tile.make_partition_view", "cuda_tile.make_token", "cuda_tile.join_tokens",
               "cuda_tile.assume", "cuda_tile.get_tensor_shape", "cuda_tile.get_index_space_shape",
               "cuda_tile.return", "cuda_tile.constant", "cuda_tile.for", "cuda_tile.if", "cuda_tile.yield",
               "cuda_tile.continue", "cuda_tile.load_view_tko", "cuda_tile.store_view_tko", "cuda_tile.permute",
+              "cuda_tile.reshape",
               *_MMA)
 
 
@@ -123,7 +128,7 @@ class _Labels:
         r = self.find(x)
         have = self.label.get(r)
         if have is not None and have != label:
-            raise _Refused(f"a dimension is both {have} and {label}")
+            raise _Refused(f"a dimension is both {_said(have)} and {_said(label)}")
         self.label[r] = label
 
     def union(self, a: tuple, b: tuple) -> None:
@@ -132,13 +137,17 @@ class _Labels:
             return
         la, lb = self.label.get(ra), self.label.get(rb)
         if la is not None and lb is not None and la != lb:
-            raise _Refused(f"a dimension is both {la} and {lb}")
+            raise _Refused(f"a dimension is both {_said(la)} and {_said(lb)}")
         self.parent[ra] = rb
         if la is not None:
             self.label[rb] = la
 
     def of(self, v: object, d: int) -> Optional[str]:
         return self.label.get(self.find((v, d)))
+
+
+def _said(label: str) -> str:
+    return "an inner dimension of a reshape" if label.startswith("inner") else label
 
 
 def _rank(v: Value) -> int:
@@ -168,6 +177,11 @@ def _collect(entry: Operation) -> tuple[_Labels, list[Operation]]:
             lab.tag((a, 0), M), lab.tag((a, 1), K), lab.tag((b, 0), K), lab.tag((b, 1), N)
             lab.tag((c, 0), M), lab.tag((c, 1), N)
             _same(lab, c, r)
+            if name == "cuda_tile.mmaf_scaled":   # scales: M x K/block and K/block x N
+                sa, sb = op.operands[3:5]
+                if _rank(sa) != 2 or _rank(sb) != 2:
+                    raise _Refused("block scales that are not 2-D")
+                lab.tag((sa, 0), M), lab.tag((sb, 1), N)
         elif name in _elementwise():
             if any(isinstance(v.type, TileType) and not isinstance(v.type.element, ScalarType) for v in tiles):
                 raise _Refused(f"'{name}' on pointer tiles")
@@ -178,6 +192,8 @@ def _collect(entry: Operation) -> tuple[_Labels, list[Operation]]:
             src, dst = op.operands[0], op.results[0]
             for i, p in enumerate(perm):
                 lab.union((dst, i), (src, p))
+        elif name == "cuda_tile.reshape":
+            _reshape(lab, op.operands[0], op.results[0])
         elif name == "cuda_tile.constant":
             if tiles:
                 from ..ir.dense import is_splat
@@ -219,18 +235,59 @@ def _collect(entry: Operation) -> tuple[_Labels, list[Operation]]:
     return lab, ops
 
 
+def _groups(src: tuple, dst: tuple) -> list[tuple[list[int], list[int]]]:
+    """The runs of dimensions a row-major reshape maps onto each other (equal products)."""
+    out, i, j = [], 0, 0
+    while i < len(src) or j < len(dst):
+        gs, gd, ps, pd = [], [], 1, 1
+        while True:
+            if ps <= pd and i < len(src) and (ps < pd or not gs or src[i] == 1):
+                gs.append(i)
+                ps *= src[i]
+                i += 1
+            elif j < len(dst) and (pd < ps or not gd or dst[j] == 1):
+                gd.append(j)
+                pd *= dst[j]
+                j += 1
+            else:
+                break
+            if ps == pd and gs and gd and (i == len(src) or src[i] != 1) and (j == len(dst) or dst[j] != 1):
+                break
+        if ps != pd:
+            raise _Refused("a reshape the split cannot follow")
+        out.append((gs, gd))
+    return out
+
+
+_INNER = [0]
+
+
+def _reshape(lab: _Labels, src: Value, dst: Value) -> None:
+    """A run of dimensions merged or split by a reshape splits along its outermost non-unit
+    dimension on both sides (the same contiguous block of elements); its other dimensions never."""
+    for gs, gd in _groups(tuple(src.type.shape), tuple(dst.type.shape)):   # type: ignore[attr-defined]
+        big_s = [d for d in gs if src.type.shape[d] != 1] or gs[:1]   # type: ignore[attr-defined]
+        big_d = [d for d in gd if dst.type.shape[d] != 1] or gd[:1]   # type: ignore[attr-defined]
+        lab.union((src, big_s[0]), (dst, big_d[0]))
+        for v, inner in ((src, big_s[1:]), (dst, big_d[1:])):
+            for d in inner:
+                _INNER[0] += 1
+                lab.tag((v, d), f"inner{_INNER[0]}")
+
+
 def _factors(c: int, tm: int, tn: int) -> Optional[tuple[int, int]]:
-    """(M factor, N factor) with product `c`: the squarest per-CTA tile, M at least 64 (the
-    tensor cores' smallest M for a whole warpgroup / CTA), ties to the larger M."""
+    """(M factor, N factor) with product `c`: the squarest per-CTA tile, M and N at least 64 (the
+    tensor cores' smallest M for a whole warpgroup / CTA); among equals one whose M fits one CTA's
+    MMA (128 rows, as NVIDIA's CTA pairs hold), then the larger M."""
     best = None
     for fm in (1, 2, 4, 8, 16):
         if c % fm:
             continue
         fn = c // fm
-        if tm % fm or tn % fn or tm // fm < 64 or tn // fn < 8:
+        if tm % fm or tn % fn or tm // fm < 64 or tn // fn < 64:
             continue
         m, n = tm // fm, tn // fn
-        key = (max(m, n) / min(m, n), -m)
+        key = (max(m, n) / min(m, n), m > 128, -m)
         if best is None or key < best[0]:
             best = (key, (fm, fn))
     return best[1] if best else None
@@ -256,6 +313,9 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
     if len(accs) != 1:
         return None, "mmas of different tile shapes"
     tm, tn = next(iter(accs))
+    if tm * tn <= ONE_CTA_TILE:
+        return None, (f"one CTA holds the {tm}x{tn} tile (without multicast loads a split only makes each "
+                      f"CTA's tile smaller)")
     fs = _factors(c, tm, tn)
     if fs is None:
         return None, f"a {tm}x{tn} tile does not split over {c} CTAs"
@@ -269,6 +329,14 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
                 f = fm if lbl == M else fn if lbl == N else 1
                 if size % f:
                     return None, f"dimension {d} of a {shape} value does not split by {f}"
+    for op in ops:   # a split view's index space would change: the kernel must not read it
+        if op.name == "cuda_tile.get_index_space_shape":
+            view = op.operands[0]
+            t = view.type
+            if isinstance(t, PartitionViewType) and any(lab.of(view, d) in (M, N) for d in range(len(t.tile_shape))):
+                if (fm > 1 and M in {lab.of(view, d) for d in range(len(t.tile_shape))}) or \
+                        (fn > 1 and N in {lab.of(view, d) for d in range(len(t.tile_shape))}):
+                    return None, "the index space of a split view is read"
     for op in ops:   # a store must cover the split: every C-space store is split in M and N alike
         if op.name == "cuda_tile.store_view_tko":
             tile = op.operands[0]
