@@ -138,7 +138,7 @@ def _run(name: str, gpu: str, m: int, n: int, k: int, grid: int) -> None:
     want = np.asarray(ref[2]).astype(np.float64)
     assert not (want == -7).any()
     diff = np.abs(np.asarray(got[2]).astype(np.float64) - want)
-    assert diff.max() <= 2.0 ** -10 * np.abs(want) .max() * 2, diff.max()
+    assert diff.max() <= 2.0 ** -10 * np.abs(want).max() * 2, diff.max()
 
 
 @pytest.mark.parametrize("name,gpu", [
@@ -173,7 +173,8 @@ def test_no_spills_and_the_cubin_says_blocks_are_clusters(name: str, gpu: str, t
     assert found and (found[1], found[2]) == ("0", "0"), report.stdout + report.stderr
     cuobjdump = Path(find_ptxas()).with_name("cuobjdump")
     elf = subprocess.run([str(cuobjdump), "-elf", str(cubin)], capture_output=True, text=True).stdout
-    assert "EIATTR_BLOCKS_ARE_CLUSTERS" in elf and re.search(r"EIATTR_CTA_PER_CLUSTER\s+Format:\s+\S+\s+Value:\s+0x4 0x1 0x1", elf)
+    assert "EIATTR_BLOCKS_ARE_CLUSTERS" in elf
+    assert re.search(r"EIATTR_CTA_PER_CLUSTER\s+Format:\s+\S+\s+Value:\s+0x4 0x1 0x1", elf), elf
 
 
 def _swizzle(scale: np.ndarray) -> np.ndarray:

@@ -32,16 +32,32 @@ TileGym's persistent matmul at 128x512x64 with num_ctas=4 on sm_90 and sm_100:
 * For the block-scaled MXFP8 matmul (256x256x128, num_ctas=2 on sm_100) the pair of CTAs runs
   `tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale`, each CTA holding 128 rows.
 
-What this pass does (a first version, no multicast, no CTA pair): it rewrites the tile program to
-the tile of one CTA. Every tile value gets a label per dimension (M, N, K or none), seeded by the
-mma ops (A is MxK, B KxN, the accumulator MxN) and carried through elementwise ops, permutes,
-splat constants, loop-carried values and view loads/stores; then the M and N dimensions shrink by
-the split factors, each view index along a split dimension becomes `index * f + coordinate`, the
-coordinate coming from the CTA's rank in its cluster (`nv_tileaa.cluster_ctarank`), and the
-block id / count ops read the cluster id / count (the entry's `CLUSTER_ATTR`). The CTAs of a
-cluster then share nothing: each loads its operand slices itself. Anything the labels cannot
-explain (a reduction or broadcast along a split dimension, a pointer tile, an atomic, a print,
-a view read two ways) keeps the kernel on one CTA, with a remark.
+What this pass does (a first version: no multicast, no CTA pair). When the mma tile is larger than
+one CTA holds (`ONE_CTA_TILE`, 128x256) it rewrites the tile program to the tile of one CTA. Every
+tile value gets a label per dimension (M, N, K or none), seeded by the mma ops (A is MxK, B KxN,
+the accumulator MxN; block scales MxK/32 and K/32xN) and carried through elementwise ops,
+permutes, reshapes (a merged or split run of dimensions splits along its outermost one), splat
+constants, loop-carried values and view loads/stores; the split factors make each CTA's tile the
+squarest with M, N >= 64 (ties: M within one CTA's 128 rows). The M and N dimensions shrink by
+the factors, each view index along a split dimension becomes `index * f + coordinate` (computed
+where the index is defined, so pipelined loop bodies stay warp-specializable), the coordinate
+coming from the CTA's rank in its cluster (`nv_tileaa.cluster_ctarank`; rank % fM along M,
+rank / fM along N), and the block id / count ops read `%clusterid` / `%nclusterid` (the entry's
+`CLUSTER_ATTR`). The kernel metadata's `cta_cluster` then makes codegen/clusters.py add the PTX
+directives; the host launchers keep passing one block per tile block. The CTAs of a cluster share
+nothing: each loads its operand slices itself (the emulator runs them one after another).
+
+Anything the labels cannot explain keeps the kernel on one CTA with a `ClusterSplitMissed` remark:
+a reduction, broadcast or other op on a split tile, a reshape mixing a split dimension into an
+inner position, pointer tiles, atomics, prints, a view read two ways or whose index space the
+kernel reads, a store that would not cover the split, or a target without clusters (before
+sm_90; sm_120 is left on one CTA, NVIDIA's behaviour there not established).
+
+Left for later (NVIDIA's form): multicast TMA of the shared operand halves with cross-CTA empty
+barriers (`mapa` + remote `mbarrier.arrive`, `barrier.cluster` after the mbarrier init), and on
+sm_100 the CTA pair (`cta_group::2` alloc/mma/commit); the emulator would then need the CTAs of a
+cluster to run together (distributed shared memory, cluster barriers), which it does not do yet:
+such instructions are refused as unsupported.
 """
 
 from __future__ import annotations
@@ -57,6 +73,7 @@ RANK_OP = "nv_tileaa.cluster_ctarank"
 _OPCODE = 0x10100                        # above bytecode's range, like nv_tileas' ops
 
 M, N, K = "M", "N", "K"
+_I32 = TileType((), ScalarType("i32"))
 # The largest accumulator one CTA keeps without spilling (128x256 f32: two consumer warpgroups on
 # sm_90, 256 tensor-memory columns on sm_100). Larger tiles are split; smaller ones stay on one CTA,
 # where our pipelines (TMA, warp specialization) already serve them.
@@ -320,7 +337,7 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
     if fs is None:
         return None, f"a {tm}x{tn} tile does not split over {c} CTAs"
     fm, fn = fs
-    for op in ops:   # every split dimension must divide; a partition view with a split dimension is read one way
+    for op in ops:   # every split dimension divides by its factor
         for v in (*op.operands, *op.results):
             t = v.type
             shape = t.tile_shape if isinstance(t, PartitionViewType) else t.shape if isinstance(t, TileType) else ()
@@ -329,14 +346,19 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
                 f = fm if lbl == M else fn if lbl == N else 1
                 if size % f:
                     return None, f"dimension {d} of a {shape} value does not split by {f}"
-    for op in ops:   # a split view's index space would change: the kernel must not read it
-        if op.name == "cuda_tile.get_index_space_shape":
-            view = op.operands[0]
-            t = view.type
-            if isinstance(t, PartitionViewType) and any(lab.of(view, d) in (M, N) for d in range(len(t.tile_shape))):
-                if (fm > 1 and M in {lab.of(view, d) for d in range(len(t.tile_shape))}) or \
-                        (fn > 1 and N in {lab.of(view, d) for d in range(len(t.tile_shape))}):
-                    return None, "the index space of a split view is read"
+    split = {lbl for lbl, f in ((M, fm), (N, fn)) if f > 1}
+    for op in ops:
+        view = op.operands[0] if op.name == "cuda_tile.get_index_space_shape" else op.operand("view") \
+            if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko") else None
+        t = view.type if view is not None else None
+        if not isinstance(t, PartitionViewType):
+            continue
+        dims = [d for d in range(len(t.tile_shape)) if lab.of(view, d) in split]
+        if dims and op.name == "cuda_tile.get_index_space_shape":   # it would change with the split
+            return None, "the index space of a split view is read"
+        index = op.operand_group("index") if op.name != "cuda_tile.get_index_space_shape" else []
+        if any(index[d].type != _I32 for d in dims):
+            return None, "a split view index is not i32"
     for op in ops:   # a store must cover the split: every C-space store is split in M and N alike
         if op.name == "cuda_tile.store_view_tko":
             tile = op.operands[0]
@@ -378,14 +400,15 @@ def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tupl
 
     body = entry.regions[0].block
     first = body.operations[0]
-    i32 = TileType((), ScalarType("i32")) if not _i32_of(entry) else _i32_of(entry)
+    i32 = _I32
     rank = first.insert_before(Operation(RANK_OP, [], [i32])).results[0]
-    coords: dict[str, Value] = {}
-
-    coords[M] = _binary(first, "cuda_tile.remi", rank, const_at(first, fm, i32), i32) if fm > 1 else None  # type: ignore[assignment]
-    coords[N] = _binary(first, "cuda_tile.divi", rank, const_at(first, fm, i32), i32) if fn > 1 else None  # type: ignore[assignment]
     factors = {M: fm, N: fn}
-    scale = {lbl: const_at(first, f, i32) for lbl, f in factors.items() if f > 1}   # hoisted: loop bodies stay pure
+    coords: dict[str, Value] = {}   # the CTA's place in the cluster's tile: rank % fm along M, rank / fm along N
+    if fm > 1:
+        coords[M] = _binary(first, "cuda_tile.remi", rank, const_at(first, fm, i32), i32)
+    if fn > 1:
+        coords[N] = _binary(first, "cuda_tile.divi", rank, const_at(first, fm, i32), i32)
+    scale = {lbl: const_at(first, f, i32) for lbl, f in factors.items() if f > 1}
     seen: set = set()
     mapped: dict = {}
     for op in ops:
@@ -423,18 +446,12 @@ def _just_after(value: Value, first: Operation) -> Operation:
     return at
 
 
-def _i32_of(entry: Operation) -> Optional[TileType]:
-    for op in entry.walk():
-        if op.name == "cuda_tile.get_tile_block_id":
-            return op.results[0].type   # type: ignore[return-value]
-    return None
-
-
 def const_at(where: Operation, value: int, i32: TileType) -> Value:
     from ..ir.attributes import DenseElements
 
     raw = value.to_bytes(4, "little", signed=True)
-    return where.insert_before(Operation("cuda_tile.constant", [], [i32], {"value": DenseElements(i32, raw)})).results[0]
+    op = Operation("cuda_tile.constant", [], [i32], {"value": DenseElements(i32, raw)})
+    return where.insert_before(op).results[0]
 
 
 def _binary(where: Operation, name: str, a: Value, b: Value, i32: TileType) -> Value:
@@ -448,7 +465,6 @@ def is_clustered(entry: Operation) -> bool:
     return CLUSTER_ATTR in entry.attributes
 
 
-
 def split_entry_over_cluster(entry: Operation, gpu: str) -> None:
     """`split_over_cluster` with its decision reported as a remark."""
     from ..driver import remarks
@@ -458,8 +474,8 @@ def split_entry_over_cluster(entry: Operation, gpu: str) -> None:
     def missed(why: str) -> None:
         if remarks.active():
             remarks.report("missed", "tensorcore", "ClusterSplitMissed", name,
-                           f"the kernel asks for a cluster of {cluster_size(entry, gpu)} CTAs; it runs on one CTA: {why}",
-                           entry.location)
+                           f"the kernel asks for a cluster of {cluster_size(entry, gpu)} CTAs; it runs on one "
+                           f"CTA: {why}", entry.location)
 
     done = split_over_cluster(entry, gpu, missed)
     if done is not None and remarks.active():
