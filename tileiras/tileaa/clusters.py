@@ -50,8 +50,8 @@ nothing: each loads its operand slices itself (the emulator runs them one after 
 Anything the labels cannot explain keeps the kernel on one CTA with a `ClusterSplitMissed` remark:
 a reduction, broadcast or other op on a split tile, a reshape mixing a split dimension into an
 inner position, pointer tiles, atomics, prints, a view read two ways or whose index space the
-kernel reads, a store that would not cover the split, or a target without clusters (before
-sm_90; sm_120 is left on one CTA, NVIDIA's behaviour there not established).
+kernel reads, a split index that is not i32, a store that would not cover the split, or a target
+without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
 
 Left for later (NVIDIA's form): multicast TMA of the shared operand halves with cross-CTA empty
 barriers (`mapa` + remote `mbarrier.arrive`, `barrier.cluster` after the mbarrier init), and on
@@ -95,10 +95,10 @@ def cluster_size(entry: Operation, gpu: str) -> int:
 
 
 def supports_clusters(gpu: str) -> bool:
-    """Cluster launches exist from sm_90 on; sm_120's consumer parts are left on one CTA (what
-    NVIDIA's compiler does there is not established)."""
+    """Cluster launches exist from sm_90 on (NVIDIA's compiler uses them on sm_120 as well: the
+    persistent 128x512 matmul there is `.reqnctapercluster 4` + `.blocksareclusters`, 384 threads)."""
     sm = int(gpu.split("_")[1].rstrip("af"))
-    return sm in (90, 100, 103, 110)
+    return sm in (90, 100, 103, 110, 120, 121)
 
 
 class _Refused(Exception):
