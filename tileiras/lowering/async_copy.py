@@ -64,20 +64,23 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
 
 
 def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
-               elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None) -> SharedMatrix:
+               elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None,
+               dense: bool = False) -> SharedMatrix:
     """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
     wgmma's 128-byte swizzled layout (1024-byte aligned); `elem_bytes`: when the elements are
-    stored converted (0: as they are); `kind` and `lifetime`: as `KernelLowering.alloc_buffer`."""
-    matrix = matrix_shape(k, tile, swizzled, elem_bytes)
+    stored converted (0: as they are); `kind` and `lifetime`: as `KernelLowering.alloc_buffer`;
+    `dense`: rows never padded (as an unswizzled TMA box writes them)."""
+    matrix = matrix_shape(k, tile, swizzled, elem_bytes, dense)
     return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128, kind, lifetime,
                                                  matrix.span if swizzled else 0))
 
 
-def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0) -> SharedMatrix:
-    """The (unplaced) shared matrix of `tile`: its geometry and size."""
+def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0,
+                 dense: bool = False) -> SharedMatrix:
+    """The (unplaced) shared matrix of `tile`: its geometry and size (`dense`: rows never padded)."""
     shape = tile.shape
     batch, rows, cols = matrix_dims(shape)  # type: ignore[misc]
-    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers,
+    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers and not dense,
                         swizzled=swizzled)
 
 

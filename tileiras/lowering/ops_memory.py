@@ -300,7 +300,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         from .pipelined_loop import load
 
         ahead = pipeline.stages if pipeline.specialized else pipeline.stages - 1
-        if pipeline.tma:
+        if pipeline.tma and op in pipeline.tma:
             from .tma_copy import describe
 
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,

@@ -40,7 +40,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          wait_all, wait_groups)
-from . import mbarrier, ops_wgmma, tma_copy, warp_specialize
+from . import mbarrier, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
@@ -97,7 +97,10 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.sm == 90 and uses_mbarriers(k):
         swizzled.update({load: True for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)})
-    sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load]).nbytes for load in plan.loads}
+    # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
+    dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
+    sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load], dense=load in dense).nbytes
+             for load in plan.loads}
     used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
@@ -122,8 +125,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
         return None
     # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
-    matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load], kind="ring", lifetime=k.op_lifetime())
-                for load in plan.loads}
+    matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
+                                 dense=load in dense) for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = None
     specialized = False
@@ -134,11 +137,11 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma = _choose_tma(k, plan.loads, matrices)
+        tma = _choose_tma(k, plan.loads, matrices, dense)
         if specialized and tma:
             warp_specialize.shrink(k)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
-        roles = _roles(k, stages, tma is not None) if specialized else f"not warp-specialized: {why_not}"
+        roles = _roles(k, stages, tma is not None, bool(tma) and len(tma) < len(plan.loads)) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
@@ -147,7 +150,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
              WantedStages=str(fit.wanted),
              Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}", Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
-    engine = "TMA" if tma else "cp.async"
+    engine = ("TMA and cp.async" if len(tma) < len(plan.loads) else "TMA") if tma else "cp.async"
     k.schedule_notes.append(f"//   {where}: {stages}-stage {engine} pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
@@ -226,34 +229,47 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
         and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
-def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict) -> Optional[dict]:
-    """Every load's TMA copy (sm_90, sm_100 / sm_103), its tensor map added to the kernel's hidden
+def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict, dense: set) -> Optional[dict]:
+    """The loads' TMA copies (sm_90, sm_100 / sm_103), their tensor maps added to the kernel's hidden
     parameters; or None when a load cannot use TMA: the loop then keeps cp.async (the full barrier
-    counts the copying threads' arrivals, one mechanism per pipeline) and a remark on each load says why."""
+    counts the copying threads' arrivals) and a remark on each load says why. Only block scales in
+    unpadded stages (`dense`) may keep cp.async beside the others' TMA boxes (`copied`): the full
+    barrier then counts the TMA thread's arrival with the copying threads' (NVIDIA's A scales)."""
     if k.sm not in TMA_TARGETS:
         return None
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
-    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows) for load in loads}
+    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense)
+             for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
-    if why:
+    if why and (len(why) == len(loads) or not set(why) <= dense):
         for load in loads:
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
             k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
                      load, Reason=reason)
         return None
-    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, (t, _) in plans.items()}
+    for load, reason in why.items():
+        k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
+                 load, Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
+    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, (t, _) in plans.items() if t}
 
 
-def _roles(k: KernelLowering, stages: int, tma: bool) -> str:
-    """The warp roles of the specialized loop, as the remark and the schedule dump say them."""
+def copied(p: ActivePipeline) -> tuple:
+    """The loads of the pipeline copied by cp.async (every load without TMA; else those TMA could not)."""
+    return tuple(load for load in p.loads if not p.tma or load not in p.tma)
+
+
+def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> str:
+    """The warp roles of the specialized loop, as the remark and the schedule dump say them (`mixed`:
+    the producer's threads also copy by cp.async the loads TMA cannot, `copied`)."""
     first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
     mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
         regs = f"; setmaxnreg.dec {dec} / {mma_dec}, epilogue setmaxnreg.inc {inc}" if inc else ""
         idle = f"; warps {last + 2}-{last + mma_threads // 32} idle" if mma_threads > 32 else ""
+        beside = ", its lanes cp.async the rest, arriving on it when their copies land" if mixed else ""
         copies = (f"one thread issues TMA copies into {stages} stages, announcing their bytes on the stage's "
-                  f"full mbarrier" if tma else f"cp.async into {stages} stages, completion on the stage's full mbarrier")
+                  f"full mbarrier{beside}" if tma else f"cp.async into {stages} stages, completion on the stage's full mbarrier")
         producer = f"warp {first} produces" if first == last else f"warps {first}-{last} produce"
         return (f"warp-specialized (tcgen05): {producer} ({copies}), warp {last + 1} issues the MMAs (one thread: "
                 f"waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
@@ -277,10 +293,11 @@ def _stage_offset(k: KernelLowering, p: ActivePipeline, load: Operation, stage: 
 def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: str) -> None:
     """Copies of every load of the iteration whose induction variable is `iv` into `stage` (where
     `active` is false: zero-fills with cp.async groups; nothing at all with mbarriers)."""
-    if p.tma:   # one thread copies the stage
+    if p.tma:   # one thread copies the stage (and every thread the loads TMA cannot: `copied`)
         first = k.b.op(f"icmp eq i32 {k.tid}, 0", "pf")
         k.guarded(k.b.op(f"and i1 {active}, {first}", "pf"), lambda: tma_iteration(k, p, iv, stage))
-        return
+        if not copied(p):
+            return
     if p.full is not None:
         full = mbarrier.address(k, p.full, stage)
         k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or mbarrier.copies_arrive(k, full))
@@ -294,7 +311,7 @@ def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, ac
     iv_arg = p.loop.regions[0].block.arguments[0]
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
-    for load in p.loads:
+    for load in copied(p):
         view = k.get(load.operand("view"))
         issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active)
     if saved is not None:
@@ -321,8 +338,9 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
     wait_all(k)
     p.once = tuple(tma_copy.one_shots(k, pending_only=True))
     if p.full is not None and p.empty is not None:
-        # full: one .noinc copy arrival per copying thread; empty: one release per reading thread
-        copiers = 1 if p.tma else warp_specialize.PRODUCER_THREADS if p.specialized else k.threads
+        # full: the TMA thread's arrival and one .noinc copy arrival per copying thread; empty: one
+        # release per reading thread
+        copiers = (1 if p.tma else 0) + ((k.warp_split.producers if p.specialized else k.threads) if copied(p) else 0)
         releasers = 1 if p.mma_warp else k.threads      # the MMA thread's tcgen05.commit, or every reader
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
     if p.specialized:

@@ -27,6 +27,7 @@ serve another buffer (the loop's end, or the epilogue that reuses the buffers).
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from ..ir.core import Operation
@@ -90,9 +91,10 @@ def _read_as_tf32(value: object) -> bool:
 
 
 def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
-         rows: int = MAX_BOX) -> tuple[Optional[TmaCopy], str]:
+         rows: int = MAX_BOX, dense: bool = False) -> tuple[Optional[TmaCopy], str]:
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
-    TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not)."""
+    TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not). `dense`:
+    an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`)."""
     from ..host_platform import tma_callback_unsupported
     from ..tileaa.facts import view_sources
 
@@ -105,7 +107,7 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
         return None, "the view is strided or gathers rows"
     if view.padding not in (None, "zero"):
         return None, f"the view pads with {view.padding} (TMA fills zeros)"
-    if not matrix.swizzled:
+    if not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * matrix.elem_bytes):
         return None, "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
     rank = len(tile.shape)
     if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
@@ -124,6 +126,8 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
     for d, div in enumerate(tensor.stride_div):
         if d != inner and (div * eb) % 16:
             return None, f"stride {d} is known a multiple of {div * eb} bytes, not of 16"
+    if not matrix.swizzled:
+        return _dense(op, tile, view, sources, matrix)
     span = matrix.span
     if span not in _SWIZZLE or (matrix.cols * eb) % span or (matrix.batch * matrix.rows) % 8:
         return None, f"the swizzled stage ({matrix.rows} rows of {matrix.cols * eb} bytes) is not whole 8-row atoms"
@@ -144,6 +148,27 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
         box_bytes *= b
     return TmaCopy(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes, box_bytes, box, bands,
                    rows * span), ""
+
+
+def _dense(op: Operation, tile: TileType, view: PartitionViewVal, sources: object,
+           matrix: SharedMatrix) -> tuple[Optional[TmaCopy], str]:
+    """The copy of a tile into an unswizzled, unpadded stage (its rows back to back, as TMA writes
+    without swizzle): one box of the whole tile (the block-scaled mma's scale tiles, which its
+    restaging reads byte by byte). TMA's rule: a box's rows are whole 16-byte units."""
+    eb = matrix.elem_bytes
+    rank = len(tile.shape)
+    order = tuple(reversed(range(rank)))
+    box = tuple(tile.shape[i] for i in order)
+    if (box[0] * eb) % 16:
+        return None, f"the tile's rows are {box[0] * eb} bytes: a TMA box's rows are whole 16-byte units"
+    if max(box) > MAX_BOX:
+        return None, f"the box {'x'.join(map(str, box))} has a dimension over {MAX_BOX}"
+    dims = [view.dim_map[i] for i in order]
+    field = lambda s: Field(s.param, s.const)   # noqa: E731
+    spec = TmaParam(sources.base, _dtype(op, tile.element), tuple(field(sources.shape[d]) for d in dims),  # type: ignore
+                    tuple(field(sources.strides[d]) for d in dims), box, "none")  # type: ignore[attr-defined]
+    nbytes = eb * math.prod(box)
+    return TmaCopy(spec, order, box[0], 1, nbytes, nbytes, box), ""
 
 
 def hidden_param(k: KernelLowering, spec: TmaParam) -> int:

@@ -268,8 +268,12 @@ def publish(k: KernelLowering) -> None:
 def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> None:
     """One thread (`first`, the producer warpgroup's first) issues every TMA copy and prefetches
     the tensor maps; the rest of the warpgroup is done (after any setmaxnreg, which is .aligned)."""
+    from .pipelined_loop import copied
     from .tmem import ROLE_EXIT
 
+    if copied(p):   # the role's threads also copy the loads TMA cannot (block scales): all stay
+        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {first}", "ws"), lambda: tma_copy.prefetch(k, p.tma))
+        return
     elected, idle = k.b.label("tma_thread"), k.b.label("producer_idle")
     k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "ws"), elected, idle)
     k.b.start_block(idle)
@@ -281,7 +285,7 @@ def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> Non
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
-    from .pipelined_loop import copy_iteration, tma_iteration
+    from .pipelined_loop import copied, copy_iteration, tma_iteration
     from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_mma_warp
@@ -323,11 +327,14 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             _elect_tma_thread(k, p, consumers)
     with role_loop(k, p, "prod", "ws", lb, ub, step) as it:
         it.wait(k, p.empty, "stage empty", free=True)
-        if p.tma:
+        if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async
+            k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"),
+                      lambda: tma_iteration(k, p, it.iv, it.stage))
+        elif p.tma:
             tma_iteration(k, p, it.iv, it.stage)
-        else:
+        if copied(p):
             saved = k.tid, k.threads
-            k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), PRODUCER_THREADS
+            k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), split.producers
             try:
                 copy_iteration(k, p, it.iv, it.stage, None)
             finally:

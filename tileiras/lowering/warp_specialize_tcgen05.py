@@ -224,7 +224,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
 
     # the body's ops are lowered only in the other roles (which make no remarks): say what they run
     for load in p.loads:
-        if p.tma:
+        if p.tma and load in p.tma:
             from .tma_copy import describe as boxes
 
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
