@@ -8,6 +8,7 @@ running our code against numpy under the race checker (plain (M, K / 32) scales 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -63,8 +64,38 @@ def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, 
     assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
     assert ptx.count("tcgen05.cp.cta_group::1.32x128b.warpx4") == (tm + tn) // 128
     assert "mma.sync" not in ptx and "fence.proxy.async.shared::cta" in ptx
+    # A, B (boxes of 128 rows, 128 bytes wide) and B's (K / 32, N) scales (one unswizzled box) by TMA at each
+    # place the copies are issued (128 x 128: the producer warp's loop; else the prologue's 2 stages and the
+    # loop); A's (M, K / 32) scales, 4-byte rows (TMA's box rows are whole 16-byte units), by cp.async
+    boxes = tm // 128 + tn // 128 + 1
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile") == boxes * (1 if tm + tn == 256 else 3)
+    assert re.search(r"cp\.async\.ca\.shared\.global \[[^]]+\], \[[^]]+\], 4, ", ptx) and "cp.async.cg" not in ptx
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+def test_sm100_tensor_maps_are_nvidias_but_for_its_cta_pairs_boxes(tmp_path: Path) -> None:
+    """The hidden tensor maps of the 128 x 128 x 128 sample (launch metadata) against NVIDIA's (test_nv_host.py,
+    read off its callbacks): the same views, element types and strides; A's scales have none (cp.async); B's
+    scales one unswizzled box of the tile's columns by its K / 32 rows. NVIDIA's CTA pair halves each CTA's
+    boxes (64 rows of A, 64 columns of B, in 64B atoms, and of B's scales)."""
+    import dataclasses
+    import json
+
+    from test_nv_host import KERNELS
+    from tileiras.runtime.tma_params import TmaParam
+
+    src = tmp_path / "k.tileirbc"
+    src.write_bytes(_kernel(128, 128, 128))
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--emit-metadata",
+                           "--gpu-name", "sm_100", str(src), "-o", str(tmp_path / "k.ptx")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    [kernel] = json.loads((tmp_path / "k.ptx.json").read_text())["kernels"]
+    ours = [TmaParam.from_json(doc) for doc in kernel["tma"]]
+    theirs = KERNELS[("mxfp8_128x128x128", "sm_100")][1]
+    pair = [((128, 128), "128B"), ((128, 128), "128B"), ((128, 4), "none"), ((32, 128), "128B")]
+    assert ours == [dataclasses.replace(t, box=box, swizzle=swizzle) for t, (box, swizzle) in zip(theirs, pair)]
 
 
 def test_sm100_scales_fp8_mma_sync_partials_by_fma(tmp_path: Path) -> None:

@@ -137,7 +137,24 @@ KERNELS[("layernorm_f16_n4096", "sm_90")] = _kernel(
      (2, "f16", (256, 1), "none")], ("f32",))
 KERNELS[("rmsnorm_bf16_n16384", "sm_100")] = _kernel(
     [(2, "bf16", (256, 1), "none"), (1, "bf16", (256,), "none"), (2, "bf16", (256, 1), "none")], ("f32",))
-SAMPLE = [("bmm_bf16_128x128x32", "sm_90")]      # 3-D, 64B and 128B swizzles; the rest: -m sweep
+# block-scaled fp8 (test_blockscale_lowering.py's sample: A, A's scales, B, B's scales, C): A, B and B's
+# (K / 32, N) scales by TMA (NVIDIA's CTA pair halves the tile: 64 rows of A, 64 columns of B and of B's
+# scales, which are one unswizzled box, as ours), A's scales (4-byte rows) by cp.async: no map
+KERNELS[("mxfp8_128x128x128", "sm_100")] = (
+    (["u64"] + ["u32"] * 4) * 5,
+    [_view(0, 2, "u8", (128, 64), B), _view(10, 2, "u8", (64, 128), "64B"), _view(15, 2, "u8", (64, 4), "none"),
+     _view(20, 2, "f32", (32, 128), B)], [2] * 5)
+SYMBOLS = {"mxfp8_128x128x128": "block_scaled_matmul"}     # kernels not named as their bytecode
+SAMPLE = [("bmm_bf16_128x128x32", "sm_90"),      # 3-D, 64B and 128B swizzles
+          ("mxfp8_128x128x128", "sm_100")]       # u8 maps without swizzle; the rest: -m sweep
+
+
+def _bytecode(name: str) -> bytes:
+    if name.startswith("mxfp8_"):    # made by the sample's exporter (test_blockscale_lowering.py)
+        from test_blockscale_lowering import _kernel
+
+        return _kernel(*(int(x) for x in name.split("_")[1].split("x")))
+    return (BYTECODE / f"{name}.tileirbc").read_bytes()
 
 
 def _arguments(types: list[str], ranks: list[int], rng: random.Random) -> list:
@@ -162,7 +179,9 @@ def _nvidia_object(name: str, gpu: str) -> bytes:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        result = compilers.compile_nvidia(BYTECODE / f"{name}.tileirbc", gpu, Path(tmp) / f"{name}.{gpu}.cubin")
+        src = Path(tmp) / f"{name}.tileirbc"
+        src.write_bytes(_bytecode(name))
+        result = compilers.compile_nvidia(src, gpu, Path(tmp) / f"{name}.{gpu}.cubin")
         return _nv_host_section(result, name, gpu)
 
 
@@ -176,8 +195,9 @@ def _nv_host_section(result: compilers.Compiled, name: str, gpu: str) -> bytes:
 def _differential(name: str, gpu: str, tmp_path: Path, launches: int) -> None:
     types, specs, ranks = KERNELS[(name, gpu)]
     sm = int(gpu[3:])
-    theirs = _callbacks(_link(_nvidia_object(name, gpu), tmp_path / "nvidia"))[1][name]
-    ours = _callbacks(_link(nv_host.host_object([(name, types, specs)], sm), tmp_path / "ours"))[1][name]
+    symbol = SYMBOLS.get(name, name)
+    theirs = _callbacks(_link(_nvidia_object(name, gpu), tmp_path / "nvidia"))[1][symbol]
+    ours = _callbacks(_link(nv_host.host_object([(symbol, types, specs)], sm), tmp_path / "ours"))[1][symbol]
     rng = random.Random(f"{name}.{gpu}")
     large = 0
     for _ in range(launches):
