@@ -177,6 +177,22 @@ def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
 
+@pytest.mark.sweep
+@pytest.mark.parametrize("tm,tn", [(128, 256), (256, 128)])
+def test_unspecialized_tma_and_cp_async_stages_match_numpy_under_the_race_checker(tm: int, tn: int) -> None:
+    """512 threads (not warp-specialized): thread 0 issues the boxes of A, B and B's scales and announces
+    their bytes, every thread copies its part of A's scales by cp.async; one full mbarrier counts them all.
+    A K loop of 3 wraps the 3 stages."""
+    from tileiras.runtime import run_arrays
+
+    module = _module(_kernel(tm, tn, 128))
+    a, sa, b, sb = _inputs(tm, tn, 3 * 128, seed=3)
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((tm, tn), np.float32)],
+                     backend="emulator", gpu_name="sm_100", check_races=True)[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
 @pytest.mark.parametrize("gpu", ["sm_120", "sm_100"])
 def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy(gpu: str) -> None:
     """The 4-D swizzled scale tiles go through reshape/permute in registers; the mma stages them
