@@ -191,7 +191,8 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
 # (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step (in a
 # warp-specialized loop the epilogue warps do, into a buffer and scale columns per stage,
-# warp_specialize_tcgen05.py).
+# warp_specialize_tcgen05.py). The pipeline stages the scale tiles unpadded (`tcgen05_scale_loads`):
+# B's (K / 32, N) by TMA, A's (M, K / 32), whose 4-byte rows no TMA box takes, by cp.async.
 
 _SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
 _SF_COLS = 4                   # tensor-memory columns it writes

@@ -25,7 +25,10 @@ views made of kernel parameters, aligned, into swizzled stages: the layout wgmma
 read), one thread fills a stage instead: it announces the stage's bytes with
 `mbarrier.arrive.expect_tx` (the full barrier's only arrival) and issues the boxes, whose
 completion the hardware counts on the same barrier; the consumers' side does not change (but
-for the proxy fence the cp.async form needs: TMA writes through the async proxy already). Where the
+for the proxy fence the cp.async form needs: TMA writes through the async proxy already). A
+block-scaled mma's scale tile TMA cannot copy (4-byte rows) is the one exception to one mechanism
+per pipeline: it keeps cp.async beside the other loads' boxes (`copied`), and the full barrier
+counts the TMA thread's arrival and the copying threads' `.noinc` ones. Where the
 loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
 of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
 iteration i's `wgmma.wait_group 1`, the first point where that stage is no

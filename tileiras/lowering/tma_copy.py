@@ -8,8 +8,9 @@ outer stride a multiple of 16 bytes by the divisibility facts, the dimension the
 columns run along has unit stride, and the stage is the swizzled `SharedMatrix` wgmma and
 tcgen05.mma read (K-major A, N- or K-major B):
 that layout is what TMA writes with the matching swizzle, one box per column atom (`span`
-bytes of every row, rows <= 256). Otherwise the pipeline keeps its cp.async copies and a
-remark says why.
+bytes of every row, rows <= 256); or, for a block-scaled mma's scale tiles (`dense`), an
+unswizzled stage without padding, one box of the whole tile whose rows are whole 16-byte units.
+Otherwise the pipeline keeps its cp.async copies and a remark says why.
 
 Each (tensor view, box) becomes one hidden kernel parameter after the user's
 (`ptr byval([128 x i8]) align 64` with `nvvm.grid_constant`, so its address is the parameter's

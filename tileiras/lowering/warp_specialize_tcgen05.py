@@ -4,7 +4,8 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
 - the producer warpgroup (warp_specialize.py, shared with sm_90) waits for a stage's `empty`
   mbarrier and fills it: where every load can go by TMA (tma_copy.py, as on sm_90) one thread
   announces the stage's bytes on its `full` mbarrier and issues the boxes (the producer role
-  is then one warp, whose other lanes exit), else all 128 issue the iteration's cp.async copies and arrive on `full` when
+  is then one warp, whose other lanes exit; block-scaled: its lanes stay to copy A's scales by
+  cp.async, pipelined_loop.copied), else all 128 issue the iteration's cp.async copies and arrive on `full` when
   they land (`cp.async.mbarrier.arrive.noinc`);
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
