@@ -64,11 +64,12 @@ def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, 
     assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
     assert ptx.count("tcgen05.cp.cta_group::1.32x128b.warpx4") == (tm + tn) // 128
     assert "mma.sync" not in ptx and "fence.proxy.async.shared::cta" in ptx
-    # A, B (boxes of 128 rows, 128 bytes wide) and B's (K / 32, N) scales (one unswizzled box) by TMA at each
-    # place the copies are issued (128 x 128: the producer warp's loop; else the prologue's 2 stages and the
-    # loop); A's (M, K / 32) scales, 4-byte rows (TMA's box rows are whole 16-byte units), by cp.async
-    boxes = tm // 128 + tn // 128 + 1
-    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile") == boxes * (1 if tm + tn == 256 else 3)
+    # warp-specialized (NVIDIA's: 256 threads): 128 epilogue threads a 128 x 128 accumulator, as any tcgen05 matmul
+    assert f".reqntid {tm * tn // 128 + 64}, 1, 1" in ptx
+    # the producer warp's loop: A, B (boxes of 128 rows, 128 bytes wide) and B's (K / 32, N) scales (one
+    # unswizzled box) by TMA; A's (M, K / 32) scales, 4-byte rows (TMA's box rows are whole 16-byte units), by
+    # cp.async
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile") == tm // 128 + tn // 128 + 1
     assert re.search(r"cp\.async\.ca\.shared\.global \[[^]]+\], \[[^]]+\], 4, ", ptx) and "cp.async.cg" not in ptx
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
@@ -179,10 +180,10 @@ def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile
 
 @pytest.mark.sweep
 @pytest.mark.parametrize("tm,tn", [(128, 256), (256, 128)])
-def test_unspecialized_tma_and_cp_async_stages_match_numpy_under_the_race_checker(tm: int, tn: int) -> None:
-    """512 threads (not warp-specialized): thread 0 issues the boxes of A, B and B's scales and announces
-    their bytes, every thread copies its part of A's scales by cp.async; one full mbarrier counts them all.
-    A K loop of 3 wraps the 3 stages."""
+def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None:
+    """Two epilogue warpgroups (320 threads): the producer warp's first thread issues the boxes of A, B and
+    B's scales and announces their bytes, its lanes copy A's scales by cp.async; one full mbarrier counts
+    them all. A K loop of 3 wraps the 3 stages."""
     from tileiras.runtime import run_arrays
 
     module = _module(_kernel(tm, tn, 128))

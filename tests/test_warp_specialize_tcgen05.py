@@ -84,7 +84,7 @@ def test_rounding_without_the_proxy_fence_is_reported(monkeypatch) -> None:
 
 @pytest.mark.sweep
 def test_block_scaled_matmul_wrapping_its_stages_matches_numpy() -> None:
-    """Block-scaled 128x128x128 (two epilogue warpgroups): a K loop of 6 wraps the 4 stages, so
+    """Block-scaled 128x128x128 (one epilogue warpgroup): a K loop of 6 wraps the 4 stages, so
     every stage's restaged scales and tensor-memory scale columns are reused."""
     from test_blockscale_lowering import _inputs, _kernel, _reference
     from test_tile_layer import _module
@@ -124,7 +124,8 @@ def _sass(name: str, tmp_path: Path) -> tuple[str, str, list]:
 @pytest.mark.parametrize("name,threads,budget", [
     pytest.param("mm_f16_128x256x64", 320, 200, marks=pytest.mark.sweep),
     pytest.param("mm_tf32_128x128x64", 192, 255, marks=pytest.mark.sweep),
-    pytest.param("mxfp8_128x128x128", 320, 200, marks=pytest.mark.sweep)])
+    pytest.param("mxfp8_128x128x128", 192, 255, marks=pytest.mark.sweep),
+    pytest.param("mxfp8_128x256x128", 320, 200, marks=pytest.mark.sweep)])
 def test_specialized_roles_fit_the_launch_budget(name: str, threads: int, budget: int, tmp_path: Path) -> None:
     """Producer (one thread's TMA boxes; block-scaled: beside them, A's scales by cp.async, whose 4-byte
     rows no TMA box takes, arrivals on `full`), MMA thread (UTCHMMA and commits, nothing copied) and,

@@ -61,11 +61,19 @@ def form(sm: int) -> str:
     return FORMS.get(sm, "fma")
 
 
-def accumulator_weight(gpu: str) -> int:
+def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
     """How many accumulators' worth of registers a thread needs for the warps rule (warps.py): the
     FMA form keeps each instruction's partial sums and the scales beside the accumulator, and with
-    as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill)."""
-    return 2 if form(int(gpu[3:].rstrip("af"))) == "fma" else 1
+    as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill). One where
+    the mma runs on tcgen05 with the `threads` the plain count gives: its accumulator stays in tensor
+    memory and the epilogue reads it as any tcgen05 matmul's (NVIDIA's: 256 threads; the warp-
+    specialized form then fits, the producer's one warp beside one or two epilogue warpgroups)."""
+    from .ops_tcgen05 import choose as on_tcgen05
+
+    sm = int(gpu[3:].rstrip("af"))
+    if form(sm) == "native" or on_tcgen05(op, sm, threads) is not None:
+        return 1
+    return 2
 
 
 def describe(op: Operation, sm: int) -> str:

@@ -84,11 +84,14 @@ def choose_threads(entry: Operation, gpu: str) -> int:
         if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
             continue
         regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
+        budget = ACC_REGS_PER_THREAD - NEST_REGS * max(0, _loop_depth(op) - 2)
         if op.name == "cuda_tile.mmaf_scaled":
             from .ops_blockscale import accumulator_weight
 
-            regs *= accumulator_weight(gpu)
-        budget = ACC_REGS_PER_THREAD - NEST_REGS * max(0, _loop_depth(op) - 2)
+            plain = warps      # the warps the accumulator alone asks for
+            while plain < MAX_WARPS and regs > plain * 32 * budget:
+                plain *= 2
+            regs *= accumulator_weight(op, gpu, 32 * plain)
         while warps < MAX_WARPS and regs > warps * 32 * budget:
             warps *= 2
     return 32 * warps
