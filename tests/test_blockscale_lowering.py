@@ -156,8 +156,8 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
                                 .reshape(mn // 128, ks // 4, 32, 16))
 
 
-# K tiles of 64 give 2-byte scale rows (loaded into registers, staged by the mma); of 128, 4-byte rows
-# that cp.async copies into the loop's pipeline stages
+# K tiles of 64 give 2-byte scale rows (loaded into registers, staged by the mma); of 128, A's 4-byte scale
+# rows that cp.async copies into the loop's pipeline stages beside the TMA boxes of A, B and B's scales
 @pytest.mark.parametrize("gpu,tile,tk,instruction", [
     ("sm_120", 64, 64, "kind::mxf8f6f4.block_scale"), ("sm_120", 128, 128, "kind::mxf8f6f4.block_scale"),
     ("sm_100", 64, 64, "fma.rn.f32"), ("sm_100", 128, 64, "tcgen05.cp"), ("sm_100", 128, 128, "tcgen05.cp")],
