@@ -57,9 +57,13 @@ def test_sm120_issues_the_block_scaled_mma_sync(tmp_path: Path) -> None:
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
 
 
-@pytest.mark.parametrize("tm,tn", [(128, 128), (128, 256), (256, 128)])
+@pytest.mark.parametrize("tm,tn", [(128, 128), (128, 256), (256, 128), (256, 256)])
 def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, tn: int, tmp_path: Path) -> None:
+    """256 x 256 (whose accumulator would take all of tensor memory) is split over a CTA pair: 128 x 256 each."""
     ptx = _ptx(_kernel(tm, tn, 128), "sm_100", tmp_path)
+    if tm == tn == 256:
+        assert ".reqnctapercluster 2, 1, 1" in ptx
+        tm = 128
     mma = "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X"
     assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
     assert ptx.count("tcgen05.cp.cta_group::1.32x128b.warpx4") == (tm + tn) // 128
@@ -100,9 +104,7 @@ def test_sm100_tensor_maps_are_nvidias_but_for_its_cta_pairs_boxes(tmp_path: Pat
 
 
 def test_sm100_scales_fp8_mma_sync_partials_by_fma(tmp_path: Path) -> None:
-    """256 x 256 fills tensor memory with its accumulator; 64 x 64 has no 128-row scale chunks."""
-    ptx = _ptx(_kernel(256, 256, 128), "sm_100", tmp_path)
-    assert "tcgen05" not in ptx and "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    """64 x 64 has no 128-row scale chunks."""
     ptx = _ptx(_kernel(64, 64, 64), "sm_100", tmp_path)
     # 4 warps of 32 x 32: (32 / 16) x (32 / 8) x (64 / 32) instructions a warp, each scaled by 4 FMAs
     assert ptx.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == 16
@@ -179,11 +181,11 @@ def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile
 
 
 @pytest.mark.sweep
-@pytest.mark.parametrize("tm,tn", [(128, 256), (256, 128)])
+@pytest.mark.parametrize("tm,tn", [(128, 256), (256, 128), (256, 256)])
 def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None:
-    """Two epilogue warpgroups (320 threads): the producer warp's first thread issues the boxes of A, B and
-    B's scales and announces their bytes, its lanes copy A's scales by cp.async; one full mbarrier counts
-    them all. A K loop of 3 wraps the 3 stages."""
+    """Two epilogue warpgroups (320 threads; 256 x 256: each CTA of a pair, 128 x 256): the producer warp's
+    first thread issues the boxes of A, B and B's scales and announces their bytes, its lanes copy A's
+    scales by cp.async; one full mbarrier counts them all. A K loop of 3 wraps the 3 stages."""
     from tileiras.runtime import run_arrays
 
     module = _module(_kernel(tm, tn, 128))

@@ -65,15 +65,32 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
     """How many accumulators' worth of registers a thread needs for the warps rule (warps.py): the
     FMA form keeps each instruction's partial sums and the scales beside the accumulator, and with
     as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill). One where
-    the mma runs on tcgen05 with the `threads` the plain count gives: its accumulator stays in tensor
-    memory and the epilogue reads it as any tcgen05 matmul's (NVIDIA's: 256 threads; the warp-
-    specialized form then fits, the producer's one warp beside one or two epilogue warpgroups)."""
+    the mma runs on tcgen05 with the `threads` the plain count gives and its scales are tiles a
+    pipeline can stage (`_stageable`): its accumulator stays in tensor memory and the epilogue reads it
+    as any tcgen05 matmul's (NVIDIA's: 256 threads; the warp-specialized form then fits, the producer's
+    one warp beside one or two epilogue warpgroups). Other scales (rearranged in registers: the
+    sample's 32x4x4 packing; rows at 8-byte strides) keep two: every thread then restages its share of
+    them each K step, and the wider CTA spreads that code (twice the LLVM time at 256 x 256 with half)."""
     from .ops_tcgen05 import choose as on_tcgen05
 
     sm = int(gpu[3:].rstrip("af"))
-    if form(sm) == "native" or on_tcgen05(op, sm, threads) is not None:
+    if form(sm) == "native":
         return 1
-    return 2
+    return 1 if _stageable(op) and on_tcgen05(op, sm, threads) is not None else 2
+
+
+def _stageable(op: Operation) -> bool:
+    """Both scale tiles are loads (through unit reshapes) from views whose outer strides are known
+    16-byte multiples: what a pipeline copies whole, by TMA or in cp.async chunks."""
+    from ..tileaa.facts import ViewFacts
+    from .warp_specialize_tcgen05 import _source
+
+    for name in ("lhs_scale", "rhs_scale"):
+        load = _source(op.operand(name))
+        facts = getattr(load.operand("view").owner.operands[0], "facts", None) if load is not None else None
+        if not isinstance(facts, ViewFacts) or any(d % 16 for d in facts.stride_div[:-1]):
+            return False
+    return True
 
 
 def describe(op: Operation, sm: int) -> str:
