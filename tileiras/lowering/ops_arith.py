@@ -50,10 +50,13 @@ def _float_binary(k: KernelLowering, op: Operation) -> None:
     ty = llvm_type(_elem(op))
     mode = str(op.attributes.get("rounding_mode", "nearest_even"))
     ftz = bool(op.attributes.get("flush_to_zero", False))
+    if op.name == "cuda_tile.divf" and mode == "approx" and ty == "float":
+        # div.approx[.ftz].f32, as asked: div.rn would cost a Newton refinement and a slow-path
+        # subroutine per division in ptxas (and in the kernel)
+        name = f"llvm.nvvm.div.approx{'.ftz' if ftz else ''}.f"
+        _map(k, op, lambda a: k.b.call("float", name, [("float", a[0]), ("float", a[1])]))
+        return
     if mode in ("nearest_even", "approx", "full") and not ftz or ty not in ("float", "double"):
-        if op.name == "cuda_tile.divf" and mode == "approx" and ty == "float":
-            _map(k, op, lambda a: k.b.call("float", "llvm.nvvm.div.approx.f", [("float", a[0]), ("float", a[1])]))
-            return
         _map(k, op, lambda a: k.b.op(f"{instr} {ty} {a[0]}, {a[1]}", "f"))
         return
     suffix = _ROUNDING_SUFFIX.get(mode, "rn")
