@@ -130,3 +130,18 @@ def test_approximate_division_flushing_subnormals_stays_approximate() -> None:
     a = np.array([1.0, -3.0, 7.5, 1e-40, 2.0, 1e30, -0.0, 5.0], np.float32)
     b = np.array([3.0, 7.0, -0.5, 2.0, 1e-40, 3e-7, 4.0, 1e-3], np.float32)
     _assert_agrees(rp.Program(k.text(), (1,), (a, b, np.ones(8, np.float32)), (2,)))
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_f32_exp2_needs_no_libdevice(ftz: bool) -> None:
+    """f32 exp2 is the ex2.approx instruction libdevice's __nv_exp2f wraps (.ftz when asked):
+    attention kernels, whose only math function it is, no longer link libdevice."""
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    k = rp.KernelText((64,))
+    x = k.load("f32", 1)
+    k.store(k.op(f"exp2 {x}{' flush_to_zero' if ftz else ''} : {k.t('f32')}"), "f32", 1)
+    llvm_ir = lower_module(load_module(k.text().encode(), "exp2.mlir"), "sm_90")[0]
+    assert "@__nv_" not in llvm_ir
+    assert f"@llvm.nvvm.ex2.approx{'.ftz' if ftz else ''}.f(" in llvm_ir

@@ -42,6 +42,10 @@ def _math(k: KernelLowering, op: Operation) -> None:
     compute = "double" if ty == "double" else "float"
     if mode == "approx" and compute == "float" and op.name in APPROX:
         name = APPROX[op.name]
+    elif op.name == "cuda_tile.exp2" and compute == "float":
+        # libdevice's __nv_exp2f is this one instruction (.ftz under __CUDA_FTZ): calling it
+        # directly honours flush_to_zero, and spares attention kernels the libdevice link
+        name = "llvm.nvvm.ex2.approx.ftz.f" if ftz else "llvm.nvvm.ex2.approx.f"
     elif op.name == "cuda_tile.sqrt":
         # PTX sqrt with its rounding modifier: libdevice's __nv_sqrtf is approximate unless
         # __CUDA_PREC_SQRT is reflected on
