@@ -132,16 +132,17 @@ def test_approximate_division_flushing_subnormals_stays_approximate() -> None:
     _assert_agrees(rp.Program(k.text(), (1,), (a, b, np.ones(8, np.float32)), (2,)))
 
 
+@pytest.mark.parametrize("fn,instr", [("exp2", "ex2"), ("rsqrt", "rsqrt")])
 @pytest.mark.parametrize("ftz", [False, True])
-def test_f32_exp2_needs_no_libdevice(ftz: bool) -> None:
-    """f32 exp2 is the ex2.approx instruction libdevice's __nv_exp2f wraps (.ftz when asked):
-    attention kernels, whose only math function it is, no longer link libdevice."""
+def test_one_instruction_math_needs_no_libdevice(fn: str, instr: str, ftz: bool) -> None:
+    """f32 exp2 and rsqrt are the approximate instructions libdevice wraps (.ftz when asked):
+    attention and rmsnorm kernels, whose only math functions they are, no longer link libdevice."""
     from tileiras.frontend import load_module
     from tileiras.lowering.pipeline import lower_module
 
     k = rp.KernelText((64,))
     x = k.load("f32", 1)
-    k.store(k.op(f"exp2 {x}{' flush_to_zero' if ftz else ''} : {k.t('f32')}"), "f32", 1)
-    llvm_ir = lower_module(load_module(k.text().encode(), "exp2.mlir"), "sm_90")[0]
+    k.store(k.op(f"{fn} {x}{' flush_to_zero' if ftz else ''} : {k.t('f32')}"), "f32", 1)
+    llvm_ir = lower_module(load_module(k.text().encode(), "math.mlir"), "sm_90")[0]
     assert "@__nv_" not in llvm_ir
-    assert f"@llvm.nvvm.ex2.approx{'.ftz' if ftz else ''}.f(" in llvm_ir
+    assert f"@llvm.nvvm.{instr}.approx{'.ftz' if ftz else ''}.f(" in llvm_ir

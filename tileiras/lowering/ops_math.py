@@ -23,11 +23,16 @@ MATH_FUNCTIONS: dict[str, tuple[str, int]] = {
     "cuda_tile.pow": ("pow", 2), "cuda_tile.fpowf": ("pow", 2), "cuda_tile.atan2": ("atan2", 2), "cuda_tile.remf": ("fmod", 2),
 }
 
-# approximate forms the IR may ask for with rounding_mode = approx (f32 only)
+# approximate forms the IR may ask for with rounding_mode = approx (f32 only; exp2 and rsqrt
+# are approximate anyway, below)
 APPROX: dict[str, str] = {
-    "cuda_tile.exp2": "llvm.nvvm.ex2.approx.f", "cuda_tile.rsqrt": "llvm.nvvm.rsqrt.approx.f",
     "cuda_tile.sqrt": "llvm.nvvm.sqrt.approx.f", "cuda_tile.tanh": "llvm.nvvm.tanh.approx.f32",
 }
+
+# libdevice's f32 functions that are one approximate instruction (its .ftz form under
+# __CUDA_FTZ): called directly, they honour flush_to_zero, and a kernel whose only math
+# functions they are (attention's exp2, rmsnorm's rsqrt) skips the libdevice parse and link
+ONE_INSTRUCTION: dict[str, str] = {"cuda_tile.exp2": "ex2.approx", "cuda_tile.rsqrt": "rsqrt.approx"}
 
 
 def _math(k: KernelLowering, op: Operation) -> None:
@@ -40,12 +45,10 @@ def _math(k: KernelLowering, op: Operation) -> None:
     mode = str(op.attributes.get("rounding_mode", ""))
     ftz = bool(op.attributes.get("flush_to_zero", False))
     compute = "double" if ty == "double" else "float"
-    if mode == "approx" and compute == "float" and op.name in APPROX:
+    if compute == "float" and op.name in ONE_INSTRUCTION:
+        name = f"llvm.nvvm.{ONE_INSTRUCTION[op.name]}{'.ftz' if ftz else ''}.f"
+    elif mode == "approx" and compute == "float" and op.name in APPROX:
         name = APPROX[op.name]
-    elif op.name == "cuda_tile.exp2" and compute == "float":
-        # libdevice's __nv_exp2f is this one instruction (.ftz under __CUDA_FTZ): calling it
-        # directly honours flush_to_zero, and spares attention kernels the libdevice link
-        name = "llvm.nvvm.ex2.approx.ftz.f" if ftz else "llvm.nvvm.ex2.approx.f"
     elif op.name == "cuda_tile.sqrt":
         # PTX sqrt with its rounding modifier: libdevice's __nv_sqrtf is approximate unless
         # __CUDA_PREC_SQRT is reflected on
