@@ -34,6 +34,10 @@ APPROX: dict[str, str] = {
 # functions they are (attention's exp2, rmsnorm's rsqrt) skips the libdevice parse and link
 ONE_INSTRUCTION: dict[str, str] = {"cuda_tile.exp2": "ex2.approx", "cuda_tile.rsqrt": "rsqrt.approx"}
 
+# the approximate exp is 2^(x log2 e): ex2.approx of x times log2(e) rounded to f32 (NVIDIA's
+# form); libdevice's __nv_expf would cost a dozen instructions and the library's link
+LOG2_E_F32 = "0x3FF7154760000000"
+
 
 def _math(k: KernelLowering, op: Operation) -> None:
     elem = element_of(op.results[0].type)
@@ -45,7 +49,10 @@ def _math(k: KernelLowering, op: Operation) -> None:
     mode = str(op.attributes.get("rounding_mode", ""))
     ftz = bool(op.attributes.get("flush_to_zero", False))
     compute = "double" if ty == "double" else "float"
-    if compute == "float" and op.name in ONE_INSTRUCTION:
+    scale = mode == "approx" and compute == "float" and op.name == "cuda_tile.exp"
+    if scale:
+        name = f"llvm.nvvm.ex2.approx{'.ftz' if ftz else ''}.f"
+    elif compute == "float" and op.name in ONE_INSTRUCTION:
         name = f"llvm.nvvm.{ONE_INSTRUCTION[op.name]}{'.ftz' if ftz else ''}.f"
     elif mode == "approx" and compute == "float" and op.name in APPROX:
         name = APPROX[op.name]
@@ -62,6 +69,8 @@ def _math(k: KernelLowering, op: Operation) -> None:
 
     def apply(a: list[str]) -> str:
         args = [k.b.op(f"fpext {ty} {x} to float", "m") if ty in ("half", "bfloat") else x for x in a[:arity]]
+        if scale:
+            args = [k.b.op(f"fmul float {args[0]}, {LOG2_E_F32}", "m")]
         r = k.b.call(compute, name, [(compute, x) for x in args])
         return k.b.op(f"fptrunc float {r} to {ty}", "m") if ty in ("half", "bfloat") else r
     _map(k, op, apply)
