@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 from tileiras.driver.errors import CompileError
 from tileiras.runtime import tensormap
@@ -326,10 +326,11 @@ def ptx_params(ptx: str) -> dict[str, list[str]]:
     return kernels
 
 
-def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int) -> bytes | None:
+def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int, worker: Any = None) -> bytes | None:
     """The `.nv.host` object for a module's PTX, or None when no kernel has hidden parameters.
     `hidden`: kernel name -> its tensor maps, which are the kernel's last parameters in the PTX
-    (each `.align 64 .b8 [128]`, in this order); the parameters before them are the user's."""
+    (each `.align 64 .b8 [128]`, in this order); the parameters before them are the user's.
+    `worker`: an open codegen.worker.LLVMWorker to compile the object in, if any."""
     if not any(hidden.values()):
         return None
     kernels = []
@@ -344,23 +345,29 @@ def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int) -> bytes |
             raise CompileError(f"error: kernel '{name}': its last {len(maps)} parameters are not the "
                                f".align {HIDDEN_ALIGN} .b8 [{HIDDEN_BYTES}] tensor maps its metadata names")
         kernels.append(HostKernel(name, tuple(user), maps))
-    return host_object(kernels, sm)
+    return host_object(kernels, sm, worker)
 
 
-def host_object(kernels: Sequence[KernelSpec], sm: int) -> bytes:
-    """The x86-64 ELF relocatable object ptxas embeds as `.nv.host` (`ptxas --nv-host=FILE`)."""
+def host_object(kernels: Sequence[KernelSpec], sm: int, worker: Any = None) -> bytes:
+    """The x86-64 ELF relocatable object ptxas embeds as `.nv.host` (`ptxas --nv-host=FILE`),
+    compiled in `worker` (an open LLVMWorker) when given, else in a forked child."""
     ir = host_ir(kernels, sm)
+    if worker is not None:
+        return worker.host_object(ir)
     from . import llvm_capi
     from .isolate import run_isolated
 
     llvm_capi.load()  # in the parent, so a forked child starts with LLVM loaded
+    return run_isolated(".nv.host code generation", lambda: compile_host_ir(ir))
 
-    def compile_object() -> bytes:
-        try:
-            return llvm_capi.compile_ir(ir, TRIPLE, "x86-64", "", 2, object_file=True, reloc="pic",
-                                        code_model="large")
-        except CompileError as exc:  # a bug in this module, not in the user's input
-            raise CompileError("error: internal error building the .nv.host object: "
-                               + exc.message.removeprefix("error: ")) from None
 
-    return run_isolated(".nv.host code generation", compile_object)
+def compile_host_ir(ir: str) -> bytes:
+    """host_ir's text -> the object: x86-64, PIC, large code model, as NVIDIA's is."""
+    from . import llvm_capi
+
+    try:
+        return llvm_capi.compile_ir(ir, TRIPLE, "x86-64", "", 2, object_file=True, reloc="pic",
+                                    code_model="large")
+    except CompileError as exc:  # a bug in this module, not in the user's input
+        raise CompileError("error: internal error building the .nv.host object: "
+                           + exc.message.removeprefix("error: ")) from None

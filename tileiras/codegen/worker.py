@@ -23,8 +23,10 @@ from .isolate import _describe, can_fork
 
 # Frames on the pipes: a length, then the bytes. A request is "target\nlevel\n" + LLVM IR; a
 # reply is b"o" + PTX, or b"e" + exit code (4 bytes) + message. (pickle would cost an import.)
+# The target HOST_OBJECT asks for the x86-64 `.nv.host` object of host IR (nv_host.py) instead.
 _LENGTH = struct.Struct("<Q")
 _CODE = struct.Struct("<i")
+HOST_OBJECT = "nv-host"
 
 
 def _write_frame(fd: int, data: bytes) -> None:
@@ -127,7 +129,12 @@ class LLVMWorker:
             while (request := _read_frame(req)) is not None:
                 target_name, level, llvm_ir = request.decode("utf-8").split("\n", 2)
                 try:
-                    reply = b"o" + _emit(llvm_ir, targets.TARGETS[target_name], int(level)).encode("utf-8")
+                    if target_name == HOST_OBJECT:
+                        from .nv_host import compile_host_ir
+
+                        reply = b"o" + compile_host_ir(llvm_ir)
+                    else:
+                        reply = b"o" + _emit(llvm_ir, targets.TARGETS[target_name], int(level)).encode("utf-8")
                 except TileirasError as exc:
                     reply = b"e" + _CODE.pack(int(exc.code)) + exc.message.encode("utf-8")
                 except Exception as exc:  # noqa: BLE001 - everything must cross the pipe
@@ -153,10 +160,29 @@ class LLVMWorker:
         self._pending = True
 
     def result(self) -> str:
+        return self._reply().decode("utf-8")
+
+    def host_object(self, host_ir: str) -> bytes:
+        """The `.nv.host` object of `host_ir` (nv_host.compile_host_ir), made where LLVM is
+        already loaded: the parent then neither loads LLVM nor forks a child for it."""
+        assert not self._pending, "one request at a time"
+        if self.pid is None:
+            from .isolate import run_isolated
+            from .nv_host import compile_host_ir
+
+            return run_isolated(".nv.host code generation", lambda: compile_host_ir(host_ir))
+        try:
+            _write_frame(self._req, f"{HOST_OBJECT}\n0\n{host_ir}".encode("utf-8"))
+        except OSError:
+            pass  # the child died: `_reply` says why
+        self._pending = True
+        return self._reply()
+
+    def _reply(self) -> bytes:
         assert self._pending, "nothing submitted"
         self._pending = False
         if self.pid is None:
-            return self._local
+            return self._local.encode("utf-8")
         try:
             reply = _read_frame(self._res)
         except OSError:
@@ -164,7 +190,7 @@ class LLVMWorker:
         if not reply:
             raise CompileError(f"error: LLVM NVPTX code generation failed: {self._death_note()}")
         if reply[:1] == b"o":
-            return reply[1:].decode("utf-8")
+            return reply[1:]
         code = _CODE.unpack_from(reply, 1)[0]
         message = reply[1 + _CODE.size:].decode("utf-8")
         raise CompileError(message) if code == ExitCode.COMPILE_FAILED else TileirasError(message, code)

@@ -121,6 +121,20 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
         # keys are made while the compile waits, entries written after the output (run() flushes)
         cache = arts.cache = open_cache(opts.cache_dir, defer_writes=True)
 
+    worker = None  # the LLVM worker, kept to build the TMA kernels' .nv.host objects
+    try:
+        worker = _compile_or_read(data, path, kind, gpus, want, opts, cache, arts, timer)
+        if want in ("cubin", "fatbin", "obj"):
+            _assemble_all(gpus, opts, cache, arts, timer, worker)
+    finally:
+        if worker is not None:
+            worker.close()
+    return arts
+
+
+def _compile_or_read(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options, cache: object,
+                     arts: Artifacts, timer: StageTimer) -> object:
+    """PTX per target, from a PTX input or the module; the LLVM worker if one was started."""
     if kind == "ptx":
         if want in ("llvm",):
             raise TileirasError("error: a PTX input can only be assembled (--emit=cubin, fatbin or obj)",
@@ -130,15 +144,12 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
             arts.ptx[gpu] = text
         meta_path = path + ".json"
         arts.metadata = _read_sidecar_metadata(meta_path, gpus, arts)
-    else:
-        _compile_module(data, path, kind, gpus, want, opts, cache, arts, timer)
-
-    if want in ("cubin", "fatbin", "obj"):
-        _assemble_all(gpus, opts, cache, arts, timer)
-    return arts
+        return None
+    return _compile_module(data, path, kind, gpus, want, opts, cache, arts, timer)
 
 
-def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts, timer: StageTimer) -> None:
+def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts, timer: StageTimer,
+                  worker: object = None) -> None:
     """A cubin per target: cached, or from ptxas, several targets' ptxas running at once."""
     from collections import deque
 
@@ -174,7 +185,7 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                         _finish(*running.popleft(), cubins, opts, cache, keys, arts)
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
                                                       debug=opts.device_debug, extra=verbose,
-                                                      nv_host=_nv_host(arts.ptx[gpu], gpu, maps[gpu]))))
+                                                      nv_host=_nv_host(arts.ptx[gpu], gpu, maps[gpu], worker))))
                 if cache is not None:
                     cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:
@@ -201,14 +212,15 @@ def _tensor_maps(arts: Artifacts, gpu: str) -> Optional[dict[str, list]]:
     return maps or None
 
 
-def _nv_host(ptx: str, gpu: str, maps: Optional[dict[str, list]]) -> Optional[bytes]:
-    """The `.nv.host` object ptxas embeds, through which the driver fills the tensor maps at launch."""
+def _nv_host(ptx: str, gpu: str, maps: Optional[dict[str, list]], worker: object) -> Optional[bytes]:
+    """The `.nv.host` object ptxas embeds, through which the driver fills the tensor maps at launch
+    (compiled by the LLVM worker when there is one: LLVM is loaded there already)."""
     if maps is None:
         return None
     from ..codegen.metadata import sm_number
     from ..codegen.nv_host import for_ptx
 
-    return for_ptx(ptx, maps, sm_number(gpu))
+    return for_ptx(ptx, maps, sm_number(gpu), worker)
 
 
 def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cache: object, keys: dict[str, str],
@@ -237,8 +249,9 @@ def _source_digest(data: bytes, kind: str, opts: Options) -> str:
 
 
 def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options,
-                    cache: object, arts: Artifacts, timer: StageTimer) -> None:
-    """Source -> PTX per target; cached PTX is used without reading the module at all."""
+                    cache: object, arts: Artifacts, timer: StageTimer) -> object:
+    """Source -> PTX per target; cached PTX is used without reading the module at all. Returns the
+    LLVM worker it started (the caller closes it), or None."""
     keys: dict[str, object] = {}  # gpu -> cache.keys.Key
     if cache is not None and want != "llvm":
         from ..cache.keys import Key, module_key
@@ -259,7 +272,7 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
                         arts.remarks[gpu] = found
     missing = [g for g in gpus if g not in arts.ptx]
     if not missing:
-        return
+        return None
     worker = None
     if want != "llvm":
         from ..codegen.worker import LLVMWorker
@@ -267,9 +280,11 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
         worker = LLVMWorker()  # LLVM loads on the other core while we read and lower
     try:
         _lower_and_emit(data, path, missing, want, opts, cache, keys, arts, timer, worker)
-    finally:
+    except BaseException:
         if worker is not None:
             worker.close()
+        raise
+    return worker
 
 
 def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts: Options, cache: object,
