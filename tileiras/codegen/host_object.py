@@ -18,16 +18,17 @@ What the object contains (all internal except the launchers):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.ir.record import record
+from tileiras.lowering.llvm_text import c_string
 
 from . import cabi
 from .metadata import ModuleMetadata, sm_number
 
 
-@dataclass(frozen=True)
+@record
 class HostPlatform:
     triple: str
     os: str
@@ -121,14 +122,6 @@ define internal void @tileir.lock_release() {
 }
 """,
 }
-
-
-def _cstring(data: bytes) -> str:
-    """An LLVM IR c"..." literal."""
-    return "".join(_CHAR[b] for b in data)
-
-
-_CHAR = [chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in range(256)]
 
 
 class _Body:
@@ -412,7 +405,7 @@ def _globals(fatbin: bytes, kernels: Sequence[cabi.LaunchFacts], gpus: Sequence[
         f"%tileir.slot = type {{ i64, ptr, i32, [{nk} x ptr] }}",
         "%tileir.launch_config = type { i32, i32, i32, i32, i32, i32, i32, ptr, ptr, i32 }",
         "%tileir.launch_attribute = type { i32, i32, [3 x i32], [52 x i8] }",
-        f'@tileir.fatbin = private constant [{len(fatbin)} x i8] c"{_cstring(fatbin)}", section ".nv_fatbin", align 8',
+        f'@tileir.fatbin = private constant [{len(fatbin)} x i8] c"{c_string(fatbin)}", section ".nv_fatbin", align 8',
         f"@tileir.api = internal global [{len(DRIVER_API)} x ptr] zeroinitializer, align 8",
         "@tileir.inited = internal global i8 0, align 1",
         "@tileir.init_rc = internal global i32 0, align 4",
@@ -420,13 +413,13 @@ def _globals(fatbin: bytes, kernels: Sequence[cabi.LaunchFacts], gpus: Sequence[
         f"@tileir.slots = internal global [{cabi.MAX_CONTEXTS} x %tileir.slot] zeroinitializer, align 8",
     ]
     library = DRIVER_LIBRARY[os_name].encode() + b"\0"
-    out.append(f'@tileir.libname = private unnamed_addr constant [{len(library)} x i8] c"{_cstring(library)}", align 1')
+    out.append(f'@tileir.libname = private unnamed_addr constant [{len(library)} x i8] c"{c_string(library)}", align 1')
     for index, (name, _, _) in enumerate(DRIVER_API):
         text = name.encode() + b"\0"
-        out.append(f'@tileir.sym.{index} = private unnamed_addr constant [{len(text)} x i8] c"{_cstring(text)}", align 1')
+        out.append(f'@tileir.sym.{index} = private unnamed_addr constant [{len(text)} x i8] c"{c_string(text)}", align 1')
     for index, facts in enumerate(kernels):
         text = facts.name.encode("utf-8") + b"\0"
-        out.append(f'@tileir.name.{index} = private unnamed_addr constant [{len(text)} x i8] c"{_cstring(text)}", align 1')
+        out.append(f'@tileir.name.{index} = private unnamed_addr constant [{len(text)} x i8] c"{c_string(text)}", align 1')
     placeholder = (1, 1, 1, 0, 1, 1, 1)  # keeps the table well-formed for a module without kernels
     rows = []
     for g in range(len(gpus)):

@@ -36,14 +36,13 @@ GOTOFF64, PC64 in .eh_frame).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
 from tileiras.driver.errors import CompileError
+from tileiras.ir.record import record
+from tileiras.lowering.llvm_text import c_string
 from tileiras.runtime import tensormap
 from tileiras.runtime.tma_params import Field, TmaParam
-
-from .host_object import _cstring
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 ENTRY_BYTES = 64
@@ -65,7 +64,7 @@ def param_base(sm: int) -> int:
 _SLOT = re.compile(r"(?:\.?align\s+(\d+)\s+)?\.?([busf])(8|16|32|64)(?:\[(\d+)\])?")
 
 
-@dataclass(frozen=True)
+@record
 class Slot:
     size: int
     align: int
@@ -98,7 +97,7 @@ def param_offsets(params: Sequence[str], hidden: int, sm: int) -> tuple[list[int
     return user, maps
 
 
-@dataclass(frozen=True)
+@record
 class HostKernel:
     """One kernel of the module: its name, the PTX types of its user parameters, its hidden ones."""
 
@@ -270,7 +269,7 @@ def host_ir(kernels: Sequence[KernelSpec], sm: int) -> str:
     parts = ['source_filename = "LLVMDialectModule"', f'target triple = "{TRIPLE}"', ""]
     for i, k in enumerate(ks):
         data = k.name.encode("utf-8")
-        parts.append(f'@__CUDA_TILEIR_FUNC_NAME_{i} = internal constant [{len(data) + 1} x i8] c"{_cstring(data)}\\00"')
+        parts.append(f'@__CUDA_TILEIR_FUNC_NAME_{i} = internal constant [{len(data) + 1} x i8] c"{c_string(data)}\\00"')
     entries = ", ".join(f"[8 x ptr] [ptr @__CUDA_TILEIR_FUNC_NAME_{i}, ptr null, ptr null, ptr null, ptr null, "
                         f"ptr @__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_{i}, ptr null, ptr null]" for i in range(len(ks)))
     parts.append(f"@__CUDA_TILEIR_FUNC_CALLBACKS = internal constant [{len(ks)} x [8 x ptr]] [{entries}], "

@@ -10,15 +10,14 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType
 from .kernel import KernelLowering
-from .llvm_text import llvm_type
+from .llvm_text import c_string, llvm_type
 from .values import TokenVal
 
 
 def _string_global(k: KernelLowering, text: str) -> str:
     data = text.encode("utf-8") + b"\0"
-    escaped = "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in data)
     name = f"@__tileir_str{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
-    k.globals.append(f"{name} = private unnamed_addr addrspace(1) constant [{len(data)} x i8] c\"{escaped}\", align 1")
+    k.globals.append(f"{name} = private unnamed_addr addrspace(1) constant [{len(data)} x i8] c\"{c_string(data)}\", align 1")
     return k.b.op(f"addrspacecast ptr addrspace(1) {name} to ptr", "str")
 
 

@@ -64,8 +64,9 @@ it ignores the fields of dimensions past the rank (`encode` writes zeros there).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Sequence
+
+from tileiras.ir.record import record
 
 SIZE = 128                 # bytes of a tensor map; the layout defines (and the callback writes) the first 64
 MAX_RANK = 5
@@ -95,7 +96,7 @@ INTERLEAVES = {"none": 0, "16B": 1, "32B": 2}
 FILLS = {"zero": 0, "nan": 1}
 
 
-@dataclass(frozen=True)
+@record
 class _Bits:
     """A field of the flags word (bytes 8..11)."""
 
@@ -134,7 +135,7 @@ class TensorMapError(ValueError):
     """A descriptor that is malformed or violates the TMA rules; the message names the field."""
 
 
-@dataclass(frozen=True)
+@record
 class TensorMap:
     """A tiled tensor map. `strides` are in bytes, `strides[0]` must be the element size."""
 

@@ -22,13 +22,14 @@ the two innermost dims first, then the outer ones outermost first, the last stri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
+
+from tileiras.ir.record import record
 
 from .tensormap import DTYPES, TensorMap, encode
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """A descriptor field's value at launch: user parameter `param`'s value, or `const`."""
 
@@ -46,7 +47,7 @@ class Field:
         return Field(int(doc[0]), int(doc[1]))
 
 
-@dataclass(frozen=True)
+@record
 class TmaParam:
     """One hidden tensor-map parameter. Dimensions are listed innermost first (as in the map and in
     the coordinates of `cp.async.bulk.tensor`); `strides` are in elements, `strides[0]` is 1."""
