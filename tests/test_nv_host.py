@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import random
 import re
 import shutil
@@ -382,3 +383,23 @@ def test_ptxas_embeds_the_object_and_the_cubin_key_names_its_maps() -> None:
         nv_host.host_object([("k", ["u64"], [])], 80)
     with pytest.raises(Exception, match="parameter 1 of type 'f32', not an integer"):
         nv_host.host_object([("k", ["u64", "f32"], [TmaParam(0, "f16", (Field(1),), (Field(const=1),), (64,))])], 90)
+
+
+MISS_PROBE = """
+import sys
+from tileiras.driver.tileiras_main import _main
+rc = _main(sys.argv[1:])
+heavy = ("dataclasses", "inspect", "tempfile", "shutil", "tileiras.codegen.host_object", "tileiras.codegen.cabi")
+print(rc, sorted(m for m in heavy if m in sys.modules))
+"""
+
+
+def test_a_tma_compile_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
+    """A TMA kernel's compile (ptxas and the .nv.host object included) imports neither dataclasses
+    (inspect, ast, dis) nor tempfile/shutil nor the package launcher: ~30 ms of every compile."""
+    argv = ["--no-cache", "--gpu-name", "sm_90", str(BYTECODE / "mm_f16_128x128x64.tileirbc"),
+            "-o", str(tmp_path / "k.cubin")]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run([sys.executable, "-c", MISS_PROBE, *argv], env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+    assert b".nv.host" in (tmp_path / "k.cubin").read_bytes()

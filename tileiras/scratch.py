@@ -75,11 +75,22 @@ def _uid() -> str:
     return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
 
 
-def _private_root() -> str | None:
-    """`<temp dir>/tileiras-<uid>`, made if missing; None when it exists but is not safely ours."""
+def _temp_dir() -> str:
+    """tempfile.gettempdir(), without importing tempfile (and its shutil, random: ~7 ms a compile)
+    in the usual case: a $TMPDIR/$TEMP/$TMP, else /tmp, that is a writable folder."""
+    if "tempfile" not in sys.modules:  # once imported, its answer (and any tempfile.tempdir) rules
+        names = [os.environ.get(var) for var in ("TMPDIR", "TEMP", "TMP")]
+        for name in [n for n in names if n] + (["/tmp"] if os.name == "posix" else []):
+            if os.path.isdir(name) and os.access(name, os.W_OK | os.X_OK):
+                return os.path.abspath(name)
     import tempfile
 
-    root = os.path.join(tempfile.gettempdir(), _ROOT_PREFIX + _uid())
+    return tempfile.gettempdir()
+
+
+def _private_root() -> str | None:
+    """`<temp dir>/tileiras-<uid>`, made if missing; None when it exists but is not safely ours."""
+    root = os.path.join(_temp_dir(), _ROOT_PREFIX + _uid())
     try:
         os.mkdir(root, 0o700)
     except FileExistsError:
@@ -130,6 +141,22 @@ def process_folder() -> str:
     return _own
 
 
+def _remove_tree(path: str) -> None:
+    """shutil.rmtree(path, ignore_errors=True), without importing shutil for a flat folder (a
+    ptxas run's: its PTX, object and cubin)."""
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    raise IsADirectoryError(entry.path)
+                os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
 class TempDir:
     """A new private folder in this process's folder; `cleanup` removes both when it is the last.
     Stands in for tempfile.TemporaryDirectory: `.name`, `cleanup()`, a context manager."""
@@ -155,9 +182,7 @@ class TempDir:
         if not self._open:
             return
         self._open = False
-        import shutil
-
-        shutil.rmtree(self.name, ignore_errors=True)
+        _remove_tree(self.name)
         _users -= 1
         if _users == 0 and _own is not None:
             try:
