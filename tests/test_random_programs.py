@@ -161,3 +161,22 @@ def test_approximate_exp_is_ex2_of_a_product() -> None:
     assert "@__nv_" not in llvm_ir and "@llvm.nvvm.ex2.approx.f(" in llvm_ir
     a = np.linspace(-8.0, 8.0, 64, dtype=np.float32)
     _assert_agrees(rp.Program(k.text(), (1,), (a, np.ones(64, np.float32)), (8,)))
+
+
+@pytest.mark.parametrize("fmt,intrinsic", [("f8E5M2", "e5m2x2"), ("f8E4M3FN", "e4m3x2")])
+def test_conversions_into_fp8_go_two_per_cvt(fmt: str, intrinsic: str) -> None:
+    """f32 -> fp8 converts two elements per cvt (the x2 form, as NVIDIA's; attention's P had one
+    per element, padded with 0.0), bit exact against the interpreter."""
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    k = rp.KernelText((64,))
+    x = k.load("f32", 1)
+    narrow = k.op(f"ftof {x} : {k.t('f32')} -> {k.t(fmt)}")
+    k.store(k.op(f"ftof {narrow} : {k.t(fmt)} -> {k.t('f32')}"), "f32", 1)
+    llvm_ir = lower_module(load_module(k.text().encode(), "fp8.mlir"), "sm_90")[0]
+    calls = [ln for ln in llvm_ir.splitlines() if f"@llvm.nvvm.ff.to.{intrinsic}.rn(" in ln and "call" in ln]
+    assert calls and not any("float 0.0," in ln for ln in calls)
+    a = (np.random.default_rng(1).standard_normal(64) * 30).astype(np.float32)
+    program = rp.Program(k.text(), (1,), (a, np.ones(64, np.float32)), (0,))
+    assert not rp.check(program, "sm_90")   # fp8 needs sm_89+

@@ -291,9 +291,14 @@ class _IntrinsicCodec:
         self.to, self.back, self.half, self.to_upward = to, back, half, to_upward
 
     def encode(self, k: KernelLowering, f: str, mode: str) -> str:
+        return self.encode_pair(k, "0.0", f, mode)[0]
+
+    def encode_pair(self, k: KernelLowering, hi: str, lo: str, mode: str) -> tuple[str, str]:
+        """Two f32 values in one conversion: (the byte of `lo`, the byte of `hi`)."""
         intrinsic = self.to_upward if mode == "positive_inf" and self.to_upward else self.to
-        pair = k.b.call("i16", intrinsic, [("float", "0.0"), ("float", f)])
-        return k.b.op(f"trunc i16 {pair} to i8", "x")
+        pair = k.b.call("i16", intrinsic, [("float", hi), ("float", lo)])
+        high = k.b.op(f"lshr i16 {pair}, 8", "x") if hi != "0.0" else ""
+        return k.b.op(f"trunc i16 {pair} to i8", "x"), k.b.op(f"trunc i16 {high} to i8", "x") if high else ""
 
     def decode(self, k: KernelLowering, v: str) -> tuple[str, str]:
         wide = k.b.op(f"zext i8 {v} to i16", "x")
@@ -389,7 +394,25 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
         if mode in _DIRECTED and _FLOAT_RANK.get(dst, 0) < _FLOAT_RANK.get(ty, 0):
             return _narrow_directed(k, v, ty, dst, _DIRECTED[mode])
         return _float_convert(k, v, ty, dst)
+    codec = _NARROW.get(dst_t.name)
+    if isinstance(codec, _IntrinsicCodec) and src in ("half", "bfloat", "float") and not _is_narrow(src_t):
+        _to_narrow_pairs(k, op, codec, src, mode)  # two elements per cvt, as NVIDIA's
+        return
     _map(k, op, convert)
+
+
+def _to_narrow_pairs(k: KernelLowering, op: Operation, codec: "_IntrinsicCodec", src: str, mode: str) -> None:
+    """An elementwise conversion into a paired narrow format: slots 2i and 2i+1 share one cvt."""
+    slots = k.tile(op.operands[0]).slots
+    wide = [_float_convert(k, v, src, "float") for v in slots]
+    out: list[str] = []
+    for i in range(0, len(wide) - 1, 2):
+        out.extend(codec.encode_pair(k, wide[i + 1], wide[i], mode))
+    if len(wide) % 2:
+        out.append(codec.encode(k, wide[-1], mode))
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    k.set(op.results[0], TileRegs(rtype, out))
 
 
 # Directed rounding of a narrowing float conversion: PTX cvt's rounding modifiers.
