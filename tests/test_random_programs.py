@@ -163,10 +163,11 @@ def test_approximate_exp_is_ex2_of_a_product() -> None:
     _assert_agrees(rp.Program(k.text(), (1,), (a, np.ones(64, np.float32)), (8,)))
 
 
-@pytest.mark.parametrize("fmt,intrinsic", [("f8E5M2", "e5m2x2"), ("f8E4M3FN", "e4m3x2")])
+@pytest.mark.parametrize("fmt,intrinsic", [("f8E5M2", "e5m2x2"), ("f8E4M3FN", "e4m3x2"), ("f4E2M1FN", "")])
 def test_conversions_into_fp8_go_two_per_cvt(fmt: str, intrinsic: str) -> None:
     """f32 -> fp8 converts two elements per cvt (the x2 form, as NVIDIA's; attention's P had one
-    per element, padded with 0.0), bit exact against the interpreter."""
+    per element, padded with 0.0), bit exact against the interpreter; fp4, whose pair is two
+    nibbles of one byte, stays one element per cvt."""
     from tileiras.frontend import load_module
     from tileiras.lowering.pipeline import lower_module
 
@@ -174,9 +175,11 @@ def test_conversions_into_fp8_go_two_per_cvt(fmt: str, intrinsic: str) -> None:
     x = k.load("f32", 1)
     narrow = k.op(f"ftof {x} : {k.t('f32')} -> {k.t(fmt)}")
     k.store(k.op(f"ftof {narrow} : {k.t(fmt)} -> {k.t('f32')}"), "f32", 1)
-    llvm_ir = lower_module(load_module(k.text().encode(), "fp8.mlir"), "sm_90")[0]
-    calls = [ln for ln in llvm_ir.splitlines() if f"@llvm.nvvm.ff.to.{intrinsic}.rn(" in ln and "call" in ln]
-    assert calls and not any("float 0.0," in ln for ln in calls)
+    gpu = "sm_100" if fmt == "f4E2M1FN" else "sm_90"   # fp8 needs sm_89+, fp4 sm_100+
+    llvm_ir = lower_module(load_module(k.text().encode(), "fp8.mlir"), gpu)[0]
+    calls = [ln for ln in llvm_ir.splitlines() if "@llvm.nvvm.ff.to." in ln and "call" in ln]
+    padded = [ln for ln in calls if "float 0.0," in ln]
+    assert calls and (padded == calls if not intrinsic else not padded and f".{intrinsic}.rn(" in calls[0])
     a = (np.random.default_rng(1).standard_normal(64) * 30).astype(np.float32)
     program = rp.Program(k.text(), (1,), (a, np.ones(64, np.float32)), (0,))
-    assert not rp.check(program, "sm_90")   # fp8 needs sm_89+
+    assert not rp.check(program, gpu)

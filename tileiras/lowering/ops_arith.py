@@ -285,19 +285,21 @@ _FLOAT_RANK = {"half": 1, "bfloat": 1, "float": 2, "double": 3}
 
 class _IntrinsicCodec:
     """A narrow float format NVVM converts with intrinsics on pairs: (to-format intrinsic,
-    from-format intrinsic, the 16-bit float type that holds its values exactly)."""
+    from-format intrinsic, the 16-bit float type that holds its values exactly). `bytes`: the
+    pair comes back as two bytes (fp8, e8m0), not two nibbles of one (fp4)."""
 
-    def __init__(self, to: str, back: str, half: str, to_upward: str = "") -> None:
-        self.to, self.back, self.half, self.to_upward = to, back, half, to_upward
+    def __init__(self, to: str, back: str, half: str, to_upward: str = "", bytes: bool = True) -> None:
+        self.to, self.back, self.half, self.to_upward, self.bytes = to, back, half, to_upward, bytes
 
     def encode(self, k: KernelLowering, f: str, mode: str) -> str:
         return self.encode_pair(k, "0.0", f, mode)[0]
 
     def encode_pair(self, k: KernelLowering, hi: str, lo: str, mode: str) -> tuple[str, str]:
-        """Two f32 values in one conversion: (the byte of `lo`, the byte of `hi`)."""
+        """Two f32 values in one conversion: (the byte of `lo`, the byte of `hi`, if any: "" when
+        `hi` is the 0.0 pad, or the format packs nibbles)."""
         intrinsic = self.to_upward if mode == "positive_inf" and self.to_upward else self.to
         pair = k.b.call("i16", intrinsic, [("float", hi), ("float", lo)])
-        high = k.b.op(f"lshr i16 {pair}, 8", "x") if hi != "0.0" else ""
+        high = k.b.op(f"lshr i16 {pair}, 8", "x") if hi != "0.0" and self.bytes else ""
         return k.b.op(f"trunc i16 {pair} to i8", "x"), k.b.op(f"trunc i16 {high} to i8", "x") if high else ""
 
     def decode(self, k: KernelLowering, v: str) -> tuple[str, str]:
@@ -323,7 +325,8 @@ _NARROW: dict[str, "_IntrinsicCodec | _AsmCodec"] = {
     # e8m0 rounds toward zero, or toward +inf when asked
     "f8E8M0FNU": _IntrinsicCodec("llvm.nvvm.ff.to.ue8m0x2.rz", "llvm.nvvm.ue8m0x2.to.bf16x2", "bfloat",
                                  "llvm.nvvm.ff.to.ue8m0x2.rp"),
-    "f4E2M1FN": _IntrinsicCodec("llvm.nvvm.ff.to.e2m1x2.rn.satfinite", "llvm.nvvm.e2m1x2.to.f16x2.rn", "half"),
+    "f4E2M1FN": _IntrinsicCodec("llvm.nvvm.ff.to.e2m1x2.rn.satfinite", "llvm.nvvm.e2m1x2.to.f16x2.rn", "half",
+                                bytes=False),
     "fnv8E5M3FNU": _AsmCodec(),
 }
 
@@ -395,7 +398,8 @@ def _ftof(k: KernelLowering, op: Operation) -> None:
             return _narrow_directed(k, v, ty, dst, _DIRECTED[mode])
         return _float_convert(k, v, ty, dst)
     codec = _NARROW.get(dst_t.name)
-    if isinstance(codec, _IntrinsicCodec) and src in ("half", "bfloat", "float") and not _is_narrow(src_t):
+    if isinstance(codec, _IntrinsicCodec) and codec.bytes and src in ("half", "bfloat", "float") \
+            and not _is_narrow(src_t):
         _to_narrow_pairs(k, op, codec, src, mode)  # two elements per cvt, as NVIDIA's
         return
     _map(k, op, convert)
