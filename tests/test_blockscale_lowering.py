@@ -84,7 +84,7 @@ def test_sm100_tensor_maps_are_nvidias_but_for_its_cta_pairs_boxes(tmp_path: Pat
     read off its callbacks): the same views, element types and strides; A's scales have none (cp.async); B's
     scales one unswizzled box of the tile's columns by its K / 32 rows. NVIDIA's CTA pair halves each CTA's
     boxes (64 rows of A, 64 columns of B, in 64B atoms, and of B's scales)."""
-    import dataclasses
+    from tileiras.ir.record import replace
     import json
 
     from test_nv_host import KERNELS
@@ -100,7 +100,7 @@ def test_sm100_tensor_maps_are_nvidias_but_for_its_cta_pairs_boxes(tmp_path: Pat
     ours = [TmaParam.from_json(doc) for doc in kernel["tma"]]
     theirs = KERNELS[("mxfp8_128x128x128", "sm_100")][1]
     pair = [((128, 128), "128B"), ((128, 128), "128B"), ((128, 4), "none"), ((32, 128), "128B")]
-    assert ours == [dataclasses.replace(t, box=box, swizzle=swizzle) for t, (box, swizzle) in zip(theirs, pair)]
+    assert ours == [replace(t, box=box, swizzle=swizzle) for t, (box, swizzle) in zip(theirs, pair)]
 
 
 def test_sm100_scales_fp8_mma_sync_partials_by_fma(tmp_path: Path) -> None:
