@@ -376,3 +376,37 @@ def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> No
     _without_wait(monkeypatch, "one-shot TMA load")
     with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
         _check("fa_f16_q64k64d64", gpu)
+
+
+def test_a_c_larger_than_the_freed_buffers_is_stored_by_tma_in_chunks(tmp_path: Path) -> None:
+    """i8 256x128 on sm_90: C (128 KB of i32) exceeds the freed pipeline buffers, so it goes by TMA in
+    four 32-column chunks through two 32 KB buffers in turn (16 boxes of 32x64, as many as NVIDIA's),
+    thread 0 waiting for the previous chunk's reads before the barrier that publishes the next;
+    the emulator agrees with the interpreter, race checker on."""
+    ptx_file, meta = _compile(BYTECODE / "mm_i8_256x128x64.tileirbc", tmp_path)
+    ptx = ptx_file.read_text()
+    assert meta.kernels[0].tma[-1].box == (32, 64)
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 16
+    assert ptx.count("cp.async.bulk.commit_group;") == 4 and ptx.count("cp.async.bulk.wait_group.read 0;") == 4
+    assert "st.global" not in ptx
+    _check("mm_i8_256x128x64", "sm_90")
+
+
+@pytest.mark.sweep
+def test_a_chunked_c_store_without_its_read_wait_is_a_race(monkeypatch) -> None:
+    """Writing C's next chunk into a buffer a TMA store may still be reading is a race the checker
+    reports (the waits before each chunk's barrier taken out, the last kept)."""
+    from tileiras.emulator import EmulatorError
+    from tileiras.runtime import backends
+
+    real = backends.compile_module
+
+    def without_waits(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        text = ptx.decode()
+        waits = text.count("cp.async.bulk.wait_group.read 0;")
+        assert waits == 4
+        return text.replace("cp.async.bulk.wait_group.read 0;", "", waits - 1).encode(), meta
+    monkeypatch.setattr(backends, "compile_module", without_waits)
+    with pytest.raises(EmulatorError, match="write-after-read"):
+        _check("mm_i8_256x128x64", "sm_90")
