@@ -12,7 +12,9 @@ wgmma_select picks the mmas and the instruction (types, K). Operands:
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
   padded and is copied K-major here (kmajor_copy.py, shared with tcgen05), as NVIDIA's
   compiler does; so is an f32 tile read as tf32, rounded on the way as its ftof says (wgmma
-  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do).
+  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do); a
+  K-major one in a TMA-fed stage is rounded where it lies instead (no buffer of its own: the tf32
+  256x128 loop's two stages then fit).
 
 The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
@@ -178,6 +180,17 @@ def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
         and reads_directly(shape, role, value.transposed, m.rows, m.cols)
 
 
+def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
+    """An f32 operand read as tf32 whose stage a TMA-fed pipeline filled, stored K-major as wgmma
+    reads it: rounded where it lies (each thread rewrites the blocks it read; nothing else reads the
+    stage before the loop releases it), so it needs no K-major buffer of its own (before_loop)."""
+    m = value.matrix
+    return bool(value.tf32) and m.swizzled and m.batch == 1 \
+        and reads_directly(shape, role, value.transposed, m.rows, m.cols) \
+        and any(p.tma and any(ring.offset == m.offset for ring in p.matrices.values())
+                for p in k.active_pipelines.values())
+
+
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
              role: str) -> _Operand:
     """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
@@ -185,6 +198,8 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
         kmajor = value.transposed if role == "b" else not value.transposed
         if _direct(shape, value, role):
             return _Operand(value.matrix, kmajor)
+        if _rounds_in_place(k, shape, value, role):   # the stage becomes its own K-major copy
+            return _Operand(copy_kmajor(k, value, role, value.matrix), True)
         return _Operand(copy_kmajor(k, value, role, k.wgmma_buffers.get((op, role))), True)
     if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), False)
@@ -207,13 +222,33 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
             continue
         for role, name in (("a", "lhs"), ("b", "rhs")):
             value = op.operand(name)
+            transposed = False
             while getattr(value.owner, "name", "") and _passes_shared(value.owner):  # type: ignore[union-attr]
+                transposed ^= value.owner.name == "cuda_tile.permute"  # type: ignore[union-attr]
                 value = value.owner.operands[0]  # type: ignore[union-attr]
             if (op, role) in k.wgmma_buffers or getattr(value.owner, "name", "") != "cuda_tile.load_view_tko" \
-                    or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value):
+                    or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value) \
+                    or _tma_rounded_stage(k, shape, loop, value.owner, role, transposed):  # type: ignore[arg-type]
                 continue
             k.wgmma_buffers[(op, role)] = kmajor_buffer(k, op.operand(name).type.shape, role,  # type: ignore[union-attr]
                                                         shape.elem_bytes)
+
+
+def _tma_rounded_stage(k: KernelLowering, shape: WgmmaShape, loop: Operation, load: Operation, role: str,
+                      transposed: bool) -> bool:
+    """Whether `load`, an f32 tile read as tf32 that `loop`'s pipeline will copy by TMA into swizzled
+    stages, is stored K-major as wgmma reads it: rounded in its stage (_rounds_in_place), no buffer.
+    (If the loop ends up not pipelined, its copy takes a buffer where it is made.)"""
+    from .pipelined_loop import _tma_swizzles, uses_mbarriers
+    from .tma_copy import _read_as_tf32
+
+    plan = k.pipelines.get(loop) if k.pipelines else None
+    if k.sm != 90 or not uses_mbarriers(k) or plan is None or not plan.pipelined or load not in plan.loads \
+            or not _read_as_tf32(load.results[0]):
+        return False
+    tile = load.results[0].type
+    rows, cols = tile.shape[-2:]  # type: ignore[attr-defined]
+    return reads_directly(shape, role, transposed, rows, cols) and _tma_swizzles(k, load, k.get(load.operand("view")))
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":
