@@ -166,10 +166,8 @@ def test_an_unaligned_view_keeps_cp_async_with_a_remark(tmp_path: Path) -> None:
 # runs TMA-fed kernels already: test_realistic_emulator's sample on sm_90 (f16 128x128x64, int8
 # 128x256x64 with two consumer warpgroups, tf32, e4m3, causal attention) and test_mbarrier_pipeline.
 DEFAULT: list[str] = []
-# (tf32 128x256x64 is not pipelined at all: two f32 stages and B's K-major copy do not fit; NVIDIA's
-# single-buffers B, released once copied K-major, and double-buffers A)
 SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for tile in ("128x128x64", "128x256x64")
-         if f"mm_{t}_{tile}" not in DEFAULT and f"{t}_{tile}" != "tf32_128x256x64"] + [
+         if f"mm_{t}_{tile}" not in DEFAULT] + [
     "fa_f16_q128k64d64", "fa_f16_q64k64d128_causal", "fa_bf16_q128k64d128", "bmm_f16_128x128x64", "mm_tf32_256x128x64"]
 
 
@@ -413,13 +411,16 @@ def test_a_chunked_c_store_without_its_read_wait_is_a_race(monkeypatch) -> None:
         _check("mm_i8_256x128x64", "sm_90")
 
 
-def test_tf32_a_is_rounded_in_its_tma_stage(tmp_path: Path) -> None:
-    """tf32 256x128 on sm_90: A (256x64 f32, K-major as stored) is rounded to tf32 where TMA put it
-    and wgmma reads the stage itself; only B (N-major) gets a K-major copy, so two 96 KB stages fit
-    beside it: the loop is pipelined, warp-specialized, by TMA (it was not pipelined, cp.async)."""
-    ptx_file, meta = _compile(BYTECODE / "mm_tf32_256x128x64.tileirbc", tmp_path)
+@pytest.mark.parametrize("name,b_copy", [("mm_tf32_256x128x64", 32768), ("mm_tf32_128x256x64", 32768)])
+def test_tf32_large_tiles_are_pipelined_by_tma(name: str, b_copy: int, tmp_path: Path) -> None:
+    """tf32 256x128 / 128x256 on sm_90 (two 96 KB stages): A (f32, K-major as stored) is rounded to
+    tf32 where TMA put it and wgmma reads the stage itself; only B (N-major) gets a K-major copy,
+    made whole (256x128: 32 KB) or in two K halves through a 32 KB buffer (128x256: 64 KB would not
+    fit). So the loop is pipelined, warp-specialized, by TMA (both were unpipelined, by cp.async)."""
+    ptx_file, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
     ptx = ptx_file.read_text()
     assert ".reqntid 384, 1, 1" in ptx and "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
-    assert [t.box for t in meta.kernels[0].tma][:2] == [(32, 256), (32, 64)]
     assert ptx.count("mbarrier.init.shared::cta.b64") == 4            # two stages: full and empty each
-    assert meta.kernels[0].dynamic_smem == 229408     # 2 x 96 KB stages, B's 32 KB K-major copy, 4 mbarriers
+    assert meta.kernels[0].dynamic_smem == 2 * 98304 + b_copy + 32   # the stages, B's copy, the mbarriers
+    waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx))
+    assert waits == (2 if name == "mm_tf32_128x256x64" else 1), waits   # one more between B's halves
