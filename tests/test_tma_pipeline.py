@@ -166,10 +166,9 @@ def test_an_unaligned_view_keeps_cp_async_with_a_remark(tmp_path: Path) -> None:
 # runs TMA-fed kernels already: test_realistic_emulator's sample on sm_90 (f16 128x128x64, int8
 # 128x256x64 with two consumer warpgroups, tf32, e4m3, causal attention) and test_mbarrier_pipeline.
 DEFAULT: list[str] = []
-# (tf32 128x256x64 is not pipelined at all: two f32 stages and the K-major tf32 copies do not fit)
 SWEEP = [f"mm_{t}_{tile}" for t in ("f16", "bf16", "tf32", "e4m3", "i8") for tile in ("128x128x64", "128x256x64")
-         if f"mm_{t}_{tile}" not in DEFAULT and f"{t}_{tile}" != "tf32_128x256x64"] + ["fa_f16_q128k64d64", "fa_f16_q64k64d128_causal",
-                                                 "fa_bf16_q128k64d128", "bmm_f16_128x128x64"]
+         if f"mm_{t}_{tile}" not in DEFAULT] + [
+    "fa_f16_q128k64d64", "fa_f16_q64k64d128_causal", "fa_bf16_q128k64d128", "bmm_f16_128x128x64", "mm_tf32_256x128x64"]
 
 
 # sm_100 (warp-specialized: one TMA producer thread, the MMA warp, C stored by TMA from the chunked
@@ -376,3 +375,52 @@ def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> No
     _without_wait(monkeypatch, "one-shot TMA load")
     with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
         _check("fa_f16_q64k64d64", gpu)
+
+
+def test_a_c_larger_than_the_freed_buffers_is_stored_by_tma_in_chunks(tmp_path: Path) -> None:
+    """i8 256x128 on sm_90: C (128 KB of i32) exceeds the freed pipeline buffers, so it goes by TMA in
+    four 32-column chunks through two 32 KB buffers in turn (16 boxes of 32x64, as many as NVIDIA's),
+    thread 0 waiting for the previous chunk's reads before the barrier that publishes the next;
+    the emulator agrees with the interpreter, race checker on."""
+    ptx_file, meta = _compile(BYTECODE / "mm_i8_256x128x64.tileirbc", tmp_path)
+    ptx = ptx_file.read_text()
+    assert meta.kernels[0].tma[-1].box == (32, 64)
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 16
+    assert ptx.count("cp.async.bulk.commit_group;") == 4 and ptx.count("cp.async.bulk.wait_group.read 0;") == 4
+    assert "st.global" not in ptx
+    _check("mm_i8_256x128x64", "sm_90")
+
+
+@pytest.mark.sweep
+def test_a_chunked_c_store_without_its_read_wait_is_a_race(monkeypatch) -> None:
+    """Writing C's next chunk into a buffer a TMA store may still be reading is a race the checker
+    reports (the waits before each chunk's barrier taken out, the last kept)."""
+    from tileiras.emulator import EmulatorError
+    from tileiras.runtime import backends
+
+    real = backends.compile_module
+
+    def without_waits(req, emit, gpu):
+        ptx, meta = real(req, emit, gpu)
+        text = ptx.decode()
+        waits = text.count("cp.async.bulk.wait_group.read 0;")
+        assert waits == 4
+        return text.replace("cp.async.bulk.wait_group.read 0;", "", waits - 1).encode(), meta
+    monkeypatch.setattr(backends, "compile_module", without_waits)
+    with pytest.raises(EmulatorError, match="write-after-read"):
+        _check("mm_i8_256x128x64", "sm_90")
+
+
+@pytest.mark.parametrize("name,b_copy", [("mm_tf32_256x128x64", 32768), ("mm_tf32_128x256x64", 32768)])
+def test_tf32_large_tiles_are_pipelined_by_tma(name: str, b_copy: int, tmp_path: Path) -> None:
+    """tf32 256x128 / 128x256 on sm_90 (two 96 KB stages): A (f32, K-major as stored) is rounded to
+    tf32 where TMA put it and wgmma reads the stage itself; only B (N-major) gets a K-major copy,
+    made whole (256x128: 32 KB) or in two K halves through a 32 KB buffer (128x256: 64 KB would not
+    fit). So the loop is pipelined, warp-specialized, by TMA (both were unpipelined, by cp.async)."""
+    ptx_file, meta = _compile(BYTECODE / f"{name}.tileirbc", tmp_path)
+    ptx = ptx_file.read_text()
+    assert ".reqntid 384, 1, 1" in ptx and "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 4            # two stages: full and empty each
+    assert meta.kernels[0].dynamic_smem == 2 * 98304 + b_copy + 32   # the stages, B's copy, the mbarriers
+    waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx))
+    assert waits == (2 if name == "mm_tf32_128x256x64" else 1), waits   # one more between B's halves

@@ -16,7 +16,8 @@ it fills is waited for), and a one-shot TMA load's mbarrier still valid is inval
 
 On sm_90, where the view's descriptor can be made from the kernel's parameters (tma_copy.py),
 the tile is written in wgmma's swizzled layout instead and one thread stores it with TMA
-(`tma_store`), box by box, as NVIDIA's epilogues do.
+(`tma_store`), box by box, as NVIDIA's epilogues do; a tile larger than the freed buffers (i8
+and f32 128x256: 128 KB) in column chunks through two smaller buffers.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 
 def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
     """The blocked layout of 16-byte runs to store `tile` from, where the buffers can stage it."""
+    blocked = _stageable(k, op, tile)
+    # only where it reuses bytes the kernel has anyway: once released, every buffer is free
+    if blocked is None or _matrix(k, tile).nbytes > k.buffers.total:
+        return None
+    return blocked
+
+
+def _stageable(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
+    """The blocked layout `staged_layout` would read `tile` back in, where the buffers may be reused
+    for it (whatever its size): an mma accumulator stored last, nothing else alive in the buffers."""
     layout, elem = tile.layout, tile.type.element
     if not isinstance(layout, MmaLayout) or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
             or storage_type(elem) != _llvm(elem):
@@ -44,48 +55,95 @@ def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[
     n = tile.type.num_elements
     if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
         return None
-    # only where it reuses bytes the kernel has anyway: once released, every buffer is free
-    if _matrix(k, tile).nbytes > k.buffers.total or not _buffers_free_after(k, op) or _holds_mbarriers(k):
+    if not _buffers_free_after(k, op) or _holds_mbarriers(k):
         return None
     return blocked
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
     """Store `tile` (mma fragments) to the view of `op` through a swizzled buffer and TMA; False
-    (nothing emitted) where the buffers cannot stage it or the view's descriptor cannot be made."""
+    (nothing emitted) where the buffers cannot stage it or the view's descriptor cannot be made.
+    A tile larger than the freed buffers goes in column chunks through two buffers in turn (as
+    NVIDIA's i8 128x256 epilogues do, through smaller boxes): every thread writes chunk i while the
+    TMA unit still reads chunk i - 1, whose reads thread 0 waits for before the barrier that
+    publishes chunk i (the buffer chunk i + 1 then reuses is free)."""
     from .async_copy import fence_async_proxy
-    from .tma_copy import MAX_STORE_ROWS, hidden_param, plan, store
+    from .tma_copy import MAX_STORE_ROWS, hidden_param, plan, store, stores_read
 
-    if k.sm != 90 or staged_layout(k, op, tile) is None:
+    if k.sm != 90 or _stageable(k, op, tile) is None:
         return False
-    b, m, n = tile.layout.shape  # type: ignore[union-attr]
-    matrix = SharedMatrix(0, b, m, n, tile.type.element.bitwidth // 8, swizzled=True)  # type: ignore[union-attr]
+    layout = tile.layout
+    assert isinstance(layout, MmaLayout)
+    b, m, n = layout.shape
+    eb = tile.type.element.bitwidth // 8  # type: ignore[union-attr]
+    width, buffers = _chunks(k, layout, eb)
+    if not width:
+        return False
+    matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
     t, _ = plan(k, op, view, matrix, rows=MAX_STORE_ROWS)
-    if t is None or matrix.nbytes > k.buffers.total:
+    if t is None:
         return False
     t = replace(t, slot=hidden_param(k, t.spec))
     _release_buffers(k)
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 1024, "epilogue", k.op_lifetime()))
-    _write_fragments(k, tile, matrix)
-    fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy
-    k.barrier()
-    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ep"), lambda: store(k, op, t, matrix))
+    base = k.alloc_buffer(matrix.nbytes * buffers, 1024, "epilogue", k.op_lifetime())
+    first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
+    for i, col in enumerate(range(0, n, width)):
+        chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)
+        _write_fragments(k, tile, chunk, cols=(col, width))
+        fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy
+        if i:                  # chunk i - 1's boxes have left the buffer chunk i + 1 writes
+            k.guarded(first, lambda: stores_read(k))
+        k.barrier()
+        last = col + width == n
+        k.guarded(first, lambda: store(k, op, t, chunk, col, wait=last))
     return True
 
 
-def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, here: bool = False) -> None:
+def _chunks(k: KernelLowering, layout: MmaLayout, eb: int) -> tuple[int, int]:
+    """(columns a chunk, buffers) of the accumulator's swizzled staging: the whole tile in one
+    buffer where the freed buffers hold it, else the widest column chunk, whole 128-byte swizzle
+    atoms, of which two fit (each thread's columns of a chunk are known when its warps span every
+    column: one warp column); (0, 0) where none does."""
+    b, m, n = layout.shape
+    if SharedMatrix(0, b, m, n, eb, swizzled=True).nbytes <= k.buffers.total:
+        return n, 1
+    if b != 1 or layout.warps[2] != 1:
+        return 0, 0
+    for width in range(n - 8, 0, -8):
+        if n % width == 0 and (width * eb) % 128 == 0 \
+                and 2 * SharedMatrix(0, b, m, width, eb, swizzled=True).nbytes <= k.buffers.total:
+            return width, 2
+    return 0, 0
+
+
+def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, here: bool = False,
+                     cols: tuple[int, int] = (0, 0)) -> None:
     """Each thread's mma fragments into `matrix`, two adjacent elements a store (`here`: their
-    coordinates computed where they are written, not hoisted to the kernel's entry)."""
+    coordinates computed where they are written, not hoisted to the kernel's entry; `cols`
+    (first, count): only the fragments of those columns, `matrix` holding just them, from
+    column 0; the layout then has one warp column, so a fragment's 8-column block is its slot's)."""
     src = tile.layout
     assert isinstance(src, MmaLayout) or hasattr(src, "coords")   # (or one column chunk of one, tmem_epilogue)
     lty = storage_type(tile.type.element)
     pair = f"<2 x {lty}>"
+    first, count = cols
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
+        if count and not first <= _column_block(src, slot) < first + count:
+            continue
         b, r, c, valid = src.coords(k.b.op if here else k.b.pre, k.tid, slot)
+        if first:
+            c = k.b.pre(f"sub i32 {c}, {first}", "ec") if not here else k.b.op(f"sub i32 {c}, {first}", "ec")
         p = pointer(k, element_offset(k, matrix, b, r, c))
         v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
         v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
         k.guarded(valid, lambda: k.b.emit(f"store {pair} {v}, ptr addrspace(3) {p}"))
+
+
+def _column_block(layout: MmaLayout, slot: int) -> int:
+    """The first column of the 8-column block `slot` lies in (a layout of one warp column), as
+    MmaLayout.coords places it."""
+    _, rm, rn = layout.repeats
+    return (slot // 4 % (rm * rn)) % rn * 8
 
 
 def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileRegs:

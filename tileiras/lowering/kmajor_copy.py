@@ -50,11 +50,14 @@ def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, e
     return kmajor_matrix(k, x_size, kdim, elem_bytes)
 
 
-def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optional[SharedMatrix]) -> SharedMatrix:
-    """`value` (A or B, a shared operand) copied K-major into `dst` (a new buffer when None)."""
+def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optional[SharedMatrix],
+                k_first: int = 0) -> SharedMatrix:
+    """`value` (A or B, a shared operand) copied K-major into `dst` (a new buffer when None); a `dst`
+    narrower than K holds the K range from `k_first` on (ops_wgmma: a copy made in K chunks)."""
     src = value.matrix
     eb = src.elem_bytes
     kdim, x_size = k_and_x(value.type.shape[-2:], role)
+    kdim = dst.cols if dst is not None else kdim
     stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
     dst = dst or kmajor_matrix(k, x_size, kdim, eb)
     v = _BLOCK[eb]
@@ -75,8 +78,9 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
 
         def move() -> None:
             rows = []
+            ks = at(k0, k_first)
             for j in range(v):   # stored row j of the block
-                r, c = (at(k0, j), x0) if stored_k_rows else (at(x0, j), k0)
+                r, c = (at(ks, j), x0) if stored_k_rows else (at(x0, j), ks)
                 p = pointer(k, element_offset(k, src, "0", r, c))
                 rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align {align}", "cv"))
             if value.tf32:   # f32 read as tf32: rounded as its ftof says (the hardware would truncate)

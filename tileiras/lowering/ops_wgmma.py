@@ -12,7 +12,9 @@ wgmma_select picks the mmas and the instruction (types, K). Operands:
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
   padded and is copied K-major here (kmajor_copy.py, shared with tcgen05), as NVIDIA's
   compiler does; so is an f32 tile read as tf32, rounded on the way as its ftof says (wgmma
-  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do).
+  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do); a
+  K-major one in a TMA-fed stage is rounded where it lies instead (no buffer of its own: the tf32
+  256x128 loop's two stages then fit).
 
 The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
@@ -35,7 +37,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
-from .kmajor_copy import copy_kmajor, kmajor_buffer, store_kmajor
+from .kmajor_copy import copy_kmajor, k_and_x, kmajor_matrix, store_kmajor
 from .llvm_text import llvm_type
 from .layout import MmaLayout
 from .ops_mma import _a_from_registers, stage
@@ -49,8 +51,9 @@ _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 class _Operand:
     """A or B as wgmma reads it: a swizzled shared matrix and whether K runs along its rows."""
 
-    def __init__(self, matrix: SharedMatrix, kmajor: bool) -> None:
+    def __init__(self, matrix: SharedMatrix, kmajor: bool, chunk: "SharedTileVal | None" = None) -> None:
         self.matrix, self.kmajor = matrix, kmajor
+        self.chunk = chunk     # a K-major copy made in K chunks (matrix: the chunk's buffer) of this tile
 
 
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
@@ -84,8 +87,17 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     k.b.declare("declare void @llvm.nvvm.wgmma.fence.sync.aligned()")
     k.b.emit("call void @llvm.nvvm.wgmma.fence.sync.aligned()")
     regs = list(acc.slots)
+    width = b.matrix.cols if b.chunk is not None else k_size
     for k0 in range(0, k_size, shape.k):
-        b_desc = _descriptor(k, b.matrix, _offset(k, b, "0", k0), b.kmajor)
+        if k0 and k0 % width == 0:   # B's next K chunk, once every group reading the last one is done
+            k.b.declare("declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
+            k.b.emit("call void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
+            regs = list(wait_group(k, 0, TileRegs(acc.type, regs, layout)).slots)  # type: ignore[union-attr]
+            k.barrier()
+            copy_kmajor(k, b.chunk, "b", b.matrix, k0)  # type: ignore[arg-type]
+            k.barrier()
+            k.b.emit("call void @llvm.nvvm.wgmma.fence.sync.aligned()")
+        b_desc = _descriptor(k, b.matrix, _offset(k, b, "0", k0 % width), b.kmajor)
         for mi in range(rm):
             chunk = regs[mi * regs_per:(mi + 1) * regs_per]
             if a is None:
@@ -178,6 +190,17 @@ def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
         and reads_directly(shape, role, value.transposed, m.rows, m.cols)
 
 
+def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
+    """An f32 operand read as tf32 whose stage a TMA-fed pipeline filled, stored K-major as wgmma
+    reads it: rounded where it lies (each thread rewrites the blocks it read; nothing else reads the
+    stage before the loop releases it), so it needs no K-major buffer of its own (before_loop)."""
+    m = value.matrix
+    return bool(value.tf32) and m.swizzled and m.batch == 1 \
+        and reads_directly(shape, role, value.transposed, m.rows, m.cols) \
+        and any(p.tma and any(ring.offset == m.offset for ring in p.matrices.values())
+                for p in k.active_pipelines.values())
+
+
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
              role: str) -> _Operand:
     """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
@@ -185,7 +208,11 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
         kmajor = value.transposed if role == "b" else not value.transposed
         if _direct(shape, value, role):
             return _Operand(value.matrix, kmajor)
-        return _Operand(copy_kmajor(k, value, role, k.wgmma_buffers.get((op, role))), True)
+        if _rounds_in_place(k, shape, value, role):   # the stage becomes its own K-major copy
+            return _Operand(copy_kmajor(k, value, role, value.matrix), True)
+        buffer = k.wgmma_buffers.get((op, role))
+        chunked = buffer is not None and buffer.cols < value.type.shape[0 if role == "b" else -1]
+        return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None)
     if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), False)
     if role == "a":
@@ -201,19 +228,73 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
 
     if k.assignment is None:
         return
+    copies: list = []   # (mma, role, tile shape, element bytes) of each K-major copy the loop makes
     for op in k.assignment.wgmma_ops:
         shape = select(op, k.sm, k.threads)
         if shape is None or not _inside(op, loop):
             continue
         for role, name in (("a", "lhs"), ("b", "rhs")):
             value = op.operand(name)
+            transposed = False
             while getattr(value.owner, "name", "") and _passes_shared(value.owner):  # type: ignore[union-attr]
+                transposed ^= value.owner.name == "cuda_tile.permute"  # type: ignore[union-attr]
                 value = value.owner.operands[0]  # type: ignore[union-attr]
             if (op, role) in k.wgmma_buffers or getattr(value.owner, "name", "") != "cuda_tile.load_view_tko" \
-                    or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value):
+                    or not k.assignment.is_shared_operand(value) or k.assignment.is_swizzled(value) \
+                    or _tma_rounded_stage(k, shape, loop, value.owner, role, transposed):  # type: ignore[arg-type]
                 continue
-            k.wgmma_buffers[(op, role)] = kmajor_buffer(k, op.operand(name).type.shape, role,  # type: ignore[union-attr]
-                                                        shape.elem_bytes)
+            copies.append((op, role, op.operand(name).type.shape, shape.elem_bytes))  # type: ignore[union-attr]
+    chunked = _chunked_copy(k, loop, copies)
+    for op, role, tile_shape, eb in copies:
+        kdim, x_size = k_and_x(tile_shape[-2:], role)
+        k.wgmma_buffers[(op, role)] = kmajor_matrix(k, x_size, kdim // 2 if (op, role) == chunked else kdim, eb)
+
+
+def _chunked_copy(k: KernelLowering, loop: Operation, copies: list) -> "tuple[Operation, str] | None":
+    """The (mma, "b") whose K-major copy is made in two K halves through a buffer half its size,
+    where that lets `loop`'s pipeline have the two stages the whole copies leave no room for (tf32
+    128x256 on sm_90: two 96 KB stages beside a 64 KB copy of B do not fit, beside 32 KB they do);
+    None where the copies are made whole."""
+    from .async_copy import matrix_shape
+    from .mbarrier import BYTES
+    from .pipelined_loop import _tma_swizzles, uses_mbarriers
+    from .smem import opt_in_limit
+
+    plan = k.pipelines.get(loop) if k.pipelines else None
+    if plan is None or not plan.pipelined or k.assignment is None:
+        return None
+    stage = sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])
+                             or (uses_mbarriers(k) and _tma_swizzles(k, ld, k.get(ld.operand("view"))))).nbytes
+                for ld in plan.loads)
+    need = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve + 2 * stage + 4 * BYTES
+    sizes = {(op, role): SharedMatrix(0, 1, *reversed(k_and_x(shp[-2:], role)), eb, k.pad_buffers, swizzled=True).nbytes
+             for op, role, shp, eb in copies}
+    if need + sum(sizes.values()) <= opt_in_limit(k.sm):
+        return None
+    for op, role, shp, eb in copies:
+        kdim, _ = k_and_x(shp[-2:], role)
+        half = sizes[(op, role)] // 2
+        if role == "b" and kdim % 64 == 0 and (kdim // 2 * eb) % 128 == 0 \
+                and need + sum(sizes.values()) - half <= opt_in_limit(k.sm):
+            return op, role
+    return None
+
+
+def _tma_rounded_stage(k: KernelLowering, shape: WgmmaShape, loop: Operation, load: Operation, role: str,
+                      transposed: bool) -> bool:
+    """Whether `load`, an f32 tile read as tf32 that `loop`'s pipeline will copy by TMA into swizzled
+    stages, is stored K-major as wgmma reads it: rounded in its stage (_rounds_in_place), no buffer.
+    (If the loop ends up not pipelined, its copy takes a buffer where it is made.)"""
+    from .pipelined_loop import _tma_swizzles, uses_mbarriers
+    from .tma_copy import _read_as_tf32
+
+    plan = k.pipelines.get(loop) if k.pipelines else None
+    if k.sm != 90 or not uses_mbarriers(k) or plan is None or not plan.pipelined or load not in plan.loads \
+            or not _read_as_tf32(load.results[0]):
+        return False
+    tile = load.results[0].type
+    rows, cols = tile.shape[-2:]  # type: ignore[attr-defined]
+    return reads_directly(shape, role, transposed, rows, cols) and _tma_swizzles(k, load, k.get(load.operand("view")))
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":

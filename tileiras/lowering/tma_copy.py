@@ -281,22 +281,32 @@ def one_shots(k: KernelLowering, pending_only: bool = False) -> list[OneShot]:
     return out
 
 
-def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:
+def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix, first_col: int = 0,
+          wait: bool = True) -> None:
     """One thread's TMA store of the tile in `matrix` (swizzled, its generic writes fenced for the
     async proxy and published) to the view of store op `op`, box by box (the unit clips what lies
-    outside the tensor); the thread then waits until the boxes have been read out of shared
-    memory, which must outlive the reads."""
-    for at, coords in _boxes(k, op, t, matrix.offset):
+    outside the tensor), one bulk group; `matrix` may hold the tile's columns from `first_col` on
+    only (a chunk, epilogue.tma_store). With `wait` the thread then waits until the boxes have been
+    read out of shared memory, which must outlive the reads (else the caller does, `stores_read`)."""
+    for at, coords in _boxes(k, op, t, matrix.offset, first_col):
         src = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(at))} to i32", "tc")
         n = len(coords)
         _asm(k, f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{_places(1, n)}}}], "
                 f"[${n + 1}];", "l," + "r," * n + "r", f"ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {src}")
     _asm(k, "cp.async.bulk.commit_group;", "", "")
+    if wait:
+        stores_read(k)
+
+
+def stores_read(k: KernelLowering) -> None:
+    """This thread's TMA stores so far have read their shared bytes (they may be written again)."""
     _asm(k, "cp.async.bulk.wait_group.read 0;", "", "")
 
 
-def _boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int) -> list[tuple[int, list[str]]]:
-    """(shared byte offset, i32 coordinates innermost first) of each box of the tile `op` copies."""
+def _boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int,
+           first_col: int = 0) -> list[tuple[int, list[str]]]:
+    """(shared byte offset, i32 coordinates innermost first) of each box of the tile `op` copies
+    (its columns from `first_col` on)."""
     from .ops_memory import view_index
 
     view = k.get(op.operand("view"))
@@ -307,7 +317,7 @@ def _boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int) -> list[tu
     def at(c: str, step: int) -> str:
         return c if step == 0 else k.b.op(f"add i32 {c}, {step}", "tc")
     return [(offset + a * t.atom_bytes + j * t.band_bytes,
-             [at(coords[0], a * t.per_atom), *([at(coords[1], j * t.box[1])] if t.bands > 1 else coords[1:2]),
+             [at(coords[0], first_col + a * t.per_atom), *([at(coords[1], j * t.box[1])] if t.bands > 1 else coords[1:2]),
               *coords[2:]])
             for a in range(t.atoms) for j in range(t.bands)]
 
