@@ -144,9 +144,10 @@ class RaceChecker:
 
     def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
         """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
-        self.hb.check_write(idx, tid, line, "the TMA load", pending_only=False)
+        self.hb.check_write(idx, tid, line, "the TMA load")
         self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx,
                          self.np.full(idx.size, tid))
+        self.hb.forget_writes(idx)
         self.async_key[idx] = key
         self.async_need[idx] = need
         self.async_line[idx] = line
@@ -179,7 +180,7 @@ class RaceChecker:
                               f"the generic proxy and {what} reads it through the async proxy with no "
                               "fence.proxy.async by that thread before it published the store", tid)
         self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
-                         np.full(idx.size, tid))
+                         np.full(idx.size, tid), record=owner is None)
         if owner is not None:
             self.hb.read_pending(idx, tid, line, owner)
 
@@ -219,8 +220,10 @@ class RaceChecker:
             tids = lanes if sel is None else lanes[sel]
             self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
 
-    def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any) -> None:
-        """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`."""
+    def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any,
+                    record: bool = True) -> None:
+        """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
+        (`record`: a shared read's clock; an async read in flight is recorded by `async_read`)."""
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
@@ -228,7 +231,9 @@ class RaceChecker:
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
-                self.hb.check_write(idx, tids, site.line, "the store", pending_only=True)
+                self.hb.check_write(idx, tids, site.line, "the store")
+                self.hb.check_after_write(idx, tids, site.line, "write-after-write")
+                self.hb.write(idx, tids, site.line)
                 self.seq += 1
                 self.gen_seq[idx] = self.seq
                 self.gen_tid[idx] = tids
@@ -237,8 +242,11 @@ class RaceChecker:
         else:
             if space == "shared":
                 self._visible(st, site.line, idx, tids, site.does())
-                self.hb.read(idx, tids, site.line)
             self._read(st, site, space, sh, idx, tids)
+            if space == "shared":       # what the intervals let through: ordered by the waits made?
+                self.hb.check_after_write(idx, tids, site.line, "read-after-write")
+                if record:
+                    self.hb.read(idx, tids, site.line)
 
     def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
         np = self.np
