@@ -454,3 +454,23 @@ def test_an_mma_operand_in_tensor_memory_is_overwritten_only_after_the_mma_compl
                        r"\d+ '@%p1 tcgen05.mma.* may still be in flight"):
         _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(COMMIT, OVERWRITE_A + "\n    " + COMMIT),
                      a_from_tmem=True)
+
+
+def test_the_mma_warp_skipping_the_tf32_rounding_wait_is_reported(monkeypatch) -> None:
+    """sm_100 tf32: the epilogue warps round each stage in place and arrive on its `ready` mbarrier;
+    the MMA warp waits on the stage's `full` (the TMA's) and on `ready`. Without the second wait its
+    tcgen05.mma reads the stage unordered with the rounding stores (the old checker let the completed
+    `full` phase stand in for it)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from emulator_runs import edit_ptx, emulate, without_wait
+    from tileiras.frontend import load_module
+
+    data = (ROOT / "tests" / "realistic" / "bytecode" / "mm_tf32_64x64x32.tileirbc").read_bytes()
+    module = load_module(data, "mm_tf32_64x64x32.tileirbc")
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((64, 160)).astype(np.float32), rng.standard_normal((160, 64)).astype(np.float32),
+            np.zeros((64, 64), np.float32)]
+    edit_ptx(monkeypatch, without_wait("stage prepared"))
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the store at line \d+ overwrites shared "
+                       r"address 0x[0-9a-f]+, but thread \d+ read it at line \d+ 'tcgen05.mma.cta_group::1.kind::tf32"):
+        emulate(module, args, "sm_100")

@@ -16,6 +16,11 @@ cleared. Barriers with a thread count bump it too, which can hide races between 
 they do not synchronize. One reader per byte is enough: a write races with the
 interval's reads unless its thread was the only reader.
 
+The intervals count every completed mbarrier phase as a barrier for every thread. Shared
+memory and tensor memory are therefore also checked with vector clocks (`happens_before.py`):
+there an access must follow the last write (and a write the last reads) of its byte or cell
+through waits on the mbarriers and barriers that actually publish them.
+
 The asynchronous proxy (TMA, wgmma, tcgen05) adds two checks on shared memory:
 
 * visibility: bytes a TMA load writes are tagged with the mbarrier its transaction
