@@ -238,24 +238,29 @@ class TensorCells:
                kind: str) -> None:
         np = self.np
         who = self.who[a][idx]
-        clk = self.clock[a][idx]
-        seen = who >= 0
-        if not seen.any():
+        # narrowed step by step to the cells not yet known ordered (most are: the same thread's)
+        cand = np.flatnonzero(who >= 0)
+        if cand.size == 0:
             return
+        clk = self.clock[a][idx[cand]]
         pending = clk == PENDING
-        ok = ~seen | (pending & (self.key[a][idx] == code) & (code >= 0))
-        done = seen & ~pending
-        ok |= done & (who == tids)
+        w, t = who[cand], tids[cand]
+        ok = np.where(pending, (self.key[a][idx[cand]] == code) & (code >= 0), w == t)
         if collective:
-            ok |= done & self.coll[a][idx] & (who // 32 == tids // 32)
-        ok |= done & (self.hb.vc[tids, np.maximum(who, 0)] >= clk)
+            ok |= ~pending & self.coll[a][idx[cand]] & (w // 32 == t // 32)
+        keep = ~ok
+        if not keep.any():
+            return
+        cand, clk, pending, w, t = cand[keep], clk[keep], pending[keep], w[keep], t[keep]
+        ok = ~pending & (self.hb.vc[t, w] >= clk)
         if ok.all():
             return
-        i = int(np.argmin(ok))
+        k = int(np.argmin(ok))
+        i = int(cand[k])
         c, u, w = int(idx[i]), int(tids[i]), int(who[i])
         pl = int(self.line[a][c])
         did = "wrote" if a == "w" else "read"
-        if pending[i]:
+        if pending[k]:
             how = (f"thread {w}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
                    f"'{self.hb.texts.get(pl, '?')}' may still be in flight (no tcgen05.commit/wait::ld/"
                    "wait::st completed it)")

@@ -393,10 +393,7 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             rows = (d >> 16) + d_lanes(mm)
             li, ci = _cells(st, int(rows.min()), d & 0xFFFF, int(rows.max() - rows.min()) + 1, n, t, "tcgen05.mma D")
             ci = ci[0]
-            accumulate = bool(_at(st, enable, t))
-            if st.races is not None and accumulate:
-                _track(st, rows[:, None], ci[None, :], t, False, ins, ("tcgen05", t))
-            if accumulate:
+            if _at(st, enable, t):
                 old = tm.cells[rows[:, None], ci[None, :]]
                 C = old.view(np.int32).astype(np.int64) if f["d"] == "s32" else \
                     old.view(np.float32).astype(np.float64)
@@ -412,7 +409,8 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
                 bits = np.array([_at(st, r, t) & 0xFFFFFFFF for r in dis], dtype=np.uint64)
                 lane_of_row = rows - (d >> 16)
                 keep = ((bits[lane_of_row // 32] >> (lane_of_row % 32).astype(np.uint64)) & 1) == 0
-            if st.races is not None:    # written when the thread's next tcgen05.commit completes
+            if st.races is not None:    # written when the thread's next tcgen05.commit completes (the
+                # write is checked against D's last write and reads: that orders an accumulating read too)
                 _track(st, rows[keep][:, None], ci[None, :], t, True, ins, ("tcgen05", t))
             tm.cells[rows[keep][:, None], ci[None, :]] = out[keep]
 
