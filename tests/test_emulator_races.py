@@ -474,3 +474,19 @@ def test_the_mma_warp_skipping_the_tf32_rounding_wait_is_reported(monkeypatch) -
     with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the store at line \d+ overwrites shared "
                        r"address 0x[0-9a-f]+, but thread \d+ read it at line \d+ 'tcgen05.mma.cta_group::1.kind::tf32"):
         emulate(module, args, "sm_100")
+
+
+@pytest.mark.sweep      # (3 s; the hand-written kernels above check the same by default)
+def test_attention_reading_its_scores_before_the_mmas_commit_is_reported(monkeypatch) -> None:
+    """sm_100 attention (every warp reads S from tensor memory after thread 0's MMAs): without the
+    `mma complete` waits the tcgen05.ld of S is unordered with the MMAs writing it. The emulator
+    computes each MMA when issued, so the results still match: only the tensor-memory tracking
+    reports it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from emulator_runs import edit_ptx, without_wait
+    from test_realistic_emulator import _check
+
+    edit_ptx(monkeypatch, without_wait("mma complete"))
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
+                       r"thread \d+ accesses lane \d+ column \d+, but thread 0 wrote it at line \d+ 'tcgen05.mma"):
+        _check("fa_f16_q128k64d64", "sm_100")
