@@ -354,8 +354,7 @@ def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> No
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     from tileiras.emulator import EmulatorError
-    from test_mbarrier_pipeline import _without_wait
 
-    _without_wait(monkeypatch, "one-shot TMA load")
+    edit_ptx(monkeypatch, without_wait("one-shot TMA load"))
     with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
         _check("fa_f16_q64k64d64", gpu)

@@ -17,6 +17,11 @@ tcgen05.ld/st move data between registers and the lanes of the warp's quarter
 one is the m16n8 accumulator fragment, as CUTLASS's 16dp256b copy traits spell out). An ld's registers are usable at once: NVIDIA's
 compiler reads them before tcgen05.wait::ld (ptxas tracks them like any load result), so
 the waits only order tensor-memory accesses, which here happen in program order anyway.
+
+The race checker (happens_before.TensorCells) still sees them as asynchronous: an mma's or cp's
+accesses of tensor memory are in flight until the issuing thread's next tcgen05.commit, a warp's
+ld/st until its wait::ld/st, and another thread may touch those cells only once an mbarrier wait
+or barrier orders it after their completion.
 """
 
 from __future__ import annotations
