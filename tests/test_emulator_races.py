@@ -437,12 +437,17 @@ OVERWRITE_A = "\n    add.u32 %r25, %r24, %r21;\n    tcgen05.st.sync.aligned.32x3
 
 
 def test_the_accumulator_is_read_only_after_the_commits_mbarrier(monkeypatch) -> None:
-    """tcgen05.mma writes its accumulator asynchronously: the warps reading it must wait for the
-    mbarrier its tcgen05.commit arrives on."""
+    """tcgen05.mma writes its accumulator asynchronously: the warps reading it, the issuing thread
+    included, must wait for the mbarrier its tcgen05.commit arrives on."""
     _tcgen05_run(monkeypatch, lambda ptx: ptx)
     with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
-                       r"thread 1 accesses lane 1 column 0, but thread 0 wrote it at line \d+ '@%p1 tcgen05.mma"):
+                       r"thread 0 accesses lane 0 column 0, but the tcgen05 operations of thread 0 wrote it at line "
+                       r"\d+ '@%p1 tcgen05.mma"):
         _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(MMA_WAIT, ""))
+    # a CTA barrier after the commit orders the issue, not the MMA's completion
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
+                       r"thread 0 accesses lane 0 column 0, but the tcgen05 operations of thread 0 wrote it"):
+        _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(MMA_WAIT, "bar.sync 0;"))
 
 
 def test_an_mma_operand_in_tensor_memory_is_overwritten_only_after_the_mma_completed(monkeypatch) -> None:
@@ -472,7 +477,8 @@ def test_the_mma_warp_skipping_the_tf32_rounding_wait_is_reported(monkeypatch) -
             np.zeros((64, 64), np.float32)]
     edit_ptx(monkeypatch, without_wait("stage prepared"))
     with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the store at line \d+ overwrites shared "
-                       r"address 0x[0-9a-f]+, but thread \d+ read it at line \d+ 'tcgen05.mma.cta_group::1.kind::tf32"):
+                       r"address 0x[0-9a-f]+, but the tcgen05 operations of thread 160 read it at line \d+ "
+                       r"'tcgen05.mma.cta_group::1.kind::tf32"):
         emulate(module, args, "sm_100")
 
 
@@ -488,5 +494,6 @@ def test_attention_reading_its_scores_before_the_mmas_commit_is_reported(monkeyp
 
     edit_ptx(monkeypatch, without_wait("mma complete"))
     with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
-                       r"thread \d+ accesses lane \d+ column \d+, but thread 0 wrote it at line \d+ 'tcgen05.mma"):
+                       r"thread \d+ accesses lane \d+ column \d+, but the tcgen05 operations of thread 0 wrote "
+                       r"it at line \d+ 'tcgen05.mma"):
         _check("fa_f16_q128k64d64", "sm_100")

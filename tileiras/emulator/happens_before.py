@@ -45,7 +45,11 @@ PENDING = 1 << 62
 class Clocks:
     def __init__(self, np: Any, nthreads: int, smem_bytes: int, texts: dict) -> None:
         self.np = np
-        self.vc = np.eye(nthreads, dtype=np.int64)
+        self.n = nthreads
+        # thread t's tcgen05 operations run on their own (the tensor core's) clock n + t: they know what
+        # t knew when it issued them, and what they did becomes known only through the mbarrier their
+        # tcgen05.commit arrives on, not to t itself nor to threads t synchronizes with otherwise
+        self.vc = np.eye(2 * nthreads, dtype=np.int64)
         self.texts = texts
         self.accum: dict[int, Any] = {}         # mbarrier -> clocks released into its current phase
         self.done: dict[int, Any] = {}          # mbarrier -> clocks of its last completed phase
@@ -88,6 +92,26 @@ class Clocks:
         self.vc[w] = np.maximum(self.vc[w], joined)
         self.vc[a, a] += 1
 
+    # -- tcgen05 operations ----------------------------------------------------------
+    def unit(self, owner: Any, tids: Any) -> Any:
+        """The clock ids that accesses of `owner` (issued by threads `tids`) are recorded under: a
+        tcgen05 operation's, which learns what its issuing thread knows now."""
+        if owner is None or owner[0] != "tcgen05":
+            return tids
+        t = int(owner[1])
+        self.vc[self.n + t] = self.np.maximum(self.vc[self.n + t], self.vc[t])
+        return self.np.asarray(tids) - t + self.n + t
+
+    def commit(self, t: int, key: int) -> None:
+        """Thread t's tcgen05.commit: its tcgen05 operations complete, then arrive on mbarrier `key`."""
+        u = self.n + t
+        self.vc[u] = self.np.maximum(self.vc[u], self.vc[t])
+        self.finish(lambda o: o == ("tcgen05", t))
+        self.release(key, [u])
+
+    def who(self, u: int) -> str:
+        return f"thread {u}" if u < self.n else f"the tcgen05 operations of thread {u - self.n}"
+
     # -- shared-memory accesses ----------------------------------------------------
     def read(self, idx: Any, tids: Any, line: int) -> None:
         self.reader[0, idx] = tids
@@ -95,6 +119,7 @@ class Clocks:
         self.rline[0, idx] = line
 
     def read_pending(self, idx: Any, tid: int, line: int, owner: Any) -> None:
+        tid = int(self.unit(owner, tid))
         self.reader[1, idx] = tid
         self.rclock[1, idx] = PENDING
         self.rline[1, idx] = line
@@ -168,10 +193,11 @@ class Clocks:
             rl = int(self.rline[slot, b])
             if clk[i] == PENDING:
                 how = (f"the asynchronous read of it by the instruction at line {rl} '{self.texts.get(rl, '?')}', "
-                       f"issued by thread {u}, may still be in flight (not yet completed by its wait_group/commit)")
+                       f"issued by thread {u % self.n}, may still be in flight (not yet completed by its "
+                       "wait_group/commit)")
             else:
-                how = (f"thread {u} read it at line {rl} '{self.texts.get(rl, '?')}' and no mbarrier or barrier "
-                       "orders that read before this write")
+                how = (f"{self.who(u)} read it at line {rl} '{self.texts.get(rl, '?')}' and no mbarrier or "
+                       "barrier orders that read before this write")
             raise DeviceFault(f"data race (write-after-read): {what} at line {line} overwrites shared address "
                               f"0x{b:x}, but {how}", int(writers[i]))
 
@@ -216,6 +242,7 @@ class TensorCells:
         idx = np.asarray(idx, dtype=np.int64).ravel()
         tids = np.broadcast_to(np.asarray(tids, dtype=np.int64), idx.shape).ravel()
         code = -1 if owner is None else self.keys.setdefault(owner, len(self.keys))
+        tids = self.hb.unit(owner, tids)
         if write:
             self._check(idx, tids, "r", code, collective, line, what, "write-after-read")
         self._check(idx, tids, "w", code, collective, line, what, "write-after-write" if write else
@@ -257,15 +284,15 @@ class TensorCells:
             return
         k = int(np.argmin(ok))
         i = int(cand[k])
-        c, u, w = int(idx[i]), int(tids[i]), int(who[i])
+        c, u, w = int(idx[i]), int(tids[i]) % self.hb.n, int(who[i])
         pl = int(self.line[a][c])
         did = "wrote" if a == "w" else "read"
         if pending[k]:
-            how = (f"thread {w}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
+            how = (f"thread {w % self.hb.n}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
                    f"'{self.hb.texts.get(pl, '?')}' may still be in flight (no tcgen05.commit/wait::ld/"
                    "wait::st completed it)")
         else:
-            how = (f"thread {w} {did} it at line {pl} '{self.hb.texts.get(pl, '?')}' and no mbarrier wait or "
+            how = (f"{self.hb.who(w)} {did} it at line {pl} '{self.hb.texts.get(pl, '?')}' and no mbarrier wait or "
                    "barrier orders that access before this one")
         raise DeviceFault(f"data race on tensor memory ({kind}): {what} by thread {u} accesses lane "
                           f"{c // self.columns} column {c % self.columns}, but {how}", u)

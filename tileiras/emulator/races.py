@@ -121,11 +121,13 @@ class RaceChecker:
     def proxy_fence(self, lanes: Any) -> None:
         self._stamp(self.fences, lanes)
 
-    def release(self, lanes: Any, key: Any = None) -> None:
-        """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key`: what they
-        stored before is published."""
+    def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
+        """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a
+        tcgen05.commit, for their tcgen05 operations): what they stored before is published."""
         self._stamp(self.releases, lanes)
-        if key is not None:
+        if commit:
+            self.hb.commit(int(lanes[0]), key)
+        elif key is not None:
             self.hb.release(key, lanes)
 
     def _stamp(self, table: list, lanes: Any) -> None:

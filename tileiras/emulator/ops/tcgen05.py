@@ -482,9 +482,7 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
             return
         keys = _mbar_keys(st, mbar, lanes, m, space)
         for key, t in zip(keys.tolist(), lanes.tolist()):
-            if st.races is not None:     # the thread's tcgen05.mma reads complete before the arrive
-                st.races.hb.finish(lambda o, t=t: o == ("tcgen05", t))
-            _arrive(st, int(key), 1, t)
+            _arrive(st, int(key), 1, t, commit=True)     # the thread's tcgen05 operations complete first
 
     return (K_OP, commit, None)
 
