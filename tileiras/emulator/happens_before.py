@@ -7,16 +7,18 @@ that releases it while its wgmma may still be reading it, is ordered with the pr
 load only by the schedule this emulator happened to pick. So mbarriers and CTA barriers also carry
 vector clocks (thread t's clock of thread u: `vc[t, u]`):
 
-* an arrive (mbarrier.arrive, tcgen05.commit, a TMA's complete_tx) releases the thread's clock
-  into the barrier's current phase, then ticks the thread's own clock;
+* an arrive (mbarrier.arrive, cp.async.mbarrier.arrive) releases the thread's clock into the
+  barrier's current phase, then ticks the thread's own clock; a tcgen05.commit releases the clock
+  of the thread's tcgen05 operations (below);
 * a wait that sees a phase complete acquires the clocks released into that phase;
 * bar.sync/bar.arrive join the clocks of the arriving threads into the waiting ones.
 
-Every shared byte remembers its last reader and the reader's clock at the read. Reads through the
-async proxy are *pending* until the instruction that completes them (wgmma.wait_group for wgmma,
+Every shared byte remembers its last reader and the reader's clock at the read (generic reads and
+async-proxy reads apart, so that one does not hide the other). Reads through the async proxy are
+*pending* until the instruction that completes them (wgmma.wait_group for wgmma,
 the issuing thread's next tcgen05.commit for tcgen05.mma). A TMA load that overwrites a byte, or a
 generic store over a pending read, must be ordered after that read (`vc[writer, reader] >= clock`),
-otherwise it is reported.
+otherwise it is reported; a generic store too.
 
 Every shared byte also remembers its last generic writer and the writer's clock, so a read (ld, or
 an async-proxy read by wgmma/tcgen05/TMA store) or a write of it by another thread must be ordered
@@ -28,9 +30,14 @@ readers must have seen the completing phase (`RaceChecker._visible`).
 
 Tensor memory (`TensorCells`) is tracked per 32-bit cell (lane, column) the same way, writes as
 well as reads: tcgen05.mma and tcgen05.cp access it asynchronously until the issuing thread's next
-tcgen05.commit (whose mbarrier completion publishes them), tcgen05.ld/st until the warp's
-tcgen05.wait::ld/st. Accesses by one thread's mma/cp pipeline are ordered among themselves (the
-tcgen05 pipeline executes them in order), completed ld/st of one warp too (warp-collective).
+tcgen05.commit, tcgen05.ld/st until the warp's tcgen05.wait::ld/st. Accesses by one thread's
+mma/cp pipeline are ordered among themselves (the tcgen05 pipeline executes them in order),
+completed ld/st of one warp too (warp-collective).
+
+A thread's tcgen05 operations (mma, cp, and their shared-memory reads) run on a clock of their own
+(`n + t` beside the n threads'): they know what thread t knew when it issued them, and what they
+did is published only by their tcgen05.commit's mbarrier, so that even thread t, or a thread
+ordered with t by bar.sync, must wait on that mbarrier before touching their cells.
 """
 
 from __future__ import annotations
