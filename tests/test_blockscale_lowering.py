@@ -184,12 +184,9 @@ def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None
     """Two epilogue warpgroups (320 threads; 256 x 256: each CTA of a pair, 128 x 256): the producer warp's
     first thread issues the boxes of A, B and B's scales and announces their bytes, its lanes copy A's
     scales by cp.async; one full mbarrier counts them all. A K loop of 3 wraps the 3 stages."""
-    from tileiras.runtime import run_arrays
-
     module = _module(_kernel(tm, tn, 128))
     a, sa, b, sb = _inputs(tm, tn, 3 * 128, seed=3)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((tm, tn), np.float32)],
-                     backend="emulator", gpu_name="sm_100", check_races=True)[4]
+    out = emulate(module, [a, sa, b, sb, np.zeros((tm, tn), np.float32)], "sm_100")[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
