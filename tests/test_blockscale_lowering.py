@@ -20,7 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_tile_layer import _entry, _module, _ptx, _ptxas_report  # noqa: E402
+from emulator_runs import edit_ptx, emulate, removing  # noqa: E402
+from test_tile_layer import _module, _ptx, _ptxas_report  # noqa: E402
 from tilegym_modules import tilegym  # noqa: E402
 
 E4, E8 = "float8_e4m3fn", "float8_e8m0fnu"
@@ -166,16 +167,13 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
     ids=["sm_120-mma.sync", "sm_120-mma.sync-cp.async", "sm_100-fma", "sm_100-tcgen05", "sm_100-tcgen05-cp.async"])
 def test_block_scaled_matmul_matches_numpy_under_the_race_checker(gpu: str, tile: int, tk: int, instruction: str,
                                                                    tmp_path: Path) -> None:
-    from tileiras.runtime import run_arrays
-
     tm = tn = tile
     assert instruction in _ptx(_kernel(tm, tn, tk), gpu, tmp_path)
     module = _module(_kernel(tm, tn, tk))
     m, n, k = tm, tn, 2 * tk      # a K loop of 2 iterations: the accumulator goes round in registers
     a, sa, b, sb = _inputs(m, n, k)
     c = np.zeros((m, n), np.float32)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, c], backend="emulator", gpu_name=gpu,
-                     check_races=True)[4]
+    out = emulate(module, [a, sa, b, sb, c], gpu)[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
@@ -186,12 +184,9 @@ def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None
     """Two epilogue warpgroups (320 threads; 256 x 256: each CTA of a pair, 128 x 256): the producer warp's
     first thread issues the boxes of A, B and B's scales and announces their bytes, its lanes copy A's
     scales by cp.async; one full mbarrier counts them all. A K loop of 3 wraps the 3 stages."""
-    from tileiras.runtime import run_arrays
-
     module = _module(_kernel(tm, tn, 128))
     a, sa, b, sb = _inputs(tm, tn, 3 * 128, seed=3)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((tm, tn), np.float32)],
-                     backend="emulator", gpu_name="sm_100", check_races=True)[4]
+    out = emulate(module, [a, sa, b, sb, np.zeros((tm, tn), np.float32)], "sm_100")[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
@@ -200,8 +195,6 @@ def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None
 def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy(gpu: str) -> None:
     """The 4-D swizzled scale tiles go through reshape/permute in registers; the mma stages them
     (sm_100: tcgen05, restaged from the staged tiles)."""
-    from tileiras.runtime import run_arrays
-
     tm = tn = 128
     tk = 128
     module = _module(_kernel(tm, tn, tk, swizzled=True))
@@ -209,8 +202,7 @@ def test_swizzled_scales_unswizzled_in_the_kernel_match_numpy(gpu: str) -> None:
     a, sa, b, sb = _inputs(m, n, k, seed=2)
     c = np.zeros((m, n), np.float32)
     packed_b = _swizzle(np.ascontiguousarray(sb.T))     # B's scales are packed N-major
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, _swizzle(sa), b, packed_b, c], backend="emulator",
-                     gpu_name=gpu, check_races=True)[4]
+    out = emulate(module, [a, _swizzle(sa), b, packed_b, c], gpu)[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
@@ -283,23 +275,10 @@ def test_emulated_block_scale_selectors_follow_the_ptx_isa(ba: int, ta: int, bb:
 def test_restaged_scales_without_the_proxy_fence_are_reported(monkeypatch) -> None:
     """The race checker covers the restaging: generic st.shared of the scale bytes, read by tcgen05.cp
     through the async proxy, need fence.proxy.async before the barrier that publishes them."""
-    import re
-
-    import tileiras.runtime.backends as backends
     from tileiras.emulator import EmulatorError
-    from tileiras.runtime import run_arrays
 
-    real = backends.compile_module
-
-    def without_fences(req, emit, gpu):
-        ptx, meta = real(req, emit, gpu)
-        text, count = re.subn(r"fence\.proxy\.async\.shared::cta;", "", ptx.decode())
-        assert count and "tcgen05.cp" in text
-        return text.encode(), meta
-
-    monkeypatch.setattr(backends, "compile_module", without_fences)
+    edit_ptx(monkeypatch, removing(r"fence\.proxy\.async\.shared::cta;", needs="tcgen05.cp"))
     module = _module(_kernel(128, 128, 64))
     a, sa, b, sb = _inputs(128, 128, 128)
     with pytest.raises(EmulatorError, match=r"missing fence\.proxy\.async: .*st\.shared\.b8.* the tcgen05\.cp"):
-        run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((128, 128), np.float32)],
-                   backend="emulator", gpu_name="sm_100", check_races=True)
+        emulate(module, [a, sa, b, sb, np.zeros((128, 128), np.float32)], "sm_100")

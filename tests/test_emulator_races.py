@@ -294,3 +294,206 @@ def test_corpus_kernels_have_no_races(kernel_: dict, entry: dict, case: dict) ->
         if not found:
             raise
         on(found.group(1))
+
+
+# --- happens-before: what each wait orders ------------------------------------------------------
+
+# threads 64..127 store their word of buf and arrive on mbarrier B; thread 0 alone completes a
+# phase of mbarrier A; threads 0..63 wait on A, {wait_b}, then read word i + 64
+CHAINED = BUF_WORDS + """
+    @%p1 mbarrier.init.shared.b64 [mba], 1;
+    @%p1 mbarrier.init.shared.b64 [mbb], 64;
+    bar.sync 0;
+    setp.lt.u32 %p3, %r0, 64;
+    @%p3 bra CONSUMER;
+    st.shared.u32 [%r6], %r0;
+    mbarrier.arrive.shared.b64 %rd8, [mbb];
+    bra DONE;
+CONSUMER:
+    @%p1 mbarrier.arrive.shared.b64 %rd9, [mba];
+WAIT_A:
+    mbarrier.try_wait.parity.shared.b64 %p4, [mba], 0;
+    @!%p4 bra WAIT_A;
+{wait_b}
+    ld.shared.u32 %r3, [%r6+256];
+    st.global.u32 [%rd7], %r3;
+DONE:
+"""
+WAIT_B = """WAIT_B:
+    mbarrier.try_wait.parity.shared.b64 %p5, [mbb], 0;
+    @!%p5 bra WAIT_B;"""
+MBARS = SHARED + "\n.shared .align 8 .b8 mba[8];\n.shared .align 8 .b8 mbb[8];"
+
+
+def test_a_wait_on_one_mbarrier_does_not_order_what_another_publishes() -> None:
+    """Both phases complete (A's before the consumers read, B's after the producers store), but only
+    B's orders the stores before the loads: a consumer that waits on A alone races."""
+    want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
+    np.testing.assert_array_equal(run(CHAINED.format(wait_b=WAIT_B), MBARS), want)
+    msg = race(CHAINED.format(wait_b=""), MBARS)
+    assert re.search(r"read-after-write\): thread 64 stored to shared address 0x100 at line \d+ "
+                     r"'st.shared.u32 \[%r6\], %r0' and no mbarrier wait or barrier orders that store before this "
+                     r"access by thread 0 at line \d+ 'ld.shared.u32 %r3, \[%r6\+256\]'", msg), msg
+
+
+# warp 0 writes 4 columns of its 32 tensor-memory lanes and arrives on an mbarrier; warp 4 (the same
+# lane quarter) waits for it and reads them back; warps 1-3 only allocate/free around them
+TMEM = """
+.version 8.7
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p<8>;
+    .reg .b32 %r<16>;
+    .reg .b32 %v<8>;
+    .reg .b64 %rd<8>;
+    .shared .align 8 .b32 slot;
+    .shared .align 8 .b64 mb;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r0, %tid.x;
+    shr.u32 %r1, %r0, 5;
+    setp.eq.u32 %p1, %r1, 0;
+    setp.eq.u32 %p2, %r0, 0;
+    @%p1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], 32;
+    @%p2 mbarrier.init.shared.b64 [mb], 32;
+    tcgen05.fence::before_thread_sync;
+    bar.sync 0;
+    tcgen05.fence::after_thread_sync;
+    ld.shared.b32 %r2, [slot];
+    and.b32 %r3, %r1, 3;
+    shl.b32 %r3, %r3, 21;
+    add.u32 %r3, %r3, %r2;
+    setp.eq.u32 %p3, %r1, 4;
+    @%p3 bra READER;
+    @!%p1 bra DONE;
+    add.u32 %v0, %r0, 1;
+    add.u32 %v1, %r0, 2;
+    add.u32 %v2, %r0, 3;
+    add.u32 %v3, %r0, 4;
+    tcgen05.st.sync.aligned.32x32b.x4.b32 [%r3], {{%v0, %v1, %v2, %v3}};
+    {wait_st}
+    tcgen05.fence::before_thread_sync;
+    mbarrier.arrive.shared.b64 %rd2, [mb];
+    bra DONE;
+READER:
+    {wait}
+    tcgen05.fence::after_thread_sync;
+    tcgen05.ld.sync.aligned.32x32b.x4.b32 {{%v4, %v5, %v6, %v7}}, [%r3];
+    tcgen05.wait::ld.sync.aligned;
+    sub.u32 %r4, %r0, 128;
+    mul.wide.u32 %rd3, %r4, 16;
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.v4.u32 [%rd4], {{%v4, %v5, %v6, %v7}};
+DONE:
+    tcgen05.fence::before_thread_sync;
+    bar.sync 0;
+    @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;
+    ret;
+}}
+"""
+TMEM_WAIT = """WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p4, [mb], 0;
+    @!%p4 bra WAIT;"""
+WAIT_ST = "tcgen05.wait::st.sync.aligned;"
+
+
+def _tmem(wait: str = TMEM_WAIT, wait_st: str = WAIT_ST) -> np.ndarray:
+    (out,), _ = emulate(TMEM.format(wait=wait, wait_st=wait_st), "k", 1, 160, [np.zeros((32, 4), np.uint32)],
+                        check_races=True)
+    return out
+
+
+def test_tensor_memory_written_by_one_warp_and_read_by_another_needs_the_wait() -> None:
+    np.testing.assert_array_equal(_tmem(), np.arange(32)[:, None] + np.arange(1, 5))
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
+                       r"thread 128 accesses lane 0 column 0, but thread 0 wrote it at line \d+ 'tcgen05.st.sync"
+                       r".aligned.32x32b.x4.b32 .*' and no mbarrier wait or barrier orders that access"):
+        _tmem(wait="")
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): .* thread 0's write "
+                       r"of it by the instruction at line \d+ 'tcgen05.st.* may still be in flight"):
+        _tmem(wait_st="")
+
+
+def _tcgen05_run(monkeypatch, edit, **kw) -> None:
+    """test_emulator_async_tcgen05's MMA kernel (thread 0 issues the MMAs and commits them to an
+    mbarrier every thread waits on before reading its accumulator quarter), edited by `edit`."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_emulator_async_tcgen05 as t5
+
+    real = t5.kernel
+    monkeypatch.setattr(t5, "kernel", lambda *a, **k: edit(real(*a, **k)))
+    got, want = t5.run("f16", "f16", 16, **kw)
+    np.testing.assert_array_equal(got, want)
+
+
+MMA_WAIT = """WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p5, [bar], 0;
+    @!%p5 bra WAIT;
+    tcgen05.fence::after_thread_sync;"""
+COMMIT = "@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];"
+# each warp overwrites its quarter of the MMA's A operand (copied into tensor memory by tcgen05.cp)
+OVERWRITE_A = "\n    add.u32 %r25, %r24, %r21;\n    tcgen05.st.sync.aligned.32x32b.x1.b32 [%r25], %r0;"
+
+
+def test_the_accumulator_is_read_only_after_the_commits_mbarrier(monkeypatch) -> None:
+    """tcgen05.mma writes its accumulator asynchronously: the warps reading it, the issuing thread
+    included, must wait for the mbarrier its tcgen05.commit arrives on."""
+    _tcgen05_run(monkeypatch, lambda ptx: ptx)
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
+                       r"thread 0 accesses lane 0 column 0, but the tcgen05 operations of thread 0 wrote it at line "
+                       r"\d+ '@%p1 tcgen05.mma"):
+        _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(MMA_WAIT, ""))
+    # a CTA barrier after the commit orders the issue, not the MMA's completion
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
+                       r"thread 0 accesses lane 0 column 0, but the tcgen05 operations of thread 0 wrote it"):
+        _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(MMA_WAIT, "bar.sync 0;"))
+
+
+def test_an_mma_operand_in_tensor_memory_is_overwritten_only_after_the_mma_completed(monkeypatch) -> None:
+    """A softmax warp writing the next P into tensor memory while the MMA may still read the last one
+    races; after the commit's mbarrier wait it does not."""
+    _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(MMA_WAIT, MMA_WAIT + OVERWRITE_A), a_from_tmem=True)
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(write-after-read\): the tcgen05.st by "
+                       r"thread 0 accesses lane 0 column 128, but thread 0's read of it by the instruction at line "
+                       r"\d+ '@%p1 tcgen05.mma.* may still be in flight"):
+        _tcgen05_run(monkeypatch, lambda ptx: ptx.replace(COMMIT, OVERWRITE_A + "\n    " + COMMIT),
+                     a_from_tmem=True)
+
+
+def test_the_mma_warp_skipping_the_tf32_rounding_wait_is_reported(monkeypatch) -> None:
+    """sm_100 tf32: the epilogue warps round each stage in place and arrive on its `ready` mbarrier;
+    the MMA warp waits on the stage's `full` (the TMA's) and on `ready`. Without the second wait its
+    tcgen05.mma reads the stage unordered with the rounding stores (the old checker let the completed
+    `full` phase stand in for it)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from emulator_runs import edit_ptx, emulate, without_wait
+    from tileiras.frontend import load_module
+
+    data = (ROOT / "tests" / "realistic" / "bytecode" / "mm_tf32_64x64x32.tileirbc").read_bytes()
+    module = load_module(data, "mm_tf32_64x64x32.tileirbc")
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((64, 160)).astype(np.float32), rng.standard_normal((160, 64)).astype(np.float32),
+            np.zeros((64, 64), np.float32)]
+    edit_ptx(monkeypatch, without_wait("stage prepared"))
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): the store at line \d+ overwrites shared "
+                       r"address 0x[0-9a-f]+, but the tcgen05 operations of thread 160 read it at line \d+ "
+                       r"'tcgen05.mma.cta_group::1.kind::tf32"):
+        emulate(module, args, "sm_100")
+
+
+@pytest.mark.sweep      # (3 s; the hand-written kernels above check the same by default)
+def test_attention_reading_its_scores_before_the_mmas_commit_is_reported(monkeypatch) -> None:
+    """sm_100 attention (every warp reads S from tensor memory after thread 0's MMAs): without the
+    `mma complete` waits the tcgen05.ld of S is unordered with the MMAs writing it. The emulator
+    computes each MMA when issued, so the results still match: only the tensor-memory tracking
+    reports it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from emulator_runs import edit_ptx, without_wait
+    from test_realistic_emulator import _check
+
+    edit_ptx(monkeypatch, without_wait("mma complete"))
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
+                       r"thread \d+ accesses lane \d+ column \d+, but the tcgen05 operations of thread 0 wrote "
+                       r"it at line \d+ 'tcgen05.mma"):
+        _check("fa_f16_q128k64d64", "sm_100")

@@ -20,6 +20,9 @@ import pytest
 import cuda.tile as ct
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from emulator_runs import emulate, interpret  # noqa: E402
 TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
 PTXAS = Path(sys.prefix) / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "bin" / "ptxas"
 
@@ -88,23 +91,16 @@ CASES = {
 def test_forced_k_slices_match_the_interpreter(case: str, monkeypatch, tmp_path: Path) -> None:
     from tileiras.frontend import load_module
     from tileiras.lowering import ops_mma, ops_reduce
-    from tileiras.runtime import run_arrays
 
     kernel, dtype, path, want = CASES[case]
     tm, tn, tk = (32, 64, 64) if path == "fma" else (64, 64, 64)
     module = load_module(_export(kernel, {np.float16: ct.float16, np.float32: ct.float32}[dtype], tm, tn, tk),
                          "mm.tileirbc")
-    name = next(str(op.attributes["sym_name"]) for op in module.regions[0].block.operations
-                if op.name == "cuda_tile.entry")
     rng = np.random.default_rng(3)
     a = rng.standard_normal((tm, tk)).astype(dtype)
     b = rng.standard_normal((tk, tn)).astype(dtype)
-
-    def run(backend: str, gpu: str | None = None) -> np.ndarray:
-        return run_arrays(module, name, (1, 1, 1), [a, b, np.zeros((tm, tn), np.float32)], backend=backend,
-                          gpu_name=gpu, check_races=backend == "emulator")[2]
-
-    ref = run("interpreter")
+    args = [a, b, np.zeros((tm, tn), np.float32)]
+    ref = interpret(module, args)[2]
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
     chosen: list[int] = []
     operand_bytes = (tm * tk + tk * tn) * np.dtype(dtype).itemsize
@@ -118,7 +114,7 @@ def test_forced_k_slices_match_the_interpreter(case: str, monkeypatch, tmp_path:
             chosen.append(ops_reduce._slices(k, srcs, n, operand_bytes // want))
             return chosen[-1]
         monkeypatch.setattr(ops_reduce, "_chunks", sliced)
-    got = run("emulator", "sm_80")
+    got = emulate(module, args, "sm_80")[2]
     assert chosen and max(chosen) == want, chosen
     assert np.abs(ref).max() > 1.0
     # the same products summed in the same order: equal up to the accumulation's rounding
@@ -130,7 +126,6 @@ def _mla_decode(b: int, h: int, s: int, d: int, kpe: int, tile_h: int, tile_n: i
     """TileGym's MLA decoding kernel (Q@K^T over the 512-wide latent, P@V with V transposed)."""
     import math
 
-    sys.path.insert(0, str(ROOT / "tests"))
     from tilegym_modules import tilegym
 
     def params(configs) -> tuple:
@@ -174,7 +169,6 @@ def test_deferred_k_slices_match_the_interpreter(monkeypatch, tmp_path: Path) ->
     transposed) in row slices; the emulator, race checker on, matches the interpreter."""
     from tileiras.frontend import load_module
     from tileiras.lowering import async_copy, smem
-    from tileiras.runtime import run_arrays
 
     b, h, s, d, kpe, tile_h, tile_n = 1, 16, 128, 128, 32, 16, 64
     data = _mla_decode(b, h, s, d, kpe, tile_h, tile_n)
@@ -188,15 +182,12 @@ def test_deferred_k_slices_match_the_interpreter(monkeypatch, tmp_path: Path) ->
         return real(k, value, kaxis, width, stages)
     monkeypatch.setattr(async_copy, "slice_matrix", spied)
     module = load_module(data, "mla.tileirbc")
-    name = next(str(op.attributes["sym_name"]) for op in module.regions[0].block.operations
-                if op.name == "cuda_tile.entry")
     rng = np.random.default_rng(5)
     args = [rng.standard_normal(shape).astype(np.float16) for shape in ((b, h, d), (b, h, kpe), (b, s, d), (b, s, d),
                                                                        (b, s, kpe))]
     args += [np.zeros((b, h, d), np.float16), np.zeros((b, h), np.float32), np.array(0.08, np.float32)]
-    ref, got = (run_arrays(module, name, (h // tile_h, b, 1), args, backend=backend, gpu_name=gpu,
-                           check_races=backend == "emulator")
-                for backend, gpu in (("interpreter", None), ("emulator", "sm_120")))
+    ref = interpret(module, args, (h // tile_h, b, 1))
+    got = emulate(module, args, "sm_120", (h // tile_h, b, 1))
     assert set(rings) == {(1, 32, 2), (0, 16, 2)}, rings   # K: 4 column slices of 32; V: 4 row slices of 16
     out_ref, out = ref[5].astype(np.float64), got[5].astype(np.float64)
     assert np.abs(out_ref).max() > 0.1

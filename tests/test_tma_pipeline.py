@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BYTECODE = ROOT / "tests" / "realistic" / "bytecode"
 sys.path.insert(0, str(ROOT / "tests"))
 
+from emulator_runs import edit_ptx, emulate, removing, without_wait  # noqa: E402
 from test_realistic_emulator import _check  # noqa: E402
 
 
@@ -192,16 +193,9 @@ def test_sm100_tma_store_without_its_proxy_fence_is_a_race(monkeypatch) -> None:
     """The chunked epilogue's generic writes of C into the swizzled buffer must be fenced for the
     async proxy before the TMA store reads them: without the fence the race checker says so."""
     from tileiras.emulator import EmulatorError
-    from tileiras.runtime import backends
 
-    real = backends.compile_module
-
-    def without_fence(req, emit, gpu):
-        ptx, meta = real(req, emit, gpu)
-        text, count = re.subn(r"fence\.proxy\.async\.shared::cta;", "", ptx.decode())
-        assert count == 1 and "cp.async.bulk.tensor.2d.global.shared::cta" in text
-        return text.encode(), meta
-    monkeypatch.setattr(backends, "compile_module", without_fence)
+    edit_ptx(monkeypatch, removing(r"fence\.proxy\.async\.shared::cta;", count=1,
+                                   needs="cp.async.bulk.tensor.2d.global.shared::cta"))
     with pytest.raises(EmulatorError, match=r"fence\.proxy\.async"):
         _check("mm_f16_128x128x64", "sm_100")
 
@@ -236,26 +230,15 @@ def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch,
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     from tileiras.lowering import warp_specialize
-    from tileiras.runtime import backends, run_arrays
-    from test_mbarrier_pipeline import _without_wait
-    from test_tile_layer import _entry, _inputs, _matmul, _module
+    from test_tile_layer import _inputs, _matmul, _module
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
     monkeypatch.setattr(warp_specialize, "_candidate", lambda k: (None, "turned off by the test"))
-    seen: list[str] = []
-    real = backends.compile_module
-
-    def keep(req, emit, gpu):
-        ptx, meta = real(req, emit, gpu)
-        seen.append(ptx.decode())
-        return ptx, meta
-    monkeypatch.setattr(backends, "compile_module", keep)
-    _without_wait(monkeypatch, "stage full")
+    seen = edit_ptx(monkeypatch, without_wait("stage full"))
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)
     with pytest.raises((DeviceFault, TileirasError), match="read before the mbarrier wait"):
-        run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_90",
-                   check_races=True)
+        emulate(module, [a, b, c], "sm_90")
     ptx = seen[0]
     assert ".reqntid 128, 1, 1" in ptx and "setmaxnreg" not in ptx
     stages = ptx.count("mbarrier.init.shared::cta.b64") // 2
@@ -370,9 +353,8 @@ def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> No
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     from tileiras.emulator import EmulatorError
-    from test_mbarrier_pipeline import _without_wait
 
-    _without_wait(monkeypatch, "one-shot TMA load")
+    edit_ptx(monkeypatch, without_wait("one-shot TMA load"))
     with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
         _check("fa_f16_q64k64d64", gpu)
 

@@ -21,7 +21,8 @@ REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from test_tile_layer import _entry, _ptx, _ptxas_report  # noqa: E402
+from emulator_runs import edit_ptx, emulate, emulate_and_interpret, removing  # noqa: E402
+from test_tile_layer import _ptx, _ptxas_report  # noqa: E402
 
 _DTYPES = {"f16": np.float16, "tf32": np.float32}
 
@@ -29,17 +30,13 @@ _DTYPES = {"f16": np.float16, "tf32": np.float32}
 def _run(name: str, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(emulator's C with the race checker, interpreter's C) of a realistic matmul on m x n x k."""
     from tileiras.frontend import load_module
-    from tileiras.runtime import run_arrays
 
     module = load_module((REALISTIC / f"{name}.tileirbc").read_bytes(), f"{name}.tileirbc")
     dtype = _DTYPES[name.split("_")[1]]
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
-    c = np.zeros((m, n), dtype)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
-                     check_races=True)[2]
-    ref = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c.copy()], backend="interpreter")[2]
-    return out.astype(np.float64), ref.astype(np.float64)
+    out, ref = emulate_and_interpret(module, [a, b, np.zeros((m, n), dtype)], "sm_100")
+    return out[2].astype(np.float64), ref[2].astype(np.float64)
 
 
 # (kernel, M, N, K): one partial tile (the chunked stores' bounds), K loops that wrap the stage ring
@@ -68,16 +65,8 @@ def test_rounding_without_the_proxy_fence_is_reported(monkeypatch) -> None:
     read by the MMA warp's tcgen05.mma through the async proxy, need a fence.proxy.async before
     their arrival on the stage's `ready` mbarrier."""
     from tileiras.emulator import EmulatorError
-    from tileiras.runtime import backends
 
-    real = backends.compile_module
-
-    def without_fences(req, emit, gpu):
-        ptx, meta = real(req, emit, gpu)
-        text, count = re.subn(r"fence\.proxy\.async\.shared::cta;", "", ptx.decode())
-        assert count and "// wait: stage prepared" in text
-        return text.encode(), meta
-    monkeypatch.setattr(backends, "compile_module", without_fences)
+    edit_ptx(monkeypatch, removing(r"fence\.proxy\.async\.shared::cta;", needs="// wait: stage prepared"))
     with pytest.raises(EmulatorError, match=r"missing fence\.proxy\.async: .*st\.shared\.v4.* the tcgen05\.mma"):
         _run("mm_tf32_64x64x32", 64, 64, 160)
 
@@ -88,12 +77,10 @@ def test_block_scaled_matmul_wrapping_its_stages_matches_numpy() -> None:
     every stage's restaged scales and tensor-memory scale columns are reused."""
     from test_blockscale_lowering import _inputs, _kernel, _reference
     from test_tile_layer import _module
-    from tileiras.runtime import run_arrays
 
     module = _module(_kernel(128, 128, 128))
     a, sa, b, sb = _inputs(128, 128, 6 * 128)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, sa, b, sb, np.zeros((128, 128), np.float32)],
-                     backend="emulator", gpu_name="sm_100", check_races=True)[4]
+    out = emulate(module, [a, sa, b, sb, np.zeros((128, 128), np.float32)], "sm_100")[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 

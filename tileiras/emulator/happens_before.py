@@ -7,16 +7,37 @@ that releases it while its wgmma may still be reading it, is ordered with the pr
 load only by the schedule this emulator happened to pick. So mbarriers and CTA barriers also carry
 vector clocks (thread t's clock of thread u: `vc[t, u]`):
 
-* an arrive (mbarrier.arrive, tcgen05.commit, a TMA's complete_tx) releases the thread's clock
-  into the barrier's current phase, then ticks the thread's own clock;
+* an arrive (mbarrier.arrive, cp.async.mbarrier.arrive) releases the thread's clock into the
+  barrier's current phase, then ticks the thread's own clock; a tcgen05.commit releases the clock
+  of the thread's tcgen05 operations (below);
 * a wait that sees a phase complete acquires the clocks released into that phase;
 * bar.sync/bar.arrive join the clocks of the arriving threads into the waiting ones.
 
-Every shared byte remembers its last reader and the reader's clock at the read. Reads through the
-async proxy are *pending* until the instruction that completes them (wgmma.wait_group for wgmma,
+Every shared byte remembers its last reader and the reader's clock at the read (generic reads and
+async-proxy reads apart, so that one does not hide the other). Reads through the async proxy are
+*pending* until the instruction that completes them (wgmma.wait_group for wgmma,
 the issuing thread's next tcgen05.commit for tcgen05.mma). A TMA load that overwrites a byte, or a
 generic store over a pending read, must be ordered after that read (`vc[writer, reader] >= clock`),
-otherwise it is reported.
+otherwise it is reported; a generic store too.
+
+Every shared byte also remembers its last generic writer and the writer's clock, so a read (ld, or
+an async-proxy read by wgmma/tcgen05/TMA store) or a write of it by another thread must be ordered
+after that write (`vc[reader, writer] >= clock`). Without it the interval checker's generous rule
+let a consumer that waited on one mbarrier read data published through another one it never waited
+for (the tf32 rounding's `ready` barrier): the unwaited barrier's completion counted as a barrier.
+Bytes a TMA load (or a cp.async completing on an mbarrier) wrote have no generic writer: their
+readers must have seen the completing phase (`RaceChecker._visible`).
+
+Tensor memory (`TensorCells`) is tracked per 32-bit cell (lane, column) the same way, writes as
+well as reads: tcgen05.mma and tcgen05.cp access it asynchronously until the issuing thread's next
+tcgen05.commit, tcgen05.ld/st until the warp's tcgen05.wait::ld/st. Accesses by one thread's
+mma/cp pipeline are ordered among themselves (the tcgen05 pipeline executes them in order),
+completed ld/st of one warp too (warp-collective).
+
+A thread's tcgen05 operations (mma, cp, and their shared-memory reads) run on a clock of their own
+(`n + t` beside the n threads'): they know what thread t knew when it issued them, and what they
+did is published only by their tcgen05.commit's mbarrier, so that even thread t, or a thread
+ordered with t by bar.sync, must wait on that mbarrier before touching their cells.
 """
 
 from __future__ import annotations
@@ -31,14 +52,24 @@ PENDING = 1 << 62
 class Clocks:
     def __init__(self, np: Any, nthreads: int, smem_bytes: int, texts: dict) -> None:
         self.np = np
-        self.vc = np.eye(nthreads, dtype=np.int64)
+        self.n = nthreads
+        # thread t's tcgen05 operations run on their own (the tensor core's) clock n + t: they know what
+        # t knew when it issued them, and what they did becomes known only through the mbarrier their
+        # tcgen05.commit arrives on, not to t itself nor to threads t synchronizes with otherwise
+        self.vc = np.eye(2 * nthreads, dtype=np.int64)
         self.texts = texts
         self.accum: dict[int, Any] = {}         # mbarrier -> clocks released into its current phase
         self.done: dict[int, Any] = {}          # mbarrier -> clocks of its last completed phase
-        self.reader = np.full(smem_bytes, -1, dtype=np.int64)
-        self.rclock = np.zeros(smem_bytes, dtype=np.int64)
-        self.rline = np.zeros(smem_bytes, dtype=np.int32)
+        # the last reader of each shared byte per slot: 0 generic (ld), 1 async proxy (wgmma, tcgen05,
+        # bulk/TMA stores), so that a generic read after an async one does not hide the async one
+        self.reader = np.full((2, smem_bytes), -1, dtype=np.int64)
+        self.rclock = np.zeros((2, smem_bytes), dtype=np.int64)
+        self.rline = np.zeros((2, smem_bytes), dtype=np.int32)
         self.pending: list[tuple[Any, Any, int]] = []     # (owner key, byte indices, reader thread)
+        self.writer = np.full(smem_bytes, -1, dtype=np.int64)    # last generic writer of each shared byte
+        self.wclock = np.zeros(smem_bytes, dtype=np.int64)
+        self.wline = np.zeros(smem_bytes, dtype=np.int32)
+        self.tmem: "TensorCells | None" = None
 
     # -- synchronization -----------------------------------------------------------
     def release(self, key: int, lanes: Any) -> None:
@@ -68,16 +99,37 @@ class Clocks:
         self.vc[w] = np.maximum(self.vc[w], joined)
         self.vc[a, a] += 1
 
+    # -- tcgen05 operations ----------------------------------------------------------
+    def unit(self, owner: Any, tids: Any) -> Any:
+        """The clock ids that accesses of `owner` (issued by threads `tids`) are recorded under: a
+        tcgen05 operation's, which learns what its issuing thread knows now."""
+        if owner is None or owner[0] != "tcgen05":
+            return tids
+        t = int(owner[1])
+        self.vc[self.n + t] = self.np.maximum(self.vc[self.n + t], self.vc[t])
+        return self.np.asarray(tids) - t + self.n + t
+
+    def commit(self, t: int, key: int) -> None:
+        """Thread t's tcgen05.commit: its tcgen05 operations complete, then arrive on mbarrier `key`."""
+        u = self.n + t
+        self.vc[u] = self.np.maximum(self.vc[u], self.vc[t])
+        self.finish(lambda o: o == ("tcgen05", t))
+        self.release(key, [u])
+
+    def who(self, u: int) -> str:
+        return f"thread {u}" if u < self.n else f"the tcgen05 operations of thread {u - self.n}"
+
     # -- shared-memory accesses ----------------------------------------------------
     def read(self, idx: Any, tids: Any, line: int) -> None:
-        self.reader[idx] = tids
-        self.rclock[idx] = self.vc[tids, tids]
-        self.rline[idx] = line
+        self.reader[0, idx] = tids
+        self.rclock[0, idx] = self.vc[tids, tids]
+        self.rline[0, idx] = line
 
     def read_pending(self, idx: Any, tid: int, line: int, owner: Any) -> None:
-        self.reader[idx] = tid
-        self.rclock[idx] = PENDING
-        self.rline[idx] = line
+        tid = int(self.unit(owner, tid))
+        self.reader[1, idx] = tid
+        self.rclock[1, idx] = PENDING
+        self.rline[1, idx] = line
         self.pending.append((owner, idx, tid))
 
     def finish(self, done: Any) -> None:
@@ -88,32 +140,179 @@ class Clocks:
             if not done(key):
                 rest.append((key, idx, tid))
                 continue
-            still = (self.reader[idx] == tid) & (self.rclock[idx] == PENDING)
-            self.rclock[idx[still]] = self.vc[tid, tid]
+            still = (self.reader[1, idx] == tid) & (self.rclock[1, idx] == PENDING)
+            self.rclock[1, idx[still]] = self.vc[tid, tid]
         self.pending = rest
+        if self.tmem is not None:
+            self.tmem.finish(done)
 
-    def check_write(self, idx: Any, writers: Any, line: int, what: str, pending_only: bool) -> None:
-        """Writes of shared bytes `idx` by threads `writers` (one per byte; `what` names the instruction)
-        must follow the bytes' last reads."""
+    def tensor(self) -> "TensorCells":
+        if self.tmem is None:
+            from .ops.tcgen05 import COLUMNS, LANES
+
+            self.tmem = TensorCells(self, LANES, COLUMNS)
+        return self.tmem
+
+    # -- generic writes of shared bytes ----------------------------------------------
+    def write(self, idx: Any, tids: Any, line: int) -> None:
+        self.writer[idx] = tids
+        self.wclock[idx] = self.vc[tids, tids]
+        self.wline[idx] = line
+
+    def forget_writes(self, idx: Any) -> None:
+        """Bytes written by the async proxy (TMA): ordered by their mbarrier phase, not a thread's clock."""
+        self.writer[idx] = -1
+
+    def check_after_write(self, idx: Any, tids: Any, line: int, kind: str) -> None:
+        """Accesses (`kind`: read- or write-after-write) of shared bytes `idx` by threads `tids` at `line`
+        must follow the bytes' last generic writes."""
         np = self.np
-        r = self.reader[idx]
-        clk = self.rclock[idx]
-        other = (r >= 0) & (r != writers)
-        if pending_only:
-            bad = other & (clk == PENDING)
-        else:
-            bad = other & ((clk == PENDING) | (self.vc[writers, np.maximum(r, 0)] < clk))
+        w = self.writer[idx]
+        tids = np.broadcast_to(np.asarray(tids), idx.shape)
+        bad = (w >= 0) & (w != tids)
+        if not bad.any():
+            return
+        bad &= self.vc[tids, np.maximum(w, 0)] < self.wclock[idx]
         if not bad.any():
             return
         i = int(np.argmax(bad))
-        b, u = int(idx[i]), int(r[i])
-        writer = int(np.broadcast_to(writers, idx.shape)[i])
-        rl = int(self.rline[b])
-        if clk[i] == PENDING:
-            how = (f"the asynchronous read of it by the instruction at line {rl} '{self.texts.get(rl, '?')}', "
-                   f"issued by thread {u}, may still be in flight (not yet completed by its wait_group/commit)")
+        b, u, wl = int(idx[i]), int(tids[i]), int(self.wline[int(idx[i])])
+        raise DeviceFault(f"data race ({kind}): thread {int(w[i])} stored to shared address 0x{b:x} at line {wl} "
+                          f"'{self.texts.get(wl, '?')}' and no mbarrier wait or barrier orders that store before "
+                          f"this access by thread {u}", u)
+
+    def check_write(self, idx: Any, writers: Any, line: int, what: str) -> None:
+        """Writes of shared bytes `idx` by threads `writers` (one per byte; `what` names the instruction)
+        must follow the bytes' last reads, generic and async."""
+        np = self.np
+        writers = np.broadcast_to(np.asarray(writers), idx.shape)
+        for slot in (1, 0):
+            r = self.reader[slot, idx]
+            clk = self.rclock[slot, idx]
+            bad = (r >= 0) & (r != writers)
+            if not bad.any():
+                continue
+            bad &= (clk == PENDING) | (self.vc[writers, np.maximum(r, 0)] < clk)
+            if not bad.any():
+                continue
+            i = int(np.argmax(bad))
+            b, u = int(idx[i]), int(r[i])
+            rl = int(self.rline[slot, b])
+            if clk[i] == PENDING:
+                how = (f"the asynchronous read of it by the instruction at line {rl} '{self.texts.get(rl, '?')}', "
+                       f"issued by thread {u % self.n}, may still be in flight (not yet completed by its "
+                       "wait_group/commit)")
+            else:
+                how = (f"{self.who(u)} read it at line {rl} '{self.texts.get(rl, '?')}' and no mbarrier or "
+                       "barrier orders that read before this write")
+            raise DeviceFault(f"data race (write-after-read): {what} at line {line} overwrites shared address "
+                              f"0x{b:x}, but {how}", int(writers[i]))
+
+
+class TensorCells:
+    """Access history of tensor memory's 32-bit cells (lane * columns + column) for `Clocks`.
+
+    Per cell: the last writer and the last reader, each with the thread, its clock at the access
+    (PENDING while in flight), the key of the asynchronous operation still in flight (-1 once
+    complete), whether the access was a warp-collective tcgen05.ld/st, and its PTX line."""
+
+    def __init__(self, hb: Clocks, lanes: int, columns: int) -> None:
+        np = hb.np
+        self.hb, self.np, self.columns = hb, np, columns
+        size = lanes * columns
+        self.who = {a: np.full(size, -1, dtype=np.int64) for a in "wr"}
+        self.clock = {a: np.zeros(size, dtype=np.int64) for a in "wr"}
+        self.key = {a: np.full(size, -1, dtype=np.int64) for a in "wr"}
+        self.coll = {a: np.zeros(size, dtype=bool) for a in "wr"}
+        self.line = {a: np.zeros(size, dtype=np.int32) for a in "wr"}
+        self.keys: dict = {}                    # owner key -> its code
+        self.pending: list[tuple[Any, str, Any, Any]] = []    # (owner key, "w"|"r", cells, threads)
+
+    def cells(self, lanes: Any, cols: Any) -> Any:
+        np = self.np
+        lanes, cols = np.broadcast_arrays(np.asarray(lanes, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+        return (lanes * self.columns + cols).ravel()
+
+    def forget(self, col0: int, ncols: int) -> None:
+        """Freshly allocated columns carry no history."""
+        np = self.np
+        cols = np.arange(col0, col0 + ncols)
+        idx = (np.arange(len(self.who["w"]) // self.columns)[:, None] * self.columns + cols).ravel()
+        for a in "wr":
+            self.who[a][idx] = -1
+
+    def access(self, idx: Any, tids: Any, write: bool, line: int, what: str, owner: Any = None,
+               collective: bool = False) -> None:
+        """Threads `tids` (one per cell of `idx`) read or write cells `idx` with `what` at `line`; with an
+        `owner`, the access stays in flight until `finish` completes that owner's accesses."""
+        np = self.np
+        idx = np.asarray(idx, dtype=np.int64).ravel()
+        tids = np.broadcast_to(np.asarray(tids, dtype=np.int64), idx.shape).ravel()
+        code = -1 if owner is None else self.keys.setdefault(owner, len(self.keys))
+        tids = self.hb.unit(owner, tids)
+        if write:
+            self._check(idx, tids, "r", code, collective, line, what, "write-after-read")
+        self._check(idx, tids, "w", code, collective, line, what, "write-after-write" if write else
+                    "read-after-write")
+        a = "w" if write else "r"
+        keep = np.ones(idx.size, dtype=bool)
+        if not write:       # a read still in flight is kept: a later write must wait for it
+            prior = self.who["r"][idx]
+            keep = ~((self.clock["r"][idx] == PENDING) & (prior >= 0) & (self.key["r"][idx] != code))
+        sel, t = idx[keep], tids[keep]
+        self.who[a][sel] = t
+        self.clock[a][sel] = PENDING if owner is not None else self.hb.vc[t, t]
+        self.key[a][sel] = code
+        self.coll[a][sel] = collective
+        self.line[a][sel] = line
+        if owner is not None and sel.size:
+            self.pending.append((owner, a, sel, t))
+
+    def _check(self, idx: Any, tids: Any, a: str, code: int, collective: bool, line: int, what: str,
+               kind: str) -> None:
+        np = self.np
+        who = self.who[a][idx]
+        # narrowed step by step to the cells not yet known ordered (most are: the same thread's)
+        cand = np.flatnonzero(who >= 0)
+        if cand.size == 0:
+            return
+        clk = self.clock[a][idx[cand]]
+        pending = clk == PENDING
+        w, t = who[cand], tids[cand]
+        ok = np.where(pending, (self.key[a][idx[cand]] == code) & (code >= 0), w == t)
+        if collective:
+            ok |= ~pending & self.coll[a][idx[cand]] & (w // 32 == t // 32)
+        keep = ~ok
+        if not keep.any():
+            return
+        cand, clk, pending, w, t = cand[keep], clk[keep], pending[keep], w[keep], t[keep]
+        ok = ~pending & (self.hb.vc[t, w] >= clk)
+        if ok.all():
+            return
+        k = int(np.argmin(ok))
+        i = int(cand[k])
+        c, u, w = int(idx[i]), int(tids[i]) % self.hb.n, int(who[i])
+        pl = int(self.line[a][c])
+        did = "wrote" if a == "w" else "read"
+        if pending[k]:
+            how = (f"thread {w % self.hb.n}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
+                   f"'{self.hb.texts.get(pl, '?')}' may still be in flight (no tcgen05.commit/wait::ld/"
+                   "wait::st completed it)")
         else:
-            how = (f"thread {u} read it at line {rl} '{self.texts.get(rl, '?')}' and no mbarrier or barrier "
-                   "orders that read before this write")
-        raise DeviceFault(f"data race (write-after-read): {what} at line {line} overwrites shared address "
-                          f"0x{b:x}, but {how}", writer)
+            how = (f"{self.hb.who(w)} {did} it at line {pl} '{self.hb.texts.get(pl, '?')}' and no mbarrier wait or "
+                   "barrier orders that access before this one")
+        raise DeviceFault(f"data race on tensor memory ({kind}): {what} by thread {u} accesses lane "
+                          f"{c // self.columns} column {c % self.columns}, but {how}", u)
+
+    def finish(self, done: Any) -> None:
+        """The accesses of every owner for which `done(owner)` holds complete now, at their threads'
+        current clocks."""
+        rest = []
+        for owner, a, idx, tids in self.pending:
+            if not done(owner):
+                rest.append((owner, a, idx, tids))
+                continue
+            still = (self.who[a][idx] == tids) & (self.clock[a][idx] == PENDING)
+            self.clock[a][idx[still]] = self.hb.vc[tids[still], tids[still]]
+            self.key[a][idx[still]] = -1
+        self.pending = rest

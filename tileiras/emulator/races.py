@@ -16,6 +16,11 @@ cleared. Barriers with a thread count bump it too, which can hide races between 
 they do not synchronize. One reader per byte is enough: a write races with the
 interval's reads unless its thread was the only reader.
 
+The intervals count every completed mbarrier phase as a barrier for every thread. Shared
+memory and tensor memory are therefore also checked with vector clocks (`happens_before.py`):
+there an access must follow the last write (and a write the last reads) of its byte or cell
+through waits on the mbarriers and barriers that actually publish them.
+
 The asynchronous proxy (TMA, wgmma, tcgen05) adds two checks on shared memory:
 
 * visibility: bytes a TMA load writes are tagged with the mbarrier its transaction
@@ -116,11 +121,13 @@ class RaceChecker:
     def proxy_fence(self, lanes: Any) -> None:
         self._stamp(self.fences, lanes)
 
-    def release(self, lanes: Any, key: Any = None) -> None:
-        """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key`: what they
-        stored before is published."""
+    def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
+        """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a
+        tcgen05.commit, for their tcgen05 operations): what they stored before is published."""
         self._stamp(self.releases, lanes)
-        if key is not None:
+        if commit:
+            self.hb.commit(int(lanes[0]), key)
+        elif key is not None:
             self.hb.release(key, lanes)
 
     def _stamp(self, table: list, lanes: Any) -> None:
@@ -144,9 +151,10 @@ class RaceChecker:
 
     def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
         """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
-        self.hb.check_write(idx, tid, line, "the TMA load", pending_only=False)
+        self.hb.check_write(idx, tid, line, "the TMA load")
         self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx,
                          self.np.full(idx.size, tid))
+        self.hb.forget_writes(idx)
         self.async_key[idx] = key
         self.async_need[idx] = need
         self.async_line[idx] = line
@@ -179,7 +187,7 @@ class RaceChecker:
                               f"the generic proxy and {what} reads it through the async proxy with no "
                               "fence.proxy.async by that thread before it published the store", tid)
         self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
-                         np.full(idx.size, tid))
+                         np.full(idx.size, tid), record=owner is None)
         if owner is not None:
             self.hb.read_pending(idx, tid, line, owner)
 
@@ -219,8 +227,10 @@ class RaceChecker:
             tids = lanes if sel is None else lanes[sel]
             self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
 
-    def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any) -> None:
-        """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`."""
+    def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any,
+                    record: bool = True) -> None:
+        """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
+        (`record`: a shared read's clock; an async read in flight is recorded by `async_read`)."""
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
@@ -228,7 +238,9 @@ class RaceChecker:
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
-                self.hb.check_write(idx, tids, site.line, "the store", pending_only=True)
+                self.hb.check_write(idx, tids, site.line, "the store")
+                self.hb.check_after_write(idx, tids, site.line, "write-after-write")
+                self.hb.write(idx, tids, site.line)
                 self.seq += 1
                 self.gen_seq[idx] = self.seq
                 self.gen_tid[idx] = tids
@@ -237,8 +249,11 @@ class RaceChecker:
         else:
             if space == "shared":
                 self._visible(st, site.line, idx, tids, site.does())
-                self.hb.read(idx, tids, site.line)
             self._read(st, site, space, sh, idx, tids)
+            if space == "shared":       # what the intervals let through: ordered by the waits made?
+                self.hb.check_after_write(idx, tids, site.line, "read-after-write")
+                if record:
+                    self.hb.read(idx, tids, site.line)
 
     def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
         np = self.np

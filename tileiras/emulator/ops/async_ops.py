@@ -349,11 +349,12 @@ def _get(st: Any, key: int, thread: int) -> MBarrier:
     return b
 
 
-def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0) -> int:
-    """One thread's arrive-on; returns the phase it arrived in."""
+def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: bool = False) -> int:
+    """One thread's arrive-on (`commit`: its tcgen05.commit's, when its tcgen05 operations completed);
+    returns the phase it arrived in."""
     b = _get(st, key, thread)
     if st.races is not None:
-        st.races.release([thread], key)
+        st.races.release([thread], key, commit)
     phase = b.phase
     b.tx += tx
     b.pending -= count

@@ -17,6 +17,11 @@ tcgen05.ld/st move data between registers and the lanes of the warp's quarter
 one is the m16n8 accumulator fragment, as CUTLASS's 16dp256b copy traits spell out). An ld's registers are usable at once: NVIDIA's
 compiler reads them before tcgen05.wait::ld (ptxas tracks them like any load result), so
 the waits only order tensor-memory accesses, which here happen in program order anyway.
+
+The race checker (happens_before.TensorCells) still sees them as asynchronous: an mma's or cp's
+accesses of tensor memory are in flight until the issuing thread's next tcgen05.commit, a warp's
+ld/st until its wait::ld/st, and another thread may touch those cells only once an mbarrier wait
+or barrier orders it after their completion.
 """
 
 from __future__ import annotations
@@ -134,6 +139,8 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
                     raise DeviceFault(f"tcgen05.alloc of {n} columns: tensor memory is full (on a GPU this "
                                       "waits forever for a dealloc)", t)
                 tm.allocated[start] = n
+                if st.races is not None:
+                    st.races.hb.tensor().forget(start, n)
                 d = _at(st, dst, t)
                 if d % 4 or d + 4 > st.smem_size:
                     raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
@@ -155,6 +162,17 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
             del tm.allocated[a & 0xFFFF]
 
     return (K_COLL, dealloc, None)
+
+
+def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner: Any,
+           collective: bool = False) -> None:
+    """Record (and check) an access of tensor-memory cells (lanes `li`, columns `ci`) for the race
+    checker, in flight until `owner` completes (happens_before.TensorCells)."""
+    cells = st.races.hb.tensor()
+    idx = cells.cells(li, ci)
+    tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
+    cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
+                 collective)
 
 
 def _site(ins: Instr, write: bool) -> Any:
@@ -235,6 +253,9 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
             for lo in np.unique(ci[:, 0]).tolist():
                 _cells(st, quarter, lo, 1, int(ci.max()) - lo + 1, t0, f"tcgen05.{op}")
             lanes = np.arange(t0, t0 + nthreads)
+            if st.races is not None:    # in flight until the warp's tcgen05.wait::ld/st
+                _track(st, li, ci, np.broadcast_to(lanes[:, None], li.shape), op == "st", ins, (op, w),
+                       collective=True)
             if op == "ld":
                 vals = tm.cells[li, ci]
                 sel = np.zeros(st.n, dtype=bool)
@@ -257,7 +278,12 @@ def _wait(dec: Decoder, ins: Instr, which: str) -> Any:
     mods.need(("aligned",), ".aligned")
     mods.done()
 
-    return (K_COLL, lambda st, m: None, None)
+    def wait(st: Any, m: Any) -> None:
+        if st.races is not None:      # the warps' tcgen05.ld (st) accesses are complete
+            warps = set(_warps(st, m))
+            st.races.hb.finish(lambda o: o[0] == which and o[1] in warps)
+
+    return (K_COLL, wait, None)
 
 
 # --- tcgen05.mma / commit / cp ------------------------------------------------------
@@ -357,14 +383,16 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
                 a = _at(st, a_op, t) & 0xFFFFFFFF
                 per = 4 // aes
                 li, ci = _cells(st, a >> 16, a & 0xFFFF, mm, k // per, t, "tcgen05.mma A")
+                if st.races is not None:
+                    _track(st, li, ci, t, False, ins, ("tcgen05", t))
                 raw = np.ascontiguousarray(tm.cells[li, ci]).view(np.dtype(f"<u{aes}"))
                 A = element_values(raw, aty)
             else:
                 A = _smem_operand(st, _at(st, a_op, t), mm, k, aty, aes, not f["trans_a"], t, what, ins)
             B = _smem_operand(st, _at(st, b_op, t), n, k, bty, bes, not f["trans_b"], t, what, ins)
             if sf_ops:
-                A = A * _scales(st, _at(st, sf_ops[0], t), mm, f["sf_a"], f["scale"], t)[:, None]
-                B = B * _scales(st, _at(st, sf_ops[1], t), n, f["sf_b"], f["scale"], t)[:, None]
+                A = A * _scales(st, _at(st, sf_ops[0], t), mm, f["sf_a"], f["scale"], t, ins)[:, None]
+                B = B * _scales(st, _at(st, sf_ops[1], t), n, f["sf_b"], f["scale"], t, ins)[:, None]
             D = ((-A if f["neg_a"] else A) @ (-B if f["neg_b"] else B).T)
             d = _at(st, d_addr, t) & 0xFFFFFFFF
             rows = (d >> 16) + d_lanes(mm)
@@ -386,12 +414,15 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
                 bits = np.array([_at(st, r, t) & 0xFFFFFFFF for r in dis], dtype=np.uint64)
                 lane_of_row = rows - (d >> 16)
                 keep = ((bits[lane_of_row // 32] >> (lane_of_row % 32).astype(np.uint64)) & 1) == 0
+            if st.races is not None:    # written when the thread's next tcgen05.commit completes (the
+                # write is checked against D's last write and reads: that orders an accumulating read too)
+                _track(st, rows[keep][:, None], ci[None, :], t, True, ins, ("tcgen05", t))
             tm.cells[rows[keep][:, None], ci[None, :]] = out[keep]
 
     return (K_OP, fn, None)
 
 
-def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int) -> Any:
+def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int, ins: Instr) -> Any:
     """The block scale of each of `rows` rows (of A) or columns (of B) for one MMA (scale_vec::1X).
 
     Scale-factor layout in tensor memory: row r is in lane r % 32 of every 32-lane quarter (the
@@ -406,6 +437,8 @@ def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int) -> An
     lane0, col0 = (a >> 16) & 0x3FFF, a & 0xFFFF
     r = np.arange(rows)
     li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
+    if st.races is not None:
+        _track(st, li, ci, t, False, ins, ("tcgen05", t))
     cells = tmem(st).cells[li, ci]                         # (32 lanes, columns)
     raw = ((cells[r % 32, r // 32] >> np.uint32(8 * sf_id)) & np.uint32(0xFF)).astype(np.uint8)
     if scale == "ue8m0":
@@ -449,9 +482,7 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
             return
         keys = _mbar_keys(st, mbar, lanes, m, space)
         for key, t in zip(keys.tolist(), lanes.tolist()):
-            if st.races is not None:     # the thread's tcgen05.mma reads complete before the arrive
-                st.races.hb.finish(lambda o, t=t: o == ("tcgen05", t))
-            _arrive(st, int(key), 1, t)
+            _arrive(st, int(key), 1, t, commit=True)     # the thread's tcgen05 operations complete first
 
     return (K_OP, commit, None)
 
@@ -488,6 +519,8 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
             a = _at(st, taddr, t) & 0xFFFFFFFF
             if copies is None:
                 li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp")
+                if st.races is not None:
+                    _track(st, li, ci, t, True, ins, ("tcgen05", t))
                 tm.cells[li, ci] = vals
                 continue
             if a >> 16:
@@ -495,6 +528,8 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
             for block, quarters in copies.items():
                 for q in quarters:
                     li, ci = _cells(st, 32 * q, a & 0xFFFF, 32, cols, t, "tcgen05.cp")
+                    if st.races is not None:
+                        _track(st, li, ci, t, True, ins, ("tcgen05", t))
                     tm.cells[li, ci] = vals[32 * block:32 * block + 32]
 
     return (K_OP, fn, None)
