@@ -69,9 +69,6 @@ NO_SPILLS = [
     pytest.param("tg_mla_prefill_bf16_g1_64x64_occ1", "sm_90", marks=pytest.mark.sweep),
     pytest.param("tg_moe_bf16_up_128x128x64", "sm_90", marks=pytest.mark.sweep),
     pytest.param("tg_fmha_f16_d64_full_256x128", "sm_80", marks=pytest.mark.sweep),
-    ("tg_rmsnorm_persistent_bf16_2048x8192", "sm_90"),
-    *[pytest.param("tg_rmsnorm_persistent_bf16_2048x8192", gpu, marks=pytest.mark.sweep)
-      for gpu in ("sm_80", "sm_100", "sm_120")],
 ]
 
 
@@ -79,6 +76,22 @@ NO_SPILLS = [
 def test_no_spills(name: str, gpu: str, tmp_path: Path) -> None:
     stores, loads, report = _spills(name, gpu, tmp_path)
     assert (stores, loads) == (0, 0), report
+
+
+# TileGym's row kernels of 8k-16k columns: no local memory at all on any target (NVIDIA's has
+# none); before, 30-46 LDL/STL (RMSNorm, SiLU-and-mul backward) and 4-10 (SwiGLU backward: a
+# stack frame even where ptxas counted no spill bytes)
+LONG_ROWS = [pytest.param(name, gpu, marks=() if (name, gpu) == ("tg_swiglu_bwd_f16_11008", "sm_90")
+                          else pytest.mark.sweep)
+             for name in ("tg_swiglu_bwd_f16_11008", "tg_silu_and_mul_bwd_bf16_14336",
+                          "tg_rmsnorm_persistent_bf16_2048x8192")
+             for gpu in ("sm_80", "sm_90", "sm_100", "sm_120")]
+
+
+@pytest.mark.parametrize("name,gpu", LONG_ROWS)
+def test_long_rows_use_no_local_memory(name: str, gpu: str, tmp_path: Path) -> None:
+    stores, loads, report = _spills(name, gpu, tmp_path)
+    assert (stores, loads) == (0, 0) and " 0 bytes stack frame" in report, report
 
 
 def test_long_rows_are_spread_over_warps() -> None:
