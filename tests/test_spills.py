@@ -94,6 +94,62 @@ def test_long_rows_use_no_local_memory(name: str, gpu: str, tmp_path: Path) -> N
     assert (stores, loads) == (0, 0) and " 0 bytes stack frame" in report, report
 
 
+def test_long_element_wise_rows_are_streamed_in_chunks() -> None:
+    """SiLU-and-mul backward on 256 threads: every op on its 16384-column rows runs once per chunk of
+    4096 (16 elements a thread), chunk after chunk (each chunk's stores before the next chunk's
+    loads); a block whose row feeds a reduction (RMSNorm) is left whole."""
+    from tileiras.tileaa.passes import to_tileaa
+    from tileiras.tileaa.row_chunks import chunk_rows
+
+    module, _ = _module("tg_silu_and_mul_bwd_bf16_14336")
+    entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
+    to_tileaa(entry)
+    assert chunk_rows(entry, 256) == 1
+    sizes = {r.type.num_elements for op in entry.walk() for r in op.results if hasattr(r.type, "num_elements")}
+    assert max(sizes) == 4096
+    memory = [op.short_name.split("_")[0] for op in entry.walk()
+              if op.name in ("cuda_tile.load_ptr_tko", "cuda_tile.store_ptr_tko")]
+    assert memory == ["load"] * 3 + ["store"] * 2 + ["load"] * 3 + ["store"] * 2 + \
+        ["load"] * 3 + ["store"] * 2 + ["load"] * 3 + ["store"] * 2
+    assert chunk_rows(entry, 256) == 0   # chunks are not long: once
+    module, _ = _module("tg_rmsnorm_persistent_bf16_2048x8192")
+    entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
+    to_tileaa(entry)
+    assert chunk_rows(entry, 256) == 0
+
+
+def _row_arguments(name: str, rows: int) -> list[np.ndarray]:
+    """Random rows for TileGym's SwiGLU / SiLU-and-mul backward (the shapes of its configs)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(14)
+    if name.startswith("tg_silu"):
+        shapes, dtype = [(rows, 14336), (rows, 28672), (rows, 14336), (rows, 14336)], ml_dtypes.bfloat16
+    else:
+        shapes, dtype = [(rows, 11008)] * 5, np.float16
+    return [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+
+
+@pytest.mark.parametrize("name,gpu", [("tg_swiglu_bwd_f16_11008", "sm_80"),
+                                      pytest.param("tg_swiglu_bwd_f16_11008", "sm_90", marks=pytest.mark.sweep),
+                                      pytest.param("tg_silu_and_mul_bwd_bf16_14336", "sm_80",
+                                                   marks=pytest.mark.sweep)])
+def test_rows_streamed_in_chunks_match_the_interpreter(name: str, gpu: str) -> None:
+    """The streamed row kernels at their own 16384-column tiles over shorter rows (11008, 14336: the
+    last chunks partly or wholly masked), two rows, race checker on: every array as the interpreter
+    leaves it, outputs written."""
+    from tileiras.runtime import run_arrays
+
+    module, source = _module(name)
+    ref = run_arrays(module, name, (2, 1, 1), _row_arguments(name, 16), backend="interpreter")
+    got = run_arrays(module, name, (2, 1, 1), _row_arguments(name, 16), backend="emulator", gpu_name=gpu,
+                     source=source, filename=f"{name}.tileirbc", check_races=True)
+    before = _row_arguments(name, 16)
+    assert not np.array_equal(np.asarray(ref[-1]), before[-1]) and not np.array_equal(np.asarray(ref[-2]), before[-2])
+    for out, want in zip(got, ref):
+        assert np.array_equal(np.asarray(out).view(np.uint16), np.asarray(want).view(np.uint16))
+
+
 def test_long_rows_are_spread_over_warps() -> None:
     """A lane holds at most 32 elements of a long row (the row broadcast to every row costs that
     many registers a lane); short rows keep one warp each."""
