@@ -7,17 +7,17 @@ allows beside its temporaries, with any number of warps (a thread's share shrink
 65536 / threads does): ptxas spills. Nothing ties one column to another, so NVIDIA's compiler
 streams such rows: it loads a few columns of each operand, computes and stores them, then the next.
 
-The pass does the same at the tile level, once the warps are chosen (lowering/warps.py, which
-sees the whole rows: a thread handles as many elements as before, so the code is no longer): in
-a block whose long tiles (more than `LONG_ELEMENTS` a thread) all have one shape and are only
-loaded, combined element-wise and stored, it repeats those ops once per chunk of
-`CHUNK_ELEMENTS` a thread along the innermost dimension, chunk after chunk: at most one chunk of
-each value is live. Facts are inferred again for the ops it makes (pipeline.py). Loads and stores through partition views read
-chunk-sized tiles of a twin view at tile index `index * chunks + c`; pointer-tile gathers and
-scatters take the chunk's pointers; `iota` is offset by the chunk's first column. Anything else
-touching a long tile (a reduction, a reshape, a broadcast of a whole row, a loop carrying it, a
-memory op whose token orders it) leaves the block as it is, as do memory ops the reordering
-would move past.
+The pass does the same at the tile level, once the warps are chosen on the whole rows
+(lowering/warps.py: a thread handles as many elements as before, so its code is no longer): in a
+block whose long tiles (more than `LONG_ELEMENTS` a thread) all have one shape and are only
+loaded, combined element-wise and stored, it repeats those ops once per chunk of `CHUNK_ELEMENTS`
+a thread along the innermost dimension, chunk after chunk, so that one chunk of each value is
+live at a time. Loads and stores through partition views read chunk-sized tiles of a twin view at
+tile index `index * chunks + c`; pointer-tile gathers and scatters take the chunk's pointers;
+`iota` is offset by the chunk's first column. Anything else touching a long tile (a reduction, a
+reshape, a broadcast of a whole row, a loop carrying it, a memory op whose token orders others)
+leaves the block as it is, as do side effects the reordering would move past. Facts are inferred
+again afterwards for the ops it makes (lowering/pipeline.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Optional
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Value
 from ..ir.types import PartitionViewType, TileType
+from .view_order import _erase
 
 # A tile is long beyond 32 elements a thread (a few such f32 rows fill a thread's 255 registers);
 # a chunk is 16 a thread: two 16-byte accesses of a 16-bit operand in flight, as NVIDIA's streams.
@@ -92,7 +93,7 @@ def _chunks(shape: tuple[int, ...], size: int) -> Optional[int]:
 
 
 def _chunkable(op: Operation, shape: tuple[int, ...]) -> bool:
-    from ..lowering.assign_layouts import _elementwise_ops
+    from ..lowering.assign_layouts import elementwise_ops
 
     if op.name in _SOURCES:
         if op.name == "cuda_tile.constant":
@@ -110,7 +111,7 @@ def _chunkable(op: Operation, shape: tuple[int, ...]) -> bool:
             return isinstance(vtype, PartitionViewType) and tuple(vtype.dim_map) == tuple(range(len(shape))) \
                 and getattr(view, "owner", None) is not None and view.owner.name == _VIEW  # type: ignore[attr-defined]
         return True
-    return op.name in _elementwise_ops() and all(
+    return op.name in elementwise_ops() and all(
         _row(v, shape) for v in (*op.operands, *op.results) if isinstance(v.type, TileType))
 
 
@@ -119,12 +120,13 @@ def _rewrite(ops: list[Operation], shape: tuple[int, ...], chunks: int) -> None:
     anchor = ops[-1]
     part = (*shape[:-1], shape[-1] // chunks)
     views: dict[Value, Value] = {}
+    scaled: dict[Value, Value] = {}   # a tile index times `chunks`
     for c in range(chunks):
         copies: dict[Value, Value] = {}
         for op in ops:
             operands = [copies.get(v, v) for v in op.operands]
             if op.name in _VIEW_MEMORY:
-                operands = _chunk_index(op, operands, part, chunks, c, views, anchor)
+                operands = _chunk_index(op, operands, part, chunks, c, views, scaled, anchor)
             types = [TileType(part, r.type.element) if _row(r, shape) else r.type  # type: ignore[union-attr]
                      for r in op.results]
             attributes = dict(op.attributes)
@@ -150,7 +152,7 @@ def _rewrite(ops: list[Operation], shape: tuple[int, ...], chunks: int) -> None:
 
 
 def _chunk_index(op: Operation, operands: list[Value], part: tuple[int, ...], chunks: int, c: int,
-                 views: dict[Value, Value], anchor: Operation) -> list[Value]:
+                 views: dict[Value, Value], scaled: dict[Value, Value], anchor: Operation) -> list[Value]:
     """The operands of a view load/store of chunk `c`: the twin view of chunk-sized tiles, and the
     innermost tile index `index * chunks + c`."""
     view = op.operand("view")
@@ -168,8 +170,9 @@ def _chunk_index(op: Operation, operands: list[Value], part: tuple[int, ...], ch
     index = list(op.operand_group("index"))
     start = next(i for i in range(len(op.operands)) if op.operands[i:i + len(index)] == index)
     at = start + len(index) - 1   # the innermost tile index
-    scaled = _mul_constant(anchor, operands[at], chunks)
-    operands[at] = _add_constant(anchor, scaled, c) if c else scaled
+    if operands[at] not in scaled:
+        scaled[operands[at]] = _mul_constant(anchor, operands[at], chunks)
+    operands[at] = _add_constant(anchor, scaled[operands[at]], c) if c else scaled[operands[at]]
     return operands
 
 
@@ -190,9 +193,3 @@ def _mul_constant(anchor: Operation, value: Value, factor: int) -> Value:
     return anchor.insert_before(Operation("cuda_tile.muli", [value, _constant(anchor, value, factor)], [value.type],
                                           {"overflow": "none"}, location=anchor.location)).results[0]
 
-
-def _erase(op: Operation) -> None:
-    for v in op.operands:
-        v.uses.remove(op)
-    op.parent.operations.remove(op)  # type: ignore[union-attr]
-    op.parent = None
