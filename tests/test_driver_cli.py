@@ -198,9 +198,11 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     assert timed.returncode == 0, timed.stderr
     lines = [line.split("s  ", 1)[1] for line in timed.stderr.splitlines() if "s  " in line]
     passes = [line for line in lines if line.endswith("(sm_90)")]
-    # nv_tileaa (tiles split over a cluster, views in tensor order, facts), then layout assignment and nv_tileas, then token order and LLVM IR
+    # nv_tileaa (tiles split over a cluster, views in tensor order, facts), warps and long rows in chunks, then layout
+    # assignment and nv_tileas, then token order and LLVM IR
     assert passes == [f"{name} (sm_90)" for name in (
-        "split-over-cluster", "order-views", "infer-facts", "verify-nv_tileaa", "assign-layouts", "materialize-layouts", "fuse-conversions",
+        "split-over-cluster", "order-views", "infer-facts", "verify-nv_tileaa", "chunk-rows", "assign-layouts",
+        "materialize-layouts", "fuse-conversions",
         "verify-nv_tileas", "shared-buffer-lifetimes", "token-order", "lower to LLVM IR")]
 
 

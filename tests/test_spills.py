@@ -10,6 +10,11 @@ before -> after; NVIDIA's in brackets):
   (tileaa/view_order.py) loads it in tensor order and permutes; cp.async takes 4-D tiles.
 * a 128x128 accumulator on 4 warps under three loops (grouped GEMM): 126 -> 0 on sm_90 [0]
   with 8 warps (lowering/warps.py).
+* a row operand broadcast to every row, held whole by each group of warps sharing a row
+  (RMSNorm's weight beside a 4 x 8192 tile on 8 warps, 2 a row: 128 weights and 128 inputs a
+  lane): tg_rmsnorm_persistent_bf16_2048x8192 34/32/30/40 LDL+STL -> 0 on sm_80/sm_90/sm_100/sm_120
+  [0]. `layout.row_layout` spreads a row over more warps while a lane would hold more than 32 of
+  its elements (8 a row: 32 weights a lane, 205-209 registers).
 """
 
 from __future__ import annotations
@@ -71,6 +76,118 @@ NO_SPILLS = [
 def test_no_spills(name: str, gpu: str, tmp_path: Path) -> None:
     stores, loads, report = _spills(name, gpu, tmp_path)
     assert (stores, loads) == (0, 0), report
+
+
+# TileGym's row kernels of 8k-16k columns: no local memory at all on any target (NVIDIA's has
+# none); before, 30-46 LDL/STL (RMSNorm, SiLU-and-mul backward) and 4-10 (SwiGLU backward: a
+# stack frame even where ptxas counted no spill bytes)
+LONG_ROWS = [pytest.param(name, gpu, marks=() if (name, gpu) == ("tg_swiglu_bwd_f16_11008", "sm_90")
+                          else pytest.mark.sweep)
+             for name in ("tg_swiglu_bwd_f16_11008", "tg_silu_and_mul_bwd_bf16_14336",
+                          "tg_rmsnorm_persistent_bf16_2048x8192")
+             for gpu in ("sm_80", "sm_90", "sm_100", "sm_120")]
+
+
+@pytest.mark.parametrize("name,gpu", LONG_ROWS)
+def test_long_rows_use_no_local_memory(name: str, gpu: str, tmp_path: Path) -> None:
+    stores, loads, report = _spills(name, gpu, tmp_path)
+    assert (stores, loads) == (0, 0) and " 0 bytes stack frame" in report, report
+
+
+def test_long_element_wise_rows_are_streamed_in_chunks() -> None:
+    """SiLU-and-mul backward on 256 threads: every op on its 16384-column rows runs once per chunk of
+    4096 (16 elements a thread), chunk after chunk (each chunk's stores before the next chunk's
+    loads); a block whose row feeds a reduction (RMSNorm) is left whole."""
+    from tileiras.tileaa.passes import to_tileaa
+    from tileiras.tileaa.row_chunks import chunk_rows
+
+    module, _ = _module("tg_silu_and_mul_bwd_bf16_14336")
+    entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
+    to_tileaa(entry)
+    assert chunk_rows(entry, 256) == 1
+    sizes = {r.type.num_elements for op in entry.walk() for r in op.results if hasattr(r.type, "num_elements")}
+    assert max(sizes) == 4096
+    memory = [op.short_name.split("_")[0] for op in entry.walk()
+              if op.name in ("cuda_tile.load_ptr_tko", "cuda_tile.store_ptr_tko")]
+    assert memory == ["load"] * 3 + ["store"] * 2 + ["load"] * 3 + ["store"] * 2 + \
+        ["load"] * 3 + ["store"] * 2 + ["load"] * 3 + ["store"] * 2
+    assert chunk_rows(entry, 256) == 0   # chunks are not long: once
+    module, _ = _module("tg_rmsnorm_persistent_bf16_2048x8192")
+    entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
+    to_tileaa(entry)
+    assert chunk_rows(entry, 256) == 0
+
+
+def _row_arguments(name: str, rows: int) -> list[np.ndarray]:
+    """Random rows for TileGym's SwiGLU / SiLU-and-mul backward (the shapes of its configs)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(14)
+    if name.startswith("tg_silu"):
+        shapes, dtype = [(rows, 14336), (rows, 28672), (rows, 14336), (rows, 14336)], ml_dtypes.bfloat16
+    else:
+        shapes, dtype = [(rows, 11008)] * 5, np.float16
+    return [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+
+
+@pytest.mark.parametrize("name,gpu", [("tg_swiglu_bwd_f16_11008", "sm_80"),
+                                      pytest.param("tg_swiglu_bwd_f16_11008", "sm_90", marks=pytest.mark.sweep),
+                                      pytest.param("tg_silu_and_mul_bwd_bf16_14336", "sm_80",
+                                                   marks=pytest.mark.sweep)])
+def test_rows_streamed_in_chunks_match_the_interpreter(name: str, gpu: str) -> None:
+    """The streamed row kernels at their own 16384-column tiles over shorter rows (11008, 14336: the
+    last chunks partly or wholly masked), two rows, race checker on: every array as the interpreter
+    leaves it, outputs written."""
+    from tileiras.runtime import run_arrays
+
+    module, source = _module(name)
+    ref = run_arrays(module, name, (2, 1, 1), _row_arguments(name, 16), backend="interpreter")
+    got = run_arrays(module, name, (2, 1, 1), _row_arguments(name, 16), backend="emulator", gpu_name=gpu,
+                     source=source, filename=f"{name}.tileirbc", check_races=True)
+    before = _row_arguments(name, 16)
+    assert not np.array_equal(np.asarray(ref[-1]), before[-1]) and not np.array_equal(np.asarray(ref[-2]), before[-2])
+    for out, want in zip(got, ref):
+        assert np.array_equal(np.asarray(out).view(np.uint16), np.asarray(want).view(np.uint16))
+
+
+def test_long_rows_are_spread_over_warps() -> None:
+    """A lane holds at most 32 elements of a long row (the row broadcast to every row costs that
+    many registers a lane); short rows keep one warp each."""
+    from tileiras.lowering.layout import ROW_LANE_ELEMENTS, row_layout
+
+    assert row_layout(256, (4, 8192), vec=8).wpr == 8       # RMSNorm 2048x8192: was 2 (128 a lane)
+    assert row_layout(256, (4, 4096), vec=8).wpr == 4       # was 2 (64 a lane)
+    assert row_layout(128, (16, 1024), vec=8).wpr == 1      # 32 a lane already
+    assert row_layout(256, (1, 16384), vec=8).wpr == 8      # fewer rows than warps: as before
+    assert row_layout(128, (4, 8192), scan=True).wpr == 1   # a scan runs along one warp
+    layout = row_layout(256, (4, 8192), vec=8)
+    assert layout.per_lane == ROW_LANE_ELEMENTS
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", pytest.param("sm_90", marks=pytest.mark.sweep)])
+def test_rmsnorm_with_rows_over_eight_warps_matches_the_interpreter(gpu: str) -> None:
+    """TileGym's persistent RMSNorm at its own 4 x 8192 tile (each row over all 8 warps: the sum of
+    squares crosses warps through shared memory), 16 rows on 2 CTAs (two loop trips each), race
+    checker on: every array as the interpreter leaves it."""
+    import ml_dtypes
+
+    from tileiras.runtime import run_arrays
+
+    name = "tg_rmsnorm_persistent_bf16_2048x8192"
+    module, source = _module(name)
+
+    def arguments() -> list[np.ndarray]:
+        rng = np.random.default_rng(14)
+        x, y = (rng.standard_normal((16, 8192)).astype(ml_dtypes.bfloat16) for _ in range(2))
+        return [x, y, rng.standard_normal(8192).astype(ml_dtypes.bfloat16), rng.standard_normal(16).astype(np.float32)]
+
+    ref = run_arrays(module, name, (2, 1, 1), arguments(), backend="interpreter")
+    got = run_arrays(module, name, (2, 1, 1), arguments(), backend="emulator", gpu_name=gpu, source=source,
+                     filename=f"{name}.tileirbc", check_races=True)
+    assert not np.array_equal(np.asarray(ref[1]), arguments()[1])    # Y was written
+    for out, want in zip(got, ref):
+        out, want = np.asarray(out).astype(np.float64), np.asarray(want).astype(np.float64)
+        np.testing.assert_allclose(out, want, rtol=2.0 ** -8, atol=1e-6)
 
 
 def test_transposing_tensor_core_loads_are_loaded_in_tensor_order() -> None:

@@ -69,7 +69,7 @@ _POINTER_ELEMENTWISE = ("cuda_tile.offset", "cuda_tile.load_ptr_tko", "cuda_tile
 _ROUNDS = 4
 
 
-def _elementwise_ops() -> frozenset[str]:
+def elementwise_ops() -> frozenset[str]:
     from . import ops_arith, ops_math
 
     return frozenset(ops_arith.LOWERINGS) | frozenset(ops_math.LOWERINGS) | frozenset(_POINTER_ELEMENTWISE)
@@ -238,7 +238,7 @@ class LayoutAssignment:
     def __init__(self, entry: Operation, threads: int, row_warps: bool = True, sm: int = 80) -> None:
         self.blocked = BlockedLayout(threads, vector_width(entry))
         self.threads = threads
-        self._elementwise = _elementwise_ops()
+        self._elementwise = elementwise_ops()
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
         self.index_only = self._find_index_only(self._ops)

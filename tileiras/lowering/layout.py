@@ -178,19 +178,28 @@ class RowWarpLayout:
         return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}{chunk}>"
 
 
+# Most elements of one row a lane holds while warps are left to share the row: a row operand
+# broadcast to every row (a norm's weight) is held whole by each group of `wpr` warps, so long rows
+# held by few warps each pay it again per group (RMSNorm's 4 x 8192 tile on 8 warps, 2 per row:
+# 128 weights a lane beside 128 inputs, spills; 8 per row: 32).
+ROW_LANE_ELEMENTS = 32
+
+
 def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False, vec: int = 1,
                ordered: bool = False) -> RowWarpLayout:
-    """Rows of `shape` in warps; where there are fewer rows than warps, each row spread over several
-    warps (not for scans, which run along one warp's lanes). Runs of `vec` elements (the kernel's
-    16-byte vector) are dealt round the lanes, unless each lane must hold consecutive elements
-    (scans and `ordered` reduces, whose combiner may not commute)."""
+    """Rows of `shape` in warps; where there are fewer rows than warps, or where a lane would hold
+    more than `ROW_LANE_ELEMENTS` of a row, each row spread over several warps (not for scans, which
+    run along one warp's lanes). Runs of `vec` elements (the kernel's 16-byte vector) are dealt
+    round the lanes, unless each lane must hold consecutive elements (scans and `ordered` reduces,
+    whose combiner may not commute)."""
     cols = shape[-1] if shape else 1
     rows = 1
     for d in shape[:-1]:
         rows *= d
     warps = threads // WARP
     wpr = 1
-    while not scan and rows * wpr * 2 <= warps and cols % (WARP * wpr * 2) == 0:
+    while not scan and wpr * 2 <= warps and cols % (WARP * wpr * 2) == 0 and (
+            rows * wpr * 2 <= warps or cols // (WARP * wpr) > ROW_LANE_ELEMENTS):
         wpr *= 2
     layout = RowWarpLayout(threads, cols, wpr)
     per_lane = layout.per_lane

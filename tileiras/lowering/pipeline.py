@@ -20,6 +20,7 @@ from .smem import SharedMemoryOverflow, place
 from ..schedule.pipeline import PipelinePlan, plan_pipelines
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
+from ..tileaa.row_chunks import chunk_rows
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
@@ -44,7 +45,7 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     `tileas.passes.to_tileas`); without one, it is brought there first."""
     if assignment is None:
         to_tileaa(entry)
-        assignment = LayoutAssignment(entry, choose_threads(entry, gpu), sm=_sm(gpu))
+        assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
     # The loops' schedules depend only on the kernel and its layouts: planned once, whichever of the
     # lowerings below (padded, unpadded, reserving room) is kept.
@@ -178,6 +179,15 @@ def _print_passes(module: Operation, entries: list[Operation], assignments: list
     print("\n".join(lines), file=sys.stderr)
 
 
+def _threads_and_chunks(entry: Operation, gpu: str) -> int:
+    """The entry's threads, chosen on its whole rows; then long element-wise rows streamed in chunks
+    (tileaa/row_chunks.py) and the facts of the ops that makes inferred."""
+    threads = choose_threads(entry, gpu)
+    if chunk_rows(entry, threads):
+        to_tileaa(entry)
+    return threads
+
+
 def _sm(gpu: str) -> int:
     return int(gpu.split("_")[1].rstrip("af"))
 
@@ -225,8 +235,10 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         with stage(name):
             for op in entries:
                 run_aa(op)
+    with stage("chunk-rows"):
+        threads = [_threads_and_chunks(op, gpu) for op in entries]
     with stage("assign-layouts"):
-        assignments = [LayoutAssignment(op, choose_threads(op, gpu), sm=_sm(gpu)) for op in entries]
+        assignments = [LayoutAssignment(op, n, sm=_sm(gpu)) for op, n in zip(entries, threads)]
     for name, run in TILEAS_PASSES:
         with stage(name):
             for op, assignment in zip(entries, assignments):
