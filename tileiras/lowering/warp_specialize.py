@@ -180,7 +180,7 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Opt
 
 
 def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
-    from .warp_specialize_tcgen05 import ROLES, loop_mmas
+    from .warp_specialize_tcgen05 import ROLES, consumers_issue, loop_mmas
 
     if k.sm not in (90, 100, 103):
         return None, "warp specialization is built for sm_90 (wgmma) and sm_100 / sm_103 (tcgen05)"
@@ -197,8 +197,9 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
                           f"registers a thread, fewer than the epilogue's tensor-memory load needs")
         mmas, why = loop_mmas(k, loops[0], loads)
-        if not mmas:
-            return None, why
+        attention = consumers_issue(k, loops[0]) if not mmas else None
+        if not mmas and attention != "":
+            return None, attention or why
     found, why = _producer_slice(ops, loops[0], loads)
     if found is None:
         return None, why

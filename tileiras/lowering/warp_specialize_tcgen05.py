@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation
 from . import mbarrier
 from .kernel import KernelLowering
+from .warp_specialize import PRODUCER_THREADS
 
 if TYPE_CHECKING:
     from .pipelined_loop import ActivePipeline
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 # (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
 # (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
 ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
+# registers a consumer thread's softmax keeps beside the scores and their exponentials (row max and
+# sum, addresses, loop state): the launch budget of NVIDIA's 384-thread attention (168) less 2 x 64
+_SOFTMAX_REGISTERS = 40
 _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
 
 
@@ -147,6 +151,33 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
         if found is None or len(mmas) != 1:
             return (), f"2 epilogue warpgroups read the accumulator in column chunks, but {why or 'two mmas'}"
     return tuple(mmas), ""
+
+
+def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
+    """Where `loop_mmas` refuses the MMA-warp form because the loop computes between its mmas
+    (attention: S = Q K^T, the softmax, O rescaled in tensor memory, O += P V), the sm_90 form
+    still applies: the producer warpgroup copies K and V, the consumer warpgroups run the body and
+    issue its tcgen05 mmas themselves (one thread, waited for by all, as unspecialized), so a stage
+    is read by the tensor cores before the consumers release it. Chosen for loops that keep an
+    accumulator in tensor memory, rescaled (`ops_tcgen05.rescale`): the matmuls keep their form.
+    None where the loop is not such a loop; "" where the form applies; else why not: ptxas
+    allocates within the budget the larger CTA launches with (setmaxnreg.inc does not raise it),
+    so the scores a consumer thread reads out of tensor memory, and their exponentials, must fit
+    there beside the softmax's state (NVIDIA's: 384 threads, 168 registers, the scores of 128 x
+    128 on two warpgroups)."""
+    from .ops_tcgen05 import rescale, resident_loop
+
+    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
+        return None
+    budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
+    for op, layout in layouts.items():
+        _, m, n = layout.shape
+        words = m * n // k.threads      # f32 scores a consumer thread holds
+        if resident_loop(op) is None and 2 * words + _SOFTMAX_REGISTERS > budget:
+            return (f"the consumers' {m} x {n} scores take {words} registers a thread, twice that and the "
+                    f"softmax's {_SOFTMAX_REGISTERS} exceed the {budget} the larger CTA launches with")
+    return ""
 
 
 def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
