@@ -580,6 +580,11 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     not fit that, to a swizzled shared buffer."""
     from .ops_mma import stage
 
+    split = getattr(k, "warp_split", None)
+    if split is not None and split.form == "attention" and op in split.mmas:
+        from .warp_specialize_tcgen05 import consume_attention_mma
+
+        return consume_attention_mma(k, op, lhs, acc)  # type: ignore[return-value]
     layout = acc.layout
     assert isinstance(layout, TmemAccLayout)
     kind = kind_of(op)

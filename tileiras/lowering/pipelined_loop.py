@@ -70,6 +70,8 @@ class ActivePipeline:
     retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (ops_wgmma.group_in_flight):
                                           # a stage is released after the next iteration's wgmma.wait_group 1
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
+    mma_reads: bool = False             # an MMA warp waits for each stage and releases it (both sm_100 forms):
+                                        # the consumers neither wait for a stage nor release it
     tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
     once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
 
@@ -141,8 +143,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         tma = _choose_tma(k, plan.loads, matrices, dense)
-        if specialized and tma:
-            warp_specialize.shrink(k)
+        if specialized:
+            warp_specialize.settle(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         roles = _roles(k, stages, tma is not None, bool(tma) and len(tma) < len(plan.loads)) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
@@ -164,7 +166,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     if tma:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
-                          retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma)
+                          retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
+                          mma_reads=specialized and bool(k.warp_split.mmas))
 
 
 def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[SharedTileVal]:
@@ -279,6 +282,13 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
                 f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
                 f"tcgen05.ld){regs}{named}")
     copies = "one thread issues TMA copies" if tma else "cp.async only"
+    if k.warp_split.form == "attention":
+        return (f"warp-specialized (attention): warp {first} produces ({copies} of K and V), warp {first + 1} "
+                f"issues the MMAs (one thread: S = Q K^T, then O += P V once the softmax stored P), warps "
+                f"{first + 2}-{last} idle (setmaxnreg.dec {dec}), warps 0-{first - 1} run the softmax and rescale "
+                f"O in tensor memory (setmaxnreg.inc {inc}){named}")
+    if k.warp_split.note:
+        copies += f"; the consumers issue the tcgen05 mmas: {k.warp_split.note}"
     return (f"warp-specialized: warps {first}-{last} produce ({copies}, setmaxnreg.dec {dec}), "
             f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
 
@@ -344,7 +354,7 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
         # full: the TMA thread's arrival and one .noinc copy arrival per copying thread; empty: one
         # release per reading thread
         copiers = (1 if p.tma else 0) + ((k.warp_split.producers if p.specialized else k.threads) if copied(p) else 0)
-        releasers = 1 if p.mma_warp else k.threads      # the MMA thread's tcgen05.commit, or every reader
+        releasers = 1 if p.mma_reads else k.threads     # the MMA thread's tcgen05.commit, or every reader
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
     if p.specialized:
         warp_specialize.publish(k)      # the consumers' copies and the mbarriers, for everyone
@@ -379,7 +389,7 @@ def start_iteration(p: ActivePipeline, iv: str, counter: str) -> None:
 def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
     """The tile a pipelined load reads this iteration (issuing the next iteration's copies first)."""
     if p.read is None and p.specialized:
-        _consume(k, p)
+        _consume(k, p, wait=not p.mma_reads)
     if p.read is None and p.full is not None:
         _handshake(k, p)
     if p.read is None:
@@ -425,10 +435,15 @@ def _refill(k: KernelLowering, p: ActivePipeline) -> None:
     _issue(k, p, ahead, write, _in_range(k, p, ahead))
 
 
-def _consume(k: KernelLowering, p: ActivePipeline) -> None:
-    """A consumer's iteration start (every thread's, unspecialized): wait until the stage is full."""
+def _consume(k: KernelLowering, p: ActivePipeline, wait: bool = True) -> None:
+    """A consumer's iteration start (every thread's, unspecialized): wait until the stage is full
+    (not where only the MMA warp reads it)."""
     assert p.full is not None
     read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
+    if not wait:
+        p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
+                  for ld in p.loads}
+        return
     mbarrier.wait(k, mbarrier.address(k, p.full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
     if not p.tma and any(m.swizzled for m in p.matrices.values()):
         fence_async_proxy(k)   # wgmma reads these stages through the async proxy (TMA writes through it)
@@ -439,7 +454,7 @@ def _consume(k: KernelLowering, p: ActivePipeline) -> None:
 def end_iteration(k: KernelLowering, p: ActivePipeline) -> None:
     """A consumer is done with this iteration's stage (its mmas have waited for their reads): the
     producer may refill it. (With a wgmma group in flight, mma_retired releases it a step later.)"""
-    if p.specialized and p.empty is not None and p.retiring is None:
+    if p.specialized and p.empty is not None and p.retiring is None and not p.mma_reads:
         read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
         mbarrier.arrive(k, mbarrier.address(k, p.empty, read))
 
@@ -486,6 +501,10 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
         body = p.loop.regions[0].block
         at = body.arguments.index(p.retiring.operand("acc")) - 1
         results = [ops_wgmma.wait_group(k, 0, r) if i == at else r for i, r in enumerate(results)]
+    if p.mma_reads:    # the MMA warp's last commits: then no arrival on the barriers is pending
+        from .warp_specialize_tcgen05 import mma_warp_done
+
+        mma_warp_done(k)
     wait_all(k)
     if p.full is not None and p.empty is not None:
         k.barrier()

@@ -72,17 +72,24 @@ class WarpSplit:
     emitted: bool = False
     mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
     producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: `shrink`)
+    attention: bool = False         # the mmas are attention's S and O: the consumers run the softmax
+    handshake: object = None        # attention: its mbarriers (warp_specialize_tcgen05.HANDSHAKE)
+    note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
 
     @property
     def form(self) -> str:
-        return "tcgen05" if self.mmas else "wgmma"
+        """"tcgen05": an MMA warp runs the loop's mmas, the consumers only the epilogue; "attention":
+        an MMA warp (in the producer's warpgroup) issues S and O, the consumers run the softmax;
+        "wgmma": the consumers run the loop body, mmas included (sm_90; sm_100's attention where
+        the MMA warp cannot issue its mmas)."""
+        return "attention" if self.attention else "tcgen05" if self.mmas else "wgmma"
 
     def registers(self, consumers: int, tma: bool = False) -> tuple[int, int, int, int]:
         """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers`
         threads (`tma`: the producer copies with TMA)."""
         from .warp_specialize_tcgen05 import ROLES
 
-        if self.mmas:
+        if self.form == "tcgen05":
             return ROLES[consumers // 128]
         dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
         return 0, dec, 0, inc
@@ -180,7 +187,7 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Opt
 
 
 def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
-    from .warp_specialize_tcgen05 import ROLES, consumers_issue, loop_mmas
+    from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
 
     if k.sm not in (90, 100, 103):
         return None, "warp specialization is built for sm_90 (wgmma) and sm_100 / sm_103 (tcgen05)"
@@ -190,6 +197,7 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
     loops = [op for op in ops if op in (k.pipelines or {})]
     if not loops:
         return None, "no pipelined loop in the kernel's top-level block"
+    note = ""
     loads = k.pipelines[loops[0]].loads
     mmas: tuple = ()
     if k.sm != 90:
@@ -200,17 +208,20 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
         attention = consumers_issue(k, loops[0]) if not mmas else None
         if not mmas and attention != "":
             return None, attention or why
+        if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
+            mmas, note = attention_mmas(k, loops[0], loads)
     found, why = _producer_slice(ops, loops[0], loads)
     if found is None:
         return None, why
     at = ops.index(loops[0])
-    extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas else 0)   # every role meets at publish
+    extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas and attention is None else 0)  # all meet at publish
     try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
         barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])
     except NamedBarrierError as err:
         return None, str(err)
-    return WarpSplit(loops[0], found, k.b.label("producer"), barriers, mmas=mmas), ""
+    return WarpSplit(loops[0], found, k.b.label("producer"), barriers, mmas=mmas,
+                     attention=bool(mmas) and attention is not None, note=note), ""
 
 
 def begin(k: KernelLowering) -> None:
@@ -243,6 +254,19 @@ def end(k: KernelLowering) -> None:
         k.extra_threads = 0
 
 
+def settle(k: KernelLowering, tma: Optional[dict], loads: tuple) -> None:
+    """Once the pipeline's copy mechanism is known (`tma`: the loads TMA copies): a TMA-fed
+    tcgen05-form producer is one warp (`shrink`); the attention form's MMA warp is the producer
+    warpgroup's second warp, which needs every load copied by TMA (one thread: cp.async copies
+    take the whole warpgroup), else the consumers issue the mmas themselves (the "wgmma" form)."""
+    split = k.warp_split
+    if split.form == "attention" and (not tma or len(tma) < len(loads)):
+        split.mmas, split.attention = (), False
+        split.note = "the MMA warp shares the producer's warpgroup, whose copies are cp.async here"
+    elif tma:
+        shrink(k)
+
+
 def shrink(k: KernelLowering) -> None:
     """A TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (no
     setmaxnreg, which would need the whole warpgroup, in this form), so the CTA launches 96 threads
@@ -250,7 +274,7 @@ def shrink(k: KernelLowering) -> None:
     from ..ir.record import replace
 
     split = k.warp_split
-    if not split.mmas or split.producers == 32:
+    if split.form != "tcgen05" or split.producers == 32:
         return
     k.extra_threads -= split.producers - 32
     split.producers = 32
@@ -261,8 +285,17 @@ def shrink(k: KernelLowering) -> None:
 
 
 def publish(k: KernelLowering) -> None:
-    """Consumers and producer meet once: the pipeline's mbarriers are initialized."""
-    bar = k.warp_split.barrier("publish")
+    """Consumers and producer meet once: the pipeline's mbarriers are initialized (attention's
+    handshake too, and the query tile the consumers copied is made visible to the MMA warp's
+    tensor-core reads through the async proxy)."""
+    split = k.warp_split
+    if split.form == "attention" and not split.emitted:
+        from .async_copy import fence_async_proxy
+        from .warp_specialize_tcgen05 import handshake
+
+        handshake(k)
+        fence_async_proxy(k)
+    bar = split.barrier("publish")
     k.b.emit(f'call void asm sideeffect "bar.sync {bar.id}, {bar.threads};", "~{{memory}}"()')
 
 
@@ -289,18 +322,19 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     from .pipelined_loop import copied, copy_iteration, tma_iteration
     from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
-    from .warp_specialize_tcgen05 import emit_mma_warp
+    from .warp_specialize_tcgen05 import emit_attention_warp, emit_mma_warp
 
     split = k.warp_split
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
     _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma))
-    mma_first = consumers + split.producers        # the MMA role's first thread (tcgen05 form)
+    # the MMA role's first thread: after the producer's role (tcgen05 form), or its warpgroup's second warp
+    mma_first = consumers + (32 if split.form == "attention" else split.producers)
     cont = k.b.label("consumer_loop")
     k.b.br(cont)
     k.b.start_block(split.producer)
     split.emitted = True
-    if dec and not split.mmas:
+    if dec and split.form != "tcgen05":     # the whole warpgroup (attention: its MMA warp too)
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
@@ -314,15 +348,21 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         del k.remark                    # the class's method again
     loop = split.loop
     lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
-    if split.mmas:      # the MMA warp (after the producer warpgroup) goes its own way
+    if split.mmas:      # the MMA warp goes its own way
         mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
-        k.b.cond_br(k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws"), mma_warp, producer)
+        mine = k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws")
+        if split.form == "attention":     # warps 3 and 4 of the warpgroup are idle (below)
+            mine = k.b.op(f"and i1 {mine}, {k.b.op(f'icmp ult i32 {k.tid}, {mma_first + 32}', 'ws')}", "ws")
+        k.b.cond_br(mine, mma_warp, producer)
         k.b.start_block(mma_warp)       # each role gives back its own share, after the common slice
         if mma_dec:
             mbarrier.set_max_registers(k, mma_dec, increase=False)
-        emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
+        if split.form == "attention":
+            emit_attention_warp(k, p, mma_first, lb, ub, step)
+        else:
+            emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
         k.b.start_block(producer)
-        if dec:
+        if dec and split.form == "tcgen05":
             mbarrier.set_max_registers(k, dec, increase=False)
         if p.tma:
             _elect_tma_thread(k, p, consumers)

@@ -170,6 +170,9 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
         return None
+    if k.threads != 256:    # one warpgroup: the producer's would halve the occupancy at 255 registers
+        return (f"{k.threads // 32} consumer warps: the specialized attention is built for two consumer "
+                f"warpgroups (384 threads, as NVIDIA's)")
     budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
     for op, layout in layouts.items():
         _, m, n = layout.shape
@@ -178,6 +181,164 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
             return (f"the consumers' {m} x {n} scores take {words} registers a thread, twice that and the "
                     f"softmax's {_SOFTMAX_REGISTERS} exceed the {budget} the larger CTA launches with")
     return ""
+
+
+def _view_source(value: object) -> Optional[Operation]:
+    """The load whose tile `value` is through unit reshapes and 2-D transposes (attention's K^T)."""
+    from .ops_tcgen05 import _transpose_2d, _unit_reshape
+
+    owner = getattr(value, "owner", None)
+    while isinstance(owner, Operation) and (owner.name == "cuda_tile.reshape" and _unit_reshape(owner)
+                                            or owner.name == "cuda_tile.permute" and _transpose_2d(owner)):
+        owner = getattr(owner.operands[0], "owner", None)
+    return owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None
+
+
+def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
+    """(S = Q K^T, O += P V) of an attention loop (`consumers_issue`) whose MMAs one thread of an MMA
+    warp can issue while the consumers run only the softmax (NVIDIA's roles): Q a swizzled tile
+    loaded before the loop, K and V the loop's staged loads read by nothing else, S from zero, O
+    kept in tensor memory and rescaled there, P stored to tensor memory as P V's A operand
+    (M = 128). Else () and why not."""
+    from .ops_tcgen05 import _RESTAGED, TmemAccLayout, _inside, _tmem_a_columns, kind_of, rescale, resident_loop
+
+    layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
+    mmas = [op for op in loop.regions[0].block.operations if op in layouts]
+    if len(mmas) != 2:
+        return (), f"{len(mmas)} tcgen05 mmas in the loop body (the MMA warp issues S = Q K^T and O += P V)"
+    s, o = mmas
+    if resident_loop(s) is not None or not _zero(s.operand("acc")):
+        return (), "the scores' mma does not start from zero"
+    if rescale(o) is None or (resident_loop(o) or (None,))[0] is not loop:
+        return (), "the second mma's accumulator is not O, rescaled in tensor memory"
+    if any(kind_of(op).name in _RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
+        return (), "an operand is restaged (tf32) or block-scaled"
+    m = layouts[o].shape[1]
+    if not _tmem_a_columns(o, m) or not isinstance(k.layout_of(o.operand("lhs")), TmemAccLayout):
+        return (), "P does not go to tensor memory (M = 128 in the scores' layout)"
+    q, kt, v = _view_source(s.operand("lhs")), _view_source(s.operand("rhs")), _view_source(o.operand("rhs"))
+    if q is None or _inside(q, loop) or kt not in loads or v not in loads or set(loads) != {kt, v}:
+        return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
+    if not all(k.assignment.is_swizzled(src.results[0]) for src in (q, kt, v)):  # type: ignore[union-attr]
+        return (), "an operand's buffer is not in the layout the MMA reads"
+    for load in (kt, v):     # the consumers read no stage: K and V feed the mmas only
+        value = load.results[0]
+        while len(value.uses) == 1 and value.uses[0].name in ("cuda_tile.reshape", "cuda_tile.permute"):
+            value = value.uses[0].results[0]
+        if [u for u in value.uses] not in ([s], [o]):
+            return (), "a staged tile is read by more than its mma"
+    return (s, o), ""
+
+
+# the handshake mbarriers of the specialized attention, by index: (name, arrivals)
+HANDSHAKE = (("scores", 1),           # S_j complete (tcgen05.commit): the consumers read it
+             ("probabilities", 0),    # P_j in tensor memory, O rescaled: every consumer thread arrives
+             ("output", 1))           # O += P_j V_j complete: S_{j+1} may overwrite P_j's columns
+
+
+def handshake(k: KernelLowering) -> "mbarrier.BarrierArray":
+    """The specialized attention's handshake mbarriers, allocated and initialized by the consumers
+    before they meet the other roles at `publish`."""
+    split = k.warp_split
+    if split.handshake is None:
+        split.handshake = mbarrier.allocate(k, len(HANDSHAKE))
+        mbarrier.init(k, [(split.handshake, [n or k.threads for _, n in HANDSHAKE])])
+    return split.handshake
+
+
+def _bar(k: KernelLowering, name: str) -> str:
+    return mbarrier.address(k, k.warp_split.handshake, str([n for n, _ in HANDSHAKE].index(name)))
+
+
+def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: str, ub: str, step: str) -> None:
+    """The MMA warp of a specialized attention (threads `first` ..+31; one issues): per iteration j,
+    wait for K_j and V_j (`full`) and for O += P_{j-1} V_{j-1} to complete (P_{j-1} lies over the
+    scores' columns), issue S_j = Q K_j^T and commit it to `scores`; wait for the consumers'
+    `probabilities` (P_j stored, O rescaled), issue O += P_j V_j and commit it to the stage's
+    `empty` and to `output`. After the loop it commits to the tensor-memory mbarrier the consumers
+    wait for before reading O."""
+    from .ops_tcgen05 import _region, _shared, commit, instruction, issue_mmas, kind_of, region
+    from .registry import LOWERINGS
+    from .tmem import ROLE_EXIT, tensor_memory
+    from .values import SharedTileVal
+    from .pipelined_loop import _stage_offset, _staged
+    from .warp_specialize import role_loop
+
+    s_op, o_op = k.warp_split.mmas
+    issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
+    k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw"), issuer, leave)
+    k.b.start_block(leave)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+    k.b.start_block(issuer)
+    s_at, o_at, p_at = region(k, s_op), region(k, o_op), _region(k, o_op, a=True)[0]
+    ready = tensor_memory(k, 0).mbarrier
+    q = _shared(k, k.get(s_op.operand("lhs")), "a")
+    views = [op for op in p.loop.regions[0].block.operations if op.name in ("cuda_tile.reshape", "cuda_tile.permute")]
+    fence_after = 'call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()'
+    with role_loop(k, p, "mma", "mw", lb, ub, step) as it:
+        it.wait(k, p.full, "stage full")
+        later = k.b.op(f"icmp ne i32 {it.j}, 0", "mw")
+        k.guarded(later, lambda: mbarrier.wait(k, _bar(k, "output"), mbarrier.phase_parity(
+            k, k.b.op(f"sub i32 {it.j}, 1", "mw"), 1), "previous P V complete") or None)
+        k.b.emit(fence_after)
+        for load in p.loads:      # this stage's K and V, seen through the body's reshapes and transposes
+            k.values[load.results[0]] = SharedTileVal(load.results[0].type,
+                                                      _staged(p, load, _stage_offset(k, p, load, it.stage)))
+        for op in views:
+            if all(v in k.values for v in op.operands):
+                LOWERINGS[op.name](k, op)
+        for op, a, a_tmem, at, acc in ((s_op, q, None, s_at, "0"), (o_op, None, p_at, o_at, None)):
+            if acc is None:       # O += P V: once the consumers stored P and rescaled O
+                mbarrier.wait(k, _bar(k, "probabilities"), mbarrier.phase_parity(k, it.j, 1), "P stored")
+                k.b.emit(fence_after)
+                acc = k.b.op(f"zext i1 {later} to i32", "mw")
+            b = _shared(k, k.get(op.operand("rhs")), "b")
+            _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+            idesc = instruction(kind_of(op), min(m, 128), n, a is not None and not a.kmajor,  # type: ignore[arg-type]
+                                not b.kmajor)
+            issue_mmas(k, op, a, b, a_tmem, at, acc, idesc)
+            if op is s_op:
+                commit(k, _bar(k, "scores"))
+        commit(k, mbarrier.address(k, p.empty, it.stage))    # K_j and V_j are read
+        commit(k, _bar(k, "output"))
+    commit(k, ready)          # O is complete (at once when the loop ran no iteration)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+
+
+def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: object) -> object:
+    """A consumer's part of a specialized attention's mma (the MMA warp issues it): for S, wait for
+    `scores` and read S from tensor memory; for O += P V, rescale O in tensor memory (not in the
+    first iteration), store P there, and arrive on `probabilities`. The iteration's `scores` wait
+    also orders the rescale after O += P_{j-1} V_{j-1}, committed before S_j."""
+    from .ops_tcgen05 import _a_in_tmem, _carried_factor, _rescale_in_tmem, _transfer, kind_of, region, rescale
+    from .values import TileRegs
+
+    split = k.warp_split
+    counter = k.active_pipelines[split.loop].counter
+    layout = acc.layout  # type: ignore[attr-defined]
+    address = region(k, op)
+    if op is split.mmas[0]:
+        mbarrier.wait(k, _bar(k, "scores"), mbarrier.phase_parity(k, counter, 1), "scores complete")
+        k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+        regs = _transfer(k, layout, address, None, kind_of(op).d == 1)  # type: ignore[union-attr]
+        k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+        return TileRegs(acc.type, regs, layout)  # type: ignore[attr-defined]
+    scale = rescale(op)
+    later = k.b.op(f"icmp ne i32 {counter}, 0", "tlater")
+    k.guarded(later, lambda: _rescale_in_tmem(k, scale, layout, address) or None)
+    assert _a_in_tmem(k, op, lhs) is not None     # P, over the scores' columns (`attention_mmas`)
+    k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
+    k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
+    mbarrier.arrive(k, _bar(k, "probabilities"))
+    return TileRegs(acc.type, list(k.tile(_carried_factor(scale)[0]).slots), layout)  # type: ignore
+
+
+def mma_warp_done(k: KernelLowering) -> None:
+    """After the specialized attention's loop: the consumers wait until the MMA warp's last MMAs are
+    complete (O, and every stage's reads) before reading O or leaving the loop's barriers."""
+    from .tmem import tensor_memory, wait_mbarrier
+
+    wait_mbarrier(k, tensor_memory(k, 0))
 
 
 def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
