@@ -1,0 +1,95 @@
+"""sm_100 attention, warp-specialized as NVIDIA's is (warp_specialize_tcgen05.attention_mmas): a
+producer warpgroup whose first warp copies K and V by TMA and whose second issues the MMAs (S =
+Q K^T, then O += P V once the softmax stored P in tensor memory), and two consumer warpgroups that
+run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232. The SASS shows
+the three roles' loops; the emulator runs causal and non-causal d64 / d128 against numpy with the
+race checker (test_tcgen05_lowering.py runs bf16 d128 and causal f16 d64 by default; more here
+under sweep); where the form cannot apply the kernel keeps the earlier one, with a remark."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from test_tile_layer import _ptx, _ptxas_report  # noqa: E402
+
+
+def _roles_remark(name: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", "sm_100", "--emit=llvm", "-o", "/dev/null",
+                           "--remarks=memory", "--remark-format=command-line", str(REALISTIC / f"{name}.tileirbc")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return re.search(r"Roles = (.*)", done.stdout + done.stderr).group(1)  # type: ignore[union-attr]
+
+
+def test_attention_roles_in_the_sass(tmp_path: Path) -> None:
+    """The producer thread's loop copies (UTMALDG) and issues no MMA; the MMA thread's issues both
+    mmas (UTCHMMA, commits) and copies nothing; the softmax's reads the scores from tensor memory
+    (LDTM), exponentiates and issues neither; no spills within the 168 registers 384 threads launch with."""
+    from sass_roles import cycles
+    from sass_stats import cuobjdump_path, parse_sass
+
+    ptx = _ptx((REALISTIC / "fa_f16_q128k128d64.tileirbc").read_bytes(), "sm_100", tmp_path)
+    assert ".reqntid 384, 1, 1" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
+    assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 168, report  # type: ignore[union-attr]
+    done = subprocess.run([str(cuobjdump_path()), "-sass", str(tmp_path / "r.cubin")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [func] = parse_sass(done.stdout).values()
+    bodies = [[i.base for i in body] for body in cycles(func)]
+    copying = [b for b in bodies if "UTMALDG" in b]
+    issuing = [b for b in bodies if "UTCHMMA" in b]
+    softmax = [b for b in bodies if "MUFU" in b and "LDTM" in b]
+    assert len(copying) == len(issuing) == len(softmax) == 1, bodies
+    assert "UTCHMMA" not in copying[0] and "LDTM" not in copying[0]
+    assert "UTMALDG" not in issuing[0] and "LDTM" not in issuing[0] and "UTCBAR" in issuing[0]
+    assert "UTCHMMA" not in softmax[0] and "UTMALDG" not in softmax[0] and "STTM" in softmax[0]
+
+
+def test_one_consumer_warpgroup_keeps_the_unspecialized_form() -> None:
+    """Four warps (M = 64 or 128 on one warpgroup): the producer would double the CTA for it."""
+    assert _roles_remark("fa_f16_q64k64d64").startswith(
+        "not warp-specialized: 4 consumer warps: the specialized attention is built for two consumer warpgroups")
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("config", [("fa_f16_q128k128d64", 12, True), ("fa_f16_q128k64d128_causal", 12, True),
+                                    ("fa_f16_q128k128d128_causal", 16, True)], ids=lambda c: c[0])
+def test_specialized_attention_matches_numpy_under_the_race_checker(config, tmp_path: Path) -> None:
+    from test_tcgen05_lowering import test_attention_runs_both_mmas_on_tcgen05
+
+    assert _roles_remark(config[0]).startswith("warp-specialized (attention)")
+    test_attention_runs_both_mmas_on_tcgen05(config, tmp_path)
+
+
+@pytest.mark.sweep
+def test_specialized_attention_wrapping_its_stages_matches_numpy() -> None:
+    """Six key tiles through three stages: every stage refilled, each handshake mbarrier's phase
+    flipped six times (one query tile: the first 128 rows)."""
+    import numpy as np
+
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    name, seq, d = "fa_f16_q128k128d64", 768, 64
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, seq, d)).astype(np.float16) for _ in range(3))
+    scale = np.float32(1 / np.sqrt(d))
+    module = load_module((REALISTIC / f"{name}.tileirbc").read_bytes(), f"{name}.tileirbc")
+    out = run_arrays(module, name, (1, 1, 1), [q, k, v, np.zeros_like(q), np.array(scale)],
+                     backend="emulator", gpu_name="sm_100", check_races=True)[3]
+    s = q[0, :128].astype(np.float64) @ k[0].astype(np.float64).T * scale
+    p = np.exp(s - s.max(1, keepdims=True))
+    ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
+    assert np.abs(out[0, :128].astype(np.float64) - ref).max() < 2e-3
