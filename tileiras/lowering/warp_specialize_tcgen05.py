@@ -259,6 +259,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     wait for before reading O."""
     from .ops_tcgen05 import _region, _shared, commit, instruction, issue_mmas, kind_of, region
     from .registry import LOWERINGS
+    from .tma_copy import wait_once
     from .tmem import ROLE_EXIT, tensor_memory
     from .values import SharedTileVal
     from .pipelined_loop import _stage_offset, _staged
@@ -270,6 +271,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     k.b.start_block(leave)
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
+    wait_once(k, list(p.once))      # Q, where it is copied once by TMA (else the consumers' copies, published)
     s_at, o_at, p_at = region(k, s_op), region(k, o_op), _region(k, o_op, a=True)[0]
     ready = tensor_memory(k, 0).mbarrier
     q = _shared(k, k.get(s_op.operand("lhs")), "a")
