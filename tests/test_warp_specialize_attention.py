@@ -1,8 +1,8 @@
 """sm_100 attention, warp-specialized as NVIDIA's is (warp_specialize_tcgen05.attention_mmas): a
 producer warpgroup whose first warp copies K and V by TMA and whose second issues the MMAs (S =
 Q K^T, then O += P V once the softmax stored P in tensor memory), and two consumer warpgroups that
-run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232. The SASS shows
-the three roles' loops; the emulator runs causal and non-causal d64 / d128 against numpy with the
+run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232; O stored by TMA
+(tmem_epilogue.store_fragments). The SASS shows the three roles' loops; the emulator runs causal and non-causal d64 / d128 against numpy with the
 race checker (test_tcgen05_lowering.py runs bf16 d128 and causal f16 d64 by default; more here
 under sweep); where the form cannot apply the kernel keeps the earlier one, with a remark."""
 
@@ -55,6 +55,8 @@ def test_attention_roles_in_the_sass(tmp_path: Path) -> None:
     assert "UTCHMMA" not in copying[0] and "LDTM" not in copying[0]
     assert "UTMALDG" not in issuing[0] and "LDTM" not in issuing[0] and "UTCBAR" in issuing[0]
     assert "UTCHMMA" not in softmax[0] and "UTMALDG" not in softmax[0] and "STTM" in softmax[0]
+    # O leaves by TMA (one box of 128 rows, as NVIDIA's), written swizzled by the consumers
+    assert done.stdout.count("UTMASTG") == 1 and " STG" not in done.stdout
 
 
 def test_one_consumer_warpgroup_keeps_the_unspecialized_form() -> None:

@@ -70,6 +70,10 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     from .async_copy import fence_async_proxy
     from .tma_copy import MAX_STORE_ROWS, hidden_param, plan, store, stores_read
 
+    if k.sm in (100, 103):     # attention's O (the matmuls' epilogue is tmem_epilogue.lower's)
+        from .tmem_epilogue import store_fragments
+
+        return store_fragments(k, op, tile)
     if k.sm != 90 or _stageable(k, op, tile) is None:
         return False
     layout = tile.layout

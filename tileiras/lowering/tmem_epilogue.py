@@ -225,6 +225,33 @@ def _store_by_tma(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMa
              Boxes=f"{describe(t)}, by one thread through a swizzled buffer, written chunk by chunk")
 
 
+def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
+    """Attention's O on sm_100 (an accumulator kept in tensor memory, rescaled there: its registers
+    after the loop in the accumulator's layout, divided and converted) stored by TMA as NVIDIA's
+    is: every thread writes its fragments swizzled into bytes free while the store runs (the
+    stages', `_tma_stage`), then one thread stores the boxes (128 rows each). Only where the
+    attention is warp-specialized (warp_specialize_tcgen05.attention_mmas), whose consumers have
+    the registers: the unspecialized M = 256 ones spill for the buffer's addresses (24 bytes in the
+    f16 d128 causal 256x128). False (nothing emitted) elsewhere: other kernels, a store inside a
+    loop, a layout or view TMA cannot take."""
+    split = getattr(k, "warp_split", None)
+    if k.sm not in (100, 103) or op.parent is not k.entry.regions[0].block or not isinstance(tile.layout, MmaLayout) \
+            or split is None or split.form != "attention":
+        return False
+    found = _tma_stage(k, op, tile.layout)
+    if found is None:
+        return False
+    t, matrix = found
+    k.barrier()          # every thread's reads of the bytes' earlier buffers are done
+    write_fragments(k, tile, matrix, here=True)     # (addresses not hoisted: live only here)
+    from .async_copy import fence_async_proxy
+
+    fence_async_proxy(k)
+    k.barrier()
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ep"), lambda: store_boxes(k, op, t, matrix))
+    return True
+
+
 def _counted(k: KernelLowering, chunks: int):
     """k.remark with a store's per-thread count ("N per thread") multiplied by `chunks`."""
     remark = k.remark
