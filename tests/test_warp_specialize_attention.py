@@ -95,3 +95,28 @@ def test_specialized_attention_wrapping_its_stages_matches_numpy() -> None:
     p = np.exp(s - s.max(1, keepdims=True))
     ref = (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)
     assert np.abs(out[0, :128].astype(np.float64) - ref).max() < 2e-3
+
+
+@pytest.mark.sweep
+def test_attention_without_tma_keeps_its_producer_and_the_consumers_issue(monkeypatch, tmp_path: Path) -> None:
+    """Where K and V cannot go by TMA (here: a host without the TMA callback) the producer's copies are
+    cp.async and take its whole warpgroup: the consumers issue the mmas themselves (setmaxnreg 80 /
+    216, as sm_90's cp.async producer), still right under the race checker."""
+    import tileiras.host_platform as host_platform
+    from tileiras.runtime import backends
+    from test_tcgen05_lowering import test_attention_runs_both_mmas_on_tcgen05
+
+    monkeypatch.setattr(host_platform, "tma_callback_unsupported", lambda: "test: no TMA callback")
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))     # (the cache key does not see the patch)
+    real, seen = backends.compile_module, []
+
+    def spy(req, emit, gpu):
+        payload, meta = real(req, emit, gpu)
+        seen.append(payload.decode() if isinstance(payload, bytes) else payload)
+        return payload, meta
+
+    monkeypatch.setattr(backends, "compile_module", spy)
+    test_attention_runs_both_mmas_on_tcgen05(("fa_f16_q128k128d64_causal", 12, True), tmp_path)
+    [ptx] = seen
+    assert "cp.async.bulk.tensor" not in ptx and "setmaxnreg.dec.sync.aligned.u32 80;" in ptx
+    assert ".reqntid 384, 1, 1" in ptx and "// wait: P stored" not in ptx

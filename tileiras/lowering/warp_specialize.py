@@ -26,7 +26,10 @@ On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_
 `tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
 where the registers must move, warp_specialize_tcgen05.ROLES), and the consumers become the
 epilogue warps and skip the loop. Where that producer copies by TMA it is one warp, not a
-warpgroup (`shrink`: the form gives no role setmaxnreg, which needs whole warpgroups).
+warpgroup (`shrink`: the form gives no role setmaxnreg, which needs whole warpgroups). sm_100
+attention keeps the producer warpgroup (setmaxnreg as on sm_90), whose second warp issues the
+MMAs while the consumers run the softmax (the `attention` form, warp_specialize_tcgen05.py).
+Every role's loop over the iterations is one `role_loop`.
 """
 
 from __future__ import annotations

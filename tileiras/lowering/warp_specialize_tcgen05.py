@@ -24,6 +24,19 @@ rounded in place (as their ftof says: the tensor cores would truncate) and a blo
 scale tiles restaged into the tcgen05.cp source order; the epilogue warps do that each iteration
 between the stage's `full` and a per-stage `ready` mbarrier the MMA thread also waits for (the
 role NVIDIA's block-scaled kernels give a scale warp).
+
+Attention (a loop that keeps O in tensor memory, rescaled there by the softmax's correction) has
+work between its mmas, so `loop_mmas` refuses it; with two consumer warpgroups and scores that fit
+the larger CTA's launch budget (`consumers_issue`) it is split as NVIDIA's sm_100 attention is
+(`attention_mmas`, the "attention" form): the producer warpgroup's first warp copies K and V by
+TMA, its second warp's first thread issues S_j = Q K_j^T (committed to the `scores` mbarrier)
+and, once the consumers arrived on `probabilities` (P_j stored in tensor memory over the scores'
+columns, O rescaled), O += P_j V_j (committed to the stage's `empty` and to `output`, which the
+next S waits for: it overwrites P_j's columns); the consumer warpgroups run the loop body with
+each mma replaced by its handshake (`consume_attention_mma`) and store O by TMA after it
+(tmem_epilogue.store_fragments). Where the MMA warp cannot issue the mmas (M = 64: P through
+shared memory; a cp.async producer, whose copies take the whole warpgroup) the consumers issue
+them themselves beside the producer warpgroup (the sm_90 "wgmma" form).
 """
 
 from __future__ import annotations
