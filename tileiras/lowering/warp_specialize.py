@@ -354,7 +354,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     if split.mmas:      # the MMA warp goes its own way
         mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
         mine = k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws")
-        if split.form == "attention":     # warps 3 and 4 of the warpgroup are idle (below)
+        if split.form == "attention":     # (the warpgroup's last two warps are idle: below)
             mine = k.b.op(f"and i1 {mine}, {k.b.op(f'icmp ult i32 {k.tid}, {mma_first + 32}', 'ws')}", "ws")
         k.b.cond_br(mine, mma_warp, producer)
         k.b.start_block(mma_warp)       # each role gives back its own share, after the common slice
