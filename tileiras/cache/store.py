@@ -89,6 +89,11 @@ def enter_lookup_only() -> None:
     _lookup_only = True
 
 
+def lookup_only() -> bool:
+    """Whether this process only reads the cache (a cache server's worker: it never compiles)."""
+    return _lookup_only
+
+
 def _miss(what: object) -> None:
     if _lookup_only:
         raise CacheMiss(str(what))

@@ -16,11 +16,13 @@ from __future__ import annotations
 import faulthandler
 import os
 import sys
-from typing import Any, Callable, TypeVar
-
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: a cache hit forks the LLVM worker and must not import typing
+    from typing import Any, Callable, TypeVar
+
+    T = TypeVar("T")
 
 _CHILD_FAILED = 70  # the child could not even report its result
 

@@ -15,11 +15,13 @@ import faulthandler
 import os
 import struct
 import sys
-from typing import Any, Optional
-
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 
 from .isolate import _describe, can_fork
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotation-only: a cache hit starts this worker and must not import typing
+    from typing import Any, Optional
 
 # Frames on the pipes: a length, then the bytes. A request is "target\nlevel\n" + LLVM IR; a
 # reply is b"o" + PTX, or b"e" + exit code (4 bytes) + message. (pickle would cost an import.)
@@ -221,6 +223,16 @@ class LLVMWorker:
         _reap_later(self.pid)
         self.pid = None
         self._errlog.close()
+
+    def discard(self) -> None:
+        """End a worker that will get no request (a cache hit): it is killed rather than left to
+        finish loading LLVM, then reaped like a closed one."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, 9)  # SIGKILL; its stderr file and pipes are closed below
+            except OSError:
+                pass
+        self.close()
 
     def __enter__(self) -> "LLVMWorker":
         return self

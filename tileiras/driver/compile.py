@@ -114,16 +114,18 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
     # keys cost a version probe of LLVM and ptxas: skip them when off; an IR dump asks for the
     # passes to run, so a cached result would print nothing
     caching = not opts.no_cache and not opts.print_ir_after_all
-    cache = None
-    if caching:  # --no-cache skips the cache module altogether (it is not free to import)
-        from ..cache.store import open_cache
-
-        # keys are made while the compile waits, entries written after the output (run() flushes)
-        cache = arts.cache = open_cache(opts.cache_dir, defer_writes=True)
-
-    worker = None  # the LLVM worker, kept to build the TMA kernels' .nv.host objects
+    # The LLVM worker first, before the cache is imported or looked at: LLVM loading on the other core
+    # is the longest stage of a miss, so nothing the cache does may delay its start (a hit discards it).
+    # It is kept to build the TMA kernels' .nv.host objects.
+    worker = _start_worker(caching) if kind != "ptx" and want != "llvm" else None
     try:
-        worker = _compile_or_read(data, path, kind, gpus, want, opts, cache, arts, timer)
+        cache = None
+        if caching:  # --no-cache skips the cache module altogether (it is not free to import)
+            from ..cache.store import open_cache
+
+            # keys are made while the compile waits, entries written after the output (run() flushes)
+            cache = arts.cache = open_cache(opts.cache_dir, defer_writes=True)
+        worker = _compile_or_read(data, path, kind, gpus, want, opts, cache, arts, timer, worker)
         if want in ("cubin", "fatbin", "obj"):
             _assemble_all(gpus, opts, cache, arts, timer, worker)
     finally:
@@ -133,8 +135,8 @@ def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> A
 
 
 def _compile_or_read(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options, cache: object,
-                     arts: Artifacts, timer: StageTimer) -> object:
-    """PTX per target, from a PTX input or the module; the LLVM worker if one was started."""
+                     arts: Artifacts, timer: StageTimer, worker: object) -> object:
+    """PTX per target, from a PTX input or the module; the LLVM worker if it is still needed."""
     if kind == "ptx":
         if want in ("llvm",):
             raise TileirasError("error: a PTX input can only be assembled (--emit=cubin, fatbin or obj)",
@@ -145,7 +147,7 @@ def _compile_or_read(data: bytes, path: str, kind: str, gpus: list[str], want: s
         meta_path = path + ".json"
         arts.metadata = _read_sidecar_metadata(meta_path, gpus, arts)
         return None
-    return _compile_module(data, path, kind, gpus, want, opts, cache, arts, timer)
+    return _compile_module(data, path, kind, gpus, want, opts, cache, arts, timer, worker)
 
 
 def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts, timer: StageTimer,
@@ -248,10 +250,23 @@ def _source_digest(data: bytes, kind: str, opts: Options) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _start_worker(caching: bool) -> object:
+    """The LLVM worker, forked now; None in the cache server's lookup-only workers, which never
+    compile (they stop at the first miss, and may not import the compiling modules)."""
+    if caching:
+        store = sys.modules.get("tileiras.cache.store")  # not imported yet: not such a worker
+        if store is not None and store.lookup_only():
+            return None
+    from ..codegen.worker import LLVMWorker
+
+    return LLVMWorker()
+
+
 def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: str, opts: Options,
-                    cache: object, arts: Artifacts, timer: StageTimer) -> object:
-    """Source -> PTX per target; cached PTX is used without reading the module at all. Returns the
-    LLVM worker it started (the caller closes it), or None."""
+                    cache: object, arts: Artifacts, timer: StageTimer, worker: object) -> object:
+    """Source -> PTX per target; cached PTX is used without reading the module at all. The LLVM
+    worker (started before the lookup) loads LLVM meanwhile; returned when it is still needed (the
+    caller closes it), discarded when every target hits."""
     keys: dict[str, object] = {}  # gpu -> cache.keys.Key
     if cache is not None and want != "llvm":
         from ..cache.keys import Key, module_key
@@ -272,18 +287,10 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
                         arts.remarks[gpu] = found
     missing = [g for g in gpus if g not in arts.ptx]
     if not missing:
-        return None
-    worker = None
-    if want != "llvm":
-        from ..codegen.worker import LLVMWorker
-
-        worker = LLVMWorker()  # LLVM loads on the other core while we read and lower
-    try:
-        _lower_and_emit(data, path, missing, want, opts, cache, keys, arts, timer, worker)
-    except BaseException:
         if worker is not None:
-            worker.close()
-        raise
+            worker.discard()  # type: ignore[attr-defined]  # every target hit: LLVM is not needed
+        return None
+    _lower_and_emit(data, path, missing, want, opts, cache, keys, arts, timer, worker)
     return worker
 
 
