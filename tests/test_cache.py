@@ -83,12 +83,44 @@ def test_ptx_with_metadata_round_trip(tmp_path: Path) -> None:
     assert cache.get_ptx("cd" * 32) == (".version 8.8\n", None)
     cache.put("ef" * 32, b"valid entry, but not a PTX document")
     assert cache.get_ptx("ef" * 32) is None
-    from tileiras.cache.store import _pack_ptx
+    from tileiras.cache.hashing import digest
+    from tileiras.cache.store import PTX_PAYLOAD, _pack_ptx
 
-    whole = _pack_ptx(".version 8.8\n", meta)
-    for cut in (len(whole) - len(".version 8.8\n") - 1, 20, 3):  # into the metadata, its length, the header line
-        cache.put("12" * 32, whole[:cut])
+    whole, whole_digest = _pack_ptx(".version 8.8\n", meta)
+    assert whole_digest == digest(whole).digest()  # the PTX's hash, continued: the entry's own digest
+    too_long = whole[:-len(PTX_PAYLOAD) - 8] + (len(whole)).to_bytes(8, "little") + PTX_PAYLOAD
+    # cut into the closing line, the metadata's length and the metadata; a length past the start
+    for damaged in (whole[:-1], whole[:-len(PTX_PAYLOAD) - 3], whole[:-len(PTX_PAYLOAD) - 9], too_long):
+        cache.put("12" * 32, damaged)
         assert cache.get_ptx("12" * 32) is None and cache.get("12" * 32) is None  # a miss, and removed
+
+
+def test_the_ptx_is_hashed_once_for_its_cubin_key_and_its_entry(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A miss hashes its PTX once: the cubin's key names the digest of the PTX (as _canonical names
+    bytes), and the PTX's entry continues that hash over its metadata."""
+    from tileiras.cache import hashing
+
+    ptx = ".version 8.8\n.target sm_90\n" + "// body\n" * 4000
+    passes: list[int] = []
+    real = hashing.digest
+    monkeypatch.setattr(hashing, "digest", lambda data=b"": passes.append(len(data)) or real(data))
+    cache = Cache(tmp_path / "c", defer_writes=True)
+    opts = options(tmp_path)
+    cubin = keys.Key(keys.cubin_key, ptx, "sm_90", opts)
+    assert cache.get_blob(cubin) is None
+    cache.put_ptx(KEY, ptx, None)
+    cache.idle()
+    cache.flush()
+    assert sum(length >= len(ptx) for length in passes) == 1, passes
+    assert cubin.value == keys.make_key(**{**_cubin_parts(ptx, opts), "ptx": ptx.encode("utf-8")})
+    assert Cache(tmp_path / "c").get_ptx(KEY) == (ptx, None)
+
+
+def _cubin_parts(ptx: str, opts: object) -> dict[str, object]:
+    """keys.cubin_key's parts but the PTX, to check that naming its digest is naming its bytes."""
+    return {"stage": "cubin", "gpu": "sm_90", "opt_level": 3, "lineinfo": False, "debug": False,
+            "ptxas_options": [], "ptxas": versions.ptxas_identity(keys._memo_dir(opts))}
 
 
 def _writer(root: str, key: str, payload: bytes, rounds: int, results: "multiprocessing.Queue[str]") -> None:

@@ -55,11 +55,15 @@ class Unexpected(Exception):
         self.removable = removable  # a name that may be unlinked (not a folder)
 
 
-def wrap(key: str, payload: bytes) -> bytes:
-    from .hashing import digest  # here: opening a cache and missing need no hashing
+def wrap(key: str, payload: bytes, payload_digest: bytes | None = None) -> bytes:
+    """The entry of `payload` under `key`; `payload_digest`: the payload's digest, when the caller
+    has it (store._pack_ptx continues a hash made for a key)."""
+    if payload_digest is None:
+        from .hashing import digest  # here: opening a cache and missing need no hashing
 
+        payload_digest = digest(payload).digest()
     name = key.encode("ascii")
-    return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), digest(payload).digest()) + name + payload
+    return HEADER.pack(MAGIC, FORMAT, len(name), len(payload), payload_digest) + name + payload
 
 
 def unwrap(blob: bytes, key: str) -> bytes | None:

@@ -145,6 +145,14 @@ def make_key(**parts: Any) -> str:
     return digest(canonical_json(document).encode("ascii")).hexdigest()
 
 
+def _text_digest(text: str) -> dict[str, str]:
+    """What _canonical makes of `text` in UTF-8, from hashing.text_digest: the PTX's cache entry
+    continues that hash rather than hashing the PTX again (store._pack_ptx)."""
+    from .hashing import text_digest
+
+    return {"blake2b": text_digest(text).hexdigest()}  # type: ignore[attr-defined]
+
+
 def _memo_dir(opts: Any) -> str:
     return os.fspath(getattr(opts, "cache_dir", None) or default_cache_dir())
 
@@ -193,7 +201,7 @@ def cubin_key(ptx: str, gpu: str, opts: Any, extra: tuple[str, ...] = (), tensor
     return make_key(
         **parts,
         stage="cubin",
-        ptx=ptx.encode("utf-8"),
+        ptx=_text_digest(ptx),
         gpu=gpu,
         opt_level=getattr(opts, "opt_level", 3),
         lineinfo=bool(getattr(opts, "lineinfo", False)),

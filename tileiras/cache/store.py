@@ -58,7 +58,8 @@ if TYPE_CHECKING:  # annotation-only: a cache hit imports neither typing nor dat
     from .keys import Key
 
     KeyLike = Union[str, Key]
-    Payload = Union[bytes, Callable[[], bytes]]  # the bytes, or how to make them (in idle or flush)
+    # the bytes, or how to make them (in idle or flush): the bytes, or the bytes and their digest
+    Payload = Union[bytes, Callable[[], Union[bytes, tuple[bytes, bytes]]]]
 
 LAYOUT = "v1"
 HEADER = entry.HEADER
@@ -255,7 +256,8 @@ class Cache:
             return None
         self._check_key(name)  # a malformed key is the caller's bug: raised
         try:
-            return name, entry.wrap(name, data if isinstance(data, bytes) else data())
+            made = data if isinstance(data, bytes) else data()
+            return name, entry.wrap(name, *made) if isinstance(made, tuple) else entry.wrap(name, made)
         except Exception as exc:  # noqa: BLE001 - as a key that cannot be made: it only costs the entry
             self._warn(f"compile cache: not storing a result: {type(exc).__name__}: {exc}")
             return None
@@ -477,28 +479,34 @@ class Cache:
             self.trim(int(self.max_bytes * LOW_WATER))
 
 
-# A PTX entry's payload: this line, the length of the metadata's JSON (8 bytes, little-endian), the
-# JSON (keys.canonical_json; none when the metadata is unknown), then the PTX. No json import to
-# write it, no escaping of the PTX; a reader checks the line and the length.
-PTX_PAYLOAD = b"tileiras ptx 1\n"
+# A PTX entry's payload: the PTX, the JSON of its metadata (keys.canonical_json; none when the metadata
+# is unknown), the JSON's length (8 bytes, little-endian), then this line. No json import to write it,
+# no escaping of the PTX; a reader checks the line and the length. The PTX comes first so that the
+# entry's digest continues the hash of the PTX made for its cubin's key (hashing.text_digest).
+PTX_PAYLOAD = b"\ntileiras ptx 2\n"
 
 
-def _pack_ptx(ptx: str, meta: Any) -> bytes:
+def _pack_ptx(ptx: str, meta: Any) -> tuple[bytes, bytes]:
+    """(the payload, its digest)."""
+    from .hashing import text_digest
     from .keys import canonical_json
 
     metadata = b"" if meta is None else canonical_json(meta.to_document()).encode("ascii")
-    return PTX_PAYLOAD + len(metadata).to_bytes(8, "little") + metadata + ptx.encode("utf-8")
+    tail = metadata + len(metadata).to_bytes(8, "little") + PTX_PAYLOAD
+    state = text_digest(ptx)
+    state.update(tail)  # type: ignore[attr-defined]
+    return ptx.encode("utf-8") + tail, state.digest()  # type: ignore[attr-defined]
 
 
 def _unpack_ptx(payload: bytes) -> tuple[str, bytes]:
     """(the PTX, its metadata's JSON or b''); ValueError for anything else."""
-    start = len(PTX_PAYLOAD) + 8
-    if not payload.startswith(PTX_PAYLOAD) or len(payload) < start:
+    end = len(payload) - len(PTX_PAYLOAD) - 8
+    if end < 0 or not payload.endswith(PTX_PAYLOAD):
         raise ValueError("not a PTX entry")
-    end = start + int.from_bytes(payload[len(PTX_PAYLOAD):start], "little")
-    if end > len(payload):
+    start = end - int.from_bytes(payload[end:end + 8], "little")
+    if start < 0:
         raise ValueError("truncated PTX entry")
-    return payload[end:].decode("utf-8"), payload[start:end]
+    return payload[:start].decode("utf-8"), payload[start:end]
 
 
 def _names_our_code(key: KeyLike) -> bool:
