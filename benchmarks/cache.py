@@ -19,8 +19,19 @@ traced) for
 `--installed` measures a wheel of the checkout installed with pip (into a temporary `--target`), as a
 user runs it: our code is then identified by its installer's RECORD (one stat) rather than by a stat
 of each of its files, as in a source checkout or an editable install.
+The critical path: a miss's extra work costs its wall time only where the driver works alone. The
+driver forks the LLVM worker, hands it the LLVM IR, reads the PTX back, starts ptxas and reaps it;
+callgrind dumps the driver's counts at each fork, read and waitpid, so its instructions split into
+work before the worker's fork, beside the worker (up to the PTX's arrival), from the PTX to ptxas's
+start, beside ptxas (up to its reaping) and after it. The first, third and last are the critical
+path (nothing else runs); the others overlap a child that takes longer (the worker loads LLVM,
+ptxas assembles), on a machine with a core free for each. Instructions are turned into milliseconds
+with a rate measured in the same run: a process importing the driver's and the cache's modules,
+counted under callgrind and timed (CPU) natively. A miss is measured into an empty cache and into a
+used one (its lookups then make their keys). `--source DIR` (repeatable) measures other checkouts
+in the same run, e.g. a `git worktree` of main beside a branch.
 Run: `python benchmarks/cache.py [--gpu-name sm_90] [--repeats 7] [--kernel softmax ...] [--limit N]
-[--instructions] [--installed]`.
+[--instructions] [--installed] [--source DIR ...]`.
 """
 
 from __future__ import annotations
@@ -88,30 +99,137 @@ def measure(path: Path, gpu: str, rounds: int, work: Path) -> dict[str, list[tup
     return times
 
 
-def instructions(path: Path, gpu: str, work: Path) -> dict[str, int]:
-    """Instructions executed by the driver process and the processes it forks (callgrind), per mode:
-    --no-cache, a miss into an empty cache and a hit (each after an untraced run of the same command,
-    so that bytecode caches and the tools' digests are in place, as in a build)."""
+# callgrind dumps a process's counts (and zeroes them) at these points, so each part of the driver's
+# profile is the work between two of them: a fork (the LLVM worker's, then ptxas's), a read (the
+# worker's PTX arrives through one) and a waitpid (ptxas's exit is reaped by one).
+DUMPS = ("--dump-before=PyOS_BeforeFork", "--dump-after=os_read", "--dump-after=os_waitpid")
+SEGMENTS = ("before the worker", "beside the worker", "PTX -> ptxas", "beside ptxas", "after ptxas")
+CRITICAL = ("before the worker", "PTX -> ptxas", "after ptxas")  # nothing else runs then
+
+
+def _parts(work: Path) -> dict[int, list[tuple[int, str, int]]]:
+    """pid -> its profile's parts in order: (part number, what ended it, instructions)."""
+    found: dict[int, list[tuple[int, str, int]]] = {}
+    for out in glob.glob(str(work / "callgrind.*")):
+        with open(out, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(1 << 16)  # the header and, for a part, its totals are near the top
+            if "totals:" not in text and "summary:" not in text:
+                text += handle.read()
+        fields = {name: re.search(rf"^{name}: *(.*)$", text, re.MULTILINE) for name in ("pid", "part", "desc: Trigger")}
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.MULTILINE)
+        pid = int(fields["pid"].group(1)) if fields["pid"] else 0
+        part = int(fields["part"].group(1)) if fields["part"] else 1
+        trigger = fields["desc: Trigger"].group(1) if fields["desc: Trigger"] else ""
+        found.setdefault(pid, []).append((part, trigger, int(total.group(1)) if total else 0))
+    return {pid: sorted(parts) for pid, parts in found.items()}
+
+
+def _segments(parts: list[tuple[int, str, int]]) -> dict[str, int]:
+    """The driver's instructions per SEGMENTS: before the worker's fork; while the worker runs (up to
+    the last read before ptxas's fork: the PTX); from the PTX to ptxas's fork; while ptxas runs (up to
+    the last waitpid: its exit); after ptxas. The first, third and last are the critical path: the
+    driver works alone. (Without a ptxas fork, as on a hit, everything after the worker's fork is
+    counted 'beside the worker'.)"""
+    forks = [i for i, (_, trigger, _) in enumerate(parts) if "PyOS_BeforeFork" in trigger]
+    bounds: dict[str, tuple[int, int]] = {}  # segment -> [first, last) part index
+    if not forks:
+        bounds["before the worker"] = (0, len(parts))
+    else:
+        first = forks[0] + 1
+        bounds["before the worker"] = (0, first)
+        if len(forks) < 2:
+            bounds["beside the worker"] = (first, len(parts))
+        else:
+            spawn = forks[-1] + 1  # the one ptxas of a single target
+            reads = [i for i in range(first, spawn) if "os_read" in parts[i][1]]
+            ptx = reads[-1] + 1 if reads else first
+            waits = [i for i in range(spawn, len(parts)) if "os_waitpid" in parts[i][1]]
+            reaped = waits[-1] + 1 if waits else spawn
+            bounds.update({"beside the worker": (first, ptx), "PTX -> ptxas": (ptx, spawn),
+                           "beside ptxas": (spawn, reaped), "after ptxas": (reaped, len(parts))})
+    return {name: sum(count for _, _, count in parts[low:high]) for name, (low, high) in bounds.items()}
+
+
+def _empty(work: Path, used: bool) -> None:
+    """The caches of a miss: "cold" empty, "used" holding entries of other compiles (its lookups
+    then make their keys; none of its entries is this compile's)."""
+    for name in ("cold", "used"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    if used:
+        (work / "used" / "v1" / "00").mkdir(parents=True)
+        (work / "used" / "v1" / "00" / ("00" * 32)).write_bytes(b"an entry of another compile")
+
+
+def _callgrind(argv: list[str], work: Path) -> dict[int, list[tuple[int, str, int]]]:
+    for old in glob.glob(str(work / "callgrind.*")):
+        os.unlink(old)
+    # a forked child's profile starts with its parent's counts: dumping (and zeroing) them just
+    # before each fork counts the instructions before a fork once, in the parent's part files
+    run_once(["valgrind", "--tool=callgrind", "--trace-children=no", *DUMPS,
+              f"--callgrind-out-file={work}/callgrind.%p", *argv])
+    return _parts(work)
+
+
+def instructions(path: Path, gpu: str, work: Path) -> dict[str, dict[str, int]]:
+    """Instructions executed by the driver process and its LLVM worker (callgrind), per mode
+    (--no-cache, a miss into an empty cache, a miss into a used one and a hit; each after an untraced run of the same command,
+    so that bytecode caches and the tools' digests are in place, as in a build): the driver's per
+    SEGMENTS, 'worker' (the LLVM worker; a hit's, killed, leaves no profile), 'total' and 'critical'."""
     base = [*our_command("tileiras"), "--gpu-name", gpu, str(path), "-o", str(work / "k.cubin")]
-    counts: dict[str, int] = {}
+    counts: dict[str, dict[str, int]] = {}
     for mode, extra in (("no-cache", ["--no-cache"]), ("miss", ["--cache-dir", str(work / "cold")]),
+                        ("miss, used cache", ["--cache-dir", str(work / "used")]),
                         ("hit", ["--cache-dir", str(work / "warm")])):
-        shutil.rmtree(work / "cold", ignore_errors=True)
+        _empty(work, used=False)
         run_once([*base, *extra])
-        shutil.rmtree(work / "cold", ignore_errors=True)
-        for old in glob.glob(str(work / "callgrind.*")):
-            os.unlink(old)
-        # a forked child's profile starts with its parent's counts: dumping (and zeroing) them just
-        # before each fork counts the instructions before a fork once, in the parent's part files
-        run_once(["valgrind", "--tool=callgrind", "--trace-children=no", "--dump-before=PyOS_BeforeFork",
-                  f"--callgrind-out-file={work}/callgrind.%p", *base, *extra])
-        counts[mode] = 0
-        for out in glob.glob(str(work / "callgrind.*")):
-            with open(out, encoding="utf-8", errors="replace") as handle:
-                found = re.search(r"^(?:summary|totals): (\d+)", handle.read(), re.MULTILINE)
-            counts[mode] += int(found.group(1)) if found else 0
+        _empty(work, used=True)
+        processes = _callgrind([*base, *extra], work)
+        # the driver is the process that forks; its children (the LLVM worker) do not
+        driver = max(processes, key=lambda pid: (sum("PyOS_BeforeFork" in t for _, t, _ in processes[pid]), -pid))
+        row = dict.fromkeys(SEGMENTS, 0)
+        row.update(_segments(processes[driver]))
+        row["worker"] = sum(count for pid, parts in processes.items() if pid != driver for _, _, count in parts)
+        row["critical"] = sum(row[name] for name in CRITICAL)
+        row["total"] = sum(row[name] for name in SEGMENTS) + row["worker"]
+        counts[mode] = row
     shutil.rmtree(work / "warm", ignore_errors=True)
     return counts
+
+
+# The rate that turns instructions into milliseconds: a process of the same kind of work as the
+# cache's (imports of the driver's and the cache's modules, no children), counted under callgrind
+# and timed (CPU) natively, in the same run as the counts it converts.
+CALIBRATION = ("import tileiras.driver.tileiras_main, tileiras.driver.compile, tileiras.cache.store, "
+               "tileiras.cache.keys, tileiras.cache.versions, tileiras.bytecode.digest, tileiras.codegen.ptxas")
+
+
+def instruction_rate(work: Path, repeats: int) -> tuple[float, int, float]:
+    """(instructions per millisecond of CPU, the calibration's instructions, its median CPU ms)."""
+    argv = [sys.executable, "-c", CALIBRATION]
+    env = dict(os.environ, **SEARCH_PATH)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(argv, env=env, check=True)  # bytecode caches in place
+    cpu = []
+    for _ in range(max(repeats, 5)):
+        child = subprocess.Popen(argv, env=env)
+        _, _, usage = os.wait4(child.pid, 0)
+        child.returncode = 0
+        cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
+    count = sum(c for parts in _callgrind(argv, work).values() for _, _, c in parts)
+    median = statistics.median(cpu)
+    return count / median, count, median
+
+
+def _instruction_rows(name: str, counts: dict[str, dict[str, int]], per_ms: float) -> list[tuple[str, ...]]:
+    """The per-mode rows of the instruction table, and miss - no-cache."""
+    columns = (*SEGMENTS, "worker", "critical", "total")
+    rows = [(name, mode, *(f"{row[c] / 1e6:.2f}" for c in columns), f"{row['critical'] / per_ms:.1f}")
+            for mode, row in counts.items()]
+    for miss in ("miss", "miss, used cache"):
+        delta = {c: counts[miss][c] - counts["no-cache"][c] for c in columns}
+        rows.append((name, f"{miss} - no-cache", *(f"{delta[c] / 1e6:+.2f}" for c in columns),
+                     f"{delta['critical'] / per_ms:+.2f}"))
+    return rows
 
 
 def main() -> int:
@@ -124,50 +242,71 @@ def main() -> int:
                         help="also count the instructions of --no-cache, a miss and a hit under valgrind (slow)")
     parser.add_argument("--installed", action="store_true",
                         help="measure a wheel of the checkout installed with pip, not the checkout itself")
+    parser.add_argument("--source", action="append", default=[],
+                        help="measure this checkout instead (repeatable: several side by side in one run, e.g. "
+                             "a `git worktree` of main beside this branch)")
     args = parser.parse_args()
     files = [(name, path) for name, path in corpus_files() if not args.kernel or name in args.kernel]
     if args.limit:
         files = files[: args.limit]
     rows, overheads, hits, counted = [], [], [], []
+    added: dict[str, list[float]] = {}  # source -> critical-path ms a miss adds, per kernel
+    rate: tuple[float, int, float] | None = None
+    sources = [Path(source).resolve() for source in args.source] or [ROOT]
     with tempfile.TemporaryDirectory(prefix="tileiras-cache-bench-") as tmp:
-        if args.installed:
-            site = Path(tmp) / "site"
-            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                            "--no-index", "--target", str(site), str(ROOT)], check=True)
-            SEARCH_PATH["PYTHONPATH"] = str(site)
-        for name, path in files:
-            if args.instructions and shutil.which("valgrind"):
+        for number, source in enumerate(sources):
+            SEARCH_PATH["PYTHONPATH"] = str(source)
+            if args.installed:
+                site = Path(tmp) / f"site{number}"
+                subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                                "--no-index", "--target", str(site), str(source)], check=True)
+                SEARCH_PATH["PYTHONPATH"] = str(site)
+            elif source != ROOT:
+                subprocess.run([sys.executable, "-m", "compileall", "-q", str(source / "tileiras")], check=True)
+            for kernel, path in files:
+                name = kernel if len(sources) == 1 else f"{source.name}:{kernel}"
+                if args.instructions and shutil.which("valgrind"):
+                    try:
+                        counts = instructions(path, args.gpu_name, Path(tmp))
+                    except RuntimeError:
+                        counts = {}
+                    if counts:
+                        if rate is None:
+                            rate = instruction_rate(Path(tmp), args.repeats)
+                        counted.extend(_instruction_rows(name, counts, rate[0]))
+                        for miss in ("miss", "miss, used cache"):
+                            added.setdefault(f"{source.name}, {miss}", []).append(
+                                (counts[miss]["critical"] - counts["no-cache"]["critical"]) / rate[0])
                 try:
-                    counts = instructions(path, args.gpu_name, Path(tmp))
-                except RuntimeError:
-                    counts = {}
-                if counts:
-                    added = counts["miss"] - counts["no-cache"]
-                    counted.append((name, f"{counts['no-cache'] / 1e6:.1f} M", f"{counts['miss'] / 1e6:.1f} M",
-                                    f"{added / 1e6:+.1f} M", f"{added / counts['no-cache'] * 100:+.2f} %",
-                                    f"{counts['hit'] / 1e6:.1f} M"))
-            try:
-                times = measure(path, args.gpu_name, args.repeats, Path(tmp))
-            except RuntimeError as exc:
-                rows.append((name, "-", "-", "-", "-", "-", "-", f"skipped: {str(exc).splitlines()[-1][:60]}"))
-                continue
-            plain, miss, hit = (statistics.median(wall for wall, _ in times[mode]) for mode in MODES)
-            overhead = statistics.median(m[0] - p[0] for m, p in zip(times["miss"], times["no-cache"]))
-            cpu_overhead = statistics.median(m[1] - p[1] for m, p in zip(times["miss"], times["no-cache"]))
-            overheads.append(overhead)
-            hits.append(hit)
-            verdict = ["ok" if overhead <= MISS_OVERHEAD_GOAL_S else "miss over +5 ms"]
-            if hit >= HIT_GOAL_S:
-                verdict.append("hit over 50 ms")
-            rows.append((name, f"{plain * 1000:.0f} ms", f"{miss * 1000:.0f} ms", f"{overhead * 1000:+.1f} ms",
-                         f"{cpu_overhead * 1000:+.1f} ms", f"{hit * 1000:.0f} ms", f"{hit / plain:.2f}",
-                         ", ".join(verdict)))
+                    times = measure(path, args.gpu_name, args.repeats, Path(tmp))
+                except RuntimeError as exc:
+                    rows.append((name, "-", "-", "-", "-", "-", "-", f"skipped: {str(exc).splitlines()[-1][:60]}"))
+                    continue
+                plain, miss, hit = (statistics.median(wall for wall, _ in times[mode]) for mode in MODES)
+                overhead = statistics.median(m[0] - p[0] for m, p in zip(times["miss"], times["no-cache"]))
+                cpu_overhead = statistics.median(m[1] - p[1] for m, p in zip(times["miss"], times["no-cache"]))
+                overheads.append(overhead)
+                hits.append(hit)
+                verdict = ["ok" if overhead <= MISS_OVERHEAD_GOAL_S else "miss over +5 ms"]
+                if hit >= HIT_GOAL_S:
+                    verdict.append("hit over 50 ms")
+                rows.append((name, f"{plain * 1000:.0f} ms", f"{miss * 1000:.0f} ms", f"{overhead * 1000:+.1f} ms",
+                             f"{cpu_overhead * 1000:+.1f} ms", f"{hit * 1000:.0f} ms", f"{hit / plain:.2f}",
+                             ", ".join(verdict)))
     where = "an installed wheel" if args.installed else "the checkout"
     print_table(f"compile cache, bytecode -> cubin, {args.gpu_name}, {where}, whole process, median of {args.repeats} rounds",
                 ("kernel", "--no-cache", "miss", "miss - no-cache", "(CPU)", "hit", "hit/no-cache", "goals"), rows)
     if counted:
-        print_table(f"instructions of the driver and its LLVM worker (callgrind), {args.gpu_name}",
-                    ("kernel", "--no-cache", "miss", "miss - no-cache", "of --no-cache", "hit"), counted)
+        print_table(f"instructions (M) of the driver per segment and of its LLVM worker (callgrind), {args.gpu_name}; "
+                    f"critical = the driver alone: {' + '.join(CRITICAL)}",
+                    ("kernel", "mode", *SEGMENTS, "worker", "critical", "total", "critical ms"), counted)
+        print(f"instructions -> ms: {rate[0] / 1000:.0f} M per CPU second, measured in this run: "  # type: ignore
+              f"`python -c \"import <the driver's and the cache's modules>\"` is {rate[1] / 1e6:.1f} M "  # type: ignore
+              f"instructions (callgrind) and {rate[2]:.1f} ms CPU (median of {max(args.repeats, 5)} native runs)")  # type: ignore
+        for source, extra in added.items():
+            print(f"critical path, miss - no-cache ({source}): median {statistics.median(extra):+.2f} ms, worst "
+                  f"{max(extra):+.2f} ms over {len(extra)} kernels (goal <= {MISS_OVERHEAD_GOAL_S * 1000:.0f} ms: "
+                  f"{'met' if max(extra) <= MISS_OVERHEAD_GOAL_S * 1000 else 'not met'})")
     if hits:
         print(f"miss - no-cache (paired per round): median {statistics.median(overheads) * 1000:+.1f} ms, "
               f"worst {max(overheads) * 1000:+.1f} ms over {len(overheads)} kernels "

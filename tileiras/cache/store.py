@@ -19,7 +19,8 @@ other code than its key names may have made: a write is skipped when our own
 files changed since this process opened its cache (_compiler_unchanged).
 
 A miss costs almost nothing (issue: "a cold cache must cost nothing"). The
-driver opens the cache with `defer_writes`, passes keys as `keys.Key` (made
+driver forks its LLVM worker before it imports this module (LLVM loads beside
+the lookup; a hit kills the worker), opens the cache with `defer_writes`, passes keys as `keys.Key` (made
 when first needed) and calls `idle()` while it waits for LLVM or ptxas and
 `flush()` after it wrote its output. So a cache that holds no entries answers
 its lookups without making their keys, the keys and the entries' bytes are
