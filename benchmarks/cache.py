@@ -189,10 +189,14 @@ def instructions(path: Path, gpu: str, work: Path) -> dict[str, dict[str, int]]:
         driver = max(processes, key=lambda pid: (sum("PyOS_BeforeFork" in t for _, t, _ in processes[pid]), -pid))
         row = dict.fromkeys(SEGMENTS, 0)
         row.update(_segments(processes[driver]))
-        row["worker"] = sum(count for pid, parts in processes.items() if pid != driver for _, _, count in parts)
+        children = [parts for pid, parts in processes.items() if pid != driver]
+        # a worker killed with the driver (PR_SET_PDEATHSIG: the slow traced worker may still be at its
+        # exit then) loses its last part: its count is unknown, not small
+        complete = all(any("termination" in trigger for _, trigger, _ in parts) for parts in children)
+        row["worker"] = sum(count for parts in children for _, _, count in parts) if complete else -1
         # a hit's worker is killed unused: all the driver does is its critical path
         row["critical"] = sum(row[name] for name in (SEGMENTS if mode == "hit" else CRITICAL))
-        row["total"] = sum(row[name] for name in SEGMENTS) + row["worker"]
+        row["total"] = sum(row[name] for name in SEGMENTS) + row["worker"] if complete else -1
         counts[mode] = row
     shutil.rmtree(work / "warm", ignore_errors=True)
     return counts
@@ -225,11 +229,15 @@ def instruction_rate(work: Path, repeats: int) -> tuple[float, int, float]:
 def _instruction_rows(name: str, counts: dict[str, dict[str, int]], per_ms: float) -> list[tuple[str, ...]]:
     """The per-mode rows of the instruction table, and miss - no-cache."""
     columns = (*SEGMENTS, "worker", "critical", "total")
-    rows = [(name, mode, *(f"{row[c] / 1e6:.2f}" for c in columns), f"{row['critical'] / per_ms:.1f}")
+    def cell(value: int, sign: str = "") -> str:
+        return "?" if value is None else f"{value / 1e6:{sign}.2f}"
+
+    rows = [(name, mode, *(cell(None if row[c] < 0 else row[c]) for c in columns), f"{row['critical'] / per_ms:.1f}")
             for mode, row in counts.items()]
     for miss in ("miss", "miss, used cache"):
-        delta = {c: counts[miss][c] - counts["no-cache"][c] for c in columns}
-        rows.append((name, f"{miss} - no-cache", *(f"{delta[c] / 1e6:+.2f}" for c in columns),
+        pair = (counts[miss], counts["no-cache"])
+        delta = {c: None if min(r[c] for r in pair) < 0 else pair[0][c] - pair[1][c] for c in columns}
+        rows.append((name, f"{miss} - no-cache", *(cell(delta[c], "+") for c in columns),
                      f"{delta['critical'] / per_ms:+.2f}"))
     return rows
 
