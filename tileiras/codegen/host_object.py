@@ -22,7 +22,7 @@ from typing import Sequence
 
 from tileiras.driver.errors import CompileError, ExitCode, TileirasError
 from tileiras.ir.record import record
-from tileiras.lowering.llvm_text import c_string
+from .llvm_string import c_string
 
 from . import cabi
 from .metadata import ModuleMetadata, sm_number

@@ -40,7 +40,7 @@ from typing import Any, Sequence, Union
 
 from tileiras.driver.errors import CompileError
 from tileiras.ir.record import record
-from tileiras.lowering.llvm_text import c_string
+from .llvm_string import c_string
 from tileiras.runtime import tensormap
 from tileiras.runtime.tma_params import Field, TmaParam
 

@@ -35,14 +35,6 @@ def llvm_type(t: Type) -> str:
     raise TypeError(f"no LLVM type for {t}")
 
 
-def c_string(data: bytes) -> str:
-    """The inside of an LLVM IR c"..." literal of `data`."""
-    return "".join(_CHAR[b] for b in data)
-
-
-_CHAR = [chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in range(256)]
-
-
 def float_literal(value: float, llvm_ty: str) -> str:
     """LLVM's exact spelling of a float constant of type `llvm_ty`."""
     if llvm_ty == "half":

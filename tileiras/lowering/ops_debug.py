@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType
 from .kernel import KernelLowering
-from .llvm_text import c_string, llvm_type
+from ..codegen.llvm_string import c_string
+from .llvm_text import llvm_type
 from .values import TokenVal
 
 
