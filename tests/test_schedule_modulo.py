@@ -210,7 +210,7 @@ def test_a_group_longer_than_a_stage_cannot_be_placed() -> None:
 
 
 def test_a_kernel_lowered_twice_is_scheduled_once(monkeypatch) -> None:
-    """128x256 tf32 on sm_90: the padded stages do not fit, so the kernel is lowered again unpadded;
+    """128x256 tf32 on sm_80: the padded stages do not fit, so the kernel is lowered again unpadded;
     both lowerings take the one plan made before them."""
     from tileiras.bytecode.reader import read_module
     from tileiras.lowering import pipeline
@@ -221,6 +221,6 @@ def test_a_kernel_lowered_twice_is_scheduled_once(monkeypatch) -> None:
     monkeypatch.setattr(pipeline, "_lower_entry", lambda *a, **kw: lowered.append(kw) or real_lower(*a, **kw))
     monkeypatch.setattr(plans, "modulo_schedule", lambda *a, **kw: scheduled.append(1) or real_schedule(*a, **kw))
     name = "mm_tf32_128x256x64"
-    pipeline.lower_module(read_module((BYTECODE / f"{name}.tileirbc").read_bytes(), name), "sm_90")
+    pipeline.lower_module(read_module((BYTECODE / f"{name}.tileirbc").read_bytes(), name), "sm_80")
     assert [kw["pad_buffers"] for kw in lowered] == [True, False]
     assert len(scheduled) == 1
