@@ -37,7 +37,7 @@ longer read (mma_retired).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
@@ -48,6 +48,9 @@ from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
 from .values import PartitionViewVal, SharedTileVal
+
+if TYPE_CHECKING:
+    from ..schedule.pipeline import PipelinePlan
 
 
 @record(frozen=False)
@@ -95,10 +98,10 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
         return None
-    views = [k.get(load.operand("view")) for load in plan.loads]
-    if not all(isinstance(v, PartitionViewVal) and chunk_elements(load, v, load.results[0].type)
-               for load, v in zip(plan.loads, views)):
+    plan = _stageable(k, op, plan)
+    if plan is None:
         return None
+    views = [k.get(load.operand("view")) for load in plan.loads]
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.sm == 90 and uses_mbarriers(k):
         swizzled.update({load: True for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)})
@@ -223,6 +226,28 @@ def _inside(op: Operation, loop: Operation) -> bool:
         region = block.parent if block is not None else None
         at = region.parent if region is not None else None
     return False
+
+
+def _stageable(k: KernelLowering, op: Operation, plan: PipelinePlan) -> Optional[PipelinePlan]:
+    """The plan of the loads the pipeline can copy (cp.async or TMA); None when one cannot and the
+    loop is not pipelined. A block scale of a tcgen05 mma (sm_100 / sm_103) whose view has no fact
+    proving even a 4-byte chunk aligned (TileGym's A scales at K = 768: rows 24 bytes apart, no
+    divisibility fact on the stride) is instead loaded into registers each iteration, as NVIDIA's
+    does (byte loads), and restaged by the mma; the other loads stay pipelined. Not where a warp-
+    specialized loop's consumers would skip the loop that load is in."""
+    bad = [load for load in plan.loads if not (isinstance(v := k.get(load.operand("view")), PartitionViewVal)
+                                               and chunk_elements(load, v, load.results[0].type))]
+    if not bad:
+        return plan
+    scales = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
+    if len(bad) == len(plan.loads) or not set(bad) <= scales \
+            or (k.warp_split is not None and k.warp_split.loop is op):
+        return None
+    keep = [i for i, load in enumerate(plan.loads) if load not in bad]
+    where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
+    k.schedule_notes += [f"//   {where}: block scale {load.results[0].type} loaded into registers each iteration "
+                         f"(no fact proves a 4-byte copy of it aligned), not staged" for load in bad]
+    return replace(plan, loads=tuple(plan.loads[i] for i in keep), first_use=tuple(plan.first_use[i] for i in keep))
 
 
 def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) -> bool:
