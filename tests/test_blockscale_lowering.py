@@ -29,16 +29,18 @@ SBS = 32   # elements per scale
 
 
 @lru_cache(maxsize=None)
-def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
+def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False, k_tiles: int = 4) -> bytes:
     """cutile-python's BlockScaledMatMul sample at these tiles, specialized for a 2 x 2 grid of them
-    over a K of 4 tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs them)."""
+    over a K of `k_tiles` tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs
+    them). 4 tiles of 128 make the scale rows 16 bytes apart, which the bytecode states (div_by 16);
+    3 tiles make them 12 bytes apart, which it does not (TileGym's K = 768: 24 bytes)."""
     with tilegym() as (configs, generate):
-        return _export(configs, generate, tm, tn, tk, swizzled)
+        return _export(configs, generate, tm, tn, tk, swizzled, k_tiles)
 
 
-def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool) -> bytes:
+def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool, k_tiles: int = 4) -> bytes:
     A = configs.A
-    m, n, k = 2 * tm, 2 * tn, 4 * tk
+    m, n, k = 2 * tm, 2 * tn, k_tiles * tk
     scales = (A(E8, m // 128, k // SBS // 4, 32, 16), A(E8, n // 128, k // SBS // 4, 32, 16)) if swizzled else \
         (A(E8, m, k // SBS), A(E8, k // SBS, n))
     config = configs.Config("block_scaled_matmul", "cp_BlockScaledMatMul", "block_scaled_matmul_kernel",
@@ -187,6 +189,22 @@ def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None
     module = _module(_kernel(tm, tn, 128))
     a, sa, b, sb = _inputs(tm, tn, 3 * 128, seed=3)
     out = emulate(module, [a, sa, b, sb, np.zeros((tm, tn), np.float32)], "sm_100")[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("k", [384, pytest.param(768, marks=pytest.mark.sweep)])
+def test_unaligned_scale_rows_leave_the_other_loads_pipelined(k: int, tmp_path: Path) -> None:
+    """A's scale rows 12 bytes apart with no fact on the stride (TileGym's K = 768 shape): no copy of them
+    is provably aligned, so they are loaded into registers each iteration (NVIDIA's: byte loads too) while
+    A, B and B's scales stay in a TMA pipeline (256 x 256: each CTA of a pair 128 x 256, 512 threads).
+    K = 384 fills the 3 stages once; K = 768 (sweep) goes round them twice. Race checker on."""
+    bytecode = _kernel(256, 256, 128, k_tiles=3)
+    ptx = _ptx(bytecode, "sm_100", tmp_path)
+    assert ptx.count("cp.async.bulk.tensor") == 12 and "cp.async.ca" not in ptx and "cp.async.cg" not in ptx
+    assert "ld.global.b8" in ptx   # the scales, byte by byte
+    a, sa, b, sb = _inputs(256, 256, k, seed=5)
+    out = emulate(_module(bytecode), [a, sa, b, sb, np.zeros((256, 256), np.float32)], "sm_100")[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 
