@@ -342,13 +342,13 @@ def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: st
             return
     if p.full is not None:
         full = mbarrier.address(k, p.full, stage)
-        k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or _copies_arrive(k, p, full))
+        k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or copies_arrive(k, p, full))
         return
     copy_iteration(k, p, iv, stage, active)
     commit(k)
 
 
-def _copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
+def copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
     """This thread's arrival on the stage's full barrier once its copies have landed: with cp.async's
     `.noinc` arrival; where it stored a tile through registers, once its copies are done (the
     arrival's release orders its shared stores before the waiters' reads)."""
