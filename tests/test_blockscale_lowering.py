@@ -29,16 +29,18 @@ SBS = 32   # elements per scale
 
 
 @lru_cache(maxsize=None)
-def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
+def _kernel(tm: int, tn: int, tk: int, swizzled: bool = False, k_tiles: int = 4) -> bytes:
     """cutile-python's BlockScaledMatMul sample at these tiles, specialized for a 2 x 2 grid of them
-    over a K of 4 tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs them)."""
+    over a K of `k_tiles` tiles (the scale arrays 2-D, or 4-D swizzled 32x4x4 as the sample's host packs
+    them). 4 tiles of 128 make the scale rows 16 bytes apart, which the bytecode states (div_by 16);
+    3 tiles make them 12 bytes apart, which it does not (TileGym's K = 768: 24 bytes)."""
     with tilegym() as (configs, generate):
-        return _export(configs, generate, tm, tn, tk, swizzled)
+        return _export(configs, generate, tm, tn, tk, swizzled, k_tiles)
 
 
-def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool) -> bytes:
+def _export(configs, generate, tm: int, tn: int, tk: int, swizzled: bool, k_tiles: int = 4) -> bytes:
     A = configs.A
-    m, n, k = 2 * tm, 2 * tn, 4 * tk
+    m, n, k = 2 * tm, 2 * tn, k_tiles * tk
     scales = (A(E8, m // 128, k // SBS // 4, 32, 16), A(E8, n // 128, k // SBS // 4, 32, 16)) if swizzled else \
         (A(E8, m, k // SBS), A(E8, k // SBS, n))
     config = configs.Config("block_scaled_matmul", "cp_BlockScaledMatMul", "block_scaled_matmul_kernel",
@@ -159,7 +161,7 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
                                 .reshape(mn // 128, ks // 4, 32, 16))
 
 
-# K tiles of 64 give 2-byte scale rows (loaded into registers, staged by the mma); of 128, A's 4-byte scale
+# K tiles of 64 give 2-byte scale rows (staged into the pipeline through registers); of 128, A's 4-byte scale
 # rows that cp.async copies into the loop's pipeline stages beside the TMA boxes of A, B and B's scales
 @pytest.mark.parametrize("gpu,tile,tk,instruction", [
     ("sm_120", 64, 64, "kind::mxf8f6f4.block_scale"), ("sm_120", 128, 128, "kind::mxf8f6f4.block_scale"),
@@ -187,6 +189,28 @@ def test_wide_tiles_match_numpy_under_the_race_checker(tm: int, tn: int) -> None
     module = _module(_kernel(tm, tn, 128))
     a, sa, b, sb = _inputs(tm, tn, 3 * 128, seed=3)
     out = emulate(module, [a, sa, b, sb, np.zeros((tm, tn), np.float32)], "sm_100")[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("tile,tk,k_tiles,k", [
+    (128, 128, 3, 384), pytest.param(256, 128, 3, 384, marks=pytest.mark.sweep),
+    pytest.param(256, 128, 3, 768, marks=pytest.mark.sweep), pytest.param(256, 64, 8, 512, marks=pytest.mark.sweep)],
+    ids=["128-ws", "256-pair", "256-pair-wraps", "256-pair-2-byte-rows"])
+def test_unstageable_scale_rows_go_through_registers_into_the_pipeline(tile: int, tk: int, k_tiles: int, k: int,
+                                                                      tmp_path: Path) -> None:
+    """A's scale rows with no cp.async form: 12 bytes apart with no fact on the stride (TileGym's K = 768
+    shape: 24 bytes), or 2 bytes long (K tile 64). The threads that copy load them byte by byte and store
+    them into the stage (NVIDIA's: byte loads too), then arrive on its full mbarrier beside the TMA boxes
+    of A, B and B's scales. 128 x 128: the producer warp's lanes (warp-specialized, 320 threads);
+    256 x 256 (sweep): each CTA of a pair 128 x 256, all 512 threads; K = 768 goes round the ring twice.
+    Before: no pipeline at all. Race checker on."""
+    bytecode = _kernel(tile, tile, tk, k_tiles=k_tiles)
+    ptx = _ptx(bytecode, "sm_100", tmp_path)
+    assert "cp.async.bulk.tensor" in ptx and "cp.async.ca" not in ptx and "cp.async.cg" not in ptx
+    assert "ld.global.b8" in ptx and "st.shared.b8" in ptx   # the scales, byte by byte
+    a, sa, b, sb = _inputs(tile, tile, k, seed=5)
+    out = emulate(_module(bytecode), [a, sa, b, sb, np.zeros((tile, tile), np.float32)], "sm_100")[4]
     ref = _reference(a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
 

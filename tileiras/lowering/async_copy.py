@@ -63,6 +63,14 @@ def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int
     return 0
 
 
+def staged_through_registers(op: Operation, view: PartitionViewVal, tile: TileType) -> bool:
+    """Whether a pipeline may stage this tile element by element through registers where no cp.async
+    form is legal (`chunk_elements` 0): elements of whole bytes stored as a matrix, zero padding."""
+    elem = tile.element
+    return isinstance(elem, ScalarType) and elem.bitwidth >= 8 and view.padding in _PADDINGS \
+        and matrix_dims(tile.shape) is not None and not chunk_elements(op, view, tile)
+
+
 def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
                elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None,
                dense: bool = False) -> SharedMatrix:
@@ -182,7 +190,8 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     stored (row, column) of the tile that `matrix` (one matrix, then) starts at: a slice of it."""
     from .ops_memory import element_address, view_index
 
-    vec = chunk_elements(op, view, tile)
+    legal = chunk_elements(op, view, tile)
+    vec = legal or 1     # none legal (a pipeline's block scale, `staged_through_registers`): element by element
     shape = tile.shape
     batch, rows, cols = matrix.batch, matrix.rows, matrix.cols
     index = view_index(k, op, view)
@@ -192,7 +201,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     # swizzled: a step of a multiple of 8 rows keeps a chunk's xor pattern (bits 7.. of the offset)
     if batch == 1 and k.threads % chunks_per_row == 0 and total % k.threads == 0 \
             and (not matrix.swizzled or (k.threads // chunks_per_row) % 8 == 0):
-        _issue_stepped(k, op, view, tile, matrix, index, vec, active, origin)
+        _issue_stepped(k, op, view, tile, matrix, index, vec, active, origin, not legal)
         return
     for first in range(0, total, k.threads):
         chunk = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "ch")
@@ -204,7 +213,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
 
         def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
             src, ok = element_address(k, op, view, index, local)
-            _copy(k, size, pointer(k, element_offset(k, matrix, b, r, c)), 0, src, ok, active, view)
+            _copy(k, size, pointer(k, element_offset(k, matrix, b, r, c)), 0, src, ok, active, view, not legal)
 
         if first + k.threads > total:
             k.guarded(k.b.pre(f"icmp ult i32 {chunk}, {total}", "ch"), lambda: issue() or None)
@@ -214,7 +223,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
 
 def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
                    index: tuple[list[str], object], vec: int, active: Optional[str],
-                   origin: Optional[tuple[int, int]] = None) -> None:
+                   origin: Optional[tuple[int, int]] = None, through_registers: bool = False) -> None:
     """The copies where every thread's chunks sit in one column, `threads / chunks_per_row` rows
     apart: one source address and one destination register per thread, the others a step or an
     immediate offset away (ops_memory.stepped_addresses), so a loop keeps no register per chunk."""
@@ -228,7 +237,7 @@ def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     local, row_dim = _tile_local(k, tile.shape, "0", r, c, origin)
     dst = pointer(k, element_offset(k, matrix, "0", r, c))
     for i, (src, ok) in enumerate(stepped_addresses(k, op, view, index, local, row_dim, step, count)):
-        _copy(k, vec * matrix.elem_bytes, dst, i * step * matrix.pitch, src, ok, active, view)
+        _copy(k, vec * matrix.elem_bytes, dst, i * step * matrix.pitch, src, ok, active, view, through_registers)
 
 
 def _tile_local(k: KernelLowering, shape: tuple[int, ...], b: str, r: str, c: str,
@@ -249,11 +258,21 @@ def _tile_local(k: KernelLowering, shape: tuple[int, ...], b: str, r: str, c: st
 
 
 def _copy(k: KernelLowering, size: int, dst: str, dst_offset: int, src: str, ok: Optional[str], active: Optional[str],
-          view: PartitionViewVal) -> None:
+          view: PartitionViewVal, through_registers: bool = False) -> None:
     """One cp.async of `size` bytes to `dst` + `dst_offset` (an immediate of the instruction: LLVM
-    folds no offset into an intrinsic's address, and hoists each distinct one out of a loop)."""
+    folds no offset into an intrinsic's address, and hoists each distinct one out of a loop);
+    `through_registers`: a load of one element and a shared store of it instead (zero outside the
+    tensor), for a tile no cp.async may copy."""
     if active is not None:
         ok = active if ok is None else k.b.op(f"and i1 {ok}, {active}", "cs")
+    if through_registers:
+        ty = f"i{8 * size}"
+        value = k.guarded(ok, lambda: k.b.op(f"load {ty}, ptr addrspace(1) "
+                                             f"{k.b.op(f'addrspacecast ptr {src} to ptr addrspace(1)', 'cg')}",
+                                             "cv"), default="0", ty=ty)
+        at = k.b.op(f"getelementptr i8, ptr addrspace(3) {dst}, i32 {dst_offset}", "cd") if dst_offset else dst
+        k.b.emit(f"store {ty} {value}, ptr addrspace(3) {at}")
+        return
     src_size = str(size) if ok is None else k.b.op(f"select i1 {ok}, i32 {size}, i32 0", "cs")
     if ok is not None:  # never form an address outside the tensor, even for a zero-size copy
         src = k.b.op(f"select i1 {ok}, ptr {src}, ptr {view.tensor.base}", "cs")

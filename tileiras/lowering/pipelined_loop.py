@@ -37,17 +37,20 @@ longer read (mma_retired).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
-                         wait_all, wait_groups)
+                         staged_through_registers, wait_all, wait_groups)
 from . import mbarrier, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
 from .values import PartitionViewVal, SharedTileVal
+
+if TYPE_CHECKING:
+    from ..schedule.pipeline import PipelinePlan
 
 
 @record(frozen=False)
@@ -95,10 +98,10 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
         return None
-    views = [k.get(load.operand("view")) for load in plan.loads]
-    if not all(isinstance(v, PartitionViewVal) and chunk_elements(load, v, load.results[0].type)
-               for load, v in zip(plan.loads, views)):
+    plan = _stageable(k, op, plan)
+    if plan is None:
         return None
+    views = [k.get(load.operand("view")) for load in plan.loads]
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.sm == 90 and uses_mbarriers(k):
         swizzled.update({load: True for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)})
@@ -225,6 +228,32 @@ def _inside(op: Operation, loop: Operation) -> bool:
     return False
 
 
+def _stageable(k: KernelLowering, op: Operation, plan: PipelinePlan) -> Optional[PipelinePlan]:
+    """`plan` when the pipeline can copy each of its loads (cp.async or TMA); None otherwise and the
+    loop is not pipelined. A block scale of a tcgen05 mma (sm_100 / sm_103) that neither can copy
+    (rows of 2 bytes; or no fact proving even a 4-byte chunk aligned: TileGym's A scales at K = 768,
+    rows 24 bytes apart, no divisibility fact on the stride) is staged through registers by the
+    threads that copy (`through_registers`), as NVIDIA's loads it byte by byte."""
+    bad = [load for load in plan.loads if not (isinstance(v := k.get(load.operand("view")), PartitionViewVal)
+                                               and chunk_elements(load, v, load.results[0].type))]
+    if not bad:
+        return plan
+    scales = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
+    if len(bad) == len(plan.loads) or not all(
+            load in scales and staged_through_registers(load, k.get(load.operand("view")), load.results[0].type)
+            for load in bad):
+        return None
+    where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
+    k.schedule_notes += [f"//   {where}: block scale {load.results[0].type} staged through registers (no fact "
+                         f"proves a 4-byte copy of it aligned)" for load in bad]
+    return plan
+
+
+def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:
+    """Whether a copied load of the pipeline is staged through registers (no cp.async form legal)."""
+    return any(not chunk_elements(load, k.get(load.operand("view")), load.results[0].type) for load in copied(p))
+
+
 def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) -> bool:
     """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
     a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
@@ -313,10 +342,22 @@ def _issue(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: st
             return
     if p.full is not None:
         full = mbarrier.address(k, p.full, stage)
-        k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or mbarrier.copies_arrive(k, full))
+        k.guarded(active, lambda: copy_iteration(k, p, iv, stage, None) or copies_arrive(k, p, full))
         return
     copy_iteration(k, p, iv, stage, active)
     commit(k)
+
+
+def copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
+    """This thread's arrival on the stage's full barrier once its copies have landed: with cp.async's
+    `.noinc` arrival; where it stored a tile through registers, once its copies are done (the
+    arrival's release orders its shared stores before the waiters' reads)."""
+    if not through_registers(k, p):
+        mbarrier.copies_arrive(k, full)
+        return
+    if any(chunk_elements(load, k.get(load.operand("view")), load.results[0].type) for load in copied(p)):
+        wait_all(k)
+    mbarrier.arrive(k, full)
 
 
 def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str]) -> None:

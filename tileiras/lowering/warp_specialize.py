@@ -322,7 +322,7 @@ def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> Non
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
-    from .pipelined_loop import copied, copy_iteration, tma_iteration
+    from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
     from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_attention_warp, emit_mma_warp
@@ -383,7 +383,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
                 copy_iteration(k, p, it.iv, it.stage, None)
             finally:
                 k.tid, k.threads = saved
-            mbarrier.copies_arrive(k, mbarrier.address(k, p.full, it.stage))
+            copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.values = saved_values
     k.b.start_block(cont)
