@@ -336,6 +336,44 @@ def test_a_wait_on_one_mbarrier_does_not_order_what_another_publishes() -> None:
                      r"access by thread 0 at line \d+ 'ld.shared.u32 %r3, \[%r6\+256\]'", msg), msg
 
 
+# threads 64..127 copy their word of `a` into buf by cp.async and {arrive} on mbarrier B ("full");
+# threads 0..63 wait on B, read word i + 64 and release it on mbarrier A ("empty"), which the
+# copying threads wait on before their cp.async.wait_all
+CP_ASYNC_ARRIVE = BUF_WORDS + """
+    @%p1 mbarrier.init.shared.b64 [mba], 64;
+    @%p1 mbarrier.init.shared.b64 [mbb], 64;
+    st.global.u32 [%rd3], %r0;
+    bar.sync 0;
+    setp.lt.u32 %p3, %r0, 64;
+    @%p3 bra CONSUMER;
+    cp.async.ca.shared.global [%r6], [%rd3], 4;
+    {arrive}
+WAIT_A:
+    mbarrier.try_wait.parity.shared.b64 %p4, [mba], 0;
+    @!%p4 bra WAIT_A;
+    cp.async.wait_all;
+    bra DONE;
+CONSUMER:
+""" + WAIT_B + """
+    ld.shared.u32 %r3, [%r6+256];
+    mbarrier.arrive.shared.b64 %rd9, [mba];
+    st.global.u32 [%rd7], %r3;
+DONE:
+"""
+
+
+def test_cp_async_bytes_are_published_only_by_the_copying_threads_cp_async_arrive() -> None:
+    """cp.async.mbarrier.arrive.noinc makes the phase wait for the thread's copies; a plain arrive
+    does not, so the consumer may read bytes still in flight: the cp.async lands at wait_all, after
+    the consumer released the stage, yet its write was under way since the issue."""
+    want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
+    np.testing.assert_array_equal(
+        run(CP_ASYNC_ARRIVE.format(arrive="cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];"), MBARS), want)
+    msg = race(CP_ASYNC_ARRIVE.format(arrive="mbarrier.arrive.shared.b64 %rd8, [mbb];"), MBARS)
+    assert re.search(r"write-after-read\): the store at line \d+ overwrites shared address 0x100, but thread 0 "
+                     r"read it at line \d+ 'ld.shared.u32 %r3, \[%r6\+256\]'", msg), msg
+
+
 # warp 0 writes 4 columns of its 32 tensor-memory lanes and arrives on an mbarrier; warp 4 (the same
 # lane quarter) waits for it and reads them back; warps 1-3 only allocate/free around them
 TMEM = """

@@ -42,6 +42,8 @@ class PendingCopy:
     size: int
     src_size: Any     # bytes actually read per lane (the rest is zero-filled)
     line: int         # of the cp.async, for the race checker
+    vc: Any = None    # the issuing threads' vector clocks at issue (race checker): the bytes are written
+                      # at some time between issue and landing, so the landing checks the issue-time clocks
 
 
 def _cp_async(dec: Decoder, ins: Instr) -> Any:
@@ -98,7 +100,9 @@ def _cp_async(dec: Decoder, ins: Instr) -> Any:
             (_, _, _, so), = spaces.resolve(st, "global", s[sel], lanes[sel], int(n_src[sel].max()),
                                             min(size, 16) if (n_src[sel] == size).all() else 1)
             soffs[sel] = so
-        st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src, ins.line))
+        vc = st.races.hb.vc[lanes].copy() if st.races is not None else None
+        st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src, ins.line,
+                                         vc))
 
     return (K_OP, fn, None)
 
@@ -221,7 +225,7 @@ def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> list:
             if not mine.all():
                 rest = np.flatnonzero(~mine)
                 remaining.append(PendingCopy(pc.lanes[rest], pc.group[rest], pc.dst[rest], pc.src[rest], pc.size,
-                                             pc.src_size[rest], pc.line))
+                                             pc.src_size[rest], pc.line, None if pc.vc is None else pc.vc[rest]))
         else:
             remaining.append(pc)
     st.cp_pending = remaining
@@ -239,8 +243,16 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
         st.races.check_bytes(st, Site(pc.line, write=False, strong=False), "global", st.mem.buf.size,
                              (pc.src[sel][:, None] + cols)[take], lanes[take])
         dst = (pc.dst[sel][:, None] + cols).ravel()
-        st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size, dst,
-                             lanes.ravel())
+        hb, issuers = st.races.hb, pc.lanes[sel]
+        now = hb.vc[issuers].copy()
+        if pc.vc is not None:   # a read not ordered before the issue may have seen the bytes half-written
+            hb.vc[issuers] = pc.vc[sel]
+        try:
+            st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size, dst,
+                                 np.repeat(issuers, pc.size))
+        finally:
+            hb.vc[issuers] = now
+        hb.write(dst, np.repeat(issuers, pc.size), pc.line)   # published at the landing's clock
         # NVIDIA's compiler hands cp.async data to tcgen05.cp with no proxy fence: not a generic-proxy store
         st.races.gen_seq[dst] = -1
     src_idx = pc.src[sel][:, None] + np.minimum(cols[None, :], np.maximum(n_src - 1, 0))
