@@ -535,3 +535,24 @@ def test_attention_reading_its_scores_before_the_mmas_commit_is_reported(monkeyp
                        r"thread \d+ accesses lane \d+ column \d+, but the tcgen05 operations of thread 0 wrote "
                        r"it at line \d+ 'tcgen05.mma"):
         _check("fa_f16_q128k64d64", "sm_100")
+
+
+def test_the_block_scaled_producer_arriving_without_its_cp_async_is_reported(monkeypatch) -> None:
+    """sm_100 mxfp8 128x128x128: the producer warp's lanes copy A's scale rows by cp.async into the stage
+    the TMA boxes fill, and arrive on the stage's full mbarrier by cp.async.mbarrier.arrive.noinc; a plain
+    mbarrier.arrive there lets the MMA warp's tcgen05.cp read scale bytes the copies may not have written."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from emulator_runs import edit_ptx
+    from test_blockscale_lowering import _inputs, _kernel, _module
+    from emulator_runs import emulate as run_module
+
+    def plain_arrive(ptx: str) -> str:
+        out, n = re.subn(r"cp\.async\.mbarrier\.arrive\.noinc\.shared::cta\.b64 \[(%r\d+)\];",
+                         r"mbarrier.arrive.shared::cta.b64 _, [\1];", ptx)
+        assert n == 1 and "tcgen05.cp" in out
+        return out
+
+    edit_ptx(monkeypatch, plain_arrive)
+    a, sa, b, sb = _inputs(128, 128, 256)
+    with pytest.raises(EmulatorError, match=r"data race \((read|write)-after-(read|write)\): .*'cp\.async\.ca\.shared"):
+        run_module(_module(_kernel(128, 128, 128)), [a, sa, b, sb, np.zeros((128, 128), np.float32)], "sm_100")

@@ -457,6 +457,9 @@ def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int,
         _add_group(st, groups, pc + (2 if kind == K_CALL else 1), full)
         return
     if kind == K_EXIT:
+        if st.cp_pending:      # an exiting thread's copies still land (and are checked as they do)
+            from .ops.async_ops import complete_copies
+            complete_copies(st, act, -1)
         st.exited |= act
         st.any_exited = True
         keep_rest(pc + 1)
