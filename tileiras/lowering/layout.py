@@ -426,8 +426,9 @@ Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout, BroadcastS
 
 def vector_width(entry: object) -> int:
     """Elements per thread run of a kernel's blocked tiles: 16 bytes of the narrowest element its
-    views load or store (1 when it accesses no views: nothing to widen)."""
+    views (or tiles of contiguous pointers) load or store (1 when it accesses none: nothing to widen)."""
     from ..ir.types import ScalarType, TileType
+    from .vector_access import contiguous_pointers
 
     narrowest = 0
     for op in entry.walk():  # type: ignore[attr-defined]
@@ -435,6 +436,8 @@ def vector_width(entry: object) -> int:
             t = op.results[0].type
         elif op.name == "cuda_tile.store_view_tko":
             t = op.operand("tile").type
+        elif op.name in ("cuda_tile.load_ptr_tko", "cuda_tile.store_ptr_tko") and contiguous_pointers(op):
+            t = op.operands[1].type if op.name == "cuda_tile.store_ptr_tko" else op.results[0].type
         else:
             continue
         if isinstance(t, TileType) and isinstance(t.element, ScalarType) and t.element.bitwidth >= 8:

@@ -10,7 +10,9 @@ ops wait for the CTA, and token_waits.py emits the waits.
 
 from __future__ import annotations
 
-from ..ir.core import Operation
+from typing import Callable
+
+from ..ir.core import Operation, Value
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
@@ -357,6 +359,25 @@ def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: Tile
     a time) why: the reason a remark gives."""
     from .vector_access import vector_elements
 
+    return _widen(tile, layout, ordering, lambda nbytes, run: vector_elements(op, view, tile.shape, nbytes, run),
+                  "the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly inside or outside "
+                  "the tensor (base alignment, unit innermost stride, divisible strides and extents)")
+
+
+def _pointer_vector(pointers: Value, mask: Value | None, tile: TileType, layout: Layout,
+                    ordering: str) -> tuple[int, str]:
+    """Elements per access of a weak gather or scatter through a tile of pointers, and why 1."""
+    from .vector_access import pointer_vector_elements
+
+    return _widen(tile, layout, ordering,
+                  lambda nbytes, run: pointer_vector_elements(pointers, mask, tile.shape, nbytes, run),
+                  "the pointers' facts do not prove runs of consecutive elements aligned to 4, 8 or 16 bytes "
+                  "(under a mask constant over each run)")
+
+
+def _widen(tile: TileType, layout: Layout, ordering: str, elements: Callable[[int, int], int],
+           missed: str) -> tuple[int, str]:
+    """`elements(bytes per element, run)` of a weak access of whole-byte elements with runs in `layout`."""
     elem = tile.element
     if ordering != "weak":
         return 1, f"the access is ordered ({ordering}): only weak accesses are widened"
@@ -365,10 +386,8 @@ def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: Tile
     run = layout.run(tile.num_elements)
     if run < 2:
         return 1, "the tile's layout gives each thread no two consecutive elements"
-    vec = vector_elements(op, view, tile.shape, elem.bitwidth // 8, run)
-    return vec, "" if vec > 1 else ("the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly "
-                                    "inside or outside the tensor (base alignment, unit innermost stride, divisible "
-                                    "strides and extents)")
+    vec = elements(elem.bitwidth // 8, run)
+    return vec, "" if vec > 1 else missed
 
 
 def _vector_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
@@ -458,7 +477,26 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     slots = []
-    k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction (gather through a tile of pointers)", Width=f"{8 * storage_bytes(elem)} bits", Loads=f"{len(ptrs.slots)} per thread")
+    vec, why = _pointer_vector(op.operand("source"), mask_v, rtype, ptrs.layout, ordering)  # type: ignore[arg-type]
+    k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction (gather through a tile of pointers)", Width=f"{8 * storage_bytes(elem) * vec} bits", Loads=f"{len(ptrs.slots) // vec} per thread")
+    if vec == 1:
+        k.remark("missed", "memory", "RemarkMemoryVectorizedLoadMissed", "Load not vectorized: one element per access", op, Reason=why)
+    if vec > 1:
+        vty = f"<{vec} x {lty}>"
+        for i in range(0, len(ptrs.slots), vec):
+            default = f"<{', '.join([f'{lty} {padding_literal(None, elem)}'] * vec)}>"   # type: ignore[arg-type]
+            if pad is not None:
+                default = "undef"
+                for j in range(vec):
+                    value = to_storage(k, pad.slots[i + j], elem)
+                    default = k.b.op(f"insertelement {vty} {default}, {lty} {value}, i32 {j}", "ld")
+            p = ptrs.slots[i]
+            v = k.guarded(mask.slots[i] if mask else None,
+                          lambda: k.b.op(f"load {vty}, ptr {p}, align {vec * _align(elem)}", "ld"), default, vty)
+            slots += [from_storage(k, k.b.op(f"extractelement {vty} {v}, i32 {j}", "ld"), elem) for j in range(vec)]
+        k.set(op.results[0], TileRegs(rtype, slots))
+        k.set(op.results[1], TokenVal())
+        return
     for i, p in enumerate(ptrs.slots):
         default = pad.slots[i] if pad is not None else padding_literal(None, elem)  # type: ignore[arg-type]
         if pad is not None:
@@ -479,7 +517,22 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     elem = vals.type.element
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
-    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction (scatter through a tile of pointers)", Width=f"{8 * storage_bytes(elem)} bits", Stores=f"{len(ptrs.slots)} per thread")
+    vec, why = _pointer_vector(op.operand("destination"), mask_v, vals.type, vals.layout, ordering)  # type: ignore[arg-type]
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction (scatter through a tile of pointers)", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(ptrs.slots) // vec} per thread")
+    if vec == 1:
+        k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=why)
+    if vec > 1:
+        vty = f"<{vec} x {lty}>"
+        for i in range(0, len(ptrs.slots), vec):
+            cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
+            packed = "undef"
+            for j in range(vec):
+                value = to_storage(k, vals.slots[i + j], elem)
+                packed = k.b.op(f"insertelement {vty} {packed}, {lty} {value}, i32 {j}", "st")
+            p = ptrs.slots[i]
+            k.guarded(cond, lambda: k.b.emit(f"store {vty} {packed}, ptr {p}, align {vec * _align(elem)}"), None, vty)
+        k.set(op.results[0], TokenVal())
+        return
     for i, p in enumerate(ptrs.slots):
         cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
         value = to_storage(k, vals.slots[i], elem)

@@ -6,11 +6,18 @@ tensor view (facts.py) prove that every such access is aligned to its size
 and lies wholly inside or wholly outside the tensor: unit innermost stride,
 aligned base and outer strides, tile starts and innermost extent divisible by
 `vec`. The same rule decides the size of cp.async copies (async_copy.py).
+
+Gathers and scatters through a tile of pointers (`load_ptr_tko`, `store_ptr_tko`) are widened the
+same way where the pointers' per-dimension facts prove contiguous, aligned runs (and a mask
+constant over each run): TileGym's row kernels build such tiles as a base plus iota offsets.
 """
 
 from __future__ import annotations
 
-from ..ir.core import Operation
+from typing import Optional
+
+from ..ir.core import Operation, Value
+from ..tileaa.facts import axes
 from .values import PartitionViewVal
 
 
@@ -39,3 +46,32 @@ def vector_elements(op: Operation, view: PartitionViewVal, tile_shape: tuple[int
             continue
         return vec
     return 1
+
+
+def pointer_vector_elements(pointers: Value, mask: Optional[Value], tile_shape: tuple[int, ...], nbytes: int,
+                            limit: int, sizes: tuple[int, ...] = (16, 8, 4)) -> int:
+    """The most elements (a run of at most `limit`, of a size in `sizes` bytes) one access through
+    the tile of pointers `pointers` may move, under `mask` when given; 1 when no vector access is legal.
+
+    Legal where the facts (tileaa/facts.py) prove that along the innermost dimension the pointers
+    step by one element over aligned groups of `vec`, each group's first aligned to the access size,
+    and the mask is constant over each group (so one predicate guards the whole access)."""
+    if not tile_shape:
+        return 1
+    contiguity, run_divisor, _ = axes(pointers)
+    constancy = axes(mask)[2] if mask is not None else tile_shape
+    for size in sizes:
+        vec = size // nbytes
+        if vec < 2 or size % nbytes or limit % vec or tile_shape[-1] % vec:
+            continue
+        if contiguity[-1] % vec or run_divisor[-1] % size or constancy[-1] % vec:
+            continue
+        return vec
+    return 1
+
+
+def contiguous_pointers(op: Operation) -> bool:
+    """A gather or scatter whose tile of pointers the facts show in runs of consecutive elements
+    along the innermost dimension (so a layout with runs per thread can widen it)."""
+    contiguity = axes(op.operands[0])[0]
+    return bool(contiguity) and contiguity[-1] > 1

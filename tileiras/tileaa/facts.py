@@ -8,14 +8,23 @@ may touch is 16-byte aligned and no tile boundary cuts it.
 Facts flow forward through the ops of `_RULES` (one rule per op: the result's divisor from its
 operands'); a loop's induction variable divides like its lower bound and step. Anything else
 proves nothing (divisor 1).
+
+Tiles also get per-dimension facts in the manner of Triton's AxisInfo (`_AXES`): contiguity (aligned
+groups of so many elements along a dimension step by one; a pointer by one element), a divisor of
+each such group's first element, and constancy (aligned groups that are equal). They flow through
+iota, constants, broadcast and reshape, add/sub/mul, compares against a group-aligned bound,
+`offset` and `assume div_by<n, every e along d>` / `same_elements`; any other element-wise op keeps
+only the constancy of its operands. Gathers and scatters through a tile of pointers built as a
+base plus iota offsets are vectorized with them (lowering/vector_access.py).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from math import gcd
 from typing import Callable, Optional
 
-from ..ir.attributes import DivBy
+from ..ir.attributes import DivBy, SameElements
 from ..ir.core import Block, BlockArgument, Operation, Value
 from ..ir.record import record
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TensorViewType, TileType, element_of
@@ -29,6 +38,10 @@ class Facts:
     """Of an integer: a positive divisor of every value it may take; of a pointer: an alignment in bytes."""
 
     divisor: int = 1
+    # per dimension of a tile (empty: a scalar, or nothing known beyond `divisor`)
+    contiguity: tuple[int, ...] = ()   # aligned groups of this many along d step by one
+    run_divisor: tuple[int, ...] = ()  # a divisor of each such group's first element (pointer: bytes)
+    constancy: tuple[int, ...] = ()    # aligned groups of this many along d are equal
 
 
 @record
@@ -123,6 +136,220 @@ _RULES: dict[str, Callable[[Operation], int]] = {
 }
 
 
+Axes = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]   # contiguity, run divisor, constancy
+
+
+def axes(value: Optional[Value]) -> Axes:
+    """The per-dimension facts of a tile value (what nothing is known defaults to)."""
+    shape = _shape(value)
+    facts = getattr(value, "facts", None)
+    if isinstance(facts, Facts) and len(facts.contiguity) == len(shape):
+        return facts.contiguity, facts.run_divisor, facts.constancy
+    d = divisor(value)
+    return (1,) * len(shape), (d,) * len(shape), (1,) * len(shape)
+
+
+def _shape(value: Optional[Value]) -> tuple[int, ...]:
+    t = getattr(value, "type", None)
+    return tuple(t.shape) if isinstance(t, TileType) else ()
+
+
+def _lcm(a: int, b: int) -> int:
+    return min(a * b // gcd(a, b), UNBOUNDED)
+
+
+def _at(contiguity: int, run_divisor: int, group: int) -> int:
+    """A divisor of the elements at multiples of `group` along a dimension (group divides or is a
+    multiple of `contiguity`): a run's first element, or one a multiple of `group` past it."""
+    if group % contiguity == 0:
+        return run_divisor
+    return gcd(run_divisor, group) if contiguity % group == 0 else 1
+
+
+def _element_divisor(value: Value) -> int:
+    """A divisor of every element (from the runs of one element)."""
+    c, s, _ = axes(value)
+    out = divisor(value)
+    for cd, sd in zip(c, s):
+        if cd == 1:
+            out = _lcm(out, sd)
+    return out
+
+
+def _axes_iota(op: Operation) -> Axes:
+    n = _shape(op.results[0])
+    return n, (UNBOUNDED,) * len(n), (1,) * len(n)
+
+
+def _axes_constant(op: Operation) -> Axes:
+    n = _shape(op.results[0])
+    same = n if op.attributes["value"].is_splat else (1,) * len(n)
+    return (1,) * len(n), (_constant(op),) * len(n), same
+
+
+def _axes_assume(op: Operation) -> Axes:
+    c, s, k = (list(x) for x in axes(op.operands[0]))
+    pred = op.attributes.get("predicate")
+    if isinstance(pred, DivBy) and pred.divisor > 0:
+        if pred.every is None:
+            s = [_lcm(sd, pred.divisor) for sd in s]
+        elif pred.along is not None and pred.along < len(c) and pred.every >= c[pred.along]:
+            d = pred.along   # groups of `every` step by one from a multiple of `divisor`
+            s[d] = _lcm(s[d], pred.divisor) if pred.every % c[d] == 0 else pred.divisor
+            c[d] = pred.every
+    elif isinstance(pred, SameElements):
+        k = [max(kd, n) for kd, n in zip(k, pred.values)]
+    return tuple(c), tuple(s), tuple(k)
+
+
+def _axes_broadcast(op: Operation) -> Optional[Axes]:
+    src, out = _shape(op.operands[0]), _shape(op.results[0])
+    if len(src) > len(out):
+        return None
+    lead = len(out) - len(src)
+    c0, s0, k0 = axes(op.operands[0])
+    every = _element_divisor(op.operands[0])
+    c, s, k = [1] * lead, [every] * lead, list(out[:lead])
+    for d, n in enumerate(src):
+        if n == out[lead + d]:
+            c.append(c0[d]), s.append(s0[d]), k.append(k0[d])
+        else:   # a dimension of one, replicated
+            c.append(1), s.append(every), k.append(out[lead + d])
+    return tuple(c), tuple(s), tuple(k)
+
+
+def _axes_reshape(op: Operation) -> Optional[Axes]:
+    """Only dimensions of one added or dropped: the others keep their facts."""
+    src, out = _shape(op.operands[0]), _shape(op.results[0])
+    kept = [d for d, n in enumerate(src) if n != 1]
+    if [n for n in out if n != 1] != [src[d] for d in kept]:
+        return None
+    c0, s0, k0 = axes(op.operands[0])
+    every = _element_divisor(op.operands[0])
+    c, s, k, it = [], [], [], iter(kept)
+    for n in out:
+        if n == 1:
+            c.append(1), s.append(every), k.append(1)
+        else:
+            d = next(it)
+            c.append(c0[d]), s.append(s0[d]), k.append(k0[d])
+    return tuple(c), tuple(s), tuple(k)
+
+
+def _combine(a: Value, b: Value, scale: int = 1, commutes: bool = True) -> Axes:
+    """a + b (b scaled by `scale` bytes, for `offset`): contiguous where one is contiguous and the
+    other constant over the same aligned groups."""
+    (ca, sa, ka), (cb, sb, kb) = axes(a), axes(b)
+    c, s, k = [], [], []
+    for d in range(len(ca)):
+        run = max(gcd(ca[d], kb[d]), gcd(ka[d], cb[d]) if commutes else 1)
+        c.append(run)
+        s.append(gcd(_at(ca[d], sa[d], run), min(_at(cb[d], sb[d], run) * scale, UNBOUNDED)))
+        k.append(gcd(ka[d], kb[d]))
+    return tuple(c), tuple(s), tuple(k)
+
+
+def _axes_add(op: Operation) -> Axes:
+    return _combine(op.operands[0], op.operands[1])
+
+
+def _axes_sub(op: Operation) -> Axes:
+    return _combine(op.operands[0], op.operands[1], commutes=False)
+
+
+def _axes_offset(op: Operation) -> Axes:
+    elem = element_of(op.results[0].type)
+    pointee = elem.pointee if isinstance(elem, PointerType) else None
+    return _combine(op.operands[0], op.operands[1], max(1, getattr(pointee, "bitwidth", 8) // 8))
+
+
+def _is_one(value: Value) -> bool:
+    owner = getattr(value, "owner", None)
+    while isinstance(owner, Operation) and owner.name in ("cuda_tile.broadcast", "cuda_tile.reshape"):
+        owner = getattr(owner.operands[0], "owner", None)
+    if not isinstance(owner, Operation) or owner.name != "cuda_tile.constant":
+        return False
+    from ..ir.dense import element_bits
+
+    return set(element_bits(owner.results[0].type, owner.attributes["value"].raw)) == {1}
+
+
+def _axes_mul(op: Operation) -> Axes:
+    a, b = op.operands[0], op.operands[1]
+    for x, one in ((a, b), (b, a)):
+        if _is_one(one):
+            return axes(x)
+    k = tuple(gcd(x, y) for x, y in zip(axes(a)[2], axes(b)[2]))
+    every = min(_element_divisor(a) * _element_divisor(b), UNBOUNDED)
+    return (1,) * len(k), (every,) * len(k), k
+
+
+# x < n, x >= n (x contiguous, n constant along d) and their mirrors: constant over groups that
+# divide x's runs, start at multiples of the group and n
+_BELOW = {"less_than": 0, "greater_than_or_equal": 0, "greater_than": 1, "less_than_or_equal": 1}
+
+
+def _axes_cmp(op: Operation) -> Axes:
+    k = list(_elementwise_constancy(op))
+    side = _BELOW.get(str(op.attributes.get("comparison_predicate")))
+    if side is not None:
+        (cx, sx, _), (cn, sn, kn) = axes(op.operands[side]), axes(op.operands[1 - side])
+        for d in range(len(k)):
+            if cn[d] == 1 and kn[d] > 1 and cx[d] > 1:
+                group = gcd(gcd(cx[d], sx[d]), gcd(sn[d], kn[d]))
+                k[d] = max(k[d], group)
+    n = len(k)
+    return (1,) * n, (divisor(op.results[0]),) * n, tuple(k)
+
+
+def _elementwise_constancy(op: Operation) -> tuple[int, ...]:
+    k = _shape(op.results[0])
+    for v in op.operands:
+        if _shape(v) == k:
+            k = tuple(gcd(x, y) for x, y in zip(k, axes(v)[2]))
+    return k
+
+
+def _axes_same(op: Operation) -> Axes:
+    return axes(op.operands[0])
+
+
+# op -> the per-dimension facts of its (first) tile result; None: only `divisor` known
+_AXES: dict[str, Callable[[Operation], Optional[Axes]]] = {
+    "cuda_tile.iota": _axes_iota, "cuda_tile.constant": _axes_constant, "cuda_tile.assume": _axes_assume,
+    "cuda_tile.broadcast": _axes_broadcast, "cuda_tile.reshape": _axes_reshape,
+    "cuda_tile.addi": _axes_add, "cuda_tile.subi": _axes_sub, "cuda_tile.muli": _axes_mul,
+    "cuda_tile.offset": _axes_offset, "cuda_tile.cmpi": _axes_cmp, "cuda_tile.exti": _axes_same,
+}
+
+
+def _result_axes(op: Operation, result: Value, divisor_: int) -> Axes:
+    n = len(_shape(result))
+    rule = _AXES.get(op.name)
+    found = rule(op) if rule is not None else None
+    if found is None:
+        found = (1,) * n, (divisor_,) * n, _elementwise_constancy(op) if _same_shapes(op) else (1,) * n
+    c, s, k = found
+    shape = _shape(result)
+    c = tuple(min(x, m) for x, m in zip(c, shape))
+    k = tuple(min(x, m) for x, m in zip(k, shape))
+    s = tuple(_lcm(x, divisor_) for x in s)
+    return c, s, k
+
+
+@cache
+def _elementwise() -> frozenset[str]:
+    from ..lowering.assign_layouts import elementwise_ops
+
+    return elementwise_ops()
+
+
+def _same_shapes(op: Operation) -> bool:
+    """An element-wise op: every tile operand and the result of one shape."""
+    shape = _shape(op.results[0])
+    return op.name in _elementwise() and all(_shape(v) == shape for v in op.operands if isinstance(v.type, TileType))
+
+
 def _knowable(value: Value) -> bool:
     elem = element_of(value.type)
     return isinstance(elem, PointerType) or isinstance(elem, ScalarType) and elem.name.startswith("i")
@@ -145,7 +372,8 @@ def infer_facts(entry: Operation) -> None:
         rule = _RULES.get(op.name)
         for index, result in enumerate(op.results):
             if _knowable(result):
-                result.facts = Facts(rule(op) if rule is not None and index == 0 else 1)
+                d = rule(op) if rule is not None and index == 0 else 1
+                result.facts = Facts(d, *_result_axes(op, result, d)) if index == 0 and _shape(result) else Facts(d)
 
 
 def _view_facts(op: Operation) -> ViewFacts:
