@@ -1,0 +1,96 @@
+"""Gathers and scatters through tiles of pointers (base + iota offsets, as TileGym's row kernels
+build them) are widened to 16-byte accesses where the pointer facts (tileaa/facts.py: contiguity,
+run divisor, constancy per dimension) prove aligned runs and a mask constant over each run; a
+shifted (unaligned) start stays one element per access. Both run on the emulator with the race
+checker as the interpreter does, a masked tail included."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import cuda.tile as ct
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from emulator_runs import emulate_and_interpret  # noqa: E402
+
+TILE, ROWS, COLS = 1024, 16, 1008   # 1008 columns of a 1024-wide tile: a masked tail of 16
+GRID = 2   # the rows run (extents must divide by 16, as the launcher assumes)
+
+
+def _scale_rows(x, y, TILE: ct.Constant[int], SHIFT: ct.Constant[int]):
+    row = ct.bid(0)
+    cols = ct.arange(TILE, dtype=ct.int32) + SHIFT
+    a = ct.gather(x, (row, cols), check_bounds=True)
+    ct.scatter(y, (row, cols), ct.astype(ct.astype(a, ct.float32) * 2.0, y.dtype), check_bounds=True)
+
+
+@lru_cache(maxsize=None)
+def _bytecode(shift: int) -> bytes:
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
+                                       export_kernel)
+
+    array = ArrayConstraint(dtype=ct.float16, ndim=2, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                            alias_groups=(), may_alias_internally=False, stride_constant=(None, 1),
+                            shape_divisible_by=16, stride_divisible_by=(8, 1), base_addr_divisible_by=16)
+    kernel = ct.kernel(_scale_rows)
+    buf = io.BytesIO()
+    export_kernel(kernel, [KernelSignature(parameters=[array, array, ConstantConstraint(TILE), ConstantConstraint(shift)],
+                                           calling_convention=CallingConvention.cutile_python_v1())],
+                  buf, output_format="tileir_bytecode", bytecode_version="13.4", gpu_code="sm_90")
+    return buf.getvalue()
+
+
+def _module(shift: int):
+    from tileiras.frontend import load_module
+
+    return load_module(_bytecode(shift), "rows.tileirbc")
+
+
+def _ptx(shift: int) -> str:
+    from tileiras.codegen.nvptx import llvm_to_ptx
+    from tileiras.lowering.pipeline import lower_module
+
+    module = _module(shift)
+    return llvm_to_ptx(lower_module(module, "sm_90")[0], "sm_90")
+
+
+def test_pointer_facts_of_a_row_gather() -> None:
+    """base + (row * stride + iota): runs of the whole tile, 16-byte aligned starts; the bounds mask
+    is constant over groups of 16 (the extent divides by 16)."""
+    from tileiras.tileaa.facts import axes
+    from tileiras.tileaa.passes import to_tileaa
+
+    for shift, run_divisor in ((0, 16), (1, 2)):
+        entry = next(op for op in _module(shift).walk() if op.name == "cuda_tile.entry")
+        to_tileaa(entry)
+        gather = next(op for op in entry.walk() if op.name == "cuda_tile.load_ptr_tko")
+        assert axes(gather.operands[0]) == ((TILE,), (run_divisor,), (1,))
+        assert axes(gather.operands[1])[2] == ((16,) if shift == 0 else (1,))
+
+
+@pytest.mark.parametrize("shift,width", [(0, 128), (1, 16)])
+def test_row_gathers_are_widened_only_where_aligned(shift: int, width: int) -> None:
+    ptx = _ptx(shift)
+    for kind in ("ld", "st"):
+        found = {int(v or 1) * int(bits) for v, bits in re.findall(rf"{kind}\.global(?:\.v(\d))?\.[bu](\d+)", ptx)}
+        assert found == {width}, (kind, found)
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_row_gathers_with_a_masked_tail_match_the_interpreter(shift: int) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((ROWS, COLS)).astype(np.float16)
+    y = np.full((ROWS, COLS), -7.0, np.float16)
+    emulated, interpreted = emulate_and_interpret(_module(shift), [x, y], "sm_90", (GRID, 1, 1))
+    expect = y.copy()
+    expect[:GRID, shift:] = (x[:GRID, shift:].astype(np.float32) * 2).astype(np.float16)
+    assert np.array_equal(interpreted[1], expect)
+    assert np.array_equal(emulated[1], expect)
