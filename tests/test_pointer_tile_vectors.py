@@ -94,3 +94,58 @@ def test_row_gathers_with_a_masked_tail_match_the_interpreter(shift: int) -> Non
     expect[:GRID, shift:] = (x[:GRID, shift:].astype(np.float32) * 2).astype(np.float16)
     assert np.array_equal(interpreted[1], expect)
     assert np.array_equal(emulated[1], expect)
+
+
+_FACTS = """
+entry @k(%a: tile<ptr<f16>>, %s: tile<i32>, %n: tile<i32>) {
+  %a16 = assume div_by<16>, %a : tile<ptr<f16>>
+  %s8 = assume div_by<8>, %s : tile<i32>
+  %n16 = assume div_by<16>, %n : tile<i32>
+  %r = iota : tile<64xi32>
+  %c = iota : tile<128xi32>
+  %r2 = reshape %r : tile<64xi32> -> tile<64x1xi32>
+  %rb = broadcast %r2 : tile<64x1xi32> -> tile<64x128xi32>
+  %sr = reshape %s8 : tile<i32> -> tile<1x1xi32>
+  %sb = broadcast %sr : tile<1x1xi32> -> tile<64x128xi32>
+  %rows = muli %rb, %sb : tile<64x128xi32>
+  %c2 = reshape %c : tile<128xi32> -> tile<1x128xi32>
+  %cb = broadcast %c2 : tile<1x128xi32> -> tile<64x128xi32>
+  %off = addi %rows, %cb : tile<64x128xi32>
+  %ar = reshape %a16 : tile<ptr<f16>> -> tile<1x1xptr<f16>>
+  %ab = broadcast %ar : tile<1x1xptr<f16>> -> tile<64x128xptr<f16>>
+  %p = offset %ab, %off : tile<64x128xptr<f16>>, tile<64x128xi32> -> tile<64x128xptr<f16>>
+  %nr = reshape %n16 : tile<i32> -> tile<1x1xi32>
+  %nb = broadcast %nr : tile<1x1xi32> -> tile<64x128xi32>
+  %in = cmpi less_than %cb, %nb, signed : tile<64x128xi32> -> tile<64x128xi1>
+  %one = constant <i32: 1> : tile<64x128xi32>
+  %shift = addi %off, %one : tile<64x128xi32>
+  %m = muli %cb, %sb : tile<64x128xi32>
+  %h = assume div_by<16, every 8 along 1>, %m : tile<64x128xi32>
+  %same = assume same_elements<[1, 4]>, %m : tile<64x128xi32>
+  return
+}
+"""
+
+
+def test_pointer_facts_flow_through_two_dimensional_offsets_and_assumptions() -> None:
+    """Per dimension (contiguity, run divisor, constancy) of a 64x128 tile of pointers a + row * s + col,
+    the bounds mask col < n, a shifted offset, and what `assume` adds."""
+    from tileiras.frontend import load_module
+    from tileiras.tileaa.facts import axes
+    from tileiras.tileaa.passes import to_tileaa
+
+    entry = next(op for op in load_module(_FACTS.encode(), "facts.mlir").walk() if op.name == "cuda_tile.entry")
+    to_tileaa(entry)
+    lines = _FACTS.splitlines()
+    values = {lines[op.location.line - 1].split(" = ")[0].strip(): op.results[0]
+              for op in entry.walk() if op.location is not None and op.results and " = " in lines[op.location.line - 1]}
+    expected = {
+        "%off": ((1, 128), (1, 8), (1, 1)),
+        "%p": ((1, 128), (2, 16), (1, 1)),          # 16-byte aligned runs of 128 halves along a row
+        "%in": ((1, 1), (1, 1), (64, 16)),          # col < n: constant over groups of 16 columns
+        "%shift": ((1, 128), (1, 1), (1, 1)),       # runs start at odd offsets
+        "%m": ((1, 1), (8, 8), (64, 1)),
+        "%h": ((1, 8), (8, 16), (64, 1)),
+        "%same": ((1, 1), (8, 8), (64, 4)),
+    }
+    assert {name: axes(values[name]) for name in expected} == expected
