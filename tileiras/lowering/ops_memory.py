@@ -168,13 +168,12 @@ def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal,
 
     Slot 0's address is computed once; a shift along dimensions of runtime stride gives one
     pointer per distinct such shift (a fragment row), the rest is a constant offset that ptxas
-    folds into the access ([%rd+16]). A shifted bound compares what remains of the tensor past
-    slot 0's coordinate with the shift. Building each of an epilogue's 64 addresses from the
-    tile index instead gives LLVM's straight-line strength reduction one block of ~700
-    instructions to rewrite (most of a persistent matmul's LLVM time)."""
+    folds into the access ([%rd+16]); bounds compare slot 0's coordinate plus the shift.
+    Building each of an epilogue's 64 addresses from the tile index instead gives LLVM's
+    straight-line strength reduction one block of ~700 instructions to rewrite (most of a
+    persistent matmul's LLVM time)."""
     ptr0, checks, coords = _element_parts(k, op, view, index, local)
     elem = storage_type(view.tensor.type.element)
-    remaining: dict[int, str] = {}
     bounds: dict[tuple[int, int], str] = {}
     rows: dict[tuple[tuple[int, int], ...], str] = {}
     oks: dict[tuple[str, ...], "str | None"] = {}
@@ -182,11 +181,9 @@ def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal,
     def within(dim: int, d: int) -> str:
         if d == 0:
             return checks[dim]
-        if dim not in remaining:   # elements left along dim from slot 0's (0 when it is already outside)
-            left = k.b.op(f"sub i64 {view.tensor.shape[view.dim_map[dim]]}, {coords[dim]}", "a")
-            remaining[dim] = k.b.op(f"select i1 {checks[dim]}, i64 {left}, i64 0", "a")
-        if (dim, d) not in bounds:
-            bounds[(dim, d)] = k.b.op(f"icmp ugt i64 {remaining[dim]}, {d}", "a")
+        if (dim, d) not in bounds:   # compared as element_address does (what LLVM knows of it folds)
+            coord = k.b.op(f"add i64 {coords[dim]}, {d}", "a")
+            bounds[(dim, d)] = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[view.dim_map[dim]]}", "a")
         return bounds[(dim, d)]
 
     out = []
