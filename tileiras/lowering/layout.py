@@ -300,6 +300,23 @@ class MmaLayout:
             row = place(w_m, rm, mi, 16, row_in)
         return (place(w_b, rb, bi, 1, "0"), row, place(w_n, rn, ni, 8, col_in), valid)
 
+    def slot_shift(self, shape: tuple[int, ...], slot: int) -> Optional[tuple[int, ...]]:
+        """Per dimension of a tile of `shape`, how far `slot`'s element lies from slot 0's in every
+        thread (a constant: `coords` adds the slot's block and fragment position to the thread's
+        own), or None where the tile is not this layout's (batch?, rows, cols), leading 1s aside."""
+        lead = 0
+        while len(shape) - lead > 2 and shape[lead] == 1:
+            lead += 1
+        inner = tuple(shape[lead:])
+        if len(inner) > 3 or (1,) * (3 - len(inner)) + inner != tuple(self.shape):
+            return None
+        _, rm, rn = self.repeats
+        blk, j = divmod(slot, 4)
+        bi, rest = divmod(blk, rm * rn)
+        mi, ni = divmod(rest, rn)
+        row = (mi * self.warps[1] if self.interleaved else mi) * 16 + (8 if j >= 2 else 0)
+        return (0,) * lead + (bi, row, ni * 8 + j % 2)[3 - len(inner):]
+
     def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
         b, r, c, valid = self.coords(pre, tid, slot)
         _, m, n = self.shape

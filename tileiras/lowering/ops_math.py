@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..ir.types import ScalarType, element_of
+from .exp_f32 import exp_f32
 from .kernel import KernelLowering, op_error
 from .llvm_text import llvm_type
 from .ops_arith import _map
@@ -50,7 +51,8 @@ def _math(k: KernelLowering, op: Operation) -> None:
     ftz = bool(op.attributes.get("flush_to_zero", False))
     compute = "double" if ty == "double" else "float"
     scale = mode == "approx" and compute == "float" and op.name == "cuda_tile.exp"
-    if scale:
+    inline = compute == "float" and op.name == "cuda_tile.exp" and not scale   # exp_f32.py
+    if scale or inline:
         name = f"llvm.nvvm.ex2.approx{'.ftz' if ftz else ''}.f"
     elif compute == "float" and op.name in ONE_INSTRUCTION:
         name = f"llvm.nvvm.{ONE_INSTRUCTION[op.name]}{'.ftz' if ftz else ''}.f"
@@ -71,7 +73,10 @@ def _math(k: KernelLowering, op: Operation) -> None:
         args = [k.b.op(f"fpext {ty} {x} to float", "m") if ty in ("half", "bfloat") else x for x in a[:arity]]
         if scale:
             args = [k.b.op(f"fmul float {args[0]}, {LOG2_E_F32}", "m")]
-        r = k.b.call(compute, name, [(compute, x) for x in args])
+        if inline:
+            r = exp_f32(k.b, args[0], ftz)
+        else:
+            r = k.b.call(compute, name, [(compute, x) for x in args])
         return k.b.op(f"fptrunc float {r} to {ty}", "m") if ty in ("half", "bfloat") else r
     _map(k, op, apply)
 

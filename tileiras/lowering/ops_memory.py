@@ -143,9 +143,73 @@ def _make_partition_view(k: KernelLowering, op: Operation) -> None:
 
 def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType, layout: Layout):
     """Per slot of `layout`: (pointer, in-bounds i1 or None) of the element this thread holds."""
+    return _slot_addresses(k, op, view, layout, range(k.slots(tile_type, layout)))
+
+
+def _slot_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, layout: Layout,
+                    slots: range) -> list[tuple[str, "str | None"]]:
+    """(pointer, in-bounds i1 or None) of the element this thread holds in each of `slots`.
+
+    Where the layout places every slot a constant distance from slot 0 (mma fragments), one
+    address is computed and the others step from it (`_shifted_addresses`); else each is
+    computed on its own."""
     index = view_index(k, op, view)
+    shift = getattr(layout, "slot_shift", None)
+    if shift is not None and view.sparse_dim is None and slots.start == 0:
+        shifts = [shift(view.tile_shape, slot) for slot in slots]
+        if all(d is not None for d in shifts):
+            return _shifted_addresses(k, op, view, index, k.multi_index(view.tile_shape, 0, layout),
+                                      shifts)  # type: ignore[arg-type]
     return [element_address(k, op, view, index, k.multi_index(view.tile_shape, slot, layout))
-            for slot in range(k.slots(tile_type, layout))]
+            for slot in slots]
+
+
+def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
+                       local: list[str], shifts: list[tuple[int, ...]]) -> list[tuple[str, "str | None"]]:
+    """`element_address` of the elements at `local` + each shift (constant, >= 0 per tile dimension).
+
+    Slot 0's address is computed once; a shift along dimensions of runtime stride gives one
+    pointer per distinct such shift (a fragment row), the rest is a constant offset that ptxas
+    folds into the access ([%rd+16]); bounds compare slot 0's coordinate plus the shift.
+    Building each of an epilogue's 64 addresses from the tile index instead gives LLVM's
+    straight-line strength reduction one block of ~700 instructions to rewrite (most of a
+    persistent matmul's LLVM time)."""
+    ptr0, checks, coords = _element_parts(k, op, view, index, local)
+    elem = storage_type(view.tensor.type.element)
+    bounds: dict[tuple[int, int], str] = {}
+    rows: dict[tuple[tuple[int, int], ...], str] = {}
+    oks: dict[tuple[str, ...], "str | None"] = {}
+
+    def within(dim: int, d: int) -> str:
+        if d == 0:
+            return checks[dim]
+        if (dim, d) not in bounds:   # compared as element_address does (what LLVM knows of it folds)
+            coord = k.b.op(f"add i64 {coords[dim]}, {d}", "a")
+            bounds[(dim, d)] = k.b.op(f"icmp ult i64 {coord}, {view.tensor.shape[view.dim_map[dim]]}", "a")
+        return bounds[(dim, d)]
+
+    out = []
+    for shift in shifts:
+        const, runtime = 0, []
+        for dim, d in enumerate(shift):
+            stride = view.tensor.strides[view.dim_map[dim]]
+            if d and stride.lstrip("-").isdigit():
+                const += d * int(stride)
+            elif d:
+                runtime.append((dim, d))
+        key = tuple(runtime)
+        if key not in rows:
+            offset = "0"
+            for dim, d in runtime:
+                term = k.b.op(f"mul i64 {view.tensor.strides[view.dim_map[dim]]}, {d}", "a")
+                offset = term if offset == "0" else k.b.op(f"add i64 {offset}, {term}", "a")
+            rows[key] = ptr0 if offset == "0" else k.b.op(f"getelementptr {elem}, ptr {ptr0}, i64 {offset}", "a")
+        ptr = rows[key] if const == 0 else k.b.op(f"getelementptr {elem}, ptr {rows[key]}, i64 {const}", "a")
+        names = tuple(within(dim, shift[dim]) for dim in checks)
+        if names not in oks:
+            oks[names] = _all(k, list(names))
+        out.append((ptr, oks[names]))
+    return out
 
 
 def view_index(k: KernelLowering, op: Operation, view: PartitionViewVal) -> tuple[list[str], object]:
@@ -393,9 +457,7 @@ def _widen(tile: TileType, layout: Layout, ordering: str, elements: Callable[[in
 def _vector_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
                       vec: int) -> list[tuple[str, "str | None"]]:
     """Per run of `vec` slots: (pointer, in-bounds i1 or None) of its first element."""
-    index = view_index(k, op, view)
-    return [element_address(k, op, view, index, k.multi_index(view.tile_shape, slot, layout))
-            for slot in range(0, k.slots(tile, layout), vec)]
+    return _slot_addresses(k, op, view, layout, range(0, k.slots(tile, layout), vec))
 
 
 def _store_view(k: KernelLowering, op: Operation) -> None:
