@@ -487,10 +487,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
         vty = f"<{vec} x {lty}>"
         for i, (ptr, ok) in enumerate(_vector_addresses(k, op, view, tile.type, tile.layout, vec)):
             cond = _write_guard(k, tile.type.num_elements, i * vec, ok, tile.layout)
-            packed = "undef"
-            for j in range(vec):
-                value = to_storage(k, tile.slots[i * vec + j], elem)
-                packed = k.b.op(f"insertelement {vty} {packed}, {lty} {value}, i32 {j}", "st")
+            packed = _pack(k, tile.slots[i * vec:(i + 1) * vec], elem, "st")
             k.guarded(cond, lambda: k.b.emit(f"store {vty} {packed}, ptr {ptr}, align {vec * _align(elem)}"), None, vty)
         k.set(op.results[0], TokenVal())
         return
@@ -527,6 +524,16 @@ def _offset(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], TileRegs(rtype, out))
 
 
+def _pack(k: KernelLowering, values: list, elem, tag: str) -> str:
+    """One vector register of `values` in their storage type (a wide store's data, a wide load's padding)."""
+    lty = storage_type(elem)
+    vty = f"<{len(values)} x {lty}>"
+    packed = "undef"
+    for j, value in enumerate(values):
+        packed = k.b.op(f"insertelement {vty} {packed}, {lty} {to_storage(k, value, elem)}, i32 {j}", tag)
+    return packed
+
+
 def _load_ptr(k: KernelLowering, op: Operation) -> None:
     emit_wait(k, op)
     ptrs = k.tile(op.operand("source"))  # type: ignore[arg-type]
@@ -548,10 +555,7 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
         for i in range(0, len(ptrs.slots), vec):
             default = f"<{', '.join([f'{lty} {padding_literal(None, elem)}'] * vec)}>"   # type: ignore[arg-type]
             if pad is not None:
-                default = "undef"
-                for j in range(vec):
-                    value = to_storage(k, pad.slots[i + j], elem)
-                    default = k.b.op(f"insertelement {vty} {default}, {lty} {value}, i32 {j}", "ld")
+                default = _pack(k, pad.slots[i:i + vec], elem, "ld")
             p = ptrs.slots[i]
             v = k.guarded(mask.slots[i] if mask else None,
                           lambda: k.b.op(f"load {vty}, ptr {p}, align {vec * _align(elem)}", "ld"), default, vty)
@@ -587,10 +591,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
         vty = f"<{vec} x {lty}>"
         for i in range(0, len(ptrs.slots), vec):
             cond = _write_guard(k, vals.type.num_elements, i, mask.slots[i] if mask else None, vals.layout)
-            packed = "undef"
-            for j in range(vec):
-                value = to_storage(k, vals.slots[i + j], elem)
-                packed = k.b.op(f"insertelement {vty} {packed}, {lty} {value}, i32 {j}", "st")
+            packed = _pack(k, vals.slots[i:i + vec], elem, "st")
             p = ptrs.slots[i]
             k.guarded(cond, lambda: k.b.emit(f"store {vty} {packed}, ptr {p}, align {vec * _align(elem)}"), None, vty)
         k.set(op.results[0], TokenVal())
