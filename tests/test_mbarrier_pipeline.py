@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from emulator_runs import edit_ptx, without_wait  # noqa: E402
 from test_tile_layer import _attention, _entry, _inputs, _matmul, _module, _ptx, _ptxas_report  # noqa: E402
 
 
@@ -33,24 +34,6 @@ def test_sm90_matmul_pipeline_matches_numpy_under_the_race_checker(iterations: i
     out = _run(module, (1, 1, 1), [a, b, c])[2]
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.abs(out - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())
-
-
-def _without_wait(monkeypatch, what: str) -> None:
-    """The emulator runs our PTX with the try_wait loop on the `what` barrier taken out (its wait
-    succeeds at once)."""
-    from tileiras.runtime import backends
-
-    real = backends.compile_module
-
-    def mutated(req, emit, gpu):
-        ptx, meta = real(req, emit, gpu)
-        lines = ptx.decode().splitlines()
-        hits = [i for i, line in enumerate(lines) if f"// wait: {what}" in line]
-        assert hits, f"no '{what}' wait in the PTX"
-        for i in hits:
-            lines[i] = "\tmov.u32 " + lines[i].split("selp.u32 ")[1].split(",")[0] + ", 1;"
-        return "\n".join(lines).encode(), meta
-    monkeypatch.setattr(backends, "compile_module", mutated)
 
 
 @pytest.mark.parametrize("gpu,what,report", [
@@ -75,7 +58,7 @@ def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, 
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
 
-    _without_wait(monkeypatch, what)
+    edit_ptx(monkeypatch, without_wait(what))
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)   # the ring wraps: stages are refilled
     with pytest.raises((DeviceFault, TileirasError), match=report):
@@ -246,18 +229,14 @@ def test_releasing_a_stage_before_its_wgmma_group_retires_is_a_race(monkeypatch)
     reading the stage: the producer's refill overwrites what that wgmma may still be reading."""
     from tileiras.driver.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
-    from tileiras.runtime import backends
-
-    real = backends.compile_module
-
-    def mutated(req, emit, gpu):
-        ptx, meta = real(req, emit, gpu)
-        lines = ptx.decode().splitlines()
+    def retire_after_release(text: str) -> str:
+        lines = text.splitlines()
         wait = next(i for i, line in enumerate(lines) if re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", line))
         release = next(i for i in range(wait, len(lines)) if "mbarrier.arrive.shared::cta.b64 _," in lines[i])
         lines.insert(release + 1, lines.pop(wait))
-        return "\n".join(lines).encode(), meta
-    monkeypatch.setattr(backends, "compile_module", mutated)
+        return "\n".join(lines)
+
+    edit_ptx(monkeypatch, retire_after_release)
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)
     with pytest.raises((DeviceFault, TileirasError), match="write-after-read"):
