@@ -32,6 +32,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 import compilers  # noqa: E402
+import gaps  # noqa: E402
 import sass_stats  # noqa: E402
 
 
@@ -65,22 +66,10 @@ def measure(config: dict, gpu: str, tmp: Path) -> dict[str, Any]:
                 entry.update(ok=False, error=str(exc))
                 stats = None
             if stats is not None:
-                entry["stats"] = stats_json(stats)
+                entry["stats"] = sass_stats.as_json(stats)
                 entry["dynamic_smem"] = result.dynamic_smem
         row[side] = entry
     return row
-
-
-def stats_json(s: sass_stats.KernelStats) -> dict[str, Any]:
-    return {"registers": s.registers, "spills": s.spills, "stack": s.stack,
-            "shared_static": s.shared_static, "threads": s.threads, "setmaxnreg": s.setmaxnreg,
-            "tensor_core": dict(s.tensor_core), "tensor_shapes": dict(s.tensor_shapes),
-            "ldgsts": s.ldgsts, "tma": dict(s.tma), "mbarrier": s.mbarrier,
-            "ldmatrix": s.ldmatrix, "stmatrix": s.stmatrix,
-            "global_loads": {str(k): v for k, v in sorted(s.global_loads.items())},
-            "global_stores": {str(k): v for k, v in sorted(s.global_stores.items())},
-            "hot_loop": s.hot_loop, "hot_loop_tensor_core": s.hot_loop_tensor_core,
-            "loops": s.loops, "instructions": s.instructions}
 
 
 # ---------------------------------------------------------------------------------- printing
@@ -184,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(pool.map(lambda job: measure(job[0], job[1], Path(tmp)), jobs))
     print(f"SASS, ours|NVIDIA's, {len(configs)} configurations, {len(jobs)} kernel-target pairs")
     print_rows(rows)
-    for line in summary(rows):
+    for line in summary(rows) + gaps.gaps(rows):
         print(line)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -19,6 +19,7 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # -------------------------------------------------------------------------- instruction classes
 
@@ -299,6 +300,19 @@ class KernelStats:
         if sum(self.tma.values()):
             widths.append(128)
         return max(widths, default=0)
+
+
+def as_json(s: KernelStats) -> dict[str, Any]:
+    """Every figure of `s` as plain JSON (what the benchmarks write and benchmarks/gaps.py reads)."""
+    return {"registers": s.registers, "spills": s.spills, "stack": s.stack,
+            "shared_static": s.shared_static, "threads": s.threads, "setmaxnreg": s.setmaxnreg,
+            "tensor_core": dict(s.tensor_core), "tensor_shapes": dict(s.tensor_shapes),
+            "ldgsts": s.ldgsts, "tma": dict(s.tma), "mbarrier": s.mbarrier,
+            "ldmatrix": s.ldmatrix, "stmatrix": s.stmatrix,
+            "global_loads": {str(k): v for k, v in sorted(s.global_loads.items())},
+            "global_stores": {str(k): v for k, v in sorted(s.global_stores.items())},
+            "hot_loop": s.hot_loop, "hot_loop_tensor_core": s.hot_loop_tensor_core,
+            "loops": s.loops, "instructions": s.instructions}
 
 
 def function_stats(func: SassFunction, res: ResUsage | None = None,

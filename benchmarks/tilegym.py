@@ -34,6 +34,7 @@ TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 import compilers  # noqa: E402  (compile with either tileiras, CPU time measured)
+import gaps  # noqa: E402
 import sass_stats  # noqa: E402
 
 
@@ -51,10 +52,7 @@ def _stats(cubin: Path, symbol: str) -> dict[str, Any] | None:
         stats = sass_stats.cubin_stats(cubin).get(symbol)
     except sass_stats.CuobjdumpError:
         return None
-    if stats is None:
-        return None
-    return {"registers": stats.registers, "spills": stats.spills,
-            "tensor_core": dict(stats.tensor_core), "threads": stats.threads}
+    return None if stats is None else sass_stats.as_json(stats)
 
 
 def measure(row: dict, gpu: str, tmp: Path, timeout: float, sass: bool) -> dict[str, Any]:
@@ -178,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         for fut in futures:             # in order, each printed as soon as it is done
             results.append(fut.result())
             print(line(results[-1]), flush=True)
-    for text in summary(results):
+    for text in summary(results) + gaps.gaps(results):
         print(text)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")

@@ -1,0 +1,95 @@
+"""Where our machine code still falls short of NVIDIA's, per the issues' "done when" checks.
+
+    python benchmarks/gaps.py ROWS.json [ROWS.json ...]   # JSON written by sass.py or tilegym.py --json
+
+Each row is one kernel and target with both compilers' cuobjdump figures (`sass_stats.as_json`). A
+check names every pair where NVIDIA's has something ours lacks; a pair either side failed to
+compile is left to the benchmark's own summary.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+# SASS tensor-core family -> its generation (the instruction family each issue compares)
+GENERATION: dict[str, str] = {
+    "HMMA": "mma.sync", "IMMA": "mma.sync", "QMMA": "mma.sync", "OMMA": "mma.sync", "DMMA": "mma.sync",
+    "BMMA": "mma.sync", "HGMMA": "wgmma", "IGMMA": "wgmma", "QGMMA": "wgmma", "BGMMA": "wgmma",
+    "UTCMMA": "tcgen05",
+}
+
+
+def _generations(stats: dict) -> set[str]:
+    return {GENERATION.get(family, family) for family in stats["tensor_core"]}
+
+
+def _widest(stats: dict, key: str) -> int:
+    """Bits per thread of the widest access in `key` (global_loads / global_stores); a kernel that
+    moves tiles by TMA has no narrower need."""
+    if sum(stats["tma"].values()):
+        return 128
+    return max((int(bits) for bits in stats[key]), default=0)
+
+
+def _async(stats: dict) -> bool:
+    return bool(stats["ldgsts"] or sum(stats["tma"].values()) or stats["mbarrier"])
+
+
+# check -> (what it says, gap(ours, nvidia, gpu) -> detail or None)
+CHECKS: dict[str, tuple[str, Callable[[dict, dict, str], str | None]]] = {
+    "spills": ("ours spills where NVIDIA's does not",
+               lambda o, n, g: f"{o['spills']} spill instructions" if o["spills"] and not n["spills"] else None),
+    "load width": ("our widest global load is narrower than NVIDIA's (TMA counts as 128)",
+                   lambda o, n, g: f"{_widest(o, 'global_loads')}|{_widest(n, 'global_loads')} bits"
+                   if _widest(o, "global_loads") < _widest(n, "global_loads") else None),
+    "store width": ("our widest global store is narrower than NVIDIA's (TMA counts as 128)",
+                    lambda o, n, g: f"{_widest(o, 'global_stores')}|{_widest(n, 'global_stores')} bits"
+                    if _widest(o, "global_stores") < _widest(n, "global_stores") else None),
+    "ldmatrix": ("NVIDIA's reads mma.sync operands with ldmatrix, ours does not",
+                 lambda o, n, g: "LDSM 0" if n["ldmatrix"] and not o["ldmatrix"]
+                 and "mma.sync" in _generations(o) else None),
+    "tensor cores": ("another tensor-core generation than NVIDIA's",
+                     lambda o, n, g: f"{','.join(sorted(_generations(o))) or 'none'}|"
+                     f"{','.join(sorted(_generations(n))) or 'none'}"
+                     if _generations(n) and _generations(o) != _generations(n) else None),
+    "async copies": ("NVIDIA's copies asynchronously (cp.async, TMA or mbarriers), ours does not",
+                     lambda o, n, g: "none" if _async(n) and not _async(o) else None),
+    "warp roles": ("NVIDIA's reallocates registers between warp roles (setmaxnreg), ours does not",
+                   lambda o, n, g: "no setmaxnreg" if n.get("setmaxnreg") and not o.get("setmaxnreg") else None),
+}
+
+
+def gaps(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per check (pairs compared, pairs short), then one indented line per short pair."""
+    both = [r for r in rows if r["ours"].get("stats") and r["nvidia"].get("stats")]
+    lines = [f"gaps vs NVIDIA's over {len(both)} pairs with both cubins:"]
+    for name, (says, check) in CHECKS.items():
+        short = [(r, detail) for r in both
+                 if (detail := check(r["ours"]["stats"], r["nvidia"]["stats"], r["gpu"])) is not None]
+        lines.append(f"  {name}: {len(short)} ({says})")
+        lines.extend(f"    {r['name']} {r['gpu']}: {detail}" for r, detail in short)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
+    if not paths:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    rows: list[dict] = []
+    for path in paths:
+        try:
+            rows += json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            return 1
+    for line in gaps(rows):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
