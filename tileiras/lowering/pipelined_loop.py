@@ -43,7 +43,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          staged_through_registers, wait_all, wait_groups)
-from . import mbarrier, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
+from . import mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
@@ -77,6 +77,8 @@ class ActivePipeline:
                                         # the consumers neither wait for a stage nor release it
     tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
     once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
+    cluster: Optional[multicast.ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
+                                        # multicast in slices; stages released in every receiving CTA
 
 
 # targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's keep cp.async for now)
@@ -136,7 +138,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
                                  dense=load in dense) for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
-    full = empty = None
+    full = empty = cluster = None
     specialized = False
     tma = None
     if uses_mbarriers(k):
@@ -145,7 +147,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma = _choose_tma(k, plan.loads, matrices, dense)
+        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, specialized)
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
@@ -153,6 +155,10 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
+        if cluster is not None:
+            handshake += (f"; shared tiles multicast in slices, each stage released in the "
+                          f"{cluster.releasing_ctas} CTAs receiving this CTA's slices, cluster barriers after "
+                          f"the init and before the invalidation")
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), II=ii,
              WantedStages=str(fit.wanted),
@@ -170,7 +176,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
-                          mma_reads=specialized and bool(k.warp_split.mmas))
+                          mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster)
 
 
 def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[SharedTileVal]:
@@ -264,14 +270,17 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
         and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
-def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict, dense: set) -> Optional[dict]:
+def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict, dense: set,
+                specialized: bool) -> tuple[Optional[dict], Optional[multicast.ClusterLoads]]:
     """The loads' TMA copies (sm_90, sm_100 / sm_103), their tensor maps added to the kernel's hidden
     parameters; or None when a load cannot use TMA: the loop then keeps cp.async (the full barrier
     counts the copying threads' arrivals) and a remark on each load says why. Only block scales in
     unpadded stages (`dense`) may keep cp.async beside the others' TMA boxes (`copied`): the full
-    barrier then counts the TMA thread's arrival with the copying threads' (NVIDIA's A scales)."""
+    barrier then counts the TMA thread's arrival with the copying threads' (NVIDIA's A scales).
+    In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
+    multicast.plan allows (its plan is returned beside the copies)."""
     if k.sm not in TMA_TARGETS:
-        return None
+        return None, None
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
     plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense)
              for load in loads}
@@ -281,11 +290,15 @@ def _choose_tma(k: KernelLowering, loads: tuple, matrices: dict, dense: set) -> 
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
             k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
                      load, Reason=reason)
-        return None
+        return None, None
     for load, reason in why.items():
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
                  load, Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
-    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, (t, _) in plans.items() if t}
+    copies = {load: t for load, (t, _) in plans.items() if t}
+    cluster = None
+    if not why:
+        cluster, copies = multicast.plan(k, loop, copies, specialized)
+    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
 
 
 def copied(p: ActivePipeline) -> tuple:
@@ -378,7 +391,7 @@ def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> 
     assert p.tma and p.full is not None
     offsets = {load: _stage_offset(k, p, load, stage) for load in p.loads}
     tma_copy.issue(k, p.tma, p.matrices, p.loop.regions[0].block.arguments[0], iv, offsets,
-                   mbarrier.address(k, p.full, stage))
+                   mbarrier.address(k, p.full, stage), multicast.casts(k, p.cluster) if p.cluster else None)
 
 
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
@@ -396,9 +409,13 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
         # release per reading thread
         copiers = (1 if p.tma else 0) + ((k.warp_split.producers if p.specialized else k.threads) if copied(p) else 0)
         releasers = 1 if p.mma_reads else k.threads     # the MMA thread's tcgen05.commit, or every reader
+        if p.cluster is not None:   # ...of every CTA that receives this CTA's slices
+            releasers *= p.cluster.releasing_ctas
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
     if p.specialized:
         warp_specialize.publish(k)      # the consumers' copies and the mbarriers, for everyone
+    elif p.cluster is not None:
+        multicast.sync(k, relaxed=True)   # every CTA's barriers initialized, its buffers free, before any slice lands
     else:
         k.barrier()
     for value in k.values.values():
@@ -469,7 +486,10 @@ def _refill(k: KernelLowering, p: ActivePipeline) -> None:
 
     def release() -> None:
         bar = mbarrier.address(k, empty, write)
-        mbarrier.arrive(k, bar)
+        if p.cluster is not None:   # released in every CTA the stage's slices came from
+            multicast.release(k, p.cluster, bar)
+        else:
+            mbarrier.arrive(k, bar)
         mbarrier.wait(k, bar, mbarrier.phase_parity(k, k.b.op(f"sub i32 {p.counter}, 1", "pf"), p.stages),
                       "stage empty")
     k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, 0", "pf"), release)
@@ -548,7 +568,10 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
         mma_warp_done(k)
     wait_all(k)
     if p.full is not None and p.empty is not None:
-        k.barrier()
+        if p.cluster is not None:
+            multicast.sync(k)   # no peer's release still on its way to these barriers; none exits while
+        else:                   # slices may still land in it
+            k.barrier()
         mbarrier.inval(k, [p.full, p.empty])
         tma_copy.invalidate(k, list(p.once))
     return results

@@ -66,10 +66,13 @@ class TmaCopy:
     bands: int = 1              # boxes per tile along its rows
     band_bytes: int = 0         # shared bytes from one band to the next within an atom
     slot: int = -1              # index among the kernel's tensor maps (k.tma_params), once chosen
+    slices: int = 1             # multicast (`sliced`): the CTAs sharing the tile each issue one slice of rows
+    slice_bytes: int = 0        # shared bytes from one slice to the next within an atom
 
     @property
     def nbytes(self) -> int:
-        return self.atoms * self.bands * self.box_bytes
+        """Bytes landing in the CTA's stage: every slice's, whichever CTA issued it."""
+        return self.atoms * self.bands * self.slices * self.box_bytes
 
 
 def _dtype(op: Operation, elem: ScalarType) -> str:
@@ -172,6 +175,21 @@ def _dense(op: Operation, tile: TileType, view: PartitionViewVal, sources: objec
     return TmaCopy(spec, order, box[0], 1, nbytes, nbytes, box), ""
 
 
+def sliced(t: TmaCopy, parts: int) -> tuple[Optional[TmaCopy], str]:
+    """`t` cut along the rows of its boxes into `parts` slices, each multicast by one CTA of the
+    cluster into all (lowering/multicast.py); (None, why not). A slice holds whole 8-row swizzle
+    atoms, so that it lands at an offset where the swizzle pattern starts afresh."""
+    if len(t.box) != 2 or t.bands != 1 or t.spec.swizzle == "none":
+        return None, f"the {'x'.join(map(str, t.box))} box is not one swizzled 2-D box per atom"
+    rows = t.box[1] // parts
+    if t.box[1] % parts or rows % 8:
+        return None, f"the box's {t.box[1]} rows do not cut into {parts} slices of whole 8-row atoms"
+    box = (t.box[0], rows)
+    row_bytes = t.box_bytes // t.box[1]
+    return replace(t, spec=replace(t.spec, box=box), box=box, box_bytes=rows * row_bytes, slices=parts,
+                   slice_bytes=rows * row_bytes), ""
+
+
 def hidden_param(k: KernelLowering, spec: TmaParam) -> int:
     """The slot of the kernel's tensor map for `spec` (one per distinct view and box)."""
     if spec not in k.tma_params:
@@ -194,31 +212,47 @@ def prefetch(k: KernelLowering, loads: dict) -> None:
         k.b.emit(f'call void asm sideeffect "prefetch.tensormap [$0];", "l,~{{memory}}"(ptr {param_name(slot)})')
 
 
-def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str) -> None:
+def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str,
+          casts: Optional[dict] = None) -> None:
     """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
-    barrier, then every box of every load."""
+    barrier, then every box of every load (of a sliced load, `casts[load]` = (i32 slice, i16 CTA
+    mask): this CTA's slice, multicast to the CTAs of the mask)."""
     mbarrier.arrive_expect_tx(k, full, sum(t.nbytes for t in loads.values()))
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
     try:
         for load, t in loads.items():
-            _load_boxes(k, load, t, matrices[load].offset, stage[load], full)
+            _load_boxes(k, load, t, matrices[load].offset, stage[load], full, (casts or {}).get(load))
     finally:
         if saved is not None:
             k.values[iv_arg] = saved
 
 
-def _load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, stage: str, full: str) -> None:
+def _load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, stage: str, full: str,
+                cast: Optional[tuple[str, str]] = None) -> None:
     """Every box of the tile `op` loads, into shared bytes `offset` (+ i32 `stage` unless ""),
-    completing on the barrier at `full`."""
+    completing on the barrier at `full`; with `cast` (i32 slice, i16 CTA mask) this CTA's slice of
+    each box, into the same offset of every CTA of the mask (and onto each one's barrier there)."""
     for at, coords in _boxes(k, op, t, offset):
+        if cast is not None:
+            part = cast[0]
+            shift = part if part == "0" else k.b.op(f"mul i32 {part}, {t.slice_bytes}", "tc")
+            at = k.b.op(f"add i32 {shift}, {at}", "tc")   # type: ignore[assignment]
+            first = part if part == "0" else k.b.op(f"mul i32 {part}, {t.box[1]}", "tc")
+            coords = [coords[0], k.b.op(f"add i32 {coords[1]}, {first}", "tc"), *coords[2:]]
         place = k.b.op(f"add i32 {stage}, {at}", "tc") if stage else str(at)
         dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, place)} to i32", "tc")
         n = len(coords)
-        _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
-                f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
-             f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+        if cast is None:
+            _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
+                    f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
+                 f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+        else:
+            _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                    f".multicast::cluster [$0], [$1, {{{_places(2, n)}}}], [${n + 2}], ${n + 3};",
+                 "r,l," + "r," * n + "r,h",
+                 f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}, i16 {cast[1]}")
 
 
 @record(frozen=False)
@@ -337,5 +371,6 @@ def _asm(k: KernelLowering, text: str, constraints: str, args: str) -> None:
 
 def describe(t: TmaCopy) -> str:
     n = t.atoms * t.bands
-    return (f"{n} box{'es' if n > 1 else ''} of {'x'.join(map(str, t.box))} "
+    cast = f", one slice of {t.slices} multicast to the CTAs sharing it" if t.slices > 1 else ""
+    return (f"{n} box{'es' if n > 1 else ''} of {'x'.join(map(str, t.box))}{cast} "
             f"(tensor map {t.slot}, {t.nbytes} bytes a stage)")

@@ -69,6 +69,9 @@ from ..ir.core import Operation, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType
 
 CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor, N factor)
+# on each view load of a split entry: the label ("M", "N" or "") of each tile dimension, from which the
+# lowering knows which CTAs of the cluster load the same tile (lowering/multicast.py)
+DIMS_ATTR = "nv_tileaa.cluster_dims"
 RANK_OP = "nv_tileaa.cluster_ctarank"
 _OPCODE = 0x10100                        # above bytecode's range, like nv_tileas' ops
 
@@ -418,6 +421,9 @@ def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tupl
                 shrink(v)
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
             view = op.operand("view")
+            if op.name == "cuda_tile.load_view_tko":
+                op.attributes[DIMS_ATTR] = tuple(
+                    lbl if (lbl := lab.of(view, d)) in (M, N) else "" for d in range(len(view.type.tile_shape)))
             index = op.operand_group("index")
             start = op.operands.index(index[0]) if index else 0
             for d, idx in enumerate(index):
