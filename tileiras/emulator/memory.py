@@ -20,6 +20,9 @@ PARAM_WINDOW = 0x4000_0000_0000     # generic addresses of kernel parameters (cv
 SHARED_WINDOW = 0x5000_0000_0000    # generic addresses of the CTA's shared memory
 LOCAL_WINDOW = 0x6000_0000_0000     # generic addresses of the thread's local memory
 WINDOW_SIZE = 1 << 32
+# the CTAs of a cluster keep their shared memories this far apart (shared::cluster addresses rank * stride +
+# offset); 2^18 is past the 228 KiB a CTA may have and what a 14-bit wgmma/tcgen05 descriptor address spans
+CLUSTER_SMEM_STRIDE = 1 << 18
 GUARD_BYTES = 256                   # unmapped gap after every allocation
 
 

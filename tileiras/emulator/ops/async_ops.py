@@ -334,6 +334,7 @@ def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
     """Shared-memory offsets of the mbarrier each lane names (generic addresses are mapped)."""
     np = _np()
     from ..memory import SHARED_WINDOW, WINDOW_SIZE
+    from ..spaces import shared_outside
 
     a = np.asarray(addr(st)).astype(np.uint64)
     a = np.full(lanes.size, a) if a.ndim == 0 else a[lanes]
@@ -347,7 +348,7 @@ def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
     if bad_.any():
         i = int(np.argmax(bad_))
         raise DeviceFault(f"misaligned mbarrier at shared address 0x{int(a[i]):x}", int(lanes[i]))
-    over = a + np.uint64(8) > np.uint64(st.smem_size)
+    over = shared_outside(st, a, 8)
     if over.any():
         i = int(np.argmax(over))
         raise DeviceFault(f"mbarrier at shared address 0x{int(a[i]):x} is out of bounds", int(lanes[i]))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import DeviceFault
+from ..spaces import shared_outside, smem_base
 from ..parser import Addr, Imm, Instr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
 from ..smem_layout import decode_umma_desc, operand_addresses
@@ -66,16 +67,17 @@ class TensorMemory:
     relinquished: bool = False
 
 
-def tmem(st: Any) -> TensorMemory:
+def tmem(st: Any, thread: int) -> TensorMemory:
+    """The tensor memory of thread `thread`'s CTA (each CTA of a cluster has its own)."""
     if st.tmem is None:
-        st.tmem = TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32))
-    return st.tmem
+        st.tmem = [TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32)) for _ in range(st.ncta)]
+    return st.tmem[thread // st.cta_threads]
 
 
 def _cells(st: Any, lane0: int, col0: int, lanes: int, cols: int, thread: int, what: str) -> tuple:
     """Index arrays (lanes, cols) into the cells, after checking the columns are allocated."""
     np = _np()
-    tm = tmem(st)
+    tm = tmem(st, thread)
     if lane0 < 0 or lane0 + lanes > LANES or col0 < 0 or col0 + cols > COLUMNS:
         raise DeviceFault(f"{what} reaches outside tensor memory (lanes {lane0}..{lane0 + lanes - 1}, "
                           f"columns {col0}..{col0 + cols - 1})", thread)
@@ -117,7 +119,8 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
     ops = list(ins.operands)
     if op == "relinquish_alloc_permit":
         def relinquish(st: Any, m: Any) -> None:
-            tmem(st).relinquished = True
+            for w in _warps(st, m):
+                tmem(st, int(st.warp_starts[w])).relinquished = True
 
         return (K_COLL, relinquish, None)
     ncols = dec.reader(ops[1], "u32", ins)
@@ -125,9 +128,9 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
         _, dst = address(dec, ops[0], "shared", ins)
 
         def alloc(st: Any, m: Any) -> None:
-            tm = tmem(st)
             for w in _warps(st, m):
                 t = int(st.warp_starts[w])
+                tm = tmem(st, t)
                 n = _at(st, ncols, t)
                 if n < 32 or n > COLUMNS or n & (n - 1):
                     raise DeviceFault(f"tcgen05.alloc of {n} columns: a power of two in 32..512 is needed", t)
@@ -140,9 +143,9 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
                                       "waits forever for a dealloc)", t)
                 tm.allocated[start] = n
                 if st.races is not None:
-                    st.races.hb.tensor().forget(start, n)
+                    _tensor_cells(st).forget(start, n, LANES * (t // st.cta_threads), LANES)
                 d = _at(st, dst, t)
-                if d % 4 or d + 4 > st.smem_size:
+                if d % 4 or shared_outside(st, _np().uint64(d), 4):
                     raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
                 st.shared[d:d + 4] = np.frombuffer(int(start).to_bytes(4, "little"), dtype=np.uint8)
                 if st.races is not None:
@@ -153,9 +156,9 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
     taddr = dec.reader(ops[0], "u32", ins)
 
     def dealloc(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for w in _warps(st, m):
             t = int(st.warp_starts[w])
+            tm = tmem(st, t)
             a, n = _at(st, taddr, t), _at(st, ncols, t)
             if a >> 16 or tm.allocated.get(a & 0xFFFF) != n:
                 raise DeviceFault(f"tcgen05.dealloc of {n} columns at 0x{a:x} does not match an allocation", t)
@@ -168,11 +171,16 @@ def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner:
            collective: bool = False) -> None:
     """Record (and check) an access of tensor-memory cells (lanes `li`, columns `ci`) for the race
     checker, in flight until `owner` completes (happens_before.TensorCells)."""
-    cells = st.races.hb.tensor()
-    idx = cells.cells(li, ci)
+    cells = _tensor_cells(st)
     tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
+    idx = cells.cells(_np().asarray(li) + LANES * (int(tids.flat[0]) // st.cta_threads), ci)
     cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
                  collective)
+
+
+def _tensor_cells(st: Any) -> Any:
+    """The race checker's tensor-memory cells: CTA r's lanes are r * LANES + lane."""
+    return st.races.hb.tensor(LANES * st.ncta)
 
 
 def _site(ins: Instr, write: bool) -> Any:
@@ -238,9 +246,9 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
         lane_of, col_of = np.broadcast_to((thread % 16)[:, None], (32, count)), (thread // 16)[:, None] * split + j
 
     def fn(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for w in _warps(st, m):
             t0 = int(st.warp_starts[w])
+            tm = tmem(st, t0)
             a = (_at(st, base, t0) + offset) & 0xFFFFFFFF
             lane0, col0 = a >> 16, a & 0xFFFF
             quarter = 32 * (w % 4)
@@ -369,8 +377,8 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     what = f"tcgen05.mma at line {ins.line}"
 
     def fn(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for t in lanes_of(st, m).tolist():
+            tm = tmem(st, t)
             try:
                 f = decode_idesc(_at(st, id_op, t), kind)
             except ValueError as e:
@@ -439,7 +447,7 @@ def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int, ins: 
     li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
     if st.races is not None:
         _track(st, li, ci, t, False, ins, ("tcgen05", t))
-    cells = tmem(st).cells[li, ci]                         # (32 lanes, columns)
+    cells = tmem(st, t).cells[li, ci]                         # (32 lanes, columns)
     raw = ((cells[r % 32, r // 32] >> np.uint32(8 * sf_id)) & np.uint32(0xFF)).astype(np.uint8)
     if scale == "ue8m0":
         return np.where(raw == 255, np.nan, np.exp2(raw.astype(np.float64) - 127))
@@ -454,7 +462,7 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
         start, lbo, sbo, span, atom = decode_umma_desc(desc)
     except ValueError as e:
         raise DeviceFault(str(e), t) from None
-    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom)
+    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom) + smem_base(st, t)
     if st.races is not None:
         owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
         st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
@@ -513,8 +521,8 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
     what = f"tcgen05.cp at line {ins.line}"
 
     def fn(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for t in lanes_of(st, m).tolist():
+            tm = tmem(st, t)
             vals = _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins).astype(np.uint32)
             a = _at(st, taddr, t) & 0xFFFFFFFF
             if copies is None:
