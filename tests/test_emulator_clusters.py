@@ -105,8 +105,9 @@ def test_reading_before_the_barrier_cluster_wait_is_a_race() -> None:
     assert out[0] == 1000
 
 
-# CTA 1 (64 threads) stores into CTA 0's buffer and arrives on CTA 0's mbarrier remotely; CTA 0 waits on
-# it (or, {skip}, does not) and writes what it got out.
+# CTA 1 (64 threads) stores into CTA 0's buffer and arrives on CTA 0's mbarrier remotely (its address by
+# CUTLASS's peer-bit mask: shared addresses carry the CTA rank from bit 24 up, as on the GPU); CTA 0 waits
+# on it (or, {skip}, does not) and writes what it got out.
 _HANDOFF = """
 .version 8.0
 .target sm_90
@@ -139,7 +140,7 @@ INITED:
     mul.lo.u32 %r7, %r1, 3;
     st.shared::cluster.u32 [%r5], %r7;
     mov.u32 %r8, bar;
-    mapa.shared::cluster.u32 %r9, %r8, 0;
+    and.b32 %r9, %r8, 0xFEFFFFFF;   // CTA 1's address of bar has the rank in bit 24: clear it for CTA 0's
     fence.acq_rel.cluster;
     mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r9];
     bra.uni END;

@@ -27,9 +27,10 @@ The CTAs of a thread-block cluster run together as one state (`CTAState` over
 all their threads, CTA after CTA in rank order): the scheduler interleaves them
 like the warps of one CTA, bar.sync stays per CTA, and barrier.cluster,
 distributed shared memory and remote mbarriers (`cluster.py`) work across them.
-Their shared memories lie `CLUSTER_SMEM_STRIDE` apart in one buffer, and a
-thread's shared addresses are its CTA's offsets there (its shared::cluster
-addresses), so the race checker sees the cluster's threads and bytes as one.
+A thread's shared addresses carry its CTA's rank from bit `CTA_RANK_SHIFT` up,
+as on the GPU (they are its shared::cluster addresses); the CTAs' shared
+memories lie `smem_stride` bytes apart in one buffer (`spaces.shared_index`),
+so the race checker sees the cluster's threads and bytes as one.
 
 Because of this lockstep, a missing barrier never gives a wrong result; the
 opt-in race checker (`races.py`) reports the conflicting accesses instead.
@@ -46,7 +47,7 @@ from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 from .errors import DeviceFault, EmulatorError
-from .memory import CLUSTER_SMEM_STRIDE, Memory
+from .memory import CTA_RANK_SHIFT, Memory
 from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, WARPGROUP, Program,
                       decode)
 from .ptxtypes import ptx_type, uint_dtype
@@ -133,7 +134,8 @@ class CTAState:
         self.kparam_views: dict = {}
         self.smem_size = launch.smem_size
         self.dyn_smem_base = launch.dyn_smem_base
-        self.shared = np.zeros(_round16(launch.smem_size) if k == 1 else k * CLUSTER_SMEM_STRIDE, dtype=np.uint8)
+        self.smem_stride = _round16(launch.smem_size)     # of each CTA's shared memory in `shared`
+        self.shared = np.zeros(k * self.smem_stride, dtype=np.uint8)
         self.shared_views: dict = {}
         self.lsize = prog.local_size
         self.local = np.zeros(max(n * self.lsize, 16), dtype=np.uint8)
@@ -150,9 +152,9 @@ class CTAState:
         self.nwarps = (n + 31) // 32
         self.warp_starts = np.arange(0, n, 32, dtype=np.int64)
         self.warp_sizes = np.minimum(32, n - self.warp_starts)
-        # each thread's CTA rank and the start of its CTA's shared memory (None outside clusters)
+        # each thread's CTA rank, and that rank as the bits of its shared addresses (None outside clusters)
         self.rank_of = None if k == 1 else self.all_lanes // nb
-        self.smem_base = None if k == 1 else (self.rank_of * CLUSTER_SMEM_STRIDE).astype(np.uint64)
+        self.rank_bits = None if k == 1 else (self.rank_of << CTA_RANK_SHIFT).astype(np.uint64)
         self.exited = np.zeros(n, dtype=bool)
         self.any_exited = False
         self.CC = np.zeros(n, dtype=np.uint8)

@@ -434,10 +434,10 @@ class Decoder:
             raise bad(ins, f"unknown symbol '{op.name}'")
         dt = np_dtype(ty)
         offset = op.offset
-        if info.space == "shared":      # the CTA's offset, plus where its shared memory starts in a cluster
+        if info.space == "shared":      # the CTA's offset, plus its rank's bits in a cluster
             def shared_address(st: Any, value: Any = info.value) -> Any:
                 c = dt.type((st.dyn_smem_base if value is None else value) + offset)
-                return c if st.smem_base is None else (st.smem_base + c).astype(dt)
+                return c if st.rank_bits is None else (st.rank_bits + c).astype(dt)
 
             return shared_address
         if info.space in ("local", "kparam"):

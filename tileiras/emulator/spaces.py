@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .memory import (CLUSTER_SMEM_STRIDE, AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
+from .memory import (CTA_OFFSET_MASK, CTA_RANK_SHIFT, AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
                      scatter)
 from .errors import DeviceFault
 from .races import Site
@@ -54,7 +54,7 @@ def _one(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int) -> tuple:
         bad = shared_outside(st, addrs, nbytes)
         if bad.any():
             raise _fault("out-of-bounds", "shared", addrs, lanes, int(np.argmax(bad)), nbytes)
-        return st.shared, st.shared_views, addrs.astype(np.int64)
+        return st.shared, st.shared_views, shared_index(st, addrs)
     if space == "local":
         bad = addrs + np.uint64(nbytes) > np.uint64(st.lsize)
         if bad.any():
@@ -75,19 +75,32 @@ def _one(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int) -> tuple:
 
 def shared_outside(st: Any, addrs: Any, nbytes: int) -> Any:
     """Which shared (shared::cluster) addresses `addrs` (uint64) leave their CTA's shared memory for an
-    access of `nbytes`."""
+    access of `nbytes`, or name a CTA the cluster does not have."""
     import numpy as np
 
-    if st.smem_base is None:
+    if st.rank_bits is None:
         return addrs + np.uint64(nbytes) > np.uint64(st.smem_size)
-    local = addrs & np.uint64(CLUSTER_SMEM_STRIDE - 1)
-    return (local + np.uint64(nbytes) > np.uint64(st.smem_size)) | (addrs >= np.uint64(st.shared.size))
+    local = addrs & np.uint64(CTA_OFFSET_MASK)
+    return (local + np.uint64(nbytes) > np.uint64(st.smem_size)) | \
+        ((addrs >> np.uint64(CTA_RANK_SHIFT)) >= np.uint64(st.ncta))
+
+
+def shared_index(st: Any, addrs: Any) -> Any:
+    """Offsets (int64) in the state's shared buffer of shared::cluster addresses: a cluster's CTAs keep
+    their shared memories `smem_stride` bytes apart there."""
+    import numpy as np
+
+    addrs = np.asarray(addrs).astype(np.uint64)
+    if st.rank_bits is None:
+        return addrs.astype(np.int64)
+    return ((addrs >> np.uint64(CTA_RANK_SHIFT)).astype(np.int64) * st.smem_stride
+            + (addrs & np.uint64(CTA_OFFSET_MASK)).astype(np.int64))
 
 
 def smem_base(st: Any, thread: int) -> int:
     """Where thread `thread`'s CTA's shared memory starts in the state's buffer (what the 14-bit
     addresses of wgmma/tcgen05 descriptors are relative to)."""
-    return 0 if st.smem_base is None else int(st.smem_base[thread])
+    return 0 if st.rank_bits is None else int(st.rank_of[thread]) * st.smem_stride
 
 
 def _generic(st: Any, addrs: Any, lanes: Any, nbytes: int) -> list:

@@ -331,10 +331,11 @@ class MBarrier:
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
-    """Shared-memory offsets of the mbarrier each lane names (generic addresses are mapped)."""
+    """Shared-memory offsets of the mbarrier each lane names (generic addresses are mapped; in a cluster,
+    offsets in the state's buffer of all the CTAs' shared memories)."""
     np = _np()
     from ..memory import SHARED_WINDOW, WINDOW_SIZE
-    from ..spaces import shared_outside
+    from ..spaces import shared_index, shared_outside
 
     a = np.asarray(addr(st)).astype(np.uint64)
     a = np.full(lanes.size, a) if a.ndim == 0 else a[lanes]
@@ -352,7 +353,7 @@ def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
     if over.any():
         i = int(np.argmax(over))
         raise DeviceFault(f"mbarrier at shared address 0x{int(a[i]):x} is out of bounds", int(lanes[i]))
-    return a
+    return shared_index(st, a)
 
 
 def _get(st: Any, key: int, thread: int) -> MBarrier:

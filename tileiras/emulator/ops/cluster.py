@@ -1,9 +1,8 @@
 """Thread-block clusters: `mapa`, `getctarank` and `barrier.cluster`.
 
-The CTAs of a cluster run as one state (executor.py): CTA r's shared memory starts at
-r * CLUSTER_SMEM_STRIDE of the state's buffer, and the shared addresses its threads see are
-those offsets, which are also their shared::cluster addresses. So ld/st/atom/mbarrier on a
-shared::cluster address need nothing more than the bounds check of `spaces.shared_outside`;
+The CTAs of a cluster run as one state (executor.py). The shared addresses CTA r's threads see
+carry r from bit CTA_RANK_SHIFT up, as on the GPU, and are their shared::cluster addresses too, so
+ld/st/atom/mbarrier on a shared::cluster address need nothing more than `spaces.shared_index`;
 `mapa` moves an address to another CTA's memory.
 
 barrier.cluster: each thread's arrive (`.release` unless `.relaxed`) counts once per phase; the
@@ -18,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import DeviceFault
-from ..memory import CLUSTER_SMEM_STRIDE, SHARED_WINDOW, WINDOW_SIZE
+from ..memory import CTA_OFFSET_MASK, CTA_RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE
+from ..spaces import shared_outside
 from ..parser import Instr
 from ..program import K_OP, K_WAIT, Decoder, Mods, bad
 from .common import lanes_of
@@ -32,8 +32,8 @@ def _np() -> Any:
     return np
 
 
-def _shared_offsets(st: Any, a: Any, lanes: Any, generic: bool, what: str) -> Any:
-    """The state-buffer offsets of shared addresses `a` (uint64, one per lane of `lanes`)."""
+def _shared_addresses(st: Any, a: Any, lanes: Any, generic: bool, what: str) -> Any:
+    """Shared::cluster addresses `a` (uint64, one per lane of `lanes`; generic ones mapped), checked."""
     np = _np()
     if generic:
         inside = (a >= np.uint64(SHARED_WINDOW)) & (a < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
@@ -41,7 +41,7 @@ def _shared_offsets(st: Any, a: Any, lanes: Any, generic: bool, what: str) -> An
             i = int(np.argmin(inside))
             raise DeviceFault(f"{what}: 0x{int(a[i]):x} is not a shared-memory address", int(lanes[i]))
         a = a - np.uint64(SHARED_WINDOW)
-    over = a >= np.uint64(st.shared.size)
+    over = shared_outside(st, a, 0)
     if over.any():
         i = int(np.argmax(over))
         raise DeviceFault(f"{what}: shared address 0x{int(a[i]):x} is outside the cluster's shared memory",
@@ -75,10 +75,10 @@ def _mapa(dec: Decoder, ins: Instr) -> Any:
         if bad_.any():
             i = int(np.argmax(bad_))
             raise DeviceFault(f"mapa to CTA rank {int(r[i])}: the cluster has {st.ncta} CTA(s)", int(lanes[i]))
-        off = _shared_offsets(st, a, lanes, generic, "mapa")
-        if st.smem_base is not None:
-            off = (off & np.uint64(CLUSTER_SMEM_STRIDE - 1)) + r.astype(np.uint64) * np.uint64(CLUSTER_SMEM_STRIDE)
-        out = off + np.uint64(SHARED_WINDOW) if generic else off
+        off = _shared_addresses(st, a, lanes, generic, "mapa") & np.uint64(CTA_OFFSET_MASK)
+        out = off | (r.astype(np.uint64) << np.uint64(CTA_RANK_SHIFT))
+        if generic:
+            out = out + np.uint64(SHARED_WINDOW)
         full = np.zeros(st.n, dtype=dt)
         full[lanes] = out.astype(dt)
         w.put(st, m, full)
@@ -104,9 +104,9 @@ def _getctarank(dec: Decoder, ins: Instr) -> Any:
             return
         a = np.asarray(ra(st)).astype(np.uint64)
         a = np.full(lanes.size, a) if a.ndim == 0 else a[lanes]
-        off = _shared_offsets(st, a, lanes, generic, "getctarank")
+        off = _shared_addresses(st, a, lanes, generic, "getctarank")
         full = np.zeros(st.n, dtype=np.uint32)
-        full[lanes] = (off // np.uint64(CLUSTER_SMEM_STRIDE)).astype(np.uint32) if st.smem_base is not None else 0
+        full[lanes] = (off >> np.uint64(CTA_RANK_SHIFT)).astype(np.uint32)
         w.put(st, m, full)
 
     return (K_OP, getctarank, None)

@@ -67,12 +67,12 @@ def address(dec: Decoder, op: Any, space: str, ins: Instr) -> tuple[str, Callabl
         if space not in (kind, "generic"):
             raise bad(ins, f"'{base.name}' is in .{kind}, not in .{space}")
         window = 0 if space == kind else (SHARED_WINDOW if kind == "shared" else LOCAL_WINDOW)
-        if kind == "shared":     # the CTA's offset, plus where its shared memory starts in a cluster
+        if kind == "shared":     # the CTA's offset, plus its rank's bits in a cluster
             value = info.value
 
             def shared_address(st: Any) -> Any:
                 c = np.uint64((st.dyn_smem_base if value is None else value) + total + window)
-                return c if st.smem_base is None else st.smem_base + c
+                return c if st.rank_bits is None else st.rank_bits + c
 
             return space, shared_address
         c = np.uint64(info.value + total + window)

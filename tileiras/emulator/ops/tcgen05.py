@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import DeviceFault
-from ..spaces import shared_outside, smem_base
+from ..spaces import shared_index, shared_outside, smem_base
 from ..parser import Addr, Imm, Instr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
 from ..smem_layout import decode_umma_desc, operand_addresses
@@ -147,6 +147,7 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
                 d = _at(st, dst, t)
                 if d % 4 or shared_outside(st, _np().uint64(d), 4):
                     raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
+                d = int(shared_index(st, d))
                 st.shared[d:d + 4] = np.frombuffer(int(start).to_bytes(4, "little"), dtype=np.uint8)
                 if st.races is not None:
                     st.races.check_bytes(st, _site(ins, True), "shared", st.shared.size, np.arange(d, d + 4),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import DeviceFault
-from ..spaces import shared_outside, smem_base
+from ..spaces import shared_index, shared_outside
 from ..memory import AccessFault
 from ..parser import Addr, Imm, Instr, Sym, TensorAddr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
@@ -114,7 +114,7 @@ def _shared_span(st: Any, dst: int, tm: Any, lane: int) -> Any:
     if shared_outside(st, np.uint64(dst), nbytes):
         raise DeviceFault(f"TMA box of {nbytes} bytes at shared address 0x{dst:x} is out of bounds", lane)
     elems = dst + np.arange(0, nbytes, tm.elem_bytes, dtype=np.int64)
-    return swizzle(elems, tm.swizzle_bytes, tm.swizzle_atom)[:, None] + np.arange(tm.elem_bytes)
+    return shared_index(st, swizzle(elems, tm.swizzle_bytes, tm.swizzle_atom))[:, None] + np.arange(tm.elem_bytes)
 
 
 def _coords(dec: Decoder, vec: Vec, rank: int, ins: Instr) -> list:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from ..async_regs import Pending
 from ..errors import DeviceFault
-from ..spaces import shared_outside, smem_base
+from ..spaces import smem_base
 from ..parser import Imm, Instr, Vec
 from ..program import K_COLL, WARPGROUP, Decoder, Mods, bad
 from ..smem_layout import decode_gmma_desc, operand_addresses
@@ -62,8 +62,8 @@ def element_values(raw: Any, ty: str) -> Any:
 def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int) -> Any:
     """The values of a matrix whose elements lie at shared addresses `addrs` (any shape)."""
     np = _np()
-    if addrs.size and (int(addrs.min()) < 0 or shared_outside(st, np.uint64(addrs.min()), 0)
-                       or shared_outside(st, np.uint64(addrs.max()), esize)):
+    base = smem_base(st, lane)      # `addrs` are offsets in the state's buffer, of the lane's CTA's memory
+    if addrs.size and (int(addrs.min()) < base or int(addrs.max()) + esize > base + st.smem_size):
         raise DeviceFault(f"{what} operand reaches outside shared memory (addresses 0x{int(addrs.min()):x}.."
                           f"0x{int(addrs.max()):x})", lane)
     raw = st.shared[addrs[..., None] + np.arange(esize)]
