@@ -179,3 +179,140 @@ def test_mapa_to_a_rank_outside_the_cluster_faults() -> None:
     ptx = _HANDOFF.format(skip="").replace("mapa.shared::cluster.u32 %r5, %r4, 0;", "mapa.shared::cluster.u32 %r5, %r4, 2;")
     with pytest.raises(EmulatorError, match="mapa to CTA rank 2: the cluster has 2 CTA"):
         emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)])
+
+
+# TMA into a cluster (n CTAs of 128 threads, 2D f32 tensor of 8n x 32). Multicast: CTA r loads rows 8r..8r+7
+# into buf + 1024 r of every CTA of the mask; each CTA's mbarrier expects all n boxes, then the CTA copies
+# its buf out. Pair (.cta_group::2, n = 2): each CTA loads its rows into its own buf and signals the
+# leader's mbarrier; the leader waits and copies both CTAs' buffers out (the peer's through DSMEM).
+_TMA = """
+.version 8.6
+.target sm_100a
+.address_size 64
+
+.visible .entry k(.param .u64 out, .param .align 64 .b8 tmap[128])
+.reqnctapercluster {n}, 1, 1
+{{
+    .reg .pred %p<4>;
+    .reg .b16 %rs<2>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<16>;
+    .shared .align 1024 .b8 buf[{nbytes}];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r0, %tid.x;
+    mov.u32 %r20, %cluster_ctarank;
+    setp.eq.u32 %p1, %r0, 0;
+    @%p1 mbarrier.init.shared.b64 [bar], 1;
+    @%p1 fence.mbarrier_init.release.cluster;
+    barrier.cluster.arrive.relaxed.aligned;
+    barrier.cluster.wait.aligned;
+    mov.u32 %r10, 0;
+    shl.b32 %r11, %r20, 3;
+    mov.u32 %r5, buf;
+    mov.u32 %r6, bar;
+    {issue}
+    mov.u32 %r1, %r0;
+    shl.b32 %r1, %r1, 2;
+    mov.u32 %r21, %ctaid.x;
+    mul.lo.u32 %r21, %r21, {nbytes};
+COPY:
+    setp.ge.u32 %p3, %r1, {nbytes};
+    @%p3 bra DONE;
+    add.u32 %r2, %r5, %r1;
+    ld.shared::cluster.u32 %r4, [%r2];
+    add.u32 %r3, %r1, %r21;
+    cvt.u64.u32 %rd2, %r3;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r4;
+    add.u32 %r1, %r1, 512;
+    bra COPY;
+DONE:
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    ret;
+}}
+"""
+
+_MULTICAST = """
+    shl.b32 %r7, %r20, 10;
+    add.u32 %r8, %r5, %r7;
+    mov.u16 %rs1, {mask};
+    @%p1 mbarrier.arrive.expect_tx.shared.b64 _, [bar], {nbytes};
+    @%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+        [%r8], [tmap, {{%r10, %r11}}], [bar], %rs1;
+    {wait}
+"""
+
+_PAIR = """
+    and.b32 %r9, %r6, 0xFEFFFFFF;
+    setp.eq.u32 %p2, %r20, 0;
+    and.pred %p2, %p2, %p1;
+    @%p2 mbarrier.arrive.expect_tx.shared.b64 _, [bar], 2048;
+    @%p1 cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+        [buf], [tmap, {%r10, %r11}], [%r9];
+    setp.ne.u32 %p2, %r20, 0;
+    @%p2 bra DONE;
+WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;
+    @!%p2 bra WAIT;
+    mov.u32 %r1, %r0;
+    shl.b32 %r1, %r1, 2;
+PEER:                                   // the peer's box follows the leader's in out
+    setp.ge.u32 %p3, %r1, 1024;
+    @%p3 bra LEADER;
+    mapa.shared::cluster.u32 %r2, %r5, 1;
+    add.u32 %r2, %r2, %r1;
+    ld.shared::cluster.u32 %r4, [%r2];
+    add.u32 %r3, %r1, 1024;
+    cvt.u64.u32 %rd2, %r3;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r4;
+    add.u32 %r1, %r1, 512;
+    bra PEER;
+LEADER:
+"""
+
+_WAIT = """WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;
+    @!%p2 bra WAIT;"""
+
+
+def _tma(n: int, issue: str, nbytes: int, check_races: bool = True) -> np.ndarray:
+    from tileiras.emulator import Memory, run_ptx
+    from tileiras.runtime.tensormap import for_array
+
+    src = np.arange(8 * n * 32, dtype=np.float32).reshape(8 * n, 32)
+    mem = Memory()
+    a = mem.alloc(src.nbytes)
+    mem.write(a, src.tobytes())
+    out = mem.alloc(n * nbytes)
+    ptx = _TMA.format(n=n, nbytes=nbytes, issue=issue)
+    run_ptx(ptx, "k", (n, 1, 1), (128, 1, 1), [out, for_array(a, src.shape, src.strides, "f32", (8, 32))], mem,
+            check_races=check_races)
+    return src, np.frombuffer(mem.read(out, n * nbytes), np.float32).reshape(n, -1)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_multicast_tma_load_lands_in_every_cta_of_the_mask(n: int) -> None:
+    issue = _MULTICAST.format(mask=(1 << n) - 1, nbytes=1024 * n, wait=_WAIT)
+    src, out = _tma(n, issue, 1024 * n)
+    for r in range(n):          # every CTA holds every CTA's rows, in rank order
+        assert np.array_equal(out[r], src.ravel()), r
+
+
+def test_reading_a_multicast_box_before_the_mbarrier_wait_is_reported() -> None:
+    issue = _MULTICAST.format(mask=3, nbytes=2048, wait="")
+    with pytest.raises(EmulatorError, match="read before the mbarrier wait"):
+        _tma(2, issue, 2048)
+
+
+def test_multicast_mask_outside_the_cluster_faults() -> None:
+    issue = _MULTICAST.format(mask=5, nbytes=2048, wait=_WAIT)
+    with pytest.raises(EmulatorError, match="multicast mask 0x5 names CTAs outside this cluster of 2 CTAs"):
+        _tma(2, issue, 2048)
+
+
+def test_cta_group_2_tma_loads_complete_on_the_leaders_mbarrier() -> None:
+    src, out = _tma(2, _PAIR, 1024)
+    assert np.array_equal(out.ravel(), src.ravel())     # the leader's rows, then the peer's

@@ -156,7 +156,7 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     mods.flag("bulk_group")
     mods.ignore(("L2::cache_hint",))
     if mods.flag("multicast::cluster"):
-        raise bad(ins, "multicast bulk copies need clusters, which are not supported")
+        raise bad(ins, "multicast bulk (non-tensor) copies are not supported by the emulator")
     mods.done()
     dst_space, src_space = (spaces.SPACE_ALIASES[s] for s in spaces_)
     ops = list(ins.operands)
