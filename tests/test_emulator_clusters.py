@@ -316,3 +316,139 @@ def test_multicast_mask_outside_the_cluster_faults() -> None:
 def test_cta_group_2_tma_loads_complete_on_the_leaders_mbarrier() -> None:
     src, out = _tma(2, _PAIR, 1024)
     assert np.array_equal(out.ravel(), src.ravel())     # the leader's rows, then the peer's
+
+
+# tcgen05 across a CTA pair: each CTA copies its halves of A and B (canonical K-major images) into shared
+# memory, warp 0 of each allocates cta_group::2 tensor memory, thread 0 of the lead CTA issues one
+# tcgen05.mma.cta_group::2 and commits it to both CTAs' mbarriers (multicast); every warp of both CTAs
+# reads its 32-lane quarter of its CTA's accumulator.
+_PAIR_MMA = """
+.version 8.7
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 img, .param .u64 adesc, .param .u64 bdesc, .param .u32 idesc)
+.reqnctapercluster 2, 1, 1
+{{
+    .reg .pred %p<8>;
+    .reg .b16 %rs<2>;
+    .reg .b32 %r<32>;
+    .reg .b32 %v<{w}>;
+    .reg .b64 %rd<24>;
+    .shared .align 1024 .b8 buf[{img}];
+    .shared .align 8 .b64 bar;
+    .shared .align 8 .b32 slot;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [img];
+    ld.param.u64 %rd20, [adesc];
+    ld.param.u64 %rd21, [bdesc];
+    ld.param.u32 %r7, [idesc];
+    mov.u32 %r0, %tid.x;
+    mov.u32 %r16, %cluster_ctarank;
+    setp.eq.u32 %p1, %r0, 0;
+    shr.u32 %r14, %r0, 5;
+    setp.eq.u32 %p3, %r14, 0;
+    mul.wide.u32 %rd5, %r16, {img};
+    add.s64 %rd2, %rd2, %rd5;
+    shl.b32 %r1, %r0, 4;
+    mov.u32 %r5, buf;
+COPY:
+    setp.ge.u32 %p4, %r1, {img};
+    @%p4 bra COPIED;
+    cvt.u64.u32 %rd3, %r1;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.v4.u32 {{%r10, %r11, %r12, %r13}}, [%rd4];
+    add.u32 %r2, %r5, %r1;
+    st.shared.v4.u32 [%r2], {{%r10, %r11, %r12, %r13}};
+    add.u32 %r1, %r1, 2048;
+    bra COPY;
+COPIED:
+    fence.proxy.async.shared::cta;
+    @%p3 tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [slot], 256;
+    @%p3 tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;
+    @%p1 mbarrier.init.shared.b64 [bar], 1;
+    @%p1 fence.mbarrier_init.release.cluster;
+    tcgen05.fence::before_thread_sync;
+    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+    tcgen05.fence::after_thread_sync;
+    ld.shared.b32 %r20, [slot];
+    setp.eq.u32 %p2, %r16, 0;
+    and.pred %p2, %p2, %p1;
+    mov.u16 %rs1, 3;
+    @%p2 tcgen05.mma.cta_group::2.kind::f16 [%r20], %rd20, %rd21, %r7, %p6;
+    @%p2 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [bar], %rs1;
+WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p5, [bar], 0;
+    @!%p5 bra WAIT;
+    tcgen05.fence::after_thread_sync;
+    shl.b32 %r21, %r14, 21;
+    add.u32 %r22, %r20, %r21;
+    tcgen05.ld.sync.aligned.32x32b.x{w}.b32 {{{regs}}}, [%r22];
+    tcgen05.wait::ld.sync.aligned;
+    mad.lo.u32 %r23, %r16, 128, %r0;
+    mul.wide.u32 %rd8, %r23, {wb};
+    add.s64 %rd11, %rd1, %rd8;
+{store}
+    tcgen05.fence::before_thread_sync;
+    barrier.cluster.arrive.release.aligned;
+    barrier.cluster.wait.acquire.aligned;
+    @%p3 tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r20, 256;
+    ret;
+}}
+"""
+
+
+def _pair_mma(m: int, unsignalled_peer: bool = False) -> tuple:
+    """(what the pair's tensor memories hold, A B^T); `unsignalled_peer`: the commit signals the lead
+    CTA only and the peer reads its accumulator without waiting."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from emulator_async_layouts import image, umma_desc
+
+    from tileiras.emulator import Memory, run_ptx
+
+    n, k = 64, 16
+    hm, hn = m // 2, n // 2
+    rng = np.random.default_rng(3)
+    a = (rng.integers(-8, 8, (m, k)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 8, (n, k)) / 4).astype(np.float16)
+    b_base = 4096 if m == 128 else 8192
+    size = b_base + 2048
+    imgs = np.zeros((2, size), np.uint8)
+    for p in range(2):          # CTA p holds A's rows p*hm.. and B's rows p*hn.. at the same offsets
+        a_img, a_lbo, a_sbo = image(a[p * hm:(p + 1) * hm], True, 0, 0)
+        b_img, b_lbo, b_sbo = image(b[p * hn:(p + 1) * hn], True, 0, b_base)
+        imgs[p, :a_img.size] = a_img
+        imgs[p, b_base:b_base + b_img.size] = b_img
+    w = n if m == 256 else hn               # columns per lane each CTA holds
+    regs = ", ".join(f"%v{i}" for i in range(w))
+    store = "\n".join(f"    st.global.u32 [%rd11+{4 * i}], %v{i};" for i in range(w))
+    ptx = _PAIR_MMA.format(w=w, wb=4 * w, img=size, regs=regs, store=store)
+    if unsignalled_peer:
+        ptx = ptx.replace("mov.u16 %rs1, 3;", "mov.u16 %rs1, 1;").replace(
+            "WAIT:", "setp.ne.u32 %p7, %r16, 0;\n    @%p7 bra READ;\nWAIT:").replace(
+            "    tcgen05.fence::after_thread_sync;\n    shl.b32 %r21", "READ:\n    tcgen05.fence::after_thread_sync;\n    shl.b32 %r21")
+    idesc = (1 << 4) | ((n >> 3) << 17) | ((m >> 4) << 24)       # f16 x f16 -> f32, K-major A and B
+    mem = Memory()
+    img, out = mem.alloc(imgs.nbytes), mem.alloc(2 * 128 * w * 4)
+    mem.write(img, imgs.tobytes())
+    run_ptx(ptx.replace("%p6;", "0;"), "k", (2, 1, 1), (128, 1, 1),
+            [out, img, umma_desc(0, a_lbo, a_sbo, 0), umma_desc(b_base, b_lbo, b_sbo, 0), idesc], mem,
+            check_races=True)
+    got = np.frombuffer(mem.read(out, 2 * 128 * w * 4), np.float32).reshape(2, 128, w)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    if m == 128:    # Layout B: each CTA's 64 rows, column halves on lanes 0-63 and 64-127
+        got = np.concatenate([got[:, :64], got[:, 64:]], axis=2)
+    return got.reshape(m, n), want
+
+
+@pytest.mark.parametrize("m", [256, 128])
+def test_a_cta_pair_mma_splits_a_and_b_over_the_pair_and_d_over_its_tensor_memories(m: int) -> None:
+    got, want = _pair_mma(m)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_peer_reading_its_accumulator_without_the_commits_mbarrier_is_a_race() -> None:
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\).*thread 128"):
+        _pair_mma(256, unsignalled_peer=True)

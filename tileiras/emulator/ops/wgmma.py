@@ -18,7 +18,7 @@ element i of the thread's N/2 accumulators is row 16w + g + 8*((i >> 1) & 1), co
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..async_regs import Pending
 from ..errors import DeviceFault
@@ -59,10 +59,11 @@ def element_values(raw: Any, ty: str) -> Any:
     return raw.astype(np.dtype(f"u{dt.itemsize}")).view(dt).astype(np.float64)
 
 
-def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int) -> Any:
-    """The values of a matrix whose elements lie at shared addresses `addrs` (any shape)."""
+def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int, base: Optional[int] = None) -> Any:
+    """The values of a matrix whose elements lie at `addrs` (any shape): offsets in the state's shared
+    buffer, inside the shared memory of the lane's CTA (or the one starting at `base`)."""
     np = _np()
-    base = smem_base(st, lane)      # `addrs` are offsets in the state's buffer, of the lane's CTA's memory
+    base = smem_base(st, lane) if base is None else base
     if addrs.size and (int(addrs.min()) < base or int(addrs.max()) + esize > base + st.smem_size):
         raise DeviceFault(f"{what} operand reaches outside shared memory (addresses 0x{int(addrs.min()):x}.."
                           f"0x{int(addrs.max()):x})", lane)
