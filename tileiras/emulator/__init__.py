@@ -17,6 +17,9 @@ is issued; what a GPU would leave in flight is checked instead: registers of a w
 wait_group (`async_regs.py`, always), and with the race checker TMA data read before its mbarrier
 phase, generic stores read by the async proxy without fence.proxy.async, and stages overwritten
 before the reads of them are ordered (`races.py`, `happens_before.py`).
+
+Thread-block clusters run their CTAs together (`executor.py`, `ops/cluster.py`): distributed shared
+memory, barrier.cluster, remote mbarrier arrivals, and the race checker across the cluster's CTAs.
 """
 
 from __future__ import annotations

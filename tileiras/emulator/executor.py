@@ -23,6 +23,15 @@ Grid blocks run one after another in x, then y, then z order; each CTA
 starts with fresh registers, shared and local memory. Atomics of one
 instruction apply in increasing thread order.
 
+The CTAs of a thread-block cluster run together as one state (`CTAState` over
+all their threads, CTA after CTA in rank order): the scheduler interleaves them
+like the warps of one CTA, bar.sync stays per CTA, and barrier.cluster,
+distributed shared memory and remote mbarriers (`cluster.py`) work across them.
+A thread's shared addresses carry its CTA's rank from bit `CTA_RANK_SHIFT` up,
+as on the GPU (they are its shared::cluster addresses); the CTAs' shared
+memories lie `smem_stride` bytes apart in one buffer (`spaces.shared_index`),
+so the race checker sees the cluster's threads and bytes as one.
+
 Because of this lockstep, a missing barrier never gives a wrong result; the
 opt-in race checker (`races.py`) reports the conflicting accesses instead.
 """
@@ -38,7 +47,7 @@ from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 from .errors import DeviceFault, EmulatorError
-from .memory import Memory
+from .memory import CTA_RANK_SHIFT, Memory
 from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, WARPGROUP, Program,
                       decode)
 from .ptxtypes import ptx_type, uint_dtype
@@ -103,15 +112,20 @@ class Launch:
 
 
 class CTAState:
-    """Registers and memories of one CTA, plus the bookkeeping the scheduler and ops share."""
+    """Registers and memories of one CTA (or of all the CTAs of a cluster, `ctaids` in rank order),
+    plus the bookkeeping the scheduler and ops share."""
 
-    def __init__(self, launch: Launch, ctaid: tuple[int, int, int]) -> None:
+    def __init__(self, launch: Launch, ctaids: Sequence[tuple[int, int, int]]) -> None:
         import numpy as np
 
         prog = launch.prog
         bx, by, bz = launch.block
-        n = bx * by * bz
+        nb = bx * by * bz
+        k = len(ctaids)
+        n = nb * k
         self.n = n
+        self.cta_threads = nb           # threads of one CTA; CTA r owns threads r*nb .. r*nb+nb-1
+        self.ncta = k
         self.np = np
         self.launch = launch
         self.mem = launch.mem
@@ -120,7 +134,8 @@ class CTAState:
         self.kparam_views: dict = {}
         self.smem_size = launch.smem_size
         self.dyn_smem_base = launch.dyn_smem_base
-        self.shared = np.zeros(_round16(launch.smem_size), dtype=np.uint8)
+        self.smem_stride = _round16(launch.smem_size)     # of each CTA's shared memory in `shared`
+        self.shared = np.zeros(k * self.smem_stride, dtype=np.uint8)
         self.shared_views: dict = {}
         self.lsize = prog.local_size
         self.local = np.zeros(max(n * self.lsize, 16), dtype=np.uint8)
@@ -137,18 +152,25 @@ class CTAState:
         self.nwarps = (n + 31) // 32
         self.warp_starts = np.arange(0, n, 32, dtype=np.int64)
         self.warp_sizes = np.minimum(32, n - self.warp_starts)
+        # each thread's CTA rank, and that rank as the bits of its shared addresses (None outside clusters)
+        self.rank_of = None if k == 1 else self.all_lanes // nb
+        self.rank_bits = None if k == 1 else (self.rank_of << CTA_RANK_SHIFT).astype(np.uint64)
         self.exited = np.zeros(n, dtype=bool)
         self.any_exited = False
         self.CC = np.zeros(n, dtype=np.uint8)
         self.R = list(launch.base_regs)
+        one = _OneCTA(np, nb) if k > 1 else self
         for name, idx in prog.specials.items():
-            value = _special_value(name, self, launch, ctaid)
-            if value is not None:
-                self.R[idx] = value
+            values = [_special_value(name, one, launch, c) for c in ctaids]
+            if values[0] is not None:
+                self.R[idx] = values[0] if k == 1 else np.concatenate(values)
         self.stack = np.zeros((max(prog.max_call_depth, 1), n), dtype=np.int64)
         self.sp = np.zeros(n, dtype=np.int64)
         self.bars: dict[int, dict] = {}
-        self.block_id = "(" + ",".join(str(c) for c in ctaid) + ")"
+        self.cluster_bar: Any = None        # barrier.cluster's state (cluster.py)
+        self.block_id = "(" + ",".join(str(c) for c in ctaids[0]) + ")"
+        if k > 1:
+            self.block_id = f"{self.block_id} (the cluster of {k} CTAs it leads)"
         self.stdout = launch.stdout
         self.issued = 0
         # asynchronous copies and mbarriers (ops/async_ops.py)
@@ -167,6 +189,10 @@ class CTAState:
         if self.races is not None:
             self.races.new_cta(n, self.shared.size)     # nothing a CTA does races with the CTAs before it
 
+    def cta_range(self, rank: int) -> tuple[int, int]:
+        """The threads [lo, hi) of the cluster's CTA `rank`."""
+        return rank * self.cta_threads, (rank + 1) * self.cta_threads
+
     def clock_value(self) -> int:
         return self.issued * 4 + 1000
 
@@ -174,6 +200,17 @@ class CTAState:
         if mask is None:
             return self.nwarps
         return int(self.np.count_nonzero(self.np.logical_or.reduceat(mask, self.warp_starts)))
+
+
+class _OneCTA:
+    """What `_special_value` reads of a state, for one CTA of a cluster."""
+
+    def __init__(self, np: Any, n: int) -> None:
+        self.n = n
+        self.all_lanes = np.arange(n, dtype=np.int64)
+        self.lane = (self.all_lanes % 32).astype(np.uint32)
+        self.warp_of = self.all_lanes // 32
+        self.nwarps = (n + 31) // 32
 
 
 def _round16(n: int) -> int:
@@ -239,7 +276,7 @@ def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, in
     elif base == "cluster_nctarank":
         value = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
     elif base == "is_explicit_cluster":
-        return np.zeros(n, dtype=bool)
+        return np.full(n, launch.prog.reqnctapercluster is not None or launch.cluster != (1, 1, 1))
     elif base in ("clock", "clock_hi", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
         return None
     else:   # smid, gridid, envregN, pmN, reserved_smem_*: zero
@@ -467,6 +504,9 @@ def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int,
             if h.state == COLL:
                 h.state = RUN      # re-check: the threads it waited for may have exited
         _check_barriers(st, groups)
+        if st.cluster_bar is not None:     # exited threads count as arrived at barrier.cluster
+            from .ops.cluster import complete_cluster_barrier
+            complete_cluster_barrier(st)
         return
     if kind == K_BRX:
         idx = np.asarray(fn(st, act))
@@ -561,6 +601,8 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
         count = int(c if c.ndim == 0 else c[first])
     if not 0 <= bar_id < 16:
         raise DeviceFault(f"barrier number {bar_id} is outside 0..15", first)
+    if st.rank_of is not None:      # each CTA of a cluster has its own barriers 0..15
+        bar_id += 16 * (first // st.cta_threads)
     if st.races is not None:
         st.races.release(act)
     b = st.bars.get(bar_id)
@@ -597,14 +639,18 @@ def _check_barriers(st: CTAState, groups: list) -> None:
     alive = ~st.exited
     for bar_id, b in list(st.bars.items()):
         arrived_or_gone = b["threads"] | ~alive
+        threads = b["threads"]
+        starts = st.warp_starts
+        if st.rank_of is not None:      # barrier 16*r + id is CTA r's barrier id
+            lo, hi = st.cta_range(bar_id // 16)
+            arrived_or_gone, threads, starts = arrived_or_gone[lo:hi], threads[lo:hi], starts[:(hi - lo + 31) // 32]
         if b["count"] is None:
             complete = bool(arrived_or_gone.all())
         elif b["aligned"]:
-            whole = np.logical_and.reduceat(arrived_or_gone, st.warp_starts) & \
-                np.logical_or.reduceat(b["threads"], st.warp_starts)
+            whole = np.logical_and.reduceat(arrived_or_gone, starts) & np.logical_or.reduceat(threads, starts)
             complete = int(np.count_nonzero(whole)) * 32 >= b["count"]
         else:
-            complete = int(np.count_nonzero(b["threads"])) >= b["count"]
+            complete = int(np.count_nonzero(threads)) >= b["count"]
         if not complete:
             continue
         if b["red"]:
@@ -762,11 +808,15 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
     smem_size = dyn_base + dynamic_smem if (dynamic_smem or prog.uses_dynamic_smem) else prog.static_smem
     if smem_size > 228 * 1024:
         raise EmulatorError(f"the kernel needs {smem_size} bytes of shared memory; at most 232448 exist")
+    ncta = cluster[0] * cluster[1] * cluster[2]
+    if ncta > 1 and nthreads % 32:
+        raise EmulatorError(f"the CTAs of a cluster run together here, which needs whole warps: the block {block} "
+                            f"has {nthreads} threads")
     base_regs = []
     zeros: dict[int, Any] = {}
     for bits in prog.reg_bits:
         if bits not in zeros:
-            zeros[bits] = np.zeros(nthreads, dtype=uint_dtype(bits))
+            zeros[bits] = np.zeros(nthreads * ncta, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
     launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
                     stdout if stdout is not None else sys.stdout, cluster=cluster)
@@ -776,11 +826,11 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
         launch.races = RaceChecker(np, prog.info)
     stats = EmulationStats(threads_per_cta=nthreads)
     with np.errstate(all="ignore"):
-        for x, y, z in _ctas_by_cluster(grid, cluster):
-            st = CTAState(launch, (x, y, z))
+        for ctaids in _ctas_by_cluster(grid, cluster):
+            st = CTAState(launch, ctaids)
             stats.warp_instructions += run_cta(st, max_warp_instructions)
             stats.instructions += st.issues
-            stats.ctas += 1
+            stats.ctas += ncta
     stats.seconds = time.perf_counter() - start
     return stats
 
@@ -789,8 +839,7 @@ def _cluster_grid(prog: Program, kernel: str, grid: tuple[int, int, int]) \
         -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid of CTAs, CTAs per cluster) of a launch of `grid` blocks. With `.blocksareclusters` each
     launched block is a cluster of `.reqnctapercluster` CTAs; otherwise the grid counts CTAs and must
-    be whole clusters. The CTAs of a cluster run one after another here: a kernel whose CTAs talk to
-    each other (distributed shared memory, cluster barriers, multicast) is refused by those ops."""
+    be whole clusters."""
     cluster = prog.reqnctapercluster or (1, 1, 1)
     if prog.blocks_are_clusters:
         if prog.reqnctapercluster is None:
@@ -803,15 +852,13 @@ def _cluster_grid(prog: Program, kernel: str, grid: tuple[int, int, int]) \
 
 
 def _ctas_by_cluster(grid: tuple[int, int, int], cluster: tuple[int, int, int]):
-    """CTA ids, cluster after cluster (each cluster's CTAs in rank order)."""
+    """The CTA ids of each cluster in rank order, cluster after cluster."""
     cx, cy, cz = cluster
     for kz in range(grid[2] // cz):
         for ky in range(grid[1] // cy):
             for kx in range(grid[0] // cx):
-                for z in range(kz * cz, kz * cz + cz):
-                    for y in range(ky * cy, ky * cy + cy):
-                        for x in range(kx * cx, kx * cx + cx):
-                            yield x, y, z
+                yield [(x, y, z) for z in range(kz * cz, kz * cz + cz) for y in range(ky * cy, ky * cy + cy)
+                       for x in range(kx * cx, kx * cx + cx)]
 
 
 def _dims(d: Any, what: str) -> tuple[int, int, int]:

@@ -146,11 +146,12 @@ class Clocks:
         if self.tmem is not None:
             self.tmem.finish(done)
 
-    def tensor(self) -> "TensorCells":
+    def tensor(self, lanes: int) -> "TensorCells":
+        """The cells of the tensor memories of `lanes` lanes (128 per CTA of a cluster)."""
         if self.tmem is None:
-            from .ops.tcgen05 import COLUMNS, LANES
+            from .ops.tcgen05 import COLUMNS
 
-            self.tmem = TensorCells(self, LANES, COLUMNS)
+            self.tmem = TensorCells(self, lanes, COLUMNS)
         return self.tmem
 
     # -- generic writes of shared bytes ----------------------------------------------
@@ -233,11 +234,11 @@ class TensorCells:
         lanes, cols = np.broadcast_arrays(np.asarray(lanes, dtype=np.int64), np.asarray(cols, dtype=np.int64))
         return (lanes * self.columns + cols).ravel()
 
-    def forget(self, col0: int, ncols: int) -> None:
-        """Freshly allocated columns carry no history."""
+    def forget(self, col0: int, ncols: int, lane0: int, nlanes: int) -> None:
+        """Freshly allocated columns (of lanes lane0.. of one CTA's tensor memory) carry no history."""
         np = self.np
         cols = np.arange(col0, col0 + ncols)
-        idx = (np.arange(len(self.who["w"]) // self.columns)[:, None] * self.columns + cols).ravel()
+        idx = (np.arange(lane0, lane0 + nlanes)[:, None] * self.columns + cols).ravel()
         for a in "wr":
             self.who[a][idx] = -1
 

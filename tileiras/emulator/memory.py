@@ -20,6 +20,11 @@ PARAM_WINDOW = 0x4000_0000_0000     # generic addresses of kernel parameters (cv
 SHARED_WINDOW = 0x5000_0000_0000    # generic addresses of the CTA's shared memory
 LOCAL_WINDOW = 0x6000_0000_0000     # generic addresses of the thread's local memory
 WINDOW_SIZE = 1 << 32
+# shared::cluster addresses: the CTA's rank in the cluster from this bit up, its offset below, as on the GPU
+# (a CTA's own shared addresses carry its rank too: CUTLASS's peer-bit mask 0xFEFFFFFF turns an odd CTA's
+# mbarrier address into the same mbarrier of the even CTA of its pair)
+CTA_RANK_SHIFT = 24
+CTA_OFFSET_MASK = (1 << CTA_RANK_SHIFT) - 1
 GUARD_BYTES = 256                   # unmapped gap after every allocation
 
 

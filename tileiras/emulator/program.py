@@ -434,9 +434,13 @@ class Decoder:
             raise bad(ins, f"unknown symbol '{op.name}'")
         dt = np_dtype(ty)
         offset = op.offset
-        if info.space in ("shared", "local", "kparam"):
-            if info.space == "shared" and info.value is None:
-                return lambda st: dt.type(st.dyn_smem_base + offset)
+        if info.space == "shared":      # the CTA's offset, plus its rank's bits in a cluster
+            def shared_address(st: Any, value: Any = info.value) -> Any:
+                c = dt.type((st.dyn_smem_base if value is None else value) + offset)
+                return c if st.rank_bits is None else (st.rank_bits + c).astype(dt)
+
+            return shared_address
+        if info.space in ("local", "kparam"):
             c = dt.type(info.value + offset)
             return lambda st: c
         if info.space == "global":

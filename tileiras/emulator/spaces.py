@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .memory import (AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
+from .memory import (CTA_OFFSET_MASK, CTA_RANK_SHIFT, AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
                      scatter)
 from .errors import DeviceFault
 from .races import Site
@@ -51,10 +51,10 @@ def _one(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int) -> tuple:
             raise _fault("out-of-bounds", "global", addrs, lanes, f.index, nbytes) from None
         return st.mem.buf, st.mem._views, offs
     if space == "shared":
-        bad = addrs + np.uint64(nbytes) > np.uint64(st.smem_size)
+        bad = shared_outside(st, addrs, nbytes)
         if bad.any():
             raise _fault("out-of-bounds", "shared", addrs, lanes, int(np.argmax(bad)), nbytes)
-        return st.shared, st.shared_views, addrs.astype(np.int64)
+        return st.shared, st.shared_views, shared_index(st, addrs)
     if space == "local":
         bad = addrs + np.uint64(nbytes) > np.uint64(st.lsize)
         if bad.any():
@@ -71,6 +71,36 @@ def _one(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int) -> tuple:
             raise _fault("out-of-bounds", "param", addrs, lanes, int(np.argmax(bad)), nbytes)
         return st.cparam, st.cparam_views, lanes.astype(np.int64) * st.csize + addrs.astype(np.int64)
     raise DeviceFault(f"unsupported state space .{space}")
+
+
+def shared_outside(st: Any, addrs: Any, nbytes: int) -> Any:
+    """Which shared (shared::cluster) addresses `addrs` (uint64) leave their CTA's shared memory for an
+    access of `nbytes`, or name a CTA the cluster does not have."""
+    import numpy as np
+
+    if st.rank_bits is None:
+        return addrs + np.uint64(nbytes) > np.uint64(st.smem_size)
+    local = addrs & np.uint64(CTA_OFFSET_MASK)
+    return (local + np.uint64(nbytes) > np.uint64(st.smem_size)) | \
+        ((addrs >> np.uint64(CTA_RANK_SHIFT)) >= np.uint64(st.ncta))
+
+
+def shared_index(st: Any, addrs: Any) -> Any:
+    """Offsets (int64) in the state's shared buffer of shared::cluster addresses: a cluster's CTAs keep
+    their shared memories `smem_stride` bytes apart there."""
+    import numpy as np
+
+    addrs = np.asarray(addrs).astype(np.uint64)
+    if st.rank_bits is None:
+        return addrs.astype(np.int64)
+    return ((addrs >> np.uint64(CTA_RANK_SHIFT)).astype(np.int64) * st.smem_stride
+            + (addrs & np.uint64(CTA_OFFSET_MASK)).astype(np.int64))
+
+
+def smem_base(st: Any, thread: int) -> int:
+    """Where thread `thread`'s CTA's shared memory starts in the state's buffer (what the 14-bit
+    addresses of wgmma/tcgen05 descriptors are relative to)."""
+    return 0 if st.rank_bits is None else int(st.rank_of[thread]) * st.smem_stride
 
 
 def _generic(st: Any, addrs: Any, lanes: Any, nbytes: int) -> list:

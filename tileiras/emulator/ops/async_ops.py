@@ -156,7 +156,7 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     mods.flag("bulk_group")
     mods.ignore(("L2::cache_hint",))
     if mods.flag("multicast::cluster"):
-        raise bad(ins, "multicast bulk copies need clusters, which are not supported")
+        raise bad(ins, "multicast bulk (non-tensor) copies are not supported by the emulator")
     mods.done()
     dst_space, src_space = (spaces.SPACE_ALIASES[s] for s in spaces_)
     ops = list(ins.operands)
@@ -331,9 +331,11 @@ class MBarrier:
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
-    """Shared-memory offsets of the mbarrier each lane names (generic addresses are mapped)."""
+    """Shared-memory offsets of the mbarrier each lane names (generic addresses are mapped; in a cluster,
+    offsets in the state's buffer of all the CTAs' shared memories)."""
     np = _np()
     from ..memory import SHARED_WINDOW, WINDOW_SIZE
+    from ..spaces import shared_index, shared_outside
 
     a = np.asarray(addr(st)).astype(np.uint64)
     a = np.full(lanes.size, a) if a.ndim == 0 else a[lanes]
@@ -347,11 +349,11 @@ def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
     if bad_.any():
         i = int(np.argmax(bad_))
         raise DeviceFault(f"misaligned mbarrier at shared address 0x{int(a[i]):x}", int(lanes[i]))
-    over = a + np.uint64(8) > np.uint64(st.smem_size)
+    over = shared_outside(st, a, 8)
     if over.any():
         i = int(np.argmax(over))
         raise DeviceFault(f"mbarrier at shared address 0x{int(a[i]):x} is out of bounds", int(lanes[i]))
-    return a
+    return shared_index(st, a)
 
 
 def _get(st: Any, key: int, thread: int) -> MBarrier:

@@ -243,6 +243,10 @@ class BarrierSpec:
 def _bar(family: str) -> Callable[[Decoder, Instr], Any]:
     def handler(dec: Decoder, ins: Instr) -> Any:
         mods = Mods(ins)
+        if family == "barrier" and mods.flag("cluster"):
+            from .cluster import barrier_cluster
+
+            return barrier_cluster(dec, ins, mods)
         mods.flag("cta")
         if mods.flag("warp"):
             from .warp import bar_warp_sync

@@ -27,9 +27,10 @@ or barrier orders it after their completion.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..errors import DeviceFault
+from ..spaces import shared_index, shared_outside, smem_base
 from ..parser import Addr, Imm, Instr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
 from ..smem_layout import decode_umma_desc, operand_addresses
@@ -64,18 +65,22 @@ class TensorMemory:
     cells: Any
     allocated: dict = field(default_factory=dict)    # first column -> number of columns
     relinquished: bool = False
+    pair_pending: list = field(default_factory=list)     # (start, columns) of paired allocs the peer has yet to make
 
 
-def tmem(st: Any) -> TensorMemory:
+def tmem(st: Any, thread: int, cta: Optional[int] = None) -> TensorMemory:
+    """The tensor memory of thread `thread`'s CTA, or of the cluster's CTA `cta` (each has its own)."""
     if st.tmem is None:
-        st.tmem = TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32))
-    return st.tmem
+        st.tmem = [TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32)) for _ in range(st.ncta)]
+    return st.tmem[thread // st.cta_threads if cta is None else cta]
 
 
-def _cells(st: Any, lane0: int, col0: int, lanes: int, cols: int, thread: int, what: str) -> tuple:
-    """Index arrays (lanes, cols) into the cells, after checking the columns are allocated."""
+def _cells(st: Any, lane0: int, col0: int, lanes: int, cols: int, thread: int, what: str,
+           cta: Optional[int] = None) -> tuple:
+    """Index arrays (lanes, cols) into the cells (of the thread's CTA, or of CTA `cta`), after checking
+    the columns are allocated."""
     np = _np()
-    tm = tmem(st)
+    tm = tmem(st, thread, cta)
     if lane0 < 0 or lane0 + lanes > LANES or col0 < 0 or col0 + cols > COLUMNS:
         raise DeviceFault(f"{what} reaches outside tensor memory (lanes {lane0}..{lane0 + lanes - 1}, "
                           f"columns {col0}..{col0 + cols - 1})", thread)
@@ -83,6 +88,12 @@ def _cells(st: Any, lane0: int, col0: int, lanes: int, cols: int, thread: int, w
         if not any(s <= c < s + n for s, n in tm.allocated.items()):
             raise DeviceFault(f"{what} uses tensor-memory column {c}, which is not allocated", thread)
     return np.arange(lane0, lane0 + lanes)[:, None], np.arange(col0, col0 + cols)[None, :]
+
+
+def free_columns(tm: TensorMemory, n: int, *others: TensorMemory) -> Optional[int]:
+    """The first n-aligned run of n columns free in `tm` (and in `others`), or None."""
+    return next((s for s in range(0, COLUMNS, n)
+                 if all(s + n <= a or a + k <= s for t in (tm, *others) for a, k in t.allocated.items())), None)
 
 
 def _at(st: Any, reader: Any, lane: int) -> int:
@@ -96,10 +107,14 @@ def _warps(st: Any, m: Any) -> list[int]:
     return np.flatnonzero(np.logical_or.reduceat(active, st.warp_starts)).tolist()
 
 
-def _cta_group(mods: Mods, ins: Instr) -> None:
+def _cta_group(mods: Mods, ins: Instr, pairs: bool = False) -> bool:
+    """Whether the instruction is .cta_group::2 (where `pairs` says this form supports it)."""
     if mods.flag("cta_group::2"):
-        raise bad(ins, "cta_group::2 needs CTA pairs (clusters), which the emulator does not run")
+        if not pairs:
+            raise bad(ins, "cta_group::2 is not supported by the emulator for this instruction")
+        return True
     mods.flag("cta_group::1")
+    return False
 
 
 # --- allocation ----------------------------------------------------------------------
@@ -108,7 +123,7 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
     np = _np()
     mods = Mods(ins)
     op = mods.need(("alloc", "dealloc", "relinquish_alloc_permit"), "the operation")
-    _cta_group(mods, ins)
+    pair = _cta_group(mods, ins, pairs=True)
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
     mods.flag("shared::cta")
@@ -117,7 +132,8 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
     ops = list(ins.operands)
     if op == "relinquish_alloc_permit":
         def relinquish(st: Any, m: Any) -> None:
-            tmem(st).relinquished = True
+            for w in _warps(st, m):
+                tmem(st, int(st.warp_starts[w])).relinquished = True
 
         return (K_COLL, relinquish, None)
     ncols = dec.reader(ops[1], "u32", ins)
@@ -125,25 +141,30 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
         _, dst = address(dec, ops[0], "shared", ins)
 
         def alloc(st: Any, m: Any) -> None:
-            tm = tmem(st)
             for w in _warps(st, m):
                 t = int(st.warp_starts[w])
+                tm = tmem(st, t)
                 n = _at(st, ncols, t)
                 if n < 32 or n > COLUMNS or n & (n - 1):
                     raise DeviceFault(f"tcgen05.alloc of {n} columns: a power of two in 32..512 is needed", t)
                 if tm.relinquished:
                     raise DeviceFault("tcgen05.alloc after tcgen05.relinquish_alloc_permit", t)
-                start = next((s for s in range(0, COLUMNS, n)
-                              if all(s + n <= a or a + k <= s for a, k in tm.allocated.items())), None)
+                if pair:
+                    from .tcgen05_pair import pair_columns
+
+                    start = pair_columns(st, t, n)
+                else:
+                    start = free_columns(tm, n)
                 if start is None:
                     raise DeviceFault(f"tcgen05.alloc of {n} columns: tensor memory is full (on a GPU this "
                                       "waits forever for a dealloc)", t)
                 tm.allocated[start] = n
                 if st.races is not None:
-                    st.races.hb.tensor().forget(start, n)
+                    _tensor_cells(st).forget(start, n, LANES * (t // st.cta_threads), LANES)
                 d = _at(st, dst, t)
-                if d % 4 or d + 4 > st.smem_size:
+                if d % 4 or shared_outside(st, _np().uint64(d), 4):
                     raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
+                d = int(shared_index(st, d))
                 st.shared[d:d + 4] = np.frombuffer(int(start).to_bytes(4, "little"), dtype=np.uint8)
                 if st.races is not None:
                     st.races.check_bytes(st, _site(ins, True), "shared", st.shared.size, np.arange(d, d + 4),
@@ -153,9 +174,9 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
     taddr = dec.reader(ops[0], "u32", ins)
 
     def dealloc(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for w in _warps(st, m):
             t = int(st.warp_starts[w])
+            tm = tmem(st, t)
             a, n = _at(st, taddr, t), _at(st, ncols, t)
             if a >> 16 or tm.allocated.get(a & 0xFFFF) != n:
                 raise DeviceFault(f"tcgen05.dealloc of {n} columns at 0x{a:x} does not match an allocation", t)
@@ -165,14 +186,21 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
 
 
 def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner: Any,
-           collective: bool = False) -> None:
-    """Record (and check) an access of tensor-memory cells (lanes `li`, columns `ci`) for the race
-    checker, in flight until `owner` completes (happens_before.TensorCells)."""
-    cells = st.races.hb.tensor()
-    idx = cells.cells(li, ci)
+           collective: bool = False, cta: Optional[int] = None) -> None:
+    """Record (and check) an access of tensor-memory cells (lanes `li`, columns `ci`, of the threads'
+    CTA or of CTA `cta`) for the race checker, in flight until `owner` completes
+    (happens_before.TensorCells)."""
+    cells = _tensor_cells(st)
     tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
+    rank = int(tids.flat[0]) // st.cta_threads if cta is None else cta
+    idx = cells.cells(_np().asarray(li) + LANES * rank, ci)
     cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
                  collective)
+
+
+def _tensor_cells(st: Any) -> Any:
+    """The race checker's tensor-memory cells: CTA r's lanes are r * LANES + lane."""
+    return st.races.hb.tensor(LANES * st.ncta)
 
 
 def _site(ins: Instr, write: bool) -> Any:
@@ -238,9 +266,9 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
         lane_of, col_of = np.broadcast_to((thread % 16)[:, None], (32, count)), (thread // 16)[:, None] * split + j
 
     def fn(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for w in _warps(st, m):
             t0 = int(st.warp_starts[w])
+            tm = tmem(st, t0)
             a = (_at(st, base, t0) + offset) & 0xFFFFFFFF
             lane0, col0 = a >> 16, a & 0xFFFF
             quarter = 32 * (w % 4)
@@ -288,8 +316,9 @@ def _wait(dec: Decoder, ins: Instr, which: str) -> Any:
 
 # --- tcgen05.mma / commit / cp ------------------------------------------------------
 
-def decode_idesc(idesc: int, kind: str) -> dict:
-    """The fields of a tcgen05.mma instruction descriptor; ValueError for what is not modelled.
+def decode_idesc(idesc: int, kind: str, pair: bool = False) -> dict:
+    """The fields of a tcgen05.mma instruction descriptor (`pair`: of a .cta_group::2 MMA); ValueError
+    for what is not modelled.
 
     Block-scaled kinds use bits 4-5 for the B scale-factor ID, bit 23 for the scale type
     (0 UE4M3, 1 UE8M0) and bits 29-30 for the A scale-factor ID; their D is always f32."""
@@ -298,7 +327,7 @@ def decode_idesc(idesc: int, kind: str) -> dict:
     if kind in BLOCK_SCALED:
         if idesc >> 31:
             raise ValueError("the K-size bit must be 0 for .kind::mxf8f6f4")
-        f = decode_idesc((idesc & ~(0x3 << 4) & ~(1 << 23) & ~(0x3 << 29)) | (1 << 4), "f8f6f4")
+        f = decode_idesc((idesc & ~(0x3 << 4) & ~(1 << 23) & ~(0x3 << 29)) | (1 << 4), "f8f6f4", pair)
         f.update(sf_b=(idesc >> 4) & 3, sf_a=(idesc >> 29) & 3, scale=SCALE_TYPES[(idesc >> 23) & 1])
         return f
     dcode = (idesc >> 4) & 3
@@ -309,7 +338,9 @@ def decode_idesc(idesc: int, kind: str) -> dict:
     if acode not in types or bcode not in types:
         raise ValueError(f"input type codes {acode}/{bcode} are not supported for .kind::{kind}")
     m, n = ((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3
-    if m not in (64, 128) or not 8 <= n <= 256 or n % (8 if m == 64 else 16):
+    if pair and (m not in (128, 256) or not 16 <= n <= 256 or n % 16):
+        raise ValueError(f"shape M={m} N={n} does not exist for cta_group::2")
+    if not pair and (m not in (64, 128) or not 8 <= n <= 256 or n % (8 if m == 64 else 16)):
         raise ValueError(f"shape M={m} N={n} does not exist for cta_group::1")
     if (DTYPES[dcode] == "s32") != (kind == "i8"):
         raise ValueError(f"accumulator type {DTYPES[dcode]} does not go with .kind::{kind}")
@@ -329,7 +360,7 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     np = _np()
     mods = Mods(ins)
     mods.need(("mma",), ".mma")
-    _cta_group(mods, ins)
+    pair = _cta_group(mods, ins, pairs=True)
     kind = mods.need(tuple(f"kind::{k}" for k in KIND_K),
                      "the kind (.kind::f16, ::tf32, ::f8f6f4, ::i8, ::mxf8f6f4)")[6:]
     scaled = kind in BLOCK_SCALED
@@ -357,11 +388,14 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     scale_d = rest.pop(0).value if rest and isinstance(rest[0], Imm) else 0
     if rest:
         raise bad(ins, "unexpected operands after enable-input-d")
-    if disable is not None and len(disable.items) != 4:
-        raise bad(ins, "cta_group::1 takes 4 disable-output-lane registers")
+    if disable is not None and len(disable.items) != 4 * (1 + pair):
+        raise bad(ins, f"cta_group::{1 + pair} takes {4 * (1 + pair)} disable-output-lane registers")
     dis = [dec.reader(r, "u32", ins) for r in disable.items] if disable is not None else []
     _, d_addr = address(dec, ops[0], "shared", ins)     # a tensor-memory address: just a 32-bit value
     a_tmem = isinstance(ops[1], Addr)
+    if pair and (a_tmem or scaled or scale_d):
+        raise bad(ins, "cta_group::2 with A in tensor memory, block scaling or scale-input-d is not supported by "
+                  "the emulator")
     a_op = address(dec, ops[1], "shared", ins)[1] if a_tmem else dec.reader(ops[1], "b64", ins)
     b_op = dec.reader(ops[2], "b64", ins)
     id_op = dec.reader(ops[3], "u32", ins)
@@ -369,16 +403,22 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     what = f"tcgen05.mma at line {ins.line}"
 
     def fn(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for t in lanes_of(st, m).tolist():
+            tm = tmem(st, t)
             try:
-                f = decode_idesc(_at(st, id_op, t), kind)
+                f = decode_idesc(_at(st, id_op, t), kind, pair)
             except ValueError as e:
                 raise DeviceFault(f"tcgen05.mma instruction descriptor: {e}", t) from None
             if scale_d and kind not in ("f16", "tf32"):
                 raise DeviceFault("scale-input-d needs .kind::f16 or .kind::tf32", t)
             mm, n = f["m"], f["n"]
             (aty, aes), (bty, bes) = f["a"], f["b"]
+            if pair:
+                from .tcgen05_pair import pair_mma
+
+                pair_mma(st, t, f, k, _at(st, a_op, t), _at(st, b_op, t), _at(st, d_addr, t) & 0xFFFFFFFF,
+                         bool(_at(st, enable, t)), [_at(st, r, t) & 0xFFFFFFFF for r in dis], ins, what)
+                continue
             if a_tmem:
                 a = _at(st, a_op, t) & 0xFFFFFFFF
                 per = 4 // aes
@@ -398,17 +438,8 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             rows = (d >> 16) + d_lanes(mm)
             li, ci = _cells(st, int(rows.min()), d & 0xFFFF, int(rows.max() - rows.min()) + 1, n, t, "tcgen05.mma D")
             ci = ci[0]
-            if _at(st, enable, t):
-                old = tm.cells[rows[:, None], ci[None, :]]
-                C = old.view(np.int32).astype(np.int64) if f["d"] == "s32" else \
-                    old.view(np.float32).astype(np.float64)
-                D = D + (C * 2.0 ** -scale_d if scale_d else C)
-            if f["d"] == "s32":
-                if f["sat"]:
-                    D = np.clip(D, -(1 << 31), (1 << 31) - 1)
-                out = (D.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
-            else:
-                out = D.astype(np.float32).view(np.uint32)
+            old = tm.cells[rows[:, None], ci[None, :]] if _at(st, enable, t) else None
+            out = accumulate(f, D, old, scale_d)
             keep = np.ones(mm, dtype=bool)
             if dis:
                 bits = np.array([_at(st, r, t) & 0xFFFFFFFF for r in dis], dtype=np.uint64)
@@ -420,6 +451,20 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             tm.cells[rows[keep][:, None], ci[None, :]] = out[keep]
 
     return (K_OP, fn, None)
+
+
+def accumulate(f: dict, D: Any, old: Any, scale_d: int = 0) -> Any:
+    """The cells (uint32) of accumulator D (+ the cells `old` hold, unless None, scaled by 2^-scale_d)
+    in the type of the instruction descriptor `f`."""
+    np = _np()
+    if old is not None:
+        C = old.view(np.int32).astype(np.int64) if f["d"] == "s32" else old.view(np.float32).astype(np.float64)
+        D = D + (C * 2.0 ** -scale_d if scale_d else C)
+    if f["d"] == "s32":
+        if f["sat"]:
+            D = np.clip(D, -(1 << 31), (1 << 31) - 1)
+        return (D.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
+    return D.astype(np.float32).view(np.uint32)
 
 
 def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int, ins: Instr) -> Any:
@@ -439,7 +484,7 @@ def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int, ins: 
     li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
     if st.races is not None:
         _track(st, li, ci, t, False, ins, ("tcgen05", t))
-    cells = tmem(st).cells[li, ci]                         # (32 lanes, columns)
+    cells = tmem(st, t).cells[li, ci]                         # (32 lanes, columns)
     raw = ((cells[r % 32, r // 32] >> np.uint32(8 * sf_id)) & np.uint32(0xFF)).astype(np.uint8)
     if scale == "ue8m0":
         return np.where(raw == 255, np.nan, np.exp2(raw.astype(np.float64) - 127))
@@ -449,16 +494,18 @@ def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int, ins: 
 
 
 def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_major: bool, t: int,
-                  what: str, ins: Instr) -> Any:
+                  what: str, ins: Instr, cta: Optional[int] = None) -> Any:
+    """The operand a shared-memory descriptor describes, in the issuing thread's CTA or in CTA `cta`."""
     try:
         start, lbo, sbo, span, atom = decode_umma_desc(desc)
     except ValueError as e:
         raise DeviceFault(str(e), t) from None
-    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom)
+    base = smem_base(st, t) if cta is None else cta * st.smem_stride
+    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom) + base
     if st.races is not None:
         owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
         st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
-    return smem_matrix(st, addrs, ty, esize, what, t)
+    return smem_matrix(st, addrs, ty, esize, what, t, base)
 
 
 def _commit(dec: Decoder, ins: Instr) -> Any:
@@ -467,14 +514,16 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
 
     mods = Mods(ins)
     mods.need(("commit",), ".commit")
-    _cta_group(mods, ins)
+    _cta_group(mods, ins, pairs=True)      # the mbarrier may be the peer CTA's: nothing else changes
     mods.need(("mbarrier::arrive::one",), ".mbarrier::arrive::one")
     space = "shared" if mods.one(("shared::cluster", "shared::cta")) else "generic"
-    if mods.flag("multicast::cluster"):
-        raise bad(ins, "multicast commits need clusters, which the emulator does not run")
+    multicast = mods.flag("multicast::cluster")
     mods.need(("b64",), ".b64")
     mods.done()
+    if len(ins.operands) != 1 + multicast:
+        raise bad(ins, "expected [mbar]" + (", ctaMask" if multicast else ""))
     _, mbar = address(dec, ins.operands[0], space, ins)
+    mask = dec.reader(ins.operands[1], "u16", ins) if multicast else None
 
     def commit(st: Any, m: Any) -> None:
         lanes = lanes_of(st, m)
@@ -482,7 +531,13 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
             return
         keys = _mbar_keys(st, mbar, lanes, m, space)
         for key, t in zip(keys.tolist(), lanes.tolist()):
-            _arrive(st, int(key), 1, t, commit=True)     # the thread's tcgen05 operations complete first
+            if mask is None:
+                _arrive(st, int(key), 1, t, commit=True)     # the thread's tcgen05 operations complete first
+                continue
+            from .tcgen05_pair import multicast_keys
+
+            for k in multicast_keys(st, int(key), _at(st, mask, t) & 0xFFFF, t):   # the same offset in each CTA
+                _arrive(st, k, 1, t, commit=True)
 
     return (K_OP, commit, None)
 
@@ -513,8 +568,8 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
     what = f"tcgen05.cp at line {ins.line}"
 
     def fn(st: Any, m: Any) -> None:
-        tm = tmem(st)
         for t in lanes_of(st, m).tolist():
+            tm = tmem(st, t)
             vals = _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins).astype(np.uint32)
             a = _at(st, taddr, t) & 0xFFFFFFFF
             if copies is None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import DeviceFault
-from ..memory import AccessFault
+from ..spaces import shared_index, shared_outside
+from ..memory import CTA_OFFSET_MASK, CTA_RANK_SHIFT, AccessFault
 from ..parser import Addr, Imm, Instr, Sym, TensorAddr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
 from ..smem_layout import swizzle
@@ -110,10 +111,10 @@ def _shared_span(st: Any, dst: int, tm: Any, lane: int) -> Any:
     if dst % align:
         raise DeviceFault(f"TMA shared-memory address 0x{dst:x} is not {align}-byte aligned", lane)
     nbytes = tm.box_bytes()
-    if dst + nbytes > st.smem_size:
+    if shared_outside(st, np.uint64(dst), nbytes):
         raise DeviceFault(f"TMA box of {nbytes} bytes at shared address 0x{dst:x} is out of bounds", lane)
     elems = dst + np.arange(0, nbytes, tm.elem_bytes, dtype=np.int64)
-    return swizzle(elems, tm.swizzle_bytes, tm.swizzle_atom)[:, None] + np.arange(tm.elem_bytes)
+    return shared_index(st, swizzle(elems, tm.swizzle_bytes, tm.swizzle_atom))[:, None] + np.arange(tm.elem_bytes)
 
 
 def _coords(dec: Decoder, vec: Vec, rank: int, ins: Instr) -> list:
@@ -136,7 +137,7 @@ def bulk_tensor(dec: Decoder, ins: Instr, mods: Mods) -> Any:
         raise bad(ins, "im2col tensor copies are not supported by the emulator")
     mods.flag("tile")
     hint = mods.flag("L2::cache_hint")
-    mods.ignore(("cta_group::1",))
+    pair = mods.one(("cta_group::1", "cta_group::2")) == "cta_group::2"
     ops = list(ins.operands)
     if ops and isinstance(ops[0], TensorAddr):
         # store: [tensorMap, coords], [srcMem]
@@ -144,6 +145,8 @@ def bulk_tensor(dec: Decoder, ins: Instr, mods: Mods) -> Any:
         mods.need(("shared::cta",), "the .shared::cta source")
         mods.need(("bulk_group",), ".bulk_group")
         mods.done()
+        if pair:
+            raise bad(ins, ".cta_group::2 applies to loads into shared memory")
         if len(ops) != 2 + hint:
             raise bad(ins, "expected [tensorMap, coords], [srcMem]" + (", cache-policy" if hint else ""))
         tspace, taddr = tensormap_operand(dec, ops[0].base, ins)
@@ -164,35 +167,64 @@ def bulk_tensor(dec: Decoder, ins: Instr, mods: Mods) -> Any:
     coords = _coords(dec, ops[1].coords, rank, ins)
     _, mbar = address(dec, ops[2], "shared", ins)
     mask = dec.reader(ops[3], "u16", ins) if multicast else None
-    return (K_OP, _load(taddr, tspace, coords, dst, mbar, mask, rank, ins), None)
+    return (K_OP, _load(taddr, tspace, coords, dst, mbar, mask, pair, rank, ins), None)
 
 
-def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any, rank: int, ins: Instr) -> Any:
+def _destinations(st: Any, dst: int, mbar: int, mask: Any, pair: bool, lane: int) -> list[tuple[int, int]]:
+    """(shared address of the box, of the mbarrier) in each CTA a TMA load writes.
+
+    Unicast: `dst` and `mbar` as given; the mbarrier must be in the destination CTA or, with
+    .cta_group::2, in the other CTA of its pair. Multicast: the CTAs of `mask`, each at the
+    CTA-relative offsets of `dst` and `mbar`; with .cta_group::2 each destination signals the
+    mbarrier of the CTA of its pair that `mbar` names (the pair's leader, for an even one)."""
+    rank_d, rank_m = dst >> CTA_RANK_SHIFT, mbar >> CTA_RANK_SHIFT
+    if mask is None:
+        if rank_m != rank_d and not (pair and rank_m == rank_d ^ 1):
+            raise DeviceFault(f"TMA load into CTA {rank_d} completes on an mbarrier in CTA {rank_m}: it must be "
+                              "in the destination CTA" + ("" if pair else " (or, with .cta_group::2, its peer)"),
+                              lane)
+        return [(dst, mbar)]
+    if mask == 0:
+        raise DeviceFault("multicast mask 0 names no CTA", lane)
+    if mask >> st.ncta:
+        cluster = "one-CTA cluster" if st.ncta == 1 else f"cluster of {st.ncta} CTAs"
+        raise DeviceFault(f"multicast mask 0x{mask:x} names CTAs outside this {cluster}", lane)
+    out = []
+    for r in range(st.ncta):
+        if mask >> r & 1:
+            to = (r & ~1) | (rank_m & 1) if pair else r
+            out.append(((dst & CTA_OFFSET_MASK) | r << CTA_RANK_SHIFT, (mbar & CTA_OFFSET_MASK) | to << CTA_RANK_SHIFT))
+    return out
+
+
+def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any, pair: bool, rank: int,
+          ins: Instr) -> Any:
     np = _np()
     from .async_ops import _get, _maybe_complete, _mbar_keys
 
     def fn(st: Any, m: Any) -> None:
         for lane in lanes_of(st, m).tolist():
-            if mask is not None and _at(st, mask, lane) & 0xFFFF != 1:
-                raise DeviceFault(f"multicast mask 0x{_at(st, mask, lane) & 0xFFFF:x} names CTAs outside this "
-                                  "one-CTA cluster", lane)
             tm, goffs, inside = _box(st, tspace, taddr, coords, rank, lane)
-            sidx = _shared_span(st, _at(st, dst, lane), tm, lane)
-            data = np.broadcast_to(_fill_bytes(tm), sidx.shape).copy()
-            if inside.any():
-                gsel = goffs[inside][:, None] + np.arange(tm.elem_bytes)
-                data[inside] = st.mem.buf[gsel]
+            data = None
+            cmask = None if mask is None else _at(st, mask, lane) & 0xFFFF
+            for d, mb in _destinations(st, _at(st, dst, lane), _at(st, mbar, lane), cmask, pair, lane):
+                sidx = _shared_span(st, d, tm, lane)
+                if data is None:
+                    data = np.broadcast_to(_fill_bytes(tm), sidx.shape).copy()
+                    if inside.any():
+                        gsel = goffs[inside][:, None] + np.arange(tm.elem_bytes)
+                        data[inside] = st.mem.buf[gsel]
+                        if st.races is not None:
+                            st.races.check_bytes(st, _site(ins, False), "global", st.mem.buf.size, gsel.ravel(),
+                                                 np.full(gsel.size, lane))
+                one = np.array([lane], dtype=np.int64)
+                key = int(_mbar_keys(st, lambda _st, a=np.uint64(mb): a, one, None, "shared")[0])
+                b = _get(st, key, lane)
                 if st.races is not None:
-                    st.races.check_bytes(st, _site(ins, False), "global", st.mem.buf.size, gsel.ravel(),
-                                         np.full(gsel.size, lane))
-            one = np.array([lane], dtype=np.int64)
-            key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
-            b = _get(st, key, lane)
-            if st.races is not None:
-                st.races.async_write(st, ins.line, sidx.ravel(), lane, key, b.phase + 1)
-            st.shared[sidx] = data
-            b.tx -= tm.box_bytes()
-            _maybe_complete(st, b)
+                    st.races.async_write(st, ins.line, sidx.ravel(), lane, key, b.phase + 1)
+                st.shared[sidx] = data
+                b.tx -= tm.box_bytes()
+                _maybe_complete(st, b)
 
     return fn
 

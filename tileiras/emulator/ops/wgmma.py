@@ -18,10 +18,11 @@ element i of the thread's N/2 accumulators is row 16w + g + 8*((i >> 1) & 1), co
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..async_regs import Pending
 from ..errors import DeviceFault
+from ..spaces import smem_base
 from ..parser import Imm, Instr, Vec
 from ..program import K_COLL, WARPGROUP, Decoder, Mods, bad
 from ..smem_layout import decode_gmma_desc, operand_addresses
@@ -58,10 +59,12 @@ def element_values(raw: Any, ty: str) -> Any:
     return raw.astype(np.dtype(f"u{dt.itemsize}")).view(dt).astype(np.float64)
 
 
-def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int) -> Any:
-    """The values of a matrix whose elements lie at shared addresses `addrs` (any shape)."""
+def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int, base: Optional[int] = None) -> Any:
+    """The values of a matrix whose elements lie at `addrs` (any shape): offsets in the state's shared
+    buffer, inside the shared memory of the lane's CTA (or the one starting at `base`)."""
     np = _np()
-    if addrs.size and (int(addrs.min()) < 0 or int(addrs.max()) + esize > st.smem_size):
+    base = smem_base(st, lane) if base is None else base
+    if addrs.size and (int(addrs.min()) < base or int(addrs.max()) + esize > base + st.smem_size):
         raise DeviceFault(f"{what} operand reaches outside shared memory (addresses 0x{int(addrs.min()):x}.."
                           f"0x{int(addrs.max()):x})", lane)
     raw = st.shared[addrs[..., None] + np.arange(esize)]
@@ -194,6 +197,7 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
     def fn(st: Any, m: Any) -> None:
         for g in _warpgroups(st, m, ins):
             lanes = np.arange(128 * g, 128 * g + 128)
+            base = smem_base(st, 128 * g)       # descriptor addresses are the CTA's
             if a_regs:
                 raw = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in a_read], axis=1)
                 vals = _elements(raw.astype(np.uint32), aty).reshape(4, 32, -1)
@@ -202,13 +206,13 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                     A[16 * w + ra, ca] = vals[w]
             else:
                 start, lbo, sbo, span, _ = decode_gmma_desc(_uniform(st, a_desc, g, "the A descriptor"))
-                addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span)
+                addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span) + base
                 if st.races is not None:
                     st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
                 A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]))
             start, lbo, sbo, span, _ = decode_gmma_desc(_uniform(st, b_desc, g, "the B descriptor"))
-            addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span)
+            addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span) + base
             if st.races is not None:
                 st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
