@@ -32,7 +32,7 @@ TileGym's persistent matmul at 128x512x64 with num_ctas=4 on sm_90 and sm_100:
 * For the block-scaled MXFP8 matmul (256x256x128, num_ctas=2 on sm_100) the pair of CTAs runs
   `tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale`, each CTA holding 128 rows.
 
-What this pass does (a first version: no multicast, no CTA pair). When the mma tile is larger than
+What this pass does (no CTA pair yet). When the mma tile is larger than
 one CTA holds (`ONE_CTA_TILE`, 128x256) it rewrites the tile program to the tile of one CTA. Every
 tile value gets a label per dimension (M, N, K or none), seeded by the mma ops (A is MxK, B KxN,
 the accumulator MxN; block scales MxK/32 and K/32xN) and carried through elementwise ops,
@@ -44,8 +44,10 @@ where the index is defined, so pipelined loop bodies stay warp-specializable), t
 coming from the CTA's rank in its cluster (`nv_tileaa.cluster_ctarank`; rank % fM along M,
 rank / fM along N), and the block id / count ops read `%clusterid` / `%nclusterid` (the entry's
 `CLUSTER_ATTR`). The kernel metadata's `cta_cluster` then makes codegen/clusters.py add the PTX
-directives; the host launchers keep passing one block per tile block. The CTAs of a cluster share
-nothing: each loads its operand slices itself (the emulator runs them one after another).
+directives; the host launchers keep passing one block per tile block. Each view load keeps the
+labels of its dimensions (`DIMS_ATTR`): on sm_90 the lowering multicasts a tile several CTAs load
+(lowering/multicast.py: the persistent matmul's A, read whole by the 4 CTAs of its 1x4 split);
+elsewhere each CTA loads its own operand slices.
 
 Anything the labels cannot explain keeps the kernel on one CTA with a `ClusterSplitMissed` remark:
 a reduction, broadcast or other op on a split tile, a reshape mixing a split dimension into an
@@ -53,11 +55,9 @@ inner position, pointer tiles, atomics, prints, a view read two ways or whose in
 kernel reads, a split index that is not i32, a store that would not cover the split, or a target
 without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
 
-Left for later (NVIDIA's form): multicast TMA of the shared operand halves with cross-CTA empty
-barriers (`mapa` + remote `mbarrier.arrive`, `barrier.cluster` after the mbarrier init), and on
-sm_100 the CTA pair (`cta_group::2` alloc/mma/commit); the emulator would then need the CTAs of a
-cluster to run together (distributed shared memory, cluster barriers), which it does not do yet:
-such instructions are refused as unsupported.
+Left for later (NVIDIA's form): on sm_100 the CTA pair (`cta_group::2` alloc/mma/commit) and its
+multicast; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the factors
+here do not choose (the squarest tile, 128x128, wins; lowering/multicast.py handles either).
 """
 
 from __future__ import annotations
