@@ -30,7 +30,7 @@ what they issue), before its thread 0 refills the stage. As our pipelines initia
 still uses: the epilogue may reuse the rings) and again before the barriers are invalidated
 (no release is still in flight towards them, and no CTA exits while peers may write into it).
 
-Kept without multicast, with a remark: a warp-specialized or cp.async pipeline, a target other
+Kept without multicast, with a remark: a warp-specialized kernel, a cp.async pipeline, a target other
 than sm_90 (sm_100's CTA pairs are another form), a box that does not cut into whole 8-row atoms.
 """
 
@@ -88,7 +88,7 @@ def group(entry: Operation, load: Operation) -> Optional[Group]:
                  tuple(m.index(r) for r, m in enumerate(members)))
 
 
-def plan(k: KernelLowering, loop: Operation, copies: dict, specialized: bool) -> tuple[Optional[ClusterLoads], dict]:
+def plan(k: KernelLowering, loop: Operation, copies: dict) -> tuple[Optional[ClusterLoads], dict]:
     """The multicast plan of a TMA pipeline (`copies`: load op -> TmaCopy, every load of the loop)
     and the copies to issue (shared loads cut in slices); (None, `copies`) where the cluster's CTAs
     keep loading their own tiles, with a remark saying why when some tile is shared."""
@@ -98,19 +98,14 @@ def plan(k: KernelLowering, loop: Operation, copies: dict, specialized: bool) ->
     groups = {load: g for load in copies if (g := group(k.entry, load)) is not None}
     if shape is None or not groups:
         return None, copies
-    why = ""
-    if k.sm != 90:
-        why = f"multicast loads are made for sm_90 only (not sm_{k.sm})"
-    elif specialized:
-        why = "the pipeline is warp-specialized (its producer does not release stages across the cluster)"
+    why = _unsupported(k)
     sliced: dict = {}
     for load, g in groups.items():
         if why:
             break
         sliced[load], why = tma_copy.sliced(copies[load], g.size)
     if why:
-        k.remark("missed", "memory", "RemarkTmaMulticastMissed", "Shared operand loaded by each CTA of the cluster",
-                 loop, Reason=why)
+        refuse(k, loop, tuple(copies), why)
         return None, copies
     c = shape[0]
     receivers = tuple(1 << r | _union(g.masks[r] for g in groups.values()) for r in range(c))
@@ -119,6 +114,22 @@ def plan(k: KernelLowering, loop: Operation, copies: dict, specialized: bool) ->
                  CTAs=str(g.size), Slices=f"{g.size} slices of {'x'.join(map(str, sliced[load].box))} a box",
                  Masks=", ".join(f"0x{m:x}" for m in g.masks))
     return ClusterLoads(c, groups, receivers), {**copies, **sliced}
+
+
+def _unsupported(k: KernelLowering) -> str:
+    if k.sm != 90:
+        return f"multicast loads are made for sm_90 only (not sm_{k.sm})"
+    if k.warp_split is not None:   # its producer neither releases stages across the cluster nor meets the
+        return "the kernel is warp-specialized"   # others at the cluster barriers
+    return ""
+
+
+def refuse(k: KernelLowering, loop: Operation, loads: tuple, why: str) -> None:
+    """The remark for a pipeline whose loads stay each CTA's own though some are shared (`why` not,
+    or the target's own reason first)."""
+    if any(group(k.entry, load) is not None for load in loads):
+        k.remark("missed", "memory", "RemarkTmaMulticastMissed", "Shared operand loaded by each CTA of the cluster",
+                 loop, Reason=_unsupported(k) or why)
 
 
 def _union(masks) -> int:

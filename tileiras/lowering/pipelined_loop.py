@@ -147,7 +147,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, specialized)
+        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense)
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
@@ -270,8 +270,8 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
         and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
-def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict, dense: set,
-                specialized: bool) -> tuple[Optional[dict], Optional[multicast.ClusterLoads]]:
+def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict,
+                dense: set) -> tuple[Optional[dict], Optional[multicast.ClusterLoads]]:
     """The loads' TMA copies (sm_90, sm_100 / sm_103), their tensor maps added to the kernel's hidden
     parameters; or None when a load cannot use TMA: the loop then keeps cp.async (the full barrier
     counts the copying threads' arrivals) and a remark on each load says why. Only block scales in
@@ -280,6 +280,7 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
     multicast.plan allows (its plan is returned beside the copies)."""
     if k.sm not in TMA_TARGETS:
+        multicast.refuse(k, loop, loads, "")
         return None, None
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
     plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense)
@@ -290,6 +291,7 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
             k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
                      load, Reason=reason)
+        multicast.refuse(k, loop, loads, "the loads are copied with cp.async, not TMA")
         return None, None
     for load, reason in why.items():
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
@@ -297,7 +299,9 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     copies = {load: t for load, (t, _) in plans.items() if t}
     cluster = None
     if not why:
-        cluster, copies = multicast.plan(k, loop, copies, specialized)
+        cluster, copies = multicast.plan(k, loop, copies)
+    else:
+        multicast.refuse(k, loop, loads, "a load of the loop is copied with cp.async")
     return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
 
 
