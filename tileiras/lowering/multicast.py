@@ -12,9 +12,13 @@ expects the whole tile's bytes (`mbarrier.arrive.expect_tx`, one arrival). A sta
 only when every CTA that received a slice has read it: the consumers arrive on the empty barrier of
 each CTA of the mask (`mapa.shared::cluster` + `mbarrier.arrive.shared::cluster`, the barrier
 initialized to consumers x popc(mask) arrivals). The mbarrier initialization is published with
-`fence.mbarrier_init.release.cluster` and `barrier.cluster.arrive` / `barrier.cluster.wait` before
-any copy. (There: 5 UTMALDG.2D.MULTICAST and 26 remote arrivals (SYNCS.ARRIVE.TRANS64.RED.A1T0)
-in the SASS, one producer warp, warp-specialized.)
+`fence.mbarrier_init.release.cluster` and `barrier.cluster.arrive.relaxed` / `barrier.cluster.wait`
+before any copy, once per kernel; there is no cluster barrier at the end: the producer waits for the
+last phase of every stage's empty barrier (every peer's release) before it exits. Each operand has
+its own ring (B: 5 stages of 32 KB, A: 4 of 8 KB). Warps 0-3 consume (wgmma m64n256k16), warp 4
+issues the copies, warp 5 stores C by TMA, 6-7 idle, all but the consumers `setmaxnreg.dec 32`.
+SASS: 5 UTMALDG.2D.MULTICAST, 26 SYNCS.ARRIVE.TRANS64.RED.A1T0 (the remote arrivals), one
+UCGABAR_ARV / UCGABAR_WAIT pair.
 
 Ours follows the same protocol in the unspecialized TMA pipeline (pipelined_loop.py: one thread
 issues each stage, every thread waits for it and releases it): for each load the CTAs needing the
@@ -24,14 +28,16 @@ M, rank / fM along N) form its group; the TMA box is cut along its rows into one
 mask are read from per-rank tables. The stage's empty barrier expects the releases of every CTA
 that receives anything this CTA issues (`receivers`: the union of its groups); a thread releases
 a stage by arriving on that barrier in each of its receivers (their sets are symmetric: it reads
-what they issue), before its thread 0 refills the stage. As our pipelines initialize their barriers at each run of the loop
-(an outer persistent loop runs it once per tile), the cluster meets after the initialization
-(no peer's slice or release reaches a barrier before it is initialized, nor a buffer its CTA
-still uses: the epilogue may reuse the rings) and again before the barriers are invalidated
-(no release is still in flight towards them, and no CTA exits while peers may write into it).
+what they issue), before its thread 0 refills the stage. As our pipelines initialize their
+barriers at each run of the loop (an outer persistent loop runs it once per tile), the cluster
+meets after the initialization (no peer's slice or release reaches a barrier before it is
+initialized, nor a buffer its CTA still uses: the epilogue may reuse the rings) and again before
+the barriers are invalidated (no release is still in flight towards them, and no CTA exits while
+peers may write into it).
 
-Kept without multicast, with a remark: a warp-specialized kernel, a cp.async pipeline, a target other
-than sm_90 (sm_100's CTA pairs are another form), a box that does not cut into whole 8-row atoms.
+Kept without multicast, with a remark: a warp-specialized kernel, a cp.async pipeline, a target
+other than sm_90 (sm_100's CTA pairs are another form), a box that does not cut into whole 8-row
+atoms.
 """
 
 from __future__ import annotations
@@ -166,7 +172,8 @@ def sync(k: KernelLowering, relaxed: bool = False) -> None:
     """Every thread of the cluster meets: what each did before is visible to every thread of the
     cluster after (release / acquire at cluster scope). `relaxed`: only mbarrier initializations
     need publishing, which `fence.mbarrier_init.release.cluster` did (NVIDIA's form: no memory
-    barrier). `convergent`, so that LLVM never duplicates the `.aligned` barrier into the branches
+    barrier, which would wait for the previous tile's C stores); the CTA's earlier reads of its
+    rings (the last tile's wgmmas, an epilogue's) have all been consumed before it arrives. `convergent`, so that LLVM never duplicates the `.aligned` barrier into the branches
     of a preceding `if` (thread 0's barrier initialization)."""
     sem = "relaxed" if relaxed else "release"
     k.b.emit(f'call void asm sideeffect "barrier.cluster.arrive.{sem}.aligned;", "~{{memory}}"() convergent')
