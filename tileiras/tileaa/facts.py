@@ -12,10 +12,11 @@ proves nothing (divisor 1).
 Tiles also get per-dimension facts in the manner of Triton's AxisInfo (`_AXES`): contiguity (aligned
 groups of so many elements along a dimension step by one; a pointer by one element), a divisor of
 each such group's first element, and constancy (aligned groups that are equal). They flow through
-iota, constants, broadcast and reshape, add/sub/mul, compares against a group-aligned bound,
-`offset` and `assume div_by<n, every e along d>` / `same_elements`; any other element-wise op keeps
-only the constancy of its operands. Gathers and scatters through a tile of pointers built as a
-base plus iota offsets are vectorized with them (lowering/vector_access.py).
+iota, constants (a non-splat index list examined element by element), broadcast and reshape,
+add/sub/mul, `select`, compares against a group-aligned bound, `offset` and `assume div_by<n, every
+e along d>` / `same_elements`; any other element-wise op keeps only the constancy of its operands.
+Gathers and scatters through a tile of pointers built as a base plus iota offsets are vectorized
+with them (lowering/vector_access.py).
 """
 
 from __future__ import annotations
@@ -181,10 +182,58 @@ def _axes_iota(op: Operation) -> Axes:
     return n, (UNBOUNDED,) * len(n), (1,) * len(n)
 
 
+# elements of a non-splat constant examined for runs (an index list of a gather); larger ones prove nothing
+_CONSTANT_ELEMENTS = 1 << 16
+
+
 def _axes_constant(op: Operation) -> Axes:
     n = _shape(op.results[0])
-    same = n if op.attributes["value"].is_splat else (1,) * len(n)
-    return (1,) * len(n), (_constant(op),) * len(n), same
+    if op.attributes["value"].is_splat:
+        return (1,) * len(n), (_constant(op),) * len(n), n
+    values = _integers(op)
+    if values is None:
+        return (1,) * len(n), (_constant(op),) * len(n), (1,) * len(n)
+    c, s, k = [], [], []
+    for d in range(len(n)):
+        run = _groups(values, d, 1)
+        c.append(run)
+        firsts = values.take(range(0, n[d], run), axis=d)
+        s.append(_divides_all(firsts))
+        k.append(_groups(values, d, 0))
+    return tuple(c), tuple(s), tuple(k)
+
+
+def _integers(op: Operation):  # -> Optional[numpy.ndarray]
+    """The values of an integer constant tile (None: not integers, or too many to examine)."""
+    from ..ir.dense import decode_dense
+
+    t = op.results[0].type
+    elem = element_of(t)
+    if not isinstance(t, TileType) or not isinstance(elem, ScalarType) or not elem.name.startswith("i") \
+            or t.num_elements > _CONSTANT_ELEMENTS:
+        return None
+    return decode_dense(t, op.attributes["value"].raw).astype("int64")
+
+
+def _groups(values, d: int, step: int) -> int:
+    """The largest aligned group size along `d` (a power of two dividing the extent) over which
+    neighbours differ by `step` (1: runs, 0: equal)."""
+    import numpy as np
+
+    rows = np.moveaxis(values, d, -1)
+    n = rows.shape[-1]
+    group = 1
+    while n % (group * 2) == 0 and \
+            (np.diff(rows.reshape(*rows.shape[:-1], n // (group * 2), group * 2), axis=-1) == step).all():
+        group *= 2
+    return group
+
+
+def _divides_all(values) -> int:
+    out = 0
+    for v in set(int(x) for x in values.flat):
+        out = gcd(out, _low_bit(v))
+    return out or 1
 
 
 def _axes_assume(op: Operation) -> Axes:
@@ -310,6 +359,14 @@ def _elementwise_constancy(op: Operation) -> tuple[int, ...]:
     return k
 
 
+def _axes_select(op: Operation) -> Axes:
+    """cond ? a : b: runs where both sides run and the condition is constant over the run."""
+    (_, _, kc), (ca, sa, ka), (cb, sb, kb) = (axes(v) for v in op.operands[:3])
+    c = tuple(gcd(gcd(x, y), z) for x, y, z in zip(ca, cb, kc))
+    s = tuple(gcd(_at(x, p, run), _at(y, q, run)) for x, p, y, q, run in zip(ca, sa, cb, sb, c))
+    return c, s, tuple(gcd(gcd(x, y), z) for x, y, z in zip(ka, kb, kc))
+
+
 def _axes_same(op: Operation) -> Axes:
     return axes(op.operands[0])
 
@@ -320,6 +377,7 @@ _AXES: dict[str, Callable[[Operation], Optional[Axes]]] = {
     "cuda_tile.broadcast": _axes_broadcast, "cuda_tile.reshape": _axes_reshape,
     "cuda_tile.addi": _axes_add, "cuda_tile.subi": _axes_sub, "cuda_tile.muli": _axes_mul,
     "cuda_tile.offset": _axes_offset, "cuda_tile.cmpi": _axes_cmp, "cuda_tile.exti": _axes_same,
+    "cuda_tile.select": _axes_select,
 }
 
 
