@@ -256,11 +256,13 @@ def test_row_warp_layout(threads: int, shape: tuple, vec: int) -> None:
     assert all(0 <= e < n for e, _ in got.values())
     assert sorted(e for e, first in got.values() if first) == list(range(n))
     if layout.owns_all(n):
-        cs, groups, run = layout.per_lane, layout.groups, layout.chunk or layout.per_lane
-        lanes = 32 * layout.wpr
-        algebra = Layout(((32, layout.wpr, groups), (run, cs // run, layout.row_groups(n))),
-                         ((run, 32 * run, layout.cols), (1, lanes * run, groups * layout.cols)))
+        cs, groups, run, span = layout.per_lane, layout.groups, layout.chunk or layout.per_lane, layout.span
+        algebra = Layout(((span, groups), (run, cs // run, layout.row_groups(n))),
+                         ((run, layout.cols), (1, span * run, groups * layout.cols)))
         assert all(e == algebra(tid, slot) for (tid, slot), (e, _) in got.items())
+    if vec > 1 and layout.rpw > 1:   # rows narrower than 32 vectors: a vector (or what rows allow) per lane
+        assert layout.per_lane == layout.run(n) <= vec and layout.span * layout.per_lane == layout.cols
+        assert layout.per_lane == vec or n // layout.cols < 2 * layout.groups   # fewer rows than a wider layout holds
     if vec > 1 and layout.per_lane > vec:
         assert layout.run(n) == vec
         for slot in range(0, layout.per_lane, vec):   # one vector access of warp 0's lanes

@@ -57,14 +57,15 @@ def test_row_reduction_puts_rows_in_warps() -> None:
     module = _module(dim=1)
     assignment = LayoutAssignment(_entry(module), 128)
     layouts = {str(v.type): layout for v, layout in assignment._layouts.items()}
-    # the load makes the rows directly (no conversion), exp keeps them, the reduce leaves one per row
-    assert layouts == {"tile<16x64xf32>": RowWarpLayout(128, 64), "tile<16xf32>": RowWarpLayout(128, 1)}
+    # the load makes the rows directly (no conversion), exp keeps them, the reduce leaves one per row;
+    # a row of 64 f32 is 16 lanes of one 16-byte vector each, two rows per warp
+    assert layouts == {"tile<16x64xf32>": RowWarpLayout(128, 64, rpw=2), "tile<16xf32>": RowWarpLayout(128, 1, rpw=2)}
     assert assignment.conversions == []
 
 
 def test_row_reduction_uses_shuffles_and_no_barrier() -> None:
     ptx = _ptx(_module(dim=1))
-    assert ptx.count("shfl.sync.bfly.b32") == 4 * 5   # 4 row groups per warp, 5 butterfly steps
+    assert ptx.count("shfl.sync.bfly.b32") == 2 * 4   # 2 row groups per thread, 4 butterfly steps (16 lanes)
     assert "bar.sync" not in ptx and "barrier" not in ptx
     assert ".shared" not in ptx
 
@@ -115,8 +116,8 @@ def test_print_ir_after_all_shows_layouts(capsys: pytest.CaptureFixture[str]) ->
     lower_module(_module(dim=1), "sm_90", print_ir_after_all=True)
     err = capsys.readouterr().err
     dump = err.split("IR Dump After assign-layouts", 1)[1].split("IR Dump After lower-to-llvm", 1)[0]
-    assert "%1 : tile<16x64xf32> #row_warp<cols=64, warps=4>" in dump
-    assert "%reduce : tile<16xf32> #row_warp<cols=1, warps=4>" in dump
+    assert "%1 : tile<16x64xf32> #row_warp<cols=64, warps=4, rows_per_warp=2>" in dump
+    assert "%reduce : tile<16xf32> #row_warp<cols=1, warps=4, rows_per_warp=2>" in dump
 
 
 def _corpus(name: str):
@@ -163,7 +164,8 @@ def test_refinement_keeps_earlier_wishes() -> None:
     module = load_module(_CHAIN.encode(), "chain.mlir")
     assignment = LayoutAssignment(_entry(module), 128)
     assert assignment.conversions == []
-    assert sorted(set(assignment._layouts.values()), key=str) == [RowWarpLayout(128, 1), RowWarpLayout(128, 64)]
+    assert sorted(set(assignment._layouts.values()), key=str) == [RowWarpLayout(128, 1, rpw=2),
+                                                                   RowWarpLayout(128, 64, rpw=2)]
     assert len(assignment._layouts) == 8   # the seven 16x64 tiles in rows of 64, the sums one per row
     assert "bar.sync" not in _ptx(module)
 

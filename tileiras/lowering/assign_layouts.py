@@ -188,7 +188,7 @@ def row_broadcast(src: TileType, dst: TileType, src_layout: Layout, vec: int) ->
         return None
     if src_layout.cols == 1 and src.shape[-1] == 1 and src.shape[:-1] == dst.shape[:-1]:
         rows = row_layout(src_layout.threads, dst.shape, vec=vec)
-        return rows if rows.wpr == src_layout.wpr else None
+        return rows if rows.row_values() == src_layout else None
     if src_layout.cols == cols == src.shape[-1] and src.num_elements == cols:
         return src_layout
     return None
@@ -200,7 +200,7 @@ def _free_row_source(src: TileType, dst: TileType, threads: int, vec: int) -> Op
     if src.num_elements == 1 or not RowWarpLayout.fits(cols):
         return None
     rows = row_layout(threads, dst.shape, vec=vec)
-    for candidate in (RowWarpLayout(threads, 1, rows.wpr), rows):
+    for candidate in (rows.row_values(), rows):
         if row_broadcast(src, dst, candidate, vec) == rows:
             return candidate
     return None
@@ -252,6 +252,7 @@ class LayoutAssignment:
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
         self.carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
         self.shared_operands = self._find_shared_operands()
+        self.fragment_bound = self._find_fragment_bound()
         self._continue_targets = _continue_targets(entry)
         anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
         plan = self._choose(anchors)
@@ -272,8 +273,29 @@ class LayoutAssignment:
             return False
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
-            return _free_row_source(src, dst, self.threads, self.blocked.vec) is not None  # type: ignore[arg-type]
+            return op.results[0] not in self.fragment_bound and \
+                _free_row_source(src, dst, self.threads, self.blocked.vec) is not None  # type: ignore[arg-type]
         return row_anchor(op) is not None
+
+    def _find_fragment_bound(self) -> set[Value]:
+        """Tiles that element-wise ops combine with tensor-core fragments (mma results, loops carrying
+        them, and element-wise results of those), directly or through further element-wise ops: they
+        take the fragments' layout whatever is wished (an epilogue's scatter addresses and mask), so
+        rows in warps for them would only add a conversion."""
+        fragments: set[Value] = set()
+        for op in self._ops:
+            if op in self.mma_layouts:
+                fragments.add(op.results[0])
+            elif op in self.carried:
+                fragments.update(r for r, layout in zip(op.results, self.carried[op]) if layout is not None)
+            elif op.name in self._elementwise and op.results and any(v in fragments for v in op.operands):
+                fragments.update(r for r in op.results if _tile(r) is not None)
+        bound: set[Value] = set()
+        for op in reversed(self._ops):
+            if op.name in self._elementwise and (any(v in fragments for v in op.operands) or
+                                                 any(r in bound for r in op.results)):
+                bound.update(v for v in op.operands if _tile(v) is not None and v not in fragments)
+        return bound
 
     def _find_mma_derived(self) -> set[Value]:
         """Tiles computed from tensor-core mma results by elementwise ops, reshapes and row broadcasts
@@ -589,7 +611,7 @@ class LayoutAssignment:
             plan.warp_ops.add(op)
             self._reads_as(plan, op, [row if _tile(v) is not None else None for v in op.operands])
             for r in op.results:
-                self._set(plan, r, row if op.name == "cuda_tile.scan" else RowWarpLayout(self.threads, 1, row.wpr))
+                self._set(plan, r, row if op.name == "cuda_tile.scan" else row.row_values())
             return
         if op.name in _PRODUCERS:
             for r in op.results:

@@ -98,6 +98,7 @@ class RowWarpLayout:
     cols: int
     wpr: int = 1    # warps per row: a tile of fewer rows than warps spreads each row over wpr warps
     chunk: int = 0  # elements per run dealt round the lanes (0: each lane's elements contiguous)
+    rpw: int = 1    # rows per warp: a row narrower than 32 vectors spans 32 / rpw lanes (wpr 1)
 
     @staticmethod
     def fits(cols: int) -> bool:
@@ -110,22 +111,32 @@ class RowWarpLayout:
 
     @property
     def groups(self) -> int:
-        """Rows held at once: one per group of `wpr` warps."""
-        return self.warps // self.wpr
+        """Rows held at once: one per group of `wpr` warps, `rpw` per warp."""
+        return self.warps // self.wpr * self.rpw
+
+    @property
+    def span(self) -> int:
+        """Threads that hold one row."""
+        return WARP * self.wpr // self.rpw
 
     @property
     def per_lane(self) -> int:
         """Consecutive elements of a row held by one lane."""
-        return max(1, self.cols // (WARP * self.wpr))
+        return max(1, self.cols // self.span)
 
     @property
     def lanes(self) -> int:
         """Lanes of one warp that hold distinct elements of one row (a power of two)."""
-        return min(WARP, self.cols)
+        return min(WARP // self.rpw, self.cols)
+
+    def row_values(self) -> "RowWarpLayout":
+        """The layout of one value per row (a row reduction's result, a row broadcast's source):
+        the rows where this layout has them, each in every lane of its row."""
+        return RowWarpLayout(self.threads, 1, self.wpr, rpw=self.rpw)
 
     def owns_all(self, num_elements: int) -> bool:
         """True when every (thread, slot) pair names a distinct, in-range element."""
-        return (num_elements // self.cols) % self.groups == 0 and self.cols >= WARP * self.wpr
+        return (num_elements // self.cols) % self.groups == 0 and self.cols >= self.span
 
     def run(self, num_elements: int) -> int:
         return self.chunk or self.per_lane
@@ -141,7 +152,11 @@ class RowWarpLayout:
         group, within = divmod(slot, cs)
         warp = pre(f"lshr i32 {tid}, 5", "w")
         lane = pre(f"and i32 {tid}, 31", "ln")
-        gw = warp if self.wpr == 1 else pre(f"lshr i32 {warp}, {self.wpr.bit_length() - 1}", "w")
+        if self.rpw > 1:   # row (warp * rpw + lane / span) of the slot group; lane % span along it
+            gw = pre(f"lshr i32 {tid}, {self.span.bit_length() - 1}", "w")
+            lane = pre(f"and i32 {tid}, {self.span - 1}", "ln")
+        else:
+            gw = warp if self.wpr == 1 else pre(f"lshr i32 {warp}, {self.wpr.bit_length() - 1}", "w")
         part = "0" if self.wpr == 1 else pre(f"and i32 {warp}, {self.wpr - 1}", "w")
         raw = gw if group == 0 else pre(f"add i32 {gw}, {group * G}", "r")
         checks = []
@@ -149,21 +164,21 @@ class RowWarpLayout:
         if rows % G:
             row = pre(f"urem i32 {raw}, {rows}", "r")
             checks.append(pre(f"icmp ult i32 {raw}, {rows}", "ok"))
-        if self.cols >= WARP * self.wpr:
+        if self.cols >= self.span:
             thread = lane if part == "0" else pre(f"add i32 {pre(f'shl i32 {part}, 5', 'c')}, {lane}", "c")
             run, offset = self.chunk or cs, 0
             if self.chunk:   # run i of this lane starts i runs of the whole row's lanes further
                 i, within = divmod(within, self.chunk)
-                offset = i * WARP * self.wpr * self.chunk
+                offset = i * self.span * self.chunk
             col = thread if run == 1 else pre(f"mul i32 {thread}, {run}", "c")
             col = col if within + offset == 0 else pre(f"add i32 {col}, {within + offset}", "c")
         elif self.cols == 1:
             col = "0"
         else:
             col = pre(f"and i32 {lane}, {self.cols - 1}", "c")
-        if self.cols < WARP:
+        if self.cols < self.span // self.wpr:
             checks.append(pre(f"icmp ult i32 {lane}, {self.cols}", "ok"))
-        if self.wpr > 1 and self.cols < WARP * self.wpr:
+        if self.wpr > 1 and self.cols < self.span:
             checks.append(pre(f"icmp eq i32 {part}, 0", "ok"))   # the other warps of the row hold copies
         base = row if self.cols == 1 else pre(f"mul i32 {row}, {self.cols}", "e")
         e = base if col == "0" else (col if base == "0" else pre(f"add i32 {base}, {col}", "e"))
@@ -175,7 +190,8 @@ class RowWarpLayout:
     def describe(self) -> str:
         wpr = f", warps_per_row={self.wpr}" if self.wpr > 1 else ""
         chunk = f", runs={self.chunk}" if self.chunk else ""
-        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}{chunk}>"
+        rpw = f", rows_per_warp={self.rpw}" if self.rpw > 1 else ""
+        return f"#row_warp<cols={self.cols}, warps={self.warps}{wpr}{chunk}{rpw}>"
 
 
 # Most elements of one row a lane holds while warps are left to share the row: a row operand
@@ -189,9 +205,10 @@ def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False, vec: in
                ordered: bool = False) -> RowWarpLayout:
     """Rows of `shape` in warps; where there are fewer rows than warps, or where a lane would hold
     more than `ROW_LANE_ELEMENTS` of a row, each row spread over several warps (not for scans, which
-    run along one warp's lanes). Runs of `vec` elements (the kernel's 16-byte vector) are dealt
-    round the lanes, unless each lane must hold consecutive elements (scans and `ordered` reduces,
-    whose combiner may not commute)."""
+    run along one warp's lanes); where a row is narrower than 32 vectors of `vec` elements (the
+    kernel's 16-byte vector) and there are rows enough, several rows per warp, a vector per lane.
+    Runs of `vec` elements are dealt round the lanes, unless each lane must hold consecutive
+    elements (scans and `ordered` reduces, whose combiner may not commute)."""
     cols = shape[-1] if shape else 1
     rows = 1
     for d in shape[:-1]:
@@ -203,6 +220,13 @@ def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False, vec: in
         wpr *= 2
     layout = RowWarpLayout(threads, cols, wpr)
     per_lane = layout.per_lane
+    if not scan and wpr == 1 and vec > 1 and cols % WARP == 0 and per_lane < vec:
+        # rows narrower than a warp's 16-byte vectors: each lane one vector, several rows per warp
+        # (as many as keep every warp busy), so that accesses are 16 bytes wide
+        rpw = 1
+        while cols * rpw * 2 <= WARP * vec and rows >= warps * rpw * 2:
+            rpw *= 2
+        return RowWarpLayout(threads, cols, rpw=rpw)
     if scan or ordered or vec <= 1 or cols < WARP * wpr or per_lane <= vec or per_lane % vec:
         return layout
     return RowWarpLayout(threads, cols, wpr, vec)
