@@ -149,3 +149,77 @@ def test_pointer_facts_flow_through_two_dimensional_offsets_and_assumptions() ->
         "%same": ((1, 1), (8, 8), (64, 4)),
     }
     assert {name: axes(values[name]) for name in expected} == expected
+
+
+# -- 2-D gathers and scatters of whole rows (a MoE's token rows picked by an index tile) -----------
+TM, TN = 128, 64   # 128 rows of 64 bf16 per block: 8 lanes of one 16-byte vector per row, 4 rows per warp
+SRC_ROWS, COLS2 = 512, 256
+
+
+def _moe_rows(x, token_ids, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """y[block rows] = 2 x[token_ids[block rows]] over one column tile: the A gather and C scatter
+    of cuTile's fused MoE, without the mma."""
+    bid_m, bid_n = ct.bid(0), ct.bid(1)
+    slots = bid_m * TM + ct.arange(TM, dtype=ct.int32)
+    rows = ct.gather(token_ids, slots)
+    cols = bid_n * TN + ct.arange(TN, dtype=ct.int32)
+    a = ct.gather(x, (rows[:, None], cols[None, :]))
+    ct.scatter(y, (slots[:, None], cols[None, :]), ct.astype(ct.astype(a, ct.float32) * 2.0, y.dtype))
+
+
+@lru_cache(maxsize=None)
+def _moe_module():
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
+                                       export_kernel)
+
+    from tileiras.frontend import load_module
+
+    def array(dtype, ndim: int) -> ArrayConstraint:
+        return ArrayConstraint(dtype=dtype, ndim=ndim, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                               alias_groups=(), may_alias_internally=False, stride_constant=(None,) * (ndim - 1) + (1,),
+                               shape_divisible_by=16, stride_divisible_by=(8,) * (ndim - 1) + (1,),
+                               base_addr_divisible_by=16)
+
+    buf = io.BytesIO()
+    signature = KernelSignature(parameters=[array(ct.bfloat16, 2), array(ct.int32, 1), array(ct.bfloat16, 2),
+                                            ConstantConstraint(TM), ConstantConstraint(TN)],
+                                calling_convention=CallingConvention.cutile_python_v1())
+    export_kernel(ct.kernel(_moe_rows), [signature], buf, output_format="tileir_bytecode", bytecode_version="13.4",
+                  gpu_code="sm_90")
+    return load_module(buf.getvalue(), "moe_rows.tileirbc")
+
+
+def test_two_dimensional_row_gathers_and_scatters_are_128_bit_and_match_the_interpreter() -> None:
+    from tileiras.codegen.nvptx import llvm_to_ptx
+    from tileiras.lowering.pipeline import lower_module
+
+    ptx = llvm_to_ptx(lower_module(_moe_module(), "sm_90")[0], "sm_90")
+    widths = {kind: {int(v or 1) * int(bits) for v, bits in re.findall(rf"{kind}\.global(?:\.v(\d))?\.[bsu](\d+)", ptx)}
+              for kind in ("ld", "st")}
+    assert widths == {"ld": {32, 128}, "st": {128}}, widths   # the index tile 32-bit, the rows 16 bytes
+    rng = np.random.default_rng(5)
+    import ml_dtypes
+
+    x = rng.standard_normal((SRC_ROWS, COLS2)).astype(ml_dtypes.bfloat16)
+    token_ids = rng.permutation(SRC_ROWS)[:TM * 2].astype(np.int32)   # two blocks of rows, in any order
+    y = np.zeros((TM * 2, COLS2), ml_dtypes.bfloat16)
+    grid = (2, COLS2 // TN // 2, 1)   # half the column tiles: the rest stays zero
+    emulated, interpreted = emulate_and_interpret(_moe_module(), [x, token_ids, y, ], "sm_90", grid)
+    expect = y.copy()
+    expect[:, :COLS2 // 2] = (x[token_ids, :COLS2 // 2].astype(np.float32) * 2).astype(ml_dtypes.bfloat16)
+    assert np.array_equal(interpreted[2], expect)
+    assert np.array_equal(emulated[2], expect)
+
+
+def test_the_dump_shows_pointer_facts_per_dimension(capsys: pytest.CaptureFixture[str]) -> None:
+    """--print-ir-after-all: the gathered rows' pointers step by one element along the columns, from
+    16-byte aligned starts; the row layout holds a 16-byte vector per lane, 4 rows per warp."""
+    from tileiras.lowering.pipeline import lower_module
+
+    lower_module(_moe_module(), "sm_90", print_ir_after_all=True)
+    err = capsys.readouterr().err
+    facts = err.split("// facts of @", 1)[1].split("IR Dump After", 1)[0]
+    assert re.search(r"tile<128x64xptr<bf16>> aligned to 2 B, contiguity \[1, 64\] divisibility \[2, 16\] "
+                     r"constancy \[1, 1\]", facts), facts
+    layouts = err.split("// layouts of @", 1)[1].split("IR Dump After", 1)[0]
+    assert "tile<128x64xbf16> #row_warp<cols=64, warps=8, rows_per_warp=4>" in layouts, layouts
