@@ -223,3 +223,38 @@ def test_the_dump_shows_pointer_facts_per_dimension(capsys: pytest.CaptureFixtur
                      r"constancy \[1, 1\]", facts), facts
     layouts = err.split("// layouts of @", 1)[1].split("IR Dump After", 1)[0]
     assert "tile<128x64xbf16> #row_warp<cols=64, warps=8, rows_per_warp=4>" in layouts, layouts
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", pytest.param("sm_80", marks=pytest.mark.sweep)])
+def test_fused_moe_gathers_and_scatters_are_128_bit_and_match_the_interpreter(gpu: str) -> None:
+    """cuTile's fused MoE (TileGym corpus, 128x128x64 bf16): token rows of A gathered in 16-byte
+    vectors (a row of 64 per 8 lanes), the accumulator restaged through the freed buffers and
+    scattered in 16-byte vectors (the pointers computed in that layout); emulator = interpreter."""
+    import ml_dtypes
+
+    from tileiras.codegen.nvptx import llvm_to_ptx
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    path = ROOT / "tests" / "tilegym" / "bytecode" / "cp_moe_bf16_up_128x128x64.tileirbc"
+    module = load_module(path.read_bytes(), str(path))
+    ptx = llvm_to_ptx(lower_module(module, gpu)[0], gpu)
+    widths = {kind: {int(v or 1) * int(bits) for v, bits in re.findall(rf"{kind}\.global(?:\.v(\d))?\.[bsu](\d+)", ptx)}
+              for kind in ("ld", "st")}
+    assert 128 in widths["ld"] and widths["st"] == {128}, widths
+    rng = np.random.default_rng(7)
+    tokens, hidden, n, experts, topk = 32, 128, 128, 16, 4
+    a = rng.standard_normal((tokens, hidden)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((experts, n, hidden)).astype(ml_dtypes.bfloat16)
+    c = np.zeros((tokens * topk, n), ml_dtypes.bfloat16)
+    weights = rng.random(tokens * topk).astype(np.float32)
+    token_ids = rng.permutation(tokens * topk)[:128].astype(np.int32)
+    token_ids[100:] = tokens * topk   # padding slots: out of bounds, masked off
+    expert_ids = np.full(16, 3, np.int32)
+    emulated, interpreted = emulate_and_interpret(module, [a, b, c, weights, token_ids, expert_ids, np.int32(topk)],
+                                                  gpu, (1, 1, 1))
+    expect = np.zeros((tokens * topk, n), np.float32)
+    for slot in token_ids[:100]:
+        expect[slot] = a[slot // topk].astype(np.float32) @ b[3].astype(np.float32).T
+    assert np.allclose(interpreted[2].astype(np.float32), expect, rtol=2e-2, atol=5e-2)
+    assert np.array_equal(emulated[2], interpreted[2])

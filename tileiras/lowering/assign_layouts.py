@@ -253,6 +253,7 @@ class LayoutAssignment:
         self.carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
         self.shared_operands = self._find_shared_operands()
         self.fragment_bound = self._find_fragment_bound()
+        self.restaged_scatters = self._find_restaged_scatters(entry)
         self._continue_targets = _continue_targets(entry)
         anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
         plan = self._choose(anchors)
@@ -276,6 +277,23 @@ class LayoutAssignment:
             return op.results[0] not in self.fragment_bound and \
                 _free_row_source(src, dst, self.threads, self.blocked.vec) is not None  # type: ignore[arg-type]
         return row_anchor(op) is not None
+
+    def _find_restaged_scatters(self, entry: Operation) -> dict[Operation, BlockedLayout]:
+        """Scatters that store mma fragments through the freed shared buffers in 16-byte runs
+        (vector_access.restaged_scatter), with the blocked layout their pointers and mask are read
+        in: at the kernel's end, where nothing after them uses the buffers, and not where the
+        buffers hold tensor memory's mbarrier (tcgen05)."""
+        from .epilogue import buffers_free_after
+        from .vector_access import restaged_scatter
+
+        if self.tcgen05_layouts or not self.mma_layouts:
+            return {}
+        out = {}
+        for op in self._ops:
+            if op.name == "cuda_tile.store_ptr_tko" and (layout := restaged_scatter(op, self.threads)) is not None \
+                    and buffers_free_after(entry, op, self.is_shared_operand):
+                out[op] = layout
+        return out
 
     def _find_fragment_bound(self) -> set[Value]:
         """Tiles that element-wise ops combine with tensor-core fragments (mma results, loops carrying
@@ -616,6 +634,13 @@ class LayoutAssignment:
         if op.name in _PRODUCERS:
             for r in op.results:
                 self._set(plan, r, plan.wants.get(r, self.blocked))
+            return
+        wide = self.restaged_scatters.get(op)
+        if wide is not None and isinstance(self._layout(plan, op.operand("value")), MmaLayout):
+            # fragments restaged in 16-byte runs by the lowering (epilogue.restage): the pointers and mask
+            # are read in those runs' layout, the value as it is
+            self._reads_as(plan, op, [None if v is op.operand("value") or _tile(v) is None else wide
+                                      for v in op.operands])
             return
         if op.name in self._elementwise and len({v.type.num_elements for v in tiles}) <= 1:  # type: ignore[attr-defined]
             present = [self._layout(plan, v) for v in tiles if v not in self.splats]

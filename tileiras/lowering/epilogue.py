@@ -22,9 +22,9 @@ and f32 128x256: 128 KB) in column chunks through two smaller buffers.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
-from ..ir.core import Operation
+from ..ir.core import Operation, Value
 from ..ir.record import replace
 from ..ir.types import ScalarType
 from .kernel import KernelLowering, storage_type
@@ -177,17 +177,21 @@ def _matrix(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
 
 
 def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:
+    return buffers_free_after(k.entry, op, k.assignment.is_shared_operand if k.assignment is not None else None)
+
+
+def buffers_free_after(entry: Operation, op: Operation, shared_operand: "Callable[[Value], bool] | None") -> bool:
     """`op` sits in the kernel's body (no loop around it) and no op after it runs a tensor-core op or
-    stages a load in the buffers."""
-    block = k.entry.regions[0].block
+    stages a load in the buffers (`shared_operand`: the loads staged there)."""
+    block = entry.regions[0].block
     if op.parent is not block:
         return False
     later = block.operations[block.operations.index(op) + 1:]
     for inner in (x for o in later for x in o.walk()):
         if inner.name in _MMA:
             return False
-        if inner.name == "cuda_tile.load_view_tko" and k.assignment is not None \
-                and k.assignment.is_shared_operand(inner.results[0]):
+        if inner.name == "cuda_tile.load_view_tko" and shared_operand is not None \
+                and shared_operand(inner.results[0]):
             return False
     return True
 

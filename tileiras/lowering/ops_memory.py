@@ -580,6 +580,11 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     vals = k.tile(op.operand("value"))  # type: ignore[arg-type]
     mask_v = op.operand("mask")
     mask = k.tile(mask_v) if mask_v is not None else None
+    if vals.layout != ptrs.layout:   # mma fragments, their pointers in 16-byte runs (assign_layouts)
+        from .epilogue import restage, staged_layout
+
+        vals = restage(k, vals, ptrs.layout) if staged_layout(k, op, vals) == ptrs.layout else \
+            k.convert(vals, ptrs.layout)
     elem = vals.type.element
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
