@@ -181,12 +181,19 @@ def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:
 
 
 def buffers_free_after(entry: Operation, op: Operation, shared_operand: "Callable[[Value], bool] | None") -> bool:
-    """`op` sits in the kernel's body (no loop around it) and no op after it runs a tensor-core op or
-    stages a load in the buffers (`shared_operand`: the loads staged there)."""
-    block = entry.regions[0].block
-    if op.parent is not block:
-        return False
-    later = block.operations[block.operations.index(op) + 1:]
+    """`op` sits in the kernel's body, or in `if`s there (no loop around it; a condition is uniform
+    over the CTA, so every thread takes the barriers), and no op after it (after each enclosing
+    `if` too) runs a tensor-core op or stages a load in the buffers (`shared_operand`: the loads
+    staged there)."""
+    body, later, at = entry.regions[0].block, [], op
+    while True:
+        block = at.parent
+        later += block.operations[block.operations.index(at) + 1:]
+        if block is body:
+            break
+        at = block.parent.parent if block.parent is not None else None
+        if getattr(at, "name", "") != "cuda_tile.if":
+            return False
     for inner in (x for o in later for x in o.walk()):
         if inner.name in _MMA:
             return False
