@@ -102,18 +102,41 @@ def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMa
     # read by this op's mma only (it waits for its reads before the op ends): the op's lifetime
     matrix = new_matrix(k, tile.type, swizzled=swizzled, kind="restaging", lifetime=k.op_lifetime())
     lty = storage_type(elem)
+    run = _store_run(tile, matrix)
     k.barrier()  # earlier readers of this buffer's bytes (the previous iteration's mma, an earlier owner) are done
-    for slot, v in enumerate(tile.slots):
+    for slot in range(0, len(tile.slots), run):
         idx = k.multi_index(shape, slot, tile.layout)
         b, r, c = (idx if len(idx) == 3 else ["0", *idx])
         p = pointer(k, element_offset(k, matrix, b, r, c))
+        if run == 1:
+            value, vty = to_storage(k, tile.slots[slot], elem), lty
+        else:
+            from .ops_memory import _pack
+
+            value, vty = _pack(k, tile.slots[slot:slot + run], elem, "stg"), f"<{run} x {lty}>"
         k.store_first_copy(tile.type.num_elements, slot, tile.layout,
-                           f"store {lty} {to_storage(k, v, elem)}, ptr addrspace(3) {p}")
+                           f"store {vty} {value}, ptr addrspace(3) {p}, align {run * storage_bytes(elem)}")
     if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
         from .async_copy import fence_async_proxy
 
         fence_async_proxy(k)
     return matrix
+
+
+def _store_run(tile: TileRegs, matrix: SharedMatrix) -> int:
+    """Elements one shared store of `stage` moves: the layout's runs of consecutive row elements (a
+    gathered row's 16-byte vector), up to 16 bytes, where no thread holds a replica and the matrix
+    keeps them contiguous and aligned (a padded row's pitch, a swizzle's 16-byte chunks)."""
+    n, elem = tile.type.num_elements, tile.type.element
+    bits = getattr(elem, "bitwidth", 0)
+    if bits < 8 or storage_type(elem) != llvm_type(elem) or not tile.layout.owns_all(n) or matrix.stage:
+        return 1
+    nbytes = bits // 8
+    run = tile.layout.run(n)
+    while run > 1 and (run * nbytes > 16 or tile.type.shape[-1] % run or matrix.offset % (run * nbytes)
+                       or not matrix.swizzled and matrix.pitch % (run * nbytes)):
+        run //= 2
+    return run
 
 
 def k_chunks(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int) -> int:
