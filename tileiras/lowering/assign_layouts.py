@@ -13,6 +13,10 @@ Runs over an entry before code emission, in two walks:
    * producers (load_view, iota, constant): what their users want, else blocked;
    * elementwise ops (and pointer offset/load/store): their operands' common
      layout; operands in another layout are converted;
+   * a scatter of mma fragments whose pointers allow 16-byte accesses
+     (vector_access.restaged_scatter): pointers and mask in that blocked layout,
+     the fragments as they are (the lowering restages them through the freed
+     buffers, as view epilogues do);
    * reshape: its operand's layout (row-major order is preserved);
    * a broadcast along the row axis of a row-warp tile stays in registers;
    * row reduce/scan anchors whose operands arrive in row-warp: results row-warp
@@ -38,6 +42,9 @@ lowers the user. Refinements keep conversions rare:
 * a conversion becomes a wish (for the converted value, or for the result of
   the elementwise op that reads it), and the walks run again; wishes
   accumulate and the cheapest round is kept.
+
+A broadcast whose result element-wise ops combine with mma fragments is no
+anchor: the fragments keep their layout, so rows in warps would only convert.
 
 Every shared-memory round trip costs two CTA barriers, and rows in warps are
 not always worth their conversions. So each candidate assignment is costed in
