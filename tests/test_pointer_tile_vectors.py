@@ -258,3 +258,33 @@ def test_fused_moe_gathers_and_scatters_are_128_bit_and_match_the_interpreter(gp
         expect[slot] = a[slot // topk].astype(np.float32) @ b[3].astype(np.float32).T
     assert np.allclose(interpreted[2].astype(np.float32), expect, rtol=2e-2, atol=5e-2)
     assert np.array_equal(emulated[2], interpreted[2])
+
+
+_INDEX_LIST = """
+entry @k(%c: tile<i1>) {
+  %idx = constant <i32: [0, 1, 2, 3, 8, 9, 10, 11, 32, 33, 34, 35, 36, 37, 38, 39]> : tile<16xi32>
+  %i = iota : tile<16xi32>
+  %cr = reshape %c : tile<i1> -> tile<1xi1>
+  %cb = broadcast %cr : tile<1xi1> -> tile<16xi1>
+  %sel = select %cb, %idx, %i : tile<16xi1>, tile<16xi32>
+  %odd = constant <i32: [1, 1, 1, 1, 5, 5, 5, 5, 9, 9, 9, 9, 9, 9, 9, 9]> : tile<16xi32>
+  return
+}
+"""
+
+
+def test_index_lists_and_selects_have_runs() -> None:
+    """A constant index list runs over aligned groups of 4 from multiples of 4; a select of it and
+    an iota under a uniform condition keeps the common runs; equal neighbours make constancy."""
+    from tileiras.frontend import load_module
+    from tileiras.tileaa.facts import axes
+    from tileiras.tileaa.passes import to_tileaa
+
+    entry = next(op for op in load_module(_INDEX_LIST.encode(), "idx.mlir").walk() if op.name == "cuda_tile.entry")
+    to_tileaa(entry)
+    lines = _INDEX_LIST.splitlines()
+    values = {lines[op.location.line - 1].split(" = ")[0].strip(): op.results[0]
+              for op in entry.walk() if op.location is not None and op.results and " = " in lines[op.location.line - 1]}
+    assert axes(values["%idx"]) == ((4,), (4,), (1,))
+    assert axes(values["%sel"]) == ((4,), (4,), (1,))
+    assert axes(values["%odd"]) == ((1,), (1,), (4,))
