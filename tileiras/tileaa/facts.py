@@ -223,7 +223,7 @@ def _groups(values, d: int, step: int) -> int:
     rows = np.moveaxis(values, d, -1)
     n = rows.shape[-1]
     group = 1
-    while n % (group * 2) == 0 and \
+    while group * 2 <= n and n % (group * 2) == 0 and \
             (np.diff(rows.reshape(*rows.shape[:-1], n // (group * 2), group * 2), axis=-1) == step).all():
         group *= 2
     return group
