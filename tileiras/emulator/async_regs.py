@@ -9,11 +9,16 @@ naming the register, the instruction that owns it and the wait that would releas
 
 Only instructions that name a register some asynchronous instruction writes are wrapped
 (`guard_async_registers`, after decoding), so other code runs at full speed.
+
+A plain register copy (`mov.b32 %d, %s`) of a pending register is not an access: NVIDIA's
+compiler emits such copies of wgmma accumulators between a wgmma and its wait (loop-carried
+values, which ptxas allocates to the same registers), so the copy makes %d pending too, released
+with %s (and %d is checked from then on like %s).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from .errors import DeviceFault
@@ -43,16 +48,56 @@ def check(st: Any, m: Any, regs: frozenset, prog: Any, ins: Any) -> None:
                               f"the {p.release} that waits for it", int(np.argmax(lanes)))
 
 
+def _copies(prog: Any, regs_used: list) -> dict:
+    """pc -> (source, destination) register of every plain register-to-register mov whose source is
+    (transitively) an asynchronously written register; the destinations join `prog.async_regs`."""
+    from .parser import Reg
+
+    found: dict = {}
+    changed = True
+    while changed:
+        changed = False
+        for pc, ins in enumerate(prog.info):
+            if pc in found or ins.opcode != "mov" or len(ins.operands) != 2 or \
+                    not all(isinstance(o, Reg) for o in ins.operands):
+                continue
+            by_name = {prog.reg_names[r]: r for r in regs_used[pc]}
+            dst, src = (by_name.get(o.name) for o in ins.operands)
+            if dst is None or src is None or dst == src or src not in prog.async_regs:
+                continue
+            found[pc] = (src, dst)
+            prog.async_regs.add(dst)
+            changed = True
+    return found
+
+
 def guard_async_registers(prog: Any, regs_used: list) -> None:
     """Wrap every step that names an asynchronously written register with the pending check."""
     from .program import K_COLL, K_OP, K_WAIT
 
+    copies = _copies(prog, regs_used)
     for pc, (kind, fn, gid, gneg, aux) in enumerate(prog.code):
         ins = prog.info[pc]
         regs = regs_used[pc] & prog.async_regs
         if not regs or id(ins) in prog.async_exempt or kind not in (K_OP, K_COLL, K_WAIT) or fn is None:
             continue
+        if pc in copies and kind == K_OP:
+            prog.code[pc] = (kind, _copying(fn, *copies[pc], prog, ins), gid, gneg, aux)
+            continue
         prog.code[pc] = (kind, _guarded(fn, frozenset(regs), prog, ins), gid, gneg, aux)
+
+
+def _copying(fn: Any, src: int, dst: int, prog: Any, ins: Any) -> Any:
+    """A copy of a possibly pending register: the destination inherits the source's pending records."""
+    def run(st: Any, m: Any) -> Any:
+        if st.pending_regs:
+            check(st, m, frozenset((dst,)), prog, ins)
+            for i, p in enumerate(st.pending_regs):
+                if src in p.regs and (p.lanes if m is None else p.lanes & m).any():
+                    st.pending_regs[i] = replace(p, regs=p.regs | {dst})
+        return fn(st, m)
+
+    return run
 
 
 def _guarded(fn: Any, regs: frozenset, prog: Any, ins: Any) -> Any:
