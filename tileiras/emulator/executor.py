@@ -168,6 +168,7 @@ class CTAState:
         self.sp = np.zeros(n, dtype=np.int64)
         self.bars: dict[int, dict] = {}
         self.cluster_bar: Any = None        # barrier.cluster's state (cluster.py)
+        self.ctaids = list(ctaids)
         self.block_id = "(" + ",".join(str(c) for c in ctaids[0]) + ")"
         if k > 1:
             self.block_id = f"{self.block_id} (the cluster of {k} CTAs it leads)"
@@ -469,11 +470,15 @@ def _located(st: CTAState, pc: int, fault: DeviceFault) -> EmulatorError:
     ins = prog.info[pc] if 0 <= pc < len(prog.info) else None
     where = f"line {ins.line} '{ins.text}'" if ins is not None else f"pc {pc}"
     thread = ""
+    block = st.block_id
     if fault.thread is not None:
         bx, by, _ = st.launch.block
         t = fault.thread
+        if st.rank_of is not None:      # a thread of the cluster's CTA `rank`
+            rank, t = divmod(t, st.cta_threads)
+            block = "(" + ",".join(str(c) for c in st.ctaids[rank]) + f") (rank {rank} of its cluster)"
         thread = f" in thread ({t % bx},{(t // bx) % by},{t // (bx * by)})"
-    return EmulatorError(f"{fault.message} at {where}{thread} of block {st.block_id}")
+    return EmulatorError(f"{fault.message} at {where}{thread} of block {block}")
 
 
 def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int, m: Any, aux: Any) -> None:

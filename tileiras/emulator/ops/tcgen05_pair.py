@@ -65,10 +65,11 @@ def pair_columns(st: Any, t: int, n: int) -> Any:
 
 
 def multicast_keys(st: Any, key: int, mask: int, t: int) -> list[int]:
-    """The mbarriers (state-buffer offsets) at the CTA-relative offset of `key` in each CTA of `mask`."""
-    if mask == 0 or mask >> st.ncta:
-        raise DeviceFault(f"tcgen05.commit multicast mask 0x{mask:x} names no CTA or CTAs outside this cluster "
-                          f"of {st.ncta}", t)
+    """The mbarriers (state-buffer offsets) at the CTA-relative offset of `key` in each CTA of `mask`
+    (none for 0: NVIDIA's kernels commit with an empty mask in the CTA of a pair that is not signalled)."""
+    if mask >> st.ncta:
+        raise DeviceFault(f"tcgen05.commit multicast mask 0x{mask:x} names CTAs outside this cluster of {st.ncta}",
+                          t)
     off = key % st.smem_stride
     return [r * st.smem_stride + off for r in range(st.ncta) if mask >> r & 1]
 
