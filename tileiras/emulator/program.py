@@ -435,11 +435,14 @@ class Decoder:
         dt = np_dtype(ty)
         offset = op.offset
         if info.space == "shared":      # the CTA's offset, plus its rank's bits in a cluster
-            def shared_address(st: Any, value: Any = info.value) -> Any:
-                c = dt.type((st.dyn_smem_base if value is None else value) + offset)
-                return c if st.rank_bits is None else (st.rank_bits + c).astype(dt)
+            if info.value is None:
+                def dynamic_address(st: Any) -> Any:
+                    c = dt.type(st.dyn_smem_base + offset)
+                    return c if st.rank_bits is None else (st.rank_bits + c).astype(dt)
 
-            return shared_address
+                return dynamic_address
+            c = dt.type(info.value + offset)
+            return lambda st: c if st.rank_bits is None else (st.rank_bits + c).astype(dt)
         if info.space in ("local", "kparam"):
             c = dt.type(info.value + offset)
             return lambda st: c

@@ -51,6 +51,11 @@ def _one(st: Any, space: str, addrs: Any, lanes: Any, nbytes: int) -> tuple:
             raise _fault("out-of-bounds", "global", addrs, lanes, f.index, nbytes) from None
         return st.mem.buf, st.mem._views, offs
     if space == "shared":
+        if st.rank_bits is None:        # one CTA: its shared addresses are offsets in `shared`
+            bad = addrs + np.uint64(nbytes) > np.uint64(st.smem_size)
+            if bad.any():
+                raise _fault("out-of-bounds", "shared", addrs, lanes, int(np.argmax(bad)), nbytes)
+            return st.shared, st.shared_views, addrs.astype(np.int64)
         bad = shared_outside(st, addrs, nbytes)
         if bad.any():
             raise _fault("out-of-bounds", "shared", addrs, lanes, int(np.argmax(bad)), nbytes)
@@ -90,9 +95,9 @@ def shared_index(st: Any, addrs: Any) -> Any:
     their shared memories `smem_stride` bytes apart there."""
     import numpy as np
 
-    addrs = np.asarray(addrs).astype(np.uint64)
     if st.rank_bits is None:
-        return addrs.astype(np.int64)
+        return np.asarray(addrs).astype(np.int64)
+    addrs = np.asarray(addrs).astype(np.uint64)
     return ((addrs >> np.uint64(CTA_RANK_SHIFT)).astype(np.int64) * st.smem_stride
             + (addrs & np.uint64(CTA_OFFSET_MASK)).astype(np.int64))
 

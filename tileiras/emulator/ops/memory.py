@@ -67,15 +67,12 @@ def address(dec: Decoder, op: Any, space: str, ins: Instr) -> tuple[str, Callabl
         if space not in (kind, "generic"):
             raise bad(ins, f"'{base.name}' is in .{kind}, not in .{space}")
         window = 0 if space == kind else (SHARED_WINDOW if kind == "shared" else LOCAL_WINDOW)
-        if kind == "shared":     # the CTA's offset, plus its rank's bits in a cluster
-            value = info.value
-
-            def shared_address(st: Any) -> Any:
-                c = np.uint64((st.dyn_smem_base if value is None else value) + total + window)
-                return c if st.rank_bits is None else st.rank_bits + c
-
-            return space, shared_address
+        if kind == "shared" and info.value is None:      # plus its rank's bits in a cluster
+            return space, (lambda st: np.uint64(st.dyn_smem_base + total + window) if st.rank_bits is None
+                           else st.rank_bits + np.uint64(st.dyn_smem_base + total + window))
         c = np.uint64(info.value + total + window)
+        if kind == "shared":
+            return space, (lambda st: c if st.rank_bits is None else st.rank_bits + c)
         return space, (lambda st: c)
     if kind == "global":
         if space not in ("global", "generic"):
