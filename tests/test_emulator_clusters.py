@@ -25,7 +25,7 @@ _EXCHANGE = """
     .shared .align 4 .b32 count;
     .reg .b32 %r<16>;
     .reg .b64 %rd<8>;
-    .reg .pred %p<2>;
+    .reg .pred %p<3>;
     mov.u32 %r1, %tid.x;
     mov.u32 %r2, %cluster_ctarank;
     mov.u32 %r3, %cluster_nctarank;
@@ -39,6 +39,9 @@ SKIP:
     rem.u32 %r4, %r4, %r3;
     mov.u32 %r5, buf;
     mapa.shared::cluster.u32 %r6, %r5, %r4;
+    getctarank.shared::cluster.u32 %r12, %r6;
+    setp.ne.u32 %p2, %r12, %r4;
+    @%p2 trap;
     mad.lo.u32 %r7, %r2, 1000, %r1;
     shl.b32 %r8, %r1, 2;
     add.u32 %r9, %r6, %r8;
