@@ -455,3 +455,35 @@ def test_a_cta_pair_mma_splits_a_and_b_over_the_pair_and_d_over_its_tensor_memor
 def test_the_peer_reading_its_accumulator_without_the_commits_mbarrier_is_a_race() -> None:
     with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\).*thread 128"):
         _pair_mma(256, unsignalled_peer=True)
+
+
+def test_a_bulk_copy_into_the_peers_shared_memory_completes_on_its_mbarrier() -> None:
+    """cp.async.bulk.shared::cluster.shared::cta: CTA 0 sends 256 bytes to CTA 1, whose mbarrier it signals."""
+    ptx = _HANDOFF.format(skip="").replace("""    mapa.shared::cluster.u32 %r5, %r4, 0;
+    shl.b32 %r6, %r1, 2;
+    add.u32 %r5, %r5, %r6;
+    mul.lo.u32 %r7, %r1, 3;
+    st.shared::cluster.u32 [%r5], %r7;
+    mov.u32 %r8, bar;
+    and.b32 %r9, %r8, 0xFEFFFFFF;   // CTA 1's address of bar has the rank in bit 24: clear it for CTA 0's
+    fence.acq_rel.cluster;
+    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r9];""", """    shl.b32 %r6, %r1, 2;
+    add.u32 %r5, %r4, %r6;
+    mul.lo.u32 %r7, %r1, 3;
+    st.shared.u32 [%r5], %r7;
+    fence.proxy.async.shared::cta;
+    bar.sync 0;
+    setp.ne.u32 %p3, %r1, 0;
+    @%p3 bra END;
+    mapa.shared::cluster.u32 %r5, %r4, 0;
+    mov.u32 %r8, bar;
+    mapa.shared::cluster.u32 %r9, %r8, 0;
+    cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r5], [%r4], 256, [%r9];""").replace(
+        "mbarrier.init.shared::cta.b64 [bar], 64;", "mbarrier.init.shared::cta.b64 [bar], 1;").replace(
+        "CONSUMER:\n    \nWAIT:", "CONSUMER:\n    @!%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;\nWAIT:")
+    assert "cp.async.bulk.shared::cluster" in ptx and "st.shared::cluster" not in ptx and "expect_tx" in ptx
+    (out,), _ = emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)], check_races=True)
+    assert np.array_equal(out, 3 * np.arange(64))
+    with pytest.raises(EmulatorError, match="read before the mbarrier wait"):     # the consumer not waiting
+        emulate(ptx.replace("CONSUMER:\n", "CONSUMER:\n    bra.uni READ;\n"), "handoff", (2, 1, 1), (64, 1, 1),
+                [np.zeros(64, np.uint32)], check_races=True)

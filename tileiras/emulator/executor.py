@@ -461,7 +461,11 @@ def _deadlock(st: CTAState, groups: list) -> EmulatorError:
                 RUN: "running"}.get(h.state, "?")
         ins = prog.info[min(h.pc, len(prog.info) - 1)]
         count = st.n if h.mask is None else int(st.np.count_nonzero(h.mask))
-        parts.append(f"{count} thread(s) at {what}: line {ins.line} '{ins.text}'")
+        where = ""
+        if st.rank_of is not None:      # which CTAs of the cluster they belong to
+            ranks = st.np.unique(st.rank_of if h.mask is None else st.rank_of[h.mask]).tolist()
+            where = f" of CTA rank{'s' if len(ranks) > 1 else ''} {','.join(map(str, ranks))}"
+        parts.append(f"{count} thread(s){where} at {what}: line {ins.line} '{ins.text}'")
     return EmulatorError(f"deadlock in block {st.block_id}: " + "; ".join(parts))
 
 
