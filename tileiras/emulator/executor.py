@@ -19,8 +19,8 @@ diverges, or it blocks:
   completes a phase (or nothing else can run: then it retries, and a wait
   that can never succeed is reported as a deadlock).
 
-Grid blocks run one after another in x, then y, then z order; each CTA
-starts with fresh registers, shared and local memory. Atomics of one
+Grid blocks (clusters) run one after another in x, then y, then z order; each
+CTA starts with fresh registers, shared and local memory. Atomics of one
 instruction apply in increasing thread order.
 
 The CTAs of a thread-block cluster run together as one state (`CTAState` over

@@ -1,4 +1,5 @@
-"""Vector clocks for the asynchronous pipelines (part of the race checker, one CTA at a time).
+"""Vector clocks for the asynchronous pipelines (part of the race checker, one CTA, or one cluster's
+CTAs together, at a time).
 
 The interval checker in `races.py` treats every completed barrier or mbarrier phase as ordering
 everything before it with everything after it, which is right for bar.sync but too generous for

@@ -1,7 +1,9 @@
 """Opt-in data-race checking: `run_ptx(..., check_races=True)` or TILEIRAS_EMULATOR_CHECK_RACES=1.
 
 All threads of a CTA execute an instruction together, so a missing barrier never shows up
-as a wrong result here; this mode reports it instead. Two accesses to a byte of global or
+as a wrong result here; this mode reports it instead. The CTAs of a thread-block cluster run as
+one state (executor.py): their threads and shared memories are checked as one, so a peer's
+distributed-shared-memory store is ordered only by barrier.cluster or a cluster-scope mbarrier. Two accesses to a byte of global or
 shared memory by different threads of one CTA race when no barrier completes between them
 and at least one writes, unless both are atomic or strong (.relaxed/.acquire/.release/
 .volatile...): the PTX memory model does not count those as data races. Local and
