@@ -487,3 +487,11 @@ def test_a_bulk_copy_into_the_peers_shared_memory_completes_on_its_mbarrier() ->
     with pytest.raises(EmulatorError, match="read before the mbarrier wait"):     # the consumer not waiting
         emulate(ptx.replace("CONSUMER:\n", "CONSUMER:\n    bra.uni READ;\n"), "handoff", (2, 1, 1), (64, 1, 1),
                 [np.zeros(64, np.uint32)], check_races=True)
+
+
+def test_waiting_on_a_peers_mbarrier_faults() -> None:
+    ptx = _HANDOFF.format(skip="").replace("try_wait.parity.acquire.cluster.shared::cta.b64 %p3, [bar], 0;",
+                                           "try_wait.parity.acquire.cluster.shared::cluster.b64 %p3, [%r9], 0;").replace(
+        "CONSUMER:\n", "CONSUMER:\n    mov.u32 %r8, bar;\n    mapa.shared::cluster.u32 %r9, %r8, 1;\n")
+    with pytest.raises(EmulatorError, match="mbarrier.try_wait on the mbarrier of CTA rank 1 of the cluster"):
+        emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)])

@@ -356,6 +356,18 @@ def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
     return shared_index(st, a)
 
 
+def _own(st: Any, keys: Any, lanes: Any, what: str) -> None:
+    """Threads may only wait on (and initialize) the mbarriers of their own CTA; arrivals may be remote."""
+    if st.rank_of is None:
+        return
+    np = _np()
+    other = keys // st.smem_stride != st.rank_of[lanes]
+    if other.any():
+        i = int(np.argmax(other))
+        raise DeviceFault(f"{what} on the mbarrier of CTA rank {int(keys[i]) // st.smem_stride} of the cluster: only "
+                          "the executing CTA's own mbarriers can be waited on or initialized", int(lanes[i]))
+
+
 def _get(st: Any, key: int, thread: int) -> MBarrier:
     b = st.mbar.get(key)
     if b is None:
@@ -420,6 +432,8 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
             if lanes.size == 0:
                 return
             keys = _mbar_keys(st, addr, lanes, m, space)
+            if op in ("init", "inval"):
+                _own(st, keys, lanes, f"mbarrier.{op}")
             vals = np.asarray(value(st)).astype(np.int64) if value is not None else np.int64(0)
             vals = np.full(lanes.size, vals) if vals.ndim == 0 else vals[lanes]
             for key, v, t in zip(keys.tolist(), vals.tolist(), lanes.tolist()):
@@ -479,6 +493,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
         if lanes.size == 0:
             return done
         keys = _mbar_keys(st, addr, lanes, m, space)
+        _own(st, keys, lanes, f"mbarrier.{op}")
         tok = np.asarray(token(st)).astype(np.int64)
         tok = np.full(lanes.size, tok) if tok.ndim == 0 else tok[lanes]
         for key, v, t in zip(keys.tolist(), tok.tolist(), lanes.tolist()):
