@@ -495,3 +495,22 @@ def test_waiting_on_a_peers_mbarrier_faults() -> None:
         "CONSUMER:\n", "CONSUMER:\n    mov.u32 %r8, bar;\n    mapa.shared::cluster.u32 %r9, %r8, 1;\n")
     with pytest.raises(EmulatorError, match="mbarrier.try_wait on the mbarrier of CTA rank 1 of the cluster"):
         emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)])
+
+
+def test_st_async_stores_into_the_peer_and_completes_on_its_mbarrier() -> None:
+    """st.async: CTA 1's threads store into CTA 0's buffer, each completing 4 bytes on CTA 0's mbarrier."""
+    ptx = _HANDOFF.format(skip="").replace("""    st.shared::cluster.u32 [%r5], %r7;
+    mov.u32 %r8, bar;
+    and.b32 %r9, %r8, 0xFEFFFFFF;   // CTA 1's address of bar has the rank in bit 24: clear it for CTA 0's
+    fence.acq_rel.cluster;
+    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r9];""", """    mov.u32 %r8, bar;
+    mapa.shared::cluster.u32 %r9, %r8, 0;
+    st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r5], %r7, [%r9];""").replace(
+        "mbarrier.init.shared::cta.b64 [bar], 64;", "mbarrier.init.shared::cta.b64 [bar], 1;").replace(
+        "CONSUMER:\n    \nWAIT:", "CONSUMER:\n    @!%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;\nWAIT:")
+    assert "st.async" in ptx and "expect_tx" in ptx
+    (out,), _ = emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)], check_races=True)
+    assert np.array_equal(out, 3 * np.arange(64))
+    with pytest.raises(EmulatorError, match="read before the mbarrier wait"):
+        emulate(ptx.replace("CONSUMER:\n", "CONSUMER:\n    bra.uni READ;\n"), "handoff", (2, 1, 1), (64, 1, 1),
+                [np.zeros(64, np.uint32)], check_races=True)

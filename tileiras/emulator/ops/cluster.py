@@ -3,7 +3,8 @@
 The CTAs of a cluster run as one state (executor.py). The shared addresses CTA r's threads see
 carry r from bit CTA_RANK_SHIFT up, as on the GPU, and are their shared::cluster addresses too, so
 ld/st/atom/mbarrier on a shared::cluster address need nothing more than `spaces.shared_index`;
-`mapa` moves an address to another CTA's memory.
+`mapa` moves an address to another CTA's memory. st.async stores into a (peer's) shared memory
+and completes its bytes on an mbarrier of that CTA, like a TMA load.
 
 barrier.cluster: each thread's arrive (`.release` unless `.relaxed`) counts once per phase; the
 phase completes when every thread of the cluster has arrived or exited, and a thread's wait
@@ -18,6 +19,7 @@ from typing import Any, Callable
 
 from ..errors import DeviceFault
 from ..memory import CTA_OFFSET_MASK, CTA_RANK_SHIFT, SHARED_WINDOW, WINDOW_SIZE
+from .. import spaces
 from ..spaces import shared_outside
 from ..parser import Instr
 from ..program import K_OP, K_WAIT, Decoder, Mods, bad
@@ -184,6 +186,65 @@ def barrier_cluster(dec: Decoder, ins: Instr, mods: Mods) -> Any:
         return done
 
     return (K_WAIT, wait, None)
+
+
+def st_async(dec: Decoder, ins: Instr) -> Any:
+    """st.async{.weak|.release}{.cluster}.shared::cluster.mbarrier::complete_tx::bytes{.v2|.v4}.type [a], b, [mbar]:
+    the store lands in the shared memory of a's CTA and completes its bytes on the mbarrier mbar of that
+    CTA; for the race checker its bytes are published by that mbarrier's phase, as a TMA load's."""
+    from ..parser import Vec
+    from ..ptxtypes import ptx_type, uint_dtype
+    from .async_ops import _get, _maybe_complete, _mbar_keys
+    from .memory import address
+
+    np = _np()
+    mods = Mods(ins)
+    mods.need(("async",), ".async")
+    mods.one(("weak", "release"))
+    mods.flag("cluster")
+    mods.need(("shared::cluster",), ".shared::cluster")
+    mods.need(("mbarrier::complete_tx::bytes",), ".mbarrier::complete_tx::bytes")
+    v = mods.one(("v2", "v4"))
+    nelem = int(v[1:]) if v else 1
+    ty = mods.type1()
+    mods.done()
+    ops = ins.operands
+    if len(ops) != 3:
+        raise bad(ins, "expected [a], b, [mbar]")
+    items = list(ops[1].items) if isinstance(ops[1], Vec) else [ops[1]]
+    if len(items) != nelem:
+        raise bad(ins, f"expected {nelem} source values")
+    bits = ptx_type(ty).bits
+    raw = uint_dtype(bits)
+    nbytes = nelem * bits // 8
+    readers = [dec.reader(x, f"b{bits}", ins) for x in items]
+    _, addr = address(dec, ops[0], "shared", ins)
+    _, mbar = address(dec, ops[2], "shared", ins)
+
+    def store(st: Any, m: Any) -> None:
+        lanes = lanes_of(st, m)
+        if lanes.size == 0:
+            return
+        a = np.asarray(addr(st)).astype(np.uint64)
+        a = np.full(lanes.size, a) if a.ndim == 0 else a[lanes]
+        (_, _, _, offs), = spaces.resolve(st, "shared", a, lanes, nbytes, nbytes)
+        keys = _mbar_keys(st, mbar, lanes, m, "shared")
+        if st.smem_stride and ((keys // st.smem_stride) != (offs // st.smem_stride)).any():
+            i = int(np.argmax((keys // st.smem_stride) != (offs // st.smem_stride)))
+            raise DeviceFault("st.async: the mbarrier must be in the CTA the store writes to", int(lanes[i]))
+        vals = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes].astype(raw) for r in readers], axis=1)
+        data = np.ascontiguousarray(vals).view(np.uint8).reshape(lanes.size, nbytes)
+        cols = np.arange(nbytes)
+        for i, (t, key) in enumerate(zip(lanes.tolist(), keys.tolist())):
+            b = _get(st, key, t)
+            idx = offs[i] + cols
+            if st.races is not None:
+                st.races.async_write(st, ins.line, idx, t, key, b.phase + 1)
+            st.shared[idx] = data[i]
+            b.tx -= nbytes
+            _maybe_complete(st, b)
+
+    return (K_OP, store, None)
 
 
 HANDLERS: dict[str, Callable[[Decoder, Instr], Any]] = {

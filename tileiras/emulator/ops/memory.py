@@ -160,6 +160,10 @@ def _ld(dec: Decoder, ins: Instr) -> Any:
 
 def _st(dec: Decoder, ins: Instr) -> Any:
     np = _np()
+    if "async" in ins.mods:
+        from .cluster import st_async
+
+        return st_async(dec, ins)
     mods = Mods(ins)
     space = _space(mods)
     site = Site(ins.line, write=True, strong=not STRONG.isdisjoint(ins.mods))
