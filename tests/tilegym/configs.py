@@ -19,10 +19,10 @@ TARGETS: tuple[str, ...] = ("sm_80", "sm_90", "sm_100", "sm_120")
 BYTECODE_VERSION = "13.4"
 ALL = TARGETS
 
-# bytes per element (cuTile dtype names)
-ITEMSIZE: dict[str, int] = {
+# bytes per element (cuTile dtype names; fp4 packs two to a byte)
+ITEMSIZE: dict[str, float] = {
     "float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "int32": 4, "int64": 8,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e8m0fnu": 1,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e8m0fnu": 1, "float4_e2m1fn": 0.5,
 }
 SHORT: dict[str, str] = {
     "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float8_e4m3fn": "e4m3",
@@ -355,6 +355,15 @@ def _samples() -> list[Config]:
                       "block_scaled_matmul_kernel",
                       (A(e4, m, k), A(e8, m // 128, k // sbs // 4, 32, 16), A(e4, k, n),
                        A(e8, n // 128, k // sbs // 4, 32, 16), A("float32", m, n), 256, 256, 128, sbs)))
+    # fp4 (e2m1) operands: MXFP4 (ue8m0 scales per 32) and NVFP4 (e4m3 scales per 16), at the
+    # sample's 2-D scale layout and the 128 x 128 / 128 x 256 tiles with K tile 128
+    e2 = "float4_e2m1fn"
+    for fmt, scale, sbs in (("mxfp4", e8, 32), ("nvfp4", e4, 16)):
+        for tm, tn in ((128, 128), (128, 256)):
+            out.append(Config(f"cp_{fmt}_matmul_{tm}x{tn}x128", "cp_BlockScaledMatMul",
+                              "block_scaled_matmul_kernel",
+                              (A(e2, m, k), A(scale, m, k // sbs), A(e2, k, n), A(scale, k // sbs, n),
+                               A("float32", m, n), tm, tn, 128, sbs)))
     # MoE sample: 48 tokens, hidden 512, 64 experts, intermediate 1024, top-8, bf16, 128x128x64
     tokens, hidden, experts, inter, topk, tm = 48, 512, 64, 1024, 8, 128
     em = (tokens * topk + experts * (tm - 1)) // tm * tm

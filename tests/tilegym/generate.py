@@ -37,7 +37,7 @@ def array_constraint(arrays: list[Any]) -> Any:
     import configs
 
     first = arrays[0]
-    elems_16b = max(1, DIVISOR // configs.ITEMSIZE[first.dtype])
+    elems_16b = max(1, int(DIVISOR // configs.ITEMSIZE[first.dtype]))
     ndim = len(first.shape)
 
     def strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -143,7 +143,7 @@ def _free_by_source(src: TileType, dst: TileType, src_layout: Layout) -> Optiona
     return None
 
 
-def _mma_shapes(ops: list[Operation]) -> dict[Operation, object]:
+def _mma_shapes(ops: list[Operation], sm: int) -> dict[Operation, object]:
     """The mmas that run on tensor cores, with the instruction ops_mma.select_shape picks."""
     from .ops_mma import select_shape
 
@@ -151,7 +151,7 @@ def _mma_shapes(ops: list[Operation]) -> dict[Operation, object]:
     for op in ops:
         if op.name in _MMA:
             lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
-            shape = select_shape(op, lhs, rhs, acc)  # type: ignore[arg-type]
+            shape = select_shape(op, lhs, rhs, acc, sm)  # type: ignore[arg-type]
             if shape is not None:
                 out[op] = shape
     return out
@@ -249,10 +249,10 @@ class LayoutAssignment:
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
         self.index_only = self._find_index_only(self._ops)
-        self.mma_shapes = _mma_shapes(self._ops)   # tensor-core mmas -> their ops_mma.MmaShape
+        self.sm = sm
+        self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their ops_mma.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
-        self.sm = sm
         self.wgmma_ops = {op for op in self._ops if self._runs_on_wgmma(op)}
         self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}

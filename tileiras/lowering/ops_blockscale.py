@@ -19,39 +19,85 @@ scale per column. The form per target (`FORMS`):
   32-wide K block an fp8 mma.sync into zero, then acc += partial * (SF_A[row] * SF_B[col]) by FMA
   (ue8m0 scales are powers of two: the product is exact unless it leaves f32's range).
 
-fp4 (f4E2M1FN) operands and ue4m3 scales keep the scalar path (their remark says so).
+fp4 (f4E2M1FN) operands (`SCALED`): on sm_120 / sm_121 the block_scale mma.sync of m16n8k64,
+`kind::mxf4` with ue8m0 scales per 32 (MXFP4, scale_vec::2X) and `kind::mxf4nvf4` with scales per 16
+(NVFP4: ue4m3, or ue8m0; scale_vec::4X), as NVIDIA's compiler issues there. The fp4 elements sit
+one to a byte in shared memory and are packed eight to a register as the fragments are gathered
+(ops_mma._nibbles: the e2m1 fragments are the 8-bit ones with each byte a pair of nibbles). Each
+scale register holds the instruction's 2 or 4 K blocks, one byte each from byte 0, in the lanes
+scale_vec::1X uses. Elsewhere (sm_100: NVIDIA's tcgen05 kind::mxf4nvf4, not implemented here; no
+fp4 mma.sync without block scaling to scale by FMA) fp4 keeps the scalar path (the remark says so).
 """
 
 from __future__ import annotations
 
 from ..ir.core import Operation
+from ..ir.record import record
 from ..ir.types import TileType
 from .kernel import KernelLowering
 from .layout import MmaLayout
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
 
-_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f4E2M1FN": "e2m1"}
 _BLOCK = 32          # K per instruction = elements per scale (mxf8f6f4, scale_vec::1X)
+
+
+@record
+class Scaled:
+    """One block-scaled mma.sync form: its kind, scale factors per instruction (scale_vec::NX)
+    and their PTX type, and the instruction's K."""
+    kind: str
+    vec: int
+    stype: str
+    k: int
+
+
+# (operand element, scale element, elements per scale) -> the block-scaled mma.sync form
+SCALED: dict[tuple[str, str, int], Scaled] = {
+    ("f8", "f8E8M0FNU", 32): Scaled("mxf8f6f4", 1, "ue8m0", 32),
+    ("f4E2M1FN", "f8E8M0FNU", 32): Scaled("mxf4", 2, "ue8m0", 64),
+    ("f4E2M1FN", "f8E8M0FNU", 16): Scaled("mxf4nvf4", 4, "ue8m0", 64),
+    ("f4E2M1FN", "f8E4M3FN", 16): Scaled("mxf4nvf4", 4, "ue4m3", 64),
+}
+
+
+def scaled_form(op: Operation) -> "Scaled | None":
+    """The block-scaled form of `op`'s operand and scale types (None: no tensor-core form)."""
+    lhs, rhs, scale = (op.operand(n).type for n in ("lhs", "rhs", "lhs_scale"))
+    a, b = str(lhs.element), str(rhs.element)  # type: ignore[union-attr]
+    if a != b and not (a in _F8 and b in _F8 and "f4E2M1FN" not in (a, b)):
+        return None
+    key = "f8" if a in _F8 and a != "f4E2M1FN" else a
+    return SCALED.get((key, str(scale.element), lhs.shape[-1] // scale.shape[-1]))  # type: ignore[union-attr]
 
 # target SM -> the form of its block-scaled mma ("native": the block_scale mma.sync;
 # "fma": fp8 mma.sync per scale block, scaled into the accumulator by FMA)
 FORMS: dict[int, str] = {120: "native", 121: "native", 100: "fma", 103: "fma", 110: "fma"}
 
 
-def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> "object | str":
-    """The m16n8k32 fp8 mma.sync shape (ops_mma.MmaShape) whose fragments this op uses, or why none."""
-    from .ops_mma import _f8
+def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int | None" = None) -> "object | str":
+    """The mma.sync shape (ops_mma.MmaShape) whose fragments this op uses, or why none: m16n8k32
+    fp8 on every target; m16n8k64 fp4 only where the block-scaled mma.sync is native (`sm`)."""
+    from .ops_mma import MmaShape, _f8
 
     a, b = str(lhs.element), str(rhs.element)
-    scale = str(op.operand("lhs_scale").type.element)  # type: ignore[union-attr]
+    scale = op.operand("lhs_scale").type  # type: ignore[union-attr]
+    form_ = scaled_form(op)
     if a not in _F8 or b not in _F8:
-        return f"block-scaled {a} x {b} has no tensor-core path in this lowering (fp8 e4m3/e5m2 only)"
-    if scale != "f8E8M0FNU" or lhs.shape[-1] // op.operand("lhs_scale").type.shape[-1] != _BLOCK:  # type: ignore[union-attr]
-        return f"block-scaled mma with {scale} scales has no tensor-core path in this lowering (ue8m0 per 32 only)"
-    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % _BLOCK:
+        return f"block-scaled {a} x {b} has no tensor-core path in this lowering (fp8 e4m3/e5m2, fp4 e2m1 only)"
+    if form_ is None:
+        return (f"block-scaled {a} x {b} with {scale.element} scales per {lhs.shape[-1] // scale.shape[-1]} "  # type: ignore[union-attr]
+                "has no tensor-core path in this lowering (fp8: ue8m0 per 32; fp4: ue8m0 per 32 or 16, "
+                "e4m3 per 16)")
+    if form_.k == 64 and (sm is None or form(sm) != "native"):
+        return ("block-scaled fp4 runs on tensor cores here only as sm_120's mma.sync kind::mxf4 / "
+                "kind::mxf4nvf4 (tcgen05 kind::mxf4nvf4 is not implemented)")
+    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % form_.k:
         return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
-                f"shape [16, 8, {_BLOCK}]")
+                f"shape [16, 8, {form_.k}]")
+    if form_.k == 64:
+        return MmaShape("", 64, 8, "i32")
     return _f8(a, b)
 
 
@@ -75,7 +121,10 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
 
     sm = int(gpu[3:].rstrip("af"))
     if form(sm) == "native":
-        return 1
+        # fp4 operands reach the mma in registers, one element to a 32-bit word's byte: A's and B's
+        # K tiles weigh as much as the accumulator again (128 x 128 x 128 spills with 128 threads)
+        f = scaled_form(op)
+        return 4 if f is not None and f.k == 64 else 1
     return 1 if _stageable(op) and on_tcgen05(op, sm, threads) is not None else 2
 
 
@@ -97,7 +146,9 @@ def describe(op: Operation, sm: int) -> str:
     """The remark's Instruction."""
     a, b = (_F8[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]
     if form(sm) == "native":
-        return f"Tensor-core SM120 (mma.sync.kind::mxf8f6f4.block_scale.scale_vec::1X.{a}.{b}.ue8m0)"
+        f = scaled_form(op)
+        assert f is not None
+        return f"Tensor-core SM120 (mma.sync.kind::{f.kind}.block_scale.scale_vec::{f.vec}X.{a}.{b}.{f.stype})"
     return f"Tensor-core SM89 (mma.sync.{a}.{b}, block scales by FMA)"
 
 
@@ -170,11 +221,22 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
             at[key] = lanes[lane_part] if x == "0" else k.b.op(f"add i32 {x}, {lanes[lane_part]}", "sfx")
         return at[key]
 
+    f = scaled_form(op)
+    assert f is not None
+
+    def packed(src: _Scales, bt: str, x: str, kb: int) -> str:
+        """The instruction's f.vec scale bytes of row / column x from K block kb, byte 0 up."""
+        out = src.byte(bt, x, kb)
+        for i in range(1, f.vec):
+            part = k.b.op(f"shl i32 {src.byte(bt, x, kb + i)}, {8 * i}", "sf")
+            out = k.b.op(f"or i32 {out}, {part}", "sf")
+        return out
+
     def issue_native(bt: str, m0: str, n0: str, k0: int, args: list[tuple[str, str]], c: list[str]) -> list[str]:
-        kb = k0 // _BLOCK
-        fa = sa.byte(bt, add(m0, "a"), kb)
-        fb = sb.byte(bt, add(n0, "g"), kb)
-        text = (f"mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32.row.col.f32.{a}.{b}.f32.ue8m0 "
+        kb = k0 * f.vec // f.k
+        fa = packed(sa, bt, add(m0, "a"), kb)
+        fb = packed(sb, bt, add(n0, "g"), kb)
+        text = (f"mma.sync.aligned.kind::{f.kind}.block_scale.scale_vec::{f.vec}X.m16n8k{f.k}.row.col.f32.{a}.{b}.f32.{f.stype} "
                 "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13}, {$14}, {0, 0}, {$15}, {0, 0};")
         cons = ",".join(["=f"] * 4 + ["r"] * 6 + ["f"] * 4 + ["r", "r"])
         operands = ", ".join([f"{t} {v}" for t, v in args] + [f"float {v}" for v in c] + [f"i32 {fa}", f"i32 {fb}"])

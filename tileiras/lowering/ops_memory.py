@@ -411,9 +411,25 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             slots += [from_storage(k, k.b.op(f"extractelement {vty} {v}, i32 {i}", "ld"), elem) for i in range(vec)]
     else:
         for ptr, ok in _view_addresses(k, op, view, rtype, layout):
-            v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
+            if elem.bitwidth == 4:     # two to a byte in memory: the addresses count elements (`_nibble`)
+                v = k.guarded(ok, lambda: _nibble(k, view.tensor.base, ptr, ordering, scope), pad, lty)
+            else:
+                v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
             slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
+
+
+def _nibble(k: KernelLowering, base: str, at: str, ordering: str, scope: str) -> str:
+    """The 4-bit element (as i8) whose element offset from `base` is `at`'s byte offset (4-bit
+    views address as if each element were a byte): byte offset / 2 holds it, the first of a pair
+    in the low nibble."""
+    op = k.b.op
+    off = op(f"sub i64 {op(f'ptrtoint ptr {at} to i64', 'nb')}, {op(f'ptrtoint ptr {base} to i64', 'nb')}", "nb")
+    half = op(f"lshr i64 {off}, 1", "nb")
+    byte = _load(k, op(f"getelementptr i8, ptr {base}, i64 {half}", "nb"), "i8", ordering, scope, 1)
+    odd = op(f"and i64 {off}, 1", "nb")
+    shift = op(f"trunc i64 {op(f'shl i64 {odd}, 2', 'nb')} to i8", "nb")
+    return op(f"and i8 {op(f'lshr i8 {byte}, {shift}', 'nb')}, 15", "nb")
     k.set(op.results[1], TokenVal())
 
 

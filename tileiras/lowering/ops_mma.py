@@ -67,18 +67,20 @@ def _f8(a: str, b: str) -> MmaShape:
     return MmaShape("", 32, 4, "i32", ptx=f"mma.sync.aligned.m16n8k32.row.col.f32.{_F8[a]}.{_F8[b]}.f32")
 
 
-def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> Optional[MmaShape]:
-    """The mma.sync for these operand types and shapes, or None (the exact scalar path)."""
-    choice = choose(op, lhs, rhs, acc)
+def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType,
+                 sm: Optional[int] = None) -> Optional[MmaShape]:
+    """The mma.sync for these operand types and shapes, or None (the exact scalar path); `sm`: the
+    target, where the instruction depends on it (block-scaled fp4: sm_120's only)."""
+    choice = choose(op, lhs, rhs, acc, sm)
     return choice if isinstance(choice, MmaShape) else None
 
 
-def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType) -> MmaShape | str:
+def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: Optional[int] = None) -> MmaShape | str:
     """The mma.sync that computes this op, or why none does (the reason its remark gives)."""
     if op.name == "cuda_tile.mmaf_scaled":
         from .ops_blockscale import choose as choose_scaled
 
-        return choose_scaled(op, lhs, rhs, acc)
+        return choose_scaled(op, lhs, rhs, acc, sm)
     key = tuple(str(t.element) for t in (lhs, rhs, acc))
     f8 = key[0] in _F8 and key[1] in _F8 and key[2] == "f32"
     shape = _f8(key[0], key[1]) if f8 else SHAPES.get(key)  # type: ignore[arg-type]
@@ -256,7 +258,9 @@ class _Fragments:
                  kmajor: bool) -> None:
         self.k, self.shape, self.m, self.operand, self.elem, self.kmajor = k, shape, matrix, operand, elem, kmajor
         self.lane = lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
-        self.ldmatrix = kmajor or matrix.elem_bytes == 2
+        # 4-bit elements sit one to a byte in shared memory: their registers pack nibbles (`_gather`)
+        self.nibbles = getattr(elem, "bitwidth", 8) == 4
+        self.ldmatrix = (kmajor or matrix.elem_bytes == 2) and not self.nibbles
         half = shape.k // 2
         q = k.b.pre(f"lshr i32 {lane}, 3", "q")
         q_lo = k.b.pre(f"and i32 {q}, 1", "q")
@@ -314,6 +318,8 @@ class _Fragments:
         vec = "undef"
         for i, v in enumerate(vals):
             vec = k.b.op(f"insertelement <{len(vals)} x {lty}> {vec}, {lty} {v}, i32 {i}", "fe")
+        if self.nibbles:
+            return _nibbles(k, k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i64", "fe"))
         return k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i32", "fe")
 
     def _lane_parts(self) -> tuple[str, str]:
@@ -348,6 +354,16 @@ class _Fragments:
         half = self.shape.k // 2
         regs = self._gathered(b, n0, k0, [(8 * i + 0, dk) for i in range(count) for dk in (0, half)])
         return [regs[2 * i:2 * i + 2] for i in range(count)]
+
+
+def _nibbles(k: KernelLowering, x: str) -> str:
+    """Eight 4-bit elements, one per byte of the i64 `x` (low nibbles), as one 32-bit register,
+    element i in bits 4i .. 4i + 3 (the e2m1 fragment order)."""
+    x = k.b.op(f"and i64 {x}, {0x0F0F0F0F0F0F0F0F}", "fn")
+    for shift, mask in ((4, 0x00FF00FF00FF00FF), (8, 0x0000FFFF0000FFFF), (16, 0x00000000FFFFFFFF)):
+        high = k.b.op(f"lshr i64 {x}, {shift}", "fn")
+        x = k.b.op(f"and i64 {k.b.op(f'or i64 {x}, {high}', 'fn')}, {mask}", "fn")
+    return k.b.op(f"trunc i64 {x} to i32", "fn")
 
 
 # An mma.sync issuer other than the plain one (ops_blockscale): given (batch, first row, first column,

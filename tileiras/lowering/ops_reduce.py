@@ -304,7 +304,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
 
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
-    shape = select_shape(op, lhs.type, rhs.type, rtype)
+    shape = select_shape(op, lhs.type, rhs.type, rtype, k.sm)
     tcgen05 = shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op)
     if scaled and shape is not None and not tcgen05:
         from .ops_blockscale import describe, lower
@@ -337,7 +337,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         return
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     is_float = op.name != "cuda_tile.mmai"
-    k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype))
+    k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype, k.sm))
     kdim = lhs.type.shape[-1]
     # K in slices where both operands' scratch would not fit beside the buffers alive at the op
     # (each slice accumulates into the running sums: the same order of FMAs); scales go whole

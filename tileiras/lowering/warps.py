@@ -81,7 +81,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
         if op.name not in _MMA:
             continue
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))
-        if select_shape(op, lhs, rhs, acc) is None:  # type: ignore[arg-type]
+        if select_shape(op, lhs, rhs, acc, int(gpu[3:].rstrip("af"))) is None:  # type: ignore[arg-type]
             continue
         regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
         budget = ACC_REGS_PER_THREAD - NEST_REGS * max(0, _loop_depth(op) - 2)

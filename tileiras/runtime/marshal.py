@@ -61,7 +61,8 @@ _ACCEPT: dict[str, tuple[str, ...]] = {
 
 
 def _dtype_name(dt: np.dtype) -> str:
-    return f"V{dt.itemsize}" if dt.kind == "V" else dt.name
+    """ml_dtypes' types (kind "V") by their names; raw bits ("void<bits>") as "V<bytes>"."""
+    return f"V{dt.itemsize}" if dt.kind == "V" and dt.name.startswith("void") else dt.name
 
 
 def accepts(elem: Type, dt: np.dtype) -> bool:
@@ -163,7 +164,7 @@ def _fetch(memory: DeviceMemory, a: ArrayArg) -> np.ndarray:
     raw = np.frombuffer(memory.read(a.address, a.nbytes), np.uint8) if a.nbytes else np.zeros(0, np.uint8)
     dt = a.array.dtype
     count = a.array.size
-    if dt.kind == "V" or dt.name not in ("int4", "uint4", "float4_e2m1fn"):
+    if dt.name not in ("int4", "uint4", "float4_e2m1fn"):     # (ml_dtypes types have kind "V")
         flat = raw[: count * dt.itemsize].view(dt) if count else np.zeros(0, dt)
     else:
         flat = decode(raw, a.element, count).view(dt)

@@ -201,6 +201,10 @@ def _layout(shape: str, kind: str, operand: str) -> tuple[Any, Any, int]:
             if m == 16:
                 return build(k // 2, lambda e: (g + 8 * (e % 2), t + 4 * (e // 2)))
         return build(k // 4, lambda e: (t + 4 * e, g))
+    if kind == "n":   # 4-bit, m16n8k64: the 8-bit layout with each byte a pair of nibbles
+        if operand == "a":
+            return build(32, lambda e: (g + 8 * ((e // 8) % 2), 8 * t + e % 8 + 32 * (e // 16)))
+        return build(16, lambda e: (8 * t + e % 8 + 32 * (e // 8), g))
     if kind == "b":
         if operand == "a":
             if k == 32:
@@ -218,6 +222,7 @@ MMA_SHAPES = {
     ("m16n8k8", "tf32"): "t", ("m16n8k4", "tf32"): "t",
     ("m16n8k32", "s8"): "b", ("m16n8k16", "s8"): "b", ("m16n8k32", "u8"): "b", ("m16n8k16", "u8"): "b",
     ("m16n8k32", "e4m3"): "b", ("m16n8k32", "e5m2"): "b", ("m16n8k16", "e4m3"): "b", ("m16n8k16", "e5m2"): "b",
+    ("m16n8k64", "e2m1"): "n",
     ("m8n8k4", "f64"): "d", ("m16n8k4", "f64"): "d", ("m16n8k8", "f64"): "d", ("m16n8k16", "f64"): "d",
 }
 
@@ -232,6 +237,9 @@ def _elements(raw: Any, ty: str) -> Any:
         return (raw & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
     if ty in ("s8", "u8"):
         return raw.view(np.int8 if ty == "s8" else np.uint8).astype(np.int64)
+    if ty == "e2m1":    # eight per register, element i in bits 4i..4i+3
+        nib = (raw[..., None] >> (4 * np.arange(8, dtype=np.uint32))) & np.uint32(0xF)
+        return np.array(_E2M1)[nib.reshape(*raw.shape[:-1], -1).astype(np.int64)]
     if ty == "s32":
         return raw.view(np.int32).astype(np.int64)
     return raw.view(np_dtype(ty)).astype(np.float64)
@@ -251,21 +259,45 @@ def _block_scales(ins: Instr, dec: Decoder, ops: Any) -> list:
     return out
 
 
-def _scale_vectors(st: Any, readers: list, rows: int, operand: str) -> Any:
-    """(warps, rows) factors 2^(e - 127) of scale_vec::1X (PTX ISA "Block Scaling for mma.sync"):
+def _scale_factor(raw: Any, stype: str) -> Any:
+    """Scale bytes as float64: ue8m0 2^(e - 127) (0xFF NaN); ue4m3 the e4m3 value of the byte's
+    low 7 bits (0x7F NaN)."""
+    np = _np()
+    if stype == "ue4m3":
+        return (raw & 0x7F).astype(np.uint8).view(np_dtype("e4m3")).astype(np.float64)
+    return np.where(raw == 0xFF, np.nan, np.exp2(raw.astype(np.float64) - 127))
+
+
+def _scale_vectors(st: Any, readers: list, rows: int, operand: str, vec: int = 1, stype: str = "ue8m0") -> Any:
+    """(warps, rows, vec) factors of scale_vec::{vec}X (PTX ISA "Block Scaling for mma.sync"):
     SF_A of row r is byte byte-id-a of lane 4 (r % 8) + 2 thread-id-a + r / 8 (thread-id-a 0 or 1);
-    SF_B of column n is byte byte-id-b of lane 4 n + thread-id-b (thread-id-b 0..3). The selectors
-    must be the same in every lane of the warp."""
+    SF_B of column n is byte byte-id-b of lane 4 n + thread-id-b (thread-id-b 0..3); with 2 or 4
+    factors per row (K blocks of the instruction), the next bytes hold the next K blocks (byte-id
+    0 or 2 for 2X, 0 for 4X). The selectors must be the same in every lane of the warp."""
     np = _np()
     data, byte_id, thread_id = (_warp_matrix(st, full(st, r(st)).astype(np.int64)[:, None])[:, :, 0]
                                 for r in readers)
     for sel, limit, what in ((byte_id, 4, "byte-id"), (thread_id, 2 if operand == "a" else 4, "thread-id")):
         if (sel != sel[:, :1]).any() or (sel >= limit).any():
             raise DeviceFault(f"mma.sync block scale: {what}-{operand} must be one value below {limit} per warp")
+    if (byte_id % vec).any():
+        raise DeviceFault(f"mma.sync block scale: byte-id-{operand} must be a multiple of {vec} for scale_vec::{vec}X")
     r = np.arange(rows)
     lanes = 4 * (r % 8) + 2 * thread_id[:, :1] + r // 8 if operand == "a" else 4 * r + thread_id[:, :1]
-    raw = (np.take_along_axis(data, lanes, axis=1) >> (8 * byte_id[:, :1])) & 0xFF
-    return np.where(raw == 0xFF, np.nan, np.exp2(raw.astype(np.float64) - 127))
+    words = np.take_along_axis(data, lanes, axis=1)[:, :, None]
+    raw = (words >> (8 * (byte_id[:, :1, None] + np.arange(vec)))) & 0xFF
+    return _scale_factor(raw, stype)
+
+
+# the 16 e2m1 values by nibble (1 sign, 2 exponent, 1 mantissa bits; no inf, no NaN)
+_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+
+# block-scaled kinds -> (shape, scale_vec sizes, scale types, input types)
+_SCALED_KINDS = {
+    "mxf8f6f4": ("m16n8k32", (1,), ("ue8m0",), ("e4m3", "e5m2")),
+    "mxf4": ("m16n8k64", (2,), ("ue8m0",), ("e2m1",)),
+    "mxf4nvf4": ("m16n8k64", (2, 4), ("ue8m0", "ue4m3"), ("e2m1",)),
+}
 
 
 def _mma(dec: Decoder, ins: Instr) -> Any:
@@ -273,21 +305,27 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     mods = Mods(ins)
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
-    scaled = mods.flag("kind::mxf8f6f4")
-    if scaled:   # the fp8 block-scaled form (sm_120a): one ue8m0 scale per row of A / column of B
+    scaled = next((kd for kd in _SCALED_KINDS if mods.flag(f"kind::{kd}")), None)
+    vec, stype = 1, "ue8m0"
+    if scaled:   # the block-scaled forms (sm_120a): 1, 2 or 4 scales per row of A / column of B
+        want_shape, vecs, stypes, in_types = _SCALED_KINDS[scaled]
         mods.need(("block_scale",), ".block_scale")
-        mods.need(("scale_vec::1X",), ".scale_vec::1X (the only vector size of .kind::mxf8f6f4)")
-        if not mods.flag("ue8m0"):
-            raise bad(ins, "missing the scale type .ue8m0")
+        vec = int(mods.need(tuple(f"scale_vec::{v}X" for v in vecs),
+                            f".scale_vec::{'/'.join(f'{v}X' for v in vecs)} (for .kind::{scaled})")[11:-1])
+        stype = mods.need(stypes, f"the scale type .{'/.'.join(stypes)}")
+        if scaled == "mxf4nvf4" and (vec == 2) != (stype == "ue8m0"):
+            raise bad(ins, ".kind::mxf4nvf4 takes .scale_vec::2X with .ue8m0 or .scale_vec::4X with .ue4m3")
     shape = mods.need(tuple(sorted({s for s, _ in MMA_SHAPES})), "a supported shape")
     mods.need(("row",), ".row")
     mods.need(("col",), ".col")
     satfinite = mods.flag("satfinite")
     types = mods.types()
     mods.done()
-    if scaled and (shape != "m16n8k32" or len(types) != 4 or types[0] != "f32"
-                   or not {types[1], types[2]} <= {"e4m3", "e5m2"}):
-        raise bad(ins, ".kind::mxf8f6f4 takes m16n8k32 with f32 accumulators and e4m3/e5m2 inputs")
+    if scaled and (shape != want_shape or len(types) != 4 or types[0] != "f32"
+                   or not {types[1], types[2]} <= set(in_types)):
+        raise bad(ins, f".kind::{scaled} takes {want_shape} with f32 accumulators and {'/'.join(in_types)} inputs")
+    if not scaled and shape == "m16n8k64":
+        raise bad(ins, "m16n8k64 (e2m1) exists only block-scaled (.kind::mxf4 / .kind::mxf4nvf4)")
     if len(types) != 4:
         raise bad(ins, "expected .dtype.atype.btype.ctype")
     dty, aty, bty, cty = types
@@ -298,7 +336,7 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     ra, ca, na = _layout(shape, kind, "a")
     rb, cb, nb = _layout(shape, kind, "b")
     rc, cc, nc = _layout(shape, kind, "c")
-    per_reg = {"h": 2, "b": 4, "t": 1, "d": 1}[kind]
+    per_reg = {"h": 2, "b": 4, "t": 1, "d": 1, "n": 8}[kind]
     acc_per_reg = 2 if cty == "f16" else 1
     d_per_reg = 2 if dty == "f16" else 1
     ops = ins.operands
@@ -323,9 +361,11 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     def fn(st: Any, m: Any) -> None:
         A = gather(st, a_readers, aty, ra, ca, (m_, k_))
         B = gather(st, b_readers, bty, rb, cb, (k_, n_))
-        if scale_readers:
-            A = A * _scale_vectors(st, scale_readers[0], m_, "a")[:, :, None]
-            B = B * _scale_vectors(st, scale_readers[1], n_, "b")[:, None, :]
+        if scale_readers:   # each factor covers k_ / vec consecutive K
+            sa = _scale_vectors(st, scale_readers[0], m_, "a", vec, stype)
+            sb = _scale_vectors(st, scale_readers[1], n_, "b", vec, stype)
+            A = A * np.repeat(sa, k_ // vec, axis=2)
+            B = B * np.repeat(sb, k_ // vec, axis=2).transpose(0, 2, 1)
         C = gather(st, c_readers, cty, rc, cc, (m_, n_))
         if integer:
             D = np.matmul(A, B) + C
