@@ -121,10 +121,10 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
 
     sm = int(gpu[3:].rstrip("af"))
     if form(sm) == "native":
-        # fp4 operands reach the mma in registers, one element to a 32-bit word's byte: A's and B's
-        # K tiles weigh as much as the accumulator again (128 x 128 x 128 spills with 128 threads)
+        # fp4 operands reach the mma in registers, one element to a register: A's and B's
+        # K tiles weigh as much as the accumulator again (128 x 128 x 128: 256 threads, no spills)
         f = scaled_form(op)
-        return 4 if f is not None and f.k == 64 else 1
+        return 2 if f is not None and f.k == 64 else 1
     return 1 if _stageable(op) and on_tcgen05(op, sm, threads) is not None else 2
 
 

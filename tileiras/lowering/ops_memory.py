@@ -398,6 +398,12 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         k.remark("missed", "memory", "RemarkMemoryAsyncCopyMissed", "Could not load a tensor-core operand with cp.async", op, Reason="the view's facts do not prove each 4-, 8- or 16-byte chunk aligned and wholly inside or outside the tensor")
     pad = padding_literal(view.padding, elem)
     layout = k.layout_of(op.results[0])
+    if elem.bitwidth == 4 and ordering == "weak" and view.sparse_dim is None:
+        packed = _load_nibble_runs(k, op, view, rtype, layout, pad)
+        if packed is not None:
+            k.set(op.results[0], TileRegs(rtype, packed))
+            k.set(op.results[1], TokenVal())
+            return
     vec, why = _vector(k, op, view, rtype, layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Loads=f"{k.slots(rtype, layout) // vec} per thread")
     if vec == 1:
@@ -417,6 +423,38 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
                 v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
             slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
+
+
+def _load_nibble_runs(k: KernelLowering, op: Operation, view: PartitionViewVal, rtype: TileType, layout: Layout,
+                      pad: str) -> "list[str] | None":
+    """A weak load of 4-bit elements a run of `vec` (16, 8 or 4, the view's facts proving it aligned
+    and wholly inside or outside the tensor, counted in elements) at a time: vec / 2 bytes, two
+    elements each, the first in the low nibble. None where no run is provable."""
+    from .vector_access import vector_elements
+
+    run = layout.run(rtype.num_elements)
+    vec = vector_elements(op, view, rtype.shape, 1, run) if run >= 2 else 1
+    if vec < 2:
+        return None
+    n = vec // 2
+    k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+             Instruction="Global-memory load instruction", Width=f"{4 * vec} bits",
+             Loads=f"{k.slots(rtype, layout) // vec} per thread")
+    byte_pad = (int(pad) & 15) * 17 if pad.lstrip("-").isdigit() else 0
+    vty = f"<{n} x i8>"
+    pads = f"<{', '.join([f'i8 {byte_pad}'] * n)}>"
+    slots = []
+    for at, ok in _vector_addresses(k, op, view, rtype, layout, vec):
+        def load() -> str:
+            off = k.b.op(f"sub i64 {k.b.op(f'ptrtoint ptr {at} to i64', 'nb')}, "
+                         f"{k.b.op(f'ptrtoint ptr {view.tensor.base} to i64', 'nb')}", "nb")
+            ptr = k.b.op(f"getelementptr i8, ptr {view.tensor.base}, i64 {k.b.op(f'lshr i64 {off}, 1', 'nb')}", "nb")
+            return k.b.op(f"load {vty}, ptr {ptr}, align {n}", "ld")
+        v = k.guarded(ok, load, pads, vty)
+        for i in range(n):
+            byte = k.b.op(f"extractelement {vty} {v}, i32 {i}", "ld")
+            slots += [k.b.op(f"and i8 {byte}, 15", "nb"), k.b.op(f"lshr i8 {byte}, 4", "nb")]
+    return slots
 
 
 def _nibble(k: KernelLowering, base: str, at: str, ordering: str, scope: str) -> str:

@@ -319,7 +319,7 @@ class _Fragments:
         for i, v in enumerate(vals):
             vec = k.b.op(f"insertelement <{len(vals)} x {lty}> {vec}, {lty} {v}, i32 {i}", "fe")
         if self.nibbles:
-            return _nibbles(k, k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i64", "fe"))
+            return _nibbles(k, vec)
         return k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i32", "fe")
 
     def _lane_parts(self) -> tuple[str, str]:
@@ -356,14 +356,16 @@ class _Fragments:
         return [regs[2 * i:2 * i + 2] for i in range(count)]
 
 
-def _nibbles(k: KernelLowering, x: str) -> str:
-    """Eight 4-bit elements, one per byte of the i64 `x` (low nibbles), as one 32-bit register,
-    element i in bits 4i .. 4i + 3 (the e2m1 fragment order)."""
-    x = k.b.op(f"and i64 {x}, {0x0F0F0F0F0F0F0F0F}", "fn")
-    for shift, mask in ((4, 0x00FF00FF00FF00FF), (8, 0x0000FFFF0000FFFF), (16, 0x00000000FFFFFFFF)):
-        high = k.b.op(f"lshr i64 {x}, {shift}", "fn")
-        x = k.b.op(f"and i64 {k.b.op(f'or i64 {x}, {high}', 'fn')}, {mask}", "fn")
-    return k.b.op(f"trunc i64 {x} to i32", "fn")
+def _nibbles(k: KernelLowering, vec: str) -> str:
+    """Eight 4-bit elements, one per byte of the <8 x i8> `vec` (low nibbles), as one 32-bit
+    register, element i in bits 4i .. 4i + 3 (the e2m1 fragment order): per 4 bytes, byte 2j | byte
+    2j + 1 << 4 into bytes 0 and 2, then those bytes of both halves (a prmt)."""
+    words = k.b.op(f"bitcast <8 x i8> {vec} to <2 x i32>", "fn")
+    lo4 = k.b.op(f"and <2 x i32> {words}, <i32 {0x0F0F0F0F}, i32 {0x0F0F0F0F}>", "fn")
+    pairs = k.b.op(f"or <2 x i32> {lo4}, {k.b.op(f'lshr <2 x i32> {lo4}, <i32 4, i32 4>', 'fn')}", "fn")
+    as_bytes = k.b.op(f"bitcast <2 x i32> {pairs} to <8 x i8>", "fn")
+    picked = k.b.op(f"shufflevector <8 x i8> {as_bytes}, <8 x i8> poison, <4 x i32> <i32 0, i32 2, i32 4, i32 6>", "fn")
+    return k.b.op(f"bitcast <4 x i8> {picked} to i32", "fn")
 
 
 # An mma.sync issuer other than the plain one (ops_blockscale): given (batch, first row, first column,
