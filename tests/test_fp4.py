@@ -91,3 +91,56 @@ def test_sm120_fp4_128x256_compiles_to_the_block_scaled_mma(fmt: str, tmp_path: 
 def test_sm100_fp4_keeps_the_scalar_path_and_says_why(fmt: str, tmp_path: Path) -> None:
     ptx = _ptx(_kernel(fmt, 128, 128, 128, 2), "sm_100", tmp_path)
     assert "mma.sync" not in ptx and "tcgen05.mma" not in ptx
+
+
+def _quantize(n: int, aligned: bool) -> str:
+    """f32 -> e2m1 over tiles of `n`: with `aligned` the view's facts (16-byte bases, shapes divisible
+    by 16, unit strides) prove each thread's run of elements whole bytes; without, one nibble at a time."""
+    stride = "1" if aligned else "?"
+    view, xview = (f"tensor_view<?x{t}, strides=[{stride}]>" for t in ("f4E2M1FN", "f32"))
+    part, xpart = (f"partition_view<tile=({n}), {v}>" for v in (view, xview))
+    facts = """  %o = assume div_by<16>, %o0 : tile<ptr<f4E2M1FN>>
+  %x = assume div_by<16>, %x0 : tile<ptr<f32>>
+  %on = assume div_by<16>, %on0 : tile<i32>
+  %xn = assume div_by<16>, %xn0 : tile<i32>""" if aligned else """  %o = assume div_by<1>, %o0 : tile<ptr<f4E2M1FN>>
+  %x = assume div_by<1>, %x0 : tile<ptr<f32>>
+  %on = assume div_by<1>, %on0 : tile<i32>
+  %xn = assume div_by<1>, %xn0 : tile<i32>"""
+    return f"""cuda_tile.module @k {{
+entry @q(%x0: tile<ptr<f32>>, %xn0: tile<i32>, %xs: tile<i32>, %o0: tile<ptr<f4E2M1FN>>, %on0: tile<i32>, %os: tile<i32>) {{
+  %tok = make_token : token
+{facts}
+  %xv = make_tensor_view %x, shape = [%xn], strides = [{'1' if aligned else '%xs'}] : tile<i32> -> {xview}
+  %ov = make_tensor_view %o, shape = [%on], strides = [{'1' if aligned else '%os'}] : tile<i32> -> {view}
+  %xp = make_partition_view %xv : {xpart}
+  %op = make_partition_view %ov : {part}
+  %b, %b1, %b2 = get_tile_block_id : tile<i32>
+  %t, %t1 = load_view_tko weak %xp[%b] token = %tok : {xpart}, tile<i32> -> tile<{n}xf32>, token
+  %w = ftof %t : tile<{n}xf32> -> tile<{n}xf4E2M1FN>
+  %t2 = store_view_tko weak %w, %op[%b] token = %tok : tile<{n}xf4E2M1FN>, {part}, tile<i32> -> token
+  return
+}}
+}}"""
+
+
+@pytest.mark.parametrize("aligned,total,stores", [(True, 3072, "st.global.v2.b8"), (False, 2000, "atom.or.b32")],
+                         ids=["whole-bytes", "nibbles-masked-tail"])
+def test_fp4_stores_pack_two_elements_a_byte(aligned: bool, total: int, stores: str, tmp_path: Path) -> None:
+    """A 4-bit tile stored to memory writes packed bytes, low nibble first (numpy's e2m1 bytes): whole
+    bytes where the facts prove each run aligned, else each thread clears and sets its own nibble with
+    atomics (the other nibble of the byte may be another thread's); emulator (race checker on) and
+    interpreter equal numpy, a masked tail leaves the bytes past the tensor alone."""
+    import ml_dtypes
+
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    text = _quantize(1024, aligned)
+    module = load_module(text.encode(), "q.mlir")
+    assert stores in _ptx(text.encode(), "sm_100", tmp_path)
+    x = np.random.default_rng(0).uniform(-7, 7, total).astype(np.float32)
+    ref = x.astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+    grid = (-(-total // 1024), 1, 1)
+    for backend, extra in (("interpreter", {}), ("emulator", {"gpu_name": "sm_100", "check_races": True})):
+        out = run_arrays(module, "q", grid, [x, np.zeros(total, ml_dtypes.float4_e2m1fn)], backend=backend, **extra)[1]
+        assert np.array_equal(out.view(np.uint8), ref), backend

@@ -524,6 +524,10 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     assert isinstance(elem, ScalarType)
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
+    if elem.bitwidth == 4:      # two to a byte in memory: the addresses count elements (`_nibble`)
+        _store_nibbles(k, op, view, tile, ordering, scope)
+        k.set(op.results[0], TokenVal())
+        return
     if ordering == "weak" and _tma_store(k, op, tile, view):
         return
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
@@ -550,6 +554,63 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
         value = to_storage(k, tile.slots[slot], elem)
         k.guarded(cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
     k.set(op.results[0], TokenVal())
+
+
+def _store_nibbles(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileRegs, ordering: str,
+                   scope: str) -> None:
+    """4-bit elements, two to a byte, the first in the low nibble. A weak store of runs of `vec` (16, 8
+    or 4 elements the view's facts prove aligned and wholly inside or outside the tensor) writes whole
+    bytes; any other element may share its byte with another thread's, so it clears and sets its own
+    nibble of the aligned 32-bit word holding it with two atomics (each touches only its own bits)."""
+    from .vector_access import vector_elements
+
+    run = tile.layout.run(tile.type.num_elements)
+    vec = vector_elements(op, view, tile.type.shape, 1, run) if run >= 2 and ordering == "weak" else 1
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
+             Instruction="Global-memory store instruction" if vec > 1 else "Global-memory atomic and/or per nibble",
+             Width=f"{4 * vec} bits" if vec > 1 else "4 bits", Stores=f"{len(tile.slots) // vec} per thread")
+    op_ = k.b.op
+    base = view.tensor.base
+
+    def byte_address(at: str) -> tuple[str, str]:
+        """(pointer to the byte holding the element at element offset `at` - base, i64 offset)."""
+        off = op_(f"sub i64 {op_(f'ptrtoint ptr {at} to i64', 'nb')}, {op_(f'ptrtoint ptr {base} to i64', 'nb')}", "nb")
+        return op_(f"getelementptr i8, ptr {base}, i64 {op_(f'lshr i64 {off}, 1', 'nb')}", "nb"), off
+
+    if vec > 1:
+        n = vec // 2
+        vty = f"<{n} x i8>"
+        for i, (at, ok) in enumerate(_vector_addresses(k, op, view, tile.type, tile.layout, vec)):
+            cond = _write_guard(k, tile.type.num_elements, i * vec, ok, tile.layout)
+            packed = "undef"
+            for j in range(n):
+                lo, hi = (op_(f"and i8 {tile.slots[i * vec + 2 * j + h]}, 15", "nb") for h in (0, 1))
+                byte = op_(f"or i8 {lo}, {op_(f'shl i8 {hi}, 4', 'nb')}", "nb")
+                packed = op_(f"insertelement {vty} {packed}, i8 {byte}, i32 {j}", "nb")
+
+            def store(at: str = at, packed: str = packed) -> None:
+                k.b.emit(f"store {vty} {packed}, ptr {byte_address(at)[0]}, align {n}")
+            k.guarded(cond, store, None, vty)
+        return
+    k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access",
+             op, Reason="4-bit elements whose runs the view's facts do not prove aligned: one nibble at a time")
+    for slot, (at, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
+        cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
+
+        def store(at: str = at, value: str = tile.slots[slot]) -> None:
+            ptr, off = byte_address(at)
+            addr = op_(f"ptrtoint ptr {ptr} to i64", "nb")
+            word = op_(f"inttoptr i64 {op_(f'and i64 {addr}, -4', 'nb')} to ptr", "nb")
+            byte_bit = op_(f"shl i64 {op_(f'and i64 {addr}, 3', 'nb')}, 3", "nb")
+            nibble_bit = op_(f"shl i64 {op_(f'and i64 {off}, 1', 'nb')}, 2", "nb")
+            shift = op_(f"trunc i64 {op_(f'or i64 {byte_bit}, {nibble_bit}', 'nb')} to i32", "nb")
+            keep = op_(f"xor i32 {op_(f'shl i32 15, {shift}', 'nb')}, -1", "nb")
+            nibble = op_(f"zext i8 {op_(f'and i8 {value}, 15', 'nb')} to i32", "nb")
+            bits = op_(f"shl i32 {nibble}, {shift}", "nb")
+            order = f"{_SCOPE.get(scope, '')} {_ORDERING.get(ordering, 'monotonic')}"
+            op_(f"atomicrmw and ptr {word}, i32 {keep}{order}, align 4", "nb")
+            op_(f"atomicrmw or ptr {word}, i32 {bits}{order}, align 4", "nb")
+        k.guarded(cond, store, None, "i8")
 
 
 def _tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: PartitionViewVal) -> bool:
@@ -597,6 +658,8 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     elem = rtype.element
+    if isinstance(elem, ScalarType) and elem.bitwidth == 4:     # two to a byte: pointers would need nibble offsets
+        raise op_error(op, "pointer tiles of 4-bit elements are not supported yet; use a tensor view")
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     slots = []
@@ -640,6 +703,8 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
         vals = restage(k, vals, ptrs.layout) if staged_layout(k, op, vals) == ptrs.layout else \
             k.convert(vals, ptrs.layout)
     elem = vals.type.element
+    if isinstance(elem, ScalarType) and elem.bitwidth == 4:     # two to a byte: pointers would need nibble offsets
+        raise op_error(op, "pointer tiles of 4-bit elements are not supported yet; use a tensor view")
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     vec, why = _pointer_vector(op.operand("destination"), mask_v, vals.type, vals.layout, ordering)  # type: ignore[arg-type]
