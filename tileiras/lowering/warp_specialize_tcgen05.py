@@ -183,9 +183,9 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
         return None
-    if k.threads != 256:    # one warpgroup: the producer's would halve the occupancy at 255 registers
-        return (f"{k.threads // 32} consumer warps: the specialized attention is built for two consumer "
-                f"warpgroups (384 threads, as NVIDIA's)")
+    if k.threads not in (128, 256):
+        return (f"{k.threads // 32} consumer warps: the specialized attention is built for one or two "
+                f"consumer warpgroups (256 or 384 threads, as NVIDIA's)")
     budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
     for op, layout in layouts.items():
         _, m, n = layout.shape
