@@ -213,7 +213,7 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     loaded before the loop, K and V the loop's staged loads read by nothing else, S from zero, O
     kept in tensor memory and rescaled there, P stored to tensor memory as P V's A operand
     (M = 128). Else () and why not."""
-    from .ops_tcgen05 import _RESTAGED, TmemAccLayout, _inside, _tmem_a_columns, kind_of, rescale, resident_loop
+    from .ops_tcgen05 import _RESTAGED, _inside, kind_of, register_a, rescale, resident_loop
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     mmas = [op for op in loop.regions[0].block.operations if op in layouts]
@@ -226,9 +226,8 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
         return (), "the second mma's accumulator is not O, rescaled in tensor memory"
     if any(kind_of(op).name in _RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
         return (), "an operand is restaged (tf32) or block-scaled"
-    m = layouts[o].shape[1]
-    if not _tmem_a_columns(o, m) or not isinstance(k.layout_of(o.operand("lhs")), TmemAccLayout):
-        return (), "P does not go to tensor memory (M = 128 in the scores' layout)"
+    if not p_in_tmem(k, o) and not register_a(kind_of(o)):  # type: ignore[arg-type]
+        return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
     q, kt, v = _view_source(s.operand("lhs")), _view_source(s.operand("rhs")), _view_source(o.operand("rhs"))
     if q is None or _inside(q, loop) or kt not in loads or v not in loads or set(loads) != {kt, v}:
         return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
@@ -241,6 +240,30 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
         if [u for u in value.uses] not in ([s], [o]):
             return (), "a staged tile is read by more than its mma"
     return (s, o), ""
+
+
+def p_in_tmem(k: KernelLowering, o: Operation) -> bool:
+    """Whether O += P V reads P from tensor memory (M = 128 or 256 in the scores' layout, as
+    ops_tcgen05._a_in_tmem stores it), else from a swizzled shared buffer (M = 64)."""
+    from .ops_tcgen05 import TmemAccLayout, _tmem_a_columns
+
+    m = k.assignment.tcgen05_layouts[o].shape[1]  # type: ignore[union-attr]
+    layout = k.layout_of(o.operand("lhs"))
+    return bool(_tmem_a_columns(o, m)) and isinstance(layout, TmemAccLayout) and layout.shape[1] == m
+
+
+def p_buffer(k: KernelLowering, o: Operation) -> object:
+    """The swizzled shared buffer of P where it does not go to tensor memory (`p_in_tmem`), alive
+    through the loop (allocated when the MMA warp is emitted, at the loop), else None: the
+    consumers store P_j there, the MMA thread reads it as O += P_j V_j's A (K-major)."""
+    from .async_copy import new_matrix
+
+    if p_in_tmem(k, o):
+        return None
+    if (o, "p") not in k.tmem_buffers:
+        k.tmem_buffers[(o, "p")] = new_matrix(k, o.operand("lhs").type, swizzled=True, kind="restaging",
+                                              lifetime=k.op_lifetime())
+    return k.tmem_buffers[(o, "p")]
 
 
 # the handshake mbarriers of the specialized attention, by index: (name, arrivals)
@@ -270,7 +293,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     `probabilities` (P_j stored, O rescaled), issue O += P_j V_j and commit it to the stage's
     `empty` and to `output`. After the loop it commits to the tensor-memory mbarrier the consumers
     wait for before reading O."""
-    from .ops_tcgen05 import _region, _shared, commit, instruction, issue_mmas, kind_of, region
+    from .ops_tcgen05 import _Operand, _region, _shared, commit, instruction, issue_mmas, kind_of, region
     from .registry import LOWERINGS
     from .tma_copy import wait_once
     from .tmem import ROLE_EXIT, tensor_memory
@@ -285,7 +308,10 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
     wait_once(k, list(p.once))      # Q, where it is copied once by TMA (else the consumers' copies, published)
-    s_at, o_at, p_at = region(k, s_op), region(k, o_op), _region(k, o_op, a=True)[0]
+    shared_p = p_buffer(k, o_op)
+    s_at, o_at = region(k, s_op), region(k, o_op)
+    p_at = _region(k, o_op, a=True)[0] if shared_p is None else None
+    p_a = None if shared_p is None else _Operand(shared_p, True)  # type: ignore[arg-type]  # stored (M, K)
     ready = tensor_memory(k, 0).mbarrier
     q = _shared(k, k.get(s_op.operand("lhs")), "a")
     views = [op for op in p.loop.regions[0].block.operations if op.name in ("cuda_tile.reshape", "cuda_tile.permute")]
@@ -302,7 +328,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
         for op in views:
             if all(v in k.values for v in op.operands):
                 LOWERINGS[op.name](k, op)
-        for op, a, a_tmem, at, acc in ((s_op, q, None, s_at, "0"), (o_op, None, p_at, o_at, None)):
+        for op, a, a_tmem, at, acc in ((s_op, q, None, s_at, "0"), (o_op, p_a, p_at, o_at, None)):
             if acc is None:       # O += P V: once the consumers stored P and rescaled O
                 mbarrier.wait(k, _bar(k, "probabilities"), mbarrier.phase_parity(k, it.j, 1), "P stored")
                 k.b.emit(fence_after)
@@ -341,7 +367,15 @@ def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: ob
     scale = rescale(op)
     later = k.b.op(f"icmp ne i32 {counter}, 0", "tlater")
     k.guarded(later, lambda: _rescale_in_tmem(k, scale, layout, address) or None)
-    assert _a_in_tmem(k, op, lhs) is not None     # P, over the scores' columns (`attention_mmas`)
+    shared_p = p_buffer(k, op)
+    if shared_p is None:
+        assert _a_in_tmem(k, op, lhs) is not None     # P, over the scores' columns (`attention_mmas`)
+    else:   # the MMAs that read P_{j-1} completed before `scores` of S_j (one commit covers both)
+        from .async_copy import fence_async_proxy
+        from .ops_mma import store_tile
+
+        store_tile(k, lhs, shared_p)  # type: ignore[arg-type]
+        fence_async_proxy(k)          # P_j, seen by the tensor cores' reads (async proxy)
     k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     mbarrier.arrive(k, _bar(k, "probabilities"))
