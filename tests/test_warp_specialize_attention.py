@@ -1,7 +1,8 @@
 """sm_100 attention, warp-specialized as NVIDIA's is (warp_specialize_tcgen05.attention_mmas): a
 producer warpgroup whose first warp copies K and V by TMA and whose second issues the MMAs (S =
 Q K^T, then O += P V once the softmax stored P in tensor memory), and two consumer warpgroups that
-run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232; O stored by TMA
+run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232 (one consumer
+warpgroup: 256 threads, setmaxnreg.dec 40; M = 64: P through shared memory); O stored by TMA
 (tmem_epilogue.store_fragments). The SASS shows the three roles' loops; the emulator runs causal and non-causal d64 / d128 against numpy with the
 race checker (test_tcgen05_lowering.py runs bf16 d128 and causal f16 d64 by default; more here
 under sweep); where the form cannot apply the kernel keeps the earlier one, with a remark."""

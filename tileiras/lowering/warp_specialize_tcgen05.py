@@ -26,17 +26,22 @@ between the stage's `full` and a per-stage `ready` mbarrier the MMA thread also 
 role NVIDIA's block-scaled kernels give a scale warp).
 
 Attention (a loop that keeps O in tensor memory, rescaled there by the softmax's correction) has
-work between its mmas, so `loop_mmas` refuses it; with two consumer warpgroups and scores that fit
-the larger CTA's launch budget (`consumers_issue`) it is split as NVIDIA's sm_100 attention is
+work between its mmas, so `loop_mmas` refuses it; with one or two consumer warpgroups (256 or 384
+threads, as NVIDIA's) and scores that fit the larger CTA's launch budget (`consumers_issue`) it is
+split as NVIDIA's sm_100 attention is
 (`attention_mmas`, the "attention" form): the producer warpgroup's first warp copies K and V by
 TMA, its second warp's first thread issues S_j = Q K_j^T (committed to the `scores` mbarrier)
 and, once the consumers arrived on `probabilities` (P_j stored in tensor memory over the scores'
 columns, O rescaled), O += P_j V_j (committed to the stage's `empty` and to `output`, which the
 next S waits for: it overwrites P_j's columns); the consumer warpgroups run the loop body with
 each mma replaced by its handshake (`consume_attention_mma`) and store O by TMA after it
-(tmem_epilogue.store_fragments). Where the MMA warp cannot issue the mmas (M = 64: P through
-shared memory; a cp.async producer, whose copies take the whole warpgroup) the consumers issue
-them themselves beside the producer warpgroup (the sm_90 "wgmma" form).
+(tmem_epilogue.store_fragments). At M = 64 (no tensor-memory A) P goes through a swizzled
+shared buffer alive through the loop (`p_buffer`): the consumers store it and fence the async
+proxy before `probabilities`, the MMA thread reads it by descriptor; the MMAs that read P_j are
+complete before `scores` of S_{j+1} (one commit covers both), which the consumers wait for before
+storing P_{j+1}. Where the MMA warp cannot issue the mmas (a third mma: MLA prefill's chained
+scores; a cp.async producer, whose copies take the whole warpgroup) the consumers issue them
+themselves beside the producer warpgroup (the sm_90 "wgmma" form).
 """
 
 from __future__ import annotations
@@ -183,7 +188,7 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
         return None
-    if k.threads not in (128, 256):
+    if k.threads not in (128, 256):   # one warpgroup: 256 threads launch with 255 registers, no setmaxnreg.inc
         return (f"{k.threads // 32} consumer warps: the specialized attention is built for one or two "
                 f"consumer warpgroups (256 or 384 threads, as NVIDIA's)")
     budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
