@@ -104,6 +104,25 @@ def test_mma_thread_reading_p_before_the_consumers_stored_it_is_a_race(monkeypat
 
 
 @pytest.mark.sweep
+def test_mla_prefill_chains_its_scores_in_the_mma_thread(monkeypatch) -> None:
+    """TileGym's MLA prefill: S = Q K^T + Q_pe K_pe^T (two mmas, the second accumulating onto the
+    first) issued by the MMA thread into the same columns before one `scores` commit; right against
+    the interpreter under the race checker, and the consumers reading S without the `scores` wait
+    is a tensor-memory race."""
+    from emulator_runs import edit_ptx, without_wait
+    from test_tcgen05_lowering import test_mla_prefill_shares_columns_between_its_chained_mmas as run
+    from tileiras.emulator import EmulatorError
+
+    name = "tg_mla_prefill_bf16_g1_64x64_occ1"
+    assert _roles_remark(name, ROOT / "tests" / "tilegym" / "bytecode" / f"{name}.tileirbc").startswith(
+        "warp-specialized (attention)")
+    run()
+    edit_ptx(monkeypatch, without_wait("scores complete"))
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\)"):
+        run()
+
+
+@pytest.mark.sweep
 @pytest.mark.parametrize("name,gpu", [("tg_fmha_f16_d128_causal_64x64", "sm_100"),
                                       ("tg_fmha_e5m2_d128_causal_64x64", "sm_100"),
                                       ("tg_fmha_f16_d128_causal_64x64", "sm_90")])

@@ -39,9 +39,10 @@ each mma replaced by its handshake (`consume_attention_mma`) and store O by TMA 
 shared buffer alive through the loop (`p_buffer`): the consumers store it and fence the async
 proxy before `probabilities`, the MMA thread reads it by descriptor; the MMAs that read P_j are
 complete before `scores` of S_{j+1} (one commit covers both), which the consumers wait for before
-storing P_{j+1}. Where the MMA warp cannot issue the mmas (a third mma: MLA prefill's chained
-scores; a cp.async producer, whose copies take the whole warpgroup) the consumers issue them
-themselves beside the producer warpgroup (the sm_90 "wgmma" form).
+storing P_{j+1}. Scores that are a chain of mmas (MLA prefill: Q K^T + Q_pe K_pe^T) are issued
+one after the other into the last one's columns before the one `scores` commit. Where the MMA
+warp cannot issue the mmas (a cp.async producer, whose copies take the whole warpgroup) the
+consumers issue them themselves beside the producer warpgroup (the sm_90 "wgmma" form).
 """
 
 from __future__ import annotations
@@ -217,34 +218,42 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     warp can issue while the consumers run only the softmax (NVIDIA's roles): Q a swizzled tile
     loaded before the loop, K and V the loop's staged loads read by nothing else, S from zero, O
     kept in tensor memory and rescaled there, P stored to tensor memory as P V's A operand
-    (M = 128). Else () and why not."""
+    (M = 128) or to a shared buffer (M = 64, `p_buffer`). The scores may be a chain of mmas, each
+    accumulating onto the one before (MLA prefill: Q K^T + Q_pe K_pe^T), all issued into the last
+    one's columns. Else () and why not."""
     from .ops_tcgen05 import _RESTAGED, _inside, kind_of, register_a, rescale, resident_loop
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     mmas = [op for op in loop.regions[0].block.operations if op in layouts]
-    if len(mmas) != 2:
-        return (), f"{len(mmas)} tcgen05 mmas in the loop body (the MMA warp issues S = Q K^T and O += P V)"
-    s, o = mmas
-    if resident_loop(s) is not None or not _zero(s.operand("acc")):
+    if len(mmas) < 2:
+        return (), f"{len(mmas)} tcgen05 mma in the loop body (the MMA warp issues S = Q K^T and O += P V)"
+    *scores, o = mmas
+    if resident_loop(scores[0]) is not None or not _zero(scores[0].operand("acc")):
         return (), "the scores' mma does not start from zero"
+    for before, after in zip(scores, scores[1:]):
+        if after.operand("acc") is not before.results[0] or len(before.results[0].uses) != 1 \
+                or layouts[after].shape != layouts[before].shape:
+            return (), f"{len(mmas)} tcgen05 mmas in the loop body that are not a chain of scores and O += P V"
     if rescale(o) is None or (resident_loop(o) or (None,))[0] is not loop:
-        return (), "the second mma's accumulator is not O, rescaled in tensor memory"
+        return (), "the last mma's accumulator is not O, rescaled in tensor memory"
     if any(kind_of(op).name in _RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
         return (), "an operand is restaged (tf32) or block-scaled"
     if not p_in_tmem(k, o) and not register_a(kind_of(o)):  # type: ignore[arg-type]
         return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
-    q, kt, v = _view_source(s.operand("lhs")), _view_source(s.operand("rhs")), _view_source(o.operand("rhs"))
-    if q is None or _inside(q, loop) or kt not in loads or v not in loads or set(loads) != {kt, v}:
+    queries = [_view_source(op.operand("lhs")) for op in scores]
+    staged = {op: _view_source(op.operand("rhs")) for op in mmas}
+    if any(q is None or _inside(q, loop) for q in queries) or set(staged.values()) != set(loads) \
+            or len(loads) != len(mmas):
         return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
-    if not all(k.assignment.is_swizzled(src.results[0]) for src in (q, kt, v)):  # type: ignore[union-attr]
+    if not all(k.assignment.is_swizzled(src.results[0]) for src in (*queries, *loads)):  # type: ignore
         return (), "an operand's buffer is not in the layout the MMA reads"
-    for load in (kt, v):     # the consumers read no stage: K and V feed the mmas only
-        value = load.results[0]
+    for op, load in staged.items():     # the consumers read no stage: K and V feed the mmas only
+        value = load.results[0]  # type: ignore[union-attr]
         while len(value.uses) == 1 and value.uses[0].name in ("cuda_tile.reshape", "cuda_tile.permute"):
             value = value.uses[0].results[0]
-        if [u for u in value.uses] not in ([s], [o]):
+        if [u for u in value.uses] != [op]:
             return (), "a staged tile is read by more than its mma"
-    return (s, o), ""
+    return tuple(mmas), ""
 
 
 def p_in_tmem(k: KernelLowering, o: Operation) -> bool:
@@ -306,7 +315,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     from .pipelined_loop import _stage_offset, _staged
     from .warp_specialize import role_loop
 
-    s_op, o_op = k.warp_split.mmas
+    *s_ops, o_op = k.warp_split.mmas
     issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
     k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw"), issuer, leave)
     k.b.start_block(leave)
@@ -314,11 +323,11 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     k.b.start_block(issuer)
     wait_once(k, list(p.once))      # Q, where it is copied once by TMA (else the consumers' copies, published)
     shared_p = p_buffer(k, o_op)
-    s_at, o_at = region(k, s_op), region(k, o_op)
+    s_at, o_at = region(k, s_ops[-1]), region(k, o_op)    # a chain of scores accumulates in the last's columns
     p_at = _region(k, o_op, a=True)[0] if shared_p is None else None
     p_a = None if shared_p is None else _Operand(shared_p, True)  # type: ignore[arg-type]  # stored (M, K)
     ready = tensor_memory(k, 0).mbarrier
-    q = _shared(k, k.get(s_op.operand("lhs")), "a")
+    queries = [_shared(k, k.get(s.operand("lhs")), "a") for s in s_ops]
     views = [op for op in p.loop.regions[0].block.operations if op.name in ("cuda_tile.reshape", "cuda_tile.permute")]
     fence_after = 'call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()'
     with role_loop(k, p, "mma", "mw", lb, ub, step) as it:
@@ -333,7 +342,8 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
         for op in views:
             if all(v in k.values for v in op.operands):
                 LOWERINGS[op.name](k, op)
-        for op, a, a_tmem, at, acc in ((s_op, q, None, s_at, "0"), (o_op, p_a, p_at, o_at, None)):
+        issued = [(s, q, None, s_at, "1" if i else "0") for i, (s, q) in enumerate(zip(s_ops, queries))]
+        for op, a, a_tmem, at, acc in (*issued, (o_op, p_a, p_at, o_at, None)):
             if acc is None:       # O += P V: once the consumers stored P and rescaled O
                 mbarrier.wait(k, _bar(k, "probabilities"), mbarrier.phase_parity(k, it.j, 1), "P stored")
                 k.b.emit(fence_after)
@@ -343,7 +353,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
             idesc = instruction(kind_of(op), min(m, 128), n, a is not None and not a.kmajor,  # type: ignore[arg-type]
                                 not b.kmajor)
             issue_mmas(k, op, a, b, a_tmem, at, acc, idesc)
-            if op is s_op:
+            if op is s_ops[-1]:
                 commit(k, _bar(k, "scores"))
         commit(k, mbarrier.address(k, p.empty, it.stage))    # K_j and V_j are read
         commit(k, _bar(k, "output"))
@@ -352,8 +362,9 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
 
 
 def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: object) -> object:
-    """A consumer's part of a specialized attention's mma (the MMA warp issues it): for S, wait for
-    `scores` and read S from tensor memory; for O += P V, rescale O in tensor memory (not in the
+    """A consumer's part of a specialized attention's mma (the MMA warp issues it): for S (the last of
+    a chain of scores; the earlier ones are nothing here), wait for `scores` and read S from tensor
+    memory; for O += P V, rescale O in tensor memory (not in the
     first iteration), store P there, and arrive on `probabilities`. The iteration's `scores` wait
     also orders the rescale after O += P_{j-1} V_{j-1}, committed before S_j."""
     from .ops_tcgen05 import _a_in_tmem, _carried_factor, _rescale_in_tmem, _transfer, kind_of, region, rescale
@@ -363,7 +374,9 @@ def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: ob
     counter = k.active_pipelines[split.loop].counter
     layout = acc.layout  # type: ignore[attr-defined]
     address = region(k, op)
-    if op is split.mmas[0]:
+    if op in split.mmas[:-2]:    # an earlier link of a chain of scores: issued into the last one's columns
+        return acc
+    if op is split.mmas[-2]:
         mbarrier.wait(k, _bar(k, "scores"), mbarrier.phase_parity(k, counter, 1), "scores complete")
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         regs = _transfer(k, layout, address, None, kind_of(op).d == 1)  # type: ignore[union-attr]
