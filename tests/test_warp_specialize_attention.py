@@ -44,6 +44,8 @@ def test_attention_roles_in_the_sass(tmp_path: Path) -> None:
     ptx = _ptx((REALISTIC / "fa_f16_q128k128d64.tileirbc").read_bytes(), "sm_100", tmp_path)
     assert ".reqntid 384, 1, 1" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    # two scores buffers: S_j waits for O += P_{j-2} V_{j-2} (its buffer's output mbarrier), not the last P V
+    assert "// wait: P V two back complete" in ptx and "// wait: previous P V complete" not in ptx
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
     assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 168, report  # type: ignore[union-attr]

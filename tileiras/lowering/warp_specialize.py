@@ -81,6 +81,7 @@ class WarpSplit:
     handshake: object = None        # attention: its mbarriers (warp_specialize_tcgen05.HANDSHAKE)
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
     min_ctas: int = 1               # CTAs an SM must hold at once (the occupancy hint; `occupancy`)
+    scores_shift: int = 0           # attention: columns to the second scores buffer (0: one buffer)
 
     @property
     def form(self) -> str:

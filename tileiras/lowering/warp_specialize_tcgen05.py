@@ -33,7 +33,8 @@ split as NVIDIA's sm_100 attention is
 TMA, its second warp's first thread issues S_j = Q K_j^T (committed to the `scores` mbarrier)
 and, once the consumers arrived on `probabilities` (P_j stored in tensor memory over the scores'
 columns, O rescaled), O += P_j V_j (committed to the stage's `empty` and to `output`, which the
-next S waits for: it overwrites P_j's columns); the consumer warpgroups run the loop body with
+S that overwrites P_j's columns waits for: S_{j+2}, the scores alternating between two buffers
+where tensor memory has the columns, else S_{j+1}); the consumer warpgroups run the loop body with
 each mma replaced by its handshake (`consume_attention_mma`) and store O by TMA after it
 (tmem_epilogue.store_fragments). At M = 64 (no tensor-memory A) P goes through a swizzled
 shared buffer alive through the loop (`p_buffer`): the consumers store it and fence the async
@@ -283,7 +284,45 @@ def p_buffer(k: KernelLowering, o: Operation) -> object:
 # the handshake mbarriers of the specialized attention, by index: (name, arrivals)
 HANDSHAKE = (("scores", 1),           # S_j complete (tcgen05.commit): the consumers read it
              ("probabilities", 0),    # P_j in tensor memory, O rescaled: every consumer thread arrives
-             ("output", 1))           # O += P_j V_j complete: S_{j+1} may overwrite P_j's columns
+             ("output", 1),           # O += P_j V_j complete (j even; `double_scores`: else every j): the
+             ("output_odd", 1))       # scores buffer that P_j lies over may take S_{j+2} (j odd: this one)
+
+
+def double_scores(k: KernelLowering, s: Operation, o: Operation) -> int:
+    """Columns between the two scores buffers the MMA thread alternates (S_j in buffer j % 2, P_j
+    over it), so that S_{j+1} waits for O += P_{j-1} V_{j-1} (the other buffer), not for the O += P_j
+    V_j just issued; 0 (one buffer) where the second does not fit tensor memory (512 columns, shared
+    by the CTAs the occupancy hint puts on an SM) or its allocation was made before. The second buffer lies after every column the kernel's plan uses."""
+    from .ops_tcgen05 import _tmem_a_columns, op_columns, plan
+    from .tmem import COLUMNS, allocation_columns
+
+    starts, total = plan(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
+    _, m, n = k.assignment.tcgen05_layouts[s].shape  # type: ignore[union-attr]
+    first = starts[s][0]
+    span = max(op_columns(s, m, n), starts[o][1] + _tmem_a_columns(o, m) - first)
+    tm = getattr(k, "tmem", None)
+    if not starts[o][1] >= first or allocation_columns(total + span) * k.warp_split.min_ctas > COLUMNS \
+            or tm is not None and tm.cols < allocation_columns(total + span):
+        return 0    # (the CTAs an SM holds at once share its columns: each allocation waits for room)
+    from .tmem import tensor_memory
+
+    tensor_memory(k, total + span)
+    return total - first
+
+
+def _scores_buffer(k: KernelLowering, j: str, tag: str) -> str:
+    """i32 column offset of iteration `j`'s scores buffer (0 or the split's `scores_shift`)."""
+    shift = k.warp_split.scores_shift
+    return k.b.op(f"mul i32 {k.b.op(f'and i32 {j}, 1', tag)}, {shift}", tag) if shift else "0"
+
+
+def _output(k: KernelLowering, j: str, tag: str) -> str:
+    """The `output` mbarrier that O += P_j V_j commits to: one, or one per scores buffer."""
+    if not k.warp_split.scores_shift:
+        return _bar(k, "output")
+    index = [n for n, _ in HANDSHAKE].index("output")
+    return mbarrier.address(k, k.warp_split.handshake, k.b.op(f"add i32 {k.b.op(f'and i32 {j}, 1', tag)}, {index}",
+                                                              tag))
 
 
 def handshake(k: KernelLowering) -> "mbarrier.BarrierArray":
@@ -302,11 +341,14 @@ def _bar(k: KernelLowering, name: str) -> str:
 
 def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: str, ub: str, step: str) -> None:
     """The MMA warp of a specialized attention (threads `first` ..+31; one issues): per iteration j,
-    wait for K_j and V_j (`full`) and for O += P_{j-1} V_{j-1} to complete (P_{j-1} lies over the
-    scores' columns), issue S_j = Q K_j^T and commit it to `scores`; wait for the consumers'
+    wait for K_j and V_j (`full`) and for the O += P V whose P lies in the columns S_j goes to (two
+    scores buffers, `double_scores`: O += P_{j-2} V_{j-2}, on its buffer's `output` mbarrier; one:
+    O += P_{j-1} V_{j-1}), issue S_j = Q K_j^T and commit it to `scores`; wait for the consumers'
     `probabilities` (P_j stored, O rescaled), issue O += P_j V_j and commit it to the stage's
-    `empty` and to `output`. After the loop it commits to the tensor-memory mbarrier the consumers
-    wait for before reading O."""
+    `empty` and to its buffer's `output`. After the loop it commits to the tensor-memory mbarrier
+    the consumers wait for before reading O. (Whether one thread's tcgen05 operations run in issue
+    order whatever columns they touch is not in the PTX ISA's list of implicitly pipelined pairs:
+    the `output` wait keeps S from overwriting a P that an earlier MMA may still read.)"""
     from .ops_tcgen05 import _Operand, _region, _shared, commit, instruction, issue_mmas, kind_of, region
     from .registry import LOWERINGS
     from .tma_copy import wait_once
@@ -323,8 +365,9 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     k.b.start_block(issuer)
     wait_once(k, list(p.once))      # Q, where it is copied once by TMA (else the consumers' copies, published)
     shared_p = p_buffer(k, o_op)
-    s_at, o_at = region(k, s_ops[-1]), region(k, o_op)    # a chain of scores accumulates in the last's columns
-    p_at = _region(k, o_op, a=True)[0] if shared_p is None else None
+    k.warp_split.scores_shift = double_scores(k, s_ops[-1], o_op) if shared_p is None else 0
+    s_base, o_at = region(k, s_ops[-1]), region(k, o_op)    # a chain of scores accumulates in the last's columns
+    p_base = _region(k, o_op, a=True)[0] if shared_p is None else None
     p_a = None if shared_p is None else _Operand(shared_p, True)  # type: ignore[arg-type]  # stored (M, K)
     ready = tensor_memory(k, 0).mbarrier
     queries = [_shared(k, k.get(s.operand("lhs")), "a") for s in s_ops]
@@ -333,8 +376,16 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     with role_loop(k, p, "mma", "mw", lb, ub, step) as it:
         it.wait(k, p.full, "stage full")
         later = k.b.op(f"icmp ne i32 {it.j}, 0", "mw")
-        k.guarded(later, lambda: mbarrier.wait(k, _bar(k, "output"), mbarrier.phase_parity(
-            k, k.b.op(f"sub i32 {it.j}, 1", "mw"), 1), "previous P V complete") or None)
+        shift = _scores_buffer(k, it.j, "mw")
+        s_at = s_base if shift == "0" else k.b.op(f"add i32 {s_base}, {shift}", "mw")
+        p_at = p_base if shift == "0" or p_base is None else k.b.op(f"add i32 {p_base}, {shift}", "mw")
+        if shift == "0":      # S_j goes over P_{j-1}: O += P_{j-1} V_{j-1} must be complete
+            k.guarded(later, lambda: mbarrier.wait(k, _bar(k, "output"), mbarrier.phase_parity(
+                k, k.b.op(f"sub i32 {it.j}, 1", "mw"), 1), "previous P V complete") or None)
+        else:                 # S_j goes over P_{j-2}, in this buffer (its own output mbarrier's phase (j - 2) / 2)
+            k.guarded(k.b.op(f"icmp uge i32 {it.j}, 2", "mw"), lambda: mbarrier.wait(k, _output(k, it.j, "mw"),
+                      mbarrier.phase_parity(k, k.b.op(f"sub i32 {it.j}, 2", "mw"), 2),
+                      "P V two back complete") or None)
         k.b.emit(fence_after)
         for load in p.loads:      # this stage's K and V, seen through the body's reshapes and transposes
             k.values[load.results[0]] = SharedTileVal(load.results[0].type,
@@ -356,7 +407,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
             if op is s_ops[-1]:
                 commit(k, _bar(k, "scores"))
         commit(k, mbarrier.address(k, p.empty, it.stage))    # K_j and V_j are read
-        commit(k, _bar(k, "output"))
+        commit(k, _output(k, it.j, "mw"))
     commit(k, ready)          # O is complete (at once when the loop ran no iteration)
     k.b.emit(f"ret void {ROLE_EXIT}")
 
@@ -367,27 +418,35 @@ def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: ob
     memory; for O += P V, rescale O in tensor memory (not in the
     first iteration), store P there, and arrive on `probabilities`. The iteration's `scores` wait
     also orders the rescale after O += P_{j-1} V_{j-1}, committed before S_j."""
-    from .ops_tcgen05 import _a_in_tmem, _carried_factor, _rescale_in_tmem, _transfer, kind_of, region, rescale
+    from .llvm_text import llvm_type
+    from .ops_tcgen05 import (_a_in_tmem, _carried_factor, _region, _rescale_in_tmem, _transfer, kind_of, region,
+                              rescale)
     from .values import TileRegs
 
     split = k.warp_split
     counter = k.active_pipelines[split.loop].counter
     layout = acc.layout  # type: ignore[attr-defined]
     address = region(k, op)
+    shift = _scores_buffer(k, counter, "tsb")
     if op in split.mmas[:-2]:    # an earlier link of a chain of scores: issued into the last one's columns
         return acc
     if op is split.mmas[-2]:
         mbarrier.wait(k, _bar(k, "scores"), mbarrier.phase_parity(k, counter, 1), "scores complete")
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
-        regs = _transfer(k, layout, address, None, kind_of(op).d == 1)  # type: ignore[union-attr]
+        at = address if shift == "0" else k.b.op(f"add i32 {address}, {shift}", "tsb")
+        regs = _transfer(k, layout, at, None, kind_of(op).d == 1)  # type: ignore[union-attr]
         k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
         return TileRegs(acc.type, regs, layout)  # type: ignore[attr-defined]
     scale = rescale(op)
     later = k.b.op(f"icmp ne i32 {counter}, 0", "tlater")
     k.guarded(later, lambda: _rescale_in_tmem(k, scale, layout, address) or None)
     shared_p = p_buffer(k, op)
-    if shared_p is None:
+    if shared_p is None and shift == "0":
         assert _a_in_tmem(k, op, lhs) is not None     # P, over the scores' columns (`attention_mmas`)
+    elif shared_p is None:                  # over this iteration's scores buffer
+        assert p_in_tmem(k, op)
+        base = k.b.op(f"add i32 {_region(k, op, a=True)[0]}, {shift}", "tsb")
+        _transfer(k, lhs.layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore
     else:   # the MMAs that read P_{j-1} completed before `scores` of S_j (one commit covers both)
         from .async_copy import fence_async_proxy
         from .ops_mma import store_tile
