@@ -532,7 +532,7 @@ def test_attention_reading_its_scores_before_the_mmas_commit_is_reported(monkeyp
 
     edit_ptx(monkeypatch, without_wait("mma complete"))
     with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\): the tcgen05.ld by "
-                       r"thread \d+ accesses lane \d+ column \d+, but the tcgen05 operations of thread 0 wrote "
+                       r"thread \d+ accesses lane \d+ column \d+, but the tcgen05 operations of thread \d+ wrote "
                        r"it at line \d+ 'tcgen05.mma"):
         _check("fa_f16_q128k64d64", "sm_100")
 

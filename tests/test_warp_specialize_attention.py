@@ -1,7 +1,8 @@
 """sm_100 attention, warp-specialized as NVIDIA's is (warp_specialize_tcgen05.attention_mmas): a
 producer warpgroup whose first warp copies K and V by TMA and whose second issues the MMAs (S =
 Q K^T, then O += P V once the softmax stored P in tensor memory), and two consumer warpgroups that
-run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232; O stored by TMA
+run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232 (one consumer
+warpgroup: 256 threads, setmaxnreg.dec 40; M = 64: P through shared memory); O stored by TMA
 (tmem_epilogue.store_fragments). The SASS shows the three roles' loops; the emulator runs causal and non-causal d64 / d128 against numpy with the
 race checker (test_tcgen05_lowering.py runs bf16 d128 and causal f16 d64 by default; more here
 under sweep); where the form cannot apply the kernel keeps the earlier one, with a remark."""
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,9 +25,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from test_tile_layer import _ptx, _ptxas_report  # noqa: E402
 
 
-def _roles_remark(name: str) -> str:
+def _roles_remark(name: str, path: Path | None = None) -> str:
     done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", "sm_100", "--emit=llvm", "-o", "/dev/null",
-                           "--remarks=memory", "--remark-format=command-line", str(REALISTIC / f"{name}.tileirbc")],
+                           "--remarks=memory", "--remark-format=command-line",
+                           str(path or REALISTIC / f"{name}.tileirbc")],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return re.search(r"Roles = (.*)", done.stdout + done.stderr).group(1)  # type: ignore[union-attr]
@@ -41,6 +44,8 @@ def test_attention_roles_in_the_sass(tmp_path: Path) -> None:
     ptx = _ptx((REALISTIC / "fa_f16_q128k128d64.tileirbc").read_bytes(), "sm_100", tmp_path)
     assert ".reqntid 384, 1, 1" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    # two scores buffers: S_j waits for O += P_{j-2} V_{j-2} (its buffer's output mbarrier), not the last P V
+    assert "// wait: P V two back complete" in ptx and "// wait: previous P V complete" not in ptx
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
     assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 168, report  # type: ignore[union-attr]
@@ -59,10 +64,97 @@ def test_attention_roles_in_the_sass(tmp_path: Path) -> None:
     assert done.stdout.count("UTMASTG") == 1 and " STG" not in done.stdout
 
 
-def test_one_consumer_warpgroup_keeps_the_unspecialized_form() -> None:
-    """Four warps (M = 64 or 128 on one warpgroup): the producer would double the CTA for it."""
-    assert _roles_remark("fa_f16_q64k64d64").startswith(
-        "not warp-specialized: 4 consumer warps: the specialized attention is built for two consumer warpgroups")
+def test_one_consumer_warpgroup_is_specialized_with_p_in_shared_memory(tmp_path: Path) -> None:
+    """Four consumer warps (M = 64): 256 threads as NVIDIA's, the producer warpgroup gives registers
+    back (setmaxnreg.dec 40) and the consumers keep the 255 the CTA launches with; P goes through a
+    swizzled shared buffer (no tensor-memory A at M = 64) that the MMA thread reads by descriptor once
+    the consumers stored it, fenced the async proxy and arrived on `probabilities`. (Emulator vs numpy
+    under the race checker: test_tcgen05_lowering's q64 and q128k64 attentions, by default.)"""
+    assert _roles_remark("fa_f16_q64k64d64").startswith("warp-specialized (attention): warp 4 produces")
+    ptx = _ptx((REALISTIC / "fa_f16_q64k64d64.tileirbc").read_bytes(), "sm_100", tmp_path)
+    assert ".reqntid 256, 1, 1" in ptx and "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+    assert "setmaxnreg.inc" not in ptx and "tcgen05.st.sync.aligned.16x128b" not in ptx
+    issuer = ptx[ptx.index("// wait: P stored"):]
+    assert re.search(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], %rd\d+", issuer)   # A by descriptor
+
+
+@pytest.mark.parametrize("gpu", ["sm_100", pytest.param("sm_90", marks=pytest.mark.sweep)])
+def test_one_warpgroup_attention_keeps_its_occupancy_hint(gpu: str, tmp_path: Path) -> None:
+    """TileGym's 64 x 64 attention asks for 2 CTAs an SM: as NVIDIA's, the 256 threads launch with 128
+    registers (`.minnctapersm 2`) and the consumers take what the producer warpgroup gave back
+    (setmaxnreg.inc 216 beside .dec 40; NVIDIA's 224 / 32), without spills (the f16 d128 causal
+    consumers spill 12 bytes at 128)."""
+    data = (ROOT / "tests" / "tilegym" / "bytecode" / "tg_fmha_f16_d128_causal_64x64.tileirbc").read_bytes()
+    ptx = _ptx(data, gpu, tmp_path)
+    assert ".reqntid 256, 1, 1" in ptx and ".minnctapersm 2" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 216;" in ptx
+    report = _ptxas_report(ptx, gpu + "a", tmp_path)
+    assert "0 bytes spill stores" in report and "Used 128 registers" in report, report
+
+
+def test_mma_thread_reading_p_before_the_consumers_stored_it_is_a_race(monkeypatch) -> None:
+    """Without the MMA thread's `P stored` wait, O += P V reads the shared P the consumers are still
+    writing: the race checker reports it."""
+    from emulator_runs import edit_ptx, without_wait
+    from test_realistic_emulator import _check
+    from tileiras.emulator import EmulatorError
+
+    edit_ptx(monkeypatch, without_wait("P stored"))
+    with pytest.raises(EmulatorError, match=r"data race \(write-after-read\): .* but the tcgen05 operations of "
+                       r"thread \d+ read it at line \d+ 'tcgen05\.mma"):
+        _check("fa_f16_q64k64d64", "sm_100")
+
+
+@pytest.mark.sweep
+def test_mla_prefill_chains_its_scores_in_the_mma_thread(monkeypatch) -> None:
+    """TileGym's MLA prefill: S = Q K^T + Q_pe K_pe^T (two mmas, the second accumulating onto the
+    first) issued by the MMA thread into the same columns before one `scores` commit; right against
+    the interpreter under the race checker, and the consumers reading S without the `scores` wait
+    is a tensor-memory race."""
+    from emulator_runs import edit_ptx, without_wait
+    from test_tcgen05_lowering import test_mla_prefill_shares_columns_between_its_chained_mmas as run
+    from tileiras.emulator import EmulatorError
+
+    name = "tg_mla_prefill_bf16_g1_64x64_occ1"
+    assert _roles_remark(name, ROOT / "tests" / "tilegym" / "bytecode" / f"{name}.tileirbc").startswith(
+        "warp-specialized (attention)")
+    run()
+    edit_ptx(monkeypatch, without_wait("scores complete"))
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\)"):
+        run()
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name,gpu", [("tg_fmha_f16_d128_causal_64x64", "sm_100"),
+                                      ("tg_fmha_e5m2_d128_causal_64x64", "sm_100"),
+                                      ("tg_fmha_f16_d128_causal_64x64", "sm_90")])
+def test_one_warpgroup_tilegym_attention_matches_the_interpreter(name: str, gpu: str) -> None:
+    """TileGym's 64 x 64 attention (M = 64, one consumer warpgroup, P through shared memory; f16 and
+    fp8 P), causal: the first loop specialized, the masked one after it not; ragged sequence; 2 CTAs
+    an SM as its hint asks (sm_90: the wgmma form with the same registers)."""
+    import ml_dtypes
+
+    from test_spills import _module
+    from tileiras.runtime import run_arrays
+
+    module, data = _module(name)
+    if gpu == "sm_100":
+        assert _roles_remark(name, ROOT / "tests" / "tilegym" / "bytecode" / f"{name}.tileirbc").startswith(
+            "warp-specialized (attention)")
+    dtype = ml_dtypes.float8_e5m2 if "e5m2" in name else np.float16
+    seq, shape = 191, (1, 32, 191, 128)
+
+    def arguments() -> list:
+        rng = np.random.default_rng(7)
+        return [rng.standard_normal(shape).astype(dtype) for _ in range(3)] + \
+            [np.zeros(shape, dtype), np.array(1 / np.sqrt(128), np.float32), np.array(0, np.int32)]
+
+    grid = (-(-seq // 64), 1, 1)
+    want = run_arrays(module, name, grid, arguments(), backend="interpreter")[3]
+    got = run_arrays(module, name, grid, arguments(), backend="emulator", gpu_name=gpu, source=data,
+                     filename=f"{name}.tileirbc", check_races=True)[3]
+    out, ref = (np.asarray(t).astype(np.float64)[:, 0] for t in (got, want))
+    np.testing.assert_allclose(out, ref, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(ref).max())
 
 
 @pytest.mark.sweep

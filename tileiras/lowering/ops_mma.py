@@ -99,13 +99,23 @@ def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMa
     """Store a register tile in a new (padded) buffer (row-major, as its shape says)."""
     from .async_copy import new_matrix
 
-    shape = tile.type.shape
-    elem = tile.type.element
     # read by this op's mma only (it waits for its reads before the op ends): the op's lifetime
     matrix = new_matrix(k, tile.type, swizzled=swizzled, kind="restaging", lifetime=k.op_lifetime())
+    k.barrier()  # earlier readers of this buffer's bytes (the previous iteration's mma, an earlier owner) are done
+    store_tile(k, tile, matrix)
+    if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
+        from .async_copy import fence_async_proxy
+
+        fence_async_proxy(k)
+    return matrix
+
+
+def store_tile(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix) -> None:
+    """Each thread stores its elements of a register tile into `matrix` (as its shape says), in
+    runs of consecutive elements where it can (`_store_run`)."""
+    shape, elem = tile.type.shape, tile.type.element
     lty = storage_type(elem)
     run = _store_run(tile, matrix)
-    k.barrier()  # earlier readers of this buffer's bytes (the previous iteration's mma, an earlier owner) are done
     for slot in range(0, len(tile.slots), run):
         idx = k.multi_index(shape, slot, tile.layout)
         b, r, c = (idx if len(idx) == 3 else ["0", *idx])
@@ -118,11 +128,6 @@ def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMa
             value, vty = _pack(k, tile.slots[slot:slot + run], elem, "stg"), f"<{run} x {lty}>"
         k.store_first_copy(tile.type.num_elements, slot, tile.layout,
                            f"store {vty} {value}, ptr addrspace(3) {p}, align {run * storage_bytes(elem)}")
-    if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
-        from .async_copy import fence_async_proxy
-
-        fence_async_proxy(k)
-    return matrix
 
 
 def _store_run(tile: TileRegs, matrix: SharedMatrix) -> int:

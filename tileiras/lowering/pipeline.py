@@ -135,7 +135,11 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     warp_specialize.end(k)
     threads += k.extra_threads   # the launch: a warp-specialized pipeline's producer warpgroup too
     params += tma_copy.signature(k)   # TMA's hidden tensor maps, after the user's parameters
-    text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) #{threads}{dbg_attachment} {{',
+    # minctasm: ptxas then knows a thread's registers at entry (setmaxnreg is ignored otherwise); more
+    # than one where a warp-specialized attention keeps the occupancy its hint asks for (warp_specialize.py)
+    ctas_per_sm = k.warp_split.min_ctas if k.warp_split is not None and k.extra_threads else 1
+    launch = f'"nvvm.reqntid"="{threads},1,1" "nvvm.minctasm"="{ctas_per_sm}"'
+    text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) {launch}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     defs = list(k.globals) + smem_defs
@@ -267,9 +271,6 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         "",
         *functions,
         "",
-        # minctasm 1: ptxas then knows a thread's registers at entry (setmaxnreg is ignored otherwise)
-        *(f'attributes #{t} = {{ "nvvm.reqntid"="{t},1,1" "nvvm.minctasm"="1" }}'
-          for t in sorted({k.block[0] for k in kernels})),
         *(debug_info.module_lines() if debug_info is not None else []),
         "",
     ])

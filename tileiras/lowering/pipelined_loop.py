@@ -332,7 +332,7 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
         return (f"warp-specialized (attention): warp {first} produces ({copies} of K and V), warp {first + 1} "
                 f"issues the MMAs (one thread: S = Q K^T, then O += P V once the softmax stored P), warps "
                 f"{first + 2}-{last} idle (setmaxnreg.dec {dec}), warps 0-{first - 1} run the softmax and rescale "
-                f"O in tensor memory (setmaxnreg.inc {inc}){named}")
+                f"O in tensor memory{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
     if k.warp_split.note:
         copies += f"; the consumers issue the tcgen05 mmas: {k.warp_split.note}"
     return (f"warp-specialized: warps {first}-{last} produce ({copies}, setmaxnreg.dec {dec}), "

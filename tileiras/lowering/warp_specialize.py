@@ -59,6 +59,8 @@ PRODUCER_THREADS = 128
 REGISTERS = {1: (72, 0), 2: (80, 216)}
 # A TMA producer keeps no addresses (one thread, a few coordinates): 40 registers, as NVIDIA's
 # (32) plus room for the slice it recomputes; two consumer warpgroups take (65536 - 128 * 40) / 256.
+# One consumer warpgroup whose occupancy hint asks for 2 CTAs an SM launches with 128 registers and
+# takes its share of the half (`occupancy`, `WarpSplit.registers`): (32768 - 128 * 40) / 128 = 216.
 TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 _PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_view",
          "cuda_tile.make_partition_view", "cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks",
@@ -78,6 +80,8 @@ class WarpSplit:
     attention: bool = False         # the mmas are attention's S and O: the consumers run the softmax
     handshake: object = None        # attention: its mbarriers (warp_specialize_tcgen05.HANDSHAKE)
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
+    min_ctas: int = 1               # CTAs an SM must hold at once (the occupancy hint; `occupancy`)
+    scores_shift: int = 0           # attention: columns to the second scores buffer (0: one buffer)
 
     @property
     def form(self) -> str:
@@ -95,6 +99,8 @@ class WarpSplit:
         if self.form == "tcgen05":
             return ROLES[consumers // 128]
         dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
+        if self.min_ctas > 1:   # the consumers take what the producer gave back of the CTA's share
+            inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
         return 0, dec, 0, inc
 
     def barrier(self, name: str) -> "NamedBarrier":
@@ -203,6 +209,7 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
     note = ""
     loads = k.pipelines[loops[0]].loads
     mmas: tuple = ()
+    attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
     if k.sm != 90:
         if k.threads // 128 not in ROLES:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
@@ -224,7 +231,24 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
     except NamedBarrierError as err:
         return None, str(err)
     return WarpSplit(loops[0], found, k.b.label("producer"), barriers, mmas=mmas,
-                     attention=bool(mmas) and attention is not None, note=note), ""
+                     attention=bool(mmas) and attention is not None, note=note,
+                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.sm == 90) else 1), ""
+
+
+def occupancy(k: KernelLowering) -> int:
+    """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none). NVIDIA's keeps
+    it for its 256-thread attentions: `.maxnreg 128` at occupancy 2, the consumers' setmaxnreg.inc
+    taking what the producer warpgroup gave back (224 beside 32); the two-consumer-warpgroup form
+    (384 threads, 168 registers at launch) has no room to halve."""
+    hints = k.entry.attributes.get("optimization_hints")
+    value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
+    if not isinstance(value, int) or value <= 1:
+        return 1
+    # kept where every producer budget fits the launch and the consumers' share exceeds it (setmaxnreg.dec
+    # and .inc never go the other way): occupancy 2 and 3 with one consumer warpgroup
+    launch = 65536 // (k.threads + PRODUCER_THREADS) // value // 8 * 8
+    dec = max(d for d, _ in (*REGISTERS.values(), *TMA_REGISTERS.values()))
+    return value if dec <= launch <= (65536 // value - PRODUCER_THREADS * dec) // k.threads else 1
 
 
 def begin(k: KernelLowering) -> None:

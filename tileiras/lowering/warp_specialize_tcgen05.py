@@ -26,17 +26,24 @@ between the stage's `full` and a per-stage `ready` mbarrier the MMA thread also 
 role NVIDIA's block-scaled kernels give a scale warp).
 
 Attention (a loop that keeps O in tensor memory, rescaled there by the softmax's correction) has
-work between its mmas, so `loop_mmas` refuses it; with two consumer warpgroups and scores that fit
-the larger CTA's launch budget (`consumers_issue`) it is split as NVIDIA's sm_100 attention is
+work between its mmas, so `loop_mmas` refuses it; with one or two consumer warpgroups (256 or 384
+threads, as NVIDIA's) and scores that fit the larger CTA's launch budget (`consumers_issue`) it is
+split as NVIDIA's sm_100 attention is
 (`attention_mmas`, the "attention" form): the producer warpgroup's first warp copies K and V by
 TMA, its second warp's first thread issues S_j = Q K_j^T (committed to the `scores` mbarrier)
 and, once the consumers arrived on `probabilities` (P_j stored in tensor memory over the scores'
 columns, O rescaled), O += P_j V_j (committed to the stage's `empty` and to `output`, which the
-next S waits for: it overwrites P_j's columns); the consumer warpgroups run the loop body with
+S that overwrites P_j's columns waits for: S_{j+2}, the scores alternating between two buffers
+where tensor memory has the columns, else S_{j+1}); the consumer warpgroups run the loop body with
 each mma replaced by its handshake (`consume_attention_mma`) and store O by TMA after it
-(tmem_epilogue.store_fragments). Where the MMA warp cannot issue the mmas (M = 64: P through
-shared memory; a cp.async producer, whose copies take the whole warpgroup) the consumers issue
-them themselves beside the producer warpgroup (the sm_90 "wgmma" form).
+(tmem_epilogue.store_fragments). At M = 64 (no tensor-memory A) P goes through a swizzled
+shared buffer alive through the loop (`p_buffer`): the consumers store it and fence the async
+proxy before `probabilities`, the MMA thread reads it by descriptor; the MMAs that read P_j are
+complete before `scores` of S_{j+1} (one commit covers both), which the consumers wait for before
+storing P_{j+1}. Scores that are a chain of mmas (MLA prefill: Q K^T + Q_pe K_pe^T) are issued
+one after the other into the last one's columns before the one `scores` commit. Where the MMA
+warp cannot issue the mmas (a cp.async producer, whose copies take the whole warpgroup) the
+consumers issue them themselves beside the producer warpgroup (the sm_90 "wgmma" form).
 """
 
 from __future__ import annotations
@@ -183,9 +190,9 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
         return None
-    if k.threads != 256:    # one warpgroup: the producer's would halve the occupancy at 255 registers
-        return (f"{k.threads // 32} consumer warps: the specialized attention is built for two consumer "
-                f"warpgroups (384 threads, as NVIDIA's)")
+    if k.threads not in (128, 256):   # one warpgroup: 256 threads launch with 255 registers, no setmaxnreg.inc
+        return (f"{k.threads // 32} consumer warps: the specialized attention is built for one or two "
+                f"consumer warpgroups (256 or 384 threads, as NVIDIA's)")
     budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
     for op, layout in layouts.items():
         _, m, n = layout.shape
@@ -212,41 +219,110 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     warp can issue while the consumers run only the softmax (NVIDIA's roles): Q a swizzled tile
     loaded before the loop, K and V the loop's staged loads read by nothing else, S from zero, O
     kept in tensor memory and rescaled there, P stored to tensor memory as P V's A operand
-    (M = 128). Else () and why not."""
-    from .ops_tcgen05 import _RESTAGED, TmemAccLayout, _inside, _tmem_a_columns, kind_of, rescale, resident_loop
+    (M = 128) or to a shared buffer (M = 64, `p_buffer`). The scores may be a chain of mmas, each
+    accumulating onto the one before (MLA prefill: Q K^T + Q_pe K_pe^T), all issued into the last
+    one's columns. Else () and why not."""
+    from .ops_tcgen05 import _RESTAGED, _inside, kind_of, register_a, rescale, resident_loop
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     mmas = [op for op in loop.regions[0].block.operations if op in layouts]
-    if len(mmas) != 2:
-        return (), f"{len(mmas)} tcgen05 mmas in the loop body (the MMA warp issues S = Q K^T and O += P V)"
-    s, o = mmas
-    if resident_loop(s) is not None or not _zero(s.operand("acc")):
+    if len(mmas) < 2:
+        return (), f"{len(mmas)} tcgen05 mma in the loop body (the MMA warp issues S = Q K^T and O += P V)"
+    *scores, o = mmas
+    if resident_loop(scores[0]) is not None or not _zero(scores[0].operand("acc")):
         return (), "the scores' mma does not start from zero"
+    for before, after in zip(scores, scores[1:]):
+        if after.operand("acc") is not before.results[0] or len(before.results[0].uses) != 1 \
+                or layouts[after].shape != layouts[before].shape:
+            return (), f"{len(mmas)} tcgen05 mmas in the loop body that are not a chain of scores and O += P V"
     if rescale(o) is None or (resident_loop(o) or (None,))[0] is not loop:
-        return (), "the second mma's accumulator is not O, rescaled in tensor memory"
+        return (), "the last mma's accumulator is not O, rescaled in tensor memory"
     if any(kind_of(op).name in _RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
         return (), "an operand is restaged (tf32) or block-scaled"
-    m = layouts[o].shape[1]
-    if not _tmem_a_columns(o, m) or not isinstance(k.layout_of(o.operand("lhs")), TmemAccLayout):
-        return (), "P does not go to tensor memory (M = 128 in the scores' layout)"
-    q, kt, v = _view_source(s.operand("lhs")), _view_source(s.operand("rhs")), _view_source(o.operand("rhs"))
-    if q is None or _inside(q, loop) or kt not in loads or v not in loads or set(loads) != {kt, v}:
+    if not p_in_tmem(k, o) and not register_a(kind_of(o)):  # type: ignore[arg-type]
+        return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
+    queries = [_view_source(op.operand("lhs")) for op in scores]
+    staged = {op: _view_source(op.operand("rhs")) for op in mmas}
+    if any(q is None or _inside(q, loop) for q in queries) or set(staged.values()) != set(loads) \
+            or len(loads) != len(mmas):
         return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
-    if not all(k.assignment.is_swizzled(src.results[0]) for src in (q, kt, v)):  # type: ignore[union-attr]
+    if not all(k.assignment.is_swizzled(src.results[0]) for src in (*queries, *loads)):  # type: ignore
         return (), "an operand's buffer is not in the layout the MMA reads"
-    for load in (kt, v):     # the consumers read no stage: K and V feed the mmas only
-        value = load.results[0]
+    for op, load in staged.items():     # the consumers read no stage: K and V feed the mmas only
+        value = load.results[0]  # type: ignore[union-attr]
         while len(value.uses) == 1 and value.uses[0].name in ("cuda_tile.reshape", "cuda_tile.permute"):
             value = value.uses[0].results[0]
-        if [u for u in value.uses] not in ([s], [o]):
+        if [u for u in value.uses] != [op]:
             return (), "a staged tile is read by more than its mma"
-    return (s, o), ""
+    return tuple(mmas), ""
+
+
+def p_in_tmem(k: KernelLowering, o: Operation) -> bool:
+    """Whether O += P V reads P from tensor memory (M = 128 or 256 in the scores' layout, as
+    ops_tcgen05._a_in_tmem stores it), else from a swizzled shared buffer (M = 64)."""
+    from .ops_tcgen05 import TmemAccLayout, _tmem_a_columns
+
+    m = k.assignment.tcgen05_layouts[o].shape[1]  # type: ignore[union-attr]
+    layout = k.layout_of(o.operand("lhs"))
+    return bool(_tmem_a_columns(o, m)) and isinstance(layout, TmemAccLayout) and layout.shape[1] == m
+
+
+def p_buffer(k: KernelLowering, o: Operation) -> object:
+    """The swizzled shared buffer of P where it does not go to tensor memory (`p_in_tmem`), alive
+    through the loop (allocated when the MMA warp is emitted, at the loop), else None: the
+    consumers store P_j there, the MMA thread reads it as O += P_j V_j's A (K-major)."""
+    from .async_copy import new_matrix
+
+    if p_in_tmem(k, o):
+        return None
+    if (o, "p") not in k.tmem_buffers:
+        k.tmem_buffers[(o, "p")] = new_matrix(k, o.operand("lhs").type, swizzled=True, kind="restaging",
+                                              lifetime=k.op_lifetime())
+    return k.tmem_buffers[(o, "p")]
 
 
 # the handshake mbarriers of the specialized attention, by index: (name, arrivals)
 HANDSHAKE = (("scores", 1),           # S_j complete (tcgen05.commit): the consumers read it
              ("probabilities", 0),    # P_j in tensor memory, O rescaled: every consumer thread arrives
-             ("output", 1))           # O += P_j V_j complete: S_{j+1} may overwrite P_j's columns
+             ("output", 1),           # O += P_j V_j complete (j even; `double_scores`: else every j): the
+             ("output_odd", 1))       # scores buffer that P_j lies over may take S_{j+2} (j odd: this one)
+
+
+def double_scores(k: KernelLowering, s: Operation, o: Operation) -> int:
+    """Columns between the two scores buffers the MMA thread alternates (S_j in buffer j % 2, P_j
+    over it), so that S_{j+1} waits for O += P_{j-1} V_{j-1} (the other buffer), not for the O += P_j
+    V_j just issued; 0 (one buffer) where the second does not fit tensor memory (512 columns, shared
+    by the CTAs the occupancy hint puts on an SM) or its allocation was made before. The second buffer lies after every column the kernel's plan uses."""
+    from .ops_tcgen05 import _tmem_a_columns, op_columns, plan
+    from .tmem import COLUMNS, allocation_columns
+
+    starts, total = plan(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
+    _, m, n = k.assignment.tcgen05_layouts[s].shape  # type: ignore[union-attr]
+    first = starts[s][0]
+    span = max(op_columns(s, m, n), starts[o][1] + _tmem_a_columns(o, m) - first)
+    tm = getattr(k, "tmem", None)
+    if not starts[o][1] >= first or allocation_columns(total + span) * k.warp_split.min_ctas > COLUMNS \
+            or tm is not None and tm.cols < allocation_columns(total + span):
+        return 0    # (the CTAs an SM holds at once share its columns: each allocation waits for room)
+    from .tmem import tensor_memory
+
+    tensor_memory(k, total + span)
+    return total - first
+
+
+def _scores_buffer(k: KernelLowering, j: str, tag: str) -> str:
+    """i32 column offset of iteration `j`'s scores buffer (0 or the split's `scores_shift`)."""
+    shift = k.warp_split.scores_shift
+    return k.b.op(f"mul i32 {k.b.op(f'and i32 {j}, 1', tag)}, {shift}", tag) if shift else "0"
+
+
+def _output(k: KernelLowering, j: str, tag: str) -> str:
+    """The `output` mbarrier that O += P_j V_j commits to: one, or one per scores buffer."""
+    if not k.warp_split.scores_shift:
+        return _bar(k, "output")
+    index = [n for n, _ in HANDSHAKE].index("output")
+    return mbarrier.address(k, k.warp_split.handshake, k.b.op(f"add i32 {k.b.op(f'and i32 {j}, 1', tag)}, {index}",
+                                                              tag))
 
 
 def handshake(k: KernelLowering) -> "mbarrier.BarrierArray":
@@ -265,12 +341,15 @@ def _bar(k: KernelLowering, name: str) -> str:
 
 def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: str, ub: str, step: str) -> None:
     """The MMA warp of a specialized attention (threads `first` ..+31; one issues): per iteration j,
-    wait for K_j and V_j (`full`) and for O += P_{j-1} V_{j-1} to complete (P_{j-1} lies over the
-    scores' columns), issue S_j = Q K_j^T and commit it to `scores`; wait for the consumers'
+    wait for K_j and V_j (`full`) and for the O += P V whose P lies in the columns S_j goes to (two
+    scores buffers, `double_scores`: O += P_{j-2} V_{j-2}, on its buffer's `output` mbarrier; one:
+    O += P_{j-1} V_{j-1}), issue S_j = Q K_j^T and commit it to `scores`; wait for the consumers'
     `probabilities` (P_j stored, O rescaled), issue O += P_j V_j and commit it to the stage's
-    `empty` and to `output`. After the loop it commits to the tensor-memory mbarrier the consumers
-    wait for before reading O."""
-    from .ops_tcgen05 import _region, _shared, commit, instruction, issue_mmas, kind_of, region
+    `empty` and to its buffer's `output`. After the loop it commits to the tensor-memory mbarrier
+    the consumers wait for before reading O. (Whether one thread's tcgen05 operations run in issue
+    order whatever columns they touch is not in the PTX ISA's list of implicitly pipelined pairs:
+    the `output` wait keeps S from overwriting a P that an earlier MMA may still read.)"""
+    from .ops_tcgen05 import _Operand, _region, _shared, commit, instruction, issue_mmas, kind_of, region
     from .registry import LOWERINGS
     from .tma_copy import wait_once
     from .tmem import ROLE_EXIT, tensor_memory
@@ -278,23 +357,35 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     from .pipelined_loop import _stage_offset, _staged
     from .warp_specialize import role_loop
 
-    s_op, o_op = k.warp_split.mmas
+    *s_ops, o_op = k.warp_split.mmas
     issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
     k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw"), issuer, leave)
     k.b.start_block(leave)
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
     wait_once(k, list(p.once))      # Q, where it is copied once by TMA (else the consumers' copies, published)
-    s_at, o_at, p_at = region(k, s_op), region(k, o_op), _region(k, o_op, a=True)[0]
+    shared_p = p_buffer(k, o_op)
+    k.warp_split.scores_shift = double_scores(k, s_ops[-1], o_op) if shared_p is None else 0
+    s_base, o_at = region(k, s_ops[-1]), region(k, o_op)    # a chain of scores accumulates in the last's columns
+    p_base = _region(k, o_op, a=True)[0] if shared_p is None else None
+    p_a = None if shared_p is None else _Operand(shared_p, True)  # type: ignore[arg-type]  # stored (M, K)
     ready = tensor_memory(k, 0).mbarrier
-    q = _shared(k, k.get(s_op.operand("lhs")), "a")
+    queries = [_shared(k, k.get(s.operand("lhs")), "a") for s in s_ops]
     views = [op for op in p.loop.regions[0].block.operations if op.name in ("cuda_tile.reshape", "cuda_tile.permute")]
     fence_after = 'call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()'
     with role_loop(k, p, "mma", "mw", lb, ub, step) as it:
         it.wait(k, p.full, "stage full")
         later = k.b.op(f"icmp ne i32 {it.j}, 0", "mw")
-        k.guarded(later, lambda: mbarrier.wait(k, _bar(k, "output"), mbarrier.phase_parity(
-            k, k.b.op(f"sub i32 {it.j}, 1", "mw"), 1), "previous P V complete") or None)
+        shift = _scores_buffer(k, it.j, "mw")
+        s_at = s_base if shift == "0" else k.b.op(f"add i32 {s_base}, {shift}", "mw")
+        p_at = p_base if shift == "0" or p_base is None else k.b.op(f"add i32 {p_base}, {shift}", "mw")
+        if shift == "0":      # S_j goes over P_{j-1}: O += P_{j-1} V_{j-1} must be complete
+            k.guarded(later, lambda: mbarrier.wait(k, _bar(k, "output"), mbarrier.phase_parity(
+                k, k.b.op(f"sub i32 {it.j}, 1", "mw"), 1), "previous P V complete") or None)
+        else:                 # S_j goes over P_{j-2}, in this buffer (its own output mbarrier's phase (j - 2) / 2)
+            k.guarded(k.b.op(f"icmp uge i32 {it.j}, 2", "mw"), lambda: mbarrier.wait(k, _output(k, it.j, "mw"),
+                      mbarrier.phase_parity(k, k.b.op(f"sub i32 {it.j}, 2", "mw"), 2),
+                      "P V two back complete") or None)
         k.b.emit(fence_after)
         for load in p.loads:      # this stage's K and V, seen through the body's reshapes and transposes
             k.values[load.results[0]] = SharedTileVal(load.results[0].type,
@@ -302,7 +393,8 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
         for op in views:
             if all(v in k.values for v in op.operands):
                 LOWERINGS[op.name](k, op)
-        for op, a, a_tmem, at, acc in ((s_op, q, None, s_at, "0"), (o_op, None, p_at, o_at, None)):
+        issued = [(s, q, None, s_at, "1" if i else "0") for i, (s, q) in enumerate(zip(s_ops, queries))]
+        for op, a, a_tmem, at, acc in (*issued, (o_op, p_a, p_at, o_at, None)):
             if acc is None:       # O += P V: once the consumers stored P and rescaled O
                 mbarrier.wait(k, _bar(k, "probabilities"), mbarrier.phase_parity(k, it.j, 1), "P stored")
                 k.b.emit(fence_after)
@@ -312,36 +404,55 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
             idesc = instruction(kind_of(op), min(m, 128), n, a is not None and not a.kmajor,  # type: ignore[arg-type]
                                 not b.kmajor)
             issue_mmas(k, op, a, b, a_tmem, at, acc, idesc)
-            if op is s_op:
+            if op is s_ops[-1]:
                 commit(k, _bar(k, "scores"))
         commit(k, mbarrier.address(k, p.empty, it.stage))    # K_j and V_j are read
-        commit(k, _bar(k, "output"))
+        commit(k, _output(k, it.j, "mw"))
     commit(k, ready)          # O is complete (at once when the loop ran no iteration)
     k.b.emit(f"ret void {ROLE_EXIT}")
 
 
 def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: object) -> object:
-    """A consumer's part of a specialized attention's mma (the MMA warp issues it): for S, wait for
-    `scores` and read S from tensor memory; for O += P V, rescale O in tensor memory (not in the
+    """A consumer's part of a specialized attention's mma (the MMA warp issues it): for S (the last of
+    a chain of scores; the earlier ones are nothing here), wait for `scores` and read S from tensor
+    memory; for O += P V, rescale O in tensor memory (not in the
     first iteration), store P there, and arrive on `probabilities`. The iteration's `scores` wait
     also orders the rescale after O += P_{j-1} V_{j-1}, committed before S_j."""
-    from .ops_tcgen05 import _a_in_tmem, _carried_factor, _rescale_in_tmem, _transfer, kind_of, region, rescale
+    from .llvm_text import llvm_type
+    from .ops_tcgen05 import (_a_in_tmem, _carried_factor, _region, _rescale_in_tmem, _transfer, kind_of, region,
+                              rescale)
     from .values import TileRegs
 
     split = k.warp_split
     counter = k.active_pipelines[split.loop].counter
     layout = acc.layout  # type: ignore[attr-defined]
     address = region(k, op)
-    if op is split.mmas[0]:
+    shift = _scores_buffer(k, counter, "tsb")
+    if op in split.mmas[:-2]:    # an earlier link of a chain of scores: issued into the last one's columns
+        return acc
+    if op is split.mmas[-2]:
         mbarrier.wait(k, _bar(k, "scores"), mbarrier.phase_parity(k, counter, 1), "scores complete")
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
-        regs = _transfer(k, layout, address, None, kind_of(op).d == 1)  # type: ignore[union-attr]
+        at = address if shift == "0" else k.b.op(f"add i32 {address}, {shift}", "tsb")
+        regs = _transfer(k, layout, at, None, kind_of(op).d == 1)  # type: ignore[union-attr]
         k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
         return TileRegs(acc.type, regs, layout)  # type: ignore[attr-defined]
     scale = rescale(op)
     later = k.b.op(f"icmp ne i32 {counter}, 0", "tlater")
     k.guarded(later, lambda: _rescale_in_tmem(k, scale, layout, address) or None)
-    assert _a_in_tmem(k, op, lhs) is not None     # P, over the scores' columns (`attention_mmas`)
+    shared_p = p_buffer(k, op)
+    if shared_p is None and shift == "0":
+        assert _a_in_tmem(k, op, lhs) is not None     # P, over the scores' columns (`attention_mmas`)
+    elif shared_p is None:                  # over this iteration's scores buffer
+        assert p_in_tmem(k, op)
+        base = k.b.op(f"add i32 {_region(k, op, a=True)[0]}, {shift}", "tsb")
+        _transfer(k, lhs.layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore
+    else:   # the MMAs that read P_{j-1} completed before `scores` of S_j (one commit covers both)
+        from .async_copy import fence_async_proxy
+        from .ops_mma import store_tile
+
+        store_tile(k, lhs, shared_p)  # type: ignore[arg-type]
+        fence_async_proxy(k)          # P_j, seen by the tensor cores' reads (async proxy)
     k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     mbarrier.arrive(k, _bar(k, "probabilities"))
