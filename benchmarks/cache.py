@@ -281,7 +281,7 @@ def instructions(path: Path, gpu: str, work: Path) -> dict[str, dict[str, int]]:
 # cache's (imports of the driver's and the cache's modules, no children), counted under callgrind
 # and timed (CPU) natively, in the same run as the counts it converts.
 CALIBRATION = ("import tileiras.driver.tileiras_main, tileiras.driver.compile, tileiras.cache.store, "
-               "tileiras.cache.keys, tileiras.cache.versions, tileiras.bytecode.digest, tileiras.codegen.ptxas")
+               "tileiras.cache.keys, tileiras.cache.versions, tileiras.bytecode.sections, tileiras.codegen.ptxas")
 
 
 def instruction_rate(work: Path, repeats: int) -> tuple[float, int, float]:

@@ -217,7 +217,7 @@ def test_ptxas_only_change_reuses_cached_ptx(tmp_path: Path) -> None:
 
 
 def test_location_only_change_is_a_cache_hit_without_lineinfo(tmp_path: Path) -> None:
-    from tileiras.bytecode.digest import content_digest
+    from tileiras.bytecode.sections import content_digest
     from tileiras.bytecode.encoding import SEC_DEBUG
     from tileiras.bytecode.reader import _sections
 

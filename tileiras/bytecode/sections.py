@@ -1,14 +1,21 @@
 """The framing of TileIR bytecode: header (magic, version) and the section table.
 
 Kept apart from the reader so that a compile-cache lookup can digest a file's
-sections without importing the op tables, types and attributes the reader needs.
+sections without importing the op tables, types and attributes the reader needs
+(`content_digest`: here rather than in a module of its own, which would cost every
+compile that makes a key an import).
 """
 
 from __future__ import annotations
 
 from ..driver.errors import BytecodeError
-from .encoding import MAGIC, NUM_SECTIONS, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_STRING, SEC_TYPE, \
-    SUPPORTED_VERSIONS, Cursor
+from .encoding import MAGIC, NUM_SECTIONS, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_PRODUCER, SEC_STRING, \
+    SEC_TYPE, SUPPORTED_VERSIONS, Cursor
+
+# Source locations live only in the debug section (ops refer to them by index), so a digest that
+# leaves that section out is unchanged when only line or column numbers move: such a compile is a
+# cache hit whenever line info is off. The producer section names the frontend and never affects code.
+_IGNORED_WITHOUT_LINE_INFO = (SEC_DEBUG, SEC_PRODUCER)
 
 
 def _vstr(v: tuple[int, int]) -> str:
@@ -85,3 +92,20 @@ def _sections(data: bytes) -> dict[int, tuple[int, int]]:
 def _section_error(cur: Cursor, message: str) -> BytecodeError:
     return BytecodeError(f"error: error at offset {cur.pos}: {message}\n"
                          f"error: error at offset {cur.pos}: failed to parse section header")
+
+
+def content_digest(data: bytes, keep_locations: bool) -> str:
+    """The compile cache's digest (cache.hashing) of the bytecode's code-relevant content: all of it
+    when `keep_locations`, else without the debug and producer sections (framing validated, no IR built)."""
+    from ..cache.hashing import digest as new_digest
+
+    if keep_locations:
+        return new_digest(data).hexdigest()
+    _read_header(data)
+    digest = new_digest(data[:12])
+    for sid, (start, end) in sorted(_sections(data).items()):
+        if sid in _IGNORED_WITHOUT_LINE_INFO:
+            continue
+        digest.update(sid.to_bytes(1, "little") + (end - start).to_bytes(8, "little"))
+        digest.update(data[start:end])
+    return digest.hexdigest()

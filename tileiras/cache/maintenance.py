@@ -1,4 +1,5 @@
-"""What is in the cache's folder, and removing it: for stats, clear, trim and the size check after a write.
+"""What is in the cache's folder, and removing it: stats, clear, trim (store.Cache's, which a compile does
+not import) and the size check after a write.
 
 A scan sorts everything under `<root>/v1` into entries (regular files named
 by a key), temp files of writers (`.tmp-*`; stale once older than an hour:
@@ -15,7 +16,12 @@ import os
 import stat
 import time
 
+from ..ir.record import record
 from .entry import TEMP_PREFIX, hex_name, key_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .store import Cache
 
 STALE_TEMP_SECONDS = 3600            # temp files older than this are leftovers of killed writers
 
@@ -117,4 +123,70 @@ def remove_all(paths: list[tuple[str, bool]], problems: list[str]) -> int:
             removed += 1
         else:
             problems.append(problem)
+    return removed
+
+
+@record
+class CacheStats:
+    root: str
+    entries: int
+    bytes: int
+    max_bytes: int
+    hits: int       # in this process
+    misses: int     # in this process
+    writes_enabled: bool
+    other: int = 0  # things in the cache folder that are not entries (clear and trim remove them)
+
+    def render(self) -> str:
+        text = (f"cache directory: {self.root}\n"
+                f"entries:         {self.entries}\n"
+                f"size:            {_human(self.bytes)} of {_human(self.max_bytes)}\n")
+        if self.other:
+            text += f"not entries:     {self.other} (removed by 'tileir cache clear' and 'trim')\n"
+        return text
+
+
+def _human(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{count} B"
+
+
+def _scan(cache: Cache) -> Scan:
+    """The cache's layout folder, its killed writers' temp files removed."""
+    found = scan(cache._dir())
+    remove_all([(path, False) for path in found.stale], found.problems)
+    return found
+
+
+def stats(cache: Cache) -> CacheStats:
+    found = _scan(cache)
+    return CacheStats(str(cache.root), len(found.entries), found.bytes, cache.max_bytes, cache.hits, cache.misses,
+                      cache.writes_enabled, len(found.foreign))
+
+
+def clear(cache: Cache) -> int:
+    found = _scan(cache)
+    cache.problems = found.problems
+    remove_all(found.foreign, cache.problems)
+    return remove_all([(path, False) for path, _, _ in found.entries], cache.problems)
+
+
+def trim(cache: Cache, limit: int) -> int:
+    found = _scan(cache)
+    cache.problems = found.problems
+    remove_all(found.foreign, cache.problems)
+    total, removed = found.bytes, 0
+    for path, size, _ in sorted(found.entries, key=lambda e: (e[2], os.path.basename(e[0]))):
+        if total <= limit:
+            break
+        problem = remove(path, False)
+        if problem is not None:
+            cache.problems.append(problem)
+            continue
+        total -= size
+        removed += 1
     return removed

@@ -51,8 +51,7 @@ PREWARM: tuple[str, ...] = (
     "tileiras.driver.options", "tileiras.driver.output", "tileiras.driver.depfile",
     "tileiras.driver.cmd_package", "tileiras.driver.cmd_header", "tileiras.cache.keys", "tileiras.cache.store",
     "tileiras.cache.versions", "tileiras.codegen.package", "tileiras.codegen.fatbin", "tileiras.codegen.metadata",
-    "tileiras.codegen.header", "tileiras.codegen.host_object", "tileiras.codegen.ptxas", "tileiras.bytecode.digest",
-    "tileiras.bytecode.sections",
+    "tileiras.codegen.header", "tileiras.codegen.host_object", "tileiras.codegen.ptxas", "tileiras.bytecode.sections",
     "argparse", "json", "tempfile", "importlib.util",
 )
 # What compiling needs: a worker that reaches for any of these has missed the cache.

@@ -49,7 +49,6 @@ import sys
 import time
 
 from ..atomic import replace_file
-from ..ir.record import record
 from . import entry
 
 TYPE_CHECKING = False
@@ -131,35 +130,6 @@ def default_max_bytes() -> int:
         return parse_size(os.environ["TILEIRAS_CACHE_MAX_SIZE"])
     except (KeyError, ValueError):
         return DEFAULT_MAX_BYTES
-
-
-@record
-class CacheStats:
-    root: str
-    entries: int
-    bytes: int
-    max_bytes: int
-    hits: int       # in this process
-    misses: int     # in this process
-    writes_enabled: bool
-    other: int = 0  # things in the cache folder that are not entries (clear and trim remove them)
-
-    def render(self) -> str:
-        text = (f"cache directory: {self.root}\n"
-                f"entries:         {self.entries}\n"
-                f"size:            {_human(self.bytes)} of {_human(self.max_bytes)}\n")
-        if self.other:
-            text += f"not entries:     {self.other} (removed by 'tileir cache clear' and 'trim')\n"
-        return text
-
-
-def _human(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{count} B"
 
 
 class Cache:
@@ -424,50 +394,28 @@ class Cache:
         with defer_writes (while the compile waits for ptxas, or after the output)."""
         self.put(key, lambda: _pack_ptx(ptx, meta))
 
-    # --- maintenance -------------------------------------------------------------------
+    # --- maintenance (maintenance.py: `tileir cache`, and a write that may pass the limit) ---------
 
-    def _scan(self) -> Any:
-        from .maintenance import remove_all, scan
+    def stats(self) -> Any:
+        """A maintenance.CacheStats of what the cache holds (and this process's hits and misses)."""
+        from .maintenance import stats
 
-        found = scan(str(self._dir()))
-        remove_all([(path, False) for path in found.stale], found.problems)
-        return found
-
-    def stats(self) -> CacheStats:
-        found = self._scan()
-        return CacheStats(str(self.root), len(found.entries), found.bytes, self.max_bytes, self.hits, self.misses,
-                          self.writes_enabled, len(found.foreign))
+        return stats(self)
 
     def clear(self) -> int:
         """Remove every entry and whatever else is in the cache's folder; returns how many entries.
         What could not be removed is in `self.problems`."""
-        from .maintenance import remove_all
+        from .maintenance import clear
 
-        found = self._scan()
-        self.problems = found.problems
-        remove_all(found.foreign, self.problems)
-        return remove_all([(path, False) for path, _, _ in found.entries], self.problems)
+        return clear(self)
 
     def trim(self, max_bytes: int | None = None) -> int:
         """Remove what is not an entry, then the least recently used entries until the total is at
-        most `max_bytes`; returns how many entries. What could not be removed is in `self.problems`."""
-        from .maintenance import remove, remove_all
+        most `max_bytes` (default: the limit); returns how many entries. What could not be removed is
+        in `self.problems`."""
+        from .maintenance import trim
 
-        limit = self.max_bytes if max_bytes is None else max_bytes
-        found = self._scan()
-        self.problems = found.problems
-        remove_all(found.foreign, self.problems)
-        total, removed = found.bytes, 0
-        for path, size, _ in sorted(found.entries, key=lambda e: (e[2], os.path.basename(e[0]))):
-            if total <= limit:
-                break
-            problem = remove(path, False)
-            if problem is not None:
-                self.problems.append(problem)
-                continue
-            total -= size
-            removed += 1
-        return removed
+        return trim(self, self.max_bytes if max_bytes is None else max_bytes)
 
     def _check_size(self) -> None:
         """Trim when the cache may be over its limit. Keys are hashes, so every shard holds about the

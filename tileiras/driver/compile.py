@@ -242,7 +242,7 @@ def _source_digest(data: bytes, kind: str, opts: Options) -> str:
     """What the PTX depends on in the input: locations count only with line info or -g."""
     keep_locations = opts.lineinfo or opts.device_debug
     if kind == "bytecode":
-        from ..bytecode.digest import content_digest
+        from ..bytecode.sections import content_digest
 
         return content_digest(data, keep_locations)
     import hashlib
