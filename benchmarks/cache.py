@@ -190,7 +190,9 @@ def _parts(work: Path) -> dict[int, list[tuple[int, str, int]]]:
                 text += handle.read()
         fields = {name: re.search(rf"^{name}: *(.*)$", text, re.MULTILINE) for name in ("pid", "part", "desc: Trigger")}
         total = re.search(r"^(?:summary|totals): (\d+)", text, re.MULTILINE)
-        pid = int(fields["pid"].group(1)) if fields["pid"] else 0
+        if not fields["pid"]:
+            continue  # a file left empty: its process was killed before it wrote anything (its parts say all)
+        pid = int(fields["pid"].group(1))
         part = int(fields["part"].group(1)) if fields["part"] else 1
         trigger = fields["desc: Trigger"].group(1) if fields["desc: Trigger"] else ""
         found.setdefault(pid, []).append((part, trigger, int(total.group(1)) if total else 0))
