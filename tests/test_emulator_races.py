@@ -223,6 +223,27 @@ WAIT:
     np.testing.assert_array_equal(run(body.format(count=N), extra), NEXT)
 
 
+def test_a_relaxed_arrive_publishes_nothing() -> None:
+    """`mbarrier.arrive.relaxed` counts towards the phase but, unlike the default (release) arrive,
+    orders none of the arriving thread's earlier writes before the waiters' reads (shared memory,
+    where the checker follows what each wait publishes)."""
+    extra = SHARED + "\n.shared .align 8 .b8 mb[8];"
+    body = BUF_WORDS + """
+    @%p1 mbarrier.init.shared.b64 [mb], 128;
+    bar.sync 0;
+    st.shared.u32 [%r6], %r0;
+    mbarrier.arrive{sem}.shared.b64 %rd8, [mb];
+WAIT:
+    mbarrier.try_wait.shared.b64 %p2, [mb], %rd8;
+    @!%p2 bra WAIT;
+    ld.shared.u32 %r3, [%r8];
+    st.global.u32 [%rd7], %r3;
+"""
+    np.testing.assert_array_equal(run(body.format(sem=".release.cta"), extra), NEXT)
+    np.testing.assert_array_equal(run(body.format(sem=""), extra), NEXT)
+    assert "read" in race(body.format(sem=".relaxed.cta"), extra)
+
+
 def test_races_between_ctas_are_not_reported() -> None:
     # CTA c stores a[(i + 2c) % n]: the CTAs' stores and loads overlap, each CTA's own do not
     body = """

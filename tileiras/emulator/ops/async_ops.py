@@ -375,11 +375,13 @@ def _get(st: Any, key: int, thread: int) -> MBarrier:
     return b
 
 
-def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: bool = False) -> int:
+def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: bool = False,
+            release: bool = True) -> int:
     """One thread's arrive-on (`commit`: its tcgen05.commit's, when its tcgen05 operations completed);
-    returns the phase it arrived in."""
+    returns the phase it arrived in. `release` False (`mbarrier.arrive.relaxed`): the arrival counts
+    but publishes none of the thread's earlier accesses to the phase's waiters."""
     b = _get(st, key, thread)
-    if st.races is not None:
+    if st.races is not None and release:
         st.races.release([thread], key, commit)
     phase = b.phase
     b.tx += tx
@@ -410,6 +412,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     "pending_count"), "operation")
     parity = mods.flag("parity")
     noComplete = mods.flag("noComplete")
+    relaxed = "relaxed" in ins.mods     # an arrive without release semantics (PTX 8.6+); the default releases
     mods.ignore(("release", "acquire", "relaxed", "cta", "cluster"))
     space = _space(mods)
     mods.flag("b64")
@@ -474,9 +477,9 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     b = _get(st, key, t)
                     b.expected -= 1 if not expect_tx else 1
                 if expect_tx:
-                    phases[i] = _arrive(st, key, 1, t, tx=v)
+                    phases[i] = _arrive(st, key, 1, t, tx=v, release=not relaxed)
                 else:
-                    phases[i] = _arrive(st, key, v if arg is not None else 1, t)
+                    phases[i] = _arrive(st, key, v if arg is not None else 1, t, release=not relaxed)
             if w is not None:
                 w.put_lanes(st, None if m is None else lanes, phases)
 
