@@ -181,8 +181,14 @@ def _write_stdout(payload: bytes | str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run on `argv`; with None (the console script, `python -m`) the process ends here."""
     if argv is None:
+        import gc
+
         from .fast_exit import exit_now
 
+        # a short-lived process whose IR lives to the end: collections every 700 allocations buy
+        # nothing (softmax sm_90: driver CPU 166 -> 158 ms; peak memory unchanged on the largest
+        # TileGym kernels), but unlike disasm's gc.disable() a pathological input still gets collected
+        gc.set_threshold(100_000, 50, 100)
         exit_now(_main(sys.argv[1:]))
     return _main(list(argv))
 
