@@ -396,6 +396,14 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             k.set(op.results[1], TokenVal())
             return
         k.remark("missed", "memory", "RemarkMemoryAsyncCopyMissed", "Could not load a tensor-core operand with cp.async", op, Reason="the view's facts do not prove each 4-, 8- or 16-byte chunk aligned and wholly inside or outside the tensor")
+    if ordering == "weak":
+        from . import row_tma
+
+        regs = row_tma.load(k, op, view)     # a row kernel's tile, copied by TMA through shared memory
+        if regs is not None:
+            k.set(op.results[0], regs)
+            k.set(op.results[1], TokenVal())
+            return
     pad = padding_literal(view.padding, elem)
     layout = k.layout_of(op.results[0])
     if elem.bitwidth == 4 and ordering == "weak" and view.sparse_dim is None:
@@ -530,6 +538,12 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
         return
     if ordering == "weak" and _tma_store(k, op, tile, view):
         return
+    if ordering == "weak":
+        from . import row_tma
+
+        if row_tma.store(k, op, tile, view):
+            k.set(op.results[0], TokenVal())
+            return
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     if ordering == "weak":
         from .epilogue import restage, staged_layout

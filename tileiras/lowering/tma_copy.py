@@ -157,12 +157,22 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
 def _dense(op: Operation, tile: TileType, view: PartitionViewVal, sources: object,
            matrix: SharedMatrix) -> tuple[Optional[TmaCopy], str]:
     """The copy of a tile into an unswizzled, unpadded stage (its rows back to back, as TMA writes
-    without swizzle): one box of the whole tile (the block-scaled mma's scale tiles, which its
-    restaging reads byte by byte). TMA's rule: a box's rows are whole 16-byte units."""
+    without swizzle): one box of the whole tile where its dimensions fit one (the block-scaled mma's
+    scale tiles, which its restaging reads byte by byte; a row kernel's short rows); else, for a
+    tile of one or two dimensions, one box per row and `MAX_BOX`-column block (row_tma.py), each
+    landing where the row-major tile has it. TMA's rules: a box's rows are whole 16-byte units;
+    every box starts 128-byte aligned in shared memory."""
     eb = matrix.elem_bytes
     rank = len(tile.shape)
     order = tuple(reversed(range(rank)))
     box = tuple(tile.shape[i] for i in order)
+    atoms = bands = 1
+    if box[0] > MAX_BOX and rank <= 2:
+        per_atom = next((w for w in range(MAX_BOX, 0, -1) if box[0] % w == 0 and (w * eb) % 128 == 0), 0)
+        if not per_atom:
+            return None, f"the tile's {box[0]} columns do not cut into boxes of 128-byte multiples"
+        atoms, bands = box[0] // per_atom, (box[1] if rank == 2 else 1)
+        box = (per_atom, *([1] if rank == 2 else []))
     if (box[0] * eb) % 16:
         return None, f"the tile's rows are {box[0] * eb} bytes: a TMA box's rows are whole 16-byte units"
     if max(box) > MAX_BOX:
@@ -171,8 +181,11 @@ def _dense(op: Operation, tile: TileType, view: PartitionViewVal, sources: objec
     field = lambda s: Field(s.param, s.const)   # noqa: E731
     spec = TmaParam(sources.base, _dtype(op, tile.element), tuple(field(sources.shape[d]) for d in dims),  # type: ignore
                     tuple(field(sources.strides[d]) for d in dims), box, "none")  # type: ignore[attr-defined]
-    nbytes = eb * math.prod(box)
-    return TmaCopy(spec, order, box[0], 1, nbytes, nbytes, box), ""
+    box_bytes = eb * math.prod(box)
+    if atoms * bands > 1 and box_bytes % 128:
+        return None, f"boxes of {box_bytes} bytes do not keep the next box 128-byte aligned"
+    return TmaCopy(spec, order, box[0], atoms, box_bytes, box_bytes, box, bands,
+                   tile.shape[-1] * eb if bands > 1 else 0), ""
 
 
 def sliced(t: TmaCopy, parts: int) -> tuple[Optional[TmaCopy], str]:
@@ -223,14 +236,14 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
     try:
         for load, t in loads.items():
-            _load_boxes(k, load, t, matrices[load].offset, stage[load], full, (casts or {}).get(load))
+            load_boxes(k, load, t, matrices[load].offset, full, stage[load], (casts or {}).get(load))
     finally:
         if saved is not None:
             k.values[iv_arg] = saved
 
 
-def _load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, stage: str, full: str,
-                cast: Optional[tuple[str, str]] = None) -> None:
+def load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, full: str, stage: str = "",
+               cast: Optional[tuple[str, str]] = None) -> None:
     """Every box of the tile `op` loads, into shared bytes `offset` (+ i32 `stage` unless ""),
     completing on the barrier at `full`; with `cast` (i32 slice, i16 CTA mask) this CTA's slice of
     each box, into the same offset of every CTA of the mask (and onto each one's barrier there)."""
@@ -281,7 +294,7 @@ def load_once(k: KernelLowering, op: Operation, view: object, matrix: SharedMatr
 
     def copy() -> None:
         mbarrier.arrive_expect_tx(k, full, t.nbytes)
-        _load_boxes(k, op, t, matrix.offset, "", full)
+        load_boxes(k, op, t, matrix.offset, full)
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "tc"), copy)
     return shot, ""
 
@@ -316,19 +329,22 @@ def one_shots(k: KernelLowering, pending_only: bool = False) -> list[OneShot]:
 
 
 def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix, first_col: int = 0,
-          wait: bool = True) -> None:
+          wait: bool = True, written: bool = False) -> None:
     """One thread's TMA store of the tile in `matrix` (swizzled, its generic writes fenced for the
     async proxy and published) to the view of store op `op`, box by box (the unit clips what lies
     outside the tensor), one bulk group; `matrix` may hold the tile's columns from `first_col` on
     only (a chunk, epilogue.tma_store). With `wait` the thread then waits until the boxes have been
-    read out of shared memory, which must outlive the reads (else the caller does, `stores_read`)."""
+    read out of shared memory, which must outlive the reads (else the caller does, `stores_read`);
+    with `written` until they have been written to global memory (a read may follow)."""
     for at, coords in _boxes(k, op, t, matrix.offset, first_col):
         src = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(at))} to i32", "tc")
         n = len(coords)
         _asm(k, f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{_places(1, n)}}}], "
                 f"[${n + 1}];", "l," + "r," * n + "r", f"ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {src}")
     _asm(k, "cp.async.bulk.commit_group;", "", "")
-    if wait:
+    if written:
+        _asm(k, "cp.async.bulk.wait_group 0;", "", "")
+    elif wait:
         stores_read(k)
 
 

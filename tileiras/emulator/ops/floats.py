@@ -227,7 +227,12 @@ def _arith(op: str) -> Callable[[Decoder, Instr], Any]:
     def handler(dec: Decoder, ins: Instr) -> Any:
         np = _np()
         mods = Mods(ins)
-        ty = mods.type1()
+        types = mods.types()
+        if len(types) == 2 and op in ("add", "sub", "fma"):
+            return _mixed(dec, ins, op, types, mods)
+        if len(types) != 1:
+            raise bad(ins, "expected exactly one type modifier")
+        ty = types[0]
         if ty not in ("f16", "bf16", "f16x2", "bf16x2", "f32", "f32x2", "f64"):
             raise bad(ins, f"unsupported type .{ty}")
         if ty == "f32x2" and op not in ("add", "sub", "mul", "fma"):
@@ -271,6 +276,30 @@ def _arith(op: str) -> Callable[[Decoder, Instr], Any]:
         return _float_node(dec, ins, ty, nsrc, _wrap(compute, ty, ftz, sat, relu))
 
     return handler
+
+
+def _mixed(dec: Decoder, ins: Instr, op: str, types: list[str], mods: Mods) -> tuple:
+    """Mixed-precision add/sub/fma (sm_100+): `.f32.f16` / `.f32.bf16`, the f16 or bf16 sources (a,
+    and b of an fma) widened exactly, the f32 source c added, the result rounded once to f32."""
+    np = _np()
+    if types[0] != "f32" or types[1] not in ("f16", "bf16"):
+        raise bad(ins, f"unsupported types .{types[0]}.{types[1]}")
+    mode = mods.one(ROUND, "rn")
+    sat = mods.flag("sat")
+    mods.done()
+    ops = ins.operands
+    narrow = 2 if op == "fma" else 1
+    if len(ops) != narrow + 2:
+        raise bad(ins, f"expected {narrow + 2} operands")
+    readers = [dec.reader(o, types[1] if i < narrow else "f32", ins) for i, o in enumerate(ops[1:])]
+    w = dec.writer_t(ops[0], "f32", ins)
+
+    def compute(st: Any, m: Any) -> None:
+        wide = [np.asarray(r(st)).astype(np.float64) for r in readers]
+        out = np.asarray(exact_op(op, wide, mode, "f32")).astype(np.float32)
+        w.put(st, m, np.clip(np.nan_to_num(out, nan=0.0), 0.0, 1.0).astype(np.float32) if sat else out)
+
+    return (K_OP, compute, None)
 
 
 def _minmax(op: str) -> Callable[[Decoder, Instr], Any]:

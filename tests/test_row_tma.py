@@ -1,0 +1,151 @@
+"""Row kernels' tiles moved by TMA on sm_90, sm_100 and sm_120 (lowering/row_tma.py): which loads and
+stores go through shared memory by `cp.async.bulk.tensor`, the boxes, the group of loads issued
+together, and the kernels on the emulator against the interpreter with the race checker on
+(sm_90 runs in test_realistic_emulator.py for every realistic configuration)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BYTECODE = ROOT / "tests" / "realistic" / "bytecode"
+sys.path.insert(0, str(ROOT / "tests"))
+
+from emulator_runs import edit_ptx, emulate, interpret, without_wait  # noqa: E402
+from test_realistic_emulator import _check  # noqa: E402
+
+LOAD_2D = "cp.async.bulk.tensor.2d.shared::cta.global"
+LOAD_1D = "cp.async.bulk.tensor.1d.shared::cta.global"
+STORE_2D = "cp.async.bulk.tensor.2d.global.shared::cta"
+
+
+def _ptx(src: Path, gpu: str, tmp_path: Path, *extra: str) -> tuple[str, str]:
+    out = tmp_path / f"{src.stem}.{gpu}.ptx"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
+                           str(src), "-o", str(out), *extra], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out.read_text(), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])
+def test_a_layernorm_moves_its_rows_by_tma(gpu: str, tmp_path: Path) -> None:
+    """layernorm over 4096 f16 columns: x (1 x 4096) in 16 boxes of 256 columns, w and b (4096) in
+    16 one-dimensional boxes each, all three issued together on three mbarriers before x is
+    reduced, read back with 16-byte shared loads; y stored by TMA in 16 boxes; four hidden
+    tensor maps after the user's 17 parameters (as NVIDIA's compiler does)."""
+    ptx, remarks = _ptx(BYTECODE / "layernorm_f16_n4096.tileirbc", gpu, tmp_path, "--remarks=all")
+    assert ptx.count(LOAD_2D) == 16 and ptx.count(LOAD_1D) == 32 and ptx.count(STORE_2D) == 16
+    assert ptx.count("mbarrier.init") == 3 and ptx.count("mbarrier.arrive.expect_tx") == 3
+    # the group is issued before the first wait: w and b arrive while x is reduced
+    assert ptx.rindex(LOAD_1D) < ptx.index("// wait: one-shot TMA load")
+    assert ptx.count("// wait: one-shot TMA load") == 3
+    assert "ld.global" not in ptx and "st.global" not in ptx
+    assert len(re.findall(r"ld\.shared\.v4\.b32", ptx)) >= 3 * 4
+    assert len(re.findall(r"\.param \.align 64 \.b8 \w+\[128\]", ptx)) == 4
+    assert remarks.count("TMA load (cp.async.bulk.tensor to shared memory)") == 3
+    assert remarks.count("TMA store (cp.async.bulk.tensor from shared memory)") == 1
+
+
+def test_sm_80_keeps_its_global_accesses(tmp_path: Path) -> None:
+    ptx, _ = _ptx(BYTECODE / "layernorm_f16_n4096.tileirbc", "sm_80", tmp_path)
+    assert "cp.async.bulk" not in ptx and "mbarrier" not in ptx
+    assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx
+
+
+@pytest.mark.parametrize("name", ["vector_add_f32_1024", "transpose_f32_64x64"])
+def test_elementwise_kernels_keep_their_global_accesses(name: str, tmp_path: Path) -> None:
+    """Each tile passes through registers once: 16-byte global loads and stores, as NVIDIA's."""
+    ptx, _ = _ptx(BYTECODE / f"{name}.tileirbc", "sm_90", tmp_path)
+    assert "cp.async.bulk" not in ptx and "ld.global.v4" in ptx and "st.global.v4" in ptx
+
+
+def test_a_softmax_padded_with_minus_infinity_loads_directly_and_stores_by_tma(tmp_path: Path) -> None:
+    """TMA fills what lies outside the tensor with zeros, not -inf: the softmax's rows are global
+    loads (as NVIDIA's), the remark says why, and its 4 x 1024 output goes out in 16 boxes of one
+    row and 256 columns."""
+    ptx, remarks = _ptx(BYTECODE / "softmax_f16_n1024_r4.tileirbc", "sm_90", tmp_path, "--remarks=all")
+    assert LOAD_2D not in ptx and "ld.global.v4.b32" in ptx
+    assert ptx.count(STORE_2D) == 16 and "st.global" not in ptx
+    assert "pads with neg_inf" in remarks
+
+
+def test_stores_in_a_loop_wait_until_written(tmp_path: Path) -> None:
+    """The chunked layernorm stores y chunk by chunk inside its loop, whose next iteration reads
+    memory: the issuing thread waits for the boxes to be written (not only read)."""
+    ptx, _ = _ptx(BYTECODE / "layernorm_chunked_f16_n8192_t2048.tileirbc", "sm_90", tmp_path)
+    assert ptx.count(STORE_2D) == 8 and "cp.async.bulk.wait_group 0;" in ptx
+    assert "wait_group.read" not in ptx
+
+
+@pytest.mark.parametrize("name", ["layernorm_f16_n4096", "softmax_f16_n1024_r4", "rmsnorm_bf16_n16384",
+                                  "layernorm_chunked_f16_n8192_t2048", "rope_bf16_s4h32d128"])
+@pytest.mark.parametrize("gpu", ["sm_100", "sm_120"])
+def test_row_kernels_match_the_interpreter(name: str, gpu: str) -> None:
+    _check(name, gpu)
+
+
+def test_a_reader_that_skips_the_wait_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault, EmulatorError
+
+    edit_ptx(monkeypatch, without_wait("one-shot TMA load"))
+    with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
+        _check("layernorm_f16_n4096", "sm_90")
+
+
+# load A, store B, load C, store D: a group ends at the first write, a load after it stays a global load
+ORDERED = """
+entry @ordered(%p0: tile<ptr<f32>>, %n0: tile<i32>, %s0: tile<i32>, %p1: tile<ptr<f32>>, %n1: tile<i32>, %s1: tile<i32>, %p2: tile<ptr<f32>>, %n2: tile<i32>, %s2: tile<i32>, %p3: tile<ptr<f32>>, %n3: tile<i32>, %s3: tile<i32>) {
+  %0 = make_token : token
+  %a = assume div_by<16>, %p0 : tile<ptr<f32>>
+  %m0 = assume div_by<16>, %n0 : tile<i32>
+  %ta = make_tensor_view %a, shape = [%m0], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %b = assume div_by<16>, %p1 : tile<ptr<f32>>
+  %m1 = assume div_by<16>, %n1 : tile<i32>
+  %tb = make_tensor_view %b, shape = [%m1], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %c = assume div_by<16>, %p2 : tile<ptr<f32>>
+  %m2 = assume div_by<16>, %n2 : tile<i32>
+  %tc = make_tensor_view %c, shape = [%m2], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %d = assume div_by<16>, %p3 : tile<ptr<f32>>
+  %m3 = assume div_by<16>, %n3 : tile<i32>
+  %td = make_tensor_view %d, shape = [%m3], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %bx, %by, %bz = get_tile_block_id : tile<i32>
+  %pa = make_partition_view %ta : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>
+  %x, %t1 = load_view_tko weak %pa[%bx] token = %0 : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>, tile<i32> -> tile<256xf32>, token
+  %pb = make_partition_view %tb : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>
+  %t2 = store_view_tko weak %x, %pb[%bx] token = %0 : tile<256xf32>, partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>, tile<i32> -> token
+  %pc = make_partition_view %tc : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>
+  %y, %t3 = load_view_tko weak %pc[%bx] token = %0 : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>, tile<i32> -> tile<256xf32>, token
+  %s = addf %x, %y : tile<256xf32>
+  %pd = make_partition_view %td : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>
+  %t4 = store_view_tko weak %s, %pd[%bx] token = %0 : tile<256xf32>, partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+def test_a_group_of_loads_ends_at_the_first_write(tmp_path: Path) -> None:
+    from tileiras.frontend import load_module
+
+    src = tmp_path / "ordered.mlir"
+    src.write_text(ORDERED)
+    ptx, _ = _ptx(src, "sm_90", tmp_path)
+    assert ptx.count(LOAD_1D) == 1 and ptx.count("mbarrier.init") == 1   # A only
+    assert "ld.global" in ptx                                             # C: after the store to B
+    assert ptx.count("cp.async.bulk.tensor.1d.global.shared::cta") == 2   # B and D
+    # B is stored while C's load follows: its thread waits until the box is written
+    assert "cp.async.bulk.wait_group 0;" in ptx and "wait_group.read" in ptx
+    module = load_module(ORDERED.encode(), "ordered.mlir")
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(1024).astype(np.float32) for _ in range(4)]   # (ptr, shape, stride) each
+    got, ref = emulate(module, args, "sm_90", (4, 1, 1)), interpret(module, args, (4, 1, 1))
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
+    np.testing.assert_array_equal(got[1], args[0])
+    np.testing.assert_array_equal(got[3], args[0] + args[2])

@@ -1,0 +1,324 @@
+"""TMA copies of register tiles in a kernel's body (sm_90+): the row kernels' loads and stores.
+
+Where a tile read or written by threads (a norm's row, its weights, a softmax's output) is moved
+between global and shared memory by the TMA unit, as NVIDIA's compiler does on these targets, in
+kernels that reduce or read a loaded tile more than once (`_rereads`; elementwise kernels keep
+their global accesses, as NVIDIA's do):
+
+* **Loads.** At the body's first eligible load, one thread issues the copies of every eligible
+  load of the body up to the first op that may write memory (a *group*): each tile into its own
+  unpadded buffer (rows back to back, as an unswizzled box writes them), on its own mbarrier.
+  Operands a later load of the group needs that are not lowered yet (its partition view, its
+  constant index) are pure and lowered ahead. A CTA barrier publishes the barriers'
+  initialization; then every load, at its own place, waits for its barrier and reads its tile
+  into registers with 16-byte shared loads. Issuing the group at once lets the later tiles (a
+  norm's weights) arrive while the first is reduced. A load padded with anything but zeros
+  (TMA fills zeros) stays a global load, as in NVIDIA's softmax.
+* **Stores.** A register tile stored to a view (not in a pipelined loop): written into an unpadded
+  buffer, fenced for the async proxy, published by a CTA barrier, stored box by box by one thread
+  (TMA clips what lies outside the tensor), which waits until its boxes have been read before it
+  passes another CTA barrier (every later use of the bytes starts with one); where a read of
+  memory may follow (later in the body, or in a loop's next iteration), until they have been
+  written: a read token-ordered after the store waits for the CTA (token_waits.py) and so sees them.
+
+Both need the view's tensor map to be made at launch (tma_copy.plan: base 16-byte aligned, outer
+strides multiples of 16 bytes, unit innermost stride) and a box of whole 16-byte rows, 128-byte
+multiples (tma_copy.dense): a tile's columns in boxes of up to 256, a row per box when the
+columns need several. Loads must precede every write of the kernel: the async proxy's reads are
+then never ordered after the threads' own writes.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Operation, Value
+from ..ir.record import record, replace
+from ..ir.types import ScalarType, TileType
+from . import mbarrier, tma_copy
+from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
+from .layout import Layout, MmaLayout
+from .smem import SharedMatrix, element_offset, opt_in_limit, pointer
+from .values import PartitionViewVal, TileRegs
+
+TARGETS = (90, 100, 103, 120)
+MAX_BOXES = 64          # boxes per tile (NVIDIA's 16k-column rows: 64 boxes of 256)
+MARGIN = 4096           # shared bytes a group leaves for the body's scratch (reductions, conversions)
+LOAD = "cuda_tile.load_view_tko"
+STORE = "cuda_tile.store_view_tko"
+# ops with no effect that a load of a group may need lowered before its place
+PURE = ("cuda_tile.constant", "cuda_tile.make_partition_view", "cuda_tile.make_tensor_view",
+        "cuda_tile.assume", "cuda_tile.join_tokens", "cuda_tile.make_token")
+
+
+@record(frozen=False)
+class RowLoad:
+    """A load of a group: its tile's buffer and the one-shot copy that fills it."""
+    matrix: SharedMatrix
+    shot: tma_copy.OneShot
+
+
+def _writes(op: Operation) -> bool:
+    """Whether `op` (its regions included) may write memory."""
+    return any(("store" in o.name or "atomic" in o.name or o.name in ("cuda_tile.print", "cuda_tile.call"))
+               for o in op.walk())
+
+
+def _reads(op: Operation) -> bool:
+    return any("load" in o.name or "atomic" in o.name for o in op.walk())
+
+
+def _rereads(entry: Operation) -> bool:
+    """Whether the kernel reduces (reduce, scan) or reads a loaded tile more than once: a row
+    kernel, whose tiles TMA brings in while it computes. A purely elementwise kernel passes each
+    tile through registers once, and its 16-byte global accesses are as good (NVIDIA's compiler
+    keeps them too)."""
+    return any(o.name in ("cuda_tile.reduce", "cuda_tile.scan")
+               or (o.name == LOAD and len(o.results[0].uses) > 1) for o in entry.walk())
+
+
+def _inside(op: Operation, loop: Operation) -> bool:
+    parent = op.parent
+    while parent is not None:
+        owner = getattr(getattr(parent, "parent", None), "parent", None)   # block -> region -> op
+        if owner is loop:
+            return True
+        parent = getattr(owner, "parent", None)
+    return False
+
+
+def _body(k: KernelLowering) -> list[Operation]:
+    return list(k.entry.regions[0].block.operations)
+
+
+def _tile_copy(k: KernelLowering, op: Operation, view: object, tile: TileType
+               ) -> tuple[Optional[tma_copy.TmaCopy], SharedMatrix, str]:
+    """The copy of `op`'s tile through an unpadded buffer (unplaced), or (None, _, why not)."""
+    import math
+
+    shape = tile.shape
+    rows = shape[-2] if len(shape) >= 2 else 1
+    matrix = SharedMatrix(0, math.prod(shape[:-2]), rows, shape[-1], storage_bytes(tile.element), padded=False)
+    if not isinstance(tile.element, ScalarType) or tile.element.bitwidth < 8 \
+            or storage_type(tile.element) != _llvm(tile.element):
+        return None, matrix, f"{tile.element} elements are not whole bytes"
+    t, why = tma_copy.plan(k, op, view, matrix, dense=True)
+    if t is None:
+        return None, matrix, why
+    if t.atoms * t.bands > MAX_BOXES:
+        return None, matrix, f"{t.atoms * t.bands} boxes, over {MAX_BOXES}"
+    return t, matrix, ""
+
+
+def _llvm(elem: ScalarType) -> str:
+    from .llvm_text import llvm_type
+
+    return llvm_type(elem)
+
+
+def _candidate(k: KernelLowering, op: Operation) -> bool:
+    """A weak view access of a register tile on a TMA target: a load in the kernel's body, a store
+    anywhere but in a pipelined loop (whose warps the pipeline may have split)."""
+    if k.sm not in TARGETS or k.warp_split is not None or not _rereads(k.entry):
+        return False
+    if op.name == LOAD and op.parent is not k.entry.regions[0].block:
+        return False
+    if op.name == STORE and any(_inside(op, loop) for loop, plan in k.pipelines.items() if plan.pipelined):
+        return False
+    if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
+        return False
+    value = op.results[0] if op.name == LOAD else op.operand("tile")
+    if k.assignment is not None and k.assignment.is_shared_operand(value):
+        return False
+    return not isinstance(k.layout_of(value), MmaLayout)
+
+
+# -- loads ------------------------------------------------------------------------------------
+def load(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[TileRegs]:
+    """`op`'s tile in registers, read from its buffer once its TMA copy landed (issuing the group
+    it starts first); None (nothing emitted) where the load is not copied by TMA."""
+    held = k.row_loads.get(op)
+    if held is None:
+        if not _candidate(k, op) or k.row_groups_closed:
+            return None
+        body = _body(k)
+        if any(_writes(o) for o in body[:body.index(op)]):
+            k.row_groups_closed = True    # a write precedes: the async proxy would read around it
+            return None
+        _issue_group(k, op, view, body)
+        held = k.row_loads.get(op)
+        if held is None:
+            return None
+    return _read(k, op, held)
+
+
+def _issue_group(k: KernelLowering, first: Operation, view: PartitionViewVal, body: list[Operation]) -> None:
+    """Plan, place and issue the copies of the group `first` starts; sets `k.row_loads`."""
+    k.row_groups_closed = True     # one group: it runs up to the first write, after which none starts
+    budget = opt_in_limit(k.sm) - k.buffers.total - k.smem_reserve - MARGIN
+    live = k.lifetimes()
+    start = live.position(first)
+    chosen: list[tuple[Operation, tma_copy.TmaCopy, SharedMatrix]] = []
+    for op in body[body.index(first):]:
+        if _writes(op):
+            break
+        if op.name != LOAD or not _candidate(k, op):
+            continue
+        if op is not first and not _lower_operands_ahead(k, op):
+            continue
+        tile = op.results[0].type
+        assert isinstance(tile, TileType)
+        t, matrix, why = _tile_copy(k, op, k.get(op.operand("view")), tile)
+        if t is None:
+            _missed(k, op, why)
+            continue
+        if matrix.nbytes > budget:
+            _missed(k, op, f"its {matrix.nbytes} bytes do not fit beside the group's in shared memory")
+            continue
+        budget -= matrix.nbytes
+        chosen.append((op, t, matrix))
+    if not chosen:
+        return
+    fresh = not k.buffers.buffers    # no earlier use of shared memory to wait for
+    placed = []
+    for op, t, matrix in chosen:
+        lifetime = (start, live.op_range(op)[1])
+        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", lifetime))
+        placed.append((op, replace(t, slot=tma_copy.hidden_param(k, t.spec)), matrix))
+    bars = mbarrier.allocate(k, len(placed))
+    if not fresh:
+        k.barrier()    # earlier readers of the buffers' bytes are done
+    mbarrier.init(k, [(bars, [1] * len(placed))])
+
+    def copies() -> None:
+        for i, (op, t, matrix) in enumerate(placed):
+            full = mbarrier.address(k, bars, str(i))
+            mbarrier.arrive_expect_tx(k, full, t.nbytes)
+            tma_copy.load_boxes(k, op, t, matrix.offset, full)
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "rt"), copies)
+    k.barrier()    # publishes the barriers' initialization to their waiters
+    for i, (op, t, matrix) in enumerate(placed):
+        single = mbarrier.BarrierArray(bars.offset + i * mbarrier.BYTES, 1)
+        k.row_loads[op] = RowLoad(matrix, tma_copy.OneShot(t, single))
+        k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                 Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_copy.describe(t),
+                 Pipeline=f"issued with {len(placed) - 1} other load(s) at the body's first, on its own mbarrier")
+    k.schedule_notes.append(f"row TMA group: {len(placed)} load(s) issued together, "
+                            f"{sum(m.nbytes for _, _, m in placed)} shared bytes")
+
+
+def _lower_operands_ahead(k: KernelLowering, op: Operation) -> bool:
+    """Lower the pure ops `op`'s operands still need (marked lowered ahead); False where one is
+    not pure (nothing lowered then)."""
+    from .registry import LOWERINGS
+
+    order: list[Operation] = []
+
+    def need(value: Value) -> bool:
+        if value in k.values:
+            return True
+        owner = getattr(value, "owner", None)
+        if not isinstance(owner, Operation) or owner.name not in PURE or owner.parent is not op.parent:
+            return False
+        if owner in order:
+            return True
+        if not all(need(v) for v in owner.operands):
+            return False
+        order.append(owner)
+        return True
+
+    if not all(need(v) for v in op.operands):
+        return False
+    for pure in order:
+        outer, k.current_op = k.current_op, pure
+        LOWERINGS[pure.name](k, pure)
+        k.current_op = outer
+        k.lowered_ahead.add(pure)
+    return True
+
+
+def _missed(k: KernelLowering, op: Operation, why: str) -> None:
+    k.remark("missed", "memory", "RemarkTmaLoadMissed", "Row load not copied by TMA", op, Reason=why)
+
+
+def _read(k: KernelLowering, op: Operation, held: RowLoad) -> TileRegs:
+    """Wait for the tile's copy, then read it into its layout: a 16-byte (or narrower) shared load
+    per run of consecutive elements."""
+    tma_copy.wait_once(k, [held.shot])
+    tile = op.results[0].type
+    assert isinstance(tile, TileType)
+    return TileRegs(tile, read_tile(k, held.matrix, tile, k.layout_of(op.results[0])), k.layout_of(op.results[0]))
+
+
+def _vec(layout: Layout, tile: TileType, eb: int) -> int:
+    run, vec = layout.run(tile.num_elements), max(1, 16 // eb)
+    while vec > 1 and (run % vec or tile.shape[-1] % vec):
+        vec //= 2
+    return vec
+
+
+def read_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileType, layout: Layout) -> list[str]:
+    """This thread's slots of `tile` (stored unpadded, row-major, in `matrix`), read in `layout`."""
+    elem = tile.element
+    lty = storage_type(elem)
+    vec = _vec(layout, tile, storage_bytes(elem))
+    vty = f"<{vec} x {lty}>"
+    dims = (matrix.batch, matrix.rows, matrix.cols)
+    slots: list[str] = []
+    for first in range(0, layout.slots(tile.num_elements), vec):
+        p = pointer(k, element_offset(k, matrix, *k.multi_index(dims, first, layout)))
+        v = k.b.op(f"load {vty}, ptr addrspace(3) {p}, align {vec * storage_bytes(elem)}", "rt")
+        slots += [from_storage(k, k.b.op(f"extractelement {vty} {v}, i32 {i}", "rt"), elem) for i in range(vec)]
+    return slots
+
+
+# -- stores -----------------------------------------------------------------------------------
+def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
+    """Store `tile` to the view of `op` by TMA through a buffer; False (nothing emitted) where it
+    cannot (the reason remarked where the view is the obstacle)."""
+    from .async_copy import fence_async_proxy
+
+    if not _candidate(k, op) or not isinstance(view, PartitionViewVal):
+        return False
+    body = _body(k)
+    # a read after the store (in the body, or a loop's next iteration) token-ordered after it is
+    # made to wait for the CTA (token_waits.py): the issuing thread must have seen the boxes written
+    written = op.parent is not k.entry.regions[0].block or any(_reads(o) for o in body[body.index(op) + 1:])
+    t, matrix, why = _tile_copy(k, op, view, tile.type)
+    if t is None:
+        k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)
+        return False
+    if matrix.nbytes > opt_in_limit(k.sm) - k.buffers.total - k.smem_reserve:
+        return False
+    t = replace(t, slot=tma_copy.hidden_param(k, t.spec))
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", k.op_lifetime()))
+    k.barrier()    # earlier readers of the buffer's bytes are done
+    write_tile(k, matrix, tile)
+    fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy
+    k.barrier()
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "rt"), lambda: tma_copy.store(k, op, t, matrix, written=written))
+    k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
+             Instruction="TMA store (cp.async.bulk.tensor from shared memory)", Boxes=tma_copy.describe(t))
+    return True
+
+
+def write_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileRegs) -> None:
+    """This thread's slots of `tile` into `matrix` (unpadded, row-major), a vector per run; a
+    replicated element is written by its first copy only."""
+    from .kernel import to_storage
+
+    elem = tile.type.element
+    lty = storage_type(elem)
+    layout = tile.layout
+    vec = _vec(layout, tile.type, storage_bytes(elem))
+    vty = f"<{vec} x {lty}>"
+    dims = (matrix.batch, matrix.rows, matrix.cols)
+    n = tile.type.num_elements
+    for first in range(0, layout.slots(n), vec):
+        p = pointer(k, element_offset(k, matrix, *k.multi_index(dims, first, layout)))
+        packed = "undef"
+        for i in range(vec):
+            value = to_storage(k, tile.slots[first + i], elem)
+            packed = k.b.op(f"insertelement {vty} {packed}, {lty} {value}, i32 {i}", "rt")
+        text = f"store {vty} {packed}, ptr addrspace(3) {p}, align {vec * storage_bytes(elem)}"
+        k.guarded(k.slot_valid(n, first, layout), lambda text=text: k.b.emit(text))
