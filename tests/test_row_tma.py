@@ -78,7 +78,7 @@ def test_a_softmax_padded_with_minus_infinity_loads_directly_and_stores_by_tma(t
 def test_stores_in_a_loop_wait_until_written(tmp_path: Path) -> None:
     """The chunked layernorm stores y chunk by chunk inside its loop, whose next iteration reads
     memory: the issuing thread waits for the boxes to be written (not only read)."""
-    ptx, _ = _ptx(BYTECODE / "layernorm_chunked_f16_n8192_t2048.tileirbc", "sm_90", tmp_path)
+    ptx, _ = _ptx(BYTECODE / "layernorm_chunked_f16_n8192_t2048.tileirbc", "sm_100", tmp_path)
     assert ptx.count(STORE_2D) == 8 and "cp.async.bulk.wait_group 0;" in ptx
     assert "wait_group.read" not in ptx
 
@@ -149,3 +149,40 @@ def test_a_group_of_loads_ends_at_the_first_write(tmp_path: Path) -> None:
         np.testing.assert_array_equal(g, r)
     np.testing.assert_array_equal(got[1], args[0])
     np.testing.assert_array_equal(got[3], args[0] + args[2])
+
+
+# -- row loops: software-pipelined like the tensor-core loops (schedule/pipeline.py `_register_load`) --
+@pytest.mark.parametrize("gpu, copies, specialized", [
+    ("sm_90", "cp.async.bulk.tensor.2d.shared::cta.global", True),    # a producer warpgroup, setmaxnreg
+    ("sm_100", "cp.async.bulk.tensor.2d.shared::cta.global", False),  # one thread of the CTA issues them
+    ("sm_120", "cp.async.cg.shared.global", False)])                  # cp.async, mbarrier handshake
+def test_a_row_loop_is_software_pipelined(gpu: str, copies: str, specialized: bool, tmp_path: Path) -> None:
+    """row_sum (16 x 512 f32 chunks) on sm_90+: its loop's load becomes a ring of stages filled
+    iterations ahead (full/empty mbarriers), the threads reading each stage into registers; sm_90
+    gives the copies to a producer warpgroup that gives registers away, as NVIDIA's compiler does."""
+    ptx, remarks = _ptx(BYTECODE / "row_sum_f32_16x512.tileirbc", gpu, tmp_path, "--remarks=all")
+    assert copies in ptx and "ld.global" not in ptx
+    assert "// wait: stage full" in ptx and "Loop software-pipelined" in remarks
+    assert ("setmaxnreg.dec" in ptx and ".reqntid 256" in ptx) == specialized
+
+
+def test_sm_80_row_loops_load_directly(tmp_path: Path) -> None:
+    ptx, _ = _ptx(BYTECODE / "row_sum_f32_16x512.tileirbc", "sm_80", tmp_path)
+    assert "cp.async" not in ptx and "mbarrier" not in ptx and "ld.global.v4" in ptx
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])
+@pytest.mark.parametrize("name, recipe", [("row_sum_f32_16x512", "small"), ("row_sum_f32_16x512", "ragged"),
+                                          ("layernorm_chunked_f16_n16384_t1024", "small")])
+def test_pipelined_row_loops_match_the_interpreter(name: str, recipe: str, gpu: str) -> None:
+    _check(name, gpu, recipe)
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_a_row_loop_reading_a_stage_before_it_is_full_is_reported(gpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiras.driver.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault, EmulatorError
+
+    edit_ptx(monkeypatch, without_wait("stage full"))
+    with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
+        _check("row_sum_f32_16x512", gpu)

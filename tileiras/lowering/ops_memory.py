@@ -363,7 +363,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     pipeline = k.pipelined_load(op)
     if pipeline is not None:
         from .async_copy import chunk_elements
-        from .pipelined_loop import load
+        from .pipelined_loop import load, reads_shared
 
         ahead = pipeline.stages if pipeline.specialized else pipeline.stages - 1
         if pipeline.tma and op in pipeline.tma:
@@ -377,7 +377,13 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
                      Instruction="Ldgsts instruction (cp.async to shared memory)",
                      Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
                      Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead")
-        k.set(op.results[0], load(k, pipeline, op))
+        staged = load(k, pipeline, op)
+        if not reads_shared(k, op):     # a row loop's tile: from its stage into registers
+            from .row_tma import read_tile
+
+            layout = k.layout_of(op.results[0])
+            staged = TileRegs(rtype, read_tile(k, staged.matrix, rtype, layout), layout)
+        k.set(op.results[0], staged)
         k.set(op.results[1], TokenVal())
         return
     if ordering == "weak" and k.assignment is not None and k.assignment.is_shared_operand(op.results[0]):

@@ -88,6 +88,12 @@ TMA_TARGETS = (90, 100, 103)
 TMA_BOX_ROWS = {100: 128, 103: 128}
 
 
+def reads_shared(k: KernelLowering, load: Operation) -> bool:
+    """Whether the readers of a pipelined load read its stage in shared memory (tensor-core
+    operands); else the threads read the tile into registers (a row loop, schedule/pipeline.py)."""
+    return k.assignment is not None and k.assignment.is_shared_operand(load.results[0])
+
+
 def uses_mbarriers(k: KernelLowering) -> bool:
     """Whether the pipelines of this target hand stages over with mbarriers (else cp.async groups)."""
     return k.sm >= 90
@@ -109,6 +115,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         swizzled.update({load: True for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
+    # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
+    dense |= {load for load in plan.loads if not reads_shared(k, load)}
     sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load], dense=load in dense).nbytes
              for load in plan.loads}
     used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve

@@ -1,11 +1,12 @@
-"""Software pipelines of tile loops: which `for` loops prefetch their tensor-core operands, how deep.
+"""Software pipelines of tile loops: which `for` loops prefetch their tile loads, how deep.
 
 A `for` loop whose body loads tiles that only tensor cores read (assign_layouts'
 shared operands) can load iteration i + S - 1 while it computes iteration i: the
 loads get S shared-memory stages and become asynchronous copies issued S - 1
 iterations ahead (lowering/pipelined_loop.py and async_copy.py do it). That is
 legal when the copies of a later iteration cannot observe anything the loop
-does before it: the view and every index of each load are the induction
+does before it (on sm_90+ the same holds for a row kernel's loop without
+tensor cores: its tiles, read into registers from the stages, `_register_load`): the view and every index of each load are the induction
 variable or defined outside the loop, the loads are weak, and nothing in the
 loop writes memory.
 
@@ -83,6 +84,7 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
     """The loops that can be pipelined, with their loads (the depth is chosen at lowering, where the
     tiles' buffer sizes and the kernel's other shared memory are known)."""
     plans: dict[Operation, PipelinePlan] = {}
+    rows = _reduces(entry)
     for loop in entry.walk():
         if loop.name != "cuda_tile.for":
             continue
@@ -101,9 +103,36 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
             if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
                 continue
             loads.append(op)
+        if not loads and assignment.sm >= 90 and rows:
+            loads = [op for op in body.operations if _register_load(op, inside, iv, assignment)]
         if loads:
             plans[loop] = _schedule(loop, tuple(loads), assignment)
     return plans
+
+
+def _reduces(entry: Operation) -> bool:
+    """A row kernel: it reduces (the loops' tiles are summed, maxed or normalized row by row)."""
+    return any(op.name in ("cuda_tile.reduce", "cuda_tile.scan") for op in entry.walk())
+
+
+def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: "LayoutAssignment") -> bool:
+    """A load of a row loop (sm_90+) whose tile the threads read from registers and which a stage of
+    a ring can hold as TMA or cp.async writes it: weak, its view and indices the induction variable
+    or defined outside the loop, padded with zeros (what both fill), a 2-D tile (or one whose
+    leading dimensions are 1). NVIDIA's compiler pipelines such loops (row sums, chunked norms)
+    with TMA and a producer warp; on sm_80 it loads them directly, as ours does."""
+    if op.name != "cuda_tile.load_view_tko" or assignment.is_shared_operand(op.results[0]):
+        return False
+    if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
+        return False
+    view = op.operand("view")
+    if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
+        return False
+    padding = getattr(view.type, "padding_value", None)
+    if padding is not None and getattr(padding, "kind", None) not in (None, "zero"):
+        return False
+    shape = op.results[0].type.shape
+    return len(shape) >= 2 and all(d == 1 for d in shape[:-3])
 
 
 def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: "LayoutAssignment") -> PipelinePlan:
