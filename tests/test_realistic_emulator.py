@@ -4,13 +4,15 @@ and agrees with the interpreter (issue 14, item 6).
 Each configuration's own bytecode (``bytecode/<name>.tileirbc``, the module the benchmarks
 compile) is launched at emulator-sized array shapes (``configs.small``: same tile sizes and
 constants, shapes that keep the bytecode's divisibility facts) with the same random inputs on
-the interpreter and, compiled by our tileiras to PTX for sm_80 and for sm_90, on the emulator.
+the interpreter and, compiled by our tileiras to PTX for sm_80, sm_90, sm_100 and sm_120, on the
+emulator (mma.sync with ldmatrix, wgmma, tcgen05 with tensor memory, sm_120's own path; TMA and
+cp.async pipelines, warp-specialized or not).
 Every array is compared afterwards (outputs start from random contents, so a stray write or a
 missing one shows too). ``configs.ragged`` launches the kernels that define boundary results
 at shapes with partial last tiles, so the masked loads and stores run as well.
 
-Default: SAMPLE_NAMES (one configuration per code path) and three ragged launches, on sm_80 and
-sm_90. ``-m sweep``: every configuration and every ragged launch on both targets.
+Default: SAMPLE_NAMES (one configuration per code path) and three ragged launches, on every
+target. ``-m sweep``: every configuration and every ragged launch on every target.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ sys.path.insert(0, str(REALISTIC))
 import configs  # noqa: E402
 import generate  # noqa: E402
 
-TARGETS = ("sm_80", "sm_90")
+TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 CONFIGS = {c.name: c for c in configs.all_configs()}
 # The default sample: one configuration per distinct code path of the tile layer, about a
 # minute in all on 2 shared cores (the whole sweep takes about 6 minutes): wgmma (sm_90) and
