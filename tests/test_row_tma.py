@@ -65,6 +65,16 @@ def test_elementwise_kernels_keep_their_global_accesses(name: str, tmp_path: Pat
     assert "cp.async.bulk" not in ptx and "ld.global.v4" in ptx and "st.global.v4" in ptx
 
 
+def test_a_table_broadcast_over_heads_is_a_row_kernel(tmp_path: Path) -> None:
+    """rope's cos/sin tables (positions x D/2) are broadcast over the 32 heads: every element is
+    read by many threads, so the kernel stages its tiles by TMA (NVIDIA's stages them through
+    shared memory too): x's two halves as 3-D boxes, the tables as 2-D ones, y stored by TMA."""
+    ptx, _ = _ptx(BYTECODE / "rope_bf16_s4h32d128.tileirbc", "sm_90", tmp_path)
+    assert ptx.count("cp.async.bulk.tensor.3d.shared::cta.global") == 2 and ptx.count(LOAD_2D) == 2
+    assert ptx.count("cp.async.bulk.tensor.3d.global.shared::cta") == 2
+    assert "ld.global" not in ptx and "st.global" not in ptx
+
+
 def test_a_softmax_padded_with_minus_infinity_loads_directly_and_stores_by_tma(tmp_path: Path) -> None:
     """TMA fills what lies outside the tensor with zeros, not -inf: the softmax's rows are global
     loads (as NVIDIA's), the remark says why, and its 4 x 1024 output goes out in 16 boxes of one

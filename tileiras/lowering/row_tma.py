@@ -69,12 +69,23 @@ def _reads(op: Operation) -> bool:
 
 
 def _rereads(entry: Operation) -> bool:
-    """Whether the kernel reduces (reduce, scan) or reads a loaded tile more than once: a row
-    kernel, whose tiles TMA brings in while it computes. A purely elementwise kernel passes each
-    tile through registers once, and its 16-byte global accesses are as good (NVIDIA's compiler
-    keeps them too)."""
+    """Whether the kernel reduces (reduce, scan) or reads a loaded tile more than once (twice in
+    the IR, or broadcast: rope's cos/sin tables over the heads): a row kernel, whose tiles TMA
+    brings in while it computes. A purely elementwise kernel passes each tile through registers
+    once, and its 16-byte global accesses are as good (NVIDIA's compiler keeps them too)."""
     return any(o.name in ("cuda_tile.reduce", "cuda_tile.scan")
-               or (o.name == LOAD and len(o.results[0].uses) > 1) for o in entry.walk())
+               or (o.name == LOAD and (len(o.results[0].uses) > 1 or _broadcast(o.results[0])))
+               for o in entry.walk())
+
+
+def _broadcast(value: Value) -> bool:
+    """Whether `value`, through ops of it alone (conversions, reshapes), is broadcast."""
+    for use in value.uses:
+        if use.name == "cuda_tile.broadcast":
+            return True
+        if len(use.operands) == 1 and len(use.results) == 1 and _broadcast(use.results[0]):
+            return True
+    return False
 
 
 def _inside(op: Operation, loop: Operation) -> bool:
