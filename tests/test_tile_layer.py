@@ -371,10 +371,13 @@ def test_wide_operand_matmuls_do_not_spill_on_sm120(name, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("config", [("mm_f16_128x128x64", "sm_80", 16), ("mm_tf32_128x128x64", "sm_120", 32),
-                                    ("fa_f16_q128k64d128_causal", "sm_86", 8)])
+                                    ("fa_f16_q128k64d128_causal", "sm_86", 8),
+                                    ("mm_i8_128x128x32", "sm_80", 32), ("mm_tf32_128x256x64", "sm_120", 32)])
 def test_mma_epilogue_stores_16_bytes(config, tmp_path: Path) -> None:
     """The accumulator's store is restaged through the freed buffers into 16-byte runs: only 16-byte
-    global stores, as many as 16-byte pieces of the output per thread."""
+    global stores, as many as 16-byte pieces of the output per thread. An accumulator larger than
+    the freed buffers (i32 128x128: 64 KB over 32 KB of stages; f32 128x256) is restaged a chunk
+    of rows at a time (the emulator runs mm_i8_128x256x64 so in test_realistic_emulator)."""
     name, gpu, stores = config
     ptx, _ = _realistic_ptx(name, gpu, tmp_path)
     widths = [int(v or "1") * int(bits) for v, bits in re.findall(r"st\.global(?:\.v(\d))?\.b(\d+)", ptx)]

@@ -8,7 +8,8 @@ is written in an `epilogue` buffer the planner places over them (a padded
 row-major matrix, two elements per shared store) and read back in a
 blocked layout whose runs are 16 bytes, which the view store then writes with
 16-byte accesses, as NVIDIA's epilogues do. Done only where it reuses memory
-the kernel has anyway (the tile fits in the buffers), where nothing after the
+the kernel has anyway (a tile larger than the buffers, i32 or f32 128x256 on
+sm_80, goes through them a chunk of rows at a time), where nothing after the
 store reads a buffer, and where the buffers hold no mbarrier (tcgen05's).
 Asynchronous writers into the buffers must be done first: cp.async copies are
 waited for here (a TMA-fed pipeline leaves no copy in flight after its loop: every stage
@@ -33,20 +34,69 @@ from .smem import SharedMatrix, element_offset, pointer
 from .values import TileRegs
 
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
+MAX_CHUNKS = 8      # restaging rounds of an accumulator larger than the freed buffers
+LOOP_MARGIN = 4096  # shared bytes a restaging in a loop leaves for what the kernel asks for later
 
 
 def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
     """The blocked layout of 16-byte runs to store `tile` from, where the buffers can stage it."""
-    blocked = _stageable(k, op, tile)
-    # only where it reuses bytes the kernel has anyway: once released, every buffer is free
-    if blocked is None or _matrix(k, tile).nbytes > k.buffers.total:
+    blocked = _blocked(k, tile)
+    if blocked is None or not _staging(k, op, tile, blocked)[1]:
         return None
     return blocked
 
 
-def _stageable(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
-    """The blocked layout `staged_layout` would read `tile` back in, where the buffers may be reused
-    for it (whatever its size): an mma accumulator stored last, nothing else alive in the buffers."""
+def _staging(k: KernelLowering, op: Operation, tile: TileRegs, blocked: BlockedLayout
+             ) -> tuple[Optional[tuple[int, int]], int]:
+    """Where `tile` is restaged for `op`: (None, rows a chunk) through the freed buffers, the
+    store being the last use of them (only where it reuses bytes the kernel has anyway: once
+    released, every buffer is free); (lifetime, rows a chunk) inside a loop (a persistent
+    kernel's tiles), through bytes that nothing alive anywhere in the outermost loop around it
+    uses (`lifetime` is that loop's), where the target's shared memory has them; rows 0: nowhere."""
+    if _buffers_free_after(k, op) and not _holds_mbarriers(k):
+        return None, _chunk_rows(tile, blocked, lambda nbytes: nbytes <= k.buffers.total)
+    loop = _outermost_loop(op)
+    if loop is None or _holds_mbarriers(k) or getattr(k, "warp_split", None) is not None:
+        return None, 0
+    from .smem import opt_in_limit
+
+    span = k.lifetimes().op_range(loop)
+    limit = opt_in_limit(k.sm) - LOOP_MARGIN
+    return span, _chunk_rows(tile, blocked, lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
+
+
+def _outermost_loop(op: Operation) -> Optional[Operation]:
+    from ..tileas.buffers import LOOPS, _parent_op
+
+    loop, parent = None, _parent_op(op)
+    while parent is not None:
+        loop = parent if parent.name in LOOPS else loop
+        parent = _parent_op(parent)
+    return loop
+
+
+def _chunk_rows(tile: TileRegs, blocked: BlockedLayout, fits: Callable[[int], bool]) -> int:
+    """Rows of the accumulator restaged at a time: all of them where `fits` the bytes of the
+    tile, else the most that fit, whole 16-row fragment blocks (which rows a fragment can hold
+    is then known per block), each chunk a whole number of the blocked layout's slot groups (a
+    group of the read back is then in one chunk); 0 where none fits (or it would take more than
+    MAX_CHUNKS rounds)."""
+    b, m, n = tile.layout.shape  # type: ignore[union-attr]
+    eb = tile.type.element.bitwidth // 8  # type: ignore[union-attr]
+    if fits(SharedMatrix(0, b, m, n, eb).nbytes):
+        return m
+    group = blocked.threads * blocked.run(tile.type.num_elements)
+    for chunks in range(2, MAX_CHUNKS + 1):
+        rows = m // chunks
+        if b == 1 and m % chunks == 0 and rows % 16 == 0 and (rows * n) % group == 0 \
+                and fits(SharedMatrix(0, 1, rows, n, eb).nbytes):
+            return rows
+    return 0
+
+
+def _blocked(k: KernelLowering, tile: TileRegs) -> Optional[BlockedLayout]:
+    """The blocked layout of 16-byte runs an mma accumulator `tile` would be read back in, where
+    it gives wider runs than the fragments' and owns every element once."""
     layout, elem = tile.layout, tile.type.element
     if not isinstance(layout, MmaLayout) or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
             or storage_type(elem) != _llvm(elem):
@@ -55,7 +105,14 @@ def _stageable(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Blo
     n = tile.type.num_elements
     if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
         return None
-    if not _buffers_free_after(k, op) or _holds_mbarriers(k):
+    return blocked
+
+
+def _stageable(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
+    """`_blocked`, where the buffers may be reused for it (whatever its size): an mma accumulator
+    stored last, nothing else alive in the buffers."""
+    blocked = _blocked(k, tile)
+    if blocked is None or not _buffers_free_after(k, op) or _holds_mbarriers(k):
         return None
     return blocked
 
@@ -121,26 +178,50 @@ def _chunks(k: KernelLowering, layout: MmaLayout, eb: int) -> tuple[int, int]:
 
 
 def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, here: bool = False,
-                     cols: tuple[int, int] = (0, 0)) -> None:
+                     cols: tuple[int, int] = (0, 0), rows: tuple[int, int] = (0, 0)) -> None:
     """Each thread's mma fragments into `matrix`, two adjacent elements a store (`here`: their
     coordinates computed where they are written, not hoisted to the kernel's entry; `cols`
     (first, count): only the fragments of those columns, `matrix` holding just them, from
-    column 0; the layout then has one warp column, so a fragment's 8-column block is its slot's)."""
+    column 0; the layout then has one warp column, so a fragment's 8-column block is its slot's;
+    `rows` (first, count), whole 16-row blocks: likewise only the fragments of those rows, a
+    fragment whose warp decides whether it lies there written under that condition)."""
     src = tile.layout
     assert isinstance(src, MmaLayout) or hasattr(src, "coords")   # (or one column chunk of one, tmem_epilogue)
     lty = storage_type(tile.type.element)
     pair = f"<2 x {lty}>"
     first, count = cols
+    top, height = rows
+    emit = k.b.op if here else k.b.pre
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
         if count and not first <= _column_block(src, slot) < first + count:
             continue
-        b, r, c, valid = src.coords(k.b.op if here else k.b.pre, k.tid, slot)
+        inside = _in_rows(src, slot, top, height) if height else "all"
+        if inside == "none":
+            continue
+        b, r, c, valid = src.coords(emit, k.tid, slot)
         if first:
-            c = k.b.pre(f"sub i32 {c}, {first}", "ec") if not here else k.b.op(f"sub i32 {c}, {first}", "ec")
+            c = emit(f"sub i32 {c}, {first}", "ec")
+        if top:
+            r = emit(f"sub i32 {r}, {top}", "er")
+        if inside == "some":    # r - top < height, unsigned: the rows of this chunk
+            ok = emit(f"icmp ult i32 {r}, {height}", "eok")
+            valid = ok if valid is None else emit(f"and i1 {valid}, {ok}", "eok")
         p = pointer(k, element_offset(k, matrix, b, r, c))
         v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
         v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
         k.guarded(valid, lambda: k.b.emit(f"store {pair} {v}, ptr addrspace(3) {p}"))
+
+
+def _in_rows(layout: MmaLayout, slot: int, top: int, height: int) -> str:
+    """Whether the fragment rows of `slot` lie in rows [top, top + height) (16-row aligned) for
+    every warp ("all"), none ("none") or only some ("some"): its 16-row block is
+    (mi * wm + w) (interleaved) or (w * rm + mi) for the warp's row coordinate w."""
+    _, rm, rn = layout.repeats
+    wm = layout.warps[1]
+    mi = slot // 4 % (rm * rn) // rn
+    blocks = {mi * wm + w if layout.interleaved else w * rm + mi for w in range(wm)}
+    inside = {blk for blk in blocks if top <= blk * 16 < top + height}
+    return "all" if inside == blocks else "none" if not inside else "some"
 
 
 def _column_block(layout: MmaLayout, slot: int) -> int:
@@ -151,22 +232,36 @@ def _column_block(layout: MmaLayout, slot: int) -> int:
 
 
 def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileRegs:
-    """`tile` (mma fragments) in `layout`, through the start of the buffers region."""
+    """`tile` (mma fragments) in `layout`, through the freed buffers (or, in a loop, bytes beside
+    what the loop keeps alive), a chunk of rows at a time where the tile is larger."""
     lty = storage_type(tile.type.element)
-    _release_buffers(k)
-    matrix = _matrix(k, tile)
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", k.op_lifetime()))
-    _write_fragments(k, tile, matrix)
-    k.barrier()
+    span, rows = _staging(k, k.current_op, tile, layout)
+    if span is None:
+        _release_buffers(k)
+    else:
+        k.barrier()                        # the previous tile's readers of these bytes are done
+    b, m, cols = tile.layout.shape  # type: ignore[union-attr]
+    matrix = replace(_matrix(k, tile), rows=rows)
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", span or k.op_lifetime()))
     n = tile.type.num_elements
     run = layout.run(n)
+    group = layout.threads * run           # elements of one slot group: in one chunk (_chunk_rows)
     vty = f"<{run} x {lty}>"
     slots: list[str] = []
-    for first in range(0, layout.slots(n), run):
-        idx = k.multi_index((matrix.batch, matrix.rows, matrix.cols), first, layout)
-        p = pointer(k, element_offset(k, matrix, *idx))
-        v = k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 16", "ep")
-        slots += [k.b.op(f"extractelement {vty} {v}, i32 {i}", "ep") for i in range(run)]
+    for top in range(0, m, rows):          # a chunk of rows at a time where the tile is larger
+        if top:
+            k.barrier()                    # every thread has read the previous chunk
+        _write_fragments(k, tile, matrix, rows=(top, rows) if rows < m else (0, 0))
+        k.barrier()
+        for first in range(0, layout.slots(n), run):
+            if not top * cols <= first // run * group < (top + rows) * cols:
+                continue
+            bi, r, c = k.multi_index((b, m, cols), first, layout)
+            if top:
+                r = k.b.op(f"sub i32 {r}, {top}", "er")
+            p = pointer(k, element_offset(k, matrix, bi, r, c))
+            v = k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 16", "ep")
+            slots += [k.b.op(f"extractelement {vty} {v}, i32 {i}", "ep") for i in range(run)]
     return TileRegs(tile.type, slots, layout)
 
 

@@ -1,0 +1,62 @@
+"""The accumulator's store restaged in 16-byte runs (lowering/epilogue.py) where the freed buffers
+cannot simply take it: inside a persistent kernel's tile loop (the stages stay alive: the tile goes
+through bytes nothing in the loop uses) and a chunk of rows at a time where it is larger than the
+bytes there are (tests/test_tile_layer.py covers the kernel-end case)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
+PERSISTENT = "tg_matmul_persistent_f16_64x64x32"
+STORE = re.compile(r"st\.global(?:\.v(\d))?\.b(\d+)")
+
+
+def _ptx(name: str, gpu: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "k.ptx"
+        done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--no-cache", "--emit=ptx",
+                               "--gpu-name", gpu, str(TILEGYM / f"{name}.tileirbc"), "-o", str(out)],
+                              capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        return out.read_text()
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_120"])
+def test_a_persistent_matmul_stores_each_tile_16_bytes_at_a_time(gpu: str) -> None:
+    """64x64 f16 tiles, 128 threads: 4 16-byte stores a thread and tile (were 16 of 4 bytes), the
+    restaging between two CTA barriers inside the tile loop."""
+    ptx = _ptx(PERSISTENT, gpu)
+    widths = [int(v or "1") * int(bits) for v, bits in STORE.findall(ptx)]
+    assert widths == [128] * 4, widths
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_120"])
+def test_a_persistent_matmul_restaged_in_its_loop_matches_the_interpreter(gpu: str) -> None:
+    """Two CTAs, 12 tiles partial in M and N (each CTA restages 6 through the same bytes while its
+    next tile's copies are in flight), the race checker on."""
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    path = TILEGYM / f"{PERSISTENT}.tileirbc"
+    module = load_module(path.read_bytes(), path.name)
+    m, n, k = 160, 208, 96
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal((m, k)) / 4).astype(np.float16)
+    b = (rng.standard_normal((k, n)) / 4).astype(np.float16)
+    c = np.full((m, n), -7, np.float16)
+    args = [a, b, c, np.int32(m), np.int32(n), np.int32(k)]
+    got = run_arrays(module, PERSISTENT, (2,), args, backend="emulator", gpu_name=gpu, source=None,
+                     filename=path.name, check_races=True)
+    want = run_arrays(module, PERSISTENT, (2,), args, backend="interpreter")
+    got_c, want_c = np.asarray(got[2]).astype(np.float64), np.asarray(want[2]).astype(np.float64)
+    assert not (want_c == -7).any()
+    assert np.abs(got_c - want_c).max() <= 2.0 ** -9 * np.abs(want_c).max()
