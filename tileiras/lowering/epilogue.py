@@ -56,7 +56,7 @@ def _staging(k: KernelLowering, op: Operation, tile: TileRegs, blocked: BlockedL
     if _buffers_free_after(k, op) and not _holds_mbarriers(k):
         return None, _chunk_rows(tile, blocked, lambda nbytes: nbytes <= k.buffers.total)
     loop = _outermost_loop(op)
-    if loop is None or _holds_mbarriers(k) or getattr(k, "warp_split", None) is not None:
+    if loop is None or getattr(k, "warp_split", None) is not None:
         return None, 0
     from .smem import opt_in_limit
 

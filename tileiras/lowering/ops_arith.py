@@ -474,7 +474,23 @@ def _ptr_to_int(k: KernelLowering, op: Operation) -> None:
 
 
 def _int_to_ptr(k: KernelLowering, op: Operation) -> None:
-    _map(k, op, lambda a: k.b.op(f"inttoptr i64 {a[0]} to ptr", "x"))
+    """A generic pointer; where the kernel has no `alloca` (whose shared addresses could come back
+    through an integer), every pointer it can make is a global one: made in the global space and
+    cast, so that LLVM's address-space inference gives its accesses st.global / ld.global (a
+    generic access is slower, and a table of pointers, as group GEMM's, would make every store
+    one)."""
+    if _global_only(k):
+        _map(k, op, lambda a: k.b.op(f"addrspacecast ptr addrspace(1) "
+                                     f"{k.b.op(f'inttoptr i64 {a[0]} to ptr addrspace(1)', 'x')} to ptr", "x"))
+    else:
+        _map(k, op, lambda a: k.b.op(f"inttoptr i64 {a[0]} to ptr", "x"))
+
+
+def _global_only(k: KernelLowering) -> bool:
+    held = getattr(k, "_global_only", None)
+    if held is None:
+        held = k._global_only = not any(o.name == "cuda_tile.alloca" for o in k.entry.walk())  # type: ignore[attr-defined]
+    return held
 
 
 def _ptr_to_ptr(k: KernelLowering, op: Operation) -> None:
