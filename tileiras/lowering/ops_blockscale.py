@@ -25,8 +25,10 @@ fp4 (f4E2M1FN) operands (`SCALED`): on sm_120 / sm_121 the block_scale mma.sync 
 one to a byte in shared memory and are packed eight to a register as the fragments are gathered
 (ops_mma._nibbles: the e2m1 fragments are the 8-bit ones with each byte a pair of nibbles). Each
 scale register holds the instruction's 2 or 4 K blocks, one byte each from byte 0, in the lanes
-scale_vec::1X uses. Elsewhere (sm_100: NVIDIA's tcgen05 kind::mxf4nvf4, not implemented here; no
-fp4 mma.sync without block scaling to scale by FMA) fp4 keeps the scalar path (the remark says so).
+scale_vec::1X uses. Elsewhere (sm_100: NVIDIA's tcgen05 kind::mxf4nvf4, not implemented here) the
+fp4 fragments are widened to e4m3 as they are gathered (every e2m1 value is an e4m3 one: a prmt
+table) for the fp8 mma.sync, scaled by FMA as fp8's; a scale block of 16 (NVFP4) is half an
+instruction's K, so each half gets an instruction of its own with the other half's A registers zero.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ FORMS: dict[int, str] = {120: "native", 121: "native", 100: "fma", 103: "fma", 1
 
 def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int | None" = None) -> "object | str":
     """The mma.sync shape (ops_mma.MmaShape) whose fragments this op uses, or why none: m16n8k32
-    fp8 on every target; m16n8k64 fp4 only where the block-scaled mma.sync is native (`sm`)."""
+    fp8 on every target; m16n8k64 fp4 where the block-scaled mma.sync is native (`sm`), else fp4 widened to e4m3."""
     from .ops_mma import MmaShape, _f8
 
     a, b = str(lhs.element), str(rhs.element)
@@ -90,14 +92,17 @@ def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int 
         return (f"block-scaled {a} x {b} with {scale.element} scales per {lhs.shape[-1] // scale.shape[-1]} "  # type: ignore[union-attr]
                 "has no tensor-core path in this lowering (fp8: ue8m0 per 32; fp4: ue8m0 per 32 or 16, "
                 "e4m3 per 16)")
-    if form_.k == 64 and (sm is None or form(sm) != "native"):
-        return ("block-scaled fp4 runs on tensor cores here only as sm_120's mma.sync kind::mxf4 / "
-                "kind::mxf4nvf4 (tcgen05 kind::mxf4nvf4 is not implemented)")
-    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % form_.k:
+    if form_.k == 64 and sm is None:
+        return "block-scaled fp4 has no tcgen05 form in this lowering (kind::mxf4nvf4 is not implemented)"
+    native = form_.k == 64 and form(sm) == "native"   # type: ignore[arg-type]
+    k_inst = 64 if native else 32
+    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % k_inst:
         return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
-                f"shape [16, 8, {form_.k}]")
-    if form_.k == 64:
+                f"shape [16, 8, {k_inst}]")
+    if native:
         return MmaShape("", 64, 8, "i32")
+    if form_.k == 64:       # fp4 elsewhere: widened to e4m3 as the fragments are gathered (exact)
+        return _f8("f8E4M3FN", "f8E4M3FN")
     return _f8(a, b)
 
 
@@ -149,6 +154,8 @@ def describe(op: Operation, sm: int) -> str:
         f = scaled_form(op)
         assert f is not None
         return f"Tensor-core SM120 (mma.sync.kind::{f.kind}.block_scale.scale_vec::{f.vec}X.{a}.{b}.{f.stype})"
+    if "e2m1" in (a, b):
+        return "Tensor-core SM89 (mma.sync.e4m3.e4m3 of e2m1 widened to e4m3, block scales by FMA)"
     return f"Tensor-core SM89 (mma.sync.{a}.{b}, block scales by FMA)"
 
 
@@ -244,20 +251,30 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
         res = k.b.op(f'call {ret} asm "{text}", "{cons}"({operands})', "mma")
         return [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
 
+    block = op.operand("lhs").type.shape[-1] // op.operand("lhs_scale").type.shape[-1]  # type: ignore[union-attr]
+
     def issue_fma(bt: str, m0: str, n0: str, k0: int, args: list[tuple[str, str]], c: list[str]) -> list[str]:
+        """acc += (A B) * SF_A * SF_B per scale block; a block of 16 (NVFP4) is half the
+        instruction's K: one instruction per half, with A's registers of the other half zero
+        (a0, a1 hold K 0-15, a2, a3 K 16-31; every operand is finite, so 0 x B is 0)."""
         from .ops_mma import _issue
 
-        kb = k0 // _BLOCK
         ret = "{float, float, float, float}"
-        res = _issue(k, shape, ret, args + [("float", "0.0")] * 4)  # type: ignore[arg-type]
-        part = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
-        rows = [sa.value(bt, add(m0, which), kb) for which in ("g", "g8")]
-        cols = [sb.value(bt, add(n0, which), kb) for which in ("c0", "c1")]
-        out = []
-        for i in range(4):   # accumulator i: row g + 8 (i / 2), column 2 t + i % 2
-            s = k.b.op(f"fmul float {rows[i // 2]}, {cols[i % 2]}", "sfm")
-            out.append(k.b.call("float", "llvm.fma.f32", [("float", part[i]), ("float", s), ("float", c[i])],
-                                hint="acc"))
+        out = c
+        for half in range(_BLOCK // block):
+            kb = (k0 + half * block) // block
+            regs = args if block == _BLOCK else \
+                [(t, "0" if i in ((2, 3) if half == 0 else (0, 1)) else v) for i, (t, v) in enumerate(args)]
+            res = _issue(k, shape, ret, regs + [("float", "0.0")] * 4)  # type: ignore[arg-type]
+            part = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
+            rows = [sa.value(bt, add(m0, which), kb) for which in ("g", "g8")]
+            cols = [sb.value(bt, add(n0, which), kb) for which in ("c0", "c1")]
+            acc = []
+            for i in range(4):   # accumulator i: row g + 8 (i / 2), column 2 t + i % 2
+                s = k.b.op(f"fmul float {rows[i // 2]}, {cols[i % 2]}", "sfm")
+                acc.append(k.b.call("float", "llvm.fma.f32", [("float", part[i]), ("float", s), ("float", out[i])],
+                                    hint="acc"))
+            out = acc
         return out
 
     return lower_mma_sync(k, op, shape, lhs, rhs, acc, issue_native if native else issue_fma,  # type: ignore[arg-type]

@@ -263,9 +263,12 @@ class _Fragments:
                  kmajor: bool) -> None:
         self.k, self.shape, self.m, self.operand, self.elem, self.kmajor = k, shape, matrix, operand, elem, kmajor
         self.lane = lane = k.b.pre(f"and i32 {k.tid}, 31", "lane")
-        # 4-bit elements sit one to a byte in shared memory: their registers pack nibbles (`_gather`)
-        self.nibbles = getattr(elem, "bitwidth", 8) == 4
-        self.ldmatrix = (kmajor or matrix.elem_bytes == 2) and not self.nibbles
+        # 4-bit elements sit one to a byte in shared memory: their registers pack nibbles for the
+        # fp4 mma (8 a register), or widen each to e4m3 for the fp8 one (4 a register) (`_gather`)
+        four = getattr(elem, "bitwidth", 8) == 4
+        self.nibbles = four and shape.per_reg == 8
+        self.widen = four and shape.per_reg == 4
+        self.ldmatrix = (kmajor or matrix.elem_bytes == 2) and not four
         half = shape.k // 2
         q = k.b.pre(f"lshr i32 {lane}, 3", "q")
         q_lo = k.b.pre(f"and i32 {q}, 1", "q")
@@ -325,7 +328,8 @@ class _Fragments:
             vec = k.b.op(f"insertelement <{len(vals)} x {lty}> {vec}, {lty} {v}, i32 {i}", "fe")
         if self.nibbles:
             return _nibbles(k, vec)
-        return k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i32", "fe")
+        word = k.b.op(f"bitcast <{len(vals)} x {lty}> {vec} to i32", "fe")
+        return _e2m1_to_e4m3(k, word) if self.widen else word
 
     def _lane_parts(self) -> tuple[str, str]:
         k, e = self.k, self.shape.per_reg
@@ -371,6 +375,26 @@ def _nibbles(k: KernelLowering, vec: str) -> str:
     as_bytes = k.b.op(f"bitcast <2 x i32> {pairs} to <8 x i8>", "fn")
     picked = k.b.op(f"shufflevector <8 x i8> {as_bytes}, <8 x i8> poison, <4 x i32> <i32 0, i32 2, i32 4, i32 6>", "fn")
     return k.b.op(f"bitcast <4 x i8> {picked} to i32", "fn")
+
+
+# e4m3 bytes of the e2m1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (every e2m1 value is one exactly),
+# as the two prmt source words
+_E4M3_OF_E2M1 = (0x3C383000, 0x4C484440)
+
+
+def _e2m1_to_e4m3(k: KernelLowering, word: str) -> str:
+    """Four e2m1 elements, one per byte (low nibble), as four e4m3 bytes: the magnitude (3 bits)
+    picks a table byte (a prmt whose selector nibble i is byte i's magnitude), the sign moves from
+    bit 3 to bit 7. fp8 mma.sync then multiplies them exactly (sm_100's fp4 path, ops_blockscale)."""
+    mag = k.b.op(f"and i32 {word}, {0x07070707}", "w4")
+    pairs = k.b.op(f"or i32 {mag}, {k.b.op(f'lshr i32 {mag}, 4', 'w4')}", "w4")     # bytes 0, 2: m0|m1<<4, m2|m3<<4
+    low = k.b.op(f"and i32 {pairs}, 255", "w4")
+    high = k.b.op(f"and i32 {k.b.op(f'lshr i32 {pairs}, 8', 'w4')}, 65280", "w4")
+    sel = k.b.op(f"or i32 {low}, {high}", "w4")
+    lo, hi = _E4M3_OF_E2M1
+    looked = k.b.op(f'call i32 asm "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r"(i32 {lo}, i32 {hi}, i32 {sel})', "w4")
+    sign = k.b.op(f"shl i32 {k.b.op(f'and i32 {word}, {0x08080808}', 'w4')}, 4", "w4")
+    return k.b.op(f"or i32 {looked}, {sign}", "w4")
 
 
 # An mma.sync issuer other than the plain one (ops_blockscale): given (batch, first row, first column,
