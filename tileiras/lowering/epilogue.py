@@ -36,6 +36,7 @@ from .values import TileRegs
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 MAX_CHUNKS = 8      # restaging rounds of an accumulator larger than the freed buffers
 LOOP_MARGIN = 4096  # shared bytes a restaging in a loop leaves for what the kernel asks for later
+LOOP_STORES = 128   # fragment stores (chunks x pairs a thread) of a restaging in a loop
 
 
 def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
@@ -62,7 +63,11 @@ def _staging(k: KernelLowering, op: Operation, tile: TileRegs, blocked: BlockedL
 
     span = k.lifetimes().op_range(loop)
     limit = opt_in_limit(k.sm) - LOOP_MARGIN
-    return span, _chunk_rows(tile, blocked, lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
+    rows = _chunk_rows(tile, blocked, lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
+    # the fragments' stores repeat once per chunk (under warp conditions): in a loop's code, at most
+    # LOOP_STORES of them (a 128 x 256 tile over 256 threads in 4 chunks: 256, LLVM 3 x slower)
+    chunks = tile.layout.shape[1] // rows if rows else 0  # type: ignore[union-attr]
+    return span, rows if rows and len(tile.slots) // 2 * chunks <= LOOP_STORES else 0
 
 
 def _outermost_loop(op: Operation) -> Optional[Operation]:
@@ -192,6 +197,9 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
     first, count = cols
     top, height = rows
     emit = k.b.op if here else k.b.pre
+    # the stores of fragments whose 16-row block only some warps have in the chunk, by that block
+    # (its repeat mi: one condition, one branch, for all of them)
+    some: dict[int, tuple[str, list[str]]] = {}
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
         if count and not first <= _column_block(src, slot) < first + count:
             continue
@@ -203,22 +211,39 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
             c = emit(f"sub i32 {c}, {first}", "ec")
         if top:
             r = emit(f"sub i32 {r}, {top}", "er")
-        if inside == "some":    # r - top < height, unsigned: the rows of this chunk
-            ok = emit(f"icmp ult i32 {r}, {height}", "eok")
-            valid = ok if valid is None else emit(f"and i1 {valid}, {ok}", "eok")
         p = pointer(k, element_offset(k, matrix, b, r, c))
         v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
         v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
-        k.guarded(valid, lambda: k.b.emit(f"store {pair} {v}, ptr addrspace(3) {p}"))
+        store = f"store {pair} {v}, ptr addrspace(3) {p}"
+        if inside == "some" and valid is None:
+            # r - top < height, unsigned: the rows of this chunk (the same for the block's rows)
+            held = some.setdefault(_row_repeat(src, slot), (emit(f"icmp ult i32 {r}, {height}", "eok"), []))
+            held[1].append(store)
+            continue
+        if inside == "some":
+            valid = emit(f"and i1 {valid}, {emit(f'icmp ult i32 {r}, {height}', 'eok')}", "eok")
+        k.guarded(valid, lambda: k.b.emit(store))
+    for ok, stores in some.values():
+        k.guarded(ok, lambda: _emit_all(k, stores))
+
+
+def _emit_all(k: KernelLowering, lines: list[str]) -> None:
+    for line in lines:
+        k.b.emit(line)
+
+
+def _row_repeat(layout: MmaLayout, slot: int) -> int:
+    """The row repeat (mi) of `slot`: with the warp, what decides its 16-row block."""
+    _, rm, rn = layout.repeats
+    return slot // 4 % (rm * rn) // rn
 
 
 def _in_rows(layout: MmaLayout, slot: int, top: int, height: int) -> str:
     """Whether the fragment rows of `slot` lie in rows [top, top + height) (16-row aligned) for
     every warp ("all"), none ("none") or only some ("some"): its 16-row block is
     (mi * wm + w) (interleaved) or (w * rm + mi) for the warp's row coordinate w."""
-    _, rm, rn = layout.repeats
-    wm = layout.warps[1]
-    mi = slot // 4 % (rm * rn) // rn
+    rm, wm = layout.repeats[1], layout.warps[1]
+    mi = _row_repeat(layout, slot)
     blocks = {mi * wm + w if layout.interleaved else w * rm + mi for w in range(wm)}
     inside = {blk for blk in blocks if top <= blk * 16 < top + height}
     return "all" if inside == blocks else "none" if not inside else "some"
