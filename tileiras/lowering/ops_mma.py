@@ -268,7 +268,7 @@ class _Fragments:
         four = getattr(elem, "bitwidth", 8) == 4
         self.nibbles = four and shape.per_reg == 8
         self.widen = four and shape.per_reg == 4
-        self.ldmatrix = (kmajor or matrix.elem_bytes == 2) and not four
+        self.ldmatrix = (kmajor or matrix.elem_bytes == 2) and not self.nibbles
         half = shape.k // 2
         q = k.b.pre(f"lshr i32 {lane}, 3", "q")
         q_lo = k.b.pre(f"and i32 {q}, 1", "q")
@@ -310,7 +310,8 @@ class _Fragments:
         # sideeffect: ordered against the barriers that publish the buffer (no memory operand says so)
         res = k.b.op(f'call {ret} asm sideeffect "{text}", "{",".join(["=r"] * count)},l"(ptr addrspace(3) {p})',
                      "ldsm")
-        return [k.b.op(f"extractvalue {ret} {res}, {i}", "fg") for i in range(count)]
+        regs = [k.b.op(f"extractvalue {ret} {res}, {i}", "fg") for i in range(count)]
+        return [_e2m1_to_e4m3(k, r) for r in regs] if self.widen else regs
 
     def _gather(self, b: str, x: str, ks: list[str]) -> str:
         """One 32-bit register from per-element loads: operand elements (x, each of ks)."""
