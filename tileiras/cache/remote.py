@@ -109,13 +109,11 @@ class RemoteCache:
         if self._channel is None:
             channel = grpc.insecure_channel(self.target, options=[("grpc.enable_retries", 0),
                                                                   ("grpc.max_receive_message_length", 64 << 20)])
-            # a longer configured timeout waits longer for the connection too (a loaded machine)
-            connect = max(CONNECT_TIMEOUT, self.timeout / 2)
             try:
-                grpc.channel_ready_future(channel).result(timeout=connect)
+                grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT)
             except grpc.FutureTimeoutError:
                 channel.close()
-                raise RemoteError(f"no connection within {connect:g} s") from None
+                raise RemoteError(f"no connection within {CONNECT_TIMEOUT:g} s") from None
             self._channel = channel
         stub = getattr(self._channel, kind)(method, request_serializer=None, response_deserializer=None)
         try:
