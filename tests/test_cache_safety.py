@@ -334,3 +334,24 @@ def test_the_tool_memo_is_read_only_when_it_is_a_regular_file(tmp_path: Path, st
     done = subprocess.run([sys.executable, "-c", script, str(memo)], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert (done.returncode, done.stdout.strip()) == (0, "{}"), done.stderr
+
+
+def test_a_compiler_zip_made_just_before_the_compile_still_stores_its_outputs(tmp_path: Path, monkeypatch) -> None:
+    """Bazel makes the compiler's zip right before the first compile action: a zip younger than the
+    file system's tick is still the compiler the process runs (an action's input never changes
+    under it), so its outputs are stored (they were not: Bazel put nothing in the remote tier on a
+    fast machine); a zip rewritten after the first look is a change."""
+    import os
+    import time
+
+    from tileiras.cache import compiler_files, versions
+
+    archive = tmp_path / "compiler.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(compiler_files, "package_root", lambda: str(archive))
+    monkeypatch.setattr(versions, "_zip_stamp", None)
+    opened = time.time_ns()
+    assert versions.compiler_unchanged_since(opened)
+    assert versions.compiler_unchanged_since(opened)
+    os.utime(archive, ns=(opened + 10**9, opened + 10**9))
+    assert not versions.compiler_unchanged_since(opened)

@@ -46,6 +46,7 @@ TICK_NS = 50_000_000
 _process_memo: dict[str, tuple[str, str]] = {}  # slot -> (stamp, answer)
 _memo_files: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}  # memo file -> (its version, its slots)
 _start_state: compiler_files.State | None = None  # the running compiler's files, taken once, when first needed
+_zip_stamp: tuple[int, int, int] | None = None      # a compiler zip's (mtime, ctime, size) at the first look
 
 
 def tileiras_version() -> str:
@@ -210,7 +211,17 @@ def compiler_unchanged_since(opened_ns: int) -> bool:
     zip just before its first compile actions, which must still be stored.)
     One stat per file and folder: the first check takes the state the keys are
     then made of (the store checks before it makes them), so its own times answer."""
-    global _start_state
+    global _start_state, _zip_stamp
+    root = compiler_files.package_root()
+    if os.path.isfile(root):
+        # Bazel's compiler zip: an action's input, complete before the action started and never
+        # written while it runs, but often younger than the tick (made just before the first
+        # compile, which must still be stored): unchanged since this process first looked
+        info = os.stat(root)
+        stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size)
+        if _zip_stamp is None:
+            _zip_stamp = stamp
+        return stamp == _zip_stamp
     limit = opened_ns - TICK_NS
     if _start_state is None:
         _start_state = compiler_files.state(compiler_files.package_root())
