@@ -1,6 +1,6 @@
 """mbarrier pipelines (sm_90+): the full/empty handshake of a K loop's stages, warp-specialized on
-sm_90 (a producer warpgroup that only copies, consumer warpgroups that only compute) and
-unspecialized elsewhere. Matmul and attention run on the PTX emulator with the race checker
+sm_90 and sm_120 (a producer that only copies, consumer warpgroups that only compute), with an MMA
+warp on sm_100, and unspecialized where no form applies. Matmul and attention run on the PTX emulator with the race checker
 against numpy at the tile sizes real kernels use; a wait taken out of the generated PTX is
 reported; ptxas and cuobjdump show the handshake in the SASS with no spills."""
 
@@ -42,9 +42,10 @@ def test_sm90_matmul_pipeline_matches_numpy_under_the_race_checker(iterations: i
     # without `empty` the producer refills stages still being read; its extra arrivals also run the
     # full barriers' phases past the consumers, which then wait forever
     ("sm_90", "stage empty", "write-after-read|deadlock"),
-    # unspecialized (sm_120: every thread copies and reads with ldmatrix): the same two mistakes
+    # warp-specialized with mma.sync consumers (sm_120: a TMA producer warp, ldmatrix from the
+    # swizzled stages): the same two mistakes
     ("sm_120", "stage full", "read before the mbarrier wait"),
-    ("sm_120", "stage empty", "write-after-read"),
+    ("sm_120", "stage empty", "write-after-read|deadlock"),
     # warp-specialized (sm_100): without `full` the MMA thread's tcgen05.mma reads a stage still
     # being filled; without `empty` the producer refills a stage before the MMAs reading it are
     # committed

@@ -165,7 +165,7 @@ def test_a_group_of_loads_ends_at_the_first_write(tmp_path: Path) -> None:
 @pytest.mark.parametrize("gpu, copies, specialized", [
     ("sm_90", "cp.async.bulk.tensor.2d.shared::cta.global", True),    # a producer warpgroup, setmaxnreg
     ("sm_100", "cp.async.bulk.tensor.2d.shared::cta.global", False),  # one thread of the CTA issues them
-    ("sm_120", "cp.async.cg.shared.global", False)])                  # cp.async, mbarrier handshake
+    ("sm_120", "cp.async.bulk.tensor.2d.shared::cta.global", True)])  # as sm_90 (NVIDIA's: TMA, a producer warp)
 def test_a_row_loop_is_software_pipelined(gpu: str, copies: str, specialized: bool, tmp_path: Path) -> None:
     """row_sum (16 x 512 f32 chunks) on sm_90+: its loop's load becomes a ring of stages filled
     iterations ahead (full/empty mbarriers), the threads reading each stage into registers; sm_90

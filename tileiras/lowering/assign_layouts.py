@@ -429,6 +429,28 @@ class LayoutAssignment:
         return bool(tile.uses) and all(user in self.wgmma_ops and tile is not user.operand("acc")
                                        for user in tile.uses)
 
+    def only_ldmatrix_reads(self, value: Value) -> bool:
+        """A loaded tile that only mma.sync ops read, as A or B (through unit reshapes and transposes),
+        by ldmatrix, which takes a swizzled stage as well as a padded one (the swizzle moves whole
+        16-byte rows): 16-bit elements, or K contiguous as stored. Other operands gather their
+        fragments element by element, where a swizzled address costs registers a padded one does not."""
+        tile, transposed = value, False
+        while len(tile.uses) == 1 and _passes_shared(tile.uses[0]):
+            transposed ^= tile.uses[0].name == "cuda_tile.permute"
+            tile = tile.uses[0].results[0]
+        stored = _tile(value)
+        if stored is None or not tile.uses:
+            return False
+        wide = getattr(stored.element, "bitwidth", 0) == 16   # type: ignore[union-attr]
+        for user in tile.uses:
+            if user not in self.mma_shapes or user in self.wgmma_ops or user in self.tcgen05_layouts \
+                    or tile is user.operand("acc") or user.name == "cuda_tile.mmaf_scaled":
+                return False
+            kmajor = transposed if tile is user.operand("rhs") else not transposed
+            if not (wide or kmajor):
+                return False
+        return True
+
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands
 

@@ -301,12 +301,18 @@ class _Fragments:
         r0, c0 = self._stored(x0, "0")
         r = self.lane_r if r0 == "0" else k.b.op(f"add i32 {r0}, {self.lane_r}", "fr")
         c = self.lane_c if c0 == "0" else (c0 if self.lane_c == "0" else k.b.op(f"add i32 {c0}, {self.lane_c}", "fc"))
-        p = pointer(k, element_offset(k, self.m, b, r, c))
+        offset = element_offset(k, self.m, b, r, c)
         step = self.m.elem_bytes if self.kmajor else self.m.pitch
+        imm = k0 * step
+        if self.kmajor and self.m.swizzled:
+            # K runs along the swizzled rows: the K step's 16-byte chunks are the block's xor-ed with
+            # its offset within the span (the row's base is span-aligned), then whole column atoms on
+            offset, imm = _swizzle_step(k, self.m, offset, imm)
+        p = pointer(k, offset)
         trans = "" if self.kmajor else ".trans"
         ret = "{" + ", ".join(["i32"] * count) + "}"
         outs = ", ".join(f"${i}" for i in range(count))
-        text = f"ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{outs}}}, [${count}+{k0 * step}];"
+        text = f"ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{outs}}}, [${count}+{imm}];"
         # sideeffect: ordered against the barriers that publish the buffer (no memory operand says so)
         res = k.b.op(f'call {ret} asm sideeffect "{text}", "{",".join(["=r"] * count)},l"(ptr addrspace(3) {p})',
                      "ldsm")
@@ -364,6 +370,16 @@ class _Fragments:
         half = self.shape.k // 2
         regs = self._gathered(b, n0, k0, [(8 * i + 0, dk) for i in range(count) for dk in (0, half)])
         return [regs[2 * i:2 * i + 2] for i in range(count)]
+
+
+def _swizzle_step(k: KernelLowering, matrix: SharedMatrix, offset: str, step: int) -> tuple[str, int]:
+    """(byte offset, immediate) of the bytes `step` further along a row of a swizzled `matrix` than
+    `offset` (a 16-byte chunk at the start of that row's span): the swizzle xors the chunk number with
+    the row's, so the offset within the span is xor-ed in, and whole spans are column atoms further."""
+    atoms, within = divmod(step, matrix.span)
+    if within:
+        offset = k.b.op(f"xor i32 {offset}, {within}", "sw")
+    return offset, atoms * matrix.atom_bytes
 
 
 def _nibbles(k: KernelLowering, vec: str) -> str:
