@@ -197,9 +197,17 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
     first, count = cols
     top, height = rows
     emit = k.b.op if here else k.b.pre
-    # the stores of fragments whose 16-row block only some warps have in the chunk, by that block
-    # (its repeat mi: one condition, one branch, for all of them)
-    some: dict[int, tuple[str, list[str]]] = {}
+    # the stores of fragments whose 16-row block only some warps have in the chunk, by that block (its
+    # repeat mi): one condition, one branch for a run of them, each store's address and value made
+    # inside it (made before, they would all be live at once: mm_i8_256x128x64 sm_120 spilled)
+    run: list = []     # [mi, condition, stores]
+
+    def flush() -> None:
+        if run:
+            _, ok, stores = run
+            k.guarded(ok, lambda: [store() for store in stores])
+            run.clear()
+
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
         if count and not first <= _column_block(src, slot) < first + count:
             continue
@@ -211,25 +219,27 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
             c = emit(f"sub i32 {c}, {first}", "ec")
         if top:
             r = emit(f"sub i32 {r}, {top}", "er")
-        p = pointer(k, element_offset(k, matrix, b, r, c))
-        v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
-        v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
-        store = f"store {pair} {v}, ptr addrspace(3) {p}"
+
+        def store(b: str = b, r: str = r, c: str = c, slot: int = slot) -> None:
+            p = pointer(k, element_offset(k, matrix, b, r, c))
+            v = k.b.op(f"insertelement {pair} undef, {lty} {tile.slots[slot]}, i32 0", "ep")
+            v = k.b.op(f"insertelement {pair} {v}, {lty} {tile.slots[slot + 1]}, i32 1", "ep")
+            k.b.emit(f"store {pair} {v}, ptr addrspace(3) {p}")
+
         if inside == "some" and valid is None:
             # r - top < height, unsigned: the rows of this chunk (the same for the block's rows)
-            held = some.setdefault(_row_repeat(src, slot), (emit(f"icmp ult i32 {r}, {height}", "eok"), []))
-            held[1].append(store)
+            mi = _row_repeat(src, slot)
+            if run and run[0] != mi:
+                flush()
+            if not run:
+                run.extend([mi, emit(f"icmp ult i32 {r}, {height}", "eok"), []])
+            run[2].append(store)
             continue
+        flush()
         if inside == "some":
             valid = emit(f"and i1 {valid}, {emit(f'icmp ult i32 {r}, {height}', 'eok')}", "eok")
-        k.guarded(valid, lambda: k.b.emit(store))
-    for ok, stores in some.values():
-        k.guarded(ok, lambda: _emit_all(k, stores))
-
-
-def _emit_all(k: KernelLowering, lines: list[str]) -> None:
-    for line in lines:
-        k.b.emit(line)
+        k.guarded(valid, store)
+    flush()
 
 
 def _row_repeat(layout: MmaLayout, slot: int) -> int:
