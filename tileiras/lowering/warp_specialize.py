@@ -221,6 +221,11 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
         # 32-bit N-major operands) need the unspecialized CTA's 255 (mm_i8_256x128x64 spilled)
         return None, ("two consumer warpgroups would launch with 168 registers a thread, and operands "
                       "gathered element by element (no ldmatrix) need more")
+    if k.sm in MMA_SYNC_TARGETS and _occupancy_hint(k) > 1:
+        # the hinted CTAs an SM leave a thread 128 registers at launch, and ptxas compiles the consumers
+        # within that whatever setmaxnreg.inc grants (tg_fmha_bwd_dq_f16_d64_64x32 spilled)
+        return None, (f"the occupancy hint ({_occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
+                      "a thread, fewer than the consumers' mma.sync fragments need")
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
     if k.sm in (100, 103):
@@ -245,7 +250,14 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
         return None, str(err)
     return WarpSplit(loops[0], found, k.b.label("producer"), barriers, mmas=mmas,
                      attention=bool(mmas) and attention is not None, note=note,
-                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.sm not in (100, 103)) else 1), ""
+                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.sm == 90) else 1), ""
+
+
+def _occupancy_hint(k: KernelLowering) -> int:
+    """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none)."""
+    hints = k.entry.attributes.get("optimization_hints")
+    value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
+    return value if isinstance(value, int) and value > 1 else 1
 
 
 def occupancy(k: KernelLowering) -> int:
@@ -253,9 +265,8 @@ def occupancy(k: KernelLowering) -> int:
     it for its 256-thread attentions: `.maxnreg 128` at occupancy 2, the consumers' setmaxnreg.inc
     taking what the producer warpgroup gave back (224 beside 32); the two-consumer-warpgroup form
     (384 threads, 168 registers at launch) has no room to halve."""
-    hints = k.entry.attributes.get("optimization_hints")
-    value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
-    if not isinstance(value, int) or value <= 1:
+    value = _occupancy_hint(k)
+    if value == 1:
         return 1
     # kept where every producer budget fits the launch and the consumers' share exceeds it (setmaxnreg.dec
     # and .inc never go the other way): occupancy 2 and 3 with one consumer warpgroup
