@@ -148,6 +148,44 @@ def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
     assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
 
 
+@pytest.mark.parametrize("what", ["attention-64x32", "matmul-64x32x64"])
+def test_narrow_n_tiles_run_on_wgmma(what: str, tmp_path: Path) -> None:
+    """N = 32 (TileGym's attention backward tiles, 64 x 32 scores): wgmma m64n32k16, as NVIDIA's. A
+    K-major B (K^T of the scores) is read by its descriptor, 64-byte rows in the 64B swizzle; an
+    N-major B of 32 columns (64-byte rows, no whole 128-byte atom) through the K-major copy. The
+    emulator (race checker on) agrees with numpy."""
+    from cuda.tile.compilation import ConstantConstraint
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_tile_layer import _array, _attention, _entry, _export, _matmul
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    rng = np.random.default_rng(8)
+    if what.startswith("attention"):
+        seq, d = 128, 64
+        data = _attention(seq, d, 64, 32)
+        ptx = _ptx_of(data, tmp_path)
+        assert "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16" in ptx and "mma.sync" not in ptx
+        q, k, v = (rng.standard_normal((1, seq, d)).astype(np.float16) for _ in range(3))
+        scale = np.float32(1 / np.sqrt(d))
+        module = load_module(data, "k.tileirbc")
+        out = run_arrays(module, _entry(module), (seq // 64, 1, 1), [q, k, v, np.zeros_like(q), np.array(scale)],
+                         backend="emulator", gpu_name="sm_90", check_races=True)[3]
+        s = q[0].astype(np.float64) @ k[0].astype(np.float64).T * scale
+        p = np.exp(s - s.max(1, keepdims=True))
+        assert np.abs(out[0] - (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)).max() < 2e-3
+        return
+    data = _matmul("float16", "float32", 64, 32, 64)
+    ptx = _ptx_of(data, tmp_path)
+    assert "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16" in ptx and "mma.sync" not in ptx
+    a, b = rng.standard_normal((64, 128)).astype(np.float16), rng.standard_normal((128, 64)).astype(np.float16)
+    module = load_module(data, "k.tileirbc")
+    out = run_arrays(module, _entry(module), (1, 2, 1), [a, b, np.zeros((64, 64), np.float32)], backend="emulator",
+                     gpu_name="sm_90", check_races=True)[2]
+    assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
+
+
 def test_k_major_copies_take_their_room_before_the_pipeline(tmp_path: Path) -> None:
     """tf32 128x256x64: the K-major tf32 copies of A and B (32 + 64 KB) are allocated before the K
     loop's pipeline, which then finds no room for two ~99 KB stages and leaves the loop

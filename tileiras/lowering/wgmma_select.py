@@ -88,8 +88,6 @@ def select(op: Operation, sm: int, threads: int) -> Optional[WgmmaShape]:
         return None
     if not swizzle_fits(kdim * shape.elem_bytes):
         return None
-    if shape.transposable and n * shape.elem_bytes % 128:
-        return None   # a 16-bit B may come N-major: whole 64-column atoms
     return shape
 
 
@@ -98,4 +96,6 @@ def reads_directly(shape: WgmmaShape, operand: str, transposed: bool, rows: int,
     transpose of the stored matrix) is read by descriptor as it is: K-major, or M/N-major for
     16-bit types, with a stored row that a swizzle holds whole."""
     kmajor = transposed if operand == "b" else not transposed
-    return (kmajor or shape.transposable) and swizzle_fits(cols * shape.elem_bytes) and rows % 8 == 0
+    # an M/N-major operand in whole 128-byte atoms (narrower rows, as an N = 32 B's: the K-major copy)
+    return (kmajor or shape.transposable and cols * shape.elem_bytes % 128 == 0) \
+        and swizzle_fits(cols * shape.elem_bytes) and rows % 8 == 0
