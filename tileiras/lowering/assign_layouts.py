@@ -62,6 +62,7 @@ from ..ir.core import Operation, Value
 from ..ir.types import TileType, element_of
 from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
                      vector_width)
+from .operand_views import SCALED_OPERANDS, mma_reads, tree_values
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
@@ -367,12 +368,10 @@ class LayoutAssignment:
         for op in self._ops:
             if op.name != "cuda_tile.load_view_tko":
                 continue
-            chain = [op.results[0]]
-            while len(chain[-1].uses) == 1 and _passes_shared(chain[-1].uses[0]):
-                chain.append(chain[-1].uses[0].results[0])
-            tile = chain[-1]
-            if tile.uses and all(user in self.mma_layouts and tile is not user.operand("acc") for user in tile.uses):
-                out.update(chain)
+            # every mma reading it (A, B or a block scale), each its own way
+            reads = mma_reads(op.results[0], _passes_shared, SCALED_OPERANDS)
+            if reads and all(read.mma in self.mma_layouts for read in reads):
+                out.update(tree_values(op.results[0], _passes_shared))
         return out
 
     def is_wgmma(self, op: Operation) -> bool:
@@ -398,24 +397,20 @@ class LayoutAssignment:
 
     def _wgmma_reads_as_stored(self, value: Value) -> bool:
         """Loaded tiles that wgmmas read by descriptor as stored (through unit reshapes and
-        transposes). Otherwise (an N-major B of a type without a transposed form) the tile stays
-        padded, and the mma copies it K-major."""
+        transposes; several mmas may read one tile, each its own way). Otherwise (an N-major B of
+        a type without a transposed form) the tile stays padded, and the mma copies it K-major."""
         from .wgmma_select import reads_directly, select
 
-        tile, transposed = value, False
-        while len(tile.uses) == 1 and _passes_shared(tile.uses[0]):
-            if tile.uses[0].name == "cuda_tile.ftof":
-                return False   # read as tf32: the wgmma lowering copies it, rounded
-            transposed ^= tile.uses[0].name == "cuda_tile.permute"
-            tile = tile.uses[0].results[0]
-        stored = _tile(value)
-        if not tile.uses or stored is None or not all(user in self.wgmma_ops for user in tile.uses):
+        reads, stored = mma_reads(value, _passes_shared), _tile(value)
+        if not reads or stored is None:
             return False
         rows, cols = stored.shape[-2:]
-        for user in tile.uses:
-            shape = select(user, self.sm, self.threads)
-            role = "a" if tile is user.operand("lhs") else "b"
-            if shape is None or tile is user.operand("acc") or not reads_directly(shape, role, transposed, rows, cols):
+        for read in reads:
+            if read.rounded or read.mma not in self.wgmma_ops:
+                return False   # read as tf32: the wgmma lowering copies it, rounded
+            shape = select(read.mma, self.sm, self.threads)
+            role = "a" if read.operand is read.mma.operand("lhs") else "b"
+            if shape is None or not reads_directly(shape, role, read.transposed, rows, cols):
                 return False
         return True
 
@@ -423,30 +418,24 @@ class LayoutAssignment:
         """A loaded tile that only wgmmas read, as A or B (through unit reshapes, transposes and
         tf32 roundings), by descriptor as stored or through their K-major copy (ops_wgmma.py),
         which reads a swizzled stage as well as a padded one: a TMA-fed stage may be swizzled."""
-        tile = value
-        while len(tile.uses) == 1 and _passes_shared(tile.uses[0]):
-            tile = tile.uses[0].results[0]
-        return bool(tile.uses) and all(user in self.wgmma_ops and tile is not user.operand("acc")
-                                       for user in tile.uses)
+        reads = mma_reads(value, _passes_shared)
+        return bool(reads) and all(read.mma in self.wgmma_ops for read in reads)  # type: ignore[union-attr]
 
     def only_ldmatrix_reads(self, value: Value) -> bool:
         """A loaded tile that only mma.sync ops read, as A or B (through unit reshapes and transposes),
         by ldmatrix, which takes a swizzled stage as well as a padded one (the swizzle moves whole
         16-byte rows): 16-bit elements, or K contiguous as stored. Other operands gather their
         fragments element by element, where a swizzled address costs registers a padded one does not."""
-        tile, transposed = value, False
-        while len(tile.uses) == 1 and _passes_shared(tile.uses[0]):
-            transposed ^= tile.uses[0].name == "cuda_tile.permute"
-            tile = tile.uses[0].results[0]
-        stored = _tile(value)
-        if stored is None or not tile.uses:
+        reads, stored = mma_reads(value, _passes_shared), _tile(value)
+        if not reads or stored is None:
             return False
         wide = getattr(stored.element, "bitwidth", 0) == 16   # type: ignore[union-attr]
-        for user in tile.uses:
+        for read in reads:
+            user = read.mma
             if user not in self.mma_shapes or user in self.wgmma_ops or user in self.tcgen05_layouts \
-                    or tile is user.operand("acc") or user.name == "cuda_tile.mmaf_scaled":
+                    or user.name == "cuda_tile.mmaf_scaled":
                 return False
-            kmajor = transposed if tile is user.operand("rhs") else not transposed
+            kmajor = read.transposed if read.operand is user.operand("rhs") else not read.transposed
             if not (wide or kmajor):
                 return False
         return True

@@ -59,6 +59,7 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout import WARP, MmaLayout, Pre
 from .llvm_text import llvm_type
+from .operand_views import mma_reads, source
 from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
 from .tmem import COLUMNS, tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
@@ -221,32 +222,22 @@ def _transpose_2d(op: Operation) -> bool:
     return op.name == "cuda_tile.permute" and len(op.results[0].type.shape) == 2  # type: ignore[attr-defined]
 
 
+def _passes(op: Operation) -> bool:
+    """Ops a staged operand passes through on its way to the mma: unit reshapes, 2-D transposes,
+    roundings to tf32."""
+    return op.name == "cuda_tile.reshape" and _unit_reshape(op) or _to_tf32(op) or _transpose_2d(op)
+
+
 def _loaded(value: object) -> Optional[bool]:
-    """For a tile only mmas read, a plain load (used once) possibly reshaped (unit dimensions only),
-    transposed (2-D) or rounded to tf32: whether it is the transpose of what is stored (cp.async copies the load into
-    the buffer the MMA reads, swizzled, in its row-major order; tf32: the mma restages it). None
-    for any other tile."""
-    transposed = False
-    if not _mma_operand_only(value):
+    """For a tile only mmas read, a load possibly reshaped (unit dimensions only), transposed (2-D)
+    or rounded to tf32, whose every use leads to mmas reading it as A or B (attention's backward
+    pass reads its keys as they are and transposed: one buffer): whether it is the transpose of
+    what is stored (cp.async copies the load into the buffer the MMA reads, swizzled, in its
+    row-major order; tf32: the mma restages it). None for any other tile."""
+    load, transposed = source(value, _passes)  # type: ignore[arg-type]
+    if load is None or not mma_reads(load.results[0], _passes):
         return None
-    while len(value.uses) == 1 or _mma_operand_only(value):  # type: ignore[attr-defined]
-        owner = getattr(value, "owner", None)
-        name = getattr(owner, "name", "")
-        if name == "cuda_tile.load_view_tko":
-            return transposed
-        if not (name == "cuda_tile.reshape" and _unit_reshape(owner) or _to_tf32(owner)  # type: ignore[arg-type]
-                or _transpose_2d(owner)):  # type: ignore[arg-type]
-            return None
-        transposed ^= name == "cuda_tile.permute"
-        value = owner.operands[0]  # type: ignore[union-attr]
-    return None
-
-
-def _mma_operand_only(value: object) -> bool:
-    """Every use of `value` is an mma reading it as A or B (several mmas may share one buffer: Q
-    in a causal attention's two loops)."""
-    uses = getattr(value, "uses", [])
-    return bool(uses) and all(u.name in _MMAS and value in (u.operand("lhs"), u.operand("rhs")) for u in uses)
+    return transposed
 
 
 def register_a(kind: Kind) -> bool:
@@ -276,20 +267,14 @@ def _per_column(kind: Kind) -> int:
 
 def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
     """`value` reaches `ops` (and only them) as an operand, through unit reshapes, 2-D transposes and
-    roundings to tf32, and the MMAs read the buffer it is copied into (swizzled). A tf32 operand's
-    buffer is swizzled too where its rows fit a swizzle: the warp-specialized loop rounds it in
-    place and the MMA reads it as stored (warp_specialize_tcgen05.py); elsewhere the mma restages
-    it K-major from there (`_restaged`)."""
+    roundings to tf32 (on every path, several mmas possibly reading it), and the MMAs read the buffer
+    it is copied into (swizzled). A tf32 operand's buffer is swizzled too where its rows fit a
+    swizzle: the warp-specialized loop rounds it in place and the MMA reads it as stored
+    (warp_specialize_tcgen05.py); elsewhere the mma restages it K-major from there (`_restaged`)."""
     row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
-    while value.uses:  # type: ignore[attr-defined]
-        users = value.uses  # type: ignore[attr-defined]
-        if _mma_operand_only(value):
-            return all(u in ops and (kind_of(u).name not in _RESTAGED or _swizzles(row))  # type: ignore[union-attr]
-                       for u in users)
-        if len(users) != 1 or not (_unit_reshape(users[0]) or _transpose_2d(users[0]) or _to_tf32(users[0])):
-            return False
-        value = users[0].results[0]
-    return False
+    reads = mma_reads(value, _passes)  # type: ignore[arg-type]
+    return bool(reads) and all(read.mma in ops and (kind_of(read.mma).name not in _RESTAGED  # type: ignore[union-attr]
+                                                    or _swizzles(row)) for read in reads)  # type: ignore[union-attr]
 
 
 def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
