@@ -271,7 +271,8 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
             tm = tmem(st, t0)
             a = (_at(st, base, t0) + offset) & 0xFFFFFFFF
             lane0, col0 = a >> 16, a & 0xFFFF
-            quarter = 32 * (w % 4)
+            quarter = 32 * ((t0 % st.cta_threads) // 32 % 4)   # the warp's rank in its own CTA (a cluster
+            # numbers warps across its CTAs: CTAs of 320 threads put CTA 1's warp 0 at 10)
             nthreads = int(st.warp_sizes[w])
             li = lane0 + lane_of[:nthreads]
             ci = col0 + col_of[:nthreads]
