@@ -88,7 +88,19 @@ def select(op: Operation, sm: int, threads: int) -> Optional[WgmmaShape]:
         return None
     if not swizzle_fits(kdim * shape.elem_bytes):
         return None
+    if shape.transposable and n * shape.elem_bytes % 128 and not _k_major_load(op):
+        return None   # a 16-bit B may come N-major: whole 64-column atoms (else a K-major copy, or staging)
     return shape
+
+
+def _k_major_load(op: Operation) -> bool:
+    """B is a load (through unit reshapes, transposes, roundings) stored K-major, which the descriptor
+    reads as stored whatever N (attention backward's S = Q K^T over 32 keys)."""
+    from .assign_layouts import _passes_shared
+    from .operand_views import source
+
+    load, transposed = source(op.operand("rhs"), _passes_shared)
+    return load is not None and transposed
 
 
 def reads_directly(shape: WgmmaShape, operand: str, transposed: bool, rows: int, cols: int) -> bool:
