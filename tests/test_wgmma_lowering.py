@@ -148,11 +148,12 @@ def test_transposed_a_is_read_m_major_by_its_descriptor(tmp_path: Path) -> None:
     assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
 
 
-@pytest.mark.parametrize("what", ["attention-64x32", "matmul-64x32x64"])
+@pytest.mark.parametrize("what", ["attention-64x32", "matmul-64x32x64", "matmul-64x16x64"])
 def test_narrow_n_tiles_run_on_wgmma(what: str, tmp_path: Path) -> None:
-    """N = 32 (TileGym's attention backward tiles, 64 x 32 scores): wgmma m64n32k16, as NVIDIA's, where
-    B is K-major as stored (K^T of the scores: its descriptor reads 64-byte rows in the 64B swizzle).
-    The emulator (race checker on) agrees with numpy."""
+    """N = 32 and 16 (TileGym's attention backward tiles, 64 x 32 scores; MLA decode's 16 heads): wgmma
+    m64n32k16 / m64n16k16, as NVIDIA's, B read by its descriptor as stored: K-major (K^T of the scores,
+    64-byte rows in the 64B swizzle) or N-major (32B / 64B swizzle). The emulator (race checker on)
+    agrees with numpy."""
     from cuda.tile.compilation import ConstantConstraint
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -175,15 +176,16 @@ def test_narrow_n_tiles_run_on_wgmma(what: str, tmp_path: Path) -> None:
         p = np.exp(s - s.max(1, keepdims=True))
         assert np.abs(out[0] - (p / p.sum(1, keepdims=True)) @ v[0].astype(np.float64)).max() < 2e-3
         return
-    data = _matmul("float16", "float32", 64, 32, 64)
+    tn = int(what.split("x")[1])
+    data = _matmul("float16", "float32", 64, tn, 64)
     ptx = _ptx_of(data, tmp_path)
-    # an N-major B of 64-byte rows stays on mma.sync (a K-major copy beside the stages overflowed
-    # TileGym's mla_decode 16x128, whose 512 x 16 B is one); still exact
-    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx
-    a, b = rng.standard_normal((64, 128)).astype(np.float16), rng.standard_normal((128, 64)).astype(np.float16)
+    # an N-major B of 32- or 64-byte rows, read as stored in the 32B / 64B swizzle (MLA decode's 512 x 16
+    # B: HGMMA.64x16x16 as NVIDIA's)
+    assert f"wgmma.mma_async.sync.aligned.m64n{tn}k16.f32.f16.f16" in ptx and "mma.sync" not in ptx
+    a, b = rng.standard_normal((64, 128)).astype(np.float16), rng.standard_normal((128, 2 * tn)).astype(np.float16)
     module = load_module(data, "k.tileirbc")
-    out = run_arrays(module, _entry(module), (1, 2, 1), [a, b, np.zeros((64, 64), np.float32)], backend="emulator",
-                     gpu_name="sm_90", check_races=True)[2]
+    out = run_arrays(module, _entry(module), (1, 2, 1), [a, b, np.zeros((64, 2 * tn), np.float32)],
+                     backend="emulator", gpu_name="sm_90", check_races=True)[2]
     assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
 
 

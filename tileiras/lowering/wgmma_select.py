@@ -88,19 +88,20 @@ def select(op: Operation, sm: int, threads: int) -> Optional[WgmmaShape]:
         return None
     if not swizzle_fits(kdim * shape.elem_bytes):
         return None
-    if shape.transposable and n * shape.elem_bytes % 128 and not _k_major_load(op):
-        return None   # a 16-bit B may come N-major: whole 64-column atoms (else a K-major copy, or staging)
+    if shape.transposable and n * shape.elem_bytes % 128 and not _loaded_b(op):
+        return None   # a B computed in registers is staged in whole 128-byte atoms
     return shape
 
 
-def _k_major_load(op: Operation) -> bool:
-    """B is a load (through unit reshapes, transposes, roundings) stored K-major, which the descriptor
-    reads as stored whatever N (attention backward's S = Q K^T over 32 keys)."""
+def _loaded_b(op: Operation) -> bool:
+    """B is a load (through unit reshapes, transposes, roundings), which the descriptor reads as
+    stored whatever N: K-major (attention backward's S = Q K^T over 32 keys) or N-major in the 32B
+    or 64B swizzle (MLA decode's 512 x 16 B). A B computed in registers would be staged beside them
+    (MLA decode's M = 512 mma overflowed shared memory so)."""
     from .assign_layouts import _passes_shared
     from .operand_views import source
 
-    load, transposed = source(op.operand("rhs"), _passes_shared)
-    return load is not None and transposed
+    return source(op.operand("rhs"), _passes_shared)[0] is not None
 
 
 def reads_directly(shape: WgmmaShape, operand: str, transposed: bool, rows: int, cols: int) -> bool:
@@ -108,6 +109,4 @@ def reads_directly(shape: WgmmaShape, operand: str, transposed: bool, rows: int,
     transpose of the stored matrix) is read by descriptor as it is: K-major, or M/N-major for
     16-bit types, with a stored row that a swizzle holds whole."""
     kmajor = transposed if operand == "b" else not transposed
-    # an M/N-major operand in whole 128-byte atoms (narrower rows, as an N = 32 B's: the K-major copy)
-    return (kmajor or shape.transposable and cols * shape.elem_bytes % 128 == 0) \
-        and swizzle_fits(cols * shape.elem_bytes) and rows % 8 == 0
+    return (kmajor or shape.transposable) and swizzle_fits(cols * shape.elem_bytes) and rows % 8 == 0
