@@ -254,7 +254,7 @@ class LayoutAssignment:
         self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their ops_mma.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
-        self.wgmma_ops = {op for op in self._ops if self._runs_on_wgmma(op)}
+        self.wgmma_ops = self._wgmma_ops()
         self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
@@ -373,6 +373,17 @@ class LayoutAssignment:
             if reads and all(read.mma in self.mma_layouts for read in reads):
                 out.update(tree_values(op.results[0], _passes_shared))
         return out
+
+    def _wgmma_ops(self) -> set[Operation]:
+        """The mmas on wgmma. A narrow one (N = 16 or 32) only where every tensor-core mma of the
+        kernel is on wgmma: beside mma.sync accumulators its fragments are converted back and forth
+        (TileGym's MLA decode, whose M = 512 mma stays on mma.sync, spilled 16 instructions)."""
+        from .wgmma_select import narrow
+
+        ops = {op for op in self._ops if self._runs_on_wgmma(op)}
+        if any(op not in ops for op in self.mma_shapes):
+            ops = {op for op in ops if not narrow(op)}
+        return ops
 
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops

@@ -93,6 +93,12 @@ def select(op: Operation, sm: int, threads: int) -> Optional[WgmmaShape]:
     return shape
 
 
+def narrow(op: Operation) -> bool:
+    """An mma whose N is not a whole number of 128-byte rows of a 16-bit B (N = 16, 32)."""
+    shape, acc = shape_of(op), op.operand("acc").type
+    return shape is not None and shape.transposable and acc.shape[-1] * shape.elem_bytes % 128 != 0  # type: ignore[union-attr]
+
+
 def _loaded_b(op: Operation) -> bool:
     """B is a load (through unit reshapes, transposes, roundings), which the descriptor reads as
     stored whatever N: K-major (attention backward's S = Q K^T over 32 keys) or N-major in the 32B
