@@ -84,9 +84,13 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
     group_row = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {warp}, {-4 & 0xFFFFFFFF}', 'wg')}, 16", "wg")  # 16 (4 g)
     regs_per = n_size // 2          # accumulators per thread and instruction: 64 x N / 128
-    k.b.declare("declare void @llvm.nvvm.wgmma.fence.sync.aligned()")
-    k.b.emit("call void @llvm.nvvm.wgmma.fence.sync.aligned()")
-    regs = list(acc.slots)
+    # a register A's fragments are made before the fence, and they and the accumulator pass through
+    # it: the PTX ISA wants wgmma.fence between any register access and the wgmma reading the same
+    # registers, and where LLVM put the conversions after it ptxas serialized the group (C7519, the
+    # causal d128 attentions' P @ V)
+    frags = {(mi, k0): _a_from_registers(k, lhs, mi, k0)  # type: ignore[arg-type]
+             for k0 in range(0, k_size, shape.k) for mi in range(rm)} if a is None else {}
+    regs, frags = _fence(k, list(acc.slots), llvm_type(acc.type.element), frags)  # type: ignore[arg-type]
     width = b.matrix.cols if b.chunk is not None else k_size
     for k0 in range(0, k_size, shape.k):
         if k0 and k0 % width == 0:   # B's next K chunk, once every group reading the last one is done
@@ -101,7 +105,7 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
         for mi in range(rm):
             chunk = regs[mi * regs_per:(mi + 1) * regs_per]
             if a is None:
-                a_in = _a_from_registers(k, lhs, mi, k0)  # type: ignore[arg-type]
+                a_in = frags[(mi, k0)]
             else:
                 row0 = k.b.op(f"add i32 {group_row}, {mi * warps * 16}", "wr") if mi else group_row
                 a_in = [_descriptor(k, a.matrix, _offset(k, a, row0, k0), a.kmajor)]
@@ -118,6 +122,24 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     if pipeline is not None:
         mma_retired(k, pipeline)   # the previous iteration's group is done: its stage may be refilled
     return TileRegs(acc.type, regs, layout)
+
+
+def _fence(k: KernelLowering, acc: list[str], ty: str, frags: "dict[tuple[int, int], list[str]]"
+           ) -> "tuple[list[str], dict[tuple[int, int], list[str]]]":
+    """wgmma.fence with the accumulator (`ty` values) and the register-A fragments (i32) as tied
+    operands: every write of them is ordered before it, and the wgmmas read what it hands back."""
+    keys = list(frags)
+    values = [(ty, v) for v in acc] + [("i32", r) for key in keys for r in frags[key]]
+    ret = "{" + ", ".join(t for t, _ in values) + "}"
+    constraints = ",".join([f"={'f' if t == 'float' else 'r'}" for t, _ in values] + [str(i) for i in range(len(values))])
+    args = ", ".join(f"{t} {v}" for t, v in values)
+    res = k.b.op(f'call {ret} asm sideeffect "wgmma.fence.sync.aligned;", "{constraints},~{{memory}}"({args})', "wf")
+    out = [k.b.op(f"extractvalue {ret} {res}, {i}", "wfv") for i in range(len(values))]
+    fenced, at = out[:len(acc)], len(acc)
+    new: dict[tuple[int, int], list[str]] = {}
+    for key in keys:
+        new[key], at = out[at:at + len(frags[key])], at + len(frags[key])
+    return fenced, new
 
 
 def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -> "TileRegs | None":
