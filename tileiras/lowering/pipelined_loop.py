@@ -81,7 +81,8 @@ class ActivePipeline:
                                         # multicast in slices; stages released in every receiving CTA
 
 
-# targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's keep cp.async for now)
+# targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's only where their stages may be
+# swizzled: MMA_SYNC_TMA_TARGETS)
 TMA_TARGETS = (90, 100, 103, 120, 121)
 # rows of a load's box by target where not tma_copy.MAX_BOX: NVIDIA's sm_100 boxes hold 128 rows
 # (an operand of 256 rows is two bands), one tcgen05.mma's M

@@ -1,4 +1,4 @@
-"""TMA tile loads of a pipelined loop (sm_90, sm_100 / sm_103) and epilogue stores: `cp.async.bulk.tensor`
+"""TMA tile loads of a pipelined loop (sm_90, sm_100 / sm_103, sm_120 / sm_121) and epilogue stores: `cp.async.bulk.tensor`
 through hidden tensor maps.
 
 A pipelined load goes through TMA when its descriptor can be made at launch from the kernel's

@@ -1,4 +1,4 @@
-"""Warp-specialized pipelines (sm_90): a producer warpgroup that only copies, consumer warpgroups
+"""Warp-specialized pipelines (sm_90, and sm_120 with mma.sync): a producer warpgroup that only copies, consumer warpgroups
 that only compute.
 
 The CTA grows by one warpgroup: threads C .. C + 127 after the C consumer threads the layouts
