@@ -1020,3 +1020,28 @@ def test_a_read_only_client_reads_and_never_writes(tmp_path: Path, monkeypatch: 
     reader.put("cd" * 32, b"a developer's build")
     reader.flush()
     assert reader.get("cd" * 32) is None and capsys.readouterr().err == ""
+
+
+def test_a_cache_hit_prints_ptxas_warnings_again(tmp_path: Path) -> None:
+    """ptxas's warnings are kept beside the cubin: the build that reuses it says what the first one
+    said (a ptxas that warns on every run; the second compile must not run it)."""
+    real = subprocess.run([sys.executable, "-c", "from tileiras.codegen.ptxas import find_ptxas; print(find_ptxas())"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          check=True).stdout.strip()   # (not in this process: its lookup is memoized)
+    cuda = tmp_path / "cuda"
+    (cuda / "bin").mkdir(parents=True)
+    runs = tmp_path / "runs"
+    wrapper = cuda / "bin" / "ptxas"
+    wrapper.write_text(f"#!/bin/sh\necho run >> {runs}\n{real} \"$@\"\nrc=$?\n"
+                       "echo 'ptxas warning : a warning for the test' >&2\nexit $rc\n")
+    wrapper.chmod(0o755)
+    kernel = ROOT / "tests" / "corpus" / "bytecode" / "ew_float" / "13.4.tileirbc"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_ROOT=str(cuda), TILEIRAS_CACHE_DIR=str(tmp_path / "cache"))
+    outs = []
+    for i in range(2):
+        done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", "sm_80", str(kernel), "-o",
+                               str(tmp_path / f"k{i}.cubin")], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        outs.append(done.stderr)
+    assert runs.read_text().count("run") == 1          # the second compile is a hit
+    assert all(out.count("a warning for the test") == 1 for out in outs), outs

@@ -175,6 +175,12 @@ class Cache:
         self.hits += 1
         return payload
 
+    def peek(self, key: KeyLike) -> bytes | None:
+        """The local payload under `key`, or None, neither counted as a hit or miss nor asked of the
+        remote tier: side data of an entry just found (a cubin's ptxas warnings)."""
+        name = self._lookup_name(key)
+        return self._read_local(name) if name is not None else None
+
     def put(self, key: KeyLike, data: Payload) -> None:
         """Store `data` (bytes, or a function that makes them) under `key`: now, or with
         defer_writes at flush(), the bytes made at the next idle() or at flush()."""
@@ -513,6 +519,9 @@ class NullCache(Cache):
     def get(self, key: KeyLike) -> bytes | None:
         self.misses += 1
         _miss("--no-cache")
+        return None
+
+    def peek(self, key: KeyLike) -> bytes | None:
         return None
 
     def put(self, key: KeyLike, data: Payload) -> None:

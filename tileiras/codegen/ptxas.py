@@ -207,6 +207,7 @@ class PendingCubin:
                              nv_host)
         self.verbose = "-v" in extra
         self.info = ""  # with -v: ptxas's resource report (registers, spills), for the remarks
+        self.warnings = ""  # what was passed on to stderr (the compile cache keeps it beside the cubin)
 
     def cancel(self) -> None:
         self._run.cancel()
@@ -219,6 +220,7 @@ class PendingCubin:
                                  if not line.startswith(("ptxas info", "    ")))
         if warnings:
             print(warnings, file=sys.stderr)
+        self.warnings = warnings
         if not cubin.startswith(b"\x7fELF"):
             raise CompileError("error: ptxas wrote something that is not an ELF cubin")
         return cubin

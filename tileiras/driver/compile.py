@@ -175,6 +175,10 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
         cubins = {g: c for g, c in cubins.items() if reports[g] is not None}
         for gpu in cubins:
             arts.remarks.setdefault(gpu, []).extend(reports[gpu] or [])
+    for gpu in cubins:   # a cached cubin's ptxas warnings, as the compile that made it printed them
+        warned = cache.peek(_warnings_key(keys[gpu]))  # type: ignore[attr-defined]
+        if warned:
+            print(warned.decode("utf-8", errors="replace"), file=sys.stderr)
     todo = [g for g in gpus if g not in cubins]
     verbose = ("-v",) if opts.remarks_enabled else ()
     if todo:
@@ -200,6 +204,14 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                 cache.put_blob(keys[gpu], cubins[gpu])  # type: ignore[attr-defined]
     for gpu in gpus:  # target order, as the fatbin and the object list them
         arts.cubin[gpu] = cubins[gpu]
+
+
+def _warnings_key(key: object) -> object:
+    """The cache key of ptxas's warnings about the cubin stored under `key` (kept only where there were
+    any, and looked up locally only: a hit costs no remote request for them)."""
+    from ..cache.keys import Key, make_key
+
+    return Key(lambda of: make_key(stage="ptxas-warnings", of=of), key)
 
 
 def _tensor_maps(arts: Artifacts, gpu: str) -> Optional[dict[str, list]]:
@@ -229,6 +241,8 @@ def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cach
             arts: Artifacts) -> None:
     """One ptxas run's cubin; with remarks on, its resource report too (kept in the cache)."""
     cubins[gpu] = run.result()  # type: ignore[attr-defined]
+    if cache is not None and run.warnings:  # type: ignore[attr-defined]
+        cache.put_blob(_warnings_key(keys[gpu]), run.warnings.encode("utf-8"))  # type: ignore[attr-defined]
     if opts.remarks_enabled:
         from .remarks import from_ptxas_log, keep
 
