@@ -586,19 +586,12 @@ def _reconverge(k: KernelLowering, op: Operation, masked: bool) -> None:
     loop's next warp-collective `.aligned` instructions (ldmatrix, mma, tcgen05.ld, ...), which need
     all its lanes together; PTX does not promise convergence at the branches' join. (A persistent
     split matmul's CTA whose last tile is partly outside C deadlocked in the emulator without it.)"""
-    if not masked or not _in_loop(op):
+    from .epilogue import _outermost_loop
+
+    if not masked or _outermost_loop(op) is None:
         return
     k.b.declare("declare void @llvm.nvvm.bar.warp.sync(i32)")
     k.b.emit("call void @llvm.nvvm.bar.warp.sync(i32 -1)")
-
-
-def _in_loop(op: Operation) -> bool:
-    parent = op.parent.parent.parent if op.parent is not None and op.parent.parent is not None else None
-    while parent is not None and parent.name != "cuda_tile.entry":
-        if parent.name in ("cuda_tile.for", "cuda_tile.loop"):
-            return True
-        parent = parent.parent.parent.parent if parent.parent is not None and parent.parent.parent is not None else None
-    return False
 
 
 def _store_nibbles(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileRegs, ordering: str,

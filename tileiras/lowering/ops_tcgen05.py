@@ -59,7 +59,7 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout import WARP, MmaLayout, Pre
 from .llvm_text import llvm_type
-from .operand_views import mma_reads, source
+from .operand_views import MMAS, mma_reads, source
 from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
 from .tmem import COLUMNS, tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
@@ -90,7 +90,6 @@ KINDS: dict[tuple[str, str, str], Kind] = {
 _RESTAGED = frozenset({"tf32"})
 
 _A_IN_TMEM = frozenset({"f16", "f8f6f4"})   # kinds whose register A goes to tensor memory (`_a_in_tmem`)
-_MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
 
@@ -144,7 +143,7 @@ def kind_of(op: Operation) -> Optional[Kind]:
 
 def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     """The accumulator layout of `op` when it runs on tcgen05.mma, else None (mma.sync)."""
-    if sm not in (100, 103) or op.name not in _MMAS:
+    if sm not in (100, 103) or op.name not in MMAS:
         return None
     found = _decide(op, threads)
     return found if isinstance(found, TmemAccLayout) else None

@@ -129,17 +129,22 @@ def _fence(k: KernelLowering, acc: list[str], ty: str, frags: "dict[tuple[int, i
     """wgmma.fence with the accumulator (`ty` values) and the register-A fragments (i32) as tied
     operands: every write of them is ordered before it, and the wgmmas read what it hands back."""
     keys = list(frags)
-    values = [(ty, v) for v in acc] + [("i32", r) for key in keys for r in frags[key]]
-    ret = "{" + ", ".join(t for t, _ in values) + "}"
-    constraints = ",".join([f"={'f' if t == 'float' else 'r'}" for t, _ in values] + [str(i) for i in range(len(values))])
-    args = ", ".join(f"{t} {v}" for t, v in values)
-    res = k.b.op(f'call {ret} asm sideeffect "wgmma.fence.sync.aligned;", "{constraints},~{{memory}}"({args})', "wf")
-    out = [k.b.op(f"extractvalue {ret} {res}, {i}", "wfv") for i in range(len(values))]
+    out = _tied(k, "wgmma.fence.sync.aligned;", [(ty, v) for v in acc] + [("i32", r) for key in keys for r in frags[key]])
     fenced, at = out[:len(acc)], len(acc)
     new: dict[tuple[int, int], list[str]] = {}
     for key in keys:
         new[key], at = out[at:at + len(frags[key])], at + len(frags[key])
     return fenced, new
+
+
+def _tied(k: KernelLowering, text: str, values: "list[tuple[str, str]]") -> list[str]:
+    """The asm `text` with `values` ((LLVM type, value) pairs) passed through it as tied operands (as
+    CUTLASS's register fences do): what reads the results comes after it, what wrote them before."""
+    ret = "{" + ", ".join(t for t, _ in values) + "}"
+    constraints = ",".join([f"={'f' if t == 'float' else 'r'}" for t, _ in values] + [str(i) for i in range(len(values))])
+    args = ", ".join(f"{t} {v}" for t, v in values)
+    res = k.b.op(f'call {ret} asm sideeffect "{text}", "{constraints},~{{memory}}"({args})', "wt")
+    return [k.b.op(f"extractvalue {ret} {res}, {i}", "wtv") for i in range(len(values))]
 
 
 def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -> "TileRegs | None":
@@ -152,13 +157,8 @@ def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -
         k.b.emit(f"call void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 {pending})")
         return None
     ty = llvm_type(acc.type.element)  # type: ignore[arg-type]
-    count = len(acc.slots)
-    ret = "{" + ", ".join([ty] * count) + "}"
-    constraints = ",".join([f"={'f' if ty == 'float' else 'r'}"] * count + [str(i) for i in range(count)])
-    args = ", ".join(f"{ty} {v}" for v in acc.slots)
-    res = k.b.op(f'call {ret} asm sideeffect "wgmma.wait_group.sync.aligned {pending};", '
-                 f'"{constraints},~{{memory}}"({args})', "ww")
-    return TileRegs(acc.type, [k.b.op(f"extractvalue {ret} {res}, {i}", "wacc") for i in range(count)], acc.layout)
+    slots = _tied(k, f"wgmma.wait_group.sync.aligned {pending};", [(ty, v) for v in acc.slots])
+    return TileRegs(acc.type, slots, acc.layout)
 
 
 def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":

@@ -82,14 +82,12 @@ class ActivePipeline:
 
 
 # targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's only where their stages may be
-# swizzled: MMA_SYNC_TMA_TARGETS)
+# swizzled: on its mma.sync-only targets, warp_specialize.MMA_SYNC_TARGETS, ldmatrix reads a swizzled
+# stage as it reads a padded one, the swizzle moving whole 16-byte rows)
 TMA_TARGETS = (90, 100, 103, 120, 121)
 # rows of a load's box by target where not tma_copy.MAX_BOX: NVIDIA's sm_100 boxes hold 128 rows
 # (an operand of 256 rows is two bands), one tcgen05.mma's M
 TMA_BOX_ROWS = {100: 128, 103: 128}
-# targets whose tensor cores are mma.sync only (sm_120's): TMA fills their operand stages swizzled, and
-# ldmatrix reads them there as it reads a padded stage (the swizzle moves whole 16-byte rows)
-MMA_SYNC_TMA_TARGETS = (120, 121)
 
 
 def reads_shared(k: KernelLowering, load: Operation) -> bool:
@@ -119,7 +117,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         to_swizzle = {load for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)}
         # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
         # and a swizzled one only costs its readers address registers)
-        if k.sm not in MMA_SYNC_TMA_TARGETS or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+        if k.sm not in warp_specialize.MMA_SYNC_TARGETS or all(swizzled[load] or load in to_swizzle for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
@@ -280,11 +278,12 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
     """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
     a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
     the swizzled layout: the stage takes that layout, as the copy reads either."""
-    tile = load.results[0].type
-    readers = k.assignment.only_wgmma_reads if k.sm == 90 else k.assignment.only_ldmatrix_reads \
-        if k.sm in MMA_SYNC_TMA_TARGETS else None
-    return k.assignment is not None and readers is not None and not k.assignment.is_swizzled(load.results[0]) \
-        and readers(load.results[0]) \
+    tile, assignment = load.results[0].type, k.assignment
+    if assignment is None:
+        return False
+    readers = assignment.only_wgmma_reads if k.sm == 90 else assignment.only_ldmatrix_reads \
+        if k.sm in warp_specialize.MMA_SYNC_TARGETS else None
+    return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
         and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
