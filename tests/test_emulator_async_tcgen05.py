@@ -261,6 +261,77 @@ def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> No
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+@pytest.mark.parametrize("block,vec,span", [(16, 4, 0), (32, 2, 0), (16, 4, 64)])
+def test_block_scaled_fp4_mma_unpacks_nibbles_and_applies_each_blocks_scale(block: int, vec: int, span: int) -> None:
+    """kind::mxf4nvf4: e2m1 operands two to a byte (even K in the low nibble), K-major (no swizzle
+    or NVIDIA's 64-byte swizzle), each row's `vec` scale factors (block16: ue4m3 per 16 K, 4X;
+    block32: ue8m0 per 32, 2X) from consecutive bytes of its cell, from the scale-factor ID on."""
+    rng = np.random.default_rng(block + span)
+    m = n = 128
+    kdim = 64
+    sf_id = 0 if vec == 4 else 2
+    a_nib, b_nib = rng.integers(0, 16, (m, kdim)), rng.integers(0, 16, (n, kdim))
+    pack = lambda nib: (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)  # noqa: E731
+    a_img, a_lbo, a_sbo = image(pack(a_nib), True, span, 0)
+    b_img, b_lbo, b_sbo = image(pack(b_nib), True, span, B_BASE)
+    ue8m0 = block == 32
+    if ue8m0:
+        sa, sb = (rng.integers(120, 135, (r, 4)).astype(np.uint8) for r in (m, n))
+        value = lambda raw: np.exp2(raw.astype(np.float64) - 127)  # noqa: E731
+    else:
+        sa, sb = (rng.uniform(0.125, 16, (r, 4)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8) for r in (m, n))
+        value = lambda raw: raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)  # noqa: E731
+    sf_base = 2 * B_BASE
+    img = np.zeros(sf_base + 1024, np.uint8)
+    img[:a_img.size] = a_img
+    img[B_BASE:B_BASE + b_img.size] = b_img
+    for base, sf in ((sf_base, sa), (sf_base + 512, sb)):
+        i = np.arange(128)
+        for byte in range(4):
+            img[base + 16 * (i % 32) + 4 * (i // 32) + byte] = sf[:, byte]
+    desc = (1 << 7) | (1 << 10) | ((n >> 3) << 17) | ((m >> 4) << 24)
+    desc |= (sf_id << 4) | (ue8m0 << 23) | (sf_id << 29)
+    mma = (f"tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block{block} [%r20], %rd20, %rd21, %r7, "
+           "[%r26], [%r27], %p2;")
+    ptx = kernel("f16", n, mma=mma, a_from_tmem=True).replace(
+        "@%p1 tcgen05.cp.cta_group::1.128x256b [%r24], %rd22;", f"""
+    @%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r24], %rd22;
+    add.s64 %rd23, %rd22, 32;
+    add.u32 %r25, %r24, 4;
+    @%p1 tcgen05.cp.cta_group::1.32x128b.warpx4 [%r25], %rd23;
+    or.b32 %r26, %r24, {sf_id << 30};
+    or.b32 %r27, %r25, {sf_id << 30};""").replace("buf[32768]", "buf[40960]")
+    mem = Memory()
+    out = mem.alloc(128 * n * 4)
+    src = mem.alloc(img.size)
+    mem.write(src, img.tobytes())
+    run_ptx(ptx, "k", 1, 128, [out, src, img.size, umma_desc(0, a_lbo, a_sbo, span),
+                               umma_desc(B_BASE, b_lbo, b_sbo, span),
+                               desc, 0, out, umma_desc(sf_base, 0, 128, 0), 0], mem, check_races=True)
+    got = np.frombuffer(mem.read(out, 128 * n * 4), np.float32).reshape(128, n)
+    per = kdim // vec
+    scale_a = np.repeat(value(sa[:, sf_id:sf_id + vec]), per, axis=1)
+    scale_b = np.repeat(value(sb[:, sf_id:sf_id + vec]), per, axis=1)
+    want = (E2M1[a_nib] * scale_a) @ (E2M1[b_nib] * scale_b).T
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_fp4_kinds_refuse_transposed_operands() -> None:
+    """e2m1 operands are K-major only: a transpose bit in the descriptor is a fault, not a guess."""
+    desc = (1 << 7) | (1 << 10) | (1 << 16) | ((128 >> 3) << 17) | ((128 >> 4) << 24)
+    mma = ("tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16 [%r20], %rd20, %rd21, %r7, "
+           "[%r24], [%r24], %p2;")
+    ptx = kernel("f16", 8, mma=mma, a_from_tmem=True).replace(
+        "@%p1 tcgen05.cp.cta_group::1.128x256b [%r24], %rd22;", "")
+    mem = Memory()
+    out = mem.alloc(128 * 8 * 4)
+    with pytest.raises(EmulatorError, match=r"K-major only"):
+        run_ptx(ptx, "k", 1, 128, [out, out, 0, 0, 0, desc, 0, out, 0, 0], mem)
+
+
 def test_tensor_memory_faults() -> None:
     with pytest.raises(EmulatorError, match=r"warp 0 may access tensor-memory lanes 0..31, not lanes 32..63"):
         run("f16", "f16", 16, ld_lane_shift=32)

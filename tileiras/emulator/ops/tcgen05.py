@@ -48,8 +48,16 @@ KIND_TYPES = {
     "i8": {0: ("u8", 1), 1: ("s8", 1)},
 }
 KIND_TYPES["mxf8f6f4"] = KIND_TYPES["f8f6f4"]
-KIND_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32}
-BLOCK_SCALED = frozenset({"mxf8f6f4"})
+# the 4-bit kinds: e2m1 only (code 1), two elements to a byte in shared memory, K-major ("f4": the
+# fields they share with the unscaled kinds, decoded as those)
+KIND_TYPES["f4"] = KIND_TYPES["mxf4"] = KIND_TYPES["mxf4nvf4"] = {1: ("e2m1", 0)}
+KIND_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
+BLOCK_SCALED = frozenset({"mxf8f6f4", "mxf4", "mxf4nvf4"})
+# block-scaled kind -> {modifier naming the scale block: scale factors per row and MMA (scale_vec::NX)}
+SCALE_VECS = {"mxf8f6f4": {"scale_vec::1X": 1, "block32": 1}, "mxf4": {"scale_vec::2X": 2, "block32": 2},
+              "mxf4nvf4": {"scale_vec::2X": 2, "block32": 2, "scale_vec::4X": 4, "block16": 4}}
+# the 16 e2m1 values by nibble (1 sign, 2 exponent, 1 mantissa bits)
+_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 DTYPES = {1: "f32", 2: "s32"}
 SCALE_TYPES = {0: "ue4m3", 1: "ue8m0"}
 
@@ -322,14 +330,18 @@ def decode_idesc(idesc: int, kind: str, pair: bool = False) -> dict:
     for what is not modelled.
 
     Block-scaled kinds use bits 4-5 for the B scale-factor ID, bit 23 for the scale type
-    (0 UE4M3, 1 UE8M0) and bits 29-30 for the A scale-factor ID; their D is always f32."""
+    (0 UE4M3, 1 UE8M0) and bits 29-30 for the A scale-factor ID; their D is always f32. The 4-bit
+    kinds take e2m1 (code 1) for A and B, K-major only (no transpose bits)."""
     if idesc & 0x7:
         raise ValueError("sparse tcgen05.mma is not supported")
     if kind in BLOCK_SCALED:
         if idesc >> 31:
-            raise ValueError("the K-size bit must be 0 for .kind::mxf8f6f4")
-        f = decode_idesc((idesc & ~(0x3 << 4) & ~(1 << 23) & ~(0x3 << 29)) | (1 << 4), "f8f6f4", pair)
+            raise ValueError(f"the K-size bit must be 0 for .kind::{kind} (dense K)")
+        plain = "f8f6f4" if kind == "mxf8f6f4" else "f4"
+        f = decode_idesc((idesc & ~(0x3 << 4) & ~(1 << 23) & ~(0x3 << 29)) | (1 << 4), plain, pair)
         f.update(sf_b=(idesc >> 4) & 3, sf_a=(idesc >> 29) & 3, scale=SCALE_TYPES[(idesc >> 23) & 1])
+        if kind != "mxf8f6f4" and (f["trans_a"] or f["trans_b"]):
+            raise ValueError(f".kind::{kind} reads A and B K-major only (transpose bits 15-16 must be 0)")
         return f
     dcode = (idesc >> 4) & 3
     if dcode not in DTYPES:
@@ -363,11 +375,14 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     mods.need(("mma",), ".mma")
     pair = _cta_group(mods, ins, pairs=True)
     kind = mods.need(tuple(f"kind::{k}" for k in KIND_K),
-                     "the kind (.kind::f16, ::tf32, ::f8f6f4, ::i8, ::mxf8f6f4)")[6:]
+                     "the kind (.kind::f16, ::tf32, ::f8f6f4, ::i8, ::mxf8f6f4, ::mxf4, ::mxf4nvf4)")[6:]
     scaled = kind in BLOCK_SCALED
+    vec = 0          # scale factors per row (of A) / column (of B) and MMA
     if scaled:
         mods.need(("block_scale",), ".block_scale")
-        mods.one(("scale_vec::1X", "block32"))     # the only vector size of .kind::mxf8f6f4
+        vecs = SCALE_VECS[kind]
+        named = mods.one(tuple(vecs))
+        vec = vecs[named] if named else min(vecs.values())   # the default: the kind's largest block
     mods.ignore(("collector::a::fill", "collector::a::use", "collector::a::lastuse", "collector::a::discard",
                  "collector::b0::fill", "collector::b0::use", "collector::b0::lastuse", "collector::b0::discard"))
     mods.done()
@@ -428,12 +443,17 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
                     _track(st, li, ci, t, False, ins, ("tcgen05", t))
                 raw = np.ascontiguousarray(tm.cells[li, ci]).view(np.dtype(f"<u{aes}"))
                 A = element_values(raw, aty)
+            elif aty == "e2m1":
+                A = _fp4_operand(st, _at(st, a_op, t), mm, k, t, what, ins)
             else:
                 A = _smem_operand(st, _at(st, a_op, t), mm, k, aty, aes, not f["trans_a"], t, what, ins)
-            B = _smem_operand(st, _at(st, b_op, t), n, k, bty, bes, not f["trans_b"], t, what, ins)
+            if bty == "e2m1":
+                B = _fp4_operand(st, _at(st, b_op, t), n, k, t, what, ins)
+            else:
+                B = _smem_operand(st, _at(st, b_op, t), n, k, bty, bes, not f["trans_b"], t, what, ins)
             if sf_ops:
-                A = A * _scales(st, _at(st, sf_ops[0], t), mm, f["sf_a"], f["scale"], t, ins)[:, None]
-                B = B * _scales(st, _at(st, sf_ops[1], t), n, f["sf_b"], f["scale"], t, ins)[:, None]
+                A = _scaled(A, _scales(st, _at(st, sf_ops[0], t), mm, f["sf_a"], vec, f["scale"], t, ins))
+                B = _scaled(B, _scales(st, _at(st, sf_ops[1], t), n, f["sf_b"], vec, f["scale"], t, ins))
             D = ((-A if f["neg_a"] else A) @ (-B if f["neg_b"] else B).T)
             d = _at(st, d_addr, t) & 0xFFFFFFFF
             rows = (d >> 16) + d_lanes(mm)
@@ -468,25 +488,46 @@ def accumulate(f: dict, D: Any, old: Any, scale_d: int = 0) -> Any:
     return D.astype(np.float32).view(np.uint32)
 
 
-def _scales(st: Any, addr: int, rows: int, sf_id: int, scale: str, t: int, ins: Instr) -> Any:
-    """The block scale of each of `rows` rows (of A) or columns (of B) for one MMA (scale_vec::1X).
+def _scaled(x: Any, scales: Any) -> Any:
+    """Operand rows (rows, K) times their block scales (rows, vec): K cut in `vec` equal blocks."""
+    rows, k = x.shape
+    vec = scales.shape[1]
+    return (x.reshape(rows, vec, k // vec) * scales[:, :, None]).reshape(rows, k)
+
+
+def _fp4_operand(st: Any, desc: int, rows: int, k: int, t: int, what: str, ins: Instr) -> Any:
+    """A K-major e2m1 operand (rows, k): two elements to a byte, the even K in the low nibble, so
+    the descriptor describes a (rows, k / 2) matrix of bytes."""
+    np = _np()
+    raw = _smem_operand(st, desc, rows, k // 2, "u8", 1, True, t, what, ins).astype(np.uint8)
+    nibbles = np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(rows, k)
+    return np.array(_E2M1)[nibbles]
+
+
+def _scales(st: Any, addr: int, rows: int, sf_id: int, vec: int, scale: str, t: int, ins: Instr) -> Any:
+    """The `vec` block scales (scale_vec::NX) of each of `rows` rows (of A) or columns (of B) for
+    one MMA: (rows, vec).
 
     Scale-factor layout in tensor memory: row r is in lane r % 32 of every 32-lane quarter (the
     factors are duplicated to all four, as tcgen05.cp ...warpx4 writes them), column
-    addr + r // 32, byte `sf_id` (the K block the MMA covers) of the 32-bit cell; the address's
-    bits 30-31 repeat that byte number (NVIDIA's code derives the descriptor's IDs from them)."""
+    addr + r // 32, bytes `sf_id` .. sf_id + vec - 1 (the K blocks the MMA covers) of the 32-bit
+    cell; the address's bits 30-31 repeat sf_id (NVIDIA's code derives the descriptor's IDs from
+    them), which must be a multiple of `vec`."""
     np = _np()
     a = addr & 0xFFFFFFFF
     if a >> 30 != sf_id:
         raise DeviceFault(f"scale-factor address 0x{a:x} selects byte {a >> 30} of its cells (bits 30-31), "
                           f"the instruction descriptor byte {sf_id}", t)
+    if sf_id % vec:
+        raise DeviceFault(f"scale-factor ID {sf_id} is not a multiple of scale_vec::{vec}X", t)
     lane0, col0 = (a >> 16) & 0x3FFF, a & 0xFFFF
     r = np.arange(rows)
     li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
     if st.races is not None:
         _track(st, li, ci, t, False, ins, ("tcgen05", t))
     cells = tmem(st, t).cells[li, ci]                         # (32 lanes, columns)
-    raw = ((cells[r % 32, r // 32] >> np.uint32(8 * sf_id)) & np.uint32(0xFF)).astype(np.uint8)
+    shifts = (8 * (sf_id + np.arange(vec))).astype(np.uint32)
+    raw = ((cells[r % 32, r // 32][:, None] >> shifts[None, :]) & np.uint32(0xFF)).astype(np.uint8)
     if scale == "ue8m0":
         return np.where(raw == 255, np.nan, np.exp2(raw.astype(np.float64) - 127))
     import ml_dtypes
