@@ -7,7 +7,8 @@ power of two, 32..512, aligned to its size) and writes the address to shared mem
 tcgen05.mma (cta_group::1) is issued by each thread that executes it and computed at once:
 D (M x N, in tensor memory) = A * B (+ D), A from shared memory (descriptor) or tensor
 memory, B from shared memory, shapes and types from the 32-bit instruction descriptor
-(sparsity, block scaling and f16 accumulators are reported as unsupported). With M = 128,
+(sparsity and f16 accumulators are reported as unsupported); the block-scaled kinds (mxf8f6f4,
+and mxf4 / mxf4nvf4 with e2m1 two to a byte) read their scale factors from tensor memory. With M = 128,
 row i of D is lane i of the addressed lanes; with M = 64 the rows fill lanes 0-15 of each
 32-lane quarter. Each 32-bit column holds one element of a row. tcgen05.commit makes the
 mbarrier arrive at once, since every earlier tcgen05 operation has already completed.
