@@ -1,8 +1,8 @@
 """Block-scaled fp4 (f4E2M1FN) matmuls: cutile-python's BlockScaledMatMul sample with MXFP4 (ue8m0 scales
 per 32) and NVFP4 (e4m3 scales per 16) operands. On sm_120 they run on the block_scale mma.sync of
 m16n8k64 (`kind::mxf4` scale_vec::2X, `kind::mxf4nvf4` scale_vec::4X), as NVIDIA's compiler issues
-there (SASS OMMA.SF.16864); on sm_100 widened to e4m3 for the fp8 mma.sync, the scales applied by FMA
-(ops_blockscale.py)."""
+there (SASS OMMA.SF.16864); on sm_100 tcgen05.mma kind::mxf4nvf4 (block32 / block16), the operands
+packed two to a byte by the mma (fp4_pack.py), the scales in tensor memory (ops_blockscale.py)."""
 
 from __future__ import annotations
 
@@ -87,23 +87,24 @@ def test_sm120_fp4_128x256_compiles_to_the_block_scaled_mma(fmt: str, tmp_path: 
     _ptxas_report(ptx, "sm_120a", tmp_path)
 
 
-SM100_MMA = "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"
+# format -> the tcgen05 instruction of sm_100 (NVIDIA's: the same kind and block size)
+SM100_MMA = {"mxfp4": "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block32",
+             "nvfp4": "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16"}
 
 
-@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
-def test_sm100_fp4_matmul_widens_to_e4m3_on_tensor_cores(fmt: str, tmp_path: Path) -> None:
-    """sm_100 has no fp4 mma.sync (and tcgen05's kind::mxf4nvf4 is not implemented here): the e2m1
-    fragments are widened to e4m3 (a prmt table, exact) for the fp8 mma.sync, scaled into the
-    accumulator by FMA per scale block (NVFP4's blocks of 16: one mma per half of K 32, the other
-    half's A registers zero). No spills; the emulator's result (race checker on) is numpy's."""
-    ptx = _ptx(_kernel(fmt, 128, 128, 128, 2), "sm_100", tmp_path)
-    assert SM100_MMA in ptx and "prmt.b32" in ptx
-    # per warp and K tile: 128 / 16 / (warps' rows) ... every instruction followed by its 4 FMAs
-    assert ptx.count("fma.rn.f32") >= 4 * ptx.count(SM100_MMA)
+@pytest.mark.parametrize("fmt,tn", [("mxfp4", 128), ("nvfp4", 128), pytest.param("nvfp4", 256, marks=pytest.mark.sweep),
+                                    pytest.param("mxfp4", 256, marks=pytest.mark.sweep)])
+def test_sm100_fp4_matmul_runs_on_tcgen05(fmt: str, tn: int, tmp_path: Path) -> None:
+    """sm_100: tcgen05.mma kind::mxf4nvf4 with the block scales in tensor memory (tcgen05.cp), A and B
+    packed two e2m1 to a byte, K-major, by the mma (fp4_pack.py); no mma.sync, no FMA scaling, no
+    spills. The emulator's result (race checker on) is numpy's."""
+    ptx = _ptx(_kernel(fmt, 128, tn, 128, 2), "sm_100", tmp_path)
+    assert SM100_MMA[fmt] in ptx and "tcgen05.cp.cta_group::1.32x128b.warpx4" in ptx
+    assert "mma.sync" not in ptx and "fma.rn.f32" not in ptx
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report, report
-    a, sa, b, sb = _inputs(fmt, 128, 128, 256, seed=5)
-    out = emulate(_module(_kernel(fmt, 128, 128, 128, 2)), [a, sa, b, sb, np.zeros((128, 128), np.float32)],
+    a, sa, b, sb = _inputs(fmt, 128, tn, 256, seed=5)
+    out = emulate(_module(_kernel(fmt, 128, tn, 128, 2)), [a, sa, b, sb, np.zeros((128, tn), np.float32)],
                   "sm_100")[4]
     ref = _reference(fmt, a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()

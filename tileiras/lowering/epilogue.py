@@ -9,8 +9,8 @@ row-major matrix, two elements per shared store) and read back in a
 blocked layout whose runs are 16 bytes, which the view store then writes with
 16-byte accesses, as NVIDIA's epilogues do. Done only where it reuses memory
 the kernel has anyway (a tile larger than the buffers, i32 or f32 128x256 on
-sm_80, goes through them a chunk of rows at a time), where nothing after the
-store reads a buffer, and where the buffers hold no mbarrier (tcgen05's).
+sm_80, goes through them a chunk of rows at a time) and where nothing after the
+store reads a buffer (tensor memory's mbarrier and address slot stay: `KEPT`).
 Asynchronous writers into the buffers must be done first: cp.async copies are
 waited for here (a TMA-fed pipeline leaves no copy in flight after its loop: every stage
 it fills is waited for), and a one-shot TMA load's mbarrier still valid is invalidated.
@@ -54,7 +54,7 @@ def _staging(k: KernelLowering, op: Operation, tile: TileRegs, blocked: BlockedL
     released, every buffer is free); (lifetime, rows a chunk) inside a loop (a persistent
     kernel's tiles), through bytes that nothing alive anywhere in the outermost loop around it
     uses (`lifetime` is that loop's), where the target's shared memory has them; rows 0: nowhere."""
-    if _buffers_free_after(k, op) and not _holds_mbarriers(k):
+    if _buffers_free_after(k, op):
         return None, _chunk_rows(tile, blocked, lambda nbytes: nbytes <= k.buffers.total)
     loop = _outermost_loop(op)
     if loop is None or getattr(k, "warp_split", None) is not None:
@@ -117,7 +117,7 @@ def _stageable(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Blo
     """`_blocked`, where the buffers may be reused for it (whatever its size): an mma accumulator
     stored last, nothing else alive in the buffers."""
     blocked = _blocked(k, tile)
-    if blocked is None or not _buffers_free_after(k, op) or _holds_mbarriers(k):
+    if blocked is None or not _buffers_free_after(k, op):
         return None
     return blocked
 
@@ -331,12 +331,6 @@ def buffers_free_after(entry: Operation, op: Operation, shared_operand: "Callabl
                 and shared_operand(inner.results[0]):
             return False
     return True
-
-
-def _holds_mbarriers(k: KernelLowering) -> bool:
-    """The buffers hold live control data (tensor memory's mbarrier and address slot): their memory
-    may not be reused before the mbarrier is invalidated (PTX ISA, mbarrier.inval)."""
-    return getattr(k, "tmem", None) is not None
 
 
 def _release_buffers(k: KernelLowering) -> None:

@@ -25,10 +25,13 @@ fp4 (f4E2M1FN) operands (`SCALED`): on sm_120 / sm_121 the block_scale mma.sync 
 one to a byte in shared memory and are packed eight to a register as the fragments are gathered
 (ops_mma._nibbles: the e2m1 fragments are the 8-bit ones with each byte a pair of nibbles). Each
 scale register holds the instruction's 2 or 4 K blocks, one byte each from byte 0, in the lanes
-scale_vec::1X uses. Elsewhere (sm_100: NVIDIA's tcgen05 kind::mxf4nvf4, not implemented here) the
-fp4 fragments are widened to e4m3 as they are gathered (every e2m1 value is an e4m3 one: a prmt
-table) for the fp8 mma.sync, scaled by FMA as fp8's; a scale block of 16 (NVFP4) is half an
-instruction's K, so each half gets an instruction of its own with the other half's A registers zero.
+scale_vec::1X uses. On sm_100 / sm_103 fp4 runs on tcgen05.mma kind::mxf4nvf4 (block32: 2 scale
+factors a row per MMA of K 64, block16: 4), the operands packed two to a byte by the mma
+(fp4_pack.py), the scale factors in tensor memory as fp8's (below; NVFP4's 8 K blocks of a K tile
+of 128 take two cells a row). Elsewhere (sm_110) the fp4 fragments are widened to e4m3 as they are
+gathered (every e2m1 value is an e4m3 one: a prmt table) for the fp8 mma.sync, scaled by FMA as
+fp8's; a scale block of 16 (NVFP4) is half an instruction's K, so each half gets an instruction of
+its own with the other half's A registers zero.
 """
 
 from __future__ import annotations
@@ -286,10 +289,11 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 #
 # Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
 # on tcgen05 (ops_tcgen05 asks `tcgen05_kind` / `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
-# (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma", scale_vec::1X): the factor of row r
-# (A) or column r (B) sits in lane r % 32, column r / 32 from the operand's scale address, in byte
-# sf_id of the 32-bit cell, where sf_id is the K block (of 32) the MMA covers: one cell holds 4 K blocks,
-# so a K tile of up to 128 takes one column per 32 rows. The address's bits 30-31 and the instruction
+# (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
+# r (B) sit in lane r % 32, column r / 32 from the operand's scale address, from byte sf_id of the
+# 32-bit cell, where sf_id is the first K block the MMA covers (scale_vec::1X: one byte, fp8's K 32;
+# 2X / 4X: two or four bytes, fp4's K 64 in blocks of 32 or 16): one cell holds 4 K blocks, so a K
+# tile of 4 blocks takes one column per 32 rows, of 8 two (`sf_cells`: each cell's columns apart). The address's bits 30-31 and the instruction
 # descriptor's A / B scale-factor IDs (bits 29-30 / 4-5) name the byte; bit 23 says ue8m0. tcgen05.cp
 # .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
 # 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
@@ -305,31 +309,50 @@ _F8_CODE = {"f8E4M3FN": 0, "f8E5M2": 1}    # A / B format codes of kind::mxf8f6f
 
 
 def tcgen05_kind(op: Operation) -> "object | None":
-    """The tcgen05 Kind of a block-scaled mma (e4m3/e5m2, ue8m0 per 32, K tile up to 128), else None."""
+    """The tcgen05 Kind of a block-scaled mma, else None: fp8 (e4m3/e5m2, ue8m0 per 32, K tile up
+    to 128: kind::mxf8f6f4) or fp4 (e2m1, ue8m0 per 32 or ue4m3 / ue8m0 per 16: kind::mxf4nvf4,
+    whose A and B the mma packs two to a byte, K-major, fp4_pack.py)."""
     from .ops_tcgen05 import Kind
 
     lhs, rhs = (op.operand(n).type for n in ("lhs", "rhs"))
+    f = scaled_form(op)
+    if f is not None and f.k == 64:
+        return Kind("mxf4nvf4", 1, 1, 1, 64, 1)
     if isinstance(choose(op, lhs, rhs, op.operand("acc").type), str) or lhs.shape[-1] > 4 * _BLOCK:  # type: ignore
         return None
     return Kind("mxf8f6f4", _F8_CODE[str(lhs.element)], _F8_CODE[str(rhs.element)], 1, _BLOCK, 1)  # type: ignore[union-attr]
 
 
-def tcgen05_fits(m: int, n: int, threads: int, kdim: int) -> bool:
+def scale_blocks(op: Operation) -> tuple[int, int]:
+    """(elements per scale factor, K blocks of the tile: scale factors per row of A / column of B)."""
+    lhs, scale = op.operand("lhs").type, op.operand("lhs_scale").type
+    return lhs.shape[-1] // scale.shape[-1], scale.shape[-1]  # type: ignore[union-attr]
+
+
+def sf_cells(op: Operation) -> int:
+    """32-bit tensor-memory cells of a row's scale factors: one per 4 K blocks (a K tile of 128 is one
+    cell with 32-element blocks, two with NVFP4's 16)."""
+    return -(-scale_blocks(op)[1] // 4)
+
+
+def tcgen05_fits(op: Operation, m: int, n: int, threads: int) -> bool:
     """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
     both 256 (that accumulator fills all 512 columns), and A's and B's scale bytes whole rounds of
     the threads (each thread restages the same number of each)."""
-    kblocks = kdim // _BLOCK
+    kblocks = scale_blocks(op)[1]
     return m in (128, 256) and n in (128, 256) and m + n < 512 and not (m * kblocks % threads or n * kblocks % threads)
 
 
-def tcgen05_columns(m: int, n: int) -> int:
-    """Tensor-memory columns of the scale factors, after the accumulator's."""
-    return _SF_COLS * (m // _SF_ROWS + n // _SF_ROWS)
+def tcgen05_columns(m: int, n: int, cells: int = 1) -> int:
+    """Tensor-memory columns of the scale factors, after the accumulator's: per cell of a row, a
+    column per 32 rows of A and of B."""
+    return _SF_COLS * (m // _SF_ROWS + n // _SF_ROWS) * cells
 
 
-def tcgen05_sf_bytes(m: int, n: int) -> int:
-    """Shared-memory bytes of A's and B's scale factors restaged for tcgen05.cp."""
-    return (m + n) // _SF_ROWS * _SF_CHUNK_BYTES
+def tcgen05_sf_bytes(m: int, n: int, cells: int = 1) -> int:
+    """Shared-memory bytes of A's and B's scale factors restaged for tcgen05.cp (a 512-byte chunk per
+    128 rows and cell)."""
+    return (m + n) // _SF_ROWS * _SF_CHUNK_BYTES * cells
 
 
 def tcgen05_sources(k: KernelLowering, tiles: list) -> "list[_Scales]":
@@ -344,7 +367,8 @@ def restage_tcgen05(k: KernelLowering, op: Operation, sources: "list[_Scales]", 
     K block e % kblocks) of A, then of B (whole rounds of threads each: tcgen05_fits)."""
     from .async_copy import fence_async_proxy
 
-    kblocks = op.operand("lhs").type.shape[-1] // _BLOCK  # type: ignore[union-attr]
+    kblocks = scale_blocks(op)[1]
+    cells = sf_cells(op)
     for s in range((m + n) * kblocks // k.threads):
         first = s * k.threads
         src, base = (sources[0], 0) if first < m * kblocks else (sources[1], m * kblocks)
@@ -355,12 +379,20 @@ def restage_tcgen05(k: KernelLowering, op: Operation, sources: "list[_Scales]", 
         if src.transposed:
             r, c = c, r
         val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
-        # byte 512 chunk + 16 (x % 32) + 4 ((x / 32) % 4) + K block of the operand's chunks
+        # byte 512 (cell chunks + chunk) + 16 (x % 32) + 4 ((x / 32) % 4) + K block % 4 of the
+        # operand's chunks (cell = K block / 4: one 32-bit cell holds 4 K blocks of a row)
+        chunks = (m if src is sources[0] else n) // _SF_ROWS
         quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
-        terms = [k.b.op(f"mul i32 {k.b.op(f'lshr i32 {x}, 7', 'sfd')}, {_SF_CHUNK_BYTES}", "sfd"),
+        chunk = k.b.op(f"lshr i32 {x}, 7", "sfd")
+        if cells > 1:
+            cell = k.b.op(f"lshr i32 {kb}, 2", "sfd")
+            chunk = k.b.op(f"add i32 {chunk}, {k.b.op(f'mul i32 {cell}, {chunks}', 'sfd')}", "sfd")
+            kb = k.b.op(f"and i32 {kb}, 3", "sfd")
+        terms = [k.b.op(f"mul i32 {chunk}, {_SF_CHUNK_BYTES}", "sfd"),
                  k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
                  k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
-        dst = buffer if src is sources[0] else k.b.op(f"add i32 {buffer}, {m // _SF_ROWS * _SF_CHUNK_BYTES}", "sfd")
+        dst = buffer if src is sources[0] else \
+            k.b.op(f"add i32 {buffer}, {m // _SF_ROWS * _SF_CHUNK_BYTES * cells}", "sfd")
         for term in terms:
             dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
         k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
@@ -378,13 +410,17 @@ class Tcgen05Scales:
         from .async_copy import is_ready, wait_for
 
         self.k, self.m, self.n, self.address = k, m, n, sf_address
+        self.block, _ = scale_blocks(op)
+        self.cells = sf_cells(op)
+        self.fp4 = scaled_form(op).k == 64  # type: ignore[union-attr]
+        self.ue8m0 = str(op.operand("lhs_scale").type.element) == "f8E8M0FNU"  # type: ignore[union-attr]
         if buffer is not None:
             self.buffer = buffer
             return
         tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
         sources = tcgen05_sources(k, tiles)
         if op not in k.tmem_buffers:     # A's chunks, then B's
-            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n), 128)
+            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), 128)
         self.buffer = str(k.tmem_buffers[op])
         if not is_ready(tiles):   # the sources' copies (or staging stores) are published
             wait_for(k, tiles)
@@ -392,9 +428,10 @@ class Tcgen05Scales:
         restage_tcgen05(k, op, sources, self.buffer, m, n)
 
     def copy(self) -> None:
-        """tcgen05.cp of every 128-row chunk (A's, then B's) into its 4 columns (issuing thread only)."""
+        """tcgen05.cp of every 128-row chunk and cell (A's, then B's; per operand cell by cell, each
+        cell's chunks side by side) into its 4 columns (issuing thread only)."""
         k = self.k
-        for chunk in range((self.m + self.n) // _SF_ROWS):
+        for chunk in range((self.m + self.n) // _SF_ROWS * self.cells):
             off = k.b.op(f"add i32 {self.buffer}, {chunk * _SF_CHUNK_BYTES}", "sfs") if chunk else self.buffer
             at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "sfs")
             shifted = k.b.op(f"lshr i32 {at}, 4", "sfs")
@@ -406,15 +443,21 @@ class Tcgen05Scales:
                      f'"r,l,~{{memory}}"(i32 {taddr}, i64 {desc})')
 
     def mma(self, d: str, a_desc: str, b_desc: str, idesc: int, k0: int, half: int, enable: str) -> None:
-        """One block-scaled MMA: K block k0 / 32 of the tile, rows 128 half.. of A."""
+        """One block-scaled MMA: K from k0 (its first K block, k0 / block, picks the cell and the byte
+        in it: the scale-factor ID), rows 128 half.. of A."""
         k = self.k
-        kb = k0 // _BLOCK
+        cell, kb = divmod(k0 // self.block, 4)
+        chunks_a, chunks_b = self.m // _SF_ROWS, self.n // _SF_ROWS
         # the descriptor's D-format bits are B's scale-factor ID here (D is always f32)
-        desc = (idesc & ~0x30) | (kb << 4) | (1 << 23) | (kb << 29)
-        sfa = k.b.op(f"add i32 {self.address}, {_i32((_SF_COLS * half) | (kb << 30))}", "sfa")
-        sfb = k.b.op(f"add i32 {self.address}, {_i32((_SF_COLS * self.m // _SF_ROWS) | (kb << 30))}", "sfb")
+        desc = (idesc & ~0x30) | (kb << 4) | (self.ue8m0 << 23) | (kb << 29)
+        a_col = _SF_COLS * (cell * chunks_a + half)
+        b_col = _SF_COLS * (self.cells * chunks_a + cell * chunks_b)
+        sfa = k.b.op(f"add i32 {self.address}, {_i32(a_col | (kb << 30))}", "sfa")
+        sfb = k.b.op(f"add i32 {self.address}, {_i32(b_col | (kb << 30))}", "sfb")
+        # fp4: kind::mxf4nvf4 with 2 (block32) or 4 (block16) scale factors a row per MMA
+        kind = f"mxf4nvf4.block_scale.block{self.block}" if self.fp4 else "mxf8f6f4.block_scale.scale_vec::1X"
         k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $6, 0; '
-                 f'tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X [$0], $1, $2, $3, [$4], [$5], p; }}", '
+                 f'tcgen05.mma.cta_group::1.kind::{kind} [$0], $1, $2, $3, [$4], [$5], p; }}", '
                  f'"r,l,l,r,r,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {desc}, i32 {sfa}, i32 {sfb}, '
                  f'i32 {enable})')
 

@@ -6,9 +6,9 @@ rounded to tf32, and whose A is such a load too or (except tf32) a register tile
 copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M) M-major, B
 (K, N) N-major or (N, K) K-major: the instruction descriptor's transpose bits; tf32 operands
 are copied swizzled too, then rounded in place by the epilogue warps of a warp-specialized loop
-(warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); M 64,
-128 or 256 (two M=128 instructions side
-by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
+(warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); block-scaled
+fp8 and fp4 (ops_blockscale.py: fp4's A and B, wherever they are, packed two to a byte by the mma,
+fp4_pack.py); M 64, 128 or 256 (two M=128 instructions side by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
 TMEM lane quarter is read by its own warps, and room in the 512 columns of tensor memory (`plan`:
 accumulators that stay there through a loop apart, the columns each mma needs only while it
 runs shared, and every top-level loop or mma starting again at column 0).
@@ -89,6 +89,9 @@ KINDS: dict[tuple[str, str, str], Kind] = {
 # K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
 _RESTAGED = frozenset({"tf32"})
 
+# 4-bit kinds: A and B two elements to a byte, K-major, which no copy of a load gives as it lands: the
+# mma packs them from registers or their staged bytes into buffers of its own (fp4_pack.py)
+_PACKED = frozenset({"mxf4nvf4"})
 _A_IN_TMEM = frozenset({"f16", "f8f6f4"})   # kinds whose register A goes to tensor memory (`_a_in_tmem`)
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
@@ -187,8 +190,12 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
     if op.name == "cuda_tile.mmaf_scaled":
         from .ops_blockscale import tcgen05_fits
 
-        if not tcgen05_fits(m, n, threads, kdim):
+        if not tcgen05_fits(op, m, n, threads):
             return "the block scales of this shape do not fit tensor memory's columns beside the accumulator"
+    if kind.name in _PACKED:      # A and B packed K-major by the mma from wherever they are (fp4_pack.py)
+        layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+        return layout if columns_needed(op, layout) <= COLUMNS else \
+            f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
     a_src, b_src = _loaded(lhs), _loaded(rhs)
     if b_src is None:
         return "B is not a load used only by this mma: tcgen05.mma reads B from shared memory"
@@ -272,8 +279,9 @@ def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
     (warp_specialize_tcgen05.py); elsewhere the mma restages it K-major from there (`_restaged`)."""
     row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
     reads = mma_reads(value, _passes)  # type: ignore[arg-type]
-    return bool(reads) and all(read.mma in ops and (kind_of(read.mma).name not in _RESTAGED  # type: ignore[union-attr]
-                                                    or _swizzles(row)) for read in reads)  # type: ignore[union-attr]
+    return bool(reads) and all(read.mma in ops and kind_of(read.mma).name not in _PACKED  # type: ignore[union-attr]
+                               and (kind_of(read.mma).name not in _RESTAGED  # type: ignore[union-attr]
+                                    or _swizzles(row)) for read in reads)
 
 
 def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
@@ -528,9 +536,9 @@ def op_columns(op: Operation, m: int, n: int) -> int:
     """Tensor-memory columns of one mma: its accumulator's, and a block-scaled mma's scale factors."""
     if op.name != "cuda_tile.mmaf_scaled":
         return columns_of(m, n)
-    from .ops_blockscale import tcgen05_columns
+    from .ops_blockscale import sf_cells, tcgen05_columns
 
-    return columns_of(m, n) + tcgen05_columns(m, n)
+    return columns_of(m, n) + tcgen05_columns(m, n, sf_cells(op))
 
 
 def columns_of(m: int, n: int) -> int:
@@ -582,8 +590,14 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     if _reuses_columns(k, op) or stores and not _same_owners(k, op):
         k.barrier()    # every warp's reads of the columns this op stores to are done
     a_tmem = _a_in_tmem(k, op, lhs)
+    packed = kind.name in _PACKED
     if restaged:
         a, b = _restaged(k, op, lhs, rhs)
+    elif packed:
+        from .fp4_pack import pack
+
+        kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+        a, b = _Packed(pack(k, lhs, "a", m, kdim), True), _Packed(pack(k, rhs, "b", n, kdim), True)  # type: ignore[arg-type]
     else:
         a = None if a_tmem else _shared(k, lhs, "a") if isinstance(lhs, SharedTileVal) \
             else _Operand(stage(k, lhs, swizzled=True), True)  # type: ignore[arg-type]
@@ -620,7 +634,7 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
     if restaged:
         fence_async_proxy(k)
-    elif not is_ready([v for v in (lhs, rhs) if a_tmem is None or v is rhs]):
+    elif not packed and not is_ready([v for v in (lhs, rhs) if a_tmem is None or v is rhs]):
         wait_for(k, [lhs, rhs])
         fence_async_proxy(k)
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
@@ -696,6 +710,14 @@ class _Operand:
         if self.kmajor:
             return _descriptor(k, self.matrix, _offset_of(self.matrix, x0, k0), 16)
         return _descriptor(k, self.matrix, _offset_of(self.matrix, k0, x0), self.matrix.atom_bytes)
+
+
+class _Packed(_Operand):
+    """A 4-bit operand packed two to a byte (fp4_pack.py): its K steps, in elements, are half as
+    many bytes."""
+
+    def descriptor(self, k: KernelLowering, x0: int, k0: int) -> str:
+        return super().descriptor(k, x0, k0 // 2)
 
 
 def _shared(k: KernelLowering, value: SharedTileVal, role: str) -> _Operand:

@@ -109,13 +109,13 @@ def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tupl
     """(shared offset of stage 0's restaged scales, bytes a stage, tensor-memory columns a stage) of
     the block-scaled mma `op`: per stage, so that neither the restaging nor the tcgen05.cp of the
     next iterations overwrites scales that MMAs still in flight read."""
-    from .ops_blockscale import tcgen05_columns, tcgen05_sf_bytes
+    from .ops_blockscale import sf_cells, tcgen05_columns, tcgen05_sf_bytes
 
     _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-    nbytes = tcgen05_sf_bytes(m, n)
+    nbytes = tcgen05_sf_bytes(m, n, sf_cells(op))
     if (op, "stages") not in k.tmem_buffers:
         k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, 128)
-    return k.tmem_buffers[(op, "stages")], nbytes, tcgen05_columns(m, n)
+    return k.tmem_buffers[(op, "stages")], nbytes, tcgen05_columns(m, n, sf_cells(op))
 
 
 def _zero(value: object) -> bool:

@@ -40,7 +40,10 @@ LOOPS = frozenset({"cuda_tile.for", "cuda_tile.loop"})
 # as long as the kernel (conservative: nothing tracks it past the region).
 _ESCAPES = frozenset({"cuda_tile.yield", "cuda_tile.continue", "cuda_tile.break", "cuda_tile.return"})
 
-KINDS = ("staging", "ring", "mbarrier", "conversion", "reduction", "epilogue", "restaging", "buffer")
+KINDS = ("staging", "ring", "mbarrier", "conversion", "reduction", "epilogue", "restaging", "buffer", "tmem")
+# kinds `release` leaves alive: tensor memory's mbarrier and address slot, used until its dealloc at
+# the kernel's end (an mbarrier's bytes may not be reused before it is invalidated, PTX ISA mbarrier.inval)
+KEPT = frozenset({"tmem"})
 
 
 @record
@@ -223,9 +226,10 @@ class SharedBuffers:
         return buffer
 
     def release(self, before: int) -> None:
-        """Every buffer alive at `before` is dead from there on: the caller waited for every
-        asynchronous access and met the CTA at a barrier, and nothing after reads them."""
-        self.buffers = [replace(b, end=before - 1) if b.start < before <= b.end else b for b in self.buffers]
+        """Every buffer alive at `before` is dead from there on (but the `KEPT` kinds): the caller
+        waited for every asynchronous access and met the CTA at a barrier, and nothing after reads them."""
+        self.buffers = [replace(b, end=before - 1) if b.start < before <= b.end and b.kind not in KEPT else b
+                        for b in self.buffers]
 
     def describe(self) -> list[str]:
         return [f"//     {b.kind:<10} [{b.offset:>6}, {b.offset + b.nbytes:>6}) {b.nbytes:>6} B align {b.align}"
