@@ -199,11 +199,12 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     lines = [line.split("s  ", 1)[1] for line in timed.stderr.splitlines() if "s  " in line]
     passes = [line for line in lines if line.endswith("(sm_90)")]
     # nv_tileaa (tiles split over a cluster, views in tensor order, facts), warps and long rows in chunks, then layout
-    # assignment and nv_tileas, then token order and LLVM IR
+    # assignment and nv_tileas (its schedule decisions last), then token order and LLVM IR
     assert passes == [f"{name} (sm_90)" for name in (
         "split-over-cluster", "order-views", "infer-facts", "verify-nv_tileaa", "chunk-rows", "assign-layouts",
         "materialize-layouts", "fuse-conversions",
-        "verify-nv_tileas", "shared-buffer-lifetimes", "token-order", "lower to LLVM IR")]
+        "verify-nv_tileas", "shared-buffer-lifetimes", "plan-pipelines", "plan-warp-roles", "token-order",
+        "lower to LLVM IR")]
 
 
 def test_ptxas_only_change_reuses_cached_ptx(tmp_path: Path) -> None:

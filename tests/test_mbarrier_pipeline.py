@@ -250,7 +250,7 @@ def test_sm90_unspecialized_pipeline_keeps_one_wgmma_group_in_flight(monkeypatch
     from tileiras.lowering import warp_specialize
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
-    monkeypatch.setattr(warp_specialize, "_candidate", lambda k: (None, "turned off by the test"))
+    monkeypatch.setattr(warp_specialize, "decide", lambda k: (None, "turned off by the test"))
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)
     out = _run(module, (1, 1, 1), [a, b, c])[2]

@@ -233,7 +233,7 @@ def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch,
     from test_tile_layer import _inputs, _matmul, _module
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
-    monkeypatch.setattr(warp_specialize, "_candidate", lambda k: (None, "turned off by the test"))
+    monkeypatch.setattr(warp_specialize, "decide", lambda k: (None, "turned off by the test"))
     seen = edit_ptx(monkeypatch, without_wait("stage full"))
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)

@@ -17,11 +17,12 @@ from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import SharedMemoryOverflow, place
-from ..schedule.pipeline import PipelinePlan, plan_pipelines
+from ..schedule.pipeline import PipelinePlan
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileaa.row_chunks import chunk_rows
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
+from ..tileas.plan import plan_lines, plan_of
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -47,9 +48,9 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         to_tileaa(entry)
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
-    # The loops' schedules depend only on the kernel and its layouts: planned once, whichever of the
-    # lowerings below (padded, unpadded, reserving room) is kept.
-    plans = plan_pipelines(entry, assignment)
+    # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py),
+    # whichever of the lowerings below (padded, unpadded, reserving room) is kept.
+    plans = plan_of(assignment).pipelines
     try:
         chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
     except SharedMemoryOverflow:   # the last resort: a load too large to stage whole goes to its mma in K slices
@@ -176,6 +177,10 @@ def _print_passes(module: Operation, entries: list[Operation], assignments: list
     for entry, assignment in zip(entries, assignments):
         lines.append(f"// layouts of @{entry.attributes['sym_name']}:")
         lines += layout_lines(entry, assignment, printer.ref)
+    lines.append("// -----// IR Dump After plan-pipelines, plan-warp-roles (nv_tileas) //----- //")
+    for entry, assignment in zip(entries, assignments):
+        lines.append(f"// schedule of @{entry.attributes['sym_name']}:")
+        lines += plan_lines(entry, assignment, printer.ref)
     lines += ["// -----// IR Dump After token-order //----- //", text]
     for entry, order in zip(entries, orders):
         lines.append(f"// token waits of @{entry.attributes['sym_name']}:")

@@ -45,6 +45,7 @@ from . import mbarrier, tma_copy
 from .kernel import KernelLowering
 
 if TYPE_CHECKING:
+    from ..tileas.plan import KernelFacts
     from .pipelined_loop import ActivePipeline
 
 PRODUCER_THREADS = 128
@@ -199,7 +200,10 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Opt
     return tuple(sorted(chosen, key=position.__getitem__)), ""
 
 
-def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
+def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
+    """The warp split of the kernel's first top-level pipelined loop, or why there is none (the
+    nv_tileas pass `plan-warp-roles`, tileas/plan.py: decided from the IR, its layouts and its
+    planned pipelines; `begin` lowers it)."""
     from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
 
     if k.sm not in (90, 100, 103, *MMA_SYNC_TARGETS):
@@ -248,19 +252,19 @@ def _candidate(k: KernelLowering) -> tuple[Optional[WarpSplit], str]:
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])
     except NamedBarrierError as err:
         return None, str(err)
-    return WarpSplit(loops[0], found, k.b.label("producer"), barriers, mmas=mmas,
+    return WarpSplit(loops[0], found, "", barriers, mmas=mmas,
                      attention=bool(mmas) and attention is not None, note=note,
                      min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.sm == 90) else 1), ""
 
 
-def _occupancy_hint(k: KernelLowering) -> int:
+def _occupancy_hint(k: "KernelFacts | KernelLowering") -> int:
     """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none)."""
     hints = k.entry.attributes.get("optimization_hints")
     value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
     return value if isinstance(value, int) and value > 1 else 1
 
 
-def occupancy(k: KernelLowering) -> int:
+def occupancy(k: "KernelFacts | KernelLowering") -> int:
     """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none). NVIDIA's keeps
     it for its 256-thread attentions: `.maxnreg 128` at occupancy 2, the consumers' setmaxnreg.inc
     taking what the producer warpgroup gave back (224 beside 32); the two-consumer-warpgroup form
@@ -276,13 +280,17 @@ def occupancy(k: KernelLowering) -> int:
 
 
 def begin(k: KernelLowering) -> None:
-    """At the kernel's start: when its pipelined loop will be warp-specialized, the producer
-    warpgroup branches away here (its code is emitted at the loop)."""
-    split, why = _candidate(k)
-    k.warp_split_refused = why
-    if split is None:
+    """At the kernel's start: when its pipelined loop will be warp-specialized (the plan's
+    decision, `decide`), the producer warpgroup branches away here (its code is emitted at the loop)."""
+    from ..ir.record import replace
+    from ..tileas.plan import plan_of
+
+    plan = plan_of(k.assignment)  # type: ignore[arg-type]
+    k.warp_split_refused = plan.warp_split_refused
+    if plan.warp_split is None:
         return
-    k.warp_split = split
+    # this lowering's own copy (it records what it emitted; the padded and unpadded lowerings each start afresh)
+    split = k.warp_split = replace(plan.warp_split, producer=k.b.label("producer"))
     k.extra_threads = PRODUCER_THREADS + split.registers(k.threads)[0]
     k.barrier_id, k.barrier_threads = split.barrier("consumers").id, k.threads
     k.schedule_notes.append(f"//   named barriers (bound from the warp roles' lifetimes): "

@@ -8,6 +8,11 @@ into this level before code emission:
   operand in another layout becomes an explicit `nv_tileas.convert_layout` op;
 * `fuse_conversions.py` (pass `fuse-conversions`): conversions of one value to one layout in one
   block become one;
+* `plan.py` (passes `plan-pipelines`, `plan-warp-roles`): the kernel's schedule decided before
+  any LLVM: the loops pipelined with their loads and modulo schedules, the warp-specialized loop
+  and its roles (`KernelPlan`, kept with the kernel's layouts);
+* `buffers.py` (pass `shared-buffer-lifetimes`): shared buffers as sized, aligned, swizzled values
+  with lifetimes, and their verifier;
 * `verify.py`: the level's invariants (every tile value has a layout, every op reads its
   operands in the layout it was assigned to read them in, conversions change something);
 * `ops.py`: the ops this level adds to `cuda_tile`.

@@ -8,6 +8,7 @@ from ..ir.core import Operation
 from .buffers import compute_lifetimes
 from .fuse_conversions import fuse_conversions
 from .materialize import materialize_layouts
+from .plan import plan_pipelines, plan_warp_roles
 from .verify import verify
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ PASSES = (
     ("fuse-conversions", lambda entry, _assignment: fuse_conversions(entry)),
     ("verify-nv_tileas", verify),
     ("shared-buffer-lifetimes", compute_lifetimes),   # op positions for the lowering's buffer plan
+    ("plan-pipelines", plan_pipelines),             # the loops pipelined, their loads and schedules
+    ("plan-warp-roles", plan_warp_roles),           # the warp-specialized loop and its roles
 )
 
 

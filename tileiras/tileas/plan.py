@@ -1,0 +1,95 @@
+"""Passes `plan-pipelines` and `plan-warp-roles`: a kernel's schedule, decided at the nv_tileas level.
+
+Before any LLVM is emitted the level decides, per kernel, from its IR and layouts alone:
+
+* which `for` loops are software-pipelined, which of their loads become staged asynchronous
+  copies, and the loop's modulo schedule (`schedule/pipeline.py`: dependence graph, resource
+  model, modulo scheduler); the depth in stages is the buffer plan's, fitted at lowering where
+  the other buffers' sizes are known;
+* whether the kernel's first top-level pipelined loop is warp-specialized, in which form (sm_90
+  and sm_120 consumer warpgroups, sm_100's MMA warp, sm_100 attention), with which mmas issued by
+  whom, its named barriers and its occupancy, or why not (`lowering/warp_specialize.decide`).
+
+The decisions live in the kernel's `KernelPlan` (`assignment.plan`, beside its layouts), which the
+LLVM lowering reads: `lowering/pipelined_loop.py` lowers the planned loops, `warp_specialize.begin`
+the planned roles. What the lowering can still take back is the buffer plan's to say: a loop whose
+stages do not fit stays unpipelined, and a specialized loop whose pipeline did not materialize
+launches without its producer (warp_specialize.end).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from ..ir.core import Operation, Value
+from ..ir.record import record
+
+if TYPE_CHECKING:
+    from ..lowering.assign_layouts import LayoutAssignment
+    from ..lowering.layout import Layout
+
+
+@record(frozen=False)
+class KernelPlan:
+    """The schedule decisions of one kernel (the passes below fill it)."""
+    pipelines: dict          # `for` op -> schedule.pipeline.PipelinePlan
+    warp_split: Any = None   # lowering.warp_specialize.WarpSplit of the specialized loop, or None
+    warp_split_refused: str = ""     # why no loop is warp-specialized
+
+
+@record
+class KernelFacts:
+    """The kernel as the schedule decisions see it: the attributes of `lowering.kernel.KernelLowering`
+    they read, without any LLVM."""
+    entry: Operation
+    sm: int
+    threads: int
+    assignment: "LayoutAssignment"
+    pipelines: dict
+
+    def layout_of(self, value: Value) -> "Layout":
+        return value.layout if value.layout is not None else self.assignment.blocked
+
+
+def plan_of(assignment: "LayoutAssignment") -> KernelPlan:
+    """The kernel's plan (empty until the passes ran)."""
+    plan = getattr(assignment, "plan", None)
+    if plan is None:
+        plan = assignment.plan = KernelPlan({})  # type: ignore[attr-defined]
+    return plan
+
+
+def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
+    """Pass `plan-pipelines`: the loops to pipeline, their loads and modulo schedules."""
+    from ..schedule.pipeline import plan_pipelines as plan_loops
+
+    plan_of(assignment).pipelines = plan_loops(entry, assignment)
+
+
+def plan_warp_roles(entry: Operation, assignment: "LayoutAssignment") -> None:
+    """Pass `plan-warp-roles`: the warp-specialized loop and its roles, or why there is none."""
+    from ..lowering.warp_specialize import decide
+
+    plan = plan_of(assignment)
+    facts = KernelFacts(entry, assignment.sm, assignment.threads, assignment, plan.pipelines)
+    plan.warp_split, plan.warp_split_refused = decide(facts)
+
+
+def plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
+    """Comment lines for --print-ir-after-all: each pipelined loop's loads and schedule, the warp roles."""
+    plan = plan_of(assignment)
+    lines: list[str] = []
+    for loop, pipeline in plan.pipelines.items():
+        loads = ", ".join(name_of(load.results[0]) for load in pipeline.loads)
+        lines.append(f"//   loop at {loop.location}: stages the loads {loads}")
+        lines += [f"//     {line}" for line in pipeline.describe()]
+    split: Optional[Any] = plan.warp_split
+    if split is None:
+        lines.append(f"//   warp roles: none ({plan.warp_split_refused or 'no pipelined loop'})")
+    else:
+        mmas = ", ".join(name_of(op.results[0]) for op in split.mmas)
+        issuers = f"an MMA warp issues {mmas}" if mmas else "the consumers issue the mmas"
+        lines.append(f"//   warp roles: the {split.form} form at the loop at {split.loop.location}: a producer "
+                     f"of {split.producers} threads, {issuers}; named barriers "
+                     f"{'; '.join(b.describe() for b in split.barriers)}")
+    return lines
