@@ -261,6 +261,7 @@ def test_memoized_lookups_are_forgotten_between_actions() -> None:
     from tileiras.cache.server import _clear_memoized
     from tileiras.codegen import ptxas
 
+    _clear_memoized()      # what earlier tests in this process memoized (other environments) aside
     ptxas.find_ptxas()
     assert ptxas._find_ptxas.cache_info().currsize == 1
     _clear_memoized()
