@@ -225,11 +225,12 @@ def test_the_dump_shows_pointer_facts_per_dimension(capsys: pytest.CaptureFixtur
     assert "tile<128x64xbf16> #row_warp<cols=64, warps=8, rows_per_warp=4>" in layouts, layouts
 
 
-@pytest.mark.parametrize("gpu", ["sm_90", pytest.param("sm_80", marks=pytest.mark.sweep)])
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100", pytest.param("sm_80", marks=pytest.mark.sweep)])
 def test_fused_moe_gathers_and_scatters_are_128_bit_and_match_the_interpreter(gpu: str) -> None:
     """cuTile's fused MoE (TileGym corpus, 128x128x64 bf16): token rows of A gathered in 16-byte
     vectors (a row of 64 per 8 lanes), the accumulator restaged through the freed buffers and
-    scattered in 16-byte vectors (the pointers computed in that layout); emulator = interpreter."""
+    scattered in 16-byte vectors (the pointers computed in that layout; on sm_100 from tensor
+    memory, whose mbarrier the freed buffers keep); emulator = interpreter."""
     import ml_dtypes
 
     from tileiras.codegen.nvptx import llvm_to_ptx

@@ -289,12 +289,12 @@ class LayoutAssignment:
     def _find_restaged_scatters(self, entry: Operation) -> dict[Operation, BlockedLayout]:
         """Scatters that store mma fragments through the freed shared buffers in 16-byte runs
         (vector_access.restaged_scatter), with the blocked layout their pointers and mask are read
-        in: at the kernel's end, where nothing after them uses the buffers, and not where the
-        buffers hold tensor memory's mbarrier (tcgen05)."""
+        in: at the kernel's end, where nothing after them uses the buffers (tensor memory's mbarrier
+        and address slot are kept alive apart: tileas/buffers.KEPT)."""
         from .epilogue import buffers_free_after
         from .vector_access import restaged_scatter
 
-        if self.tcgen05_layouts or not self.mma_layouts:
+        if not self.mma_layouts:
             return {}
         out = {}
         for op in self._ops:
