@@ -193,3 +193,35 @@ def test_deferred_k_slices_match_the_interpreter(monkeypatch, tmp_path: Path) ->
     assert np.abs(out_ref).max() > 0.1
     assert np.abs(out - out_ref).max() < 2e-3          # f16 outputs, f32 sums in another order
     np.testing.assert_allclose(got[6], ref[6], rtol=1e-5, atol=1e-5)   # log-sum-exp rows
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", pytest.param("sm_100", marks=pytest.mark.sweep),
+                                 pytest.param("sm_80", marks=pytest.mark.sweep)])
+def test_mla_decode_values_through_a_unit_dim_map_match_the_interpreter(gpu: str, tmp_path: Path, monkeypatch) -> None:
+    """MLA decoding reads V as a (tile_n, 1, d) tile through dim_map [1, 0, 2] (only the unit
+    dimension moves): order-views loads it in tensor order, so it is staged as one (tile_n, d)
+    matrix (a batch of one) that P @ V^T reads directly, not tile_n batches of one row. The
+    emulator, race checker on, matches the interpreter."""
+    from tileiras.frontend import load_module
+    from tileiras.tileaa.passes import to_tileaa
+
+    b, h, s, d, kpe, tile_h, tile_n = 1, 16, 128, 128, 32, 16, 64
+    data = _mla_decode(b, h, s, d, kpe, tile_h, tile_n)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
+    module = load_module(data, "mla.tileirbc")
+    entry = module.clone().regions[0].block.operations[-1]
+    to_tileaa(entry)
+    loads = [op for op in entry.walk() if op.name == "cuda_tile.load_view_tko"]
+    assert all(tuple(op.operand("view").type.dim_map) == tuple(range(len(op.operand("view").type.dim_map)))
+               for op in loads if any(n == 1 for n in op.operand("view").type.tile_shape)
+               and op.results[0].type.shape[0] == tile_n), [op.operand("view").type for op in loads]
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal(shape).astype(np.float16) for shape in ((b, h, d), (b, h, kpe), (b, s, d), (b, s, d),
+                                                                       (b, s, kpe))]
+    args += [np.zeros((b, h, d), np.float16), np.zeros((b, h), np.float32), np.array(0.08, np.float32)]
+    ref = interpret(module, args, (h // tile_h, b, 1))
+    got = emulate(module, args, gpu, (h // tile_h, b, 1))
+    out_ref, out = ref[5].astype(np.float64), got[5].astype(np.float64)
+    assert np.abs(out_ref).max() > 0.1
+    assert np.abs(out - out_ref).max() < 2e-3          # f16 outputs, f32 sums in another order
+    np.testing.assert_allclose(got[6], ref[6], rtol=1e-5, atol=1e-5)

@@ -91,7 +91,8 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
         body = loop.regions[0].block
         if any(op.name in _WRITES for op in _walk(body.operations)):
             continue
-        inside = _defined_in(body.operations)
+        # a value the loop carries changes every iteration: a load it indexes cannot be issued ahead
+        inside = _defined_in(body.operations) | set(body.arguments[1:])
         iv = body.arguments[0]
         loads = []
         for op in body.operations:

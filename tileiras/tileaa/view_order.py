@@ -10,7 +10,9 @@ For a load only mmas read, the pass loads the same elements through the view wit
 transposes the result with `permute` [1, 0], which a shared-memory operand passes through without
 moving data (it is read by `ldmatrix` without `.trans`, or by a wgmma descriptor as N-major).
 This is the form `ct.transpose(ct.load(...))` already has. Only 2-D tiles (any number of unit
-dimensions) are rewritten; anything else keeps its view.
+dimensions) are rewritten; anything else keeps its view. A `dim_map` that only moves unit
+dimensions (the non-unit ones in tensor order) is made the identity too, the tile reshaped back:
+the same elements, now a (rows, cols) shared matrix instead of batches of one row.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ def order_views(entry: Operation) -> int:
         if op.name != LOAD or not for_tensor_cores(op) or _scaled(op):
             continue
         plan = _transposed_pair(op)
-        if plan is None:
+        if plan is None and not _moves_unit_dims_only(op):
             continue
         old_view = op.operand("view")
         if old_view not in views:
             views[old_view] = _identity_view(old_view)
-        _rewrite(op, views[old_view], plan)
+        if plan is None:
+            _reorder(op, views[old_view])
+        else:
+            _rewrite(op, views[old_view], plan)
         rewritten += 1
     for old_view in views:
         if not old_view.uses:
@@ -80,6 +85,61 @@ def _transposed_pair(load: Operation) -> Optional[tuple[int, int]]:
     return outer, inner
 
 
+def _moves_unit_dims_only(load: Operation) -> bool:
+    """The view's `dim_map` is not the identity but keeps the tile's non-unit dimensions in tensor
+    order (it only moves unit ones: TileGym's MLA decode reads a (128, 1, 512) tile of a [batch,
+    sequence, head] tensor through dim_map [1, 0, 2]): the same elements in the same order as the
+    tensor-order tile, which a shared matrix stores as (rows, cols) where this one is 128 batches of
+    one row."""
+    view = load.operand("view")
+    vtype = view.type if view is not None else None
+    if not isinstance(vtype, PartitionViewType) or not isinstance(getattr(view, "owner", None), Operation) \
+            or view.owner.name != VIEW:  # type: ignore[union-attr]
+        return False
+    dims = tuple(vtype.dim_map)
+    order = [dims[i] for i, n in enumerate(vtype.tile_shape) if n != 1]
+    return dims != tuple(range(len(dims))) and order == sorted(order)
+
+
+def _reorder(load: Operation, view: Value) -> None:
+    """load -> the same load in tensor order (`_moves_unit_dims_only`), reshaped to the old shape."""
+    vtype = load.operand("view").type
+    assert isinstance(vtype, PartitionViewType)
+    dims = tuple(vtype.dim_map)
+    old_tile = load.results[0].type
+    assert isinstance(old_tile, TileType)
+    new_load = load.insert_before(_in_tensor_order(load, view, dims))
+    back = load.insert_before(Operation("cuda_tile.reshape", [new_load.results[0]], [old_tile],
+                                        location=load.location))
+    for old, new in zip(load.results[1:], new_load.results[1:]):
+        old.replace_all_uses_with(new)
+    load.results[0].replace_all_uses_with(back.results[0])
+    _erase(load)
+
+
+def _in_tensor_order(load: Operation, view: Value, dims: tuple[int, ...]) -> Operation:
+    """A load like `load` through `view` (its identity-dim_map twin): indices, in-bounds flags and
+    tile shape moved to tensor order."""
+    vtype = load.operand("view").type
+    assert isinstance(vtype, PartitionViewType)
+    indices = load.operand_group("index")
+    rest = load.operands[1 + len(indices):]
+    new_indices: list[Value] = [indices[0]] * len(indices)
+    for i, d in enumerate(dims):
+        new_indices[d] = indices[i]
+    attributes = dict(load.attributes)
+    inbounds = attributes.get("inbounds")
+    if inbounds is not None and len(inbounds) == len(dims):
+        moved = list(inbounds)
+        for i, d in enumerate(dims):
+            moved[d] = inbounds[i]
+        attributes["inbounds"] = tuple(moved)
+    tile = tuple(vtype.tile_shape[dims.index(d)] for d in range(len(dims)))
+    elem = load.results[0].type.element  # type: ignore[union-attr]
+    return Operation(LOAD, [view, *new_indices, *rest], [TileType(tile, elem), *(r.type for r in load.results[1:])],
+                     attributes, location=load.location, segment_sizes=load.segment_sizes)
+
+
 def _identity_view(view: Value) -> Value:
     """A twin of `view` (placed just after it) whose tile dimensions are in tensor order."""
     old = view.owner  # type: ignore[attr-defined]
@@ -102,23 +162,9 @@ def _rewrite(load: Operation, view: Value, pair: tuple[int, int]) -> None:
     dims = tuple(vtype.dim_map)
     old_tile = load.results[0].type
     assert isinstance(old_tile, TileType)
-    indices = load.operand_group("index")
-    rest = load.operands[1 + len(indices):]
-    new_indices: list[Value] = [indices[0]] * len(indices)
-    for i, d in enumerate(dims):
-        new_indices[d] = indices[i]
-    attributes = dict(load.attributes)
-    inbounds = attributes.get("inbounds")
-    if inbounds is not None and len(inbounds) == len(dims):
-        moved = list(inbounds)
-        for i, d in enumerate(dims):
-            moved[d] = inbounds[i]
-        attributes["inbounds"] = tuple(moved)
-    tile = tuple(vtype.tile_shape[dims.index(d)] for d in range(len(dims)))
+    new_load = load.insert_before(_in_tensor_order(load, view, dims))
+    tile = new_load.results[0].type.shape  # type: ignore[union-attr]
     elem = old_tile.element
-    new_load = load.insert_before(Operation(LOAD, [view, *new_indices, *rest],
-                                            [TileType(tile, elem), *(r.type for r in load.results[1:])],
-                                            attributes, location=load.location, segment_sizes=load.segment_sizes))
     outer, inner = pair
     stored = (old_tile.shape[inner], old_tile.shape[outer])   # rows along the strided dimension
     flat = new_load.results[0]
