@@ -92,13 +92,17 @@ SM100_MMA = {"mxfp4": "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block
              "nvfp4": "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16"}
 
 
-@pytest.mark.parametrize("fmt,tn", [("mxfp4", 128), ("nvfp4", 128), pytest.param("nvfp4", 256, marks=pytest.mark.sweep),
-                                    pytest.param("mxfp4", 256, marks=pytest.mark.sweep)])
-def test_sm100_fp4_matmul_runs_on_tcgen05(fmt: str, tn: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt,tn,tk", [("mxfp4", 128, 128), ("nvfp4", 128, 128),
+                                       pytest.param("nvfp4", 256, 128, marks=pytest.mark.sweep),
+                                       pytest.param("mxfp4", 256, 128, marks=pytest.mark.sweep),
+                                       # K tiles of 256: 8 (MXFP4) or 16 (NVFP4) scale blocks, 2 or 4 cells a row
+                                       pytest.param("mxfp4", 128, 256, marks=pytest.mark.sweep),
+                                       pytest.param("nvfp4", 128, 256, marks=pytest.mark.sweep)])
+def test_sm100_fp4_matmul_runs_on_tcgen05(fmt: str, tn: int, tk: int, tmp_path: Path) -> None:
     """sm_100: tcgen05.mma kind::mxf4nvf4 with the block scales in tensor memory (tcgen05.cp), A and B
     packed two e2m1 to a byte, K-major, by the mma (fp4_pack.py); no mma.sync, no FMA scaling, no
     spills, C stored 16 bytes at a time. The emulator's result (race checker on) is numpy's."""
-    ptx = _ptx(_kernel(fmt, 128, tn, 128, 2), "sm_100", tmp_path)
+    ptx = _ptx(_kernel(fmt, 128, tn, tk, 256 // tk), "sm_100", tmp_path)
     assert SM100_MMA[fmt] in ptx and "tcgen05.cp.cta_group::1.32x128b.warpx4" in ptx
     assert "mma.sync" not in ptx and "fma.rn.f32" not in ptx
     # the epilogue restages C through the freed buffers (tensor memory's mbarrier kept): 16-byte stores
@@ -106,7 +110,7 @@ def test_sm100_fp4_matmul_runs_on_tcgen05(fmt: str, tn: int, tmp_path: Path) -> 
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report, report
     a, sa, b, sb = _inputs(fmt, 128, tn, 256, seed=5)
-    out = emulate(_module(_kernel(fmt, 128, tn, 128, 2)), [a, sa, b, sb, np.zeros((128, tn), np.float32)],
+    out = emulate(_module(_kernel(fmt, 128, tn, tk, 256 // tk)), [a, sa, b, sb, np.zeros((128, tn), np.float32)],
                   "sm_100")[4]
     ref = _reference(fmt, a, sa, b, sb)
     assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()

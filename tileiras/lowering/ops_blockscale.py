@@ -133,7 +133,13 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
         # K tiles weigh as much as the accumulator again (128 x 128 x 128: 256 threads, no spills)
         f = scaled_form(op)
         return 2 if f is not None and f.k == 64 else 1
-    return 1 if _stageable(op) and on_tcgen05(op, sm, threads) is not None else 2
+    if on_tcgen05(op, sm, threads) is None or not _stageable(op):
+        return 2
+    # fp4 on tcgen05: A and B reach the packing in registers, one element to a byte register: beyond
+    # a K tile of 128 (NVIDIA's default) they weigh as much as an accumulator (128 x 128 x 256 NVFP4
+    # spilled with 128 threads)
+    f = scaled_form(op)
+    return 2 if f is not None and f.k == 64 and op.operand("lhs").type.shape[-1] > 128 else 1  # type: ignore[union-attr]
 
 
 def _stageable(op: Operation) -> bool:
