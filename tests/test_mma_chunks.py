@@ -225,3 +225,16 @@ def test_mla_decode_values_through_a_unit_dim_map_match_the_interpreter(gpu: str
     assert np.abs(out_ref).max() > 0.1
     assert np.abs(out - out_ref).max() < 2e-3          # f16 outputs, f32 sums in another order
     np.testing.assert_allclose(got[6], ref[6], rtol=1e-5, atol=1e-5)
+
+
+def test_mla_decode_with_256_row_tiles_compiles_on_sm100(tmp_path: Path) -> None:
+    """At 256-row K/V tiles each 512-wide K tile is 256 KB, more than sm_100's shared memory: its mmas
+    stay on mma.sync, which copies the loads in K slices (NVIDIA's compiles it; tcgen05 would stage
+    them whole and overflow)."""
+    from tileiras.codegen.nvptx import llvm_to_ptx
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    data = _mla_decode(1, 16, 1024, 512, 64, 16, 256)
+    ptx = llvm_to_ptx(lower_module(load_module(data, "mla.tileirbc"), "sm_100")[0], "sm_100")
+    assert "mma.sync.aligned.m16n8k16" in ptx

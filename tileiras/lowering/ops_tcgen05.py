@@ -149,12 +149,26 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     if sm not in (100, 103) or op.name not in MMAS:
         return None
     found = _decide(op, threads)
-    return found if isinstance(found, TmemAccLayout) else None
+    return found if isinstance(found, TmemAccLayout) and not _too_large(op, sm) else None
+
+
+def _too_large(op: Operation, sm: int) -> bool:
+    """A and B together are more than the target's shared memory: tcgen05.mma reads them staged
+    whole, where mma.sync copies such loads to its K slices (TileGym's MLA decoding at 256-row K
+    tiles: 256 KB)."""
+    from .kernel import storage_bytes
+    from .smem import opt_in_limit
+
+    staged = sum(v.type.num_elements * storage_bytes(v.type.element)  # type: ignore[union-attr]
+                 for v in (op.operand("lhs"), op.operand("rhs")))
+    return staged > opt_in_limit(sm)
 
 
 def why_not(op: Operation, threads: int, chosen: "dict[Operation, TmemAccLayout]") -> str:
     """Why an sm_100 mma (not among `chosen`) stays on mma.sync: the remark's reason."""
     found = _decide(op, threads)
+    if isinstance(found, TmemAccLayout) and _too_large(op, 100):
+        return "its A and B, staged whole, exceed shared memory: mma.sync copies them in K slices"
     if isinstance(found, TmemAccLayout) and not chosen:
         return "the kernel returns early: tensor memory is freed at its one exit"
     if isinstance(found, TmemAccLayout):
