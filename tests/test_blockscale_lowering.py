@@ -306,3 +306,25 @@ def test_restaged_scales_without_the_proxy_fence_are_reported(monkeypatch) -> No
     a, sa, b, sb = _inputs(128, 128, 128)
     with pytest.raises(EmulatorError, match=r"missing fence\.proxy\.async: .*st\.shared\.b8.* the tcgen05\.cp"):
         emulate(module, [a, sa, b, sb, np.zeros((128, 128), np.float32)], "sm_100")
+
+
+@pytest.mark.parametrize("tile", [256, pytest.param(128, marks=pytest.mark.sweep)])
+def test_sm120_operands_beyond_shared_memory_are_copied_in_k_slices(tile: int) -> None:
+    """MXFP8 at 256 x 256 x 256 tiles: A and B (64 KB each) do not fit sm_120's 99 KB beside each other;
+    each is left to the block-scaled mma, which copies it a K slice at a time (its scales stay whole,
+    indexed by the absolute K). NVIDIA's compiles these tiles too. The emulator (race checker on) =
+    numpy."""
+    import contextlib
+    import io
+
+    from tileiras.lowering.pipeline import lower_module
+
+    module = _module(_kernel(tile, tile, 256, k_tiles=1))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(_module(_kernel(tile, tile, 256, k_tiles=1)), "sm_120", print_ir_after_all=True)
+    assert ("K slices" in err.getvalue()) == (tile == 256), err.getvalue()[-2000:]
+    a, sa, b, sb = _inputs(tile, tile, 256, seed=4)
+    out = emulate(module, [a, sa, b, sb, np.zeros((tile, tile), np.float32)], "sm_120")[4]
+    ref = _reference(a, sa, b, sb)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()

@@ -128,7 +128,8 @@ def _overflows(k: KernelLowering, tile: TileType, lifetime: tuple[int, int]) -> 
 
 
 def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[Operation]:
-    """The one mma.sync (an A or B operand) that reads the tile `op` loads, through unit reshapes,
+    """The one mma.sync (an A or B operand; block-scaled too, whose scales stay whole) that reads the
+    tile `op` loads, through unit reshapes,
     a transpose or a tf32 rounding, in the same block with nothing between them writing memory:
     it may issue the load's copies itself, later and in slices. None where any of that fails (or
     the stored tile is not one matrix: a batch of several rows each)."""
@@ -144,7 +145,8 @@ def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> O
     if len(value.uses) != 1:
         return None
     mma = value.uses[0]
-    if mma.name not in ("cuda_tile.mmaf", "cuda_tile.mmai") or value is mma.operand("acc") \
+    if mma.name not in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled") \
+            or value not in (mma.operand("lhs"), mma.operand("rhs")) \
             or mma not in k.assignment.mma_shapes or k.assignment.is_wgmma(mma) or k.assignment.is_tcgen05(mma):
         return None
     block = getattr(op, "parent", None)

@@ -435,7 +435,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     # and loads left to this mma (async_copy.DeferredLoad): copied here, a K slice at a time
     staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
               if isinstance(t, TileRegs) and not (t is lhs and from_regs) or _deferred(t)]
-    chunks = k_chunks(k, staged, kdim, shape.k) if issuer is None and not also_read else 1
+    chunks = k_chunks(k, staged, kdim, shape.k)
     width = kdim // chunks
     rings = {role: _SliceRing(k, t, role, width, chunks) for t, role in ((lhs, "a"), (rhs, "b")) if _deferred(t)}
     if rings:
