@@ -8,8 +8,9 @@ copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M
 are copied swizzled too, then rounded in place by the epilogue warps of a warp-specialized loop
 (warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); block-scaled
 fp8 and fp4 (ops_blockscale.py: fp4's A and B, wherever they are, packed two to a byte by the mma,
-fp4_pack.py); M 64, 128 or 256 (two M=128 instructions side by side in tensor memory), N a multiple of 16 (8 for M = 64) up to 256, enough warps that each
-TMEM lane quarter is read by its own warps, and room in the 512 columns of tensor memory (`plan`:
+fp4_pack.py); M 64, 128 or 256 (two M=128 instructions side by side in tensor memory), N a
+multiple of 16 (8 for M = 64) up to 256, A and B together within shared memory (else mma.sync
+copies them in K slices), enough warps that each TMEM lane quarter is read by its own warps, and room in the 512 columns of tensor memory (`plan`:
 accumulators that stay there through a loop apart, the columns each mma needs only while it
 runs shared, and every top-level loop or mma starting again at column 0).
 The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
