@@ -66,10 +66,13 @@ def _reference(fmt: str, a, sa, b, sb) -> np.ndarray:
 
 @pytest.mark.parametrize("fmt", ["mxfp4", pytest.param("nvfp4", marks=pytest.mark.sweep)])
 def test_sm120_fp4_matmul_matches_numpy_under_the_race_checker(fmt: str, tmp_path: Path) -> None:
-    """128 x 128 x 128 tiles, a K loop of 2: the block-scaled m16n8k64 mma.sync, no FMA fallback, no
-    spills (256 threads); the emulator's result (race checker on) is numpy's."""
+    """128 x 128 x 128 tiles, a K loop of 2: the block-scaled m16n8k64 mma.sync on fragments read by
+    ldmatrix, no FMA fallback, no spills (256 threads); the emulator's result (race checker on) is
+    numpy's."""
     ptx = _ptx(_kernel(fmt, 128, 128, 128, 2), "sm_120", tmp_path)
     assert FORMATS[fmt][2] in ptx and "fma.rn.f32" not in ptx
+    # A and B packed two to a byte, K-major (fp4_pack.py): their fragments by ldmatrix, as NVIDIA's LDSM
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
     report = _ptxas_report(ptx, "sm_120a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
     a, sa, b, sb = _inputs(fmt, 128, 128, 256)

@@ -21,9 +21,11 @@ scale per column. The form per target (`FORMS`):
 
 fp4 (f4E2M1FN) operands (`SCALED`): on sm_120 / sm_121 the block_scale mma.sync of m16n8k64,
 `kind::mxf4` with ue8m0 scales per 32 (MXFP4, scale_vec::2X) and `kind::mxf4nvf4` with scales per 16
-(NVFP4: ue4m3, or ue8m0; scale_vec::4X), as NVIDIA's compiler issues there. The fp4 elements sit
-one to a byte in shared memory and are packed eight to a register as the fragments are gathered
-(ops_mma._nibbles: the e2m1 fragments are the 8-bit ones with each byte a pair of nibbles). Each
+(NVFP4: ue4m3, or ue8m0; scale_vec::4X), as NVIDIA's compiler issues there. A and B are packed two
+to a byte, K-major (fp4_pack.py), and their fragments read by ldmatrix as the 8-bit ones (the e2m1
+fragments are the 8-bit ones with each byte a pair of nibbles; ops_mma._PackedFragments); where
+they are copied in K slices they stay one to a byte and are packed eight to a register as the
+fragments are gathered (ops_mma._nibbles). Each
 scale register holds the instruction's 2 or 4 K blocks, one byte each from byte 0, in the lanes
 scale_vec::1X uses. On sm_100 / sm_103 fp4 runs on tcgen05.mma kind::mxf4nvf4 (block32: 2 scale
 factors a row per MMA of K 64, block16: 4), the operands packed two to a byte by the mma

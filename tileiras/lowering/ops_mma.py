@@ -447,6 +447,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                                 f"copied in {chunks} K slices of {width}, {rings[next(iter(rings))].stages} "
                                 f"in flight")
     regs = list(acc.slots)
+    if chunks == 1 and not rings and _packs_fp4(shape, lhs, rhs):
+        return TileRegs(acc.type, _packed_fp4_steps(k, shape, layout, lhs, rhs, regs, issuer, also_read), layout)
     a_mat: Optional[SharedMatrix] = None
     b_mat: Optional[SharedMatrix] = None
     for chunk in range(chunks):
@@ -466,17 +468,64 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     return TileRegs(acc.type, regs, layout)
 
 
+def _packs_fp4(shape: MmaShape, lhs: object, rhs: object) -> bool:
+    """The fp4 mma.sync (m16n8k64, eight e2m1 a register) on 2-D tiles: its operands are packed two to
+    a byte, K-major (fp4_pack.py), and their fragments read by ldmatrix as 8-bit ones."""
+    return shape.per_reg == 8 and all(getattr(getattr(t, "type", None), "shape", ()).__len__() == 2 and
+                                      getattr(t.type.element, "bitwidth", 0) == 4 for t in (lhs, rhs))  # type: ignore
+
+
+class _PackedFragments:
+    """The fragments of an fp4 operand packed two to a byte, K-major: the 8-bit m16n8k32 fragments of
+    the packed bytes (a register's 4 bytes are 8 consecutive K elements, the even one in each low
+    nibble: the e2m1 fragment order), read by ldmatrix; K indices in elements, halved into bytes."""
+
+    def __init__(self, k: KernelLowering, matrix: SharedMatrix, operand: str) -> None:
+        from ..ir.types import ScalarType
+
+        self.inner = _Fragments(k, _f8("f8E4M3FN", "f8E4M3FN"), matrix, operand, ScalarType("i8"), True)
+
+    def a(self, b: str, m0: str, k0: int) -> list[str]:
+        return self.inner.a(b, m0, k0 // 2)
+
+    def b_pair(self, b: str, k0: int, n0: str, count: int) -> list[list[str]]:
+        return self.inner.b_pair(b, k0 // 2, n0, count)
+
+
+def _packed_fp4_steps(k: KernelLowering, shape: MmaShape, layout: MmaLayout, lhs: "TileRegs | SharedTileVal",
+                      rhs: "TileRegs | SharedTileVal", regs: list[str], issuer: Optional[Issuer],
+                      also_read: Sequence[object]) -> list[str]:
+    """The fp4 mma.sync of one op on operands packed K-major by fp4_pack (A (M, K), B (N, K)), their
+    fragments by ldmatrix (NVIDIA's sm_120 fp4 matmuls: LDSM beside OMMA)."""
+    from .async_copy import is_ready, wait_for
+    from .fp4_pack import pack
+
+    m, kdim = lhs.type.shape  # type: ignore[union-attr]
+    n = rhs.type.shape[-1]  # type: ignore[union-attr]
+    a_mat, b_mat = pack(k, lhs, "a", m, kdim), pack(k, rhs, "b", n, kdim)
+    if not is_ready(list(also_read)):
+        wait_for(k, list(also_read))
+    k.barrier()   # the packed operands (and the scales) are published
+    return _k_steps(k, shape, layout, lhs, rhs, a_mat, b_mat, regs, 0, kdim, [0, 0], issuer,
+                    (_PackedFragments(k, a_mat, "a"), _PackedFragments(k, b_mat, "b")))
+
+
 def _k_steps(k: KernelLowering, shape: MmaShape, layout: MmaLayout, lhs: "TileRegs | SharedTileVal",
              rhs: "TileRegs | SharedTileVal", a_mat: Optional[SharedMatrix], b_mat: SharedMatrix,
-             regs: list[str], k_first: int, width: int, starts: list[int], issuer: Optional[Issuer]) -> list[str]:
+             regs: list[str], k_first: int, width: int, starts: list[int], issuer: Optional[Issuer],
+             fragments: "Optional[tuple[object, object]]" = None) -> list[str]:
     """The mma.sync instructions of K indices k_first .. k_first + width on the accumulator
-    registers `regs`; `starts`: the K index of A's and B's stored K 0 (a staged slice's first)."""
+    registers `regs`; `starts`: the K index of A's and B's stored K 0 (a staged slice's first);
+    `fragments`: A's and B's fragment readers where the operands are not stored as their tiles say."""
     regs = list(regs)
     # A is read K-major unless transposed; B the other way round
     a_elem, b_elem = lhs.type.element, rhs.type.element
-    a_frag = _Fragments(k, shape, a_mat, "a", a_elem, not getattr(lhs, "transposed", False)) \
-        if a_mat is not None else None
-    b_frag = _Fragments(k, shape, b_mat, "b", b_elem, getattr(rhs, "transposed", False))
+    if fragments is not None:
+        a_frag, b_frag = fragments
+    else:
+        a_frag = _Fragments(k, shape, a_mat, "a", a_elem, not getattr(lhs, "transposed", False)) \
+            if a_mat is not None else None
+        b_frag = _Fragments(k, shape, b_mat, "b", b_elem, getattr(rhs, "transposed", False))
     rb, rm, rn = layout.repeats
     w_b, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
 
