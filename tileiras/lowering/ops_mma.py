@@ -447,7 +447,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                                 f"copied in {chunks} K slices of {width}, {rings[next(iter(rings))].stages} "
                                 f"in flight")
     regs = list(acc.slots)
-    if chunks == 1 and not rings and _packs_fp4(shape, lhs, rhs):
+    if chunks == 1 and not rings and _packs_fp4(shape, lhs, rhs) and _packing_fits(k, staged, kdim, shape, lhs, rhs):
         return TileRegs(acc.type, _packed_fp4_steps(k, shape, layout, lhs, rhs, regs, issuer, also_read), layout)
     a_mat: Optional[SharedMatrix] = None
     b_mat: Optional[SharedMatrix] = None
@@ -473,6 +473,15 @@ def _packs_fp4(shape: MmaShape, lhs: object, rhs: object) -> bool:
     a byte, K-major (fp4_pack.py), and their fragments read by ldmatrix as 8-bit ones."""
     return shape.per_reg == 8 and all(getattr(getattr(t, "type", None), "shape", ()).__len__() == 2 and
                                       getattr(t.type.element, "bitwidth", 0) == 4 for t in (lhs, rhs))  # type: ignore
+
+
+def _packing_fits(k: KernelLowering, staged: list, kdim: int, shape: MmaShape, lhs: object, rhs: object) -> bool:
+    """The packed copies of A and B (half a byte an element, 1024-byte aligned) fit beside the operands
+    staged one element a byte: else the fragments are gathered from those alone."""
+    from .smem import opt_in_limit
+
+    packed = sum(-(-t.type.num_elements // 2 // 1024) * 1024 for t in (lhs, rhs))  # type: ignore[attr-defined]
+    return k_slices(k, staged, kdim, shape.k, opt_in_limit(k.sm) - k.static_smem_bytes - packed) == 1
 
 
 class _PackedFragments:
