@@ -64,13 +64,21 @@ def _scaled(load: Operation) -> bool:
     return False
 
 
-def _transposed_pair(load: Operation) -> Optional[tuple[int, int]]:
-    """The tile's two non-unit dimensions (outer, inner) where the view walks them in transposed
-    order and the outer one is the tensor's contiguous (unit-stride, innermost) dimension."""
+def _partition_view(load: Operation) -> Optional[PartitionViewType]:
+    """The type of the partition view `load` reads, where a make_partition_view op made it."""
     view = load.operand("view")
     vtype = view.type if view is not None else None
     if not isinstance(vtype, PartitionViewType) or not isinstance(getattr(view, "owner", None), Operation) \
             or view.owner.name != VIEW:  # type: ignore[union-attr]
+        return None
+    return vtype
+
+
+def _transposed_pair(load: Operation) -> Optional[tuple[int, int]]:
+    """The tile's two non-unit dimensions (outer, inner) where the view walks them in transposed
+    order and the outer one is the tensor's contiguous (unit-stride, innermost) dimension."""
+    vtype = _partition_view(load)
+    if vtype is None:
         return None
     dims = tuple(vtype.dim_map)
     tensor = vtype.tensor_view
@@ -91,10 +99,8 @@ def _moves_unit_dims_only(load: Operation) -> bool:
     sequence, head] tensor through dim_map [1, 0, 2]): the same elements in the same order as the
     tensor-order tile, which a shared matrix stores as (rows, cols) where this one is 128 batches of
     one row."""
-    view = load.operand("view")
-    vtype = view.type if view is not None else None
-    if not isinstance(vtype, PartitionViewType) or not isinstance(getattr(view, "owner", None), Operation) \
-            or view.owner.name != VIEW:  # type: ignore[union-attr]
+    vtype = _partition_view(load)
+    if vtype is None:
         return False
     dims = tuple(vtype.dim_map)
     order = [dims[i] for i, n in enumerate(vtype.tile_shape) if n != 1]
@@ -103,12 +109,8 @@ def _moves_unit_dims_only(load: Operation) -> bool:
 
 def _reorder(load: Operation, view: Value) -> None:
     """load -> the same load in tensor order (`_moves_unit_dims_only`), reshaped to the old shape."""
-    vtype = load.operand("view").type
-    assert isinstance(vtype, PartitionViewType)
-    dims = tuple(vtype.dim_map)
     old_tile = load.results[0].type
-    assert isinstance(old_tile, TileType)
-    new_load = load.insert_before(_in_tensor_order(load, view, dims))
+    new_load = _in_tensor_order(load, view)
     back = load.insert_before(Operation("cuda_tile.reshape", [new_load.results[0]], [old_tile],
                                         location=load.location))
     for old, new in zip(load.results[1:], new_load.results[1:]):
@@ -117,11 +119,12 @@ def _reorder(load: Operation, view: Value) -> None:
     _erase(load)
 
 
-def _in_tensor_order(load: Operation, view: Value, dims: tuple[int, ...]) -> Operation:
-    """A load like `load` through `view` (its identity-dim_map twin): indices, in-bounds flags and
-    tile shape moved to tensor order."""
+def _in_tensor_order(load: Operation, view: Value) -> Operation:
+    """A load like `load` through `view` (its identity-dim_map twin), inserted before it: indices,
+    in-bounds flags and tile shape moved to tensor order."""
     vtype = load.operand("view").type
     assert isinstance(vtype, PartitionViewType)
+    dims = tuple(vtype.dim_map)
     indices = load.operand_group("index")
     rest = load.operands[1 + len(indices):]
     new_indices: list[Value] = [indices[0]] * len(indices)
@@ -136,8 +139,9 @@ def _in_tensor_order(load: Operation, view: Value, dims: tuple[int, ...]) -> Ope
         attributes["inbounds"] = tuple(moved)
     tile = tuple(vtype.tile_shape[dims.index(d)] for d in range(len(dims)))
     elem = load.results[0].type.element  # type: ignore[union-attr]
-    return Operation(LOAD, [view, *new_indices, *rest], [TileType(tile, elem), *(r.type for r in load.results[1:])],
-                     attributes, location=load.location, segment_sizes=load.segment_sizes)
+    return load.insert_before(Operation(LOAD, [view, *new_indices, *rest],
+                                        [TileType(tile, elem), *(r.type for r in load.results[1:])],
+                                        attributes, location=load.location, segment_sizes=load.segment_sizes))
 
 
 def _identity_view(view: Value) -> Value:
@@ -157,12 +161,9 @@ def _identity_view(view: Value) -> Value:
 def _rewrite(load: Operation, view: Value, pair: tuple[int, int]) -> None:
     """load -> load in tensor order, reshape to 2-D, permute [1, 0]; the old load's reshapes to that
     2-D shape read the permute, any other user a reshape back to the old shape."""
-    vtype = load.operand("view").type
-    assert isinstance(vtype, PartitionViewType)
-    dims = tuple(vtype.dim_map)
     old_tile = load.results[0].type
     assert isinstance(old_tile, TileType)
-    new_load = load.insert_before(_in_tensor_order(load, view, dims))
+    new_load = _in_tensor_order(load, view)
     tile = new_load.results[0].type.shape  # type: ignore[union-attr]
     elem = old_tile.element
     outer, inner = pair
