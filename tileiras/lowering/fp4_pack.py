@@ -1,15 +1,16 @@
-"""e2m1 operands packed two to a byte, K-major, by their mma (tcgen05's 4-bit kind; sm_120's fp4 mma.sync).
+"""e2m1 operands packed two to a byte, K-major, by their mma (tcgen05's 4-bit kind, sm_120's fp4 mma.sync).
 
 tcgen05.mma .kind::mxf4nvf4 reads A (M, K) and B (N, K) K-major with two e2m1 elements to a byte,
 the even K in the low nibble; sm_120's m16n8k64 fp4 mma.sync takes fragments that are the 8-bit
-ones of such bytes, which ldmatrix reads (ops_mma._PackedFragments). No load lands that way here: fp4 tiles are one element to a byte in
-registers and in staged buffers, and a matmul's B is stored (K, N), N contiguous. So the mma packs
-each operand into a buffer of its own once its elements are in shared memory (a register tile is
-staged first, `ops_mma.stage`): every thread packs runs of 16 elements along K into 8 bytes, into
-rows of K / 2 bytes swizzled as TMA writes them (at K = 128, 64-byte rows and the 64-byte swizzle:
-NVIDIA's layout for these operands), which the MMA reads by descriptor (ops_tcgen05._Packed).
-NVIDIA's compiler copies A by TMA as stored and transposes B's nibbles in shared memory; this is
-the same data path with A packed by the threads as well.
+ones of such bytes, which ldmatrix reads (ops_mma._PackedFragments). No load lands that way here:
+fp4 tiles are one element to a byte in registers and in staged buffers, and a matmul's B is stored
+(K, N), N contiguous. So the mma packs each operand into a buffer of its own once its elements are
+in shared memory (a register tile is staged first, `ops_mma.stage`): every thread packs runs of 16
+elements along K into 8 bytes, into rows of K / 2 bytes swizzled as TMA writes them (at K = 128,
+64-byte rows and the 64-byte swizzle: NVIDIA's layout for these operands), which tcgen05 reads by
+descriptor (ops_tcgen05._Packed) and ldmatrix by address. NVIDIA's compiler copies A by TMA as
+stored and transposes B's nibbles in shared memory; this is the same data path with A packed by the
+threads as well.
 """
 
 from __future__ import annotations
