@@ -471,8 +471,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
 def _packs_fp4(shape: MmaShape, lhs: object, rhs: object) -> bool:
     """The fp4 mma.sync (m16n8k64, eight e2m1 a register) on 2-D tiles: its operands are packed two to
     a byte, K-major (fp4_pack.py), and their fragments read by ldmatrix as 8-bit ones."""
-    return shape.per_reg == 8 and all(getattr(getattr(t, "type", None), "shape", ()).__len__() == 2 and
-                                      getattr(t.type.element, "bitwidth", 0) == 4 for t in (lhs, rhs))  # type: ignore
+    return shape.per_reg == 8 and all(len(t.type.shape) == 2 and getattr(t.type.element, "bitwidth", 0) == 4  # type: ignore
+                                      for t in (lhs, rhs))
 
 
 def _packing_fits(k: KernelLowering, staged: list, kdim: int, shape: MmaShape, lhs: object, rhs: object) -> bool:

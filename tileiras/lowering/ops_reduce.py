@@ -331,7 +331,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         if k.sm in (100, 103) and k.assignment is not None:   # the newer instruction could not apply
             from .ops_tcgen05 import why_not
 
-            why["Reason"] = "not tcgen05.mma: " + why_not(op, k.threads, k.assignment.tcgen05_layouts)
+            why["Reason"] = "not tcgen05.mma: " + why_not(op, k.sm, k.threads, k.assignment.tcgen05_layouts)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe(), **why)
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return

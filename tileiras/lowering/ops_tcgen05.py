@@ -10,7 +10,8 @@ are copied swizzled too, then rounded in place by the epilogue warps of a warp-s
 fp8 and fp4 (ops_blockscale.py: fp4's A and B, wherever they are, packed two to a byte by the mma,
 fp4_pack.py); M 64, 128 or 256 (two M=128 instructions side by side in tensor memory), N a
 multiple of 16 (8 for M = 64) up to 256, A and B together within shared memory (else mma.sync
-copies them in K slices), enough warps that each TMEM lane quarter is read by its own warps, and room in the 512 columns of tensor memory (`plan`:
+copies them in K slices), enough warps that each TMEM lane quarter is read by its own warps, and
+room in the 512 columns of tensor memory (`plan`:
 accumulators that stay there through a loop apart, the columns each mma needs only while it
 runs shared, and every top-level loop or mma starting again at column 0).
 The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
@@ -165,10 +166,10 @@ def _too_large(op: Operation, sm: int) -> bool:
     return staged > opt_in_limit(sm)
 
 
-def why_not(op: Operation, threads: int, chosen: "dict[Operation, TmemAccLayout]") -> str:
+def why_not(op: Operation, sm: int, threads: int, chosen: "dict[Operation, TmemAccLayout]") -> str:
     """Why an sm_100 mma (not among `chosen`) stays on mma.sync: the remark's reason."""
     found = _decide(op, threads)
-    if isinstance(found, TmemAccLayout) and _too_large(op, 100):
+    if isinstance(found, TmemAccLayout) and _too_large(op, sm):
         return "its A and B, staged whole, exceed shared memory: mma.sync copies them in K slices"
     if isinstance(found, TmemAccLayout) and not chosen:
         return "the kernel returns early: tensor memory is freed at its one exit"
@@ -181,7 +182,7 @@ def why_not(op: Operation, threads: int, chosen: "dict[Operation, TmemAccLayout]
 def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
     """The tcgen05 accumulator layout of `op`, or why it has none."""
     kind = kind_of(op)
-    lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
+    lhs, acc = op.operand("lhs"), op.operand("acc")
     if kind is None:
         return "tcgen05.mma has no kind for these element types (f16 accumulators, unsigned int8)"
     if len(acc.type.shape) != 2:  # type: ignore[union-attr]
@@ -207,11 +208,19 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
 
         if not tcgen05_fits(op, m, n, threads):
             return "the block scales of this shape do not fit tensor memory's columns beside the accumulator"
-    if kind.name in _PACKED:      # A and B packed K-major by the mma from wherever they are (fp4_pack.py)
-        layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
-        return layout if columns_needed(op, layout) <= COLUMNS else \
-            f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
-    a_src, b_src = _loaded(lhs), _loaded(rhs)
+    # A and B of a packed kind go K-major into the mma's own buffers from wherever they are (fp4_pack.py)
+    why = "" if kind.name in _PACKED else _operands_refused(op, kind, m, n, kdim)
+    if why:
+        return why
+    layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+    if columns_needed(op, layout) > COLUMNS:
+        return f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
+    return layout
+
+
+def _operands_refused(op: Operation, kind: Kind, m: int, n: int, kdim: int) -> str:
+    """Why the MMA cannot read `op`'s A and B where cp.async or the mma puts them ("" where it can)."""
+    a_src, b_src = _loaded(op.operand("lhs")), _loaded(op.operand("rhs"))
     if b_src is None:
         return "B is not a load used only by this mma: tcgen05.mma reads B from shared memory"
     if a_src is None and (not register_a(kind) or op.name == "cuda_tile.mmaf_scaled"):
@@ -221,10 +230,7 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
     b_row = (kdim if b_src or restaged else n) * kind.elem_bytes         # (N, K) or (K, N)
     if not (_swizzles(a_row) and _swizzles(b_row)):
         return f"stored rows of {a_row} / {b_row} bytes fit no swizzle (32, 64 or a multiple of 128 bytes)"
-    layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
-    if columns_needed(op, layout) > COLUMNS:
-        return f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
-    return layout
+    return ""
 
 
 def _unit_reshape(op: Operation) -> bool:
