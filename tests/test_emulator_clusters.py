@@ -321,196 +321,67 @@ def test_cta_group_2_tma_loads_complete_on_the_leaders_mbarrier() -> None:
     assert np.array_equal(out.ravel(), src.ravel())     # the leader's rows, then the peer's
 
 
-# tcgen05 across a CTA pair: each CTA copies its halves of A and B (canonical K-major images) into shared
-# memory, warp 0 of each allocates cta_group::2 tensor memory, thread 0 of the lead CTA issues one
-# tcgen05.mma.cta_group::2 and commits it to both CTAs' mbarriers (multicast); every warp of both CTAs
-# reads its 32-lane quarter of its CTA's accumulator.
-_PAIR_MMA = """
-.version 8.7
-.target sm_100a
+def test_a_remote_use_of_an_mbarrier_whose_init_was_not_fenced_is_reported() -> None:
+    """The PTX ISA's protocol: mbarrier.init, fence.mbarrier_init.release.cluster, then a cluster barrier
+    (a relaxed arrive suffices) before another CTA's copy completes on it. Without the fence the relaxed
+    arrive publishes nothing: the peer's cta_group::2 load may land on an mbarrier not yet initialized."""
+    tma = _TMA.replace("    @%p1 fence.mbarrier_init.release.cluster;\n", "")
+    assert tma != _TMA
+    from tileiras.emulator import Memory, run_ptx
+    from tileiras.runtime.tensormap import for_array
+
+    src = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    mem = Memory()
+    a = mem.alloc(src.nbytes)
+    mem.write(a, src.tobytes())
+    out = mem.alloc(2 * 1024)
+    with pytest.raises(EmulatorError, match=r"whose initialization by thread 0 is not visible"):
+        run_ptx(tma.format(n=2, nbytes=1024, issue=_PAIR), "k", (2, 1, 1), (128, 1, 1),
+                [out, for_array(a, src.shape, src.strides, "f32", (8, 32))], mem, check_races=True)
+
+
+_CROSS_BAR = """
+.version 8.0
+.target sm_90
 .address_size 64
-.visible .entry k(.param .u64 out, .param .u64 img, .param .u64 adesc, .param .u64 bdesc, .param .u32 idesc)
+
+.visible .entry k(.param .u64 out)
 .reqnctapercluster 2, 1, 1
 {{
-    .reg .pred %p<8>;
-    .reg .b16 %rs<2>;
-    .reg .b32 %r<32>;
-    .reg .b32 %v<{w}>;
-    .reg .b64 %rd<24>;
-    .shared .align 1024 .b8 buf[{img}];
-    .shared .align 8 .b64 bar;
-    .shared .align 8 .b32 slot;
+    .shared .align 16 .b8 buf[256];
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<4>;
     ld.param.u64 %rd1, [out];
-    ld.param.u64 %rd2, [img];
-    ld.param.u64 %rd20, [adesc];
-    ld.param.u64 %rd21, [bdesc];
-    ld.param.u32 %r7, [idesc];
-    mov.u32 %r0, %tid.x;
-    mov.u32 %r16, %cluster_ctarank;
-    setp.eq.u32 %p1, %r0, 0;
-    shr.u32 %r14, %r0, 5;
-    setp.eq.u32 %p3, %r14, 0;
-    mul.wide.u32 %rd5, %r16, {img};
-    add.s64 %rd2, %rd2, %rd5;
-    shl.b32 %r1, %r0, 4;
-    mov.u32 %r5, buf;
-COPY:
-    setp.ge.u32 %p4, %r1, {img};
-    @%p4 bra COPIED;
-    cvt.u64.u32 %rd3, %r1;
-    add.s64 %rd4, %rd2, %rd3;
-    ld.global.v4.u32 {{%r10, %r11, %r12, %r13}}, [%rd4];
-    add.u32 %r2, %r5, %r1;
-    st.shared.v4.u32 [%r2], {{%r10, %r11, %r12, %r13}};
-    add.u32 %r1, %r1, 2048;
-    bra COPY;
-COPIED:
-    fence.proxy.async.shared::cta;
-    @%p3 tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [slot], 256;
-    @%p3 tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;
-    @%p1 mbarrier.init.shared.b64 [bar], 1;
-    @%p1 fence.mbarrier_init.release.cluster;
-    tcgen05.fence::before_thread_sync;
-    barrier.cluster.arrive.release.aligned;
-    barrier.cluster.wait.acquire.aligned;
-    tcgen05.fence::after_thread_sync;
-    ld.shared.b32 %r20, [slot];
-    setp.eq.u32 %p2, %r16, 0;
-    and.pred %p2, %p2, %p1;
-    mov.u16 %rs1, 3;
-    @%p2 tcgen05.mma.cta_group::2.kind::f16 [%r20], %rd20, %rd21, %r7, %p6;
-    @%p2 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [bar], %rs1;
-WAIT:
-    mbarrier.try_wait.parity.shared.b64 %p5, [bar], 0;
-    @!%p5 bra WAIT;
-    tcgen05.fence::after_thread_sync;
-    shl.b32 %r21, %r14, 21;
-    add.u32 %r22, %r20, %r21;
-    tcgen05.ld.sync.aligned.32x32b.x{w}.b32 {{{regs}}}, [%r22];
-    tcgen05.wait::ld.sync.aligned;
-    mad.lo.u32 %r23, %r16, 128, %r0;
-    mul.wide.u32 %rd8, %r23, {wb};
-    add.s64 %rd11, %rd1, %rd8;
-{store}
-    tcgen05.fence::before_thread_sync;
-    barrier.cluster.arrive.release.aligned;
-    barrier.cluster.wait.acquire.aligned;
-    @%p3 tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r20, 256;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    setp.eq.u32 %p1, %r2, 1;
+    mov.u32 %r4, buf;
+    shl.b32 %r6, %r1, 2;
+    add.u32 %r4, %r4, %r6;
+    mapa.shared::cluster.u32 %r5, %r4, 0;
+    @%p1 st.shared::cluster.u32 [%r5], %r1;     // CTA 1 writes into CTA 0's buffer
+    {sync}
+    @!%p1 ld.shared.u32 %r10, [%r4];
+    cvt.u64.u32 %rd2, %r6;
+    add.s64 %rd3, %rd1, %rd2;
+    @!%p1 st.global.u32 [%rd3], %r10;
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
     ret;
 }}
 """
 
 
-def _pair_mma(m: int, unsignalled_peer: bool = False) -> tuple:
-    """(what the pair's tensor memories hold, A B^T); `unsignalled_peer`: the commit signals the lead
-    CTA only and the peer reads its accumulator without waiting."""
-    import os
-    import sys
-    sys.path.insert(0, os.path.dirname(__file__))
-    from emulator_async_layouts import image, umma_desc
-
-    from tileiras.emulator import Memory, run_ptx
-
-    n, k = 64, 16
-    hm, hn = m // 2, n // 2
-    rng = np.random.default_rng(3)
-    a = (rng.integers(-8, 8, (m, k)) / 4).astype(np.float16)
-    b = (rng.integers(-8, 8, (n, k)) / 4).astype(np.float16)
-    b_base = 4096 if m == 128 else 8192
-    size = b_base + 2048
-    imgs = np.zeros((2, size), np.uint8)
-    for p in range(2):          # CTA p holds A's rows p*hm.. and B's rows p*hn.. at the same offsets
-        a_img, a_lbo, a_sbo = image(a[p * hm:(p + 1) * hm], True, 0, 0)
-        b_img, b_lbo, b_sbo = image(b[p * hn:(p + 1) * hn], True, 0, b_base)
-        imgs[p, :a_img.size] = a_img
-        imgs[p, b_base:b_base + b_img.size] = b_img
-    w = n if m == 256 else hn               # columns per lane each CTA holds
-    regs = ", ".join(f"%v{i}" for i in range(w))
-    store = "\n".join(f"    st.global.u32 [%rd11+{4 * i}], %v{i};" for i in range(w))
-    ptx = _PAIR_MMA.format(w=w, wb=4 * w, img=size, regs=regs, store=store)
-    if unsignalled_peer:
-        ptx = ptx.replace("mov.u16 %rs1, 3;", "mov.u16 %rs1, 1;").replace(
-            "WAIT:", "setp.ne.u32 %p7, %r16, 0;\n    @%p7 bra READ;\nWAIT:").replace(
-            "    tcgen05.fence::after_thread_sync;\n    shl.b32 %r21", "READ:\n    tcgen05.fence::after_thread_sync;\n    shl.b32 %r21")
-    idesc = (1 << 4) | ((n >> 3) << 17) | ((m >> 4) << 24)       # f16 x f16 -> f32, K-major A and B
-    mem = Memory()
-    img, out = mem.alloc(imgs.nbytes), mem.alloc(2 * 128 * w * 4)
-    mem.write(img, imgs.tobytes())
-    run_ptx(ptx.replace("%p6;", "0;"), "k", (2, 1, 1), (128, 1, 1),
-            [out, img, umma_desc(0, a_lbo, a_sbo, 0), umma_desc(b_base, b_lbo, b_sbo, 0), idesc], mem,
-            check_races=True)
-    got = np.frombuffer(mem.read(out, 2 * 128 * w * 4), np.float32).reshape(2, 128, w)
-    want = a.astype(np.float32) @ b.astype(np.float32).T
-    if m == 128:    # Layout B: each CTA's 64 rows, column halves on lanes 0-63 and 64-127
-        got = np.concatenate([got[:, :64], got[:, 64:]], axis=2)
-    return got.reshape(m, n), want
-
-
-@pytest.mark.parametrize("m", [256, 128])
-def test_a_cta_pair_mma_splits_a_and_b_over_the_pair_and_d_over_its_tensor_memories(m: int) -> None:
-    got, want = _pair_mma(m)
-    np.testing.assert_array_equal(got, want)
-
-
-def test_the_peer_reading_its_accumulator_without_the_commits_mbarrier_is_a_race() -> None:
-    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(read-after-write\).*thread 128"):
-        _pair_mma(256, unsignalled_peer=True)
-
-
-def test_a_bulk_copy_into_the_peers_shared_memory_completes_on_its_mbarrier() -> None:
-    """cp.async.bulk.shared::cluster.shared::cta: CTA 0 sends 256 bytes to CTA 1, whose mbarrier it signals."""
-    ptx = _HANDOFF.format(skip="").replace("""    mapa.shared::cluster.u32 %r5, %r4, 0;
-    shl.b32 %r6, %r1, 2;
-    add.u32 %r5, %r5, %r6;
-    mul.lo.u32 %r7, %r1, 3;
-    st.shared::cluster.u32 [%r5], %r7;
-    mov.u32 %r8, bar;
-    and.b32 %r9, %r8, 0xFEFFFFFF;   // CTA 1's address of bar has the rank in bit 24: clear it for CTA 0's
-    fence.acq_rel.cluster;
-    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r9];""", """    shl.b32 %r6, %r1, 2;
-    add.u32 %r5, %r4, %r6;
-    mul.lo.u32 %r7, %r1, 3;
-    st.shared.u32 [%r5], %r7;
-    fence.proxy.async.shared::cta;
-    bar.sync 0;
-    setp.ne.u32 %p3, %r1, 0;
-    @%p3 bra END;
-    mapa.shared::cluster.u32 %r5, %r4, 0;
-    mov.u32 %r8, bar;
-    mapa.shared::cluster.u32 %r9, %r8, 0;
-    cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r5], [%r4], 256, [%r9];""").replace(
-        "mbarrier.init.shared::cta.b64 [bar], 64;", "mbarrier.init.shared::cta.b64 [bar], 1;").replace(
-        "CONSUMER:\n    \nWAIT:", "CONSUMER:\n    @!%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;\nWAIT:")
-    assert "cp.async.bulk.shared::cluster" in ptx and "st.shared::cluster" not in ptx and "expect_tx" in ptx
-    (out,), _ = emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)], check_races=True)
-    assert np.array_equal(out, 3 * np.arange(64))
-    with pytest.raises(EmulatorError, match="read before the mbarrier wait"):     # the consumer not waiting
-        emulate(ptx.replace("CONSUMER:\n", "CONSUMER:\n    bra.uni READ;\n"), "handoff", (2, 1, 1), (64, 1, 1),
-                [np.zeros(64, np.uint32)], check_races=True)
-
-
-def test_waiting_on_a_peers_mbarrier_faults() -> None:
-    ptx = _HANDOFF.format(skip="").replace("try_wait.parity.acquire.cluster.shared::cta.b64 %p3, [bar], 0;",
-                                           "try_wait.parity.acquire.cluster.shared::cluster.b64 %p3, [%r9], 0;").replace(
-        "CONSUMER:\n", "CONSUMER:\n    mov.u32 %r8, bar;\n    mapa.shared::cluster.u32 %r9, %r8, 1;\n")
-    with pytest.raises(EmulatorError, match="mbarrier.try_wait on the mbarrier of CTA rank 1 of the cluster"):
-        emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)])
-
-
-def test_st_async_stores_into_the_peer_and_completes_on_its_mbarrier() -> None:
-    """st.async: CTA 1's threads store into CTA 0's buffer, each completing 4 bytes on CTA 0's mbarrier."""
-    ptx = _HANDOFF.format(skip="").replace("""    st.shared::cluster.u32 [%r5], %r7;
-    mov.u32 %r8, bar;
-    and.b32 %r9, %r8, 0xFEFFFFFF;   // CTA 1's address of bar has the rank in bit 24: clear it for CTA 0's
-    fence.acq_rel.cluster;
-    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r9];""", """    mov.u32 %r8, bar;
-    mapa.shared::cluster.u32 %r9, %r8, 0;
-    st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r5], %r7, [%r9];""").replace(
-        "mbarrier.init.shared::cta.b64 [bar], 64;", "mbarrier.init.shared::cta.b64 [bar], 1;").replace(
-        "CONSUMER:\n    \nWAIT:", "CONSUMER:\n    @!%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;\nWAIT:")
-    assert "st.async" in ptx and "expect_tx" in ptx
-    (out,), _ = emulate(ptx, "handoff", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)], check_races=True)
-    assert np.array_equal(out, 3 * np.arange(64))
-    with pytest.raises(EmulatorError, match="read before the mbarrier wait"):
-        emulate(ptx.replace("CONSUMER:\n", "CONSUMER:\n    bra.uni READ;\n"), "handoff", (2, 1, 1), (64, 1, 1),
-                [np.zeros(64, np.uint32)], check_races=True)
+def test_a_cta_barrier_orders_the_threads_of_its_own_cta_only() -> None:
+    """bar.sync is per CTA: CTA 0's threads passing their barrier 0 learn nothing of CTA 1's stores into
+    their shared memory, even where the emulator runs both CTAs' threads as one group (no branch: they
+    reach the barrier together); a cluster barrier does order them."""
+    (out,), _ = emulate(_CROSS_BAR.format(sync="barrier.cluster.arrive.aligned;\n    barrier.cluster.wait.aligned;"),
+                        "k", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)], check_races=True)
+    assert np.array_equal(out, np.arange(64))
+    with pytest.raises(EmulatorError, match=r"data race \(read-after-write\)"):
+        emulate(_CROSS_BAR.format(sync="bar.sync 0;"), "k", (2, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)],
+                check_races=True)

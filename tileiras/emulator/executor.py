@@ -611,7 +611,19 @@ def _barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int) -> None:
     if not 0 <= bar_id < 16:
         raise DeviceFault(f"barrier number {bar_id} is outside 0..15", first)
     if st.rank_of is not None:      # each CTA of a cluster has its own barriers 0..15
+        ranks = np.unique(st.rank_of[lanes])
+        if ranks.size > 1:          # threads of several CTAs (one group): each arrives at its CTA's barrier
+            for r in ranks.tolist():
+                _arrive_at_barrier(st, groups, spec, act & (st.rank_of == r), pc, bar_id + 16 * r, count)
+            return
         bar_id += 16 * (first // st.cta_threads)
+    _arrive_at_barrier(st, groups, spec, act, pc, bar_id, count)
+
+
+def _arrive_at_barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int, bar_id: int,
+                       count: Optional[int]) -> None:
+    """The threads `act` (of one CTA) arrive at barrier `bar_id` (16 r + id in CTA r of a cluster)."""
+    np = st.np
     if st.races is not None:
         st.races.release(act)
     b = st.bars.get(bar_id)

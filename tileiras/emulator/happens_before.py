@@ -71,6 +71,10 @@ class Clocks:
         self.wclock = np.zeros(smem_bytes, dtype=np.int64)
         self.wline = np.zeros(smem_bytes, dtype=np.int32)
         self.tmem: "TensorCells | None" = None
+        # mbarrier initializations (thread -> its clock at the latest): not yet fenced, and fenced by
+        # fence.mbarrier_init.release.cluster, which a relaxed barrier.cluster.arrive then publishes
+        self.inits: dict[int, int] = {}
+        self.fenced_inits: dict[int, int] = {}
 
     # -- synchronization -----------------------------------------------------------
     def release(self, key: int, lanes: Any) -> None:
@@ -91,6 +95,33 @@ class Clocks:
         if done is not None:
             lanes = self.np.asarray(lanes).ravel()
             self.vc[lanes] = self.np.maximum(self.vc[lanes], done)
+
+    def init(self, t: int) -> int:
+        """Thread t initializes an mbarrier: a new epoch of t's (what others learned of t before does not
+        make it visible to them); its clock then."""
+        self.vc[t, t] += 1
+        self.inits[t] = int(self.vc[t, t])
+        return self.inits[t]
+
+    def fence_inits(self, lanes: Any) -> None:
+        """fence.mbarrier_init.release.cluster: the threads' initializations so far are released by their
+        next (even relaxed) barrier.cluster.arrive."""
+        for t in self.np.asarray(lanes).ravel().tolist():
+            if t in self.inits:
+                self.fenced_inits[t] = self.inits.pop(t)
+
+    def release_inits(self, key: int, lanes: Any) -> None:
+        """A relaxed arrive on `key`: it publishes the fenced initializations of the threads (thread t's
+        clock at its last one, nothing else of t's)."""
+        acc = self.accum.get(key)
+        for t in self.np.asarray(lanes).ravel().tolist():
+            clock = self.fenced_inits.pop(t, None)
+            if clock is not None:
+                known = self.np.zeros(2 * self.n, dtype=self.np.int64)
+                known[t] = clock
+                acc = known if acc is None else self.np.maximum(acc, known)
+        if acc is not None:
+            self.accum[key] = acc
 
     def barrier(self, arrived: Any, waiting: Any) -> None:
         np = self.np

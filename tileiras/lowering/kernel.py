@@ -54,6 +54,7 @@ class KernelLowering:
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
+        self.cta_pair: Any = None           # cta_pair.CtaPair where a CTA pair runs the pipelined loop's mma
         self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.wgmma_buffers: dict = {}       # (wgmma mma, "a"/"b") -> its K-major copy (ops_wgmma.py)
         self.pipelines_refused = False      # a loop stayed unpipelined for lack of shared memory

@@ -120,6 +120,37 @@ class TmemAccLayout(MmaLayout):
         return "#tmem_acc" + MmaLayout.describe(self)[4:]
 
 
+@record
+class PairAccLayout(TmemAccLayout):
+    """One CTA's 64 rows of a CTA pair's M = 128 accumulator (`tcgen05.mma.cta_group::2`, the PTX
+    ISA's layout B): row r, column c at lane r + 64 (c // (N/2)), column c % (N/2), the column halves
+    folded onto the two 64-lane halves. Warp w reads lane quarter q = w % 4, so it holds rows
+    32 (q % 2) .. + 31 of column half q // 2 (split further by w / 4 where there are 8 warps)."""
+
+    def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
+        _, _, wn = self.warps
+        warp = pre(f"lshr i32 {tid}, 5", "w")
+        w_m = pre(f"and i32 {warp}, 1", "wm")
+        half = pre(f"and i32 {pre(f'lshr i32 {warp}, 1', 'wh')}, 1", "wh")
+        if wn == 2:
+            return "0", w_m, half, None
+        return "0", w_m, pre(f"or i32 {pre(f'shl i32 {half}, 1', 'wn')}, {pre(f'lshr i32 {warp}, 2', 'wn')}", "wn"), None
+
+    def describe(self) -> str:
+        return "#tmem_pair_acc" + MmaLayout.describe(self)[4:]
+
+
+def is_pair(op: Operation) -> bool:
+    """Whether `op` is the mma a cluster's CTA pairs run as one (tileaa/clusters.PAIR_ATTR)."""
+    from ..tileaa.clusters import PAIR_ATTR
+
+    entry = op
+    while entry is not None and entry.name != "cuda_tile.entry":
+        block = entry.parent
+        entry = block.parent.parent if block is not None and block.parent is not None else None
+    return entry is not None and bool(entry.attributes.get(PAIR_ATTR))
+
+
 def same_fragments(a: object, b: object) -> bool:
     """Two mma accumulator layouts (mma.sync's, tcgen05's) that give every thread the same elements
     in the same slots: equal geometry, and warps placed alike (rows only: warp w at row-warp
@@ -213,6 +244,10 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
     if why:
         return why
     layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
+    if m == 64 and is_pair(op):   # layout B: two row warps, the column halves on lane quarters 2-3
+        layout = PairAccLayout(threads, (1, m, n), (1, 2, 2 * wn))
+        if n % 16 or (n // 16 // wn) & (n // 16 // wn - 1):
+            return f"{n} columns over {wn} warps is no 16x256b access of the pair's column halves"
     if columns_needed(op, layout) > COLUMNS:
         return f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
     return layout
@@ -573,13 +608,14 @@ def instruction(kind: Kind, m: int, n: int, a_m_major: bool = False, b_n_major: 
         | ((n >> 3) << 17) | ((m >> 4) << 24)
 
 
-def describe(op: Operation, layout: MmaLayout) -> tuple[str, str]:
-    """(Instruction, Shape) of the remark: the instruction and its M x N x K."""
+def describe(op: Operation, layout: MmaLayout, pair: bool = False) -> tuple[str, str]:
+    """(Instruction, Shape) of the remark: the instruction and its M x N x K (`pair`: a CTA pair's)."""
     kind = kind_of(op)
     assert kind is not None
     _, m, n = layout.shape
     scaled = ".block_scale" if op.name == "cuda_tile.mmaf_scaled" else ""
-    return f"Tensor-core SM100 (tcgen05.mma.cta_group::1.kind::{kind.name}{scaled})", f"[{min(m, 128)}, {n}, {kind.k}]"
+    return f"Tensor-core SM100 (tcgen05.mma.cta_group::{2 if pair else 1}.kind::{kind.name}{scaled})", \
+        f"[{2 * m if pair else min(m, 128)}, {n}, {kind.k}]"
 
 
 def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
@@ -704,12 +740,18 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
                     continue
                 a_text, a_cons, a_arg = "$1", "l", f"i64 {a_desc}"
             k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
-                     f'tcgen05.mma.cta_group::1.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
+                     f'tcgen05.mma.cta_group::{2 if k.cta_pair else 1}.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
                      f'"r,{a_cons},l,r,r,~{{memory}}"(i32 {d}, {a_arg}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
 
 
-def commit(k: KernelLowering, mbarrier: str) -> None:
-    """The calling thread's tcgen05 operations so far arrive once on the mbarrier at `mbarrier` when done."""
+def commit(k: KernelLowering, mbarrier: str, pair: bool = False) -> None:
+    """The calling thread's tcgen05 operations so far arrive once on the mbarrier at `mbarrier` when
+    done (`pair`: at its offset in both CTAs of the pair, cta_pair.py)."""
+    if pair:
+        from .cta_pair import commit as pair_commit
+
+        pair_commit(k, mbarrier)
+        return
     k.b.emit(f'call void asm sideeffect "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 '
              f'[$0];", "r,~{{memory}}"(i32 {mbarrier})')
 
@@ -864,6 +906,15 @@ def _block_address(k: KernelLowering, layout: TmemAccLayout, base: str, mi: int,
     (`per_col` elements per 32-bit column)."""
     _, m, n = layout.shape
     _, rm, rn = layout.repeats
+    if isinstance(layout, PairAccLayout):   # quarter q holds rows 32 (q % 2) .. of column half q // 2
+        warp = k.b.pre(f"lshr i32 {k.tid}, 5", "w")
+        lane = k.b.pre(f"shl i32 {k.b.pre(f'and i32 {warp}, 3', 'tl')}, 5", "tl")
+        if mi:
+            lane = k.b.pre(f"add i32 {lane}, {16 * mi}", "tl")
+        col = k.b.pre(f"mul i32 {k.b.pre(f'lshr i32 {warp}, 2', 'tc')}, {rn * 8 // per_col}", "tc") \
+            if layout.warps[2] > 2 else "0"
+        offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
+        return k.b.op(f"add i32 {base}, {offset}", "ta")
     _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
     row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
         if w_m != "0" else str(mi * 16)
@@ -903,6 +954,8 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
     `packed` (the LLVM type of 16-bit values, or "i8", st only): the neighbours of a row share a
     32-bit column, stored with the 16x128b shape (`_a_in_tmem`). `blocks` (ld only): (first, count)
     of the warp's 8-column blocks, read alone (a column chunk, `read_columns`)."""
+    if isinstance(layout, PairAccLayout) and k.cta_pair is None:
+        return _transfer_alone(k, layout, base, values, is_float)
     _, rm, rn = layout.repeats
     first, rn = blocks if blocks is not None else (0, rn)
     count = rn * 4
@@ -925,6 +978,23 @@ def _transfer(k: KernelLowering, layout: TmemAccLayout, base: str, values: Optio
             _store(k, addr, [k.b.op(f"bitcast float {v} to i32", "tb") if is_float else v for v in chunk],
                    f"16x256b.x{rn}")
     return out
+
+
+def _transfer_alone(k: KernelLowering, layout: "PairAccLayout", base: str, values: Optional[list[str]],
+                    is_float: bool) -> list[str]:
+    """`_transfer` of a CTA pair's accumulator rows where the CTA runs its mma alone (cta_group::1
+    M = 64, cta_pair.py): tensor memory holds them in the M = 64 layout, whose rows no warp of the
+    pair layout can reach, so the registers go through shared memory (a layout conversion)."""
+    from ..ir.types import ScalarType, TileType
+
+    _, m, n = layout.shape
+    alone = TmemAccLayout(layout.threads, layout.shape, (1, 4, layout.warps[2] // 2))
+    tile = TileType((m, n), ScalarType("f32" if is_float else "i32"))
+    if values is None:
+        regs = _transfer(k, alone, base, None, is_float)
+        k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+        return k.convert(TileRegs(tile, regs, alone), layout).slots
+    return _transfer(k, alone, base, k.convert(TileRegs(tile, list(values), layout), alone).slots, is_float)
 
 
 def read_columns(k: KernelLowering, op: Operation, first: int, count: int) -> list[str]:

@@ -43,7 +43,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          staged_through_registers, wait_all, wait_groups)
-from . import mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
+from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, opt_in_limit
@@ -79,6 +79,7 @@ class ActivePipeline:
     once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
     cluster: Optional[multicast.ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
                                         # multicast in slices; stages released in every receiving CTA
+    pair: Optional[cta_pair.CtaPair] = None   # sm_100: a CTA pair runs the loop's mma (cta_pair.py)
 
 
 # targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's only where their stages may be
@@ -123,8 +124,12 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
     # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
     dense |= {load for load in plan.loads if not reads_shared(k, load)}
-    sizes = {load: matrix_shape(k, load.results[0].type, swizzled[load], dense=load in dense).nbytes
-             for load in plan.loads}
+    pair = cta_pair.plan(k, op, plan.loads) if k.sm in TMA_TARGETS and uses_mbarriers(k) else None
+    if pair is not None:    # before tensor memory is allocated: with .cta_group::2
+        assert k.tmem is None, "tensor memory allocated before the CTA pair was planned"
+        k.cta_pair = pair
+    tiles = {load: cta_pair.staged_type(pair, load) for load in plan.loads}
+    sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
     used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
@@ -149,7 +154,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
         return None
     # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
-    matrices = {load: new_matrix(k, load.results[0].type, stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
+    matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
                                  dense=load in dense) for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = cluster = None
@@ -161,7 +166,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense)
+        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None)
+        assert pair is None or (tma is not None and len(tma) == len(plan.loads)), "cta_pair.plan checked TMA"
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
@@ -190,7 +196,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
-                          mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster)
+                          mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair)
 
 
 def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[SharedTileVal]:
@@ -288,20 +294,21 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
 
 
 def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict,
-                dense: set) -> tuple[Optional[dict], Optional[multicast.ClusterLoads]]:
+                dense: set, tiles: dict, paired: bool) -> tuple[Optional[dict], Optional[multicast.ClusterLoads]]:
     """The loads' TMA copies (sm_90, sm_100 / sm_103), their tensor maps added to the kernel's hidden
     parameters; or None when a load cannot use TMA: the loop then keeps cp.async (the full barrier
     counts the copying threads' arrivals) and a remark on each load says why. Only block scales in
     unpadded stages (`dense`) may keep cp.async beside the others' TMA boxes (`copied`): the full
     barrier then counts the TMA thread's arrival with the copying threads' (NVIDIA's A scales).
     In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
-    multicast.plan allows (its plan is returned beside the copies)."""
+    multicast.plan allows (its plan is returned beside the copies); a CTA pair's (`paired`) copy each
+    its own A rows and half of B (`tiles`: what each stage holds)."""
     if k.sm not in TMA_TARGETS:
         multicast.refuse(k, loop, loads, "")
         return None, None
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
-    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense)
-             for load in loads}
+    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense,
+                                 tile=tiles[load]) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
     if why and (len(why) == len(loads) or not set(why) <= dense):
         for load in loads:
@@ -315,7 +322,11 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
                  load, Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
     copies = {load: t for load, (t, _) in plans.items() if t}
     cluster = None
-    if not why:
+    if paired:
+        k.remark("passed", "memory", "RemarkTmaCtaPair", "Operands copied by the CTA pair", loop,
+                 Reason="each CTA copies its A rows and half of B's columns; the copies complete on the pair "
+                        "leader's mbarrier (.cta_group::2)")
+    elif not why:
         cluster, copies = multicast.plan(k, loop, copies)
     else:
         multicast.refuse(k, loop, loads, "a load of the loop is copied with cp.async")
@@ -412,7 +423,8 @@ def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> 
     assert p.tma and p.full is not None
     offsets = {load: _stage_offset(k, p, load, stage) for load in p.loads}
     tma_copy.issue(k, p.tma, p.matrices, p.loop.regions[0].block.arguments[0], iv, offsets,
-                   mbarrier.address(k, p.full, stage), multicast.casts(k, p.cluster) if p.cluster else None)
+                   mbarrier.address(k, p.full, stage), multicast.casts(k, p.cluster) if p.cluster else None,
+                   p.pair is not None)
 
 
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:

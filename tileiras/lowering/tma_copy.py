@@ -68,6 +68,8 @@ class TmaCopy:
     slot: int = -1              # index among the kernel's tensor maps (k.tma_params), once chosen
     slices: int = 1             # multicast (`sliced`): the CTAs sharing the tile each issue one slice of rows
     slice_bytes: int = 0        # shared bytes from one slice to the next within an atom
+    pair_columns: int = 0       # a CTA pair's B (cta_pair.py): the columns each CTA copies, the peer's
+                                # from this many on
 
     @property
     def nbytes(self) -> int:
@@ -95,18 +97,20 @@ def _read_as_tf32(value: object) -> bool:
 
 
 def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
-         rows: int = MAX_BOX, dense: bool = False) -> tuple[Optional[TmaCopy], str]:
+         rows: int = MAX_BOX, dense: bool = False, tile: Optional[TileType] = None) -> tuple[Optional[TmaCopy], str]:
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
     TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not). `dense`:
-    an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`)."""
+    an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`). `tile`:
+    the part of the tile copied, its leading columns (a CTA pair's half of B), if not the whole."""
     from ..host_platform import tma_callback_unsupported
     from ..tileaa.facts import view_sources
 
     unsupported = tma_callback_unsupported()
     if unsupported:
         return None, unsupported
-    tile = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
-    assert isinstance(tile, TileType)
+    whole = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
+    assert isinstance(whole, TileType)
+    tile = tile or whole
     if not isinstance(view, PartitionViewVal) or view.traversal_strides is not None or view.sparse_dim is not None:
         return None, "the view is strided or gathers rows"
     if view.padding not in (None, "zero"):
@@ -150,8 +154,9 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
     box_bytes = eb
     for b in box:
         box_bytes *= b
+    pair_columns = tile.shape[-1] if tile.shape[-1] != whole.shape[-1] else 0
     return TmaCopy(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes, box_bytes, box, bands,
-                   rows * span), ""
+                   rows * span, pair_columns=pair_columns), ""
 
 
 def _dense(op: Operation, tile: TileType, view: PartitionViewVal, sources: object,
@@ -226,28 +231,42 @@ def prefetch(k: KernelLowering, loads: dict) -> None:
 
 
 def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str,
-          casts: Optional[dict] = None) -> None:
+          casts: Optional[dict] = None, pair: bool = False) -> None:
     """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load (of a sliced load, `casts[load]` = (i32 slice, i16 CTA
-    mask): this CTA's slice, multicast to the CTAs of the mask)."""
-    mbarrier.arrive_expect_tx(k, full, sum(t.nbytes for t in loads.values()))
+    mask): this CTA's slice, multicast to the CTAs of the mask). `pair`: a CTA pair's copies
+    (cta_pair.py), completing on the leader's `full`, where the leader announces both CTAs' bytes."""
+    from . import cta_pair
+
+    nbytes = sum(t.nbytes for t in loads.values())
+    if pair:
+        k.guarded(cta_pair.is_leader(k), lambda: mbarrier.arrive_expect_tx(k, full, 2 * nbytes))
+        full = cta_pair.leader_barrier(k, full)
+    else:
+        mbarrier.arrive_expect_tx(k, full, nbytes)
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
     try:
         for load, t in loads.items():
-            load_boxes(k, load, t, matrices[load].offset, full, stage[load], (casts or {}).get(load))
+            load_boxes(k, load, t, matrices[load].offset, full, stage[load], (casts or {}).get(load), pair)
     finally:
         if saved is not None:
             k.values[iv_arg] = saved
 
 
 def load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, full: str, stage: str = "",
-               cast: Optional[tuple[str, str]] = None) -> None:
+               cast: Optional[tuple[str, str]] = None, pair: bool = False) -> None:
     """Every box of the tile `op` loads, into shared bytes `offset` (+ i32 `stage` unless ""),
     completing on the barrier at `full`; with `cast` (i32 slice, i16 CTA mask) this CTA's slice of
-    each box, into the same offset of every CTA of the mask (and onto each one's barrier there)."""
+    each box, into the same offset of every CTA of the mask (and onto each one's barrier there);
+    `pair`: the `.cta_group::2` form, `full` (shared::cluster) in the pair's leader."""
     for at, coords in _boxes(k, op, t, offset):
+        if t.pair_columns:     # the peer's half of the columns
+            from .cta_pair import pair_rank
+
+            shift = k.b.op(f"mul i32 {pair_rank(k)}, {t.pair_columns}", "tc")
+            coords = [k.b.op(f"add i32 {coords[0]}, {shift}", "tc"), *coords[1:]]
         if cast is not None:
             part = cast[0]
             shift = part if part == "0" else k.b.op(f"mul i32 {part}, {t.slice_bytes}", "tc")
@@ -257,7 +276,11 @@ def load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, full: 
         place = k.b.op(f"add i32 {stage}, {at}", "tc") if stage else str(at)
         dst = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, place)} to i32", "tc")
         n = len(coords)
-        if cast is None:
+        if pair:
+            _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                    f".cta_group::2 [$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
+                 f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+        elif cast is None:
             _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
                     f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
                  f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")

@@ -39,6 +39,7 @@ class TensorMemory:
     phase: str         # ptr: the thread's expected phase parity (alloca)
     warp0: str         # i32 1 where this thread is in warp 0 (allocates and frees), else 0
     control: int = 0   # offset of the shared control block
+    group: int = 1     # .cta_group: 2 where a CTA pair shares the MMAs (cta_pair.py)
     ready: object = None   # mbarrier.BarrierArray: the stages prepared for the MMA warp (`stage_barriers`)
 
 
@@ -60,14 +61,15 @@ def tensor_memory(k: "KernelLowering", columns: int) -> TensorMemory:
     if state is not None:
         return state
     cols = allocation_columns(columns)
+    group = 2 if k.cta_pair is not None else 1
     base = k.alloc_buffer(_CONTROL_BYTES, 128, "tmem")   # kept alive by the epilogue's release
     mbar, slot = _shared_u32(k, base), _shared_u32(k, base + 8)
     warp0 = k.b.pre(f"zext i1 {k.b.pre(f'icmp ult i32 {k.tid}, 32', 'tmw')} to i32", "tmw")
     first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
     pro = k.b.prologue
     pro.append(f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
-               f'@p tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$1], {cols}; '
-               f'@p tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned; }}", '
+               f'@p tcgen05.alloc.cta_group::{group}.sync.aligned.shared::cta.b32 [$1], {cols}; '
+               f'@p tcgen05.relinquish_alloc_permit.cta_group::{group}.sync.aligned; }}", '
                f'"r,r,~{{memory}}"(i32 {warp0}, i32 {slot})')
     pro.append(f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
                f'@p mbarrier.init.shared::cta.b64 [$1], 1; }}", "r,r,~{{memory}}"(i32 {first}, i32 {mbar})')
@@ -77,7 +79,7 @@ def tensor_memory(k: "KernelLowering", columns: int) -> TensorMemory:
     address = k.b.pre(f"load volatile i32, ptr addrspace(3) {pointer(k, str(base + 8))}", "tma")
     phase = k.b.pre("alloca i32, align 4", "tmp")
     pro.append(f"  store i32 0, ptr {phase}")
-    state = TensorMemory(cols, address, mbar, phase, warp0, base)
+    state = TensorMemory(cols, address, mbar, phase, warp0, base, group=group)
     k.tmem = state
     return state
 
@@ -126,7 +128,7 @@ def release(k: "KernelLowering") -> None:
             barrier,
             '  call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()',
             f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
-            f'@p tcgen05.dealloc.cta_group::1.sync.aligned.b32 $1, {state.columns}; }}", '
+            f'@p tcgen05.dealloc.cta_group::{state.group}.sync.aligned.b32 $1, {state.columns}; }}", '
             f'"r,r,~{{memory}}"(i32 {state.warp0}, i32 {state.address})']
     out: list[str] = []
     for line in k.b.lines:

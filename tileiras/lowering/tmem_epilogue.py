@@ -123,9 +123,11 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     from .ops_tcgen05 import read_columns
     from .registry import LOWERINGS
 
+    from .ops_tcgen05 import PairAccLayout
+
     found, _ = chunkable(loop)
-    if found is None:
-        return False
+    if found is None or isinstance(k.assignment.tcgen05_layouts[mma], PairAccLayout) and k.cta_pair is None:
+        return False     # (a pair's rows, each CTA alone: read whole, then converted, ops_tcgen05._transfer)
     pure, chain, store = found
     for op in pure:
         LOWERINGS[op.name](k, op)

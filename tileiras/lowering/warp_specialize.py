@@ -356,6 +356,10 @@ def publish(k: KernelLowering) -> None:
         fence_async_proxy(k)
     bar = split.barrier("publish")
     k.b.emit(f'call void asm sideeffect "bar.sync {bar.id}, {bar.threads};", "~{{memory}}"()')
+    if k.cta_pair is not None:    # ...and the two CTAs of the pair (the peer's copies land on the leader's)
+        from .cta_pair import meet
+
+        meet(k)
 
 
 def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> None:
@@ -440,6 +444,10 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             finally:
                 k.tid, k.threads = saved
             copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
+    if p.pair is not None:
+        from .cta_pair import drain
+
+        drain(k, p, it)
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.values = saved_values
     k.b.start_block(cont)

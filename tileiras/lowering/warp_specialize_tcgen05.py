@@ -478,7 +478,12 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
 
     assert p.full is not None and p.empty is not None
     issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
-    k.b.cond_br(k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw"), issuer, leave)
+    mine = k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw")
+    if p.pair is not None:    # the pair's leader issues for both CTAs (cta_pair.py)
+        from .cta_pair import is_leader
+
+        mine = k.b.op(f"and i1 {mine}, {is_leader(k)}", "mw")
+    k.b.cond_br(mine, issuer, leave)
     k.b.start_block(leave)
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
@@ -515,7 +520,8 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
             a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, it.stage)), True)
             b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, it.stage)), False)
             _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-            idesc = instruction(kind_of(op), min(m, 128), n, False, True)  # type: ignore[arg-type]
+            # the pair's M: both CTAs' rows (cta_group::2 M = 128 or 256)
+            idesc = instruction(kind_of(op), 2 * m if p.pair else min(m, 128), n, False, True)  # type: ignore[arg-type]
             scales = None
             if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
                 from .ops_blockscale import Tcgen05Scales
@@ -527,8 +533,9 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
                 scales = Tcgen05Scales(k, op, k.b.op(f"add i32 {at}, {columns_of(m, n)}", "mw"), m, n, buffer)
                 scales.copy()
             issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc, scales)
-        commit(k, mbarrier.address(k, p.empty, it.stage))    # the stage is free once these MMAs are done
-    commit(k, ready)          # the accumulators are complete (at once when the loop ran no iteration)
+        # the stage is free once these MMAs are done (a pair's: in both CTAs)
+        commit(k, mbarrier.address(k, p.empty, it.stage), p.pair is not None)
+    commit(k, ready, p.pair is not None)    # the accumulators are complete (at once when the loop ran no iteration)
     k.b.emit(f"ret void {ROLE_EXIT}")
 
 
@@ -556,7 +563,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
                  Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{bits} bits",
                  Pipeline=f"{p.stages} stages, issued by the producer warps {p.stages} iterations ahead")
     for op in k.warp_split.mmas:
-        instruction, mnk = describe(op, k.layout_of(op.results[0]))
+        instruction, mnk = describe(op, k.layout_of(op.results[0]), p.pair is not None)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
     if _prepared(k):

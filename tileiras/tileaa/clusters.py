@@ -73,6 +73,8 @@ CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor,
 # lowering knows which CTAs of the cluster load the same tile (lowering/multicast.py)
 DIMS_ATTR = "nv_tileaa.cluster_dims"
 RANK_OP = "nv_tileaa.cluster_ctarank"
+# on a split entry whose CTAs 2i and 2i+1 run its mma as one `tcgen05.mma.cta_group::2` (`_pair_split`)
+PAIR_ATTR = "nv_tileaa.cta_pair"
 _OPCODE = 0x10100                        # above bytecode's range, like nv_tileas' ops
 
 M, N, K = "M", "N", "K"
@@ -313,6 +315,41 @@ def _factors(c: int, tm: int, tn: int) -> Optional[tuple[int, int]]:
     return best[1] if best else None
 
 
+def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tuple[Optional[tuple[int, int]], str]:
+    """(2, c / 2) where the cluster's CTAs 2i and 2i+1 can run the kernel's mma as one CTA pair
+    (`tcgen05.mma.cta_group::2`, M = 128 or 256 over the pair, as NVIDIA's sm_100 kernels with
+    num_ctas = 2 or 4): each CTA holds half of the M rows, the pair one N block; else (None, why
+    not). Only the form the lowering pairs: one mma, the whole work of a top-level K loop that keeps
+    its accumulator in tensor memory from zero, A and B staged loads of that loop (A (M, K), B (K, N)
+    as stored: each CTA copies half of B's columns), a kind other than tf32 and the block-scaled ones."""
+    from ..lowering.ops_tcgen05 import _loaded, kind_of, resident_loop
+    from ..lowering.warp_specialize_tcgen05 import _BODY_OPS, _source, _zero
+
+    sm = int(gpu.split("_")[1].rstrip("af"))
+    if sm not in (100, 103):
+        return None, "CTA pairs are sm_100 / sm_103's"
+    if c % 2 or len(mmas) != 1:
+        return None, "an odd cluster or several mmas"
+    op = mmas[0]
+    kind = kind_of(op) if op.name != "cuda_tile.mmaf_scaled" else None
+    n = tn // (c // 2)
+    if kind is None or kind.name == "tf32" or tm not in (128, 256) or tn % (c // 2) or n % 16 or not 32 <= n <= 256:
+        return None, f"no cta_group::2 MMA for a {tm}x{n} tile of this kind"
+    found = resident_loop(op)
+    loop = found[0] if found is not None else None
+    if loop is None or loop.parent is not loop.parent.parent.parent.regions[0].block or \
+            loop.parent.parent.parent.name != "cuda_tile.entry" or not _zero(loop.operand_group("initValues")[found[1]]):
+        return None, "the mma is not a top-level loop's accumulation from zero"
+    body = loop.regions[0].block
+    a, b = (_source(op.operand(name)) for name in ("lhs", "rhs"))
+    if a is None or b is None or a is b or a.parent is not body or b.parent is not body \
+            or _loaded(op.operand("lhs")) is not False or _loaded(op.operand("rhs")) is not False:
+        return None, "A and B are not the loop's own loads, stored (M, K) and (K, N)"
+    if len(body.arguments) != 2 or any(o is not op and o.name not in _BODY_OPS for o in body.operations):
+        return None, "the loop does more than load and multiply"
+    return (2, c // 2), ""
+
+
 def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], str]:
     """(cluster CTAs, M factor, N factor) for `entry` on `gpu`, or None with the reason."""
     c = cluster_size(entry, gpu)
@@ -333,10 +370,14 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
     if len(accs) != 1:
         return None, "mmas of different tile shapes"
     tm, tn = next(iter(accs))
-    if tm * tn <= ONE_CTA_TILE:
+    pair, why_not_pair = _pair_split(gpu, c, mmas, tm, tn)
+    if pair is not None:
+        fs: Optional[tuple[int, int]] = pair
+    elif tm * tn <= ONE_CTA_TILE:
         return None, (f"one CTA holds the {tm}x{tn} tile (without multicast loads a split only makes each "
-                      f"CTA's tile smaller)")
-    fs = _factors(c, tm, tn)
+                      f"CTA's tile smaller; no CTA pair: {why_not_pair})")
+    else:
+        fs = _factors(c, tm, tn)
     if fs is None:
         return None, f"a {tm}x{tn} tile does not split over {c} CTAs"
     fm, fn = fs
@@ -435,6 +476,10 @@ def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tupl
                         mapped[idx, lbl] = _binary(at, "cuda_tile.addi", scaled, coords[lbl], i32)
                     op.set_operand(start + d, mapped[idx, lbl])
     entry.attributes[CLUSTER_ATTR] = (c, fm, fn)
+    mmas = [op for op in ops if op.name in _MMA]
+    if _pair_split(gpu, c, mmas, fm * mmas[0].results[0].type.shape[0], fn * mmas[0].results[0].type.shape[1])[0] \
+            == (fm, fn):
+        entry.attributes[PAIR_ATTR] = True
     return c, fm, fn
 
 

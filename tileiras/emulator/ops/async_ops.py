@@ -328,6 +328,21 @@ class MBarrier:
     tx: int = 0
     phase: int = 0
     key: int = -1          # its shared offset
+    init_by: int = -1      # the thread that initialized it, and its clock then (race checker: `published`)
+    init_clock: int = 0
+
+
+def published(st: Any, b: MBarrier, thread: int, what: str) -> None:
+    """A thread of another CTA of the cluster that arrives on `b` (or whose TMA load completes on it)
+    must know its initialization: the PTX ISA asks for fence.mbarrier_init.release.cluster, then a
+    cluster-scope barrier (or release / acquire) before any remote use (race checker only)."""
+    if st.races is None or st.rank_of is None or b.init_by < 0 or b.key // st.smem_stride == st.rank_of[thread]:
+        return
+    if st.races.hb.vc[thread, b.init_by] < b.init_clock:
+        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
+                          f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
+                          f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
+                          f"use)", thread)
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
@@ -381,6 +396,7 @@ def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: boo
     returns the phase it arrived in. `release` False (`mbarrier.arrive.relaxed`): the arrival counts
     but publishes none of the thread's earlier accesses to the phase's waiters."""
     b = _get(st, key, thread)
+    published(st, b, thread, "tcgen05.commit's arrival" if commit else "an arrival")
     if st.races is not None and release:
         st.races.release([thread], key, commit)
     phase = b.phase
@@ -445,7 +461,8 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     # any arrival on one is reported as one too many
                     if not 0 <= v < (1 << 20):
                         raise DeviceFault(f"mbarrier.init count {v} is outside 0..2^20-1", t)
-                    st.mbar[key] = MBarrier(v, v, key=key)
+                    clock = st.races.hb.init(t) if st.races is not None else 0
+                    st.mbar[key] = MBarrier(v, v, key=key, init_by=t, init_clock=clock)
                     st.shared[key:key + 8] = 0
                 elif op == "inval":
                     st.mbar.pop(key, None)

@@ -165,6 +165,8 @@ def barrier_cluster(dec: Decoder, ins: Instr, mods: Mods) -> Any:
                                   "arrival", int(np.argmax(twice)))
             if st.races is not None and not relaxed:
                 st.races.release(np.flatnonzero(act), CLUSTER_BARRIER)
+            elif st.races is not None:     # (publishes what fence.mbarrier_init released)
+                st.races.hb.release_inits(CLUSTER_BARRIER, np.flatnonzero(act))
             b.arrived |= act
             b.phase_of[act] = b.phase
             complete_cluster_barrier(st)

@@ -296,6 +296,14 @@ def _fence(dec: Decoder, ins: Instr) -> Any:
     mods = Mods(ins)
     mods.ignore(FENCE_MODS)
     mods.done()
+    if "mbarrier_init" in ins.mods:     # the race checker's: remote uses must see the initializations
+        def fence_inits(st: Any, m: Any) -> None:
+            if st.races is not None:
+                from .common import lanes_of
+
+                st.races.hb.fence_inits(lanes_of(st, m))
+
+        return (K_OP, fence_inits, None)
     if not ("proxy" in ins.mods and "async" in ins.mods):
         return (K_OP, lambda st, m: None, None)
 

@@ -200,7 +200,7 @@ def _destinations(st: Any, dst: int, mbar: int, mask: Any, pair: bool, lane: int
 def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any, pair: bool, rank: int,
           ins: Instr) -> Any:
     np = _np()
-    from .async_ops import _get, _maybe_complete, _mbar_keys
+    from .async_ops import _get, _maybe_complete, _mbar_keys, published
 
     def fn(st: Any, m: Any) -> None:
         for lane in lanes_of(st, m).tolist():
@@ -220,6 +220,7 @@ def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any,
                 one = np.array([lane], dtype=np.int64)
                 key = int(_mbar_keys(st, lambda _st, a=np.uint64(mb): a, one, None, "shared")[0])
                 b = _get(st, key, lane)
+                published(st, b, lane, "a TMA load's completion")
                 if st.races is not None:
                     st.races.async_write(st, ins.line, sidx.ravel(), lane, key, b.phase + 1)
                 st.shared[sidx] = data

@@ -1,0 +1,133 @@
+"""CTA pairs on sm_100 (tileaa/clusters.py `PAIR_ATTR`, lowering/cta_pair.py): a kernel whose hints ask
+for clusters of 2 (cutile-python's MatMul sample: `num_ctas=ct.ByTarget(sm_100=2)`) runs its K loop's
+mma as one `tcgen05.mma.cta_group::2` over CTAs 2i and 2i+1, as NVIDIA's compiler does: each CTA holds
+half of the M rows and copies half of B, the leader issues the MMAs for both. Before: one CTA computed
+the whole 128x256 tile with cta_group::1 (and the cluster hint was dropped)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from emulator_runs import edit_ptx, emulate, removing  # noqa: E402
+from test_tile_layer import _module, _ptx  # noqa: E402
+from tilegym_modules import tilegym  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parent / "tilegym" / "bytecode"
+
+
+@lru_cache(maxsize=None)
+def _kernel(dtype: str, tm: int, tn: int, tk: int) -> bytes:
+    """The MatMul sample (clusters of 2 on sm_100) at these tiles."""
+    with tilegym() as (configs, generate):
+        base = next(c for c in configs.all_configs() if c.name == "cp_matmul_f16_128x256x64")
+        A = configs.A
+        out = "float16" if dtype.startswith("float8") else dtype
+        return generate.export(configs.Config(f"pair_{tm}x{tn}x{tk}", base.module, base.kernel,
+                                              (A(dtype, 4096, 4096), A(dtype, 4096, 4096), A(out, 4096, 4096),
+                                               tm, tn, tk)))
+
+
+def _run(data: bytes, dtype: str, m: int, n: int, k: int, grid: int) -> None:
+    """The emulator's C (race checker on) against numpy: small integers over 4, exact in every type."""
+    import ml_dtypes
+
+    np_type = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn}[dtype]
+    out_type = np.float16 if dtype.startswith("float8") else np_type
+    rng = np.random.default_rng(m + n + k)
+    a = (rng.integers(-8, 8, (m, k)) / 4).astype(np_type)
+    b = (rng.integers(-8, 8, (k, n)) / 4).astype(np_type)
+    got = emulate(_module(data), [a, b, np.full((m, n), np.nan, out_type)], "sm_100", (grid, 1, 1))[2]
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(out_type)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float32), want.astype(np.float32))
+
+
+def test_the_cluster_pass_pairs_the_ctas_along_m_on_sm_100_only() -> None:
+    from tileiras.frontend import load_module
+    from tileiras.tileaa.clusters import PAIR_ATTR, plan, split_over_cluster
+
+    def entry():
+        path = CORPUS / "cp_matmul_f16_128x256x64.tileirbc"
+        module = load_module(path.read_bytes(), path.name)
+        return next(op for op in module.walk() if op.name == "cuda_tile.entry")
+
+    assert plan(entry(), "sm_100")[0] == (2, 2, 1)
+    split = entry()
+    split_over_cluster(split, "sm_100")
+    assert split.attributes[PAIR_ATTR]
+    assert {tuple(op.results[0].type.shape) for op in split.walk() if op.name == "cuda_tile.mmaf"} == {(64, 256)}
+    assert plan(entry(), "sm_90")[0] is None      # the sample asks for clusters on sm_100 only
+
+
+def test_the_pair_runs_cta_group_2_as_nvidias(tmp_path: Path) -> None:
+    """What NVIDIA's 13.5 emits for this sample on sm_100 (its PTX, captured): cta_group::2 alloc,
+    MMAs and multicast commits, TMA loads completing on the leader's mbarrier, the pair's bytes
+    announced by the leader only, a cluster barrier after the mbarriers' initialization."""
+    ptx = _ptx((CORPUS / "cp_matmul_f16_128x256x64.tileirbc").read_bytes(), "sm_100", tmp_path)
+    assert ".reqnctapercluster 2" in ptx
+    assert len(re.findall(r"tcgen05\.mma\.cta_group::2\.kind::f16", ptx)) == 4      # K tile 64: 4 MMAs of K 16
+    assert "tcgen05.mma.cta_group::1" not in ptx
+    for form in ("tcgen05.alloc.cta_group::2", "tcgen05.relinquish_alloc_permit.cta_group::2",
+                 "tcgen05.dealloc.cta_group::2",
+                 "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64",
+                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2",
+                 "mapa.shared::cluster.u32", "fence.mbarrier_init.release.cluster",
+                 "barrier.cluster.arrive.relaxed.aligned"):
+        assert form in ptx, form
+    # A: 64 rows x 64 of K, B: half of its 256 columns, in each CTA: 24 KB, announced twice over
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64" in ptx and len(re.findall(r"mov\.b32 \t%r\d+, 49152;", ptx)) == 1
+    # the instruction descriptor: M = 128 over the pair (>> 4 at bit 24), N = 256 (>> 3 at bit 17)
+    idesc = (1 << 4) | (1 << 16) | ((256 >> 3) << 17) | ((128 >> 4) << 24)
+    assert re.search(rf"\b{idesc}\b", ptx)
+
+
+@pytest.mark.parametrize("dtype,tiles,shape,grid", [
+    ("float16", (128, 256, 64), (200, 512, 200), 4),            # partial tiles in M and K, 2 x 2 clusters
+    ("bfloat16", (128, 128, 64), (128, 256, 640), 2),           # a K loop of 10 (the stages go round)
+    pytest.param("float8_e4m3fn", (128, 256, 128), (128, 256, 384), 1, marks=pytest.mark.sweep),
+    ("float16", (256, 256, 64), (512, 256, 192), 2),            # M = 256 over the pair: 128 rows a CTA
+    pytest.param("float16", (256, 128, 64), (300, 256, 64), 4, marks=pytest.mark.sweep),
+])
+def test_the_pair_matches_numpy_under_the_race_checker(dtype: str, tiles: tuple, shape: tuple, grid: int,
+                                                       tmp_path: Path) -> None:
+    data = _kernel(dtype, *tiles)
+    assert "tcgen05.mma.cta_group::2" in _ptx(data, "sm_100", tmp_path)
+    _run(data, dtype, *shape, grid)
+
+
+def test_the_pair_without_its_cluster_barrier_is_reported(monkeypatch) -> None:
+    """The peer's copies complete on the leader's mbarriers: without the cluster barrier after their
+    initialization the race checker reports the use of an mbarrier not known to be initialized."""
+    from tileiras.emulator import EmulatorError
+
+    edit_ptx(monkeypatch, removing(r"\tbarrier\.cluster\.(arrive\.relaxed|wait\.acquire)\.aligned;\n", 4))
+    with pytest.raises(EmulatorError, match="whose initialization by thread 0 is not visible"):
+        _run(_kernel("float16", 128, 256, 64), "float16", 128, 256, 128, 1)
+
+
+def test_the_pair_with_the_peers_bytes_unannounced_is_reported(monkeypatch) -> None:
+    """The leader announces both CTAs' bytes on its full barrier; announcing only its own lets the MMA
+    read the peer's stage before it landed."""
+    from tileiras.emulator import EmulatorError
+
+    edit_ptx(monkeypatch, lambda ptx: re.sub(r"(mov\.b32 \t%r\d+), 49152;", r"\1, 24576;", ptx))
+    with pytest.raises(EmulatorError, match="read before the mbarrier wait"):
+        _run(_kernel("float16", 128, 256, 64), "float16", 128, 256, 128, 1)
+
+
+def test_each_cta_alone_where_the_pair_cannot_run(monkeypatch, tmp_path: Path) -> None:
+    """Where the loop is not the pair's form (here: the pair refused), each CTA runs its 64 rows with
+    cta_group::1 and reads its accumulator through the pair's register layout by a conversion."""
+    from tileiras.lowering import cta_pair
+
+    monkeypatch.setattr(cta_pair, "plan", lambda *args, **kwargs: None)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the pair's cached PTX
+    seen = edit_ptx(monkeypatch, lambda ptx: ptx)
+    _run(_kernel("float16", 128, 256, 64), "float16", 200, 512, 200, 4)
+    assert "tcgen05.mma.cta_group::1" in seen[0] and "cta_group::2" not in seen[0]

@@ -1,0 +1,138 @@
+"""A CTA pair running one mma (sm_100 / sm_103 `tcgen05.mma.cta_group::2`), NVIDIA's form for
+kernels whose hints ask for clusters of 2 or 4 CTAs.
+
+tileaa/clusters.py splits such a kernel's tile over the cluster with M halved between CTAs 2i and
+2i+1 (`PAIR_ATTR`); each CTA's program then computes its M/2 rows from its own A rows and the
+pair's whole B. Where the mma is the whole work of a warp-specialized, TMA-fed K loop (`plan`),
+the two CTAs run it as one pair, as the PTX ISA specifies and NVIDIA's kernels do:
+
+* each CTA's TMA copies its A rows and *half* of B's columns (the pair's rank within the pair
+  picks the half, `TmaCopy.pair_columns`) into the same offsets of its own stage buffers, with the
+  `.cta_group::2` form whose completion lands on the *leader's* (even CTA's) `full` mbarrier
+  (`mapa` to the leader); only the leader announces the stage's bytes, both CTAs' (`expect_tx`);
+* the leader's MMA thread alone waits for `full` and issues `tcgen05.mma.cta_group::2` with M the
+  pair's rows (128 or 256): the tensor cores read A's halves and B's halves from both CTAs at the
+  same descriptor addresses and write each CTA's rows into its own tensor memory (M = 128: the
+  ISA's layout B, ops_tcgen05.PairAccLayout; M = 256: layout A, as cta_group::1 M = 128). Its
+  commits arrive on the `empty` and accumulator-ready mbarriers of both CTAs (`.multicast::cluster`
+  with the pair's mask); the peer's MMA warp has nothing to do;
+* tensor memory is allocated, relinquished and freed with `.cta_group::2` (the same columns in
+  both CTAs); the CTAs meet at a cluster barrier once their mbarriers are initialized, before any
+  copy can complete on the leader's; each producer waits, after its loop, for the releases of its
+  last stages (`drain`), so that no commit arrives on the barriers of a CTA that has exited.
+
+Elsewhere (no warp specialization, a load TMA cannot copy) each CTA runs its M/2 rows alone with
+`cta_group::1` (ops_tcgen05: the accumulator goes through the pair layout by a conversion).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir.core import Operation
+from ..ir.record import record
+from ..ir.types import TileType
+
+if TYPE_CHECKING:
+    from .kernel import KernelLowering
+    from .pipelined_loop import ActivePipeline
+
+
+@record
+class CtaPair:
+    mma: Operation
+    a_load: Operation
+    b_load: Operation         # each CTA copies half of its columns
+
+
+def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair]:
+    """The pair running the mma of `loop`, or None where its CTAs run their halves alone: the loop
+    must be warp-specialized in the tcgen05 form with the mma its whole work, and every load must go
+    by TMA (checked on the stages the pair copies: B's half)."""
+    from . import tma_copy
+    from .async_copy import matrix_shape
+    from .ops_tcgen05 import is_pair
+    from .pipelined_loop import TMA_BOX_ROWS
+    from .warp_specialize_tcgen05 import _source
+
+    split = k.warp_split
+    if split is None or split.loop is not loop or split.form != "tcgen05" or len(split.mmas) != 1 \
+            or not is_pair(split.mmas[0]):
+        return None
+    mma = split.mmas[0]
+    a, b = (_source(mma.operand(n)) for n in ("lhs", "rhs"))
+    if a not in loads or b not in loads or len(loads) != 2:
+        return None
+    pair = CtaPair(mma, a, b)  # type: ignore[arg-type]
+    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    for load in loads:
+        tile = staged_type(pair, load)
+        matrix = matrix_shape(k, tile, swizzled=True)
+        if tma_copy.plan(k, load, k.get(load.operand("view")), matrix, rows, tile=tile)[0] is None:
+            return None
+    return pair
+
+
+def staged_type(pair: Optional[CtaPair], load: Operation) -> TileType:
+    """The tile a CTA's stage holds of `load`: B's half (its columns split over the pair), else the tile."""
+    tile = load.results[0].type
+    assert isinstance(tile, TileType)
+    if pair is None or load is not pair.b_load:
+        return tile
+    *outer, n = tile.shape
+    return TileType((*outer, n // 2), tile.element)
+
+
+def pair_rank(k: "KernelLowering") -> str:
+    """i32 this CTA's place in its pair (0: the leader, 1: its peer), read in the entry block."""
+    from .multicast import ctarank
+
+    return k.b.pre(f"and i32 {ctarank(k)}, 1", "pr")
+
+
+def is_leader(k: "KernelLowering") -> str:
+    """i1: this CTA leads its pair (issues the MMAs, announces the stage's bytes)."""
+    return k.b.pre(f"icmp eq i32 {pair_rank(k)}, 0", "pl")
+
+
+def leader_barrier(k: "KernelLowering", bar: str) -> str:
+    """The shared::cluster address of the mbarrier at `bar`'s offset in the pair's leader."""
+    from .multicast import ctarank
+
+    lead = k.b.pre(f"and i32 {ctarank(k)}, -2", "pr")
+    return k.b.op(f'call i32 asm "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r"(i32 {bar}, i32 {lead})', "pb")
+
+
+def mask(k: "KernelLowering") -> str:
+    """i16 the pair's CTAs (the multicast mask of the leader's commits)."""
+    from .multicast import ctarank
+
+    lead = k.b.pre(f"and i32 {ctarank(k)}, -2", "pr")
+    return k.b.pre(f"trunc i32 {k.b.pre(f'shl i32 3, {lead}', 'pm')} to i16", "pm")
+
+
+def commit(k: "KernelLowering", bar: str) -> None:
+    """The leader's tcgen05 operations so far arrive once, when done, on the mbarrier at `bar`'s offset
+    in both CTAs of the pair."""
+    k.b.emit('call void asm sideeffect "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster'
+             f'.multicast::cluster.b64 [$0], $1;", "r,h,~{{memory}}"(i32 {bar}, i16 {mask(k)})')
+
+
+def meet(k: "KernelLowering") -> None:
+    """Every thread of the cluster meets once the mbarriers are initialized (`fence.mbarrier_init`
+    published them at cluster scope): the peer's copies complete on the leader's barriers."""
+    from .multicast import sync
+
+    sync(k, relaxed=True)
+
+
+def drain(k: "KernelLowering", p: "ActivePipeline", it: object) -> None:
+    """After the producer's loop (`it`: its RoleLoop, whose counter is now the iteration count): wait
+    for the releases of the last `stages` stages, the leader's commits that arrive on this CTA's
+    `empty` barriers, before the CTA may exit."""
+    from ..ir.record import replace
+
+    for s in range(p.stages):
+        j = k.b.op(f"add i32 {it.j}, {s}", "pd") if s else it.j  # type: ignore[attr-defined]
+        tail = replace(it, j=j, stage=k.b.op(f"urem i32 {j}, {p.stages}", "pd"))
+        tail.wait(k, p.empty, "stage released", free=True)
