@@ -83,10 +83,12 @@ def test_groups_follow_the_split() -> None:
     assert group(entry, Operation("cuda_tile.load_view_tko", [], [], {})) is None   # not labelled: its own
 
 
-def test_sm_100_keeps_its_own_loads_and_says_why() -> None:
+def test_sm_100_pairs_its_ctas_and_says_so() -> None:
+    """sm_100 runs the 4 CTAs as two CTA pairs (tests/test_cta_pair.py): each CTA copies its A rows and
+    half of its pair's B, no multicast between the pairs (NVIDIA's multicasts A between them)."""
     ptx, said = _ptx(PERSISTENT, "sm_100", "--remarks=memory")
-    assert "multicast::cluster" not in ptx.replace("tcgen05.commit", "")
-    assert "RemarkTmaMulticastMissed" in said and "made for sm_90 only" in said, said
+    assert not re.search(r"cp\.async\.bulk\.tensor\S*multicast", ptx)
+    assert "RemarkTmaCtaPair" in said and "half of B's columns" in said, said
 
 
 @pytest.mark.sweep

@@ -29,7 +29,8 @@ def _entry(module):
     return next(op for op in module.walk() if op.name == "cuda_tile.entry")
 
 
-@pytest.mark.parametrize("gpu,expected", [("sm_90", (4, 1, 4)), ("sm_100", (4, 1, 4)), ("sm_120", (4, 1, 4)),
+# sm_100: two CTA pairs (2 x 2), each running one cta_group::2 mma of 128 x 256 (tests/test_cta_pair.py)
+@pytest.mark.parametrize("gpu,expected", [("sm_90", (4, 1, 4)), ("sm_100", (4, 2, 2)), ("sm_120", (4, 1, 4)),
                                           ("sm_80", None)])
 def test_the_plan_follows_the_hint_and_the_target(gpu: str, expected) -> None:
     from tileiras.tileaa.clusters import plan

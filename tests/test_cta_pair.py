@@ -131,3 +131,47 @@ def test_each_cta_alone_where_the_pair_cannot_run(monkeypatch, tmp_path: Path) -
     seen = edit_ptx(monkeypatch, lambda ptx: ptx)
     _run(_kernel("float16", 128, 256, 64), "float16", 200, 512, 200, 4)
     assert "tcgen05.mma.cta_group::1" in seen[0] and "cta_group::2" not in seen[0]
+
+
+@lru_cache(maxsize=None)
+def _persistent_bmm(batch: int, m: int, n: int, k: int) -> bytes:
+    """TileGym's persistent bmm at 128x256x64 (clusters of 2 on sm_100), its sizes made small."""
+    with tilegym() as (configs, generate):
+        base = next(c for c in configs.all_configs() if c.name == "tg_bmm_persistent_f16_128x256x64_sm100")
+        A = configs.A
+        params = (A("float16", batch, m, k), A("float16", batch, k, n), A("float16", batch, m, n), base.params[3],
+                  m, n, k, *base.params[7:])
+        return generate.export(configs.Config("pair_bmm", base.module, base.kernel, params, hints=base.hints))
+
+
+def test_a_persistent_kernels_pair_matches_numpy(tmp_path: Path) -> None:
+    """The persistent bmm: each cluster runs 3 of the 6 tiles one after another, every tile's MMAs into
+    the same tensor memory (the pair meets, tcgen05 fences around a release / acquire cluster barrier,
+    before the leader's MMAs overwrite what the peer's last epilogue read). Unspecialized: every thread
+    waits for the leader's multicast commit."""
+    data = _persistent_bmm(2, 384, 256, 192)
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert ".reqnctapercluster 2" in ptx and "tcgen05.mma.cta_group::2" in ptx
+    rng = np.random.default_rng(9)
+    a = (rng.integers(-8, 8, (2, 384, 192)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 8, (2, 192, 256)) / 4).astype(np.float16)
+    got = emulate(_module(data), [a, b, np.full((2, 384, 256), np.nan, np.float16), np.int32(2)], "sm_100",
+                  (2, 1, 1))[2]
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_next_tiles_mmas_unordered_with_the_peers_epilogue_are_reported(monkeypatch, tmp_path: Path) -> None:
+    """Without the release / acquire cluster barrier (relaxed: it publishes only the mbarriers'
+    initialization) the leader's next MMAs write the peer's tensor memory its epilogue may still read."""
+    from tileiras.emulator import EmulatorError
+    from tileiras.lowering import cta_pair, multicast
+
+    monkeypatch.setattr(cta_pair, "meet", lambda k, tensor_memory=False: multicast.sync(k, relaxed=True))
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(9)
+    a = (rng.integers(-8, 8, (2, 384, 192)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 8, (2, 192, 256)) / 4).astype(np.float16)
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(write-after-read\)"):
+        emulate(_module(_persistent_bmm(2, 384, 256, 192)),
+                [a, b, np.zeros((2, 384, 256), np.float16), np.int32(2)], "sm_100", (2, 1, 1))

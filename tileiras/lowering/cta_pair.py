@@ -3,14 +3,15 @@ kernels whose hints ask for clusters of 2 or 4 CTAs.
 
 tileaa/clusters.py splits such a kernel's tile over the cluster with M halved between CTAs 2i and
 2i+1 (`PAIR_ATTR`); each CTA's program then computes its M/2 rows from its own A rows and the
-pair's whole B. Where the mma is the whole work of a warp-specialized, TMA-fed K loop (`plan`),
-the two CTAs run it as one pair, as the PTX ISA specifies and NVIDIA's kernels do:
+pair's whole B. Where the mma is the whole work of a TMA-fed K loop (`plan`), the two CTAs run it
+as one pair, as the PTX ISA specifies and NVIDIA's kernels do:
 
 * each CTA's TMA copies its A rows and *half* of B's columns (the pair's rank within the pair
   picks the half, `TmaCopy.pair_columns`) into the same offsets of its own stage buffers, with the
   `.cta_group::2` form whose completion lands on the *leader's* (even CTA's) `full` mbarrier
   (`mapa` to the leader); only the leader announces the stage's bytes, both CTAs' (`expect_tx`);
-* the leader's MMA thread alone waits for `full` and issues `tcgen05.mma.cta_group::2` with M the
+* the leader's MMA thread (warp-specialized: the MMA warp's; else thread 0, whose commit every
+  thread of both CTAs waits for) alone waits for `full` and issues `tcgen05.mma.cta_group::2` with M the
   pair's rows (128 or 256): the tensor cores read A's halves and B's halves from both CTAs at the
   same descriptor addresses and write each CTA's rows into its own tensor memory (M = 128: the
   ISA's layout B, ops_tcgen05.PairAccLayout; M = 256: layout A, as cta_group::1 M = 128). Its
@@ -18,10 +19,13 @@ the two CTAs run it as one pair, as the PTX ISA specifies and NVIDIA's kernels d
   with the pair's mask); the peer's MMA warp has nothing to do;
 * tensor memory is allocated, relinquished and freed with `.cta_group::2` (the same columns in
   both CTAs); the CTAs meet at a cluster barrier once their mbarriers are initialized, before any
-  copy can complete on the leader's; each producer waits, after its loop, for the releases of its
-  last stages (`drain`), so that no commit arrives on the barriers of a CTA that has exited.
+  copy can complete on the leader's (`meet`; unspecialized, as in a persistent kernel whose tiles
+  reuse the accumulator's columns, with release / acquire between tcgen05 fences: the peer's reads
+  of the last tile's accumulator are done before the leader's MMAs overwrite it); a specialized
+  producer waits, after its loop, for the releases of its last stages (`drain`, as CUTLASS's
+  producer tail), so that no commit arrives on the barriers of a CTA that has exited.
 
-Elsewhere (no warp specialization, a load TMA cannot copy) each CTA runs its M/2 rows alone with
+Elsewhere (a load TMA cannot copy, another loop form) each CTA runs its M/2 rows alone with
 `cta_group::1` (ops_tcgen05: the accumulator goes through the pair layout by a conversion).
 """
 
@@ -42,28 +46,32 @@ if TYPE_CHECKING:
 class CtaPair:
     mma: Operation
     a_load: Operation
-    b_load: Operation         # each CTA copies half of its columns
+    b_load: Operation         # each CTA copies half of its N
+    b_dim: int                # the dimension of B's tile along N (its last where stored (K, N), else 0)
 
 
 def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair]:
     """The pair running the mma of `loop`, or None where its CTAs run their halves alone: the loop
-    must be warp-specialized in the tcgen05 form with the mma its whole work, and every load must go
-    by TMA (checked on the stages the pair copies: B's half)."""
+    must be the pair mma's K loop (warp-specialized in the tcgen05 form, or not at all) and every
+    load must go by TMA (checked on the stages the pair copies: B's half)."""
     from . import tma_copy
     from .async_copy import matrix_shape
-    from .ops_tcgen05 import is_pair
+    from .operand_views import source
+    from .ops_tcgen05 import _passes, is_pair, resident_loop
     from .pipelined_loop import TMA_BOX_ROWS
-    from .warp_specialize_tcgen05 import _source
 
     split = k.warp_split
-    if split is None or split.loop is not loop or split.form != "tcgen05" or len(split.mmas) != 1 \
-            or not is_pair(split.mmas[0]):
+    if split is not None and split.loop is loop and (split.form != "tcgen05" or len(split.mmas) != 1):
         return None
-    mma = split.mmas[0]
-    a, b = (_source(mma.operand(n)) for n in ("lhs", "rhs"))
-    if a not in loads or b not in loads or len(loads) != 2:
+    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    mmas = [op for op in layouts if is_pair(op) and (resident_loop(op) or (None,))[0] is loop]
+    if len(mmas) != 1 or len(loads) != 2:
         return None
-    pair = CtaPair(mma, a, b)  # type: ignore[arg-type]
+    mma = mmas[0]
+    (a, _), (b, b_transposed) = (source(mma.operand(n), _passes) for n in ("lhs", "rhs"))
+    if a not in loads or b not in loads:
+        return None
+    pair = CtaPair(mma, a, b, 0 if b_transposed else len(b.results[0].type.shape) - 1)  # type: ignore
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
     for load in loads:
         tile = staged_type(pair, load)
@@ -79,8 +87,9 @@ def staged_type(pair: Optional[CtaPair], load: Operation) -> TileType:
     assert isinstance(tile, TileType)
     if pair is None or load is not pair.b_load:
         return tile
-    *outer, n = tile.shape
-    return TileType((*outer, n // 2), tile.element)
+    shape = list(tile.shape)
+    shape[pair.b_dim] //= 2
+    return TileType(tuple(shape), tile.element)
 
 
 def pair_rank(k: "KernelLowering") -> str:
@@ -118,12 +127,19 @@ def commit(k: "KernelLowering", bar: str) -> None:
              f'.multicast::cluster.b64 [$0], $1;", "r,h,~{{memory}}"(i32 {bar}, i16 {mask(k)})')
 
 
-def meet(k: "KernelLowering") -> None:
+def meet(k: "KernelLowering", tensor_memory: bool = False) -> None:
     """Every thread of the cluster meets once the mbarriers are initialized (`fence.mbarrier_init`
-    published them at cluster scope): the peer's copies complete on the leader's barriers."""
+    published them at cluster scope): the peer's copies complete on the leader's barriers.
+    `tensor_memory`: also every thread's reads of its accumulator so far (the last tile's epilogue of
+    a persistent kernel) are done before the leader's next MMAs write it (release / acquire, between
+    the tcgen05 fences)."""
     from .multicast import sync
 
-    sync(k, relaxed=True)
+    if tensor_memory:
+        k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
+    sync(k, relaxed=not tensor_memory)
+    if tensor_memory:
+        k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
 
 
 def drain(k: "KernelLowering", p: "ActivePipeline", it: object) -> None:

@@ -696,16 +696,22 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         fence_async_proxy(k)
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     k.barrier()
-    idesc = instruction(kind, min(m, 128), n, a is not None and not a.kmajor, not b.kmajor)
+    pair = k.cta_pair is not None and k.cta_pair.mma is op    # the leader issues for both CTAs (cta_pair.py)
+    idesc = instruction(kind, 2 * m if pair else min(m, 128), n, a is not None and not a.kmajor, not b.kmajor)
 
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         if scales is not None:
             scales.copy()
         issue_mmas(k, op, a, b, a_tmem, address, accumulate, idesc, scales)
-        commit(k, tm.mbarrier)
+        commit(k, tm.mbarrier, pair)
 
-    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: issue() or None)
+    issuer = k.b.op(f"icmp eq i32 {k.tid}, 0", "ti")
+    if pair:
+        from .cta_pair import is_leader
+
+        issuer = k.b.op(f"and i1 {issuer}, {is_leader(k)}", "ti")
+    k.guarded(issuer, lambda: issue() or None)
     wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
     if resident is not None:    # the registers go round the loop unchanged (and unused)
         return TileRegs(acc.type, list(carried.slots), layout)

@@ -447,6 +447,8 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
     if p.specialized:
         warp_specialize.publish(k)      # the consumers' copies and the mbarriers, for everyone
+    elif p.pair is not None:
+        cta_pair.meet(k, tensor_memory=True)
     elif p.cluster is not None:
         multicast.sync(k, relaxed=True)   # every CTA's barriers initialized, its buffers free, before any slice lands
     else:
@@ -538,7 +540,12 @@ def _consume(k: KernelLowering, p: ActivePipeline, wait: bool = True) -> None:
         p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
                   for ld in p.loads}
         return
-    mbarrier.wait(k, mbarrier.address(k, p.full, read), mbarrier.phase_parity(k, p.counter, p.stages), "stage full")
+    full = mbarrier.address(k, p.full, read)
+    parity = mbarrier.phase_parity(k, p.counter, p.stages)
+    if p.pair is not None:     # both CTAs' copies land on the leader's (only its MMA thread reads the stages)
+        k.guarded(cta_pair.is_leader(k), lambda: mbarrier.wait(k, full, parity, "stage full") or None)
+    else:
+        mbarrier.wait(k, full, parity, "stage full")
     if not p.tma and any(m.swizzled for m in p.matrices.values()):
         fence_async_proxy(k)   # wgmma reads these stages through the async proxy (TMA writes through it)
     p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))

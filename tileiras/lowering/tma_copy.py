@@ -68,8 +68,8 @@ class TmaCopy:
     slot: int = -1              # index among the kernel's tensor maps (k.tma_params), once chosen
     slices: int = 1             # multicast (`sliced`): the CTAs sharing the tile each issue one slice of rows
     slice_bytes: int = 0        # shared bytes from one slice to the next within an atom
-    pair_columns: int = 0       # a CTA pair's B (cta_pair.py): the columns each CTA copies, the peer's
-                                # from this many on
+    pair_part: tuple[int, int] = (0, 0)   # a CTA pair's B (cta_pair.py): (coordinate, elements) of the
+                                          # half each CTA copies along N, the peer's from this many on
 
     @property
     def nbytes(self) -> int:
@@ -101,7 +101,7 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
     TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not). `dense`:
     an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`). `tile`:
-    the part of the tile copied, its leading columns (a CTA pair's half of B), if not the whole."""
+    the part of the tile copied, if not the whole: a CTA pair's half of B along one dimension."""
     from ..host_platform import tma_callback_unsupported
     from ..tileaa.facts import view_sources
 
@@ -154,9 +154,10 @@ def plan(k: KernelLowering, op: Operation, view: object, matrix: SharedMatrix,
     box_bytes = eb
     for b in box:
         box_bytes *= b
-    pair_columns = tile.shape[-1] if tile.shape[-1] != whole.shape[-1] else 0
+    halved = [d for d in range(rank) if tile.shape[d] != whole.shape[d]]
+    part = (order.index(halved[0]), tile.shape[halved[0]]) if halved else (0, 0)
     return TmaCopy(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes, box_bytes, box, bands,
-                   rows * span, pair_columns=pair_columns), ""
+                   rows * span, pair_part=part), ""
 
 
 def _dense(op: Operation, tile: TileType, view: PartitionViewVal, sources: object,
@@ -262,11 +263,12 @@ def load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, full: 
     each box, into the same offset of every CTA of the mask (and onto each one's barrier there);
     `pair`: the `.cta_group::2` form, `full` (shared::cluster) in the pair's leader."""
     for at, coords in _boxes(k, op, t, offset):
-        if t.pair_columns:     # the peer's half of the columns
+        at_coord, size = t.pair_part
+        if size:     # the peer's half of B
             from .cta_pair import pair_rank
 
-            shift = k.b.op(f"mul i32 {pair_rank(k)}, {t.pair_columns}", "tc")
-            coords = [k.b.op(f"add i32 {coords[0]}, {shift}", "tc"), *coords[1:]]
+            shift = k.b.op(f"mul i32 {pair_rank(k)}, {size}", "tc")
+            coords = [*coords[:at_coord], k.b.op(f"add i32 {coords[at_coord]}, {shift}", "tc"), *coords[at_coord + 1:]]
         if cast is not None:
             part = cast[0]
             shift = part if part == "0" else k.b.op(f"mul i32 {part}, {t.slice_bytes}", "tc")

@@ -32,7 +32,10 @@ TileGym's persistent matmul at 128x512x64 with num_ctas=4 on sm_90 and sm_100:
 * For the block-scaled MXFP8 matmul (256x256x128, num_ctas=2 on sm_100) the pair of CTAs runs
   `tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale`, each CTA holding 128 rows.
 
-What this pass does (no CTA pair yet). When the mma tile is larger than
+What this pass does. On sm_100 / sm_103, where the kernel's mma can run as CTA pairs (`_pair_split`:
+one K loop's accumulation, M 128 or 256, clusters of 2 or 4), it halves M over CTAs 2i and 2i+1 and
+splits N over the pairs, as NVIDIA's (each CTA 64 or 128 rows; `PAIR_ATTR` tells the lowering,
+lowering/cta_pair.py). Otherwise, when the mma tile is larger than
 one CTA holds (`ONE_CTA_TILE`, 128x256) it rewrites the tile program to the tile of one CTA. Every
 tile value gets a label per dimension (M, N, K or none), seeded by the mma ops (A is MxK, B KxN,
 the accumulator MxN; block scales MxK/32 and K/32xN) and carried through elementwise ops,
@@ -55,9 +58,9 @@ inner position, pointer tiles, atomics, prints, a view read two ways or whose in
 kernel reads, a split index that is not i32, a store that would not cover the split, or a target
 without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
 
-Left for later (NVIDIA's form): on sm_100 the CTA pair (`cta_group::2` alloc/mma/commit) and its
-multicast; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the factors
-here do not choose (the squarest tile, 128x128, wins; lowering/multicast.py handles either).
+Left for later (NVIDIA's form): on sm_100 the multicast of A between the pairs of a cluster of 4, and
+block-scaled pairs; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the
+factors here do not choose (the squarest tile, 128x128, wins; lowering/multicast.py handles either).
 """
 
 from __future__ import annotations
@@ -319,11 +322,13 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     """(2, c / 2) where the cluster's CTAs 2i and 2i+1 can run the kernel's mma as one CTA pair
     (`tcgen05.mma.cta_group::2`, M = 128 or 256 over the pair, as NVIDIA's sm_100 kernels with
     num_ctas = 2 or 4): each CTA holds half of the M rows, the pair one N block; else (None, why
-    not). Only the form the lowering pairs: one mma, the whole work of a top-level K loop that keeps
-    its accumulator in tensor memory from zero, A and B staged loads of that loop (A (M, K), B (K, N)
-    as stored: each CTA copies half of B's columns), a kind other than tf32 and the block-scaled ones."""
-    from ..lowering.ops_tcgen05 import _loaded, kind_of, resident_loop
-    from ..lowering.warp_specialize_tcgen05 import _BODY_OPS, _source, _zero
+    not). Only the form the lowering pairs: one mma, the whole work of a K loop that keeps its
+    accumulator in tensor memory from zero (a persistent kernel's inner loop too), A and B staged loads
+    of that loop (A stored (M, K), B (K, N) or (N, K): each CTA copies half of B's N), a kind other
+    than tf32 and the block-scaled ones."""
+    from ..lowering.operand_views import source
+    from ..lowering.ops_tcgen05 import _loaded, _passes, kind_of, resident_loop
+    from ..lowering.warp_specialize_tcgen05 import _BODY_OPS, _zero
 
     sm = int(gpu.split("_")[1].rstrip("af"))
     if sm not in (100, 103):
@@ -336,16 +341,15 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     if kind is None or kind.name == "tf32" or tm not in (128, 256) or tn % (c // 2) or n % 16 or not 32 <= n <= 256:
         return None, f"no cta_group::2 MMA for a {tm}x{n} tile of this kind"
     found = resident_loop(op)
-    loop = found[0] if found is not None else None
-    if loop is None or loop.parent is not loop.parent.parent.parent.regions[0].block or \
-            loop.parent.parent.parent.name != "cuda_tile.entry" or not _zero(loop.operand_group("initValues")[found[1]]):
-        return None, "the mma is not a top-level loop's accumulation from zero"
-    body = loop.regions[0].block
-    a, b = (_source(op.operand(name)) for name in ("lhs", "rhs"))
+    if found is None or not _zero(found[0].operand_group("initValues")[found[1]]):
+        return None, "the mma is not a loop's accumulation from zero"
+    body = found[0].regions[0].block
+    a, b = (source(op.operand(name), _passes)[0] for name in ("lhs", "rhs"))
     if a is None or b is None or a is b or a.parent is not body or b.parent is not body \
-            or _loaded(op.operand("lhs")) is not False or _loaded(op.operand("rhs")) is not False:
-        return None, "A and B are not the loop's own loads, stored (M, K) and (K, N)"
-    if len(body.arguments) != 2 or any(o is not op and o.name not in _BODY_OPS for o in body.operations):
+            or _loaded(op.operand("lhs")) is not False or _loaded(op.operand("rhs")) is None:
+        return None, "A and B are not the loop's own loads, A stored (M, K)"
+    if len(body.arguments) != 2 or any(o is not op and o.name not in (*_BODY_OPS, "cuda_tile.permute")
+                                       for o in body.operations):
         return None, "the loop does more than load and multiply"
     return (2, c // 2), ""
 
