@@ -87,6 +87,21 @@ def test_the_pair_runs_cta_group_2_as_nvidias(tmp_path: Path) -> None:
     assert re.search(rf"\b{idesc}\b", ptx)
 
 
+def test_the_pair_is_told_in_the_remarks_and_the_schedule(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--no-cache", "--emit=ptx",
+                           "--gpu-name", "sm_100", "--remarks=tensorcore", "--print-ir-after-all",
+                           str(CORPUS / "tg_bmm_persistent_f16_128x256x64_sm100.tileirbc"), "-o",
+                           str(tmp_path / "k.ptx")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "CTAs 2i and 2i+1 share one mma as a CTA pair" in said
+    assert "Instruction = Tensor-core SM100 (tcgen05.mma.cta_group::2.kind::f16)" in said
+    assert "Shape = [128, 256, 16]" in said
+    assert "a CTA pair runs its mma (tcgen05.mma.cta_group::2)" in said
+
+
 @pytest.mark.parametrize("dtype,tiles,shape,grid", [
     ("float16", (128, 256, 64), (200, 512, 200), 4),            # partial tiles in M and K, 2 x 2 clusters
     ("bfloat16", (128, 128, 64), (128, 256, 640), 2),           # a K loop of 10 (the stages go round)

@@ -136,6 +136,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
     head, *rows = plan.describe()
     k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
+    if pair is not None:
+        k.schedule_notes.append(f"//   {where}: a CTA pair runs its mma (tcgen05.mma.cta_group::2): each CTA copies "
+                                f"its A rows and half of B, the leader issues the MMAs for both")
     schedule = plan.schedule
     ii = f"{schedule.ii * plan.graph.tick} cycles"
     if not plan.pipelined:

@@ -536,6 +536,7 @@ def split_entry_over_cluster(entry: Operation, gpu: str) -> None:
     if done is not None and remarks.active():
         c, fm, fn = done
         remarks.report("passed", "tensorcore", "ClusterSplit", name,
-                       f"each tile block runs as a cluster of {c} CTAs ({fm}x{fn} over M and N), "
-                       f"launched with one block per tile block (.blocksareclusters)", entry.location,
+                       f"each tile block runs as a cluster of {c} CTAs ({fm}x{fn} over M and N"
+                       f"{'; CTAs 2i and 2i+1 share one mma as a CTA pair' if entry.attributes.get(PAIR_ATTR) else ''}"
+                       f"), launched with one block per tile block (.blocksareclusters)", entry.location,
                        CTAs=c)
