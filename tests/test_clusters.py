@@ -196,8 +196,8 @@ def _swizzle(scale: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("swizzled", [False, True])
 def test_the_split_block_scaled_matmul_matches_numpy(swizzled: bool) -> None:
     """cuTile's MXFP8 sample at 256x256x128 (num_ctas=2 on sm_100): before, one CTA with mma.sync
-    and 972 / 903 bytes of spills; now 2 CTAs of 128x256 with tcgen05 block-scaled MMAs. Two
-    tiles of 256x256, a K loop of 2, race checker on."""
+    and 972 / 903 bytes of spills; now a CTA pair of 128x256 each running tcgen05.mma.cta_group::2
+    block_scale (tests/test_cta_pair.py). Two tiles of 256x256, a K loop of 2, race checker on."""
     import ml_dtypes
 
     from tileiras.runtime import run_arrays

@@ -81,7 +81,7 @@ def test_the_pair_runs_cta_group_2_as_nvidias(tmp_path: Path) -> None:
                  "barrier.cluster.arrive.relaxed.aligned"):
         assert form in ptx, form
     # A: 64 rows x 64 of K, B: half of its 256 columns, in each CTA: 24 KB, announced twice over
-    assert "mbarrier.arrive.expect_tx.shared::cta.b64" in ptx and len(re.findall(r"mov\.b32 \t%r\d+, 49152;", ptx)) == 1
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64" in ptx and len(re.findall(r"selp\.b32 \t%r\d+, 49152, 0,", ptx)) == 1
     # the instruction descriptor: M = 128 over the pair (>> 4 at bit 24), N = 256 (>> 3 at bit 17)
     idesc = (1 << 4) | (1 << 16) | ((256 >> 3) << 17) | ((128 >> 4) << 24)
     assert re.search(rf"\b{idesc}\b", ptx)
@@ -131,7 +131,7 @@ def test_the_pair_with_the_peers_bytes_unannounced_is_reported(monkeypatch) -> N
     read the peer's stage before it landed."""
     from tileiras.emulator import EmulatorError
 
-    edit_ptx(monkeypatch, lambda ptx: re.sub(r"(mov\.b32 \t%r\d+), 49152;", r"\1, 24576;", ptx))
+    edit_ptx(monkeypatch, lambda ptx: re.sub(r"(selp\.b32 \t%r\d+), 49152,", r"\1, 24576,", ptx))
     with pytest.raises(EmulatorError, match="read before the mbarrier wait"):
         _run(_kernel("float16", 128, 256, 64), "float16", 128, 256, 128, 1)
 
@@ -190,3 +190,59 @@ def test_the_next_tiles_mmas_unordered_with_the_peers_epilogue_are_reported(monk
     with pytest.raises(EmulatorError, match=r"data race on tensor memory \(write-after-read\)"):
         emulate(_module(_persistent_bmm(2, 384, 256, 192)),
                 [a, b, np.zeros((2, 384, 256), np.float16), np.int32(2)], "sm_100", (2, 1, 1))
+
+
+@lru_cache(maxsize=None)
+def _mxfp8(tm: int, tn: int, tk: int) -> bytes:
+    """cutile-python's block-scaled sample (MXFP8, clusters of 2 on sm_100) at these tiles."""
+    with tilegym() as (configs, generate):
+        base = next(c for c in configs.all_configs() if c.name == "cp_mxfp8_matmul_256x256x128")
+        params = (*base.params[:5], tm, tn, tk, base.params[8])
+        return generate.export(configs.Config(f"pair_mxfp8_{tm}x{tn}x{tk}", base.module, base.kernel, params))
+
+
+def _run_mxfp8(data: bytes, m: int, n: int, k: int, grid: int) -> None:
+    import ml_dtypes
+
+    rng = np.random.default_rng(16)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((k, n)).astype(ml_dtypes.float8_e4m3fn)
+    sa = rng.integers(120, 135, (m, k // 32)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    sb = rng.integers(120, 135, (k // 32, n)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    got = emulate(_module(data), [a, sa, b, sb, np.zeros((m, n), np.float32)], "sm_100", (grid, 1, 1))[4]
+    ref = (a.astype(np.float64) * np.repeat(sa.astype(np.float64), 32, axis=1)) @ \
+        (b.astype(np.float64) * np.repeat(sb.astype(np.float64), 32, axis=0))
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def test_a_block_scaled_pair_with_an_mma_warp_matches_numpy(tmp_path: Path) -> None:
+    """MXFP8 at 256x128x128 (128 rows a CTA, warp-specialized): each CTA's epilogue warps restage its own
+    scales, the peer's arrive on the leader's `ready` mbarrier (release at cluster scope), the leader's
+    tcgen05.cp.cta_group::2 copies each CTA's restaged scales into its own tensor memory, then
+    tcgen05.mma.cta_group::2 block_scale. (The 512-thread 256x256 samples, unspecialized, meet at a
+    cluster barrier after the restaging instead: tests/test_clusters.py.)"""
+    data = _mxfp8(256, 128, 128)
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale" in ptx
+    assert "tcgen05.cp.cta_group::2.32x128b.warpx4" in ptx
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    _run_mxfp8(data, 256, 256, 384, 2)
+
+
+def test_a_block_scaled_pair_without_the_restaging_barrier_is_reported(monkeypatch) -> None:
+    """Unspecialized, both CTAs meet at a cluster barrier after restaging their scales each iteration:
+    without it the leader's tcgen05.cp reads the peer's restaged bytes unordered."""
+    from tileiras.emulator import EmulatorError
+
+    def drop(ptx: str) -> str:
+        lines = ptx.split("\n")
+        at = [i for i, line in enumerate(lines) if "barrier.cluster.arrive.release.aligned" in line
+              or "barrier.cluster.wait.acquire.aligned" in line]
+        assert len(at) == 4        # the tile's pipeline start (tensor memory), then the restaging's
+        for i in at[2:]:
+            lines[i] = ""
+        return "\n".join(lines)
+
+    edit_ptx(monkeypatch, drop)
+    with pytest.raises(EmulatorError, match=r"data race \(read-after-write\).*tcgen05\.cp\.cta_group::2"):
+        _run_mxfp8((CORPUS / "cp_mxfp8_matmul_256x256x128.tileirbc").read_bytes(), 256, 256, 256, 1)

@@ -61,24 +61,39 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     from .pipelined_loop import TMA_BOX_ROWS
 
     split = k.warp_split
-    if split is not None and split.loop is loop and (split.form != "tcgen05" or len(split.mmas) != 1):
+    specialized = split is not None and split.loop is loop
+    if specialized and (split.form != "tcgen05" or len(split.mmas) != 1):
         return None
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     mmas = [op for op in layouts if is_pair(op) and (resident_loop(op) or (None,))[0] is loop]
-    if len(mmas) != 1 or len(loads) != 2:
+    if len(mmas) != 1:
         return None
     mma = mmas[0]
+    scaled = mma.name == "cuda_tile.mmaf_scaled"   # its scales restaged by each CTA's epilogue warps
     (a, _), (b, b_transposed) = (source(mma.operand(n), _passes) for n in ("lhs", "rhs"))
-    if a not in loads or b not in loads:
+    # A and B staged by the loop, and nothing else but the block scales (which each CTA restages itself)
+    if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
         return None
     pair = CtaPair(mma, a, b, 0 if b_transposed else len(b.results[0].type.shape) - 1)  # type: ignore
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
-    for load in loads:
+    for load in (a, b):
         tile = staged_type(pair, load)
         matrix = matrix_shape(k, tile, swizzled=True)
         if tma_copy.plan(k, load, k.get(load.operand("view")), matrix, rows, tile=tile)[0] is None:
             return None
     return pair
+
+
+def scale_loads(mma: Operation) -> tuple:
+    """The loads a block-scaled mma's scale tiles come from, through reshapes and permutes (cuTile's
+    swizzled scale layouts), or None for a scale that is not a load's."""
+    out = []
+    for name in ("lhs_scale", "rhs_scale"):
+        owner = getattr(mma.operand(name), "owner", None)
+        while isinstance(owner, Operation) and owner.name in ("cuda_tile.reshape", "cuda_tile.permute"):
+            owner = getattr(owner.operands[0], "owner", None)
+        out.append(owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None)
+    return tuple(out)
 
 
 def staged_type(pair: Optional[CtaPair], load: Operation) -> TileType:
@@ -118,6 +133,20 @@ def mask(k: "KernelLowering") -> str:
 
     lead = k.b.pre(f"and i32 {ctarank(k)}, -2", "pr")
     return k.b.pre(f"trunc i32 {k.b.pre(f'shl i32 3, {lead}', 'pm')} to i16", "pm")
+
+
+def reads_own_stages(p: "ActivePipeline") -> bool:
+    """Whether the CTA's own threads read stages of the pair's pipeline (block scales they restage),
+    so that each CTA waits for its own `full` (the leader's also counts the peer's A and B)."""
+    assert p.pair is not None
+    return set(p.loads) != {p.pair.a_load, p.pair.b_load}
+
+
+def arrive_at_leader(k: "KernelLowering", bar: str) -> None:
+    """This thread's arrival on the mbarrier at `bar`'s offset in the pair's leader (release at cluster
+    scope: what the thread wrote before, the stage's restaged scales, is the leader's MMAs' to read)."""
+    k.b.emit(f'call void asm sideeffect "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", '
+             f'"r,~{{memory}}"(i32 {leader_barrier(k, bar)})')
 
 
 def commit(k: "KernelLowering", bar: str) -> None:

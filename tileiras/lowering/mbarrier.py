@@ -81,7 +81,7 @@ def arrive(k: KernelLowering, bar: str) -> None:
     _asm(k, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", f"i32 {bar}")
 
 
-def arrive_expect_tx(k: KernelLowering, bar: str, nbytes: int) -> None:
+def arrive_expect_tx(k: KernelLowering, bar: str, nbytes: "int | str") -> None:
     """This thread's arrival, announcing `nbytes` of transactions (bulk copies) the phase also awaits."""
     _asm(k, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", f"i32 {bar}, i32 {nbytes}")
 

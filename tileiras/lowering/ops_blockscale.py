@@ -419,6 +419,7 @@ class Tcgen05Scales:
         from .async_copy import is_ready, wait_for
 
         self.k, self.m, self.n, self.address = k, m, n, sf_address
+        self.group = 2 if k.cta_pair is not None and k.cta_pair.mma is op else 1
         self.block, _ = scale_blocks(op)
         self.cells = sf_cells(op)
         self.fp4 = scaled_form(op).k == 64  # type: ignore[union-attr]
@@ -448,7 +449,8 @@ class Tcgen05Scales:
             # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001
             desc = k.b.op(f"or i64 {start}, {(1 << 46) | ((128 >> 4) << 32)}", "sfs")
             taddr = k.b.op(f"add i32 {self.address}, {_SF_COLS * chunk}", "sft")
-            k.b.emit(f'call void asm sideeffect "tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;", '
+            # a CTA pair's: each CTA's restaged bytes into its own tensor memory (cta_pair.py)
+            k.b.emit(f'call void asm sideeffect "tcgen05.cp.cta_group::{self.group}.32x128b.warpx4 [$0], $1;", '
                      f'"r,l,~{{memory}}"(i32 {taddr}, i64 {desc})')
 
     def mma(self, d: str, a_desc: str, b_desc: str, idesc: int, k0: int, half: int, enable: str) -> None:
@@ -466,7 +468,7 @@ class Tcgen05Scales:
         # fp4: kind::mxf4nvf4 with 2 (block32) or 4 (block16) scale factors a row per MMA
         kind = f"mxf4nvf4.block_scale.block{self.block}" if self.fp4 else "mxf8f6f4.block_scale.scale_vec::1X"
         k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $6, 0; '
-                 f'tcgen05.mma.cta_group::1.kind::{kind} [$0], $1, $2, $3, [$4], [$5], p; }}", '
+                 f'tcgen05.mma.cta_group::{self.group}.kind::{kind} [$0], $1, $2, $3, [$4], [$5], p; }}", '
                  f'"r,l,l,r,r,r,r,~{{memory}}"(i32 {d}, i64 {a_desc}, i64 {b_desc}, i32 {desc}, i32 {sfa}, i32 {sfb}, '
                  f'i32 {enable})')
 

@@ -697,6 +697,10 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     k.barrier()
     pair = k.cta_pair is not None and k.cta_pair.mma is op    # the leader issues for both CTAs (cta_pair.py)
+    if pair and scales is not None:   # ...once both CTAs restaged their scales (the leader's tcgen05.cp reads both)
+        from .multicast import sync
+
+        sync(k)
     idesc = instruction(kind, 2 * m if pair else min(m, 128), n, a is not None and not a.kmajor, not b.kmajor)
 
     def issue() -> None:

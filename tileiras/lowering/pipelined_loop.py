@@ -170,7 +170,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None)
-        assert pair is None or (tma is not None and len(tma) == len(plan.loads)), "cta_pair.plan checked TMA"
+        assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pair.plan checked TMA"
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
@@ -427,7 +427,7 @@ def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> 
     offsets = {load: _stage_offset(k, p, load, stage) for load in p.loads}
     tma_copy.issue(k, p.tma, p.matrices, p.loop.regions[0].block.arguments[0], iv, offsets,
                    mbarrier.address(k, p.full, stage), multicast.casts(k, p.cluster) if p.cluster else None,
-                   p.pair is not None)
+                   p.pair)
 
 
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
@@ -545,7 +545,7 @@ def _consume(k: KernelLowering, p: ActivePipeline, wait: bool = True) -> None:
         return
     full = mbarrier.address(k, p.full, read)
     parity = mbarrier.phase_parity(k, p.counter, p.stages)
-    if p.pair is not None:     # both CTAs' copies land on the leader's (only its MMA thread reads the stages)
+    if p.pair is not None and not cta_pair.reads_own_stages(p):   # both CTAs' A and B land on the leader's
         k.guarded(cta_pair.is_leader(k), lambda: mbarrier.wait(k, full, parity, "stage full") or None)
     else:
         mbarrier.wait(k, full, parity, "stage full")

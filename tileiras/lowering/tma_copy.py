@@ -232,25 +232,30 @@ def prefetch(k: KernelLowering, loads: dict) -> None:
 
 
 def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str,
-          casts: Optional[dict] = None, pair: bool = False) -> None:
+          casts: Optional[dict] = None, pair: object = None) -> None:
     """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load (of a sliced load, `casts[load]` = (i32 slice, i16 CTA
-    mask): this CTA's slice, multicast to the CTAs of the mask). `pair`: a CTA pair's copies
-    (cta_pair.py), completing on the leader's `full`, where the leader announces both CTAs' bytes."""
+    mask): this CTA's slice, multicast to the CTAs of the mask). `pair` (a cta_pair.CtaPair): the
+    pair's A and B complete on the leader's `full`, whose announcement counts both CTAs' bytes of
+    them; the other loads (block scales, which each CTA's own threads restage) on the CTA's own."""
     from . import cta_pair
 
-    nbytes = sum(t.nbytes for t in loads.values())
-    if pair:
-        k.guarded(cta_pair.is_leader(k), lambda: mbarrier.arrive_expect_tx(k, full, 2 * nbytes))
-        full = cta_pair.leader_barrier(k, full)
+    paired = {load for load in loads if pair is not None and load in (pair.a_load, pair.b_load)}  # type: ignore
+    own = sum(t.nbytes for load, t in loads.items() if load not in paired)
+    lead = full
+    if paired:
+        both = own + 2 * sum(loads[load].nbytes for load in paired)
+        mbarrier.arrive_expect_tx(k, full, k.b.op(f"select i1 {cta_pair.is_leader(k)}, i32 {both}, i32 {own}", "tc"))
+        lead = cta_pair.leader_barrier(k, full)
     else:
-        mbarrier.arrive_expect_tx(k, full, nbytes)
+        mbarrier.arrive_expect_tx(k, full, own)
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
     try:
         for load, t in loads.items():
-            load_boxes(k, load, t, matrices[load].offset, full, stage[load], (casts or {}).get(load), pair)
+            load_boxes(k, load, t, matrices[load].offset, lead if load in paired else full, stage[load],
+                       (casts or {}).get(load), load in paired)
     finally:
         if saved is not None:
             k.values[iv_arg] = saved

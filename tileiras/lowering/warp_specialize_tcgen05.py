@@ -497,8 +497,8 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         tensor_memory(k, columns_of(m, n) + p.stages * _scale_stages(k, p, scaled)[2])
     addresses = {op: region(k, op) for op in mmas}
     ready_stages = None
-    if _prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now)
-        ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads)
+    if _prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now; a pair's: both CTAs')
+        ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads * (2 if p.pair else 1))
         work = " and ".join(w for w, on in (("round the tf32 operands", rounded(k)),
                                              ("restage the block scales", scaled is not None)) if on)
         k.schedule_notes.append(f"//   stages prepared: the epilogue warps wait full, {work} of each stage, "
@@ -621,7 +621,13 @@ def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> 
             at = k.b.op(f"add i32 {k.b.op(f'mul i32 {it.stage}, {nbytes}', 'rw')}, {base}", "rw")
             restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), at, m, n)
         fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
-        mbarrier.arrive(k, mbarrier.address(k, k.tmem.ready, it.stage))
+        ready = mbarrier.address(k, k.tmem.ready, it.stage)
+        if p.pair is not None:   # the leader's MMA thread waits for both CTAs' preparation
+            from .cta_pair import arrive_at_leader
+
+            arrive_at_leader(k, ready)
+        else:
+            mbarrier.arrive(k, ready)
 
 
 # ftof rounding modes -> the cvt that rounds an f32 to tf32 so (sm_90+: one F2FP.TF32 each)

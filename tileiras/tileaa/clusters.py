@@ -325,7 +325,8 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     not). Only the form the lowering pairs: one mma, the whole work of a K loop that keeps its
     accumulator in tensor memory from zero (a persistent kernel's inner loop too), A and B staged loads
     of that loop (A stored (M, K), B (K, N) or (N, K): each CTA copies half of B's N), a kind other
-    than tf32 and the block-scaled ones."""
+    than tf32 and fp4 (block-scaled fp8 at M = 256, its scales loads of the loop too)."""
+    from ..lowering.cta_pair import scale_loads
     from ..lowering.operand_views import source
     from ..lowering.ops_tcgen05 import _loaded, _passes, kind_of, resident_loop
     from ..lowering.warp_specialize_tcgen05 import _BODY_OPS, _zero
@@ -336,9 +337,12 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     if c % 2 or len(mmas) != 1:
         return None, "an odd cluster or several mmas"
     op = mmas[0]
-    kind = kind_of(op) if op.name != "cuda_tile.mmaf_scaled" else None
+    kind = kind_of(op)
+    scaled = op.name == "cuda_tile.mmaf_scaled"
     n = tn // (c // 2)
-    if kind is None or kind.name == "tf32" or tm not in (128, 256) or tn % (c // 2) or n % 16 or not 32 <= n <= 256:
+    # block-scaled: fp8 at M = 256 (each CTA's 128 rows in its lanes, their scales beside them)
+    if kind is None or kind.name in ("tf32", "mxf4nvf4") or tm not in ((256,) if scaled else (128, 256)) \
+            or tn % (c // 2) or n % 16 or not 32 <= n <= 256:
         return None, f"no cta_group::2 MMA for a {tm}x{n} tile of this kind"
     found = resident_loop(op)
     if found is None or not _zero(found[0].operand_group("initValues")[found[1]]):
@@ -348,6 +352,8 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     if a is None or b is None or a is b or a.parent is not body or b.parent is not body \
             or _loaded(op.operand("lhs")) is not False or _loaded(op.operand("rhs")) is None:
         return None, "A and B are not the loop's own loads, A stored (M, K)"
+    if scaled and any(getattr(load, "parent", None) is not body for load in scale_loads(op)):
+        return None, "the block scales are not the loop's own loads"
     if len(body.arguments) != 2 or any(o is not op and o.name not in (*_BODY_OPS, "cuda_tile.permute")
                                        for o in body.operations):
         return None, "the loop does more than load and multiply"

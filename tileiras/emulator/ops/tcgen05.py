@@ -410,9 +410,8 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
     dis = [dec.reader(r, "u32", ins) for r in disable.items] if disable is not None else []
     _, d_addr = address(dec, ops[0], "shared", ins)     # a tensor-memory address: just a 32-bit value
     a_tmem = isinstance(ops[1], Addr)
-    if pair and (a_tmem or scaled or scale_d):
-        raise bad(ins, "cta_group::2 with A in tensor memory, block scaling or scale-input-d is not supported by "
-                  "the emulator")
+    if pair and (a_tmem or scale_d):
+        raise bad(ins, "cta_group::2 with A in tensor memory or scale-input-d is not supported by the emulator")
     a_op = address(dec, ops[1], "shared", ins)[1] if a_tmem else dec.reader(ops[1], "b64", ins)
     b_op = dec.reader(ops[2], "b64", ins)
     id_op = dec.reader(ops[3], "u32", ins)
@@ -433,8 +432,9 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             if pair:
                 from .tcgen05_pair import pair_mma
 
+                scales = (_at(st, sf_ops[0], t), _at(st, sf_ops[1], t), vec) if sf_ops else None
                 pair_mma(st, t, f, k, _at(st, a_op, t), _at(st, b_op, t), _at(st, d_addr, t) & 0xFFFFFFFF,
-                         bool(_at(st, enable, t)), [_at(st, r, t) & 0xFFFFFFFF for r in dis], ins, what)
+                         bool(_at(st, enable, t)), [_at(st, r, t) & 0xFFFFFFFF for r in dis], ins, what, scales)
                 continue
             if a_tmem:
                 a = _at(st, a_op, t) & 0xFFFFFFFF
@@ -505,7 +505,8 @@ def _fp4_operand(st: Any, desc: int, rows: int, k: int, t: int, what: str, ins: 
     return np.array(_E2M1)[nibbles]
 
 
-def _scales(st: Any, addr: int, rows: int, sf_id: int, vec: int, scale: str, t: int, ins: Instr) -> Any:
+def _scales(st: Any, addr: int, rows: int, sf_id: int, vec: int, scale: str, t: int, ins: Instr,
+            cta: Optional[int] = None) -> Any:
     """The `vec` block scales (scale_vec::NX) of each of `rows` rows (of A) or columns (of B) for
     one MMA: (rows, vec).
 
@@ -513,7 +514,7 @@ def _scales(st: Any, addr: int, rows: int, sf_id: int, vec: int, scale: str, t: 
     factors are duplicated to all four, as tcgen05.cp ...warpx4 writes them), column
     addr + r // 32, bytes `sf_id` .. sf_id + vec - 1 (the K blocks the MMA covers) of the 32-bit
     cell; the address's bits 30-31 repeat sf_id (NVIDIA's code derives the descriptor's IDs from
-    them), which must be a multiple of `vec`."""
+    them), which must be a multiple of `vec`. `cta`: in that CTA's tensor memory (a pair's MMA)."""
     np = _np()
     a = addr & 0xFFFFFFFF
     if a >> 30 != sf_id:
@@ -523,10 +524,10 @@ def _scales(st: Any, addr: int, rows: int, sf_id: int, vec: int, scale: str, t: 
         raise DeviceFault(f"scale-factor ID {sf_id} is not a multiple of scale_vec::{vec}X", t)
     lane0, col0 = (a >> 16) & 0x3FFF, a & 0xFFFF
     r = np.arange(rows)
-    li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors")
+    li, ci = _cells(st, lane0, col0, 32, -(-rows // 32), t, "tcgen05.mma scale factors", cta=cta)
     if st.races is not None:
-        _track(st, li, ci, t, False, ins, ("tcgen05", t))
-    cells = tmem(st, t).cells[li, ci]                         # (32 lanes, columns)
+        _track(st, li, ci, t, False, ins, ("tcgen05", t), cta=cta)
+    cells = tmem(st, t, cta).cells[li, ci]                    # (32 lanes, columns)
     shifts = (8 * (sf_id + np.arange(vec))).astype(np.uint32)
     raw = ((cells[r % 32, r // 32][:, None] >> shifts[None, :]) & np.uint32(0xFF)).astype(np.uint8)
     if scale == "ue8m0":
@@ -596,7 +597,7 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
     np = _np()
     mods = Mods(ins)
     mods.need(("cp",), ".cp")
-    _cta_group(mods, ins)
+    pair = _cta_group(mods, ins, pairs=True)
     shape = next((m for m in mods.rest if m in ("128x256b", "4x256b", "128x128b", "32x128b", "64x128b")), None)
     if shape is None:
         raise bad(ins, "missing the shape (.128x256b, .4x256b, .128x128b, .32x128b.warpx4, .64x128b.warpx2::..)")
@@ -612,25 +613,37 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
 
     def fn(st: Any, m: Any) -> None:
         for t in lanes_of(st, m).tolist():
-            tm = tmem(st, t)
-            vals = _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins).astype(np.uint32)
-            a = _at(st, taddr, t) & 0xFFFFFFFF
-            if copies is None:
-                li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp")
+            # .cta_group::2: in each CTA of the pair, from its shared memory into its tensor memory (same
+            # descriptor and address), as the pair's MMA reads each CTA's operands where they are
+            ctas = (None,) if not pair else (lambda lead: (lead, lead + 1))(_pair_lead(st, t))
+            for p in ctas:
+                _copy(st, t, p, _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins,
+                                              cta=p).astype(np.uint32), _at(st, taddr, t) & 0xFFFFFFFF)
+
+    def _copy(st: Any, t: int, p: Optional[int], vals: Any, a: int) -> None:
+        tm = tmem(st, t, p)
+        if copies is None:
+            li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp", cta=p)
+            if st.races is not None:
+                _track(st, li, ci, t, True, ins, ("tcgen05", t), cta=p)
+            tm.cells[li, ci] = vals
+            return
+        if a >> 16:
+            raise DeviceFault(f"tcgen05.cp.{shape} must address lane 0, not lane {a >> 16}", t)
+        for block, quarters in copies.items():
+            for q in quarters:
+                li, ci = _cells(st, 32 * q, a & 0xFFFF, 32, cols, t, "tcgen05.cp", cta=p)
                 if st.races is not None:
-                    _track(st, li, ci, t, True, ins, ("tcgen05", t))
-                tm.cells[li, ci] = vals
-                continue
-            if a >> 16:
-                raise DeviceFault(f"tcgen05.cp.{shape} must address lane 0, not lane {a >> 16}", t)
-            for block, quarters in copies.items():
-                for q in quarters:
-                    li, ci = _cells(st, 32 * q, a & 0xFFFF, 32, cols, t, "tcgen05.cp")
-                    if st.races is not None:
-                        _track(st, li, ci, t, True, ins, ("tcgen05", t))
-                    tm.cells[li, ci] = vals[32 * block:32 * block + 32]
+                    _track(st, li, ci, t, True, ins, ("tcgen05", t), cta=p)
+                tm.cells[li, ci] = vals[32 * block:32 * block + 32]
 
     return (K_OP, fn, None)
+
+
+def _pair_lead(st: Any, t: int) -> int:
+    from .tcgen05_pair import _pair
+
+    return _pair(st, t, "tcgen05.cp")
 
 
 def _nop(dec: Decoder, ins: Instr) -> Any:

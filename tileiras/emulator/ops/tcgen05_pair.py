@@ -21,7 +21,7 @@ belong to the issuing thread's tcgen05 operations, published by its tcgen05.comm
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import DeviceFault
 from ..parser import Instr
@@ -75,10 +75,13 @@ def multicast_keys(st: Any, key: int, mask: int, t: int) -> list[int]:
 
 
 def pair_mma(st: Any, t: int, f: dict, k: int, a_desc: int, b_desc: int, d: int, enable: bool, dis: list,
-             ins: Instr, what: str) -> None:
-    """Thread t's tcgen05.mma.cta_group::2 (A and B from shared memory), per the module's layouts."""
+             ins: Instr, what: str, scales: Optional[tuple] = None) -> None:
+    """Thread t's tcgen05.mma.cta_group::2 (A and B from shared memory), per the module's layouts.
+    `scales` (block scaling: scale-A and scale-B addresses, factors per row): each CTA's tensor core
+    scales its half of A's rows and the whole of B by the factors in its own tensor memory, at the
+    same addresses (tcgen05.cp.cta_group::2 writes both)."""
     np = _np()
-    from .tcgen05 import _cells, _smem_operand, _track, accumulate, tmem
+    from .tcgen05 import _cells, _scaled, _scales, _smem_operand, _track, accumulate, tmem
 
     lead = _pair(st, t, "tcgen05.mma")
     m, n = f["m"], f["n"]
@@ -93,7 +96,17 @@ def pair_mma(st: Any, t: int, f: dict, k: int, a_desc: int, b_desc: int, d: int,
                         for p in ctas])
     B = np.concatenate([_smem_operand(st, b_desc, hn, k, bty, bes, not f["trans_b"], t, what, ins, cta=p)
                         for p in ctas])
-    D = (-A if f["neg_a"] else A) @ (-B if f["neg_b"] else B).T
+    if "e2m1" in (aty, bty):
+        raise DeviceFault("tcgen05.mma.cta_group::2 on 4-bit operands is not supported by the emulator", t)
+    A, B = (-A if f["neg_a"] else A), (-B if f["neg_b"] else B)
+    if scales is None:
+        D = A @ B.T
+    else:
+        sfa, sfb, vec = scales
+        D = np.concatenate([
+            _scaled(A[hm * i:hm * (i + 1)], _scales(st, sfa, hm, f["sf_a"], vec, f["scale"], t, ins, cta=p))
+            @ _scaled(B, _scales(st, sfb, n, f["sf_b"], vec, f["scale"], t, ins, cta=p)).T
+            for i, p in enumerate(ctas)])
     col0 = d & 0xFFFF
     r = np.arange(hm)[:, None]
     c = np.arange(n)[None, :]
