@@ -16,6 +16,7 @@ from ..driver.errors import CompileError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
+from ..tileas.shared_plan import PlanCheck, shared_plan_of
 from .layout import BlockedLayout, Layout, row_major_strides
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
@@ -47,6 +48,9 @@ class KernelLowering:
         self.liveness: Optional[Liveness] = None   # op positions, computed at the first buffer
         self.current_op: Optional[Operation] = None   # the op being lowered (lower_block)
         self._op_scratch: dict[int, Any] = {}   # op -> its scratch buffer (one per op, reused within it)
+        # the verifier of the shared-memory plan (tileas/shared_plan.py) against what this lowering asks for
+        self.plan_check = PlanCheck(shared_plan_of(assignment) if assignment is not None else None,
+                                    f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.smem_reserve = 0               # bytes pipelines leave free for what the loop body allocates later
@@ -179,12 +183,14 @@ class KernelLowering:
         return self.liveness
 
     def alloc_buffer(self, nbytes: int, align: int = 128, kind: str = "buffer",
-                     lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0) -> int:
+                     lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0, role: str = "") -> int:
         """A new shared-memory buffer of `nbytes`; its offset in the buffers region. `lifetime`
         (op positions, `lifetimes()`): where it may share bytes with buffers alive at other
-        times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py)."""
+        times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py).
+        `role`: what the current op asks it for, the key of the plan's prediction (`plan_check`)."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
+        self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle)
         buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
                                        swizzle, what)
         self.buffer_bytes = self.buffers.total
@@ -194,24 +200,25 @@ class KernelLowering:
         """The lifetime of a buffer the current op fills and reads before it ends."""
         return self.lifetimes().op_range(self.current_op)
 
-    def scratch(self, nbytes: int, kind: str = "conversion") -> str:
+    def scratch(self, nbytes: int, kind: str = "conversion", role: str = "") -> str:
         """Shared scratch for the current op (elements exchanged between threads: every use starts
-        with a CTA barrier and is read before the op ends, so one buffer serves all of an op's uses)."""
+        with a CTA barrier and is read before the op ends, so one buffer serves all of an op's uses);
+        `role`: as `alloc_buffer` (default: the kind)."""
         from .smem import pointer
 
         key = id(self.current_op)
         held = self._op_scratch.get(key)
         if held is None or held[1] < nbytes:
-            held = (self.alloc_buffer(nbytes, 16, kind, self.op_lifetime()), nbytes)
+            held = (self.alloc_buffer(nbytes, 16, kind, self.op_lifetime(), role=role or kind), nbytes)
             self._op_scratch[key] = held
         return pointer(self, str(held[0]))
 
-    def _to_shared(self, sources: list[TileRegs]) -> tuple[str, str]:
+    def _to_shared(self, sources: list[TileRegs], role: str = "conversion") -> tuple[str, str]:
         """Store every source element at its row-major index (sources end to end); (buffer, type)."""
         elem = sources[0].type.element
         lty = storage_type(elem)
         total = sum(s.type.num_elements for s in sources)
-        buf = self.scratch(total * storage_bytes(elem))
+        buf = self.scratch(total * storage_bytes(elem), role=role)
         self.barrier()  # earlier readers of the scratch are done
         base = 0
         for tile in sources:
@@ -270,9 +277,10 @@ class KernelLowering:
                for k in range(self.slots(dst_type, layout))]
         return TileRegs(dst_type, out, layout)
 
-    def convert(self, tile: TileRegs, layout: Layout) -> TileRegs:
-        """The same tile in another layout (a conversion `assign_layouts` asked for)."""
-        buf, lty = self._to_shared([tile])
+    def convert(self, tile: TileRegs, layout: Layout, role: str = "conversion") -> TileRegs:
+        """The same tile in another layout (a conversion `assign_layouts` asked for); `role`: of its
+        scratch, as `alloc_buffer`."""
+        buf, lty = self._to_shared([tile], role)
         n = tile.type.num_elements
         out = [self._from_shared(buf, lty, tile.type.element, self.elem_index(n, k, layout))
                for k in range(layout.slots(n))]
