@@ -48,9 +48,9 @@ class Request:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
 
     def describe(self) -> str:
-        alive = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "to the kernel's end"
+        live = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "its op to the kernel's end"
         return (f"{self.role} ({self.kind}) {self.nbytes} B align {self.align}"
-                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, alive {alive}")
+                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
 
 
 @record(frozen=False)
