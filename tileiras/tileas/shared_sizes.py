@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # every role of `KernelLowering.alloc_buffer`'s call sites, by kind
 ROLES = (
     "conversion", "store-conversion",                   # conversion scratch (kernel.py)
-    "reduction",                                        # reduce / scan / pack scratch (ops_reduce, warp_reduce)
+    "reduction", "warp-reduction",                      # reduce / scan / pack scratch (ops_reduce, warp_reduce)
     "staging", "k-slice", "invariant", "row-load", "row-store",   # staged loads and stores
     "ring",                                             # a pipeline's stages
     "mbarriers",                                        # mbarrier arrays
@@ -91,6 +91,36 @@ def conversion(entry: Operation, assignment: "LayoutAssignment") -> list[Request
     return out
 
 
+def warp_reduction(entry: Operation, assignment: "LayoutAssignment") -> list[Request]:
+    """The partials of a reduce whose rows span several warps (warp_reduce._across_warps), alive
+    while it runs."""
+    from ..lowering.layout import RowWarpLayout
+    from ..lowering.warp_reduce import across_warps_scratch
+
+    live = lifetimes(entry)
+    out: list[Request] = []
+    for op in entry.walk():
+        if op.name != "cuda_tile.reduce" or assignment.mma_rows(op) or not assignment.in_warps(op):
+            continue
+        layout = _layout_of(op.operands[0], assignment)
+        if isinstance(layout, RowWarpLayout) and layout.wpr > 1:
+            nbytes = across_warps_scratch(layout, [v.type for v in op.operands])[1]  # type: ignore[misc]
+            out.append(Request(op, "warp-reduction", "reduction", nbytes, 16, 0, live.op_range(op)))
+    return out
+
+
+def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Request]:
+    """Tensor memory's mbarrier and address slot, once per kernel whose mmas run on tcgen05, alive
+    to its end (tmem.tensor_memory)."""
+    from ..lowering.tmem import CONTROL_BYTES
+
+    if not assignment.tcgen05_layouts:
+        return []
+    return [Request(None, "tmem-control", "tmem", CONTROL_BYTES, 128)]
+
+
 SIZERS: tuple[tuple[str, Sizer], ...] = (
     ("conversion", conversion),
+    ("warp-reduction", warp_reduction),
+    ("tmem-control", tmem_control),
 )
