@@ -59,7 +59,7 @@ def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
     dump = _lower(_transpose(32, 64))
     plan = _section(dump, "plan-shared-memory")
     assert plan[0] == "// shared-memory plan of @k:"
-    assert plan[1].startswith("//   predicted roles: conversion; placed as the lowering asks: ")
+    assert plan[1].startswith("//   predicted roles: conversion, tmem-control, warp-reduction; placed as the lowering asks: ")
     buffers = [line for line in plan if "live over" in line]
     # 32 x 64 f32, while the permute runs, at the start of shared memory
     assert len(buffers) == 1 and "conversion (conversion) 8192 B align 16, live over ops " in buffers[0], plan
@@ -87,6 +87,23 @@ def test_a_predicted_request_never_asked_for_is_an_internal_error(monkeypatch) -
                                                            for r in sized(entry, a)]),))
     monkeypatch.setenv(STRICT_ENV, "1")
     with pytest.raises(CompileError, match="never asks for the predicted conversion"):
+        _lower(_transpose(32, 64))
+
+
+def test_where_every_request_is_predicted_the_offsets_are_checked_too(monkeypatch) -> None:
+    """A kernel whose every request the plan predicted: each buffer must sit at its planned offset."""
+    from tileiras.tileas import shared_plan
+
+    class Shifted(shared_plan.SharedBuffers):
+        def allocate(self, *args, **kwargs):   # type: ignore[no-untyped-def]
+            buffer = super().allocate(*args, **kwargs)
+            self.buffers[-1] = replace(buffer, offset=buffer.offset + 128)
+            return self.buffers[-1]
+
+    monkeypatch.setattr(shared_plan, "SharedBuffers", Shifted)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.permute' at .* placed its conversion \(conversion\) 8192 B "
+                                           r".* at offset 0; the plan places it at 128"):
         _lower(_transpose(32, 64))
 
 

@@ -190,9 +190,9 @@ class KernelLowering:
         `role`: what the current op asks it for, the key of the plan's prediction (`plan_check`)."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
-        self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle)
         buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
                                        swizzle, what)
+        self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle, buffer.offset)
         self.buffer_bytes = self.buffers.total
         return buffer.offset
 

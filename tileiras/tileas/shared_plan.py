@@ -114,22 +114,24 @@ class PlanCheck:
         self.where = where
         self.strict = os.environ.get(STRICT_ENV, "") == "1"
         self.seen: dict[tuple[int, str], int] = {}
-        self.asked: set = set()
+        self.asked: dict = {}          # key -> the offset the lowering placed it at
+        self.complete = True           # every request so far was of a predicted role
         self.mismatches: list[str] = []
 
     def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
-                lifetime: Optional[tuple[int, int]], swizzle: int) -> None:
-        """The lowering, lowering `op`, asks for a buffer of `role`."""
+                lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> None:
+        """The lowering, lowering `op`, asked for a buffer of `role` and placed it at `offset`."""
         from .shared_sizes import SINGLETONS
 
         if self.plan is None or role not in self.plan.covered:
+            self.complete = False
             return
         asked = Request(None if role in SINGLETONS else op, role, kind, nbytes, align, swizzle, lifetime)
         base = asked.key(0)[:2]
         seq = self.seen.get(base, 0)
         self.seen[base] = seq + 1
         key = asked.key(seq)
-        self.asked.add(key)
+        self.asked[key] = offset
         planned = self.plan.requests.get(key)
         if planned is None:
             self._mismatch(f"{_op_name(op)} asks for {asked.describe()}, which the plan does not predict")
@@ -138,11 +140,16 @@ class PlanCheck:
             self._mismatch(f"{_op_name(op)} asks for {asked.describe()}; the plan predicts {planned.describe()}")
 
     def finish(self) -> list[str]:
-        """After the kernel is lowered: every predicted request was asked for. The mismatches found."""
-        if self.plan is not None:
-            for key, planned in self.plan.requests.items():
-                if key not in self.asked:
-                    self._mismatch(f"{_op_name(planned.op)} never asks for the predicted {planned.describe()}")
+        """After the kernel is lowered: every predicted request was asked for, and where the plan
+        predicted every request of the kernel, each was placed at its planned offset. The mismatches."""
+        if self.plan is None:
+            return self.mismatches
+        for (key, planned), buffer in zip(self.plan.requests.items(), self.plan.buffers.buffers):
+            if key not in self.asked:
+                self._mismatch(f"{_op_name(planned.op)} never asks for the predicted {planned.describe()}")
+            elif self.complete and self.asked[key] != buffer.offset:
+                self._mismatch(f"{_op_name(planned.op)} placed its {planned.describe()} at offset "
+                               f"{self.asked[key]}; the plan places it at {buffer.offset}")
         return self.mismatches
 
     def _mismatch(self, message: str) -> None:
