@@ -50,7 +50,10 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
     # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py),
-    # whichever of the lowerings below (padded, unpadded, reserving room) is kept.
+    # whichever of the lowerings below (padded, unpadded, reserving room) is kept. The retries stay
+    # until plan-shared-memory sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS): the
+    # choice between them depends on the sizes of the staged loads, rings and restagings, which
+    # the lowering still decides as it places them (each fitted to what is left at that point).
     plans = plan_of(assignment).pipelines
     try:
         chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
