@@ -66,7 +66,7 @@ Sizer = Callable[[Operation, "LayoutAssignment"], list[Request]]
 
 
 def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
-    return getattr(plan_of(assignment), "shared", None)
+    return plan_of(assignment).shared
 
 
 def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
@@ -77,16 +77,19 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     asked: list[Request] = []
     for _role, size in SIZERS:
         asked += size(entry, assignment)
+    # program order, as the lowering asks (a singleton first: it is placed above nothing but them)
     asked.sort(key=lambda r: live.position(r.op) if r.op is not None else 0)
     requests: dict = {}
+    seen: dict[tuple[int, str], int] = {}
     placed = SharedBuffers()
     for request in asked:
-        seq = sum(1 for key in requests if key[:2] == request.key(0)[:2])
+        seq = seen.get(request.key(0)[:2], 0)
+        seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
         what = request.op.name if request.op is not None else ""
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
-    plan_of(assignment).shared = SharedPlan(requests, frozenset(role for role, _ in SIZERS), placed)  # type: ignore[attr-defined]
+    plan_of(assignment).shared = SharedPlan(requests, frozenset(role for role, _ in SIZERS), placed)
 
 
 def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
