@@ -262,16 +262,17 @@ class KernelLowering:
         return from_storage(self, self.b.op(f"load {lty}, ptr addrspace(3) {p}", "sv"), elem)
 
     def exchange(self, src: TileRegs | list[TileRegs], dst_type: TileType,
-                 src_index: Callable[[list[str]], str], dst_layout: Optional[Layout] = None) -> TileRegs:
+                 src_index: Callable[[list[str]], str], dst_layout: Optional[Layout] = None,
+                 role: str = "conversion") -> TileRegs:
         """Move elements between threads: dst[i] = src[src_index(i)] via shared memory.
 
         `src_index` maps the i32 multi-index of a destination element to the
         i32 row-major index of the source element that it takes. Several
         sources are laid end to end (for `cat`). Sources may be in any layout;
-        the result is in `dst_layout` (blocked by default).
+        the result is in `dst_layout` (blocked by default); `role`: of its scratch, as `alloc_buffer`.
         """
         sources = src if isinstance(src, list) else [src]
-        buf, lty = self._to_shared(sources)
+        buf, lty = self._to_shared(sources, role)
         layout = dst_layout or self.layout
         out = [self._from_shared(buf, lty, dst_type.element, src_index(self.multi_index(dst_type.shape, k, layout)))
                for k in range(self.slots(dst_type, layout))]

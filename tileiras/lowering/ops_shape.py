@@ -156,7 +156,10 @@ def _permute(k: KernelLowering, op: Operation) -> None:
         for i, p in enumerate(perm):
             sidx[p] = idx[i]
         return k.linear(sidx, src.type.shape)
-    k.set(op.results[0], k.exchange(src, rtype, src_index))
+    # an mma operand whose load was not staged after all (its copies not legal): a fallback of the
+    # lowering, which the plan does not predict
+    fallback = k.assignment is not None and k.assignment.is_shared_operand(op.operands[0])
+    k.set(op.results[0], k.exchange(src, rtype, src_index, role="operand-conversion" if fallback else "conversion"))
 
 
 def _extract(k: KernelLowering, op: Operation) -> None:

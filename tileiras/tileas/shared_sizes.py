@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # every role of `KernelLowering.alloc_buffer`'s call sites, by kind
 ROLES = (
-    "conversion", "store-conversion",                   # conversion scratch (kernel.py)
+    "conversion", "store-conversion", "operand-conversion",   # conversion scratch (kernel.py)
     "reduction", "warp-reduction",                      # reduce / scan / pack scratch (ops_reduce, warp_reduce)
     "staging", "k-slice", "invariant", "row-load", "row-store",   # staged loads and stores
     "ring",                                             # a pipeline's stages
