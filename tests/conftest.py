@@ -19,3 +19,8 @@ def _private_compile_cache() -> object:
             os.environ.pop("TILEIRAS_CACHE_DIR", None)
         else:
             os.environ["TILEIRAS_CACHE_DIR"] = previous
+
+
+# The shared-memory plan's verifier (tileas/shared_plan.py) is strict in every test, subprocesses
+# included: a request the plan did not predict is an internal error, not a note of the dump.
+os.environ.setdefault("TILEIRAS_STRICT_SHARED_PLAN", "1")

@@ -203,7 +203,8 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     assert passes == [f"{name} (sm_90)" for name in (
         "split-over-cluster", "order-views", "infer-facts", "verify-nv_tileaa", "chunk-rows", "assign-layouts",
         "materialize-layouts", "fuse-conversions",
-        "verify-nv_tileas", "shared-buffer-lifetimes", "plan-pipelines", "plan-warp-roles", "token-order",
+        "verify-nv_tileas", "shared-buffer-lifetimes", "plan-pipelines", "plan-warp-roles", "plan-shared-memory",
+        "token-order",
         "lower to LLVM IR")]
 
 

@@ -73,14 +73,14 @@ def staged_through_registers(op: Operation, view: PartitionViewVal, tile: TileTy
 
 def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
                elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None,
-               dense: bool = False) -> SharedMatrix:
+               dense: bool = False, role: str = "") -> SharedMatrix:
     """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
     wgmma's 128-byte swizzled layout (1024-byte aligned); `elem_bytes`: when the elements are
-    stored converted (0: as they are); `kind` and `lifetime`: as `KernelLowering.alloc_buffer`;
+    stored converted (0: as they are); `kind`, `lifetime`, `role`: as `KernelLowering.alloc_buffer`;
     `dense`: rows never padded (as an unswizzled TMA box writes them)."""
     matrix = matrix_shape(k, tile, swizzled, elem_bytes, dense)
     return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128, kind, lifetime,
-                                                 matrix.span if swizzled else 0))
+                                                 matrix.span if swizzled else 0, role))
 
 
 def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0,
@@ -111,7 +111,7 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     lifetime = k.lifetimes().value_range(op.results[0], op)
     if k.defer_loads and not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None:
         return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
-    matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime)
+    matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime, role="staging")
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
     issue_copies(k, op, view, tile, matrix)
     commit(k)
@@ -165,7 +165,8 @@ def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int
     tile = value.deferred.op.results[0].type
     rows, cols = _stored(tile)
     shape = (width, cols) if kaxis == 0 else (rows, width)
-    return new_matrix(k, TileType(shape, tile.element), stages, kind="staging", lifetime=k.op_lifetime())
+    return new_matrix(k, TileType(shape, tile.element), stages, kind="staging", lifetime=k.op_lifetime(),
+                      role="k-slice")
 
 
 def _stored(tile: TileType) -> tuple[int, int]:

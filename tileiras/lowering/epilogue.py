@@ -151,7 +151,7 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
         return False
     t = replace(t, slot=hidden_param(k, t.spec))
     _release_buffers(k)
-    base = k.alloc_buffer(matrix.nbytes * buffers, 1024, "epilogue", k.op_lifetime())
+    base = k.alloc_buffer(matrix.nbytes * buffers, 1024, "epilogue", k.op_lifetime(), role="tma-store")
     first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
     for i, col in enumerate(range(0, n, width)):
         chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)
@@ -277,7 +277,7 @@ def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileReg
         k.barrier()                        # the previous tile's readers of these bytes are done
     b, m, cols = tile.layout.shape  # type: ignore[union-attr]
     matrix = replace(_matrix(k, tile), rows=rows)
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", span or k.op_lifetime()))
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", span or k.op_lifetime(), role="restage"))
     n = tile.type.num_elements
     run = layout.run(n)
     group = layout.threads * run           # elements of one slot group: in one chunk (_chunk_rows)

@@ -39,7 +39,7 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
             wait_for(k, [value])
     k.barrier()   # every element is in `src`; the previous MMAs' reads of the packed buffer are done
     dst = SharedMatrix(0, 1, rows, kdim // 2, 1, padded=False, swizzled=True)
-    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, 1024, "restaging", k.op_lifetime(), dst.span))
+    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, 1024, "restaging", k.op_lifetime(), dst.span, role="fp4-pack"))
     per_row = kdim // RUN
     units = rows * per_row
     for first in range(0, units, k.threads):

@@ -16,6 +16,7 @@ from ..driver.errors import CompileError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
+from ..tileas.shared_plan import PlanCheck, shared_plan_of
 from .layout import BlockedLayout, Layout, row_major_strides
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
@@ -47,6 +48,9 @@ class KernelLowering:
         self.liveness: Optional[Liveness] = None   # op positions, computed at the first buffer
         self.current_op: Optional[Operation] = None   # the op being lowered (lower_block)
         self._op_scratch: dict[int, Any] = {}   # op -> its scratch buffer (one per op, reused within it)
+        # the verifier of the shared-memory plan (tileas/shared_plan.py) against what this lowering asks for
+        self.plan_check = PlanCheck(shared_plan_of(assignment) if assignment is not None else None,
+                                    f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.smem_reserve = 0               # bytes pipelines leave free for what the loop body allocates later
@@ -180,14 +184,16 @@ class KernelLowering:
         return self.liveness
 
     def alloc_buffer(self, nbytes: int, align: int = 128, kind: str = "buffer",
-                     lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0) -> int:
+                     lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0, role: str = "") -> int:
         """A new shared-memory buffer of `nbytes`; its offset in the buffers region. `lifetime`
         (op positions, `lifetimes()`): where it may share bytes with buffers alive at other
-        times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py)."""
+        times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py).
+        `role`: what the current op asks it for, the key of the plan's prediction (`plan_check`)."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
         buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
                                        swizzle, what)
+        self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle, buffer.offset)
         self.buffer_bytes = self.buffers.total
         return buffer.offset
 
@@ -195,24 +201,25 @@ class KernelLowering:
         """The lifetime of a buffer the current op fills and reads before it ends."""
         return self.lifetimes().op_range(self.current_op)
 
-    def scratch(self, nbytes: int, kind: str = "conversion") -> str:
+    def scratch(self, nbytes: int, kind: str = "conversion", role: str = "") -> str:
         """Shared scratch for the current op (elements exchanged between threads: every use starts
-        with a CTA barrier and is read before the op ends, so one buffer serves all of an op's uses)."""
+        with a CTA barrier and is read before the op ends, so one buffer serves all of an op's uses);
+        `role`: as `alloc_buffer` (default: the kind)."""
         from .smem import pointer
 
         key = id(self.current_op)
         held = self._op_scratch.get(key)
         if held is None or held[1] < nbytes:
-            held = (self.alloc_buffer(nbytes, 16, kind, self.op_lifetime()), nbytes)
+            held = (self.alloc_buffer(nbytes, 16, kind, self.op_lifetime(), role=role or kind), nbytes)
             self._op_scratch[key] = held
         return pointer(self, str(held[0]))
 
-    def _to_shared(self, sources: list[TileRegs]) -> tuple[str, str]:
+    def _to_shared(self, sources: list[TileRegs], role: str = "conversion") -> tuple[str, str]:
         """Store every source element at its row-major index (sources end to end); (buffer, type)."""
         elem = sources[0].type.element
         lty = storage_type(elem)
         total = sum(s.type.num_elements for s in sources)
-        buf = self.scratch(total * storage_bytes(elem))
+        buf = self.scratch(total * storage_bytes(elem), role=role)
         self.barrier()  # earlier readers of the scratch are done
         base = 0
         for tile in sources:
@@ -256,24 +263,26 @@ class KernelLowering:
         return from_storage(self, self.b.op(f"load {lty}, ptr addrspace(3) {p}", "sv"), elem)
 
     def exchange(self, src: TileRegs | list[TileRegs], dst_type: TileType,
-                 src_index: Callable[[list[str]], str], dst_layout: Optional[Layout] = None) -> TileRegs:
+                 src_index: Callable[[list[str]], str], dst_layout: Optional[Layout] = None,
+                 role: str = "conversion") -> TileRegs:
         """Move elements between threads: dst[i] = src[src_index(i)] via shared memory.
 
         `src_index` maps the i32 multi-index of a destination element to the
         i32 row-major index of the source element that it takes. Several
         sources are laid end to end (for `cat`). Sources may be in any layout;
-        the result is in `dst_layout` (blocked by default).
+        the result is in `dst_layout` (blocked by default); `role`: of its scratch, as `alloc_buffer`.
         """
         sources = src if isinstance(src, list) else [src]
-        buf, lty = self._to_shared(sources)
+        buf, lty = self._to_shared(sources, role)
         layout = dst_layout or self.layout
         out = [self._from_shared(buf, lty, dst_type.element, src_index(self.multi_index(dst_type.shape, k, layout)))
                for k in range(self.slots(dst_type, layout))]
         return TileRegs(dst_type, out, layout)
 
-    def convert(self, tile: TileRegs, layout: Layout) -> TileRegs:
-        """The same tile in another layout (a conversion `assign_layouts` asked for)."""
-        buf, lty = self._to_shared([tile])
+    def convert(self, tile: TileRegs, layout: Layout, role: str = "conversion") -> TileRegs:
+        """The same tile in another layout (a conversion `assign_layouts` asked for); `role`: of its
+        scratch, as `alloc_buffer`."""
+        buf, lty = self._to_shared([tile], role)
         n = tile.type.num_elements
         out = [self._from_shared(buf, lty, tile.type.element, self.elem_index(n, k, layout))
                for k in range(layout.slots(n))]

@@ -41,7 +41,7 @@ def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
 def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
     """A new swizzled (rows, cols) buffer, 1024-byte aligned (the swizzle pattern's period)."""
     m = SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
-    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024))
+    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024, role="kmajor"))
 
 
 def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, elem_bytes: int) -> SharedMatrix:

@@ -33,7 +33,7 @@ class BarrierArray:
 def allocate(k: KernelLowering, count: int) -> BarrierArray:
     """`count` mbarriers, back to back, among the kernel's shared buffers (8 bytes each, as the
     schedule's buffer assignment counts them; later buffers align themselves)."""
-    return BarrierArray(k.alloc_buffer(count * BYTES, BYTES), count)
+    return BarrierArray(k.alloc_buffer(count * BYTES, BYTES, role="mbarriers"), count)
 
 
 def split(bars: BarrierArray, first: int) -> tuple[BarrierArray, BarrierArray]:

@@ -430,7 +430,7 @@ class Tcgen05Scales:
         tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
         sources = tcgen05_sources(k, tiles)
         if op not in k.tmem_buffers:     # A's chunks, then B's
-            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), 128)
+            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), 128, role="scales")
         self.buffer = str(k.tmem_buffers[op])
         if not is_ready(tiles):   # the sources' copies (or staging stores) are published
             wait_for(k, tiles)

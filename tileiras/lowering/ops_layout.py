@@ -7,17 +7,26 @@ from ..tileas.ops import CONVERT_LAYOUT
 from .kernel import KernelLowering
 
 
-def _convert_layout(k: KernelLowering, op: Operation) -> None:
-    tile = k.tile(op.operands[0])
-    layout = k.layout_of(op.results[0])
-    # a splat is rebuilt from its one value; fragments already in place are kept (an mma.sync and
-    # a tcgen05 accumulator layout that place the warps alike); anything else moves through shared memory
+def conversion_form(op: Operation, src_layout: object, layout: object) -> str:
+    """How `op` converts: "splat" (rebuilt from its one value), "in-place" (fragments already in
+    place: an mma.sync and a tcgen05 accumulator layout that place the warps alike), else
+    "exchange": through shared memory, the one form with a buffer (tileas/shared_sizes.py)."""
     from .ops_tcgen05 import same_fragments
-    from .values import TileRegs
 
     if op.attributes.get("rematerialize"):
+        return "splat"
+    return "in-place" if same_fragments(src_layout, layout) else "exchange"
+
+
+def _convert_layout(k: KernelLowering, op: Operation) -> None:
+    from .values import TileRegs
+
+    tile = k.tile(op.operands[0])
+    layout = k.layout_of(op.results[0])
+    form = conversion_form(op, tile.layout, layout)
+    if form == "splat":
         k.set(op.results[0], k.splat(tile.type, tile.slots[0], layout))
-    elif same_fragments(tile.layout, layout):
+    elif form == "in-place":
         k.set(op.results[0], TileRegs(tile.type, list(tile.slots), layout))
     else:
         k.set(op.results[0], k.convert(tile, layout))

@@ -739,7 +739,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
         from .epilogue import restage, staged_layout
 
         vals = restage(k, vals, ptrs.layout) if staged_layout(k, op, vals) == ptrs.layout else \
-            k.convert(vals, ptrs.layout)
+            k.convert(vals, ptrs.layout, role="store-conversion")
     elem = vals.type.element
     if isinstance(elem, ScalarType) and elem.bitwidth == 4:     # two to a byte: pointers would need nibble offsets
         raise op_error(op, "pointer tiles of 4-bit elements are not supported yet; use a tensor view")

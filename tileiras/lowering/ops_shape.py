@@ -88,25 +88,43 @@ def _reshape(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], TileRegs(rtype, list(src.slots)))
 
 
+def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: object, vec: int) -> str:
+    """How a broadcast moves its elements: "splat" (one element), "fragment-rows" (mma rows to their
+    fragments), "in-place" (the source computed where each result slot takes it), "row-warps" (rows
+    already in their warps), else "exchange": through shared memory, the one form with a buffer
+    (tileas/shared_sizes.py sizes it)."""
+    if src.num_elements == 1:
+        return "splat"
+    if isinstance(src_layout, MmaRowLayout) and isinstance(layout, MmaLayout):
+        return "fragment-rows"
+    if src_layout == broadcast_source(src, result, layout):
+        return "in-place"
+    if row_broadcast(src, result, src_layout, vec) == layout:
+        return "row-warps"
+    return "exchange"
+
+
 def _broadcast(k: KernelLowering, op: Operation) -> None:
     src = k.tile(op.operands[0])
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     layout = k.layout_of(op.results[0])
-    if src.type.num_elements == 1:
+    form = broadcast_form(src.type, rtype, src.layout, layout, k.layout.vec)
+    if form == "splat":
         k.set(op.results[0], k.splat(rtype, src.slots[0], layout))
         return
-    if isinstance(src.layout, MmaRowLayout) and isinstance(layout, MmaLayout):
+    if form == "fragment-rows":
         # each thread already holds its fragment rows: result slot (block, ni, j) takes row j / 2
+        assert isinstance(layout, MmaLayout)
         rn = layout.repeats[2]
         slots = [src.slots[(s // 4 // rn) * 2 + (s % 4) // 2] for s in range(k.slots(rtype, layout))]
         k.set(op.results[0], TileRegs(rtype, slots))
         return
-    if src.layout == broadcast_source(src.type, rtype, layout):
+    if form == "in-place":
         # the source was computed where each result slot takes it (an index-only tile)
         k.set(op.results[0], TileRegs(rtype, list(src.slots)))
         return
-    if row_broadcast(src.type, rtype, src.layout, k.layout.vec) == layout:
+    if form == "row-warps":
         # rows already sit in their warps: each result slot copies a source slot
         assert isinstance(layout, RowWarpLayout)
         per_lane = layout.per_lane
@@ -138,7 +156,10 @@ def _permute(k: KernelLowering, op: Operation) -> None:
         for i, p in enumerate(perm):
             sidx[p] = idx[i]
         return k.linear(sidx, src.type.shape)
-    k.set(op.results[0], k.exchange(src, rtype, src_index))
+    # an mma operand whose load was not staged after all (its copies not legal): a fallback of the
+    # lowering, which the plan does not predict
+    fallback = k.assignment is not None and k.assignment.is_shared_operand(op.operands[0])
+    k.set(op.results[0], k.exchange(src, rtype, src_index, role="operand-conversion" if fallback else "conversion"))
 
 
 def _extract(k: KernelLowering, op: Operation) -> None:

@@ -1003,8 +1003,9 @@ def _transfer_alone(k: KernelLowering, layout: "PairAccLayout", base: str, value
     if values is None:
         regs = _transfer(k, alone, base, None, is_float)
         k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
-        return k.convert(TileRegs(tile, regs, alone), layout).slots
-    return _transfer(k, alone, base, k.convert(TileRegs(tile, list(values), layout), alone).slots, is_float)
+        return k.convert(TileRegs(tile, regs, alone), layout, role="pair-conversion").slots
+    return _transfer(k, alone, base, k.convert(TileRegs(tile, list(values), layout), alone, role="pair-conversion").slots,
+                     is_float)
 
 
 def read_columns(k: KernelLowering, op: Operation, first: int, count: int) -> list[str]:

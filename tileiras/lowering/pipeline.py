@@ -23,6 +23,7 @@ from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileaa.row_chunks import chunk_rows
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 from ..tileas.plan import plan_lines, plan_of
+from ..tileas.shared_plan import shared_plan_lines
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -49,7 +50,10 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
     # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py),
-    # whichever of the lowerings below (padded, unpadded, reserving room) is kept.
+    # whichever of the lowerings below (padded, unpadded, reserving room) is kept. The retries stay
+    # until plan-shared-memory sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS): the
+    # choice between them depends on the sizes of the staged loads, rings and restagings, which
+    # the lowering still decides as it places them (each fitted to what is left at that point).
     plans = plan_of(assignment).pipelines
     try:
         chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
@@ -143,6 +147,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) {launch}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
+    k.schedule_notes += [f"//   {line}" for line in k.plan_check.finish()]
     defs = list(k.globals) + smem_defs
     ctas = entry.attributes.get(CLUSTER_ATTR, (1,))[0]   # each launched block a cluster of `ctas` CTAs
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),
@@ -181,6 +186,10 @@ def _print_passes(module: Operation, entries: list[Operation], assignments: list
     for entry, assignment in zip(entries, assignments):
         lines.append(f"// schedule of @{entry.attributes['sym_name']}:")
         lines += plan_lines(entry, assignment, printer.ref)
+    lines.append("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
+    for entry, assignment in zip(entries, assignments):
+        lines.append(f"// shared-memory plan of @{entry.attributes['sym_name']}:")
+        lines += shared_plan_lines(entry, assignment, printer.ref)
     lines += ["// -----// IR Dump After token-order //----- //", text]
     for entry, order in zip(entries, orders):
         lines.append(f"// token waits of @{entry.attributes['sym_name']}:")

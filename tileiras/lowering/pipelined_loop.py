@@ -158,7 +158,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         return None
     # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
     matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
-                                 dense=load in dense) for load in plan.loads}
+                                 dense=load in dense, role="ring") for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = cluster = None
     specialized = False
@@ -220,7 +220,7 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
                  op, Reason=why)
         return None
     lifetime = k.lifetimes().value_range(op.results[0], op)     # to the tile's last reader
-    matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime)
+    matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime, role="invariant")
     shot, _ = tma_copy.load_once(k, op, view, matrix, rows)
     assert shot is not None
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,

@@ -194,7 +194,7 @@ def _issue_group(k: KernelLowering, first: Operation, view: PartitionViewVal, bo
     placed = []
     for op, t, matrix in chosen:
         lifetime = (start, live.op_range(op)[1])
-        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", lifetime))
+        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", lifetime, role="row-load"))
         placed.append((op, replace(t, slot=tma_copy.hidden_param(k, t.spec)), matrix))
     bars = mbarrier.allocate(k, len(placed))
     if not fresh:
@@ -302,7 +302,7 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> boo
     if matrix.nbytes > opt_in_limit(k.sm) - k.buffers.total - k.smem_reserve:
         return False
     t = replace(t, slot=tma_copy.hidden_param(k, t.spec))
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", k.op_lifetime()))
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", k.op_lifetime(), role="row-store"))
     k.barrier()    # earlier readers of the buffer's bytes are done
     write_tile(k, matrix, tile)
     fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .kernel import KernelLowering
 
 COLUMNS = 512      # tensor memory per SM: 128 lanes x 512 32-bit columns
-_CONTROL_BYTES = 128
+CONTROL_BYTES = 128
 ROLE_EXIT = "; role exit"    # a `ret void` of a warp-specialized role that never touched tensor memory
 
 
@@ -62,7 +62,7 @@ def tensor_memory(k: "KernelLowering", columns: int) -> TensorMemory:
         return state
     cols = allocation_columns(columns)
     group = 2 if k.cta_pair is not None else 1
-    base = k.alloc_buffer(_CONTROL_BYTES, 128, "tmem")   # kept alive by the epilogue's release
+    base = k.alloc_buffer(CONTROL_BYTES, 128, "tmem", role="tmem-control")   # kept alive by the epilogue's release
     mbar, slot = _shared_u32(k, base), _shared_u32(k, base + 8)
     warp0 = k.b.pre(f"zext i1 {k.b.pre(f'icmp ult i32 {k.tid}, 32', 'tmw')} to i32", "tmw")
     first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
@@ -93,7 +93,7 @@ def stage_barriers(k: "KernelLowering", stages: int, arrivals: int) -> "object":
     from .mbarrier import BYTES, BarrierArray
 
     state = k.tmem
-    assert state is not None and _STAGE_BARRIERS + stages * BYTES <= _CONTROL_BYTES
+    assert state is not None and _STAGE_BARRIERS + stages * BYTES <= CONTROL_BYTES
     bars = BarrierArray(state.control + _STAGE_BARRIERS, stages)
     first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
     for i in range(stages):

@@ -211,7 +211,7 @@ def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Option
     if at + matrix.nbytes + k.static_smem_bytes + k.smem_reserve > opt_in_limit(k.sm):
         return None
     t = replace(t, slot=hidden_param(k, t.spec))
-    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 1024, "epilogue", lifetime))
+    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 1024, "epilogue", lifetime, role="tmem-epilogue"))
 
 
 def _store_by_tma(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir.core import Operation
+from ..ir.types import TileType
 from .kernel import KernelLowering
 from .layout import MmaLayout, RowWarpLayout
 from .llvm_text import llvm_type
@@ -93,21 +94,32 @@ def warp_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Bo
     return results
 
 
+def across_warps_scratch(layout: RowWarpLayout, types: list[TileType]) -> tuple[list[int], int]:
+    """(each source's byte offset, bytes in all) of the scratch `_across_warps` folds the partials
+    of a reduce in: per source, every row group's `wpr` partials of each slot group, 8-byte aligned
+    (tileas/shared_sizes.py sizes it before emission)."""
+    from .kernel import storage_bytes
+
+    groups = layout.slots(types[0].num_elements) // layout.per_lane
+    per_src = layout.groups * groups * layout.wpr
+    bases, offset = [], 0
+    for t in types:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += per_src * storage_bytes(t.element)
+    return bases, offset
+
+
 def _across_warps(k: KernelLowering, op: Operation, srcs: list[TileRegs], layout: RowWarpLayout,
                   partials: list[list[str]], body: Body) -> list[list[str]]:
     """Each row's `wpr` warp partials through shared memory: lane 0 of every warp writes its own,
     then every thread folds its row's partials in column order (warp order)."""
-    from .kernel import from_storage, storage_bytes, storage_type, to_storage
+    from .kernel import from_storage, storage_type, to_storage
 
     wpr, G = layout.wpr, layout.groups
     groups = len(partials[0])
-    per_src = G * groups * wpr
-    bases, offset = [], 0
-    for s in srcs:
-        offset = -(-offset // 8) * 8
-        bases.append(offset)
-        offset += per_src * storage_bytes(s.type.element)
-    buf = k.scratch(offset, "reduction")
+    bases, offset = across_warps_scratch(layout, [s.type for s in srcs])
+    buf = k.scratch(offset, "reduction", role="warp-reduction")
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "w")
     lane0 = k.b.pre(f"icmp eq i32 {k.b.pre(f'and i32 {k.tid}, 31', 'ln')}, 0", "l0")
     # the row group's first warp: row (within the slot group) * wpr is where its partials start

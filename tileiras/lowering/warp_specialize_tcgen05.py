@@ -114,7 +114,7 @@ def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tupl
     _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
     nbytes = tcgen05_sf_bytes(m, n, sf_cells(op))
     if (op, "stages") not in k.tmem_buffers:
-        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, 128)
+        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, 128, role="tmem-stages")
     return k.tmem_buffers[(op, "stages")], nbytes, tcgen05_columns(m, n, sf_cells(op))
 
 
@@ -277,7 +277,7 @@ def p_buffer(k: KernelLowering, o: Operation) -> object:
         return None
     if (o, "p") not in k.tmem_buffers:
         k.tmem_buffers[(o, "p")] = new_matrix(k, o.operand("lhs").type, swizzled=True, kind="restaging",
-                                              lifetime=k.op_lifetime())
+                                              lifetime=k.op_lifetime(), role="p-buffer")
     return k.tmem_buffers[(o, "p")]
 
 

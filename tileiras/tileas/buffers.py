@@ -25,6 +25,8 @@ Lifetimes (the lowering states them; `Liveness` computes them from the IR):
 
 `verify` checks the plan: no two buffers alive at once share a byte, every offset is aligned,
 and the total fits the target's opt-in maximum. `describe` prints it (--print-ir-after-all).
+The nv_tileas pass `plan-shared-memory` (shared_plan.py) places the requests it predicts with the
+same first fit before any LLVM is emitted, and checks the lowering's against them.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from .buffers import compute_lifetimes
 from .fuse_conversions import fuse_conversions
 from .materialize import materialize_layouts
 from .plan import plan_pipelines, plan_warp_roles
+from .shared_plan import plan_shared_memory
 from .verify import verify
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ PASSES = (
     ("shared-buffer-lifetimes", compute_lifetimes),   # op positions for the lowering's buffer plan
     ("plan-pipelines", plan_pipelines),             # the loops pipelined, their loads and schedules
     ("plan-warp-roles", plan_warp_roles),           # the warp-specialized loop and its roles
+    ("plan-shared-memory", plan_shared_memory),     # the shared-memory buffers, sized and placed
 )
 
 

@@ -1,4 +1,5 @@
-"""Passes `plan-pipelines` and `plan-warp-roles`: a kernel's schedule, decided at the nv_tileas level.
+"""Passes `plan-pipelines` and `plan-warp-roles`: a kernel's schedule, decided at the nv_tileas level
+(`plan-shared-memory`, shared_plan.py, sizes its shared-memory buffers after them).
 
 Before any LLVM is emitted the level decides, per kernel, from its IR and layouts alone:
 
@@ -35,6 +36,7 @@ class KernelPlan:
     pipelines: dict          # `for` op -> schedule.pipeline.PipelinePlan
     warp_split: Any = None   # lowering.warp_specialize.WarpSplit of the specialized loop, or None
     warp_split_refused: str = ""     # why no loop is warp-specialized
+    shared: Any = None       # shared_plan.SharedPlan: the shared-memory buffers sized before emission
 
 
 @record

@@ -1,0 +1,149 @@
+"""Pass `plan-shared-memory` (tileiras/tileas/shared_plan.py): the buffers sized before emission, its
+dump, the lowering's requests checked against it, and an overflow's diagnostic unchanged."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileiras.driver.errors import CompileError
+from tileiras.frontend import load_module
+from tileiras.ir.record import replace
+from tileiras.lowering.pipeline import lower_module
+from tileiras.tileas import shared_sizes
+from tileiras.tileas.shared_plan import STRICT_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+VIEW = "tensor_view<?x?xf32, strides=[?,?]>"
+
+
+def _transpose(rows: int, cols: int) -> str:
+    """A tile loaded, transposed (its elements move between threads through conversion scratch)
+    and stored."""
+    return f"""
+entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1: tile<i32>) {{
+  %tv = make_tensor_view %p, shape = [%n0, %n1], strides = [%s0, %s1] : tile<i32> -> {VIEW}
+  %v = make_partition_view %tv : partition_view<tile=({rows}x{cols}), {VIEW}>
+  %o = make_partition_view %tv : partition_view<tile=({cols}x{rows}), {VIEW}>
+  %c0 = constant <i32: 0> : tile<i32>
+  %x, %tk = load_view_tko weak %v[%c0, %c0] : partition_view<tile=({rows}x{cols}), {VIEW}>, tile<i32> -> tile<{rows}x{cols}xf32>, token
+  %t = permute %x [1, 0] : tile<{rows}x{cols}xf32> -> tile<{cols}x{rows}xf32>
+  %st = store_view_tko weak %t, %o[%c0, %c0] : tile<{cols}x{rows}xf32>, partition_view<tile=({cols}x{rows}), {VIEW}>, tile<i32> -> token
+  return
+}}
+"""
+
+
+def _lower(text: str, gpu: str = "sm_90") -> str:
+    """What --print-ir-after-all prints for the module."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(load_module(text.encode(), "k.mlir"), gpu, print_ir_after_all=True)
+    return err.getvalue()
+
+
+def _section(dump: str, name: str) -> list[str]:
+    lines = dump.splitlines()
+    start = lines.index(f"// -----// IR Dump After {name} (nv_tileas) //----- //")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
+    return lines[start + 1:end]
+
+
+def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
+    dump = _lower(_transpose(32, 64))
+    plan = _section(dump, "plan-shared-memory")
+    assert plan[0] == "// shared-memory plan of @k:"
+    assert plan[1].startswith("//   predicted roles: conversion, tmem-control, warp-reduction; placed as the lowering asks: ")
+    buffers = [line for line in plan if "live over" in line]
+    # 32 x 64 f32, while the permute runs, at the start of shared memory
+    assert len(buffers) == 1 and "conversion (conversion) 8192 B align 16, live over ops " in buffers[0], plan
+    assert ", offset 0: " in buffers[0] and "k.mlir:8:" in buffers[0], plan
+    # the dump comes before the LLVM IR, and the lowering placed the same buffer
+    assert dump.index("plan-shared-memory") < dump.index("IR Dump After lower-to-llvm")
+    assert "conversion [     0,   8192)   8192 B align 16" in dump
+
+
+def test_a_request_the_plan_did_not_predict_is_an_internal_error(monkeypatch) -> None:
+    sized = shared_sizes.conversion
+    monkeypatch.setattr(shared_sizes, "SIZERS", (
+        ("conversion", lambda entry, a: [replace(r, nbytes=r.nbytes + 16) for r in sized(entry, a)]),))
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"error: internal: shared-memory plan: kernel 'k' for sm_90: "
+                                           r"'cuda_tile.permute' at .* asks for conversion \(conversion\) 8192 B .*"
+                                           r"the plan predicts conversion \(conversion\) 8208 B"):
+        _lower(_transpose(32, 64))
+
+
+def test_a_predicted_request_never_asked_for_is_an_internal_error(monkeypatch) -> None:
+    sized = shared_sizes.conversion
+    monkeypatch.setattr(shared_sizes, "SIZERS", (
+        ("conversion", lambda entry, a: sized(entry, a) + [replace(r, role="conversion", nbytes=64)
+                                                           for r in sized(entry, a)]),))
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match="never asks for the predicted conversion"):
+        _lower(_transpose(32, 64))
+
+
+def test_where_every_request_is_predicted_the_offsets_are_checked_too(monkeypatch) -> None:
+    """A kernel whose every request the plan predicted: each buffer must sit at its planned offset."""
+    from tileiras.tileas import shared_plan
+
+    class Shifted(shared_plan.SharedBuffers):
+        def allocate(self, *args, **kwargs):   # type: ignore[no-untyped-def]
+            buffer = super().allocate(*args, **kwargs)
+            self.buffers[-1] = replace(buffer, offset=buffer.offset + 128)
+            return self.buffers[-1]
+
+    monkeypatch.setattr(shared_plan, "SharedBuffers", Shifted)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.permute' at .* placed its conversion \(conversion\) 8192 B "
+                                           r".* at offset 0; the plan places it at 128"):
+        _lower(_transpose(32, 64))
+
+
+def test_without_the_strict_check_a_mismatch_is_a_note_of_the_dump(monkeypatch) -> None:
+    """Not strict (outside the tests): the lowering still places every buffer itself, so a wrong
+    prediction changes no code; it is listed with the kernel's schedule."""
+    sized = shared_sizes.conversion
+    monkeypatch.setattr(shared_sizes, "SIZERS", (
+        ("conversion", lambda entry, a: [replace(r, align=128) for r in sized(entry, a)]),))
+    monkeypatch.delenv(STRICT_ENV, raising=False)
+    dump = _lower(_transpose(32, 64))
+    assert "error: internal: shared-memory plan: kernel 'k' for sm_90: 'cuda_tile.permute'" in dump
+
+
+def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> None:
+    monkeypatch.setattr(shared_sizes, "SIZERS", ())
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _lower(_transpose(32, 64))
+    assert "//   predicted roles: none; placed as the lowering asks: conversion, " in dump
+    assert "conversion [     0,   8192)   8192 B align 16" in dump
+
+
+def test_every_call_site_role_is_listed() -> None:
+    """Each `role=` of an alloc_buffer / new_matrix / scratch / convert call names a role of ROLES."""
+    import re
+
+    used = set()
+    for path in (ROOT / "tileiras" / "lowering").glob("*.py"):
+        used |= set(re.findall(r'role="([a-z0-9-]+)"', path.read_text()))
+    assert used and used <= set(shared_sizes.ROLES), used - set(shared_sizes.ROLES)
+    assert {role for role, _ in shared_sizes.SIZERS} <= set(shared_sizes.ROLES)
+
+
+def test_an_overflow_keeps_its_diagnostic_and_exit_code(tmp_path: Path) -> None:
+    src = tmp_path / "big.mlir"
+    src.write_text(_transpose(256, 256))   # 256 KB of scratch: more than sm_90's 227 KB
+    result = subprocess.run([sys.executable, "-m", "tileiras", "--no-cache", "--emit=ptx", "--gpu-name", "sm_90",
+                             str(src), "-o", str(tmp_path / "big.ptx")], capture_output=True, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), STRICT_ENV: "1"})
+    assert result.returncode == 5, result.stderr
+    assert "error: kernel 'k' needs 262144 bytes of shared memory (262144 for buffers alive at once, of 262144 " \
+           "conversion asked for; 0 allocas); sm_90 allows at most 232448 per block" in result.stderr
+    assert "internal" not in result.stderr

@@ -1,0 +1,168 @@
+"""Pass `plan-shared-memory`: the kernel's shared-memory buffers, sized before any LLVM is emitted.
+
+Each op that will ask the lowering for shared memory is given, here, the buffers it will ask for:
+one `Request` per (op, role) in the order the op asks (`role` names what the buffer is for at its
+call site: "scratch", "ring", "staging", ...). A sizing function per buffer kind
+(`tileas/shared_sizes.py`) reads the size, alignment, swizzle and lifetime from the IR, the layouts
+and the `KernelPlan`; the requests are then placed by `SharedBuffers`' first fit over the `Liveness`
+lifetimes, in program order, as the lowering places them.
+
+The plan covers the roles that have a sizing function (`SharedPlan.covered`); the lowering still
+places the others as it asks for them (`KernelLowering.alloc_buffer`). `PlanCheck` is the verifier
+between the two: every request of a covered role must be one the plan predicted (kind, size,
+alignment, swizzle, lifetime), and every predicted request must be asked for. A disagreement is an
+internal error where the check is strict (`STRICT_ENV`, set by the test suite), else a line of the
+kernel's --print-ir-after-all notes: while the lowering places every buffer itself, a wrong
+prediction cannot change the code, only the plan's dump.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Callable, Optional
+
+from ..driver.errors import CompileError
+from ..ir.core import Operation, Value
+from ..ir.record import record
+from .buffers import SharedBuffers, lifetimes
+from .plan import plan_of
+
+if TYPE_CHECKING:
+    from ..lowering.assign_layouts import LayoutAssignment
+
+STRICT_ENV = "TILEIRAS_STRICT_SHARED_PLAN"   # "1": a request the plan did not predict is an internal error
+
+
+@record
+class Request:
+    """One buffer an op asks for: what `KernelLowering.alloc_buffer` is given."""
+    op: Optional[Operation]   # None: a kernel-wide singleton, whichever op asks first
+    role: str
+    kind: str
+    nbytes: int
+    align: int
+    swizzle: int = 0
+    lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
+
+    def key(self, seq: int) -> tuple[int, str, int]:
+        return (id(self.op) if self.op is not None else 0, self.role, seq)
+
+    def describe(self) -> str:
+        live = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "its op to the kernel's end"
+        return (f"{self.role} ({self.kind}) {self.nbytes} B align {self.align}"
+                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
+
+
+@record(frozen=False)
+class SharedPlan:
+    """The predicted requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
+    requests: dict                # Request.key(seq) -> Request
+    covered: frozenset            # roles predicted; others are placed by the lowering as asked
+    buffers: SharedBuffers        # the requests placed (offsets), program order
+
+
+# A sizing function: (entry, assignment) -> the requests of one role, any order.
+Sizer = Callable[[Operation, "LayoutAssignment"], list[Request]]
+
+
+def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
+    return plan_of(assignment).shared
+
+
+def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
+    """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
+    from .shared_sizes import SIZERS
+
+    live = lifetimes(entry)
+    asked: list[Request] = []
+    for _role, size in SIZERS:
+        asked += size(entry, assignment)
+    # program order, as the lowering asks (a singleton first: it is placed above nothing but them)
+    asked.sort(key=lambda r: live.position(r.op) if r.op is not None else 0)
+    requests: dict = {}
+    seen: dict[tuple[int, str], int] = {}
+    placed = SharedBuffers()
+    for request in asked:
+        seq = seen.get(request.key(0)[:2], 0)
+        seen[request.key(0)[:2]] = seq + 1
+        requests[request.key(seq)] = request
+        what = request.op.name if request.op is not None else ""
+        placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
+                        live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
+    plan_of(assignment).shared = SharedPlan(requests, frozenset(role for role, _ in SIZERS), placed)
+
+
+def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
+    """Comment lines for --print-ir-after-all: each planned buffer, and the roles still placed at lowering."""
+    from .shared_sizes import ROLES
+
+    plan = shared_plan_of(assignment)
+    if plan is None:
+        return []
+    lines = [f"//   predicted roles: {', '.join(sorted(plan.covered)) or 'none'}; placed as the lowering asks: "
+             f"{', '.join(role for role in ROLES if role not in plan.covered)}"]
+    for request, buffer in zip(plan.requests.values(), plan.buffers.buffers):
+        at = f" at {request.op.location}" if request.op is not None and request.op.location else ""
+        of = name_of(request.op.results[0]) if request.op is not None and request.op.results else \
+            (request.op.name if request.op is not None else "the kernel")
+        lines.append(f"//     {request.describe()}, offset {buffer.offset}: {of}{at}")
+    return lines
+
+
+class PlanCheck:
+    """The verifier between the plan and the lowering's requests (module docstring)."""
+
+    def __init__(self, plan: Optional[SharedPlan], where: str) -> None:
+        self.plan = plan
+        self.where = where
+        self.strict = os.environ.get(STRICT_ENV, "") == "1"
+        self.seen: dict[tuple[int, str], int] = {}
+        self.asked: dict = {}          # key -> the offset the lowering placed it at
+        self.complete = True           # every request so far was of a predicted role
+        self.mismatches: list[str] = []
+
+    def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
+                lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> None:
+        """The lowering, lowering `op`, asked for a buffer of `role` and placed it at `offset`."""
+        from .shared_sizes import SINGLETONS
+
+        if self.plan is None or role not in self.plan.covered:
+            self.complete = False
+            return
+        asked = Request(None if role in SINGLETONS else op, role, kind, nbytes, align, swizzle, lifetime)
+        base = asked.key(0)[:2]
+        seq = self.seen.get(base, 0)
+        self.seen[base] = seq + 1
+        key = asked.key(seq)
+        self.asked[key] = offset
+        planned = self.plan.requests.get(key)
+        if planned is None:
+            self._mismatch(f"{_op_name(op)} asks for {asked.describe()}, which the plan does not predict")
+        elif (planned.kind, planned.nbytes, planned.align, planned.swizzle, planned.lifetime) != \
+                (asked.kind, asked.nbytes, asked.align, asked.swizzle, asked.lifetime):
+            self._mismatch(f"{_op_name(op)} asks for {asked.describe()}; the plan predicts {planned.describe()}")
+
+    def finish(self) -> list[str]:
+        """After the kernel is lowered: every predicted request was asked for, and where the plan
+        predicted every request of the kernel, each was placed at its planned offset. The mismatches."""
+        if self.plan is None:
+            return self.mismatches
+        for (key, planned), buffer in zip(self.plan.requests.items(), self.plan.buffers.buffers):
+            if key not in self.asked:
+                self._mismatch(f"{_op_name(planned.op)} never asks for the predicted {planned.describe()}")
+            elif self.complete and self.asked[key] != buffer.offset:
+                self._mismatch(f"{_op_name(planned.op)} placed its {planned.describe()} at offset "
+                               f"{self.asked[key]}; the plan places it at {buffer.offset}")
+        return self.mismatches
+
+    def _mismatch(self, message: str) -> None:
+        text = f"error: internal: shared-memory plan: {self.where}: {message}"
+        if self.strict:
+            raise CompileError(text)
+        self.mismatches.append(text)
+
+
+def _op_name(op: Optional[Operation]) -> str:
+    if op is None:
+        return "the kernel"
+    return f"'{op.name}' at {op.location}" if op.location else f"'{op.name}'"
