@@ -281,7 +281,7 @@ _WAIT = """WAIT:
     @!%p2 bra WAIT;"""
 
 
-def _tma(n: int, issue: str, nbytes: int, check_races: bool = True) -> np.ndarray:
+def _tma(n: int, issue: str, nbytes: int, check_races: bool = True, template: str = _TMA) -> np.ndarray:
     from tileiras.emulator import Memory, run_ptx
     from tileiras.runtime.tensormap import for_array
 
@@ -290,7 +290,7 @@ def _tma(n: int, issue: str, nbytes: int, check_races: bool = True) -> np.ndarra
     a = mem.alloc(src.nbytes)
     mem.write(a, src.tobytes())
     out = mem.alloc(n * nbytes)
-    ptx = _TMA.format(n=n, nbytes=nbytes, issue=issue)
+    ptx = template.format(n=n, nbytes=nbytes, issue=issue)
     run_ptx(ptx, "k", (n, 1, 1), (128, 1, 1), [out, for_array(a, src.shape, src.strides, "f32", (8, 32))], mem,
             check_races=check_races)
     return src, np.frombuffer(mem.read(out, n * nbytes), np.float32).reshape(n, -1)
@@ -327,17 +327,8 @@ def test_a_remote_use_of_an_mbarrier_whose_init_was_not_fenced_is_reported() -> 
     arrive publishes nothing: the peer's cta_group::2 load may land on an mbarrier not yet initialized."""
     tma = _TMA.replace("    @%p1 fence.mbarrier_init.release.cluster;\n", "")
     assert tma != _TMA
-    from tileiras.emulator import Memory, run_ptx
-    from tileiras.runtime.tensormap import for_array
-
-    src = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
-    mem = Memory()
-    a = mem.alloc(src.nbytes)
-    mem.write(a, src.tobytes())
-    out = mem.alloc(2 * 1024)
     with pytest.raises(EmulatorError, match=r"whose initialization by thread 0 is not visible"):
-        run_ptx(tma.format(n=2, nbytes=1024, issue=_PAIR), "k", (2, 1, 1), (128, 1, 1),
-                [out, for_array(a, src.shape, src.strides, "f32", (8, 32))], mem, check_races=True)
+        _tma(2, _PAIR, 1024, template=tma)
 
 
 _CROSS_BAR = """

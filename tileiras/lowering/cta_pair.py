@@ -17,6 +17,10 @@ as one pair, as the PTX ISA specifies and NVIDIA's kernels do:
   ISA's layout B, ops_tcgen05.PairAccLayout; M = 256: layout A, as cta_group::1 M = 128). Its
   commits arrive on the `empty` and accumulator-ready mbarriers of both CTAs (`.multicast::cluster`
   with the pair's mask); the peer's MMA warp has nothing to do;
+* block-scaled (fp8, M = 256): each CTA restages its own scale tiles (completing on its own `full`);
+  the leader's `tcgen05.cp.cta_group::2` copies each CTA's into that CTA's tensor memory once both
+  are done (`scales_restaged`; with an MMA warp, the peer's epilogue warps arrive on the leader's
+  `ready` mbarrier, `arrive_at_leader`);
 * tensor memory is allocated, relinquished and freed with `.cta_group::2` (the same columns in
   both CTAs); the CTAs meet at a cluster barrier once their mbarriers are initialized, before any
   copy can complete on the leader's (`meet`; unspecialized, as in a persistent kernel whose tiles
@@ -69,7 +73,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     if len(mmas) != 1:
         return None
     mma = mmas[0]
-    scaled = mma.name == "cuda_tile.mmaf_scaled"   # its scales restaged by each CTA's epilogue warps
+    scaled = mma.name == "cuda_tile.mmaf_scaled"   # each CTA restages its own scales
     (a, _), (b, b_transposed) = (source(mma.operand(n), _passes) for n in ("lhs", "rhs"))
     # A and B staged by the loop, and nothing else but the block scales (which each CTA restages itself)
     if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
@@ -119,20 +123,22 @@ def is_leader(k: "KernelLowering") -> str:
     return k.b.pre(f"icmp eq i32 {pair_rank(k)}, 0", "pl")
 
 
-def leader_barrier(k: "KernelLowering", bar: str) -> str:
-    """The shared::cluster address of the mbarrier at `bar`'s offset in the pair's leader."""
+def _leader_rank(k: "KernelLowering") -> str:
+    """i32 the cluster rank of this CTA's pair leader (the even one)."""
     from .multicast import ctarank
 
-    lead = k.b.pre(f"and i32 {ctarank(k)}, -2", "pr")
-    return k.b.op(f'call i32 asm "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r"(i32 {bar}, i32 {lead})', "pb")
+    return k.b.pre(f"and i32 {ctarank(k)}, -2", "pr")
+
+
+def leader_barrier(k: "KernelLowering", bar: str) -> str:
+    """The shared::cluster address of the mbarrier at `bar`'s offset in the pair's leader."""
+    return k.b.op(f'call i32 asm "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r"(i32 {bar}, '
+                  f'i32 {_leader_rank(k)})', "pb")
 
 
 def mask(k: "KernelLowering") -> str:
     """i16 the pair's CTAs (the multicast mask of the leader's commits)."""
-    from .multicast import ctarank
-
-    lead = k.b.pre(f"and i32 {ctarank(k)}, -2", "pr")
-    return k.b.pre(f"trunc i32 {k.b.pre(f'shl i32 3, {lead}', 'pm')} to i16", "pm")
+    return k.b.pre(f"trunc i32 {k.b.pre(f'shl i32 3, {_leader_rank(k)}', 'pm')} to i16", "pm")
 
 
 def reads_own_stages(p: "ActivePipeline") -> bool:
@@ -169,6 +175,14 @@ def meet(k: "KernelLowering", tensor_memory: bool = False) -> None:
     sync(k, relaxed=not tensor_memory)
     if tensor_memory:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
+
+
+def scales_restaged(k: "KernelLowering") -> None:
+    """Unspecialized block-scaled pair: both CTAs' threads have restaged this iteration's scales
+    (release / acquire at cluster scope) before the leader's tcgen05.cp reads them in both."""
+    from .multicast import sync
+
+    sync(k)
 
 
 def drain(k: "KernelLowering", p: "ActivePipeline", it: object) -> None:

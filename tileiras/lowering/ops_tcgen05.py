@@ -698,9 +698,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     k.barrier()
     pair = k.cta_pair is not None and k.cta_pair.mma is op    # the leader issues for both CTAs (cta_pair.py)
     if pair and scales is not None:   # ...once both CTAs restaged their scales (the leader's tcgen05.cp reads both)
-        from .multicast import sync
+        from .cta_pair import scales_restaged
 
-        sync(k)
+        scales_restaged(k)
     idesc = instruction(kind, 2 * m if pair else min(m, 128), n, a is not None and not a.kmajor, not b.kmajor)
 
     def issue() -> None:
