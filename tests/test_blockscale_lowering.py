@@ -62,21 +62,29 @@ def test_sm120_issues_the_block_scaled_mma_sync(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("tm,tn", [(128, 128), (128, 256), (256, 128), (256, 256)])
 def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, tn: int, tmp_path: Path) -> None:
-    """256 x 256 (whose accumulator would take all of tensor memory) is split over a CTA pair: 128 x 256 each."""
+    """M = 256 (the sample's num_ctas=2) runs on a CTA pair: 128 rows a CTA, one tcgen05.mma.cta_group::2 of
+    M = 256 per scale block (tests/test_cta_pair.py)."""
     ptx = _ptx(_kernel(tm, tn, 128), "sm_100", tmp_path)
-    if tm == tn == 256:
+    pair = tm == 256
+    if pair:
         assert ".reqnctapercluster 2, 1, 1" in ptx
         tm = 128
-    mma = "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X"
+    group = 2 if pair else 1
+    mma = f"tcgen05.mma.cta_group::{group}.kind::mxf8f6f4.block_scale.scale_vec::1X"
     assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
-    assert ptx.count("tcgen05.cp.cta_group::1.32x128b.warpx4") == (tm + tn) // 128
+    assert ptx.count(f"tcgen05.cp.cta_group::{group}.32x128b.warpx4") == (tm + tn) // 128
     assert "mma.sync" not in ptx and "fence.proxy.async.shared::cta" in ptx
     # warp-specialized (NVIDIA's: 256 threads): 128 epilogue threads a 128 x 128 accumulator, as any tcgen05 matmul
     assert f".reqntid {tm * tn // 128 + 64}, 1, 1" in ptx
     # the producer warp's loop: A, B (boxes of 128 rows, 128 bytes wide) and B's (K / 32, N) scales (one
     # unswizzled box) by TMA; A's (M, K / 32) scales, 4-byte rows (TMA's box rows are whole 16-byte units), by
     # cp.async
-    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile") == tm // 128 + tn // 128 + 1
+    if pair:    # A and half of B complete on the leader's barrier, B's scales on the CTA's own
+        assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                         ".cta_group::2") == 2
+        assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile") == 1
+    else:
+        assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global.tile") == tm // 128 + tn // 128 + 1
     assert re.search(r"cp\.async\.ca\.shared\.global \[[^]]+\], \[[^]]+\], 4, ", ptx) and "cp.async.cg" not in ptx
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
