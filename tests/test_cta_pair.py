@@ -246,3 +246,19 @@ def test_a_block_scaled_pair_without_the_restaging_barrier_is_reported(monkeypat
     edit_ptx(monkeypatch, drop)
     with pytest.raises(EmulatorError, match=r"data race \(read-after-write\).*tcgen05\.cp\.cta_group::2"):
         _run_mxfp8((CORPUS / "cp_mxfp8_matmul_256x256x128.tileirbc").read_bytes(), 256, 256, 256, 1)
+
+
+@pytest.mark.parametrize("tk", [64, pytest.param(256, marks=pytest.mark.sweep)])
+def test_block_scaled_pairs_at_other_k_tiles(tk: int, tmp_path: Path) -> None:
+    """The sample's K tile halved and doubled (as NVIDIA's compiles them: pairs, no spills). K = 64: A's and
+    B's scale bytes (128 x 2 each) fill no whole round of the 512 threads that restage them (the last round
+    guarded); K = 256: two 32-bit cells of scale factors a row (as fp4's). Before: mma.sync with FMA block
+    scaling, 304 / 684 bytes of spills."""
+    from test_tile_layer import _ptxas_report
+
+    data = _mxfp8(256, 256, tk)
+    ptx = _ptx(data, "sm_100", tmp_path)
+    assert ptx.count("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale") == tk // 32
+    report = _ptxas_report(ptx, "sm_100a", tmp_path)
+    assert "0 bytes spill stores" in report, report
+    _run_mxfp8(data, 256, 256, 2 * tk, 1)

@@ -318,16 +318,17 @@ _F8_CODE = {"f8E4M3FN": 0, "f8E5M2": 1}    # A / B format codes of kind::mxf8f6f
 
 
 def tcgen05_kind(op: Operation) -> "object | None":
-    """The tcgen05 Kind of a block-scaled mma, else None: fp8 (e4m3/e5m2, ue8m0 per 32, K tile up
-    to 128: kind::mxf8f6f4) or fp4 (e2m1, ue8m0 per 32 or ue4m3 / ue8m0 per 16: kind::mxf4nvf4,
-    whose A and B the mma packs two to a byte, K-major, fp4_pack.py)."""
+    """The tcgen05 Kind of a block-scaled mma, else None: fp8 (e4m3/e5m2, ue8m0 per 32: kind::mxf8f6f4;
+    a K tile over 128 takes a cell of scale factors per 128, as fp4's do) or fp4 (e2m1, ue8m0 per 32
+    or ue4m3 / ue8m0 per 16: kind::mxf4nvf4, whose A and B the mma packs two to a byte, K-major,
+    fp4_pack.py)."""
     from .ops_tcgen05 import Kind
 
     lhs, rhs = (op.operand(n).type for n in ("lhs", "rhs"))
     f = scaled_form(op)
     if f is not None and f.k == 64:
         return Kind("mxf4nvf4", 1, 1, 1, 64, 1)
-    if isinstance(choose(op, lhs, rhs, op.operand("acc").type), str) or lhs.shape[-1] > 4 * _BLOCK:  # type: ignore
+    if isinstance(choose(op, lhs, rhs, op.operand("acc").type), str):  # type: ignore
         return None
     return Kind("mxf8f6f4", _F8_CODE[str(lhs.element)], _F8_CODE[str(rhs.element)], 1, _BLOCK, 1)  # type: ignore[union-attr]
 
@@ -344,12 +345,10 @@ def sf_cells(op: Operation) -> int:
     return -(-scale_blocks(op)[1] // 4)
 
 
-def tcgen05_fits(op: Operation, m: int, n: int, threads: int) -> bool:
+def tcgen05_fits(m: int, n: int) -> bool:
     """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
-    both 256 (that accumulator fills all 512 columns), and A's and B's scale bytes whole rounds of
-    the threads (each thread restages the same number of each)."""
-    kblocks = scale_blocks(op)[1]
-    return m in (128, 256) and n in (128, 256) and m + n < 512 and not (m * kblocks % threads or n * kblocks % threads)
+    both 256 (that accumulator fills all 512 columns)."""
+    return m in (128, 256) and n in (128, 256) and m + n < 512
 
 
 def tcgen05_columns(m: int, n: int, cells: int = 1) -> int:
@@ -372,40 +371,50 @@ def tcgen05_sources(k: KernelLowering, tiles: list) -> "list[_Scales]":
 def restage_tcgen05(k: KernelLowering, op: Operation, sources: "list[_Scales]", buffer: str, m: int, n: int) -> None:
     """The threads (k.threads of them) restage the scale factors `sources` (`tcgen05_sources`, in
     shared memory every thread sees) into the tcgen05.cp source order at shared offset `buffer`
-    (i32), then fence for the async proxy. Thread t moves bytes e = t + s threads: (row e / kblocks,
-    K block e % kblocks) of A, then of B (whole rounds of threads each: tcgen05_fits)."""
+    (i32), then fence for the async proxy. Thread t moves bytes e = t + s threads of A: (row e / kblocks,
+    K block e % kblocks), then of B the same way (a last round that the threads do not fill guarded)."""
     from .async_copy import fence_async_proxy
 
     kblocks = scale_blocks(op)[1]
-    cells = sf_cells(op)
-    for s in range((m + n) * kblocks // k.threads):
-        first = s * k.threads
-        src, base = (sources[0], 0) if first < m * kblocks else (sources[1], m * kblocks)
-        e = k.b.op(f"add i32 {k.tid}, {first - base}", "sfe") if first != base else k.tid
-        x = k.b.op(f"udiv i32 {e}, {kblocks}", "sfr")
-        kb = k.b.op(f"urem i32 {e}, {kblocks}", "sfk")
-        r, c = (x, kb) if src.along_rows else (kb, x)
-        if src.transposed:
-            r, c = c, r
-        val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
-        # byte 512 (cell chunks + chunk) + 16 (x % 32) + 4 ((x / 32) % 4) + K block % 4 of the
-        # operand's chunks (cell = K block / 4: one 32-bit cell holds 4 K blocks of a row)
-        chunks = (m if src is sources[0] else n) // _SF_ROWS
-        quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
-        chunk = k.b.op(f"lshr i32 {x}, 7", "sfd")
-        if cells > 1:
-            cell = k.b.op(f"lshr i32 {kb}, 2", "sfd")
-            chunk = k.b.op(f"add i32 {chunk}, {k.b.op(f'mul i32 {cell}, {chunks}', 'sfd')}", "sfd")
-            kb = k.b.op(f"and i32 {kb}, 3", "sfd")
-        terms = [k.b.op(f"mul i32 {chunk}, {_SF_CHUNK_BYTES}", "sfd"),
-                 k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
-                 k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
-        dst = buffer if src is sources[0] else \
-            k.b.op(f"add i32 {buffer}, {m // _SF_ROWS * _SF_CHUNK_BYTES * cells}", "sfd")
-        for term in terms:
-            dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
-        k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
+    for src, rows in ((sources[0], m), (sources[1], n)):
+        for first in range(0, rows * kblocks, k.threads):
+            e = k.b.op(f"add i32 {k.tid}, {first}", "sfe") if first else k.tid
+            if first + k.threads > rows * kblocks:
+                k.guarded(k.b.op(f"icmp ult i32 {e}, {rows * kblocks}", "sfe"),
+                          lambda e=e, src=src: _restage_one(k, op, sources, buffer, m, n, src, e) or None)
+            else:
+                _restage_one(k, op, sources, buffer, m, n, src, e)
     fence_async_proxy(k)   # tcgen05.cp reads the restaged bytes through the async proxy
+
+
+def _restage_one(k: KernelLowering, op: Operation, sources: "list[_Scales]", buffer: str, m: int, n: int,
+                 src: "_Scales", e: str) -> None:
+    """This thread's byte `e` of `src` (A's or B's scales) into its place in the tcgen05.cp source."""
+    kblocks = scale_blocks(op)[1]
+    cells = sf_cells(op)
+    x = k.b.op(f"udiv i32 {e}, {kblocks}", "sfr")
+    kb = k.b.op(f"urem i32 {e}, {kblocks}", "sfk")
+    r, c = (x, kb) if src.along_rows else (kb, x)
+    if src.transposed:
+        r, c = c, r
+    val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
+    # byte 512 (cell chunks + chunk) + 16 (x % 32) + 4 ((x / 32) % 4) + K block % 4 of the
+    # operand's chunks (cell = K block / 4: one 32-bit cell holds 4 K blocks of a row)
+    chunks = (m if src is sources[0] else n) // _SF_ROWS
+    quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
+    chunk = k.b.op(f"lshr i32 {x}, 7", "sfd")
+    if cells > 1:
+        cell = k.b.op(f"lshr i32 {kb}, 2", "sfd")
+        chunk = k.b.op(f"add i32 {chunk}, {k.b.op(f'mul i32 {cell}, {chunks}', 'sfd')}", "sfd")
+        kb = k.b.op(f"and i32 {kb}, 3", "sfd")
+    terms = [k.b.op(f"mul i32 {chunk}, {_SF_CHUNK_BYTES}", "sfd"),
+             k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
+             k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
+    dst = buffer if src is sources[0] else \
+        k.b.op(f"add i32 {buffer}, {m // _SF_ROWS * _SF_CHUNK_BYTES * cells}", "sfd")
+    for term in terms:
+        dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
+    k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
 
 
 class Tcgen05Scales:

@@ -237,7 +237,7 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
     if op.name == "cuda_tile.mmaf_scaled":
         from .ops_blockscale import tcgen05_fits
 
-        if not tcgen05_fits(op, m, n, threads):
+        if not tcgen05_fits(m, n):
             return "the block scales of this shape do not fit tensor memory's columns beside the accumulator"
     # A and B of a packed kind go K-major into the mma's own buffers from wherever they are (fp4_pack.py)
     why = "" if kind.name in _PACKED else _operands_refused(op, kind, m, n, kdim)
