@@ -193,23 +193,36 @@ def test_the_next_tiles_mmas_unordered_with_the_peers_epilogue_are_reported(monk
 
 
 @lru_cache(maxsize=None)
-def _mxfp8(tm: int, tn: int, tk: int) -> bytes:
-    """cutile-python's block-scaled sample (MXFP8, clusters of 2 on sm_100) at these tiles."""
+def _mxfp8(tm: int, tn: int, tk: int, swizzled: bool = False) -> bytes:
+    """cutile-python's block-scaled sample (MXFP8, clusters of 2 on sm_100) at these tiles (`swizzled`:
+    its scales in cuTile's (MN / 128, K / 128, 32, 16) layout)."""
+    name = "cp_mxfp8_matmul_swizzled_256x256x128" if swizzled else "cp_mxfp8_matmul_256x256x128"
     with tilegym() as (configs, generate):
-        base = next(c for c in configs.all_configs() if c.name == "cp_mxfp8_matmul_256x256x128")
-        params = (*base.params[:5], tm, tn, tk, base.params[8])
-        return generate.export(configs.Config(f"pair_mxfp8_{tm}x{tn}x{tk}", base.module, base.kernel, params))
+        base = next(c for c in configs.all_configs() if c.name == name)
+        params = list(base.params)
+        params[5:8] = [tm, tn, tk]
+        if swizzled:    # the scale arrays' shapes follow K (their K / 128 dimension)
+            A, e8 = configs.A, base.params[1].dtype
+            m, k = base.params[0].shape
+            n = base.params[2].shape[1]
+            params[1], params[3] = A(e8, m // 128, k // 128, 32, 16), A(e8, n // 128, k // 128, 32, 16)
+        return generate.export(configs.Config(f"pair_mxfp8_{tm}x{tn}x{tk}", base.module, base.kernel,
+                                              tuple(params)))
 
 
-def _run_mxfp8(data: bytes, m: int, n: int, k: int, grid: int) -> None:
+def _run_mxfp8(data: bytes, m: int, n: int, k: int, grid: int, swizzled: bool = False) -> None:
     import ml_dtypes
+
+    from test_clusters import _swizzle
 
     rng = np.random.default_rng(16)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((k, n)).astype(ml_dtypes.float8_e4m3fn)
     sa = rng.integers(120, 135, (m, k // 32)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
     sb = rng.integers(120, 135, (k // 32, n)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    got = emulate(_module(data), [a, sa, b, sb, np.zeros((m, n), np.float32)], "sm_100", (grid, 1, 1))[4]
+    scales = (_swizzle(sa), _swizzle(np.ascontiguousarray(sb.T))) if swizzled else (sa, sb)
+    got = emulate(_module(data), [a, scales[0], b, scales[1], np.zeros((m, n), np.float32)], "sm_100",
+                  (grid, 1, 1))[4]
     ref = (a.astype(np.float64) * np.repeat(sa.astype(np.float64), 32, axis=1)) @ \
         (b.astype(np.float64) * np.repeat(sb.astype(np.float64), 32, axis=0))
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
@@ -248,17 +261,19 @@ def test_a_block_scaled_pair_without_the_restaging_barrier_is_reported(monkeypat
         _run_mxfp8((CORPUS / "cp_mxfp8_matmul_256x256x128.tileirbc").read_bytes(), 256, 256, 256, 1)
 
 
-@pytest.mark.parametrize("tk", [64, pytest.param(256, marks=pytest.mark.sweep)])
-def test_block_scaled_pairs_at_other_k_tiles(tk: int, tmp_path: Path) -> None:
-    """The sample's K tile halved and doubled (as NVIDIA's compiles them: pairs, no spills). K = 64: A's and
+@pytest.mark.parametrize("tk,swizzled", [(64, False), pytest.param(256, False, marks=pytest.mark.sweep),
+                                         (256, True)])
+def test_block_scaled_pairs_at_other_k_tiles(tk: int, swizzled: bool, tmp_path: Path) -> None:
+    """The samples' K tile halved and doubled (as NVIDIA's compiles them: pairs, no spills). K = 64: A's and
     B's scale bytes (128 x 2 each) fill no whole round of the 512 threads that restage them (the last round
-    guarded); K = 256: two 32-bit cells of scale factors a row (as fp4's). Before: mma.sync with FMA block
-    scaling, 304 / 684 bytes of spills."""
+    guarded); K = 256: two 32-bit cells of scale factors a row (as fp4's); swizzled at K = 256, the scales'
+    two reshapes meet on one dimension (the cluster split took that for a conflict). Before: mma.sync with
+    FMA block scaling, 304 / 684 / 3280 bytes of spills."""
     from test_tile_layer import _ptxas_report
 
-    data = _mxfp8(256, 256, tk)
+    data = _mxfp8(256, 256, tk, swizzled)
     ptx = _ptx(data, "sm_100", tmp_path)
     assert ptx.count("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale") == tk // 32
     report = _ptxas_report(ptx, "sm_100a", tmp_path)
     assert "0 bytes spill stores" in report, report
-    _run_mxfp8(data, 256, 256, 2 * tk, 1)
+    _run_mxfp8(data, 256, 256, 2 * tk, 1, swizzled)

@@ -152,7 +152,7 @@ class _Labels:
     def tag(self, x: tuple, label: str) -> None:
         r = self.find(x)
         have = self.label.get(r)
-        if have is not None and have != label:
+        if have is not None and not _compatible(have, label):
             raise _Refused(f"a dimension is both {_said(have)} and {_said(label)}")
         self.label[r] = label
 
@@ -161,7 +161,7 @@ class _Labels:
         if ra == rb:
             return
         la, lb = self.label.get(ra), self.label.get(rb)
-        if la is not None and lb is not None and la != lb:
+        if la is not None and lb is not None and not _compatible(la, lb):
             raise _Refused(f"a dimension is both {_said(la)} and {_said(lb)}")
         self.parent[ra] = rb
         if la is not None:
@@ -169,6 +169,12 @@ class _Labels:
 
     def of(self, v: object, d: int) -> Optional[str]:
         return self.label.get(self.find((v, d)))
+
+
+def _compatible(a: str, b: str) -> bool:
+    """Labels one dimension may carry at once: equal ones, or the inner dimensions of two reshapes
+    (neither is ever split: cuTile's swizzled scale layouts reshape the same dimension twice)."""
+    return a == b or a.startswith("inner") and b.startswith("inner")
 
 
 def _said(label: str) -> str:
