@@ -53,12 +53,22 @@ class Request:
                 f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
 
 
+@record
+class Assumptions:
+    """How the lowering will place what it stages (lowering/pipeline.lower_entry tries them in turn)."""
+    padded: bool = True      # staged rows padded against bank conflicts
+    reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
+    defer: bool = False      # an oversized load may be left to its mma
+
+
 @record(frozen=False)
 class SharedPlan:
     """The predicted requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
     requests: dict                # Request.key(seq) -> Request
     covered: frozenset            # roles predicted; others are placed by the lowering as asked
     buffers: SharedBuffers        # the requests placed (offsets), program order
+    assumes: Assumptions = Assumptions()
+    fits: dict = {}               # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -69,27 +79,49 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
     return plan_of(assignment).shared
 
 
-def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
+def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
     """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
     from .shared_sizes import SIZERS
+    from .shared_stages import ROLES as STAGING, predict
 
     live = lifetimes(entry)
     asked: list[Request] = []
     for _role, size in SIZERS:
         asked += size(entry, assignment)
+    covered = {role for role, _ in SIZERS}
+    staged = predict(entry, assignment, asked, assumes)
+    fits: dict = {}
+    if staged is not None:
+        asked += staged[0]
+        fits = staged[1]
+        covered |= set(STAGING)
     # program order, as the lowering asks (a singleton first: it is placed above nothing but them)
     asked.sort(key=lambda r: live.position(r.op) if r.op is not None else 0)
     requests: dict = {}
     seen: dict[tuple[int, str], int] = {}
-    placed = SharedBuffers()
     for request in asked:
         seq = seen.get(request.key(0)[:2], 0)
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
+    plan_of(assignment).shared = SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits)
+
+
+def place(requests: list[Request], entry: Operation) -> SharedBuffers:
+    """`requests` placed in program order by the lowering's first fit (a singleton first)."""
+    live = lifetimes(entry)
+    placed = SharedBuffers()
+    for request in sorted(requests, key=lambda r: live.position(r.op) if r.op is not None else 0):
         what = request.op.name if request.op is not None else ""
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
-    plan_of(assignment).shared = SharedPlan(requests, frozenset(role for role, _ in SIZERS), placed)
+    return placed
+
+
+def plan_for(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> None:
+    """The plan under the lowering's `assumes` (planned again where the pass assumed otherwise)."""
+    plan = shared_plan_of(assignment)
+    if plan is not None and plan.assumes != assumes:
+        plan_shared_memory(entry, assignment, assumes)
 
 
 def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
@@ -101,6 +133,9 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
         return []
     lines = [f"//   predicted roles: {', '.join(sorted(plan.covered)) or 'none'}; placed as the lowering asks: "
              f"{', '.join(role for role in ROLES if role not in plan.covered)}"]
+    for loop, (used, fitted) in plan.fits.items():
+        at = f" at {loop.location}" if loop.location else ""
+        lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
     for request, buffer in zip(plan.requests.values(), plan.buffers.buffers):
         at = f" at {request.op.location}" if request.op is not None and request.op.location else ""
         of = name_of(request.op.results[0]) if request.op is not None and request.op.results else \
@@ -120,13 +155,15 @@ class PlanCheck:
         self.asked: dict = {}          # key -> the offset the lowering placed it at
         self.complete = True           # every request so far was of a predicted role
         self.mismatches: list[str] = []
+        self.voided: frozenset = frozenset()   # roles no longer checked (`void`)
+        self.notes: list[str] = []             # for the schedule's dump: what was voided
 
     def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
                 lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> None:
         """The lowering, lowering `op`, asked for a buffer of `role` and placed it at `offset`."""
         from .shared_sizes import SINGLETONS
 
-        if self.plan is None or role not in self.plan.covered:
+        if self.plan is None or role not in self.plan.covered or role in self.voided:
             self.complete = False
             return
         asked = Request(None if role in SINGLETONS else op, role, kind, nbytes, align, swizzle, lifetime)
@@ -148,12 +185,21 @@ class PlanCheck:
         if self.plan is None:
             return self.mismatches
         for (key, planned), buffer in zip(self.plan.requests.items(), self.plan.buffers.buffers):
-            if key not in self.asked:
+            if key not in self.asked and planned.role not in self.voided:
                 self._mismatch(f"{_op_name(planned.op)} never asks for the predicted {planned.describe()}")
             elif self.complete and self.asked[key] != buffer.offset:
                 self._mismatch(f"{_op_name(planned.op)} placed its {planned.describe()} at offset "
                                f"{self.asked[key]}; the plan places it at {buffer.offset}")
         return self.mismatches
+
+    def void(self, why: str) -> None:
+        """The lowering placed a buffer the plan does not size before a pipeline's depth was decided
+        (`why`): the plan's depths, hence its staging roles (shared_stages.py), no longer hold."""
+        from .shared_stages import ROLES
+
+        self.voided = frozenset(ROLES)
+        self.complete = False
+        self.notes.append(f"shared-memory plan: {self.where}: {why}: its {', '.join(ROLES)} dropped")
 
     def _mismatch(self, message: str) -> None:
         text = f"error: internal: shared-memory plan: {self.where}: {message}"
