@@ -16,7 +16,7 @@ from tileiras.driver.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.ir.record import replace
 from tileiras.lowering.pipeline import lower_module
-from tileiras.tileas import shared_sizes
+from tileiras.tileas import shared_sizes, shared_stages
 from tileiras.tileas.shared_plan import STRICT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_every_call_site_role_is_listed() -> None:
     for path in (ROOT / "tileiras" / "lowering").glob("*.py"):
         used |= set(re.findall(r'role="([a-z0-9-]+)"', path.read_text()))
     assert used and used <= set(shared_sizes.ROLES), used - set(shared_sizes.ROLES)
-    assert {role for role, _ in shared_sizes.SIZERS} <= set(shared_sizes.ROLES)
+    assert {role for role, _ in shared_sizes.SIZERS} | set(shared_stages.ROLES) <= set(shared_sizes.ROLES)
 
 
 def test_an_overflow_keeps_its_diagnostic_and_exit_code(tmp_path: Path) -> None:
@@ -148,3 +148,81 @@ def test_an_overflow_keeps_its_diagnostic_and_exit_code(tmp_path: Path) -> None:
     assert "error: kernel 'k' needs 262144 bytes of shared memory (262144 for buffers alive at once, of 262144 " \
            "conversion asked for; 0 allocas); sm_90 allows at most 232448 per block" in result.stderr
     assert "internal" not in result.stderr
+
+
+def _corpus(name: str, gpu: str, unsupported: str = "") -> str:
+    """--print-ir-after-all of a corpus kernel (tests/realistic or tests/tilegym bytecode); `unsupported`:
+    the error its lowering stops at (the passes before it were dumped)."""
+    from tileiras.bytecode.reader import read_module
+
+    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), \
+            (pytest.raises(CompileError, match=unsupported) if unsupported else contextlib.nullcontext()):
+        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
+    return err.getvalue()
+
+
+@pytest.mark.parametrize("gpu, stages, barriers", [("sm_80", 6, ""), ("sm_90", 8, "mbarriers (buffer) 128 B align 8")])
+def test_a_pipeline_depth_is_decided_by_the_plan_and_read_by_the_lowering(monkeypatch, gpu: str, stages: int,
+                                                                          barriers: str) -> None:
+    """The pass fits the loop's stages beside what it placed before the loop; the lowering takes that
+    depth from the plan (planned_fit), and its rings and mbarriers are the predicted ones."""
+    from tileiras.lowering import pipelined_loop
+
+    read = []
+    planned = pipelined_loop.planned_fit
+    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op, used: read.append(planned(k, op, used)) or read[-1])
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("bmm_f16_64x64x32", gpu)
+    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    assert f": {stages} stages beside 0 B planned before it (" in plan, plan
+    assert plan.count("ring (ring) ") == 2 and barriers in plan, plan
+    assert [fit.stages for fit in read] == [stages]
+    assert f"{stages}-stage" in dump and "dropped" not in dump
+
+
+def test_a_wrong_ring_prediction_is_an_internal_error(monkeypatch) -> None:
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+
+    def wrong(*args):   # type: ignore[no-untyped-def]
+        requests, fits = predict(*args)
+        return [replace(r, nbytes=r.nbytes + 1024) if r.role == "ring" else r for r in requests], fits
+
+    monkeypatch.setattr(shared_stages, "predict", wrong)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for ring \(ring\) 32768 B align 1024 swizzle "
+                                           r"64B, live over ops .*; the plan predicts ring \(ring\) 33792 B"):
+        _corpus("bmm_f16_64x64x32", "sm_90")
+
+
+def test_a_staged_load_the_plan_did_not_predict_is_an_internal_error(monkeypatch) -> None:
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+    monkeypatch.setattr(shared_stages, "predict", lambda *args: ([r for r in predict(*args)[0] if r.role != "staging"],
+                                                                 predict(*args)[1]))
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* asks for staging \(staging\) \d+ B "
+                                           r"align 128, live over ops .*, which the plan does not predict"):
+        _corpus("cp_nvfp4_matmul_128x128x128", "sm_80")
+
+
+def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -> None:
+    """(sm_80 stops at the block-scaled mma, after the passes: the plan was dumped.)"""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    plan = _section(_corpus("cp_nvfp4_matmul_128x128x128", "sm_80", "requires sm_100"), "plan-shared-memory")
+    staged = [line for line in plan if line.startswith("//     staging (staging) ")]
+    assert len(staged) == 2 and all(", offset " in line for line in staged), plan
+
+
+def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_says_so(monkeypatch) -> None:
+    """sm_90's K-major copy of an e4m3 B (kmajor, not sized by the plan) comes before the loop's
+    stages: the plan's depth may not hold, so the lowering fits the loop itself and the check drops
+    the staging roles for the rest of the kernel (no error)."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("mm_e4m3_64x64x32", "sm_90")
+    assert "the buffers before the loop at " in dump and \
+        "are not all planned: its staging, invariant, ring, mbarriers dropped" in dump

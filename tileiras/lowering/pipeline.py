@@ -50,10 +50,11 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
     # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py),
-    # whichever of the lowerings below (padded, unpadded, reserving room) is kept. The retries stay
-    # until plan-shared-memory sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS): the
-    # choice between them depends on the sizes of the staged loads, rings and restagings, which
-    # the lowering still decides as it places them (each fitted to what is left at that point).
+    # whichever of the lowerings below (padded, unpadded, reserving room) is kept; plan-shared-memory
+    # is made again for each (`plan_for`: the stages' padding, the room reserved). The retries stay
+    # until that pass sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS and
+    # shared_stages.py): the choice between them depends on the sizes of the restagings, row groups
+    # and K-major copies, which the lowering still decides as it places them.
     plans = plan_of(assignment).pipelines
     try:
         chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)

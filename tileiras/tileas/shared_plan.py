@@ -5,15 +5,25 @@ one `Request` per (op, role) in the order the op asks (`role` names what the buf
 call site: "scratch", "ring", "staging", ...). A sizing function per buffer kind
 (`tileas/shared_sizes.py`) reads the size, alignment, swizzle and lifetime from the IR, the layouts
 and the `KernelPlan`; the requests are then placed by `SharedBuffers`' first fit over the `Liveness`
-lifetimes, in program order, as the lowering places them.
+lifetimes, in program order, as the lowering places them (`place`).
 
-The plan covers the roles that have a sizing function (`SharedPlan.covered`); the lowering still
-places the others as it asks for them (`KernelLowering.alloc_buffer`). `PlanCheck` is the verifier
-between the two: every request of a covered role must be one the plan predicted (kind, size,
-alignment, swizzle, lifetime), and every predicted request must be asked for. A disagreement is an
-internal error where the check is strict (`STRICT_ENV`, set by the test suite), else a line of the
-kernel's --print-ir-after-all notes: while the lowering places every buffer itself, a wrong
-prediction cannot change the code, only the plan's dump.
+Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
+scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
+they are exact, the staged loads, the loops' rings and their mbarriers (`shared_stages.py`:
+"staging", "invariant", "ring", "mbarriers"), whose pipeline depths the pass decides here
+(`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
+the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
+attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
+asks for them (`KernelLowering.alloc_buffer`).
+
+`PlanCheck` is the verifier between the two: every request of a covered role must be one the plan
+predicted (kind, size, alignment, swizzle, lifetime), and every predicted request must be asked for;
+where every request of the kernel was predicted, each must sit at its planned offset. A
+disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
+else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
+itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
+does not hold (the lowering placed a buffer of an unplanned role before the loop), the check drops
+the staging roles for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
 from __future__ import annotations
@@ -67,8 +77,8 @@ class SharedPlan:
     requests: dict                # Request.key(seq) -> Request
     covered: frozenset            # roles predicted; others are placed by the lowering as asked
     buffers: SharedBuffers        # the requests placed (offsets), program order
-    assumes: Assumptions = Assumptions()
-    fits: dict = {}               # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
+    assumes: "Assumptions"        # what the lowering attempt it was made for does
+    fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.

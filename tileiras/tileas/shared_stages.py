@@ -25,7 +25,7 @@ check drops these roles for the rest of the kernel (`PlanCheck.void`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
