@@ -12,8 +12,8 @@ together, or none of them. Not predicted (`predict` returns None), and why:
 
 * the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
   decides by the first fit of the buffers the lowering placed;
-* kernels whose row tiles TMA may copy (`row_tma.may_copy`: its budget is what is left when the
-  group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
+* kernels whose body loads a row tile TMA may copy (`row_tma.may_load`: its budget is what is left
+  when the group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
   (warp_specialize_tcgen05): both ask for mbarriers this plan does not size;
 * a tensor-core operand whose view is not a partition of a tensor view made in the kernel.
 
@@ -53,6 +53,9 @@ class StagingFacts:
     pad_buffers: bool
     wgmma_buffers: dict
 
+    def layout_of(self, value: Value) -> Any:
+        return value.layout if value.layout is not None else self.assignment.blocked
+
     def get(self, value: Value) -> Any:
         from ..lowering.ops_memory import view_facts
 
@@ -73,7 +76,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
-    if assumes.defer or row_tma.may_copy(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
+    if assumes.defer or row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
         return None
     live = lifetimes(entry)
     out: list[Request] = []
