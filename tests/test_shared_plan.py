@@ -226,3 +226,24 @@ def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_
     dump = _corpus("mm_e4m3_64x64x32", "sm_90")
     assert "the buffers before the loop at " in dump and \
         "are not all planned: its staging, invariant, ring, mbarriers dropped" in dump
+
+
+def test_where_the_plan_predicted_every_request_so_far_the_buffer_takes_the_planned_offset(monkeypatch) -> None:
+    """alloc_buffer places such a buffer at the plan's offset (which the check holds equal to the
+    lowering's first fit while both exist); after a request of an unpredicted role, at the first fit."""
+    from tileiras.tileas import shared_plan
+
+    taken = []
+    request = shared_plan.PlanCheck.request
+
+    def record(self, op, role, *args):   # type: ignore[no-untyped-def]
+        complete = self.complete and bool(self.offsets)
+        offset = request(self, op, role, *args)
+        taken.append((role, complete and self.complete, offset))
+        return offset
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "request", record)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    _corpus("bmm_f16_64x64x32", "sm_90")
+    assert taken[:3] == [("ring", True, 0), ("ring", True, 32768), ("mbarriers", True, 65536)], taken
+    assert all(not planned for role, planned, _ in taken[3:] if role == "restage"), taken

@@ -14,7 +14,9 @@ they are exact, the staged loads, the loops' rings and their mbarriers (`shared_
 (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
-asks for them (`KernelLowering.alloc_buffer`).
+asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
+kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`; not in kernels with a
+singleton, which the plan places first and the lowering where it is first needed).
 
 `PlanCheck` is the verifier between the two: every request of a covered role must be one the plan
 predicted (kind, size, alignment, swizzle, lifetime), and every predicted request must be asked for;
@@ -167,15 +169,22 @@ class PlanCheck:
         self.mismatches: list[str] = []
         self.voided: frozenset = frozenset()   # roles no longer checked (`void`)
         self.notes: list[str] = []             # for the schedule's dump: what was voided
+        # key -> the offset the plan placed it at; none where a singleton (placed first by the plan, asked
+        # by whichever op needs it first) may come after other buffers in the lowering
+        self.offsets = {key: b.offset for key, b in zip(plan.requests, plan.buffers.buffers)} \
+            if plan is not None and not any(r.op is None for r in plan.requests.values()) else {}
 
     def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
-                lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> None:
-        """The lowering, lowering `op`, asked for a buffer of `role` and placed it at `offset`."""
+                lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> int:
+        """The lowering, lowering `op`, asks for a buffer of `role`, which its first fit places at
+        `offset`. Where the plan predicted this request and every one before it, the buffer's offset
+        is the plan's (which must be the first fit's: both place the same buffers in the same order);
+        else `offset`."""
         from .shared_sizes import SINGLETONS
 
         if self.plan is None or role not in self.plan.covered or role in self.voided:
             self.complete = False
-            return
+            return offset
         asked = Request(None if role in SINGLETONS else op, role, kind, nbytes, align, swizzle, lifetime)
         base = asked.key(0)[:2]
         seq = self.seen.get(base, 0)
@@ -188,6 +197,16 @@ class PlanCheck:
         elif (planned.kind, planned.nbytes, planned.align, planned.swizzle, planned.lifetime) != \
                 (asked.kind, asked.nbytes, asked.align, asked.swizzle, asked.lifetime):
             self._mismatch(f"{_op_name(op)} asks for {asked.describe()}; the plan predicts {planned.describe()}")
+        elif self.complete and key in self.offsets:
+            at = self.offsets[key]
+            if at == offset:
+                return at
+            self._mismatch(f"{_op_name(op)} placed its {planned.describe()} at offset {offset}; the plan "
+                           f"places it at {at}")
+        else:
+            return offset
+        self.complete = False
+        return offset
 
     def finish(self) -> list[str]:
         """After the kernel is lowered: every predicted request was asked for, and where the plan
