@@ -16,7 +16,7 @@ from tileiras.driver.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.ir.record import replace
 from tileiras.lowering.pipeline import lower_module
-from tileiras.tileas import shared_sizes
+from tileiras.tileas import shared_sizes, shared_stages
 from tileiras.tileas.shared_plan import STRICT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,8 @@ def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
     dump = _lower(_transpose(32, 64))
     plan = _section(dump, "plan-shared-memory")
     assert plan[0] == "// shared-memory plan of @k:"
-    assert plan[1].startswith("//   predicted roles: conversion, tmem-control, warp-reduction; placed as the lowering asks: ")
+    assert plan[1].startswith("//   predicted roles: conversion, invariant, mbarriers, ring, staging, tmem-control, warp-reduction; "
+                            "placed as the lowering asks: ")
     buffers = [line for line in plan if "live over" in line]
     # 32 x 64 f32, while the permute runs, at the start of shared memory
     assert len(buffers) == 1 and "conversion (conversion) 8192 B align 16, live over ops " in buffers[0], plan
@@ -122,7 +123,7 @@ def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> Non
     monkeypatch.setattr(shared_sizes, "SIZERS", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _lower(_transpose(32, 64))
-    assert "//   predicted roles: none; placed as the lowering asks: conversion, " in dump
+    assert "//   predicted roles: invariant, mbarriers, ring, staging; placed as the lowering asks: conversion, " in dump
     assert "conversion [     0,   8192)   8192 B align 16" in dump
 
 
@@ -134,7 +135,7 @@ def test_every_call_site_role_is_listed() -> None:
     for path in (ROOT / "tileiras" / "lowering").glob("*.py"):
         used |= set(re.findall(r'role="([a-z0-9-]+)"', path.read_text()))
     assert used and used <= set(shared_sizes.ROLES), used - set(shared_sizes.ROLES)
-    assert {role for role, _ in shared_sizes.SIZERS} <= set(shared_sizes.ROLES)
+    assert {role for role, _ in shared_sizes.SIZERS} | set(shared_stages.ROLES) <= set(shared_sizes.ROLES)
 
 
 def test_an_overflow_keeps_its_diagnostic_and_exit_code(tmp_path: Path) -> None:
@@ -147,3 +148,102 @@ def test_an_overflow_keeps_its_diagnostic_and_exit_code(tmp_path: Path) -> None:
     assert "error: kernel 'k' needs 262144 bytes of shared memory (262144 for buffers alive at once, of 262144 " \
            "conversion asked for; 0 allocas); sm_90 allows at most 232448 per block" in result.stderr
     assert "internal" not in result.stderr
+
+
+def _corpus(name: str, gpu: str, unsupported: str = "") -> str:
+    """--print-ir-after-all of a corpus kernel (tests/realistic or tests/tilegym bytecode); `unsupported`:
+    the error its lowering stops at (the passes before it were dumped)."""
+    from tileiras.bytecode.reader import read_module
+
+    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), \
+            (pytest.raises(CompileError, match=unsupported) if unsupported else contextlib.nullcontext()):
+        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
+    return err.getvalue()
+
+
+@pytest.mark.parametrize("gpu, stages, barriers", [("sm_80", 6, ""), ("sm_90", 8, "mbarriers (buffer) 128 B align 8")])
+def test_a_pipeline_depth_is_decided_by_the_plan_and_read_by_the_lowering(monkeypatch, gpu: str, stages: int,
+                                                                          barriers: str) -> None:
+    """The pass fits the loop's stages beside what it placed before the loop; the lowering takes that
+    depth from the plan (planned_fit), and its rings and mbarriers are the predicted ones."""
+    from tileiras.lowering import pipelined_loop
+
+    read = []
+    planned = pipelined_loop.planned_fit
+    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op, used: read.append(planned(k, op, used)) or read[-1])
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("bmm_f16_64x64x32", gpu)
+    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    assert f": {stages} stages beside 0 B planned before it (" in plan, plan
+    assert plan.count("ring (ring) ") == 2 and barriers in plan, plan
+    assert [fit.stages for fit in read] == [stages]
+    assert f"{stages}-stage" in dump and "dropped" not in dump
+
+
+def test_a_wrong_ring_prediction_is_an_internal_error(monkeypatch) -> None:
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+
+    def wrong(*args):   # type: ignore[no-untyped-def]
+        requests, fits = predict(*args)
+        return [replace(r, nbytes=r.nbytes + 1024) if r.role == "ring" else r for r in requests], fits
+
+    monkeypatch.setattr(shared_stages, "predict", wrong)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for ring \(ring\) 32768 B align 1024 swizzle "
+                                           r"64B, live over ops .*; the plan predicts ring \(ring\) 33792 B"):
+        _corpus("bmm_f16_64x64x32", "sm_90")
+
+
+def test_a_staged_load_the_plan_did_not_predict_is_an_internal_error(monkeypatch) -> None:
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+    monkeypatch.setattr(shared_stages, "predict", lambda *args: ([r for r in predict(*args)[0] if r.role != "staging"],
+                                                                 predict(*args)[1]))
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* asks for staging \(staging\) \d+ B "
+                                           r"align 128, live over ops .*, which the plan does not predict"):
+        _corpus("cp_nvfp4_matmul_128x128x128", "sm_80")
+
+
+def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -> None:
+    """(sm_80 stops at the block-scaled mma, after the passes: the plan was dumped.)"""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    plan = _section(_corpus("cp_nvfp4_matmul_128x128x128", "sm_80", "requires sm_100"), "plan-shared-memory")
+    staged = [line for line in plan if line.startswith("//     staging (staging) ")]
+    assert len(staged) == 2 and all(", offset " in line for line in staged), plan
+
+
+def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_says_so(monkeypatch) -> None:
+    """sm_90's K-major copy of an e4m3 B (kmajor, not sized by the plan) comes before the loop's
+    stages: the plan's depth may not hold, so the lowering fits the loop itself and the check drops
+    the staging roles for the rest of the kernel (no error)."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("mm_e4m3_64x64x32", "sm_90")
+    assert "the buffers before the loop at " in dump and \
+        "are not all planned: its staging, invariant, ring, mbarriers dropped" in dump
+
+
+def test_where_the_plan_predicted_every_request_so_far_the_buffer_takes_the_planned_offset(monkeypatch) -> None:
+    """alloc_buffer places such a buffer at the plan's offset (which the check holds equal to the
+    lowering's first fit while both exist); after a request of an unpredicted role, at the first fit."""
+    from tileiras.tileas import shared_plan
+
+    taken = []
+    request = shared_plan.PlanCheck.request
+
+    def record(self, op, role, *args):   # type: ignore[no-untyped-def]
+        complete = self.complete and bool(self.offsets)
+        offset = request(self, op, role, *args)
+        taken.append((role, complete and self.complete, offset))
+        return offset
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "request", record)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    _corpus("bmm_f16_64x64x32", "sm_90")
+    assert taken[:3] == [("ring", True, 0), ("ring", True, 32768), ("mbarriers", True, 65536)], taken
+    assert all(not planned for role, planned, _ in taken[3:] if role == "restage"), taken

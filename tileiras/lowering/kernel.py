@@ -188,12 +188,15 @@ class KernelLowering:
         """A new shared-memory buffer of `nbytes`; its offset in the buffers region. `lifetime`
         (op positions, `lifetimes()`): where it may share bytes with buffers alive at other
         times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py).
-        `role`: what the current op asks it for, the key of the plan's prediction (`plan_check`)."""
+        `role`: what the current op asks it for, the key of the plan's prediction (`plan_check`), whose
+        offset it takes where the plan predicted every request so far."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
+        # the plan's offset where it predicted this request and every one before it, else the first fit
+        offset = self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle,
+                                         self.buffers.placement(nbytes, align, lifetime))
         buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
-                                       swizzle, what)
-        self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle, buffer.offset)
+                                       swizzle, what, offset)
         self.buffer_bytes = self.buffers.total
         return buffer.offset
 

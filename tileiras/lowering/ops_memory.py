@@ -10,7 +10,7 @@ ops wait for the CTA, and token_waits.py emits the waits.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
@@ -116,29 +116,52 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
         return out
 
     k.remark("missed", "memory", "RemarkTensorViewIndexTypeNarrowing", "Could not narrow tensor_view indexing to i32: index computations use 64 bits", op, Reason="view offsets are computed in i64 (index narrowing is not implemented)")
-    facts = op.results[0].facts   # nv_tileaa's ViewFacts (tileaa/facts.py)
-    k.set(op.results[0], TensorViewVal(vtype, base, fill(vtype.shape, dyn_shape, shape_types),
-                                        fill(vtype.strides, dyn_strides, stride_types),
-                                        facts.base_align, facts.shape_div, facts.stride_div))
+    k.set(op.results[0], _tensor_view(op, base, fill(vtype.shape, dyn_shape, shape_types),
+                                      fill(vtype.strides, dyn_strides, stride_types)))
+
+
+def _tensor_view(op: Operation, base: str, shape: list[str], strides: list[str]) -> TensorViewVal:
+    """The tensor view `op` makes: its LLVM values, and the facts nv_tileaa proved of it (tileaa/facts.py)."""
+    facts = op.results[0].facts
+    return TensorViewVal(op.results[0].type, base, shape, strides,  # type: ignore[arg-type]
+                         facts.base_align, facts.shape_div, facts.stride_div)
 
 
 def _make_gather_scatter_view(k: KernelLowering, op: Operation) -> None:
-    vtype = op.results[0].type
-    tensor = k.get(op.operands[0])
-    assert isinstance(vtype, GatherScatterViewType) and isinstance(tensor, TensorViewVal)
-    padding = vtype.padding_value.kind if vtype.padding_value is not None else None
-    rank = len(vtype.tile_shape)
-    k.set(op.results[0], PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(range(rank)), padding,
-                                          sparse_dim=int(vtype.sparse_dim)))
+    k.set(op.results[0], _partition_view(op, k.get(op.operands[0])))
 
 
 def _make_partition_view(k: KernelLowering, op: Operation) -> None:
+    k.set(op.results[0], _partition_view(op, k.get(op.operands[0])))
+
+
+def _partition_view(op: Operation, tensor: object) -> PartitionViewVal:
+    """The partition, strided or gather/scatter view `op` cuts from `tensor`."""
     vtype = op.results[0].type
-    tensor = k.get(op.operands[0])
-    assert isinstance(vtype, (PartitionViewType, StridedViewType)) and isinstance(tensor, TensorViewVal)
+    assert isinstance(vtype, (PartitionViewType, StridedViewType, GatherScatterViewType))
+    assert isinstance(tensor, TensorViewVal)
     padding = vtype.padding_value.kind if vtype.padding_value is not None else None
+    if isinstance(vtype, GatherScatterViewType):
+        rank = len(vtype.tile_shape)
+        return PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(range(rank)), padding,
+                                sparse_dim=int(vtype.sparse_dim))
     strides = vtype.traversal_strides if isinstance(vtype, StridedViewType) else None
-    k.set(op.results[0], PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(vtype.dim_map), padding, strides))
+    return PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(vtype.dim_map), padding, strides)
+
+
+VIEW_OPS = ("cuda_tile.make_partition_view", "cuda_tile.make_strided_view", "cuda_tile.make_gather_scatter_view")
+
+
+def view_facts(value: Value) -> Optional[PartitionViewVal]:
+    """The view `value` is, as the lowering will make it but without its LLVM values (names empty):
+    what the nv_tileas level may decide on (cp.async chunks, TMA boxes); None where the view is not
+    a partition of a tensor view made in the kernel."""
+    op = getattr(value, "owner", None)
+    tensor = getattr(op, "operands", [None])[0] if op is not None else None
+    if op is None or op.name not in VIEW_OPS or getattr(tensor, "owner", None) is None \
+            or tensor.owner.name != "cuda_tile.make_tensor_view":
+        return None
+    return _partition_view(op, _tensor_view(tensor.owner, "", [], []))
 
 
 def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType, layout: Layout):
@@ -859,6 +882,20 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], TokenVal())
 
 
+def _alloca_size(op: Operation) -> tuple[int, int]:
+    """(bytes, alignment) of an alloca's buffer."""
+    pointee = op.results[0].type.element.pointee  # type: ignore[attr-defined]
+    count = int(op.attributes["num_elem"])
+    align = max(int(op.attributes.get("alignment", 16) or 16), 16)
+    return count * (max(1, pointee.bitwidth // 8) if isinstance(pointee, ScalarType) else 8), align
+
+
+def alloca_bytes(op: Operation) -> int:
+    """The static shared memory an alloca takes (`KernelLowering.static_smem_bytes` counts them)."""
+    size, align = _alloca_size(op)
+    return -(-max(size, 1) // align) * align
+
+
 def _alloca(k: KernelLowering, op: Operation) -> None:
     """Tile-block-local memory: a static shared-memory buffer per alloca op.
 
@@ -868,12 +905,9 @@ def _alloca(k: KernelLowering, op: Operation) -> None:
     """
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
-    pointee = rtype.element.pointee  # type: ignore[attr-defined]
-    count = int(op.attributes["num_elem"])
-    align = max(int(op.attributes.get("alignment", 16) or 16), 16)
-    size = count * (max(1, pointee.bitwidth // 8) if isinstance(pointee, ScalarType) else 8)
+    size, align = _alloca_size(op)
     name = f"@__tileir_alloca{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
-    k.static_smem_bytes += -(-max(size, 1) // align) * align
+    k.static_smem_bytes += alloca_bytes(op)
     k.globals.append(f"{name} = internal addrspace(3) global [{max(size, 1)} x i8] undef, align {align}")
     k.set(op.results[0], k.splat(rtype, f"addrspacecast (ptr addrspace(3) {name} to ptr)"))
 

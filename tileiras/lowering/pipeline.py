@@ -23,7 +23,7 @@ from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileaa.row_chunks import chunk_rows
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 from ..tileas.plan import plan_lines, plan_of
-from ..tileas.shared_plan import shared_plan_lines
+from ..tileas.shared_plan import Assumptions, plan_for, shared_plan_lines
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -50,10 +50,11 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
     # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py),
-    # whichever of the lowerings below (padded, unpadded, reserving room) is kept. The retries stay
-    # until plan-shared-memory sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS): the
-    # choice between them depends on the sizes of the staged loads, rings and restagings, which
-    # the lowering still decides as it places them (each fitted to what is left at that point).
+    # whichever of the lowerings below (padded, unpadded, reserving room) is kept; plan-shared-memory
+    # is made again for each (`plan_for`: the stages' padding, the room reserved). The retries stay
+    # until that pass sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS and
+    # shared_stages.py): the choice between them depends on the sizes of the restagings, row groups
+    # and K-major copies, which the lowering still decides as it places them.
     plans = plan_of(assignment).pipelines
     try:
         chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
@@ -114,6 +115,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
     threads = assignment.threads
+    plan_for(entry, assignment, Assumptions(pad_buffers, reserve, defer_loads))   # the plan of this attempt
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = pad_buffers
     k.smem_reserve = reserve
@@ -147,7 +149,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) {launch}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
-    k.schedule_notes += [f"//   {line}" for line in k.plan_check.finish()]
+    k.schedule_notes += [f"//   {line}" for line in k.plan_check.finish() + k.plan_check.notes]
     defs = list(k.globals) + smem_defs
     ctas = entry.attributes.get(CLUSTER_ATTR, (1,))[0]   # each launched block a cluster of `ctas` CTAs
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),

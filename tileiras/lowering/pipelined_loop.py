@@ -50,6 +50,7 @@ from .smem import SharedMatrix, opt_in_limit
 from .values import PartitionViewVal, SharedTileVal
 
 if TYPE_CHECKING:
+    from ..schedule.buffers import BufferAssignment
     from ..schedule.pipeline import PipelinePlan
 
 
@@ -102,14 +103,32 @@ def uses_mbarriers(k: KernelLowering) -> bool:
     return k.sm >= 90
 
 
-def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
-    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined."""
-    from ..schedule.pipeline import fit_stages
+@record
+class Ring:
+    """What a pipelined loop's stages hold, decided before their depth: the loop's plan (its
+    mechanism), each load's staged tile, swizzle, padding and bytes a stage."""
+    plan: "PipelinePlan"
+    tiles: dict                         # load op -> the tile a stage holds (a CTA pair's half of B)
+    swizzled: dict                      # load op -> whether its stages are swizzled
+    dense: frozenset                    # loads whose stages are never padded
+    sizes: dict                         # load op -> bytes of one stage
+    pair: Optional[cta_pair.CtaPair]    # sm_100: a CTA pair runs the loop's mma
+    retiring: Optional[Operation]       # sm_90: the wgmma whose group stays in flight
+    through_registers: tuple            # block scales no copy can stage (`_stageable`)
 
+    def matrix(self, k: KernelLowering, load: Operation) -> SharedMatrix:
+        """The (unplaced) stage-0 matrix of `load`."""
+        return matrix_shape(k, self.tiles[load], self.swizzled[load], dense=load in self.dense)
+
+
+def ring_of(k: KernelLowering, op: Operation) -> Optional[Ring]:
+    """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
+    Reads of `k` only what the nv_tileas level knows as well (tileas/plan.KernelFacts): the pass
+    `plan-shared-memory` sizes the rings with it, the lowering then places them."""
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
         return None
-    plan = _stageable(k, op, plan)
+    plan, bad = _stageable(k, plan)
     if plan is None:
         return None
     views = [k.get(load.operand("view")) for load in plan.loads]
@@ -125,15 +144,36 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
     dense |= {load for load in plan.loads if not reads_shared(k, load)}
     pair = cta_pair.plan(k, op, plan.loads) if k.sm in TMA_TARGETS and uses_mbarriers(k) else None
+    tiles = {load: cta_pair.staged_type(pair, load) for load in plan.loads}
+    sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
+    if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
+        plan = replace(plan, mechanism="mbarrier")
+    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
+    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if plan.pipelined and k.sm == 90 and uses_mbarriers(k) \
+        else None
+    return Ring(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad))
+
+
+def fit(k: KernelLowering, ring: Ring, used: int) -> "BufferAssignment":
+    """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages)."""
+    from ..schedule.pipeline import fit_stages
+
+    return fit_stages(ring.plan, ring.sizes, used, opt_in_limit(k.sm), held=int(ring.retiring is not None))
+
+
+def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
+    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. Its depth
+    is the shared-memory plan's where that placed every buffer before the loop (`planned_fit`)."""
+    ring = ring_of(k, op)
+    if ring is None:
+        return None
+    plan, pair, tiles, swizzled, dense, sizes = ring.plan, ring.pair, ring.tiles, ring.swizzled, ring.dense, ring.sizes
+    where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
+    k.schedule_notes += [f"//   {where}: block scale {load.results[0].type} staged through registers (no fact "
+                         f"proves a 4-byte copy of it aligned)" for load in ring.through_registers]
     if pair is not None:    # before tensor memory is allocated: with .cta_group::2
         assert k.tmem is None, "tensor memory allocated before the CTA pair was planned"
         k.cta_pair = pair
-    tiles = {load: cta_pair.staged_type(pair, load) for load in plan.loads}
-    sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
-    used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
-    if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
-        plan = replace(plan, mechanism="mbarrier")
-    where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
     head, *rows = plan.describe()
     k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
     if pair is not None:
@@ -146,15 +186,17 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                  Reason=f"serial schedule: {schedule.reason}")
         k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
         return None
-    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
-    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if k.sm == 90 and uses_mbarriers(k) else None
-    fit = fit_stages(plan, sizes, used, opt_in_limit(k.sm), held=int(retiring is not None))
-    stages = fit.stages
+    retiring = ring.retiring
+    used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
+    fitted = planned_fit(k, op, used)
+    if fitted is None:
+        fitted = fit(k, ring, used)
+    stages = fitted.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
-                 Reason=f"{fit.reason} of shared memory", II=ii, WantedStages=str(fit.wanted))
+                 Reason=f"{fitted.reason} of shared memory", II=ii, WantedStages=str(fitted.wanted))
         k.pipelines_refused = True   # lower_entry may try again without padding
-        k.schedule_notes.append(f"//   {where}: not pipelined: {fit.reason}")
+        k.schedule_notes.append(f"//   {where}: not pipelined: {fitted.reason}")
         return None
     # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
     matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
@@ -164,7 +206,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     specialized = False
     tma = None
     if uses_mbarriers(k):
-        bars = fit.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
+        bars = fitted.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
         assert bars is not None and bars.mbarriers == 2 * stages
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
@@ -184,13 +226,13 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                           f"the init and before the invalidation")
     k.remark("passed", "memory", "RemarkPipelineDepth", "Loop software-pipelined", op, Stages=str(stages),
              Loads=str(len(plan.loads)), StageBytes=str(sum(sizes.values())), II=ii,
-             WantedStages=str(fit.wanted),
-             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fit.reason}", Handshake=handshake)
+             WantedStages=str(fitted.wanted),
+             Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fitted.reason}", Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
     engine = ("TMA and cp.async" if len(tma) < len(plan.loads) else "TMA") if tma else "cp.async"
     k.schedule_notes.append(f"//   {where}: {stages}-stage {engine} pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
-                            f"({fit.reason}; {fit.barriers.describe() if fit.barriers else ''}), "
+                            f"({fitted.reason}; {fitted.barriers.describe() if fitted.barriers else ''}), "
                             f"handshake: {handshake}")
     if retiring is not None:
         k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
@@ -208,13 +250,10 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
     by TMA, into the swizzled buffer wgmma / tcgen05.mma read, alive to its last reader; the loop's
     prologue waits for it. None (nothing emitted): the caller stages it with cp.async."""
     tile = op.results[0].type
-    # (in the kernel's body, so it runs once: its barrier is never initialized twice)
-    if k.sm not in TMA_TARGETS or not uses_mbarriers(k) or k.assignment is None \
-            or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
-            or _reading_loop(k, op) is None:
+    why = invariant_copy(k, op, view)
+    if why is None:
         return None
     rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
-    _, why = tma_copy.plan(k, op, view, matrix_shape(k, tile, swizzled=True), rows)
     if why:
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
                  op, Reason=why)
@@ -227,6 +266,32 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
              Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_copy.describe(shot.copy),
              Pipeline="loaded once before the loop that reads it, on its own mbarrier")
     return SharedTileVal(tile, matrix, pending=True, arrival=shot)
+
+
+def invariant_copy(k: KernelLowering, op: Operation, view: object) -> Optional[str]:
+    """Whether `load_invariant` copies load `op` once by TMA: "" it does; None it does not apply; else
+    why TMA cannot copy it."""
+    # (in the kernel's body, so it runs once: its barrier is never initialized twice)
+    if k.sm not in TMA_TARGETS or not uses_mbarriers(k) or k.assignment is None \
+            or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
+            or _reading_loop(k, op) is None:
+        return None
+    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    return tma_copy.plan(k, op, view, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
+
+
+def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[BufferAssignment]":
+    """The depth the shared-memory plan gave loop `op`, where it holds: the plan placed every buffer
+    before the loop (so it took the same `used` bytes); else None, and the plan's staging roles are
+    dropped for the rest of the kernel (tileas/shared_stages.py)."""
+    plan = k.plan_check.plan
+    held = plan.fits.get(op) if plan is not None else None
+    if held is None:
+        return None
+    if k.plan_check.complete and held[0] == used:
+        return held[1]
+    k.plan_check.void(f"the buffers before the loop at {op.location} are not all planned")
+    return None
 
 
 def _reading_loop(k: KernelLowering, op: Operation) -> Optional[Operation]:
@@ -257,25 +322,23 @@ def _inside(op: Operation, loop: Operation) -> bool:
     return False
 
 
-def _stageable(k: KernelLowering, op: Operation, plan: PipelinePlan) -> Optional[PipelinePlan]:
-    """`plan` when the pipeline can copy each of its loads (cp.async or TMA); None otherwise and the
-    loop is not pipelined. A block scale of a tcgen05 mma (sm_100 / sm_103) that neither can copy
-    (rows of 2 bytes; or no fact proving even a 4-byte chunk aligned: TileGym's A scales at K = 768,
-    rows 24 bytes apart, no divisibility fact on the stride) is staged through registers by the
-    threads that copy (`through_registers`), as NVIDIA's loads it byte by byte."""
+def _stageable(k: KernelLowering, plan: PipelinePlan) -> tuple[Optional[PipelinePlan], list]:
+    """(`plan`, the loads staged through registers) when the pipeline can copy each of its loads
+    (cp.async or TMA); (None, []) otherwise and the loop is not pipelined. A block scale of a tcgen05
+    mma (sm_100 / sm_103) that neither can copy (rows of 2 bytes; or no fact proving even a 4-byte
+    chunk aligned: TileGym's A scales at K = 768, rows 24 bytes apart, no divisibility fact on the
+    stride) is staged through registers by the threads that copy (`through_registers`), as NVIDIA's
+    loads it byte by byte."""
     bad = [load for load in plan.loads if not (isinstance(v := k.get(load.operand("view")), PartitionViewVal)
                                                and chunk_elements(load, v, load.results[0].type))]
     if not bad:
-        return plan
+        return plan, []
     scales = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
     if len(bad) == len(plan.loads) or not all(
             load in scales and staged_through_registers(load, k.get(load.operand("view")), load.results[0].type)
             for load in bad):
-        return None
-    where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
-    k.schedule_notes += [f"//   {where}: block scale {load.results[0].type} staged through registers (no fact "
-                         f"proves a 4-byte copy of it aligned)" for load in bad]
-    return plan
+        return None, []
+    return plan, bad
 
 
 def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:

@@ -127,10 +127,20 @@ def _llvm(elem: ScalarType) -> str:
     return llvm_type(elem)
 
 
+def may_copy(k: KernelLowering) -> bool:
+    """Whether any of the kernel's accesses may be copied by TMA here (each then `_candidate`)."""
+    return k.sm in TARGETS and k.warp_split is None and _rereads(k.entry)
+
+
+def may_load(k: KernelLowering) -> bool:
+    """Whether a load of the kernel's body may start a group of TMA row loads (and its mbarriers)."""
+    return may_copy(k) and any(op.name == LOAD and _candidate(k, op) for op in k.entry.regions[0].block.operations)
+
+
 def _candidate(k: KernelLowering, op: Operation) -> bool:
     """A weak view access of a register tile on a TMA target: a load in the kernel's body, a store
     anywhere but in a pipelined loop (whose warps the pipeline may have split)."""
-    if k.sm not in TARGETS or k.warp_split is not None or not _rereads(k.entry):
+    if not may_copy(k):
         return False
     if op.name == LOAD and op.parent is not k.entry.regions[0].block:
         return False

@@ -210,19 +210,22 @@ class SharedBuffers:
             offset = max(offset, _align(hi, align))
         return offset
 
+    def placement(self, nbytes: int, align: int, lifetime: Optional[tuple[int, int]]) -> int:
+        """Where `allocate` places a buffer: the first fit over `lifetime`; None: above every buffer so far."""
+        align = max(align, 1)
+        return _align(self.total, align) if lifetime is None else self.first_fit(nbytes, align, *lifetime)
+
     def allocate(self, kind: str, nbytes: int, align: int, lifetime: Optional[tuple[int, int]], at: int,
-                 kernel_end: int, swizzle: int = 0, what: str = "") -> Buffer:
-        """A new buffer; `lifetime` None: alive from `at` to the kernel's end, above every buffer so
-        far (its owner states no lifetime: it neither reuses nor gives bytes)."""
+                 kernel_end: int, swizzle: int = 0, what: str = "", offset: Optional[int] = None) -> Buffer:
+        """A new buffer at `offset` (None: its `placement`); `lifetime` None: alive from `at` to the
+        kernel's end, above every buffer so far (its owner states no lifetime: it neither reuses nor
+        gives bytes)."""
         if kind not in KINDS:
             raise ValueError(f"unknown shared buffer kind '{kind}'")
         align = max(align, 1)
-        if lifetime is None:
-            start, end = at, kernel_end
-            offset = _align(self.total, align)
-        else:
-            start, end = lifetime
-            offset = self.first_fit(nbytes, align, start, end)
+        start, end = lifetime if lifetime is not None else (at, kernel_end)
+        if offset is None:
+            offset = self.placement(nbytes, align, lifetime)
         buffer = Buffer(kind, nbytes, align, swizzle, start, end, offset, what)
         self.buffers.append(buffer)
         return buffer

@@ -5,8 +5,8 @@ Before any LLVM is emitted the level decides, per kernel, from its IR and layout
 
 * which `for` loops are software-pipelined, which of their loads become staged asynchronous
   copies, and the loop's modulo schedule (`schedule/pipeline.py`: dependence graph, resource
-  model, modulo scheduler); the depth in stages is the buffer plan's, fitted at lowering where
-  the other buffers' sizes are known;
+  model, modulo scheduler); the depth in stages is the buffer plan's (`plan-shared-memory`,
+  shared_stages.py), fitted beside the buffers placed before the loop;
 * whether the kernel's first top-level pipelined loop is warp-specialized, in which form (sm_90
   and sm_120 consumer warpgroups, sm_100's MMA warp, sm_100 attention), with which mmas issued by
   whom, its named barriers and its occupancy, or why not (`lowering/warp_specialize.decide`).

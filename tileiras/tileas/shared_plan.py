@@ -5,15 +5,27 @@ one `Request` per (op, role) in the order the op asks (`role` names what the buf
 call site: "scratch", "ring", "staging", ...). A sizing function per buffer kind
 (`tileas/shared_sizes.py`) reads the size, alignment, swizzle and lifetime from the IR, the layouts
 and the `KernelPlan`; the requests are then placed by `SharedBuffers`' first fit over the `Liveness`
-lifetimes, in program order, as the lowering places them.
+lifetimes, in program order, as the lowering places them (`place`).
 
-The plan covers the roles that have a sizing function (`SharedPlan.covered`); the lowering still
-places the others as it asks for them (`KernelLowering.alloc_buffer`). `PlanCheck` is the verifier
-between the two: every request of a covered role must be one the plan predicted (kind, size,
-alignment, swizzle, lifetime), and every predicted request must be asked for. A disagreement is an
-internal error where the check is strict (`STRICT_ENV`, set by the test suite), else a line of the
-kernel's --print-ir-after-all notes: while the lowering places every buffer itself, a wrong
-prediction cannot change the code, only the plan's dump.
+Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
+scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
+they are exact, the staged loads, the loops' rings and their mbarriers (`shared_stages.py`:
+"staging", "invariant", "ring", "mbarriers"), whose pipeline depths the pass decides here
+(`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
+the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
+attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
+asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
+kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`; not in kernels with a
+singleton, which the plan places first and the lowering where it is first needed).
+
+`PlanCheck` is the verifier between the two: every request of a covered role must be one the plan
+predicted (kind, size, alignment, swizzle, lifetime), and every predicted request must be asked for;
+where every request of the kernel was predicted, each must sit at its planned offset. A
+disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
+else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
+itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
+does not hold (the lowering placed a buffer of an unplanned role before the loop), the check drops
+the staging roles for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
 from __future__ import annotations
@@ -53,12 +65,22 @@ class Request:
                 f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
 
 
+@record
+class Assumptions:
+    """How the lowering will place what it stages (lowering/pipeline.lower_entry tries them in turn)."""
+    padded: bool = True      # staged rows padded against bank conflicts
+    reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
+    defer: bool = False      # an oversized load may be left to its mma
+
+
 @record(frozen=False)
 class SharedPlan:
     """The predicted requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
     requests: dict                # Request.key(seq) -> Request
     covered: frozenset            # roles predicted; others are placed by the lowering as asked
     buffers: SharedBuffers        # the requests placed (offsets), program order
+    assumes: "Assumptions"        # what the lowering attempt it was made for does
+    fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -69,27 +91,49 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
     return plan_of(assignment).shared
 
 
-def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
+def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
     """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
     from .shared_sizes import SIZERS
+    from .shared_stages import ROLES as STAGING, predict
 
     live = lifetimes(entry)
     asked: list[Request] = []
     for _role, size in SIZERS:
         asked += size(entry, assignment)
+    covered = {role for role, _ in SIZERS}
+    staged = predict(entry, assignment, asked, assumes)
+    fits: dict = {}
+    if staged is not None:
+        asked += staged[0]
+        fits = staged[1]
+        covered |= set(STAGING)
     # program order, as the lowering asks (a singleton first: it is placed above nothing but them)
     asked.sort(key=lambda r: live.position(r.op) if r.op is not None else 0)
     requests: dict = {}
     seen: dict[tuple[int, str], int] = {}
-    placed = SharedBuffers()
     for request in asked:
         seq = seen.get(request.key(0)[:2], 0)
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
+    plan_of(assignment).shared = SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits)
+
+
+def place(requests: list[Request], entry: Operation) -> SharedBuffers:
+    """`requests` placed in program order by the lowering's first fit (a singleton first)."""
+    live = lifetimes(entry)
+    placed = SharedBuffers()
+    for request in sorted(requests, key=lambda r: live.position(r.op) if r.op is not None else 0):
         what = request.op.name if request.op is not None else ""
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
-    plan_of(assignment).shared = SharedPlan(requests, frozenset(role for role, _ in SIZERS), placed)
+    return placed
+
+
+def plan_for(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> None:
+    """The plan under the lowering's `assumes` (planned again where the pass assumed otherwise)."""
+    plan = shared_plan_of(assignment)
+    if plan is not None and plan.assumes != assumes:
+        plan_shared_memory(entry, assignment, assumes)
 
 
 def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
@@ -101,6 +145,9 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
         return []
     lines = [f"//   predicted roles: {', '.join(sorted(plan.covered)) or 'none'}; placed as the lowering asks: "
              f"{', '.join(role for role in ROLES if role not in plan.covered)}"]
+    for loop, (used, fitted) in plan.fits.items():
+        at = f" at {loop.location}" if loop.location else ""
+        lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
     for request, buffer in zip(plan.requests.values(), plan.buffers.buffers):
         at = f" at {request.op.location}" if request.op is not None and request.op.location else ""
         of = name_of(request.op.results[0]) if request.op is not None and request.op.results else \
@@ -120,15 +167,24 @@ class PlanCheck:
         self.asked: dict = {}          # key -> the offset the lowering placed it at
         self.complete = True           # every request so far was of a predicted role
         self.mismatches: list[str] = []
+        self.voided: frozenset = frozenset()   # roles no longer checked (`void`)
+        self.notes: list[str] = []             # for the schedule's dump: what was voided
+        # key -> the offset the plan placed it at; none where a singleton (placed first by the plan, asked
+        # by whichever op needs it first) may come after other buffers in the lowering
+        self.offsets = {key: b.offset for key, b in zip(plan.requests, plan.buffers.buffers)} \
+            if plan is not None and not any(r.op is None for r in plan.requests.values()) else {}
 
     def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
-                lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> None:
-        """The lowering, lowering `op`, asked for a buffer of `role` and placed it at `offset`."""
+                lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> int:
+        """The lowering, lowering `op`, asks for a buffer of `role`, which its first fit places at
+        `offset`. Where the plan predicted this request and every one before it, the buffer's offset
+        is the plan's (which must be the first fit's: both place the same buffers in the same order);
+        else `offset`."""
         from .shared_sizes import SINGLETONS
 
-        if self.plan is None or role not in self.plan.covered:
+        if self.plan is None or role not in self.plan.covered or role in self.voided:
             self.complete = False
-            return
+            return offset
         asked = Request(None if role in SINGLETONS else op, role, kind, nbytes, align, swizzle, lifetime)
         base = asked.key(0)[:2]
         seq = self.seen.get(base, 0)
@@ -141,6 +197,16 @@ class PlanCheck:
         elif (planned.kind, planned.nbytes, planned.align, planned.swizzle, planned.lifetime) != \
                 (asked.kind, asked.nbytes, asked.align, asked.swizzle, asked.lifetime):
             self._mismatch(f"{_op_name(op)} asks for {asked.describe()}; the plan predicts {planned.describe()}")
+        elif self.complete and key in self.offsets:
+            at = self.offsets[key]
+            if at == offset:
+                return at
+            self._mismatch(f"{_op_name(op)} placed its {planned.describe()} at offset {offset}; the plan "
+                           f"places it at {at}")
+        else:
+            return offset
+        self.complete = False
+        return offset
 
     def finish(self) -> list[str]:
         """After the kernel is lowered: every predicted request was asked for, and where the plan
@@ -148,12 +214,21 @@ class PlanCheck:
         if self.plan is None:
             return self.mismatches
         for (key, planned), buffer in zip(self.plan.requests.items(), self.plan.buffers.buffers):
-            if key not in self.asked:
+            if key not in self.asked and planned.role not in self.voided:
                 self._mismatch(f"{_op_name(planned.op)} never asks for the predicted {planned.describe()}")
             elif self.complete and self.asked[key] != buffer.offset:
                 self._mismatch(f"{_op_name(planned.op)} placed its {planned.describe()} at offset "
                                f"{self.asked[key]}; the plan places it at {buffer.offset}")
         return self.mismatches
+
+    def void(self, why: str) -> None:
+        """The lowering placed a buffer the plan does not size before a pipeline's depth was decided
+        (`why`): the plan's depths, hence its staging roles (shared_stages.py), no longer hold."""
+        from .shared_stages import ROLES
+
+        self.voided = frozenset(ROLES)
+        self.complete = False
+        self.notes.append(f"shared-memory plan: {self.where}: {why}: its {', '.join(ROLES)} dropped")
 
     def _mismatch(self, message: str) -> None:
         text = f"error: internal: shared-memory plan: {self.where}: {message}"

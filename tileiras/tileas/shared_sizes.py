@@ -5,9 +5,11 @@ lowering does by calling the same predicates (`ops_shape.broadcast_form`,
 `ops_layout.conversion_form`, ...), so that one place says which form an op takes.
 
 `ROLES` lists every role the lowering asks buffers for (the `role` of `alloc_buffer` at its call
-sites); `SIZERS` the ones predicted so far. A role is predicted only when every request of it is:
-the others still depend on what the lowering placed before them (the shared memory left for a
-pipeline's stages, a staging's fit), which the plan cannot know until it sizes those too.
+sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings and
+their mbarriers are predicted only where exact (`shared_stages.py` says which kernels are not), so
+they are not SIZERS. The others still depend on what the lowering placed before them (a row
+group's TMA budget, an epilogue's restaging, a K-major copy's chunks), which the plan cannot know
+until it sizes those too.
 """
 
 from __future__ import annotations

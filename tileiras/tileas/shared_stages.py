@@ -1,0 +1,138 @@
+"""The staged loads, pipeline rings and their mbarriers of `plan-shared-memory`, and each pipeline's depth.
+
+A pipelined loop's depth (`pipelined_loop.fit`: its stages fitted beside the shared memory taken
+before it) is decided here, in program order, from the buffers the plan placed before the loop;
+the lowering reads it (`pipelined_loop.planned_fit`). What a loop's stages hold
+(`pipelined_loop.ring_of`) and whether a load is staged whole (`async_copy.load_to_shared`) or
+copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering's own functions,
+given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
+
+Predicted, per kernel, where exact: the roles "staging", "invariant", "ring" and "mbarriers"
+together, or none of them. Not predicted (`predict` returns None), and why:
+
+* the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
+  decides by the first fit of the buffers the lowering placed;
+* kernels whose body loads a row tile TMA may copy (`row_tma.may_load`: its budget is what is left
+  when the group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
+  (warp_specialize_tcgen05): both ask for mbarriers this plan does not size;
+* a tensor-core operand whose view is not a partition of a tensor view made in the kernel.
+
+And a loop's depth holds only where the plan placed every buffer before it: where the lowering
+asked for a role the plan does not size first (a wgmma's K-major copy, a tcgen05 mma's buffers
+before its loop, an earlier epilogue's restaging), the lowering fits the loop itself and the
+check drops these roles for the rest of the kernel (`PlanCheck.void`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir.core import Operation, Value
+from ..ir.record import record
+from .buffers import lifetimes
+from .plan import plan_of
+from .shared_plan import Assumptions, Request, place
+
+if TYPE_CHECKING:
+    from ..lowering.assign_layouts import LayoutAssignment
+
+ROLES = ("staging", "invariant", "ring", "mbarriers")
+LOAD = "cuda_tile.load_view_tko"
+
+
+@record(frozen=False)
+class StagingFacts:
+    """The attributes of `lowering.kernel.KernelLowering` that the staging decisions read, as the
+    nv_tileas level knows them: a view is its facts (`ops_memory.view_facts`), nothing is lowered yet."""
+    entry: Operation
+    sm: int
+    threads: int
+    assignment: "LayoutAssignment"
+    pipelines: dict
+    warp_split: Any
+    pad_buffers: bool
+    wgmma_buffers: dict
+
+    def layout_of(self, value: Value) -> Any:
+        return value.layout if value.layout is not None else self.assignment.blocked
+
+    def get(self, value: Value) -> Any:
+        from ..lowering.ops_memory import view_facts
+
+        return view_facts(value)
+
+
+def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
+            assumes: Assumptions) -> Optional[tuple[list[Request], dict]]:
+    """(the requests of `ROLES`, loop -> (the shared memory taken before it, its fit)), or None where
+    the kernel is not predicted (module docstring). `others`: the requests of the other roles."""
+    from ..lowering import row_tma
+    from ..lowering.async_copy import chunk_elements, matrix_shape
+    from ..lowering.mbarrier import BYTES
+    from ..lowering.ops_memory import alloca_bytes, view_facts
+    from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
+
+    kplan = plan_of(assignment)
+    split = kplan.warp_split
+    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
+                         assumes.padded, {})
+    if assumes.defer or row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
+        return None
+    live = lifetimes(entry)
+    out: list[Request] = []
+    fits: dict = {}
+    ringed: set[int] = set()
+    allocas = 0
+    for op in entry.walk():
+        if op.name == "cuda_tile.alloca":
+            allocas += alloca_bytes(op)
+        elif op in kplan.pipelines:
+            ring = ring_of(facts, op)  # type: ignore[arg-type]
+            if ring is None or not ring.plan.pipelined:
+                continue
+            if any(view_facts(load.operand("view")) is None for load in ring.plan.loads):
+                return None
+            used = place([r for r in others + out if live.position(r.op) < live.position(op)], entry).total \
+                + allocas + assumes.reserve
+            fitted = fit(facts, ring, used)  # type: ignore[arg-type]
+            fits[op] = (used, fitted)
+            if not fitted.stages:
+                continue
+            ringed |= {id(load) for load in ring.plan.loads}
+            for load in ring.plan.loads:
+                matrix = ring.matrix(facts, load)  # type: ignore[arg-type]
+                out.append(Request(op, "ring", "ring", matrix.nbytes * fitted.stages, 1024 if matrix.swizzled else 128,
+                                   matrix.span if matrix.swizzled else 0, live.op_range(op)))
+            if uses_mbarriers(facts):  # type: ignore[arg-type]
+                out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
+        elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
+            view = view_facts(op.operand("view"))  # type: ignore[arg-type]
+            if view is None:
+                return None
+            tile = op.results[0].type
+            once = _copied_once(facts, op, view)
+            swizzled = once or assignment.is_swizzled(op.results[0])
+            if not once and not chunk_elements(op, view, tile):  # type: ignore[arg-type]
+                continue       # a register load
+            matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
+            out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
+                               1024 if swizzled else 128, matrix.span if swizzled else 0,
+                               live.value_range(op.results[0], op)))
+            if once:
+                out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
+    return out, fits
+
+
+def _staged(op: Operation, assignment: "LayoutAssignment") -> bool:
+    """A weak load of a tensor-core operand (ops_memory._load_view stages it in shared memory)."""
+    return str(op.attributes.get("memory_ordering_semantics", "weak")) == "weak" \
+        and assignment.is_shared_operand(op.results[0])
+
+
+def _copied_once(facts: StagingFacts, op: Operation, view: Any) -> bool:
+    """Whether `load_invariant` copies the load once by TMA (as it decides)."""
+    from ..lowering.pipelined_loop import invariant_copy
+
+    return invariant_copy(facts, op, view) is not None  # type: ignore[arg-type]
+
+
