@@ -198,22 +198,7 @@ def test_the_split_block_scaled_matmul_matches_numpy(swizzled: bool) -> None:
     """cuTile's MXFP8 sample at 256x256x128 (num_ctas=2 on sm_100): before, one CTA with mma.sync
     and 972 / 903 bytes of spills; now a CTA pair of 128x256 each running tcgen05.mma.cta_group::2
     block_scale (tests/test_cta_pair.py). Two tiles of 256x256, a K loop of 2, race checker on."""
-    import ml_dtypes
-
-    from tileiras.runtime import run_arrays
+    from test_cta_pair import _run_mxfp8
 
     name = "cp_mxfp8_matmul_swizzled_256x256x128" if swizzled else "cp_mxfp8_matmul_256x256x128"
-    module, source = _module(name)
-    m, n, k = 256, 512, 256
-    rng = np.random.default_rng(16)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
-    b = rng.standard_normal((k, n)).astype(ml_dtypes.float8_e4m3fn)
-    sa = rng.integers(120, 135, (m, k // 32)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    sb = rng.integers(120, 135, (k // 32, n)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    scales = (_swizzle(sa), _swizzle(np.ascontiguousarray(sb.T))) if swizzled else (sa, sb)
-    c = np.zeros((m, n), np.float32)
-    got = run_arrays(module, name, (2,), [a, scales[0], b, scales[1], c], backend="emulator", gpu_name="sm_100",
-                     source=source, filename=f"{name}.tileirbc", check_races=True)[4]
-    ref = (a.astype(np.float64) * np.repeat(sa.astype(np.float64), 32, axis=1)) @ \
-        (b.astype(np.float64) * np.repeat(sb.astype(np.float64), 32, axis=0))
-    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    _run_mxfp8((TILEGYM / f"{name}.tileirbc").read_bytes(), 256, 512, 256, 2, swizzled)
