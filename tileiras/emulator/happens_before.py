@@ -35,6 +35,11 @@ tcgen05.commit, tcgen05.ld/st until the warp's tcgen05.wait::ld/st. Accesses by 
 mma/cp pipeline are ordered among themselves (the tcgen05 pipeline executes them in order),
 completed ld/st of one warp too (warp-collective).
 
+An mbarrier's initialization is an event of its initializing thread; a thread of another CTA of the
+cluster that arrives on it (or whose TMA load or tcgen05.commit completes on it) must know that event
+(`ops/async_ops.published`): fence.mbarrier_init.release.cluster marks the thread's initializations,
+which its next barrier.cluster.arrive publishes even when relaxed (`release_inits`).
+
 A thread's tcgen05 operations (mma, cp, and their shared-memory reads) run on a clock of their own
 (`n + t` beside the n threads'): they know what thread t knew when it issued them, and what they
 did is published only by their tcgen05.commit's mbarrier, so that even thread t, or a thread
