@@ -59,7 +59,7 @@ def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
     dump = _lower(_transpose(32, 64))
     plan = _section(dump, "plan-shared-memory")
     assert plan[0] == "// shared-memory plan of @k:"
-    assert plan[1].startswith("//   predicted roles: conversion, invariant, mbarriers, ring, staging, tmem-control, warp-reduction; "
+    assert plan[1].startswith("//   predicted roles: conversion, invariant, kmajor, mbarriers, ring, staging, tmem-control, warp-reduction; "
                             "placed as the lowering asks: ")
     buffers = [line for line in plan if "live over" in line]
     # 32 x 64 f32, while the permute runs, at the start of shared memory
@@ -123,7 +123,7 @@ def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> Non
     monkeypatch.setattr(shared_sizes, "SIZERS", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _lower(_transpose(32, 64))
-    assert "//   predicted roles: invariant, mbarriers, ring, staging; placed as the lowering asks: conversion, " in dump
+    assert "//   predicted roles: invariant, kmajor, mbarriers, ring, staging; placed as the lowering asks: conversion, " in dump
     assert "conversion [     0,   8192)   8192 B align 16" in dump
 
 
@@ -188,8 +188,8 @@ def test_a_wrong_ring_prediction_is_an_internal_error(monkeypatch) -> None:
     predict = shared_stages.predict
 
     def wrong(*args):   # type: ignore[no-untyped-def]
-        requests, fits = predict(*args)
-        return [replace(r, nbytes=r.nbytes + 1024) if r.role == "ring" else r for r in requests], fits
+        requests, fits, entered = predict(*args)
+        return [replace(r, nbytes=r.nbytes + 1024) if r.role == "ring" else r for r in requests], fits, entered
 
     monkeypatch.setattr(shared_stages, "predict", wrong)
     monkeypatch.setenv(STRICT_ENV, "1")
@@ -203,7 +203,7 @@ def test_a_staged_load_the_plan_did_not_predict_is_an_internal_error(monkeypatch
 
     predict = shared_stages.predict
     monkeypatch.setattr(shared_stages, "predict", lambda *args: ([r for r in predict(*args)[0] if r.role != "staging"],
-                                                                 predict(*args)[1]))
+                                                                 *predict(*args)[1:]))
     monkeypatch.setenv(STRICT_ENV, "1")
     with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* asks for staging \(staging\) \d+ B "
                                            r"align 128, live over ops .*, which the plan does not predict"):
@@ -219,13 +219,57 @@ def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -
 
 
 def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_says_so(monkeypatch) -> None:
-    """sm_90's K-major copy of an e4m3 B (kmajor, not sized by the plan) comes before the loop's
-    stages: the plan's depth may not hold, so the lowering fits the loop itself and the check drops
-    the staging roles for the rest of the kernel (no error)."""
+    """The cross-warp reduction scratch of layernorm's first loop (reduction, not sized by the plan)
+    comes before the next loop's stages: the plan's depth may not hold, so the lowering fits the loop
+    itself and the check drops the staging roles for the rest of the kernel (no error)."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("layernorm_chunked_f16_n16384_t1024", "sm_90")
+    assert "the buffers before the loop at " in dump and \
+        "are not all planned: its staging, invariant, ring, mbarriers, kmajor dropped" in dump
+
+
+def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) -> None:
+    """sm_90's K-major copy of an e4m3 B, asked by the loop before its stages (ops_wgmma.loop_copies,
+    which the pass calls too): predicted, so the loop's depth is the plan's (nothing dropped)."""
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("mm_e4m3_64x64x32", "sm_90")
-    assert "the buffers before the loop at " in dump and \
-        "are not all planned: its staging, invariant, ring, mbarriers dropped" in dump
+    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    assert "//     kmajor (buffer) 2048 B align 1024, live over its op to the kernel's end, offset 0: " in plan, plan
+    assert "stages beside 2048 B planned before it" in plan and "dropped" not in dump, plan
+
+
+def test_a_wrong_kmajor_prediction_is_an_internal_error(monkeypatch) -> None:
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+
+    def wrong(*args):   # type: ignore[no-untyped-def]
+        requests, *rest = predict(*args)
+        return [replace(r, nbytes=r.nbytes // 2) if r.role == "kmajor" else r for r in requests], *rest
+
+    monkeypatch.setattr(shared_stages, "predict", wrong)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 2048 B align 1024, .*; "
+                                           r"the plan predicts kmajor \(buffer\) 1024 B"):
+        _corpus("mm_e4m3_64x64x32", "sm_90")
+
+
+def test_a_loop_entered_beside_other_bytes_than_planned_drops_its_copies(monkeypatch) -> None:
+    """A loop's K-major copies (one of them made in halves or not) are decided beside the bytes taken
+    before it: where the lowering took others, the check drops the staging roles at the loop's entry."""
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+
+    def shifted(*args):   # type: ignore[no-untyped-def]
+        requests, fits, entered = predict(*args)
+        return requests, fits, {loop: taken + 16 for loop, taken in entered.items()}
+
+    monkeypatch.setattr(shared_stages, "predict", shifted)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("mm_e4m3_64x64x32", "sm_90")
+    assert "are not all planned (0 B taken, 16 B planned): its staging, invariant, ring, mbarriers, kmajor dropped" \
+        in dump
 
 
 def test_where_the_plan_predicted_every_request_so_far_the_buffer_takes_the_planned_offset(monkeypatch) -> None:

@@ -31,6 +31,7 @@ _ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
 # v of the v x v blocks per element size: 32-bit rows for 8- and 16-bit elements, 128-bit rows of
 # 32-bit ones (one 16-byte load or store per row; stored rows are 16-byte aligned, padded or swizzled)
 _BLOCK = {1: 4, 2: 2, 4: 4}
+KMAJOR_ALIGN = 1024   # a K-major buffer's alignment: the swizzle pattern's period
 
 
 def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
@@ -38,16 +39,29 @@ def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
     return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
 
 
-def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
-    """A new swizzled (rows, cols) buffer, 1024-byte aligned (the swizzle pattern's period)."""
-    m = SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
-    return replace(m, offset=k.alloc_buffer(m.nbytes, 1024, role="kmajor"))
+def kmajor_shape(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
+    """A swizzled (rows, cols) K-major buffer, not yet placed (offset 0): what `kmajor_matrix` asks
+    for, and what plan-shared-memory predicts of a loop's copies (ops_wgmma.loop_copies)."""
+    return SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
 
 
-def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, elem_bytes: int) -> SharedMatrix:
-    """The K-major buffer of an operand tile of this shape and role ("a" or "b")."""
+def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str) -> SharedMatrix:
+    """`m` placed, 1024-byte aligned (the swizzle pattern's period); `role`: as `alloc_buffer`."""
+    return replace(m, offset=k.alloc_buffer(m.nbytes, KMAJOR_ALIGN, role=role))
+
+
+def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int, role: str = "kmajor-copy") -> SharedMatrix:
+    """A new swizzled (rows, cols) buffer; `role`: "kmajor" where a loop asks for it before its
+    pipeline's stages (predicted), "kmajor-copy" where the op that copies asks (not predicted)."""
+    return place_kmajor(k, kmajor_shape(k, rows, cols, elem_bytes), role)
+
+
+def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, elem_bytes: int,
+                  asked: str = "kmajor-copy") -> SharedMatrix:
+    """The K-major buffer of an operand tile of this shape and role ("a" or "b"); `asked`: the
+    buffer's role, as `kmajor_matrix`."""
     kdim, x_size = k_and_x(tile_shape[-2:], role)
-    return kmajor_matrix(k, x_size, kdim, elem_bytes)
+    return kmajor_matrix(k, x_size, kdim, elem_bytes, asked)
 
 
 def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optional[SharedMatrix],

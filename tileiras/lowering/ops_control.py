@@ -103,6 +103,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     from . import ops_wgmma
     from .ops_tcgen05 import before_loop
 
+    k.plan_check.enter_loop(op, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
     before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
     ops_wgmma.before_loop(k, op)   # wgmma's K-major copies, likewise
     pipeline = pipelined_loop.prepare(k, op)

@@ -37,7 +37,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
-from .kmajor_copy import copy_kmajor, k_and_x, kmajor_matrix, store_kmajor
+from .kmajor_copy import copy_kmajor, k_and_x, kmajor_shape, place_kmajor, store_kmajor
 from .llvm_text import llvm_type
 from .layout import MmaLayout
 from .ops_mma import _a_from_registers, stage
@@ -244,12 +244,21 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
 
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the K-major copy buffers of
-    the wgmmas inside it, so that the pipeline's depth leaves room for them."""
+    the wgmmas inside it, so that the pipeline's depth leaves room for them (`loop_copies`)."""
+    for key, matrix in loop_copies(k, loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve):
+        k.wgmma_buffers[key] = place_kmajor(k, matrix, "kmajor")
+
+
+def loop_copies(k: KernelLowering, loop: Operation, used: int) -> "list[tuple[tuple[Operation, str], SharedMatrix]]":
+    """The K-major copy buffers (not yet placed) the wgmmas inside `loop` are given before it, in
+    the order asked: ((mma, "a"/"b"), buffer) for each staged load copied K-major in the loop that
+    no outer loop gave one (`k.wgmma_buffers`); `used`: the shared memory taken before them. One
+    decision for the lowering (`before_loop`) and plan-shared-memory (tileas/shared_stages.py)."""
     from .assign_layouts import _passes_shared
     from .ops_tcgen05 import _inside
 
     if k.assignment is None:
-        return
+        return []
     copies: list = []   # (mma, role, tile shape, element bytes) of each K-major copy the loop makes
     for op in k.assignment.wgmma_ops:
         shape = select(op, k.sm, k.threads)
@@ -266,17 +275,19 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
                     or _tma_rounded_stage(k, shape, loop, value.owner, role, transposed):  # type: ignore[arg-type]
                 continue
             copies.append((op, role, op.operand(name).type.shape, shape.elem_bytes))  # type: ignore[union-attr]
-    chunked = _chunked_copy(k, loop, copies)
+    chunked = _chunked_copy(k, loop, copies, used)
+    out = []
     for op, role, tile_shape, eb in copies:
         kdim, x_size = k_and_x(tile_shape[-2:], role)
-        k.wgmma_buffers[(op, role)] = kmajor_matrix(k, x_size, kdim // 2 if (op, role) == chunked else kdim, eb)
+        out.append(((op, role), kmajor_shape(k, x_size, kdim // 2 if (op, role) == chunked else kdim, eb)))
+    return out
 
 
-def _chunked_copy(k: KernelLowering, loop: Operation, copies: list) -> "tuple[Operation, str] | None":
+def _chunked_copy(k: KernelLowering, loop: Operation, copies: list, used: int) -> "tuple[Operation, str] | None":
     """The (mma, "b") whose K-major copy is made in two K halves through a buffer half its size,
-    where that lets `loop`'s pipeline have the two stages the whole copies leave no room for (tf32
-    128x256 on sm_90: two 96 KB stages beside a 64 KB copy of B do not fit, beside 32 KB they do);
-    None where the copies are made whole."""
+    where that lets `loop`'s pipeline have the two stages the whole copies leave no room for beside
+    the `used` bytes taken before them (tf32 128x256 on sm_90: two 96 KB stages beside a 64 KB
+    copy of B do not fit, beside 32 KB they do); None where the copies are made whole."""
     from .async_copy import matrix_shape
     from .mbarrier import BYTES
     from .pipelined_loop import _tma_swizzles, uses_mbarriers
@@ -288,8 +299,8 @@ def _chunked_copy(k: KernelLowering, loop: Operation, copies: list) -> "tuple[Op
     stage = sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])
                              or (uses_mbarriers(k) and _tma_swizzles(k, ld, k.get(ld.operand("view"))))).nbytes
                 for ld in plan.loads)
-    need = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve + 2 * stage + 4 * BYTES
-    sizes = {(op, role): SharedMatrix(0, 1, *reversed(k_and_x(shp[-2:], role)), eb, k.pad_buffers, swizzled=True).nbytes
+    need = used + 2 * stage + 4 * BYTES
+    sizes = {(op, role): kmajor_shape(k, *reversed(k_and_x(shp[-2:], role)), eb).nbytes
              for op, role, shp, eb in copies}
     if need + sum(sizes.values()) <= opt_in_limit(k.sm):
         return None

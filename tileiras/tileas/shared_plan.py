@@ -9,8 +9,9 @@ lifetimes, in program order, as the lowering places them (`place`).
 
 Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
-they are exact, the staged loads, the loops' rings and their mbarriers (`shared_stages.py`:
-"staging", "invariant", "ring", "mbarriers"), whose pipeline depths the pass decides here
+they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies
+(`shared_stages.py`: "staging", "invariant", "ring", "mbarriers", "kmajor"), whose pipeline depths
+the pass decides here
 (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
@@ -81,6 +82,7 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # what the lowering attempt it was made for does
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
+    entered: dict                 # loop with K-major copies -> bytes taken before them (their decision)
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -103,9 +105,10 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
     covered = {role for role, _ in SIZERS}
     staged = predict(entry, assignment, asked, assumes)
     fits: dict = {}
+    entered: dict = {}
     if staged is not None:
         asked += staged[0]
-        fits = staged[1]
+        fits, entered = staged[1], staged[2]
         covered |= set(STAGING)
     # program order, as the lowering asks (a singleton first: it is placed above nothing but them)
     asked.sort(key=lambda r: live.position(r.op) if r.op is not None else 0)
@@ -115,7 +118,7 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
         seq = seen.get(request.key(0)[:2], 0)
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
-    plan_of(assignment).shared = SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits)
+    plan_of(assignment).shared = SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered)
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:
@@ -220,6 +223,15 @@ class PlanCheck:
                 self._mismatch(f"{_op_name(planned.op)} placed its {planned.describe()} at offset "
                                f"{self.asked[key]}; the plan places it at {buffer.offset}")
         return self.mismatches
+
+    def enter_loop(self, loop: Operation, used: int) -> None:
+        """The lowering enters `loop` with `used` bytes of shared memory taken: where the plan decided
+        the loop's buffers beside other bytes, its decisions (a K-major copy made in halves, the
+        depth) do not hold: `void`."""
+        planned = self.plan.entered.get(loop) if self.plan is not None else None
+        if planned is not None and planned != used and not self.voided:
+            self.void(f"the buffers before the loop at {loop.location} are not all planned ({used} B taken, "
+                      f"{planned} B planned)")
 
     def void(self, why: str) -> None:
         """The lowering placed a buffer the plan does not size before a pipeline's depth was decided

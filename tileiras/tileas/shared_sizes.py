@@ -5,11 +5,12 @@ lowering does by calling the same predicates (`ops_shape.broadcast_form`,
 `ops_layout.conversion_form`, ...), so that one place says which form an op takes.
 
 `ROLES` lists every role the lowering asks buffers for (the `role` of `alloc_buffer` at its call
-sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings and
-their mbarriers are predicted only where exact (`shared_stages.py` says which kernels are not), so
-they are not SIZERS. The others still depend on what the lowering placed before them (a row
-group's TMA budget, an epilogue's restaging, a K-major copy's chunks), which the plan cannot know
-until it sizes those too.
+sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings,
+their mbarriers and the loops' K-major copies are predicted only where exact (`shared_stages.py`
+says which kernels are not), so they are not SIZERS. The others still depend on what the lowering
+placed before them (a row group's TMA budget, an epilogue's restaging) or on how an op's operand
+was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot know until it sizes
+those too.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ ROLES = (
     "ring",                                             # a pipeline's stages
     "mbarriers",                                        # mbarrier arrays
     "mma-stage", "mma-slice", "p-buffer", "fp4-pack",   # restaged mma operands
-    "kmajor",                                           # wgmma's K-major copies
+    "kmajor", "kmajor-copy",                            # K-major copies: a loop's, an op's own
     "restage", "tma-store", "tmem-epilogue",            # epilogue restaging
     "scales", "tmem-stages", "tmem-control",            # tcgen05 block scales, stages, tensor memory
 )

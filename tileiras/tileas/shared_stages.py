@@ -7,8 +7,14 @@ the lowering reads it (`pipelined_loop.planned_fit`). What a loop's stages hold
 copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering's own functions,
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
-Predicted, per kernel, where exact: the roles "staging", "invariant", "ring" and "mbarriers"
-together, or none of them. Not predicted (`predict` returns None), and why:
+Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers" and
+"kmajor" together, or none of them. "kmajor": the K-major copy buffers a loop asks for before its
+stages (sm_90's wgmma operands copied K-major, `ops_wgmma.loop_copies`, which decides for both: a
+copy of B may be made in halves where whole copies leave no room for two stages, so they are
+decided beside the bytes taken before the loop, `SharedPlan.entered`; where the lowering enters the
+loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The K-major copies an op makes
+for itself ("kmajor-copy": outside loops, register tiles, tcgen05's restaging) are not predicted.
+Not predicted (`predict` returns None), and why:
 
 * the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
   decides by the first fit of the buffers the lowering placed;
@@ -18,8 +24,8 @@ together, or none of them. Not predicted (`predict` returns None), and why:
 * a tensor-core operand whose view is not a partition of a tensor view made in the kernel.
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
-asked for a role the plan does not size first (a wgmma's K-major copy, a tcgen05 mma's buffers
-before its loop, an earlier epilogue's restaging), the lowering fits the loop itself and the
+asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
+earlier epilogue's restaging, a reduction's scratch), the lowering fits the loop itself and the
 check drops these roles for the rest of the kernel (`PlanCheck.void`).
 """
 
@@ -36,7 +42,7 @@ from .shared_plan import Assumptions, Request, place
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers")
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor")
 LOAD = "cuda_tile.load_view_tko"
 
 
@@ -63,9 +69,10 @@ class StagingFacts:
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> Optional[tuple[list[Request], dict]]:
-    """(the requests of `ROLES`, loop -> (the shared memory taken before it, its fit)), or None where
-    the kernel is not predicted (module docstring). `others`: the requests of the other roles."""
+            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict]]:
+    """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
+    fit), loop with K-major copies -> the shared memory taken before them), or None where the kernel is not
+    predicted (module docstring). `others`: the requests of the other roles."""
     from ..lowering import row_tma
     from ..lowering.async_copy import chunk_elements, matrix_shape
     from ..lowering.mbarrier import BYTES
@@ -81,19 +88,29 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     live = lifetimes(entry)
     out: list[Request] = []
     fits: dict = {}
+    entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
     allocas = 0
     for op in entry.walk():
         if op.name == "cuda_tile.alloca":
             allocas += alloca_bytes(op)
-        elif op in kplan.pipelines:
+        elif op.name == "cuda_tile.for":
+            pipeline = kplan.pipelines.get(op)
+            if pipeline is not None and pipeline.pipelined \
+                    and any(view_facts(load.operand("view")) is None for load in pipeline.loads):
+                return None
+            before = [r for r in others + out if live.position(r.op) < live.position(op)]
+            taken = place(before, entry).total + allocas + assumes.reserve
+            copies = _loop_copies(facts, op, taken)
+            if copies:        # decided beside `taken` bytes: they hold where the lowering took as many
+                entered[op] = taken
+            out += copies
+            if pipeline is None:
+                continue
             ring = ring_of(facts, op)  # type: ignore[arg-type]
             if ring is None or not ring.plan.pipelined:
                 continue
-            if any(view_facts(load.operand("view")) is None for load in ring.plan.loads):
-                return None
-            used = place([r for r in others + out if live.position(r.op) < live.position(op)], entry).total \
-                + allocas + assumes.reserve
+            used = place(before + copies, entry).total + allocas + assumes.reserve
             fitted = fit(facts, ring, used)  # type: ignore[arg-type]
             fits[op] = (used, fitted)
             if not fitted.stages:
@@ -120,7 +137,20 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                live.value_range(op.results[0], op)))
             if once:
                 out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
-    return out, fits
+    return out, fits, entered
+
+
+def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Request]:
+    """The K-major copy buffers `loop` asks for before its stages (ops_wgmma.loop_copies decides),
+    each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
+    from ..lowering.kmajor_copy import KMAJOR_ALIGN
+    from ..lowering.ops_wgmma import loop_copies
+
+    out = []
+    for key, matrix in loop_copies(facts, loop, used):  # type: ignore[arg-type]
+        facts.wgmma_buffers[key] = matrix
+        out.append(Request(loop, "kmajor", "buffer", matrix.nbytes, KMAJOR_ALIGN))
+    return out
 
 
 def _staged(op: Operation, assignment: "LayoutAssignment") -> bool:
