@@ -182,17 +182,22 @@ def test_a_pipeline_depth_is_decided_by_the_plan_and_read_by_the_lowering(monkey
     assert f"{stages}-stage" in dump and "dropped" not in dump
 
 
-def test_a_wrong_ring_prediction_is_an_internal_error(monkeypatch) -> None:
+def _mispredict(monkeypatch, role: str, size) -> None:   # type: ignore[no-untyped-def]
+    """shared_stages.predict with the sizes of `role`'s requests changed by `size`; the check strict."""
     from tileiras.tileas import shared_stages
 
     predict = shared_stages.predict
 
     def wrong(*args):   # type: ignore[no-untyped-def]
-        requests, fits, entered = predict(*args)
-        return [replace(r, nbytes=r.nbytes + 1024) if r.role == "ring" else r for r in requests], fits, entered
+        requests, *rest = predict(*args)
+        return [replace(r, nbytes=size(r.nbytes)) if r.role == role else r for r in requests], *rest
 
     monkeypatch.setattr(shared_stages, "predict", wrong)
     monkeypatch.setenv(STRICT_ENV, "1")
+
+
+def test_a_wrong_ring_prediction_is_an_internal_error(monkeypatch) -> None:
+    _mispredict(monkeypatch, "ring", lambda n: n + 1024)
     with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for ring \(ring\) 32768 B align 1024 swizzle "
                                            r"64B, live over ops .*; the plan predicts ring \(ring\) 33792 B"):
         _corpus("bmm_f16_64x64x32", "sm_90")
@@ -239,16 +244,7 @@ def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) ->
 
 
 def test_a_wrong_kmajor_prediction_is_an_internal_error(monkeypatch) -> None:
-    from tileiras.tileas import shared_stages
-
-    predict = shared_stages.predict
-
-    def wrong(*args):   # type: ignore[no-untyped-def]
-        requests, *rest = predict(*args)
-        return [replace(r, nbytes=r.nbytes // 2) if r.role == "kmajor" else r for r in requests], *rest
-
-    monkeypatch.setattr(shared_stages, "predict", wrong)
-    monkeypatch.setenv(STRICT_ENV, "1")
+    _mispredict(monkeypatch, "kmajor", lambda n: n // 2)
     with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 2048 B align 1024, .*; "
                                            r"the plan predicts kmajor \(buffer\) 1024 B"):
         _corpus("mm_e4m3_64x64x32", "sm_90")
