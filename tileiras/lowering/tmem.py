@@ -18,12 +18,14 @@ MMA warp (`stage_barriers`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import record
 from .smem import pointer
 
 if TYPE_CHECKING:
+    from ..ir.core import Operation
+    from .assign_layouts import LayoutAssignment
     from .kernel import KernelLowering
 
 COLUMNS = 512      # tensor memory per SM: 128 lanes x 512 32-bit columns
@@ -49,6 +51,36 @@ def allocation_columns(needed: int) -> int:
     while cols < needed:
         cols *= 2
     return cols
+
+
+def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional[Operation]":
+    """The op whose lowering first asks for the kernel's tensor memory (`tensor_memory`, which places
+    its control block then: a buffer alive to the kernel's end above everything taken so far), or
+    None where no mma runs on tcgen05. In program order, the first of: the warp-specialized loop whose
+    MMA warp issues tcgen05 mmas (warp_specialize_tcgen05: its roles allocate the columns), a `for`
+    that stores the nonzero initial value of an accumulator it keeps in tensor memory
+    (ops_tcgen05.before_loop), a tcgen05 mma (ops_tcgen05: its accumulator's region). Decides for
+    plan-shared-memory (tileas/shared_sizes.tmem_control), whose check (`PlanCheck`) sees the lowering ask
+    at this op or reports it."""
+    from ..tileas.plan import plan_of
+    from .ops_tcgen05 import resident_loop
+    from .warp_specialize_tcgen05 import _zero
+
+    layouts = getattr(assignment, "tcgen05_layouts", None) or {}
+    if not layouts:
+        return None
+    split = plan_of(assignment).warp_split
+    split_loop = split.loop if split is not None and split.mmas else None
+    stores: set[int] = set()     # loops storing a nonzero initial accumulator before they run
+    for op in layouts:
+        found = resident_loop(op)
+        if found is not None and found[0] is not split_loop \
+                and not _zero(found[0].operand_group("initValues")[found[1]]):
+            stores.add(id(found[0]))
+    for op in entry.walk():
+        if op is split_loop or id(op) in stores or op in layouts:
+            return op
+    return None
 
 
 def _shared_u32(k: "KernelLowering", offset: int) -> str:

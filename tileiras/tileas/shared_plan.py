@@ -16,8 +16,9 @@ the pass decides here
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
-kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`; not in kernels with a
-singleton, which the plan places first and the lowering where it is first needed).
+kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`). Tensor memory's
+control block, asked once per kernel, is planned at the op that first needs it
+(`lowering/tmem.first_asker`), where the lowering asks for it.
 
 `PlanCheck` is the verifier between the two: every request of a covered role must be one the plan
 predicted (kind, size, alignment, swizzle, lifetime), and every predicted request must be asked for;
@@ -49,13 +50,14 @@ STRICT_ENV = "TILEIRAS_STRICT_SHARED_PLAN"   # "1": a request the plan did not p
 @record
 class Request:
     """One buffer an op asks for: what `KernelLowering.alloc_buffer` is given."""
-    op: Optional[Operation]   # None: a kernel-wide singleton, whichever op asks first
+    op: Optional[Operation]   # the asking op (None: the kernel's, outside every op)
     role: str
     kind: str
     nbytes: int
     align: int
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
+    late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
 
     def key(self, seq: int) -> tuple[int, str, int]:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
@@ -110,8 +112,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
         asked += staged[0]
         fits, entered = staged[1], staged[2]
         covered |= set(STAGING)
-    # program order, as the lowering asks (a singleton first: it is placed above nothing but them)
-    asked.sort(key=lambda r: live.position(r.op) if r.op is not None else 0)
+    # program order, as the lowering asks
+    asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}
     seen: dict[tuple[int, str], int] = {}
     for request in asked:
@@ -122,10 +124,10 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:
-    """`requests` placed in program order by the lowering's first fit (a singleton first)."""
+    """`requests` placed in program order by the lowering's first fit."""
     live = lifetimes(entry)
     placed = SharedBuffers()
-    for request in sorted(requests, key=lambda r: live.position(r.op) if r.op is not None else 0):
+    for request in sorted(requests, key=lambda r: (live.position(r.op), r.late)):
         what = request.op.name if request.op is not None else ""
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
@@ -172,10 +174,9 @@ class PlanCheck:
         self.mismatches: list[str] = []
         self.voided: frozenset = frozenset()   # roles no longer checked (`void`)
         self.notes: list[str] = []             # for the schedule's dump: what was voided
-        # key -> the offset the plan placed it at; none where a singleton (placed first by the plan, asked
-        # by whichever op needs it first) may come after other buffers in the lowering
+        # key -> the offset the plan placed it at
         self.offsets = {key: b.offset for key, b in zip(plan.requests, plan.buffers.buffers)} \
-            if plan is not None and not any(r.op is None for r in plan.requests.values()) else {}
+            if plan is not None else {}
 
     def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
                 lifetime: Optional[tuple[int, int]], swizzle: int, offset: int) -> int:
@@ -183,12 +184,10 @@ class PlanCheck:
         `offset`. Where the plan predicted this request and every one before it, the buffer's offset
         is the plan's (which must be the first fit's: both place the same buffers in the same order);
         else `offset`."""
-        from .shared_sizes import SINGLETONS
-
         if self.plan is None or role not in self.plan.covered or role in self.voided:
             self.complete = False
             return offset
-        asked = Request(None if role in SINGLETONS else op, role, kind, nbytes, align, swizzle, lifetime)
+        asked = Request(op, role, kind, nbytes, align, swizzle, lifetime)
         base = asked.key(0)[:2]
         seq = self.seen.get(base, 0)
         self.seen[base] = seq + 1

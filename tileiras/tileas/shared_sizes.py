@@ -38,8 +38,6 @@ ROLES = (
     "restage", "tma-store", "tmem-epilogue",            # epilogue restaging
     "scales", "tmem-stages", "tmem-control",            # tcgen05 block scales, stages, tensor memory
 )
-# roles asked once per kernel, by whichever op needs them first
-SINGLETONS = frozenset({"tmem-control"})
 
 
 def _layout_of(value: Value, assignment: "LayoutAssignment") -> object:
@@ -114,13 +112,18 @@ def warp_reduction(entry: Operation, assignment: "LayoutAssignment") -> list[Req
 
 
 def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Request]:
-    """Tensor memory's mbarrier and address slot, once per kernel whose mmas run on tcgen05, alive
-    to its end (tmem.tensor_memory)."""
-    from ..lowering.tmem import CONTROL_BYTES
+    """Tensor memory's mbarrier and address slot, once per kernel whose mmas run on tcgen05, asked
+    by the op that first needs tensor memory (tmem.first_asker), alive from there to the kernel's
+    end (tmem.tensor_memory)."""
+    from ..lowering.tmem import CONTROL_BYTES, first_asker
+    from .plan import plan_of
 
-    if not assignment.tcgen05_layouts:
+    asker = first_asker(entry, assignment)
+    if asker is None:
         return []
-    return [Request(None, "tmem-control", "tmem", CONTROL_BYTES, 128)]
+    split = plan_of(assignment).warp_split     # its MMA warp asks after the loop's stages
+    late = split is not None and asker is split.loop
+    return [Request(asker, "tmem-control", "tmem", CONTROL_BYTES, 128, late=late)]
 
 
 SIZERS: tuple[tuple[str, Sizer], ...] = (

@@ -78,6 +78,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.mbarrier import BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
+    from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
@@ -110,7 +111,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             ring = ring_of(facts, op)  # type: ignore[arg-type]
             if ring is None or not ring.plan.pipelined:
                 continue
-            used = place(before + copies, entry).total + allocas + assumes.reserve
+            # and what the loop asks for before its stages (tcgen05's before_loop: tensor memory's control block)
+            asked = [r for r in others if r.op is op and not r.late]
+            used = place(before + asked + copies, entry).total + allocas + assumes.reserve
             fitted = fit(facts, ring, used)  # type: ignore[arg-type]
             fits[op] = (used, fitted)
             if not fitted.stages:
@@ -122,6 +125,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    matrix.span if matrix.swizzled else 0, live.op_range(op)))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
+            if split is not None and split.loop is op and split.form == "attention":   # its handshake
+                out.append(Request(op, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES))
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
             view = view_facts(op.operand("view"))  # type: ignore[arg-type]
             if view is None:
