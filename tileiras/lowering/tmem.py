@@ -69,14 +69,23 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
     layouts = getattr(assignment, "tcgen05_layouts", None) or {}
     if not layouts:
         return None
-    split = plan_of(assignment).warp_split
-    split_loop = split.loop if split is not None and split.mmas else None
+    kplan = plan_of(assignment)
+    split = kplan.warp_split
+    split_loop = split.loop if split is not None and split.mmas else None   # (before_loop leaves it alone)
     stores: set[int] = set()     # loops storing a nonzero initial accumulator before they run
     for op in layouts:
         found = resident_loop(op)
         if found is not None and found[0] is not split_loop \
                 and not _zero(found[0].operand_group("initValues")[found[1]]):
             stores.add(id(found[0]))
+    if split_loop is not None:   # its MMA warp runs where the loop is pipelined (else the body's mmas ask)
+        from ..tileas.shared_stages import StagingFacts
+        from .pipelined_loop import ring_of
+
+        facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split, True, {})
+        ring = ring_of(facts, split_loop)  # type: ignore[arg-type]
+        if ring is None or not ring.plan.pipelined:
+            split_loop = None
     for op in entry.walk():
         if op is split_loop or id(op) in stores or op in layouts:
             return op
