@@ -287,3 +287,33 @@ def test_where_the_plan_predicted_every_request_so_far_the_buffer_takes_the_plan
     _corpus("bmm_f16_64x64x32", "sm_90")
     assert taken[:3] == [("ring", True, 0), ("ring", True, 32768), ("mbarriers", True, 65536)], taken
     assert all(not planned for role, planned, _ in taken[3:] if role == "restage"), taken
+
+
+def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_for_it(monkeypatch) -> None:
+    """sm_100 attention: the MMA warp of the warp-specialized loop allocates tensor memory, after the
+    loop's stages (tmem.first_asker names the op; the pass plans the control block there): the bytes
+    before the loop are the lowering's, so the loop's depth is the plan's and nothing is dropped."""
+    from tileiras.lowering import pipelined_loop
+
+    read = []
+    planned = pipelined_loop.planned_fit
+    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op, used: read.append(planned(k, op, used)) or read[-1])
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("fa_bf16_q128k64d128", "sm_100")
+    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    assert ": 3 stages beside 32776 B planned before it (" in plan, plan
+    assert "//     tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 132224: %for" in plan
+    assert [fit.stages for fit in read] == [3] and "dropped" not in dump
+
+
+def test_tensor_memory_planned_at_the_kernels_start_is_an_internal_error(monkeypatch) -> None:
+    """A block-scaled mma outside any warp-specialized loop asks for tensor memory itself, after the
+    loads staged before it; planned at the kernel's start instead, the control block takes the
+    bytes the lowering gives the first staged load."""
+    from tileiras.lowering import tmem
+
+    monkeypatch.setattr(tmem, "first_asker", lambda entry, assignment: entry)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* placed its staging \(staging\) 1024 B "
+                                           r"align 128, .* at offset 0; the plan places it at 128"):
+        _corpus("cp_nvfp4_matmul_128x128x128", "sm_100")
