@@ -38,6 +38,11 @@ def _widest(stats: dict, key: str) -> int:
     return max(widths, default=0)
 
 
+def _pairs(stats: dict) -> bool:
+    """Whether the kernel's tensor-core instructions run on a CTA pair (tcgen05 cta_group::2: SASS .2CTA)."""
+    return any(".2CTA" in opcode for opcode in stats.get("tensor_shapes", {}))
+
+
 def _async(stats: dict) -> bool:
     return bool(stats["ldgsts"] or sum(stats["tma"].values()) or stats["mbarrier"])
 
@@ -59,6 +64,8 @@ CHECKS: dict[str, tuple[str, Callable[[dict, dict, str], str | None]]] = {
                      lambda o, n, g: f"{','.join(sorted(_generations(o))) or 'none'}|"
                      f"{','.join(sorted(_generations(n))) or 'none'}"
                      if _generations(n) and _generations(o) != _generations(n) else None),
+    "CTA pairs": ("NVIDIA's runs its MMAs on a CTA pair (tcgen05.mma.cta_group::2), ours on one CTA",
+                  lambda o, n, g: "one CTA" if _pairs(n) and not _pairs(o) else None),
     "async copies": ("NVIDIA's copies asynchronously (cp.async, TMA or mbarriers), ours does not",
                      lambda o, n, g: "none" if _async(n) and not _async(o) else None),
     # setmaxnreg marks warp roles with different register needs; a tcgen05 kernel (accumulator in tensor

@@ -39,20 +39,22 @@ def test_each_check_fires_on_its_own_gap_only(tmp_path: Path) -> None:
         _row("gen", "sm_100", _stats(tensor_core={"HMMA": 64}, tma={"UTMALDG": 1}),
              _stats(tensor_core={"UTCMMA": 4}, tma={"UTMALDG": 1})),
         _row("sync", "sm_90", _stats(), _stats(mbarrier=3, setmaxnreg=True)),
+        _row("pair", "sm_100", _stats(tensor_core={"UTCMMA": 4}, tensor_shapes={"UTCHMMA": 4}, tma={"UTMALDG": 1}),
+             _stats(tensor_core={"UTCMMA": 4}, tensor_shapes={"UTCHMMA.2CTA": 4}, tma={"UTMALDG": 1})),
         {"name": "failed", "gpu": "sm_90", "ours": {"ok": False}, "nvidia": {"ok": True, "stats": _stats()}},
     ]
     lines = gaps.gaps(rows)
-    assert lines[0].startswith("gaps vs NVIDIA's over 8 pairs")
+    assert lines[0].startswith("gaps vs NVIDIA's over 9 pairs")
     assert _counts(lines) == {"spills": 1, "load width": 1, "store width": 1, "ldmatrix": 1, "tensor cores": 1,
-                              "async copies": 1, "setmaxnreg, tensor-core kernels": 0,
+                              "CTA pairs": 1, "async copies": 1, "setmaxnreg, tensor-core kernels": 0,
                               "setmaxnreg, other kernels": 1}
     text = "\n".join(lines)
     for expected in ("spill sm_80: 12 spill", "narrow sm_80: 32|128 bits", "narrow sm_80: 16|128 bits",
                      "noldsm sm_80: LDSM 0", "gen sm_100: mma.sync|tcgen05", "sync sm_90: none",
-                     "sync sm_90: no setmaxnreg"):
+                     "sync sm_90: no setmaxnreg", "pair sm_100: one CTA"):
         assert expected in text, expected
     named = {line.split()[0] for line in lines if line.startswith("    ")}
-    assert named == {"spill", "narrow", "noldsm", "gen", "sync"}
+    assert named == {"spill", "narrow", "noldsm", "gen", "sync", "pair"}
     saved = tmp_path / "rows.json"
     saved.write_text(json.dumps(rows))
     assert gaps.main([str(saved)]) == 0
