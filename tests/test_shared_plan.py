@@ -59,7 +59,8 @@ def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
     dump = _lower(_transpose(32, 64))
     plan = _section(dump, "plan-shared-memory")
     assert plan[0] == "// shared-memory plan of @k:"
-    assert plan[1].startswith("//   predicted roles: conversion, invariant, kmajor, mbarriers, ring, staging, tmem-control, warp-reduction; "
+    assert plan[1].startswith("//   predicted roles: conversion, invariant, kmajor, mbarriers, reduction, ring, staging, tmem-control, "
+                            "warp-reduction; "
                             "placed as the lowering asks: ")
     buffers = [line for line in plan if "live over" in line]
     # 32 x 64 f32, while the permute runs, at the start of shared memory
@@ -123,7 +124,7 @@ def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> Non
     monkeypatch.setattr(shared_sizes, "SIZERS", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _lower(_transpose(32, 64))
-    assert "//   predicted roles: invariant, kmajor, mbarriers, ring, staging; placed as the lowering asks: conversion, " in dump
+    assert "//   predicted roles: invariant, kmajor, mbarriers, reduction, ring, staging; placed as the lowering asks: conversion, " in dump
     assert "conversion [     0,   8192)   8192 B align 16" in dump
 
 
@@ -224,13 +225,39 @@ def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -
 
 
 def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_says_so(monkeypatch) -> None:
-    """The cross-warp reduction scratch of layernorm's first loop (reduction, not sized by the plan)
-    comes before the next loop's stages: the plan's depth may not hold, so the lowering fits the loop
-    itself and the check drops the staging roles for the rest of the kernel (no error)."""
+    """sm_90 attention in e4m3: the restaged mma operand of the first loop (mma-stage, not sized by the
+    plan) comes before the next loop's stages: the plan's depth may not hold, so the lowering fits the
+    loop itself and the check drops the staging roles for the rest of the kernel (no error)."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus("cp_fmha_e4m3_d64_causal_128x128", "sm_90")
+    assert "the buffers before the loop at " in dump and \
+        "are not all planned: its staging, invariant, ring, mbarriers, kmajor, reduction dropped" in dump
+
+
+def test_a_reductions_scratch_before_a_loop_is_planned_and_its_depth_holds(monkeypatch) -> None:
+    """layernorm's reduces fold through scratch ("reduction") before the next loop's stages: sized by
+    ops_reduce.reduce_scratch, which the pass calls too, so the loops' depths are the plan's (nothing
+    dropped)."""
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("layernorm_chunked_f16_n16384_t1024", "sm_90")
-    assert "the buffers before the loop at " in dump and \
-        "are not all planned: its staging, invariant, ring, mbarriers, kmajor dropped" in dump
+    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    assert "//     reduction (reduction) " in plan and "stages beside " in plan, plan
+    assert "dropped" not in dump and "error: internal" not in dump
+
+
+def test_a_wrong_reduction_prediction_is_an_internal_error(monkeypatch) -> None:
+    _mispredict(monkeypatch, "reduction", lambda n: n + 16)
+    with pytest.raises(CompileError, match=r"'cuda_tile.reduce' at .* asks for reduction \(reduction\) (\d+) B align 16, "
+                                           r"live over ops .*; the plan predicts reduction \(reduction\) \d+ B"):
+        _corpus("layernorm_chunked_f16_n16384_t1024", "sm_90")
+
+
+def test_a_reduction_sliced_to_fit_is_predicted_in_as_many_slices(monkeypatch) -> None:
+    """sm_120's 32x1024 column sums of layernorm's backward do not fit whole beside the staged
+    loads: the pass decides the same two slices the lowering does (ops_reduce.slices)."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    plan = "\n".join(_section(_corpus("cp_layernorm_bwd_dwdb_f16_32x1024", "sm_120"), "plan-shared-memory"))
+    assert "//     reduction (reduction) 65536 B align 16, live over ops " in plan, plan
 
 
 def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) -> None:
@@ -264,7 +291,7 @@ def test_a_loop_entered_beside_other_bytes_than_planned_drops_its_copies(monkeyp
     monkeypatch.setattr(shared_stages, "predict", shifted)
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("mm_e4m3_64x64x32", "sm_90")
-    assert "are not all planned (0 B taken, 16 B planned): its staging, invariant, ring, mbarriers, kmajor dropped" \
+    assert "are not all planned (0 B taken, 16 B planned): its staging, invariant, ring, mbarriers, kmajor, reduction dropped" \
         in dump
 
 

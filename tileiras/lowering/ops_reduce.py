@@ -22,11 +22,7 @@ from .values import LoopContext, TileRegs
 
 def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
     """Store every element of each tile in shared memory; returns each tile's base pointer."""
-    bases, offset = [], 0
-    for t in tiles:
-        offset = -(-offset // 8) * 8
-        bases.append(offset)
-        offset += t.type.num_elements * storage_bytes(t.type.element)
+    bases, offset = scratch_offsets([t.type for t in tiles])
     buf = k.scratch(offset, "reduction")
     k.barrier()
     ptrs = []
@@ -109,8 +105,7 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
     dim = int(op.attributes["dim"])
     reverse = bool(op.attributes.get("reverse", False))
     shape = srcs[0].type.shape
-    n = shape[dim]
-    chunks = 1 if scan else _chunks(k, srcs, n)
+    chunks = reduce_scratch(op, lambda n: _chunks(k, srcs, n))[0]
     lts = [llvm_type(s.type.element) for s in srcs]
     rtype0 = op.results[0].type
     assert isinstance(rtype0, TileType)
@@ -175,19 +170,42 @@ def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:
     """The fewest slices (a power of two dividing `n`) whose scratch fits below `limit` beside the
     buffers alive at the op."""
     start, end = k.op_lifetime()
+    return slices([t.type for t in srcs], n, lambda nbytes: k.buffers.first_fit(nbytes, 16, start, end), limit)
+
+
+def scratch_offsets(types: list[TileType], chunks: int = 1) -> tuple[list[int], int]:
+    """(each tile's byte offset, bytes in all) of the scratch `to_scratch` (`chunks` 1) and
+    `_slice_to_scratch` fill: each tile's elements (a `chunks`-th of them), 8-byte aligned, end to end."""
+    bases, offset = [], 0
+    for t in types:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += t.num_elements // chunks * storage_bytes(t.element)
+    return bases, offset
+
+
+def slices(types: list[TileType], n: int, first_fit: Callable[[int], int], limit: int) -> int:
+    """The fewest slices (a power of two dividing `n`, the sliced dimension) whose scratch of `types`
+    (`scratch_offsets`), placed at `first_fit(its bytes)` beside the buffers alive at the op (16-byte
+    aligned, over the op's lifetime), ends below `limit`. The lowering (`_slices`) and the pass
+    `plan-shared-memory` (tileas/shared_stages.py, its planned buffers) both decide by it."""
     chunks = 1
     while True:
-        nbytes = _scratch_bytes(srcs, chunks)
-        if k.buffers.first_fit(nbytes, 16, start, end) + nbytes <= limit or n % (2 * chunks):
+        nbytes = scratch_offsets(types, chunks)[1]
+        if first_fit(nbytes) + nbytes <= limit or n % (2 * chunks):
             return chunks
         chunks *= 2
 
 
-def _scratch_bytes(srcs: list[TileRegs], chunks: int) -> int:
-    offset = 0
-    for t in srcs:
-        offset = -(-offset // 8) * 8 + t.type.num_elements // chunks * storage_bytes(t.type.element)
-    return offset
+def reduce_scratch(op: Operation, sliced: Callable[[int], int]) -> tuple[int, int]:
+    """(slices of the reduced dimension, bytes) of the scratch ("reduction") a reduce or scan whose
+    rows are not in warps folds through: a scan's operands whole, a reduce's in `sliced(n)` slices
+    of its dimension of `n` (`slices`, given the buffers alive at the op). `_reduce_like` and the pass
+    `plan-shared-memory` (shared_stages.py) both decide by it."""
+    types = [v.type for v in op.operands]
+    assert all(isinstance(t, TileType) for t in types)
+    chunks = 1 if op.name == "cuda_tile.scan" else sliced(types[0].shape[int(op.attributes["dim"])])  # type: ignore[union-attr]
+    return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
 
 
 def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, chunks: int,
@@ -221,12 +239,7 @@ def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim:
 def _slice_to_scratch(k: KernelLowering, tiles: list[TileRegs], dims: list[int], c: int, chunks: int) -> list[str]:
     """Store the elements of slice `c` of `chunks` (indices c * width .. of its dimension in `dims`)
     of each tile in scratch, at their row-major index in the slice; each tile's base pointer."""
-    sizes = [t.type.num_elements // chunks * storage_bytes(t.type.element) for t in tiles]
-    bases, offset = [], 0
-    for size in sizes:
-        offset = -(-offset // 8) * 8
-        bases.append(offset)
-        offset += size
+    bases, offset = scratch_offsets([t.type for t in tiles], chunks)
     buf = k.scratch(offset, "reduction")
     k.barrier()
     ptrs = []

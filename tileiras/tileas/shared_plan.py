@@ -9,8 +9,9 @@ lifetimes, in program order, as the lowering places them (`place`).
 
 Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
-they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies
-(`shared_stages.py`: "staging", "invariant", "ring", "mbarriers", "kmajor"), whose pipeline depths
+they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies, and the
+scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
+"kmajor", "reduction"), whose pipeline depths
 the pass decides here
 (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
@@ -98,7 +99,7 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
 def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
     """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
     from .shared_sizes import SIZERS
-    from .shared_stages import ROLES as STAGING, predict
+    from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
     live = lifetimes(entry)
     asked: list[Request] = []
@@ -111,7 +112,7 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
     if staged is not None:
         asked += staged[0]
         fits, entered = staged[1], staged[2]
-        covered |= set(STAGING)
+        covered |= set(STAGING) if reductions_predicted(entry, assignment) else set(STAGING) - {"reduction"}
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

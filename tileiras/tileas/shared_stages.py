@@ -7,8 +7,14 @@ the lowering reads it (`pipelined_loop.planned_fit`). What a loop's stages hold
 copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering's own functions,
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
-Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers" and
-"kmajor" together, or none of them. "kmajor": the K-major copy buffers a loop asks for before its
+Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
+"kmajor" and "reduction" together, or none of them ("reduction" left out of a kernel where another
+op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA path, a pack / unpack, a
+gather / scatter view's row indices). "reduction": the scratch a reduce or scan whose rows are not
+in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
+in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
+buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
+sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
 stages (sm_90's wgmma operands copied K-major, `ops_wgmma.loop_copies`, which decides for both: a
 copy of B may be made in halves where whole copies leave no room for two stages, so they are
 decided beside the bytes taken before the loop, `SharedPlan.entered`; where the lowering enters the
@@ -25,7 +31,7 @@ Not predicted (`predict` returns None), and why:
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
 asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-earlier epilogue's restaging, a reduction's scratch), the lowering fits the loop itself and the
+earlier epilogue's restaging, an mma's FMA scratch), the lowering fits the loop itself and the
 check drops these roles for the rest of the kernel (`PlanCheck.void`).
 """
 
@@ -42,8 +48,9 @@ from .shared_plan import Assumptions, Request, place
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor")
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction")
 LOAD = "cuda_tile.load_view_tko"
+REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 
 
 @record(frozen=False)
@@ -78,6 +85,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.mbarrier import BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
+    from ..lowering.smem import opt_in_limit
     from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
 
     kplan = plan_of(assignment)
@@ -92,9 +100,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
     allocas = 0
+    scratch = reductions_predicted(entry, assignment)
     for op in entry.walk():
         if op.name == "cuda_tile.alloca":
             allocas += alloca_bytes(op)
+        elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
+            before = [r for r in others + out if live.position(r.op) < live.position(op)]
+            out.append(_reduction(op, place(before, entry), live.op_range(op), opt_in_limit(assignment.sm) - allocas))
         elif op.name == "cuda_tile.for":
             pipeline = kplan.pipelines.get(op)
             if pipeline is not None and pipeline.pipelined \
@@ -143,6 +155,34 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             if once:
                 out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
     return out, fits, entered
+
+
+def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
+    """Whether every "reduction" scratch of the kernel is a reduce's or a scan's (`_reduction`): not
+    where an mma runs the FMA path (ops_reduce._mma: its operands in scratch, sliced along K), a
+    pack / unpack goes through scratch (ops_shape._pack_like) or a gather / scatter view's row
+    indices do (ops_memory.view_index): these are not predicted, so neither is the role."""
+    from ..ir.types import GatherScatterViewType
+
+    for op in entry.walk():
+        if op.name in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled") and op not in assignment.mma_shapes:
+            return False
+        if op.name in ("cuda_tile.pack", "cuda_tile.unpack") or \
+                any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
+            return False
+    return True
+
+
+def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> Request:
+    """The scratch a reduce or scan whose rows are not in warps folds through (ops_reduce.reduce_scratch
+    decides for both: a reduce's in slices where the whole would not fit below `limit` beside the
+    buffers `placed` before it), alive while it runs."""
+    from ..lowering.ops_reduce import reduce_scratch, slices
+
+    types = [v.type for v in op.operands]
+    nbytes = reduce_scratch(op, lambda n: slices(types, n, lambda size: placed.first_fit(size, 16, *lifetime),  # type: ignore[arg-type]
+                                                 limit))[1]
+    return Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)
 
 
 def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Request]:
