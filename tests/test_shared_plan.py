@@ -183,6 +183,13 @@ def test_a_pipeline_depth_is_decided_by_the_plan_and_read_by_the_lowering(monkey
     assert f"{stages}-stage" in dump and "dropped" not in dump
 
 
+def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, str]:   # type: ignore[no-untyped-def]
+    """(what compiling the corpus kernel printed, its plan-shared-memory section), the check strict."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus(name, gpu)
+    return dump, "\n".join(_section(dump, "plan-shared-memory"))
+
+
 def _mispredict(monkeypatch, role: str, size) -> None:   # type: ignore[no-untyped-def]
     """shared_stages.predict with the sizes of `role`'s requests changed by `size`; the check strict."""
     from tileiras.tileas import shared_stages
@@ -197,11 +204,21 @@ def _mispredict(monkeypatch, role: str, size) -> None:   # type: ignore[no-untyp
     monkeypatch.setenv(STRICT_ENV, "1")
 
 
-def test_a_wrong_ring_prediction_is_an_internal_error(monkeypatch) -> None:
-    _mispredict(monkeypatch, "ring", lambda n: n + 1024)
-    with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for ring \(ring\) 32768 B align 1024 swizzle "
-                                           r"64B, live over ops .*; the plan predicts ring \(ring\) 33792 B"):
-        _corpus("bmm_f16_64x64x32", "sm_90")
+@pytest.mark.parametrize("role,size,kernel,asks", [
+    ("ring", lambda n: n + 1024, "bmm_f16_64x64x32",
+     r"'cuda_tile.for' at .* asks for ring \(ring\) 32768 B align 1024 swizzle 64B, live over ops .*; the plan "
+     r"predicts ring \(ring\) 33792 B"),
+    ("kmajor", lambda n: n // 2, "mm_e4m3_64x64x32",
+     r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 2048 B align 1024, .*; the plan predicts kmajor "
+     r"\(buffer\) 1024 B"),
+    ("reduction", lambda n: n + 16, "layernorm_chunked_f16_n16384_t1024",
+     r"'cuda_tile.reduce' at .* asks for reduction \(reduction\) (\d+) B align 16, live over ops .*; the plan "
+     r"predicts reduction \(reduction\) \d+ B"),
+])
+def test_a_wrong_prediction_is_an_internal_error(monkeypatch, role: str, size, kernel: str, asks: str) -> None:  # type: ignore[no-untyped-def]
+    _mispredict(monkeypatch, role, size)
+    with pytest.raises(CompileError, match=asks):
+        _corpus(kernel, "sm_90")
 
 
 def test_a_staged_load_the_plan_did_not_predict_is_an_internal_error(monkeypatch) -> None:
@@ -238,18 +255,9 @@ def test_a_reductions_scratch_before_a_loop_is_planned_and_its_depth_holds(monke
     """layernorm's reduces fold through scratch ("reduction") before the next loop's stages: sized by
     ops_reduce.reduce_scratch, which the pass calls too, so the loops' depths are the plan's (nothing
     dropped)."""
-    monkeypatch.setenv(STRICT_ENV, "1")
-    dump = _corpus("layernorm_chunked_f16_n16384_t1024", "sm_90")
-    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    dump, plan = _planned(monkeypatch, "layernorm_chunked_f16_n16384_t1024", "sm_90")
     assert "//     reduction (reduction) " in plan and "stages beside " in plan, plan
     assert "dropped" not in dump and "error: internal" not in dump
-
-
-def test_a_wrong_reduction_prediction_is_an_internal_error(monkeypatch) -> None:
-    _mispredict(monkeypatch, "reduction", lambda n: n + 16)
-    with pytest.raises(CompileError, match=r"'cuda_tile.reduce' at .* asks for reduction \(reduction\) (\d+) B align 16, "
-                                           r"live over ops .*; the plan predicts reduction \(reduction\) \d+ B"):
-        _corpus("layernorm_chunked_f16_n16384_t1024", "sm_90")
 
 
 def test_a_reduction_sliced_to_fit_is_predicted_in_as_many_slices(monkeypatch) -> None:
@@ -263,18 +271,9 @@ def test_a_reduction_sliced_to_fit_is_predicted_in_as_many_slices(monkeypatch) -
 def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) -> None:
     """sm_90's K-major copy of an e4m3 B, asked by the loop before its stages (ops_wgmma.loop_copies,
     which the pass calls too): predicted, so the loop's depth is the plan's (nothing dropped)."""
-    monkeypatch.setenv(STRICT_ENV, "1")
-    dump = _corpus("mm_e4m3_64x64x32", "sm_90")
-    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    dump, plan = _planned(monkeypatch, "mm_e4m3_64x64x32", "sm_90")
     assert "//     kmajor (buffer) 2048 B align 1024, live over its op to the kernel's end, offset 0: " in plan, plan
     assert "stages beside 2048 B planned before it" in plan and "dropped" not in dump, plan
-
-
-def test_a_wrong_kmajor_prediction_is_an_internal_error(monkeypatch) -> None:
-    _mispredict(monkeypatch, "kmajor", lambda n: n // 2)
-    with pytest.raises(CompileError, match=r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 2048 B align 1024, .*; "
-                                           r"the plan predicts kmajor \(buffer\) 1024 B"):
-        _corpus("mm_e4m3_64x64x32", "sm_90")
 
 
 def test_a_loop_entered_beside_other_bytes_than_planned_drops_its_copies(monkeypatch) -> None:
@@ -325,9 +324,7 @@ def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_f
     read = []
     planned = pipelined_loop.planned_fit
     monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op, used: read.append(planned(k, op, used)) or read[-1])
-    monkeypatch.setenv(STRICT_ENV, "1")
-    dump = _corpus("fa_bf16_q128k64d128", "sm_100")
-    plan = "\n".join(_section(dump, "plan-shared-memory"))
+    dump, plan = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
     assert ": 3 stages beside 32776 B planned before it (" in plan, plan
     assert "//     tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 132224: %for" in plan
     assert [fit.stages for fit in read] == [3] and "dropped" not in dump
