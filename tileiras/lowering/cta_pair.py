@@ -111,6 +111,16 @@ def staged_type(pair: Optional[CtaPair], load: Operation) -> TileType:
     return TileType(tuple(shape), tile.element)
 
 
+def runs(k: "KernelLowering", op: Operation) -> bool:
+    """Whether the kernel's CTA pair runs mma `op` (its instructions cta_group::2, the pair's M)."""
+    return k.cta_pair is not None and k.cta_pair.mma is op
+
+
+def issuer(k: "KernelLowering", cond: str, op: Operation) -> str:
+    """i1 `cond` (the thread that issues `op`'s MMAs), in the pair's leader only where a pair runs it."""
+    return k.b.op(f"and i1 {cond}, {is_leader(k)}", "pi") if runs(k, op) else cond
+
+
 def pair_rank(k: "KernelLowering") -> str:
     """i32 this CTA's place in its pair (0: the leader, 1: its peer), read in the entry block."""
     from .multicast import ctarank

@@ -428,7 +428,9 @@ class Tcgen05Scales:
         from .async_copy import is_ready, wait_for
 
         self.k, self.m, self.n, self.address = k, m, n, sf_address
-        self.group = 2 if k.cta_pair is not None and k.cta_pair.mma is op else 1
+        from .cta_pair import runs
+
+        self.group = 2 if runs(k, op) else 1
         self.block, _ = scale_blocks(op)
         self.cells = sf_cells(op)
         self.fp4 = scaled_form(op).k == 64  # type: ignore[union-attr]

@@ -329,8 +329,9 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     if tcgen05:
         from .ops_tcgen05 import describe, lower_tcgen05
 
-        pair = k.cta_pair is not None and k.cta_pair.mma is op
-        instruction, mnk = describe(op, k.layout_of(op.results[0]), pair)  # type: ignore[arg-type]
+        from .cta_pair import runs
+
+        instruction, mnk = describe(op, k.layout_of(op.results[0]), runs(k, op))  # type: ignore[arg-type]
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
                  op, Instruction=instruction, Shape=mnk)
         k.set(op.results[0], lower_tcgen05(k, op, lhs, rhs, acc))

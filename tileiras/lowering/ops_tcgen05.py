@@ -143,11 +143,11 @@ class PairAccLayout(TmemAccLayout):
 def is_pair(op: Operation) -> bool:
     """Whether `op` is the mma a cluster's CTA pairs run as one (tileaa/clusters.PAIR_ATTR)."""
     from ..tileaa.clusters import PAIR_ATTR
+    from ..tileas.buffers import _parent_op
 
-    entry = op
+    entry: Optional[Operation] = op
     while entry is not None and entry.name != "cuda_tile.entry":
-        block = entry.parent
-        entry = block.parent.parent if block is not None and block.parent is not None else None
+        entry = _parent_op(entry)
     return entry is not None and bool(entry.attributes.get(PAIR_ATTR))
 
 
@@ -602,6 +602,12 @@ def columns_of(m: int, n: int) -> int:
     return n * (2 if m == 256 else 1)
 
 
+def issued_m(m: int, pair: bool) -> int:
+    """The M of one tcgen05.mma for an accumulator of `m` rows: a CTA pair's both CTAs' rows, else at
+    most 128 (M = 256 is two instructions side by side)."""
+    return 2 * m if pair else min(m, 128)
+
+
 def instruction(kind: Kind, m: int, n: int, a_m_major: bool = False, b_n_major: bool = True) -> int:
     """The 32-bit instruction descriptor (transpose A: A stored M-major; transpose B: B stored N-major)."""
     return (kind.d << 4) | (kind.a << 7) | (kind.b << 10) | (a_m_major << 15) | (b_n_major << 16) \
@@ -615,7 +621,7 @@ def describe(op: Operation, layout: MmaLayout, pair: bool = False) -> tuple[str,
     _, m, n = layout.shape
     scaled = ".block_scale" if op.name == "cuda_tile.mmaf_scaled" else ""
     return f"Tensor-core SM100 (tcgen05.mma.cta_group::{2 if pair else 1}.kind::{kind.name}{scaled})", \
-        f"[{2 * m if pair else min(m, 128)}, {n}, {kind.k}]"
+        f"[{issued_m(m, pair)}, {n}, {kind.k}]"
 
 
 def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
@@ -696,12 +702,12 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         fence_async_proxy(k)
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     k.barrier()
-    pair = k.cta_pair is not None and k.cta_pair.mma is op    # the leader issues for both CTAs (cta_pair.py)
-    if pair and scales is not None:   # ...once both CTAs restaged their scales (the leader's tcgen05.cp reads both)
-        from .cta_pair import scales_restaged
+    from . import cta_pair
 
-        scales_restaged(k)
-    idesc = instruction(kind, 2 * m if pair else min(m, 128), n, a is not None and not a.kmajor, not b.kmajor)
+    pair = cta_pair.runs(k, op)     # the leader issues for both CTAs
+    if pair and scales is not None:   # ...once both CTAs restaged their scales (the leader's tcgen05.cp reads both)
+        cta_pair.scales_restaged(k)
+    idesc = instruction(kind, issued_m(m, pair), n, a is not None and not a.kmajor, not b.kmajor)
 
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
@@ -710,12 +716,7 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         issue_mmas(k, op, a, b, a_tmem, address, accumulate, idesc, scales)
         commit(k, tm.mbarrier, pair)
 
-    issuer = k.b.op(f"icmp eq i32 {k.tid}, 0", "ti")
-    if pair:
-        from .cta_pair import is_leader
-
-        issuer = k.b.op(f"and i1 {issuer}, {is_leader(k)}", "ti")
-    k.guarded(issuer, lambda: issue() or None)
+    k.guarded(cta_pair.issuer(k, k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), op), lambda: issue() or None)
     wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
     if resident is not None:    # the registers go round the loop unchanged (and unused)
         return TileRegs(acc.type, list(carried.slots), layout)
@@ -731,9 +732,12 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
     operands `a` (None: A in tensor memory at `a_tmem`) and `b`, into the accumulator at
     tensor-memory `address`; `accumulate` (i32): whether the first adds to what tensor memory
     holds. Also the warp-specialized MMA warp's body (warp_specialize_tcgen05.py)."""
+    from .cta_pair import runs
+
     kind = kind_of(op)
     assert kind is not None
     _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+    group = 2 if runs(k, op) else 1
     for k0 in range(0, op.operand("lhs").type.shape[-1], kind.k):  # type: ignore[union-attr]
         b_desc = b.descriptor(k, 0, k0)
         for half in range(2 if m == 256 else 1):
@@ -750,7 +754,7 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
                     continue
                 a_text, a_cons, a_arg = "$1", "l", f"i64 {a_desc}"
             k.b.emit(f'call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $4, 0; '
-                     f'tcgen05.mma.cta_group::{2 if k.cta_pair else 1}.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
+                     f'tcgen05.mma.cta_group::{group}.kind::{kind.name} [$0], {a_text}, $2, $3, p; }}", '
                      f'"r,{a_cons},l,r,r,~{{memory}}"(i32 {d}, {a_arg}, i64 {b_desc}, i32 {idesc}, i32 {enable})')
 
 

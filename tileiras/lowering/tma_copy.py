@@ -29,7 +29,7 @@ serve another buffer (the loop's end, or the epilogue that reuses the buffers).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
@@ -40,6 +40,9 @@ from .kernel import KernelLowering, storage_bytes
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, pointer
 from .values import PartitionViewVal, SharedTileVal
+
+if TYPE_CHECKING:
+    from .cta_pair import CtaPair
 
 MAX_BOX = 256
 MAX_STORE_ROWS = 64     # an sm_90 store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's
@@ -232,7 +235,7 @@ def prefetch(k: KernelLowering, loads: dict) -> None:
 
 
 def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str,
-          casts: Optional[dict] = None, pair: object = None) -> None:
+          casts: Optional[dict] = None, pair: "Optional[CtaPair]" = None) -> None:
     """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load (of a sliced load, `casts[load]` = (i32 slice, i16 CTA
@@ -241,7 +244,7 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
     them; the other loads (block scales, which each CTA's own threads restage) on the CTA's own."""
     from . import cta_pair
 
-    paired = {load for load in loads if pair is not None and load in (pair.a_load, pair.b_load)}  # type: ignore
+    paired = {load for load in loads if pair is not None and load in (pair.a_load, pair.b_load)}
     own = sum(t.nbytes for load, t in loads.items() if load not in paired)
     lead = full
     if paired:

@@ -470,7 +470,7 @@ def mma_warp_done(k: KernelLowering) -> None:
 def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
                   step: str) -> None:
     """The MMA warp's program (threads `first` ..+31), in its own blocks, ending with `ret`."""
-    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, kind_of, region
+    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, issued_m, kind_of, region
     from .pipelined_loop import _stage_offset, _staged
     from .async_copy import fence_async_proxy
     from .tmem import ROLE_EXIT, stage_barriers, tensor_memory
@@ -478,12 +478,10 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
 
     assert p.full is not None and p.empty is not None
     issuer, leave = k.b.label("mma_issuer"), k.b.label("mma_idle")
-    mine = k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw")
-    if p.pair is not None:    # the pair's leader issues for both CTAs (cta_pair.py)
-        from .cta_pair import is_leader
+    from .cta_pair import issuer as pair_issuer
 
-        mine = k.b.op(f"and i1 {mine}, {is_leader(k)}", "mw")
-    k.b.cond_br(mine, issuer, leave)
+    # (a CTA pair's: the leader issues for both CTAs, cta_pair.py)
+    k.b.cond_br(pair_issuer(k, k.b.op(f"icmp eq i32 {k.tid}, {first}", "mw"), mmas[0]), issuer, leave)
     k.b.start_block(leave)
     k.b.emit(f"ret void {ROLE_EXIT}")
     k.b.start_block(issuer)
@@ -520,8 +518,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
             a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, it.stage)), True)
             b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, it.stage)), False)
             _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-            # the pair's M: both CTAs' rows (cta_group::2 M = 128 or 256)
-            idesc = instruction(kind_of(op), 2 * m if p.pair else min(m, 128), n, False, True)  # type: ignore[arg-type]
+            idesc = instruction(kind_of(op), issued_m(m, p.pair is not None), n, False, True)  # type: ignore[arg-type]
             scales = None
             if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
                 from .ops_blockscale import Tcgen05Scales

@@ -594,6 +594,8 @@ CP_SHAPES = {"128x256b": (128, 8, None), "4x256b": (4, 8, None), "128x128b": (12
 
 
 def _cp(dec: Decoder, ins: Instr) -> Any:
+    from .tcgen05_pair import pair_ctas
+
     np = _np()
     mods = Mods(ins)
     mods.need(("cp",), ".cp")
@@ -615,7 +617,7 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
         for t in lanes_of(st, m).tolist():
             # .cta_group::2: in each CTA of the pair, from its shared memory into its tensor memory (same
             # descriptor and address), as the pair's MMA reads each CTA's operands where they are
-            ctas = (None,) if not pair else (lambda lead: (lead, lead + 1))(_pair_lead(st, t))
+            ctas: tuple = pair_ctas(st, t, "tcgen05.cp") if pair else (None,)
             for p in ctas:
                 _copy(st, t, p, _smem_operand(st, _at(st, desc, t), rows, cols, "u32", 4, True, t, what, ins,
                                               cta=p).astype(np.uint32), _at(st, taddr, t) & 0xFFFFFFFF)
@@ -638,12 +640,6 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
                 tm.cells[li, ci] = vals[32 * block:32 * block + 32]
 
     return (K_OP, fn, None)
-
-
-def _pair_lead(st: Any, t: int) -> int:
-    from .tcgen05_pair import _pair
-
-    return _pair(st, t, "tcgen05.cp")
 
 
 def _nop(dec: Decoder, ins: Instr) -> Any:

@@ -43,6 +43,12 @@ def _pair(st: Any, t: int, what: str) -> int:
     return lead
 
 
+def pair_ctas(st: Any, t: int, what: str) -> tuple[int, int]:
+    """The cluster ranks of thread t's pair: its leader, then the peer."""
+    lead = _pair(st, t, what)
+    return lead, lead + 1
+
+
 def pair_columns(st: Any, t: int, n: int) -> Any:
     """The first column of thread t's CTA's half of a paired allocation of n columns: the columns the
     peer took if it allocated first, else n columns free in both tensor memories (None: full)."""
@@ -83,7 +89,7 @@ def pair_mma(st: Any, t: int, f: dict, k: int, a_desc: int, b_desc: int, d: int,
     np = _np()
     from .tcgen05 import _cells, _scaled, _scales, _smem_operand, _track, accumulate, tmem
 
-    lead = _pair(st, t, "tcgen05.mma")
+    ctas = pair_ctas(st, t, "tcgen05.mma")
     m, n = f["m"], f["n"]
     if m not in (128, 256):
         raise DeviceFault(f"tcgen05.mma.cta_group::2 with M = {m}: M must be 128 or 256", t)
@@ -91,7 +97,6 @@ def pair_mma(st: Any, t: int, f: dict, k: int, a_desc: int, b_desc: int, d: int,
         raise DeviceFault(f"tcgen05.mma.cta_group::2 D must start at lane 0, not lane {d >> 16}", t)
     (aty, aes), (bty, bes) = f["a"], f["b"]
     hm, hn = m // 2, n // 2
-    ctas = (lead, lead + 1)
     A = np.concatenate([_smem_operand(st, a_desc, hm, k, aty, aes, not f["trans_a"], t, what, ins, cta=p)
                         for p in ctas])
     B = np.concatenate([_smem_operand(st, b_desc, hn, k, bty, bes, not f["trans_b"], t, what, ins, cta=p)
