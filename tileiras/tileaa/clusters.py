@@ -58,8 +58,7 @@ inner position, pointer tiles, atomics, prints, a view read two ways or whose in
 kernel reads, a split index that is not i32, a store that would not cover the split, or a target
 without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
 
-Left for later (NVIDIA's form): on sm_100 the multicast of A between the pairs of a cluster of 4, and
-block-scaled pairs; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the
+Left for later (NVIDIA's form): on sm_100 the multicast of A between the pairs of a cluster of 4; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the
 factors here do not choose (the squarest tile, 128x128, wins; lowering/multicast.py handles either).
 """
 
@@ -368,34 +367,39 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
 
 def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], str]:
     """(cluster CTAs, M factor, N factor) for `entry` on `gpu`, or None with the reason."""
+    return _plan(entry, gpu)[:2]
+
+
+def _plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], str, bool]:
+    """`plan`, and whether CTAs 2i and 2i+1 run the mma as a CTA pair (`_pair_split`)."""
     c = cluster_size(entry, gpu)
     if c == 1:
-        return None, ""
+        return None, "", False
     if not supports_clusters(gpu):
-        return None, f"{gpu} runs it on one CTA"
+        return None, f"{gpu} runs it on one CTA", False
     if c not in (2, 4, 8):
-        return None, f"a cluster of {c} CTAs is not supported"
+        return None, f"a cluster of {c} CTAs is not supported", False
     try:
         lab, ops = _collect(entry)
     except _Refused as why:
-        return None, str(why)
+        return None, str(why), False
     mmas = [op for op in ops if op.name in _MMA]
     if not mmas:
-        return None, "no mma to split"
+        return None, "no mma to split", False
     accs = {tuple(op.results[0].type.shape) for op in mmas}   # type: ignore[attr-defined]
     if len(accs) != 1:
-        return None, "mmas of different tile shapes"
+        return None, "mmas of different tile shapes", False
     tm, tn = next(iter(accs))
     pair, why_not_pair = _pair_split(gpu, c, mmas, tm, tn)
     if pair is not None:
         fs: Optional[tuple[int, int]] = pair
     elif tm * tn <= ONE_CTA_TILE:
         return None, (f"one CTA holds the {tm}x{tn} tile (without multicast loads a split only makes each "
-                      f"CTA's tile smaller; no CTA pair: {why_not_pair})")
+                      f"CTA's tile smaller; no CTA pair: {why_not_pair})"), False
     else:
         fs = _factors(c, tm, tn)
     if fs is None:
-        return None, f"a {tm}x{tn} tile does not split over {c} CTAs"
+        return None, f"a {tm}x{tn} tile does not split over {c} CTAs", False
     fm, fn = fs
     for op in ops:   # every split dimension divides by its factor
         for v in (*op.operands, *op.results):
@@ -405,7 +409,7 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
                 lbl = lab.of(v, d)
                 f = fm if lbl == M else fn if lbl == N else 1
                 if size % f:
-                    return None, f"dimension {d} of a {shape} value does not split by {f}"
+                    return None, f"dimension {d} of a {shape} value does not split by {f}", False
     split = {lbl for lbl, f in ((M, fm), (N, fn)) if f > 1}
     for op in ops:
         view = op.operands[0] if op.name == "cuda_tile.get_index_space_shape" else op.operand("view") \
@@ -415,23 +419,23 @@ def plan(entry: Operation, gpu: str) -> tuple[Optional[tuple[int, int, int]], st
             continue
         dims = [d for d in range(len(t.tile_shape)) if lab.of(view, d) in split]
         if dims and op.name == "cuda_tile.get_index_space_shape":   # it would change with the split
-            return None, "the index space of a split view is read"
+            return None, "the index space of a split view is read", False
         index = op.operand_group("index") if op.name != "cuda_tile.get_index_space_shape" else []
         if any(index[d].type != _I32 for d in dims):
-            return None, "a split view index is not i32"
+            return None, "a split view index is not i32", False
     for op in ops:   # a store must cover the split: every C-space store is split in M and N alike
         if op.name == "cuda_tile.store_view_tko":
             tile = op.operands[0]
             lbls = [lab.of(tile, d) for d in range(_rank(tile))]
             if (fm > 1 and M not in lbls) or (fn > 1 and N not in lbls):
-                return None, "a store every CTA of the cluster would repeat"
-    return (c, fm, fn), ""
+                return None, "a store every CTA of the cluster would repeat", False
+    return (c, fm, fn), "", pair is not None
 
 
 def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tuple[int, int, int]]:
     """Rewrite `entry` to one CTA's part of its tiles when its hints ask for a cluster; the plan
     (CTAs, M factor, N factor) or None (the entry unchanged; `remark(why)` told why)."""
-    shape, why = plan(entry, gpu)
+    shape, why, pair = _plan(entry, gpu)
     if shape is None:
         if why and remark is not None:
             remark(why)
@@ -492,9 +496,7 @@ def split_over_cluster(entry: Operation, gpu: str, remark=None) -> Optional[tupl
                         mapped[idx, lbl] = _binary(at, "cuda_tile.addi", scaled, coords[lbl], i32)
                     op.set_operand(start + d, mapped[idx, lbl])
     entry.attributes[CLUSTER_ATTR] = (c, fm, fn)
-    mmas = [op for op in ops if op.name in _MMA]
-    if _pair_split(gpu, c, mmas, fm * mmas[0].results[0].type.shape[0], fn * mmas[0].results[0].type.shape[1])[0] \
-            == (fm, fn):
+    if pair:
         entry.attributes[PAIR_ATTR] = True
     return c, fm, fn
 
