@@ -171,12 +171,11 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
     k.schedule_notes += [f"//   {where}: block scale {load.results[0].type} staged through registers (no fact "
                          f"proves a 4-byte copy of it aligned)" for load in ring.through_registers]
+    head, *rows = plan.describe()
+    k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
     if pair is not None:    # before tensor memory is allocated: with .cta_group::2
         assert k.tmem is None, "tensor memory allocated before the CTA pair was planned"
         k.cta_pair = pair
-    head, *rows = plan.describe()
-    k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
-    if pair is not None:
         k.schedule_notes.append(f"//   {where}: a CTA pair runs its mma (tcgen05.mma.cta_group::2): each CTA copies "
                                 f"its A rows and half of B, the leader issues the MMAs for both")
     schedule = plan.schedule
