@@ -76,6 +76,11 @@ class Assumptions:
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
 
+    def describe(self) -> str:
+        return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
+                f"{f', {self.reserve} B left free by pipelines' if self.reserve else ''}"
+                f"{', oversized loads deferred to their mma' if self.defer else ''}")
+
 
 @record(frozen=False)
 class SharedPlan:
@@ -86,6 +91,28 @@ class SharedPlan:
     assumes: "Assumptions"        # what the lowering attempt it was made for does
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
     entered: dict                 # loop with K-major copies -> bytes taken before them (their decision)
+    allocas: int = 0              # static shared memory of the kernel's allocas
+    limit: int = 0                # the target's opt-in maximum of shared memory per block
+    chosen: bool = False          # the pass chose `assumes` (shared_choice.py); else the lowering tries them
+
+    @property
+    def complete(self) -> bool:
+        """Whether the plan predicts every buffer the lowering will ask for (every role covered)."""
+        from .shared_sizes import ROLES
+
+        return self.covered.issuperset(ROLES)
+
+    @property
+    def excess(self) -> int:
+        """Bytes by which the kernel's shared memory (its buffers and allocas) exceeds the target's."""
+        from ..lowering.smem import REGION_ALIGN
+
+        return max(0, -(-self.buffers.total // REGION_ALIGN) * REGION_ALIGN + self.allocas - self.limit)
+
+    @property
+    def refused(self) -> bool:
+        """Whether a pipelined loop gets no stages (it stays unpipelined for lack of room)."""
+        return any(not fitted.stages for _used, fitted in self.fits.values())
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -96,8 +123,34 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
     return plan_of(assignment).shared
 
 
-def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
-    """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
+def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
+    """Pass `plan-shared-memory`: the kernel planned under each assumption `shared_choice` tries,
+    the chosen plan kept; where a plan does not predict every buffer, the default one, unchosen
+    (the lowering then tries the assumptions itself)."""
+    from .shared_choice import Outcome, attempts
+
+    class Undecided(Exception):
+        pass
+
+    def attempt(assumes: Assumptions) -> Outcome[SharedPlan]:
+        plan = _plan(entry, assignment, assumes)
+        if not plan.complete:
+            raise Undecided
+        return Outcome(plan, plan.excess, plan.refused)
+
+    try:
+        kept = attempts(attempt).result
+        assert kept is not None
+        kept.chosen = True
+    except Undecided:
+        kept = _plan(entry, assignment, Assumptions())
+    plan_of(assignment).shared = kept
+
+
+def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
+    """Every covered request sized, then placed in program order, under `assumes`."""
+    from ..lowering.ops_memory import alloca_bytes
+    from ..lowering.smem import opt_in_limit
     from .shared_sizes import SIZERS
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
@@ -121,7 +174,9 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
         seq = seen.get(request.key(0)[:2], 0)
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
-    plan_of(assignment).shared = SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered)
+    allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
+    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered, allocas,
+                      opt_in_limit(assignment.sm))
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:
@@ -139,7 +194,7 @@ def plan_for(entry: Operation, assignment: "LayoutAssignment", assumes: Assumpti
     """The plan under the lowering's `assumes` (planned again where the pass assumed otherwise)."""
     plan = shared_plan_of(assignment)
     if plan is not None and plan.assumes != assumes:
-        plan_shared_memory(entry, assignment, assumes)
+        plan_of(assignment).shared = _plan(entry, assignment, assumes)
 
 
 def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
@@ -150,7 +205,9 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     if plan is None:
         return []
     lines = [f"//   predicted roles: {', '.join(sorted(plan.covered)) or 'none'}; placed as the lowering asks: "
-             f"{', '.join(role for role in ROLES if role not in plan.covered)}"]
+             f"{', '.join(role for role in ROLES if role not in plan.covered) or 'none'}",
+             f"//   {plan.assumes.describe()}: "
+             f"{'chosen here' if plan.chosen else 'the lowering tries the assumptions in turn (not every buffer predicted)'}"]
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")

@@ -1,0 +1,104 @@
+"""How a kernel stages its tiles (tileiras/tileas/shared_choice.py): the order of the assumptions tried,
+and the choice made by plan-shared-memory where its plans predict every buffer."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import pytest
+
+from tileiras.tileas.shared_choice import Outcome, attempts
+from tileiras.tileas.shared_plan import Assumptions
+
+PADDED, UNPADDED = Assumptions(True, 0, False), Assumptions(False, 0, False)
+
+
+def _run(table: dict[Assumptions, tuple[int, bool]]) -> tuple[Optional[Assumptions], list[Assumptions]]:
+    """The assumptions kept and those tried, where attempt a gives table[a] = (excess, refused)
+    (absent: it fits, no pipeline refused)."""
+    tried: list[Assumptions] = []
+
+    def attempt(assumes: Assumptions) -> Outcome[Assumptions]:
+        tried.append(assumes)
+        excess, refused = table.get(assumes, (0, False))
+        return Outcome(None if excess else assumes, excess, refused)
+
+    return attempts(attempt).result, tried
+
+
+def test_padded_is_kept_where_it_fits_and_pipelines_everything() -> None:
+    assert _run({}) == (PADDED, [PADDED])
+
+
+@pytest.mark.parametrize("unpadded, kept", [
+    ((0, False), UNPADDED),        # the pipeline fits without the padding: worth more than it
+    ((0, True), PADDED),           # refused either way: the padding stays
+    ((512, False), PADDED),        # unpadded overflows (its bigger pipeline): the padded kernel stays
+])
+def test_a_refused_pipeline_tries_unpadded_stages(unpadded: tuple[int, bool], kept: Assumptions) -> None:
+    assert _run({PADDED: (0, True), UNPADDED: unpadded}) == (kept, [PADDED, UNPADDED])
+
+
+def test_an_overflow_reserves_room_for_the_loop_body_then_defers_loads() -> None:
+    table = {PADDED: (1000, False), UNPADDED: (300, False), Assumptions(False, 300, False): (200, False),
+             Assumptions(False, 500, False): (100, False), Assumptions(False, 600, False): (50, False),
+             Assumptions(True, 0, True): (0, False)}
+    kept, tried = _run(table)
+    assert kept == Assumptions(True, 0, True)
+    assert tried == [PADDED, UNPADDED, Assumptions(False, 300, False), Assumptions(False, 500, False),
+                     Assumptions(False, 600, False), Assumptions(True, 0, True)]
+
+
+def test_reserving_room_is_kept_once_it_fits() -> None:
+    kept, tried = _run({PADDED: (1000, False), UNPADDED: (300, False)})
+    assert kept == Assumptions(False, 300, False) and len(tried) == 3
+
+
+def test_where_everything_overflows_the_last_attempt_says_so() -> None:
+    every = {a: (64, False) for a in [Assumptions(p, r, d) for p in (True, False) for d in (False, True)
+                                     for r in (0, 64, 128, 192)]}
+    outcome_kept, tried = _run(every)
+    assert outcome_kept is None
+    assert tried[-1] == Assumptions(False, 192, True) and len(tried) == 10
+
+
+def test_a_complete_plan_chooses_and_the_kernel_is_lowered_once(monkeypatch) -> None:
+    """TileGym's group GEMM on sm_120: padded stages leave its pipeline no room, unpadded ones fit:
+    the pass chooses unpadded and the lowering runs once, with the same LLVM IR as trying both."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from tileiras.frontend import load_module
+    from tileiras.lowering import pipeline
+    from tileiras.tileas.shared_plan import STRICT_ENV, SharedPlan
+
+    source = Path(__file__).parent / "tilegym" / "bytecode" / "tg_group_gemm_f16_64x128x128.tileirbc"
+    monkeypatch.setenv(STRICT_ENV, "1")
+
+    def lower(complete: bool) -> tuple[str, str, list[Assumptions]]:
+        tried: list[Assumptions] = []
+        lower_once = pipeline._lower_entry
+
+        def counted(*args):   # type: ignore[no-untyped-def]
+            tried.append(args[-1])
+            return lower_once(*args)
+
+        with monkeypatch.context() as m:
+            m.setattr(pipeline, "_lower_entry", counted)
+            m.setattr(SharedPlan, "complete", property(lambda self: complete))
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                ir, _ = pipeline.lower_module(load_module(source.read_bytes(), source.name), "sm_120",
+                                             print_ir_after_all=True)
+        return ir, err.getvalue(), tried
+
+    chosen_ir, dump, tried = lower(True)
+    assert tried == [UNPADDED]
+    assert "//   staged tiles unpadded: chosen here" in dump
+    retried_ir, dump, tried = lower(False)
+    assert tried == [PADDED, UNPADDED]
+    assert "//   staged tiles padded: the lowering tries the assumptions in turn" in dump
+    # the same code but for the numbers of loop metadata (a counter the padded attempt advanced)
+    assert re.sub(r"!1\d{6}\b", "!L", chosen_ir) == re.sub(r"!1\d{6}\b", "!L", retried_ir)
