@@ -214,6 +214,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         return timer.stage(f"{name} ({gpu})") if timer is not None else nullcontext()
 
     debug_info = DebugInfo(full=debug) if (lineinfo or debug) else None
+    warp_specialize.restart_loop_ids()
     module = module.clone()   # the nv_tileas level is per target: the caller's module stays cuda_tile
     functions, decls, kernels = [], [], []
     globals_ = []
