@@ -97,8 +97,27 @@ def test_a_complete_plan_chooses_and_the_kernel_is_lowered_once(monkeypatch) -> 
     chosen_ir, dump, tried = lower(True)
     assert tried == [UNPADDED]
     assert "//   staged tiles unpadded: chosen here" in dump
+    assert "//   shared-memory plan: kernel 'tg_group_gemm_f16_64x128x128' for sm_120: every buffer predicted" in dump
     retried_ir, dump, tried = lower(False)
     assert tried == [PADDED, UNPADDED]
     assert "//   staged tiles padded: the lowering tries the assumptions in turn" in dump
     # the same code but for the numbers of loop metadata (a counter the padded attempt advanced)
     assert re.sub(r"!1\d{6}\b", "!L", chosen_ir) == re.sub(r"!1\d{6}\b", "!L", retried_ir)
+
+
+def test_the_schedule_names_the_requests_the_plan_did_not_size() -> None:
+    """The 128x128x64 matmul on sm_90 stores its tile by TMA through a buffer the plan does not size
+    (yet): the schedule's dump says so, with the count of such requests per role."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    source = Path(__file__).parent / "realistic" / "bytecode" / "mm_f16_128x128x64.tileirbc"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(load_module(source.read_bytes(), source.name), "sm_90", print_ir_after_all=True)
+    assert "//   shared-memory plan: kernel 'mm_f16_128x128x64' for sm_90: placed as asked, not predicted: " \
+           "tma-store x1" in err.getvalue()

@@ -232,6 +232,7 @@ class PlanCheck:
         self.mismatches: list[str] = []
         self.voided: frozenset = frozenset()   # roles no longer checked (`void`)
         self.notes: list[str] = []             # for the schedule's dump: what was voided
+        self.unplanned: dict[str, int] = {}    # role -> requests the plan did not size (placed as asked)
         # key -> the offset the plan placed it at
         self.offsets = {key: b.offset for key, b in zip(plan.requests, plan.buffers.buffers)} \
             if plan is not None else {}
@@ -244,6 +245,7 @@ class PlanCheck:
         else `offset`."""
         if self.plan is None or role not in self.plan.covered or role in self.voided:
             self.complete = False
+            self.unplanned[role] = self.unplanned.get(role, 0) + 1
             return offset
         asked = Request(op, role, kind, nbytes, align, swizzle, lifetime)
         base = asked.key(0)[:2]
@@ -280,6 +282,15 @@ class PlanCheck:
                 self._mismatch(f"{_op_name(planned.op)} placed its {planned.describe()} at offset "
                                f"{self.asked[key]}; the plan places it at {buffer.offset}")
         return self.mismatches
+
+    def summary(self) -> str:
+        """One line for the schedule's dump: whether the plan placed every buffer, else the
+        requests of each role it did not size."""
+        if not self.unplanned:
+            return f"shared-memory plan: {self.where}: every buffer predicted" + \
+                ("" if self.complete else " (not every one at its planned offset)")
+        left = ", ".join(f"{role} x{n}" for role, n in sorted(self.unplanned.items()))
+        return f"shared-memory plan: {self.where}: placed as asked, not predicted: {left}"
 
     def enter_loop(self, loop: Operation, used: int) -> None:
         """The lowering enters `loop` with `used` bytes of shared memory taken: where the plan decided
