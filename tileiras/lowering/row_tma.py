@@ -161,11 +161,9 @@ def load(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[T
     it starts first); None (nothing emitted) where the load is not copied by TMA."""
     held = k.row_loads.get(op)
     if held is None:
-        if not candidate(k, op) or k.row_groups_closed:
+        if k.row_groups_closed or op is not group_start(k):
             return None
         k.row_groups_closed = True     # one group: it runs up to the first write, after which none starts
-        if not opens_group(k, op):
-            return None
         _issue_group(k, op)
         held = k.row_loads.get(op)
         if held is None:
@@ -174,18 +172,14 @@ def load(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[T
 
 
 def group_start(k: KernelLowering) -> Optional[Operation]:
-    """The load whose lowering issues the body's group (`load`: the body's first candidate, where
-    no write precedes it), or None: no group. For the shared-memory plan (tileas/shared_rows.py),
-    given a `StagingFacts`."""
-    first = next((op for op in _body(k) if op.name == LOAD and candidate(k, op)), None)
-    return first if first is not None and opens_group(k, first) else None
-
-
-def opens_group(k: KernelLowering, first: Operation) -> bool:
-    """Whether candidate `first`, the first reached, starts a group: no write precedes it in the
-    body (the async proxy would read around it)."""
+    """The load whose lowering issues the body's group: the body's first candidate, where no write
+    precedes it (the async proxy would read around it); None: no group. (`k` a KernelLowering or,
+    for the shared-memory plan, a `StagingFacts`.)"""
     body = _body(k)
-    return not any(_writes(o) for o in body[:body.index(first)])
+    first = next((op for op in body if op.name == LOAD and candidate(k, op)), None)
+    if first is None or any(_writes(o) for o in body[:body.index(first)]):
+        return None
+    return first
 
 
 def group(k: KernelLowering, first: Operation, used: int, ahead: Callable[[Operation], bool]
