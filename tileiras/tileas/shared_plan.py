@@ -9,11 +9,11 @@ lifetimes, in program order, as the lowering places them (`place`).
 
 Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
-they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies, and the
-scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
-"kmajor", "reduction"), whose pipeline depths
-the pass decides here
-(`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
+they are exact, the staged loads, the loops' rings (whose depths the pass decides here,
+`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), their mbarriers and
+K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
+"ring", "mbarriers", "kmajor", "reduction") and the row kernels' TMA buffers (`shared_rows.py`:
+"row-load", "row-store" and the row group's mbarriers). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the

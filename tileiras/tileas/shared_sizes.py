@@ -6,12 +6,13 @@ lowering does by calling the same predicates (`ops_shape.broadcast_form`,
 
 `ROLES` lists every role the lowering asks buffers for (the `role` of `alloc_buffer` at its call
 sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings,
-their mbarriers and the loops' K-major copies are predicted only where exact (`shared_stages.py`
-says which kernels are not), so they are not SIZERS. The others still depend on what the lowering
-placed before them (a row group's TMA budget, an epilogue's restaging, a reduce's scratch sliced
-to fit beside them: "reduction", predicted with the staging roles) or on how an op's operand
-was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot know until it sizes
-those too.
+their mbarriers, the loops' K-major copies and the row kernels' TMA buffers are predicted only
+where exact (`shared_stages.py` says which kernels are not), so they are not SIZERS; some of them
+depend on what was placed before them (a row group's TMA budget, a row store's, a reduce's
+scratch sliced to fit beside them: "reduction"), which the plan reads from its own placement of
+the requests before the op. The others still depend on what the lowering placed before them (an
+epilogue's restaging) or on how an op's operand was lowered (an op's own K-major copy,
+"kmajor-copy"), which the plan cannot know until it sizes those too.
 """
 
 from __future__ import annotations

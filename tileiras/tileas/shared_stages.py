@@ -8,9 +8,12 @@ copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
 Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
-"kmajor" and "reduction" together, or none of them ("reduction" left out of a kernel where another
-op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA path, a pack / unpack, a
-gather / scatter view's row indices). "reduction": the scratch a reduce or scan whose rows are not
+"kmajor", "reduction", "row-load" and "row-store" together, or none of them (the row kernels' TMA
+buffers and their group's mbarriers by `shared_rows.py`, from the lowering's own decisions,
+`row_tma.group` and `row_tma.store_copy`, each beside the bytes the plan placed before its op;
+"reduction" left out of a kernel where another op than a reduce or scan asks for it,
+`reductions_predicted`: an mma's FMA path, a pack / unpack, a gather / scatter view's row
+indices). "reduction": the scratch a reduce or scan whose rows are not
 in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
@@ -24,10 +27,10 @@ Not predicted (`predict` returns None), and why:
 
 * the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
   decides by the first fit of the buffers the lowering placed;
-* kernels whose body loads a row tile TMA may copy (`row_tma.may_load`: its budget is what is left
-  when the group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
-  (warp_specialize_tcgen05): both ask for mbarriers this plan does not size;
-* a tensor-core operand whose view is not a partition of a tensor view made in the kernel.
+* kernels whose tcgen05 MMA warp hands over through its own mbarriers (warp_specialize_tcgen05),
+  which this plan does not size;
+* a tensor-core operand, or a row load or store TMA may copy, whose view is not a partition of a
+  tensor view made in the kernel (`ops_memory.view_facts`; `shared_rows.Rows.exact`).
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
 asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
 from .shared_plan import Assumptions, Request, place
@@ -48,7 +52,7 @@ from .shared_plan import Assumptions, Request, place
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction")
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES
 LOAD = "cuda_tile.load_view_tko"
 REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 
@@ -80,7 +84,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
     fit), loop with K-major copies -> the shared memory taken before them), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
-    from ..lowering import row_tma
     from ..lowering.async_copy import chunk_elements, matrix_shape
     from ..lowering.mbarrier import BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
@@ -92,7 +95,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
-    if assumes.defer or row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
+    rows = shared_rows.Rows(facts)
+    if assumes.defer or not rows.exact or (split is not None and split.form == "tcgen05"):
         return None
     live = lifetimes(entry)
     out: list[Request] = []
@@ -102,6 +106,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
     for op in entry.walk():
+        out += rows.requests(op, others + out, assumes.reserve)
         if op.name == "cuda_tile.alloca":
             allocas += alloca_bytes(op)
         elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
