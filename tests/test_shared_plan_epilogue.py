@@ -127,10 +127,23 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_takes_the_first_fit(
     """MoE on sm_80: an mma's restaged operand ("mma-stage", not sized by the plan) comes before the
     store; the lowering decides the same restaging beside its bytes as the plan beside its own, so
     the prediction holds (nothing dropped), placed where the lowering's first fit puts it."""
+    from tileiras.tileas import shared_plan
+
+    asked = []
+    request = shared_plan.PlanCheck.request
+
+    def record(self, op, role, *args):   # type: ignore[no-untyped-def]
+        planned = self.complete
+        asked.append((role, planned, request(self, op, role, *args)))
+        return asked[-1][2]
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "request", record)
     dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_80")
     assert "//     restage (epilogue) 34816 B align 128, live over ops 201..201, the buffers released before it, " \
            "offset 0: " in plan, plan
-    assert complete and not any(complete) and "dropped" not in dump
+    assert [role for role, _, _ in asked] == ["ring", "mma-stage", "conversion", "conversion", "conversion", "restage"]
+    assert asked[-1] == ("restage", False, 0) and "dropped" not in dump and "error: internal" not in dump
+    assert complete and not any(complete)
 
 
 def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_the_check_drops_the_roles(monkeypatch) -> None:

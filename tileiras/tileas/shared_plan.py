@@ -13,7 +13,9 @@ they are exact, the staged loads, the loops' rings, their mbarriers and K-major 
 scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
 "kmajor", "reduction"), whose pipeline depths
 the pass decides here
-(`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
+(`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), and the buffer an mma
+accumulator's store goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the
+buffers alive at the store are released, `Request.releases`, as the lowering releases them). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
@@ -27,8 +29,9 @@ where every request of the kernel was predicted, each must sit at its planned of
 disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
 else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
 itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
-does not hold (the lowering placed a buffer of an unplanned role before the loop), the check drops
-the staging roles for the rest of the kernel and says so (`PlanCheck.void`).
+does not hold (the lowering placed a buffer of an unplanned role before the loop), or an epilogue
+is decided otherwise beside such a buffer (`PlanCheck.decide`), the check drops the staging roles
+for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class Request:
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
     late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
+    releases: bool = False    # asked once every buffer alive at its op is released (an epilogue's, SharedBuffers.release)
 
     def key(self, seq: int) -> tuple[int, str, int]:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
@@ -66,7 +70,8 @@ class Request:
     def describe(self) -> str:
         live = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "its op to the kernel's end"
         return (f"{self.role} ({self.kind}) {self.nbytes} B align {self.align}"
-                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
+                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}"
+                f"{', the buffers released before it' if self.releases else ''}")
 
 
 @record
@@ -85,7 +90,8 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # what the lowering attempt it was made for does
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
-    entered: dict                 # loop with K-major copies -> bytes taken before them (their decision)
+    entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
+                                  # K-major copies, a store's epilogue (shared_epilogue.py)
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -99,6 +105,7 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
 def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
     """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
     from .shared_sizes import SIZERS
+    from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
     live = lifetimes(entry)
@@ -112,7 +119,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
     if staged is not None:
         asked += staged[0]
         fits, entered = staged[1], staged[2]
-        covered |= set(STAGING) if reductions_predicted(entry, assignment) else set(STAGING) - {"reduction"}
+        covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
+            - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}
@@ -130,6 +138,8 @@ def place(requests: list[Request], entry: Operation) -> SharedBuffers:
     placed = SharedBuffers()
     for request in sorted(requests, key=lambda r: (live.position(r.op), r.late)):
         what = request.op.name if request.op is not None else ""
+        if request.releases:
+            placed.release(live.position(request.op))
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
     return placed
@@ -233,9 +243,25 @@ class PlanCheck:
             self.void(f"the buffers before the loop at {loop.location} are not all planned ({used} B taken, "
                       f"{planned} B planned)")
 
+    def decide(self, op: Operation, used: int, asked: Optional[Request]) -> None:
+        """The lowering decided, beside `used` bytes of buffers, how store `op`'s epilogue goes through
+        shared memory (lowering/epilogue.py): `asked`, the buffer it will ask for (None: none). The plan
+        decided beside the buffers it placed before the store (`SharedPlan.entered`); where the
+        lowering placed others first (a role the plan does not size) and decided otherwise, the plan's
+        decisions no longer hold: `void` (where it placed the same, a difference is a mismatch)."""
+        from .shared_epilogue import ROLES
+
+        planned = self.plan.entered.get(op) if self.plan is not None else None
+        if planned is None or self.complete or self.voided:
+            return
+        predicted = [r for r in self.plan.requests.values() if r.op is op and r.role in ROLES]  # type: ignore[union-attr]
+        if [_decision(r) for r in predicted] != [_decision(r) for r in [asked] if r is not None]:
+            self.void(f"the buffers before the store at {op.location} are not all planned ({used} B taken, "
+                      f"{planned} B planned)")
+
     def void(self, why: str) -> None:
-        """The lowering placed a buffer the plan does not size before a pipeline's depth was decided
-        (`why`): the plan's depths, hence its staging roles (shared_stages.py), no longer hold."""
+        """The lowering placed a buffer the plan does not size before a pipeline's depth or an epilogue
+        was decided (`why`): the plan's decisions, hence its staging roles (shared_stages.py), no longer hold."""
         from .shared_stages import ROLES
 
         self.voided = frozenset(ROLES)
@@ -247,6 +273,11 @@ class PlanCheck:
         if self.strict:
             raise CompileError(text)
         self.mismatches.append(text)
+
+
+def _decision(request: Request) -> tuple:
+    """What the check compares of a request (PlanCheck.request)."""
+    return request.role, request.kind, request.nbytes, request.align, request.swizzle, request.lifetime
 
 
 def _op_name(op: Optional[Operation]) -> str:
