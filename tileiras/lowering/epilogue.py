@@ -51,7 +51,8 @@ class Epilogue:
     role: str                  # "tma-store" (sm_90: one thread's TMA boxes) or "restage" (16-byte stores)
     matrix: SharedMatrix       # one buffer: a chunk of columns (tma-store) or of rows (restage), unplaced
     buffers: int = 1           # tma-store: the column chunks go through this many buffers in turn
-    span: Optional[tuple[int, int]] = None   # restage in a loop: the loop's lifetime; None: the store's, the buffers released
+    span: Optional[tuple[int, int]] = None   # restage in a loop: the loop's lifetime; None: the store's,
+                                             # once the buffers are released
     layout: Optional[BlockedLayout] = None   # restage: the layout of 16-byte runs it is read back in
     copy: Any = None           # tma-store: its TmaCopy (no hidden parameter yet)
 
@@ -92,7 +93,8 @@ def epilogue(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout
     staged = _restaging(k, op, ttype, layout)
     if staged is None:
         return None
-    wider = _vector(k, op, view, ttype, staged.layout, "weak")[0] > _vector(k, op, view, ttype, layout, "weak")[0]  # type: ignore[arg-type]
+    wider = _vector(k, op, view, ttype, staged.layout, "weak")[0] > \
+        _vector(k, op, view, ttype, layout, "weak")[0]  # type: ignore[arg-type]
     return staged if wider else None
 
 
@@ -114,8 +116,8 @@ def _restaging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layo
     if not rows:
         return None
     b, _, n = layout.shape  # type: ignore[attr-defined]
-    return Epilogue("restage", SharedMatrix(0, b, rows, n, ttype.element.bitwidth // 8), span=span,  # type: ignore[attr-defined]
-                    layout=blocked)
+    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
+    return Epilogue("restage", SharedMatrix(0, b, rows, n, eb), span=span, layout=blocked)
 
 
 def _staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout, blocked: BlockedLayout
@@ -134,7 +136,8 @@ def _staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout
 
     span = k.lifetimes().op_range(loop)
     limit = opt_in_limit(k.sm) - LOOP_MARGIN
-    rows = _chunk_rows(ttype, layout, blocked, lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
+    rows = _chunk_rows(ttype, layout, blocked,
+                       lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
     # the fragments' stores repeat once per chunk (under warp conditions): in a loop's code, at most
     # LOOP_STORES of them (a 128 x 256 tile over 256 threads in 4 chunks: 256, LLVM 3 x slower)
     chunks = layout.shape[1] // rows if rows else 0  # type: ignore[attr-defined]

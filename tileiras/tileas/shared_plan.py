@@ -62,7 +62,7 @@ class Request:
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
     late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
-    releases: bool = False    # asked once every buffer alive at its op is released (an epilogue's, SharedBuffers.release)
+    releases: bool = False    # asked once the buffers alive at its op are released (an epilogue's: SharedBuffers.release)
 
     def key(self, seq: int) -> tuple[int, str, int]:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
@@ -254,7 +254,8 @@ class PlanCheck:
         planned = self.plan.entered.get(op) if self.plan is not None else None
         if planned is None or self.complete or self.voided:
             return
-        predicted = [r for r in self.plan.requests.values() if r.op is op and r.role in ROLES]  # type: ignore[union-attr]
+        predicted = [r for r in self.plan.requests.values()  # type: ignore[union-attr]
+                     if r.op is op and r.role in ROLES]
         if [_decision(r) for r in predicted] != [_decision(r) for r in [asked] if r is not None]:
             self.void(f"the buffers before the store at {op.location} are not all planned ({used} B taken, "
                       f"{planned} B planned)")

@@ -12,8 +12,8 @@ Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "m
 a kernel where another op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA
 path, a pack / unpack, a gather / scatter view's row indices; "restage" and "tma-store", the
 buffer an mma accumulator's store goes through, decided in the op walk by shared_epilogue.py, left
-out where it cannot tell, `shared_epilogue.predicted`). "reduction": the scratch a reduce or scan whose rows are not
-in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
+out where it cannot tell, `shared_epilogue.predicted`). "reduction": the scratch a reduce or scan
+whose rows are not in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
 sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
