@@ -12,8 +12,10 @@ scratch, cross-warp reduction scratch, tensor memory's control block), and, in t
 they are exact, the staged loads, the loops' rings (whose depths the pass decides here,
 `SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), their mbarriers and
 K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
-"ring", "mbarriers", "kmajor", "reduction") and the row kernels' TMA buffers (`shared_rows.py`:
-"row-load", "row-store" and the row group's mbarriers). The plan is made for
+"ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
+"row-load", "row-store" and the row group's mbarriers) and the buffer an mma accumulator's store
+goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the buffers alive at the
+store are released, `Request.releases`, as the lowering releases them). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
@@ -27,8 +29,9 @@ where every request of the kernel was predicted, each must sit at its planned of
 disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
 else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
 itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
-does not hold (the lowering placed a buffer of an unplanned role before the loop), the check drops
-the staging roles for the rest of the kernel and says so (`PlanCheck.void`).
+does not hold (the lowering placed a buffer of an unplanned role before the loop), or an epilogue
+is decided otherwise beside such a buffer (`PlanCheck.decide`), the check drops the staging roles
+for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class Request:
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
     late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
+    releases: bool = False    # asked once the buffers alive at its op are released (an epilogue's: SharedBuffers.release)
 
     def key(self, seq: int) -> tuple[int, str, int]:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
@@ -66,7 +70,8 @@ class Request:
     def describe(self) -> str:
         live = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "its op to the kernel's end"
         return (f"{self.role} ({self.kind}) {self.nbytes} B align {self.align}"
-                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
+                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}"
+                f"{', the buffers released before it' if self.releases else ''}")
 
 
 @record
@@ -90,7 +95,8 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # what the lowering attempt it was made for does
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
-    entered: dict                 # loop with K-major copies -> bytes taken before them (their decision)
+    entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
+                                  # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
     chosen: bool = False          # the pass chose `assumes` (shared_choice.py); else the lowering tries them
@@ -152,6 +158,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     from ..lowering.ops_memory import alloca_bytes
     from ..lowering.smem import opt_in_limit
     from .shared_sizes import SIZERS
+    from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
     live = lifetimes(entry)
@@ -165,7 +172,8 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     if staged is not None:
         asked += staged[0]
         fits, entered = staged[1], staged[2]
-        covered |= set(STAGING) if reductions_predicted(entry, assignment) else set(STAGING) - {"reduction"}
+        covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
+            - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}
@@ -185,6 +193,8 @@ def place(requests: list[Request], entry: Operation) -> SharedBuffers:
     placed = SharedBuffers()
     for request in sorted(requests, key=lambda r: (live.position(r.op), r.late)):
         what = request.op.name if request.op is not None else ""
+        if request.releases:
+            placed.release(live.position(request.op))
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
     return placed
@@ -301,9 +311,26 @@ class PlanCheck:
             self.void(f"the buffers before the loop at {loop.location} are not all planned ({used} B taken, "
                       f"{planned} B planned)")
 
+    def decide(self, op: Operation, used: int, asked: Optional[Request]) -> None:
+        """The lowering decided, beside `used` bytes of buffers, how store `op`'s epilogue goes through
+        shared memory (lowering/epilogue.py): `asked`, the buffer it will ask for (None: none). The plan
+        decided beside the buffers it placed before the store (`SharedPlan.entered`); where the
+        lowering placed others first (a role the plan does not size) and decided otherwise, the plan's
+        decisions no longer hold: `void` (where it placed the same, a difference is a mismatch)."""
+        from .shared_epilogue import ROLES
+
+        planned = self.plan.entered.get(op) if self.plan is not None else None
+        if planned is None or self.complete or self.voided:
+            return
+        predicted = [r for r in self.plan.requests.values()  # type: ignore[union-attr]
+                     if r.op is op and r.role in ROLES]
+        if [_decision(r) for r in predicted] != [_decision(r) for r in [asked] if r is not None]:
+            self.void(f"the buffers before the store at {op.location} are not all planned ({used} B taken, "
+                      f"{planned} B planned)")
+
     def void(self, why: str) -> None:
-        """The lowering placed a buffer the plan does not size before a pipeline's depth was decided
-        (`why`): the plan's depths, hence its staging roles (shared_stages.py), no longer hold."""
+        """The lowering placed a buffer the plan does not size before a pipeline's depth or an epilogue
+        was decided (`why`): the plan's decisions, hence its staging roles (shared_stages.py), no longer hold."""
         from .shared_stages import ROLES
 
         self.voided = frozenset(ROLES)
@@ -315,6 +342,11 @@ class PlanCheck:
         if self.strict:
             raise CompileError(text)
         self.mismatches.append(text)
+
+
+def _decision(request: Request) -> tuple:
+    """What the check compares of a request (PlanCheck.request)."""
+    return request.role, request.kind, request.nbytes, request.align, request.swizzle, request.lifetime
 
 
 def _op_name(op: Optional[Operation]) -> str:

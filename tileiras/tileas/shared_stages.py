@@ -8,13 +8,15 @@ copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
 Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
-"kmajor", "reduction", "row-load" and "row-store" together, or none of them (the row kernels' TMA
-buffers and their group's mbarriers by `shared_rows.py`, from the lowering's own decisions,
-`row_tma.group` and `row_tma.store_copy`, each beside the bytes the plan placed before its op;
-"reduction" left out of a kernel where another op than a reduce or scan asks for it,
-`reductions_predicted`: an mma's FMA path, a pack / unpack, a gather / scatter view's row
-indices). "reduction": the scratch a reduce or scan whose rows are not
-in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
+"kmajor", "reduction", "row-load", "row-store", "restage" and "tma-store" together, or none of
+them (the row kernels' TMA buffers and their group's mbarriers by `shared_rows.py`, from the
+lowering's own decisions, `row_tma.group` and `row_tma.store_copy`, each beside the bytes the plan
+placed before its op; "reduction" left out of a kernel where another op than a reduce or scan asks
+for it, `reductions_predicted`: an mma's FMA path, a pack / unpack, a gather / scatter view's row
+indices; "restage" and "tma-store", the buffer an mma accumulator's store goes through, decided in
+the op walk by shared_epilogue.py, left out where it cannot tell, `shared_epilogue.predicted`).
+"reduction": the scratch a reduce or scan whose rows are not in warps folds through
+(`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
 sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
@@ -34,8 +36,9 @@ Not predicted (`predict` returns None), and why:
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
 asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-earlier epilogue's restaging, an mma's FMA scratch), the lowering fits the loop itself and the
-check drops these roles for the rest of the kernel (`PlanCheck.void`).
+mma's FMA scratch), the lowering fits the loop itself and the check drops these roles for the
+rest of the kernel (`PlanCheck.void`); so does an epilogue decided otherwise beside such a buffer
+(`PlanCheck.decide`).
 """
 
 from __future__ import annotations
@@ -47,12 +50,13 @@ from ..ir.record import record
 from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
+from .shared_epilogue import ROLES as EPILOGUE, STORES, requests as epilogue
 from .shared_plan import Assumptions, Request, place
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES + EPILOGUE
 LOAD = "cuda_tile.load_view_tko"
 REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 
@@ -159,6 +163,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                live.value_range(op.results[0], op)))
             if once:
                 out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
+        elif op.name in STORES:
+            out += epilogue(facts, op, others + out, entered)
     return out, fits, entered
 
 
