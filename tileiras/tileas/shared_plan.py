@@ -58,7 +58,8 @@ class Request:
     align: int
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
-    late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
+    late: int = 0             # its turn among the op's requests: 0 first, then by rank (an MMA warp's, from
+                              # its loop's body; shared_tcgen05.py lists the ranks)
 
     def key(self, seq: int) -> tuple[int, str, int]:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
@@ -100,6 +101,7 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
     """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
     from .shared_sizes import SIZERS
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
+    from .shared_tcgen05 import packs_predicted
 
     live = lifetimes(entry)
     asked: list[Request] = []
@@ -113,6 +115,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
         asked += staged[0]
         fits, entered = staged[1], staged[2]
         covered |= set(STAGING) if reductions_predicted(entry, assignment) else set(STAGING) - {"reduction"}
+        if not packs_predicted(entry, assignment.sm):
+            covered.discard("fp4-pack")
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

@@ -118,12 +118,13 @@ def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Reque
     end (tmem.tensor_memory)."""
     from ..lowering.tmem import CONTROL_BYTES, first_asker
     from .plan import plan_of
+    from .shared_tcgen05 import CONTROL_AT_LOOP
 
     asker = first_asker(entry, assignment)
     if asker is None:
         return []
-    split = plan_of(assignment).warp_split     # its MMA warp asks after the loop's stages
-    late = split is not None and asker is split.loop
+    split = plan_of(assignment).warp_split     # its MMA warp asks after the loop's stages and its own buffers
+    late = CONTROL_AT_LOOP if split is not None and asker is split.loop else 0
     return [Request(asker, "tmem-control", "tmem", CONTROL_BYTES, 128, late=late)]
 
 

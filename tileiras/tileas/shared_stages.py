@@ -44,11 +44,12 @@ from ..ir.record import record
 from .buffers import lifetimes
 from .plan import plan_of
 from .shared_plan import Assumptions, Request, place
+from .shared_tcgen05 import ROLES as TCGEN05
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction")
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + TCGEN05
 LOAD = "cuda_tile.load_view_tko"
 REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 
@@ -87,12 +88,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
+    from . import shared_tcgen05 as tcgen05
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
-    if assumes.defer or row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
+    if assumes.defer or row_tma.may_load(facts):  # type: ignore[arg-type]
         return None
     live = lifetimes(entry)
     out: list[Request] = []
@@ -139,6 +141,12 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
             if split is not None and split.loop is op and split.form == "attention":   # its handshake
                 out.append(Request(op, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES))
+            # its MMA warp's and epilogue's (shared_tcgen05.py)
+            out += tcgen05.at_loop(facts, op, ring, fitted, [r for r in others + out if live.position(r.op) <= live.position(op)],
+                                   live, opt_in_limit(assignment.sm) - allocas - assumes.reserve)
+        elif op.name in tcgen05.ASKERS:
+            out += tcgen05.at_op(facts, op, fits, [r for r in others + out if live.position(r.op) < live.position(op)],
+                                 live, opt_in_limit(assignment.sm) - allocas - assumes.reserve)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
             view = view_facts(op.operand("view"))  # type: ignore[arg-type]
             if view is None:

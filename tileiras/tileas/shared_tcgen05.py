@@ -1,0 +1,163 @@
+"""The tcgen05 (sm_100 / sm_103) buffers of `plan-shared-memory`, predicted with the staging roles.
+
+Called from `shared_stages.predict`'s walk (so only in the kernels it predicts), each decided by
+the lowering's own function, given the kernel as the nv_tileas level knows it (`StagingFacts`):
+
+* "tmem-stages": the per-stage restaged scales of the block-scaled mma a warp-specialized loop's
+  MMA warp issues (warp_specialize_tcgen05.scale_stage), asked by the MMA warp, times the depth;
+* "p-buffer": attention's P where it does not go to tensor memory (M = 64,
+  warp_specialize_tcgen05.p_matrix), asked by the attention's MMA warp, alive through the loop;
+* "tmem-epilogue": the swizzled buffer the epilogue warps write the accumulator's column chunks
+  into for one TMA store (tmem_epilogue.chunked, asked from the split loop), or attention's O
+  (tmem_epilogue.fragments_staged, asked by its store); whether it is used at all is decided
+  beside the buffers placed before it (tmem_epilogue.tma_stage: the first fit over the store
+  must stay under the target's limit), so it is decided here beside the plan's placement;
+* "scales": the restaged scales of a block-scaled tcgen05 mma the threads issue
+  (ops_blockscale.Tcgen05Scales);
+* "fp4-pack": the packed operands of a tcgen05 fp4 mma (fp4_pack.packed_matrix).
+
+Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
+attention whose loads TMA cannot all copy is issued by its consumers:
+warp_specialize_tcgen05.split_mmas), so the split is settled here as the lowering settles it
+(`settled`). Not predicted: sm_120's fp4 mma.sync packs its operands only where the K slices its
+operands' staging takes leave room (ops_mma._packing_fits), which this plan does not size: the
+role is predicted in kernels without an fp4 mma.sync (`packs_predicted`).
+
+The order of an op's requests (`Request.late`): a warp-specialized loop asks for its stages and
+mbarriers (0), then its MMA warp for its own buffers (`MMA_WARP`), tensor memory's control block
+(`CONTROL_AT_LOOP`), then its epilogue warps (`EPILOGUE`); a tcgen05 mma the threads issue for
+tensor memory's control block (its region's address, first: shared_sizes.tmem_control) and its
+operands' buffers (0), its scale tiles staged (1: ops_blockscale._Scales, "mma-stage") and their
+restaging (`SCALES`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir.core import Operation
+from .shared_plan import Request, place
+
+if TYPE_CHECKING:
+    from ..schedule.buffers import BufferAssignment
+    from .buffers import Liveness
+    from .shared_stages import StagingFacts
+
+ROLES = ("tmem-stages", "p-buffer", "tmem-epilogue", "scales", "fp4-pack")
+MMA_WARP, CONTROL_AT_LOOP, EPILOGUE = 1, 2, 3      # `Request.late` at a warp-specialized loop
+SCALES = 2                                          # ...at a tcgen05 mma the threads issue
+_STORE = "cuda_tile.store_view_tko"
+ASKERS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled", _STORE)   # the ops `at_op` sizes
+
+
+def settled(facts: "StagingFacts") -> Any:
+    """The kernel's warp split as the lowering settles it once its loop's copies are known
+    (warp_specialize.settle: an attention whose loads TMA cannot all copy loses its MMA warp)."""
+    from ..ir.record import replace
+    from ..lowering.pipelined_loop import TMA_TARGETS, ring_of, tma_copies
+    from ..lowering.warp_specialize_tcgen05 import split_mmas
+
+    split = facts.warp_split
+    if split is None or not split.mmas:
+        return split
+    ring = ring_of(facts, split.loop)  # type: ignore[arg-type]
+    if ring is None:
+        return split
+    loads = ring.plan.loads
+    tma = tma_copies(facts, loads, {load: ring.matrix(facts, load) for load in loads},  # type: ignore[arg-type]
+                     ring.dense, ring.tiles)[0] if facts.sm in TMA_TARGETS else None
+    return split if split_mmas(facts, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
+
+
+def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment",
+            before: list[Request], live: "Liveness", limit: int) -> list[Request]:
+    """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and
+    mbarriers where it is warp-specialized with an MMA warp: the MMA warp's buffers, then the
+    epilogue's (`before`: the requests placed before these, the loop's own included; `limit`: the
+    bytes the buffers may reach, the allocas and the reserve taken)."""
+    from ..lowering.tmem_epilogue import STAGE_ALIGN, chunked
+    from ..lowering.warp_specialize_tcgen05 import P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage
+
+    split = settled(facts)
+    if split is None or split.loop is not loop or not split.mmas:
+        return []
+    out = []
+    if split.form == "attention":
+        matrix = p_matrix(facts, split.mmas[-1])  # type: ignore[arg-type]
+        if matrix is not None:
+            out.append(Request(loop, "p-buffer", "restaging", matrix.nbytes, P_ALIGN, matrix.span,  # type: ignore
+                               live.op_range(loop), late=MMA_WARP))
+        return out
+    scaled = _scaled(facts)  # type: ignore[arg-type]
+    if scaled is not None:
+        out.append(Request(loop, "tmem-stages", "buffer", fitted.stages * scale_stage(facts, scaled)[0],  # type: ignore
+                           SCALE_ALIGN, late=MMA_WARP))
+    if len(split.mmas) != 1:
+        return out
+    layout = facts.assignment.tcgen05_layouts[split.mmas[0]]
+    found = chunked(loop, layout, ring.pair is not None)
+    if found is None:
+        return out
+    staged = _tma_stage(facts, found[2], layout, before + out, live, limit)
+    if staged is not None:
+        out.append(Request(loop, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0,
+                           live.op_range(found[2]), late=EPILOGUE))
+    return out
+
+
+def at_op(facts: "StagingFacts", op: Operation, fits: dict, before: list[Request], live: "Liveness",
+          limit: int) -> list[Request]:
+    """What `op` of `ASKERS` asks for: a tcgen05 mma the threads issue, its packed operands and
+    restaged scales; attention's O stored by TMA, its buffer (`fits`: the depths planned so far,
+    pipelined loop -> (bytes before it, its BufferAssignment); `before`, `limit`: as `at_loop`)."""
+    from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix
+    from ..lowering.ops_blockscale import SCALES_ALIGN, sf_cells, tcgen05_sf_bytes
+    from ..lowering.ops_memory import _ordering
+    from ..lowering.ops_tcgen05 import _PACKED, kind_of
+    from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
+
+    out: list[Request] = []
+    layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
+    if op in layouts:
+        split = settled(facts)
+        if split is not None and op in split.mmas and split.loop in fits and fits[split.loop][1].stages:
+            return out      # issued by the MMA warp
+        _, m, n = layouts[op].shape
+        if kind_of(op).name in _PACKED:  # type: ignore[union-attr]
+            kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+            for rows in (m, n):
+                matrix = packed_matrix(rows, kdim)
+                out.append(Request(op, "fp4-pack", "restaging", matrix.nbytes, PACK_ALIGN, matrix.span,
+                                   live.op_range(op)))
+        if op.name == "cuda_tile.mmaf_scaled":
+            out.append(Request(op, "scales", "buffer", tcgen05_sf_bytes(m, n, sf_cells(op)), SCALES_ALIGN,
+                               late=SCALES))
+        return out
+    if op.name != _STORE or _ordering(op)[0] != "weak" or facts.get(op.operand("view")) is None:  # type: ignore
+        return out
+    layout = facts.layout_of(op.operand("tile"))  # type: ignore[arg-type]
+    saved, facts.warp_split = facts.warp_split, settled(facts)
+    try:
+        staged = _tma_stage(facts, op, layout, before, live, limit) if fragments_staged(facts, op, layout) else None  # type: ignore[arg-type]
+    finally:
+        facts.warp_split = saved
+    if staged is not None:
+        out.append(Request(op, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0, live.op_range(op)))
+    return out
+
+
+def packs_predicted(entry: Operation, sm: int) -> bool:
+    """Whether every "fp4-pack" of the kernel is a tcgen05 mma's (not sm_120's fp4 mma.sync)."""
+    return sm in (100, 103) or not any(op.name == "cuda_tile.mmaf_scaled" for op in entry.walk())
+
+
+def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: list[Request],
+               live: "Liveness", limit: int) -> Optional[Any]:
+    """tmem_epilogue.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed."""
+    from ..lowering.tmem_epilogue import tma_stage
+
+    placed = place(before, facts.entry)
+    lifetime = live.op_range(store)
+    found = tma_stage(facts, store, layout, lambda nbytes, align: placed.first_fit(nbytes, align, *lifetime),  # type: ignore
+                      limit)
+    return found[1] if found is not None else None
