@@ -56,6 +56,7 @@ from .kernel import KernelLowering
 from .warp_specialize import PRODUCER_THREADS
 
 if TYPE_CHECKING:
+    from ..tileas.plan import KernelFacts
     from .pipelined_loop import ActivePipeline
 
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
@@ -301,6 +302,26 @@ def p_matrix(k: KernelLowering, o: Operation) -> object:
     from .async_copy import matrix_shape
 
     return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
+
+
+def settled(k: "KernelLowering | KernelFacts") -> object:
+    """The kernel's warp split as `warp_specialize.settle` leaves it once the split loop's copies are
+    known (`split_mmas`), from what the nv_tileas level knows (`k`'s views are their facts: the
+    plan's StagingFacts): an attention whose loads TMA cannot all copy has no MMA warp. For
+    plan-shared-memory (tileas/shared_tcgen05.py, shared_stages.py) and tmem.first_asker."""
+    from ..ir.record import replace
+    from .pipelined_loop import TMA_TARGETS, ring_of, tma_copies
+
+    split = k.warp_split
+    if split is None or not split.mmas:
+        return split
+    ring = ring_of(k, split.loop)  # type: ignore[arg-type]
+    if ring is None:
+        return split
+    loads = ring.plan.loads
+    tma = tma_copies(k, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
+                     ring.dense, ring.tiles)[0] if k.sm in TMA_TARGETS else None
+    return split if split_mmas(k, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
 
 
 def split_mmas(k: KernelLowering, tma: Optional[dict], loads: tuple) -> tuple:

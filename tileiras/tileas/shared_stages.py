@@ -139,7 +139,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    matrix.span if matrix.swizzled else 0, live.op_range(op)))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
-            if split is not None and split.loop is op and split.form == "attention":   # its handshake
+            settled = tcgen05.settled(facts)    # (the form its copies leave it)
+            if settled is not None and settled.loop is op and settled.form == "attention":   # its handshake
                 out.append(Request(op, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES))
             # its MMA warp's and epilogue's (shared_tcgen05.py)
             out += tcgen05.at_loop(facts, op, ring, fitted, [r for r in others + out if live.position(r.op) <= live.position(op)],

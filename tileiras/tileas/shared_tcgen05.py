@@ -51,22 +51,10 @@ ASKERS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled", _STORE)  
 
 
 def settled(facts: "StagingFacts") -> Any:
-    """The kernel's warp split as the lowering settles it once its loop's copies are known
-    (warp_specialize.settle: an attention whose loads TMA cannot all copy loses its MMA warp)."""
-    from ..ir.record import replace
-    from ..lowering.pipelined_loop import TMA_TARGETS, ring_of, tma_copies
-    from ..lowering.warp_specialize_tcgen05 import split_mmas
+    """The kernel's warp split as the lowering settles it (warp_specialize_tcgen05.settled)."""
+    from ..lowering.warp_specialize_tcgen05 import settled as settled_split
 
-    split = facts.warp_split
-    if split is None or not split.mmas:
-        return split
-    ring = ring_of(facts, split.loop)  # type: ignore[arg-type]
-    if ring is None:
-        return split
-    loads = ring.plan.loads
-    tma = tma_copies(facts, loads, {load: ring.matrix(facts, load) for load in loads},  # type: ignore[arg-type]
-                     ring.dense, ring.tiles)[0] if facts.sm in TMA_TARGETS else None
-    return split if split_mmas(facts, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
+    return settled_split(facts)  # type: ignore[arg-type]
 
 
 def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment",
