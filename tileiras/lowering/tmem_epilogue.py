@@ -267,7 +267,7 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     the registers: the unspecialized M = 256 ones spill for the buffer's addresses (24 bytes in the
     f16 d128 causal 256x128). False (nothing emitted) elsewhere: other kernels, a store inside a
     loop, a layout or view TMA cannot take."""
-    if not fragments_staged(k, op, tile.layout):
+    if not fragments_staged(k, op, tile.layout, getattr(k, "warp_split", None)):
         return False
     found = _tma_stage(k, op, tile.layout)  # type: ignore[arg-type]
     if found is None:
@@ -283,13 +283,12 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     return True
 
 
-def fragments_staged(k: KernelLowering, op: Operation, layout: object) -> bool:
+def fragments_staged(k: KernelLowering, op: Operation, layout: object, split: object) -> bool:
     """Whether `store_fragments` tries to store `op`'s tile (in `layout`) by TMA: a store in the
-    kernel's body of attention's O (an mma layout) where the attention is warp-specialized. Decides
-    for plan-shared-memory too (tileas/shared_tcgen05.py)."""
-    split = getattr(k, "warp_split", None)
+    kernel's body of attention's O (an mma layout) where the attention is warp-specialized (`split`,
+    its MMA warp's form). Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
     return k.sm in (100, 103) and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
-        and split is not None and split.form == "attention"
+        and split is not None and split.form == "attention"  # type: ignore[attr-defined]
 
 
 def _counted(k: KernelLowering, chunks: int):

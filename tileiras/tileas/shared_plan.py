@@ -11,7 +11,9 @@ Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kern
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
 they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies, and the
 scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
-"kmajor", "reduction"), whose pipeline depths
+"kmajor", "reduction"), with the tcgen05 buffers (`shared_tcgen05.py`: a warp-specialized loop's
+MMA warp's "tmem-stages" and "p-buffer", its epilogue's or attention's TMA-stored
+"tmem-epilogue", an mma's restaged "scales" and packed "fp4-pack"), whose pipeline depths
 the pass decides here
 (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
@@ -19,7 +21,9 @@ attempts plan again under theirs (`plan_for`). The lowering still places the oth
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
 kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`). Tensor memory's
 control block, asked once per kernel, is planned at the op that first needs it
-(`lowering/tmem.first_asker`), where the lowering asks for it.
+(`lowering/tmem.first_asker`), where the lowering asks for it. An op's requests are placed in the
+order it asks (`Request.late`: a warp-specialized loop asks for its stages, then from its body
+for its MMA warp's buffers, tensor memory's, its epilogue's; shared_tcgen05.py lists the ranks).
 
 `PlanCheck` is the verifier between the two: every request of a covered role must be one the plan
 predicted (kind, size, alignment, swizzle, lifetime), and every predicted request must be asked for;
@@ -28,7 +32,8 @@ disagreement is an internal error where the check is strict (`STRICT_ENV`, set b
 else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
 itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
 does not hold (the lowering placed a buffer of an unplanned role before the loop), the check drops
-the staging roles for the rest of the kernel and says so (`PlanCheck.void`).
+the staging roles (the tcgen05 ones with them: sized by the depth, or placed beside the stages)
+for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
 from __future__ import annotations

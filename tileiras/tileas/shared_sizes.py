@@ -7,11 +7,13 @@ lowering does by calling the same predicates (`ops_shape.broadcast_form`,
 `ROLES` lists every role the lowering asks buffers for (the `role` of `alloc_buffer` at its call
 sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings,
 their mbarriers and the loops' K-major copies are predicted only where exact (`shared_stages.py`
-says which kernels are not), so they are not SIZERS. The others still depend on what the lowering
-placed before them (a row group's TMA budget, an epilogue's restaging, a reduce's scratch sliced
-to fit beside them: "reduction", predicted with the staging roles) or on how an op's operand
-was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot know until it sizes
-those too.
+says which kernels are not), so they are not SIZERS; nor are the tcgen05 buffers predicted with
+them (`shared_tcgen05.py`: sized by a loop's depth, or fitted beside the buffers placed before
+them). The others still depend on what the lowering placed before them (a row group's TMA budget,
+an epilogue's restaging, a reduce's scratch sliced to fit beside them: "reduction", predicted with
+the staging roles; sm_120's fp4 packing beside its mma's K slices) or on how an op's operand was
+lowered (an op's own K-major copy, "kmajor-copy"; an mma's operand staged, "mma-stage"), which the
+plan cannot know until it sizes those too.
 """
 
 from __future__ import annotations

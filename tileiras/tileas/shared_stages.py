@@ -8,7 +8,11 @@ copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
 Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
-"kmajor" and "reduction" together, or none of them ("reduction" left out of a kernel where another
+"kmajor" and "reduction", with the tcgen05 buffers the walk asks `shared_tcgen05.py` for at each
+loop (after its stages: a warp-specialized loop's MMA warp's and epilogue's) and at each mma and
+store ("tmem-stages", "p-buffer", "tmem-epilogue", "scales", "fp4-pack"), together, or none of
+them ("fp4-pack" left out where sm_120's fp4 mma.sync packs, `shared_tcgen05.packs_predicted`;
+"reduction" left out of a kernel where another
 op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA path, a pack / unpack, a
 gather / scatter view's row indices). "reduction": the scratch a reduce or scan whose rows are not
 in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
@@ -25,14 +29,16 @@ Not predicted (`predict` returns None), and why:
 * the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
   decides by the first fit of the buffers the lowering placed;
 * kernels whose body loads a row tile TMA may copy (`row_tma.may_load`: its budget is what is left
-  when the group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
-  (warp_specialize_tcgen05): both ask for mbarriers this plan does not size;
+  when the group is issued, and its mbarriers are not sized);
 * a tensor-core operand whose view is not a partition of a tensor view made in the kernel.
 
-And a loop's depth holds only where the plan placed every buffer before it: where the lowering
-asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-earlier epilogue's restaging, an mma's FMA scratch), the lowering fits the loop itself and the
-check drops these roles for the rest of the kernel (`PlanCheck.void`).
+The warp split's form is the one the lowering settles on once the split loop's copies are known
+(warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
+hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
+where the lowering asked for a role the plan does not size first (a tf32 tcgen05 mma's K-major
+copies before its loop, an earlier epilogue's restaging or mma's staged operand, an mma's FMA
+scratch), the lowering fits the loop itself and the check drops these roles for the rest of the
+kernel (`PlanCheck.void`).
 """
 
 from __future__ import annotations
@@ -87,7 +93,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.ops_memory import alloca_bytes, view_facts
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
-    from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
     from . import shared_tcgen05 as tcgen05
 
     kplan = plan_of(assignment)
@@ -139,15 +144,10 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    matrix.span if matrix.swizzled else 0, live.op_range(op)))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
-            settled = tcgen05.settled(facts)    # (the form its copies leave it)
-            if settled is not None and settled.loop is op and settled.form == "attention":   # its handshake
-                out.append(Request(op, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES))
-            # its MMA warp's and epilogue's (shared_tcgen05.py)
-            out += tcgen05.at_loop(facts, op, ring, fitted, [r for r in others + out if live.position(r.op) <= live.position(op)],
-                                   live, opt_in_limit(assignment.sm) - allocas - assumes.reserve)
-        elif op.name in tcgen05.ASKERS:
-            out += tcgen05.at_op(facts, op, fits, [r for r in others + out if live.position(r.op) < live.position(op)],
-                                 live, opt_in_limit(assignment.sm) - allocas - assumes.reserve)
+            # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
+            out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
+        elif op.name in tcgen05.ASKERS:     # a tcgen05 mma's buffers, attention's O stored by TMA
+            out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
             view = view_facts(op.operand("view"))  # type: ignore[arg-type]
             if view is None:

@@ -57,25 +57,29 @@ def settled(facts: "StagingFacts") -> Any:
     return settled_split(facts)  # type: ignore[arg-type]
 
 
-def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment",
-            before: list[Request], live: "Liveness", limit: int) -> list[Request]:
-    """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and
-    mbarriers where it is warp-specialized with an MMA warp: the MMA warp's buffers, then the
-    epilogue's (`before`: the requests placed before these, the loop's own included; `limit`: the
-    bytes the buffers may reach, the allocas and the reserve taken)."""
+def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment", asked: list[Request],
+            live: "Liveness", taken: int) -> list[Request]:
+    """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and their
+    mbarriers where it is warp-specialized with an MMA warp (as the split is `settled`): the
+    attention's handshake mbarriers (warp_specialize_tcgen05.HANDSHAKE, with the stages'), its MMA
+    warp's buffers, then its epilogue's. `asked`: the requests planned so far (those placed before
+    these: the ops' before the loop and the loop's own); `taken`: the bytes besides the buffers
+    (allocas, the room reserved)."""
+    from ..lowering.mbarrier import BYTES
     from ..lowering.tmem_epilogue import STAGE_ALIGN, chunked
-    from ..lowering.warp_specialize_tcgen05 import P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage
+    from ..lowering.warp_specialize_tcgen05 import HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage
 
     split = settled(facts)
     if split is None or split.loop is not loop or not split.mmas:
         return []
-    out = []
-    if split.form == "attention":
+    if split.form == "attention":     # the handshake (published with the stages), then P's buffer
+        out = [Request(loop, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES)]
         matrix = p_matrix(facts, split.mmas[-1])  # type: ignore[arg-type]
         if matrix is not None:
             out.append(Request(loop, "p-buffer", "restaging", matrix.nbytes, P_ALIGN, matrix.span,  # type: ignore
                                live.op_range(loop), late=MMA_WARP))
         return out
+    out = []
     scaled = _scaled(facts)  # type: ignore[arg-type]
     if scaled is not None:
         out.append(Request(loop, "tmem-stages", "buffer", fitted.stages * scale_stage(facts, scaled)[0],  # type: ignore
@@ -86,18 +90,20 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     found = chunked(loop, layout, ring.pair is not None)
     if found is None:
         return out
-    staged = _tma_stage(facts, found[2], layout, before + out, live, limit)
+    at = live.position(loop)
+    before = [r for r in asked if live.position(r.op) <= at] + out     # (the loop's body: the other roles')
+    staged = _tma_stage(facts, found[2], layout, before, live, taken)
     if staged is not None:
         out.append(Request(loop, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0,
                            live.op_range(found[2]), late=EPILOGUE))
     return out
 
 
-def at_op(facts: "StagingFacts", op: Operation, fits: dict, before: list[Request], live: "Liveness",
-          limit: int) -> list[Request]:
+def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request], live: "Liveness",
+          taken: int) -> list[Request]:
     """What `op` of `ASKERS` asks for: a tcgen05 mma the threads issue, its packed operands and
     restaged scales; attention's O stored by TMA, its buffer (`fits`: the depths planned so far,
-    pipelined loop -> (bytes before it, its BufferAssignment); `before`, `limit`: as `at_loop`)."""
+    pipelined loop -> (bytes before it, its BufferAssignment); `asked`, `taken`: as `at_loop`)."""
     from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix
     from ..lowering.ops_blockscale import SCALES_ALIGN, sf_cells, tcgen05_sf_bytes
     from ..lowering.ops_memory import _ordering
@@ -124,11 +130,10 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, before: list[Request
     if op.name != _STORE or _ordering(op)[0] != "weak" or facts.get(op.operand("view")) is None:  # type: ignore
         return out
     layout = facts.layout_of(op.operand("tile"))  # type: ignore[arg-type]
-    saved, facts.warp_split = facts.warp_split, settled(facts)
-    try:
-        staged = _tma_stage(facts, op, layout, before, live, limit) if fragments_staged(facts, op, layout) else None  # type: ignore[arg-type]
-    finally:
-        facts.warp_split = saved
+    if not fragments_staged(facts, op, layout, settled(facts)):  # type: ignore[arg-type]
+        return out
+    at = live.position(op)
+    staged = _tma_stage(facts, op, layout, [r for r in asked if live.position(r.op) < at], live, taken)
     if staged is not None:
         out.append(Request(op, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0, live.op_range(op)))
     return out
@@ -140,12 +145,14 @@ def packs_predicted(entry: Operation, sm: int) -> bool:
 
 
 def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: list[Request],
-               live: "Liveness", limit: int) -> Optional[Any]:
-    """tmem_epilogue.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed."""
+               live: "Liveness", taken: int) -> Optional[Any]:
+    """tmem_epilogue.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed
+    and `taken` other bytes."""
+    from ..lowering.smem import opt_in_limit
     from ..lowering.tmem_epilogue import tma_stage
 
     placed = place(before, facts.entry)
     lifetime = live.op_range(store)
     found = tma_stage(facts, store, layout, lambda nbytes, align: placed.first_fit(nbytes, align, *lifetime),  # type: ignore
-                      limit)
+                      opt_in_limit(facts.sm) - taken)
     return found[1] if found is not None else None
