@@ -56,7 +56,7 @@ from .kernel import KernelLowering
 from .warp_specialize import PRODUCER_THREADS
 
 if TYPE_CHECKING:
-    from ..tileas.plan import KernelFacts
+    from ..tileas.shared_stages import StagingFacts
     from .pipelined_loop import ActivePipeline
 
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
@@ -304,11 +304,11 @@ def p_matrix(k: KernelLowering, o: Operation) -> object:
     return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
 
 
-def settled(k: "KernelLowering | KernelFacts") -> object:
+def settled(k: "StagingFacts") -> object:
     """The kernel's warp split as `warp_specialize.settle` leaves it once the split loop's copies are
-    known (`split_mmas`), from what the nv_tileas level knows (`k`'s views are their facts: the
-    plan's StagingFacts): an attention whose loads TMA cannot all copy has no MMA warp. For
-    plan-shared-memory (tileas/shared_tcgen05.py, shared_stages.py) and tmem.first_asker."""
+    known (`split_mmas`), from what the nv_tileas level knows (the plan's StagingFacts: the views'
+    facts): an attention whose loads TMA cannot all copy has no MMA warp. (A loop left unpipelined
+    is not settled.) For plan-shared-memory (tileas/shared_tcgen05.py) and tmem.first_asker."""
     from ..ir.record import replace
     from .pipelined_loop import TMA_TARGETS, ring_of, tma_copies
 
@@ -316,7 +316,7 @@ def settled(k: "KernelLowering | KernelFacts") -> object:
     if split is None or not split.mmas:
         return split
     ring = ring_of(k, split.loop)  # type: ignore[arg-type]
-    if ring is None:
+    if ring is None or not ring.plan.pipelined:
         return split
     loads = ring.plan.loads
     tma = tma_copies(k, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]

@@ -14,14 +14,16 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
   must stay under the target's limit), so it is decided here beside the plan's placement;
 * "scales": the restaged scales of a block-scaled tcgen05 mma the threads issue
   (ops_blockscale.Tcgen05Scales);
-* "fp4-pack": the packed operands of a tcgen05 fp4 mma (fp4_pack.packed_matrix).
+* "fp4-pack": the packed operands of a tcgen05 fp4 mma (fp4_pack.packed_matrix);
+* and the specialized attention's handshake "mbarriers" (warp_specialize_tcgen05.HANDSHAKE), asked
+  with the stages' mbarriers.
 
 Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
 attention whose loads TMA cannot all copy is issued by its consumers:
 warp_specialize_tcgen05.split_mmas), so the split is settled here as the lowering settles it
-(`settled`). Not predicted: sm_120's fp4 mma.sync packs its operands only where the K slices its
-operands' staging takes leave room (ops_mma._packing_fits), which this plan does not size: the
-role is predicted in kernels without an fp4 mma.sync (`packs_predicted`).
+(warp_specialize_tcgen05.settled). Not predicted: sm_120's fp4 mma.sync packs its operands only
+where the K slices its operands' staging takes leave room (ops_mma._packing_fits), which this plan
+does not size: the role is predicted in kernels without an fp4 mma.sync (`packs_predicted`).
 
 The order of an op's requests (`Request.late`): a warp-specialized loop asks for its stages and
 mbarriers (0), then its MMA warp for its own buffers (`MMA_WARP`), tensor memory's control block
@@ -50,13 +52,6 @@ _STORE = "cuda_tile.store_view_tko"
 ASKERS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled", _STORE)   # the ops `at_op` sizes
 
 
-def settled(facts: "StagingFacts") -> Any:
-    """The kernel's warp split as the lowering settles it (warp_specialize_tcgen05.settled)."""
-    from ..lowering.warp_specialize_tcgen05 import settled as settled_split
-
-    return settled_split(facts)  # type: ignore[arg-type]
-
-
 def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment", asked: list[Request],
             live: "Liveness", taken: int) -> list[Request]:
     """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and their
@@ -67,9 +62,10 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     (allocas, the room reserved)."""
     from ..lowering.mbarrier import BYTES
     from ..lowering.tmem_epilogue import STAGE_ALIGN, chunked
-    from ..lowering.warp_specialize_tcgen05 import HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage
+    from ..lowering.warp_specialize_tcgen05 import (HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage,
+                                                    settled)
 
-    split = settled(facts)
+    split: Any = settled(facts)
     if split is None or split.loop is not loop or not split.mmas:
         return []
     if split.form == "attention":     # the handshake (published with the stages), then P's buffer
@@ -109,11 +105,12 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     from ..lowering.ops_memory import _ordering
     from ..lowering.ops_tcgen05 import _PACKED, kind_of
     from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
+    from ..lowering.warp_specialize_tcgen05 import settled
 
     out: list[Request] = []
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op in layouts:
-        split = settled(facts)
+        split: Any = settled(facts)
         if split is not None and op in split.mmas and split.loop in fits and fits[split.loop][1].stages:
             return out      # issued by the MMA warp
         _, m, n = layouts[op].shape
