@@ -38,8 +38,9 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
         if not is_ready([value]):
             wait_for(k, [value])
     k.barrier()   # every element is in `src`; the previous MMAs' reads of the packed buffer are done
-    dst = SharedMatrix(0, 1, rows, kdim // 2, 1, padded=False, swizzled=True)
-    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, 1024, "restaging", k.op_lifetime(), dst.span, role="fp4-pack"))
+    dst = packed_matrix(rows, kdim)
+    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, PACK_ALIGN, "restaging", k.op_lifetime(), dst.span,
+                                             role="fp4-pack"))
     per_row = kdim // RUN
     units = rows * per_row
     for first in range(0, units, k.threads):
@@ -56,6 +57,15 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
                   lambda: one() or None)
     fence_async_proxy(k)    # the MMA reads the buffer through the async proxy
     return dst
+
+
+PACK_ALIGN = 1024   # the packed buffer is swizzled
+
+
+def packed_matrix(rows: int, kdim: int) -> SharedMatrix:
+    """The (unplaced) packed K-major buffer of an operand of `rows` rows and `kdim` K (`pack`); sizes
+    plan-shared-memory's "fp4-pack" too (tileas/shared_tcgen05.py)."""
+    return SharedMatrix(0, 1, rows, kdim // 2, 1, padded=False, swizzled=True)
 
 
 def _run(k: KernelLowering, src: SharedMatrix, role: str, transposed: bool, x: str, kk: str) -> str:

@@ -417,6 +417,9 @@ def _restage_one(k: KernelLowering, op: Operation, sources: "list[_Scales]", buf
     k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
 
 
+SCALES_ALIGN = 128    # the restaged scales (tcgen05.cp reads 128-byte rows)
+
+
 class Tcgen05Scales:
     """The scale factors of one tcgen05 block-scaled mma op: restaged in shared memory (by every
     thread here, unless `buffer` says where another role restaged them: the warp-specialized
@@ -441,7 +444,7 @@ class Tcgen05Scales:
         tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
         sources = tcgen05_sources(k, tiles)
         if op not in k.tmem_buffers:     # A's chunks, then B's
-            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), 128, role="scales")
+            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), SCALES_ALIGN, role="scales")
         self.buffer = str(k.tmem_buffers[op])
         if not is_ready(tiles):   # the sources' copies (or staging stores) are published
             wait_for(k, tiles)

@@ -371,11 +371,8 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     if k.sm not in TMA_TARGETS:
         multicast.refuse(k, loop, loads, "")
         return None, None
-    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
-    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense,
-                                 tile=tiles[load]) for load in loads}
-    why = {load: reason for load, (t, reason) in plans.items() if t is None}
-    if why and (len(why) == len(loads) or not set(why) <= dense):
+    copies, why = tma_copies(k, loads, matrices, dense, tiles)
+    if copies is None:
         for load in loads:
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
             k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
@@ -385,7 +382,6 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     for load, reason in why.items():
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
                  load, Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
-    copies = {load: t for load, (t, _) in plans.items() if t}
     cluster = None
     if paired:
         k.remark("passed", "memory", "RemarkTmaCtaPair", "Operands copied by the CTA pair", loop,
@@ -396,6 +392,21 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     else:
         multicast.refuse(k, loop, loads, "a load of the loop is copied with cp.async")
     return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
+
+
+def tma_copies(k: KernelLowering, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict
+               ) -> tuple[Optional[dict], dict]:
+    """(load -> its TMA copy into its stage `matrices[load]`, or None where the loop keeps cp.async;
+    load -> why TMA cannot copy it) on a target with TMA (`_choose_tma`, which adds the cluster's
+    multicast slices: the same loads). Reads of `k` what the nv_tileas level knows as well: the plan
+    (tileas/shared_tcgen05.py) asks it which loads a specialized attention's producer copies."""
+    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense,
+                                 tile=tiles[load]) for load in loads}
+    why = {load: reason for load, (t, reason) in plans.items() if t is None}
+    if why and (len(why) == len(loads) or not set(why) <= dense):
+        return None, why
+    return {load: t for load, (t, _) in plans.items() if t}, why
 
 
 def copied(p: ActivePipeline) -> tuple:

@@ -69,8 +69,13 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
     layouts = getattr(assignment, "tcgen05_layouts", None) or {}
     if not layouts:
         return None
+    from ..tileas.shared_stages import StagingFacts
+    from .warp_specialize_tcgen05 import settled
+
     kplan = plan_of(assignment)
-    split = kplan.warp_split
+    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, kplan.warp_split,
+                         True, {})
+    split = settled(facts)      # (an attention whose copies are not all TMA's: its consumers issue the mmas)
     split_loop = split.loop if split is not None and split.mmas else None   # (before_loop leaves it alone)
     stores: set[int] = set()     # loops storing a nonzero initial accumulator before they run
     for op in layouts:
@@ -79,10 +84,8 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
                 and not _zero(found[0].operand_group("initValues")[found[1]]):
             stores.add(id(found[0]))
     if split_loop is not None:   # its MMA warp runs where the loop is pipelined (else the body's mmas ask)
-        from ..tileas.shared_stages import StagingFacts
         from .pipelined_loop import ring_of
 
-        facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split, True, {})
         ring = ring_of(facts, split_loop)  # type: ignore[arg-type]
         if ring is None or not ring.plan.pipelined:
             split_loop = None

@@ -15,7 +15,7 @@ then computes exactly those elements' addresses and bounds. Those ops are marked
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
@@ -117,17 +117,29 @@ def chunk_blocks(layout: MmaLayout) -> int:
     return blocks
 
 
+def chunked(loop: Operation, layout: MmaLayout, paired: bool
+            ) -> Optional[tuple[list[Operation], list[Operation], Operation]]:
+    """`chunkable`'s (pure ops, conversion chain, store) where `lower` reads the accumulator of
+    `loop` (in `layout`; `paired`: a CTA pair runs its mma) in column chunks, else None (also a
+    pair's rows that each CTA reads alone: read whole, then converted, ops_tcgen05._transfer).
+    Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
+    from .ops_tcgen05 import PairAccLayout
+
+    found, _ = chunkable(loop)
+    if found is None or isinstance(layout, PairAccLayout) and not paired:
+        return None
+    return found
+
+
 def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     """The rest of the kernel after `loop` (whose result is `mma`'s accumulator, in tensor memory),
     chunk by chunk; False (nothing emitted) where it is not `chunkable`."""
     from .ops_tcgen05 import read_columns
     from .registry import LOWERINGS
 
-    from .ops_tcgen05 import PairAccLayout
-
-    found, _ = chunkable(loop)
-    if found is None or isinstance(k.assignment.tcgen05_layouts[mma], PairAccLayout) and k.cta_pair is None:
-        return False     # (a pair's rows, each CTA alone: read whole, then converted, ops_tcgen05._transfer)
+    found = chunked(loop, k.assignment.tcgen05_layouts[mma], k.cta_pair is not None)
+    if found is None:
+        return False
     pure, chain, store = found
     for op in pure:
         LOWERINGS[op.name](k, op)
@@ -185,15 +197,37 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
 
 
 def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Optional[tuple[TmaCopy, SharedMatrix]]:
+    """`tma_stage`'s copy and buffer (placed, its tensor map a hidden parameter), beside the
+    buffers placed so far; None where not."""
+    from .smem import opt_in_limit
+
+    lifetime = k.lifetimes().op_range(store)
+    found = tma_stage(k, store, layout, lambda nbytes, align: k.buffers.first_fit(nbytes, align, *lifetime),
+                      opt_in_limit(k.sm) - k.static_smem_bytes - k.smem_reserve)
+    if found is None:
+        return None
+    t, matrix = found
+    t = replace(t, slot=hidden_param(k, t.spec))
+    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, STAGE_ALIGN, "epilogue", lifetime,
+                                                    role="tmem-epilogue"))
+
+
+STAGE_ALIGN = 1024       # the swizzled buffer the chunks (or attention's O) are written into
+
+
+def tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
+              limit: int) -> Optional[tuple[TmaCopy, SharedMatrix]]:
     """Where `store`'s view has a descriptor made of the kernel's parameters (tma_copy.plan, as the
     sm_90 epilogue's) and the element is its own storage type: its TMA copy (boxes of one
-    warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the swizzled buffer the chunks
-    are written into, placed after the loop in bytes its stages no longer need (every copy into
-    them landed before the MMAs that read it, which were done before the accumulator was ready);
-    None where not, or where the buffer does not fit beside what stays alive."""
+    warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the (unplaced) swizzled buffer
+    the chunks are written into, placed after the loop in bytes its stages no longer need (every
+    copy into them landed before the MMAs that read it, which were done before the accumulator was
+    ready); None where not, or where the buffer does not fit below `limit` at `first_fit(nbytes,
+    align)` (the lowest offset free over the store, beside the buffers placed before it). Decides
+    for plan-shared-memory too (tileas/shared_tcgen05.py), which gives the view's facts for `k`'s
+    view and its own placement."""
     from ..ir.types import ScalarType
     from .pipelined_loop import TMA_TARGETS
-    from .smem import opt_in_limit
     from .kernel import storage_type
 
     tile = store.operand("tile").type
@@ -206,12 +240,9 @@ def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Option
     t, _ = plan(k, store, k.get(store.operand("view")), matrix, rows=TMEM_LANES)
     if t is None:
         return None
-    lifetime = k.lifetimes().op_range(store)
-    at = k.buffers.first_fit(matrix.nbytes, 1024, *lifetime)
-    if at + matrix.nbytes + k.static_smem_bytes + k.smem_reserve > opt_in_limit(k.sm):
+    if first_fit(matrix.nbytes, STAGE_ALIGN) + matrix.nbytes > limit:
         return None
-    t = replace(t, slot=hidden_param(k, t.spec))
-    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 1024, "epilogue", lifetime, role="tmem-epilogue"))
+    return t, matrix
 
 
 def _store_by_tma(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:
@@ -236,9 +267,9 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     the registers: the unspecialized M = 256 ones spill for the buffer's addresses (24 bytes in the
     f16 d128 causal 256x128). False (nothing emitted) elsewhere: other kernels, a store inside a
     loop, a layout or view TMA cannot take."""
-    if not may_store_fragments(k, op, tile.layout):
+    if not fragments_staged(k, op, tile.layout, getattr(k, "warp_split", None)):
         return False
-    found = _tma_stage(k, op, tile.layout)
+    found = _tma_stage(k, op, tile.layout)  # type: ignore[arg-type]
     if found is None:
         return False
     t, matrix = found
@@ -252,13 +283,12 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     return True
 
 
-def may_store_fragments(k: KernelLowering, op: Operation, layout: object) -> bool:
-    """Whether `store_fragments` may store `op`'s tile in `layout` (`_tma_stage` then decides, beside
-    the buffers placed before it): a warp-specialized attention's O, in the kernel's body, on sm_100.
-    `k`: the lowering, or the plan's facts (tileas/shared_epilogue.py)."""
-    split = getattr(k, "warp_split", None)
+def fragments_staged(k: KernelLowering, op: Operation, layout: object, split: object) -> bool:
+    """Whether `store_fragments` tries to store `op`'s tile (in `layout`) by TMA: a store in the
+    kernel's body of attention's O (an mma layout) where the attention is warp-specialized (`split`,
+    its MMA warp's form). Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
     return k.sm in (100, 103) and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
-        and split is not None and split.form == "attention"
+        and split is not None and split.form == "attention"  # type: ignore[attr-defined]
 
 
 def _counted(k: KernelLowering, chunks: int):

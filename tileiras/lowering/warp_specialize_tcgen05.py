@@ -56,6 +56,7 @@ from .kernel import KernelLowering
 from .warp_specialize import PRODUCER_THREADS
 
 if TYPE_CHECKING:
+    from ..tileas.shared_stages import StagingFacts
     from .pipelined_loop import ActivePipeline
 
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
@@ -109,13 +110,22 @@ def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tupl
     """(shared offset of stage 0's restaged scales, bytes a stage, tensor-memory columns a stage) of
     the block-scaled mma `op`: per stage, so that neither the restaging nor the tcgen05.cp of the
     next iterations overwrites scales that MMAs still in flight read."""
+    nbytes, columns = scale_stage(k, op)
+    if (op, "stages") not in k.tmem_buffers:
+        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, SCALE_ALIGN, role="tmem-stages")
+    return k.tmem_buffers[(op, "stages")], nbytes, columns
+
+
+SCALE_ALIGN = 128    # a stage's restaged scales (tcgen05.cp reads 128-byte rows)
+
+
+def scale_stage(k: KernelLowering, op: Operation) -> tuple[int, int]:
+    """(bytes, tensor-memory columns) of one stage's restaged scales of the block-scaled mma `op`
+    (`_scale_stages`). Sizes plan-shared-memory's "tmem-stages" too (tileas/shared_tcgen05.py)."""
     from .ops_blockscale import sf_cells, tcgen05_columns, tcgen05_sf_bytes
 
     _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-    nbytes = tcgen05_sf_bytes(m, n, sf_cells(op))
-    if (op, "stages") not in k.tmem_buffers:
-        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, 128, role="tmem-stages")
-    return k.tmem_buffers[(op, "stages")], nbytes, tcgen05_columns(m, n, sf_cells(op))
+    return tcgen05_sf_bytes(m, n, sf_cells(op)), tcgen05_columns(m, n, sf_cells(op))
 
 
 def _zero(value: object) -> bool:
@@ -271,14 +281,58 @@ def p_buffer(k: KernelLowering, o: Operation) -> object:
     """The swizzled shared buffer of P where it does not go to tensor memory (`p_in_tmem`), alive
     through the loop (allocated when the MMA warp is emitted, at the loop), else None: the
     consumers store P_j there, the MMA thread reads it as O += P_j V_j's A (K-major)."""
-    from .async_copy import new_matrix
+    from ..ir.record import replace
 
-    if p_in_tmem(k, o):
+    matrix = p_matrix(k, o)
+    if matrix is None:
         return None
     if (o, "p") not in k.tmem_buffers:
-        k.tmem_buffers[(o, "p")] = new_matrix(k, o.operand("lhs").type, swizzled=True, kind="restaging",
-                                              lifetime=k.op_lifetime(), role="p-buffer")
+        k.tmem_buffers[(o, "p")] = replace(matrix, offset=k.alloc_buffer(
+            matrix.nbytes, P_ALIGN, "restaging", k.op_lifetime(), matrix.span, role="p-buffer"))
     return k.tmem_buffers[(o, "p")]
+
+
+P_ALIGN = 1024    # P's shared buffer is swizzled
+
+
+def p_matrix(k: KernelLowering, o: Operation) -> object:
+    """The (unplaced) swizzled shared matrix of P (O += P V's A) where it does not go to tensor
+    memory (`p_in_tmem`), else None (`p_buffer`). Decides for plan-shared-memory too
+    (tileas/shared_tcgen05.py)."""
+    from .async_copy import matrix_shape
+
+    return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
+
+
+def settled(k: "StagingFacts") -> object:
+    """The kernel's warp split as `warp_specialize.settle` leaves it once the split loop's copies are
+    known (`split_mmas`), from what the nv_tileas level knows (the plan's StagingFacts: the views'
+    facts): an attention whose loads TMA cannot all copy has no MMA warp. (A loop left unpipelined
+    is not settled.) For plan-shared-memory (tileas/shared_tcgen05.py) and tmem.first_asker."""
+    from ..ir.record import replace
+    from .pipelined_loop import TMA_TARGETS, ring_of, tma_copies
+
+    split = k.warp_split
+    if split is None or not split.mmas:
+        return split
+    ring = ring_of(k, split.loop)  # type: ignore[arg-type]
+    if ring is None or not ring.plan.pipelined:
+        return split
+    loads = ring.plan.loads
+    tma = tma_copies(k, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
+                     ring.dense, ring.tiles)[0] if k.sm in TMA_TARGETS else None
+    return split if split_mmas(k, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
+
+
+def split_mmas(k: KernelLowering, tma: Optional[dict], loads: tuple) -> tuple:
+    """The mmas the split's MMA warp issues once the loop's copies are known (`tma`: the loads TMA
+    copies): the attention form's MMA warp shares the producer's warpgroup, so it needs every load
+    copied by TMA (cp.async copies take the whole warpgroup); else () and the consumers issue them
+    (warp_specialize.settle). Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
+    split = k.warp_split
+    if split.form == "attention" and (not tma or len(tma) < len(loads)):
+        return ()
+    return split.mmas
 
 
 # the handshake mbarriers of the specialized attention, by index: (name, arrivals)

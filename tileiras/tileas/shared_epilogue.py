@@ -73,10 +73,11 @@ def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
     """Whether every epilogue of the kernel is decided here (not where the module docstring says)."""
     from ..lowering.layout import MmaLayout
     from ..lowering.ops_memory import view_facts
-    from ..lowering.tmem_epilogue import may_store_fragments
+    from ..lowering.tmem_epilogue import fragments_staged
     from .plan import plan_of
 
-    at = SimpleNamespace(entry=entry, sm=assignment.sm, warp_split=plan_of(assignment).warp_split)
+    at = SimpleNamespace(entry=entry, sm=assignment.sm)
+    split = plan_of(assignment).warp_split
     for op in entry.walk():
         if op.name not in STORES:
             continue
@@ -85,7 +86,7 @@ def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
             continue
         if op.name == VIEW_STORE and view_facts(op.operand("view")) is None:  # type: ignore[arg-type]
             return False
-        if may_store_fragments(at, op, layout):  # type: ignore[arg-type]
+        if fragments_staged(at, op, layout, split):  # type: ignore[arg-type]
             return False
     return True
 

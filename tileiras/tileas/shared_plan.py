@@ -13,15 +13,20 @@ they are exact, the staged loads, the loops' rings (whose depths the pass decide
 `SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), their mbarriers and
 K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
 "ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
-"row-load", "row-store" and the row group's mbarriers) and the buffer an mma accumulator's store
+"row-load", "row-store" and the row group's mbarriers), the buffer an mma accumulator's store
 goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the buffers alive at the
-store are released, `Request.releases`, as the lowering releases them). The plan is made for
+store are released, `Request.releases`, as the lowering releases them) and the tcgen05 buffers
+(`shared_tcgen05.py`: a warp-specialized loop's MMA warp's "tmem-stages" and "p-buffer", its
+epilogue's or attention's TMA-stored "tmem-epilogue", an mma's restaged "scales" and packed
+"fp4-pack"). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
 kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`). Tensor memory's
 control block, asked once per kernel, is planned at the op that first needs it
-(`lowering/tmem.first_asker`), where the lowering asks for it.
+(`lowering/tmem.first_asker`), where the lowering asks for it. An op's requests are placed in the
+order it asks (`Request.late`: a warp-specialized loop asks for its stages, then from its body
+for its MMA warp's buffers, tensor memory's, its epilogue's; shared_tcgen05.py lists the ranks).
 
 `PlanCheck` is the verifier between the two: every request of a covered role must be one the plan
 predicted (kind, size, alignment, swizzle, lifetime), and every predicted request must be asked for;
@@ -31,6 +36,7 @@ else a line of the kernel's --print-ir-after-all notes: while the lowering place
 itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
 does not hold (the lowering placed a buffer of an unplanned role before the loop), or an epilogue
 is decided otherwise beside such a buffer (`PlanCheck.decide`), the check drops the staging roles
+(the tcgen05 ones with them: sized by the depth, or placed beside the stages)
 for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
@@ -61,7 +67,8 @@ class Request:
     align: int
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
-    late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
+    late: int = 0             # its turn among the op's requests: 0 first, then by rank (an MMA warp's, from
+                              # its loop's body; shared_tcgen05.py lists the ranks)
     releases: bool = False    # asked once the buffers alive at its op are released (an epilogue's: SharedBuffers.release)
 
     def key(self, seq: int) -> tuple[int, str, int]:
@@ -160,6 +167,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     from .shared_sizes import SIZERS
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
+    from .shared_tcgen05 import packs_predicted
 
     live = lifetimes(entry)
     asked: list[Request] = []
@@ -174,6 +182,8 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         fits, entered = staged[1], staged[2]
         covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
+        if not packs_predicted(entry, assignment.sm):
+            covered.discard("fp4-pack")
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

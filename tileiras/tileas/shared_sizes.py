@@ -11,9 +11,11 @@ says which kernels are not), so they are not SIZERS; nor are the roles decided b
 placed before them, predicted with the staging roles, which the plan reads from its own placement
 of the requests before the op: a row group's TMA budget, a row store's ("row-load", "row-store",
 shared_rows.py), a reduce's scratch sliced to fit beside them ("reduction"), an epilogue's
-restaging or TMA store ("restage", "tma-store", shared_epilogue.py). The others still depend on
-how an op's operand was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot
-know until it sizes those too.
+restaging or TMA store ("restage", "tma-store", shared_epilogue.py), the tcgen05 buffers
+(shared_tcgen05.py: sized by a loop's depth, or fitted beside the buffers placed before them).
+The others still depend on how an op's operand was lowered (an op's own K-major copy,
+"kmajor-copy"; an mma's operand staged, "mma-stage"; sm_120's fp4 packing beside its mma's K
+slices), which the plan cannot know until it sizes those too.
 """
 
 from __future__ import annotations
@@ -120,12 +122,13 @@ def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Reque
     end (tmem.tensor_memory)."""
     from ..lowering.tmem import CONTROL_BYTES, first_asker
     from .plan import plan_of
+    from .shared_tcgen05 import CONTROL_AT_LOOP
 
     asker = first_asker(entry, assignment)
     if asker is None:
         return []
-    split = plan_of(assignment).warp_split     # its MMA warp asks after the loop's stages
-    late = split is not None and asker is split.loop
+    split = plan_of(assignment).warp_split     # its MMA warp asks after the loop's stages and its own buffers
+    late = CONTROL_AT_LOOP if split is not None and asker is split.loop else 0
     return [Request(asker, "tmem-control", "tmem", CONTROL_BYTES, 128, late=late)]
 
 

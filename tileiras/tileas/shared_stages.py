@@ -8,15 +8,19 @@ copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
 Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
-"kmajor", "reduction", "row-load", "row-store", "restage" and "tma-store" together, or none of
-them (the row kernels' TMA buffers and their group's mbarriers by `shared_rows.py`, from the
-lowering's own decisions, `row_tma.group` and `row_tma.store_copy`, each beside the bytes the plan
-placed before its op; "reduction" left out of a kernel where another op than a reduce or scan asks
-for it, `reductions_predicted`: an mma's FMA path, a pack / unpack, a gather / scatter view's row
-indices; "restage" and "tma-store", the buffer an mma accumulator's store goes through, decided in
-the op walk by shared_epilogue.py, left out where it cannot tell, `shared_epilogue.predicted`).
-"reduction": the scratch a reduce or scan whose rows are not in warps folds through
-(`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
+"kmajor", "reduction", "row-load", "row-store", "restage" and "tma-store", with the tcgen05 buffers
+the walk asks `shared_tcgen05.py` for at each loop (after its stages: a warp-specialized loop's MMA
+warp's and epilogue's) and at each mma and store ("tmem-stages", "p-buffer", "tmem-epilogue",
+"scales", "fp4-pack"), together, or none of them (the row kernels' TMA buffers and their group's
+mbarriers by `shared_rows.py`, from the lowering's own decisions, `row_tma.group` and
+`row_tma.store_copy`, each beside the bytes the plan placed before its op; "reduction" left out of
+a kernel where another op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA
+path, a pack / unpack, a gather / scatter view's row indices; "restage" and "tma-store", the
+buffer an mma accumulator's store goes through, decided in the op walk by shared_epilogue.py, left
+out where it cannot tell, `shared_epilogue.predicted`; "fp4-pack" left out where sm_120's fp4
+mma.sync packs, `shared_tcgen05.packs_predicted`). "reduction": the scratch a reduce or scan whose
+rows are not in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a
+reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
 sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
@@ -29,16 +33,16 @@ Not predicted (`predict` returns None), and why:
 
 * the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
   decides by the first fit of the buffers the lowering placed;
-* kernels whose tcgen05 MMA warp hands over through its own mbarriers (warp_specialize_tcgen05),
-  which this plan does not size;
 * a tensor-core operand, or a row load or store TMA may copy, whose view is not a partition of a
   tensor view made in the kernel (`ops_memory.view_facts`; `shared_rows.Rows.exact`).
 
-And a loop's depth holds only where the plan placed every buffer before it: where the lowering
-asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-mma's FMA scratch), the lowering fits the loop itself and the check drops these roles for the
-rest of the kernel (`PlanCheck.void`); so does an epilogue decided otherwise beside such a buffer
-(`PlanCheck.decide`).
+The warp split's form is the one the lowering settles on once the split loop's copies are known
+(warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
+hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
+where the lowering asked for a role the plan does not size first (a tf32 tcgen05 mma's K-major
+copies before its loop, an mma's staged operand, an mma's FMA scratch), the lowering fits the loop
+itself and the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an
+epilogue decided otherwise beside such a buffer (`PlanCheck.decide`).
 """
 
 from __future__ import annotations
@@ -52,11 +56,12 @@ from .buffers import lifetimes
 from .plan import plan_of
 from .shared_epilogue import ROLES as EPILOGUE, STORES, requests as epilogue
 from .shared_plan import Assumptions, Request, place
+from .shared_tcgen05 import ROLES as TCGEN05
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES + EPILOGUE
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES + EPILOGUE + TCGEN05
 LOAD = "cuda_tile.load_view_tko"
 REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 
@@ -93,20 +98,21 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.ops_memory import alloca_bytes, view_facts
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
-    from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
+    from . import shared_tcgen05 as tcgen05
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
     rows = shared_rows.Rows(facts)
-    if assumes.defer or not rows.exact or (split is not None and split.form == "tcgen05"):
+    if assumes.defer or not rows.exact:
         return None
     live = lifetimes(entry)
     out: list[Request] = []
     fits: dict = {}
     entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
+    lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
     for op in entry.walk():
@@ -146,8 +152,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    matrix.span if matrix.swizzled else 0, live.op_range(op)))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
-            if split is not None and split.loop is op and split.form == "attention":   # its handshake
-                out.append(Request(op, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES))
+            # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
+            out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
+            chunked = tcgen05.chunked_store(facts, op, ring)
+            if chunked is not None:     # stored by the MMA warp's epilogue, chunk by chunk
+                lowered_ahead.add(id(chunked))
+        elif op.name in tcgen05.ASKERS and op.name not in STORES:     # a tcgen05 mma's buffers
+            out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
             view = view_facts(op.operand("view"))  # type: ignore[arg-type]
             if view is None:
@@ -163,7 +174,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                live.value_range(op.results[0], op)))
             if once:
                 out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
-        elif op.name in STORES:
+        elif op.name in STORES and id(op) not in lowered_ahead:
+            # attention's O stored by TMA (tcgen05), an mma accumulator's epilogue
+            out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
             out += epilogue(facts, op, others + out, entered)
     return out, fits, entered
 

@@ -1,0 +1,165 @@
+"""Pass `plan-shared-memory` on sm_100 (tileiras/tileas/shared_tcgen05.py): the buffers of the
+tcgen05 kernels (the warp-specialized matmul's MMA warp and chunked epilogue, attention's P buffer
+and O's TMA store, block-scaled scales, packed fp4 operands) predicted before emission, each one
+the lowering asks for, at the plan's offset; a wrong prediction is an internal error."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileiras.bytecode.reader import read_module
+from tileiras.driver.errors import CompileError
+from tileiras.ir.record import replace
+from tileiras.lowering.pipeline import lower_module
+from tileiras.tileas import shared_plan, shared_tcgen05
+from tileiras.tileas.shared_plan import STRICT_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lower(bytecode: bytes, monkeypatch) -> tuple[str, list[bool]]:   # type: ignore[no-untyped-def]
+    """(--print-ir-after-all of the module on sm_100, per lowering attempt whether the plan predicted
+    every request of the kernel), the check strict."""
+    complete: list[bool] = []
+    finish = shared_plan.PlanCheck.finish
+
+    def record(self):   # type: ignore[no-untyped-def]
+        out = finish(self)
+        complete.append(self.complete and not self.voided)
+        return out
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "finish", record)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(read_module(bytecode, "k"), "sm_100", print_ir_after_all=True)
+    return err.getvalue(), complete
+
+
+def _corpus(name: str) -> bytes:
+    return next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc")).read_bytes()
+
+
+def _plan(dump: str) -> list[str]:
+    """The buffers of the dump's plan-shared-memory section."""
+    lines = dump.splitlines()
+    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
+    return [line[len("//     "):line.index(": %")] for line in lines[start + 1:end] if "live over" in line]
+
+
+def test_a_specialized_128x128x64_matmul_is_predicted_whole(monkeypatch) -> None:
+    """The MMA-warp form: the loop's stages and mbarriers, then (its MMA warp) tensor memory's
+    control block, then (its epilogue warps) the swizzled buffer the accumulator's column chunks
+    are written into for one TMA store, over the stages, which are free after the loop."""
+    dump, complete = _lower(_corpus("mm_f16_128x128x64"), monkeypatch)
+    assert _plan(dump) == [
+        "ring (ring) 65536 B align 1024 swizzle 128B, live over ops 86..90, offset 0",
+        "ring (ring) 65536 B align 1024 swizzle 128B, live over ops 86..90, offset 65536",
+        "mbarriers (buffer) 64 B align 8, live over its op to the kernel's end, offset 131072",
+        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 131200",
+        "tmem-epilogue (epilogue) 32768 B align 1024, live over ops 93..93, offset 0"], _plan(dump)
+    assert complete == [True] and "dropped" not in dump
+
+
+def test_a_specialized_128x256x64_matmul_is_predicted_whole(monkeypatch) -> None:
+    """Two epilogue warpgroups (128 x 256): 3 stages, and the whole f16 C tile's swizzled buffer."""
+    dump, complete = _lower(_corpus("mm_f16_128x256x64"), monkeypatch)
+    assert _plan(dump) == [
+        "ring (ring) 49152 B align 1024 swizzle 128B, live over ops 86..90, offset 0",
+        "ring (ring) 98304 B align 1024 swizzle 128B, live over ops 86..90, offset 49152",
+        "mbarriers (buffer) 48 B align 8, live over its op to the kernel's end, offset 147456",
+        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 147584",
+        "tmem-epilogue (epilogue) 65536 B align 1024, live over ops 93..93, offset 0"], _plan(dump)
+    assert complete == [True]
+
+
+def test_an_attentions_p_buffer_and_o_store_are_predicted(monkeypatch) -> None:
+    """Specialized attention at M = 64: P goes through a swizzled buffer the MMA warp asks for (after
+    the stages and the handshake, before tensor memory), and O is stored by TMA through a buffer
+    over the freed stages, asked by its store."""
+    dump, complete = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
+    plan = _plan(dump)
+    assert plan[-3:] == [
+        "p-buffer (restaging) 8192 B align 1024 swizzle 128B, live over ops 99..128, offset 59392",
+        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 67584",
+        "tmem-epilogue (epilogue) 8192 B align 1024, live over ops 135..135, offset 9216"], plan
+    assert complete == [True]
+
+
+def test_a_p_buffer_before_a_second_loop_keeps_its_depth(monkeypatch) -> None:
+    """Causal TileGym attention at 64 x 64: the P buffer of the first (specialized) loop comes
+    before the second loop's stages; planned, the second loop's depth is the plan's (nothing
+    dropped: it was, while the P buffer was not predicted)."""
+    dump, _ = _lower(_corpus("tg_fmha_f16_d128_causal_64x64"), monkeypatch)
+    plan = _plan(dump)
+    assert sum(line.startswith("p-buffer ") for line in plan) == 1 and plan[-1].startswith("tmem-epilogue "), plan
+    assert "dropped" not in dump
+
+
+def test_a_specialized_block_scaled_matmuls_scale_stages_are_predicted(monkeypatch) -> None:
+    """Block-scaled 128x128x128: the MMA warp asks for every stage's restaged scales (4 x 1024 B)
+    before tensor memory."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_blockscale_lowering import _kernel
+
+    dump, complete = _lower(_kernel(128, 128, 128), monkeypatch)
+    plan = _plan(dump)
+    assert [line.split(" (")[0] for line in plan] == ["ring"] * 4 + ["mbarriers", "tmem-stages", "tmem-control",
+                                                                    "tmem-epilogue"], plan
+    assert plan[5] == "tmem-stages (buffer) 4096 B align 128, live over its op to the kernel's end, offset 135296"
+    assert complete == [True]
+
+
+def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monkeypatch) -> None:
+    """cuTile's mxfp4 matmul: its mma asks for tensor memory first, then packs A and B (64-byte
+    swizzle), then restages the scales (the operands' own staging, "mma-stage", is not predicted); the store
+    restages the accumulator."""
+    dump, _ = _lower(_corpus("cp_mxfp4_matmul_128x128x128"), monkeypatch)
+    assert _plan(dump)[1:] == [
+        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 640",
+        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 102..102, offset 1024",
+        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 102..102, offset 9216",
+        "scales (buffer) 1024 B align 128, live over its op to the kernel's end, offset 17408",
+        # the accumulator's store restaged through the buffers it frees (shared_epilogue.py)
+        "restage (epilogue) 16896 B align 128, live over ops 105..105, the buffers released before it, offset 768"], \
+        _plan(dump)
+
+
+@pytest.mark.parametrize("name,role,hook", [
+    ("mm_f16_128x128x64", "tmem-epilogue", "at_loop"),
+    ("fa_f16_q64k64d64", "p-buffer", "at_loop"),
+    ("fa_f16_q64k64d64", "tmem-epilogue", "at_op"),
+    ("cp_mxfp4_matmul_128x128x128", "fp4-pack", "at_op"),
+    ("cp_mxfp4_matmul_128x128x128", "scales", "at_op")])
+def test_a_wrong_tcgen05_prediction_is_an_internal_error(monkeypatch, name: str, role: str, hook: str) -> None:
+    """The pass predicting a buffer 128 bytes larger than the lowering asks for: the strict check
+    stops at the request."""
+    sized = getattr(shared_tcgen05, hook)
+
+    def larger(*args):   # type: ignore[no-untyped-def]
+        return [replace(r, nbytes=r.nbytes + 128) if r.role == role else r for r in sized(*args)]
+
+    monkeypatch.setattr(shared_tcgen05, hook, larger)
+    with pytest.raises(CompileError, match=f"error: internal: shared-memory plan: .* asks for {role} "):
+        _lower(_corpus(name), monkeypatch)
+
+
+def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_settles_it(monkeypatch) -> None:
+    """Where TMA cannot copy the loads, the specialized attention has no MMA warp (its consumers
+    issue the mmas: warp_specialize.settle); the pass settles the split the same way
+    (warp_specialize_tcgen05.settled): no handshake, no P buffer, no TMA store of O, and tensor
+    memory asked for by the first mma."""
+    from tileiras.lowering import pipelined_loop
+
+    monkeypatch.setattr(pipelined_loop, "tma_copies", lambda k, loads, *args: (None, {load: "" for load in loads}))
+    dump, _ = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
+    plan = _plan(dump)
+    assert [line.split(" (")[0] for line in plan] == ["invariant", "mbarriers", "ring", "ring", "mbarriers",
+                                                      "tmem-control"], plan
+    assert "the consumers issue the tcgen05 mmas" in dump

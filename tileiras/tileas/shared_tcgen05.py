@@ -1,0 +1,166 @@
+"""The tcgen05 (sm_100 / sm_103) buffers of `plan-shared-memory`, predicted with the staging roles.
+
+Called from `shared_stages.predict`'s walk (so only in the kernels it predicts), each decided by
+the lowering's own function, given the kernel as the nv_tileas level knows it (`StagingFacts`):
+
+* "tmem-stages": the per-stage restaged scales of the block-scaled mma a warp-specialized loop's
+  MMA warp issues (warp_specialize_tcgen05.scale_stage), asked by the MMA warp, times the depth;
+* "p-buffer": attention's P where it does not go to tensor memory (M = 64,
+  warp_specialize_tcgen05.p_matrix), asked by the attention's MMA warp, alive through the loop;
+* "tmem-epilogue": the swizzled buffer the epilogue warps write the accumulator's column chunks
+  into for one TMA store (tmem_epilogue.chunked, asked from the split loop), or attention's O
+  (tmem_epilogue.fragments_staged, asked by its store); whether it is used at all is decided
+  beside the buffers placed before it (tmem_epilogue.tma_stage: the first fit over the store
+  must stay under the target's limit), so it is decided here beside the plan's placement;
+* "scales": the restaged scales of a block-scaled tcgen05 mma the threads issue
+  (ops_blockscale.Tcgen05Scales);
+* "fp4-pack": the packed operands of a tcgen05 fp4 mma (fp4_pack.packed_matrix);
+* and the specialized attention's handshake "mbarriers" (warp_specialize_tcgen05.HANDSHAKE), asked
+  with the stages' mbarriers.
+
+Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
+attention whose loads TMA cannot all copy is issued by its consumers:
+warp_specialize_tcgen05.split_mmas), so the split is settled here as the lowering settles it
+(warp_specialize_tcgen05.settled). Not predicted: sm_120's fp4 mma.sync packs its operands only
+where the K slices its operands' staging takes leave room (ops_mma._packing_fits), which this plan
+does not size: the role is predicted in kernels without an fp4 mma.sync (`packs_predicted`).
+
+The order of an op's requests (`Request.late`): a warp-specialized loop asks for its stages and
+mbarriers (0), then its MMA warp for its own buffers (`MMA_WARP`), tensor memory's control block
+(`CONTROL_AT_LOOP`), then its epilogue warps (`EPILOGUE`); a tcgen05 mma the threads issue for
+tensor memory's control block (its region's address, first: shared_sizes.tmem_control) and its
+operands' buffers (0), its scale tiles staged (1: ops_blockscale._Scales, "mma-stage") and their
+restaging (`SCALES`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir.core import Operation
+from .shared_plan import Request, place
+
+if TYPE_CHECKING:
+    from ..schedule.buffers import BufferAssignment
+    from .buffers import Liveness
+    from .shared_stages import StagingFacts
+
+ROLES = ("tmem-stages", "p-buffer", "tmem-epilogue", "scales", "fp4-pack")
+MMA_WARP, CONTROL_AT_LOOP, EPILOGUE = 1, 2, 3      # `Request.late` at a warp-specialized loop
+SCALES = 2                                          # ...at a tcgen05 mma the threads issue
+_STORE = "cuda_tile.store_view_tko"
+ASKERS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled", _STORE)   # the ops `at_op` sizes
+
+
+def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment", asked: list[Request],
+            live: "Liveness", taken: int) -> list[Request]:
+    """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and their
+    mbarriers where it is warp-specialized with an MMA warp (as the split is `settled`): the
+    attention's handshake mbarriers (warp_specialize_tcgen05.HANDSHAKE, with the stages'), its MMA
+    warp's buffers, then its epilogue's. `asked`: the requests planned so far (those placed before
+    these: the ops' before the loop and the loop's own); `taken`: the bytes besides the buffers
+    (allocas, the room reserved)."""
+    from ..lowering.mbarrier import BYTES
+    from ..lowering.tmem_epilogue import STAGE_ALIGN
+    from ..lowering.warp_specialize_tcgen05 import (HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage,
+                                                    settled)
+
+    split: Any = settled(facts)
+    if split is None or split.loop is not loop or not split.mmas:
+        return []
+    if split.form == "attention":     # the handshake (published with the stages), then P's buffer
+        out = [Request(loop, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES)]
+        matrix = p_matrix(facts, split.mmas[-1])  # type: ignore[arg-type]
+        if matrix is not None:
+            out.append(Request(loop, "p-buffer", "restaging", matrix.nbytes, P_ALIGN, matrix.span,  # type: ignore
+                               live.op_range(loop), late=MMA_WARP))
+        return out
+    out = []
+    scaled = _scaled(facts)  # type: ignore[arg-type]
+    if scaled is not None:
+        out.append(Request(loop, "tmem-stages", "buffer", fitted.stages * scale_stage(facts, scaled)[0],  # type: ignore
+                           SCALE_ALIGN, late=MMA_WARP))
+    store = chunked_store(facts, loop, ring)
+    if store is None:
+        return out
+    layout = facts.assignment.tcgen05_layouts[split.mmas[0]]
+    at = live.position(loop)
+    before = [r for r in asked if live.position(r.op) <= at] + out     # (the loop's body: the other roles')
+    staged = _tma_stage(facts, store, layout, before, live, taken)
+    if staged is not None:
+        out.append(Request(loop, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0,
+                           live.op_range(store), late=EPILOGUE))
+    return out
+
+
+def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional[Operation]:
+    """The store after `loop` that its MMA warp's epilogue lowers itself, column chunk by chunk
+    (tmem_epilogue.lower: no epilogue of its own, shared_epilogue.py), or None."""
+    from ..lowering.tmem_epilogue import chunked
+    from ..lowering.warp_specialize_tcgen05 import settled
+
+    split: Any = settled(facts)
+    if split is None or split.loop is not loop or split.form == "attention" or len(split.mmas) != 1:
+        return None
+    found = chunked(loop, facts.assignment.tcgen05_layouts[split.mmas[0]], ring.pair is not None)
+    return found[2] if found is not None else None
+
+
+def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request], live: "Liveness",
+          taken: int) -> list[Request]:
+    """What `op` of `ASKERS` asks for: a tcgen05 mma the threads issue, its packed operands and
+    restaged scales; attention's O stored by TMA, its buffer (`fits`: the depths planned so far,
+    pipelined loop -> (bytes before it, its BufferAssignment); `asked`, `taken`: as `at_loop`)."""
+    from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix
+    from ..lowering.ops_blockscale import SCALES_ALIGN, sf_cells, tcgen05_sf_bytes
+    from ..lowering.ops_memory import _ordering
+    from ..lowering.ops_tcgen05 import _PACKED, kind_of
+    from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
+    from ..lowering.warp_specialize_tcgen05 import settled
+
+    out: list[Request] = []
+    layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
+    if op in layouts:
+        split: Any = settled(facts)
+        if split is not None and op in split.mmas and split.loop in fits and fits[split.loop][1].stages:
+            return out      # issued by the MMA warp
+        _, m, n = layouts[op].shape
+        if kind_of(op).name in _PACKED:  # type: ignore[union-attr]
+            kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+            for rows in (m, n):
+                matrix = packed_matrix(rows, kdim)
+                out.append(Request(op, "fp4-pack", "restaging", matrix.nbytes, PACK_ALIGN, matrix.span,
+                                   live.op_range(op)))
+        if op.name == "cuda_tile.mmaf_scaled":
+            out.append(Request(op, "scales", "buffer", tcgen05_sf_bytes(m, n, sf_cells(op)), SCALES_ALIGN,
+                               late=SCALES))
+        return out
+    if op.name != _STORE or _ordering(op)[0] != "weak" or facts.get(op.operand("view")) is None:  # type: ignore
+        return out
+    layout = facts.layout_of(op.operand("tile"))  # type: ignore[arg-type]
+    if not fragments_staged(facts, op, layout, settled(facts)):  # type: ignore[arg-type]
+        return out
+    at = live.position(op)
+    staged = _tma_stage(facts, op, layout, [r for r in asked if live.position(r.op) < at], live, taken)
+    if staged is not None:
+        out.append(Request(op, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0, live.op_range(op)))
+    return out
+
+
+def packs_predicted(entry: Operation, sm: int) -> bool:
+    """Whether every "fp4-pack" of the kernel is a tcgen05 mma's (not sm_120's fp4 mma.sync)."""
+    return sm in (100, 103) or not any(op.name == "cuda_tile.mmaf_scaled" for op in entry.walk())
+
+
+def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: list[Request],
+               live: "Liveness", taken: int) -> Optional[Any]:
+    """tmem_epilogue.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed
+    and `taken` other bytes."""
+    from ..lowering.smem import opt_in_limit
+    from ..lowering.tmem_epilogue import tma_stage
+
+    placed = place(before, facts.entry)
+    lifetime = live.op_range(store)
+    found = tma_stage(facts, store, layout, lambda nbytes, align: placed.first_fit(nbytes, align, *lifetime),  # type: ignore
+                      opt_in_limit(facts.sm) - taken)
+    return found[1] if found is not None else None
