@@ -166,3 +166,19 @@ def test_attentions_tma_stored_o_on_sm_100_is_left_to_the_lowering(monkeypatch) 
     predicted, placed = plan.splitlines()[1].split("; placed as the lowering asks: ")
     assert "restage" not in predicted and "tma-store" not in predicted, predicted
     assert "restage" in placed and "tma-store" in placed and "error: internal" not in dump
+
+
+def test_a_pointer_store_that_does_not_restage_converts_through_predicted_scratch(monkeypatch) -> None:
+    """MoE on sm_80 scatters its 128x128 bf16 tile through pointers in 16-byte runs; where the epilogue
+    does not restage it (here: told not to, for the plan and the lowering alike), the fragments go to
+    the pointers' layout through conversion scratch, which the plan predicts ("store-conversion")."""
+    from tileiras.lowering import epilogue
+
+    decide = epilogue.epilogue
+    monkeypatch.setattr(epilogue, "epilogue", lambda k, op, *rest: None if op.name == "cuda_tile.store_ptr_tko"
+                        else decide(k, op, *rest))
+    dump, plan, _ = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_80")
+    assert "//     store-conversion (conversion) 32768 B align 16, live over ops " in plan, plan
+    # the lowering asked for it, where the plan placed it
+    assert "conversion [     0,  32768)  32768 B align 16 alive ops 201..201  cuda_tile.store_ptr_tko" in dump
+    assert "//     store-conversion (conversion) 32768 B align 16, live over ops 201..201, offset 0" in plan, plan

@@ -3,7 +3,9 @@
 A store of mma fragments (a view store, weak, or a store through pointers) goes through shared
 memory as `lowering/epilogue.epilogue` decides, for the lowering and for this plan: by TMA on
 sm_90 ("tma-store": one swizzled buffer, or two in turn for column chunks), or restaged in
-16-byte runs ("restage": the whole tile, or a chunk of rows at a time); or not at all. The
+16-byte runs ("restage": the whole tile, or a chunk of rows at a time); or not at all (a store
+through pointers in another layout than the fragments' then converts them through scratch,
+"store-conversion"). The
 decision reads the buffers placed before the store (whether the tile fits in the freed buffers,
 or, in a persistent kernel's loop, beside what the loop keeps alive): the plan decides beside its
 own placement of the requests before the store (`place`) and notes those bytes
@@ -31,9 +33,11 @@ if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
     from .shared_stages import StagingFacts
 
-ROLES = ("restage", "tma-store")
+DECIDED = ("restage", "tma-store")     # the buffers `epilogue.epilogue` decides
+ROLES = DECIDED + ("store-conversion",)
 VIEW_STORE = "cuda_tile.store_view_tko"
-STORES = (VIEW_STORE, "cuda_tile.store_ptr_tko")
+PTR_STORE = "cuda_tile.store_ptr_tko"
+STORES = (VIEW_STORE, PTR_STORE)
 
 
 class EpilogueFacts:
@@ -60,13 +64,23 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
 
     value = _stored(op)
     layout = facts.layout_of(value)
-    if not isinstance(layout, MmaLayout) or not predicted(facts.entry, facts.assignment):
+    # a store through pointers in another layout than its values' converts them where it does not restage
+    converts = op.name == PTR_STORE and layout != facts.layout_of(op.operand("destination"))  # type: ignore[arg-type]
+    if not (converts or isinstance(layout, MmaLayout)) or not predicted(facts.entry, facts.assignment):
         return []
     live = lifetimes(facts.entry)
     placed = place([r for r in asked if live.position(r.op) < live.position(op)], facts.entry)
     entered[op] = placed.total
     decided = epilogue(EpilogueFacts(facts, placed), op, value.type, layout)  # type: ignore[arg-type]
-    return [decided.request(op, live.op_range(op))] if decided is not None else []
+    if decided is not None:
+        return [decided.request(op, live.op_range(op))]
+    if converts:     # KernelLowering.convert's scratch: every element at its row-major index
+        from ..lowering.kernel import storage_bytes
+
+        ttype = value.type
+        nbytes = ttype.num_elements * storage_bytes(ttype.element)  # type: ignore[attr-defined]
+        return [Request(op, "store-conversion", "conversion", nbytes, 16, 0, live.op_range(op))]
+    return []
 
 
 def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:

@@ -327,13 +327,13 @@ class PlanCheck:
         decided beside the buffers it placed before the store (`SharedPlan.entered`); where the
         lowering placed others first (a role the plan does not size) and decided otherwise, the plan's
         decisions no longer hold: `void` (where it placed the same, a difference is a mismatch)."""
-        from .shared_epilogue import ROLES
+        from .shared_epilogue import DECIDED
 
         planned = self.plan.entered.get(op) if self.plan is not None else None
         if planned is None or self.complete or self.voided:
             return
         predicted = [r for r in self.plan.requests.values()  # type: ignore[union-attr]
-                     if r.op is op and r.role in ROLES]
+                     if r.op is op and r.role in DECIDED]
         if [_decision(r) for r in predicted] != [_decision(r) for r in [asked] if r is not None]:
             self.void(f"the buffers before the store at {op.location} are not all planned ({used} B taken, "
                       f"{planned} B planned)")
