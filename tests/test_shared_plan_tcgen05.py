@@ -163,3 +163,22 @@ def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_s
     assert [line.split(" (")[0] for line in plan] == ["invariant", "mbarriers", "ring", "ring", "mbarriers",
                                                       "tmem-control"], plan
     assert "the consumers issue the tcgen05 mmas" in dump
+
+
+def _predicted_roles(dump: str) -> set[str]:
+    line = next(line for line in dump.splitlines() if line.startswith("//   predicted roles: "))
+    return set(line.split("predicted roles: ")[1].split(";")[0].split(", "))
+
+
+def test_a_ctas_pairs_accumulator_needs_no_conversion_where_the_pair_runs(monkeypatch) -> None:
+    """cuTile's 128x256x64 matmul over a CTA pair: its mma runs as the pair, so no accumulator goes
+    through the pair's layout by a conversion: "pair-conversion" is predicted (none). Where the pair
+    is refused (each CTA alone, cta_group::1) the conversion is the lowering's to place."""
+    from tileiras.lowering import cta_pair
+
+    dump, _ = _lower(_corpus("cp_matmul_f16_128x256x64"), monkeypatch)
+    assert "tcgen05.mma.cta_group::2" in dump and "pair-conversion" in _predicted_roles(dump)
+    monkeypatch.setattr(cta_pair, "plan", lambda *args, **kwargs: None)
+    dump, _ = _lower(_corpus("cp_matmul_f16_128x256x64"), monkeypatch)
+    assert "tcgen05.mma.cta_group::2" not in dump and "pair-conversion" not in _predicted_roles(dump)
+    assert "placed as asked, not predicted: pair-conversion x" in dump

@@ -184,6 +184,8 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
         if not packs_predicted(entry, assignment.sm):
             covered.discard("fp4-pack")
+        if staged[3]:
+            covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

@@ -89,9 +89,10 @@ class StagingFacts:
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict]]:
+            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool]]:
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
-    fit), loop with K-major copies -> the shared memory taken before them), or None where the kernel is not
+    fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
+    layout's mma runs as the pair: shared_tcgen05.pairs_run), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
     from ..lowering.async_copy import chunk_elements, matrix_shape
     from ..lowering.mbarrier import BYTES
@@ -178,7 +179,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             # attention's O stored by TMA (tcgen05), an mma accumulator's epilogue
             out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
             out += epilogue(facts, op, others + out, entered)
-    return out, fits, entered
+    return out, fits, entered, tcgen05.pairs_run(facts)
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:

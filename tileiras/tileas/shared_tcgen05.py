@@ -147,6 +147,24 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     return out
 
 
+def pairs_run(facts: "StagingFacts") -> bool:
+    """Whether every mma whose accumulator is in a CTA pair's layout (ops_tcgen05.PairAccLayout) runs
+    as the pair (its K loop's ring has the pair: cta_pair.plan): then no accumulator goes through the
+    pair layout by a conversion ("pair-conversion", ops_tcgen05._transfer_alone) and the plan
+    predicts none; where one runs alone, the role is left to the lowering."""
+    from ..lowering.ops_tcgen05 import PairAccLayout, resident_loop
+    from ..lowering.pipelined_loop import ring_of
+
+    for op, layout in (getattr(facts.assignment, "tcgen05_layouts", None) or {}).items():
+        if not isinstance(layout, PairAccLayout):
+            continue
+        found = resident_loop(op)
+        ring = ring_of(facts, found[0]) if found is not None else None  # type: ignore[arg-type]
+        if ring is None or ring.pair is None or ring.pair.mma is not op:
+            return False
+    return True
+
+
 def packs_predicted(entry: Operation, sm: int) -> bool:
     """Whether every "fp4-pack" of the kernel is a tcgen05 mma's (not sm_120's fp4 mma.sync)."""
     return sm in (100, 103) or not any(op.name == "cuda_tile.mmaf_scaled" for op in entry.walk())
