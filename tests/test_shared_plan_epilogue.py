@@ -158,14 +158,19 @@ def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_the_check_d
            "tma-store, " in dump
 
 
-def test_attentions_tma_stored_o_on_sm_100_is_left_to_the_lowering(monkeypatch) -> None:
-    """sm_100's warp-specialized attention stores O by TMA through bytes tmem_epilogue fits itself
-    (not sized by the plan): whether it restages instead is not the plan's to tell, so neither role
-    is predicted in the kernel."""
-    dump, plan, _ = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
-    predicted, placed = plan.splitlines()[1].split("; placed as the lowering asks: ")
-    assert "restage" not in predicted and "tma-store" not in predicted, predicted
-    assert "restage" in placed and "tma-store" in placed and "error: internal" not in dump
+def test_attentions_o_on_sm_100_is_stored_by_tma_or_restaged_as_predicted(monkeypatch) -> None:
+    """sm_100's warp-specialized attention stores O by TMA from its fragments where the bytes are
+    there ("tmem-epilogue", shared_tcgen05.py): then the store has no epilogue of its own; where they
+    are not (here: told so, for the plan and the lowering alike), it restages O as a matmul's store."""
+    from tileiras.lowering import tmem_epilogue
+
+    dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
+    assert "tmem-epilogue (epilogue)" in plan and "restage (epilogue)" not in plan, plan
+    assert complete == [True] and "error: internal" not in dump
+    monkeypatch.setattr(tmem_epilogue, "tma_stage", lambda *args, **kwargs: None)
+    dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
+    assert "tmem-epilogue (epilogue)" not in plan and "restage (epilogue)" in plan, plan
+    assert complete == [True] and "error: internal" not in dump
 
 
 def test_a_pointer_store_that_does_not_restage_converts_through_predicted_scratch(monkeypatch) -> None:

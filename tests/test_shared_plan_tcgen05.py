@@ -153,15 +153,15 @@ def test_a_wrong_tcgen05_prediction_is_an_internal_error(monkeypatch, name: str,
 def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_settles_it(monkeypatch) -> None:
     """Where TMA cannot copy the loads, the specialized attention has no MMA warp (its consumers
     issue the mmas: warp_specialize.settle); the pass settles the split the same way
-    (warp_specialize_tcgen05.settled): no handshake, no P buffer, no TMA store of O, and tensor
-    memory asked for by the first mma."""
+    (warp_specialize_tcgen05.settled): no handshake, no P buffer, no TMA store of O (restaged
+    instead, through the freed buffers), and tensor memory asked for by the first mma."""
     from tileiras.lowering import pipelined_loop
 
     monkeypatch.setattr(pipelined_loop, "tma_copies", lambda k, loads, *args: (None, {load: "" for load in loads}))
     dump, _ = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
     plan = _plan(dump)
     assert [line.split(" (")[0] for line in plan] == ["invariant", "mbarriers", "ring", "ring", "mbarriers",
-                                                      "tmem-control"], plan
+                                                      "tmem-control", "restage"], plan
     assert "the consumers issue the tcgen05 mmas" in dump
 
 

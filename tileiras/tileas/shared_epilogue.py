@@ -14,15 +14,15 @@ size), `PlanCheck.decide` drops the staging roles from the store on. A store aft
 last tensor-core op releases every buffer first (`Request.releases`: their lifetimes end there),
 as the lowering does.
 
-Not predicted (`predicted`: the roles are left to the lowering in the whole kernel) where the
-plan cannot tell whether a store restages: sm_100's warp-specialized attention O, which
-`tmem_epilogue.store_fragments` may store by TMA through bytes it fits itself ("tmem-epilogue"),
-and a store of mma fragments to a view that is not a partition of a tensor view made in the kernel.
+sm_100's warp-specialized attention stores its O by TMA from the fragments where
+`tmem_epilogue.store_fragments` finds the bytes ("tmem-epilogue", shared_tcgen05.py); only where
+it does not does the store have an epilogue of its own. Not predicted (`predicted`: the roles are
+left to the lowering in the whole kernel): a store of mma fragments to a view that is not a
+partition of a tensor view made in the kernel.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
@@ -87,11 +87,7 @@ def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
     """Whether every epilogue of the kernel is decided here (not where the module docstring says)."""
     from ..lowering.layout import MmaLayout
     from ..lowering.ops_memory import view_facts
-    from ..lowering.tmem_epilogue import fragments_staged
-    from .plan import plan_of
 
-    at = SimpleNamespace(entry=entry, sm=assignment.sm)
-    split = plan_of(assignment).warp_split
     for op in entry.walk():
         if op.name not in STORES:
             continue
@@ -99,8 +95,6 @@ def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
         if not isinstance(layout, MmaLayout):
             continue
         if op.name == VIEW_STORE and view_facts(op.operand("view")) is None:  # type: ignore[arg-type]
-            return False
-        if fragments_staged(at, op, layout, split):  # type: ignore[arg-type]
             return False
     return True
 

@@ -176,9 +176,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             if once:
                 out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
         elif op.name in STORES and id(op) not in lowered_ahead:
-            # attention's O stored by TMA (tcgen05), an mma accumulator's epilogue
-            out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
-            out += epilogue(facts, op, others + out, entered)
+            # attention's O stored by TMA from its fragments (tcgen05), else an mma accumulator's epilogue
+            stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
+            out += stored or epilogue(facts, op, others + out, entered)
     return out, fits, entered, tcgen05.pairs_run(facts)
 
 
