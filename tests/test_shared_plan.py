@@ -59,8 +59,8 @@ def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
     dump = _lower(_transpose(32, 64))
     plan = _section(dump, "plan-shared-memory")
     assert plan[0] == "// shared-memory plan of @k:"
-    assert plan[1].startswith("//   predicted roles: conversion, invariant, kmajor, mbarriers, reduction, ring, staging, tmem-control, "
-                            "warp-reduction; "
+    assert plan[1].startswith("//   predicted roles: conversion, invariant, kmajor, mbarriers, mma-slice, mma-stage, reduction, "
+                            "ring, staging, tmem-control, warp-reduction; "
                             "placed as the lowering asks: ")
     buffers = [line for line in plan if "live over" in line]
     # 32 x 64 f32, while the permute runs, at the start of shared memory
@@ -124,7 +124,8 @@ def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> Non
     monkeypatch.setattr(shared_sizes, "SIZERS", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _lower(_transpose(32, 64))
-    assert "//   predicted roles: invariant, kmajor, mbarriers, reduction, ring, staging; placed as the lowering asks: conversion, " in dump
+    assert "//   predicted roles: invariant, kmajor, mbarriers, mma-slice, mma-stage, reduction, ring, staging; placed as " \
+        "the lowering asks: conversion, " in dump
     assert "conversion [     0,   8192)   8192 B align 16" in dump
 
 
@@ -242,9 +243,12 @@ def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -
 
 
 def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_says_so(monkeypatch) -> None:
-    """sm_90 attention in e4m3: the restaged mma operand of the first loop (mma-stage, not sized by the
-    plan) comes before the next loop's stages: the plan's depth may not hold, so the lowering fits the
-    loop itself and the check drops the staging roles for the rest of the kernel (no error)."""
+    """sm_90 attention in e4m3: the restaged mma operand of the first loop (mma-stage, here not sized by
+    the plan) comes before the next loop's stages: the plan's depth may not hold, so the lowering fits
+    the loop itself and the check drops the staging roles for the rest of the kernel (no error)."""
+    from tileiras.tileas import shared_operands
+
+    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("cp_fmha_e4m3_d64_causal_128x128", "sm_90")
     assert "the buffers before the loop at " in dump and \

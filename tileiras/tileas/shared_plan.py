@@ -11,8 +11,9 @@ Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kern
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
 they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies, and the
 scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
-"kmajor", "reduction"), whose pipeline depths
-the pass decides here
+"kmajor", "reduction"), and the mmas' operands restaged in shared memory ("mma-stage",
+"mma-slice") and an FMA mma's operand scratch ("reduction"; `shared_operands.py`, where every mma
+of the kernel is one it sizes), whose pipeline depths the pass decides here
 (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
@@ -99,6 +100,7 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
 def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
     """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
     from .shared_sizes import SIZERS
+    from .shared_operands import covered as operand_roles
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
     live = lifetimes(entry)
@@ -113,6 +115,7 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
         asked += staged[0]
         fits, entered = staged[1], staged[2]
         covered |= set(STAGING) if reductions_predicted(entry, assignment) else set(STAGING) - {"reduction"}
+        covered |= set(operand_roles(entry, assignment))
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

@@ -9,9 +9,10 @@ sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged lo
 their mbarriers and the loops' K-major copies are predicted only where exact (`shared_stages.py`
 says which kernels are not), so they are not SIZERS. The others still depend on what the lowering
 placed before them (a row group's TMA budget, an epilogue's restaging, a reduce's scratch sliced
-to fit beside them: "reduction", predicted with the staging roles) or on how an op's operand
-was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot know until it sizes
-those too.
+to fit beside them: "reduction", predicted with the staging roles; an mma's operands restaged,
+"mma-stage" and "mma-slice", sliced likewise: shared_operands.py, also with them) or on how an
+op's operand was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot know
+until it sizes those too.
 """
 
 from __future__ import annotations

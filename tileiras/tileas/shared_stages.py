@@ -9,8 +9,10 @@ given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' fac
 
 Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
 "kmajor" and "reduction" together, or none of them ("reduction" left out of a kernel where another
-op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA path, a pack / unpack, a
-gather / scatter view's row indices). "reduction": the scratch a reduce or scan whose rows are not
+op than a reduce, a scan or an mma asks for it, `reductions_predicted`: a pack / unpack, a gather /
+scatter view's row indices); with them, in the walk, what each mma asks for its operands
+(shared_operands.py: "mma-stage", "mma-slice", an FMA mma's "reduction", decided beside the
+buffers the plan placed before it). "reduction": the scratch a reduce or scan whose rows are not
 in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
@@ -31,7 +33,7 @@ Not predicted (`predict` returns None), and why:
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
 asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-earlier epilogue's restaging, an mma's FMA scratch), the lowering fits the loop itself and the
+earlier epilogue's restaging, a block-scaled mma's operands), the lowering fits the loop itself and the
 check drops these roles for the rest of the kernel (`PlanCheck.void`).
 """
 
@@ -87,6 +89,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
+    from .shared_operands import MMAS, covered as operand_roles, requests as mma_requests
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
@@ -101,9 +104,15 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     ringed: set[int] = set()
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
+    mmas = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
     for op in entry.walk():
         if op.name == "cuda_tile.alloca":
             allocas += alloca_bytes(op)
+        elif op.name in MMAS:   # its operands restaged (shared_operands.py)
+            before = [r for r in others + out if live.position(r.op) < live.position(op)]
+            shared = ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}
+            out += [r for r in mma_requests(facts, op, place(before, entry), allocas, live, shared) or []
+                    if r.role in mmas]
         elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             out.append(_reduction(op, place(before, entry), live.op_range(op), opt_in_limit(assignment.sm) - allocas))
@@ -158,15 +167,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
-    """Whether every "reduction" scratch of the kernel is a reduce's or a scan's (`_reduction`): not
-    where an mma runs the FMA path (ops_reduce._mma: its operands in scratch, sliced along K), a
-    pack / unpack goes through scratch (ops_shape._pack_like) or a gather / scatter view's row
-    indices do (ops_memory.view_index): these are not predicted, so neither is the role."""
+    """Whether every "reduction" scratch of the kernel is a reduce's or a scan's (`_reduction`) or an
+    mma's on the FMA path (shared_operands.py): not where a pack / unpack goes through scratch
+    (ops_shape._pack_like) or a gather / scatter view's row indices do (ops_memory.view_index):
+    these are not predicted, so neither is the role."""
     from ..ir.types import GatherScatterViewType
 
     for op in entry.walk():
-        if op.name in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled") and op not in assignment.mma_shapes:
-            return False
         if op.name in ("cuda_tile.pack", "cuda_tile.unpack") or \
                 any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
             return False

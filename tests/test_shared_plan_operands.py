@@ -1,0 +1,120 @@
+"""Pass `plan-shared-memory`: the buffers an mma asks for its operands (tileiras/tileas/shared_operands.py).
+
+An mma.sync or wgmma operand in registers restaged in shared memory ("mma-stage"), and an mma on the
+FMA path reading its operands from scratch ("reduction", in K slices where they do not fit whole):
+decided by the lowering's own functions (ops_mma.operand_staging, ops_wgmma.read_operands /
+restaged, ops_reduce.mma_scratch), predicted in the plan's dump, checked strictly against what the
+lowering asks for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from tileiras.driver.errors import CompileError
+from tileiras.ir.record import replace
+from tileiras.lowering.pipeline import lower_module
+from tileiras.tileas.shared_plan import STRICT_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    """(what compiling the corpus kernel printed, its plan-shared-memory section), the check strict."""
+    from tileiras.bytecode.reader import read_module
+
+    monkeypatch.setenv(STRICT_ENV, "1")
+    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
+    dump = err.getvalue()
+    lines = dump.splitlines()
+    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
+    return dump, lines[start + 1:end]
+
+
+def _buffers(plan: list[str], role: str) -> list[str]:
+    return [line for line in plan if line.startswith(f"//     {role} (")]
+
+
+def test_an_fma_mmas_operands_in_two_k_slices_are_planned(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """TileGym's f32 bmm 128x256x128 on sm_80 (no f32 mma.sync: the exact FMA path): A 128x128 and B
+    128x256 f32 (192 KB) would not fit whole; in two K slices, 96 KB of scratch, planned at offset 0.
+    Every request of the kernel is predicted: nothing is left to the lowering's placement."""
+    dump, plan = _planned(monkeypatch, "cp_bmm_f32_128x256x128", "sm_80")
+    scratch = _buffers(plan, "reduction")
+    assert len(scratch) == 1 and "reduction (reduction) 98304 B align 16" in scratch[0], plan
+    assert ", offset 0: " in scratch[0]
+    assert "dropped" not in dump and "error: internal" not in dump
+
+
+@pytest.mark.parametrize("gpu, staged", [
+    ("sm_80", "mma-stage (restaging) 18432 B align 128, "),                 # 128 x 64 bf16, rows padded by 16 B
+    ("sm_90", "mma-stage (restaging) 16384 B align 1024 swizzle 128B, "),   # wgmma's A, swizzled
+])
+def test_a_gathered_a_operand_is_restaged_as_planned(monkeypatch, gpu: str, staged: str) -> None:  # type: ignore[no-untyped-def]
+    """MoE's A rows are gathered into registers, so its mma stores them in shared memory itself,
+    beside B's pipeline stages (planned before it)."""
+    dump, plan = _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", gpu)
+    restaged = _buffers(plan, "mma-stage")
+    assert len(restaged) == 1 and staged in restaged[0], plan
+    assert "kernels/cp_MoE.py:76:22" in restaged[0]
+    assert "error: internal" not in dump
+
+
+def test_an_e4m3_attentions_restaged_probabilities_keep_the_next_loops_depth(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """sm_90 causal attention in e4m3: P (f32 -> e4m3, not in the A fragment layout) is restaged for
+    wgmma in each of the two loops; the first one's buffer comes before the second loop's stages, and
+    being planned, the second loop's depth is the plan's (the staging roles are not dropped)."""
+    dump, plan = _planned(monkeypatch, "cp_fmha_e4m3_d64_causal_128x128", "sm_90")
+    restaged = _buffers(plan, "mma-stage")
+    assert len(restaged) == 2 and all("16384 B align 1024 swizzle 128B" in line for line in restaged), plan
+    assert sum("stages beside " in line for line in plan) == 2, plan
+    assert "dropped" not in dump and "are not all planned" not in dump and "error: internal" not in dump
+
+
+def test_a_block_scaled_mma_leaves_its_operands_to_the_lowering(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """sm_120's block-scaled mma (ops_blockscale: its scales beside its operands) is not predicted:
+    the operand roles are placed as the lowering asks, in that kernel only."""
+    _, plan = _planned(monkeypatch, "cp_mxfp8_matmul_256x256x128", "sm_120")
+    roles = plan[1]
+    assert "placed as the lowering asks: " in roles
+    assert "mma-stage" in roles.split("placed as the lowering asks: ")[1], roles
+
+
+@pytest.mark.parametrize("kernel, gpu, role, asks", [
+    ("cp_moe_bf16_up_128x128x64", "sm_80", "mma-stage",
+     r"'cuda_tile.mmaf' at .* asks for mma-stage \(restaging\) 18432 B align 128, live over ops .*; the plan "
+     r"predicts mma-stage \(restaging\) 18560 B"),
+    ("cp_bmm_f32_128x256x128", "sm_80", "reduction",
+     r"'cuda_tile.mmaf' at .* asks for reduction \(reduction\) 98304 B align 16, live over ops .*; the plan "
+     r"predicts reduction \(reduction\) 98432 B"),
+])
+def test_a_wrong_operand_prediction_is_an_internal_error(monkeypatch, kernel: str, gpu: str, role: str,
+                                                         asks: str) -> None:  # type: ignore[no-untyped-def]
+    from tileiras.tileas import shared_operands
+
+    requests = shared_operands.requests
+
+    def wrong(*args):   # type: ignore[no-untyped-def]
+        return [replace(r, nbytes=r.nbytes + 128) if r.role == role else r for r in requests(*args) or []]
+
+    monkeypatch.setattr(shared_operands, "requests", wrong)
+    with pytest.raises(CompileError, match=asks):
+        _planned(monkeypatch, kernel, gpu)
+
+
+def test_the_plan_and_the_lowering_stage_the_same_operands(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Where the lowering stages an operand the plan took to be in shared memory, the check says so."""
+    from tileiras.tileas import shared_operands
+
+    monkeypatch.setattr(shared_operands, "requests", lambda *args: [])
+    with pytest.raises(CompileError, match=r"'cuda_tile.mmaf' at .* asks for mma-stage \(restaging\) 16384 B align "
+                                           r"1024 swizzle 128B, .*, which the plan does not predict"):
+        _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_90")

@@ -1,0 +1,118 @@
+"""The buffers an mma asks for its operands, for `plan-shared-memory` (shared_stages.predict's walk).
+
+An mma whose operand is a tile in registers stores it in shared memory for the tensor cores to
+read: mma.sync (ops_mma.operand_staging decides) stages it whole ("mma-stage", padded rows), or K
+slice by K slice where the operands do not fit whole beside the buffers alive at the op
+("mma-slice", each slice's buffer reused by the next); wgmma (ops_wgmma.read_operands, restaged)
+stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); an mma on
+the FMA path reads both operands from scratch ("reduction", ops_reduce.mma_scratch: in K slices
+where they do not fit whole). These are decided by the lowering's own functions, given stand-ins
+of the operands (a `TileRegs` without registers in the layout the value is assigned, a
+`SharedTileVal` without a buffer for a load staged for the tensor cores) and an `AtOp` for the
+`KernelLowering` they read (the buffers placed before the op are the plan's, `place`).
+
+Predicted (`predicted`) in the kernels whose every mma is one of these; not where an mma is
+block-scaled on tensor cores (ops_blockscale, fp4_pack: its scales and packed operands) or runs on
+tcgen05 (ops_tcgen05 restages its register operands beside tensor memory's buffers). Not predicted
+at all: a wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form, a
+shared operand no loop gave a copy), a deferred load's K slices ("k-slice", the lowering's last
+resort, where `predict` returns None) and a transposed operand whose load was not staged after all
+("operand-conversion").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir.core import Operation, Value
+from .buffers import Liveness
+from .shared_plan import Request
+
+if TYPE_CHECKING:
+    from .shared_stages import StagingFacts
+
+MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
+ROLES = ("mma-stage", "mma-slice")
+
+
+class AtOp:
+    """What the lowering's operand decisions read of `KernelLowering` while it lowers `op`, as the
+    plan knows it: the buffers placed before the op (`placed`) and the allocas lowered before it."""
+
+    def __init__(self, facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness) -> None:
+        self.sm, self.threads, self.pad_buffers = facts.sm, facts.threads, facts.pad_buffers
+        self.assignment = facts.assignment
+        self.buffers, self.static_smem_bytes = placed, allocas
+        self.current_op, self.live = op, live
+
+    def op_lifetime(self) -> tuple[int, int]:
+        return self.live.op_range(self.current_op)
+
+
+def predicted(entry: Operation, assignment: Any) -> bool:
+    """Whether every mma of the kernel asks for its operands' buffers as `requests` predicts (module
+    docstring): none block-scaled on tensor cores, none on tcgen05."""
+    return not any(op.name in MMAS and op in assignment.mma_shapes
+                   and (op.name == "cuda_tile.mmaf_scaled" or assignment.is_tcgen05(op)) for op in entry.walk())
+
+
+def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
+    """The roles of `ROLES` predicted in this kernel: all where `predicted`, else none."""
+    return ROLES if predicted(entry, assignment) else ()
+
+
+def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
+             shared: set) -> Optional[list[Request]]:
+    """The buffers mma `op` asks for its operands, in the order asked; `placed`: the requests before
+    it, placed; `allocas`: the bytes of the allocas before it; `shared`: the ids of the loads staged
+    in shared memory for the tensor cores (their tiles are read there). None where `predicted` says
+    the op is not predicted."""
+    from ..lowering.async_copy import matrix_shape
+    from ..lowering.ops_reduce import mma_scratch
+
+    assignment = facts.assignment
+    at = AtOp(facts, op, placed, allocas, live)
+    lifetime = at.op_lifetime()
+    shape = assignment.mma_shapes.get(op)
+    lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
+    if shape is None:     # the FMA path: both operands in scratch
+        nbytes = mma_scratch(at, op, lhs, rhs)[1]  # type: ignore[arg-type]
+        return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
+    if op.name == "cuda_tile.mmaf_scaled" or assignment.is_tcgen05(op):
+        return None
+    layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
+    out: list[Request] = []
+    if assignment.is_wgmma(op):
+        from ..lowering.ops_wgmma import read_operands, restaged
+        from ..lowering.wgmma_select import select
+
+        wgmma = select(op, facts.sm, facts.threads)
+        for value, role in read_operands(wgmma, lhs, rhs, layout):  # type: ignore[arg-type]
+            if restaged(wgmma, value, role):  # type: ignore[arg-type]
+                matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
+                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
+        return out
+    from ..lowering.ops_mma import operand_staging, staged_tile
+
+    _, staged, chunks = operand_staging(at, shape, lhs, rhs, layout)  # type: ignore[arg-type]
+    for value, axis in staged:
+        role, tile = staged_tile(value.type, axis, chunks)
+        matrix = matrix_shape(at, tile)  # type: ignore[arg-type]
+        out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime))
+    return out
+
+
+def _stand_in(facts: "StagingFacts", value: Value, shared: set) -> Any:
+    """What the lowering holds for mma operand `value`: a `SharedTileVal` (no buffer) where it is a
+    load staged for the tensor cores, possibly through the ops a shared operand passes through
+    (unit reshapes, 2-D transposes, a rounding to tf32); else a `TileRegs` (no registers) in the
+    layout the value is assigned."""
+    from ..lowering.assign_layouts import _passes_shared
+    from ..lowering.values import SharedTileVal, TileRegs
+
+    source = value
+    while isinstance(source.owner, Operation) and _passes_shared(source.owner):
+        source = source.owner.operands[0]
+    if facts.assignment.is_shared_operand(value) and id(source.owner) in shared:
+        return SharedTileVal(value.type, None)  # type: ignore[arg-type]
+    return TileRegs(value.type, [], facts.layout_of(value))  # type: ignore[arg-type]
