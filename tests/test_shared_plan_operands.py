@@ -79,13 +79,31 @@ def test_an_e4m3_attentions_restaged_probabilities_keep_the_next_loops_depth(mon
     assert "dropped" not in dump and "are not all planned" not in dump and "error: internal" not in dump
 
 
-def test_a_block_scaled_mma_leaves_its_operands_to_the_lowering(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """sm_120's block-scaled mma (ops_blockscale: its scales beside its operands) is not predicted:
-    the operand roles are placed as the lowering asks, in that kernel only."""
-    _, plan = _planned(monkeypatch, "cp_mxfp8_matmul_256x256x128", "sm_120")
-    roles = plan[1]
-    assert "placed as the lowering asks: " in roles
-    assert "mma-stage" in roles.split("placed as the lowering asks: ")[1], roles
+def test_a_block_scaled_mmas_register_scales_are_restaged_as_planned(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """sm_120's block-scaled mma (ops_blockscale) stores a scale tile held in registers in shared
+    memory before its operands (ops_blockscale.restages_scales): SF_B, 1024 B."""
+    dump, plan = _planned(monkeypatch, "cp_mxfp8_matmul_256x256x128", "sm_120")
+    restaged = _buffers(plan, "mma-stage")
+    assert len(restaged) == 1 and "mma-stage (restaging) 1024 B align 128, " in restaged[0], plan
+    assert "error: internal" not in dump
+
+
+def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """sm_120's nvfp4 mma: A and B, in registers, are staged one element a byte (128 x 128, rows padded)
+    before fp4_pack packs them (its buffers are left to the lowering)."""
+    dump, plan = _planned(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
+    restaged = _buffers(plan, "mma-stage")
+    assert len(restaged) == 2 and all("mma-stage (restaging) 18432 B align 128, " in line for line in restaged), plan
+    assert "fp4-pack" in plan[1].split("placed as the lowering asks: ")[1]
+    assert "error: internal" not in dump
+
+
+def test_a_tcgen05_mma_leaves_its_operands_to_the_lowering(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """On sm_100 MoE's mma runs on tcgen05 (ops_tcgen05 restages its register A beside tensor memory's
+    buffers): the operand roles are placed as the lowering asks, in that kernel only."""
+    _, plan = _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_100")
+    assert "mma-stage" in plan[1].split("placed as the lowering asks: ")[1], plan[1]
+    assert not _buffers(plan, "mma-stage")
 
 
 @pytest.mark.parametrize("kernel, gpu, role, asks", [

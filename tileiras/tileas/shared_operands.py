@@ -3,7 +3,9 @@
 An mma whose operand is a tile in registers stores it in shared memory for the tensor cores to
 read: mma.sync (ops_mma.operand_staging decides) stages it whole ("mma-stage", padded rows), or K
 slice by K slice where the operands do not fit whole beside the buffers alive at the op
-("mma-slice", each slice's buffer reused by the next); wgmma (ops_wgmma.read_operands, restaged)
+("mma-slice", each slice's buffer reused by the next; an fp4 operand packed by fp4_pack is staged
+whole first); a block-scaled mma.sync (ops_blockscale) stages its scale tiles held in registers
+first ("mma-stage", ops_blockscale.restages_scales); wgmma (ops_wgmma.read_operands, restaged)
 stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); an mma on
 the FMA path reads both operands from scratch ("reduction", ops_reduce.mma_scratch: in K slices
 where they do not fit whole). These are decided by the lowering's own functions, given stand-ins
@@ -11,12 +13,12 @@ of the operands (a `TileRegs` without registers in the layout the value is assig
 `SharedTileVal` without a buffer for a load staged for the tensor cores) and an `AtOp` for the
 `KernelLowering` they read (the buffers placed before the op are the plan's, `place`).
 
-Predicted (`predicted`) in the kernels whose every mma is one of these; not where an mma is
-block-scaled on tensor cores (ops_blockscale, fp4_pack: its scales and packed operands) or runs on
-tcgen05 (ops_tcgen05 restages its register operands beside tensor memory's buffers). Not predicted
-at all: a wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form, a
-shared operand no loop gave a copy), a deferred load's K slices ("k-slice", the lowering's last
-resort, where `predict` returns None) and a transposed operand whose load was not staged after all
+Predicted (`predicted`) in the kernels whose every mma is one of these: not where one runs on
+tcgen05 (ops_tcgen05 restages its register operands, packs fp4 ones or hands P over in tensor
+memory, beside tensor memory's buffers). Not predicted at all: fp4_pack's packed copies ("fp4-pack"),
+a wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form, a shared
+operand no loop gave a copy), a deferred load's K slices ("k-slice", the lowering's last resort,
+where `predict` returns None) and a transposed operand whose load was not staged after all
 ("operand-conversion").
 """
 
@@ -51,9 +53,8 @@ class AtOp:
 
 def predicted(entry: Operation, assignment: Any) -> bool:
     """Whether every mma of the kernel asks for its operands' buffers as `requests` predicts (module
-    docstring): none block-scaled on tensor cores, none on tcgen05."""
-    return not any(op.name in MMAS and op in assignment.mma_shapes
-                   and (op.name == "cuda_tile.mmaf_scaled" or assignment.is_tcgen05(op)) for op in entry.walk())
+    docstring): none on tcgen05."""
+    return not any(op.name in MMAS and op in assignment.mma_shapes and assignment.is_tcgen05(op) for op in entry.walk())
 
 
 def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
@@ -78,7 +79,7 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
     if shape is None:     # the FMA path: both operands in scratch
         nbytes = mma_scratch(at, op, lhs, rhs)[1]  # type: ignore[arg-type]
         return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
-    if op.name == "cuda_tile.mmaf_scaled" or assignment.is_tcgen05(op):
+    if assignment.is_tcgen05(op):
         return None
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
     out: list[Request] = []
@@ -92,8 +93,16 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
                 matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
                 out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
         return out
+    from ..lowering.ops_blockscale import restages_scales
     from ..lowering.ops_mma import operand_staging, staged_tile
 
+    if op.name == "cuda_tile.mmaf_scaled":   # ops_blockscale.lower: the scales first, A's then B's
+        for name in ("lhs_scale", "rhs_scale"):
+            scale = _stand_in(facts, op.operand(name), shared)  # type: ignore[arg-type]
+            if restages_scales(scale):
+                matrix = matrix_shape(at, scale.type)
+                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime))
+    # (an fp4 operand packed by fp4_pack.pack is staged whole as well: `chunks` is 1 there)
     _, staged, chunks = operand_staging(at, shape, lhs, rhs, layout)  # type: ignore[arg-type]
     for value, axis in staged:
         role, tile = staged_tile(value.type, axis, chunks)

@@ -33,7 +33,7 @@ Not predicted (`predict` returns None), and why:
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
 asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-earlier epilogue's restaging, a block-scaled mma's operands), the lowering fits the loop itself and the
+earlier epilogue's restaging, a tcgen05 mma's restaged operands), the lowering fits the loop itself and the
 check drops these roles for the rest of the kernel (`PlanCheck.void`).
 """
 
