@@ -136,3 +136,91 @@ def test_the_plan_and_the_lowering_stage_the_same_operands(monkeypatch) -> None:
     with pytest.raises(CompileError, match=r"'cuda_tile.mmaf' at .* asks for mma-stage \(restaging\) 16384 B align "
                                            r"1024 swizzle 128B, .*, which the plan does not predict"):
         _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_90")
+
+
+# -- scratch an op's operand goes through ("reduction") --------------------------------------------
+VIEW1 = "tensor_view<?xf32, strides=[?]>"
+VIEW1H = "tensor_view<?xf16, strides=[?]>"
+VIEW2D = "tensor_view<?x?xf32, strides=[?,?]>"
+GATHER = f"gather_scatter_view<tile=(32x8), padding_value = neg_zero, {VIEW2D}, sparse_dim=0>"
+SCATTER = f"gather_scatter_view<tile=(32x8), {VIEW2D}, sparse_dim=0>"
+INDICES = "partition_view<tile=(32), tensor_view<?xi32, strides=[?]>>"
+
+PACK = f"""
+entry @k(%p: tile<ptr<f32>>, %n: tile<i32>, %s: tile<i32>, %q: tile<ptr<f16>>) {{
+  %tv = make_tensor_view %p, shape = [%n], strides = [%s] : tile<i32> -> {VIEW1}
+  %v = make_partition_view %tv : partition_view<tile=(64), {VIEW1}>
+  %ov = make_tensor_view %q, shape = [%n], strides = [%s] : tile<i32> -> {VIEW1H}
+  %o = make_partition_view %ov : partition_view<tile=(128), {VIEW1H}>
+  %c0 = constant <i32: 0> : tile<i32>
+  %x, %tk = load_view_tko weak %v[%c0] : partition_view<tile=(64), {VIEW1}>, tile<i32> -> tile<64xf32>, token
+  %b = pack %x : tile<64xf32> -> tile<256xi8>
+  %h = unpack %b : tile<256xi8> -> tile<128xf16>
+  %st = store_view_tko weak %h, %o[%c0] : tile<128xf16>, partition_view<tile=(128), {VIEW1H}>, tile<i32> -> token
+  return
+}}
+"""
+
+ROWS = f"""
+entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1: tile<i32>,
+         %ip: tile<ptr<i32>>, %in: tile<i32>, %is: tile<i32>,
+         %q: tile<ptr<f32>>, %m0: tile<i32>, %m1: tile<i32>, %t0: tile<i32>, %t1: tile<i32>, %col: tile<i32>) {{
+  %tv = make_tensor_view %p, shape = [%n0, %n1], strides = [%s0, %s1] : tile<i32> -> {VIEW2D}
+  %g = make_gather_scatter_view %tv : {GATHER}
+  %itv = make_tensor_view %ip, shape = [%in], strides = [%is] : tile<i32> -> tensor_view<?xi32, strides=[?]>
+  %ipv = make_partition_view %itv : {INDICES}
+  %c0 = constant <i32: 0> : tile<i32>
+  %idx, %t = load_view_tko weak %ipv[%c0] : {INDICES}, tile<i32> -> tile<32xi32>, token
+  %x, %t2 = load_view_tko weak %g[%idx, %col] : {GATHER}, tile<32xi32>, tile<i32> -> tile<32x8xf32>, token
+  %ov = make_tensor_view %q, shape = [%m0, %m1], strides = [%t0, %t1] : tile<i32> -> {VIEW2D}
+  %s = make_gather_scatter_view %ov : {SCATTER}
+  %st = store_view_tko weak %x, %s[%idx, %c0] : tile<32x8xf32>, {SCATTER}, tile<32xi32>, tile<i32> -> token
+  return
+}}
+"""
+
+
+def _text_planned(monkeypatch, text: str, gpu: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    from tileiras.frontend import load_module
+
+    monkeypatch.setenv(STRICT_ENV, "1")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(load_module(text.encode(), "k.mlir"), gpu, print_ir_after_all=True)
+    dump = err.getvalue()
+    lines = dump.splitlines()
+    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
+    return dump, lines[start + 1:end]
+
+
+def test_a_pack_and_an_unpack_go_through_planned_scratch(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ops_shape._pack_like reinterprets its operand through scratch: 64 f32 then 256 i8, 256 B each,
+    alive while the op runs (so both at offset 0)."""
+    dump, plan = _text_planned(monkeypatch, PACK, "sm_90")
+    scratch = _buffers(plan, "reduction")
+    assert len(scratch) == 2 and all("reduction (reduction) 256 B align 16" in line and ", offset 0: " in line
+                                     for line in scratch), plan
+    assert "k.mlir:9:" in scratch[0] and "k.mlir:10:" in scratch[1]
+    assert "error: internal" not in dump
+
+
+def test_a_gather_and_a_scatters_row_indices_go_through_planned_scratch(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ops_memory.view_index: the 32 row indices (i32) of a gather load and of a scatter store, 128 B
+    each, in scratch for every thread to read."""
+    dump, plan = _text_planned(monkeypatch, ROWS, "sm_80")
+    scratch = _buffers(plan, "reduction")
+    assert len(scratch) == 2 and all("reduction (reduction) 128 B align 16" in line for line in scratch), plan
+    assert "k.mlir:11:" in scratch[0] and "k.mlir:14:" in scratch[1]
+    assert "error: internal" not in dump
+
+
+def test_an_unpredicted_pack_scratch_is_an_internal_error(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tileiras.tileas import shared_operands
+
+    requests = shared_operands.requests
+    monkeypatch.setattr(shared_operands, "requests",
+                        lambda facts, op, *args: [] if op.name == "cuda_tile.unpack" else requests(facts, op, *args))
+    with pytest.raises(CompileError, match=r"'cuda_tile.unpack' at .* asks for reduction \(reduction\) 256 B align 16, "
+                                           r".*, which the plan does not predict"):
+        _text_planned(monkeypatch, PACK, "sm_90")

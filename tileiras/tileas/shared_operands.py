@@ -1,4 +1,4 @@
-"""The buffers an mma asks for its operands, for `plan-shared-memory` (shared_stages.predict's walk).
+"""The buffers an op asks for its operands, for `plan-shared-memory` (shared_stages.predict's walk).
 
 An mma whose operand is a tile in registers stores it in shared memory for the tensor cores to
 read: mma.sync (ops_mma.operand_staging decides) stages it whole ("mma-stage", padded rows), or K
@@ -8,15 +8,21 @@ whole first); a block-scaled mma.sync (ops_blockscale) stages its scale tiles he
 first ("mma-stage", ops_blockscale.restages_scales); wgmma (ops_wgmma.read_operands, restaged)
 stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); an mma on
 the FMA path reads both operands from scratch ("reduction", ops_reduce.mma_scratch: in K slices
-where they do not fit whole). These are decided by the lowering's own functions, given stand-ins
+where they do not fit whole). A pack / unpack reinterprets its operand through scratch
+("reduction", ops_shape._pack_like), and a gather / scatter view's row indices go there for every
+thread to read ("reduction", ops_memory.view_index of the tile `ops_memory.row_indices` names).
+The mmas' buffers are decided by the lowering's own functions, given stand-ins
 of the operands (a `TileRegs` without registers in the layout the value is assigned, a
 `SharedTileVal` without a buffer for a load staged for the tensor cores) and an `AtOp` for the
 `KernelLowering` they read (the buffers placed before the op are the plan's, `place`).
 
-Predicted (`predicted`) in the kernels whose every mma is one of these: not where one runs on
-tcgen05 (ops_tcgen05 restages its register operands, packs fp4 ones or hands P over in tensor
-memory, beside tensor memory's buffers). Not predicted at all: fp4_pack's packed copies ("fp4-pack"),
-a wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form, a shared
+Predicted where `predict` predicts the staging roles: the "reduction" scratch with them where
+`scratch_predicted` holds for every op (not where a gather load is staged for the tensor cores:
+its copies, hence its row indices' scratch, may be issued by its loop's pipeline); "mma-stage" and
+"mma-slice" in the kernels whose every mma is one of these (`predicted`: none on tcgen05, which
+restages its register operands, packs fp4 ones or hands P over in tensor memory beside tensor
+memory's buffers, ops_tcgen05). Not predicted at all: fp4_pack's packed copies ("fp4-pack"), a
+wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form, a shared
 operand no loop gave a copy), a deferred load's K slices ("k-slice", the lowering's last resort,
 where `predict` returns None) and a transposed operand whose load was not staged after all
 ("operand-conversion").
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
     from .shared_stages import StagingFacts
 
 MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
+PACKS = ("cuda_tile.pack", "cuda_tile.unpack")
 ROLES = ("mma-stage", "mma-slice")
 
 
@@ -62,18 +69,46 @@ def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
     return ROLES if predicted(entry, assignment) else ()
 
 
+def asks(op: Operation) -> bool:
+    """Whether `op` may ask for buffers for its operands (`requests`)."""
+    from ..lowering.ops_memory import row_indices
+
+    return op.name in MMAS or op.name in PACKS or row_indices(op) is not None
+
+
+def scratch_predicted(op: Operation, assignment: Any) -> bool:
+    """Whether the "reduction" scratch `op` may ask for its operands is one `requests` predicts: not
+    where a gather / scatter view is read by another op than a register load, a store or a reduction
+    into it (`ops_memory.row_indices`), nor by a load staged for the tensor cores (its copies may be
+    issued by its loop's pipeline)."""
+    from ..ir.types import GatherScatterViewType
+    from ..lowering.ops_memory import row_indices
+
+    if not any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
+        return True
+    return row_indices(op) is not None and not any(assignment.is_shared_operand(r) for r in op.results)
+
+
 def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
              shared: set) -> Optional[list[Request]]:
-    """The buffers mma `op` asks for its operands, in the order asked; `placed`: the requests before
-    it, placed; `allocas`: the bytes of the allocas before it; `shared`: the ids of the loads staged
-    in shared memory for the tensor cores (their tiles are read there). None where `predicted` says
-    the op is not predicted."""
+    """The buffers `op` asks for its operands (an mma, a pack / unpack, a gather / scatter view's
+    reader), in the order asked; `placed`: the requests before it, placed; `allocas`: the bytes of
+    the allocas before it; `shared`: the ids of the loads staged in shared memory for the tensor
+    cores (their tiles are read there). None where `predicted` says the op is not predicted."""
     from ..lowering.async_copy import matrix_shape
-    from ..lowering.ops_reduce import mma_scratch
+    from ..lowering.ops_memory import row_indices
+    from ..lowering.ops_reduce import mma_scratch, scratch_offsets
 
     assignment = facts.assignment
     at = AtOp(facts, op, placed, allocas, live)
     lifetime = at.op_lifetime()
+    # a pack / unpack reinterprets its operand through scratch (ops_shape._pack_like); a gather /
+    # scatter view's row indices go there for every thread to read (ops_memory.view_index)
+    through = [op.operands[0]] if op.name in PACKS else [v for v in [row_indices(op)] if v is not None]
+    if through:
+        return [Request(op, "reduction", "reduction", scratch_offsets([through[0].type])[1], 16, 0, lifetime)]  # type: ignore[list-item]
+    if op.name not in MMAS:
+        return []
     shape = assignment.mma_shapes.get(op)
     lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
     if shape is None:     # the FMA path: both operands in scratch

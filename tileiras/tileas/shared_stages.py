@@ -89,7 +89,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
-    from .shared_operands import MMAS, covered as operand_roles, requests as mma_requests
+    from .shared_operands import asks, covered as operand_roles, requests as operand_requests
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
@@ -104,15 +104,15 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     ringed: set[int] = set()
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
-    mmas = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
+    roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
     for op in entry.walk():
-        if op.name == "cuda_tile.alloca":
-            allocas += alloca_bytes(op)
-        elif op.name in MMAS:   # its operands restaged (shared_operands.py)
+        if asks(op):   # what it asks for its operands (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}
-            out += [r for r in mma_requests(facts, op, place(before, entry), allocas, live, shared) or []
-                    if r.role in mmas]
+            out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
+                    if r.role in roles]
+        if op.name == "cuda_tile.alloca":
+            allocas += alloca_bytes(op)
         elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             out.append(_reduction(op, place(before, entry), live.op_range(op), opt_in_limit(assignment.sm) - allocas))
@@ -167,17 +167,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
-    """Whether every "reduction" scratch of the kernel is a reduce's or a scan's (`_reduction`) or an
-    mma's on the FMA path (shared_operands.py): not where a pack / unpack goes through scratch
-    (ops_shape._pack_like) or a gather / scatter view's row indices do (ops_memory.view_index):
-    these are not predicted, so neither is the role."""
-    from ..ir.types import GatherScatterViewType
+    """Whether every "reduction" scratch of the kernel is one the plan sizes: a reduce's or a scan's
+    (`_reduction`), or one an op asks for its operands (shared_operands.py: an mma's on the FMA
+    path, a pack's / unpack's, a gather / scatter view's row indices), not where
+    `shared_operands.scratch_predicted` says an op asks for one it does not size."""
+    from .shared_operands import scratch_predicted
 
-    for op in entry.walk():
-        if op.name in ("cuda_tile.pack", "cuda_tile.unpack") or \
-                any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
-            return False
-    return True
+    return all(scratch_predicted(op, assignment) for op in entry.walk())
 
 
 def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> Request:
