@@ -224,3 +224,27 @@ def test_an_unpredicted_pack_scratch_is_an_internal_error(monkeypatch) -> None: 
     with pytest.raises(CompileError, match=r"'cuda_tile.unpack' at .* asks for reduction \(reduction\) 256 B align 16, "
                                            r".*, which the plan does not predict"):
         _text_planned(monkeypatch, PACK, "sm_90")
+
+
+def test_the_last_resorts_deferred_loads_are_planned_as_k_slices(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """TileGym's MLA decoding on sm_120: K and V (128 KB each) fit only when each mma copies its load
+    in 4 K slices, two in flight (lowering/pipeline.py's last resort, `Assumptions.defer`): the plan
+    of that attempt leaves them unstaged (async_copy.defers) and predicts the mmas' rings ("k-slice":
+    2 x 128 x (128 + 8) f16, 2 x 32 x (512 + 8) f16) and P's K slice beside V's ("mma-slice")."""
+    from tileiras.tileas import shared_plan
+
+    checks = []
+    finish = shared_plan.PlanCheck.finish
+
+    def kept(self):   # type: ignore[no-untyped-def]
+        checks.append(self)
+        return finish(self)
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "finish", kept)
+    _planned(monkeypatch, "tg_mla_decode_f16_16x128", "sm_120")
+    last = checks[-1]
+    assert last.plan.assumes.defer and not last.mismatches
+    planned = [(r.role, r.nbytes) for r in last.plan.requests.values() if r.role in ("k-slice", "mma-slice", "staging")]
+    assert ("k-slice", 69632) in planned and ("k-slice", 66560) in planned and ("mma-slice", 1536) in planned, planned
+    assert ("staging", 133120) not in planned and all(n < 65536 for role, n in planned if role == "staging"), planned
+    assert {"k-slice", "mma-slice", "staging"} <= last.plan.covered

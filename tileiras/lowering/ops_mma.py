@@ -246,11 +246,16 @@ class _SliceRing:
     def stages_for(chunks: int) -> int:
         return min(2, chunks)
 
+    @staticmethod
+    def axis(value: SharedTileVal, operand: str) -> int:
+        """K's axis in the stored tile: 0 (stored rows) or 1 (columns)."""
+        return 0 if (operand == "a") == value.transposed else 1
+
     def __init__(self, k: KernelLowering, value: SharedTileVal, operand: str, width: int, chunks: int) -> None:
         from .async_copy import slice_matrix
 
         self.value, self.width = value, width
-        self.kaxis = 0 if (operand == "a") == value.transposed else 1
+        self.kaxis = self.axis(value, operand)
         self.stages = self.stages_for(chunks)
         self.ring = slice_matrix(k, value, self.kaxis, width, self.stages)
 

@@ -22,10 +22,11 @@ copy of B may be made in halves where whole copies leave no room for two stages,
 decided beside the bytes taken before the loop, `SharedPlan.entered`; where the lowering enters the
 loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The K-major copies an op makes
 for itself ("kmajor-copy": outside loops, register tiles, tcgen05's restaging) are not predicted.
+In the last-resort lowering (`Assumptions.defer`) a load too large to stage whole beside the
+buffers alive with it is left to its mma (async_copy.defers decides, beside the buffers the plan
+placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
 Not predicted (`predict` returns None), and why:
 
-* the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
-  decides by the first fit of the buffers the lowering placed;
 * kernels whose body loads a row tile TMA may copy (`row_tma.may_load`: its budget is what is left
   when the group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
   (warp_specialize_tcgen05): both ask for mbarriers this plan does not size;
@@ -89,26 +90,27 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from ..lowering.warp_specialize_tcgen05 import HANDSHAKE
-    from .shared_operands import asks, covered as operand_roles, requests as operand_requests
+    from .shared_operands import asks, covered as operand_roles, deferred, requests as operand_requests
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
-    if assumes.defer or row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
+    if row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
         return None
     live = lifetimes(entry)
     out: list[Request] = []
     fits: dict = {}
     entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
+    left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
     roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
     for op in entry.walk():
         if asks(op):   # what it asks for its operands (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
-            shared = ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}
+            shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
                     if r.role in roles]
         if op.name == "cuda_tile.alloca":
@@ -157,6 +159,10 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             swizzled = once or assignment.is_swizzled(op.results[0])
             if not once and not chunk_elements(op, view, tile):  # type: ignore[arg-type]
                 continue       # a register load
+            if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
+                    [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
+                left[id(op)] = view
+                continue       # its mma copies it in K slices (shared_operands.py)
             matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
             out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
                                1024 if swizzled else 128, matrix.span if swizzled else 0,
