@@ -60,7 +60,7 @@ def test_the_plan_is_dumped_with_each_buffer_before_emission() -> None:
     plan = _section(dump, "plan-shared-memory")
     assert plan[0] == "// shared-memory plan of @k:"
     assert plan[1].startswith("//   predicted roles: conversion, invariant, k-slice, kmajor, mbarriers, mma-slice, mma-stage, "
-                            "reduction, ring, staging, tmem-control, warp-reduction; "
+                            "operand-conversion, reduction, ring, staging, tmem-control, warp-reduction; "
                             "placed as the lowering asks: ")
     buffers = [line for line in plan if "live over" in line]
     # 32 x 64 f32, while the permute runs, at the start of shared memory
@@ -124,8 +124,8 @@ def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> Non
     monkeypatch.setattr(shared_sizes, "SIZERS", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _lower(_transpose(32, 64))
-    assert "//   predicted roles: invariant, k-slice, kmajor, mbarriers, mma-slice, mma-stage, reduction, ring, staging; " \
-        "placed as the lowering asks: conversion, " in dump
+    assert "//   predicted roles: invariant, k-slice, kmajor, mbarriers, mma-slice, mma-stage, operand-conversion, " \
+        "reduction, ring, staging; placed as the lowering asks: conversion, " in dump
     assert "conversion [     0,   8192)   8192 B align 16" in dump
 
 

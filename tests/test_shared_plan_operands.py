@@ -248,3 +248,44 @@ def test_the_last_resorts_deferred_loads_are_planned_as_k_slices(monkeypatch) ->
     assert ("k-slice", 69632) in planned and ("k-slice", 66560) in planned and ("mma-slice", 1536) in planned, planned
     assert ("staging", 133120) not in planned and all(n < 65536 for role, n in planned if role == "staging"), planned
     assert {"k-slice", "mma-slice", "staging"} <= last.plan.covered
+
+
+# -- an mma operand whose load falls back to registers --------------------------------------------
+V16 = "tensor_view<?x?xf16, strides=[?,?]>"
+VOUT = "tensor_view<?x?xf32, strides=[?,1]>"
+FALLBACK = f"""
+entry @k(%a: tile<ptr<f16>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1: tile<i32>,
+         %o: tile<ptr<f32>>, %m0: tile<i32>, %m1: tile<i32>, %t0: tile<i32>) {{
+  %c0 = constant <i32: 0> : tile<i32>
+  %tv = make_tensor_view %a, shape = [%n0, %n1], strides = [%s0, %s1] : tile<i32> -> {V16}
+  %pa = make_partition_view %tv : partition_view<tile=(64x32), {V16}>
+  %x, %t1 = load_view_tko weak %pa[%c0, %c0] : partition_view<tile=(64x32), {V16}>, tile<i32> -> tile<64x32xf16>, token
+  %y, %t2 = load_view_tko weak %pa[%c0, %c0] : partition_view<tile=(64x32), {V16}>, tile<i32> -> tile<64x32xf16>, token
+  %yt = permute %y [1, 0] : tile<64x32xf16> -> tile<32x64xf16>
+  %acc = constant <f32: 0.0> : tile<64x64xf32>
+  %d = mmaf %x, %yt, %acc : tile<64x32xf16>, tile<32x64xf16>, tile<64x64xf32>
+  %otv = make_tensor_view %o, shape = [%m0, %m1], strides = [%t0, 1] : tile<i32> -> {VOUT}
+  %po = make_partition_view %otv : partition_view<tile=(64x64), {VOUT}>
+  %st = store_view_tko weak %d, %po[%c0, %c0] : tile<64x64xf32>, partition_view<tile=(64x64), {VOUT}>, tile<i32> -> token
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("gpu, staged", [
+    ("sm_80", ["mma-stage (restaging) 5120 B align 128, ", "mma-stage (restaging) 4608 B align 128, "]),
+    ("sm_90", ["mma-stage (restaging) 4096 B align 1024 swizzle 64B, ",
+               "mma-stage (restaging) 4096 B align 1024 swizzle 128B, "]),
+])
+def test_operands_whose_copies_are_not_legal_are_transposed_and_restaged_as_planned(monkeypatch, gpu: str,
+                                                                                   staged: list) -> None:  # type: ignore[no-untyped-def]
+    """A and B^T read through a view whose strides are not known: cp.async cannot copy them
+    (`chunk_elements`), so both are loads in registers: B's transpose goes through scratch
+    ("operand-conversion", ops_shape.permute_scratch) and the mma restages both (A 64 x 32, B 32 x 64
+    f16: padded rows on mma.sync, swizzled for wgmma)."""
+    dump, plan = _text_planned(monkeypatch, FALLBACK, gpu)
+    moved = _buffers(plan, "operand-conversion")
+    assert len(moved) == 1 and "operand-conversion (conversion) 4096 B align 16" in moved[0], plan
+    restaged = _buffers(plan, "mma-stage")
+    assert len(restaged) == 2 and all(want in line for want, line in zip(staged, restaged)), plan
+    assert "error: internal" not in dump

@@ -13,20 +13,21 @@ async_copy.defers) is copied by the mma a K slice at a time through a ring of tw
 ("k-slice": async_copy.slice_tile, ops_mma._SliceRing). A pack / unpack reinterprets its operand
 through scratch ("reduction", ops_shape._pack_like), and a gather / scatter view's row indices go
 there for every thread to read ("reduction": ops_memory.view_index, of the tile
-`ops_memory.row_indices` names). The mmas' buffers are decided by the lowering's own functions,
+`ops_memory.row_indices` names). An mma operand whose load was not staged after all (its copies
+not legal), transposed, goes through conversion scratch ("operand-conversion",
+ops_shape.permute_scratch). The mmas' buffers are decided by the lowering's own functions,
 given stand-ins of the operands (a `TileRegs` without registers in the layout the value is
 assigned, a `SharedTileVal` without a buffer for a load staged for the tensor cores) and an `AtOp`
 for the `KernelLowering` they read (the buffers placed before the op are the plan's, `place`).
 
 Predicted where `predict` predicts the staging roles: the "reduction" scratch with them where
 `scratch_predicted` holds for every op (not where a gather load is staged for the tensor cores:
-its copies, hence its row indices' scratch, may be issued by its loop's pipeline); "mma-stage",
-"mma-slice" and "k-slice" in the kernels whose every mma is one of these (`predicted`: none on
-tcgen05, which restages its register operands, packs fp4 ones or hands P over in tensor memory
-beside tensor memory's buffers, ops_tcgen05). Not predicted at all: fp4_pack's packed copies
-("fp4-pack"), a wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form,
-a shared operand no loop gave a copy) and a transposed operand whose load was not staged after
-all ("operand-conversion").
+its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` in the
+kernels whose every mma is one of these (`predicted`: none on tcgen05, which restages its register
+operands, packs fp4 ones or hands P over in tensor memory beside tensor memory's buffers,
+ops_tcgen05). Not predicted at all: fp4_pack's packed copies ("fp4-pack") and a wgmma's own K-major
+copies ("kmajor-copy": a register B without a transposed form, a shared operand no loop gave a
+copy, `ops_wgmma._operand`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
 
 MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 PACKS = ("cuda_tile.pack", "cuda_tile.unpack")
-ROLES = ("mma-stage", "mma-slice", "k-slice")
+ROLES = ("mma-stage", "mma-slice", "k-slice", "operand-conversion")
+PERMUTE = "cuda_tile.permute"
 
 
 class AtOp:
@@ -77,7 +79,7 @@ def asks(op: Operation) -> bool:
     """Whether `op` may ask for buffers for its operands (`requests`)."""
     from ..lowering.ops_memory import row_indices
 
-    return op.name in MMAS or op.name in PACKS or row_indices(op) is not None
+    return op.name in MMAS or op.name in PACKS or op.name == PERMUTE or row_indices(op) is not None
 
 
 def scratch_predicted(op: Operation, assignment: Any) -> bool:
@@ -123,6 +125,13 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
     through = [op.operands[0]] if op.name in PACKS else [v for v in [row_indices(op)] if v is not None]
     if through:
         return [Request(op, "reduction", "reduction", scratch_offsets([through[0].type])[1], 16, 0, lifetime)]  # type: ignore[list-item]
+    if op.name == PERMUTE:   # an mma operand whose load was not staged after all, transposed in scratch
+        from ..lowering.ops_shape import permute_scratch
+        from .shared_sizes import _tile_bytes
+
+        role = permute_scratch(op, assignment, _stand_in(facts, op.operands[0], shared))
+        return [Request(op, role, "conversion", _tile_bytes([op.operands[0]]), 16, 0, lifetime)] \
+            if role == "operand-conversion" else []
     if op.name not in MMAS:
         return []
     shape = assignment.mma_shapes.get(op)

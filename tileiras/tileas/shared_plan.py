@@ -12,10 +12,10 @@ scratch, cross-warp reduction scratch, tensor memory's control block), and, in t
 they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies, and the
 scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
 "kmajor", "reduction"), and what ops ask for their operands (`shared_operands.py`): the mmas'
-operands restaged in shared memory ("mma-stage", "mma-slice", and "k-slice": a load left to its
-mma by the last resort; where every mma of the kernel is one it sizes: not on tcgen05), an FMA mma's operands, a pack's and a gather's row indices in
-scratch ("reduction"); the pipeline depths the pass decides here
-(`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
+operands restaged in shared memory ("mma-stage", "mma-slice"; "k-slice": a load left to its mma
+by the last resort; "operand-conversion": one not staged after all, transposed; where no mma of
+the kernel runs on tcgen05), an FMA mma's operands, a pack's and a gather's row indices in
+scratch ("reduction"); the pipeline depths the pass decides here (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
