@@ -75,11 +75,12 @@ def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
     return ROLES if predicted(entry, assignment) else ()
 
 
-def asks(op: Operation) -> bool:
+def asks(op: Operation, assignment: Any) -> bool:
     """Whether `op` may ask for buffers for its operands (`requests`)."""
     from ..lowering.ops_memory import row_indices
 
-    return op.name in MMAS or op.name in PACKS or op.name == PERMUTE or row_indices(op) is not None
+    return op.name in MMAS or op.name in PACKS or row_indices(op) is not None \
+        or op.name == PERMUTE and assignment.is_shared_operand(op.operands[0])
 
 
 def scratch_predicted(op: Operation, assignment: Any) -> bool:
@@ -143,7 +144,7 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
         return None
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
     out: list[Request] = []
-    if assignment.is_wgmma(op):
+    if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
         from ..lowering.ops_wgmma import read_operands, restaged
         from ..lowering.wgmma_select import select
 
@@ -180,7 +181,7 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
     return out
 
 
-def _stand_in(facts: "StagingFacts", value: Value, shared: set) -> Any:
+def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
     """What the lowering holds for mma operand `value`: a `SharedTileVal` (no buffer) where it is a
     load staged for the tensor cores, possibly through the ops a shared operand passes through
     (unit reshapes, 2-D transposes, a rounding to tf32); else a `TileRegs` (no registers) in the

@@ -108,7 +108,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     scratch = reductions_predicted(entry, assignment)
     roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
     for op in entry.walk():
-        if asks(op):   # what it asks for its operands (shared_operands.py)
+        if asks(op, assignment):   # what it asks for its operands (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
