@@ -58,3 +58,18 @@ def test_byte_identical_from_different_places(tmp_path: Path) -> None:
     assert first == second
     assert len(first) == 11 and len(set(first.values())) == 11
     assert hashlib.sha256(b"").hexdigest() not in first.values()
+
+
+def test_the_same_module_lowers_to_the_same_llvm_ir_in_one_process() -> None:
+    """A warp-specialized kernel's rolled loops carry loop metadata: its numbers start again with each
+    module, so lowering another kernel or target first changes nothing (a compile with several
+    targets, or a worker compiling one module after another)."""
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    source = Path(__file__).parent / "realistic" / "bytecode" / "mm_f16_128x128x64.tileirbc"
+    first, _ = lower_module(load_module(source.read_bytes(), source.name), "sm_90")
+    assert "llvm.loop.unroll.disable" in first
+    lower_module(load_module(source.read_bytes(), source.name), "sm_100")
+    again, _ = lower_module(load_module(source.read_bytes(), source.name), "sm_90")
+    assert again == first

@@ -68,6 +68,26 @@ def test_a_gathered_a_operand_is_restaged_as_planned(monkeypatch, gpu: str, stag
     assert "error: internal" not in dump
 
 
+def test_the_epilogue_after_a_restaged_operand_is_decided_beside_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """MoE on sm_90: with the mma's restaged A planned, the plan decides the store's restaging beside
+    the same 50176 bytes the lowering took (the whole tile, 34816 B), so nothing is dropped and
+    every request of the kernel is predicted."""
+    from tileiras.tileas import shared_plan
+
+    checks = []
+    finish = shared_plan.PlanCheck.finish
+
+    def kept(self):   # type: ignore[no-untyped-def]
+        checks.append(self)
+        return finish(self)
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "finish", kept)
+    dump, plan = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
+    assert _buffers(plan, "mma-stage") and any("restage (epilogue) 34816 B align 128" in line for line in plan), plan
+    assert "dropped" not in dump and "error: internal" not in dump
+    assert checks[-1].complete and not checks[-1].mismatches
+
+
 def test_an_e4m3_attentions_restaged_probabilities_keep_the_next_loops_depth(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """sm_90 causal attention in e4m3: P (f32 -> e4m3, not in the A fragment layout) is restaged for
     wgmma in each of the two loops; the first one's buffer comes before the second loop's stages, and

@@ -19,17 +19,22 @@ On sm_90, where the view's descriptor can be made from the kernel's parameters (
 the tile is written in wgmma's swizzled layout instead and one thread stores it with TMA
 (`tma_store`), box by box, as NVIDIA's epilogues do; a tile larger than the freed buffers (i8
 and f32 128x256: 128 KB) in column chunks through two smaller buffers.
+
+Which of these a store takes, and the buffer it asks for, is decided once (`epilogue`, from the
+tile's type and layout and the buffers placed before it): the lowering calls it, and so does the
+pass `plan-shared-memory` before any LLVM, beside the buffers it planned (tileas/shared_epilogue.py).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..ir.core import Operation, Value
-from ..ir.record import replace
-from ..ir.types import ScalarType
+from ..ir.record import record, replace
+from ..ir.types import ScalarType, TileType
+from ..tileas.shared_plan import Request
 from .kernel import KernelLowering, storage_type
-from .layout import BlockedLayout, MmaLayout
+from .layout import BlockedLayout, Layout, MmaLayout
 from .smem import SharedMatrix, element_offset, pointer
 from .values import TileRegs
 
@@ -39,23 +44,91 @@ LOOP_MARGIN = 4096  # shared bytes a restaging in a loop leaves for what the ker
 LOOP_STORES = 128   # fragment stores (chunks x pairs a thread) of a restaging in a loop
 
 
-def staged_layout(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
-    """The blocked layout of 16-byte runs to store `tile` from, where the buffers can stage it."""
-    blocked = _blocked(k, tile)
-    if blocked is None or not _staging(k, op, tile, blocked)[1]:
+@record
+class Epilogue:
+    """How a store of an mma accumulator goes through shared memory (`epilogue` decides it, for the
+    lowering and for the plan: tileas/shared_epilogue.py), and the buffer it asks for."""
+    role: str                  # "tma-store" (sm_90: one thread's TMA boxes) or "restage" (16-byte stores)
+    matrix: SharedMatrix       # one buffer: a chunk of columns (tma-store) or of rows (restage), unplaced
+    buffers: int = 1           # tma-store: the column chunks go through this many buffers in turn
+    span: Optional[tuple[int, int]] = None   # restage in a loop: the loop's lifetime; None: the store's,
+                                             # once the buffers are released
+    layout: Optional[BlockedLayout] = None   # restage: the layout of 16-byte runs it is read back in
+    copy: Any = None           # tma-store: its TmaCopy (no hidden parameter yet)
+
+    @property
+    def nbytes(self) -> int:
+        return self.matrix.nbytes * self.buffers
+
+    @property
+    def align(self) -> int:
+        return 1024 if self.role == "tma-store" else 128
+
+    def request(self, op: Operation, lifetime: tuple[int, int]) -> Request:
+        """What store `op` asks for (`lifetime`: the store's, where it releases the buffers first)."""
+        return Request(op, self.role, "epilogue", self.nbytes, self.align, 0, self.span or lifetime,
+                       releases=self.span is None)
+
+
+def epilogue(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
+    """How store `op` of `ttype` in `layout` (an mma accumulator's fragments) goes through shared
+    memory: a weak view store by TMA on sm_90 (`tma_store`) where it can, else restaged in 16-byte
+    runs where the stores are then wider (`restage`); a store through pointers restaged where the
+    pointers are in the layout it would be read back in; None: from the fragments as they are.
+    `k`: the lowering, or the facts the plan has before any LLVM (tileas/shared_epilogue.py): it
+    reads `k.buffers`, the buffers placed before the store."""
+    if op.name == "cuda_tile.store_ptr_tko":
+        target = k.layout_of(op.operand("destination"))  # type: ignore[arg-type]
+        staged = _restaging(k, op, ttype, layout) if layout != target else None
+        return staged if staged is not None and staged.layout == target else None
+    from .ops_memory import _ordering, _vector
+
+    if op.name != "cuda_tile.store_view_tko" or _ordering(op)[0] != "weak":
         return None
-    return blocked
+    view = k.get(op.operand("view"))  # type: ignore[arg-type]
+    if k.sm == 90:
+        stored = _tma_staging(k, op, ttype, layout, view)
+        if stored is not None:
+            return stored
+    staged = _restaging(k, op, ttype, layout)
+    if staged is None:
+        return None
+    wider = _vector(k, op, view, ttype, staged.layout, "weak")[0] > \
+        _vector(k, op, view, ttype, layout, "weak")[0]  # type: ignore[arg-type]
+    return staged if wider else None
 
 
-def _staging(k: KernelLowering, op: Operation, tile: TileRegs, blocked: BlockedLayout
+def decided(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Epilogue]:
+    """`epilogue`, as the lowering decides it beside the buffers it placed (`PlanCheck.decide`: where
+    those are not the plan's and it decided otherwise, the plan's decision no longer holds)."""
+    staged = epilogue(k, op, tile.type, tile.layout)
+    k.plan_check.decide(op, k.buffers.total, staged.request(op, k.op_lifetime()) if staged is not None else None)
+    return staged
+
+
+def _restaging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
+    """The restaging of `ttype` in `layout` for `op` in `_blocked`'s layout, where `_staging` finds
+    room for a chunk of rows."""
+    blocked = _blocked(k, ttype, layout)
+    if blocked is None:
+        return None
+    span, rows = _staging(k, op, ttype, layout, blocked)
+    if not rows:
+        return None
+    b, _, n = layout.shape  # type: ignore[attr-defined]
+    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
+    return Epilogue("restage", SharedMatrix(0, b, rows, n, eb), span=span, layout=blocked)
+
+
+def _staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout, blocked: BlockedLayout
              ) -> tuple[Optional[tuple[int, int]], int]:
-    """Where `tile` is restaged for `op`: (None, rows a chunk) through the freed buffers, the
+    """Where `ttype` in `layout` is restaged for `op`: (None, rows a chunk) through the freed buffers, the
     store being the last use of them (only where it reuses bytes the kernel has anyway: once
     released, every buffer is free); (lifetime, rows a chunk) inside a loop (a persistent
     kernel's tiles), through bytes that nothing alive anywhere in the outermost loop around it
     uses (`lifetime` is that loop's), where the target's shared memory has them; rows 0: nowhere."""
     if _buffers_free_after(k, op):
-        return None, _chunk_rows(tile, blocked, lambda nbytes: nbytes <= k.buffers.total)
+        return None, _chunk_rows(ttype, layout, blocked, lambda nbytes: nbytes <= k.buffers.total)
     loop = _outermost_loop(op)
     if loop is None or getattr(k, "warp_split", None) is not None:
         return None, 0
@@ -63,11 +136,12 @@ def _staging(k: KernelLowering, op: Operation, tile: TileRegs, blocked: BlockedL
 
     span = k.lifetimes().op_range(loop)
     limit = opt_in_limit(k.sm) - LOOP_MARGIN
-    rows = _chunk_rows(tile, blocked, lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
+    rows = _chunk_rows(ttype, layout, blocked,
+                       lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
     # the fragments' stores repeat once per chunk (under warp conditions): in a loop's code, at most
     # LOOP_STORES of them (a 128 x 256 tile over 256 threads in 4 chunks: 256, LLVM 3 x slower)
-    chunks = tile.layout.shape[1] // rows if rows else 0  # type: ignore[union-attr]
-    return span, rows if rows and len(tile.slots) // 2 * chunks <= LOOP_STORES else 0
+    chunks = layout.shape[1] // rows if rows else 0  # type: ignore[attr-defined]
+    return span, rows if rows and layout.slots(ttype.num_elements) // 2 * chunks <= LOOP_STORES else 0
 
 
 def _outermost_loop(op: Operation) -> Optional[Operation]:
@@ -80,17 +154,17 @@ def _outermost_loop(op: Operation) -> Optional[Operation]:
     return loop
 
 
-def _chunk_rows(tile: TileRegs, blocked: BlockedLayout, fits: Callable[[int], bool]) -> int:
+def _chunk_rows(ttype: TileType, layout: Layout, blocked: BlockedLayout, fits: Callable[[int], bool]) -> int:
     """Rows of the accumulator restaged at a time: all of them where `fits` the bytes of the
     tile, else the most that fit, whole 16-row fragment blocks (which rows a fragment can hold
     is then known per block), each chunk a whole number of the blocked layout's slot groups (a
     group of the read back is then in one chunk); 0 where none fits (or it would take more than
     MAX_CHUNKS rounds)."""
-    b, m, n = tile.layout.shape  # type: ignore[union-attr]
-    eb = tile.type.element.bitwidth // 8  # type: ignore[union-attr]
+    b, m, n = layout.shape  # type: ignore[attr-defined]
+    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
     if fits(SharedMatrix(0, b, m, n, eb).nbytes):
         return m
-    group = blocked.threads * blocked.run(tile.type.num_elements)
+    group = blocked.threads * blocked.run(ttype.num_elements)
     for chunks in range(2, MAX_CHUNKS + 1):
         rows = m // chunks
         if b == 1 and m % chunks == 0 and rows % 16 == 0 and (rows * n) % group == 0 \
@@ -99,27 +173,38 @@ def _chunk_rows(tile: TileRegs, blocked: BlockedLayout, fits: Callable[[int], bo
     return 0
 
 
-def _blocked(k: KernelLowering, tile: TileRegs) -> Optional[BlockedLayout]:
-    """The blocked layout of 16-byte runs an mma accumulator `tile` would be read back in, where
-    it gives wider runs than the fragments' and owns every element once."""
-    layout, elem = tile.layout, tile.type.element
+def _blocked(k: "KernelLowering", ttype: TileType, layout: Layout) -> Optional[BlockedLayout]:
+    """The blocked layout of 16-byte runs an mma accumulator (`ttype` in `layout`) would be read back
+    in, where it gives wider runs than the fragments' and owns every element once."""
+    elem = ttype.element
     if not isinstance(layout, MmaLayout) or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
             or storage_type(elem) != _llvm(elem):
         return None
     blocked = BlockedLayout(k.threads, 16 // (elem.bitwidth // 8))
-    n = tile.type.num_elements
+    n = ttype.num_elements
     if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
         return None
     return blocked
 
 
-def _stageable(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[BlockedLayout]:
-    """`_blocked`, where the buffers may be reused for it (whatever its size): an mma accumulator
-    stored last, nothing else alive in the buffers."""
-    blocked = _blocked(k, tile)
-    if blocked is None or not _buffers_free_after(k, op):
+def _tma_staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout, view: object
+                 ) -> Optional[Epilogue]:
+    """sm_90's TMA store of the accumulator through the freed buffers (`tma_store`): where they
+    may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
+    columns fits (`_chunks`) and the view's descriptor can be made (tma_copy.plan)."""
+    from .tma_copy import MAX_STORE_ROWS, plan
+
+    if _blocked(k, ttype, layout) is None or not _buffers_free_after(k, op):
         return None
-    return blocked
+    assert isinstance(layout, MmaLayout)
+    b, m, _ = layout.shape
+    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
+    width, buffers = _chunks(k, layout, eb)
+    if not width:
+        return None
+    matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
+    t, _ = plan(k, op, view, matrix, rows=MAX_STORE_ROWS)  # type: ignore[arg-type]
+    return Epilogue("tma-store", matrix, buffers, copy=t) if t is not None else None
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
@@ -130,28 +215,22 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     TMA unit still reads chunk i - 1, whose reads thread 0 waits for before the barrier that
     publishes chunk i (the buffer chunk i + 1 then reuses is free)."""
     from .async_copy import fence_async_proxy
-    from .tma_copy import MAX_STORE_ROWS, hidden_param, plan, store, stores_read
+    from .tma_copy import hidden_param, store, stores_read
 
     if k.sm in (100, 103):     # attention's O (the matmuls' epilogue is tmem_epilogue.lower's)
         from .tmem_epilogue import store_fragments
 
         return store_fragments(k, op, tile)
-    if k.sm != 90 or _stageable(k, op, tile) is None:
+    if k.sm != 90:
         return False
-    layout = tile.layout
-    assert isinstance(layout, MmaLayout)
-    b, m, n = layout.shape
-    eb = tile.type.element.bitwidth // 8  # type: ignore[union-attr]
-    width, buffers = _chunks(k, layout, eb)
-    if not width:
+    stored = decided(k, op, tile)
+    if stored is None or stored.role != "tma-store":
         return False
-    matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
-    t, _ = plan(k, op, view, matrix, rows=MAX_STORE_ROWS)
-    if t is None:
-        return False
-    t = replace(t, slot=hidden_param(k, t.spec))
+    n = tile.layout.shape[2]  # type: ignore[union-attr]
+    matrix, buffers, width = stored.matrix, stored.buffers, stored.matrix.cols
+    t = replace(stored.copy, slot=hidden_param(k, stored.copy.spec))
     _release_buffers(k)
-    base = k.alloc_buffer(matrix.nbytes * buffers, 1024, "epilogue", k.op_lifetime(), role="tma-store")
+    base = k.alloc_buffer(stored.nbytes, stored.align, "epilogue", k.op_lifetime(), role="tma-store")
     first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
     for i, col in enumerate(range(0, n, width)):
         chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)
@@ -266,18 +345,20 @@ def _column_block(layout: MmaLayout, slot: int) -> int:
     return (slot // 4 % (rm * rn)) % rn * 8
 
 
-def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileRegs:
-    """`tile` (mma fragments) in `layout`, through the freed buffers (or, in a loop, bytes beside
-    what the loop keeps alive), a chunk of rows at a time where the tile is larger."""
+def restage(k: KernelLowering, tile: TileRegs, staged: Epilogue) -> TileRegs:
+    """`tile` (mma fragments) in `staged.layout`, through the freed buffers (or, in a loop, bytes
+    beside what the loop keeps alive), a chunk of rows at a time where the tile is larger
+    (`staged`: `epilogue`'s decision)."""
     lty = storage_type(tile.type.element)
-    span, rows = _staging(k, k.current_op, tile, layout)
+    layout, span, rows = staged.layout, staged.span, staged.matrix.rows
+    assert layout is not None
     if span is None:
         _release_buffers(k)
     else:
         k.barrier()                        # the previous tile's readers of these bytes are done
     b, m, cols = tile.layout.shape  # type: ignore[union-attr]
-    matrix = replace(_matrix(k, tile), rows=rows)
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "epilogue", span or k.op_lifetime(), role="restage"))
+    matrix = replace(staged.matrix, offset=k.alloc_buffer(staged.nbytes, staged.align, "epilogue",
+                                                          span or k.op_lifetime(), role="restage"))
     n = tile.type.num_elements
     run = layout.run(n)
     group = layout.threads * run           # elements of one slot group: in one chunk (_chunk_rows)
@@ -298,12 +379,6 @@ def restage(k: KernelLowering, tile: TileRegs, layout: BlockedLayout) -> TileReg
             v = k.b.op(f"load {vty}, ptr addrspace(3) {p}, align 16", "ep")
             slots += [k.b.op(f"extractelement {vty} {v}, i32 {i}", "ep") for i in range(run)]
     return TileRegs(tile.type, slots, layout)
-
-
-def _matrix(k: KernelLowering, tile: TileRegs) -> SharedMatrix:
-    """The padded row-major matrix the tile is restaged in (placed by `restage`)."""
-    b, m, n = tile.layout.shape  # type: ignore[union-attr]
-    return SharedMatrix(0, b, m, n, tile.type.element.bitwidth // 8)  # type: ignore[union-attr]
 
 
 def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:

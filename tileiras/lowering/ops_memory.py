@@ -591,11 +591,11 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     masked = False
     vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     if ordering == "weak":
-        from .epilogue import restage, staged_layout
+        from .epilogue import decided, restage
 
-        wide = staged_layout(k, op, tile)
-        if wide is not None and _vector(k, op, view, tile.type, wide, ordering)[0] > vec:
-            tile = restage(k, tile, wide)   # mma fragments: wider stores through the freed buffers
+        staged = decided(k, op, tile)    # (not by TMA: tma_store did not take it)
+        if staged is not None:
+            tile = restage(k, tile, staged)   # mma fragments: wider stores through the freed buffers
             vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(tile.slots) // vec} per thread")
     if vec == 1:
@@ -774,10 +774,10 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
     mask_v = op.operand("mask")
     mask = k.tile(mask_v) if mask_v is not None else None
     if vals.layout != ptrs.layout:   # mma fragments, their pointers in 16-byte runs (assign_layouts)
-        from .epilogue import restage, staged_layout
+        from .epilogue import decided, restage
 
-        vals = restage(k, vals, ptrs.layout) if staged_layout(k, op, vals) == ptrs.layout else \
-            k.convert(vals, ptrs.layout, role="store-conversion")
+        staged = decided(k, op, vals)
+        vals = restage(k, vals, staged) if staged is not None else k.convert(vals, ptrs.layout, role="store-conversion")
     elem = vals.type.element
     if isinstance(elem, ScalarType) and elem.bitwidth == 4:     # two to a byte: pointers would need nibble offsets
         raise op_error(op, "pointer tiles of 4-bit elements are not supported yet; use a tensor view")

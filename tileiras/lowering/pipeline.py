@@ -23,7 +23,8 @@ from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileaa.row_chunks import chunk_rows
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 from ..tileas.plan import plan_lines, plan_of
-from ..tileas.shared_plan import Assumptions, plan_for, shared_plan_lines
+from ..tileas.shared_choice import Outcome, attempts
+from ..tileas.shared_plan import Assumptions, plan_for, shared_plan_lines, shared_plan_of
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -49,56 +50,31 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         to_tileaa(entry)
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
-    # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py),
-    # whichever of the lowerings below (padded, unpadded, reserving room) is kept; plan-shared-memory
-    # is made again for each (`plan_for`: the stages' padding, the room reserved). The retries stay
-    # until that pass sizes every role (tileas/shared_sizes.py: ROLES beyond SIZERS and
-    # shared_stages.py): the choice between them depends on the sizes of the restagings, row groups
-    # and K-major copies, which the lowering still decides as it places them.
+    # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py), and
+    # so was how the kernel stages its tiles (padded or not, room reserved, loads deferred) where
+    # plan-shared-memory predicted every buffer (tileas/shared_choice.py). Where it did not, the
+    # lowering tries the same assumptions in the same order itself (`attempts`), plan-shared-memory
+    # planned again for each (`plan_for`).
     plans = plan_of(assignment).pipelines
-    try:
-        chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans)
-    except SharedMemoryOverflow:   # the last resort: a load too large to stage whole goes to its mma in K slices
-        chosen = _lower_padded_or_not(entry, gpu, debug, assignment, order, plans, defer_loads=True)
+    shared = shared_plan_of(assignment)
+    if shared is not None and shared.chosen:
+        chosen = _lower_entry(entry, gpu, debug, assignment, order, plans, shared.assumes)
+    else:
+        def attempt(assumes: Assumptions) -> Outcome[tuple]:
+            try:
+                lowered = _lower_entry(entry, gpu, debug, assignment, order, plans, assumes)
+            except SharedMemoryOverflow as overflow:
+                return Outcome(None, overflow.excess, error=overflow)
+            return Outcome(lowered, refused=lowered[3])
+
+        outcome = attempts(attempt)
+        if outcome.result is None:
+            assert outcome.error is not None
+            raise outcome.error
+        chosen = outcome.result
     if notes is not None:
         notes.extend(chosen[4])
     return chosen[:3]
-
-
-def _lower_padded_or_not(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                         order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan],
-                         defer_loads: bool = False) -> tuple:
-    # Staged tiles are padded against bank conflicts unless the padding is what does not fit: the
-    # kernel itself, or the stages of a software pipeline (worth more than the padding).
-    try:
-        padded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=True, defer_loads=defer_loads)
-    except SharedMemoryOverflow:
-        return _lower_reserving(entry, gpu, debug, assignment, order, plans, defer_loads)
-    if not padded[3]:
-        return padded
-    try:   # a pipeline was refused: without the padding its stages may fit, or the kernel may not
-        unpadded = _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False,
-                                defer_loads=defer_loads)
-    except SharedMemoryOverflow:
-        return padded
-    return padded if unpadded[3] else unpadded
-
-
-def _lower_reserving(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                     order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan], defer_loads: bool = False) -> tuple:
-    """Unpadded; where what a loop body allocates after its pipeline's stages (the scratch of a
-    layout conversion) overflows, the pipelines leave that much free and take fewer stages."""
-    reserve = 0
-    for _ in range(3):
-        try:
-            return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve,
-                                defer_loads=defer_loads)
-        except SharedMemoryOverflow as overflow:
-            if not overflow.excess:
-                raise
-            reserve += overflow.excess
-    return _lower_entry(entry, gpu, debug, assignment, order, plans, pad_buffers=False, reserve=reserve,
-                        defer_loads=defer_loads)
 
 
 def release_tensor_memory(k: KernelLowering) -> None:
@@ -108,18 +84,18 @@ def release_tensor_memory(k: KernelLowering) -> None:
 
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
-                 order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan], pad_buffers: bool,
-                 reserve: int = 0, defer_loads: bool = False) -> tuple[str, list[str], object, bool, list[str]]:
+                 order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan],
+                 assumes: Assumptions) -> tuple[str, list[str], object, bool, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
     threads = assignment.threads
-    plan_for(entry, assignment, Assumptions(pad_buffers, reserve, defer_loads))   # the plan of this attempt
+    plan_for(entry, assignment, assumes)   # the plan of this attempt
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
-    k.pad_buffers = pad_buffers
-    k.smem_reserve = reserve
-    k.defer_loads = defer_loads
+    k.pad_buffers = assumes.padded
+    k.smem_reserve = assumes.reserve
+    k.defer_loads = assumes.defer
     k.pipelines = plans
     dbg_attachment = ""
     if debug is not None:
@@ -149,13 +125,14 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     text = "\n".join([f'define ptx_kernel void {_symbol(name)}({", ".join(params)}) {launch}{dbg_attachment} {{',
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
-    k.schedule_notes += [f"//   {line}" for line in k.plan_check.finish() + k.plan_check.notes]
+    k.schedule_notes += [f"//   {line}" for line in
+                         [*k.plan_check.finish(), *k.plan_check.notes, k.plan_check.summary()]]
     defs = list(k.globals) + smem_defs
     ctas = entry.attributes.get(CLUSTER_ATTR, (1,))[0]   # each launched block a cluster of `ctas` CTAs
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),
                       tma=tuple(k.tma_params), cta_cluster=(ctas, 1, 1))
     notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
-             f"staged tiles {'padded' if pad_buffers else 'unpadded'}", *k.schedule_notes]
+             f"staged tiles {'padded' if assumes.padded else 'unpadded'}", *k.schedule_notes]
     return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes
 
 
@@ -238,6 +215,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         return timer.stage(f"{name} ({gpu})") if timer is not None else nullcontext()
 
     debug_info = DebugInfo(full=debug) if (lineinfo or debug) else None
+    warp_specialize.restart_loop_ids()
     module = module.clone()   # the nv_tileas level is per target: the caller's module stays cuda_tile
     functions, decls, kernels = [], [], []
     globals_ = []

@@ -26,15 +26,21 @@ strides multiples of 16 bytes, unit innermost stride) and a box of whole 16-byte
 multiples (tma_copy.dense): a tile's columns in boxes of up to 256, a row per box when the
 columns need several. Loads must precede every write of the kernel: the async proxy's reads are
 then never ordered after the threads' own writes.
+
+Which loads form the group (`group_start`, `group`) and whether a store is copied (`store_copy`),
+with their buffers, are decided by the same functions for the lowering and for the shared-memory
+plan (tileas/shared_rows.py, given a `StagingFacts`): their budgets read the bytes placed before
+the op, the lowering's buffers here, the plan's own placement there.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
+from ..tileas.buffers import Liveness
 from . import mbarrier, tma_copy
 from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
 from .layout import Layout, MmaLayout
@@ -128,16 +134,11 @@ def _llvm(elem: ScalarType) -> str:
 
 
 def may_copy(k: KernelLowering) -> bool:
-    """Whether any of the kernel's accesses may be copied by TMA here (each then `_candidate`)."""
+    """Whether any of the kernel's accesses may be copied by TMA here (each then `candidate`)."""
     return k.sm in TARGETS and k.warp_split is None and _rereads(k.entry)
 
 
-def may_load(k: KernelLowering) -> bool:
-    """Whether a load of the kernel's body may start a group of TMA row loads (and its mbarriers)."""
-    return may_copy(k) and any(op.name == LOAD and _candidate(k, op) for op in k.entry.regions[0].block.operations)
-
-
-def _candidate(k: KernelLowering, op: Operation) -> bool:
+def candidate(k: KernelLowering, op: Operation) -> bool:
     """A weak view access of a register tile on a TMA target: a load in the kernel's body, a store
     anywhere but in a pipelined loop (whose warps the pipeline may have split)."""
     if not may_copy(k):
@@ -160,50 +161,77 @@ def load(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[T
     it starts first); None (nothing emitted) where the load is not copied by TMA."""
     held = k.row_loads.get(op)
     if held is None:
-        if not _candidate(k, op) or k.row_groups_closed:
+        if k.row_groups_closed or op is not group_start(k):
             return None
-        body = _body(k)
-        if any(_writes(o) for o in body[:body.index(op)]):
-            k.row_groups_closed = True    # a write precedes: the async proxy would read around it
-            return None
-        _issue_group(k, op, view, body)
+        k.row_groups_closed = True     # one group: it runs up to the first write, after which none starts
+        _issue_group(k, op)
         held = k.row_loads.get(op)
         if held is None:
             return None
     return _read(k, op, held)
 
 
-def _issue_group(k: KernelLowering, first: Operation, view: PartitionViewVal, body: list[Operation]) -> None:
-    """Plan, place and issue the copies of the group `first` starts; sets `k.row_loads`."""
-    k.row_groups_closed = True     # one group: it runs up to the first write, after which none starts
-    budget = opt_in_limit(k.sm) - k.buffers.total - k.smem_reserve - MARGIN
-    live = k.lifetimes()
-    start = live.position(first)
+def group_start(k: KernelLowering) -> Optional[Operation]:
+    """The load whose lowering issues the body's group: the body's first candidate, where no write
+    precedes it (the async proxy would read around it); None: no group. (`k` a KernelLowering or,
+    for the shared-memory plan, a `StagingFacts`.)"""
+    body = _body(k)
+    first = next((op for op in body if op.name == LOAD and candidate(k, op)), None)
+    if first is None or any(_writes(o) for o in body[:body.index(first)]):
+        return None
+    return first
+
+
+def group(k: KernelLowering, first: Operation, used: int, ahead: Callable[[Operation], bool]
+          ) -> tuple[list[tuple[Operation, tma_copy.TmaCopy, SharedMatrix]], list[tuple[Operation, str]]]:
+    """The group `first` starts: (its loads, each with its copy and unplaced buffer, in order; the
+    loads left out and why). Decided for the lowering and the shared-memory plan alike (`k` a
+    KernelLowering or a `StagingFacts`): the group takes what is left of the opt-in limit beside
+    the `used` shared bytes (the buffers placed before `first`, and the pipelines' reserve) less
+    `MARGIN`; `ahead(load)`: makes the operands of a later load available at `first` (the
+    lowering lowers the pure ops they need, `pure_ahead`), False where it cannot."""
+    budget = opt_in_limit(k.sm) - used - MARGIN
+    body = _body(k)
     chosen: list[tuple[Operation, tma_copy.TmaCopy, SharedMatrix]] = []
+    missed: list[tuple[Operation, str]] = []
     for op in body[body.index(first):]:
         if _writes(op):
             break
-        if op.name != LOAD or not _candidate(k, op):
+        if op.name != LOAD or not candidate(k, op):
             continue
-        if op is not first and not _lower_operands_ahead(k, op):
+        if op is not first and not ahead(op):
             continue
         tile = op.results[0].type
         assert isinstance(tile, TileType)
         t, matrix, why = _tile_copy(k, op, k.get(op.operand("view")), tile)
         if t is None:
-            _missed(k, op, why)
+            missed.append((op, why))
             continue
         if matrix.nbytes > budget:
-            _missed(k, op, f"its {matrix.nbytes} bytes do not fit beside the group's in shared memory")
+            missed.append((op, f"its {matrix.nbytes} bytes do not fit beside the group's in shared memory"))
             continue
         budget -= matrix.nbytes
         chosen.append((op, t, matrix))
+    return chosen, missed
+
+
+def load_lifetime(live: Liveness, first: Operation, op: Operation) -> tuple[int, int]:
+    """The lifetime of load `op`'s buffer in the group `first` starts: from the group's issue to
+    `op`'s read."""
+    return live.position(first), live.op_range(op)[1]
+
+
+def _issue_group(k: KernelLowering, first: Operation) -> None:
+    """Plan, place and issue the copies of the group `first` starts; sets `k.row_loads`."""
+    chosen, missed = group(k, first, k.buffers.total + k.smem_reserve, lambda op: _lower_operands_ahead(k, op))
+    for op, why in missed:
+        _missed(k, op, why)
     if not chosen:
         return
     fresh = not k.buffers.buffers    # no earlier use of shared memory to wait for
     placed = []
     for op, t, matrix in chosen:
-        lifetime = (start, live.op_range(op)[1])
+        lifetime = load_lifetime(k.lifetimes(), first, op)
         matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", lifetime, role="row-load"))
         placed.append((op, replace(t, slot=tma_copy.hidden_param(k, t.spec)), matrix))
     bars = mbarrier.allocate(k, len(placed))
@@ -228,15 +256,13 @@ def _issue_group(k: KernelLowering, first: Operation, view: PartitionViewVal, bo
                             f"{sum(m.nbytes for _, _, m in placed)} shared bytes")
 
 
-def _lower_operands_ahead(k: KernelLowering, op: Operation) -> bool:
-    """Lower the pure ops `op`'s operands still need (marked lowered ahead); False where one is
-    not pure (nothing lowered then)."""
-    from .registry import LOWERINGS
-
+def pure_ahead(op: Operation, ready: Callable[[Value], bool]) -> Optional[list[Operation]]:
+    """The pure ops of `op`'s block that its operands still need (not `ready`), in the order to
+    lower them; None where one is not pure."""
     order: list[Operation] = []
 
     def need(value: Value) -> bool:
-        if value in k.values:
+        if ready(value):
             return True
         owner = getattr(value, "owner", None)
         if not isinstance(owner, Operation) or owner.name not in PURE or owner.parent is not op.parent:
@@ -248,7 +274,16 @@ def _lower_operands_ahead(k: KernelLowering, op: Operation) -> bool:
         order.append(owner)
         return True
 
-    if not all(need(v) for v in op.operands):
+    return order if all(need(v) for v in op.operands) else None
+
+
+def _lower_operands_ahead(k: KernelLowering, op: Operation) -> bool:
+    """Lower the pure ops `op`'s operands still need (marked lowered ahead); False where one is
+    not pure (nothing lowered then)."""
+    from .registry import LOWERINGS
+
+    order = pure_ahead(op, lambda value: value in k.values)
+    if order is None:
         return False
     for pure in order:
         outer, k.current_op = k.current_op, pure
@@ -299,18 +334,16 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> boo
     cannot (the reason remarked where the view is the obstacle)."""
     from .async_copy import fence_async_proxy
 
-    if not _candidate(k, op) or not isinstance(view, PartitionViewVal):
+    t, matrix, why = store_copy(k, op, view, k.buffers.total + k.smem_reserve)
+    if t is None:
+        if why:
+            k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)
         return False
+    assert matrix is not None
     body = _body(k)
     # a read after the store (in the body, or a loop's next iteration) token-ordered after it is
     # made to wait for the CTA (token_waits.py): the issuing thread must have seen the boxes written
     written = op.parent is not k.entry.regions[0].block or any(_reads(o) for o in body[body.index(op) + 1:])
-    t, matrix, why = _tile_copy(k, op, view, tile.type)
-    if t is None:
-        k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)
-        return False
-    if matrix.nbytes > opt_in_limit(k.sm) - k.buffers.total - k.smem_reserve:
-        return False
     t = replace(t, slot=tma_copy.hidden_param(k, t.spec))
     matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", k.op_lifetime(), role="row-store"))
     k.barrier()    # earlier readers of the buffer's bytes are done
@@ -321,6 +354,24 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> boo
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
              Instruction="TMA store (cp.async.bulk.tensor from shared memory)", Boxes=tma_copy.describe(t))
     return True
+
+
+def store_copy(k: KernelLowering, op: Operation, view: object, used: int
+               ) -> tuple[Optional[tma_copy.TmaCopy], Optional[SharedMatrix], str]:
+    """(the copy of store `op`'s tile, its unplaced buffer, "") where TMA stores it (a candidate whose
+    buffer fits beside the `used` shared bytes: the buffers placed before it, and the pipelines'
+    reserve); else (None, _, why not: "" where nothing is remarked). Decided for the lowering and
+    the shared-memory plan alike (`k` a KernelLowering or a `StagingFacts`)."""
+    if not candidate(k, op) or not isinstance(view, PartitionViewVal):
+        return None, None, ""
+    tile = op.operand("tile").type
+    assert isinstance(tile, TileType)
+    t, matrix, why = _tile_copy(k, op, view, tile)
+    if t is None:
+        return None, matrix, why
+    if matrix.nbytes > opt_in_limit(k.sm) - used:
+        return None, matrix, ""
+    return t, matrix, ""
 
 
 def write_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileRegs) -> None:

@@ -236,9 +236,7 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     the registers: the unspecialized M = 256 ones spill for the buffer's addresses (24 bytes in the
     f16 d128 causal 256x128). False (nothing emitted) elsewhere: other kernels, a store inside a
     loop, a layout or view TMA cannot take."""
-    split = getattr(k, "warp_split", None)
-    if k.sm not in (100, 103) or op.parent is not k.entry.regions[0].block or not isinstance(tile.layout, MmaLayout) \
-            or split is None or split.form != "attention":
+    if not may_store_fragments(k, op, tile.layout):
         return False
     found = _tma_stage(k, op, tile.layout)
     if found is None:
@@ -252,6 +250,15 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     k.barrier()
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ep"), lambda: store_boxes(k, op, t, matrix))
     return True
+
+
+def may_store_fragments(k: KernelLowering, op: Operation, layout: object) -> bool:
+    """Whether `store_fragments` may store `op`'s tile in `layout` (`_tma_stage` then decides, beside
+    the buffers placed before it): a warp-specialized attention's O, in the kernel's body, on sm_100.
+    `k`: the lowering, or the plan's facts (tileas/shared_epilogue.py)."""
+    split = getattr(k, "warp_split", None)
+    return k.sm in (100, 103) and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
+        and split is not None and split.form == "attention"
 
 
 def _counted(k: KernelLowering, chunks: int):

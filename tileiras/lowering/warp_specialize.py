@@ -112,14 +112,22 @@ class WarpSplit:
         return next(b for b in self.barriers if b.name == name)
 
 
-_LOOP_IDS = itertools.count(1_000_000, 2)   # metadata numbers no other part of a module uses
+LOOP_IDS_FROM = 1_000_000   # metadata numbers no other part of a module uses
+_loop_ids = itertools.count(LOOP_IDS_FROM, 2)
+
+
+def restart_loop_ids() -> None:
+    """Number the next module's loop metadata from the start: the same module, the same LLVM IR,
+    whatever the process lowered before (another target, another compile in a worker)."""
+    global _loop_ids
+    _loop_ids = itertools.count(LOOP_IDS_FROM, 2)
 
 
 def rolled(k: KernelLowering) -> str:
     """The `!llvm.loop` attachment that keeps a role's loop rolled: unrolled by the stage count
     (which makes the stage a constant), LLVM copies every copy or MMA of the body that many times,
     where NVIDIA's loops issue each once."""
-    n = next(_LOOP_IDS)
+    n = next(_loop_ids)
     k.globals += [f"!{n} = distinct !{{!{n}, !{n + 1}}}", f'!{n + 1} = !{{!"llvm.loop.unroll.disable"}}']
     return f", !llvm.loop !{n}"
 

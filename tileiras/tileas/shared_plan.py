@@ -9,13 +9,17 @@ lifetimes, in program order, as the lowering places them (`place`).
 
 Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
-they are exact, the staged loads, the loops' rings, their mbarriers and K-major copies, and the
-scratch of reduces and scans (`shared_stages.py`: "staging", "invariant", "ring", "mbarriers",
-"kmajor", "reduction"), and what ops ask for their operands (`shared_operands.py`): the mmas'
-operands restaged in shared memory ("mma-stage", "mma-slice"; "k-slice": a load left to its mma
-by the last resort; "operand-conversion": one not staged after all, transposed; where no mma of
-the kernel runs on tcgen05), an FMA mma's operands, a pack's and a gather's row indices in
-scratch ("reduction"); the pipeline depths the pass decides here (`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`). The plan is made for
+they are exact, the staged loads, the loops' rings (whose depths the pass decides here,
+`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), their mbarriers and
+K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
+"ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
+"row-load", "row-store" and the row group's mbarriers), the buffer an mma accumulator's store
+goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the buffers alive at the
+store are released, `Request.releases`, as the lowering releases them) and what ops ask for their
+operands (`shared_operands.py`): the mmas' operands restaged in shared memory ("mma-stage",
+"mma-slice"; "k-slice": a load left to its mma by the last resort; "operand-conversion": one not
+staged after all, transposed; where no mma of the kernel runs on tcgen05), an FMA mma's operands,
+a pack's and a gather's row indices in scratch ("reduction"). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
@@ -29,8 +33,9 @@ where every request of the kernel was predicted, each must sit at its planned of
 disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
 else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
 itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
-does not hold (the lowering placed a buffer of an unplanned role before the loop), the check drops
-the staging roles for the rest of the kernel and says so (`PlanCheck.void`).
+does not hold (the lowering placed a buffer of an unplanned role before the loop), or an epilogue
+is decided otherwise beside such a buffer (`PlanCheck.decide`), the check drops the staging roles
+for the rest of the kernel and says so (`PlanCheck.void`).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class Request:
     swizzle: int = 0
     lifetime: Optional[tuple[int, int]] = None   # op positions; None: from the asking op to the kernel's end
     late: bool = False        # asked after the op's other requests (from a loop's body: its MMA warp)
+    releases: bool = False    # asked once the buffers alive at its op are released (an epilogue's: SharedBuffers.release)
 
     def key(self, seq: int) -> tuple[int, str, int]:
         return (id(self.op) if self.op is not None else 0, self.role, seq)
@@ -68,7 +74,8 @@ class Request:
     def describe(self) -> str:
         live = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "its op to the kernel's end"
         return (f"{self.role} ({self.kind}) {self.nbytes} B align {self.align}"
-                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}")
+                f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}"
+                f"{', the buffers released before it' if self.releases else ''}")
 
 
 @record
@@ -77,6 +84,11 @@ class Assumptions:
     padded: bool = True      # staged rows padded against bank conflicts
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
+
+    def describe(self) -> str:
+        return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
+                f"{f', {self.reserve} B left free by pipelines' if self.reserve else ''}"
+                f"{', oversized loads deferred to their mma' if self.defer else ''}")
 
 
 @record(frozen=False)
@@ -87,7 +99,30 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # what the lowering attempt it was made for does
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
-    entered: dict                 # loop with K-major copies -> bytes taken before them (their decision)
+    entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
+                                  # K-major copies, a store's epilogue (shared_epilogue.py)
+    allocas: int = 0              # static shared memory of the kernel's allocas
+    limit: int = 0                # the target's opt-in maximum of shared memory per block
+    chosen: bool = False          # the pass chose `assumes` (shared_choice.py); else the lowering tries them
+
+    @property
+    def complete(self) -> bool:
+        """Whether the plan predicts every buffer the lowering will ask for (every role covered)."""
+        from .shared_sizes import ROLES
+
+        return self.covered.issuperset(ROLES)
+
+    @property
+    def excess(self) -> int:
+        """Bytes by which the kernel's shared memory (its buffers and allocas) exceeds the target's."""
+        from ..lowering.smem import REGION_ALIGN
+
+        return max(0, -(-self.buffers.total // REGION_ALIGN) * REGION_ALIGN + self.allocas - self.limit)
+
+    @property
+    def refused(self) -> bool:
+        """Whether a pipelined loop gets no stages (it stays unpipelined for lack of room)."""
+        return any(not fitted.stages for _used, fitted in self.fits.values())
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -98,9 +133,36 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
     return plan_of(assignment).shared
 
 
-def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions = Assumptions()) -> None:
-    """Pass `plan-shared-memory`: size every covered request, then place them in program order."""
+def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
+    """Pass `plan-shared-memory`: the kernel planned under each assumption `shared_choice` tries,
+    the chosen plan kept; where a plan does not predict every buffer, the default one, unchosen
+    (the lowering then tries the assumptions itself)."""
+    from .shared_choice import Outcome, attempts
+
+    class Undecided(Exception):
+        pass
+
+    def attempt(assumes: Assumptions) -> Outcome[SharedPlan]:
+        plan = _plan(entry, assignment, assumes)
+        if not plan.complete:
+            raise Undecided
+        return Outcome(plan, plan.excess, plan.refused)
+
+    try:
+        kept = attempts(attempt).result
+        assert kept is not None
+        kept.chosen = True
+    except Undecided:
+        kept = _plan(entry, assignment, Assumptions())
+    plan_of(assignment).shared = kept
+
+
+def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
+    """Every covered request sized, then placed in program order, under `assumes`."""
+    from ..lowering.ops_memory import alloca_bytes
+    from ..lowering.smem import opt_in_limit
     from .shared_sizes import SIZERS
+    from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from .shared_operands import covered as operand_roles
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
@@ -115,7 +177,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
     if staged is not None:
         asked += staged[0]
         fits, entered = staged[1], staged[2]
-        covered |= set(STAGING) if reductions_predicted(entry, assignment) else set(STAGING) - {"reduction"}
+        covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
+            - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
         covered |= set(operand_roles(entry, assignment))
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
@@ -125,7 +188,9 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment", assumes
         seq = seen.get(request.key(0)[:2], 0)
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
-    plan_of(assignment).shared = SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered)
+    allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
+    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered, allocas,
+                      opt_in_limit(assignment.sm))
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:
@@ -134,6 +199,8 @@ def place(requests: list[Request], entry: Operation) -> SharedBuffers:
     placed = SharedBuffers()
     for request in sorted(requests, key=lambda r: (live.position(r.op), r.late)):
         what = request.op.name if request.op is not None else ""
+        if request.releases:
+            placed.release(live.position(request.op))
         placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
                         live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
     return placed
@@ -143,7 +210,7 @@ def plan_for(entry: Operation, assignment: "LayoutAssignment", assumes: Assumpti
     """The plan under the lowering's `assumes` (planned again where the pass assumed otherwise)."""
     plan = shared_plan_of(assignment)
     if plan is not None and plan.assumes != assumes:
-        plan_shared_memory(entry, assignment, assumes)
+        plan_of(assignment).shared = _plan(entry, assignment, assumes)
 
 
 def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
@@ -154,7 +221,9 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     if plan is None:
         return []
     lines = [f"//   predicted roles: {', '.join(sorted(plan.covered)) or 'none'}; placed as the lowering asks: "
-             f"{', '.join(role for role in ROLES if role not in plan.covered)}"]
+             f"{', '.join(role for role in ROLES if role not in plan.covered) or 'none'}",
+             f"//   {plan.assumes.describe()}: "
+             f"{'chosen here' if plan.chosen else 'the lowering tries the assumptions in turn (not every buffer predicted)'}"]
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
@@ -179,6 +248,7 @@ class PlanCheck:
         self.mismatches: list[str] = []
         self.voided: frozenset = frozenset()   # roles no longer checked (`void`)
         self.notes: list[str] = []             # for the schedule's dump: what was voided
+        self.unplanned: dict[str, int] = {}    # role -> requests the plan did not size (placed as asked)
         # key -> the offset the plan placed it at
         self.offsets = {key: b.offset for key, b in zip(plan.requests, plan.buffers.buffers)} \
             if plan is not None else {}
@@ -191,6 +261,7 @@ class PlanCheck:
         else `offset`."""
         if self.plan is None or role not in self.plan.covered or role in self.voided:
             self.complete = False
+            self.unplanned[role] = self.unplanned.get(role, 0) + 1
             return offset
         asked = Request(op, role, kind, nbytes, align, swizzle, lifetime)
         base = asked.key(0)[:2]
@@ -228,6 +299,15 @@ class PlanCheck:
                                f"{self.asked[key]}; the plan places it at {buffer.offset}")
         return self.mismatches
 
+    def summary(self) -> str:
+        """One line for the schedule's dump: whether the plan placed every buffer, else the
+        requests of each role it did not size."""
+        if not self.unplanned:
+            return f"shared-memory plan: {self.where}: every buffer predicted" + \
+                ("" if self.complete else " (not every one at its planned offset)")
+        left = ", ".join(f"{role} x{n}" for role, n in sorted(self.unplanned.items()))
+        return f"shared-memory plan: {self.where}: placed as asked, not predicted: {left}"
+
     def enter_loop(self, loop: Operation, used: int) -> None:
         """The lowering enters `loop` with `used` bytes of shared memory taken: where the plan decided
         the loop's buffers beside other bytes, its decisions (a K-major copy made in halves, the
@@ -237,9 +317,26 @@ class PlanCheck:
             self.void(f"the buffers before the loop at {loop.location} are not all planned ({used} B taken, "
                       f"{planned} B planned)")
 
+    def decide(self, op: Operation, used: int, asked: Optional[Request]) -> None:
+        """The lowering decided, beside `used` bytes of buffers, how store `op`'s epilogue goes through
+        shared memory (lowering/epilogue.py): `asked`, the buffer it will ask for (None: none). The plan
+        decided beside the buffers it placed before the store (`SharedPlan.entered`); where the
+        lowering placed others first (a role the plan does not size) and decided otherwise, the plan's
+        decisions no longer hold: `void` (where it placed the same, a difference is a mismatch)."""
+        from .shared_epilogue import ROLES
+
+        planned = self.plan.entered.get(op) if self.plan is not None else None
+        if planned is None or self.complete or self.voided:
+            return
+        predicted = [r for r in self.plan.requests.values()  # type: ignore[union-attr]
+                     if r.op is op and r.role in ROLES]
+        if [_decision(r) for r in predicted] != [_decision(r) for r in [asked] if r is not None]:
+            self.void(f"the buffers before the store at {op.location} are not all planned ({used} B taken, "
+                      f"{planned} B planned)")
+
     def void(self, why: str) -> None:
-        """The lowering placed a buffer the plan does not size before a pipeline's depth was decided
-        (`why`): the plan's depths, hence its staging roles (shared_stages.py), no longer hold."""
+        """The lowering placed a buffer the plan does not size before a pipeline's depth or an epilogue
+        was decided (`why`): the plan's decisions, hence its staging roles (shared_stages.py), no longer hold."""
         from .shared_stages import ROLES
 
         self.voided = frozenset(ROLES)
@@ -251,6 +348,11 @@ class PlanCheck:
         if self.strict:
             raise CompileError(text)
         self.mismatches.append(text)
+
+
+def _decision(request: Request) -> tuple:
+    """What the check compares of a request (PlanCheck.request)."""
+    return request.role, request.kind, request.nbytes, request.align, request.swizzle, request.lifetime
 
 
 def _op_name(op: Optional[Operation]) -> str:

@@ -7,12 +7,14 @@ lowering does by calling the same predicates (`ops_shape.broadcast_form`,
 `ROLES` lists every role the lowering asks buffers for (the `role` of `alloc_buffer` at its call
 sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings,
 their mbarriers and the loops' K-major copies are predicted only where exact (`shared_stages.py`
-says which kernels are not), so they are not SIZERS. The others still depend on what the lowering
-placed before them (a row group's TMA budget, an epilogue's restaging, a reduce's scratch sliced
-to fit beside them: "reduction", predicted with the staging roles; an mma's operands restaged,
-"mma-stage" and "mma-slice", sliced likewise: shared_operands.py, also with them) or on how an
-op's operand was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot know
-until it sizes those too.
+says which kernels are not), so they are not SIZERS; nor are the roles decided beside the buffers
+placed before them, predicted with the staging roles, which the plan reads from its own placement
+of the requests before the op: a row group's TMA budget, a row store's ("row-load", "row-store",
+shared_rows.py), a reduce's scratch sliced to fit beside them ("reduction"), an epilogue's
+restaging or TMA store ("restage", "tma-store", shared_epilogue.py), an mma's operands restaged
+or sliced ("mma-stage", "mma-slice", "k-slice", shared_operands.py). The others still depend on
+how an op's operand was lowered (an op's own K-major copy, "kmajor-copy"), which the plan cannot
+know until it sizes those too.
 """
 
 from __future__ import annotations

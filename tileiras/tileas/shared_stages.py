@@ -8,12 +8,17 @@ copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
 Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "mbarriers",
-"kmajor" and "reduction" together, or none of them ("reduction" left out of a kernel where another
-op than a reduce, a scan or an mma asks for it, `reductions_predicted`: a pack / unpack, a gather /
-scatter view's row indices); with them, in the walk, what each mma asks for its operands
-(shared_operands.py: "mma-stage", "mma-slice", an FMA mma's "reduction", decided beside the
-buffers the plan placed before it). "reduction": the scratch a reduce or scan whose rows are not
-in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
+"kmajor", "reduction", "row-load", "row-store", "restage" and "tma-store" together, or none of
+them (the row kernels' TMA buffers and their group's mbarriers by `shared_rows.py`, from the
+lowering's own decisions, `row_tma.group` and `row_tma.store_copy`, each beside the bytes the plan
+placed before its op; "reduction" left out of a kernel where another op than a reduce, a scan or
+an mma asks for one the plan does not size, `reductions_predicted`; "restage" and "tma-store", the
+buffer an mma accumulator's store goes through, decided in the op walk by shared_epilogue.py, left
+out where it cannot tell, `shared_epilogue.predicted`); with them, in the walk, what each op asks
+for its operands (shared_operands.py: an mma's "mma-stage", "mma-slice", "k-slice", an FMA mma's,
+a pack's and a gather's "reduction", a transposed operand's "operand-conversion", decided beside
+the buffers the plan placed before it). "reduction": the scratch a reduce or scan whose rows are
+not in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
 sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
@@ -27,15 +32,16 @@ buffers alive with it is left to its mma (async_copy.defers decides, beside the 
 placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
 Not predicted (`predict` returns None), and why:
 
-* kernels whose body loads a row tile TMA may copy (`row_tma.may_load`: its budget is what is left
-  when the group is issued) or whose tcgen05 MMA warp hands over through its own mbarriers
-  (warp_specialize_tcgen05): both ask for mbarriers this plan does not size;
-* a tensor-core operand whose view is not a partition of a tensor view made in the kernel.
+* kernels whose tcgen05 MMA warp hands over through its own mbarriers (warp_specialize_tcgen05),
+  which this plan does not size;
+* a tensor-core operand, or a row load or store TMA may copy, whose view is not a partition of a
+  tensor view made in the kernel (`ops_memory.view_facts`; `shared_rows.Rows.exact`).
 
 And a loop's depth holds only where the plan placed every buffer before it: where the lowering
-asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, an
-earlier epilogue's restaging, a tcgen05 mma's restaged operands), the lowering fits the loop itself and the
-check drops these roles for the rest of the kernel (`PlanCheck.void`).
+asked for a role the plan does not size first (a tcgen05 mma's buffers before its loop, its
+restaged operands), the lowering fits the loop itself and the check drops these roles for the
+rest of the kernel (`PlanCheck.void`); so does an epilogue decided otherwise beside such a buffer
+(`PlanCheck.decide`).
 """
 
 from __future__ import annotations
@@ -44,14 +50,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
+from .shared_epilogue import ROLES as EPILOGUE, STORES, requests as epilogue
 from .shared_plan import Assumptions, Request, place
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
 
-ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction")
+ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES + EPILOGUE
 LOAD = "cuda_tile.load_view_tko"
 REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 
@@ -83,7 +91,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
     fit), loop with K-major copies -> the shared memory taken before them), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
-    from ..lowering import row_tma
     from ..lowering.async_copy import chunk_elements, matrix_shape
     from ..lowering.mbarrier import BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
@@ -96,7 +103,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
-    if row_tma.may_load(facts) or (split is not None and split.form == "tcgen05"):  # type: ignore[arg-type]
+    rows = shared_rows.Rows(facts)
+    if not rows.exact or (split is not None and split.form == "tcgen05"):
         return None
     live = lifetimes(entry)
     out: list[Request] = []
@@ -108,11 +116,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     scratch = reductions_predicted(entry, assignment)
     roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
     for op in entry.walk():
-        if asks(op, assignment):   # what it asks for its operands (shared_operands.py)
-            before = [r for r in others + out if live.position(r.op) < live.position(op)]
-            shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
-            out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
-                    if r.role in roles]
+        out += rows.requests(op, others + out, assumes.reserve)
         if op.name == "cuda_tile.alloca":
             allocas += alloca_bytes(op)
         elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
@@ -169,6 +173,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                live.value_range(op.results[0], op)))
             if once:
                 out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
+        elif op.name in STORES:
+            out += epilogue(facts, op, others + out, entered)
+        if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
+            before = [r for r in others + out if live.position(r.op) < live.position(op)]
+            shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
+            out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
+                    if r.role in roles]
     return out, fits, entered
 
 

@@ -1,0 +1,174 @@
+"""Pass `plan-shared-memory`: the epilogue buffers of an mma accumulator's store ("restage",
+"tma-store"; tileiras/tileas/shared_epilogue.py), decided by lowering/epilogue.epilogue for the
+plan and the lowering alike, and checked against the lowering's requests."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from tileiras.driver.errors import CompileError
+from tileiras.ir.record import replace
+from tileiras.lowering.pipeline import lower_module
+from tileiras.tileas.shared_plan import STRICT_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _corpus(name: str, gpu: str) -> str:
+    """--print-ir-after-all of a corpus kernel (tests/realistic or tests/tilegym bytecode)."""
+    from tileiras.bytecode.reader import read_module
+
+    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
+    return err.getvalue()
+
+
+def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, str, list]:   # type: ignore[no-untyped-def]
+    """(what compiling the corpus kernel printed, its plan-shared-memory section, whether the check found
+    every request of each lowering attempt predicted), the check strict."""
+    from tileiras.tileas import shared_plan
+
+    complete = []
+    finish = shared_plan.PlanCheck.finish
+
+    def finished(self):   # type: ignore[no-untyped-def]
+        mismatches = finish(self)
+        complete.append(self.complete)
+        return mismatches
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "finish", finished)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    dump = _corpus(name, gpu)
+    lines = dump.splitlines()
+    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
+    return dump, "\n".join(lines[start + 1:end]), complete
+
+
+@pytest.mark.parametrize("gpu, request_", [
+    # 128 x 128 f16 restaged whole, rows padded by 16 bytes, over the freed rings
+    ("sm_80", "restage (epilogue) 34816 B align 128, live over ops 93..93, the buffers released before it, offset 0: "),
+    # stored by TMA from wgmma's swizzled layout
+    ("sm_90", "tma-store (epilogue) 32768 B align 1024, live over ops 93..93, the buffers released before it, offset 0: "),
+])
+def test_a_matmuls_epilogue_is_predicted_and_the_kernel_complete(monkeypatch, gpu: str, request_: str) -> None:
+    """128x128x64 f16: the store's buffer was the kernel's only request the plan did not predict;
+    now every request is, each at its planned offset (the buffers released at the store first)."""
+    dump, plan, complete = _planned(monkeypatch, "mm_f16_128x128x64", gpu)
+    predicted = plan.splitlines()[1].split("predicted roles: ")[1].split(";")[0].split(", ")
+    assert {"restage", "tma-store"} <= set(predicted), plan
+    assert f"//     {request_}%37 at kernels.py:41:4" in plan, plan
+    assert complete and all(complete) and "dropped" not in dump and "error: internal" not in dump
+
+
+def test_a_tile_larger_than_the_freed_buffers_is_restaged_a_chunk_of_rows_at_a_time(monkeypatch) -> None:
+    """sm_80 tf32 128x256: the f32 accumulator (133120 B padded) is larger than the buffers its
+    staged loads took (101376 B): half its rows at a time."""
+    dump, plan, complete = _planned(monkeypatch, "mm_tf32_128x256x64", "sm_80")
+    assert "//     restage (epilogue) 66560 B align 128, live over ops 94..94, the buffers released before it, " \
+           "offset 0: " in plan, plan
+    assert complete and all(complete)
+
+
+def test_a_tma_store_larger_than_the_freed_buffers_goes_through_two_column_chunks(monkeypatch) -> None:
+    """sm_90 i8 128x256: the i32 accumulator (128 KB swizzled) is larger than the freed buffers
+    (114752 B): two buffers of 64 columns, written in turn."""
+    dump, plan, complete = _planned(monkeypatch, "mm_i8_128x256x64", "sm_90")
+    assert "//     tma-store (epilogue) 65536 B align 1024, live over ops 92..92, the buffers released before it, " \
+           "offset 0: " in plan, plan
+    assert complete and all(complete)
+
+
+def test_a_persistent_kernels_restaging_is_planned_beside_what_its_loop_keeps_alive(monkeypatch) -> None:
+    """A store in the persistent loop restages through bytes nothing alive in the loop uses (the
+    rings), alive over the whole loop; nothing is released."""
+    dump, plan, complete = _planned(monkeypatch, "tg_matmul_persistent_f16_64x64x32", "sm_80")
+    assert "//     restage (epilogue) 9216 B align 128, live over ops 58..88, offset 58368: " in plan, plan
+    assert complete and all(complete)
+
+
+@pytest.mark.parametrize("gpu, role, asks", [
+    ("sm_80", "restage", r"'cuda_tile.store_view_tko' at .* asks for restage \(epilogue\) 34816 B align 128, live over "
+                         r"ops 93..93; the plan predicts restage \(epilogue\) 34832 B"),
+    ("sm_90", "tma-store", r"'cuda_tile.store_view_tko' at .* asks for tma-store \(epilogue\) 32768 B align 1024, live "
+                           r"over ops 93..93; the plan predicts tma-store \(epilogue\) 32784 B"),
+])
+def test_a_wrong_epilogue_prediction_is_an_internal_error(monkeypatch, gpu: str, role: str, asks: str) -> None:
+    from tileiras.tileas import shared_stages
+
+    predict = shared_stages.predict
+
+    def wrong(*args):   # type: ignore[no-untyped-def]
+        requests, *rest = predict(*args)
+        return [replace(r, nbytes=r.nbytes + 16) if r.role == role else r for r in requests], *rest
+
+    monkeypatch.setattr(shared_stages, "predict", wrong)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=asks):
+        _corpus("mm_f16_128x128x64", gpu)
+
+
+def test_an_epilogue_the_plan_did_not_predict_is_an_internal_error(monkeypatch) -> None:
+    from tileiras.tileas import shared_stages
+
+    monkeypatch.setattr(shared_stages, "epilogue", lambda facts, op, asked, entered: [])
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(CompileError, match=r"'cuda_tile.store_view_tko' at .* asks for restage \(epilogue\) 34816 B "
+                                           r".*, which the plan does not predict"):
+        _corpus("mm_f16_128x128x64", "sm_80")
+
+
+def test_after_a_buffer_the_plan_does_not_size_the_epilogue_takes_the_first_fit(monkeypatch) -> None:
+    """MoE on sm_80: an mma's restaged operand ("mma-stage", here not sized by the plan) comes before
+    the store; the lowering decides the same restaging beside its bytes as the plan beside its own,
+    so the prediction holds (nothing dropped), placed where the lowering's first fit puts it."""
+    from tileiras.tileas import shared_operands, shared_plan
+
+    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
+    asked = []
+    request = shared_plan.PlanCheck.request
+
+    def record(self, op, role, *args):   # type: ignore[no-untyped-def]
+        planned = self.complete
+        asked.append((role, planned, request(self, op, role, *args)))
+        return asked[-1][2]
+
+    monkeypatch.setattr(shared_plan.PlanCheck, "request", record)
+    dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_80")
+    assert "//     restage (epilogue) 34816 B align 128, live over ops 201..201, the buffers released before it, " \
+           "offset 0: " in plan, plan
+    assert [role for role, _, _ in asked] == ["ring", "mma-stage", "conversion", "conversion", "conversion", "restage"]
+    assert asked[-1] == ("restage", False, 0) and "dropped" not in dump and "error: internal" not in dump
+    assert complete and not any(complete)
+
+
+def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_the_check_drops_the_roles(monkeypatch) -> None:
+    """MoE on sm_90: the plan restages half the rows at a time beside the 32800 bytes it placed; the
+    lowering, beside the 50176 its unplanned buffer (the mma's restaged operand, here not sized by the
+    plan) took too, the whole tile: the plan's decisions no longer hold from the store on (dropped,
+    no error). (Planned, shared_operands.py, the plan decides beside the same 50176 bytes: the whole
+    tile, nothing dropped: tests/test_shared_plan_operands.py.)"""
+    from tileiras.tileas import shared_operands
+
+    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
+    dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
+    assert "//     restage (epilogue) 17408 B align 128, " in plan, plan
+    assert "the buffers before the store at kernels/cp_MoE.py:85:4 are not all planned (50176 B taken, 32800 B " \
+           "planned): its staging, invariant, ring, mbarriers, kmajor, reduction, row-load, row-store, restage, " \
+           "tma-store dropped" in dump
+
+
+def test_attentions_tma_stored_o_on_sm_100_is_left_to_the_lowering(monkeypatch) -> None:
+    """sm_100's warp-specialized attention stores O by TMA through bytes tmem_epilogue fits itself
+    (not sized by the plan): whether it restages instead is not the plan's to tell, so neither role
+    is predicted in the kernel."""
+    dump, plan, _ = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
+    predicted, placed = plan.splitlines()[1].split("; placed as the lowering asks: ")
+    assert "restage" not in predicted and "tma-store" not in predicted, predicted
+    assert "restage" in placed and "tma-store" in placed and "error: internal" not in dump

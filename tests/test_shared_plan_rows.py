@@ -1,0 +1,115 @@
+"""The row kernels' TMA buffers in pass `plan-shared-memory` (tileiras/tileas/shared_rows.py): the
+group of row loads ("row-load", one mbarrier per load) and the stores ("row-store") predicted by
+the lowering's own decisions (lowering/row_tma.py: `group`, `store_copy`), checked strictly
+against what the lowering asks for."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from tileiras.bytecode.reader import read_module
+from tileiras.driver.errors import CompileError
+from tileiras.ir.record import replace
+from tileiras.lowering.pipeline import lower_module
+from tileiras.tileas import shared_plan, shared_stages
+from tileiras.tileas.shared_plan import STRICT_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _compile(monkeypatch, name: str, gpu: str = "sm_90") -> tuple[str, str, list[bool]]:  # type: ignore[no-untyped-def]
+    """(--print-ir-after-all of the corpus kernel, its plan-shared-memory section, per lowering
+    attempt whether the plan predicted every request), the check strict."""
+    monkeypatch.setenv(STRICT_ENV, "1")
+    complete: list[bool] = []
+    finish = shared_plan.PlanCheck.finish
+
+    def recorded(self):   # type: ignore[no-untyped-def]
+        out = finish(self)
+        complete.append(self.complete)
+        return out
+    monkeypatch.setattr(shared_plan.PlanCheck, "finish", recorded)
+    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
+    dump = err.getvalue()
+    lines = dump.splitlines()
+    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
+    return dump, "\n".join(lines[start + 1:end]), complete
+
+
+@pytest.mark.parametrize("name, nbytes", [("layernorm_f16_n4096", 8192), ("layernorm_f16_n16384", 32768)])
+def test_a_layernorms_row_group_and_store_are_predicted(monkeypatch, name: str, nbytes: int) -> None:
+    """x, w and b (a row of f16 each) copied by TMA at x's load: three unpadded buffers alive from
+    the group's issue to each load's read, then three mbarriers; y stored through one buffer alive
+    while the store runs. Every request of the kernel is predicted and placed at the plan's offset."""
+    dump, plan, complete = _compile(monkeypatch, name)
+    assert "row-load, row-store" in plan and "placed as the lowering asks" in plan
+    loads = re.findall(rf"//     row-load \(staging\) {nbytes} B align 128, live over ops (\d+)\.\.(\d+), "
+                       rf"offset (\d+): ", plan)
+    assert len(loads) == 3, plan
+    assert len({first for first, _, _ in loads}) == 1          # issued together at x's load
+    assert [int(offset) for _, _, offset in loads] == [0, nbytes, 2 * nbytes]
+    assert f"//     mbarriers (buffer) 24 B align 8, live over its op to the kernel's end, offset {3 * nbytes}: " \
+        in plan, plan
+    assert re.search(rf"//     row-store \(staging\) {nbytes} B align 128, live over ops (\d+)\.\.\1, offset 0: ",
+                     plan), plan
+    assert complete == [True]
+    assert "error: internal" not in dump and "dropped" not in dump
+
+
+def test_a_group_cut_by_its_budget_is_predicted_as_cut(monkeypatch) -> None:
+    """The group takes what is left of the opt-in limit less row_tma.MARGIN beside the bytes placed
+    before it: with a margin leaving room for two rows of 32 KiB only, the plan, deciding by the
+    same function, predicts two buffers and two mbarriers, as the lowering asks."""
+    from tileiras.lowering import row_tma
+    from tileiras.lowering.smem import opt_in_limit
+
+    monkeypatch.setattr(row_tma, "MARGIN", opt_in_limit(90) - 2 * 32768 - 100)
+    dump, plan, complete = _compile(monkeypatch, "layernorm_f16_n16384")
+    assert plan.count("//     row-load (staging) 32768 B") == 2, plan
+    assert "//     mbarriers (buffer) 16 B align 8" in plan, plan
+    assert complete == [True] and "error: internal" not in dump
+
+
+def test_sm_80_predicts_no_row_buffers(monkeypatch) -> None:
+    """(No TMA before sm_90: the row roles are predicted, and none is asked for.)"""
+    dump, plan, complete = _compile(monkeypatch, "layernorm_f16_n4096", "sm_80")
+    assert "row-load, row-store" in plan
+    assert not re.search(r"//     (row-load|row-store|mbarriers) ", plan), plan
+    assert complete == [True]
+
+
+def _mispredict(monkeypatch, change) -> None:   # type: ignore[no-untyped-def]
+    """shared_stages.predict with each request changed by `change` (None: left out)."""
+    predict = shared_stages.predict
+
+    def wrong(*args):   # type: ignore[no-untyped-def]
+        requests, *rest = predict(*args)
+        return [change(r) for r in requests if change(r) is not None], *rest
+    monkeypatch.setattr(shared_stages, "predict", wrong)
+
+
+@pytest.mark.parametrize("role, change, asks", [
+    ("row-load", lambda r: replace(r, nbytes=r.nbytes + 128) if r.role == "row-load" else r,
+     r"'cuda_tile.load_view_tko' at .* asks for row-load \(staging\) 8192 B align 128, live over ops \d+\.\.\d+; "
+     r"the plan predicts row-load \(staging\) 8320 B"),
+    ("row-store", lambda r: None if r.role == "row-store" else r,
+     r"'cuda_tile.store_view_tko' at .* asks for row-store \(staging\) 8192 B align 128, live over ops .*, "
+     r"which the plan does not predict"),
+    ("mbarriers", lambda r: replace(r, nbytes=8) if r.role == "mbarriers" else r,
+     r"'cuda_tile.load_view_tko' at .* asks for mbarriers \(buffer\) 24 B align 8, .*; the plan predicts "
+     r"mbarriers \(buffer\) 8 B"),
+])
+def test_a_wrong_row_prediction_is_an_internal_error(monkeypatch, role: str, change,  # type: ignore[no-untyped-def]
+                                                    asks: str) -> None:
+    _mispredict(monkeypatch, change)
+    with pytest.raises(CompileError, match=asks):
+        _compile(monkeypatch, "layernorm_f16_n4096")

@@ -1,0 +1,96 @@
+"""The epilogue buffers of `plan-shared-memory`: how a store of an mma accumulator goes through shared memory.
+
+A store of mma fragments (a view store, weak, or a store through pointers) goes through shared
+memory as `lowering/epilogue.epilogue` decides, for the lowering and for this plan: by TMA on
+sm_90 ("tma-store": one swizzled buffer, or two in turn for column chunks), or restaged in
+16-byte runs ("restage": the whole tile, or a chunk of rows at a time); or not at all. The
+decision reads the buffers placed before the store (whether the tile fits in the freed buffers,
+or, in a persistent kernel's loop, beside what the loop keeps alive): the plan decides beside its
+own placement of the requests before the store (`place`) and notes those bytes
+(`SharedPlan.entered`); where the lowering placed other buffers first (a role the plan does not
+size), `PlanCheck.decide` drops the staging roles from the store on. A store after the kernel's
+last tensor-core op releases every buffer first (`Request.releases`: their lifetimes end there),
+as the lowering does.
+
+Not predicted (`predicted`: the roles are left to the lowering in the whole kernel) where the
+plan cannot tell whether a store restages: sm_100's warp-specialized attention O, which
+`tmem_epilogue.store_fragments` may store by TMA through bytes it fits itself ("tmem-epilogue"),
+and a store of mma fragments to a view that is not a partition of a tensor view made in the kernel.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir.core import Operation, Value
+from .buffers import SharedBuffers, lifetimes
+from .shared_plan import Request, place
+
+if TYPE_CHECKING:
+    from ..lowering.assign_layouts import LayoutAssignment
+    from .shared_stages import StagingFacts
+
+ROLES = ("restage", "tma-store")
+VIEW_STORE = "cuda_tile.store_view_tko"
+STORES = (VIEW_STORE, "cuda_tile.store_ptr_tko")
+
+
+class EpilogueFacts:
+    """What `epilogue.epilogue` reads of a KernelLowering: the staging facts (the views' facts, the
+    layouts, the warp split) and `buffers`, the requests placed before the store."""
+
+    def __init__(self, facts: "StagingFacts", buffers: SharedBuffers) -> None:
+        self.facts = facts
+        self.buffers = buffers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.facts, name)
+
+    def lifetimes(self) -> Any:
+        return lifetimes(self.facts.entry)
+
+
+def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered: dict) -> list[Request]:
+    """The buffer the epilogue of store `op` asks for (none where it stores the fragments as they
+    are), decided beside those of the requests `asked` that come before it, placed; those bytes
+    noted in `entered` (where the store is of mma fragments)."""
+    from ..lowering.epilogue import epilogue
+    from ..lowering.layout import MmaLayout
+
+    value = _stored(op)
+    layout = facts.layout_of(value)
+    if not isinstance(layout, MmaLayout) or not predicted(facts.entry, facts.assignment):
+        return []
+    live = lifetimes(facts.entry)
+    placed = place([r for r in asked if live.position(r.op) < live.position(op)], facts.entry)
+    entered[op] = placed.total
+    decided = epilogue(EpilogueFacts(facts, placed), op, value.type, layout)  # type: ignore[arg-type]
+    return [decided.request(op, live.op_range(op))] if decided is not None else []
+
+
+def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
+    """Whether every epilogue of the kernel is decided here (not where the module docstring says)."""
+    from ..lowering.layout import MmaLayout
+    from ..lowering.ops_memory import view_facts
+    from ..lowering.tmem_epilogue import may_store_fragments
+    from .plan import plan_of
+
+    at = SimpleNamespace(entry=entry, sm=assignment.sm, warp_split=plan_of(assignment).warp_split)
+    for op in entry.walk():
+        if op.name not in STORES:
+            continue
+        layout = _stored(op).layout or assignment.blocked
+        if not isinstance(layout, MmaLayout):
+            continue
+        if op.name == VIEW_STORE and view_facts(op.operand("view")) is None:  # type: ignore[arg-type]
+            return False
+        if may_store_fragments(at, op, layout):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+def _stored(op: Operation) -> Value:
+    value: Optional[Value] = op.operand("tile") if op.name == VIEW_STORE else op.operand("value")
+    assert value is not None
+    return value
