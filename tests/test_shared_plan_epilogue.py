@@ -125,11 +125,12 @@ def test_an_epilogue_the_plan_did_not_predict_is_an_internal_error(monkeypatch) 
 
 
 def test_after_a_buffer_the_plan_does_not_size_the_epilogue_takes_the_first_fit(monkeypatch) -> None:
-    """MoE on sm_80: an mma's restaged operand ("mma-stage", not sized by the plan) comes before the
-    store; the lowering decides the same restaging beside its bytes as the plan beside its own, so
-    the prediction holds (nothing dropped), placed where the lowering's first fit puts it."""
-    from tileiras.tileas import shared_plan
+    """MoE on sm_80: an mma's restaged operand ("mma-stage", here not sized by the plan) comes before
+    the store; the lowering decides the same restaging beside its bytes as the plan beside its own,
+    so the prediction holds (nothing dropped), placed where the lowering's first fit puts it."""
+    from tileiras.tileas import shared_operands, shared_plan
 
+    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
     asked = []
     request = shared_plan.PlanCheck.request
 
@@ -149,8 +150,13 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_takes_the_first_fit(
 
 def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_the_check_drops_the_roles(monkeypatch) -> None:
     """MoE on sm_90: the plan restages half the rows at a time beside the 32800 bytes it placed; the
-    lowering, beside the 50176 its unplanned buffer took too, the whole tile: the plan's decisions no
-    longer hold from the store on (dropped, no error)."""
+    lowering, beside the 50176 its unplanned buffer (the mma's restaged operand, here not sized by the
+    plan) took too, the whole tile: the plan's decisions no longer hold from the store on (dropped,
+    no error). (Planned, shared_operands.py, the plan decides beside the same 50176 bytes: the whole
+    tile, nothing dropped: tests/test_shared_plan_operands.py.)"""
+    from tileiras.tileas import shared_operands
+
+    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
     dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
     assert "//     restage (epilogue) 17408 B align 128, " in plan, plan
     assert "the buffers before the store at kernels/cp_MoE.py:85:4 are not all planned (50176 B taken, 32800 B " \

@@ -109,13 +109,22 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
     lifetime = k.lifetimes().value_range(op.results[0], op)
-    if k.defer_loads and not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None:
+    if defers(k, op, view, tile, swizzled, lifetime):
         return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
     matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime, role="staging")
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
     issue_copies(k, op, view, tile, matrix)
     commit(k)
     return SharedTileVal(tile, matrix, pending=True)
+
+
+def defers(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, swizzled: bool,
+           lifetime: tuple[int, int]) -> bool:
+    """Whether `load_to_shared` leaves the load to its one mma.sync (`sliced_reader`), which copies it
+    a K slice at a time: only in the last-resort lowering (`KernelLowering.defer_loads`), where the
+    tile staged whole would not fit beside the buffers alive with it (`lifetime`). One decision for
+    the lowering and plan-shared-memory (tileas/shared_stages.py, given the buffers it placed)."""
+    return k.defer_loads and not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None
 
 
 def _overflows(k: KernelLowering, tile: TileType, lifetime: tuple[int, int]) -> bool:
@@ -162,11 +171,15 @@ def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> O
 def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int) -> SharedMatrix:
     """A buffer of `stages` K slices of the deferred tile `value` (K along its stored rows, kaxis 0,
     or columns, 1; `width` of them a slice), alive while the current op (the mma) runs."""
-    tile = value.deferred.op.results[0].type
+    return new_matrix(k, slice_tile(value.deferred.op.results[0].type, kaxis, width), stages, kind="staging",
+                      lifetime=k.op_lifetime(), role="k-slice")
+
+
+def slice_tile(tile: TileType, kaxis: int, width: int) -> TileType:
+    """The shape of one K slice (`width` stored rows, kaxis 0, or columns, 1) of a deferred `tile` as
+    stored: what `slice_matrix` and plan-shared-memory (tileas/shared_operands.py) size."""
     rows, cols = _stored(tile)
-    shape = (width, cols) if kaxis == 0 else (rows, width)
-    return new_matrix(k, TileType(shape, tile.element), stages, kind="staging", lifetime=k.op_lifetime(),
-                      role="k-slice")
+    return TileType((width, cols) if kaxis == 0 else (rows, width), tile.element)
 
 
 def _stored(tile: TileType) -> tuple[int, int]:

@@ -170,6 +170,13 @@ def describe(op: Operation, sm: int) -> str:
     return f"Tensor-core SM89 (mma.sync.{a}.{b}, block scales by FMA)"
 
 
+def restages_scales(tile: object) -> bool:
+    """Whether `lower` stores a scale tile in shared memory itself (`_Scales`: by ops_mma.stage, A's
+    before B's, before the mma's operands): one in registers. One decision for the lowering and
+    plan-shared-memory (tileas/shared_operands.py)."""
+    return not isinstance(tile, SharedTileVal)
+
+
 class _Scales:
     """Loads the scale factors one lane needs, from a scale tile staged in shared memory: SF_A
     (rows, K / 32) or SF_B (K / 32, columns); a transposed shared tile is the transpose of what
@@ -180,7 +187,7 @@ class _Scales:
 
         self.k = k
         self.elem = tile.type.element
-        self.matrix: SharedMatrix = tile.matrix if isinstance(tile, SharedTileVal) else stage(k, tile)
+        self.matrix: SharedMatrix = stage(k, tile) if restages_scales(tile) else tile.matrix  # type: ignore[union-attr]
         self.transposed = isinstance(tile, SharedTileVal) and tile.transposed
         self.along_rows = along_rows          # SF_A: (x, kb); SF_B: (kb, x)
         self.cache: dict[tuple[str, str, int], str] = {}

@@ -244,11 +244,26 @@ def view_index(k: KernelLowering, op: Operation, view: PartitionViewVal) -> tupl
     rows_base = None
     for d, v in enumerate(op.operand_group("index")):
         if d == view.sparse_dim:
-            (rows_base,) = to_scratch(k, [k.tile(v)])
+            (rows_base,) = to_scratch(k, [k.tile(row_indices(op))])  # type: ignore[arg-type]
             index.append("")
             continue
         index.append(_i64(k, k.tile(v).slots[0], llvm_type(element_of(v.type))))
     return index, rows_base
+
+
+# the ops that read a gather / scatter view's row indices through scratch (`view_index`)
+INDEXED = ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko", "cuda_tile.atomic_red_view_tko")
+
+
+def row_indices(op: Operation) -> "Value | None":
+    """The tile of row indices of `op`'s gather / scatter view (its index along the sparse dimension),
+    which `view_index` stores in scratch ("reduction") for every thread to read; None where `op`
+    reads no such view. The lowering and the pass plan-shared-memory (tileas/shared_operands.py)
+    both ask it."""
+    view = op.operand("view") if op.name in INDEXED else None
+    if view is None or not isinstance(view.type, GatherScatterViewType):
+        return None
+    return op.operand_group("index")[view.type.sparse_dim]
 
 
 def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],

@@ -147,6 +147,27 @@ def _store_run(tile: TileRegs, matrix: SharedMatrix) -> int:
     return run
 
 
+def operand_staging(k: KernelLowering, shape: MmaShape, lhs: "TileRegs | SharedTileVal",
+                    rhs: "TileRegs | SharedTileVal", layout: MmaLayout) -> "tuple[bool, list, int]":
+    """(A read from registers, the operands this mma.sync stores in shared memory with their K axis,
+    the K slices) of an mma whose accumulator is in `layout`: register tiles are staged (A not
+    where it sits in the A fragment layout, `_a_in_registers`), both whole where they fit beside the
+    live buffers, else K in slices (each slice's buffers reuse the previous slice's bytes, after the
+    barrier `stage` opens with); loads left to this mma (async_copy.DeferredLoad) are copied here, a
+    K slice at a time. One decision for the lowering (`lower_mma_sync`) and the pass
+    plan-shared-memory (tileas/shared_operands.py: stand-ins of the operands, no registers)."""
+    from_regs = _a_in_registers(lhs, layout, shape)
+    staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
+              if isinstance(t, TileRegs) and not (t is lhs and from_regs) or _deferred(t)]
+    return from_regs, staged, k_chunks(k, staged, lhs.type.shape[-1], shape.k)
+
+
+def staged_tile(tile: TileType, axis: int, chunks: int) -> "tuple[str, TileType]":
+    """(role, tile shape) of the buffer an operand staged in `chunks` K slices (K along `axis`) is
+    stored in: the whole tile (`stage`, "mma-stage"), or one slice (`stage_slice`, "mma-slice")."""
+    return ("mma-stage", tile) if chunks == 1 else ("mma-slice", _slice_type(tile, axis, tile.shape[axis] // chunks))
+
+
 def k_chunks(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int) -> int:
     """K slices of an mma whose `staged` operands (tile, K axis) fit the target's shared memory."""
     from .smem import opt_in_limit
@@ -190,8 +211,8 @@ def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks
     width = shape[axis] // chunks
     lo = chunk * width
     if matrix is None:
-        matrix = new_matrix(k, _slice_type(tile.type, axis, width), kind="restaging", lifetime=k.op_lifetime(),
-                            role="mma-slice")
+        role, sliced = staged_tile(tile.type, axis, chunks)
+        matrix = new_matrix(k, sliced, kind="restaging", lifetime=k.op_lifetime(), role=role)
     lty = storage_type(elem)
     k.barrier()
     for slot, v in enumerate(tile.slots):
@@ -225,11 +246,16 @@ class _SliceRing:
     def stages_for(chunks: int) -> int:
         return min(2, chunks)
 
+    @staticmethod
+    def axis(value: SharedTileVal, operand: str) -> int:
+        """K's axis in the stored tile: 0 (stored rows) or 1 (columns)."""
+        return 0 if (operand == "a") == value.transposed else 1
+
     def __init__(self, k: KernelLowering, value: SharedTileVal, operand: str, width: int, chunks: int) -> None:
         from .async_copy import slice_matrix
 
         self.value, self.width = value, width
-        self.kaxis = 0 if (operand == "a") == value.transposed else 1
+        self.kaxis = self.axis(value, operand)
         self.stages = self.stages_for(chunks)
         self.ring = slice_matrix(k, value, self.kaxis, width, self.stages)
 
@@ -430,14 +456,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     assert isinstance(layout, MmaLayout)
     from .async_copy import is_ready, wait_for
 
-    from_regs = _a_in_registers(lhs, layout, shape)
     kdim = lhs.type.shape[-1]
-    # operands staged here: both whole where they fit beside the live buffers, else K in slices
-    # (each slice's buffers reuse the previous slice's bytes, after the barrier `stage` opens with)
-    # and loads left to this mma (async_copy.DeferredLoad): copied here, a K slice at a time
-    staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
-              if isinstance(t, TileRegs) and not (t is lhs and from_regs) or _deferred(t)]
-    chunks = k_chunks(k, staged, kdim, shape.k)
+    from_regs, staged, chunks = operand_staging(k, shape, lhs, rhs, layout)
     width = kdim // chunks
     rings = {role: _SliceRing(k, t, role, width, chunks) for t, role in ((lhs, "a"), (rhs, "b")) if _deferred(t)}
     if rings:

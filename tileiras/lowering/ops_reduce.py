@@ -208,6 +208,19 @@ def reduce_scratch(op: Operation, sliced: Callable[[int], int]) -> tuple[int, in
     return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
 
 
+def mma_scratch(k: KernelLowering, op: Operation, lhs: TileRegs, rhs: TileRegs) -> tuple[int, int]:
+    """(K slices, bytes) of the scratch ("reduction") an mma on the FMA path reads its operands from
+    (`_mma`): A and B in K slices where both whole would not fit beside the buffers alive at the op
+    (`_chunks`; each slice accumulates into the running sums: the same order of FMAs), a
+    block-scaled one's A, B and scales whole. `_mma` and the pass plan-shared-memory
+    (tileas/shared_operands.py, with stand-ins of `k` and the operands) both decide by it."""
+    scaled = op.name == "cuda_tile.mmaf_scaled"
+    names = ("lhs", "rhs", "lhs_scale", "rhs_scale") if scaled else ("lhs", "rhs")
+    types = [op.operand(n).type for n in names]  # type: ignore[union-attr]
+    chunks = 1 if scaled else _chunks(k, [lhs, rhs], lhs.type.shape[-1])
+    return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
+
+
 def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, chunks: int,
                     lts: list[str], results: list[list[str]]) -> None:
     """The reduction slice by slice along `dim`: each slice's elements in scratch (a tile of the
@@ -354,9 +367,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype, k.sm))
     kdim = lhs.type.shape[-1]
-    # K in slices where both operands' scratch would not fit beside the buffers alive at the op
-    # (each slice accumulates into the running sums: the same order of FMAs); scales go whole
-    chunks = 1 if scaled else _chunks(k, [lhs, rhs], kdim)
+    chunks = mma_scratch(k, op, lhs, rhs)[0]
     width = kdim // chunks
     a_shape, b_shape = lhs.type.shape, rhs.type.shape
     if chunks > 1:

@@ -141,9 +141,22 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], k.exchange(src, rtype, src_index, layout))
 
 
+def permute_scratch(op: Operation, assignment: object, src: object) -> "str | None":
+    """The role of the conversion scratch a permute moves its operand through (`src`: what the
+    lowering holds of it): none where it is a staged mma operand (read the other way round);
+    "operand-conversion" where it is an mma operand whose load was not staged after all (its copies
+    not legal: a fallback of the lowering); else "conversion". One decision for the lowering and
+    plan-shared-memory (tileas/shared_operands.py, given a stand-in of `src`)."""
+    if isinstance(src, SharedTileVal):
+        return None
+    shared = assignment is not None and assignment.is_shared_operand(op.operands[0])  # type: ignore[attr-defined]
+    return "operand-conversion" if shared else "conversion"
+
+
 def _permute(k: KernelLowering, op: Operation) -> None:
     shared = k.get(op.operands[0])
-    if isinstance(shared, SharedTileVal):  # a staged mma operand: read it the other way round
+    role = permute_scratch(op, k.assignment, shared)
+    if role is None:  # a staged mma operand: read it the other way round
         k.set(op.results[0], replace(shared, type=op.results[0].type, transposed=not shared.transposed))
         return
     src = k.tile(op.operands[0])
@@ -156,10 +169,7 @@ def _permute(k: KernelLowering, op: Operation) -> None:
         for i, p in enumerate(perm):
             sidx[p] = idx[i]
         return k.linear(sidx, src.type.shape)
-    # an mma operand whose load was not staged after all (its copies not legal): a fallback of the
-    # lowering, which the plan does not predict
-    fallback = k.assignment is not None and k.assignment.is_shared_operand(op.operands[0])
-    k.set(op.results[0], k.exchange(src, rtype, src_index, role="operand-conversion" if fallback else "conversion"))
+    k.set(op.results[0], k.exchange(src, rtype, src_index, role=role))
 
 
 def _extract(k: KernelLowering, op: Operation) -> None:

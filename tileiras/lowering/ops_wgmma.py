@@ -62,11 +62,11 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     shape = select(op, k.sm, k.threads)
     assert shape is not None
     _, m_size, n_size = layout.shape
-    a_regs = _a_in_registers(lhs, layout, shape)
+    roles = read_operands(shape, lhs, rhs, layout)
+    a_regs = len(roles) == 1
     k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
              op, Instruction="Tensor-core SM90 (wgmma.mma_async" + (", A from registers)" if a_regs else ")"),
              Shape=f"[64, {n_size}, {shape.k}]")
-    roles = [(rhs, "b")] if a_regs else [(lhs, "a"), (rhs, "b")]
     shared = [v for v, _ in roles if isinstance(v, SharedTileVal)]
     copied = [v for v, role in roles if isinstance(v, SharedTileVal) and not _direct(shape, v, role)]
     if not is_ready(shared) or copied:
@@ -235,11 +235,23 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
         buffer = k.wgmma_buffers.get((op, role))
         chunked = buffer is not None and buffer.cols < value.type.shape[0 if role == "b" else -1]
         return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None)
-    if role == "b" and shape.transposable:     # a 16-bit B stays N-major (K, N) as the tile is
-        return _Operand(stage(k, value, swizzled=True), False)
-    if role == "a":
-        return _Operand(stage(k, value, swizzled=True), True)
+    if restaged(shape, value, role):   # A, or a 16-bit B that stays N-major (K, N) as the tile is
+        return _Operand(stage(k, value, swizzled=True), role == "a")
     return _Operand(store_kmajor(k, value, "b", None), True)   # transposed: no N-major form
+
+
+def read_operands(shape: WgmmaShape, lhs: object, rhs: object, layout: MmaLayout) -> "list[tuple[object, str]]":
+    """The operands this wgmma (its accumulator in `layout`) reads by descriptor, with their role
+    ("a", "b"): B alone where A sits in registers (`_a_in_registers`), else both. One decision for
+    the lowering (`lower_wgmma`) and plan-shared-memory (tileas/shared_operands.py, stand-ins)."""
+    return [(rhs, "b")] if _a_in_registers(lhs, layout, shape) else [(lhs, "a"), (rhs, "b")]
+
+
+def restaged(shape: WgmmaShape, value: object, role: str) -> bool:
+    """Whether `value`, an operand read by descriptor, is a register tile stored as it is in a
+    swizzled buffer (`stage`, "mma-stage"): A, or a B of a type with a transposed form (one without
+    is stored K-major instead, `store_kmajor`); not a shared operand."""
+    return isinstance(value, TileRegs) and (role == "a" or shape.transposable)
 
 
 def before_loop(k: KernelLowering, loop: Operation) -> None:

@@ -15,10 +15,14 @@ K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging",
 "ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
 "row-load", "row-store" and the row group's mbarriers), the buffer an mma accumulator's store
 goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the buffers alive at the
-store are released, `Request.releases`, as the lowering releases them) and the tcgen05 buffers
+store are released, `Request.releases`, as the lowering releases them), the tcgen05 buffers
 (`shared_tcgen05.py`: a warp-specialized loop's MMA warp's "tmem-stages" and "p-buffer", its
 epilogue's or attention's TMA-stored "tmem-epilogue", an mma's restaged "scales" and packed
-"fp4-pack"). The plan is made for
+"fp4-pack") and what ops ask for their operands (`shared_operands.py`): the mmas' operands
+restaged in shared memory ("mma-stage", "mma-slice"; "k-slice": a load left to its mma by the last
+resort; "operand-conversion": one not staged after all, transposed; where no mma of the kernel
+runs on tcgen05), an FMA mma's operands, a pack's and a gather's row indices in scratch
+("reduction"). The plan is made for
 the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
 attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
 asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
@@ -166,6 +170,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     from ..lowering.smem import opt_in_limit
     from .shared_sizes import SIZERS
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
+    from .shared_operands import covered as operand_roles
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
     from .shared_tcgen05 import packs_predicted
 
@@ -186,6 +191,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
             covered.discard("fp4-pack")
         if staged[3]:
             covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
+        covered |= set(operand_roles(entry, assignment))
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

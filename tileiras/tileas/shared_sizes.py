@@ -12,10 +12,10 @@ placed before them, predicted with the staging roles, which the plan reads from 
 of the requests before the op: a row group's TMA budget, a row store's ("row-load", "row-store",
 shared_rows.py), a reduce's scratch sliced to fit beside them ("reduction"), an epilogue's
 restaging or TMA store ("restage", "tma-store", shared_epilogue.py), the tcgen05 buffers
-(shared_tcgen05.py: sized by a loop's depth, or fitted beside the buffers placed before them).
-The others still depend on how an op's operand was lowered (an op's own K-major copy,
-"kmajor-copy"; an mma's operand staged, "mma-stage"; sm_120's fp4 packing beside its mma's K
-slices), which the plan cannot know until it sizes those too.
+(shared_tcgen05.py: sized by a loop's depth, or fitted beside the buffers placed before them), an
+mma's operands restaged or sliced ("mma-stage", "mma-slice", "k-slice", shared_operands.py). The
+others still depend on how an op's operand was lowered (an op's own K-major copy, "kmajor-copy"),
+which the plan cannot know until it sizes those too.
 """
 
 from __future__ import annotations

@@ -14,13 +14,15 @@ warp's and epilogue's) and at each mma and store ("tmem-stages", "p-buffer", "tm
 "scales", "fp4-pack"), together, or none of them (the row kernels' TMA buffers and their group's
 mbarriers by `shared_rows.py`, from the lowering's own decisions, `row_tma.group` and
 `row_tma.store_copy`, each beside the bytes the plan placed before its op; "reduction" left out of
-a kernel where another op than a reduce or scan asks for it, `reductions_predicted`: an mma's FMA
-path, a pack / unpack, a gather / scatter view's row indices; "restage" and "tma-store", the
-buffer an mma accumulator's store goes through, decided in the op walk by shared_epilogue.py, left
-out where it cannot tell, `shared_epilogue.predicted`; "fp4-pack" left out where sm_120's fp4
-mma.sync packs, `shared_tcgen05.packs_predicted`). "reduction": the scratch a reduce or scan whose
-rows are not in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a
-reduce's scratch goes
+a kernel where another op than a reduce, a scan or an mma asks for one the plan does not size,
+`reductions_predicted`; "restage" and "tma-store", the buffer an mma accumulator's store goes
+through, decided in the op walk by shared_epilogue.py, left out where it cannot tell,
+`shared_epilogue.predicted`; "fp4-pack" left out where sm_120's fp4 mma.sync packs,
+`shared_tcgen05.packs_predicted`); with them, in the walk, what each op asks for its operands
+(shared_operands.py: an mma's "mma-stage", "mma-slice", "k-slice", an FMA mma's, a pack's and a
+gather's "reduction", a transposed operand's "operand-conversion", decided beside the buffers the
+plan placed before it). "reduction": the scratch a reduce or scan whose rows are not in warps
+folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
 in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
 buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
 sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
@@ -29,10 +31,11 @@ copy of B may be made in halves where whole copies leave no room for two stages,
 decided beside the bytes taken before the loop, `SharedPlan.entered`; where the lowering enters the
 loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The K-major copies an op makes
 for itself ("kmajor-copy": outside loops, register tiles, tcgen05's restaging) are not predicted.
+In the last-resort lowering (`Assumptions.defer`) a load too large to stage whole beside the
+buffers alive with it is left to its mma (async_copy.defers decides, beside the buffers the plan
+placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
 Not predicted (`predict` returns None), and why:
 
-* the last-resort lowering that defers oversized loads to their mma (`Assumptions.defer`): it
-  decides by the first fit of the buffers the lowering placed;
 * a tensor-core operand, or a row load or store TMA may copy, whose view is not a partition of a
   tensor view made in the kernel (`ops_memory.view_facts`; `shared_rows.Rows.exact`).
 
@@ -40,9 +43,9 @@ The warp split's form is the one the lowering settles on once the split loop's c
 (warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
 hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
 where the lowering asked for a role the plan does not size first (a tf32 tcgen05 mma's K-major
-copies before its loop, an mma's staged operand, an mma's FMA scratch), the lowering fits the loop
-itself and the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an
-epilogue decided otherwise beside such a buffer (`PlanCheck.decide`).
+copies before its loop, a tcgen05 mma's restaged operands), the lowering fits the loop itself and
+the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an epilogue
+decided otherwise beside such a buffer (`PlanCheck.decide`).
 """
 
 from __future__ import annotations
@@ -100,13 +103,14 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from . import shared_tcgen05 as tcgen05
+    from .shared_operands import asks, covered as operand_roles, deferred, requests as operand_requests
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
                          assumes.padded, {})
     rows = shared_rows.Rows(facts)
-    if assumes.defer or not rows.exact:
+    if not rows.exact:
         return None
     live = lifetimes(entry)
     out: list[Request] = []
@@ -114,8 +118,10 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
+    left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
+    roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
     for op in entry.walk():
         out += rows.requests(op, others + out, assumes.reserve)
         if op.name == "cuda_tile.alloca":
@@ -169,6 +175,10 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             swizzled = once or assignment.is_swizzled(op.results[0])
             if not once and not chunk_elements(op, view, tile):  # type: ignore[arg-type]
                 continue       # a register load
+            if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
+                    [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
+                left[id(op)] = view
+                continue       # its mma copies it in K slices (shared_operands.py)
             matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
             out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
                                1024 if swizzled else 128, matrix.span if swizzled else 0,
@@ -179,23 +189,22 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             # attention's O stored by TMA from its fragments (tcgen05), else an mma accumulator's epilogue
             stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
             out += stored or epilogue(facts, op, others + out, entered)
+        if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
+            before = [r for r in others + out if live.position(r.op) < live.position(op)]
+            shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
+            out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
+                    if r.role in roles]
     return out, fits, entered, tcgen05.pairs_run(facts)
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
-    """Whether every "reduction" scratch of the kernel is a reduce's or a scan's (`_reduction`): not
-    where an mma runs the FMA path (ops_reduce._mma: its operands in scratch, sliced along K), a
-    pack / unpack goes through scratch (ops_shape._pack_like) or a gather / scatter view's row
-    indices do (ops_memory.view_index): these are not predicted, so neither is the role."""
-    from ..ir.types import GatherScatterViewType
+    """Whether every "reduction" scratch of the kernel is one the plan sizes: a reduce's or a scan's
+    (`_reduction`), or one an op asks for its operands (shared_operands.py: an mma's on the FMA
+    path, a pack's / unpack's, a gather / scatter view's row indices), not where
+    `shared_operands.scratch_predicted` says an op asks for one it does not size."""
+    from .shared_operands import scratch_predicted
 
-    for op in entry.walk():
-        if op.name in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled") and op not in assignment.mma_shapes:
-            return False
-        if op.name in ("cuda_tile.pack", "cuda_tile.unpack") or \
-                any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
-            return False
-    return True
+    return all(scratch_predicted(op, assignment) for op in entry.walk())
 
 
 def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> Request:

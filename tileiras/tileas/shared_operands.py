@@ -1,0 +1,200 @@
+"""The buffers an op asks for its operands, for `plan-shared-memory` (shared_stages.predict's walk).
+
+An mma whose operand is a tile in registers stores it in shared memory for the tensor cores to
+read: mma.sync (ops_mma.operand_staging decides) stages it whole ("mma-stage", padded rows), or K
+slice by K slice where the operands do not fit whole beside the buffers alive at the op
+("mma-slice", each slice's buffer reused by the next; an fp4 operand packed by fp4_pack is staged
+whole first); a block-scaled mma.sync (ops_blockscale) stages its scale tiles held in registers
+first ("mma-stage", ops_blockscale.restages_scales); wgmma (ops_wgmma.read_operands, restaged)
+stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); an mma on
+the FMA path reads both operands from scratch ("reduction", ops_reduce.mma_scratch: in K slices
+where they do not fit whole). A load the last-resort lowering leaves to its mma.sync (`deferred`:
+async_copy.defers) is copied by the mma a K slice at a time through a ring of two slices
+("k-slice": async_copy.slice_tile, ops_mma._SliceRing). A pack / unpack reinterprets its operand
+through scratch ("reduction", ops_shape._pack_like), and a gather / scatter view's row indices go
+there for every thread to read ("reduction": ops_memory.view_index, of the tile
+`ops_memory.row_indices` names). An mma operand whose load was not staged after all (its copies
+not legal), transposed, goes through conversion scratch ("operand-conversion",
+ops_shape.permute_scratch). The mmas' buffers are decided by the lowering's own functions,
+given stand-ins of the operands (a `TileRegs` without registers in the layout the value is
+assigned, a `SharedTileVal` without a buffer for a load staged for the tensor cores) and an `AtOp`
+for the `KernelLowering` they read (the buffers placed before the op are the plan's, `place`).
+
+Predicted where `predict` predicts the staging roles: the "reduction" scratch with them where
+`scratch_predicted` holds for every op (not where a gather load is staged for the tensor cores:
+its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` in the
+kernels whose every mma is one of these (`predicted`: none on tcgen05, which restages its register
+operands, packs fp4 ones or hands P over in tensor memory beside tensor memory's buffers,
+ops_tcgen05). Not predicted at all: fp4_pack's packed copies ("fp4-pack") and a wgmma's own K-major
+copies ("kmajor-copy": a register B without a transposed form, a shared operand no loop gave a
+copy, `ops_wgmma._operand`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..ir.core import Operation, Value
+from ..lowering.values import SharedTileVal, TileRegs
+from .buffers import Liveness
+from .shared_plan import Request
+
+if TYPE_CHECKING:
+    from .shared_stages import StagingFacts
+
+MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
+PACKS = ("cuda_tile.pack", "cuda_tile.unpack")
+ROLES = ("mma-stage", "mma-slice", "k-slice", "operand-conversion")
+PERMUTE = "cuda_tile.permute"
+
+
+class AtOp:
+    """What the lowering's operand decisions read of `KernelLowering` while it lowers `op`, as the
+    plan knows it: the buffers placed before the op (`placed`) and the allocas lowered before it."""
+
+    def __init__(self, facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
+                 defer: bool = False) -> None:
+        self.sm, self.threads, self.pad_buffers = facts.sm, facts.threads, facts.pad_buffers
+        self.assignment = facts.assignment
+        self.buffers, self.static_smem_bytes = placed, allocas
+        self.current_op, self.live = op, live
+        self.defer_loads = defer
+
+    def op_lifetime(self) -> tuple[int, int]:
+        return self.live.op_range(self.current_op)
+
+
+def predicted(entry: Operation, assignment: Any) -> bool:
+    """Whether every mma of the kernel asks for its operands' buffers as `requests` predicts (module
+    docstring): none on tcgen05."""
+    return not any(op.name in MMAS and op in assignment.mma_shapes and assignment.is_tcgen05(op) for op in entry.walk())
+
+
+def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
+    """The roles of `ROLES` predicted in this kernel: all where `predicted`, else none."""
+    return ROLES if predicted(entry, assignment) else ()
+
+
+def asks(op: Operation, assignment: Any) -> bool:
+    """Whether `op` may ask for buffers for its operands (`requests`)."""
+    from ..lowering.ops_memory import row_indices
+
+    return op.name in MMAS or op.name in PACKS or row_indices(op) is not None \
+        or op.name == PERMUTE and assignment.is_shared_operand(op.operands[0])
+
+
+def scratch_predicted(op: Operation, assignment: Any) -> bool:
+    """Whether the "reduction" scratch `op` may ask for its operands is one `requests` predicts: not
+    where a gather / scatter view is read by another op than a register load, a store or a reduction
+    into it (`ops_memory.row_indices`), nor by a load staged for the tensor cores (its copies may be
+    issued by its loop's pipeline)."""
+    from ..ir.types import GatherScatterViewType
+    from ..lowering.ops_memory import row_indices
+
+    if not any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
+        return True
+    return row_indices(op) is not None and not any(assignment.is_shared_operand(r) for r in op.results)
+
+
+def deferred(facts: "StagingFacts", op: Operation, view: Any, swizzled: bool, placed: Any, allocas: int,
+             live: Liveness) -> bool:
+    """Whether the last-resort lowering leaves load `op`, staged for the tensor cores, to its mma
+    (async_copy.defers decides, beside the buffers `placed` before it): its mma then copies it a K
+    slice at a time ("k-slice", `requests`)."""
+    from ..lowering.async_copy import defers
+
+    at = AtOp(facts, op, placed, allocas, live, defer=True)
+    return defers(at, op, view, op.results[0].type, swizzled, live.value_range(op.results[0], op))  # type: ignore[arg-type]
+
+
+def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
+             shared: dict) -> Optional[list[Request]]:
+    """The buffers `op` asks for its operands (an mma, a pack / unpack, a gather / scatter view's
+    reader), in the order asked; `placed`: the requests before it, placed; `allocas`: the bytes of
+    the allocas before it; `shared`: the ids of the loads staged in shared memory for the tensor
+    cores (their tiles are read there), each with its view's facts where the load is left to its
+    mma (`deferred`), else None. None where `predicted` says the op is not predicted."""
+    from ..lowering.async_copy import matrix_shape
+    from ..lowering.ops_memory import row_indices
+    from ..lowering.ops_reduce import mma_scratch, scratch_offsets
+
+    assignment = facts.assignment
+    at = AtOp(facts, op, placed, allocas, live)
+    lifetime = at.op_lifetime()
+    # a pack / unpack reinterprets its operand through scratch (ops_shape._pack_like); a gather /
+    # scatter view's row indices go there for every thread to read (ops_memory.view_index)
+    through = [op.operands[0]] if op.name in PACKS else [v for v in [row_indices(op)] if v is not None]
+    if through:
+        return [Request(op, "reduction", "reduction", scratch_offsets([through[0].type])[1], 16, 0, lifetime)]  # type: ignore[list-item]
+    if op.name == PERMUTE:   # an mma operand whose load was not staged after all, transposed in scratch
+        from ..lowering.ops_shape import permute_scratch
+        from .shared_sizes import _tile_bytes
+
+        role = permute_scratch(op, assignment, _stand_in(facts, op.operands[0], shared))
+        return [Request(op, role, "conversion", _tile_bytes([op.operands[0]]), 16, 0, lifetime)] \
+            if role == "operand-conversion" else []
+    if op.name not in MMAS:
+        return []
+    shape = assignment.mma_shapes.get(op)
+    lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
+    if shape is None:     # the FMA path: both operands in scratch
+        nbytes = mma_scratch(at, op, lhs, rhs)[1]  # type: ignore[arg-type]
+        return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
+    if assignment.is_tcgen05(op):
+        return None
+    layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
+    out: list[Request] = []
+    if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
+        from ..lowering.ops_wgmma import read_operands, restaged
+        from ..lowering.wgmma_select import select
+
+        wgmma = select(op, facts.sm, facts.threads)
+        for value, role in read_operands(wgmma, lhs, rhs, layout):  # type: ignore[arg-type]
+            if restaged(wgmma, value, role):  # type: ignore[arg-type]
+                matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
+                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
+        return out
+    from ..lowering.async_copy import slice_tile
+    from ..lowering.ops_blockscale import restages_scales
+    from ..lowering.ops_mma import _SliceRing, operand_staging, staged_tile
+
+    if op.name == "cuda_tile.mmaf_scaled":   # ops_blockscale.lower: the scales first, A's then B's
+        for name in ("lhs_scale", "rhs_scale"):
+            scale = _stand_in(facts, op.operand(name), shared)  # type: ignore[arg-type]
+            if restages_scales(scale):
+                matrix = matrix_shape(at, scale.type)
+                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime))
+    # (an fp4 operand packed by fp4_pack.pack is staged whole as well: `chunks` is 1 there)
+    _, staged, chunks = operand_staging(at, shape, lhs, rhs, layout)  # type: ignore[arg-type]
+    width = lhs.type.shape[-1] // chunks
+    for value, operand in ((lhs, "a"), (rhs, "b")):   # the deferred loads' rings of K slices first
+        if isinstance(value, SharedTileVal) and value.deferred is not None:
+            tile = slice_tile(value.deferred.op.results[0].type, _SliceRing.axis(value, operand), width)
+            nbytes = matrix_shape(at, tile).nbytes * _SliceRing.stages_for(chunks)  # type: ignore[arg-type]
+            out.append(Request(op, "k-slice", "staging", nbytes, 128, 0, lifetime))
+    for value, axis in staged:
+        if isinstance(value, SharedTileVal):
+            continue
+        role, tile = staged_tile(value.type, axis, chunks)
+        matrix = matrix_shape(at, tile)  # type: ignore[arg-type]
+        out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime))
+    return out
+
+
+def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
+    """What the lowering holds for mma operand `value`: a `SharedTileVal` (no buffer) where it is a
+    load staged for the tensor cores, possibly through the ops a shared operand passes through
+    (unit reshapes, 2-D transposes, a rounding to tf32); else a `TileRegs` (no registers) in the
+    layout the value is assigned."""
+    from ..lowering.assign_layouts import _passes_shared
+    from ..lowering.async_copy import DeferredLoad
+
+    source, transposed = value, False
+    while isinstance(source.owner, Operation) and _passes_shared(source.owner):
+        transposed ^= source.owner.name == "cuda_tile.permute"
+        source = source.owner.operands[0]
+    if facts.assignment.is_shared_operand(value) and id(source.owner) in shared:
+        view = shared[id(source.owner)]
+        return SharedTileVal(value.type, None, transposed=transposed,  # type: ignore[arg-type]
+                             deferred=DeferredLoad(source.owner, view) if view is not None else None)
+    return TileRegs(value.type, [], facts.layout_of(value))  # type: ignore[arg-type]
