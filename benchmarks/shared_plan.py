@@ -52,7 +52,7 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
     from tileiras.lowering.pipeline import lower_module
 
     row = {"corpus": corpus, "kernel": name, "gpu": gpu, "status": "ok", "chosen": 0, "kernels": 0,
-           "voided": False, "unpredicted": []}
+           "voided": False, "unpredicted": [], "uncovered": []}
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
@@ -70,6 +70,8 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
             row["chosen"] += line.endswith(": chosen here")
         elif "shared-memory plan:" in line and "dropped" in line:
             row["voided"] = True
+        if line.startswith("//   predicted roles: "):
+            row["uncovered"] += [r for r in line.split("placed as the lowering asks: ")[1].split(", ") if r != "none"]
         match = _UNPREDICTED.search(line)
         if match:
             row["unpredicted"] += [part.rsplit(" x", 1)[0] for part in match.group(1).split(", ")]
@@ -106,10 +108,15 @@ def main() -> int:
               f"staging chosen by the pass (lowered once) in {len(chosen)}; voided in {sum(r['voided'] for r in lowered)}")
         if roles:
             print("  roles placed as asked (pairs): " + ", ".join(f"{role} {n}" for role, n in roles.most_common()))
+        uncovered = Counter(role for row in lowered if row["chosen"] != row["kernels"] for role in set(row["uncovered"]))
+        if uncovered:
+            print("  roles the plan does not cover where the lowering chose (pairs): " +
+                  ", ".join(f"{role} {n}" for role, n in uncovered.most_common()))
         if args.list:
             for row in lowered:
                 if row["unpredicted"] or row["chosen"] != row["kernels"]:
-                    print(f"    {row['kernel']} {row['gpu']}: {', '.join(sorted(set(row['unpredicted']))) or '-'}")
+                    print(f"    {row['kernel']} {row['gpu']}: asked {', '.join(sorted(set(row['unpredicted']))) or '-'}; "
+                          f"not covered {', '.join(sorted(set(row['uncovered']))) or '-'}")
         for row in mine:
             if row["status"] == "error":
                 failed += 1

@@ -209,18 +209,22 @@ def test_a_group_longer_than_a_stage_cannot_be_placed() -> None:
     assert modulo.place_at(g, 6, {"alu": 1}, [1, 0], budget=10) == ([0, 5], 2)
 
 
-def test_a_kernel_lowered_twice_is_scheduled_once(monkeypatch) -> None:
-    """128x256 tf32 on sm_80: the padded stages do not fit, so the kernel is lowered again unpadded;
-    both lowerings take the one plan made before them."""
+def test_a_kernel_planned_twice_is_scheduled_once(monkeypatch) -> None:
+    """128x256 tf32 on sm_80: the padded stages do not fit, so plan-shared-memory plans the kernel
+    again unpadded (whose stages do not fit either: the padded plan is kept, tileas/shared_choice.py);
+    both plans, and the one lowering, take the one modulo schedule made before them."""
     from tileiras.bytecode.reader import read_module
     from tileiras.lowering import pipeline
     from tileiras.schedule import pipeline as plans
+    from tileiras.tileas import shared_plan
 
-    lowered, scheduled = [], []
-    real_lower, real_schedule = pipeline._lower_entry, plans.modulo_schedule
+    lowered, planned, scheduled = [], [], []
+    real_lower, real_plan, real_schedule = pipeline._lower_entry, shared_plan._plan, plans.modulo_schedule
     monkeypatch.setattr(pipeline, "_lower_entry", lambda *a: lowered.append(a[-1]) or real_lower(*a))
+    monkeypatch.setattr(shared_plan, "_plan", lambda *a: planned.append(a[-1]) or real_plan(*a))
     monkeypatch.setattr(plans, "modulo_schedule", lambda *a, **kw: scheduled.append(1) or real_schedule(*a, **kw))
     name = "mm_tf32_128x256x64"
     pipeline.lower_module(read_module((BYTECODE / f"{name}.tileirbc").read_bytes(), name), "sm_80")
-    assert [assumes.padded for assumes in lowered] == [True, False]
+    assert [assumes.padded for assumes in planned] == [True, False]
+    assert [assumes.padded for assumes in lowered] == [True]
     assert len(scheduled) == 1

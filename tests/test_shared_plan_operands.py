@@ -309,3 +309,51 @@ def test_operands_whose_copies_are_not_legal_are_transposed_and_restaged_as_plan
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 2 and all(want in line for want, line in zip(staged, restaged)), plan
     assert "error: internal" not in dump
+
+
+_TF32_NO_LOOP = """
+entry @k(%a: tile<ptr<f32>>, %c: tile<ptr<f32>>, %n: tile<i32>) {
+  %tv = make_tensor_view %a, shape = [%n, %n], strides = [%n, 1] : tile<i32> -> tensor_view<?x?xf32, strides=[?,1]>
+  %tc = make_tensor_view %c, shape = [%n, %n], strides = [%n, 1] : tile<i32> -> tensor_view<?x?xf32, strides=[?,1]>
+  %va = make_partition_view %tv : partition_view<tile=(128x32), tensor_view<?x?xf32, strides=[?,1]>>
+  %vb = make_partition_view %tv : partition_view<tile=(32x128), tensor_view<?x?xf32, strides=[?,1]>>
+  %vc = make_partition_view %tc : partition_view<tile=(128x128), tensor_view<?x?xf32, strides=[?,1]>>
+  %c0 = constant <i32: 0> : tile<i32>
+  %x, %t1 = load_view_tko weak %va[%c0, %c0] : partition_view<tile=(128x32), tensor_view<?x?xf32, strides=[?,1]>>, tile<i32> -> tile<128x32xf32>, token
+  %y, %t2 = load_view_tko weak %vb[%c0, %c0] : partition_view<tile=(32x128), tensor_view<?x?xf32, strides=[?,1]>>, tile<i32> -> tile<32x128xf32>, token
+  %xt = ftof %x : tile<128x32xf32> -> tile<128x32xtf32>
+  %yt = ftof %y : tile<32x128xf32> -> tile<32x128xtf32>
+  %z = constant <f32: 0.0> : tile<128x128xf32>
+  %d = mmaf %xt, %yt, %z : tile<128x32xtf32>, tile<32x128xtf32>, tile<128x128xf32>
+  %tk = store_view_tko weak %d, %vc[%c0, %c0] : tile<128x128xf32>, partition_view<tile=(128x128), tensor_view<?x?xf32, strides=[?,1]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("grow", [0, 1024])
+def test_a_wgmmas_own_kmajor_copies_are_predicted(monkeypatch, grow: int) -> None:
+    """A 128x128x32 tf32 wgmma outside any loop: its f32 operands, staged as loaded, are rounded to
+    tf32 in K-major copies of their own ("kmajor-copy", ops_wgmma.operand_form: no loop gave them a
+    buffer, no TMA-fed stage rounds them in place), each alive to the kernel's end; the kernel's plan is
+    complete (the pass chose). A copy mispredicted by `grow` bytes is an internal error."""
+    from tileiras.frontend import load_module
+    from tileiras.tileas import shared_operands
+
+    requests = shared_operands.requests
+    monkeypatch.setattr(shared_operands, "requests", lambda *args: [
+        replace(r, nbytes=r.nbytes + grow) if r.role == "kmajor-copy" else r for r in requests(*args) or []])
+    monkeypatch.setenv(STRICT_ENV, "1")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        if grow:
+            with pytest.raises(CompileError, match=r"asks for kmajor-copy \(buffer\) 16384 B align 1024, .*; the "
+                                                   r"plan predicts kmajor-copy \(buffer\) 17408 B"):
+                lower_module(load_module(_TF32_NO_LOOP.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
+            return
+        lower_module(load_module(_TF32_NO_LOOP.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
+    dump = err.getvalue()
+    copies = [line for line in dump.splitlines() if line.startswith("//     kmajor-copy (buffer) 16384 B align 1024, "
+                                                                  "live over its op to the kernel's end")]
+    assert len(copies) == 2, dump
+    assert "//   staged tiles padded: chosen here" in dump and "for sm_90: every buffer predicted" in dump

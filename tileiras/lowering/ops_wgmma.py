@@ -34,6 +34,8 @@ to the next, stride 8 spans between 8-row (K) groups.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
@@ -223,21 +225,41 @@ def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal,
                 for p in k.active_pipelines.values())
 
 
+def operand_form(op: Operation, shape: WgmmaShape, value: object, role: str, given: dict,
+                 rounds_in_place: "Callable[[], bool]") -> str:
+    """How wgmma reads operand `value` (A: role "a", B: "b"): "direct" (a shared tile by descriptor,
+    as stored), "rounded" (an f32 stage rounded to tf32 where it lies, `rounds_in_place`), "given"
+    (copied K-major into the buffer its loop gave, `given`: (mma, role) -> buffer, `loop_copies`),
+    "copy" (copied K-major into a buffer of its own), "stage" (a register tile staged swizzled,
+    `restaged`) or "store" (a register B stored K-major into a buffer of its own). One decision for
+    `_operand` and plan-shared-memory (tileas/shared_operands.py: "copy" and "store" ask for a
+    "kmajor-copy" buffer)."""
+    if isinstance(value, SharedTileVal):
+        if _direct(shape, value, role):
+            return "direct"
+        if rounds_in_place():
+            return "rounded"
+        return "given" if (op, role) in given else "copy"
+    return "stage" if restaged(shape, value, role) else "store"
+
+
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
              role: str) -> _Operand:
     """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
-    if isinstance(value, SharedTileVal):
-        kmajor = value.transposed if role == "b" else not value.transposed
-        if _direct(shape, value, role):
-            return _Operand(value.matrix, kmajor)
-        if _rounds_in_place(k, shape, value, role):   # the stage becomes its own K-major copy
-            return _Operand(copy_kmajor(k, value, role, value.matrix), True)
+    form = operand_form(op, shape, value, role, k.wgmma_buffers,
+                        lambda: _rounds_in_place(k, shape, value, role))  # type: ignore[arg-type]
+    if form == "direct":
+        assert isinstance(value, SharedTileVal)
+        return _Operand(value.matrix, value.transposed if role == "b" else not value.transposed)
+    if form == "rounded":   # the stage becomes its own K-major copy
+        return _Operand(copy_kmajor(k, value, role, value.matrix), True)  # type: ignore[arg-type]
+    if form in ("given", "copy"):
         buffer = k.wgmma_buffers.get((op, role))
         chunked = buffer is not None and buffer.cols < value.type.shape[0 if role == "b" else -1]
-        return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None)
-    if restaged(shape, value, role):   # A, or a 16-bit B that stays N-major (K, N) as the tile is
-        return _Operand(stage(k, value, swizzled=True), role == "a")
-    return _Operand(store_kmajor(k, value, "b", None), True)   # transposed: no N-major form
+        return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None)  # type: ignore[arg-type]
+    if form == "stage":   # A, or a 16-bit B that stays N-major (K, N) as the tile is
+        return _Operand(stage(k, value, swizzled=True), role == "a")  # type: ignore[arg-type]
+    return _Operand(store_kmajor(k, value, "b", None), True)  # type: ignore[arg-type]  # transposed: no N-major form
 
 
 def read_operands(shape: WgmmaShape, lhs: object, rhs: object, layout: MmaLayout) -> "list[tuple[object, str]]":

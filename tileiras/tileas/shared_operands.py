@@ -25,9 +25,10 @@ Predicted where `predict` predicts the staging roles: the "reduction" scratch wi
 its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` in the
 kernels whose every mma is one of these (`predicted`: none on tcgen05, which restages its register
 operands, packs fp4 ones or hands P over in tensor memory beside tensor memory's buffers,
-ops_tcgen05). Not predicted at all: fp4_pack's packed copies ("fp4-pack") and a wgmma's own K-major
-copies ("kmajor-copy": a register B without a transposed form, a shared operand no loop gave a
-copy, `ops_wgmma._operand`).
+ops_tcgen05). A wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form,
+a shared operand no loop gave a copy and no TMA-fed stage rounds in place) are decided by
+`ops_wgmma.operand_form`, given the matrix each load is staged in (`StagingFacts.matrices`). Not
+predicted at all: fp4_pack's packed copies ("fp4-pack").
 """
 
 from __future__ import annotations
@@ -44,8 +45,17 @@ if TYPE_CHECKING:
 
 MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 PACKS = ("cuda_tile.pack", "cuda_tile.unpack")
-ROLES = ("mma-stage", "mma-slice", "k-slice", "operand-conversion")
+ROLES = ("mma-stage", "mma-slice", "k-slice", "operand-conversion", "kmajor-copy")
 PERMUTE = "cuda_tile.permute"
+
+
+class _SharedStandIn(SharedTileVal):
+    """A `SharedTileVal` as the plan holds it: the matrix the load is staged in (not placed) and
+    the load it comes from (`source`)."""
+
+    def __init__(self, *args: Any, source: Optional[Operation] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.__dict__["source"] = source
 
 
 class AtOp:
@@ -145,14 +155,23 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
     out: list[Request] = []
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
-        from ..lowering.ops_wgmma import read_operands, restaged
+        from ..lowering.kernel import storage_bytes
+        from ..lowering.kmajor_copy import KMAJOR_ALIGN, k_and_x, kmajor_shape
+        from ..lowering.ops_wgmma import operand_form, read_operands
         from ..lowering.wgmma_select import select
 
         wgmma = select(op, facts.sm, facts.threads)
         for value, role in read_operands(wgmma, lhs, rhs, layout):  # type: ignore[arg-type]
-            if restaged(wgmma, value, role):  # type: ignore[arg-type]
+            form = operand_form(op, wgmma, value, role, facts.wgmma_buffers,  # type: ignore[arg-type]
+                                lambda: _rounds_in_place(facts, op, wgmma, value, role))
+            if form == "stage":
                 matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
                 out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
+            elif form in ("copy", "store"):   # kmajor_copy.copy_kmajor / store_kmajor, into a new buffer
+                kdim, x_size = k_and_x(value.type.shape[-2:], role)  # type: ignore[attr-defined]
+                eb = value.matrix.elem_bytes if form == "copy" else storage_bytes(value.type.element)  # type: ignore
+                matrix = kmajor_shape(at, x_size, kdim, eb)  # type: ignore[arg-type]
+                out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN))
         return out
     from ..lowering.async_copy import slice_tile
     from ..lowering.ops_blockscale import restages_scales
@@ -181,6 +200,17 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
     return out
 
 
+def _rounds_in_place(facts: "StagingFacts", op: Operation, shape: Any, value: Any, role: str) -> bool:
+    """ops_wgmma._rounds_in_place as the plan knows it: an f32 operand read as tf32 whose stage a
+    TMA-fed pipeline fills, as `ops_wgmma.loop_copies` leaves it uncopied (`_tma_rounded_stage`)."""
+    from ..lowering.ops_wgmma import _tma_rounded_stage
+
+    held = facts.matrices.get(id(value.source)) if value.source is not None else None
+    if not value.tf32 or held is None or held[1] is None:
+        return False
+    return _tma_rounded_stage(facts, shape, held[1], value.source, role, value.transposed)  # type: ignore[arg-type]
+
+
 def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
     """What the lowering holds for mma operand `value`: a `SharedTileVal` (no buffer) where it is a
     load staged for the tensor cores, possibly through the ops a shared operand passes through
@@ -189,12 +219,16 @@ def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
     from ..lowering.assign_layouts import _passes_shared
     from ..lowering.async_copy import DeferredLoad
 
-    source, transposed = value, False
+    source, transposed, tf32 = value, False, ""
     while isinstance(source.owner, Operation) and _passes_shared(source.owner):
         transposed ^= source.owner.name == "cuda_tile.permute"
+        if source.owner.name == "cuda_tile.ftof":     # ops_arith: read as tf32, rounded as it says
+            tf32 = str(source.owner.attributes.get("rounding_mode", "nearest_even"))
         source = source.owner.operands[0]
     if facts.assignment.is_shared_operand(value) and id(source.owner) in shared:
         view = shared[id(source.owner)]
-        return SharedTileVal(value.type, None, transposed=transposed,  # type: ignore[arg-type]
-                             deferred=DeferredLoad(source.owner, view) if view is not None else None)
+        held = (facts.matrices or {}).get(id(source.owner))
+        return _SharedStandIn(value.type, held[0] if held is not None else None, transposed=transposed,  # type: ignore
+                              tf32=tf32, deferred=DeferredLoad(source.owner, view) if view is not None else None,
+                              source=source.owner)
     return TileRegs(value.type, [], facts.layout_of(value))  # type: ignore[arg-type]

@@ -81,6 +81,7 @@ class StagingFacts:
     warp_split: Any
     pad_buffers: bool
     wgmma_buffers: dict
+    matrices: Any = None     # id of a load staged for the tensor cores -> (its matrix, the loop whose ring holds it)
 
     def layout_of(self, value: Value) -> Any:
         return value.layout if value.layout is not None else self.assignment.blocked
@@ -108,7 +109,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
-                         assumes.padded, {})
+                         assumes.padded, {}, {})
     rows = shared_rows.Rows(facts)
     if not rows.exact:
         return None
@@ -155,6 +156,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             ringed |= {id(load) for load in ring.plan.loads}
             for load in ring.plan.loads:
                 matrix = ring.matrix(facts, load)  # type: ignore[arg-type]
+                facts.matrices[id(load)] = (matrix, op)
                 out.append(Request(op, "ring", "ring", matrix.nbytes * fitted.stages, 1024 if matrix.swizzled else 128,
                                    matrix.span if matrix.swizzled else 0, live.op_range(op)))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
@@ -180,6 +182,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 left[id(op)] = view
                 continue       # its mma copies it in K slices (shared_operands.py)
             matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
+            facts.matrices[id(op)] = (matrix, None)
             out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
                                1024 if swizzled else 128, matrix.span if swizzled else 0,
                                live.value_range(op.results[0], op)))
