@@ -7,10 +7,10 @@
 Lowers every kernel-target pair in-process to LLVM IR (no ptxas) with the plan's strict check (a
 request the plan mispredicted is an internal error) and reads the schedule of --print-ir-after-all.
 Prints per corpus (realistic, tilegym, unit): the pairs lowered, the pairs where every request the
-lowering made was predicted, those whose plan predicts every role (the pass then chose how the
-kernel stages its tiles and the lowering ran once), the pairs where the check voided the plan's
-staging roles, and the roles still placed as the lowering asks, with the number of pairs asking
-for each. `--save-ir` writes each pair's LLVM IR;
+lowering made was predicted, those whose plan covers every role (`SharedPlan.complete`: the pass
+chose how the kernel stages its tiles from every buffer it will have), the pairs where the check
+voided the plan's staging roles, the roles still placed as the lowering asks, with the number of
+pairs asking for each, and the roles the plans do not cover. `--save-ir` writes each pair's LLVM IR;
 `--against` compares them with another tree's (generated code identical, or which pairs differ).
 Targets a kernel's element types do not run on (fp8 on sm_80, block scaling before sm_100) are
 counted apart, as refused.
@@ -51,7 +51,7 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
     from tileiras.frontend import load_module
     from tileiras.lowering.pipeline import lower_module
 
-    row = {"corpus": corpus, "kernel": name, "gpu": gpu, "status": "ok", "chosen": 0, "kernels": 0,
+    row = {"corpus": corpus, "kernel": name, "gpu": gpu, "status": "ok", "complete": 0, "kernels": 0,
            "voided": False, "unpredicted": [], "uncovered": []}
     err = io.StringIO()
     try:
@@ -65,10 +65,10 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
     if save:
         Path(save, f"{name}.{gpu}.ll").write_text(ir)
     for line in err.getvalue().splitlines():
-        if "staged tiles" in line and line.startswith("//   "):
+        if line.startswith("//   predicted roles: "):
             row["kernels"] += 1
-            row["chosen"] += line.endswith(": chosen here")
-        elif "shared-memory plan:" in line and "dropped" in line:
+            row["complete"] += line.endswith("placed as the lowering asks: none")
+        if "shared-memory plan:" in line and "dropped" in line:
             row["voided"] = True
         if line.startswith("//   predicted roles: "):
             row["uncovered"] += [r for r in line.split("placed as the lowering asks: ")[1].split(", ") if r != "none"]
@@ -101,20 +101,20 @@ def main() -> int:
     for corpus in dict.fromkeys(row["corpus"] for row in rows):
         mine = [row for row in rows if row["corpus"] == corpus]
         lowered = [row for row in mine if row["status"] == "ok"]
-        chosen = [row for row in lowered if row["chosen"] == row["kernels"]]
+        complete = [row for row in lowered if row["complete"] == row["kernels"]]
         roles = Counter(role for row in lowered for role in set(row["unpredicted"]))
         print(f"{corpus}: {len(lowered)} pairs lowered ({sum(r['status'] == 'refused' for r in mine)} refused by "
-              f"the target); every request predicted in {sum(not r['unpredicted'] for r in lowered)}, the "
-              f"staging chosen by the pass (lowered once) in {len(chosen)}; voided in {sum(r['voided'] for r in lowered)}")
+              f"the target); every request predicted in {sum(not r['unpredicted'] for r in lowered)}, every role "
+              f"covered (the plan complete) in {len(complete)}; voided in {sum(r['voided'] for r in lowered)}")
         if roles:
             print("  roles placed as asked (pairs): " + ", ".join(f"{role} {n}" for role, n in roles.most_common()))
-        uncovered = Counter(role for row in lowered if row["chosen"] != row["kernels"] for role in set(row["uncovered"]))
+        uncovered = Counter(role for row in lowered for role in set(row["uncovered"]))
         if uncovered:
-            print("  roles the plan does not cover where the lowering chose (pairs): " +
+            print("  roles the plan does not cover (pairs): " +
                   ", ".join(f"{role} {n}" for role, n in uncovered.most_common()))
         if args.list:
             for row in lowered:
-                if row["unpredicted"] or row["chosen"] != row["kernels"]:
+                if row["unpredicted"] or row["complete"] != row["kernels"]:
                     print(f"    {row['kernel']} {row['gpu']}: asked {', '.join(sorted(set(row['unpredicted']))) or '-'}; "
                           f"not covered {', '.join(sorted(set(row['uncovered']))) or '-'}")
         for row in mine:

@@ -1,30 +1,34 @@
-"""How a kernel stages its tiles (tileiras/tileas/shared_choice.py): the order of the assumptions tried,
-and the choice made by plan-shared-memory where its plans predict every buffer."""
+"""How a kernel stages its tiles (tileiras/tileas/shared_choice.py): the order of the assumptions
+plan-shared-memory plans the kernel under, the plan it keeps, and the one lowering under it."""
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import pytest
 
-from tileiras.tileas.shared_choice import Outcome, attempts
+from tileiras.tileas.shared_choice import choose
 from tileiras.tileas.shared_plan import Assumptions
 
 PADDED, UNPADDED = Assumptions(True, 0, False), Assumptions(False, 0, False)
 
 
+class _Plan:
+    def __init__(self, assumes: Assumptions, excess: int, refused: bool) -> None:
+        self.assumes, self.excess, self.refused = assumes, excess, refused
+
+
 def _run(table: dict[Assumptions, tuple[int, bool]]) -> tuple[Optional[Assumptions], list[Assumptions]]:
-    """The assumptions kept and those tried, where attempt a gives table[a] = (excess, refused)
-    (absent: it fits, no pipeline refused)."""
+    """The assumptions kept (None: the last plan, which overflows) and those planned, where the plan
+    under a gives table[a] = (excess, refused) (absent: it fits, no pipeline refused)."""
     tried: list[Assumptions] = []
 
-    def attempt(assumes: Assumptions) -> Outcome[Assumptions]:
+    def plan(assumes: Assumptions) -> _Plan:
         tried.append(assumes)
-        excess, refused = table.get(assumes, (0, False))
-        return Outcome(None if excess else assumes, excess, refused)
+        return _Plan(assumes, *table.get(assumes, (0, False)))
 
-    return attempts(attempt).result, tried
+    kept = choose(plan)
+    return (None if kept.excess else kept.assumes), tried
 
 
 def test_padded_is_kept_where_it_fits_and_pipelines_everything() -> None:
@@ -63,52 +67,38 @@ def test_where_everything_overflows_the_last_attempt_says_so() -> None:
     assert tried[-1] == Assumptions(False, 192, True) and len(tried) == 10
 
 
-def test_a_complete_plan_chooses_and_the_kernel_is_lowered_once(monkeypatch) -> None:
+def test_the_pass_chooses_unpadded_stages_and_the_kernel_is_lowered_once(monkeypatch) -> None:
     """TileGym's group GEMM on sm_120: padded stages leave its pipeline no room, unpadded ones fit:
-    the pass chooses unpadded and the lowering runs once, with the same LLVM IR as trying both."""
+    the pass plans both, keeps unpadded, and the lowering runs once, placing every buffer where the
+    plan placed it (the strict check)."""
     import contextlib
     import io
     from pathlib import Path
 
     from tileiras.frontend import load_module
     from tileiras.lowering import pipeline
-    from tileiras.tileas.shared_plan import STRICT_ENV, SharedPlan
+    from tileiras.tileas import shared_plan
 
     source = Path(__file__).parent / "tilegym" / "bytecode" / "tg_group_gemm_f16_64x128x128.tileirbc"
-    monkeypatch.setenv(STRICT_ENV, "1")
-
-    def lower(complete: bool) -> tuple[str, str, list[Assumptions]]:
-        tried: list[Assumptions] = []
-        lower_once = pipeline._lower_entry
-
-        def counted(*args):   # type: ignore[no-untyped-def]
-            tried.append(args[-1])
-            return lower_once(*args)
-
-        with monkeypatch.context() as m:
-            m.setattr(pipeline, "_lower_entry", counted)
-            m.setattr(SharedPlan, "complete", property(lambda self: complete))
-            err = io.StringIO()
-            with contextlib.redirect_stderr(err):
-                ir, _ = pipeline.lower_module(load_module(source.read_bytes(), source.name), "sm_120",
-                                             print_ir_after_all=True)
-        return ir, err.getvalue(), tried
-
-    chosen_ir, dump, tried = lower(True)
-    assert tried == [UNPADDED]
-    assert "//   staged tiles unpadded: chosen here" in dump
+    monkeypatch.setenv(shared_plan.STRICT_ENV, "1")
+    lowered: list[Assumptions] = []
+    planned: list[Assumptions] = []
+    lower_once, plan_once = pipeline._lower_entry, shared_plan._plan
+    monkeypatch.setattr(pipeline, "_lower_entry", lambda *args: lowered.append(args[-1]) or lower_once(*args))
+    monkeypatch.setattr(shared_plan, "_plan", lambda *args: planned.append(args[-1]) or plan_once(*args))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        pipeline.lower_module(load_module(source.read_bytes(), source.name), "sm_120", print_ir_after_all=True)
+    dump = err.getvalue()
+    assert planned == [PADDED, UNPADDED] and lowered == [UNPADDED]
+    assert "//   staged tiles unpadded: chosen here\n" in dump
     assert "//   shared-memory plan: kernel 'tg_group_gemm_f16_64x128x128' for sm_120: every buffer predicted" in dump
-    retried_ir, dump, tried = lower(False)
-    assert tried == [PADDED, UNPADDED]
-    assert "//   staged tiles padded: the lowering tries the assumptions in turn" in dump
-    # the same code but for the numbers of loop metadata (a counter the padded attempt advanced)
-    assert re.sub(r"!1\d{6}\b", "!L", chosen_ir) == re.sub(r"!1\d{6}\b", "!L", retried_ir)
 
 
 def test_the_schedule_names_the_requests_the_plan_did_not_size(monkeypatch) -> None:
     """A role the plan does not size (here the conversion scratch, taken out of the sizers): the
-    schedule's dump says its requests were placed as asked, with their count per role, and the
-    lowering tries the assumptions itself."""
+    schedule's dump says its requests were placed as asked, with their count per role, and that the
+    staging was chosen from the buffers predicted."""
     import contextlib
     import io
 
@@ -134,4 +124,4 @@ entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
         lower_module(load_module(text.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
     dump = err.getvalue()
     assert "//   shared-memory plan: kernel 'k' for sm_90: placed as asked, not predicted: conversion x1" in dump
-    assert "//   staged tiles padded: the lowering tries the assumptions in turn (not every buffer predicted)" in dump
+    assert "//   staged tiles padded: chosen here, from the buffers predicted (not every role is)" in dump

@@ -16,15 +16,14 @@ from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
-from .smem import SharedMemoryOverflow, place
+from .smem import place
 from ..schedule.pipeline import PipelinePlan
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileaa.row_chunks import chunk_rows
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 from ..tileas.plan import plan_lines, plan_of
-from ..tileas.shared_choice import Outcome, attempts
-from ..tileas.shared_plan import Assumptions, plan_for, shared_plan_lines, shared_plan_of
+from ..tileas.shared_plan import Assumptions, shared_plan_lines, shared_plan_of
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -50,31 +49,15 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
         to_tileaa(entry)
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
-    # The loops' schedules and the warp roles were planned at the nv_tileas level (tileas/plan.py), and
-    # so was how the kernel stages its tiles (padded or not, room reserved, loads deferred) where
-    # plan-shared-memory predicted every buffer (tileas/shared_choice.py). Where it did not, the
-    # lowering tries the same assumptions in the same order itself (`attempts`), plan-shared-memory
-    # planned again for each (`plan_for`).
-    plans = plan_of(assignment).pipelines
+    # The loops' schedules, the warp roles and how the kernel stages its tiles (padded or not, room
+    # reserved, loads deferred: tileas/shared_choice.py) were planned at the nv_tileas level: the
+    # kernel is lowered once, under the assumptions of its shared-memory plan.
     shared = shared_plan_of(assignment)
-    if shared is not None and shared.chosen:
-        chosen = _lower_entry(entry, gpu, debug, assignment, order, plans, shared.assumes)
-    else:
-        def attempt(assumes: Assumptions) -> Outcome[tuple]:
-            try:
-                lowered = _lower_entry(entry, gpu, debug, assignment, order, plans, assumes)
-            except SharedMemoryOverflow as overflow:
-                return Outcome(None, overflow.excess, error=overflow)
-            return Outcome(lowered, refused=lowered[3])
-
-        outcome = attempts(attempt)
-        if outcome.result is None:
-            assert outcome.error is not None
-            raise outcome.error
-        chosen = outcome.result
+    text, decls, info, kernel_notes = _lower_entry(entry, gpu, debug, assignment, order, plan_of(assignment).pipelines,
+                                                   shared.assumes if shared is not None else Assumptions())
     if notes is not None:
-        notes.extend(chosen[4])
-    return chosen[:3]
+        notes.extend(kernel_notes)
+    return text, decls, info
 
 
 def release_tensor_memory(k: KernelLowering) -> None:
@@ -85,13 +68,12 @@ def release_tensor_memory(k: KernelLowering) -> None:
 
 def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignment: LayoutAssignment,
                  order: Optional[TokenOrder], plans: dict[Operation, PipelinePlan],
-                 assumes: Assumptions) -> tuple[str, list[str], object, bool, list[str]]:
+                 assumes: Assumptions) -> tuple[str, list[str], object, list[str]]:
     from ..codegen.metadata import KernelInfo, KernelParam
 
     name = str(entry.attributes["sym_name"])
     block = entry.regions[0].block
     threads = assignment.threads
-    plan_for(entry, assignment, assumes)   # the plan of this attempt
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = assumes.padded
     k.smem_reserve = assumes.reserve
@@ -133,7 +115,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
                       tma=tuple(k.tma_params), cta_cluster=(ctas, 1, 1))
     notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
              f"staged tiles {'padded' if assumes.padded else 'unpadded'}", *k.schedule_notes]
-    return text, defs + sorted(k.b.declarations), info, k.pipelines_refused, notes
+    return text, defs + sorted(k.b.declarations), info, notes
 
 
 def _token_order(entry: Operation) -> TokenOrder:

@@ -194,7 +194,6 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
                  Reason=f"{fitted.reason} of shared memory", II=ii, WantedStages=str(fitted.wanted))
-        k.pipelines_refused = True   # lower_entry may try again without padding
         k.schedule_notes.append(f"//   {where}: not pipelined: {fitted.reason}")
         return None
     # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)

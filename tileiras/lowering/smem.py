@@ -145,14 +145,6 @@ def pointer(k: "KernelLowering", byte_offset: str) -> str:
     return k.b.op(f"getelementptr inbounds i8, ptr addrspace(3) {buffers_base()}, i32 {byte_offset}", "sp")
 
 
-class SharedMemoryOverflow(CompileError):
-    """The kernel needs more shared memory than its target allows (by `excess` bytes)."""
-
-    def __init__(self, message: str, excess: int = 0) -> None:
-        super().__init__(message)
-        self.excess = excess
-
-
 def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], int]:
     """(function text, definitions, dynamic bytes): the kernel's buffers placed, their plan verified
     (tileas/buffers.py) and listed for --print-ir-after-all."""
@@ -167,10 +159,9 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
         for b in k.buffers.buffers:
             by_kind[b.kind] = by_kind.get(b.kind, 0) + b.nbytes
         asked = ", ".join(f"{n} {kind}" for kind, n in sorted(by_kind.items(), key=lambda kv: -kv[1]))
-        raise SharedMemoryOverflow(f"error: kernel '{name}' needs {total} bytes of shared memory "
-                                   f"({buffers} for buffers alive at once, of {asked or 'none'} asked for; "
-                                   f"{static_other} allocas); {k.gpu} allows at most {limit} per block",
-                                   total - limit)
+        raise CompileError(f"error: kernel '{name}' needs {total} bytes of shared memory "
+                           f"({buffers} for buffers alive at once, of {asked or 'none'} asked for; "
+                           f"{static_other} allocas); {k.gpu} allows at most {limit} per block")
     verify(k.buffers.buffers, limit - static_other, f"kernel '{name}'")
     if k.buffers.buffers:
         k.schedule_notes += [f"//   shared buffers: {buffers} bytes (liveness-based reuse; "

@@ -11,60 +11,59 @@ plans the kernel under each assumption it needs, in this order, and keeps the fi
    (a pipeline is worth more than the padding);
 3. where padded overflows: unpadded, then pipelines reserving the bytes it overflowed by, up to
    three times (their stages give way to what the loop body asks);
-4. where all of that overflows: the same again with oversized loads deferred to their mma.
+4. where all of that overflows: the same again with oversized loads deferred to their mma; if
+   that overflows too, the last plan is kept and the lowering reports the overflow.
 
-A choice needs plans that predict every buffer of the kernel (`SharedPlan.complete`); where one
-does not, `choose` says so (None) and the lowering still tries the assumptions in this order
-itself (lowering/pipeline.lower_entry). The order is one table for both: `attempts`.
+The lowering then lowers the kernel once, under the plan kept (lowering/pipeline.lower_entry).
+A plan that does not predict every buffer (`SharedPlan.complete`: a role some op of the kernel
+asks for is placed as the lowering asks) chooses from the buffers it predicts; the schedule's
+dump says which roles it left out.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Optional, TypeVar
+from typing import Callable, Protocol, TypeVar
 
 from .shared_plan import Assumptions
 
-T = TypeVar("T")
-
-RESERVE_ROUNDS = 3      # attempts of pipelines reserving room for their loop body before the last
+RESERVE_ROUNDS = 3      # plans of pipelines reserving room for their loop body before the last
 
 
-class Outcome(Generic[T]):
-    """What one attempt under some assumptions gave: its result, or the bytes it overflowed by."""
+class Planned(Protocol):
+    @property
+    def excess(self) -> int: ...       # > 0: bytes beyond the target's shared memory
 
-    def __init__(self, result: Optional[T], excess: int = 0, refused: bool = False,
-                 error: Optional[Exception] = None) -> None:
-        self.result = result
-        self.excess = excess          # > 0: it does not fit the target's shared memory
-        self.refused = refused        # a pipeline was refused for lack of room
-        self.error = error            # where it does not fit: the diagnostic saying so
+    @property
+    def refused(self) -> bool: ...     # a pipeline left unpipelined for lack of room
 
 
-def attempts(attempt: Callable[[Assumptions], Outcome[T]]) -> Outcome[T]:
-    """The outcome kept, trying `attempt` under each assumption in the module's order. Where every
-    attempt overflows, the last one's outcome (its result None, its `excess` the overflow)."""
-    outcome = _padded_or_not(attempt, defer=False)
-    if outcome.excess:    # the last resort: a load too large to stage whole goes to its mma in K slices
-        outcome = _padded_or_not(attempt, defer=True)
-    return outcome
+P = TypeVar("P", bound=Planned)
 
 
-def _padded_or_not(attempt: Callable[[Assumptions], Outcome[T]], defer: bool) -> Outcome[T]:
-    padded = attempt(Assumptions(True, 0, defer))
+def choose(plan: Callable[[Assumptions], P]) -> P:
+    """The plan kept, planning under each assumption in the module's order (`plan`)."""
+    kept = _padded_or_not(plan, defer=False)
+    if kept.excess:    # the last resort: a load too large to stage whole goes to its mma in K slices
+        kept = _padded_or_not(plan, defer=True)
+    return kept
+
+
+def _padded_or_not(plan: Callable[[Assumptions], P], defer: bool) -> P:
+    padded = plan(Assumptions(True, 0, defer))
     if padded.excess:
-        return _reserving(attempt, defer)
+        return _reserving(plan, defer)
     if not padded.refused:
         return padded
-    unpadded = attempt(Assumptions(False, 0, defer))   # its stages may fit without the padding
+    unpadded = plan(Assumptions(False, 0, defer))   # its stages may fit without the padding
     return padded if unpadded.excess or unpadded.refused else unpadded
 
 
-def _reserving(attempt: Callable[[Assumptions], Outcome[T]], defer: bool) -> Outcome[T]:
+def _reserving(plan: Callable[[Assumptions], P], defer: bool) -> P:
     """Unpadded; where that overflows, pipelines leave the excess free for their loop body."""
     reserve = 0
     for _ in range(RESERVE_ROUNDS):
-        outcome = attempt(Assumptions(False, reserve, defer))
-        if not outcome.excess:
-            return outcome
-        reserve += outcome.excess
-    return attempt(Assumptions(False, reserve, defer))
+        planned = plan(Assumptions(False, reserve, defer))
+        if not planned.excess:
+            return planned
+        reserve += planned.excess
+    return plan(Assumptions(False, reserve, defer))

@@ -22,10 +22,10 @@ epilogue's or attention's TMA-stored "tmem-epilogue", an mma's restaged "scales"
 restaged in shared memory ("mma-stage", "mma-slice"; "k-slice": a load left to its mma by the last
 resort; "operand-conversion": one not staged after all, transposed; where no mma of the kernel
 runs on tcgen05), an FMA mma's operands, a pack's and a gather's row indices in scratch
-("reduction"). The plan is made for
-the lowering's `Assumptions` (padded stages, room reserved, deferred loads); `lower_entry`'s
-attempts plan again under theirs (`plan_for`). The lowering still places the other roles as it
-asks for them (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
+("reduction"). The kernel is planned under each `Assumptions` (padded stages, room reserved,
+deferred loads) that `shared_choice.choose` tries, and the plan it keeps is the kernel's: the
+lowering lowers it once under those assumptions. A role the plan does not cover in a kernel
+(`SharedPlan.complete`) is placed as the lowering asks for it (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
 kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`). Tensor memory's
 control block, asked once per kernel, is planned at the op that first needs it
 (`lowering/tmem.first_asker`), where the lowering asks for it. An op's requests are placed in the
@@ -110,7 +110,6 @@ class SharedPlan:
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
-    chosen: bool = False          # the pass chose `assumes` (shared_choice.py); else the lowering tries them
 
     @property
     def complete(self) -> bool:
@@ -141,27 +140,11 @@ def shared_plan_of(assignment: "LayoutAssignment") -> Optional[SharedPlan]:
 
 
 def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None:
-    """Pass `plan-shared-memory`: the kernel planned under each assumption `shared_choice` tries,
-    the chosen plan kept; where a plan does not predict every buffer, the default one, unchosen
-    (the lowering then tries the assumptions itself)."""
-    from .shared_choice import Outcome, attempts
+    """Pass `plan-shared-memory`: the kernel planned under each assumption `shared_choice` tries;
+    the plan kept is the kernel's."""
+    from .shared_choice import choose
 
-    class Undecided(Exception):
-        pass
-
-    def attempt(assumes: Assumptions) -> Outcome[SharedPlan]:
-        plan = _plan(entry, assignment, assumes)
-        if not plan.complete:
-            raise Undecided
-        return Outcome(plan, plan.excess, plan.refused)
-
-    try:
-        kept = attempts(attempt).result
-        assert kept is not None
-        kept.chosen = True
-    except Undecided:
-        kept = _plan(entry, assignment, Assumptions())
-    plan_of(assignment).shared = kept
+    plan_of(assignment).shared = choose(lambda assumes: _plan(entry, assignment, assumes))
 
 
 def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
@@ -218,13 +201,6 @@ def place(requests: list[Request], entry: Operation) -> SharedBuffers:
     return placed
 
 
-def plan_for(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> None:
-    """The plan under the lowering's `assumes` (planned again where the pass assumed otherwise)."""
-    plan = shared_plan_of(assignment)
-    if plan is not None and plan.assumes != assumes:
-        plan_of(assignment).shared = _plan(entry, assignment, assumes)
-
-
 def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:
     """Comment lines for --print-ir-after-all: each planned buffer, and the roles still placed at lowering."""
     from .shared_sizes import ROLES
@@ -234,8 +210,8 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
         return []
     lines = [f"//   predicted roles: {', '.join(sorted(plan.covered)) or 'none'}; placed as the lowering asks: "
              f"{', '.join(role for role in ROLES if role not in plan.covered) or 'none'}",
-             f"//   {plan.assumes.describe()}: "
-             f"{'chosen here' if plan.chosen else 'the lowering tries the assumptions in turn (not every buffer predicted)'}"]
+             f"//   {plan.assumes.describe()}: chosen here"
+             f"{'' if plan.complete else ', from the buffers predicted (not every role is)'}"]
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
