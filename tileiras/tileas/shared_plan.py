@@ -87,7 +87,7 @@ class Request:
 
 @record
 class Assumptions:
-    """How the lowering will place what it stages (lowering/pipeline.lower_entry tries them in turn)."""
+    """How the kernel stages its tiles: the choices plan-shared-memory makes (shared_choice.py)."""
     padded: bool = True      # staged rows padded against bank conflicts
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
@@ -104,7 +104,7 @@ class SharedPlan:
     requests: dict                # Request.key(seq) -> Request
     covered: frozenset            # roles predicted; others are placed by the lowering as asked
     buffers: SharedBuffers        # the requests placed (offsets), program order
-    assumes: "Assumptions"        # what the lowering attempt it was made for does
+    assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
     entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
