@@ -57,6 +57,7 @@ def test_an_fma_mmas_operands_in_two_k_slices_are_planned(monkeypatch) -> None: 
 @pytest.mark.parametrize("gpu, staged", [
     ("sm_80", "mma-stage (restaging) 18432 B align 128, "),                 # 128 x 64 bf16, rows padded by 16 B
     ("sm_90", "mma-stage (restaging) 16384 B align 1024 swizzle 128B, "),   # wgmma's A, swizzled
+    ("sm_100", "mma-stage (restaging) 16384 B align 1024 swizzle 128B, "),  # tcgen05's A, swizzled
 ])
 def test_a_gathered_a_operand_is_restaged_as_planned(monkeypatch, gpu: str, staged: str) -> None:  # type: ignore[no-untyped-def]
     """MoE's A rows are gathered into registers, so its mma stores them in shared memory itself,
@@ -110,20 +111,15 @@ def test_a_block_scaled_mmas_register_scales_are_restaged_as_planned(monkeypatch
 
 def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """sm_120's nvfp4 mma: A and B, in registers, are staged one element a byte (128 x 128, rows padded)
-    before fp4_pack packs them (its buffers are left to the lowering)."""
+    before fp4_pack packs each (ops_mma.packs: the packed copies fit beside them): A's two buffers,
+    then B's (tests/test_shared_plan_tc_operands.py has more)."""
     dump, plan = _planned(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
+    operands = [line.split(" (")[0][len("//     "):] for line in plan if "%29 at " in line]
+    assert operands == ["mma-stage", "fp4-pack", "mma-stage", "fp4-pack"], plan
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 2 and all("mma-stage (restaging) 18432 B align 128, " in line for line in restaged), plan
-    assert "fp4-pack" in plan[1].split("placed as the lowering asks: ")[1]
+    assert "fp4-pack" not in plan[1].split("placed as the lowering asks: ")[1], plan[1]
     assert "error: internal" not in dump
-
-
-def test_a_tcgen05_mma_leaves_its_operands_to_the_lowering(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """On sm_100 MoE's mma runs on tcgen05 (ops_tcgen05 restages its register A beside tensor memory's
-    buffers): the operand roles are placed as the lowering asks, in that kernel only."""
-    _, plan = _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_100")
-    assert "mma-stage" in plan[1].split("placed as the lowering asks: ")[1], plan[1]
-    assert not _buffers(plan, "mma-stage")
 
 
 @pytest.mark.parametrize("kernel, gpu, role, asks", [

@@ -652,8 +652,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         and isinstance(lhs, TileRegs)
     if _reuses_columns(k, op) or stores and not _same_owners(k, op):
         k.barrier()    # every warp's reads of the columns this op stores to are done
+    a_form, b_form = operand_forms(k, op, lhs, rhs)
     a_tmem = _a_in_tmem(k, op, lhs)
-    packed = kind.name in _PACKED
+    packed = a_form == "packed"
     if restaged:
         a, b = _restaged(k, op, lhs, rhs)
     elif packed:
@@ -662,9 +663,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
         a, b = _Packed(pack(k, lhs, "a", m, kdim), True), _Packed(pack(k, rhs, "b", n, kdim), True)  # type: ignore[arg-type]
     else:
-        a = None if a_tmem else _shared(k, lhs, "a") if isinstance(lhs, SharedTileVal) \
+        a = None if a_form == "tmem" else _shared(k, lhs, "a") if a_form == "shared" \
             else _Operand(stage(k, lhs, swizzled=True), True)  # type: ignore[arg-type]
-        b = _shared(k, rhs, "b") if isinstance(rhs, SharedTileVal) \
+        b = _shared(k, rhs, "b") if b_form == "shared" \
             else _Operand(stage(k, rhs, swizzled=True), False)  # type: ignore[arg-type]
     tm = tensor_memory(k, 0)
     resident = resident_loop(op)
@@ -724,6 +725,23 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
     return TileRegs(acc.type, regs, layout)
+
+
+def operand_forms(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> tuple[str, str]:
+    """How `lower_tcgen05` hands A and B to the tensor cores: "restaged" (tf32: copied K-major and
+    rounded, `_restaged`), "packed" (4-bit: packed two to a byte into buffers of the mma's own,
+    fp4_pack.pack, a register tile staged first), "tmem" (a register A in tensor memory,
+    `a_in_tmem`), "shared" (a staged load, read in its own buffer or a K-major copy, `_shared`) or
+    "staged" (a register tile stored in a swizzled buffer, ops_mma.stage). One decision for the
+    lowering and plan-shared-memory (tileas/shared_operands.py: stand-ins of the operands)."""
+    kind = kind_of(op)
+    assert kind is not None
+    if kind.name in _RESTAGED:
+        return "restaged", "restaged"
+    if kind.name in _PACKED:
+        return "packed", "packed"
+    a = "tmem" if a_in_tmem(k, op, lhs) else "shared" if isinstance(lhs, SharedTileVal) else "staged"
+    return a, "shared" if isinstance(rhs, SharedTileVal) else "staged"
 
 
 def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_Operand", a_tmem: Optional[str],
@@ -819,15 +837,21 @@ def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     m16n8 fragments (rows l/4 and l/4 + 8, columns 2 (l % 4) and + 1 of each 8-column block).
     8-bit elements: four to a column, gathered within each quad of lanes (`_quad_words`).
     The i32 address of A's first column, or None (A is in shared memory)."""
-    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
-    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
-        return None
-    layout = lhs.layout
-    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != m:
+    if not a_in_tmem(k, op, lhs):
         return None
     base = _region(k, op, a=True)[0]
-    _transfer(k, layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore[attr-defined]
+    _transfer(k, lhs.layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore
     return base
+
+
+def a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> bool:
+    """Whether `_a_in_tmem` stores register A `lhs` in tensor memory for this MMA to read there: in
+    the fragment layout of an M = 128 or 256 tcgen05 accumulator (`_tmem_a_columns`)."""
+    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
+    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
+        return False
+    layout = lhs.layout
+    return isinstance(layout, TmemAccLayout) and layout.shape[1] == m
 
 
 def _quad_words(k: KernelLowering, chunk: list[str]) -> list[str]:
