@@ -57,6 +57,7 @@ def test_an_fma_mmas_operands_in_two_k_slices_are_planned(monkeypatch) -> None: 
 @pytest.mark.parametrize("gpu, staged", [
     ("sm_80", "mma-stage (restaging) 18432 B align 128, "),                 # 128 x 64 bf16, rows padded by 16 B
     ("sm_90", "mma-stage (restaging) 16384 B align 1024 swizzle 128B, "),   # wgmma's A, swizzled
+    ("sm_100", "mma-stage (restaging) 16384 B align 1024 swizzle 128B, "),  # tcgen05's A, swizzled
 ])
 def test_a_gathered_a_operand_is_restaged_as_planned(monkeypatch, gpu: str, staged: str) -> None:  # type: ignore[no-untyped-def]
     """MoE's A rows are gathered into registers, so its mma stores them in shared memory itself,
@@ -110,20 +111,15 @@ def test_a_block_scaled_mmas_register_scales_are_restaged_as_planned(monkeypatch
 
 def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """sm_120's nvfp4 mma: A and B, in registers, are staged one element a byte (128 x 128, rows padded)
-    before fp4_pack packs them (its buffers are left to the lowering)."""
+    before fp4_pack packs each (ops_mma.packs: the packed copies fit beside them): A's two buffers,
+    then B's (tests/test_shared_plan_tc_operands.py has more)."""
     dump, plan = _planned(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
+    operands = [line.split(" (")[0][len("//     "):] for line in plan if "%29 at " in line]
+    assert operands == ["mma-stage", "fp4-pack", "mma-stage", "fp4-pack"], plan
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 2 and all("mma-stage (restaging) 18432 B align 128, " in line for line in restaged), plan
-    assert "fp4-pack" in plan[1].split("placed as the lowering asks: ")[1]
+    assert "fp4-pack" not in plan[1].split("placed as the lowering asks: ")[1], plan[1]
     assert "error: internal" not in dump
-
-
-def test_a_tcgen05_mma_leaves_its_operands_to_the_lowering(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """On sm_100 MoE's mma runs on tcgen05 (ops_tcgen05 restages its register A beside tensor memory's
-    buffers): the operand roles are placed as the lowering asks, in that kernel only."""
-    _, plan = _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_100")
-    assert "mma-stage" in plan[1].split("placed as the lowering asks: ")[1], plan[1]
-    assert not _buffers(plan, "mma-stage")
 
 
 @pytest.mark.parametrize("kernel, gpu, role, asks", [
@@ -329,6 +325,57 @@ entry @k(%a: tile<ptr<f32>>, %c: tile<ptr<f32>>, %n: tile<i32>) {
   return
 }
 """
+
+
+_TF32_PERSISTENT = """
+entry @k(%a: tile<ptr<f32>>, %c: tile<ptr<f32>>, %n: tile<i32>) {
+  %tv = make_tensor_view %a, shape = [%n, %n], strides = [%n, 1] : tile<i32> -> tensor_view<?x?xf32, strides=[?,1]>
+  %tc = make_tensor_view %c, shape = [%n, %n], strides = [%n, 1] : tile<i32> -> tensor_view<?x?xf32, strides=[?,1]>
+  %va = make_partition_view %tv : partition_view<tile=(128x32), tensor_view<?x?xf32, strides=[?,1]>>
+  %vb = make_partition_view %tv : partition_view<tile=(32x128), tensor_view<?x?xf32, strides=[?,1]>>
+  %vc = make_partition_view %tc : partition_view<tile=(128x128), tensor_view<?x?xf32, strides=[?,1]>>
+  %c0 = constant <i32: 0> : tile<i32>
+  %c1 = constant <i32: 1> : tile<i32>
+  %c4 = constant <i32: 4> : tile<i32>
+  %z = constant <f32: 0.0> : tile<128x128xf32>
+  %c2 = constant <i32: 2> : tile<i32>
+  %tko = for %j in (%c0 to %c2, step %c1) : tile<i32> iter_values(%tt = %c0) -> (tile<i32>) {
+  %acc = for %i in (%c0 to %c4, step %c1) : tile<i32> iter_values(%s = %z) -> (tile<128x128xf32>) {
+    %x, %t1 = load_view_tko weak %va[%c0, %i] : partition_view<tile=(128x32), tensor_view<?x?xf32, strides=[?,1]>>, tile<i32> -> tile<128x32xf32>, token
+    %y, %t2 = load_view_tko weak %vb[%i, %c0] : partition_view<tile=(32x128), tensor_view<?x?xf32, strides=[?,1]>>, tile<i32> -> tile<32x128xf32>, token
+    %xt = ftof %x : tile<128x32xf32> -> tile<128x32xtf32>
+    %yt = ftof %y : tile<32x128xf32> -> tile<32x128xtf32>
+    %d = mmaf %xt, %yt, %s : tile<128x32xtf32>, tile<32x128xtf32>, tile<128x128xf32>
+    continue %d : tile<128x128xf32>
+  }
+  %tk = store_view_tko weak %acc, %vc[%j, %c0] : tile<128x128xf32>, partition_view<tile=(128x128), tensor_view<?x?xf32, strides=[?,1]>>, tile<i32> -> token
+  continue %tt : tile<i32>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("text, gpu, asker", [
+    (_TF32_NO_LOOP, "sm_90", "%3 at k.mlir:14:3"),       # wgmma: no loop gave them a buffer (operand_form)
+    (_TF32_NO_LOOP, "sm_100", "%3 at k.mlir:14:3"),      # tcgen05 outside loops: the mma asks (_restaged)
+    (_TF32_PERSISTENT, "sm_100", "%for at k.mlir:13:3"),  # unspecialized: the outer loop asks, before the
+])                                                          # K loop's stages (ops_tcgen05.loop_restaged)
+def test_tf32_operands_kmajor_copies_are_predicted(monkeypatch, text: str, gpu: str, asker: str) -> None:
+    """128x128x32 tf32 mmas: their f32 operands are rounded to tf32 in K-major copies ("kmajor-copy"),
+    A's then B's, each alive to the kernel's end, asked where the lowering asks (the mma, or the
+    outermost loop around it); the kernel's plan is complete and every buffer at its planned offset."""
+    from tileiras.frontend import load_module
+
+    monkeypatch.setenv(STRICT_ENV, "1")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        lower_module(load_module(text.encode(), "k.mlir"), gpu, print_ir_after_all=True)
+    dump = err.getvalue()
+    copies = [line for line in dump.splitlines() if line.startswith("//     kmajor-copy (buffer) 16384 B align 1024, "
+                                                                  "live over its op to the kernel's end")]
+    assert len(copies) == 2 and all(line.endswith(asker) for line in copies), dump
+    assert "; placed as the lowering asks: none" in dump and f"for {gpu}: every buffer predicted" in dump
 
 
 @pytest.mark.parametrize("grow", [0, 1024])

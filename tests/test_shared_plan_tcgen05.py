@@ -117,25 +117,28 @@ def test_a_specialized_block_scaled_matmuls_scale_stages_are_predicted(monkeypat
 
 
 def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monkeypatch) -> None:
-    """cuTile's mxfp4 matmul: its mma asks for tensor memory first, then packs A and B (64-byte
-    swizzle), then restages the scales (the operands' own staging, "mma-stage", is not predicted); the store
-    restages the accumulator."""
-    dump, _ = _lower(_corpus("cp_mxfp4_matmul_128x128x128"), monkeypatch)
+    """cuTile's mxfp4 matmul: its mma asks for tensor memory first, then stages and packs A and B
+    (64-byte swizzle: shared_operands.py), then stages its scale tile held in registers and
+    restages the scales; the store restages the accumulator."""
+    dump, complete = _lower(_corpus("cp_mxfp4_matmul_128x128x128"), monkeypatch)
     assert _plan(dump)[1:] == [
         "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 640",
-        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 102..102, offset 1024",
-        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 102..102, offset 9216",
-        "scales (buffer) 1024 B align 128, live over its op to the kernel's end, offset 17408",
+        "mma-stage (restaging) 18432 B align 128, live over ops 102..102, offset 768",
+        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 102..102, offset 19456",
+        "mma-stage (restaging) 18432 B align 128, live over ops 102..102, offset 27648",
+        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 102..102, offset 46080",
+        "mma-stage (restaging) 512 B align 128, live over ops 102..102, offset 54272",
+        "scales (buffer) 1024 B align 128, live over its op to the kernel's end, offset 54784",
         # the accumulator's store restaged through the buffers it frees (shared_epilogue.py)
-        "restage (epilogue) 16896 B align 128, live over ops 105..105, the buffers released before it, offset 768"], \
+        "restage (epilogue) 33792 B align 128, live over ops 105..105, the buffers released before it, offset 768"], \
         _plan(dump)
+    assert complete == [True] and "dropped" not in dump
 
 
 @pytest.mark.parametrize("name,role,hook", [
     ("mm_f16_128x128x64", "tmem-epilogue", "at_loop"),
     ("fa_f16_q64k64d64", "p-buffer", "at_loop"),
     ("fa_f16_q64k64d64", "tmem-epilogue", "at_op"),
-    ("cp_mxfp4_matmul_128x128x128", "fp4-pack", "at_op"),
     ("cp_mxfp4_matmul_128x128x128", "scales", "at_op")])
 def test_a_wrong_tcgen05_prediction_is_an_internal_error(monkeypatch, name: str, role: str, hook: str) -> None:
     """The pass predicting a buffer 128 bytes larger than the lowering asks for: the strict check
@@ -154,14 +157,15 @@ def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_s
     """Where TMA cannot copy the loads, the specialized attention has no MMA warp (its consumers
     issue the mmas: warp_specialize.settle); the pass settles the split the same way
     (warp_specialize_tcgen05.settled): no handshake, no P buffer, no TMA store of O (restaged
-    instead, through the freed buffers), and tensor memory asked for by the first mma."""
+    instead, through the freed buffers), tensor memory asked for by the first mma, and P, in
+    registers, staged swizzled by the mma that reads it (M = 64: not in tensor memory)."""
     from tileiras.lowering import pipelined_loop
 
     monkeypatch.setattr(pipelined_loop, "tma_copies", lambda k, loads, *args: (None, {load: "" for load in loads}))
     dump, _ = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
     plan = _plan(dump)
     assert [line.split(" (")[0] for line in plan] == ["invariant", "mbarriers", "ring", "ring", "mbarriers",
-                                                      "tmem-control", "restage"], plan
+                                                      "tmem-control", "mma-stage", "restage"], plan
     assert "the consumers issue the tcgen05 mmas" in dump
 
 

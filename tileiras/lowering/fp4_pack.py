@@ -31,7 +31,7 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
     at a barrier before the MMA reads it."""
     from .ops_mma import stage
 
-    if isinstance(value, TileRegs):
+    if stages_first(value):
         src, transposed = stage(k, value), False     # stage meets the CTA before it stores
     else:
         src, transposed = value.matrix, value.transposed
@@ -60,6 +60,13 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
 
 
 PACK_ALIGN = 1024   # the packed buffer is swizzled
+
+
+def stages_first(value: object) -> bool:
+    """Whether `pack` stores operand `value` in shared memory before it packs it (ops_mma.stage,
+    padded rows: "mma-stage"): a register tile. One decision for the lowering and
+    plan-shared-memory (tileas/shared_operands.py)."""
+    return isinstance(value, TileRegs)
 
 
 def packed_matrix(rows: int, kdim: int) -> SharedMatrix:

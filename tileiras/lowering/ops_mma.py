@@ -469,7 +469,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                                 f"copied in {chunks} K slices of {width}, {rings[next(iter(rings))].stages} "
                                 f"in flight")
     regs = list(acc.slots)
-    if chunks == 1 and not rings and _packs_fp4(shape, lhs, rhs) and _packing_fits(k, staged, kdim, shape, lhs, rhs):
+    if packs(k, shape, lhs, rhs, staged, chunks):
         return TileRegs(acc.type, _packed_fp4_steps(k, shape, layout, lhs, rhs, regs, issuer, also_read), layout)
     a_mat: Optional[SharedMatrix] = None
     b_mat: Optional[SharedMatrix] = None
@@ -488,6 +488,17 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
         sliced = [chunk * width if chunks > 1 and any(t is x for x, _ in staged) else 0 for t in (lhs, rhs)]
         regs = _k_steps(k, shape, layout, lhs, rhs, a_mat, b_mat, regs, chunk * width, width, sliced, issuer)
     return TileRegs(acc.type, regs, layout)
+
+
+def packs(k: KernelLowering, shape: MmaShape, lhs: "TileRegs | SharedTileVal", rhs: "TileRegs | SharedTileVal",
+          staged: list, chunks: int) -> bool:
+    """Whether `lower_mma_sync` packs the fp4 operands two to a byte (`_packed_fp4_steps`, fp4_pack.pack:
+    A's buffers, then B's) rather than read them one element a byte: an fp4 mma.sync (`_packs_fp4`)
+    whose operands are staged whole (`staged`, `chunks`: operand_staging's; no load left to it) and
+    whose packed copies fit beside them (`_packing_fits`). One decision for the lowering and
+    plan-shared-memory (tileas/shared_operands.py)."""
+    return chunks == 1 and not any(_deferred(t) for t in (lhs, rhs)) and _packs_fp4(shape, lhs, rhs) \
+        and _packing_fits(k, staged, lhs.type.shape[-1], shape, lhs, rhs)
 
 
 def _packs_fp4(shape: MmaShape, lhs: object, rhs: object) -> bool:

@@ -53,7 +53,7 @@ is the whole row (smem.SharedMatrix.span); the stride byte offset is 8 rows of a
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Container, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
@@ -514,10 +514,9 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
     split = getattr(k, "warp_split", None)
     if split is not None and split.loop is loop and split.mmas:
         return      # the warp-specialized loop rounds tf32 operands in their stages (no restaging)
-    for op in k.assignment.tcgen05_layouts:
-        if kind_of(op).name in _RESTAGED and op not in k.tmem_buffers and _inside(op, loop):  # type: ignore[union-attr]
-            k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
-                                       for n, role in (("lhs", "a"), ("rhs", "b")))
+    for op in loop_restaged(k.assignment, loop, k.tmem_buffers, split):
+        k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
+                                   for n, role in (("lhs", "a"), ("rhs", "b")))
     if _reuses_columns(k, loop):
         k.barrier()
     stored = False
@@ -541,6 +540,25 @@ def _inside(op: Operation, loop: Operation) -> bool:
             return True
         block = owner.parent if owner is not None else None
     return False
+
+
+def loop_restaged(assignment: object, loop: Operation, given: "Container[Operation]", split: object
+                  ) -> list[Operation]:
+    """The tf32 mmas inside `loop` whose K-major copy buffers (A's, then B's: `_restaged` copies and
+    rounds into them) `loop` asks for before its stages: those not `given` theirs yet (by an outer
+    loop); none in the warp-specialized loop (`split`: its MMA warp rounds them in their stages).
+    An mma outside loops asks for them itself. One decision for `before_loop` and plan-shared-memory
+    (tileas/shared_operands.py)."""
+    if split is not None and split.loop is loop and split.mmas:  # type: ignore[attr-defined]
+        return []
+    layouts = getattr(assignment, "tcgen05_layouts", None) or {}
+    return [op for op in layouts if kind_of(op).name in _RESTAGED and op not in given and _inside(op, loop)]  # type: ignore[union-attr]
+
+
+def reads_in_place(value: SharedTileVal) -> bool:
+    """Whether the MMA reads staged operand `value` in its own buffer (swizzled, one matrix), not
+    through a K-major copy of its own (`_shared`, "kmajor-copy")."""
+    return value.matrix.swizzled and value.matrix.batch == 1
 
 
 def after_loop(k: KernelLowering, loop: Operation) -> None:
@@ -652,8 +670,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         and isinstance(lhs, TileRegs)
     if _reuses_columns(k, op) or stores and not _same_owners(k, op):
         k.barrier()    # every warp's reads of the columns this op stores to are done
+    a_form, b_form = operand_forms(k, op, lhs, rhs)
     a_tmem = _a_in_tmem(k, op, lhs)
-    packed = kind.name in _PACKED
+    packed = a_form == "packed"
     if restaged:
         a, b = _restaged(k, op, lhs, rhs)
     elif packed:
@@ -662,9 +681,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
         a, b = _Packed(pack(k, lhs, "a", m, kdim), True), _Packed(pack(k, rhs, "b", n, kdim), True)  # type: ignore[arg-type]
     else:
-        a = None if a_tmem else _shared(k, lhs, "a") if isinstance(lhs, SharedTileVal) \
+        a = None if a_form == "tmem" else _shared(k, lhs, "a") if a_form == "shared" \
             else _Operand(stage(k, lhs, swizzled=True), True)  # type: ignore[arg-type]
-        b = _shared(k, rhs, "b") if isinstance(rhs, SharedTileVal) \
+        b = _shared(k, rhs, "b") if b_form == "shared" \
             else _Operand(stage(k, rhs, swizzled=True), False)  # type: ignore[arg-type]
     tm = tensor_memory(k, 0)
     resident = resident_loop(op)
@@ -724,6 +743,23 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
     return TileRegs(acc.type, regs, layout)
+
+
+def operand_forms(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> tuple[str, str]:
+    """How `lower_tcgen05` hands A and B to the tensor cores: "restaged" (tf32: copied K-major and
+    rounded, `_restaged`), "packed" (4-bit: packed two to a byte into buffers of the mma's own,
+    fp4_pack.pack, a register tile staged first), "tmem" (a register A in tensor memory,
+    `a_in_tmem`), "shared" (a staged load, read in its own buffer or a K-major copy, `_shared`) or
+    "staged" (a register tile stored in a swizzled buffer, ops_mma.stage). One decision for the
+    lowering and plan-shared-memory (tileas/shared_operands.py: stand-ins of the operands)."""
+    kind = kind_of(op)
+    assert kind is not None
+    if kind.name in _RESTAGED:
+        return "restaged", "restaged"
+    if kind.name in _PACKED:
+        return "packed", "packed"
+    a = "tmem" if a_in_tmem(k, op, lhs) else "shared" if isinstance(lhs, SharedTileVal) else "staged"
+    return a, "shared" if isinstance(rhs, SharedTileVal) else "staged"
 
 
 def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_Operand", a_tmem: Optional[str],
@@ -800,7 +836,7 @@ class _Packed(_Operand):
 def _shared(k: KernelLowering, value: SharedTileVal, role: str) -> _Operand:
     """A shared operand as the MMA reads it: its own buffer where that is swizzled (`feeds`), else
     (a buffer that other readers share in the plain layout) a K-major swizzled copy."""
-    if value.matrix.swizzled and value.matrix.batch == 1:
+    if reads_in_place(value):
         return _Operand(value.matrix, value.transposed == (role == "b"))
     from .kmajor_copy import copy_kmajor
 
@@ -819,15 +855,21 @@ def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     m16n8 fragments (rows l/4 and l/4 + 8, columns 2 (l % 4) and + 1 of each 8-column block).
     8-bit elements: four to a column, gathered within each quad of lanes (`_quad_words`).
     The i32 address of A's first column, or None (A is in shared memory)."""
-    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
-    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
-        return None
-    layout = lhs.layout
-    if not isinstance(layout, TmemAccLayout) or layout.shape[1] != m:
+    if not a_in_tmem(k, op, lhs):
         return None
     base = _region(k, op, a=True)[0]
-    _transfer(k, layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore[attr-defined]
+    _transfer(k, lhs.layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore
     return base
+
+
+def a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> bool:
+    """Whether `_a_in_tmem` stores register A `lhs` in tensor memory for this MMA to read there: in
+    the fragment layout of an M = 128 or 256 tcgen05 accumulator (`_tmem_a_columns`)."""
+    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
+    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
+        return False
+    layout = lhs.layout
+    return isinstance(layout, TmemAccLayout) and layout.shape[1] == m
 
 
 def _quad_words(k: KernelLowering, chunk: list[str]) -> list[str]:

@@ -3,39 +3,49 @@
 An mma whose operand is a tile in registers stores it in shared memory for the tensor cores to
 read: mma.sync (ops_mma.operand_staging decides) stages it whole ("mma-stage", padded rows), or K
 slice by K slice where the operands do not fit whole beside the buffers alive at the op
-("mma-slice", each slice's buffer reused by the next; an fp4 operand packed by fp4_pack is staged
-whole first); a block-scaled mma.sync (ops_blockscale) stages its scale tiles held in registers
+("mma-slice", each slice's buffer reused by the next); sm_120's fp4 mma.sync packs its operands
+two to a byte where they are staged whole and the packed copies fit beside them (ops_mma.packs:
+fp4_pack.pack, A's then B's, each staged whole first where in registers, "mma-stage", then packed,
+"fp4-pack"); a block-scaled mma.sync (ops_blockscale) stages its scale tiles held in registers
 first ("mma-stage", ops_blockscale.restages_scales); wgmma (ops_wgmma.read_operands, restaged)
-stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); an mma on
-the FMA path reads both operands from scratch ("reduction", ops_reduce.mma_scratch: in K slices
-where they do not fit whole). A load the last-resort lowering leaves to its mma.sync (`deferred`:
-async_copy.defers) is copied by the mma a K slice at a time through a ring of two slices
-("k-slice": async_copy.slice_tile, ops_mma._SliceRing). A pack / unpack reinterprets its operand
-through scratch ("reduction", ops_shape._pack_like), and a gather / scatter view's row indices go
-there for every thread to read ("reduction": ops_memory.view_index, of the tile
-`ops_memory.row_indices` names). An mma operand whose load was not staged after all (its copies
-not legal), transposed, goes through conversion scratch ("operand-conversion",
-ops_shape.permute_scratch). The mmas' buffers are decided by the lowering's own functions,
-given stand-ins of the operands (a `TileRegs` without registers in the layout the value is
-assigned, a `SharedTileVal` without a buffer for a load staged for the tensor cores) and an `AtOp`
-for the `KernelLowering` they read (the buffers placed before the op are the plan's, `place`).
+stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); a tcgen05
+mma the threads issue (ops_tcgen05.operand_forms) stores a register operand in a swizzled buffer
+("mma-stage"; a register A in an M = 128 / 256 accumulator's layout goes to tensor memory
+instead) or packs a 4-bit one as sm_120 does ("mma-stage", "fp4-pack"), then stages its scale
+tiles held in registers ("mma-stage", after the operands: shared_tcgen05.SCALE_TILES; its restaged
+"scales" after them, shared_tcgen05.at_op); a split loop's MMA warp asks for nothing at the mma
+(`shared_tcgen05.issued_by_mma_warp`); an mma on the FMA path reads both operands from scratch
+("reduction", ops_reduce.mma_scratch: in K slices where they do not fit whole). A load the
+last-resort lowering leaves to its mma.sync (`deferred`: async_copy.defers) is copied by the mma a
+K slice at a time through a ring of two slices ("k-slice": async_copy.slice_tile,
+ops_mma._SliceRing). A pack / unpack reinterprets its operand through scratch ("reduction",
+ops_shape._pack_like), and a gather / scatter view's row indices go there for every thread to
+read ("reduction": ops_memory.view_index, of the tile `ops_memory.row_indices` names). An mma
+operand whose load was not staged after all (its copies not legal), transposed, goes through
+conversion scratch ("operand-conversion", ops_shape.permute_scratch). The mmas' buffers are
+decided by the lowering's own functions, given stand-ins of the operands (a `TileRegs` without
+registers in the layout the value is assigned, a `SharedTileVal` without a buffer for a load
+staged for the tensor cores) and an `AtOp` for the `KernelLowering` they read (the buffers placed
+before the op are the plan's, `place`, with the op's own requests before the decision: a
+block-scaled mma.sync's staged scale tiles).
 
 Predicted where `predict` predicts the staging roles: the "reduction" scratch with them where
 `scratch_predicted` holds for every op (not where a gather load is staged for the tensor cores:
-its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` in the
-kernels whose every mma is one of these (`predicted`: none on tcgen05, which restages its register
-operands, packs fp4 ones or hands P over in tensor memory beside tensor memory's buffers,
-ops_tcgen05). A wgmma's own K-major copies ("kmajor-copy": a register B without a transposed form,
-a shared operand no loop gave a copy and no TMA-fed stage rounds in place) are decided by
-`ops_wgmma.operand_form`, given the matrix each load is staged in (`StagingFacts.matrices`). Not
-predicted at all: fp4_pack's packed copies ("fp4-pack").
+its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` and
+"fp4-pack" in every kernel (`covered`). The K-major copies an op makes for itself ("kmajor-copy")
+are decided by the lowering's functions too: a wgmma's (`ops_wgmma.operand_form`: a register B
+without a transposed form, a shared operand no loop gave a copy and no TMA-fed stage rounds in
+place), given the matrix each load is staged in (`StagingFacts.matrices`); a tcgen05 mma's
+(`ops_tcgen05.operand_forms`: a staged load not swizzled; a tf32 mma's operands, copied into
+buffers its outermost loop asks for before its stages, or the mma itself outside loops).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from ..ir.core import Operation, Value
+from ..ir.record import replace
 from ..lowering.values import SharedTileVal, TileRegs
 from .buffers import Liveness
 from .shared_plan import Request
@@ -46,6 +56,7 @@ if TYPE_CHECKING:
 MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 PACKS = ("cuda_tile.pack", "cuda_tile.unpack")
 ROLES = ("mma-stage", "mma-slice", "k-slice", "operand-conversion", "kmajor-copy")
+PACKED = "fp4-pack"     # also asked for by `requests`, covered with the staging roles (shared_tcgen05.ROLES)
 PERMUTE = "cuda_tile.permute"
 
 
@@ -74,15 +85,10 @@ class AtOp:
         return self.live.op_range(self.current_op)
 
 
-def predicted(entry: Operation, assignment: Any) -> bool:
-    """Whether every mma of the kernel asks for its operands' buffers as `requests` predicts (module
-    docstring): none on tcgen05."""
-    return not any(op.name in MMAS and op in assignment.mma_shapes and assignment.is_tcgen05(op) for op in entry.walk())
-
-
 def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
-    """The roles of `ROLES` predicted in this kernel: all where `predicted`, else none."""
-    return ROLES if predicted(entry, assignment) else ()
+    """The roles of `ROLES` predicted in this kernel: every one, in every kernel (a tcgen05 mma's
+    operands too: `requests`)."""
+    return ROLES
 
 
 def asks(op: Operation, assignment: Any) -> bool:
@@ -117,19 +123,22 @@ def deferred(facts: "StagingFacts", op: Operation, view: Any, swizzled: bool, pl
     return defers(at, op, view, op.results[0].type, swizzled, live.value_range(op.results[0], op))  # type: ignore[arg-type]
 
 
-def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
-             shared: dict) -> Optional[list[Request]]:
+def requests(facts: "StagingFacts", op: Operation, before: list[Request], allocas: int, live: Liveness,
+             shared: dict, fits: dict) -> list[Request]:
     """The buffers `op` asks for its operands (an mma, a pack / unpack, a gather / scatter view's
-    reader), in the order asked; `placed`: the requests before it, placed; `allocas`: the bytes of
-    the allocas before it; `shared`: the ids of the loads staged in shared memory for the tensor
-    cores (their tiles are read there), each with its view's facts where the load is left to its
-    mma (`deferred`), else None. None where `predicted` says the op is not predicted."""
+    reader), in the order asked (`Request.late`: a tcgen05 mma's scale tiles after its operands);
+    `before`: the requests before it (placed here); `allocas`: the bytes of the allocas before it;
+    `shared`: the ids of the loads staged in shared memory for the tensor cores (their tiles are
+    read there), each with its view's facts where the load is left to its mma (`deferred`), else
+    None; `fits`: the depths planned so far (pipelined loop -> (bytes before it, its
+    BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma)."""
     from ..lowering.async_copy import matrix_shape
     from ..lowering.ops_memory import row_indices
     from ..lowering.ops_reduce import mma_scratch, scratch_offsets
+    from .shared_plan import place
 
     assignment = facts.assignment
-    at = AtOp(facts, op, placed, allocas, live)
+    at = AtOp(facts, op, place(before, facts.entry), allocas, live)
     lifetime = at.op_lifetime()
     # a pack / unpack reinterprets its operand through scratch (ops_shape._pack_like); a gather /
     # scatter view's row indices go there for every thread to read (ops_memory.view_index)
@@ -151,7 +160,7 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
         nbytes = mma_scratch(at, op, lhs, rhs)[1]  # type: ignore[arg-type]
         return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
     if assignment.is_tcgen05(op):
-        return None
+        return _tcgen05(facts, at, op, lhs, rhs, shared, fits)
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
     out: list[Request] = []
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
@@ -174,17 +183,19 @@ def requests(facts: "StagingFacts", op: Operation, placed: Any, allocas: int, li
                 out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN))
         return out
     from ..lowering.async_copy import slice_tile
-    from ..lowering.ops_blockscale import restages_scales
-    from ..lowering.ops_mma import _SliceRing, operand_staging, staged_tile
+    from ..lowering.ops_mma import _SliceRing, operand_staging, packs, staged_tile
 
     if op.name == "cuda_tile.mmaf_scaled":   # ops_blockscale.lower: the scales first, A's then B's
-        for name in ("lhs_scale", "rhs_scale"):
-            scale = _stand_in(facts, op.operand(name), shared)  # type: ignore[arg-type]
-            if restages_scales(scale):
-                matrix = matrix_shape(at, scale.type)
-                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime))
-    # (an fp4 operand packed by fp4_pack.pack is staged whole as well: `chunks` is 1 there)
+        out += _scale_tiles(facts, at, op, shared)
+        if out:     # beside which the operands' staging is decided
+            at.buffers = place(before + out, facts.entry)
     _, staged, chunks = operand_staging(at, shape, lhs, rhs, layout)  # type: ignore[arg-type]
+    if packs(at, shape, lhs, rhs, staged, chunks):  # type: ignore[arg-type]
+        # ops_mma._packed_fp4_steps: A packed (staged whole first from registers), then B
+        kdim = lhs.type.shape[-1]
+        for value, rows in ((lhs, lhs.type.shape[0]), (rhs, rhs.type.shape[-1])):
+            out += _packed(at, op, value, rows, kdim, lifetime)
+        return out
     width = lhs.type.shape[-1] // chunks
     for value, operand in ((lhs, "a"), (rhs, "b")):   # the deferred loads' rings of K slices first
         if isinstance(value, SharedTileVal) and value.deferred is not None:
@@ -209,6 +220,101 @@ def _rounds_in_place(facts: "StagingFacts", op: Operation, shape: Any, value: An
     if not value.tf32 or held is None or held[1] is None:
         return False
     return _tma_rounded_stage(facts, shape, held[1], value.source, role, value.transposed)  # type: ignore[arg-type]
+
+
+def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any, shared: dict,
+             fits: dict) -> list[Request]:
+    """What tcgen05 mma `op` the threads issue asks for its operands (ops_tcgen05.lower_tcgen05, as
+    `operand_forms` decides): a register tile stored in a swizzled buffer ("mma-stage"), a 4-bit
+    operand packed ("fp4-pack", a register tile staged first, "mma-stage"), A's then B's; then its
+    scale tiles held in registers staged (`SCALE_TILES`, ops_blockscale.Tcgen05Scales). None of it
+    where the split loop's MMA warp issues the mma (its operands are the stages': shared_tcgen05).
+    A staged load read where it is or through a K-major copy ("kmajor-copy"), a tf32 operand's
+    K-major copies and a register A in tensor memory are none of these roles."""
+    from ..lowering.async_copy import matrix_shape
+    from ..lowering.ops_tcgen05 import operand_forms, reads_in_place
+    from .shared_tcgen05 import issued_by_mma_warp
+
+    if issued_by_mma_warp(facts, op, fits):
+        return []
+    lifetime = at.op_lifetime()
+    _, m, n = facts.assignment.tcgen05_layouts[op].shape
+    kdim = lhs.type.shape[-1]
+    out: list[Request] = []
+    forms = operand_forms(at, op, lhs, rhs)  # type: ignore[arg-type]
+    if forms[0] == "restaged" and op not in facts.restaged:   # outside loops: its own K-major buffers
+        facts.restaged.add(op)
+        out += [_kmajor(at, op, value.type.shape, role, 4) for value, role in ((lhs, "a"), (rhs, "b"))]
+    for value, form, rows, role in zip((lhs, rhs), forms, (m, n), "ab"):
+        if form == "staged":
+            matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
+            out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
+        elif form == "packed":
+            out += _packed(at, op, value, rows, kdim, lifetime)
+        elif form == "shared" and not reads_in_place(value):   # ops_tcgen05._shared: a K-major copy
+            out.append(_kmajor(at, op, value.type.shape, role, value.matrix.elem_bytes))
+    if op.name == "cuda_tile.mmaf_scaled":
+        from .shared_tcgen05 import SCALE_TILES
+
+        out += [replace(r, late=SCALE_TILES) for r in _scale_tiles(facts, at, op, shared)]
+    return out
+
+
+def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[Request]:
+    """The K-major copy buffers of the tf32 tcgen05 mmas inside `loop` that it asks for before its
+    stages (ops_tcgen05.loop_restaged), A's then B's per mma, each alive to the kernel's end; the
+    mmas noted in `facts.restaged`."""
+    from ..lowering.warp_specialize_tcgen05 import settled
+
+    mmas = _loop_restaged(facts, loop, settled(facts))
+    facts.restaged.update(mmas)
+    at = AtOp(facts, loop, None, 0, live)
+    return [_kmajor(at, loop, op.operand(name).type.shape, role, 4)  # type: ignore[union-attr]
+            for op in mmas for name, role in (("lhs", "a"), ("rhs", "b"))]
+
+
+def _loop_restaged(facts: "StagingFacts", loop: Operation, split: Any) -> list[Operation]:
+    from ..lowering.ops_tcgen05 import loop_restaged
+
+    return loop_restaged(facts.assignment, loop, facts.restaged, split)
+
+
+def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int) -> Request:
+    """A K-major copy buffer of an operand tile of `shape` (kmajor_copy.kmajor_matrix), asked by `op`."""
+    from ..lowering.kmajor_copy import KMAJOR_ALIGN, k_and_x, kmajor_shape
+
+    kdim, x_size = k_and_x(shape[-2:], role)
+    return Request(op, "kmajor-copy", "buffer", kmajor_shape(at, x_size, kdim, elem_bytes).nbytes, KMAJOR_ALIGN)  # type: ignore[arg-type]
+
+
+def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime: tuple[int, int]) -> list[Request]:
+    """What fp4_pack.pack asks for to pack operand `value` of `rows` rows and `kdim` K: the register
+    tile staged first (`stages_first`, ops_mma.stage: "mma-stage"), then the packed buffer."""
+    from ..lowering.async_copy import matrix_shape
+    from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix, stages_first
+
+    out = []
+    if stages_first(value):
+        matrix = matrix_shape(at, value.type)  # type: ignore[arg-type]
+        out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime))
+    packed = packed_matrix(rows, kdim)
+    out.append(Request(op, "fp4-pack", "restaging", packed.nbytes, PACK_ALIGN, packed.span, lifetime))
+    return out
+
+
+def _scale_tiles(facts: "StagingFacts", at: AtOp, op: Operation, shared: dict) -> list[Request]:
+    """The scale tiles of block-scaled mma `op` held in registers, staged by ops_blockscale._Scales
+    (`restages_scales`: ops_mma.stage, padded rows), A's then B's."""
+    from ..lowering.async_copy import matrix_shape
+    from ..lowering.ops_blockscale import restages_scales
+
+    out = []
+    for name in ("lhs_scale", "rhs_scale"):
+        scale = _stand_in(facts, op.operand(name), shared)  # type: ignore[arg-type]
+        if restages_scales(scale):
+            matrix = matrix_shape(at, scale.type)
+            out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, at.op_lifetime()))
+    return out
 
 
 def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:

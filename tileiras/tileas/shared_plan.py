@@ -17,15 +17,16 @@ K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging",
 goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the buffers alive at the
 store are released, `Request.releases`, as the lowering releases them), the tcgen05 buffers
 (`shared_tcgen05.py`: a warp-specialized loop's MMA warp's "tmem-stages" and "p-buffer", its
-epilogue's or attention's TMA-stored "tmem-epilogue", an mma's restaged "scales" and packed
-"fp4-pack") and what ops ask for their operands (`shared_operands.py`): the mmas' operands
-restaged in shared memory ("mma-stage", "mma-slice"; "k-slice": a load left to its mma by the last
-resort; "operand-conversion": one not staged after all, transposed; where no mma of the kernel
-runs on tcgen05), an FMA mma's operands, a pack's and a gather's row indices in scratch
-("reduction"). The kernel is planned under each `Assumptions` (padded stages, room reserved,
-deferred loads) that `shared_choice.choose` tries, and the plan it keeps is the kernel's: the
-lowering lowers it once under those assumptions. A role the plan does not cover in a kernel
-(`SharedPlan.complete`) is placed as the lowering asks for it (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
+epilogue's or attention's TMA-stored "tmem-epilogue", an mma's restaged "scales") and what ops
+ask for their operands (`shared_operands.py`): the mmas' operands restaged in shared memory
+("mma-stage", "mma-slice"; mma.sync's, wgmma's and tcgen05's; "fp4-pack": a 4-bit operand packed;
+"k-slice": a load left to its mma by the last resort; "operand-conversion": one not staged after
+all, transposed; "kmajor-copy": an op's own K-major copies), an FMA mma's operands, a pack's and a
+gather's row indices in scratch ("reduction"). The kernel is planned under each `Assumptions`
+(padded stages, room reserved, deferred loads) that `shared_choice.choose` tries, and the plan it
+keeps is the kernel's: the lowering lowers it once under those assumptions. A role the plan does
+not cover in a kernel (`SharedPlan.complete`) is placed as the lowering asks for it
+(`KernelLowering.alloc_buffer`). While the plan predicted every request of the
 kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`). Tensor memory's
 control block, asked once per kernel, is planned at the op that first needs it
 (`lowering/tmem.first_asker`), where the lowering asks for it. An op's requests are placed in the
@@ -155,7 +156,6 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from .shared_operands import covered as operand_roles
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
-    from .shared_tcgen05 import packs_predicted
 
     live = lifetimes(entry)
     asked: list[Request] = []
@@ -170,8 +170,6 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         fits, entered = staged[1], staged[2]
         covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
-        if not packs_predicted(entry, assignment.sm):
-            covered.discard("fp4-pack")
         if staged[3]:
             covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
         covered |= set(operand_roles(entry, assignment))

@@ -11,26 +11,26 @@ Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "m
 "kmajor", "reduction", "row-load", "row-store", "restage" and "tma-store", with the tcgen05 buffers
 the walk asks `shared_tcgen05.py` for at each loop (after its stages: a warp-specialized loop's MMA
 warp's and epilogue's) and at each mma and store ("tmem-stages", "p-buffer", "tmem-epilogue",
-"scales", "fp4-pack"), together, or none of them (the row kernels' TMA buffers and their group's
+"scales"), together, or none of them (the row kernels' TMA buffers and their group's
 mbarriers by `shared_rows.py`, from the lowering's own decisions, `row_tma.group` and
 `row_tma.store_copy`, each beside the bytes the plan placed before its op; "reduction" left out of
 a kernel where another op than a reduce, a scan or an mma asks for one the plan does not size,
 `reductions_predicted`; "restage" and "tma-store", the buffer an mma accumulator's store goes
 through, decided in the op walk by shared_epilogue.py, left out where it cannot tell,
-`shared_epilogue.predicted`; "fp4-pack" left out where sm_120's fp4 mma.sync packs,
-`shared_tcgen05.packs_predicted`); with them, in the walk, what each op asks for its operands
-(shared_operands.py: an mma's "mma-stage", "mma-slice", "k-slice", an FMA mma's, a pack's and a
-gather's "reduction", a transposed operand's "operand-conversion", decided beside the buffers the
-plan placed before it). "reduction": the scratch a reduce or scan whose rows are not in warps
-folds through (`ops_reduce.reduce_scratch`, which decides for both: a reduce's scratch goes
-in slices where the whole would not fit beside the buffers alive at it, so it is decided beside the
-buffers the plan placed before it; where the lowering placed others, an unplanned role's, the
-sizes may differ and the check says so). "kmajor": the K-major copy buffers a loop asks for before its
-stages (sm_90's wgmma operands copied K-major, `ops_wgmma.loop_copies`, which decides for both: a
-copy of B may be made in halves where whole copies leave no room for two stages, so they are
-decided beside the bytes taken before the loop, `SharedPlan.entered`; where the lowering enters the
-loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The K-major copies an op makes
-for itself ("kmajor-copy": outside loops, register tiles, tcgen05's restaging) are not predicted.
+`shared_epilogue.predicted`); with them, in the walk, what each op asks for its operands
+(shared_operands.py: an mma's "mma-stage", "mma-slice", "k-slice", a 4-bit mma's "fp4-pack", an
+FMA mma's, a pack's and a gather's "reduction", a transposed operand's "operand-conversion",
+decided beside the buffers the plan placed before it). "reduction": the scratch a reduce or scan
+whose rows are not in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a
+reduce's scratch goes in slices where the whole would not fit beside the buffers alive at it, so
+it is decided beside the buffers the plan placed before it; where the lowering placed others, an
+unplanned role's, the sizes may differ and the check says so). "kmajor": the K-major copy buffers
+a loop asks for before its stages (sm_90's wgmma operands copied K-major, `ops_wgmma.loop_copies`,
+which decides for both: a copy of B may be made in halves where whole copies leave no room for two
+stages, so they are decided beside the bytes taken before the loop, `SharedPlan.entered`; where
+the lowering enters the loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The
+K-major copies an op makes for itself ("kmajor-copy": outside loops, register tiles, tcgen05's
+restaging) are not predicted.
 In the last-resort lowering (`Assumptions.defer`) a load too large to stage whole beside the
 buffers alive with it is left to its mma (async_copy.defers decides, beside the buffers the plan
 placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
@@ -42,8 +42,8 @@ Not predicted (`predict` returns None), and why:
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
 hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
-where the lowering asked for a role the plan does not size first (a tf32 tcgen05 mma's K-major
-copies before its loop, a tcgen05 mma's restaged operands), the lowering fits the loop itself and
+where the lowering asked for a role the plan does not size first (an op's own K-major copies,
+"kmajor-copy", before the loop), the lowering fits the loop itself and
 the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an epilogue
 decided otherwise beside such a buffer (`PlanCheck.decide`).
 """
@@ -82,6 +82,7 @@ class StagingFacts:
     pad_buffers: bool
     wgmma_buffers: dict
     matrices: Any = None     # id of a load staged for the tensor cores -> (its matrix, the loop whose ring holds it)
+    restaged: Any = None     # tf32 tcgen05 mmas given their K-major copy buffers (shared_operands.loop_copies)
 
     def layout_of(self, value: Value) -> Any:
         return value.layout if value.layout is not None else self.assignment.blocked
@@ -104,12 +105,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from . import shared_tcgen05 as tcgen05
-    from .shared_operands import asks, covered as operand_roles, deferred, requests as operand_requests
+    from .shared_operands import PACKED, asks, covered as operand_roles, deferred, loop_copies as tf32_copies, \
+        requests as operand_requests
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
-                         assumes.padded, {}, {})
+                         assumes.padded, {}, {}, set())
     rows = shared_rows.Rows(facts)
     if not rows.exact:
         return None
@@ -122,7 +124,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
-    roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment)
+    roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment) + (PACKED,)
     for op in entry.walk():
         out += rows.requests(op, others + out, assumes.reserve)
         if op.name == "cuda_tile.alloca":
@@ -137,7 +139,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 return None
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             taken = place(before, entry).total + allocas + assumes.reserve
-            copies = _loop_copies(facts, op, taken)
+            copies = _loop_copies(facts, op, taken) + tf32_copies(facts, op, live)
             if copies:        # decided beside `taken` bytes: they hold where the lowering took as many
                 entered[op] = taken
             out += copies
@@ -195,8 +197,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
-            out += [r for r in operand_requests(facts, op, place(before, entry), allocas, live, shared) or []
-                    if r.role in roles]
+            out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits) if r.role in roles]
     return out, fits, entered, tcgen05.pairs_run(facts)
 
 

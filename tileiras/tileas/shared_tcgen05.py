@@ -14,22 +14,24 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
   must stay under the target's limit), so it is decided here beside the plan's placement;
 * "scales": the restaged scales of a block-scaled tcgen05 mma the threads issue
   (ops_blockscale.Tcgen05Scales);
-* "fp4-pack": the packed operands of a tcgen05 fp4 mma (fp4_pack.packed_matrix);
+* "fp4-pack": the packed operands of a 4-bit mma (fp4_pack.packed_matrix), tcgen05's or sm_120's
+  mma.sync's, asked with the operands' staging, so predicted with them (shared_operands.py) and
+  covered, and voided, with the roles here;
 * and the specialized attention's handshake "mbarriers" (warp_specialize_tcgen05.HANDSHAKE), asked
   with the stages' mbarriers.
 
 Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
 attention whose loads TMA cannot all copy is issued by its consumers:
 warp_specialize_tcgen05.split_mmas), so the split is settled here as the lowering settles it
-(warp_specialize_tcgen05.settled). Not predicted: sm_120's fp4 mma.sync packs its operands only
-where the K slices its operands' staging takes leave room (ops_mma._packing_fits), which this plan
-does not size: the role is predicted in kernels without an fp4 mma.sync (`packs_predicted`).
+(warp_specialize_tcgen05.settled); so are the mmas that MMA warp issues, which ask for nothing
+at the op (`issued_by_mma_warp`).
 
 The order of an op's requests (`Request.late`): a warp-specialized loop asks for its stages and
 mbarriers (0), then its MMA warp for its own buffers (`MMA_WARP`), tensor memory's control block
 (`CONTROL_AT_LOOP`), then its epilogue warps (`EPILOGUE`); a tcgen05 mma the threads issue for
 tensor memory's control block (its region's address, first: shared_sizes.tmem_control) and its
-operands' buffers (0), its scale tiles staged (1: ops_blockscale._Scales, "mma-stage") and their
+operands' buffers (0: shared_operands.py, A's staging and packing, then B's), its scale tiles
+staged (`SCALE_TILES`: ops_blockscale._Scales, "mma-stage", shared_operands.py) and their
 restaging (`SCALES`).
 """
 
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 
 ROLES = ("tmem-stages", "p-buffer", "tmem-epilogue", "scales", "fp4-pack")
 MMA_WARP, CONTROL_AT_LOOP, EPILOGUE = 1, 2, 3      # `Request.late` at a warp-specialized loop
-SCALES = 2                                          # ...at a tcgen05 mma the threads issue
+SCALE_TILES, SCALES = 1, 2                          # ...at a tcgen05 mma the threads issue
 _STORE = "cuda_tile.store_view_tko"
 ASKERS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled", _STORE)   # the ops `at_op` sizes
 
@@ -106,31 +108,32 @@ def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional
     return found[2] if found is not None else None
 
 
+def issued_by_mma_warp(facts: "StagingFacts", op: Operation, fits: dict) -> bool:
+    """Whether tcgen05 mma `op` is issued by its split loop's MMA warp (as the split is `settled`,
+    the loop pipelined: `fits`, as `at_op`), which asks for nothing at the op."""
+    from ..lowering.warp_specialize_tcgen05 import settled
+
+    split: Any = settled(facts)
+    return split is not None and op in split.mmas and split.loop in fits and bool(fits[split.loop][1].stages)
+
+
 def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request], live: "Liveness",
           taken: int) -> list[Request]:
-    """What `op` of `ASKERS` asks for: a tcgen05 mma the threads issue, its packed operands and
-    restaged scales; attention's O stored by TMA, its buffer (`fits`: the depths planned so far,
-    pipelined loop -> (bytes before it, its BufferAssignment); `asked`, `taken`: as `at_loop`)."""
-    from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix
+    """What `op` of `ASKERS` asks for: a tcgen05 mma the threads issue, its restaged scales (its
+    operands' buffers: shared_operands.py); attention's O stored by TMA, its buffer (`fits`: the
+    depths planned so far, pipelined loop -> (bytes before it, its BufferAssignment); `asked`,
+    `taken`: as `at_loop`)."""
     from ..lowering.ops_blockscale import SCALES_ALIGN, sf_cells, tcgen05_sf_bytes
     from ..lowering.ops_memory import _ordering
-    from ..lowering.ops_tcgen05 import _PACKED, kind_of
     from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
     from ..lowering.warp_specialize_tcgen05 import settled
 
     out: list[Request] = []
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op in layouts:
-        split: Any = settled(facts)
-        if split is not None and op in split.mmas and split.loop in fits and fits[split.loop][1].stages:
-            return out      # issued by the MMA warp
+        if issued_by_mma_warp(facts, op, fits):
+            return out
         _, m, n = layouts[op].shape
-        if kind_of(op).name in _PACKED:  # type: ignore[union-attr]
-            kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
-            for rows in (m, n):
-                matrix = packed_matrix(rows, kdim)
-                out.append(Request(op, "fp4-pack", "restaging", matrix.nbytes, PACK_ALIGN, matrix.span,
-                                   live.op_range(op)))
         if op.name == "cuda_tile.mmaf_scaled":
             out.append(Request(op, "scales", "buffer", tcgen05_sf_bytes(m, n, sf_cells(op)), SCALES_ALIGN,
                                late=SCALES))
@@ -163,11 +166,6 @@ def pairs_run(facts: "StagingFacts") -> bool:
         if ring is None or ring.pair is None or ring.pair.mma is not op:
             return False
     return True
-
-
-def packs_predicted(entry: Operation, sm: int) -> bool:
-    """Whether every "fp4-pack" of the kernel is a tcgen05 mma's (not sm_120's fp4 mma.sync)."""
-    return sm in (100, 103) or not any(op.name == "cuda_tile.mmaf_scaled" for op in entry.walk())
 
 
 def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: list[Request],
