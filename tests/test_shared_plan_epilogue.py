@@ -15,6 +15,8 @@ from tileiras.ir.record import replace
 from tileiras.lowering.pipeline import lower_module
 from tileiras.tileas.shared_plan import STRICT_ENV
 
+from shared_plan_support import corpus_bytecode, lower, plan_section
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,25 +32,10 @@ def _corpus(name: str, gpu: str) -> str:
 
 
 def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, str, list]:   # type: ignore[no-untyped-def]
-    """(what compiling the corpus kernel printed, its plan-shared-memory section, whether the check found
-    every request of each lowering attempt predicted), the check strict."""
-    from tileiras.tileas import shared_plan
-
-    complete = []
-    finish = shared_plan.PlanCheck.finish
-
-    def finished(self):   # type: ignore[no-untyped-def]
-        mismatches = finish(self)
-        complete.append(self.complete)
-        return mismatches
-
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", finished)
-    monkeypatch.setenv(STRICT_ENV, "1")
-    dump = _corpus(name, gpu)
-    lines = dump.splitlines()
-    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
-    return dump, "\n".join(lines[start + 1:end]), complete
+    """(what compiling the corpus kernel printed, its plan-shared-memory section, per kernel whether
+    the check found every request predicted), the check strict."""
+    _, dump, checks = lower(monkeypatch, corpus_bytecode(name), gpu)
+    return dump, "\n".join(plan_section(dump)), [check.complete for check in checks]
 
 
 @pytest.mark.parametrize("gpu, request_", [

@@ -9,34 +9,20 @@ lowering asks for.
 
 from __future__ import annotations
 
-import contextlib
-import io
-from pathlib import Path
 
 import pytest
 
 from tileiras.driver.errors import CompileError
 from tileiras.ir.record import replace
-from tileiras.lowering.pipeline import lower_module
-from tileiras.tileas.shared_plan import STRICT_ENV
 
-ROOT = Path(__file__).resolve().parents[1]
+from shared_plan_support import corpus_bytecode, lower, plan_section
 
 
-def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
-    """(what compiling the corpus kernel printed, its plan-shared-memory section), the check strict."""
-    from tileiras.bytecode.reader import read_module
-
-    monkeypatch.setenv(STRICT_ENV, "1")
-    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
-    dump = err.getvalue()
-    lines = dump.splitlines()
-    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
-    return dump, lines[start + 1:end]
+def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, list[str], list]:  # type: ignore[no-untyped-def]
+    """(what compiling the corpus kernel printed, its plan-shared-memory section, each kernel's
+    PlanCheck), the check strict."""
+    _, dump, checks = lower(monkeypatch, corpus_bytecode(name), gpu)
+    return dump, plan_section(dump), checks
 
 
 def _buffers(plan: list[str], role: str) -> list[str]:
@@ -47,7 +33,7 @@ def test_an_fma_mmas_operands_in_two_k_slices_are_planned(monkeypatch) -> None: 
     """TileGym's f32 bmm 128x256x128 on sm_80 (no f32 mma.sync: the exact FMA path): A 128x128 and B
     128x256 f32 (192 KB) would not fit whole; in two K slices, 96 KB of scratch, planned at offset 0.
     Every request of the kernel is predicted: nothing is left to the lowering's placement."""
-    dump, plan = _planned(monkeypatch, "cp_bmm_f32_128x256x128", "sm_80")
+    dump, plan, _ = _planned(monkeypatch, "cp_bmm_f32_128x256x128", "sm_80")
     scratch = _buffers(plan, "reduction")
     assert len(scratch) == 1 and "reduction (reduction) 98304 B align 16" in scratch[0], plan
     assert ", offset 0: " in scratch[0]
@@ -62,7 +48,7 @@ def test_an_fma_mmas_operands_in_two_k_slices_are_planned(monkeypatch) -> None: 
 def test_a_gathered_a_operand_is_restaged_as_planned(monkeypatch, gpu: str, staged: str) -> None:  # type: ignore[no-untyped-def]
     """MoE's A rows are gathered into registers, so its mma stores them in shared memory itself,
     beside B's pipeline stages (planned before it)."""
-    dump, plan = _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", gpu)
+    dump, plan, _ = _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", gpu)
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 1 and staged in restaged[0], plan
     assert "kernels/cp_MoE.py:76:22" in restaged[0]
@@ -73,17 +59,7 @@ def test_the_epilogue_after_a_restaged_operand_is_decided_beside_it(monkeypatch)
     """MoE on sm_90: with the mma's restaged A planned, the plan decides the store's restaging beside
     the same 50176 bytes the lowering took (the whole tile, 34816 B), so nothing is dropped and
     every request of the kernel is predicted."""
-    from tileiras.tileas import shared_plan
-
-    checks = []
-    finish = shared_plan.PlanCheck.finish
-
-    def kept(self):   # type: ignore[no-untyped-def]
-        checks.append(self)
-        return finish(self)
-
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", kept)
-    dump, plan = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
+    dump, plan, checks = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
     assert _buffers(plan, "mma-stage") and any("restage (epilogue) 34816 B align 128" in line for line in plan), plan
     assert "dropped" not in dump and "error: internal" not in dump
     assert checks[-1].complete and not checks[-1].mismatches
@@ -93,7 +69,7 @@ def test_an_e4m3_attentions_restaged_probabilities_keep_the_next_loops_depth(mon
     """sm_90 causal attention in e4m3: P (f32 -> e4m3, not in the A fragment layout) is restaged for
     wgmma in each of the two loops; the first one's buffer comes before the second loop's stages, and
     being planned, the second loop's depth is the plan's (the staging roles are not dropped)."""
-    dump, plan = _planned(monkeypatch, "cp_fmha_e4m3_d64_causal_128x128", "sm_90")
+    dump, plan, _ = _planned(monkeypatch, "cp_fmha_e4m3_d64_causal_128x128", "sm_90")
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 2 and all("16384 B align 1024 swizzle 128B" in line for line in restaged), plan
     assert sum("stages beside " in line for line in plan) == 2, plan
@@ -103,7 +79,7 @@ def test_an_e4m3_attentions_restaged_probabilities_keep_the_next_loops_depth(mon
 def test_a_block_scaled_mmas_register_scales_are_restaged_as_planned(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """sm_120's block-scaled mma (ops_blockscale) stores a scale tile held in registers in shared
     memory before its operands (ops_blockscale.restages_scales): SF_B, 1024 B."""
-    dump, plan = _planned(monkeypatch, "cp_mxfp8_matmul_256x256x128", "sm_120")
+    dump, plan, _ = _planned(monkeypatch, "cp_mxfp8_matmul_256x256x128", "sm_120")
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 1 and "mma-stage (restaging) 1024 B align 128, " in restaged[0], plan
     assert "error: internal" not in dump
@@ -113,7 +89,7 @@ def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeyp
     """sm_120's nvfp4 mma: A and B, in registers, are staged one element a byte (128 x 128, rows padded)
     before fp4_pack packs each (ops_mma.packs: the packed copies fit beside them): A's two buffers,
     then B's (tests/test_shared_plan_tc_operands.py has more)."""
-    dump, plan = _planned(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
+    dump, plan, _ = _planned(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
     operands = [line.split(" (")[0][len("//     "):] for line in plan if "%29 at " in line]
     assert operands == ["mma-stage", "fp4-pack", "mma-stage", "fp4-pack"], plan
     restaged = _buffers(plan, "mma-stage")
@@ -196,24 +172,15 @@ entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
 """
 
 
-def _text_planned(monkeypatch, text: str, gpu: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
-    from tileiras.frontend import load_module
-
-    monkeypatch.setenv(STRICT_ENV, "1")
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        lower_module(load_module(text.encode(), "k.mlir"), gpu, print_ir_after_all=True)
-    dump = err.getvalue()
-    lines = dump.splitlines()
-    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
-    return dump, lines[start + 1:end]
+def _text_planned(monkeypatch, text: str, gpu: str) -> tuple[str, list[str], list]:  # type: ignore[no-untyped-def]
+    _, dump, checks = lower(monkeypatch, text, gpu)
+    return dump, plan_section(dump), checks
 
 
 def test_a_pack_and_an_unpack_go_through_planned_scratch(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """ops_shape._pack_like reinterprets its operand through scratch: 64 f32 then 256 i8, 256 B each,
     alive while the op runs (so both at offset 0)."""
-    dump, plan = _text_planned(monkeypatch, PACK, "sm_90")
+    dump, plan, _ = _text_planned(monkeypatch, PACK, "sm_90")
     scratch = _buffers(plan, "reduction")
     assert len(scratch) == 2 and all("reduction (reduction) 256 B align 16" in line and ", offset 0: " in line
                                      for line in scratch), plan
@@ -224,7 +191,7 @@ def test_a_pack_and_an_unpack_go_through_planned_scratch(monkeypatch) -> None:  
 def test_a_gather_and_a_scatters_row_indices_go_through_planned_scratch(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """ops_memory.view_index: the 32 row indices (i32) of a gather load and of a scatter store, 128 B
     each, in scratch for every thread to read."""
-    dump, plan = _text_planned(monkeypatch, ROWS, "sm_80")
+    dump, plan, _ = _text_planned(monkeypatch, ROWS, "sm_80")
     scratch = _buffers(plan, "reduction")
     assert len(scratch) == 2 and all("reduction (reduction) 128 B align 16" in line for line in scratch), plan
     assert "k.mlir:11:" in scratch[0] and "k.mlir:14:" in scratch[1]
@@ -247,17 +214,7 @@ def test_the_last_resorts_deferred_loads_are_planned_as_k_slices(monkeypatch) ->
     in 4 K slices, two in flight (lowering/pipeline.py's last resort, `Assumptions.defer`): the plan
     of that attempt leaves them unstaged (async_copy.defers) and predicts the mmas' rings ("k-slice":
     2 x 128 x (128 + 8) f16, 2 x 32 x (512 + 8) f16) and P's K slice beside V's ("mma-slice")."""
-    from tileiras.tileas import shared_plan
-
-    checks = []
-    finish = shared_plan.PlanCheck.finish
-
-    def kept(self):   # type: ignore[no-untyped-def]
-        checks.append(self)
-        return finish(self)
-
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", kept)
-    _planned(monkeypatch, "tg_mla_decode_f16_16x128", "sm_120")
+    _, _, checks = _planned(monkeypatch, "tg_mla_decode_f16_16x128", "sm_120")
     last = checks[-1]
     assert last.plan.assumes.defer and not last.mismatches
     planned = [(r.role, r.nbytes) for r in last.plan.requests.values() if r.role in ("k-slice", "mma-slice", "staging")]
@@ -299,7 +256,7 @@ def test_operands_whose_copies_are_not_legal_are_transposed_and_restaged_as_plan
     (`chunk_elements`), so both are loads in registers: B's transpose goes through scratch
     ("operand-conversion", ops_shape.permute_scratch) and the mma restages both (A 64 x 32, B 32 x 64
     f16: padded rows on mma.sync, swizzled for wgmma)."""
-    dump, plan = _text_planned(monkeypatch, FALLBACK, gpu)
+    dump, plan, _ = _text_planned(monkeypatch, FALLBACK, gpu)
     moved = _buffers(plan, "operand-conversion")
     assert len(moved) == 1 and "operand-conversion (conversion) 4096 B align 16" in moved[0], plan
     restaged = _buffers(plan, "mma-stage")
@@ -365,42 +322,23 @@ def test_tf32_operands_kmajor_copies_are_predicted(monkeypatch, text: str, gpu: 
     """128x128x32 tf32 mmas: their f32 operands are rounded to tf32 in K-major copies ("kmajor-copy"),
     A's then B's, each alive to the kernel's end, asked where the lowering asks (the mma, or the
     outermost loop around it); the kernel's plan is complete and every buffer at its planned offset."""
-    from tileiras.frontend import load_module
-
-    monkeypatch.setenv(STRICT_ENV, "1")
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        lower_module(load_module(text.encode(), "k.mlir"), gpu, print_ir_after_all=True)
-    dump = err.getvalue()
+    _, dump, checks = lower(monkeypatch, text, gpu)
     copies = [line for line in dump.splitlines() if line.startswith("//     kmajor-copy (buffer) 16384 B align 1024, "
                                                                   "live over its op to the kernel's end")]
     assert len(copies) == 2 and all(line.endswith(asker) for line in copies), dump
     assert "; placed as the lowering asks: none" in dump and f"for {gpu}: every buffer predicted" in dump
+    assert len(checks) == 1 and checks[0].complete
 
 
-@pytest.mark.parametrize("grow", [0, 1024])
-def test_a_wgmmas_own_kmajor_copies_are_predicted(monkeypatch, grow: int) -> None:
-    """A 128x128x32 tf32 wgmma outside any loop: its f32 operands, staged as loaded, are rounded to
-    tf32 in K-major copies of their own ("kmajor-copy", ops_wgmma.operand_form: no loop gave them a
-    buffer, no TMA-fed stage rounds them in place), each alive to the kernel's end; the kernel's plan is
-    complete (the pass chose). A copy mispredicted by `grow` bytes is an internal error."""
-    from tileiras.frontend import load_module
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_a_mispredicted_kmajor_copy_is_an_internal_error(monkeypatch, gpu: str) -> None:
+    """The tf32 mma outside loops with its K-major copies predicted 1024 bytes too large: the strict
+    check stops at the first."""
     from tileiras.tileas import shared_operands
 
     requests = shared_operands.requests
     monkeypatch.setattr(shared_operands, "requests", lambda *args: [
-        replace(r, nbytes=r.nbytes + grow) if r.role == "kmajor-copy" else r for r in requests(*args) or []])
-    monkeypatch.setenv(STRICT_ENV, "1")
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        if grow:
-            with pytest.raises(CompileError, match=r"asks for kmajor-copy \(buffer\) 16384 B align 1024, .*; the "
-                                                   r"plan predicts kmajor-copy \(buffer\) 17408 B"):
-                lower_module(load_module(_TF32_NO_LOOP.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
-            return
-        lower_module(load_module(_TF32_NO_LOOP.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
-    dump = err.getvalue()
-    copies = [line for line in dump.splitlines() if line.startswith("//     kmajor-copy (buffer) 16384 B align 1024, "
-                                                                  "live over its op to the kernel's end")]
-    assert len(copies) == 2, dump
-    assert "//   staged tiles padded: chosen here" in dump and "for sm_90: every buffer predicted" in dump
+        replace(r, nbytes=r.nbytes + 1024) if r.role == "kmajor-copy" else r for r in requests(*args) or []])
+    with pytest.raises(CompileError, match=r"asks for kmajor-copy \(buffer\) 16384 B align 1024, .*; the "
+                                           r"plan predicts kmajor-copy \(buffer\) 17408 B"):
+        lower(monkeypatch, _TF32_NO_LOOP, gpu)

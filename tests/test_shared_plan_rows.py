@@ -5,44 +5,22 @@ against what the lowering asks for."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-from pathlib import Path
 
 import pytest
 
-from tileiras.bytecode.reader import read_module
 from tileiras.driver.errors import CompileError
 from tileiras.ir.record import replace
-from tileiras.lowering.pipeline import lower_module
-from tileiras.tileas import shared_plan, shared_stages
-from tileiras.tileas.shared_plan import STRICT_ENV
+from tileiras.tileas import shared_stages
 
-ROOT = Path(__file__).resolve().parents[1]
+from shared_plan_support import corpus_bytecode, lower, plan_section
 
 
 def _compile(monkeypatch, name: str, gpu: str = "sm_90") -> tuple[str, str, list[bool]]:  # type: ignore[no-untyped-def]
-    """(--print-ir-after-all of the corpus kernel, its plan-shared-memory section, per lowering
-    attempt whether the plan predicted every request), the check strict."""
-    monkeypatch.setenv(STRICT_ENV, "1")
-    complete: list[bool] = []
-    finish = shared_plan.PlanCheck.finish
-
-    def recorded(self):   # type: ignore[no-untyped-def]
-        out = finish(self)
-        complete.append(self.complete)
-        return out
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", recorded)
-    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
-    dump = err.getvalue()
-    lines = dump.splitlines()
-    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
-    return dump, "\n".join(lines[start + 1:end]), complete
+    """(--print-ir-after-all of the corpus kernel, its plan-shared-memory section, per kernel whether
+    the plan predicted every request), the check strict."""
+    _, dump, checks = lower(monkeypatch, corpus_bytecode(name), gpu)
+    return dump, "\n".join(plan_section(dump)), [check.complete for check in checks]
 
 
 @pytest.mark.parametrize("name, nbytes", [("layernorm_f16_n4096", 8192), ("layernorm_f16_n16384", 32768)])

@@ -12,47 +12,25 @@ the pass chooses their staging from every buffer they will have and the lowering
 
 from __future__ import annotations
 
-import contextlib
-import io
-from pathlib import Path
 
 import pytest
 
-from tileiras.bytecode.reader import read_module
 from tileiras.driver.errors import CompileError
 from tileiras.ir.record import replace
-from tileiras.lowering.pipeline import lower_module
-from tileiras.tileas import shared_operands, shared_plan, shared_sizes
-from tileiras.tileas.shared_plan import STRICT_ENV
+from tileiras.tileas import shared_operands, shared_plan
 
-ROOT = Path(__file__).resolve().parents[1]
+from shared_plan_support import corpus_bytecode, lower, plan_section
 
 
 def _lower(monkeypatch, name: str, gpu: str) -> tuple[str, str, list]:  # type: ignore[no-untyped-def]
-    """(the LLVM IR, what --print-ir-after-all printed, each lowering attempt's PlanCheck) of corpus
-    kernel `name` on `gpu`, the check strict."""
-    checks: list[shared_plan.PlanCheck] = []
-    finish = shared_plan.PlanCheck.finish
-
-    def kept(self):   # type: ignore[no-untyped-def]
-        checks.append(self)
-        return finish(self)
-
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", kept)
-    monkeypatch.setenv(STRICT_ENV, "1")
-    path = next((ROOT / "tests").glob(f"*/bytecode/{name}.tileirbc"))
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        ir, _ = lower_module(read_module(path.read_bytes(), str(path)), gpu, print_ir_after_all=True)
-    return ir, err.getvalue(), checks
+    """(the LLVM IR, what --print-ir-after-all printed, each kernel's PlanCheck) of corpus kernel
+    `name` on `gpu`, the check strict."""
+    return lower(monkeypatch, corpus_bytecode(name), gpu)
 
 
 def _plan(dump: str) -> list[str]:
     """The plan-shared-memory section's comment lines."""
-    lines = dump.splitlines()
-    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
-    return [line for line in lines[start + 1:end] if line.startswith("//   ")]
+    return [line for line in plan_section(dump) if line.startswith("//   ")]
 
 
 def _asked_by(plan: list[str], at: str) -> list[str]:

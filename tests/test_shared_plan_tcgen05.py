@@ -5,40 +5,25 @@ the lowering asks for, at the plan's offset; a wrong prediction is an internal e
 
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 from pathlib import Path
 
 import pytest
 
-from tileiras.bytecode.reader import read_module
 from tileiras.driver.errors import CompileError
 from tileiras.ir.record import replace
-from tileiras.lowering.pipeline import lower_module
-from tileiras.tileas import shared_plan, shared_tcgen05
-from tileiras.tileas.shared_plan import STRICT_ENV
+from tileiras.tileas import shared_tcgen05
+
+from shared_plan_support import lower, plan_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _lower(bytecode: bytes, monkeypatch) -> tuple[str, list[bool]]:   # type: ignore[no-untyped-def]
-    """(--print-ir-after-all of the module on sm_100, per lowering attempt whether the plan predicted
-    every request of the kernel), the check strict."""
-    complete: list[bool] = []
-    finish = shared_plan.PlanCheck.finish
-
-    def record(self):   # type: ignore[no-untyped-def]
-        out = finish(self)
-        complete.append(self.complete and not self.voided)
-        return out
-
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", record)
-    monkeypatch.setenv(STRICT_ENV, "1")
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        lower_module(read_module(bytecode, "k"), "sm_100", print_ir_after_all=True)
-    return err.getvalue(), complete
+    """(--print-ir-after-all of the module on sm_100, per kernel whether the plan predicted every
+    request of the kernel and nothing was voided), the check strict."""
+    _, dump, checks = lower(monkeypatch, bytecode, "sm_100")
+    return dump, [check.complete and not check.voided for check in checks]
 
 
 def _corpus(name: str) -> bytes:
@@ -47,10 +32,7 @@ def _corpus(name: str) -> bytes:
 
 def _plan(dump: str) -> list[str]:
     """The buffers of the dump's plan-shared-memory section."""
-    lines = dump.splitlines()
-    start = lines.index("// -----// IR Dump After plan-shared-memory (nv_tileas) //----- //")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
-    return [line[len("//     "):line.index(": %")] for line in lines[start + 1:end] if "live over" in line]
+    return [line[len("//     "):line.index(": %")] for line in plan_section(dump) if "live over" in line]
 
 
 def test_a_specialized_128x128x64_matmul_is_predicted_whole(monkeypatch) -> None:

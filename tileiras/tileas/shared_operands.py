@@ -42,7 +42,7 @@ buffers its outermost loop asks for before its stages, or the mma itself outside
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import replace
