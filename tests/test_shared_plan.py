@@ -255,7 +255,7 @@ def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_
     the loop itself and the check drops the staging roles for the rest of the kernel (no error)."""
     from tileiras.tileas import shared_operands
 
-    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
+    monkeypatch.setattr(shared_operands, "ROLES", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("cp_fmha_e4m3_d64_causal_128x128", "sm_90")
     assert "the buffers before the loop at " in dump and \

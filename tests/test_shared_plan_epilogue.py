@@ -117,7 +117,7 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_takes_the_first_fit(
     so the prediction holds (nothing dropped), placed where the lowering's first fit puts it."""
     from tileiras.tileas import shared_operands, shared_plan
 
-    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
+    monkeypatch.setattr(shared_operands, "ROLES", ())
     asked = []
     request = shared_plan.PlanCheck.request
 
@@ -143,7 +143,7 @@ def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_the_check_d
     tile, nothing dropped: tests/test_shared_plan_operands.py.)"""
     from tileiras.tileas import shared_operands
 
-    monkeypatch.setattr(shared_operands, "covered", lambda entry, assignment: ())
+    monkeypatch.setattr(shared_operands, "ROLES", ())
     dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
     assert "//     restage (epilogue) 17408 B align 128, " in plan, plan
     assert "the buffers before the store at kernels/cp_MoE.py:85:4 are not all planned (50176 B taken, 32800 B " \

@@ -32,7 +32,7 @@ block-scaled mma.sync's staged scale tiles).
 Predicted where `predict` predicts the staging roles: the "reduction" scratch with them where
 `scratch_predicted` holds for every op (not where a gather load is staged for the tensor cores:
 its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` and
-"fp4-pack" in every kernel (`covered`). The K-major copies an op makes for itself ("kmajor-copy")
+"fp4-pack" in every kernel. The K-major copies an op makes for itself ("kmajor-copy")
 are decided by the lowering's functions too: a wgmma's (`ops_wgmma.operand_form`: a register B
 without a transposed form, a shared operand no loop gave a copy and no TMA-fed stage rounds in
 place), given the matrix each load is staged in (`StagingFacts.matrices`); a tcgen05 mma's
@@ -83,12 +83,6 @@ class AtOp:
 
     def op_lifetime(self) -> tuple[int, int]:
         return self.live.op_range(self.current_op)
-
-
-def covered(entry: Operation, assignment: Any) -> tuple[str, ...]:
-    """The roles of `ROLES` predicted in this kernel: every one, in every kernel (a tcgen05 mma's
-    operands too: `requests`)."""
-    return ROLES
 
 
 def asks(op: Operation, assignment: Any) -> bool:

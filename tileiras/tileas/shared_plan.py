@@ -154,7 +154,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     from ..lowering.smem import opt_in_limit
     from .shared_sizes import SIZERS
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
-    from .shared_operands import covered as operand_roles
+    from . import shared_operands
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
     live = lifetimes(entry)
@@ -172,7 +172,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
         if staged[3]:
             covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
-        covered |= set(operand_roles(entry, assignment))
+        covered |= set(shared_operands.ROLES)
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

@@ -105,8 +105,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from . import shared_tcgen05 as tcgen05
-    from .shared_operands import PACKED, asks, covered as operand_roles, deferred, loop_copies as tf32_copies, \
-        requests as operand_requests
+    from . import shared_operands
+    from .shared_operands import PACKED, asks, deferred, loop_copies as tf32_copies, requests as operand_requests
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
@@ -124,7 +124,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
-    roles = (("reduction",) if scratch else ()) + operand_roles(entry, assignment) + (PACKED,)
+    roles = (("reduction",) if scratch else ()) + shared_operands.ROLES + (PACKED,)
     for op in entry.walk():
         out += rows.requests(op, others + out, assumes.reserve)
         if op.name == "cuda_tile.alloca":
