@@ -258,19 +258,14 @@ def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[
     """The K-major copy buffers of the tf32 tcgen05 mmas inside `loop` that it asks for before its
     stages (ops_tcgen05.loop_restaged), A's then B's per mma, each alive to the kernel's end; the
     mmas noted in `facts.restaged`."""
+    from ..lowering.ops_tcgen05 import loop_restaged
     from ..lowering.warp_specialize_tcgen05 import settled
 
-    mmas = _loop_restaged(facts, loop, settled(facts))
+    mmas = loop_restaged(facts.assignment, loop, facts.restaged, settled(facts))
     facts.restaged.update(mmas)
     at = AtOp(facts, loop, None, 0, live)
     return [_kmajor(at, loop, op.operand(name).type.shape, role, 4)  # type: ignore[union-attr]
             for op in mmas for name, role in (("lhs", "a"), ("rhs", "b"))]
-
-
-def _loop_restaged(facts: "StagingFacts", loop: Operation, split: Any) -> list[Operation]:
-    from ..lowering.ops_tcgen05 import loop_restaged
-
-    return loop_restaged(facts.assignment, loop, facts.restaged, split)
 
 
 def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int) -> Request:

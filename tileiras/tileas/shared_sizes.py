@@ -13,10 +13,8 @@ of the requests before the op: a row group's TMA budget, a row store's ("row-loa
 shared_rows.py), a reduce's scratch sliced to fit beside them ("reduction"), an epilogue's
 restaging or TMA store ("restage", "tma-store", shared_epilogue.py), the tcgen05 buffers
 (shared_tcgen05.py: sized by a loop's depth, or fitted beside the buffers placed before them), an
-mma's operands restaged, sliced or packed ("mma-stage", "mma-slice", "k-slice", "fp4-pack",
-shared_operands.py). The
-others still depend on how an op's operand was lowered (an op's own K-major copy, "kmajor-copy"),
-which the plan cannot know until it sizes those too.
+mma's operands restaged, sliced, packed or copied K-major ("mma-stage", "mma-slice", "k-slice",
+"fp4-pack", "kmajor-copy", shared_operands.py).
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ which decides for both: a copy of B may be made in halves where whole copies lea
 stages, so they are decided beside the bytes taken before the loop, `SharedPlan.entered`; where
 the lowering enters the loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The
 K-major copies an op makes for itself ("kmajor-copy": outside loops, register tiles, tcgen05's
-restaging) are not predicted.
+tf32 restaging, which its outermost loop asks for before its stages) are predicted by
+shared_operands.py.
 In the last-resort lowering (`Assumptions.defer`) a load too large to stage whole beside the
 buffers alive with it is left to its mma (async_copy.defers decides, beside the buffers the plan
 placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
@@ -42,9 +43,8 @@ Not predicted (`predict` returns None), and why:
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
 hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
-where the lowering asked for a role the plan does not size first (an op's own K-major copies,
-"kmajor-copy", before the loop), the lowering fits the loop itself and
-the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an epilogue
+where the lowering asked for a role the plan does not size first (in a kernel whose plan does not
+cover every role), the lowering fits the loop itself and the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an epilogue
 decided otherwise beside such a buffer (`PlanCheck.decide`).
 """
 
