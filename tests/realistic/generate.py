@@ -27,6 +27,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = "manifest.json"
+GPU_CODE = "sm_90"   # the target of an export before 13.3 (--gpu-code)
 BASE_ALIGN = 16          # bytes: what cuTile's launcher assumes of a tensor's data pointer
 DIVISOR = 16             # the divisibility cuTile's launcher tests shapes and byte strides for
 
@@ -81,13 +82,19 @@ def signature(config: Any) -> Any:
                            symbol=config.name)
 
 
+def _gpu_code() -> str | None:
+    """cuTile writes target-independent bytecode from 13.3 on; before, it needs a target (GPU_CODE)."""
+    version = tuple(int(p) for p in _load("configs").BYTECODE_VERSION.split("."))
+    return None if version >= (13, 3) else GPU_CODE
+
+
 def export(config: Any) -> bytes:
     from cuda.tile.compilation import export_kernel
 
     kernels = _load("kernels")
     buf = io.BytesIO()
     export_kernel(getattr(kernels, config.kernel), [signature(config)], buf,
-                  output_format="tileir_bytecode", gpu_code=None,
+                  output_format="tileir_bytecode", gpu_code=_gpu_code(),
                   bytecode_version=_load("configs").BYTECODE_VERSION)
     return buf.getvalue()
 
@@ -141,7 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=None, metavar="PREFIX",
                         help="only configurations whose name starts with PREFIX (repeatable)")
     parser.add_argument("--out", type=Path, default=HERE, help="output folder (default: this one)")
+    parser.add_argument("--bytecode-version", metavar="V",
+                        help="export at this bytecode version (13.1..13.5) instead of configs.BYTECODE_VERSION")
+    parser.add_argument("--gpu-code", default="sm_90", metavar="SM",
+                        help="the target cuTile needs to export before 13.3 (default sm_90)")
     args = parser.parse_args(argv)
+    if args.bytecode_version:   # the same kernels in another form: the canonicalizer's invariance tests
+        global GPU_CODE
+        GPU_CODE = args.gpu_code
+        _load("configs").BYTECODE_VERSION = args.bytecode_version
     files, manifest, errors = build(args.only)
     for err in errors:
         print(f"error: {err}", file=sys.stderr)

@@ -25,6 +25,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = "manifest.json"
+GPU_CODE = "sm_90"   # the target of an export before 13.3 (--gpu-code)
 BASE_ALIGN = 16
 DIVISOR = 16
 
@@ -130,6 +131,12 @@ def _relative_stub_paths() -> None:
     fix(stub)
 
 
+def _gpu_code() -> str | None:
+    """cuTile writes target-independent bytecode from 13.3 on; before, it needs a target (GPU_CODE)."""
+    version = tuple(int(p) for p in sys.modules['configs'].BYTECODE_VERSION.split("."))
+    return None if version >= (13, 3) else GPU_CODE
+
+
 def export(config: Any) -> bytes:
     from cuda.tile.compilation import export_kernel
     import configs
@@ -138,7 +145,7 @@ def export(config: Any) -> bytes:
     if config.hints:
         kernel = kernel.replace_hints(**config.hints)
     buf = io.BytesIO()
-    export_kernel(kernel, [signature(config)], buf, output_format="tileir_bytecode", gpu_code=None,
+    export_kernel(kernel, [signature(config)], buf, output_format="tileir_bytecode", gpu_code=_gpu_code(),
                   bytecode_version=configs.BYTECODE_VERSION)
     return buf.getvalue()
 
@@ -187,7 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the files in the output folder")
     parser.add_argument("--only", action="append", metavar="PREFIX", help="rows whose name starts with PREFIX")
     parser.add_argument("--out", type=Path, default=HERE, help="output folder (default: this one)")
+    parser.add_argument("--bytecode-version", metavar="V",
+                        help="export at this bytecode version (13.1..13.5) instead of configs.BYTECODE_VERSION")
+    parser.add_argument("--gpu-code", default="sm_90", metavar="SM",
+                        help="the target cuTile needs to export before 13.3 (default sm_90)")
     args = parser.parse_args(argv)
+    import configs
+    if args.bytecode_version:   # the same kernels in another form: the canonicalizer's invariance tests
+        global GPU_CODE
+        GPU_CODE = args.gpu_code
+        configs.BYTECODE_VERSION = args.bytecode_version
     out: Path = args.out
     previous = json.loads((HERE / MANIFEST).read_text()) if (HERE / MANIFEST).exists() else {}
     files, manifest, errors = build(args.only, previous)

@@ -8,6 +8,7 @@ from typing import Any, Optional
 from ..driver.errors import CompileError
 from ..ir.core import Operation
 from ..ir.types import PointerType, ScalarType, TileType
+from ..transforms.passes import CANONICAL_PASSES, to_canonical
 from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
@@ -46,6 +47,7 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     Given its `assignment`, the entry must be at the nv_tileas level (`tileaa.passes.to_tileaa`, then
     `tileas.passes.to_tileas`); without one, it is brought there first."""
     if assignment is None:
+        to_canonical(entry)
         to_tileaa(entry)
         assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
         to_tileas(entry, assignment)
@@ -158,6 +160,28 @@ def _print_passes(module: Operation, entries: list[Operation], assignments: list
     print("\n".join(lines), file=sys.stderr)
 
 
+def _canonical_form(module: Operation, entries: list[Operation], stage: Any, dump: bool) -> None:
+    """The canonical form's passes on cuda_tile, each timed, verified and (first round) dumped, to a fixed
+    point: every decision below sees one form of each kernel, whatever form it was written in."""
+    from ..dialects.verifier import verify_module
+
+    for round_ in range(8):
+        changed = False
+        for name, run in CANONICAL_PASSES:
+            with stage(name):
+                changed_here = any([run(op) for op in entries])
+                if changed_here:
+                    verify_module(module)
+            if dump and (round_ == 0 or changed_here):
+                from ..text.printer import print_module
+
+                print(f"// -----// IR Dump After {name} (cuda_tile) //----- //", file=sys.stderr)
+                print(print_module(module), file=sys.stderr)
+            changed |= changed_here
+        if not changed:
+            return
+
+
 def _threads_and_chunks(entry: Operation, gpu: str) -> int:
     """The entry's threads, chosen on its whole rows; then long element-wise rows streamed in chunks
     (tileaa/row_chunks.py) and the facts of the ops that makes inferred."""
@@ -208,6 +232,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
     entries = [op for op in body if op.name == "cuda_tile.entry"]
     for op in entries:   # a name the PTX cannot hold fails before any work
         _symbol(str(op.attributes["sym_name"]))
+    _canonical_form(module, entries, stage, print_ir_after_all)
     with stage("split-over-cluster"):
         for op in entries:
             split_entry_over_cluster(op, gpu)

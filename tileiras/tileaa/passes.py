@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .canonicalize import canonicalize_tileaa
 from .facts import infer_facts
 from .view_order import order_views
 from .verify import verify
@@ -9,6 +10,7 @@ from .verify import verify
 # (pass name for --time-passes and --print-ir-after-all, function of the entry)
 PASSES = (
     ("order-views", order_views),
+    ("canonicalize-nv_tileaa", canonicalize_tileaa),
     ("infer-facts", infer_facts),
     ("verify-nv_tileaa", verify),
 )

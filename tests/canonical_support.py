@@ -1,0 +1,58 @@
+"""What the canonical form's invariance is checked on: a module's PTX for one target, normalized
+(comments, debug lines and the module's name aside), and the kernels to check it with."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from tileiras.driver.errors import CompileError
+from tileiras.ir.core import Operation
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus" / "bytecode"
+TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
+
+
+def normalized_ptx(module: Operation, gpu: str) -> Optional[list[str]]:
+    """The PTX of `module` for `gpu` without comments and debug lines; None where the target refuses it."""
+    from tileiras.codegen.nvptx import llvm_to_ptx
+    from tileiras.lowering.pipeline import lower_module
+
+    try:
+        llvm_ir, _ = lower_module(module, gpu)
+    except CompileError:
+        return None
+    lines = []
+    for line in llvm_to_ptx(llvm_ir, gpu).splitlines():
+        s = line.strip()
+        if s and not s.startswith(("//", ".loc", ".file")):
+            lines.append(s)
+    return lines
+
+
+def unit_versions() -> dict[str, list[Path]]:
+    """Unit corpus kernel -> its bytecode at every version cuTile exported it (13.1 .. 13.4)."""
+    return {d.name: sorted(d.glob("*.tileirbc")) for d in sorted(CORPUS.iterdir()) if any(d.glob("*.tileirbc"))}
+
+
+def reencoded(path: Path, version: str) -> bytes:
+    """`path` written again at `version` by our own writer (cuTile 1.7 cannot write 13.5)."""
+    from tileiras.bytecode.writer import write_module
+    from tileiras.frontend import load_module
+
+    return write_module(load_module(path.read_bytes(), path.name), version)
+
+
+def exported(corpus: str, names: list[str], version: str, gpu: str, out: Path) -> dict[str, Path]:
+    """The corpus kernels `names` exported by cuTile at `version` (for target `gpu` before 13.3, as cuTile
+    requires) into `out`: name -> bytecode."""
+    out.mkdir(parents=True, exist_ok=True)
+    only = [a for n in names for a in ("--only", n)]
+    subprocess.run([sys.executable, "generate.py", "--out", str(out), "--bytecode-version", version,
+                    "--gpu-code", gpu, *only], cwd=ROOT / "tests" / corpus, check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONHASHSEED="0"))
+    return {n: out / "bytecode" / f"{n}.tileirbc" for n in names if (out / "bytecode" / f"{n}.tileirbc").exists()}

@@ -1,0 +1,139 @@
+"""Pass `canonicalize`: the folds (folds.py) and the structural patterns of `if`, to a fixed point.
+
+The `if` patterns (seed 004, "cuda_tile Canonicalizers and Folds"):
+* a constant condition inlines the branch it takes (its ops move before the `if`);
+* a condition `xori(c, true)` with an else branch becomes `c` with the branches swapped;
+* a result both branches yield as the same value is that value; unused results are dropped;
+* an `if` with no results and nothing but yields in its branches is erased.
+No pattern reorders, duplicates or erases a token-ordered memory op.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir.core import Block, Operation, Value
+from .constants import splat_value
+from .folds import fold
+from .rewrite import defining_op, erase, erase_tree, replace
+
+_MAX_ROUNDS = 32   # each round strictly shrinks or settles the IR; a bound keeps a bug from hanging
+
+
+def canonicalize(entry: Operation) -> bool:
+    """Fold and simplify `entry` until nothing changes; True if anything did."""
+    changed = False
+    for _ in range(_MAX_ROUNDS):
+        if not _round(entry):
+            break
+        changed = True
+    return changed
+
+
+def _round(entry: Operation) -> bool:
+    changed = False
+    for op in list(entry.walk()):
+        if op.parent is None or op is entry:   # erased by an earlier rewrite of this round
+            continue
+        if op.name == "cuda_tile.if":
+            changed |= _canonical_if(op)
+            continue
+        values = fold(op)
+        if values is not None:
+            replace(op, values)
+            changed = True
+    return changed
+
+
+def _canonical_if(op: Operation) -> bool:
+    cond = splat_value(op.operands[0])
+    if cond is not None:
+        return _inline(op, bool(cond))
+    if _invert(op):
+        return True
+    if _forward_same_yields(op) | _drop_unused_results(op):
+        return True
+    if not op.results and all([o.name for o in b.operations] == ["cuda_tile.yield"] for r in op.regions for b in r.blocks):
+        erase_tree(op)
+        return True
+    return False
+
+
+def _branch(op: Operation, taken: bool) -> Optional[Block]:
+    region = op.regions[0] if taken else (op.regions[1] if len(op.regions) > 1 else None)
+    return region.blocks[0] if region is not None and region.blocks else None
+
+
+def _inline(op: Operation, taken: bool) -> bool:
+    block = _branch(op, taken)
+    if block is None:   # an if without else whose condition is false: nothing runs (and nothing is yielded)
+        erase_tree(op)
+        return True
+    last = block.terminator
+    if last is None or last.name != "cuda_tile.yield":   # break/continue/return leave the if: keep it
+        return False
+    for inner in block.operations[:-1]:
+        op.insert_before(inner)
+    block.operations = [last]
+    values = list(last.operands)
+    erase(last)
+    for result, value in zip(op.results, values):
+        result.replace_all_uses_with(value)
+    erase_tree(op)
+    return True
+
+
+def _invert(op: Operation) -> bool:
+    if len(op.regions) < 2 or not op.regions[1].blocks:
+        return False
+    xor = defining_op(op.operands[0])
+    if xor is None or xor.name != "cuda_tile.xori":
+        return False
+    one = splat_value(xor.operands[1])
+    if one is None or not bool(one):
+        return False
+    op.set_operand(0, xor.operands[0])
+    op.regions[0], op.regions[1] = op.regions[1], op.regions[0]
+    return True
+
+
+def _yields(op: Operation) -> list[list[Value]]:
+    return [list(r.blocks[0].terminator.operands) for r in op.regions if r.blocks and r.blocks[0].terminator
+            is not None and r.blocks[0].terminator.name == "cuda_tile.yield"]
+
+
+def _forward_same_yields(op: Operation) -> bool:
+    yields = _yields(op)
+    if len(yields) != 2:
+        return False
+    changed = False
+    for i, result in enumerate(op.results):
+        a, b = yields[0][i], yields[1][i]
+        if a is b and result.uses:
+            result.replace_all_uses_with(a)
+            changed = True
+    return changed
+
+
+def _drop_unused_results(op: Operation) -> bool:
+    keep = [i for i, r in enumerate(op.results) if r.uses]
+    if len(keep) == len(op.results) or len(_yields(op)) != len(op.regions):
+        return False
+    twin = Operation(op.name, list(op.operands), [op.results[i].type for i in keep], op.attributes,
+                     location=op.location, segment_sizes=op.segment_sizes)
+    for region in op.regions:
+        block = region.blocks[0]
+        last = block.terminator
+        new_last = Operation(last.name, [last.operands[i] for i in keep], [], last.attributes, location=last.location)
+        erase(last)
+        block.append(new_last)
+    twin.regions = []
+    for region in list(op.regions):
+        twin.add_region(region)
+    op.regions = []
+    op.insert_before(twin)
+    for new, i in zip(twin.results, keep):
+        op.results[i].replace_all_uses_with(new)
+    erase(op)
+    return True
+

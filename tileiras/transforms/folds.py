@@ -1,0 +1,78 @@
+"""The folds of the canonical form, one table: op name -> fold.
+
+A fold returns the values that replace the op's results (None: no change). Floating-point folds keep
+the declared semantics: `addf` folds only finite constants under the default rounding and no
+flush-to-zero (seed 004, "cuda_tile Canonicalizers and Folds"); integer identities and folds wrap as the
+hardware does. `select` folds its identities in the specification's order.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..ir.core import Operation, Value
+from .constants import make_splat, splat_value
+
+Fold = Callable[[Operation], Optional[list[Value]]]
+
+_FOLDABLE_FLOATS = frozenset({"f16", "bf16", "f32", "f64"})
+
+
+def _elem(value: Value) -> str:
+    return getattr(getattr(value.type, "element", None), "name", "")
+
+
+def _fold_addf(op: Operation) -> Optional[list[Value]]:
+    import numpy as np
+
+    lhs, rhs = splat_value(op.operands[0]), splat_value(op.operands[1])
+    if lhs is None or rhs is None or _elem(op.result) not in _FOLDABLE_FLOATS:
+        return None
+    if op.attributes.get("flush_to_zero") or str(op.attributes.get("rounding_mode", "nearest_even")) != "nearest_even":
+        return None
+    with np.errstate(all="ignore"):
+        total = lhs + rhs
+    if not (np.isfinite(lhs) and np.isfinite(rhs) and np.isfinite(total)):
+        return None
+    return [make_splat(op.result.type, total, op)]
+
+
+def _int_fold(compute: Callable[[int, int], int], identity: Optional[int]) -> Fold:
+    """Constants fold (wrapping to the width); `x op identity` is x."""
+    def fold(op: Operation) -> Optional[list[Value]]:
+        x, y = op.operands
+        a, b = splat_value(x), splat_value(y)
+        if identity is not None and b is not None and int(b) == identity and x.type == op.result.type:
+            return [x]
+        if a is None or b is None or not _elem(op.result).startswith("i"):
+            return None
+        return [make_splat(op.result.type, compute(int(a), int(b)), op)]
+    return fold
+
+
+def _fold_select(op: Operation) -> Optional[list[Value]]:
+    cond, if_true, if_false = op.operands
+    if if_true is if_false:
+        return [if_true]
+    c = splat_value(cond)
+    if c is not None:
+        return [if_true if bool(c) else if_false]
+    if _elem(op.result) == "i1" and cond.type == op.result.type:
+        t, f = splat_value(if_true), splat_value(if_false)
+        if t is not None and f is not None and bool(t) and not bool(f):
+            return [cond]
+    return None
+
+
+FOLDS: dict[str, Fold] = {
+    "cuda_tile.addf": _fold_addf,
+    "cuda_tile.addi": _int_fold(lambda a, b: a + b, 0),
+    "cuda_tile.subi": _int_fold(lambda a, b: a - b, 0),
+    "cuda_tile.muli": _int_fold(lambda a, b: a * b, 1),
+    "cuda_tile.select": _fold_select,
+}
+
+
+def fold(op: Operation) -> Optional[list[Value]]:
+    rule = FOLDS.get(op.name)
+    return rule(op) if rule is not None else None

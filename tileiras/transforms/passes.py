@@ -1,0 +1,38 @@
+"""The canonical form: the passes every kernel goes through before anything is decided about it.
+
+Run on cuda_tile as read (whatever bytecode version or equivalent form it came in) and again on
+nv_tileaa (`tileaa.passes`), so that every analysis and decision below sees one form of each kernel.
+Each pass is one function of the entry that says whether it changed anything; the group runs to a fixed
+point (a fold may expose an invariant, a hoist a common subexpression).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir.core import Operation
+from .canonicalize import canonicalize
+from .cse import cse
+from .dce import dce
+from .licm import licm
+from .tokens import simplify_tokens
+
+Pass = Callable[[Operation], bool]
+
+# (name in --print-ir-after-all and --time-passes, pass)
+CANONICAL_PASSES: tuple[tuple[str, Pass], ...] = (
+    ("canonicalize", canonicalize),
+    ("simplify-tokens", simplify_tokens),
+    ("licm", licm),
+    ("cse", cse),
+    ("dce", dce),
+)
+
+_MAX_ROUNDS = 8
+
+
+def to_canonical(entry: Operation, passes: tuple[tuple[str, Pass], ...] = CANONICAL_PASSES) -> None:
+    """Run `passes` over `entry` until none changes it."""
+    for _ in range(_MAX_ROUNDS):
+        if not any([run(entry) for _name, run in passes]):
+            return
