@@ -24,3 +24,5 @@ def _private_compile_cache() -> object:
 # The shared-memory plan's verifier (tileas/shared_plan.py) is strict in every test, subprocesses
 # included: a request the plan did not predict is an internal error, not a note of the dump.
 os.environ.setdefault("TILEIRAS_STRICT_SHARED_PLAN", "1")
+# Every canonical-form pass that changes a kernel is followed by the verifier (lowering/pipeline.py).
+os.environ.setdefault("TILEIRAS_VERIFY_EACH_PASS", "1")

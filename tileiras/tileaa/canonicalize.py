@@ -16,19 +16,20 @@ from typing import Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TokenType
-from ..transforms.constants import splat_value
+from ..transforms.constants import splat_int
 from ..transforms.passes import CANONICAL_PASSES, to_canonical
-from ..transforms.rewrite import defining_op, replace
+from ..transforms.rewrite import all_ops, defining_op, replace
 
 
 def canonicalize_tileaa(entry: Operation) -> None:
-    """The nv_tileaa folds and the canonical form, to a fixed point."""
-    to_canonical(entry, (("fold-nv_tileaa", _fold_all), *CANONICAL_PASSES))
+    """The nv_tileaa folds, then (where they changed the kernel) the canonical form again, to a fixed point."""
+    if _fold_all(entry):
+        to_canonical(entry, (("fold-nv_tileaa", _fold_all), *CANONICAL_PASSES))
 
 
 def _fold_all(entry: Operation) -> bool:
     changed = False
-    for op in list(entry.walk()):
+    for op in all_ops(entry):
         rule = _RULES.get(op.name)
         if rule is not None and op.parent is not None:
             changed |= rule(op)
@@ -37,7 +38,7 @@ def _fold_all(entry: Operation) -> bool:
 
 def _mask_constant(op: Operation) -> Optional[bool]:
     mask = op.operand("mask")
-    value = splat_value(mask) if mask is not None else None
+    value = splat_int(mask) if mask is not None else None
     return None if value is None else bool(value)
 
 

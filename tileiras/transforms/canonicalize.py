@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Block, Operation, Value
-from .constants import splat_value
+from .constants import splat_int
 from .folds import fold
-from .rewrite import defining_op, erase, erase_tree, replace
+from .rewrite import all_ops, defining_op, erase, erase_tree, replace
 
 _MAX_ROUNDS = 32   # each round strictly shrinks or settles the IR; a bound keeps a bug from hanging
 
@@ -32,7 +32,7 @@ def canonicalize(entry: Operation) -> bool:
 
 def _round(entry: Operation) -> bool:
     changed = False
-    for op in list(entry.walk()):
+    for op in all_ops(entry):
         if op.parent is None or op is entry:   # erased by an earlier rewrite of this round
             continue
         if op.name == "cuda_tile.if":
@@ -46,7 +46,7 @@ def _round(entry: Operation) -> bool:
 
 
 def _canonical_if(op: Operation) -> bool:
-    cond = splat_value(op.operands[0])
+    cond = splat_int(op.operands[0])
     if cond is not None:
         return _inline(op, bool(cond))
     if _invert(op):
@@ -89,7 +89,7 @@ def _invert(op: Operation) -> bool:
     xor = defining_op(op.operands[0])
     if xor is None or xor.name != "cuda_tile.xori":
         return False
-    one = splat_value(xor.operands[1])
+    one = splat_int(xor.operands[1])
     if one is None or not bool(one):
         return False
     op.set_operand(0, xor.operands[0])

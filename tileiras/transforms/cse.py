@@ -51,13 +51,16 @@ def _cse_block(block: Block, scopes: list[dict[Hashable, Operation]]) -> bool:
 
 
 def _key(op: Operation) -> Optional[Hashable]:
+    key = (op.name, tuple(map(id, op.operands)), tuple(op.attributes.items()), tuple(r.type for r in op.results),
+           op.segment_sizes)
     try:
-        attrs = tuple((k, _frozen(v)) for k, v in op.attributes.items())
-        key = (op.name, tuple(id(v) for v in op.operands), attrs, tuple(r.type for r in op.results),
-               op.segment_sizes)
         hash(key)
-    except TypeError:   # an attribute with no equality we trust: leave the op alone
-        return None
+    except TypeError:   # a list or dict attribute: compare it frozen
+        try:
+            key = key[:2] + (tuple((k, _frozen(v)) for k, v in op.attributes.items()),) + key[3:]
+            hash(key)
+        except TypeError:   # an attribute with no equality we trust: leave the op alone
+            return None
     return key
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir.core import Operation, Value
-from .constants import make_splat, splat_value
+from .constants import make_splat, splat_float, splat_int
 
 Fold = Callable[[Operation], Optional[list[Value]]]
 
@@ -23,11 +23,11 @@ def _elem(value: Value) -> str:
 
 
 def _fold_addf(op: Operation) -> Optional[list[Value]]:
-    import numpy as np
-
-    lhs, rhs = splat_value(op.operands[0]), splat_value(op.operands[1])
+    lhs, rhs = splat_float(op.operands[0]), splat_float(op.operands[1])
     if lhs is None or rhs is None or _elem(op.result) not in _FOLDABLE_FLOATS:
         return None
+    import numpy as np   # only where both operands are constants: most kernels never get here
+
     if op.attributes.get("flush_to_zero") or str(op.attributes.get("rounding_mode", "nearest_even")) != "nearest_even":
         return None
     with np.errstate(all="ignore"):
@@ -41,7 +41,7 @@ def _int_fold(compute: Callable[[int, int], int], identity: Optional[int]) -> Fo
     """Constants fold (wrapping to the width); `x op identity` is x."""
     def fold(op: Operation) -> Optional[list[Value]]:
         x, y = op.operands
-        a, b = splat_value(x), splat_value(y)
+        a, b = splat_int(x), splat_int(y)
         if identity is not None and b is not None and int(b) == identity and x.type == op.result.type:
             return [x]
         if a is None or b is None or not _elem(op.result).startswith("i"):
@@ -54,11 +54,11 @@ def _fold_select(op: Operation) -> Optional[list[Value]]:
     cond, if_true, if_false = op.operands
     if if_true is if_false:
         return [if_true]
-    c = splat_value(cond)
+    c = splat_int(cond)
     if c is not None:
         return [if_true if bool(c) else if_false]
     if _elem(op.result) == "i1" and cond.type == op.result.type:
-        t, f = splat_value(if_true), splat_value(if_false)
+        t, f = splat_int(if_true), splat_int(if_false)
         if t is not None and f is not None and bool(t) and not bool(f):
             return [cond]
     return None

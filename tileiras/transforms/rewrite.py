@@ -36,6 +36,18 @@ def is_small(value: Value) -> bool:
     return n == 1
 
 
+def all_ops(op: Operation) -> list[Operation]:
+    """`op` and every op nested in it, in pre-order (a list: the caller may edit the IR while going)."""
+    out, stack = [], [op]
+    while stack:
+        top = stack.pop()
+        out.append(top)
+        for region in reversed(top.regions):
+            for block in reversed(region.blocks):
+                stack.extend(reversed(block.operations))
+    return out
+
+
 def erase(op: Operation) -> None:
     """Remove `op` (its results unused) from its block and from its operands' uses."""
     for v in op.operands:
