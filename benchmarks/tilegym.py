@@ -55,9 +55,24 @@ def _stats(cubin: Path, symbol: str) -> dict[str, Any] | None:
     return None if stats is None else sass_stats.as_json(stats)
 
 
-def measure(row: dict, gpu: str, tmp: Path, timeout: float, sass: bool) -> dict[str, Any]:
-    """Both compiles of one row for one target."""
-    src = CORPUS / row["file"]
+def exports(rows: list[dict], gpus: list[str], version: str, tmp: Path) -> dict[tuple[str, str], Path]:
+    """(row name, target) -> the row's bytecode exported by cuTile at `version` (for the target itself
+    before 13.3, where cuTile needs one): the same kernels in another form, to compare the gaps per version."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from canonical_support import exported  # noqa: PLC0415
+
+    names = [r["name"] for r in rows]
+    out: dict[tuple[str, str], Path] = {}
+    for gpu in (gpus if tuple(map(int, version.split("."))) < (13, 3) else gpus[:1]):
+        for name, path in exported("tilegym", names, version, gpu, tmp / f"{version}-{gpu}").items():
+            for g in ([gpu] if tuple(map(int, version.split("."))) < (13, 3) else gpus):
+                out[(name, g)] = path
+    return out
+
+
+def measure(row: dict, gpu: str, tmp: Path, timeout: float, sass: bool, src: Path | None = None) -> dict[str, Any]:
+    """Both compiles of one row for one target (its committed bytecode, or `src`)."""
+    src = src or CORPUS / row["file"]
     out: dict[str, Any] = {"name": row["name"], "gpu": gpu}
     for side, compile_fn in (("ours", compilers.compile_ours), ("nvidia", compilers.compile_nvidia)):
         cubin = tmp / f"{row['name']}.{gpu}.{side}.cubin"
@@ -156,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sass", action="store_true", help="skip cuobjdump (registers, spills, tensor cores)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     parser.add_argument("--record", action="store_true", help="write nvidia_targets into the manifest")
+    parser.add_argument("--bytecode-version", metavar="V",
+                        help="compile the kernels exported by cuTile at V (13.1..13.4) instead of the committed 13.4")
     args = parser.parse_args(argv)
     if compilers.nvidia_tileiras() is None:
         print("error: NVIDIA's tileiras is not installed (pip install nvidia-cuda-tileiras)", file=sys.stderr)
@@ -167,12 +184,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     gpus = args.gpu_name or list(TARGETS)
     jobs = [(r, g) for r in rows for g in gpus]
-    print(f"TileGym corpus, ours vs NVIDIA's tileiras: {len(rows)} kernels, {len(jobs)} kernel-target pairs")
+    version = args.bytecode_version or manifest()["bytecode_version"]
+    print(f"TileGym corpus, ours vs NVIDIA's tileiras: {len(rows)} kernels, {len(jobs)} kernel-target pairs, "
+          f"bytecode {version}")
     print(HEADER, flush=True)
     results = []
     with tempfile.TemporaryDirectory() as tmp, \
             concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(measure, r, g, Path(tmp), args.timeout, sass) for r, g in jobs]
+        sources = exports(rows, gpus, args.bytecode_version, Path(tmp)) if args.bytecode_version else {}
+        jobs = [(r, g) for r, g in jobs if not sources or (r["name"], g) in sources]
+        futures = [pool.submit(measure, r, g, Path(tmp), args.timeout, sass, sources.get((r["name"], g)))
+                   for r, g in jobs]
         for fut in futures:             # in order, each printed as soon as it is done
             results.append(fut.result())
             print(line(results[-1]), flush=True)
