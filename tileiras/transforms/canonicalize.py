@@ -3,6 +3,7 @@
 The `if` patterns (seed 004, "cuda_tile Canonicalizers and Folds"):
 * a constant condition inlines the branch it takes (its ops move before the `if`);
 * a condition `xori(c, true)` with an else branch becomes `c` with the branches swapped;
+* two adjacent `if`s on the same condition become one (CombineIfs);
 * a result both branches yield as the same value is that value; unused results are dropped;
 * an `if` with no results and nothing but yields in its branches is erased.
 No pattern reorders, duplicates or erases a token-ordered memory op.
@@ -15,7 +16,7 @@ from typing import Optional
 from ..ir.core import Block, Operation, Value
 from .constants import splat_int
 from .folds import fold
-from .rewrite import all_ops, defining_op, erase, erase_tree, replace
+from .rewrite import all_ops, defining_op, erase, erase_tree, inside_op, replace
 
 _MAX_ROUNDS = 32   # each round strictly shrinks or settles the IR; a bound keeps a bug from hanging
 
@@ -49,7 +50,7 @@ def _canonical_if(op: Operation) -> bool:
     cond = splat_int(op.operands[0])
     if cond is not None:
         return _inline(op, bool(cond))
-    if _invert(op):
+    if _invert(op) or _combine_with_next(op):
         return True
     if _forward_same_yields(op) | _drop_unused_results(op):
         return True
@@ -94,6 +95,46 @@ def _invert(op: Operation) -> bool:
         return False
     op.set_operand(0, xor.operands[0])
     op.regions[0], op.regions[1] = op.regions[1], op.regions[0]
+    return True
+
+
+def _combine_with_next(op: Operation) -> bool:
+    """Two adjacent `if`s on the same condition, both branches ending in yields, become one: the second's
+    branches follow the first's, its results come after the first's (CombineIfs)."""
+    block = op.parent
+    at = block.operations.index(op)
+    nxt = block.operations[at + 1] if at + 1 < len(block.operations) else None
+    if nxt is None or nxt.name != "cuda_tile.if" or nxt.operands[0] is not op.operands[0]:
+        return False
+    if len(op.regions) != len(nxt.regions) or len(_yields(op)) != len(op.regions) or \
+            len(_yields(nxt)) != len(nxt.regions):
+        return False
+    if any(inside_op(user, nxt) for r in op.results for user in r.uses):   # the merge would break dominance
+        return False
+    merged = Operation(op.name, [op.operands[0]], [r.type for r in op.results + nxt.results], op.attributes,
+                       location=op.location, segment_sizes=op.segment_sizes)
+    op.insert_before(merged)
+    for first, second in zip(op.regions, nxt.regions):
+        a, b = first.blocks[0], second.blocks[0]
+        yield_a, yield_b = a.terminator, b.terminator
+        values = list(yield_a.operands) + list(yield_b.operands)
+        erase(yield_a)
+        erase(yield_b)
+        for inner in list(b.operations):
+            b.operations.remove(inner)
+            a.append(inner)
+        a.append(Operation("cuda_tile.yield", values, [], location=yield_a.location))
+        b.operations = []
+    for region in list(op.regions):
+        merged.add_region(region)
+    op.regions = []
+    n = len(op.results)
+    for old, new in zip(op.results, merged.results[:n]):
+        old.replace_all_uses_with(new)   # the second if's branches read the first's results from here on
+    for old, new in zip(nxt.results, merged.results[n:]):
+        old.replace_all_uses_with(new)
+    erase_tree(nxt)
+    erase(op)
     return True
 
 

@@ -3,7 +3,8 @@
 A fold returns the values that replace the op's results (None: no change). Floating-point folds keep
 the declared semantics: `addf` folds only finite constants under the default rounding and no
 flush-to-zero (seed 004, "cuda_tile Canonicalizers and Folds"); integer identities and folds wrap as the
-hardware does. `select` folds its identities in the specification's order.
+hardware does. `select` folds in the specification's order: same arms, constant condition, boolean
+identity, inverted condition (arms swapped), a nested select on the same condition.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Callable, Optional
 
 from ..ir.core import Operation, Value
 from .constants import make_splat, splat_float, splat_int
+from .rewrite import defining_op
 
 Fold = Callable[[Operation], Optional[list[Value]]]
 
@@ -57,11 +59,27 @@ def _fold_select(op: Operation) -> Optional[list[Value]]:
     c = splat_int(cond)
     if c is not None:
         return [if_true if bool(c) else if_false]
+    inner = defining_op(cond)
+    if inner is not None and inner.name == "cuda_tile.xori" and splat_int(inner.operands[1]) == 1 and \
+            inner.operands[0].type == cond.type:   # select(not c, a, b) is select(c, b, a)
+        return [_select(op, inner.operands[0], if_false, if_true)]
+    for i, arm in ((1, if_true), (2, if_false)):   # select(c, select(c, a, b), d) is select(c, a, d)
+        nested = defining_op(arm)
+        if nested is not None and nested.name == "cuda_tile.select" and nested.operands[0] is cond:
+            operands = list(op.operands)
+            operands[i] = nested.operands[i]
+            return [_select(op, *operands)]
     if _elem(op.result) == "i1" and cond.type == op.result.type:
         t, f = splat_int(if_true), splat_int(if_false)
         if t is not None and f is not None and bool(t) and not bool(f):
             return [cond]
     return None
+
+
+def _select(op: Operation, cond: Value, if_true: Value, if_false: Value) -> Value:
+    twin = Operation(op.name, [cond, if_true, if_false], [op.result.type], op.attributes, location=op.location)
+    op.insert_before(twin)
+    return twin.result
 
 
 FOLDS: dict[str, Fold] = {

@@ -99,6 +99,17 @@ def blocks_of(op: Operation) -> Iterator[Block]:
                 yield from blocks_of(inner)
 
 
+def inside_op(inner: Operation, op: Operation) -> bool:
+    """Whether `inner` is nested in `op`'s regions."""
+    block = inner.parent
+    while block is not None and block.parent is not None:
+        parent_op = block.parent.parent
+        if parent_op is op:
+            return True
+        block = parent_op.parent if parent_op is not None else None
+    return False
+
+
 def inside(value: Value, op: Operation) -> bool:
     """Whether `value` is defined within `op`'s regions (an op result or block argument there)."""
     owner = getattr(value, "owner", None)

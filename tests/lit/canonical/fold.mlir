@@ -55,3 +55,37 @@ entry @keeps_break(%arg0: tile<i32>) {
   }
   return
 }
+
+// Two adjacent ifs on one condition become one; select(not c, a, b) swaps its arms; a select nested
+// in an arm on the same condition is that arm's value.
+// CHECK-LABEL: entry @combine
+// CHECK: %[[IF:.*]]:2 = if %arg1 -> (tile<f32>, tile<f32>) {
+// CHECK: addf
+// CHECK: mulf
+// CHECK: yield
+// CHECK-NOT: if %arg1
+// CHECK: select %arg1, %arg0, %[[IF]]#1
+// CHECK: select %arg1, %[[IF]]#0, %arg0
+entry @combine(%arg0: tile<f32>, %arg1: tile<i1>, %arg2: tile<ptr<f32>>) {
+  %0 = make_token : token
+  %true = constant <i1: true> : tile<i1>
+  %a = if %arg1 -> (tile<f32>) {
+    %x = addf %arg0, %arg0 : tile<f32>
+    yield %x : tile<f32>
+  } else {
+    yield %arg0 : tile<f32>
+  }
+  %b = if %arg1 -> (tile<f32>) {
+    %y = mulf %arg0, %arg0 : tile<f32>
+    yield %y : tile<f32>
+  } else {
+    yield %arg0 : tile<f32>
+  }
+  %n = xori %arg1, %true : tile<i1>
+  %s1 = select %n, %b, %arg0 : tile<i1>, tile<f32>
+  %inner = select %arg1, %a, %b : tile<i1>, tile<f32>
+  %s2 = select %arg1, %inner, %arg0 : tile<i1>, tile<f32>
+  %t1 = store_ptr_tko weak %arg2, %s1 token=%0 : tile<ptr<f32>>, tile<f32> -> token
+  %t2 = store_ptr_tko weak %arg2, %s2 token=%t1 : tile<ptr<f32>>, tile<f32> -> token
+  return
+}
