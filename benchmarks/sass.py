@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 import compilers  # noqa: E402
 import gaps  # noqa: E402
 import sass_stats  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+from canonical_support import exported_per_target  # noqa: E402
 
 
 def select(manifest: dict, only: list[str] | None, families: list[str] | None,
@@ -50,9 +52,10 @@ def select(manifest: dict, only: list[str] | None, families: list[str] | None,
     return out
 
 
-def measure(config: dict, gpu: str, tmp: Path) -> dict[str, Any]:
-    """Both compiles of one configuration for one target, and what cuobjdump says of each."""
-    src = compilers.HERE / config["file"]
+def measure(config: dict, gpu: str, tmp: Path, src: Path | None = None) -> dict[str, Any]:
+    """Both compiles of one configuration for one target (its committed bytecode, or `src`), and what
+    cuobjdump says of each."""
+    src = src or compilers.HERE / config["file"]
     row: dict[str, Any] = {"name": config["name"], "family": config["family"], "gpu": gpu}
     for side, compile_fn in (("ours", compilers.compile_ours), ("nvidia", compilers.compile_nvidia)):
         cubin = tmp / f"{config['name']}.{gpu}.{side}.cubin"
@@ -153,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="targets (repeatable; default: each configuration's targets)")
     parser.add_argument("--jobs", type=int, default=2, help="compiles in parallel (default 2)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument("--bytecode-version", metavar="V",
+                        help="compile the kernels exported by cuTile at V (13.1..13.4) instead of the committed 13.4")
     args = parser.parse_args(argv)
     if sass_stats.cuobjdump_path() is None:
         print("error: cuobjdump is not installed (pip install nvidia-cuda-cuobjdump "
@@ -170,8 +175,13 @@ def main(argv: list[str] | None = None) -> int:
             if not args.gpu_name or g in args.gpu_name]
     with tempfile.TemporaryDirectory() as tmp, \
             concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        rows = list(pool.map(lambda job: measure(job[0], job[1], Path(tmp)), jobs))
-    print(f"SASS, ours|NVIDIA's, {len(configs)} configurations, {len(jobs)} kernel-target pairs")
+        sources = exported_per_target("realistic", [c["name"] for c in configs], sorted({g for _, g in jobs}),
+                                      args.bytecode_version, Path(tmp)) if args.bytecode_version else {}
+        jobs = [(c, g) for c, g in jobs if not sources or (c["name"], g) in sources]
+        rows = list(pool.map(lambda job: measure(job[0], job[1], Path(tmp), sources.get((job[0]["name"], job[1]))),
+                             jobs))
+    print(f"SASS, ours|NVIDIA's, {len(configs)} configurations, {len(jobs)} kernel-target pairs, "
+          f"bytecode {args.bytecode_version or compilers.manifest()['bytecode_version']}")
     print_rows(rows)
     for line in summary(rows) + gaps.gaps(rows):
         print(line)

@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 import compilers  # noqa: E402  (compile with either tileiras, CPU time measured)
 import gaps  # noqa: E402
 import sass_stats  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+from canonical_support import exported_per_target  # noqa: E402
 
 
 def manifest() -> dict[str, Any]:
@@ -53,21 +55,6 @@ def _stats(cubin: Path, symbol: str) -> dict[str, Any] | None:
     except sass_stats.CuobjdumpError:
         return None
     return None if stats is None else sass_stats.as_json(stats)
-
-
-def exports(rows: list[dict], gpus: list[str], version: str, tmp: Path) -> dict[tuple[str, str], Path]:
-    """(row name, target) -> the row's bytecode exported by cuTile at `version` (for the target itself
-    before 13.3, where cuTile needs one): the same kernels in another form, to compare the gaps per version."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from canonical_support import exported  # noqa: PLC0415
-
-    names = [r["name"] for r in rows]
-    out: dict[tuple[str, str], Path] = {}
-    for gpu in (gpus if tuple(map(int, version.split("."))) < (13, 3) else gpus[:1]):
-        for name, path in exported("tilegym", names, version, gpu, tmp / f"{version}-{gpu}").items():
-            for g in ([gpu] if tuple(map(int, version.split("."))) < (13, 3) else gpus):
-                out[(name, g)] = path
-    return out
 
 
 def measure(row: dict, gpu: str, tmp: Path, timeout: float, sass: bool, src: Path | None = None) -> dict[str, Any]:
@@ -191,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp, \
             concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        sources = exports(rows, gpus, args.bytecode_version, Path(tmp)) if args.bytecode_version else {}
+        sources = exported_per_target("tilegym", [r["name"] for r in rows], gpus, args.bytecode_version,
+                                      Path(tmp)) if args.bytecode_version else {}
         jobs = [(r, g) for r, g in jobs if not sources or (r["name"], g) in sources]
         futures = [pool.submit(measure, r, g, Path(tmp), args.timeout, sass, sources.get((r["name"], g)))
                    for r, g in jobs]
