@@ -1,6 +1,7 @@
 """Where our machine code still falls short of NVIDIA's, per the issues' "done when" checks.
 
     python benchmarks/gaps.py ROWS.json [ROWS.json ...]   # JSON written by sass.py or tilegym.py --json
+    python benchmarks/gaps.py --table A.json B.json ...   # one column per file (per bytecode version, per tree)
 
 Each row is one kernel and target with both compilers' cuobjdump figures (`sass_stats.as_json`). A
 check names every pair where NVIDIA's has something ours lacks; a pair either side failed to
@@ -93,19 +94,38 @@ def gaps(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def table(named: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The pairs short of NVIDIA's per check, one column per set of rows: the same kernels as another
+    bytecode version or from another tree, side by side (pairs where both compiled, then each check)."""
+    both = {name: [r for r in rows if r["ours"].get("stats") and r["nvidia"].get("stats")] for name, rows in named}
+    width = max([len(n) for n, _ in named] + [8])
+    head = f"{'check'.ljust(32)}  " + "  ".join(n.rjust(width) for n, _ in named)
+    lines = [head, f"{'pairs with both cubins'.ljust(32)}  " + "  ".join(str(len(both[n])).rjust(width) for n, _ in named)]
+    for check_name, (_, check) in CHECKS.items():
+        counts = [sum(check(r["ours"]["stats"], r["nvidia"]["stats"], r["gpu"]) is not None for r in both[n])
+                  for n, _ in named]
+        lines.append(f"{check_name.ljust(32)}  " + "  ".join(str(c).rjust(width) for c in counts))
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
-    paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
+    args = list(sys.argv[1:] if argv is None else argv)
+    side_by_side = "--table" in args
+    paths = [Path(p) for p in args if p != "--table"]
     if not paths:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    rows: list[dict] = []
+    named: list[tuple[str, list[dict]]] = []
     for path in paths:
         try:
-            rows += json.loads(path.read_text())
+            named.append((path.stem, json.loads(path.read_text())))
         except (OSError, ValueError) as exc:
             print(f"error: {path}: {exc}", file=sys.stderr)
             return 1
-    for line in gaps(rows):
+    if side_by_side:
+        print("\n".join(table(named)))
+        return 0
+    for line in gaps([r for _, rows in named for r in rows]):
         print(line)
     return 0
 
