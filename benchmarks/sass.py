@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         sources = exported_per_target("realistic", [c["name"] for c in configs], sorted({g for _, g in jobs}),
                                       args.bytecode_version, Path(tmp)) if args.bytecode_version else {}
-        jobs = [(c, g) for c, g in jobs if not sources or (c["name"], g) in sources]
+        jobs = [(c, g) for c, g in jobs if not args.bytecode_version or (c["name"], g) in sources]
         rows = list(pool.map(lambda job: measure(job[0], job[1], Path(tmp), sources.get((job[0]["name"], job[1]))),
                              jobs))
     print(f"SASS, ours|NVIDIA's, {len(configs)} configurations, {len(jobs)} kernel-target pairs, "

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         sources = exported_per_target("tilegym", [r["name"] for r in rows], gpus, args.bytecode_version,
                                       Path(tmp)) if args.bytecode_version else {}
-        jobs = [(r, g) for r, g in jobs if not sources or (r["name"], g) in sources]
+        jobs = [(r, g) for r, g in jobs if not args.bytecode_version or (r["name"], g) in sources]
         futures = [pool.submit(measure, r, g, Path(tmp), args.timeout, sass, sources.get((r["name"], g)))
                    for r, g in jobs]
         for fut in futures:             # in order, each printed as soon as it is done
