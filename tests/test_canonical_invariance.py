@@ -73,10 +73,16 @@ def test_cutile_exports_same_ptx_at_every_version(corpus: str, name: str, gpu: s
 REWRITE_KERNELS = ("bmm", "attention", "while_break", "softmax", "layernorm", "gather_scatter", "if_else")
 
 
+# real kernels whose hardware paths the rewrites cost before the canonical form: without it, 9 of these
+# 20 rewritten kernels lose TMA or their pipeline (a partition view moved into the K loop, a run of ops
+# wrapped in `if true`, an unused view beside a load)
+REALISTIC_REWRITES = ("mm_f16_128x128x64", "fa_f16_q128k128d64_causal")
+
+
 @pytest.mark.parametrize("rewrite", sorted(REWRITES))
-@pytest.mark.parametrize("name", REWRITE_KERNELS)
+@pytest.mark.parametrize("name", REWRITE_KERNELS + REALISTIC_REWRITES)
 def test_same_ptx_under_rewrites(rewrite: str, name: str) -> None:
-    data = UNIT[name][-1].read_bytes()
+    data = (UNIT[name][-1] if name in UNIT else ROOT / "tests" / "realistic" / "bytecode" / f"{name}.tileirbc").read_bytes()
     want = _ptx(data, "sm_90")
     for seed in range(2):
         module = load_module(data, "kernel")
