@@ -8,12 +8,12 @@ give the same PTX for the rewritten module (tests/test_canonical_invariance.py).
 from __future__ import annotations
 
 import random
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 from tileiras.ir.attributes import DenseElements
 from tileiras.ir.core import Block, Operation, Region, Value
 from tileiras.ir.types import ScalarType, TileType, TokenType
-from tileiras.transforms.rewrite import inside, is_movable, is_small
+from tileiras.transforms.rewrite import blocks_of, inside_op, is_movable, is_small
 
 Rewrite = Callable[[Operation, random.Random], bool]
 _LOOPS = ("cuda_tile.for", "cuda_tile.loop")
@@ -21,14 +21,6 @@ _LOOPS = ("cuda_tile.for", "cuda_tile.loop")
 
 def _entries(module: Operation) -> list[Operation]:
     return [op for op in module.regions[0].blocks[0].operations if op.name == "cuda_tile.entry"]
-
-
-def _blocks(op: Operation) -> Iterator[Block]:
-    for region in op.regions:
-        for block in region.blocks:
-            yield block
-            for inner in block.operations:
-                yield from _blocks(inner)
 
 
 def _cheap(op: Operation) -> bool:
@@ -46,12 +38,7 @@ def _redirect(old: Value, new: Value, where: Callable[[Operation], bool]) -> Non
 
 def _within(op: Operation, container: Operation) -> bool:
     """`op` is `container` or nested in it."""
-    while op is not None:
-        if op is container:
-            return True
-        block = op.parent
-        op = block.parent.parent if block is not None and block.parent is not None else None
-    return False
+    return op is container or inside_op(op, container)
 
 
 def into_loop(module: Operation, rng: random.Random) -> bool:
@@ -102,7 +89,7 @@ def reorder(module: Operation, rng: random.Random) -> bool:
     """Two adjacent ops swapped where one has no effect and the second does not read the first."""
     cases = []
     for entry in _entries(module):
-        for block in _blocks(entry):
+        for block in blocks_of(entry):
             ops = block.operations
             for a, b in zip(ops, ops[1:-1]):
                 if (is_movable(a) or is_movable(b)) and not _uses_results(b, a):
@@ -121,7 +108,7 @@ def add_unused(module: Operation, rng: random.Random) -> bool:
     if not entries:
         return False
     entry = rng.choice(entries)
-    block = rng.choice(list(_blocks(entry)))
+    block = rng.choice(list(blocks_of(entry)))
     at = rng.randrange(len(block.operations))   # before an op, never after the terminator
     new = [Operation("cuda_tile.make_token", [], [TokenType()]),
            Operation("cuda_tile.constant", [], [TileType((), ScalarType("i32"))],
@@ -156,7 +143,7 @@ def wrap_in_if(module: Operation, rng: random.Random) -> bool:
     """A run of ops of a block moved into `if true { ... }`; what is used after it comes out as results."""
     cases = []
     for entry in _entries(module):
-        for block in _blocks(entry):
+        for block in blocks_of(entry):
             if block.parent.parent.name in ("cuda_tile.reduce", "cuda_tile.scan"):   # bodies of pure ops only
                 continue
             ops = block.operations[:-1]

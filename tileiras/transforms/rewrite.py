@@ -112,11 +112,8 @@ def inside_op(inner: Operation, op: Operation) -> bool:
 
 def inside(value: Value, op: Operation) -> bool:
     """Whether `value` is defined within `op`'s regions (an op result or block argument there)."""
-    owner = getattr(value, "owner", None)
-    block = owner if isinstance(owner, Block) else getattr(owner, "parent", None)
-    while block is not None:
-        parent_op = block.parent.parent if block.parent is not None else None
-        if parent_op is op:
-            return True
-        block = parent_op.parent if parent_op is not None else None
-    return False
+    if isinstance(value, OpResult):
+        return inside_op(value.owner, op)
+    region = value.owner.parent if isinstance(value.owner, Block) else None
+    owner = region.parent if region is not None else None
+    return owner is not None and (owner is op or inside_op(owner, op))
