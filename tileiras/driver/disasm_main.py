@@ -195,11 +195,10 @@ def _disassemble(data: bytes, path: str, debug: bool) -> int:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+    except BrokenPipeError:  # `tileirdisasm k.tileirbc | head`: end quietly, as NVIDIA's does
+        from .fast_exit import stdout_closed
+
+        return stdout_closed()
     return 0
 
 

@@ -175,6 +175,10 @@ def _write_stdout(payload: bytes | str) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     except OSError as exc:
+        from .fast_exit import closed_stdout
+
+        if closed_stdout(exc):
+            raise  # the reader went away: the run ends quietly (and removes its other outputs)
         raise TileirasError(f"error: cannot write to stdout: {exc.strerror}", ExitCode.COMPILE_FAILED) from None
 
 
@@ -206,6 +210,10 @@ def _main(args: list[str]) -> int:
         print("error: input nests too deeply to compile", file=sys.stderr)
         return int(ExitCode.COMPILE_FAILED)
     except Exception as exc:  # a bug of ours: still one line and exit 5, never a traceback
+        from .fast_exit import closed_stdout, stdout_closed
+
+        if closed_stdout(exc):
+            return stdout_closed()  # `tileiras --help | head -1`: end quietly, as NVIDIA's does
         if os.environ.get("TILEIRAS_DEBUG"):
             raise
         print(f"error: internal compiler error: {type(exc).__name__}: {exc} "
