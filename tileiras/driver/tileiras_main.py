@@ -71,7 +71,8 @@ def run(argv: list[str]) -> int:
     check_libraries(opts)
     from .output import check_outputs
 
-    check_outputs(_output_paths(opts), _inputs(opts))  # before any work: refuse what writing would harm
+    remarks = [opts.remarks_output_file] if opts.remarks_enabled and opts.remark_format == "yaml" else []
+    check_outputs(_output_paths(opts), _inputs(opts), remarks)  # before any work: refuse what writing would harm
     timer = StageTimer(opts.time_passes)
     try:
         arts = compile_input(data, path, opts, timer)
