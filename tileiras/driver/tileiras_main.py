@@ -78,12 +78,20 @@ def run(argv: list[str]) -> int:
         arts = compile_input(data, path, opts, timer)
     except BytecodeError as exc:  # name the file: a build compiles many
         raise BytecodeError(f"{path}: {exc.message}", exc.code) from None
+    except TileirasError as exc:  # name the file too: a build's log shows only the failing command's stderr
+        raise TileirasError(failed_compile(exc.message, path), exc.code) from None
     payload = render_output(arts, opts)
     _write_outputs(opts, arts, payload)
     if arts.cache is not None:
         arts.cache.flush()  # type: ignore[attr-defined]  # cache entries after the output: off the critical path
     timer.report()
     return 0
+
+
+def failed_compile(message: str, path: str) -> str:
+    """`message` and a line naming the input, as NVIDIA's "failed to compile Tile IR program" (which
+    names none): cuTile shows both lines, a CMake build's log shows which .tileirbc failed."""
+    return f"{message}\nerror: failed to compile Tile IR program '{path}'"
 
 
 def _inputs(opts: Options) -> list[str]:
