@@ -99,10 +99,13 @@ def input_kind(data: bytes, path: str) -> str:
 
 
 def lower_to_llvm(module: object, gpu: str, opts: Options, timer: Optional[StageTimer] = None) -> tuple[str, object]:
+    from ..codegen.param_names import name_params
     from ..lowering.pipeline import lower_module
 
-    return lower_module(module, gpu=gpu, opt_level=opts.opt_level, lineinfo=opts.lineinfo or opts.device_debug,
-                        debug=opts.device_debug, print_ir_after_all=opts.print_ir_after_all, timer=timer)
+    llvm_ir, meta = lower_module(module, gpu=gpu, opt_level=opts.opt_level, lineinfo=opts.lineinfo or
+                                 opts.device_debug, debug=opts.device_debug,
+                                 print_ir_after_all=opts.print_ir_after_all, timer=timer)
+    return llvm_ir, name_params(meta, module)  # the launchers' parameters, named as the kernel uses them
 
 
 def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> Artifacts:
