@@ -380,8 +380,9 @@ def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> 
         return {}
     from ..codegen.metadata import ModuleMetadata
 
-    with open(meta_path, encoding="utf-8") as handle:
-        meta = ModuleMetadata.from_json(handle.read())
+    from .input_file import read_regular
+
+    meta = ModuleMetadata.from_json(read_regular(meta_path, "metadata").decode("utf-8", "replace"))
     arts.inputs_read.append(meta_path)
     return {gpu: meta for gpu in gpus}
 

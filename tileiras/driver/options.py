@@ -318,11 +318,12 @@ def check_libraries(opts: Options) -> None:
     if "simt" not in opts.preview_features:
         raise TileirasError("error: libraries require the 'simt' preview feature", ExitCode.COMPILE_FAILED)
     for path in opts.libraries:
+        from .input_file import read_regular
+
         try:
-            with open(path, "rb") as handle:
-                handle.read(1)
-        except OSError as exc:
-            raise TileirasError(f"error: failed to open tile library: {exc.strerror}",
+            read_regular(path, "tile library")  # never a FIFO's wait
+        except TileirasError as exc:
+            raise TileirasError(f"error: failed to open tile library: {exc.message.rsplit(': ', 1)[-1]}",
                                 ExitCode.COMPILE_FAILED) from None
         raise TileirasError(f"error: failed to open tile library: linking tile libraries ('{path}') is not "
                             "supported by this compiler", ExitCode.COMPILE_FAILED)

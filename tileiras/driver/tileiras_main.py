@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import BytecodeError, ExitCode, TileirasError, input_error
+from .errors import BytecodeError, ExitCode, TileirasError
 from .options import (BYTECODE_VERSIONS, STDOUT, Options, check_libraries, help_text, parse_args,
                       print_option_values, validate)
 
@@ -24,11 +24,9 @@ Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
 def _read_input(opts: Options) -> bytes:
     if opts.input is None:
         raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
-    try:  # not frontend.read_input: a cache hit must not import the front end
-        with open(opts.input, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise input_error(opts.input, exc) from None
+    from .input_file import read_regular  # not frontend.read_input: a cache hit must not import the front end
+
+    return read_regular(opts.input)  # a regular file of bounded size: never a FIFO's wait or /dev/zero's end
 
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
