@@ -43,12 +43,21 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     try:
         return _dispatch(args)
-    except BrokenPipeError as exc:
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 5
+    except Exception as exc:  # a bug of ours in any subcommand: one line and exit 5, never a traceback
         from .fast_exit import closed_stdout, stdout_closed
 
-        if not closed_stdout(exc):
+        if closed_stdout(exc):
+            return stdout_closed()  # `tileir ... | head -1`: end quietly, as NVIDIA's tools do
+        import os
+
+        if os.environ.get("TILEIRAS_DEBUG"):
             raise
-        return stdout_closed()  # `tileir ... | head -1`: end quietly, as NVIDIA's tools do
+        print(f"error: internal compiler error: {type(exc).__name__}: {exc} (set TILEIRAS_DEBUG=1 for a "
+              "traceback)", file=sys.stderr)
+        return 5
 
 
 def _dispatch(args: list[str]) -> int:
