@@ -54,10 +54,15 @@ def plan_from_request(target: dict[str, object], policy: BuildPolicy) -> Library
 
 
 def _read_request(path: str) -> dict[str, object]:
+    from tileiras.driver.input_file import read_regular
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TileirasError(f"cannot read request '{path}': {exc.strerror}", ExitCode.UNREADABLE) from None
+        text = read_regular(path, "request").decode("utf-8")  # a regular file of bounded size
+    except TileirasError as exc:
+        raise TileirasError(f"cannot read request '{path}': {exc.message.rsplit(': ', 1)[-1]}",
+                            ExitCode.UNREADABLE) from None
+    except UnicodeDecodeError:
+        raise TileirasError(f"cannot read request '{path}': not UTF-8 text", ExitCode.UNREADABLE) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

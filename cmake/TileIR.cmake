@@ -172,7 +172,7 @@ function(_tileir_find_toolchain config_dir)
       set(failures "\n  (no Python found)")
     endif()
     set_property(GLOBAL PROPERTY TILEIR_TOOLCHAIN_ERROR
-      "TileIR: no Python can run the compiler at ${root}:${failures}\nSet TileIR_PYTHON to a Python that has tileiras' dependencies (pip install tileiras).")
+      "TileIR: no Python can run the compiler at ${root}:${failures}\nSet TileIR_PYTHON to a Python that has tileiras' dependencies (pip install <tileiras checkout>).")
     return()
   endif()
   set(TileIR_PYTHON "${python}" CACHE FILEPATH "The Python that runs the TileIR compiler")

@@ -355,3 +355,44 @@ def test_a_compiler_zip_made_just_before_the_compile_still_stores_its_outputs(tm
     assert versions.compiler_unchanged_since(opened)
     os.utime(archive, ns=(opened + 10**9, opened + 10**9))
     assert not versions.compiler_unchanged_since(opened)
+
+
+# --- an entry's header is checked before its payload is read (issue 37, item 10) -------------
+def _sparse_entry(path: Path, head: bytes, size: int) -> None:
+    with open(path, "wb") as handle:
+        handle.write(head)
+        handle.truncate(size)  # sparse: no disk space, but a whole read would take seconds and a GB
+
+
+def _bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import tileiras.cache.entry as entry_module
+
+    counted: list[int] = []
+    real = entry_module._read_fd
+
+    def counting(fd: int, size: int) -> bytes:
+        data = real(fd, size)
+        counted.append(len(data))
+        return data
+
+    monkeypatch.setattr(entry_module, "_read_fd", counting)
+    return counted
+
+
+@pytest.mark.parametrize("head", ["foreign", "another key", "wrong size"])
+def test_a_huge_sparse_entry_is_judged_by_its_header_before_it_is_read(
+        tmp_path: Path, head: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tileiras.cache.entry import wrap
+
+    cache = Cache(tmp_path)
+    cache.put(KEY, b"to be replaced")
+    path = entry_path(tmp_path)
+    good = wrap(KEY, b"payload")
+    header = {"foreign": b"\x7fELF" + bytes(200), "another key": wrap("cd" * 32, b"payload"),
+              "wrong size": good}[head]
+    _sparse_entry(path, header, MAX_BYTES)
+    counted = _bytes_read(monkeypatch)
+    assert Cache(tmp_path).get(KEY) is None
+    assert sum(counted) <= HEADER.size + len(KEY)  # the header and the key's room, never the gigabyte
+    assert len(warnings_in(capsys.readouterr().err)) == 1
+    assert not path.exists()  # not an entry: removed, so the next compile stores a real one

@@ -49,9 +49,10 @@ class Bench:
         self.env.pop("TILEIRAS_NO_SERVER", None)
         self.server: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, workers: int | None = None) -> None:
         self.server = subprocess.Popen([sys.executable, LAUNCHER, "cache-server", self.socket, "--expect",
-                                        sys.executable, LAUNCHER, "--log", str(self.log), "--idle", "60"],
+                                        sys.executable, LAUNCHER, "--log", str(self.log), "--idle", "60",
+                                        *(["--workers", str(workers)] if workers else [])],
                                        env=self.env)
         deadline = time.monotonic() + 30
         while not os.path.exists(self.socket):
@@ -275,3 +276,69 @@ def test_a_server_that_cannot_start_is_not_retried_by_every_action(tmp_path: Pat
     assert start_in_background(socket_path, sys.executable, LAUNCHER)
     wait_for_server_exit(lock_path(socket_path))  # the server gave up and let go of the lock
     assert not start_in_background(socket_path, sys.executable, LAUNCHER)
+
+
+# --- no request jams the server (issue 37, item 7) ---------------------------------------------
+def _ask(bench: Bench, argv: list[str], timeout: float = 15.0) -> bytes:
+    request = Request([sys.executable, LAUNCHER, *argv], str(bench.work), dict(bench.env))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)  # a jammed pool never answers: a timeout here is the failure
+        conn.connect(bench.socket)
+        conn.sendall(encode_request(request))
+        return conn.recv(16)
+
+
+def _workers(server: subprocess.Popen[bytes]) -> set[int]:
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+    return {int(pid) for pid in children.read_text().split()} if children.exists() else set()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_inputs_that_never_end_jam_no_worker(bench: Bench) -> None:
+    """A FIFO as input blocked both workers in open() for good (every later action then waited the
+    client's 60 s); /dev/zero grew a worker to 13 GB. Both are refused before reading now."""
+    actions = plan(bench, KERNELS[:1])
+    build_ordinarily(bench, actions)
+    expected = outputs(bench, actions[0])
+    remove(bench, expected)
+    os.mkfifo(bench.root / "fifo")
+    bench.start(workers=2)
+    for bad in ("fifo", "fifo", "/dev/zero", "/dev/zero"):  # more than the pool: each worker meets one
+        path = str(bench.root / bad) if bad == "fifo" else bad
+        assert _ask(bench, ["tileiras", "--gpu-name", "sm_90", path, "-o", "x.cubin"]) == NOT_ANSWERED
+    start = time.monotonic()
+    done = bench.run(actions[0])
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 30 and outputs(bench, actions[0]) == expected
+    assert bench.log_lines()[-1].startswith("answered")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_worker_killed_by_a_signal_is_replaced(bench: Bench) -> None:
+    import signal
+
+    bench.start(workers=2)
+    assert bench.server is not None
+    deadline = time.monotonic() + 30
+    while len(_workers(bench.server)) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    victim = min(_workers(bench.server))
+    os.kill(victim, signal.SIGKILL)
+    while victim in _workers(bench.server) or len(_workers(bench.server)) < 2:
+        assert time.monotonic() < deadline, "the pool was not refilled"
+        time.sleep(0.05)
+
+
+def test_a_request_past_its_time_is_declined_and_retires_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiras.cache import server
+
+    monkeypatch.setattr(server, "servable", lambda *args: True)
+    monkeypatch.setattr(server, "answer", lambda request: (time.sleep(60), (b"", ""))[1])
+    mine, theirs = socket.socketpair()
+    with mine:
+        mine.sendall(encode_request(Request(["python", "launch.py", "tileiras", "x"], "/", {})))
+        start = time.monotonic()
+        assert server.serve_one(theirs, ("python", "launch.py"), {}, None, seconds=0.5) is False
+        assert time.monotonic() - start < 5
+        assert mine.recv(16) == NOT_ANSWERED

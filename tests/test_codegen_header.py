@@ -122,3 +122,39 @@ def test_header_coexists_with_cuda_h(tmp_path: Path, order: str) -> None:
         lines.reverse()
     compile_c(tmp_path, "\n".join(lines) + "\nint f(CUstream s) { return vadd_launch(s, 1, 1, 1, 0, 0, 0, 1); }\n",
               "gcc", "-std=c11", "-I", str(include))
+
+
+def test_array_arguments_are_named_pointer_shapes_strides(tmp_path: Path) -> None:
+    """Issue 37, item 5: a cuTile array argument's parameters are named as the kernel uses them (a view
+    of rank r over %argN and the 2r integers after it), and the header says how an array expands."""
+    import os
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    kernel = root / "tests" / "corpus" / "bytecode" / "ew_scalar" / "13.4.tileirbc"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--gpu-name", "sm_90",
+                           "--emit=obj", str(kernel), "-o", str(tmp_path / "k.o"), "--header", str(tmp_path / "k.h")],
+                          capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    header = (tmp_path / "k.h").read_text()
+    assert ("int ew_scalar_float32_launch(CUstream stream, uint32_t grid_x, uint32_t grid_y, uint32_t grid_z, "
+            "float* arg0, int32_t arg0_shape0, int32_t arg0_stride0, float* arg3, int32_t arg3_shape0, "
+            "int32_t arg3_stride0, float arg6, float arg7, uint8_t arg8);") in header
+    assert "argN, argN_shape0, ..., argN_shape<r-1>, argN_stride0, ..., argN_stride<r-1>" in header
+
+
+def test_a_pointer_without_a_view_keeps_its_plain_names() -> None:
+    from tileiras.codegen.param_names import entry_param_names
+    from tileiras.text.parser import parse_module
+
+    text = ("entry @k(%p: tile<ptr<f32>>, %n: tile<i32>, %s: tile<i32>, %q: tile<ptr<f32>>, %m: tile<i32>, "
+            "%t: tile<i32>) {\n"
+            "  %v = make_tensor_view %q, shape = [%m], strides = [%t] : tile<i32> -> tensor_view<?xf32, strides=[?]>\n"
+            "  return\n}\n")
+    entry = parse_module(text, "k.mlir").regions[0].blocks[0].operations[0]
+    params = tuple(KernelParam(f"arg{i}", t) for i, t in enumerate(["ptr<f32>", "i32", "i32", "ptr<f32>", "i32", "i32"]))
+    assert entry_param_names(entry, params) == ["arg0", "arg1", "arg2", "arg3", "arg3_shape0", "arg3_stride0"]
+    swapped = text.replace("shape = [%m], strides = [%t]", "shape = [%n], strides = [%t]")
+    entry = parse_module(swapped, "k.mlir").regions[0].blocks[0].operations[0]
+    assert entry_param_names(entry, params)[3:] == ["arg3", "arg4", "arg5"]  # another layout: not renamed

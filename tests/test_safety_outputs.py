@@ -194,6 +194,37 @@ def test_two_outputs_naming_one_file_are_refused(workdir: Path) -> None:
     assert not (workdir / "k.o").exists()
 
 
+REMARKS_YAML = ["--remarks=all", "--remark-format=yaml", "--remarks-output-file"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-o", "k.cubin", *REMARKS_YAML, "k.cubin"], "'k.cubin' and 'k.cubin'"),
+    (["--emit=obj", "-o", "k.o", "--header", "k.h", *REMARKS_YAML, "./k.h"], "'./k.h' and 'k.h'"),
+], ids=["-o", "--header"])
+def test_a_remarks_file_naming_another_output_is_refused(workdir: Path, args: list[str], message: str) -> None:
+    """Issue 37, item 9: it was written, then silently replaced by the other output (exit 0)."""
+    (workdir / "k.h").write_text("kept")
+    result = tileiras(*args, "k.tileirbc", cwd=workdir)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: two outputs name the same file: {message}"
+    assert not (workdir / "k.cubin").exists() and not (workdir / "k.o").exists()
+    assert (workdir / "k.h").read_text() == "kept"
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1"])
+def test_an_output_to_dev_stdout_is_written_as_with_dash(workdir: Path, name: str) -> None:
+    """Issue 37, item 9: `-o /dev/stdout | ...` failed with "No such file or directory" on a pipe."""
+    dash = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--gpu-name=sm_90", "-o", "-",
+                           "k.tileirbc"], capture_output=True, cwd=workdir, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          timeout=120)
+    named = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--gpu-name=sm_90", "-o", name,
+                            "k.tileirbc"], capture_output=True, cwd=workdir,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert named.returncode == 0, named.stderr
+    assert named.stdout == dash.stdout and named.stdout.startswith(b"\x7fELF")
+    assert tileiras("-o", name, "-MD", "k.tileirbc", cwd=workdir).returncode == 2  # no side file beside stdout
+
+
 def test_a_symlinked_output_is_written_through_and_stays_a_link(workdir: Path) -> None:
     (workdir / "real.ptx").write_text("old")
     os.symlink("real.ptx", workdir / "link.ptx")

@@ -125,7 +125,7 @@ def test_generic_op_form() -> None:
     ("entry @k(%a: tile<i32>) optimization_hints=<2> {\n}\n",
      "k.mlir:1:45: error: custom op 'cuda_tile.entry' expected valid keyword or string"),
     ('entry @k(%a: tile<i32>) {\n  %0 = "cuda_tile.exti"(%a) <{signedness = 5 : i32}> : (tile<i32>) -> tile<i64>\n}\n',
-     "k.mlir:2:3: error: 'cuda_tile.exti' op attribute 'signedness' has invalid value '5 : i32'"),
+     "loc(\"k.mlir\":2:3): error: 'cuda_tile.exti' op attribute 'signedness' has invalid value '5 : i32'"),
     ("entry @k(%a: tile<i32>) {\n  %0 = cuda_tile.negi %a overflow<bad> : tile<i32>\n}\n",
      "expected string or keyword containing one of the following enum values for attribute 'overflow' "
      "[none, no_signed_wrap, no_unsigned_wrap, no_wrap]"),
@@ -148,7 +148,7 @@ def test_text_locations_feed_diagnostics() -> None:
     text = "entry @k(%a: tile<f16>) {\n  %0 = addf %a, %a flush_to_zero : tile<f16>\n}\n"
     with pytest.raises(CompileError) as info:
         verify_module(parse_module(text, "k.mlir"))
-    assert info.value.message == ("k.mlir:2:3: error: 'cuda_tile.addf' op flush_to_zero modifier only supported "
+    assert info.value.message == ("loc(\"k.mlir\":2:3): error: 'cuda_tile.addf' op flush_to_zero modifier only supported "
                                   "for f32 data type, but got: 'f16'")
 
 

@@ -29,9 +29,11 @@ def _error(body: str, args: str = "") -> str:
 CASES = [
     # (arguments, body, expected diagnostic)
     ("%a: tile<f16>", "  %0 = addf %a, %a flush_to_zero : tile<f16>",
-     "v.mlir:2:3: error: 'cuda_tile.addf' op flush_to_zero modifier only supported for f32 data type, but got: 'f16'"),
+     'loc("v.mlir":2:3): error: '
+     "'cuda_tile.addf' op flush_to_zero modifier only supported for f32 data type, but got: 'f16'"),
     ("%a: tile<i32>", "  %0 = addf %a, %a : tile<i32>",
-     "v.mlir:2:3: error: 'cuda_tile.addf' op operand #0 must be tile of f16 or bf16 or f32 or f64 values, but got "
+     'loc("v.mlir":2:3): error: '
+     "'cuda_tile.addf' op operand #0 must be tile of f16 or bf16 or f32 or f64 values, but got "
      "'!cuda_tile.tile<i32>'"),
     ("%a: tile<i32>", "  %0 = exti %a signed : tile<i32> -> tile<i16>",
      "error: 'cuda_tile.exti' op extending to smaller or identical integer"),
@@ -200,7 +202,8 @@ def test_diagnostic_uses_debug_location_of_the_op() -> None:
                 loc = op.location
                 while hasattr(loc, "callee"):
                     loc = loc.callee
-                assert info.value.message.startswith(f"{loc.file}:{loc.line}:{loc.column}: error: 'cuda_tile.addf' op")
+                where = f'loc("{loc.file}":{loc.line}:{loc.column})'
+                assert info.value.message.startswith(f"{where}: error: 'cuda_tile.addf' op")
                 return
     pytest.skip("no corpus file with a located addf")
 

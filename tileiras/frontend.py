@@ -25,13 +25,14 @@ MLIR_HINT = " (it looks like MLIR bytecode instead)"
 
 def read_input(path: str) -> bytes:
     """The bytes of `path` ("-" is stdin); exit 1 when it is missing, 4 when it cannot be read."""
+    from .driver.input_file import read_regular, read_stream
+
     try:
         if path == "-":
             import sys
 
-            return sys.stdin.buffer.read()
-        with open(path, "rb") as handle:
-            return handle.read()
+            return read_stream(sys.stdin.buffer)
+        return read_regular(path)
     except OSError as exc:
         raise input_error(path, exc) from None
 

@@ -31,10 +31,9 @@ DEFAULT_VERSION = "13.4"
 
 
 def _where(op: Operation) -> str:
-    loc = op.location
-    if loc is not None and getattr(loc, "file", None):
-        return f"{loc.file}:{loc.line}:{loc.column}: "
-    return ""
+    from ..ir.diagnostic_location import location_prefix
+
+    return location_prefix(op.location)
 
 
 def _fail(op: Operation, message: str) -> CompileError:

@@ -12,7 +12,10 @@ Reading opens the folders below the cache root one at a time without following
 links (a link there could point anywhere), then the entry file without
 following a link and without blocking (a FIFO would block a plain open
 forever), and reads only a regular file no larger than MAX_BYTES (a link to
-/dev/zero would never end). Where the platform lacks `dir_fd` and O_NOFOLLOW
+/dev/zero would never end). Given the key it expects, it reads the header
+first and the payload only when the header names that key and the file's size
+is the size the header announces (a 1 GiB sparse file with a foreign header
+took 6.7 s and 1.06 GB for one lookup when read whole). Where the platform lacks `dir_fd` and O_NOFOLLOW
 (Windows), the same checks run on the path with lstat.
 """
 
@@ -93,6 +96,30 @@ def unwrap(blob: bytes, key: str) -> bytes | None:
     return payload
 
 
+def _worth_reading(head: bytes, key: str, size: int) -> bool:
+    """Whether the payload after `head` (the header and the key's room) can be `key`'s entry. False
+    leaves `unwrap(head)` to say why not (or to call an older format a miss); raises Unexpected
+    when the header is ours and right but the file's size is not what it announces."""
+    if len(head) < HEADER.size:
+        return False
+    magic, fmt, key_length, length, _ = HEADER.unpack_from(head, 0)
+    if magic != MAGIC or fmt != FORMAT or head[HEADER.size:HEADER.size + key_length] != key.encode("ascii"):
+        return False
+    if HEADER.size + key_length + length != size:
+        raise Unexpected(f"{size} bytes where the header announces {HEADER.size + key_length + length}")
+    return True
+
+
+def _read_entry(fd: int, size: int, key: str | None) -> bytes:
+    """The file's bytes; with `key`, only its header when the payload cannot be that key's."""
+    if key is None:
+        return _read_fd(fd, size)
+    head = _read_fd(fd, min(size, HEADER.size + len(key)))
+    if not _worth_reading(head, key, size):
+        return head
+    return head + _read_fd(fd, size - len(head))
+
+
 def _check(info: os.stat_result) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise Unexpected("a folder, not an entry", removable=False)
@@ -115,11 +142,12 @@ def _read_fd(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def read(root: str, parts: tuple[str, ...], touch: bool) -> bytes:
-    """The bytes of the regular file at root/parts[0]/.../parts[-1]; `touch` sets its mtime to now.
+def read(root: str, parts: tuple[str, ...], touch: bool, key: str | None = None) -> bytes:
+    """The bytes of the regular file at root/parts[0]/.../parts[-1]; `touch` sets its mtime to now;
+    `key`: the entry expected there (its header is checked before the payload is read).
     FileNotFoundError when it is not there; Unexpected or another OSError when something else is."""
     if not SAFE_OPEN:
-        return _read_by_path(os.path.join(root, *parts), touch)
+        return _read_by_path(os.path.join(root, *parts), touch, key)
     fds = [os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)]  # the root itself may be a link: the user's choice
     try:
         for folder in parts[:-1]:
@@ -137,8 +165,8 @@ def read(root: str, parts: tuple[str, ...], touch: bool) -> bytes:
             _check(opened)
             if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
                 raise Unexpected("replaced while being opened")
-            data = _read_fd(fd, opened.st_size)
-            if touch:
+            data = _read_entry(fd, opened.st_size, key)
+            if touch and len(data) == opened.st_size:
                 try:
                     os.utime(fd)  # LRU: a hit makes the entry the most recent
                 except OSError:
@@ -151,15 +179,16 @@ def read(root: str, parts: tuple[str, ...], touch: bool) -> bytes:
             os.close(fd)
 
 
-def _read_by_path(path: str, touch: bool) -> bytes:
+def _read_by_path(path: str, touch: bool, key: str | None) -> bytes:
     folder = os.path.dirname(path)
     if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
         raise Unexpected("a folder of the cache is a link", removable=False)
     _check(os.lstat(path))
     with open(path, "rb") as handle:
-        _check(os.fstat(handle.fileno()))
-        data = handle.read(MAX_BYTES + 1)
-    if touch:
+        opened = os.fstat(handle.fileno())
+        _check(opened)
+        data = _read_entry(handle.fileno(), opened.st_size, key)
+    if touch and len(data) == opened.st_size:
         try:
             os.utime(path)
         except OSError:

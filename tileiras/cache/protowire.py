@@ -89,3 +89,19 @@ def decode(data: bytes) -> dict[int, list[int | bytes]]:
 def first(fields: dict[int, list[int | bytes]], number: int, default: int | bytes = b"") -> int | bytes:
     values = fields.get(number)
     return values[-1] if values else default  # protobuf: the last occurrence wins
+
+
+def first_bytes(fields: dict[int, list[int | bytes]], number: int) -> bytes:
+    """The last value of a length-delimited field (b'' when absent); WireError for another wire type."""
+    value = first(fields, number, b"")
+    if not isinstance(value, bytes):
+        raise WireError(f"field {number} is a number where bytes belong")
+    return value
+
+
+def first_int(fields: dict[int, list[int | bytes]], number: int) -> int:
+    """The last value of a varint field (0 when absent); WireError for another wire type."""
+    value = first(fields, number, 0)
+    if not isinstance(value, int):
+        raise WireError(f"field {number} is bytes where a number belongs")
+    return value

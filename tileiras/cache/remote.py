@@ -25,7 +25,10 @@ writer. So a team gives write access to CI alone: developers run read-only
 and the server enforces it (BuildGrid: `allow-updates: false` on a read-only
 instance, or TLS client certificates / JWT per instance).
 
-The remote never fails a compile: a server that is down, slow or refusing
+The remote never fails a compile: a server that is down, slow, refusing or
+answering outside the protocol (a malformed message, an entry announced over
+MAX_BLOB_BYTES, more data than announced, an answer past its deadline: one
+deadline per call, the timeout plus the announced size at BYTES_PER_SECOND)
 costs one warning; the process then stops asking it, and a marker file in
 the local cache directory keeps the other compiler processes of the build
 from waiting on it for RETRY_SECONDS. grpc is imported only here, on a local
@@ -49,6 +52,8 @@ ENV_TIMEOUT = "TILEIRAS_REMOTE_CACHE_TIMEOUT"
 DEFAULT_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 1.0
 BYTES_PER_SECOND = 10 << 20     # on top of the timeout, for large blobs
+MAX_BLOB_BYTES = 64 << 20       # no entry is larger (PTX and cubins are far below): bounds memory and time
+MAX_MESSAGE_BYTES = 16 << 20    # one gRPC message (servers send 1 MiB ByteStream chunks)
 CHUNK = 1 << 20                 # ByteStream message size
 RETRY_SECONDS = 60.0
 DOWN_MARKER = "remote-unavailable"
@@ -102,23 +107,16 @@ class RemoteCache:
     # --- transport -------------------------------------------------------------------
 
     def _call(self, kind: str, method: str, request, size: int = 0):
-        try:
-            grpc = _import_grpc()  # lazily: only a local miss pays for it
-        except ImportError:
-            raise RemoteError("the grpcio package is not installed: pip install 'tileiras[remote]'") from None
-        if self._channel is None:
-            channel = grpc.insecure_channel(self.target, options=[("grpc.enable_retries", 0),
-                                                                  ("grpc.max_receive_message_length", 64 << 20)])
-            try:
-                grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT)
-            except grpc.FutureTimeoutError:
-                channel.close()
-                raise RemoteError(f"no connection within {CONNECT_TIMEOUT:g} s") from None
-            self._channel = channel
+        """One call; a unary_stream call's messages come back as a list whose data (field 10) stays
+        within `size` bytes. None for NOT_FOUND, RemoteError for anything else that is not an answer."""
+        grpc = self._grpc()
         stub = getattr(self._channel, kind)(method, request_serializer=None, response_deserializer=None)
+        # one deadline for the whole call, bounded: the size is checked against MAX_BLOB_BYTES first
+        deadline = self.timeout + min(size, MAX_BLOB_BYTES) / BYTES_PER_SECOND
+        call = None
         try:
-            result = stub(request, timeout=self.timeout + size / BYTES_PER_SECOND)
-            return list(result) if kind == "unary_stream" else result
+            call = stub(request, timeout=deadline)
+            return _bounded_stream(call, size) if kind == "unary_stream" else call
         except grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else None
             if code == grpc.StatusCode.NOT_FOUND:
@@ -126,6 +124,25 @@ class RemoteCache:
             name = code.name if code is not None else "error"
             detail = exc.details() if hasattr(exc, "details") else ""
             raise RemoteError(f"{name}: {detail}" if detail else name) from None
+        finally:
+            if kind == "unary_stream" and call is not None:
+                call.cancel()  # an answer cut short (too large): the server stops sending
+
+    def _grpc(self):
+        try:
+            grpc = _import_grpc()  # lazily: only a local miss pays for it
+        except ImportError:
+            raise RemoteError("the grpcio package is not installed: pip install 'tileiras[remote]'") from None
+        if self._channel is None:
+            channel = grpc.insecure_channel(self.target, options=[
+                ("grpc.enable_retries", 0), ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
+            try:
+                grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT)
+            except grpc.FutureTimeoutError:
+                channel.close()
+                raise RemoteError(f"no connection within {CONNECT_TIMEOUT:g} s") from None
+            self._channel = channel
+        return grpc
 
     def close(self) -> None:
         if self._channel is not None:
@@ -138,31 +155,17 @@ class RemoteCache:
     # --- entries ---------------------------------------------------------------------
 
     def get(self, key: str) -> bytes | None:
-        """The local-cache entry stored for `key`, checked; None when absent or not valid."""
+        """The local-cache entry stored for `key`, checked; None when absent or not valid (a warning).
+        RemoteError for an answer that breaks the protocol or its bounds (the caller stops asking)."""
         request = pw.encode([(1, self.instance), (2, action_digest(key))])
         reply = self._call("unary_unary", _AC + "GetActionResult", request)
         if reply is None:
             return None
-        try:
-            result = pw.decode(reply)
-            files = [pw.decode(f) for f in result.get(2, []) if isinstance(f, bytes)]
-            entry = next((f for f in files if pw.first(f, 1) == ENTRY_PATH.encode()), None)
-            if entry is None or pw.first(result, 4, 0) != 0:
-                raise pw.WireError("no entry file")
-            digest = pw.decode(pw.first(entry, 2))
-            blob_hash = pw.first(digest, 1).decode("ascii")
-            blob_size = int(pw.first(digest, 2, 0))
-        except (pw.WireError, UnicodeDecodeError, AttributeError):
-            warn(f"remote cache {self.url}: unreadable result for key {key[:16]}; ignored")
-            return None
+        blob_hash, blob_size = _entry_digest(reply)
         read = pw.encode([(1, self._resource("blobs", blob_hash, str(blob_size)))])
-        chunks = self._call("unary_stream", _BYTESTREAM + "Read", read, blob_size)
-        if chunks is None:
+        blob = self._call("unary_stream", _BYTESTREAM + "Read", read, blob_size)
+        if blob is None:
             return None  # the result outlived its blob
-        try:
-            blob = b"".join(pw.first(pw.decode(c), 10) for c in chunks)
-        except pw.WireError:
-            blob = b""
         header = REMOTE_MAGIC + key.encode("ascii") + b"\n"
         if hashlib.sha256(blob).hexdigest() != blob_hash or len(blob) != blob_size or not blob.startswith(header):
             warn(f"remote cache {self.url}: entry for key {key[:16]} does not match its key or digest; ignored")
@@ -174,6 +177,8 @@ class RemoteCache:
         if self.read_only:
             return
         blob = REMOTE_MAGIC + key.encode("ascii") + b"\n" + entry
+        if len(blob) > MAX_BLOB_BYTES:
+            return  # no reader would take it
         blob_hash = hashlib.sha256(blob).hexdigest()
         resource = self._resource("uploads", str(uuid.uuid4()), "blobs", blob_hash, str(len(blob)))
         requests = []
@@ -186,6 +191,44 @@ class RemoteCache:
         result = pw.encode([(2, output), (4, 0)])
         update = pw.encode([(1, self.instance), (2, action_digest(key)), (3, result)])
         self._call("unary_unary", _AC + "UpdateActionResult", update)
+
+
+def _entry_digest(reply: bytes) -> tuple[str, int]:
+    """(sha256 hex, size) of the entry blob an ActionResult names; RemoteError when the message is
+    not one, or names a blob no entry can be (a size that is not a number, or over the bound)."""
+    try:
+        result = pw.decode(reply)
+        files = [pw.decode(f) for f in result.get(2, []) if isinstance(f, bytes)]
+        entry = next((f for f in files if pw.first(f, 1) == ENTRY_PATH.encode()), None)
+        if entry is None or pw.first(result, 4, 0) != 0:
+            raise pw.WireError("no entry file, or a failed action")
+        digest = pw.decode(pw.first_bytes(entry, 2))
+        blob_hash = pw.first_bytes(digest, 1).decode("ascii")
+        blob_size = pw.first_int(digest, 2)
+    except (pw.WireError, UnicodeDecodeError) as exc:
+        raise RemoteError(f"malformed ActionResult ({exc})") from None
+    if len(blob_hash) != 64 or not set(blob_hash) <= set("0123456789abcdef"):
+        raise RemoteError("malformed ActionResult (the entry's digest is not a SHA-256)")
+    if blob_size > MAX_BLOB_BYTES:
+        raise RemoteError(f"the entry announces {blob_size} bytes, over the {MAX_BLOB_BYTES} an entry may have")
+    return blob_hash, blob_size
+
+
+def _bounded_stream(call, size: int) -> bytes:
+    """The data of a ByteStream Read, refused (RemoteError) as soon as it runs past `size` bytes
+    (a flooding server) or a message is not a ReadResponse; the call's deadline bounds the time."""
+    chunks: list[bytes] = []
+    got = 0
+    for message in call:
+        try:
+            data = pw.first_bytes(pw.decode(message), 10)
+        except pw.WireError as exc:
+            raise RemoteError(f"malformed ByteStream answer ({exc})") from None
+        got += len(data)
+        if got > size:
+            raise RemoteError(f"the server sent more than the {size} bytes announced")
+        chunks.append(data)
+    return b"".join(chunks)
 
 
 def _import_grpc():
@@ -275,7 +318,9 @@ def fetch(key: str, root: str | os.PathLike[str]) -> bytes | None:
         return remote.get(key)
     except RemoteError as exc:
         _went_down(root, remote, exc)
-        return None
+    except Exception as exc:  # noqa: BLE001 - an answer no check foresaw: still never a failed compile
+        _went_down(root, remote, RemoteError(f"unexpected answer ({type(exc).__name__}: {exc})"))
+    return None
 
 
 def store(key: str, entry: bytes, root: str | os.PathLike[str]) -> None:
@@ -286,7 +331,9 @@ def store(key: str, entry: bytes, root: str | os.PathLike[str]) -> None:
         return
     try:
         remote.put(key, entry)
-    except RemoteError as exc:
+    except Exception as exc:  # noqa: BLE001 - RemoteError, or an answer no check foresaw
+        if not isinstance(exc, RemoteError):
+            exc = RemoteError(f"unexpected answer ({type(exc).__name__}: {exc})")
         if "PERMISSION_DENIED" in str(exc) or "UNIMPLEMENTED" in str(exc):
             remote.read_only = True  # the server's access control: keep reading
             warn(f"remote cache {remote.url} refuses writes ({exc}); reading only")

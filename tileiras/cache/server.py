@@ -17,6 +17,11 @@ of) the client runs the action the ordinary way. The server never compiles.
 A worker goes on to the next action after a hit or a plain miss (with the
 compiler's memoized lookups cleared, so nothing found for one action is
 reused for the next); after anything else it exits and a fresh fork replaces it.
+One request may take REQUEST_SECONDS (then it is declined and the worker
+retires; CPU time past that kills it) and the worker WORKER_MEMORY_BYTES more
+address space than it started with (a MemoryError: declined, retired), so no
+request jams the pool: a FIFO as input once blocked both workers in open() for
+good. A worker that dies in any way but going idle is replaced.
 
 One server per socket (CMake puts it in the build tree, its name standing for
 the compiler and the Python that runs it, so a changed compiler gets a new
@@ -45,6 +50,9 @@ MAGIC = b"TLRS1\n"
 IDLE_SECONDS = 60.0
 TICK_SECONDS = 1.0
 MAX_STRING = 1 << 24
+REQUEST_SECONDS = 20.0               # a cache answer takes milliseconds; the client gives up at 60 s
+WORKER_MEMORY_BYTES = 2 << 30        # address space a worker may add to what it had at its fork
+RESPAWNS_PER_SECOND = 10             # a worker that dies at once, again and again, is not forked forever
 # Imported before forking, so that a worker pays nothing for them.
 PREWARM: tuple[str, ...] = (
     "tileiras.driver.tileiras_main", "tileiras.driver.tileir_main", "tileiras.driver.compile",
@@ -254,11 +262,64 @@ def answer(request: Request) -> tuple[bytes, str]:
                          err.getvalue().encode("utf-8", "replace")), ""
 
 
+class Overtime(BaseException):
+    """A request ran past REQUEST_SECONDS (raised by the alarm, through any `except Exception`)."""
+
+
+def _overtime(signum: int, frame: object) -> None:
+    raise Overtime(f"over {REQUEST_SECONDS:g} s")
+
+
+def _bounded(seconds: float) -> Callable[[], None]:
+    """Start the request's alarm after `seconds` of wall time (a blocking call is interrupted by
+    it); returns what clears it."""
+    previous = signal.signal(signal.SIGALRM, _overtime)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def clear() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+    return clear
+
+
+def limit_cpu(seconds: float = REQUEST_SECONDS) -> None:
+    """A worker's next request may use `seconds` of CPU (and one more): SIGXCPU then ends a worker
+    stuck where the alarm gets no hearing (a long call in C)."""
+    try:
+        import resource
+
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        limit = int(used.ru_utime + used.ru_stime + seconds) + 1
+        if hard == resource.RLIM_INFINITY or limit <= hard:
+            resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def limit_memory(extra: int = WORKER_MEMORY_BYTES) -> None:
+    """Let this process grow by at most `extra` bytes of address space (MemoryError past it)."""
+    try:
+        import resource
+
+        with open("/proc/self/statm", "rb") as handle:
+            size = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = size + extra
+        if hard == resource.RLIM_INFINITY or limit <= hard:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError, IndexError):
+        pass  # no /proc (macOS): the inputs' own bound still holds
+
+
 def serve_one(conn: socket.socket, expect: tuple[str, str], server_env: dict[str, str],
-              log: BinaryIO | None) -> bool:
-    """Answer (or decline) the request on `conn`; True when it was answered or a plain miss."""
+              log: BinaryIO | None, seconds: float = REQUEST_SECONDS) -> bool:
+    """Answer (or decline) the request on `conn` within `seconds`; True when it was answered or a
+    plain miss (the worker may go on), False when the worker should retire."""
     conn.settimeout(30.0)
     reply, why, what = NOT_ANSWERED, "not served here", "?"
+    clear = _bounded(seconds)
     try:
         request = read_request(conn.makefile("rb"))
         what = " ".join(request.argv[2:4])
@@ -266,6 +327,10 @@ def serve_one(conn: socket.socket, expect: tuple[str, str], server_env: dict[str
             reply, why = answer(request)
     except (OSError, EOFError, ValueError) as exc:
         why = f"bad request: {exc}"
+    except (Overtime, MemoryError) as exc:
+        reply, why = NOT_ANSWERED, f"{type(exc).__name__}: {exc}"
+    finally:
+        clear()
     if log is not None:  # before the reply: whoever reads the log after the action finds its line
         log.write((f"answered {what}\n" if reply != NOT_ANSWERED else f"declined {what} ({why})\n").encode())
         log.flush()
@@ -322,6 +387,7 @@ def _worker(listener: socket.socket, path: str, ident: tuple[int, int], expect: 
     """Accept and answer actions until idle, retired, or the socket is gone; returns the exit code."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     enter_worker_mode()
+    limit_memory()
     listener.settimeout(TICK_SECONDS)
     last = time.monotonic()
     for _ in range(MAX_ACTIONS_PER_WORKER):
@@ -333,6 +399,7 @@ def _worker(listener: socket.socket, path: str, ident: tuple[int, int], expect: 
                 if not _same_file(path, ident) or time.monotonic() - last > idle_seconds:
                     return WORKER_IDLE  # the build tree was removed or replaced, or nobody asks
         conn.setblocking(True)
+        limit_cpu()
         if not serve_one(conn, expect, server_env, log):
             return WORKER_RETIRED
         last = time.monotonic()
@@ -357,6 +424,7 @@ def serve(path: str, expect: tuple[str, str], idle_seconds: float = IDLE_SECONDS
     st = os.stat(path)
     ident = (st.st_dev, st.st_ino)
     running: set[int] = set()
+    recent: list[float] = []  # when workers were last replaced
 
     def spawn() -> None:
         pid = os.fork()
@@ -379,8 +447,17 @@ def serve(path: str, expect: tuple[str, str], idle_seconds: float = IDLE_SECONDS
         while running:
             pid, status = os.wait()
             running.discard(pid)
-            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == WORKER_RETIRED and _same_file(path, ident):
-                spawn()
+            idle = os.WIFEXITED(status) and os.WEXITSTATUS(status) == WORKER_IDLE
+            if idle or not _same_file(path, ident):
+                continue
+            # retired, killed by a signal (SIGXCPU, the OOM killer, a user) or crashed: the pool
+            # stays full, but a worker that dies at once is not forked in a loop
+            now = time.monotonic()
+            recent[:] = [t for t in recent if now - t < 1.0]
+            if len(recent) >= RESPAWNS_PER_SECOND:
+                time.sleep(1.0)
+            recent.append(time.monotonic())
+            spawn()
     finally:
         if _same_file(path, ident):
             try:

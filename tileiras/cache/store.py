@@ -288,7 +288,7 @@ class Cache:
         """The payload of the local entry of `key`; None when there is none or it is not what `key` names."""
         path = self._path(key)
         try:
-            blob = entry.read(str(self.root), (LAYOUT, key[:2], key), touch=True)
+            blob = entry.read(str(self.root), (LAYOUT, key[:2], key), touch=True, key=key)
             return entry.unwrap(blob, key)
         except FileNotFoundError:
             return None

@@ -24,6 +24,13 @@ _PREAMBLE = """\
  * Launchers are thread-safe. Link the object with -ldl on Linux (glibc < 2.34 also -lpthread);
  * no CUDA library is needed at link time.
  *
+ * Parameters are the kernel's, in order, named as tileirdisasm names them (argN). An array
+ * argument (a cuTile Python array: `kernel(a, b)`) expands to its device pointer, then one
+ * integer per dimension for its shape, then one per dimension for its strides, in elements:
+ *     argN, argN_shape0, ..., argN_shape<r-1>, argN_stride0, ..., argN_stride<r-1>
+ * e.g. a row-major M x K f16 matrix `a` is (a_ptr, M, K, K, 1). Where the kernel reads an
+ * array without making a view of it (gathers), the same parameters keep plain argN names.
+ *
  * Parameter types: pointers are device addresses; f16 and bf16 scalars are passed as their
  * 16-bit patterns (uint16_t); i1 is uint8_t holding 0 or 1.
  */

@@ -4,7 +4,7 @@ Ops are checked in MLIR's order: an op's own invariants (operand/result
 constraints, type relations, its verifier), then the ops nested in its
 regions, then the checks that look at those regions. The first failure
 raises `CompileError` with an MLIR-style diagnostic,
-`file:line:col: error: 'cuda_tile.X' op message`, located at the op's own
+`loc("file":line:col): error: 'cuda_tile.X' op message`, located at the op's own
 location when the module carries one.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 
 from ..driver.errors import CompileError
-from ..ir import attributes as A
-from ..ir.core import Location, Operation
+from ..ir.core import Operation
+from ..ir.diagnostic_location import location_prefix as _prefix
 from .registry import find
 from .verify_ops import OP_CHECKS, REGION_CHECKS
 from .verify_rules import VerifyFailure, check_invariants
@@ -24,12 +24,8 @@ if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
 
 
 def location_prefix(loc: Any) -> str:
-    """`file:line:col: ` for a location (call sites use the callee), '' when unknown."""
-    while isinstance(loc, A.CallSiteLoc):
-        loc = loc.callee
-    if isinstance(loc, Location) and loc.file:
-        return f"{loc.file}:{loc.line}:{loc.column}: "
-    return ""
+    """`loc("file":line:col): ` for a location (call sites use the callee), '' when unknown."""
+    return _prefix(loc)
 
 
 def diagnostic(op: Optional[Operation], message: str, with_op: bool = True) -> str:

@@ -52,6 +52,10 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except OSError as exc:
+        from .fast_exit import closed_stdout
+
+        if closed_stdout(exc):
+            raise  # `tileir cache stats | head -1`: tileir ends quietly
         print(f"error: {exc}", file=sys.stderr)
         return int(ExitCode.COMPILE_FAILED)
     return 0

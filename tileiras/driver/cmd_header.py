@@ -23,10 +23,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _current_text(path: str) -> str | None:
+    from .input_file import read_regular
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
+        return read_regular(path, "header").decode("utf-8")  # checked as an output already: a regular file
+    except (TileirasError, UnicodeDecodeError):
         return None
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from .errors import ExitCode, TileirasError
 from .output import check_outputs, write_atomic
@@ -50,10 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read(path: str, what: str) -> bytes:
+    from .input_file import read_regular
+
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise TileirasError(f"error: cannot read {what} '{path}': {exc.strerror}", ExitCode.UNREADABLE) from None
+        return read_regular(path, what)  # a regular file of bounded size, judged before reading
+    except TileirasError as exc:
+        raise TileirasError(f"error: cannot read {what} '{path}': {exc.message.rsplit(': ', 1)[-1]}",
+                            ExitCode.UNREADABLE) from None
 
 
 def _mapping(pairs: list[tuple[str, str]], what: str) -> dict[str, bytes]:

@@ -20,13 +20,14 @@ from typing import Optional
 
 from .errors import ExitCode, TileirasError
 
-USAGE = ("usage: tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] [--args in.npz] [--out out.npz]\n"
+# argparse adds "usage: " itself; the error message adds it by hand
+USAGE = ("tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] [--args in.npz] [--out out.npz]\n"
          "                  [--backend interpreter|emulator|gpu] [--gpu-name sm_XX]")
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise TileirasError(f"tileir run: error: {message}\n{USAGE}", ExitCode.INVALID_OPTIONS)
+        raise TileirasError(f"tileir run: error: {message}\nusage: {USAGE}", ExitCode.INVALID_OPTIONS)
 
 
 def _parser() -> _Parser:
@@ -117,6 +118,10 @@ def main(argv: list[str]) -> int:
         print("error: the kernel nests too deeply to run", file=sys.stderr)
         return int(ExitCode.COMPILE_FAILED)
     except Exception as exc:  # a bug of ours: one line and exit 5, never a traceback
+        from .fast_exit import closed_stdout
+
+        if closed_stdout(exc):
+            raise  # stdout's reader went away: tileir ends quietly
         if os.environ.get("TILEIRAS_DEBUG"):
             raise
         print(f"error: internal error: {type(exc).__name__}: {exc} (set TILEIRAS_DEBUG=1 for a traceback)",

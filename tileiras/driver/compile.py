@@ -99,10 +99,13 @@ def input_kind(data: bytes, path: str) -> str:
 
 
 def lower_to_llvm(module: object, gpu: str, opts: Options, timer: Optional[StageTimer] = None) -> tuple[str, object]:
+    from ..codegen.param_names import name_params
     from ..lowering.pipeline import lower_module
 
-    return lower_module(module, gpu=gpu, opt_level=opts.opt_level, lineinfo=opts.lineinfo or opts.device_debug,
-                        debug=opts.device_debug, print_ir_after_all=opts.print_ir_after_all, timer=timer)
+    llvm_ir, meta = lower_module(module, gpu=gpu, opt_level=opts.opt_level, lineinfo=opts.lineinfo or
+                                 opts.device_debug, debug=opts.device_debug,
+                                 print_ir_after_all=opts.print_ir_after_all, timer=timer)
+    return llvm_ir, name_params(meta, module)  # the launchers' parameters, named as the kernel uses them
 
 
 def compile_input(data: bytes, path: str, opts: Options, timer: StageTimer) -> Artifacts:
@@ -377,8 +380,9 @@ def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> 
         return {}
     from ..codegen.metadata import ModuleMetadata
 
-    with open(meta_path, encoding="utf-8") as handle:
-        meta = ModuleMetadata.from_json(handle.read())
+    from .input_file import read_regular
+
+    meta = ModuleMetadata.from_json(read_regular(meta_path, "metadata").decode("utf-8", "replace"))
     arts.inputs_read.append(meta_path)
     return {gpu: meta for gpu in gpus}
 

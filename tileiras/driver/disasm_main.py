@@ -160,11 +160,13 @@ def _run(args: list[str]) -> int:
         sys.stderr.write("error: no input file provided\n\n")
         return 2
     path = inputs[0]
+    from .errors import TileirasError
+    from .input_file import read_regular
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        sys.stderr.write(f"error: error: unable to read input file '{path}': {exc.strerror or exc}\n\n")
+        data = read_regular(path)  # a regular file of bounded size: never a FIFO's wait or /dev/zero's end
+    except TileirasError as exc:
+        sys.stderr.write(f"error: error: unable to read input file '{path}': {exc.message.rsplit(': ', 1)[-1]}\n\n")
         return 2
     return _disassemble(data, path, opts["debug"])
 
@@ -195,11 +197,10 @@ def _disassemble(data: bytes, path: str, debug: bool) -> int:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+    except BrokenPipeError:  # `tileirdisasm k.tileirbc | head`: end quietly, as NVIDIA's does
+        from .fast_exit import stdout_closed
+
+        return stdout_closed()
     return 0
 
 

@@ -36,6 +36,8 @@ BYTECODE_VERSIONS: tuple[str, ...] = ("13.1", "13.2", "13.3", "13.4", "13.5")
 DEFAULT_OUTPUT = "elf.o"            # NVIDIA's default name; it holds a cubin
 DEFAULT_REMARKS_FILE = "tileir_remarks.yaml"
 STDOUT = "-"                        # `-o -`: the output goes to stdout
+# stdout's own names: written as `-o -` is (an atomic rename cannot replace a pipe or a terminal)
+STDOUT_NAMES: tuple[str, ...] = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 
 
 @record
@@ -186,7 +188,8 @@ class Options:
 
     @property
     def output_path(self) -> str:
-        return self.output or DEFAULT_OUTPUT
+        out = self.output or DEFAULT_OUTPUT
+        return STDOUT if out in STDOUT_NAMES else out
 
     @property
     def emit_kind(self) -> str:
@@ -302,7 +305,7 @@ def validate(opts: Options) -> None:
                                 "several targets need a fatbin or an object output", ExitCode.INVALID_OPTIONS)
     if opts.header and kind != "obj":
         raise TileirasError("error: --header requires an object output (--emit=obj)", ExitCode.INVALID_OPTIONS)
-    if opts.output == STDOUT and (opts.emit_metadata or (opts.depfile_md and not opts.depfile)):
+    if opts.output_path == STDOUT and (opts.emit_metadata or (opts.depfile_md and not opts.depfile)):
         raise TileirasError("error: with -o - the side files need their own names (-MF for the depfile; "
                             "--emit-metadata needs a file output)", ExitCode.INVALID_OPTIONS)
 
@@ -315,11 +318,12 @@ def check_libraries(opts: Options) -> None:
     if "simt" not in opts.preview_features:
         raise TileirasError("error: libraries require the 'simt' preview feature", ExitCode.COMPILE_FAILED)
     for path in opts.libraries:
+        from .input_file import read_regular
+
         try:
-            with open(path, "rb") as handle:
-                handle.read(1)
-        except OSError as exc:
-            raise TileirasError(f"error: failed to open tile library: {exc.strerror}",
+            read_regular(path, "tile library")  # never a FIFO's wait
+        except TileirasError as exc:
+            raise TileirasError(f"error: failed to open tile library: {exc.message.rsplit(': ', 1)[-1]}",
                                 ExitCode.COMPILE_FAILED) from None
         raise TileirasError(f"error: failed to open tile library: linking tile libraries ('{path}') is not "
                             "supported by this compiler", ExitCode.COMPILE_FAILED)

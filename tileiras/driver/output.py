@@ -126,15 +126,26 @@ def _read_only_mount(folder: str) -> bool:
         return False
 
 
-def check_outputs(paths: Iterable[str], inputs: Iterable[str] = ()) -> None:
-    """Check, before any work, every file a command will write: each safe, no two the same."""
+def _same_file_key(path: str) -> str:
+    """What `path` would replace, without judging it (for files checked only when written)."""
+    try:
+        return os.path.abspath(os.path.realpath(path))
+    except (OSError, ValueError):
+        return os.path.abspath(path)
+
+
+def check_outputs(paths: Iterable[str], inputs: Iterable[str] = (), others: Iterable[str] = ()) -> None:
+    """Check, before any work, every file a command will write: each of `paths` safe, no two the
+    same; `others` (checked for safety when written, like the remarks file) only for sameness."""
     inputs = list(inputs)
     seen: dict[str, str] = {}
+    for path in others:
+        seen.setdefault(_same_file_key(path), path)
     for path in paths:
         found = output_target(path, inputs)
         if found is None:  # discarded: any number of outputs may go to the null device
             continue
-        target = os.path.abspath(found)
+        target = _same_file_key(found)
         if target in seen:
             raise TileirasError(f"error: two outputs name the same file: '{seen[target]}' and '{path}'",
                                 ExitCode.INVALID_OPTIONS)

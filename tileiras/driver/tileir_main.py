@@ -25,7 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _usage() -> str:
-    lines = ["usage: tileir <command> [options]", "", "commands:"]
+    lines = ["usage: tileir <command> [options]", "       tileir --version", "", "commands:"]
     width = max(len(name) for name in SUBCOMMANDS)
     for name, (_, text) in SUBCOMMANDS.items():
         lines.append(f"  {name.ljust(width)}  {text}")
@@ -42,9 +42,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 5
+    except Exception as exc:  # a bug of ours in any subcommand: one line and exit 5, never a traceback
+        from .fast_exit import closed_stdout, stdout_closed
+
+        if closed_stdout(exc):
+            return stdout_closed()  # `tileir ... | head -1`: end quietly, as NVIDIA's tools do
+        import os
+
+        if os.environ.get("TILEIRAS_DEBUG"):
+            raise
+        print(f"error: internal compiler error: {type(exc).__name__}: {exc} (set TILEIRAS_DEBUG=1 for a "
+              "traceback)", file=sys.stderr)
+        return 5
+
+
+def _dispatch(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(_usage())
         return 0 if args else 1  # no command: a command-line error, as tileiras's codes say
+    if args[0] in ("--version", "-V"):  # as `tileiras --version`
+        from .. import __version__
+
+        print(f"tileir (tileiras {__version__}): CUDA Tile IR tools (Python implementation)")
+        return 0
     name, rest = args[0], args[1:]
     entry = SUBCOMMANDS.get(name)
     if entry is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import BytecodeError, ExitCode, TileirasError, input_error
+from .errors import BytecodeError, ExitCode, TileirasError
 from .options import (BYTECODE_VERSIONS, STDOUT, Options, check_libraries, help_text, parse_args,
                       print_option_values, validate)
 
@@ -24,11 +24,9 @@ Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
 def _read_input(opts: Options) -> bytes:
     if opts.input is None:
         raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
-    try:  # not frontend.read_input: a cache hit must not import the front end
-        with open(opts.input, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise input_error(opts.input, exc) from None
+    from .input_file import read_regular  # not frontend.read_input: a cache hit must not import the front end
+
+    return read_regular(opts.input)  # a regular file of bounded size: never a FIFO's wait or /dev/zero's end
 
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
@@ -71,18 +69,27 @@ def run(argv: list[str]) -> int:
     check_libraries(opts)
     from .output import check_outputs
 
-    check_outputs(_output_paths(opts), _inputs(opts))  # before any work: refuse what writing would harm
+    remarks = [opts.remarks_output_file] if opts.remarks_enabled and opts.remark_format == "yaml" else []
+    check_outputs(_output_paths(opts), _inputs(opts), remarks)  # before any work: refuse what writing would harm
     timer = StageTimer(opts.time_passes)
     try:
         arts = compile_input(data, path, opts, timer)
     except BytecodeError as exc:  # name the file: a build compiles many
         raise BytecodeError(f"{path}: {exc.message}", exc.code) from None
+    except TileirasError as exc:  # name the file too: a build's log shows only the failing command's stderr
+        raise TileirasError(failed_compile(exc.message, path), exc.code) from None
     payload = render_output(arts, opts)
     _write_outputs(opts, arts, payload)
     if arts.cache is not None:
         arts.cache.flush()  # type: ignore[attr-defined]  # cache entries after the output: off the critical path
     timer.report()
     return 0
+
+
+def failed_compile(message: str, path: str) -> str:
+    """`message` and a line naming the input, as NVIDIA's "failed to compile Tile IR program" (which
+    names none): cuTile shows both lines, a CMake build's log shows which .tileirbc failed."""
+    return f"{message}\nerror: failed to compile Tile IR program '{path}'"
 
 
 def _inputs(opts: Options) -> list[str]:
@@ -175,6 +182,10 @@ def _write_stdout(payload: bytes | str) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     except OSError as exc:
+        from .fast_exit import closed_stdout
+
+        if closed_stdout(exc):
+            raise  # the reader went away: the run ends quietly (and removes its other outputs)
         raise TileirasError(f"error: cannot write to stdout: {exc.strerror}", ExitCode.COMPILE_FAILED) from None
 
 
@@ -206,6 +217,10 @@ def _main(args: list[str]) -> int:
         print("error: input nests too deeply to compile", file=sys.stderr)
         return int(ExitCode.COMPILE_FAILED)
     except Exception as exc:  # a bug of ours: still one line and exit 5, never a traceback
+        from .fast_exit import closed_stdout, stdout_closed
+
+        if closed_stdout(exc):
+            return stdout_closed()  # `tileiras --help | head -1`: end quietly, as NVIDIA's does
         if os.environ.get("TILEIRAS_DEBUG"):
             raise
         print(f"error: internal compiler error: {type(exc).__name__}: {exc} "

@@ -28,7 +28,9 @@ ONLY_ON: dict[str, frozenset[int]] = {"fnv8E5M3FNU": frozenset({107})}
 def require(op: Operation, feature: str, sm: int, gpu: str) -> None:
     lowest, what = FEATURES[feature]
     family = ONLY_ON.get(feature)
-    loc = f"{op.location}: " if getattr(op, "location", None) else ""
+    from ..ir.diagnostic_location import location_prefix
+
+    loc = location_prefix(getattr(op, "location", None))
     if family is not None and sm not in family:
         names = ", ".join(f"sm_{n}" for n in sorted(family))
         raise CompileError(f"{loc}error: '{op.name}' op {what} requires {names} (no other family has it); "

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 
 def op_error(op: Operation, message: str) -> CompileError:
-    loc = f"{op.location}: " if getattr(op, "location", None) else ""
+    from ..ir.diagnostic_location import location_prefix
+
+    loc = location_prefix(getattr(op, "location", None))
     return CompileError(f"{loc}error: '{op.name}' op {message}")
 
 

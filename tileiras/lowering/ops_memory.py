@@ -35,12 +35,11 @@ _PADDING_BITS = {
 
 
 def padding_literal(kind: str | None, elem: ScalarType) -> str:
+    """The padding value as a literal of the element's storage type (an i1 is loaded as an i8)."""
     lty = llvm_type(elem)
     if lty in ("half", "bfloat", "float", "double"):
         bits = _PADDING_BITS[kind or "zero"][("half", "bfloat", "float", "double").index(lty)]
         return float_bits_literal(bits, lty)
-    if lty == "i1":
-        return "false"
     return "0"
 
 

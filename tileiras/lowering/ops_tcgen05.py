@@ -654,7 +654,10 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     from .ops_mma import stage
 
     split = getattr(k, "warp_split", None)
-    if split is not None and split.form == "attention" and op in split.mmas:
+    # the consumers' part only while the split's loop runs pipelined: a loop whose stages the plan then
+    # could not place (an attention with a 4-trip K loop at M = 64, found by tests/fuzz_text.py) runs
+    # unsplit, and its mmas are issued here as any other
+    if split is not None and split.form == "attention" and op in split.mmas and split.loop in k.active_pipelines:
         from .warp_specialize_tcgen05 import consume_attention_mma
 
         return consume_attention_mma(k, op, lhs, acc)  # type: ignore[return-value]

@@ -1049,7 +1049,10 @@ class Parser:
         lx = self.lx
         if not isinstance(t, T.TileType):
             raise lx.error(f"expected a tile type, got {t}", pos)
-        elem = t.element.name  # type: ignore[attr-defined]
+        if not isinstance(t.element, T.ScalarType):  # a constant is a number tile: no pointer literals
+            raise lx.error(f"expected an integer or floating point element type for the constant, got "
+                           f"'{t.element}'", pos)
+        elem = t.element.name
         if isinstance(vals, tuple) and vals and vals[0] == "hex":
             text = vals[1]
             if not text.startswith("0x"):

@@ -298,6 +298,8 @@ def _reshape(lab: _Labels, src: Value, dst: Value) -> None:
     for gs, gd in _groups(tuple(src.type.shape), tuple(dst.type.shape)):   # type: ignore[attr-defined]
         big_s = [d for d in gs if src.type.shape[d] != 1] or gs[:1]   # type: ignore[attr-defined]
         big_d = [d for d in gd if dst.type.shape[d] != 1] or gd[:1]   # type: ignore[attr-defined]
+        if not big_s or not big_d:  # a 0-d side (a scalar made 1x..x1, or back): no dimension to split
+            continue
         lab.union((src, big_s[0]), (dst, big_d[0]))
         for v, inner in ((src, big_s[1:]), (dst, big_d[1:])):
             for d in inner:

@@ -58,5 +58,7 @@ def _where(value: Value) -> Operation:
 
 
 def _fail(op: Operation, message: str) -> None:
-    loc = f"{op.location}: " if getattr(op, "location", None) else ""
+    from ..ir.diagnostic_location import location_prefix
+
+    loc = location_prefix(getattr(op, "location", None))
     raise CompileError(f"{loc}error: internal: nv_tileas verifier: '{op.name}' {message}")
