@@ -1,6 +1,6 @@
-"""Splat constants for the folds: read one and build one, without numpy where the value is an integer
-or a boolean (a compile that folds no float never imports it: process start-up is part of every build
-step)."""
+"""Splat constants for the folds: read one and build one, without numpy (process start-up is part of
+every build step, and numpy is not otherwise imported by a small compile). Floats are read and written
+with `struct` (f16, f32, f64; bf16 through f32, rounded to nearest even)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def _splat(value: Value) -> Optional[DenseElements]:
     return dense
 
 
+def is_splat_constant(value: Value) -> bool:
+    return _splat(value) is not None
+
+
 def splat_int(value: Value) -> Optional[int]:
     """The one value of a splat integer or boolean `constant` (signed; i1 is 0 or 1), or None."""
     dense = _splat(value)
@@ -37,17 +41,37 @@ def splat_int(value: Value) -> Optional[int]:
     return bits - (1 << width) if bits >> (width - 1) else bits
 
 
-def splat_float(value: Value) -> Optional[Any]:
-    """The one value of a splat floating-point `constant` (a numpy scalar), or None."""
+_FLOAT_FORMATS = {"f16": "<e", "f32": "<f", "f64": "<d"}
+
+
+def splat_float(value: Value) -> Optional[float]:
+    """The one value of a splat f16, bf16, f32 or f64 `constant`, or None."""
+    import struct
+
     dense = _splat(value)
-    if dense is None or getattr(dense.type.element, "name", "i").startswith("i"):
-        return None
-    return dense.values.reshape(-1)[0]
+    name = getattr(dense.type.element, "name", "") if dense is not None else ""
+    size = element_size(dense.type.element) if dense is not None else 0
+    raw = dense.raw[:size] if dense is not None else b""
+    if name in _FLOAT_FORMATS:
+        return struct.unpack(_FLOAT_FORMATS[name], raw)[0]
+    if name == "bf16":
+        return struct.unpack("<f", b"\x00\x00" + raw)[0]
+    return None
+
+
+def _float_bytes(name: str, x: float) -> bytes:
+    import struct
+
+    if name in _FLOAT_FORMATS:
+        return struct.pack(_FLOAT_FORMATS[name], x)
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]   # bf16: f32, then to nearest even in its top half
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return bits.to_bytes(2, "little")
 
 
 def make_splat(type_: TileType, scalar: Any, before: Operation) -> Value:
-    """A `constant` of `type_` every element of which is `scalar` (an int, or a numpy scalar of a float
-    element's dtype), inserted before `before`."""
+    """A `constant` of `type_` every element of which is `scalar` (an int, or a float rounded to the
+    element type: f16, bf16, f32, f64), inserted before `before`."""
     name = type_.element.name  # type: ignore[attr-defined]
     size = element_size(type_.element)
     if name == "i1":
@@ -55,9 +79,7 @@ def make_splat(type_: TileType, scalar: Any, before: Operation) -> Value:
     elif name.startswith("i"):
         raw = (int(scalar) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
     else:
-        import numpy as np
-
-        raw = int(np.asarray(scalar).reshape(1).view(f"u{size}")[0]).to_bytes(size, "little")
+        raw = _float_bytes(name, float(scalar))
     op = Operation("cuda_tile.constant", [], [type_], {"value": DenseElements(type_, raw)}, location=before.location)
     before.insert_before(op)
     return op.result
