@@ -63,22 +63,22 @@ def test_tensor_cores_per_target() -> None:
     """wgmma_select (sm != 90), ops_tcgen05 (sm in (100, 103)): the instruction each target builds on."""
     mma = {row.name: row.mma for row in ROWS}
     assert [n for n, m in mma.items() if m == "wgmma"] == ["sm_90"]
-    assert [n for n, m in mma.items() if m == "tcgen05"] == ["sm_100", "sm_103"]
+    assert [n for n, m in mma.items() if m == "tcgen05"] == ["sm_100", "sm_103", "sm_110"]
     assert mma["sm_80"] == mma["sm_89"] == mma["sm_120"] == mma["sm_121"] == "mma.sync"
 
 
 def test_tma_clusters_and_pairs() -> None:
     """pipelined_loop.TMA_TARGETS, row_tma.TARGETS, multicast (sm_90), clusters.supports_clusters,
     the CTA pairs (sm_100 / sm_103), warp_specialize.MMA_SYNC_TARGETS, uses_mbarriers (sm >= 90)."""
-    assert names("tma") == ["sm_90", "sm_100", "sm_103", "sm_120", "sm_121"]
-    assert names("row_tma") == ["sm_90", "sm_100", "sm_103", "sm_120"]
+    assert names("tma") == ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]
+    assert names("row_tma") == ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]
     assert names("multicast") == ["sm_90"]
     assert names("clusters") == ["sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"]
-    assert names("cta_pairs") == ["sm_100", "sm_103"]
+    assert names("cta_pairs") == ["sm_100", "sm_103", "sm_110"]
     assert [row.name for row in ROWS if row.mma_sync_roles] == ["sm_120", "sm_121"]
     assert names("mbarrier_tx") == names("griddepcontrol") == [row.name for row in ROWS if row.sm >= 90]
     assert {row.name: row.tma_box_rows for row in ROWS if row.tma_box_rows} == {
-        "sm_100": 128, "sm_103": 128}
+        "sm_100": 128, "sm_103": 128, "sm_110": 128}
 
 
 def test_shared_and_tensor_memory() -> None:
@@ -103,10 +103,10 @@ def test_scheduling_families() -> None:
         103: "sm_100", 107: "sm_100", 110: "sm_100", 120: "sm_120", 121: "sm_120"}
     assert all(row.family in FAMILIES for row in ROWS)
     assert family_of(121).name == "sm_120" and machine(100).smem_bytes == 232448
-    # the family's fastest tensor unit and TMA are the row's (sm_107 and sm_110 are scheduled as sm_100
-    # while the lowering builds no tcgen05 or TMA for them: see their rows)
+    # the family's fastest tensor unit and TMA are the row's (sm_107 is scheduled as sm_100 while the
+    # lowering builds no tcgen05 or TMA for it: see its row)
     for row in ROWS:
-        if row.name not in ("sm_107", "sm_110"):
+        if row.name != "sm_107":
             assert family_of(row.sm).tensor_unit == row.mma, row.name
             assert family_of(row.sm).has_tma == row.has("tma"), row.name
 
@@ -199,3 +199,29 @@ def test_the_rule_catches_what_it_forbids() -> None:
         assert LITERAL_CHECKS.search(line), line
     for line in ('if k.caps.has("tma"):', "rows = k.caps.tma_box_rows or MAX_BOX", "_SWIZZLE = {128: 1, 64: 2}"):
         assert not LITERAL_CHECKS.search(line), line
+
+
+# -- enabling a feature is an edit of one row: sm_110's tcgen05, TMA and CTA pairs --
+
+def test_sm_110_is_sm_100_but_for_its_ptx_version() -> None:
+    """The PTX ISA gives sm_110a what sm_100a has (tcgen05, TMA, CTA pairs); its row says so, and
+    nothing else had to change for the lowering to build sm_100's code for it (next test)."""
+    from tileiras.ir.record import replace
+
+    assert replace(caps(110), name="sm_100", sm=100, ptx=88) == caps(100)
+    assert replace(caps(121), name="sm_120", sm=120) == caps(120)
+
+
+@pytest.mark.parametrize("name, base", [("mm_f16_128x128x64", "sm_100"), ("layernorm_f16_n4096", "sm_100"),
+                                        ("mm_f16_128x128x64", "sm_120"), ("layernorm_f16_n4096", "sm_120")])
+def test_a_target_with_the_same_row_gets_the_same_code(name: str, base: str) -> None:
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    other = {"sm_100": "sm_110", "sm_120": "sm_121"}[base]
+    path = ROOT / "tests" / "realistic" / "bytecode" / f"{name}.tileirbc"
+    ir = {gpu: lower_module(load_module(path.read_bytes(), path.name), gpu)[0] for gpu in (base, other)}
+    assert ir[other].replace(other, base) == ir[base]
+    if base == "sm_100":
+        assert ("tcgen05.mma" in ir[other]) == name.startswith("mm_")
+        assert "cp.async.bulk.tensor" in ir[other]

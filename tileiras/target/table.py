@@ -112,15 +112,18 @@ ROWS: tuple[Caps, ...] = (
     # else. The lowering builds no tcgen05, TMA or clusters for it yet (kept as before the table).
     Caps("sm_107", 107, "af", mma="mma.sync", features=_SM90 | _MX | {"fnv8E5M3FNU"},
          ptx_declared=94, llvm_as="sm_100", **_BLACKWELL),
-    # sm_110 (Thor; sm_101 before CUDA 13): PTX 9.0. Clusters as NVIDIA's compiler uses them; the
-    # lowering builds no tcgen05 or TMA for it yet (kept as before the table).
-    Caps("sm_110", 110, "af", mma="mma.sync", features=_SM90 | _MX | {"clusters", "setmaxnreg"},
-         ptx=90, **_BLACKWELL),
+    # sm_110 (Thor; sm_101 before CUDA 13, PTX 9.0): datacenter Blackwell as sm_100. The PTX ISA gives
+    # tcgen05 (cta_group::1 and ::2) to sm_110a / sm_110f as to sm_100a (CUDA 13.5's ptxas accepts it
+    # for sm_110a, refuses it for plain sm_110: codegen/targets.ARCH_SPECIFIC_USE lifts the target),
+    # and cp.async.bulk.tensor to every target from sm_90.
+    Caps("sm_110", 110, "af", mma="tcgen05",
+         features=_SM90 | _MX | {"tma", "row_tma", "clusters", "cta_pairs", "setmaxnreg"},
+         tmem_columns=512, tma_box_rows=128, ptx=90, **_BLACKWELL),
     # consumer Blackwell: mma.sync only (the block-scaled mma.sync is native), TMA, no tensor memory.
-    # sm_121 (GB10) is the sm_120 family; row TMA is left out (kept as before the table).
+    # sm_121 (GB10) is the sm_120 family: the same row (TMA, row TMA included, is sm_90's and later's).
     Caps("sm_120", 120, "af", "sm_120", "mma.sync", _SM90 | _MX | {"tma", "row_tma", "clusters", "setmaxnreg"},
          smem_per_block=101376, smem_per_sm=102400, blockscale="native", param_base=0),
-    Caps("sm_121", 121, "af", "sm_120", "mma.sync", _SM90 | _MX | {"tma", "clusters", "setmaxnreg"},
+    Caps("sm_121", 121, "af", "sm_120", "mma.sync", _SM90 | _MX | {"tma", "row_tma", "clusters", "setmaxnreg"},
          smem_per_block=101376, smem_per_sm=102400, blockscale="native", param_base=0),
 )
 
