@@ -225,3 +225,14 @@ def test_a_target_with_the_same_row_gets_the_same_code(name: str, base: str) -> 
     if base == "sm_100":
         assert ("tcgen05.mma" in ir[other]) == name.startswith("mm_")
         assert "cp.async.bulk.tensor" in ir[other]
+
+
+def test_the_table_sits_below_the_levels_that_ask_it() -> None:
+    """tileaa, tileas, schedule, lowering and codegen import the table; it imports none of them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tileiras.target; "
+            "print(sorted(m for m in sys.modules if m.startswith('tileiras.') and not m.startswith('tileiras.target')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "['tileiras.driver', 'tileiras.driver.errors', 'tileiras.ir', 'tileiras.ir.record']"

@@ -80,6 +80,8 @@ class Caps:
         return self.has("tma") and self.mma == "mma.sync"
 
 
+# tensor memory of every tcgen05 target (PTX ISA, tcgen05): 128 lanes x 512 32-bit columns per SM
+TMEM_COLUMNS = 512
 # sm_90 and later: what every Hopper/Blackwell target has beside its tensor cores
 _SM90 = frozenset({"mbarrier_tx", "griddepcontrol", "bf16_atomic_add"})
 _F8 = frozenset({"f8E4M3FN", "f8E5M2"})                                   # sm_89 on
@@ -103,10 +105,10 @@ ROWS: tuple[Caps, ...] = (
     # tcgen05.mma's M, as NVIDIA's sm_100 boxes)
     Caps("sm_100", 100, "af", mma="tcgen05",
          features=_SM90 | _MX | {"tma", "row_tma", "clusters", "cta_pairs", "setmaxnreg"},
-         tmem_columns=512, tma_box_rows=128, **_BLACKWELL),
+         tmem_columns=TMEM_COLUMNS, tma_box_rows=128, **_BLACKWELL),
     Caps("sm_103", 103, "af", mma="tcgen05",
          features=_SM90 | _MX | {"tma", "row_tma", "clusters", "cta_pairs", "setmaxnreg"},
-         tmem_columns=512, tma_box_rows=128, **_BLACKWELL),
+         tmem_columns=TMEM_COLUMNS, tma_box_rows=128, **_BLACKWELL),
     # sm_107: LLVM 22 stops at PTX 9.0, so LLVM generates sm_100 code and the header declares 9.4
     # (PTX for sm_100 assembles for sm_107). Its own cvt to ue5m3x2 (fnv8E5M3FNU) exists nowhere
     # else. The lowering builds no tcgen05, TMA or clusters for it yet (kept as before the table).
@@ -118,7 +120,7 @@ ROWS: tuple[Caps, ...] = (
     # and cp.async.bulk.tensor to every target from sm_90.
     Caps("sm_110", 110, "af", mma="tcgen05",
          features=_SM90 | _MX | {"tma", "row_tma", "clusters", "cta_pairs", "setmaxnreg"},
-         tmem_columns=512, tma_box_rows=128, ptx=90, **_BLACKWELL),
+         tmem_columns=TMEM_COLUMNS, tma_box_rows=128, ptx=90, **_BLACKWELL),
     # consumer Blackwell: mma.sync only (the block-scaled mma.sync is native), TMA, no tensor memory.
     # sm_121 (GB10) is the sm_120 family: the same row (TMA, row TMA included, is sm_90's and later's).
     Caps("sm_120", 120, "af", "sm_120", "mma.sync", _SM90 | _MX | {"tma", "row_tma", "clusters", "setmaxnreg"},
