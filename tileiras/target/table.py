@@ -56,7 +56,8 @@ class Caps:
     mma: str                    # the tensor-core instruction its matmuls use (MMA_KINDS)
     features: frozenset[str]    # named features it has (FEATURES)
     smem_per_block: int         # opt-in maximum of shared memory per block, bytes (static + dynamic)
-    smem_per_sm: int            # shared memory per SM, bytes (CUDA programming guide)
+    smem_per_sm: int            # shared memory per SM, bytes (CUDA programming guide; sm_88 and sm_107
+                                # as their family's)
     tmem_columns: int = 0       # tensor memory: 32-bit columns of 128 lanes per SM (0: none)
     blockscale: str = "fma"     # block-scaled mma: "native" (the block_scale mma.sync) or "fma" (fp8
                                 # mma.sync per scale block, scaled into the accumulator by FMA)
@@ -122,16 +123,16 @@ ROWS: tuple[Caps, ...] = (
          features=_SM90 | _MX | {"tma", "row_tma", "clusters", "cta_pairs", "setmaxnreg"},
          tmem_columns=TMEM_COLUMNS, tma_box_rows=128, ptx=90, **_BLACKWELL),
     # consumer Blackwell: mma.sync only (the block-scaled mma.sync is native), TMA, no tensor memory.
-    # sm_121 (GB10) is the sm_120 family: the same row (TMA, row TMA included, is sm_90's and later's).
+    # sm_121 (GB10) is the sm_120 family and has its row (row TMA too, which sm_121 lacked before the
+    # table: cp.async.bulk.tensor is every sm_90+ target's).
     Caps("sm_120", 120, "af", "sm_120", "mma.sync", _SM90 | _MX | {"tma", "row_tma", "clusters", "setmaxnreg"},
          smem_per_block=101376, smem_per_sm=102400, blockscale="native", param_base=0),
     Caps("sm_121", 121, "af", "sm_120", "mma.sync", _SM90 | _MX | {"tma", "row_tma", "clusters", "setmaxnreg"},
          smem_per_block=101376, smem_per_sm=102400, blockscale="native", param_base=0),
 )
 
-BY_NAME: dict[str, Caps] = {row.name: row for row in ROWS}
-BY_SM: dict[int, Caps] = {row.sm: row for row in ROWS}
-BASE_NAMES: tuple[str, ...] = tuple(BY_NAME)
+BY_SM: dict[int, Caps] = {row.sm: row for row in ROWS}    # the one index `caps` reads (tests patch a row here)
+BASE_NAMES: tuple[str, ...] = tuple(row.name for row in ROWS)
 _NAME = re.compile(r"sm_([0-9]+)([af]?)")
 
 
