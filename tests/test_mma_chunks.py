@@ -168,11 +168,13 @@ def test_deferred_k_slices_match_the_interpreter(monkeypatch, tmp_path: Path) ->
     of shared memory: K (stored (N, K), A as stored) is copied in column slices and V (A read
     transposed) in row slices; the emulator, race checker on, matches the interpreter."""
     from tileiras.frontend import load_module
-    from tileiras.lowering import async_copy, smem
+    from tileiras.ir.record import replace
+    from tileiras.lowering import async_copy
+    from tileiras.target import caps, table
 
     b, h, s, d, kpe, tile_h, tile_n = 1, 16, 128, 128, 32, 16, 64
     data = _mla_decode(b, h, s, d, kpe, tile_h, tile_n)
-    monkeypatch.setitem(smem._OPT_IN, 120, 20 * 1024)
+    monkeypatch.setitem(table.BY_SM, 120, replace(caps(120), smem_per_block=20 * 1024))
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
     rings: list[tuple[int, int, int]] = []
     real = async_copy.slice_matrix

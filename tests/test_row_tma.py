@@ -20,6 +20,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from emulator_runs import edit_ptx, emulate, interpret, without_wait  # noqa: E402
 from test_realistic_emulator import _check  # noqa: E402
 
+from tileiras.target import with_feature  # noqa: E402
+
 LOAD_2D = "cp.async.bulk.tensor.2d.shared::cta.global"
 LOAD_1D = "cp.async.bulk.tensor.1d.shared::cta.global"
 STORE_2D = "cp.async.bulk.tensor.2d.global.shared::cta"
@@ -33,7 +35,7 @@ def _ptx(src: Path, gpu: str, tmp_path: Path, *extra: str) -> tuple[str, str]:
     return out.read_text(), done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])
+@pytest.mark.parametrize("gpu", [row.name for row in with_feature("row_tma")])
 def test_a_layernorm_moves_its_rows_by_tma(gpu: str, tmp_path: Path) -> None:
     """layernorm over 4096 f16 columns: x (1 x 4096) in 16 boxes of 256 columns, w and b (4096) in
     16 one-dimensional boxes each, all three issued together on three mbarriers before x is

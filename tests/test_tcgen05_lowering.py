@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import sass  # noqa: E402
+from tileiras.target import with_feature  # noqa: E402
 from test_tile_layer import _entry, _inputs, _matmul, _module, _ptx, _ptxas_report  # noqa: E402
 
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
@@ -34,7 +35,7 @@ def test_descriptors_follow_the_sm100_formats() -> None:
     assert instruction(KINDS[("f16", "f16", "f32")], 128, 128) == 0x8210010
 
 
-@pytest.mark.parametrize("gpu", ["sm_100", "sm_103"])
+@pytest.mark.parametrize("gpu", [row.name for row in with_feature("tcgen05")])   # sm_100, sm_103, sm_110
 def test_matmul_runs_on_tcgen05_with_its_accumulator_in_tensor_memory(gpu: str, tmp_path: Path) -> None:
     ptx = _ptx(_matmul("float16", "float32", 128, 128, 64), gpu, tmp_path)
     assert f".target {gpu}a" in ptx

@@ -40,6 +40,7 @@ from typing import Any, Sequence, Union
 
 from tileiras.driver.errors import CompileError
 from tileiras.ir.record import record
+from tileiras.target import ROWS, caps
 from .llvm_string import c_string
 from tileiras.runtime import tensormap
 from tileiras.runtime.tma_params import Field, TmaParam
@@ -55,10 +56,12 @@ CLEARED_SLOT = 2                    # the slot ON_PRE_LOAD zeroes in its copy
 
 def param_base(sm: int) -> int:
     """Constant-bank offset of a kernel's first parameter, modulo the 64-byte alignment of hidden
-    parameters: 0x210 on sm_90; sm_100 and later start at 0x380, which is 64-aligned."""
-    if sm < 90:
-        raise CompileError(f"error: TMA descriptors need sm_90 or later, not sm_{sm}")
-    return 0x210 if sm < 100 else 0
+    parameters (`Caps.param_base`): 0x210 on sm_90; sm_100 and later start at 0x380, which is 64-aligned."""
+    base = caps(sm).param_base
+    if base < 0:
+        first = next(row.name for row in ROWS if row.param_base >= 0)
+        raise CompileError(f"error: TMA descriptors need {first} or later, not sm_{sm}")
+    return base
 
 
 _SLOT = re.compile(r"(?:\.?align\s+(\d+)\s+)?\.?([busf])(8|16|32|64)(?:\[(\d+)\])?")

@@ -1,8 +1,9 @@
 """GPU targets: how each `--gpu-name` maps onto LLVM's NVPTX backend and onto ptxas.
 
-One table says, for every target we accept, which CPU LLVM generates code for,
-which PTX ISA version LLVM is told to use (`+ptxNN`), and which `.version` /
-`.target` the finished PTX must declare. They differ only where LLVM 22 does
+The target table (tileiras/target/table.py) says, for every target we accept, which
+CPU LLVM generates code for, which PTX ISA version LLVM is told to use (`+ptxNN`),
+and which `.version` / `.target` the finished PTX must declare; this module is
+its codegen view, one `Target` per accepted name. They differ only where LLVM 22 does
 not know the target (sm_107 needs PTX 9.4, LLVM stops at 9.0): there LLVM
 generates code for the nearest member of the same family and the header is
 rewritten, which is sound because PTX for sm_100 / sm_100f assembles for sm_107.
@@ -18,6 +19,7 @@ import re
 
 from tileiras.driver.errors import ExitCode, TileirasError
 from tileiras.ir.record import record
+from tileiras.target import ROWS, Caps
 
 
 @record
@@ -34,28 +36,20 @@ class Target:
         return self.llvm_cpu != self.name or self.llvm_ptx != self.ptx_version
 
 
-def _row(name: str, ptx: int, llvm_cpu: str | None = None, declared: int | None = None) -> Target:
-    match = re.fullmatch(r"sm_([0-9]+)([af]?)", name)
-    assert match, name
-    return Target(name, int(match.group(1)), match.group(2), llvm_cpu or name, ptx, declared or ptx)
+def _rows(caps: Caps) -> tuple[Target, ...]:
+    """A capability row's base target and its `a`/`f` variants (an LLVM stand-in's variants are its
+    family-specific `f` target)."""
+    declared = caps.ptx_declared or caps.ptx
+    out = []
+    for suffix in ("", *caps.variants):
+        cpu = (caps.llvm_as + ("f" if suffix else "")) if caps.llvm_as else caps.name + suffix
+        out.append(Target(caps.name + suffix, caps.sm, suffix, cpu, caps.ptx, declared))
+    return tuple(out)
 
 
-# Every target the back end accepts.  Base targets first, then `a`/`f` variants.
-TARGETS: dict[str, Target] = {
-    row.name: row
-    for row in (
-        _row("sm_80", 88), _row("sm_86", 88), _row("sm_87", 88), _row("sm_88", 90), _row("sm_89", 88),
-        _row("sm_90", 88), _row("sm_90a", 88),
-        _row("sm_100", 88), _row("sm_100a", 88), _row("sm_100f", 88),
-        _row("sm_103", 88), _row("sm_103a", 88), _row("sm_103f", 88),
-        _row("sm_107", 88, llvm_cpu="sm_100", declared=94),
-        _row("sm_107a", 88, llvm_cpu="sm_100f", declared=94),
-        _row("sm_107f", 88, llvm_cpu="sm_100f", declared=94),
-        _row("sm_110", 90), _row("sm_110a", 90), _row("sm_110f", 90),
-        _row("sm_120", 88), _row("sm_120a", 88), _row("sm_120f", 88),
-        _row("sm_121", 88), _row("sm_121a", 88), _row("sm_121f", 88),
-    )
-}
+# Every target the back end accepts, from the target table (tileiras/target): base targets first,
+# then their `a`/`f` variants.
+TARGETS: dict[str, Target] = {row.name: row for caps in ROWS for row in _rows(caps)}
 
 # The base targets the product documents (issue 3); `a`/`f` variants ride along.
 BASE_TARGETS: tuple[str, ...] = tuple(name for name, row in TARGETS.items() if not row.suffix)

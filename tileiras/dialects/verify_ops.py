@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Operation
+from ..target import BASE_NAMES
 from .verify_rules import (VerifyFailure, bitwidth, dims, dtype, dtypes, elem, elem_name, fail, is_int,
                            view_tile_type)
 
@@ -550,8 +551,7 @@ _HINT_KEYS = {
     "view": ("allow_tma", "latency"),
     "ptr": ("allow_tma", "latency"),
 }
-_ARCHES = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_107", "sm_110",
-           "sm_120", "sm_121", "default")
+_ARCHES = (*BASE_NAMES, "default")     # the hints' target keys: every base target of the target table
 
 
 def _hints(op: Operation, kind: str, strict: bool = False) -> None:

@@ -14,16 +14,14 @@ it in NVIDIA's layout, and tests/test_options_table.py checks it against NVIDIA'
 from __future__ import annotations
 
 from ..ir.record import record
+from ..target import BASE_NAMES
 from .errors import ExitCode, TileirasError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
     from typing import Optional
 
-GPU_NAMES: tuple[str, ...] = (
-    "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90",
-    "sm_100", "sm_103", "sm_107", "sm_110", "sm_120", "sm_121",
-)
+GPU_NAMES: tuple[str, ...] = BASE_NAMES     # the target table's base targets (tileiras/target/table.py)
 HOST_ARCHS: tuple[str, ...] = ("x86_64", "aarch64")
 HOST_OSES: tuple[str, ...] = ("linux", "windows")
 SANITIZERS: tuple[str, ...] = ("memcheck",)

@@ -60,6 +60,7 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TileType, element_of
+from ..target import caps
 from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
                      vector_width)
 from .operand_views import SCALED_OPERANDS, mma_reads, tree_values
@@ -251,6 +252,7 @@ class LayoutAssignment:
         self.splats = self._find_splats(self._ops)
         self.index_only = self._find_index_only(self._ops)
         self.sm = sm
+        self.caps = caps(sm)             # what the target has (tileiras/target/table.py)
         self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their ops_mma.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)

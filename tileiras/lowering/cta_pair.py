@@ -62,7 +62,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     from .async_copy import matrix_shape
     from .operand_views import source
     from .ops_tcgen05 import _passes, is_pair, resident_loop
-    from .pipelined_loop import TMA_BOX_ROWS
+    from .pipelined_loop import box_rows
 
     split = k.warp_split
     specialized = split is not None and split.loop is loop
@@ -79,7 +79,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
         return None
     pair = CtaPair(mma, a, b, 0 if b_transposed else len(b.results[0].type.shape) - 1)  # type: ignore
-    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    rows = box_rows(k)
     for load in (a, b):
         tile = staged_type(pair, load)
         matrix = matrix_shape(k, tile, swizzled=True)

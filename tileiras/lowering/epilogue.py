@@ -86,7 +86,7 @@ def epilogue(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout
     if op.name != "cuda_tile.store_view_tko" or _ordering(op)[0] != "weak":
         return None
     view = k.get(op.operand("view"))  # type: ignore[arg-type]
-    if k.sm == 90:
+    if k.caps.has("wgmma"):
         stored = _tma_staging(k, op, ttype, layout, view)
         if stored is not None:
             return stored
@@ -217,11 +217,11 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     from .async_copy import fence_async_proxy
     from .tma_copy import hidden_param, store, stores_read
 
-    if k.sm in (100, 103):     # attention's O (the matmuls' epilogue is tmem_epilogue.lower's)
+    if k.caps.has("tcgen05"):     # attention's O (the matmuls' epilogue is tmem_epilogue.lower's)
         from .tmem_epilogue import store_fragments
 
         return store_fragments(k, op, tile)
-    if k.sm != 90:
+    if not k.caps.has("wgmma"):
         return False
     stored = decided(k, op, tile)
     if stored is None or stored.role != "tma-store":

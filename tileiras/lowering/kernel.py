@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..driver import remarks as _remarks
 from ..driver.errors import CompileError
+from ..target import caps
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
@@ -38,7 +39,8 @@ class KernelLowering:
                  assignment: Optional["LayoutAssignment"] = None, order: Optional["TokenOrder"] = None) -> None:
         self.entry = entry
         self.gpu = gpu
-        self.sm = int(gpu.split("_")[1])
+        self.caps = caps(gpu)               # what the target has (tileiras/target/table.py)
+        self.sm = self.caps.sm
         self.layout = assignment.blocked if assignment is not None else BlockedLayout(threads)  # the default
         self.assignment = assignment
         self.order = order                  # which token-ordered ops wait for the CTA

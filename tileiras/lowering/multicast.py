@@ -46,6 +46,7 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
+from ..target import with_feature
 from ..tileaa.clusters import CLUSTER_ATTR, DIMS_ATTR
 from .kernel import KernelLowering
 
@@ -123,8 +124,8 @@ def plan(k: KernelLowering, loop: Operation, copies: dict) -> tuple[Optional[Clu
 
 
 def _unsupported(k: KernelLowering) -> str:
-    if k.sm != 90:
-        return f"multicast loads are made for sm_90 only (not sm_{k.sm})"
+    if not k.caps.has("multicast"):
+        return f"multicast loads are made for {', '.join(row.name for row in with_feature('multicast'))} only (not sm_{k.sm})"
     if k.warp_split is not None:   # its producer neither releases stages across the cluster nor meets the
         return "the kernel is warp-specialized"   # others at the cluster barriers
     return ""

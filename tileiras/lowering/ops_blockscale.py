@@ -3,7 +3,7 @@
 The operands go through the mma.sync machinery of ops_mma (accumulator in `MmaLayout` registers,
 A and B staged in shared memory, m16n8k32 fragments with the 8-bit layout); each instruction's K
 (32) is exactly one scale block, so every instruction applies one A scale per row and one B
-scale per column. The form per target (`FORMS`):
+scale per column. The form per target (`Caps.blockscale`, tileiras/target):
 
 * sm_120 / sm_121: `mma.sync.aligned.kind::mxf8f6f4.block_scale.scale_vec::1X.m16n8k32` with
   .ue8m0 scales, what NVIDIA's compiler issues there (SASS QMMA with scale factors). Scale
@@ -41,6 +41,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import record
 from ..ir.types import TileType
+from ..target import caps
 from .kernel import KernelLowering
 from .layout import MmaLayout
 from .smem import SharedMatrix, element_offset, pointer
@@ -78,9 +79,6 @@ def scaled_form(op: Operation) -> "Scaled | None":
     key = "f8" if a in _F8 and a != "f4E2M1FN" else a
     return SCALED.get((key, str(scale.element), lhs.shape[-1] // scale.shape[-1]))  # type: ignore[union-attr]
 
-# target SM -> the form of its block-scaled mma ("native": the block_scale mma.sync;
-# "fma": fp8 mma.sync per scale block, scaled into the accumulator by FMA)
-FORMS: dict[int, str] = {120: "native", 121: "native", 100: "fma", 103: "fma", 110: "fma"}
 
 
 def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int | None" = None) -> "object | str":
@@ -112,9 +110,9 @@ def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int 
 
 
 def form(sm: int) -> str:
-    """The block-scaled form of a target (unknown newer targets scale by FMA: fp8 mma.sync exists
-    on every target that accepts mmaf_scaled)."""
-    return FORMS.get(sm, "fma")
+    """The block-scaled form of a target (`Caps.blockscale`): "native", the block_scale mma.sync; or
+    "fma", fp8 mma.sync per scale block, scaled into the accumulator by FMA."""
+    return caps(sm).blockscale
 
 
 def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
@@ -129,7 +127,7 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
     them each K step, and the wider CTA spreads that code (twice the LLVM time at 256 x 256 with half)."""
     from .ops_tcgen05 import choose as on_tcgen05
 
-    sm = int(gpu[3:].rstrip("af"))
+    sm = caps(gpu).sm
     if form(sm) == "native":
         # fp4 operands reach the mma in registers, one element to a register: A's and B's
         # K tiles weigh as much as the accumulator again (128 x 128 x 128: 256 threads, no spills)

@@ -106,7 +106,7 @@ def _assert(k: KernelLowering, op: Operation) -> None:
 def _grid_dependency(kind: str):
     """gdc_wait / gdc_launch_dependents: programmatic dependent launch (sm_90+); order-only before."""
     def lower(k: KernelLowering, op: Operation) -> None:
-        if k.sm >= 90:
+        if k.caps.has("griddepcontrol"):
             k.b.emit(f'call void asm sideeffect "griddepcontrol.{kind};", ""()')
         for r in op.results:
             k.set(r, TokenVal())

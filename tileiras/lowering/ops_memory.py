@@ -881,7 +881,7 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     elem = tile.type.element
     lty = storage_type(elem)
     mode = _rmw_operation(op, elem)
-    if mode == "fadd" and llvm_type(elem) == "bfloat" and k.sm < 90:
+    if mode == "fadd" and llvm_type(elem) == "bfloat":
         from .features import require
 
         require(op, "bf16_atomic_add", k.sm, k.gpu)

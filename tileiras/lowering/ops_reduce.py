@@ -356,7 +356,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         return
     if shape is not None:
         why = {}
-        if k.sm in (100, 103) and k.assignment is not None:   # the newer instruction could not apply
+        if k.caps.has("tcgen05") and k.assignment is not None:   # the newer instruction could not apply
             from .ops_tcgen05 import why_not
 
             why["Reason"] = "not tcgen05.mma: " + why_not(op, k.sm, k.threads, k.assignment.tcgen05_layouts)

@@ -57,6 +57,7 @@ from typing import Container, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
+from ..target import caps
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout import WARP, MmaLayout, Pre
@@ -179,7 +180,7 @@ def kind_of(op: Operation) -> Optional[Kind]:
 
 def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     """The accumulator layout of `op` when it runs on tcgen05.mma, else None (mma.sync)."""
-    if sm not in (100, 103) or op.name not in MMAS:
+    if not caps(sm).has("tcgen05") or op.name not in MMAS:
         return None
     found = _decide(op, threads)
     return found if isinstance(found, TmemAccLayout) and not _too_large(op, sm) else None

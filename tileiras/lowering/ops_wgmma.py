@@ -356,7 +356,7 @@ def _tma_rounded_stage(k: KernelLowering, shape: WgmmaShape, loop: Operation, lo
     from .tma_copy import _read_as_tf32
 
     plan = k.pipelines.get(loop) if k.pipelines else None
-    if k.sm != 90 or not uses_mbarriers(k) or plan is None or not plan.pipelined or load not in plan.loads \
+    if not k.caps.has("wgmma") or not uses_mbarriers(k) or plan is None or not plan.pipelined or load not in plan.loads \
             or not _read_as_tf32(load.results[0]):
         return False
     tile = load.results[0].type

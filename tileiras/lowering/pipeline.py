@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from ..driver.errors import CompileError
 from ..ir.core import Operation
+from ..target import caps
 from ..ir.types import PointerType, ScalarType, TileType
 from ..transforms.passes import CANONICAL_PASSES, to_canonical
 from ..transforms.token_order import TokenOrder
@@ -198,7 +199,7 @@ def _threads_and_chunks(entry: Operation, gpu: str) -> int:
 
 
 def _sm(gpu: str) -> int:
-    return int(gpu.split("_")[1].rstrip("af"))
+    return caps(gpu).sm
 
 
 _PTX_FOLLOW = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")

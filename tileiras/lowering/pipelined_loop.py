@@ -83,13 +83,15 @@ class ActivePipeline:
     pair: Optional[cta_pair.CtaPair] = None   # sm_100: a CTA pair runs the loop's mma (cta_pair.py)
 
 
-# targets whose pipelines copy by TMA where tma_copy.plan allows (sm_120's only where their stages may be
-# swizzled: on its mma.sync-only targets, warp_specialize.MMA_SYNC_TARGETS, ldmatrix reads a swizzled
-# stage as it reads a padded one, the swizzle moving whole 16-byte rows)
-TMA_TARGETS = (90, 100, 103, 120, 121)
-# rows of a load's box by target where not tma_copy.MAX_BOX: NVIDIA's sm_100 boxes hold 128 rows
-# (an operand of 256 rows is two bands), one tcgen05.mma's M
-TMA_BOX_ROWS = {100: 128, 103: 128}
+# Targets with the feature "tma" copy their pipelines' loads by TMA where tma_copy.plan allows (those
+# whose consumers issue mma.sync, `Caps.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
+# reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows). A load's box
+# has `Caps.tma_box_rows` rows where the target sets them (sm_100: 128, one tcgen05.mma's M).
+
+
+def box_rows(k: "KernelLowering") -> int:
+    """Rows of a pipelined load's TMA box on this target."""
+    return k.caps.tma_box_rows or tma_copy.MAX_BOX
 
 
 def reads_shared(k: KernelLowering, load: Operation) -> bool:
@@ -100,7 +102,7 @@ def reads_shared(k: KernelLowering, load: Operation) -> bool:
 
 def uses_mbarriers(k: KernelLowering) -> bool:
     """Whether the pipelines of this target hand stages over with mbarriers (else cp.async groups)."""
-    return k.sm >= 90
+    return k.caps.has("mbarrier_tx")
 
 
 @record
@@ -133,23 +135,23 @@ def ring_of(k: KernelLowering, op: Operation) -> Optional[Ring]:
         return None
     views = [k.get(load.operand("view")) for load in plan.loads]
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
-    if k.sm in TMA_TARGETS and uses_mbarriers(k):
+    if k.caps.has("tma") and uses_mbarriers(k):
         to_swizzle = {load for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)}
         # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
         # and a swizzled one only costs its readers address registers)
-        if k.sm not in warp_specialize.MMA_SYNC_TARGETS or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+        if not k.caps.mma_sync_roles or all(swizzled[load] or load in to_swizzle for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
-    dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
+    dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.caps.has("tma") else set()
     # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
     dense |= {load for load in plan.loads if not reads_shared(k, load)}
-    pair = cta_pair.plan(k, op, plan.loads) if k.sm in TMA_TARGETS and uses_mbarriers(k) else None
+    pair = cta_pair.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
     tiles = {load: cta_pair.staged_type(pair, load) for load in plan.loads}
     sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
     # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
-    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if plan.pipelined and k.sm == 90 and uses_mbarriers(k) \
+    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
         else None
     return Ring(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad))
 
@@ -251,7 +253,7 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
     why = invariant_copy(k, op, view)
     if why is None:
         return None
-    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    rows = box_rows(k)
     if why:
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
                  op, Reason=why)
@@ -270,11 +272,11 @@ def invariant_copy(k: KernelLowering, op: Operation, view: object) -> Optional[s
     """Whether `load_invariant` copies load `op` once by TMA: "" it does; None it does not apply; else
     why TMA cannot copy it."""
     # (in the kernel's body, so it runs once: its barrier is never initialized twice)
-    if k.sm not in TMA_TARGETS or not uses_mbarriers(k) or k.assignment is None \
+    if not k.caps.has("tma") or not uses_mbarriers(k) or k.assignment is None \
             or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
             or _reading_loop(k, op) is None:
         return None
-    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    rows = box_rows(k)
     return tma_copy.plan(k, op, view, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
 
 
@@ -331,7 +333,7 @@ def _stageable(k: KernelLowering, plan: PipelinePlan) -> tuple[Optional[Pipeline
                                                and chunk_elements(load, v, load.results[0].type))]
     if not bad:
         return plan, []
-    scales = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.sm in TMA_TARGETS else set()
+    scales = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.caps.has("tma") else set()
     if len(bad) == len(plan.loads) or not all(
             load in scales and staged_through_registers(load, k.get(load.operand("view")), load.results[0].type)
             for load in bad):
@@ -351,8 +353,8 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
     tile, assignment = load.results[0].type, k.assignment
     if assignment is None:
         return False
-    readers = assignment.only_wgmma_reads if k.sm == 90 else assignment.only_ldmatrix_reads \
-        if k.sm in warp_specialize.MMA_SYNC_TARGETS else None
+    readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
+        if k.caps.mma_sync_roles else None
     return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
         and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 
@@ -367,7 +369,7 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
     multicast.plan allows (its plan is returned beside the copies); a CTA pair's (`paired`) copy each
     its own A rows and half of B (`tiles`: what each stage holds)."""
-    if k.sm not in TMA_TARGETS:
+    if not k.caps.has("tma"):
         multicast.refuse(k, loop, loads, "")
         return None, None
     copies, why = tma_copies(k, loads, matrices, dense, tiles)
@@ -399,7 +401,7 @@ def tma_copies(k: KernelLowering, loads: tuple, matrices: dict, dense: "set | fr
     load -> why TMA cannot copy it) on a target with TMA (`_choose_tma`, which adds the cluster's
     multicast slices: the same loads). Reads of `k` what the nv_tileas level knows as well: the plan
     (tileas/shared_tcgen05.py) asks it which loads a specialized attention's producer copies."""
-    rows = TMA_BOX_ROWS.get(k.sm, tma_copy.MAX_BOX)
+    rows = box_rows(k)
     plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense,
                                  tile=tiles[load]) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}

@@ -47,7 +47,6 @@ from .layout import Layout, MmaLayout
 from .smem import SharedMatrix, element_offset, opt_in_limit, pointer
 from .values import PartitionViewVal, TileRegs
 
-TARGETS = (90, 100, 103, 120)
 MAX_BOXES = 64          # boxes per tile (NVIDIA's 16k-column rows: 64 boxes of 256)
 MARGIN = 4096           # shared bytes a group leaves for the body's scratch (reductions, conversions)
 LOAD = "cuda_tile.load_view_tko"
@@ -135,7 +134,7 @@ def _llvm(elem: ScalarType) -> str:
 
 def may_copy(k: KernelLowering) -> bool:
     """Whether any of the kernel's accesses may be copied by TMA here (each then `candidate`)."""
-    return k.sm in TARGETS and k.warp_split is None and _rereads(k.entry)
+    return k.caps.has("row_tma") and k.warp_split is None and _rereads(k.entry)
 
 
 def candidate(k: KernelLowering, op: Operation) -> bool:

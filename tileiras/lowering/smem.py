@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from ..driver.errors import CompileError
 from ..ir.record import record
+from ..target import caps
 
 if TYPE_CHECKING:
     from .kernel import KernelLowering
@@ -38,13 +39,11 @@ BUFFER_ALIGN = 128
 REGION_ALIGN = 16        # the region's size: a whole number of 16-byte vectors
 SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
-# Per-block opt-in maximum of shared memory (static + dynamic), bytes, by SM version.
-_OPT_IN = {80: 166912, 86: 101376, 87: 166912, 88: 101376, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
-           107: 232448, 110: 232448, 120: 101376, 121: 101376}
 
 
 def opt_in_limit(sm: int) -> int:
-    return _OPT_IN.get(sm, STATIC_LIMIT)
+    """Per-block opt-in maximum of shared memory (static + dynamic), bytes (`Caps.smem_per_block`)."""
+    return caps(sm).smem_per_block
 
 
 @record

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import record
+from ..target.table import TMEM_COLUMNS
 from .smem import pointer
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
     from .kernel import KernelLowering
 
-COLUMNS = 512      # tensor memory per SM: 128 lanes x 512 32-bit columns
+COLUMNS = TMEM_COLUMNS      # tensor memory per SM: 128 lanes x 512 32-bit columns (the target table's)
 CONTROL_BYTES = 128
 ROLE_EXIT = "; role exit"    # a `ret void` of a warp-specialized role that never touched tensor memory
 

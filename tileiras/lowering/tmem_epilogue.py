@@ -227,12 +227,11 @@ def tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout, first_fit:
     for plan-shared-memory too (tileas/shared_tcgen05.py), which gives the view's facts for `k`'s
     view and its own placement."""
     from ..ir.types import ScalarType
-    from .pipelined_loop import TMA_TARGETS
     from .kernel import storage_type
 
     tile = store.operand("tile").type
     elem = getattr(tile, "element", None)
-    if k.sm not in TMA_TARGETS or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
+    if not k.caps.has("tma") or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
             or storage_type(elem) != llvm_type(elem):
         return None
     b, m, n = layout.shape
@@ -287,7 +286,7 @@ def fragments_staged(k: KernelLowering, op: Operation, layout: object, split: ob
     """Whether `store_fragments` tries to store `op`'s tile (in `layout`) by TMA: a store in the
     kernel's body of attention's O (an mma layout) where the attention is warp-specialized (`split`,
     its MMA warp's form). Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
-    return k.sm in (100, 103) and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
+    return k.caps.has("tcgen05") and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
         and split is not None and split.form == "attention"  # type: ignore[attr-defined]
 
 

@@ -49,10 +49,9 @@ if TYPE_CHECKING:
     from .pipelined_loop import ActivePipeline
 
 PRODUCER_THREADS = 128
-# targets whose consumers issue mma.sync in the sm_90 form (sm_120's tensor cores have neither wgmma nor
-# tcgen05; NVIDIA's compiler specializes its matmuls and attention there the same way: a TMA producer
-# warp giving registers back, consumer warpgroups)
-MMA_SYNC_TARGETS = (120, 121)
+# Targets whose consumers issue mma.sync in the sm_90 form are `Caps.mma_sync_roles` (sm_120's tensor cores
+# have neither wgmma nor tcgen05; NVIDIA's compiler specializes its matmuls and attention there the same
+# way: a TMA producer warp giving registers back, consumer warpgroups).
 # register budgets (setmaxnreg) by the consumers' warpgroups: (producer dec, consumer inc or 0).
 # NVIDIA's sm_90 matmuls (256 threads, TMA producer) give the non-consumer warps 32. Our cp.async
 # producer keeps its chunk addresses live, a register pair or so per 16-byte copy of a stage,
@@ -214,7 +213,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     planned pipelines; `begin` lowers it)."""
     from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
 
-    if k.sm not in (90, 100, 103, *MMA_SYNC_TARGETS):
+    if not k.caps.has("tma"):
         return None, ("warp specialization is built for sm_90 (wgmma), sm_100 / sm_103 (tcgen05) and "
                       "sm_120 / sm_121 (mma.sync)")
     if k.threads % 128 or k.threads // 128 not in REGISTERS:
@@ -225,7 +224,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         return None, "no pipelined loop in the kernel's top-level block"
     note = ""
     loads = k.pipelines[loops[0]].loads
-    if k.sm in MMA_SYNC_TARGETS and k.threads > 128 and k.assignment is not None and not all(
+    if k.caps.mma_sync_roles and k.threads > 128 and k.assignment is not None and not all(
             k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
             if k.assignment.is_shared_operand(load.results[0])):
         # two consumer warpgroups launch with 168 registers a thread (ptxas allocates within that,
@@ -233,14 +232,14 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         # 32-bit N-major operands) need the unspecialized CTA's 255 (mm_i8_256x128x64 spilled)
         return None, ("two consumer warpgroups would launch with 168 registers a thread, and operands "
                       "gathered element by element (no ldmatrix) need more")
-    if k.sm in MMA_SYNC_TARGETS and _occupancy_hint(k) > 1:
+    if k.caps.mma_sync_roles and _occupancy_hint(k) > 1:
         # the hinted CTAs an SM leave a thread 128 registers at launch, and ptxas compiles the consumers
         # within that whatever setmaxnreg.inc grants (tg_fmha_bwd_dq_f16_d64_64x32 spilled)
         return None, (f"the occupancy hint ({_occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
                       "a thread, fewer than the consumers' mma.sync fragments need")
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
-    if k.sm in (100, 103):
+    if k.caps.has("tcgen05"):
         if k.threads // 128 not in ROLES:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
                           f"registers a thread, fewer than the epilogue's tensor-memory load needs")
@@ -262,7 +261,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         return None, str(err)
     return WarpSplit(loops[0], found, "", barriers, mmas=mmas,
                      attention=bool(mmas) and attention is not None, note=note,
-                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.sm == 90) else 1), ""
+                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
 
 
 def _occupancy_hint(k: "KernelFacts | KernelLowering") -> int:

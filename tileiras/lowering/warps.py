@@ -16,6 +16,7 @@ it takes at most `TILE_REGS_PER_THREAD` registers a thread (8 warps at most).
 from __future__ import annotations
 
 from ..ir.core import Operation
+from ..target import caps
 
 DEFAULT_WARPS = 4
 MAX_WARPS = 16
@@ -63,7 +64,7 @@ def _loop_depth(op: Operation) -> int:
 def choose_threads(entry: Operation, gpu: str) -> int:
     hints = entry.attributes.get("optimization_hints")
     if hints is not None and hasattr(hints, "for_arch"):
-        wanted = hints.for_arch(gpu.rstrip("af")).get("num_worker_warps_per_cta")
+        wanted = hints.for_arch(caps(gpu).name).get("num_worker_warps_per_cta")
         if isinstance(wanted, int) and 1 <= wanted <= MAX_WARPS:
             return 32 * wanted
     from .ops_mma import select_shape
@@ -81,7 +82,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
         if op.name not in _MMA:
             continue
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))
-        if select_shape(op, lhs, rhs, acc, int(gpu[3:].rstrip("af"))) is None:  # type: ignore[arg-type]
+        if select_shape(op, lhs, rhs, acc, caps(gpu).sm) is None:  # type: ignore[arg-type]
             continue
         regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
         budget = ACC_REGS_PER_THREAD - NEST_REGS * max(0, _loop_depth(op) - 2)

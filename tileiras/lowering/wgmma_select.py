@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
+from ..target import caps
 from ..ir.types import TileType
 
 _F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
@@ -73,7 +74,7 @@ def select(op: Operation, sm: int, threads: int) -> Optional[WgmmaShape]:
     2-D tiles; M a multiple of 16 rows per warp (each warpgroup's instructions cover 64 rows);
     N a multiple of 16 up to 256 (an N-major B: whole 128-byte atoms); K a multiple of the
     instruction's K with a K-major row that a swizzle holds whole."""
-    if sm != 90:
+    if not caps(sm).has("wgmma"):
         return None
     shape = shape_of(op)
     if shape is None:

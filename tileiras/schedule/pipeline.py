@@ -104,7 +104,7 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Ope
             if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
                 continue
             loads.append(op)
-        if not loads and assignment.sm >= 90 and rows:
+        if not loads and assignment.caps.has("mbarrier_tx") and rows:
             loads = [op for op in body.operations if _register_load(op, inside, iv, assignment)]
         if loads:
             plans[loop] = _schedule(loop, tuple(loads), assignment)

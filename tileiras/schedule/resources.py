@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..ir.record import record
-from ..lowering.smem import opt_in_limit
+from ..target import caps
 
 # Reservation-table rows (seed 003's coarse families; one bit each in a row).
 ISSUE = "issue"         # warp-instruction issue: 4 schedulers per SM
@@ -107,10 +107,8 @@ FAMILIES: dict[str, Family] = {
                      alu_lanes=128, xu_lanes=16, l2_bytes_per_clk=48, smem_bytes_per_clk=128, mem_latency=600),
 }
 
-# SM version -> family (sm_86/87/88/89 are Ampere/Ada: the sm_80 vocabulary; sm_103/107/110 are
-# datacenter Blackwell; sm_121 is consumer Blackwell).
-_FAMILY_OF = {80: "sm_80", 86: "sm_80", 87: "sm_80", 88: "sm_80", 89: "sm_80", 90: "sm_90",
-              100: "sm_100", 103: "sm_100", 107: "sm_100", 110: "sm_100", 120: "sm_120", 121: "sm_120"}
+# Which family schedules a target is the target table's `Caps.family` (sm_86/87/88/89 are Ampere/Ada:
+# the sm_80 vocabulary; sm_103/107/110 are datacenter Blackwell; sm_121 is consumer Blackwell).
 
 # Fixed latencies beyond the occupancy, cycles (estimates; the dependent FP32 FMA latency of 4 cycles
 # on Volta and later is from NVIDIA's tuning guides and microbenchmarks).
@@ -128,7 +126,7 @@ class Machine:
     """The resource model of one target: its family's rows and rates plus its capacities."""
     sm: int
     family: Family
-    smem_bytes: int                        # per-CTA opt-in shared memory (lowering/smem.py)
+    smem_bytes: int                        # per-CTA opt-in shared memory (Caps.smem_per_block)
 
     @property
     def capacities(self) -> dict[str, int]:
@@ -200,11 +198,8 @@ def _cycles(work: int, rate: int) -> int:
 
 
 def family_of(sm: int) -> Family:
-    name = _FAMILY_OF.get(sm)
-    if name is None:   # an unknown target: the nearest older family
-        name = _FAMILY_OF[max((s for s in _FAMILY_OF if s <= sm), default=80)]
-    return FAMILIES[name]
+    return FAMILIES[caps(sm).family]
 
 
 def machine(sm: int) -> Machine:
-    return Machine(sm, family_of(sm), opt_in_limit(sm))
+    return Machine(sm, family_of(sm), caps(sm).smem_per_block)

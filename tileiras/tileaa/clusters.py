@@ -69,6 +69,7 @@ from typing import Optional
 from ..dialects.registry import OpDef, OperandDef, find, register
 from ..ir.core import Operation, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType
+from ..target import caps, with_feature
 
 CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor, N factor)
 # on each view load of a split entry: the label ("M", "N" or "") of each tile dimension, from which the
@@ -96,16 +97,14 @@ def declare() -> None:
 def cluster_size(entry: Operation, gpu: str) -> int:
     """The CTAs per cluster the entry's hints ask for on `gpu` (1: none)."""
     hints = entry.attributes.get("optimization_hints")
-    base = "sm_" + gpu.split("_")[1].rstrip("af")
-    value = hints.get(base, "num_cta_in_cga", 1) if hints is not None and hasattr(hints, "get") else 1
+    value = hints.get(caps(gpu).name, "num_cta_in_cga", 1) if hints is not None and hasattr(hints, "get") else 1
     return int(value) if isinstance(value, int) and value > 0 else 1
 
 
 def supports_clusters(gpu: str) -> bool:
     """Cluster launches exist from sm_90 on (NVIDIA's compiler uses them on sm_120 as well: the
     persistent 128x512 matmul there is `.reqnctapercluster 4` + `.blocksareclusters`, 384 threads)."""
-    sm = int(gpu.split("_")[1].rstrip("af"))
-    return sm in (90, 100, 103, 110, 120, 121)
+    return caps(gpu).has("clusters")
 
 
 class _Refused(Exception):
@@ -338,9 +337,8 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     from ..lowering.ops_tcgen05 import _loaded, _passes, kind_of, resident_loop
     from ..lowering.warp_specialize_tcgen05 import _BODY_OPS, _zero
 
-    sm = int(gpu.split("_")[1].rstrip("af"))
-    if sm not in (100, 103):
-        return None, "CTA pairs are sm_100 / sm_103's"
+    if not caps(gpu).has("cta_pairs"):
+        return None, f"CTA pairs are {' / '.join(row.name for row in with_feature('cta_pairs'))}'s"
     if c % 2 or len(mmas) != 1:
         return None, "an odd cluster or several mmas"
     op = mmas[0]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..target import Caps, caps
 
 if TYPE_CHECKING:
     from ..lowering.assign_layouts import LayoutAssignment
@@ -48,6 +49,11 @@ class KernelFacts:
     threads: int
     assignment: "LayoutAssignment"
     pipelines: dict
+
+    @property
+    def caps(self) -> "Caps":
+        """What the target has (tileiras/target/table.py)."""
+        return caps(self.sm)
 
     def layout_of(self, value: Value) -> "Layout":
         return value.layout if value.layout is not None else self.assignment.blocked

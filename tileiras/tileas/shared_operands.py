@@ -76,6 +76,7 @@ class AtOp:
     def __init__(self, facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
                  defer: bool = False) -> None:
         self.sm, self.threads, self.pad_buffers = facts.sm, facts.threads, facts.pad_buffers
+        self.caps = facts.caps
         self.assignment = facts.assignment
         self.buffers, self.static_smem_bytes = placed, allocas
         self.current_op, self.live = op, live

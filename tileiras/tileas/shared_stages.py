@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..target import Caps, caps
 from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
@@ -83,6 +84,11 @@ class StagingFacts:
     wgmma_buffers: dict
     matrices: Any = None     # id of a load staged for the tensor cores -> (its matrix, the loop whose ring holds it)
     restaged: Any = None     # tf32 tcgen05 mmas given their K-major copy buffers (shared_operands.loop_copies)
+
+    @property
+    def caps(self) -> "Caps":
+        """What the target has (tileiras/target/table.py)."""
+        return caps(self.sm)
 
     def layout_of(self, value: Value) -> Any:
         return value.layout if value.layout is not None else self.assignment.blocked
