@@ -230,21 +230,26 @@ def excluded_by(template: str, choices: dict[str, Any]) -> list[Rule]:
     return [r for r in RULES if template in r.templates and r.when(choices)]
 
 
-def _draw(rng: random.Random, template: Template) -> dict[str, Any]:
-    return {a.name: rng.choice(a.values) for a in template.axes}
+Restrict = dict[str, tuple[Any, ...]]     # axis -> the only values to draw (e.g. {"version": ("13.4",)})
 
 
-def variant(rng: random.Random, template: str, tries: int = 1000) -> Variant:
+def _draw(rng: random.Random, template: Template, restrict: Restrict) -> dict[str, Any]:
+    return {a.name: rng.choice([x for x in a.values if x in restrict.get(a.name, a.values)] or a.values)
+            for a in template.axes}
+
+
+def variant(rng: random.Random, template: str, restrict: Restrict | None = None, tries: int = 1000) -> Variant:
     """A valid variant of `template` drawn from `rng` (rejection sampling against RULES)."""
     t = TEMPLATES[template]
     for _ in range(tries):
-        choices = _draw(rng, t)
+        choices = _draw(rng, t, restrict or {})
         if not excluded_by(template, choices):
             return Variant(template, tuple(choices.items()))
     raise ValueError(f"no valid {template} variant in {tries} draws: the rules exclude everything")
 
 
-def sample(seed: int, count: int, templates: tuple[str, ...] | None = None) -> list[Variant]:
+def sample(seed: int, count: int, templates: tuple[str, ...] | None = None,
+           restrict: Restrict | None = None) -> list[Variant]:
     """`count` distinct valid variants. Variant i depends only on (seed, i): a larger count extends
     a smaller one. Templates are drawn by weight, so every family appears in any sample of a dozen."""
     names = templates or tuple(TEMPLATES)
@@ -257,7 +262,7 @@ def sample(seed: int, count: int, templates: tuple[str, ...] | None = None) -> l
         # the first len(names) draws visit each template once, so a small sample covers all
         template = names[i] if i < len(names) else rng.choices(names, weights)[0]
         i += 1
-        v = variant(rng, template)
+        v = variant(rng, template, restrict)
         if v.name not in seen:
             seen.add(v.name)
             out.append(v)
