@@ -3,6 +3,7 @@
     python benchmarks/generated.py --count 100 --seed 0                 # sm_80/90/100/120
     python benchmarks/generated.py --count 40 --targets sm_90 --jobs 2 --versions 13.4
     python benchmarks/generated.py --count 30 --family attention --emulate 5 --json out.json
+    python benchmarks/generated.py --report out.json                   # the report of saved rows
 
 Samples `--count` variants from the grammar of tests/generated/ (matmul, attention, row and
 elementwise families; `--seed` makes the sample reproducible, `--versions` keeps to bytecode
@@ -298,7 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per compile")
     parser.add_argument("--emulate", type=int, default=0, metavar="K", help="run K variants on the emulator")
     parser.add_argument("--json", type=Path, help="write every row (figures, remarks) to this file")
+    parser.add_argument("--report", type=Path, metavar="JSON", help="only print the report of rows written by --json")
     args = parser.parse_args(argv)
+    if args.report:
+        rows = json.loads(args.report.read_text())
+        names = {r["name"] for r in rows}
+        print("\n".join(report(rows, f"generated variants, ours vs NVIDIA's tileiras: {len(names)} variants, "
+                                      f"{len(rows)} kernel-target pairs from {args.report}")))
+        return 0
     if compilers.nvidia_tileiras() is None or sass_stats.cuobjdump_path() is None:
         print("error: needs nvidia-cuda-tileiras and nvidia-cuda-cuobjdump (pip install them)", file=sys.stderr)
         return 2
@@ -322,10 +330,10 @@ def main(argv: list[str] | None = None) -> int:
         for i, fut in enumerate(futures):
             rows.append(fut.result())
             r = rows[-1]
+            if args.json:               # after every pair, so that a long run cut short still reports
+                args.json.write_text(json.dumps(rows, indent=1) + "\n")
             print(f"[{i + 1}/{len(jobs)}] {r['name']} {r['gpu']}: ours {'ok' if r['ours']['ok'] else 'FAIL'}, "
                   f"NVIDIA's {'ok' if r['nvidia']['ok'] else 'FAIL'}", file=sys.stderr, flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
     for line in lines + report(rows, header):
         print(line)
     if args.emulate:

@@ -57,6 +57,7 @@ def _bench():
     """benchmarks/generated.py (its parity classes), imported under a name of its own."""
     spec = importlib.util.spec_from_file_location("generated_benchmark", ROOT / "benchmarks" / "generated.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
