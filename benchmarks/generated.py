@@ -273,18 +273,43 @@ def report(rows: list[dict], header: str) -> list[str]:
 
 # ------------------------------------------------------------------------------ emulation
 
+def _fp8(spec: launch.Launch) -> bool:
+    """Whether the kernel moves fp8 values (sm_89 and later only)."""
+    arrays = [a for p in spec.params for a in (p.arrays if isinstance(p, launch.ArrList) else (p,))
+              if isinstance(a, launch.Arr)]
+    return any(a.dtype.startswith("float8") or a.dtype.startswith("float4") for a in arrays)
+
+
+def pick_emulated(variants: list[grammar.Variant], k: int) -> list[grammar.Variant]:
+    """K variants with a numpy reference: the cheapest of each template in turn, so that a small K
+    spans the families."""
+    by_template: dict[str, list[grammar.Variant]] = {}
+    for v in sorted((v for v in variants if reference.supported(v)), key=lambda v: reference.cost(launch.launch(v))):
+        by_template.setdefault(v.template, []).append(v)
+    queues = list(by_template.values())
+    chosen: list[grammar.Variant] = []
+    while len(chosen) < k and any(queues):
+        for q in queues:
+            if q and len(chosen) < k:
+                chosen.append(q.pop(0))
+    return chosen
+
+
 def emulate(variants: list[grammar.Variant], k: int, targets: list[str]) -> list[str]:
-    """K of the cheapest variants with a numpy reference, each on one target (cycling), on the emulator."""
-    chosen = sorted((v for v in variants if reference.supported(v)), key=lambda v: reference.cost(launch.launch(v)))[:k]
+    """K sampled variants (pick_emulated), each on one target in turn, on the emulator against numpy."""
+    chosen = pick_emulated(variants, k)
     lines = [f"emulator vs numpy, {len(chosen)} variants:"]
     for i, v in enumerate(chosen):
-        usable = [t for t in targets if not (v.c.get("dtype") == "e4m3" and t == "sm_80")] or ["sm_90"]
+        spec = launch.launch(v)
+        usable = [t for t in targets if not (_fp8(spec) and t == "sm_80")] or ["sm_90"]
         gpu = usable[i % len(usable)]
         try:
-            problems = reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
+            problems = reference.emulate(v, spec, export.bytecode(v, gpu).read_bytes(), gpu)
         except Exception as exc:    # a compile or emulator failure is a finding, reported
             problems = [f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"]
         lines.append(f"  {'ok  ' if not problems else 'FAIL'} {v.name} {gpu}" + "".join(f"\n      {p}" for p in problems))
+    passed = sum(line.startswith("  ok") for line in lines)
+    lines.append(f"  {passed} of {len(chosen)} match numpy")
     return lines
 
 
@@ -299,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per compile")
     parser.add_argument("--emulate", type=int, default=0, metavar="K", help="run K variants on the emulator")
     parser.add_argument("--json", type=Path, help="write every row (figures, remarks) to this file")
+    parser.add_argument("--emulate-only", action="store_true", help="skip the compiles: only --emulate K")
     parser.add_argument("--report", type=Path, metavar="JSON", help="only print the report of rows written by --json")
     args = parser.parse_args(argv)
     if args.report:
@@ -313,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     templates = tuple(n for n, t in grammar.TEMPLATES.items() if not args.family or t.family in args.family)
     restrict = {"version": tuple(args.versions)} if args.versions else None
     variants = grammar.sample(args.seed, args.count, templates, restrict)
+    if args.emulate_only:
+        print("\n".join(emulate(variants, args.emulate, args.targets)))
+        return 0
     jobs, lines = [], []
     for v in variants:                  # exported up front: cuTile is not thread-safe
         for gpu in args.targets:
