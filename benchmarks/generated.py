@@ -113,8 +113,12 @@ def _per_mma(s: dict) -> float | None:
     return s["hot_loop"] / s["hot_loop_tensor_core"] if s["hot_loop"] and s["hot_loop_tensor_core"] else None
 
 
-def _tma(s: dict) -> int:
-    return sum(s["tma"].values())
+TMA_LOADS = ("UTMALDG", "UBLKCP", "UTMAPF", "UBLKPF")      # global -> shared (or prefetch)
+TMA_STORES = ("UTMASTG", "UTMAREDG", "UBLKRED")            # shared -> global
+
+
+def _tma(s: dict, which: tuple[str, ...] = TMA_LOADS + TMA_STORES) -> int:
+    return sum(n for op, n in s["tma"].items() if op in which)
 
 
 @dataclass(frozen=True)
@@ -138,9 +142,11 @@ CLASSES: dict[str, Class] = {
                      f"{','.join(sorted(gaps._generations(n['stats'])))}",
         ("RemarkTensorCoreMMA", "RemarkTmaCtaPair")),
     "TMA": Class(
-        "TMA copies where NVIDIA's uses them",
-        lambda o, n: _tma(n["stats"]) > 0, lambda o, n: _tma(o["stats"]) > 0,
-        lambda o, n: f"{_tma(o['stats'])}|{_tma(n['stats'])} TMA instructions",
+        "TMA loads and TMA stores where NVIDIA's uses them (each direction on its own)",
+        lambda o, n: _tma(n["stats"]) > 0,
+        lambda o, n: all(_tma(o["stats"], w) or not _tma(n["stats"], w) for w in (TMA_LOADS, TMA_STORES)),
+        lambda o, n: f"TMA loads {_tma(o['stats'], TMA_LOADS)}|{_tma(n['stats'], TMA_LOADS)}, "
+                     f"stores {_tma(o['stats'], TMA_STORES)}|{_tma(n['stats'], TMA_STORES)}",
         ("RemarkTmaLoadMissed", "RemarkTmaStoreMissed", "RemarkMemoryLoadInstructionSelected",
          "RemarkMemoryStoreInstructionSelected")),
     "cp.async": Class(
@@ -222,8 +228,18 @@ def _cell(ok: int, total: int) -> str:
     return f"{ok}/{total}" + (f" {100 * ok / total:.0f}%" if total else "")
 
 
-def parity(rows: list[dict]) -> tuple[list[list[str]], dict[str, list[tuple[dict, str]]]]:
-    """(table rows: class, all families, each family; short pairs per class with their detail)."""
+# the groupings of the parity tables: a row's column value
+GROUPINGS: dict[str, tuple[tuple[str, ...], Callable[[dict], str]]] = {
+    "family": (FAMILIES, lambda r: r["family"]),
+    "target": (TARGETS, lambda r: r["gpu"]),
+    "facts": (grammar.FACTS, lambda r: grammar.parse(r["name"])["facts"]),
+    "bytecode version": (grammar.VERSIONS, lambda r: grammar.parse(r["name"])["version"]),
+}
+
+
+def parity(rows: list[dict], by: str = "family") -> tuple[list[str], list[list[str]], dict[str, list[tuple[dict, str]]]]:
+    """(columns; table rows: class, all, each value of `by`; short pairs per class with their detail)."""
+    values, key = GROUPINGS[by]
     nv_ok = [r for r in rows if r["nvidia"]["ok"]]
     both = [r for r in nv_ok if r["ours"].get("stats") and r["nvidia"].get("stats")]
     short: dict[str, list[tuple[dict, str]]] = {"compile": [(r, r["ours"]["error"]) for r in nv_ok
@@ -231,24 +247,27 @@ def parity(rows: list[dict]) -> tuple[list[list[str]], dict[str, list[tuple[dict
 
     def counts(sel: list[dict], ok: Callable[[dict], bool]) -> list[str]:
         return [_cell(sum(ok(r) for r in sel), len(sel))] + \
-               [_cell(sum(ok(r) for r in sel if r["family"] == f), sum(r["family"] == f for r in sel))
-                for f in FAMILIES]
+               [_cell(sum(ok(r) for r in sel if key(r) == x), sum(key(r) == x for r in sel)) for x in values]
 
     table = [["compile", *counts(nv_ok, lambda r: r["ours"]["ok"])]]
     for name, cls in CLASSES.items():
         sel = [r for r in both if cls.applies(r["ours"], r["nvidia"])]
         table.append([name, *counts(sel, lambda r, c=cls: c.matches(r["ours"], r["nvidia"]))])
         short[name] = [(r, cls.detail(r["ours"], r["nvidia"])) for r in sel if not cls.matches(r["ours"], r["nvidia"])]
-    return table, short
+    return ["class", "all", *values], table, short
+
+
+def _table(cols: list[str], table: list[list[str]]) -> list[str]:
+    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(cols)]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [cols, *table]]
 
 
 def report(rows: list[dict], header: str) -> list[str]:
-    table, short = parity(rows)
-    out = [header, "", "parity per class: pairs where ours matches NVIDIA's / pairs where the class applies"]
-    cols = ["class", "all", *FAMILIES]
-    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(cols)]
-    out.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    out += ["  ".join(c.ljust(w) for c, w in zip(t, widths)) for t in table]
+    out = [header]
+    for by in GROUPINGS:
+        cols, table, short = parity(rows, by)
+        out += ["", f"parity per class and {by}: pairs where ours matches NVIDIA's / pairs where the class applies"]
+        out += _table(cols, table)
     out.append("")
     out.append("classes: compile = ours compiles where NVIDIA's does; " +
                "; ".join(f"{n} = {c.says}" for n, c in CLASSES.items()))

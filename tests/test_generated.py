@@ -10,9 +10,11 @@ The bytecode is exported on the fly (cuTile, ~0.05 s a kernel) into the export c
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +31,7 @@ import reference  # noqa: E402
 
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 WORK = Path(tempfile.mkdtemp(prefix="generated-"))
+atexit.register(shutil.rmtree, WORK, True)
 
 # A few variants per family, chosen from the benchmark's seed-0 sample for their paths: a wgmma /
 # tcgen05 GEMM with an epilogue, split-K with atomics, column-major operands, a batched and a grouped
@@ -51,6 +54,41 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_90"),
             ("g_row_softmax_f16_n1024_r1_c0_grid_ragged_ww8_v13p4", "sm_100"),
             ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_120")]
+
+
+# the known gaps
+# (variant, target, class of benchmarks/generated.py, why ours falls short today, from our remarks):
+# each asserts the class matches NVIDIA's, so it xpasses, and fails as strict, once the compiler
+# closes the gap. Found by `benchmarks/generated.py --count 150 --seed 0`; one pair per class.
+GAPS: tuple[tuple[str, str, str, str], ...] = (
+    ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_100", "compile",
+     "internal compiler error in tileaa/clusters.py _reshape (IndexError) splitting attention over a "
+     "CTA pair (num_ctas=2 on sm_100)"),
+    ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
+     "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
+    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA",
+     "cp.async where NVIDIA's loads by TMA (A column-major, 32-row tile); no remark says why"),
+    ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
+     "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
+     "copies with cp.async"),
+    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_90", "mbarrier",
+     "no pipeline on mbarriers (NVIDIA's: 210 SYNCS, a TMA producer); no remark says why"),
+    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_90", "setmaxnreg",
+     "not warp-specialized (NVIDIA's: 256 threads, setmaxnreg); no remark says why"),
+    ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "access width",
+     "MemoryVectorizedLoadMissed: a ragged K (facts without K % 16) keeps ours at 16-bit loads, NVIDIA's "
+     "uses TMA"),
+    ("g_mla_decode_bf16_h32_32_aligned_occ2_v13p3", "sm_90", "spills",
+     "RegisterSpills: 998 spill instructions against NVIDIA's 124 (the 16 x 512 f32 accumulator, 128 threads)"),
+    ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_90", "registers",
+     "62 registers against NVIDIA's 18 for a 16 x 8 router tile"),
+    ("g_mla_decode_bf16_h32_32_aligned_occ2_v13p3", "sm_90", "shared memory",
+     "PipelineDepth: 3 stages of the latent cache, 131 KiB against NVIDIA's 72"),
+    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_90", "hot loop / tensor-core instr",
+     "4.0 instructions per HMMA in the K loop against NVIDIA's 3.2 (its TMA producer warps feed the mma.sync "
+     "warps; ours copies with cp.async in the same warps)"),
+)
+COMPILE_GAPS = {(n, g): why for n, g, c, why in GAPS if c == "compile"}
 
 
 def _bench():
@@ -126,7 +164,9 @@ def test_the_sample_exports_at_its_version() -> None:
 
 # ---------------------------------------------------------------------------------- compiling
 
-@pytest.mark.parametrize("name,gpu", SAMPLE, ids=[f"{n}-{g}" for n, g in SAMPLE])
+@pytest.mark.parametrize("name,gpu", [
+    pytest.param(n, g, id=f"{n}-{g}", marks=[pytest.mark.xfail(strict=True, reason=COMPILE_GAPS[n, g])]
+                 if (n, g) in COMPILE_GAPS else []) for n, g in SAMPLE])
 def test_ours_compiles_where_nvidias_does(name: str, gpu: str) -> None:
     nvidia = _compiled(name, gpu, "nvidia")
     if not nvidia["ok"]:
@@ -161,10 +201,6 @@ def test_the_comparison_reports_a_wrong_element() -> None:
 
 
 # ------------------------------------------------------------------------------ the known gaps
-# (variant, target, class of benchmarks/generated.py, why ours falls short today): each asserts the
-# class matches NVIDIA's, so it xpasses, and fails as strict, once the compiler closes the gap.
-GAPS: tuple[tuple[str, str, str, str], ...] = ()
-
 
 def _gap_params():
     return [pytest.param(n, g, c, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{c}-{n}-{g}")
@@ -183,3 +219,32 @@ def test_known_gap(name: str, gpu: str, klass: str) -> None:
     if not cls.applies(ours, nvidia):
         pytest.skip(f"{klass} no longer applies: NVIDIA's code changed")
     assert cls.matches(ours, nvidia), cls.detail(ours, nvidia)
+
+
+def test_the_report_counts_each_class_and_names_the_short_pairs() -> None:
+    """benchmarks/generated.py's parity table and short list on two made-up pairs: one where ours
+    lacks TMA loads and spills (with a remark that says why), one where NVIDIA's failed."""
+    bench = _bench_module()
+
+    def stats(**kw) -> dict:
+        base = {"registers": 128, "spills": 0, "stack": 0, "shared_static": 0, "threads": 128, "setmaxnreg": False,
+                "tensor_core": {"HMMA": 8}, "tensor_shapes": {}, "ldgsts": 0, "ldgsts_widths": {}, "tma": {},
+                "mbarrier": 0, "ldmatrix": 0, "stmatrix": 0, "global_loads": {"128": 4}, "global_stores": {"128": 2},
+                "hot_loop": 40, "hot_loop_tensor_core": 8, "loops": 1, "instructions": 300}
+        return {**base, **kw}
+
+    name = "g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1"
+    remark = {"kind": "Missed", "name": "RemarkTmaLoadMissed", "args": {"Remark": "not TMA", "Reason": "padded stage"}}
+    rows = [{"name": name, "family": "matmul", "template": "gemm", "gpu": "sm_90",
+             "ours": {"ok": True, "cpu_s": 1.0, "error": "", "stats": stats(spills=4), "remarks": [remark]},
+             "nvidia": {"ok": True, "cpu_s": 1.0, "error": "", "stats": stats(tma={"UTMALDG": 2})}},
+            {"name": name, "family": "matmul", "template": "gemm", "gpu": "sm_80",
+             "ours": {"ok": True, "cpu_s": 1.0, "error": "", "stats": stats(), "remarks": []},
+             "nvidia": {"ok": False, "cpu_s": 1.0, "error": "unsupported"}}]
+    text = "\n".join(bench.report(rows, "header"))
+    cols, table, short = bench.parity(rows)
+    cells = {row[0]: row[1] for row in table}
+    assert cells["compile"] == "1/1 100%" and cells["TMA"] == "0/1 0%" and cells["spills"] == "0/1 0%"
+    assert cells["registers"] == "1/1 100%"
+    assert [r["gpu"] for r, _ in short["TMA"]] == ["sm_90"]
+    assert "TmaLoadMissed: not TMA (padded stage)" in text and "NVIDIA's failed 1 pairs" in text
