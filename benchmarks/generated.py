@@ -332,6 +332,17 @@ def emulate(variants: list[grammar.Variant], k: int, targets: list[str]) -> list
     return lines
 
 
+def restriction(specs: list[str]) -> grammar.Restrict | None:
+    """--restrict AXIS=V,V,... -> the axis values (of any template) whose text is listed."""
+    out: grammar.Restrict = {}
+    for spec in specs:
+        axis, _, values = spec.partition("=")
+        wanted = set(values.split(","))
+        out[axis] = tuple({v for t in grammar.TEMPLATES.values() for a in t.axes if a.name == axis
+                           for v in a.values if str(v) in wanted})
+    return out or None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=40, help="variants to sample (default 40)")
@@ -339,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), metavar="SM")
     parser.add_argument("--versions", nargs="+", choices=grammar.VERSIONS, help="bytecode versions to draw")
     parser.add_argument("--family", action="append", choices=FAMILIES, help="only these families")
+    parser.add_argument("--restrict", action="append", default=[], metavar="AXIS=V,V",
+                        help="draw only these values of an axis (e.g. dtype=mxfp8,nvfp4 or facts=none)")
     parser.add_argument("--jobs", type=int, default=1, help="pairs compiled in parallel (default 1)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per compile")
     parser.add_argument("--emulate", type=int, default=0, metavar="K", help="run K variants on the emulator")
@@ -356,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: needs nvidia-cuda-tileiras and nvidia-cuda-cuobjdump (pip install them)", file=sys.stderr)
         return 2
     templates = tuple(n for n, t in grammar.TEMPLATES.items() if not args.family or t.family in args.family)
-    restrict = {"version": tuple(args.versions)} if args.versions else None
+    restrict = restriction(args.restrict + ([f"version={','.join(args.versions)}"] if args.versions else []))
     variants = grammar.sample(args.seed, args.count, templates, restrict)
     if args.emulate_only:
         print("\n".join(emulate(variants, args.emulate, args.targets)))

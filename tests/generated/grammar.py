@@ -145,10 +145,13 @@ RULES: tuple[Rule, ...] = (
          lambda c: c["tm"] * c["tn"] > 128 * 256),
     Rule(("gemm",), "an output tile under 32x64: no one tiles a GEMM so thin in both dimensions",
          lambda c: c["tm"] * c["tn"] < 32 * 64),
-    Rule(("gemm",), "block-scaled operands are K-major with 2-D scales and tiles of at least 64 (cuTile's "
-         "mma_scaled samples)",
+    Rule(("gemm",), "block-scaled operands are K-major with 2-D scales, tiles of at least 64, one tile per CTA "
+         "and zero padding (cuTile's mma_scaled sample)",
          lambda c: c["dtype"] in _BLOCK_SCALED and (c["major"] != "rr" or min(c["tm"], c["tn"]) < 64
-                                                      or c["tk"] < 64 or c["schedule"] == "splitk")),
+                                                      or c["tk"] < 64 or c["schedule"] != "tiles"
+                                                      or c["padding"] != "zero")),
+    Rule(("gemm",), "mma_scaled needs bytecode 13.3 or later",
+         lambda c: c["dtype"] in _BLOCK_SCALED and c["version"] < "13.3"),
     Rule(("gemm",), "integer and block-scaled epilogues keep to scale/cast (no activation on raw sums)",
          lambda c: c["dtype"] in ("i8", *_BLOCK_SCALED) and c["epilogue"] not in ("none", "scale", "cast")),
     Rule(("gemm",), "split-K adds f32 partials with atomics: the epilogue runs in a second kernel",
@@ -238,13 +241,18 @@ def _draw(rng: random.Random, template: Template, restrict: Restrict) -> dict[st
             for a in template.axes}
 
 
-def variant(rng: random.Random, template: str, restrict: Restrict | None = None, tries: int = 1000) -> Variant:
-    """A valid variant of `template` drawn from `rng` (rejection sampling against RULES)."""
+def variant(rng: random.Random, template: str, restrict: Restrict | None = None, tries: int = 5000) -> Variant:
+    """A valid variant of `template` drawn from `rng`. The template's first axis (the dtype or op) is
+    drawn once and kept while the other axes are redrawn until RULES accept them: plain rejection
+    would make a value the rules constrain (block-scaled dtypes, fp8 attention) rare."""
     t = TEMPLATES[template]
-    for _ in range(tries):
-        choices = _draw(rng, t, restrict or {})
-        if not excluded_by(template, choices):
-            return Variant(template, tuple(choices.items()))
+    for _ in range(20):
+        first = _draw(rng, t, restrict or {})
+        lead = {t.axes[0].name: first[t.axes[0].name]}
+        for _ in range(tries):
+            choices = {**_draw(rng, t, restrict or {}), **lead}
+            if not excluded_by(template, choices):
+                return Variant(template, tuple(choices.items()))
     raise ValueError(f"no valid {template} variant in {tries} draws: the rules exclude everything")
 
 
