@@ -64,6 +64,9 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_100", "compile",
      "internal compiler error in tileaa/clusters.py _reshape (IndexError) splitting attention over a "
      "CTA pair (num_ctas=2 on sm_100)"),
+    ("g_attn_fwd_e4m3_d128_full_g1_64x32_none_h0_v13p3", "sm_100", "compile",
+     "internal compiler error in lowering/warp_specialize_tcgen05.py consume_attention_mma (KeyError: the "
+     "attention loop has no active pipeline) for fp8 attention without specialization facts"),
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
     ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA",
