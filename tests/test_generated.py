@@ -49,11 +49,12 @@ SAMPLE_NAMES: tuple[str, ...] = (
 )
 SAMPLE_TARGETS = ("sm_90", "sm_100")
 SAMPLE = [(n, g) for n in SAMPLE_NAMES for g in SAMPLE_TARGETS]
-# emulated on one target each (a couple per family; ~1 s each)
+# emulated on one target each (a couple per family; ~1 s each but the block-scaled GEMM)
 EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_80"),
             ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_90"),
             ("g_row_softmax_f16_n1024_r1_c0_grid_ragged_ww8_v13p4", "sm_100"),
-            ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_120")]
+            ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_120"),
+            ("g_gemm_mxfp8_rr_128x64x64_zero_tiles_cast_ragged_h0_v13p4", "sm_100")]   # tcgen05 block-scaled, ~10 s
 
 
 # the known gaps

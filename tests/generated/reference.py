@@ -5,7 +5,7 @@ inputs, and the comparison of a launch's arrays with the reference.
     want = expected(v, spec, args)         # the arrays after the launch (None where unsupported)
     problems = compare(v, spec, got, want) # [] when every array matches within its tolerance
 
-A template without a reference here (block-scaled fp4, lists of arrays) has `supported(v) == False`;
+A template without a reference here (the grouped GEMM's lists of arrays) has `supported(v) == False`;
 the emulator checks sample the others.
 """
 
@@ -27,11 +27,11 @@ def np_dtype(name: str) -> np.dtype:
 
     return np.dtype({"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
                      "int8": np.int8, "int32": np.int32, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-                     "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu}[name])
+                     "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu, "float4_e2m1fn": ml_dtypes.float4_e2m1fn}[name])
 
 
 def supported(v: Variant) -> bool:
-    return v.template in EXPECTED and not (v.template == "gemm" and v["dtype"] == "nvfp4")
+    return v.template in EXPECTED
 
 
 def _array(rng: np.random.Generator, a: Arr) -> np.ndarray:
@@ -84,7 +84,7 @@ def _round(x: np.ndarray, dtype: str) -> np.ndarray:
 # each: (variant, launch, input arrays) -> {runtime argument position: expected array}
 
 def _gemm(v: Variant, spec: Launch, args: list) -> dict[int, np.ndarray]:
-    if v["dtype"] == "mxfp8":
+    if v["dtype"] in ("mxfp8", "nvfp4"):
         a, sa, b, sb, c0 = (_f(x) for x in args[:5])
         sbs = spec.params[9]
         acc = (a * np.repeat(sa, sbs, axis=1)) @ (b * np.repeat(sb, sbs, axis=0))
