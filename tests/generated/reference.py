@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from grammar import Variant
-from launch import Arr, ArrList, Launch, Scalar, gemm_out_dtype
+from launch import Arr, ArrList, Launch, Scalar
 
 LOG2E = 1.4426950408889634
 
