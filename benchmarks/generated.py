@@ -320,7 +320,8 @@ def emulate(variants: list[grammar.Variant], k: int, targets: list[str]) -> list
     lines = [f"emulator vs numpy, {len(chosen)} variants:"]
     for i, v in enumerate(chosen):
         spec = launch.launch(v)
-        usable = [t for t in targets if not (_fp8(spec) and t == "sm_80")] or ["sm_90"]
+        first = 100 if spec.kernel == "gemm_scaled" else 89 if _fp8(spec) else 80   # block-scaled mma; fp8
+        usable = [t for t in targets if int(t[3:]) >= first] or ["sm_100"]
         gpu = usable[i % len(usable)]
         try:
             problems = reference.emulate(v, spec, export.bytecode(v, gpu).read_bytes(), gpu)
