@@ -4,6 +4,7 @@
     python benchmarks/generated.py --count 40 --targets sm_90 --jobs 2 --versions 13.4
     python benchmarks/generated.py --count 30 --family attention --emulate 5 --json out.json
     python benchmarks/generated.py --report out.json                   # the report of saved rows
+    python benchmarks/generated.py --variants out.json                 # the same variants again
 
 Samples `--count` variants from the grammar of tests/generated/ (matmul, attention, row and
 elementwise families; `--seed` makes the sample reproducible, `--versions` keeps to bytecode
@@ -333,6 +334,13 @@ def emulate(variants: list[grammar.Variant], k: int, targets: list[str]) -> list
     return lines
 
 
+def named(path: Path) -> list[grammar.Variant]:
+    """The variants a file names: one name a line, or the rows a --json run wrote (in their order)."""
+    text = path.read_text()
+    names = [r["name"] for r in json.loads(text)] if text.lstrip().startswith("[") else text.split()
+    return [grammar.parse(n) for n in dict.fromkeys(names)]
+
+
 def restriction(specs: list[str]) -> grammar.Restrict | None:
     """--restrict AXIS=V,V,... -> the axis values (of any template) whose text is listed."""
     out: grammar.Restrict = {}
@@ -357,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per compile")
     parser.add_argument("--emulate", type=int, default=0, metavar="K", help="run K variants on the emulator")
     parser.add_argument("--json", type=Path, help="write every row (figures, remarks) to this file")
+    parser.add_argument("--variants", type=Path, metavar="FILE",
+                        help="compile these variants (names, one a line, or the rows of a --json file) instead of a sample")
     parser.add_argument("--emulate-only", action="store_true", help="skip the compiles: only --emulate K")
     parser.add_argument("--report", type=Path, metavar="JSON", help="only print the report of rows written by --json")
     args = parser.parse_args(argv)
@@ -371,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     templates = tuple(n for n, t in grammar.TEMPLATES.items() if not args.family or t.family in args.family)
     restrict = restriction(args.restrict + ([f"version={','.join(args.versions)}"] if args.versions else []))
-    variants = grammar.sample(args.seed, args.count, templates, restrict)
+    variants = named(args.variants) if args.variants else grammar.sample(args.seed, args.count, templates, restrict)
     if args.emulate_only:
         print("\n".join(emulate(variants, args.emulate, args.targets)))
         return 0
