@@ -60,7 +60,8 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
 # the known gaps
 # (variant, target, class of benchmarks/generated.py, why ours falls short today, from our remarks):
 # each asserts the class matches NVIDIA's, so it xpasses, and fails as strict, once the compiler
-# closes the gap. Found by `benchmarks/generated.py --count 150 --seed 0`; one pair per class.
+# closes the gap. Found by `benchmarks/generated.py --count 150 --seed 0` (the sampler of commit f02dc07;
+# `--variants ROWS.json` recompiles a saved run exactly); one pair per class, the compile gaps of two kinds.
 GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_100", "compile",
      "internal compiler error in tileaa/clusters.py _reshape (IndexError) splitting attention over a "
