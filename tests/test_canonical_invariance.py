@@ -34,7 +34,7 @@ def _unit_cases(sample: bool) -> list:
     names = [n for n in UNIT if n not in CHANGES_WITH_VERSION and (not sample or n in SAMPLE)]
     targets = TARGET_SAMPLE if sample else ("sm_80", "sm_90", "sm_100", "sm_120")
     marks = () if sample else (pytest.mark.sweep,)
-    return [pytest.param(n, t, marks=marks, id=f"{n}-{t}") for n in names for t in targets]
+    return [pytest.param(n, t, marks=marks, id=f"{'sample' if sample else 'all'}-{n}-{t}") for n in names for t in targets]
 
 
 @pytest.mark.parametrize("name,gpu", _unit_cases(True) + _unit_cases(False))
