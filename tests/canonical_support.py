@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,27 @@ CORPUS = ROOT / "tests" / "corpus" / "bytecode"
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 
 
+_REGISTER = re.compile(r"%(rd|rs|r|fd|f|p|hh|h|q)(\d+)\b")
+
+
+def _renamed(lines: list[str]) -> list[str]:
+    """Virtual registers numbered by first appearance (per class): value names aside, as ptxas sees them."""
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+
+    def name(m: "re.Match[str]") -> str:
+        key = m.group(0)
+        if key not in names:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+            names[key] = f"%{m.group(1)}{counts[m.group(1)]}"
+        return names[key]
+
+    return [_REGISTER.sub(name, line) for line in lines]
+
+
 def normalized_ptx(module: Operation, gpu: str) -> Optional[list[str]]:
-    """The PTX of `module` for `gpu` without comments and debug lines; None where the target refuses it."""
+    """The PTX of `module` for `gpu` without comments and debug lines, its virtual registers numbered by first
+    appearance (debug lines and value names aside); None where the target refuses it."""
     from tileiras.codegen.nvptx import llvm_to_ptx
     from tileiras.lowering.pipeline import lower_module
 
@@ -31,7 +51,7 @@ def normalized_ptx(module: Operation, gpu: str) -> Optional[list[str]]:
         s = line.strip()
         if s and not s.startswith(("//", ".loc", ".file")):
             lines.append(s)
-    return lines
+    return _renamed(lines)
 
 
 def unit_versions() -> dict[str, list[Path]]:
