@@ -16,8 +16,6 @@ maximum; where the row keeps what the lowering implements today, the comment say
 
 from __future__ import annotations
 
-import re
-
 from ..driver.errors import ExitCode, TileirasError
 from ..ir.record import record
 
@@ -133,7 +131,17 @@ ROWS: tuple[Caps, ...] = (
 
 BY_SM: dict[int, Caps] = {row.sm: row for row in ROWS}    # the one index `caps` reads (tests patch a row here)
 BASE_NAMES: tuple[str, ...] = tuple(row.name for row in ROWS)
-_NAME = re.compile(r"sm_([0-9]+)([af]?)")
+
+
+def _parse(target: str) -> "tuple[int, str] | None":
+    """("sm_90a") -> (90, "a"); None for anything else. String methods, not `re`: this module is imported
+    by every compile, cache hits included, and `re` costs a hit more than all else it does."""
+    if not target.startswith("sm_"):
+        return None
+    body = target[3:]
+    suffix = body[-1] if body[-1:] in ("a", "f") else ""
+    number = body[:-1] if suffix else body
+    return (int(number), suffix) if number.isdigit() and number.isascii() else None
 
 
 def caps(target: "str | int") -> Caps:
@@ -141,9 +149,9 @@ def caps(target: "str | int") -> Caps:
     if isinstance(target, int):
         row = BY_SM.get(target)
     else:
-        match = _NAME.fullmatch(target)
-        row = BY_SM.get(int(match.group(1))) if match else None
-        if row is not None and match and match.group(2) not in row.variants:
+        match = _parse(target)
+        row = BY_SM.get(match[0]) if match else None
+        if row is not None and match and match[1] not in row.variants:
             row = None
     if row is None:
         name = target if isinstance(target, str) else f"sm_{target}"
