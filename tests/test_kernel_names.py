@@ -47,7 +47,9 @@ def test_a_kernel_name_ptx_cannot_hold_is_refused_in_one_line(tmp_path: Path, na
     source.write_text(module(name))
     out = tmp_path / "k.ll"
     assert main(["--gpu-name", "sm_90", str(source), "-o", str(out), "--emit=llvm", "--no-cache"]) == 5
-    [line] = capsys.readouterr().err.splitlines()
+    # the refusal, then the line naming the input every failed compile ends with (as NVIDIA's)
+    line, last = capsys.readouterr().err.splitlines()
+    assert last == f"error: failed to compile Tile IR program '{source}'"
     assert line.startswith("error: kernel name '")
     assert "is not a PTX identifier" in line and not out.exists()
 
