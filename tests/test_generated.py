@@ -27,7 +27,7 @@ for sub in ("tests/generated", "tests/realistic", "benchmarks"):
 import export  # noqa: E402
 import grammar  # noqa: E402
 import launch  # noqa: E402
-import reference  # noqa: E402
+import variant_reference as reference  # noqa: E402  (not `reference`: tests/corpus has one)
 
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 WORK = Path(tempfile.mkdtemp(prefix="generated-"))

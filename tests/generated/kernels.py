@@ -1,7 +1,7 @@
 """cuTile templates of the generated variants, written as TileGym and cuTile's samples write
 kernels: every choice of a variant is a compile-time constant (``ct.Constant``) of one template,
 as real kernels take TRANSPOSE_B, CAUSAL or the tile sizes. ``launch.py`` binds a Variant to a
-template's parameters; ``reference.py`` says in numpy what each computes.
+template's parameters; ``variant_reference.py`` says in numpy what each computes.
 """
 
 import cuda.tile as ct
