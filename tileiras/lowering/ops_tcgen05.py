@@ -57,6 +57,7 @@ from typing import Container, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
+from ..transforms.rewrite import inside_op
 from ..target import caps
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
@@ -533,16 +534,6 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
         k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
 
 
-def _inside(op: Operation, loop: Operation) -> bool:
-    block = op.parent
-    while block is not None and block.parent is not None:
-        owner = block.parent.parent
-        if owner is loop:
-            return True
-        block = owner.parent if owner is not None else None
-    return False
-
-
 def loop_restaged(assignment: object, loop: Operation, given: "Container[Operation]", split: object
                   ) -> list[Operation]:
     """The tf32 mmas inside `loop` whose K-major copy buffers (A's, then B's: `_restaged` copies and
@@ -553,7 +544,7 @@ def loop_restaged(assignment: object, loop: Operation, given: "Container[Operati
     if split is not None and split.loop is loop and split.mmas:  # type: ignore[attr-defined]
         return []
     layouts = getattr(assignment, "tcgen05_layouts", None) or {}
-    return [op for op in layouts if kind_of(op).name in _RESTAGED and op not in given and _inside(op, loop)]  # type: ignore[union-attr]
+    return [op for op in layouts if kind_of(op).name in _RESTAGED and op not in given and inside_op(op, loop)]  # type: ignore[union-attr]
 
 
 def reads_in_place(value: SharedTileVal) -> bool:

@@ -170,11 +170,11 @@ def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation,
     accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
     one accumulator need no wait between them; any other reader would)."""
     from .assign_layouts import _passes_shared
-    from .ops_tcgen05 import _inside
+    from ..transforms.rewrite import inside_op
 
     if k.assignment is None:
         return None
-    mmas = [op for op in k.assignment.wgmma_ops if _inside(op, loop) and select(op, k.sm, k.threads) is not None]
+    mmas = [op for op in k.assignment.wgmma_ops if inside_op(op, loop) and select(op, k.sm, k.threads) is not None]
     body = loop.regions[0].block
     if len(mmas) != 1 or mmas[0] not in body.operations:
         return None
@@ -289,14 +289,14 @@ def loop_copies(k: KernelLowering, loop: Operation, used: int) -> "list[tuple[tu
     no outer loop gave one (`k.wgmma_buffers`); `used`: the shared memory taken before them. One
     decision for the lowering (`before_loop`) and plan-shared-memory (tileas/shared_stages.py)."""
     from .assign_layouts import _passes_shared
-    from .ops_tcgen05 import _inside
+    from ..transforms.rewrite import inside_op
 
     if k.assignment is None:
         return []
     copies: list = []   # (mma, role, tile shape, element bytes) of each K-major copy the loop makes
     for op in k.assignment.wgmma_ops:
         shape = select(op, k.sm, k.threads)
-        if shape is None or not _inside(op, loop):
+        if shape is None or not inside_op(op, loop):
             continue
         for role, name in (("a", "lhs"), ("b", "rhs")):
             value = op.operand(name)

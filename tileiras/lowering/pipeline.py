@@ -9,7 +9,7 @@ from ..driver.errors import CompileError
 from ..ir.core import Operation
 from ..target import caps
 from ..ir.types import PointerType, ScalarType, TileType
-from ..transforms.passes import CANONICAL_PASSES, to_canonical
+from ..transforms.passes import CANONICAL_PASSES, rounds, to_canonical
 from ..transforms.token_order import TokenOrder
 from .assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
@@ -170,23 +170,22 @@ def _canonical_form(module: Operation, entries: list[Operation], stage: Any, dum
     import os
 
     each = dump or bool(os.environ.get("TILEIRAS_VERIFY_EACH_PASS"))
-    if each:
-        from ..dialects.verifier import verify_module
-    for round_ in range(8):
-        changed = False
-        for name, run in CANONICAL_PASSES:
-            with stage(name):
-                changed_here = any([run(op) for op in entries])
-                if changed_here and each:
-                    verify_module(module)
-            if dump and (round_ == 0 or changed_here):
-                from ..text.printer import print_module
 
-                print(f"// -----// IR Dump After {name} (cuda_tile) //----- //", file=sys.stderr)
-                print(print_module(module), file=sys.stderr)
-            changed |= changed_here
-        if not changed:
-            break
+    def apply(name: str, run: Any, round_: int) -> bool:
+        with stage(name):
+            changed = any([run(op) for op in entries])
+            if changed and each:
+                from ..dialects.verifier import verify_module
+
+                verify_module(module)
+        if dump and (round_ == 0 or changed):
+            from ..text.printer import print_module
+
+            print(f"// -----// IR Dump After {name} (cuda_tile) //----- //", file=sys.stderr)
+            print(print_module(module), file=sys.stderr)
+        return changed
+
+    rounds(CANONICAL_PASSES, apply)
 
 
 def _threads_and_chunks(entry: Operation, gpu: str) -> int:

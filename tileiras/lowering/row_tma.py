@@ -40,6 +40,7 @@ from typing import Callable, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
+from ..transforms.rewrite import inside_op
 from ..tileas.buffers import Liveness
 from . import mbarrier, tma_copy
 from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
@@ -93,16 +94,6 @@ def _broadcast(value: Value) -> bool:
     return False
 
 
-def _inside(op: Operation, loop: Operation) -> bool:
-    parent = op.parent
-    while parent is not None:
-        owner = getattr(getattr(parent, "parent", None), "parent", None)   # block -> region -> op
-        if owner is loop:
-            return True
-        parent = getattr(owner, "parent", None)
-    return False
-
-
 def _body(k: KernelLowering) -> list[Operation]:
     return list(k.entry.regions[0].block.operations)
 
@@ -144,7 +135,7 @@ def candidate(k: KernelLowering, op: Operation) -> bool:
         return False
     if op.name == LOAD and op.parent is not k.entry.regions[0].block:
         return False
-    if op.name == STORE and any(_inside(op, loop) for loop, plan in k.pipelines.items() if plan.pipelined):
+    if op.name == STORE and any(inside_op(op, loop) for loop, plan in k.pipelines.items() if plan.pipelined):
         return False
     if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
         return False

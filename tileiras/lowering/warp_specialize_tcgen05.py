@@ -232,7 +232,8 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     (M = 128) or to a shared buffer (M = 64, `p_buffer`). The scores may be a chain of mmas, each
     accumulating onto the one before (MLA prefill: Q K^T + Q_pe K_pe^T), all issued into the last
     one's columns. Else () and why not."""
-    from .ops_tcgen05 import _RESTAGED, _inside, kind_of, register_a, rescale, resident_loop
+    from ..transforms.rewrite import inside_op
+    from .ops_tcgen05 import _RESTAGED, kind_of, register_a, rescale, resident_loop
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     mmas = [op for op in loop.regions[0].block.operations if op in layouts]
@@ -253,7 +254,7 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
         return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
     queries = [_view_source(op.operand("lhs")) for op in scores]
     staged = {op: _view_source(op.operand("rhs")) for op in mmas}
-    if any(q is None or _inside(q, loop) for q in queries) or set(staged.values()) != set(loads) \
+    if any(q is None or inside_op(q, loop) for q in queries) or set(staged.values()) != set(loads) \
             or len(loads) != len(mmas):
         return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
     if not all(k.assignment.is_swizzled(src.results[0]) for src in (*queries, *loads)):  # type: ignore

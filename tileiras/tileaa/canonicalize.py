@@ -18,7 +18,7 @@ from ..ir.core import Operation, Value
 from ..ir.types import TokenType
 from ..transforms.constants import splat_int
 from ..transforms.passes import CANONICAL_PASSES, to_canonical
-from ..transforms.rewrite import all_ops, defining_op, replace
+from ..transforms.rewrite import defining_op, replace
 
 
 def canonicalize_tileaa(entry: Operation) -> None:
@@ -29,7 +29,7 @@ def canonicalize_tileaa(entry: Operation) -> None:
 
 def _fold_all(entry: Operation) -> bool:
     changed = False
-    for op in all_ops(entry):
+    for op in list(entry.walk()):
         rule = _RULES.get(op.name)
         if rule is not None and op.parent is not None:
             changed |= rule(op)

@@ -16,7 +16,7 @@ from typing import Optional
 from ..ir.core import Block, Operation, Value
 from .constants import splat_int
 from .folds import fold
-from .rewrite import all_ops, defining_op, erase, erase_tree, inside_op, replace
+from .rewrite import defining_op, erase, erase_tree, inside_op, replace
 
 _MAX_ROUNDS = 32   # each round strictly shrinks or settles the IR; a bound keeps a bug from hanging
 
@@ -33,7 +33,7 @@ def canonicalize(entry: Operation) -> bool:
 
 def _round(entry: Operation) -> bool:
     changed = False
-    for op in all_ops(entry):
+    for op in list(entry.walk()):
         if op.parent is None or op is entry:   # erased by an earlier rewrite of this round
             continue
         if op.name == "cuda_tile.if":

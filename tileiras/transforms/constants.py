@@ -66,6 +66,8 @@ def _float_bytes(name: str, x: float) -> bytes:
         return struct.pack(_FLOAT_FORMATS[name], x)
     bits = struct.unpack("<I", struct.pack("<f", x))[0]   # bf16: f32, then to nearest even in its top half
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    if bits & 0x7F80 == 0x7F80:   # rounded up to infinity: past bf16's range, as struct says of the others
+        raise OverflowError("float too large to pack as bf16")
     return bits.to_bytes(2, "little")
 
 

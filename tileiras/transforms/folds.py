@@ -9,6 +9,7 @@ identity, inverted condition (arms swapped), a nested select on the same conditi
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 from ..ir.core import Operation, Value
@@ -25,8 +26,6 @@ def _elem(value: Value) -> str:
 
 
 def _fold_addf(op: Operation) -> Optional[list[Value]]:
-    import math
-
     if _elem(op.result) not in _FOLDABLE_FLOATS:
         return None
     if op.attributes.get("flush_to_zero") or str(op.attributes.get("rounding_mode", "nearest_even")) != "nearest_even":
@@ -37,15 +36,9 @@ def _fold_addf(op: Operation) -> Optional[list[Value]]:
     # The sum in f64, rounded once more to the element type, is the correctly rounded sum: f64 has more
     # than twice the precision (plus two bits) of f32, f16 and bf16 (bf16 goes through f32: the same holds).
     try:
-        total = make_splat(op.result.type, lhs + rhs, op)
+        return [make_splat(op.result.type, lhs + rhs, op)]
     except OverflowError:   # past the type's largest value: leave the op as written
         return None
-    if not math.isfinite(splat_float(total) or 0.0):   # rounded up to infinity (bf16): likewise
-        from .rewrite import erase
-
-        erase(total.owner)
-        return None
-    return [total]
 
 
 def _int_fold(compute: Callable[[int, int], int], identity: Optional[int]) -> Fold:

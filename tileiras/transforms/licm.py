@@ -10,7 +10,7 @@ so an invariant climbs out of a whole nest.
 from __future__ import annotations
 
 from ..ir.core import Operation
-from .rewrite import all_ops, inside, is_movable, is_small, move_before
+from .rewrite import inside, is_movable, is_small, move_before
 
 _LOOPS = frozenset({"cuda_tile.for", "cuda_tile.loop"})
 
@@ -18,7 +18,7 @@ _LOOPS = frozenset({"cuda_tile.for", "cuda_tile.loop"})
 def licm(entry: Operation) -> bool:
     """Hoist the invariants of every loop of `entry`; True if anything moved."""
     changed = False
-    for loop in reversed([op for op in all_ops(entry) if op.name in _LOOPS]):   # inner loops first
+    for loop in reversed([op for op in entry.walk() if op.name in _LOOPS]):   # inner loops first
         changed |= _hoist(loop)
     return changed
 

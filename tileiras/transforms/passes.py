@@ -33,6 +33,12 @@ _MAX_ROUNDS = 8
 
 def to_canonical(entry: Operation, passes: tuple[tuple[str, Pass], ...] = CANONICAL_PASSES) -> None:
     """Run `passes` over `entry` until none changes it."""
-    for _ in range(_MAX_ROUNDS):
-        if not any([run(entry) for _name, run in passes]):
+    rounds(passes, lambda _name, run, _round: run(entry))
+
+
+def rounds(passes: tuple[tuple[str, Pass], ...], apply: Callable[[str, Pass, int], bool]) -> None:
+    """`apply(name, pass, round)` for each pass in turn, round after round, until a whole round changes
+    nothing (the driver's form: it times, verifies and dumps each)."""
+    for round_ in range(_MAX_ROUNDS):
+        if not any([apply(name, run, round_) for name, run in passes]):
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterator, Optional, Sequence
 
 from ..ir.core import Block, OpResult, Operation, Value
+from ..ir.dense import num_elements
 from ..ir.types import TileType
 
 _EFFECT_FREE = frozenset({"cuda_tile.assume"})   # not declared Pure, but without effects
@@ -27,25 +28,7 @@ def is_movable(op: Operation) -> bool:
 
 def is_small(value: Value) -> bool:
     """A value that costs no more than a register a thread to keep live: not a tile of several elements."""
-    t = value.type
-    if not isinstance(t, TileType):
-        return True
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n == 1
-
-
-def all_ops(op: Operation) -> list[Operation]:
-    """`op` and every op nested in it, in pre-order (a list: the caller may edit the IR while going)."""
-    out, stack = [], [op]
-    while stack:
-        top = stack.pop()
-        out.append(top)
-        for region in reversed(top.regions):
-            for block in reversed(region.blocks):
-                stack.extend(reversed(block.operations))
-    return out
+    return not isinstance(value.type, TileType) or num_elements(value.type) == 1
 
 
 def erase(op: Operation) -> None:

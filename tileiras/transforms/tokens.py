@@ -8,13 +8,13 @@ token. What each memory op is ordered after is unchanged.
 from __future__ import annotations
 
 from ..ir.core import Operation, Value
-from .rewrite import all_ops, defining_op, replace
+from .rewrite import defining_op, replace
 
 
 def simplify_tokens(entry: Operation) -> bool:
     """Simplify every `join_tokens` of `entry`; True if anything changed."""
     changed = False
-    for op in all_ops(entry):
+    for op in list(entry.walk()):
         if op.name == "cuda_tile.join_tokens" and op.parent is not None:
             changed |= _simplify_join(op)
     return changed
