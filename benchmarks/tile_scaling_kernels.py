@@ -28,6 +28,18 @@ def _shape_2d(elements: int) -> tuple[int, int]:
     return 1 << (bits // 2), 1 << (bits - bits // 2)
 
 
+def tile_shape(kernel: str, elements: int) -> tuple[int, ...]:
+    """The shape of `kernel`'s tile of `elements` elements."""
+    if kernel == "row_reduce":
+        rows = min(REDUCE_ROWS, elements)
+        return rows, elements // rows
+    if kernel == "softmax":
+        return 1, elements
+    if kernel == "transpose":
+        return _shape_2d(elements)
+    return (elements,)
+
+
 def _kernels() -> dict[str, Callable[..., Any]]:
     import tile_scaling_cutile as cutile   # cuTile's kernels read their annotations at definition
 

@@ -68,7 +68,8 @@ def copies(n: int, count: int, whole: bool = True) -> str:
                   f"  %v{i}, %tok{i} = load_view_tko weak %p0[%i{i}] token = %0 : {view}, tile<i32> -> tile<{n}xf32>, token",
                   f"  %s{i} = store_view_tko weak %v{i}, %p1[%i{i}] token = %tok{i} : tile<{n}xf32>, {view}, tile<i32> "
                   "-> token"]
-    lines += [ORDERED_AFTER.format(token=f"%s{count - 1}")] if whole else []
+    stores = ", ".join(f"%s{i}" for i in range(count))
+    lines += [f"  %all = join_tokens {stores} : token", ORDERED_AFTER.format(token="%all")] if whole else []
     return "\n".join(lines + ["  return", "}"]) + "\n"
 
 

@@ -49,6 +49,20 @@ def _arguments(name: str, length: int) -> list:
     return [data[0], np.zeros(length, np.float32)]
 
 
+def _agree_2d(name: str, log2: int, ragged: int) -> None:
+    """A 2-D kernel over (rows + ragged, cols + ragged) elements of tiles (rows, cols), as `_agree`."""
+    rows, cols = kernels.tile_shape(name, 1 << log2)
+    shape = (rows + ragged, 2 * cols + ragged)
+    x = np.random.default_rng(log2).standard_normal(shape).astype(np.float32)
+    args = [x, np.zeros(shape[::-1], np.float32)]
+    module = _module(name, 1 << log2)
+    grid = (-(-shape[0] // rows), -(-shape[1] // cols))
+    got, want = emulate(module, args, "sm_90", grid), interpret(module, args, grid)
+    for a, b in zip(got, want):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert np.array_equal(got[1], x.T)
+
+
 def _agree(name: str, log2: int, ragged: int) -> None:
     """One launch over a tile and a half plus `ragged` elements (the last tile partial; a multiple
     of 16 where the kernel assumes its extents divide by 16, as all but saxpy do) on the emulator with the race checker and on the interpreter: bit for bit the same arrays."""
@@ -97,6 +111,17 @@ def test_small_tiles_are_not_looped() -> None:
 @pytest.mark.parametrize("name,log2,ragged", [("vector_add", 16, 16), ("saxpy", 16, 13), ("cast_chain", 16, 48)])
 def test_emulator_agrees_with_the_interpreter(name: str, log2: int, ragged: int) -> None:
     _agree(name, log2, ragged)
+
+
+def test_transpose_agrees_with_the_interpreter() -> None:
+    """A (256, 256) tile transposed in (64, 64) chunks, over a 272 x 528 array (ragged both ways)."""
+    _agree_2d("transpose", 16, 16)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("log2,ragged", [(19, 48), (22, 16)])
+def test_transpose_agrees_with_the_interpreter_at_size(log2: int, ragged: int) -> None:
+    _agree_2d("transpose", log2, ragged)
 
 
 @pytest.mark.sweep

@@ -10,12 +10,15 @@ loads a chunk-sized tile of a twin partition view (tile index `index * k + c` al
 in k), computes and stores it. The code is then that of one chunk, whatever the tile's size, and
 ragged edges stay exact: a chunk past the array's bound is padded or masked as the whole tile was.
 
-A group is every op of one block that touches a tile of one shape, plus the token joins of their
-tokens; it is looped when every member has a rule in `RULES`, nothing outside reads what it
-defines, its tiles are not carried in or out of the block, and no op between its first and last
-member has effects the reordering would move across. Tiles of more than `LOOP_ELEMENTS` a thread
-are looped (smaller ones are left to `row_chunks.py`, which unrolls a few chunks). `streamable`
-tells the compile limits (dialects/limits.py) which tile values this pass takes out of registers.
+A group is the ops of one block connected through tiles of one size (the iteration space: the
+shape of the tile that starts it; a permute reorders a tile's axes in it), plus the joins of their
+tokens; it is looped when every member has a rule in `RULES`, nothing outside reads what it defines,
+its tiles are not carried into the block, and no op between its first and last member has effects
+the reordering would move across. A chunk fills the space from its innermost axis out (a square one
+where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
+Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
+which unrolls a few chunks). `streamable` tells the compile limits (dialects/limits.py) which tile
+values this pass takes out of registers.
 """
 
 from __future__ import annotations
@@ -42,98 +45,174 @@ def _tile(value: Value) -> Optional[TileType]:
     return value.type if isinstance(value.type, TileType) else None
 
 
-def _of(value: Value, shape: tuple[int, ...]) -> bool:
-    t = _tile(value)
-    return t is not None and t.shape == shape
-
-
 # -- which ops a chunk can compute (op name -> rule) ----------------------------------------------
 
-def _elementwise(op: Operation, shape: tuple[int, ...]) -> bool:
+def _elementwise(op: Operation) -> bool:
     from ..lowering.assign_layouts import elementwise_ops
 
-    return op.name in elementwise_ops() and all(
-        _of(v, shape) for v in (*op.operands, *op.results) if isinstance(v.type, TileType))
+    shapes = {v.type.shape for v in (*op.operands, *op.results) if isinstance(v.type, TileType)}
+    return op.name in elementwise_ops() and len(shapes) == 1
 
 
-def _splat(op: Operation, shape: tuple[int, ...]) -> bool:
+def _splat(op: Operation) -> bool:
     return bool(op.attributes["value"].is_splat)
 
 
-def _broadcast_one(op: Operation, shape: tuple[int, ...]) -> bool:
+def _broadcast_one(op: Operation) -> bool:
     src = _tile(op.operands[0])
     return src is not None and src.num_elements == 1
 
 
-def _view_access(op: Operation, shape: tuple[int, ...]) -> bool:
+def _view_access(op: Operation) -> bool:
     view = op.operand("view")
     vtype = view.type if view is not None else None
+    tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
+    rank = len(tile.type.shape)  # type: ignore[union-attr]
     index = op.operand_group("index")
-    return isinstance(vtype, PartitionViewType) and tuple(vtype.dim_map) == tuple(range(len(shape))) \
+    return isinstance(vtype, PartitionViewType) and tuple(vtype.dim_map) == tuple(range(rank)) \
         and getattr(view, "owner", None) is not None and view.owner.name == _VIEW \
-        and len(index) == len(shape) and all(_tile(i) == _I32 for i in index)  # type: ignore[union-attr]
+        and len(index) == rank and all(_tile(i) == _I32 for i in index)  # type: ignore[union-attr]
 
 
-def _tokens(op: Operation, shape: tuple[int, ...]) -> bool:
+def _always(op: Operation) -> bool:
     return True
 
 
-# op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of the shape)
-Rule = Callable[[Operation, tuple[int, ...]], bool]
-RULES: dict[str, Rule] = {
+# op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
+RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.constant": _splat,
     "cuda_tile.broadcast": _broadcast_one,
     "cuda_tile.load_view_tko": _view_access,
     "cuda_tile.store_view_tko": _view_access,
-    "cuda_tile.join_tokens": _tokens,
+    "cuda_tile.permute": _always,   # a chunk's permute is the permute of the chunk (axes reordered)
+    "cuda_tile.join_tokens": _always,
 }
 
 
-def _chunkable(op: Operation, shape: tuple[int, ...]) -> bool:
+def _chunkable(op: Operation) -> bool:
     rule = RULES.get(op.name)
-    return rule(op, shape) if rule is not None else _elementwise(op, shape)
+    return rule(op) if rule is not None else _elementwise(op)
 
 
 # -- groups ------------------------------------------------------------------------------------
 
-def _members(block: Block, shape: tuple[int, ...]) -> list[Operation]:
-    """The ops of `block` touching a tile of `shape`, and the token joins of their tokens, in order."""
-    members = {op for op in block.operations if any(_of(v, shape) for v in (*op.operands, *op.results))}
+Axes = tuple[int, ...]   # per axis of a tile value, the axis of the group's iteration space it runs along
+
+
+class Group:
+    """Ops of one block computing tiles of one iteration space (`space`, the shape of the tile that
+    started it), each tile value with its `axes` in that space (a permute reorders them)."""
+
+    def __init__(self, space: tuple[int, ...]) -> None:
+        self.space = space
+        self.ops: list[Operation] = []
+        self.axes: dict[Value, Axes] = {}
+
+    def values(self) -> list[Value]:
+        return list(self.axes)
+
+    def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
+        """The chunk-sized shape of `value` for chunks `part` of the space."""
+        return tuple(part[a] for a in self.axes[value])
+
+
+def _size(t: TileType) -> int:
+    return t.num_elements
+
+
+def _in_space(value: Value, elements: int) -> bool:
+    t = _tile(value)
+    return t is not None and bool(t.shape) and t.num_elements == elements
+
+
+def _op_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
+    """The axes of every tile of `op` in the space, given those of `known` (None where they do not
+    follow: shapes that differ, or a permute that is not one)."""
+    tiles = [v for v in (*op.operands, *op.results) if _in_space(v, elements)]
+    if op.name == "cuda_tile.permute":
+        perm = tuple(int(p) for p in op.attributes["permutation"])
+        src, res = op.operands[0], op.results[0]
+        if known is src:
+            return {src: axes, res: tuple(axes[p] for p in perm)}
+        back = [0] * len(perm)
+        for i, p in enumerate(perm):
+            back[p] = axes[i]
+        return {src: tuple(back), res: axes}
+    shape = known.type.shape  # type: ignore[union-attr]
+    if any(v.type.shape != shape for v in tiles):  # type: ignore[union-attr]
+        return None
+    return {v: axes for v in tiles}
+
+
+def _grow(block: Block, seed: Value) -> Optional[Group]:
+    """The group of ops of `block` connected to `seed` through tiles of its size, or None where one
+    of them cannot be computed chunk by chunk."""
+    t = _tile(seed)
+    assert t is not None
+    group = Group(t.shape)
+    elements = t.num_elements
+    group.axes[seed] = tuple(range(len(t.shape)))
+    members: set[Operation] = set()
+    pending = [seed]
+    while pending:
+        value = pending.pop()
+        owner = getattr(value, "owner", None)
+        touching = ([owner] if isinstance(owner, Operation) else []) + list(value.uses)
+        for op in touching:
+            if op in members:
+                continue
+            if op.parent is not block or not _chunkable(op):
+                return None
+            axes = _op_axes(op, value, group.axes[value], elements)
+            if axes is None:
+                return None
+            members.add(op)
+            for v, a in axes.items():
+                if group.axes.setdefault(v, a) != a:
+                    return None   # one tile seen along two orders
+                if v is not value and v not in pending:
+                    pending.append(v)
     tokens = [r for op in members for r in op.results if isinstance(r.type, TokenType)]
-    while tokens:
+    while tokens:   # the joins of the group's tokens order the group's own accesses
         for user in tokens.pop().uses:
             if user.name == "cuda_tile.join_tokens" and user.parent is block and user not in members:
                 members.add(user)
                 tokens.append(user.results[0])
-    return [op for op in block.operations if op in members]
+    group.ops = [op for op in block.operations if op in members]
+    return group
 
 
-def _group(block: Block, shape: tuple[int, ...]) -> Optional[list[Operation]]:
-    """The ops of `block` one loop over chunks of `shape` computes, or None where they cannot be."""
-    ops = _members(block, shape)
-    members = set(ops)
-    if not ops or not all(_chunkable(op, shape) for op in ops):
-        return None
+def _closed(block: Block, group: Group) -> bool:
+    """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
+    first and last member has effects a loop around the members would reorder."""
+    ops, members = group.ops, set(group.ops)
     if any(user not in members for op in ops for r in op.results for user in r.uses):
-        return None   # a tile or token read after the loop (or in another block)
-    if any(getattr(v, "owner", None) not in members for op in ops for v in op.operands if _of(v, shape)):
-        return None   # a tile carried into the block (a loop's argument) or defined elsewhere
+        return False   # a tile or token read after the loop (or in another block)
+    if any(not isinstance(getattr(v, "owner", None), Operation) or v.owner not in members  # type: ignore[attr-defined]
+           for v in group.axes):
+        return False   # a tile carried into the block (a loop's argument)
     first, last = block.operations.index(ops[0]), block.operations.index(ops[-1])
-    if any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
-           for op in block.operations[first:last]):
-        return None
-    return ops
+    return not any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
+                   for op in block.operations[first:last])
 
 
-def _shapes(block: Block, least: int) -> list[tuple[int, ...]]:
-    """The shapes of the tiles of more than `least` elements that `block`'s ops define, in order."""
-    seen: dict[tuple[int, ...], None] = {}
-    for op in block.operations:
+def _groups(block: Block, least: int) -> list[Group]:
+    """The groups of `block` over tiles of more than `least` elements that loops can compute."""
+    out: list[Group] = []
+    seen: set[Value] = set()
+    for op in list(block.operations):
         for r in op.results:
             t = _tile(r)
-            if t is not None and t.shape and t.num_elements > least:
-                seen.setdefault(t.shape)
-    return list(seen)
+            if t is None or not t.shape or t.num_elements <= least or r in seen:
+                continue
+            group = _grow(block, r)
+            if group is None:
+                seen.add(r)
+                continue
+            seen |= set(group.axes)
+            if _closed(block, group):
+                out.append(group)
+    return out
 
 
 def _blocks(entry: Operation) -> list[Block]:
@@ -142,13 +221,7 @@ def _blocks(entry: Operation) -> list[Block]:
 
 def streamable(entry: Operation) -> set[Value]:
     """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
-    out: set[Value] = set()
-    for block in _blocks(entry):
-        for shape in _shapes(block, 1):
-            ops = _group(block, shape)
-            if ops is not None:
-                out |= {v for op in ops for v in (*op.operands, *op.results) if _of(v, shape)}
-    return out
+    return {v for block in _blocks(entry) for group in _groups(block, 1) for v in group.values()}
 
 
 def loop_tiles(entry: Operation, threads: int) -> int:
@@ -156,23 +229,36 @@ def loop_tiles(entry: Operation, threads: int) -> int:
     a thread; the number of loops made."""
     made = 0
     for block in _blocks(entry):
-        for shape in _shapes(block, LOOP_ELEMENTS * threads):
-            ops = _group(block, shape)
-            if ops is not None:
-                _rewrite(ops, shape, chunk_shape(shape, CHUNK_ELEMENTS * threads))
-                made += 1
+        for group in _groups(block, LOOP_ELEMENTS * threads):
+            _rewrite(group, chunk_shape(group, CHUNK_ELEMENTS * threads))
+            made += 1
     return made
 
 
-def chunk_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
-    """The chunk of `shape` of `size` elements (powers of two), filled from the innermost axis out:
-    a chunk's rows stay whole, so its accesses stay as contiguous as the tile's."""
-    part, left = [], size
-    for n in reversed(shape):
+def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
+    """The chunk of the group's space of `size` elements (powers of two). Filled from the innermost
+    axis out, so that a chunk's rows stay whole and its accesses as contiguous as the tile's; where a
+    permute reorders the axes, as square as it can be, so that rows stay long on both sides."""
+    space = group.space
+    if any(op.name == "cuda_tile.permute" for op in group.ops):
+        part = [1] * len(space)
+        while _product(part) < size and any(p < n for p, n in zip(part, space)):
+            axis = min((a for a in reversed(range(len(space))) if part[a] < space[a]), key=lambda a: part[a])
+            part[axis] *= 2
+        return tuple(part)
+    out, left = [], size
+    for n in reversed(space):
         take = max(1, min(n, left))
-        part.append(take)
+        out.append(take)
         left //= take
-    return tuple(reversed(part))
+    return tuple(reversed(out))
+
+
+def _product(values: list[int]) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
 
 
 # -- the rewrite -------------------------------------------------------------------------------
@@ -199,30 +285,32 @@ def _outside_const(anchor: Operation, value: int) -> Value:
                                           location=anchor.location)).results[0]
 
 
-def _rewrite(ops: list[Operation], shape: tuple[int, ...], part: tuple[int, ...]) -> None:
-    """One `for` over the chunks of `shape`, before the last of `ops`, computing them chunk by chunk."""
+def _rewrite(group: Group, part: tuple[int, ...]) -> None:
+    """One `for` over the chunks `part` of the group's space, before its last op, computing its ops
+    chunk by chunk."""
+    ops, space = group.ops, group.space
     anchor = ops[-1]
-    splits = [n // p for n, p in zip(shape, part)]
-    count = 1
-    for k in splits:
-        count *= k
-    bounds = [_outside_const(anchor, v) for v in (0, count, 1)]
+    splits = [n // p for n, p in zip(space, part)]
+    bounds = [_outside_const(anchor, v) for v in (0, _product(splits), 1)]
     body = Block([_I32])
     anchor.insert_before(Operation("cuda_tile.for", bounds, [], {}, regions=[Region([body])],
-                                          location=anchor.location))
+                                   location=anchor.location))
     emit = _Body(body, anchor.location)
     coords = _chunk_coords(emit, body.arguments[0], splits)
     copies: dict[Value, Value] = {}
-    views: dict[Value, Value] = {}
+    views: dict = {}   # (view, chunk shape) -> its twin
     for op in ops:
         operands = [copies.get(v, v) for v in op.operands]
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
-            operands = _chunk_access(op, operands, part, splits, coords, views, emit)
-        types = [TileType(part, r.type.element) if _of(r, shape) else r.type for r in op.results]  # type: ignore[union-attr]
+            tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
+            operands = _chunk_access(op, operands, group.shape(tile, part), group.axes[tile], splits, coords,
+                                     views, emit)
+        types = [TileType(group.shape(r, part), r.type.element) if r in group.axes else r.type  # type: ignore[union-attr]
+                 for r in op.results]
         attributes = dict(op.attributes)
         if op.name == "cuda_tile.constant":
             value = attributes["value"]
-            attributes["value"] = DenseElements(TileType(part, value.type.element), value.raw)
+            attributes["value"] = DenseElements(types[0], value.raw)  # type: ignore[arg-type]
         copy = body.append(Operation(op.name, operands, types, attributes, location=op.location,
                                      segment_sizes=op.segment_sizes))
         for old, new in zip(op.results, copy.results):
@@ -230,7 +318,7 @@ def _rewrite(ops: list[Operation], shape: tuple[int, ...], part: tuple[int, ...]
     body.append(Operation("cuda_tile.continue", [], [], {}, location=anchor.location))
     for op in reversed(ops):
         _erase(op)
-    for view in views:
+    for view in {view for view, _part in views}:
         if not view.uses:
             _erase(view.owner)  # type: ignore[attr-defined]
 
@@ -246,26 +334,20 @@ def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Va
             continue
         q = iv if stride == 1 else emit.op("cuda_tile.divi", [iv, emit.const(stride)],
                                            {"signedness": "unsigned", "rounding": "zero"})
-        coords.append(q if stride * k >= _total(splits) else
+        coords.append(q if stride * k >= _product(splits) else
                       emit.op("cuda_tile.remi", [q, emit.const(k)], {"signedness": "unsigned"}))
         stride *= k
     return list(reversed(coords))
 
 
-def _total(splits: list[int]) -> int:
-    n = 1
-    for k in splits:
-        n *= k
-    return n
-
-
-def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], splits: list[int],
+def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], axes: Axes, splits: list[int],
                   coords: list[Optional[Value]], views: dict[Value, Value], emit: _Body) -> list[Value]:
-    """The operands of a view load/store of one chunk: the twin view of chunk-sized tiles (made
-    beside the view), and per split axis the tile index `index * k + c`."""
+    """The operands of a view load/store of one chunk (`part`, the chunk's shape in the tile's own
+    axes, which run along `axes` of the space): the twin view of chunk-sized tiles (made beside the
+    view; one per view and chunk shape), and per split axis the tile index `index * k + c`."""
     view = op.operand("view")
     assert view is not None
-    if view not in views:
+    if (view, part) not in views:
         vtype = view.type
         assert isinstance(vtype, PartitionViewType)
         owner = view.owner  # type: ignore[attr-defined]
@@ -273,14 +355,15 @@ def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], s
                                                                           vtype.padding_value)],
                          owner.attributes, location=owner.location, segment_sizes=owner.segment_sizes)
         owner.insert_before(twin)
-        views[view] = twin.results[0]
-    operands[operands.index(view)] = views[view]
+        views[view, part] = twin.results[0]  # type: ignore[index]
+    operands[operands.index(view)] = views[view, part]  # type: ignore[index]
     index = op.operand_group("index")
     start = next(i for i in range(len(op.operands)) if op.operands[i:i + len(index)] == index)
-    for axis, (k, c) in enumerate(zip(splits, coords)):
+    for axis, along in enumerate(axes):
+        k, c = splits[along], coords[along]
         if c is None:
             continue
-        key = (operands[start + axis], axis)
+        key = (operands[start + axis], along)
         if key not in emit.indices:   # accesses at one tile index share its arithmetic
             scaled = emit.op("cuda_tile.muli", [key[0], emit.const(k)], {"overflow": "none"})
             emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})
