@@ -49,7 +49,8 @@ def elementwise(n: int, element: str = "f32", adds: int = 1, whole: bool = True)
     add = "addf" if element.startswith("f") else "addi"
     for i in range(adds):
         lines.append(f"  %v{i + 1} = {add} %v{i}, %c : {tile}")
-    lines += [f"  %s = store_view_tko weak %v{adds}, %p1[%bx] token = %tok : {tile}, {view}, tile<i32> -> token",
+    after = "%tok" if whole else "%0"   # a store ordered after a load of another array stays whole too
+    lines += [f"  %s = store_view_tko weak %v{adds}, %p1[%bx] token = {after} : {tile}, {view}, tile<i32> -> token",
               *([ORDERED_AFTER.format(token="%s")] if whole else []), "  return", "}"]
     return "\n".join(lines) + "\n"
 
@@ -66,7 +67,8 @@ def copies(n: int, count: int, whole: bool = True) -> str:
     for i in range(count):
         lines += [f"  %i{i} = constant <i32: {i}> : tile<i32>",
                   f"  %v{i}, %tok{i} = load_view_tko weak %p0[%i{i}] token = %0 : {view}, tile<i32> -> tile<{n}xf32>, token",
-                  f"  %s{i} = store_view_tko weak %v{i}, %p1[%i{i}] token = %tok{i} : tile<{n}xf32>, {view}, tile<i32> "
+                  f"  %s{i} = store_view_tko weak %v{i}, %p1[%i{i}] token = {f'%tok{i}' if whole else '%0'} : "
+                  f"tile<{n}xf32>, {view}, tile<i32> "
                   "-> token"]
     stores = ", ".join(f"%s{i}" for i in range(count))
     lines += [f"  %all = join_tokens {stores} : token", ORDERED_AFTER.format(token="%all")] if whole else []

@@ -63,6 +63,19 @@ def _agree_2d(name: str, log2: int, ragged: int) -> None:
     assert np.array_equal(got[1], x.T)
 
 
+def _softmax_agrees(log2: int, short: int) -> None:
+    """One-row softmax of tiles of 2^log2 over 16 rows `short` elements shorter than the tile (padded
+    with -inf): the emulator's rows, reduced chunk by chunk, close to the interpreter's and to numpy's."""
+    cols = (1 << log2) - short
+    x = np.random.default_rng(log2).standard_normal((16, cols)).astype(np.float32)
+    args = [x, np.zeros_like(x)]
+    module = _module("softmax", 1 << log2)
+    got, want = emulate(module, args, "sm_90", (16,)), interpret(module, args, (16,))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    assert np.allclose(got[1], want[1], rtol=1e-5, atol=1e-12)
+    assert np.allclose(got[1], e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-10)
+
+
 def _agree(name: str, log2: int, ragged: int) -> None:
     """One launch over a tile and a half plus `ragged` elements (the last tile partial; a multiple
     of 16 where the kernel assumes its extents divide by 16, as all but saxpy do) on the emulator with the race checker and on the interpreter: bit for bit the same arrays."""
@@ -116,6 +129,17 @@ def test_emulator_agrees_with_the_interpreter(name: str, log2: int, ragged: int)
 def test_transpose_agrees_with_the_interpreter() -> None:
     """A (256, 256) tile transposed in (64, 64) chunks, over a 272 x 528 array (ragged both ways)."""
     _agree_2d("transpose", 16, 16)
+
+
+def test_softmax_agrees_with_the_interpreter() -> None:
+    """Three loops over (1, 4096) chunks: the row's max, the sum of exponentials, the quotients."""
+    _softmax_agrees(16, 48)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("log2,short", [(18, 16), (20, 4000)])
+def test_softmax_agrees_with_the_interpreter_at_size(log2: int, short: int) -> None:
+    _softmax_agrees(log2, short)
 
 
 @pytest.mark.sweep

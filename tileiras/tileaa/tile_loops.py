@@ -30,6 +30,10 @@ from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
 from .view_order import _erase
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .tile_phases import Phase
+
 # Beyond 128 elements a thread (2^15 on 256 threads) a tile is looped; a chunk is 16 a thread: the
 # size `row_chunks.py` unrolls, four 16-byte accesses of f32 in flight a thread.
 LOOP_ELEMENTS = 128
@@ -78,6 +82,15 @@ def _always(op: Operation) -> bool:
     return True
 
 
+def _reduce(op: Operation) -> bool:
+    """A reduce of one tile whose body combines element-wise (it then combines whole accumulators)."""
+    from ..lowering.assign_layouts import elementwise_ops
+
+    body = op.regions[0].blocks[0].operations if op.regions and op.regions[0].blocks else []
+    return len(op.operands) == 1 and all(inner.name in elementwise_ops() or inner.name == "cuda_tile.yield"
+                                         for inner in body)
+
+
 # op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
 RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.constant": _splat,
@@ -85,6 +98,7 @@ RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.load_view_tko": _view_access,
     "cuda_tile.store_view_tko": _view_access,
     "cuda_tile.permute": _always,   # a chunk's permute is the permute of the chunk (axes reordered)
+    "cuda_tile.reduce": _reduce,    # into an accumulator the loop carries (tile_phases.py)
     "cuda_tile.join_tokens": _always,
 }
 
@@ -186,14 +200,54 @@ def _closed(block: Block, group: Group) -> bool:
     """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
     first and last member has effects a loop around the members would reorder."""
     ops, members = group.ops, set(group.ops)
-    if any(user not in members for op in ops for r in op.results for user in r.uses):
-        return False   # a tile or token read after the loop (or in another block)
+    if any(user not in members for op in ops if op.name != "cuda_tile.reduce" for r in op.results for user in r.uses):
+        return False   # a tile or token read after the loop (or in another block); a reduction's result may be
+    if not _ordered_accesses_agree(group):
+        return False
     if any(not isinstance(getattr(v, "owner", None), Operation) or v.owner not in members  # type: ignore[attr-defined]
            for v in group.axes):
         return False   # a tile carried into the block (a loop's argument)
     first, last = block.operations.index(ops[0]), block.operations.index(ops[-1])
     return not any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
                    for op in block.operations[first:last])
+
+
+def _ordered_accesses_agree(group: Group) -> bool:
+    """Every store ordered after a load of the group (through tokens) writes the elements that load
+    read (the same partition of the same tensor view at the same tile index): a loop that loads and
+    stores chunk by chunk then keeps the order the tokens ask for."""
+    members = set(group.ops)
+    for store in group.ops:
+        if store.name != "cuda_tile.store_view_tko" or store.operand("token") is None:
+            continue
+        pending, seen = [store.operand("token")], set()
+        while pending:
+            owner = getattr(pending.pop(), "owner", None)
+            if owner not in members or owner in seen:
+                continue
+            seen.add(owner)
+            if owner.name == "cuda_tile.load_view_tko" and not _same_elements(owner, store):
+                return False
+            pending += [v for v in owner.operands if isinstance(v.type, TokenType)]
+    return True
+
+
+def _same_elements(load: Operation, store: Operation) -> bool:
+    a, b = load.operand("view"), store.operand("view")
+    return a is not None and b is not None and a.type == b.type and \
+        a.owner.operands[0] is b.owner.operands[0] and \
+        load.operand_group("index") == store.operand_group("index")  # type: ignore[union-attr]
+
+
+def _reduces_whole(group: Group, part: tuple[int, ...]) -> bool:
+    """Every reduce of the group splits only its reduced axis into chunks: the reduce of a chunk then
+    has the shape of the whole result, and accumulates into it."""
+    for op in group.ops:
+        if op.name == "cuda_tile.reduce":
+            axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
+            if any(part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+                return False
+    return True
 
 
 def _groups(block: Block, least: int) -> list[Group]:
@@ -227,11 +281,16 @@ def streamable(entry: Operation) -> set[Value]:
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
     a thread; the number of loops made."""
+    from .tile_phases import phases
+
     made = 0
     for block in _blocks(entry):
         for group in _groups(block, LOOP_ELEMENTS * threads):
-            _rewrite(group, chunk_shape(group, CHUNK_ELEMENTS * threads))
-            made += 1
+            part = chunk_shape(group, CHUNK_ELEMENTS * threads)
+            plan = phases(block, group.ops) if _reduces_whole(group, part) else None
+            if plan is not None:
+                _rewrite(group, part, plan)
+                made += len(plan)
     return made
 
 
@@ -285,21 +344,34 @@ def _outside_const(anchor: Operation, value: int) -> Value:
                                           location=anchor.location)).results[0]
 
 
-def _rewrite(group: Group, part: tuple[int, ...]) -> None:
-    """One `for` over the chunks `part` of the group's space, before its last op, computing its ops
-    chunk by chunk."""
-    ops, space = group.ops, group.space
-    anchor = ops[-1]
-    splits = [n // p for n, p in zip(space, part)]
-    bounds = [_outside_const(anchor, v) for v in (0, _product(splits), 1)]
-    body = Block([_I32])
-    anchor.insert_before(Operation("cuda_tile.for", bounds, [], {}, regions=[Region([body])],
-                                   location=anchor.location))
-    emit = _Body(body, anchor.location)
+def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
+    """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
+    ops chunk by chunk; then the group's ops are dropped."""
+    for phase in plan:
+        _loop(group, part, phase)
+    for op in reversed(group.ops):
+        _erase(op)
+    views = {v for op in group.ops for v in op.operands if isinstance(v.type, PartitionViewType)}
+    for view in views:
+        if not view.uses:
+            _erase(view.owner)  # type: ignore[attr-defined]
+
+
+def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
+    """The loop of one phase, before `phase.before`: its reductions' results become the loop's."""
+    at = phase.before
+    splits = [n // p for n, p in zip(group.space, part)]
+    bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
+    inits = [_identity(at, op) for op in phase.reduces]
+    body = Block([_I32, *(v.type for v in inits)])
+    loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
+                                      regions=[Region([body])], location=at.location))
+    emit = _Body(body, at.location)
     coords = _chunk_coords(emit, body.arguments[0], splits)
     copies: dict[Value, Value] = {}
     views: dict = {}   # (view, chunk shape) -> its twin
-    for op in ops:
+    carried: list[Value] = []
+    for op in phase.ops:
         operands = [copies.get(v, v) for v in op.operands]
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
             tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
@@ -313,14 +385,54 @@ def _rewrite(group: Group, part: tuple[int, ...]) -> None:
             attributes["value"] = DenseElements(types[0], value.raw)  # type: ignore[arg-type]
         copy = body.append(Operation(op.name, operands, types, attributes, location=op.location,
                                      segment_sizes=op.segment_sizes))
+        for region in op.regions:   # a reduce's body
+            copy.add_region(Region([_clone_block(region.blocks[0])]))
         for old, new in zip(op.results, copy.results):
             copies[old] = new
-    body.append(Operation("cuda_tile.continue", [], [], {}, location=anchor.location))
-    for op in reversed(ops):
-        _erase(op)
-    for view in {view for view, _part in views}:
-        if not view.uses:
-            _erase(view.owner)  # type: ignore[attr-defined]
+        if op in phase.reduces:
+            acc = body.arguments[1 + phase.reduces.index(op)]
+            carried.append(_combine(body, op, acc, copy.results[0]))
+    body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
+    for op, result in zip(phase.reduces, loop.results):
+        op.results[0].replace_all_uses_with(result)
+
+
+def _clone_block(block: Block) -> Block:
+    mapping: dict[Value, Value] = {}
+    twin = Block()
+    for arg in block.arguments:
+        mapping[arg] = twin.add_argument(arg.type, arg.name_hint)
+    for op in block.operations:
+        twin.append(op.clone(mapping))
+    return twin
+
+
+def _combine(body: Block, reduce: Operation, acc: Value, part: Value) -> Value:
+    """The reduce's body applied to whole accumulators: `acc` combined with the chunk's `part`."""
+    region = reduce.regions[0].blocks[0]
+    mapping: dict[Value, Value] = {region.arguments[0]: acc, region.arguments[1]: part}
+    t = acc.type
+    assert isinstance(t, TileType)
+    for op in region.operations:
+        if op.name == "cuda_tile.yield":
+            return mapping[op.operands[0]]
+        copy = body.append(Operation(op.name, [mapping[v] if v in mapping else v for v in op.operands],
+                                     [TileType(t.shape, r.type.element) for r in op.results],  # type: ignore[union-attr]
+                                     op.attributes, location=op.location, segment_sizes=op.segment_sizes))
+        mapping.update(zip(op.results, copy.results))
+    raise AssertionError("a reduce body ends with its yield")
+
+
+def _identity(at: Operation, reduce: Operation) -> Value:
+    """The reduce's identity, splat over its result: the accumulator before the first chunk."""
+    ident = reduce.attributes["identities"][0]
+    t = reduce.results[0].type
+    assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
+    width = max(1, t.element.bitwidth // 8)
+    bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
+    raw = (bits % (1 << (8 * width))).to_bytes(width, "little")
+    return at.insert_before(Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)},
+                                      location=at.location)).results[0]
 
 
 def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Value]]:
