@@ -76,6 +76,18 @@ def _softmax_agrees(log2: int, short: int) -> None:
     assert np.allclose(got[1], e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-10)
 
 
+def _row_reduce_agrees(log2: int, ragged: int) -> None:
+    """Row sums of (16, 2^log2 / 16) tiles in a loop over column tiles, over 32 rows of 3 tiles and
+    `ragged` columns (zero padded): the loop over columns runs inside the loop over chunks."""
+    rows, cols = kernels.tile_shape("row_reduce", 1 << log2)
+    x = np.random.default_rng(log2).standard_normal((2 * rows, 3 * cols + ragged)).astype(np.float32)
+    args = [x, np.zeros(2 * rows, np.float32)]
+    module = _module("row_reduce", 1 << log2)
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)
+    assert np.allclose(got[1], x.sum(axis=1), rtol=1e-4, atol=1e-3)
+
+
 def _agree(name: str, log2: int, ragged: int) -> None:
     """One launch over a tile and a half plus `ragged` elements (the last tile partial; a multiple
     of 16 where the kernel assumes its extents divide by 16, as all but saxpy do) on the emulator with the race checker and on the interpreter: bit for bit the same arrays."""
@@ -134,6 +146,16 @@ def test_transpose_agrees_with_the_interpreter() -> None:
 def test_softmax_agrees_with_the_interpreter() -> None:
     """Three loops over (1, 4096) chunks: the row's max, the sum of exponentials, the quotients."""
     _softmax_agrees(16, 48)
+
+
+def test_row_reduce_agrees_with_the_interpreter() -> None:
+    _row_reduce_agrees(16, 48)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("log2,ragged", [(19, 16), (21, 4000)])
+def test_row_reduce_agrees_with_the_interpreter_at_size(log2: int, ragged: int) -> None:
+    _row_reduce_agrees(log2, ragged)
 
 
 @pytest.mark.sweep

@@ -99,6 +99,8 @@ RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.store_view_tko": _view_access,
     "cuda_tile.permute": _always,   # a chunk's permute is the permute of the chunk (axes reordered)
     "cuda_tile.reduce": _reduce,    # into an accumulator the loop carries (tile_phases.py)
+    "cuda_tile.for": _always,       # carrying tiles of the group: run whole per chunk (`_loop_axes`)
+    "cuda_tile.continue": _always,  # of such a loop
     "cuda_tile.join_tokens": _always,
 }
 
@@ -119,7 +121,8 @@ class Group:
 
     def __init__(self, space: tuple[int, ...]) -> None:
         self.space = space
-        self.ops: list[Operation] = []
+        self.ops: list[Operation] = []            # the members in the group's block, in order
+        self.inner: set[Operation] = set()        # the members in the bodies of member loops
         self.axes: dict[Value, Axes] = {}
 
     def values(self) -> list[Value]:
@@ -167,6 +170,7 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
     elements = t.num_elements
     group.axes[seed] = tuple(range(len(t.shape)))
     members: set[Operation] = set()
+    blocks = {block}   # the group's block and the bodies of its member loops
     pending = [seed]
     while pending:
         value = pending.pop()
@@ -175,9 +179,14 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
         for op in touching:
             if op in members:
                 continue
-            if op.parent is not block or not _chunkable(op):
+            if op.parent not in blocks or not _chunkable(op) or (op.parent is not block and op.name in _OUTER_ONLY):
                 return None
-            axes = _op_axes(op, value, group.axes[value], elements)
+            if op.name == "cuda_tile.for":
+                axes = _loop_axes(op, value, group.axes[value], elements)
+                if axes is not None:
+                    blocks.add(op.regions[0].blocks[0])
+            else:
+                axes = _op_axes(op, value, group.axes[value], elements)
             if axes is None:
                 return None
             members.add(op)
@@ -193,7 +202,27 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
                 members.add(user)
                 tokens.append(user.results[0])
     group.ops = [op for op in block.operations if op in members]
+    group.inner = {op for op in members if op.parent is not block}
     return group
+
+
+# members that only the group's own block may hold (a loop's body has no phases)
+_OUTER_ONLY = ("cuda_tile.reduce",)
+
+
+def _loop_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
+    """A `for` whose carried values are all tiles of the group (with the shape of `known`), and whose
+    body only reads memory: it runs whole for each chunk, inside the chunk loop. The axes of its
+    carried values, block arguments and results; None where it does not qualify."""
+    body = op.regions[0].blocks[0]
+    inits = op.operand_group("initValues")
+    shape = known.type.shape  # type: ignore[union-attr]
+    if not inits or any(not _in_space(v, elements) or v.type.shape != shape for v in inits):  # type: ignore[union-attr]
+        return None
+    if any(inner.regions or any(word in inner.short_name for word in _EFFECTS if word != "load")
+           for inner in body.operations):
+        return None
+    return {v: axes for v in (*inits, *body.arguments[1:], *op.results)}
 
 
 def _closed(block: Block, group: Group) -> bool:
@@ -204,9 +233,10 @@ def _closed(block: Block, group: Group) -> bool:
         return False   # a tile or token read after the loop (or in another block); a reduction's result may be
     if not _ordered_accesses_agree(group):
         return False
-    if any(not isinstance(getattr(v, "owner", None), Operation) or v.owner not in members  # type: ignore[attr-defined]
-           for v in group.axes):
-        return False   # a tile carried into the block (a loop's argument)
+    defined = members | group.inner
+    loops = {op.regions[0].blocks[0] for op in defined if op.name == "cuda_tile.for"}
+    if any(v.owner not in defined and v.owner not in loops for v in group.axes):  # type: ignore[attr-defined]
+        return False   # a tile carried into the block (another loop's argument)
     first, last = block.operations.index(ops[0]), block.operations.index(ops[-1])
     return not any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
                    for op in block.operations[first:last])
@@ -296,8 +326,9 @@ def loop_tiles(entry: Operation, threads: int) -> int:
 
 def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
     """The chunk of the group's space of `size` elements (powers of two). Filled from the innermost
-    axis out, so that a chunk's rows stay whole and its accesses as contiguous as the tile's; where a
-    permute reorders the axes, as square as it can be, so that rows stay long on both sides."""
+    axis out, so that a chunk's rows stay whole and its accesses as contiguous as the tile's (the axes a
+    reduce keeps first: it then splits only its own); where a permute reorders the axes, as square
+    as it can be, so that rows stay long on both sides."""
     space = group.space
     if any(op.name == "cuda_tile.permute" for op in group.ops):
         part = [1] * len(space)
@@ -305,12 +336,14 @@ def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
             axis = min((a for a in reversed(range(len(space))) if part[a] < space[a]), key=lambda a: part[a])
             part[axis] *= 2
         return tuple(part)
-    out, left = [], size
-    for n in reversed(space):
-        take = max(1, min(n, left))
-        out.append(take)
-        left //= take
-    return tuple(reversed(out))
+    reduced = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name == "cuda_tile.reduce"}
+    order = [a for a in reversed(range(len(space))) if a not in reduced] + \
+        [a for a in reversed(range(len(space))) if a in reduced]   # a reduction's other axes whole first
+    out, left = [1] * len(space), size
+    for a in order:
+        out[a] = max(1, min(space[a], left))
+        left //= out[a]
+    return tuple(out)
 
 
 def _product(values: list[int]) -> int:
@@ -327,7 +360,7 @@ class _Body:
 
     def __init__(self, block: Block, location: object) -> None:
         self.block, self.location = block, location
-        self.indices: dict[tuple[Value, int], Value] = {}   # (tile index, axis) -> the chunk's index
+        self.indices: dict[tuple[Value, int, int], Value] = {}   # (tile index, axis, block) -> the chunk's
 
     def op(self, name: str, operands: list[Value], attrs: Optional[dict] = None) -> Value:
         return self.block.append(Operation(name, operands, [_I32], attrs or {}, location=self.location)).results[0]
@@ -351,7 +384,7 @@ def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
         _loop(group, part, phase)
     for op in reversed(group.ops):
         _erase(op)
-    views = {v for op in group.ops for v in op.operands if isinstance(v.type, PartitionViewType)}
+    views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
     for view in views:
         if not view.uses:
             _erase(view.owner)  # type: ignore[attr-defined]
@@ -368,33 +401,62 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
                                       regions=[Region([body])], location=at.location))
     emit = _Body(body, at.location)
     coords = _chunk_coords(emit, body.arguments[0], splits)
-    copies: dict[Value, Value] = {}
-    views: dict = {}   # (view, chunk shape) -> its twin
+    chunk = _Chunk(group, part, splits, coords, emit)
     carried: list[Value] = []
     for op in phase.ops:
-        operands = [copies.get(v, v) for v in op.operands]
-        if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
-            tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
-            operands = _chunk_access(op, operands, group.shape(tile, part), group.axes[tile], splits, coords,
-                                     views, emit)
-        types = [TileType(group.shape(r, part), r.type.element) if r in group.axes else r.type  # type: ignore[union-attr]
-                 for r in op.results]
-        attributes = dict(op.attributes)
-        if op.name == "cuda_tile.constant":
-            value = attributes["value"]
-            attributes["value"] = DenseElements(types[0], value.raw)  # type: ignore[arg-type]
-        copy = body.append(Operation(op.name, operands, types, attributes, location=op.location,
-                                     segment_sizes=op.segment_sizes))
-        for region in op.regions:   # a reduce's body
-            copy.add_region(Region([_clone_block(region.blocks[0])]))
-        for old, new in zip(op.results, copy.results):
-            copies[old] = new
+        copy = chunk.clone(op, body)
         if op in phase.reduces:
             acc = body.arguments[1 + phase.reduces.index(op)]
             carried.append(_combine(body, op, acc, copy.results[0]))
     body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
     for op, result in zip(phase.reduces, loop.results):
         op.results[0].replace_all_uses_with(result)
+
+
+class _Chunk:
+    """Copies the group's ops into a chunk loop's body, on chunk-sized tiles."""
+
+    def __init__(self, group: Group, part: tuple[int, ...], splits: list[int], coords: list[Optional[Value]],
+                 emit: "_Body") -> None:
+        self.group, self.part, self.splits, self.coords, self.emit = group, part, splits, coords, emit
+        self.copies: dict[Value, Value] = {}
+        self.views: dict = {}   # (view, chunk shape) -> its twin
+
+    def type(self, value: Value) -> object:
+        t = value.type
+        return TileType(self.group.shape(value, self.part), t.element) if value in self.group.axes else t  # type: ignore[union-attr]
+
+    def clone(self, op: Operation, into: Block) -> Operation:
+        """The chunk's copy of member `op`, appended to `into` (a member loop with its body)."""
+        group, copies = self.group, self.copies
+        operands = [copies.get(v, v) for v in op.operands]
+        if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
+            tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
+            self.emit.block = into   # the index arithmetic goes beside the access
+            operands = _chunk_access(op, operands, group.shape(tile, self.part), group.axes[tile], self.splits,
+                                     self.coords, self.views, self.emit)
+        types = [self.type(r) for r in op.results]
+        attributes = dict(op.attributes)
+        if op.name == "cuda_tile.constant":
+            attributes["value"] = DenseElements(types[0], attributes["value"].raw)  # type: ignore[arg-type]
+        copy = into.append(Operation(op.name, operands, types, attributes, location=op.location,  # type: ignore[arg-type]
+                                     segment_sizes=op.segment_sizes))
+        copies.update(zip(op.results, copy.results))
+        if op.name == "cuda_tile.for":
+            source = op.regions[0].blocks[0]
+            twin = Block()
+            for arg in source.arguments:
+                copies[arg] = twin.add_argument(self.type(arg), arg.name_hint)  # type: ignore[arg-type]
+            copy.add_region(Region([twin]))
+            for inner in source.operations:
+                if inner in group.inner:
+                    self.clone(inner, twin)
+                else:
+                    twin.append(inner.clone(copies))
+        else:
+            for region in op.regions:   # a reduce's body
+                copy.add_region(Region([_clone_block(region.blocks[0])]))
+        return copy
 
 
 def _clone_block(block: Block) -> Block:
@@ -475,8 +537,8 @@ def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], a
         k, c = splits[along], coords[along]
         if c is None:
             continue
-        key = (operands[start + axis], along)
-        if key not in emit.indices:   # accesses at one tile index share its arithmetic
+        key = (operands[start + axis], along, id(emit.block))
+        if key not in emit.indices:   # accesses at one tile index in one block share its arithmetic
             scaled = emit.op("cuda_tile.muli", [key[0], emit.const(k)], {"overflow": "none"})
             emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})
         operands[start + axis] = emit.indices[key]
