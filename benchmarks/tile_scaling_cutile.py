@@ -48,3 +48,10 @@ def transpose(x, y, TM: ConstInt, TN: ConstInt):
     i = ct.bid(0)
     j = ct.bid(1)
     ct.store(y, index=(j, i), tile=ct.transpose(ct.load(x, index=(i, j), shape=(TM, TN))))
+
+
+@ct.kernel
+def gather(x, y, T: ConstInt):
+    i = ct.bid(0)
+    idx = ct.arange(T, dtype=ct.int32) + i * T
+    ct.scatter(y, idx, ct.gather(x, idx, check_bounds=True) * 2.0, check_bounds=True)

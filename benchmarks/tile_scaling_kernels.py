@@ -19,6 +19,7 @@ KERNELS: dict[str, str] = {
     "softmax": "softmax of one row of n elements a block",
     "cast_chain": "f32 -> f16 -> f32 * 2 -> bf16 -> f32 store, 1-D",
     "transpose": "y = x^T, one (2^(k/2), 2^(k-k/2)) tile a block",
+    "gather": "y[i] = 2 x[i] through tiles of pointers (iota + offset), bounds checked, 1-D",
 }
 REDUCE_ROWS = 16
 
@@ -74,7 +75,7 @@ def _parameters(kernel: str, elements: int) -> list[Any]:
         return [_array(2), _array(1), ConstantConstraint(rows), ConstantConstraint(elements // rows)]
     if kernel == "softmax":
         return [_array(2), _array(2), ConstantConstraint(elements)]
-    if kernel == "cast_chain":
+    if kernel in ("cast_chain", "gather"):
         return [_array(1), _array(1), ConstantConstraint(elements)]
     rows, cols = _shape_2d(elements)
     return [_array(2), _array(2), ConstantConstraint(rows), ConstantConstraint(cols)]

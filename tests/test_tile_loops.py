@@ -101,6 +101,8 @@ def _agree(name: str, log2: int, ragged: int) -> None:
         assert np.array_equal(np.atleast_1d(a).view(np.uint8), np.atleast_1d(b).view(np.uint8))
     if name == "vector_add":
         assert np.array_equal(got[2], args[0] + args[1])
+    if name == "gather":
+        assert np.array_equal(got[1], args[0] * 2)
 
 
 def test_the_loop_is_in_the_printed_ir() -> None:
@@ -134,7 +136,8 @@ def test_small_tiles_are_not_looped() -> None:
     assert " for_head" not in _llvm("vector_add", 1 << 12) and "for_head" not in _llvm("vector_add", 1 << 12)
 
 
-@pytest.mark.parametrize("name,log2,ragged", [("vector_add", 16, 16), ("saxpy", 16, 13), ("cast_chain", 16, 48)])
+@pytest.mark.parametrize("name,log2,ragged", [("vector_add", 16, 16), ("saxpy", 16, 13), ("cast_chain", 16, 48),
+                                                  ("gather", 16, 32)])
 def test_emulator_agrees_with_the_interpreter(name: str, log2: int, ragged: int) -> None:
     _agree(name, log2, ragged)
 
@@ -173,6 +176,6 @@ def test_transpose_agrees_with_the_interpreter_at_size(log2: int, ragged: int) -
 
 @pytest.mark.sweep
 @pytest.mark.parametrize("name,log2,ragged", [
-    ("vector_add", 20, 16), ("saxpy", 20, 1), ("cast_chain", 22, 32), ("saxpy", 24, 7)])
+    ("vector_add", 20, 16), ("saxpy", 20, 1), ("cast_chain", 22, 32), ("saxpy", 24, 7), ("gather", 21, 16)])
 def test_emulator_agrees_with_the_interpreter_at_size(name: str, log2: int, ragged: int) -> None:
     _agree(name, log2, ragged)

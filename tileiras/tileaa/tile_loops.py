@@ -82,6 +82,12 @@ def _always(op: Operation) -> bool:
     return True
 
 
+def _iota(op: Operation) -> bool:
+    """A 1-D iota of i32: a chunk's is the chunk-sized iota plus the chunk's first index."""
+    t = op.results[0].type
+    return isinstance(t, TileType) and len(t.shape) == 1 and t.element == _I32.element
+
+
 def _reduce(op: Operation) -> bool:
     """A reduce of one tile whose body combines element-wise (it then combines whole accumulators)."""
     from ..lowering.assign_layouts import elementwise_ops
@@ -102,6 +108,7 @@ RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.for": _always,       # carrying tiles of the group: run whole per chunk (`_loop_axes`)
     "cuda_tile.continue": _always,  # of such a loop
     "cuda_tile.join_tokens": _always,
+    "cuda_tile.iota": _iota,
 }
 
 
@@ -258,6 +265,8 @@ def _ordered_accesses_agree(group: Group) -> bool:
             seen.add(owner)
             if owner.name == "cuda_tile.load_view_tko" and not _same_elements(owner, store):
                 return False
+            if owner.name == "cuda_tile.load_ptr_tko":
+                return False   # gathered elements: which the store overwrites is not known
             pending += [v for v in owner.operands if isinstance(v.type, TokenType)]
     return True
 
@@ -442,6 +451,8 @@ class _Chunk:
         copy = into.append(Operation(op.name, operands, types, attributes, location=op.location,  # type: ignore[arg-type]
                                      segment_sizes=op.segment_sizes))
         copies.update(zip(op.results, copy.results))
+        if op.name == "cuda_tile.iota":
+            copies[op.results[0]] = self._shifted_iota(op, copy.results[0], into)
         if op.name == "cuda_tile.for":
             source = op.regions[0].blocks[0]
             twin = Block()
@@ -457,6 +468,23 @@ class _Chunk:
             for region in op.regions:   # a reduce's body
                 copy.add_region(Region([_clone_block(region.blocks[0])]))
         return copy
+
+    def _shifted_iota(self, op: Operation, iota: Value, into: Block) -> Value:
+        """The chunk's copy `iota` of `op` plus the index of its first element: c * chunk length, splat."""
+        c = self.coords[self.group.axes[op.results[0]][0]]
+        if c is None:
+            return iota
+        t = iota.type
+        assert isinstance(t, TileType)
+        emit, where = self.emit, self.emit.block
+        emit.block = into
+        start = emit.op("cuda_tile.muli", [c, emit.const(t.shape[0])], {"overflow": "none"})
+        one = TileType((1,), t.element)
+        flat = into.append(Operation("cuda_tile.reshape", [start], [one], {}, location=emit.location)).results[0]
+        splat = into.append(Operation("cuda_tile.broadcast", [flat], [t], {}, location=emit.location)).results[0]
+        emit.block = where
+        return into.append(Operation("cuda_tile.addi", [iota, splat], [t], {"overflow": "none"},
+                                     location=emit.location)).results[0]
 
 
 def _clone_block(block: Block) -> Block:
