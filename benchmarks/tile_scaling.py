@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="NVIDIA's figures from an earlier --json instead of compiling again (they take hours "
                              "at the large sizes, and do not change with our code)")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument("--markdown", action="store_true",
+                        help="also print CPU times as a Markdown table (a kernel a row, a size a column)")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else ALL if args.all else QUICK
     names = args.only or list(kernels.KERNELS)
@@ -174,7 +176,26 @@ def main(argv: list[str] | None = None) -> int:
                  "nvidia cubin", "cubin x", "notes"), rows)
     if args.json:
         args.json.write_text(json.dumps(records, indent=1) + "\n")
+    if args.markdown:
+        print("\n".join(markdown(records)))
     return 0
+
+
+def markdown(records: list[dict]) -> list[str]:
+    """CPU seconds, ours / NVIDIA's ("-": failed or past the timeout), a kernel a row, a size a column."""
+    sizes = sorted({r["log2_elements"] for r in records})
+    kernels_ = list(dict.fromkeys(r["kernel"] for r in records))
+    cells = {(r["kernel"], r["log2_elements"]): r for r in records}
+
+    def cpu(run: dict) -> str:
+        return f"{run['cpu_s']:.2f}" if run["ok"] else "-"
+
+    lines = ["| kernel | " + " | ".join(f"2^{b}" for b in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for name in kernels_:
+        row = [f"{cpu(cells[name, b]['ours'])} / {cpu(cells[name, b]['nvidia'])}" if (name, b) in cells else ""
+               for b in sizes]
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return lines
 
 
 if __name__ == "__main__":
