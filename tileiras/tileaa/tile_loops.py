@@ -186,7 +186,8 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
         for op in touching:
             if op in members:
                 continue
-            if op.parent not in blocks or not _chunkable(op) or (op.parent is not block and op.name in _OUTER_ONLY):
+            inner = op.parent is not block
+            if op.parent not in blocks or not _chunkable(op) or op.name in (_OUTER_ONLY if inner else _INNER_ONLY):
                 return None
             if op.name == "cuda_tile.for":
                 axes = _loop_axes(op, value, group.axes[value], elements)
@@ -213,8 +214,10 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
     return group
 
 
-# members that only the group's own block may hold (a loop's body has no phases)
+# members that only the group's own block may hold (a loop's body has no phases), and those only the
+# body of a member loop may (the group's own block continuing its loop would carry tiles out of it)
 _OUTER_ONLY = ("cuda_tile.reduce",)
+_INNER_ONLY = ("cuda_tile.continue",)
 
 
 def _loop_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
