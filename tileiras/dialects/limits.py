@@ -17,10 +17,10 @@ linearly with it (sixteen 2^16-element load/store pairs: 133 s; one 2^18
 pair: 15 s). So the elements loaded and stored have their own, tighter
 budget (realistic kernels, flash attention included, use an eighth of it).
 
-Tiles the middle level computes in loops over register-sized chunks (tileaa/tile_loops.py:
-loads and stores through partition views, element-wise chains, splats and broadcasts of one
-value) cost the code of one chunk whatever their size, so they count against none of these
-limits; the check runs again on what remains in registers once the loops are made (lowering/
+Tiles the middle level computes in loops over register-sized chunks (tileaa/tile_loops.py, its
+RULES: view and pointer loads and stores, element-wise chains, splats, broadcasts of one value,
+iotas, permutes, reductions, loops that carry such tiles) cost the code of one chunk whatever
+their size, so they count against none of these limits; the check runs again on what remains in registers once the loops are made (lowering/
 pipeline.py), so a kernel the canonical form made unloopable is still refused in seconds.
 
 The limits are one table (README "Limits" lists them); raise a row when
