@@ -81,7 +81,8 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
     ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA",
-     "cp.async where NVIDIA's loads by TMA (A column-major, 32-row tile); no remark says why"),
+     "TMA loads now (mma.sync roles on sm_100), but the epilogue stores with st.global where NVIDIA's stores "
+     "by TMA (32-row tile, f32 accumulator cast)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
