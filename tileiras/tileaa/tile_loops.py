@@ -3,8 +3,8 @@
 Every tile value lives in registers, one LLVM value per element a thread holds, so a kernel's code
 grows with its tiles: a 2^20-element vector add is 8192 loads, adds and stores a thread, which LLVM
 and ptxas need minutes to compile. Where nothing ties one element of a tile to another (loads and
-stores through partition views, element-wise ops, splat constants, broadcasts of one value, token
-joins), the elements can be computed chunk after chunk in any order. This pass rewrites such a
+stores through partition views, element-wise ops, splat constants, broadcasts along unit axes,
+reshapes of unit axes, token joins), the elements can be computed chunk after chunk in any order. This pass rewrites such a
 group of ops into one `cuda_tile.for` over chunks of `CHUNK_ELEMENTS` a thread: each iteration
 loads a chunk-sized tile of a twin partition view (tile index `index * k + c` along each axis split
 in k), computes and stores it. The code is then that of one chunk, whatever the tile's size, and
