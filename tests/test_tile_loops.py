@@ -191,6 +191,7 @@ def test_rms_norm_agrees_with_the_interpreter() -> None:
     _rms_norm_agrees(16, 48)
 
 
+@pytest.mark.sweep   # 250 s on the 2-core machine: the emulator's scan of a 4096-element chunk is slow
 def test_cumsum_agrees_with_the_interpreter() -> None:
     """16 chunks of (1, 4096), the running sum carried from one to the next."""
     _cumsum_agrees(16, 48)
