@@ -55,3 +55,19 @@ def gather(x, y, T: ConstInt):
     i = ct.bid(0)
     idx = ct.arange(T, dtype=ct.int32) + i * T
     ct.scatter(y, idx, ct.gather(x, idx, check_bounds=True) * 2.0, check_bounds=True)
+
+
+@ct.kernel
+def rms_norm(x, w, y, TM: ConstInt, TN: ConstInt):
+    r = ct.bid(0)
+    t = ct.load(x, index=(r, 0), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ms = ct.sum(t * t, axis=1, keepdims=True) * (1.0 / TN)
+    wt = ct.load(w, index=(0,), shape=(TN,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(r, 0), tile=t * ct.rsqrt(ms + 1e-6) * wt)
+
+
+@ct.kernel
+def cumsum(x, y, N: ConstInt):
+    r = ct.bid(0)
+    t = ct.load(x, index=(r, 0), shape=(1, N), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(r, 0), tile=ct.cumsum(t, axis=1))

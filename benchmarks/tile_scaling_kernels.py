@@ -20,6 +20,8 @@ KERNELS: dict[str, str] = {
     "cast_chain": "f32 -> f16 -> f32 * 2 -> bf16 -> f32 store, 1-D",
     "transpose": "y = x^T, one (2^(k/2), 2^(k-k/2)) tile a block",
     "gather": "y[i] = 2 x[i] through tiles of pointers (iota + offset), bounds checked, 1-D",
+    "cumsum": "inclusive prefix sums of one row of n elements a block",
+    "rms_norm": "RMSNorm of (16, n/16) rows: x * rsqrt(mean(x^2)) * w, the weight row broadcast over rows",
 }
 REDUCE_ROWS = 16
 
@@ -31,10 +33,10 @@ def _shape_2d(elements: int) -> tuple[int, int]:
 
 def tile_shape(kernel: str, elements: int) -> tuple[int, ...]:
     """The shape of `kernel`'s tile of `elements` elements."""
-    if kernel == "row_reduce":
+    if kernel in ("row_reduce", "rms_norm"):
         rows = min(REDUCE_ROWS, elements)
         return rows, elements // rows
-    if kernel == "softmax":
+    if kernel in ("softmax", "cumsum"):
         return 1, elements
     if kernel == "transpose":
         return _shape_2d(elements)
@@ -73,8 +75,11 @@ def _parameters(kernel: str, elements: int) -> list[Any]:
     if kernel == "row_reduce":
         rows = min(REDUCE_ROWS, elements)
         return [_array(2), _array(1), ConstantConstraint(rows), ConstantConstraint(elements // rows)]
-    if kernel == "softmax":
+    if kernel in ("softmax", "cumsum"):
         return [_array(2), _array(2), ConstantConstraint(elements)]
+    if kernel == "rms_norm":
+        rows = min(REDUCE_ROWS, elements)
+        return [_array(2), _array(1), _array(2), ConstantConstraint(rows), ConstantConstraint(elements // rows)]
     if kernel in ("cast_chain", "gather"):
         return [_array(1), _array(1), ConstantConstraint(elements)]
     rows, cols = _shape_2d(elements)

@@ -88,6 +88,36 @@ def _row_reduce_agrees(log2: int, ragged: int) -> None:
     assert np.allclose(got[1], x.sum(axis=1), rtol=1e-4, atol=1e-3)
 
 
+def _rms_norm_agrees(log2: int, short: int) -> None:
+    """RMSNorm of (16, 2^log2 / 16) tiles over 32 rows `short` elements shorter than the tile (zero
+    padded): a loop for the rows' sums of squares, then one whose chunks load the weight row's chunk
+    and broadcast it over the rows (and the rows' scales over the columns)."""
+    rows, cols = kernels.tile_shape("rms_norm", 1 << log2)
+    rng = np.random.default_rng(log2)
+    x = rng.standard_normal((2 * rows, cols - short)).astype(np.float32)
+    w = rng.standard_normal(cols - short).astype(np.float32)
+    args = [x, w, np.zeros_like(x)]
+    module = _module("rms_norm", 1 << log2)
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[2], want[2], rtol=1e-5, atol=1e-6)
+    scale = 1 / np.sqrt((x.astype(np.float64) ** 2).sum(axis=1, keepdims=True) / cols + 1e-6)
+    assert np.allclose(got[2], x * scale * w, rtol=1e-4, atol=1e-5)
+
+
+def _cumsum_agrees(log2: int, short: int) -> None:
+    """Prefix sums of one row of 2^log2 (the first of 16 rows) `short` elements shorter than the tile (zero
+    padded): each chunk's scan starts from the sum of the chunks before it, which the loop carries."""
+    cols = (1 << log2) - short
+    x = np.random.default_rng(log2).standard_normal((16, cols)).astype(np.float32)
+    args = [x, np.zeros_like(x)]
+    module = _module("cumsum", 1 << log2)
+    got, want = emulate(module, args, "sm_90", (1,)), interpret(module, args, (1,))   # row 0 (a scan is slow to emulate)
+    exact = np.cumsum(x.astype(np.float64), axis=1)
+    exact[1:] = 0
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)
+    assert np.allclose(got[1], exact, rtol=1e-4, atol=1e-3)
+
+
 def _agree(name: str, log2: int, ragged: int) -> None:
     """One launch over a tile and a half plus `ragged` elements (the last tile partial; a multiple
     of 16 where the kernel assumes its extents divide by 16, as all but saxpy do) on the emulator with the race checker and on the interpreter: bit for bit the same arrays."""
@@ -154,6 +184,29 @@ def test_softmax_agrees_with_the_interpreter() -> None:
 
 def test_row_reduce_agrees_with_the_interpreter() -> None:
     _row_reduce_agrees(16, 48)
+
+
+def test_rms_norm_agrees_with_the_interpreter() -> None:
+    """Row broadcasts: the weight row, loaded and broadcast chunk by chunk."""
+    _rms_norm_agrees(16, 48)
+
+
+@pytest.mark.sweep   # 250 s on the 2-core machine: the emulator's scan of a 4096-element chunk is slow
+def test_cumsum_agrees_with_the_interpreter() -> None:
+    """16 chunks of (1, 4096), the running sum carried from one to the next."""
+    _cumsum_agrees(16, 48)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("log2,short", [(18, 16), (20, 4000)])
+def test_cumsum_agrees_with_the_interpreter_at_size(log2: int, short: int) -> None:
+    _cumsum_agrees(log2, short)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("log2,short", [(19, 16), (21, 4000)])
+def test_rms_norm_agrees_with_the_interpreter_at_size(log2: int, short: int) -> None:
+    _rms_norm_agrees(log2, short)
 
 
 @pytest.mark.sweep

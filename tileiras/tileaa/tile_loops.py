@@ -3,8 +3,8 @@
 Every tile value lives in registers, one LLVM value per element a thread holds, so a kernel's code
 grows with its tiles: a 2^20-element vector add is 8192 loads, adds and stores a thread, which LLVM
 and ptxas need minutes to compile. Where nothing ties one element of a tile to another (loads and
-stores through partition views, element-wise ops, splat constants, broadcasts of one value, token
-joins), the elements can be computed chunk after chunk in any order. This pass rewrites such a
+stores through partition views, element-wise ops, splat constants, broadcasts along unit axes,
+reshapes of unit axes, token joins), the elements can be computed chunk after chunk in any order. This pass rewrites such a
 group of ops into one `cuda_tile.for` over chunks of `CHUNK_ELEMENTS` a thread: each iteration
 loads a chunk-sized tile of a twin partition view (tile index `index * k + c` along each axis split
 in k), computes and stores it. The code is then that of one chunk, whatever the tile's size, and
@@ -62,9 +62,22 @@ def _splat(op: Operation) -> bool:
     return bool(op.attributes["value"].is_splat)
 
 
-def _broadcast_one(op: Operation) -> bool:
-    src = _tile(op.operands[0])
-    return src is not None and src.num_elements == 1
+def _broadcast(op: Operation) -> bool:
+    """A broadcast along unit axes (of one value, of a row over rows, of a column over columns): a
+    chunk's is the broadcast of the source's chunk, or of the whole source where the chunk keeps
+    whole the axes the source runs along (`_fits`)."""
+    src, res = _tile(op.operands[0]), _tile(op.results[0])
+    return src is not None and res is not None and len(src.shape) == len(res.shape)
+
+
+def _reshape(op: Operation) -> bool:
+    """A reshape that only adds or drops unit axes: a chunk's is the reshape of the chunk."""
+    src, res = _tile(op.operands[0]), _tile(op.results[0])
+    return src is not None and res is not None and _long(src.shape) == _long(res.shape)
+
+
+def _long(shape: tuple[int, ...]) -> list[int]:
+    return [n for n in shape if n != 1]
 
 
 def _view_access(op: Operation) -> bool:
@@ -97,14 +110,22 @@ def _reduce(op: Operation) -> bool:
                                          for inner in body)
 
 
+def _scan(op: Operation) -> bool:
+    """A forward scan of one tile combining element-wise: a chunk's is the chunk's scan combined with
+    the running value the loop carries (what the chunks before it combine to)."""
+    return _reduce(op) and not op.attributes.get("reverse")
+
+
 # op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
 RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.constant": _splat,
-    "cuda_tile.broadcast": _broadcast_one,
+    "cuda_tile.broadcast": _broadcast,
+    "cuda_tile.reshape": _reshape,
     "cuda_tile.load_view_tko": _view_access,
     "cuda_tile.store_view_tko": _view_access,
     "cuda_tile.permute": _always,   # a chunk's permute is the permute of the chunk (axes reordered)
     "cuda_tile.reduce": _reduce,    # into an accumulator the loop carries (tile_phases.py)
+    "cuda_tile.scan": _scan,        # from the running value the loop carries
     "cuda_tile.for": _always,       # carrying tiles of the group: run whole per chunk (`_loop_axes`)
     "cuda_tile.continue": _always,  # of such a loop
     "cuda_tile.join_tokens": _always,
@@ -119,7 +140,9 @@ def _chunkable(op: Operation) -> bool:
 
 # -- groups ------------------------------------------------------------------------------------
 
-Axes = tuple[int, ...]   # per axis of a tile value, the axis of the group's iteration space it runs along
+# per axis of a tile value, the axis of the group's iteration space it runs along; -1 for a unit axis
+# (a row's leading one, any axis of length 1: it runs along no axis, a chunk's is 1 long too)
+Axes = tuple[int, ...]
 
 
 class Group:
@@ -137,7 +160,13 @@ class Group:
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
-        return tuple(part[a] for a in self.axes[value])
+        return tuple(part[a] if a >= 0 else 1 for a in self.axes[value])
+
+
+def _unit(value: Value, axes: Axes) -> Axes:
+    """`axes` of `value` with -1 on its unit axes (one value seen through reshapes: one spelling)."""
+    shape = value.type.shape  # type: ignore[union-attr]
+    return tuple(-1 if n == 1 else a for n, a in zip(shape, axes))
 
 
 def _size(t: TileType) -> int:
@@ -149,10 +178,17 @@ def _in_space(value: Value, elements: int) -> bool:
     return t is not None and bool(t.shape) and t.num_elements == elements
 
 
-def _op_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
-    """The axes of every tile of `op` in the space, given those of `known` (None where they do not
+def _op_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+    """The axes of the tiles of `op` in the group, given those of `known` (None where they do not
     follow: shapes that differ, or a permute that is not one)."""
-    tiles = [v for v in (*op.operands, *op.results) if _in_space(v, elements)]
+    if op.name == "cuda_tile.broadcast":
+        return _broadcast_axes(op, known, axes, block)
+    if op.name == "cuda_tile.reshape":
+        other = op.results[0] if known is op.operands[0] else op.operands[0]
+        long = iter([a for a in axes if a >= 0])
+        return {known: axes, other: tuple(-1 if n == 1 else next(long) for n in other.type.shape)}  # type: ignore[union-attr]
+    if op.name == "cuda_tile.reduce":
+        return {known: axes} if known is op.operands[0] else None   # its result is not chunked
     if op.name == "cuda_tile.permute":
         perm = tuple(int(p) for p in op.attributes["permutation"])
         src, res = op.operands[0], op.results[0]
@@ -163,9 +199,41 @@ def _op_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional
             back[p] = axes[i]
         return {src: tuple(back), res: axes}
     shape = known.type.shape  # type: ignore[union-attr]
+    tiles = [v for v in (*op.operands, *op.results) if _tile(v) is not None and _tile(v).shape]  # type: ignore[union-attr]
     if any(v.type.shape != shape for v in tiles):  # type: ignore[union-attr]
         return None
     return {v: axes for v in tiles}
+
+
+def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+    """A broadcast's result runs along the space; its source along the same axes but the broadcast
+    ones. The source is computed per chunk too (a weight row loaded chunk by chunk) unless it is one
+    value, comes from another block or from a reduction (a row's mean: done before the loop that
+    reads it, `tile_phases.py`): then the loop reads it whole."""
+    src, res = op.operands[0], op.results[0]
+    if known is src:   # reached from a source the group computes: the result's unit axes are its own
+        full = tuple(i if a < 0 else a for i, a in enumerate(axes))
+        return {src: axes, res: full} if sorted(full) == list(range(len(full))) else None
+    src_axes = _unit(src, axes)
+    t = _tile(src)
+    owner = getattr(src, "owner", None)
+    if t is None or t.num_elements == 1 or not isinstance(owner, Operation) or owner.parent is not block \
+            or _after_reduce(owner, block):
+        return {res: axes}
+    return {res: axes, src: src_axes}
+
+
+def _after_reduce(op: Operation, block: Block) -> bool:
+    """Whether `op` reads, directly or not, a reduction of `block`."""
+    pending, seen = [op], set()
+    while pending:
+        op = pending.pop()
+        if op.name == "cuda_tile.reduce":
+            return True
+        seen.add(op)
+        pending += [v.owner for v in op.operands if isinstance(getattr(v, "owner", None), Operation)  # type: ignore[attr-defined]
+                    and v.owner.parent is block and v.owner not in seen]  # type: ignore[attr-defined]
+    return False
 
 
 def _grow(block: Block, seed: Value) -> Optional[Group]:
@@ -175,7 +243,7 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
     assert t is not None
     group = Group(t.shape)
     elements = t.num_elements
-    group.axes[seed] = tuple(range(len(t.shape)))
+    group.axes[seed] = _unit(seed, tuple(range(len(t.shape))))
     members: set[Operation] = set()
     blocks = {block}   # the group's block and the bodies of its member loops
     pending = [seed]
@@ -194,11 +262,12 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
                 if axes is not None:
                     blocks.add(op.regions[0].blocks[0])
             else:
-                axes = _op_axes(op, value, group.axes[value], elements)
+                axes = _op_axes(op, value, group.axes[value], block)
             if axes is None:
                 return None
             members.add(op)
             for v, a in axes.items():
+                a = _unit(v, a)
                 if group.axes.setdefault(v, a) != a:
                     return None   # one tile seen along two orders
                 if v is not value and v not in pending:
@@ -216,7 +285,7 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
 
 # members that only the group's own block may hold (a loop's body has no phases), and those only the
 # body of a member loop may (the group's own block continuing its loop would carry tiles out of it)
-_OUTER_ONLY = ("cuda_tile.reduce",)
+_OUTER_ONLY = ("cuda_tile.reduce", "cuda_tile.scan")
 _INNER_ONLY = ("cuda_tile.continue",)
 
 
@@ -281,13 +350,22 @@ def _same_elements(load: Operation, store: Operation) -> bool:
         load.operand_group("index") == store.operand_group("index")  # type: ignore[union-attr]
 
 
-def _reduces_whole(group: Group, part: tuple[int, ...]) -> bool:
+# ops whose chunks combine with a value the loop carries: they split only the axis they run along
+_CARRIES = ("cuda_tile.reduce", "cuda_tile.scan")
+
+
+def _fits(group: Group, part: tuple[int, ...]) -> bool:
     """Every reduce of the group splits only its reduced axis into chunks: the reduce of a chunk then
-    has the shape of the whole result, and accumulates into it."""
+    has the shape of the whole result, and accumulates into it. Every broadcast of a tile the loop
+    reads whole keeps whole the axes that tile runs along."""
     for op in group.ops:
-        if op.name == "cuda_tile.reduce":
+        if op.name in _CARRIES:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
-            if any(part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+            if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+                return False
+        if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes:
+            axes = _unit(op.operands[0], group.axes[op.results[0]])
+            if any(a >= 0 and part[a] != group.space[a] for a in axes):
                 return False
     return True
 
@@ -329,7 +407,7 @@ def loop_tiles(entry: Operation, threads: int) -> int:
     for block in _blocks(entry):
         for group in _groups(block, LOOP_ELEMENTS * threads):
             part = chunk_shape(group, CHUNK_ELEMENTS * threads)
-            plan = phases(block, group.ops) if _reduces_whole(group, part) else None
+            plan = phases(block, group.ops) if _fits(group, part) else None
             if plan is not None:
                 _rewrite(group, part, plan)
                 made += len(plan)
@@ -348,7 +426,9 @@ def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
             axis = min((a for a in reversed(range(len(space))) if part[a] < space[a]), key=lambda a: part[a])
             part[axis] *= 2
         return tuple(part)
-    reduced = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name == "cuda_tile.reduce"}
+    reduced = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name in _CARRIES} | \
+        {a for op in group.ops if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes
+         for a in group.axes[op.results[0]] if a >= 0 and a not in _unit(op.operands[0], group.axes[op.results[0]])}
     order = [a for a in reversed(range(len(space))) if a not in reduced] + \
         [a for a in reversed(range(len(space))) if a in reduced]   # a reduction's other axes whole first
     out, left = [1] * len(space), size
@@ -407,7 +487,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
     at = phase.before
     splits = [n // p for n, p in zip(group.space, part)]
     bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
-    inits = [_identity(at, op) for op in phase.reduces]
+    scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
+    inits = [_identity(at, op, op.results[0].type) for op in phase.reduces] + \
+        [_identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
     body = Block([_I32, *(v.type for v in inits)])
     loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
                                       regions=[Region([body])], location=at.location))
@@ -415,11 +497,17 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
     coords = _chunk_coords(emit, body.arguments[0], splits)
     chunk = _Chunk(group, part, splits, coords, emit)
     carried: list[Value] = []
+    runs: list[Value] = []
     for op in phase.ops:
         copy = chunk.clone(op, body)
         if op in phase.reduces:
             acc = body.arguments[1 + phase.reduces.index(op)]
             carried.append(_combine(body, op, acc, copy.results[0]))
+        if op in scans:
+            run = body.arguments[1 + len(phase.reduces) + scans.index(op)]
+            chunk.copies[op.results[0]], run = _carry_scan(body, op, copy, run)
+            runs.append(run)
+    carried += runs
     body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
     for op, result in zip(phase.reduces, loop.results):
         op.results[0].replace_all_uses_with(result)
@@ -474,7 +562,8 @@ class _Chunk:
 
     def _shifted_iota(self, op: Operation, iota: Value, into: Block) -> Value:
         """The chunk's copy `iota` of `op` plus the index of its first element: c * chunk length, splat."""
-        c = self.coords[self.group.axes[op.results[0]][0]]
+        along = self.group.axes[op.results[0]][0]
+        c = self.coords[along] if along >= 0 else None
         if c is None:
             return iota
         t = iota.type
@@ -516,10 +605,31 @@ def _combine(body: Block, reduce: Operation, acc: Value, part: Value) -> Value:
     raise AssertionError("a reduce body ends with its yield")
 
 
-def _identity(at: Operation, reduce: Operation) -> Value:
-    """The reduce's identity, splat over its result: the accumulator before the first chunk."""
+def _without(t: object, dim: int) -> TileType:
+    assert isinstance(t, TileType)
+    return TileType(t.shape[:dim] + t.shape[dim + 1:], t.element)
+
+
+def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tuple[Value, Value]:
+    """The chunk's scan `copy` combined with the running value `run` of the chunks before it, and
+    the running value after the chunk: `run` combined with the reduce of the chunk (the scan's body)."""
+    dim, location = int(scan.attributes["dim"]), scan.location
+    chunk = copy.results[0].type
+    assert isinstance(chunk, TileType)
+    attributes = {k: v for k, v in scan.attributes.items() if k != "reverse"}
+    total = body.append(Operation("cuda_tile.reduce", [copy.operands[0]], [_without(chunk, dim)], attributes,
+                                  regions=[Region([_clone_block(scan.regions[0].blocks[0])])],
+                                  location=location)).results[0]
+    after = _combine(body, scan, run, total)
+    unit = TileType(chunk.shape[:dim] + (1,) + chunk.shape[dim + 1:], chunk.element)
+    flat = body.append(Operation("cuda_tile.reshape", [run], [unit], {}, location=location)).results[0]
+    spread = body.append(Operation("cuda_tile.broadcast", [flat], [chunk], {}, location=location)).results[0]
+    return _combine(body, scan, spread, copy.results[0]), after
+
+
+def _identity(at: Operation, reduce: Operation, t: object) -> Value:
+    """The reduce's (or scan's) identity, splat over `t`: the accumulator before the first chunk."""
     ident = reduce.attributes["identities"][0]
-    t = reduce.results[0].type
     assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
     width = max(1, t.element.bitwidth // 8)
     bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
@@ -565,6 +675,8 @@ def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], a
     index = op.operand_group("index")
     start = next(i for i in range(len(op.operands)) if op.operands[i:i + len(index)] == index)
     for axis, along in enumerate(axes):
+        if along < 0:
+            continue   # a unit axis: the chunk's index is the tile's
         k, c = splits[along], coords[along]
         if c is None:
             continue
