@@ -28,6 +28,7 @@ from typing import Callable, Optional
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
+from .row_chunks import twin_view
 from .view_order import _erase
 
 TYPE_CHECKING = False
@@ -663,14 +664,7 @@ def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], a
     view = op.operand("view")
     assert view is not None
     if (view, part) not in views:
-        vtype = view.type
-        assert isinstance(vtype, PartitionViewType)
-        owner = view.owner  # type: ignore[attr-defined]
-        twin = Operation(_VIEW, list(owner.operands), [PartitionViewType(part, vtype.tensor_view, vtype.dim_map,
-                                                                          vtype.padding_value)],
-                         owner.attributes, location=owner.location, segment_sizes=owner.segment_sizes)
-        owner.insert_before(twin)
-        views[view, part] = twin.results[0]  # type: ignore[index]
+        views[view, part] = twin_view(view, part)  # type: ignore[index]
     operands[operands.index(view)] = views[view, part]  # type: ignore[index]
     index = op.operand_group("index")
     start = next(i for i in range(len(op.operands)) if op.operands[i:i + len(index)] == index)
