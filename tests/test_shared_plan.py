@@ -149,7 +149,9 @@ def test_every_call_site_role_is_listed() -> None:
 
 def test_an_overflow_keeps_its_diagnostic_and_exit_code(tmp_path: Path) -> None:
     src = tmp_path / "big.mlir"
-    src.write_text(_transpose(256, 256))   # 256 KB of scratch: more than sm_90's 227 KB
+    # 256 KB of scratch: more than sm_90's 227 KB, the tile held whole (a print ordered after the store keeps
+    # loop-tiles from transposing it in chunks, which needs no such scratch)
+    src.write_text(_transpose(256, 256).replace("  return\n", '  %pr = print_tko "done\\n" token = %st -> token\n  return\n'))
     result = subprocess.run([sys.executable, "-m", "tileiras", "--no-cache", "--emit=ptx", "--gpu-name", "sm_90",
                              str(src), "-o", str(tmp_path / "big.ptx")], capture_output=True, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT), STRICT_ENV: "1"})
