@@ -39,8 +39,10 @@ STORE_R10 = """
 """
 
 
-def run_out(body: str, n: int = 128, dtype: object = np.uint32, grid: tuple = (1, 1, 1), **kw: object) -> np.ndarray:
-    outs, _ = emulate(kernel(body, **kw), "k", grid, (n, 1, 1), [np.zeros(n * grid[0], dtype=dtype)])
+def run_out(body: str, n: int = 128, dtype: object = np.uint32, grid: tuple = (1, 1, 1),
+            check_races: bool | None = None, **kw: object) -> np.ndarray:
+    outs, _ = emulate(kernel(body, **kw), "k", grid, (n, 1, 1), [np.zeros(n * grid[0], dtype=dtype)],
+                      check_races=check_races)
     return outs[0]
 
 
@@ -448,7 +450,9 @@ SPIN:
     bar.sync 0;
     ld.shared.u32 %r10, [%r2];
 """ + STORE_R10
-    got = run_out(body, n=64, extra=extra)
+    # the lock's atomics are relaxed, so by the PTX memory model the critical sections race: the race
+    # checker says so; what this test checks is that the scheduler lets the lock holder progress
+    got = run_out(body, n=64, extra=extra, check_races=False)
     np.testing.assert_array_equal(got, np.full(64, sum(range(64))))
 
 

@@ -1,4 +1,4 @@
-"""The emulator's opt-in data-race checker (`run_ptx(..., check_races=True)`).
+"""The emulator's data-race checker (on by default; `run_ptx(..., check_races=False)` turns it off).
 
 Hand-written kernels in which thread i touches a[i] and its neighbour a[(i+1) % n]:
 with a barrier between the accesses nothing is reported; without one, read-after-write,
@@ -244,8 +244,9 @@ WAIT:
     assert "read" in race(body.format(sem=".relaxed.cta"), extra)
 
 
-def test_races_between_ctas_are_not_reported() -> None:
-    # CTA c stores a[(i + 2c) % n]: the CTAs' stores and loads overlap, each CTA's own do not
+def test_races_between_ctas_are_reported() -> None:
+    # CTA c stores a[(i + 2c) % n]: the CTAs' stores and loads overlap (each CTA's own do not), and
+    # no atomic or strong access orders one CTA's after the other's: blocks of a grid run concurrently
     body = """
     mov.u32 %r4, %ctaid.x;
     shl.b32 %r4, %r4, 1;
@@ -258,7 +259,8 @@ def test_races_between_ctas_are_not_reported() -> None:
     ld.global.u32 %r3, [%rd5];
     st.global.u32 [%rd7], %r3;
 """
-    run(body, grid=2)
+    with pytest.raises(EmulatorError, match=r"data race between CTAs \(write-after-write\): block \(0,0,0\)"):
+        run(body, grid=2)
 
 
 def test_with_the_checker_off_a_racy_kernel_runs() -> None:

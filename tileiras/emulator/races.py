@@ -1,4 +1,5 @@
-"""Opt-in data-race checking: `run_ptx(..., check_races=True)` or TILEIRAS_EMULATOR_CHECK_RACES=1.
+"""Data-race checking, on by default: `run_ptx(..., check_races=False)` or TILEIRAS_EMULATOR_CHECK_RACES=0
+turn it off (for speed). Races between the CTAs of a grid on global memory: `grid_races.py`.
 
 All threads of a CTA execute an instruction together, so a missing barrier never shows up
 as a wrong result here; this mode reports it instead. The CTAs of a thread-block cluster run as
@@ -91,6 +92,8 @@ class RaceChecker:
         self.shadows: dict[str, Shadow] = {}
         self.texts = {ins.line: ins.text for ins in info}
         self.seq = 0
+        self.grid: Any = None       # a grid_races.GridRaces when other units of the grid run beside this one
+        self.unit = 0               # this checker's unit (CTA or cluster) in `grid`
 
     def new_cta(self, nthreads: int, smem_bytes: int) -> None:
         """A CTA starts with fresh shared memory: forget the async-proxy state of the one before."""
@@ -233,6 +236,9 @@ class RaceChecker:
                     record: bool = True) -> None:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
         (`record`: a shared read's clock; an async read in flight is recorded by `async_read`)."""
+        if space == "global" and self.grid is not None:
+            self.grid.access(self.unit, site.write, site.strong, site.line, idx, int(tids.flat[0]), size,
+                             site.does())
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
@@ -240,9 +246,10 @@ class RaceChecker:
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
-                self.hb.check_write(idx, tids, site.line, "the store")
-                self.hb.check_after_write(idx, tids, site.line, "write-after-write")
-                self.hb.write(idx, tids, site.line)
+                if not site.strong:     # atomics and strong stores do not race with each other
+                    self.hb.check_write(idx, tids, site.line, "the store")
+                    self.hb.check_after_write(idx, tids, site.line, "write-after-write")
+                    self.hb.write(idx, tids, site.line)
                 self.seq += 1
                 self.gen_seq[idx] = self.seq
                 self.gen_tid[idx] = tids
@@ -252,7 +259,7 @@ class RaceChecker:
             if space == "shared":
                 self._visible(st, site.line, idx, tids, site.does())
             self._read(st, site, space, sh, idx, tids)
-            if space == "shared":       # what the intervals let through: ordered by the waits made?
+            if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?
                 self.hb.check_after_write(idx, tids, site.line, "read-after-write")
                 if record:
                     self.hb.read(idx, tids, site.line)

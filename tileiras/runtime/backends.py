@@ -33,6 +33,7 @@ class RunRequest:
     gpu_name: Optional[str] = None
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     check_races: Optional[bool] = None   # emulator: report data races (None: TILEIRAS_EMULATOR_CHECK_RACES)
+    ptx: Optional[str] = None            # emulator: run this PTX instead of ours (same calling convention)
 
 
 def run_failure(message: str) -> TileirasError:
@@ -109,7 +110,13 @@ def run_emulator(req: RunRequest) -> list[np.ndarray]:
     memory = Memory()
     params = req.binding.upload(memory)
     params = [*params, *tma_hidden_params(info, params)]
-    run_ptx(ptx.decode(), req.kernel, req.grid, tuple(info.block), params, memory,
+    text, block = ptx.decode(), tuple(info.block)
+    if req.ptx is not None:     # another PTX of the kernel: our launch, unless it names its own block
+        from ..emulator import load_program
+
+        text = req.ptx
+        block = load_program(text, req.kernel).reqntid or block
+    run_ptx(text, req.kernel, req.grid, block, params, memory,
             dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races)
     return req.binding.download(memory)
 
