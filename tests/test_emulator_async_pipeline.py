@@ -161,11 +161,16 @@ def test_consumer_reading_a_stage_before_its_phase_completes_is_reported() -> No
 
 
 def test_consumers_running_ahead_without_waiting_leave_the_producer_deadlocked() -> None:
-    # scheduled first, the consumers free every stage several times over; the producer then waits for a
-    # phase parity that has already gone by, as it would on a GPU
+    # scheduled first, the consumers read stages nothing wrote yet (shared memory starts undefined) ...
+    ptx = kernel(consumer_first=True, consumer_waits=False)
+    with pytest.raises(EmulatorError, match=r"read of undefined shared memory: thread 32 loads it at shared address "
+                                            r"0x0, which no instruction wrote at line \d+ 'ld.shared.v2.f32"):
+        run(ptx)
+    # ... and free every stage several times over; the producer then waits for a phase parity that has
+    # already gone by, as it would on a GPU
     with pytest.raises(EmulatorError, match=r"deadlock in block \(0,0,0\): 32 thread\(s\) at an mbarrier wait: "
                                             r"line \d+ 'mbarrier.try_wait.parity.shared::cta.b64 %p4, \[%r35\], %r33'"):
-        run(kernel(consumer_first=True, consumer_waits=False))
+        run(ptx, check_races=False)
 
 
 def test_producer_overwriting_a_stage_the_consumers_have_not_released_is_reported() -> None:

@@ -130,7 +130,7 @@ WAIT:
 
 def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str = "K", a_span: int = 0,
         b_major: str = "K", b_span: int = 0, c: "np.ndarray | None" = None, a_from_tmem: bool = False,
-        disable: int = 0, neg_a: int = 0, **kw) -> tuple[np.ndarray, np.ndarray]:
+        disable: int = 0, neg_a: int = 0, enable_d: "int | None" = None, **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(5)
     bty = bty or aty
     k = KDIM[kind]
@@ -154,6 +154,8 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
     out_dtype = np.int32 if kind == "i8" else np.float32
     cin = np.zeros((128, n), out_dtype)
     lanes = np.arange(m) if m == 128 else 32 * (np.arange(m) // 16) + np.arange(m) % 16
+    if c is None and m != 128:      # the kernel reads all 128 lanes, tensor memory starts undefined: zeros
+        c = np.zeros((m, n), out_dtype)
     if c is not None:
         cin[lanes] = c
     mem = Memory()
@@ -170,7 +172,8 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
     run_ptx(ptx, "k", 1, 128, [ptrs[0], ptrs[1], img.size, umma_desc(0, a_lbo, a_sbo, a_span),
                                umma_desc(B_BASE, b_lbo, b_sbo, b_span),
                                idesc(kind, aty, bty, m, n, int(a_major != "K"), int(b_major != "K"), neg_a),
-                               int(c is not None), ptrs[2], cp_desc, words[0]], mem, check_races=True)
+                               int(c is not None) if enable_d is None else enable_d, ptrs[2], cp_desc, words[0]],
+            mem, check_races=True)
     got = np.frombuffer(mem.read(ptrs[0], cin.nbytes), out_dtype).reshape(128, n)[lanes]
     want = (-a_vals if neg_a else a_vals) @ b_vals.T + (c if c is not None else 0)
     if disable:
@@ -371,6 +374,9 @@ HALVES = """
     add.u32 %v1, %r4, 2;
     add.u32 %v2, %r4, 3;
     add.u32 %v3, %r4, 4;
+    mov.u32 %w0, 0;                          // tensor memory starts undefined: zero the 8 columns first
+    tcgen05.st.sync.aligned.32x32b.x8.b32 [%r3], {%w0, %w0, %w0, %w0, %w0, %w0, %w0, %w0};
+    tcgen05.wait::st.sync.aligned;
     tcgen05.st.sync.aligned.16x32bx2.x4.b32 [%r3], 4, {%v0, %v1, %v2, %v3};
     tcgen05.wait::st.sync.aligned;
     tcgen05.ld.sync.aligned.32x32b.x8.b32 {%w0, %w1, %w2, %w3, %w4, %w5, %w6, %w7}, [%r3];
@@ -413,3 +419,12 @@ def test_16x128b_shape_places_packed_fragments() -> None:
         for r in range(4):
             want[32 * w + 16 + i // 4 + 8 * (r % 2), i % 4 + 4 * (r // 2)] = 10 * t + r + 1
     np.testing.assert_array_equal(out, want)
+
+
+def test_accumulating_into_tensor_memory_nobody_wrote_is_reported() -> None:
+    """Freshly allocated tensor memory is undefined: the first tcgen05.mma must not accumulate
+    (enable-input-d false) unless something wrote D first."""
+    with pytest.raises(EmulatorError, match=r"read of undefined tensor memory: tcgen05.mma accumulating "
+                                            r"\(enable-input-d true\) reads lane 0, column 0, which no instruction "
+                                            r"wrote since its allocation at line \d+ '@%p1 tcgen05.mma"):
+        run("f16", "f16", 32, enable_d=1)

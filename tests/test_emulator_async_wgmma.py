@@ -27,12 +27,13 @@ KDIM = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8"
 
 
 def kernel(shape: str, types: str, nd: int, na: int, imms: str, fence: bool = True, early_read: bool = False,
-           wait: bool = True, load_c: bool = False, early_store: bool = False, straggler: bool = False) -> str:
+           wait: bool = True, load_c: bool = False, early_store: bool = False, straggler: bool = False,
+           zero_init: bool = True) -> str:
     d = ", ".join(f"%d{i}" for i in range(nd))
     a_op = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%rd20"
     load_a = "\n".join(f"    ld.global.u32 %a{i}, [%rd12+{4 * i}];" for i in range(na))
     init = "\n".join(f"    ld.global.u32 %d{i}, [%rd13+{4 * i}];" if load_c else f"    mov.b32 %d{i}, 0;"
-                     for i in range(nd))
+                     for i in range(nd)) if load_c or zero_init else ""
     store = "\n".join(f"    st.global.u32 [%rd11+{4 * i}], %d{i};" for i in range(nd))
     early = "    st.global.u32 [%rd11], %d0;" if early_read else ""
     if early_store:       # overwrite the A operand while the wgmma may still be reading it (bar.sync is no help)
@@ -141,7 +142,7 @@ def a_frag(a: np.ndarray, ty: str) -> np.ndarray:
 
 def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, b_major: str = "K",
         b_span: int = 0, a_in_regs: bool = False, c: "np.ndarray | None" = None, scale: tuple = (1, 1),
-        check_races: bool = True, **kw) -> tuple[np.ndarray, np.ndarray]:
+        check_races: bool = True, scale_d: "int | None" = None, **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     k = KDIM[ty]
     if ty in ("s8", "u8"):
@@ -181,7 +182,8 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
     na = frag.shape[1] if a_in_regs else 0
     ptx = kernel(shape, types, nd, na, imms, load_c=c is not None, **kw)
     run_ptx(ptx, "k", 1, 128, [ptrs[0], ptrs[1], img.size, gmma_desc(0, a_lbo, a_sbo, a_span),
-                               gmma_desc(B_BASE, b_lbo, b_sbo, b_span), ptrs[2], ptrs[3], int(c is not None)],
+                               gmma_desc(B_BASE, b_lbo, b_sbo, b_span), ptrs[2], ptrs[3],
+                               int(c is not None) if scale_d is None else scale_d],
             mem, check_races=check_races)
     raw = np.frombuffer(mem.read(ptrs[0], 128 * nd * 4), cin.dtype).reshape(128, n // 2)
     got = np.zeros((64, n))
@@ -261,3 +263,12 @@ def test_wgmma_needs_whole_warpgroups_and_supported_shapes() -> None:
     with pytest.raises(EmulatorError, match=r"shape .m64n12k16 does not exist"):
         run_ptx(kernel("m64n12k16", "f32.f16.f16", 3, 0, ", 1, 1, 0, 0"), "k", 1, 128,
                 [0, 0, 0, 0, 0, 0, 0, 0], mem)
+
+
+def test_accumulating_into_registers_nobody_zeroed_is_reported() -> None:
+    # scale-d false: the wgmma does not read the accumulators, so they need no initialization
+    got, want = run("f16", 16, zero_init=False)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(EmulatorError, match=r"undefined value stored: %d0 holds a value computed from %d0, which no "
+                                            r"instruction wrote in this thread at line \d+ 'st.global.u32"):
+        run("f16", 16, zero_init=False, scale_d=1)

@@ -499,6 +499,7 @@ def test_generic_addressing_local_memory_and_dynamic_shared() -> None:
     mov.u32 %r0, %tid.x;
     mov.u64 %rd10, depot;
     cvta.local.u64 %SP, %rd10;
+    st.local.u32 [depot], 0;                 // local memory starts undefined
     // per-thread local array indexed dynamically through a generic pointer
     and.b32 %r1, %r0, 15;
     mul.wide.u32 %rd11, %r1, 4;
@@ -703,6 +704,7 @@ def test_vprintf_and_device_assert() -> None:
     body = """
     .local .align 8 .b8 args[48];
     mov.u32 %r0, %tid.x;
+    mov.u32 %r10, 0;                         // the threads that skip the call store it too
     setp.ge.u32 %p1, %r0, 3;
     @%p1 bra SKIP;
     mov.u64 %rd1, args;

@@ -62,6 +62,9 @@ DEFAULT_MAX_WARP_INSTRUCTIONS = 2_000_000_000
 MAX_IDLE_RETRIES = 64
 # the default of run_ptx's check_races: on, unless TILEIRAS_EMULATOR_CHECK_RACES=0 (read once, for speed)
 CHECK_RACES = os.environ.get("TILEIRAS_EMULATOR_CHECK_RACES", "1") not in ("", "0")
+# what registers (but predicates), shared, local and tensor memory hold before anything writes them: all
+# ones is a NaN in every float format, so an undefined value read into a computation spoils its result
+POISON_BYTE = 0xFF
 IN_FLIGHT = 2              # grid units (CTAs or clusters) run at once, so that races between them show
 QUANTUM = 48               # instructions a unit issues before the next unit in flight gets its turn
 
@@ -114,6 +117,7 @@ class Launch:
     stdout: Any = None
     races: Any = None               # a races.RaceChecker in race-checking mode
     cluster: tuple[int, int, int] = (1, 1, 1)   # CTAs per cluster; `grid` counts CTAs
+    check: bool = False             # checking mode: races and definedness (`definedness.py`)
 
 
 class CTAState:
@@ -140,10 +144,10 @@ class CTAState:
         self.smem_size = launch.smem_size
         self.dyn_smem_base = launch.dyn_smem_base
         self.smem_stride = _round16(launch.smem_size)     # of each CTA's shared memory in `shared`
-        self.shared = np.zeros(k * self.smem_stride, dtype=np.uint8)
+        self.shared = np.full(k * self.smem_stride, POISON_BYTE, dtype=np.uint8)
         self.shared_views: dict = {}
         self.lsize = prog.local_size
-        self.local = np.zeros(max(n * self.lsize, 16), dtype=np.uint8)
+        self.local = np.full(max(n * self.lsize, 16), POISON_BYTE, dtype=np.uint8)
         self.local_views: dict = {}
         self.csize = prog.cparam_size
         self.cparam = np.zeros(max(n * self.csize, 16), dtype=np.uint8)
@@ -164,6 +168,14 @@ class CTAState:
         self.any_exited = False
         self.CC = np.zeros(n, dtype=np.uint8)
         self.R = list(launch.base_regs)
+        self.defined: Any = None            # definedness of each register (definedness.py), when checking
+        self.undef_origin: dict = {}        # register -> the never-written register its value came from
+        self.cur_def: Any = True            # definedness of what the running instruction writes
+        self.cur_origin = ""
+        if launch.check:
+            from .definedness import initial
+
+            self.defined = initial(prog)
         one = _OneCTA(np, nb) if k > 1 else self
         for name, idx in prog.specials.items():
             values = [_special_value(name, one, launch, c) for c in ctaids]
@@ -319,6 +331,10 @@ def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
     np = st.np
     prog = st.launch.prog
     code = prog.code
+    if st.defined is not None:
+        from .definedness import check_branch, checked_code
+
+        code = checked_code(prog)
     groups: list[Group] = [Group(prog.entry_pc, None, st.nwarps)]
     issued = 0
     issues = 0
@@ -401,6 +417,8 @@ def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
                     if gid < 0:
                         pc = aux
                         continue
+                    if st.defined is not None and st.defined[gid] is not True:
+                        check_branch(st, mask, gid, prog.reg_names)
                     taken = int(np.count_nonzero(m))
                     if taken == 0:
                         pc += 1
@@ -856,12 +874,14 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
     zeros: dict[int, Any] = {}
     for bits in prog.reg_bits:
         if bits not in zeros:
-            zeros[bits] = np.zeros(nthreads * ncta, dtype=uint_dtype(bits))
+            zeros[bits] = np.zeros(nthreads * ncta, dtype=np.bool_) if bits == 1 else \
+                np.full(nthreads * ncta, (1 << bits) - 1, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
     launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
                     stdout if stdout is not None else sys.stdout, cluster=cluster)
     units = list(_ctas_by_cluster(grid, cluster))
     checking = CHECK_RACES if check_races is None else check_races
+    launch.check = checking
     checkers: list = [None] * min(IN_FLIGHT, len(units))
     if checking:
         from .races import RaceChecker

@@ -106,6 +106,7 @@ class RaceChecker:
         self.gen_seq = np.full(size, -1, dtype=np.int64)       # when the generic proxy last stored it
         self.gen_tid = np.zeros(size, dtype=np.int64)
         self.gen_line = np.zeros(size, dtype=np.int32)
+        self.written = np.zeros(size, dtype=bool)              # bytes some instruction wrote (definedness)
         self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
         self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
@@ -196,6 +197,27 @@ class RaceChecker:
         if owner is not None:
             self.hb.read_pending(idx, tid, line, owner)
 
+    def mark_written(self, idx: Any) -> None:
+        """Shared bytes `idx` were written by an instruction the checks above do not see (mbarrier.init)."""
+        self.written[idx] = True
+
+    def _defined(self, st: Any, idx: Any, tids: Any, site: Site) -> None:
+        """Shared memory starts undefined: reading a byte no instruction wrote is reported (as a race when a
+        cp.async still in flight is to write it)."""
+        np = self.np
+        ok = self.written[idx]
+        if ok.all():
+            return
+        i = int(np.argmax(~ok))
+        for cp in st.cp_pending:
+            if np.isin(idx[i], cp.dst).any():
+                raise DeviceFault(f"data race (read-after-write): the cp.async at line {cp.line} "
+                                  f"'{self.texts.get(cp.line, '?')}' writes {_address('shared', idx[i])} and thread "
+                                  f"{int(tids[i])} {site.does()} before the copy is complete (no cp.async.wait_group "
+                                  "or mbarrier wait for it between)", int(tids[i]))
+        raise DeviceFault(f"read of undefined shared memory: thread {int(tids[i])} {site.does()} at "
+                          f"{_address('shared', idx[i])}, which no instruction wrote", int(tids[i]))
+
     def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
         np = self.np
         keys = self.async_key[idx]
@@ -246,6 +268,7 @@ class RaceChecker:
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
+                self.written[idx] = True
                 if not site.strong:     # atomics and strong stores do not race with each other
                     self.hb.check_write(idx, tids, site.line, "the store")
                     self.hb.check_after_write(idx, tids, site.line, "write-after-write")
@@ -257,6 +280,7 @@ class RaceChecker:
                 self.async_key[idx] = -1
         else:
             if space == "shared":
+                self._defined(st, idx, tids, site)
                 self._visible(st, site.line, idx, tids, site.does())
             self._read(st, site, space, sh, idx, tids)
             if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?

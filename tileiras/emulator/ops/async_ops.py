@@ -464,6 +464,8 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     clock = st.races.hb.init(t) if st.races is not None else 0
                     st.mbar[key] = MBarrier(v, v, key=key, init_by=t, init_clock=clock)
                     st.shared[key:key + 8] = 0
+                    if st.races is not None:
+                        st.races.mark_written(np.arange(key, key + 8))
                 elif op == "inval":
                     st.mbar.pop(key, None)
                 else:

@@ -80,7 +80,8 @@ class TensorMemory:
 def tmem(st: Any, thread: int, cta: Optional[int] = None) -> TensorMemory:
     """The tensor memory of thread `thread`'s CTA, or of the cluster's CTA `cta` (each has its own)."""
     if st.tmem is None:
-        st.tmem = [TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32)) for _ in range(st.ncta)]
+        st.tmem = [TensorMemory(_np().full((LANES, COLUMNS), 0xFFFFFFFF, dtype=_np().uint32))     # poison
+                   for _ in range(st.ncta)]
     return st.tmem[thread // st.cta_threads if cta is None else cta]
 
 
@@ -203,8 +204,21 @@ def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner:
     tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
     rank = int(tids.flat[0]) // st.cta_threads if cta is None else cta
     idx = cells.cells(_np().asarray(li) + LANES * rank, ci)
+    if not write:
+        _written(st, cells, idx, int(tids.flat[0]), f"the {ins.opcode}.{'.'.join(ins.mods[:1])}")
     cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
                  collective)
+
+
+def _written(st: Any, cells: Any, idx: Any, t: int, what: str) -> None:
+    """Tensor memory starts undefined (after tcgen05.alloc too): reading a cell no instruction wrote
+    is reported (definedness, with the race checker)."""
+    never = cells.who["w"][idx] < 0
+    if never.any():
+        c = int(idx[int(_np().argmax(never))])
+        lane, col = divmod(c, cells.columns)
+        raise DeviceFault(f"read of undefined tensor memory: {what} reads lane {lane % LANES}, column {col}, "
+                          "which no instruction wrote since its allocation", t)
 
 
 def _tensor_cells(st: Any) -> Any:
@@ -460,6 +474,10 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             rows = (d >> 16) + d_lanes(mm)
             li, ci = _cells(st, int(rows.min()), d & 0xFFFF, int(rows.max() - rows.min()) + 1, n, t, "tcgen05.mma D")
             ci = ci[0]
+            if st.races is not None and _at(st, enable, t):
+                cells = _tensor_cells(st)
+                _written(st, cells, cells.cells(rows[:, None] + LANES * (t // st.cta_threads), ci[None, :]), t,
+                         "tcgen05.mma accumulating (enable-input-d true)")
             old = tm.cells[rows[:, None], ci[None, :]] if _at(st, enable, t) else None
             out = accumulate(f, D, old, scale_d)
             keep = np.ones(mm, dtype=bool)

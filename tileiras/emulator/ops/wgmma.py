@@ -188,6 +188,7 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
         a_desc = dec.reader(ops[1], "b64", ins)
     b_desc = dec.reader(ops[2], "b64", ins)
     scale_d = dec.reader(ops[3], "pred", ins)
+    dec.read_only_when([dec.reg_of(r, ins) for r in ops[0].items], scale_d)
     dec.prog.async_regs |= pending_regs
     dec.prog.async_exempt.add(id(ins))
     rows_i, cols_i = accumulator_layout(n)
