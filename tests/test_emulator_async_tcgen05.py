@@ -94,6 +94,7 @@ COPIED:
     @%p3 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], {cols};
     @%p3 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;{again}
     @%p1 mbarrier.init.shared.b64 [bar], 1;
+    @%p1 fence.mbarrier_init.release.cluster;     // the init, visible to the async proxy
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
     tcgen05.fence::after_thread_sync;
@@ -122,6 +123,7 @@ WAIT:
 {store}
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
+    tcgen05.fence::after_thread_sync;
     @%p3 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r20, {cols};
     ret;
 }}
@@ -130,7 +132,8 @@ WAIT:
 
 def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str = "K", a_span: int = 0,
         b_major: str = "K", b_span: int = 0, c: "np.ndarray | None" = None, a_from_tmem: bool = False,
-        disable: int = 0, neg_a: int = 0, enable_d: "int | None" = None, **kw) -> tuple[np.ndarray, np.ndarray]:
+        disable: int = 0, neg_a: int = 0, enable_d: "int | None" = None, edit: object = None,
+        **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(5)
     bty = bty or aty
     k = KDIM[kind]
@@ -166,6 +169,7 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
     if disable:
         words[0] = disable
     ptx = kernel(kind, n, preload=c is not None, a_from_tmem=a_from_tmem, **kw)
+    ptx = edit(ptx) if edit else ptx
     if disable:
         ptx = ptx.replace(", %rd21, %r7, %p2;", ", %rd21, %r7, {%r15, %r30, %r30, %r30}, %p2;").replace(
             "ld.param.u32 %r15, [mask];", "ld.param.u32 %r15, [mask];\n    mov.b32 %r30, 0;")
@@ -387,6 +391,7 @@ HALVES = """
     st.global.v4.u32 [%rd3+16], {%w4, %w5, %w6, %w7};
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
+    tcgen05.fence::after_thread_sync;
     @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;
     ret;
 }
@@ -428,3 +433,30 @@ def test_accumulating_into_tensor_memory_nobody_wrote_is_reported() -> None:
                                             r"\(enable-input-d true\) reads lane 0, column 0, which no instruction "
                                             r"wrote since its allocation at line \d+ '@%p1 tcgen05.mma"):
         run("f16", "f16", 32, enable_d=1)
+
+
+def test_exiting_with_tensor_memory_allocated_is_reported() -> None:
+    from tileiras.emulator.host import emulate
+
+    ptx = HALVES.replace("    @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;\n", "")
+    with pytest.raises(EmulatorError, match=r"block \(0,0,0\) exits with tensor-memory columns 0..31 still allocated"):
+        emulate(ptx, "k", 1, 128, [np.zeros((128, 8), np.uint32)])
+
+
+@pytest.mark.parametrize("fence", ["before", "after"])
+def test_tcgen05_fences_order_tensor_memory_with_bar_sync(fence) -> None:
+    """Every warp stores its lanes of C, then bar.sync, then thread 0's tcgen05.mma accumulates on
+    them: the stores need tcgen05.fence::before_thread_sync before the barrier, the mma
+    tcgen05.fence::after_thread_sync after it."""
+    c = np.arange(128 * 32, dtype=np.float32).reshape(128, 32) / 16
+    got, want = run("f16", "f16", 32, c=c)
+    np.testing.assert_array_equal(got, want)
+    sync = "    tcgen05.wait::st.sync.aligned;\n    tcgen05.fence::before_thread_sync;\n    bar.sync 0;\n" \
+           "    tcgen05.fence::after_thread_sync;"
+    kept = sync.replace(f"    tcgen05.fence::{fence}_thread_sync;\n", "").replace(
+        f"\n    tcgen05.fence::{fence}_thread_sync;", "")
+    why = ("no tcgen05.fence::before_thread_sync by that thread published it" if fence == "before" else
+           "no tcgen05.fence::after_thread_sync came after it")
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(write-after-write\): the tcgen05.mma by "
+                                            r"thread 0 accesses lane \d+ column \d+, but .*" + why):
+        run("f16", "f16", 32, c=c, edit=lambda p: p.replace(sync, kept, 1))

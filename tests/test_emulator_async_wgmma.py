@@ -8,6 +8,8 @@ fragments back with the PTX ISA's m64nN accumulator layout and compares with num
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import sys
 
@@ -142,7 +144,8 @@ def a_frag(a: np.ndarray, ty: str) -> np.ndarray:
 
 def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, b_major: str = "K",
         b_span: int = 0, a_in_regs: bool = False, c: "np.ndarray | None" = None, scale: tuple = (1, 1),
-        check_races: bool = True, scale_d: "int | None" = None, **kw) -> tuple[np.ndarray, np.ndarray]:
+        check_races: bool = True, scale_d: "int | None" = None, edit: Any = None, b_desc_bits: int = 0,
+        **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     k = KDIM[ty]
     if ty in ("s8", "u8"):
@@ -181,8 +184,9 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
         imms += ("" if a_in_regs else f", {int(a_major != 'K')}") + f", {int(b_major != 'K')}"
     na = frag.shape[1] if a_in_regs else 0
     ptx = kernel(shape, types, nd, na, imms, load_c=c is not None, **kw)
+    ptx = edit(ptx) if edit else ptx
     run_ptx(ptx, "k", 1, 128, [ptrs[0], ptrs[1], img.size, gmma_desc(0, a_lbo, a_sbo, a_span),
-                               gmma_desc(B_BASE, b_lbo, b_sbo, b_span), ptrs[2], ptrs[3],
+                               gmma_desc(B_BASE, b_lbo, b_sbo, b_span) | b_desc_bits, ptrs[2], ptrs[3],
                                int(c is not None) if scale_d is None else scale_d],
             mem, check_races=check_races)
     raw = np.frombuffer(mem.read(ptrs[0], 128 * nd * 4), cin.dtype).reshape(128, n // 2)
@@ -272,3 +276,28 @@ def test_accumulating_into_registers_nobody_zeroed_is_reported() -> None:
     with pytest.raises(EmulatorError, match=r"undefined value stored: %d0 holds a value computed from %d0, which no "
                                             r"instruction wrote in this thread at line \d+ 'st.global.u32"):
         run("f16", 16, zero_init=False, scale_d=1)
+
+
+def test_wgmma_needs_wgmma_fence_before_it_and_after_other_accesses_of_its_registers() -> None:
+    fence = "    wgmma.fence.sync.aligned;\n"
+    with pytest.raises(EmulatorError, match=r"wgmma.mma_async without wgmma.fence: warpgroup 0 issues its first "
+                                            r"wgmma.mma_async with no wgmma.fence before it"):
+        run("f16", 16, edit=lambda p: p.replace(fence, ""))
+    # the fence before the accumulators (C) and the A fragments are loaded: their loads are not fenced
+    c = np.arange(64 * 16, dtype=np.float32).reshape(64, 16) / 8
+    first_load = "    ld.global.u32 %a0,"
+    with pytest.raises(EmulatorError, match=r"register %a0 is accessed by the instruction at line \d+ and then by "
+                                            r"this wgmma.mma_async with no wgmma.fence between"):
+        run("f16", 16, a_in_regs=True, c=c,
+            edit=lambda p: p.replace(fence, "").replace(first_load, fence + first_load))
+    got, want = run("f16", 16, a_in_regs=True, c=c)
+    np.testing.assert_allclose(got, want)
+
+
+def test_the_descriptor_base_offset_sets_the_swizzle_phase() -> None:
+    # B starts at 0x4000, aligned to the 1024-byte repeat of the 128-byte swizzle: base offset 0 is right,
+    # any other shifts the rows' XOR pattern and reads other bytes
+    got, want = run("f16", 16, b_span=128)
+    np.testing.assert_array_equal(got, want)
+    got, want = run("f16", 16, b_span=128, b_desc_bits=3 << 49)
+    assert not np.array_equal(got, want)

@@ -450,6 +450,7 @@ READER:
 DONE:
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
+    tcgen05.fence::after_thread_sync;
     @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;
     ret;
 }}
@@ -495,7 +496,8 @@ MMA_WAIT = """WAIT:
     tcgen05.fence::after_thread_sync;"""
 COMMIT = "@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];"
 # each warp overwrites its quarter of the MMA's A operand (copied into tensor memory by tcgen05.cp)
-OVERWRITE_A = "\n    add.u32 %r25, %r24, %r21;\n    tcgen05.st.sync.aligned.32x32b.x1.b32 [%r25], %r0;"
+OVERWRITE_A = ("\n    add.u32 %r25, %r24, %r21;\n    tcgen05.st.sync.aligned.32x32b.x1.b32 [%r25], %r0;"
+               "\n    tcgen05.wait::st.sync.aligned;")
 
 
 def test_the_accumulator_is_read_only_after_the_commits_mbarrier(monkeypatch) -> None:

@@ -202,6 +202,8 @@ class CTAState:
         # asynchronously written registers (async_regs.py), wgmma groups per warpgroup, tensor memory
         self.pending_regs: list = []
         self.wgmma_committed: dict[int, int] = {}
+        self.wgmma_fences: Any = None       # wgmma.fence state per warpgroup (wgmma_fence.py)
+        self.reg_budgets: Any = None        # setmaxnreg budget of each warpgroup (ops/control.py)
         self.tmem: Any = None
         self.races = races if races is not None else launch.races
         if self.races is not None:
@@ -454,6 +456,9 @@ def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
         if quantum:
             yield None
     st.issues = issues
+    from .exit_checks import check_exit
+
+    check_exit(st)
     return issued
 
 
@@ -497,6 +502,8 @@ def _deadlock(st: CTAState, groups: list) -> EmulatorError:
         what = {BAR: f"barrier {h.key}", COLL: "a warp-collective instruction", WAIT: "an mbarrier wait",
                 RUN: "running"}.get(h.state, "?")
         ins = prog.info[min(h.pc, len(prog.info) - 1)]
+        if h.state == WAIT and ins.opcode == "setmaxnreg":
+            what = "a setmaxnreg.inc waiting for registers"
         count = st.n if h.mask is None else int(st.np.count_nonzero(h.mask))
         where = ""
         if st.rank_of is not None:      # which CTAs of the cluster they belong to

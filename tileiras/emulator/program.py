@@ -335,6 +335,9 @@ class Decoder:
         self._srcs: set = set()                     # registers the instruction being decoded reads ...
         self._dsts: set = set()                     # ... and writes (readers and writers it made)
         self._optional: tuple = ((), None)
+        from .isa_forms import parse_target
+
+        self.target = parse_target(module.target)     # (sm, suffix) the instructions are checked against
 
     # -- layout helpers -----------------------------------------------------
     def new_reg(self, name: str, bits: int) -> int:
@@ -632,6 +635,10 @@ class Decoder:
         handler = self.handlers.get(ins.opcode)
         if handler is None:
             raise EmulatorError(f"line {ins.line}: unsupported PTX instruction '{ins.opcode}' in '{ins.text}'")
+        from .isa_forms import check_order, check_target
+
+        check_order(ins)
+        check_target(ins, self.target)
         gid, gneg = -1, False
         if ins.guard is not None:
             g = self.lookup_reg(ins.guard[0])

@@ -109,6 +109,7 @@ class RaceChecker:
         self.written = np.zeros(size, dtype=bool)              # bytes some instruction wrote (definedness)
         self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
         self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
+        self.init_fences: list[list[int]] = [[] for _ in range(nthreads)]   # ... and ran fence.mbarrier_init
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
         from .happens_before import Clocks
 
@@ -126,6 +127,19 @@ class RaceChecker:
 
     def proxy_fence(self, lanes: Any) -> None:
         self._stamp(self.fences, lanes)
+
+    def init_fence(self, lanes: Any) -> None:
+        """fence.mbarrier_init by threads `lanes`."""
+        self._stamp(self.init_fences, lanes)
+
+    def stamp_init(self) -> int:
+        """An mbarrier.init happens now: its place in the sequence of stamps."""
+        self.seq += 1
+        return self.seq
+
+    def init_fenced(self, tid: int, init_seq: int) -> bool:
+        """Whether thread `tid` ran fence.mbarrier_init or fence.proxy.async after its init at `init_seq`."""
+        return any(s > init_seq for s in self.init_fences[tid]) or any(s > init_seq for s in self.fences[tid])
 
     def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
         """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a
@@ -258,7 +272,7 @@ class RaceChecker:
                     record: bool = True) -> None:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
         (`record`: a shared read's clock; an async read in flight is recorded by `async_read`)."""
-        if space == "global" and self.grid is not None:
+        if space == "global" and self.grid is not None and len(idx):
             self.grid.access(self.unit, site.write, site.strong, site.line, idx, int(tids.flat[0]), size,
                              site.does())
         sh = self.shadows.get(space)

@@ -34,7 +34,7 @@ from ..errors import DeviceFault
 from ..spaces import shared_index, shared_outside, smem_base
 from ..parser import Addr, Imm, Instr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
-from ..smem_layout import decode_umma_desc, operand_addresses
+from ..smem_layout import base_offset, decode_umma_desc, operand_addresses
 from .common import lanes_of
 from .memory import address
 from .wgmma import element_values, operand_bytes, smem_matrix
@@ -169,8 +169,13 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
                     raise DeviceFault(f"tcgen05.alloc of {n} columns: tensor memory is full (on a GPU this "
                                       "waits forever for a dealloc)", t)
                 tm.allocated[start] = n
-                if st.races is not None:
-                    _tensor_cells(st).forget(start, n, LANES * (t // st.cta_threads), LANES)
+                if st.races is not None:    # fresh cells, written (undefined) by the allocating warp: their
+                    # first users must be ordered after the allocation like after a write
+                    cells = _tensor_cells(st)
+                    cells.forget(start, n, LANES * (t // st.cta_threads), LANES)
+                    li, ci = np.arange(LANES)[:, None], np.arange(start, start + n)[None, :]
+                    _track(st, li, ci, t, True, ins, None, collective=True)
+                    cells.fresh[cells.cells(li + LANES * (t // st.cta_threads), ci)] = True
                 d = _at(st, dst, t)
                 if d % 4 or shared_outside(st, _np().uint64(d), 4):
                     raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
@@ -190,6 +195,9 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
             a, n = _at(st, taddr, t), _at(st, ncols, t)
             if a >> 16 or tm.allocated.get(a & 0xFFFF) != n:
                 raise DeviceFault(f"tcgen05.dealloc of {n} columns at 0x{a:x} does not match an allocation", t)
+            if st.races is not None:    # like a write of every cell: after every access of them, ordered
+                li, ci = np.arange(LANES)[:, None], np.arange(a & 0xFFFF, (a & 0xFFFF) + n)[None, :]
+                _track(st, li, ci, t, True, ins, None, collective=True)
             del tm.allocated[a & 0xFFFF]
 
     return (K_COLL, dealloc, None)
@@ -213,7 +221,7 @@ def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner:
 def _written(st: Any, cells: Any, idx: Any, t: int, what: str) -> None:
     """Tensor memory starts undefined (after tcgen05.alloc too): reading a cell no instruction wrote
     is reported (definedness, with the race checker)."""
-    never = cells.who["w"][idx] < 0
+    never = (cells.who["w"][idx] < 0) | cells.fresh[idx]
     if never.any():
         c = int(idx[int(_np().argmax(never))])
         lane, col = divmod(c, cells.columns)
@@ -563,7 +571,7 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
     except ValueError as e:
         raise DeviceFault(str(e), t) from None
     base = smem_base(st, t) if cta is None else cta * st.smem_stride
-    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom) + base
+    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom, base_offset(desc)) + base
     if st.races is not None:
         owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
         st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
@@ -660,11 +668,24 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fn, None)
 
 
-def _nop(dec: Decoder, ins: Instr) -> Any:
+def _fence(dec: Decoder, ins: Instr) -> Any:
+    """tcgen05.fence::before/after_thread_sync: order tcgen05 operations with thread synchronization
+    (the race checker's tensor-memory clocks, happens_before.py)."""
     mods = Mods(ins)
-    mods.need(("fence::before_thread_sync", "fence::after_thread_sync"), "the fence")
+    which = mods.need(("fence::before_thread_sync", "fence::after_thread_sync"), "the fence")
     mods.done()
-    return (K_OP, lambda st, m: None, None)
+    after = which == "fence::after_thread_sync"
+
+    def fence(st: Any, m: Any) -> None:
+        if st.races is not None:
+            lanes = np.flatnonzero(m) if m is not None else np.arange(st.n)
+            if after:
+                st.races.hb.tcgen05_after_sync(lanes)
+            else:
+                st.races.hb.tcgen05_before_sync(lanes)
+
+    np = _np()
+    return (K_OP, fence, None)
 
 
 def _tcgen05(dec: Decoder, ins: Instr) -> Any:
@@ -682,7 +703,7 @@ def _tcgen05(dec: Decoder, ins: Instr) -> Any:
     if head == "cp":
         return _cp(dec, ins)
     if head.startswith("fence::"):
-        return _nop(dec, ins)
+        return _fence(dec, ins)
     raise bad(ins, "unsupported tcgen05 instruction")
 
 
