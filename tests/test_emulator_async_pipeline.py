@@ -223,5 +223,6 @@ DONE:
                                             r"waiting for registers: line \d+ 'setmaxnreg.inc.sync.aligned.u32 160'"):
         run_ptx(ptx, "k", 1, 512, [], Memory())
     run_ptx(ptx.replace("setmaxnreg.inc.sync.aligned.u32 160;",
-                        "setmaxnreg.dec.sync.aligned.u32 96;\n    bra DONE;\nUP:\n    setmaxnreg.inc.sync.aligned.u32 160;")
+                        "setmaxnreg.dec.sync.aligned.u32 96;\n    bra DONE;\n"
+                        "UP:\n    setmaxnreg.inc.sync.aligned.u32 160;")
             .replace("@%p1 bra DONE;", "@%p1 bra UP;"), "k", 1, 512, [], Memory())

@@ -19,6 +19,7 @@ import pytest
 from tileiras.emulator import EmulatorError, Memory, run_ptx
 
 sys.path.insert(0, os.path.dirname(__file__))
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 from emulator_async_layouts import image, umma_desc  # noqa: E402
 
 B_BASE = 0x4000
@@ -132,7 +133,7 @@ WAIT:
 
 def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str = "K", a_span: int = 0,
         b_major: str = "K", b_span: int = 0, c: "np.ndarray | None" = None, a_from_tmem: bool = False,
-        disable: int = 0, neg_a: int = 0, enable_d: "int | None" = None, edit: object = None,
+        disable: int = 0, neg_a: int = 0, enable_d: "int | None" = None, edit: object = None, full: bool = False,
         **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(5)
     bty = bty or aty
@@ -140,6 +141,9 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
     if kind == "i8":
         a_vals, b_vals = rng.integers(-8 if aty == "s8" else 0, 8, (m, k)), rng.integers(-8 if bty == "s8" else 0, 8,
                                                                                          (n, k))
+    elif full:      # random full-precision values, compared within the accumulation's bound
+        a_vals = full_precision(rng, (m, k), TYPES[kind][aty][0])
+        b_vals = full_precision(rng, (n, k), TYPES[kind][bty][0])
     else:
         a_vals, b_vals = rng.integers(-8, 8, (m, k)) / 4, rng.integers(-8, 8, (n, k)) / 4
     a = a_vals.astype(TYPES[kind][aty][0])
@@ -180,6 +184,8 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
             mem, check_races=True)
     got = np.frombuffer(mem.read(ptrs[0], cin.nbytes), out_dtype).reshape(128, n)[lanes]
     want = (-a_vals if neg_a else a_vals) @ b_vals.T + (c if c is not None else 0)
+    if full:
+        assert_accumulated(got, want, a_vals, b_vals, "s32" if kind == "i8" else "f32", aty)
     if disable:
         keep = ((disable >> lanes) & 1) == 1
         want[keep] = c[keep] if c is not None else 0
@@ -197,6 +203,8 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
 def test_tcgen05_mma_matches_numpy(kind, aty, bty, m, n, a_major, a_span, b_major, b_span) -> None:
     got, want = run(kind, aty, n, m, bty, a_major, a_span, b_major, b_span)
     np.testing.assert_array_equal(got, want)
+    if kind != "i8":    # random values, within the K-term bound
+        run(kind, aty, n, m, bty, a_major, a_span, b_major, b_span, full=True)
 
 
 def test_accumulating_into_tensor_memory_written_by_tcgen05_st() -> None:

@@ -20,6 +20,7 @@ import pytest
 from tileiras.emulator import EmulatorError, Memory, run_ptx
 
 sys.path.insert(0, os.path.dirname(__file__))
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 from emulator_async_layouts import gmma_desc, image  # noqa: E402
 
 B_BASE = 0x4000
@@ -145,15 +146,18 @@ def a_frag(a: np.ndarray, ty: str) -> np.ndarray:
 def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, b_major: str = "K",
         b_span: int = 0, a_in_regs: bool = False, c: "np.ndarray | None" = None, scale: tuple = (1, 1),
         check_races: bool = True, scale_d: "int | None" = None, edit: Any = None, b_desc_bits: int = 0,
+        full: bool = False,
         **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     k = KDIM[ty]
+    bty = kw.pop("bty", ty)
     if ty in ("s8", "u8"):
         lo = 0 if ty == "u8" else -8
         a_vals, b_vals = rng.integers(lo, 8, (64, k)), rng.integers(lo, 8, (n, k))
+    elif full:      # random full-precision values (the caller compares within the accumulation's bound)
+        a_vals, b_vals = full_precision(rng, (64, k), RAW[ty]), full_precision(rng, (n, k), RAW[bty])
     else:
         a_vals, b_vals = rng.integers(-8, 8, (64, k)) / 4, rng.integers(-8, 8, (n, k)) / 4
-    bty = kw.pop("bty", ty)
     a = a_vals.astype(RAW[ty])
     b = b_vals.astype(RAW[bty])
     if ty == "tf32":
@@ -194,6 +198,8 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
     got[rows, cols] = raw
     av = a_vals * scale[0]
     want = av @ (b_vals * scale[1]).T + (c if c is not None else 0)
+    if full:
+        assert_accumulated(got, want, av, b_vals, dty, ty)
     return got, want
 
 
@@ -211,6 +217,7 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
 def test_wgmma_matches_numpy(ty, n, dty, a_major, a_span, b_major, b_span) -> None:
     got, want = run(ty, n, dty, a_major, a_span, b_major, b_span)
     np.testing.assert_allclose(got, want, rtol=1e-3 if dty == "f16" else 1e-6)
+    run(ty, n, dty, a_major, a_span, b_major, b_span, full=True)   # random values, within the K-term bound
 
 
 def test_mixed_fp8_inputs_accumulate_into_c_with_negated_a() -> None:

@@ -105,3 +105,21 @@ def test_reading_shared_memory_nobody_wrote_is_reported() -> None:
     last = "setp.eq.u32 %p2, %r0, 31;\n    @%p2 st.shared.u32 [%r3+4], %r0;"
     out = run(body.format(store="st.shared.u32 [%r3], %r0;\n    " + last), extra=extra)
     assert out[0, 0].view(np.uint32) == 1
+
+
+def test_a_packed_register_is_defined_in_the_bytes_that_came_defined() -> None:
+    # LLVM packs a value with an undefined half and takes the defined bytes out again (prmt, unpacking mov)
+    body = """
+    .reg .b16 %rs<4>;
+    cvt.u16.u32 %rs1, %r0;
+    mov.b32 %r2, {{%rs1, %rs3}};
+    {take}
+    st.global.u32 [%rd3], %r4;
+"""
+    out = run(body.format(take="prmt.b32 %r4, %r2, 0, 0x7710;"))
+    np.testing.assert_array_equal(out[:, 0].view(np.uint32), np.arange(32))
+    run(body.format(take="mov.b32 {%rs2, %rs0}, %r2;\n    cvt.u32.u16 %r4, %rs2;"))
+    with pytest.raises(EmulatorError, match=r"undefined value stored: %r4"):
+        run(body.format(take="prmt.b32 %r4, %r2, 0, 0x7732;"))      # the undefined half's bytes
+    with pytest.raises(EmulatorError, match=r"undefined value stored: %r4"):
+        run(body.format(take="mov.b32 {%rs2, %rs0}, %r2;\n    cvt.u32.u16 %r4, %rs0;"))

@@ -171,6 +171,7 @@ class CTAState:
         self.defined: Any = None            # definedness of each register (definedness.py), when checking
         self.undef_origin: dict = {}        # register -> the never-written register its value came from
         self.cur_def: Any = True            # definedness of what the running instruction writes
+        self.partial: dict = {}             # register -> byte mask of its defined bytes (a partly defined pack)
         self.cur_origin = ""
         if launch.check:
             from .definedness import initial

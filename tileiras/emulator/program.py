@@ -658,12 +658,14 @@ class Decoder:
             self.prog.flow.append(flow)
 
     def _flow(self, ins: Instr) -> Any:
-        from .definedness import Flow, sinks_of
+        from .definedness import Flow, byte_flow, sinks_of
 
         optional, when = self._optional
         optional = tuple(sorted(set(optional) - {None}))
         srcs = tuple(sorted(self._srcs - set(optional)))
-        return Flow(srcs, tuple(sorted(self._dsts)), sinks_of(ins, self._regs_in), optional, when)
+        parts = byte_flow(ins, lambda op: self.reg_of(op, ins) if isinstance(op, (Reg, Sym)) else None,
+                          lambda r: self.prog.reg_bits[r])
+        return Flow(srcs, tuple(sorted(self._dsts)), sinks_of(ins, self._regs_in), optional, when, **parts)
 
     def _regs_in(self, op: Any) -> frozenset:
         return self.registers_named(_OperandsOf(op))  # type: ignore[arg-type]

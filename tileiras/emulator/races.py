@@ -180,7 +180,8 @@ class RaceChecker:
         self.async_line[idx] = line
         self.gen_seq[idx] = -1
 
-    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None) -> None:
+    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None,
+                   copy: bool = False) -> None:
         """Shared bytes `idx` read through the async proxy by an instruction the threads `tids` issued;
         with an `owner`, the read stays in flight until `hb.finish` completes that owner's reads."""
         np = self.np
@@ -207,7 +208,7 @@ class RaceChecker:
                               f"the generic proxy and {what} reads it through the async proxy with no "
                               "fence.proxy.async by that thread before it published the store", tid)
         self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
-                         np.full(idx.size, tid), record=owner is None)
+                         np.full(idx.size, tid), record=owner is None, copy=copy)
         if owner is not None:
             self.hb.read_pending(idx, tid, line, owner)
 
@@ -269,9 +270,10 @@ class RaceChecker:
             self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
 
     def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any,
-                    record: bool = True) -> None:
+                    record: bool = True, copy: bool = False) -> None:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
-        (`record`: a shared read's clock; an async read in flight is recorded by `async_read`)."""
+        (`record`: a shared read's clock; an async read in flight is recorded by `async_read`; `copy`: the
+        read copies the bytes on (tcgen05.cp), undefined ones included)."""
         if space == "global" and self.grid is not None and len(idx):
             self.grid.access(self.unit, site.write, site.strong, site.line, idx, int(tids.flat[0]), size,
                              site.does())
@@ -294,7 +296,8 @@ class RaceChecker:
                 self.async_key[idx] = -1
         else:
             if space == "shared":
-                self._defined(st, idx, tids, site)
+                if not copy:
+                    self._defined(st, idx, tids, site)
                 self._visible(st, site.line, idx, tids, site.does())
             self._read(st, site, space, sh, idx, tids)
             if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?

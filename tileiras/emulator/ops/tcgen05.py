@@ -212,7 +212,7 @@ def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner:
     tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
     rank = int(tids.flat[0]) // st.cta_threads if cta is None else cta
     idx = cells.cells(_np().asarray(li) + LANES * rank, ci)
-    if not write:
+    if not write and ins.mods[:1] != ("ld",):      # tcgen05.ld: its registers become undefined instead
         _written(st, cells, idx, int(tids.flat[0]), f"the {ins.opcode}.{'.'.join(ins.mods[:1])}")
     cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
                  collective)
@@ -227,6 +227,17 @@ def _written(st: Any, cells: Any, idx: Any, t: int, what: str) -> None:
         lane, col = divmod(c, cells.columns)
         raise DeviceFault(f"read of undefined tensor memory: {what} reads lane {lane % LANES}, column {col}, "
                           "which no instruction wrote since its allocation", t)
+
+
+def _undefined_cells(st: Any, li: Any, ci: Any, t: int) -> Any:
+    """Which of the cells (lanes `li`, columns `ci` of thread t's CTA) no instruction wrote since their
+    allocation (None when all were written, or without the checker)."""
+    if st.races is None or st.defined is None:
+        return None
+    cells = _tensor_cells(st)
+    idx = cells.cells(_np().asarray(li) + LANES * (t // st.cta_threads), ci).reshape(_np().shape(li))
+    never = (cells.who["w"][idx] < 0) | cells.fresh[idx]
+    return never if never.any() else None
 
 
 def _tensor_cells(st: Any) -> Any:
@@ -320,10 +331,18 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
                 vals = tm.cells[li, ci]
                 sel = np.zeros(st.n, dtype=bool)
                 sel[lanes] = True
-                for k, wr in enumerate(writers):
-                    full = np.zeros(st.n, dtype=np.uint32)
-                    full[lanes] = vals[:, k]
-                    wr.put(st, sel, full)
+                undefined = _undefined_cells(st, li, ci, t0)
+                if undefined is not None:       # what never-written cells hold reaches the registers undefined
+                    st.cur_def = np.ones(st.n, dtype=bool)
+                    st.cur_def[lanes] = ~undefined.any(axis=1)
+                    st.cur_origin = "tensor memory no instruction wrote"
+                try:
+                    for k, wr in enumerate(writers):
+                        full = np.zeros(st.n, dtype=np.uint32)
+                        full[lanes] = vals[:, k]
+                        wr.put(st, sel, full)
+                finally:
+                    st.cur_def = True
             else:
                 vals = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in readers], axis=1)
                 tm.cells[li, ci] = vals.astype(np.uint32)
@@ -574,7 +593,8 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
     addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom, base_offset(desc)) + base
     if st.races is not None:
         owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
-        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
+        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner,
+                            copy=ins.mods[:1] == ("cp",))
     return smem_matrix(st, addrs, ty, esize, what, t, base)
 
 
