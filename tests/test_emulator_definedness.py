@@ -123,3 +123,14 @@ def test_a_packed_register_is_defined_in_the_bytes_that_came_defined() -> None:
         run(body.format(take="prmt.b32 %r4, %r2, 0, 0x7732;"))      # the undefined half's bytes
     with pytest.raises(EmulatorError, match=r"undefined value stored: %r4"):
         run(body.format(take="mov.b32 {%rs2, %rs0}, %r2;\n    cvt.u32.u16 %r4, %rs0;"))
+
+
+def test_an_unpacking_mov_that_skips_the_undefined_half_with_a_sink_is_defined() -> None:
+    body = """
+    .reg .b64 %rd<8>;
+    mov.b64 %rd5, {%r9, %r0};
+    mov.b64 {_, %r4}, %rd5;
+    st.global.u32 [%rd3], %r4;
+"""
+    out = run(body.replace("    .reg .b64 %rd<8>;\n", ""))
+    np.testing.assert_array_equal(out[:, 0].view(np.uint32), np.arange(32))

@@ -63,14 +63,15 @@ def byte_flow(ins: Any, reg_of: Any, bits_of: Any) -> dict:
     ops = ins.operands
     if ins.opcode == "mov" and len(ops) == 2 and (isinstance(ops[0], Vec) != isinstance(ops[1], Vec)):
         vec, other = (ops[1], ops[0]) if isinstance(ops[1], Vec) else (ops[0], ops[1])
-        whole, parts, at = reg_of(other), [], 0
-        for item in vec.items:
+        whole, parts = reg_of(other), []
+        if whole is None:
+            return {}
+        width = bits_of(whole) // 8 // len(vec.items)     # the items split the whole evenly (`_` too)
+        for k, item in enumerate(vec.items):
             r = reg_of(item)
-            width = bits_of(r) // 8 if r is not None else 0
             if r is not None:
-                parts.append((r, ((1 << width) - 1) << at))
-            at += width
-        if whole is None or not parts:
+                parts.append((r, ((1 << width) - 1) << (k * width)))
+        if not parts:
             return {}
         return {"pack": (whole, tuple(parts))} if isinstance(ops[1], Vec) else {"unpack": (whole, tuple(parts))}
     if ins.opcode == "prmt" and list(ins.mods) == ["b32"] and len(ops) == 4 and isinstance(ops[3], Imm):
