@@ -186,8 +186,8 @@ def _delete_accumulator_init(lines: list[str]) -> Iterator:
 
 
 def _tcgen05_accumulate_first(lines: list[str]) -> Iterator:
-    """A tcgen05.mma's enable-input-d forced true (its last operand, or the setp of an inline-asm predicate
-    before it): the first one accumulates into never-written tensor memory."""
+    """The first tcgen05.mma's enable-input-d forced true (its last operand, or the setp of an inline-asm
+    predicate before it): it accumulates into never-written tensor memory."""
     for i, line in enumerate(lines):
         code = _code(line)
         if "tcgen05.mma" not in code:
@@ -201,6 +201,7 @@ def _tcgen05_accumulate_first(lines: list[str]) -> Iterator:
                 continue
             new = code[:m.start(1)] + "1" + code[m.end(1):]
         yield i, f"enable-input-d forced true in '{code[:80]}'", lines[:i] + ["\t" + new] + lines[i + 1:]
+        return
 
 
 def _target(lines: list[str]) -> Iterator:

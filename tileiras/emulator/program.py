@@ -478,10 +478,10 @@ class Decoder:
         self._dsts.add(idx)
         return Writer(idx, store_conv(value_dtype, self.prog.reg_bits[idx]))
 
-    def read_only_when(self, readers_of: Any, when: Any) -> None:
-        """The registers of operands `readers_of` are read by the instruction being decoded only when the
-        predicate reader `when` holds (wgmma's accumulators and scale-d): for definedness."""
-        self._optional = (tuple(readers_of), when)
+    def read_only_when(self, regs: Any, when: Any) -> None:
+        """Registers `regs` are read by the instruction being decoded only when the predicate reader `when`
+        holds (wgmma's accumulators and scale-d): for definedness."""
+        self._optional = (tuple(regs), when)
 
     def writer_t(self, op: Any, ty: str, ins: Instr) -> Writer:
         return self.writer(op, np_dtype(ty), ins)
@@ -676,7 +676,7 @@ class Decoder:
 
         out: set[int] = set()
         todo = list(ins.operands)
-        if getattr(ins, "guard", None) is not None:
+        if ins.guard is not None:
             todo.append(Reg(ins.guard[0]))
         while todo:
             op = todo.pop()
