@@ -293,7 +293,7 @@ class TensorCells:
         self.line = {a: np.zeros(size, dtype=np.int32) for a in "wr"}
         self.keys: dict = {}                    # owner key -> its code
         self.pending: list[tuple[Any, str, Any, Any]] = []    # (owner key, "w"|"r", cells, threads)
-        self.unfenced: list[tuple[str, Any, Any]] = []          # ("w"|"r", cells, threads) at UNFENCED
+        self.unfenced: dict[int, list] = {}     # warp -> [("w"|"r", cells, threads)] left at UNFENCED
         self.fresh = np.zeros(size, dtype=bool)     # last written by tcgen05.alloc: undefined (definedness)
 
     def cells(self, lanes: Any, cols: Any) -> Any:
@@ -393,7 +393,7 @@ class TensorCells:
             still = (self.who[a][idx] == tids) & (self.clock[a][idx] == PENDING)
             if owner[0] in ("ld", "st"):    # a warp's own ld/st: published by its before_thread_sync fence
                 self.clock[a][idx[still]] = UNFENCED
-                self.unfenced.append((a, idx[still], tids[still]))
+                self.unfenced.setdefault(int(owner[1]), []).append((a, idx[still], tids[still]))
             else:
                 self.clock[a][idx[still]] = self.hb.vc[tids[still], tids[still]]
             self.key[a][idx[still]] = -1
@@ -402,12 +402,22 @@ class TensorCells:
     def fence(self, lanes: Any) -> None:
         """The completed ld/st of threads `lanes` get their threads' current clocks (before_thread_sync)."""
         np = self.np
-        rest = []
-        for a, idx, tids in self.unfenced:
-            mine = np.isin(tids, lanes)
-            sel, t = idx[mine], tids[mine]
-            still = (self.who[a][sel] == t) & (self.clock[a][sel] == UNFENCED)
-            self.clock[a][sel[still]] = self.hb.vc[t[still], t[still]]
-            if not mine.all():
-                rest.append((a, idx[~mine], tids[~mine]))
-        self.unfenced = rest
+        if not self.unfenced:
+            return
+        lanes = np.asarray(lanes).ravel()
+        for w in np.unique(lanes // 32).tolist():
+            entries = self.unfenced.pop(w, None)
+            if not entries:
+                continue
+            fenced = np.zeros(32, dtype=bool)       # which of the warp's lanes fence
+            fenced[lanes[lanes // 32 == w] % 32] = True
+            rest = []
+            for a, idx, tids in entries:
+                mine = fenced[tids % 32]
+                sel, t = idx[mine], tids[mine]
+                still = (self.who[a][sel] == t) & (self.clock[a][sel] == UNFENCED)
+                self.clock[a][sel[still]] = self.hb.vc[t[still], t[still]]
+                if not mine.all():
+                    rest.append((a, idx[~mine], tids[~mine]))
+            if rest:
+                self.unfenced[w] = rest
