@@ -199,7 +199,7 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     lines = [line.split("s  ", 1)[1] for line in timed.stderr.splitlines() if "s  " in line]
     passes = [line for line in lines if line.endswith("(sm_90)")]
     # the canonical form (its passes, in rounds to a fixed point), nv_tileaa (tiles split over a cluster, views in
-    # tensor order, the level's canonical form, facts), warps and long rows in chunks, then layout assignment and
+    # tensor order, the level's canonical form, facts), warps, big tiles in loops and long rows in chunks, then layout assignment and
     # nv_tileas (its schedule decisions last), then token order and LLVM IR
     canonical = [f"{name} (sm_90)" for name in ("canonicalize", "simplify-tokens", "licm", "cse", "dce")]
     rounds = 0
@@ -208,7 +208,7 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     assert rounds >= 1
     assert passes == [f"{name} (sm_90)" for name in (
         "split-over-cluster", "order-views", "canonicalize-nv_tileaa", "infer-facts", "verify-nv_tileaa",
-        "chunk-rows", "assign-layouts",
+        "loop-tiles", "chunk-rows", "assign-layouts",
         "materialize-layouts", "fuse-conversions",
         "verify-nv_tileas", "shared-buffer-lifetimes", "plan-pipelines", "plan-warp-roles", "plan-shared-memory",
         "token-order",

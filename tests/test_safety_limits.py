@@ -24,9 +24,15 @@ ARGS = ("%arg0: tile<ptr<{e}>>, %arg1: tile<i32>, %arg2: tile<i32>, "
         "%arg3: tile<ptr<{e}>>, %arg4: tile<i32>, %arg5: tile<i32>")
 
 
-def elementwise(n: int, element: str = "f32", adds: int = 1) -> str:
+# What keeps a kernel's tiles in registers whole (tileaa/tile_loops.py loops the others over chunks):
+# an op after the loop would reorder, ordered after the store by its token.
+ORDERED_AFTER = '  %p = print_tko "done\\n" token = {token} -> token'
+
+
+def elementwise(n: int, element: str = "f32", adds: int = 1, whole: bool = True) -> str:
     """A kernel that loads a tile of `n` elements, adds to it `adds` times and stores it: the shape
-    of kernel whose code grows with its tile."""
+    of kernel whose code grows with its tile where it is held in registers `whole` (a print ordered
+    after the store), and does not where the tile is computed in a loop over chunks."""
     tile = f"tile<{n}x{element}>"
     view = f"partition_view<tile=({n}), tensor_view<?x{element}, strides=[?]>>"
     tensor = f"tensor_view<?x{element}, strides=[?]>"
@@ -43,13 +49,14 @@ def elementwise(n: int, element: str = "f32", adds: int = 1) -> str:
     add = "addf" if element.startswith("f") else "addi"
     for i in range(adds):
         lines.append(f"  %v{i + 1} = {add} %v{i}, %c : {tile}")
-    lines += [f"  %s = store_view_tko weak %v{adds}, %p1[%bx] token = %tok : {tile}, {view}, tile<i32> -> token",
-              "  return", "}"]
+    after = "%tok" if whole else "%0"   # a store ordered after a load of another array stays whole too
+    lines += [f"  %s = store_view_tko weak %v{adds}, %p1[%bx] token = {after} : {tile}, {view}, tile<i32> -> token",
+              *([ORDERED_AFTER.format(token="%s")] if whole else []), "  return", "}"]
     return "\n".join(lines) + "\n"
 
 
-def copies(n: int, count: int) -> str:
-    """`count` independent load/store pairs of `n` f32 elements each."""
+def copies(n: int, count: int, whole: bool = True) -> str:
+    """`count` independent load/store pairs of `n` f32 elements each (held `whole`, as `elementwise`)."""
     view = f"partition_view<tile=({n}), tensor_view<?xf32, strides=[?]>>"
     tensor = "tensor_view<?xf32, strides=[?]>"
     lines = [f"entry @k({ARGS.format(e='f32')}) {{", "  %0 = make_token : token",
@@ -60,8 +67,11 @@ def copies(n: int, count: int) -> str:
     for i in range(count):
         lines += [f"  %i{i} = constant <i32: {i}> : tile<i32>",
                   f"  %v{i}, %tok{i} = load_view_tko weak %p0[%i{i}] token = %0 : {view}, tile<i32> -> tile<{n}xf32>, token",
-                  f"  %s{i} = store_view_tko weak %v{i}, %p1[%i{i}] token = %tok{i} : tile<{n}xf32>, {view}, tile<i32> "
+                  f"  %s{i} = store_view_tko weak %v{i}, %p1[%i{i}] token = {f'%tok{i}' if whole else '%0'} : "
+                  f"tile<{n}xf32>, {view}, tile<i32> "
                   "-> token"]
+    stores = ", ".join(f"%s{i}" for i in range(count))
+    lines += [f"  %all = join_tokens {stores} : token", ORDERED_AFTER.format(token="%all")] if whole else []
     return "\n".join(lines + ["  return", "}"]) + "\n"
 
 
@@ -101,6 +111,14 @@ def test_over_a_limit_is_refused_naming_the_value_and_the_limit(text: str, messa
 @pytest.mark.parametrize("text", [elementwise(1 << 18), elementwise(1 << 17, "f64"), elementwise(1 << 18, adds=13),
                                   copies(1 << 16, 4), alloca(58112)])
 def test_at_the_limits_is_accepted(text: str) -> None:
+    limits.check_module(parse_module(text, "k.mlir"))
+
+
+@pytest.mark.parametrize("text", [elementwise(1 << 24, whole=False), elementwise(1 << 23, "f64", adds=15, whole=False),
+                                  copies(1 << 22, 4, whole=False)])
+def test_tiles_computed_in_loops_over_chunks_are_not_limited(text: str) -> None:
+    """A tile the middle level loops over chunks costs the code of one chunk, whatever its size (up
+    to the dialect's 2^24 elements)."""
     limits.check_module(parse_module(text, "k.mlir"))
 
 

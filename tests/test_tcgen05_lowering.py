@@ -102,7 +102,9 @@ def test_sm100_matmul_matches_numpy_under_the_race_checker(config, tmp_path: Pat
 def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:
     data = _matmul("float16", "float32", 32, 64, 32)
     short = _ptx(data, "sm_100", tmp_path)   # M = 32: no cta_group::1 shape
-    assert "tcgen05" not in short and "mma.sync" in short and ".target sm_100\n" in short
+    # sm_100a: the warp roles' setmaxnreg (mma.sync consumers beside a TMA producer warp, as sm_120's)
+    assert "tcgen05" not in short and "mma.sync" in short and ".target sm_100a\n" in short
+    assert "setmaxnreg" in short
     src = tmp_path / "short.tileirbc"
     src.write_bytes(data)
     done = subprocess.run([sys.executable, "-m", "tileiras", "--gpu-name", "sm_100", str(src), "--emit=ptx", "-o",

@@ -17,9 +17,9 @@ from .errors import ExitCode, TileirasError
 
 def _passes() -> dict[str, Callable[[object], object]]:
     from ..tileaa.canonicalize import canonicalize_tileaa
-    from ..transforms.passes import CANONICAL_PASSES, to_canonical
+    from ..transforms.passes import CANONICAL_PASSES, OPT_ONLY, to_canonical
 
-    table: dict[str, Callable[[object], object]] = dict(CANONICAL_PASSES)
+    table: dict[str, Callable[[object], object]] = dict(CANONICAL_PASSES + OPT_ONLY)
     table["canonical-form"] = to_canonical           # the whole group, to a fixed point
     table["canonicalize-nv_tileaa"] = canonicalize_tileaa
     return table
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     p = _ArgParser(prog="tileir opt", description="Run canonical-form passes on a TileIR module, print the text.")
     p.add_argument("input", nargs="?", help="TileIR text or bytecode ('-' for stdin)")
     p.add_argument("--passes", default="canonical-form", help="comma-separated passes (default canonical-form); "
-                   "known: canonicalize, simplify-tokens, licm, cse, dce, canonical-form, canonicalize-nv_tileaa")
+                   "known: canonicalize, simplify-tokens, licm, cse, dce, canonical-form, canonicalize-nv_tileaa, canonical-order")
     return p
 
 

@@ -23,6 +23,7 @@ from ..schedule.pipeline import PipelinePlan
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileaa.row_chunks import chunk_rows
+from ..tileaa.tile_loops import loop_tiles
 from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
 from ..tileas.plan import plan_lines, plan_of
 from ..tileas.shared_plan import Assumptions, shared_plan_lines, shared_plan_of
@@ -189,12 +190,27 @@ def _canonical_form(module: Operation, entries: list[Operation], stage: Any, dum
 
 
 def _threads_and_chunks(entry: Operation, gpu: str) -> int:
-    """The entry's threads, chosen on its whole rows; then long element-wise rows streamed in chunks
-    (tileaa/row_chunks.py) and the facts of the ops that makes inferred."""
+    """The entry's threads, chosen on its whole tiles; then tiles too big for registers computed in
+    loops over chunks (tileaa/tile_loops.py), long element-wise rows streamed in unrolled chunks
+    (tileaa/row_chunks.py), and the facts of the ops that makes inferred."""
+    threads = _threads_and_loops(entry, gpu)
+    _chunks(entry, threads)
+    return threads
+
+
+def _threads_and_loops(entry: Operation, gpu: str) -> int:
+    from ..dialects.limits import check_kernel
+
     threads = choose_threads(entry, gpu)
+    if loop_tiles(entry, threads):
+        to_tileaa(entry)
+    check_kernel(entry, looped=False)   # what stays in registers, in the form it is lowered in
+    return threads
+
+
+def _chunks(entry: Operation, threads: int) -> None:
     if chunk_rows(entry, threads):
         to_tileaa(entry)
-    return threads
 
 
 def _sm(gpu: str) -> int:
@@ -246,8 +262,11 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         with stage(name):
             for op in entries:
                 run_aa(op)
+    with stage("loop-tiles"):
+        threads = [_threads_and_loops(op, gpu) for op in entries]
     with stage("chunk-rows"):
-        threads = [_threads_and_chunks(op, gpu) for op in entries]
+        for op, n in zip(entries, threads):
+            _chunks(op, n)
     with stage("assign-layouts"):
         assignments = [LayoutAssignment(op, n, sm=_sm(gpu)) for op, n in zip(entries, threads)]
     for name, run in TILEAS_PASSES:

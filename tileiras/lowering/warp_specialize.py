@@ -174,6 +174,21 @@ def role_loop(k: KernelLowering, p: "ActivePipeline", name: str, tag: str, lb: s
     k.b.start_block(done)
 
 
+def mma_sync_roles(k: "KernelFacts | KernelLowering") -> bool:
+    """Whether the kernel's warp roles (and its TMA stages) are those of mma.sync consumers: on a TMA
+    target built on mma.sync (sm_120), or on a tcgen05 target where no mma of the kernel is tcgen05 (tiles
+    under its smallest M of 64, which NVIDIA's specializes there the same way: a TMA producer warp,
+    consumer warpgroups issuing mma.sync from ldmatrix)."""
+    if not k.caps.has("tma"):
+        return False
+    if k.caps.has("tcgen05"):
+        from .operand_views import MMAS
+
+        layouts = getattr(k.assignment, "tcgen05_layouts", None)
+        return not layouts and any(op.name in MMAS for op in k.entry.walk())
+    return k.caps.mma_sync_roles
+
+
 def _pure(op: Operation) -> bool:
     """No memory, no thread-indexed layout: 0-d scalars, views, constants."""
     from ..ir.types import TileType
@@ -224,7 +239,8 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         return None, "no pipelined loop in the kernel's top-level block"
     note = ""
     loads = k.pipelines[loops[0]].loads
-    if k.caps.mma_sync_roles and k.threads > 128 and k.assignment is not None and not all(
+    mma_sync = mma_sync_roles(k)
+    if mma_sync and k.threads > 128 and k.assignment is not None and not all(
             k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
             if k.assignment.is_shared_operand(load.results[0])):
         # two consumer warpgroups launch with 168 registers a thread (ptxas allocates within that,
@@ -232,14 +248,14 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         # 32-bit N-major operands) need the unspecialized CTA's 255 (mm_i8_256x128x64 spilled)
         return None, ("two consumer warpgroups would launch with 168 registers a thread, and operands "
                       "gathered element by element (no ldmatrix) need more")
-    if k.caps.mma_sync_roles and _occupancy_hint(k) > 1:
+    if mma_sync and _occupancy_hint(k) > 1:
         # the hinted CTAs an SM leave a thread 128 registers at launch, and ptxas compiles the consumers
         # within that whatever setmaxnreg.inc grants (tg_fmha_bwd_dq_f16_d64_64x32 spilled)
         return None, (f"the occupancy hint ({_occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
                       "a thread, fewer than the consumers' mma.sync fragments need")
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
-    if k.caps.has("tcgen05"):
+    if k.caps.has("tcgen05") and not mma_sync:
         if k.threads // 128 not in ROLES:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
                           f"registers a thread, fewer than the epilogue's tensor-memory load needs")

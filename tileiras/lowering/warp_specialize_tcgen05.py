@@ -75,14 +75,22 @@ _BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue
 
 
 def _source(value: object) -> Optional[Operation]:
-    """The load whose tile `value` is (through unit reshapes and roundings to tf32), else None."""
-    from .ops_tcgen05 import _to_tf32, _unit_reshape
+    """The load whose tile `value` is (through unit reshapes, 2-D transposes and roundings to tf32),
+    else None."""
+    return _traced(value)[0]
 
-    owner = getattr(value, "owner", None)
-    while isinstance(owner, Operation) and (owner.name == "cuda_tile.reshape" and _unit_reshape(owner)
-                                            or _to_tf32(owner)):
-        owner = getattr(owner.operands[0], "owner", None)
-    return owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None
+
+def _transposed(value: object) -> bool:
+    """Whether the path from its load to `value` transposes it (the MMA then reads the stage as the
+    other major: the instruction descriptor's transpose bit, as unspecialized)."""
+    return _traced(value)[1]
+
+
+def _traced(value: object) -> tuple[Optional[Operation], bool]:
+    from .operand_views import source
+    from .ops_tcgen05 import _passes
+
+    return source(value, _passes) if hasattr(value, "owner") else (None, False)  # type: ignore[arg-type]
 
 
 def rounded(k: KernelLowering) -> dict:
@@ -139,7 +147,7 @@ def _zero(value: object) -> bool:
 
 def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
     """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
-    from .ops_tcgen05 import _to_tf32, resident_loop
+    from .ops_tcgen05 import _passes, _to_tf32, _transpose_2d, resident_loop
 
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     body = loop.regions[0].block
@@ -164,6 +172,10 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             if _source(op.results[0]) not in loads or len(op.results[0].uses) != 1 \
                     or op.results[0].uses[0] not in layouts:
                 return (), "a tf32 rounding that is not of a staged load feeding an mma"
+        elif _transpose_2d(op):     # a column-major operand: the MMA reads its stage transposed
+            if _source(op.results[0]) not in loads or \
+                    any(u not in layouts and not _passes(u) for u in op.results[0].uses):
+                return (), "a transpose that is not of a staged load feeding an mma"
         elif op.name == "cuda_tile.load_view_tko" and op not in loads:
             return (), "a load of the loop is not staged by the pipeline (the producer copies only staged loads)"
         elif op.name not in _BODY_OPS:
@@ -569,11 +581,13 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {it.j}, 0', 'mw')} to i32", "mw")  # zero start
         for op, (a_load, b_load) in operands.items():
-            # the loads' own swizzled buffers: A stored (M, K) is K-major, B stored (K, N) N-major
-            a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, it.stage)), True)
-            b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, it.stage)), False)
+            # the loads' own swizzled buffers: A stored (M, K) is K-major, B stored (K, N) N-major; a
+            # transposed load the other way round
+            a = _Operand(_staged(p, a_load, _stage_offset(k, p, a_load, it.stage)), not _transposed(op.operand("lhs")))
+            b = _Operand(_staged(p, b_load, _stage_offset(k, p, b_load, it.stage)), _transposed(op.operand("rhs")))
             _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-            idesc = instruction(kind_of(op), issued_m(m, p.pair is not None), n, False, True)  # type: ignore[arg-type]
+            idesc = instruction(kind_of(op), issued_m(m, p.pair is not None), n,  # type: ignore[arg-type]
+                                not a.kmajor, not b.kmajor)
             scales = None
             if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
                 from .ops_blockscale import Tcgen05Scales

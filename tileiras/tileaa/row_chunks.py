@@ -151,20 +151,26 @@ def _rewrite(ops: list[Operation], shape: tuple[int, ...], chunks: int) -> None:
             _erase(view.owner)  # type: ignore[attr-defined]
 
 
+def twin_view(view: Value, part: tuple) -> Value:
+    """A partition view of the same tensor view as `view`, of `part`-shaped tiles, made beside it (a chunk's
+    loads and stores index it at `index * chunks + c`)."""
+    vtype = view.type
+    assert isinstance(vtype, PartitionViewType)
+    owner = view.owner  # type: ignore[attr-defined]
+    twin = Operation(_VIEW, list(owner.operands), [PartitionViewType(part, vtype.tensor_view, vtype.dim_map,
+                                                                      vtype.padding_value)],
+                     owner.attributes, location=owner.location, segment_sizes=owner.segment_sizes)
+    owner.insert_before(twin)
+    return twin.results[0]
+
+
 def _chunk_index(op: Operation, operands: list[Value], part: tuple[int, ...], chunks: int, c: int,
                  views: dict[Value, Value], scaled: dict[Value, Value], anchor: Operation) -> list[Value]:
     """The operands of a view load/store of chunk `c`: the twin view of chunk-sized tiles, and the
     innermost tile index `index * chunks + c`."""
     view = op.operand("view")
     if view not in views:
-        vtype = view.type
-        assert isinstance(vtype, PartitionViewType)
-        owner = view.owner  # type: ignore[attr-defined]
-        twin = Operation(_VIEW, list(owner.operands), [PartitionViewType(part, vtype.tensor_view, vtype.dim_map,
-                                                                          vtype.padding_value)],
-                         owner.attributes, location=owner.location, segment_sizes=owner.segment_sizes)
-        owner.insert_before(twin)
-        views[view] = twin.results[0]
+        views[view] = twin_view(view, part)
     position = operands.index(view)
     operands[position] = views[view]
     index = list(op.operand_group("index"))

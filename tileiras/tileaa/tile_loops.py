@@ -1,0 +1,682 @@
+"""Pass `loop-tiles`: a tile too big for the CTA's registers is computed in a loop over chunks.
+
+Every tile value lives in registers, one LLVM value per element a thread holds, so a kernel's code
+grows with its tiles: a 2^20-element vector add is 8192 loads, adds and stores a thread, which LLVM
+and ptxas need minutes to compile. Where nothing ties one element of a tile to another (loads and
+stores through partition views, element-wise ops, splat constants, broadcasts along unit axes,
+reshapes of unit axes, token joins), the elements can be computed chunk after chunk in any order. This pass rewrites such a
+group of ops into one `cuda_tile.for` over chunks of `CHUNK_ELEMENTS` a thread: each iteration
+loads a chunk-sized tile of a twin partition view (tile index `index * k + c` along each axis split
+in k), computes and stores it. The code is then that of one chunk, whatever the tile's size, and
+ragged edges stay exact: a chunk past the array's bound is padded or masked as the whole tile was.
+
+A group is the ops of one block connected through tiles of one size (the iteration space: the
+shape of the tile that starts it; a permute reorders a tile's axes in it), plus the joins of their
+tokens; it is looped when every member has a rule in `RULES`, nothing outside reads what it defines,
+its tiles are not carried into the block, and no op between its first and last member has effects
+the reordering would move across. A chunk fills the space from its innermost axis out (a square one
+where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
+Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
+which unrolls a few chunks). `streamable` tells the compile limits (dialects/limits.py) which tile
+values this pass takes out of registers.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..ir.attributes import DenseElements
+from ..ir.core import Block, Operation, Region, Value
+from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
+from .row_chunks import twin_view
+from .view_order import _erase
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .tile_phases import Phase
+
+# Beyond 128 elements a thread (2^15 on 256 threads) a tile is looped; a chunk is 16 a thread: the
+# size `row_chunks.py` unrolls, four 16-byte accesses of f32 in flight a thread.
+LOOP_ELEMENTS = 128
+CHUNK_ELEMENTS = 16
+
+_VIEW = "cuda_tile.make_partition_view"
+_I32 = TileType((), ScalarType("i32"))
+# ops that are neither pure nor members: a group may not be reordered across them
+_EFFECTS = ("load", "store", "atomic", "print", "assert", "barrier", "alloca")
+
+
+def _tile(value: Value) -> Optional[TileType]:
+    return value.type if isinstance(value.type, TileType) else None
+
+
+# -- which ops a chunk can compute (op name -> rule) ----------------------------------------------
+
+def _elementwise(op: Operation) -> bool:
+    from ..lowering.assign_layouts import elementwise_ops
+
+    shapes = {v.type.shape for v in (*op.operands, *op.results) if isinstance(v.type, TileType)}
+    return op.name in elementwise_ops() and len(shapes) == 1
+
+
+def _splat(op: Operation) -> bool:
+    return bool(op.attributes["value"].is_splat)
+
+
+def _broadcast(op: Operation) -> bool:
+    """A broadcast along unit axes (of one value, of a row over rows, of a column over columns): a
+    chunk's is the broadcast of the source's chunk, or of the whole source where the chunk keeps
+    whole the axes the source runs along (`_fits`)."""
+    src, res = _tile(op.operands[0]), _tile(op.results[0])
+    return src is not None and res is not None and len(src.shape) == len(res.shape)
+
+
+def _reshape(op: Operation) -> bool:
+    """A reshape that only adds or drops unit axes: a chunk's is the reshape of the chunk."""
+    src, res = _tile(op.operands[0]), _tile(op.results[0])
+    return src is not None and res is not None and _long(src.shape) == _long(res.shape)
+
+
+def _long(shape: tuple[int, ...]) -> list[int]:
+    return [n for n in shape if n != 1]
+
+
+def _view_access(op: Operation) -> bool:
+    view = op.operand("view")
+    vtype = view.type if view is not None else None
+    tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
+    rank = len(tile.type.shape)  # type: ignore[union-attr]
+    index = op.operand_group("index")
+    return isinstance(vtype, PartitionViewType) and tuple(vtype.dim_map) == tuple(range(rank)) \
+        and getattr(view, "owner", None) is not None and view.owner.name == _VIEW \
+        and len(index) == rank and all(_tile(i) == _I32 for i in index)  # type: ignore[union-attr]
+
+
+def _always(op: Operation) -> bool:
+    return True
+
+
+def _iota(op: Operation) -> bool:
+    """A 1-D iota of i32: a chunk's is the chunk-sized iota plus the chunk's first index."""
+    t = op.results[0].type
+    return isinstance(t, TileType) and len(t.shape) == 1 and t.element == _I32.element
+
+
+def _reduce(op: Operation) -> bool:
+    """A reduce of one tile whose body combines element-wise (it then combines whole accumulators)."""
+    from ..lowering.assign_layouts import elementwise_ops
+
+    body = op.regions[0].blocks[0].operations if op.regions and op.regions[0].blocks else []
+    return len(op.operands) == 1 and all(inner.name in elementwise_ops() or inner.name == "cuda_tile.yield"
+                                         for inner in body)
+
+
+def _scan(op: Operation) -> bool:
+    """A forward scan of one tile combining element-wise: a chunk's is the chunk's scan combined with
+    the running value the loop carries (what the chunks before it combine to)."""
+    return _reduce(op) and not op.attributes.get("reverse")
+
+
+# op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
+RULES: dict[str, Callable[[Operation], bool]] = {
+    "cuda_tile.constant": _splat,
+    "cuda_tile.broadcast": _broadcast,
+    "cuda_tile.reshape": _reshape,
+    "cuda_tile.load_view_tko": _view_access,
+    "cuda_tile.store_view_tko": _view_access,
+    "cuda_tile.permute": _always,   # a chunk's permute is the permute of the chunk (axes reordered)
+    "cuda_tile.reduce": _reduce,    # into an accumulator the loop carries (tile_phases.py)
+    "cuda_tile.scan": _scan,        # from the running value the loop carries
+    "cuda_tile.for": _always,       # carrying tiles of the group: run whole per chunk (`_loop_axes`)
+    "cuda_tile.continue": _always,  # of such a loop
+    "cuda_tile.join_tokens": _always,
+    "cuda_tile.iota": _iota,
+}
+
+
+def _chunkable(op: Operation) -> bool:
+    rule = RULES.get(op.name)
+    return rule(op) if rule is not None else _elementwise(op)
+
+
+# -- groups ------------------------------------------------------------------------------------
+
+# per axis of a tile value, the axis of the group's iteration space it runs along; -1 for a unit axis
+# (a row's leading one, any axis of length 1: it runs along no axis, a chunk's is 1 long too)
+Axes = tuple[int, ...]
+
+
+class Group:
+    """Ops of one block computing tiles of one iteration space (`space`, the shape of the tile that
+    started it), each tile value with its `axes` in that space (a permute reorders them)."""
+
+    def __init__(self, space: tuple[int, ...]) -> None:
+        self.space = space
+        self.ops: list[Operation] = []            # the members in the group's block, in order
+        self.inner: set[Operation] = set()        # the members in the bodies of member loops
+        self.axes: dict[Value, Axes] = {}
+
+    def values(self) -> list[Value]:
+        return list(self.axes)
+
+    def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
+        """The chunk-sized shape of `value` for chunks `part` of the space."""
+        return tuple(part[a] if a >= 0 else 1 for a in self.axes[value])
+
+
+def _unit(value: Value, axes: Axes) -> Axes:
+    """`axes` of `value` with -1 on its unit axes (one value seen through reshapes: one spelling)."""
+    shape = value.type.shape  # type: ignore[union-attr]
+    return tuple(-1 if n == 1 else a for n, a in zip(shape, axes))
+
+
+def _size(t: TileType) -> int:
+    return t.num_elements
+
+
+def _in_space(value: Value, elements: int) -> bool:
+    t = _tile(value)
+    return t is not None and bool(t.shape) and t.num_elements == elements
+
+
+def _op_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+    """The axes of the tiles of `op` in the group, given those of `known` (None where they do not
+    follow: shapes that differ, or a permute that is not one)."""
+    if op.name == "cuda_tile.broadcast":
+        return _broadcast_axes(op, known, axes, block)
+    if op.name == "cuda_tile.reshape":
+        other = op.results[0] if known is op.operands[0] else op.operands[0]
+        long = iter([a for a in axes if a >= 0])
+        return {known: axes, other: tuple(-1 if n == 1 else next(long) for n in other.type.shape)}  # type: ignore[union-attr]
+    if op.name == "cuda_tile.reduce":
+        return {known: axes} if known is op.operands[0] else None   # its result is not chunked
+    if op.name == "cuda_tile.permute":
+        perm = tuple(int(p) for p in op.attributes["permutation"])
+        src, res = op.operands[0], op.results[0]
+        if known is src:
+            return {src: axes, res: tuple(axes[p] for p in perm)}
+        back = [0] * len(perm)
+        for i, p in enumerate(perm):
+            back[p] = axes[i]
+        return {src: tuple(back), res: axes}
+    shape = known.type.shape  # type: ignore[union-attr]
+    tiles = [v for v in (*op.operands, *op.results) if _tile(v) is not None and _tile(v).shape]  # type: ignore[union-attr]
+    if any(v.type.shape != shape for v in tiles):  # type: ignore[union-attr]
+        return None
+    return {v: axes for v in tiles}
+
+
+def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+    """A broadcast's result runs along the space; its source along the same axes but the broadcast
+    ones. The source is computed per chunk too (a weight row loaded chunk by chunk) unless it is one
+    value, comes from another block or from a reduction (a row's mean: done before the loop that
+    reads it, `tile_phases.py`): then the loop reads it whole."""
+    src, res = op.operands[0], op.results[0]
+    if known is src:   # reached from a source the group computes: the result's unit axes are its own
+        full = tuple(i if a < 0 else a for i, a in enumerate(axes))
+        return {src: axes, res: full} if sorted(full) == list(range(len(full))) else None
+    src_axes = _unit(src, axes)
+    t = _tile(src)
+    owner = getattr(src, "owner", None)
+    if t is None or t.num_elements == 1 or not isinstance(owner, Operation) or owner.parent is not block \
+            or _after_reduce(owner, block):
+        return {res: axes}
+    return {res: axes, src: src_axes}
+
+
+def _after_reduce(op: Operation, block: Block) -> bool:
+    """Whether `op` reads, directly or not, a reduction of `block`."""
+    pending, seen = [op], set()
+    while pending:
+        op = pending.pop()
+        if op.name == "cuda_tile.reduce":
+            return True
+        seen.add(op)
+        pending += [v.owner for v in op.operands if isinstance(getattr(v, "owner", None), Operation)  # type: ignore[attr-defined]
+                    and v.owner.parent is block and v.owner not in seen]  # type: ignore[attr-defined]
+    return False
+
+
+def _grow(block: Block, seed: Value) -> Optional[Group]:
+    """The group of ops of `block` connected to `seed` through tiles of its size, or None where one
+    of them cannot be computed chunk by chunk."""
+    t = _tile(seed)
+    assert t is not None
+    group = Group(t.shape)
+    elements = t.num_elements
+    group.axes[seed] = _unit(seed, tuple(range(len(t.shape))))
+    members: set[Operation] = set()
+    blocks = {block}   # the group's block and the bodies of its member loops
+    pending = [seed]
+    while pending:
+        value = pending.pop()
+        owner = getattr(value, "owner", None)
+        touching = ([owner] if isinstance(owner, Operation) else []) + list(value.uses)
+        for op in touching:
+            if op in members:
+                continue
+            inner = op.parent is not block
+            if op.parent not in blocks or not _chunkable(op) or op.name in (_OUTER_ONLY if inner else _INNER_ONLY):
+                return None
+            if op.name == "cuda_tile.for":
+                axes = _loop_axes(op, value, group.axes[value], elements)
+                if axes is not None:
+                    blocks.add(op.regions[0].blocks[0])
+            else:
+                axes = _op_axes(op, value, group.axes[value], block)
+            if axes is None:
+                return None
+            members.add(op)
+            for v, a in axes.items():
+                a = _unit(v, a)
+                if group.axes.setdefault(v, a) != a:
+                    return None   # one tile seen along two orders
+                if v is not value and v not in pending:
+                    pending.append(v)
+    tokens = [r for op in members for r in op.results if isinstance(r.type, TokenType)]
+    while tokens:   # the joins of the group's tokens order the group's own accesses
+        for user in tokens.pop().uses:
+            if user.name == "cuda_tile.join_tokens" and user.parent is block and user not in members:
+                members.add(user)
+                tokens.append(user.results[0])
+    group.ops = [op for op in block.operations if op in members]
+    group.inner = {op for op in members if op.parent is not block}
+    return group
+
+
+# members that only the group's own block may hold (a loop's body has no phases), and those only the
+# body of a member loop may (the group's own block continuing its loop would carry tiles out of it)
+_OUTER_ONLY = ("cuda_tile.reduce", "cuda_tile.scan")
+_INNER_ONLY = ("cuda_tile.continue",)
+
+
+def _loop_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
+    """A `for` whose carried values are all tiles of the group (with the shape of `known`), and whose
+    body only reads memory: it runs whole for each chunk, inside the chunk loop. The axes of its
+    carried values, block arguments and results; None where it does not qualify."""
+    body = op.regions[0].blocks[0]
+    inits = op.operand_group("initValues")
+    shape = known.type.shape  # type: ignore[union-attr]
+    if not inits or any(not _in_space(v, elements) or v.type.shape != shape for v in inits):  # type: ignore[union-attr]
+        return None
+    if any(inner.regions or any(word in inner.short_name for word in _EFFECTS if word != "load")
+           for inner in body.operations):
+        return None
+    return {v: axes for v in (*inits, *body.arguments[1:], *op.results)}
+
+
+def _closed(block: Block, group: Group) -> bool:
+    """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
+    first and last member has effects a loop around the members would reorder."""
+    ops, members = group.ops, set(group.ops)
+    if any(user not in members for op in ops if op.name != "cuda_tile.reduce" for r in op.results for user in r.uses):
+        return False   # a tile or token read after the loop (or in another block); a reduction's result may be
+    if not _ordered_accesses_agree(group):
+        return False
+    defined = members | group.inner
+    loops = {op.regions[0].blocks[0] for op in defined if op.name == "cuda_tile.for"}
+    if any(v.owner not in defined and v.owner not in loops for v in group.axes):  # type: ignore[attr-defined]
+        return False   # a tile carried into the block (another loop's argument)
+    first, last = block.operations.index(ops[0]), block.operations.index(ops[-1])
+    return not any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
+                   for op in block.operations[first:last])
+
+
+def _ordered_accesses_agree(group: Group) -> bool:
+    """Every store ordered after a load of the group (through tokens) writes the elements that load
+    read (the same partition of the same tensor view at the same tile index): a loop that loads and
+    stores chunk by chunk then keeps the order the tokens ask for."""
+    members = set(group.ops)
+    for store in group.ops:
+        if store.name != "cuda_tile.store_view_tko" or store.operand("token") is None:
+            continue
+        pending, seen = [store.operand("token")], set()
+        while pending:
+            owner = getattr(pending.pop(), "owner", None)
+            if owner not in members or owner in seen:
+                continue
+            seen.add(owner)
+            if owner.name == "cuda_tile.load_view_tko" and not _same_elements(owner, store):
+                return False
+            if owner.name == "cuda_tile.load_ptr_tko":
+                return False   # gathered elements: which the store overwrites is not known
+            pending += [v for v in owner.operands if isinstance(v.type, TokenType)]
+    return True
+
+
+def _same_elements(load: Operation, store: Operation) -> bool:
+    a, b = load.operand("view"), store.operand("view")
+    return a is not None and b is not None and a.type == b.type and \
+        a.owner.operands[0] is b.owner.operands[0] and \
+        load.operand_group("index") == store.operand_group("index")  # type: ignore[union-attr]
+
+
+# ops whose chunks combine with a value the loop carries: they split only the axis they run along
+_CARRIES = ("cuda_tile.reduce", "cuda_tile.scan")
+
+
+def _fits(group: Group, part: tuple[int, ...]) -> bool:
+    """Every reduce of the group splits only its reduced axis into chunks: the reduce of a chunk then
+    has the shape of the whole result, and accumulates into it. Every broadcast of a tile the loop
+    reads whole keeps whole the axes that tile runs along."""
+    for op in group.ops:
+        if op.name in _CARRIES:
+            axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
+            if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+                return False
+        if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes:
+            axes = _unit(op.operands[0], group.axes[op.results[0]])
+            if any(a >= 0 and part[a] != group.space[a] for a in axes):
+                return False
+    return True
+
+
+def _groups(block: Block, least: int) -> list[Group]:
+    """The groups of `block` over tiles of more than `least` elements that loops can compute."""
+    out: list[Group] = []
+    seen: set[Value] = set()
+    for op in list(block.operations):
+        for r in op.results:
+            t = _tile(r)
+            if t is None or not t.shape or t.num_elements <= least or r in seen:
+                continue
+            group = _grow(block, r)
+            if group is None:
+                seen.add(r)
+                continue
+            seen |= set(group.axes)
+            if _closed(block, group):
+                out.append(group)
+    return out
+
+
+def _blocks(entry: Operation) -> list[Block]:
+    return [block for op in entry.walk() for region in op.regions for block in region.blocks]
+
+
+def streamable(entry: Operation) -> set[Value]:
+    """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
+    return {v for block in _blocks(entry) for group in _groups(block, 1) for v in group.values()}
+
+
+def loop_tiles(entry: Operation, threads: int) -> int:
+    """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
+    a thread; the number of loops made."""
+    from .tile_phases import phases
+
+    made = 0
+    for block in _blocks(entry):
+        for group in _groups(block, LOOP_ELEMENTS * threads):
+            part = chunk_shape(group, CHUNK_ELEMENTS * threads)
+            plan = phases(block, group.ops) if _fits(group, part) else None
+            if plan is not None:
+                _rewrite(group, part, plan)
+                made += len(plan)
+    return made
+
+
+def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
+    """The chunk of the group's space of `size` elements (powers of two). Filled from the innermost
+    axis out, so that a chunk's rows stay whole and its accesses as contiguous as the tile's (the axes a
+    reduce keeps first: it then splits only its own); where a permute reorders the axes, as square
+    as it can be, so that rows stay long on both sides."""
+    space = group.space
+    if any(op.name == "cuda_tile.permute" for op in group.ops):
+        part = [1] * len(space)
+        while _product(part) < size and any(p < n for p, n in zip(part, space)):
+            axis = min((a for a in reversed(range(len(space))) if part[a] < space[a]), key=lambda a: part[a])
+            part[axis] *= 2
+        return tuple(part)
+    reduced = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name in _CARRIES} | \
+        {a for op in group.ops if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes
+         for a in group.axes[op.results[0]] if a >= 0 and a not in _unit(op.operands[0], group.axes[op.results[0]])}
+    order = [a for a in reversed(range(len(space))) if a not in reduced] + \
+        [a for a in reversed(range(len(space))) if a in reduced]   # a reduction's other axes whole first
+    out, left = [1] * len(space), size
+    for a in order:
+        out[a] = max(1, min(space[a], left))
+        left //= out[a]
+    return tuple(out)
+
+
+def _product(values: list[int]) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+# -- the rewrite -------------------------------------------------------------------------------
+
+class _Body:
+    """Appends ops to the loop's body."""
+
+    def __init__(self, block: Block, location: object) -> None:
+        self.block, self.location = block, location
+        self.indices: dict[tuple[Value, int, int], Value] = {}   # (tile index, axis, block) -> the chunk's
+
+    def op(self, name: str, operands: list[Value], attrs: Optional[dict] = None) -> Value:
+        return self.block.append(Operation(name, operands, [_I32], attrs or {}, location=self.location)).results[0]
+
+    def const(self, value: int) -> Value:
+        raw = value.to_bytes(4, "little", signed=True)
+        return self.block.append(Operation("cuda_tile.constant", [], [_I32], {"value": DenseElements(_I32, raw)},
+                                           location=self.location)).results[0]
+
+
+def _outside_const(anchor: Operation, value: int) -> Value:
+    raw = value.to_bytes(4, "little", signed=True)
+    return anchor.insert_before(Operation("cuda_tile.constant", [], [_I32], {"value": DenseElements(_I32, raw)},
+                                          location=anchor.location)).results[0]
+
+
+def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
+    """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
+    ops chunk by chunk; then the group's ops are dropped."""
+    for phase in plan:
+        _loop(group, part, phase)
+    for op in reversed(group.ops):
+        _erase(op)
+    views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
+    for view in views:
+        if not view.uses:
+            _erase(view.owner)  # type: ignore[attr-defined]
+
+
+def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
+    """The loop of one phase, before `phase.before`: its reductions' results become the loop's."""
+    at = phase.before
+    splits = [n // p for n, p in zip(group.space, part)]
+    bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
+    scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
+    inits = [_identity(at, op, op.results[0].type) for op in phase.reduces] + \
+        [_identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
+    body = Block([_I32, *(v.type for v in inits)])
+    loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
+                                      regions=[Region([body])], location=at.location))
+    emit = _Body(body, at.location)
+    coords = _chunk_coords(emit, body.arguments[0], splits)
+    chunk = _Chunk(group, part, splits, coords, emit)
+    carried: list[Value] = []
+    runs: list[Value] = []
+    for op in phase.ops:
+        copy = chunk.clone(op, body)
+        if op in phase.reduces:
+            acc = body.arguments[1 + phase.reduces.index(op)]
+            carried.append(_combine(body, op, acc, copy.results[0]))
+        if op in scans:
+            run = body.arguments[1 + len(phase.reduces) + scans.index(op)]
+            chunk.copies[op.results[0]], run = _carry_scan(body, op, copy, run)
+            runs.append(run)
+    carried += runs
+    body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
+    for op, result in zip(phase.reduces, loop.results):
+        op.results[0].replace_all_uses_with(result)
+
+
+class _Chunk:
+    """Copies the group's ops into a chunk loop's body, on chunk-sized tiles."""
+
+    def __init__(self, group: Group, part: tuple[int, ...], splits: list[int], coords: list[Optional[Value]],
+                 emit: "_Body") -> None:
+        self.group, self.part, self.splits, self.coords, self.emit = group, part, splits, coords, emit
+        self.copies: dict[Value, Value] = {}
+        self.views: dict = {}   # (view, chunk shape) -> its twin
+
+    def type(self, value: Value) -> object:
+        t = value.type
+        return TileType(self.group.shape(value, self.part), t.element) if value in self.group.axes else t  # type: ignore[union-attr]
+
+    def clone(self, op: Operation, into: Block) -> Operation:
+        """The chunk's copy of member `op`, appended to `into` (a member loop with its body)."""
+        group, copies = self.group, self.copies
+        operands = [copies.get(v, v) for v in op.operands]
+        if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
+            tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
+            self.emit.block = into   # the index arithmetic goes beside the access
+            operands = _chunk_access(op, operands, group.shape(tile, self.part), group.axes[tile], self.splits,
+                                     self.coords, self.views, self.emit)
+        types = [self.type(r) for r in op.results]
+        attributes = dict(op.attributes)
+        if op.name == "cuda_tile.constant":
+            attributes["value"] = DenseElements(types[0], attributes["value"].raw)  # type: ignore[arg-type]
+        copy = into.append(Operation(op.name, operands, types, attributes, location=op.location,  # type: ignore[arg-type]
+                                     segment_sizes=op.segment_sizes))
+        copies.update(zip(op.results, copy.results))
+        if op.name == "cuda_tile.iota":
+            copies[op.results[0]] = self._shifted_iota(op, copy.results[0], into)
+        if op.name == "cuda_tile.for":
+            source = op.regions[0].blocks[0]
+            twin = Block()
+            for arg in source.arguments:
+                copies[arg] = twin.add_argument(self.type(arg), arg.name_hint)  # type: ignore[arg-type]
+            copy.add_region(Region([twin]))
+            for inner in source.operations:
+                if inner in group.inner:
+                    self.clone(inner, twin)
+                else:
+                    twin.append(inner.clone(copies))
+        else:
+            for region in op.regions:   # a reduce's body
+                copy.add_region(Region([_clone_block(region.blocks[0])]))
+        return copy
+
+    def _shifted_iota(self, op: Operation, iota: Value, into: Block) -> Value:
+        """The chunk's copy `iota` of `op` plus the index of its first element: c * chunk length, splat."""
+        along = self.group.axes[op.results[0]][0]
+        c = self.coords[along] if along >= 0 else None
+        if c is None:
+            return iota
+        t = iota.type
+        assert isinstance(t, TileType)
+        emit, where = self.emit, self.emit.block
+        emit.block = into
+        start = emit.op("cuda_tile.muli", [c, emit.const(t.shape[0])], {"overflow": "none"})
+        one = TileType((1,), t.element)
+        flat = into.append(Operation("cuda_tile.reshape", [start], [one], {}, location=emit.location)).results[0]
+        splat = into.append(Operation("cuda_tile.broadcast", [flat], [t], {}, location=emit.location)).results[0]
+        emit.block = where
+        return into.append(Operation("cuda_tile.addi", [iota, splat], [t], {"overflow": "none"},
+                                     location=emit.location)).results[0]
+
+
+def _clone_block(block: Block) -> Block:
+    mapping: dict[Value, Value] = {}
+    twin = Block()
+    for arg in block.arguments:
+        mapping[arg] = twin.add_argument(arg.type, arg.name_hint)
+    for op in block.operations:
+        twin.append(op.clone(mapping))
+    return twin
+
+
+def _combine(body: Block, reduce: Operation, acc: Value, part: Value) -> Value:
+    """The reduce's body applied to whole accumulators: `acc` combined with the chunk's `part`."""
+    region = reduce.regions[0].blocks[0]
+    mapping: dict[Value, Value] = {region.arguments[0]: acc, region.arguments[1]: part}
+    t = acc.type
+    assert isinstance(t, TileType)
+    for op in region.operations:
+        if op.name == "cuda_tile.yield":
+            return mapping[op.operands[0]]
+        copy = body.append(Operation(op.name, [mapping[v] if v in mapping else v for v in op.operands],
+                                     [TileType(t.shape, r.type.element) for r in op.results],  # type: ignore[union-attr]
+                                     op.attributes, location=op.location, segment_sizes=op.segment_sizes))
+        mapping.update(zip(op.results, copy.results))
+    raise AssertionError("a reduce body ends with its yield")
+
+
+def _without(t: object, dim: int) -> TileType:
+    assert isinstance(t, TileType)
+    return TileType(t.shape[:dim] + t.shape[dim + 1:], t.element)
+
+
+def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tuple[Value, Value]:
+    """The chunk's scan `copy` combined with the running value `run` of the chunks before it, and
+    the running value after the chunk: `run` combined with the reduce of the chunk (the scan's body)."""
+    dim, location = int(scan.attributes["dim"]), scan.location
+    chunk = copy.results[0].type
+    assert isinstance(chunk, TileType)
+    attributes = {k: v for k, v in scan.attributes.items() if k != "reverse"}
+    total = body.append(Operation("cuda_tile.reduce", [copy.operands[0]], [_without(chunk, dim)], attributes,
+                                  regions=[Region([_clone_block(scan.regions[0].blocks[0])])],
+                                  location=location)).results[0]
+    after = _combine(body, scan, run, total)
+    unit = TileType(chunk.shape[:dim] + (1,) + chunk.shape[dim + 1:], chunk.element)
+    flat = body.append(Operation("cuda_tile.reshape", [run], [unit], {}, location=location)).results[0]
+    spread = body.append(Operation("cuda_tile.broadcast", [flat], [chunk], {}, location=location)).results[0]
+    return _combine(body, scan, spread, copy.results[0]), after
+
+
+def _identity(at: Operation, reduce: Operation, t: object) -> Value:
+    """The reduce's (or scan's) identity, splat over `t`: the accumulator before the first chunk."""
+    ident = reduce.attributes["identities"][0]
+    assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
+    width = max(1, t.element.bitwidth // 8)
+    bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
+    raw = (bits % (1 << (8 * width))).to_bytes(width, "little")
+    return at.insert_before(Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)},
+                                      location=at.location)).results[0]
+
+
+def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Value]]:
+    """Per axis, the chunk's index along it (None where the axis is not split): the induction
+    variable in mixed radix `splits`, the last axis fastest."""
+    coords: list[Optional[Value]] = []
+    stride = 1
+    for k in reversed(splits):
+        if k == 1:
+            coords.append(None)
+            continue
+        q = iv if stride == 1 else emit.op("cuda_tile.divi", [iv, emit.const(stride)],
+                                           {"signedness": "unsigned", "rounding": "zero"})
+        coords.append(q if stride * k >= _product(splits) else
+                      emit.op("cuda_tile.remi", [q, emit.const(k)], {"signedness": "unsigned"}))
+        stride *= k
+    return list(reversed(coords))
+
+
+def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], axes: Axes, splits: list[int],
+                  coords: list[Optional[Value]], views: dict[Value, Value], emit: _Body) -> list[Value]:
+    """The operands of a view load/store of one chunk (`part`, the chunk's shape in the tile's own
+    axes, which run along `axes` of the space): the twin view of chunk-sized tiles (made beside the
+    view; one per view and chunk shape), and per split axis the tile index `index * k + c`."""
+    view = op.operand("view")
+    assert view is not None
+    if (view, part) not in views:
+        views[view, part] = twin_view(view, part)  # type: ignore[index]
+    operands[operands.index(view)] = views[view, part]  # type: ignore[index]
+    index = op.operand_group("index")
+    start = next(i for i in range(len(op.operands)) if op.operands[i:i + len(index)] == index)
+    for axis, along in enumerate(axes):
+        if along < 0:
+            continue   # a unit axis: the chunk's index is the tile's
+        k, c = splits[along], coords[along]
+        if c is None:
+            continue
+        key = (operands[start + axis], along, id(emit.block))
+        if key not in emit.indices:   # accesses at one tile index in one block share its arithmetic
+            scaled = emit.op("cuda_tile.muli", [key[0], emit.const(k)], {"overflow": "none"})
+            emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})
+        operands[start + axis] = emit.indices[key]
+    return operands
