@@ -161,11 +161,16 @@ def test_consumer_reading_a_stage_before_its_phase_completes_is_reported() -> No
 
 
 def test_consumers_running_ahead_without_waiting_leave_the_producer_deadlocked() -> None:
-    # scheduled first, the consumers free every stage several times over; the producer then waits for a
-    # phase parity that has already gone by, as it would on a GPU
+    # scheduled first, the consumers read stages nothing wrote yet (shared memory starts undefined) ...
+    ptx = kernel(consumer_first=True, consumer_waits=False)
+    with pytest.raises(EmulatorError, match=r"read of undefined shared memory: thread 32 loads it at shared address "
+                                            r"0x0, which no instruction wrote at line \d+ 'ld.shared.v2.f32"):
+        run(ptx)
+    # ... and free every stage several times over; the producer then waits for a phase parity that has
+    # already gone by, as it would on a GPU
     with pytest.raises(EmulatorError, match=r"deadlock in block \(0,0,0\): 32 thread\(s\) at an mbarrier wait: "
                                             r"line \d+ 'mbarrier.try_wait.parity.shared::cta.b64 %p4, \[%r35\], %r33'"):
-        run(kernel(consumer_first=True, consumer_waits=False))
+        run(ptx, check_races=False)
 
 
 def test_producer_overwriting_a_stage_the_consumers_have_not_released_is_reported() -> None:
@@ -185,3 +190,39 @@ def test_a_wait_that_can_never_succeed_is_a_deadlock_naming_it() -> None:
 def test_setmaxnreg_needs_a_valid_register_count() -> None:
     with pytest.raises(EmulatorError, match=r"register count must be an immediate multiple of 8 in 24..256"):
         run(kernel().replace("setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.dec.sync.aligned.u32 20;"))
+
+
+def test_setmaxnreg_budgets_must_fit_and_only_move_their_way() -> None:
+    with pytest.raises(EmulatorError, match=r"setmaxnreg.dec to 48 registers: warp 0 has 40, which .dec cannot lower"):
+        run(kernel().replace("setmaxnreg.dec.sync.aligned.u32 40;",
+                             "setmaxnreg.dec.sync.aligned.u32 40;\n    setmaxnreg.dec.sync.aligned.u32 48;"))
+    with pytest.raises(EmulatorError, match=r"setmaxnreg.inc to 232 registers: warp 1 has 256"):
+        run(kernel().replace("setmaxnreg.inc.sync.aligned.u32 232;",
+                             "setmaxnreg.inc.sync.aligned.u32 256;\n    setmaxnreg.inc.sync.aligned.u32 232;"))
+
+
+def test_setmaxnreg_inc_past_the_register_file_waits_for_ever() -> None:
+    # 512 threads at 128 registers fill the SM's 65536; raising one warpgroup's budget needs another's
+    # .dec first: here nobody gives registers back, as on a GPU the .inc hangs
+    ptx = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k()
+{
+    .reg .b32 %r<4>;
+    mov.u32 %r0, %tid.x;
+    setp.ge.u32 %p1, %r0, 256;
+    @%p1 bra DONE;
+    setmaxnreg.inc.sync.aligned.u32 160;
+DONE:
+    ret;
+}
+""".replace(".reg .b32 %r<4>;", ".reg .b32 %r<4>;\n    .reg .pred %p<2>;")
+    with pytest.raises(EmulatorError, match=r"deadlock in block \(0,0,0\): 256 thread\(s\) at a setmaxnreg.inc "
+                                            r"waiting for registers: line \d+ 'setmaxnreg.inc.sync.aligned.u32 160'"):
+        run_ptx(ptx, "k", 1, 512, [], Memory())
+    run_ptx(ptx.replace("setmaxnreg.inc.sync.aligned.u32 160;",
+                        "setmaxnreg.dec.sync.aligned.u32 96;\n    bra DONE;\n"
+                        "UP:\n    setmaxnreg.inc.sync.aligned.u32 160;")
+            .replace("@%p1 bra DONE;", "@%p1 bra UP;"), "k", 1, 512, [], Memory())

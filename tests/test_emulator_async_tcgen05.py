@@ -19,6 +19,7 @@ import pytest
 from tileiras.emulator import EmulatorError, Memory, run_ptx
 
 sys.path.insert(0, os.path.dirname(__file__))
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 from emulator_async_layouts import image, umma_desc  # noqa: E402
 
 B_BASE = 0x4000
@@ -94,6 +95,7 @@ COPIED:
     @%p3 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], {cols};
     @%p3 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;{again}
     @%p1 mbarrier.init.shared.b64 [bar], 1;
+    @%p1 fence.mbarrier_init.release.cluster;     // the init, visible to the async proxy
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
     tcgen05.fence::after_thread_sync;
@@ -122,6 +124,7 @@ WAIT:
 {store}
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
+    tcgen05.fence::after_thread_sync;
     @%p3 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r20, {cols};
     ret;
 }}
@@ -130,13 +133,17 @@ WAIT:
 
 def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str = "K", a_span: int = 0,
         b_major: str = "K", b_span: int = 0, c: "np.ndarray | None" = None, a_from_tmem: bool = False,
-        disable: int = 0, neg_a: int = 0, **kw) -> tuple[np.ndarray, np.ndarray]:
+        disable: int = 0, neg_a: int = 0, enable_d: "int | None" = None, edit: object = None, full: bool = False,
+        **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(5)
     bty = bty or aty
     k = KDIM[kind]
     if kind == "i8":
         a_vals, b_vals = rng.integers(-8 if aty == "s8" else 0, 8, (m, k)), rng.integers(-8 if bty == "s8" else 0, 8,
                                                                                          (n, k))
+    elif full:      # random full-precision values, compared within the accumulation's bound
+        a_vals = full_precision(rng, (m, k), TYPES[kind][aty][0])
+        b_vals = full_precision(rng, (n, k), TYPES[kind][bty][0])
     else:
         a_vals, b_vals = rng.integers(-8, 8, (m, k)) / 4, rng.integers(-8, 8, (n, k)) / 4
     a = a_vals.astype(TYPES[kind][aty][0])
@@ -154,6 +161,8 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
     out_dtype = np.int32 if kind == "i8" else np.float32
     cin = np.zeros((128, n), out_dtype)
     lanes = np.arange(m) if m == 128 else 32 * (np.arange(m) // 16) + np.arange(m) % 16
+    if c is None and m != 128:      # the kernel reads all 128 lanes, tensor memory starts undefined: zeros
+        c = np.zeros((m, n), out_dtype)
     if c is not None:
         cin[lanes] = c
     mem = Memory()
@@ -164,15 +173,19 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
     if disable:
         words[0] = disable
     ptx = kernel(kind, n, preload=c is not None, a_from_tmem=a_from_tmem, **kw)
+    ptx = edit(ptx) if edit else ptx
     if disable:
         ptx = ptx.replace(", %rd21, %r7, %p2;", ", %rd21, %r7, {%r15, %r30, %r30, %r30}, %p2;").replace(
             "ld.param.u32 %r15, [mask];", "ld.param.u32 %r15, [mask];\n    mov.b32 %r30, 0;")
     run_ptx(ptx, "k", 1, 128, [ptrs[0], ptrs[1], img.size, umma_desc(0, a_lbo, a_sbo, a_span),
                                umma_desc(B_BASE, b_lbo, b_sbo, b_span),
                                idesc(kind, aty, bty, m, n, int(a_major != "K"), int(b_major != "K"), neg_a),
-                               int(c is not None), ptrs[2], cp_desc, words[0]], mem, check_races=True)
+                               int(c is not None) if enable_d is None else enable_d, ptrs[2], cp_desc, words[0]],
+            mem, check_races=True)
     got = np.frombuffer(mem.read(ptrs[0], cin.nbytes), out_dtype).reshape(128, n)[lanes]
     want = (-a_vals if neg_a else a_vals) @ b_vals.T + (c if c is not None else 0)
+    if full:
+        assert_accumulated(got, want, a_vals, b_vals, "s32" if kind == "i8" else "f32", aty)
     if disable:
         keep = ((disable >> lanes) & 1) == 1
         want[keep] = c[keep] if c is not None else 0
@@ -190,6 +203,8 @@ def run(kind: str, aty: str, n: int, m: int = 128, bty: str = "", a_major: str =
 def test_tcgen05_mma_matches_numpy(kind, aty, bty, m, n, a_major, a_span, b_major, b_span) -> None:
     got, want = run(kind, aty, n, m, bty, a_major, a_span, b_major, b_span)
     np.testing.assert_array_equal(got, want)
+    if kind != "i8":    # random values, within the K-term bound
+        run(kind, aty, n, m, bty, a_major, a_span, b_major, b_span, full=True)
 
 
 def test_accumulating_into_tensor_memory_written_by_tcgen05_st() -> None:
@@ -371,6 +386,9 @@ HALVES = """
     add.u32 %v1, %r4, 2;
     add.u32 %v2, %r4, 3;
     add.u32 %v3, %r4, 4;
+    mov.u32 %w0, 0;                          // tensor memory starts undefined: zero the 8 columns first
+    tcgen05.st.sync.aligned.32x32b.x8.b32 [%r3], {%w0, %w0, %w0, %w0, %w0, %w0, %w0, %w0};
+    tcgen05.wait::st.sync.aligned;
     tcgen05.st.sync.aligned.16x32bx2.x4.b32 [%r3], 4, {%v0, %v1, %v2, %v3};
     tcgen05.wait::st.sync.aligned;
     tcgen05.ld.sync.aligned.32x32b.x8.b32 {%w0, %w1, %w2, %w3, %w4, %w5, %w6, %w7}, [%r3];
@@ -381,6 +399,7 @@ HALVES = """
     st.global.v4.u32 [%rd3+16], {%w4, %w5, %w6, %w7};
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
+    tcgen05.fence::after_thread_sync;
     @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;
     ret;
 }
@@ -413,3 +432,39 @@ def test_16x128b_shape_places_packed_fragments() -> None:
         for r in range(4):
             want[32 * w + 16 + i // 4 + 8 * (r % 2), i % 4 + 4 * (r // 2)] = 10 * t + r + 1
     np.testing.assert_array_equal(out, want)
+
+
+def test_accumulating_into_tensor_memory_nobody_wrote_is_reported() -> None:
+    """Freshly allocated tensor memory is undefined: the first tcgen05.mma must not accumulate
+    (enable-input-d false) unless something wrote D first."""
+    with pytest.raises(EmulatorError, match=r"read of undefined tensor memory: tcgen05.mma accumulating "
+                                            r"\(enable-input-d true\) reads lane 0, column 0, which no instruction "
+                                            r"wrote since its allocation at line \d+ '@%p1 tcgen05.mma"):
+        run("f16", "f16", 32, enable_d=1)
+
+
+def test_exiting_with_tensor_memory_allocated_is_reported() -> None:
+    from tileiras.emulator.host import emulate
+
+    ptx = HALVES.replace("    @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;\n", "")
+    with pytest.raises(EmulatorError, match=r"block \(0,0,0\) exits with tensor-memory columns 0..31 still allocated"):
+        emulate(ptx, "k", 1, 128, [np.zeros((128, 8), np.uint32)])
+
+
+@pytest.mark.parametrize("fence", ["before", "after"])
+def test_tcgen05_fences_order_tensor_memory_with_bar_sync(fence) -> None:
+    """Every warp stores its lanes of C, then bar.sync, then thread 0's tcgen05.mma accumulates on
+    them: the stores need tcgen05.fence::before_thread_sync before the barrier, the mma
+    tcgen05.fence::after_thread_sync after it."""
+    c = np.arange(128 * 32, dtype=np.float32).reshape(128, 32) / 16
+    got, want = run("f16", "f16", 32, c=c)
+    np.testing.assert_array_equal(got, want)
+    sync = "    tcgen05.wait::st.sync.aligned;\n    tcgen05.fence::before_thread_sync;\n    bar.sync 0;\n" \
+           "    tcgen05.fence::after_thread_sync;"
+    kept = sync.replace(f"    tcgen05.fence::{fence}_thread_sync;\n", "").replace(
+        f"\n    tcgen05.fence::{fence}_thread_sync;", "")
+    why = ("no tcgen05.fence::before_thread_sync by that thread published it" if fence == "before" else
+           "no tcgen05.fence::after_thread_sync came after it")
+    with pytest.raises(EmulatorError, match=r"data race on tensor memory \(write-after-write\): the tcgen05.mma by "
+                                            r"thread 0 accesses lane \d+ column \d+, but .*" + why):
+        run("f16", "f16", 32, c=c, edit=lambda p: p.replace(sync, kept, 1))

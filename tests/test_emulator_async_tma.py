@@ -49,6 +49,7 @@ WAIT:
     mov.u32 %r0, %tid.x;
     setp.eq.u32 %p1, %r0, 0;
     @%p1 mbarrier.init.shared.b64 [bar], 1;
+    @%p1 fence.mbarrier_init.release.cluster;     // the init, visible to the async proxy
     bar.sync 0;
     prefetch.tensormap [{tmap_ref}];
     @%p1 cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
@@ -298,6 +299,7 @@ REPLACE = HEAD + """
     @%p1 tensormap.replace.tile.box_dim.global.b1024.b32 [%rd9], 0, 4;
     fence.proxy.tensormap::generic.release.gpu;
     @%p1 mbarrier.init.shared.b64 [bar], 1;
+    @%p1 fence.mbarrier_init.release.cluster;     // the init, visible to the async proxy
     bar.sync 0;
     fence.proxy.tensormap::generic.acquire.gpu [%rd9], 128;
     @%p1 cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [buf], [%rd9, {0, 0}], [bar];
@@ -369,6 +371,7 @@ IN_KERNEL = HEAD + """
 COPIED:
     setp.eq.u32 %p3, %r0, 0;
     @%p3 mbarrier.init.shared.b64 [bar], 1;
+    @%p3 fence.mbarrier_init.release.cluster;     // the init, visible to the async proxy
     bar.sync 0;
     fence.proxy.tensormap::generic.acquire.gpu [%rd9], 128;
     @%p3 cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [buf], [%rd9, {0, 0}], [bar];
@@ -425,3 +428,16 @@ def test_host_descriptor_encoding_round_trips_and_checks_its_fields() -> None:
             encode(TensorMap(**{**tm.__dict__, **change}))
     with pytest.raises(TensorMapError, match="not a tensor map"):
         decode(bytes(128))
+
+
+def test_exiting_before_the_store_has_read_shared_memory_is_reported() -> None:
+    mem = Memory()
+    a = mem.alloc(10 * 12 * 4)
+    tm = for_array(a, (10, 12), (48, 4), "u32", (16, 8))
+    for missing in ("    @%p1 cp.async.bulk.wait_group.read 0;\n", ""):
+        ptx = STORE.replace("cp.async.bulk.wait_group.read 0;", "cp.async.bulk.wait_group.read 1;") if not missing \
+            else STORE.replace(missing, "")
+        with pytest.raises(EmulatorError, match=r"block \(0,0,0\) exits while the bulk copy issued by thread 0 at line "
+                                                r"\d+ '@%p1 cp.async.bulk.tensor.2d.global.shared::cta.*' may still be "
+                                                r"reading its shared memory"):
+            run_ptx(ptx, "k", 1, 128, [tm, 0, 0, 1], mem)

@@ -8,6 +8,8 @@ fragments back with the PTX ISA's m64nN accumulator layout and compares with num
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import sys
 
@@ -18,6 +20,7 @@ import pytest
 from tileiras.emulator import EmulatorError, Memory, run_ptx
 
 sys.path.insert(0, os.path.dirname(__file__))
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 from emulator_async_layouts import gmma_desc, image  # noqa: E402
 
 B_BASE = 0x4000
@@ -27,12 +30,13 @@ KDIM = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8"
 
 
 def kernel(shape: str, types: str, nd: int, na: int, imms: str, fence: bool = True, early_read: bool = False,
-           wait: bool = True, load_c: bool = False, early_store: bool = False, straggler: bool = False) -> str:
+           wait: bool = True, load_c: bool = False, early_store: bool = False, straggler: bool = False,
+           zero_init: bool = True) -> str:
     d = ", ".join(f"%d{i}" for i in range(nd))
     a_op = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%rd20"
     load_a = "\n".join(f"    ld.global.u32 %a{i}, [%rd12+{4 * i}];" for i in range(na))
     init = "\n".join(f"    ld.global.u32 %d{i}, [%rd13+{4 * i}];" if load_c else f"    mov.b32 %d{i}, 0;"
-                     for i in range(nd))
+                     for i in range(nd)) if load_c or zero_init else ""
     store = "\n".join(f"    st.global.u32 [%rd11+{4 * i}], %d{i};" for i in range(nd))
     early = "    st.global.u32 [%rd11], %d0;" if early_read else ""
     if early_store:       # overwrite the A operand while the wgmma may still be reading it (bar.sync is no help)
@@ -141,15 +145,19 @@ def a_frag(a: np.ndarray, ty: str) -> np.ndarray:
 
 def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, b_major: str = "K",
         b_span: int = 0, a_in_regs: bool = False, c: "np.ndarray | None" = None, scale: tuple = (1, 1),
-        check_races: bool = True, **kw) -> tuple[np.ndarray, np.ndarray]:
+        check_races: bool = True, scale_d: "int | None" = None, edit: Any = None, b_desc_bits: int = 0,
+        full: bool = False,
+        **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     k = KDIM[ty]
+    bty = kw.pop("bty", ty)
     if ty in ("s8", "u8"):
         lo = 0 if ty == "u8" else -8
         a_vals, b_vals = rng.integers(lo, 8, (64, k)), rng.integers(lo, 8, (n, k))
+    elif full:      # random full-precision values (the caller compares within the accumulation's bound)
+        a_vals, b_vals = full_precision(rng, (64, k), RAW[ty]), full_precision(rng, (n, k), RAW[bty])
     else:
         a_vals, b_vals = rng.integers(-8, 8, (64, k)) / 4, rng.integers(-8, 8, (n, k)) / 4
-    bty = kw.pop("bty", ty)
     a = a_vals.astype(RAW[ty])
     b = b_vals.astype(RAW[bty])
     if ty == "tf32":
@@ -180,14 +188,18 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
         imms += ("" if a_in_regs else f", {int(a_major != 'K')}") + f", {int(b_major != 'K')}"
     na = frag.shape[1] if a_in_regs else 0
     ptx = kernel(shape, types, nd, na, imms, load_c=c is not None, **kw)
+    ptx = edit(ptx) if edit else ptx
     run_ptx(ptx, "k", 1, 128, [ptrs[0], ptrs[1], img.size, gmma_desc(0, a_lbo, a_sbo, a_span),
-                               gmma_desc(B_BASE, b_lbo, b_sbo, b_span), ptrs[2], ptrs[3], int(c is not None)],
+                               gmma_desc(B_BASE, b_lbo, b_sbo, b_span) | b_desc_bits, ptrs[2], ptrs[3],
+                               int(c is not None) if scale_d is None else scale_d],
             mem, check_races=check_races)
     raw = np.frombuffer(mem.read(ptrs[0], 128 * nd * 4), cin.dtype).reshape(128, n // 2)
     got = np.zeros((64, n))
     got[rows, cols] = raw
     av = a_vals * scale[0]
     want = av @ (b_vals * scale[1]).T + (c if c is not None else 0)
+    if full:
+        assert_accumulated(got, want, av, b_vals, dty, ty)
     return got, want
 
 
@@ -205,6 +217,7 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
 def test_wgmma_matches_numpy(ty, n, dty, a_major, a_span, b_major, b_span) -> None:
     got, want = run(ty, n, dty, a_major, a_span, b_major, b_span)
     np.testing.assert_allclose(got, want, rtol=1e-3 if dty == "f16" else 1e-6)
+    run(ty, n, dty, a_major, a_span, b_major, b_span, full=True)   # random values, within the K-term bound
 
 
 def test_mixed_fp8_inputs_accumulate_into_c_with_negated_a() -> None:
@@ -261,3 +274,37 @@ def test_wgmma_needs_whole_warpgroups_and_supported_shapes() -> None:
     with pytest.raises(EmulatorError, match=r"shape .m64n12k16 does not exist"):
         run_ptx(kernel("m64n12k16", "f32.f16.f16", 3, 0, ", 1, 1, 0, 0"), "k", 1, 128,
                 [0, 0, 0, 0, 0, 0, 0, 0], mem)
+
+
+def test_accumulating_into_registers_nobody_zeroed_is_reported() -> None:
+    # scale-d false: the wgmma does not read the accumulators, so they need no initialization
+    got, want = run("f16", 16, zero_init=False)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(EmulatorError, match=r"undefined value stored: %d0 holds a value computed from %d0, which no "
+                                            r"instruction wrote in this thread at line \d+ 'st.global.u32"):
+        run("f16", 16, zero_init=False, scale_d=1)
+
+
+def test_wgmma_needs_wgmma_fence_before_it_and_after_other_accesses_of_its_registers() -> None:
+    fence = "    wgmma.fence.sync.aligned;\n"
+    with pytest.raises(EmulatorError, match=r"wgmma.mma_async without wgmma.fence: warpgroup 0 issues its first "
+                                            r"wgmma.mma_async with no wgmma.fence before it"):
+        run("f16", 16, edit=lambda p: p.replace(fence, ""))
+    # the fence before the accumulators (C) and the A fragments are loaded: their loads are not fenced
+    c = np.arange(64 * 16, dtype=np.float32).reshape(64, 16) / 8
+    first_load = "    ld.global.u32 %a0,"
+    with pytest.raises(EmulatorError, match=r"register %a0 is accessed by the instruction at line \d+ and then by "
+                                            r"this wgmma.mma_async with no wgmma.fence between"):
+        run("f16", 16, a_in_regs=True, c=c,
+            edit=lambda p: p.replace(fence, "").replace(first_load, fence + first_load))
+    got, want = run("f16", 16, a_in_regs=True, c=c)
+    np.testing.assert_allclose(got, want)
+
+
+def test_the_descriptor_base_offset_sets_the_swizzle_phase() -> None:
+    # B starts at 0x4000, aligned to the 1024-byte repeat of the 128-byte swizzle: base offset 0 is right,
+    # any other shifts the rows' XOR pattern and reads other bytes
+    got, want = run("f16", 16, b_span=128)
+    np.testing.assert_array_equal(got, want)
+    got, want = run("f16", 16, b_span=128, b_desc_bits=3 << 49)
+    assert not np.array_equal(got, want)

@@ -39,8 +39,10 @@ STORE_R10 = """
 """
 
 
-def run_out(body: str, n: int = 128, dtype: object = np.uint32, grid: tuple = (1, 1, 1), **kw: object) -> np.ndarray:
-    outs, _ = emulate(kernel(body, **kw), "k", grid, (n, 1, 1), [np.zeros(n * grid[0], dtype=dtype)])
+def run_out(body: str, n: int = 128, dtype: object = np.uint32, grid: tuple = (1, 1, 1),
+            check_races: bool | None = None, **kw: object) -> np.ndarray:
+    outs, _ = emulate(kernel(body, **kw), "k", grid, (n, 1, 1), [np.zeros(n * grid[0], dtype=dtype)],
+                      check_races=check_races)
     return outs[0]
 
 
@@ -448,7 +450,9 @@ SPIN:
     bar.sync 0;
     ld.shared.u32 %r10, [%r2];
 """ + STORE_R10
-    got = run_out(body, n=64, extra=extra)
+    # the lock's atomics are relaxed, so by the PTX memory model the critical sections race: the race
+    # checker says so; what this test checks is that the scheduler lets the lock holder progress
+    got = run_out(body, n=64, extra=extra, check_races=False)
     np.testing.assert_array_equal(got, np.full(64, sum(range(64))))
 
 
@@ -495,6 +499,7 @@ def test_generic_addressing_local_memory_and_dynamic_shared() -> None:
     mov.u32 %r0, %tid.x;
     mov.u64 %rd10, depot;
     cvta.local.u64 %SP, %rd10;
+    st.local.u32 [depot], 0;                 // local memory starts undefined
     // per-thread local array indexed dynamically through a generic pointer
     and.b32 %r1, %r0, 15;
     mul.wide.u32 %rd11, %r1, 4;
@@ -699,6 +704,7 @@ def test_vprintf_and_device_assert() -> None:
     body = """
     .local .align 8 .b8 args[48];
     mov.u32 %r0, %tid.x;
+    mov.u32 %r10, 0;                         // the threads that skip the call store it too
     setp.ge.u32 %p1, %r0, 3;
     @%p1 bra SKIP;
     mov.u64 %rd1, args;

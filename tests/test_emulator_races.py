@@ -1,4 +1,4 @@
-"""The emulator's opt-in data-race checker (`run_ptx(..., check_races=True)`).
+"""The emulator's data-race checker (on by default; `run_ptx(..., check_races=False)` turns it off).
 
 Hand-written kernels in which thread i touches a[i] and its neighbour a[(i+1) % n]:
 with a barrier between the accesses nothing is reported; without one, read-after-write,
@@ -244,8 +244,9 @@ WAIT:
     assert "read" in race(body.format(sem=".relaxed.cta"), extra)
 
 
-def test_races_between_ctas_are_not_reported() -> None:
-    # CTA c stores a[(i + 2c) % n]: the CTAs' stores and loads overlap, each CTA's own do not
+def test_races_between_ctas_are_reported() -> None:
+    # CTA c stores a[(i + 2c) % n]: the CTAs' stores and loads overlap (each CTA's own do not), and
+    # no atomic or strong access orders one CTA's after the other's: blocks of a grid run concurrently
     body = """
     mov.u32 %r4, %ctaid.x;
     shl.b32 %r4, %r4, 1;
@@ -258,7 +259,8 @@ def test_races_between_ctas_are_not_reported() -> None:
     ld.global.u32 %r3, [%rd5];
     st.global.u32 [%rd7], %r3;
 """
-    run(body, grid=2)
+    with pytest.raises(EmulatorError, match=r"data race between CTAs \(write-after-write\): block \(0,0,0\)"):
+        run(body, grid=2)
 
 
 def test_with_the_checker_off_a_racy_kernel_runs() -> None:
@@ -391,8 +393,9 @@ def test_cp_async_bytes_are_published_only_by_the_copying_threads_cp_async_arriv
     np.testing.assert_array_equal(
         run(CP_ASYNC_ARRIVE.format(arrive="cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];"), MBARS), want)
     msg = race(CP_ASYNC_ARRIVE.format(arrive="mbarrier.arrive.shared.b64 %rd8, [mbb];"), MBARS)
-    assert re.search(r"write-after-read\): the store at line \d+ overwrites shared address 0x100, but thread 0 "
-                     r"read it at line \d+ 'ld.shared.u32 %r3, \[%r6\+256\]'", msg), msg
+    # the consumer reads bytes the copy has yet to land (shared memory starts undefined)
+    assert re.search(r"read-after-write\): the cp.async at line \d+ 'cp.async.ca.shared.global \[%r6\], \[%rd3\], 4' "
+                     r"writes shared address 0x100 and thread 0 loads it before the copy is complete", msg), msg
 
 
 # warp 0 writes 4 columns of its 32 tensor-memory lanes and arrives on an mbarrier; warp 4 (the same
@@ -447,6 +450,7 @@ READER:
 DONE:
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
+    tcgen05.fence::after_thread_sync;
     @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r2, 32;
     ret;
 }}
@@ -492,7 +496,8 @@ MMA_WAIT = """WAIT:
     tcgen05.fence::after_thread_sync;"""
 COMMIT = "@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [bar];"
 # each warp overwrites its quarter of the MMA's A operand (copied into tensor memory by tcgen05.cp)
-OVERWRITE_A = "\n    add.u32 %r25, %r24, %r21;\n    tcgen05.st.sync.aligned.32x32b.x1.b32 [%r25], %r0;"
+OVERWRITE_A = ("\n    add.u32 %r25, %r24, %r21;\n    tcgen05.st.sync.aligned.32x32b.x1.b32 [%r25], %r0;"
+               "\n    tcgen05.wait::st.sync.aligned;")
 
 
 def test_the_accumulator_is_read_only_after_the_commits_mbarrier(monkeypatch) -> None:

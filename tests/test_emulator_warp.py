@@ -222,6 +222,9 @@ COPY:
     mov.u32 %r9, sm2;
     mul.lo.u32 %r10, %r0, 16;
     add.u32 %r9, %r9, %r10;
+    mov.u32 %r15, 0;                         // shared memory starts undefined: zero what stmatrix leaves
+    st.shared.v4.u32 [%r9], {{%r15, %r15, %r15, %r15}};
+    bar.sync 0;
     stmatrix.sync.aligned.m8n8.x{num}{tr}.shared.b16 [%r9], {{{regs}}};
     bar.sync 0;
     ld.param.u64 %rd7, [back];
@@ -420,6 +423,10 @@ def test_cp_async_groups_zero_fill_and_visibility() -> None:
     add.s64 %rd4, %rd1, %rd3;
     mul.lo.u32 %r2, %r0, 16;
     add.u32 %r3, %r1, %r2;
+    // the old contents: zeros (shared memory starts undefined)
+    mov.u32 %r11, 0;
+    st.shared.v4.u32 [%r3], {%r11, %r11, %r11, %r11};
+    st.shared.v4.u32 [%r3+1024], {%r11, %r11, %r11, %r11};
     // group 0: a full 16-byte copy; group 1: only 4 source bytes, the other 12 zero-filled
     cp.async.cg.shared.global [%r3], [%rd4], 16;
     cp.async.commit_group;

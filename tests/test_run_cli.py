@@ -206,3 +206,46 @@ def test_bad_list_keys_are_usage_errors(tmp_path, capsys, keys, message):
     np.savez(bad, **{k: np.zeros(4, np.float32) for k in keys})
     assert tileir(["run", str(LIST_SUM), "--kernel", "list_sum", "--grid", "1", "--args", str(bad)]) == 2
     assert message in capsys.readouterr().err
+
+
+def compiled_ptx(tmp_path: Path, module: Path, gpu: str) -> str:
+    from tileiras.driver.tileiras_main import main as tileiras
+
+    out = tmp_path / "kernel.ptx"
+    assert tileiras(["--emit=ptx", "--gpu-name", gpu, str(module), "-o", str(out)]) == 0
+    return out.read_text()
+
+
+def test_the_emulator_runs_a_given_ptx_and_checks_races_unless_told_not_to(tmp_path, capsys):
+    import re
+
+    args = ew_float_args(200)
+    ptx = tmp_path / "edited.ptx"
+    ptx.write_text(compiled_ptx(tmp_path, EW_FLOAT, "sm_80"))
+    code, out = run_cli(tmp_path, EW_FLOAT, "ew_float_float32", "4", args, backend="emulator",
+                        extra=["--ptx", str(ptx)])
+    assert code == 0
+    check_ew_float(out, args)
+    # every block takes block 0's elements: the blocks store the same bytes, a race between them
+    ptx.write_text(re.sub(r"mov\.u32\s+(%r\d+), %ctaid\.x;", r"mov.u32 \1, 0;", ptx.read_text()))
+    capsys.readouterr()
+    (tmp_path / "out.npz").unlink()
+    code, out = run_cli(tmp_path, EW_FLOAT, "ew_float_float32", "4", args, backend="emulator",
+                        extra=["--ptx", str(ptx)])
+    err = capsys.readouterr().err
+    assert code == 5 and out is None
+    assert "data race between CTAs (write-after-write)" in err and "Traceback" not in err
+    code, out = run_cli(tmp_path, EW_FLOAT, "ew_float_float32", "4", args, backend="emulator",
+                        extra=["--ptx", str(ptx), "--no-race-check"])
+    assert code == 0 and not np.array_equal(out["3"], args[0] + args[1])
+
+
+@pytest.mark.parametrize("extra, code, message", [
+    (["--ptx", "k.ptx"], 2, "--ptx needs --backend emulator"),
+    (["--no-race-check"], 2, "--no-race-check needs --backend emulator"),
+    (["--ptx", "missing.ptx", "--backend", "emulator"], 4, "unable to read PTX file 'missing.ptx'"),
+])
+def test_emulator_options_are_checked(tmp_path, capsys, monkeypatch, extra, code, message):
+    monkeypatch.chdir(tmp_path)
+    assert tileir(["run", str(EW_FLOAT), "--kernel", "ew_float_float32", "--grid", "1", *extra]) == code
+    assert message in capsys.readouterr().err

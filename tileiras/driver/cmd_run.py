@@ -2,6 +2,11 @@
 
     tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] --args in.npz --out out.npz
                [--backend interpreter|emulator|gpu] [--gpu-name sm_XX]
+               [--ptx FILE] [--no-race-check]
+
+The emulator checks for data races unless --no-race-check (or TILEIRAS_EMULATOR_CHECK_RACES=0)
+says not to; --ptx FILE runs that PTX (ours edited, or another compiler's) instead of what we
+compile, with the kernel's calling convention, launch shape and tensor maps.
 
 Keys "0", "1", ... of in.npz are the kernel's arguments in order: an array
 with ndim >= 1 is passed as cuTile passes it (ptr, shape..., strides...), a
@@ -22,7 +27,7 @@ from .errors import ExitCode, TileirasError
 
 # argparse adds "usage: " itself; the error message adds it by hand
 USAGE = ("tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] [--args in.npz] [--out out.npz]\n"
-         "                  [--backend interpreter|emulator|gpu] [--gpu-name sm_XX]")
+         "                  [--backend interpreter|emulator|gpu] [--gpu-name sm_XX] [--ptx FILE] [--no-race-check]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,6 +45,8 @@ def _parser() -> _Parser:
     p.add_argument("--out", help=".npz to write every argument to after the run")
     p.add_argument("--backend", default="interpreter", choices=("interpreter", "emulator", "gpu"))
     p.add_argument("--gpu-name", help="target of the emulator (default sm_80) or GPU (default: the device's)")
+    p.add_argument("--ptx", help="emulator: run this PTX file instead of the PTX compiled from the module")
+    p.add_argument("--no-race-check", action="store_true", help="emulator: do not check for data races (faster)")
     return p
 
 
@@ -73,6 +80,18 @@ def run(argv: list[str]) -> int:
     if not os.path.exists(opts.input):
         raise TileirasError(f"error: unable to read input file '{opts.input}': No such file or directory",
                             ExitCode.NO_INPUT)
+    if (opts.ptx or opts.no_race_check) and opts.backend != "emulator":
+        flag = "--ptx" if opts.ptx else "--no-race-check"
+        raise TileirasError(f"tileir run: error: {flag} needs --backend emulator\nusage: {USAGE}",
+                            ExitCode.INVALID_OPTIONS)
+    ptx = None
+    if opts.ptx:
+        try:
+            with open(opts.ptx, encoding="utf-8", errors="replace") as handle:
+                ptx = handle.read()
+        except OSError as err:
+            raise TileirasError(f"error: unable to read PTX file '{opts.ptx}': {err.strerror}",
+                                ExitCode.UNREADABLE) from None
 
     from ..frontend import load_module, read_input
     from ..ir.types import FunctionType
@@ -96,7 +115,8 @@ def run(argv: list[str]) -> int:
     assert isinstance(ftype, FunctionType)
     arrays = load_args(opts.args_path) if opts.args_path else []
     binding = bind(opts.kernel, list(ftype.inputs), arrays)
-    request = RunRequest(module, source, opts.input, opts.kernel, grid, binding, gpu, sys.stdout)
+    request = RunRequest(module, source, opts.input, opts.kernel, grid, binding, gpu, sys.stdout,
+                         check_races=False if opts.no_race_check else None, ptx=ptx)
     results = BACKENDS[opts.backend](request)
     sys.stdout.flush()
     if opts.out:

@@ -4,7 +4,15 @@ Public interface (used by `tileir run --backend emulator`):
 
     mem = Memory(); addr = mem.alloc(nbytes); mem.write(addr, data); mem.read(addr, n)
     stats = run_ptx(ptx, kernel, grid, block, params, mem, dynamic_smem=0)
-    run_ptx(..., check_races=True)   # report data races (races.py); TILEIRAS_EMULATOR_CHECK_RACES=1 too
+    run_ptx(..., check_races=False)  # no checking mode (faster); TILEIRAS_EMULATOR_CHECK_RACES=0 too
+
+Checking mode is on by default: data races within a CTA (races.py, happens_before.py) and between
+the CTAs of a grid, two of which run at once (grid_races.py); undefined state, registers, shared
+and tensor memory starting undefined and poisoned (definedness.py); the fences and orderings of the
+asynchronous units (wgmma_fence.py, the tcgen05 fences in happens_before.py, fence.mbarrier_init,
+exit_checks.py: tensor memory deallocated and bulk stores done reading before a CTA exits,
+setmaxnreg budgets). Always, the ISA's forms: each instruction's minimum .target and the modifier
+orders of mma and wgmma (isa_forms.py), and descriptors' base offsets (smem_layout.py).
 
 See `executor.py` for the execution model (divergence, barriers, ordering).
 

@@ -101,9 +101,15 @@ def _copying(fn: Any, src: int, dst: int, prog: Any, ins: Any) -> Any:
 
 
 def _guarded(fn: Any, regs: frozenset, prog: Any, ins: Any) -> Any:
+    from .wgmma_fence import touch
+
+    stamps = ins.opcode != "mov"        # wgmma_fence.py: movs are not fenced accesses
+
     def run(st: Any, m: Any) -> Any:
         if st.pending_regs:
             check(st, m, regs, prog, ins)
+        if stamps:
+            touch(st, m, regs, ins.line)
         return fn(st, m)
 
     return run

@@ -19,9 +19,12 @@ diverges, or it blocks:
   completes a phase (or nothing else can run: then it retries, and a wait
   that can never succeed is reported as a deadlock).
 
-Grid blocks (clusters) run one after another in x, then y, then z order; each
-CTA starts with fresh registers, shared and local memory. Atomics of one
-instruction apply in increasing thread order.
+Grid blocks (clusters) start in x, then y, then z order, IN_FLIGHT of them at once: the
+scheduler gives each unit in flight QUANTUM instructions (or up to its next block) in turn,
+so blocks that communicate through global memory without ordering see each other's
+accesses interleaved, and the race checker (`grid_races.py`) reports them. Each CTA starts
+with fresh registers, shared and local memory. Atomics of one instruction apply in
+increasing thread order.
 
 The CTAs of a thread-block cluster run together as one state (`CTAState` over
 all their threads, CTA after CTA in rank order): the scheduler interleaves them
@@ -33,7 +36,7 @@ memories lie `smem_stride` bytes apart in one buffer (`spaces.shared_index`),
 so the race checker sees the cluster's threads and bytes as one.
 
 Because of this lockstep, a missing barrier never gives a wrong result; the
-opt-in race checker (`races.py`) reports the conflicting accesses instead.
+race checker (`races.py`, on unless turned off) reports the conflicting accesses instead.
 """
 
 from __future__ import annotations
@@ -57,8 +60,13 @@ NO_LIMIT = 1 << 62
 SPIN_LIMIT = 64            # backward branches a group may take while others wait before it yields
 DEFAULT_MAX_WARP_INSTRUCTIONS = 2_000_000_000
 MAX_IDLE_RETRIES = 64
-# the default of run_ptx's check_races, read once so a whole test run can check
-CHECK_RACES = os.environ.get("TILEIRAS_EMULATOR_CHECK_RACES", "") not in ("", "0")
+# the default of run_ptx's check_races: on, unless TILEIRAS_EMULATOR_CHECK_RACES=0 (read once, for speed)
+CHECK_RACES = os.environ.get("TILEIRAS_EMULATOR_CHECK_RACES", "1") not in ("", "0")
+# what registers (but predicates), shared, local and tensor memory hold before anything writes them: all
+# ones is a NaN in every float format, so an undefined value read into a computation spoils its result
+POISON_BYTE = 0xFF
+IN_FLIGHT = 2              # grid units (CTAs or clusters) run at once, so that races between them show
+QUANTUM = 48               # instructions a unit issues before the next unit in flight gets its turn
 
 
 @dataclass
@@ -109,13 +117,14 @@ class Launch:
     stdout: Any = None
     races: Any = None               # a races.RaceChecker in race-checking mode
     cluster: tuple[int, int, int] = (1, 1, 1)   # CTAs per cluster; `grid` counts CTAs
+    check: bool = False             # checking mode: races and definedness (`definedness.py`)
 
 
 class CTAState:
     """Registers and memories of one CTA (or of all the CTAs of a cluster, `ctaids` in rank order),
     plus the bookkeeping the scheduler and ops share."""
 
-    def __init__(self, launch: Launch, ctaids: Sequence[tuple[int, int, int]]) -> None:
+    def __init__(self, launch: Launch, ctaids: Sequence[tuple[int, int, int]], races: Any = None) -> None:
         import numpy as np
 
         prog = launch.prog
@@ -135,10 +144,10 @@ class CTAState:
         self.smem_size = launch.smem_size
         self.dyn_smem_base = launch.dyn_smem_base
         self.smem_stride = _round16(launch.smem_size)     # of each CTA's shared memory in `shared`
-        self.shared = np.zeros(k * self.smem_stride, dtype=np.uint8)
+        self.shared = np.full(k * self.smem_stride, POISON_BYTE, dtype=np.uint8)
         self.shared_views: dict = {}
         self.lsize = prog.local_size
-        self.local = np.zeros(max(n * self.lsize, 16), dtype=np.uint8)
+        self.local = np.full(max(n * self.lsize, 16), POISON_BYTE, dtype=np.uint8)
         self.local_views: dict = {}
         self.csize = prog.cparam_size
         self.cparam = np.zeros(max(n * self.csize, 16), dtype=np.uint8)
@@ -159,6 +168,15 @@ class CTAState:
         self.any_exited = False
         self.CC = np.zeros(n, dtype=np.uint8)
         self.R = list(launch.base_regs)
+        self.defined: Any = None            # definedness of each register (definedness.py), when checking
+        self.undef_origin: dict = {}        # register -> the never-written register its value came from
+        self.cur_def: Any = True            # definedness of what the running instruction writes
+        self.partial: dict = {}             # register -> byte mask of its defined bytes (a partly defined pack)
+        self.cur_origin = ""
+        if launch.check:
+            from .definedness import initial
+
+            self.defined = initial(prog)
         one = _OneCTA(np, nb) if k > 1 else self
         for name, idx in prog.specials.items():
             values = [_special_value(name, one, launch, c) for c in ctaids]
@@ -185,8 +203,10 @@ class CTAState:
         # asynchronously written registers (async_regs.py), wgmma groups per warpgroup, tensor memory
         self.pending_regs: list = []
         self.wgmma_committed: dict[int, int] = {}
+        self.wgmma_fences: Any = None       # wgmma.fence state per warpgroup (wgmma_fence.py)
+        self.reg_budgets: Any = None        # setmaxnreg budget of each warpgroup (ops/control.py)
         self.tmem: Any = None
-        self.races = launch.races
+        self.races = races if races is not None else launch.races
         if self.races is not None:
             self.races.new_cta(n, self.shared.size)     # nothing a CTA does races with the CTAs before it
 
@@ -301,9 +321,23 @@ def _merge(a: Any, b: Any) -> Any:
 
 def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
     """Run one CTA to completion; returns the warp-instructions it issued."""
+    try:
+        next(cta_bursts(st, limit_warp_instructions, 0))
+    except StopIteration as done:
+        return int(done.value)
+    raise AssertionError("a CTA run without a quantum yielded")
+
+
+def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
+    """Run one CTA (a generator): with a `quantum`, yield after every burst of at most that many
+    instructions, so that the caller can interleave CTAs; returns the warp-instructions issued."""
     np = st.np
     prog = st.launch.prog
     code = prog.code
+    if st.defined is not None:
+        from .definedness import check_branch, checked_code
+
+        code = checked_code(prog)
     groups: list[Group] = [Group(prog.entry_pc, None, st.nwarps)]
     issued = 0
     issues = 0
@@ -350,9 +384,10 @@ def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
         mask = g.mask
         nw = g.nw
         R = st.R
+        qend = issues + quantum if quantum else NO_LIMIT
         try:
             while True:
-                if pc >= limit or (stops and pc in stops):
+                if pc >= limit or issues >= qend or (stops and pc in stops):
                     break
                 kind, fn, gid, gneg, aux = code[pc]
                 issued += nw
@@ -385,6 +420,8 @@ def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
                     if gid < 0:
                         pc = aux
                         continue
+                    if st.defined is not None and st.defined[gid] is not True:
+                        check_branch(st, mask, gid, prog.reg_names)
                     taken = int(np.count_nonzero(m))
                     if taken == 0:
                         pc += 1
@@ -416,7 +453,13 @@ def run_cta(st: CTAState, limit_warp_instructions: int) -> int:
         if issued > limit_warp_instructions:
             raise EmulatorError(f"block {st.block_id} issued more than {limit_warp_instructions} "
                                 "warp-instructions (an endless loop?); stopped")
+        st.issues = issues
+        if quantum:
+            yield None
     st.issues = issues
+    from .exit_checks import check_exit
+
+    check_exit(st)
     return issued
 
 
@@ -460,6 +503,8 @@ def _deadlock(st: CTAState, groups: list) -> EmulatorError:
         what = {BAR: f"barrier {h.key}", COLL: "a warp-collective instruction", WAIT: "an mbarrier wait",
                 RUN: "running"}.get(h.state, "?")
         ins = prog.info[min(h.pc, len(prog.info) - 1)]
+        if h.state == WAIT and ins.opcode == "setmaxnreg":
+            what = "a setmaxnreg.inc waiting for registers"
         count = st.n if h.mask is None else int(st.np.count_nonzero(h.mask))
         where = ""
         if st.rank_of is not None:      # which CTAs of the cluster they belong to
@@ -837,23 +882,72 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
     zeros: dict[int, Any] = {}
     for bits in prog.reg_bits:
         if bits not in zeros:
-            zeros[bits] = np.zeros(nthreads * ncta, dtype=uint_dtype(bits))
+            zeros[bits] = np.zeros(nthreads * ncta, dtype=np.bool_) if bits == 1 else \
+                np.full(nthreads * ncta, (1 << bits) - 1, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
     launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
                     stdout if stdout is not None else sys.stdout, cluster=cluster)
-    if CHECK_RACES if check_races is None else check_races:
+    units = list(_ctas_by_cluster(grid, cluster))
+    checking = CHECK_RACES if check_races is None else check_races
+    launch.check = checking
+    checkers: list = [None] * min(IN_FLIGHT, len(units))
+    if checking:
         from .races import RaceChecker
 
-        launch.races = RaceChecker(np, prog.info)
+        checkers = [RaceChecker(np, prog.info) for _ in checkers]
+        if len(units) > 1:
+            from .grid_races import GridRaces
+
+            grid_check = GridRaces(np, ["(" + ",".join(map(str, u[0])) + ")" for u in units], checkers[0].texts)
+            for c in checkers:
+                c.grid = grid_check
     stats = EmulationStats(threads_per_cta=nthreads)
     with np.errstate(all="ignore"):
-        for ctaids in _ctas_by_cluster(grid, cluster):
-            st = CTAState(launch, ctaids)
+        if len(units) == 1:
+            st = CTAState(launch, units[0], checkers[0])
             stats.warp_instructions += run_cta(st, max_warp_instructions)
             stats.instructions += st.issues
             stats.ctas += ncta
+        else:
+            _run_interleaved(launch, units, checkers, max_warp_instructions, stats)
     stats.seconds = time.perf_counter() - start
     return stats
+
+
+def _run_interleaved(launch: Launch, units: list, checkers: list, limit: int, stats: EmulationStats) -> None:
+    """Run the grid's units (CTAs or clusters) `len(checkers)` at a time, QUANTUM instructions each in turn;
+    a unit that ends makes room for the next one, which gets the ending unit's race checker."""
+    ncta = len(units[0])
+    todo = iter(enumerate(units))
+    slots: list = []
+
+    def start(checker: Any) -> None:
+        nxt = next(todo, None)
+        if nxt is None:
+            return
+        unit, ctaids = nxt
+        if checker is not None:
+            checker.unit = unit
+            if checker.grid is not None:
+                checker.grid.start(unit)
+        st = CTAState(launch, ctaids, checker)
+        slots.append((st, cta_bursts(st, limit, QUANTUM), checker, unit))
+
+    for c in checkers:
+        start(c)
+    while slots:
+        for entry in list(slots):
+            st, bursts, checker, unit = entry
+            try:
+                next(bursts)
+            except StopIteration as done:
+                stats.warp_instructions += int(done.value)
+                stats.instructions += st.issues
+                stats.ctas += ncta
+                slots.remove(entry)
+                if checker is not None and checker.grid is not None:
+                    checker.grid.finish(unit)
+                start(checker)
 
 
 def _cluster_grid(prog: Program, kernel: str, grid: tuple[int, int, int]) \

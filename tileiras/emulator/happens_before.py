@@ -40,6 +40,12 @@ cluster that arrives on it (or whose TMA load or tcgen05.commit completes on it)
 (`ops/async_ops.published`): fence.mbarrier_init.release.cluster marks the thread's initializations,
 which its next barrier.cluster.arrive publishes even when relaxed (`release_inits`).
 
+tcgen05 fences order tcgen05 operations with CTA barriers (bar.sync, barrier.sync), as NVIDIA's own
+PTX uses them: a warp's completed tcgen05.ld/st are published by its next
+tcgen05.fence::before_thread_sync (or mbarrier arrival: the mbarrier handoffs of NVIDIA's pipelines
+carry no fence), and what a barrier orders a thread after reaches its later tcgen05 operations only
+through a tcgen05.fence::after_thread_sync (`tcv`; mbarrier waits reach them directly).
+
 A thread's tcgen05 operations (mma, cp, and their shared-memory reads) run on a clock of their own
 (`n + t` beside the n threads'): they know what thread t knew when it issued them, and what they
 did is published only by their tcgen05.commit's mbarrier, so that even thread t, or a thread
@@ -53,6 +59,7 @@ from typing import Any
 from .errors import DeviceFault
 
 PENDING = 1 << 62
+UNFENCED = PENDING - 1     # a completed tcgen05.ld/st no tcgen05.fence::before_thread_sync has published yet
 
 
 class Clocks:
@@ -63,6 +70,10 @@ class Clocks:
         # t knew when it issued them, and what they did becomes known only through the mbarrier their
         # tcgen05.commit arrives on, not to t itself nor to threads t synchronizes with otherwise
         self.vc = np.eye(2 * nthreads, dtype=np.int64)
+        # what each thread's (and each tcgen05 pipeline's) tensor-memory accesses are ordered after: what
+        # its mbarrier waits acquired, and what bar.sync/barrier.sync joined into its clock as of its last
+        # tcgen05.fence::after_thread_sync; tensor-memory checks read this view (TensorCells._check)
+        self.tcv = np.eye(2 * nthreads, dtype=np.int64)
         self.texts = texts
         self.accum: dict[int, Any] = {}         # mbarrier -> clocks released into its current phase
         self.done: dict[int, Any] = {}          # mbarrier -> clocks of its last completed phase
@@ -85,6 +96,8 @@ class Clocks:
     def release(self, key: int, lanes: Any) -> None:
         np = self.np
         lanes = np.asarray(lanes).ravel()
+        if self.tmem is not None:       # an mbarrier arrival publishes the threads' completed tcgen05.ld/st
+            self.tmem.fence(lanes)
         acc = self.accum.get(key)
         joined = self.vc[lanes].max(axis=0)
         self.accum[key] = joined if acc is None else np.maximum(acc, joined)
@@ -100,6 +113,7 @@ class Clocks:
         if done is not None:
             lanes = self.np.asarray(lanes).ravel()
             self.vc[lanes] = self.np.maximum(self.vc[lanes], done)
+            self.tcv[lanes] = self.np.maximum(self.tcv[lanes], done)   # mbarrier handoffs need no tcgen05 fence
 
     def init(self, t: int) -> int:
         """Thread t initializes an mbarrier: a new epoch of t's (what others learned of t before does not
@@ -144,12 +158,26 @@ class Clocks:
             return tids
         t = int(owner[1])
         self.vc[self.n + t] = self.np.maximum(self.vc[self.n + t], self.vc[t])
+        self.tcv[self.n + t] = self.np.maximum(self.tcv[self.n + t], self.tcv[t])
         return self.np.asarray(tids) - t + self.n + t
+
+    def tcgen05_after_sync(self, lanes: Any) -> None:
+        """tcgen05.fence::after_thread_sync: the threads' later tcgen05 operations are ordered after what
+        their waits and barriers ordered them after so far."""
+        lanes = self.np.asarray(lanes).ravel()
+        self.tcv[lanes] = self.vc[lanes]
+
+    def tcgen05_before_sync(self, lanes: Any) -> None:
+        """tcgen05.fence::before_thread_sync: the threads' completed tcgen05.ld/st become part of what their
+        next arrivals and barriers publish."""
+        if self.tmem is not None:
+            self.tmem.fence(self.np.asarray(lanes).ravel())
 
     def commit(self, t: int, key: int) -> None:
         """Thread t's tcgen05.commit: its tcgen05 operations complete, then arrive on mbarrier `key`."""
         u = self.n + t
         self.vc[u] = self.np.maximum(self.vc[u], self.vc[t])
+        self.tcv[u] = self.np.maximum(self.tcv[u], self.tcv[t])
         self.finish(lambda o: o == ("tcgen05", t))
         self.release(key, [u])
 
@@ -265,6 +293,8 @@ class TensorCells:
         self.line = {a: np.zeros(size, dtype=np.int32) for a in "wr"}
         self.keys: dict = {}                    # owner key -> its code
         self.pending: list[tuple[Any, str, Any, Any]] = []    # (owner key, "w"|"r", cells, threads)
+        self.unfenced: dict[int, list] = {}     # warp -> [("w"|"r", cells, threads)] left at UNFENCED
+        self.fresh = np.zeros(size, dtype=bool)     # last written by tcgen05.alloc: undefined (definedness)
 
     def cells(self, lanes: Any, cols: Any) -> Any:
         np = self.np
@@ -293,6 +323,8 @@ class TensorCells:
         self._check(idx, tids, "w", code, collective, line, what, "write-after-write" if write else
                     "read-after-write")
         a = "w" if write else "r"
+        if write:
+            self.fresh[idx] = False
         keep = np.ones(idx.size, dtype=bool)
         if not write:       # a read still in flight is kept: a later write must wait for it
             prior = self.who["r"][idx]
@@ -324,7 +356,7 @@ class TensorCells:
         if not keep.any():
             return
         cand, clk, pending, w, t = cand[keep], clk[keep], pending[keep], w[keep], t[keep]
-        ok = ~pending & (self.hb.vc[t, w] >= clk)
+        ok = ~pending & (self.hb.tcv[t, w] >= clk)
         if ok.all():
             return
         k = int(np.argmin(ok))
@@ -332,13 +364,21 @@ class TensorCells:
         c, u, w = int(idx[i]), int(tids[i]) % self.hb.n, int(who[i])
         pl = int(self.line[a][c])
         did = "wrote" if a == "w" else "read"
-        if pending[k]:
+        if clk[k] == UNFENCED:
+            how = (f"thread {w}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
+                   f"'{self.hb.texts.get(pl, '?')}' completed, but no tcgen05.fence::before_thread_sync by that "
+                   "thread published it before it synchronized")
+        elif pending[k]:
             how = (f"thread {w % self.hb.n}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
                    f"'{self.hb.texts.get(pl, '?')}' may still be in flight (no tcgen05.commit/wait::ld/"
                    "wait::st completed it)")
         else:
             how = (f"{self.hb.who(w)} {did} it at line {pl} '{self.hb.texts.get(pl, '?')}' and no mbarrier wait or "
                    "barrier orders that access before this one")
+            if self.hb.vc[t[k], w] >= clk[k]:
+                how = (f"{self.hb.who(w)} {did} it at line {pl} '{self.hb.texts.get(pl, '?')}', and although a wait or "
+                       "barrier orders that access before this one, no tcgen05.fence::after_thread_sync came after "
+                       "it (before this tcgen05 operation)")
         raise DeviceFault(f"data race on tensor memory ({kind}): {what} by thread {u} accesses lane "
                           f"{c // self.columns} column {c % self.columns}, but {how}", u)
 
@@ -351,6 +391,33 @@ class TensorCells:
                 rest.append((owner, a, idx, tids))
                 continue
             still = (self.who[a][idx] == tids) & (self.clock[a][idx] == PENDING)
-            self.clock[a][idx[still]] = self.hb.vc[tids[still], tids[still]]
+            if owner[0] in ("ld", "st"):    # a warp's own ld/st: published by its before_thread_sync fence
+                self.clock[a][idx[still]] = UNFENCED
+                self.unfenced.setdefault(int(owner[1]), []).append((a, idx[still], tids[still]))
+            else:
+                self.clock[a][idx[still]] = self.hb.vc[tids[still], tids[still]]
             self.key[a][idx[still]] = -1
         self.pending = rest
+
+    def fence(self, lanes: Any) -> None:
+        """The completed ld/st of threads `lanes` get their threads' current clocks (before_thread_sync)."""
+        np = self.np
+        if not self.unfenced:
+            return
+        lanes = np.asarray(lanes).ravel()
+        for w in np.unique(lanes // 32).tolist():
+            entries = self.unfenced.pop(w, None)
+            if not entries:
+                continue
+            fenced = np.zeros(32, dtype=bool)       # which of the warp's lanes fence
+            fenced[lanes[lanes // 32 == w] % 32] = True
+            rest = []
+            for a, idx, tids in entries:
+                mine = fenced[tids % 32]
+                sel, t = idx[mine], tids[mine]
+                still = (self.who[a][sel] == t) & (self.clock[a][sel] == UNFENCED)
+                self.clock[a][sel[still]] = self.hb.vc[t[still], t[still]]
+                if not mine.all():
+                    rest.append((a, idx[~mine], tids[~mine]))
+            if rest:
+                self.unfenced[w] = rest

@@ -105,6 +105,7 @@ class Program:
     # and the instructions (by identity) allowed to touch them while pending (see async_regs.py)
     async_regs: set = field(default_factory=set)
     async_exempt: set = field(default_factory=set)
+    flow: list = field(default_factory=list)            # definedness.Flow of each step (registers read/written)
 
 
 class Mods:
@@ -188,6 +189,10 @@ class Writer:
     def put(self, st: Any, m: Any, v: Any) -> None:
         if self.conv is not None:
             v = self.conv(v)
+        if st.defined is not None:
+            from .definedness import mark
+
+            mark(st, self.idx, m)
         if m is None:
             if v.ndim == 0:
                 v = self.np.full(st.n, v)
@@ -199,6 +204,10 @@ class Writer:
         """`v` holds one value per lane of `lanes` (None: every thread)."""
         if self.conv is not None:
             v = self.conv(v)
+        if st.defined is not None:
+            from .definedness import mark
+
+            mark(st, self.idx, None, lanes)
         if lanes is None:
             if v.ndim == 0:
                 v = self.np.full(st.n, v)
@@ -323,6 +332,12 @@ class Decoder:
         self.formal_params: dict[str, list[ParamSlot]] = {}
         self.call_graph: dict[str, set[str]] = {}
         self.regs_used: list[frozenset] = []        # per code step: registers its instruction names
+        self._srcs: set = set()                     # registers the instruction being decoded reads ...
+        self._dsts: set = set()                     # ... and writes (readers and writers it made)
+        self._optional: tuple = ((), None)
+        from .isa_forms import parse_target
+
+        self.target = parse_target(module.target)     # (sm, suffix) the instructions are checked against
 
     # -- layout helpers -----------------------------------------------------
     def new_reg(self, name: str, bits: int) -> int:
@@ -394,6 +409,7 @@ class Decoder:
 
         idx = self.reg_of(op, ins)
         if idx is not None:
+            self._srcs.add(idx)
             name = self.prog.reg_names[idx]
             if name in DYNAMIC_SPECIALS:
                 return self._dynamic_special(name, ty)
@@ -459,7 +475,13 @@ class Decoder:
             raise bad(ins, f"destination {op} is not a register")
         if self.prog.reg_names[idx] in SPECIAL_BITS:
             raise bad(ins, f"special register {self.prog.reg_names[idx]} is read-only")
+        self._dsts.add(idx)
         return Writer(idx, store_conv(value_dtype, self.prog.reg_bits[idx]))
+
+    def read_only_when(self, regs: Any, when: Any) -> None:
+        """Registers `regs` are read by the instruction being decoded only when the predicate reader `when`
+        holds (wgmma's accumulators and scale-d): for definedness."""
+        self._optional = (tuple(regs), when)
 
     def writer_t(self, op: Any, ty: str, ins: Instr) -> Writer:
         return self.writer(op, np_dtype(ty), ins)
@@ -613,20 +635,40 @@ class Decoder:
         handler = self.handlers.get(ins.opcode)
         if handler is None:
             raise EmulatorError(f"line {ins.line}: unsupported PTX instruction '{ins.opcode}' in '{ins.text}'")
+        from .isa_forms import check_order, check_target
+
+        check_order(ins)
+        check_target(ins, self.target)
         gid, gneg = -1, False
         if ins.guard is not None:
             g = self.lookup_reg(ins.guard[0])
             if g is None or self.prog.reg_bits[g] != 1:
                 raise bad(ins, f"guard {ins.guard[0]} is not a predicate register")
             gid, gneg = g, ins.guard[1]
+        self._srcs, self._dsts, self._optional = set(), set(), ((), None)
         steps = handler(self, ins)
         if isinstance(steps, tuple):
             steps = [steps]
         used = self.registers_named(ins)
+        flow = self._flow(ins)
         for kind, fn, aux in steps:
             self.prog.code.append((kind, fn, gid, gneg, aux))
             self.prog.info.append(ins)
             self.regs_used.append(used)
+            self.prog.flow.append(flow)
+
+    def _flow(self, ins: Instr) -> Any:
+        from .definedness import Flow, byte_flow, sinks_of
+
+        optional, when = self._optional
+        optional = tuple(sorted(set(optional) - {None}))
+        srcs = tuple(sorted(self._srcs - set(optional)))
+        parts = byte_flow(ins, lambda op: self.reg_of(op, ins) if isinstance(op, (Reg, Sym)) else None,
+                          lambda r: self.prog.reg_bits[r])
+        return Flow(srcs, tuple(sorted(self._dsts)), sinks_of(ins, self._regs_in), optional, when, **parts)
+
+    def _regs_in(self, op: Any) -> frozenset:
+        return self.registers_named(_OperandsOf(op))  # type: ignore[arg-type]
 
     def registers_named(self, ins: Instr) -> frozenset:
         """Indices of the registers an instruction names (operands, addresses, guard)."""
@@ -668,6 +710,15 @@ class Decoder:
             state[name] = 2
 
         visit(self.prog.kernel.name, [])
+
+
+class _OperandsOf:
+    """One operand seen as an instruction without a guard (for `registers_named`)."""
+
+    guard = None
+
+    def __init__(self, op: Any) -> None:
+        self.operands = [op]
 
 
 def decode(module: Module, kernel_name: str) -> Program:

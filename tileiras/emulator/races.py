@@ -1,4 +1,5 @@
-"""Opt-in data-race checking: `run_ptx(..., check_races=True)` or TILEIRAS_EMULATOR_CHECK_RACES=1.
+"""Data-race checking, on by default: `run_ptx(..., check_races=False)` or TILEIRAS_EMULATOR_CHECK_RACES=0
+turn it off (for speed). Races between the CTAs of a grid on global memory: `grid_races.py`.
 
 All threads of a CTA execute an instruction together, so a missing barrier never shows up
 as a wrong result here; this mode reports it instead. The CTAs of a thread-block cluster run as
@@ -91,6 +92,8 @@ class RaceChecker:
         self.shadows: dict[str, Shadow] = {}
         self.texts = {ins.line: ins.text for ins in info}
         self.seq = 0
+        self.grid: Any = None       # a grid_races.GridRaces when other units of the grid run beside this one
+        self.unit = 0               # this checker's unit (CTA or cluster) in `grid`
 
     def new_cta(self, nthreads: int, smem_bytes: int) -> None:
         """A CTA starts with fresh shared memory: forget the async-proxy state of the one before."""
@@ -103,8 +106,10 @@ class RaceChecker:
         self.gen_seq = np.full(size, -1, dtype=np.int64)       # when the generic proxy last stored it
         self.gen_tid = np.zeros(size, dtype=np.int64)
         self.gen_line = np.zeros(size, dtype=np.int32)
+        self.written = np.zeros(size, dtype=bool)              # bytes some instruction wrote (definedness)
         self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
         self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
+        self.init_fences: list[list[int]] = [[] for _ in range(nthreads)]   # ... and ran fence.mbarrier_init
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
         from .happens_before import Clocks
 
@@ -122,6 +127,19 @@ class RaceChecker:
 
     def proxy_fence(self, lanes: Any) -> None:
         self._stamp(self.fences, lanes)
+
+    def init_fence(self, lanes: Any) -> None:
+        """fence.mbarrier_init by threads `lanes`."""
+        self._stamp(self.init_fences, lanes)
+
+    def stamp_init(self) -> int:
+        """An mbarrier.init happens now: its place in the sequence of stamps."""
+        self.seq += 1
+        return self.seq
+
+    def init_fenced(self, tid: int, init_seq: int) -> bool:
+        """Whether thread `tid` ran fence.mbarrier_init or fence.proxy.async after its init at `init_seq`."""
+        return any(s > init_seq for s in self.init_fences[tid]) or any(s > init_seq for s in self.fences[tid])
 
     def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
         """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a
@@ -162,7 +180,8 @@ class RaceChecker:
         self.async_line[idx] = line
         self.gen_seq[idx] = -1
 
-    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None) -> None:
+    def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None,
+                   copy: bool = False) -> None:
         """Shared bytes `idx` read through the async proxy by an instruction the threads `tids` issued;
         with an `owner`, the read stays in flight until `hb.finish` completes that owner's reads."""
         np = self.np
@@ -189,9 +208,30 @@ class RaceChecker:
                               f"the generic proxy and {what} reads it through the async proxy with no "
                               "fence.proxy.async by that thread before it published the store", tid)
         self.check_bytes(st, Site(line, write=False, strong=False), "shared", st.shared.size, idx,
-                         np.full(idx.size, tid), record=owner is None)
+                         np.full(idx.size, tid), record=owner is None, copy=copy)
         if owner is not None:
             self.hb.read_pending(idx, tid, line, owner)
+
+    def mark_written(self, idx: Any) -> None:
+        """Shared bytes `idx` were written by an instruction the checks above do not see (mbarrier.init)."""
+        self.written[idx] = True
+
+    def _defined(self, st: Any, idx: Any, tids: Any, site: Site) -> None:
+        """Shared memory starts undefined: reading a byte no instruction wrote is reported (as a race when a
+        cp.async still in flight is to write it)."""
+        np = self.np
+        ok = self.written[idx]
+        if ok.all():
+            return
+        i = int(np.argmax(~ok))
+        for cp in st.cp_pending:
+            if np.isin(idx[i], cp.dst).any():
+                raise DeviceFault(f"data race (read-after-write): the cp.async at line {cp.line} "
+                                  f"'{self.texts.get(cp.line, '?')}' writes {_address('shared', idx[i])} and thread "
+                                  f"{int(tids[i])} {site.does()} before the copy is complete (no cp.async.wait_group "
+                                  "or mbarrier wait for it between)", int(tids[i]))
+        raise DeviceFault(f"read of undefined shared memory: thread {int(tids[i])} {site.does()} at "
+                          f"{_address('shared', idx[i])}, which no instruction wrote", int(tids[i]))
 
     def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
         np = self.np
@@ -230,9 +270,13 @@ class RaceChecker:
             self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
 
     def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any,
-                    record: bool = True) -> None:
+                    record: bool = True, copy: bool = False) -> None:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
-        (`record`: a shared read's clock; an async read in flight is recorded by `async_read`)."""
+        (`record`: a shared read's clock; an async read in flight is recorded by `async_read`; `copy`: the
+        read copies the bytes on (tcgen05.cp), undefined ones included)."""
+        if space == "global" and self.grid is not None and len(idx):
+            self.grid.access(self.unit, site.write, site.strong, site.line, idx, int(tids.flat[0]), size,
+                             site.does())
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
@@ -240,9 +284,11 @@ class RaceChecker:
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
-                self.hb.check_write(idx, tids, site.line, "the store")
-                self.hb.check_after_write(idx, tids, site.line, "write-after-write")
-                self.hb.write(idx, tids, site.line)
+                self.written[idx] = True
+                if not site.strong:     # atomics and strong stores do not race with each other
+                    self.hb.check_write(idx, tids, site.line, "the store")
+                    self.hb.check_after_write(idx, tids, site.line, "write-after-write")
+                    self.hb.write(idx, tids, site.line)
                 self.seq += 1
                 self.gen_seq[idx] = self.seq
                 self.gen_tid[idx] = tids
@@ -250,9 +296,11 @@ class RaceChecker:
                 self.async_key[idx] = -1
         else:
             if space == "shared":
+                if not copy:
+                    self._defined(st, idx, tids, site)
                 self._visible(st, site.line, idx, tids, site.does())
             self._read(st, site, space, sh, idx, tids)
-            if space == "shared":       # what the intervals let through: ordered by the waits made?
+            if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?
                 self.hb.check_after_write(idx, tids, site.line, "read-after-write")
                 if record:
                     self.hb.read(idx, tids, site.line)

@@ -19,8 +19,11 @@ W = the swizzle span in 16-byte units (1 without swizzle), an element (mn, k) of
      swizzled:    t*e + w*16 + m*LBO + r*16W + j*SBO
 
 then swizzled as above. This is the PTX ISA's canonical layout family (the one CUTLASS's
-GMMA layouts describe); the base-offset field is not needed because the permutation is
-applied to absolute addresses, which is what a correctly set base offset achieves.
+GMMA layouts describe). The swizzle's row phase (address bits [7, 7+b)) is counted from the
+start address's 128-byte row, plus the descriptor's base offset (bits 49-51): the units assume
+the start is aligned to the pattern's repeat unless the base offset says where in the pattern it
+lies, so a base offset of 0 with an aligned start, or (start >> 7) & 7 with any start, read what
+TMA wrote (it swizzles absolute addresses), and any other value reads rows swizzled wrongly.
 """
 
 from __future__ import annotations
@@ -101,7 +104,19 @@ def _offsets(rows: int, cols: int, esize: int, k_major: bool, lbo: int, sbo: int
     return off
 
 
+def base_offset(desc: int) -> int:
+    """The matrix base offset field (bits 49-51) of a wgmma or tcgen05 shared-memory descriptor."""
+    return (desc >> 49) & 7
+
+
 def operand_addresses(start: int, rows: int, cols: int, esize: int, k_major: bool, lbo: int, sbo: int,
-                      span: int, atom: int = 16) -> Any:
-    """Shared addresses (rows, cols) of a descriptor-described operand (rows = M or N, cols = K)."""
-    return swizzle(start + _offsets(rows, cols, esize, k_major, lbo, sbo, span), span, atom)
+                      span: int, atom: int = 16, base: int = -1) -> Any:
+    """Shared addresses (rows, cols) of a descriptor-described operand (rows = M or N, cols = K); `base` is
+    the descriptor's base offset (-1: the phase of the absolute addresses)."""
+    addrs = start + _offsets(rows, cols, esize, k_major, lbo, sbo, span)
+    if not span or base < 0:
+        return swizzle(addrs, span, atom)
+    shift = atom.bit_length() - 1
+    bits = (span // atom).bit_length() - 1
+    phase = ((addrs >> 7) - (start >> 7) + base) & ((1 << bits) - 1)
+    return addrs ^ (phase << shift)

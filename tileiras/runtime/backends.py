@@ -33,6 +33,7 @@ class RunRequest:
     gpu_name: Optional[str] = None
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     check_races: Optional[bool] = None   # emulator: report data races (None: TILEIRAS_EMULATOR_CHECK_RACES)
+    ptx: Optional[str] = None            # emulator: run this PTX instead of ours (same calling convention)
 
 
 def run_failure(message: str) -> TileirasError:
@@ -99,18 +100,31 @@ def tma_hidden_params(info: Any, params: list) -> list[bytes]:
 
 
 def run_emulator(req: RunRequest) -> list[np.ndarray]:
+    ptx, meta = compile_module(req, "ptx", req.gpu_name or "sm_80")
+    return run_compiled(req, ptx.decode(), meta)
+
+
+def run_compiled(req: RunRequest, ptx: str, meta: Any, max_warp_instructions: Optional[int] = None) \
+        -> list[np.ndarray]:
+    """The emulator's run of `ptx` (req.ptx instead when given) with the launch of `meta` (the compile's
+    metadata: block, dynamic shared memory, tensor maps)."""
     try:
         from ..emulator import Memory, run_ptx
     except (ImportError, AttributeError):
         raise run_failure("the PTX emulator is not available in this build (tileiras.emulator)") from None
-    gpu = req.gpu_name or "sm_80"
-    ptx, meta = compile_module(req, "ptx", gpu)
     info = kernel_info(meta, req.kernel)
     memory = Memory()
     params = req.binding.upload(memory)
     params = [*params, *tma_hidden_params(info, params)]
-    run_ptx(ptx.decode(), req.kernel, req.grid, tuple(info.block), params, memory,
-            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races)
+    text, block = ptx, tuple(info.block)
+    if req.ptx is not None:     # another PTX of the kernel: our launch, unless it names its own block
+        from ..emulator import load_program
+
+        text = req.ptx
+        block = load_program(text, req.kernel).reqntid or block
+    limit = {} if max_warp_instructions is None else {"max_warp_instructions": max_warp_instructions}
+    run_ptx(text, req.kernel, req.grid, block, params, memory,
+            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races, **limit)
     return req.binding.download(memory)
 
 

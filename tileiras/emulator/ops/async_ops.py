@@ -330,12 +330,19 @@ class MBarrier:
     key: int = -1          # its shared offset
     init_by: int = -1      # the thread that initialized it, and its clock then (race checker: `published`)
     init_clock: int = 0
+    init_seq: int = -1     # when it was initialized (race checker's sequence), for fence.mbarrier_init
 
 
-def published(st: Any, b: MBarrier, thread: int, what: str) -> None:
+def published(st: Any, b: MBarrier, thread: int, what: str, async_proxy: bool = False) -> None:
     """A thread of another CTA of the cluster that arrives on `b` (or whose TMA load completes on it)
     must know its initialization: the PTX ISA asks for fence.mbarrier_init.release.cluster, then a
-    cluster-scope barrier (or release / acquire) before any remote use (race checker only)."""
+    cluster-scope barrier (or release / acquire) before any remote use (race checker only). The async
+    proxy (a TMA load's or a tcgen05.commit's completion) sees the initialization only after the
+    initializing thread's fence.mbarrier_init or fence.proxy.async."""
+    if st.races is not None and async_proxy and b.init_seq >= 0 and not st.races.init_fenced(b.init_by, b.init_seq):
+        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
+                          f"{b.init_by} no fence.mbarrier_init (or fence.proxy.async) by that thread made visible to "
+                          "the async proxy", thread)
     if st.races is None or st.rank_of is None or b.init_by < 0 or b.key // st.smem_stride == st.rank_of[thread]:
         return
     if st.races.hb.vc[thread, b.init_by] < b.init_clock:
@@ -396,7 +403,7 @@ def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: boo
     returns the phase it arrived in. `release` False (`mbarrier.arrive.relaxed`): the arrival counts
     but publishes none of the thread's earlier accesses to the phase's waiters."""
     b = _get(st, key, thread)
-    published(st, b, thread, "tcgen05.commit's arrival" if commit else "an arrival")
+    published(st, b, thread, "tcgen05.commit's arrival" if commit else "an arrival", async_proxy=commit)
     if st.races is not None and release:
         st.races.release([thread], key, commit)
     phase = b.phase
@@ -462,8 +469,11 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     if not 0 <= v < (1 << 20):
                         raise DeviceFault(f"mbarrier.init count {v} is outside 0..2^20-1", t)
                     clock = st.races.hb.init(t) if st.races is not None else 0
-                    st.mbar[key] = MBarrier(v, v, key=key, init_by=t, init_clock=clock)
+                    seq = st.races.stamp_init() if st.races is not None else -1
+                    st.mbar[key] = MBarrier(v, v, key=key, init_by=t, init_clock=clock, init_seq=seq)
                     st.shared[key:key + 8] = 0
+                    if st.races is not None:
+                        st.races.mark_written(np.arange(key, key + 8))
                 elif op == "inval":
                     st.mbar.pop(key, None)
                 else:

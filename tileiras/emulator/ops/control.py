@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 from ..errors import DeviceFault
 from ..parser import Instr, Paren, Reg, Sym
-from ..program import (CallRef, K_BAR, K_BRA, K_BRX, K_CALL, K_EXIT, K_OP, K_RET, Decoder, LabelRef, Mods,
+from ..program import (CallRef, K_BAR, K_BRA, K_BRX, K_CALL, K_EXIT, K_OP, K_RET, K_WAIT, Decoder, LabelRef, Mods,
                        ParamSlot, bad)
 from .common import lanes_of
 
@@ -302,6 +302,7 @@ def _fence(dec: Decoder, ins: Instr) -> Any:
                 from .common import lanes_of
 
                 st.races.hb.fence_inits(lanes_of(st, m))
+                st.races.init_fence(lanes_of(st, m))
 
         return (K_OP, fence_inits, None)
     if not ("proxy" in ins.mods and "async" in ins.mods):
@@ -314,13 +315,22 @@ def _fence(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fence, None)
 
 
+REGISTER_FILE = 65536     # 32-bit registers of an SM, what the warpgroups' budgets share
+
+
 def _setmaxnreg(dec: Decoder, ins: Instr) -> Any:
-    """setmaxnreg.{inc,dec}.sync.aligned.u32 N: register reallocation between warpgroups. Registers are
-    unlimited here, so only the operand is checked (an immediate multiple of 8 in 24..256, as ptxas wants)."""
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 N: register reallocation between warpgroups. The operand is an
+    immediate multiple of 8 in 24..256 (as ptxas wants). Every warp of a warpgroup must ask for the same
+    counts in the same order (the k-th setmaxnreg of each; NVIDIA's PTX runs them at different places
+    per warp role; checked where the CTA is made of whole warpgroups); after a warp's first one (its
+    budget before is ptxas's choice), .dec may only lower its budget and .inc only raise it; and after an .inc the
+    budgets of the CTA's warps (those that never ran setmaxnreg at the launch's even share) must fit
+    the register file: until other warps' .dec make room the .inc waits (K_WAIT), and if none ever does
+    the scheduler reports the deadlock, as a GPU would hang."""
     from ..parser import Imm
 
     mods = Mods(ins)
-    mods.need(("inc", "dec"), ".inc or .dec")
+    op = mods.need(("inc", "dec"), ".inc or .dec")
     mods.need(("sync",), ".sync")
     mods.need(("aligned",), ".aligned")
     mods.need(("u32",), ".u32")
@@ -328,7 +338,41 @@ def _setmaxnreg(dec: Decoder, ins: Instr) -> Any:
     ops = ins.operands
     if len(ops) != 1 or not isinstance(ops[0], Imm) or not (24 <= ops[0].value <= 256 and ops[0].value % 8 == 0):
         raise bad(ins, "the register count must be an immediate multiple of 8 in 24..256")
-    return (K_OP, lambda st, m: None, None)
+    count = ops[0].value
+
+    def setmaxnreg(st: Any, m: Any) -> Any:
+        np = st.np
+        active = np.ones(st.n, dtype=bool) if m is None else m
+        done = active.copy()
+        warps = np.flatnonzero(np.logical_or.reduceat(active, st.warp_starts)).tolist()
+        if st.reg_budgets is None:
+            share = min(256, REGISTER_FILE // max(st.cta_threads, 1) // 8 * 8)
+            st.reg_budgets = {"now": [share] * st.nwarps, "asked": [[] for _ in range(st.nwarps)]}
+        now, asked = st.reg_budgets["now"], st.reg_budgets["asked"]
+        for w in warps:
+            t = 32 * w
+            first = not asked[w]        # the budget before it is ptxas's choice, unknown here
+            if not first and ((op == "inc" and count < now[w]) or (op == "dec" and count > now[w])):
+                raise DeviceFault(f"setmaxnreg.{op} to {count} registers: warp {w} has {now[w]}, which .{op} "
+                                  f"cannot {'raise' if op == 'inc' else 'lower'} to that", t)
+            lo = t // st.cta_threads * st.cta_threads // 32
+            mine = now[lo:lo + (st.cta_threads + 31) // 32]
+            if op == "inc" and 32 * (sum(mine) - now[w] + count) > REGISTER_FILE:
+                done[t:t + 32] = False      # waits until other warps give registers back (a deadlock if never)
+                continue
+            k = len(asked[w])
+            group = range(4 * (w // 4), 4 * (w // 4) + 4) if st.cta_threads % 128 == 0 else ()   # whole ones
+            for v in group:
+                if v != w and len(asked[v]) > k and asked[v][k] != count:
+                    raise DeviceFault(f"setmaxnreg: warp {w} asks for {count} registers where warp {v} of its "
+                                      f"warpgroup asked for {asked[v][k]}: a warpgroup's warps must agree", t)
+            asked[w].append(count)
+            now[w] = count
+        if op == "dec":
+            st.mbar_epoch += 1      # wakes .inc waits (as an mbarrier phase would)
+        return done
+
+    return (K_WAIT, setmaxnreg, None)
 
 
 FENCE_MODS = ("sc", "acq_rel", "acquire", "release", "cta", "gpu", "sys", "cluster", "gl", "proxy", "async",

@@ -34,7 +34,7 @@ from ..errors import DeviceFault
 from ..spaces import shared_index, shared_outside, smem_base
 from ..parser import Addr, Imm, Instr, Vec
 from ..program import K_COLL, K_OP, Decoder, Mods, bad
-from ..smem_layout import decode_umma_desc, operand_addresses
+from ..smem_layout import base_offset, decode_umma_desc, operand_addresses
 from .common import lanes_of
 from .memory import address
 from .wgmma import element_values, operand_bytes, smem_matrix
@@ -80,7 +80,8 @@ class TensorMemory:
 def tmem(st: Any, thread: int, cta: Optional[int] = None) -> TensorMemory:
     """The tensor memory of thread `thread`'s CTA, or of the cluster's CTA `cta` (each has its own)."""
     if st.tmem is None:
-        st.tmem = [TensorMemory(_np().zeros((LANES, COLUMNS), dtype=_np().uint32)) for _ in range(st.ncta)]
+        st.tmem = [TensorMemory(_np().full((LANES, COLUMNS), 0xFFFFFFFF, dtype=_np().uint32))     # poison
+                   for _ in range(st.ncta)]
     return st.tmem[thread // st.cta_threads if cta is None else cta]
 
 
@@ -168,8 +169,13 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
                     raise DeviceFault(f"tcgen05.alloc of {n} columns: tensor memory is full (on a GPU this "
                                       "waits forever for a dealloc)", t)
                 tm.allocated[start] = n
-                if st.races is not None:
-                    _tensor_cells(st).forget(start, n, LANES * (t // st.cta_threads), LANES)
+                if st.races is not None:    # fresh cells, written (undefined) by the allocating warp: their
+                    # first users must be ordered after the allocation like after a write
+                    cells = _tensor_cells(st)
+                    cells.forget(start, n, LANES * (t // st.cta_threads), LANES)
+                    li, ci = np.arange(LANES)[:, None], np.arange(start, start + n)[None, :]
+                    _track(st, li, ci, t, True, ins, None, collective=True)
+                    cells.fresh[cells.cells(li + LANES * (t // st.cta_threads), ci)] = True
                 d = _at(st, dst, t)
                 if d % 4 or shared_outside(st, _np().uint64(d), 4):
                     raise DeviceFault(f"tcgen05.alloc destination 0x{d:x} is misaligned or out of bounds", t)
@@ -189,6 +195,9 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
             a, n = _at(st, taddr, t), _at(st, ncols, t)
             if a >> 16 or tm.allocated.get(a & 0xFFFF) != n:
                 raise DeviceFault(f"tcgen05.dealloc of {n} columns at 0x{a:x} does not match an allocation", t)
+            if st.races is not None:    # like a write of every cell: after every access of them, ordered
+                li, ci = np.arange(LANES)[:, None], np.arange(a & 0xFFFF, (a & 0xFFFF) + n)[None, :]
+                _track(st, li, ci, t, True, ins, None, collective=True)
             del tm.allocated[a & 0xFFFF]
 
     return (K_COLL, dealloc, None)
@@ -203,8 +212,32 @@ def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner:
     tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
     rank = int(tids.flat[0]) // st.cta_threads if cta is None else cta
     idx = cells.cells(_np().asarray(li) + LANES * rank, ci)
+    if not write and ins.mods[:1] != ("ld",):      # tcgen05.ld: its registers become undefined instead
+        _written(st, cells, idx, int(tids.flat[0]), f"the {ins.opcode}.{'.'.join(ins.mods[:1])}")
     cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
                  collective)
+
+
+def _written(st: Any, cells: Any, idx: Any, t: int, what: str) -> None:
+    """Tensor memory starts undefined (after tcgen05.alloc too): reading a cell no instruction wrote
+    is reported (definedness, with the race checker)."""
+    never = (cells.who["w"][idx] < 0) | cells.fresh[idx]
+    if never.any():
+        c = int(idx[int(_np().argmax(never))])
+        lane, col = divmod(c, cells.columns)
+        raise DeviceFault(f"read of undefined tensor memory: {what} reads lane {lane % LANES}, column {col}, "
+                          "which no instruction wrote since its allocation", t)
+
+
+def _undefined_cells(st: Any, li: Any, ci: Any, t: int) -> Any:
+    """Which of the cells (lanes `li`, columns `ci` of thread t's CTA) no instruction wrote since their
+    allocation (None when all were written, or without the checker)."""
+    if st.races is None or st.defined is None:
+        return None
+    cells = _tensor_cells(st)
+    idx = cells.cells(_np().asarray(li) + LANES * (t // st.cta_threads), ci).reshape(_np().shape(li))
+    never = (cells.who["w"][idx] < 0) | cells.fresh[idx]
+    return never if never.any() else None
 
 
 def _tensor_cells(st: Any) -> Any:
@@ -298,10 +331,18 @@ def _ldst(dec: Decoder, ins: Instr) -> Any:
                 vals = tm.cells[li, ci]
                 sel = np.zeros(st.n, dtype=bool)
                 sel[lanes] = True
-                for k, wr in enumerate(writers):
-                    full = np.zeros(st.n, dtype=np.uint32)
-                    full[lanes] = vals[:, k]
-                    wr.put(st, sel, full)
+                undefined = _undefined_cells(st, li, ci, t0)
+                if undefined is not None:       # what never-written cells hold reaches the registers undefined
+                    st.cur_def = np.ones(st.n, dtype=bool)
+                    st.cur_def[lanes] = ~undefined.any(axis=1)
+                    st.cur_origin = "tensor memory no instruction wrote"
+                try:
+                    for k, wr in enumerate(writers):
+                        full = np.zeros(st.n, dtype=np.uint32)
+                        full[lanes] = vals[:, k]
+                        wr.put(st, sel, full)
+                finally:
+                    st.cur_def = True
             else:
                 vals = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in readers], axis=1)
                 tm.cells[li, ci] = vals.astype(np.uint32)
@@ -460,6 +501,10 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
             rows = (d >> 16) + d_lanes(mm)
             li, ci = _cells(st, int(rows.min()), d & 0xFFFF, int(rows.max() - rows.min()) + 1, n, t, "tcgen05.mma D")
             ci = ci[0]
+            if st.races is not None and _at(st, enable, t):
+                cells = _tensor_cells(st)
+                _written(st, cells, cells.cells(rows[:, None] + LANES * (t // st.cta_threads), ci[None, :]), t,
+                         "tcgen05.mma accumulating (enable-input-d true)")
             old = tm.cells[rows[:, None], ci[None, :]] if _at(st, enable, t) else None
             out = accumulate(f, D, old, scale_d)
             keep = np.ones(mm, dtype=bool)
@@ -545,10 +590,11 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
     except ValueError as e:
         raise DeviceFault(str(e), t) from None
     base = smem_base(st, t) if cta is None else cta * st.smem_stride
-    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom) + base
+    addrs = operand_addresses(start, rows, k, esize, k_major, lbo, sbo, span, atom, base_offset(desc)) + base
     if st.races is not None:
         owner = ("tcgen05", t)      # complete at the thread's next tcgen05.commit
-        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner)
+        st.races.async_read(st, ins.line, operand_bytes(addrs, esize), _np().array([t]), f"the {what}", owner,
+                            copy=ins.mods[:1] == ("cp",))
     return smem_matrix(st, addrs, ty, esize, what, t, base)
 
 
@@ -642,11 +688,24 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fn, None)
 
 
-def _nop(dec: Decoder, ins: Instr) -> Any:
+def _fence(dec: Decoder, ins: Instr) -> Any:
+    """tcgen05.fence::before/after_thread_sync: order tcgen05 operations with thread synchronization
+    (the race checker's tensor-memory clocks, happens_before.py)."""
     mods = Mods(ins)
-    mods.need(("fence::before_thread_sync", "fence::after_thread_sync"), "the fence")
+    which = mods.need(("fence::before_thread_sync", "fence::after_thread_sync"), "the fence")
     mods.done()
-    return (K_OP, lambda st, m: None, None)
+    after = which == "fence::after_thread_sync"
+
+    def fence(st: Any, m: Any) -> None:
+        if st.races is not None:
+            lanes = np.flatnonzero(m) if m is not None else np.arange(st.n)
+            if after:
+                st.races.hb.tcgen05_after_sync(lanes)
+            else:
+                st.races.hb.tcgen05_before_sync(lanes)
+
+    np = _np()
+    return (K_OP, fence, None)
 
 
 def _tcgen05(dec: Decoder, ins: Instr) -> Any:
@@ -664,7 +723,7 @@ def _tcgen05(dec: Decoder, ins: Instr) -> Any:
     if head == "cp":
         return _cp(dec, ins)
     if head.startswith("fence::"):
-        return _nop(dec, ins)
+        return _fence(dec, ins)
     raise bad(ins, "unsupported tcgen05 instruction")
 
 

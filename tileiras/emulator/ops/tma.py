@@ -220,7 +220,7 @@ def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any,
                 one = np.array([lane], dtype=np.int64)
                 key = int(_mbar_keys(st, lambda _st, a=np.uint64(mb): a, one, None, "shared")[0])
                 b = _get(st, key, lane)
-                published(st, b, lane, "a TMA load's completion")
+                published(st, b, lane, "a TMA load's completion", async_proxy=True)
                 if st.races is not None:
                     st.races.async_write(st, ins.line, sidx.ravel(), lane, key, b.phase + 1)
                 st.shared[sidx] = data

@@ -25,7 +25,7 @@ from ..errors import DeviceFault
 from ..spaces import smem_base
 from ..parser import Imm, Instr, Vec
 from ..program import K_COLL, WARPGROUP, Decoder, Mods, bad
-from ..smem_layout import decode_gmma_desc, operand_addresses
+from ..smem_layout import base_offset, decode_gmma_desc, operand_addresses
 from .tensor import _elements, _layout
 
 # input type -> (K of one instruction, element bytes, A register fragment (shape, layout kind))
@@ -188,14 +188,20 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
         a_desc = dec.reader(ops[1], "b64", ins)
     b_desc = dec.reader(ops[2], "b64", ins)
     scale_d = dec.reader(ops[3], "pred", ins)
+    dec.read_only_when([dec.reg_of(r, ins) for r in ops[0].items], scale_d)
     dec.prog.async_regs |= pending_regs
     dec.prog.async_exempt.add(id(ins))
     rows_i, cols_i = accumulator_layout(n)
     pending = frozenset(pending_regs)
     what = f"wgmma.mma_async at line {ins.line}"
 
+    from ..wgmma_fence import check as check_fence
+
+    names = dec.prog.reg_names
+
     def fn(st: Any, m: Any) -> None:
         for g in _warpgroups(st, m, ins):
+            check_fence(st, g, pending, names, ins.line)
             lanes = np.arange(128 * g, 128 * g + 128)
             base = smem_base(st, 128 * g)       # descriptor addresses are the CTA's
             if a_regs:
@@ -205,14 +211,17 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 for w in range(4):
                     A[16 * w + ra, ca] = vals[w]
             else:
-                start, lbo, sbo, span, _ = decode_gmma_desc(_uniform(st, a_desc, g, "the A descriptor"))
-                addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span) + base
+                desc = _uniform(st, a_desc, g, "the A descriptor")
+                start, lbo, sbo, span, _ = decode_gmma_desc(desc)
+                addrs = operand_addresses(start, 64, k, esize, not trans_a, lbo, sbo, span,
+                                          base=base_offset(desc)) + base
                 if st.races is not None:
                     st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
                 A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]))
-            start, lbo, sbo, span, _ = decode_gmma_desc(_uniform(st, b_desc, g, "the B descriptor"))
-            addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span) + base
+            desc = _uniform(st, b_desc, g, "the B descriptor")
+            start, lbo, sbo, span, _ = decode_gmma_desc(desc)
+            addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span, base=base_offset(desc)) + base
             if st.races is not None:
                 st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
@@ -255,7 +264,9 @@ def _group_op(dec: Decoder, ins: Instr) -> Any:
             raise bad(ins, "wgmma.fence takes no operands")
 
         def fence(st: Any, m: Any) -> None:
-            _warpgroups(st, m, ins)
+            from ..wgmma_fence import fence
+
+            fence(st, _warpgroups(st, m, ins))
 
         return (K_COLL, fence, WARPGROUP)
     if op == "commit_group":
