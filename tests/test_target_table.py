@@ -174,8 +174,10 @@ LITERAL_CHECKS = re.compile(
 )
 # Where a comparison of SM numbers is no target capability: the fatbinary container describes a cubin
 # of any SM, including targets this compiler does not build (`.nv.compat` in entry headers from
-# sm_100 on; a cubin must be for the SM it is packaged as).
-ALLOWED = {"tileiras/codegen/fatbin.py": 2}
+# sm_100 on; a cubin must be for the SM it is packaged as). The emulator's table of the PTX ISA's minimum
+# `.target` per instruction checks PTX from any compiler (NVIDIA's included) against the ISA, not what this
+# compiler builds for a target: its own one table, compared in one place.
+ALLOWED = {"tileiras/codegen/fatbin.py": 2, "tileiras/emulator/isa_forms.py": 4}
 
 
 def test_no_literal_target_checks_outside_the_table() -> None:
