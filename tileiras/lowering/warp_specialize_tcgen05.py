@@ -90,7 +90,7 @@ def _traced(value: object) -> tuple[Optional[Operation], bool]:
     from .operand_views import source
     from .ops_tcgen05 import _passes
 
-    return source(value, _passes) if hasattr(value, "owner") else (None, False)  # type: ignore[arg-type]
+    return source(value, _passes)  # type: ignore[arg-type]
 
 
 def rounded(k: KernelLowering) -> dict:
@@ -225,17 +225,6 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
     return ""
 
 
-def _view_source(value: object) -> Optional[Operation]:
-    """The load whose tile `value` is through unit reshapes and 2-D transposes (attention's K^T)."""
-    from .ops_tcgen05 import _transpose_2d, _unit_reshape
-
-    owner = getattr(value, "owner", None)
-    while isinstance(owner, Operation) and (owner.name == "cuda_tile.reshape" and _unit_reshape(owner)
-                                            or owner.name == "cuda_tile.permute" and _transpose_2d(owner)):
-        owner = getattr(owner.operands[0], "owner", None)
-    return owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None
-
-
 def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
     """(S = Q K^T, O += P V) of an attention loop (`consumers_issue`) whose MMAs one thread of an MMA
     warp can issue while the consumers run only the softmax (NVIDIA's roles): Q a swizzled tile
@@ -264,8 +253,9 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
         return (), "an operand is restaged (tf32) or block-scaled"
     if not p_in_tmem(k, o) and not register_a(kind_of(o)):  # type: ignore[arg-type]
         return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
-    queries = [_view_source(op.operand("lhs")) for op in scores]
-    staged = {op: _view_source(op.operand("rhs")) for op in mmas}
+    # (tf32 kinds were refused above: no rounding lies on these paths, only unit reshapes and transposes)
+    queries = [_source(op.operand("lhs")) for op in scores]
+    staged = {op: _source(op.operand("rhs")) for op in mmas}
     if any(q is None or inside_op(q, loop) for q in queries) or set(staged.values()) != set(loads) \
             or len(loads) != len(mmas):
         return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
