@@ -32,24 +32,11 @@ sys.path.insert(0, str(HERE))
 from _common import ROOT, nvidia_tool, print_table  # noqa: E402
 import tile_scaling_kernels as kernels  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "realistic"))
+from compilers import _TREE_CPU  # noqa: E402  (writes "cpu_seconds max_rss_kib" of the whole tree)
+
 QUICK = (10, 14, 17)
 ALL = tuple(range(10, 25))
-
-# Runs the compiler as its child, adopts whatever the compiler leaves behind (our driver does not
-# wait for its LLVM worker) and writes "cpu_seconds max_rss_kib" of the whole reaped tree to argv[1].
-_TREE = """
-import ctypes, os, resource, subprocess, sys
-ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
-code = subprocess.call(sys.argv[2:])
-while True:
-    try:
-        os.wait()
-    except ChildProcessError:
-        break
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write(f"{u.ru_utime + u.ru_stime} {u.ru_maxrss}")
-sys.exit(code)
-"""
 
 
 @dataclass
@@ -66,7 +53,7 @@ def run(argv: list[str], out: Path, timeout: float) -> Run:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with tempfile.NamedTemporaryFile("r", suffix=".usage") as usage, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", _TREE, usage.name, *argv], stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-c", _TREE_CPU, usage.name, *argv], stdout=subprocess.DEVNULL,
                                 stderr=err, text=True, cwd=ROOT, env=env, start_new_session=True)
         timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()

@@ -50,7 +50,8 @@ def nvidia_tileiras() -> Path | None:
 
 # Runs the compiler as its child and adopts every process the compiler leaves behind (our
 # driver does not wait for its LLVM worker), so that the CPU time of the whole process tree is
-# counted: writes user + system seconds of all reaped descendants to the file argv[1].
+# counted: writes "cpu_seconds max_rss_kib" of all reaped descendants to the file argv[1]
+# (benchmarks/tile_scaling.py reads the peak memory too).
 _TREE_CPU = """
 import ctypes, os, resource, subprocess, sys
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
@@ -61,7 +62,7 @@ while True:
     except ChildProcessError:
         break
 u = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write(repr(u.ru_utime + u.ru_stime))
+open(sys.argv[1], "w").write(f"{u.ru_utime + u.ru_stime} {u.ru_maxrss}")
 sys.exit(code)
 """
 
@@ -89,7 +90,7 @@ def _run(argv: list[str], timeout: float) -> tuple[subprocess.CompletedProcess |
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         text = cpu_file.read().strip()
-        cpu = float(text) if text else usage.ru_utime + usage.ru_stime
+        cpu = float(text.split()[0]) if text else usage.ru_utime + usage.ru_stime
         if wall >= timeout and proc.returncode < 0:
             return None, cpu, wall
         out.seek(0)
