@@ -64,15 +64,9 @@ def rewriting(pattern: str, edit: Callable[[re.Match], str]) -> Callable[[list[s
     return apply
 
 
-def _skip_try_wait(lines: list[str]) -> Iterator:
-    """An mbarrier wait that succeeds at once: the try_wait's predicate set true."""
-    rx = re.compile(r"mbarrier\.try_wait[^\s;]*\s+([^,\s]+)\s*,[^;]*;")
-    for i, line in enumerate(lines):
-        code = _code(line)
-        m = rx.search(code)
-        if m:
-            new = code[:m.start()] + f"setp.eq.u32 {m.group(1)}, 0, 0;" + code[m.end():]
-            yield i, f"'{m.group(0)}' succeeds at once", lines[:i] + ["\t" + new] + lines[i + 1:]
+# An mbarrier wait that succeeds at once: the try_wait's predicate set true.
+_skip_try_wait = rewriting(r"mbarrier\.try_wait[^\s;]*\s+([^,\s]+)\s*,[^;]*;",
+                           lambda m: f"setp.eq.u32 {m.group(1)}, 0, 0;")
 
 
 def _expect_tx(lines: list[str]) -> Iterator:
@@ -130,14 +124,10 @@ def _descriptor(field: str) -> Callable[[list[str]], Iterator]:
     return apply
 
 
-def _swap_coordinates(lines: list[str]) -> Iterator:
-    rx = re.compile(r"(cp\.(?:async|reduce\.async)\.bulk\.tensor\S*\s+.*\{\s*)([^,}\s]+)\s*,\s*([^,}\s]+)")
-    for i, line in enumerate(lines):
-        code = _code(line)
-        m = rx.search(code)
-        if m and m.group(2) != m.group(3):
-            new = code[:m.start()] + f"{m.group(1)}{m.group(3)}, {m.group(2)}" + code[m.end():]
-            yield i, f"TMA coordinates swapped in '{code}'", lines[:i] + ["\t" + new] + lines[i + 1:]
+# A TMA copy's first two coordinates swapped (where they differ).
+_swap_coordinates = rewriting(
+    r"(cp\.(?:async|reduce\.async)\.bulk\.tensor\S*\s+.*\{\s*)([^,}\s]+)\s*,\s*([^,}\s]+)",
+    lambda m: f"{m.group(1)}{m.group(3)}, {m.group(2)}")
 
 
 def _statements(lines: list[str]) -> Iterator[str]:
