@@ -1,4 +1,4 @@
-"""One staged tile read by two mmas, as it is and transposed (lowering/operand_views.py): attention's
+"""One staged tile read by two mmas, as it is and transposed (tileaa/mma_operands.py): attention's
 backward pass reads its keys in S = Q K^T and again in dQ = dS K. The tile stays in one shared buffer
 that both mmas read, each its own way (ldmatrix with and without .trans; wgmma and tcgen05.mma
 descriptors with their own transpose bits), on every target; the emulator (race checker on) agrees

@@ -194,7 +194,7 @@ def test_rmsnorm_with_rows_over_eight_warps_matches_the_interpreter(gpu: str) ->
 def test_transposing_tensor_core_loads_are_loaded_in_tensor_order() -> None:
     """After nv_tileaa, no load an mma reads walks a tensor through a transposing dim_map: it reads
     the identity view and a permute [1, 0] transposes it (the form of ct.transpose(ct.load()))."""
-    from tileiras.lowering.warps import for_tensor_cores
+    from tileiras.tileaa.mma_operands import for_tensor_cores
     from tileiras.tileaa.passes import to_tileaa
 
     module, _ = _module("tg_fmha_f16_d128_causal_64x64")

@@ -59,11 +59,12 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
+from ..dialects.elementwise import ELEMENTWISE, POINTER
 from ..ir.types import TileType, element_of
 from ..target import caps
 from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
                      vector_width)
-from .operand_views import SCALED_OPERANDS, mma_reads, tree_values
+from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, tree_values
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
@@ -73,15 +74,9 @@ _PRODUCERS = ("cuda_tile.constant", "cuda_tile.iota", "cuda_tile.load_view_tko")
 _ANY_OPERAND = ("cuda_tile.permute", "cuda_tile.extract", "cuda_tile.cat", "cuda_tile.insert", "cuda_tile.pack",
                 "cuda_tile.unpack", "cuda_tile.store_view_tko", "cuda_tile.broadcast", "cuda_tile.reshape",
                 "cuda_tile.reduce", "cuda_tile.scan")
-_POINTER_ELEMENTWISE = ("cuda_tile.offset", "cuda_tile.load_ptr_tko", "cuda_tile.store_ptr_tko")
 # refinement rounds at most (each adds wishes, so the rounds end anyway; this bounds compile time)
 _ROUNDS = 4
 
-
-def elementwise_ops() -> frozenset[str]:
-    from . import ops_arith, ops_math
-
-    return frozenset(ops_arith.LOWERINGS) | frozenset(ops_math.LOWERINGS) | frozenset(_POINTER_ELEMENTWISE)
 
 
 def _walk(block_ops: list[Operation]) -> Iterator[Operation]:
@@ -247,7 +242,7 @@ class LayoutAssignment:
     def __init__(self, entry: Operation, threads: int, row_warps: bool = True, sm: int = 80) -> None:
         self.blocked = BlockedLayout(threads, vector_width(entry))
         self.threads = threads
-        self._elementwise = elementwise_ops()
+        self._elementwise = ELEMENTWISE
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
         self.index_only = self._find_index_only(self._ops)
@@ -556,7 +551,7 @@ class LayoutAssignment:
             if (op.name == "cuda_tile.broadcast" and op.operands[0].type.num_elements == 1  # type: ignore[attr-defined]
                     or op.name == "cuda_tile.constant" and _uniform_constant(op)
                     or op.name == "cuda_tile.reshape" and op.operands[0] in splats
-                    or op.name in self._elementwise and op.name not in _POINTER_ELEMENTWISE and tiles
+                    or op.name in self._elementwise and op.name not in POINTER and tiles
                     and all(v in splats for v in tiles)):
                 splats.add(op.results[0])
         return splats
@@ -573,7 +568,7 @@ class LayoutAssignment:
             tiles = [v for v in op.operands if isinstance(v.type, TileType)]
             if (op.name == "cuda_tile.iota"
                     or op.name in ("cuda_tile.reshape", "cuda_tile.broadcast") and op.operands[0] in out
-                    or op.name in self._elementwise and op.name not in _POINTER_ELEMENTWISE and tiles
+                    or op.name in self._elementwise and op.name not in POINTER and tiles
                     and all(v in out or _tile(v) is None for v in tiles)):
                 out.add(op.results[0])
         return out

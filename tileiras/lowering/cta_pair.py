@@ -60,8 +60,8 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     load must go by TMA (checked on the stages the pair copies: B's half)."""
     from . import tma_copy
     from .async_copy import matrix_shape
-    from .operand_views import source
-    from .ops_tcgen05 import _passes, is_pair, resident_loop
+    from ..tileaa.mma_operands import passes, resident_loop, scale_loads, source
+    from .ops_tcgen05 import is_pair
     from .pipelined_loop import box_rows
 
     split = k.warp_split
@@ -74,7 +74,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
         return None
     mma = mmas[0]
     scaled = mma.name == "cuda_tile.mmaf_scaled"   # each CTA restages its own scales
-    (a, _), (b, b_transposed) = (source(mma.operand(n), _passes) for n in ("lhs", "rhs"))
+    (a, _), (b, b_transposed) = (source(mma.operand(n), passes) for n in ("lhs", "rhs"))
     # A and B staged by the loop, and nothing else but the block scales (which each CTA restages itself)
     if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
         return None
@@ -87,17 +87,6 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
             return None
     return pair
 
-
-def scale_loads(mma: Operation) -> tuple:
-    """The loads a block-scaled mma's scale tiles come from, through reshapes and permutes (cuTile's
-    swizzled scale layouts), or None for a scale that is not a load's."""
-    out = []
-    for name in ("lhs_scale", "rhs_scale"):
-        owner = getattr(mma.operand(name), "owner", None)
-        while isinstance(owner, Operation) and owner.name in ("cuda_tile.reshape", "cuda_tile.permute"):
-            owner = getattr(owner.operands[0], "owner", None)
-        out.append(owner if isinstance(owner, Operation) and owner.name == "cuda_tile.load_view_tko" else None)
-    return tuple(out)
 
 
 def staged_type(pair: Optional[CtaPair], load: Operation) -> TileType:

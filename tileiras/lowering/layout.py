@@ -42,6 +42,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Union
 
 from ..ir.record import record
+from ..tileaa.mma_kinds import fragment_multiple
 
 WARP = 32
 
@@ -248,7 +249,7 @@ class MmaLayout:
 
     @staticmethod
     def fits(shape: tuple[int, ...]) -> bool:
-        return len(shape) in (2, 3) and shape[-2] % 16 == 0 and shape[-1] % 8 == 0
+        return fragment_multiple(shape)
 
     @staticmethod
     def for_shape(threads: int, shape: tuple[int, ...], row_warps_only: bool = False) -> "MmaLayout":

@@ -39,46 +39,13 @@ its own with the other half's A registers zero.
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..ir.record import record
 from ..ir.types import TileType
 from ..target import caps
+from ..tileaa.mma_kinds import SCALE_BLOCK, SCALED_ELEMENTS, scaled_form
 from .kernel import KernelLowering
 from .layout import MmaLayout
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
-
-_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f4E2M1FN": "e2m1"}
-_BLOCK = 32          # K per instruction = elements per scale (mxf8f6f4, scale_vec::1X)
-
-
-@record
-class Scaled:
-    """One block-scaled mma.sync form: its kind, scale factors per instruction (scale_vec::NX)
-    and their PTX type, and the instruction's K."""
-    kind: str
-    vec: int
-    stype: str
-    k: int
-
-
-# (operand element, scale element, elements per scale) -> the block-scaled mma.sync form
-SCALED: dict[tuple[str, str, int], Scaled] = {
-    ("f8", "f8E8M0FNU", 32): Scaled("mxf8f6f4", 1, "ue8m0", 32),
-    ("f4E2M1FN", "f8E8M0FNU", 32): Scaled("mxf4", 2, "ue8m0", 64),
-    ("f4E2M1FN", "f8E8M0FNU", 16): Scaled("mxf4nvf4", 4, "ue8m0", 64),
-    ("f4E2M1FN", "f8E4M3FN", 16): Scaled("mxf4nvf4", 4, "ue4m3", 64),
-}
-
-
-def scaled_form(op: Operation) -> "Scaled | None":
-    """The block-scaled form of `op`'s operand and scale types (None: no tensor-core form)."""
-    lhs, rhs, scale = (op.operand(n).type for n in ("lhs", "rhs", "lhs_scale"))
-    a, b = str(lhs.element), str(rhs.element)  # type: ignore[union-attr]
-    if a != b and not (a in _F8 and b in _F8 and "f4E2M1FN" not in (a, b)):
-        return None
-    key = "f8" if a in _F8 and a != "f4E2M1FN" else a
-    return SCALED.get((key, str(scale.element), lhs.shape[-1] // scale.shape[-1]))  # type: ignore[union-attr]
-
 
 
 def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int | None" = None) -> "object | str":
@@ -89,7 +56,7 @@ def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int 
     a, b = str(lhs.element), str(rhs.element)
     scale = op.operand("lhs_scale").type  # type: ignore[union-attr]
     form_ = scaled_form(op)
-    if a not in _F8 or b not in _F8:
+    if a not in SCALED_ELEMENTS or b not in SCALED_ELEMENTS:
         return f"block-scaled {a} x {b} has no tensor-core path in this lowering (fp8 e4m3/e5m2, fp4 e2m1 only)"
     if form_ is None:
         return (f"block-scaled {a} x {b} with {scale.element} scales per {lhs.shape[-1] // scale.shape[-1]} "  # type: ignore[union-attr]
@@ -158,7 +125,7 @@ def _stageable(op: Operation) -> bool:
 
 def describe(op: Operation, sm: int) -> str:
     """The remark's Instruction."""
-    a, b = (_F8[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]
+    a, b = (SCALED_ELEMENTS[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]
     if form(sm) == "native":
         f = scaled_form(op)
         assert f is not None
@@ -233,7 +200,7 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 
     sa, sb = _Scales(k, scales[0], True), _Scales(k, scales[1], False)
     lanes = _lane_offsets(k)
-    a, b = (_F8[str(v.type.element)] for v in (lhs, rhs))
+    a, b = (SCALED_ELEMENTS[str(v.type.element)] for v in (lhs, rhs))
     native = form(k.sm) == "native"
     at: dict[tuple[str, str], str] = {}
 
@@ -277,9 +244,9 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 
         ret = "{float, float, float, float}"
         out = c
-        for half in range(_BLOCK // block):
+        for half in range(SCALE_BLOCK // block):
             kb = (k0 + half * block) // block
-            regs = args if block == _BLOCK else \
+            regs = args if block == SCALE_BLOCK else \
                 [(t, "0" if i in ((2, 3) if half == 0 else (0, 1)) else v) for i, (t, v) in enumerate(args)]
             res = _issue(k, shape, ret, regs + [("float", "0.0")] * 4)  # type: ignore[arg-type]
             part = [k.b.op(f"extractvalue {ret} {res}, {i}", "acc") for i in range(4)]
@@ -301,7 +268,7 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
 #
 # Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
-# on tcgen05 (ops_tcgen05 asks `tcgen05_kind` / `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
+# on tcgen05 (tileaa/mma_kinds.py gives its kind; ops_tcgen05 asks `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
 # (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
 # r (B) sit in lane r % 32, column r / 32 from the operand's scale address, from byte sf_id of the
 # 32-bit cell, where sf_id is the first K block the MMA covers (scale_vec::1X: one byte, fp8's K 32;
@@ -319,24 +286,6 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 _SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
 _SF_COLS = 4                   # tensor-memory columns it writes
 _SF_CHUNK_BYTES = 512          # its shared-memory source: 32 rows of 16 bytes, no swizzle
-_F8_CODE = {"f8E4M3FN": 0, "f8E5M2": 1}    # A / B format codes of kind::mxf8f6f4
-
-
-def tcgen05_kind(op: Operation) -> "object | None":
-    """The tcgen05 Kind of a block-scaled mma, else None: fp8 (e4m3/e5m2, ue8m0 per 32: kind::mxf8f6f4;
-    a K tile over 128 takes a cell of scale factors per 128, as fp4's do) or fp4 (e2m1, ue8m0 per 32
-    or ue4m3 / ue8m0 per 16: kind::mxf4nvf4, whose A and B the mma packs two to a byte, K-major,
-    fp4_pack.py)."""
-    from .ops_tcgen05 import Kind
-
-    lhs, rhs = (op.operand(n).type for n in ("lhs", "rhs"))
-    f = scaled_form(op)
-    if f is not None and f.k == 64:
-        return Kind("mxf4nvf4", 1, 1, 1, 64, 1)
-    if isinstance(choose(op, lhs, rhs, op.operand("acc").type), str):  # type: ignore
-        return None
-    return Kind("mxf8f6f4", _F8_CODE[str(lhs.element)], _F8_CODE[str(rhs.element)], 1, _BLOCK, 1)  # type: ignore[union-attr]
-
 
 def scale_blocks(op: Operation) -> tuple[int, int]:
     """(elements per scale factor, K blocks of the tile: scale factors per row of A / column of B)."""

@@ -59,35 +59,17 @@ from ..ir.core import Operation
 from ..ir.record import record
 from ..transforms.rewrite import inside_op
 from ..target import caps
+from ..tileaa.mma_kinds import Kind, kind_of
+from ..tileaa.mma_operands import MMAS, carried_factor, loaded, mma_reads, passes, rescale, resident_loop
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout import WARP, MmaLayout, Pre
 from .llvm_text import llvm_type
-from .operand_views import MMAS, mma_reads, source
 from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
 from .tmem import COLUMNS, tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
 
 
-@record
-class Kind:
-    name: str          # .kind::NAME
-    a: int             # A / B format codes of the instruction descriptor
-    b: int
-    d: int             # accumulator format code (1 f32, 2 s32)
-    k: int             # K per instruction
-    elem_bytes: int
-
-
-# (A, B, accumulator) element types -> the tcgen05 kind that computes them
-KINDS: dict[tuple[str, str, str], Kind] = {
-    ("f16", "f16", "f32"): Kind("f16", 0, 0, 1, 16, 2),
-    ("bf16", "bf16", "f32"): Kind("f16", 1, 1, 1, 16, 2),
-    ("f8E4M3FN", "f8E4M3FN", "f32"): Kind("f8f6f4", 0, 0, 1, 32, 1),
-    ("f8E5M2", "f8E5M2", "f32"): Kind("f8f6f4", 1, 1, 1, 32, 1),
-    ("i8", "i8", "i32"): Kind("i8", 1, 1, 2, 32, 1),
-    ("tf32", "tf32", "f32"): Kind("tf32", 2, 2, 1, 8, 4),
-}
 # tf32 operands are f32 loads rounded by an ftof: the mma rounds them itself while it copies them
 # from their cp.async buffers into swizzled K-major ones (B transposed), so both descriptors are
 # K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
@@ -163,20 +145,6 @@ def same_fragments(a: object, b: object) -> bool:
     return (a.threads, a.shape, a.warps, a.interleaved) == (b.threads, b.shape, b.warps, b.interleaved) \
         and wn == 1 and not a.interleaved and wm * WARP == a.threads and not (wm == 8 and a.shape[1] == 128)
 
-
-def kind_of(op: Operation) -> Optional[Kind]:
-    if op.name == "cuda_tile.mmaf_scaled":     # block-scaled fp8 (ops_blockscale)
-        from .ops_blockscale import tcgen05_kind
-
-        return tcgen05_kind(op)  # type: ignore[return-value]
-    lhs, rhs, acc = (op.operand(n) for n in ("lhs", "rhs", "acc"))
-    key = tuple(str(getattr(v.type, "element", "")) for v in (lhs, rhs, acc))
-    kind = KINDS.get(key)  # type: ignore[arg-type]
-    if kind is not None and kind.name == "i8" and not (
-            op.attributes.get("signedness_lhs", "signed") == "signed"
-            and op.attributes.get("signedness_rhs", "signed") == "signed"):
-        return None
-    return kind
 
 
 def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
@@ -257,7 +225,7 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
 
 def _operands_refused(op: Operation, kind: Kind, m: int, n: int, kdim: int) -> str:
     """Why the MMA cannot read `op`'s A and B where cp.async or the mma puts them ("" where it can)."""
-    a_src, b_src = _loaded(op.operand("lhs")), _loaded(op.operand("rhs"))
+    a_src, b_src = loaded(op.operand("lhs")), loaded(op.operand("rhs"))
     if b_src is None:
         return "B is not a load used only by this mma: tcgen05.mma reads B from shared memory"
     if a_src is None and (not register_a(kind) or op.name == "cuda_tile.mmaf_scaled"):
@@ -269,39 +237,6 @@ def _operands_refused(op: Operation, kind: Kind, m: int, n: int, kdim: int) -> s
         return f"stored rows of {a_row} / {b_row} bytes fit no swizzle (32, 64 or a multiple of 128 bytes)"
     return ""
 
-
-def _unit_reshape(op: Operation) -> bool:
-    """A reshape that only drops or adds unit dimensions (a batched load's (1, rows, cols) tile)."""
-    src, dst = op.operands[0].type, op.results[0].type
-    return op.name == "cuda_tile.reshape" and \
-        [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1]  # type: ignore[attr-defined]
-
-
-def _to_tf32(op: Operation) -> bool:
-    return op.name == "cuda_tile.ftof" and str(getattr(op.operands[0].type, "element", "")) == "f32" \
-        and str(getattr(op.results[0].type, "element", "")) == "tf32"
-
-
-def _transpose_2d(op: Operation) -> bool:
-    return op.name == "cuda_tile.permute" and len(op.results[0].type.shape) == 2  # type: ignore[attr-defined]
-
-
-def _passes(op: Operation) -> bool:
-    """Ops a staged operand passes through on its way to the mma: unit reshapes, 2-D transposes,
-    roundings to tf32."""
-    return op.name == "cuda_tile.reshape" and _unit_reshape(op) or _to_tf32(op) or _transpose_2d(op)
-
-
-def _loaded(value: object) -> Optional[bool]:
-    """For a tile only mmas read, a load possibly reshaped (unit dimensions only), transposed (2-D)
-    or rounded to tf32, whose every use leads to mmas reading it as A or B (attention's backward
-    pass reads its keys as they are and transposed: one buffer): whether it is the transpose of
-    what is stored (cp.async copies the load into the buffer the MMA reads, swizzled, in its
-    row-major order; tf32: the mma restages it). None for any other tile."""
-    load, transposed = source(value, _passes)  # type: ignore[arg-type]
-    if load is None or not mma_reads(load.results[0], _passes):
-        return None
-    return transposed
 
 
 def register_a(kind: Kind) -> bool:
@@ -318,7 +253,7 @@ def _tmem_a_columns(op: Operation, m: int) -> int:
     elements per 32-bit column; 0 for an A in shared memory."""
     kind = kind_of(op)
     lhs = op.operand("lhs")
-    if kind is None or m not in (128, 256) or kind.name not in _A_IN_TMEM or _loaded(lhs) is not None:
+    if kind is None or m not in (128, 256) or kind.name not in _A_IN_TMEM or loaded(lhs) is not None:
         return 0
     kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
     return kdim * (m // 128 - 1) + kdim // _per_column(kind)
@@ -336,7 +271,7 @@ def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
     swizzle: the warp-specialized loop rounds it in place and the MMA reads it as stored
     (warp_specialize_tcgen05.py); elsewhere the mma restages it K-major from there (`_restaged`)."""
     row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
-    reads = mma_reads(value, _passes)  # type: ignore[arg-type]
+    reads = mma_reads(value, passes)  # type: ignore[arg-type]
     return bool(reads) and all(read.mma in ops and kind_of(read.mma).name not in _PACKED  # type: ignore[union-attr]
                                and (kind_of(read.mma).name not in _RESTAGED  # type: ignore[union-attr]
                                     or _swizzles(row)) for read in reads)
@@ -455,51 +390,6 @@ def _region(k: KernelLowering, op: Operation, a: bool = False) -> tuple[str, int
     tm = tensor_memory(k, total)
     return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
 
-
-def resident_loop(op: Operation) -> Optional[tuple[Operation, int]]:
-    """(for op, carried index) when `op`'s accumulator is a value a `for` carries that nothing else
-    in the loop reads (but, possibly, the multiply that rescales it: `rescale`), and its result only
-    goes back round as that value: the accumulator then stays in tensor memory for the whole loop
-    and is read into registers once, after it."""
-    acc, result = op.operand("acc"), op.results[0]
-    block = op.parent
-    loop = block.parent.parent if block is not None and block.parent is not None else None
-    scale = rescale(op)
-    carried = _carried_factor(scale)[0] if scale is not None else acc
-    if loop is None or loop.name != "cuda_tile.for" or getattr(carried, "owner", None) is not block:
-        return None
-    last = block.operations[-1]
-    index = carried.index - 1  # type: ignore[union-attr]
-    if last.name != "cuda_tile.continue" or carried.uses != [scale or op] or result.uses != [last] \
-            or index < 0 or last.operands[index] is not result \
-            or sum(1 for v in last.operands if v is result) != 1:
-        return None
-    return loop, index
-
-
-def rescale(op: Operation) -> Optional[Operation]:
-    """The f32 multiply of a carried value by a factor (either order) that is `op`'s accumulator, read
-    by `op` alone: attention's O, rescaled by the softmax's correction before each P @ V. Its
-    accumulator stays in tensor memory and is rescaled there (`_rescale_in_tmem`, as NVIDIA's
-    correction step does), so O never occupies registers inside the loop. None otherwise."""
-    acc = op.operand("acc")
-    owner = getattr(acc, "owner", None)
-    if not isinstance(owner, Operation) or owner.name != "cuda_tile.mulf" or acc.uses != [op] \
-            or str(getattr(acc.type, "element", "")) != "f32" \
-            or owner.attributes.get("flush_to_zero", False) \
-            or str(owner.attributes.get("rounding_mode", "nearest_even")) not in ("nearest_even", "approx", "full"):
-        return None
-    return owner if _carried_factor(owner, op.parent) is not None else None
-
-
-def _carried_factor(mul: Operation, block: object = None) -> "Optional[tuple[object, object]]":
-    """(carried value, factor) of a rescaling multiply: the operand that is an argument of the
-    loop body (`block`: mul's own by default) and the other one; None where not exactly one is."""
-    block = block or mul.parent
-    args = [getattr(v, "owner", None) is block for v in mul.operands]
-    if args.count(True) != 1:
-        return None
-    return (mul.operands[0], mul.operands[1]) if args[0] else (mul.operands[1], mul.operands[0])
 
 
 def before_loop(k: KernelLowering, loop: Operation) -> None:
@@ -691,7 +581,7 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     else:    # a nonzero initial value was stored before the loop (`before_loop`)
         loop, index = resident
         scale = rescale(op)
-        carried = acc if scale is None else k.tile(_carried_factor(scale)[0])  # type: ignore[index]
+        carried = acc if scale is None else k.tile(carried_factor(scale)[0])  # type: ignore[index]
         if _is_zero(k.tile(loop.operand_group("initValues")[index])):
             iv = k.tile(loop.regions[0].block.arguments[0]).slots[0]
             lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
@@ -935,7 +825,7 @@ def _rescale_in_tmem(k: KernelLowering, scale: Operation, layout: TmemAccLayout,
     rows), a few 8-column blocks at a time, so that the accumulator never occupies registers whole:
     once the previous MMAs completed (the caller's mbarrier wait), each thread reads, multiplies and
     writes back its own fragments, with `fmul` as the multiply's lowering (ops_arith)."""
-    factor = k.tile(_carried_factor(scale)[1]).slots  # type: ignore[index]
+    factor = k.tile(carried_factor(scale)[1]).slots  # type: ignore[index]
     _, rm, rn = layout.repeats
     count = rn * 4
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')

@@ -64,8 +64,7 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
     plan-shared-memory (tileas/shared_sizes.tmem_control), whose check (`PlanCheck`) sees the lowering ask
     at this op or reports it."""
     from ..tileas.plan import plan_of
-    from .ops_tcgen05 import resident_loop
-    from .warp_specialize_tcgen05 import _zero
+    from ..tileaa.mma_operands import resident_loop, zero
 
     layouts = getattr(assignment, "tcgen05_layouts", None) or {}
     if not layouts:
@@ -82,7 +81,7 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
     for op in layouts:
         found = resident_loop(op)
         if found is not None and found[0] is not split_loop \
-                and not _zero(found[0].operand_group("initValues")[found[1]]):
+                and not zero(found[0].operand_group("initValues")[found[1]]):
             stores.add(id(found[0]))
     if split_loop is not None:   # its MMA warp runs where the loop is pipelined (else the body's mmas ask)
         from .pipelined_loop import ring_of

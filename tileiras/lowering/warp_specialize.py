@@ -182,7 +182,7 @@ def mma_sync_roles(k: "KernelFacts | KernelLowering") -> bool:
     if not k.caps.has("tma"):
         return False
     if k.caps.has("tcgen05"):
-        from .operand_views import MMAS
+        from ..tileaa.mma_operands import MMAS
 
         layouts = getattr(k.assignment, "tcgen05_layouts", None)
         return not layouts and any(op.name in MMAS for op in k.entry.walk())

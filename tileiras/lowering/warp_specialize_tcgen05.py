@@ -71,8 +71,6 @@ ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 # registers a consumer thread's softmax keeps beside the scores and their exponentials (row max and
 # sum, addresses, loop state): the launch budget of NVIDIA's 384-thread attention (168) less 2 x 64
 _SOFTMAX_REGISTERS = 40
-_BODY_OPS = ("cuda_tile.load_view_tko", "cuda_tile.reshape", "cuda_tile.continue")
-
 
 def _source(value: object) -> Optional[Operation]:
     """The load whose tile `value` is (through unit reshapes, 2-D transposes and roundings to tf32),
@@ -87,10 +85,9 @@ def _transposed(value: object) -> bool:
 
 
 def _traced(value: object) -> tuple[Optional[Operation], bool]:
-    from .operand_views import source
-    from .ops_tcgen05 import _passes
+    from ..tileaa.mma_operands import passes, source
 
-    return source(value, _passes)  # type: ignore[arg-type]
+    return source(value, passes)  # type: ignore[arg-type]
 
 
 def rounded(k: KernelLowering) -> dict:
@@ -136,18 +133,10 @@ def scale_stage(k: KernelLowering, op: Operation) -> tuple[int, int]:
     return tcgen05_sf_bytes(m, n, sf_cells(op)), tcgen05_columns(m, n, sf_cells(op))
 
 
-def _zero(value: object) -> bool:
-    """A constant of zero bytes (through layout conversions): the first MMA then ignores tensor memory."""
-    owner = getattr(value, "owner", None)
-    while isinstance(owner, Operation) and owner.name == "nv_tileas.convert_layout":
-        owner = getattr(owner.operands[0], "owner", None)
-    return isinstance(owner, Operation) and owner.name == "cuda_tile.constant" \
-        and not any(owner.attributes["value"].raw)
-
 
 def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
     """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
-    from .ops_tcgen05 import _passes, _to_tf32, _transpose_2d, resident_loop
+    from ..tileaa.mma_operands import LOOP_BODY_OPS, passes, resident_loop, to_tf32, transpose_2d, zero
 
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     body = loop.regions[0].block
@@ -160,7 +149,7 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             found = resident_loop(op)
             if found is None or found[0] is not loop:
                 return (), "an mma's accumulator does not stay in tensor memory through the loop"
-            if not _zero(loop.operand_group("initValues")[found[1]]):
+            if not zero(loop.operand_group("initValues")[found[1]]):
                 return (), "an accumulator starts from a nonzero value"
             sources = [_source(op.operand(n)) for n in ("lhs", "rhs")]
             if any(src not in loads for src in sources):
@@ -168,17 +157,17 @@ def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[O
             if not all(k.assignment.is_swizzled(src.results[0]) for src in sources):  # type: ignore[union-attr]
                 return (), "an mma operand's buffer is not in the layout the MMA reads"
             mmas.append(op)
-        elif _to_tf32(op):
+        elif to_tf32(op):
             if _source(op.results[0]) not in loads or len(op.results[0].uses) != 1 \
                     or op.results[0].uses[0] not in layouts:
                 return (), "a tf32 rounding that is not of a staged load feeding an mma"
-        elif _transpose_2d(op):     # a column-major operand: the MMA reads its stage transposed
+        elif transpose_2d(op):     # a column-major operand: the MMA reads its stage transposed
             if _source(op.results[0]) not in loads or \
-                    any(u not in layouts and not _passes(u) for u in op.results[0].uses):
+                    any(u not in layouts and not passes(u) for u in op.results[0].uses):
                 return (), "a transpose that is not of a staged load feeding an mma"
         elif op.name == "cuda_tile.load_view_tko" and op not in loads:
             return (), "a load of the loop is not staged by the pipeline (the producer copies only staged loads)"
-        elif op.name not in _BODY_OPS:
+        elif op.name not in LOOP_BODY_OPS:
             return (), f"the loop body also runs '{op.name}'"
     if not mmas:
         return (), "no tcgen05 mma in the loop"
@@ -201,13 +190,13 @@ def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
     still applies: the producer warpgroup copies K and V, the consumer warpgroups run the body and
     issue its tcgen05 mmas themselves (one thread, waited for by all, as unspecialized), so a stage
     is read by the tensor cores before the consumers release it. Chosen for loops that keep an
-    accumulator in tensor memory, rescaled (`ops_tcgen05.rescale`): the matmuls keep their form.
+    accumulator in tensor memory, rescaled (`mma_operands.rescale`): the matmuls keep their form.
     None where the loop is not such a loop; "" where the form applies; else why not: ptxas
     allocates within the budget the larger CTA launches with (setmaxnreg.inc does not raise it),
     so the scores a consumer thread reads out of tensor memory, and their exponentials, must fit
     there beside the softmax's state (NVIDIA's: 384 threads, 168 registers, the scores of 128 x
     128 on two warpgroups)."""
-    from .ops_tcgen05 import rescale, resident_loop
+    from ..tileaa.mma_operands import rescale, resident_loop
 
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
@@ -234,14 +223,16 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     accumulating onto the one before (MLA prefill: Q K^T + Q_pe K_pe^T), all issued into the last
     one's columns. Else () and why not."""
     from ..transforms.rewrite import inside_op
-    from .ops_tcgen05 import _RESTAGED, kind_of, register_a, rescale, resident_loop
+    from ..tileaa.mma_operands import rescale, resident_loop, zero
+    from ..tileaa.mma_kinds import kind_of
+    from .ops_tcgen05 import _RESTAGED, register_a
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     mmas = [op for op in loop.regions[0].block.operations if op in layouts]
     if len(mmas) < 2:
         return (), f"{len(mmas)} tcgen05 mma in the loop body (the MMA warp issues S = Q K^T and O += P V)"
     *scores, o = mmas
-    if resident_loop(scores[0]) is not None or not _zero(scores[0].operand("acc")):
+    if resident_loop(scores[0]) is not None or not zero(scores[0].operand("acc")):
         return (), "the scores' mma does not start from zero"
     for before, after in zip(scores, scores[1:]):
         if after.operand("acc") is not before.results[0] or len(before.results[0].uses) != 1 \
@@ -406,7 +397,8 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     the consumers wait for before reading O. (Whether one thread's tcgen05 operations run in issue
     order whatever columns they touch is not in the PTX ISA's list of implicitly pipelined pairs:
     the `output` wait keeps S from overwriting a P that an earlier MMA may still read.)"""
-    from .ops_tcgen05 import _Operand, _region, _shared, commit, instruction, issue_mmas, kind_of, region
+    from ..tileaa.mma_kinds import kind_of
+    from .ops_tcgen05 import _Operand, _region, _shared, commit, instruction, issue_mmas, region
     from .registry import LOWERINGS
     from .tma_copy import wait_once
     from .tmem import ROLE_EXIT, tensor_memory
@@ -476,8 +468,9 @@ def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: ob
     first iteration), store P there, and arrive on `probabilities`. The iteration's `scores` wait
     also orders the rescale after O += P_{j-1} V_{j-1}, committed before S_j."""
     from .llvm_text import llvm_type
-    from .ops_tcgen05 import (_a_in_tmem, _carried_factor, _region, _rescale_in_tmem, _transfer, kind_of, region,
-                              rescale)
+    from ..tileaa.mma_operands import carried_factor, rescale
+    from ..tileaa.mma_kinds import kind_of
+    from .ops_tcgen05 import _a_in_tmem, _region, _rescale_in_tmem, _transfer, region
     from .values import TileRegs
 
     split = k.warp_split
@@ -513,7 +506,7 @@ def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: ob
     k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
     k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
     mbarrier.arrive(k, _bar(k, "probabilities"))
-    return TileRegs(acc.type, list(k.tile(_carried_factor(scale)[0]).slots), layout)  # type: ignore
+    return TileRegs(acc.type, list(k.tile(carried_factor(scale)[0]).slots), layout)  # type: ignore
 
 
 def mma_warp_done(k: KernelLowering) -> None:
@@ -527,7 +520,8 @@ def mma_warp_done(k: KernelLowering) -> None:
 def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
                   step: str) -> None:
     """The MMA warp's program (threads `first` ..+31), in its own blocks, ending with `ret`."""
-    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, issued_m, kind_of, region
+    from ..tileaa.mma_kinds import kind_of
+    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, issued_m, region
     from .pipelined_loop import _stage_offset, _staged
     from .async_copy import fence_async_proxy
     from .tmem import ROLE_EXIT, stage_barriers, tensor_memory

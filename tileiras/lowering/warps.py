@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..target import caps
+from ..tileaa.mma_operands import MMAS, for_tensor_cores
 
 DEFAULT_WARPS = 4
 MAX_WARPS = 16
@@ -24,24 +25,12 @@ ACC_REGS_PER_THREAD = 128
 NEST_REGS = 32
 TILE_REGS_PER_THREAD = 64
 TILE_MAX_WARPS = 8
-_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 
-
-def for_tensor_cores(load: Operation) -> bool:
-    """A load only mmas read (through reshapes and transposes): it is staged in shared memory."""
-    users = list(load.results[0].uses)
-    while users:
-        user = users.pop()
-        if user.name in ("cuda_tile.reshape", "cuda_tile.permute"):
-            users.extend(user.results[0].uses)
-        elif user.name not in _MMA:
-            return False
-    return True
 
 
 # results the tile rule leaves to others: accumulators (the mma rule), what loops and branches
 # carry or constants splat (their producers count), and tiles staged for tensor cores
-_NOT_COUNTED = (*_MMA, "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
+_NOT_COUNTED = (*MMAS, "cuda_tile.for", "cuda_tile.loop", "cuda_tile.if",
                 "cuda_tile.constant")
 
 
@@ -79,7 +68,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
                 regs = -(-t.num_elements * t.element.bitwidth // 32)
                 while warps < TILE_MAX_WARPS and regs > warps * 32 * TILE_REGS_PER_THREAD:
                     warps *= 2
-        if op.name not in _MMA:
+        if op.name not in MMAS:
             continue
         lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))
         if select_shape(op, lhs, rhs, acc, caps(gpu).sm) is None:  # type: ignore[arg-type]

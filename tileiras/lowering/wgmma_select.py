@@ -106,7 +106,7 @@ def _loaded_b(op: Operation) -> bool:
     or 64B swizzle (MLA decode's 512 x 16 B). A B computed in registers would be staged beside them
     (MLA decode's M = 512 mma overflowed shared memory so)."""
     from .assign_layouts import _passes_shared
-    from .operand_views import source
+    from ..tileaa.mma_operands import source
 
     return source(op.operand("rhs"), _passes_shared)[0] is not None
 

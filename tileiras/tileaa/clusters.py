@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..dialects.elementwise import VALUES
 from ..dialects.registry import OpDef, OperandDef, find, register
 from ..ir.core import Operation, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType
@@ -110,17 +111,6 @@ def supports_clusters(gpu: str) -> bool:
 class _Refused(Exception):
     pass
 
-
-_ELEMENTWISE: Optional[frozenset[str]] = None
-
-
-def _elementwise() -> frozenset[str]:
-    global _ELEMENTWISE
-    if _ELEMENTWISE is None:
-        from ..lowering import ops_arith, ops_math
-
-        _ELEMENTWISE = frozenset(ops_arith.LOWERINGS) | frozenset(ops_math.LOWERINGS)
-    return _ELEMENTWISE
 
 
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
@@ -211,7 +201,7 @@ def _collect(entry: Operation) -> tuple[_Labels, list[Operation]]:
                 if _rank(sa) != 2 or _rank(sb) != 2:
                     raise _Refused("block scales that are not 2-D")
                 lab.tag((sa, 0), M), lab.tag((sb, 1), N)
-        elif name in _elementwise():
+        elif name in VALUES:
             if any(isinstance(v.type, TileType) and not isinstance(v.type.element, ScalarType) for v in tiles):
                 raise _Refused(f"'{name}' on pointer tiles")
             for v in tiles[1:]:
@@ -332,10 +322,8 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     accumulator in tensor memory from zero (a persistent kernel's inner loop too), A and B staged loads
     of that loop (A stored (M, K), B (K, N) or (N, K): each CTA copies half of B's N), a kind other
     than tf32 and fp4 (block-scaled fp8 at M = 256, its scales loads of the loop too)."""
-    from ..lowering.cta_pair import scale_loads
-    from ..lowering.operand_views import source
-    from ..lowering.ops_tcgen05 import _loaded, _passes, kind_of, resident_loop
-    from ..lowering.warp_specialize_tcgen05 import _BODY_OPS, _zero
+    from .mma_kinds import kind_of
+    from .mma_operands import LOOP_BODY_OPS, loaded, passes, resident_loop, scale_loads, source, zero
 
     if not caps(gpu).has("cta_pairs"):
         return None, f"CTA pairs are {' / '.join(row.name for row in with_feature('cta_pairs'))}'s"
@@ -350,16 +338,16 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
             or tn % (c // 2) or n % 16 or not 32 <= n <= 256:
         return None, f"no cta_group::2 MMA for a {tm}x{n} tile of this kind"
     found = resident_loop(op)
-    if found is None or not _zero(found[0].operand_group("initValues")[found[1]]):
+    if found is None or not zero(found[0].operand_group("initValues")[found[1]]):
         return None, "the mma is not a loop's accumulation from zero"
     body = found[0].regions[0].block
-    a, b = (source(op.operand(name), _passes)[0] for name in ("lhs", "rhs"))
+    a, b = (source(op.operand(name), passes)[0] for name in ("lhs", "rhs"))
     if a is None or b is None or a is b or a.parent is not body or b.parent is not body \
-            or _loaded(op.operand("lhs")) is not False or _loaded(op.operand("rhs")) is None:
+            or loaded(op.operand("lhs")) is not False or loaded(op.operand("rhs")) is None:
         return None, "A and B are not the loop's own loads, A stored (M, K)"
     if scaled and any(getattr(load, "parent", None) is not body for load in scale_loads(op)):
         return None, "the block scales are not the loop's own loads"
-    if len(body.arguments) != 2 or any(o is not op and o.name not in (*_BODY_OPS, "cuda_tile.permute")
+    if len(body.arguments) != 2 or any(o is not op and o.name not in (*LOOP_BODY_OPS, "cuda_tile.permute")
                                        for o in body.operations):
         return None, "the loop does more than load and multiply"
     return (2, c // 2), ""

@@ -21,10 +21,10 @@ with them (lowering/vector_access.py).
 
 from __future__ import annotations
 
-from functools import cache
 from math import gcd
 from typing import Callable, Optional
 
+from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DivBy, SameElements
 from ..ir.core import Block, BlockArgument, Operation, Value
 from ..ir.record import record
@@ -395,17 +395,11 @@ def _result_axes(op: Operation, result: Value, divisor_: int) -> Axes:
     return c, s, k
 
 
-@cache
-def _elementwise() -> frozenset[str]:
-    from ..lowering.assign_layouts import elementwise_ops
-
-    return elementwise_ops()
-
 
 def _same_shapes(op: Operation) -> bool:
     """An element-wise op: every tile operand and the result of one shape."""
     shape = _shape(op.results[0])
-    return op.name in _elementwise() and all(_shape(v) == shape for v in op.operands if isinstance(v.type, TileType))
+    return op.name in ELEMENTWISE and all(_shape(v) == shape for v in op.operands if isinstance(v.type, TileType))
 
 
 def _knowable(value: Value) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Value
 from ..ir.types import PartitionViewType, TileType
@@ -93,8 +94,6 @@ def _chunks(shape: tuple[int, ...], size: int) -> Optional[int]:
 
 
 def _chunkable(op: Operation, shape: tuple[int, ...]) -> bool:
-    from ..lowering.assign_layouts import elementwise_ops
-
     if op.name in _SOURCES:
         if op.name == "cuda_tile.constant":
             return bool(op.attributes["value"].is_splat)
@@ -111,7 +110,7 @@ def _chunkable(op: Operation, shape: tuple[int, ...]) -> bool:
             return isinstance(vtype, PartitionViewType) and tuple(vtype.dim_map) == tuple(range(len(shape))) \
                 and getattr(view, "owner", None) is not None and view.owner.name == _VIEW  # type: ignore[attr-defined]
         return True
-    return op.name in elementwise_ops() and all(
+    return op.name in ELEMENTWISE and all(
         _row(v, shape) for v in (*op.operands, *op.results) if isinstance(v.type, TileType))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
@@ -53,10 +54,8 @@ def _tile(value: Value) -> Optional[TileType]:
 # -- which ops a chunk can compute (op name -> rule) ----------------------------------------------
 
 def _elementwise(op: Operation) -> bool:
-    from ..lowering.assign_layouts import elementwise_ops
-
     shapes = {v.type.shape for v in (*op.operands, *op.results) if isinstance(v.type, TileType)}
-    return op.name in elementwise_ops() and len(shapes) == 1
+    return op.name in ELEMENTWISE and len(shapes) == 1
 
 
 def _splat(op: Operation) -> bool:
@@ -104,10 +103,8 @@ def _iota(op: Operation) -> bool:
 
 def _reduce(op: Operation) -> bool:
     """A reduce of one tile whose body combines element-wise (it then combines whole accumulators)."""
-    from ..lowering.assign_layouts import elementwise_ops
-
     body = op.regions[0].blocks[0].operations if op.regions and op.regions[0].blocks else []
-    return len(op.operands) == 1 and all(inner.name in elementwise_ops() or inner.name == "cuda_tile.yield"
+    return len(op.operands) == 1 and all(inner.name in ELEMENTWISE or inner.name == "cuda_tile.yield"
                                          for inner in body)
 
 

@@ -28,7 +28,7 @@ VIEW = "cuda_tile.make_partition_view"
 
 def order_views(entry: Operation) -> int:
     """Rewrite `entry`'s transposing tensor-core loads; the number rewritten."""
-    from ..lowering.warps import for_tensor_cores
+    from .mma_operands import for_tensor_cores
 
     views: dict[Value, Value] = {}
     rewritten = 0

@@ -155,7 +155,8 @@ def pairs_run(facts: "StagingFacts") -> bool:
     as the pair (its K loop's ring has the pair: cta_pair.plan): then no accumulator goes through the
     pair layout by a conversion ("pair-conversion", ops_tcgen05._transfer_alone) and the plan
     predicts none; where one runs alone, the role is left to the lowering."""
-    from ..lowering.ops_tcgen05 import PairAccLayout, resident_loop
+    from ..lowering.ops_tcgen05 import PairAccLayout
+    from ..tileaa.mma_operands import resident_loop
     from ..lowering.pipelined_loop import ring_of
 
     for op, layout in (getattr(facts.assignment, "tcgen05_layouts", None) or {}).items():
