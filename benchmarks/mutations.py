@@ -121,7 +121,7 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
     import numpy as np
     import test_realistic_emulator as tre
 
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.ir.types import FunctionType
     from tileiras.runtime.backends import run_compiled
     from tileiras.runtime.marshal import bind

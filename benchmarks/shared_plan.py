@@ -47,7 +47,7 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
     corpus, name, path, gpu, save = job
     sys.path.insert(0, str(ROOT))
     os.environ["TILEIRAS_STRICT_SHARED_PLAN"] = "1"
-    from tileiras.driver.errors import CompileError
+    from tileiras.errors import CompileError
     from tileiras.frontend import load_module
     from tileiras.lowering.pipeline import lower_module
 

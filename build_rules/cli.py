@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.errors import ExitCode, TileirasError
 
 from . import naming
 from .actions import BuildPolicy, LibraryPlan, library_plan
@@ -54,7 +54,7 @@ def plan_from_request(target: dict[str, object], policy: BuildPolicy) -> Library
 
 
 def _read_request(path: str) -> dict[str, object]:
-    from tileiras.driver.input_file import read_regular
+    from tileiras.input_file import read_regular
 
     try:
         text = read_regular(path, "request").decode("utf-8")  # a regular file of bounded size
@@ -76,7 +76,7 @@ def _emit(text: str, output: str | None, inputs: tuple[str, ...] = ()) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    from tileiras.driver.output import write_atomic
+    from tileiras.output import write_atomic
 
     target = Path(output)
     if target.is_file() and target.read_text(encoding="utf-8") == text:

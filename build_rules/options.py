@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.errors import ExitCode, TileirasError
 from tileiras.driver.options import GPU_NAMES
 
 DEFAULT_GPU_NAMES: tuple[str, ...] = ("sm_90",)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.core import Operation
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -135,10 +135,10 @@ def check_one(data: bytes, target: str = "sm_90") -> tuple[str, str]:
     """In this process: (outcome, detail); outcome is 'rejected', 'read', 'verified' or 'lowered' when all is well,
     'failure' otherwise (detail: the traceback)."""
     from tileiras.bytecode.reader import read_module
-    from tileiras.dialects.limits import check_module
+    from tileiras.tileaa.limits import check_module
     from tileiras.dialects.verifier import verify_module
     from tileiras.driver.compile import lower_to_llvm
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.driver.options import parse_args
     from tileiras.text.printer import print_module
 

@@ -195,10 +195,10 @@ def llvm_ir_problem(text: str) -> Optional[str]:
 def check_one(text: str, target: str = "sm_90") -> tuple[str, str]:
     """In this process: (outcome, detail); outcome 'rejected' (parse), 'read' (verify refused),
     'verified' (limits or lowering refused) or 'lowered' when all is well, 'failure' otherwise."""
-    from tileiras.dialects.limits import check_module
+    from tileiras.tileaa.limits import check_module
     from tileiras.dialects.verifier import verify_module
     from tileiras.driver.compile import lower_to_llvm
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.driver.options import parse_args
     from tileiras.text.parser import parse_module
 

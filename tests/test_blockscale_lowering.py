@@ -99,7 +99,7 @@ def test_sm100_tensor_maps_are_nvidias_but_for_its_cta_pairs_boxes(tmp_path: Pat
     import json
 
     from test_nv_host import KERNELS
-    from tileiras.runtime.tma_params import TmaParam
+    from tileiras.codegen.tma_params import TmaParam
 
     src = tmp_path / "k.tileirbc"
     src.write_bytes(_kernel(128, 128, 128))

@@ -21,7 +21,7 @@ import frontend_samples as fs  # noqa: E402
 
 from tileiras.bytecode.reader import read_module  # noqa: E402
 from tileiras.dialects.verifier import verify_module  # noqa: E402
-from tileiras.driver.errors import BytecodeError, CompileError, TileirasError  # noqa: E402
+from tileiras.errors import BytecodeError, CompileError, TileirasError  # noqa: E402
 from tileiras.frontend import load_module  # noqa: E402
 from tileiras.text.parser import parse_module  # noqa: E402
 from tileiras.text.printer import print_module  # noqa: E402

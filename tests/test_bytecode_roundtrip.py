@@ -16,7 +16,7 @@ import frontend_samples as fs  # noqa: E402
 
 from tileiras.bytecode.reader import read_module, read_version  # noqa: E402
 from tileiras.bytecode.writer import write_module  # noqa: E402
-from tileiras.driver.errors import BytecodeError, CompileError  # noqa: E402
+from tileiras.errors import BytecodeError, CompileError  # noqa: E402
 from tileiras.ir import attributes as A  # noqa: E402
 from tileiras.ir import types as T  # noqa: E402
 

@@ -83,7 +83,7 @@ def test_ptx_with_metadata_round_trip(tmp_path: Path) -> None:
     assert cache.get_ptx("cd" * 32) == (".version 8.8\n", None)
     cache.put("ef" * 32, b"valid entry, but not a PTX document")
     assert cache.get_ptx("ef" * 32) is None
-    from tileiras.cache.hashing import digest
+    from tileiras.hashing import digest
     from tileiras.cache.store import PTX_PAYLOAD, _pack_ptx
 
     whole, whole_digest = _pack_ptx(".version 8.8\n", meta)
@@ -99,7 +99,7 @@ def test_the_ptx_is_hashed_once_for_its_cubin_key_and_its_entry(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A miss hashes its PTX once: the cubin's key names the digest of the PTX (as _canonical names
     bytes), and the PTX's entry continues that hash over its metadata."""
-    from tileiras.cache import hashing
+    from tileiras import hashing
 
     ptx = ".version 8.8\n.target sm_90\n" + "// body\n" * 4000
     passes: list[int] = []
@@ -447,7 +447,7 @@ def test_an_edited_compiler_gets_its_own_ptx_and_object_keys(compiler_copy: Path
 def test_a_cubin_with_tensor_maps_names_our_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cubin whose PTX has hidden tensor maps embeds the `.nv.host` object our code builds from
     them: its key names the maps and our code, and its entry is checked like any that names it."""
-    from tileiras.runtime.tma_params import Field, TmaParam
+    from tileiras.codegen.tma_params import Field, TmaParam
 
     maps = {"k": [TmaParam(0, "f16", (Field(2), Field(1)), (Field(const=1), Field(3)), (64, 128), "128B")]}
 
@@ -467,11 +467,11 @@ def test_a_cubin_with_tensor_maps_names_our_code(tmp_path: Path, monkeypatch: py
 def test_the_remarks_kept_beside_a_cubin_name_our_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ptxas's report is read by our code: an edited compiler gets its own remarks for a cubin whose
     key (ptxas and the PTX only) it shares, and they are checked like any entry that names our code."""
-    from tileiras.driver import remarks
+    from tileiras.cache import remarks
 
     def keys_now() -> tuple[str, str]:
         cubin = keys.Key(keys.cubin_key, ".version 8.8", "sm_90", options(tmp_path))
-        kept = remarks._remarks_key(cubin, str(tmp_path))
+        kept = remarks.remarks_key(cubin, str(tmp_path))
         assert kept.names_our_code and not cubin.names_our_code
         return cubin.value, kept.value
 
@@ -893,7 +893,8 @@ def test_a_miss_imports_only_the_cache_itself(tmp_path: Path) -> None:
     added = modules("--cache-dir", str(tmp_path / "cold")) - modules("--no-cache")
     assert Cache(tmp_path / "cold").stats().entries == 2  # it did store the PTX and the cubin
     # host_platform: the PTX key names the host (two stdlib calls; TMA needs an x86-64 Linux host)
-    assert added and all(name.startswith(("tileiras.cache", "_blake2",
+    # tileiras.hashing: the cache's digests (a module of its own: bytecode reads them too)
+    assert added and all(name.startswith(("tileiras.cache", "tileiras.hashing", "_blake2",
                                           "tileiras.host_platform")) for name in added)
     assert not added & {"tileiras.cache.maintenance", "tileiras.cache.tool_digest", "tileiras.cache.remote"}
 

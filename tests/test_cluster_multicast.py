@@ -147,7 +147,7 @@ def _release_locally(text: str) -> str:
 
 
 def test_a_stage_refilled_before_the_peers_release_it_is_a_race(monkeypatch) -> None:
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
 
     with pytest.raises((DeviceFault, TileirasError), match="write-after-read"):

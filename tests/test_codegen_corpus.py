@@ -59,7 +59,7 @@ def test_corpus_kernel_compiles_for_every_target(name: str, path: Path, exported
     """Every target either gets a cubin ptxas accepts, or a diagnostic naming op, type and target."""
     from tileiras.codegen.nvptx import llvm_to_ptx
     from tileiras.codegen.ptxas import assemble, resource_usage
-    from tileiras.driver.errors import CompileError
+    from tileiras.errors import CompileError
 
     failures, compiled = [], []
     for gpu in GPU_NAMES:
@@ -91,7 +91,7 @@ def test_corpus_kernel_compiles_for_every_target(name: str, path: Path, exported
     ("cast_f4", "sm_90", "element type f4E2M1FN", 100),
 ])
 def test_unsupported_feature_is_diagnosed(kernel: str, gpu: str, what: str, lowest: int) -> None:
-    from tileiras.driver.errors import CompileError
+    from tileiras.errors import CompileError
 
     path = dict(CORPUS_FILES)[kernel]
     with pytest.raises(CompileError) as info:

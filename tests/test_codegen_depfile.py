@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tileiras.driver.depfile import escape_path, render_depfile, write_depfile
-from tileiras.driver.errors import TileirasError
+from tileiras.errors import TileirasError
 
 AWKWARD = ["in put.tileir", "we#ird.txt", "cost$1.txt", "a:b.txt", "back\\ slash.txt", "plain.txt",
            "sub dir/x y.txt"]

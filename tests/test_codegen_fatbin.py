@@ -10,7 +10,7 @@ import pytest
 from tileiras.codegen import fatbin as fb
 from tileiras.codegen.nvptx import llvm_to_ptx
 from tileiras.codegen.ptxas import assemble, find_ptxas
-from tileiras.driver.errors import CompileError, TileirasError
+from tileiras.errors import CompileError, TileirasError
 
 DATA = Path(__file__).parent / "data" / "llvm"
 GPUS = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103", "sm_110",

@@ -12,7 +12,7 @@ from tileiras.codegen import cabi
 from tileiras.codegen.header import guard_from_path, make_header
 from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
 from tileiras.codegen.ptxas import find_ptxas
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 DATA = Path(__file__).parent / "data" / "llvm"
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

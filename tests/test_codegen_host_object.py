@@ -13,7 +13,7 @@ import pytest
 
 from tileiras.codegen.host_object import host_ir, make_host_object
 from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 DATA = Path(__file__).parent / "data" / "llvm"
 ROOT = Path(__file__).parent.parent

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 TRIPLE = "nvptx64-nvidia-cuda"
 KERNEL = """

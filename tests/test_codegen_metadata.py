@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
-from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.errors import ExitCode, TileirasError
 
 DATA = Path(__file__).parent / "data" / "llvm"
 

@@ -14,7 +14,7 @@ from tileiras.codegen import targets
 from tileiras.codegen.cubin import read_cubin
 from tileiras.codegen.nvptx import llvm_to_ptx, ptx_target
 from tileiras.codegen.ptxas import assemble
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 DATA = Path(__file__).parent / "data" / "llvm"
 ROOT = Path(__file__).parent.parent

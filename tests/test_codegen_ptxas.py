@@ -13,7 +13,7 @@ import pytest
 from tileiras.codegen import ptxas
 from tileiras.codegen.cubin import read_cubin
 from tileiras.codegen.nvptx import llvm_to_ptx
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 DATA = Path(__file__).parent / "data" / "llvm"
 ROOT = Path(__file__).parent.parent

@@ -13,7 +13,7 @@ import io
 import numpy as np
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 SPECIALS = [np.nan, np.inf, -np.inf, 1e9, 118784.0, 2.0**-18, 3 * 2.0**-18, -0.0,
             1.0625 + 2.0**-40, 1.0625, -3.3, 2.0**-20, 118783.0, 1.1875, 7.6e-6]

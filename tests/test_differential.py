@@ -23,7 +23,7 @@ sys.path.insert(0, str(CORPUS))
 
 import reference  # noqa: E402
 
-from tileiras.driver.errors import TileirasError  # noqa: E402
+from tileiras.errors import TileirasError  # noqa: E402
 
 MANIFEST = reference.load_manifest()
 TARGETS = ("sm_80", "sm_90")

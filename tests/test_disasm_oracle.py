@@ -17,7 +17,7 @@ import frontend_samples as fs  # noqa: E402
 
 from tileiras.bytecode.reader import read_module  # noqa: E402
 from tileiras.dialects.verifier import verify_module  # noqa: E402
-from tileiras.driver.errors import TileirasError  # noqa: E402
+from tileiras.errors import TileirasError  # noqa: E402
 from tileiras.text.printer import print_module  # noqa: E402
 
 needs_oracle = pytest.mark.skipif(fs.oracle() is None, reason="NVIDIA's tileirdisasm (nvidia-cuda-tileiras) is not installed")

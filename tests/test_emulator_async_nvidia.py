@@ -10,7 +10,7 @@ them, setmaxnreg.
 
 Its hidden `.param .align 64 .b8 [128]` parameters are the tensor maps of the arrays, which
 NVIDIA's driver fills at launch; we pass our own encoding of the same maps
-(`tileiras.runtime.tensormap`), with the boxes and swizzles its PTX expects (read off its copies:
+(`tileiras.codegen.tensormap`), with the boxes and swizzles its PTX expects (read off its copies:
 coordinates, shared-memory offsets, expect_tx byte counts, descriptor swizzle modes). Results must
 match numpy with the race checker on; PTX with a wait, a fence or a release moved must be reported.
 """
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from tileiras.emulator import EmulatorError, Memory, run_ptx
-from tileiras.runtime.tensormap import for_array
+from tileiras.codegen.tensormap import for_array
 
 sys.path.insert(0, os.path.dirname(__file__))
 import corpus_kernels  # noqa: E402

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tileiras.emulator import EmulatorError, Memory, run_ptx
-from tileiras.runtime.tensormap import for_array
+from tileiras.codegen.tensormap import for_array
 
 T = 7          # tiles: more than the 2 stages, so the ring wraps and the phases flip
 

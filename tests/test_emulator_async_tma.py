@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tileiras.emulator import EmulatorError, Memory, run_ptx
-from tileiras.runtime.tensormap import TensorMap, TensorMapError, decode, encode, for_array
+from tileiras.codegen.tensormap import TensorMap, TensorMapError, decode, encode, for_array
 
 HEAD = """
 .version 8.6

@@ -283,7 +283,7 @@ _WAIT = """WAIT:
 
 def _tma(n: int, issue: str, nbytes: int, check_races: bool = True, template: str = _TMA) -> np.ndarray:
     from tileiras.emulator import Memory, run_ptx
-    from tileiras.runtime.tensormap import for_array
+    from tileiras.codegen.tensormap import for_array
 
     src = np.arange(8 * n * 32, dtype=np.float32).reshape(8 * n, 32)
     mem = Memory()

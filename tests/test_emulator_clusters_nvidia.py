@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from tileiras.emulator import EmulatorError, Memory, run_ptx
-from tileiras.runtime.tensormap import for_array
+from tileiras.codegen.tensormap import for_array
 
 sys.path.insert(0, os.path.dirname(__file__))
 import frontend_samples as fs  # noqa: E402

@@ -948,7 +948,7 @@ entry @k(%p: tile<ptr<i32>>, %n: tile<i32>, %s: tile<i32>) {
 
 
 def test_unknown_op_and_bad_arguments_are_clear_errors():
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.interp import InterpError
     from tileiras.interp.machine import Machine
     from tileiras.ir.core import Operation
@@ -1025,7 +1025,7 @@ def test_exact_zero_results_have_the_ieee_sign(ty, rm):
 def test_a_list_of_arrays_is_passed_as_a_descriptor_table():
     """A Python list binds to `ptr<i64>, i32`: rows of (data pointer, shape..., strides...) and the count;
     the arrays come back as a list after the run."""
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
 
     src = """
 entry @k(%t: tile<ptr<i64>>, %n: tile<i32>, %p: tile<ptr<i64>>, %m: tile<i32>, %s: tile<i32>) {

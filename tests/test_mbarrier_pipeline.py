@@ -57,7 +57,7 @@ def test_sm90_matmul_pipeline_matches_numpy_under_the_race_checker(iterations: i
     ("sm_100", "stage empty", "write-after-read|deadlock"),
 ])
 def test_a_pipeline_without_a_wait_is_reported_as_a_race(monkeypatch, gpu: str, what: str, report: str) -> None:
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
 
     edit_ptx(monkeypatch, without_wait(what))
@@ -229,7 +229,7 @@ def test_sm90_matmul_keeps_one_wgmma_group_in_flight(tmp_path: Path) -> None:
 def test_releasing_a_stage_before_its_wgmma_group_retires_is_a_race(monkeypatch) -> None:
     """The consumers' release of `empty` moved above the wait_group 1 that retires the group
     reading the stage: the producer's refill overwrites what that wgmma may still be reading."""
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     def retire_after_release(text: str) -> str:
         lines = text.splitlines()

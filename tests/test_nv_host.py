@@ -26,7 +26,7 @@ import pytest
 
 from tileiras.codegen import nv_host
 from tileiras.codegen.cubin import read_cubin
-from tileiras.runtime.tma_params import Field, TmaParam, hidden_params
+from tileiras.codegen.tma_params import Field, TmaParam, hidden_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "realistic"))
 import compilers  # noqa: E402

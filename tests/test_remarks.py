@@ -121,7 +121,7 @@ def test_spills_reported_by_ptxas_are_remarked_and_real(tmp_path: Path) -> None:
     import re
 
     from tileiras.codegen.ptxas import PendingCubin
-    from tileiras.driver.remarks import from_ptxas_log
+    from tileiras.remarks import from_ptxas_log
 
     ptx = tmp_path / "k.ptx"
     assert tileiras(str(CORPUS / "matmul" / "13.4.tileirbc"), "--gpu-name", "sm_90", "--emit=ptx", "-o",
@@ -203,7 +203,7 @@ def test_nvidia_remarks_read_with_the_same_reader_and_names(tmp_path: Path) -> N
 
 def test_yaml_writer_quotes_what_needs_quoting() -> None:
     from remark_yaml import load_remarks as read
-    from tileiras.driver.remarks import Remark, to_yaml
+    from tileiras.remarks import Remark, to_yaml
 
     tricky = ["it's: a 'test'", "- dash", "#hash", "yes", "123", "[list]", "{map}", "a: b", " padded "]
     remark = Remark("missed", "memory", "RemarkX", "k", "msg: with colon", "dir/f.py", 3, 4,

@@ -103,7 +103,7 @@ def test_row_kernels_match_the_interpreter(name: str, gpu: str) -> None:
 
 
 def test_a_reader_that_skips_the_wait_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault, EmulatorError
 
     edit_ptx(monkeypatch, without_wait("one-shot TMA load"))
@@ -192,7 +192,7 @@ def test_pipelined_row_loops_match_the_interpreter(name: str, recipe: str, gpu: 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
 def test_a_row_loop_reading_a_stage_before_it_is_full_is_reported(gpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault, EmulatorError
 
     edit_ptx(monkeypatch, without_wait("stage full"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.input_file import MAX_INPUT_BYTES
+from tileiras.input_file import MAX_INPUT_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,5 @@
 """Bounded cost: every kernel the driver accepts compiles in bounded time and memory, and one over
-a compile limit (tileiras/dialects/limits.py) is refused within seconds, naming the value and the
+a compile limit (tileiras/tileaa/limits.py) is refused within seconds, naming the value and the
 limit. The disassembler and assembler stay unlimited: their cost is linear in the input."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.dialects import limits
-from tileiras.driver.errors import CompileError
+from tileiras.tileaa import limits
+from tileiras.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.text.parser import parse_module
 

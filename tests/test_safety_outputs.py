@@ -171,7 +171,7 @@ def test_side_files_of_a_discarded_output_are_discarded(workdir: Path) -> None:
     """`-o /dev/null -MD` must not create `/dev/null.d` (nor `--emit-metadata` `/dev/null.json`): the
     side files named after a discarded output are discarded too. Run against a private null node, so
     that a broken check writes into the test's folder, never under /dev."""
-    from tileiras.driver.output import side_file
+    from tileiras.output import side_file
 
     assert side_file(os.devnull, ".d") == os.devnull  # the name only: nothing is written here
     null = _char_device(workdir / "null", 3, os.devnull)

@@ -49,7 +49,7 @@ def test_warp_specialized_kernels_sync_on_the_bound_ids(monkeypatch, name: str, 
     import io
 
     from tileiras.bytecode.reader import read_module
-    from tileiras.driver import remarks
+    from tileiras import remarks
     from tileiras.lowering import warp_specialize
     from tileiras.lowering.pipeline import lower_module
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.tileas.buffers import Buffer, SharedBuffers, verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.ir.record import replace
 from tileiras.lowering.pipeline import lower_module

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import replace
 from tileiras.lowering.pipeline import lower_module
 from tileiras.tileas.shared_plan import STRICT_ENV

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import replace
 
 from shared_plan_support import corpus_bytecode, lower, plan_section

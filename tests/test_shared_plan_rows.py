@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import replace
 from tileiras.tileas import shared_stages
 

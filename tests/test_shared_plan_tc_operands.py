@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import replace
 from tileiras.tileas import shared_operands, shared_plan
 

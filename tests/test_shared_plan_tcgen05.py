@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import replace
 from tileiras.tileas import shared_tcgen05
 

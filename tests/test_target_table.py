@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.errors import TileirasError
+from tileiras.errors import TileirasError
 from tileiras.target import BASE_NAMES, FEATURES, MMA_KINDS, ROWS, caps, since, with_feature
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ def test_element_types_and_their_diagnostic() -> None:
 
     from types import SimpleNamespace
 
-    from tileiras.driver.errors import CompileError
+    from tileiras.errors import CompileError
     from tileiras.lowering.features import require
 
     op = SimpleNamespace(name="cuda_tile.ftof", location=None)
@@ -154,7 +154,7 @@ def test_codegen_rows() -> None:
 def test_tma_descriptor_parameter_base() -> None:
     """codegen/nv_host.param_base: 0x210 on sm_90, 0 from sm_100 on, none before sm_90."""
     from tileiras.codegen.nv_host import param_base
-    from tileiras.driver.errors import CompileError
+    from tileiras.errors import CompileError
 
     assert (param_base(90), param_base(100), param_base(120)) == (0x210, 0, 0)
     with pytest.raises(CompileError, match="TMA descriptors need sm_90 or later, not sm_89"):
@@ -237,4 +237,4 @@ def test_the_table_sits_below_the_levels_that_ask_it() -> None:
     code = ("import sys, tileiras.target; "
             "print(sorted(m for m in sys.modules if m.startswith('tileiras.') and not m.startswith('tileiras.target')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.strip() == "['tileiras.driver', 'tileiras.driver.errors', 'tileiras.ir', 'tileiras.ir.record']"
+    assert done.stdout.strip() == "['tileiras.errors', 'tileiras.ir', 'tileiras.ir.record']"

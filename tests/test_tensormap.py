@@ -1,4 +1,4 @@
-"""runtime/tensormap.py: the hardware descriptor layout, against bytes NVIDIA's callbacks wrote.
+"""codegen/tensormap.py: the hardware descriptor layout, against bytes NVIDIA's callbacks wrote.
 
 The GOLDEN descriptors are the first 64 bytes NVIDIA's `.nv.host` callbacks (tileiras 13.x, the
 `nvidia-cuda-tileiras` wheel) wrote for the kernels and arguments named; tests/test_nv_host.py
@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from tileiras.runtime.tensormap import (DTYPES, SWIZZLES, TensorMap, TensorMapError, decode, encode, for_array,
+from tileiras.codegen.tensormap import (DTYPES, SWIZZLES, TensorMap, TensorMapError, decode, encode, for_array,
                                         replace)
 
 F16_M, F16_K = 512, 256

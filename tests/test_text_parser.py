@@ -18,7 +18,7 @@ import frontend_samples as fs  # noqa: E402
 from tileiras.bytecode.reader import read_module  # noqa: E402
 from tileiras.bytecode.writer import write_module  # noqa: E402
 from tileiras.dialects.verifier import verify_module  # noqa: E402
-from tileiras.driver.errors import CompileError  # noqa: E402
+from tileiras.errors import CompileError  # noqa: E402
 from tileiras.frontend import load_module  # noqa: E402
 from tileiras.ir import attributes as A  # noqa: E402
 from tileiras.text.parser import parse_module  # noqa: E402

@@ -244,7 +244,7 @@ def _matmul_without_facts() -> bytes:
 
 
 def test_wgmma_from_registers_matches_numpy_and_needs_its_proxy_fence(monkeypatch, tmp_path: Path) -> None:
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     from tileiras.lowering import async_copy, ops_wgmma
     from tileiras.runtime import run_arrays
@@ -301,7 +301,7 @@ def test_flash_attention_scores_stay_in_registers(config, gpu, tmp_path: Path) -
 def test_a_pipeline_without_its_wait_is_reported_as_a_race(monkeypatch, tmp_path: Path) -> None:
     """Mutation: waiting for one copy group too few lets the mma read a stage still being filled."""
     from tileiras.emulator.errors import DeviceFault
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.lowering import pipelined_loop
     from tileiras.runtime import run_arrays
 

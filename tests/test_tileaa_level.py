@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.tileaa.facts import UNBOUNDED, Facts, ViewFacts, divisor, infer_facts
 from tileiras.tileaa.verify import verify

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.ir.core import Operation
 from tileiras.lowering.assign_layouts import LayoutAssignment

@@ -39,7 +39,7 @@ def test_matmul_loads_by_tma_through_hidden_parameters(tmp_path: Path) -> None:
     64x64 boxes, 32 KB a stage, as NVIDIA's compiler copies them, and the epilogue stores C with
     TMA; the three maps are `.hidden` parameters after the user's 15 (as NVIDIA's) and the
     metadata says how each field is filled."""
-    from tileiras.runtime.tma_params import Field, TmaParam
+    from tileiras.codegen.tma_params import Field, TmaParam
 
     ptx_path, meta = _compile(BYTECODE / "mm_f16_128x128x64.tileirbc", tmp_path)
     ptx = ptx_path.read_text()
@@ -206,8 +206,8 @@ def test_metadata_carries_the_tensor_maps_and_refuses_bad_ones() -> None:
     import json
 
     from tileiras.codegen.metadata import KernelInfo, KernelParam, ModuleMetadata
-    from tileiras.driver.errors import TileirasError
-    from tileiras.runtime.tma_params import Field, TmaParam
+    from tileiras.errors import TileirasError
+    from tileiras.codegen.tma_params import Field, TmaParam
 
     spec = TmaParam(0, "bf16", (Field(2), Field(1)), (Field(-1, 1), Field(3)), (64, 128), "128B")
     params = (KernelParam("arg0", "ptr<bf16>"), *(KernelParam(f"arg{i}", "i32") for i in range(1, 5)))
@@ -227,7 +227,7 @@ def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch,
     """Without a producer warpgroup thread 0 issues each stage's TMA copies (every thread waits for
     everyone's release first); a consumer that reads a stage without waiting on its full barrier
     reads bytes the TMA unit is still writing: the race checker says so."""
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     from tileiras.lowering import warp_specialize
     from test_tile_layer import _inputs, _matmul, _module
@@ -253,7 +253,7 @@ def test_our_nv_host_object_fills_our_kernels_hidden_parameters(tmp_path: Path) 
     import random
 
     from tileiras.codegen import nv_host
-    from tileiras.runtime.tma_params import hidden_params
+    from tileiras.codegen.tma_params import hidden_params
     from test_nv_host import KERNELS, _arguments, _buffer, _call, _callbacks, _link
 
     name = "mm_f16_128x128x64"
@@ -350,7 +350,7 @@ def test_attention_queries_are_one_shot_tma_loads(tmp_path: Path) -> None:
 def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> None:
     """Consumers that read the query tile without waiting for its one-shot barrier read bytes the
     TMA unit may still be writing: the race checker says so."""
-    from tileiras.driver.errors import TileirasError
+    from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
     from tileiras.emulator import EmulatorError
 

@@ -14,7 +14,7 @@ import frontend_samples as fs  # noqa: E402
 from tileiras.bytecode.reader import read_module  # noqa: E402
 from tileiras.dialects import verify_ops  # noqa: E402
 from tileiras.dialects.verifier import verify_module  # noqa: E402
-from tileiras.driver.errors import CompileError, TileirasError  # noqa: E402
+from tileiras.errors import CompileError, TileirasError  # noqa: E402
 from tileiras.text.parser import parse_module  # noqa: E402
 
 

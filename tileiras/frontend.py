@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .driver.errors import BytecodeError, CompileError, input_error
+from .errors import BytecodeError, CompileError, input_error
 from .ir.core import Operation
 
 TYPE_CHECKING = False
@@ -25,7 +25,7 @@ MLIR_HINT = " (it looks like MLIR bytecode instead)"
 
 def read_input(path: str) -> bytes:
     """The bytes of `path` ("-" is stdin); exit 1 when it is missing, 4 when it cannot be read."""
-    from .driver.input_file import read_regular, read_stream
+    from .input_file import read_regular, read_stream
 
     try:
         if path == "-":

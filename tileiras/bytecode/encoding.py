@@ -7,7 +7,7 @@ malformed length can never make the reader allocate or loop past the data.
 
 from __future__ import annotations
 
-from ..driver.errors import BytecodeError
+from ..errors import BytecodeError
 
 MAGIC = b"\x7fTileIR\x00"
 ALIGN_BYTE = 0xCB

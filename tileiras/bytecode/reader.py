@@ -15,7 +15,7 @@ from Python or an allocation sized by the input's claims.
 from __future__ import annotations
 
 
-from ..driver.errors import BytecodeError
+from ..errors import BytecodeError
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Block, Location, Operation, Region, Value

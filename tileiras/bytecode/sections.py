@@ -8,7 +8,7 @@ compile that makes a key an import).
 
 from __future__ import annotations
 
-from ..driver.errors import BytecodeError
+from ..errors import BytecodeError
 from .encoding import MAGIC, NUM_SECTIONS, SEC_CONSTANT, SEC_DEBUG, SEC_END, SEC_FUNC, SEC_PRODUCER, SEC_STRING, \
     SEC_TYPE, SUPPORTED_VERSIONS, Cursor
 
@@ -97,7 +97,7 @@ def _section_error(cur: Cursor, message: str) -> BytecodeError:
 def content_digest(data: bytes, keep_locations: bool) -> str:
     """The compile cache's digest (cache.hashing) of the bytecode's code-relevant content: all of it
     when `keep_locations`, else without the debug and producer sections (framing validated, no IR built)."""
-    from ..cache.hashing import digest as new_digest
+    from ..hashing import digest as new_digest
 
     if keep_locations:
         return new_digest(data).hexdigest()

@@ -8,7 +8,7 @@ absent), otherwise writing fails with a `CompileError` naming the op.
 from __future__ import annotations
 
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Block, Location, Operation, Value

@@ -250,6 +250,6 @@ def state(root: PathLike) -> State:
 
 def stamp(files_state: State) -> tuple[str, int]:
     """(digest of a `state`, to remember a fingerprint by; the newest file time in ns)."""
-    from .hashing import digest
+    from ..hashing import digest
 
     return digest(files_state.encoded).hexdigest(), files_state.newest

@@ -62,7 +62,7 @@ def wrap(key: str, payload: bytes, payload_digest: bytes | None = None) -> bytes
     """The entry of `payload` under `key`; `payload_digest`: the payload's digest, when the caller
     has it (store._pack_ptx continues a hash made for a key)."""
     if payload_digest is None:
-        from .hashing import digest  # here: opening a cache and missing need no hashing
+        from ..hashing import digest  # here: opening a cache and missing need no hashing
 
         payload_digest = digest(payload).digest()
     name = key.encode("ascii")
@@ -89,7 +89,7 @@ def unwrap(blob: bytes, key: str) -> bytes | None:
     payload = blob[start:]
     if length != len(payload):
         raise Unexpected(f"truncated entry ({len(payload)} of {length} payload bytes)")
-    from .hashing import digest as payload_digest
+    from ..hashing import digest as payload_digest
 
     if payload_digest(payload).digest() != digest:
         raise Unexpected("the payload does not match its digest")

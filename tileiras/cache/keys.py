@@ -69,7 +69,7 @@ class Key:
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
-        from .hashing import digest
+        from ..hashing import digest
 
         return {"blake2b": digest(bytes(value)).hexdigest()}
     if isinstance(value, os.PathLike):
@@ -139,7 +139,7 @@ def canonical_json(value: Any) -> str:
 
 
 def make_key(**parts: Any) -> str:
-    from .hashing import digest
+    from ..hashing import digest
 
     document = {"key_format": KEY_FORMAT, "tileiras": __version__, **_canonical(parts)}
     return digest(canonical_json(document).encode("ascii")).hexdigest()
@@ -148,7 +148,7 @@ def make_key(**parts: Any) -> str:
 def _text_digest(text: str) -> dict[str, str]:
     """What _canonical makes of `text` in UTF-8, from hashing.text_digest: the PTX's cache entry
     continues that hash rather than hashing the PTX again (store._pack_ptx)."""
-    from .hashing import text_digest
+    from ..hashing import text_digest
 
     return {"blake2b": text_digest(text).hexdigest()}  # type: ignore[attr-defined]
 
@@ -158,7 +158,7 @@ def _memo_dir(opts: Any) -> str:
 
 
 def _file_digest(path: str) -> str:
-    from .hashing import digest
+    from ..hashing import digest
 
     try:
         with open(path, "rb") as handle:

@@ -56,9 +56,9 @@ RESPAWNS_PER_SECOND = 10             # a worker that dies at once, again and aga
 # Imported before forking, so that a worker pays nothing for them.
 PREWARM: tuple[str, ...] = (
     "tileiras.driver.tileiras_main", "tileiras.driver.tileir_main", "tileiras.driver.compile",
-    "tileiras.driver.options", "tileiras.driver.output", "tileiras.driver.depfile",
+    "tileiras.driver.options", "tileiras.output", "tileiras.driver.depfile",
     "tileiras.driver.cmd_package", "tileiras.driver.cmd_header", "tileiras.cache.keys", "tileiras.cache.store",
-    "tileiras.cache.versions", "tileiras.codegen.package", "tileiras.codegen.fatbin", "tileiras.codegen.metadata",
+    "tileiras.cache.versions", "tileiras.driver.package", "tileiras.codegen.fatbin", "tileiras.codegen.metadata",
     "tileiras.codegen.header", "tileiras.codegen.host_object", "tileiras.codegen.ptxas", "tileiras.bytecode.sections",
     "argparse", "json", "tempfile", "importlib.util",
 )

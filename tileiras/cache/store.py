@@ -443,7 +443,7 @@ PTX_PAYLOAD = b"\ntileiras ptx 2\n"
 
 def _pack_ptx(ptx: str, meta: Any) -> tuple[bytes, bytes]:
     """(the payload, its digest)."""
-    from .hashing import text_digest
+    from ..hashing import text_digest
     from .keys import canonical_json
 
     metadata = b"" if meta is None else canonical_json(meta.to_document()).encode("ascii")

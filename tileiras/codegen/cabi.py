@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 from .metadata import KernelInfo, KernelParam, ModuleMetadata, sm_number
 

@@ -20,7 +20,7 @@ def declare_clusters(ptx: str, meta: Any) -> str:
     clustered = [k for k in getattr(meta, "kernels", ()) if tuple(getattr(k, "cta_cluster", (1, 1, 1))) != (1, 1, 1)]
     if not clustered:
         return ptx
-    from ..driver.errors import CompileError
+    from ..errors import CompileError
 
     for info in clustered:
         x, y, z = info.cta_cluster

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190

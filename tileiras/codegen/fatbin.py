@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 from .cubin import read_cubin
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 from . import cabi
 from .metadata import ModuleMetadata

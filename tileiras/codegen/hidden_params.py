@@ -22,7 +22,7 @@ def hide_tensor_maps(ptx: str, meta: Any) -> str:
             ptx, n = re.subn(rf"^(\s*)\.param (\.align 64 \.b8 {re.escape(info.name)}_param_{slot}\[128\])",
                              r"\1.hidden\t.param \2", ptx, count=1, flags=re.MULTILINE)
             if n != 1:
-                from ..driver.errors import CompileError
+                from ..errors import CompileError
 
                 raise CompileError(f"error: internal: no tensor-map parameter {slot} in the PTX of '{info.name}'")
     return ptx

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 from tileiras.ir.record import record
 from .llvm_string import c_string
 

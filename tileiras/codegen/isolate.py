@@ -16,7 +16,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import sys
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: a cache hit forks the LLVM worker and must not import typing

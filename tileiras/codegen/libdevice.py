@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 _RELATIVE = ("nvvm/libdevice/libdevice.10.bc",)
 

@@ -20,7 +20,7 @@ from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 from functools import lru_cache
 from typing import Any, Optional
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 
 _LIBRARY_NAMES = {"win32": "llvmlite.dll", "darwin": "libllvmlite.dylib"}
 _LINKAGE_INTERNAL = 8  # LLVMLinkage: LLVMInternalLinkage

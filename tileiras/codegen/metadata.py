@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.errors import ExitCode, TileirasError
 from tileiras.ir.record import record
 
 TYPE_CHECKING = False
@@ -44,7 +44,7 @@ class KernelInfo:
     block: tuple[int, int, int]
     dynamic_smem: int = 0
     cluster: tuple[int, int, int] = (1, 1, 1)
-    tma: tuple = ()     # runtime.tma_params.TmaParam of each hidden tensor-map parameter, in order
+    tma: tuple = ()     # codegen.tma_params.TmaParam of each hidden tensor-map parameter, in order
     # CTAs of the cluster each launched block becomes (PTX `.reqnctapercluster` + `.blocksareclusters`):
     # the launcher still passes one block per tile block and no cluster attribute (`cluster` stays 1)
     cta_cluster: tuple[int, int, int] = (1, 1, 1)
@@ -154,8 +154,8 @@ def _parse_kernel(obj: Any, where: str) -> KernelInfo:
 
 def _parse_tma(value: Any, where: str, nparams: int) -> tuple:
     """The hidden tensor maps of a kernel (each field a user parameter's index or a constant)."""
-    from tileiras.runtime.tensormap import DTYPES, SWIZZLES
-    from tileiras.runtime.tma_params import TmaParam
+    from tileiras.codegen.tensormap import DTYPES, SWIZZLES
+    from tileiras.codegen.tma_params import TmaParam
 
     if not isinstance(value, list):
         raise _bad(f"{where} must be a list")

@@ -1,7 +1,7 @@
 """The `.nv.host` object: x86-64 code the CUDA driver runs at launch to fill TMA descriptors.
 
 A kernel that copies with TMA takes its tensor maps as hidden parameters after the user's
-(`.hidden .param .align 64 .b8 NAME[128]`, `runtime/tma_params.py`). The launcher passes only
+(`.hidden .param .align 64 .b8 NAME[128]`, `codegen/tma_params.py`). The launcher passes only
 the user's arguments; ptxas embeds the relocatable object given with `--nv-host=FILE` as the
 cubin's `.nv.host` section, and the driver links it, calls `__CUDA_TILEIR_ON_PRE_LOAD` when it
 loads the module and, when a kernel's arguments change, that kernel's
@@ -24,7 +24,7 @@ what its objects hold (learned from them, tests/test_nv_host.py compares ours wi
         the kernel's parameter buffer; a parameter at constant-bank offset `o` is at params +
         o - base, base being where the target's constant bank puts parameters as far as their
         alignment goes (`PARAM_BASE`). Reads the user's values, writes the first 64 bytes of each
-        hidden parameter (`runtime/tensormap.py`'s layout; the other 64 are left alone), returns 0.
+        hidden parameter (`codegen/tensormap.py`'s layout; the other 64 are left alone), returns 0.
 
 Compiled with our LLVM for x86-64 Linux, PIC, large code model, as NVIDIA's is, so the relocation
 types are the ones the driver's linker handles for NVIDIA's objects (R_X86_64_64, GOTPC64, GOT64,
@@ -38,12 +38,12 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence, Union
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import record
 from tileiras.target import ROWS, caps
 from .llvm_string import c_string
-from tileiras.runtime import tensormap
-from tileiras.runtime.tma_params import Field, TmaParam
+from tileiras.codegen import tensormap
+from tileiras.codegen.tma_params import Field, TmaParam
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 ENTRY_BYTES = 64

@@ -17,7 +17,7 @@ import os
 import sys
 from functools import lru_cache
 
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only: this module is on the cache-hit path, which does not import typing

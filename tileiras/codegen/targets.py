@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from tileiras.driver.errors import ExitCode, TileirasError
+from tileiras.errors import ExitCode, TileirasError
 from tileiras.ir.record import record
 from tileiras.target import ROWS, Caps
 

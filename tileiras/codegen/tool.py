@@ -13,7 +13,7 @@ import signal
 import subprocess
 from typing import Sequence
 
-from tileiras.driver.errors import CompileError
+from tileiras.errors import CompileError
 from tileiras.ir.record import record
 
 DEFAULT_TIMEOUT_S = 600.0

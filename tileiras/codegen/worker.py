@@ -15,7 +15,7 @@ import faulthandler
 import os
 import struct
 import sys
-from tileiras.driver.errors import CompileError, ExitCode, TileirasError
+from tileiras.errors import CompileError, ExitCode, TileirasError
 
 from .isolate import _describe, can_fork
 

@@ -17,6 +17,7 @@ Declarations are written compactly with `define()`; see `cuda_tile.py`.
 
 from __future__ import annotations
 
+from ..ir.core import use_op_table
 from ..ir.record import record
 
 TYPE_CHECKING = False
@@ -237,3 +238,6 @@ def _make(name: str, opcode: int, since: str, ins: str, outs: str, attrs: str, r
         format=" ".join(fmt.split()) if fmt else None,
         attr_sized_operands="AttrSizedOperandSegments" in traits_set,
     )
+
+
+use_op_table(lookup)

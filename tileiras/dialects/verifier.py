@@ -11,7 +11,7 @@ location when the module carries one.
 from __future__ import annotations
 
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.diagnostic_location import location_prefix as _prefix
 from .registry import find

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Optional
 
-from .errors import BytecodeError, ExitCode, TileirasError
+from ..errors import BytecodeError, ExitCode, TileirasError
 from ..bytecode.encoding import SUPPORTED_VERSIONS
 
 VERSIONS = [f"{a}.{b}" for a, b in SUPPORTED_VERSIONS]
@@ -52,7 +52,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         output = args.output or _default_output(args.input)
         from ..frontend import load_module
         from ..bytecode.writer import write_module
-        from .output import output_target, write_atomic
+        from ..output import output_target, write_atomic
 
         output_target(output, [args.input])  # refused before reading: never the input, a device or a FIFO
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .cmd_package import _Parser
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 
 def _size(text: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 CONFIG_FILE = "TileIRConfig.cmake"
 USAGE = "usage: tileir cmake-dir\n\nPrint the directory that holds TileIRConfig.cmake (for -DTileIR_DIR=...)."

@@ -9,8 +9,8 @@ import argparse
 import sys
 
 from .cmd_package import _Parser, read_metadata
-from .errors import TileirasError
-from .output import output_target, write_atomic
+from ..errors import TileirasError
+from ..output import output_target, write_atomic
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _current_text(path: str) -> str | None:
-    from .input_file import read_regular
+    from ..input_file import read_regular
 
     try:
         return read_regular(path, "header").decode("utf-8")  # checked as an output already: a regular file

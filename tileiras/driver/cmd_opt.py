@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Callable, Optional
 
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 
 def _passes() -> dict[str, Callable[[object], object]]:

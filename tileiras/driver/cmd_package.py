@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import ExitCode, TileirasError
-from .output import check_outputs, write_atomic
+from ..errors import ExitCode, TileirasError
+from ..output import check_outputs, write_atomic
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read(path: str, what: str) -> bytes:
-    from .input_file import read_regular
+    from ..input_file import read_regular
 
     try:
         return read_regular(path, what)  # a regular file of bounded size, judged before reading
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> None:
     if not cubins and not ptx:
         raise TileirasError("error: give at least one --cubin or --ptx", ExitCode.INVALID_OPTIONS)
     from ..cache.store import open_cache
-    from ..codegen.package import package_object
+    from .package import package_object
 
     cache = open_cache(args.cache_dir, disabled=args.no_cache)
     fatbin, obj = package_object(cubins, ptx, metas, args.host_arch, args.host_os, cache)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 
 def scan(input_path: str, libraries: list[str]) -> dict[str, object]:
@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         text = json.dumps(scan(args.input, args.libraries), indent=2, sort_keys=True) + "\n"
         if args.output:
-            from .output import write_atomic
+            from ..output import write_atomic
 
             write_atomic(args.output, text, [args.input, *args.libraries])
         else:

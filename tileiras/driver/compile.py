@@ -13,7 +13,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 from .options import Options
 
 TYPE_CHECKING = False
@@ -47,7 +47,7 @@ class Artifacts:
         self.metadata: dict[str, object] = Metadata()   # gpu -> ModuleMetadata
         self.inputs_read = inputs_read
         self.cache: object = None               # the Cache this compile used; None with --no-cache
-        self.remarks: dict[str, list] = {}      # gpu -> Remarks (driver/remarks.py), when asked for
+        self.remarks: dict[str, list] = {}      # gpu -> Remarks (tileiras/remarks.py), when asked for
 
 
 class StageTimer:
@@ -172,7 +172,7 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
             if hit is not None:
                 cubins[gpu] = hit
     if opts.remarks_enabled and cache is not None:  # ptxas's report of a cached cubin is cached beside it
-        from .remarks import cached
+        from ..cache.remarks import cached
 
         reports = {g: cached(cache, keys[g]) for g in cubins}
         cubins = {g: c for g, c in cubins.items() if reports[g] is not None}
@@ -218,7 +218,7 @@ def _warnings_key(key: object) -> object:
 
 
 def _tensor_maps(arts: Artifacts, gpu: str) -> Optional[dict[str, list]]:
-    """kernel -> its hidden tensor maps (runtime.tma_params.TmaParam), when the target's PTX has
+    """kernel -> its hidden tensor maps (codegen.tma_params.TmaParam), when the target's PTX has
     any; None otherwise (most PTX: its metadata then stays unparsed, as a cache hit wants)."""
     if ".hidden" not in arts.ptx[gpu]:
         return None
@@ -247,7 +247,8 @@ def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cach
     if cache is not None and run.warnings:  # type: ignore[attr-defined]
         cache.put_blob(_warnings_key(keys[gpu]), run.warnings.encode("utf-8"))  # type: ignore[attr-defined]
     if opts.remarks_enabled:
-        from .remarks import from_ptxas_log, keep
+        from ..cache.remarks import keep
+        from ..remarks import from_ptxas_log
 
         found = from_ptxas_log(run.info)  # type: ignore[attr-defined]
         arts.remarks.setdefault(gpu, []).extend(found)
@@ -295,7 +296,7 @@ def _compile_module(data: bytes, path: str, kind: str, gpus: list[str], want: st
                 hit = cache.get_ptx(keys[gpu], parse=False)  # type: ignore[attr-defined]  # Metadata parses it
                 found = None
                 if opts.remarks_enabled and hit is not None:
-                    from .remarks import cached
+                    from ..cache.remarks import cached
 
                     found = cached(cache, keys[gpu])
                 if hit is not None and hit[1] is not None and (found is not None or not opts.remarks_enabled):
@@ -319,7 +320,7 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
 
     with timer.stage("read + verify"):
         module = load_module(data, path)
-        from ..dialects.limits import check_module
+        from ..tileaa.limits import check_module
 
         check_module(module)  # refuse within seconds what could not compile in bounded time and memory
     if opts.print_ir_after_all:
@@ -329,7 +330,7 @@ def _lower_and_emit(data: bytes, path: str, missing: list[str], want: str, opts:
         print(print_module(module), file=sys.stderr)
     from contextlib import nullcontext
 
-    from .remarks import collecting
+    from ..remarks import collecting
 
     pending: Optional[tuple[str, Callable[[], str]]] = None
     for gpu in missing:
@@ -367,7 +368,7 @@ def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[s
     if gpu in keys:
         cache.put_ptx(keys[gpu], arts.ptx[gpu], arts.metadata[gpu])  # type: ignore[attr-defined]
         if gpu in arts.remarks:
-            from .remarks import keep
+            from ..cache.remarks import keep
 
             keep(cache, keys[gpu], arts.remarks[gpu])
 
@@ -380,7 +381,7 @@ def _read_sidecar_metadata(meta_path: str, gpus: list[str], arts: Artifacts) -> 
         return {}
     from ..codegen.metadata import ModuleMetadata
 
-    from .input_file import read_regular
+    from ..input_file import read_regular
 
     meta = ModuleMetadata.from_json(read_regular(meta_path, "metadata").decode("utf-8", "replace"))
     arts.inputs_read.append(meta_path)
@@ -401,7 +402,7 @@ def render_output(arts: Artifacts, opts: Options) -> bytes | str:
         return arts.ptx[gpus[0]]
     if kind == "cubin":
         return arts.cubin[gpus[0]]
-    from ..codegen.package import package_object
+    from .package import package_object
 
     newest = newest_gpu(gpus)
     if kind == "fatbin":

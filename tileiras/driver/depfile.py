@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from .errors import ExitCode, TileirasError
-from .output import write_atomic
+from ..errors import ExitCode, TileirasError
+from ..output import write_atomic
 
 _DRIVE = re.compile(r"^[A-Za-z]:(?=[\\/])")
 

@@ -160,8 +160,8 @@ def _run(args: list[str]) -> int:
         sys.stderr.write("error: no input file provided\n\n")
         return 2
     path = inputs[0]
-    from .errors import TileirasError
-    from .input_file import read_regular
+    from ..errors import TileirasError
+    from ..input_file import read_regular
 
     try:
         data = read_regular(path)  # a regular file of bounded size: never a FIFO's wait or /dev/zero's end
@@ -172,7 +172,7 @@ def _run(args: list[str]) -> int:
 
 
 def _disassemble(data: bytes, path: str, debug: bool) -> int:
-    from .errors import TileirasError
+    from ..errors import TileirasError
     from ..frontend import MLIR_HINT, MLIR_MAGIC, NOT_TILEIR, TILEIR_MAGIC
 
     if not data.startswith(TILEIR_MAGIC):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir.record import record
 from ..target import BASE_NAMES
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
@@ -316,7 +316,7 @@ def check_libraries(opts: Options) -> None:
     if "simt" not in opts.preview_features:
         raise TileirasError("error: libraries require the 'simt' preview feature", ExitCode.COMPILE_FAILED)
     for path in opts.libraries:
-        from .input_file import read_regular
+        from ..input_file import read_regular
 
         try:
             read_regular(path, "tile library")  # never a FIFO's wait

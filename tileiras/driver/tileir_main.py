@@ -19,7 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("tileiras.driver.cmd_cache", "inspect or clean the compile cache: stats|clear|trim"),
     "scan-deps": ("tileiras.driver.cmd_scan_deps", "print the files a compile reads, as JSON"),
     "cmake-dir": ("tileiras.driver.cmd_cmake_dir", "print the directory holding TileIRConfig.cmake"),
-    "run": ("tileiras.driver.cmd_run", "run a kernel on the interpreter, emulator or a GPU"),
+    "run": ("tileiras.runtime.cmd_run", "run a kernel on the interpreter, emulator or a GPU"),
     "opt": ("tileiras.driver.cmd_opt", "run canonical-form passes on a module and print it (tests, reductions)"),
 }
 

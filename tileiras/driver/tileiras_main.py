@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import BytecodeError, ExitCode, TileirasError
+from ..errors import BytecodeError, ExitCode, TileirasError
 from .options import (BYTECODE_VERSIONS, STDOUT, Options, check_libraries, help_text, parse_args,
                       print_option_values, validate)
 
@@ -24,7 +24,7 @@ Accepts TileIR bytecode 13.1 - 13.5; targets sm_80 - sm_121"""
 def _read_input(opts: Options) -> bytes:
     if opts.input is None:
         raise TileirasError("error: no input file provided", ExitCode.NO_INPUT)
-    from .input_file import read_regular  # not frontend.read_input: a cache hit must not import the front end
+    from ..input_file import read_regular  # not frontend.read_input: a cache hit must not import the front end
 
     return read_regular(opts.input)  # a regular file of bounded size: never a FIFO's wait or /dev/zero's end
 
@@ -67,7 +67,7 @@ def run(argv: list[str]) -> int:
         check_magic(data, path)  # exit 3 comes before option validation, as in NVIDIA's driver
     validate(opts)
     check_libraries(opts)
-    from .output import check_outputs
+    from ..output import check_outputs
 
     remarks = [opts.remarks_output_file] if opts.remarks_enabled and opts.remark_format == "yaml" else []
     check_outputs(_output_paths(opts), _inputs(opts), remarks)  # before any work: refuse what writing would harm
@@ -98,7 +98,7 @@ def _inputs(opts: Options) -> list[str]:
 
 def _output_paths(opts: Options) -> list[str]:
     """Every file this run writes, the main output first."""
-    from .output import side_file
+    from ..output import side_file
 
     out = opts.output_path
     paths = [out]
@@ -114,7 +114,7 @@ def _output_paths(opts: Options) -> list[str]:
 
 def _remarks_text(opts: Options, arts: object) -> str:
     """The remarks `--remarks*` asked for, in `--remark-format`, targets in command-line order."""
-    from . import remarks
+    from .. import remarks
 
     filters = {kind: opts.remark_filter(kind) for kind in remarks.KINDS}
     gpus = list(dict.fromkeys(opts.gpu_names))
@@ -125,7 +125,7 @@ def _remarks_text(opts: Options, arts: object) -> str:
 
 def _write_outputs(opts: Options, arts: object, payload: bytes | str) -> None:
     """Write the output and its side files; on any failure remove what was written."""
-    from .output import side_file, write_atomic
+    from ..output import side_file, write_atomic
 
     inputs = [*_inputs(opts), *arts.inputs_read]  # type: ignore[attr-defined]
     written: list[str | None] = []

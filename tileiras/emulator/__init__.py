@@ -18,7 +18,7 @@ See `executor.py` for the execution model (divergence, barriers, ordering).
 
 Asynchronous pipelines (sm_90/sm_100): cp.async and bulk copies, mbarriers (`ops/async_ops.py`);
 TMA loads/stores through tensor maps in our own encoding (`ops/tma.py`, built on the host with
-`tileiras.runtime.tensormap`); wgmma with shared-memory descriptors (`ops/wgmma.py`); tcgen05
+`tileiras.codegen.tensormap`); wgmma with shared-memory descriptors (`ops/wgmma.py`); tcgen05
 tensor memory, MMA (dense and block-scaled), ld/st/cp and commit (`ops/tcgen05.py`); the swizzles
 and canonical operand layouts they share (`smem_layout.py`). Asynchronous work completes when it
 is issued; what a GPU would leave in flight is checked instead: registers of a wgmma before its

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..driver.errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 
 class InterpError(TileirasError):

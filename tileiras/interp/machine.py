@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional, Sequence, TextIO
 
-from ..driver.errors import TileirasError
+from ..errors import TileirasError
 from ..ir.core import Block, Operation, Value
 from ..ir.types import FunctionType
 from .errors import InterpError

@@ -15,7 +15,7 @@ from .types import Type
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
-    from typing import Any, Iterator, Optional
+    from typing import Any, Callable, Iterator, Optional
 
 
 @record
@@ -131,9 +131,9 @@ class Operation:
     def definition(self) -> Any:
         defn = _DEFS.get(self.name)
         if defn is None:
-            from ..dialects.registry import lookup  # the op table; imported lazily
-
-            defn = _DEFS[self.name] = lookup(self.name)
+            if _LOOKUP is None:
+                raise LookupError(f"no op table to declare {self.name}: import tileiras.dialects.registry")
+            defn = _DEFS[self.name] = _LOOKUP(self.name)
         return defn
 
     def operand_group(self, name: str) -> list[Value]:
@@ -191,6 +191,14 @@ class Operation:
 
 
 _DEFS: dict[str, Any] = {}  # op name -> declaration, filled on first use
+# op name -> declaration: the op table installs it when imported (dialects/registry.py), as a
+# context loads its dialects in MLIR; the IR does not know which dialects exist
+_LOOKUP: "Optional[Callable[[str], Any]]" = None
+
+
+def use_op_table(lookup: "Callable[[str], Any]") -> None:
+    global _LOOKUP
+    _LOOKUP = lookup
 
 
 def _default_segments(groups, n: int) -> tuple[int, ...]:

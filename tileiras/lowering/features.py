@@ -7,7 +7,7 @@ Which targets have which feature is tileiras/target/table.py's.
 
 from __future__ import annotations
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.core import Operation
 from ..target import FEATURES, caps, since, with_feature
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from ..driver import remarks as _remarks
-from ..driver.errors import CompileError
+from .. import remarks as _remarks
+from ..errors import CompileError
 from ..target import caps
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
@@ -70,7 +70,7 @@ class KernelLowering:
         self.barrier_id = 0                 # its id (schedule/named_barriers.py)
         self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
-        self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (runtime.tma_params.TmaParam)
+        self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (codegen.tma_params.TmaParam)
         self.row_loads: dict = {}           # row_tma.py: load -> its tile's buffer and one-shot TMA copy
         self.row_groups_closed = False      # row_tma.py: the body's group of TMA loads is planned
         self.lowered_ahead: set = set()     # ops an earlier op lowered already (tmem_epilogue.py): skipped
@@ -89,7 +89,7 @@ class KernelLowering:
                **args: object) -> None:
         """Report a decision (kind passed|missed|failed|analysis, category memory|tensorcore) at `op`'s
         location; `args` are further facts (Instruction, Width, Shape, Reason...). Free when no
-        remarks were asked for (driver/remarks.py)."""
+        remarks were asked for (tileiras/remarks.py)."""
         if _remarks.active():
             _remarks.report(kind, category, name, str(self.entry.attributes["sym_name"]), message,
                             getattr(op, "location", None), **args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.core import Operation
 from ..target import caps
 from ..ir.types import PointerType, ScalarType, TileType
@@ -199,7 +199,7 @@ def _threads_and_chunks(entry: Operation, gpu: str) -> int:
 
 
 def _threads_and_loops(entry: Operation, gpu: str) -> int:
-    from ..dialects.limits import check_kernel
+    from ..tileaa.limits import check_kernel
 
     threads = choose_threads(entry, gpu)
     if loop_tiles(entry, threads):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.record import record
 from ..target import caps
 

@@ -2,7 +2,7 @@
 through hidden tensor maps.
 
 A pipelined load goes through TMA when its descriptor can be made at launch from the kernel's
-own arguments (runtime/tma_params.py): the tensor view's base, extents and strides are kernel
+own arguments (codegen/tma_params.py): the tensor view's base, extents and strides are kernel
 parameters or constants (tileaa/facts.view_sources), the base is 16-byte aligned and every
 outer stride a multiple of 16 bytes by the divisibility facts, the dimension the tile's
 columns run along has unit stride, and the stage is the swizzled `SharedMatrix` wgmma and
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
-from ..runtime.tma_params import Field, TmaParam
+from ..codegen.tma_params import Field, TmaParam
 from . import mbarrier
 from .kernel import KernelLowering, storage_bytes
 from .mbarrier import BarrierArray
@@ -49,7 +49,7 @@ MAX_STORE_ROWS = 64     # an sm_90 store's box: one consumer warpgroup's rows of
                         # boxes; sm_100's hold 128, tmem_epilogue.TMEM_LANES)
 MAX_RANK = 5
 _SWIZZLE = {128: "128B", 64: "64B", 32: "32B"}
-# TileIR element -> tensor-map element type (runtime/tensormap.DTYPES); others by their bytes
+# TileIR element -> tensor-map element type (codegen/tensormap.DTYPES); others by their bytes
 _DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}   # (integers: NVIDIA's u8 .. u64)
 _BY_BYTES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 

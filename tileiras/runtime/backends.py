@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, TextIO
 
 import numpy as np
 
-from ..driver.errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 from .marshal import Binding
 
 
@@ -90,8 +90,8 @@ def tma_hidden_params(info: Any, params: list) -> list[bytes]:
     """The tensor maps a TMA kernel takes after the user's parameters, made from those (on a GPU
     the driver fills them through the cubin's `.nv.host` callback); a clear error when an
     argument breaks a TMA rule (a base not 16-byte aligned, a stride not a multiple of 16 bytes)."""
-    from .tensormap import TensorMapError
-    from .tma_params import hidden_params
+    from ..codegen.tensormap import TensorMapError
+    from ..codegen.tma_params import hidden_params
 
     try:
         return hidden_params(info.tma, params)

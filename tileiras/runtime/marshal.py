@@ -27,7 +27,7 @@ from typing import Any, Optional, Protocol
 
 import numpy as np
 
-from ..driver.errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 from ..ir.types import PointerType, ScalarType, TileType, Type
 
 

@@ -54,7 +54,7 @@ def load_args(path: str) -> list[Any]:
 
 
 def save_args(path: str | os.PathLike[str], arrays: list[Any]) -> None:
-    from ..driver.output import write_atomic
+    from ..output import write_atomic
 
     named: dict[str, np.ndarray] = {}
     for i, a in enumerate(arrays):

@@ -20,17 +20,27 @@ slots and fits them into the shared memory the kernel has left.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator, Protocol
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..target import Caps
 from .buffers import BufferAssignment, PipelinedValue, assign
 from .ddg import DependenceGraph, build_loop_ddg
 from .modulo import Schedule, ScheduleError, modulo_schedule, serial_schedule
 from .resources import TCGEN05, WGMMA, machine
 
-if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+
+class Layouts(Protocol):
+    """What the scheduler reads of a kernel's layout assignment: its target, which loads the tensor
+    cores read from shared memory and which mmas run as wgmma or tcgen05."""
+    sm: int
+    caps: Caps
+    wgmma_ops: set
+    tcgen05_layouts: dict
+
+    def is_shared_operand(self, value: Value) -> bool: ...
+
 
 _WRITES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko", "cuda_tile.atomic_rmw_tko",
            "cuda_tile.atomic_cas_tko", "cuda_tile.atomic_red_view_tko")
@@ -80,7 +90,7 @@ def _defined_in(ops: list[Operation]) -> set[Value]:
     return out
 
 
-def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> dict[Operation, PipelinePlan]:
+def plan_pipelines(entry: Operation, assignment: Layouts) -> dict[Operation, PipelinePlan]:
     """The loops that can be pipelined, with their loads (the depth is chosen at lowering, where the
     tiles' buffer sizes and the kernel's other shared memory are known)."""
     plans: dict[Operation, PipelinePlan] = {}
@@ -116,7 +126,7 @@ def _reduces(entry: Operation) -> bool:
     return any(op.name in ("cuda_tile.reduce", "cuda_tile.scan") for op in entry.walk())
 
 
-def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: "LayoutAssignment") -> bool:
+def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: Layouts) -> bool:
     """A load of a row loop (sm_90+) whose tile the threads read from registers and which a stage of
     a ring can hold as TMA or cp.async writes it: weak, its view and indices the induction variable
     or defined outside the loop, padded with zeros (what both fill), a 2-D tile (or one whose
@@ -136,7 +146,7 @@ def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: "La
     return len(shape) >= 2 and all(d == 1 for d in shape[:-3])
 
 
-def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: "LayoutAssignment") -> PipelinePlan:
+def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: Layouts) -> PipelinePlan:
     target = machine(assignment.sm)
     units = {**{op: WGMMA for op in assignment.wgmma_ops}, **{op: TCGEN05 for op in assignment.tcgen05_layouts}}
     graph = build_loop_ddg(loop, target, loads, units, prefetch_only=True)

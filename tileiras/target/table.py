@@ -16,7 +16,7 @@ maximum; where the row keeps what the lowering implements today, the comment say
 
 from __future__ import annotations
 
-from ..driver.errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 from ..ir.record import record
 
 # Named features a row may list (`Caps.has`): each is one yes/no fact a decision asks about.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time

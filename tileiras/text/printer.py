@@ -617,6 +617,6 @@ def print_module(module: Operation, debug_info: bool = False) -> str:
     try:
         return Printer(debug_info).print_module(module)
     except RecursionError:
-        from ..driver.errors import CompileError
+        from ..errors import CompileError
 
         raise CompileError("error: module is nested too deeply to print") from None

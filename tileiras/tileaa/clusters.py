@@ -524,7 +524,7 @@ def is_clustered(entry: Operation) -> bool:
 
 def split_entry_over_cluster(entry: Operation, gpu: str) -> None:
     """`split_over_cluster` with its decision reported as a remark."""
-    from ..driver import remarks
+    from .. import remarks
 
     name = str(entry.attributes.get("sym_name"))
 

@@ -17,7 +17,7 @@ its tiles are not carried into the block, and no op between its first and last m
 the reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). `streamable` tells the compile limits (dialects/limits.py) which tile
+which unrolls a few chunks). `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
 

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.attributes import DivBy
 from ..ir.core import Operation, Value
 from ..ir.types import DYNAMIC, TensorViewType

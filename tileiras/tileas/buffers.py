@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.record import record, replace
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Callable, Optional
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from .buffers import SharedBuffers, lifetimes

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.types import TileType
 from .materialize import tile_values

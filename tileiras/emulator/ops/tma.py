@@ -1,6 +1,6 @@
 """TMA: cp.async.bulk.tensor loads and stores through tensor maps, and tensormap.replace.
 
-Tensor maps are in the hardware's 128-byte layout (`tileiras.runtime.tensormap`), read from
+Tensor maps are in the hardware's 128-byte layout (`tileiras.codegen.tensormap`), read from
 wherever the operand points: a kernel parameter (`.param .align 64 .b8 [128]`, by name or
 through cvta.param) or global/const memory (a map edited in shared memory must first be
 copied out with tensormap.cp_fenceproxy, as on the GPU).
@@ -49,7 +49,7 @@ def tensormap_operand(dec: Decoder, base: Addr, ins: Instr) -> tuple[str, Callab
 
 def read_tensormap(st: Any, space: str, addr: int, lane: int) -> Any:
     """The TensorMap stored at `addr` in `space`; a fault if it is misaligned or not a valid map."""
-    from ...runtime.tensormap import SIZE, TensorMapError, decode
+    from ...codegen.tensormap import SIZE, TensorMapError, decode
 
     np = _np()
     if addr % 64:
@@ -306,7 +306,7 @@ def reduce_tensor(dec: Decoder, ins: Instr) -> Any:
     _, src = address(dec, ops[1], "shared", ins)
 
     def fn(st: Any, m: Any) -> None:
-        from ...runtime.tensormap import DTYPES
+        from ...codegen.tensormap import DTYPES
         from ..ptxtypes import np_dtype
 
         for lane in lanes_of(st, m).tolist():
@@ -361,7 +361,7 @@ def _combine(op: str, old: Any, new: Any) -> Any:
 
 # --- tensormap.replace --------------------------------------------------------------
 
-# field -> takes an ordinal (the bits each field occupies are runtime.tensormap's)
+# field -> takes an ordinal (the bits each field occupies are codegen.tensormap's)
 _FIELDS = {"global_address": False, "rank": False, "elemtype": False, "swizzle_mode": False,
            "interleave_layout": False, "fill_mode": False, "global_dim": True, "global_stride": True,
            "box_dim": True, "element_stride": True}
@@ -407,7 +407,7 @@ def _tensormap(dec: Decoder, ins: Instr) -> Any:
 def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
     """tensormap.replace.tile.field{.space}.b1024.type [addr], {ord,} new_val.
 
-    Edits a map in global or shared memory in place (`runtime.tensormap.replace`): `.rank` takes
+    Edits a map in global or shared memory in place (`codegen.tensormap.replace`): `.rank` takes
     the rank minus one (as the PTX ISA says), `.global_dim`/`.box_dim`/`.element_stride` ordinal i
     is dimension i, `.global_stride` ordinal i is the byte stride of dimension i + 1 (the strides
     CUtensorMap stores), the enums take the PTX ISA's numbering. `.swizzle_atomicity` other
@@ -434,7 +434,7 @@ def tensormap_replace(dec: Decoder, ins: Instr) -> Any:
                                       lane)
 
         return (K_OP, atomicity, None)
-    from ...runtime.tensormap import SIZE, replace
+    from ...codegen.tensormap import SIZE, replace
 
     has_ord = _FIELDS[field]
     if len(ops) != 2 + has_ord:

@@ -23,7 +23,7 @@ import os
 import sys
 from typing import Optional
 
-from .errors import ExitCode, TileirasError
+from ..errors import ExitCode, TileirasError
 
 # argparse adds "usage: " itself; the error message adds it by hand
 USAGE = ("tileir run KERNEL.tileirbc --kernel NAME --grid X[,Y[,Z]] [--args in.npz] [--out out.npz]\n"
@@ -95,12 +95,12 @@ def run(argv: list[str]) -> int:
 
     from ..frontend import load_module, read_input
     from ..ir.types import FunctionType
-    from ..runtime.backends import BACKENDS, RunRequest
-    from ..runtime.marshal import bind
-    from ..runtime.npz import load_args, save_args
+    from .backends import BACKENDS, RunRequest
+    from .marshal import bind
+    from .npz import load_args, save_args
 
     if opts.out:
-        from .output import output_target
+        from ..output import output_target
 
         output_target(opts.out, [opts.input])  # before the run: never the kernel file, a device or a FIFO
     source = read_input(opts.input)
@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int:
         print("error: the kernel nests too deeply to run", file=sys.stderr)
         return int(ExitCode.COMPILE_FAILED)
     except Exception as exc:  # a bug of ours: one line and exit 5, never a traceback
-        from .fast_exit import closed_stdout
+        from ..driver.fast_exit import closed_stdout
 
         if closed_stdout(exc):
             raise  # stdout's reader went away: tileir ends quietly

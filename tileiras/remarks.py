@@ -12,11 +12,11 @@ stdout (`--remark-format=command-line`, NVIDIA's default).
 
 from __future__ import annotations
 
-from ..ir.record import record
+from .ir.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only; typing is not imported at run time
-    from typing import Any, Iterator, Optional
+    from typing import Any, Optional
 
 # kind -> (YAML tag, command-line label); the kinds are NVIDIA's filter names
 KINDS: dict[str, tuple[str, str]] = {
@@ -174,27 +174,3 @@ def from_ptxas_log(log: str) -> list[Remark]:
                                   args=(("Registers", m.group(1)),)))
             function, spills = "", None
     return out
-
-
-# -- the compile cache keeps the remarks beside the PTX and cubin they describe ------
-def _remarks_key(key: Any, memo_dir: str) -> Any:
-    """The cache key of a compile's remarks, made from its PTX or cubin key (a str or a lazy cache Key)
-    and our code: a cubin's remarks are ptxas's report as our code reads it, which the cubin's key
-    (ptxas and the PTX only) does not name."""
-    from ..cache.keys import Key, make_key
-
-    def make(of: str) -> str:
-        from ..cache.versions import compiler_fingerprint
-
-        return make_key(stage="remarks", of=of, compiler=compiler_fingerprint(memo_dir))
-
-    return Key(make, key)
-
-
-def cached(cache: Any, key: Any) -> Optional[list[Remark]]:
-    blob = cache.get_blob(_remarks_key(key, cache.root))
-    return None if blob is None else loads(blob.decode("utf-8"))
-
-
-def keep(cache: Any, key: Any, remarks: list[Remark]) -> None:
-    cache.put_blob(_remarks_key(key, cache.root), dumps(remarks).encode("utf-8"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..atomic import replace_file
+from .atomic import replace_file
 from .errors import ExitCode, TileirasError
 
 TYPE_CHECKING = False

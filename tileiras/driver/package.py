@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .metadata import ModuleMetadata
+from ..codegen.metadata import ModuleMetadata
 
 
 def package_object(cubins: Mapping[str, bytes], ptx: Mapping[str, str], metas: Sequence[ModuleMetadata],
                    host_arch: str, host_os: str, cache: Any = None) -> tuple[bytes, bytes]:
     """(fatbin, host object); `cache` is a `tileiras.cache.store.Cache` or None."""
-    from .fatbin import make_fatbin
+    from ..codegen.fatbin import make_fatbin
 
     fatbin = make_fatbin(cubins, ptx)
     key = None
@@ -27,7 +27,7 @@ def package_object(cubins: Mapping[str, bytes], ptx: Mapping[str, str], metas: S
         hit = cache.get(key)
         if hit is not None:
             return fatbin, hit
-    from .host_object import make_host_object
+    from ..codegen.host_object import make_host_object
 
     obj = make_host_object(fatbin, list(metas), host_arch, host_os)
     if key is not None:

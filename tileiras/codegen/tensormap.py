@@ -269,7 +269,7 @@ def decode(raw: bytes) -> TensorMap:
     address, flags, strides, dims, boxes, es = _unpack(raw)
     if flags & CONSTANT_FLAGS != CONSTANT_FLAGS or flags & ~_KNOWN_FLAGS:
         raise TensorMapError(f"not a tensor map (flags word 0x{flags:08x} is not one a TMA descriptor holds: "
-                             "uninitialized or not built by tileiras.runtime.tensormap)")
+                             "uninitialized or not built by tileiras.codegen.tensormap)")
     if address & ~ADDRESS_MASK:
         raise TensorMapError(f"global address field 0x{address:x} has bits outside 4..56")
     rank = RANK_BITS.get(flags) + 1

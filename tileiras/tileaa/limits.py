@@ -29,7 +29,7 @@ the lowering makes that size cheaper.
 
 from __future__ import annotations
 
-from ..driver.errors import CompileError
+from ..errors import CompileError
 from ..ir import types as T
 from ..ir.core import Operation, Value
 
@@ -87,7 +87,7 @@ def _tile_values(op: Operation) -> Iterator[tuple[Value, T.TileType, str]]:
 
 
 def _over(op: Operation, what: str, name: str) -> CompileError:
-    from .verifier import diagnostic
+    from ..dialects.verifier import diagnostic
 
     cap, why = LIMITS[name]
     return CompileError(diagnostic(op, f"{what}, over the compile limit of {cap} {name} ({why}); use smaller tiles"))
@@ -100,7 +100,7 @@ def _moved(op: Operation, streamed: set) -> int:
 
 def _streamed(entry: Operation) -> set:
     """The tile values the middle level computes in loops over chunks (not held in registers whole)."""
-    from ..tileaa.tile_loops import streamable  # the pass that makes the loops decides what it takes
+    from .tile_loops import streamable  # the pass that makes the loops decides what it takes
 
     return streamable(entry)
 
