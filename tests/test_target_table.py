@@ -60,7 +60,7 @@ def test_an_unknown_feature_is_a_bug() -> None:
 # -- the facts of the replaced tables, kept --
 
 def test_tensor_cores_per_target() -> None:
-    """wgmma_select (sm != 90), ops_tcgen05 (sm in (100, 103)): the instruction each target builds on."""
+    """mma_forms.select_wgmma (sm != 90), ops_tcgen05 (sm in (100, 103)): the instruction each target builds on."""
     mma = {row.name: row.mma for row in ROWS}
     assert [n for n, m in mma.items() if m == "wgmma"] == ["sm_90"]
     assert [n for n, m in mma.items() if m == "tcgen05"] == ["sm_100", "sm_103", "sm_110"]
@@ -112,11 +112,10 @@ def test_scheduling_families() -> None:
 
 
 def test_block_scaled_forms() -> None:
-    """ops_blockscale.FORMS: native on sm_120 / sm_121, FMA elsewhere."""
-    from tileiras.lowering.ops_blockscale import form
-
+    """The block-scaled mma.sync form: native on sm_120 / sm_121, FMA elsewhere."""
     assert [row.name for row in ROWS if row.blockscale == "native"] == ["sm_120", "sm_121"]
-    assert form(100) == form(110) == form(80) == "fma" and form(121) == "native"
+    assert caps(100).blockscale == caps(110).blockscale == caps(80).blockscale == "fma"
+    assert caps(121).blockscale == "native"
 
 
 def test_element_types_and_their_diagnostic() -> None:

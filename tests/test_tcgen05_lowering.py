@@ -25,7 +25,7 @@ REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 def test_descriptors_follow_the_sm100_formats() -> None:
     from tileiras.emulator.ops.tcgen05 import decode_idesc
     from tileiras.lowering.ops_tcgen05 import instruction
-    from tileiras.tileaa.mma_kinds import KINDS
+    from tileiras.tileaa.mma_forms import KINDS
 
     f = decode_idesc(instruction(KINDS[("bf16", "bf16", "f32")], 128, 256), "f16")
     assert (f["a"][0], f["b"][0], f["d"], f["m"], f["n"], f["trans_a"], f["trans_b"]) == \

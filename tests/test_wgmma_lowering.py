@@ -1,4 +1,4 @@
-"""sm_90's warpgroup mma (lowering/ops_wgmma.py, wgmma_select.py) on the realistic kernels.
+"""sm_90's warpgroup mma (lowering/ops_wgmma.py, tileaa/mma_forms.py) on the realistic kernels.
 
 Each realistic configuration below runs on the PTX emulator (race checker on) against numpy at its
 real tile sizes on a small problem (one or two blocks, K loops of 2 iterations), and its PTX is

@@ -24,7 +24,7 @@ Runs over an entry before code emission, in two walks:
    * ops that already move data through shared memory (permute, extract,
      cat, insert, pack, other reduces and scans, stores to views) read any
      layout and produce blocked tiles;
-   * mma ops that run on tensor cores (ops_mma.select_shape): result and
+   * mma ops that run on tensor cores (mma_forms.select_shape): result and
      accumulator in `MmaLayout`, A and B read as they are (they are staged in
      shared memory);
    * loops carry a value in the layout of what the loop body yields for it
@@ -60,11 +60,11 @@ from typing import Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
-from ..ir.types import TileType, element_of
+from ..ir.types import TileType
 from ..target import caps
 from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
                      vector_width)
-from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, tree_values
+from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
@@ -141,8 +141,8 @@ def _free_by_source(src: TileType, dst: TileType, src_layout: Layout) -> Optiona
 
 
 def _mma_shapes(ops: list[Operation], sm: int) -> dict[Operation, object]:
-    """The mmas that run on tensor cores, with the instruction ops_mma.select_shape picks."""
-    from .ops_mma import select_shape
+    """The mmas that run on tensor cores, with the instruction mma_forms.select_shape picks."""
+    from ..tileaa.mma_forms import select_shape
 
     out = {}
     for op in ops:
@@ -153,16 +153,6 @@ def _mma_shapes(ops: list[Operation], sm: int) -> dict[Operation, object]:
                 out[op] = shape
     return out
 
-
-def _passes_shared(op: Operation) -> bool:
-    """A reshape that only adds or drops unit dimensions, a 2-D transpose, or a rounding to tf32:
-    ops a shared-memory operand of an mma passes through without moving data."""
-    if op.name == "cuda_tile.reshape":
-        src, dst = op.operands[0].type, op.results[0].type
-        return [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1] and len(dst.shape) in (2, 3)  # type: ignore[attr-defined]
-    if op.name == "cuda_tile.ftof":   # f32 -> tf32: the fragments are rounded as they are read
-        return str(element_of(op.operands[0].type)) == "f32" and str(element_of(op.results[0].type)) == "tf32"
-    return op.name == "cuda_tile.permute" and tuple(op.attributes["permutation"]) == (1, 0)
 
 
 def _tile(value: Value) -> Optional[TileType]:
@@ -248,7 +238,7 @@ class LayoutAssignment:
         self.index_only = self._find_index_only(self._ops)
         self.sm = sm
         self.caps = caps(sm)             # what the target has (tileiras/target/table.py)
-        self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their ops_mma.MmaShape
+        self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their mma_forms.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.wgmma_ops = self._wgmma_ops()
@@ -352,10 +342,10 @@ class LayoutAssignment:
         return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps)  # type: ignore[union-attr]
 
     def _runs_on_wgmma(self, op: Operation) -> bool:
-        """sm_90 warpgroup mma: the types and tile shapes wgmma_select.select accepts."""
-        from .wgmma_select import select
+        """sm_90 warpgroup mma: the types and tile shapes mma_forms.select_wgmma accepts."""
+        from ..tileaa.mma_forms import select_wgmma
 
-        return op in self.mma_shapes and select(op, self.sm, self.threads) is not None
+        return op in self.mma_shapes and select_wgmma(op, self.sm, self.threads) is not None
 
     def _find_shared_operands(self) -> set[Value]:
         """Loaded tiles that only tensor-core mmas read, as A or B, possibly through reshapes that
@@ -366,16 +356,16 @@ class LayoutAssignment:
             if op.name != "cuda_tile.load_view_tko":
                 continue
             # every mma reading it (A, B or a block scale), each its own way
-            reads = mma_reads(op.results[0], _passes_shared, SCALED_OPERANDS)
+            reads = mma_reads(op.results[0], passes_shared, SCALED_OPERANDS)
             if reads and all(read.mma in self.mma_layouts for read in reads):
-                out.update(tree_values(op.results[0], _passes_shared))
+                out.update(tree_values(op.results[0], passes_shared))
         return out
 
     def _wgmma_ops(self) -> set[Operation]:
         """The mmas on wgmma. A narrow one (N = 16 or 32) only where every tensor-core mma of the
         kernel is on wgmma: beside mma.sync accumulators its fragments are converted back and forth
         (TileGym's MLA decode, whose M = 512 mma stays on mma.sync, spilled 16 instructions)."""
-        from .wgmma_select import narrow
+        from ..tileaa.mma_forms import narrow
 
         ops = {op for op in self._ops if self._runs_on_wgmma(op)}
         if any(op not in ops for op in self.mma_shapes):
@@ -407,16 +397,16 @@ class LayoutAssignment:
         """Loaded tiles that wgmmas read by descriptor as stored (through unit reshapes and
         transposes; several mmas may read one tile, each its own way). Otherwise (an N-major B of
         a type without a transposed form) the tile stays padded, and the mma copies it K-major."""
-        from .wgmma_select import reads_directly, select
+        from ..tileaa.mma_forms import reads_directly, select_wgmma
 
-        reads, stored = mma_reads(value, _passes_shared), _tile(value)
+        reads, stored = mma_reads(value, passes_shared), _tile(value)
         if not reads or stored is None:
             return False
         rows, cols = stored.shape[-2:]
         for read in reads:
             if read.rounded or read.mma not in self.wgmma_ops:
                 return False   # read as tf32: the wgmma lowering copies it, rounded
-            shape = select(read.mma, self.sm, self.threads)
+            shape = select_wgmma(read.mma, self.sm, self.threads)
             role = "a" if read.operand is read.mma.operand("lhs") else "b"
             if shape is None or not reads_directly(shape, role, read.transposed, rows, cols):
                 return False
@@ -426,7 +416,7 @@ class LayoutAssignment:
         """A loaded tile that only wgmmas read, as A or B (through unit reshapes, transposes and
         tf32 roundings), by descriptor as stored or through their K-major copy (ops_wgmma.py),
         which reads a swizzled stage as well as a padded one: a TMA-fed stage may be swizzled."""
-        reads = mma_reads(value, _passes_shared)
+        reads = mma_reads(value, passes_shared)
         return bool(reads) and all(read.mma in self.wgmma_ops for read in reads)  # type: ignore[union-attr]
 
     def only_ldmatrix_reads(self, value: Value) -> bool:
@@ -434,7 +424,7 @@ class LayoutAssignment:
         by ldmatrix, which takes a swizzled stage as well as a padded one (the swizzle moves whole
         16-byte rows): 16-bit elements, or K contiguous as stored. Other operands gather their
         fragments element by element, where a swizzled address costs registers a padded one does not."""
-        reads, stored = mma_reads(value, _passes_shared), _tile(value)
+        reads, stored = mma_reads(value, passes_shared), _tile(value)
         if not reads or stored is None:
             return False
         wide = getattr(stored.element, "bitwidth", 0) == 16   # type: ignore[union-attr]

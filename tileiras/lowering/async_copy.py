@@ -143,13 +143,13 @@ def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> O
     it may issue the load's copies itself, later and in slices. None where any of that fails (or
     the stored tile is not one matrix: a batch of several rows each)."""
     from ..schedule.pipeline import _WRITES
-    from .assign_layouts import _passes_shared
+    from ..tileaa.mma_operands import passes_shared
 
     dims = matrix_dims(op.results[0].type.shape)  # type: ignore[attr-defined]
     if k.assignment is None or view.sparse_dim is not None or dims is None or min(dims[:2]) != 1:
         return None
     value = op.results[0]
-    while len(value.uses) == 1 and _passes_shared(value.uses[0]):
+    while len(value.uses) == 1 and passes_shared(value.uses[0]):
         value = value.uses[0].results[0]
     if len(value.uses) != 1:
         return None

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Union
 
 from ..ir.record import record
-from ..tileaa.mma_kinds import fragment_multiple
+from ..tileaa.mma_forms import fragment_multiple
 
 WARP = 32
 

@@ -39,47 +39,12 @@ its own with the other half's A registers zero.
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..ir.types import TileType
 from ..target import caps
-from ..tileaa.mma_kinds import SCALE_BLOCK, SCALED_ELEMENTS, scaled_form
+from ..tileaa.mma_forms import SCALE_BLOCK, SCALED_ELEMENTS, scaled_form
 from .kernel import KernelLowering
-from .layout import MmaLayout
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
 
-
-def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: "int | None" = None) -> "object | str":
-    """The mma.sync shape (ops_mma.MmaShape) whose fragments this op uses, or why none: m16n8k32
-    fp8 on every target; m16n8k64 fp4 where the block-scaled mma.sync is native (`sm`), else fp4 widened to e4m3."""
-    from .ops_mma import MmaShape, _f8
-
-    a, b = str(lhs.element), str(rhs.element)
-    scale = op.operand("lhs_scale").type  # type: ignore[union-attr]
-    form_ = scaled_form(op)
-    if a not in SCALED_ELEMENTS or b not in SCALED_ELEMENTS:
-        return f"block-scaled {a} x {b} has no tensor-core path in this lowering (fp8 e4m3/e5m2, fp4 e2m1 only)"
-    if form_ is None:
-        return (f"block-scaled {a} x {b} with {scale.element} scales per {lhs.shape[-1] // scale.shape[-1]} "  # type: ignore[union-attr]
-                "has no tensor-core path in this lowering (fp8: ue8m0 per 32; fp4: ue8m0 per 32 or 16, "
-                "e4m3 per 16)")
-    if form_.k == 64 and sm is None:
-        return "block-scaled fp4 has no tcgen05 form in this lowering (kind::mxf4nvf4 is not implemented)"
-    native = form_.k == 64 and form(sm) == "native"   # type: ignore[arg-type]
-    k_inst = 64 if native else 32
-    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % k_inst:
-        return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
-                f"shape [16, 8, {k_inst}]")
-    if native:
-        return MmaShape("", 64, 8, "i32")
-    if form_.k == 64:       # fp4 elsewhere: widened to e4m3 as the fragments are gathered (exact)
-        return _f8("f8E4M3FN", "f8E4M3FN")
-    return _f8(a, b)
-
-
-def form(sm: int) -> str:
-    """The block-scaled form of a target (`Caps.blockscale`): "native", the block_scale mma.sync; or
-    "fma", fp8 mma.sync per scale block, scaled into the accumulator by FMA."""
-    return caps(sm).blockscale
 
 
 def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
@@ -95,7 +60,7 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
     from .ops_tcgen05 import choose as on_tcgen05
 
     sm = caps(gpu).sm
-    if form(sm) == "native":
+    if caps(sm).blockscale == "native":
         # fp4 operands reach the mma in registers, one element to a register: A's and B's
         # K tiles weigh as much as the accumulator again (128 x 128 x 128: 256 threads, no spills)
         f = scaled_form(op)
@@ -126,7 +91,7 @@ def _stageable(op: Operation) -> bool:
 def describe(op: Operation, sm: int) -> str:
     """The remark's Instruction."""
     a, b = (SCALED_ELEMENTS[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]
-    if form(sm) == "native":
+    if caps(sm).blockscale == "native":
         f = scaled_form(op)
         assert f is not None
         return f"Tensor-core SM120 (mma.sync.kind::{f.kind}.block_scale.scale_vec::{f.vec}X.{a}.{b}.{f.stype})"
@@ -201,7 +166,7 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
     sa, sb = _Scales(k, scales[0], True), _Scales(k, scales[1], False)
     lanes = _lane_offsets(k)
     a, b = (SCALED_ELEMENTS[str(v.type.element)] for v in (lhs, rhs))
-    native = form(k.sm) == "native"
+    native = caps(k.sm).blockscale == "native"
     at: dict[tuple[str, str], str] = {}
 
     def add(x: str, lane_part: str) -> str:
@@ -268,7 +233,7 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
 #
 # Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
-# on tcgen05 (tileaa/mma_kinds.py gives its kind; ops_tcgen05 asks `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
+# on tcgen05 (tileaa/mma_forms.py gives its kind; ops_tcgen05 asks `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
 # (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
 # r (B) sit in lane r % 32, column r / 32 from the operand's scale address, from byte sf_id of the
 # 32-bit cell, where sf_id is the first K block the MMA covers (scale_vec::1X: one byte, fp8's K 32;

@@ -27,72 +27,14 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from ..ir.core import Operation
-from ..ir.record import record, replace
+from ..ir.record import replace
 from ..ir.types import TileType
+from ..tileaa.mma_forms import MmaShape, f8_form
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .layout import MmaLayout, block_start
 from .llvm_text import llvm_type
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
-
-
-@record
-class MmaShape:
-    intrinsic: str
-    k: int                          # the instruction's K
-    per_reg: int                    # operand elements packed in one 32-bit register
-    reg_type: str                   # LLVM type of one A/B register
-    acc_type: str = "float"
-    ptx: str = ""                   # the instruction as inline PTX where LLVM has no intrinsic for it
-
-    def describe(self) -> str:
-        return f"[16, 8, {self.k}]"
-
-
-# (A element, B element, accumulator element) -> the mma.sync that computes it
-SHAPES: dict[tuple[str, str, str], MmaShape] = {
-    ("f16", "f16", "f32"): MmaShape("llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 2, "<2 x half>"),
-    ("bf16", "bf16", "f32"): MmaShape("llvm.nvvm.mma.m16n8k16.row.col.bf16", 16, 2, "i32"),
-    ("tf32", "tf32", "f32"): MmaShape("llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, 1, "i32"),
-    ("i8", "i8", "i32"): MmaShape("llvm.nvvm.mma.m16n8k32.row.col.s8", 32, 4, "i32", acc_type="i32"),
-}
-
-
-# 8-bit floats (sm_89 and newer, as the element types themselves): m16n8k32 with the int8 fragment
-# layout, the operands copied to shared memory as they are; A and B types may differ
-_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
-
-
-def _f8(a: str, b: str) -> MmaShape:
-    return MmaShape("", 32, 4, "i32", ptx=f"mma.sync.aligned.m16n8k32.row.col.f32.{_F8[a]}.{_F8[b]}.f32")
-
-
-def select_shape(op: Operation, lhs: TileType, rhs: TileType, acc: TileType,
-                 sm: Optional[int] = None) -> Optional[MmaShape]:
-    """The mma.sync for these operand types and shapes, or None (the exact scalar path); `sm`: the
-    target, where the instruction depends on it (block-scaled fp4: sm_120's only)."""
-    choice = choose(op, lhs, rhs, acc, sm)
-    return choice if isinstance(choice, MmaShape) else None
-
-
-def choose(op: Operation, lhs: TileType, rhs: TileType, acc: TileType, sm: Optional[int] = None) -> MmaShape | str:
-    """The mma.sync that computes this op, or why none does (the reason its remark gives)."""
-    if op.name == "cuda_tile.mmaf_scaled":
-        from .ops_blockscale import choose as choose_scaled
-
-        return choose_scaled(op, lhs, rhs, acc, sm)
-    key = tuple(str(t.element) for t in (lhs, rhs, acc))
-    f8 = key[0] in _F8 and key[1] in _F8 and key[2] == "f32"
-    shape = _f8(key[0], key[1]) if f8 else SHAPES.get(key)  # type: ignore[arg-type]
-    if shape is None:
-        return f"no mma.sync lowering for {key[0]} x {key[1]} -> {key[2]}"
-    if key[0] == "i8" and not (op.attributes.get("signedness_lhs", "signed") == "signed"
-                               and op.attributes.get("signedness_rhs", "signed") == "signed"):
-        return "unsigned int8 operands keep the exact scalar path"
-    if not MmaLayout.fits(acc.shape) or lhs.shape[-1] % shape.k:
-        return (f"tile shape {list(acc.shape[-2:]) + [lhs.shape[-1]]} is not a multiple of the instruction "
-                f"shape [16, 8, {shape.k}]")
-    return shape
 
 
 def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMatrix:
@@ -525,7 +467,7 @@ class _PackedFragments:
     def __init__(self, k: KernelLowering, matrix: SharedMatrix, operand: str) -> None:
         from ..ir.types import ScalarType
 
-        self.inner = _Fragments(k, _f8("f8E4M3FN", "f8E4M3FN"), matrix, operand, ScalarType("i8"), True)
+        self.inner = _Fragments(k, f8_form("f8E4M3FN", "f8E4M3FN"), matrix, operand, ScalarType("i8"), True)
 
     def a(self, b: str, m0: str, k0: int) -> list[str]:
         return self.inner.a(b, m0, k0 // 2)

@@ -317,7 +317,8 @@ def _require_narrow(k: KernelLowering, op: Operation, *tiles: TileRegs) -> None:
 
 
 def _mma(k: KernelLowering, op: Operation) -> None:
-    from .ops_mma import choose, lower_mma_sync, select_shape
+    from ..tileaa.mma_forms import choose, select_shape
+    from .ops_mma import lower_mma_sync
 
     scaled = op.name == "cuda_tile.mmaf_scaled"
     lhs, rhs = (k.get(op.operand(n)) for n in ("lhs", "rhs"))  # type: ignore[arg-type]

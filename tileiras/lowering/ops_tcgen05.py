@@ -59,7 +59,7 @@ from ..ir.core import Operation
 from ..ir.record import record
 from ..transforms.rewrite import inside_op
 from ..target import caps
-from ..tileaa.mma_kinds import Kind, kind_of
+from ..tileaa.mma_forms import Kind, kind_of
 from ..tileaa.mma_operands import MMAS, carried_factor, loaded, mma_reads, passes, rescale, resident_loop
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering

@@ -1,6 +1,6 @@
 """mmaf / mmai on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk{8,16,32}.
 
-wgmma_select picks the mmas and the instruction (types, K). Operands:
+tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K). Operands:
 
 * A from registers (the instruction's register form): a 16-bit tile already in the accumulator
   layout of this mma's warps (attention's probabilities): the accumulator blocks (m, 2kk) and
@@ -45,7 +45,7 @@ from .layout import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import SharedMatrix, pointer
 from .values import SharedTileVal, TileRegs
-from .wgmma_select import WgmmaShape, reads_directly, select
+from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -169,7 +169,7 @@ def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation,
     of its body, both operands read by descriptor from stages of `loads` (no K-major copy), and its
     accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
     one accumulator need no wait between them; any other reader would)."""
-    from .assign_layouts import _passes_shared
+    from ..tileaa.mma_operands import passes_shared
     from ..transforms.rewrite import inside_op
 
     if k.assignment is None:
@@ -181,7 +181,7 @@ def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation,
     op = mmas[0]
     for role, name in (("a", "lhs"), ("b", "rhs")):
         value = op.operand(name)
-        while isinstance(value.owner, Operation) and _passes_shared(value.owner):  # type: ignore[union-attr]
+        while isinstance(value.owner, Operation) and passes_shared(value.owner):  # type: ignore[union-attr]
             value = value.owner.operands[0]  # type: ignore[union-attr]
         if value.owner not in loads or (op, role) in k.wgmma_buffers:
             return None
@@ -288,7 +288,7 @@ def loop_copies(k: KernelLowering, loop: Operation, used: int) -> "list[tuple[tu
     the order asked: ((mma, "a"/"b"), buffer) for each staged load copied K-major in the loop that
     no outer loop gave one (`k.wgmma_buffers`); `used`: the shared memory taken before them. One
     decision for the lowering (`before_loop`) and plan-shared-memory (tileas/shared_stages.py)."""
-    from .assign_layouts import _passes_shared
+    from ..tileaa.mma_operands import passes_shared
     from ..transforms.rewrite import inside_op
 
     if k.assignment is None:
@@ -301,7 +301,7 @@ def loop_copies(k: KernelLowering, loop: Operation, used: int) -> "list[tuple[tu
         for role, name in (("a", "lhs"), ("b", "rhs")):
             value = op.operand(name)
             transposed = False
-            while getattr(value.owner, "name", "") and _passes_shared(value.owner):  # type: ignore[union-attr]
+            while getattr(value.owner, "name", "") and passes_shared(value.owner):  # type: ignore[union-attr]
                 transposed ^= value.owner.name == "cuda_tile.permute"  # type: ignore[union-attr]
                 value = value.owner.operands[0]  # type: ignore[union-attr]
             if (op, role) in k.wgmma_buffers or getattr(value.owner, "name", "") != "cuda_tile.load_view_tko" \

@@ -224,7 +224,7 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     one's columns. Else () and why not."""
     from ..transforms.rewrite import inside_op
     from ..tileaa.mma_operands import rescale, resident_loop, zero
-    from ..tileaa.mma_kinds import kind_of
+    from ..tileaa.mma_forms import kind_of
     from .ops_tcgen05 import _RESTAGED, register_a
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
@@ -397,7 +397,7 @@ def emit_attention_warp(k: KernelLowering, p: "ActivePipeline", first: int, lb: 
     the consumers wait for before reading O. (Whether one thread's tcgen05 operations run in issue
     order whatever columns they touch is not in the PTX ISA's list of implicitly pipelined pairs:
     the `output` wait keeps S from overwriting a P that an earlier MMA may still read.)"""
-    from ..tileaa.mma_kinds import kind_of
+    from ..tileaa.mma_forms import kind_of
     from .ops_tcgen05 import _Operand, _region, _shared, commit, instruction, issue_mmas, region
     from .registry import LOWERINGS
     from .tma_copy import wait_once
@@ -469,7 +469,7 @@ def consume_attention_mma(k: KernelLowering, op: Operation, lhs: object, acc: ob
     also orders the rescale after O += P_{j-1} V_{j-1}, committed before S_j."""
     from .llvm_text import llvm_type
     from ..tileaa.mma_operands import carried_factor, rescale
-    from ..tileaa.mma_kinds import kind_of
+    from ..tileaa.mma_forms import kind_of
     from .ops_tcgen05 import _a_in_tmem, _region, _rescale_in_tmem, _transfer, region
     from .values import TileRegs
 
@@ -520,7 +520,7 @@ def mma_warp_done(k: KernelLowering) -> None:
 def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
                   step: str) -> None:
     """The MMA warp's program (threads `first` ..+31), in its own blocks, ending with `ret`."""
-    from ..tileaa.mma_kinds import kind_of
+    from ..tileaa.mma_forms import kind_of
     from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, issued_m, region
     from .pipelined_loop import _stage_offset, _staged
     from .async_copy import fence_async_proxy

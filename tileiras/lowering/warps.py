@@ -56,7 +56,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
         wanted = hints.for_arch(caps(gpu).name).get("num_worker_warps_per_cta")
         if isinstance(wanted, int) and 1 <= wanted <= MAX_WARPS:
             return 32 * wanted
-    from .ops_mma import select_shape
+    from ..tileaa.mma_forms import select_shape
 
     from ..ir.types import ScalarType, TileType
 

@@ -322,7 +322,7 @@ def _pair_split(gpu: str, c: int, mmas: list[Operation], tm: int, tn: int) -> tu
     accumulator in tensor memory from zero (a persistent kernel's inner loop too), A and B staged loads
     of that loop (A stored (M, K), B (K, N) or (N, K): each CTA copies half of B's N), a kind other
     than tf32 and fp4 (block-scaled fp8 at M = 256, its scales loads of the loop too)."""
-    from .mma_kinds import kind_of
+    from .mma_forms import kind_of
     from .mma_operands import LOOP_BODY_OPS, loaded, passes, resident_loop, scale_loads, source, zero
 
     if not caps(gpu).has("cta_pairs"):

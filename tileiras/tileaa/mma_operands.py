@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..ir.types import element_of
 
 MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 
@@ -198,3 +199,14 @@ def for_tensor_cores(load: Operation) -> bool:
         elif user.name not in MMAS:
             return False
     return True
+
+
+def passes_shared(op: Operation) -> bool:
+    """A reshape that only adds or drops unit dimensions, a 2-D transpose, or a rounding to tf32:
+    ops a shared-memory operand of an mma passes through without moving data."""
+    if op.name == "cuda_tile.reshape":
+        src, dst = op.operands[0].type, op.results[0].type
+        return [d for d in src.shape if d != 1] == [d for d in dst.shape if d != 1] and len(dst.shape) in (2, 3)  # type: ignore[attr-defined]
+    if op.name == "cuda_tile.ftof":   # f32 -> tf32: the fragments are rounded as they are read
+        return str(element_of(op.operands[0].type)) == "f32" and str(element_of(op.results[0].type)) == "tf32"
+    return op.name == "cuda_tile.permute" and tuple(op.attributes["permutation"]) == (1, 0)

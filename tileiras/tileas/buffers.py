@@ -162,9 +162,9 @@ _KEPT = 16
 def compute_lifetimes(entry: Operation, _assignment: object = None) -> Liveness:
     """Pass `shared-buffer-lifetimes`: number the ops of `entry` (after the level's last rewrite)
     for the lifetimes of the buffers the lowering asks for."""
-    from ..lowering.assign_layouts import _passes_shared
+    from ..tileaa.mma_operands import passes_shared
 
-    live = Liveness(entry, _passes_shared)
+    live = Liveness(entry, passes_shared)
     _COMPUTED[id(entry)] = (entry, live)
     while len(_COMPUTED) > _KEPT:
         del _COMPUTED[next(iter(_COMPUTED))]

@@ -162,7 +162,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
         from ..lowering.kernel import storage_bytes
         from ..lowering.kmajor_copy import KMAJOR_ALIGN, k_and_x, kmajor_shape
         from ..lowering.ops_wgmma import operand_form, read_operands
-        from ..lowering.wgmma_select import select
+        from ..tileaa.mma_forms import select_wgmma as select
 
         wgmma = select(op, facts.sm, facts.threads)
         for value, role in read_operands(wgmma, lhs, rhs, layout):  # type: ignore[arg-type]
@@ -312,7 +312,7 @@ def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
     load staged for the tensor cores, possibly through the ops a shared operand passes through
     (unit reshapes, 2-D transposes, a rounding to tf32); else a `TileRegs` (no registers) in the
     layout the value is assigned."""
-    from ..lowering.assign_layouts import _passes_shared
+    from ..tileaa.mma_operands import passes_shared as _passes_shared
     from ..lowering.async_copy import DeferredLoad
 
     source, transposed, tf32 = value, False, ""
