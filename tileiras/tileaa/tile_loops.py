@@ -112,9 +112,10 @@ def _reduce(op: Operation) -> bool:
 
 
 def _scan(op: Operation) -> bool:
-    """A forward scan of one tile combining element-wise: a chunk's is the chunk's scan combined with
-    the running value the loop carries (what the chunks before it combine to)."""
-    return _reduce(op) and not op.attributes.get("reverse")
+    """A scan of one tile combining element-wise: a chunk's is the chunk's scan combined with the
+    running value the loop carries (what the chunks before it combine to; a reverse scan's loop
+    visits the chunks along its axis last first)."""
+    return _reduce(op)
 
 
 # op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
@@ -364,11 +365,19 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
             if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
                 return False
+    if len({(a, bool(reverse)) for a, reverse in _scan_axes(group)}) != len({a for a, _ in _scan_axes(group)}):
+        return False   # one axis scanned both ways: no order of its chunks serves both
         if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes:
             axes = _unit(op.operands[0], group.axes[op.results[0]])
             if any(a >= 0 and part[a] != group.space[a] for a in axes):
                 return False
     return True
+
+
+def _scan_axes(group: Group) -> list[tuple[int, bool]]:
+    """(space axis, reverse) of each scan of the group."""
+    return [(group.axes[op.operands[0]][int(op.attributes["dim"])], bool(op.attributes.get("reverse")))
+            for op in group.ops if op.name == "cuda_tile.scan"]
 
 
 def _groups(block: Block, least: int) -> list[Group]:
@@ -496,6 +505,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
                                       regions=[Region([body])], location=at.location))
     emit = _Body(body, at.location)
     coords = _chunk_coords(emit, body.arguments[0], splits)
+    for axis in {a for a, reverse in _scan_axes(group) if reverse and coords[a] is not None}:
+        last = emit.const(splits[axis] - 1)   # a reverse scan's chunks, last first
+        coords[axis] = emit.op("cuda_tile.subi", [last, coords[axis]], {"overflow": "none"})  # type: ignore[list-item]
     chunk = _Chunk(group, part, splits, coords, emit)
     carried: list[Value] = []
     runs: list[Value] = []
@@ -612,19 +624,23 @@ def _without(t: object, dim: int) -> TileType:
 
 
 def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tuple[Value, Value]:
-    """The chunk's scan `copy` combined with the running value `run` of the chunks before it, and
-    the running value after the chunk: `run` combined with the reduce of the chunk (the scan's body)."""
+    """The chunk's scan `copy` combined with the running value `run` of the chunks before it (after
+    it, for a reverse scan: on the right then), and the running value after the chunk: `run` combined
+    with the reduce of the chunk (the scan's body)."""
     dim, location = int(scan.attributes["dim"]), scan.location
+    reverse = bool(scan.attributes.get("reverse"))
     chunk = copy.results[0].type
     assert isinstance(chunk, TileType)
     attributes = {k: v for k, v in scan.attributes.items() if k != "reverse"}
     total = body.append(Operation("cuda_tile.reduce", [copy.operands[0]], [_without(chunk, dim)], attributes,
                                   regions=[Region([_clone_block(scan.regions[0].blocks[0])])],
                                   location=location)).results[0]
-    after = _combine(body, scan, run, total)
+    after = _combine(body, scan, total, run) if reverse else _combine(body, scan, run, total)
     unit = TileType(chunk.shape[:dim] + (1,) + chunk.shape[dim + 1:], chunk.element)
     flat = body.append(Operation("cuda_tile.reshape", [run], [unit], {}, location=location)).results[0]
     spread = body.append(Operation("cuda_tile.broadcast", [flat], [chunk], {}, location=location)).results[0]
+    if reverse:
+        return _combine(body, scan, copy.results[0], spread), after
     return _combine(body, scan, spread, copy.results[0]), after
 
 

@@ -1,0 +1,130 @@
+"""More ops computed in loops over chunks (tileaa/tile_loops.py), on kernels written in the text form:
+reverse scans, loops that store while they carry a tile, ... Each kernel asks for one warp
+(`num_worker_warps_per_cta = 1`), so that a tile of 2^13 elements (256 a thread) is already looped,
+in chunks of 512: the emulator (race checker on) runs it in seconds. Each test checks the nv_tileaa
+IR (a loop, whose code does not grow with the tile) and the emulator against the interpreter, a
+ragged edge included."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from emulator_runs import emulate, interpret  # noqa: E402
+
+HINTS = "optimization_hints=<sm_90 = {num_worker_warps_per_cta = 1}>"
+
+
+def _view(shape: tuple[int, ...], padding: str = "") -> str:
+    rank = len(shape)
+    dims = "x".join(str(n) for n in shape)
+    strides = ",".join(["?"] * (rank - 1) + ["1"])
+    pad = f", padding_value = {padding}" if padding else ""
+    return f"partition_view<tile=({dims}){pad}, tensor_view<{'?x' * rank}f32, strides=[{strides}]>>"
+
+
+def _tensor(rank: int) -> str:
+    return f"tensor_view<{'?x' * rank}f32, strides=[{','.join(['?'] * (rank - 1) + ['1'])}]>"
+
+
+def _args(ranks: list[int]) -> tuple[str, list[str]]:
+    """The entry's arguments for arrays of `ranks` (pointer, shape, strides each) and the lines making
+    their tensor views %t0, %t1, ..."""
+    args, lines, n = [], [], 0
+    for i, rank in enumerate(ranks):
+        ptr = f"%a{n}"
+        shape = [f"%a{n + 1 + d}" for d in range(rank)]
+        strides = [f"%a{n + 1 + rank + d}" for d in range(rank)]   # the last one is 1 (the view's type says so)
+        args += [f"{ptr}: tile<ptr<f32>>"] + [f"{v}: tile<i32>" for v in shape + strides]
+        n += 1 + 2 * rank
+        lines.append(f"  %t{i} = make_tensor_view {ptr}, shape = [{', '.join(shape)}], strides = [{', '.join(strides[:-1] + ['1'])}]"
+                     f" : tile<i32> -> {_tensor(rank)}")
+    return ", ".join(args), lines
+
+
+def _kernel(name: str, ranks: list[int], body: list[str]) -> str:
+    args, views = _args(ranks)
+    return "\n".join([f"cuda_tile.module @m {{", f"entry @{name}({args}) {HINTS} {{", "  %tok = make_token : token",
+                      *views, "  %bx, %by, %bz = get_tile_block_id : tile<i32>",
+                      "  %c0 = constant <i32: 0> : tile<i32>", *body, "  return", "}", "}"]) + "\n"
+
+
+def _module(text: str):
+    from tileiras.text.parser import parse_module
+
+    return parse_module(text)
+
+
+def _looped(text: str) -> str:
+    """The nv_tileaa IR of `text` once loop-tiles ran (on sm_90), printed."""
+    from tileiras.lowering.pipeline import _threads_and_loops
+    from tileiras.text.printer import print_module
+    from tileiras.tileaa.passes import to_tileaa
+    from tileiras.transforms.passes import to_canonical
+
+    module = _module(text)
+    entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
+    to_canonical(entry)
+    to_tileaa(entry)
+    assert _threads_and_loops(entry, "sm_90") == 32
+    return print_module(module)
+
+
+def _code_does_not_grow(kernel, small: int = 1 << 13, big: int = 1 << 22) -> str:
+    """The looped IR of `kernel(big)`: a `for`, no tile of `big` elements left, and as many lines as
+    that of `kernel(small)`."""
+    a, b = _looped(kernel(small)), _looped(kernel(big))
+    assert " for %loopIdx" in b
+    assert f"{big}x" not in b and f"x{big}x" not in b and f"<{big}x" not in b
+    assert len(a.splitlines()) == len(b.splitlines())
+    return b
+
+
+def _agree(text: str, args: list, grid: tuple) -> list:
+    """The emulator's arrays (race checker on), bit for bit the interpreter's."""
+    module = _module(text)
+    got, want = emulate(module, args, "sm_90", grid), interpret(module, args, grid)
+    for a, b in zip(got, want):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    return got
+
+
+# -- reverse scans -----------------------------------------------------------------------------------
+
+def reverse_cumsum(n: int) -> str:
+    """y[r, :] = suffix sums of x[r, :], one row of `n` a block (zero padded)."""
+    v, w, t = _view((1, n), "zero"), _view((1, n)), f"tile<1x{n}xf32>"
+    return _kernel("rcumsum", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %y = scan %x dim=1 reverse=true identities=[0.000000e+00 : f32] : {t} -> {t}",
+        "  (%l: tile<f32>, %r: tile<f32>) {",
+        "    %s = addf %l, %r : tile<f32>",
+        "    yield %s : tile<f32>",
+        "  }",
+        f"  %st = store_view_tko weak %y, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+def test_reverse_scan_is_looped_last_chunk_first() -> None:
+    text = _code_does_not_grow(reverse_cumsum)
+    assert "subi" in text and "reverse=true" in text
+
+
+@pytest.mark.parametrize("log2,short", [(13, 40), pytest.param(16, 1000, marks=pytest.mark.sweep)])  # 2^16: 260 s
+def test_reverse_scan_agrees(log2: int, short: int) -> None:
+    """Two rows `short` elements shorter than the tile: the suffix sums start from the padded end."""
+    cols = (1 << log2) - short
+    x = np.random.default_rng(log2).standard_normal((2, cols)).astype(np.float32)
+    module = _module(reverse_cumsum(1 << log2))
+    args = [x, np.zeros_like(x)]
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    exact = np.cumsum(x[:, ::-1].astype(np.float64), axis=1)[:, ::-1]
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)
+    assert np.allclose(got[1], exact, rtol=1e-4, atol=1e-3)
