@@ -292,18 +292,43 @@ _INNER_ONLY = ("cuda_tile.continue",)
 
 
 def _loop_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
-    """A `for` whose carried values are all tiles of the group (with the shape of `known`), and whose
-    body only reads memory: it runs whole for each chunk, inside the chunk loop. The axes of its
-    carried values, block arguments and results; None where it does not qualify."""
+    """A `for` whose carried values are tiles of the group (with the shape of `known`) and tokens, and
+    whose body reads memory and stores the group's tiles: it runs whole for each chunk, inside the
+    chunk loop (`_stores_keep_order` says when its stores may). The axes of its carried tiles, block
+    arguments and results; None where it does not qualify."""
     body = op.regions[0].blocks[0]
     inits = op.operand_group("initValues")
     shape = known.type.shape  # type: ignore[union-attr]
-    if not inits or any(not _in_space(v, elements) or v.type.shape != shape for v in inits):  # type: ignore[union-attr]
+    tiles = [i for i, v in enumerate(inits) if not isinstance(v.type, TokenType)]
+    if not tiles or any(not _in_space(inits[i], elements) or inits[i].type.shape != shape for i in tiles):  # type: ignore[union-attr]
         return None
-    if any(inner.regions or any(word in inner.short_name for word in _EFFECTS if word != "load")
+    if any(inner.regions or any(word in inner.short_name for word in _EFFECTS if word not in ("load", "store"))
            for inner in body.operations):
         return None
-    return {v: axes for v in (*inits, *body.arguments[1:], *op.results)}
+    return {v: axes for i in tiles for v in (inits[i], body.arguments[1 + i], op.results[i])}
+
+
+def _stores_keep_order(group: Group) -> bool:
+    """A member loop's body runs once per chunk, so its stores of chunk c all precede those of chunk
+    c + 1: every store in it must be the group's (chunked), and the body's loads unordered after them
+    (their tokens from outside the loop); the order of two stores of one element is then kept when
+    both write through views of one tiling of their tensor (one element, one chunk)."""
+    for loop in (op for op in (*group.ops, *group.inner) if op.name == "cuda_tile.for"):
+        body = loop.regions[0].blocks[0]
+        tilings: dict[Value, object] = {}
+        for inner in body.operations:
+            if "store" in inner.short_name:
+                view = inner.operand("view")
+                if inner not in group.inner or view is None or view.owner.name != _VIEW:  # type: ignore[attr-defined]
+                    return False
+                if tilings.setdefault(view.owner.operands[0], view.type) != view.type:  # type: ignore[attr-defined]
+                    return False
+            if "load" in inner.short_name:
+                token = inner.operand("token")
+                owner = getattr(token, "owner", None)
+                if token is not None and (owner is body or getattr(owner, "parent", None) is body):
+                    return False
+    return True
 
 
 def _closed(block: Block, group: Group) -> bool:
@@ -312,7 +337,7 @@ def _closed(block: Block, group: Group) -> bool:
     ops, members = group.ops, set(group.ops)
     if any(user not in members for op in ops if op.name != "cuda_tile.reduce" for r in op.results for user in r.uses):
         return False   # a tile or token read after the loop (or in another block); a reduction's result may be
-    if not _ordered_accesses_agree(group):
+    if not _ordered_accesses_agree(group) or not _stores_keep_order(group):
         return False
     defined = members | group.inner
     loops = {op.regions[0].blocks[0] for op in defined if op.name == "cuda_tile.for"}
@@ -485,11 +510,20 @@ def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     for phase in plan:
         _loop(group, part, phase)
     for op in reversed(group.ops):
-        _erase(op)
+        _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
     for view in views:
         if not view.uses:
             _erase(view.owner)  # type: ignore[attr-defined]
+
+
+def _erase_tree(op: Operation) -> None:
+    """Drop `op` and the ops of its regions (they no longer read the values of the block)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in reversed(list(block.operations)):
+                _erase_tree(inner)
+    _erase(op)
 
 
 def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
