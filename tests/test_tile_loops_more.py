@@ -86,12 +86,13 @@ def _code_does_not_grow(kernel, small: int = 1 << 13, big: int = 1 << 22) -> str
     return b
 
 
-def _agree(text: str, args: list, grid: tuple) -> list:
-    """The emulator's arrays (race checker on), bit for bit the interpreter's."""
+def _agree(text: str, args: list, grid: tuple, exact: bool = True) -> list:
+    """The emulator's arrays (race checker on), bit for bit the interpreter's (close to them where not
+    `exact`: sums in another order)."""
     module = _module(text)
     got, want = emulate(module, args, "sm_90", grid), interpret(module, args, grid)
     for a, b in zip(got, want):
-        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)) if exact else np.allclose(a, b, rtol=1e-5, atol=1e-6)
     return got
 
 
@@ -172,3 +173,71 @@ def test_a_loop_that_stores_agrees(log2: int, ragged: int) -> None:
             acc[:len(part)] += part
             want[(3 * b + k) * n:(3 * b + k) * n + len(part)] = acc[:len(part)]
     assert np.array_equal(got[1], want)
+
+
+# -- reductions over several axes --------------------------------------------------------------------
+
+ADD = ["  (%l: tile<f32>, %r: tile<f32>) {", "    %s = addf %l, %r : tile<f32>", "    yield %s : tile<f32>", "  }"]
+
+
+def total(n: int, rows: int = 8) -> str:
+    """y[b] = the sum of the (rows, n / rows) tile b (zero padded): its columns' sums (a tile too big
+    to carry, computed chunk by chunk, each chunk's rows whole), then their sum (carried)."""
+    cols = n // rows
+    v, w, t = _view((rows, cols), "zero"), _view((1,)), f"tile<{rows}x{cols}xf32>"
+    return _kernel("total", [2, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%c0, %bx] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %cols = reduce %x dim=0 identities=[0.000000e+00 : f32] : {t} -> tile<{cols}xf32>", *ADD,
+        f"  %all = reduce %cols dim=0 identities=[0.000000e+00 : f32] : tile<{cols}xf32> -> tile<f32>", *ADD,
+        "  %y = reshape %all : tile<f32> -> tile<1xf32>",
+        f"  %st = store_view_tko weak %y, %p1[%bx] token = %tok : tile<1xf32>, {w}, tile<i32> -> token"])
+
+
+def centered(n: int, rows: int = 8) -> str:
+    """y = x - the means of x's columns, over (rows, n / rows) tiles: the column sums are computed and
+    broadcast back chunk by chunk (a chunk's rows whole)."""
+    cols = n // rows
+    v, w, t = _view((rows, cols), "zero"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
+    return _kernel("centered", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%c0, %bx] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %sums = reduce %x dim=0 identities=[0.000000e+00 : f32] : {t} -> tile<{cols}xf32>", *ADD,
+        f"  %k = constant <f32: {1 / rows}> : tile<{cols}xf32>",
+        f"  %means = mulf %sums, %k : tile<{cols}xf32>",
+        f"  %row = reshape %means : tile<{cols}xf32> -> tile<1x{cols}xf32>",
+        f"  %m = broadcast %row : tile<1x{cols}xf32> -> {t}",
+        f"  %y = subf %x, %m : {t}",
+        f"  %st = store_view_tko weak %y, %p1[%c0, %bx] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+def test_a_reduction_over_two_axes_is_looped() -> None:
+    text = _code_does_not_grow(total)
+    assert text.count(" for ") == 1 and text.count("= reduce ") == 2
+
+
+def test_a_reduction_broadcast_back_is_looped() -> None:
+    text = _code_does_not_grow(centered)
+    assert text.count(" for ") == 1
+
+
+@pytest.mark.parametrize("log2,ragged", [(13, 40), (16, 1000)])
+def test_a_reduction_over_two_axes_agrees(log2: int, ragged: int) -> None:
+    """Two blocks' tiles, the second `ragged` columns into its tile."""
+    rows, cols = 8, (1 << log2) // 8
+    x = np.random.default_rng(log2).standard_normal((rows, cols + ragged)).astype(np.float32)
+    got, want = emulate(_module(total(1 << log2)), [x, np.zeros(2, np.float32)], "sm_90", (2,)), \
+        interpret(_module(total(1 << log2)), [x, np.zeros(2, np.float32)], (2,))
+    exact = [x[:, :cols].astype(np.float64).sum(), x[:, cols:].astype(np.float64).sum()]
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)
+    assert np.allclose(got[1], exact, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("log2,ragged", [(13, 40), (16, 1000)])
+def test_a_reduction_broadcast_back_agrees(log2: int, ragged: int) -> None:
+    rows, cols = 8, (1 << log2) // 8
+    x = np.random.default_rng(log2).standard_normal((rows, cols + ragged)).astype(np.float32)
+    got = _agree(centered(1 << log2), [x, np.zeros_like(x)], (2,), exact=False)
+    assert np.allclose(got[1], x - x.mean(axis=0, keepdims=True), rtol=1e-4, atol=1e-5)

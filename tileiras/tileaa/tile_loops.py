@@ -151,14 +151,18 @@ class Group:
     """Ops of one block computing tiles of one iteration space (`space`, the shape of the tile that
     started it), each tile value with its `axes` in that space (a permute reorders them)."""
 
-    def __init__(self, space: tuple[int, ...]) -> None:
-        self.space = space
+    def __init__(self, space: tuple[int, ...], chunk: int) -> None:
+        self.space, self.chunk = space, chunk
         self.ops: list[Operation] = []            # the members in the group's block, in order
         self.inner: set[Operation] = set()        # the members in the bodies of member loops
         self.axes: dict[Value, Axes] = {}
 
     def values(self) -> list[Value]:
         return list(self.axes)
+
+    def carried(self) -> list[Operation]:
+        """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
+        return [op for op in self.ops if _carried(op, self.chunk)]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -180,17 +184,30 @@ def _in_space(value: Value, elements: int) -> bool:
     return t is not None and bool(t.shape) and t.num_elements == elements
 
 
-def _op_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+def _carried(op: Operation, chunk: int) -> bool:
+    """Whether `op` is a reduction into a value the loop carries: one that fits in a chunk of `chunk`
+    elements (the reduce of a chunk has the whole result's shape). A bigger result (reduced on along
+    another axis, or broadcast back) is computed chunk by chunk: a chunk then keeps whole the axis it
+    reduces."""
+    return op.name == "cuda_tile.reduce" and op.results[0].type.num_elements <= chunk  # type: ignore[union-attr]
+
+
+def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
     """The axes of the tiles of `op` in the group, given those of `known` (None where they do not
     follow: shapes that differ, or a permute that is not one)."""
     if op.name == "cuda_tile.broadcast":
-        return _broadcast_axes(op, known, axes, block)
+        return _broadcast_axes(op, known, axes, block, chunk)
     if op.name == "cuda_tile.reshape":
         other = op.results[0] if known is op.operands[0] else op.operands[0]
         long = iter([a for a in axes if a >= 0])
         return {known: axes, other: tuple(-1 if n == 1 else next(long) for n in other.type.shape)}  # type: ignore[union-attr]
     if op.name == "cuda_tile.reduce":
-        return {known: axes} if known is op.operands[0] else None   # its result is not chunked
+        if known is not op.operands[0]:
+            return None   # the axis it reduces is not in the space of its result
+        if _carried(op, chunk):
+            return {known: axes}   # its result is not chunked
+        dim = int(op.attributes["dim"])
+        return {known: axes, op.results[0]: axes[:dim] + axes[dim + 1:]}
     if op.name == "cuda_tile.permute":
         perm = tuple(int(p) for p in op.attributes["permutation"])
         src, res = op.operands[0], op.results[0]
@@ -207,7 +224,7 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[
     return {v: axes for v in tiles}
 
 
-def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
     """A broadcast's result runs along the space; its source along the same axes but the broadcast
     ones. The source is computed per chunk too (a weight row loaded chunk by chunk) unless it is one
     value, comes from another block or from a reduction (a row's mean: done before the loop that
@@ -220,17 +237,17 @@ def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Op
     t = _tile(src)
     owner = getattr(src, "owner", None)
     if t is None or t.num_elements == 1 or not isinstance(owner, Operation) or owner.parent is not block \
-            or _after_reduce(owner, block):
+            or _after_reduce(owner, block, chunk):
         return {res: axes}
     return {res: axes, src: src_axes}
 
 
-def _after_reduce(op: Operation, block: Block) -> bool:
-    """Whether `op` reads, directly or not, a reduction of `block`."""
+def _after_reduce(op: Operation, block: Block, chunk: int) -> bool:
+    """Whether `op` reads, directly or not, a carried reduction of `block`."""
     pending, seen = [op], set()
     while pending:
         op = pending.pop()
-        if op.name == "cuda_tile.reduce":
+        if _carried(op, chunk):
             return True
         seen.add(op)
         pending += [v.owner for v in op.operands if isinstance(getattr(v, "owner", None), Operation)  # type: ignore[attr-defined]
@@ -238,12 +255,12 @@ def _after_reduce(op: Operation, block: Block) -> bool:
     return False
 
 
-def _grow(block: Block, seed: Value) -> Optional[Group]:
+def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
     """The group of ops of `block` connected to `seed` through tiles of its size, or None where one
     of them cannot be computed chunk by chunk."""
     t = _tile(seed)
     assert t is not None
-    group = Group(t.shape)
+    group = Group(t.shape, chunk)
     elements = t.num_elements
     group.axes[seed] = _unit(seed, tuple(range(len(t.shape))))
     members: set[Operation] = set()
@@ -264,7 +281,7 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
                 if axes is not None:
                     blocks.add(op.regions[0].blocks[0])
             else:
-                axes = _op_axes(op, value, group.axes[value], block)
+                axes = _op_axes(op, value, group.axes[value], block, chunk)
             if axes is None:
                 return None
             members.add(op)
@@ -335,7 +352,8 @@ def _closed(block: Block, group: Group) -> bool:
     """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
     first and last member has effects a loop around the members would reorder."""
     ops, members = group.ops, set(group.ops)
-    if any(user not in members for op in ops if op.name != "cuda_tile.reduce" for r in op.results for user in r.uses):
+    carried = set(group.carried())
+    if any(user not in members for op in ops if op not in carried for r in op.results for user in r.uses):
         return False   # a tile or token read after the loop (or in another block); a reduction's result may be
     if not _ordered_accesses_agree(group) or not _stores_keep_order(group):
         return False
@@ -382,21 +400,25 @@ _CARRIES = ("cuda_tile.reduce", "cuda_tile.scan")
 
 
 def _fits(group: Group, part: tuple[int, ...]) -> bool:
-    """Every reduce of the group splits only its reduced axis into chunks: the reduce of a chunk then
-    has the shape of the whole result, and accumulates into it. Every broadcast of a tile the loop
-    reads whole keeps whole the axes that tile runs along."""
+    """Every carried reduce and scan of the group splits only its reduced axis into chunks: the reduce
+    of a chunk then has the shape of the whole result, and accumulates into it; every other reduce
+    keeps its reduced axis whole (a chunk's is then the chunk of its result). Every broadcast of a tile
+    the loop reads whole keeps whole the axes that tile runs along."""
+    carried = set(group.carried())
     for op in group.ops:
         if op.name in _CARRIES:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
-            if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+            if op in carried or op.name == "cuda_tile.scan":
+                if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+                    return False
+            elif axes[dim] >= 0 and part[axes[dim]] != group.space[axes[dim]]:
                 return False
-    if len({(a, bool(reverse)) for a, reverse in _scan_axes(group)}) != len({a for a, _ in _scan_axes(group)}):
-        return False   # one axis scanned both ways: no order of its chunks serves both
         if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes:
             axes = _unit(op.operands[0], group.axes[op.results[0]])
             if any(a >= 0 and part[a] != group.space[a] for a in axes):
                 return False
-    return True
+    # one axis scanned both ways: no order of its chunks serves both
+    return len(set(_scan_axes(group))) == len({a for a, _ in _scan_axes(group)})
 
 
 def _scan_axes(group: Group) -> list[tuple[int, bool]]:
@@ -405,8 +427,9 @@ def _scan_axes(group: Group) -> list[tuple[int, bool]]:
             for op in group.ops if op.name == "cuda_tile.scan"]
 
 
-def _groups(block: Block, least: int) -> list[Group]:
-    """The groups of `block` over tiles of more than `least` elements that loops can compute."""
+def _groups(block: Block, least: int, chunk: int) -> list[Group]:
+    """The groups of `block` over tiles of more than `least` elements that loops over chunks of `chunk`
+    elements can compute."""
     out: list[Group] = []
     seen: set[Value] = set()
     for op in list(block.operations):
@@ -414,7 +437,7 @@ def _groups(block: Block, least: int) -> list[Group]:
             t = _tile(r)
             if t is None or not t.shape or t.num_elements <= least or r in seen:
                 continue
-            group = _grow(block, r)
+            group = _grow(block, r, chunk)
             if group is None:
                 seen.add(r)
                 continue
@@ -430,7 +453,7 @@ def _blocks(entry: Operation) -> list[Block]:
 
 def streamable(entry: Operation) -> set[Value]:
     """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
-    return {v for block in _blocks(entry) for group in _groups(block, 1) for v in group.values()}
+    return {v for block in _blocks(entry) for group in _groups(block, 1, 1) for v in group.values()}
 
 
 def loop_tiles(entry: Operation, threads: int) -> int:
@@ -440,9 +463,9 @@ def loop_tiles(entry: Operation, threads: int) -> int:
 
     made = 0
     for block in _blocks(entry):
-        for group in _groups(block, LOOP_ELEMENTS * threads):
-            part = chunk_shape(group, CHUNK_ELEMENTS * threads)
-            plan = phases(block, group.ops) if _fits(group, part) else None
+        for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
+            part = chunk_shape(group, group.chunk)
+            plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
             if plan is not None:
                 _rewrite(group, part, plan)
                 made += len(plan)
@@ -461,11 +484,16 @@ def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
             axis = min((a for a in reversed(range(len(space))) if part[a] < space[a]), key=lambda a: part[a])
             part[axis] *= 2
         return tuple(part)
-    reduced = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name in _CARRIES} | \
+    carried = set(group.carried())
+    along = {op: group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name in _CARRIES}
+    whole = {a for op, a in along.items() if op.name == "cuda_tile.reduce" and op not in carried}
+    reduced = {a for op, a in along.items() if op in carried or op.name == "cuda_tile.scan"} | \
         {a for op in group.ops if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes
          for a in group.axes[op.results[0]] if a >= 0 and a not in _unit(op.operands[0], group.axes[op.results[0]])}
-    order = [a for a in reversed(range(len(space))) if a not in reduced] + \
-        [a for a in reversed(range(len(space))) if a in reduced]   # a reduction's other axes whole first
+    order = [a for a in reversed(range(len(space))) if a in whole] + \
+        [a for a in reversed(range(len(space))) if a not in reduced | whole] + \
+        [a for a in reversed(range(len(space))) if a in reduced - whole]   # the axes a local reduce reduces whole,
+    # then a carried reduction's other axes
     out, left = [1] * len(space), size
     for a in order:
         out[a] = max(1, min(space[a], left))
