@@ -241,3 +241,59 @@ def test_a_reduction_broadcast_back_agrees(log2: int, ragged: int) -> None:
     x = np.random.default_rng(log2).standard_normal((rows, cols + ragged)).astype(np.float32)
     got = _agree(centered(1 << log2), [x, np.zeros_like(x)], (2,), exact=False)
     assert np.allclose(got[1], x - x.mean(axis=0, keepdims=True), rtol=1e-4, atol=1e-5)
+
+
+# -- reshapes that split (or merge) axes -----------------------------------------------------------------
+
+def split_rows(n: int, rows: int = 8) -> str:
+    """y[:, tile b] = 2 x[tile b] reshaped to (rows, n / rows): a chunk of the 1-D tile is a run of one
+    row of the 2-D one (the space is the 2-D tile's; the 1-D tile merges its axes)."""
+    cols = n // rows
+    v, w = _view((n,), "zero"), _view((rows, cols))
+    t, t2 = f"tile<{n}xf32>", f"tile<{rows}x{cols}xf32>"
+    return _kernel("split_rows", [1, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %r = reshape %x : {t} -> {t2}",
+        f"  %two = constant <f32: 2.000000e+00> : {t2}",
+        f"  %y = mulf %r, %two : {t2}",
+        f"  %st = store_view_tko weak %y, %p1[%c0, %bx] token = %tok : {t2}, {w}, tile<i32> -> token"])
+
+
+def merge_rows(n: int, rows: int = 8) -> str:
+    """y[tile b] = x[:, tile b] (rows, n / rows) flattened: the reshape merges the axes of the space."""
+    cols = n // rows
+    v, w = _view((rows, cols), "zero"), _view((n,))
+    t, t2 = f"tile<{rows}x{cols}xf32>", f"tile<{n}xf32>"
+    return _kernel("merge_rows", [2, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%c0, %bx] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %r = reshape %x : {t} -> {t2}",
+        f"  %st = store_view_tko weak %r, %p1[%bx] token = %tok : {t2}, {w}, tile<i32> -> token"])
+
+
+@pytest.mark.parametrize("kernel", [split_rows, merge_rows])
+def test_a_reshape_that_splits_an_axis_is_looped(kernel) -> None:
+    _code_does_not_grow(kernel)
+
+
+@pytest.mark.parametrize("log2,ragged", [(13, 40), (16, 1000)])
+def test_a_reshape_that_splits_an_axis_agrees(log2: int, ragged: int) -> None:
+    n, cols = 1 << log2, (1 << log2) // 8
+    x = np.random.default_rng(log2).standard_normal(n + n // 2 + ragged).astype(np.float32)
+    got = _agree(split_rows(n), [x, np.zeros((8, 2 * cols), np.float32)], (2,))
+    padded = np.zeros(2 * n, np.float32)
+    padded[:len(x)] = x
+    assert np.array_equal(got[1], np.concatenate([2 * padded[:n].reshape(8, cols), 2 * padded[n:].reshape(8, cols)], 1))
+
+
+@pytest.mark.parametrize("log2,ragged", [(13, 40), (16, 1000)])
+def test_a_reshape_that_merges_axes_agrees(log2: int, ragged: int) -> None:
+    n, cols = 1 << log2, (1 << log2) // 8
+    x = np.random.default_rng(log2).standard_normal((8, cols + ragged)).astype(np.float32)
+    got = _agree(merge_rows(n), [x, np.zeros(2 * n, np.float32)], (2,))
+    padded = np.zeros((8, 2 * cols), np.float32)
+    padded[:, :x.shape[1]] = x
+    assert np.array_equal(got[1], np.concatenate([padded[:, :cols].ravel(), padded[:, cols:].ravel()]))

@@ -72,9 +72,27 @@ def _broadcast(op: Operation) -> bool:
 
 
 def _reshape(op: Operation) -> bool:
-    """A reshape that only adds or drops unit axes: a chunk's is the reshape of the chunk."""
+    """A reshape that adds or drops unit axes, or merges axes (splits them, seen from its source): a
+    chunk's is the reshape of the chunk (`_merges` says when)."""
     src, res = _tile(op.operands[0]), _tile(op.results[0])
-    return src is not None and res is not None and _long(src.shape) == _long(res.shape)
+    return src is not None and res is not None and \
+        (_long(src.shape) == _long(res.shape) or _merges(_long(src.shape), _long(res.shape)) is not None
+         or _merges(_long(res.shape), _long(src.shape)) is not None)
+
+
+def _merges(fine: list[int], coarse: list[int]) -> Optional[list[range]]:
+    """Per axis of `coarse`, the consecutive axes of `fine` it merges (row-major); None where it merges
+    none that way."""
+    out, i = [], 0
+    for n in coarse:
+        start, size = i, 1
+        while i < len(fine) and size < n:
+            size *= fine[i]
+            i += 1
+        if size != n or i == start:
+            return None
+        out.append(range(start, i))
+    return out if i == len(fine) else None
 
 
 def _long(shape: tuple[int, ...]) -> list[int]:
@@ -156,6 +174,9 @@ class Group:
         self.ops: list[Operation] = []            # the members in the group's block, in order
         self.inner: set[Operation] = set()        # the members in the bodies of member loops
         self.axes: dict[Value, Axes] = {}
+        # tile value -> {its axis: the space axes it merges (outer first)}: a tile reshaped into the
+        # space's finer axes (the axis itself runs along the outer one in `axes`)
+        self.merged: dict[Value, dict[int, tuple[int, ...]]] = {}
 
     def values(self) -> list[Value]:
         return list(self.axes)
@@ -166,7 +187,9 @@ class Group:
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
-        return tuple(part[a] if a >= 0 else 1 for a in self.axes[value])
+        merged = self.merged.get(value, {})
+        return tuple(_product([part[s] for s in merged[i]]) if i in merged else part[a] if a >= 0 else 1
+                     for i, a in enumerate(self.axes[value]))
 
 
 def _unit(value: Value, axes: Axes) -> Axes:
@@ -276,7 +299,12 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
             inner = op.parent is not block
             if op.parent not in blocks or not _chunkable(op) or op.name in (_OUTER_ONLY if inner else _INNER_ONLY):
                 return None
-            if op.name == "cuda_tile.for":
+            merged = group.merged.get(value)
+            if op.name == "cuda_tile.reshape" and _long(op.operands[0].type.shape) != _long(op.results[0].type.shape):  # type: ignore[union-attr]
+                axes, merged = _merge_axes(op, value, group) if merged is None else (None, None)
+            elif merged is not None and op.name in _KEEP_AXES:
+                return None   # merged axes through ops that move axes: not followed
+            elif op.name == "cuda_tile.for":
                 axes = _loop_axes(op, value, group.axes[value], elements)
                 if axes is not None:
                     blocks.add(op.regions[0].blocks[0])
@@ -289,6 +317,8 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 a = _unit(v, a)
                 if group.axes.setdefault(v, a) != a:
                     return None   # one tile seen along two orders
+                if merged and v is not value and group.merged.setdefault(v, merged) != merged:
+                    return None
                 if v is not value and v not in pending:
                     pending.append(v)
     tokens = [r for op in members for r in op.results if isinstance(r.type, TokenType)]
@@ -300,6 +330,34 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
     group.ops = [op for op in block.operations if op in members]
     group.inner = {op for op in members if op.parent is not block}
     return group
+
+
+# ops whose tiles do not all share the axes of the one the group reached them from
+_KEEP_AXES = ("cuda_tile.broadcast", "cuda_tile.reshape", "cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.permute",
+              "cuda_tile.for")
+
+
+def _merge_axes(op: Operation, known: Value, group: Group) -> tuple[Optional[dict[Value, Axes]],
+                                                                    Optional[dict[int, tuple[int, ...]]]]:
+    """The axes of a reshape that merges the axes of `known` into those of the other tile: each merged
+    axis runs along its outer space axis, and merges the space axes of the `known` axes it covers.
+    Reached from the merged side (the space would need axes it lacks): None."""
+    other = op.results[0] if known is op.operands[0] else op.operands[0]
+    ks, os_ = known.type.shape, other.type.shape  # type: ignore[union-attr]
+    long_known = [a for n, a in zip(ks, group.axes[known]) if n != 1]
+    runs = _merges(_long(ks), _long(os_))
+    if runs is None:
+        return None, None
+    axes, merged, r = [], {}, iter(runs)
+    for i, n in enumerate(os_):
+        if n == 1:
+            axes.append(-1)
+            continue
+        covers = tuple(long_known[j] for j in next(r))
+        axes.append(covers[0])
+        if len(covers) > 1:
+            merged[i] = covers
+    return {known: group.axes[known], other: tuple(axes)}, merged
 
 
 # members that only the group's own block may hold (a loop's body has no phases), and those only the
@@ -404,6 +462,9 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
     of a chunk then has the shape of the whole result, and accumulates into it; every other reduce
     keeps its reduced axis whole (a chunk's is then the chunk of its result). Every broadcast of a tile
     the loop reads whole keeps whole the axes that tile runs along."""
+    if not all(_contiguous([part[s] for s in axes], [group.space[s] for s in axes])
+               for merged in group.merged.values() for axes in merged.values()):
+        return False
     carried = set(group.carried())
     for op in group.ops:
         if op.name in _CARRIES:
@@ -419,6 +480,15 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
                 return False
     # one axis scanned both ways: no order of its chunks serves both
     return len(set(_scan_axes(group))) == len({a for a, _ in _scan_axes(group)})
+
+
+def _contiguous(part: list[int], whole: list[int]) -> bool:
+    """Whether a chunk `part` of axes `whole` (outer first) is one run of their row-major merge: whole
+    inside an axis, one element outside it."""
+    inner = len(part)
+    while inner and part[inner - 1] == whole[inner - 1]:
+        inner -= 1
+    return all(p == 1 for p in part[:max(0, inner - 1)])
 
 
 def _scan_axes(group: Group) -> list[tuple[int, bool]]:
@@ -515,7 +585,7 @@ class _Body:
 
     def __init__(self, block: Block, location: object) -> None:
         self.block, self.location = block, location
-        self.indices: dict[tuple[Value, int, int], Value] = {}   # (tile index, axis, block) -> the chunk's
+        self.indices: dict[tuple[Value, object, int], Value] = {}   # (tile index, axes, block) -> the chunk's
 
     def op(self, name: str, operands: list[Value], attrs: Optional[dict] = None) -> Value:
         return self.block.append(Operation(name, operands, [_I32], attrs or {}, location=self.location)).results[0]
@@ -608,8 +678,8 @@ class _Chunk:
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
             tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
             self.emit.block = into   # the index arithmetic goes beside the access
-            operands = _chunk_access(op, operands, group.shape(tile, self.part), group.axes[tile], self.splits,
-                                     self.coords, self.views, self.emit)
+            operands = _chunk_access(op, operands, group.shape(tile, self.part), group.axes[tile],
+                                     lambda axis: self.coord(tile, axis), self.views, self.emit)
         types = [self.type(r) for r in op.results]
         attributes = dict(op.attributes)
         if op.name == "cuda_tile.constant":
@@ -635,16 +705,35 @@ class _Chunk:
                 copy.add_region(Region([_clone_block(region.blocks[0])]))
         return copy
 
+    def coord(self, value: Value, axis: int) -> tuple[int, Optional[Value], object]:
+        """Along `axis` of tile `value`: its chunks, the chunk's index (None where it is not split;
+        emitted into `self.emit.block`) and a key naming it. A merged axis is cut into chunks along
+        its outer space axes only (`_fits`): the index is theirs in mixed radix."""
+        merged = self.group.merged.get(value, {}).get(axis)
+        if merged is None:
+            along = self.group.axes[value][axis]
+            return self.splits[along], self.coords[along], along
+        k, c = 1, None
+        for s in merged:
+            if self.coords[s] is None:
+                continue
+            emit = self.emit
+            c = self.coords[s] if c is None else emit.op(
+                "cuda_tile.addi", [emit.op("cuda_tile.muli", [c, emit.const(self.splits[s])], {"overflow": "none"}),
+                                   self.coords[s]], {"overflow": "none"})  # type: ignore[list-item]
+            k *= self.splits[s]
+        return k, c, merged
+
     def _shifted_iota(self, op: Operation, iota: Value, into: Block) -> Value:
         """The chunk's copy `iota` of `op` plus the index of its first element: c * chunk length, splat."""
-        along = self.group.axes[op.results[0]][0]
-        c = self.coords[along] if along >= 0 else None
+        emit, where = self.emit, self.emit.block
+        emit.block = into
+        c = self.coord(op.results[0], 0)[1] if self.group.axes[op.results[0]][0] >= 0 else None
         if c is None:
+            emit.block = where
             return iota
         t = iota.type
         assert isinstance(t, TileType)
-        emit, where = self.emit, self.emit.block
-        emit.block = into
         start = emit.op("cuda_tile.muli", [c, emit.const(t.shape[0])], {"overflow": "none"})
         one = TileType((1,), t.element)
         flat = into.append(Operation("cuda_tile.reshape", [start], [one], {}, location=emit.location)).results[0]
@@ -734,11 +823,13 @@ def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Va
     return list(reversed(coords))
 
 
-def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], axes: Axes, splits: list[int],
-                  coords: list[Optional[Value]], views: dict[Value, Value], emit: _Body) -> list[Value]:
+def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], axes: Axes,
+                  coord: Callable[[int], tuple[int, Optional[Value], object]], views: dict[Value, Value],
+                  emit: _Body) -> list[Value]:
     """The operands of a view load/store of one chunk (`part`, the chunk's shape in the tile's own
-    axes, which run along `axes` of the space): the twin view of chunk-sized tiles (made beside the
-    view; one per view and chunk shape), and per split axis the tile index `index * k + c`."""
+    axes, which run along `axes` of the space; `coord` gives per axis its chunks, the chunk's index
+    and a key): the twin view of chunk-sized tiles (made beside the view; one per view and chunk
+    shape), and per split axis the tile index `index * k + c`."""
     view = op.operand("view")
     assert view is not None
     if (view, part) not in views:
@@ -749,12 +840,12 @@ def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], a
     for axis, along in enumerate(axes):
         if along < 0:
             continue   # a unit axis: the chunk's index is the tile's
-        k, c = splits[along], coords[along]
+        k, c, what = coord(axis)
         if c is None:
             continue
-        key = (operands[start + axis], along, id(emit.block))
+        key = (operands[start + axis], what, id(emit.block))
         if key not in emit.indices:   # accesses at one tile index in one block share its arithmetic
             scaled = emit.op("cuda_tile.muli", [key[0], emit.const(k)], {"overflow": "none"})
-            emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})
-        operands[start + axis] = emit.indices[key]
+            emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})  # type: ignore[index]
+        operands[start + axis] = emit.indices[key]  # type: ignore[index]
     return operands
