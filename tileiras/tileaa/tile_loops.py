@@ -17,7 +17,10 @@ its tiles are not carried into the block, and no op between its first and last m
 the reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). `streamable` tells the compile limits (dialects/limits.py) which tile
+which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
+one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
+whole in the chunk. A reverse scan's loop visits its chunks last first. A reshape that splits an
+axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`). `streamable` tells the compile limits (dialects/limits.py) which tile
 values this pass takes out of registers.
 """
 
