@@ -17,7 +17,11 @@ its tiles are not carried into the block, and no op between its first and last m
 the reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). `streamable` tells the compile limits (tileaa/limits.py) which tile
+which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
+one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
+whole in the chunk. A reverse scan's loop visits its chunks last first. A reshape that splits an
+axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
+`streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
 
@@ -71,9 +75,27 @@ def _broadcast(op: Operation) -> bool:
 
 
 def _reshape(op: Operation) -> bool:
-    """A reshape that only adds or drops unit axes: a chunk's is the reshape of the chunk."""
+    """A reshape that adds or drops unit axes, or merges axes (splits them, seen from its source): a
+    chunk's is the reshape of the chunk (`_merges` says when)."""
     src, res = _tile(op.operands[0]), _tile(op.results[0])
-    return src is not None and res is not None and _long(src.shape) == _long(res.shape)
+    return src is not None and res is not None and \
+        (_long(src.shape) == _long(res.shape) or _merges(_long(src.shape), _long(res.shape)) is not None
+         or _merges(_long(res.shape), _long(src.shape)) is not None)
+
+
+def _merges(fine: list[int], coarse: list[int]) -> Optional[list[range]]:
+    """Per axis of `coarse`, the consecutive axes of `fine` it merges (row-major); None where it merges
+    none that way."""
+    out, i = [], 0
+    for n in coarse:
+        start, size = i, 1
+        while i < len(fine) and size < n:
+            size *= fine[i]
+            i += 1
+        if size != n or i == start:
+            return None
+        out.append(range(start, i))
+    return out if i == len(fine) else None
 
 
 def _long(shape: tuple[int, ...]) -> list[int]:
@@ -109,9 +131,10 @@ def _reduce(op: Operation) -> bool:
 
 
 def _scan(op: Operation) -> bool:
-    """A forward scan of one tile combining element-wise: a chunk's is the chunk's scan combined with
-    the running value the loop carries (what the chunks before it combine to)."""
-    return _reduce(op) and not op.attributes.get("reverse")
+    """A scan of one tile combining element-wise: a chunk's is the chunk's scan combined with the
+    running value the loop carries (what the chunks before it combine to; a reverse scan's loop
+    visits the chunks along its axis last first)."""
+    return _reduce(op)
 
 
 # op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
@@ -147,18 +170,27 @@ class Group:
     """Ops of one block computing tiles of one iteration space (`space`, the shape of the tile that
     started it), each tile value with its `axes` in that space (a permute reorders them)."""
 
-    def __init__(self, space: tuple[int, ...]) -> None:
-        self.space = space
+    def __init__(self, space: tuple[int, ...], chunk: int) -> None:
+        self.space, self.chunk = space, chunk
         self.ops: list[Operation] = []            # the members in the group's block, in order
         self.inner: set[Operation] = set()        # the members in the bodies of member loops
         self.axes: dict[Value, Axes] = {}
+        # tile value -> {its axis: the space axes it merges (outer first)}: a tile reshaped into the
+        # space's finer axes (the axis itself runs along the outer one in `axes`)
+        self.merged: dict[Value, dict[int, tuple[int, ...]]] = {}
 
     def values(self) -> list[Value]:
         return list(self.axes)
 
+    def carried(self) -> list[Operation]:
+        """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
+        return [op for op in self.ops if _carried(op, self.chunk)]
+
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
-        return tuple(part[a] if a >= 0 else 1 for a in self.axes[value])
+        merged = self.merged.get(value, {})
+        return tuple(_product([part[s] for s in merged[i]]) if i in merged else part[a] if a >= 0 else 1
+                     for i, a in enumerate(self.axes[value]))
 
 
 def _unit(value: Value, axes: Axes) -> Axes:
@@ -176,17 +208,30 @@ def _in_space(value: Value, elements: int) -> bool:
     return t is not None and bool(t.shape) and t.num_elements == elements
 
 
-def _op_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+def _carried(op: Operation, chunk: int) -> bool:
+    """Whether `op` is a reduction into a value the loop carries: one that fits in a chunk of `chunk`
+    elements (the reduce of a chunk has the whole result's shape). A bigger result (reduced on along
+    another axis, or broadcast back) is computed chunk by chunk: a chunk then keeps whole the axis it
+    reduces."""
+    return op.name == "cuda_tile.reduce" and op.results[0].type.num_elements <= chunk  # type: ignore[union-attr]
+
+
+def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
     """The axes of the tiles of `op` in the group, given those of `known` (None where they do not
     follow: shapes that differ, or a permute that is not one)."""
     if op.name == "cuda_tile.broadcast":
-        return _broadcast_axes(op, known, axes, block)
+        return _broadcast_axes(op, known, axes, block, chunk)
     if op.name == "cuda_tile.reshape":
         other = op.results[0] if known is op.operands[0] else op.operands[0]
         long = iter([a for a in axes if a >= 0])
         return {known: axes, other: tuple(-1 if n == 1 else next(long) for n in other.type.shape)}  # type: ignore[union-attr]
     if op.name == "cuda_tile.reduce":
-        return {known: axes} if known is op.operands[0] else None   # its result is not chunked
+        if known is not op.operands[0]:
+            return None   # the axis it reduces is not in the space of its result
+        if _carried(op, chunk):
+            return {known: axes}   # its result is not chunked
+        dim = int(op.attributes["dim"])
+        return {known: axes, op.results[0]: axes[:dim] + axes[dim + 1:]}
     if op.name == "cuda_tile.permute":
         perm = tuple(int(p) for p in op.attributes["permutation"])
         src, res = op.operands[0], op.results[0]
@@ -203,7 +248,7 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[
     return {v: axes for v in tiles}
 
 
-def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Optional[dict[Value, Axes]]:
+def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
     """A broadcast's result runs along the space; its source along the same axes but the broadcast
     ones. The source is computed per chunk too (a weight row loaded chunk by chunk) unless it is one
     value, comes from another block or from a reduction (a row's mean: done before the loop that
@@ -216,17 +261,17 @@ def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block) -> Op
     t = _tile(src)
     owner = getattr(src, "owner", None)
     if t is None or t.num_elements == 1 or not isinstance(owner, Operation) or owner.parent is not block \
-            or _after_reduce(owner, block):
+            or _after_reduce(owner, block, chunk):
         return {res: axes}
     return {res: axes, src: src_axes}
 
 
-def _after_reduce(op: Operation, block: Block) -> bool:
-    """Whether `op` reads, directly or not, a reduction of `block`."""
+def _after_reduce(op: Operation, block: Block, chunk: int) -> bool:
+    """Whether `op` reads, directly or not, a carried reduction of `block`."""
     pending, seen = [op], set()
     while pending:
         op = pending.pop()
-        if op.name == "cuda_tile.reduce":
+        if _carried(op, chunk):
             return True
         seen.add(op)
         pending += [v.owner for v in op.operands if isinstance(getattr(v, "owner", None), Operation)  # type: ignore[attr-defined]
@@ -234,12 +279,12 @@ def _after_reduce(op: Operation, block: Block) -> bool:
     return False
 
 
-def _grow(block: Block, seed: Value) -> Optional[Group]:
+def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
     """The group of ops of `block` connected to `seed` through tiles of its size, or None where one
     of them cannot be computed chunk by chunk."""
     t = _tile(seed)
     assert t is not None
-    group = Group(t.shape)
+    group = Group(t.shape, chunk)
     elements = t.num_elements
     group.axes[seed] = _unit(seed, tuple(range(len(t.shape))))
     members: set[Operation] = set()
@@ -255,12 +300,17 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
             inner = op.parent is not block
             if op.parent not in blocks or not _chunkable(op) or op.name in (_OUTER_ONLY if inner else _INNER_ONLY):
                 return None
-            if op.name == "cuda_tile.for":
+            merged = group.merged.get(value)
+            if op.name == "cuda_tile.reshape" and _long(op.operands[0].type.shape) != _long(op.results[0].type.shape):  # type: ignore[union-attr]
+                axes, merged = _merge_axes(op, value, group) if merged is None else (None, None)
+            elif merged is not None and op.name in _KEEP_AXES:
+                return None   # merged axes through ops that move axes: not followed
+            elif op.name == "cuda_tile.for":
                 axes = _loop_axes(op, value, group.axes[value], elements)
                 if axes is not None:
                     blocks.add(op.regions[0].blocks[0])
             else:
-                axes = _op_axes(op, value, group.axes[value], block)
+                axes = _op_axes(op, value, group.axes[value], block, chunk)
             if axes is None:
                 return None
             members.add(op)
@@ -268,6 +318,8 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
                 a = _unit(v, a)
                 if group.axes.setdefault(v, a) != a:
                     return None   # one tile seen along two orders
+                if merged and v is not value and group.merged.setdefault(v, merged) != merged:
+                    return None
                 if v is not value and v not in pending:
                     pending.append(v)
     tokens = [r for op in members for r in op.results if isinstance(r.type, TokenType)]
@@ -281,6 +333,34 @@ def _grow(block: Block, seed: Value) -> Optional[Group]:
     return group
 
 
+# ops whose tiles do not all share the axes of the one the group reached them from
+_KEEP_AXES = ("cuda_tile.broadcast", "cuda_tile.reshape", "cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.permute",
+              "cuda_tile.for")
+
+
+def _merge_axes(op: Operation, known: Value, group: Group) -> tuple[Optional[dict[Value, Axes]],
+                                                                    Optional[dict[int, tuple[int, ...]]]]:
+    """The axes of a reshape that merges the axes of `known` into those of the other tile: each merged
+    axis runs along its outer space axis, and merges the space axes of the `known` axes it covers.
+    Reached from the merged side (the space would need axes it lacks): None."""
+    other = op.results[0] if known is op.operands[0] else op.operands[0]
+    ks, os_ = known.type.shape, other.type.shape  # type: ignore[union-attr]
+    long_known = [a for n, a in zip(ks, group.axes[known]) if n != 1]
+    runs = _merges(_long(ks), _long(os_))
+    if runs is None:
+        return None, None
+    axes, merged, r = [], {}, iter(runs)
+    for i, n in enumerate(os_):
+        if n == 1:
+            axes.append(-1)
+            continue
+        covers = tuple(long_known[j] for j in next(r))
+        axes.append(covers[0])
+        if len(covers) > 1:
+            merged[i] = covers
+    return {known: group.axes[known], other: tuple(axes)}, merged
+
+
 # members that only the group's own block may hold (a loop's body has no phases), and those only the
 # body of a member loop may (the group's own block continuing its loop would carry tiles out of it)
 _OUTER_ONLY = ("cuda_tile.reduce", "cuda_tile.scan")
@@ -288,27 +368,53 @@ _INNER_ONLY = ("cuda_tile.continue",)
 
 
 def _loop_axes(op: Operation, known: Value, axes: Axes, elements: int) -> Optional[dict[Value, Axes]]:
-    """A `for` whose carried values are all tiles of the group (with the shape of `known`), and whose
-    body only reads memory: it runs whole for each chunk, inside the chunk loop. The axes of its
-    carried values, block arguments and results; None where it does not qualify."""
+    """A `for` whose carried values are tiles of the group (with the shape of `known`) and tokens, and
+    whose body reads memory and stores the group's tiles: it runs whole for each chunk, inside the
+    chunk loop (`_stores_keep_order` says when its stores may). The axes of its carried tiles, block
+    arguments and results; None where it does not qualify."""
     body = op.regions[0].blocks[0]
     inits = op.operand_group("initValues")
     shape = known.type.shape  # type: ignore[union-attr]
-    if not inits or any(not _in_space(v, elements) or v.type.shape != shape for v in inits):  # type: ignore[union-attr]
+    tiles = [i for i, v in enumerate(inits) if not isinstance(v.type, TokenType)]
+    if not tiles or any(not _in_space(inits[i], elements) or inits[i].type.shape != shape for i in tiles):  # type: ignore[union-attr]
         return None
-    if any(inner.regions or any(word in inner.short_name for word in _EFFECTS if word != "load")
+    if any(inner.regions or any(word in inner.short_name for word in _EFFECTS if word not in ("load", "store"))
            for inner in body.operations):
         return None
-    return {v: axes for v in (*inits, *body.arguments[1:], *op.results)}
+    return {v: axes for i in tiles for v in (inits[i], body.arguments[1 + i], op.results[i])}
+
+
+def _stores_keep_order(group: Group) -> bool:
+    """A member loop's body runs once per chunk, so its stores of chunk c all precede those of chunk
+    c + 1: every store in it must be the group's (chunked), and the body's loads unordered after them
+    (their tokens from outside the loop); the order of two stores of one element is then kept when
+    both write through views of one tiling of their tensor (one element, one chunk)."""
+    for loop in (op for op in (*group.ops, *group.inner) if op.name == "cuda_tile.for"):
+        body = loop.regions[0].blocks[0]
+        tilings: dict[Value, object] = {}
+        for inner in body.operations:
+            if "store" in inner.short_name:
+                view = inner.operand("view")
+                if inner not in group.inner or view is None or view.owner.name != _VIEW:  # type: ignore[attr-defined]
+                    return False
+                if tilings.setdefault(view.owner.operands[0], view.type) != view.type:  # type: ignore[attr-defined]
+                    return False
+            if "load" in inner.short_name:
+                token = inner.operand("token")
+                owner = getattr(token, "owner", None)
+                if token is not None and (owner is body or getattr(owner, "parent", None) is body):
+                    return False
+    return True
 
 
 def _closed(block: Block, group: Group) -> bool:
     """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
     first and last member has effects a loop around the members would reorder."""
     ops, members = group.ops, set(group.ops)
-    if any(user not in members for op in ops if op.name != "cuda_tile.reduce" for r in op.results for user in r.uses):
+    carried = set(group.carried())
+    if any(user not in members for op in ops if op not in carried for r in op.results for user in r.uses):
         return False   # a tile or token read after the loop (or in another block); a reduction's result may be
-    if not _ordered_accesses_agree(group):
+    if not _ordered_accesses_agree(group) or not _stores_keep_order(group):
         return False
     defined = members | group.inner
     loops = {op.regions[0].blocks[0] for op in defined if op.name == "cuda_tile.for"}
@@ -353,23 +459,48 @@ _CARRIES = ("cuda_tile.reduce", "cuda_tile.scan")
 
 
 def _fits(group: Group, part: tuple[int, ...]) -> bool:
-    """Every reduce of the group splits only its reduced axis into chunks: the reduce of a chunk then
-    has the shape of the whole result, and accumulates into it. Every broadcast of a tile the loop
-    reads whole keeps whole the axes that tile runs along."""
+    """Every carried reduce and scan of the group splits only its reduced axis into chunks: the reduce
+    of a chunk then has the shape of the whole result, and accumulates into it; every other reduce
+    keeps its reduced axis whole (a chunk's is then the chunk of its result). Every broadcast of a tile
+    the loop reads whole keeps whole the axes that tile runs along."""
+    if not all(_contiguous([part[s] for s in axes], [group.space[s] for s in axes])
+               for merged in group.merged.values() for axes in merged.values()):
+        return False
+    carried = set(group.carried())
     for op in group.ops:
         if op.name in _CARRIES:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
-            if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+            if op in carried or op.name == "cuda_tile.scan":
+                if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+                    return False
+            elif axes[dim] >= 0 and part[axes[dim]] != group.space[axes[dim]]:
                 return False
         if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes:
             axes = _unit(op.operands[0], group.axes[op.results[0]])
             if any(a >= 0 and part[a] != group.space[a] for a in axes):
                 return False
-    return True
+    # one axis scanned both ways: no order of its chunks serves both
+    return len(set(_scan_axes(group))) == len({a for a, _ in _scan_axes(group)})
 
 
-def _groups(block: Block, least: int) -> list[Group]:
-    """The groups of `block` over tiles of more than `least` elements that loops can compute."""
+def _contiguous(part: list[int], whole: list[int]) -> bool:
+    """Whether a chunk `part` of axes `whole` (outer first) is one run of their row-major merge: whole
+    inside an axis, one element outside it."""
+    inner = len(part)
+    while inner and part[inner - 1] == whole[inner - 1]:
+        inner -= 1
+    return all(p == 1 for p in part[:max(0, inner - 1)])
+
+
+def _scan_axes(group: Group) -> list[tuple[int, bool]]:
+    """(space axis, reverse) of each scan of the group."""
+    return [(group.axes[op.operands[0]][int(op.attributes["dim"])], bool(op.attributes.get("reverse")))
+            for op in group.ops if op.name == "cuda_tile.scan"]
+
+
+def _groups(block: Block, least: int, chunk: int) -> list[Group]:
+    """The groups of `block` over tiles of more than `least` elements that loops over chunks of `chunk`
+    elements can compute."""
     out: list[Group] = []
     seen: set[Value] = set()
     for op in list(block.operations):
@@ -377,7 +508,7 @@ def _groups(block: Block, least: int) -> list[Group]:
             t = _tile(r)
             if t is None or not t.shape or t.num_elements <= least or r in seen:
                 continue
-            group = _grow(block, r)
+            group = _grow(block, r, chunk)
             if group is None:
                 seen.add(r)
                 continue
@@ -393,7 +524,7 @@ def _blocks(entry: Operation) -> list[Block]:
 
 def streamable(entry: Operation) -> set[Value]:
     """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
-    return {v for block in _blocks(entry) for group in _groups(block, 1) for v in group.values()}
+    return {v for block in _blocks(entry) for group in _groups(block, 1, 1) for v in group.values()}
 
 
 def loop_tiles(entry: Operation, threads: int) -> int:
@@ -403,9 +534,9 @@ def loop_tiles(entry: Operation, threads: int) -> int:
 
     made = 0
     for block in _blocks(entry):
-        for group in _groups(block, LOOP_ELEMENTS * threads):
-            part = chunk_shape(group, CHUNK_ELEMENTS * threads)
-            plan = phases(block, group.ops) if _fits(group, part) else None
+        for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
+            part = chunk_shape(group, group.chunk)
+            plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
             if plan is not None:
                 _rewrite(group, part, plan)
                 made += len(plan)
@@ -424,11 +555,16 @@ def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
             axis = min((a for a in reversed(range(len(space))) if part[a] < space[a]), key=lambda a: part[a])
             part[axis] *= 2
         return tuple(part)
-    reduced = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name in _CARRIES} | \
+    carried = set(group.carried())
+    along = {op: group.axes[op.operands[0]][int(op.attributes["dim"])] for op in group.ops if op.name in _CARRIES}
+    whole = {a for op, a in along.items() if op.name == "cuda_tile.reduce" and op not in carried}
+    reduced = {a for op, a in along.items() if op in carried or op.name == "cuda_tile.scan"} | \
         {a for op in group.ops if op.name == "cuda_tile.broadcast" and op.operands[0] not in group.axes
          for a in group.axes[op.results[0]] if a >= 0 and a not in _unit(op.operands[0], group.axes[op.results[0]])}
-    order = [a for a in reversed(range(len(space))) if a not in reduced] + \
-        [a for a in reversed(range(len(space))) if a in reduced]   # a reduction's other axes whole first
+    order = [a for a in reversed(range(len(space))) if a in whole] + \
+        [a for a in reversed(range(len(space))) if a not in reduced | whole] + \
+        [a for a in reversed(range(len(space))) if a in reduced - whole]   # the axes a local reduce reduces whole,
+    # then a carried reduction's other axes
     out, left = [1] * len(space), size
     for a in order:
         out[a] = max(1, min(space[a], left))
@@ -450,7 +586,7 @@ class _Body:
 
     def __init__(self, block: Block, location: object) -> None:
         self.block, self.location = block, location
-        self.indices: dict[tuple[Value, int, int], Value] = {}   # (tile index, axis, block) -> the chunk's
+        self.indices: dict[tuple[Value, object, int], Value] = {}   # (tile index, axes, block) -> the chunk's
 
     def op(self, name: str, operands: list[Value], attrs: Optional[dict] = None) -> Value:
         return self.block.append(Operation(name, operands, [_I32], attrs or {}, location=self.location)).results[0]
@@ -473,11 +609,20 @@ def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     for phase in plan:
         _loop(group, part, phase)
     for op in reversed(group.ops):
-        _erase(op)
+        _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
     for view in views:
         if not view.uses:
             _erase(view.owner)  # type: ignore[attr-defined]
+
+
+def _erase_tree(op: Operation) -> None:
+    """Drop `op` and the ops of its regions (they no longer read the values of the block)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in reversed(list(block.operations)):
+                _erase_tree(inner)
+    _erase(op)
 
 
 def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
@@ -493,6 +638,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
                                       regions=[Region([body])], location=at.location))
     emit = _Body(body, at.location)
     coords = _chunk_coords(emit, body.arguments[0], splits)
+    for axis in {a for a, reverse in _scan_axes(group) if reverse and coords[a] is not None}:
+        last = emit.const(splits[axis] - 1)   # a reverse scan's chunks, last first
+        coords[axis] = emit.op("cuda_tile.subi", [last, coords[axis]], {"overflow": "none"})  # type: ignore[list-item]
     chunk = _Chunk(group, part, splits, coords, emit)
     carried: list[Value] = []
     runs: list[Value] = []
@@ -531,8 +679,8 @@ class _Chunk:
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
             tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
             self.emit.block = into   # the index arithmetic goes beside the access
-            operands = _chunk_access(op, operands, group.shape(tile, self.part), group.axes[tile], self.splits,
-                                     self.coords, self.views, self.emit)
+            operands = _chunk_access(op, operands, group.shape(tile, self.part), group.axes[tile],
+                                     lambda axis: self.coord(tile, axis), self.views, self.emit)
         types = [self.type(r) for r in op.results]
         attributes = dict(op.attributes)
         if op.name == "cuda_tile.constant":
@@ -558,16 +706,35 @@ class _Chunk:
                 copy.add_region(Region([_clone_block(region.blocks[0])]))
         return copy
 
+    def coord(self, value: Value, axis: int) -> tuple[int, Optional[Value], object]:
+        """Along `axis` of tile `value`: its chunks, the chunk's index (None where it is not split;
+        emitted into `self.emit.block`) and a key naming it. A merged axis is cut into chunks along
+        its outer space axes only (`_fits`): the index is theirs in mixed radix."""
+        merged = self.group.merged.get(value, {}).get(axis)
+        if merged is None:
+            along = self.group.axes[value][axis]
+            return self.splits[along], self.coords[along], along
+        k, c = 1, None
+        for s in merged:
+            if self.coords[s] is None:
+                continue
+            emit = self.emit
+            c = self.coords[s] if c is None else emit.op(
+                "cuda_tile.addi", [emit.op("cuda_tile.muli", [c, emit.const(self.splits[s])], {"overflow": "none"}),
+                                   self.coords[s]], {"overflow": "none"})  # type: ignore[list-item]
+            k *= self.splits[s]
+        return k, c, merged
+
     def _shifted_iota(self, op: Operation, iota: Value, into: Block) -> Value:
         """The chunk's copy `iota` of `op` plus the index of its first element: c * chunk length, splat."""
-        along = self.group.axes[op.results[0]][0]
-        c = self.coords[along] if along >= 0 else None
+        emit, where = self.emit, self.emit.block
+        emit.block = into
+        c = self.coord(op.results[0], 0)[1] if self.group.axes[op.results[0]][0] >= 0 else None
         if c is None:
+            emit.block = where
             return iota
         t = iota.type
         assert isinstance(t, TileType)
-        emit, where = self.emit, self.emit.block
-        emit.block = into
         start = emit.op("cuda_tile.muli", [c, emit.const(t.shape[0])], {"overflow": "none"})
         one = TileType((1,), t.element)
         flat = into.append(Operation("cuda_tile.reshape", [start], [one], {}, location=emit.location)).results[0]
@@ -609,19 +776,23 @@ def _without(t: object, dim: int) -> TileType:
 
 
 def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tuple[Value, Value]:
-    """The chunk's scan `copy` combined with the running value `run` of the chunks before it, and
-    the running value after the chunk: `run` combined with the reduce of the chunk (the scan's body)."""
+    """The chunk's scan `copy` combined with the running value `run` of the chunks before it (after
+    it, for a reverse scan: on the right then), and the running value after the chunk: `run` combined
+    with the reduce of the chunk (the scan's body)."""
     dim, location = int(scan.attributes["dim"]), scan.location
+    reverse = bool(scan.attributes.get("reverse"))
     chunk = copy.results[0].type
     assert isinstance(chunk, TileType)
     attributes = {k: v for k, v in scan.attributes.items() if k != "reverse"}
     total = body.append(Operation("cuda_tile.reduce", [copy.operands[0]], [_without(chunk, dim)], attributes,
                                   regions=[Region([_clone_block(scan.regions[0].blocks[0])])],
                                   location=location)).results[0]
-    after = _combine(body, scan, run, total)
+    after = _combine(body, scan, total, run) if reverse else _combine(body, scan, run, total)
     unit = TileType(chunk.shape[:dim] + (1,) + chunk.shape[dim + 1:], chunk.element)
     flat = body.append(Operation("cuda_tile.reshape", [run], [unit], {}, location=location)).results[0]
     spread = body.append(Operation("cuda_tile.broadcast", [flat], [chunk], {}, location=location)).results[0]
+    if reverse:
+        return _combine(body, scan, copy.results[0], spread), after
     return _combine(body, scan, spread, copy.results[0]), after
 
 
@@ -653,11 +824,13 @@ def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Va
     return list(reversed(coords))
 
 
-def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], axes: Axes, splits: list[int],
-                  coords: list[Optional[Value]], views: dict[Value, Value], emit: _Body) -> list[Value]:
+def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], axes: Axes,
+                  coord: Callable[[int], tuple[int, Optional[Value], object]], views: dict[Value, Value],
+                  emit: _Body) -> list[Value]:
     """The operands of a view load/store of one chunk (`part`, the chunk's shape in the tile's own
-    axes, which run along `axes` of the space): the twin view of chunk-sized tiles (made beside the
-    view; one per view and chunk shape), and per split axis the tile index `index * k + c`."""
+    axes, which run along `axes` of the space; `coord` gives per axis its chunks, the chunk's index
+    and a key): the twin view of chunk-sized tiles (made beside the view; one per view and chunk
+    shape), and per split axis the tile index `index * k + c`."""
     view = op.operand("view")
     assert view is not None
     if (view, part) not in views:
@@ -668,12 +841,12 @@ def _chunk_access(op: Operation, operands: list[Value], part: tuple[int, ...], a
     for axis, along in enumerate(axes):
         if along < 0:
             continue   # a unit axis: the chunk's index is the tile's
-        k, c = splits[along], coords[along]
+        k, c, what = coord(axis)
         if c is None:
             continue
-        key = (operands[start + axis], along, id(emit.block))
+        key = (operands[start + axis], what, id(emit.block))
         if key not in emit.indices:   # accesses at one tile index in one block share its arithmetic
             scaled = emit.op("cuda_tile.muli", [key[0], emit.const(k)], {"overflow": "none"})
-            emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})
-        operands[start + axis] = emit.indices[key]
+            emit.indices[key] = emit.op("cuda_tile.addi", [scaled, c], {"overflow": "none"})  # type: ignore[index]
+        operands[start + axis] = emit.indices[key]  # type: ignore[index]
     return operands

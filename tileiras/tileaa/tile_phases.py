@@ -17,7 +17,6 @@ from typing import Optional
 from ..ir.core import Block, Operation, Value
 
 _STORES = ("cuda_tile.store_view_tko",)
-_REDUCE = "cuda_tile.reduce"
 
 
 class Phase:
@@ -28,9 +27,10 @@ class Phase:
         self.ops, self.reduces, self.before = ops, reduces, before
 
 
-def phases(block: Block, ops: list[Operation]) -> Optional[list[Phase]]:
-    """The loops that compute `ops` (a group of `block`, in block order), or None where they cannot
-    be placed (a store before the last phase; an input of a phase defined after where it goes)."""
+def phases(block: Block, ops: list[Operation], carried: set[Operation]) -> Optional[list[Phase]]:
+    """The loops that compute `ops` (a group of `block`, in block order) whose reductions `carried`
+    end phases (the others are computed chunk by chunk), or None where they cannot be placed (a store
+    before the last phase; an input of a phase defined after where it goes)."""
     members = set(ops)
     position = {op: i for i, op in enumerate(block.operations)}
     waits: dict[Value, int] = {}    # value -> the phases it needs done (0: none)
@@ -40,13 +40,13 @@ def phases(block: Block, ops: list[Operation]) -> Optional[list[Phase]]:
         if op in members:
             phase[op] = p
         for r in op.results:
-            waits[r] = p + 1 if op in members and op.name == _REDUCE else p
+            waits[r] = p + 1 if op in carried else p
     last = max(phase.values())
     if any(op.name in _STORES and phase[op] != last for op in ops):
         return None
     out: list[Phase] = []
     for p in range(last + 1):
-        reduces = [op for op in ops if op.name == _REDUCE and phase[op] == p]
+        reduces = [op for op in ops if op in carried and phase[op] == p]
         sinks = reduces + ([op for op in ops if op.name in _STORES or not _read(op)] if p == last else [])
         needed = _ancestors(sinks, members)
         readers = [user for r in (r for op in reduces for r in op.results) for user in r.uses if user not in members]
