@@ -493,7 +493,7 @@ def test_a_compiler_state_sees_every_change_since_a_time(compiler_copy: Path) ->
         lambda: edit_in_place(package / "__init__.py"),
         lambda: (package / "new_pass.py").write_text("# a new module\n"),
         lambda: (package / "new_pass.py").unlink(),
-        lambda: (package / "warps.py").rename(package / "warps_renamed.py"),
+        lambda: (package / "tmem.py").rename(package / "tmem_renamed.py"),
         lambda: (compiler_copy / "build_rules" / "more").mkdir(),
     ]
     for change in changes:
@@ -568,7 +568,7 @@ def test_a_first_look_after_a_change_stores_nothing(compiler_copy: Path, tmp_pat
     time.sleep(0.05)
     {"edit": lambda: edit_in_place(package / "__init__.py"),
      "add": lambda: (package / "new_pass.py").write_text("# a new module\n"),
-     "remove": lambda: (package / "warps.py").unlink()}[change]()
+     "remove": lambda: (package / "tmem.py").unlink()}[change]()
     ptx = keys.Key(keys.module_key, "d" * 64, "sm_90", options(tmp_path))
     cache.put(ptx, b"maybe made by the changed compiler")
     cache.flush()

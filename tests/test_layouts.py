@@ -1,4 +1,4 @@
-"""Layout assignment (lowering/assign_layouts.py): which layout each tile gets, and what it buys.
+"""Layout assignment (tileas/assign_layouts.py): which layout each tile gets, and what it buys.
 
 A reduction along the innermost axis puts its rows in warps, so the PTX combines with
 `shfl.sync` and needs no shared memory or CTA barrier; a reduction along another axis still
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tileiras.frontend import load_module
-from tileiras.lowering.assign_layouts import LayoutAssignment
+from tileiras.tileas.assign_layouts import LayoutAssignment
 from tileiras.lowering.layout import BlockedLayout, RowWarpLayout
 from tileiras.lowering.pipeline import lower_module
 
@@ -173,14 +173,14 @@ def test_refinement_keeps_earlier_wishes() -> None:
 def _barriers(entry, row_warps: bool) -> int:
     from tileiras.lowering.pipeline import lower_entry
 
-    from tileiras.tileas.passes import to_tileas
+    from tileiras.tileas.passes import run_passes
 
     from tileiras.tileaa.passes import to_tileaa
 
     entry = entry.clone()   # the nv_tileas level is made on a copy: the caller lowers `entry` again
     to_tileaa(entry)
     assignment = LayoutAssignment(entry, 128, row_warps=row_warps)
-    to_tileas(entry, assignment)
+    run_passes(entry, assignment)
     text = lower_entry(entry, "sm_90", None, assignment)[0]
     return text.count("call void @llvm.nvvm.barrier0")
 

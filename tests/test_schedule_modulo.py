@@ -147,8 +147,8 @@ def test_long_holds_wrap_onto_their_own_rows() -> None:
 
 def _realistic_plan(gpu: str):
     from tileiras.frontend import load_module
-    from tileiras.lowering.assign_layouts import LayoutAssignment
-    from tileiras.lowering.warps import choose_threads
+    from tileiras.tileas.assign_layouts import LayoutAssignment
+    from tileiras.tileas.warps import choose_threads
     from tileiras.schedule.pipeline import plan_pipelines
 
     module = load_module((BYTECODE / "mm_f16_128x128x64.tileirbc").read_bytes(), "mm.tileirbc")

@@ -9,7 +9,7 @@ before -> after; NVIDIA's in brackets):
   sm_80/sm_90/sm_120 [13/0/20]; MLA prefill 1561 -> 0 on sm_90 [0]. Pass `order-views`
   (tileaa/view_order.py) loads it in tensor order and permutes; cp.async takes 4-D tiles.
 * a 128x128 accumulator on 4 warps under three loops (grouped GEMM): 126 -> 0 on sm_90 [0]
-  with 8 warps (lowering/warps.py).
+  with 8 warps (tileas/warps.py).
 * a row operand broadcast to every row, held whole by each group of warps sharing a row
   (RMSNorm's weight beside a 4 x 8192 tile on 8 warps, 2 a row: 128 weights and 128 inputs a
   lane): tg_rmsnorm_persistent_bf16_2048x8192 34/32/30/40 LDL+STL -> 0 on sm_80/sm_90/sm_100/sm_120

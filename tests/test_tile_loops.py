@@ -138,7 +138,7 @@ def _agree(name: str, log2: int, ragged: int) -> None:
 def test_the_loop_is_in_the_printed_ir() -> None:
     """The pass rewrites cuda_tile IR: a `for` over 2^20 / 4096 chunks, whose loads and stores read
     chunk-sized tiles at tile index `index * 256 + chunk`."""
-    from tileiras.lowering.pipeline import _threads_and_chunks
+    from tileiras.tileas.passes import chunk_long_rows, threads_and_loops
     from tileiras.text.printer import print_module
     from tileiras.tileaa.passes import to_tileaa
     from tileiras.transforms.passes import to_canonical
@@ -147,7 +147,8 @@ def test_the_loop_is_in_the_printed_ir() -> None:
     entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
     to_canonical(entry)
     to_tileaa(entry)
-    assert _threads_and_chunks(entry, "sm_90") == 256
+    assert threads_and_loops(entry, "sm_90") == 256
+    chunk_long_rows(entry, 256)
     text = print_module(module)
     assert "for %loopIdx in (%cst_0_i32 to %cst_256_i32, step %cst_1_i32)" in text
     assert text.count("load_view_tko") == 2 and "tile<4096xf32>" in text and "tile<1048576x" not in text

@@ -63,7 +63,7 @@ def _module(text: str):
 
 def _looped(text: str) -> str:
     """The nv_tileaa IR of `text` once loop-tiles ran (on sm_90), printed."""
-    from tileiras.lowering.pipeline import _threads_and_loops
+    from tileiras.tileas.passes import threads_and_loops
     from tileiras.text.printer import print_module
     from tileiras.tileaa.passes import to_tileaa
     from tileiras.transforms.passes import to_canonical
@@ -72,7 +72,7 @@ def _looped(text: str) -> str:
     entry = next(op for op in module.walk() if op.name == "cuda_tile.entry")
     to_canonical(entry)
     to_tileaa(entry)
-    assert _threads_and_loops(entry, "sm_90") == 32
+    assert threads_and_loops(entry, "sm_90") == 32
     return print_module(module)
 
 

@@ -9,14 +9,14 @@ import pytest
 from tileiras.errors import CompileError
 from tileiras.frontend import load_module
 from tileiras.ir.core import Operation
-from tileiras.lowering.assign_layouts import LayoutAssignment
+from tileiras.tileas.assign_layouts import LayoutAssignment
 from tileiras.lowering.pipeline import lower_module
-from tileiras.lowering.warps import choose_threads
+from tileiras.tileas.warps import choose_threads
 from tileiras.tileaa.passes import to_tileaa
 from tileiras.tileas.fuse_conversions import fuse_conversions
 from tileiras.tileas.materialize import tile_values
 from tileiras.tileas.ops import CONVERT_LAYOUT
-from tileiras.tileas.passes import to_tileas
+from tileiras.tileas.passes import run_passes
 from tileiras.tileas.verify import verify
 
 # a kernel with a conversion through shared memory and splat constants rebuilt in another layout
@@ -36,7 +36,7 @@ def _at_tileas() -> tuple[Operation, LayoutAssignment]:
     entry = _entry(_module())
     to_tileaa(entry)
     assignment = LayoutAssignment(entry, choose_threads(entry, "sm_80"), sm=80)
-    to_tileas(entry, assignment)
+    run_passes(entry, assignment)
     return entry, assignment
 
 
@@ -60,7 +60,7 @@ def test_every_tile_value_has_a_layout_and_every_conversion_is_an_op() -> None:
 def test_the_passes_are_idempotent() -> None:
     entry, assignment = _at_tileas()
     before = len(_converts(entry))
-    to_tileas(entry, assignment)
+    run_passes(entry, assignment)
     assert len(_converts(entry)) == before
 
 

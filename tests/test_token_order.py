@@ -44,15 +44,15 @@ def _module(body: str, width: int = 128):
 
 def _waits(body: str, width: int = 128) -> dict[str, str]:
     """token name (as written in `body`) -> 'barrier' or 'unless' and its runtime tests, for every op that waits."""
-    from tileiras.lowering.assign_layouts import LayoutAssignment
+    from tileiras.tileas.assign_layouts import LayoutAssignment
     from tileiras.lowering.pipeline import _token_order
     from tileiras.tileaa.passes import to_tileaa
-    from tileiras.tileas.passes import to_tileas
+    from tileiras.tileas.passes import run_passes
 
     lines = _text(body, width).splitlines()
     entry = next(op for op in _module(body, width).regions[0].block.operations if op.name == "cuda_tile.entry")
     to_tileaa(entry)
-    to_tileas(entry, LayoutAssignment(entry, 128))
+    run_passes(entry, LayoutAssignment(entry, 128))
     out = {}
     for op, wait in _token_order(entry).waits.items():
         token = lines[op.location.line - 1].split("=")[0].split(",")[-1].strip()

@@ -24,7 +24,7 @@ from .values import LoopContext, TileRegs
 
 if TYPE_CHECKING:
     from ..transforms.token_order import TokenOrder
-    from .assign_layouts import LayoutAssignment
+    from ..tileas.assign_layouts import LayoutAssignment
 
 
 def op_error(op: Operation, message: str) -> CompileError:

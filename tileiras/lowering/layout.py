@@ -1,6 +1,6 @@
 """How a tile's elements are spread over the threads of a CTA.
 
-Every tile value gets one layout, chosen by `assign_layouts.py` before code
+Every tile value gets one layout, chosen by `tileas/assign_layouts.py` before code
 emission. A layout maps (thread, slot) to the tile's row-major element index,
 so reshape (row-major order preserved) is free in every layout. A tile with
 fewer elements than the layout covers is replicated; `valid` marks the first

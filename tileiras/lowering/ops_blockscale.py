@@ -48,7 +48,7 @@ from .values import SharedTileVal, TileRegs
 
 
 def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
-    """How many accumulators' worth of registers a thread needs for the warps rule (warps.py): the
+    """How many accumulators' worth of registers a thread needs for the warps rule (tileas/warps.py): the
     FMA form keeps each instruction's partial sums and the scales beside the accumulator, and with
     as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill). One where
     the mma runs on tcgen05 with the `threads` the plain count gives and its scales are tiles a

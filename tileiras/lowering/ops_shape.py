@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
-from .assign_layouts import broadcast_source, row_broadcast
+from ..tileas.assign_layouts import broadcast_source, row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
 from .layout import MmaLayout, MmaRowLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type

@@ -7,14 +7,12 @@ from typing import Any, Optional
 
 from ..errors import CompileError
 from ..ir.core import Operation
-from ..target import caps
 from ..ir.types import PointerType, ScalarType, TileType
 from ..transforms.passes import CANONICAL_PASSES, rounds, to_canonical
 from ..transforms.token_order import TokenOrder
-from .assign_layouts import LayoutAssignment
+from ..tileas.assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
 from . import tma_copy, warp_specialize
-from .warps import choose_threads
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
@@ -22,9 +20,7 @@ from .smem import place
 from ..schedule.pipeline import PipelinePlan
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
-from ..tileaa.row_chunks import chunk_rows
-from ..tileaa.tile_loops import loop_tiles
-from ..tileas.passes import PASSES as TILEAS_PASSES, to_tileas
+from ..tileas.passes import PASSES as TILEAS_PASSES, assign_layouts, chunk_long_rows, threads_and_loops, to_tileas
 from ..tileas.plan import plan_lines, plan_of
 from ..tileas.shared_plan import Assumptions, shared_plan_lines, shared_plan_of
 
@@ -51,8 +47,7 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     if assignment is None:
         to_canonical(entry)
         to_tileaa(entry)
-        assignment = LayoutAssignment(entry, _threads_and_chunks(entry, gpu), sm=_sm(gpu))
-        to_tileas(entry, assignment)
+        assignment = to_tileas(entry, gpu)
     # The loops' schedules, the warp roles and how the kernel stages its tiles (padded or not, room
     # reserved, loads deferred: tileas/shared_choice.py) were planned at the nv_tileas level: the
     # kernel is lowered once, under the assumptions of its shared-memory plan.
@@ -189,34 +184,6 @@ def _canonical_form(module: Operation, entries: list[Operation], stage: Any, dum
     rounds(CANONICAL_PASSES, apply)
 
 
-def _threads_and_chunks(entry: Operation, gpu: str) -> int:
-    """The entry's threads, chosen on its whole tiles; then tiles too big for registers computed in
-    loops over chunks (tileaa/tile_loops.py), long element-wise rows streamed in unrolled chunks
-    (tileaa/row_chunks.py), and the facts of the ops that makes inferred."""
-    threads = _threads_and_loops(entry, gpu)
-    _chunks(entry, threads)
-    return threads
-
-
-def _threads_and_loops(entry: Operation, gpu: str) -> int:
-    from ..tileaa.limits import check_kernel
-
-    threads = choose_threads(entry, gpu)
-    if loop_tiles(entry, threads):
-        to_tileaa(entry)
-    check_kernel(entry, looped=False)   # what stays in registers, in the form it is lowered in
-    return threads
-
-
-def _chunks(entry: Operation, threads: int) -> None:
-    if chunk_rows(entry, threads):
-        to_tileaa(entry)
-
-
-def _sm(gpu: str) -> int:
-    return caps(gpu).sm
-
-
 _PTX_FOLLOW = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 
 
@@ -263,12 +230,12 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
             for op in entries:
                 run_aa(op)
     with stage("loop-tiles"):
-        threads = [_threads_and_loops(op, gpu) for op in entries]
+        threads = [threads_and_loops(op, gpu) for op in entries]
     with stage("chunk-rows"):
         for op, n in zip(entries, threads):
-            _chunks(op, n)
+            chunk_long_rows(op, n)
     with stage("assign-layouts"):
-        assignments = [LayoutAssignment(op, n, sm=_sm(gpu)) for op, n in zip(entries, threads)]
+        assignments = [assign_layouts(op, gpu, n) for op, n in zip(entries, threads)]
     for name, run in TILEAS_PASSES:
         with stage(name):
             for op, assignment in zip(entries, assignments):

@@ -26,7 +26,7 @@ from .smem import pointer
 
 if TYPE_CHECKING:
     from ..ir.core import Operation
-    from .assign_layouts import LayoutAssignment
+    from ..tileas.assign_layouts import LayoutAssignment
     from .kernel import KernelLowering
 
 COLUMNS = TMEM_COLUMNS      # tensor memory per SM: 128 lanes x 512 32-bit columns (the target table's)

@@ -8,7 +8,7 @@ allows beside its temporaries, with any number of warps (a thread's share shrink
 streams such rows: it loads a few columns of each operand, computes and stores them, then the next.
 
 The pass does the same at the tile level, once the warps are chosen on the whole rows
-(lowering/warps.py: a thread handles as many elements as before, so its code is no longer): in a
+(tileas/warps.py: a thread handles as many elements as before, so its code is no longer): in a
 block whose long tiles (more than `LONG_ELEMENTS` a thread) all have one shape and are only
 loaded, combined element-wise and stored, it repeats those ops once per chunk of `CHUNK_ELEMENTS`
 a thread along the innermost dimension, chunk after chunk, so that one chunk of each value is

@@ -8,7 +8,7 @@ from ..ir.core import Operation, Value
 from .materialize import tile_values
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
 
 
 def layout_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callable[[Value], str]) -> list[str]:

@@ -1,7 +1,7 @@
 """Pass `materialize-layouts`: write a kernel's layout assignment into its IR.
 
 Every tile value gets `Value.layout`; every (op, operand, layout) conversion that
-`lowering.assign_layouts` recorded becomes an `nv_tileas.convert_layout` op just before the op,
+`tileas.assign_layouts` recorded becomes an `nv_tileas.convert_layout` op just before the op,
 whose result the op then reads. A splat source is marked `rematerialize` (rebuilt from its one
 value in the new layout instead of moved through shared memory). Running the pass twice changes
 nothing: an op whose operand was already replaced has no conversion left to make.
@@ -16,7 +16,7 @@ from ..ir.types import TileType
 from .ops import CONVERT_LAYOUT, declare
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
 
 
 def materialize_layouts(entry: Operation, assignment: "LayoutAssignment") -> int:

@@ -1,21 +1,27 @@
-"""cuda_tile (with its layout assignment) -> nv_tileas: the level's passes in order."""
+"""nv_tileaa -> nv_tileas: the level's decisions in order. The warps per CTA (`warps.py`), tiles too
+big for registers looped in chunks and long rows streamed (tileaa/tile_loops.py, row_chunks.py,
+whose chunk sizes follow the warps), a layout for every tile value (`assign_layouts.py`), then the
+passes of PASSES on the laid-out IR: conversions, the loops' pipelines, the warp roles, the shared
+memory. The lowering reads what they decided and translates."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..ir.core import Operation
+from ..target import caps
+from ..tileaa.passes import to_tileaa
+from ..tileaa.row_chunks import chunk_rows
+from ..tileaa.tile_loops import loop_tiles
+from .assign_layouts import LayoutAssignment
 from .buffers import compute_lifetimes
 from .fuse_conversions import fuse_conversions
 from .materialize import materialize_layouts
 from .plan import plan_pipelines, plan_warp_roles
 from .shared_plan import plan_shared_memory
 from .verify import verify
+from .warps import choose_threads
 
-if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
-
-# (pass name for --time-passes and --print-ir-after-all, function of (entry, assignment))
+# (pass name for --time-passes and --print-ir-after-all, function of (entry, assignment)): the passes
+# on the laid-out IR
 PASSES = (
     ("materialize-layouts", materialize_layouts),
     ("fuse-conversions", lambda entry, _assignment: fuse_conversions(entry)),
@@ -27,7 +33,41 @@ PASSES = (
 )
 
 
-def to_tileas(entry: Operation, assignment: "LayoutAssignment") -> None:
-    """Run every pass of the level on `entry` (idempotent)."""
+def threads_and_loops(entry: Operation, gpu: str) -> int:
+    """Stage `loop-tiles`: the entry's threads, chosen on its whole tiles; then tiles too big for
+    registers computed in loops over chunks, checked against the compile limits in the form they
+    are lowered in."""
+    from ..tileaa.limits import check_kernel
+
+    threads = choose_threads(entry, gpu)
+    if loop_tiles(entry, threads):
+        to_tileaa(entry)
+    check_kernel(entry, looped=False)   # what stays in registers, in the form it is lowered in
+    return threads
+
+
+def chunk_long_rows(entry: Operation, threads: int) -> None:
+    """Stage `chunk-rows`: long element-wise rows streamed in unrolled chunks (and the facts of the
+    ops that makes inferred)."""
+    if chunk_rows(entry, threads):
+        to_tileaa(entry)
+
+
+def assign_layouts(entry: Operation, gpu: str, threads: int) -> LayoutAssignment:
+    """Stage `assign-layouts`: a layout for every tile value, the mmas' instructions with them."""
+    return LayoutAssignment(entry, threads, sm=caps(gpu).sm)
+
+
+def run_passes(entry: Operation, assignment: LayoutAssignment) -> None:
+    """Run every pass of PASSES on the laid-out `entry` (idempotent)."""
     for _name, run in PASSES:
         run(entry, assignment)
+
+
+def to_tileas(entry: Operation, gpu: str) -> LayoutAssignment:
+    """`entry` (at nv_tileaa) brought to nv_tileas for `gpu`: every stage above, in order."""
+    threads = threads_and_loops(entry, gpu)
+    chunk_long_rows(entry, threads)
+    assignment = assign_layouts(entry, gpu, threads)
+    run_passes(entry, assignment)
+    return assignment

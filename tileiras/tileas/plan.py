@@ -27,7 +27,7 @@ from ..ir.record import record
 from ..target import Caps, caps
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
     from ..lowering.layout import Layout
 
 

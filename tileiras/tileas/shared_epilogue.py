@@ -30,7 +30,7 @@ from .buffers import SharedBuffers, lifetimes
 from .shared_plan import Request, place
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
     from .shared_stages import StagingFacts
 
 DECIDED = ("restage", "tma-store")     # the buffers `epilogue.epilogue` decides

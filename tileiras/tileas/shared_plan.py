@@ -57,7 +57,7 @@ from .buffers import SharedBuffers, lifetimes
 from .plan import plan_of
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
 
 STRICT_ENV = "TILEIRAS_STRICT_SHARED_PLAN"   # "1": a request the plan did not predict is an internal error
 

@@ -27,7 +27,7 @@ from .buffers import lifetimes
 from .shared_plan import Request, Sizer
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
 
 # every role of `KernelLowering.alloc_buffer`'s call sites, by kind
 ROLES = (

@@ -63,7 +63,7 @@ from .shared_plan import Assumptions, Request, place
 from .shared_tcgen05 import ROLES as TCGEN05
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
 
 ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES + EPILOGUE + TCGEN05
 LOAD = "cuda_tile.load_view_tko"

@@ -18,7 +18,7 @@ from .materialize import tile_values
 from .ops import CONVERT_LAYOUT
 
 if TYPE_CHECKING:
-    from ..lowering.assign_layouts import LayoutAssignment
+    from .assign_layouts import LayoutAssignment
 
 
 def verify(entry: Operation, assignment: "LayoutAssignment") -> None:

@@ -62,8 +62,8 @@ from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
 from ..ir.types import TileType
 from ..target import caps
-from .layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout, row_layout,
-                     vector_width)
+from ..lowering.layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
+                               row_layout, vector_width)
 from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
@@ -278,8 +278,8 @@ class LayoutAssignment:
         (vector_access.restaged_scatter), with the blocked layout their pointers and mask are read
         in: at the kernel's end, where nothing after them uses the buffers (tensor memory's mbarrier
         and address slot are kept alive apart: tileas/buffers.KEPT)."""
-        from .epilogue import buffers_free_after
-        from .vector_access import restaged_scatter
+        from ..lowering.epilogue import buffers_free_after
+        from ..lowering.vector_access import restaged_scatter
 
         if not self.mma_layouts:
             return {}
@@ -377,7 +377,7 @@ class LayoutAssignment:
 
     # -- sm_100 tcgen05 (ops_tcgen05.py decides) --------------------------------------
     def _tcgen05_layouts(self) -> dict[Operation, Layout]:
-        from .ops_tcgen05 import choose_all
+        from ..lowering.ops_tcgen05 import choose_all
 
         if any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
             return {}
@@ -389,7 +389,7 @@ class LayoutAssignment:
     def is_swizzled(self, value: Value) -> bool:
         """A loaded tile that a wgmma (by descriptor, as it is stored) or a tcgen05 mma reads: copied
         in its swizzled layout."""
-        from .ops_tcgen05 import feeds
+        from ..lowering.ops_tcgen05 import feeds
 
         return self._wgmma_reads_as_stored(value) or feeds(value, self.tcgen05_layouts)
 

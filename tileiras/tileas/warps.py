@@ -76,7 +76,7 @@ def choose_threads(entry: Operation, gpu: str) -> int:
         regs = acc.num_elements * max(1, acc.element.bitwidth // 32)  # type: ignore[union-attr]
         budget = ACC_REGS_PER_THREAD - NEST_REGS * max(0, _loop_depth(op) - 2)
         if op.name == "cuda_tile.mmaf_scaled":
-            from .ops_blockscale import accumulator_weight
+            from ..lowering.ops_blockscale import accumulator_weight
 
             plain = warps      # the warps the accumulator alone asks for
             while plain < MAX_WARPS and regs > plain * 32 * budget:
