@@ -248,10 +248,10 @@ def test_releasing_a_stage_before_its_wgmma_group_retires_is_a_race(monkeypatch)
 def test_sm90_unspecialized_pipeline_keeps_one_wgmma_group_in_flight(monkeypatch, tmp_path: Path) -> None:
     """Without the producer warpgroup every thread, after its wait_group 1, releases the stage the
     previous K step read and waits for everyone's release; then thread 0 refills it by TMA."""
-    from tileiras.lowering import warp_specialize
+    from tileiras.tileas import warp_roles
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
-    monkeypatch.setattr(warp_specialize, "decide", lambda k: (None, "turned off by the test"))
+    monkeypatch.setattr(warp_roles, "decide", lambda k: (None, "turned off by the test"))
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)
     out = _run(module, (1, 1, 1), [a, b, c])[2]

@@ -50,12 +50,12 @@ def test_warp_specialized_kernels_sync_on_the_bound_ids(monkeypatch, name: str, 
 
     from tileiras.bytecode.reader import read_module
     from tileiras import remarks
-    from tileiras.lowering import warp_specialize
+    from tileiras.tileas import warp_roles
     from tileiras.lowering.pipeline import lower_module
 
     chosen = []
-    real = warp_specialize.bind
-    monkeypatch.setattr(warp_specialize, "bind", lambda uses: chosen.append(real(uses)) or chosen[-1])
+    real = warp_roles.bind
+    monkeypatch.setattr(warp_roles, "bind", lambda uses: chosen.append(real(uses)) or chosen[-1])
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         ir, _ = lower_module(read_module((BYTECODE / f"{name}.tileirbc").read_bytes(), name), "sm_90",

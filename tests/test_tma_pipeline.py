@@ -229,11 +229,11 @@ def test_unspecialized_tma_pipeline_without_its_full_wait_is_a_race(monkeypatch,
     reads bytes the TMA unit is still writing: the race checker says so."""
     from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
-    from tileiras.lowering import warp_specialize
+    from tileiras.tileas import warp_roles
     from test_tile_layer import _inputs, _matmul, _module
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the suite's cache: other code
-    monkeypatch.setattr(warp_specialize, "decide", lambda k: (None, "turned off by the test"))
+    monkeypatch.setattr(warp_roles, "decide", lambda k: (None, "turned off by the test"))
     seen = edit_ptx(monkeypatch, without_wait("stage full"))
     module = _module(_matmul("float16", "float32", 128, 128, 64))
     a, b, c = _inputs("float16", 128, 128, 6 * 64)

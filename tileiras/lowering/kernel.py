@@ -68,7 +68,7 @@ class KernelLowering:
         self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
         self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier
         self.barrier_id = 0                 # its id (schedule/named_barriers.py)
-        self.warp_split: Any = None         # warp_specialize.WarpSplit of the loop it specializes
+        self.warp_split: Any = None         # tileas.warp_roles.WarpSplit of the loop it specializes
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (codegen.tma_params.TmaParam)
         self.row_loads: dict = {}           # row_tma.py: load -> its tile's buffer and one-shot TMA copy

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
+from ..tileas.warp_roles import mma_sync_roles
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          staged_through_registers, wait_all, wait_groups)
 from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
@@ -84,7 +85,7 @@ class ActivePipeline:
 
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_copy.plan allows (kernels
-# whose consumers issue mma.sync, `warp_specialize.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
+# whose consumers issue mma.sync, `warp_roles.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
 # reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows). A load's box
 # has `Caps.tma_box_rows` rows where the target sets them (sm_100: 128, one tcgen05.mma's M).
 
@@ -139,7 +140,7 @@ def ring_of(k: KernelLowering, op: Operation) -> Optional[Ring]:
         to_swizzle = {load for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)}
         # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
         # and a swizzled one only costs its readers address registers)
-        if not warp_specialize.mma_sync_roles(k) or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+        if not mma_sync_roles(k) or all(swizzled[load] or load in to_swizzle for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.caps.has("tma") else set()
@@ -354,7 +355,7 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
     if assignment is None:
         return False
     readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
-        if warp_specialize.mma_sync_roles(k) else None
+        if mma_sync_roles(k) else None
     return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
         and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
 

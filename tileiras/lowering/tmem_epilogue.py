@@ -76,7 +76,7 @@ class ColumnChunk:
 
 
 def _pure(op: Operation) -> bool:
-    from .warp_specialize import _pure as pure
+    from ..tileas.warp_roles import pure
 
     return pure(op) or op.name == "cuda_tile.make_partition_view"
 

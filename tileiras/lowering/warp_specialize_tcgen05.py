@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation
 from . import mbarrier
 from .kernel import KernelLowering
-from .warp_specialize import PRODUCER_THREADS
+from ..tileas.warp_roles import PRODUCER_THREADS
 
 if TYPE_CHECKING:
     from ..tileas.shared_stages import StagingFacts
@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 # registers a thread) in column chunks, converting and storing each before the next
 # (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
 # (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
-ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 # registers a consumer thread's softmax keeps beside the scores and their exponentials (row max and
 # sum, addresses, loop state): the launch budget of NVIDIA's 384-thread attention (168) less 2 x 64
 _SOFTMAX_REGISTERS = 40

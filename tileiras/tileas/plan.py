@@ -9,7 +9,7 @@ Before any LLVM is emitted the level decides, per kernel, from its IR and layout
   shared_stages.py), fitted beside the buffers placed before the loop;
 * whether the kernel's first top-level pipelined loop is warp-specialized, in which form (sm_90
   and sm_120 consumer warpgroups, sm_100's MMA warp, sm_100 attention), with which mmas issued by
-  whom, its named barriers and its occupancy, or why not (`lowering/warp_specialize.decide`).
+  whom, its named barriers and its occupancy, or why not (`warp_roles.decide`).
 
 The decisions live in the kernel's `KernelPlan` (`assignment.plan`, beside its layouts), which the
 LLVM lowering reads: `lowering/pipelined_loop.py` lowers the planned loops, `warp_specialize.begin`
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 class KernelPlan:
     """The schedule decisions of one kernel (the passes below fill it)."""
     pipelines: dict          # `for` op -> schedule.pipeline.PipelinePlan
-    warp_split: Any = None   # lowering.warp_specialize.WarpSplit of the specialized loop, or None
+    warp_split: Any = None   # warp_roles.WarpSplit of the specialized loop, or None
     warp_split_refused: str = ""     # why no loop is warp-specialized
     shared: Any = None       # shared_plan.SharedPlan: the shared-memory buffers sized before emission
 
@@ -76,7 +76,7 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
 
 def plan_warp_roles(entry: Operation, assignment: "LayoutAssignment") -> None:
     """Pass `plan-warp-roles`: the warp-specialized loop and its roles, or why there is none."""
-    from ..lowering.warp_specialize import decide
+    from .warp_roles import decide
 
     plan = plan_of(assignment)
     facts = KernelFacts(entry, assignment.sm, assignment.threads, assignment, plan.pipelines)

@@ -1,0 +1,228 @@
+"""Pass `plan-warp-roles`'s decision: whether the kernel's first top-level pipelined loop is
+warp-specialized, in which form, with which roles, register budgets (setmaxnreg), named barriers
+and occupancy, or why not (`decide`; the forms are described in lowering/warp_specialize.py, which
+emits them). Decided from the IR, its layouts and its planned pipelines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir.core import Operation, Value
+from ..ir.record import record
+from ..schedule.named_barriers import BarrierUse, NamedBarrier, NamedBarrierError, bind
+
+if TYPE_CHECKING:
+    from .plan import KernelFacts
+
+PRODUCER_THREADS = 128
+
+
+# Targets whose consumers issue mma.sync in the sm_90 form are `Caps.mma_sync_roles` (sm_120's tensor cores
+# have neither wgmma nor tcgen05; NVIDIA's compiler specializes its matmuls and attention there the same
+# way: a TMA producer warp giving registers back, consumer warpgroups).
+# register budgets (setmaxnreg) by the consumers' warpgroups: (producer dec, consumer inc or 0).
+# NVIDIA's sm_90 matmuls (256 threads, TMA producer) give the non-consumer warps 32. Our cp.async
+# producer keeps its chunk addresses live, a register pair or so per 16-byte copy of a stage,
+# and the counts are the least that ptxas compiles spill-free (f16, K tile 64): 128x128 (16
+# copies a thread): 100 bytes of spills at 32, 12 at 56, none at 72; 128x256 (24 copies): 4
+# bytes at 72, none at 80. With one consumer warpgroup (256 threads: 255 registers at launch)
+# the consumers keep their budget; with two (384 threads, 168 at launch) they take what the
+# producer gave back: (65536 - 128 * 80) / 256 = 216.
+REGISTERS = {1: (72, 0), 2: (80, 216)}
+
+
+# A TMA producer keeps no addresses (one thread, a few coordinates): 40 registers, as NVIDIA's
+# (32) plus room for the slice it recomputes; two consumer warpgroups take (65536 - 128 * 40) / 256.
+# One consumer warpgroup whose occupancy hint asks for 2 CTAs an SM launches with 128 registers and
+# takes its share of the half (`occupancy`, `WarpSplit.registers`): (32768 - 128 * 40) / 128 = 216.
+TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
+
+
+# The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
+# epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
+# budget (168 registers) is enough for everyone. Two (M or N 256): 416 threads launch with 128
+# registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
+# grants (measured), so no role moves registers: the epilogue reads the accumulator (128
+# registers a thread) in column chunks, converting and storing each before the next
+# (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
+# (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
+ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
+
+
+_PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_view",
+         "cuda_tile.make_partition_view", "cuda_tile.get_tile_block_id", "cuda_tile.get_num_tile_blocks",
+         "cuda_tile.assume", "cuda_tile.get_index_space_shape", "cuda_tile.get_tensor_shape",
+         "nv_tileaa.cluster_ctarank")
+
+
+
+@record(frozen=False)
+class WarpSplit:
+    loop: Operation
+    slice: tuple[Operation, ...]    # top-level ops the producer lowers again, in block order
+    producer: str                   # label of the producer's first block
+    barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
+    emitted: bool = False
+    mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
+    producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: `shrink`)
+    attention: bool = False         # the mmas are attention's S and O: the consumers run the softmax
+    handshake: object = None        # attention: its mbarriers (warp_specialize_tcgen05.HANDSHAKE)
+    note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
+    min_ctas: int = 1               # CTAs an SM must hold at once (the occupancy hint; `occupancy`)
+    scores_shift: int = 0           # attention: columns to the second scores buffer (0: one buffer)
+
+    @property
+    def form(self) -> str:
+        """"tcgen05": an MMA warp runs the loop's mmas, the consumers only the epilogue; "attention":
+        an MMA warp (in the producer's warpgroup) issues S and O, the consumers run the softmax;
+        "wgmma": the consumers run the loop body, mmas included (sm_90; sm_100's attention where
+        the MMA warp cannot issue its mmas)."""
+        return "attention" if self.attention else "tcgen05" if self.mmas else "wgmma"
+
+    def registers(self, consumers: int, tma: bool = False) -> tuple[int, int, int, int]:
+        """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers`
+        threads (`tma`: the producer copies with TMA)."""
+        if self.form == "tcgen05":
+            return ROLES[consumers // 128]
+        dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
+        if self.min_ctas > 1:   # the consumers take what the producer gave back of the CTA's share
+            inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
+        return 0, dec, 0, inc
+
+    def barrier(self, name: str) -> "NamedBarrier":
+        return next(b for b in self.barriers if b.name == name)
+
+
+
+def mma_sync_roles(k: "KernelFacts") -> bool:
+    """Whether the kernel's warp roles (and its TMA stages) are those of mma.sync consumers: on a TMA
+    target built on mma.sync (sm_120), or on a tcgen05 target where no mma of the kernel is tcgen05 (tiles
+    under its smallest M of 64, which NVIDIA's specializes there the same way: a TMA producer warp,
+    consumer warpgroups issuing mma.sync from ldmatrix)."""
+    if not k.caps.has("tma"):
+        return False
+    if k.caps.has("tcgen05"):
+        from ..tileaa.mma_operands import MMAS
+
+        layouts = getattr(k.assignment, "tcgen05_layouts", None)
+        return not layouts and any(op.name in MMAS for op in k.entry.walk())
+    return k.caps.mma_sync_roles
+
+
+
+def pure(op: Operation) -> bool:
+    """No memory, no thread-indexed layout: 0-d scalars, views, constants."""
+    from ..ir.types import TileType
+
+    if op.name in _PURE:
+        return True
+    return not op.regions and all(isinstance(r.type, TileType) and not r.type.shape for r in op.results) \
+        and op.name.startswith("cuda_tile.") and not any(w in op.name for w in ("load", "store", "atomic", "print"))
+
+
+
+def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Optional[tuple], str]:
+    """The top-level ops before `loop` that its staged loads' views and indices and its bounds
+    depend on (None and why when one of them is not pure)."""
+    iv = loop.regions[0].block.arguments[0]
+    wanted: list[Value] = [loop.operand(n) for n in ("lowerBound", "upperBound", "step")]
+    for load in loads:
+        wanted.append(load.operand("view"))
+        wanted.extend(v for v in load.operand_group("index") if v is not iv)
+    position = {op: i for i, op in enumerate(block_ops)}
+    chosen: set = set()
+    while wanted:
+        owner = getattr(wanted.pop(), "owner", None)
+        if not isinstance(owner, Operation) or owner in chosen:
+            continue      # a kernel argument (or already taken)
+        if owner not in position or position[owner] >= position[loop]:
+            return None, f"'{owner.name}' that its copies need is not before the loop"
+        if not pure(owner):
+            return None, f"its copies depend on '{owner.name}'"
+        chosen.add(owner)
+        wanted.extend(owner.operands)
+    return tuple(sorted(chosen, key=position.__getitem__)), ""
+
+
+
+def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
+    """The warp split of the kernel's first top-level pipelined loop, or why there is none (the
+    nv_tileas pass `plan-warp-roles`, tileas/plan.py: decided from the IR, its layouts and its
+    planned pipelines; `lowering.warp_specialize.begin` lowers it)."""
+    from ..lowering.warp_specialize_tcgen05 import attention_mmas, consumers_issue, loop_mmas
+
+    if not k.caps.has("tma"):
+        return None, ("warp specialization is built for sm_90 (wgmma), sm_100 / sm_103 (tcgen05) and "
+                      "sm_120 / sm_121 (mma.sync)")
+    if k.threads % 128 or k.threads // 128 not in REGISTERS:
+        return None, f"{k.threads} consumer threads are not one or two whole warpgroups"
+    ops = list(k.entry.regions[0].block.operations)
+    loops = [op for op in ops if op in (k.pipelines or {})]
+    if not loops:
+        return None, "no pipelined loop in the kernel's top-level block"
+    note = ""
+    loads = k.pipelines[loops[0]].loads
+    mma_sync = mma_sync_roles(k)
+    if mma_sync and k.threads > 128 and k.assignment is not None and not all(
+            k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
+            if k.assignment.is_shared_operand(load.results[0])):
+        # two consumer warpgroups launch with 168 registers a thread (ptxas allocates within that,
+        # whatever setmaxnreg.inc grants later); fragments gathered element by element (8-bit or
+        # 32-bit N-major operands) need the unspecialized CTA's 255 (mm_i8_256x128x64 spilled)
+        return None, ("two consumer warpgroups would launch with 168 registers a thread, and operands "
+                      "gathered element by element (no ldmatrix) need more")
+    if mma_sync and _occupancy_hint(k) > 1:
+        # the hinted CTAs an SM leave a thread 128 registers at launch, and ptxas compiles the consumers
+        # within that whatever setmaxnreg.inc grants (tg_fmha_bwd_dq_f16_d64_64x32 spilled)
+        return None, (f"the occupancy hint ({_occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
+                      "a thread, fewer than the consumers' mma.sync fragments need")
+    mmas: tuple = ()
+    attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
+    if k.caps.has("tcgen05") and not mma_sync:
+        if k.threads // 128 not in ROLES:
+            return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
+                          f"registers a thread, fewer than the epilogue's tensor-memory load needs")
+        mmas, why = loop_mmas(k, loops[0], loads)
+        attention = consumers_issue(k, loops[0]) if not mmas else None
+        if not mmas and attention != "":
+            return None, attention or why
+        if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
+            mmas, note = attention_mmas(k, loops[0], loads)
+    found, why = _producer_slice(ops, loops[0], loads)
+    if found is None:
+        return None, why
+    at = ops.index(loops[0])
+    extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas and attention is None else 0)  # all meet at publish
+    try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
+        barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
+                         BarrierUse("publish", k.threads + extra, (at, at + 1))])
+    except NamedBarrierError as err:
+        return None, str(err)
+    return WarpSplit(loops[0], found, "", barriers, mmas=mmas,
+                     attention=bool(mmas) and attention is not None, note=note,
+                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
+
+
+
+def _occupancy_hint(k: "KernelFacts") -> int:
+    """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none)."""
+    hints = k.entry.attributes.get("optimization_hints")
+    value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
+    return value if isinstance(value, int) and value > 1 else 1
+
+
+
+def occupancy(k: "KernelFacts") -> int:
+    """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none). NVIDIA's keeps
+    it for its 256-thread attentions: `.maxnreg 128` at occupancy 2, the consumers' setmaxnreg.inc
+    taking what the producer warpgroup gave back (224 beside 32); the two-consumer-warpgroup form
+    (384 threads, 168 registers at launch) has no room to halve."""
+    value = _occupancy_hint(k)
+    if value == 1:
+        return 1
+    # kept where every producer budget fits the launch and the consumers' share exceeds it (setmaxnreg.dec
+    # and .inc never go the other way): occupancy 2 and 3 with one consumer warpgroup
+    launch = 65536 // (k.threads + PRODUCER_THREADS) // value // 8 * 8
+    dec = max(d for d, _ in (*REGISTERS.values(), *TMA_REGISTERS.values()))
+    return value if dec <= launch <= (65536 // value - PRODUCER_THREADS * dec) // k.threads else 1
