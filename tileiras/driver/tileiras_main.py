@@ -205,28 +205,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
-    try:
-        return run(args)
-    except TileirasError as exc:
-        print(exc.message, file=sys.stderr)
-        return int(exc.code)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return int(ExitCode.COMPILE_FAILED)
-    except RecursionError:
-        print("error: input nests too deeply to compile", file=sys.stderr)
-        return int(ExitCode.COMPILE_FAILED)
-    except Exception as exc:  # a bug of ours: still one line and exit 5, never a traceback
-        from .fast_exit import closed_stdout, stdout_closed
+    from .fast_exit import one_line_failures
 
-        if closed_stdout(exc):
-            return stdout_closed()  # `tileiras --help | head -1`: end quietly, as NVIDIA's does
-        if os.environ.get("TILEIRAS_DEBUG"):
-            raise
-        print(f"error: internal compiler error: {type(exc).__name__}: {exc} "
-              "(set TILEIRAS_DEBUG=1 for a traceback)", file=sys.stderr)
-        return int(ExitCode.COMPILE_FAILED)
-
+    # a closed stdout (`tileiras --help | head -1`) ends quietly, as NVIDIA's does
+    return one_line_failures(lambda: run(args), "input nests too deeply to compile", "internal compiler error")
 
 if __name__ == "__main__":
     sys.exit(main())

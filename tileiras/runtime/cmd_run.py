@@ -125,25 +125,8 @@ def run(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        return run(list(argv))
-    except TileirasError as exc:
-        sys.stdout.flush()
-        print(exc.message, file=sys.stderr)
-        return int(exc.code)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return int(ExitCode.COMPILE_FAILED)
-    except RecursionError:
-        print("error: the kernel nests too deeply to run", file=sys.stderr)
-        return int(ExitCode.COMPILE_FAILED)
-    except Exception as exc:  # a bug of ours: one line and exit 5, never a traceback
-        from ..driver.fast_exit import closed_stdout
+    from ..driver.fast_exit import one_line_failures
 
-        if closed_stdout(exc):
-            raise  # stdout's reader went away: tileir ends quietly
-        if os.environ.get("TILEIRAS_DEBUG"):
-            raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (set TILEIRAS_DEBUG=1 for a traceback)",
-              file=sys.stderr)
-        return int(ExitCode.COMPILE_FAILED)
+    # a closed stdout re-raised: tileir ends quietly
+    return one_line_failures(lambda: run(list(argv)), "the kernel nests too deeply to run", "internal error",
+                             closed=None)
