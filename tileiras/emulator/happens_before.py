@@ -411,13 +411,22 @@ class TensorCells:
                 continue
             fenced = np.zeros(32, dtype=bool)       # which of the warp's lanes fence
             fenced[lanes[lanes // 32 == w] % 32] = True
-            rest = []
+            rest: dict[str, list] = {}
             for a, idx, tids in entries:
+                # an entry whose cell a later access took over is done with: that access has its own entry
+                live = (self.who[a][idx] == tids) & (self.clock[a][idx] == UNFENCED)
                 mine = fenced[tids % 32]
-                sel, t = idx[mine], tids[mine]
-                still = (self.who[a][sel] == t) & (self.clock[a][sel] == UNFENCED)
-                self.clock[a][sel[still]] = self.hb.vc[t[still], t[still]]
-                if not mine.all():
-                    rest.append((a, idx[~mine], tids[~mine]))
-            if rest:
-                self.unfenced[w] = rest
+                now = live & mine
+                if now.any():
+                    self.clock[a][idx[now]] = self.hb.vc[tids[now], tids[now]]
+                keep = live & ~mine
+                if keep.any():
+                    rest.setdefault(a, []).append((idx[keep], tids[keep]))
+            # what stays is kept as one entry per kind, each cell once (its one current accessor), so that lanes
+            # that never fence (a warp whose elected lane alone arrives) do not make every later fence slower
+            merged = []
+            for a, parts in rest.items():
+                idx, first = np.unique(np.concatenate([p[0] for p in parts]), return_index=True)
+                merged.append((a, idx, np.concatenate([p[1] for p in parts])[first]))
+            if merged:
+                self.unfenced[w] = merged

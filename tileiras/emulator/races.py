@@ -103,13 +103,16 @@ class RaceChecker:
         self.async_key = np.full(size, -1, dtype=np.int64)     # mbarrier a TMA write completes on
         self.async_need = np.zeros(size, dtype=np.int64)       # the phase count a reader must have seen
         self.async_line = np.zeros(size, dtype=np.int32)
-        self.gen_seq = np.full(size, -1, dtype=np.int64)       # when the generic proxy last stored it
+        # when the generic proxy last stored it; -1 also once the storing thread fenced that store (below)
+        self.gen_seq = np.full(size, -1, dtype=np.int64)
         self.gen_tid = np.zeros(size, dtype=np.int64)
         self.gen_line = np.zeros(size, dtype=np.int32)
         self.written = np.zeros(size, dtype=bool)              # bytes some instruction wrote (definedness)
-        self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
-        self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
-        self.init_fences: list[list[int]] = [[] for _ in range(nthreads)]   # ... and ran fence.mbarrier_init
+        self.nthreads = nthreads
+        # the stamp of each thread's latest fence.proxy.async, barrier or mbarrier arrival, fence.mbarrier_init
+        self.last_fence = np.full(nthreads, -1, dtype=np.int64)
+        self.last_release = np.full(nthreads, -1, dtype=np.int64)
+        self.last_init_fence = np.full(nthreads, -1, dtype=np.int64)
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
         from .happens_before import Clocks
 
@@ -121,16 +124,29 @@ class RaceChecker:
         np = self.np
         seen = self.seen.get(key)
         if seen is None:
-            seen = self.seen[key] = np.zeros(len(self.fences), dtype=np.int64)
+            seen = self.seen[key] = np.zeros(self.nthreads, dtype=np.int64)
         seen[lanes] = np.maximum(seen[lanes], completed)
         self.hb.acquire(key, lanes)
 
     def proxy_fence(self, lanes: Any) -> None:
-        self._stamp(self.fences, lanes)
+        """fence.proxy.async by threads `lanes`: each one's generic stores not yet published (made after its
+        latest barrier or mbarrier arrival) are fenced, so async-proxy reads of them need nothing more. A store
+        published before a fence never becomes fenced (`async_read` reports it), so fencing is decided here,
+        once, instead of at every read."""
+        np = self.np
+        self._stamp(self.last_fence, lanes)
+        live = np.flatnonzero(self.gen_seq >= 0)
+        if not live.size:
+            return
+        fencing = np.zeros(self.nthreads, dtype=bool)
+        fencing[lanes] = True
+        t = self.gen_tid[live]
+        done = fencing[t] & (self.gen_seq[live] > self.last_release[t])
+        self.gen_seq[live[done]] = -1
 
     def init_fence(self, lanes: Any) -> None:
         """fence.mbarrier_init by threads `lanes`."""
-        self._stamp(self.init_fences, lanes)
+        self._stamp(self.last_init_fence, lanes)
 
     def stamp_init(self) -> int:
         """An mbarrier.init happens now: its place in the sequence of stamps."""
@@ -139,41 +155,28 @@ class RaceChecker:
 
     def init_fenced(self, tid: int, init_seq: int) -> bool:
         """Whether thread `tid` ran fence.mbarrier_init or fence.proxy.async after its init at `init_seq`."""
-        return any(s > init_seq for s in self.init_fences[tid]) or any(s > init_seq for s in self.fences[tid])
+        return bool(self.last_init_fence[tid] > init_seq or self.last_fence[tid] > init_seq)
 
     def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
         """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a
         tcgen05.commit, for their tcgen05 operations): what they stored before is published."""
-        self._stamp(self.releases, lanes)
+        self._stamp(self.last_release, lanes)
         if commit:
             self.hb.commit(int(lanes[0]), key)
         elif key is not None:
             self.hb.release(key, lanes)
 
-    def _stamp(self, table: list, lanes: Any) -> None:
-        np = self.np
+    def _stamp(self, table: Any, lanes: Any) -> None:
+        """Threads `lanes` (a mask or indices) do what `table` records now."""
         self.seq += 1
-        lanes = np.asarray(lanes)
-        for t in (np.flatnonzero(lanes) if lanes.dtype == np.bool_ else lanes.ravel()).tolist():
-            table[t].append(self.seq)
+        table[self.np.asarray(lanes)] = self.seq
 
-    def _fenced(self, tid: int, stored: int) -> bool:
-        """Whether thread `tid` fenced the proxies after its store at `stored` and before publishing it
-        (its first barrier arrival after the store; any time later if it has not arrived since)."""
-        from bisect import bisect_right
-
-        rel = self.releases[tid]
-        i = bisect_right(rel, stored)
-        publish = rel[i] if i < len(rel) else self.seq + 1
-        fences = self.fences[tid]
-        j = bisect_right(fences, stored)
-        return j < len(fences) and fences[j] < publish
-
-    def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
-        """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
-        self.hb.check_write(idx, tid, line, "the TMA load")
-        self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx,
-                         self.np.full(idx.size, tid))
+    def async_write(self, st: Any, line: int, idx: Any, tid: Any, key: Any, need: Any) -> None:
+        """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key` (each
+        an int, or one per byte of `idx`)."""
+        tids = self.np.broadcast_to(self.np.asarray(tid), idx.shape)
+        self.hb.check_write(idx, tids, line, "the TMA load")
+        self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx, tids)
         self.hb.forget_writes(idx)
         self.async_key[idx] = key
         self.async_need[idx] = need
@@ -194,14 +197,9 @@ class RaceChecker:
             worst = int(issuers[int(np.argmin(seen[issuers]))]) if seen is not None else tid
             sel = idx[keys == key]
             self._visible(st, line, sel, np.full(sel.size, worst), f"issues {what}, which reads it,")
-        stored = self.gen_seq[idx]
-        written = stored >= 0
-        pairs = np.unique(self.gen_tid[idx[written]] * (1 << 40) + stored[written]) if written.any() else []
-        for pair in np.asarray(pairs).tolist():
-            t, when = divmod(int(pair), 1 << 40)
-            if self._fenced(t, when):
-                continue
-            b = int(idx[int(np.argmax(written & (self.gen_tid[idx] == t) & (stored == when)))])
+        unfenced = self.gen_seq[idx] >= 0      # generic stores their threads did not fence before publishing
+        if unfenced.any():
+            b = int(idx[int(np.argmax(unfenced))])
             line0 = int(self.gen_line[b])
             raise DeviceFault(f"missing fence.proxy.async: thread {int(self.gen_tid[b])} stored to "
                               f"{_address('shared', b)} at line {line0} '{self.texts.get(line0, '?')}' through "
