@@ -32,6 +32,8 @@ class GridRaces:
         self.rows: dict[int, Any] = {}                       # vector clock of each unit in flight
         self.texts = texts
         self.size = 0
+        # per global byte: the last plain writer's and reader's unit + 1 (0: none), its clock, the PTX line; grown
+        # with zeros, which the OS hands out lazily, so a large heap costs only the bytes accessed
         self.wunit = self.wclk = self.wline = self.runit = self.rclk = self.rline = np.zeros(0, np.int64)
 
     def start(self, unit: int) -> None:
@@ -47,11 +49,7 @@ class GridRaces:
         if size <= self.size:
             return
         old = self.size
-        for name in ("wunit", "runit"):
-            a = np.full(size, -1, dtype=np.int64)
-            a[:old] = getattr(self, name)
-            setattr(self, name, a)
-        for name in ("wclk", "rclk", "wline", "rline"):
+        for name in ("wunit", "runit", "wclk", "rclk", "wline", "rline"):
             a = np.zeros(size, dtype=np.int64)
             a[:old] = getattr(self, name)
             setattr(self, name, a)
@@ -76,19 +74,19 @@ class GridRaces:
             return
         clock = row[unit]
         if write:
-            self.wunit[idx], self.wclk[idx], self.wline[idx] = unit, clock, line
+            self.wunit[idx], self.wclk[idx], self.wline[idx] = unit + 1, clock, line
         else:
-            self.runit[idx], self.rclk[idx], self.rline[idx] = unit, clock, line
+            self.runit[idx], self.rclk[idx], self.rline[idx] = unit + 1, clock, line
 
     def _against(self, row: Any, unit: int, idx: Any, who: Any, clk: Any, lines: Any, did: str, kind: str,
                  tid: int, does: str, line: int) -> None:
         np = self.np
-        other = who[idx]
+        other = who[idx] - 1
         bad = (other >= 0) & (other != unit)
-        if not bad.any():
+        if not np.count_nonzero(bad):
             return
         bad &= row[np.where(bad, other, 0)] < clk[idx]
-        if not bad.any():
+        if not np.count_nonzero(bad):
             return
         i = int(np.argmax(bad))
         b = int(idx[i])

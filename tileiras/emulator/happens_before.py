@@ -70,6 +70,7 @@ class Clocks:
         # t knew when it issued them, and what they did becomes known only through the mbarrier their
         # tcgen05.commit arrives on, not to t itself nor to threads t synchronizes with otherwise
         self.vc = np.eye(2 * nthreads, dtype=np.int64)
+        self.own = self.vc.diagonal()       # each clock's own component (a view: vc is only updated in place)
         # what each thread's (and each tcgen05 pipeline's) tensor-memory accesses are ordered after: what
         # its mbarrier waits acquired, and what bar.sync/barrier.sync joined into its clock as of its last
         # tcgen05.fence::after_thread_sync; tensor-memory checks read this view (TensorCells._check)
@@ -187,7 +188,7 @@ class Clocks:
     # -- shared-memory accesses ----------------------------------------------------
     def read(self, idx: Any, tids: Any, line: int) -> None:
         self.reader[0, idx] = tids
-        self.rclock[0, idx] = self.vc[tids, tids]
+        self.rclock[0, idx] = self.own[tids]
         self.rline[0, idx] = line
 
     def read_pending(self, idx: Any, tid: int, line: int, owner: Any) -> None:
@@ -222,7 +223,7 @@ class Clocks:
     # -- generic writes of shared bytes ----------------------------------------------
     def write(self, idx: Any, tids: Any, line: int) -> None:
         self.writer[idx] = tids
-        self.wclock[idx] = self.vc[tids, tids]
+        self.wclock[idx] = self.own[tids]
         self.wline[idx] = line
 
     def forget_writes(self, idx: Any) -> None:
@@ -234,12 +235,12 @@ class Clocks:
         must follow the bytes' last generic writes."""
         np = self.np
         w = self.writer[idx]
-        tids = np.broadcast_to(np.asarray(tids), idx.shape)
+        tids = _per_byte(np, tids, idx)
         bad = (w >= 0) & (w != tids)
-        if not bad.any():
+        if not np.count_nonzero(bad):
             return
         bad &= self.vc[tids, np.maximum(w, 0)] < self.wclock[idx]
-        if not bad.any():
+        if not np.count_nonzero(bad):
             return
         i = int(np.argmax(bad))
         b, u, wl = int(idx[i]), int(tids[i]), int(self.wline[int(idx[i])])
@@ -251,15 +252,15 @@ class Clocks:
         """Writes of shared bytes `idx` by threads `writers` (one per byte; `what` names the instruction)
         must follow the bytes' last reads, generic and async."""
         np = self.np
-        writers = np.broadcast_to(np.asarray(writers), idx.shape)
+        writers = _per_byte(np, writers, idx)
         for slot in (1, 0):
             r = self.reader[slot, idx]
-            clk = self.rclock[slot, idx]
             bad = (r >= 0) & (r != writers)
-            if not bad.any():
+            if not np.count_nonzero(bad):
                 continue
+            clk = self.rclock[slot, idx]
             bad &= (clk == PENDING) | (self.vc[writers, np.maximum(r, 0)] < clk)
-            if not bad.any():
+            if not np.count_nonzero(bad):
                 continue
             i = int(np.argmax(bad))
             b, u = int(idx[i]), int(r[i])
@@ -273,6 +274,12 @@ class Clocks:
                        "barrier orders that read before this write")
             raise DeviceFault(f"data race (write-after-read): {what} at line {line} overwrites shared address "
                               f"0x{b:x}, but {how}", int(writers[i]))
+
+
+def _per_byte(np: Any, tids: Any, idx: Any) -> Any:
+    """`tids` (one thread, or one per byte) as one thread per byte of `idx`."""
+    tids = np.asarray(tids)
+    return tids if tids.shape == idx.shape else np.broadcast_to(tids, idx.shape)
 
 
 class TensorCells:

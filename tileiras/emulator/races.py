@@ -66,14 +66,16 @@ class Site:
 
 
 class Shadow:
-    """Access history of every byte of one memory space."""
+    """Access history of every byte of one memory space. Epoch 0 is never current (a CTA's first interval is
+    1): all-zero arrays, which the OS hands out lazily, so a large global heap's shadow costs nothing until
+    its bytes are accessed."""
 
     def __init__(self, np: Any, size: int) -> None:
         self.writer = np.zeros(size, dtype=np.int32)
-        self.wepoch = np.full(size, -1, dtype=np.int32)
+        self.wepoch = np.zeros(size, dtype=np.int32)
         self.wline = np.zeros(size, dtype=np.int32)
         self.reader = np.zeros(size, dtype=np.int32)
-        self.repoch = np.full(size, -1, dtype=np.int32)
+        self.repoch = np.zeros(size, dtype=np.int32)
         self.rline = np.zeros(size, dtype=np.int32)
 
     def grown(self, np: Any, size: int) -> "Shadow":
@@ -88,7 +90,7 @@ class RaceChecker:
 
     def __init__(self, np: Any, info: list) -> None:
         self.np = np
-        self.epoch = 0
+        self.epoch = 0              # the current interval; 1 and up once a CTA starts (`new_cta`)
         self.shadows: dict[str, Shadow] = {}
         self.texts = {ins.line: ins.text for ins in info}
         self.seq = 0
@@ -219,7 +221,7 @@ class RaceChecker:
         cp.async still in flight is to write it)."""
         np = self.np
         ok = self.written[idx]
-        if ok.all():
+        if np.count_nonzero(ok) == ok.size:
             return
         i = int(np.argmax(~ok))
         for cp in st.cp_pending:
@@ -235,7 +237,7 @@ class RaceChecker:
         np = self.np
         keys = self.async_key[idx]
         pending = keys >= 0
-        if not pending.any():
+        if not np.count_nonzero(pending):
             return
         for key in np.unique(keys[pending]).tolist():
             sel = np.flatnonzero(keys == key)
@@ -259,14 +261,21 @@ class RaceChecker:
     def check(self, st: Any, site: Site, parts: list, lanes: Any, nbytes: int) -> None:
         """Check and record an access of `nbytes` at each lane's resolved address (`spaces.resolve` parts)."""
         np = self.np
-        cols = np.arange(nbytes)
+        cols = _COLS.get(nbytes)
+        if cols is None:
+            cols = _COLS[nbytes] = np.arange(nbytes)
         for sel, buf, _, offs in parts:
             space = "shared" if buf is st.shared else "global" if buf is st.mem.buf else None
             if space is None:
                 continue
             tids = lanes if sel is None else lanes[sel]
-            self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
+            if nbytes == 1:
+                self.check_bytes(st, site, space, buf.size, offs, tids)
+            else:
+                self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
 
+    # The checks below run for every memory instruction: each numpy call costs microseconds whatever its size,
+    # so they test for "nothing to check" (np.count_nonzero, the cheapest test) before gathering more.
     def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any,
                     record: bool = True, copy: bool = False) -> None:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
@@ -278,7 +287,7 @@ class RaceChecker:
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
-        tids = tids.astype(self.np.int32)
+        tids = tids.astype(self.np.int32, copy=False)
         if site.write:
             self._write(st, site, space, sh, idx, tids)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
@@ -305,56 +314,71 @@ class RaceChecker:
 
     def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
         np = self.np
-        w = sh.writer[idx]
-        raw = (sh.wepoch[idx] == self.epoch) & ((w & THREAD) != tids)
-        if site.strong:
-            raw &= (w & ATOMIC) == 0
-        self._report(st, site, space, raw, idx, tids, w, sh.wline, "wrote", "read-after-write")
-        code = tids | (ATOMIC if site.strong else 0)
-        cur = np.where(sh.repoch[idx] == self.epoch, sh.reader[idx], code)
-        # the same thread keeps its id (plain if either read was); another thread makes it MANY
-        merged = np.where((cur & THREAD) == tids, cur & code, MANY | (cur & code & ATOMIC))
+        epoch = self.epoch
+        wcur = sh.wepoch[idx] == epoch
+        if np.count_nonzero(wcur):
+            w = sh.writer[idx]
+            raw = wcur & ((w & THREAD) != tids)
+            if site.strong:
+                raw &= (w & ATOMIC) == 0
+            self._report(st, site, space, raw, idx, tids, w, sh.wline, "wrote", "read-after-write")
+        code = tids | ATOMIC if site.strong else tids
+        rcur = sh.repoch[idx] == epoch
+        if np.count_nonzero(rcur):
+            cur = np.where(rcur, sh.reader[idx], code)
+            # the same thread keeps its id (plain if either read was); another thread makes it MANY
+            merged = np.where((cur & THREAD) == tids, cur & code, MANY | (cur & code & ATOMIC))
+        else:
+            merged = code
         sh.reader[idx] = merged
         final = sh.reader[idx]
         clash = final != merged          # different threads of this instruction read the byte
-        if clash.any():
+        if np.count_nonzero(clash):
             sh.reader[idx[clash]] = MANY | (final[clash] & merged[clash] & ATOMIC)
-        sh.repoch[idx] = self.epoch
+        sh.repoch[idx] = epoch
         sh.rline[idx] = site.line
 
     def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
         np = self.np
-        w = sh.writer[idx]
-        r = sh.reader[idx]
-        written = sh.wepoch[idx] == self.epoch
-        waw = written & ((w & THREAD) != tids)
-        war = (sh.repoch[idx] == self.epoch) & ((r & THREAD) != tids)
-        if site.strong:
-            waw &= (w & ATOMIC) == 0
-            war &= (r & ATOMIC) == 0
-        self._report(st, site, space, waw, idx, tids, w, sh.wline, "wrote", "write-after-write")
-        self._report(st, site, space, war, idx, tids, r, sh.rline, "read", "write-after-read")
-        if site.strong:
+        epoch = self.epoch
+        written = sh.wepoch[idx] == epoch
+        any_written = np.count_nonzero(written)
+        if any_written:
+            w = sh.writer[idx]
+            waw = written & ((w & THREAD) != tids)
+            if site.strong:
+                waw &= (w & ATOMIC) == 0
+            self._report(st, site, space, waw, idx, tids, w, sh.wline, "wrote", "write-after-write")
+        rcur = sh.repoch[idx] == epoch
+        if np.count_nonzero(rcur):
+            r = sh.reader[idx]
+            war = rcur & ((r & THREAD) != tids)
+            if site.strong:
+                war &= (r & ATOMIC) == 0
+            self._report(st, site, space, war, idx, tids, r, sh.rline, "read", "write-after-read")
+        if site.strong and any_written:
             # the thread's own plain store stays recorded: other threads' atomics race with it
             new = np.where(written & (w == tids), tids,
                            np.where(written & ((w & THREAD) != tids), MANY | ATOMIC, tids | ATOMIC))
+        elif site.strong:
+            new = tids | ATOMIC
         else:
             new = tids
         sh.writer[idx] = new
         final = sh.writer[idx]
         clash = final != new             # different threads of this instruction wrote the byte
-        if clash.any():
+        if np.count_nonzero(clash):
             if not site.strong:
                 i = int(np.argmax(clash))
                 raise DeviceFault(f"data race (write-after-write): threads {int(final[i])} and {int(tids[i])} "
                                   f"both store to {_address(space, idx[i])} in one instruction", int(tids[i]))
             sh.writer[idx[clash]] = MANY | ATOMIC
-        sh.wepoch[idx] = self.epoch
+        sh.wepoch[idx] = epoch
         sh.wline[idx] = site.line
 
     def _report(self, st: Any, site: Site, space: str, bad: Any, idx: Any, tids: Any, others: Any,
                 lines: Any, did: str, kind: str) -> None:
-        if not bad.any():
+        if not self.np.count_nonzero(bad):
             return
         i = int(self.np.argmax(bad))
         other = int(others[i]) & THREAD
@@ -363,6 +387,9 @@ class RaceChecker:
         who, at = ("several threads", f"(the last at {at})") if other == MANY else (f"thread {other}", f"at {at}")
         raise DeviceFault(f"data race ({kind}): {who} {did} {_address(space, idx[i])} {at} and, with no barrier "
                           f"between, thread {int(tids[i])} {site.does()}", int(tids[i]))
+
+
+_COLS: dict[int, Any] = {}      # np.arange(n) of the byte columns of an n-byte access
 
 
 def _address(space: str, byte: Any) -> str:
