@@ -56,17 +56,19 @@ class GridRaces:
         self.size = size
 
     def access(self, unit: int, write: bool, strong: bool, line: int, idx: Any, tid: int, size: int,
-               does: str) -> None:
-        """Unit `unit` accesses global bytes `idx` (offsets in the heap of `size` bytes)."""
+               does: str, ix: Any = None) -> None:
+        """Unit `unit` accesses global bytes `idx` (offsets in the heap of `size` bytes; indexed as `ix`, the
+        same or a slice naming them)."""
         np = self.np
         self._grow(size)
         row = self.rows[unit]
         if strong:          # acquire what every unit published so far
             np.maximum(row, self.board, out=row)
-        self._against(row, unit, idx, self.wunit, self.wclk, self.wline, "wrote", "read-after-write"
+        ix = idx if ix is None else ix
+        self._against(row, unit, idx, ix, self.wunit, self.wclk, self.wline, "wrote", "read-after-write"
                       if not write else "write-after-write", tid, does, line)
         if write and not strong:
-            self._against(row, unit, idx, self.runit, self.rclk, self.rline, "read", "write-after-read", tid,
+            self._against(row, unit, idx, ix, self.runit, self.rclk, self.rline, "read", "write-after-read", tid,
                           does, line)
         if strong:          # publish, then move on: later plain accesses are not published yet
             np.maximum(self.board, row, out=self.board)
@@ -74,18 +76,18 @@ class GridRaces:
             return
         clock = row[unit]
         if write:
-            self.wunit[idx], self.wclk[idx], self.wline[idx] = unit + 1, clock, line
+            self.wunit[ix], self.wclk[ix], self.wline[ix] = unit + 1, clock, line
         else:
-            self.runit[idx], self.rclk[idx], self.rline[idx] = unit + 1, clock, line
+            self.runit[ix], self.rclk[ix], self.rline[ix] = unit + 1, clock, line
 
-    def _against(self, row: Any, unit: int, idx: Any, who: Any, clk: Any, lines: Any, did: str, kind: str,
-                 tid: int, does: str, line: int) -> None:
+    def _against(self, row: Any, unit: int, idx: Any, ix: Any, who: Any, clk: Any, lines: Any, did: str,
+                 kind: str, tid: int, does: str, line: int) -> None:
         np = self.np
-        other = who[idx] - 1
+        other = who[ix] - 1
         bad = (other >= 0) & (other != unit)
         if not np.count_nonzero(bad):
             return
-        bad &= row[np.where(bad, other, 0)] < clk[idx]
+        bad &= row[np.where(bad, other, 0)] < clk[ix]
         if not np.count_nonzero(bad):
             return
         i = int(np.argmax(bad))

@@ -230,16 +230,17 @@ class Clocks:
         """Bytes written by the async proxy (TMA): ordered by their mbarrier phase, not a thread's clock."""
         self.writer[idx] = -1
 
-    def check_after_write(self, idx: Any, tids: Any, line: int, kind: str) -> None:
-        """Accesses (`kind`: read- or write-after-write) of shared bytes `idx` by threads `tids` at `line`
-        must follow the bytes' last generic writes."""
+    def check_after_write(self, idx: Any, tids: Any, line: int, kind: str, ix: Any = None) -> None:
+        """Accesses (`kind`: read- or write-after-write) of shared bytes `idx` (indexed as `ix`: the same,
+        or a slice) by threads `tids` at `line` must follow the bytes' last generic writes."""
         np = self.np
-        w = self.writer[idx]
+        ix = idx if ix is None else ix
+        w = self.writer[ix]
         tids = _per_byte(np, tids, idx)
         bad = (w >= 0) & (w != tids)
         if not np.count_nonzero(bad):
             return
-        bad &= self.vc[tids, np.maximum(w, 0)] < self.wclock[idx]
+        bad &= self.vc[tids, np.maximum(w, 0)] < self.wclock[ix]
         if not np.count_nonzero(bad):
             return
         i = int(np.argmax(bad))
@@ -248,17 +249,18 @@ class Clocks:
                           f"'{self.texts.get(wl, '?')}' and no mbarrier wait or barrier orders that store before "
                           f"this access by thread {u}", u)
 
-    def check_write(self, idx: Any, writers: Any, line: int, what: str) -> None:
-        """Writes of shared bytes `idx` by threads `writers` (one per byte; `what` names the instruction)
-        must follow the bytes' last reads, generic and async."""
+    def check_write(self, idx: Any, writers: Any, line: int, what: str, ix: Any = None) -> None:
+        """Writes of shared bytes `idx` (indexed as `ix`) by threads `writers` (one per byte; `what` names the
+        instruction) must follow the bytes' last reads, generic and async."""
         np = self.np
+        ix = idx if ix is None else ix
         writers = _per_byte(np, writers, idx)
         for slot in (1, 0):
-            r = self.reader[slot, idx]
+            r = self.reader[slot, ix]
             bad = (r >= 0) & (r != writers)
             if not np.count_nonzero(bad):
                 continue
-            clk = self.rclock[slot, idx]
+            clk = self.rclock[slot, ix]
             bad &= (clk == PENDING) | (self.vc[writers, np.maximum(r, 0)] < clk)
             if not np.count_nonzero(bad):
                 continue

@@ -216,11 +216,11 @@ class RaceChecker:
         """Shared bytes `idx` were written by an instruction the checks above do not see (mbarrier.init)."""
         self.written[idx] = True
 
-    def _defined(self, st: Any, idx: Any, tids: Any, site: Site) -> None:
+    def _defined(self, st: Any, idx: Any, tids: Any, site: Site, ix: Any = None) -> None:
         """Shared memory starts undefined: reading a byte no instruction wrote is reported (as a race when a
         cp.async still in flight is to write it)."""
         np = self.np
-        ok = self.written[idx]
+        ok = self.written[idx if ix is None else ix]
         if np.count_nonzero(ok) == ok.size:
             return
         i = int(np.argmax(~ok))
@@ -233,9 +233,9 @@ class RaceChecker:
         raise DeviceFault(f"read of undefined shared memory: thread {int(tids[i])} {site.does()} at "
                           f"{_address('shared', idx[i])}, which no instruction wrote", int(tids[i]))
 
-    def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
+    def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str, ix: Any = None) -> None:
         np = self.np
-        keys = self.async_key[idx]
+        keys = self.async_key[idx if ix is None else ix]
         pending = keys >= 0
         if not np.count_nonzero(pending):
             return
@@ -281,77 +281,79 @@ class RaceChecker:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
         (`record`: a shared read's clock; an async read in flight is recorded by `async_read`; `copy`: the
         read copies the bytes on (tcgen05.cp), undefined ones included)."""
+        ix = span(self.np, idx)     # how the shadows are indexed: a slice where the bytes are consecutive
         if space == "global" and self.grid is not None and len(idx):
             self.grid.access(self.unit, site.write, site.strong, site.line, idx, int(tids.flat[0]), size,
-                             site.does())
+                             site.does(), ix)
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
         tids = tids.astype(self.np.int32, copy=False)
         if site.write:
-            self._write(st, site, space, sh, idx, tids)
+            self._write(st, site, space, sh, idx, tids, ix)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
-                self.written[idx] = True
+                self.written[ix] = True
                 if not site.strong:     # atomics and strong stores do not race with each other
-                    self.hb.check_write(idx, tids, site.line, "the store")
-                    self.hb.check_after_write(idx, tids, site.line, "write-after-write")
-                    self.hb.write(idx, tids, site.line)
+                    self.hb.check_write(idx, tids, site.line, "the store", ix)
+                    self.hb.check_after_write(idx, tids, site.line, "write-after-write", ix)
+                    self.hb.write(ix, tids, site.line)
                 self.seq += 1
-                self.gen_seq[idx] = self.seq
-                self.gen_tid[idx] = tids
-                self.gen_line[idx] = site.line
-                self.async_key[idx] = -1
+                self.gen_seq[ix] = self.seq
+                self.gen_tid[ix] = tids
+                self.gen_line[ix] = site.line
+                self.async_key[ix] = -1
         else:
             if space == "shared":
                 if not copy:
-                    self._defined(st, idx, tids, site)
-                self._visible(st, site.line, idx, tids, site.does())
-            self._read(st, site, space, sh, idx, tids)
+                    self._defined(st, idx, tids, site, ix)
+                self._visible(st, site.line, idx, tids, site.does(), ix)
+            self._read(st, site, space, sh, idx, tids, ix)
             if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?
-                self.hb.check_after_write(idx, tids, site.line, "read-after-write")
+                self.hb.check_after_write(idx, tids, site.line, "read-after-write", ix)
                 if record:
-                    self.hb.read(idx, tids, site.line)
+                    self.hb.read(ix, tids, site.line)
 
-    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
+    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any) -> None:
         np = self.np
         epoch = self.epoch
-        wcur = sh.wepoch[idx] == epoch
+        wcur = sh.wepoch[ix] == epoch
         if np.count_nonzero(wcur):
-            w = sh.writer[idx]
+            w = sh.writer[ix]
             raw = wcur & ((w & THREAD) != tids)
             if site.strong:
                 raw &= (w & ATOMIC) == 0
             self._report(st, site, space, raw, idx, tids, w, sh.wline, "wrote", "read-after-write")
         code = tids | ATOMIC if site.strong else tids
-        rcur = sh.repoch[idx] == epoch
+        rcur = sh.repoch[ix] == epoch
         if np.count_nonzero(rcur):
-            cur = np.where(rcur, sh.reader[idx], code)
+            cur = np.where(rcur, sh.reader[ix], code)
             # the same thread keeps its id (plain if either read was); another thread makes it MANY
             merged = np.where((cur & THREAD) == tids, cur & code, MANY | (cur & code & ATOMIC))
         else:
             merged = code
-        sh.reader[idx] = merged
-        final = sh.reader[idx]
-        clash = final != merged          # different threads of this instruction read the byte
-        if np.count_nonzero(clash):
-            sh.reader[idx[clash]] = MANY | (final[clash] & merged[clash] & ATOMIC)
-        sh.repoch[idx] = epoch
-        sh.rline[idx] = site.line
+        sh.reader[ix] = merged
+        if ix is idx:       # (a slice names each byte once)
+            final = sh.reader[idx]
+            clash = final != merged          # different threads of this instruction read the byte
+            if np.count_nonzero(clash):
+                sh.reader[idx[clash]] = MANY | (final[clash] & merged[clash] & ATOMIC)
+        sh.repoch[ix] = epoch
+        sh.rline[ix] = site.line
 
-    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
+    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any) -> None:
         np = self.np
         epoch = self.epoch
-        written = sh.wepoch[idx] == epoch
+        written = sh.wepoch[ix] == epoch
         any_written = np.count_nonzero(written)
         if any_written:
-            w = sh.writer[idx]
+            w = sh.writer[ix]
             waw = written & ((w & THREAD) != tids)
             if site.strong:
                 waw &= (w & ATOMIC) == 0
             self._report(st, site, space, waw, idx, tids, w, sh.wline, "wrote", "write-after-write")
-        rcur = sh.repoch[idx] == epoch
+        rcur = sh.repoch[ix] == epoch
         if np.count_nonzero(rcur):
-            r = sh.reader[idx]
+            r = sh.reader[ix]
             war = rcur & ((r & THREAD) != tids)
             if site.strong:
                 war &= (r & ATOMIC) == 0
@@ -364,17 +366,18 @@ class RaceChecker:
             new = tids | ATOMIC
         else:
             new = tids
-        sh.writer[idx] = new
-        final = sh.writer[idx]
-        clash = final != new             # different threads of this instruction wrote the byte
-        if np.count_nonzero(clash):
-            if not site.strong:
-                i = int(np.argmax(clash))
-                raise DeviceFault(f"data race (write-after-write): threads {int(final[i])} and {int(tids[i])} "
-                                  f"both store to {_address(space, idx[i])} in one instruction", int(tids[i]))
-            sh.writer[idx[clash]] = MANY | ATOMIC
-        sh.wepoch[idx] = epoch
-        sh.wline[idx] = site.line
+        sh.writer[ix] = new
+        if ix is idx:       # (a slice names each byte once)
+            final = sh.writer[idx]
+            clash = final != new             # different threads of this instruction wrote the byte
+            if np.count_nonzero(clash):
+                if not site.strong:
+                    i = int(np.argmax(clash))
+                    raise DeviceFault(f"data race (write-after-write): threads {int(final[i])} and {int(tids[i])} "
+                                      f"both store to {_address(space, idx[i])} in one instruction", int(tids[i]))
+                sh.writer[idx[clash]] = MANY | ATOMIC
+        sh.wepoch[ix] = epoch
+        sh.wline[ix] = site.line
 
     def _report(self, st: Any, site: Site, space: str, bad: Any, idx: Any, tids: Any, others: Any,
                 lines: Any, did: str, kind: str) -> None:
@@ -390,6 +393,19 @@ class RaceChecker:
 
 
 _COLS: dict[int, Any] = {}      # np.arange(n) of the byte columns of an n-byte access
+SPAN_MIN = 256                  # accesses of fewer bytes are indexed as they are
+
+
+def span(np: Any, idx: Any) -> Any:
+    """slice(lo, lo + k) when the k byte indices `idx` are lo, lo + 1, ... (a large access: a warp's vector
+    loads, a TMA box's rows), else `idx`: a slice reads shadows without gathering and names each byte once."""
+    k = idx.size
+    if k < SPAN_MIN:
+        return idx
+    lo = int(idx[0])
+    if int(idx[-1]) - lo != k - 1 or np.count_nonzero(np.diff(idx) != 1):
+        return idx
+    return slice(lo, lo + k)
 
 
 def _address(space: str, byte: Any) -> str:
