@@ -249,13 +249,14 @@ class Clocks:
                           f"'{self.texts.get(wl, '?')}' and no mbarrier wait or barrier orders that store before "
                           f"this access by thread {u}", u)
 
-    def check_write(self, idx: Any, writers: Any, line: int, what: str, ix: Any = None) -> None:
+    def check_write(self, idx: Any, writers: Any, line: int, what: str, ix: Any = None, generic: bool = True) -> None:
         """Writes of shared bytes `idx` (indexed as `ix`) by threads `writers` (one per byte; `what` names the
-        instruction) must follow the bytes' last reads, generic and async."""
+        instruction) must follow the bytes' last reads, async and (unless `generic` is False: the race checker
+        knows them ordered) generic."""
         np = self.np
         ix = idx if ix is None else ix
         writers = _per_byte(np, writers, idx)
-        for slot in (1, 0):
+        for slot in ((1, 0) if generic else (1,)):
             r = self.reader[slot, ix]
             bad = (r >= 0) & (r != writers)
             if not np.count_nonzero(bad):

@@ -91,6 +91,10 @@ class RaceChecker:
     def __init__(self, np: Any, info: list) -> None:
         self.np = np
         self.epoch = 0              # the current interval; 1 and up once a CTA starts (`new_cta`)
+        # the first interval after the last barrier that every thread arrived at and waited on (`full_barrier`):
+        # shared accesses of earlier intervals are ordered before every thread's later ones, so the vector-clock
+        # checks (happens_before.py) of bytes last accessed before it have nothing to find
+        self.full_epoch = 0
         self.shadows: dict[str, Shadow] = {}
         self.texts = {ins.line: ins.text for ins in info}
         self.seq = 0
@@ -258,6 +262,11 @@ class RaceChecker:
         """A barrier completed or a CTA starts: earlier accesses cannot race with later ones."""
         self.epoch += 1
 
+    def full_barrier(self) -> None:
+        """A barrier that every thread arrived at and waited on completes now (before `new_interval`): each
+        thread's clock now covers every thread's accesses so far (`Clocks.barrier`)."""
+        self.full_epoch = self.epoch + 1
+
     def check(self, st: Any, site: Site, parts: list, lanes: Any, nbytes: int) -> None:
         """Check and record an access of `nbytes` at each lane's resolved address (`spaces.resolve` parts)."""
         np = self.np
@@ -294,8 +303,9 @@ class RaceChecker:
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
                 self.written[ix] = True
                 if not site.strong:     # atomics and strong stores do not race with each other
-                    self.hb.check_write(idx, tids, site.line, "the store", ix)
-                    self.hb.check_after_write(idx, tids, site.line, "write-after-write", ix)
+                    self.hb.check_write(idx, tids, site.line, "the store", ix, self._recent(sh.repoch, ix))
+                    if self._recent(sh.wepoch, ix):
+                        self.hb.check_after_write(idx, tids, site.line, "write-after-write", ix)
                     self.hb.write(ix, tids, site.line)
                 self.seq += 1
                 self.gen_seq[ix] = self.seq
@@ -309,9 +319,16 @@ class RaceChecker:
                 self._visible(st, site.line, idx, tids, site.does(), ix)
             self._read(st, site, space, sh, idx, tids, ix)
             if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?
-                self.hb.check_after_write(idx, tids, site.line, "read-after-write", ix)
+                if self._recent(sh.wepoch, ix):
+                    self.hb.check_after_write(idx, tids, site.line, "read-after-write", ix)
                 if record:
                     self.hb.read(ix, tids, site.line)
+
+    def _recent(self, epochs: Any, ix: Any) -> bool:
+        """Whether some byte `ix` was last accessed (per `epochs`, a shadow's wepoch or repoch) since the last
+        full barrier. A byte's last generic write (read) in the vector clocks is never later than its last
+        write (read) here: where all are earlier, the clocks order them before any thread's access now."""
+        return self.full_epoch == 0 or bool(self.np.count_nonzero(epochs[ix] >= self.full_epoch))
 
     def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any) -> None:
         np = self.np

@@ -245,13 +245,16 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
         dst = (pc.dst[sel][:, None] + cols).ravel()
         hb, issuers = st.races.hb, pc.lanes[sel]
         now = hb.vc[issuers].copy()
+        full = st.races.full_epoch
         if pc.vc is not None:   # a read not ordered before the issue may have seen the bytes half-written
             hb.vc[issuers] = pc.vc[sel]
+            st.races.full_epoch = 0     # (issue-time clocks need not cover the last full barrier)
         try:
             st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size, dst,
                                  np.repeat(issuers, pc.size))
         finally:
             hb.vc[issuers] = now
+            st.races.full_epoch = full
         hb.write(dst, np.repeat(issuers, pc.size), pc.line)   # published at the landing's clock
         # NVIDIA's compiler hands cp.async data to tcgen05.cp with no proxy fence: not a generic-proxy store
         st.races.gen_seq[dst] = -1
