@@ -107,6 +107,7 @@ class RaceChecker:
         self.new_interval()
         size = max(smem_bytes, 16)
         self.async_key = np.full(size, -1, dtype=np.int64)     # mbarrier a TMA write completes on
+        self.any_async = False                                 # whether any byte has an async_key (a shortcut)
         self.async_need = np.zeros(size, dtype=np.int64)       # the phase count a reader must have seen
         self.async_line = np.zeros(size, dtype=np.int32)
         # when the generic proxy last stored it; -1 also once the storing thread fenced that store (below)
@@ -184,6 +185,7 @@ class RaceChecker:
         self.hb.check_write(idx, tids, line, "the TMA load")
         self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx, tids)
         self.hb.forget_writes(idx)
+        self.any_async = True
         self.async_key[idx] = key
         self.async_need[idx] = need
         self.async_line[idx] = line
@@ -239,6 +241,8 @@ class RaceChecker:
 
     def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str, ix: Any = None) -> None:
         np = self.np
+        if not self.any_async:
+            return
         keys = self.async_key[idx if ix is None else ix]
         pending = keys >= 0
         if not np.count_nonzero(pending):
