@@ -282,6 +282,7 @@ class RaceChecker:
             if space is None:
                 continue
             tids = lanes if sel is None else lanes[sel]
+            tids = tids.astype(np.int32, copy=False)
             if nbytes == 1:
                 self.check_bytes(st, site, space, buf.size, offs, tids)
             else:
@@ -302,13 +303,16 @@ class RaceChecker:
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
         tids = tids.astype(self.np.int32, copy=False)
+        we = sh.wepoch[ix]      # each byte's last write's interval (read once: the checks below share it)
         if site.write:
-            self._write(st, site, space, sh, idx, tids, ix)
+            # (`we` may be a view of the shadow, which the write updates: look at it first)
+            recent = space == "shared" and not site.strong and self._recent(we)
+            self._write(st, site, space, sh, idx, tids, ix, we)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
                 self.written[ix] = True
                 if not site.strong:     # atomics and strong stores do not race with each other
-                    self.hb.check_write(idx, tids, site.line, "the store", ix, self._recent(sh.repoch, ix))
-                    if self._recent(sh.wepoch, ix):
+                    self.hb.check_write(idx, tids, site.line, "the store", ix, self._recent(sh.repoch[ix]))
+                    if recent:
                         self.hb.check_after_write(idx, tids, site.line, "write-after-write", ix)
                     self.hb.write(ix, tids, site.line)
                 self.seq += 1
@@ -321,23 +325,24 @@ class RaceChecker:
                 if not copy:
                     self._defined(st, idx, tids, site, ix)
                 self._visible(st, site.line, idx, tids, site.does(), ix)
-            self._read(st, site, space, sh, idx, tids, ix)
+            self._read(st, site, space, sh, idx, tids, ix, we)
             if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?
-                if self._recent(sh.wepoch, ix):
+                if self._recent(we):
                     self.hb.check_after_write(idx, tids, site.line, "read-after-write", ix)
                 if record:
                     self.hb.read(ix, tids, site.line)
 
-    def _recent(self, epochs: Any, ix: Any) -> bool:
-        """Whether some byte `ix` was last accessed (per `epochs`, a shadow's wepoch or repoch) since the last
-        full barrier. A byte's last generic write (read) in the vector clocks is never later than its last
-        write (read) here: where all are earlier, the clocks order them before any thread's access now."""
-        return self.full_epoch == 0 or bool(self.np.count_nonzero(epochs[ix] >= self.full_epoch))
+    def _recent(self, epochs: Any) -> bool:
+        """Whether some of the bytes whose last accesses' intervals are `epochs` (a shadow's wepoch or repoch
+        values) were accessed since the last full barrier. A byte's last generic write (read) in the vector
+        clocks is never later than its last write (read) here: where all are earlier, the clocks order them
+        before any thread's access now."""
+        return self.full_epoch == 0 or bool(self.np.count_nonzero(epochs >= self.full_epoch))
 
-    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any) -> None:
+    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any, we: Any) -> None:
         np = self.np
         epoch = self.epoch
-        wcur = sh.wepoch[ix] == epoch
+        wcur = we == epoch
         if np.count_nonzero(wcur):
             w = sh.writer[ix]
             raw = wcur & ((w & THREAD) != tids)
@@ -361,10 +366,10 @@ class RaceChecker:
         sh.repoch[ix] = epoch
         sh.rline[ix] = site.line
 
-    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any) -> None:
+    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any, we: Any) -> None:
         np = self.np
         epoch = self.epoch
-        written = sh.wepoch[ix] == epoch
+        written = we == epoch
         any_written = np.count_nonzero(written)
         if any_written:
             w = sh.writer[ix]
