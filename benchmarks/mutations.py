@@ -65,10 +65,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
 )
 
 # memory accesses of PTX instructions (parameter loads aside), for the equivalences above
-_MEMORY = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld\.(?!param)|st\.|atom\.|red\.|cp\.async\.c[ag]|cp\.async\.bulk\.(?!wait|commit)|"
-                     r"cp\.reduce|ldmatrix|stmatrix|mbarrier\.|wgmma\.mma|tcgen05\.(?:mma|cp|ld|st|alloc|dealloc|commit|shift)|"
-                     r"multimem|ldu\.|tensormap|cp\.async\.mbarrier)")
-_ASYNC_PROXY = re.compile(r"(cp\.async\.bulk\.(?!wait|commit)|cp\.reduce\.async\.bulk|wgmma\.mma_async|tcgen05\.(mma|cp))")
+_MEMORY = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld\.(?!param)|st\.|atom\.|red\.|cp\.async\.c[ag]|"
+                     r"cp\.async\.bulk\.(?!wait|commit)|cp\.reduce|ldmatrix|stmatrix|mbarrier\.|wgmma\.mma|"
+                     r"tcgen05\.(?:mma|cp|ld|st|alloc|dealloc|commit|shift)|multimem|ldu\.|tensormap|"
+                     r"cp\.async\.mbarrier)")
+_ASYNC_PROXY = re.compile(r"(cp\.async\.bulk\.(?!wait|commit)|cp\.reduce\.async\.bulk|wgmma\.mma_async|"
+                          r"tcgen05\.(mma|cp))")
 
 
 def _touches_memory(code: str) -> bool:
