@@ -45,6 +45,9 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no cp.async copies in the kernel: the wait has nothing to wait for"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _next_instruction(ptx, line),
      "the next instruction is the same cp.async.wait_all"),
+    ("delete cp.async.wait", "", lambda ptx, line: _nothing_before(ptx, line),
+     "no instruction before it accesses memory, so no cp.async copy is in flight, and none runs again after it "
+     "(no label before it): the wait has nothing to wait for"),
     ("descriptor LBO", "", lambda ptx, line: _lbo_unused(ptx, line),
      "the descriptor is swizzled and read only as a K-major operand (wgmma imm-trans 0, tcgen05 idesc transpose "
      "bit 0): the PTX ISA's matrix-descriptor strides (wgmma and tcgen05 'Leading dimension byte offset') say "
