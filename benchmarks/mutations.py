@@ -45,7 +45,183 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no cp.async copies in the kernel: the wait has nothing to wait for"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _next_instruction(ptx, line),
      "the next instruction is the same cp.async.wait_all"),
+    ("delete cp.async.wait", "", lambda ptx, line: _nothing_before(ptx, line),
+     "no instruction before it accesses memory, so no cp.async copy is in flight, and none runs again after it "
+     "(no label before it): the wait has nothing to wait for"),
+    ("descriptor LBO", "", lambda ptx, line: _lbo_unused(ptx, line),
+     "the descriptor is swizzled and read only as a K-major operand (wgmma imm-trans 0, tcgen05 idesc transpose "
+     "bit 0): the PTX ISA's matrix-descriptor strides (wgmma and tcgen05 'Leading dimension byte offset') say "
+     "the leading dimension byte offset of swizzled K-major layouts is not used (assumed 1)"),
+    ("delete bar.sync", "", lambda ptx, line: _nothing_before(ptx, line),
+     "no instruction before it accesses memory (parameters aside) and none runs again after it (no label "
+     "before it): a barrier orders the participating threads' memory accesses, and there are none to order"),
+    ("delete bar.sync", "", lambda ptx, line: _repeated_barrier(ptx, line),
+     "the same barrier (same id and count) completes just before, with nothing between the two but "
+     "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
+     "waits with nothing in flight and mbarrier.inval of mbarriers no later instruction uses: it orders "
+     "nothing the first does not"),
+    ("delete fence.proxy.async", "", lambda ptx, line: _fenced_again(ptx, line),
+     "another fence.proxy.async of the same thread comes before its next async-proxy instruction, so it "
+     "orders no generic access before an async one; async-proxy accesses before it are ordered before later "
+     "generic ones by the implicit generic-async proxy fence that follows the completion of every wgmma and "
+     "cp.async.bulk (PTX ISA, 'Async proxy' of both), which the kernel waits for"),
 )
+
+# memory accesses of PTX instructions (parameter loads aside), for the equivalences above
+_MEMORY = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld\.(?!param)|st\.|atom\.|red\.|cp\.async\.c[ag]|"
+                     r"cp\.async\.bulk\.(?!wait|commit)|cp\.reduce|ldmatrix|stmatrix|mbarrier\.|wgmma\.mma|"
+                     r"tcgen05\.(?:mma|cp|ld|st|alloc|dealloc|commit|shift)|multimem|ldu\.|tensormap|"
+                     r"cp\.async\.mbarrier)")
+_ASYNC_PROXY = re.compile(r"(cp\.async\.bulk\.(?!wait|commit)|cp\.reduce\.async\.bulk|wgmma\.mma_async|"
+                          r"tcgen05\.(mma|cp))")
+
+
+def _touches_memory(code: str) -> bool:
+    """Whether a line's code (one or more ';'-separated statements) accesses memory."""
+    return any(_MEMORY.match(part.strip()) for part in code.split(";"))
+
+
+def _codes(ptx: str) -> list[str]:
+    """Each PTX line's instruction text (comments dropped; inline-asm braces and .reg lines stripped)."""
+    out = []
+    for text in ptx.split("\n"):
+        code = text.split("//")[0].strip()
+        code = re.sub(r"^\{\s*\.reg\s+\.pred\s+\w+;\s*setp[^;]*;\s*", "", code).rstrip("} ").strip()
+        out.append(code)
+    return out
+
+
+def _lbo_unused(ptx: str, line: int) -> bool:
+    """Whether the descriptor the mutated line (1-based) builds is swizzled and read by wgmma/tcgen05.mma only as
+    a K-major operand (its register used nowhere else)."""
+    codes = _codes(ptx)
+    m = re.match(r"(?:mov|or|add)\.[bsu]64\s+(%\w+)\s*,.*\b(\d{13,20})\b", codes[line - 1])
+    if not m:
+        return False
+    reg, value = m.group(1), int(m.group(2))
+    umma = (value >> 46) & 7 == 1
+    if (value >> 61) & 7 == 0 if umma else (value >> 62) & 3 == 0:
+        return False                # not swizzled: LBO is the K stride
+    uses = 0
+    for i, code in enumerate(codes):
+        if i == line - 1 or not re.search(re.escape(reg) + r"\b", code):
+            continue
+        ops = _operands(code)
+        if "wgmma.mma_async" in code and len(ops) >= 4:
+            trans = [0, 0]
+            if re.search(r"\.(?:b?f16)\.(?:b?f16)\b", code):
+                imms = ops[4:]
+                if ops[1].startswith("{"):
+                    trans = [0, int(imms[2])]
+                else:
+                    trans = [int(imms[2]), int(imms[3])]
+        elif "tcgen05.mma" in code and len(ops) >= 4:
+            idesc = _constant(codes, ops[3])
+            if idesc is None:
+                return False
+            trans = [(idesc >> 15) & 1, (idesc >> 16) & 1]
+        else:
+            return False            # used otherwise: not provably a K-major operand
+        for k in (1, 2):
+            if ops[k] == reg:
+                if trans[k - 1]:
+                    return False
+                uses += 1
+        if reg not in ops[1:3]:
+            return False
+    return uses > 0
+
+
+def _operands(code: str) -> list[str]:
+    """The operands of an instruction (top-level commas; vectors kept whole)."""
+    body = code.split(None, 1)[1].rstrip(";").strip() if " " in code or "\t" in code else ""
+    out, depth, cur = [], 0, ""
+    for ch in body:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _constant(codes: list[str], op: str) -> Optional[int]:
+    """The value of an immediate operand, or of a register whose one definition is a mov of an immediate."""
+    if op.isdigit():
+        return int(op)
+    defs = [c for c in codes if re.match(r"\S+\s+" + re.escape(op) + r"\s*,", c) and not c.startswith(("st.", "@"))]
+    if len(defs) == 1:
+        m = re.fullmatch(r"mov\.[bu]32\s+" + re.escape(op) + r"\s*,\s*(\d+)\s*;", defs[0])
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _body_start(codes: list[str], line: int) -> int:
+    """The index of the first line of the function body containing PTX line `line` (1-based)."""
+    for i in range(line - 1, -1, -1):
+        if codes[i] == "{" or codes[i].endswith("{") and not codes[i].startswith("{"):
+            return i + 1
+    return 0
+
+
+def _nothing_before(ptx: str, line: int) -> bool:
+    """Whether no instruction of the function before PTX line `line` accesses memory and none is a label."""
+    codes = _codes(ptx)
+    for code in codes[_body_start(codes, line):line - 1]:
+        # (a cp.async wait there has nothing to wait for: a copy before it would be a memory access)
+        if code.endswith(":") or _touches_memory(code) and not code.startswith("cp.async.wait"):
+            return False
+    return True
+
+
+def _repeated_barrier(ptx: str, line: int) -> bool:
+    """Whether the barrier at PTX line `line` repeats an identical one with nothing that needs ordering between
+    them (see EQUIVALENT), forward branches between them staying inside that stretch."""
+    codes = _codes(ptx)
+    deleted = codes[line - 1]
+    start = next((i for i in range(line - 2, -1, -1) if codes[i] == deleted), None)
+    if start is None:
+        return False
+    window = codes[start + 1:line - 1]
+    labels = {c[:-1] for c in window if c.endswith(":")}
+    copies = re.search(r"cp\.async\.c[ag]\b", ptx) is not None
+    for code in window:
+        if not code or code.endswith(":") or code.startswith(("fence.proxy.async", ".reg")):
+            continue
+        target = re.search(r"\bbra(?:\.uni)?\s+(\$?\w+)", code)
+        if target:
+            if target.group(1) not in labels:
+                return False
+            continue
+        if code.startswith("cp.async.wait") and not copies:
+            continue
+        if code.startswith("mbarrier.inval"):
+            continue
+        if _touches_memory(code) or re.match(r"(?:@!?%?\w+\s+)?(bar|barrier)\.|exit|ret|trap", code):
+            return False
+    others = [c for i, c in enumerate(codes) if c.endswith(":") and c[:-1] in labels and not start < i < line - 1]
+    jumps_in = [c for i, c in enumerate(codes) if not start < i < line - 1
+                and any(re.search(r"\bbra(?:\.uni)?\s+" + re.escape(lab) + r"\b", c) for lab in labels)]
+    later_mbarriers = any(c.startswith("mbarrier.") or re.search(r"\bmbarrier::", c) for c in codes[line:])
+    return not others and not jumps_in and not later_mbarriers
+
+
+def _fenced_again(ptx: str, line: int) -> bool:
+    """Whether another fence.proxy.async follows PTX line `line` before any async-proxy instruction, branch or
+    label."""
+    for code in _codes(ptx)[line:]:
+        if code.startswith("fence.proxy.async"):
+            return True
+        if _ASYNC_PROXY.search(code) or code.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", code):
+            return False
+    return False
 
 
 def _next_instruction(ptx: str, line: int) -> str:

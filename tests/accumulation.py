@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 # unit roundoff of the accumulator (or output) format
-UNIT = {"f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11}
+UNIT = {"f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 INPUT_ROUNDING = {"tf32": 2.0 ** -9}   # both inputs truncated to 10 mantissa bits
 
 
@@ -16,13 +16,13 @@ def full_precision(rng: np.random.Generator, shape: tuple, raw: object) -> np.nd
 
 
 def assert_accumulated(got: np.ndarray, want: np.ndarray, a: np.ndarray, b: np.ndarray, dty: str,
-                       aty: str = "") -> None:
+                       aty: str = "", out: str = "") -> None:
     """`got` = a @ b.T (+ C) computed in `dty` in any order: |got - want| <= (K u + input rounding) |a| @ |b|.T
-    (the classic bound of a K-term floating-point sum), plus one rounding of the output."""
+    (the classic bound of a K-term floating-point sum), plus one rounding of the output (to `out`, else `dty`)."""
     k = a.shape[1]
     u = UNIT[dty]
     bound = np.abs(a) @ np.abs(b).T
-    limit = (k * u + INPUT_ROUNDING.get(aty, 0.0)) * bound + u * np.abs(want)
+    limit = (k * u + INPUT_ROUNDING.get(aty, 0.0)) * bound + UNIT[out or dty] * np.abs(want)
     err = np.abs(got - want)
     assert (err <= limit).all(), (f"{int((err > limit).sum())} elements beyond the K={k} accumulation bound; "
                                   f"worst {float((err - limit).max()):.3g} over")

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 from emulator_runs import edit_ptx, emulate, removing  # noqa: E402
 from test_tile_layer import _module, _ptx  # noqa: E402
 from tilegym_modules import tilegym  # noqa: E402
@@ -35,17 +36,18 @@ def _kernel(dtype: str, tm: int, tn: int, tk: int) -> bytes:
 
 
 def _run(data: bytes, dtype: str, m: int, n: int, k: int, grid: int) -> None:
-    """The emulator's C (race checker on) against numpy: small integers over 4, exact in every type."""
+    """The emulator's C (race checker on) against numpy: random full-precision inputs, within the bound of an f32
+    sum of K products rounded to the output type."""
     import ml_dtypes
 
     np_type = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn}[dtype]
     out_type = np.float16 if dtype.startswith("float8") else np_type
     rng = np.random.default_rng(m + n + k)
-    a = (rng.integers(-8, 8, (m, k)) / 4).astype(np_type)
-    b = (rng.integers(-8, 8, (k, n)) / 4).astype(np_type)
+    a64, b64 = full_precision(rng, (m, k), np_type), full_precision(rng, (k, n), np_type)
+    a, b = a64.astype(np_type), b64.astype(np_type)
     got = emulate(_module(data), [a, b, np.full((m, n), np.nan, out_type)], "sm_100", (grid, 1, 1))[2]
-    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(out_type)
-    np.testing.assert_array_equal(np.asarray(got).astype(np.float32), want.astype(np.float32))
+    assert_accumulated(np.asarray(got).astype(np.float64), a64 @ b64, a64, b64.T, "f32",
+                       out="bf16" if dtype == "bfloat16" else "f16")
 
 
 def test_the_cluster_pass_pairs_the_ctas_along_m_on_sm_100_only() -> None:
@@ -168,12 +170,12 @@ def test_a_persistent_kernels_pair_matches_numpy(tmp_path: Path) -> None:
     ptx = _ptx(data, "sm_100", tmp_path)
     assert ".reqnctapercluster 2" in ptx and "tcgen05.mma.cta_group::2" in ptx
     rng = np.random.default_rng(9)
-    a = (rng.integers(-8, 8, (2, 384, 192)) / 4).astype(np.float16)
-    b = (rng.integers(-8, 8, (2, 192, 256)) / 4).astype(np.float16)
+    a64, b64 = full_precision(rng, (2, 384, 192), np.float16), full_precision(rng, (2, 192, 256), np.float16)
+    a, b = a64.astype(np.float16), b64.astype(np.float16)
     got = emulate(_module(data), [a, b, np.full((2, 384, 256), np.nan, np.float16), np.int32(2)], "sm_100",
                   (2, 1, 1))[2]
-    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
-    np.testing.assert_array_equal(got, want)
+    for i in range(2):      # each batch an f32 sum of 192 products, rounded to f16
+        assert_accumulated(np.asarray(got[i]).astype(np.float64), a64[i] @ b64[i], a64[i], b64[i].T, "f32", out="f16")
 
 
 def test_the_next_tiles_mmas_unordered_with_the_peers_epilogue_are_reported(monkeypatch, tmp_path: Path) -> None:
@@ -223,9 +225,9 @@ def _run_mxfp8(data: bytes, m: int, n: int, k: int, grid: int, swizzled: bool = 
     scales = (_swizzle(sa), _swizzle(np.ascontiguousarray(sb.T))) if swizzled else (sa, sb)
     got = emulate(_module(data), [a, scales[0], b, scales[1], np.zeros((m, n), np.float32)], "sm_100",
                   (grid, 1, 1))[4]
-    ref = (a.astype(np.float64) * np.repeat(sa.astype(np.float64), 32, axis=1)) @ \
-        (b.astype(np.float64) * np.repeat(sb.astype(np.float64), 32, axis=0))
-    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    scaled_a = a.astype(np.float64) * np.repeat(sa.astype(np.float64), 32, axis=1)
+    scaled_b = b.astype(np.float64) * np.repeat(sb.astype(np.float64), 32, axis=0)
+    assert_accumulated(np.asarray(got).astype(np.float64), scaled_a @ scaled_b, scaled_a, scaled_b.T, "f32")
 
 
 def test_a_block_scaled_pair_with_an_mma_warp_matches_numpy(tmp_path: Path) -> None:

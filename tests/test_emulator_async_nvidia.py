@@ -33,6 +33,7 @@ from tileiras.codegen.tensormap import for_array
 
 sys.path.insert(0, os.path.dirname(__file__))
 import corpus_kernels  # noqa: E402
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 import frontend_samples as fs  # noqa: E402
 
 pytestmark = pytest.mark.skipif(fs.oracle("tileiras") is None, reason="NVIDIA's tileiras is not installed")
@@ -193,9 +194,9 @@ def _run(ptx: str, key: tuple, m: int, n: int, k: int, check_races: bool = True)
     ty = key[0].split("-")[0]
     _, out_ty, a_box, b_box, c_box = CONFIGS[key]
     rng = np.random.default_rng(7)
-    # values every input format holds exactly, so the products are exact whatever the rounding
-    a = (rng.integers(-8, 8, (m, k)) / 4).astype(NUMPY[ty])
-    b = (rng.integers(-8, 8, (k, n)) / 4).astype(NUMPY[ty])
+    # random full-precision values of the input format (f32 ones the tensor cores truncate to tf32)
+    a = full_precision(rng, (m, k), NUMPY[ty]).astype(NUMPY[ty])
+    b = full_precision(rng, (k, n), NUMPY[ty]).astype(NUMPY[ty])
     c = np.zeros((m, n), NUMPY[out_ty])
     mem = Memory()
     addrs = []
@@ -211,8 +212,17 @@ def _run(ptx: str, key: tuple, m: int, n: int, k: int, check_races: bool = True)
                for p, arr, t, box, sw in zip(addrs, (a, b, c), (ty, ty, out_ty), (a_box, b_box, c_box), swizzles)]
     tile = _tile(key)
     stats = run_ptx(ptx, "mm", (m // tile, n // tile, 1), (256, 1, 1), params, mem, check_races=check_races)
-    got = np.frombuffer(mem.read(addrs[2], c.nbytes), c.dtype).reshape(m, n).astype(np.float32)
-    return got, a.astype(np.float32) @ b.astype(np.float32), stats
+    got = np.frombuffer(mem.read(addrs[2], c.nbytes), c.dtype).reshape(m, n).astype(np.float64)
+    return got, a.astype(np.float64) @ b.astype(np.float64), stats
+
+
+def _assert_product(got: np.ndarray, ref: np.ndarray, key: tuple, m: int, n: int, k: int) -> None:
+    """`got` is A @ B accumulated in f32 over K (the tf32 rounding of f32 inputs), rounded to the output type."""
+    ty = key[0].split("-")[0]
+    rng = np.random.default_rng(7)      # the inputs `_run` made
+    a = full_precision(rng, (m, k), NUMPY[ty])
+    b = full_precision(rng, (k, n), NUMPY[ty])
+    assert_accumulated(got, ref, a, b.T, "f32", "tf32" if ty == "f32" else ty, out=CONFIGS[key][1])
 
 
 @pytest.mark.parametrize("key", sorted(CONFIGS), ids=lambda k: f"{k[0]}-{k[1]}")
@@ -222,9 +232,10 @@ def test_nvidia_matmul_matches_numpy(nvidia_ptx, key) -> None:
     assert ("wgmma.mma_async" in ptx) if key[1] == "sm_90" else ("tcgen05.mma" in ptx)
     # 2 x 2 CTAs; 7 K tiles wrap the producer/consumer rings (5 to 7 stages) so the phases flip
     tk = CONFIGS[key][0]
-    got, ref, stats = _run(ptx, key, 2 * _tile(key), 2 * _tile(key), 7 * tk)
+    m = n = 2 * _tile(key)
+    got, ref, stats = _run(ptx, key, m, n, 7 * tk)
     assert stats.ctas == 4
-    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
+    _assert_product(got, ref, key, m, n, 7 * tk)
 
 
 @pytest.mark.parametrize("target", sorted(ATTN_O_BOX))
@@ -232,7 +243,7 @@ def test_nvidia_flash_attention_matches_numpy(nvidia_ptx, target) -> None:
     ptx = nvidia_ptx["attn", target]
     heads, d = 2, 64
     rng = np.random.default_rng(11)
-    q, k, v = ((rng.integers(-8, 8, (heads, ATTN_S, d)) / 8).astype(np.float16) for _ in range(3))
+    q, k, v = (full_precision(rng, (heads, ATTN_S, d), np.float16).astype(np.float16) for _ in range(3))
     o = np.zeros_like(q)
     mem = Memory()
     addrs = []
@@ -250,8 +261,12 @@ def test_nvidia_flash_attention_matches_numpy(nvidia_ptx, target) -> None:
     got = np.frombuffer(mem.read(addrs[3], o.nbytes), np.float16).reshape(o.shape).astype(np.float32)
     s = np.einsum("hqd,hkd->hqk", q.astype(np.float32), k.astype(np.float32)) * 0.125
     p = np.exp(s - s.max(-1, keepdims=True))
-    ref = np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float32))
-    np.testing.assert_allclose(got, ref, atol=2e-3)
+    pn = p / p.sum(-1, keepdims=True)
+    ref = np.einsum("hqk,hkd->hqd", pn, v.astype(np.float32))
+    # P is rounded to f16 before P @ V (2^-11 of each p |v|), the row sum may count it unrounded, O is rounded
+    # to f16: 2^-11 each; the f32 sums of 64 (Q K^T) and ATTN_S (P V) exact products are far below that
+    bound = np.einsum("hqk,hkd->hqd", pn, np.abs(v.astype(np.float32)))
+    assert (np.abs(got - ref) <= 2.0 ** -10 * (bound + np.abs(ref))).all(), np.abs(got - ref).max()
 
 
 def test_nvidia_block_scaled_fp8_matmul_matches_numpy(nvidia_ptx) -> None:
@@ -261,8 +276,8 @@ def test_nvidia_block_scaled_fp8_matmul_matches_numpy(nvidia_ptx) -> None:
     assert "kind::mxf8f6f4.block_scale" in ptx and "32x128b.warpx4" in ptx
     m, n, k = 128, 256, 384
     rng = np.random.default_rng(5)
-    a = (rng.integers(-8, 8, (m, k)) / 4).astype(ml_dtypes.float8_e4m3fn)
-    b = (rng.integers(-8, 8, (k, n)) / 4).astype(ml_dtypes.float8_e4m3fn)
+    a = full_precision(rng, (m, k), ml_dtypes.float8_e4m3fn).astype(ml_dtypes.float8_e4m3fn)
+    b = full_precision(rng, (k, n), ml_dtypes.float8_e4m3fn).astype(ml_dtypes.float8_e4m3fn)
     sa = rng.integers(122, 133, (m, k // 32)).astype(np.uint8)      # e8m0: 2^(e - 127)
     sb = rng.integers(122, 133, (k // 32, n)).astype(np.uint8)
     c = np.zeros((m, n), np.float32)
@@ -282,7 +297,7 @@ def test_nvidia_block_scaled_fp8_matmul_matches_numpy(nvidia_ptx) -> None:
     got = np.frombuffer(mem.read(addrs[4], c.nbytes), np.float32).reshape(m, n)
     scaled_a = a.astype(np.float64) * np.repeat(np.exp2(sa - 127.0), 32, axis=1)
     scaled_b = b.astype(np.float64) * np.repeat(np.exp2(sb - 127.0), 32, axis=0)
-    np.testing.assert_allclose(got, scaled_a @ scaled_b, rtol=1e-5)   # f32 rounding after each MMA
+    assert_accumulated(got.astype(np.float64), scaled_a @ scaled_b, scaled_a, scaled_b.T, "f32")
 
 
 def _without(ptx: str, pattern: str, replacement: str = "") -> str:
@@ -326,4 +341,4 @@ def test_nvidia_pipeline_missing_proxy_fence_is_reported(nvidia_ptx, target) -> 
         _run(ptx, ("f16", target), TILE, TILE, 64)
     # without the race checker the same PTX still computes the product (the fence orders, it moves nothing)
     got, ref, _ = _run(ptx, ("f16", target), TILE, TILE, 64, check_races=False)
-    np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-2)
+    _assert_product(got, ref, ("f16", target), TILE, TILE, 64)

@@ -231,7 +231,8 @@ def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> No
     rng = np.random.default_rng(9)
     m = n = 128
     sf_a, sf_b = 2, 1
-    a_vals, b_vals = rng.integers(-8, 8, (m, 32)) / 4, rng.integers(-8, 8, (n, 32)) / 4
+    a_vals = full_precision(rng, (m, 32), ml_dtypes.float8_e4m3fn)
+    b_vals = full_precision(rng, (n, 32), ml_dtypes.float8_e4m3fn)
     a = a_vals.astype(ml_dtypes.float8_e4m3fn)
     b = b_vals.astype(ml_dtypes.float8_e4m3fn)
     sa = rng.integers(120, 135, (m, 4)).astype(np.uint8)       # e8m0 exponents for 4 K blocks
@@ -272,8 +273,9 @@ def test_block_scaled_fp8_mma_reads_its_scale_factors_from_tensor_memory() -> No
                                umma_desc(B_BASE, b_lbo, b_sbo, 128),
                                desc, 0, out, umma_desc(sf_base, 0, 128, 0), 0], mem, check_races=True)
     got = np.frombuffer(mem.read(out, 128 * n * 4), np.float32).reshape(128, n)
-    want = (a_vals * np.exp2(sa[:, sf_a] - 127.0)[:, None]) @ (b_vals * np.exp2(sb[:, sf_b] - 127.0)[:, None]).T
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    scaled_a = a_vals * np.exp2(sa[:, sf_a] - 127.0)[:, None]
+    scaled_b = b_vals * np.exp2(sb[:, sf_b] - 127.0)[:, None]
+    assert_accumulated(got.astype(np.float64), scaled_a @ scaled_b.T, scaled_a, scaled_b, "f32")
 
 
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])

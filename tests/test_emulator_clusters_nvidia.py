@@ -74,10 +74,11 @@ def nvidia_ptx(tmp_path_factory) -> dict:
 
 
 def _run(ptx: str, target: str, m: int, n: int, k: int) -> tuple:
+    from accumulation import full_precision
+
     rng = np.random.default_rng(7)
-    # values f16 holds exactly, so the products and sums are exact whatever the order
-    a = (rng.integers(-8, 8, (m, k)) / 4).astype(np.float16)
-    b = (rng.integers(-8, 8, (k, n)) / 4).astype(np.float16)
+    a = full_precision(rng, (m, k), np.float16).astype(np.float16)     # random full-precision f16 values
+    b = full_precision(rng, (k, n), np.float16).astype(np.float16)
     c = np.full((m, n), np.nan, np.float16)
     mem = Memory()
     addrs = []
@@ -91,8 +92,17 @@ def _run(ptx: str, target: str, m: int, n: int, k: int) -> tuple:
     params += [for_array(p, arr.shape, arr.strides, "f16", box, "128B")
                for p, arr, box in zip(addrs, (a, b, c), BOXES[target])]
     stats = run_ptx(ptx, NAME, (1, 1, 1), (256, 1, 1), params, mem, check_races=True)
-    got = np.frombuffer(mem.read(addrs[2], c.nbytes), np.float16).reshape(m, n).astype(np.float32)
-    return got, a.astype(np.float32) @ b.astype(np.float32), stats
+    got = np.frombuffer(mem.read(addrs[2], c.nbytes), np.float16).reshape(m, n).astype(np.float64)
+    return got, a.astype(np.float64) @ b.astype(np.float64), stats
+
+
+def _assert_product(got: np.ndarray, want: np.ndarray, m: int, n: int, k: int) -> None:
+    """`got`: the f32 sum of K products of `_run`'s inputs, rounded to f16."""
+    from accumulation import assert_accumulated, full_precision
+
+    rng = np.random.default_rng(7)
+    a, b = full_precision(rng, (m, k), np.float16), full_precision(rng, (k, n), np.float16)
+    assert_accumulated(got, want, a, b.T, "f32", out="f16")
 
 
 @pytest.mark.parametrize("target", ["sm_90", "sm_100"])
@@ -104,7 +114,7 @@ def test_nvidia_cluster_matmul_matches_numpy(nvidia_ptx, target: str) -> None:
     # partial tiles in M and N, one cluster looping over 2 x 2 tile blocks
     got, want, stats = _run(ptx, target, 208, 784, 192)
     assert stats.ctas == 4
-    np.testing.assert_array_equal(got, want)
+    _assert_product(got, want, 208, 784, 192)
 
 
 @pytest.mark.parametrize("target", ["sm_90", "sm_100"])

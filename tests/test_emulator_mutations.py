@@ -85,3 +85,54 @@ def test_a_sample_of_every_operator_is_reported(gpu) -> None:
     results = mutations.score([case(gpu)], per_operator=1, seed=36)
     survivors = [f"{r.operator.name}: {r.what}" for r in results if r.verdict == "survived"]
     assert not survivors, "\n".join(survivors)
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_the_leading_byte_offset_counts_only_where_the_isa_reads_it(gpu) -> None:
+    """A swizzled K-major operand's LBO field is not used (the PTX ISA's descriptor strides): mutants of A's
+    descriptor LBO are listed as equivalent; B's descriptor is N-major, where the LBO is the stride between
+    swizzle atoms, and changing it is reported."""
+    c = case(gpu)
+    op = OPERATORS["descriptor LBO"]
+    verdicts = {}
+    for line, what, ptx in op.mutants(c.ptx):
+        verdicts.setdefault(mutations.equivalent(op, what, c, line) is not None, (what, ptx))
+    assert set(verdicts) == {True, False}, verdicts.keys()
+    what, ptx = verdicts[False]
+    reported = mutations.outcome(c, ptx)
+    assert reported is not None and "mismatch" in reported, f"survived: {what}"
+
+
+SYNCS = """.visible .entry k(
+)
+{
+	.reg .b32 	%r<4>;
+	ld.param.b32 	%r1, [k_param_0];
+	bar.sync 	0;
+	st.shared.b32 	[%r1], %r1;
+	bar.sync 1, 128;
+	@%p1 bra 	$L__BB0_2;
+	mbarrier.inval.shared::cta.b64 [%r2];
+$L__BB0_2:
+	fence.proxy.async.shared::cta;
+	bar.sync 1, 128;
+	st.shared.b32 	[%r1], %r2;
+	fence.proxy.async.shared::cta;
+	bar.sync 1, 128;
+	cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r1, %r2}], [%r3];
+	ret;
+}
+"""
+
+
+def test_the_synchronization_equivalences_are_as_narrow_as_their_reasons() -> None:
+    """Deleting a barrier no memory access precedes, a barrier repeating one with nothing between them to order,
+    or a proxy fence another one follows before any async-proxy instruction is listed as equivalent; the barriers
+    and fences that order stores are not."""
+    lines = SYNCS.split("\n")
+    at = {i + 1: line.strip() for i, line in enumerate(lines)}
+    bars = [n for n, t in at.items() if t.startswith("bar.sync")]
+    fences = [n for n, t in at.items() if t.startswith("fence.proxy")]
+    assert [mutations._nothing_before(SYNCS, n) for n in bars] == [True, False, False, False]
+    assert [mutations._repeated_barrier(SYNCS, n) for n in bars] == [False, False, True, False]
+    assert [mutations._fenced_again(SYNCS, n) for n in fences] == [True, False]

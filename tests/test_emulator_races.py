@@ -3,7 +3,7 @@
 Hand-written kernels in which thread i touches a[i] and its neighbour a[(i+1) % n]:
 with a barrier between the accesses nothing is reported; without one, read-after-write,
 write-after-write and write-after-read races are, naming both threads. Then every corpus
-case runs in checking mode.
+module runs in checking mode (its first launch; every launch with `-m sweep`).
 """
 
 from __future__ import annotations
@@ -282,13 +282,20 @@ def test_the_environment_variable_sets_the_default(value: str, reported: bool) -
 # --- the corpus ---------------------------------------------------------------------------------
 
 def _corpus_cases() -> list:
+    """Every launch of the corpus: by default the first of each kernel module (every module's PTX runs under the
+    race checker, on each target the corpus names); its other entries and launches (element types, shapes) with
+    `-m sweep`."""
     sys.path.insert(0, str(CORPUS))
     import reference
 
     cases = []
+    seen: set = set()
     for kernel_, entry, case in reference.iter_cases(reference.load_manifest()):
         ident = f"{entry['symbol']}-{case['name']}-{kernel_.get('gpu_code') or 'sm_90'}"
-        cases.append(pytest.param(kernel_, entry, case, id=ident))
+        module = id(kernel_)
+        marks = [pytest.mark.sweep] if module in seen else []
+        seen.add(module)
+        cases.append(pytest.param(kernel_, entry, case, id=ident, marks=marks))
     return cases
 
 

@@ -240,12 +240,16 @@ def test_an_fp8_a_computed_in_registers_is_staged_for_tcgen05(tmp_path: Path) ->
     assert "tcgen05.mma.cta_group::1.kind::f8f6f4" in ptx and "mma.sync" not in ptx
     module = _module(data)
     rng = np.random.default_rng(4)
-    a = (rng.integers(-4, 5, (128, 128)) / 4).astype(np.float16)      # x * 2 exact in e4m3
-    b = (rng.integers(-4, 5, (128, 64)) / 4).astype(ml_dtypes.float8_e4m3fn)
+    from accumulation import assert_accumulated, full_precision
+
+    a = full_precision(rng, (128, 128), np.float16).astype(np.float16)     # random full-precision values
+    b = full_precision(rng, (128, 64), ml_dtypes.float8_e4m3fn)
     c = np.zeros((128, 64), np.float32)
-    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_100",
-                     check_races=True)[2]
-    assert np.array_equal(out, (2 * a.astype(np.float64)) @ b.astype(np.float64))
+    out = run_arrays(module, _entry(module), (1, 1, 1), [a, b.astype(ml_dtypes.float8_e4m3fn), c],
+                     backend="emulator", gpu_name="sm_100", check_races=True)[2]
+    # the kernel's A operand: 2 a rounded to e4m3 (products exact in f32), summed over K = 128
+    a2 = (2 * a.astype(np.float32)).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    assert_accumulated(np.asarray(out).astype(np.float64), a2 @ b, a2, b.T, "f32")
 
 
 @pytest.mark.parametrize("name,tile,kdim", [("mm_tf32_64x64x32", 64, 96), ("mm_tf32_128x128x64", 128, 128)])

@@ -110,6 +110,39 @@ def _lanes(np: Any, v: Any, n: int) -> Any:
 
 def tracked(fn: Any, flow: Flow, names: list) -> Any:
     """`fn` of a step, its writes marked defined where every register it reads is (`mark`)."""
+    step = _tracked(fn, flow, names)
+    srcs = flow.srcs
+    if flow.sinks or flow.optional or flow.uses or flow.pack or flow.unpack:
+        return step
+    # the common case, every register it reads defined in every thread: straight to `fn` (runs for every
+    # instruction, so without a loop where there are one or two sources)
+    if len(srcs) == 1:
+        a, = srcs
+
+        def one(st: Any, m: Any) -> Any:
+            return fn(st, m) if st.defined[a] is True else step(st, m)
+
+        return one
+    if len(srcs) == 2:
+        a, b = srcs
+
+        def two(st: Any, m: Any) -> Any:
+            D = st.defined
+            return fn(st, m) if D[a] is True and D[b] is True else step(st, m)
+
+        return two
+
+    def many(st: Any, m: Any) -> Any:
+        D = st.defined
+        for r in srcs:
+            if D[r] is not True:
+                return step(st, m)
+        return fn(st, m)
+
+    return many
+
+
+def _tracked(fn: Any, flow: Flow, names: list) -> Any:
     srcs, sinks, optional, when = flow.srcs, flow.sinks, flow.optional, flow.when
     partly = {s: mask for s, mask in flow.uses}
     if flow.unpack:
@@ -176,7 +209,8 @@ def _unpacked(st: Any, m: Any, unpack: tuple, names: list) -> None:
 def mark(st: Any, idx: int, m: Any, lanes: Any = None) -> None:
     """Register `idx` was written in threads `m` (a mask, None: all) or `lanes` (indices): defined there as
     far as what the current step read was (`st.cur_def`)."""
-    st.partial.pop(idx, None)
+    if st.partial:
+        st.partial.pop(idx, None)
     d, old = st.cur_def, st.defined[idx]
     if m is None and lanes is None or d is old:
         st.defined[idx] = d
@@ -185,8 +219,14 @@ def mark(st: Any, idx: int, m: Any, lanes: Any = None) -> None:
         sel = m if lanes is None else np.zeros(st.n, dtype=bool)
         if lanes is not None:
             sel[lanes] = True
-        v = np.where(sel, _lanes(np, d, st.n), _lanes(np, old, st.n))
-        st.defined[idx] = True if v.all() else v        # back to the fast form once every thread has it
+        if d is True:           # (what np.where(sel, d, old) gives, in one step for the usual cases)
+            v = sel.copy() if old is False else sel | old
+        elif d is False:
+            v = ~sel if old is True else old & ~sel
+        else:
+            v = np.where(sel, d, _lanes(np, old, st.n))
+        # back to the fast form once every thread has it
+        st.defined[idx] = True if np.count_nonzero(v) == st.n else v
     if d is not True:
         st.undef_origin.setdefault(idx, st.cur_origin)
 

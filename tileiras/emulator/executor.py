@@ -738,6 +738,8 @@ def _check_barriers(st: CTAState, groups: list) -> None:
                 if h.state == BAR and h.key == bar_id:
                     waiting |= np.ones(st.n, dtype=bool) if h.mask is None else h.mask
             st.races.hb.barrier(b["threads"], waiting)
+            if b["threads"].all() and waiting.all():
+                st.races.full_barrier()
         for h in groups:
             if h.state == BAR and h.key == bar_id:
                 h.state = RUN

@@ -32,6 +32,8 @@ class GridRaces:
         self.rows: dict[int, Any] = {}                       # vector clock of each unit in flight
         self.texts = texts
         self.size = 0
+        # per global byte: the last plain writer's and reader's unit + 1 (0: none), its clock, the PTX line; grown
+        # with zeros, which the OS hands out lazily, so a large heap costs only the bytes accessed
         self.wunit = self.wclk = self.wline = self.runit = self.rclk = self.rline = np.zeros(0, np.int64)
 
     def start(self, unit: int) -> None:
@@ -47,28 +49,26 @@ class GridRaces:
         if size <= self.size:
             return
         old = self.size
-        for name in ("wunit", "runit"):
-            a = np.full(size, -1, dtype=np.int64)
-            a[:old] = getattr(self, name)
-            setattr(self, name, a)
-        for name in ("wclk", "rclk", "wline", "rline"):
+        for name in ("wunit", "runit", "wclk", "rclk", "wline", "rline"):
             a = np.zeros(size, dtype=np.int64)
             a[:old] = getattr(self, name)
             setattr(self, name, a)
         self.size = size
 
     def access(self, unit: int, write: bool, strong: bool, line: int, idx: Any, tid: int, size: int,
-               does: str) -> None:
-        """Unit `unit` accesses global bytes `idx` (offsets in the heap of `size` bytes)."""
+               does: str, ix: Any = None) -> None:
+        """Unit `unit` accesses global bytes `idx` (offsets in the heap of `size` bytes; indexed as `ix`, the
+        same or a slice naming them)."""
         np = self.np
         self._grow(size)
         row = self.rows[unit]
         if strong:          # acquire what every unit published so far
             np.maximum(row, self.board, out=row)
-        self._against(row, unit, idx, self.wunit, self.wclk, self.wline, "wrote", "read-after-write"
+        ix = idx if ix is None else ix
+        self._against(row, unit, idx, ix, self.wunit, self.wclk, self.wline, "wrote", "read-after-write"
                       if not write else "write-after-write", tid, does, line)
         if write and not strong:
-            self._against(row, unit, idx, self.runit, self.rclk, self.rline, "read", "write-after-read", tid,
+            self._against(row, unit, idx, ix, self.runit, self.rclk, self.rline, "read", "write-after-read", tid,
                           does, line)
         if strong:          # publish, then move on: later plain accesses are not published yet
             np.maximum(self.board, row, out=self.board)
@@ -76,19 +76,19 @@ class GridRaces:
             return
         clock = row[unit]
         if write:
-            self.wunit[idx], self.wclk[idx], self.wline[idx] = unit, clock, line
+            self.wunit[ix], self.wclk[ix], self.wline[ix] = unit + 1, clock, line
         else:
-            self.runit[idx], self.rclk[idx], self.rline[idx] = unit, clock, line
+            self.runit[ix], self.rclk[ix], self.rline[ix] = unit + 1, clock, line
 
-    def _against(self, row: Any, unit: int, idx: Any, who: Any, clk: Any, lines: Any, did: str, kind: str,
-                 tid: int, does: str, line: int) -> None:
+    def _against(self, row: Any, unit: int, idx: Any, ix: Any, who: Any, clk: Any, lines: Any, did: str,
+                 kind: str, tid: int, does: str, line: int) -> None:
         np = self.np
-        other = who[idx]
+        other = who[ix] - 1
         bad = (other >= 0) & (other != unit)
-        if not bad.any():
+        if not np.count_nonzero(bad):
             return
-        bad &= row[np.where(bad, other, 0)] < clk[idx]
-        if not bad.any():
+        bad &= row[np.where(bad, other, 0)] < clk[ix]
+        if not np.count_nonzero(bad):
             return
         i = int(np.argmax(bad))
         b = int(idx[i])

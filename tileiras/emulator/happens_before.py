@@ -70,6 +70,7 @@ class Clocks:
         # t knew when it issued them, and what they did becomes known only through the mbarrier their
         # tcgen05.commit arrives on, not to t itself nor to threads t synchronizes with otherwise
         self.vc = np.eye(2 * nthreads, dtype=np.int64)
+        self.own = self.vc.diagonal()       # each clock's own component (a view: vc is only updated in place)
         # what each thread's (and each tcgen05 pipeline's) tensor-memory accesses are ordered after: what
         # its mbarrier waits acquired, and what bar.sync/barrier.sync joined into its clock as of its last
         # tcgen05.fence::after_thread_sync; tensor-memory checks read this view (TensorCells._check)
@@ -187,7 +188,7 @@ class Clocks:
     # -- shared-memory accesses ----------------------------------------------------
     def read(self, idx: Any, tids: Any, line: int) -> None:
         self.reader[0, idx] = tids
-        self.rclock[0, idx] = self.vc[tids, tids]
+        self.rclock[0, idx] = self.own[tids]
         self.rline[0, idx] = line
 
     def read_pending(self, idx: Any, tid: int, line: int, owner: Any) -> None:
@@ -222,24 +223,25 @@ class Clocks:
     # -- generic writes of shared bytes ----------------------------------------------
     def write(self, idx: Any, tids: Any, line: int) -> None:
         self.writer[idx] = tids
-        self.wclock[idx] = self.vc[tids, tids]
+        self.wclock[idx] = self.own[tids]
         self.wline[idx] = line
 
     def forget_writes(self, idx: Any) -> None:
         """Bytes written by the async proxy (TMA): ordered by their mbarrier phase, not a thread's clock."""
         self.writer[idx] = -1
 
-    def check_after_write(self, idx: Any, tids: Any, line: int, kind: str) -> None:
-        """Accesses (`kind`: read- or write-after-write) of shared bytes `idx` by threads `tids` at `line`
-        must follow the bytes' last generic writes."""
+    def check_after_write(self, idx: Any, tids: Any, line: int, kind: str, ix: Any = None) -> None:
+        """Accesses (`kind`: read- or write-after-write) of shared bytes `idx` (indexed as `ix`: the same,
+        or a slice) by threads `tids` at `line` must follow the bytes' last generic writes."""
         np = self.np
-        w = self.writer[idx]
-        tids = np.broadcast_to(np.asarray(tids), idx.shape)
+        ix = idx if ix is None else ix
+        w = self.writer[ix]
+        tids = _per_byte(np, tids, idx)
         bad = (w >= 0) & (w != tids)
-        if not bad.any():
+        if not np.count_nonzero(bad):
             return
-        bad &= self.vc[tids, np.maximum(w, 0)] < self.wclock[idx]
-        if not bad.any():
+        bad &= self.vc[tids, np.maximum(w, 0)] < self.wclock[ix]
+        if not np.count_nonzero(bad):
             return
         i = int(np.argmax(bad))
         b, u, wl = int(idx[i]), int(tids[i]), int(self.wline[int(idx[i])])
@@ -247,19 +249,21 @@ class Clocks:
                           f"'{self.texts.get(wl, '?')}' and no mbarrier wait or barrier orders that store before "
                           f"this access by thread {u}", u)
 
-    def check_write(self, idx: Any, writers: Any, line: int, what: str) -> None:
-        """Writes of shared bytes `idx` by threads `writers` (one per byte; `what` names the instruction)
-        must follow the bytes' last reads, generic and async."""
+    def check_write(self, idx: Any, writers: Any, line: int, what: str, ix: Any = None, generic: bool = True) -> None:
+        """Writes of shared bytes `idx` (indexed as `ix`) by threads `writers` (one per byte; `what` names the
+        instruction) must follow the bytes' last reads, async and (unless `generic` is False: the race checker
+        knows them ordered) generic."""
         np = self.np
-        writers = np.broadcast_to(np.asarray(writers), idx.shape)
-        for slot in (1, 0):
-            r = self.reader[slot, idx]
-            clk = self.rclock[slot, idx]
+        ix = idx if ix is None else ix
+        writers = _per_byte(np, writers, idx)
+        for slot in ((1, 0) if generic else (1,)):
+            r = self.reader[slot, ix]
             bad = (r >= 0) & (r != writers)
-            if not bad.any():
+            if not np.count_nonzero(bad):
                 continue
+            clk = self.rclock[slot, ix]
             bad &= (clk == PENDING) | (self.vc[writers, np.maximum(r, 0)] < clk)
-            if not bad.any():
+            if not np.count_nonzero(bad):
                 continue
             i = int(np.argmax(bad))
             b, u = int(idx[i]), int(r[i])
@@ -273,6 +277,12 @@ class Clocks:
                        "barrier orders that read before this write")
             raise DeviceFault(f"data race (write-after-read): {what} at line {line} overwrites shared address "
                               f"0x{b:x}, but {how}", int(writers[i]))
+
+
+def _per_byte(np: Any, tids: Any, idx: Any) -> Any:
+    """`tids` (one thread, or one per byte) as one thread per byte of `idx`."""
+    tids = np.asarray(tids)
+    return tids if tids.shape == idx.shape else np.broadcast_to(tids, idx.shape)
 
 
 class TensorCells:
@@ -411,13 +421,22 @@ class TensorCells:
                 continue
             fenced = np.zeros(32, dtype=bool)       # which of the warp's lanes fence
             fenced[lanes[lanes // 32 == w] % 32] = True
-            rest = []
+            rest: dict[str, list] = {}
             for a, idx, tids in entries:
+                # an entry whose cell a later access took over is done with: that access has its own entry
+                live = (self.who[a][idx] == tids) & (self.clock[a][idx] == UNFENCED)
                 mine = fenced[tids % 32]
-                sel, t = idx[mine], tids[mine]
-                still = (self.who[a][sel] == t) & (self.clock[a][sel] == UNFENCED)
-                self.clock[a][sel[still]] = self.hb.vc[t[still], t[still]]
-                if not mine.all():
-                    rest.append((a, idx[~mine], tids[~mine]))
-            if rest:
-                self.unfenced[w] = rest
+                now = live & mine
+                if now.any():
+                    self.clock[a][idx[now]] = self.hb.vc[tids[now], tids[now]]
+                keep = live & ~mine
+                if keep.any():
+                    rest.setdefault(a, []).append((idx[keep], tids[keep]))
+            # what stays is kept as one entry per kind, each cell once (its one current accessor), so that lanes
+            # that never fence (a warp whose elected lane alone arrives) do not make every later fence slower
+            merged = []
+            for a, parts in rest.items():
+                idx, first = np.unique(np.concatenate([p[0] for p in parts]), return_index=True)
+                merged.append((a, idx, np.concatenate([p[1] for p in parts])[first]))
+            if merged:
+                self.unfenced[w] = merged

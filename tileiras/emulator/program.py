@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from .definedness import mark as _mark
 from .errors import EmulatorError
 from .parser import FImm, Function, Imm, Instr, Module, Not, Reg, Sink, Sym, VarDecl
 from .ptxtypes import np_dtype, ptx_type, sint_dtype, uint_dtype
@@ -190,9 +191,7 @@ class Writer:
         if self.conv is not None:
             v = self.conv(v)
         if st.defined is not None:
-            from .definedness import mark
-
-            mark(st, self.idx, m)
+            _mark(st, self.idx, m)
         if m is None:
             if v.ndim == 0:
                 v = self.np.full(st.n, v)
@@ -205,9 +204,7 @@ class Writer:
         if self.conv is not None:
             v = self.conv(v)
         if st.defined is not None:
-            from .definedness import mark
-
-            mark(st, self.idx, None, lanes)
+            _mark(st, self.idx, None, lanes)
         if lanes is None:
             if v.ndim == 0:
                 v = self.np.full(st.n, v)

@@ -66,14 +66,16 @@ class Site:
 
 
 class Shadow:
-    """Access history of every byte of one memory space."""
+    """Access history of every byte of one memory space. Epoch 0 is never current (a CTA's first interval is
+    1): all-zero arrays, which the OS hands out lazily, so a large global heap's shadow costs nothing until
+    its bytes are accessed."""
 
     def __init__(self, np: Any, size: int) -> None:
         self.writer = np.zeros(size, dtype=np.int32)
-        self.wepoch = np.full(size, -1, dtype=np.int32)
+        self.wepoch = np.zeros(size, dtype=np.int32)
         self.wline = np.zeros(size, dtype=np.int32)
         self.reader = np.zeros(size, dtype=np.int32)
-        self.repoch = np.full(size, -1, dtype=np.int32)
+        self.repoch = np.zeros(size, dtype=np.int32)
         self.rline = np.zeros(size, dtype=np.int32)
 
     def grown(self, np: Any, size: int) -> "Shadow":
@@ -88,7 +90,11 @@ class RaceChecker:
 
     def __init__(self, np: Any, info: list) -> None:
         self.np = np
-        self.epoch = 0
+        self.epoch = 0              # the current interval; 1 and up once a CTA starts (`new_cta`)
+        # the first interval after the last barrier that every thread arrived at and waited on (`full_barrier`):
+        # shared accesses of earlier intervals are ordered before every thread's later ones, so the vector-clock
+        # checks (happens_before.py) of bytes last accessed before it have nothing to find
+        self.full_epoch = 0
         self.shadows: dict[str, Shadow] = {}
         self.texts = {ins.line: ins.text for ins in info}
         self.seq = 0
@@ -101,15 +107,19 @@ class RaceChecker:
         self.new_interval()
         size = max(smem_bytes, 16)
         self.async_key = np.full(size, -1, dtype=np.int64)     # mbarrier a TMA write completes on
+        self.any_async = False                                 # whether any byte has an async_key (a shortcut)
         self.async_need = np.zeros(size, dtype=np.int64)       # the phase count a reader must have seen
         self.async_line = np.zeros(size, dtype=np.int32)
-        self.gen_seq = np.full(size, -1, dtype=np.int64)       # when the generic proxy last stored it
+        # when the generic proxy last stored it; -1 also once the storing thread fenced that store (below)
+        self.gen_seq = np.full(size, -1, dtype=np.int64)
         self.gen_tid = np.zeros(size, dtype=np.int64)
         self.gen_line = np.zeros(size, dtype=np.int32)
         self.written = np.zeros(size, dtype=bool)              # bytes some instruction wrote (definedness)
-        self.fences: list[list[int]] = [[] for _ in range(nthreads)]    # when each thread ran fence.proxy.async
-        self.releases: list[list[int]] = [[] for _ in range(nthreads)]  # ... and arrived on a (mbarrier) barrier
-        self.init_fences: list[list[int]] = [[] for _ in range(nthreads)]   # ... and ran fence.mbarrier_init
+        self.nthreads = nthreads
+        # the stamp of each thread's latest fence.proxy.async, barrier or mbarrier arrival, fence.mbarrier_init
+        self.last_fence = np.full(nthreads, -1, dtype=np.int64)
+        self.last_release = np.full(nthreads, -1, dtype=np.int64)
+        self.last_init_fence = np.full(nthreads, -1, dtype=np.int64)
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
         from .happens_before import Clocks
 
@@ -121,16 +131,29 @@ class RaceChecker:
         np = self.np
         seen = self.seen.get(key)
         if seen is None:
-            seen = self.seen[key] = np.zeros(len(self.fences), dtype=np.int64)
+            seen = self.seen[key] = np.zeros(self.nthreads, dtype=np.int64)
         seen[lanes] = np.maximum(seen[lanes], completed)
         self.hb.acquire(key, lanes)
 
     def proxy_fence(self, lanes: Any) -> None:
-        self._stamp(self.fences, lanes)
+        """fence.proxy.async by threads `lanes`: each one's generic stores not yet published (made after its
+        latest barrier or mbarrier arrival) are fenced, so async-proxy reads of them need nothing more. A store
+        published before a fence never becomes fenced (`async_read` reports it), so fencing is decided here,
+        once, instead of at every read."""
+        np = self.np
+        self._stamp(self.last_fence, lanes)
+        live = np.flatnonzero(self.gen_seq >= 0)
+        if not live.size:
+            return
+        fencing = np.zeros(self.nthreads, dtype=bool)
+        fencing[lanes] = True
+        t = self.gen_tid[live]
+        done = fencing[t] & (self.gen_seq[live] > self.last_release[t])
+        self.gen_seq[live[done]] = -1
 
     def init_fence(self, lanes: Any) -> None:
         """fence.mbarrier_init by threads `lanes`."""
-        self._stamp(self.init_fences, lanes)
+        self._stamp(self.last_init_fence, lanes)
 
     def stamp_init(self) -> int:
         """An mbarrier.init happens now: its place in the sequence of stamps."""
@@ -139,42 +162,30 @@ class RaceChecker:
 
     def init_fenced(self, tid: int, init_seq: int) -> bool:
         """Whether thread `tid` ran fence.mbarrier_init or fence.proxy.async after its init at `init_seq`."""
-        return any(s > init_seq for s in self.init_fences[tid]) or any(s > init_seq for s in self.fences[tid])
+        return bool(self.last_init_fence[tid] > init_seq or self.last_fence[tid] > init_seq)
 
     def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
         """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a
         tcgen05.commit, for their tcgen05 operations): what they stored before is published."""
-        self._stamp(self.releases, lanes)
+        self._stamp(self.last_release, lanes)
         if commit:
             self.hb.commit(int(lanes[0]), key)
         elif key is not None:
             self.hb.release(key, lanes)
 
-    def _stamp(self, table: list, lanes: Any) -> None:
-        np = self.np
+    def _stamp(self, table: Any, lanes: Any) -> None:
+        """Threads `lanes` (a mask or indices) do what `table` records now."""
         self.seq += 1
-        lanes = np.asarray(lanes)
-        for t in (np.flatnonzero(lanes) if lanes.dtype == np.bool_ else lanes.ravel()).tolist():
-            table[t].append(self.seq)
+        table[self.np.asarray(lanes)] = self.seq
 
-    def _fenced(self, tid: int, stored: int) -> bool:
-        """Whether thread `tid` fenced the proxies after its store at `stored` and before publishing it
-        (its first barrier arrival after the store; any time later if it has not arrived since)."""
-        from bisect import bisect_right
-
-        rel = self.releases[tid]
-        i = bisect_right(rel, stored)
-        publish = rel[i] if i < len(rel) else self.seq + 1
-        fences = self.fences[tid]
-        j = bisect_right(fences, stored)
-        return j < len(fences) and fences[j] < publish
-
-    def async_write(self, st: Any, line: int, idx: Any, tid: int, key: int, need: int) -> None:
-        """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key`."""
-        self.hb.check_write(idx, tid, line, "the TMA load")
-        self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx,
-                         self.np.full(idx.size, tid))
+    def async_write(self, st: Any, line: int, idx: Any, tid: Any, key: Any, need: Any) -> None:
+        """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key` (each
+        an int, or one per byte of `idx`)."""
+        tids = self.np.broadcast_to(self.np.asarray(tid), idx.shape)
+        self.hb.check_write(idx, tids, line, "the TMA load")
+        self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx, tids)
         self.hb.forget_writes(idx)
+        self.any_async = True
         self.async_key[idx] = key
         self.async_need[idx] = need
         self.async_line[idx] = line
@@ -194,14 +205,9 @@ class RaceChecker:
             worst = int(issuers[int(np.argmin(seen[issuers]))]) if seen is not None else tid
             sel = idx[keys == key]
             self._visible(st, line, sel, np.full(sel.size, worst), f"issues {what}, which reads it,")
-        stored = self.gen_seq[idx]
-        written = stored >= 0
-        pairs = np.unique(self.gen_tid[idx[written]] * (1 << 40) + stored[written]) if written.any() else []
-        for pair in np.asarray(pairs).tolist():
-            t, when = divmod(int(pair), 1 << 40)
-            if self._fenced(t, when):
-                continue
-            b = int(idx[int(np.argmax(written & (self.gen_tid[idx] == t) & (stored == when)))])
+        unfenced = self.gen_seq[idx] >= 0      # generic stores their threads did not fence before publishing
+        if unfenced.any():
+            b = int(idx[int(np.argmax(unfenced))])
             line0 = int(self.gen_line[b])
             raise DeviceFault(f"missing fence.proxy.async: thread {int(self.gen_tid[b])} stored to "
                               f"{_address('shared', b)} at line {line0} '{self.texts.get(line0, '?')}' through "
@@ -216,12 +222,12 @@ class RaceChecker:
         """Shared bytes `idx` were written by an instruction the checks above do not see (mbarrier.init)."""
         self.written[idx] = True
 
-    def _defined(self, st: Any, idx: Any, tids: Any, site: Site) -> None:
+    def _defined(self, st: Any, idx: Any, tids: Any, site: Site, ix: Any = None) -> None:
         """Shared memory starts undefined: reading a byte no instruction wrote is reported (as a race when a
         cp.async still in flight is to write it)."""
         np = self.np
-        ok = self.written[idx]
-        if ok.all():
+        ok = self.written[idx if ix is None else ix]
+        if np.count_nonzero(ok) == ok.size:
             return
         i = int(np.argmax(~ok))
         for cp in st.cp_pending:
@@ -233,11 +239,13 @@ class RaceChecker:
         raise DeviceFault(f"read of undefined shared memory: thread {int(tids[i])} {site.does()} at "
                           f"{_address('shared', idx[i])}, which no instruction wrote", int(tids[i]))
 
-    def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str) -> None:
+    def _visible(self, st: Any, line: int, idx: Any, tids: Any, what: str, ix: Any = None) -> None:
         np = self.np
-        keys = self.async_key[idx]
+        if not self.any_async:
+            return
+        keys = self.async_key[idx if ix is None else ix]
         pending = keys >= 0
-        if not pending.any():
+        if not np.count_nonzero(pending):
             return
         for key in np.unique(keys[pending]).tolist():
             sel = np.flatnonzero(keys == key)
@@ -258,105 +266,148 @@ class RaceChecker:
         """A barrier completed or a CTA starts: earlier accesses cannot race with later ones."""
         self.epoch += 1
 
+    def full_barrier(self) -> None:
+        """A barrier that every thread arrived at and waited on completes now (before `new_interval`): each
+        thread's clock now covers every thread's accesses so far (`Clocks.barrier`)."""
+        self.full_epoch = self.epoch + 1
+
     def check(self, st: Any, site: Site, parts: list, lanes: Any, nbytes: int) -> None:
         """Check and record an access of `nbytes` at each lane's resolved address (`spaces.resolve` parts)."""
         np = self.np
-        cols = np.arange(nbytes)
+        cols = _COLS.get(nbytes)
+        if cols is None:
+            cols = _COLS[nbytes] = np.arange(nbytes)
         for sel, buf, _, offs in parts:
             space = "shared" if buf is st.shared else "global" if buf is st.mem.buf else None
             if space is None:
                 continue
             tids = lanes if sel is None else lanes[sel]
-            self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
+            tids = tids.astype(np.int32, copy=False)
+            if nbytes == 1:
+                self.check_bytes(st, site, space, buf.size, offs, tids)
+            else:
+                self.check_bytes(st, site, space, buf.size, (offs[:, None] + cols).ravel(), np.repeat(tids, nbytes))
 
+    # The checks below run for every memory instruction: each numpy call costs microseconds whatever its size,
+    # so they test for "nothing to check" (np.count_nonzero, the cheapest test) before gathering more.
     def check_bytes(self, st: Any, site: Site, space: str, size: int, idx: Any, tids: Any,
                     record: bool = True, copy: bool = False) -> None:
         """Check and record accesses of single bytes `idx` of `space` (`size` bytes) by threads `tids`
         (`record`: a shared read's clock; an async read in flight is recorded by `async_read`; `copy`: the
         read copies the bytes on (tcgen05.cp), undefined ones included)."""
+        ix = span(self.np, idx)     # how the shadows are indexed: a slice where the bytes are consecutive
         if space == "global" and self.grid is not None and len(idx):
             self.grid.access(self.unit, site.write, site.strong, site.line, idx, int(tids.flat[0]), size,
-                             site.does())
+                             site.does(), ix)
         sh = self.shadows.get(space)
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
-        tids = tids.astype(self.np.int32)
+        tids = tids.astype(self.np.int32, copy=False)
+        we = sh.wepoch[ix]      # each byte's last write's interval (read once: the checks below share it)
         if site.write:
-            self._write(st, site, space, sh, idx, tids)
+            # (`we` may be a view of the shadow, which the write updates: look at it first)
+            recent = space == "shared" and not site.strong and self._recent(we)
+            self._write(st, site, space, sh, idx, tids, ix, we)
             if space == "shared":       # the generic proxy's store (async_write overrides it for TMA)
-                self.written[idx] = True
+                self.written[ix] = True
                 if not site.strong:     # atomics and strong stores do not race with each other
-                    self.hb.check_write(idx, tids, site.line, "the store")
-                    self.hb.check_after_write(idx, tids, site.line, "write-after-write")
-                    self.hb.write(idx, tids, site.line)
+                    self.hb.check_write(idx, tids, site.line, "the store", ix, self._recent(sh.repoch[ix]))
+                    if recent:
+                        self.hb.check_after_write(idx, tids, site.line, "write-after-write", ix)
+                    self.hb.write(ix, tids, site.line)
                 self.seq += 1
-                self.gen_seq[idx] = self.seq
-                self.gen_tid[idx] = tids
-                self.gen_line[idx] = site.line
-                self.async_key[idx] = -1
+                self.gen_seq[ix] = self.seq
+                self.gen_tid[ix] = tids
+                self.gen_line[ix] = site.line
+                self.async_key[ix] = -1
         else:
             if space == "shared":
                 if not copy:
-                    self._defined(st, idx, tids, site)
-                self._visible(st, site.line, idx, tids, site.does())
-            self._read(st, site, space, sh, idx, tids)
+                    self._defined(st, idx, tids, site, ix)
+                self._visible(st, site.line, idx, tids, site.does(), ix)
+            self._read(st, site, space, sh, idx, tids, ix, we)
             if space == "shared" and not site.strong:   # what the intervals let through: ordered by waits?
-                self.hb.check_after_write(idx, tids, site.line, "read-after-write")
+                if self._recent(we):
+                    self.hb.check_after_write(idx, tids, site.line, "read-after-write", ix)
                 if record:
-                    self.hb.read(idx, tids, site.line)
+                    self.hb.read(ix, tids, site.line)
 
-    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
-        np = self.np
-        w = sh.writer[idx]
-        raw = (sh.wepoch[idx] == self.epoch) & ((w & THREAD) != tids)
-        if site.strong:
-            raw &= (w & ATOMIC) == 0
-        self._report(st, site, space, raw, idx, tids, w, sh.wline, "wrote", "read-after-write")
-        code = tids | (ATOMIC if site.strong else 0)
-        cur = np.where(sh.repoch[idx] == self.epoch, sh.reader[idx], code)
-        # the same thread keeps its id (plain if either read was); another thread makes it MANY
-        merged = np.where((cur & THREAD) == tids, cur & code, MANY | (cur & code & ATOMIC))
-        sh.reader[idx] = merged
-        final = sh.reader[idx]
-        clash = final != merged          # different threads of this instruction read the byte
-        if clash.any():
-            sh.reader[idx[clash]] = MANY | (final[clash] & merged[clash] & ATOMIC)
-        sh.repoch[idx] = self.epoch
-        sh.rline[idx] = site.line
+    def _recent(self, epochs: Any) -> bool:
+        """Whether some of the bytes whose last accesses' intervals are `epochs` (a shadow's wepoch or repoch
+        values) were accessed since the last full barrier. A byte's last generic write (read) in the vector
+        clocks is never later than its last write (read) here: where all are earlier, the clocks order them
+        before any thread's access now."""
+        return self.full_epoch == 0 or bool(self.np.count_nonzero(epochs >= self.full_epoch))
 
-    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any) -> None:
+    def _read(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any, we: Any) -> None:
         np = self.np
-        w = sh.writer[idx]
-        r = sh.reader[idx]
-        written = sh.wepoch[idx] == self.epoch
-        waw = written & ((w & THREAD) != tids)
-        war = (sh.repoch[idx] == self.epoch) & ((r & THREAD) != tids)
-        if site.strong:
-            waw &= (w & ATOMIC) == 0
-            war &= (r & ATOMIC) == 0
-        self._report(st, site, space, waw, idx, tids, w, sh.wline, "wrote", "write-after-write")
-        self._report(st, site, space, war, idx, tids, r, sh.rline, "read", "write-after-read")
-        if site.strong:
+        epoch = self.epoch
+        wcur = we == epoch
+        if np.count_nonzero(wcur):
+            w = sh.writer[ix]
+            raw = wcur & ((w & THREAD) != tids)
+            if site.strong:
+                raw &= (w & ATOMIC) == 0
+            self._report(st, site, space, raw, idx, tids, w, sh.wline, "wrote", "read-after-write")
+        code = tids | ATOMIC if site.strong else tids
+        rcur = sh.repoch[ix] == epoch
+        if np.count_nonzero(rcur):
+            cur = np.where(rcur, sh.reader[ix], code)
+            # the same thread keeps its id (plain if either read was); another thread makes it MANY
+            merged = np.where((cur & THREAD) == tids, cur & code, MANY | (cur & code & ATOMIC))
+        else:
+            merged = code
+        sh.reader[ix] = merged
+        if ix is idx:       # (a slice names each byte once)
+            final = sh.reader[idx]
+            clash = final != merged          # different threads of this instruction read the byte
+            if np.count_nonzero(clash):
+                sh.reader[idx[clash]] = MANY | (final[clash] & merged[clash] & ATOMIC)
+        sh.repoch[ix] = epoch
+        sh.rline[ix] = site.line
+
+    def _write(self, st: Any, site: Site, space: str, sh: Shadow, idx: Any, tids: Any, ix: Any, we: Any) -> None:
+        np = self.np
+        epoch = self.epoch
+        written = we == epoch
+        any_written = np.count_nonzero(written)
+        if any_written:
+            w = sh.writer[ix]
+            waw = written & ((w & THREAD) != tids)
+            if site.strong:
+                waw &= (w & ATOMIC) == 0
+            self._report(st, site, space, waw, idx, tids, w, sh.wline, "wrote", "write-after-write")
+        rcur = sh.repoch[ix] == epoch
+        if np.count_nonzero(rcur):
+            r = sh.reader[ix]
+            war = rcur & ((r & THREAD) != tids)
+            if site.strong:
+                war &= (r & ATOMIC) == 0
+            self._report(st, site, space, war, idx, tids, r, sh.rline, "read", "write-after-read")
+        if site.strong and any_written:
             # the thread's own plain store stays recorded: other threads' atomics race with it
             new = np.where(written & (w == tids), tids,
                            np.where(written & ((w & THREAD) != tids), MANY | ATOMIC, tids | ATOMIC))
+        elif site.strong:
+            new = tids | ATOMIC
         else:
             new = tids
-        sh.writer[idx] = new
-        final = sh.writer[idx]
-        clash = final != new             # different threads of this instruction wrote the byte
-        if clash.any():
-            if not site.strong:
-                i = int(np.argmax(clash))
-                raise DeviceFault(f"data race (write-after-write): threads {int(final[i])} and {int(tids[i])} "
-                                  f"both store to {_address(space, idx[i])} in one instruction", int(tids[i]))
-            sh.writer[idx[clash]] = MANY | ATOMIC
-        sh.wepoch[idx] = self.epoch
-        sh.wline[idx] = site.line
+        sh.writer[ix] = new
+        if ix is idx:       # (a slice names each byte once)
+            final = sh.writer[idx]
+            clash = final != new             # different threads of this instruction wrote the byte
+            if np.count_nonzero(clash):
+                if not site.strong:
+                    i = int(np.argmax(clash))
+                    raise DeviceFault(f"data race (write-after-write): threads {int(final[i])} and {int(tids[i])} "
+                                      f"both store to {_address(space, idx[i])} in one instruction", int(tids[i]))
+                sh.writer[idx[clash]] = MANY | ATOMIC
+        sh.wepoch[ix] = epoch
+        sh.wline[ix] = site.line
 
     def _report(self, st: Any, site: Site, space: str, bad: Any, idx: Any, tids: Any, others: Any,
                 lines: Any, did: str, kind: str) -> None:
-        if not bad.any():
+        if not self.np.count_nonzero(bad):
             return
         i = int(self.np.argmax(bad))
         other = int(others[i]) & THREAD
@@ -365,6 +416,22 @@ class RaceChecker:
         who, at = ("several threads", f"(the last at {at})") if other == MANY else (f"thread {other}", f"at {at}")
         raise DeviceFault(f"data race ({kind}): {who} {did} {_address(space, idx[i])} {at} and, with no barrier "
                           f"between, thread {int(tids[i])} {site.does()}", int(tids[i]))
+
+
+_COLS: dict[int, Any] = {}      # np.arange(n) of the byte columns of an n-byte access
+SPAN_MIN = 256                  # accesses of fewer bytes are indexed as they are
+
+
+def span(np: Any, idx: Any) -> Any:
+    """slice(lo, lo + k) when the k byte indices `idx` are lo, lo + 1, ... (a large access: a warp's vector
+    loads, a TMA box's rows), else `idx`: a slice reads shadows without gathering and names each byte once."""
+    k = idx.size
+    if k < SPAN_MIN:
+        return idx
+    lo = int(idx[0])
+    if int(idx[-1]) - lo != k - 1 or np.count_nonzero(np.diff(idx) != 1):
+        return idx
+    return slice(lo, lo + k)
 
 
 def _address(space: str, byte: Any) -> str:

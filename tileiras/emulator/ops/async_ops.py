@@ -245,13 +245,16 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
         dst = (pc.dst[sel][:, None] + cols).ravel()
         hb, issuers = st.races.hb, pc.lanes[sel]
         now = hb.vc[issuers].copy()
+        full = st.races.full_epoch
         if pc.vc is not None:   # a read not ordered before the issue may have seen the bytes half-written
             hb.vc[issuers] = pc.vc[sel]
+            st.races.full_epoch = 0     # (issue-time clocks need not cover the last full barrier)
         try:
             st.races.check_bytes(st, Site(pc.line, write=True, strong=False), "shared", st.shared.size, dst,
                                  np.repeat(issuers, pc.size))
         finally:
             hb.vc[issuers] = now
+            st.races.full_epoch = full
         hb.write(dst, np.repeat(issuers, pc.size), pc.line)   # published at the landing's clock
         # NVIDIA's compiler hands cp.async data to tcgen05.cp with no proxy fence: not a generic-proxy store
         st.races.gen_seq[dst] = -1
@@ -306,17 +309,49 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
         landed = complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1) if st.cp_pending else []
         if noinc:
             keys = _mbar_keys(st, addr, lanes, m, space)
+            if st.races is None:
+                for k, t in zip(keys.tolist(), lanes.tolist()):
+                    _arrive(st, int(k), 1, t)
+                return
+            # like a TMA load's bytes: readers must wait for the phase each thread arrives in. The threads'
+            # landed bytes are recorded together (one vectorized check per run of arrivals) but always before
+            # the arrival that completes a phase, as if each thread's were recorded right before its own
+            # arrival: an arrival that completes nothing changes nothing those checks read.
+            need_of: dict[int, tuple[int, int]] = {}
+            batch: list[int] = []
             for k, t in zip(keys.tolist(), lanes.tolist()):
-                if st.races is not None:   # like a TMA load's bytes: readers must wait for the phase
-                    need = _get(st, int(k), t).phase + 1
-                    for pc, sel in landed:
-                        mine = sel[pc.lanes[sel] == t]
-                        if mine.size:
-                            idx = (pc.dst[mine][:, None] + np.arange(pc.size)).ravel()
-                            st.races.async_write(st, pc.line, idx, t, int(k), need)
+                b = _get(st, int(k), t)
+                need_of[t] = (int(k), b.phase + 1)
+                batch.append(t)
+                if b.pending - 1 == 0 and b.tx == 0:
+                    _landed_async(st, landed, batch, need_of)
+                    batch = []
                 _arrive(st, int(k), 1, t)
+            _landed_async(st, landed, batch, need_of)
 
     return (K_OP, arrive, None)
+
+
+def _landed_async(st: Any, landed: list, threads: list[int], need_of: dict) -> None:
+    """Record the bytes the copies `landed` (as `complete_copies` returns them) wrote for `threads` as
+    async-proxy writes, thread t's completing on mbarrier need_of[t][0] in phase need_of[t][1] - 1."""
+    if not threads:
+        return
+    np = _np()
+    chosen = np.zeros(st.n, dtype=bool)
+    chosen[threads] = True
+    key_of = np.zeros(st.n, dtype=np.int64)
+    need = np.zeros(st.n, dtype=np.int64)
+    for t in threads:
+        key_of[t], need[t] = need_of[t]
+    for pc, sel in landed:
+        mine = sel[chosen[pc.lanes[sel]]]
+        if not mine.size:
+            continue
+        who = pc.lanes[mine]
+        idx = (pc.dst[mine][:, None] + np.arange(pc.size)).ravel()
+        tids = np.repeat(who, pc.size)
+        st.races.async_write(st, pc.line, idx, tids, key_of[tids], need[tids])
 
 
 # --- mbarrier ---------------------------------------------------------------------
