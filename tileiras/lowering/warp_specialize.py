@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..schedule.named_barriers import BarrierUse, NamedBarrier, NamedBarrierError, bind
-from . import mbarrier, tma_copy
 from .kernel import KernelLowering
 
 if TYPE_CHECKING:
     from ..tileas.plan import KernelFacts
+    from . import mbarrier
     from .pipelined_loop import ActivePipeline
 
 PRODUCER_THREADS = 128
@@ -143,6 +143,8 @@ class RoleLoop:
     def wait(self, k: KernelLowering, bars: "mbarrier.BarrierArray", what: str, free: bool = False) -> None:
         """Wait for this iteration's phase of the stage's barrier in `bars` (`free`: the phase before it,
         as a producer waits for `empty`: a fresh barrier counts as having completed it)."""
+        from . import mbarrier
+
         if free:
             parity = k.b.op(f"xor i32 {mbarrier.phase_parity(k, self.j, self.stages)}, 1", self.tag)
             mbarrier.wait(k, mbarrier.address(k, bars, self.stage), parity, what)
@@ -226,8 +228,6 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     """The warp split of the kernel's first top-level pipelined loop, or why there is none (the
     nv_tileas pass `plan-warp-roles`, tileas/plan.py: decided from the IR, its layouts and its
     planned pipelines; `begin` lowers it)."""
-    from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
-
     if not k.caps.has("tma"):
         return None, ("warp specialization is built for sm_90 (wgmma), sm_100 / sm_103 (tcgen05) and "
                       "sm_120 / sm_121 (mma.sync)")
@@ -237,6 +237,8 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     loops = [op for op in ops if op in (k.pipelines or {})]
     if not loops:
         return None, "no pipelined loop in the kernel's top-level block"
+    from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
+
     note = ""
     loads = k.pipelines[loops[0]].loads
     mma_sync = mma_sync_roles(k)
@@ -390,6 +392,7 @@ def publish(k: KernelLowering) -> None:
 def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> None:
     """One thread (`first`, the producer warpgroup's first) issues every TMA copy and prefetches
     the tensor maps; the rest of the warpgroup is done (after any setmaxnreg, which is .aligned)."""
+    from . import tma_copy
     from .pipelined_loop import copied
     from .tmem import ROLE_EXIT
 
@@ -407,6 +410,7 @@ def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> Non
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
+    from . import mbarrier
     from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
     from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
