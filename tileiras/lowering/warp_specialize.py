@@ -237,8 +237,6 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     loops = [op for op in ops if op in (k.pipelines or {})]
     if not loops:
         return None, "no pipelined loop in the kernel's top-level block"
-    from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
-
     note = ""
     loads = k.pipelines[loops[0]].loads
     mma_sync = mma_sync_roles(k)
@@ -258,6 +256,8 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
     if k.caps.has("tcgen05") and not mma_sync:
+        from .warp_specialize_tcgen05 import ROLES, attention_mmas, consumers_issue, loop_mmas
+
         if k.threads // 128 not in ROLES:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
                           f"registers a thread, fewer than the epilogue's tensor-memory load needs")
@@ -271,7 +271,11 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     if found is None:
         return None, why
     at = ops.index(loops[0])
-    extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas and attention is None else 0)  # all meet at publish
+    extra = PRODUCER_THREADS     # all meet at publish: the producer, and the MMA warp's role (tcgen05 form)
+    if mmas and attention is None:
+        from .warp_specialize_tcgen05 import ROLES
+
+        extra += ROLES[k.threads // 128][0]
     try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
         barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])

@@ -62,6 +62,9 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     warp's buffers, then its epilogue's. `asked`: the requests planned so far (those placed before
     these: the ops' before the loop and the loop's own); `taken`: the bytes besides the buffers
     (allocas, the room reserved)."""
+    unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
+    if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
+        return []
     from ..lowering.mbarrier import BYTES
     from ..lowering.tmem_epilogue import STAGE_ALIGN
     from ..lowering.warp_specialize_tcgen05 import (HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage,
@@ -98,6 +101,9 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
 def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional[Operation]:
     """The store after `loop` that its MMA warp's epilogue lowers itself, column chunk by chunk
     (tmem_epilogue.lower: no epilogue of its own, shared_epilogue.py), or None."""
+    unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
+    if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
+        return None
     from ..lowering.tmem_epilogue import chunked
     from ..lowering.warp_specialize_tcgen05 import settled
 
