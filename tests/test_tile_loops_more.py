@@ -297,3 +297,54 @@ def test_a_reshape_that_merges_axes_agrees(log2: int, ragged: int) -> None:
     padded = np.zeros((8, 2 * cols), np.float32)
     padded[:, :x.shape[1]] = x
     assert np.array_equal(got[1], np.concatenate([padded[:, :cols].ravel(), padded[:, cols:].ravel()]))
+
+
+# -- cat: one loop per operand --------------------------------------------------------------------------
+
+def cat_rows(n: int, dim: int = 1) -> str:
+    """z = 2 * cat(x, y) along `dim` of [8, n / 8] tiles (x's, y's halves of that axis from two arrays):
+    block bx's tile of each."""
+    rows, cols = 8, n // 8
+    half = (rows // 2, cols) if dim == 0 else (rows, cols // 2)
+    v, w = _view(half, "zero"), _view((rows, cols))
+    th, t = f"tile<{half[0]}x{half[1]}xf32>", f"tile<{rows}x{cols}xf32>"
+    return _kernel("cat", [2, 2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {v}",
+        f"  %p2 = make_partition_view %t2 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%c0, %bx] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %y, %ly = load_view_tko weak %p1[%c0, %bx] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %c = cat %x, %y dim = {dim} : {th}, {th} -> {t}",
+        f"  %z = addf %c, %c : {t}",
+        f"  %st = store_view_tko weak %z, %p2[%c0, %bx] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+def cat_axis0(n: int) -> str:
+    return cat_rows(n, 0)
+
+
+@pytest.mark.parametrize("kernel", [cat_rows, cat_axis0])
+def test_a_cat_is_looped_once_per_operand(kernel) -> None:
+    text = _code_does_not_grow(kernel, small=1 << 15)   # from where each operand has several chunks a row
+    assert text.count(" for %loopIdx") == 2 and " cat " not in text
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("log2,ragged", [(13, 40), pytest.param(16, 1000, marks=pytest.mark.sweep)])
+def test_a_cat_agrees(log2: int, ragged: int, dim: int) -> None:
+    """Two blocks; each array's columns end `ragged` short of the second block's tiles (zero padded
+    loads, masked stores)."""
+    n = 1 << log2
+    rows, cols = 8, n // 8
+    half = (rows // 2, cols) if dim == 0 else (rows, cols // 2)
+    rng = np.random.default_rng(log2 + dim)
+    x, y = (rng.standard_normal((half[0], 2 * half[1] - ragged)).astype(np.float32) for _ in range(2))
+    out = np.zeros((rows, 2 * cols - ragged), np.float32)
+    got = _agree(cat_rows(n, dim), [x, y, out], (2,))
+    for b in range(2):
+        px, py = (np.zeros(half, np.float32) for _ in range(2))
+        part = slice(b * half[1], (b + 1) * half[1])
+        px[:, :x[:, part].shape[1]], py[:, :y[:, part].shape[1]] = x[:, part], y[:, part]
+        want = 2 * np.concatenate([px, py], dim)
+        cols_here = got[2][:, b * cols:(b + 1) * cols].shape[1]
+        assert np.array_equal(got[2][:, b * cols:(b + 1) * cols], want[:, :cols_here])

@@ -61,7 +61,6 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     from . import tma_copy
     from .async_copy import matrix_shape
     from ..tileaa.mma_operands import passes, resident_loop, scale_loads, source
-    from .ops_tcgen05 import is_pair
     from .pipelined_loop import box_rows
 
     split = k.warp_split
@@ -69,6 +68,10 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     if specialized and (split.form != "tcgen05" or len(split.mmas) != 1):
         return None
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    if not layouts:
+        return None      # no tcgen05 mma, no pair
+    from .ops_tcgen05 import is_pair
+
     mmas = [op for op in layouts if is_pair(op) and (resident_loop(op) or (None,))[0] is loop]
     if len(mmas) != 1:
         return None

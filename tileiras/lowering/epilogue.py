@@ -192,10 +192,10 @@ def _tma_staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: La
     """sm_90's TMA store of the accumulator through the freed buffers (`tma_store`): where they
     may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
     columns fits (`_chunks`) and the view's descriptor can be made (tma_copy.plan)."""
-    from .tma_copy import MAX_STORE_ROWS, plan
-
     if _blocked(k, ttype, layout) is None or not _buffers_free_after(k, op):
         return None
+    from .tma_copy import MAX_STORE_ROWS, plan
+
     assert isinstance(layout, MmaLayout)
     b, m, _ = layout.shape
     eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
@@ -214,9 +214,6 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     NVIDIA's i8 128x256 epilogues do, through smaller boxes): every thread writes chunk i while the
     TMA unit still reads chunk i - 1, whose reads thread 0 waits for before the barrier that
     publishes chunk i (the buffer chunk i + 1 then reuses is free)."""
-    from .async_copy import fence_async_proxy
-    from .tma_copy import hidden_param, store, stores_read
-
     if k.caps.has("tcgen05"):     # attention's O (the matmuls' epilogue is tmem_epilogue.lower's)
         from .tmem_epilogue import store_fragments
 
@@ -226,6 +223,9 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     stored = decided(k, op, tile)
     if stored is None or stored.role != "tma-store":
         return False
+    from .async_copy import fence_async_proxy
+    from .tma_copy import hidden_param, store, stores_read
+
     n = tile.layout.shape[2]  # type: ignore[union-attr]
     matrix, buffers, width = stored.matrix, stored.buffers, stored.matrix.cols
     t = replace(stored.copy, slot=hidden_param(k, stored.copy.spec))

@@ -417,9 +417,11 @@ def tcgen05_scale_loads(k: KernelLowering, loads: tuple) -> "set[Operation]":
     TMA can fill them (tma_copy.plan, dense); a scale tile TMA cannot copy (an (M, K / 32) tile of
     4-byte rows: a box's rows are whole 16-byte units) keeps cp.async beside the TMA boxes, as
     NVIDIA's A scales do (pipelined_loop: one full mbarrier counts both)."""
+    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    if not layouts:
+        return set()
     from .warp_specialize_tcgen05 import _source
 
-    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     found = {_source(op.operand(n)) for op in layouts if op.name == "cuda_tile.mmaf_scaled"
              for n in ("lhs_scale", "rhs_scale")}
     return {load for load in loads if load in found}

@@ -101,10 +101,12 @@ def _for(k: KernelLowering, op: Operation) -> None:
 
     from . import pipelined_loop
     from . import ops_wgmma
-    from .ops_tcgen05 import before_loop
 
     k.plan_check.enter_loop(op, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
-    before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
+    if _tcgen05(k):
+        from .ops_tcgen05 import before_loop
+
+        before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
     ops_wgmma.before_loop(k, op)   # wgmma's K-major copies, likewise
     pipeline = pipelined_loop.prepare(k, op)
     if pipeline is not None:
@@ -159,9 +161,15 @@ def _for(k: KernelLowering, op: Operation) -> None:
         carried = pipelined_loop.finish(k, pipeline, carried)   # no copy (nor wgmma) in flight after the loop
     for result, value in zip(op.results, carried):
         k.set(result, value)
-    from .ops_tcgen05 import after_loop
+    if _tcgen05(k):
+        from .ops_tcgen05 import after_loop
 
-    after_loop(k, op)   # accumulators kept in tensor memory through the loop come back to registers
+        after_loop(k, op)   # accumulators kept in tensor memory through the loop come back to registers
+
+
+def _tcgen05(k: KernelLowering) -> bool:
+    """Whether the kernel has tcgen05 mmas (else ops_tcgen05's loop hooks do nothing: not loaded)."""
+    return k.assignment is not None and bool(getattr(k.assignment, "tcgen05_layouts", None))
 
 
 def _loop(k: KernelLowering, op: Operation) -> None:

@@ -237,12 +237,12 @@ def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal,
 def view_index(k: KernelLowering, op: Operation, view: PartitionViewVal) -> tuple[list[str], object]:
     """The op's tile index as i64 values per dimension (the gather dimension: "" and the
     shared-memory base of its row indices, which every thread reads)."""
-    from .ops_reduce import to_scratch
-
     index: list[str] = []
     rows_base = None
     for d, v in enumerate(op.operand_group("index")):
         if d == view.sparse_dim:
+            from .ops_reduce import to_scratch
+
             (rows_base,) = to_scratch(k, [k.tile(row_indices(op))])  # type: ignore[arg-type]
             index.append("")
             continue
@@ -319,8 +319,6 @@ def _all(k: KernelLowering, checks: list[str]) -> "str | None":
 def _element_parts(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
                    local: list[str]) -> tuple[str, dict[int, str], dict[int, str]]:
     """(pointer, in-bounds i1 per checked tile dimension, i64 tensor coordinate per tile dimension)."""
-    from .ops_reduce import scratch_load
-
     starts, rows_base = index
     index_vals = op.operand_group("index")
     inbounds = tuple(op.attributes.get("inbounds", ()) or ())
@@ -332,6 +330,8 @@ def _element_parts(k: KernelLowering, op: Operation, view: PartitionViewVal, ind
     # index[i] moves along tile dimension i, which covers tensor dimension dim_map[i]
     for i, dim in enumerate(view.dim_map):
         if i == view.sparse_dim:
+            from .ops_reduce import scratch_load
+
             rows_elem = element_of(index_vals[i].type)
             row = scratch_load(k, rows_base, rows_elem, local[i])  # type: ignore[arg-type]
             coord = _i64(k, row, llvm_type(rows_elem))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import CompileError
 from ..ir.core import Operation
@@ -12,17 +12,19 @@ from ..transforms.passes import CANONICAL_PASSES, rounds, to_canonical
 from ..transforms.token_order import TokenOrder
 from ..tileas.assign_layouts import LayoutAssignment
 from .kernel import KernelLowering
-from . import tma_copy, warp_specialize
+from . import warp_specialize
 from .llvm_text import llvm_type
 from .debuginfo import DebugInfo, entry_location
 from .ops_globals import define_global
 from .smem import place
-from ..schedule.pipeline import PipelinePlan
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
 from ..tileas.passes import PASSES as TILEAS_PASSES, assign_layouts, chunk_long_rows, threads_and_loops, to_tileas
 from ..tileas.plan import plan_lines, plan_of
 from ..tileas.shared_plan import Assumptions, shared_plan_lines, shared_plan_of
+
+if TYPE_CHECKING:
+    from ..schedule.pipeline import PipelinePlan
 
 DATALAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -98,7 +100,10 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     release_tensor_memory(k)
     warp_specialize.end(k)
     threads += k.extra_threads   # the launch: a warp-specialized pipeline's producer warpgroup too
-    params += tma_copy.signature(k)   # TMA's hidden tensor maps, after the user's parameters
+    if k.tma_params:   # TMA's hidden tensor maps, after the user's parameters
+        from .tma_copy import signature
+
+        params += signature(k)
     # minctasm: ptxas then knows a thread's registers at entry (setmaxnreg is ignored otherwise); more
     # than one where a warp-specialized attention keeps the occupancy its hint asks for (warp_specialize.py)
     ctas_per_sm = k.warp_split.min_ctas if k.warp_split is not None and k.extra_threads else 1

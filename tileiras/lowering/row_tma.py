@@ -42,11 +42,14 @@ from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from ..transforms.rewrite import inside_op
 from ..tileas.buffers import Liveness
-from . import mbarrier, tma_copy
 from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
 from .layout import Layout, MmaLayout
 from .smem import SharedMatrix, element_offset, opt_in_limit, pointer
 from .values import PartitionViewVal, TileRegs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the copies' types; tma_copy is loaded where a kernel copies rows (shared_rows asks every kernel)
+    from . import tma_copy
 
 MAX_BOXES = 64          # boxes per tile (NVIDIA's 16k-column rows: 64 boxes of 256)
 MARGIN = 4096           # shared bytes a group leaves for the body's scratch (reductions, conversions)
@@ -102,6 +105,8 @@ def _tile_copy(k: KernelLowering, op: Operation, view: object, tile: TileType
                ) -> tuple[Optional[tma_copy.TmaCopy], SharedMatrix, str]:
     """The copy of `op`'s tile through an unpadded buffer (unplaced), or (None, _, why not)."""
     import math
+
+    from . import tma_copy
 
     shape = tile.shape
     rows = shape[-2] if len(shape) >= 2 else 1
@@ -213,6 +218,8 @@ def load_lifetime(live: Liveness, first: Operation, op: Operation) -> tuple[int,
 
 def _issue_group(k: KernelLowering, first: Operation) -> None:
     """Plan, place and issue the copies of the group `first` starts; sets `k.row_loads`."""
+    from . import mbarrier, tma_copy
+
     chosen, missed = group(k, first, k.buffers.total + k.smem_reserve, lambda op: _lower_operands_ahead(k, op))
     for op, why in missed:
         _missed(k, op, why)
@@ -290,6 +297,8 @@ def _missed(k: KernelLowering, op: Operation, why: str) -> None:
 def _read(k: KernelLowering, op: Operation, held: RowLoad) -> TileRegs:
     """Wait for the tile's copy, then read it into its layout: a 16-byte (or narrower) shared load
     per run of consecutive elements."""
+    from . import tma_copy
+
     tma_copy.wait_once(k, [held.shot])
     tile = op.results[0].type
     assert isinstance(tile, TileType)
@@ -322,13 +331,14 @@ def read_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileType, layout: L
 def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
     """Store `tile` to the view of `op` by TMA through a buffer; False (nothing emitted) where it
     cannot (the reason remarked where the view is the obstacle)."""
-    from .async_copy import fence_async_proxy
-
     t, matrix, why = store_copy(k, op, view, k.buffers.total + k.smem_reserve)
     if t is None:
         if why:
             k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)
         return False
+    from . import tma_copy
+    from .async_copy import fence_async_proxy
+
     assert matrix is not None
     body = _body(k)
     # a read after the store (in the body, or a loop's next iteration) token-ordered after it is

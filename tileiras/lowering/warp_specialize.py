@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..ir.record import record
 from ..tileas.warp_roles import PRODUCER_THREADS
-from . import mbarrier, tma_copy
 from .kernel import KernelLowering
 
 if TYPE_CHECKING:
+    from . import mbarrier
     from .pipelined_loop import ActivePipeline
 
 # Targets whose consumers issue mma.sync in the sm_90 form are `Caps.mma_sync_roles` (sm_120's tensor cores
@@ -94,6 +94,8 @@ class RoleLoop:
     def wait(self, k: KernelLowering, bars: "mbarrier.BarrierArray", what: str, free: bool = False) -> None:
         """Wait for this iteration's phase of the stage's barrier in `bars` (`free`: the phase before it,
         as a producer waits for `empty`: a fresh barrier counts as having completed it)."""
+        from . import mbarrier
+
         if free:
             parity = k.b.op(f"xor i32 {mbarrier.phase_parity(k, self.j, self.stages)}, 1", self.tag)
             mbarrier.wait(k, mbarrier.address(k, bars, self.stage), parity, what)
@@ -214,6 +216,7 @@ def publish(k: KernelLowering) -> None:
 def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> None:
     """One thread (`first`, the producer warpgroup's first) issues every TMA copy and prefetches
     the tensor maps; the rest of the warpgroup is done (after any setmaxnreg, which is .aligned)."""
+    from . import tma_copy
     from .pipelined_loop import copied
     from .tmem import ROLE_EXIT
 
@@ -231,6 +234,7 @@ def _elect_tma_thread(k: KernelLowering, p: "ActivePipeline", first: int) -> Non
 def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
+    from . import mbarrier
     from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
     from .registry import LOWERINGS
     from .tmem import ROLE_EXIT

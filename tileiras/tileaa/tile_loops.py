@@ -21,6 +21,8 @@ which unrolls a few chunks). A reduction whose result fits a chunk is carried by
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk. A reverse scan's loop visits its chunks last first. A reshape that splits an
 axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
+A `cat` makes the space its result's: one loop per operand runs over the chunks of the joined axis
+that operand covers, computing the operand's chunk where the cat's was (`Group.offsets`, `_windows`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -130,6 +132,13 @@ def _reduce(op: Operation) -> bool:
                                          for inner in body)
 
 
+def _cat(op: Operation) -> bool:
+    """A join of two tiles along one axis: its chunks are those of one operand or the other, each
+    computed by its own loop over the chunks of the joined axis it covers (`_loop`'s window)."""
+    lhs, rhs, res = (_tile(v) for v in (*op.operands, op.results[0]))
+    return lhs is not None and rhs is not None and res is not None and len(lhs.shape) == len(res.shape)
+
+
 def _scan(op: Operation) -> bool:
     """A scan of one tile combining element-wise: a chunk's is the chunk's scan combined with the
     running value the loop carries (what the chunks before it combine to; a reverse scan's loop
@@ -151,6 +160,7 @@ RULES: dict[str, Callable[[Operation], bool]] = {
     "cuda_tile.continue": _always,  # of such a loop
     "cuda_tile.join_tokens": _always,
     "cuda_tile.iota": _iota,
+    "cuda_tile.cat": _cat,          # one loop per operand, over the chunks it covers
 }
 
 
@@ -178,6 +188,10 @@ class Group:
         # tile value -> {its axis: the space axes it merges (outer first)}: a tile reshaped into the
         # space's finer axes (the axis itself runs along the outer one in `axes`)
         self.merged: dict[Value, dict[int, tuple[int, ...]]] = {}
+        # a `cat`'s operands and what computes them: tile value -> {space axis: where along it the
+        # tile starts} (the joined axis); the group has at most one cat
+        self.offsets: dict[Value, dict[int, int]] = {}
+        self.cat: Optional[Operation] = None
 
     def values(self) -> list[Value]:
         return list(self.axes)
@@ -309,6 +323,8 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 axes = _loop_axes(op, value, group.axes[value], elements)
                 if axes is not None:
                     blocks.add(op.regions[0].blocks[0])
+            elif op.name == "cuda_tile.cat":
+                axes = _cat_axes(op, value, group)
             else:
                 axes = _op_axes(op, value, group.axes[value], block, chunk)
             if axes is None:
@@ -318,6 +334,8 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 a = _unit(v, a)
                 if group.axes.setdefault(v, a) != a:
                     return None   # one tile seen along two orders
+                if op.name != "cuda_tile.cat" and _offsets(group, v, group.offsets.get(value, {})) is None:
+                    return None   # one tile in two operands of the cat
                 if merged and v is not value and group.merged.setdefault(v, merged) != merged:
                     return None
                 if v is not value and v not in pending:
@@ -330,7 +348,38 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 tokens.append(user.results[0])
     group.ops = [op for op in block.operations if op in members]
     group.inner = {op for op in members if op.parent is not block}
+    if group.cat is not None and (group.merged or group.inner or any(op.name in _CAT_REFUSES for op in group.ops)):
+        return None   # loops per cat operand carry no reduction and run no member loop
     return group
+
+
+# ops a group with a `cat` does not loop: what they carry would cross its loops
+_CAT_REFUSES = ("cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.for")
+
+
+def _cat_axes(op: Operation, known: Value, group: Group) -> Optional[dict[Value, Axes]]:
+    """A cat reached from its result (the space holds its operands, not the other way): its operands
+    run along the result's axes, each from its offset along the joined axis (`Group.offsets`)."""
+    if known is not op.results[0] or group.cat is not None or group.offsets.get(known):
+        return None
+    group.cat = op
+    axes, dim = group.axes[known], int(op.attributes["dim"])
+    if axes[dim] < 0:
+        return None
+    start = 0
+    for operand in op.operands:
+        if operand in group.offsets:
+            return None   # one tile joined twice
+        group.offsets[operand] = {axes[dim]: start}
+        start += operand.type.shape[dim]  # type: ignore[union-attr]
+    return {known: axes, **{v: axes for v in op.operands}}
+
+
+def _offsets(group: Group, value: Value, offsets: dict[int, int]) -> Optional[dict[int, int]]:
+    """Record `offsets` (those of the tile `value` was reached from) for `value`, on the axes it runs
+    along; None where it already has others."""
+    mine = {s: o for s, o in offsets.items() if s in group.axes[value]}
+    return mine if group.offsets.setdefault(value, mine) == mine else None
 
 
 # ops whose tiles do not all share the axes of the one the group reached them from
@@ -466,6 +515,10 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
     if not all(_contiguous([part[s] for s in axes], [group.space[s] for s in axes])
                for merged in group.merged.values() for axes in merged.values()):
         return False
+    if group.cat is not None:
+        along = group.axes[group.cat.results[0]][int(group.cat.attributes["dim"])]
+        if any((v.type.shape[int(group.cat.attributes["dim"])]) % part[along] for v in group.cat.operands):  # type: ignore[union-attr]
+            return False   # a chunk across two operands
     carried = set(group.carried())
     for op in group.ops:
         if op.name in _CARRIES:
@@ -537,10 +590,44 @@ def loop_tiles(entry: Operation, threads: int) -> int:
         for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
             part = chunk_shape(group, group.chunk)
             plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
+            if plan is not None and group.cat is not None:
+                plan = _windows(group, part, plan)
             if plan is not None:
                 _rewrite(group, part, plan)
                 made += len(plan)
     return made
+
+
+def _windows(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> Optional[list["Phase"]]:
+    """The loops of a group with a cat: one per operand, over the chunks of the joined axis it covers,
+    computing what does not belong to the other operand (`Phase.window`); None where an op of one
+    loop would read what only the other computes."""
+    from .tile_phases import Phase
+
+    if len(plan) != 1 or plan[0].reduces:
+        return None
+    cat = group.cat
+    assert cat is not None
+    dim = int(cat.attributes["dim"])
+    along = group.axes[cat.results[0]][dim]
+    out = []
+    for operand in cat.operands:
+        start = group.offsets[operand][along]
+        ops, skipped = [], set()
+        for op in plan[0].ops:
+            if op is cat:    # reads this loop's operand only (`_Chunk.clone`)
+                ops.append(op)
+                continue
+            values = [v for v in (*op.operands, *op.results) if v in group.axes]
+            if any(group.offsets.get(v, {}).get(along, start) != start for v in values):
+                skipped.add(op)
+            elif any(getattr(v, "owner", None) in skipped for v in op.operands):
+                return None   # (a join of both sides' tokens)
+            else:
+                ops.append(op)
+        window = (along, start // part[along], operand.type.shape[dim] // part[along], operand)  # type: ignore[union-attr]
+        out.append(Phase(ops, [], plan[0].before, window))
+    return out
 
 
 def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
@@ -549,6 +636,11 @@ def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
     reduce keeps first: it then splits only its own); where a permute reorders the axes, as square
     as it can be, so that rows stay long on both sides."""
     space = group.space
+    if group.cat is not None:   # a chunk within one operand of the cat (`_fits`)
+        dim = int(group.cat.attributes["dim"])
+        along = group.axes[group.cat.results[0]][dim]
+        space = tuple(min(n, *(v.type.shape[dim] for v in group.cat.operands)) if a == along else n  # type: ignore[union-attr]
+                      for a, n in enumerate(space))
     if any(op.name == "cuda_tile.permute" for op in group.ops):
         part = [1] * len(space)
         while _product(part) < size and any(p < n for p, n in zip(part, space)):
@@ -629,6 +721,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
     """The loop of one phase, before `phase.before`: its reductions' results become the loop's."""
     at = phase.before
     splits = [n // p for n, p in zip(group.space, part)]
+    window = phase.window
+    if window is not None:   # the chunks of one cat operand along the joined axis
+        splits[window[0]] = window[2]
     bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
     inits = [_identity(at, op, op.results[0].type) for op in phase.reduces] + \
@@ -641,7 +736,7 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
     for axis in {a for a, reverse in _scan_axes(group) if reverse and coords[a] is not None}:
         last = emit.const(splits[axis] - 1)   # a reverse scan's chunks, last first
         coords[axis] = emit.op("cuda_tile.subi", [last, coords[axis]], {"overflow": "none"})  # type: ignore[list-item]
-    chunk = _Chunk(group, part, splits, coords, emit)
+    chunk = _Chunk(group, part, splits, coords, emit, window)
     carried: list[Value] = []
     runs: list[Value] = []
     for op in phase.ops:
@@ -663,8 +758,10 @@ class _Chunk:
     """Copies the group's ops into a chunk loop's body, on chunk-sized tiles."""
 
     def __init__(self, group: Group, part: tuple[int, ...], splits: list[int], coords: list[Optional[Value]],
-                 emit: "_Body") -> None:
+                 emit: "_Body", window: Optional[tuple] = None) -> None:
         self.group, self.part, self.splits, self.coords, self.emit = group, part, splits, coords, emit
+        self.window = window   # (space axis, first chunk, chunks, cat operand): the loop of one operand
+        self.shifted: dict[tuple, Value] = {}
         self.copies: dict[Value, Value] = {}
         self.views: dict = {}   # (view, chunk shape) -> its twin
 
@@ -675,6 +772,10 @@ class _Chunk:
     def clone(self, op: Operation, into: Block) -> Operation:
         """The chunk's copy of member `op`, appended to `into` (a member loop with its body)."""
         group, copies = self.group, self.copies
+        if op.name == "cuda_tile.cat":   # this loop's operand is the chunk
+            assert self.window is not None
+            copies[op.results[0]] = copies[self.window[3]]
+            return copies[self.window[3]].owner  # type: ignore[return-value]
         operands = [copies.get(v, v) for v in op.operands]
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
             tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
@@ -713,6 +814,8 @@ class _Chunk:
         merged = self.group.merged.get(value, {}).get(axis)
         if merged is None:
             along = self.group.axes[value][axis]
+            if self.window is not None and along == self.window[0]:
+                return self._windowed(value, axis, along)
             return self.splits[along], self.coords[along], along
         k, c = 1, None
         for s in merged:
@@ -724,6 +827,20 @@ class _Chunk:
                                    self.coords[s]], {"overflow": "none"})  # type: ignore[list-item]
             k *= self.splits[s]
         return k, c, merged
+
+    def _windowed(self, value: Value, axis: int, along: int) -> tuple[int, Optional[Value], object]:
+        """Along the joined axis in an operand's loop: the chunks of `value` (a cat operand's tile or
+        the space's), and the chunk's index in it: the loop's, shifted by where the operand starts."""
+        k = value.type.shape[axis] // self.part[along]  # type: ignore[union-attr]
+        start = self.window[1] - self.group.offsets.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
+        c = self.coords[along]
+        if k == 1 or (not start and c is not None):
+            return k, c, (along, 0, k)
+        key = (along, start, id(self.emit.block))
+        if key not in self.shifted:   # one shifted index per block (a constant where the loop has one chunk)
+            shift = self.emit.const(start)
+            self.shifted[key] = shift if c is None else self.emit.op("cuda_tile.addi", [c, shift], {"overflow": "none"})
+        return k, self.shifted[key], (along, start, k)
 
     def _shifted_iota(self, op: Operation, iota: Value, into: Block) -> Value:
         """The chunk's copy `iota` of `op` plus the index of its first element: c * chunk length, splat."""

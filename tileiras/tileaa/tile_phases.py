@@ -23,8 +23,11 @@ class Phase:
     """One loop: the group's ops it computes (in block order), its reductions, and the op it goes
     before."""
 
-    def __init__(self, ops: list[Operation], reduces: list[Operation], before: Operation) -> None:
+    def __init__(self, ops: list[Operation], reduces: list[Operation], before: Operation,
+                 window: Optional[tuple] = None) -> None:
         self.ops, self.reduces, self.before = ops, reduces, before
+        # a cat operand's loop (tile_loops._windows): (space axis, first chunk, chunks, the operand)
+        self.window = window
 
 
 def phases(block: Block, ops: list[Operation], carried: set[Operation]) -> Optional[list[Phase]]:

@@ -278,11 +278,11 @@ class LayoutAssignment:
         (vector_access.restaged_scatter), with the blocked layout their pointers and mask are read
         in: at the kernel's end, where nothing after them uses the buffers (tensor memory's mbarrier
         and address slot are kept alive apart: tileas/buffers.KEPT)."""
+        if not self.mma_layouts:
+            return {}
         from ..lowering.epilogue import buffers_free_after
         from ..lowering.vector_access import restaged_scatter
 
-        if not self.mma_layouts:
-            return {}
         out = {}
         for op in self._ops:
             if op.name == "cuda_tile.store_ptr_tko" and (layout := restaged_scatter(op, self.threads)) is not None \
@@ -377,11 +377,12 @@ class LayoutAssignment:
 
     # -- sm_100 tcgen05 (ops_tcgen05.py decides) --------------------------------------
     def _tcgen05_layouts(self) -> dict[Operation, Layout]:
+        mmas = [op for op in self._ops if op in self.mma_shapes]
+        if not mmas or any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
+            return {}
         from ..lowering.ops_tcgen05 import choose_all
 
-        if any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
-            return {}
-        return choose_all([op for op in self._ops if op in self.mma_shapes], self.sm, self.threads)
+        return choose_all(mmas, self.sm, self.threads)
 
     def is_tcgen05(self, op: Operation) -> bool:
         return op in self.tcgen05_layouts
@@ -389,6 +390,8 @@ class LayoutAssignment:
     def is_swizzled(self, value: Value) -> bool:
         """A loaded tile that a wgmma (by descriptor, as it is stored) or a tcgen05 mma reads: copied
         in its swizzled layout."""
+        if not self.tcgen05_layouts:   # feeds no tcgen05 mma
+            return self._wgmma_reads_as_stored(value)
         from ..lowering.ops_tcgen05 import feeds
 
         return self._wgmma_reads_as_stored(value) or feeds(value, self.tcgen05_layouts)

@@ -69,6 +69,9 @@ def plan_of(assignment: "LayoutAssignment") -> KernelPlan:
 
 def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
     """Pass `plan-pipelines`: the loops to pipeline, their loads and modulo schedules."""
+    if not any(op.name == "cuda_tile.for" for op in entry.walk()):
+        plan_of(assignment).pipelines = {}    # no loop to pipeline (the scheduler is not loaded)
+        return
     from ..schedule.pipeline import plan_pipelines as plan_loops
 
     plan_of(assignment).pipelines = plan_loops(entry, assignment)

@@ -59,7 +59,6 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
     """The buffer the epilogue of store `op` asks for (none where it stores the fragments as they
     are), decided beside those of the requests `asked` that come before it, placed; those bytes
     noted in `entered` (where the store is of mma fragments)."""
-    from ..lowering.epilogue import epilogue
     from ..lowering.layout import MmaLayout
 
     value = _stored(op)
@@ -68,6 +67,8 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
     converts = op.name == PTR_STORE and layout != facts.layout_of(op.operand("destination"))  # type: ignore[arg-type]
     if not (converts or isinstance(layout, MmaLayout)) or not predicted(facts.entry, facts.assignment):
         return []
+    from ..lowering.epilogue import epilogue
+
     live = lifetimes(facts.entry)
     placed = place([r for r in asked if live.position(r.op) < live.position(op)], facts.entry)
     entered[op] = placed.total

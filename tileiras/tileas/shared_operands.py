@@ -259,6 +259,8 @@ def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[
     """The K-major copy buffers of the tf32 tcgen05 mmas inside `loop` that it asks for before its
     stages (ops_tcgen05.loop_restaged), A's then B's per mma, each alive to the kernel's end; the
     mmas noted in `facts.restaged`."""
+    if not getattr(facts.assignment, "tcgen05_layouts", None):
+        return []      # no tcgen05 mma to restage (ops_tcgen05.loop_restaged)
     from ..lowering.ops_tcgen05 import loop_restaged
     from ..lowering.warp_specialize_tcgen05 import settled
 

@@ -119,6 +119,8 @@ def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Reque
     """Tensor memory's mbarrier and address slot, once per kernel whose mmas run on tcgen05, asked
     by the op that first needs tensor memory (tmem.first_asker), alive from there to the kernel's
     end (tmem.tensor_memory)."""
+    if not getattr(assignment, "tcgen05_layouts", None):
+        return []      # no mma on tcgen05 (tmem.first_asker: None)
     from ..lowering.tmem import CONTROL_BYTES, first_asker
     from .plan import plan_of
     from .shared_tcgen05 import CONTROL_AT_LOOP

@@ -108,7 +108,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     from ..lowering.async_copy import chunk_elements, matrix_shape
     from ..lowering.mbarrier import BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
-    from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
     from ..lowering.smem import opt_in_limit
     from . import shared_tcgen05 as tcgen05
     from . import shared_operands
@@ -151,6 +150,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             out += copies
             if pipeline is None:
                 continue
+            from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
+
             ring = ring_of(facts, op)  # type: ignore[arg-type]
             if ring is None or not ring.plan.pipelined:
                 continue
@@ -232,6 +233,8 @@ def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int
 def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Request]:
     """The K-major copy buffers `loop` asks for before its stages (ops_wgmma.loop_copies decides),
     each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
+    if facts.assignment is None or not facts.assignment.wgmma_ops:
+        return []      # no wgmma to copy operands for (ops_wgmma.loop_copies)
     from ..lowering.kmajor_copy import KMAJOR_ALIGN
     from ..lowering.ops_wgmma import loop_copies
 

@@ -62,6 +62,9 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     warp's buffers, then its epilogue's. `asked`: the requests planned so far (those placed before
     these: the ops' before the loop and the loop's own); `taken`: the bytes besides the buffers
     (allocas, the room reserved)."""
+    unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
+    if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
+        return []
     from ..lowering.mbarrier import BYTES
     from ..lowering.tmem_epilogue import STAGE_ALIGN
     from ..lowering.warp_specialize_tcgen05 import (HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage,
@@ -98,6 +101,9 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
 def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional[Operation]:
     """The store after `loop` that its MMA warp's epilogue lowers itself, column chunk by chunk
     (tmem_epilogue.lower: no epilogue of its own, shared_epilogue.py), or None."""
+    unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
+    if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
+        return None
     from ..lowering.tmem_epilogue import chunked
     from ..lowering.warp_specialize_tcgen05 import settled
 
@@ -123,13 +129,15 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     operands' buffers: shared_operands.py); attention's O stored by TMA, its buffer (`fits`: the
     depths planned so far, pipelined loop -> (bytes before it, its BufferAssignment); `asked`,
     `taken`: as `at_loop`)."""
+    out: list[Request] = []
+    layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
+    if op not in layouts and not facts.caps.has("tcgen05"):
+        return out     # neither a tcgen05 mma nor a store of its fragments (tmem_epilogue.fragments_staged)
     from ..lowering.ops_blockscale import SCALES_ALIGN, sf_cells, tcgen05_sf_bytes
     from ..lowering.ops_memory import _ordering
     from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
     from ..lowering.warp_specialize_tcgen05 import settled
 
-    out: list[Request] = []
-    layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op in layouts:
         if issued_by_mma_warp(facts, op, fits):
             return out
@@ -155,11 +163,14 @@ def pairs_run(facts: "StagingFacts") -> bool:
     as the pair (its K loop's ring has the pair: cta_pair.plan): then no accumulator goes through the
     pair layout by a conversion ("pair-conversion", ops_tcgen05._transfer_alone) and the plan
     predicts none; where one runs alone, the role is left to the lowering."""
+    layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
+    if not layouts:
+        return True
     from ..lowering.ops_tcgen05 import PairAccLayout
     from ..tileaa.mma_operands import resident_loop
     from ..lowering.pipelined_loop import ring_of
 
-    for op, layout in (getattr(facts.assignment, "tcgen05_layouts", None) or {}).items():
+    for op, layout in layouts.items():
         if not isinstance(layout, PairAccLayout):
             continue
         found = resident_loop(op)

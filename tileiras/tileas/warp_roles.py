@@ -150,8 +150,6 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     """The warp split of the kernel's first top-level pipelined loop, or why there is none (the
     nv_tileas pass `plan-warp-roles`, tileas/plan.py: decided from the IR, its layouts and its
     planned pipelines; `lowering.warp_specialize.begin` lowers it)."""
-    from ..lowering.warp_specialize_tcgen05 import attention_mmas, consumers_issue, loop_mmas
-
     if not k.caps.has("tma"):
         return None, ("warp specialization is built for sm_90 (wgmma), sm_100 / sm_103 (tcgen05) and "
                       "sm_120 / sm_121 (mma.sync)")
@@ -180,6 +178,8 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
     if k.caps.has("tcgen05") and not mma_sync:
+        from ..lowering.warp_specialize_tcgen05 import attention_mmas, consumers_issue, loop_mmas
+
         if k.threads // 128 not in ROLES:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
                           f"registers a thread, fewer than the epilogue's tensor-memory load needs")
