@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))   # the tree's compiler, not an installed copy
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 import compilers  # noqa: E402

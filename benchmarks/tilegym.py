@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CORPUS = ROOT / "tests" / "tilegym"
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
+sys.path.insert(0, str(ROOT))   # the tree's compiler, not an installed copy
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "realistic"))
 import compilers  # noqa: E402  (compile with either tileiras, CPU time measured)
