@@ -2,7 +2,10 @@
 
 This is issue 3's acceptance test: the whole path bytecode -> cuda_tile IR ->
 LLVM IR -> PTX (llvmlite NVPTX) -> cubin (ptxas) for sm_80 .. sm_121, with no
-register spills reported by `ptxas -v`.
+register spills reported by `ptxas -v`. By default each kernel runs on the four
+families' targets (sm_80, sm_90, sm_100, sm_120), the GPU it was written for and
+one more target in turn, so that the corpus covers every target; `-m sweep` runs
+every kernel on every target.
 """
 
 from __future__ import annotations
@@ -54,15 +57,23 @@ def _diagnosed_as_missing(message: str, gpu: str) -> bool:
     return bool(found) and found.group(4) == gpu and found.group(3) != gpu
 
 
-@pytest.mark.parametrize("name,path,exported_for", CORPUS_ENTRIES, ids=[n for n, _, _ in CORPUS_ENTRIES])
-def test_corpus_kernel_compiles_for_every_target(name: str, path: Path, exported_for: str) -> None:
-    """Every target either gets a cubin ptxas accepts, or a diagnostic naming op, type and target."""
+FAMILIES = ("sm_80", "sm_90", "sm_100", "sm_120")
+
+
+def _sampled(index: int, exported_for: str) -> tuple[str, ...]:
+    """The families' targets, the kernel's own and the `index`-th of the others in turn."""
+    others = [gpu for gpu in GPU_NAMES if gpu not in FAMILIES]
+    return tuple(gpu for gpu in GPU_NAMES if gpu in {*FAMILIES, exported_for, others[index % len(others)]})
+
+
+def _compiles_for(name: str, path: Path, exported_for: str, targets: tuple[str, ...]) -> None:
+    """Every target of `targets` either gets a cubin ptxas accepts, or a diagnostic naming op, type and target."""
     from tileiras.codegen.nvptx import llvm_to_ptx
     from tileiras.codegen.ptxas import assemble, resource_usage
     from tileiras.errors import CompileError
 
     failures, compiled = [], []
-    for gpu in GPU_NAMES:
+    for gpu in targets:
         try:
             llvm_ir, meta = _lower(path, gpu)
         except CompileError as exc:
@@ -79,10 +90,28 @@ def test_corpus_kernel_compiles_for_every_target(name: str, path: Path, exported
                 if facts.get("spill_stores", 0) or facts.get("spill_loads", 0):
                     failures.append(f"{gpu} {kernel}: spills {facts}")
     if exported_for == "sm_90":
-        assert "sm_121" in compiled and "sm_100" in compiled, f"{name} compiles for no Blackwell target"
+        blackwell = [gpu for gpu in ("sm_100", "sm_121") if gpu in targets]
+        assert all(gpu in compiled for gpu in blackwell), f"{name} compiles for no Blackwell target"
     else:  # a kernel written for one GPU (fnv8E5M3FNU: sm_107 only) compiles at least there
         assert exported_for in compiled, f"{name} does not compile for {exported_for}, the GPU it was written for"
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("index,name,path,exported_for", [(i, *e) for i, e in enumerate(CORPUS_ENTRIES)],
+                         ids=[n for n, _, _ in CORPUS_ENTRIES])
+def test_corpus_kernel_compiles_for_a_sample_of_targets(index: int, name: str, path: Path, exported_for: str) -> None:
+    _compiles_for(name, path, exported_for, _sampled(index, exported_for))
+
+
+def test_the_sample_covers_every_target() -> None:
+    covered = set().union(*(_sampled(i, e) for i, (_, _, e) in enumerate(CORPUS_ENTRIES)))
+    assert covered == set(GPU_NAMES)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name,path,exported_for", CORPUS_ENTRIES, ids=[n for n, _, _ in CORPUS_ENTRIES])
+def test_corpus_kernel_compiles_for_every_target(name: str, path: Path, exported_for: str) -> None:
+    _compiles_for(name, path, exported_for, tuple(GPU_NAMES))
 
 
 @pytest.mark.parametrize("kernel,gpu,what,lowest", [
