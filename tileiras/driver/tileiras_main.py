@@ -205,10 +205,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
-    from .fast_exit import one_line_failures
+    from .failures import one_line_failures
 
-    # a closed stdout (`tileiras --help | head -1`) ends quietly, as NVIDIA's does
-    return one_line_failures(lambda: run(args), "input nests too deeply to compile", "internal compiler error")
+    return one_line_failures(lambda: run(args), "input nests too deeply to compile", "internal compiler error",
+                             closed=_stdout_closed)
+
+
+def _stdout_closed() -> int:
+    """`tileiras --help | head -1`: end quietly, as NVIDIA's does."""
+    from .fast_exit import stdout_closed
+
+    return stdout_closed()
 
 if __name__ == "__main__":
     sys.exit(main())

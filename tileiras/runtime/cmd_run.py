@@ -125,8 +125,7 @@ def run(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from ..driver.fast_exit import one_line_failures
+    from ..driver.failures import one_line_failures
 
-    # a closed stdout re-raised: tileir ends quietly
-    return one_line_failures(lambda: run(list(argv)), "the kernel nests too deeply to run", "internal error",
-                             closed=None)
+    # a closed stdout is re-raised: tileir ends quietly
+    return one_line_failures(lambda: run(list(argv)), "the kernel nests too deeply to run", "internal error")
