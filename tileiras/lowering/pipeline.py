@@ -19,7 +19,7 @@ from .ops_globals import define_global
 from .smem import place
 from ..tileaa.clusters import CLUSTER_ATTR, split_entry_over_cluster
 from ..tileaa.passes import PASSES as TILEAA_PASSES, to_tileaa
-from ..tileas.passes import PASSES as TILEAS_PASSES, assign_layouts, chunk_long_rows, threads_and_loops, to_tileas
+from ..tileas.passes import to_tileas
 from ..tileas.plan import plan_lines, plan_of
 from ..tileas.shared_plan import Assumptions, shared_plan_lines, shared_plan_of
 
@@ -49,7 +49,7 @@ def lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None" = None,
     if assignment is None:
         to_canonical(entry)
         to_tileaa(entry)
-        assignment = to_tileas(entry, gpu)
+        assignment = to_tileas([entry], gpu)[0]
     # The loops' schedules, the warp roles and how the kernel stages its tiles (padded or not, room
     # reserved, loads deferred: tileas/shared_choice.py) were planned at the nv_tileas level: the
     # kernel is lowered once, under the assumptions of its shared-memory plan.
@@ -234,17 +234,7 @@ def lower_module(module: Operation, gpu: str, opt_level: int = 3, lineinfo: bool
         with stage(name):
             for op in entries:
                 run_aa(op)
-    with stage("loop-tiles"):
-        threads = [threads_and_loops(op, gpu) for op in entries]
-    with stage("chunk-rows"):
-        for op, n in zip(entries, threads):
-            chunk_long_rows(op, n)
-    with stage("assign-layouts"):
-        assignments = [assign_layouts(op, gpu, n) for op, n in zip(entries, threads)]
-    for name, run in TILEAS_PASSES:
-        with stage(name):
-            for op, assignment in zip(entries, assignments):
-                run(op, assignment)
+    assignments = to_tileas(entries, gpu, stage)
     with stage("token-order"):
         orders = [_token_order(op) for op in entries]
     if print_ir_after_all:

@@ -6,6 +6,9 @@ memory. The lowering reads what they decided and translates."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+from typing import Callable, ContextManager
+
 from ..ir.core import Operation
 from ..target import caps
 from ..tileaa.passes import to_tileaa
@@ -64,10 +67,19 @@ def run_passes(entry: Operation, assignment: LayoutAssignment) -> None:
         run(entry, assignment)
 
 
-def to_tileas(entry: Operation, gpu: str) -> LayoutAssignment:
-    """`entry` (at nv_tileaa) brought to nv_tileas for `gpu`: every stage above, in order."""
-    threads = threads_and_loops(entry, gpu)
-    chunk_long_rows(entry, threads)
-    assignment = assign_layouts(entry, gpu, threads)
-    run_passes(entry, assignment)
-    return assignment
+def to_tileas(entries: list[Operation], gpu: str,
+              stage: "Callable[[str], ContextManager[object]]" = lambda _name: nullcontext()) -> list[LayoutAssignment]:
+    """`entries` (at nv_tileaa) brought to nv_tileas for `gpu`: every stage above, in order, each over
+    all entries inside `stage(name)` (the driver's timer for --time-passes); their layout assignments."""
+    with stage("loop-tiles"):
+        threads = [threads_and_loops(op, gpu) for op in entries]
+    with stage("chunk-rows"):
+        for op, n in zip(entries, threads):
+            chunk_long_rows(op, n)
+    with stage("assign-layouts"):
+        assignments = [assign_layouts(op, gpu, n) for op, n in zip(entries, threads)]
+    for name, run in PASSES:
+        with stage(name):
+            for op, assignment in zip(entries, assignments):
+                run(op, assignment)
+    return assignments
