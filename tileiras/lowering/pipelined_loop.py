@@ -52,6 +52,7 @@ from .values import PartitionViewVal, SharedTileVal
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
+    from ..tileas.buffers import SharedBuffers
     from ..schedule.pipeline import PipelinePlan
 
 
@@ -164,6 +165,21 @@ def fit(k: KernelLowering, ring: Ring, used: int) -> "BufferAssignment":
     return fit_stages(ring.plan, ring.sizes, used, opt_in_limit(k.sm), held=int(ring.retiring is not None))
 
 
+def fit_beside(k: KernelLowering, ring: Ring, buffers: "SharedBuffers", lifetime: tuple[int, int],
+               fixed: int) -> tuple[int, "BufferAssignment"]:
+    """(bytes beside, depth) of `ring`, whose slots live over `lifetime`: beside the buffers alive
+    then, not those whose bytes are free again by the loop (an earlier loop's rings), so a later
+    loop's depth does not depend on where dead buffers sat. Where the loop's mbarriers, placed above
+    every buffer so far, would then pass the limit: beside all of them. `fixed`: bytes outside the
+    buffers (static shared memory, the reserve)."""
+    used, peak = buffers.live_top(*lifetime) + fixed, buffers.total + fixed
+    fitted = fit(k, ring, used)
+    bars = fitted.barriers.nbytes if fitted.stages and fitted.barriers is not None else 0
+    if used < peak and peak + bars > opt_in_limit(k.sm):
+        used, fitted = peak, fit(k, ring, peak)
+    return used, fitted
+
+
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. Its depth
     is the shared-memory plan's where that placed every buffer before the loop (`planned_fit`)."""
@@ -189,10 +205,9 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
         return None
     retiring = ring.retiring
-    used = k.buffer_bytes + k.static_smem_bytes + k.smem_reserve
-    fitted = planned_fit(k, op, used)
-    if fitted is None:
-        fitted = fit(k, ring, used)
+    used, fitted = fit_beside(k, ring, k.buffers, k.op_lifetime(), k.static_smem_bytes + k.smem_reserve)
+    planned = planned_fit(k, op, used)
+    fitted = planned if planned is not None else fitted
     stages = fitted.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,

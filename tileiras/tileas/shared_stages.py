@@ -150,15 +150,15 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             out += copies
             if pipeline is None:
                 continue
-            from ..lowering.pipelined_loop import fit, ring_of, uses_mbarriers
+            from ..lowering.pipelined_loop import fit_beside, ring_of, uses_mbarriers
 
             ring = ring_of(facts, op)  # type: ignore[arg-type]
             if ring is None or not ring.plan.pipelined:
                 continue
             # and what the loop asks for before its stages (tcgen05's before_loop: tensor memory's control block)
             asked = [r for r in others if r.op is op and not r.late]
-            used = place(before + asked + copies, entry).total + allocas + assumes.reserve
-            fitted = fit(facts, ring, used)  # type: ignore[arg-type]
+            used, fitted = fit_beside(facts, ring, place(before + asked + copies, entry),  # type: ignore[arg-type]
+                                      live.op_range(op), allocas + assumes.reserve)
             fits[op] = (used, fitted)
             if not fitted.stages:
                 continue
