@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
-CANONICAL = ("canonicalize", "simplify-tokens", "licm", "cse", "dce",
+CANONICAL = ("canonicalize", "simplify-tokens", "licm", "cse", "dce", "canonical-order",
              "canonicalize-nv_tileaa")
 
 

@@ -99,8 +99,8 @@ ORDER_KERNELS = ("argmax_argmin", "cast_f8", "ew_float", "raw_offsets", "attenti
 
 @pytest.mark.parametrize("name", ORDER_KERNELS)
 def test_canonical_order_undoes_reordering(name: str) -> None:
-    """`canonical-order` (not yet in the compile: transforms/order.py says why) gives kernels that differ
-    only in the order of independent ops one printed form: the `reorder` rewrite, three seeds, each
+    """`canonical-order` (part of the compile's canonical form) gives kernels that differ only in the
+    order of independent ops one printed form: the `reorder` rewrite, three seeds, each
     applied three times."""
     from tileiras.text.printer import print_module
     from tileiras.transforms.order import canonical_order
@@ -125,3 +125,17 @@ def test_canonical_order_undoes_reordering(name: str) -> None:
         changed += print_module(module) != before
         assert ordered(module) == want
     assert changed, "the rewrite must have reordered something"
+
+
+@pytest.mark.parametrize("name", ORDER_KERNELS)
+def test_reordered_kernels_same_ptx(name: str) -> None:
+    """The compile's answer to the `reorder` rewrite: the same PTX (these kernels' independent ops
+    came out of LLVM in the order written before canonical-order joined the canonical form)."""
+    data = UNIT[name][-1].read_bytes()
+    want = _ptx(data, "sm_90")
+    for seed in range(2):
+        module = load_module(data, name)
+        rng = random.Random(seed)
+        for _ in range(3):
+            REWRITES["reorder"](module, rng)
+        assert normalized_ptx(module, "sm_90") == want, f"reorder (seed {seed}) changed {name}'s PTX"

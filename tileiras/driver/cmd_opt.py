@@ -17,9 +17,9 @@ from ..errors import ExitCode, TileirasError
 
 def _passes() -> dict[str, Callable[[object], object]]:
     from ..tileaa.canonicalize import canonicalize_tileaa
-    from ..transforms.passes import CANONICAL_PASSES, OPT_ONLY, to_canonical
+    from ..transforms.passes import CANONICAL_PASSES, to_canonical
 
-    table: dict[str, Callable[[object], object]] = dict(CANONICAL_PASSES + OPT_ONLY)
+    table: dict[str, Callable[[object], object]] = dict(CANONICAL_PASSES)
     table["canonical-form"] = to_canonical           # the whole group, to a fixed point
     table["canonicalize-nv_tileaa"] = canonicalize_tileaa
     return table

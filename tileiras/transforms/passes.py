@@ -27,10 +27,8 @@ CANONICAL_PASSES: tuple[tuple[str, Pass], ...] = (
     ("licm", licm),
     ("cse", cse),
     ("dce", dce),
+    ("canonical-order", canonical_order),
 )
-
-# passes `tileir opt` runs on request but the compile does not (yet): see order.py
-OPT_ONLY: tuple[tuple[str, Pass], ...] = (("canonical-order", canonical_order),)
 
 _MAX_ROUNDS = 8
 
