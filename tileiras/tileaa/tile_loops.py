@@ -35,6 +35,7 @@ from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
+from .addresses import touch_the_same
 from .row_chunks import twin_view
 from .view_order import _erase
 
@@ -476,11 +477,12 @@ def _closed(block: Block, group: Group) -> bool:
 
 def _ordered_accesses_agree(group: Group) -> bool:
     """Every store ordered after a load of the group (through tokens) writes the elements that load
-    read (the same partition of the same tensor view at the same tile index): a loop that loads and
-    stores chunk by chunk then keeps the order the tokens ask for."""
+    read (the same partition of the same tensor view at the same tile index; for a gather or a
+    scatter, the same address at every position: `addresses.py`): a loop that loads and stores chunk
+    by chunk then keeps the order the tokens ask for."""
     members = set(group.ops)
     for store in group.ops:
-        if store.name != "cuda_tile.store_view_tko" or store.operand("token") is None:
+        if store.name not in _STORES or store.operand("token") is None:
             continue
         pending, seen = [store.operand("token")], set()
         while pending:
@@ -488,12 +490,16 @@ def _ordered_accesses_agree(group: Group) -> bool:
             if owner not in members or owner in seen:
                 continue
             seen.add(owner)
-            if owner.name == "cuda_tile.load_view_tko" and not _same_elements(owner, store):
+            views = owner.name == "cuda_tile.load_view_tko" and store.name == "cuda_tile.store_view_tko"
+            if owner.name in _LOADS and not (views and _same_elements(owner, store)
+                                             or touch_the_same(owner, store, group.axes)):
                 return False
-            if owner.name == "cuda_tile.load_ptr_tko":
-                return False   # gathered elements: which the store overwrites is not known
             pending += [v for v in owner.operands if isinstance(v.type, TokenType)]
     return True
+
+
+_STORES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko")
+_LOADS = ("cuda_tile.load_view_tko", "cuda_tile.load_ptr_tko")
 
 
 def _same_elements(load: Operation, store: Operation) -> bool:
