@@ -205,4 +205,8 @@ def touch_the_same(load: Operation, store: Operation, axes: dict[Value, tuple[in
     chunk keeps the order the program asks for (each element is read before it is written, by the
     same chunk)."""
     (read, a), (written, b) = _access(load, axes), _access(store, axes)
-    return read is not None and read[0] is not None and read == written and a is not None and a == b
+    if read is None or read[0] is None or read != written or a is None or a != b:
+        return False
+    # an axis the address does not move along (a static stride of 0) puts one element at positions of
+    # several chunks: a later chunk would read what an earlier one wrote
+    return all(along in written[1] for along in axes.get(load.results[0], ()) if along >= 0)
