@@ -21,8 +21,10 @@ which unrolls a few chunks). A reduction whose result fits a chunk is carried by
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk. A reverse scan's loop visits its chunks last first. A reshape that splits an
 axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
-A `cat` makes the space its result's: one loop per operand runs over the chunks of the joined axis
-that operand covers, computing the operand's chunk where the cat's was (`Group.offsets`, `_windows`).
+A `cat` makes the space its result's: one loop per window of its operands (of all the group's cats,
+nested ones included) runs over the chunks of the joined axis that window covers, computing the
+operand's chunk where the cat's was, a reduction or scan carried from window to window
+(`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -35,6 +37,8 @@ from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
+from . import cat_windows
+from .addresses import touch_the_same
 from .row_chunks import twin_view
 from .view_order import _erase
 
@@ -189,9 +193,9 @@ class Group:
         # space's finer axes (the axis itself runs along the outer one in `axes`)
         self.merged: dict[Value, dict[int, tuple[int, ...]]] = {}
         # a `cat`'s operands and what computes them: tile value -> {space axis: where along it the
-        # tile starts} (the joined axis); the group has at most one cat
+        # tile starts} (the joined axes; a nested cat's operands from where its result starts)
         self.offsets: dict[Value, dict[int, int]] = {}
-        self.cat: Optional[Operation] = None
+        self.cats: list[Operation] = []
 
     def values(self) -> list[Value]:
         return list(self.axes)
@@ -348,30 +352,29 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 tokens.append(user.results[0])
     group.ops = [op for op in block.operations if op in members]
     group.inner = {op for op in members if op.parent is not block}
-    if group.cat is not None and (group.merged or group.inner or any(op.name in _CAT_REFUSES for op in group.ops)):
-        return None   # loops per cat operand carry no reduction and run no member loop
+    if group.cats and (group.merged or group.inner):
+        return None   # a window of a merged axis is not one run of the space's axes; member loops with cats
+        # are not windowed (not needed yet: their tiles would each need a window of their own)
     return group
-
-
-# ops a group with a `cat` does not loop: what they carry would cross its loops
-_CAT_REFUSES = ("cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.for")
 
 
 def _cat_axes(op: Operation, known: Value, group: Group) -> Optional[dict[Value, Axes]]:
     """A cat reached from its result (the space holds its operands, not the other way): its operands
-    run along the result's axes, each from its offset along the joined axis (`Group.offsets`)."""
-    if known is not op.results[0] or group.cat is not None or group.offsets.get(known):
+    run along the result's axes, each from its offset along the joined axis (`Group.offsets`: where
+    the result starts, for a cat of a cat's operand)."""
+    if known is not op.results[0]:
         return None
-    group.cat = op
     axes, dim = group.axes[known], int(op.attributes["dim"])
     if axes[dim] < 0:
         return None
-    start = 0
+    base = group.offsets.get(known, {})
+    start = base.get(axes[dim], 0)
     for operand in op.operands:
         if operand in group.offsets:
-            return None   # one tile joined twice
-        group.offsets[operand] = {axes[dim]: start}
+            return None   # one tile joined twice (or reached before its cat)
+        group.offsets[operand] = {**base, axes[dim]: start}
         start += operand.type.shape[dim]  # type: ignore[union-attr]
+    group.cats.append(op)
     return {known: axes, **{v: axes for v in op.operands}}
 
 
@@ -476,11 +479,12 @@ def _closed(block: Block, group: Group) -> bool:
 
 def _ordered_accesses_agree(group: Group) -> bool:
     """Every store ordered after a load of the group (through tokens) writes the elements that load
-    read (the same partition of the same tensor view at the same tile index): a loop that loads and
-    stores chunk by chunk then keeps the order the tokens ask for."""
+    read (the same partition of the same tensor view at the same tile index; for a gather or a
+    scatter, the same address at every position: `addresses.py`): a loop that loads and stores chunk
+    by chunk then keeps the order the tokens ask for."""
     members = set(group.ops)
     for store in group.ops:
-        if store.name != "cuda_tile.store_view_tko" or store.operand("token") is None:
+        if store.name not in _STORES or store.operand("token") is None:
             continue
         pending, seen = [store.operand("token")], set()
         while pending:
@@ -488,12 +492,16 @@ def _ordered_accesses_agree(group: Group) -> bool:
             if owner not in members or owner in seen:
                 continue
             seen.add(owner)
-            if owner.name == "cuda_tile.load_view_tko" and not _same_elements(owner, store):
+            views = owner.name == "cuda_tile.load_view_tko" and store.name == "cuda_tile.store_view_tko"
+            if owner.name in _LOADS and not (views and _same_elements(owner, store)
+                                             or touch_the_same(owner, store, group.axes)):
                 return False
-            if owner.name == "cuda_tile.load_ptr_tko":
-                return False   # gathered elements: which the store overwrites is not known
             pending += [v for v in owner.operands if isinstance(v.type, TokenType)]
     return True
+
+
+_STORES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko")
+_LOADS = ("cuda_tile.load_view_tko", "cuda_tile.load_ptr_tko")
 
 
 def _same_elements(load: Operation, store: Operation) -> bool:
@@ -515,10 +523,8 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
     if not all(_contiguous([part[s] for s in axes], [group.space[s] for s in axes])
                for merged in group.merged.values() for axes in merged.values()):
         return False
-    if group.cat is not None:
-        along = group.axes[group.cat.results[0]][int(group.cat.attributes["dim"])]
-        if any((v.type.shape[int(group.cat.attributes["dim"])]) % part[along] for v in group.cat.operands):  # type: ignore[union-attr]
-            return False   # a chunk across two operands
+    if group.cats and not cat_windows.fits(group, part):
+        return False   # a chunk across two operands
     carried = set(group.carried())
     for op in group.ops:
         if op.name in _CARRIES:
@@ -590,44 +596,12 @@ def loop_tiles(entry: Operation, threads: int) -> int:
         for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
             part = chunk_shape(group, group.chunk)
             plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
-            if plan is not None and group.cat is not None:
-                plan = _windows(group, part, plan)
+            if plan is not None and group.cats:
+                plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
             if plan is not None:
                 _rewrite(group, part, plan)
                 made += len(plan)
     return made
-
-
-def _windows(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> Optional[list["Phase"]]:
-    """The loops of a group with a cat: one per operand, over the chunks of the joined axis it covers,
-    computing what does not belong to the other operand (`Phase.window`); None where an op of one
-    loop would read what only the other computes."""
-    from .tile_phases import Phase
-
-    if len(plan) != 1 or plan[0].reduces:
-        return None
-    cat = group.cat
-    assert cat is not None
-    dim = int(cat.attributes["dim"])
-    along = group.axes[cat.results[0]][dim]
-    out = []
-    for operand in cat.operands:
-        start = group.offsets[operand][along]
-        ops, skipped = [], set()
-        for op in plan[0].ops:
-            if op is cat:    # reads this loop's operand only (`_Chunk.clone`)
-                ops.append(op)
-                continue
-            values = [v for v in (*op.operands, *op.results) if v in group.axes]
-            if any(group.offsets.get(v, {}).get(along, start) != start for v in values):
-                skipped.add(op)
-            elif any(getattr(v, "owner", None) in skipped for v in op.operands):
-                return None   # (a join of both sides' tokens)
-            else:
-                ops.append(op)
-        window = (along, start // part[along], operand.type.shape[dim] // part[along], operand)  # type: ignore[union-attr]
-        out.append(Phase(ops, [], plan[0].before, window))
-    return out
 
 
 def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
@@ -636,11 +610,9 @@ def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
     reduce keeps first: it then splits only its own); where a permute reorders the axes, as square
     as it can be, so that rows stay long on both sides."""
     space = group.space
-    if group.cat is not None:   # a chunk within one operand of the cat (`_fits`)
-        dim = int(group.cat.attributes["dim"])
-        along = group.axes[group.cat.results[0]][dim]
-        space = tuple(min(n, *(v.type.shape[dim] for v in group.cat.operands)) if a == along else n  # type: ignore[union-attr]
-                      for a, n in enumerate(space))
+    if group.cats:   # a chunk within one operand of each cat (`_fits`)
+        joined = {cat_windows.joined_axis(group, cat) for cat in group.cats}
+        space = tuple(min(n, cat_windows.longest_chunk(group, a)) if a in joined else n for a, n in enumerate(space))
     if any(op.name == "cuda_tile.permute" for op in group.ops):
         part = [1] * len(space)
         while _product(part) < size and any(p < n for p, n in zip(part, space)):
@@ -697,9 +669,15 @@ def _outside_const(anchor: Operation, value: int) -> Value:
 
 def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
-    ops chunk by chunk; then the group's ops are dropped."""
-    for phase in plan:
-        _loop(group, part, phase)
+    ops chunk by chunk (a cat's windows: one loop each, `cat_windows.py`, a reduction or scan carried
+    from one to the next); then the group's ops are dropped."""
+    carried: dict[Operation, Value] = {}
+    for i, phase in enumerate(plan):
+        carried.update(_loop(group, part, phase, carried))
+        later = {op for next_ in plan[i + 1:] for op in next_.ops}
+        for op in phase.reduces:
+            if op not in later:   # its last window done: what reads it reads the loop's result
+                op.results[0].replace_all_uses_with(carried[op])
     for op in reversed(group.ops):
         _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
@@ -717,17 +695,19 @@ def _erase_tree(op: Operation) -> None:
     _erase(op)
 
 
-def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
-    """The loop of one phase, before `phase.before`: its reductions' results become the loop's."""
+def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, Value]) -> dict[Operation, Value]:
+    """The loop of one phase, before `phase.before`; per reduction and scan of it, what it carries out
+    (its result, the running value after its last chunk). Those in `before` start from there (an
+    earlier window's loop), the others from their identity."""
     at = phase.before
     splits = [n // p for n, p in zip(group.space, part)]
     window = phase.window
-    if window is not None:   # the chunks of one cat operand along the joined axis
-        splits[window[0]] = window[2]
+    for along, (_first, chunks) in (window or {}).items():   # the chunks of one window of the cats
+        splits[along] = chunks
     bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
-    inits = [_identity(at, op, op.results[0].type) for op in phase.reduces] + \
-        [_identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
+    inits = [before.get(op) or _identity(at, op, op.results[0].type) for op in phase.reduces] + \
+        [before.get(op) or _identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
     body = Block([_I32, *(v.type for v in inits)])
     loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
                                       regions=[Region([body])], location=at.location))
@@ -750,17 +730,16 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase") -> None:
             runs.append(run)
     carried += runs
     body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
-    for op, result in zip(phase.reduces, loop.results):
-        op.results[0].replace_all_uses_with(result)
+    return dict(zip([*phase.reduces, *scans], loop.results))
 
 
 class _Chunk:
     """Copies the group's ops into a chunk loop's body, on chunk-sized tiles."""
 
     def __init__(self, group: Group, part: tuple[int, ...], splits: list[int], coords: list[Optional[Value]],
-                 emit: "_Body", window: Optional[tuple] = None) -> None:
+                 emit: "_Body", window: Optional[dict[int, tuple[int, int]]] = None) -> None:
         self.group, self.part, self.splits, self.coords, self.emit = group, part, splits, coords, emit
-        self.window = window   # (space axis, first chunk, chunks, cat operand): the loop of one operand
+        self.window = window   # the loop of one window of the cats: space axis -> (first chunk, chunks)
         self.shifted: dict[tuple, Value] = {}
         self.copies: dict[Value, Value] = {}
         self.views: dict = {}   # (view, chunk shape) -> its twin
@@ -772,10 +751,11 @@ class _Chunk:
     def clone(self, op: Operation, into: Block) -> Operation:
         """The chunk's copy of member `op`, appended to `into` (a member loop with its body)."""
         group, copies = self.group, self.copies
-        if op.name == "cuda_tile.cat":   # this loop's operand is the chunk
+        if op.name == "cuda_tile.cat":   # the chunk of the operand holding this loop's window
             assert self.window is not None
-            copies[op.results[0]] = copies[self.window[3]]
-            return copies[self.window[3]].owner  # type: ignore[return-value]
+            operand = copies[cat_windows.operand_at(group, op, self.window, self.part)]
+            copies[op.results[0]] = operand
+            return operand.owner  # type: ignore[return-value]
         operands = [copies.get(v, v) for v in op.operands]
         if op.name in ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko"):
             tile = op.results[0] if op.name == "cuda_tile.load_view_tko" else op.operands[0]
@@ -814,7 +794,7 @@ class _Chunk:
         merged = self.group.merged.get(value, {}).get(axis)
         if merged is None:
             along = self.group.axes[value][axis]
-            if self.window is not None and along == self.window[0]:
+            if self.window is not None and along in self.window:
                 return self._windowed(value, axis, along)
             return self.splits[along], self.coords[along], along
         k, c = 1, None
@@ -832,7 +812,7 @@ class _Chunk:
         """Along the joined axis in an operand's loop: the chunks of `value` (a cat operand's tile or
         the space's), and the chunk's index in it: the loop's, shifted by where the operand starts."""
         k = value.type.shape[axis] // self.part[along]  # type: ignore[union-attr]
-        start = self.window[1] - self.group.offsets.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
+        start = self.window[along][0] - self.group.offsets.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
         c = self.coords[along]
         if k == 1 or (not start and c is not None):
             return k, c, (along, 0, k)

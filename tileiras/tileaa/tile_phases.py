@@ -24,9 +24,9 @@ class Phase:
     before."""
 
     def __init__(self, ops: list[Operation], reduces: list[Operation], before: Operation,
-                 window: Optional[tuple] = None) -> None:
+                 window: Optional[dict[int, tuple[int, int]]] = None) -> None:
         self.ops, self.reduces, self.before = ops, reduces, before
-        # a cat operand's loop (tile_loops._windows): (space axis, first chunk, chunks, the operand)
+        # the loop of one window of a group's cats (cat_windows.py): space axis -> (first chunk, chunks)
         self.window = window
 
 
