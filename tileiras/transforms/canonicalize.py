@@ -4,8 +4,15 @@ The `if` patterns (seed 004, "cuda_tile Canonicalizers and Folds"):
 * a constant condition inlines the branch it takes (its ops move before the `if`);
 * a condition `xori(c, true)` with an else branch becomes `c` with the branches swapped;
 * two adjacent `if`s on the same condition become one (CombineIfs);
+* `if a { if b { ... } }`, neither with results nor an else that does anything, becomes
+  `if (a and b) { ... }` (CombineNestedIfs; the spec's form also takes an outer else yielding poison,
+  which cuda_tile cannot write);
 * a result both branches yield as the same value is that value; unused results are dropped;
-* an `if` with no results and nothing but yields in its branches is erased.
+* branches that only yield become `select`s where the values have the condition's shape
+  (ConvertToSelect; a select needs its condition in the values' shape, a token none);
+* an else that only yields, with no results, is dropped (RemoveEmptyElseBranch); an `if` with no
+  results and nothing but yields in its branches is erased.
+Not done: MoveTerminatorToParent (a branch ending in `return`): the lowering handles the early exit.
 No pattern reorders, duplicates or erases a token-ordered memory op.
 """
 
@@ -14,6 +21,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Block, Operation, Value
+from ..ir.types import TileType
 from .constants import splat_int
 from .folds import fold
 from .rewrite import defining_op, erase, erase_tree, inside_op, replace
@@ -50,9 +58,11 @@ def _canonical_if(op: Operation) -> bool:
     cond = splat_int(op.operands[0])
     if cond is not None:
         return _inline(op, bool(cond))
-    if _invert(op) or _combine_with_next(op):
+    if _invert(op) or _combine_with_next(op) or _combine_nested(op):
         return True
     if _forward_same_yields(op) | _drop_unused_results(op):
+        return True
+    if _to_select(op) or _drop_empty_else(op):
         return True
     if not op.results and all([o.name for o in b.operations] == ["cuda_tile.yield"] for r in op.regions for b in r.blocks):
         erase_tree(op)
@@ -178,3 +188,62 @@ def _drop_unused_results(op: Operation) -> bool:
     erase(op)
     return True
 
+
+
+def _only_yields(block: Block) -> bool:
+    return [o.name for o in block.operations] == ["cuda_tile.yield"]
+
+
+def _drop_empty_else(op: Operation) -> bool:
+    """An else branch that only yields nothing, of an `if` without results (RemoveEmptyElseBranch)."""
+    if op.results or len(op.regions) < 2 or not op.regions[1].blocks or not _only_yields(op.regions[1].blocks[0]):
+        return False
+    erase_tree(op.regions[1].blocks[0].terminator)
+    op.regions[1].blocks = []        # an if without else: its else region holds no block
+    return True
+
+
+def _combine_nested(op: Operation) -> bool:
+    """`if a { if b { X } }` -> `if (a and b) { X }` (CombineNestedIfs): no results, no else doing
+    anything at either level, and the inner condition (defined outside: the outer branch holds only the
+    inner `if`) of the outer's type."""
+    if op.results or not op.regions[0].blocks:
+        return False
+    body = op.regions[0].blocks[0]
+    if len(body.operations) != 2 or body.operations[0].name != "cuda_tile.if" \
+            or body.operations[1].name != "cuda_tile.yield" or body.operations[1].operands:
+        return False
+    inner = body.operations[0]
+    if inner.results or inner.operands[0].type != op.operands[0].type or not inner.regions[0].blocks:
+        return False
+    if any(len(x.regions) > 1 and x.regions[1].blocks and not _only_yields(x.regions[1].blocks[0]) for x in (op, inner)):
+        return False
+    inner_body = inner.regions[0].blocks[0]
+    if inner_body.terminator is None or inner_body.terminator.name != "cuda_tile.yield":
+        return False                # a break / continue / return inside: its exit is the inner if's
+    both = op.insert_before(Operation("cuda_tile.andi", [op.operands[0], inner.operands[0]], [op.operands[0].type],
+                                      location=op.location))
+    op.set_operand(0, both.results[0])
+    for moved in inner_body.operations[:-1]:
+        inner.insert_before(moved)
+    inner_body.operations = inner_body.operations[-1:]
+    erase_tree(inner)
+    return True
+
+
+def _to_select(op: Operation) -> bool:
+    """Branches that only yield, results of the condition's shape: `select`s (ConvertToSelect)."""
+    cond = op.operands[0]
+    yields = _yields(op)
+    if not op.results or len(yields) != 2 or len(op.regions) != 2 \
+            or not all(_only_yields(r.blocks[0]) for r in op.regions):
+        return False
+    if not all(isinstance(r.type, TileType) and isinstance(cond.type, TileType) and r.type.shape == cond.type.shape
+               and str(r.type.element) != "f4E2M1FN" for r in op.results):
+        return False
+    values = [op.insert_before(Operation("cuda_tile.select", [cond, a, b], [r.type], location=op.location)).results[0]
+              for r, a, b in zip(op.results, yields[0], yields[1])]
+    for result, value in zip(op.results, values):
+        result.replace_all_uses_with(value)
+    erase_tree(op)
+    return True
