@@ -109,7 +109,7 @@ def test_an_mma_sync_beside_tcgen05_mmas_has_its_operand_staged_as_planned(monke
     _, dump, _ = _lower(monkeypatch, "tg_mla_decode_f16_16x128", "sm_100")
     assert "//   staged tiles unpadded: chosen here" in dump
     assert _asked_by(_plan(dump), "tg_mla_decoding.py:120:14") == [
-        "mma-stage (restaging) 4096 B align 128, live over ops 137..137, offset 149632"]
+        "mma-stage (restaging) 4096 B align 128, live over ops 136..136, offset 149632"]
 
 
 def test_sm_120s_fp4_mma_packs_where_the_packed_copies_fit(monkeypatch) -> None:

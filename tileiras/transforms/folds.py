@@ -4,7 +4,8 @@ A fold returns the values that replace the op's results (None: no change). Float
 the declared semantics: `addf` folds only finite constants under the default rounding and no
 flush-to-zero (seed 004, "cuda_tile Canonicalizers and Folds"); integer identities and folds wrap as the
 hardware does. `select` folds in the specification's order: same arms, constant condition, boolean
-identity, inverted condition (arms swapped), a nested select on the same condition.
+identity, inverted condition (arms swapped), a nested select on the same condition. Powers by 1 and 2
+are their source and its square.
 """
 
 from __future__ import annotations
@@ -84,12 +85,36 @@ def _select(op: Operation, cond: Value, if_true: Value, if_false: Value) -> Valu
     return twin.result
 
 
+_SHAPE_WRAPPERS = frozenset({"cuda_tile.reshape", "cuda_tile.broadcast"})
+
+
+def _fold_power(op: Operation) -> Optional[list[Value]]:
+    """`x ** 1` is x; `x ** 2` is `x * x` (the product is the correctly rounded square, as a correctly
+    rounded power is: LLVM rewrites pow(x, 2.0) so without fast-math; cuTile writes `x ** 2` as
+    `fpowf` of 2.0 up to 13.3 and as `fpowi` of 2 from 13.4, one op here)."""
+    source, exponent = op.operands
+    while (wrapper := defining_op(exponent)) is not None and wrapper.name in _SHAPE_WRAPPERS:
+        exponent = wrapper.operands[0]     # a scalar 2 reshaped and broadcast is 2 everywhere
+    n = splat_float(exponent) if op.name == "cuda_tile.fpowf" else splat_int(exponent)
+    if n is None or source.type != op.result.type:
+        return None
+    if n == 1:
+        return [source]
+    if n == 2:
+        square = Operation("cuda_tile.mulf", [source, source], [op.result.type], {"rounding_mode": "nearest_even"},
+                           location=op.location)
+        return [op.insert_before(square).results[0]]
+    return None
+
+
 FOLDS: dict[str, Fold] = {
     "cuda_tile.addf": _fold_addf,
     "cuda_tile.addi": _int_fold(lambda a, b: a + b, 0),
     "cuda_tile.subi": _int_fold(lambda a, b: a - b, 0),
     "cuda_tile.muli": _int_fold(lambda a, b: a * b, 1),
     "cuda_tile.select": _fold_select,
+    "cuda_tile.fpowf": _fold_power,
+    "cuda_tile.fpowi": _fold_power,
 }
 
 

@@ -1,21 +1,20 @@
 """Pass `canonical-order`: one order of each block's ops, whatever order the kernel wrote them in.
 
 Ops with an effect (memory ops, ops with regions, terminators) keep their order: they are the block's
-anchors. Every effect-free op is placed as early as its operands allow, right after the last op it
-reads, but not above a loop or an `if` that comes before the anchor first needing it; ops ready at the same point go in the order the anchors first need them (a post-order walk
-from each anchor in turn through the operands of it and of the ops nested in its regions, itself
-independent of how the kernel was written). Two kernels that differ only in the order of independent
-effect-free ops therefore print the same, and each consumer sits beside what it reads: a staged load's
-buffer lives from the load to its readers, not to where a later anchor first needs their result.
+anchors. An effect-free op that reads an anchor's result (through other effect-free ops or not) is
+placed as early as its operands allow, but not above a loop or an `if` that comes before the anchor
+first needing it; every other effect-free op (constants, index arithmetic, a mask from the loop's
+index) just before its first user. Ties go in the order the anchors first need the ops (a post-order
+walk from each anchor in turn through the operands of it and of the ops nested in its regions), so
+the result depends on the dependences and the anchors' order only: two kernels that differ only in the
+order of independent effect-free ops print the same.
 
-Why early, and why not above a loop: measured on the corpora (unit, realistic, TileGym; four
-targets), placing consumers just before their first user stretched staged loads' lifetimes past the
-next load (more shared memory: MLA prefill on sm_120) and changed 12 pairs' schedules; hoisted above
-loops, conversions read only after a loop were carried across it in registers. As placed here, the
-decisions of 924 of 936 kernel-target pairs are unchanged; in the other 12, four loops get deeper
-rings and three shallower ones (two sm_80 causal attentions from three cp.async stages to two, one TMA
-ring from five to four), four schedules are one tick longer and one a tick shorter, and two sm_120
-loops left unpipelined either way sit beside 2 KB more (the session note of issue 32 lists them).
+Why this placement (measured on the corpora, unit + realistic + TileGym on four targets, schedule
+decisions of the 936 kernel-target pairs against the order cuTile wrote): consumers placed just
+before their first user stretch staged loads' lifetimes past the next load (MLA prefill on sm_120) and
+cost modulo schedules a tick; everything placed early keeps a big tile such as attention's causal mask
+live in registers over the loads and the mma (more spills in an fp8 attention); placed as here, 928 of
+936 pairs get the same decisions (the other 8: session note of issue 32).
 """
 
 from __future__ import annotations
@@ -61,18 +60,59 @@ def _order(block: Block) -> bool:
             place(op)
     if len(order) != len(ops):
         return False
-    order = _early(block, order, floating)
+    order = _placed(block, order, floating)
     if all(a is b for a, b in zip(order, ops)):
         return False
     block.operations[:] = order
     return True
 
 
-def _early(block: Block, late: list[Operation], floating: set[int]) -> list[Operation]:
-    """Each effect-free op as early as its operands allow: right after the last op it reads, ties in
-    `late`'s order (itself canonical), so a consumer stays beside what it reads; but not above a loop
-    or an `if` before the anchor that first needs it (a value read only after a loop is not carried
-    across it)."""
+def _placed(block: Block, late: list[Operation], floating: set[int]) -> list[Operation]:
+    """The block's final order: the effect-free ops that read (through others) an op with an effect in
+    the block as early as they can go (`_early`), each of the others just before its first user there:
+    an index computation, a mask from the loop's index or a constant stays where it is used instead of
+    living in registers from the top of the block."""
+    rank = {id(op): i for i, op in enumerate(late)}
+    tied: set[int] = set()      # floating ops reading an anchor, through other floating ops or not
+    for op in late:
+        if id(op) in floating and any(
+                (d := defining_op(v)) is not None and d.parent is block and (id(d) not in floating or id(d) in tied)
+                for v in op.operands):
+            tied.add(id(op))
+    free = floating - tied
+    order = _early(block, [op for op in late if id(op) not in free], tied, free)
+    at = {id(op): i for i, op in enumerate(order)}
+    root: dict[int, Operation] = {}
+    for op in reversed(late):        # users before their operands
+        if id(op) not in free:
+            continue
+        users = [_in_block(u, block) for r in op.results for u in r.uses]
+        users = [root[id(u)] if id(u) in free else u for u in users if u is not None]
+        root[id(op)] = min(users, key=lambda u: at[id(u)])
+    before: dict[int, list[Operation]] = {}
+    for op in late:
+        if id(op) in free:
+            before.setdefault(id(root[id(op)]), []).append(op)
+    out: list[Operation] = []
+    for op in order:
+        out += sorted(before.get(id(op), ()), key=lambda o: rank[id(o)])
+        out.append(op)
+    return out
+
+
+def _in_block(op: Operation, block: Block) -> Optional[Operation]:
+    """`op` or the op of `block` it is nested in."""
+    while op is not None and op.parent is not block:
+        region = op.parent.parent if op.parent is not None else None
+        op = region.parent if region is not None else None
+    return op
+
+
+def _early(block: Block, late: list[Operation], floating: set[int], free: set[int]) -> list[Operation]:
+    """The anchors and the `floating` ops in order, each floating op as early as its operands allow
+    (right after the last op it reads; `free` ops, placed later, count as read), ties in `late`'s order
+    (itself canonical); but not above a loop or an `if` before the anchor that first needs it (a value
+    read only after a loop is not carried across it)."""
     import heapq
 
     rank = {id(op): i for i, op in enumerate(late)}
@@ -83,7 +123,8 @@ def _early(block: Block, late: list[Operation], floating: set[int]) -> list[Oper
         if id(op) not in floating:
             gate = op if op.regions else gate
         else:
-            producers = {id(d) for v in op.operands if (d := defining_op(v)) is not None and d.parent is block}
+            producers = {id(d) for v in op.operands if (d := defining_op(v)) is not None and d.parent is block
+                         and id(d) not in free}
             if gate is not None:
                 producers.add(id(gate))
             waiting[id(op)] = len(producers)

@@ -1,6 +1,6 @@
 // RUN: %tileir opt %s --passes canonical-order | %FileCheck %s
-// Effect-free ops sit as early as their operands allow (ties: the order in which the ops with effects
-// first need them); loads, stores, loops and terminators keep their order. Both kernels below are one kernel written in two orders
+// Loads, stores, loops and terminators keep their order; an effect-free op reading one of them (or
+// what one of them gave) sits as early as it can, the others just before their first user. Both kernels below are one kernel written in two orders
 // of their independent ops, and print in one order.
 
 // CHECK-LABEL: entry @written_first
@@ -8,13 +8,13 @@
 // CHECK-NEXT: make_tensor_view %arg0, shape = [%arg1], strides = [%[[C1]]]
 // CHECK-NEXT: make_partition_view
 // CHECK-NEXT: %[[T:.*]] = make_token
-// CHECK-NEXT: constant <f32: 2.000000e+00>
-// CHECK-NEXT: constant <f32: 1.000000e+00>
-// CHECK-NEXT: addi %arg1, %arg1
 // CHECK-NEXT: load_view_tko weak {{.*}}[%arg1] token = %[[T]]
+// CHECK-NEXT: constant <f32: 2.000000e+00>
 // CHECK-NEXT: mulf
+// CHECK-NEXT: constant <f32: 1.000000e+00>
 // CHECK-NEXT: addf
 // CHECK-NEXT: store_view_tko
+// CHECK-NEXT: addi %arg1, %arg1
 // CHECK-NEXT: for
 // CHECK: return
 entry @written_first(%arg0: tile<ptr<f32>>, %arg1: tile<i32>) {
@@ -41,13 +41,13 @@ entry @written_first(%arg0: tile<ptr<f32>>, %arg1: tile<i32>) {
 // CHECK-NEXT: make_tensor_view %arg0, shape = [%arg1], strides = [%[[C1]]]
 // CHECK-NEXT: make_partition_view
 // CHECK-NEXT: %[[T:.*]] = make_token
-// CHECK-NEXT: constant <f32: 2.000000e+00>
-// CHECK-NEXT: constant <f32: 1.000000e+00>
-// CHECK-NEXT: addi %arg1, %arg1
 // CHECK-NEXT: load_view_tko weak {{.*}}[%arg1] token = %[[T]]
+// CHECK-NEXT: constant <f32: 2.000000e+00>
 // CHECK-NEXT: mulf
+// CHECK-NEXT: constant <f32: 1.000000e+00>
 // CHECK-NEXT: addf
 // CHECK-NEXT: store_view_tko
+// CHECK-NEXT: addi %arg1, %arg1
 // CHECK-NEXT: for
 // CHECK: return
 entry @written_late(%arg0: tile<ptr<f32>>, %arg1: tile<i32>) {

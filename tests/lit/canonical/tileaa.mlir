@@ -4,10 +4,10 @@
 
 // CHECK-LABEL: entry @k
 // CHECK: %[[P:.*]] = broadcast
-// CHECK: %[[R:.*]] = reshape %arg1 : tile<f32> -> tile<1x1xf32>
-// CHECK-NOT: = reshape
 // CHECK: load_ptr_tko weak %[[P]] token=%0 : tile<64xptr<f32>> -> tile<64xf32>, token
 // CHECK-NOT: store_ptr_tko weak %[[P]]
+// CHECK: %[[R:.*]] = reshape %arg1 : tile<f32> -> tile<1x1xf32>
+// CHECK-NOT: = reshape
 // CHECK: store_ptr_tko weak %{{.*}}, %[[R]] token=%0
 entry @k(%arg0: tile<ptr<f32>>, %arg1: tile<f32>) {
   %0 = make_token : token
