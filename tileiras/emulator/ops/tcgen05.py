@@ -622,12 +622,13 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
         keys = _mbar_keys(st, mbar, lanes, m, space)
         for key, t in zip(keys.tolist(), lanes.tolist()):
             if mask is None:
-                _arrive(st, int(key), 1, t, commit=True)     # the thread's tcgen05 operations complete first
+                # the thread's tcgen05 operations complete first
+                _arrive(st, int(key), 1, t, commit=True, ins=ins)
                 continue
             from .tcgen05_pair import multicast_keys
 
             for k in multicast_keys(st, int(key), _at(st, mask, t) & 0xFFFF, t):   # the same offset in each CTA
-                _arrive(st, k, 1, t, commit=True)
+                _arrive(st, k, 1, t, commit=True, ins=ins)
 
     return (K_OP, commit, None)
 
