@@ -60,6 +60,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
      "waits with nothing in flight and mbarrier.inval of mbarriers no later instruction uses: it orders "
      "nothing the first does not"),
+    ("delete tcgen05.fence::after_thread_sync", "", lambda ptx, line: _after_sync_fenced_again(ptx, line),
+     "on every path from it, the thread executes another tcgen05.fence::after_thread_sync before any asynchronous "
+     "tcgen05 instruction (mma, cp, shift, ld, st) or tensor-memory (de)allocation: the PTX ISA's tcgen05 memory "
+     "consistency model makes the fence order the thread's later asynchronous tcgen05 operations after all of "
+     "its earlier thread synchronization, so the later fence orders them after this one's barrier as well, and "
+     "the synchronous tcgen05 instructions between (commit, wait, relinquish) are ordered by program order"),
     ("delete fence.proxy.async", "", lambda ptx, line: _fenced_again(ptx, line),
      "another fence.proxy.async of the same thread comes before its next async-proxy instruction, so it "
      "orders no generic access before an async one; async-proxy accesses before it are ordered before later "
@@ -222,6 +228,52 @@ def _fenced_again(ptx: str, line: int) -> bool:
         if _ASYNC_PROXY.search(code) or code.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", code):
             return False
     return False
+
+
+# tcgen05 instructions a tcgen05.fence::after_thread_sync orders after the thread's synchronization: the ISA's
+# asynchronous ones, and (conservatively) tensor-memory allocation and deallocation
+_NEEDS_AFTER_SYNC = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift|ld|st|alloc|dealloc)\b")
+_BRANCH = re.compile(r"^(@!?%?\w+\s+)?bra(?:\.uni)?\s+(\$?\w+)")
+
+
+def _after_sync_fenced_again(ptx: str, line: int) -> bool:
+    """Whether every control-flow path from PTX line `line` (a tcgen05.fence::after_thread_sync) reaches another
+    such fence before any tcgen05 instruction it orders (`_NEEDS_AFTER_SYNC`), or the function's end."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    labels = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
+    todo, seen = [line], set()          # 0-based indices of the instructions to visit next
+    while todo:
+        i = todo.pop()
+        while start <= i < end and i not in seen:
+            seen.add(i)
+            parts = [p.strip() for p in codes[i].split(";") if p.strip()]
+            if any(p.startswith("tcgen05.fence::after_thread_sync") for p in parts):
+                break
+            if any(_NEEDS_AFTER_SYNC.match(p) for p in parts):
+                return False
+            branch = next((m for p in parts if (m := _BRANCH.match(p))), None)
+            if branch is not None:
+                if branch.group(2) not in labels:
+                    return False        # a jump this check cannot follow
+                todo.append(labels[branch.group(2)])
+                if branch.group(1) is None:
+                    break               # unconditional: no fall-through
+            if any(re.match(r"^(ret|exit)\b", p) for p in parts):
+                break
+            i += 1
+    return True
+
+
+def _body_end(ptx: str, codes: list[str], line: int) -> int:
+    """The index of the closing brace of the function body containing PTX line `line` (1-based)."""
+    raw = [text.split("//")[0] for text in ptx.split("\n")]      # braces of inline-asm blocks kept, balanced
+    depth = 1
+    for i in range(_body_start(codes, line), len(codes)):
+        depth += raw[i].count("{") - raw[i].count("}")
+        if depth <= 0:
+            return i
+    return len(codes)
 
 
 def _next_instruction(ptx: str, line: int) -> str:

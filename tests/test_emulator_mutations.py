@@ -79,6 +79,20 @@ def test_tcgen05_dealloc_removed_is_reported() -> None:
     assert reported is not None and "still allocated" in reported, reported
 
 
+def test_the_barrier_before_mbarrier_inval_deleted_is_reported() -> None:
+    """sm_120: thread 0 invalidates the pipeline's mbarriers after the consumers' bar.sync; without it another
+    consumer's last wait or arrival may come after the inval (a survivor of a wider sample before the check)."""
+    c = case("sm_120")
+    lines = c.ptx.split("\n")
+    op = OPERATORS["delete bar.sync"]
+    found = [(what, ptx) for line, what, ptx in op.mutants(c.ptx)
+             if any("mbarrier.inval" in text for text in lines[line:line + 8])]
+    assert found, "no bar.sync before an mbarrier.inval in the sm_120 PTX"
+    for what, ptx in found:
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None and "mbarrier.inval" in reported, f"{what}: {reported}"
+
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("gpu", mutations.TARGETS)
 def test_a_sample_of_every_operator_is_reported(gpu) -> None:
@@ -136,3 +150,48 @@ def test_the_synchronization_equivalences_are_as_narrow_as_their_reasons() -> No
     assert [mutations._nothing_before(SYNCS, n) for n in bars] == [True, False, False, False]
     assert [mutations._repeated_barrier(SYNCS, n) for n in bars] == [False, False, True, False]
     assert [mutations._fenced_again(SYNCS, n) for n in fences] == [True, False]
+
+
+AFTER_SYNC = """.visible .entry k(
+)
+{
+	bar.sync 	0;
+	tcgen05.fence::after_thread_sync;
+	@%p1 bra 	$L__BB0_2;
+	tcgen05.fence::after_thread_sync;
+	{ .reg .pred p; setp.ne.b32 p, %r1, 0; tcgen05.mma.cta_group::1.kind::f16 [%r3], %rd1, %rd2, %r4, p; }
+	bra.uni 	$L__BB0_3;
+$L__BB0_2:
+	tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r5];
+	tcgen05.fence::after_thread_sync;
+	tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r6}, [%r3];
+$L__BB0_3:
+	bar.sync 	0;
+	tcgen05.fence::after_thread_sync;
+	@%p2 bra 	$L__BB0_4;
+	tcgen05.fence::after_thread_sync;
+$L__BB0_4:
+	tcgen05.st.sync.aligned.32x32b.x1.b32 [%r3], {%r6};
+	tcgen05.fence::before_thread_sync;
+	bar.sync 	0;
+	tcgen05.fence::after_thread_sync;
+	{ .reg .pred p; setp.ne.b32 p, %r7, 0; @p tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 128; }
+	ret;
+}
+"""
+
+
+def test_an_after_thread_sync_fence_is_equivalent_only_where_another_fences_every_path() -> None:
+    """Deleting a tcgen05.fence::after_thread_sync changes nothing only where every path from it meets another
+    one before an asynchronous tcgen05 instruction or a (de)allocation (a tcgen05.commit between needs none): the
+    kernel-start fence of our sm_100 matmul is such a one; a fence a branch can skip, or the last one before
+    an instruction, is not, and the emulator reports deleting those."""
+    at = {i + 1: line.strip() for i, line in enumerate(AFTER_SYNC.split("\n"))}
+    fences = [n for n, t in at.items() if t.startswith("tcgen05.fence::after")]
+    assert [mutations._after_sync_fenced_again(AFTER_SYNC, n) for n in fences] == [
+        True, False, False, False, False, False]
+    c = case("sm_100")
+    op = OPERATORS["delete tcgen05.fence::after_thread_sync"]
+    verdicts = [(what, ptx, mutations._after_sync_fenced_again(c.ptx, line)) for line, what, ptx in op.mutants(c.ptx)]
+    assert [v for _, _, v in verdicts] == [True] + [False] * (len(verdicts) - 1)
+    assert mutations.outcome(c, verdicts[0][1]) is None     # deleting the equivalent one runs clean, as it should
