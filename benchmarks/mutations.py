@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -45,6 +45,9 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no cp.async copies in the kernel: the wait has nothing to wait for"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _next_instruction(ptx, line),
      "the next instruction is the same cp.async.wait_all"),
+    ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _previous_instruction(ptx, line),
+     "the instruction before is the same cp.async.wait_all (no label between: nothing jumps in), which already "
+     "waited for every copy the thread issued; none is issued between the two"),
     ("delete cp.async.wait", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory, so no cp.async copy is in flight, and none runs again after it "
      "(no label before it): the wait has nothing to wait for"),
@@ -66,6 +69,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "consistency model makes the fence order the thread's later asynchronous tcgen05 operations after all of "
      "its earlier thread synchronization, so the later fence orders them after this one's barrier as well, and "
      "the synchronous tcgen05 instructions between (commit, wait, relinquish) are ordered by program order"),
+    ("delete tcgen05.wait", "", lambda ptx, line: _waited_again(ptx, line),
+     "on every path from it the thread waits again (the same tcgen05.wait::ld or ::st) before any other tcgen05 "
+     "instruction, barrier, mbarrier arrival or exit: the ISA's wait blocks until every earlier tcgen05.ld (st) of "
+     "the thread is complete, so the next wait completes these as well before their tensor memory can be "
+     "written or handed over; the loaded registers need no wait (NVIDIA's own sm_100 PTX reads them long before "
+     "its one tcgen05.wait::ld: the register dependency is tracked below PTX)"),
     ("delete fence.proxy.async", "", lambda ptx, line: _fenced_again(ptx, line),
      "another fence.proxy.async of the same thread comes before its next async-proxy instruction, so it "
      "orders no generic access before an async one; async-proxy accesses before it are ordered before later "
@@ -239,6 +248,32 @@ _BRANCH = re.compile(r"^(@!?%?\w+\s+)?bra(?:\.uni)?\s+(\$?\w+)")
 def _after_sync_fenced_again(ptx: str, line: int) -> bool:
     """Whether every control-flow path from PTX line `line` (a tcgen05.fence::after_thread_sync) reaches another
     such fence before any tcgen05 instruction it orders (`_NEEDS_AFTER_SYNC`), or the function's end."""
+    return _every_path_meets(ptx, line, lambda p: p.startswith("tcgen05.fence::after_thread_sync"),
+                             lambda p: bool(_NEEDS_AFTER_SYNC.match(p)))
+
+
+# what a deleted tcgen05.wait::ld (::st) must not reach before the thread's next wait of the same kind: any other
+# tcgen05 instruction (a tensor-memory write, a fence or commit that hands tensor memory over, a deallocation),
+# a barrier, an mbarrier arrival, or the thread's exit; further tcgen05.ld (st) of the same kind may come between
+_HANDOFF = re.compile(r"^(?:@!?%?\w+\s+)?(?:tcgen05\.|bar\.|barrier\.|mbarrier\.arrive|cp\.async\.mbarrier|"
+                      r"ret\b|exit\b|trap\b)")
+
+
+def _waited_again(ptx: str, line: int) -> bool:
+    """Whether every control-flow path from PTX line `line` (a tcgen05.wait::ld or ::st) reaches another wait of
+    the same kind before anything but more tcgen05.ld (st) that touches tensor memory or synchronizes."""
+    kind = re.search(r"tcgen05\.wait::(ld|st)", _codes(ptx)[line - 1])
+    if kind is None:
+        return False
+    wait, same = f"tcgen05.wait::{kind.group(1)}", re.compile(rf"^(?:@!?%?\w+\s+)?tcgen05\.{kind.group(1)}\.")
+    return _every_path_meets(ptx, line, lambda p: p.startswith(wait),
+                             lambda p: bool(_HANDOFF.match(p)) and not same.match(p))
+
+
+def _every_path_meets(ptx: str, line: int, meets: Callable[[str], bool], stops: Callable[[str], bool]) -> bool:
+    """Whether every control-flow path from after PTX line `line` (1-based) reaches a statement for which `meets`
+    holds before one for which `stops` holds (or ends at the function's end, a ret or an exit that `stops`
+    allows)."""
     codes = _codes(ptx)
     start, end = _body_start(codes, line), _body_end(ptx, codes, line)
     labels = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
@@ -248,9 +283,9 @@ def _after_sync_fenced_again(ptx: str, line: int) -> bool:
         while start <= i < end and i not in seen:
             seen.add(i)
             parts = [p.strip() for p in codes[i].split(";") if p.strip()]
-            if any(p.startswith("tcgen05.fence::after_thread_sync") for p in parts):
+            if any(meets(p) for p in parts):
                 break
-            if any(_NEEDS_AFTER_SYNC.match(p) for p in parts):
+            if any(stops(p) for p in parts):
                 return False
             branch = next((m for p in parts if (m := _BRANCH.match(p))), None)
             if branch is not None:
@@ -276,6 +311,15 @@ def _body_end(ptx: str, codes: list[str], line: int) -> int:
     return len(codes)
 
 
+def _previous_instruction(ptx: str, line: int) -> str:
+    """The instruction (or label) before PTX line `line` (1-based), skipping comments and blank lines."""
+    for text in reversed(ptx.split("\n")[:line - 1]):
+        code = text.split("//")[0].strip()
+        if code:
+            return code
+    return ""
+
+
 def _next_instruction(ptx: str, line: int) -> str:
     """The instruction after PTX line `line` (1-based), skipping comments and blank lines."""
     for text in ptx.split("\n")[line:]:
@@ -292,9 +336,9 @@ MODELLED = (
     ("delete tcgen05.fence::after_thread_sync", "mbarrier.try_wait",
      "after an mbarrier wait: NVIDIA's PTX orders tensor memory through mbarriers without tcgen05 fences"),
 )
-# Also modelled, not listed: tcgen05.ld's registers are usable at once (NVIDIA's PTX computes on them
-# before its tcgen05.wait::ld), so deleting a tcgen05.wait::ld survives unless the tensor memory it
-# reads is overwritten before the next wait (the race checker's cells stay in flight until then).
+# tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
+# tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
+# over before the thread's next wait (the race checker's cells stay in flight until then), equivalent otherwise.
 
 
 @dataclass

@@ -195,3 +195,45 @@ def test_an_after_thread_sync_fence_is_equivalent_only_where_another_fences_ever
     verdicts = [(what, ptx, mutations._after_sync_fenced_again(c.ptx, line)) for line, what, ptx in op.mutants(c.ptx)]
     assert [v for _, _, v in verdicts] == [True] + [False] * (len(verdicts) - 1)
     assert mutations.outcome(c, verdicts[0][1]) is None     # deleting the equivalent one runs clean, as it should
+
+
+WAITS = """.visible .entry k(
+)
+{
+	tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r1}, [%r3];
+	tcgen05.wait::ld.sync.aligned;
+	cvt.rn.f16.f32 	%rs1, %r1;
+	tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r2}, [%r4];
+	tcgen05.wait::ld.sync.aligned;
+	@%p1 bra 	$L__BB0_2;
+	tcgen05.wait::ld.sync.aligned;
+$L__BB0_2:
+	tcgen05.st.sync.aligned.32x32b.x1.b32 [%r3], {%r2};
+	tcgen05.wait::st.sync.aligned;
+	tcgen05.wait::st.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	cp.async.wait_all;
+	cp.async.wait_all;
+	bar.sync 	0;
+	ret;
+}
+"""
+
+
+def test_a_tcgen05_wait_is_equivalent_only_where_the_same_wait_follows_on_every_path() -> None:
+    """Deleting a tcgen05.wait::ld (::st) changes nothing only where, on every path, the thread waits the same
+    way again before any other tcgen05 instruction, barrier, arrival or exit (more tcgen05.ld between are
+    fine): not where a branch skips the next wait, nor before a tcgen05.st, a fence or a barrier. Of two
+    cp.async.wait_all in a row, either may go."""
+    at = {i + 1: line.strip() for i, line in enumerate(WAITS.split("\n"))}
+    waits = [n for n, t in at.items() if t.startswith("tcgen05.wait")]
+    assert [mutations._waited_again(WAITS, n) for n in waits] == [True, False, False, True, False]
+    alls = [n for n, t in at.items() if t.startswith("cp.async.wait_all")]
+    assert ["cp.async.wait_all" in mutations._previous_instruction(WAITS, n) for n in alls] == [False, True]
+    c = case("sm_100")
+    op = OPERATORS["delete tcgen05.wait"]
+    verdicts = [(line, ptx, mutations._waited_again(c.ptx, line)) for line, _, ptx in op.mutants(c.ptx)]
+    assert [v for _, _, v in verdicts] == [True, True, True, False]     # the epilogue's last wait::ld matters
+    for line, ptx, equivalent in verdicts:
+        if equivalent:
+            assert mutations.outcome(c, ptx) is None, line
