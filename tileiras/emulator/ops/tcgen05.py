@@ -74,7 +74,8 @@ class TensorMemory:
     cells: Any
     allocated: dict = field(default_factory=dict)    # first column -> number of columns
     relinquished: bool = False
-    pair_pending: list = field(default_factory=list)     # (start, columns) of paired allocs the peer has yet to make
+    # (start, columns, allocating thread, what its warp knew then) of paired allocs the peer has yet to make
+    pair_pending: list = field(default_factory=list)
 
 
 def tmem(st: Any, thread: int, cta: Optional[int] = None) -> TensorMemory:
