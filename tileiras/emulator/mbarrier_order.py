@@ -53,13 +53,13 @@ def check_inval(st: Any, b: Any, t: int, ins: Any) -> None:
     known = _completions_known(st, b, t)
     for u, (clock, at) in b.waits.items():
         if u != t and vc[u] < clock:
-            _report(b, t, ins, f"thread {u}'s wait on it at line {at.line} '{at.text}' is not ordered before the "
+            _report(b, t, f"thread {u}'s wait on it at line {at.line} '{at.text}' is not ordered before the "
                     "inval (no barrier or mbarrier phase that thread released after it reached this thread)")
     for u, (clock, at, phase) in b.arrivals.items():
         if u == t or phase < known or u != ASYNC and vc[u] >= clock:
             continue
         who = "a transaction" if u == ASYNC else f"{hb.who(u)}'s arrival"
-        _report(b, t, ins, f"{who} on it at line {at.line} '{at.text}' is not ordered before the inval (its "
+        _report(b, t, f"{who} on it at line {at.line} '{at.text}' is not ordered before the inval (its "
                 "phase's completion was not seen by this thread, nor by a thread whose wait is ordered before "
                 "the inval)")
 
@@ -78,6 +78,7 @@ def _completions_known(st: Any, b: Any, t: int) -> int:
     return known
 
 
-def _report(b: Any, t: int, ins: Any, why: str) -> None:
+def _report(b: Any, t: int, why: str) -> None:
+    """The inval's race (the executor adds its line and text)."""
     raise DeviceFault(f"data race on an mbarrier: mbarrier.inval by thread {t} invalidates the mbarrier at shared "
                       f"address 0x{b.key:x}, but {why}", t)
