@@ -363,7 +363,8 @@ def launch(name: str) -> Any:
     config = tre.CONFIGS[name]
     small = tre._launch(name, "small")
     names = [p.name for p in config.arrays]
-    if names == ["a", "b", "c"] and all(any(c.name == k for c in config.params if isinstance(c, tre.configs.Const))
+    two_d = all(len(p.shape) == 2 for p in config.arrays)      # a batched matmul keeps its small launch
+    if names == ["a", "b", "c"] and two_d and all(any(c.name == k for c in config.params if isinstance(c, tre.configs.Const))
                                         for k in ("TM", "TN", "TK")):
         tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
         small = tre.configs._with_shapes(config, {"a": (tm, 8 * tk), "b": (8 * tk, 2 * tn), "c": (tm, 2 * tn)},
@@ -442,13 +443,20 @@ class Result:
     why: str
 
 
-def score(cases: list[Case], per_operator: int, seed: int, log: Any = None) -> list[Result]:
+def score(cases: list[Case], per_operator: int, seed: int, log: Any = None,
+          unclean: Optional[list[str]] = None) -> list[Result]:
+    """The verdict on each mutant of `cases`. A case whose unmutated PTX does not run clean is not scored: with
+    `unclean`, it is listed there; without, it stops the run."""
     results = []
     rng = random.Random(seed)
     for case in cases:
         base = outcome(case, case.ptx)
         if base is not None:
-            raise SystemExit(f"{case.name} on {case.gpu}: the unmutated PTX does not run clean: {base}")
+            why = f"{case.name} on {case.gpu}: the unmutated PTX does not run clean: {base}"
+            if unclean is None:
+                raise SystemExit(why)
+            unclean.append(why)
+            continue
         for op in CATALOGUE:
             mutants = op.mutants(case.ptx)
             if per_operator and len(mutants) > per_operator:
@@ -504,9 +512,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     names = list(tre.CONFIGS) if opts.all else (opts.configs.split(",") if opts.configs else list(DEFAULT_CONFIGS))
     per = 0 if opts.all else opts.per_operator
     start = time.perf_counter()
-    cases = [c for n in names for g in opts.targets.split(",") if (c := prepare(n, g)) is not None]
-    results = score(cases, per, opts.seed, None if opts.quiet else sys.stderr)
+    cases = []
+    for n in names:
+        for g in opts.targets.split(","):
+            try:
+                case = prepare(n, g)
+            except Exception as err:    # noqa: BLE001 - one configuration that cannot run does not stop the rest
+                print(f"{n} on {g}: not run: {type(err).__name__}: {str(err).splitlines()[0]}", file=sys.stderr)
+                continue
+            if case is not None:
+                cases.append(case)
+    unclean: list[str] = []
+    results = score(cases, per, opts.seed, None if opts.quiet else sys.stderr, unclean)
     print(summary(results))
+    for why in unclean:
+        print(f"  not scored: {why}")
     print(f"({len(cases)} kernels, {time.perf_counter() - start:.0f} s)")
     return 0
 
