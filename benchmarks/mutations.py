@@ -354,21 +354,33 @@ class Case:
     ref: tuple
 
 
+STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than their pipelines have stages
+
+
 def launch(name: str) -> Any:
-    """The launch of configuration `name`: tests/realistic's small one, except that a matmul runs 8 K
-    steps (more than its pipeline has stages, so that stages are refilled and their releases matter)
-    on 2 output tiles (2 CTAs in flight)."""
+    """The launch of configuration `name`: tests/realistic's small one, except that a matmul (batched or
+    split-K too) runs STEPS K steps per CTA (more than its pipeline has stages, so that stages are refilled
+    and their releases matter) on 2 output tiles side by side in N (2 CTAs in flight, times the splits of a
+    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows)."""
     import test_realistic_emulator as tre
 
     config = tre.CONFIGS[name]
     small = tre._launch(name, "small")
-    names = [p.name for p in config.arrays]
-    two_d = all(len(p.shape) == 2 for p in config.arrays)      # a batched matmul keeps its small launch
-    if names == ["a", "b", "c"] and two_d and all(any(c.name == k for c in config.params if isinstance(c, tre.configs.Const))
-                                        for k in ("TM", "TN", "TK")):
-        tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
-        small = tre.configs._with_shapes(config, {"a": (tm, 8 * tk), "b": (8 * tk, 2 * tn), "c": (tm, 2 * tn)},
-                                         (2, 1, 1))
+    consts = {c.name for c in config.params if isinstance(c, tre.configs.Const)}
+    if not {"TM", "TN", "TK"} <= consts:
+        return small
+    tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
+    k = STEPS * tk
+    if config.kernel == "matmul":
+        return tre.configs._with_shapes(config, {"a": (tm, k), "b": (k, 2 * tn), "c": (tm, 2 * tn)}, (2, 1, 1))
+    if config.kernel == "bmm":
+        z = 16      # the batch stride is assumed 16-divisible: 16 batches, the first one's 2 tiles run
+        return tre.configs._with_shapes(config, {"a": (z, tm, k), "b": (z, k, 2 * tn), "c": (z, tm, 2 * tn)},
+                                        (1, 2, 1))
+    if config.kernel == "splitk_matmul":
+        split = tre.configs._const(config, "SPLIT")
+        return tre.configs._with_shapes(config, {"a": (tm, split * k), "b": (split * k, 2 * tn),
+                                                 "partial": (split, tm, 2 * tn)}, (1, 2, split))
     return small
 
 
