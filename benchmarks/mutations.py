@@ -58,6 +58,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
     ("delete bar.sync", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory (parameters aside) and none runs again after it (no label "
      "before it): a barrier orders the participating threads' memory accesses, and there are none to order"),
+    ("delete bar.sync", "", lambda ptx, line: _only_loads_before(ptx, line),
+     "it is the function's first barrier, every thread that goes on passes it exactly once (no jump past it or "
+     "back over it), and every memory access before it is a load of global, constant or parameter memory: a "
+     "barrier orders the threads' accesses before it with their accesses after it, and loads of arrays this "
+     "launch does not write (its inputs; the outputs are other arrays) conflict with none of them; the later "
+     "barriers pair as before"),
     ("delete bar.sync", "", lambda ptx, line: _repeated_barrier(ptx, line),
      "the same barrier (same id and count) completes just before, with nothing between the two but "
      "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
@@ -193,6 +199,33 @@ def _nothing_before(ptx: str, line: int) -> bool:
         # (a cp.async wait there has nothing to wait for: a copy before it would be a memory access)
         if code.endswith(":") or _touches_memory(code) and not code.startswith("cp.async.wait"):
             return False
+    return True
+
+
+_GLOBAL_LOAD = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld|ldu)(?:\.(?!shared)\w+)*?\.(?:global|const)\b")
+
+
+def _only_loads_before(ptx: str, line: int) -> bool:
+    """Whether the barrier at PTX line `line` (1-based) is the function's first barrier instruction, every
+    memory access before it is a load of global or constant memory (parameter loads are not accesses here),
+    every thread that goes on runs through it (no branch before it jumps past it) and it runs once (no branch
+    at or after it jumps back before it): so its deletion changes no later barrier's pairing."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    index = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
+    for i, code in enumerate(codes[start:end], start):
+        if i == line - 1:
+            continue
+        target = _BRANCH.match(code)
+        if target is not None and (index.get(target.group(2), -1) < line - 1) != (i < line - 1):
+            return False        # a jump past the barrier, or back over it
+        if i > line - 1:
+            continue
+        for part in (p.strip() for p in code.split(";")):
+            if re.match(r"(?:@!?%?\w+\s+)?(?:bar|barrier)\.", part):
+                return False
+            if _touches_memory(part) and not _GLOBAL_LOAD.match(part):
+                return False
     return True
 
 
@@ -361,12 +394,16 @@ def launch(name: str) -> Any:
     """The launch of configuration `name`: tests/realistic's small one, except that a matmul (batched or
     split-K too) runs STEPS K steps per CTA (more than its pipeline has stages, so that stages are refilled
     and their releases matter) on 2 output tiles side by side in N (2 CTAs in flight, times the splits of a
-    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows)."""
+    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows), and a row
+    reduction STEPS column chunks on each of 2 row blocks."""
     import test_realistic_emulator as tre
 
     config = tre.CONFIGS[name]
     small = tre._launch(name, "small")
     consts = {c.name for c in config.params if isinstance(c, tre.configs.Const)}
+    if config.kernel in ("row_sum", "row_max"):     # STEPS column chunks a row block, 2 row blocks
+        tm, tn = (tre.configs._const(config, k) for k in ("TM", "TN"))
+        return tre.configs._with_shapes(config, {"x": (2 * tm, STEPS * tn), "y": (2 * tm,)}, (2, 1, 1))
     if not {"TM", "TN", "TK"} <= consts:
         return small
     tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))

@@ -237,3 +237,42 @@ def test_a_tcgen05_wait_is_equivalent_only_where_the_same_wait_follows_on_every_
     for line, ptx, equivalent in verdicts:
         if equivalent:
             assert mutations.outcome(c, ptx) is None, line
+
+
+FIRST_BARRIER = """.visible .entry k(
+)
+{
+	ld.param.u64 	%rd1, [k_param_0];
+	@%p1 bra 	$L__BB0_2;
+	ld.global.v4.b32 	{%r1, %r2, %r3, %r4}, [%rd1];
+$L__BB0_2:
+	bar.sync 	0;
+	st.shared.b32 	[%r5], %r1;
+	bar.sync 	0;
+	ld.shared.b32 	%r6, [%r7];
+	ret;
+}
+"""
+
+
+def test_a_first_barrier_after_loads_only_is_equivalent_and_no_other() -> None:
+    """Deleting a barrier that only global loads precede is listed as equivalent only where it is the function's
+    first barrier, every thread passes it once (no jump past it, no loop back over it) and nothing before it
+    stores or touches shared memory; the sm_90/sm_120 producers' first named barrier, which pairs with the
+    consumers' after their mbarrier.init, is not."""
+    at = {i + 1: line.strip() for i, line in enumerate(FIRST_BARRIER.split("\n"))}
+    bars = [n for n, t in at.items() if t.startswith("bar.sync")]
+    assert [mutations._only_loads_before(FIRST_BARRIER, n) for n in bars] == [True, False]
+    for edit in (lambda t: t.replace("ld.global.v4.b32", "ld.shared.v4.b32"),       # a shared access before
+                 lambda t: t.replace("ld.global.v4.b32 \t{%r1, %r2, %r3, %r4}, [%rd1];",
+                                     "st.global.b32 \t[%rd1], %r1;"),                # a store before
+                 lambda t: t.replace("bra \t$L__BB0_2;", "bra \t$L__BB0_3;").replace("\tret;", "$L__BB0_3:\n\tret;"),
+                 lambda t: t.replace("\tret;", "\t@%p2 bra \t$L__BB0_2;\n\tret;")):  # jump past it, loop back
+        edited = edit(FIRST_BARRIER)
+        assert edited != FIRST_BARRIER
+        line = next(i + 1 for i, t in enumerate(edited.split("\n")) if t.strip().startswith("bar.sync"))
+        assert not mutations._only_loads_before(edited, line)
+    for gpu in ("sm_90", "sm_120"):
+        c = case(gpu)
+        first = next(i + 1 for i, t in enumerate(c.ptx.split("\n")) if t.strip().startswith("bar.sync"))
+        assert not mutations._only_loads_before(c.ptx, first)
