@@ -45,16 +45,19 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no cp.async copies in the kernel: the wait has nothing to wait for"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _next_instruction(ptx, line),
      "the next instruction is the same cp.async.wait_all"),
-    ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _previous_instruction(ptx, line),
-     "the instruction before is the same cp.async.wait_all (no label between: nothing jumps in), which already "
-     "waited for every copy the thread issued; none is issued between the two"),
+    ("delete cp.async.wait", "wait_all", lambda ptx, line: _waited_all_nearby(ptx, line),
+     "another cp.async.wait_all comes before it, or after it before any memory access or barrier, with no label, "
+     "branch or cp.async copy between the two (a straight stretch): the other wait completes every copy this one "
+     "would, before anything could read their bytes"),
     ("delete cp.async.wait", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory, so no cp.async copy is in flight, and none runs again after it "
      "(no label before it): the wait has nothing to wait for"),
     ("descriptor LBO", "", lambda ptx, line: _lbo_unused(ptx, line),
      "the descriptor is swizzled and read only as a K-major operand (wgmma imm-trans 0, tcgen05 idesc transpose "
-     "bit 0): the PTX ISA's matrix-descriptor strides (wgmma and tcgen05 'Leading dimension byte offset') say "
-     "the leading dimension byte offset of swizzled K-major layouts is not used (assumed 1)"),
+     "bit 0), or as an MN-major one whose M (N) extent fits in one swizzle atom: the PTX ISA's matrix-descriptor "
+     "strides (wgmma and tcgen05 'Leading dimension byte offset') say the leading dimension byte offset of "
+     "swizzled K-major layouts is not used (assumed 1), and for MN-major ones it is the step from one swizzle "
+     "atom to the next along M (N), of which there is only one"),
     ("delete bar.sync", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory (parameters aside) and none runs again after it (no label "
      "before it): a barrier orders the participating threads' memory accesses, and there are none to order"),
@@ -114,7 +117,8 @@ def _codes(ptx: str) -> list[str]:
 
 def _lbo_unused(ptx: str, line: int) -> bool:
     """Whether the descriptor the mutated line (1-based) builds is swizzled and read by wgmma/tcgen05.mma only as
-    a K-major operand (its register used nowhere else)."""
+    an operand whose LBO is not used: K-major, or MN-major with its M (N) extent within one swizzle atom (its
+    register used nowhere else)."""
     codes = _codes(ptx)
     m = re.match(r"(?:mov|or|add)\.[bsu]64\s+(%\w+)\s*,.*\b(\d{13,20})\b", codes[line - 1])
     if not m:
@@ -123,34 +127,50 @@ def _lbo_unused(ptx: str, line: int) -> bool:
     umma = (value >> 46) & 7 == 1
     if (value >> 61) & 7 == 0 if umma else (value >> 62) & 3 == 0:
         return False                # not swizzled: LBO is the K stride
+    atom = ({1: 128, 2: 128, 4: 64, 6: 32}.get((value >> 61) & 7, 0) if umma
+            else {1: 128, 2: 64, 3: 32}[(value >> 62) & 3])     # the swizzle atom's width in bytes
     uses = 0
     for i, code in enumerate(codes):
         if i == line - 1 or not re.search(re.escape(reg) + r"\b", code):
             continue
         ops = _operands(code)
-        if "wgmma.mma_async" in code and len(ops) >= 4:
-            trans = [0, 0]
-            if re.search(r"\.(?:b?f16)\.(?:b?f16)\b", code):
-                imms = ops[4:]
-                if ops[1].startswith("{"):
-                    trans = [0, int(imms[2])]
-                else:
-                    trans = [int(imms[2]), int(imms[3])]
-        elif "tcgen05.mma" in code and len(ops) >= 4:
-            idesc = _constant(codes, ops[3])
-            if idesc is None:
-                return False
-            trans = [(idesc >> 15) & 1, (idesc >> 16) & 1]
-        else:
-            return False            # used otherwise: not provably a K-major operand
+        shape = _mma_shape(codes, code, ops)
+        if shape is None:
+            return False            # used otherwise: not provably an operand whose LBO is unused
+        trans, extent, size = shape
         for k in (1, 2):
             if ops[k] == reg:
-                if trans[k - 1]:
-                    return False
+                if trans[k - 1] and extent[k - 1] * size > atom:
+                    return False    # MN-major over more than one atom: LBO steps between atoms
                 uses += 1
         if reg not in ops[1:3]:
             return False
     return uses > 0
+
+
+_ELEMENT = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "f8f6f4": 1, "i8": 1, "s8": 1, "u8": 1}
+
+
+def _mma_shape(codes: list[str], code: str, ops: list[str]) -> Optional[tuple[list[int], list[int], int]]:
+    """For a wgmma.mma_async or tcgen05.mma (`code`, its operands `ops`): whether A and B are MN-major
+    (transposed), their M and N extents, and the operands' element size in bytes; None for anything else."""
+    if "wgmma.mma_async" in code and len(ops) >= 4:
+        shape = re.search(r"\.m(\d+)n(\d+)k\d+\.\w+\.(\w+)\.", code)
+        if shape is None or shape.group(3) not in _ELEMENT:
+            return None
+        trans = [0, 0]
+        if re.search(r"\.(?:b?f16)\.(?:b?f16)\b", code):
+            imms = ops[4:]
+            trans = [0, int(imms[2])] if ops[1].startswith("{") else [int(imms[2]), int(imms[3])]
+        return trans, [int(shape.group(1)), int(shape.group(2))], _ELEMENT[shape.group(3)]
+    if "tcgen05.mma" in code and len(ops) >= 4:
+        idesc = _constant(codes, ops[3])
+        kind = re.search(r"\.kind::(\w+)", code)
+        if idesc is None or kind is None or kind.group(1) not in _ELEMENT:
+            return None
+        extent = [((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3]
+        return [(idesc >> 15) & 1, (idesc >> 16) & 1], extent, _ELEMENT[kind.group(1)]
+    return None
 
 
 def _operands(code: str) -> list[str]:
@@ -344,13 +364,23 @@ def _body_end(ptx: str, codes: list[str], line: int) -> int:
     return len(codes)
 
 
-def _previous_instruction(ptx: str, line: int) -> str:
-    """The instruction (or label) before PTX line `line` (1-based), skipping comments and blank lines."""
-    for text in reversed(ptx.split("\n")[:line - 1]):
-        code = text.split("//")[0].strip()
-        if code:
-            return code
-    return ""
+def _waited_all_nearby(ptx: str, line: int) -> bool:
+    """Whether a cp.async.wait_all precedes PTX line `line` (1-based), or follows it before any memory access or
+    barrier, on a straight stretch: no label, branch, exit or cp.async copy between."""
+    codes = _codes(ptx)
+
+    def stretch(indices: range, stop_at_memory: bool) -> bool:
+        for i in indices:
+            code = codes[i]
+            if code.startswith("cp.async.wait_all"):
+                return True
+            if (code.endswith(":") or _BRANCH.match(code) or re.match(r"(ret|exit)\b", code)
+                    or re.search(r"cp\.async\.c[ag]\b", code)
+                    or stop_at_memory and (_touches_memory(code) or re.match(r"(bar|barrier)\.", code))):
+                return False
+        return False
+
+    return stretch(range(line - 2, -1, -1), False) or stretch(range(line, len(codes)), True)
 
 
 def _next_instruction(ptx: str, line: int) -> str:
@@ -390,24 +420,29 @@ class Case:
 STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than their pipelines have stages
 
 
-def launch(name: str) -> Any:
+def launch(name: str, steps: int = STEPS) -> Any:
     """The launch of configuration `name`: tests/realistic's small one, except that a matmul (batched or
-    split-K too) runs STEPS K steps per CTA (more than its pipeline has stages, so that stages are refilled
+    split-K too) runs `steps` K steps per CTA (more than its pipeline has stages, so that stages are refilled
     and their releases matter) on 2 output tiles side by side in N (2 CTAs in flight, times the splits of a
-    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows), and a row
-    reduction STEPS column chunks on each of 2 row blocks."""
+    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows), a row
+    reduction `steps` column chunks on each of 2 row blocks, and an attention `steps` key blocks."""
     import test_realistic_emulator as tre
 
     config = tre.CONFIGS[name]
     small = tre._launch(name, "small")
     consts = {c.name for c in config.params if isinstance(c, tre.configs.Const)}
-    if config.kernel in ("row_sum", "row_max"):     # STEPS column chunks a row block, 2 row blocks
+    if config.kernel in ("row_sum", "row_max"):     # `steps` column chunks a row block, 2 row blocks
         tm, tn = (tre.configs._const(config, k) for k in ("TM", "TN"))
-        return tre.configs._with_shapes(config, {"x": (2 * tm, STEPS * tn), "y": (2 * tm,)}, (2, 1, 1))
+        return tre.configs._with_shapes(config, {"x": (2 * tm, steps * tn), "y": (2 * tm,)}, (2, 1, 1))
+    if config.kernel == "attention_fwd":     # `steps` key blocks: the last query block runs through all of them
+        bq, bk, d = (tre.configs._const(config, k) for k in ("BQ", "BK", "D"))
+        seq = max(bq, steps * bk)
+        shape = (16, seq, d)        # 16 heads (the head stride is assumed 16-divisible), the first one's blocks run
+        return tre.configs._with_shapes(config, {"q": shape, "k": shape, "v": shape, "o": shape}, (seq // bq, 1, 1))
     if not {"TM", "TN", "TK"} <= consts:
         return small
     tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
-    k = STEPS * tk
+    k = steps * tk
     if config.kernel == "matmul":
         return tre.configs._with_shapes(config, {"a": (tm, k), "b": (k, 2 * tn), "c": (tm, 2 * tn)}, (2, 1, 1))
     if config.kernel == "bmm":
@@ -429,11 +464,17 @@ def prepare(name: str, gpu: str) -> Optional[Case]:
 
     if gpu not in tre.CONFIGS[name].targets:
         return None
-    small = launch(name)
     module, source = tre._module(name)
-    req = RunRequest(module, source, f"{name}.tileirbc", name, tuple((list(small.grid) + [1, 1])[:3]), None, gpu,
-                     io.StringIO(), check_races=True)
-    ptx, meta = compile_module(req, "ptx", gpu)
+    steps = STEPS
+    for _ in range(2):      # (the PTX does not depend on the launch: the second compile is a cache hit)
+        small = launch(name, steps)
+        req = RunRequest(module, source, f"{name}.tileirbc", name, tuple((list(small.grid) + [1, 1])[:3]), None,
+                         gpu, io.StringIO(), check_races=True)
+        ptx, meta = compile_module(req, "ptx", gpu)
+        ring = ptx.decode().count("mbarrier.init") // 2     # at most this many stages: a full and an empty each
+        if ring < steps:
+            break
+        steps = ring + 2        # a deeper ring than STEPS: refill every stage of it
     ref = tuple(run_arrays(module, name, small.grid, tre._arguments(small), backend="interpreter"))
     return Case(name, gpu, small, req, ptx.decode(), meta, ref)
 

@@ -115,6 +115,10 @@ def test_the_leading_byte_offset_counts_only_where_the_isa_reads_it(gpu) -> None
     what, ptx = verdicts[False]
     reported = mutations.outcome(c, ptx)
     assert reported is not None and "mismatch" in reported, f"survived: {what}"
+    if gpu == "sm_90":      # B N-major but only 64 f16 wide: one 128-byte swizzle atom, whose LBO is never used
+        narrow = c.ptx.replace("m64n128k16", "m64n64k16")
+        assert narrow != c.ptx
+        assert all(mutations._lbo_unused(narrow, line) for line, _, _ in op.mutants(narrow))
 
 
 SYNCS = """.visible .entry k(
@@ -224,12 +228,21 @@ def test_a_tcgen05_wait_is_equivalent_only_where_the_same_wait_follows_on_every_
     """Deleting a tcgen05.wait::ld (::st) changes nothing only where, on every path, the thread waits the same
     way again before any other tcgen05 instruction, barrier, arrival or exit (more tcgen05.ld between are
     fine): not where a branch skips the next wait, nor before a tcgen05.st, a fence or a barrier. Of two
-    cp.async.wait_all in a row, either may go."""
+    cp.async.wait_all on a straight stretch with no copy between, either may go, unless a memory access or a
+    barrier comes between."""
     at = {i + 1: line.strip() for i, line in enumerate(WAITS.split("\n"))}
     waits = [n for n, t in at.items() if t.startswith("tcgen05.wait")]
     assert [mutations._waited_again(WAITS, n) for n in waits] == [True, False, False, True, False]
     alls = [n for n, t in at.items() if t.startswith("cp.async.wait_all")]
-    assert ["cp.async.wait_all" in mutations._previous_instruction(WAITS, n) for n in alls] == [False, True]
+    assert [mutations._waited_all_nearby(WAITS, n) for n in alls] == [True, True]
+    copies = WAITS.replace("\tcp.async.wait_all;\n\tcp.async.wait_all;\n\tbar.sync \t0;",
+                           "\tcp.async.ca.shared.global [%r1], [%rd1], 16;\n\tcp.async.wait_all;\n\tbar.sync \t0;"
+                           "\n\tcp.async.wait_all;\n\tld.shared.b32 \t%r2, [%r1];")
+    assert copies != WAITS
+    at = {i + 1: line.strip() for i, line in enumerate(copies.split("\n"))}
+    alls = [n for n, t in at.items() if t.startswith("cp.async.wait_all")]
+    # the first is needed (a copy before it, a barrier after it); the second waits for nothing the first left
+    assert [mutations._waited_all_nearby(copies, n) for n in alls] == [False, True]
     c = case("sm_100")
     op = OPERATORS["delete tcgen05.wait"]
     verdicts = [(line, ptx, mutations._waited_again(c.ptx, line)) for line, _, ptx in op.mutants(c.ptx)]
