@@ -269,6 +269,16 @@ def test_mbarrier_inval_must_follow_every_other_threads_wait() -> None:
     assert "mbarrier.inval" in msg and "wait on it at line 30 'mbarrier.try_wait" in msg, msg
 
 
+def test_an_mbarrier_used_before_its_initialization_is_ordered_is_reported() -> None:
+    """Thread 0's mbarrier.init reaches the other threads only through a barrier: without the bar.sync, their
+    arrivals and waits are reported though the emulator ran the init first."""
+    body = INVAL.format(sem="", skip="", sync="bar.sync 0;").replace("    bar.sync 0;\n    mbarrier.arrive",
+                                                                       "    mbarrier.arrive")
+    with pytest.raises(EmulatorError, match="initialization by thread 0 is not ordered before this use") as info:
+        run(body, MB)
+    assert "line 27 'mbarrier.arrive.shared.b64" in str(info.value) and "thread (1,0,0)" in str(info.value)
+
+
 @pytest.mark.parametrize("sem", ["", ".relaxed.cta"])
 def test_arrivals_on_a_phase_the_invalidating_thread_saw_complete_need_no_barrier(sem: str) -> None:
     """Arrivals (release or relaxed) on a phase the invalidating thread saw complete are done with the mbarrier

@@ -371,22 +371,29 @@ class MBarrier:
 
 
 def published(st: Any, b: MBarrier, thread: int, what: str, async_proxy: bool = False) -> None:
-    """A thread of another CTA of the cluster that arrives on `b` (or whose TMA load completes on it)
-    must know its initialization: the PTX ISA asks for fence.mbarrier_init.release.cluster, then a
-    cluster-scope barrier (or release / acquire) before any remote use (race checker only). The async
-    proxy (a TMA load's or a tcgen05.commit's completion) sees the initialization only after the
-    initializing thread's fence.mbarrier_init or fence.proxy.async."""
-    if st.races is not None and async_proxy and b.init_seq >= 0 and not st.races.init_fenced(b.init_by, b.init_seq):
+    """A thread that uses `b` (arrives, waits, or whose TMA load or tcgen05.commit completes on it) must know its
+    initialization (race checker only): the PTX ISA leaves an operation on an mbarrier not yet initialized
+    undefined, so another thread of the CTA needs a barrier (or an mbarrier phase) after the initializing
+    thread's mbarrier.init, and a thread of another CTA of the cluster fence.mbarrier_init.release.cluster then
+    a cluster-scope barrier (or release / acquire). The async proxy (a TMA load's or a tcgen05.commit's
+    completion) sees the initialization only after the initializing thread's fence.mbarrier_init or
+    fence.proxy.async."""
+    if st.races is None or b.init_by < 0:
+        return
+    if async_proxy and b.init_seq >= 0 and not st.races.init_fenced(b.init_by, b.init_seq):
         raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
                           f"{b.init_by} no fence.mbarrier_init (or fence.proxy.async) by that thread made visible to "
                           "the async proxy", thread)
-    if st.races is None or st.rank_of is None or b.init_by < 0 or b.key // st.smem_stride == st.rank_of[thread]:
+    if thread == b.init_by or st.races.hb.vc[thread, b.init_by] >= b.init_clock:
         return
-    if st.races.hb.vc[thread, b.init_by] < b.init_clock:
-        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
-                          f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
-                          f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
-                          f"use)", thread)
+    if st.rank_of is None or b.key // st.smem_stride == st.rank_of[thread]:
+        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
+                          f"{b.init_by} is not ordered before this use (no barrier or mbarrier phase after the "
+                          "mbarrier.init reached this thread)", thread)
+    raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
+                      f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
+                      f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
+                      f"use)", thread)
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
@@ -529,6 +536,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                 else:
                     b = _get(st, key, t)
                     if st.races is not None:
+                        published(st, b, t, f"mbarrier.{op}")
                         note_arrival(st, b, t, ins)
                     b.tx += v if op == "expect_tx" else -v
                     _maybe_complete(st, b)
@@ -582,6 +590,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
             b = _get(st, key, t)
             done[t] = ((b.phase & 1) != (v & 1)) if parity else (b.phase != v)
             if st.races is not None:
+                published(st, b, t, f"mbarrier.{op}")
                 note_wait(st, b, t, ins)
                 if done[t]:
                     st.races.observe(key, t, b.phase)
