@@ -62,11 +62,11 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no instruction before it accesses memory (parameters aside) and none runs again after it (no label "
      "before it): a barrier orders the participating threads' memory accesses, and there are none to order"),
     ("delete bar.sync", "", lambda ptx, line: _only_loads_before(ptx, line),
-     "it is the function's first barrier, every thread that goes on passes it exactly once (no jump past it or "
-     "back over it), and every memory access before it is a load of global, constant or parameter memory: a "
-     "barrier orders the threads' accesses before it with their accesses after it, and loads of arrays this "
-     "launch does not write (its inputs; the outputs are other arrays) conflict with none of them; the later "
-     "barriers pair as before"),
+     "no barrier lies on a path from the entry to it, every memory access on those paths is a load of global, "
+     "constant or parameter memory, it runs once, and every thread that reaches a barrier with its id passed "
+     "it: a barrier orders the threads' accesses before it with their accesses after it, loads of arrays this "
+     "launch does not write (its inputs; the outputs are other arrays) conflict with none of them, and the "
+     "later barriers pair as before"),
     ("delete bar.sync", "", lambda ptx, line: _repeated_barrier(ptx, line),
      "the same barrier (same id and count) completes just before, with nothing between the two but "
      "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
@@ -226,27 +226,72 @@ _GLOBAL_LOAD = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld|ldu)(?:\.(?!shared)\w+)*?\.(?
 
 
 def _only_loads_before(ptx: str, line: int) -> bool:
-    """Whether the barrier at PTX line `line` (1-based) is the function's first barrier instruction, every
-    memory access before it is a load of global or constant memory (parameter loads are not accesses here),
-    every thread that goes on runs through it (no branch before it jumps past it) and it runs once (no branch
-    at or after it jumps back before it): so its deletion changes no later barrier's pairing."""
+    """Whether the barrier at PTX line `line` (1-based) orders nothing and pairs with nothing: no path from the
+    function's entry to it holds a barrier instruction or a memory access other than a load of global or
+    constant memory (parameter loads are not accesses here), no path leads from it back to it, and every path
+    from the entry to another barrier instruction with its barrier id passes through it."""
     codes = _codes(ptx)
     start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    index = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
-    for i, code in enumerate(codes[start:end], start):
-        if i == line - 1:
-            continue
-        target = _BRANCH.match(code)
-        if target is not None and (index.get(target.group(2), -1) < line - 1) != (i < line - 1):
-            return False        # a jump past the barrier, or back over it
-        if i > line - 1:
-            continue
-        for part in (p.strip() for p in code.split(";")):
+    site = line - 1
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    before = _reachable(succ, [start], site)        # from the entry, without passing the site
+    if site not in before or site in _reachable(succ, succ[site], -1):
+        return False
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    for i in (before & _reachable(preds, preds.get(site, []), site)) - {site}:     # on a path to the site
+        for part in (p.strip() for p in codes[i].split(";")):
             if re.match(r"(?:@!?%?\w+\s+)?(?:bar|barrier)\.", part):
                 return False
             if _touches_memory(part) and not _GLOBAL_LOAD.match(part):
                 return False
+    ident = re.match(r"(?:bar|barrier)\.sync(?:\.aligned)?\s+(\w+)", codes[site])
+    if ident is None:
+        return False
+    for i in before - {site}:   # another barrier with this id reached without passing the site
+        other = re.match(r"(?:@!?%?\w+\s+)?(?:bar|barrier)\.\w+(?:\.aligned)?\s+(\w+)", codes[i])
+        if other is not None and other.group(1) == ident.group(1):
+            return False
     return True
+
+
+def _successors(codes: list[str], start: int, end: int) -> Optional[dict[int, list[int]]]:
+    """The control-flow successors of each statement index of a function body (None: a jump it cannot follow)."""
+    labels = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
+    succ: dict[int, list[int]] = {}
+    for i in range(start, end):
+        parts = [p.strip() for p in codes[i].split(";") if p.strip()]
+        branch = next((m for p in parts if (m := _BRANCH.match(p))), None)
+        nxt = [i + 1] if i + 1 < end else []
+        if branch is not None:
+            if branch.group(2) not in labels:
+                return None
+            succ[i] = [labels[branch.group(2)]] + (nxt if branch.group(1) else [])
+        elif any(re.match(r"(ret|exit)\b", p) for p in parts):
+            succ[i] = []
+        else:
+            succ[i] = nxt
+    return succ
+
+
+def _reachable(succ: dict[int, list[int]], roots: list[int], avoid: int) -> set[int]:
+    """The statements reachable from `roots` (included) along `succ` without going through statement `avoid`
+    (which is included when reached)."""
+    seen: set[int] = set()
+    todo = [r for r in roots if r != avoid]
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        todo.extend(j for j in succ.get(i, []) if j != avoid and j not in seen)
+    if avoid in roots or any(avoid in succ.get(i, []) for i in seen):
+        seen.add(avoid)         # reached (not passed)
+    return seen
 
 
 def _repeated_barrier(ptx: str, line: int) -> bool:

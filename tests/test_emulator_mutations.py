@@ -269,17 +269,18 @@ $L__BB0_2:
 
 
 def test_a_first_barrier_after_loads_only_is_equivalent_and_no_other() -> None:
-    """Deleting a barrier that only global loads precede is listed as equivalent only where it is the function's
-    first barrier, every thread passes it once (no jump past it, no loop back over it) and nothing before it
-    stores or touches shared memory; the sm_90/sm_120 producers' first named barrier, which pairs with the
-    consumers' after their mbarrier.init, is not."""
+    """Deleting a barrier that only global loads precede is listed as equivalent only where no barrier and no
+    other memory access lies on a path from the entry to it, every thread that reaches a barrier with its id
+    passed it once (no jump past it, no loop back over it); the sm_90/sm_120 producers' first named barrier,
+    which pairs with the consumers' after their mbarrier.init, is not."""
     at = {i + 1: line.strip() for i, line in enumerate(FIRST_BARRIER.split("\n"))}
     bars = [n for n, t in at.items() if t.startswith("bar.sync")]
     assert [mutations._only_loads_before(FIRST_BARRIER, n) for n in bars] == [True, False]
     for edit in (lambda t: t.replace("ld.global.v4.b32", "ld.shared.v4.b32"),       # a shared access before
                  lambda t: t.replace("ld.global.v4.b32 \t{%r1, %r2, %r3, %r4}, [%rd1];",
                                      "st.global.b32 \t[%rd1], %r1;"),                # a store before
-                 lambda t: t.replace("bra \t$L__BB0_2;", "bra \t$L__BB0_3;").replace("\tret;", "$L__BB0_3:\n\tret;"),
+                 lambda t: t.replace("bra \t$L__BB0_2;", "bra \t$L__BB0_3;").replace(
+                     "\tst.shared", "$L__BB0_3:\n\tst.shared"),
                  lambda t: t.replace("\tret;", "\t@%p2 bra \t$L__BB0_2;\n\tret;")):  # jump past it, loop back
         edited = edit(FIRST_BARRIER)
         assert edited != FIRST_BARRIER
