@@ -84,6 +84,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "the thread is complete, so the next wait completes these as well before their tensor memory can be "
      "written or handed over; the loaded registers need no wait (NVIDIA's own sm_100 PTX reads them long before "
      "its one tcgen05.wait::ld: the register dependency is tracked below PTX)"),
+    ("delete fence.mbarrier_init", "", lambda ptx, line: _init_fenced_again(ptx, line),
+     "on every path from it the thread fences again (fence.mbarrier_init, or fence.proxy.async in a kernel without "
+     "clusters) before any use of an mbarrier, any async-proxy instruction, barrier or exit: the ISA's "
+     "fence.mbarrier_init orders all the thread's earlier mbarrier.init, so the later fence orders these too, "
+     "and the emulator's model (async_ops.published) takes a CTA-scope fence.proxy.async as making the "
+     "thread's initializations visible to the async proxy of its own CTA"),
     ("delete fence.proxy.async", "", lambda ptx, line: _fenced_again(ptx, line),
      "another fence.proxy.async of the same thread comes before its next async-proxy instruction, so it "
      "orders no generic access before an async one; async-proxy accesses before it are ordered before later "
@@ -366,6 +372,19 @@ def _waited_again(ptx: str, line: int) -> bool:
     wait, same = f"tcgen05.wait::{kind.group(1)}", re.compile(rf"^(?:@!?%?\w+\s+)?tcgen05\.{kind.group(1)}\.")
     return _every_path_meets(ptx, line, lambda p: p.startswith(wait),
                              lambda p: bool(_HANDOFF.match(p)) and not same.match(p))
+
+
+_MBARRIER_USE = re.compile(r"^(?:@!?%?\w+\s+)?(?:mbarrier\.(?!init)|cp\.async\.bulk|cp\.reduce|cp\.async\.mbarrier|"
+                           r"tcgen05\.(?:mma|cp|commit)|wgmma\.mma|bar\.|barrier\.|ret\b|exit\b|st\.async|red\.async)")
+
+
+def _init_fenced_again(ptx: str, line: int) -> bool:
+    """Whether every path from PTX line `line` (a fence.mbarrier_init) reaches another such fence (or, in a
+    kernel without clusters, a fence.proxy.async) before any mbarrier use, async-proxy instruction, barrier or
+    exit."""
+    clusters = "barrier.cluster" in ptx or "shared::cluster" in ptx and "mapa" in ptx
+    fences = ("fence.mbarrier_init",) if clusters else ("fence.mbarrier_init", "fence.proxy.async")
+    return _every_path_meets(ptx, line, lambda p: p.startswith(fences), lambda p: bool(_MBARRIER_USE.match(p)))
 
 
 def _every_path_meets(ptx: str, line: int, meets: Callable[[str], bool], stops: Callable[[str], bool]) -> bool:

@@ -290,3 +290,36 @@ def test_a_first_barrier_after_loads_only_is_equivalent_and_no_other() -> None:
         c = case(gpu)
         first = next(i + 1 for i, t in enumerate(c.ptx.split("\n")) if t.strip().startswith("bar.sync"))
         assert not mutations._only_loads_before(c.ptx, first)
+
+
+INIT_FENCES = """.visible .entry k(
+)
+{
+	mbarrier.init.shared::cta.b64 [%r1], 1;
+	fence.mbarrier_init.release.cluster;
+	mbarrier.init.shared::cta.b64 [%r2], 1;
+	fence.mbarrier_init.release.cluster;
+	add.s32 	%r3, %r3, 1;
+	fence.proxy.async.shared::cta;
+	bar.sync 	0;
+	mbarrier.init.shared::cta.b64 [%r4], 1;
+	fence.mbarrier_init.release.cluster;
+	mbarrier.arrive.shared::cta.b64 _, [%r4];
+	fence.mbarrier_init.release.cluster;
+	ret;
+}
+"""
+
+
+def test_a_fence_mbarrier_init_is_equivalent_only_where_the_thread_fences_again_first() -> None:
+    """Deleting a fence.mbarrier_init changes nothing where the thread fences again before any use of an
+    mbarrier, async-proxy instruction, barrier or exit: a later fence.mbarrier_init, or (no clusters) a
+    fence.proxy.async; not before an arrival, and with clusters not a fence.proxy.async."""
+    at = {i + 1: line.strip() for i, line in enumerate(INIT_FENCES.split("\n"))}
+    fences = [n for n, t in at.items() if t.startswith("fence.mbarrier_init")]
+    assert [mutations._init_fenced_again(INIT_FENCES, n) for n in fences] == [True, True, False, False]
+    cluster = INIT_FENCES.replace("bar.sync \t0;", "barrier.cluster.arrive;\n\tbarrier.cluster.wait;")
+    assert cluster != INIT_FENCES
+    at = {i + 1: line.strip() for i, line in enumerate(cluster.split("\n"))}
+    fences = [n for n, t in at.items() if t.startswith("fence.mbarrier_init")]
+    assert [mutations._init_fenced_again(cluster, n) for n in fences] == [True, False, False, False]
