@@ -45,6 +45,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no cp.async copies in the kernel: the wait has nothing to wait for"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _next_instruction(ptx, line),
      "the next instruction is the same cp.async.wait_all"),
+    ("delete cp.async.wait", "", lambda ptx, line: _no_copy_in_flight(ptx, line),
+     "every cp.async copy of the function is followed by a cp.async.wait_all on every path before it can reach "
+     "this wait: no copy is in flight here, and the wait has nothing to wait for"),
+    ("delete a commit", "cp.async.commit_group", lambda ptx, line: _waited_all_nearby(ptx, line, commit=True),
+     "a cp.async.wait_all follows it on a straight stretch with no copy, label or branch between: the ISA's "
+     "wait_all commits the pending copies itself before waiting for all of them"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: _waited_all_nearby(ptx, line),
      "another cp.async.wait_all comes before it, or after it before any memory access or barrier, with no label, "
      "branch or cp.async copy between the two (a straight stretch): the other wait completes every copy this one "
@@ -428,9 +434,24 @@ def _body_end(ptx: str, codes: list[str], line: int) -> int:
     return len(codes)
 
 
-def _waited_all_nearby(ptx: str, line: int) -> bool:
+def _no_copy_in_flight(ptx: str, line: int) -> bool:
+    """Whether no path from a cp.async copy of the function reaches PTX line `line` (1-based) without passing a
+    cp.async.wait_all."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    waits = {i for i in range(start, end) if codes[i].startswith("cp.async.wait_all")} - {line - 1}
+    cut = {i: ([] if i in waits else js) for i, js in succ.items()}
+    copies = [i for i in range(start, end) if re.search(r"cp\.async\.c[ag]\b", codes[i])]
+    return all(line - 1 not in _reachable(cut, cut[i], -1) for i in copies)
+
+
+def _waited_all_nearby(ptx: str, line: int, commit: bool = False) -> bool:
     """Whether a cp.async.wait_all precedes PTX line `line` (1-based), or follows it before any memory access or
-    barrier, on a straight stretch: no label, branch, exit or cp.async copy between."""
+    barrier, on a straight stretch: no label, branch, exit or cp.async copy between. (`commit`: a
+    cp.async.commit_group, for which only a following wait_all counts.)"""
     codes = _codes(ptx)
 
     def stretch(indices: range, stop_at_memory: bool) -> bool:
@@ -444,6 +465,8 @@ def _waited_all_nearby(ptx: str, line: int) -> bool:
                 return False
         return False
 
+    if commit:
+        return stretch(range(line, len(codes)), True)
     return stretch(range(line - 2, -1, -1), False) or stretch(range(line, len(codes)), True)
 
 

@@ -323,3 +323,32 @@ def test_a_fence_mbarrier_init_is_equivalent_only_where_the_thread_fences_again_
     at = {i + 1: line.strip() for i, line in enumerate(cluster.split("\n"))}
     fences = [n for n, t in at.items() if t.startswith("fence.mbarrier_init")]
     assert [mutations._init_fenced_again(cluster, n) for n in fences] == [True, False, False, False]
+
+
+COPIES = """.visible .entry k(
+)
+{
+	cp.async.ca.shared.global [%r1], [%rd1], 16;
+	cp.async.commit_group;
+	cp.async.wait_all;
+	@%p1 bra 	$L__BB0_2;
+	cp.async.wait_all;
+$L__BB0_2:
+	cp.async.ca.shared.global [%r2], [%rd2], 16;
+	cp.async.commit_group;
+	ld.shared.b32 	%r3, [%r4];
+	cp.async.wait_all;
+	ret;
+}
+"""
+
+
+def test_cp_async_waits_and_commits_are_equivalent_only_with_nothing_in_flight() -> None:
+    """A cp.async.wait_all no copy can reach without passing another wait_all waits for nothing; a commit_group
+    right before a wait_all (which commits itself) changes nothing; a wait after a copy, and a commit followed by
+    a shared load first, matter."""
+    at = {i + 1: line.strip() for i, line in enumerate(COPIES.split("\n"))}
+    waits = [n for n, t in at.items() if t.startswith("cp.async.wait_all")]
+    assert [mutations._no_copy_in_flight(COPIES, n) for n in waits] == [False, True, False]
+    commits = [n for n, t in at.items() if t.startswith("cp.async.commit_group")]
+    assert [mutations._waited_all_nearby(COPIES, n, commit=True) for n in commits] == [True, False]
