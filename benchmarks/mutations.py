@@ -84,6 +84,9 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "consistency model makes the fence order the thread's later asynchronous tcgen05 operations after all of "
      "its earlier thread synchronization, so the later fence orders them after this one's barrier as well, and "
      "the synchronous tcgen05 instructions between (commit, wait, relinquish) are ordered by program order"),
+    ("delete tcgen05.wait", "", lambda ptx, line: _tcgen05_nothing_in_flight(ptx, line),
+     "no tcgen05.ld (st) of the function reaches it without passing another tcgen05.wait::ld (st): the thread "
+     "has none in flight here, and the wait has nothing to wait for"),
     ("delete tcgen05.wait", "", lambda ptx, line: _waited_again(ptx, line),
      "on every path from it the thread waits again (the same tcgen05.wait::ld or ::st) before any other tcgen05 "
      "instruction, barrier, mbarrier arrival or exit: the ISA's wait blocks until every earlier tcgen05.ld (st) of "
@@ -367,6 +370,21 @@ def _after_sync_fenced_again(ptx: str, line: int) -> bool:
 # a barrier, an mbarrier arrival, or the thread's exit; further tcgen05.ld (st) of the same kind may come between
 _HANDOFF = re.compile(r"^(?:@!?%?\w+\s+)?(?:tcgen05\.|bar\.|barrier\.|mbarrier\.arrive|cp\.async\.mbarrier|"
                       r"ret\b|exit\b|trap\b)")
+
+
+def _tcgen05_nothing_in_flight(ptx: str, line: int) -> bool:
+    """Whether no path from a tcgen05.ld (st) reaches PTX line `line` (1-based, a tcgen05.wait::ld (st)) without
+    passing another wait of the same kind."""
+    codes = _codes(ptx)
+    kind = re.search(r"tcgen05\.wait::(ld|st)", codes[line - 1])
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if kind is None or succ is None:
+        return False
+    waits = {i for i in range(start, end) if f"tcgen05.wait::{kind.group(1)}" in codes[i]} - {line - 1}
+    cut = {i: ([] if i in waits else js) for i, js in succ.items()}
+    ops = [i for i in range(start, end) if re.search(rf"(?:^|;\s*|@!?%?\w+\s+)tcgen05\.{kind.group(1)}\.", codes[i])]
+    return all(line - 1 not in _reachable(cut, cut[i], -1) for i in ops)
 
 
 def _waited_again(ptx: str, line: int) -> bool:

@@ -352,3 +352,12 @@ def test_cp_async_waits_and_commits_are_equivalent_only_with_nothing_in_flight()
     assert [mutations._no_copy_in_flight(COPIES, n) for n in waits] == [False, True, False]
     commits = [n for n, t in at.items() if t.startswith("cp.async.commit_group")]
     assert [mutations._waited_all_nearby(COPIES, n, commit=True) for n in commits] == [True, False]
+
+
+def test_a_tcgen05_wait_with_nothing_in_flight_is_equivalent() -> None:
+    """A tcgen05.wait::st that no tcgen05.st reaches without passing another wait::st waits for nothing (the
+    attention's wait at the top of its loop, after the correction's own wait); one right after a st does not."""
+    at = {i + 1: line.strip() for i, line in enumerate(WAITS.split("\n"))}
+    waits = [n for n, t in at.items() if t.startswith("tcgen05.wait")]
+    # the third follows the second with no tcgen05.ld between; the last follows the first wait::st
+    assert [mutations._tcgen05_nothing_in_flight(WAITS, n) for n in waits] == [False, False, True, False, True]
