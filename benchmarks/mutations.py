@@ -99,9 +99,19 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "fence.mbarrier_init orders all the thread's earlier mbarrier.init, so the later fence orders these too, "
      "and the emulator's model (async_ops.published) takes a CTA-scope fence.proxy.async as making the "
      "thread's initializations visible to the async proxy of its own CTA"),
+    ("lower the target", "-> sm_80", lambda ptx, line: _all_forms_allowed(ptx, (80, "")),
+     "every instruction of the kernel exists on sm_80 (the PTX ISA's target notes for each instruction form, as "
+     "tabled in tileiras/emulator/isa_forms.py): a .target only states the features the module uses, and PTX "
+     "for a lower target assembles for a newer GPU unchanged"),
+    ("delete fence.proxy.async", "", lambda ptx, line: _fenced_before(ptx, line),
+     "no path into it holds a generic write of the thread since its previous fence.proxy.async (or the start; an "
+     "mbarrier.inval counts where a TMA or bulk load follows that could reuse its bytes): there is no generic "
+     "access left for it to order before a later async-proxy one (the async-proxy accesses before it are "
+     "ordered by the completion mechanisms, as below)"),
     ("delete fence.proxy.async", "", lambda ptx, line: _fenced_again(ptx, line),
-     "another fence.proxy.async of the same thread comes before its next async-proxy instruction, so it "
-     "orders no generic access before an async one; async-proxy accesses before it are ordered before later "
+     "on every path another fence.proxy.async of the same thread comes before its next async-proxy instruction "
+     "and before it hands anything over (barrier, arrival, commit, exit), so it orders no generic access before "
+     "an async one; async-proxy accesses before it are ordered before later "
      "generic ones by the implicit generic-async proxy fence that follows the completion of every wgmma and "
      "cp.async.bulk (PTX ISA, 'Async proxy' of both), which the kernel waits for"),
 )
@@ -186,6 +196,30 @@ def _mma_shape(codes: list[str], code: str, ops: list[str]) -> Optional[tuple[li
         extent = [((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3]
         return [(idesc >> 15) & 1, (idesc >> 16) & 1], extent, _ELEMENT[kind.group(1)]
     return None
+
+
+def _all_forms_allowed(ptx: str, target: tuple[int, str]) -> bool:
+    """Whether every instruction of the PTX module is allowed on `target` by the emulator's table of minimum
+    targets (a module it cannot parse: no)."""
+    from tileiras.emulator.errors import EmulatorError
+    from tileiras.emulator.isa_forms import check_target
+    from tileiras.emulator.parser import Instr, parse_module
+
+    def instructions(items: Any) -> Any:       # the body's statements, nested blocks included
+        for item in items:
+            if isinstance(item, Instr):
+                yield item
+            elif isinstance(item, (list, tuple)):
+                yield from instructions(item)
+
+    try:
+        module = parse_module(ptx)
+        for fn in module.functions.values():
+            for ins in instructions(fn.body or []):
+                check_target(ins, target)
+    except EmulatorError:
+        return False
+    return True
 
 
 def _operands(code: str) -> list[str]:
@@ -341,15 +375,53 @@ def _repeated_barrier(ptx: str, line: int) -> bool:
     return not others and not jumps_in and not later_mbarriers
 
 
+# what hands the thread's shared-memory writes over to another thread (whose async-proxy reads a proxy fence must
+# precede): barriers, arrivals, commits, exits
+_HANDOVER = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar\.|barrier\.|mbarrier\.(?:arrive|expect_tx|complete_tx)|"
+                       r"cp\.async\.mbarrier|tcgen05\.commit|st\.async|red\.async|ret\b|exit\b)")
+
+
 def _fenced_again(ptx: str, line: int) -> bool:
-    """Whether another fence.proxy.async follows PTX line `line` before any async-proxy instruction, branch or
-    label."""
-    for code in _codes(ptx)[line:]:
-        if code.startswith("fence.proxy.async"):
-            return True
-        if _ASYNC_PROXY.search(code) or code.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", code):
+    """Whether every control-flow path from PTX line `line` meets another fence.proxy.async before any
+    async-proxy instruction of the thread, and before anything that hands its writes over to another thread."""
+    return _every_path_meets(ptx, line, lambda p: p.startswith("fence.proxy.async"),
+                             lambda p: bool(_ASYNC_PROXY.search(p) or _HANDOVER.match(p)))
+
+
+# (mbarrier.init left out: fence.mbarrier_init is what makes it visible to the async proxy, its own mutant)
+_GENERIC_WRITE = re.compile(r"^(?:@!?%?\w+\s+)?(?:st\.(?!async)|atom\.|red\.(?!async)|stmatrix|mbarrier\.inval|"
+                            r"cp\.async\.c[ag]|tcgen05\.alloc)")
+
+
+def _fenced_before(ptx: str, line: int) -> bool:
+    """Whether no control-flow path into PTX line `line` (a fence.proxy.async) holds a generic write of the thread
+    after the thread's previous fence.proxy.async or the function's entry (an mbarrier.inval only where a TMA or
+    bulk load follows)."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    # an mbarrier.inval counts only where a later async-proxy instruction writes shared memory (a TMA or bulk load
+    # that could reuse the invalidated bytes); later async reads of them would be a bug with the fence too
+    loads = any(re.search(r"cp\.async\.bulk\S*\.shared::\w+\.global", c) for c in codes[line:end])
+    todo, seen = list(preds.get(line - 1, [])), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        parts = [p.strip() for p in codes[i].split(";") if p.strip()]
+        if any(p.startswith("fence.proxy.async") for p in parts):
+            continue
+        if any(_GENERIC_WRITE.match(p) and (loads or "mbarrier.inval" not in p) for p in parts):
             return False
-    return False
+        todo.extend(preds.get(i, []))
+    return True
 
 
 # tcgen05 instructions a tcgen05.fence::after_thread_sync orders after the thread's synchronization: the ISA's

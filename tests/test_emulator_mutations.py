@@ -144,16 +144,18 @@ $L__BB0_2:
 
 
 def test_the_synchronization_equivalences_are_as_narrow_as_their_reasons() -> None:
-    """Deleting a barrier no memory access precedes, a barrier repeating one with nothing between them to order,
-    or a proxy fence another one follows before any async-proxy instruction is listed as equivalent; the barriers
-    and fences that order stores are not."""
+    """Deleting a barrier no memory access precedes, or a barrier repeating one with nothing between them to order,
+    is listed as equivalent; the barriers and fences that order stores are not."""
     lines = SYNCS.split("\n")
     at = {i + 1: line.strip() for i, line in enumerate(lines)}
     bars = [n for n, t in at.items() if t.startswith("bar.sync")]
     fences = [n for n, t in at.items() if t.startswith("fence.proxy")]
     assert [mutations._nothing_before(SYNCS, n) for n in bars] == [True, False, False, False]
     assert [mutations._repeated_barrier(SYNCS, n) for n in bars] == [False, False, True, False]
-    assert [mutations._fenced_again(SYNCS, n) for n in fences] == [True, False]
+    # (a fence another one follows only after a barrier: the barrier may hand the stores to another thread's
+    # async-proxy reads first, so it is not listed, though here the second fence precedes every async read)
+    assert [mutations._fenced_again(SYNCS, n) for n in fences] == [False, False]
+    assert [mutations._fenced_before(SYNCS, n) for n in fences] == [False, False]
 
 
 AFTER_SYNC = """.visible .entry k(
@@ -361,3 +363,38 @@ def test_a_tcgen05_wait_with_nothing_in_flight_is_equivalent() -> None:
     waits = [n for n, t in at.items() if t.startswith("tcgen05.wait")]
     # the third follows the second with no tcgen05.ld between; the last follows the first wait::st
     assert [mutations._tcgen05_nothing_in_flight(WAITS, n) for n in waits] == [False, False, True, False, True]
+
+
+PROXY_FENCES = """.visible .entry k(
+)
+{
+	st.shared.b32 	[%r1], %r2;
+	fence.proxy.async.shared::cta;
+	add.s32 	%r5, %r5, 1;
+	fence.proxy.async.shared::cta;
+	bar.sync 	0;
+	st.shared.b32 	[%r1], %r3;
+	fence.proxy.async.shared::cta;
+	mbarrier.arrive.shared::cta.b64 _, [%r4];
+	ret;
+}
+"""
+
+
+def test_a_proxy_fence_is_equivalent_only_with_nothing_to_order() -> None:
+    """A fence.proxy.async orders nothing where the thread fences again before its next async-proxy instruction
+    or hand-over (barrier, arrival), or where no generic write of the thread precedes it since its last fence;
+    a fence between a store and the barrier or arrival that hands it over is needed."""
+    at = {i + 1: line.strip() for i, line in enumerate(PROXY_FENCES.split("\n"))}
+    fences = [n for n, t in at.items() if t.startswith("fence.proxy.async")]
+    assert [mutations._fenced_again(PROXY_FENCES, n) for n in fences] == [True, False, False]
+    assert [mutations._fenced_before(PROXY_FENCES, n) for n in fences] == [False, True, False]
+
+
+def test_lowering_the_target_is_equivalent_only_where_every_instruction_exists_there() -> None:
+    """`.target sm_90 -> sm_80` changes nothing for a kernel whose every instruction sm_80 has (vector_add's);
+    the sm_90 matmul's wgmma and TMA need sm_90a, so lowering its target is not listed."""
+    plain = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tbar.sync 0;\n\tret;\n}\n"
+    assert mutations._all_forms_allowed(plain, (80, ""))
+    assert not mutations._all_forms_allowed(case("sm_90").ptx, (80, ""))
+    assert not mutations._all_forms_allowed("not PTX at all {", (80, ""))
