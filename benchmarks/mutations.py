@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -45,24 +45,73 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "no cp.async copies in the kernel: the wait has nothing to wait for"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: "cp.async.wait_all" in _next_instruction(ptx, line),
      "the next instruction is the same cp.async.wait_all"),
+    ("delete cp.async.wait", "", lambda ptx, line: _no_copy_in_flight(ptx, line),
+     "every cp.async copy of the function is followed by a cp.async.wait_all on every path before it can reach "
+     "this wait: no copy is in flight here, and the wait has nothing to wait for"),
+    ("delete a commit", "cp.async.commit_group", lambda ptx, line: _waited_all_nearby(ptx, line, commit=True),
+     "a cp.async.wait_all follows it on a straight stretch with no copy, label or branch between: the ISA's "
+     "wait_all commits the pending copies itself before waiting for all of them"),
+    ("delete cp.async.wait", "wait_all", lambda ptx, line: _waited_all_nearby(ptx, line),
+     "another cp.async.wait_all comes before it, or after it before any memory access or barrier, with no label, "
+     "branch or cp.async copy between the two (a straight stretch): the other wait completes every copy this one "
+     "would, before anything could read their bytes"),
     ("delete cp.async.wait", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory, so no cp.async copy is in flight, and none runs again after it "
      "(no label before it): the wait has nothing to wait for"),
     ("descriptor LBO", "", lambda ptx, line: _lbo_unused(ptx, line),
      "the descriptor is swizzled and read only as a K-major operand (wgmma imm-trans 0, tcgen05 idesc transpose "
-     "bit 0): the PTX ISA's matrix-descriptor strides (wgmma and tcgen05 'Leading dimension byte offset') say "
-     "the leading dimension byte offset of swizzled K-major layouts is not used (assumed 1)"),
+     "bit 0), or as an MN-major one whose M (N) extent fits in one swizzle atom: the PTX ISA's matrix-descriptor "
+     "strides (wgmma and tcgen05 'Leading dimension byte offset') say the leading dimension byte offset of "
+     "swizzled K-major layouts is not used (assumed 1), and for MN-major ones it is the step from one swizzle "
+     "atom to the next along M (N), of which there is only one"),
     ("delete bar.sync", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory (parameters aside) and none runs again after it (no label "
      "before it): a barrier orders the participating threads' memory accesses, and there are none to order"),
+    ("delete bar.sync", "", lambda ptx, line: _only_loads_before(ptx, line),
+     "no barrier lies on a path from the entry to it, every memory access on those paths is a load of global, "
+     "constant or parameter memory, it runs once, and every thread that reaches a barrier with its id passed "
+     "it: a barrier orders the threads' accesses before it with their accesses after it, loads of arrays this "
+     "launch does not write (its inputs; the outputs are other arrays) conflict with none of them, and the "
+     "later barriers pair as before"),
     ("delete bar.sync", "", lambda ptx, line: _repeated_barrier(ptx, line),
      "the same barrier (same id and count) completes just before, with nothing between the two but "
      "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
      "waits with nothing in flight and mbarrier.inval of mbarriers no later instruction uses: it orders "
      "nothing the first does not"),
+    ("delete tcgen05.fence::after_thread_sync", "", lambda ptx, line: _after_sync_fenced_again(ptx, line),
+     "on every path from it, the thread executes another tcgen05.fence::after_thread_sync before any asynchronous "
+     "tcgen05 instruction (mma, cp, shift, ld, st) or tensor-memory (de)allocation: the PTX ISA's tcgen05 memory "
+     "consistency model makes the fence order the thread's later asynchronous tcgen05 operations after all of "
+     "its earlier thread synchronization, so the later fence orders them after this one's barrier as well, and "
+     "the synchronous tcgen05 instructions between (commit, wait, relinquish) are ordered by program order"),
+    ("delete tcgen05.wait", "", lambda ptx, line: _tcgen05_nothing_in_flight(ptx, line),
+     "no tcgen05.ld (st) of the function reaches it without passing another tcgen05.wait::ld (st): the thread "
+     "has none in flight here, and the wait has nothing to wait for"),
+    ("delete tcgen05.wait", "", lambda ptx, line: _waited_again(ptx, line),
+     "on every path from it the thread waits again (the same tcgen05.wait::ld or ::st) before any other tcgen05 "
+     "instruction, barrier, mbarrier arrival or exit: the ISA's wait blocks until every earlier tcgen05.ld (st) of "
+     "the thread is complete, so the next wait completes these as well before their tensor memory can be "
+     "written or handed over; the loaded registers need no wait (NVIDIA's own sm_100 PTX reads them long before "
+     "its one tcgen05.wait::ld: the register dependency is tracked below PTX)"),
+    ("delete fence.mbarrier_init", "", lambda ptx, line: _init_fenced_again(ptx, line),
+     "on every path from it the thread fences again (fence.mbarrier_init, or fence.proxy.async in a kernel without "
+     "clusters) before any use of an mbarrier, any async-proxy instruction, barrier or exit: the ISA's "
+     "fence.mbarrier_init orders all the thread's earlier mbarrier.init, so the later fence orders these too, "
+     "and the emulator's model (async_ops.published) takes a CTA-scope fence.proxy.async as making the "
+     "thread's initializations visible to the async proxy of its own CTA"),
+    ("lower the target", "-> sm_80", lambda ptx, line: _all_forms_allowed(ptx, (80, "")),
+     "every instruction of the kernel exists on sm_80 (the PTX ISA's target notes for each instruction form, as "
+     "tabled in tileiras/emulator/isa_forms.py): a .target only states the features the module uses, and PTX "
+     "for a lower target assembles for a newer GPU unchanged"),
+    ("delete fence.proxy.async", "", lambda ptx, line: _fenced_before(ptx, line),
+     "no path into it holds a generic write of the thread since its previous fence.proxy.async (or the start; an "
+     "mbarrier.inval counts where a TMA or bulk load follows that could reuse its bytes): there is no generic "
+     "access left for it to order before a later async-proxy one (the async-proxy accesses before it are "
+     "ordered by the completion mechanisms, as below)"),
     ("delete fence.proxy.async", "", lambda ptx, line: _fenced_again(ptx, line),
-     "another fence.proxy.async of the same thread comes before its next async-proxy instruction, so it "
-     "orders no generic access before an async one; async-proxy accesses before it are ordered before later "
+     "on every path another fence.proxy.async of the same thread comes before its next async-proxy instruction "
+     "and before it hands anything over (barrier, arrival, commit, exit), so it orders no generic access before "
+     "an async one; async-proxy accesses before it are ordered before later "
      "generic ones by the implicit generic-async proxy fence that follows the completion of every wgmma and "
      "cp.async.bulk (PTX ISA, 'Async proxy' of both), which the kernel waits for"),
 )
@@ -93,7 +142,8 @@ def _codes(ptx: str) -> list[str]:
 
 def _lbo_unused(ptx: str, line: int) -> bool:
     """Whether the descriptor the mutated line (1-based) builds is swizzled and read by wgmma/tcgen05.mma only as
-    a K-major operand (its register used nowhere else)."""
+    an operand whose LBO is not used: K-major, or MN-major with its M (N) extent within one swizzle atom (its
+    register used nowhere else)."""
     codes = _codes(ptx)
     m = re.match(r"(?:mov|or|add)\.[bsu]64\s+(%\w+)\s*,.*\b(\d{13,20})\b", codes[line - 1])
     if not m:
@@ -102,34 +152,74 @@ def _lbo_unused(ptx: str, line: int) -> bool:
     umma = (value >> 46) & 7 == 1
     if (value >> 61) & 7 == 0 if umma else (value >> 62) & 3 == 0:
         return False                # not swizzled: LBO is the K stride
+    atom = ({1: 128, 2: 128, 4: 64, 6: 32}.get((value >> 61) & 7, 0) if umma
+            else {1: 128, 2: 64, 3: 32}[(value >> 62) & 3])     # the swizzle atom's width in bytes
     uses = 0
     for i, code in enumerate(codes):
         if i == line - 1 or not re.search(re.escape(reg) + r"\b", code):
             continue
         ops = _operands(code)
-        if "wgmma.mma_async" in code and len(ops) >= 4:
-            trans = [0, 0]
-            if re.search(r"\.(?:b?f16)\.(?:b?f16)\b", code):
-                imms = ops[4:]
-                if ops[1].startswith("{"):
-                    trans = [0, int(imms[2])]
-                else:
-                    trans = [int(imms[2]), int(imms[3])]
-        elif "tcgen05.mma" in code and len(ops) >= 4:
-            idesc = _constant(codes, ops[3])
-            if idesc is None:
-                return False
-            trans = [(idesc >> 15) & 1, (idesc >> 16) & 1]
-        else:
-            return False            # used otherwise: not provably a K-major operand
+        shape = _mma_shape(codes, code, ops)
+        if shape is None:
+            return False            # used otherwise: not provably an operand whose LBO is unused
+        trans, extent, size = shape
         for k in (1, 2):
             if ops[k] == reg:
-                if trans[k - 1]:
-                    return False
+                if trans[k - 1] and extent[k - 1] * size > atom:
+                    return False    # MN-major over more than one atom: LBO steps between atoms
                 uses += 1
         if reg not in ops[1:3]:
             return False
     return uses > 0
+
+
+_ELEMENT = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "f8f6f4": 1, "i8": 1, "s8": 1, "u8": 1}
+
+
+def _mma_shape(codes: list[str], code: str, ops: list[str]) -> Optional[tuple[list[int], list[int], int]]:
+    """For a wgmma.mma_async or tcgen05.mma (`code`, its operands `ops`): whether A and B are MN-major
+    (transposed), their M and N extents, and the operands' element size in bytes; None for anything else."""
+    if "wgmma.mma_async" in code and len(ops) >= 4:
+        shape = re.search(r"\.m(\d+)n(\d+)k\d+\.\w+\.(\w+)\.", code)
+        if shape is None or shape.group(3) not in _ELEMENT:
+            return None
+        trans = [0, 0]
+        if re.search(r"\.(?:b?f16)\.(?:b?f16)\b", code):
+            imms = ops[4:]
+            trans = [0, int(imms[2])] if ops[1].startswith("{") else [int(imms[2]), int(imms[3])]
+        return trans, [int(shape.group(1)), int(shape.group(2))], _ELEMENT[shape.group(3)]
+    if "tcgen05.mma" in code and len(ops) >= 4:
+        idesc = _constant(codes, ops[3])
+        kind = re.search(r"\.kind::(\w+)", code)
+        if idesc is None or kind is None or kind.group(1) not in _ELEMENT:
+            return None
+        extent = [((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3]
+        return [(idesc >> 15) & 1, (idesc >> 16) & 1], extent, _ELEMENT[kind.group(1)]
+    return None
+
+
+def _all_forms_allowed(ptx: str, target: tuple[int, str]) -> bool:
+    """Whether every instruction of the PTX module is allowed on `target` by the emulator's table of minimum
+    targets (a module it cannot parse: no)."""
+    from tileiras.emulator.errors import EmulatorError
+    from tileiras.emulator.isa_forms import check_target
+    from tileiras.emulator.parser import Instr, parse_module
+
+    def instructions(items: Any) -> Any:       # the body's statements, nested blocks included
+        for item in items:
+            if isinstance(item, Instr):
+                yield item
+            elif isinstance(item, (list, tuple)):
+                yield from instructions(item)
+
+    try:
+        module = parse_module(ptx)
+        for fn in module.functions.values():
+            for ins in instructions(fn.body or []):
+                check_target(ins, target)
+    except EmulatorError:
+        return False
+    return True
 
 
 def _operands(code: str) -> list[str]:
@@ -181,6 +271,78 @@ def _nothing_before(ptx: str, line: int) -> bool:
     return True
 
 
+_GLOBAL_LOAD = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld|ldu)(?:\.(?!shared)\w+)*?\.(?:global|const)\b")
+
+
+def _only_loads_before(ptx: str, line: int) -> bool:
+    """Whether the barrier at PTX line `line` (1-based) orders nothing and pairs with nothing: no path from the
+    function's entry to it holds a barrier instruction or a memory access other than a load of global or
+    constant memory (parameter loads are not accesses here), no path leads from it back to it, and every path
+    from the entry to another barrier instruction with its barrier id passes through it."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    site = line - 1
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    before = _reachable(succ, [start], site)        # from the entry, without passing the site
+    if site not in before or site in _reachable(succ, succ[site], -1):
+        return False
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    for i in (before & _reachable(preds, preds.get(site, []), site)) - {site}:     # on a path to the site
+        for part in (p.strip() for p in codes[i].split(";")):
+            if re.match(r"(?:@!?%?\w+\s+)?(?:bar|barrier)\.", part):
+                return False
+            if _touches_memory(part) and not _GLOBAL_LOAD.match(part):
+                return False
+    ident = re.match(r"(?:bar|barrier)\.sync(?:\.aligned)?\s+(\w+)", codes[site])
+    if ident is None:
+        return False
+    for i in before - {site}:   # another barrier with this id reached without passing the site
+        other = re.match(r"(?:@!?%?\w+\s+)?(?:bar|barrier)\.\w+(?:\.aligned)?\s+(\w+)", codes[i])
+        if other is not None and other.group(1) == ident.group(1):
+            return False
+    return True
+
+
+def _successors(codes: list[str], start: int, end: int) -> Optional[dict[int, list[int]]]:
+    """The control-flow successors of each statement index of a function body (None: a jump it cannot follow)."""
+    labels = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
+    succ: dict[int, list[int]] = {}
+    for i in range(start, end):
+        parts = [p.strip() for p in codes[i].split(";") if p.strip()]
+        branch = next((m for p in parts if (m := _BRANCH.match(p))), None)
+        nxt = [i + 1] if i + 1 < end else []
+        if branch is not None:
+            if branch.group(2) not in labels:
+                return None
+            succ[i] = [labels[branch.group(2)]] + (nxt if branch.group(1) else [])
+        elif any(re.match(r"(ret|exit)\b", p) for p in parts):
+            succ[i] = []
+        else:
+            succ[i] = nxt
+    return succ
+
+
+def _reachable(succ: dict[int, list[int]], roots: list[int], avoid: int) -> set[int]:
+    """The statements reachable from `roots` (included) along `succ` without going through statement `avoid`
+    (which is included when reached)."""
+    seen: set[int] = set()
+    todo = [r for r in roots if r != avoid]
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        todo.extend(j for j in succ.get(i, []) if j != avoid and j not in seen)
+    if avoid in roots or any(avoid in succ.get(i, []) for i in seen):
+        seen.add(avoid)         # reached (not passed)
+    return seen
+
+
 def _repeated_barrier(ptx: str, line: int) -> bool:
     """Whether the barrier at PTX line `line` repeats an identical one with nothing that needs ordering between
     them (see EQUIVALENT), forward branches between them staying inside that stretch."""
@@ -213,15 +375,189 @@ def _repeated_barrier(ptx: str, line: int) -> bool:
     return not others and not jumps_in and not later_mbarriers
 
 
+# what hands the thread's shared-memory writes over to another thread (whose async-proxy reads a proxy fence must
+# precede): barriers, arrivals, commits, exits
+_HANDOVER = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar\.|barrier\.|mbarrier\.(?:arrive|expect_tx|complete_tx)|"
+                       r"cp\.async\.mbarrier|tcgen05\.commit|st\.async|red\.async|ret\b|exit\b)")
+
+
 def _fenced_again(ptx: str, line: int) -> bool:
-    """Whether another fence.proxy.async follows PTX line `line` before any async-proxy instruction, branch or
-    label."""
-    for code in _codes(ptx)[line:]:
-        if code.startswith("fence.proxy.async"):
-            return True
-        if _ASYNC_PROXY.search(code) or code.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", code):
+    """Whether every control-flow path from PTX line `line` meets another fence.proxy.async before any
+    async-proxy instruction of the thread, and before anything that hands its writes over to another thread."""
+    return _every_path_meets(ptx, line, lambda p: p.startswith("fence.proxy.async"),
+                             lambda p: bool(_ASYNC_PROXY.search(p) or _HANDOVER.match(p)))
+
+
+# (mbarrier.init left out: fence.mbarrier_init is what makes it visible to the async proxy, its own mutant)
+_GENERIC_WRITE = re.compile(r"^(?:@!?%?\w+\s+)?(?:st\.(?!async)|atom\.|red\.(?!async)|stmatrix|mbarrier\.inval|"
+                            r"cp\.async\.c[ag]|tcgen05\.alloc)")
+
+
+def _fenced_before(ptx: str, line: int) -> bool:
+    """Whether no control-flow path into PTX line `line` (a fence.proxy.async) holds a generic write of the thread
+    after the thread's previous fence.proxy.async or the function's entry (an mbarrier.inval only where a TMA or
+    bulk load follows)."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    # an mbarrier.inval counts only where a later async-proxy instruction writes shared memory (a TMA or bulk load
+    # that could reuse the invalidated bytes); later async reads of them would be a bug with the fence too
+    loads = any(re.search(r"cp\.async\.bulk\S*\.shared::\w+\.global", c) for c in codes[line:end])
+    todo, seen = list(preds.get(line - 1, [])), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        parts = [p.strip() for p in codes[i].split(";") if p.strip()]
+        if any(p.startswith("fence.proxy.async") for p in parts):
+            continue
+        if any(_GENERIC_WRITE.match(p) and (loads or "mbarrier.inval" not in p) for p in parts):
             return False
-    return False
+        todo.extend(preds.get(i, []))
+    return True
+
+
+# tcgen05 instructions a tcgen05.fence::after_thread_sync orders after the thread's synchronization: the ISA's
+# asynchronous ones, and (conservatively) tensor-memory allocation and deallocation
+_NEEDS_AFTER_SYNC = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift|ld|st|alloc|dealloc)\b")
+_BRANCH = re.compile(r"^(@!?%?\w+\s+)?bra(?:\.uni)?\s+(\$?\w+)")
+
+
+def _after_sync_fenced_again(ptx: str, line: int) -> bool:
+    """Whether every control-flow path from PTX line `line` (a tcgen05.fence::after_thread_sync) reaches another
+    such fence before any tcgen05 instruction it orders (`_NEEDS_AFTER_SYNC`), or the function's end."""
+    return _every_path_meets(ptx, line, lambda p: p.startswith("tcgen05.fence::after_thread_sync"),
+                             lambda p: bool(_NEEDS_AFTER_SYNC.match(p)))
+
+
+# what a deleted tcgen05.wait::ld (::st) must not reach before the thread's next wait of the same kind: any other
+# tcgen05 instruction (a tensor-memory write, a fence or commit that hands tensor memory over, a deallocation),
+# a barrier, an mbarrier arrival, or the thread's exit; further tcgen05.ld (st) of the same kind may come between
+_HANDOFF = re.compile(r"^(?:@!?%?\w+\s+)?(?:tcgen05\.|bar\.|barrier\.|mbarrier\.arrive|cp\.async\.mbarrier|"
+                      r"ret\b|exit\b|trap\b)")
+
+
+def _tcgen05_nothing_in_flight(ptx: str, line: int) -> bool:
+    """Whether no path from a tcgen05.ld (st) reaches PTX line `line` (1-based, a tcgen05.wait::ld (st)) without
+    passing another wait of the same kind."""
+    codes = _codes(ptx)
+    kind = re.search(r"tcgen05\.wait::(ld|st)", codes[line - 1])
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if kind is None or succ is None:
+        return False
+    waits = {i for i in range(start, end) if f"tcgen05.wait::{kind.group(1)}" in codes[i]} - {line - 1}
+    cut = {i: ([] if i in waits else js) for i, js in succ.items()}
+    ops = [i for i in range(start, end) if re.search(rf"(?:^|;\s*|@!?%?\w+\s+)tcgen05\.{kind.group(1)}\.", codes[i])]
+    return all(line - 1 not in _reachable(cut, cut[i], -1) for i in ops)
+
+
+def _waited_again(ptx: str, line: int) -> bool:
+    """Whether every control-flow path from PTX line `line` (a tcgen05.wait::ld or ::st) reaches another wait of
+    the same kind before anything but more tcgen05.ld (st) that touches tensor memory or synchronizes."""
+    kind = re.search(r"tcgen05\.wait::(ld|st)", _codes(ptx)[line - 1])
+    if kind is None:
+        return False
+    wait, same = f"tcgen05.wait::{kind.group(1)}", re.compile(rf"^(?:@!?%?\w+\s+)?tcgen05\.{kind.group(1)}\.")
+    return _every_path_meets(ptx, line, lambda p: p.startswith(wait),
+                             lambda p: bool(_HANDOFF.match(p)) and not same.match(p))
+
+
+_MBARRIER_USE = re.compile(r"^(?:@!?%?\w+\s+)?(?:mbarrier\.(?!init)|cp\.async\.bulk|cp\.reduce|cp\.async\.mbarrier|"
+                           r"tcgen05\.(?:mma|cp|commit)|wgmma\.mma|bar\.|barrier\.|ret\b|exit\b|st\.async|red\.async)")
+
+
+def _init_fenced_again(ptx: str, line: int) -> bool:
+    """Whether every path from PTX line `line` (a fence.mbarrier_init) reaches another such fence (or, in a
+    kernel without clusters, a fence.proxy.async) before any mbarrier use, async-proxy instruction, barrier or
+    exit."""
+    clusters = "barrier.cluster" in ptx or "shared::cluster" in ptx and "mapa" in ptx
+    fences = ("fence.mbarrier_init",) if clusters else ("fence.mbarrier_init", "fence.proxy.async")
+    return _every_path_meets(ptx, line, lambda p: p.startswith(fences), lambda p: bool(_MBARRIER_USE.match(p)))
+
+
+def _every_path_meets(ptx: str, line: int, meets: Callable[[str], bool], stops: Callable[[str], bool]) -> bool:
+    """Whether every control-flow path from after PTX line `line` (1-based) reaches a statement for which `meets`
+    holds before one for which `stops` holds (or ends at the function's end, a ret or an exit that `stops`
+    allows)."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    labels = {c[:-1]: i for i, c in enumerate(codes[start:end], start) if c.endswith(":")}
+    todo, seen = [line], set()          # 0-based indices of the instructions to visit next
+    while todo:
+        i = todo.pop()
+        while start <= i < end and i not in seen:
+            seen.add(i)
+            parts = [p.strip() for p in codes[i].split(";") if p.strip()]
+            if any(meets(p) for p in parts):
+                break
+            if any(stops(p) for p in parts):
+                return False
+            branch = next((m for p in parts if (m := _BRANCH.match(p))), None)
+            if branch is not None:
+                if branch.group(2) not in labels:
+                    return False        # a jump this check cannot follow
+                todo.append(labels[branch.group(2)])
+                if branch.group(1) is None:
+                    break               # unconditional: no fall-through
+            if any(re.match(r"^(ret|exit)\b", p) for p in parts):
+                break
+            i += 1
+    return True
+
+
+def _body_end(ptx: str, codes: list[str], line: int) -> int:
+    """The index of the closing brace of the function body containing PTX line `line` (1-based)."""
+    raw = [text.split("//")[0] for text in ptx.split("\n")]      # braces of inline-asm blocks kept, balanced
+    depth = 1
+    for i in range(_body_start(codes, line), len(codes)):
+        depth += raw[i].count("{") - raw[i].count("}")
+        if depth <= 0:
+            return i
+    return len(codes)
+
+
+def _no_copy_in_flight(ptx: str, line: int) -> bool:
+    """Whether no path from a cp.async copy of the function reaches PTX line `line` (1-based) without passing a
+    cp.async.wait_all."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    waits = {i for i in range(start, end) if codes[i].startswith("cp.async.wait_all")} - {line - 1}
+    cut = {i: ([] if i in waits else js) for i, js in succ.items()}
+    copies = [i for i in range(start, end) if re.search(r"cp\.async\.c[ag]\b", codes[i])]
+    return all(line - 1 not in _reachable(cut, cut[i], -1) for i in copies)
+
+
+def _waited_all_nearby(ptx: str, line: int, commit: bool = False) -> bool:
+    """Whether a cp.async.wait_all precedes PTX line `line` (1-based), or follows it before any memory access or
+    barrier, on a straight stretch: no label, branch, exit or cp.async copy between. (`commit`: a
+    cp.async.commit_group, for which only a following wait_all counts.)"""
+    codes = _codes(ptx)
+
+    def stretch(indices: range, stop_at_memory: bool) -> bool:
+        for i in indices:
+            code = codes[i]
+            if code.startswith("cp.async.wait_all"):
+                return True
+            if (code.endswith(":") or _BRANCH.match(code) or re.match(r"(ret|exit)\b", code)
+                    or re.search(r"cp\.async\.c[ag]\b", code)
+                    or stop_at_memory and (_touches_memory(code) or re.match(r"(bar|barrier)\.", code))):
+                return False
+        return False
+
+    if commit:
+        return stretch(range(line, len(codes)), True)
+    return stretch(range(line - 2, -1, -1), False) or stretch(range(line, len(codes)), True)
 
 
 def _next_instruction(ptx: str, line: int) -> str:
@@ -240,9 +576,9 @@ MODELLED = (
     ("delete tcgen05.fence::after_thread_sync", "mbarrier.try_wait",
      "after an mbarrier wait: NVIDIA's PTX orders tensor memory through mbarriers without tcgen05 fences"),
 )
-# Also modelled, not listed: tcgen05.ld's registers are usable at once (NVIDIA's PTX computes on them
-# before its tcgen05.wait::ld), so deleting a tcgen05.wait::ld survives unless the tensor memory it
-# reads is overwritten before the next wait (the race checker's cells stay in flight until then).
+# tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
+# tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
+# over before the thread's next wait (the race checker's cells stay in flight until then), equivalent otherwise.
 
 
 @dataclass
@@ -258,20 +594,42 @@ class Case:
     ref: tuple
 
 
-def launch(name: str) -> Any:
-    """The launch of configuration `name`: tests/realistic's small one, except that a matmul runs 8 K
-    steps (more than its pipeline has stages, so that stages are refilled and their releases matter)
-    on 2 output tiles (2 CTAs in flight)."""
+STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than their pipelines have stages
+
+
+def launch(name: str, steps: int = STEPS) -> Any:
+    """The launch of configuration `name`: tests/realistic's small one, except that a matmul (batched or
+    split-K too) runs `steps` K steps per CTA (more than its pipeline has stages, so that stages are refilled
+    and their releases matter) on 2 output tiles side by side in N (2 CTAs in flight, times the splits of a
+    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows), a row
+    reduction `steps` column chunks on each of 2 row blocks, and an attention `steps` key blocks."""
     import test_realistic_emulator as tre
 
     config = tre.CONFIGS[name]
     small = tre._launch(name, "small")
-    names = [p.name for p in config.arrays]
-    if names == ["a", "b", "c"] and all(any(c.name == k for c in config.params if isinstance(c, tre.configs.Const))
-                                        for k in ("TM", "TN", "TK")):
-        tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
-        small = tre.configs._with_shapes(config, {"a": (tm, 8 * tk), "b": (8 * tk, 2 * tn), "c": (tm, 2 * tn)},
-                                         (2, 1, 1))
+    consts = {c.name for c in config.params if isinstance(c, tre.configs.Const)}
+    if config.kernel in ("row_sum", "row_max"):     # `steps` column chunks a row block, 2 row blocks
+        tm, tn = (tre.configs._const(config, k) for k in ("TM", "TN"))
+        return tre.configs._with_shapes(config, {"x": (2 * tm, steps * tn), "y": (2 * tm,)}, (2, 1, 1))
+    if config.kernel == "attention_fwd":     # `steps` key blocks: the last query block runs through all of them
+        bq, bk, d = (tre.configs._const(config, k) for k in ("BQ", "BK", "D"))
+        seq = max(bq, steps * bk)
+        shape = (16, seq, d)        # 16 heads (the head stride is assumed 16-divisible), the first one's blocks run
+        return tre.configs._with_shapes(config, {"q": shape, "k": shape, "v": shape, "o": shape}, (seq // bq, 1, 1))
+    if not {"TM", "TN", "TK"} <= consts:
+        return small
+    tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
+    k = steps * tk
+    if config.kernel == "matmul":
+        return tre.configs._with_shapes(config, {"a": (tm, k), "b": (k, 2 * tn), "c": (tm, 2 * tn)}, (2, 1, 1))
+    if config.kernel == "bmm":
+        z = 16      # the batch stride is assumed 16-divisible: 16 batches, the first one's 2 tiles run
+        return tre.configs._with_shapes(config, {"a": (z, tm, k), "b": (z, k, 2 * tn), "c": (z, tm, 2 * tn)},
+                                        (1, 2, 1))
+    if config.kernel == "splitk_matmul":
+        split = tre.configs._const(config, "SPLIT")
+        return tre.configs._with_shapes(config, {"a": (tm, split * k), "b": (split * k, 2 * tn),
+                                                 "partial": (split, tm, 2 * tn)}, (1, 2, split))
     return small
 
 
@@ -283,11 +641,17 @@ def prepare(name: str, gpu: str) -> Optional[Case]:
 
     if gpu not in tre.CONFIGS[name].targets:
         return None
-    small = launch(name)
     module, source = tre._module(name)
-    req = RunRequest(module, source, f"{name}.tileirbc", name, tuple((list(small.grid) + [1, 1])[:3]), None, gpu,
-                     io.StringIO(), check_races=True)
-    ptx, meta = compile_module(req, "ptx", gpu)
+    steps = STEPS
+    for _ in range(2):      # (the PTX does not depend on the launch: the second compile is a cache hit)
+        small = launch(name, steps)
+        req = RunRequest(module, source, f"{name}.tileirbc", name, tuple((list(small.grid) + [1, 1])[:3]), None,
+                         gpu, io.StringIO(), check_races=True)
+        ptx, meta = compile_module(req, "ptx", gpu)
+        ring = ptx.decode().count("mbarrier.init") // 2     # at most this many stages: a full and an empty each
+        if ring < steps:
+            break
+        steps = ring + 2        # a deeper ring than STEPS: refill every stage of it
     ref = tuple(run_arrays(module, name, small.grid, tre._arguments(small), backend="interpreter"))
     return Case(name, gpu, small, req, ptx.decode(), meta, ref)
 
@@ -346,13 +710,20 @@ class Result:
     why: str
 
 
-def score(cases: list[Case], per_operator: int, seed: int, log: Any = None) -> list[Result]:
+def score(cases: list[Case], per_operator: int, seed: int, log: Any = None,
+          unclean: Optional[list[str]] = None) -> list[Result]:
+    """The verdict on each mutant of `cases`. A case whose unmutated PTX does not run clean is not scored: with
+    `unclean`, it is listed there; without, it stops the run."""
     results = []
     rng = random.Random(seed)
     for case in cases:
         base = outcome(case, case.ptx)
         if base is not None:
-            raise SystemExit(f"{case.name} on {case.gpu}: the unmutated PTX does not run clean: {base}")
+            why = f"{case.name} on {case.gpu}: the unmutated PTX does not run clean: {base}"
+            if unclean is None:
+                raise SystemExit(why)
+            unclean.append(why)
+            continue
         for op in CATALOGUE:
             mutants = op.mutants(case.ptx)
             if per_operator and len(mutants) > per_operator:
@@ -408,9 +779,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     names = list(tre.CONFIGS) if opts.all else (opts.configs.split(",") if opts.configs else list(DEFAULT_CONFIGS))
     per = 0 if opts.all else opts.per_operator
     start = time.perf_counter()
-    cases = [c for n in names for g in opts.targets.split(",") if (c := prepare(n, g)) is not None]
-    results = score(cases, per, opts.seed, None if opts.quiet else sys.stderr)
+    cases = []
+    for n in names:
+        for g in opts.targets.split(","):
+            try:
+                case = prepare(n, g)
+            except Exception as err:    # noqa: BLE001 - one configuration that cannot run does not stop the rest
+                print(f"{n} on {g}: not run: {type(err).__name__}: {str(err).splitlines()[0]}", file=sys.stderr)
+                continue
+            if case is not None:
+                cases.append(case)
+    unclean: list[str] = []
+    results = score(cases, per, opts.seed, None if opts.quiet else sys.stderr, unclean)
     print(summary(results))
+    for why in unclean:
+        print(f"  not scored: {why}")
     print(f"({len(cases)} kernels, {time.perf_counter() - start:.0f} s)")
     return 0
 

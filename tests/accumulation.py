@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 # unit roundoff of the accumulator (or output) format
-UNIT = {"f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+UNIT = {"f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8, "e4m3": 2.0 ** -4}
 INPUT_ROUNDING = {"tf32": 2.0 ** -9}   # both inputs truncated to 10 mantissa bits
 
 
@@ -15,14 +15,20 @@ def full_precision(rng: np.random.Generator, shape: tuple, raw: object) -> np.nd
     return rng.standard_normal(shape).astype(raw).astype(np.float64)
 
 
+def limit(want: np.ndarray, magnitude: np.ndarray, k: int, dty: str, aty: str = "", out: str = "",
+          roundings: int = 1) -> np.ndarray:
+    """How far a K-term sum computed in `dty` in any order may be from `want`: (K u + input rounding) times
+    `magnitude` (the sum of the terms' magnitudes, |a| @ |b|.T for a product), plus `roundings` roundings of
+    the output (to `out`, else `dty`)."""
+    return (k * UNIT[dty] + INPUT_ROUNDING.get(aty, 0.0)) * magnitude + roundings * UNIT[out or dty] * np.abs(want)
+
+
 def assert_accumulated(got: np.ndarray, want: np.ndarray, a: np.ndarray, b: np.ndarray, dty: str,
                        aty: str = "", out: str = "") -> None:
     """`got` = a @ b.T (+ C) computed in `dty` in any order: |got - want| <= (K u + input rounding) |a| @ |b|.T
     (the classic bound of a K-term floating-point sum), plus one rounding of the output (to `out`, else `dty`)."""
     k = a.shape[1]
-    u = UNIT[dty]
-    bound = np.abs(a) @ np.abs(b).T
-    limit = (k * u + INPUT_ROUNDING.get(aty, 0.0)) * bound + UNIT[out or dty] * np.abs(want)
+    bound = limit(want, np.abs(a) @ np.abs(b).T, k, dty, aty, out)
     err = np.abs(got - want)
-    assert (err <= limit).all(), (f"{int((err > limit).sum())} elements beyond the K={k} accumulation bound; "
-                                  f"worst {float((err - limit).max()):.3g} over")
+    assert (err <= bound).all(), (f"{int((err > bound).sum())} elements beyond the K={k} accumulation bound; "
+                                  f"worst {float((err - bound).max()):.3g} over")

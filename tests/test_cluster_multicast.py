@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
 sys.path.insert(0, str(ROOT / "tests"))
 
+from accumulation import assert_accumulated, full_precision  # noqa: E402
 from emulator_runs import edit_ptx  # noqa: E402
 
 PERSISTENT = "tg_matmul_persistent_f16_128x512x64"
@@ -109,8 +110,9 @@ def test_no_spills_and_multicast_in_the_sass(name: str, tmp_path: Path) -> None:
     assert len(re.findall(r"UCGABAR_ARV", sass)) == 2
 
 
-def _run(monkeypatch, edit=None, m: int = 96, n: int = 400, k: int = 384) -> tuple:
-    """The persistent matmul on the emulator (race checker on) and the interpreter: one tile, partial
+def _run(monkeypatch, edit=None, m: int = 96, n: int = 400, k: int = 384) -> None:
+    """The persistent matmul on the emulator (race checker on) and the interpreter, each within the bound its
+    K-term f32 accumulation allows of the exact product of random full-precision f16 inputs: one tile, partial
     in M and in N (the last CTA holds 16 of its 128 columns), a K loop of 6 iterations over 5 stages
     (a stage refilled once every CTA has released it). (test_clusters runs 4 tiles a cluster: the
     barriers initialized again for each, behind the cluster barriers.)"""
@@ -119,21 +121,20 @@ def _run(monkeypatch, edit=None, m: int = 96, n: int = 400, k: int = 384) -> tup
     seen = edit_ptx(monkeypatch, edit or (lambda text: text))
     module, source = _module(PERSISTENT)
     rng = np.random.default_rng(15)
-    a = (rng.standard_normal((m, k)) / 4).astype(np.float16)
-    b = (rng.standard_normal((k, n)) / 4).astype(np.float16)
+    a64, b64 = full_precision(rng, (m, k), np.float16), full_precision(rng, (k, n), np.float16)
+    a, b = a64.astype(np.float16), b64.astype(np.float16)
     c = np.full((m, n), -7, np.float16)
     args = [a, b, c, np.int32(m), np.int32(n), np.int32(k)]
     got = run_arrays(module, PERSISTENT, (1,), args, backend="emulator", gpu_name="sm_90", source=None,
                      filename=f"{PERSISTENT}.tileirbc", check_races=True)
     assert seen and MULTICAST in seen[-1]
     ref = run_arrays(module, PERSISTENT, (1,), args, backend="interpreter")
-    return np.asarray(got[2]).astype(np.float64), np.asarray(ref[2]).astype(np.float64)
+    for out in (got, ref):      # every element written (none left at -7) and within the bound
+        assert_accumulated(np.asarray(out[2]).astype(np.float64), a64 @ b64, a64, b64.T, "f32", out="f16")
 
 
 def test_the_multicast_pipeline_matches_the_interpreter(monkeypatch) -> None:
-    got, want = _run(monkeypatch)
-    assert not (want == -7).any()
-    assert np.abs(got - want).max() <= 2.0 ** -9 * np.abs(want).max()
+    _run(monkeypatch)
 
 
 def _release_locally(text: str) -> str:
@@ -168,6 +169,5 @@ def test_a_2x2_split_multicasts_both_operands(monkeypatch, tmp_path: Path) -> No
     def keep(text: str) -> str:
         seen.append(text)
         return text
-    got, want = _run(monkeypatch, keep, m=144, n=784)
+    _run(monkeypatch, keep, m=144, n=784)
     assert seen[-1].count(MULTICAST) == 25 and "m64n256k16" in seen[-1]
-    assert np.abs(got - want).max() <= 2.0 ** -9 * np.abs(want).max()

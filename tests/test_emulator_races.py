@@ -244,6 +244,49 @@ WAIT:
     assert "read" in race(body.format(sem=".relaxed.cta"), extra)
 
 
+INVAL = """
+    @%p1 mbarrier.init.shared.b64 [mb], 128;
+    bar.sync 0;
+    mbarrier.arrive{sem}.shared.b64 %rd8, [mb];
+    {skip}
+WAIT:
+    mbarrier.try_wait.shared.b64 %p2, [mb], %rd8;
+    @!%p2 bra WAIT;
+SKIP:
+    {sync}
+    @%p1 mbarrier.inval.shared.b64 [mb];
+    st.global.u32 [%rd7], %r0;
+"""
+MB = "\n.shared .align 8 .b8 mb[8];"
+
+
+def test_mbarrier_inval_must_follow_every_other_threads_wait() -> None:
+    """Another thread's wait on an mbarrier is ordered before thread 0's mbarrier.inval only by a barrier (or
+    an mbarrier phase) that thread releases after it: without the bar.sync, the inval is reported, whatever
+    order the emulator ran the warps in."""
+    np.testing.assert_array_equal(run(INVAL.format(sem="", skip="", sync="bar.sync 0;"), MB), np.arange(N))
+    msg = race(INVAL.format(sem="", skip="", sync=""), MB)
+    assert "mbarrier.inval" in msg and "wait on it at line 30 'mbarrier.try_wait" in msg, msg
+
+
+def test_an_mbarrier_used_before_its_initialization_is_ordered_is_reported() -> None:
+    """Thread 0's mbarrier.init reaches the other threads only through a barrier: without the bar.sync, their
+    arrivals and waits are reported though the emulator ran the init first."""
+    body = INVAL.format(sem="", skip="", sync="bar.sync 0;").replace("    bar.sync 0;\n    mbarrier.arrive",
+                                                                       "    mbarrier.arrive")
+    with pytest.raises(EmulatorError, match="initialization by thread 0 is not ordered before this use") as info:
+        run(body, MB)
+    assert "line 27 'mbarrier.arrive.shared.b64" in str(info.value) and "thread (1,0,0)" in str(info.value)
+
+
+@pytest.mark.parametrize("sem", ["", ".relaxed.cta"])
+def test_arrivals_on_a_phase_the_invalidating_thread_saw_complete_need_no_barrier(sem: str) -> None:
+    """Arrivals (release or relaxed) on a phase the invalidating thread saw complete are done with the mbarrier
+    (NVIDIA's tcgen05.commit and TMA completions are ordered so): no barrier is needed before the inval."""
+    only_0 = INVAL.format(sem=sem, skip="@!%p1 bra SKIP;", sync="")
+    np.testing.assert_array_equal(run(only_0, MB), np.arange(N))
+
+
 def test_races_between_ctas_are_reported() -> None:
     # CTA c stores a[(i + 2c) % n]: the CTAs' stores and loads overlap (each CTA's own do not), and
     # no atomic or strong access orders one CTA's after the other's: blocks of a grid run concurrently

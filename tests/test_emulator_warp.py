@@ -535,9 +535,13 @@ END:
 
 
 def test_mbarrier_wait_that_never_completes_is_a_deadlock() -> None:
+    # (one thread initializes, and a barrier publishes it: concurrent inits by every thread are themselves a race)
     body = """
     mov.u32 %r1, bar;
-    mbarrier.init.shared.b64 [%r1], 64;
+    mov.u32 %r2, %tid.x;
+    setp.eq.u32 %p2, %r2, 0;
+    @%p2 mbarrier.init.shared.b64 [%r1], 64;
+    bar.sync 0;
     mbarrier.arrive.shared.b64 %rd2, [%r1];
 W:
     mbarrier.try_wait.parity.shared.b64 %p1, [%r1], 0;

@@ -220,6 +220,36 @@ def test_the_comparison_reports_a_wrong_element() -> None:
     assert "input" in " ".join(reference.compare(v, spec, stray, want))
 
 
+def test_a_matmuls_tolerance_is_its_accumulation_bound() -> None:
+    """A matmul's outputs are compared within the bound of its K-term f32 accumulation of its random inputs, plus
+    the rounding of the result and of the reference to the output type: one unit in the last place passes, an
+    error of a few bounds does not, and the bound grows with K."""
+    import ml_dtypes
+    import numpy as np
+
+    from accumulation import limit
+
+    v = grammar.parse(EMULATED[0][0])
+    spec = launch.launch(v)
+    args = reference.inputs(v, spec)
+    want = reference.expected(v, spec, args)
+    assert reference.compare(v, spec, want, want, args) == []
+    mag, k, aty, extra = reference.ACCUMULATED["gemm"](v, spec, args)[2]
+    a = args[0].T if v["major"][0] == "c" else args[0]
+    assert k == a.shape[1] + 2 and mag.shape == want[2].shape
+    w = float(want[2][3, 5])
+    bound = float(limit(np.abs(w), mag[3, 5], k, "f32", aty, "bf16", roundings=2))
+    one_ulp, far = [list(want) for _ in range(2)]
+    one_ulp[2] = want[2].copy()
+    one_ulp[2][3, 5] = np.nextafter(want[2][3, 5], np.array(np.inf, want[2].dtype))
+    assert reference.compare(v, spec, one_ulp, want, args) == []
+    far[2] = want[2].copy()
+    far[2][3, 5] = np.array(w + 4 * bound * np.sign(w or 1)).astype(ml_dtypes.bfloat16)
+    assert "first at (3, 5)" in " ".join(reference.compare(v, spec, far, want, args))
+    longer = limit(np.abs(w), mag[3, 5] * 2, 2 * k, "f32", aty, "bf16", roundings=2)
+    assert longer > bound
+
+
 # ------------------------------------------------------------------------------ the known gaps
 
 def _gap_params():

@@ -11,13 +11,18 @@ the emulator checks sample the others.
 
 from __future__ import annotations
 
+import sys
 import zlib
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from grammar import Variant
 from launch import Arr, ArrList, Launch, Scalar
+
+if str(Path(__file__).resolve().parent.parent) not in sys.path:    # tests/: accumulation.py (appended: no shadowing)
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 LOG2E = 1.4426950408889634
 
@@ -235,6 +240,60 @@ def _moe_route(v: Variant, spec: Launch, args: list) -> dict[int, np.ndarray]:
     return {1: np.take_along_axis(p, ids, axis=1), 2: ids.astype(np.int32)}
 
 
+# ------------------------------------------------------------------------ accumulation bounds
+# For the matmuls, the comparison's tolerance comes from the length of the accumulation (tests/accumulation.py):
+# each reference's terms give, per output, the magnitudes the error is proportional to (|x| @ |y|, carried
+# through the epilogue's operations), the number of terms K, the operands' rounding inside the kernel, and an
+# absolute allowance for approximated functions (GELU's tanh).
+Terms = dict[int, tuple[np.ndarray, int, str, np.ndarray]]
+GELU_SLOPE = 1.13       # max |d gelu / dx|: an error before the activation grows by at most this much
+APPROX = 2.0 ** -10     # relative error allowed for tanh.approx.f32 (the GELU of the epilogue)
+
+
+def _gemm_terms(v: Variant, spec: Launch, args: list) -> Terms:
+    if v["dtype"] in ("mxfp8", "nvfp4"):
+        a, sa, b, sb = (_f(x) for x in args[:4])
+        sbs = spec.params[9]
+        mag = np.abs(a * np.repeat(sa, sbs, axis=1)) @ np.abs(b * np.repeat(sb, sbs, axis=0))
+        if v["epilogue"] == "scale":
+            mag = mag * np.abs(_f(args[5]))[:, None]
+        return {4: (mag, a.shape[1], "", np.zeros_like(mag))}
+    a, b, c0, bias, scale, res, alpha, beta = args
+    a, b = (a.T if v["major"][0] == "c" else a), (b.T if v["major"][1] == "c" else b)
+    x, y = (_tf32(a), _tf32(b)) if v["dtype"] == "tf32" else (_f(a), _f(b))
+    mag, extra = np.abs(x) @ np.abs(y), np.zeros(1)
+    epi = v["epilogue"]
+    if epi in ("bias", "relu", "gelu"):
+        mag = mag + np.abs(_f(bias))[None, :]
+        if epi == "gelu":
+            extra = APPROX * np.abs(x @ y + _f(bias)[None, :])
+            mag = GELU_SLOPE * mag
+    elif epi == "scale":
+        mag = mag * np.abs(_f(scale))[:, None]
+    elif epi == "residual":
+        mag = mag + np.abs(_f(res))
+    elif epi == "alphabeta":
+        mag = abs(float(alpha)) * mag + abs(float(beta)) * np.abs(_f(c0))
+    if v["schedule"] == "splitk":
+        mag = mag + np.abs(_f(c0))
+    return {2: (mag, x.shape[1] + 2, "tf32" if v["dtype"] == "tf32" else "", extra)}   # + the epilogue's adds
+
+
+def _bmm_terms(v: Variant, spec: Launch, args: list) -> Terms:
+    a, b, c0, scale = args
+    b = np.swapaxes(b, 1, 2) if v["major"][1] == "c" else b
+    x, y = (_tf32(a), _tf32(b)) if v["dtype"] == "tf32" else (_f(a), _f(b))
+    mag = np.abs(x) @ np.abs(y)
+    if v["epilogue"] == "scale":
+        mag = mag * np.abs(_f(scale))[:, None, None]
+    return {2: (mag, x.shape[2] + 1, "tf32" if v["dtype"] == "tf32" else "", np.zeros(1))}
+
+
+ACCUMULATED: dict[str, Callable[[Variant, Launch, list], Terms]] = {"gemm": _gemm_terms, "bmm": _bmm_terms}
+# output dtype -> its name in tests/accumulation.py
+UNIT_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3"}
+
+
 EXPECTED: dict[str, Callable[[Variant, Launch, list], dict[int, np.ndarray]]] = {
     "gemm": _gemm, "bmm": _bmm, "attn_fwd": _attn_fwd, "attn_decode": _attn_decode, "mla_decode": _mla_decode,
     "attn_bwd_dq": _attn_bwd_dq, "row": _row, "rope": _rope, "eltwise": _eltwise, "gather": _gather,
@@ -273,7 +332,12 @@ def _slack(v: Variant) -> float:
     return s * (SLACK["attention"] if v.family == "attention" else 1.0)
 
 
-def compare(v: Variant, spec: Launch, got: list, want: list) -> list[str]:
+def compare(v: Variant, spec: Launch, got: list, want: list, args: list | None = None) -> list[str]:
+    """The arrays that differ from the reference beyond their tolerance: a matmul's (given its inputs `args`)
+    the bound of its K-term accumulation, other outputs a few units in the last place of their type."""
+    from accumulation import limit
+
+    terms = ACCUMULATED[v.template](v, spec, args) if args is not None and v.template in ACCUMULATED else {}
     problems = []
     for i, (p, g, w) in enumerate(zip(spec.runtime_args, got, want)):
         if not isinstance(p, Arr):
@@ -284,11 +348,16 @@ def compare(v: Variant, spec: Launch, got: list, want: list) -> list[str]:
                 problems.append(f"argument {i} (input) was written")
             continue
         gf, wf = g.astype(np.float64), np.asarray(w).astype(np.float64)
-        rtol, atol = (t * _slack(v) for t in TOLERANCE[p.dtype])
         finite = np.where(np.isfinite(wf), np.abs(wf), 0.0)
-        limit = rtol * finite + atol * (finite.max() if finite.size else 0.0)
+        if i in terms and p.dtype in UNIT_NAME:
+            mag, k, aty, extra = terms[i]
+            # got and the reference are each rounded to the output type once: two roundings apart
+            bound = limit(finite, mag, k, "f32", aty, UNIT_NAME[p.dtype], roundings=2) + extra
+        else:
+            rtol, atol = (t * _slack(v) for t in TOLERANCE[p.dtype])
+            bound = rtol * finite + atol * (finite.max() if finite.size else 0.0)
         with np.errstate(invalid="ignore"):
-            bad = ~((np.abs(gf - wf) <= limit) | (gf == wf))
+            bad = ~((np.abs(gf - wf) <= bound) | (gf == wf))
         if bad.any():
             first = tuple(int(i) for i in np.argwhere(bad)[0])
             problems.append(f"argument {i} ({p.dtype}): {int(bad.sum())} of {bad.size} differ, first at {first}: "
@@ -306,7 +375,7 @@ def emulate(v: Variant, spec: Launch, bytecode: bytes, gpu: str) -> list[str]:
     module = load_module(bytecode, f"{v.name}.tileirbc")
     got = run_arrays(module, v.name, spec.grid, [np.copy(a) for a in args], backend="emulator", gpu_name=gpu,
                      source=bytecode, filename=f"{v.name}.tileirbc", check_races=True)
-    return compare(v, spec, got, want)
+    return compare(v, spec, got, want, args)
 
 
 def cost(spec: Launch) -> int:

@@ -13,10 +13,11 @@ the scheduler runs other threads meanwhile (see `executor.py`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import DeviceFault
+from ..mbarrier_order import check_inval, note_arrival, note_async, note_wait
 from ..parser import Imm, Instr
 from ..program import K_OP, K_WAIT, Decoder, Mods, bad
 from ..races import Site
@@ -201,9 +202,7 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
                 dbuf[int(do[0]):int(do[0]) + n] = data
             if mbar is not None:
                 key = int(_mbar_keys(st, mbar, one, None, "shared")[0])
-                b = _get(st, key, lane)
-                b.tx -= n
-                _maybe_complete(st, b)
+                tx_done(st, _get(st, key, lane), n, ins)
 
     return (K_OP, fn, None)
 
@@ -311,7 +310,7 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
             keys = _mbar_keys(st, addr, lanes, m, space)
             if st.races is None:
                 for k, t in zip(keys.tolist(), lanes.tolist()):
-                    _arrive(st, int(k), 1, t)
+                    _arrive(st, int(k), 1, t, ins=ins)
                 return
             # like a TMA load's bytes: readers must wait for the phase each thread arrives in. The threads'
             # landed bytes are recorded together (one vectorized check per run of arrivals) but always before
@@ -326,7 +325,7 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
                 if b.pending - 1 == 0 and b.tx == 0:
                     _landed_async(st, landed, batch, need_of)
                     batch = []
-                _arrive(st, int(k), 1, t)
+                _arrive(st, int(k), 1, t, ins=ins)
             _landed_async(st, landed, batch, need_of)
 
     return (K_OP, arrive, None)
@@ -366,25 +365,35 @@ class MBarrier:
     init_by: int = -1      # the thread that initialized it, and its clock then (race checker: `published`)
     init_clock: int = 0
     init_seq: int = -1     # when it was initialized (race checker's sequence), for fence.mbarrier_init
+    # race checker: each thread's last wait and arrival, which its mbarrier.inval must follow (mbarrier_order.py)
+    waits: dict = field(default_factory=dict)
+    arrivals: dict = field(default_factory=dict)
 
 
 def published(st: Any, b: MBarrier, thread: int, what: str, async_proxy: bool = False) -> None:
-    """A thread of another CTA of the cluster that arrives on `b` (or whose TMA load completes on it)
-    must know its initialization: the PTX ISA asks for fence.mbarrier_init.release.cluster, then a
-    cluster-scope barrier (or release / acquire) before any remote use (race checker only). The async
-    proxy (a TMA load's or a tcgen05.commit's completion) sees the initialization only after the
-    initializing thread's fence.mbarrier_init or fence.proxy.async."""
-    if st.races is not None and async_proxy and b.init_seq >= 0 and not st.races.init_fenced(b.init_by, b.init_seq):
+    """A thread that uses `b` (arrives, waits, or whose TMA load or tcgen05.commit completes on it) must know its
+    initialization (race checker only): the PTX ISA leaves an operation on an mbarrier not yet initialized
+    undefined, so another thread of the CTA needs a barrier (or an mbarrier phase) after the initializing
+    thread's mbarrier.init, and a thread of another CTA of the cluster fence.mbarrier_init.release.cluster then
+    a cluster-scope barrier (or release / acquire). The async proxy (a TMA load's or a tcgen05.commit's
+    completion) sees the initialization only after the initializing thread's fence.mbarrier_init or
+    fence.proxy.async."""
+    if st.races is None or b.init_by < 0:
+        return
+    if async_proxy and b.init_seq >= 0 and not st.races.init_fenced(b.init_by, b.init_seq):
         raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
                           f"{b.init_by} no fence.mbarrier_init (or fence.proxy.async) by that thread made visible to "
                           "the async proxy", thread)
-    if st.races is None or st.rank_of is None or b.init_by < 0 or b.key // st.smem_stride == st.rank_of[thread]:
+    if thread == b.init_by or st.races.hb.vc[thread, b.init_by] >= b.init_clock:
         return
-    if st.races.hb.vc[thread, b.init_by] < b.init_clock:
-        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
-                          f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
-                          f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
-                          f"use)", thread)
+    if st.rank_of is None or b.key // st.smem_stride == st.rank_of[thread]:
+        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
+                          f"{b.init_by} is not ordered before this use (no barrier or mbarrier phase after the "
+                          "mbarrier.init reached this thread)", thread)
+    raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
+                      f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
+                      f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
+                      f"use)", thread)
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
@@ -433,14 +442,17 @@ def _get(st: Any, key: int, thread: int) -> MBarrier:
 
 
 def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: bool = False,
-            release: bool = True) -> int:
+            release: bool = True, *, ins: Instr) -> int:
     """One thread's arrive-on (`commit`: its tcgen05.commit's, when its tcgen05 operations completed);
     returns the phase it arrived in. `release` False (`mbarrier.arrive.relaxed`): the arrival counts
     but publishes none of the thread's earlier accesses to the phase's waiters."""
     b = _get(st, key, thread)
     published(st, b, thread, "tcgen05.commit's arrival" if commit else "an arrival", async_proxy=commit)
-    if st.races is not None and release:
-        st.races.release([thread], key, commit)
+    if st.races is not None:
+        # a tcgen05.commit arrives on its pipeline's clock (happens_before.Clocks.commit)
+        note_arrival(st, b, thread + st.races.hb.n if commit else thread, ins)
+        if release:
+            st.races.release([thread], key, commit)
     phase = b.phase
     b.tx += tx
     b.pending -= count
@@ -448,6 +460,14 @@ def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: boo
         raise DeviceFault(f"mbarrier at shared address 0x{key:x} received more arrivals than expected", thread)
     _maybe_complete(st, b)
     return phase
+
+
+def tx_done(st: Any, b: MBarrier, nbytes: int, ins: Instr) -> None:
+    """A transaction of `nbytes` of instruction `ins` completes on `b` through the async proxy."""
+    if st.races is not None:
+        note_async(b, ins)
+    b.tx -= nbytes
+    _maybe_complete(st, b)
 
 
 def _maybe_complete(st: Any, b: MBarrier) -> None:
@@ -510,9 +530,14 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     if st.races is not None:
                         st.races.mark_written(np.arange(key, key + 8))
                 elif op == "inval":
-                    st.mbar.pop(key, None)
+                    b = st.mbar.pop(key, None)
+                    if b is not None and st.races is not None:
+                        check_inval(st, b, t, ins)
                 else:
                     b = _get(st, key, t)
+                    if st.races is not None:
+                        published(st, b, t, f"mbarrier.{op}")
+                        note_arrival(st, b, t, ins)
                     b.tx += v if op == "expect_tx" else -v
                     _maybe_complete(st, b)
 
@@ -539,9 +564,9 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     b = _get(st, key, t)
                     b.expected -= 1 if not expect_tx else 1
                 if expect_tx:
-                    phases[i] = _arrive(st, key, 1, t, tx=v, release=not relaxed)
+                    phases[i] = _arrive(st, key, 1, t, tx=v, release=not relaxed, ins=ins)
                 else:
-                    phases[i] = _arrive(st, key, v if arg is not None else 1, t, release=not relaxed)
+                    phases[i] = _arrive(st, key, v if arg is not None else 1, t, release=not relaxed, ins=ins)
             if w is not None:
                 w.put_lanes(st, None if m is None else lanes, phases)
 
@@ -564,8 +589,11 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
         for key, v, t in zip(keys.tolist(), tok.tolist(), lanes.tolist()):
             b = _get(st, key, t)
             done[t] = ((b.phase & 1) != (v & 1)) if parity else (b.phase != v)
-            if done[t] and st.races is not None:
-                st.races.observe(key, t, b.phase)
+            if st.races is not None:
+                published(st, b, t, f"mbarrier.{op}")
+                note_wait(st, b, t, ins)
+                if done[t]:
+                    st.races.observe(key, t, b.phase)
         wdone.put(st, done, np.ones(st.n, dtype=bool))
         return done
 

@@ -196,7 +196,7 @@ def st_async(dec: Decoder, ins: Instr) -> Any:
     CTA; for the race checker its bytes are published by that mbarrier's phase, as a TMA load's."""
     from ..parser import Vec
     from ..ptxtypes import ptx_type, uint_dtype
-    from .async_ops import _get, _maybe_complete, _mbar_keys
+    from .async_ops import _get, _mbar_keys, tx_done
     from .memory import address
 
     np = _np()
@@ -243,8 +243,7 @@ def st_async(dec: Decoder, ins: Instr) -> Any:
             if st.races is not None:
                 st.races.async_write(st, ins.line, idx, t, key, b.phase + 1)
             st.shared[idx] = data[i]
-            b.tx -= nbytes
-            _maybe_complete(st, b)
+            tx_done(st, b, nbytes, ins)
 
     return (K_OP, store, None)
 

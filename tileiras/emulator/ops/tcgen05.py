@@ -74,7 +74,8 @@ class TensorMemory:
     cells: Any
     allocated: dict = field(default_factory=dict)    # first column -> number of columns
     relinquished: bool = False
-    pair_pending: list = field(default_factory=list)     # (start, columns) of paired allocs the peer has yet to make
+    # (start, columns, allocating thread, what its warp knew then) of paired allocs the peer has yet to make
+    pair_pending: list = field(default_factory=list)
 
 
 def tmem(st: Any, thread: int, cta: Optional[int] = None) -> TensorMemory:
@@ -622,12 +623,13 @@ def _commit(dec: Decoder, ins: Instr) -> Any:
         keys = _mbar_keys(st, mbar, lanes, m, space)
         for key, t in zip(keys.tolist(), lanes.tolist()):
             if mask is None:
-                _arrive(st, int(key), 1, t, commit=True)     # the thread's tcgen05 operations complete first
+                # the thread's tcgen05 operations complete first
+                _arrive(st, int(key), 1, t, commit=True, ins=ins)
                 continue
             from .tcgen05_pair import multicast_keys
 
             for k in multicast_keys(st, int(key), _at(st, mask, t) & 0xFFFF, t):   # the same offset in each CTA
-                _arrive(st, k, 1, t, commit=True)
+                _arrive(st, k, 1, t, commit=True, ins=ins)
 
     return (K_OP, commit, None)
 

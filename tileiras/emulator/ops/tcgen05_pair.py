@@ -57,17 +57,50 @@ def pair_columns(st: Any, t: int, n: int) -> Any:
     lead = _pair(st, t, "tcgen05.alloc")
     rank = t // st.cta_threads
     mine, peer = tmem(st, t), tmem(st, t, 2 * lead + 1 - rank)
-    for s, k in peer.pair_pending:
+    for entry in peer.pair_pending:
+        s, k, first, known = entry
         if k == n:
-            peer.pair_pending.remove((s, k))
+            peer.pair_pending.remove(entry)
             if free_columns(mine, n) is None or any(not (s + n <= a or a + w <= s) for a, w in mine.allocated.items()):
                 raise DeviceFault(f"tcgen05.alloc.cta_group::2: the peer CTA took columns {s}..{s + n - 1}, which "
                                   "this CTA has in use", t)
+            _rendezvous(st, first, known, t)
             return s
     start = free_columns(mine, n, peer)
     if start is not None:
-        mine.pair_pending.append((start, n))
+        mine.pair_pending.append((start, n, t, _knows(st, t)))
     return start
+
+
+def _warp(st: Any, t: int) -> Any:
+    """The threads of the warp that starts at thread t."""
+    return _np().arange(t, min(t + 32, st.n))
+
+
+def _knows(st: Any, t: int) -> Any:
+    """What the warp of thread t knows now (race checker: its vector clocks and tensor-memory view), or None."""
+    if st.races is None:
+        return None
+    hb, w = st.races.hb, _warp(st, t)
+    return hb.vc[w].max(axis=0), hb.tcv[w].max(axis=0)
+
+
+def _rendezvous(st: Any, first: int, known: Any, t: int) -> None:
+    """The two warps of a paired tcgen05.alloc allocate collectively (the PTX ISA: one warp of each CTA of the
+    pair performs it together), so each one's later instructions follow the other's allocation: thread t's warp
+    learns what the first warp knew at its alloc, the first warp what t's knows now. (Modelled so NVIDIA's pair
+    kernels, whose MMA thread writes the peer's freshly allocated tensor memory after no other synchronization
+    with the peer's allocating warp, are ordered.)"""
+    if known is None or st.races is None:
+        return
+    np, hb = _np(), st.races.hb
+    vc, tcv = known
+    mine, theirs = _warp(st, t), _warp(st, first)
+    now = hb.vc[mine].max(axis=0), hb.tcv[mine].max(axis=0)
+    hb.vc[mine] = np.maximum(hb.vc[mine], vc)
+    hb.tcv[mine] = np.maximum(hb.tcv[mine], tcv)
+    hb.vc[theirs] = np.maximum(hb.vc[theirs], now[0])
+    hb.tcv[theirs] = np.maximum(hb.tcv[theirs], now[1])
 
 
 def multicast_keys(st: Any, key: int, mask: int, t: int) -> list[int]:

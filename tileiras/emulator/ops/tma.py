@@ -200,7 +200,7 @@ def _destinations(st: Any, dst: int, mbar: int, mask: Any, pair: bool, lane: int
 def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any, pair: bool, rank: int,
           ins: Instr) -> Any:
     np = _np()
-    from .async_ops import _get, _maybe_complete, _mbar_keys, published
+    from .async_ops import _get, _mbar_keys, tx_done, published
 
     def fn(st: Any, m: Any) -> None:
         for lane in lanes_of(st, m).tolist():
@@ -224,8 +224,7 @@ def _load(taddr: Any, tspace: str, coords: list, dst: Any, mbar: Any, mask: Any,
                 if st.races is not None:
                     st.races.async_write(st, ins.line, sidx.ravel(), lane, key, b.phase + 1)
                 st.shared[sidx] = data
-                b.tx -= tm.box_bytes()
-                _maybe_complete(st, b)
+                tx_done(st, b, tm.box_bytes(), ins)
 
     return fn
 
