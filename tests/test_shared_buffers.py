@@ -36,6 +36,21 @@ def test_buffers_alive_at_different_times_share_bytes() -> None:
     verify(plan.buffers, 232448, "test")
 
 
+def test_a_later_loop_is_fitted_beside_the_buffers_alive_over_it() -> None:
+    """The first loop's rings are free again when the second loop runs: what the second loop's stages sit
+    beside (`live_top`, pipelined_loop.fit_beside) is what is alive over its range, not the peak so far;
+    a buffer without a lifetime (alive to the kernel's end) always counts."""
+    plan = SharedBuffers()
+    plan.allocate("staging", 18432, 128, (5, 90), 5, 100)             # Q, read by both loops
+    plan.allocate("ring", 110592, 1024, (10, 40), 10, 100)            # the first loop's stages
+    assert plan.total == 18432 + 110592 and plan.live_top(10, 40) == plan.total
+    assert plan.live_top(50, 80) == 18432                              # the second loop's range
+    plan.allocate("buffer", 48, 8, None, 45, 100)                     # its mbarriers: to the kernel's end
+    assert plan.live_top(50, 80) == plan.total == 18432 + 110592 + 48
+    ring = plan.allocate("ring", 73728, 1024, (50, 80), 50, 100)
+    assert ring.offset == 18432                                        # in the first loop's bytes
+
+
 def test_a_buffer_without_a_lifetime_reuses_nothing_and_gives_nothing() -> None:
     plan = SharedBuffers()
     plan.allocate("staging", 4096, 128, (0, 5), 0, 100)
