@@ -200,14 +200,18 @@ class SharedBuffers:
         """Bytes from the start of shared memory to the end of the highest buffer."""
         return max((b.offset + b.nbytes for b in self.buffers), default=0)
 
+    def _alive(self, start: int, end: int) -> list[Buffer]:
+        """The buffers alive at some point of [start, end]."""
+        return [b for b in self.buffers if b.start <= end and start <= b.end]
+
     def live_top(self, start: int, end: int) -> int:
         """The end of the highest buffer alive at some point of [start, end]: what a buffer of that
         lifetime is placed beside (`first_fit` reuses the bytes of the others)."""
-        return max((b.offset + b.nbytes for b in self.buffers if b.start <= end and start <= b.end), default=0)
+        return max((b.offset + b.nbytes for b in self._alive(start, end)), default=0)
 
     def first_fit(self, nbytes: int, align: int, start: int, end: int) -> int:
         """The lowest aligned offset where `nbytes` overlap no buffer alive during [start, end]."""
-        busy = sorted((b.offset, b.offset + b.nbytes) for b in self.buffers if b.start <= end and start <= b.end)
+        busy = sorted((b.offset, b.offset + b.nbytes) for b in self._alive(start, end))
         offset = 0
         for lo, hi in busy:
             if offset + nbytes <= lo:

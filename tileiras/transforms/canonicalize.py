@@ -64,7 +64,7 @@ def _canonical_if(op: Operation) -> bool:
         return True
     if _to_select(op) or _drop_empty_else(op):
         return True
-    if not op.results and all([o.name for o in b.operations] == ["cuda_tile.yield"] for r in op.regions for b in r.blocks):
+    if not op.results and all(_only_yields(b) for r in op.regions for b in r.blocks):
         erase_tree(op)
         return True
     return False
@@ -187,7 +187,6 @@ def _drop_unused_results(op: Operation) -> bool:
         op.results[i].replace_all_uses_with(new)
     erase(op)
     return True
-
 
 
 def _only_yields(block: Block) -> bool:
