@@ -18,7 +18,8 @@ iteration waits `empty`, announces the stage's bytes on `full` and issues the bo
 (`setmaxnreg.inc`) where the larger CTA left them short, wait for `full` before an iteration's
 first staged read and arrive on `empty` at its end.
 
-Chosen for the first pipelined loop of the kernel's top-level block when the target has
+Chosen for the first pipelined loop of the kernel's top-level block (or of branches of `if`s there: the
+producer computes their CTA-uniform conditions first and exits where the consumers skip the loop) when the target has
 setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the producer's slice is
 pure (no memory, no thread-indexed values).
 
@@ -43,6 +44,7 @@ from ..tileas.warp_roles import PRODUCER_THREADS
 from .kernel import KernelLowering
 
 if TYPE_CHECKING:
+    from ..tileas.warp_roles import WarpSplit
     from . import mbarrier
     from .pipelined_loop import ActivePipeline
 
@@ -236,7 +238,6 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     the consumers go on where they were."""
     from . import mbarrier
     from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
-    from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_attention_warp, emit_mma_warp
 
@@ -250,18 +251,22 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     k.b.br(cont)
     k.b.start_block(split.producer)
     split.emitted = True
+    saved_values = dict(k.values)
+    guarding = _guard_slice(split)
+    _lower_slice(k, guarding)
+    for cond, taken in split.guards:    # the consumers' branches to the loop, or the role is done
+        go, leave = k.b.label("producer_guard"), k.b.label("producer_skip")
+        c = k.tile(cond).slots[0]  # type: ignore[arg-type]
+        k.b.cond_br(c, go, leave) if taken else k.b.cond_br(c, leave, go)
+        k.b.start_block(leave)
+        k.b.emit(f"ret void {ROLE_EXIT}")
+        k.b.start_block(go)
     if dec and split.form != "tcgen05":     # the whole warpgroup (attention: its MMA warp too)
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
         _elect_tma_thread(k, p, consumers)
-    saved_values = dict(k.values)
-    k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
-    try:
-        for op in split.slice:          # the consumers' values of these do not dominate the producer
-            LOWERINGS[op.name](k, op)
-    finally:
-        del k.remark                    # the class's method again
+    _lower_slice(k, tuple(op for op in split.slice if op not in guarding))
     loop = split.loop
     lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
     if split.mmas:      # the MMA warp goes its own way
@@ -306,3 +311,31 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     k.b.start_block(cont)
     if inc:
         mbarrier.set_max_registers(k, inc, increase=True)
+
+
+def _guard_slice(split: "WarpSplit") -> frozenset:
+    """The ops of the producer's slice that the conditions of the `if`s around the loop depend on: lowered
+    before the role's first barrier, which it reaches only where the consumers do."""
+    wanted = [cond for cond, _ in split.guards]
+    found: set = set()
+    while wanted:
+        owner = getattr(wanted.pop(), "owner", None)
+        if owner in split.slice and owner not in found:
+            found.add(owner)
+            wanted.extend(owner.operands)
+    return frozenset(found)
+
+
+def _lower_slice(k: KernelLowering, ops: "tuple | frozenset") -> None:
+    """Lower again, in the producer's blocks, those ops of the slice (the consumers' values of these do
+    not dominate the producer), in slice order; remarks are the consumers' to report."""
+    from .registry import LOWERINGS
+
+    split = k.warp_split
+    k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]
+    try:
+        for op in split.slice:  # type: ignore[union-attr]
+            if op in ops:
+                LOWERINGS[op.name](k, op)
+    finally:
+        del k.remark                    # the class's method again

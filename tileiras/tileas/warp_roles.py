@@ -1,5 +1,5 @@
-"""Pass `plan-warp-roles`'s decision: whether the kernel's first top-level pipelined loop is
-warp-specialized, in which form, with which roles, register budgets (setmaxnreg), named barriers
+"""Pass `plan-warp-roles`'s decision: whether the kernel's first pipelined loop (in its top-level
+block or in branches of `if`s there) is warp-specialized, in which form, with which roles, register budgets (setmaxnreg), named barriers
 and occupancy, or why not (`decide`; the forms are described in lowering/warp_specialize.py, which
 emits them). Decided from the IR, its layouts and its planned pipelines.
 """
@@ -71,6 +71,9 @@ class WarpSplit:
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
     min_ctas: int = 1               # CTAs an SM must hold at once (the occupancy hint; `occupancy`)
     scores_shift: int = 0           # attention: columns to the second scores buffer (0: one buffer)
+    # the `if`s the loop is in, outermost first: (condition, the branch taken is the then branch). A
+    # condition is a scalar, the same in every thread of the CTA: the producer takes the branches too
+    guards: tuple[tuple[Value, bool], ...] = ()
 
     @property
     def form(self) -> str:
@@ -122,11 +125,31 @@ def pure(op: Operation) -> bool:
 
 
 
-def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Optional[tuple], str]:
-    """The top-level ops before `loop` that its staged loads' views and indices and its bounds
-    depend on (None and why when one of them is not pure)."""
+def _first_pipelined(ops: list, pipelines: dict, guards: tuple = (), before: tuple = ()) \
+        -> Optional[tuple[Operation, tuple, tuple]]:
+    """The first pipelined loop among `ops` or in the branches of their `if`s: (loop, the `if`s'
+    conditions and branches leading to it, the ops that run before it on that path, in order)."""
+    for op in ops:
+        if op in pipelines:
+            return op, guards, before
+        if op.name == "cuda_tile.if":
+            for taken, region in zip((True, False), op.regions):
+                found = _first_pipelined(region.blocks[0].operations, pipelines,
+                                         guards + ((op.operands[0], taken),), before) if region.blocks else None
+                if found is not None:
+                    return found
+        before += (op,)
+    return None
+
+
+def _producer_slice(block_ops: tuple, loop: Operation, loads: tuple,
+                    guards: tuple = ()) -> tuple[Optional[tuple], str]:
+    """The ops before `loop` (`block_ops`: those that run before it) that its staged loads' views and
+    indices, its bounds and the conditions of the `if`s it is in depend on (None and why when one of
+    them is not pure)."""
     iv = loop.regions[0].block.arguments[0]
     wanted: list[Value] = [loop.operand(n) for n in ("lowerBound", "upperBound", "step")]
+    wanted += [cond for cond, _ in guards]
     for load in loads:
         wanted.append(load.operand("view"))
         wanted.extend(v for v in load.operand_group("index") if v is not iv)
@@ -136,7 +159,7 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple) -> tuple[Opt
         owner = getattr(wanted.pop(), "owner", None)
         if not isinstance(owner, Operation) or owner in chosen:
             continue      # a kernel argument (or already taken)
-        if owner not in position or position[owner] >= position[loop]:
+        if owner not in position:
             return None, f"'{owner.name}' that its copies need is not before the loop"
         if not pure(owner):
             return None, f"its copies depend on '{owner.name}'"
@@ -156,9 +179,10 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     if k.threads % 128 or k.threads // 128 not in REGISTERS:
         return None, f"{k.threads} consumer threads are not one or two whole warpgroups"
     ops = list(k.entry.regions[0].block.operations)
-    loops = [op for op in ops if op in (k.pipelines or {})]
-    if not loops:
-        return None, "no pipelined loop in the kernel's top-level block"
+    placed = _first_pipelined(ops, k.pipelines or {})
+    if placed is None:
+        return None, "no pipelined loop in the kernel's top-level block or in the branches of its ifs"
+    loops = [placed[0]]
     note = ""
     loads = k.pipelines[loops[0]].loads
     mma_sync = mma_sync_roles(k)
@@ -189,17 +213,17 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
             return None, attention or why
         if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
             mmas, note = attention_mmas(k, loops[0], loads)
-    found, why = _producer_slice(ops, loops[0], loads)
+    found, why = _producer_slice(placed[2], loops[0], loads, placed[1])
     if found is None:
         return None, why
-    at = ops.index(loops[0])
+    at = len([op for op in placed[2] if op.parent is k.entry.regions[0].block])   # the top-level op holding the loop
     extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas and attention is None else 0)  # all meet at publish
     try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
         barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])
     except NamedBarrierError as err:
         return None, str(err)
-    return WarpSplit(loops[0], found, "", barriers, mmas=mmas,
+    return WarpSplit(loops[0], found, "", barriers, mmas=mmas, guards=placed[1],
                      attention=bool(mmas) and attention is not None, note=note,
                      min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
 

@@ -11,8 +11,10 @@ The `if` patterns (seed 004, "cuda_tile Canonicalizers and Folds"):
 * branches that only yield become `select`s where the values have the condition's shape
   (ConvertToSelect; a select needs its condition in the values' shape, a token none);
 * an else that only yields, with no results, is dropped (RemoveEmptyElseBranch); an `if` with no
-  results and nothing but yields in its branches is erased.
-Not done: MoveTerminatorToParent (a branch ending in `return`): the lowering handles the early exit.
+  results and nothing but yields in its branches is erased;
+* a branch ending in `return`, where nothing but the kernel's exit follows the `if`'s block, ends in a
+  yield, and the ops after the `if` move into the other branch (MoveTerminatorToParent): the kernel
+  has one exit, as tensor memory and warp-specialized pipelines need (`if pid >= n: return`).
 No pattern reorders, duplicates or erases a token-ordered memory op.
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ir.core import Block, Operation, Value
+from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import TileType
 from .constants import splat_int
 from .folds import fold
@@ -58,7 +60,7 @@ def _canonical_if(op: Operation) -> bool:
     cond = splat_int(op.operands[0])
     if cond is not None:
         return _inline(op, bool(cond))
-    if _invert(op) or _combine_with_next(op) or _combine_nested(op):
+    if _hoist_return(op) or _invert(op) or _combine_with_next(op) or _combine_nested(op):
         return True
     if _forward_same_yields(op) | _drop_unused_results(op):
         return True
@@ -246,3 +248,69 @@ def _to_select(op: Operation) -> bool:
         result.replace_all_uses_with(value)
     erase_tree(op)
     return True
+
+
+def _exits_after(block: Block) -> bool:
+    """Whether the kernel exits once `block` ends: it ends in `return`, or in a yield of nothing as a
+    branch of an `if` that only the exit follows."""
+    last = block.terminator
+    if last is not None and last.name == "cuda_tile.return":
+        return True
+    owner = block.parent.parent if block.parent is not None else None
+    if last is None or last.name != "cuda_tile.yield" or last.operands or owner is None \
+            or owner.name != "cuda_tile.if" or owner.parent is None:
+        return False
+    outer = owner.parent
+    return outer.operations.index(owner) == len(outer.operations) - 2 and _exits_after(outer)
+
+
+def _hoist_return(op: Operation) -> bool:
+    """MoveTerminatorToParent: a branch ends in `return` and the kernel exits once the `if`'s block ends:
+    the ops between the `if` and the block's end move to the end of the other branch (whose yields
+    replace the `if`'s results), and each `return` of a branch becomes a yield of nothing."""
+    block = op.parent
+    if not _exits_after(block):
+        return False
+    branches = [r.blocks[0] for r in op.regions if r.blocks]
+    returning = [b for b in branches if b.terminator is not None and b.terminator.name == "cuda_tile.return"]
+    if not returning:
+        return False
+    others = [b for b in branches if b not in returning]
+    if others and (others[0].terminator is None or others[0].terminator.name != "cuda_tile.yield"):
+        return False
+    rest = block.operations[block.operations.index(op) + 1:-1]
+    if others:
+        other = others[0]
+        for result, value in zip(op.results, list(other.terminator.operands)):
+            result.replace_all_uses_with(value)
+        _end_with_yield(other, rest)
+    elif len(branches) == 1:          # no else: the rest is its else
+        if len(op.regions) < 2:
+            op.add_region(Region())
+        _end_with_yield(op.regions[1].add_block(Block()), rest)
+    else:                             # both branches return: what follows never runs
+        for dead in reversed(rest):
+            erase_tree(dead)
+    for branch in returning:
+        _end_with_yield(branch, [])
+    if op.results:
+        twin = Operation(op.name, list(op.operands), [], op.attributes, location=op.location,
+                         segment_sizes=op.segment_sizes)
+        for region in list(op.regions):
+            twin.add_region(region)
+        op.regions = []
+        op.insert_before(twin)
+        erase(op)
+    return True
+
+
+def _end_with_yield(block: Block, moved: list[Operation]) -> None:
+    """`block`'s terminator replaced by `moved` (taken from their block) and a yield of nothing."""
+    last = block.terminator
+    location = last.location if last is not None else None
+    if last is not None:
+        erase(last)
+    for inner in moved:
+        inner.parent.operations.remove(inner)
+        block.append(inner)
+    block.append(Operation("cuda_tile.yield", [], [], location=location))
