@@ -48,3 +48,49 @@ def test_addf_does_not_fold_past_the_largest_value() -> None:
     entry = load_module(text.encode(), "k.mlir").regions[0].block.operations[0]
     canonicalize(entry)
     assert any(op.name == "cuda_tile.addf" for op in entry.walk())
+
+
+_ATOMICS = """entry @k(%arg0: tile<ptr<i32>>, %n0: tile<i32>, %s0: tile<i32>, %arg1: tile<ptr<i32>>, %n1: tile<i32>,
+         %s1: tile<i32>, %arg2: tile<i32>) {
+  %0 = make_token : token
+  %n = constant <i32: 64> : tile<i32>
+  %nb = reshape %n : tile<i32> -> tile<1xi32>
+  %limit = reshape %arg2 : tile<i32> -> tile<1xi32>
+  %base = reshape %arg0 : tile<ptr<i32>> -> tile<1xptr<i32>>
+  %b = broadcast %base : tile<1xptr<i32>> -> tile<64xptr<i32>>
+  %out = reshape %arg1 : tile<ptr<i32>> -> tile<1xptr<i32>>
+  %o = broadcast %out : tile<1xptr<i32>> -> tile<64xptr<i32>>
+  %i = iota : tile<64xi32>
+  %p = offset %b, %i : tile<64xptr<i32>>, tile<64xi32> -> tile<64xptr<i32>>
+  %q = offset %o, %i : tile<64xptr<i32>>, tile<64xi32> -> tile<64xptr<i32>>
+  %lb = broadcast %limit : tile<1xi32> -> tile<64xi32>
+  %m = cmpi less_than %i, %lb, signed : tile<64xi32> -> tile<64xi1>
+  %z = constant <i32: 0> : tile<64xi32>
+  %r, %t = atomic_rmw_tko acquire device %p, add, %z, %m token=%0 : tile<64xptr<i32>>, tile<64xi32>, tile<64xi1> -> tile<64xi32>, token
+  %t2 = store_ptr_tko weak %q, %r, %m token=%t : tile<64xptr<i32>>, tile<64xi32>, tile<64xi1> -> token
+  return
+}
+"""
+
+
+def test_an_identity_atomic_is_an_atomic_load(tmp_path) -> None:
+    """`atomic_add(p, 0)` (acquire, masked) is an acquire load in the PTX, and reads what it read."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tileiras.runtime import run_arrays
+
+    src = tmp_path / "k.mlir"
+    src.write_text(_ATOMICS)
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_90",
+                           str(src), "-o", str(tmp_path / "k.ptx")], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert "atom." not in ptx and "ld.acquire.gpu" in ptx
+    module = load_module(_ATOMICS.encode(), "k.mlir")
+    x = np.arange(64, dtype=np.int32) * 3
+    out = run_arrays(module, "k", (1, 1, 1), [x, np.zeros(64, np.int32), np.array(40, np.int32)],
+                     backend="emulator", gpu_name="sm_90", check_races=True)
+    assert np.array_equal(out[1][:40], x[:40]) and not out[1][40:].any() and np.array_equal(out[0], x)

@@ -6,7 +6,11 @@ Canonicalizers, Tokens"), then the canonical form's passes again.
   nothing and is erased (its token users see the token it was given);
 * `offset(offset(p, a), b)` is `offset(p, a + b)` where the offsets are of one type;
 * a shape wrapper of a shape wrapper of the same kind is one wrapper; one that changes no type is its
-  source (`reshape`, `broadcast`; a `permute` by the identity).
+  source (`reshape`, `broadcast`; a `permute` by the identity);
+* an integer `atomic_rmw` whose argument is its mode's identity (add, or, xor 0; and, umin all ones;
+  max the least, min the greatest signed value; umax 0), relaxed or acquire, is an atomic load of the same
+  ordering and scope (`atomic_add(lock, 0)`, a spin-wait's read): it writes nothing, as a load does. A
+  release has no load form; a float's add flushes subnormals (PTX), so it is not an identity.
 The memory ops keep their tokens: what each access is ordered after is unchanged.
 """
 
@@ -119,7 +123,35 @@ def _identity(op: Operation) -> bool:
     return perm == list(range(len(perm)))
 
 
+def _identity_of(mode: str, bits: int) -> Optional[int]:
+    """The argument (signed, as `splat_int` reads it) that leaves every value unchanged under `mode`."""
+    return {"add": 0, "or": 0, "xor": 0, "umax": 0, "and": -1, "umin": -1,
+            "max": -(1 << (bits - 1)), "min": (1 << (bits - 1)) - 1}.get(mode)
+
+
+def _atomic_identity(op: Operation) -> bool:
+    ordering = str(op.attributes.get("memory_ordering_semantics"))
+    arg = op.operand("arg")
+    name = getattr(arg.type.element, "name", "")   # type: ignore[union-attr]
+    if ordering not in ("relaxed", "acquire") or not name.startswith("i") or name == "i1":
+        return False
+    value = splat_int(arg)
+    if value is None or value != _identity_of(str(op.attributes.get("mode")), int(name[1:])):
+        return False
+    mask = op.operand("mask")
+    operands = [op.operand("pointers"), *([mask, arg] if mask is not None else []), *op.operand_group("token")]
+    sizes = (1, int(mask is not None), int(mask is not None), len(op.operand_group("token")))
+    attrs = {"memory_ordering_semantics": op.attributes["memory_ordering_semantics"],
+             "memory_scope": op.attributes["memory_scope"]}
+    load = Operation("cuda_tile.load_ptr_tko", operands, [r.type for r in op.results], attrs, location=op.location,
+                     segment_sizes=sizes)
+    op.insert_before(load)       # masked-off lanes: the argument, as the interpreter gives for the atomic
+    replace(op, load.results)
+    return True
+
+
 _RULES = {
+    "cuda_tile.atomic_rmw_tko": _atomic_identity,
     "cuda_tile.load_ptr_tko": _masked_load,
     "cuda_tile.store_ptr_tko": _masked_store,
     "cuda_tile.offset": _offset_chain,

@@ -25,3 +25,38 @@ entry @k(%arg0: tile<ptr<f32>>, %arg1: tile<f32>) {
   %t2 = store_ptr_tko weak %q, %r3 token=%t1 : tile<1x1xptr<f32>>, tile<1x1xf32> -> token
   return
 }
+
+// Atomic identities: an integer atomic whose argument changes nothing, relaxed or acquire, is an atomic
+// load of that ordering and scope (a masked one pads with the argument); acq_rel, a non-identity argument
+// and a float add stay atomics.
+// CHECK-LABEL: entry @atomics
+// CHECK: load_ptr_tko relaxed device %[[P:[a-z_0-9]+]] token=
+// CHECK: load_ptr_tko acquire device %[[P]] token=
+// CHECK: load_ptr_tko relaxed device %[[P]], %{{.*}}, %{{.*}} token=
+// CHECK: atomic_rmw_tko acq_rel device %[[P]], or
+// CHECK: atomic_rmw_tko relaxed device %[[P]], add, %{{.*}} token=
+// CHECK: atomic_rmw_tko relaxed device %{{.*}}, addf
+entry @atomics(%arg0: tile<ptr<i32>>, %arg1: tile<ptr<f32>>, %c: tile<i1>) {
+  %0 = make_token : token
+  %mask = reshape %c : tile<i1> -> tile<1xi1>
+  %p = reshape %arg0 : tile<ptr<i32>> -> tile<1xptr<i32>>
+  %f = reshape %arg1 : tile<ptr<f32>> -> tile<1xptr<f32>>
+  %z = constant <i32: 0> : tile<1xi32>
+  %one = constant <i32: 1> : tile<1xi32>
+  %least = constant <i32: -2147483648> : tile<1xi32>
+  %ones = constant <i32: -1> : tile<1xi32>
+  %fz = constant <f32: -0.0> : tile<1xf32>
+  %r1, %t1 = atomic_rmw_tko relaxed device %p, add, %z token=%0 : tile<1xptr<i32>>, tile<1xi32> -> tile<1xi32>, token
+  %r2, %t2 = atomic_rmw_tko acquire device %p, max, %least token=%t1 : tile<1xptr<i32>>, tile<1xi32> -> tile<1xi32>, token
+  %r3, %t3 = atomic_rmw_tko relaxed device %p, and, %ones, %mask token=%t2 : tile<1xptr<i32>>, tile<1xi32>, tile<1xi1> -> tile<1xi32>, token
+  %r4, %t4 = atomic_rmw_tko acq_rel device %p, or, %z token=%t3 : tile<1xptr<i32>>, tile<1xi32> -> tile<1xi32>, token
+  %r5, %t5 = atomic_rmw_tko relaxed device %p, add, %one token=%t4 : tile<1xptr<i32>>, tile<1xi32> -> tile<1xi32>, token
+  %r6, %t6 = atomic_rmw_tko relaxed device %f, addf, %fz token=%t5 : tile<1xptr<f32>>, tile<1xf32> -> tile<1xf32>, token
+  %s1 = addi %r1, %r2 : tile<1xi32>
+  %s2 = addi %s1, %r3 : tile<1xi32>
+  %s3 = addi %s2, %r4 : tile<1xi32>
+  %s4 = addi %s3, %r5 : tile<1xi32>
+  %t7 = store_ptr_tko weak %p, %s4 token=%t6 : tile<1xptr<i32>>, tile<1xi32> -> token
+  %t8 = store_ptr_tko weak %f, %r6 token=%t7 : tile<1xptr<f32>>, tile<1xf32> -> token
+  return
+}
