@@ -94,3 +94,45 @@ def test_an_identity_atomic_is_an_atomic_load(tmp_path) -> None:
     out = run_arrays(module, "k", (1, 1, 1), [x, np.zeros(64, np.int32), np.array(40, np.int32)],
                      backend="emulator", gpu_name="sm_90", check_races=True)
     assert np.array_equal(out[1][:40], x[:40]) and not out[1][40:].any() and np.array_equal(out[0], x)
+
+
+_EXTRACT = """entry @k(%arg0: tile<ptr<f32>>, %n0: tile<i32>, %s0: tile<i32>, %arg1: tile<ptr<f32>>, %n1: tile<i32>,
+         %s1: tile<i32>, %which: tile<i32>) {
+  %0 = make_token : token
+  %base = reshape %arg0 : tile<ptr<f32>> -> tile<1xptr<f32>>
+  %b = broadcast %base : tile<1xptr<f32>> -> tile<64xptr<f32>>
+  %i = iota : tile<64xi32>
+  %p = offset %b, %i : tile<64xptr<f32>>, tile<64xi32> -> tile<64xptr<f32>>
+  %x, %t = load_ptr_tko weak %p token=%0 : tile<64xptr<f32>> -> tile<64xf32>, token
+  %f = itof %i signed : tile<64xi32> -> tile<64xf32>
+  %s = addf %x, %f : tile<64xf32>
+  %e = exp %s : tile<64xf32>
+  %c = constant <f32: 0.5> : tile<64xf32>
+  %m = mulf %e, %c : tile<64xf32>
+  %part = extract %m[%which] : tile<64xf32> -> tile<16xf32>
+  %out = reshape %arg1 : tile<ptr<f32>> -> tile<1xptr<f32>>
+  %o = broadcast %out : tile<1xptr<f32>> -> tile<16xptr<f32>>
+  %j = iota : tile<16xi32>
+  %q = offset %o, %j : tile<16xptr<f32>>, tile<16xi32> -> tile<16xptr<f32>>
+  %t2 = store_ptr_tko weak %q, %part token=%t : tile<16xptr<f32>>, tile<16xf32> -> token
+  return
+}
+"""
+
+
+def test_extract_motion_computes_the_part_it_extracts() -> None:
+    """The extract moves through mulf, exp, addf and itof to the load and the iota: the kernel computes 16
+    elements, not 64, and stores what the interpreter (reading the IR as written) stores."""
+    from tileiras.runtime import run_arrays
+
+    module = load_module(_EXTRACT.encode(), "k.mlir")
+    entry = module.regions[0].block.operations[0]
+    canonicalize(entry)
+    assert [op.name for op in entry.walk() if op.name == "cuda_tile.exp"] == ["cuda_tile.exp"]
+    assert str(next(op for op in entry.walk() if op.name == "cuda_tile.exp").result.type) == "tile<16xf32>"
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    args = [x, np.zeros(16, np.float32), np.array(2, np.int32)]
+    want = run_arrays(load_module(_EXTRACT.encode(), "k.mlir"), "k", (1, 1, 1), args, backend="interpreter")[1]
+    got = run_arrays(load_module(_EXTRACT.encode(), "k.mlir"), "k", (1, 1, 1), args, backend="emulator",
+                     gpu_name="sm_90", check_races=True)[1]
+    assert np.allclose(got, np.exp(x[32:48] + np.arange(32, 48)) * 0.5, rtol=1e-5) and np.allclose(got, want, rtol=1e-6)

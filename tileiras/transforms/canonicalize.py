@@ -26,7 +26,7 @@ from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import TileType
 from .constants import splat_int
 from .folds import fold
-from .rewrite import defining_op, erase, erase_tree, inside_op, replace
+from .rewrite import defining_op, erase, erase_tree, inside_op, is_movable, replace, unused
 
 _MAX_ROUNDS = 32   # each round strictly shrinks or settles the IR; a bound keeps a bug from hanging
 
@@ -51,9 +51,21 @@ def _round(entry: Operation) -> bool:
             continue
         values = fold(op)
         if values is not None:
+            producers = [defining_op(v) for v in op.operands]
             replace(op, values)
+            _erase_dead(producers)
             changed = True
     return changed
+
+
+def _erase_dead(ops: list) -> None:
+    """Erase those of `ops` a fold left unused and effect-free, and then their producers so left (as the
+    greedy driver erases trivially dead ops: a fold that asks for a value's one reader sees it)."""
+    while ops:
+        op = ops.pop()
+        if op is not None and op.parent is not None and is_movable(op) and unused(op):
+            ops += [defining_op(v) for v in op.operands]
+            erase(op)
 
 
 def _canonical_if(op: Operation) -> bool:

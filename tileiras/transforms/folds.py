@@ -5,7 +5,11 @@ the declared semantics: `addf` folds only finite constants under the default rou
 flush-to-zero (seed 004, "cuda_tile Canonicalizers and Folds"); integer identities and folds wrap as the
 hardware does. `select` folds in the specification's order: same arms, constant condition, boolean
 identity, inverted condition (arms swapped), a nested select on the same condition. Powers by 1 and 2
-are their source and its square.
+are their source and its square. An integer mma with a zero multiplicand is its accumulator, as is a
+float one whose multiplicands are constants, one zero and the other finite, and whose accumulator is a
+constant other than -0.0 (+0 products would make a -0.0 +0). An `extract` of a splat (constant or
+broadcast) is the smaller splat; one of an elementwise op it alone reads is that op of its operands' extracts (extract
+motion, seed 004's nv_tileaa canonicalizers: only the extracted part is computed).
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
+from ..dialects.elementwise import VALUES
 from ..ir.core import Operation, Value
-from .constants import make_splat, splat_float, splat_int
+from ..ir.types import TileType
+from .constants import is_splat_constant, make_splat, splat_float, splat_int
 from .rewrite import defining_op
 
 Fold = Callable[[Operation], Optional[list[Value]]]
@@ -107,7 +113,45 @@ def _fold_power(op: Operation) -> Optional[list[Value]]:
     return None
 
 
+def _fold_mma(op: Operation) -> Optional[list[Value]]:
+    lhs, rhs, acc = op.operands
+    if acc.type != op.result.type:
+        return None
+    if op.name == "cuda_tile.mmai":
+        return [acc] if 0 in (splat_int(lhs), splat_int(rhs)) else None
+    a, b, c = splat_float(lhs), splat_float(rhs), splat_float(acc)
+    if a is None or b is None or c is None or 0.0 not in (a, b) or not (math.isfinite(a) and math.isfinite(b)):
+        return None
+    return [acc] if c != 0.0 or math.copysign(1.0, c) > 0 else None
+
+
+def _fold_extract(op: Operation) -> Optional[list[Value]]:
+    source = op.operands[0]
+    result = op.result.type
+    if is_splat_constant(source):
+        value = splat_int(source) if _elem(source).startswith("i") else splat_float(source)
+        return [make_splat(result, value, op)] if value is not None else None  # type: ignore[arg-type]
+    inner = defining_op(source)
+    if inner is not None and inner.name == "cuda_tile.broadcast" and \
+            all(d == 1 for d in inner.operands[0].type.shape):  # type: ignore[union-attr]
+        splat = Operation(inner.name, [inner.operands[0]], [result], location=op.location)   # a splat's part
+        return [op.insert_before(splat).results[0]]
+    if inner is None or inner.name not in VALUES or inner.regions or len(source.uses) != 1 or \
+            len(inner.results) != 1 or not all(isinstance(v.type, TileType) and v.type.shape == source.type.shape
+                                               for v in inner.operands):  # type: ignore[union-attr]
+        return None
+    parts = [Operation(op.name, [v, *op.operands[1:]], [TileType(result.shape, v.type.element)],  # type: ignore[union-attr]
+                       op.attributes, location=op.location) for v in inner.operands]
+    for part in parts:
+        op.insert_before(part)
+    moved = Operation(inner.name, [p.result for p in parts], [result], inner.attributes, location=inner.location)
+    return [op.insert_before(moved).results[0]]
+
+
 FOLDS: dict[str, Fold] = {
+    "cuda_tile.mmai": _fold_mma,
+    "cuda_tile.mmaf": _fold_mma,
+    "cuda_tile.extract": _fold_extract,
     "cuda_tile.addf": _fold_addf,
     "cuda_tile.addi": _int_fold(lambda a, b: a + b, 0),
     "cuda_tile.subi": _int_fold(lambda a, b: a - b, 0),
