@@ -7,6 +7,9 @@ Canonicalizers, Tokens"), then the canonical form's passes again.
 * `offset(offset(p, a), b)` is `offset(p, a + b)` where the offsets are of one type;
 * a shape wrapper of a shape wrapper of the same kind is one wrapper; one that changes no type is its
   source (`reshape`, `broadcast`; a `permute` by the identity);
+* `assume(W(x), p)` is `W(assume(x, p))` for a broadcast or reshape W and a predicate that holds element
+  by element (`div_by<n>`, `bounded`): the fact sits on the scalar the tile replicates, where every
+  other use of it sees it too (the facts pass carries it through W);
 * an integer `atomic_rmw` whose argument is its mode's identity (add, or, xor 0; and, umin all ones;
   max the least, min the greatest signed value; umax 0), relaxed or acquire, is an atomic load of the same
   ordering and scope (`atomic_add(lock, 0)`, a spin-wait's read): it writes nothing, as a load does. A
@@ -150,7 +153,25 @@ def _atomic_identity(op: Operation) -> bool:
     return True
 
 
+def _assume_through_wrapper(op: Operation) -> bool:
+    from ..ir.attributes import Bounded, DivBy
+
+    pred = op.attributes.get("predicate")
+    wrapper = defining_op(op.operands[0])
+    if wrapper is None or wrapper.name not in ("cuda_tile.broadcast", "cuda_tile.reshape") or \
+            not (isinstance(pred, Bounded) or isinstance(pred, DivBy) and pred.every is None):
+        return False
+    source = wrapper.operands[0]
+    inner = Operation(op.name, [source], [source.type], op.attributes, location=op.location)
+    op.insert_before(inner)
+    outer = Operation(wrapper.name, [inner.result], [op.result.type], wrapper.attributes, location=wrapper.location)
+    op.insert_before(outer)
+    replace(op, outer.results)
+    return True
+
+
 _RULES = {
+    "cuda_tile.assume": _assume_through_wrapper,
     "cuda_tile.atomic_rmw_tko": _atomic_identity,
     "cuda_tile.load_ptr_tko": _masked_load,
     "cuda_tile.store_ptr_tko": _masked_store,

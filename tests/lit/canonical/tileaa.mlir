@@ -60,3 +60,25 @@ entry @atomics(%arg0: tile<ptr<i32>>, %arg1: tile<ptr<f32>>, %c: tile<i1>) {
   %t8 = store_ptr_tko weak %f, %r6 token=%t7 : tile<1xptr<f32>>, tile<1xf32> -> token
   return
 }
+
+// An elementwise assume of a broadcast scalar is the broadcast of the assumed scalar; one with a
+// per-group divisibility (`every`) stays on the tile.
+// CHECK-LABEL: entry @assumes
+// CHECK: %[[A:.*]] = assume div_by<16>, %arg1 : tile<i32>
+// CHECK: %[[R:.*]] = reshape %[[A]] : tile<i32> -> tile<1xi32>
+// CHECK: broadcast %[[R]] : tile<1xi32> -> tile<64xi32>
+// CHECK: assume div_by<4, every 2 along 0>, %{{.*}} : tile<64xi32>
+entry @assumes(%arg0: tile<ptr<i32>>, %n: tile<i32>) {
+  %0 = make_token : token
+  %r = reshape %n : tile<i32> -> tile<1xi32>
+  %b = broadcast %r : tile<1xi32> -> tile<64xi32>
+  %a = assume div_by<16>, %b : tile<64xi32>
+  %i = iota : tile<64xi32>
+  %s = addi %a, %i : tile<64xi32>
+  %e = assume div_by<4, every 2 along 0>, %s : tile<64xi32>
+  %pr = reshape %arg0 : tile<ptr<i32>> -> tile<1xptr<i32>>
+  %pb = broadcast %pr : tile<1xptr<i32>> -> tile<64xptr<i32>>
+  %p = offset %pb, %e : tile<64xptr<i32>>, tile<64xi32> -> tile<64xptr<i32>>
+  %t = store_ptr_tko weak %p, %e token=%0 : tile<64xptr<i32>>, tile<64xi32> -> token
+  return
+}
