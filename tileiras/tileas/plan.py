@@ -14,8 +14,9 @@ Before any LLVM is emitted the level decides, per kernel, from its IR and layout
 The decisions live in the kernel's `KernelPlan` (`assignment.plan`, beside its layouts), which the
 LLVM lowering reads: `lowering/pipelined_loop.py` lowers the planned loops, `warp_specialize.begin`
 the planned roles. What the lowering can still take back is the buffer plan's to say: a loop whose
-stages do not fit stays unpipelined, and a specialized loop whose pipeline did not materialize
-launches without its producer (warp_specialize.end).
+stages do not fit stays unpipelined; where that loop is the specialized one, `plan-shared-memory`
+drops the roles and plans the kernel again without them (warp_specialize.end only covers a plan
+that is not complete).
 """
 
 from __future__ import annotations

@@ -145,7 +145,19 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     the plan kept is the kernel's."""
     from .shared_choice import choose
 
-    plan_of(assignment).shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+    plan = plan_of(assignment)
+    plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+    split = plan.warp_split
+    if split is not None and plan.shared.complete and not _staged(plan.shared, split.loop):
+        # no stages for the producer to fill: the kernel has no roles, and is planned again without them
+        plan.warp_split = None
+        plan.warp_split_refused = "the pipelined loop gets no stages: they do not fit in shared memory"
+        plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+
+
+def _staged(shared: SharedPlan, loop: Operation) -> bool:
+    fitted = shared.fits.get(loop)
+    return fitted is not None and bool(fitted[1].stages)
 
 
 def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
