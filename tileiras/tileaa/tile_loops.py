@@ -44,6 +44,7 @@ from .view_order import _erase
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .nested_loops import Outer
     from .tile_phases import Phase
 
 # Beyond 128 elements a thread (2^15 on 256 threads) a tile is looped; a chunk is 16 a thread: the
@@ -196,13 +197,16 @@ class Group:
         # tile starts} (the joined axes; a nested cat's operands from where its result starts)
         self.offsets: dict[Value, dict[int, int]] = {}
         self.cats: list[Operation] = []
+        # the nested form (nested_loops.py): the space axes an outer loop splits into blocks, each block's
+        # reductions carried by the loops in its body
+        self.outer: tuple[int, ...] = ()
 
     def values(self) -> list[Value]:
         return list(self.axes)
 
     def carried(self) -> list[Operation]:
         """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
-        return [op for op in self.ops if _carried(op, self.chunk)]
+        return [op for op in self.ops if _carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce")]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -529,8 +533,8 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
     for op in group.ops:
         if op.name in _CARRIES:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
-            if op in carried or op.name == "cuda_tile.scan":
-                if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+            if op in carried or op.name == "cuda_tile.scan":   # (the outer loop of the nested form splits the others)
+                if any(a >= 0 and part[a] != group.space[a] and a not in group.outer for i, a in enumerate(axes) if i != dim):
                     return False
             elif axes[dim] >= 0 and part[axes[dim]] != group.space[axes[dim]]:
                 return False
@@ -589,6 +593,7 @@ def streamable(entry: Operation) -> set[Value]:
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
     a thread; the number of loops made."""
+    from . import nested_loops
     from .tile_phases import phases
 
     made = 0
@@ -598,9 +603,12 @@ def loop_tiles(entry: Operation, threads: int) -> int:
             plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
             if plan is not None and group.cats:
                 plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
+            nested = nested_loops.plan(block, group) if plan is None else None
+            if nested is not None:   # reductions too long both ways: an outer loop over blocks of their results
+                part, plan = nested
             if plan is not None:
                 _rewrite(group, part, plan)
-                made += len(plan)
+                made += len(plan) + bool(group.outer)
     return made
 
 
@@ -670,13 +678,17 @@ def _outside_const(anchor: Operation, value: int) -> Value:
 def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
     ops chunk by chunk (a cat's windows: one loop each, `cat_windows.py`, a reduction or scan carried
-    from one to the next); then the group's ops are dropped."""
+    from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`);
+    then the group's ops are dropped."""
+    from .nested_loops import enclose
+
     carried: dict[Operation, Value] = {}
+    outer = enclose(group, part, plan[-1].before) if group.outer else None
     for i, phase in enumerate(plan):
-        carried.update(_loop(group, part, phase, carried))
+        carried.update(_loop(group, part, phase, carried, outer))
         later = {op for next_ in plan[i + 1:] for op in next_.ops}
         for op in phase.reduces:
-            if op not in later:   # its last window done: what reads it reads the loop's result
+            if op not in later and outer is None:   # its last window done: what reads it reads the loop's result
                 op.results[0].replace_all_uses_with(carried[op])
     for op in reversed(group.ops):
         _erase_tree(op)
@@ -695,28 +707,38 @@ def _erase_tree(op: Operation) -> None:
     _erase(op)
 
 
-def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, Value]) -> dict[Operation, Value]:
-    """The loop of one phase, before `phase.before`; per reduction and scan of it, what it carries out
-    (its result, the running value after its last chunk). Those in `before` start from there (an
-    earlier window's loop), the others from their identity."""
-    at = phase.before
+def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, Value],
+          outer: Optional["Outer"] = None) -> dict[Operation, Value]:
+    """The loop of one phase, before `phase.before` (in the nested form, in `outer`'s body: over the
+    chunks of the block, or none where the phase's tiles all lie within one); per reduction and scan of
+    it, what it carries out (its result, the running value after its last chunk). Those in `before`
+    start from there (an earlier window's loop), the others from their identity."""
+    at = outer.at if outer is not None else phase.before
     splits = [n // p for n, p in zip(group.space, part)]
     window = phase.window
     for along, (_first, chunks) in (window or {}).items():   # the chunks of one window of the cats
         splits[along] = chunks
-    bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
+    steps = [1 if a in group.outer else k for a, k in enumerate(splits)]   # what this loop visits
+    if outer is not None and not any(steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
+                                     if v in group.axes for a in group.axes[v] if a >= 0):
+        return _straight(group, part, splits, phase, outer)
+    bounds = [_outside_const(at, v) for v in (0, _product(steps), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
-    inits = [before.get(op) or _identity(at, op, op.results[0].type) for op in phase.reduces] + \
+    inits = [before.get(op) or _identity(at, op, _chunk_type(group, op.results[0], part)) for op in phase.reduces] + \
         [before.get(op) or _identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
     body = Block([_I32, *(v.type for v in inits)])
     loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
                                       regions=[Region([body])], location=at.location))
     emit = _Body(body, at.location)
-    coords = _chunk_coords(emit, body.arguments[0], splits)
+    coords = _chunk_coords(emit, body.arguments[0], steps)
+    if outer is not None:   # the block's index along the axes the outer loop splits
+        coords = [outer.coords[a] if a in group.outer else c for a, c in enumerate(coords)]
     for axis in {a for a, reverse in _scan_axes(group) if reverse and coords[a] is not None}:
         last = emit.const(splits[axis] - 1)   # a reverse scan's chunks, last first
         coords[axis] = emit.op("cuda_tile.subi", [last, coords[axis]], {"overflow": "none"})  # type: ignore[list-item]
     chunk = _Chunk(group, part, splits, coords, emit, window)
+    if outer is not None:
+        chunk.copies.update(outer.copies)
     carried: list[Value] = []
     runs: list[Value] = []
     for op in phase.ops:
@@ -730,7 +752,29 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
             runs.append(run)
     carried += runs
     body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
+    if outer is not None:   # the later phases of the block read the block's results
+        outer.copies.update((op.results[0], r) for op, r in zip(phase.reduces, loop.results))
     return dict(zip([*phase.reduces, *scans], loop.results))
+
+
+def _straight(group: Group, part: tuple[int, ...], splits: list[int], phase: "Phase", outer: "Outer") -> dict:
+    """A phase of the nested form whose tiles lie within the block (what reads its reductions' results,
+    a store of them): its ops once, in the outer loop's body, on the block's chunk."""
+    body = Block()
+    chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location))
+    chunk.copies.update(outer.copies)
+    for op in phase.ops:
+        chunk.clone(op, body)
+    for op in list(body.operations):   # made apart (clones append), then moved into place
+        body.operations.remove(op)
+        outer.at.insert_before(op)
+    return {}
+
+
+def _chunk_type(group: Group, value: Value, part: tuple[int, ...]) -> object:
+    """The type of a chunk of `value`: chunk-sized where the group splits it (the nested form's results)."""
+    t = value.type
+    return TileType(group.shape(value, part), t.element) if value in group.axes else t  # type: ignore[union-attr]
 
 
 class _Chunk:
