@@ -1,0 +1,83 @@
+"""Reductions whose result and reduced axis are both longer than a chunk (tileaa/nested_loops.py): an
+outer loop over blocks of the kept axes, the reduced axis' chunks in a loop in its body. One warp a
+kernel, as in test_tile_loops_more.py (chunks of 512 elements): a (1024, 1024) tile reduced along
+either axis takes the nested form. The emulator runs it on chunks of 128 (a (256, 256) tile), the
+nested form's smallest case with a quarter of the elements a thread."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_tile_loops_cat import MAX  # noqa: E402
+from test_tile_loops_more import ADD, _agree, _code_does_not_grow, _kernel, _looped, _view  # noqa: E402
+
+# kind -> (the reduce's body, its identity, the load's padding)
+KINDS = {"sum": (ADD, "0.000000e+00", "zero"), "max": (MAX, "0xFF800000", "neg_inf")}
+
+
+def shape(n: int) -> tuple[int, int]:
+    """A square tile of `n` elements (the longer axis first where it cannot be)."""
+    bits = n.bit_length() - 1
+    return 1 << (bits - bits // 2), 1 << (bits // 2)
+
+
+def reduce_2d(n: int, dim: int = 1, kind: str = "sum") -> str:
+    """y[tile bx] = x's tile bx (the tiles stacked along the kept axis) reduced along `dim`."""
+    body, identity, padding = KINDS[kind]
+    rows, cols = shape(n)
+    kept = cols if dim == 0 else rows
+    v, w, t = _view((rows, cols), padding), _view((kept,)), f"tile<{rows}x{cols}xf32>"
+    index = "%c0, %bx" if dim == 0 else "%bx, %c0"
+    return _kernel("reduce_2d", [2, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[{index}] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %s = reduce %x dim={dim} identities=[{identity} : f32] : {t} -> tile<{kept}xf32>", *body,
+        f"  %st = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{kept}xf32>, {w}, tile<i32> -> token"])
+
+
+def _kernels() -> list:
+    return [pytest.param(lambda n, d=dim, k=kind: reduce_2d(n, d, k), id=f"{kind}-axis{dim}")
+            for dim in (0, 1) for kind in KINDS]
+
+
+@pytest.mark.parametrize("kernel", _kernels())
+def test_a_reduction_long_both_ways_is_nested(kernel) -> None:
+    """Two loops, one in the other, whose code does not grow from 2^20 to 2^24 elements."""
+    text = _code_does_not_grow(kernel, small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 2 and text.count("= reduce ") == 1
+
+
+@pytest.fixture
+def small_chunks(monkeypatch, tmp_path):
+    """Chunks of 4 elements a thread (loops from 32): the nested form from (256, 256); a compile
+    cache of its own (the PTX depends on the chunk)."""
+    from tileiras.tileaa import tile_loops
+
+    monkeypatch.setattr(tile_loops, "CHUNK_ELEMENTS", 4)
+    monkeypatch.setattr(tile_loops, "LOOP_ELEMENTS", 32)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_reduction_long_both_ways_agrees(dim: int, kind: str, small_chunks) -> None:
+    """Two blocks' (256, 256) tiles, the second ragged along both axes (padded as the load asks, its
+    results past the array masked); the emulator (race checker on) close to the interpreter and to
+    numpy, bit for bit for a maximum."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(reduce_2d(n, dim, kind)).count(" for %loopIdx") == 2
+    full = (2 * rows, cols) if dim == 1 else (rows, 2 * cols)
+    x = np.random.default_rng(dim).standard_normal((full[0] - 40, full[1] - 24)).astype(np.float32)
+    kept = x.shape[1 - dim]
+    got = _agree(reduce_2d(n, dim, kind), [x, np.zeros(kept, np.float32)], (2,), exact=kind == "max")
+    reduced = x.astype(np.float64).sum(dim) if kind == "sum" else x.max(dim)   # padding changes neither
+    assert np.allclose(got[1], reduced, rtol=1e-4, atol=1e-3)
