@@ -15,8 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from emulator_runs import emulate, interpret  # noqa: E402
 from test_tile_loops_cat import MAX  # noqa: E402
-from test_tile_loops_more import ADD, _agree, _code_does_not_grow, _kernel, _looped, _view  # noqa: E402
+from test_tile_loops_more import ADD, _agree, _code_does_not_grow, _kernel, _looped, _module, _view  # noqa: E402
 
 # kind -> (the reduce's body, its identity, the load's padding)
 KINDS = {"sum": (ADD, "0.000000e+00", "zero"), "max": (MAX, "0xFF800000", "neg_inf")}
@@ -81,3 +82,14 @@ def test_a_reduction_long_both_ways_agrees(dim: int, kind: str, small_chunks) ->
     got = _agree(reduce_2d(n, dim, kind), [x, np.zeros(kept, np.float32)], (2,), exact=kind == "max")
     reduced = x.astype(np.float64).sum(dim) if kind == "sum" else x.max(dim)   # padding changes neither
     assert np.allclose(got[1], reduced, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dim", [1, pytest.param(0, marks=pytest.mark.sweep)])
+def test_a_reduction_long_both_ways_agrees_at_size(dim: int) -> None:
+    """One (1024, 1024) tile on one warp, in the chunks a compile makes (512), ragged both ways: 12 s."""
+    n = 1 << 20
+    x = np.random.default_rng(20 + dim).standard_normal((1024 - 40, 1024 - 24)).astype(np.float32)
+    module, args = _module(reduce_2d(n, dim)), [x, np.zeros(x.shape[1 - dim], np.float32)]
+    got, want = emulate(module, args, "sm_90", (1,)), interpret(module, args, (1,))
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)   # sums of 1000 in another order
+    assert np.allclose(got[1], x.astype(np.float64).sum(dim), rtol=1e-4, atol=1e-3)
