@@ -44,6 +44,29 @@ def reduce_2d(n: int, dim: int = 1, kind: str = "sum") -> str:
         f"  %st = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{kept}xf32>, {w}, tile<i32> -> token"])
 
 
+def softmax(n: int, dim: int = 1) -> str:
+    """y = the softmax of x's tile bx along `dim` (padded with -inf): a block's maximum, then its sum of
+    exponentials, each a loop over the reduced axis' chunks, then a loop storing the block."""
+    rows, cols = shape(n)
+    v, w, t = _view((rows, cols), "neg_inf"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
+    r = f"tile<{rows if dim == 1 else cols}xf32>"
+    u = f"tile<{rows}x1xf32>" if dim == 1 else f"tile<1x{cols}xf32>"
+    return _kernel("softmax", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %m = reduce %x dim={dim} identities=[0xFF800000 : f32] : {t} -> {r}", *MAX,
+        f"  %m2 = reshape %m : {r} -> {u}",
+        f"  %mb = broadcast %m2 : {u} -> {t}",
+        f"  %d = subf %x, %mb : {t}",
+        f"  %e = exp %d : {t}",
+        f"  %s = reduce %e dim={dim} identities=[0.000000e+00 : f32] : {t} -> {r}", *ADD,
+        f"  %s2 = reshape %s : {r} -> {u}",
+        f"  %sb = broadcast %s2 : {u} -> {t}",
+        f"  %y = divf %e, %sb : {t}",
+        f"  %st = store_view_tko weak %y, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
 def _kernels() -> list:
     return [pytest.param(lambda n, d=dim, k=kind: reduce_2d(n, d, k), id=f"{kind}-axis{dim}")
             for dim in (0, 1) for kind in KINDS]
@@ -54,6 +77,13 @@ def test_a_reduction_long_both_ways_is_nested(kernel) -> None:
     """Two loops, one in the other, whose code does not grow from 2^20 to 2^24 elements."""
     text = _code_does_not_grow(kernel, small=1 << 20, big=1 << 24)
     assert text.count(" for %loopIdx") == 2 and text.count("= reduce ") == 1
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_softmax_long_both_ways_is_nested(dim: int) -> None:
+    """An outer loop over blocks, in its body three loops: the maximum, the sum, the store."""
+    text = _code_does_not_grow(lambda n: softmax(n, dim), small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 4 and text.count("= reduce ") == 2
 
 
 @pytest.fixture
@@ -93,3 +123,19 @@ def test_a_reduction_long_both_ways_agrees_at_size(dim: int) -> None:
     got, want = emulate(module, args, "sm_90", (1,)), interpret(module, args, (1,))
     assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)   # sums of 1000 in another order
     assert np.allclose(got[1], x.astype(np.float64).sum(dim), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_softmax_long_both_ways_agrees(dim: int, small_chunks) -> None:
+    """Two blocks' (256, 256) tiles along rows, the second ragged both ways (padded with -inf, stores
+    masked past the array)."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    x = np.random.default_rng(30 + dim).standard_normal((2 * rows - 40, cols - 24)).astype(np.float32)
+    module, args = _module(softmax(n, dim)), [x, np.zeros_like(x)]
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], want[1], rtol=1e-5, atol=1e-7)
+    blocks = [x[:rows].astype(np.float64), x[rows:].astype(np.float64)]
+    exact = np.concatenate([np.exp(b - b.max(dim, keepdims=True)) / np.exp(b - b.max(dim, keepdims=True)).sum(
+        dim, keepdims=True) for b in blocks])
+    assert np.allclose(got[1], exact, rtol=1e-4, atol=1e-6)
