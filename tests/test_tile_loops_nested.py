@@ -139,3 +139,61 @@ def test_a_softmax_long_both_ways_agrees(dim: int, small_chunks) -> None:
     exact = np.concatenate([np.exp(b - b.max(dim, keepdims=True)) / np.exp(b - b.max(dim, keepdims=True)).sum(
         dim, keepdims=True) for b in blocks])
     assert np.allclose(got[1], exact, rtol=1e-4, atol=1e-6)
+
+
+ARGMAX = ["  (%v: tile<f32>, %va: tile<f32>, %j: tile<i32>, %ja: tile<i32>) {",
+          "    %ge = cmpf greater_than_or_equal ordered %v, %va : tile<f32> -> tile<i1>",
+          "    %m = select %ge, %v, %va : tile<i1>, tile<f32>",
+          "    %k = select %ge, %j, %ja : tile<i1>, tile<i32>",
+          "    yield %m, %k : tile<f32>, tile<i32>", "  }"]
+
+
+def argmax(n: int, dim: int = 1, rows: int = 0) -> str:
+    """y[tile bx] = the maxima of x's tile bx along `dim` (padded with -inf), z[tile bx] their indices
+    (as f32): a reduce of two tiles, the values and an iota broadcast along the kept axis. `rows`: the
+    tile's kept axis (a square tile by default)."""
+    rows, cols = (rows, n // rows) if rows else shape(n)
+    rows, cols = (rows, cols) if dim == 1 else (cols, rows)
+    kept, long = (rows, cols) if dim == 1 else (cols, rows)
+    v, w, t, ti = _view((rows, cols), "neg_inf"), _view((kept,)), f"tile<{rows}x{cols}xf32>", f"tile<{rows}x{cols}xi32>"
+    unit = f"tile<1x{cols}xi32>" if dim == 1 else f"tile<{rows}x1xi32>"
+    r, ri = f"tile<{kept}xf32>", f"tile<{kept}xi32>"
+    index = "%bx, %c0" if dim == 1 else "%c0, %bx"
+    return _kernel("argmax", [2, 1, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %p2 = make_partition_view %t2 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[{index}] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %io = iota : tile<{long}xi32>",
+        f"  %i1 = reshape %io : tile<{long}xi32> -> {unit}",
+        f"  %ix = broadcast %i1 : {unit} -> {ti}",
+        f"  %m, %k = reduce %x, %ix dim={dim} identities=[0xFF800000 : f32, 0 : i32] : {t}, {ti} -> {r}, {ri}", *ARGMAX,
+        f"  %kf = itof %k signed : {ri} -> {r}",
+        f"  %s1 = store_view_tko weak %m, %p1[%bx] token = %tok : {r}, {w}, tile<i32> -> token",
+        f"  %s2 = store_view_tko weak %kf, %p2[%bx] token = %tok : {r}, {w}, tile<i32> -> token"])
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_an_argmax_is_looped(dim: int) -> None:
+    """A reduce of two tiles: carried where its results fit a chunk (16 kept), nested where not."""
+    flat = _code_does_not_grow(lambda n: argmax(n, dim, rows=16), small=1 << 16, big=1 << 22)
+    assert flat.count(" for %loopIdx") == 1 and flat.count("= reduce ") == 1
+    nested = _code_does_not_grow(lambda n: argmax(n, dim), small=1 << 20, big=1 << 24)
+    assert nested.count(" for %loopIdx") == 2 and nested.count("= reduce ") == 1
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("rows", [16, 0])
+def test_an_argmax_agrees(dim: int, rows: int, small_chunks) -> None:
+    """Two blocks' tiles of 2^16 (carried: (16, 4096) along its rows; nested: (256, 256)), the second
+    ragged both ways; maxima and indices bit for bit numpy's (distinct values: no ties)."""
+    n = 1 << 16
+    text = argmax(n, dim, rows)
+    assert _looped(text).count(" for %loopIdx") == (2 if not rows else 1)
+    tile = (rows, n // rows) if rows else shape(n)
+    tile = tile if dim == 1 else tile[::-1]
+    full = (2 * tile[0], tile[1]) if dim == 1 else (tile[0], 2 * tile[1])
+    x = np.random.default_rng(40 + dim).standard_normal((full[0] - 5, full[1] - 24)).astype(np.float32)
+    kept = x.shape[1 - dim]
+    got = _agree(text, [x, np.zeros(kept, np.float32), np.zeros(kept, np.float32)], (2,))
+    assert np.array_equal(got[1], x.max(dim)) and np.array_equal(got[2], x.argmax(dim).astype(np.float32))

@@ -131,10 +131,10 @@ def _iota(op: Operation) -> bool:
 
 
 def _reduce(op: Operation) -> bool:
-    """A reduce of one tile whose body combines element-wise (it then combines whole accumulators)."""
+    """A reduce (of one tile or several: an arg-max's values and indices) whose body combines
+    element-wise (it then combines whole accumulators)."""
     body = op.regions[0].blocks[0].operations if op.regions and op.regions[0].blocks else []
-    return len(op.operands) == 1 and all(inner.name in ELEMENTWISE or inner.name == "cuda_tile.yield"
-                                         for inner in body)
+    return all(inner.name in ELEMENTWISE or inner.name == "cuda_tile.yield" for inner in body)
 
 
 def _cat(op: Operation) -> bool:
@@ -148,7 +148,7 @@ def _scan(op: Operation) -> bool:
     """A scan of one tile combining element-wise: a chunk's is the chunk's scan combined with the
     running value the loop carries (what the chunks before it combine to; a reverse scan's loop
     visits the chunks along its axis last first)."""
-    return _reduce(op)
+    return len(op.operands) == 1 and _reduce(op)
 
 
 # op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
@@ -248,12 +248,13 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) 
         long = iter([a for a in axes if a >= 0])
         return {known: axes, other: tuple(-1 if n == 1 else next(long) for n in other.type.shape)}  # type: ignore[union-attr]
     if op.name == "cuda_tile.reduce":
-        if known is not op.operands[0]:
+        if known not in op.operands:
             return None   # the axis it reduces is not in the space of its result
+        operands = {v: axes for v in op.operands}   # (several: one shape)
         if _carried(op, chunk):
-            return {known: axes}   # its result is not chunked
+            return operands   # its results are not chunked
         dim = int(op.attributes["dim"])
-        return {known: axes, op.results[0]: axes[:dim] + axes[dim + 1:]}
+        return {**operands, **{r: axes[:dim] + axes[dim + 1:] for r in op.results}}
     if op.name == "cuda_tile.permute":
         perm = tuple(int(p) for p in op.attributes["permutation"])
         src, res = op.operands[0], op.results[0]
@@ -682,14 +683,15 @@ def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     then the group's ops are dropped."""
     from .nested_loops import enclose
 
-    carried: dict[Operation, Value] = {}
+    carried: dict[Operation, list[Value]] = {}
     outer = enclose(group, part, plan[-1].before) if group.outer else None
     for i, phase in enumerate(plan):
         carried.update(_loop(group, part, phase, carried, outer))
         later = {op for next_ in plan[i + 1:] for op in next_.ops}
         for op in phase.reduces:
-            if op not in later and outer is None:   # its last window done: what reads it reads the loop's result
-                op.results[0].replace_all_uses_with(carried[op])
+            if op not in later and outer is None:   # its last window done: what reads it reads the loop's results
+                for r, v in zip(op.results, carried[op]):
+                    r.replace_all_uses_with(v)
     for op in reversed(group.ops):
         _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
@@ -707,12 +709,12 @@ def _erase_tree(op: Operation) -> None:
     _erase(op)
 
 
-def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, Value],
-          outer: Optional["Outer"] = None) -> dict[Operation, Value]:
+def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, list[Value]],
+          outer: Optional["Outer"] = None) -> dict[Operation, list[Value]]:
     """The loop of one phase, before `phase.before` (in the nested form, in `outer`'s body: over the
     chunks of the block, or none where the phase's tiles all lie within one); per reduction and scan of
-    it, what it carries out (its result, the running value after its last chunk). Those in `before`
-    start from there (an earlier window's loop), the others from their identity."""
+    it, what it carries out (its results, the running value after its last chunk). Those in `before`
+    start from there (an earlier window's loop), the others from their identities."""
     at = outer.at if outer is not None else phase.before
     splits = [n // p for n, p in zip(group.space, part)]
     window = phase.window
@@ -724,8 +726,10 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
         return _straight(group, part, splits, phase, outer)
     bounds = [_outside_const(at, v) for v in (0, _product(steps), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
-    inits = [before.get(op) or _identity(at, op, _chunk_type(group, op.results[0], part)) for op in phase.reduces] + \
-        [before.get(op) or _identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
+    inits = [v for op in phase.reduces for v in before.get(op) or
+             [_identity(at, op, _chunk_type(group, r, part), i) for i, r in enumerate(op.results)]] + \
+        [v for op in scans for v in before.get(op) or
+         [_identity(at, op, _without(op.results[0].type, int(op.attributes["dim"])))]]
     body = Block([_I32, *(v.type for v in inits)])
     loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
                                       regions=[Region([body])], location=at.location))
@@ -739,22 +743,24 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     chunk = _Chunk(group, part, splits, coords, emit, window)
     if outer is not None:
         chunk.copies.update(outer.copies)
+    args = iter(body.arguments[1:])   # per reduction its accumulators, then per scan its running value
+    accs = {op: [next(args) for _ in op.results] for op in phase.reduces}
+    runs = {op: next(args) for op in scans}
     carried: list[Value] = []
-    runs: list[Value] = []
     for op in phase.ops:
         copy = chunk.clone(op, body)
         if op in phase.reduces:
-            acc = body.arguments[1 + phase.reduces.index(op)]
-            carried.append(_combine(body, op, acc, copy.results[0]))
+            carried += _combine(body, op, accs[op], list(copy.results))
         if op in scans:
-            run = body.arguments[1 + len(phase.reduces) + scans.index(op)]
-            chunk.copies[op.results[0]], run = _carry_scan(body, op, copy, run)
-            runs.append(run)
-    carried += runs
+            chunk.copies[op.results[0]], runs[op] = _carry_scan(body, op, copy, runs[op])
+    carried += runs.values()
     body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
+    results = iter(loop.results)
+    out = {op: [next(results) for _ in op.results] for op in phase.reduces}
+    out.update((op, [next(results)]) for op in scans)
     if outer is not None:   # the later phases of the block read the block's results
-        outer.copies.update((op.results[0], r) for op, r in zip(phase.reduces, loop.results))
-    return dict(zip([*phase.reduces, *scans], loop.results))
+        outer.copies.update((r, v) for op in phase.reduces for r, v in zip(op.results, out[op]))
+    return out
 
 
 def _straight(group: Group, part: tuple[int, ...], splits: list[int], phase: "Phase", outer: "Outer") -> dict:
@@ -895,15 +901,16 @@ def _clone_block(block: Block) -> Block:
     return twin
 
 
-def _combine(body: Block, reduce: Operation, acc: Value, part: Value) -> Value:
-    """The reduce's body applied to whole accumulators: `acc` combined with the chunk's `part`."""
+def _combine(body: Block, reduce: Operation, accs: list[Value], parts: list[Value]) -> list[Value]:
+    """The reduce's body applied to whole accumulators: `accs` (one per operand) combined with the
+    chunk's `parts` (its block takes each operand's pair in turn)."""
     region = reduce.regions[0].blocks[0]
-    mapping: dict[Value, Value] = {region.arguments[0]: acc, region.arguments[1]: part}
-    t = acc.type
+    mapping: dict[Value, Value] = dict(zip(region.arguments, (v for pair in zip(accs, parts) for v in pair)))
+    t = accs[0].type
     assert isinstance(t, TileType)
     for op in region.operations:
         if op.name == "cuda_tile.yield":
-            return mapping[op.operands[0]]
+            return [mapping[v] for v in op.operands]
         copy = body.append(Operation(op.name, [mapping[v] if v in mapping else v for v in op.operands],
                                      [TileType(t.shape, r.type.element) for r in op.results],  # type: ignore[union-attr]
                                      op.attributes, location=op.location, segment_sizes=op.segment_sizes))
@@ -928,18 +935,19 @@ def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tu
     total = body.append(Operation("cuda_tile.reduce", [copy.operands[0]], [_without(chunk, dim)], attributes,
                                   regions=[Region([_clone_block(scan.regions[0].blocks[0])])],
                                   location=location)).results[0]
-    after = _combine(body, scan, total, run) if reverse else _combine(body, scan, run, total)
+    after = _combine(body, scan, [total], [run])[0] if reverse else _combine(body, scan, [run], [total])[0]
     unit = TileType(chunk.shape[:dim] + (1,) + chunk.shape[dim + 1:], chunk.element)
     flat = body.append(Operation("cuda_tile.reshape", [run], [unit], {}, location=location)).results[0]
     spread = body.append(Operation("cuda_tile.broadcast", [flat], [chunk], {}, location=location)).results[0]
     if reverse:
-        return _combine(body, scan, copy.results[0], spread), after
-    return _combine(body, scan, spread, copy.results[0]), after
+        return _combine(body, scan, [copy.results[0]], [spread])[0], after
+    return _combine(body, scan, [spread], [copy.results[0]])[0], after
 
 
-def _identity(at: Operation, reduce: Operation, t: object) -> Value:
-    """The reduce's (or scan's) identity, splat over `t`: the accumulator before the first chunk."""
-    ident = reduce.attributes["identities"][0]
+def _identity(at: Operation, reduce: Operation, t: object, index: int = 0) -> Value:
+    """The reduce's (or scan's) identity of operand `index`, splat over `t`: the accumulator before the
+    first chunk."""
+    ident = reduce.attributes["identities"][index]
     assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
     width = max(1, t.element.bitwidth // 8)
     bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
