@@ -19,7 +19,8 @@ where a permute needs both orders' rows long: a transpose's loads and stores bot
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
-whole in the chunk. A reverse scan's loop visits its chunks last first. A reshape that splits an
+whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
+blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A reshape that splits an
 axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
 A `cat` makes the space its result's: one loop per window of its operands (of all the group's cats,
 nested ones included) runs over the chunks of the joined axis that window covers, computing the
