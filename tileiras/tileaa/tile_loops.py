@@ -194,9 +194,10 @@ class Group:
         # tile value -> {its axis: the space axes it merges (outer first)}: a tile reshaped into the
         # space's finer axes (the axis itself runs along the outer one in `axes`)
         self.merged: dict[Value, dict[int, tuple[int, ...]]] = {}
-        # a `cat`'s operands and what computes them: tile value -> {space axis: where along it the
-        # tile starts} (the joined axes; a nested cat's operands from where its result starts)
-        self.offsets: dict[Value, dict[int, int]] = {}
+        # where the tiles lie along the cats' joined axes: tile value -> its placements, each {joined space
+        # axis it runs along: where along it the tile starts} (several: a tile joined by two cats;
+        # `cat_windows.place`)
+        self.offsets: dict[Value, list[dict[int, int]]] = {}
         self.cats: list[Operation] = []
         # the nested form (nested_loops.py): the space axes an outer loop splits into blocks, each block's
         # reductions carried by the loops in its body
@@ -344,8 +345,6 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 a = _unit(v, a)
                 if group.axes.setdefault(v, a) != a:
                     return None   # one tile seen along two orders
-                if op.name != "cuda_tile.cat" and _offsets(group, v, group.offsets.get(value, {})) is None:
-                    return None   # one tile in two operands of the cat
                 if merged and v is not value and group.merged.setdefault(v, merged) != merged:
                     return None
                 if v is not value and v not in pending:
@@ -361,34 +360,19 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
     if group.cats and (group.merged or group.inner):
         return None   # a window of a merged axis is not one run of the space's axes; member loops with cats
         # are not windowed (not needed yet: their tiles would each need a window of their own)
+    if group.cats and not cat_windows.place(group):
+        return None
     return group
 
 
 def _cat_axes(op: Operation, known: Value, group: Group) -> Optional[dict[Value, Axes]]:
-    """A cat reached from its result (the space holds its operands, not the other way): its operands
-    run along the result's axes, each from its offset along the joined axis (`Group.offsets`: where
-    the result starts, for a cat of a cat's operand)."""
-    if known is not op.results[0]:
-        return None
+    """A cat: its operands run along the result's axes, each from its offset along the joined axis
+    (where each lies in the space: `cat_windows.place`, once the group is grown)."""
     axes, dim = group.axes[known], int(op.attributes["dim"])
     if axes[dim] < 0:
         return None
-    base = group.offsets.get(known, {})
-    start = base.get(axes[dim], 0)
-    for operand in op.operands:
-        if operand in group.offsets:
-            return None   # one tile joined twice (or reached before its cat)
-        group.offsets[operand] = {**base, axes[dim]: start}
-        start += operand.type.shape[dim]  # type: ignore[union-attr]
     group.cats.append(op)
-    return {known: axes, **{v: axes for v in op.operands}}
-
-
-def _offsets(group: Group, value: Value, offsets: dict[int, int]) -> Optional[dict[int, int]]:
-    """Record `offsets` (those of the tile `value` was reached from) for `value`, on the axes it runs
-    along; None where it already has others."""
-    mine = {s: o for s, o in offsets.items() if s in group.axes[value]}
-    return mine if group.offsets.setdefault(value, mine) == mine else None
+    return {v: axes for v in (*op.operands, op.results[0])}
 
 
 # ops whose tiles do not all share the axes of the one the group reached them from
@@ -741,7 +725,7 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     for axis in {a for a, reverse in _scan_axes(group) if reverse and coords[a] is not None}:
         last = emit.const(splits[axis] - 1)   # a reverse scan's chunks, last first
         coords[axis] = emit.op("cuda_tile.subi", [last, coords[axis]], {"overflow": "none"})  # type: ignore[list-item]
-    chunk = _Chunk(group, part, splits, coords, emit, window)
+    chunk = _Chunk(group, part, splits, coords, emit, window, phase.where)
     if outer is not None:
         chunk.copies.update(outer.copies)
     args = iter(body.arguments[1:])   # per reduction its accumulators, then per scan its running value
@@ -788,9 +772,11 @@ class _Chunk:
     """Copies the group's ops into a chunk loop's body, on chunk-sized tiles."""
 
     def __init__(self, group: Group, part: tuple[int, ...], splits: list[int], coords: list[Optional[Value]],
-                 emit: "_Body", window: Optional[dict[int, tuple[int, int]]] = None) -> None:
+                 emit: "_Body", window: Optional[dict[int, tuple[int, int]]] = None,
+                 where: Optional[dict[Value, dict[int, int]]] = None) -> None:
         self.group, self.part, self.splits, self.coords, self.emit = group, part, splits, coords, emit
         self.window = window   # the loop of one window of the cats: space axis -> (first chunk, chunks)
+        self.where = where or {}   # in that window, the placement of each tile (`Phase.where`)
         self.shifted: dict[tuple, Value] = {}
         self.copies: dict[Value, Value] = {}
         self.views: dict = {}   # (view, chunk shape) -> its twin
@@ -804,7 +790,7 @@ class _Chunk:
         group, copies = self.group, self.copies
         if op.name == "cuda_tile.cat":   # the chunk of the operand holding this loop's window
             assert self.window is not None
-            operand = copies[cat_windows.operand_at(group, op, self.window, self.part)]
+            operand = copies[cat_windows.operand_at(group, op, self.window, self.part, self.where)]
             copies[op.results[0]] = operand
             return operand.owner  # type: ignore[return-value]
         operands = [copies.get(v, v) for v in op.operands]
@@ -863,7 +849,7 @@ class _Chunk:
         """Along the joined axis in an operand's loop: the chunks of `value` (a cat operand's tile or
         the space's), and the chunk's index in it: the loop's, shifted by where the operand starts."""
         k = value.type.shape[axis] // self.part[along]  # type: ignore[union-attr]
-        start = self.window[along][0] - self.group.offsets.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
+        start = self.window[along][0] - self.where.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
         c = self.coords[along]
         if k == 1 or (not start and c is not None):
             return k, c, (along, 0, k)

@@ -24,10 +24,12 @@ class Phase:
     before."""
 
     def __init__(self, ops: list[Operation], reduces: list[Operation], before: Operation,
-                 window: Optional[dict[int, tuple[int, int]]] = None) -> None:
+                 window: Optional[dict[int, tuple[int, int]]] = None,
+                 where: Optional[dict[Value, dict[int, int]]] = None) -> None:
         self.ops, self.reduces, self.before = ops, reduces, before
-        # the loop of one window of a group's cats (cat_windows.py): space axis -> (first chunk, chunks)
-        self.window = window
+        # the loop of one window of a group's cats (cat_windows.py): space axis -> (first chunk, chunks),
+        # and where each of its tiles lies there (one of its placements, `Group.offsets`)
+        self.window, self.where = window, where
 
 
 def phases(block: Block, ops: list[Operation], carried: set[Operation], inside: bool = False) -> Optional[list[Phase]]:
