@@ -23,7 +23,7 @@ whole in the chunk; where that axis is longer than a chunk too, the phases run i
 blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A reshape that splits an
 axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
 A `cat` makes the space its result's: one loop per window of its operands (of all the group's cats,
-nested ones included) runs over the chunks of the joined axis that window covers, computing the
+nested ones included; a tile two cats join computed in each window that reads it) runs over the chunks of the joined axis that window covers, computing the
 operand's chunk where the cat's was, a reduction or scan carried from window to window
 (`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
