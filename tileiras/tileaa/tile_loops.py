@@ -20,12 +20,13 @@ Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
-blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A reshape that splits an
-axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
-A `cat` makes the space its result's: one loop per window of its operands (of all the group's cats,
-nested ones included; a tile two cats join computed in each window that reads it) runs over the chunks of the joined axis that window covers, computing the
-operand's chunk where the cat's was, a reduction or scan carried from window to window
-(`Group.offsets`, `cat_windows.py`).
+blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A
+reshape that splits an axis makes the space the finer tile's: the coarse tile's axis merges space
+axes (`Group.merged`). A `cat` makes the space its result's: one loop per window of its operands (of
+all the group's cats, nested ones included; a tile two cats join is computed in each window that
+reads it) runs over the chunks of the joined axis that window covers, computing the operand's chunk
+where the cat's was, a reduction or scan carried from window to window (`Group.offsets`,
+`cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -519,8 +520,9 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
     for op in group.ops:
         if op.name in _CARRIES:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
-            if op in carried or op.name == "cuda_tile.scan":   # (the outer loop of the nested form splits the others)
-                if any(a >= 0 and part[a] != group.space[a] and a not in group.outer for i, a in enumerate(axes) if i != dim):
+            if op in carried or op.name == "cuda_tile.scan":   # (the nested form's outer loop splits the others)
+                if any(a >= 0 and part[a] != group.space[a] and a not in group.outer
+                       for i, a in enumerate(axes) if i != dim):
                     return False
             elif axes[dim] >= 0 and part[axes[dim]] != group.space[axes[dim]]:
                 return False
@@ -782,8 +784,7 @@ class _Chunk:
         self.views: dict = {}   # (view, chunk shape) -> its twin
 
     def type(self, value: Value) -> object:
-        t = value.type
-        return TileType(self.group.shape(value, self.part), t.element) if value in self.group.axes else t  # type: ignore[union-attr]
+        return _chunk_type(self.group, value, self.part)
 
     def clone(self, op: Operation, into: Block) -> Operation:
         """The chunk's copy of member `op`, appended to `into` (a member loop with its body)."""
