@@ -197,3 +197,40 @@ def test_an_argmax_agrees(dim: int, rows: int, small_chunks) -> None:
     kept = x.shape[1 - dim]
     got = _agree(text, [x, np.zeros(kept, np.float32), np.zeros(kept, np.float32)], (2,))
     assert np.array_equal(got[1], x.max(dim)) and np.array_equal(got[2], x.argmax(dim).astype(np.float32))
+
+
+def cumsum(n: int, dim: int = 1, reverse: bool = False) -> str:
+    """y = the prefix (suffix: `reverse`) sums of x's tile bx along `dim`: a scan long both ways,
+    nested as a reduction is (the running value of the block carried over the reduced axis' chunks)."""
+    rows, cols = shape(n)
+    v, w, t = _view((rows, cols), "zero"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
+    return _kernel("cumsum", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %s = scan %x dim={dim} reverse={'true' if reverse else 'false'} identities=[0.000000e+00 : f32]"
+        f" : {t} -> {t}", *ADD,
+        f"  %st = store_view_tko weak %s, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_scan_long_both_ways_is_nested(dim: int) -> None:
+    text = _code_does_not_grow(lambda n: cumsum(n, dim, reverse=True), small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 2 and text.count("= scan ") == 1
+
+
+@pytest.mark.parametrize("dim,reverse", [(0, False), (1, True)])
+def test_a_scan_long_both_ways_agrees(dim: int, reverse: bool, small_chunks) -> None:
+    """Two blocks' (256, 256) tiles along rows, the second ragged both ways (zero padded, stores masked
+    past the array); close to the interpreter's and to float64's sums."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    x = np.random.default_rng(50 + dim).standard_normal((2 * rows - 40, cols - 24)).astype(np.float32)
+    module, args = _module(cumsum(n, dim, reverse)), [x, np.zeros_like(x)]
+    assert _looped(cumsum(n, dim, reverse)).count(" for %loopIdx") == 2
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3)
+    blocks = [np.pad(b, ((0, rows - len(b)), (0, 24))).astype(np.float64) for b in (x[:rows], x[rows:])]
+    sums = [np.flip(np.cumsum(np.flip(b, dim), dim), dim) if reverse else np.cumsum(b, dim) for b in blocks]
+    exact = np.concatenate(sums)[:len(x), :x.shape[1]]
+    assert np.allclose(got[1], exact, rtol=1e-4, atol=1e-3)

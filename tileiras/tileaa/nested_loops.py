@@ -37,19 +37,18 @@ class Outer:
 
 
 def reduced_axis(group: "Group") -> Optional[int]:
-    """The space axis every reduction of the group reduces, where the group may take the nested form:
-    reductions along one axis, none carried (each result longer than a chunk), nothing else that
-    carries or moves axes (scans, cats, permutes, merged axes, member loops)."""
+    """The space axis every reduction and scan of the group runs along, where the group may take the
+    nested form: reductions and scans along one axis, no reduction carried (each result longer than a
+    chunk), nothing else that carries or moves axes (cats, permutes, merged axes, member loops)."""
     from .tile_loops import _carried
 
     if group.cats or group.merged or group.inner:
         return None
-    names = {op.name for op in group.ops}
-    if names & {"cuda_tile.scan", "cuda_tile.permute", "cuda_tile.for"}:
+    if any(op.name in ("cuda_tile.permute", "cuda_tile.for") for op in group.ops):
         return None
-    reduces = [op for op in group.ops if op.name == "cuda_tile.reduce"]
-    along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in reduces}
-    if len(along) != 1 or any(_carried(op, group.chunk) for op in reduces):
+    runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan")]
+    along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in runs}
+    if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
         return None
     axis = along.pop()
     return axis if axis >= 0 else None

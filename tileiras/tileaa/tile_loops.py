@@ -716,7 +716,7 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     inits = [v for op in phase.reduces for v in before.get(op) or
              [_identity(at, op, _chunk_type(group, r, part), i) for i, r in enumerate(op.results)]] + \
         [v for op in scans for v in before.get(op) or
-         [_identity(at, op, _without(op.results[0].type, int(op.attributes["dim"])))]]
+         [_identity(at, op, _without(_chunk_type(group, op.results[0], part), int(op.attributes["dim"])))]]
     body = Block([_I32, *(v.type for v in inits)])
     loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
                                       regions=[Region([body])], location=at.location))
