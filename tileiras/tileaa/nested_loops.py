@@ -7,7 +7,8 @@ in two levels: an outer loop over blocks of the axes its reductions keep (`Group
 as long as a chunk allows, and in its body the group's phases (tile_phases.py) for that block: a
 loop over the chunks of the reduced axis carrying the block's accumulator, then what reads it (a
 store of the block of the result, a broadcast back over the block's rows) in the block's chunks.
-The code is that of one chunk per phase, whatever the tile's size.
+A scan along that axis runs the same way, its running value block-sized. The code is that of one
+chunk per phase, whatever the tile's size.
 """
 
 from __future__ import annotations
