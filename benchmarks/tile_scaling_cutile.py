@@ -71,3 +71,17 @@ def cumsum(x, y, N: ConstInt):
     r = ct.bid(0)
     t = ct.load(x, index=(r, 0), shape=(1, N), padding_mode=ct.PaddingMode.ZERO)
     ct.store(y, index=(r, 0), tile=ct.cumsum(t, axis=1))
+
+
+@ct.kernel   # one warp: the hint is added to the export (tile_scaling_kernels.ONE_WARP)
+def sum_rows(x, y, TM: ConstInt, TN: ConstInt):
+    r = ct.bid(0)
+    t = ct.load(x, index=(r, 0), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(r,), tile=ct.sum(t, axis=1))
+
+
+@ct.kernel   # one warp: the hint is added to the export (tile_scaling_kernels.ONE_WARP)
+def max_cols(x, y, TM: ConstInt, TN: ConstInt):
+    c = ct.bid(0)
+    t = ct.load(x, index=(0, c), shape=(TM, TN), padding_mode=ct.PaddingMode.NEG_INF)
+    ct.store(y, index=(c,), tile=ct.max(t, axis=0))

@@ -22,8 +22,13 @@ KERNELS: dict[str, str] = {
     "gather": "y[i] = 2 x[i] through tiles of pointers (iota + offset), bounds checked, 1-D",
     "cumsum": "inclusive prefix sums of one row of n elements a block",
     "rms_norm": "RMSNorm of (16, n/16) rows: x * rsqrt(mean(x^2)) * w, the weight row broadcast over rows",
+    "sum_rows": "y[i] = sum_j x[i, j] of one (2^(k/2), 2^(k-k/2)) tile a block, one warp (a hint)",
+    "max_cols": "y[j] = max_i x[i, j] of one (2^(k/2), 2^(k-k/2)) tile a block, one warp (a hint)",
 }
 REDUCE_ROWS = 16
+# kernels whose warps a hint asks for: one (cuTile writes `num_worker_warps` only into 13.5 bytecode,
+# which it does not export yet, so `export` adds the hint to its 13.4 module and writes 13.5)
+ONE_WARP = ("sum_rows", "max_cols")
 
 
 def _shape_2d(elements: int) -> tuple[int, int]:
@@ -38,7 +43,7 @@ def tile_shape(kernel: str, elements: int) -> tuple[int, ...]:
         return rows, elements // rows
     if kernel in ("softmax", "cumsum"):
         return 1, elements
-    if kernel == "transpose":
+    if kernel in ("transpose", *ONE_WARP):
         return _shape_2d(elements)
     return (elements,)
 
@@ -82,6 +87,9 @@ def _parameters(kernel: str, elements: int) -> list[Any]:
         return [_array(2), _array(1), _array(2), ConstantConstraint(rows), ConstantConstraint(elements // rows)]
     if kernel in ("cast_chain", "gather"):
         return [_array(1), _array(1), ConstantConstraint(elements)]
+    if kernel in ONE_WARP:
+        rows, cols = _shape_2d(elements)
+        return [_array(2), _array(1), ConstantConstraint(rows), ConstantConstraint(cols)]
     rows, cols = _shape_2d(elements)
     return [_array(2), _array(2), ConstantConstraint(rows), ConstantConstraint(cols)]
 
@@ -96,4 +104,18 @@ def export(kernel: str, elements: int, bytecode_version: str = "13.4") -> bytes:
     buf = io.BytesIO()
     export_kernel(_kernels()[kernel], [signature], buf, output_format="tileir_bytecode",
                   bytecode_version=bytecode_version)
-    return buf.getvalue()
+    return _one_warp(buf.getvalue()) if kernel in ONE_WARP else buf.getvalue()
+
+
+def _one_warp(bytecode: bytes) -> bytes:
+    """`bytecode` with the hint `num_worker_warps_per_cta = 1` on its entries (every target), as 13.5."""
+    from tileiras.bytecode.writer import write_module
+    from tileiras.frontend import load_module
+    from tileiras.ir.attributes import OptimizationHints
+
+    module = load_module(bytecode, "kernel.tileirbc")
+    hint = OptimizationHints(tuple((sm, (("num_worker_warps_per_cta", 1),)) for sm in ("sm_80", "sm_90", "sm_100", "sm_120")))
+    for op in module.walk():
+        if op.name == "cuda_tile.entry":
+            op.attributes["optimization_hints"] = hint
+    return write_module(module, "13.5")

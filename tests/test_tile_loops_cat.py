@@ -91,8 +91,38 @@ def cat_nested(n: int) -> str:
         f"  %st = store_view_tko weak %z, %p2[%bx] token = %tok : {t}, {w}, tile<i32> -> token"])
 
 
+def cat_swap(n: int) -> str:
+    """z[bx, :] = cat(x, y) + 2 cat(y, x) of rows bx of x and y: each tile joined by two cats, at the
+    start of one and the end of the other."""
+    lines, t = _joined(n)
+    th, w = f"tile<1x{n // 2}xf32>", _view((1, n))
+    return _kernel("cat_swap", [2, 2, 2], [
+        *lines, f"  %p2 = make_partition_view %t2 : {w}",
+        f"  %c2 = cat %y, %x dim = 1 : {th}, {th} -> {t}",
+        f"  %k = constant <f32: 2.000000e+00> : {t}",
+        f"  %d = mulf %c2, %k : {t}",
+        f"  %z = addf %c, %d : {t}",
+        f"  %st = store_view_tko weak %z, %p2[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+def cat_twice(n: int) -> str:
+    """z[bx, :] = cat(x, x) of row bx of x, less its maximum: one tile joined twice by one cat, a
+    reduction carried from one window to the next."""
+    v, th, t, w = _view((1, n // 2), "neg_inf"), f"tile<1x{n // 2}xf32>", f"tile<1x{n}xf32>", _view((1, n))
+    return _kernel("cat_twice", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %c = cat %x, %x dim = 1 : {th}, {th} -> {t}",
+        f"  %m = reduce %c dim=1 identities=[0xFF800000 : f32] : {t} -> tile<1xf32>", *MAX,
+        "  %m2 = reshape %m : tile<1xf32> -> tile<1x1xf32>",
+        f"  %mb = broadcast %m2 : tile<1x1xf32> -> {t}",
+        f"  %d = subf %c, %mb : {t}",
+        f"  %st = store_view_tko weak %d, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
 @pytest.mark.parametrize("kernel,loops", [(cat_sum, 2), (cat_scan, 2), (cat_rscan, 2), (cat_centered, 4),
-                                          (cat_nested, 4)])
+                                          (cat_nested, 4), (cat_swap, 2), (cat_twice, 4)])
 def test_a_cat_with_a_reduction_a_scan_or_a_cat_is_looped(kernel, loops: int) -> None:
     text = _code_does_not_grow(kernel)
     assert text.count(" for %loopIdx") == loops and " cat " not in text
@@ -153,3 +183,22 @@ def test_a_nested_cat_agrees(log2: int, ragged: int) -> None:
                                                px[(2 * b + 1) * q:(2 * b + 2) * q], py[(2 * b + 1) * q:(2 * b + 2) * q]])
                            for b in range(2)])
     assert np.array_equal(got[2], want[:len(got[2])])
+
+
+@pytest.mark.parametrize("log2,ragged", [(13, 40), pytest.param(16, 1000, marks=pytest.mark.sweep)])
+def test_tiles_joined_by_two_cats_agree(log2: int, ragged: int) -> None:
+    """Two rows of x and y, `ragged` columns short of the half tile (zero padded), z as long."""
+    n = 1 << log2
+    x, y, px, py = _rows(n, ragged, log2)
+    got = _agree(cat_swap(n), [x, y, np.zeros((2, n - ragged), np.float32)], (2,))
+    assert np.array_equal(got[2], (np.concatenate([px, py], 1) + 2 * np.concatenate([py, px], 1))[:, :n - ragged])
+
+
+@pytest.mark.parametrize("log2,ragged", [(13, 40), pytest.param(16, 1000, marks=pytest.mark.sweep)])
+def test_a_tile_joined_twice_agrees(log2: int, ragged: int) -> None:
+    n = 1 << log2
+    x = np.random.default_rng(log2).standard_normal((2, n // 2 - ragged)).astype(np.float32)
+    got = _agree(cat_twice(n), [x, np.zeros((2, n - ragged), np.float32)], (2,))
+    px = np.pad(x, ((0, 0), (0, ragged)), constant_values=-np.inf)
+    joined = np.concatenate([px, px], 1)
+    assert np.array_equal(got[1], (joined - joined.max(1, keepdims=True))[:, :n - ragged])

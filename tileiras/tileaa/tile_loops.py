@@ -19,12 +19,14 @@ where a permute needs both orders' rows long: a transpose's loads and stores bot
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
-whole in the chunk. A reverse scan's loop visits its chunks last first. A reshape that splits an
-axis makes the space the finer tile's: the coarse tile's axis merges space axes (`Group.merged`).
-A `cat` makes the space its result's: one loop per window of its operands (of all the group's cats,
-nested ones included) runs over the chunks of the joined axis that window covers, computing the
-operand's chunk where the cat's was, a reduction or scan carried from window to window
-(`Group.offsets`, `cat_windows.py`).
+whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
+blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A
+reshape that splits an axis makes the space the finer tile's: the coarse tile's axis merges space
+axes (`Group.merged`). A `cat` makes the space its result's: one loop per window of its operands (of
+all the group's cats, nested ones included; a tile two cats join is computed in each window that
+reads it) runs over the chunks of the joined axis that window covers, computing the operand's chunk
+where the cat's was, a reduction or scan carried from window to window (`Group.offsets`,
+`cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -44,6 +46,7 @@ from .view_order import _erase
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .nested_loops import Outer
     from .tile_phases import Phase
 
 # Beyond 128 elements a thread (2^15 on 256 threads) a tile is looped; a chunk is 16 a thread: the
@@ -130,10 +133,10 @@ def _iota(op: Operation) -> bool:
 
 
 def _reduce(op: Operation) -> bool:
-    """A reduce of one tile whose body combines element-wise (it then combines whole accumulators)."""
+    """A reduce (of one tile or several: an arg-max's values and indices) whose body combines
+    element-wise (it then combines whole accumulators)."""
     body = op.regions[0].blocks[0].operations if op.regions and op.regions[0].blocks else []
-    return len(op.operands) == 1 and all(inner.name in ELEMENTWISE or inner.name == "cuda_tile.yield"
-                                         for inner in body)
+    return all(inner.name in ELEMENTWISE or inner.name == "cuda_tile.yield" for inner in body)
 
 
 def _cat(op: Operation) -> bool:
@@ -147,7 +150,7 @@ def _scan(op: Operation) -> bool:
     """A scan of one tile combining element-wise: a chunk's is the chunk's scan combined with the
     running value the loop carries (what the chunks before it combine to; a reverse scan's loop
     visits the chunks along its axis last first)."""
-    return _reduce(op)
+    return len(op.operands) == 1 and _reduce(op)
 
 
 # op name -> may a chunk compute it (ops without a rule: element-wise ones on tiles of one shape)
@@ -192,17 +195,21 @@ class Group:
         # tile value -> {its axis: the space axes it merges (outer first)}: a tile reshaped into the
         # space's finer axes (the axis itself runs along the outer one in `axes`)
         self.merged: dict[Value, dict[int, tuple[int, ...]]] = {}
-        # a `cat`'s operands and what computes them: tile value -> {space axis: where along it the
-        # tile starts} (the joined axes; a nested cat's operands from where its result starts)
-        self.offsets: dict[Value, dict[int, int]] = {}
+        # where the tiles lie along the cats' joined axes: tile value -> its placements, each {joined space
+        # axis it runs along: where along it the tile starts} (several: a tile joined by two cats;
+        # `cat_windows.place`)
+        self.offsets: dict[Value, list[dict[int, int]]] = {}
         self.cats: list[Operation] = []
+        # the nested form (nested_loops.py): the space axes an outer loop splits into blocks, each block's
+        # reductions carried by the loops in its body
+        self.outer: tuple[int, ...] = ()
 
     def values(self) -> list[Value]:
         return list(self.axes)
 
     def carried(self) -> list[Operation]:
         """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
-        return [op for op in self.ops if _carried(op, self.chunk)]
+        return [op for op in self.ops if _carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce")]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -244,12 +251,13 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) 
         long = iter([a for a in axes if a >= 0])
         return {known: axes, other: tuple(-1 if n == 1 else next(long) for n in other.type.shape)}  # type: ignore[union-attr]
     if op.name == "cuda_tile.reduce":
-        if known is not op.operands[0]:
+        if known not in op.operands:
             return None   # the axis it reduces is not in the space of its result
+        operands = {v: axes for v in op.operands}   # (several: one shape)
         if _carried(op, chunk):
-            return {known: axes}   # its result is not chunked
+            return operands   # its results are not chunked
         dim = int(op.attributes["dim"])
-        return {known: axes, op.results[0]: axes[:dim] + axes[dim + 1:]}
+        return {**operands, **{r: axes[:dim] + axes[dim + 1:] for r in op.results}}
     if op.name == "cuda_tile.permute":
         perm = tuple(int(p) for p in op.attributes["permutation"])
         src, res = op.operands[0], op.results[0]
@@ -338,8 +346,6 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
                 a = _unit(v, a)
                 if group.axes.setdefault(v, a) != a:
                     return None   # one tile seen along two orders
-                if op.name != "cuda_tile.cat" and _offsets(group, v, group.offsets.get(value, {})) is None:
-                    return None   # one tile in two operands of the cat
                 if merged and v is not value and group.merged.setdefault(v, merged) != merged:
                     return None
                 if v is not value and v not in pending:
@@ -355,34 +361,19 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
     if group.cats and (group.merged or group.inner):
         return None   # a window of a merged axis is not one run of the space's axes; member loops with cats
         # are not windowed (not needed yet: their tiles would each need a window of their own)
+    if group.cats and not cat_windows.place(group):
+        return None
     return group
 
 
 def _cat_axes(op: Operation, known: Value, group: Group) -> Optional[dict[Value, Axes]]:
-    """A cat reached from its result (the space holds its operands, not the other way): its operands
-    run along the result's axes, each from its offset along the joined axis (`Group.offsets`: where
-    the result starts, for a cat of a cat's operand)."""
-    if known is not op.results[0]:
-        return None
+    """A cat: its operands run along the result's axes, each from its offset along the joined axis
+    (where each lies in the space: `cat_windows.place`, once the group is grown)."""
     axes, dim = group.axes[known], int(op.attributes["dim"])
     if axes[dim] < 0:
         return None
-    base = group.offsets.get(known, {})
-    start = base.get(axes[dim], 0)
-    for operand in op.operands:
-        if operand in group.offsets:
-            return None   # one tile joined twice (or reached before its cat)
-        group.offsets[operand] = {**base, axes[dim]: start}
-        start += operand.type.shape[dim]  # type: ignore[union-attr]
     group.cats.append(op)
-    return {known: axes, **{v: axes for v in op.operands}}
-
-
-def _offsets(group: Group, value: Value, offsets: dict[int, int]) -> Optional[dict[int, int]]:
-    """Record `offsets` (those of the tile `value` was reached from) for `value`, on the axes it runs
-    along; None where it already has others."""
-    mine = {s: o for s, o in offsets.items() if s in group.axes[value]}
-    return mine if group.offsets.setdefault(value, mine) == mine else None
+    return {v: axes for v in (*op.operands, op.results[0])}
 
 
 # ops whose tiles do not all share the axes of the one the group reached them from
@@ -529,8 +520,9 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
     for op in group.ops:
         if op.name in _CARRIES:
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
-            if op in carried or op.name == "cuda_tile.scan":
-                if any(a >= 0 and part[a] != group.space[a] for i, a in enumerate(axes) if i != dim):
+            if op in carried or op.name == "cuda_tile.scan":   # (the nested form's outer loop splits the others)
+                if any(a >= 0 and part[a] != group.space[a] and a not in group.outer
+                       for i, a in enumerate(axes) if i != dim):
                     return False
             elif axes[dim] >= 0 and part[axes[dim]] != group.space[axes[dim]]:
                 return False
@@ -589,6 +581,7 @@ def streamable(entry: Operation) -> set[Value]:
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
     a thread; the number of loops made."""
+    from . import nested_loops
     from .tile_phases import phases
 
     made = 0
@@ -598,9 +591,12 @@ def loop_tiles(entry: Operation, threads: int) -> int:
             plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
             if plan is not None and group.cats:
                 plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
+            nested = nested_loops.plan(block, group) if plan is None else None
+            if nested is not None:   # reductions too long both ways: an outer loop over blocks of their results
+                part, plan = nested
             if plan is not None:
                 _rewrite(group, part, plan)
-                made += len(plan)
+                made += len(plan) + bool(group.outer)
     return made
 
 
@@ -670,14 +666,19 @@ def _outside_const(anchor: Operation, value: int) -> Value:
 def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
     ops chunk by chunk (a cat's windows: one loop each, `cat_windows.py`, a reduction or scan carried
-    from one to the next); then the group's ops are dropped."""
-    carried: dict[Operation, Value] = {}
+    from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`);
+    then the group's ops are dropped."""
+    from .nested_loops import enclose
+
+    carried: dict[Operation, list[Value]] = {}
+    outer = enclose(group, part, plan[-1].before) if group.outer else None
     for i, phase in enumerate(plan):
-        carried.update(_loop(group, part, phase, carried))
+        carried.update(_loop(group, part, phase, carried, outer))
         later = {op for next_ in plan[i + 1:] for op in next_.ops}
         for op in phase.reduces:
-            if op not in later:   # its last window done: what reads it reads the loop's result
-                op.results[0].replace_all_uses_with(carried[op])
+            if op not in later and outer is None:   # its last window done: what reads it reads the loop's results
+                for r, v in zip(op.results, carried[op]):
+                    r.replace_all_uses_with(v)
     for op in reversed(group.ops):
         _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
@@ -695,65 +696,102 @@ def _erase_tree(op: Operation) -> None:
     _erase(op)
 
 
-def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, Value]) -> dict[Operation, Value]:
-    """The loop of one phase, before `phase.before`; per reduction and scan of it, what it carries out
-    (its result, the running value after its last chunk). Those in `before` start from there (an
-    earlier window's loop), the others from their identity."""
-    at = phase.before
+def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Operation, list[Value]],
+          outer: Optional["Outer"] = None) -> dict[Operation, list[Value]]:
+    """The loop of one phase, before `phase.before` (in the nested form, in `outer`'s body: over the
+    chunks of the block, or none where the phase's tiles all lie within one); per reduction and scan of
+    it, what it carries out (its results, the running value after its last chunk). Those in `before`
+    start from there (an earlier window's loop), the others from their identities."""
+    at = outer.at if outer is not None else phase.before
     splits = [n // p for n, p in zip(group.space, part)]
     window = phase.window
     for along, (_first, chunks) in (window or {}).items():   # the chunks of one window of the cats
         splits[along] = chunks
-    bounds = [_outside_const(at, v) for v in (0, _product(splits), 1)]
+    steps = [1 if a in group.outer else k for a, k in enumerate(splits)]   # what this loop visits
+    if outer is not None and not any(steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
+                                     if v in group.axes for a in group.axes[v] if a >= 0):
+        return _straight(group, part, splits, phase, outer)
+    bounds = [_outside_const(at, v) for v in (0, _product(steps), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
-    inits = [before.get(op) or _identity(at, op, op.results[0].type) for op in phase.reduces] + \
-        [before.get(op) or _identity(at, op, _without(op.results[0].type, int(op.attributes["dim"]))) for op in scans]
+    inits = [v for op in phase.reduces for v in before.get(op) or
+             [_identity(at, op, _chunk_type(group, r, part), i) for i, r in enumerate(op.results)]] + \
+        [v for op in scans for v in before.get(op) or
+         [_identity(at, op, _without(_chunk_type(group, op.results[0], part), int(op.attributes["dim"])))]]
     body = Block([_I32, *(v.type for v in inits)])
     loop = at.insert_before(Operation("cuda_tile.for", [*bounds, *inits], [v.type for v in inits], {},
                                       regions=[Region([body])], location=at.location))
     emit = _Body(body, at.location)
-    coords = _chunk_coords(emit, body.arguments[0], splits)
+    coords = _chunk_coords(emit, body.arguments[0], steps)
+    if outer is not None:   # the block's index along the axes the outer loop splits
+        coords = [outer.coords[a] if a in group.outer else c for a, c in enumerate(coords)]
     for axis in {a for a, reverse in _scan_axes(group) if reverse and coords[a] is not None}:
         last = emit.const(splits[axis] - 1)   # a reverse scan's chunks, last first
         coords[axis] = emit.op("cuda_tile.subi", [last, coords[axis]], {"overflow": "none"})  # type: ignore[list-item]
-    chunk = _Chunk(group, part, splits, coords, emit, window)
+    chunk = _Chunk(group, part, splits, coords, emit, window, phase.where)
+    if outer is not None:
+        chunk.copies.update(outer.copies)
+    args = iter(body.arguments[1:])   # per reduction its accumulators, then per scan its running value
+    accs = {op: [next(args) for _ in op.results] for op in phase.reduces}
+    runs = {op: next(args) for op in scans}
     carried: list[Value] = []
-    runs: list[Value] = []
     for op in phase.ops:
         copy = chunk.clone(op, body)
         if op in phase.reduces:
-            acc = body.arguments[1 + phase.reduces.index(op)]
-            carried.append(_combine(body, op, acc, copy.results[0]))
+            carried += _combine(body, op, accs[op], list(copy.results))
         if op in scans:
-            run = body.arguments[1 + len(phase.reduces) + scans.index(op)]
-            chunk.copies[op.results[0]], run = _carry_scan(body, op, copy, run)
-            runs.append(run)
-    carried += runs
+            chunk.copies[op.results[0]], runs[op] = _carry_scan(body, op, copy, runs[op])
+    carried += runs.values()
     body.append(Operation("cuda_tile.continue", carried, [], {}, location=at.location))
-    return dict(zip([*phase.reduces, *scans], loop.results))
+    results = iter(loop.results)
+    out = {op: [next(results) for _ in op.results] for op in phase.reduces}
+    out.update((op, [next(results)]) for op in scans)
+    if outer is not None:   # the later phases of the block read the block's results
+        outer.copies.update((r, v) for op in phase.reduces for r, v in zip(op.results, out[op]))
+    return out
+
+
+def _straight(group: Group, part: tuple[int, ...], splits: list[int], phase: "Phase", outer: "Outer") -> dict:
+    """A phase of the nested form whose tiles lie within the block (what reads its reductions' results,
+    a store of them): its ops once, in the outer loop's body, on the block's chunk."""
+    body = Block()
+    chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location))
+    chunk.copies.update(outer.copies)
+    for op in phase.ops:
+        chunk.clone(op, body)
+    for op in list(body.operations):   # made apart (clones append), then moved into place
+        body.operations.remove(op)
+        outer.at.insert_before(op)
+    return {}
+
+
+def _chunk_type(group: Group, value: Value, part: tuple[int, ...]) -> object:
+    """The type of a chunk of `value`: chunk-sized where the group splits it (the nested form's results)."""
+    t = value.type
+    return TileType(group.shape(value, part), t.element) if value in group.axes else t  # type: ignore[union-attr]
 
 
 class _Chunk:
     """Copies the group's ops into a chunk loop's body, on chunk-sized tiles."""
 
     def __init__(self, group: Group, part: tuple[int, ...], splits: list[int], coords: list[Optional[Value]],
-                 emit: "_Body", window: Optional[dict[int, tuple[int, int]]] = None) -> None:
+                 emit: "_Body", window: Optional[dict[int, tuple[int, int]]] = None,
+                 where: Optional[dict[Value, dict[int, int]]] = None) -> None:
         self.group, self.part, self.splits, self.coords, self.emit = group, part, splits, coords, emit
         self.window = window   # the loop of one window of the cats: space axis -> (first chunk, chunks)
+        self.where = where or {}   # in that window, the placement of each tile (`Phase.where`)
         self.shifted: dict[tuple, Value] = {}
         self.copies: dict[Value, Value] = {}
         self.views: dict = {}   # (view, chunk shape) -> its twin
 
     def type(self, value: Value) -> object:
-        t = value.type
-        return TileType(self.group.shape(value, self.part), t.element) if value in self.group.axes else t  # type: ignore[union-attr]
+        return _chunk_type(self.group, value, self.part)
 
     def clone(self, op: Operation, into: Block) -> Operation:
         """The chunk's copy of member `op`, appended to `into` (a member loop with its body)."""
         group, copies = self.group, self.copies
         if op.name == "cuda_tile.cat":   # the chunk of the operand holding this loop's window
             assert self.window is not None
-            operand = copies[cat_windows.operand_at(group, op, self.window, self.part)]
+            operand = copies[cat_windows.operand_at(group, op, self.window, self.part, self.where)]
             copies[op.results[0]] = operand
             return operand.owner  # type: ignore[return-value]
         operands = [copies.get(v, v) for v in op.operands]
@@ -812,7 +850,7 @@ class _Chunk:
         """Along the joined axis in an operand's loop: the chunks of `value` (a cat operand's tile or
         the space's), and the chunk's index in it: the loop's, shifted by where the operand starts."""
         k = value.type.shape[axis] // self.part[along]  # type: ignore[union-attr]
-        start = self.window[along][0] - self.group.offsets.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
+        start = self.window[along][0] - self.where.get(value, {}).get(along, 0) // self.part[along]  # type: ignore[index]
         c = self.coords[along]
         if k == 1 or (not start and c is not None):
             return k, c, (along, 0, k)
@@ -851,15 +889,16 @@ def _clone_block(block: Block) -> Block:
     return twin
 
 
-def _combine(body: Block, reduce: Operation, acc: Value, part: Value) -> Value:
-    """The reduce's body applied to whole accumulators: `acc` combined with the chunk's `part`."""
+def _combine(body: Block, reduce: Operation, accs: list[Value], parts: list[Value]) -> list[Value]:
+    """The reduce's body applied to whole accumulators: `accs` (one per operand) combined with the
+    chunk's `parts` (its block takes each operand's pair in turn)."""
     region = reduce.regions[0].blocks[0]
-    mapping: dict[Value, Value] = {region.arguments[0]: acc, region.arguments[1]: part}
-    t = acc.type
+    mapping: dict[Value, Value] = dict(zip(region.arguments, (v for pair in zip(accs, parts) for v in pair)))
+    t = accs[0].type
     assert isinstance(t, TileType)
     for op in region.operations:
         if op.name == "cuda_tile.yield":
-            return mapping[op.operands[0]]
+            return [mapping[v] for v in op.operands]
         copy = body.append(Operation(op.name, [mapping[v] if v in mapping else v for v in op.operands],
                                      [TileType(t.shape, r.type.element) for r in op.results],  # type: ignore[union-attr]
                                      op.attributes, location=op.location, segment_sizes=op.segment_sizes))
@@ -884,18 +923,19 @@ def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tu
     total = body.append(Operation("cuda_tile.reduce", [copy.operands[0]], [_without(chunk, dim)], attributes,
                                   regions=[Region([_clone_block(scan.regions[0].blocks[0])])],
                                   location=location)).results[0]
-    after = _combine(body, scan, total, run) if reverse else _combine(body, scan, run, total)
+    after = _combine(body, scan, [total], [run])[0] if reverse else _combine(body, scan, [run], [total])[0]
     unit = TileType(chunk.shape[:dim] + (1,) + chunk.shape[dim + 1:], chunk.element)
     flat = body.append(Operation("cuda_tile.reshape", [run], [unit], {}, location=location)).results[0]
     spread = body.append(Operation("cuda_tile.broadcast", [flat], [chunk], {}, location=location)).results[0]
     if reverse:
-        return _combine(body, scan, copy.results[0], spread), after
-    return _combine(body, scan, spread, copy.results[0]), after
+        return _combine(body, scan, [copy.results[0]], [spread])[0], after
+    return _combine(body, scan, [spread], [copy.results[0]])[0], after
 
 
-def _identity(at: Operation, reduce: Operation, t: object) -> Value:
-    """The reduce's (or scan's) identity, splat over `t`: the accumulator before the first chunk."""
-    ident = reduce.attributes["identities"][0]
+def _identity(at: Operation, reduce: Operation, t: object, index: int = 0) -> Value:
+    """The reduce's (or scan's) identity of operand `index`, splat over `t`: the accumulator before the
+    first chunk."""
+    ident = reduce.attributes["identities"][index]
     assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
     width = max(1, t.element.bitwidth // 8)
     bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)

@@ -24,16 +24,20 @@ class Phase:
     before."""
 
     def __init__(self, ops: list[Operation], reduces: list[Operation], before: Operation,
-                 window: Optional[dict[int, tuple[int, int]]] = None) -> None:
+                 window: Optional[dict[int, tuple[int, int]]] = None,
+                 where: Optional[dict[Value, dict[int, int]]] = None) -> None:
         self.ops, self.reduces, self.before = ops, reduces, before
-        # the loop of one window of a group's cats (cat_windows.py): space axis -> (first chunk, chunks)
-        self.window = window
+        # the loop of one window of a group's cats (cat_windows.py): space axis -> (first chunk, chunks),
+        # and where each of its tiles lies there (one of its placements, `Group.offsets`)
+        self.window, self.where = window, where
 
 
-def phases(block: Block, ops: list[Operation], carried: set[Operation]) -> Optional[list[Phase]]:
+def phases(block: Block, ops: list[Operation], carried: set[Operation], inside: bool = False) -> Optional[list[Phase]]:
     """The loops that compute `ops` (a group of `block`, in block order) whose reductions `carried`
     end phases (the others are computed chunk by chunk), or None where they cannot be placed (a store
-    before the last phase; an input of a phase defined after where it goes)."""
+    before the last phase; an input of a phase defined after where it goes). `inside`: every phase
+    goes in the body of one outer loop, where the last op was (nested_loops.py), each reading the
+    results of the earlier ones there."""
     members = set(ops)
     position = {op: i for i, op in enumerate(block.operations)}
     waits: dict[Value, int] = {}    # value -> the phases it needs done (0: none)
@@ -51,9 +55,9 @@ def phases(block: Block, ops: list[Operation], carried: set[Operation]) -> Optio
     for p in range(last + 1):
         reduces = [op for op in ops if op in carried and phase[op] == p]
         sinks = reduces + ([op for op in ops if op.name in _STORES or not _read(op)] if p == last else [])
-        needed = _ancestors(sinks, members)
+        needed = _ancestors(sinks, members, carried - set(reduces))   # an earlier phase's results: read
         readers = [user for r in (r for op in reduces for r in op.results) for user in r.uses if user not in members]
-        places = [op for op in readers if op.parent is block] + ([ops[-1]] if p == last else [])
+        places = [op for op in readers if op.parent is block] + ([ops[-1]] if p == last or inside else [])
         if not places or not needed:
             return None
         before = min(places, key=lambda op: position[op])
@@ -61,7 +65,7 @@ def phases(block: Block, ops: list[Operation], carried: set[Operation]) -> Optio
         if any(isinstance(getattr(v, "owner", None), Operation) and v.owner.parent is block  # type: ignore[attr-defined]
                and position[v.owner] >= position[before] for v in outside):  # type: ignore[attr-defined]
             return None
-        if out and position[before] <= position[out[-1].before]:
+        if out and position[before] <= position[out[-1].before] and not inside:
             return None
         out.append(Phase([op for op in ops if op in needed], reduces, before))
     return out
@@ -72,8 +76,9 @@ def _read(op: Operation) -> bool:
     return any(r.uses for r in op.results)
 
 
-def _ancestors(sinks: list[Operation], members: set[Operation]) -> set[Operation]:
-    """`sinks` and the members they read, directly or not."""
+def _ancestors(sinks: list[Operation], members: set[Operation], done: set[Operation]) -> set[Operation]:
+    """`sinks` and the members they read, directly or not, short of those `done` (what they define is
+    read, not computed again)."""
     seen: set[Operation] = set()
     pending = list(sinks)
     while pending:
@@ -82,5 +87,6 @@ def _ancestors(sinks: list[Operation], members: set[Operation]) -> set[Operation
             continue
         seen.add(op)
         pending += [v.owner for v in op.operands  # type: ignore[attr-defined]
-                    if getattr(v, "owner", None) in members and v.owner not in seen]  # type: ignore[attr-defined]
+                    if getattr(v, "owner", None) in members and v.owner not in seen  # type: ignore[attr-defined]
+                    and v.owner not in done]  # type: ignore[attr-defined]
     return seen

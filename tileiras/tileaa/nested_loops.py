@@ -1,0 +1,105 @@
+"""The nested form of a looped group (tileaa/tile_loops.py): an outer loop over blocks of the kept axes.
+
+A reduction is carried by its loop when its result fits a chunk, and computed chunk by chunk when
+its reduced axis fits one; a reduction whose result and reduced axis are both longer (a 1024x1024
+tile summed along either axis on one warp: chunks of 512) fits neither. Its group is then computed
+in two levels: an outer loop over blocks of the axes its reductions keep (`Group.outer`), each block
+as long as a chunk allows, and in its body the group's phases (tile_phases.py) for that block: a
+loop over the chunks of the reduced axis carrying the block's accumulator, then what reads it (a
+store of the block of the result, a broadcast back over the block's rows) in the block's chunks.
+A scan along that axis runs the same way, its running value block-sized. The code is that of one
+chunk per phase, whatever the tile's size.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir.core import Block, Operation, Region, Value
+from .tile_phases import Phase, phases
+
+if TYPE_CHECKING:
+    from .tile_loops import Group
+
+# Along the reduced axis, a chunk reads a run of this many elements where that axis is the innermost
+# one (a warp's 128-byte line of f32: loads stay coalesced); along another axis, one element (the
+# kept innermost axis then holds the chunk's run, and the accumulator grows element-wise).
+RUN = 32
+
+
+class Outer:
+    """The body of the outer loop: where each phase goes (before its `continue`), the block's index
+    along each space axis (None where the outer loop does not split it), and what a phase hands the
+    later ones (a reduction's result -> the accumulator its loop ends with)."""
+
+    def __init__(self, at: Operation, coords: list[Optional[Value]]) -> None:
+        self.at, self.coords = at, coords
+        self.copies: dict[Value, Value] = {}
+
+
+def reduced_axis(group: "Group") -> Optional[int]:
+    """The space axis every reduction and scan of the group runs along, where the group may take the
+    nested form: reductions and scans along one axis, no reduction carried (each result longer than a
+    chunk), nothing else that carries or moves axes (cats, permutes, merged axes, member loops)."""
+    from .tile_loops import _carried
+
+    if group.cats or group.merged or group.inner:
+        return None
+    if any(op.name in ("cuda_tile.permute", "cuda_tile.for") for op in group.ops):
+        return None
+    runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan")]
+    along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in runs}
+    if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
+        return None
+    axis = along.pop()
+    return axis if axis >= 0 else None
+
+
+def chunk(group: "Group", axis: int, size: int) -> tuple[int, ...]:
+    """The chunk of the nested form: `RUN` elements (or 1) along reduced `axis`, the rest of `size`
+    over the kept axes from the innermost out."""
+    space = group.space
+    out = [1] * len(space)
+    out[axis] = min(space[axis], RUN if axis == len(space) - 1 else 1)
+    left = size // out[axis]
+    for a in reversed(range(len(space))):
+        if a != axis:
+            out[a] = max(1, min(space[a], left))
+            left //= out[a]
+    return tuple(out)
+
+
+def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[Phase]]]:
+    """The chunk and the phases of `group` in the nested form (setting `group.outer`), or None where it
+    does not take it."""
+    from .tile_loops import _fits
+
+    axis = reduced_axis(group)
+    if axis is None:
+        return None
+    part = chunk(group, axis, group.chunk)
+    if part[axis] == group.space[axis]:
+        return None   # the reduced axis fits a chunk: the flat form's case
+    group.outer = tuple(a for a in range(len(group.space)) if a != axis)
+    reduces = {op for op in group.ops if op.name == "cuda_tile.reduce"}
+    steps = phases(block, group.ops, reduces, inside=True) if _fits(group, part) else None
+    if steps is None:
+        group.outer = ()
+    return (part, steps) if steps is not None else None
+
+
+def enclose(group: "Group", part: tuple[int, ...], at: Operation) -> Outer:
+    """The outer loop over the blocks of `part` along `group.outer`, before `at`, with an empty body
+    but for the blocks' indices."""
+    from .tile_loops import _I32, _Body, _chunk_coords, _outside_const
+
+    splits = [n // p if a in group.outer else 1 for a, (n, p) in enumerate(zip(group.space, part))]
+    count = 1
+    for k in splits:
+        count *= k
+    bounds = [_outside_const(at, v) for v in (0, count, 1)]
+    body = Block([_I32])
+    at.insert_before(Operation("cuda_tile.for", bounds, [], {}, regions=[Region([body])], location=at.location))
+    coords = _chunk_coords(_Body(body, at.location), body.arguments[0], splits)
+    end = body.append(Operation("cuda_tile.continue", [], [], {}, location=at.location))
+    return Outer(end, coords)
