@@ -41,8 +41,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from ..ir.record import record
 from ..tileas.warp_roles import PRODUCER_THREADS
 from .kernel import KernelLowering
+from .llvm_text import llvm_type
 
 if TYPE_CHECKING:
+    from ..ir.core import Operation
     from . import mbarrier
     from .pipelined_loop import ActivePipeline
 
@@ -90,6 +92,7 @@ class RoleLoop:
     stage: str               # j mod stages (i32)
     stages: int
     tag: str                 # the value-name tag of the role's code
+    j_next: str = ""         # the use count the next iteration starts from (default: j + 1)
 
     def wait(self, k: KernelLowering, bars: "mbarrier.BarrierArray", what: str, free: bool = False) -> None:
         """Wait for this iteration's phase of the stage's barrier in `bars` (`free`: the phase before it,
@@ -106,24 +109,29 @@ class RoleLoop:
 
 @contextmanager
 def role_loop(k: KernelLowering, p: "ActivePipeline", name: str, tag: str, lb: str, ub: str,
-              step: str) -> Iterator[RoleLoop]:
+              step: str, j0: str = "0", loop: Optional["Operation"] = None) -> Iterator[RoleLoop]:
     """A role's own loop over the pipelined loop's iterations (blocks `{name}_head`, `_body`, `_done`):
     the body runs inside the `with`, which leaves the builder in `{name}_done`. Kept rolled (`rolled`):
-    the stage is a value, each copy or MMA of the body issued once."""
+    the stage is a value, each copy or MMA of the body issued once. `j0`: the ring's use count at
+    the first iteration; `loop`: the loop whose index type and comparison it takes (default: the
+    pipeline's, as its consumers lowered them)."""
     head, body, done = k.b.label(f"{name}_head"), k.b.label(f"{name}_body"), k.b.label(f"{name}_done")
     entry = k.b.current_block
     k.b.br(head)
     k.b.start_block(head)
     iv, j = k.b.fresh(f"{name[0]}iv"), k.b.fresh(f"{name[0]}j")
+    ity, unsigned = (p.ity, p.unsigned) if loop is None else \
+        (llvm_type(loop.operand("lowerBound").type.element), bool(loop.attributes.get("unsignedCmp", False)))
     pos = len(k.b.lines)
-    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", tag), body, done)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if unsigned else 'slt'} {ity} {iv}, {ub}", tag), body, done)
     k.b.start_block(body)
-    yield RoleLoop(iv, j, k.b.op(f"urem i32 {j}, {p.stages}", tag), p.stages, tag)
-    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", tag), k.b.op(f"add i32 {j}, 1", tag)
+    it = RoleLoop(iv, j, k.b.op(f"urem i32 {j}, {p.stages}", tag), p.stages, tag)
+    yield it
+    iv_next, j_next = k.b.op(f"add {ity} {iv}, {step}", tag), it.j_next or k.b.op(f"add i32 {j}, 1", tag)
     latch = k.b.current_block
     k.b.emit(f"br label %{head}{rolled(k)}")
-    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
-                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.lines[pos:pos] = [f"  {iv} = phi {ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ {j0}, %{entry} ], [ {j_next}, %{latch} ]"]
     k.b.start_block(done)
 
 
@@ -235,8 +243,6 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
     from . import mbarrier
-    from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
-    from .registry import LOWERINGS
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_attention_warp, emit_mma_warp
 
@@ -256,14 +262,9 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
         _elect_tma_thread(k, p, consumers)
     saved_values = dict(k.values)
-    k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]  # reported by the consumers
-    try:
-        for op in split.slice:          # the consumers' values of these do not dominate the producer
-            LOWERINGS[op.name](k, op)
-    finally:
-        del k.remark                    # the class's method again
+    _lower_again(k, split.slice)        # the consumers' values of these do not dominate the producer
     loop = split.loop
-    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
+    lb, ub, step = _bounds(k, split.outer or loop)
     if split.mmas:      # the MMA warp goes its own way
         mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
         mine = k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws")
@@ -282,7 +283,50 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             mbarrier.set_max_registers(k, dec, increase=False)
         if p.tma:
             _elect_tma_thread(k, p, consumers)
-    with role_loop(k, p, "prod", "ws", lb, ub, step) as it:
+    if split.outer is not None:     # the tile loop around the stages' loop, the ring's count carried over
+        with role_loop(k, p, "tile", "ws", lb, ub, step, loop=split.outer) as tile:
+            body = split.outer.regions[0].block
+            k.set(body.arguments[0], k.splat(body.arguments[0].type, tile.iv))
+            _lower_again(k, split.outer_slice)
+            tile.j_next = _fill(k, p, *_bounds(k, loop), tile.j, loop).j
+    else:
+        it = _fill(k, p, lb, ub, step)
+    if p.pair is not None:
+        from .cta_pair import drain
+
+        drain(k, p, it)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+    k.values = saved_values
+    k.b.start_block(cont)
+    if inc:
+        mbarrier.set_max_registers(k, inc, increase=True)
+
+
+def _lower_again(k: KernelLowering, ops: tuple) -> None:
+    """The producer's own copy of `ops` (its slice), their remarks the consumers' to report."""
+    from .registry import LOWERINGS
+
+    k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]
+    try:
+        for op in ops:
+            LOWERINGS[op.name](k, op)
+    finally:
+        del k.remark                    # the class's method again
+
+
+def _bounds(k: KernelLowering, loop: "Operation") -> tuple[str, str, str]:
+    return tuple(k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore[return-value]
+
+
+def _fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0: str = "0",
+          loop: Optional["Operation"] = None) -> RoleLoop:
+    """The producer's loop over the pipelined loop's iterations: wait for the stage's `empty`, copy the
+    iteration into it. Its RoleLoop, whose `j` after it is the ring's use count."""
+    from . import mbarrier
+    from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
+
+    split, consumers = k.warp_split, k.threads
+    with role_loop(k, p, "prod", "ws", lb, ub, step, j0, loop) as it:
         it.wait(k, p.empty, "stage empty", free=True)
         if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async
             k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"),
@@ -297,12 +341,4 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             finally:
                 k.tid, k.threads = saved
             copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
-    if p.pair is not None:
-        from .cta_pair import drain
-
-        drain(k, p, it)
-    k.b.emit(f"ret void {ROLE_EXIT}")
-    k.values = saved_values
-    k.b.start_block(cont)
-    if inc:
-        mbarrier.set_max_registers(k, inc, increase=True)
+    return it
