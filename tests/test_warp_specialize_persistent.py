@@ -1,0 +1,120 @@
+"""Warp specialization of persistent GEMMs on sm_90 (issue 34): a top-level loop over output tiles whose
+body runs the pipelined K loop once a tile (tileas/warp_roles.persistent). The ring and its mbarriers are
+set up once before the tile loop, the TMA producer warp runs the tile loop too, and both roles count the
+ring's uses on across tiles (no reset, no drain between tiles). Checked by our remark and PTX, and on the
+emulator with the race checker against numpy / the interpreter, with CTAs running several tiles (an
+uneven share) and K loops shorter and longer than the ring, neither a multiple of its depth."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+for sub in ("tests/generated", "tests/realistic", "benchmarks"):
+    sys.path.insert(0, str(ROOT / sub))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export  # noqa: E402
+import grammar  # noqa: E402
+import launch  # noqa: E402
+import variant_reference as reference  # noqa: E402
+from emulator_runs import emulate_and_interpret  # noqa: E402
+
+TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
+GEMM = "g_gemm_f16_rr_64x64x32_zero_persistent_none_aligned_h0_v13p4"
+
+
+def _compile(bytecode: Path, gpu: str, tmp_path: Path) -> tuple[str, str]:
+    """(PTX, remarks) of our compile."""
+    out = tmp_path / f"{bytecode.stem}.{gpu}.ptx"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--no-cache", "--emit=ptx",
+                           "--remarks=all", "--gpu-name", gpu, str(bytecode), "-o", str(out)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out.read_text(), done.stdout + done.stderr
+
+
+def _roles(remarks: str) -> str:
+    return re.search(r"Roles = (.*)", remarks).group(1)
+
+
+@pytest.mark.parametrize("bytecode", [
+    pytest.param(lambda: export.bytecode(grammar.parse(GEMM), "sm_90"), id="generated-64x64x32"),
+    pytest.param(lambda: TILEGYM / "cp_matmul_persistent_f16_128x256x64.tileirbc", id="cutile-128x256x64"),
+    pytest.param(lambda: TILEGYM / "tg_bmm_persistent_f16_64x64x64_sm90.tileirbc", id="tilegym-bmm-64x64x64"),
+])
+def test_a_persistent_gemm_is_warp_specialized_on_sm_90(bytecode, tmp_path: Path) -> None:
+    """A TMA producer warp giving registers back, the mbarriers initialized once (before the tile loop:
+    one init a barrier), the producer's stage waits in a loop nested in its own tile loop."""
+    ptx, remarks = _compile(bytecode(), "sm_90", tmp_path)
+    assert _roles(remarks).startswith("warp-specialized:"), _roles(remarks)
+    assert "one thread issues TMA copies" in _roles(remarks)
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx
+    stages = int(re.search(r"Pipeline = (\d+) stages", remarks).group(1))
+    assert ptx.count("mbarrier.init.shared") == 2 * stages
+    assert ptx.count("mbarrier.inval.shared") == 2 * stages      # once, after the tile loop
+    assert len(re.findall(r"// wait: stage empty", ptx)) == 1      # the producer's, for every tile
+
+
+def test_other_targets_keep_the_persistent_loop_unspecialized(tmp_path: Path) -> None:
+    """Only the sm_90 form is built for a persistent loop (sm_100's MMA warp form is not yet)."""
+    _, remarks = _compile(export.bytecode(grammar.parse(GEMM), "sm_100"), "sm_100", tmp_path)
+    assert _roles(remarks) == "not warp-specialized: no pipelined loop in the kernel's top-level block"
+
+
+def _persistent_launch(name: str, k_iters: int, tiles_m: int, ctas: int) -> tuple:
+    """The variant and its launch on (tiles_m x 2) output tiles, `k_iters` K tiles, `ctas` CTAs."""
+    v = grammar.parse(name)
+    spec = launch.launch(v)
+    m0, _ = spec.params[2].shape
+    k0 = spec.params[0].shape[1]
+    m, k = tiles_m * v["tm"], k_iters * v["tk"]
+
+    def resized(p):
+        if not isinstance(p, launch.Arr):
+            return p
+        return dataclasses.replace(p, shape=tuple(m if d == m0 else k if d == k0 else d for d in p.shape))
+    return v, dataclasses.replace(spec, params=tuple(resized(p) for p in spec.params), grid=(ctas, 1, 1))
+
+
+# (variant, K tiles, M tiles, CTAs): 10 or 12 tiles over 3 CTAs (4 + 3 + 3 or 4 each); K loops of 3 and 11
+# against rings of 8 (64x64x32) and 6 (64x128x32) stages: the ring's phase turns inside and across tiles
+PERSISTENT = [
+    (GEMM, 11, 5, 3),
+    (GEMM, 3, 6, 3),
+    ("g_gemm_f16_rr_64x128x32_zero_persistent_subtile_aligned_h0_v13p4", 7, 5, 3),   # a shared epilogue buffer
+    pytest.param("g_gemm_tf32_rc_64x64x32_zero_persistent_cast_aligned_h0_v13p4", 5, 5, 3,
+                 marks=pytest.mark.sweep),                                            # K-major copies of B
+    pytest.param("g_gemm_bf16_rc_128x256x64_zero_persistent_bias_aligned_h0_v13p4", 7, 5, 2,
+                 marks=pytest.mark.sweep),     # two consumer warpgroups, the bias' conversion beside the ring
+]
+
+
+@pytest.mark.parametrize("name,k_iters,tiles_m,ctas", PERSISTENT)
+def test_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters: int, tiles_m: int,
+                                                              ctas: int) -> None:
+    v, spec = _persistent_launch(name, k_iters, tiles_m, ctas)
+    problems = reference.emulate(v, spec, export.bytecode(v, "sm_90").read_bytes(), "sm_90")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.sweep
+def test_cutile_persistent_matmul_matches_the_interpreter() -> None:
+    """cuTile's persistent matmul (128x256 tiles, two consumer warpgroups): 3 tiles over 2 CTAs, 5 K
+    tiles against its ring of 4."""
+    from tileiras.frontend import load_module
+
+    name = "cp_matmul_persistent_f16_128x256x64"
+    module = load_module((TILEGYM / f"{name}.tileirbc").read_bytes(), f"{name}.tileirbc")
+    rng = np.random.default_rng(3)
+    m, n, k = 384, 256, 320
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    out, ref = emulate_and_interpret(module, [a, b, np.zeros((m, n), np.float16)], "sm_90", grid=(2, 1, 1))
+    got, want = out[2].astype(np.float64), ref[2].astype(np.float64)
+    assert np.abs(got - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
