@@ -104,17 +104,58 @@ def test_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.sweep
-def test_cutile_persistent_matmul_matches_the_interpreter() -> None:
-    """cuTile's persistent matmul (128x256 tiles, two consumer warpgroups): 3 tiles over 2 CTAs, 5 K
-    tiles against its ring of 4."""
+# cuTile's persistent matmul: (kernel, M, N, K, CTAs); 128x256 tiles (two consumer warpgroups): 3 tiles over 2
+# CTAs, 5 K tiles against a ring of 4; f32 32x32x32 (a cp.async producer warpgroup): 12 tiles over 5 CTAs
+CUTILE = [
+    ("cp_matmul_persistent_f32_32x32x32", 128, 96, 224, 5),
+    pytest.param("cp_matmul_persistent_f16_128x256x64", 384, 256, 320, 2, marks=pytest.mark.sweep),
+]
+
+
+@pytest.mark.parametrize("name,m,n,k,ctas", CUTILE)
+def test_cutile_persistent_matmul_matches_the_interpreter(name: str, m: int, n: int, k: int, ctas: int,
+                                                          tmp_path: Path) -> None:
     from tileiras.frontend import load_module
 
-    name = "cp_matmul_persistent_f16_128x256x64"
-    module = load_module((TILEGYM / f"{name}.tileirbc").read_bytes(), f"{name}.tileirbc")
+    bytecode = TILEGYM / f"{name}.tileirbc"
+    assert _roles(_compile(bytecode, "sm_90", tmp_path)[1]).startswith("warp-specialized:")
+    module = load_module(bytecode.read_bytes(), bytecode.name)
+    dtype = np.float16 if "f16" in name else np.float32
     rng = np.random.default_rng(3)
-    m, n, k = 384, 256, 320
-    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
-    out, ref = emulate_and_interpret(module, [a, b, np.zeros((m, n), np.float16)], "sm_90", grid=(2, 1, 1))
+    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    out, ref = emulate_and_interpret(module, [a, b, np.zeros((m, n), dtype)], "sm_90", grid=(ctas, 1, 1))
     got, want = out[2].astype(np.float64), ref[2].astype(np.float64)
     assert np.abs(got - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
+
+
+def test_attention_backward_over_query_groups_matches_the_interpreter(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """TileGym's dK/dV kernel: its loop over a GQA group's query heads runs the pipelined loop over query
+    tiles once a head and carries the dK, dV accumulators (the consumers' own), K and V loaded once by
+    TMA before it. Two heads a group, causal: each CTA's query loop starts at its own tile."""
+    from tileiras.frontend import load_module
+
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "tilegym"))
+    monkeypatch.chdir(ROOT / "tests" / "tilegym")     # cuTile reads the kernel's source by its relative path
+    import generate
+    from configs import A, Config, f32
+
+    b, hkv, group, s, d, tm, tn = 1, 2, 2, 256, 64, 32, 64
+    q, kv, lse = A("float16", b, hkv * group, s, d), A("float16", b, hkv, s, d), A("float32", b * hkv * group * s)
+    config = Config("dkdv_gqa2", "tg_attention", "_fmha_bwd_dkdv_kernel",
+                    (q, kv, kv, q, kv, kv, lse, lse, f32(0.125), d, hkv * group, hkv, s, tm, tn, group, True),
+                    {"occupancy": 2})
+    bytecode = tmp_path / "dkdv_gqa2.tileirbc"
+    bytecode.write_bytes(generate.export(config))
+    assert _roles(_compile(bytecode, "sm_90", tmp_path)[1]).startswith("warp-specialized:")
+    module = load_module(bytecode.read_bytes(), bytecode.name)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(q.shape).astype(np.float16), rng.standard_normal(kv.shape).astype(np.float16),
+            rng.standard_normal(kv.shape).astype(np.float16), rng.standard_normal(q.shape).astype(np.float16),
+            np.zeros(kv.shape, np.float16), np.zeros(kv.shape, np.float16),
+            (rng.random(lse.shape) * 2 + 3).astype(np.float32), rng.standard_normal(lse.shape).astype(np.float32),
+            np.float32(0.125)]
+    out, ref = emulate_and_interpret(module, args, "sm_90", grid=(s // tn, b * hkv, 1))
+    for got, want in ((out[4], ref[4]), (out[5], ref[5])):     # dK, dV: within an f16 rounding of their size
+        want = want.astype(np.float64)
+        assert np.abs(got.astype(np.float64) - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
