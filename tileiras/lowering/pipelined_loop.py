@@ -463,8 +463,10 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
                 f"O in tensor memory{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
     if k.warp_split.note:
         copies += f"; the consumers issue the tcgen05 mmas: {k.warp_split.note}"
+    tiles = "; persistent: both roles run the tile loop, the ring's phases carried over tiles" \
+        if k.warp_split.outer is not None else ""
     return (f"warp-specialized: warps {first}-{last} produce ({copies}, setmaxnreg.dec {dec}), "
-            f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
+            f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{tiles}{named}")
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:

@@ -1,4 +1,5 @@
-"""Pass `plan-warp-roles`'s decision: whether the kernel's first top-level pipelined loop is
+"""Pass `plan-warp-roles`'s decision: whether the kernel's first top-level pipelined loop (or, where
+there is none, the pipelined loop a persistent tile loop runs once a tile: `persistent`) is
 warp-specialized, in which form, with which roles, register budgets (setmaxnreg), named barriers
 and occupancy, or why not (`decide`; the forms are described in lowering/warp_specialize.py, which
 emits them). Decided from the IR, its layouts and its planned pipelines.
