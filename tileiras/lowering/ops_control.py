@@ -114,7 +114,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
         pipeline = pipelined_loop.prepare(k, op)
     split = k.warp_split
     # a persistent loop running the warp-specialized loop once a tile: that loop's ring is set up here, once
+    # (the consumers count its uses over the tiles where they read its stages, not an MMA warp's epilogue)
     tiles = pipelined_loop.begin_persistent(k, op) if split is not None and split.outer is op else None
+    tiles = tiles if tiles is not None and not tiles.mma_reads else None
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
         if pipelined_loop.epilogue(k, pipeline, op):    # the loop runs in producer and MMA warps

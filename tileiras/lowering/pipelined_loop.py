@@ -538,10 +538,14 @@ def begin_persistent(k: KernelLowering, outer: Operation) -> Optional[ActivePipe
     outer_op, k.current_op = k.current_op, loop    # its buffers are the loop's (the plan's requests)
     try:
         k.plan_check.enter_loop(loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
+        if getattr(k.assignment, "tcgen05_layouts", None):
+            from .ops_tcgen05 import before_loop
+
+            before_loop(k, loop)
         ops_wgmma.before_loop(k, loop)
         p = prepare(k, loop)
         if p is not None:
-            assert p.persistent and p.cluster is None and p.pair is None, "warp_roles.persistent: the sm_90 form"
+            assert p.persistent and p.cluster is None and p.pair is None, "warp_roles.persistent: one CTA's own"
             _set_up(k, p)
     finally:
         k.current_op = outer_op

@@ -232,6 +232,9 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         attention = consumers_issue(k, loops[0]) if not mmas else None
         if not mmas and attention != "":
             return None, attention or why
+        if outer is not None and (attention is not None or _prepares(loops[0], mmas)):
+            return None, ("a persistent loop's K loop is warp-specialized with an MMA warp only where its "
+                          "stages go to the MMAs as copied (no attention, no tf32 rounding, no block scales)")
         if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
             mmas, note = attention_mmas(k, loops[0], loads)
     found, why = _producer_slice(ops, loops[0], loads, outer)
@@ -255,7 +258,8 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
     top-level `for` over output tiles whose body holds one pipelined loop at its top level, after only
     pure ops (index arithmetic), with no `continue` or `break` but its last op (the inner loop's end
     then reaches the next tile: the stage ring's count carries over, lowering/warp_specialize.py). Built
-    for the sm_90 form (wgmma consumers, one CTA's own copies: no cluster multicast)."""
+    for the sm_90 form (wgmma consumers) and sm_100's MMA warp (`decide`: a matmul's K loop), one
+    CTA's own copies (no cluster multicast, no CTA pair)."""
     from ..tileaa.clusters import CLUSTER_ATTR
 
     none, pipelines = "no pipelined loop in the kernel's top-level block", k.pipelines or {}
@@ -266,8 +270,9 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
             continue
         if len(inner) > 1:
             return None, None, "a persistent loop runs several pipelined loops"
-        if not k.caps.has("wgmma") or mma_sync_roles(k) or k.entry.attributes.get(CLUSTER_ATTR) is not None:
-            return None, None, none     # (the other forms, and multicast, are not built for a persistent loop)
+        if not (k.caps.has("wgmma") or k.caps.has("tcgen05")) or mma_sync_roles(k) \
+                or k.entry.attributes.get(CLUSTER_ATTR) is not None:
+            return None, None, none     # (sm_120's form, multicast and CTA pairs are not built for a persistent loop)
         at = body.index(inner[0])
         if not all(pure(op) or _in_registers(op) for op in body[:at]):
             return None, None, ("the persistent loop computes more than indices before its pipelined loop: "
@@ -278,6 +283,14 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
             return None, None, "the persistent loop leaves a tile early (continue or break before its end)"
         return outer, inner[0], ""
     return None, None, none
+
+
+
+def _prepares(loop: Operation, mmas: tuple) -> bool:
+    """Whether the epilogue warps would prepare `loop`'s stages for the MMA warp (tf32 rounding, block
+    scales: warp_specialize_tcgen05._prepared), which the persistent form does not run per tile."""
+    return any(op.name == "cuda_tile.mmaf_scaled" for op in mmas) or \
+        any(op.name == "cuda_tile.ftof" for op in loop.regions[0].block.operations)
 
 
 
