@@ -1,7 +1,7 @@
-"""Warp specialization of persistent GEMMs on sm_90 (issue 34): a top-level loop over output tiles whose
-body runs the pipelined K loop once a tile (tileas/warp_roles.persistent). The ring and its mbarriers are
-set up once before the tile loop, the TMA producer warp runs the tile loop too, and both roles count the
-ring's uses on across tiles (no reset, no drain between tiles). Checked by our remark and PTX, and on the
+"""Warp specialization of persistent GEMMs on sm_90 and sm_100 (issue 34): a top-level loop over output
+tiles whose body runs the pipelined K loop once a tile (tileas/warp_roles.persistent). The ring and its
+mbarriers are set up once before the tile loop, the TMA producer warp (and sm_100's MMA warp) runs the
+tile loop too, and the roles count the ring's uses on across tiles (no reset, no drain between tiles). Checked by our remark and PTX, and on the
 emulator with the race checker against numpy / the interpreter, with CTAs running several tiles (an
 uneven share) and K loops shorter and longer than the ring, neither a multiple of its depth."""
 
@@ -62,9 +62,20 @@ def test_a_persistent_gemm_is_warp_specialized_on_sm_90(bytecode, tmp_path: Path
     assert len(re.findall(r"// wait: stage empty", ptx)) == 1      # the producer's, for every tile
 
 
-def test_other_targets_keep_the_persistent_loop_unspecialized(tmp_path: Path) -> None:
-    """Only the sm_90 form is built for a persistent loop (sm_100's MMA warp form is not yet)."""
-    _, remarks = _compile(export.bytecode(grammar.parse(GEMM), "sm_100"), "sm_100", tmp_path)
+def test_sm_100_persistent_gemm_has_an_mma_warp_running_the_tile_loop(tmp_path: Path) -> None:
+    """The tcgen05 form: a TMA producer warp and an MMA warp, both running the tile loop; the epilogue
+    warps release each tile's accumulators on the accumulator-free mbarrier (one arrival a thread), which
+    the MMA warp waits for before a tile's first MMAs."""
+    ptx, remarks = _compile(export.bytecode(grammar.parse(GEMM), "sm_100"), "sm_100", tmp_path)
+    assert _roles(remarks).startswith("warp-specialized (tcgen05):"), _roles(remarks)
+    [free] = re.findall(r"try_wait\.parity\.shared::cta\.b64 p, \[(%r\d+)\].*// wait: accumulators read", ptx)
+    assert re.search(rf"mbarrier\.init\.shared::cta\.b64 \[{free}\], 128;", ptx)   # one arrival an epilogue thread
+    assert len(re.findall(r"// wait: stage empty", ptx)) == 1
+
+
+def test_sm_120_keeps_the_persistent_loop_unspecialized(tmp_path: Path) -> None:
+    """sm_120's form (mma.sync consumers) is not built for a persistent loop."""
+    _, remarks = _compile(export.bytecode(grammar.parse(GEMM), "sm_120"), "sm_120", tmp_path)
     assert _roles(remarks) == "not warp-specialized: no pipelined loop in the kernel's top-level block"
 
 
@@ -101,6 +112,24 @@ def test_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters
                                                               ctas: int) -> None:
     v, spec = _persistent_launch(name, k_iters, tiles_m, ctas)
     problems = reference.emulate(v, spec, export.bytecode(v, "sm_90").read_bytes(), "sm_90")
+    assert not problems, "\n".join(problems)
+
+
+# sm_100 (variant, K tiles, M tiles, CTAs): 10 tiles over 2 CTAs; K loops of 5 and 7 against rings of 8 and 4;
+# the race checker sees a tile's MMAs overwrite tensor memory the epilogue still reads (no accumulator-free wait)
+PERSISTENT_SM100 = [
+    (GEMM, 5, 5, 2),
+    pytest.param("g_gemm_f16_rr_128x128x64_zero_persistent_none_aligned_h0_v13p4", 7, 5, 2, marks=pytest.mark.sweep),
+    pytest.param("g_gemm_f16_rr_128x128x32_zero_persistent_subtile_aligned_h0_v13p4", 5, 5, 2,
+                 marks=pytest.mark.sweep),    # the chunked epilogue (tmem_epilogue.py) per tile
+]
+
+
+@pytest.mark.parametrize("name,k_iters,tiles_m,ctas", PERSISTENT_SM100)
+def test_sm_100_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters: int, tiles_m: int,
+                                                                     ctas: int) -> None:
+    v, spec = _persistent_launch(name, k_iters, tiles_m, ctas)
+    problems = reference.emulate(v, spec, export.bytecode(v, "sm_100").read_bytes(), "sm_100")
     assert not problems, "\n".join(problems)
 
 
