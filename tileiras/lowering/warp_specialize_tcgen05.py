@@ -16,6 +16,13 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   stored before the next, where the rest of the kernel is that store, tmem_epilogue.py; else whole,
   ops_tcgen05.after_loop), then run the rest of the kernel.
 
+Under a persistent loop (tileas/warp_roles.persistent: the K loop run once an output tile) the producer
+and the MMA warp run the tile loop too, counting the ring's uses on across tiles; the MMA thread
+commits each tile's accumulators to accumulator-ready, and waits before a tile's first MMAs (which
+overwrite them) until every epilogue thread has arrived on the accumulator-free mbarrier
+(tmem.accumulator_free) after reading the last tile's: one accumulator, so a tile's MMAs wait for
+the last tile's tensor-memory reads (NVIDIA's keeps two), while the producer fills the next tile's stages.
+
 Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
 tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
 zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it,
