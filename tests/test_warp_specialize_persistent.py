@@ -157,25 +157,23 @@ def test_cutile_persistent_matmul_matches_the_interpreter(name: str, m: int, n: 
     assert np.abs(got - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
 
 
-def test_attention_backward_over_query_groups_matches_the_interpreter(monkeypatch: pytest.MonkeyPatch,
-                                                                      tmp_path: Path) -> None:
+def test_attention_backward_over_query_groups_matches_the_interpreter(tmp_path: Path) -> None:
     """TileGym's dK/dV kernel: its loop over a GQA group's query heads runs the pipelined loop over query
     tiles once a head and carries the dK, dV accumulators (the consumers' own), K and V loaded once by
     TMA before it. Two heads a group, causal: each CTA's query loop starts at its own tile."""
+    from tilegym_modules import tilegym
     from tileiras.frontend import load_module
 
-    monkeypatch.syspath_prepend(str(ROOT / "tests" / "tilegym"))
-    monkeypatch.chdir(ROOT / "tests" / "tilegym")     # cuTile reads the kernel's source by its relative path
-    import generate
-    from configs import A, Config, f32
-
     b, hkv, group, s, d, tm, tn = 1, 2, 2, 256, 64, 32, 64
-    q, kv, lse = A("float16", b, hkv * group, s, d), A("float16", b, hkv, s, d), A("float32", b * hkv * group * s)
-    config = Config("dkdv_gqa2", "tg_attention", "_fmha_bwd_dkdv_kernel",
-                    (q, kv, kv, q, kv, kv, lse, lse, f32(0.125), d, hkv * group, hkv, s, tm, tn, group, True),
-                    {"occupancy": 2})
+    with tilegym() as (configs, generate):
+        q, kv = configs.A("float16", b, hkv * group, s, d), configs.A("float16", b, hkv, s, d)
+        lse = configs.A("float32", b * hkv * group * s)
+        config = configs.Config("dkdv_gqa2", "tg_attention", "_fmha_bwd_dkdv_kernel",
+                                (q, kv, kv, q, kv, kv, lse, lse, configs.f32(0.125), d, hkv * group, hkv, s, tm, tn,
+                                 group, True), {"occupancy": 2})
+        data = generate.export(config)
     bytecode = tmp_path / "dkdv_gqa2.tileirbc"
-    bytecode.write_bytes(generate.export(config))
+    bytecode.write_bytes(data)
     assert _roles(_compile(bytecode, "sm_90", tmp_path)[1]).startswith("warp-specialized:")
     module = load_module(bytecode.read_bytes(), bytecode.name)
     rng = np.random.default_rng(1)
