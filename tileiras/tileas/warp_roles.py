@@ -145,19 +145,20 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple,
         wanted.append(load.operand("view"))
         wanted.extend(v for v in load.operand_group("index") if v is not iv)
     if outer is None:
-        top, why = _slice(block_ops, loop, wanted, ())
+        top, why = _slice(block_ops, loop, wanted)
         return (None, why) if top is None else ((top, ()), "")
     body = outer.regions[0].block
-    inner, outside = _slice(list(body.operations), loop, wanted, tuple(body.arguments[1:]), ())
+    inner, outside = _slice(list(body.operations), loop, wanted, tuple(body.arguments[1:]), escape=True)
     if inner is None:
         return None, outside
     wanted = [*outside, *(outer.operand(n) for n in ("lowerBound", "upperBound", "step"))]
-    top, why = _slice(block_ops, outer, wanted, ())
+    top, why = _slice(block_ops, outer, wanted)
     return (None, why) if top is None else ((top, inner), "")
 
 
 
-def _slice(block_ops: list, before: Operation, wanted: list, carried: tuple, *escape: tuple) -> tuple[Optional[tuple], Any]:
+def _slice(block_ops: list, before: Operation, wanted: list, carried: tuple = (),
+           escape: bool = False) -> tuple[Optional[tuple], Any]:
     """The pure ops of `block_ops` before `before` that `wanted` depends on, in block order (`carried`:
     the persistent loop's carried values, which the producer does not have). With `escape` (the
     enclosing block's turn comes next) values made outside `block_ops` are handed back instead of the reason."""
