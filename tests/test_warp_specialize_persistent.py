@@ -100,6 +100,8 @@ PERSISTENT = [
     (GEMM, 11, 5, 3),
     (GEMM, 3, 6, 3),
     ("g_gemm_f16_rr_64x128x32_zero_persistent_subtile_aligned_h0_v13p4", 7, 5, 3),   # a shared epilogue buffer
+    # mma.sync consumers fed by a cp.async producer warpgroup; C restaged through shared memory beside the ring
+    ("g_gemm_bf16_cc_16x128x128_zero_persistent_scale_aligned_ctas2_v13p1", 5, 6, 4),
     pytest.param("g_gemm_tf32_rc_64x64x32_zero_persistent_cast_aligned_h0_v13p4", 5, 5, 3,
                  marks=pytest.mark.sweep),                                            # K-major copies of B
     pytest.param("g_gemm_bf16_rc_128x256x64_zero_persistent_bias_aligned_h0_v13p4", 7, 5, 2,
