@@ -99,6 +99,7 @@ def _persistent_launch(name: str, k_iters: int, tiles_m: int, ctas: int) -> tupl
 PERSISTENT = [
     (GEMM, 11, 5, 3),
     (GEMM, 3, 6, 3),
+    (GEMM, 3, 1, 3),      # 2 tiles over 3 CTAs: one runs none (its producer and consumers meet once, then leave)
     ("g_gemm_f16_rr_64x128x32_zero_persistent_subtile_aligned_h0_v13p4", 7, 5, 3),   # a shared epilogue buffer
     # mma.sync consumers fed by a cp.async producer warpgroup; C restaged through shared memory beside the ring
     ("g_gemm_bf16_cc_16x128x128_zero_persistent_scale_aligned_ctas2_v13p1", 5, 6, 4),
@@ -121,6 +122,7 @@ def test_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters
 # the race checker sees a tile's MMAs overwrite tensor memory the epilogue still reads (no accumulator-free wait)
 PERSISTENT_SM100 = [
     (GEMM, 5, 5, 2),
+    (GEMM, 3, 1, 3),      # a CTA without a tile
     pytest.param("g_gemm_f16_rr_128x128x64_zero_persistent_none_aligned_h0_v13p4", 7, 5, 2, marks=pytest.mark.sweep),
     pytest.param("g_gemm_f16_rr_128x128x32_zero_persistent_subtile_aligned_h0_v13p4", 5, 5, 2,
                  marks=pytest.mark.sweep),    # the chunked epilogue (tmem_epilogue.py) per tile
