@@ -126,11 +126,15 @@ def _staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout
     store being the last use of them (only where it reuses bytes the kernel has anyway: once
     released, every buffer is free); (lifetime, rows a chunk) inside a loop (a persistent
     kernel's tiles), through bytes that nothing alive anywhere in the outermost loop around it
-    uses (`lifetime` is that loop's), where the target's shared memory has them; rows 0: nowhere."""
+    uses (`lifetime` is that loop's), where the target's shared memory has them; rows 0: nowhere. In a
+    warp-specialized kernel only in the persistent loop of its roles (warp_roles.persistent: the ring,
+    which the producer fills meanwhile, lives over that loop, so no such bytes are the ring's; the CTA
+    barriers are the consumers' own)."""
     if _buffers_free_after(k, op):
         return None, _chunk_rows(ttype, layout, blocked, lambda nbytes: nbytes <= k.buffers.total)
     loop = _outermost_loop(op)
-    if loop is None or getattr(k, "warp_split", None) is not None:
+    split = getattr(k, "warp_split", None)
+    if loop is None or split is not None and split.outer is not loop:
         return None, 0
     from .smem import opt_in_limit
 

@@ -61,6 +61,7 @@ class KernelLowering:
         self.defer_loads = False            # async_copy.load_to_shared may leave an oversized load to its mma
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
+        self.hoisted: dict = {}             # loop -> its pipeline, set up before the persistent loop running it
         self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
         self.cta_pair: Any = None           # cta_pair.CtaPair where a CTA pair runs the pipelined loop's mma
         self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)

@@ -102,13 +102,21 @@ def _for(k: KernelLowering, op: Operation) -> None:
     from . import pipelined_loop
     from . import ops_wgmma
 
-    k.plan_check.enter_loop(op, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
-    if _tcgen05(k):
-        from .ops_tcgen05 import before_loop
+    if op in k.hoisted:     # set up before the persistent loop (None: not pipelined after all)
+        pipeline = k.hoisted[op]
+    else:
+        k.plan_check.enter_loop(op, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
+        if _tcgen05(k):
+            from .ops_tcgen05 import before_loop
 
-        before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
-    ops_wgmma.before_loop(k, op)   # wgmma's K-major copies, likewise
-    pipeline = pipelined_loop.prepare(k, op)
+            before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
+        ops_wgmma.before_loop(k, op)   # wgmma's K-major copies, likewise
+        pipeline = pipelined_loop.prepare(k, op)
+    split = k.warp_split
+    # a persistent loop running the warp-specialized loop once a tile: that loop's ring is set up here, once
+    # (the consumers count its uses over the tiles where they read its stages, not an MMA warp's epilogue)
+    tiles = pipelined_loop.begin_persistent(k, op) if split is not None and split.outer is op else None
+    tiles = tiles if tiles is not None and not tiles.mma_reads else None
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
         if pipelined_loop.epilogue(k, pipeline, op):    # the loop runs in producer and MMA warps
@@ -121,6 +129,9 @@ def _for(k: KernelLowering, op: Operation) -> None:
     head_pos = len(k.b.lines)
     iv = k.b.fresh("iv")
     counter = k.b.fresh("it") if pipeline is not None else ""
+    ring = k.b.fresh("ring") if tiles is not None else ""     # the tile loop's count of the ring's uses
+    if tiles is not None:
+        tiles.base = ring
     if pipeline is not None:
         pipelined_loop.start_iteration(pipeline, iv, counter)
         k.active_pipelines[op] = pipeline
@@ -152,13 +163,18 @@ def _for(k: KernelLowering, op: Operation) -> None:
     k.b.br(header)
     phis = [f"  {iv} = phi {ity} [ {lb}, %{pre} ], [ {iv_next}, %{latch_end} ]"]
     if pipeline is not None:
-        phis.append(f"  {counter} = phi i32 [ 0, %{pre} ], [ {counter_next}, %{latch_end} ]")
+        phis.append(f"  {counter} = phi i32 [ {pipeline.base}, %{pre} ], [ {counter_next}, %{latch_end} ]")
+        pipeline.ring_out = counter
         del k.active_pipelines[op]
+    if tiles is not None:   # (the loop running the ring once a tile ends before every edge to the latch)
+        phis.append(f"  {ring} = phi i32 [ 0, %{pre} ], [ {tiles.ring_out}, %{latch_end} ]")
     phis += _phi_lines_for(k, carried, [(pre, _flatten(k, inits)), (latch_end, next_vals)])
     _insert(k, head_pos, phis)
     k.b.start_block(exit_label)
     if pipeline is not None:
         carried = pipelined_loop.finish(k, pipeline, carried)   # no copy (nor wgmma) in flight after the loop
+    if tiles is not None:
+        pipelined_loop.end_persistent(k, tiles)
     for result, value in zip(op.results, carried):
         k.set(result, value)
     if _tcgen05(k):

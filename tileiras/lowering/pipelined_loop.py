@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
-from ..tileas.warp_roles import mma_sync_roles
+from ..tileas.warp_roles import mma_sync_roles, ring_loop
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, matrix_shape, new_matrix,
                          staged_through_registers, wait_all, wait_groups)
 from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
@@ -65,6 +65,7 @@ class ActivePipeline:
     stage_bytes: dict                   # load op -> bytes from one stage to the next
     counter: str = ""                   # i32 iteration number (a phi of the loop header)
     iv: str = ""
+    lb: str = ""
     step: str = ""
     ub: str = ""
     ity: str = "i32"
@@ -83,6 +84,10 @@ class ActivePipeline:
     cluster: Optional[multicast.ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
                                         # multicast in slices; stages released in every receiving CTA
     pair: Optional[cta_pair.CtaPair] = None   # sm_100: a CTA pair runs the loop's mma (cta_pair.py)
+    persistent: bool = False            # run once a tile by a persistent loop (`begin_persistent`): the ring is
+                                        # set up once before it, its count carried over the tiles
+    base: str = "0"                     # the ring's count when this run of the loop starts (i32)
+    ring_out: str = ""                  # ...and when it ends (the loop's counter at its exit)
 
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_copy.plan allows (kernels
@@ -205,7 +210,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
         return None
     retiring = ring.retiring
-    used, fitted = fit_beside(k, ring, k.buffers, k.op_lifetime(), k.static_smem_bytes + k.smem_reserve)
+    spans = k.lifetimes().op_range(ring_loop(k.warp_split, op))   # a persistent loop's, where it runs the roles
+    used, fitted = fit_beside(k, ring, k.buffers, spans, k.static_smem_bytes + k.smem_reserve)
     planned = planned_fit(k, op, used)
     fitted = planned if planned is not None else fitted
     stages = fitted.stages
@@ -215,7 +221,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {fitted.reason}")
         return None
     # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
-    matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=k.op_lifetime(),
+    matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=spans,
                                  dense=load in dense, role="ring") for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = cluster = None
@@ -257,7 +263,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
-                          mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair)
+                          mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
+                          persistent=specialized and k.warp_split.outer is not None)
 
 
 def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[SharedTileVal]:
@@ -456,8 +463,10 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
                 f"O in tensor memory{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
     if k.warp_split.note:
         copies += f"; the consumers issue the tcgen05 mmas: {k.warp_split.note}"
+    tiles = "; persistent: both roles run the tile loop, the ring's phases carried over tiles" \
+        if k.warp_split.outer is not None else ""
     return (f"warp-specialized: warps {first}-{last} produce ({copies}, setmaxnreg.dec {dec}), "
-            f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{named}")
+            f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{tiles}{named}")
 
 
 def _staged(p: ActivePipeline, load: Operation, offset: str) -> SharedMatrix:
@@ -520,9 +529,48 @@ def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> 
                    p.pair)
 
 
+def begin_persistent(k: KernelLowering, outer: Operation) -> Optional[ActivePipeline]:
+    """Before the persistent loop `outer` whose body runs the warp-specialized loop once a tile: that
+    loop's pipeline, set up once for every tile (what its own prologue does before the loop: the ring,
+    its mbarriers, `publish`, the producer's program, which runs the tile loop too), lowered as
+    the loop itself, which then finds it (`hoisted`). None where it is not pipelined after all."""
+    loop = k.warp_split.loop
+    outer_op, k.current_op = k.current_op, loop    # its buffers are the loop's (the plan's requests)
+    try:
+        k.plan_check.enter_loop(loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
+        if getattr(k.assignment, "tcgen05_layouts", None):
+            from .ops_tcgen05 import before_loop
+
+            before_loop(k, loop)
+        ops_wgmma.before_loop(k, loop)
+        p = prepare(k, loop)
+        if p is not None:
+            assert p.persistent and p.cluster is None and p.pair is None, "warp_roles.persistent: one CTA's own"
+            _set_up(k, p)
+    finally:
+        k.current_op = outer_op
+    k.hoisted[loop] = p
+    return p
+
+
+def end_persistent(k: KernelLowering, p: ActivePipeline) -> None:
+    """After the persistent loop: every stage the producer filled was waited for, so no copy nor
+    arrival of it is in flight; the barriers are invalidated once every consumer is done with them."""
+    wait_all(k)
+    k.barrier()
+    mbarrier.inval(k, [p.full, p.empty])
+    tma_copy.invalidate(k, list(p.once))
+
+
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
-    """Before the loop: iterations 0 .. stages - 2 in flight."""
-    p.step, p.ub, p.ity, p.unsigned = step, ub, ity, unsigned
+    """Before the loop: iterations 0 .. stages - 2 in flight (a persistent loop's run: set up before it)."""
+    p.lb, p.step, p.ub, p.ity, p.unsigned = lb, step, ub, ity, unsigned
+    if not p.persistent:
+        _set_up(k, p)
+
+
+def _set_up(k: KernelLowering, p: ActivePipeline) -> None:
+    """The prologue but for the loop's bounds: the barriers, the roles, the first stages."""
     # Tiles copied before the loop (attention's queries) land here, once: waiting for them inside
     # the loop would also wait for the prefetches. The barrier makes them visible to every thread
     # (and ends whatever read these buffers before, e.g. an enclosing loop's last iteration).
@@ -558,6 +606,7 @@ def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, 
         return
     if p.tma:
         k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "pf"), lambda: tma_copy.prefetch(k, p.tma))
+    lb, step, ity = p.lb, p.step, p.ity
     for s in range(p.stages - 1):
         iv = lb if s == 0 else k.b.op(f"add {ity} {lb}, {k.b.op(f'mul {ity} {step}, {s}', 'pf')}", "pf")
         _issue(k, p, iv, str(s), _in_range(k, p, iv))
@@ -672,7 +721,7 @@ def mma_retired(k: KernelLowering, p: ActivePipeline) -> None:
     def release() -> None:
         previous = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
         mbarrier.arrive(k, mbarrier.address(k, empty, previous))
-    k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, 0", "pf"), release)
+    k.guarded(k.b.op(f"icmp ugt i32 {p.counter}, {p.base}", "pf"), release)   # not this run's first
 
 
 def epilogue(k: KernelLowering, p: ActivePipeline, loop: Operation) -> bool:
@@ -699,6 +748,14 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
         from .warp_specialize_tcgen05 import mma_warp_done
 
         mma_warp_done(k)
+    if p.persistent:    # the next tile's run goes on with the ring (`end_persistent`)
+        if p.retiring is not None:    # the last iteration's stage, read by the group just retired
+            assert p.empty is not None
+            empty = p.empty
+            last = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.ring_out}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
+            k.guarded(k.b.op(f"icmp ugt i32 {p.ring_out}, {p.base}", "pf"),
+                      lambda: mbarrier.arrive(k, mbarrier.address(k, empty, last)))
+        return results
     wait_all(k)
     if p.full is not None and p.empty is not None:
         if p.cluster is not None:

@@ -11,9 +11,10 @@ before it exits.
 The mbarrier's phase parity is a thread-local counter (an alloca LLVM promotes to registers):
 each MMA batch completes one phase, and every thread waits for it with `try_wait.parity`.
 
-Shared control block (128 bytes): the mbarrier at 0, the tensor-memory address at 8, and from 16
+Shared control block (128 bytes): the mbarrier at 0, the tensor-memory address at 8, from 16
 the stage mbarriers of a warp-specialized loop whose epilogue warps prepare each stage for the
-MMA warp (`stage_barriers`).
+MMA warp (`stage_barriers`), and in its last 8 bytes the accumulator-free mbarrier of a persistent
+loop's MMA warp (`accumulator_free`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class TensorMemory:
     control: int = 0   # offset of the shared control block
     group: int = 1     # .cta_group: 2 where a CTA pair shares the MMAs (cta_pair.py)
     ready: object = None   # mbarrier.BarrierArray: the stages prepared for the MMA warp (`stage_barriers`)
+    free: str = ""         # i32: the accumulator-free mbarrier (`accumulator_free`), once asked for
 
 
 def allocation_columns(needed: int) -> int:
@@ -148,6 +150,28 @@ def stage_barriers(k: "KernelLowering", stages: int, arrivals: int) -> "object":
     k.b.prologue.append('  call void asm sideeffect "fence.mbarrier_init.release.cluster;", "~{memory}"()')
     k.b.prologue.append("  call void @llvm.nvvm.barrier0()")
     return bars
+
+
+def accumulator_free(k: "KernelLowering") -> str:
+    """The shared address of the mbarrier on which every epilogue thread arrives once it has read a
+    tile's accumulators (a persistent loop's MMA warp waits for it before the next tile's first MMAs
+    overwrite them): the control block's last 8 bytes, `k.threads` arrivals a phase, initialized at
+    the kernel's start."""
+    from .mbarrier import BYTES
+
+    state = k.tmem
+    assert state is not None
+    if not state.free:
+        at = CONTROL_BYTES - BYTES
+        assert state.ready is None or _STAGE_BARRIERS + state.ready.count * BYTES <= at
+        state.free = _shared_u32(k, state.control + at)
+        first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
+        k.b.prologue.append(f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
+                            f'@p mbarrier.init.shared::cta.b64 [$1], {k.threads}; }}", "r,r,~{{memory}}"'
+                            f'(i32 {first}, i32 {state.free})')
+        k.b.prologue.append('  call void asm sideeffect "fence.mbarrier_init.release.cluster;", "~{memory}"()')
+        k.b.prologue.append("  call void @llvm.nvvm.barrier0()")
+    return state.free
 
 
 def wait_mbarrier(k: "KernelLowering", state: TensorMemory) -> None:

@@ -23,6 +23,15 @@ producer computes their CTA-uniform conditions first and exits where the consume
 setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the producer's slice is
 pure (no memory, no thread-indexed values).
 
+A persistent kernel (a top-level loop over output tiles whose body runs the pipelined K loop once a
+tile, tileas/warp_roles.persistent; sm_90 form only) sets the ring up once, before the tile loop
+(pipelined_loop.begin_persistent: mbarriers, `publish`, the producer's program); the ring's bytes live
+over the whole tile loop. The producer runs its own tile loop (the slice of the tile loop's body its
+copies need, lowered again) around the fill loop; both roles count the ring's uses on across tiles
+(the consumers through a phi of the tile loop, `ActivePipeline.base`), so the producer fills the next
+tile's stages while the consumers run this tile's epilogue: no reset, no drain between tiles. With a
+wgmma group in flight the consumers release each tile's last stage after its final wait.
+
 On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
 `tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
 where the registers must move, tileas/warp_roles.ROLES), and the consumers become the
@@ -42,8 +51,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from ..ir.record import record
 from ..tileas.warp_roles import PRODUCER_THREADS
 from .kernel import KernelLowering
+from .llvm_text import llvm_type
 
 if TYPE_CHECKING:
+    from ..ir.core import Operation
     from ..tileas.warp_roles import WarpSplit
     from . import mbarrier
     from .pipelined_loop import ActivePipeline
@@ -92,6 +103,7 @@ class RoleLoop:
     stage: str               # j mod stages (i32)
     stages: int
     tag: str                 # the value-name tag of the role's code
+    j_next: str = ""         # the use count the next iteration starts from (default: j + 1)
 
     def wait(self, k: KernelLowering, bars: "mbarrier.BarrierArray", what: str, free: bool = False) -> None:
         """Wait for this iteration's phase of the stage's barrier in `bars` (`free`: the phase before it,
@@ -108,24 +120,29 @@ class RoleLoop:
 
 @contextmanager
 def role_loop(k: KernelLowering, p: "ActivePipeline", name: str, tag: str, lb: str, ub: str,
-              step: str) -> Iterator[RoleLoop]:
+              step: str, j0: str = "0", loop: Optional["Operation"] = None) -> Iterator[RoleLoop]:
     """A role's own loop over the pipelined loop's iterations (blocks `{name}_head`, `_body`, `_done`):
     the body runs inside the `with`, which leaves the builder in `{name}_done`. Kept rolled (`rolled`):
-    the stage is a value, each copy or MMA of the body issued once."""
+    the stage is a value, each copy or MMA of the body issued once. `j0`: the ring's use count at
+    the first iteration; `loop`: the loop whose index type and comparison it takes (default: the
+    pipeline's, as its consumers lowered them)."""
     head, body, done = k.b.label(f"{name}_head"), k.b.label(f"{name}_body"), k.b.label(f"{name}_done")
     entry = k.b.current_block
     k.b.br(head)
     k.b.start_block(head)
     iv, j = k.b.fresh(f"{name[0]}iv"), k.b.fresh(f"{name[0]}j")
+    ity, unsigned = (p.ity, p.unsigned) if loop is None else \
+        (llvm_type(loop.operand("lowerBound").type.element), bool(loop.attributes.get("unsignedCmp", False)))
     pos = len(k.b.lines)
-    k.b.cond_br(k.b.op(f"icmp {'ult' if p.unsigned else 'slt'} {p.ity} {iv}, {ub}", tag), body, done)
+    k.b.cond_br(k.b.op(f"icmp {'ult' if unsigned else 'slt'} {ity} {iv}, {ub}", tag), body, done)
     k.b.start_block(body)
-    yield RoleLoop(iv, j, k.b.op(f"urem i32 {j}, {p.stages}", tag), p.stages, tag)
-    iv_next, j_next = k.b.op(f"add {p.ity} {iv}, {step}", tag), k.b.op(f"add i32 {j}, 1", tag)
+    it = RoleLoop(iv, j, k.b.op(f"urem i32 {j}, {p.stages}", tag), p.stages, tag)
+    yield it
+    iv_next, j_next = k.b.op(f"add {ity} {iv}, {step}", tag), it.j_next or k.b.op(f"add i32 {j}, 1", tag)
     latch = k.b.current_block
     k.b.emit(f"br label %{head}{rolled(k)}")
-    k.b.lines[pos:pos] = [f"  {iv} = phi {p.ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
-                          f"  {j} = phi i32 [ 0, %{entry} ], [ {j_next}, %{latch} ]"]
+    k.b.lines[pos:pos] = [f"  {iv} = phi {ity} [ {lb}, %{entry} ], [ {iv_next}, %{latch} ]",
+                          f"  {j} = phi i32 [ {j0}, %{entry} ], [ {j_next}, %{latch} ]"]
     k.b.start_block(done)
 
 
@@ -237,7 +254,6 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
     from . import mbarrier
-    from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_attention_warp, emit_mma_warp
 
@@ -252,8 +268,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     k.b.start_block(split.producer)
     split.emitted = True
     saved_values = dict(k.values)
-    guarding = _guard_slice(split)
-    _lower_slice(k, guarding)
+    guarding = _guard_slice(split)      # the consumers' values of the slice do not dominate the producer
+    _lower_again(k, tuple(op for op in split.slice if op in guarding))
     for cond, taken in split.guards:    # the consumers' branches to the loop, or the role is done
         go, leave = k.b.label("producer_guard"), k.b.label("producer_skip")
         c = k.tile(cond).slots[0]  # type: ignore[arg-type]
@@ -266,9 +282,9 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     publish(k)
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
         _elect_tma_thread(k, p, consumers)
-    _lower_slice(k, tuple(op for op in split.slice if op not in guarding))
+    _lower_again(k, tuple(op for op in split.slice if op not in guarding))
     loop = split.loop
-    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
+    lb, ub, step = _bounds(k, split.outer or loop)
     if split.mmas:      # the MMA warp goes its own way
         mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
         mine = k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws")
@@ -287,21 +303,14 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             mbarrier.set_max_registers(k, dec, increase=False)
         if p.tma:
             _elect_tma_thread(k, p, consumers)
-    with role_loop(k, p, "prod", "ws", lb, ub, step) as it:
-        it.wait(k, p.empty, "stage empty", free=True)
-        if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async
-            k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"),
-                      lambda: tma_iteration(k, p, it.iv, it.stage))
-        elif p.tma:
-            tma_iteration(k, p, it.iv, it.stage)
-        if copied(p):
-            saved = k.tid, k.threads
-            k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), split.producers
-            try:
-                copy_iteration(k, p, it.iv, it.stage, None)
-            finally:
-                k.tid, k.threads = saved
-            copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
+    if split.outer is not None:     # the tile loop around the stages' loop, the ring's count carried over
+        with role_loop(k, p, "tile", "ws", lb, ub, step, loop=split.outer) as tile:
+            body = split.outer.regions[0].block
+            k.set(body.arguments[0], k.splat(body.arguments[0].type, tile.iv))
+            _lower_again(k, split.outer_slice)
+            tile.j_next = _fill(k, p, *_bounds(k, loop), tile.j, loop).j
+    else:
+        it = _fill(k, p, lb, ub, step)
     if p.pair is not None:
         from .cta_pair import drain
 
@@ -326,16 +335,43 @@ def _guard_slice(split: "WarpSplit") -> frozenset:
     return frozenset(found)
 
 
-def _lower_slice(k: KernelLowering, ops: "tuple | frozenset") -> None:
-    """Lower again, in the producer's blocks, those ops of the slice (the consumers' values of these do
-    not dominate the producer), in slice order; remarks are the consumers' to report."""
+def _lower_again(k: KernelLowering, ops: tuple) -> None:
+    """The producer's own copy of `ops` (its slice), their remarks the consumers' to report."""
     from .registry import LOWERINGS
 
-    split = k.warp_split
     k.remark = lambda *args, **kwargs: None     # type: ignore[method-assign]
     try:
-        for op in split.slice:  # type: ignore[union-attr]
-            if op in ops:
-                LOWERINGS[op.name](k, op)
+        for op in ops:
+            LOWERINGS[op.name](k, op)
     finally:
         del k.remark                    # the class's method again
+
+
+def _bounds(k: KernelLowering, loop: "Operation") -> tuple[str, str, str]:
+    return tuple(k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore[return-value]
+
+
+def _fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0: str = "0",
+          loop: Optional["Operation"] = None) -> RoleLoop:
+    """The producer's loop over the pipelined loop's iterations: wait for the stage's `empty`, copy the
+    iteration into it. Its RoleLoop, whose `j` after it is the ring's use count."""
+    from . import mbarrier
+    from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
+
+    split, consumers = k.warp_split, k.threads
+    with role_loop(k, p, "prod", "ws", lb, ub, step, j0, loop) as it:
+        it.wait(k, p.empty, "stage empty", free=True)
+        if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async
+            k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"),
+                      lambda: tma_iteration(k, p, it.iv, it.stage))
+        elif p.tma:
+            tma_iteration(k, p, it.iv, it.stage)
+        if copied(p):
+            saved = k.tid, k.threads
+            k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), split.producers
+            try:
+                copy_iteration(k, p, it.iv, it.stage, None)
+            finally:
+                k.tid, k.threads = saved
+            copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
+    return it

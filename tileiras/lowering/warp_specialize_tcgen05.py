@@ -16,6 +16,13 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   stored before the next, where the rest of the kernel is that store, tmem_epilogue.py; else whole,
   ops_tcgen05.after_loop), then run the rest of the kernel.
 
+Under a persistent loop (tileas/warp_roles.persistent: the K loop run once an output tile) the producer
+and the MMA warp run the tile loop too, counting the ring's uses on across tiles; the MMA thread
+commits each tile's accumulators to accumulator-ready, and waits before a tile's first MMAs (which
+overwrite them) until every epilogue thread has arrived on the accumulator-free mbarrier
+(tmem.accumulator_free) after reading the last tile's: one accumulator, so a tile's MMAs wait for
+the last tile's tensor-memory reads (NVIDIA's keeps two), while the producer fills the next tile's stages.
+
 Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
 tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
 zero start, and the loop carries nothing else: then no epilogue thread has anything to do in it,
@@ -58,6 +65,7 @@ from ..tileas.warp_roles import PRODUCER_THREADS
 if TYPE_CHECKING:
     from ..tileas.shared_stages import StagingFacts
     from .pipelined_loop import ActivePipeline
+    from .warp_specialize import RoleLoop
 
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
 # epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
@@ -518,11 +526,11 @@ def mma_warp_done(k: KernelLowering) -> None:
 
 def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: int, lb: str, ub: str,
                   step: str) -> None:
-    """The MMA warp's program (threads `first` ..+31), in its own blocks, ending with `ret`."""
-    from ..tileaa.mma_forms import kind_of
-    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, issued_m, region
-    from .pipelined_loop import _stage_offset, _staged
-    from .async_copy import fence_async_proxy
+    """The MMA warp's program (threads `first` ..+31), in its own blocks, ending with `ret`. Under a
+    persistent loop (warp_roles.persistent) it runs the tile loop too, committing each tile's
+    accumulators, and a tile's first MMAs wait until the epilogue warps have read the last tile's
+    (tmem.accumulator_free): one accumulator in tensor memory, reused tile after tile."""
+    from .ops_tcgen05 import commit, region
     from .tmem import ROLE_EXIT, stage_barriers, tensor_memory
     from .warp_specialize import role_loop
 
@@ -552,7 +560,42 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         k.schedule_notes.append(f"//   stages prepared: the epilogue warps wait full, {work} of each stage, "
                                 f"then arrive on its ready mbarrier; the MMA thread waits full and ready")
     ready = tensor_memory(k, 0).mbarrier
-    with role_loop(k, p, "mma", "mw", lb, ub, step) as it:
+    split = k.warp_split
+    if split.outer is None:
+        _issue_loop(k, p, operands, addresses, scaled, ready_stages, lb, ub, step)
+        commit(k, ready, p.pair is not None)  # the accumulators are complete (at once when the loop ran no iteration)
+    else:   # a persistent loop: a tile's first MMAs overwrite the accumulators once the epilogue has read them
+        from .tmem import accumulator_free
+        from .warp_specialize import _bounds, _lower_again
+
+        free, phase = accumulator_free(k), k.b.pre("alloca i32, align 4", "mwf")
+        k.b.emit(f"store i32 1, ptr {phase}")     # (a fresh barrier's phase before its first counts as complete)
+        with role_loop(k, p, "tile", "mw", lb, ub, step, loop=split.outer) as tile:
+            body = split.outer.regions[0].block
+            k.set(body.arguments[0], k.splat(body.arguments[0].type, tile.iv))
+            _lower_again(k, split.outer_slice)
+            parity = k.b.op(f"load i32, ptr {phase}", "mwf")
+            mbarrier.wait(k, free, parity, "accumulators read")
+            k.b.emit(f"store i32 {k.b.op(f'xor i32 {parity}, 1', 'mwf')}, ptr {phase}")
+            tile.j_next = _issue_loop(k, p, operands, addresses, scaled, ready_stages, *_bounds(k, split.loop),
+                                      tile.j, split.loop).j
+            commit(k, ready)    # this tile's accumulators are complete
+    k.b.emit(f"ret void {ROLE_EXIT}")
+
+
+def _issue_loop(k: KernelLowering, p: "ActivePipeline", operands: dict, addresses: dict, scaled: Optional[Operation],
+                ready_stages: object, lb: str, ub: str, step: str, j0: str = "0",
+                loop: Optional[Operation] = None) -> "RoleLoop":
+    """The MMA thread's loop over the K loop's iterations (the ring's use count from `j0`): wait for the
+    stage, issue its MMAs (the first of the run overwriting the accumulators), commit them to the
+    stage's `empty`. Its RoleLoop."""
+    from ..tileaa.mma_forms import kind_of
+    from .async_copy import fence_async_proxy
+    from .ops_tcgen05 import _Operand, commit, instruction, issue_mmas, issued_m
+    from .pipelined_loop import _stage_offset, _staged
+    from .warp_specialize import role_loop
+
+    with role_loop(k, p, "mma", "mw", lb, ub, step, j0, loop) as it:
         # the copies' own phase (complete by the time the stage is prepared: the wait costs one try,
         # and makes the copied bytes the MMAs read directly visible to this thread), then the epilogue
         # warps' preparation of the stage
@@ -562,7 +605,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         if not p.tma:
             fence_async_proxy(k)    # the producer's cp.async copies, seen by the tensor cores' reads
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
-        accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {it.j}, 0', 'mw')} to i32", "mw")  # zero start
+        accumulate = k.b.op(f"zext i1 {k.b.op(f'icmp ne i32 {it.j}, {j0}', 'mw')} to i32", "mw")  # zero start
         for op, (a_load, b_load) in operands.items():
             # the loads' own swizzled buffers: A stored (M, K) is K-major, B stored (K, N) N-major; a
             # transposed load the other way round
@@ -584,8 +627,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
             issue_mmas(k, op, a, b, None, addresses[op], accumulate, idesc, scales)
         # the stage is free once these MMAs are done (a pair's: in both CTAs)
         commit(k, mbarrier.address(k, p.empty, it.stage), p.pair is not None)
-    commit(k, ready, p.pair is not None)    # the accumulators are complete (at once when the loop ran no iteration)
-    k.b.emit(f"ret void {ROLE_EXIT}")
+    return it
 
 
 def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
@@ -620,6 +662,12 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     wait_mbarrier(k, tensor_memory(k, 0))
     if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
         after_loop(k, loop)
+    if k.warp_split.outer is not None:   # read: the MMA warp may overwrite them with the next tile's
+        from .tmem import accumulator_free
+
+        k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
+        k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
+        mbarrier.arrive(k, accumulator_free(k))
 
 
 

@@ -7,7 +7,7 @@ Before any LLVM is emitted the level decides, per kernel, from its IR and layout
   copies, and the loop's modulo schedule (`schedule/pipeline.py`: dependence graph, resource
   model, modulo scheduler); the depth in stages is the buffer plan's (`plan-shared-memory`,
   shared_stages.py), fitted beside the buffers placed before the loop;
-* whether the kernel's first top-level pipelined loop is warp-specialized, in which form (sm_90
+* whether the kernel's first top-level pipelined loop (or a persistent loop's) is warp-specialized, in which form (sm_90
   and sm_120 consumer warpgroups, sm_100's MMA warp, sm_100 attention), with which mmas issued by
   whom, its named barriers and its occupancy, or why not (`warp_roles.decide`).
 
@@ -101,7 +101,8 @@ def plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callab
     else:
         mmas = ", ".join(name_of(op.results[0]) for op in split.mmas)
         issuers = f"an MMA warp issues {mmas}" if mmas else "the consumers issue the mmas"
-        lines.append(f"//   warp roles: the {split.form} form at the loop at {split.loop.location}: a producer "
+        tiles = f" (run once a tile by the persistent loop at {split.outer.location})" if split.outer else ""
+        lines.append(f"//   warp roles: the {split.form} form at the loop at {split.loop.location}{tiles}: a producer "
                      f"of {split.producers} threads, {issuers}; named barriers "
                      f"{'; '.join(b.describe() for b in split.barriers)}")
     return lines

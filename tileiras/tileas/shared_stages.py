@@ -58,6 +58,7 @@ from ..target import Caps, caps
 from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
+from .warp_roles import ring_loop
 from .shared_epilogue import ROLES as EPILOGUE, STORES, requests as epilogue
 from .shared_plan import Assumptions, Request, place
 from .shared_tcgen05 import ROLES as TCGEN05
@@ -157,8 +158,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 continue
             # and what the loop asks for before its stages (tcgen05's before_loop: tensor memory's control block)
             asked = [r for r in others if r.op is op and not r.late]
+            spans = live.op_range(ring_loop(split, op))    # the persistent loop's, where its producer runs it
             used, fitted = fit_beside(facts, ring, place(before + asked + copies, entry),  # type: ignore[arg-type]
-                                      live.op_range(op), allocas + assumes.reserve)
+                                      spans, allocas + assumes.reserve)
             fits[op] = (used, fitted)
             if not fitted.stages:
                 continue
@@ -167,7 +169,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 matrix = ring.matrix(facts, load)  # type: ignore[arg-type]
                 facts.matrices[id(load)] = (matrix, op)
                 out.append(Request(op, "ring", "ring", matrix.nbytes * fitted.stages, 1024 if matrix.swizzled else 128,
-                                   matrix.span if matrix.swizzled else 0, live.op_range(op)))
+                                   matrix.span if matrix.swizzled else 0, spans))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
             # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers

@@ -1,12 +1,14 @@
-"""Pass `plan-warp-roles`'s decision: whether the kernel's first pipelined loop (in its top-level
-block or in branches of `if`s there) is warp-specialized, in which form, with which roles, register budgets (setmaxnreg), named barriers
+"""Pass `plan-warp-roles`'s decision: whether the kernel's first pipelined loop of its top-level block
+or of branches of `if`s there (or, where there is none, the pipelined loop a persistent tile loop runs
+once a tile: `persistent`) is
+warp-specialized, in which form, with which roles, register budgets (setmaxnreg), named barriers
 and occupancy, or why not (`decide`; the forms are described in lowering/warp_specialize.py, which
 emits them). Decided from the IR, its layouts and its planned pipelines.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
@@ -71,6 +73,8 @@ class WarpSplit:
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
     min_ctas: int = 1               # CTAs an SM must hold at once (the occupancy hint; `occupancy`)
     scores_shift: int = 0           # attention: columns to the second scores buffer (0: one buffer)
+    outer: Optional[Operation] = None   # the persistent loop whose body runs `loop` once a tile (`persistent`)
+    outer_slice: tuple[Operation, ...] = ()  # ...and the ops of its body the producer lowers again
     # the `if`s the loop is in, outermost first: (condition, the branch taken is the then branch). A
     # condition is a scalar, the same in every thread of the CTA: the producer takes the branches too
     guards: tuple[tuple[Value, bool], ...] = ()
@@ -95,6 +99,14 @@ class WarpSplit:
 
     def barrier(self, name: str) -> "NamedBarrier":
         return next(b for b in self.barriers if b.name == name)
+
+
+
+def ring_loop(split: Optional[WarpSplit], loop: Operation) -> Operation:
+    """The op whose lifetime loop `loop`'s stage ring spans: the loop's own, or the persistent loop around
+    a warp-specialized one (its producer fills the next tile's stages while the consumers store this
+    tile: the epilogue's buffers must not share the ring's bytes)."""
+    return split.outer if split is not None and split.loop is loop and split.outer is not None else loop
 
 
 
@@ -142,30 +154,60 @@ def _first_pipelined(ops: list, pipelines: dict, guards: tuple = (), before: tup
     return None
 
 
-def _producer_slice(block_ops: tuple, loop: Operation, loads: tuple,
+def _producer_slice(block_ops: list, loop: Operation, loads: tuple, outer: Optional[Operation] = None,
                     guards: tuple = ()) -> tuple[Optional[tuple], str]:
-    """The ops before `loop` (`block_ops`: those that run before it) that its staged loads' views and
-    indices, its bounds and the conditions of the `if`s it is in depend on (None and why when one of
-    them is not pure)."""
+    """(the top-level ops, the persistent loop's body ops) before `loop` that its staged loads' views
+    and indices, its bounds and the conditions of the `if`s it is in (`guards`) depend on, each in block
+    order (None and why when one of them is not pure). `block_ops`: the ops that run before `loop` (or
+    `outer`), then it. With `outer` (a persistent loop, whose body holds `loop`) the top-level ops are
+    those the body's ops and the outer bounds need."""
     iv = loop.regions[0].block.arguments[0]
     wanted: list[Value] = [loop.operand(n) for n in ("lowerBound", "upperBound", "step")]
     wanted += [cond for cond, _ in guards]
     for load in loads:
         wanted.append(load.operand("view"))
         wanted.extend(v for v in load.operand_group("index") if v is not iv)
+    if outer is None:
+        top, why = _slice(block_ops, loop, wanted)
+        return (None, why) if top is None else ((top, ()), "")
+    body = outer.regions[0].block
+    inner, outside = _slice(list(body.operations), loop, wanted, tuple(body.arguments[1:]), escape=True)
+    if inner is None:
+        return None, outside
+    wanted = [*outside, *(outer.operand(n) for n in ("lowerBound", "upperBound", "step"))]
+    top, why = _slice(block_ops, outer, wanted)
+    return (None, why) if top is None else ((top, inner), "")
+
+
+
+def _slice(block_ops: list, before: Operation, wanted: list, carried: tuple = (),
+           escape: bool = False) -> tuple[Optional[tuple], Any]:
+    """The pure ops of `block_ops` before `before` that `wanted` depends on, in block order (`carried`:
+    the persistent loop's carried values, which the producer does not have). With `escape` (the
+    enclosing block's turn comes next) values made outside `block_ops` are handed back instead of the reason."""
     position = {op: i for i, op in enumerate(block_ops)}
     chosen: set = set()
+    outside: list = []
     while wanted:
-        owner = getattr(wanted.pop(), "owner", None)
-        if not isinstance(owner, Operation) or owner in chosen:
-            continue      # a kernel argument (or already taken)
-        if owner not in position:
+        value = wanted.pop()
+        owner = getattr(value, "owner", None)
+        if any(value is c for c in carried):
+            return None, "its copies depend on a value the persistent loop carries"
+        if not isinstance(owner, Operation):
+            continue      # a kernel argument, or the persistent loop's index
+        if owner in chosen:
+            continue
+        if owner not in position and escape:
+            outside.append(value)
+            continue
+        if owner not in position or position[owner] >= position[before]:
             return None, f"'{owner.name}' that its copies need is not before the loop"
         if not pure(owner):
             return None, f"its copies depend on '{owner.name}'"
         chosen.add(owner)
         wanted.extend(owner.operands)
-    return tuple(sorted(chosen, key=position.__getitem__)), ""
+    ops = tuple(sorted(chosen, key=position.__getitem__))
+    return (ops, outside) if escape else (ops, "")
 
 
 
@@ -180,9 +222,14 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         return None, f"{k.threads} consumer threads are not one or two whole warpgroups"
     ops = list(k.entry.regions[0].block.operations)
     placed = _first_pipelined(ops, k.pipelines or {})
-    if placed is None:
-        return None, "no pipelined loop in the kernel's top-level block or in the branches of its ifs"
-    loops = [placed[0]]
+    outer, guards, before = None, (), ops
+    if placed is not None:
+        loops, guards, before = [placed[0]], placed[1], [*placed[2], placed[0]]
+    else:
+        outer, inner, why = persistent(k, ops)
+        if outer is None:
+            return None, why
+        loops = [inner]
     note = ""
     loads = k.pipelines[loops[0]].loads
     mma_sync = mma_sync_roles(k)
@@ -211,21 +258,84 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         attention = consumers_issue(k, loops[0]) if not mmas else None
         if not mmas and attention != "":
             return None, attention or why
+        if outer is not None and (attention is not None or _prepares(loops[0], mmas)):
+            return None, ("a persistent loop's K loop is warp-specialized with an MMA warp only where its "
+                          "stages go to the MMAs as copied (no attention, no tf32 rounding, no block scales)")
         if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
             mmas, note = attention_mmas(k, loops[0], loads)
-    found, why = _producer_slice(placed[2], loops[0], loads, placed[1])
+    found, why = _producer_slice(before, loops[0], loads, outer, guards)
     if found is None:
         return None, why
-    at = len([op for op in placed[2] if op.parent is k.entry.regions[0].block])   # the top-level op holding the loop
+    at = ops.index(outer) if outer is not None else \
+        sum(1 for op in before[:-1] if op.parent is k.entry.regions[0].block)   # the top-level op holding the loop
     extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas and attention is None else 0)  # all meet at publish
     try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
         barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])
     except NamedBarrierError as err:
         return None, str(err)
-    return WarpSplit(loops[0], found, "", barriers, mmas=mmas, guards=placed[1],
+    return WarpSplit(loops[0], found[0], "", barriers, mmas=mmas, outer=outer, outer_slice=found[1], guards=guards,
                      attention=bool(mmas) and attention is not None, note=note,
                      min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
+
+
+
+def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
+    """(the persistent loop, the pipelined loop its body runs once a tile) or why there is none: a
+    top-level `for` over output tiles whose body holds one pipelined loop at its top level, after only
+    pure ops (index arithmetic), with no `continue` or `break` but its last op (the inner loop's end
+    then reaches the next tile: the stage ring's count carries over, lowering/warp_specialize.py). Built
+    for the sm_90 form (wgmma consumers) and sm_100's MMA warp (`decide`: a matmul's K loop), one
+    CTA's own copies (no cluster multicast, no CTA pair)."""
+    from ..tileaa.clusters import CLUSTER_ATTR
+
+    none, pipelines = "no pipelined loop in the kernel's top-level block or in branches of its ifs", k.pipelines or {}
+    for outer in (op for op in ops if op.name == "cuda_tile.for"):
+        body = list(outer.regions[0].block.operations)
+        inner = [op for op in body if op in pipelines]
+        if not inner or any(op in pipelines for op in outer.walk() if op is not outer and op not in inner):
+            continue
+        if len(inner) > 1:
+            return None, None, "a persistent loop runs several pipelined loops"
+        if not (k.caps.has("wgmma") or k.caps.has("tcgen05")) or mma_sync_roles(k) \
+                or k.entry.attributes.get(CLUSTER_ATTR) is not None:
+            return None, None, none     # (sm_120's form, multicast and CTA pairs are not built for a persistent loop)
+        at = body.index(inner[0])
+        if not all(pure(op) or _in_registers(op) for op in body[:at]):
+            return None, None, ("the persistent loop computes more than indices before its pipelined loop: "
+                                f"'{next(op for op in body[:at] if not pure(op) and not _in_registers(op)).name}'")
+        exits = [op for op in outer.walk() if op.name in ("cuda_tile.continue", "cuda_tile.break")
+                 and _loop_of(op) is outer]
+        if any(op is not body[-1] for op in exits):
+            return None, None, "the persistent loop leaves a tile early (continue or break before its end)"
+        return outer, inner[0], ""
+    return None, None, none
+
+
+
+def _prepares(loop: Operation, mmas: tuple) -> bool:
+    """Whether the epilogue warps would prepare `loop`'s stages for the MMA warp (tf32 rounding, block
+    scales: warp_specialize_tcgen05._prepared), which the persistent form does not run per tile."""
+    return any(op.name == "cuda_tile.mmaf_scaled" for op in mmas) or \
+        any(op.name == "cuda_tile.ftof" for op in loop.regions[0].block.operations)
+
+
+
+def _in_registers(op: Operation) -> bool:
+    """A layout conversion recomputed in its target layout (an accumulator's zeros): no shared memory."""
+    return op.name == "nv_tileas.convert_layout" and bool(op.attributes.get("rematerialize", False))
+
+
+
+def _loop_of(op: Operation) -> Optional[Operation]:
+    """The innermost loop around `op`."""
+    block = op.parent
+    while block is not None and block.parent is not None:
+        owner = block.parent.parent
+        if owner is None or owner.name in ("cuda_tile.for", "cuda_tile.loop"):
+            return owner
+        block = owner.parent
+    return None
 
 
 
