@@ -86,9 +86,6 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
-    ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "access width",
-     "MemoryVectorizedLoadMissed: a ragged K (facts without K % 16) keeps ours at 16-bit loads, NVIDIA's "
-     "uses TMA"),
     ("g_mla_decode_bf16_h32_32_aligned_occ2_v13p3", "sm_90", "spills",
      "RegisterSpills: 998 spill instructions against NVIDIA's 124 (the 16 x 512 f32 accumulator, 128 threads)"),
     ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_90", "registers",
@@ -278,6 +275,9 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # sm_100, 32-row tiles (mma.sync, no tcgen05 M that small): the TMA producer warp and setmaxnreg of sm_120
     ("g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4", "sm_100", "setmaxnreg"),
     ("g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4", "sm_100", "spills"),
+    # sm_90, a ragged K: one operand now copied by TMA (its other loads stay 16-bit: the access-width class
+    # counts TMA as 128, as NVIDIA's three TMA loads)
+    ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "access width"),
 )
 
 
