@@ -111,14 +111,6 @@ PERSISTENT = [
 ]
 
 
-@pytest.mark.parametrize("name,k_iters,tiles_m,ctas", PERSISTENT)
-def test_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters: int, tiles_m: int,
-                                                              ctas: int) -> None:
-    v, spec = _persistent_launch(name, k_iters, tiles_m, ctas)
-    problems = reference.emulate(v, spec, export.bytecode(v, "sm_90").read_bytes(), "sm_90")
-    assert not problems, "\n".join(problems)
-
-
 # sm_100 (variant, K tiles, M tiles, CTAs): 10 tiles over 2 CTAs; K loops of 5 and 7 against rings of 8 and 4;
 # the race checker sees a tile's MMAs overwrite tensor memory the epilogue still reads (no accumulator-free wait)
 PERSISTENT_SM100 = [
@@ -130,11 +122,19 @@ PERSISTENT_SM100 = [
 ]
 
 
-@pytest.mark.parametrize("name,k_iters,tiles_m,ctas", PERSISTENT_SM100)
-def test_sm_100_persistent_gemm_matches_numpy_under_the_race_checker(name: str, k_iters: int, tiles_m: int,
-                                                                     ctas: int) -> None:
+def _on(gpu: str, case):
+    """A case of the lists above for `gpu` (its marks kept)."""
+    if hasattr(case, "marks"):     # a pytest.param (itself a tuple)
+        return pytest.param(gpu, *case.values, marks=case.marks, id=case.id)
+    return (gpu, *case)
+
+
+@pytest.mark.parametrize("gpu,name,k_iters,tiles_m,ctas", [*(_on("sm_90", c) for c in PERSISTENT),
+                                                           *(_on("sm_100", c) for c in PERSISTENT_SM100)])
+def test_persistent_gemm_matches_numpy_under_the_race_checker(gpu: str, name: str, k_iters: int, tiles_m: int,
+                                                              ctas: int) -> None:
     v, spec = _persistent_launch(name, k_iters, tiles_m, ctas)
-    problems = reference.emulate(v, spec, export.bytecode(v, "sm_100").read_bytes(), "sm_100")
+    problems = reference.emulate(v, spec, export.bytecode(v, gpu).read_bytes(), gpu)
     assert not problems, "\n".join(problems)
 
 
