@@ -55,7 +55,6 @@ from .llvm_text import llvm_type
 
 if TYPE_CHECKING:
     from ..ir.core import Operation
-    from ..tileas.warp_roles import WarpSplit
     from . import mbarrier
     from .pipelined_loop import ActivePipeline
 
@@ -268,8 +267,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     k.b.start_block(split.producer)
     split.emitted = True
     saved_values = dict(k.values)
-    guarding = _guard_slice(split)      # the consumers' values of the slice do not dominate the producer
-    _lower_again(k, tuple(op for op in split.slice if op in guarding))
+    # the consumers' values of the slice do not dominate the producer: its own copy, the guards' part first
+    _lower_again(k, split.guard_slice)
     for cond, taken in split.guards:    # the consumers' branches to the loop, or the role is done
         go, leave = k.b.label("producer_guard"), k.b.label("producer_skip")
         c = k.tile(cond).slots[0]  # type: ignore[arg-type]
@@ -282,7 +281,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     publish(k)
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
         _elect_tma_thread(k, p, consumers)
-    _lower_again(k, tuple(op for op in split.slice if op not in guarding))
+    _lower_again(k, tuple(op for op in split.slice if op not in split.guard_slice))
     loop = split.loop
     lb, ub, step = _bounds(k, split.outer or loop)
     if split.mmas:      # the MMA warp goes its own way
@@ -320,19 +319,6 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     k.b.start_block(cont)
     if inc:
         mbarrier.set_max_registers(k, inc, increase=True)
-
-
-def _guard_slice(split: "WarpSplit") -> frozenset:
-    """The ops of the producer's slice that the conditions of the `if`s around the loop depend on: lowered
-    before the role's first barrier, which it reaches only where the consumers do."""
-    wanted = [cond for cond, _ in split.guards]
-    found: set = set()
-    while wanted:
-        owner = getattr(wanted.pop(), "owner", None)
-        if owner in split.slice and owner not in found:
-            found.add(owner)
-            wanted.extend(owner.operands)
-    return frozenset(found)
 
 
 def _lower_again(k: KernelLowering, ops: tuple) -> None:

@@ -24,6 +24,7 @@ from typing import Optional
 from ..ir.core import Operation, Value
 from ..ir.types import TokenType
 from ..transforms.constants import splat_int
+from ..transforms.folds import SHAPE_WRAPPERS
 from ..transforms.passes import CANONICAL_PASSES, to_canonical
 from ..transforms.rewrite import defining_op, replace
 
@@ -158,7 +159,7 @@ def _assume_through_wrapper(op: Operation) -> bool:
 
     pred = op.attributes.get("predicate")
     wrapper = defining_op(op.operands[0])
-    if wrapper is None or wrapper.name not in ("cuda_tile.broadcast", "cuda_tile.reshape") or \
+    if wrapper is None or wrapper.name not in SHAPE_WRAPPERS or \
             not (isinstance(pred, Bounded) or isinstance(pred, DivBy) and pred.every is None):
         return False
     source = wrapper.operands[0]

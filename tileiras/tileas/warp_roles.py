@@ -78,6 +78,7 @@ class WarpSplit:
     # the `if`s the loop is in, outermost first: (condition, the branch taken is the then branch). A
     # condition is a scalar, the same in every thread of the CTA: the producer takes the branches too
     guards: tuple[tuple[Value, bool], ...] = ()
+    guard_slice: tuple[Operation, ...] = ()  # the ops of `slice` the conditions need, lowered before any barrier
 
     @property
     def form(self) -> str:
@@ -274,7 +275,9 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])
     except NamedBarrierError as err:
         return None, str(err)
+    guard_slice = _slice(before, loops[0], [cond for cond, _ in guards])[0] if guards else ()
     return WarpSplit(loops[0], found[0], "", barriers, mmas=mmas, outer=outer, outer_slice=found[1], guards=guards,
+                     guard_slice=guard_slice or (),
                      attention=bool(mmas) and attention is not None, note=note,
                      min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
 

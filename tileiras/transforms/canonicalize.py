@@ -184,15 +184,20 @@ def _drop_unused_results(op: Operation) -> bool:
     keep = [i for i, r in enumerate(op.results) if r.uses]
     if len(keep) == len(op.results) or len(_yields(op)) != len(op.regions):
         return False
-    twin = Operation(op.name, list(op.operands), [op.results[i].type for i in keep], op.attributes,
-                     location=op.location, segment_sizes=op.segment_sizes)
     for region in op.regions:
         block = region.blocks[0]
         last = block.terminator
         new_last = Operation(last.name, [last.operands[i] for i in keep], [], last.attributes, location=last.location)
         erase(last)
         block.append(new_last)
-    twin.regions = []
+    _keep_results(op, keep)
+    return True
+
+
+def _keep_results(op: Operation, keep: list[int]) -> None:
+    """`op` rebuilt with only its results `keep` (their uses follow), its regions moved over."""
+    twin = Operation(op.name, list(op.operands), [op.results[i].type for i in keep], op.attributes,
+                     location=op.location, segment_sizes=op.segment_sizes)
     for region in list(op.regions):
         twin.add_region(region)
     op.regions = []
@@ -200,7 +205,6 @@ def _drop_unused_results(op: Operation) -> bool:
     for new, i in zip(twin.results, keep):
         op.results[i].replace_all_uses_with(new)
     erase(op)
-    return True
 
 
 def _only_yields(block: Block) -> bool:
@@ -305,14 +309,8 @@ def _hoist_return(op: Operation) -> bool:
             erase_tree(dead)
     for branch in returning:
         _end_with_yield(branch, [])
-    if op.results:
-        twin = Operation(op.name, list(op.operands), [], op.attributes, location=op.location,
-                         segment_sizes=op.segment_sizes)
-        for region in list(op.regions):
-            twin.add_region(region)
-        op.regions = []
-        op.insert_before(twin)
-        erase(op)
+    if op.results:               # their uses were replaced by the other branch's yields (or erased)
+        _keep_results(op, [])
     return True
 
 

@@ -91,7 +91,7 @@ def _select(op: Operation, cond: Value, if_true: Value, if_false: Value) -> Valu
     return twin.result
 
 
-_SHAPE_WRAPPERS = frozenset({"cuda_tile.reshape", "cuda_tile.broadcast"})
+SHAPE_WRAPPERS = frozenset({"cuda_tile.reshape", "cuda_tile.broadcast"})   # ops that copy elements into another shape
 
 
 def _fold_power(op: Operation) -> Optional[list[Value]]:
@@ -99,7 +99,7 @@ def _fold_power(op: Operation) -> Optional[list[Value]]:
     rounded power is: LLVM rewrites pow(x, 2.0) so without fast-math; cuTile writes `x ** 2` as
     `fpowf` of 2.0 up to 13.3 and as `fpowi` of 2 from 13.4, one op here)."""
     source, exponent = op.operands
-    while (wrapper := defining_op(exponent)) is not None and wrapper.name in _SHAPE_WRAPPERS:
+    while (wrapper := defining_op(exponent)) is not None and wrapper.name in SHAPE_WRAPPERS:
         exponent = wrapper.operands[0]     # a scalar 2 reshaped and broadcast is 2 everywhere
     n = splat_float(exponent) if op.name == "cuda_tile.fpowf" else splat_int(exponent)
     if n is None or source.type != op.result.type:
