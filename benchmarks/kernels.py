@@ -3,6 +3,8 @@ installed), on the realistic configurations of tests/realistic/manifest.json.
 
     python benchmarks/kernels.py --sample              # the default test sample
     python benchmarks/kernels.py --only mm_f16 --repeats 50
+    python benchmarks/kernels.py --save DIR            # compile only: cubins + facts into DIR
+    python benchmarks/kernels.py --load DIR            # on the GPU machine: no compiler needed
 
 Every configuration is compiled by both compilers for the GPU present (or, without one, for
 --gpu-name, default sm_90). What can be checked without a GPU is checked first, for both cubins:
@@ -15,13 +17,23 @@ memory of (the device's opt-in maximum - the kernel's static size), set with
 cuFuncSetAttribute. Times are the median of --repeats launches between CUDA events, reported
 with TFLOP/s (matmul, attention) or GB/s of compulsory traffic (everything else). Without a GPU
 the script says so and exits 0.
+
+Before timing, each cubin runs once on the same inputs with its outputs zeroed, and our outputs
+are compared with NVIDIA's (the oracle): the largest difference relative to the largest NVIDIA
+value, and the elements off by more than the dtype's tolerance. With a GPU every configuration
+runs in its own process (a kernel that faults or hangs spoils its CUDA context): a crash, a
+hang (--timeout) or a mismatch is a failure and the exit code is 1. --save/--load split the
+work for a GPU machine that has no compiler: the first compiles both sides for --gpu-name and
+checks them offline; the second needs only numpy, ml_dtypes and cuda-bindings (torch optional).
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -136,9 +148,19 @@ class Gpu:
     def free(self, ptr: int) -> None:
         self.d.cuMemFree(ptr)
 
+    def zero(self, ptr: int, nbytes: int) -> None:
+        _ok(self.d, self.d.cuMemsetD8(ptr, 0, nbytes), "cuMemsetD8")
+
+    def download(self, ptr: int, nbytes: int) -> bytes:
+        buf = ctypes.create_string_buffer(nbytes)
+        _ok(self.d, self.d.cuMemcpyDtoH(ctypes.addressof(buf), ptr, nbytes), "cuMemcpyDtoH")
+        return buf.raw
+
     def time_cubin(self, cubin: bytes, config: dict, pointers: dict[str, int], block: int,
-                   repeats: int) -> float:
-        """Median milliseconds per launch of the configuration's kernel in `cubin`."""
+                   repeats: int, before: Callable[[], None] = lambda: None,
+                   after: Callable[[], None] = lambda: None) -> float:
+        """Median milliseconds per launch of the configuration's kernel in `cubin`; `before` and
+        `after` run around its first launch (zero the outputs, read them back)."""
         d = self.d
         image = ctypes.create_string_buffer(cubin, len(cubin))
         module = _ok(d, d.cuModuleLoadData(ctypes.addressof(image)), "cuModuleLoadData")
@@ -164,16 +186,19 @@ class Gpu:
             def launch() -> None:
                 _ok(d, d.cuLaunchKernel(func, gx, gy, gz, block, 1, 1, dynamic, 0,
                                         ctypes.addressof(argv), 0), "cuLaunchKernel")
-            return self._time(launch, repeats)
+            return self._time(launch, repeats, before, after)
         finally:
             d.cuModuleUnload(module)
 
-    def _time(self, launch: Callable[[], None], repeats: int) -> float:
+    def _time(self, launch: Callable[[], None], repeats: int, before: Callable[[], None],
+              after: Callable[[], None]) -> float:
         d = self.d
         start = _ok(d, d.cuEventCreate(0), "event")
         stop = _ok(d, d.cuEventCreate(0), "event")
+        before()
         launch()
         _ok(d, d.cuCtxSynchronize(), "kernel execution")
+        after()
         times = []
         for _ in range(max(1, repeats)):
             _ok(d, d.cuEventRecord(start, 0), "record")
@@ -184,6 +209,49 @@ class Gpu:
         d.cuEventDestroy(start)
         d.cuEventDestroy(stop)
         return statistics.median(times)
+
+
+def _np_dtype(name: str) -> Any:
+    import ml_dtypes
+    import numpy as np
+
+    return np.dtype({"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "bfloat16": ml_dtypes.bfloat16}.get(
+        name, name))
+
+
+def nbytes(param: dict) -> int:
+    import numpy as np
+
+    return int(np.prod(param["shape"])) * _np_dtype(param["dtype"]).itemsize
+
+
+# largest |ours - NVIDIA's| / largest |NVIDIA's| an output may show: f32 accumulation in another
+# order over K up to 4096, rounded to the output's type
+TOLERANCE = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 3e-2, "float8_e4m3fn": 1.3e-1,
+             "int8": 0.0, "int32": 0.0}
+
+
+def compare(param: dict, ours: bytes, theirs: bytes) -> tuple[bool, str]:
+    """Our output against NVIDIA's: (agrees, summary)."""
+    import numpy as np
+
+    dt = _np_dtype(param["dtype"])
+    a = np.frombuffer(ours, dt).astype(np.float64)
+    b = np.frombuffer(theirs, dt).astype(np.float64)
+    tol = TOLERANCE.get(param["dtype"], 1e-2)
+    if param["dtype"] == "float32" and any(  # tf32 inputs: 10-bit mantissas
+            p.get("name") == "TF32" and p.get("value") for p in param.get("_config_params", ())):
+        tol = 1e-2
+    nan_a, nan_b = int(np.isnan(a).sum()), int(np.isnan(b).sum())
+    finite = ~(np.isnan(a) | np.isnan(b))
+    scale = float(np.abs(b[finite]).max()) if finite.any() else 0.0
+    diff = np.abs(a - b)[finite]
+    worst = float(diff.max()) / scale if scale and diff.size else float(diff.max() if diff.size else 0)
+    bad = int((diff > tol * max(scale, 1e-30)).sum()) + abs(nan_a - nan_b)
+    ok = bad == 0 and nan_a == nan_b
+    return ok, (f"{param['name']}: max |diff| {worst:.2e} of max |nvidia| {scale:.3g}, "
+                f"{bad} of {a.size} off by > {tol:g}" + (f", NaN ours {nan_a} nvidia {nan_b}"
+                                                         if nan_a or nan_b else ""))
 
 
 def host_data(param: dict, seed: int) -> bytes:
@@ -273,72 +341,150 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", action="store_true")
     parser.add_argument("--gpu-name", default="sm_90", help="target when no GPU is present")
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--save", type=Path, metavar="DIR",
+                        help="compile and check offline only, writing the cubins to DIR")
+    parser.add_argument("--load", type=Path, metavar="DIR",
+                        help="run the cubins --save wrote (no compiler needed)")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds one configuration may run (--load)")
+    parser.add_argument("--no-torch", action="store_true", help="time only the two cubins")
+    parser.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if sass_stats.cuobjdump_path() is None or compilers.nvidia_tileiras() is None:
+    if args.load is None and (sass_stats.cuobjdump_path() is None or compilers.nvidia_tileiras() is None):
         print("error: needs cuobjdump, nvdisasm and NVIDIA's tileiras (pip install "
               "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm nvidia-cuda-tileiras)", file=sys.stderr)
         return 2
-    found = _device()
+    found = None if args.save else _device()
     gpu = Gpu(*found) if found else None
     target = gpu.gpu if gpu else args.gpu_name
     configs = [c for c in compilers.manifest()["configs"]
                if (not args.only or any(o in c["name"] for o in args.only))
-               and (not args.sample or c["sample"]) and target in c["targets"]]
+               and (not args.sample or c["sample"]) and target in c["targets"]
+               and (args.child is None or c["name"] == args.child)]
+    if args.child:
+        if gpu is None or not configs:
+            print("error: no GPU or no such configuration", file=sys.stderr)
+            return 2
+        row, agree = run_on_gpu(gpu, configs[0], _load(args.load, configs)[args.child], args.repeats,
+                                not args.no_torch)
+        print(json.dumps({"row": row, "agree": agree}))
+        return 0 if agree else 1
     if not configs:
         print("error: no configuration matches the filters", file=sys.stderr)
         return 1
+    if args.load and gpu is None:
+        print("no GPU is present: nothing to run")
+        return 0
     print(f"device: {gpu.name} ({gpu.gpu})" if gpu else
           f"no GPU is present: compiling for {target} and checking what can be checked "
           "without one; nothing is timed")
     failures = 0
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    if args.load:
+        loaded = _load(args.load, configs)
+        gpu = None          # the children take the device; this process only reports
         for config in configs:
-            src = compilers.HERE / config["file"]
-            row: dict[str, Any] = {"name": config["name"]}
-            built = {}
-            for side, fn in (("ours", compilers.compile_ours), ("nvidia", compilers.compile_nvidia)):
-                res = fn(src, target, Path(tmp) / f"{config['name']}.{side}.cubin")
-                if not res.ok:
-                    row[side] = f"compile failed: {res.message[:70]}"
-                    continue
-                problems, facts = offline_check(config, target, res.cubin, res.dynamic_smem)
-                if problems:
-                    failures += 1
-                    row[side] = "; ".join(problems)
-                    continue
-                built[side] = (res.cubin.read_bytes(), facts)
-                row[side] = (f"ok: {facts['threads']} thr, {facts['registers']} regs, "
-                             f"{facts['smem'] / 1024:.0f} KiB smem"
-                             + (f", +{facts['hidden_param_bytes']} B hidden params"
-                                if facts["hidden_param_bytes"] else ""))
-            if gpu is not None and built:
-                row.update(run_on_gpu(gpu, config, built, args.repeats))
-            rows.append(row)
+            if config["name"] not in loaded:
+                continue
+            row, agree = run_isolated(args.load, config["name"], args.repeats, args.timeout,
+                                      args.no_torch)
+            failures += not agree
+            rows.append({"name": config["name"], **{
+                side: f"ok: {facts['threads']} thr, {facts['registers']} regs, "
+                      f"{facts['smem'] / 1024:.0f} KiB smem" for side, (_, facts) in
+                loaded[config["name"]].items()}, **row})
+            print(config["name"], json.dumps(row), flush=True)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = args.save or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
+            index: dict[str, dict] = {}
+            for config in configs:
+                row, built = build(config, target, work)
+                failures += any("compile failed" not in str(v) and not str(v).startswith("ok")
+                                for k, v in row.items() if k != "name")
+                index[config["name"]] = {side: facts for side, (_, facts) in built.items()}
+                if gpu is not None and built:
+                    timed, agree = run_on_gpu(gpu, config, built, args.repeats, not args.no_torch)
+                    row.update(timed)
+                    failures += not agree
+                rows.append(row)
+            if args.save:
+                (work / "index.json").write_text(json.dumps(index, indent=1))
     for row in rows:
         print(row.pop("name"))
         for key, value in row.items():
             print(f"  {key:>10}: {value}")
-    if gpu is None:
-        print("no GPU is present: timing skipped")
+    if gpu is None and not args.load:
+        print("no GPU is present: timing skipped" + (f"; cubins in {args.save}" if args.save else ""))
     return 1 if failures else 0
 
 
-def run_on_gpu(gpu: Gpu, config: dict, built: dict, repeats: int) -> dict[str, str]:
+def build(config: dict, target: str, work: Path) -> tuple[dict[str, Any], dict]:
+    """Both compilers' cubins for `config` in `work`, checked offline: (report row, built)."""
+    src = compilers.HERE / config["file"]
+    row: dict[str, Any] = {"name": config["name"]}
+    built = {}
+    for side, fn in (("ours", compilers.compile_ours), ("nvidia", compilers.compile_nvidia)):
+        res = fn(src, target, work / f"{config['name']}.{side}.cubin")
+        if not res.ok:
+            row[side] = f"compile failed: {res.message[:70]}"
+            continue
+        problems, facts = offline_check(config, target, res.cubin, res.dynamic_smem)
+        if problems:
+            row[side] = "; ".join(problems)
+            continue
+        built[side] = (res.cubin.read_bytes(), facts)
+        row[side] = (f"ok: {facts['threads']} thr, {facts['registers']} regs, "
+                     f"{facts['smem'] / 1024:.0f} KiB smem"
+                     + (f", +{facts['hidden_param_bytes']} B hidden params"
+                        if facts["hidden_param_bytes"] else ""))
+    return row, built
+
+
+def run_on_gpu(gpu: Gpu, config: dict, built: dict, repeats: int,
+               torch: bool = True) -> tuple[dict[str, str], bool]:
+    """Times (and our outputs against NVIDIA's) of the built cubins: (rows, all agree)."""
     out: dict[str, str] = {}
     pointers = {}
+    outputs = [p for p in config["params"] if p["kind"] == "array" and p.get("output")]
+    results: dict[str, dict[str, bytes]] = {}
+    agree = True
     try:
         for i, p in enumerate(config["params"]):
             if p["kind"] == "array":
                 pointers[p["name"]] = gpu.upload(host_data(p, seed=i))
         times: dict[str, float | None] = {}
-        for side, (cubin, facts) in built.items():
+        for side in ("nvidia", "ours"):
+            if side not in built:
+                continue
+            cubin, facts = built[side]
+            print(f"running {side}'s cubin", file=sys.stderr, flush=True)   # a hang names its side
+
+            def zero() -> None:
+                for p in outputs:
+                    gpu.zero(pointers[p["name"]], nbytes(p))
+
+            def keep(side: str = side) -> None:
+                results[side] = {p["name"]: gpu.download(pointers[p["name"]], nbytes(p))
+                                 for p in outputs}
             try:
-                times[side] = gpu.time_cubin(cubin, config, pointers, facts["threads"], repeats)
+                times[side] = gpu.time_cubin(cubin, config, pointers, facts["threads"], repeats,
+                                             zero, keep)
             except RuntimeError as exc:
                 times[side] = None
+                agree = False
                 out[f"{side} run"] = f"failed: {exc}"
-        times["torch"] = torch_time(config, repeats)
+                if "execution" in str(exc) or "ILLEGAL" in str(exc):
+                    break          # the context is spoilt: nothing after this can run
+        if "ours" in results and "nvidia" in results:
+            for p in outputs:
+                ok, text = compare(dict(p, _config_params=config["params"]),
+                                   results["ours"][p["name"]], results["nvidia"][p["name"]])
+                agree &= ok
+                out[f"{'agrees' if ok else 'DIFFERS'}"] = text
+        if agree and torch:
+            times["torch"] = torch_time(config, repeats)
         for side, ms in times.items():
             if ms is not None:
                 out[f"{side} time"] = f"{ms * 1000:.1f} us  {rate(config, ms)}"
@@ -347,7 +493,33 @@ def run_on_gpu(gpu: Gpu, config: dict, built: dict, repeats: int) -> dict[str, s
     finally:
         for ptr in pointers.values():
             gpu.free(ptr)
-    return out
+    return out, agree
+
+
+def run_isolated(load: Path, name: str, repeats: int, timeout: float,
+                 no_torch: bool) -> tuple[dict[str, str], bool]:
+    """One configuration from --load in a child process: a fault or hang spoils only it."""
+    argv = [sys.executable, __file__, "--load", str(load), "--child", name, "--repeats", str(repeats),
+            *(["--no-torch"] if no_torch else [])]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        last = (err.strip().splitlines() or ["before the first launch"])[-1]
+        return {"FAILED": f"no answer in {timeout:g} s (a hang?), last: {last}"}, False
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode not in (0, 1) or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return {"FAILED": f"exit {proc.returncode}: {' | '.join(tail)}"}, False
+    answer = json.loads(lines[-1])
+    return answer["row"], answer["agree"]
+
+
+def _load(load: Path, configs: list[dict]) -> dict[str, dict]:
+    index = json.loads((load / "index.json").read_text())
+    return {c["name"]: {side: ((load / f"{c['name']}.{side}.cubin").read_bytes(), facts)
+                        for side, facts in index[c["name"]].items()}
+            for c in configs if c["name"] in index}
 
 
 if __name__ == "__main__":

@@ -116,13 +116,17 @@ def signature(v: Variant, spec: Launch) -> Any:
 
 def export_bytes(v: Variant, gpu: str | None = None) -> bytes:
     """The variant's bytecode (for `gpu` where its version is target-specific)."""
+    import cuda.tile as ct
     from cuda.tile.compilation import export_kernel
 
     _prepare()
     spec = launch(v)
     kernel = getattr(_kernels(), spec.kernel)
     if spec.hints:
-        kernel = kernel.replace_hints(**spec.hints)
+        hints = dict(spec.hints)
+        if "num_ctas" in hints:      # Blackwell pairs CTAs; other targets run one
+            hints["num_ctas"] = ct.ByTarget(sm_100=hints["num_ctas"])
+        kernel = kernel.replace_hints(**hints)
     buf = io.BytesIO()
     try:
         export_kernel(kernel, [signature(v, spec)], buf, output_format="tileir_bytecode",

@@ -81,14 +81,9 @@ def _lat(v: Variant) -> int:
 
 
 def _kernel_hints(v: Variant) -> dict[str, Any]:
-    """The hints cuTile's kernel decorator takes (num_ctas only where Blackwell pairs CTAs, as
-    TileGym writes ``ct.ByTarget(sm_100=2)``)."""
-    import cuda.tile as ct
-
-    h = {k: val for k, val in v.hints.items() if k != "latency"}
-    if "num_ctas" in h:
-        h["num_ctas"] = ct.ByTarget(sm_100=h["num_ctas"])
-    return h
+    """The hints cuTile's kernel decorator takes, as plain values (export.py writes num_ctas as
+    ``ct.ByTarget(sm_100=n)``, as TileGym does: a launch needs no cuTile)."""
+    return {k: val for k, val in v.hints.items() if k != "latency"}
 
 
 # ------------------------------------------------------------------------------------ matmul
