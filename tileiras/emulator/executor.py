@@ -673,8 +673,10 @@ def _arrive_at_barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int,
         st.races.release(act)
     b = st.bars.get(bar_id)
     if b is None:
-        b = st.bars[bar_id] = {"threads": np.zeros(st.n, dtype=bool),
+        b = st.bars[bar_id] = {"threads": np.zeros(st.n, dtype=bool), "pc": np.full(st.n, -1),
                                "count": None, "aligned": spec.aligned, "waiting": [], "red": []}
+    if spec.aligned:
+        _check_aligned_arrival(st, b, act, pc, bar_id)
     if count is not None:
         b["count"] = count
     b["aligned"] = spec.aligned
@@ -692,6 +694,28 @@ def _arrive_at_barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int,
     else:       # bar.arrive: the threads go on
         _add_group(st, groups, pc + 1, act)
     _check_barriers(st, groups)
+
+
+def _check_aligned_arrival(st: CTAState, b: dict, act: Any, pc: int, bar_id: int) -> None:
+    """An `.aligned` barrier (bar.sync, bar.arrive, bar.red) must be executed by a warp's threads at
+    one instruction: the hardware counts a warp once per barrier instruction it executes, so a
+    warp split over two copies of the barrier (LLVM duplicates a non-convergent inline-asm
+    barrier into the arms of a branch on the thread index) arrives twice and the barrier's
+    count goes wrong, which hangs the kernel on the GPU."""
+    np = st.np
+    warps = np.unique(st.warp_of[act])
+    earlier = b["threads"] & (b["pc"] != pc)
+    clash = warps[np.isin(warps, np.unique(st.warp_of[earlier]))] if earlier.any() else warps[:0]
+    if clash.size:
+        w = int(clash[0])
+        other = int(b["pc"][np.flatnonzero(earlier & (st.warp_of == w))[0]])
+        info = st.launch.prog.info
+        raise DeviceFault(
+            f"warp {w} executes aligned barrier {bar_id % 16} at two instructions (line {info[other].line} "
+            f"and line {info[pc].line}): the threads of a warp must execute the same .aligned barrier "
+            "instruction together; the GPU counts each copy as the whole warp's arrival and hangs",
+            int(np.flatnonzero(act & (st.warp_of == w))[0]))
+    b["pc"][act] = pc
 
 
 def _check_barriers(st: CTAState, groups: list) -> None:

@@ -6,6 +6,7 @@ lowering free of llvmlite's Python IR builder (slow to import and to build).
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Optional
 
@@ -17,6 +18,26 @@ LLVM_SCALAR: dict[str, str] = {
     "f16": "half", "bf16": "bfloat", "f32": "float", "tf32": "float", "f64": "double",
     "f8E4M3FN": "i8", "f8E5M2": "i8", "f8E8M0FNU": "i8", "f4E2M1FN": "i8", "fnv8E5M3FNU": "i8",
 }
+
+# Inline assembly that the threads of a warp must execute together, at one instruction: the
+# `.aligned` forms (bar.sync is barrier.sync.aligned; wgmma, setmaxnreg, tcgen05 ld/st/wait,
+# ldmatrix, mma.sync) and the warp-synchronous ones. LLVM may duplicate or sink an ordinary call
+# into the arms of a branch on the thread index (thread 0 issues the TMA store, the rest skip it):
+# a warp split over two copies of `bar.sync` arrives twice and the GPU hangs. `convergent` forbids
+# that, as it does for NVVM's own barrier intrinsics.
+_COLLECTIVE_ASM = re.compile(r'asm sideeffect "[^"]*(?:\.aligned\b|\bbar\.(?:sync|arrive|red)\b'
+                             r'|\b(?:elect|shfl|vote|redux|match)\.sync\b)')
+
+
+def convergent(line: str) -> str:
+    """`line` with the `convergent` attribute on its call when it calls collective inline asm."""
+    if "asm sideeffect" not in line or not _COLLECTIVE_ASM.search(line):
+        return line
+    call, dbg, meta = line.partition(", !dbg !")
+    if call.rstrip().endswith(("convergent", "#0")) or not call.rstrip().endswith(")"):
+        return line
+    return f"{call.rstrip()} convergent{dbg}{meta}"
+
 
 # Tile pointers are generic: they may point at global memory (kernel arguments,
 # globals) or at shared memory (alloca). LLVM infers the global space where it can.
@@ -123,4 +144,5 @@ class FunctionBuilder:
         return self.op(f"call {ret} @{name}({arg_text})", hint)
 
     def body(self) -> str:
-        return "\n".join(["entry:", *self.prologue, "  br label %body", "body:", *self.lines])
+        return "\n".join(["entry:", *map(convergent, self.prologue), "  br label %body", "body:",
+                          *map(convergent, self.lines)])
