@@ -210,6 +210,21 @@ def _raise_count(m: re.Match) -> str:
     return f"{m.group(1)}{int(m.group(2)) + 1}"
 
 
+def _split_barrier(lines: list[str]) -> Iterator:
+    """An aligned barrier copied into both arms of a branch on the lane (lane 0 of each warp at one
+    copy, the rest at the other), as LLVM duplicates a bar.sync that is not `convergent`: each warp
+    arrives twice, which hangs a GPU (seen on an H200)."""
+    rx = re.compile(r"^bar(?:\.cta)?\.(?:sync|arrive)\b[^;]*;")
+    for i, line in enumerate(lines):
+        code = _code(line)
+        if not rx.match(code):
+            continue
+        split = ["\t{", "\t.reg .pred %p_split;", "\t.reg .b32 %r_split;", "\tmov.u32 %r_split, %laneid;",
+                 "\tsetp.eq.u32 %p_split, %r_split, 0;", f"\t@%p_split bra SPLIT_LANE0_{i};", f"\t{code}",
+                 f"\tbra.uni SPLIT_JOIN_{i};", f"SPLIT_LANE0_{i}:", f"\t{code}", f"SPLIT_JOIN_{i}:", "\t}"]
+        yield i, f"'{code}' split over a branch on the lane", lines[:i] + split + lines[i + 1:]
+
+
 CATALOGUE: tuple[Operator, ...] = (
     Operator("delete fence.proxy.async", "fences", deleting(r"^fence\.proxy\.async")),
     Operator("delete wgmma.fence", "fences", deleting(r"^wgmma\.fence")),
@@ -224,6 +239,7 @@ CATALOGUE: tuple[Operator, ...] = (
              rewriting(r"((?:wgmma|cp\.async|cp\.async\.bulk)\.wait_group(?:\.read)?(?:\.sync\.aligned)?\s+)(\d+)",
                        _raise_count)),
     Operator("delete bar.sync", "waits", deleting(r"^(bar|barrier)\.sync\b")),
+    Operator("split an aligned barrier", "waits", _split_barrier),
     Operator("delete an mbarrier arrive", "arrivals", deleting(r"^mbarrier\.arrive(?!\.expect_tx)")),
     Operator("delete a commit", "arrivals",
              deleting(r"^(tcgen05\.commit|cp\.async\.mbarrier\.arrive|wgmma\.commit_group|cp\.async\.commit_group|"
