@@ -439,7 +439,12 @@ def _narrow_directed(k: KernelLowering, v: str, src: str, dst: str, rnd: str) ->
 
 
 def _round_to_tf32(k: KernelLowering, v: str, mode: str) -> str:
-    """An f32 rounded to tf32 precision (10 mantissa bits), kept in f32 storage."""
+    """An f32 rounded to tf32 precision (10 mantissa bits), kept in f32 storage: one cvt.rn.tf32.f32
+    where the target has it (ties to even, infinities and NaN kept: what the integer sequence below
+    computes in seven instructions; a tf32 mma operand rounded in shared memory every K step)."""
+    if mode not in ("zero", "nearest_away") and k.caps.has("cvt_tf32_rn"):
+        word = k.b.op(f'call i32 asm "cvt.rn.tf32.f32 $0, $1;", "=r,f"(float {v})', "tf")
+        return k.b.op(f"bitcast i32 {word} to float", "tf")
     bits = k.b.op(f"bitcast float {v} to i32", "tf")
     if mode in ("zero",):
         rounded = bits

@@ -30,6 +30,7 @@ FEATURES: dict[str, str] = {
     "mbarrier_tx": "mbarriers with transaction counts hand pipeline stages over (else cp.async groups)",
     "griddepcontrol": "programmatic dependent launch (griddepcontrol.wait / launch_dependents)",
     "setmaxnreg": "warpgroups give registers away and take them (setmaxnreg)",
+    "cvt_tf32_rn": "f32 rounded to tf32, ties to even, by one cvt.rn.tf32.f32 (one F2FP instruction)",
     # element types and instructions the frontend may ask for (lowering/features.py diagnoses them)
     "f8E4M3FN": "element type f8E4M3FN",
     "f8E5M2": "element type f8E5M2",
@@ -82,7 +83,7 @@ class Caps:
 # tensor memory of every tcgen05 target (PTX ISA, tcgen05): 128 lanes x 512 32-bit columns per SM
 TMEM_COLUMNS = 512
 # sm_90 and later: what every Hopper/Blackwell target has beside its tensor cores
-_SM90 = frozenset({"mbarrier_tx", "griddepcontrol", "bf16_atomic_add"})
+_SM90 = frozenset({"mbarrier_tx", "griddepcontrol", "bf16_atomic_add", "cvt_tf32_rn"})
 _F8 = frozenset({"f8E4M3FN", "f8E5M2"})                                   # sm_89 on
 _MX = _F8 | {"f8E8M0FNU", "f4E2M1FN", "mmaf_scaled"}                     # sm_100 on
 _AMPERE = dict(family="sm_80", mma="mma.sync")
