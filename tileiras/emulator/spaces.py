@@ -13,6 +13,7 @@ from typing import Any
 
 from .memory import (CTA_OFFSET_MASK, CTA_RANK_SHIFT, AccessFault, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE, gather,
                      scatter)
+from . import banks
 from .errors import DeviceFault
 from .races import Site
 
@@ -127,6 +128,13 @@ def _generic(st: Any, addrs: Any, lanes: Any, nbytes: int) -> list:
     return out
 
 
+def _count_banks(st: Any, site: Site, parts: list, lanes: Any, nbytes: int) -> None:
+    """Bank conflicts of the shared-memory part of an access (banks.collecting)."""
+    for sel, buf, _, offs in parts:
+        if buf is st.shared:
+            banks.record(site.line, offs, lanes if sel is None else lanes[sel], nbytes)
+
+
 def load(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, nelem: int, site: Site) -> Any:
     """Values (lanes, nelem) of `dtype` read at each lane's address by the instruction `site`."""
     import numpy as np
@@ -135,6 +143,8 @@ def load(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, nelem: int, si
     parts = resolve(st, space, addrs, lanes, nbytes, nbytes)
     if st.races is not None:
         st.races.check(st, site, parts, lanes, nbytes)
+    if banks.active():
+        _count_banks(st, site, parts, lanes, nbytes)
     if len(parts) == 1 and parts[0][0] is None:
         _, buf, views, offs = parts[0]
         return gather(buf, views, offs, dtype, nelem)
@@ -151,5 +161,7 @@ def store(st: Any, space: str, addrs: Any, lanes: Any, dtype: Any, values: Any, 
     parts = resolve(st, space, addrs, lanes, nbytes, nbytes)
     if st.races is not None:
         st.races.check(st, site, parts, lanes, nbytes)
+    if banks.active():
+        _count_banks(st, site, parts, lanes, nbytes)
     for sel, buf, views, offs in parts:
         scatter(buf, views, offs, dtype, values if sel is None else values[sel])

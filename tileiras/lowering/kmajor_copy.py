@@ -9,7 +9,9 @@ copy rounds as its ftof says (the tensor cores would truncate the low mantissa b
 * `copy_kmajor`: from a shared operand (a cp.async buffer), after the CTA barrier that published
   it. Each thread moves v x v blocks (`_BLOCK`: rows of 32 bits of 8- or 16-bit elements, of 4
   32-bit elements) in a runtime loop: v loads of stored rows, transposed in registers where the
-  source runs along M/N (byte permutes, register moves), v stores of K-contiguous rows.
+  source runs along M/N (byte permutes, register moves), v stores of K-contiguous rows. Which thread
+  moves which block (`warp_shape`) is chosen by counting the bank conflicts of the loads and stores
+  on the two buffers' layouts.
 * `store_kmajor`: from a register tile, element by element (rare: loads that could not be copied
   asynchronously, or computed tiles).
 
@@ -18,13 +20,14 @@ Both end with the proxy fence: the tensor cores read the buffer through the asyn
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 from ..ir.record import replace
 from .async_copy import fence_async_proxy
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
 from .ops_reduce import counted_loop
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import SharedMatrix, element_offset, offset_of, pointer
 from .values import SharedTileVal, TileRegs
 
 _ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
@@ -81,11 +84,24 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     blocks = blocks_x * (kdim // v)
     stop = -(-blocks // k.threads) * k.threads
 
+    xw = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first)
+
     def body(i: str, _: list[str]) -> list[str]:
         # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
         item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
-        x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
-        k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
+        if xw == blocks_x:      # a warp's lanes along X, the warps along X then K
+            x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
+            k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
+        else:                   # a warp moves xw x (32 / xw) blocks, the warps along X then K
+            lane = k.b.op(f"and i32 {item}, 31", "cl")
+            warp = k.b.op(f"lshr i32 {item}, 5", "cl")
+            tiles_x = blocks_x // xw
+            tile_x = k.b.op(f"mul i32 {k.b.op(f'urem i32 {warp}, {tiles_x}', 'cx')}, {xw}", "cx")
+            tile_k = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {warp}, {tiles_x}', 'ck')}, {32 // xw}", "ck")
+            xb = k.b.op(f"add i32 {tile_x}, {k.b.op(f'and i32 {lane}, {xw - 1}', 'cx')}", "cx")
+            kb = k.b.op(f"add i32 {tile_k}, {k.b.op(f'lshr i32 {lane}, {xw.bit_length() - 1}', 'ck')}", "ck")
+            x0 = k.b.op(f"mul i32 {xb}, {v}", "cx")
+            k0 = k.b.op(f"mul i32 {kb}, {v}", "ck")
 
         def at(base: str, j: int) -> str:
             return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
@@ -114,6 +130,48 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     counted_loop(k, "0", str(stop), k.threads, [], body)
     fence_async_proxy(k)
     return dst
+
+
+def warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int, blocks_x: int, blocks_k: int,
+               k_first: int = 0) -> int:
+    """How many of a warp's 32 v x v blocks lie along X (the rest along K): the shape whose loads
+    and stores take the fewest shared-memory wavefronts (emulator/banks.py's count, on the buffers'
+    layouts); `blocks_x` (the copy's first mapping: lanes along X) where that ties. Along X alone
+    the loads of an N-major B are conflict-free but its K-major stores, rows v apart at one K
+    column, hit few banks: 16-way on the int8 128x128x64 B, whose matmul ran at 2.2x NVIDIA's time
+    on an H200 (8 along X: loads 2-way, stores 4-way)."""
+    default = 32 if blocks_x % 32 == 0 else blocks_x if 32 % blocks_x == 0 else 0
+    if not default or blocks_x * blocks_k < 32:
+        return blocks_x
+    best = _best_warp_shape(_layout(src), _layout(dst), stored_k_rows, v, blocks_x, blocks_k, k_first, default)
+    return blocks_x if best == default else best
+
+
+def _layout(m: SharedMatrix) -> SharedMatrix:
+    return replace(m, stage="")      # stages are whole swizzle periods: the banks do not see them
+
+
+@lru_cache(maxsize=256)
+def _best_warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int, blocks_x: int,
+                     blocks_k: int, k_first: int, default: int) -> int:
+    from ..target.shared_banks import wavefronts
+
+    lanes = list(range(32))
+    nbytes = v * src.elem_bytes
+
+    def cost(xw: int) -> int:
+        blocks = [(lane % xw, lane // xw) for lane in lanes]
+        total = 0
+        for j in range(v):
+            loads = [offset_of(src, k_first + kb * v + j, xb * v) if stored_k_rows else
+                     offset_of(src, xb * v + j, k_first + kb * v) for xb, kb in blocks]
+            stores = [offset_of(dst, xb * v + j, kb * v) for xb, kb in blocks]
+            total += wavefronts(loads, lanes, nbytes)[1] + wavefronts(stores, lanes, nbytes)[1]
+        return total
+
+    shapes = [xw for xw in (32, 16, 8, 4, 2, 1)
+              if xw <= default and blocks_x % xw == 0 and blocks_k % (32 // xw) == 0]
+    return min(shapes, key=lambda xw: (cost(xw), xw != default, -xw))
 
 
 def store_kmajor(k: KernelLowering, tile: TileRegs, role: str, dst: Optional[SharedMatrix]) -> SharedMatrix:

@@ -135,6 +135,17 @@ def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, 
     return off if matrix.offset == 0 else k.b.op(f"add i32 {off}, {matrix.offset}", "sz")
 
 
+def offset_of(matrix: SharedMatrix, r: int, c: int) -> int:
+    """`element_offset` of element (0, r, c) as a number, the stage left out (stages are whole
+    swizzle periods): for choosing, at compile time, which thread moves which element."""
+    if not matrix.swizzled:
+        return matrix.offset + r * matrix.pitch + c * matrix.elem_bytes
+    span = matrix.span
+    per_atom = span // matrix.elem_bytes
+    off = (c // per_atom) * matrix.atom_bytes + r * span + (c % per_atom) * matrix.elem_bytes
+    return matrix.offset + (off ^ ((off >> 3) & ((span // 16 - 1) << 4)))
+
+
 def pointer(k: "KernelLowering", byte_offset: str) -> str:
     """ptr addrspace(3) to a byte offset in the buffers region."""
     if byte_offset == "0":

@@ -1,0 +1,37 @@
+"""Shared memory's banks: what a warp's access costs in wavefronts.
+
+32 banks of 4-byte words (every target from sm_80). A warp's access is served in phases: all 32
+threads for accesses of up to 4 bytes, half-warps for 8 bytes, quarter-warps for 16. Within a phase
+each bank delivers one word a wavefront (threads reading the same word share it), so a phase costs
+as many wavefronts as its busiest bank has distinct words. The emulator counts what the kernels it
+runs spend (emulator/banks.py); the lowering picks thread mappings by it (lowering/kmajor_copy.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BANKS = 32
+WORD = 4
+
+
+def wavefronts(offsets: Any, lanes: Any, nbytes: int) -> tuple[int, int, int]:
+    """(warp executions, wavefronts, ideal wavefronts) of one access: byte `offsets` in shared memory
+    of the threads `lanes` (thread indices in the CTA), `nbytes` each."""
+    import numpy as np
+
+    per_phase = 32 if nbytes <= WORD else 16 if nbytes <= 8 else 8
+    words_per_access = max(1, -(-nbytes // WORD))
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lanes = np.asarray(lanes, dtype=np.int64)
+    first = offsets // WORD
+    words = (first[:, None] + np.arange(words_per_access)[None, :]).ravel()
+    phase = np.repeat(lanes // per_phase, words_per_access)    # phases never span two warps
+    warps = int(np.unique(lanes // 32).size)
+    total = ideal = 0
+    for p in np.unique(phase):
+        w = np.unique(words[phase == p])
+        counts = np.bincount(w % BANKS, minlength=BANKS)
+        total += int(counts.max())
+        ideal += 1
+    return warps, total, ideal
