@@ -68,4 +68,4 @@ def test_the_mapping_is_chosen_by_the_count() -> None:
 
     src = SharedMatrix(49152, 1, 64, 128, 1, swizzled=True)     # B (K 64, N 128) int8 as TMA lands it
     dst = SharedMatrix(0, 1, 128, 64, 1, swizzled=True)         # its K-major copy
-    assert warp_shape(src, dst, True, 4, 32, 16) == 8
+    assert warp_shape(src, dst, True, 4, 32, 16) == (8, True)

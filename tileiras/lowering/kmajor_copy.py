@@ -84,24 +84,26 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     blocks = blocks_x * (kdim // v)
     stop = -(-blocks // k.threads) * k.threads
 
-    xw = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first)
+    xw, along_x = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first)
 
     def body(i: str, _: list[str]) -> list[str]:
         # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
         item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
-        if xw == blocks_x:      # a warp's lanes along X, the warps along X then K
+        if xw == blocks_x and along_x:      # a warp's lanes along X, the warps along X then K
             x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
             k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
-        else:                   # a warp moves xw x (32 / xw) blocks, the warps along X then K
+        else:       # a warp moves xw x (32 / xw) blocks, its lanes along X or K; the warps along X then K
             lane = k.b.op(f"and i32 {item}, 31", "cl")
             warp = k.b.op(f"lshr i32 {item}, 5", "cl")
-            tiles_x = blocks_x // xw
+            tiles_x, kw = blocks_x // xw, 32 // xw
+            fast, slow = (xw, kw) if along_x else (kw, xw)
+            low = k.b.op(f"and i32 {lane}, {fast - 1}", "cl")
+            high = k.b.op(f"lshr i32 {lane}, {fast.bit_length() - 1}", "cl")
+            x_in, k_in = (low, high) if along_x else (high, low)
             tile_x = k.b.op(f"mul i32 {k.b.op(f'urem i32 {warp}, {tiles_x}', 'cx')}, {xw}", "cx")
-            tile_k = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {warp}, {tiles_x}', 'ck')}, {32 // xw}", "ck")
-            xb = k.b.op(f"add i32 {tile_x}, {k.b.op(f'and i32 {lane}, {xw - 1}', 'cx')}", "cx")
-            kb = k.b.op(f"add i32 {tile_k}, {k.b.op(f'lshr i32 {lane}, {xw.bit_length() - 1}', 'ck')}", "ck")
-            x0 = k.b.op(f"mul i32 {xb}, {v}", "cx")
-            k0 = k.b.op(f"mul i32 {kb}, {v}", "ck")
+            tile_k = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {warp}, {tiles_x}', 'ck')}, {kw}", "ck")
+            x0 = k.b.op(f"mul i32 {k.b.op(f'add i32 {tile_x}, {x_in}', 'cx')}, {v}", "cx")
+            k0 = k.b.op(f"mul i32 {k.b.op(f'add i32 {tile_k}, {k_in}', 'ck')}, {v}", "ck")
 
         def at(base: str, j: int) -> str:
             return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
@@ -133,18 +135,20 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
 
 
 def warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int, blocks_x: int, blocks_k: int,
-               k_first: int = 0) -> int:
-    """How many of a warp's 32 v x v blocks lie along X (the rest along K): the shape whose loads
-    and stores take the fewest shared-memory wavefronts (emulator/banks.py's count, on the buffers'
-    layouts); `blocks_x` (the copy's first mapping: lanes along X) where that ties. Along X alone
-    the loads of an N-major B are conflict-free but its K-major stores, rows v apart at one K
-    column, hit few banks: 16-way on the int8 128x128x64 B, whose matmul ran at 2.2x NVIDIA's time
-    on an H200 (8 along X: loads 2-way, stores 4-way)."""
+               k_first: int = 0) -> tuple[int, bool]:
+    """(how many of a warp's 32 v x v blocks lie along X, the rest along K; whether consecutive lanes
+    go along X): the shape whose loads and stores take the fewest shared-memory wavefronts
+    (target/shared_banks.py, on the buffers' layouts), the copy's first mapping (`blocks_x`, lanes
+    along X) where that ties. Lanes along X alone keep an N-major B's loads conflict-free, but its
+    K-major stores, rows v apart at one K column, hit few banks: 16-way on the int8 128x128x64 B,
+    whose matmul ran at 2.2x NVIDIA's time on an H200 (8 blocks along X: loads 2-way, stores 4-way);
+    an f32 stage rounded to tf32 where it lies reads and writes whole 128-byte rows with its lanes
+    along K."""
     default = 32 if blocks_x % 32 == 0 else blocks_x if 32 % blocks_x == 0 else 0
     if not default or blocks_x * blocks_k < 32:
-        return blocks_x
+        return blocks_x, True
     best = _best_warp_shape(_layout(src), _layout(dst), stored_k_rows, v, blocks_x, blocks_k, k_first, default)
-    return blocks_x if best == default else best
+    return (blocks_x, True) if best == (default, True) else best
 
 
 def _layout(m: SharedMatrix) -> SharedMatrix:
@@ -153,14 +157,16 @@ def _layout(m: SharedMatrix) -> SharedMatrix:
 
 @lru_cache(maxsize=256)
 def _best_warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int, blocks_x: int,
-                     blocks_k: int, k_first: int, default: int) -> int:
+                     blocks_k: int, k_first: int, default: int) -> tuple[int, bool]:
     from ..target.shared_banks import wavefronts
 
     lanes = list(range(32))
     nbytes = v * src.elem_bytes
 
-    def cost(xw: int) -> int:
-        blocks = [(lane % xw, lane // xw) for lane in lanes]
+    def cost(shape: tuple[int, bool]) -> int:
+        xw, along_x = shape
+        kw = 32 // xw
+        blocks = [(lane % xw, lane // xw) if along_x else (lane // kw, lane % kw) for lane in lanes]
         total = 0
         for j in range(v):
             loads = [offset_of(src, k_first + kb * v + j, xb * v) if stored_k_rows else
@@ -169,9 +175,9 @@ def _best_warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, 
             total += wavefronts(loads, lanes, nbytes)[1] + wavefronts(stores, lanes, nbytes)[1]
         return total
 
-    shapes = [xw for xw in (32, 16, 8, 4, 2, 1)
+    shapes = [(xw, along_x) for xw in (32, 16, 8, 4, 2, 1) for along_x in (True, False)
               if xw <= default and blocks_x % xw == 0 and blocks_k % (32 // xw) == 0]
-    return min(shapes, key=lambda xw: (cost(xw), xw != default, -xw))
+    return min(shapes, key=lambda shape: (cost(shape), shape != (default, True), -shape[0], not shape[1]))
 
 
 def store_kmajor(k: KernelLowering, tile: TileRegs, role: str, dst: Optional[SharedMatrix]) -> SharedMatrix:
