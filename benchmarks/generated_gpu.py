@@ -67,6 +67,16 @@ def save(out: Path, count: int, seed: int, pick: int, gpu: str) -> int:
             print(f"compile failed: {v.name}: {result.message}", file=sys.stderr)
             failed += 1
             continue
+        theirs = compilers.compile_nvidia(src, gpu, out / f"{v.name}.nvidia.cubin")
+        if theirs.ok:       # its launch: threads from the cubin, shared memory by cuTile's rule
+            import sass_stats
+
+            stats = sass_stats.cubin_stats(theirs.cubin).get(v.name)
+            if stats is None or not stats.threads:
+                theirs.cubin.unlink(missing_ok=True)
+            else:
+                (out / f"{v.name}.nvidia.json").write_text(json.dumps(
+                    {"threads": stats.threads, "static_smem": stats.shared_static or 0}))
         saved.append(v.name)
         print(f"saved {v.name}", flush=True)
     (out / "variants.json").write_text(json.dumps({"gpu": gpu, "variants": saved}, indent=1))
@@ -74,16 +84,26 @@ def save(out: Path, count: int, seed: int, pick: int, gpu: str) -> int:
     return 1 if failed else 0
 
 
-def run_one(kit: Path, name: str) -> list[str]:
-    """Run variant `name` from the kit on the GPU: the problems found (none: it matches numpy)."""
+def run_one(kit: Path, name: str, side: str = "ours") -> list[str]:
+    """Run variant `name` from the kit on the GPU (our cubin, or NVIDIA's): the problems found (none:
+    it matches numpy)."""
     import numpy as np
 
     from tileiras.codegen.metadata import ModuleMetadata
     from tileiras.frontend import load_module
+    from tileiras.ir.record import replace
     from tileiras.runtime import backends, run_arrays
 
-    cubin = (kit / f"{name}.cubin").read_bytes()
     meta = ModuleMetadata.from_json((kit / f"{name}.cubin.json").read_bytes())
+    if side == "ours":
+        cubin = (kit / f"{name}.cubin").read_bytes()
+    else:       # NVIDIA's cubin takes the same parameters; its block and shared memory are its own
+        cubin = (kit / f"{name}.nvidia.cubin").read_bytes()
+        launch_facts = json.loads((kit / f"{name}.nvidia.json").read_text())
+        optin = _smem_optin()
+        meta = replace(meta, kernels=tuple(
+            replace(k, block=(launch_facts["threads"], 1, 1), tma=(),
+                    dynamic_smem=max(0, optin - launch_facts["static_smem"])) for k in meta.kernels))
     backends.compile_module = lambda req, emit, gpu: (cubin, meta)      # the saved compile
     v = grammar.parse(name)
     spec = launch.launch(v)
@@ -96,23 +116,49 @@ def run_one(kit: Path, name: str) -> list[str]:
     return reference.compare(v, spec, got, want, args)
 
 
+def _smem_optin() -> int:
+    from cuda.bindings import driver
+
+    driver.cuInit(0)
+    _, dev = driver.cuDeviceGet(0)
+    attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    return int(driver.cuDeviceGetAttribute(attr, dev)[1])
+
+
+def _child(kit: Path, name: str, side: str, timeout: float) -> list[str]:
+    argv = [sys.executable, __file__, "--child", name, "--side", side, "--load", str(kit)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              env=dict(os.environ, PYTHONHASHSEED="0"))
+    except subprocess.TimeoutExpired:
+        return [f"no answer in {timeout:g} s (a hang?)"]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
+    return json.loads(lines[-1]) if lines else [
+        f"exit {proc.returncode}: " + " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])]
+
+
+def _mismatch(problems: list[str]) -> bool:
+    """Whether the run finished and only its values differ from numpy (variant_reference.compare's words)."""
+    return bool(problems) and all(p.startswith("argument ") and " differ" in p for p in problems)
+
+
 def load(kit: Path, timeout: float) -> int:
     names = json.loads((kit / "variants.json").read_text())["variants"]
-    passed = 0
+    passed = hardware = 0
     for name in names:
-        argv = [sys.executable, __file__, "--child", name, "--load", str(kit)]
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  env=dict(os.environ, PYTHONHASHSEED="0"))
-            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
-            problems = json.loads(lines[-1]) if lines else [
-                f"exit {proc.returncode}: " + " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])]
-        except subprocess.TimeoutExpired:
-            problems = [f"no answer in {timeout:g} s (a hang?)"]
-        passed += not problems
-        print(f"  {'ok  ' if not problems else 'FAIL'} {name}" + "".join(f"\n      {p}" for p in problems),
-              flush=True)
-    print(f"GPU vs numpy: {passed} of {len(names)} variants match")
+        problems = _child(kit, name, "ours", timeout)
+        verdict = "ok  " if not problems else "FAIL"
+        if _mismatch(problems) and (kit / f"{name}.nvidia.json").exists():
+            theirs = _child(kit, name, "nvidia", timeout)
+            if _mismatch(theirs):   # NVIDIA's differs from numpy too: the hardware's arithmetic
+                verdict, hardware = "hw  ", hardware + 1
+                problems = problems + [f"NVIDIA's cubin differs too: {theirs[0]}"]
+            else:
+                problems = problems + [f"NVIDIA's cubin: {theirs[0] if theirs else 'matches numpy'}"]
+        passed += verdict != "FAIL"
+        print(f"  {verdict} {name}" + "".join(f"\n      {p}" for p in problems), flush=True)
+    print(f"GPU vs numpy: {passed} of {len(names)} variants match"
+          + (f" ({hardware} only as NVIDIA's cubin does: the hardware's arithmetic)" if hardware else ""))
     return 0 if passed == len(names) else 1
 
 
@@ -126,10 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-name", default="sm_90", help="the GPU's target (--save)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per variant (--load)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--side", default="ours", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         try:
-            problems = run_one(args.load, args.child)
+            problems = run_one(args.load, args.child, args.side)
         except Exception as exc:          # a launch failure is a finding, reported as such
             problems = [f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"]
         print(json.dumps(problems))
