@@ -96,7 +96,7 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
             lane = k.b.op(f"and i32 {item}, 31", "cl")
             warp = k.b.op(f"lshr i32 {item}, 5", "cl")
             tiles_x, kw = blocks_x // xw, 32 // xw
-            fast, slow = (xw, kw) if along_x else (kw, xw)
+            fast = xw if along_x else kw     # blocks along the lanes' faster dimension
             low = k.b.op(f"and i32 {lane}, {fast - 1}", "cl")
             high = k.b.op(f"lshr i32 {lane}, {fast.bit_length() - 1}", "cl")
             x_in, k_in = (low, high) if along_x else (high, low)
