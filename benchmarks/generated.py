@@ -416,9 +416,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import os
-
-    if os.environ.get("PYTHONHASHSEED") != "0":     # cuTile walks sets of strings: deterministic exports
-        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]],
-                  dict(os.environ, PYTHONHASHSEED="0"))
+    export.stable_hashes(str(Path(__file__).resolve()))
     sys.exit(main())

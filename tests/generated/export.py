@@ -33,6 +33,13 @@ DIVISOR = 16             # the divisibility cuTile's launcher tests shapes and b
 TARGET_INDEPENDENT = "13.3"
 
 
+def stable_hashes(script: str) -> None:
+    """Run `script` again with PYTHONHASHSEED=0 unless it already is: cuTile walks sets of strings,
+    so an export is reproducible only with a fixed hash seed."""
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(sys.executable, [sys.executable, script, *sys.argv[1:]], dict(os.environ, PYTHONHASHSEED="0"))
+
+
 class ExportError(RuntimeError):
     """cuTile rejected a variant: a mistake of the grammar or of a template."""
 
@@ -186,7 +193,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if os.environ.get("PYTHONHASHSEED") != "0":     # cuTile walks sets of strings
-        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]],
-                  dict(os.environ, PYTHONHASHSEED="0"))
+    stable_hashes(str(Path(__file__).resolve()))
     sys.exit(main())
