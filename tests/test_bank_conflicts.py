@@ -69,3 +69,16 @@ def test_the_mapping_is_chosen_by_the_count() -> None:
     src = SharedMatrix(49152, 1, 64, 128, 1, swizzled=True)     # B (K 64, N 128) int8 as TMA lands it
     dst = SharedMatrix(0, 1, 128, 64, 1, swizzled=True)         # its K-major copy
     assert warp_shape(src, dst, True, 4, 32, 16) == (8, True)
+
+
+# Kernels' shared wavefronts against the conflict-free count on sm_90 (small launches), as measured in
+# session 21: a ceiling each, so that a layout change that brings conflicts back fails here. The f16
+# matmul, attention and row kernels take swizzled or vector-contiguous accesses: none.
+CEILINGS = (("mm_f16_128x128x64", 1.0), ("fa_f16_q64k64d64_causal", 1.0), ("layernorm_f16_n4096", 1.0),
+            ("softmax_f16_n1024_r4", 1.0), ("mm_tf32_64x64x32", 1.4), ("mm_e4m3_128x128x64", 2.0))
+
+
+@pytest.mark.parametrize("name, ceiling", CEILINGS, ids=[n for n, _ in CEILINGS])
+def test_shared_wavefronts_stay_under_their_ceiling(name: str, ceiling: float) -> None:
+    total, ideal = shared_wavefronts(name, "sm_90")
+    assert ideal > 0 and total <= ceiling * ideal + 1e-9, f"{name}: {total / ideal:.2f}x the conflict-free wavefronts"
