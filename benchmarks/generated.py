@@ -294,11 +294,13 @@ def report(rows: list[dict], header: str) -> list[str]:
 
 # ------------------------------------------------------------------------------ emulation
 
-def _fp8(spec: launch.Launch) -> bool:
-    """Whether the kernel moves fp8 values (sm_89 and later only)."""
+def first_target(spec: launch.Launch) -> int:
+    """The oldest SM the variant's kernel runs on: the block-scaled mma sm_100, fp8 (and fp4) values
+    sm_89, the rest sm_80."""
     arrays = [a for p in spec.params for a in (p.arrays if isinstance(p, launch.ArrList) else (p,))
               if isinstance(a, launch.Arr)]
-    return any(a.dtype.startswith("float8") or a.dtype.startswith("float4") for a in arrays)
+    fp8 = any(a.dtype.startswith(("float8", "float4")) for a in arrays)
+    return 100 if spec.kernel == "gemm_scaled" else 89 if fp8 else 80
 
 
 def pick_emulated(variants: list[grammar.Variant], k: int) -> list[grammar.Variant]:
@@ -322,8 +324,7 @@ def emulate(variants: list[grammar.Variant], k: int, targets: list[str]) -> list
     lines = [f"emulator vs numpy, {len(chosen)} variants:"]
     for i, v in enumerate(chosen):
         spec = launch.launch(v)
-        first = 100 if spec.kernel == "gemm_scaled" else 89 if _fp8(spec) else 80   # block-scaled mma; fp8
-        usable = [t for t in targets if int(t[3:]) >= first] or ["sm_100"]
+        usable = [t for t in targets if int(t[3:]) >= first_target(spec)] or ["sm_100"]
         gpu = usable[i % len(usable)]
         try:
             problems = reference.emulate(v, spec, export.bytecode(v, gpu).read_bytes(), gpu)

@@ -36,17 +36,9 @@ import launch  # noqa: E402
 import variant_reference as reference  # noqa: E402
 
 
-def first_target(spec: launch.Launch) -> int:
-    """The oldest SM the variant's kernel runs on (block-scaled mma sm_100, fp8 sm_89)."""
-    arrays = [a for p in spec.params for a in (p.arrays if isinstance(p, launch.ArrList) else (p,))
-              if isinstance(a, launch.Arr)]
-    fp8 = any(a.dtype.startswith(("float8", "float4")) for a in arrays)
-    return 100 if spec.kernel == "gemm_scaled" else 89 if fp8 else 80
-
-
 def save(out: Path, count: int, seed: int, pick: int, gpu: str) -> int:
     import compilers
-    from generated import pick_emulated
+    from generated import first_target, pick_emulated
 
     variants = [v for v in grammar.sample(seed, count)
                 if reference.supported(v) and first_target(launch.launch(v)) <= int(gpu[3:])]
