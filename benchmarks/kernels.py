@@ -231,17 +231,14 @@ TOLERANCE = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 3e-2, "float8_e4m3fn"
              "int8": 0.0, "int32": 0.0}
 
 
-def compare(param: dict, ours: bytes, theirs: bytes) -> tuple[bool, str]:
-    """Our output against NVIDIA's: (agrees, summary)."""
+def compare(param: dict, ours: bytes, theirs: bytes, tf32: bool = False) -> tuple[bool, str]:
+    """Our output against NVIDIA's (`tf32`: an f32 output of tf32 inputs): (agrees, summary)."""
     import numpy as np
 
     dt = _np_dtype(param["dtype"])
     a = np.frombuffer(ours, dt).astype(np.float64)
     b = np.frombuffer(theirs, dt).astype(np.float64)
-    tol = TOLERANCE.get(param["dtype"], 1e-2)
-    if param["dtype"] == "float32" and any(  # tf32 inputs: 10-bit mantissas
-            p.get("name") == "TF32" and p.get("value") for p in param.get("_config_params", ())):
-        tol = 1e-2
+    tol = 1e-2 if tf32 else TOLERANCE.get(param["dtype"], 1e-2)     # tf32: 10-bit mantissas
     nan_a, nan_b = int(np.isnan(a).sum()), int(np.isnan(b).sum())
     finite = ~(np.isnan(a) | np.isnan(b))
     scale = float(np.abs(b[finite]).max()) if finite.any() else 0.0
@@ -256,17 +253,13 @@ def compare(param: dict, ours: bytes, theirs: bytes) -> tuple[bool, str]:
 
 def host_data(param: dict, seed: int) -> bytes:
     """Inputs in [-1, 1) (small integers for int8), in the array's storage format."""
-    import ml_dtypes
     import numpy as np
 
     rng = np.random.default_rng(seed)
     shape = tuple(param["shape"])
     if param["dtype"] in ("int8", "int32"):
         return rng.integers(-4, 4, shape).astype(param["dtype"]).tobytes()
-    values = rng.uniform(-1, 1, shape).astype(np.float32)
-    dtype = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "bfloat16": ml_dtypes.bfloat16}.get(
-        param["dtype"], param["dtype"])
-    return values.astype(dtype).tobytes()
+    return rng.uniform(-1, 1, shape).astype(np.float32).astype(_np_dtype(param["dtype"])).tobytes()
 
 
 # family -> torch expression over the config's arrays (torch tensors by parameter name)
@@ -381,18 +374,16 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     rows = []
     if args.load:
-        loaded = _load(args.load, configs)
+        index = json.loads((args.load / "index.json").read_text())
         gpu = None          # the children take the device; this process only reports
         for config in configs:
-            if config["name"] not in loaded:
+            if config["name"] not in index:
                 continue
             row, agree = run_isolated(args.load, config["name"], args.repeats, args.timeout,
                                       args.no_torch)
             failures += not agree
-            rows.append({"name": config["name"], **{
-                side: f"ok: {facts['threads']} thr, {facts['registers']} regs, "
-                      f"{facts['smem'] / 1024:.0f} KiB smem" for side, (_, facts) in
-                loaded[config["name"]].items()}, **row})
+            rows.append({"name": config["name"],
+                         **{side: facts_text(facts) for side, facts in index[config["name"]].items()}, **row})
             print(config["name"], json.dumps(row), flush=True)
     else:
         with tempfile.TemporaryDirectory() as tmp:
@@ -400,9 +391,8 @@ def main(argv: list[str] | None = None) -> int:
             work.mkdir(parents=True, exist_ok=True)
             index: dict[str, dict] = {}
             for config in configs:
-                row, built = build(config, target, work)
-                failures += any("compile failed" not in str(v) and not str(v).startswith("ok")
-                                for k, v in row.items() if k != "name")
+                row, built, unlaunchable = build(config, target, work)
+                failures += unlaunchable > 0
                 index[config["name"]] = {side: facts for side, (_, facts) in built.items()}
                 if gpu is not None and built:
                     timed, agree = run_on_gpu(gpu, config, built, args.repeats, not args.no_torch)
@@ -420,11 +410,19 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failures else 0
 
 
-def build(config: dict, target: str, work: Path) -> tuple[dict[str, Any], dict]:
-    """Both compilers' cubins for `config` in `work`, checked offline: (report row, built)."""
+def facts_text(facts: dict) -> str:
+    """A built cubin's launch facts, as the report prints them."""
+    return (f"ok: {facts['threads']} thr, {facts['registers']} regs, {facts['smem'] / 1024:.0f} KiB smem"
+            + (f", +{facts['hidden_param_bytes']} B hidden params" if facts["hidden_param_bytes"] else ""))
+
+
+def build(config: dict, target: str, work: Path) -> tuple[dict[str, Any], dict, int]:
+    """Both compilers' cubins for `config` in `work`, checked offline: (report row, built, sides
+    whose cubin cannot launch)."""
     src = compilers.HERE / config["file"]
     row: dict[str, Any] = {"name": config["name"]}
     built = {}
+    unlaunchable = 0
     for side, fn in (("ours", compilers.compile_ours), ("nvidia", compilers.compile_nvidia)):
         res = fn(src, target, work / f"{config['name']}.{side}.cubin")
         if not res.ok:
@@ -432,14 +430,12 @@ def build(config: dict, target: str, work: Path) -> tuple[dict[str, Any], dict]:
             continue
         problems, facts = offline_check(config, target, res.cubin, res.dynamic_smem)
         if problems:
+            unlaunchable += 1
             row[side] = "; ".join(problems)
             continue
         built[side] = (res.cubin.read_bytes(), facts)
-        row[side] = (f"ok: {facts['threads']} thr, {facts['registers']} regs, "
-                     f"{facts['smem'] / 1024:.0f} KiB smem"
-                     + (f", +{facts['hidden_param_bytes']} B hidden params"
-                        if facts["hidden_param_bytes"] else ""))
-    return row, built
+        row[side] = facts_text(facts)
+    return row, built, unlaunchable
 
 
 def run_on_gpu(gpu: Gpu, config: dict, built: dict, repeats: int,
@@ -479,8 +475,8 @@ def run_on_gpu(gpu: Gpu, config: dict, built: dict, repeats: int,
                     break          # the context is spoilt: nothing after this can run
         if "ours" in results and "nvidia" in results:
             for p in outputs:
-                ok, text = compare(dict(p, _config_params=config["params"]),
-                                   results["ours"][p["name"]], results["nvidia"][p["name"]])
+                ok, text = compare(p, results["ours"][p["name"]], results["nvidia"][p["name"]],
+                                   tf32=any(q.get("name") == "TF32" and q.get("value") for q in config["params"]))
                 agree &= ok
                 out[f"{'agrees' if ok else 'DIFFERS'}"] = text
         if agree and torch:
