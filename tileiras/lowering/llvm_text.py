@@ -34,7 +34,7 @@ def convergent(line: str) -> str:
     if "asm sideeffect" not in line or not _COLLECTIVE_ASM.search(line):
         return line
     call, dbg, meta = line.partition(", !dbg !")
-    if call.rstrip().endswith(("convergent", "#0")) or not call.rstrip().endswith(")"):
+    if not call.rstrip().endswith(")"):     # no call, or already marked
         return line
     return f"{call.rstrip()} convergent{dbg}{meta}"
 

@@ -174,11 +174,12 @@ def sync(k: KernelLowering, relaxed: bool = False) -> None:
     cluster after (release / acquire at cluster scope). `relaxed`: only mbarrier initializations
     need publishing, which `fence.mbarrier_init.release.cluster` did (NVIDIA's form: no memory
     barrier, which would wait for the previous tile's C stores); the CTA's earlier reads of its
-    rings (the last tile's wgmmas, an epilogue's) have all been consumed before it arrives. `convergent`, so that LLVM never duplicates the `.aligned` barrier into the branches
-    of a preceding `if` (thread 0's barrier initialization)."""
+    rings (the last tile's wgmmas, an epilogue's) have all been consumed before it arrives. Both
+    barriers are `.aligned`: llvm_text.convergent marks them so that LLVM never duplicates them into
+    the branches of a preceding `if` (thread 0's barrier initialization)."""
     sem = "relaxed" if relaxed else "release"
-    k.b.emit(f'call void asm sideeffect "barrier.cluster.arrive.{sem}.aligned;", "~{{memory}}"() convergent')
-    k.b.emit('call void asm sideeffect "barrier.cluster.wait.acquire.aligned;", "~{memory}"() convergent')
+    k.b.emit(f'call void asm sideeffect "barrier.cluster.arrive.{sem}.aligned;", "~{{memory}}"()')
+    k.b.emit('call void asm sideeffect "barrier.cluster.wait.acquire.aligned;", "~{memory}"()')
 
 
 def release(k: KernelLowering, cl: ClusterLoads, bar: str) -> None:
