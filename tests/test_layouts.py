@@ -197,3 +197,73 @@ def test_no_more_barriers_than_all_blocked(name: str) -> None:
     counts = [(_barriers(entry, row_warps=True), _barriers(entry, row_warps=False)) for entry in entries]
     assert counts and all(chosen <= blocked for chosen, blocked in counts)
     assert any(chosen < blocked for chosen, blocked in counts) == (name in _SAVES)
+
+
+# A loop accumulates 16x64 tiles; the sum is reduced along rows (DIM 1) or columns (DIM 0) after it.
+_LOOP = """entry @acc(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<ptr<f32>>, %arg4: tile<i32>) {
+  %0 = make_token : token
+  %c0 = constant <i32: 0> : tile<i32>
+  %c1 = constant <i32: 1> : tile<i32>
+  %zero = constant <f32: 0.000000e+00> : tile<16x64xf32>
+  %tview = make_tensor_view %arg0, shape = [%arg1, %arg1], strides = [%arg2, %arg4] : tile<i32> -> tensor_view<?x?xf32, strides=[?,?]>
+  %pview = make_partition_view %tview : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>
+  %tview_0 = make_tensor_view %arg3, shape = [%arg1], strides = [%arg4] : tile<i32> -> tensor_view<?xf32, strides=[?]>
+  %pview_1 = make_partition_view %tview_0 : partition_view<tile=(OUT), tensor_view<?xf32, strides=[?]>>
+  %x, %y, %z = get_tile_block_id : tile<i32>
+  %for = for %i in (%c0 to %arg2, step %c1) : tile<i32> iter_values(%acc = %zero) -> (tile<16x64xf32>) {
+    %tile, %t = load_view_tko weak %pview[%x, %i] token = %0 : partition_view<tile=(16x64), tensor_view<?x?xf32, strides=[?,?]>>, tile<i32> -> tile<16x64xf32>, token
+    %sum = addf %acc, %tile : tile<16x64xf32>
+    continue %sum : tile<16x64xf32>
+  }
+  %reduce = reduce %for dim=DIM identities=[0.000000e+00 : f32] : tile<16x64xf32> -> tile<OUTxf32>
+  (%lhs: tile<f32>, %rhs: tile<f32>) {
+    %s = addf %lhs, %rhs : tile<f32>
+    yield %s : tile<f32>
+  }
+  %t2 = store_view_tko weak %reduce, %pview_1[%x] token = %0 : tile<OUTxf32>, partition_view<tile=(OUT), tensor_view<?xf32, strides=[?]>>, tile<i32> -> token
+  return
+}
+"""
+
+
+def _loop_module(dim: int):
+    text = _LOOP.replace("DIM", str(dim)).replace("OUT", str(16 if dim == 1 else 64))
+    return load_module(text.encode(), "acc.mlir")
+
+
+def test_loop_carries_the_layout_its_result_is_reduced_in() -> None:
+    """A sum accumulated in a loop and reduced along rows after it: the loop carries the rows in
+    warps (the load makes them, the loop's init is a splat), so the reduce shuffles and no tile
+    goes through shared memory."""
+    module = _loop_module(dim=1)
+    entry = _entry(module)
+    assignment = LayoutAssignment(entry, 128)
+    loop = next(op for op in entry.walk() if op.name == "cuda_tile.for")
+    rows = RowWarpLayout(128, 64, rpw=2)
+    assert assignment.layout(loop.results[0]) == rows
+    assert assignment.layout(loop.regions[0].block.arguments[1]) == rows
+    assert assignment.conversions == []
+    assert [op.name for op in assignment.warp_ops] == ["cuda_tile.reduce"]
+    ptx = _ptx(module)
+    assert "shfl.sync.bfly.b32" in ptx and "st.shared" not in ptx   # the ring is filled by copies
+
+
+def test_loop_reduced_along_columns_stays_blocked() -> None:
+    module = _loop_module(dim=0)
+    assert LayoutAssignment(_entry(module), 128)._layouts == {}
+    assert "st.shared" in _ptx(module)
+
+
+def test_row_sum_kernel_reduces_in_warps() -> None:
+    """The realistic row_sum (a 16x512 f32 accumulator, summed along rows after its loop): no
+    reduction buffer in shared memory, only the pipeline's ring and mbarriers."""
+    path = Path(__file__).parent / "realistic" / "bytecode" / "row_sum_f32_16x512.tileirbc"
+    module = load_module(path.read_bytes(), path.name)
+    entry = _entry(module)
+    from tileiras.tileaa.passes import to_tileaa
+
+    entry = entry.clone()
+    to_tileaa(entry)
+    assignment = LayoutAssignment(entry, 128)
+    assert assignment.conversions == []
+    assert [op.name for op in assignment.warp_ops] == ["cuda_tile.reduce"]

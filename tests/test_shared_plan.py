@@ -221,7 +221,7 @@ def _mispredict(monkeypatch, role: str, size) -> None:   # type: ignore[no-untyp
     ("kmajor", lambda n: n // 2, "mm_e4m3_64x64x32",
      r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 2048 B align 1024, .*; the plan predicts kmajor "
      r"\(buffer\) 1024 B"),
-    ("reduction", lambda n: n + 16, "layernorm_chunked_f16_n16384_t1024",
+    ("reduction", lambda n: n + 16, "cp_layernorm_bwd_dwdb_f16_32x1024",
      r"'cuda_tile.reduce' at .* asks for reduction \(reduction\) (\d+) B align 16, live over ops .*; the plan "
      r"predicts reduction \(reduction\) \d+ B"),
 ])
@@ -265,11 +265,11 @@ def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_
 
 
 def test_a_reductions_scratch_before_a_loop_is_planned_and_its_depth_holds(monkeypatch) -> None:
-    """layernorm's reduces fold through scratch ("reduction") before the next loop's stages: sized by
-    ops_reduce.reduce_scratch, which the pass calls too, so the loops' depths are the plan's (nothing
-    dropped)."""
+    """layernorm's reduces (each row over four warps, carried through its loop in rows) combine the
+    warps' partial sums through scratch ("warp-reduction") before the next loop's stages: sized by
+    ops_reduce, which the pass calls too, so the loops' depths are the plan's (nothing dropped)."""
     dump, plan = _planned(monkeypatch, "layernorm_chunked_f16_n16384_t1024", "sm_90")
-    assert "//     reduction (reduction) " in plan and "stages beside " in plan, plan
+    assert "//     warp-reduction (reduction) 16 B" in plan and "stages beside 16512 B" in plan, plan
     assert "dropped" not in dump and "error: internal" not in dump
 
 

@@ -5,9 +5,10 @@ Runs over an entry before code emission, in two walks:
 1. Backward, from the anchors: a reduce or scan along the innermost axis whose
    row fits a warp wants its operands in `RowWarpLayout(cols=row length)`, and
    a broadcast along rows that fit a warp wants its source in the layout that
-   makes it free. The wish flows back through elementwise ops, reshapes and
-   row broadcasts to the producers that can make any layout (loads, iota,
-   constants).
+   makes it free. The wish flows back through elementwise ops, reshapes,
+   row broadcasts and loops (a loop result's wish goes to what the body
+   continues with and to the init value) to the producers that can make any
+   layout (loads, iota, constants).
 2. Forward, in program order, each op gets its result layouts and the layout
    it reads each operand in:
    * producers (load_view, iota, constant): what their users want, else blocked;
@@ -28,9 +29,10 @@ Runs over an entry before code emission, in two walks:
      accumulator in `MmaLayout`, A and B read as they are (they are staged in
      shared memory);
    * loops carry a value in the layout of what the loop body yields for it
-     when that is an mma fragment (a K loop's accumulator, attention's row
-     max and sum stay in registers), else blocked: planned again until the
-     carried layouts settle;
+     when that is an mma fragment or rows in warps (a K loop's accumulator,
+     attention's row max and sum, a sum reduced along its rows after the
+     loop stay in registers), else blocked: each plan's walk runs again until
+     the carried layouts settle;
    * every other op reads and produces blocked tiles.
 
 A conversion is recorded where a value's layout differs from the layout its
@@ -210,7 +212,7 @@ def _uniform_constant(op: Operation) -> bool:
 class _Plan:
     """One candidate assignment: the wishes it started from and what the forward walk made of them."""
 
-    __slots__ = ("anchors", "wants", "layouts", "reads", "conversions", "warp_ops", "mma_rows", "cost")
+    __slots__ = ("anchors", "wants", "layouts", "reads", "conversions", "warp_ops", "mma_rows", "carried", "cost")
 
     def __init__(self, anchors: frozenset[Operation], wants: dict[Value, Layout]) -> None:
         self.anchors = anchors
@@ -220,6 +222,7 @@ class _Plan:
         self.conversions: list[tuple[Operation, Value, Layout]] = []
         self.warp_ops: set[Operation] = set()
         self.mma_rows: set[Operation] = set()   # row reduces of mma fragments (quad shuffles)
+        self.carried: dict[Operation, list[Optional[Layout]]] = {}   # loop -> its carried values' layouts
         self.cost = 0
 
 
@@ -245,19 +248,15 @@ class LayoutAssignment:
         self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
-        self.carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
+        self._fragments_carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
+        self.carried = self._fragments_carried
         self.shared_operands = self._find_shared_operands()
         self.fragment_bound = self._find_fragment_bound()
         self.restaged_scatters = self._find_restaged_scatters(entry)
         self._continue_targets = _continue_targets(entry)
         anchors = [op for op in self._ops if self._anchor(op)] if row_warps else []
         plan = self._choose(anchors)
-        for _ in range(_ROUNDS):   # loops carry what their bodies yield: re-plan until that settles
-            carried = {loop: self._carried_layouts(loop, plan.layouts) for loop in self.carried}
-            if carried == self.carried:
-                break
-            self.carried = carried
-            plan = self._choose(anchors)
+        self.carried = plan.carried
         self._layouts, self._reads = plan.layouts, plan.reads
         self.conversions, self.warp_ops, self.mma_row_ops = plan.conversions, plan.warp_ops, plan.mma_rows
 
@@ -455,7 +454,7 @@ class LayoutAssignment:
         out: list[Optional[Layout]] = []
         for v in last.operands[:count]:
             layout = layouts.get(v)
-            out.append(layout if isinstance(layout, (MmaLayout, MmaRowLayout)) else None)
+            out.append(layout if isinstance(layout, (MmaLayout, MmaRowLayout, RowWarpLayout)) else None)
         return out
 
     # -- choosing among plans by their barrier cost -------------------------------------
@@ -508,9 +507,19 @@ class LayoutAssignment:
         return extra
 
     def _plan(self, anchors: frozenset[Operation], seeds: dict[Value, Layout]) -> _Plan:
-        plan = _Plan(anchors, self._wants(anchors, seeds))
-        for op in self._ops:
-            self._assign(op, plan)
+        """The forward walk for `anchors` and `seeds`; loops carry what their bodies yield, so the
+        walk runs again until the carried layouts settle."""
+        wants = self._wants(anchors, seeds)
+        self.carried = self._fragments_carried
+        for _ in range(_ROUNDS):
+            plan = _Plan(anchors, wants)
+            plan.carried = self.carried
+            for op in self._ops:
+                self._assign(op, plan)
+            carried = {loop: self._carried_layouts(loop, plan.layouts) for loop in self.carried}
+            if carried == self.carried:
+                break
+            self.carried = carried
         plan.cost = self._round_trips(plan)
         return plan
 
@@ -593,6 +602,17 @@ class LayoutAssignment:
                 wants[value] = layout
 
         for op in reversed(self._ops):
+            if op.name == "cuda_tile.continue" and (loop := self._loop_of(op)) is not None:
+                # a loop carries a value in the layout its users want: the body's yield wants it
+                for v, wanted in zip(op.operands, self._carried_wants(loop, wants)):
+                    if wanted is not None:
+                        want(v, wanted)
+                continue
+            if op.name in _LOOPS:
+                for v, wanted in zip(op.operand_group("initValues"), self._carried_wants(op, wants)):
+                    if wanted is not None:
+                        want(v, wanted)
+                continue
             if op in anchors and op.name in _REDUCE_LIKE:
                 for v in op.operands:
                     if _tile(v) is not None:
@@ -614,6 +634,18 @@ class LayoutAssignment:
                     if _tile(v) is not None and v.type.num_elements == n:  # type: ignore[attr-defined]
                         want(v, wanted)
         return wants
+
+    def _carried_wants(self, loop: Operation, wants: dict[Value, Layout]) -> list[Optional[Layout]]:
+        """Per carried value of a for/loop: the layout wished for its result (for) or its block
+        argument, as far as the walk has seen; a loop carries what its users want."""
+        first = 1 if loop.name == "cuda_tile.for" else 0
+        args = loop.regions[0].block.arguments[first:]
+        results = loop.results if loop.name == "cuda_tile.for" else ()
+        out: list[Optional[Layout]] = []
+        for i in range(len(loop.operand_group("initValues"))):
+            wanted = wants.get(results[i]) if i < len(results) else None
+            out.append(wanted if wanted is not None else wants.get(args[i]) if i < len(args) else None)
+        return out
 
     # -- walk 2: layouts and conversions ------------------------------------------------
     def _layout(self, plan: _Plan, value: Value) -> Layout:
