@@ -1,15 +1,17 @@
 """Runs the integer instructions a lowering layout emits, in Python, for one concrete thread.
 
-The layouts of tileiras/lowering/layout.py compute a thread's elements by emitting LLVM
+The layouts of tileiras/layout/encodings.py compute a thread's elements by emitting LLVM
 instructions through `pre(rhs_text, hint) -> name`. `Evaluator.pre` is such a callback: it
 evaluates each instruction at once (the thread id is known) and names the result, so
-`element(ev.pre, "%tid", n, slot)` yields names whose values `ev.value` reads back. Anything
+`element(layout, ev.pre, "%tid", n, slot)` (tileiras/lowering/layout_index.py) yields names whose values `ev.value` reads back. Anything
 outside the small i32/i1 integer subset raises, so new instructions cannot pass unnoticed.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
+
+from tileiras.lowering.layout_index import element
 
 _I32 = (1 << 32) - 1
 
@@ -78,7 +80,7 @@ def placements(layout: object, threads: int, num_elements: int) -> dict[tuple[in
     for tid in range(threads):
         for slot in range(layout.slots(num_elements)):  # type: ignore[attr-defined]
             ev = Evaluator(tid)
-            e, valid = layout.element(ev.pre, "%tid", num_elements, slot)  # type: ignore[attr-defined]
+            e, valid = element(layout, ev.pre, "%tid", num_elements, slot)
             first: Optional[int] = None if valid is None else ev.value(valid)
             out[(tid, slot)] = (ev.value(e), True if first is None else bool(first))
     return out

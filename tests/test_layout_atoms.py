@@ -1,5 +1,5 @@
 """Hardware atoms as layouts (tileiras/layout/atoms.py) against the PTX ISA's fragment tables, and
-the lowering's concrete layouts (tileiras/lowering/layout.py, run instruction by instruction
+the lowering's concrete layouts (tileiras/layout/encodings.py, run instruction by instruction
 with tests/layout_eval.py) against the atoms and the algebra."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from layout_eval import placements
 from tileiras.layout.algebra import Layout, Swizzled, composition, make_layout, row_major, size
 from tileiras.layout.atoms import LDMATRIX, MMA_C, MMA_SYNC, SMEM_SWIZZLES, Fragment, wgmma_accumulator
-from tileiras.lowering.layout import BlockedLayout, MmaLayout, MmaRowLayout, row_layout
+from tileiras.layout.encodings import BlockedLayout, MmaLayout, MmaRowLayout, row_layout
 
 
 def covers_once(f: Fragment, threads: int = 32) -> bool:

@@ -14,7 +14,8 @@ import pytest
 
 from tileiras.frontend import load_module
 from tileiras.tileas.assign_layouts import LayoutAssignment
-from tileiras.lowering.layout import BlockedLayout, RowWarpLayout
+from tileiras.layout.encodings import BlockedLayout, RowWarpLayout
+from tileiras.lowering.layout_index import element
 from tileiras.lowering.pipeline import lower_module
 
 _KERNEL = """entry @rows(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<ptr<f32>>, %arg4: tile<i32>) {
@@ -96,7 +97,7 @@ def test_row_warp_layout_places_rows_in_warps() -> None:
             name = f"%v{len(env)}"
             env[name] = value
             return name
-        e, ok = layout.element(pre, "%tid", n, slot)
+        e, ok = element(layout, pre, "%tid", n, slot)
         return int(env.get(e, e)), True if ok is None else bool(env[ok])
 
     wide = RowWarpLayout(128, 64)            # 8 rows of 64: lane l holds columns 2l, 2l+1

@@ -154,7 +154,7 @@ def test_rows_streamed_in_chunks_match_the_interpreter(name: str, gpu: str) -> N
 def test_long_rows_are_spread_over_warps() -> None:
     """A lane holds at most 32 elements of a long row (the row broadcast to every row costs that
     many registers a lane); short rows keep one warp each."""
-    from tileiras.lowering.layout import ROW_LANE_ELEMENTS, row_layout
+    from tileiras.layout.encodings import ROW_LANE_ELEMENTS, row_layout
 
     assert row_layout(256, (4, 8192), vec=8).wpr == 8       # RMSNorm 2048x8192: was 2 (128 a lane)
     assert row_layout(256, (4, 4096), vec=8).wpr == 4       # was 2 (64 a lane)

@@ -34,7 +34,8 @@ from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from ..tileas.shared_plan import Request
 from .kernel import KernelLowering, storage_type
-from .layout import BlockedLayout, Layout, MmaLayout
+from ..layout.encodings import BlockedLayout, Layout, MmaLayout
+from .layout_index import coords, has_coords
 from .smem import SharedMatrix, element_offset, pointer
 from .values import TileRegs
 
@@ -274,7 +275,7 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
     `rows` (first, count), whole 16-row blocks: likewise only the fragments of those rows, a
     fragment whose warp decides whether it lies there written under that condition)."""
     src = tile.layout
-    assert isinstance(src, MmaLayout) or hasattr(src, "coords")   # (or one column chunk of one, tmem_epilogue)
+    assert has_coords(src)   # an mma fragment layout (or one column chunk of one, tmem_epilogue)
     lty = storage_type(tile.type.element)
     pair = f"<2 x {lty}>"
     first, count = cols
@@ -297,7 +298,7 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
         inside = _in_rows(src, slot, top, height) if height else "all"
         if inside == "none":
             continue
-        b, r, c, valid = src.coords(emit, k.tid, slot)
+        b, r, c, valid = coords(src, emit, k.tid, slot)
         if first:
             c = emit(f"sub i32 {c}, {first}", "ec")
         if top:

@@ -18,7 +18,8 @@ from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
 from ..tileas.shared_plan import PlanCheck, shared_plan_of
-from .layout import BlockedLayout, Layout, row_major_strides
+from ..layout.encodings import BlockedLayout, Layout, row_major_strides
+from .layout_index import element
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
 
@@ -127,7 +128,7 @@ class KernelLowering:
         layout = layout or self.layout
         key = (layout, num_elements, slot)
         if key not in self._index_cache:
-            self._index_cache[key] = layout.element(self.b.pre, self.tid, num_elements, slot)
+            self._index_cache[key] = element(layout, self.b.pre, self.tid, num_elements, slot)
         return self._index_cache[key]  # type: ignore[return-value]
 
     def slots(self, t: TileType, layout: Optional[Layout] = None) -> int:

@@ -16,7 +16,7 @@ from ..ir.core import Operation, Value
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
-from .layout import Layout
+from ..layout.encodings import Layout
 from .llvm_text import float_bits_literal, llvm_type
 from .token_waits import emit_wait
 from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal

@@ -31,7 +31,8 @@ from ..ir.record import replace
 from ..ir.types import TileType
 from ..tileaa.mma_forms import MmaShape, f8_form
 from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
-from .layout import MmaLayout, block_start
+from ..layout.encodings import MmaLayout
+from .layout_index import block_start, warp_coords
 from .llvm_text import llvm_type
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
@@ -511,7 +512,7 @@ def _k_steps(k: KernelLowering, shape: MmaShape, layout: MmaLayout, lhs: "TileRe
             if a_mat is not None else None
         b_frag = _Fragments(k, shape, b_mat, "b", b_elem, getattr(rhs, "transposed", False))
     rb, rm, rn = layout.repeats
-    w_b, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    w_b, w_m, w_n, _ = warp_coords(layout, k.b.pre, k.tid)
 
     def origin(w: str, per_warp: int, unit: int, block: int) -> str:
         return block_start(k.b.pre, w, per_warp, block, unit)

@@ -15,7 +15,7 @@ from typing import Callable
 from ..ir.core import Operation
 from ..ir.types import TileType
 from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
-from .layout import RowWarpLayout
+from ..layout.encodings import RowWarpLayout
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
 

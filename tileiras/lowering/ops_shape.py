@@ -15,7 +15,7 @@ from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
 from ..tileas.assign_layouts import broadcast_source, row_broadcast
 from .kernel import KernelLowering, from_storage, storage_type
-from .layout import MmaLayout, MmaRowLayout, RowWarpLayout
+from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
 from .values import SharedTileVal, TileRegs
 

@@ -56,14 +56,14 @@ from __future__ import annotations
 from typing import Container, Optional
 
 from ..ir.core import Operation
-from ..ir.record import record
 from ..transforms.rewrite import inside_op
 from ..target import caps
 from ..tileaa.mma_forms import Kind, kind_of
 from ..tileaa.mma_operands import MMAS, carried_factor, loaded, mma_reads, passes, rescale, resident_loop
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
-from .layout import WARP, MmaLayout, Pre
+from ..layout.encodings import WARP, MmaLayout, PairAccLayout, TmemAccLayout
+from .layout_index import warp_coords
 from .llvm_text import llvm_type
 from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
 from .tmem import COLUMNS, tensor_memory, wait_mbarrier
@@ -81,47 +81,6 @@ _PACKED = frozenset({"mxf4nvf4"})
 _A_IN_TMEM = frozenset({"f16", "f8f6f4"})   # kinds whose register A goes to tensor memory (`_a_in_tmem`)
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
-
-
-@record
-class TmemAccLayout(MmaLayout):
-    """An `MmaLayout` whose warps are placed for tensor memory: warp w is at row-warp w % wm and
-    column-warp w / wm (rows fastest), so that its rows lie in TMEM lane quarter w % 4."""
-
-    def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
-        _, wm, wn = self.warps
-        warp = pre(f"lshr i32 {tid}, 5", "w")
-        if wm == 8 and self.shape[1] == 128:   # two warps per lane quarter, 16 rows each: w % 4, then w / 4 % 2
-            quarter = pre(f"shl i32 {pre(f'and i32 {warp}, 3', 'wm')}, 1", "wm")
-            half = pre(f"and i32 {pre(f'lshr i32 {warp}, 2', 'wm')}, 1", "wm")
-            w_m = pre(f"or i32 {quarter}, {half}", "wm")
-        else:
-            w_m = pre(f"urem i32 {warp}, {wm}", "wm") if wm > 1 else "0"
-        w_n = pre(f"udiv i32 {warp}, {wm}", "wn") if wn > 1 else "0"
-        return "0", w_m, w_n, None
-
-    def describe(self) -> str:
-        return "#tmem_acc" + MmaLayout.describe(self)[4:]
-
-
-@record
-class PairAccLayout(TmemAccLayout):
-    """One CTA's 64 rows of a CTA pair's M = 128 accumulator (`tcgen05.mma.cta_group::2`, the PTX
-    ISA's layout B): row r, column c at lane r + 64 (c // (N/2)), column c % (N/2), the column halves
-    folded onto the two 64-lane halves. Warp w reads lane quarter q = w % 4, so it holds rows
-    32 (q % 2) .. + 31 of column half q // 2 (split further by w / 4 where there are 8 warps)."""
-
-    def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
-        _, _, wn = self.warps
-        warp = pre(f"lshr i32 {tid}, 5", "w")
-        w_m = pre(f"and i32 {warp}, 1", "wm")
-        half = pre(f"and i32 {pre(f'lshr i32 {warp}, 1', 'wh')}, 1", "wh")
-        if wn == 2:
-            return "0", w_m, half, None
-        return "0", w_m, pre(f"or i32 {pre(f'shl i32 {half}, 1', 'wn')}, {pre(f'lshr i32 {warp}, 2', 'wn')}", "wn"), None
-
-    def describe(self) -> str:
-        return "#tmem_pair_acc" + MmaLayout.describe(self)[4:]
 
 
 def is_pair(op: Operation) -> bool:
@@ -856,7 +815,7 @@ def _block_address(k: KernelLowering, layout: TmemAccLayout, base: str, mi: int,
             if layout.warps[2] > 2 else "0"
         offset = k.b.pre(f"or i32 {k.b.pre(f'shl i32 {lane}, 16', 'tl')}, {col}", "to")
         return k.b.op(f"add i32 {base}, {offset}", "ta")
-    _, w_m, w_n, _ = layout.warp_coords(k.b.pre, k.tid)
+    _, w_m, w_n, _ = warp_coords(layout, k.b.pre, k.tid)
     row = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {w_m}, {rm * 16}', 'tr')}, {mi * 16}", "tr") \
         if w_m != "0" else str(mi * 16)
     lane, col = _lane_and_column(k, m, n, row)     # M = 256: the second half n columns on, packed or not

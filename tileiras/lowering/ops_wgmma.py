@@ -41,7 +41,7 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .kmajor_copy import copy_kmajor, k_and_x, kmajor_shape, place_kmajor, store_kmajor
 from .llvm_text import llvm_type
-from .layout import MmaLayout
+from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import SharedMatrix, pointer
 from .values import SharedTileVal, TileRegs

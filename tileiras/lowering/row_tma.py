@@ -43,7 +43,7 @@ from ..ir.types import ScalarType, TileType
 from ..transforms.rewrite import inside_op
 from ..tileas.buffers import Liveness
 from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
-from .layout import Layout, MmaLayout
+from ..layout.encodings import Layout, MmaLayout
 from .smem import SharedMatrix, element_offset, opt_in_limit, pointer
 from .values import PartitionViewVal, TileRegs
 

@@ -20,7 +20,8 @@ from typing import Callable, Optional
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from .kernel import KernelLowering
-from .layout import MmaLayout, Pre
+from ..layout.encodings import MmaLayout
+from .layout_index import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
 from .smem import SharedMatrix
@@ -48,7 +49,7 @@ class ColumnChunk:
     def threads(self) -> int:
         return self.parent.threads
 
-    def _parent_slot(self, slot: int) -> int:
+    def parent_slot(self, slot: int) -> int:
         rb, rm, rn = self.parent.repeats
         blk, j = divmod(slot, 4)
         bi, rest = divmod(blk, rm * self.blocks)
@@ -65,14 +66,18 @@ class ColumnChunk:
         rb, rm, _ = self.parent.repeats
         return rb * rm * self.blocks * 4
 
-    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        return self.parent.element(pre, tid, num_elements, self._parent_slot(slot))
-
-    def coords(self, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
-        return self.parent.coords(pre, tid, self._parent_slot(slot))
-
     def describe(self) -> str:
         return f"#column_chunk<{self.parent.describe()}, blocks {self.first}..{self.first + self.blocks - 1}>"
+
+
+@element.register
+def _chunk_element(layout: ColumnChunk, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+    return element(layout.parent, pre, tid, num_elements, layout.parent_slot(slot))
+
+
+@coords.register
+def _chunk_coords(layout: ColumnChunk, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
+    return coords(layout.parent, pre, tid, layout.parent_slot(slot))
 
 
 def _pure(op: Operation) -> bool:
@@ -123,7 +128,7 @@ def chunked(loop: Operation, layout: MmaLayout, paired: bool
     `loop` (in `layout`; `paired`: a CTA pair runs its mma) in column chunks, else None (also a
     pair's rows that each CTA reads alone: read whole, then converted, ops_tcgen05._transfer).
     Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
-    from .ops_tcgen05 import PairAccLayout
+    from ..layout.encodings import PairAccLayout
 
     found, _ = chunkable(loop)
     if found is None or isinstance(layout, PairAccLayout) and not paired:
@@ -168,7 +173,7 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
             for v in values:      # the values hold this chunk's slots while its ops are lowered
                 v.layout = chunk
             regs = read_columns(k, mma, first, blocks)
-            inits = [init.slots[chunk._parent_slot(s)] for s in range(len(regs))]
+            inits = [init.slots[chunk.parent_slot(s)] for s in range(len(regs))]
             # a loop that ran no iteration left tensor memory unwritten: its result is the initial value
             k.set(result, TileRegs(result.type, [k.b.op(f"select i1 {ran}, {lty} {r}, {lty} {i}", "tacc")  # type: ignore[arg-type]
                                                  for r, i in zip(regs, inits)], chunk))

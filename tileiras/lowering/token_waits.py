@@ -17,7 +17,7 @@ from ..ir.core import Operation
 from ..ir.types import TileType
 from ..transforms.token_order import ThreadLocal
 from .kernel import KernelLowering, storage_bytes
-from .layout import Layout
+from ..layout.encodings import Layout
 from .values import TensorViewVal
 
 # store op -> operand holding the data it writes (loads and atomics: their first result)

@@ -21,7 +21,7 @@ from ..tileaa.facts import axes
 from .values import PartitionViewVal
 
 if TYPE_CHECKING:
-    from .layout import BlockedLayout
+    from ..layout.encodings import BlockedLayout
 
 
 def vector_elements(op: Operation, view: PartitionViewVal, tile_shape: tuple[int, ...], nbytes: int,
@@ -73,20 +73,13 @@ def pointer_vector_elements(pointers: Value, mask: Optional[Value], tile_shape: 
     return 1
 
 
-def contiguous_pointers(op: Operation) -> bool:
-    """A gather or scatter whose tile of pointers the facts show in runs of consecutive elements
-    along the innermost dimension (so a layout with runs per thread can widen it)."""
-    contiguity = axes(op.operands[0])[0]
-    return bool(contiguity) and contiguity[-1] > 1
-
-
 def restaged_scatter(op: Operation, threads: int) -> Optional[BlockedLayout]:
     """The blocked layout of 16-byte runs a weak scatter (`store_ptr_tko`) of mma fragments stores
     from, once restaged through the freed shared buffers as view epilogues are (epilogue.py), where
     the pointer facts prove wider accesses than a fragment's pair of elements; None otherwise. The
     pointers and mask are then computed in that layout, as NVIDIA's epilogue scatters are."""
     from ..ir.types import ScalarType, TileType
-    from .layout import BlockedLayout
+    from ..layout.encodings import BlockedLayout
 
     if op.name != "cuda_tile.store_ptr_tko" or str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
         return None

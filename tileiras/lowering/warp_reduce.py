@@ -15,7 +15,7 @@ from typing import Callable
 from ..ir.core import Operation
 from ..ir.types import TileType
 from .kernel import KernelLowering
-from .layout import MmaLayout, RowWarpLayout
+from ..layout.encodings import MmaLayout, RowWarpLayout
 from .llvm_text import llvm_type
 from .values import TileRegs
 

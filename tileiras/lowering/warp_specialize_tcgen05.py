@@ -271,7 +271,8 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
 def p_in_tmem(k: KernelLowering, o: Operation) -> bool:
     """Whether O += P V reads P from tensor memory (M = 128 or 256 in the scores' layout, as
     ops_tcgen05._a_in_tmem stores it), else from a swizzled shared buffer (M = 64)."""
-    from .ops_tcgen05 import TmemAccLayout, _tmem_a_columns
+    from ..layout.encodings import TmemAccLayout
+    from .ops_tcgen05 import _tmem_a_columns
 
     m = k.assignment.tcgen05_layouts[o].shape[1]  # type: ignore[union-attr]
     layout = k.layout_of(o.operand("lhs"))

@@ -12,6 +12,7 @@ from typing import Optional
 from ..ir.core import Operation
 from ..ir.record import record
 from ..ir.types import TileType
+from ..layout.encodings import fragment_multiple
 from ..target import caps
 from .mma_operands import passes_shared, source
 
@@ -60,11 +61,6 @@ SCALED: dict[tuple[str, str, int], Scaled] = {
     ("f4E2M1FN", "f8E8M0FNU", 16): Scaled("mxf4nvf4", 4, "ue8m0", 64),
     ("f4E2M1FN", "f8E4M3FN", 16): Scaled("mxf4nvf4", 4, "ue4m3", 64),
 }
-
-
-def fragment_multiple(shape: tuple[int, ...]) -> bool:
-    """An accumulator of (batch?, rows, cols) that m16n8 fragments tile."""
-    return len(shape) in (2, 3) and shape[-2] % 16 == 0 and shape[-1] % 8 == 0
 
 
 def scaled_form(op: Operation) -> "Scaled | None":

@@ -64,8 +64,9 @@ from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
 from ..ir.types import TileType
 from ..target import caps
-from ..lowering.layout import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
-                               row_layout, vector_width)
+from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
+                                row_layout)
+from .vector_width import vector_width
 from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")

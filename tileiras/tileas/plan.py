@@ -29,7 +29,7 @@ from ..target import Caps, caps
 
 if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
-    from ..lowering.layout import Layout
+    from ..layout.encodings import Layout
 
 
 @record(frozen=False)

@@ -59,7 +59,7 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
     """The buffer the epilogue of store `op` asks for (none where it stores the fragments as they
     are), decided beside those of the requests `asked` that come before it, placed; those bytes
     noted in `entered` (where the store is of mma fragments)."""
-    from ..lowering.layout import MmaLayout
+    from ..layout.encodings import MmaLayout
 
     value = _stored(op)
     layout = facts.layout_of(value)
@@ -86,7 +86,7 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
 
 def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
     """Whether every epilogue of the kernel is decided here (not where the module docstring says)."""
-    from ..lowering.layout import MmaLayout
+    from ..layout.encodings import MmaLayout
     from ..lowering.ops_memory import view_facts
 
     for op in entry.walk():

@@ -100,7 +100,7 @@ def conversion(entry: Operation, assignment: "LayoutAssignment") -> list[Request
 def warp_reduction(entry: Operation, assignment: "LayoutAssignment") -> list[Request]:
     """The partials of a reduce whose rows span several warps (warp_reduce._across_warps), alive
     while it runs."""
-    from ..lowering.layout import RowWarpLayout
+    from ..layout.encodings import RowWarpLayout
     from ..lowering.warp_reduce import across_warps_scratch
 
     live = lifetimes(entry)

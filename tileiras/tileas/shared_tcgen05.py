@@ -166,7 +166,7 @@ def pairs_run(facts: "StagingFacts") -> bool:
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if not layouts:
         return True
-    from ..lowering.ops_tcgen05 import PairAccLayout
+    from ..layout.encodings import PairAccLayout
     from ..tileaa.mma_operands import resident_loop
     from ..lowering.pipelined_loop import ring_of
 

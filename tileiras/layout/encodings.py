@@ -1,17 +1,18 @@
-"""How a tile's elements are spread over the threads of a CTA.
+"""How a tile's elements are spread over the threads of a CTA: the layouts of nv_tileas' tile types.
 
 Every tile value gets one layout, chosen by `tileas/assign_layouts.py` before code
-emission. A layout maps (thread, slot) to the tile's row-major element index,
-so reshape (row-major order preserved) is free in every layout. A tile with
-fewer elements than the layout covers is replicated; `valid` marks the first
-copy of each element so that stores and atomics happen once.
+emission and printed with the IR (`describe`). A layout maps (thread, slot) to the
+tile's row-major element index, so reshape (row-major order preserved) is free in
+every layout. A tile with fewer elements than the layout covers is replicated;
+`valid` marks the first copy of each element so that stores and atomics happen once.
+This module holds what a layout is (its geometry: runs, slots, warps, fragments);
+the index arithmetic the lowering emits for it is `lowering/layout_index.py`.
 
 * `BlockedLayout`: runs of `vec` consecutive elements go round the T threads:
   element `e` lives in thread `(e div vec) mod T`, slot
   `(e div (vec T)) vec + e mod vec` (vec 1 where it does not divide the tile).
-  Any tile; ops that move elements between threads go through shared memory
-  (`KernelLowering.exchange`). A kernel's vec makes its global accesses 16 bytes
-  wide (`vector_width`).
+  Any tile; ops that move elements between threads go through shared memory.
+  A kernel's vec makes its global accesses 16 bytes wide.
 * `RowWarpLayout`: the tile is seen as rows of `cols` elements (the innermost
   axis, or 1 for a reduced tile); row r lives in warp `r mod W`, slot group
   `r div W`, and its elements are spread over the 32 lanes of that warp (or
@@ -29,6 +30,8 @@ copy of each element so that stores and atomics happen once.
   contiguous groups of blocks, and in each block lane l = 4g + t holds
   (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) in four consecutive slots. An
   `mma` keeps its accumulator in these registers across a K loop.
+  `TmemAccLayout` / `PairAccLayout` are the same fragments with the warps
+  placed on tensor memory's lane quarters (tcgen05).
 * `BroadcastSourceLayout`: the source of a broadcast seen through the result's
   layout: slot s holds the source element that result slot s takes. The
   broadcast is then a register copy in any result layout (an mma fragment
@@ -39,15 +42,16 @@ copy of each element so that stores and atomics happen once.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
 from ..ir.record import record
-from ..tileaa.mma_forms import fragment_multiple
 
 WARP = 32
 
-# Emits one prologue instruction (it depends only on the thread id) and returns its name.
-Pre = Callable[[str, str], str]
+
+def fragment_multiple(shape: tuple[int, ...]) -> bool:
+    """An accumulator of (batch?, rows, cols) that m16n8 fragments tile."""
+    return len(shape) in (2, 3) and shape[-2] % 16 == 0 and shape[-1] % 8 == 0
 
 
 @record
@@ -73,21 +77,6 @@ class BlockedLayout:
         """True when every (thread, slot) pair names a distinct, in-range element."""
         v = self.run(num_elements)
         return num_elements % (self.threads * v) == 0
-
-    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        """(i32 element index, i1 'first copy' or None when always) of this thread's `slot`."""
-        v = self.run(num_elements)
-        group, within = divmod(slot, v)
-        if v == 1:
-            raw = tid if slot == 0 else pre(f"add i32 {tid}, {slot * self.threads}", "e")
-        else:
-            base = pre(f"mul i32 {tid}, {v}", "e") if group == 0 else \
-                pre(f"mul i32 {pre(f'add i32 {tid}, {group * self.threads}', 'e')}, {v}", "e")
-            raw = base if within == 0 else pre(f"add i32 {base}, {within}", "e")
-        if self.owns_all(num_elements):
-            return raw, None
-        e = "0" if num_elements == 1 else pre(f"urem i32 {raw}, {num_elements}", "e")
-        return e, pre(f"icmp ult i32 {raw}, {num_elements}", "ok")
 
     def describe(self) -> str:
         return f"#blocked<threads={self.threads}{f', vec={self.vec}' if self.vec > 1 else ''}>"
@@ -147,46 +136,6 @@ class RowWarpLayout:
 
     def slots(self, num_elements: int) -> int:
         return self.row_groups(num_elements) * self.per_lane
-
-    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        rows, G, cs = num_elements // self.cols, self.groups, self.per_lane
-        group, within = divmod(slot, cs)
-        warp = pre(f"lshr i32 {tid}, 5", "w")
-        lane = pre(f"and i32 {tid}, 31", "ln")
-        if self.rpw > 1:   # row (warp * rpw + lane / span) of the slot group; lane % span along it
-            gw = pre(f"lshr i32 {tid}, {self.span.bit_length() - 1}", "w")
-            lane = pre(f"and i32 {tid}, {self.span - 1}", "ln")
-        else:
-            gw = warp if self.wpr == 1 else pre(f"lshr i32 {warp}, {self.wpr.bit_length() - 1}", "w")
-        part = "0" if self.wpr == 1 else pre(f"and i32 {warp}, {self.wpr - 1}", "w")
-        raw = gw if group == 0 else pre(f"add i32 {gw}, {group * G}", "r")
-        checks = []
-        row = raw
-        if rows % G:
-            row = pre(f"urem i32 {raw}, {rows}", "r")
-            checks.append(pre(f"icmp ult i32 {raw}, {rows}", "ok"))
-        if self.cols >= self.span:
-            thread = lane if part == "0" else pre(f"add i32 {pre(f'shl i32 {part}, 5', 'c')}, {lane}", "c")
-            run, offset = self.chunk or cs, 0
-            if self.chunk:   # run i of this lane starts i runs of the whole row's lanes further
-                i, within = divmod(within, self.chunk)
-                offset = i * self.span * self.chunk
-            col = thread if run == 1 else pre(f"mul i32 {thread}, {run}", "c")
-            col = col if within + offset == 0 else pre(f"add i32 {col}, {within + offset}", "c")
-        elif self.cols == 1:
-            col = "0"
-        else:
-            col = pre(f"and i32 {lane}, {self.cols - 1}", "c")
-        if self.cols < self.span // self.wpr:
-            checks.append(pre(f"icmp ult i32 {lane}, {self.cols}", "ok"))
-        if self.wpr > 1 and self.cols < self.span:
-            checks.append(pre(f"icmp eq i32 {part}, 0", "ok"))   # the other warps of the row hold copies
-        base = row if self.cols == 1 else pre(f"mul i32 {row}, {self.cols}", "e")
-        e = base if col == "0" else (col if base == "0" else pre(f"add i32 {base}, {col}", "e"))
-        valid = checks[0] if checks else None
-        for extra in checks[1:]:
-            valid = pre(f"and i1 {valid}, {extra}", "ok")
-        return e, valid
 
     def describe(self) -> str:
         wpr = f", warps_per_row={self.wpr}" if self.wpr > 1 else ""
@@ -284,47 +233,6 @@ class MmaLayout:
         rb, rm, rn = self.repeats
         return rb * rm * rn * 4
 
-    def warp_coords(self, pre: Pre, tid: str) -> tuple[str, str, str, Optional[str]]:
-        """This thread's warp as (batch, row, col) warp-grid coordinates (col fastest), and i1
-        'first copy' (or None) where more warps run than the grid uses (they repeat it)."""
-        wb, wm, wn = self.warps
-        warp = pre(f"lshr i32 {tid}, 5", "w")
-        used = wb * wm * wn
-        valid = None
-        if used * WARP != self.threads:
-            valid = pre(f"icmp ult i32 {warp}, {used}", "ok")
-            warp = pre(f"urem i32 {warp}, {used}", "w")
-        w_n = pre(f"urem i32 {warp}, {wn}", "wn") if wn > 1 else "0"
-        w_m = pre(f"urem i32 {pre(f'udiv i32 {warp}, {wn}', 'wm')}, {wm}", "wm") if wm > 1 else "0"
-        w_b = pre(f"udiv i32 {warp}, {wn * wm}", "wb") if wb > 1 else "0"
-        return w_b, w_m, w_n, valid
-
-    def coords(self, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
-        """(batch, row, col) i32 values of this thread's `slot`, and i1 'first copy' (or None)."""
-        rb, rm, rn = self.repeats
-        wm = self.warps[1]
-        blk, j = divmod(slot, 4)
-        bi, rest = divmod(blk, rm * rn)
-        mi, ni = divmod(rest, rn)
-        lane = pre(f"and i32 {tid}, 31", "ln")
-        w_b, w_m, w_n, valid = self.warp_coords(pre, tid)
-        g = pre(f"lshr i32 {lane}, 2", "g")
-        t2 = pre(f"shl i32 {pre(f'and i32 {lane}, 3', 't')}, 1", "t2")
-
-        def place(w: str, per_warp: int, block: int, unit: int, within: str) -> str:
-            start = block_start(pre, w, per_warp, block, unit)
-            if within == "0":
-                return start
-            return within if start == "0" else pre(f"add i32 {start}, {within}", "c")
-
-        row_in = g if j < 2 else pre(f"add i32 {g}, 8", "g8")
-        col_in = t2 if j % 2 == 0 else pre(f"add i32 {t2}, 1", "t2")
-        if self.interleaved:   # (mi * wm + w) * 16 + within
-            row = place(w_m, 1, mi * wm, 16, row_in)
-        else:
-            row = place(w_m, rm, mi, 16, row_in)
-        return (place(w_b, rb, bi, 1, "0"), row, place(w_n, rn, ni, 8, col_in), valid)
-
     def slot_shift(self, shape: tuple[int, ...], slot: int) -> Optional[tuple[int, ...]]:
         """Per dimension of a tile of `shape`, how far `slot`'s element lies from slot 0's in every
         thread (a constant: `coords` adds the slot's block and fragment position to the thread's
@@ -342,26 +250,30 @@ class MmaLayout:
         row = (mi * self.warps[1] if self.interleaved else mi) * 16 + (8 if j >= 2 else 0)
         return (0,) * lead + (bi, row, ni * 8 + j % 2)[3 - len(inner):]
 
-    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        b, r, c, valid = self.coords(pre, tid, slot)
-        _, m, n = self.shape
-        e = pre(f"add i32 {pre(f'mul i32 {r}, {n}', 'e')}, {c}", "e")
-        if b != "0":
-            e = pre(f"add i32 {pre(f'mul i32 {b}, {m * n}', 'e')}, {e}", "e")
-        return e, valid
-
     def describe(self) -> str:
         order = ", warpgroup rows" if self.interleaved else ""
         return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks{order}>"
 
 
-def block_start(pre: Pre, w: str, per_warp: int, block: int, unit: int) -> str:
-    """(w * per_warp + block) * unit: where block `block` of warp coordinate `w` starts (a constant
-    where w is "0", so addresses built from it fold)."""
-    if w == "0":
-        return str(block * unit)
-    base = pre(f"mul i32 {w}, {per_warp * unit}", "o")
-    return base if block == 0 else pre(f"add i32 {base}, {block * unit}", "o")
+@record
+class TmemAccLayout(MmaLayout):
+    """An `MmaLayout` whose warps are placed for tensor memory: warp w is at row-warp w % wm and
+    column-warp w / wm (rows fastest), so that its rows lie in TMEM lane quarter w % 4 (M = 128
+    with 8 warps: two warps per quarter, 16 rows each)."""
+
+    def describe(self) -> str:
+        return "#tmem_acc" + MmaLayout.describe(self)[4:]
+
+
+@record
+class PairAccLayout(TmemAccLayout):
+    """One CTA's 64 rows of a CTA pair's M = 128 accumulator (`tcgen05.mma.cta_group::2`, the PTX
+    ISA's layout B): row r, column c at lane r + 64 (c // (N/2)), column c % (N/2), the column halves
+    folded onto the two 64-lane halves. Warp w reads lane quarter q = w % 4, so it holds rows
+    32 (q % 2) .. + 31 of column half q // 2 (split further by w / 4 where there are 8 warps)."""
+
+    def describe(self) -> str:
+        return "#tmem_pair_acc" + MmaLayout.describe(self)[4:]
 
 
 @record
@@ -385,15 +297,6 @@ class MmaRowLayout:
     def slots(self, num_elements: int) -> int:
         rb, rm, _ = self.parent.repeats
         return rb * rm * 2
-
-    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        rb, rm, rn = self.parent.repeats
-        block, h = divmod(slot, 2)
-        b, r, _, valid = self.parent.coords(pre, tid, block * rn * 4 + 2 * h)
-        _, m, _ = self.parent.shape
-        e = r if b == "0" else pre(f"add i32 {pre(f'mul i32 {b}, {m}', 'e')}, {r}", "e")
-        first = pre(f"icmp eq i32 {pre(f'and i32 {tid}, 3', 't')}, 0", "ok")
-        return e, first if valid is None else pre(f"and i1 {valid}, {first}", "ok")
 
     def describe(self) -> str:
         return f"#mma_rows<{self.parent.describe()}>"
@@ -428,32 +331,6 @@ class BroadcastSourceLayout:
     def slots(self, num_elements: int) -> int:
         return self.parent.slots(self._dst_elements())
 
-    def _dst_index(self, pre: Pre, tid: str, slot: int) -> tuple[list[str], Optional[str]]:
-        """The multi-index into `dst` of the parent's `slot` (mma coordinates where the parent has
-        them, else divided out of the row-major index), and the parent's first-copy i1."""
-        if isinstance(self.parent, MmaLayout):
-            b, r, c, valid = self.parent.coords(pre, tid, slot)
-            return ([r, c] if len(self.dst) == 2 else [b, r, c]), valid
-        n = self._dst_elements()
-        e, valid = self.parent.element(pre, tid, n, slot)
-        idx = []
-        for dim, stride in zip(self.dst, row_major_strides(self.dst)):
-            q = e if stride == 1 else pre(f"udiv i32 {e}, {stride}", "q")
-            idx.append(q if stride * dim == n else pre(f"urem i32 {q}, {dim}", "i"))
-        return idx, valid
-
-    def element(self, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-        idx, valid = self._dst_index(pre, tid, slot)
-        src_e = "0"
-        for i, d_dst, d_src, stride in zip(idx, self.dst, self.src, row_major_strides(self.src)):
-            if d_src == 1 and d_dst > 1:   # a broadcast axis: the first copy sits at index 0
-                first = pre(f"icmp eq i32 {i}, 0", "ok")
-                valid = first if valid is None else pre(f"and i1 {valid}, {first}", "ok")
-            elif d_src > 1:
-                term = i if stride == 1 else pre(f"mul i32 {i}, {stride}", "l")
-                src_e = term if src_e == "0" else pre(f"add i32 {src_e}, {term}", "l")
-        return src_e, valid
-
     def describe(self) -> str:
         shape = "x".join(map(str, self.src))
         return f"#broadcast_source<{shape} of {self.parent.describe()}>"
@@ -464,28 +341,6 @@ def _divisors(n: int) -> list[int]:
 
 
 Layout = Union[BlockedLayout, RowWarpLayout, MmaLayout, MmaRowLayout, BroadcastSourceLayout]
-
-
-def vector_width(entry: object) -> int:
-    """Elements per thread run of a kernel's blocked tiles: 16 bytes of the narrowest element its
-    views (or tiles of contiguous pointers) load or store (1 when it accesses none: nothing to widen)."""
-    from ..ir.types import ScalarType, TileType
-    from .vector_access import contiguous_pointers
-
-    narrowest = 0
-    for op in entry.walk():  # type: ignore[attr-defined]
-        if op.name == "cuda_tile.load_view_tko":
-            t = op.results[0].type
-        elif op.name == "cuda_tile.store_view_tko":
-            t = op.operand("tile").type
-        elif op.name in ("cuda_tile.load_ptr_tko", "cuda_tile.store_ptr_tko") and contiguous_pointers(op):
-            t = op.operands[1].type if op.name == "cuda_tile.store_ptr_tko" else op.results[0].type
-        else:
-            continue
-        if isinstance(t, TileType) and isinstance(t.element, ScalarType) and t.element.bitwidth >= 8:
-            nbytes = t.element.bitwidth // 8
-            narrowest = nbytes if not narrowest else min(narrowest, nbytes)
-    return 16 // narrowest if narrowest else 1
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
