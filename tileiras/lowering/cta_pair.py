@@ -14,7 +14,7 @@ as one pair, as the PTX ISA specifies and NVIDIA's kernels do:
   thread of both CTAs waits for) alone waits for `full` and issues `tcgen05.mma.cta_group::2` with M the
   pair's rows (128 or 256): the tensor cores read A's halves and B's halves from both CTAs at the
   same descriptor addresses and write each CTA's rows into its own tensor memory (M = 128: the
-  ISA's layout B, ops_tcgen05.PairAccLayout; M = 256: layout A, as cta_group::1 M = 128). Its
+  ISA's layout B, encodings.PairAccLayout; M = 256: layout A, as cta_group::1 M = 128). Its
   commits arrive on the `empty` and accumulator-ready mbarriers of both CTAs (`.multicast::cluster`
   with the pair's mask); the peer's MMA warp has nothing to do;
 * block-scaled (fp8, M = 256): each CTA restages its own scale tiles (completing on its own `full`);
@@ -70,7 +70,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not layouts:
         return None      # no tcgen05 mma, no pair
-    from .ops_tcgen05 import is_pair
+    from ..tileas.tcgen05_select import is_pair
 
     mmas = [op for op in layouts if is_pair(op) and (resident_loop(op) or (None,))[0] is loop]
     if len(mmas) != 1:

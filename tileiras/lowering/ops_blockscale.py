@@ -40,11 +40,11 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..target import caps
-from ..tileaa.mma_forms import SCALE_BLOCK, SCALED_ELEMENTS, scaled_form
+from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF_COLS, SF_ROWS, scale_blocks, scaled_form,
+                                sf_cells, tcgen05_sf_bytes)
 from .kernel import KernelLowering
 from .smem import SharedMatrix, element_offset, pointer
 from .values import SharedTileVal, TileRegs
-
 
 
 def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
@@ -57,7 +57,7 @@ def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
     one warp beside one or two epilogue warpgroups). Other scales (rearranged in registers: the
     sample's 32x4x4 packing; rows at 8-byte strides) keep two: every thread then restages its share of
     them each K step, and the wider CTA spreads that code (twice the LLVM time at 256 x 256 with half)."""
-    from .ops_tcgen05 import choose as on_tcgen05
+    from ..tileas.tcgen05_select import choose as on_tcgen05
 
     sm = caps(gpu).sm
     if caps(sm).blockscale == "native":
@@ -229,11 +229,10 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
                           also_read=scales)
 
 
-
 # -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
 #
 # Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
-# on tcgen05 (tileaa/mma_forms.py gives its kind; ops_tcgen05 asks `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
+# on tcgen05 (tileaa/mma_forms.py gives its kind; tileas/tcgen05_select.py asks mma_forms' `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
 # (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
 # r (B) sit in lane r % 32, column r / 32 from the operand's scale address, from byte sf_id of the
 # 32-bit cell, where sf_id is the first K block the MMA covers (scale_vec::1X: one byte, fp8's K 32;
@@ -243,43 +242,10 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # name the first byte; bit 23 says ue8m0 (else ue4m3, NVFP4's). tcgen05.cp
 # .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
 # 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
-# (rows, K / 32) scale tiles into that order (`_SF_CHUNK_BYTES` per 128 rows) each K step (in a
+# (rows, K / 32) scale tiles into that order (`SF_CHUNK_BYTES` per 128 rows) each K step (in a
 # warp-specialized loop the epilogue warps do, into a buffer and scale columns per stage,
 # warp_specialize_tcgen05.py). The pipeline stages the scale tiles unpadded (`tcgen05_scale_loads`):
 # B's (K / 32, N) by TMA, A's (M, K / 32), whose 4-byte rows no TMA box takes, by cp.async.
-
-_SF_ROWS = 128                 # rows (A) or columns (B) one tcgen05.cp covers
-_SF_COLS = 4                   # tensor-memory columns it writes
-_SF_CHUNK_BYTES = 512          # its shared-memory source: 32 rows of 16 bytes, no swizzle
-
-def scale_blocks(op: Operation) -> tuple[int, int]:
-    """(elements per scale factor, K blocks of the tile: scale factors per row of A / column of B)."""
-    lhs, scale = op.operand("lhs").type, op.operand("lhs_scale").type
-    return lhs.shape[-1] // scale.shape[-1], scale.shape[-1]  # type: ignore[union-attr]
-
-
-def sf_cells(op: Operation) -> int:
-    """32-bit tensor-memory cells of a row's scale factors: one per 4 K blocks (a K tile of 128 is one
-    cell with 32-element blocks, two with NVFP4's 16)."""
-    return -(-scale_blocks(op)[1] // 4)
-
-
-def tcgen05_fits(m: int, n: int) -> bool:
-    """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
-    both 256 (that accumulator fills all 512 columns)."""
-    return m in (128, 256) and n in (128, 256) and m + n < 512
-
-
-def tcgen05_columns(m: int, n: int, cells: int = 1) -> int:
-    """Tensor-memory columns of the scale factors, after the accumulator's: per cell of a row, a
-    column per 32 rows of A and of B."""
-    return _SF_COLS * (m // _SF_ROWS + n // _SF_ROWS) * cells
-
-
-def tcgen05_sf_bytes(m: int, n: int, cells: int = 1) -> int:
-    """Shared-memory bytes of A's and B's scale factors restaged for tcgen05.cp (a 512-byte chunk per
-    128 rows and cell)."""
-    return (m + n) // _SF_ROWS * _SF_CHUNK_BYTES * cells
 
 
 def tcgen05_sources(k: KernelLowering, tiles: list) -> "list[_Scales]":
@@ -319,18 +285,18 @@ def _restage_one(k: KernelLowering, op: Operation, sources: "list[_Scales]", buf
     val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
     # byte 512 (cell chunks + chunk) + 16 (x % 32) + 4 ((x / 32) % 4) + K block % 4 of the
     # operand's chunks (cell = K block / 4: one 32-bit cell holds 4 K blocks of a row)
-    chunks = (m if src is sources[0] else n) // _SF_ROWS
+    chunks = (m if src is sources[0] else n) // SF_ROWS
     quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
     chunk = k.b.op(f"lshr i32 {x}, 7", "sfd")
     if cells > 1:
         cell = k.b.op(f"lshr i32 {kb}, 2", "sfd")
         chunk = k.b.op(f"add i32 {chunk}, {k.b.op(f'mul i32 {cell}, {chunks}', 'sfd')}", "sfd")
         kb = k.b.op(f"and i32 {kb}, 3", "sfd")
-    terms = [k.b.op(f"mul i32 {chunk}, {_SF_CHUNK_BYTES}", "sfd"),
+    terms = [k.b.op(f"mul i32 {chunk}, {SF_CHUNK_BYTES}", "sfd"),
              k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
              k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
     dst = buffer if src is sources[0] else \
-        k.b.op(f"add i32 {buffer}, {m // _SF_ROWS * _SF_CHUNK_BYTES * cells}", "sfd")
+        k.b.op(f"add i32 {buffer}, {m // SF_ROWS * SF_CHUNK_BYTES * cells}", "sfd")
     for term in terms:
         dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
     k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
@@ -374,14 +340,14 @@ class Tcgen05Scales:
         """tcgen05.cp of every 128-row chunk and cell (A's, then B's; per operand cell by cell, each
         cell's chunks side by side) into its 4 columns (issuing thread only)."""
         k = self.k
-        for chunk in range((self.m + self.n) // _SF_ROWS * self.cells):
-            off = k.b.op(f"add i32 {self.buffer}, {chunk * _SF_CHUNK_BYTES}", "sfs") if chunk else self.buffer
+        for chunk in range((self.m + self.n) // SF_ROWS * self.cells):
+            off = k.b.op(f"add i32 {self.buffer}, {chunk * SF_CHUNK_BYTES}", "sfs") if chunk else self.buffer
             at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "sfs")
             shifted = k.b.op(f"lshr i32 {at}, 4", "sfs")
             start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'sfs')} to i64", "sfs")
             # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001
             desc = k.b.op(f"or i64 {start}, {(1 << 46) | ((128 >> 4) << 32)}", "sfs")
-            taddr = k.b.op(f"add i32 {self.address}, {_SF_COLS * chunk}", "sft")
+            taddr = k.b.op(f"add i32 {self.address}, {SF_COLS * chunk}", "sft")
             # a CTA pair's: each CTA's restaged bytes into its own tensor memory (cta_pair.py)
             k.b.emit(f'call void asm sideeffect "tcgen05.cp.cta_group::{self.group}.32x128b.warpx4 [$0], $1;", '
                      f'"r,l,~{{memory}}"(i32 {taddr}, i64 {desc})')
@@ -391,11 +357,11 @@ class Tcgen05Scales:
         in it: the scale-factor ID), rows 128 half.. of A."""
         k = self.k
         cell, kb = divmod(k0 // self.block, 4)
-        chunks_a, chunks_b = self.m // _SF_ROWS, self.n // _SF_ROWS
+        chunks_a, chunks_b = self.m // SF_ROWS, self.n // SF_ROWS
         # the descriptor's D-format bits are B's scale-factor ID here (D is always f32)
         desc = (idesc & ~0x30) | (kb << 4) | (self.ue8m0 << 23) | (kb << 29)
-        a_col = _SF_COLS * (cell * chunks_a + half)
-        b_col = _SF_COLS * (self.cells * chunks_a + cell * chunks_b)
+        a_col = SF_COLS * (cell * chunks_a + half)
+        b_col = SF_COLS * (self.cells * chunks_a + cell * chunks_b)
         sfa = k.b.op(f"add i32 {self.address}, {_i32(a_col | (kb << 30))}", "sfa")
         sfb = k.b.op(f"add i32 {self.address}, {_i32(b_col | (kb << 30))}", "sfb")
         # fp4: kind::mxf4nvf4 with 2 (block32) or 4 (block16) scale factors a row per MMA

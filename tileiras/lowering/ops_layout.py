@@ -11,7 +11,7 @@ def conversion_form(op: Operation, src_layout: object, layout: object) -> str:
     """How `op` converts: "splat" (rebuilt from its one value), "in-place" (fragments already in
     place: an mma.sync and a tcgen05 accumulator layout that place the warps alike), else
     "exchange": through shared memory, the one form with a buffer (tileas/shared_sizes.py)."""
-    from .ops_tcgen05 import same_fragments
+    from ..layout.encodings import same_fragments
 
     if op.attributes.get("rematerialize"):
         return "splat"

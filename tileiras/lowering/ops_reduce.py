@@ -358,7 +358,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     if shape is not None:
         why = {}
         if k.caps.has("tcgen05") and k.assignment is not None:   # the newer instruction could not apply
-            from .ops_tcgen05 import why_not
+            from ..tileas.tcgen05_select import why_not
 
             why["Reason"] = "not tcgen05.mma: " + why_not(op, k.sm, k.threads, k.assignment.tcgen05_layouts)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe(), **why)

@@ -1,21 +1,14 @@
 """mmaf / mmai on Blackwell's fifth-generation tensor cores (sm_100 / sm_103): `tcgen05.mma`.
 
-Selection (`choose_all`, asked by assign_layouts): 2-D mmas (f16, bf16, tf32, e4m3/e5m2, signed
-int8) whose B is a load used once, possibly reshaped (unit dimensions), transposed (2-D) or
-rounded to tf32, and whose A is such a load too or (except tf32) a register tile: cp.async
-copies the loads into swizzled buffers read as stored (A (M, K) K-major or (K, M) M-major, B
-(K, N) N-major or (N, K) K-major: the instruction descriptor's transpose bits; tf32 operands
-are copied swizzled too, then rounded in place by the epilogue warps of a warp-specialized loop
-(warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded, kmajor_copy.py); block-scaled
-fp8 and fp4 (ops_blockscale.py: fp4's A and B, wherever they are, packed two to a byte by the mma,
-fp4_pack.py); M 64, 128 or 256 (two M=128 instructions side by side in tensor memory), N a
-multiple of 16 (8 for M = 64) up to 256, A and B together within shared memory (else mma.sync
-copies them in K slices), enough warps that each TMEM lane quarter is read by its own warps, and
-room in the 512 columns of tensor memory (`plan`:
-accumulators that stay there through a loop apart, the columns each mma needs only while it
-runs shared, and every top-level loop or mma starting again at column 0).
-The rest stays on mma.sync: other types (f16 accumulators, unsigned int8), shapes no
-instruction has, and rows no swizzle holds whole.
+Which mmas run here, with which accumulator layout, is decided at nv_tileas (tileas/tcgen05_select.py,
+asked by assign_layouts) and where their columns lie in tensor memory too (tileas/tmem_columns.py);
+this module translates them. cp.async copies the loads into swizzled buffers read as stored (A (M, K)
+K-major or (K, M) M-major, B (K, N) N-major or (N, K) K-major: the instruction descriptor's transpose
+bits; tf32 operands are copied swizzled too, then rounded in place by the epilogue warps of a
+warp-specialized loop (warp_specialize_tcgen05.py) or, elsewhere, copied K-major and rounded,
+kmajor_copy.py); block-scaled fp8 and fp4 (ops_blockscale.py: fp4's A and B, wherever they are,
+packed two to a byte by the mma, fp4_pack.py); M = 256 is two M = 128 instructions side by side in
+tensor memory.
 
 A register A (attention's P in P @ V) goes where NVIDIA's compiler puts it: to tensor memory
 (`_a_in_tmem`: tcgen05.st of the packed fragments, 16-bit or 8-bit, the MMA's [a-tmem] form,
@@ -56,259 +49,35 @@ from __future__ import annotations
 from typing import Container, Optional
 
 from ..ir.core import Operation
+from ..layout.encodings import MmaLayout, PairAccLayout, TmemAccLayout
 from ..transforms.rewrite import inside_op
-from ..target import caps
 from ..tileaa.mma_forms import Kind, kind_of
-from ..tileaa.mma_operands import MMAS, carried_factor, loaded, mma_reads, passes, rescale, resident_loop
+from ..tileaa.mma_operands import carried_factor, rescale, resident_loop
+from ..tileas.tcgen05_select import PACKED, RESTAGED
+from ..tileas.tmem_columns import columns_of, epoch, epoch_groups, per_column, plan, tmem_a_columns
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
-from ..layout.encodings import WARP, MmaLayout, PairAccLayout, TmemAccLayout
 from .layout_index import warp_coords
 from .llvm_text import llvm_type
-from .smem import SWIZZLE_BYTES, SharedMatrix, pointer
-from .tmem import COLUMNS, tensor_memory, wait_mbarrier
+from .smem import SharedMatrix, pointer
+from .tmem import tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
 
 
-# tf32 operands are f32 loads rounded by an ftof: the mma rounds them itself while it copies them
-# from their cp.async buffers into swizzled K-major ones (B transposed), so both descriptors are
-# K-major and the products equal the rounded operands' (not the hardware's truncation of raw f32).
-_RESTAGED = frozenset({"tf32"})
-
-# 4-bit kinds: A and B two elements to a byte, K-major, which no copy of a load gives as it lands: the
-# mma packs them from registers or their staged bytes into buffers of its own (fp4_pack.py)
-_PACKED = frozenset({"mxf4nvf4"})
-_A_IN_TMEM = frozenset({"f16", "f8f6f4"})   # kinds whose register A goes to tensor memory (`_a_in_tmem`)
 _SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
-
-
-def is_pair(op: Operation) -> bool:
-    """Whether `op` is the mma a cluster's CTA pairs run as one (tileaa/clusters.PAIR_ATTR)."""
-    from ..tileaa.clusters import PAIR_ATTR
-    from ..tileas.buffers import _parent_op
-
-    entry: Optional[Operation] = op
-    while entry is not None and entry.name != "cuda_tile.entry":
-        entry = _parent_op(entry)
-    return entry is not None and bool(entry.attributes.get(PAIR_ATTR))
-
-
-def same_fragments(a: object, b: object) -> bool:
-    """Two mma accumulator layouts (mma.sync's, tcgen05's) that give every thread the same elements
-    in the same slots: equal geometry, and warps placed alike (rows only: warp w at row-warp
-    w % wm either way, except tcgen05's two-warps-per-quarter placement)."""
-    if not (isinstance(a, MmaLayout) and isinstance(b, MmaLayout)) or type(a) is type(b):
-        return False
-    _, wm, wn = a.warps
-    return (a.threads, a.shape, a.warps, a.interleaved) == (b.threads, b.shape, b.warps, b.interleaved) \
-        and wn == 1 and not a.interleaved and wm * WARP == a.threads and not (wm == 8 and a.shape[1] == 128)
-
-
-
-def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
-    """The accumulator layout of `op` when it runs on tcgen05.mma, else None (mma.sync)."""
-    if not caps(sm).has("tcgen05") or op.name not in MMAS:
-        return None
-    found = _decide(op, threads)
-    return found if isinstance(found, TmemAccLayout) and not _too_large(op, sm) else None
-
-
-def _too_large(op: Operation, sm: int) -> bool:
-    """A and B together are more than the target's shared memory: tcgen05.mma reads them staged
-    whole, where mma.sync copies such loads to its K slices (TileGym's MLA decoding at 256-row K
-    tiles: 256 KB)."""
-    from .kernel import storage_bytes
-    from .smem import opt_in_limit
-
-    staged = sum(v.type.num_elements * storage_bytes(v.type.element)  # type: ignore[union-attr]
-                 for v in (op.operand("lhs"), op.operand("rhs")))
-    return staged > opt_in_limit(sm)
-
-
-def why_not(op: Operation, sm: int, threads: int, chosen: "dict[Operation, TmemAccLayout]") -> str:
-    """Why an sm_100 mma (not among `chosen`) stays on mma.sync: the remark's reason."""
-    found = _decide(op, threads)
-    if isinstance(found, TmemAccLayout) and _too_large(op, sm):
-        return "its A and B, staged whole, exceed shared memory: mma.sync copies them in K slices"
-    if isinstance(found, TmemAccLayout) and not chosen:
-        return "the kernel returns early: tensor memory is freed at its one exit"
-    if isinstance(found, TmemAccLayout):
-        return f"its {columns_needed(op, found)} tensor-memory columns do not fit beside the " \
-               f"{plan(chosen)[1]} of the kernel's other tcgen05 mmas"
-    return found
-
-
-def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
-    """The tcgen05 accumulator layout of `op`, or why it has none."""
-    kind = kind_of(op)
-    lhs, acc = op.operand("lhs"), op.operand("acc")
-    if kind is None:
-        return "tcgen05.mma has no kind for these element types (f16 accumulators, unsigned int8)"
-    if len(acc.type.shape) != 2:  # type: ignore[union-attr]
-        return "a batched (3-D) tile: tcgen05.mma takes 2-D tiles (unit batches are reshaped away)"
-    m, n = acc.type.shape  # type: ignore[union-attr]
-    kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
-    warps = threads // WARP
-    # warps on rows as far as each one's rows stay in its lane quarter (16x256b reaches 16 lanes):
-    # M = 128 with 8 warps gives each 16 rows (two per quarter), so a row's softmax stays in a warp
-    wm = 4 if m == 64 else 8 if m == 128 and warps % 8 == 0 else m // 32
-    if m not in (64, 128, 256) or n > 256 or n % (8 if m == 64 else 16):
-        return f"no cta_group::1 instruction computes a {m} x {n} tile (M 64, 128 or 256; N up to 256)"
-    if warps % wm:
-        return f"{warps} warps cannot read the {m}-row accumulator's tensor-memory lane quarters"
-    wn = warps // wm
-    per_warp = n // 8 // max(wn, 1)
-    if n % (8 * wn) or per_warp & (per_warp - 1) or per_warp > 32:   # one 16x256b.x{1..32} per row block
-        return f"{n} columns over {wn} warps is no 16x256b access"
-    if kdim % kind.k:
-        return f"K = {kdim} is not a multiple of kind::{kind.name}'s K of {kind.k}"
-    if op.name == "cuda_tile.mmaf_scaled":
-        from .ops_blockscale import tcgen05_fits
-
-        if not tcgen05_fits(m, n):
-            return "the block scales of this shape do not fit tensor memory's columns beside the accumulator"
-    # A and B of a packed kind go K-major into the mma's own buffers from wherever they are (fp4_pack.py)
-    why = "" if kind.name in _PACKED else _operands_refused(op, kind, m, n, kdim)
-    if why:
-        return why
-    layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
-    if m == 64 and is_pair(op):   # layout B: two row warps, the column halves on lane quarters 2-3
-        layout = PairAccLayout(threads, (1, m, n), (1, 2, 2 * wn))
-        if n % 16 or (n // 16 // wn) & (n // 16 // wn - 1):
-            return f"{n} columns over {wn} warps is no 16x256b access of the pair's column halves"
-    if columns_needed(op, layout) > COLUMNS:
-        return f"it needs {columns_needed(op, layout)} tensor-memory columns, more than the {COLUMNS} there are"
-    return layout
-
-
-def _operands_refused(op: Operation, kind: Kind, m: int, n: int, kdim: int) -> str:
-    """Why the MMA cannot read `op`'s A and B where cp.async or the mma puts them ("" where it can)."""
-    a_src, b_src = loaded(op.operand("lhs")), loaded(op.operand("rhs"))
-    if b_src is None:
-        return "B is not a load used only by this mma: tcgen05.mma reads B from shared memory"
-    if a_src is None and (not register_a(kind) or op.name == "cuda_tile.mmaf_scaled"):
-        return "A is computed in registers and read as tf32: tcgen05.mma would truncate what its ftof rounds"
-    restaged = kind.name in _RESTAGED                      # copied K-major whatever the source's orientation
-    a_row = (m if a_src and not restaged else kdim) * kind.elem_bytes    # bytes of a stored row: (K, M) or (M, K)
-    b_row = (kdim if b_src or restaged else n) * kind.elem_bytes         # (N, K) or (K, N)
-    if not (_swizzles(a_row) and _swizzles(b_row)):
-        return f"stored rows of {a_row} / {b_row} bytes fit no swizzle (32, 64 or a multiple of 128 bytes)"
-    return ""
-
-
-
-def register_a(kind: Kind) -> bool:
-    """Kinds whose A may be a register tile (attention's probabilities): all but tf32 (whose copies
-    round): 16-bit ones go to tensor memory where they can (`_a_in_tmem`), the rest to a swizzled
-    shared buffer."""
-    return kind.name not in _RESTAGED
-
-
-def _tmem_a_columns(op: Operation, m: int) -> int:
-    """Tensor-memory columns of a register A that the MMA reads from tensor memory: M = 128 (lane =
-    row) or 256 (the second half K columns after the first, as the scores' halves it is computed
-    from lie, so that each half of P lies over its own half of S), two 16-bit or four 8-bit
-    elements per 32-bit column; 0 for an A in shared memory."""
-    kind = kind_of(op)
-    lhs = op.operand("lhs")
-    if kind is None or m not in (128, 256) or kind.name not in _A_IN_TMEM or loaded(lhs) is not None:
-        return 0
-    kdim = lhs.type.shape[-1]  # type: ignore[union-attr]
-    return kdim * (m // 128 - 1) + kdim // _per_column(kind)
-
-
-def _per_column(kind: Kind) -> int:
-    """A's elements per 32-bit tensor-memory column."""
-    return 4 // kind.elem_bytes
-
-
-def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
-    """`value` reaches `ops` (and only them) as an operand, through unit reshapes, 2-D transposes and
-    roundings to tf32 (on every path, several mmas possibly reading it), and the MMAs read the buffer
-    it is copied into (swizzled). A tf32 operand's buffer is swizzled too where its rows fit a
-    swizzle: the warp-specialized loop rounds it in place and the MMA reads it as stored
-    (warp_specialize_tcgen05.py); elsewhere the mma restages it K-major from there (`_restaged`)."""
-    row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
-    reads = mma_reads(value, passes)  # type: ignore[arg-type]
-    return bool(reads) and all(read.mma in ops and kind_of(read.mma).name not in _PACKED  # type: ignore[union-attr]
-                               and (kind_of(read.mma).name not in _RESTAGED  # type: ignore[union-attr]
-                                    or _swizzles(row)) for read in reads)
-
-
-def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
-    """The mmas (among `ops`) that run on tcgen05, placed in tensor memory by `plan`: in program
-    order while the 512 columns last (the others stay on mma.sync)."""
-    out: dict[Operation, TmemAccLayout] = {}
-    for op in ops:
-        layout = choose(op, sm, threads)
-        if layout is not None and plan({**out, op: layout})[1] <= COLUMNS:
-            out[op] = layout
-    return out
-
-
-def plan(layouts: "dict[Operation, TmemAccLayout]") -> "tuple[dict[Operation, tuple[int, int]], int]":
-    """(first column of each mma's accumulator and of its A in tensor memory, columns in all).
-
-    Per epoch (`_epoch`; every epoch starts at column 0): the accumulators that stay in tensor
-    memory through a loop (`resident_loop`) first, side by side; after them the columns each mma
-    uses only while it runs (its accumulator when it is read back at once, its A), which the mmas
-    of an epoch share: one mma's read-back accumulator is dead (in registers) before the next
-    mma stores anything (attention's P goes over the scores S it was computed from)."""
-    starts: dict[Operation, tuple[int, int]] = {}
-    total = 0
-    for group in _epoch_groups(layouts).values():
-        resident = 0
-        for op in group:
-            if resident_loop(op) is not None:
-                starts[op] = (resident, 0)
-                resident += op_columns(op, *layouts[op].shape[1:])
-        transient = 0
-        for op in group:
-            _, m, n = layouts[op].shape
-            acc = op_columns(op, m, n)
-            if op in starts:
-                starts[op] = (starts[op][0], resident)
-                transient = max(transient, _tmem_a_columns(op, m))
-            else:
-                starts[op] = (resident, resident + acc)
-                transient = max(transient, acc + _tmem_a_columns(op, m))
-        total = max(total, resident + transient)
-    return starts, total
-
-
-def _epoch(op: Operation) -> Operation:
-    """The operation of the kernel's body that contains `op` (or is it). Tensor memory is free
-    between epochs: an accumulator lives in tensor memory from its store to its read-back, both in
-    its mma's lowering, or through the loop that keeps it there (`resident_loop`), both inside
-    its epoch. So the mmas of one epoch take disjoint columns, and each epoch starts from column 0
-    (a causal attention's two loops reuse the same columns)."""
-    while True:
-        block = op.parent
-        owner = block.parent.parent if block is not None and block.parent is not None else None
-        if owner is None or owner.name == "cuda_tile.entry":
-            return op
-        op = owner
-
-
-def _epoch_groups(ops: "dict[Operation, TmemAccLayout]") -> "dict[Operation, list[Operation]]":
-    """tcgen05 mmas by epoch, both in program order."""
-    out: dict[Operation, list[Operation]] = {}
-    for op in ops:
-        out.setdefault(_epoch(op), []).append(op)
-    return out
 
 
 def _reuses_columns(k: KernelLowering, at: Operation) -> bool:
     """`at` (a `for` or an mma) opens an epoch after another epoch's mmas: it is the outermost
     `for` around the epoch's first mma (else that mma), so that its first tensor-memory access
     waits for every warp's last reads of the earlier epoch's columns (a CTA barrier) once."""
-    groups = _epoch_groups(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
-    epoch = _epoch(at)
-    if epoch not in groups or list(groups).index(epoch) == 0:
+    groups = epoch_groups(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
+    owner = epoch(at)
+    if owner not in groups or list(groups).index(owner) == 0:
         return False
-    first = opens = groups[epoch][0]
-    while first is not epoch:
+    first = opens = groups[owner][0]
+    while first is not owner:
         first = first.parent.parent.parent  # type: ignore[union-attr]
         if first.name == "cuda_tile.for":
             opens = first
@@ -324,12 +93,12 @@ def _same_owners(k: KernelLowering, op: Operation) -> bool:
     that a cell's row is in the same half for all: attention's P over the S it came from)."""
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     starts, _ = plan(layouts)
-    group = _epoch_groups(layouts)[_epoch(op)]
+    group = epoch_groups(layouts)[epoch(op)]
 
     def items(o: Operation) -> list[tuple[int, int]]:     # (first column, half stride) of what o stores
         _, m, n = layouts[o].shape
         kdim = o.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
-        a = [(starts[o][1], kdim)] if _tmem_a_columns(o, m) else []
+        a = [(starts[o][1], kdim)] if tmem_a_columns(o, m) else []
         return a if resident_loop(o) is not None else [(starts[o][0], n)] + a
 
     shared = {(layouts[o].shape[1], layouts[o].warps) for o in group}
@@ -350,13 +119,12 @@ def _region(k: KernelLowering, op: Operation, a: bool = False) -> tuple[str, int
     return (k.b.pre(f"add i32 {tm.address}, {start}", "tr") if start else tm.address), total
 
 
-
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the restaging buffers of the
     tcgen05 mmas inside it, so that the pipeline's depth leaves room for them. Then the nonzero
     initial values of the accumulators it keeps in tensor memory go there (the registers die
     here, and a loop that runs no iteration leaves them there for `after_loop`), after a CTA
-    barrier where the loop's columns were an earlier loop's (`_epoch`: every warp's reads of
+    barrier where the loop's columns were an earlier loop's (`epoch`: every warp's reads of
     them are done)."""
     from .kmajor_copy import kmajor_buffer
 
@@ -393,7 +161,7 @@ def loop_restaged(assignment: object, loop: Operation, given: "Container[Operati
     if split is not None and split.loop is loop and split.mmas:  # type: ignore[attr-defined]
         return []
     layouts = getattr(assignment, "tcgen05_layouts", None) or {}
-    return [op for op in layouts if kind_of(op).name in _RESTAGED and op not in given and inside_op(op, loop)]  # type: ignore[union-attr]
+    return [op for op in layouts if kind_of(op).name in RESTAGED and op not in given and inside_op(op, loop)]  # type: ignore[union-attr]
 
 
 def reads_in_place(value: SharedTileVal) -> bool:
@@ -434,31 +202,6 @@ def after_loop(k: KernelLowering, loop: Operation) -> None:
 
 def _is_zero(tile: TileRegs) -> bool:
     return all(s in ("0", "0.000000e+00", "0.0", "0x0000000000000000") for s in tile.slots)
-
-
-def _swizzles(row_bytes: int) -> bool:
-    """Rows of this many bytes fit a swizzled layout: whole 128-byte atoms, or one 32/64-byte atom."""
-    return row_bytes % SWIZZLE_BYTES == 0 or row_bytes in (32, 64)
-
-
-def columns_needed(op: Operation, layout: MmaLayout) -> int:
-    """Tensor-memory columns of `op`: its accumulator, then its A where that is read from there."""
-    _, m, n = layout.shape
-    return op_columns(op, m, n) + _tmem_a_columns(op, m)
-
-
-def op_columns(op: Operation, m: int, n: int) -> int:
-    """Tensor-memory columns of one mma: its accumulator's, and a block-scaled mma's scale factors."""
-    if op.name != "cuda_tile.mmaf_scaled":
-        return columns_of(m, n)
-    from .ops_blockscale import sf_cells, tcgen05_columns
-
-    return columns_of(m, n) + tcgen05_columns(m, n, sf_cells(op))
-
-
-def columns_of(m: int, n: int) -> int:
-    """Tensor-memory columns of an M x N f32/s32 accumulator (M = 256: two 128-lane halves)."""
-    return n * (2 if m == 256 else 1)
 
 
 def issued_m(m: int, pair: bool) -> int:
@@ -507,10 +250,10 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     kind = kind_of(op)
     assert kind is not None
     is_float = kind.d == 1
-    restaged = kind.name in _RESTAGED
+    restaged = kind.name in RESTAGED
     _, m, n = layout.shape
     address, _ = _region(k, op)
-    stores = resident_loop(op) is None and not _is_zero(acc) or bool(_tmem_a_columns(op, m)) \
+    stores = resident_loop(op) is None and not _is_zero(acc) or bool(tmem_a_columns(op, m)) \
         and isinstance(lhs, TileRegs)
     if _reuses_columns(k, op) or stores and not _same_owners(k, op):
         k.barrier()    # every warp's reads of the columns this op stores to are done
@@ -598,9 +341,9 @@ def operand_forms(k: KernelLowering, op: Operation, lhs: object, rhs: object) ->
     lowering and plan-shared-memory (tileas/shared_operands.py: stand-ins of the operands)."""
     kind = kind_of(op)
     assert kind is not None
-    if kind.name in _RESTAGED:
+    if kind.name in RESTAGED:
         return "restaged", "restaged"
-    if kind.name in _PACKED:
+    if kind.name in PACKED:
         return "packed", "packed"
     a = "tmem" if a_in_tmem(k, op, lhs) else "shared" if isinstance(lhs, SharedTileVal) else "staged"
     return a, "shared" if isinstance(rhs, SharedTileVal) else "staged"
@@ -624,7 +367,7 @@ def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_O
             d = address if half == 0 else k.b.op(f"add i32 {address}, {n}", "td")
             enable = accumulate if k0 == 0 else "1"
             if a is None:    # [a-tmem]: 2 or 4 elements per column, the second half K columns on
-                column = k0 // _per_column(kind) + half * op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+                column = k0 // per_column(kind) + half * op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
                 a_at = k.b.op(f"add i32 {a_tmem}, {column}", "ta") if column else a_tmem
                 a_text, a_cons, a_arg = "[$1]", "r", f"i32 {a_at}"
             else:
@@ -691,7 +434,7 @@ def _shared(k: KernelLowering, value: SharedTileVal, role: str) -> _Operand:
 
 
 def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
-    """A register A that this MMA reads from tensor memory (columns reserved by `_tmem_a_columns`):
+    """A register A that this MMA reads from tensor memory (columns reserved by `tmem_a_columns`):
     in the fragment layout of an M = 128 or 256 tcgen05 accumulator (each warp's rows in its own
     lane quarter; M = 256: rows 128.. in the next K / 2 columns), each thread packs its two 16-bit
     neighbours of a row into one 32-bit column and stores them with the 16x128b shape, whose
@@ -708,9 +451,9 @@ def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
 
 def a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> bool:
     """Whether `_a_in_tmem` stores register A `lhs` in tensor memory for this MMA to read there: in
-    the fragment layout of an M = 128 or 256 tcgen05 accumulator (`_tmem_a_columns`)."""
+    the fragment layout of an M = 128 or 256 tcgen05 accumulator (`tmem_a_columns`)."""
     m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
-    if not _tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
+    if not tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
         return False
     layout = lhs.layout
     return isinstance(layout, TmemAccLayout) and layout.shape[1] == m

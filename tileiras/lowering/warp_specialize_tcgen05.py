@@ -134,7 +134,7 @@ SCALE_ALIGN = 128    # a stage's restaged scales (tcgen05.cp reads 128-byte rows
 def scale_stage(k: KernelLowering, op: Operation) -> tuple[int, int]:
     """(bytes, tensor-memory columns) of one stage's restaged scales of the block-scaled mma `op`
     (`_scale_stages`). Sizes plan-shared-memory's "tmem-stages" too (tileas/shared_tcgen05.py)."""
-    from .ops_blockscale import sf_cells, tcgen05_columns, tcgen05_sf_bytes
+    from ..tileaa.mma_forms import sf_cells, tcgen05_columns, tcgen05_sf_bytes
 
     _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
     return tcgen05_sf_bytes(m, n, sf_cells(op)), tcgen05_columns(m, n, sf_cells(op))
@@ -232,7 +232,7 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
     from ..transforms.rewrite import inside_op
     from ..tileaa.mma_operands import rescale, resident_loop, zero
     from ..tileaa.mma_forms import kind_of
-    from .ops_tcgen05 import _RESTAGED, register_a
+    from ..tileas.tcgen05_select import RESTAGED, register_a
 
     layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
     mmas = [op for op in loop.regions[0].block.operations if op in layouts]
@@ -247,7 +247,7 @@ def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tu
             return (), f"{len(mmas)} tcgen05 mmas in the loop body that are not a chain of scores and O += P V"
     if rescale(o) is None or (resident_loop(o) or (None,))[0] is not loop:
         return (), "the last mma's accumulator is not O, rescaled in tensor memory"
-    if any(kind_of(op).name in _RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
+    if any(kind_of(op).name in RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
         return (), "an operand is restaged (tf32) or block-scaled"
     if not p_in_tmem(k, o) and not register_a(kind_of(o)):  # type: ignore[arg-type]
         return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
@@ -272,11 +272,11 @@ def p_in_tmem(k: KernelLowering, o: Operation) -> bool:
     """Whether O += P V reads P from tensor memory (M = 128 or 256 in the scores' layout, as
     ops_tcgen05._a_in_tmem stores it), else from a swizzled shared buffer (M = 64)."""
     from ..layout.encodings import TmemAccLayout
-    from .ops_tcgen05 import _tmem_a_columns
+    from ..tileas.tmem_columns import tmem_a_columns
 
     m = k.assignment.tcgen05_layouts[o].shape[1]  # type: ignore[union-attr]
     layout = k.layout_of(o.operand("lhs"))
-    return bool(_tmem_a_columns(o, m)) and isinstance(layout, TmemAccLayout) and layout.shape[1] == m
+    return bool(tmem_a_columns(o, m)) and isinstance(layout, TmemAccLayout) and layout.shape[1] == m
 
 
 def p_buffer(k: KernelLowering, o: Operation) -> object:
@@ -349,13 +349,13 @@ def double_scores(k: KernelLowering, s: Operation, o: Operation) -> int:
     over it), so that S_{j+1} waits for O += P_{j-1} V_{j-1} (the other buffer), not for the O += P_j
     V_j just issued; 0 (one buffer) where the second does not fit tensor memory (512 columns, shared
     by the CTAs the occupancy hint puts on an SM) or its allocation was made before. The second buffer lies after every column the kernel's plan uses."""
-    from .ops_tcgen05 import _tmem_a_columns, op_columns, plan
+    from ..tileas.tmem_columns import op_columns, plan, tmem_a_columns
     from .tmem import COLUMNS, allocation_columns
 
     starts, total = plan(k.assignment.tcgen05_layouts)  # type: ignore[union-attr]
     _, m, n = k.assignment.tcgen05_layouts[s].shape  # type: ignore[union-attr]
     first = starts[s][0]
-    span = max(op_columns(s, m, n), starts[o][1] + _tmem_a_columns(o, m) - first)
+    span = max(op_columns(s, m, n), starts[o][1] + tmem_a_columns(o, m) - first)
     tm = getattr(k, "tmem", None)
     if not starts[o][1] >= first or allocation_columns(total + span) * k.warp_split.min_ctas > COLUMNS \
             or tm is not None and tm.cols < allocation_columns(total + span):
@@ -547,7 +547,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
     operands = {op: tuple(_source(op.operand(n)) for n in ("lhs", "rhs")) for op in mmas}
     scaled = _scaled(k)
     if scaled is not None:   # its scales' columns for every stage (after the accumulator's)
-        from .ops_tcgen05 import columns_of
+        from ..tileas.tmem_columns import columns_of
 
         _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
         assert getattr(k, "tmem", None) is None
@@ -618,7 +618,7 @@ def _issue_loop(k: KernelLowering, p: "ActivePipeline", operands: dict, addresse
             scales = None
             if op is scaled:     # this stage's restaged scales into this stage's columns, then the MMAs
                 from .ops_blockscale import Tcgen05Scales
-                from .ops_tcgen05 import columns_of
+                from ..tileas.tmem_columns import columns_of
 
                 base, nbytes, cols = _scale_stages(k, p, op)
                 buffer = k.b.op(f"add i32 {k.b.op(f'mul i32 {it.stage}, {nbytes}', 'mw')}, {base}", "mw")

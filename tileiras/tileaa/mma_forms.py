@@ -283,3 +283,39 @@ def reads_directly(shape: WgmmaShape, operand: str, transposed: bool, rows: int,
     16-bit types, with a stored row that a swizzle holds whole."""
     kmajor = transposed if operand == "b" else not transposed
     return (kmajor or shape.transposable) and swizzle_fits(cols * shape.elem_bytes) and rows % 8 == 0
+
+# Block scales on tcgen05 (lowering/ops_blockscale.py restages them): one tcgen05.cp covers 128 rows (A) or
+# columns (B), writing 4 tensor-memory columns from 512 bytes of shared memory (32 rows of 16 bytes).
+SF_ROWS = 128                  # rows (A) or columns (B) one tcgen05.cp covers
+SF_COLS = 4                    # tensor-memory columns it writes
+SF_CHUNK_BYTES = 512           # its shared-memory source: 32 rows of 16 bytes, no swizzle
+
+
+def scale_blocks(op: Operation) -> tuple[int, int]:
+    """(elements per scale factor, K blocks of the tile: scale factors per row of A / column of B)."""
+    lhs, scale = op.operand("lhs").type, op.operand("lhs_scale").type
+    return lhs.shape[-1] // scale.shape[-1], scale.shape[-1]  # type: ignore[union-attr]
+
+
+def sf_cells(op: Operation) -> int:
+    """32-bit tensor-memory cells of a row's scale factors: one per 4 K blocks (a K tile of 128 is one
+    cell with 32-element blocks, two with NVFP4's 16)."""
+    return -(-scale_blocks(op)[1] // 4)
+
+
+def tcgen05_fits(m: int, n: int) -> bool:
+    """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
+    both 256 (that accumulator fills all 512 columns)."""
+    return m in (128, 256) and n in (128, 256) and m + n < 512
+
+
+def tcgen05_columns(m: int, n: int, cells: int = 1) -> int:
+    """Tensor-memory columns of the scale factors, after the accumulator's: per cell of a row, a
+    column per 32 rows of A and of B."""
+    return SF_COLS * (m // SF_ROWS + n // SF_ROWS) * cells
+
+
+def tcgen05_sf_bytes(m: int, n: int, cells: int = 1) -> int:
+    """Shared-memory bytes of A's and B's scale factors restaged for tcgen05.cp (a 512-byte chunk per
+    128 rows and cell)."""
+    return (m + n) // SF_ROWS * SF_CHUNK_BYTES * cells

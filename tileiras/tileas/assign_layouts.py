@@ -380,7 +380,7 @@ class LayoutAssignment:
         mmas = [op for op in self._ops if op in self.mma_shapes]
         if not mmas or any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
             return {}
-        from ..lowering.ops_tcgen05 import choose_all
+        from .tcgen05_select import choose_all
 
         return choose_all(mmas, self.sm, self.threads)
 
@@ -392,7 +392,7 @@ class LayoutAssignment:
         in its swizzled layout."""
         if not self.tcgen05_layouts:   # feeds no tcgen05 mma
             return self._wgmma_reads_as_stored(value)
-        from ..lowering.ops_tcgen05 import feeds
+        from .tcgen05_select import feeds
 
         return self._wgmma_reads_as_stored(value) or feeds(value, self.tcgen05_layouts)
 

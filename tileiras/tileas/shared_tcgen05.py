@@ -133,7 +133,8 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op not in layouts and not facts.caps.has("tcgen05"):
         return out     # neither a tcgen05 mma nor a store of its fragments (tmem_epilogue.fragments_staged)
-    from ..lowering.ops_blockscale import SCALES_ALIGN, sf_cells, tcgen05_sf_bytes
+    from ..lowering.ops_blockscale import SCALES_ALIGN
+    from ..tileaa.mma_forms import sf_cells, tcgen05_sf_bytes
     from ..lowering.ops_memory import _ordering
     from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
     from ..lowering.warp_specialize_tcgen05 import settled
@@ -159,7 +160,7 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
 
 
 def pairs_run(facts: "StagingFacts") -> bool:
-    """Whether every mma whose accumulator is in a CTA pair's layout (ops_tcgen05.PairAccLayout) runs
+    """Whether every mma whose accumulator is in a CTA pair's layout (layout/encodings.PairAccLayout) runs
     as the pair (its K loop's ring has the pair: cta_pair.plan): then no accumulator goes through the
     pair layout by a conversion ("pair-conversion", ops_tcgen05._transfer_alone) and the plan
     predicts none; where one runs alone, the role is left to the lowering."""
