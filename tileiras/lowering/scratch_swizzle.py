@@ -31,6 +31,8 @@ Pre = Callable[[str, str], str]
 
 @record
 class ScratchSwizzle:
+    """Where a permute's scratch holds each element, and the runs its stores and loads move."""
+
     shift: int          # the chunk-number bits XORed into the chunk index start here (>= 3)
     elem_bytes: int
     write_run: int      # elements a store moves at once: consecutive slots of one chunk
@@ -62,9 +64,16 @@ def permute_swizzle(shape: tuple[int, ...], perm: tuple[int, ...], elem_bytes: i
 
 
 def _run(layout: Layout, n: int, per_chunk: int) -> int:
-    """Consecutive slots holding consecutive elements of one chunk, from an aligned start."""
-    run = layout.run(n)
-    return min(run, per_chunk) if run & (run - 1) == 0 else 1
+    """The elements one access moves: consecutive slots that hold consecutive elements of one chunk
+    from a start aligned to their count (the layout's runs, checked on the first warp), else 1."""
+    run = min(layout.run(n), per_chunk)
+    if run < 2 or run & (run - 1):
+        return 1
+    elems = _warp(layout, n)[0]
+    starts = elems[::run]
+    aligned = elems.shape[0] % run == 0 and not (starts % run).any()
+    consecutive = aligned and all((elems[w::run] == starts + w).all() for w in range(run))
+    return run if consecutive else 1
 
 
 def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layout, elem_bytes: int,
@@ -79,6 +88,7 @@ def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layou
 
 
 def _placed(elems: "np.ndarray", swizzle: Optional[ScratchSwizzle]) -> "np.ndarray":
+    """Where the row-major elements `elems` lie in the scratch (the same emitted arithmetic)."""
     from .layout_eval import Evaluator
 
     if swizzle is None:
@@ -93,39 +103,36 @@ def _stores(shape: tuple[int, ...], layout: Layout, run: int) -> tuple["np.ndarr
     its own, the row-major element it stores first, run) of every lane that stores (first copies)."""
     import numpy as np
 
-    n = prod(shape)
-    lanes, elems = [], []
-    for i, slot in enumerate(range(0, layout.slots(n), run)):
-        e, valid = _warp_elements(layout, n, slot)
-        lanes.append(np.arange(32)[valid] + 32 * i)
-        elems.append(e[valid])
-    return np.concatenate(lanes), np.concatenate(elems), run
+    elems, valid = (a[::run] for a in _warp(layout, prod(shape)))
+    lanes = np.arange(32) + 32 * np.arange(elems.shape[0])[:, None]
+    return lanes[valid], elems[valid], run
 
 
 @lru_cache(maxsize=64)
-def _loads(shape: tuple[int, ...], perm: tuple[int, ...], layout: Layout, run: int) -> tuple["np.ndarray", "np.ndarray", int]:
+def _loads(shape: tuple[int, ...], perm: tuple[int, ...], layout: Layout,
+           run: int) -> tuple["np.ndarray", "np.ndarray", int]:
     """The first warp's loads, as `_stores`: each lane's source element (the result's `perm`uted)."""
     import numpy as np
 
     rshape = tuple(shape[p] for p in perm)
-    n = prod(shape)
-    elems = []
-    for slot in range(0, layout.slots(n), run):
-        e = _warp_elements(layout, n, slot)[0]
-        src = np.zeros_like(e)
-        for d, (size, stride) in enumerate(zip(rshape, row_major_strides(rshape))):
-            src += (e // stride % size) * row_major_strides(shape)[perm[d]]
-        elems.append(src)
-    return np.arange(32 * len(elems)), np.concatenate(elems), run
+    elems = _warp(layout, prod(shape))[0][::run].ravel()
+    src = np.zeros_like(elems)
+    for d, (size, stride) in enumerate(zip(rshape, row_major_strides(rshape))):
+        src += (elems // stride % size) * row_major_strides(shape)[perm[d]]
+    return np.arange(src.size), src, run
 
 
-def _warp_elements(layout: Layout, n: int, slot: int) -> tuple["np.ndarray", "np.ndarray"]:
-    """(element index, first copy) of `slot` in each lane of the first warp."""
+@lru_cache(maxsize=64)
+def _warp(layout: Layout, n: int) -> tuple["np.ndarray", "np.ndarray"]:
+    """(element index, first copy) of every slot (rows) in each lane (columns) of the first warp."""
     import numpy as np
 
     from .layout_eval import Evaluator
 
-    ev = Evaluator(np.arange(32))
-    e, valid = element(layout, ev.pre, "%tid", n, slot)
-    first = np.ones(32, bool) if valid is None else np.broadcast_to(ev.value(valid), (32,)).astype(bool)
-    return np.broadcast_to(ev.value(e), (32,)).astype(np.int64), first
+    elems, valid = [], []
+    for slot in range(layout.slots(n)):
+        ev = Evaluator(np.arange(32))
+        e, first = element(layout, ev.pre, "%tid", n, slot)
+        elems.append(np.broadcast_to(ev.value(e), (32,)))
+        valid.append(np.ones(32, bool) if first is None else np.broadcast_to(ev.value(first), (32,)).astype(bool))
+    return np.array(elems, dtype=np.int64), np.array(valid)
