@@ -1,5 +1,6 @@
-"""Shared-memory bank conflicts: the emulator's count (emulator/banks.py) and the K-major copies that
-choose their thread mapping by it (lowering/kmajor_copy.warp_shape).
+"""Shared-memory bank conflicts: the emulator's count (emulator/banks.py), the K-major copies that
+choose their thread mapping by it (lowering/kmajor_copy.warp_shape) and the permutes that choose
+their scratch's swizzle by it (lowering/scratch_swizzle.py).
 
 On an H200 our int8 128x128x64 matmul ran at 2.2x NVIDIA's time with fewer hot-loop instructions:
 its B transpose stored rows v apart at one K column, 16 threads to a bank.
@@ -82,3 +83,72 @@ CEILINGS = (("mm_f16_128x128x64", 1.0), ("fa_f16_q64k64d64_causal", 1.0), ("laye
 def test_shared_wavefronts_stay_under_their_ceiling(name: str, ceiling: float) -> None:
     total, ideal = shared_wavefronts(name, "sm_90")
     assert ideal > 0 and total <= ceiling * ideal + 1e-9, f"{name}: {total / ideal:.2f}x the conflict-free wavefronts"
+
+
+# The realistic transposes move their tile through a permute's scratch, swizzled by the count
+# (lowering/scratch_swizzle.py); row-major it took 5.67x (f16 64x128), 4.50x (f32 32x32) and 8.50x
+# (f32 64x64) on sm_90. The f32 64x64 result's 4-element runs read 16 rows of one chunk column: with
+# the stores kept 16 bytes wide, 2-way is the floor.
+TRANSPOSES = (("transpose_f16_64x128", 1.0), ("transpose_f32_32x32", 1.0), ("transpose_f32_64x64", 1.5))
+
+
+@pytest.mark.parametrize("name, ceiling", TRANSPOSES, ids=[n for n, _ in TRANSPOSES])
+def test_transposes_stay_under_their_ceiling(name: str, ceiling: float) -> None:
+    total, ideal = shared_wavefronts(name, "sm_90")
+    assert ideal > 0 and total <= ceiling * ideal + 1e-9, f"{name}: {total / ideal:.2f}x the conflict-free wavefronts"
+
+
+def _permute_kernel(rows: int, cols: int, ty: str) -> str:
+    """A (rows, cols) tile loaded, permuted [1, 0] and stored: y = x^T."""
+    view = f"tensor_view<?x?x{ty}, strides=[?,1]>"
+    src, dst = (f"partition_view<tile=({r}x{c}), {view}>" for r, c in ((rows, cols), (cols, rows)))
+    params = ", ".join(f"%{a}: tile<ptr<{ty}>>, " + ", ".join(f"%{a}{n}: tile<i32>" for n in ("n0", "n1", "s0", "s1"))
+                       for a in "xy")
+    return f"""
+entry @k({params}) {{
+  %a = make_tensor_view %x, shape = [%xn0, %xn1], strides = [%xs0, 1] : tile<i32> -> {view}
+  %b = make_tensor_view %y, shape = [%yn0, %yn1], strides = [%ys0, 1] : tile<i32> -> {view}
+  %v = make_partition_view %a : {src}
+  %o = make_partition_view %b : {dst}
+  %c0 = constant <i32: 0> : tile<i32>
+  %t, %tk = load_view_tko weak %v[%c0, %c0] : {src}, tile<i32> -> tile<{rows}x{cols}x{ty}>, token
+  %p = permute %t [1, 0] : tile<{rows}x{cols}x{ty}> -> tile<{cols}x{rows}x{ty}>
+  %st = store_view_tko weak %p, %o[%c0, %c0] : tile<{cols}x{rows}x{ty}>, {dst}, tile<i32> -> token
+  return
+}}
+"""
+
+
+# other shapes and element widths, each one CTA on sm_90: row-major 6.60x (i8 128x32), 8.50x (f64
+# 32x64), 1.67x (i16 16x128). f64: a half warp loads one column down 16 rows and a 16-byte chunk
+# holds two columns, so 2-way is the floor
+PERMUTES = ((128, 32, "i8", np.int8, 1.0), (32, 64, "f64", np.float64, 1.5), (16, 128, "i16", np.int16, 1.0))
+
+
+@pytest.mark.parametrize("rows, cols, ty, dtype, ceiling", PERMUTES, ids=[f"{p[2]}_{p[0]}x{p[1]}" for p in PERMUTES])
+def test_a_permute_of_any_width_takes_a_swizzled_scratch(rows: int, cols: int, ty: str, dtype: type,
+                                                         ceiling: float) -> None:
+    from tileiras.frontend import load_module
+    from tileiras.runtime import run_arrays
+
+    x = (np.arange(rows * cols) % 101).astype(dtype).reshape(rows, cols)
+    module = load_module(_permute_kernel(rows, cols, ty).encode(), "k.mlir")
+    with banks.collecting() as stats:
+        out = run_arrays(module, "k", (1, 1, 1), [x, np.zeros((cols, rows), dtype)], backend="emulator",
+                         gpu_name="sm_90", check_races=True)
+    assert np.array_equal(out[1], x.T)
+    total, ideal = sum(r[1] for r in stats.values()), sum(r[2] for r in stats.values())
+    assert total <= ceiling * ideal + 1e-9, f"{ty} {rows}x{cols}: {total / ideal:.2f}x the conflict-free wavefronts"
+
+
+def test_the_swizzle_is_chosen_by_the_count() -> None:
+    """Rows 4 apart (the result's 4-element runs) get distinct chunks: bits 6.. of a 64x64 f32
+    scratch's chunk numbers (16 chunks a row); a permute whose row-major scratch is conflict-free
+    keeps it, as does a tile short of a 128-byte block."""
+    from tileiras.layout.encodings import BlockedLayout
+    from tileiras.lowering.scratch_swizzle import permute_swizzle
+
+    blocked = BlockedLayout(128, 4)
+    assert permute_swizzle((64, 64), (1, 0), 4, blocked, blocked).shift == 6   # type: ignore[union-attr]
+    assert permute_swizzle((64, 64), (0, 1), 4, blocked, blocked) is None
+    assert permute_swizzle((4, 6), (1, 0), 4, blocked, blocked) is None

@@ -24,6 +24,7 @@ from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
 
 if TYPE_CHECKING:
+    from .scratch_swizzle import ScratchSwizzle
     from ..transforms.token_order import TokenOrder
     from ..tileas.assign_layouts import LayoutAssignment
 
@@ -222,8 +223,10 @@ class KernelLowering:
             self._op_scratch[key] = held
         return pointer(self, str(held[0]))
 
-    def _to_shared(self, sources: list[TileRegs], role: str = "conversion") -> tuple[str, str]:
-        """Store every source element at its row-major index (sources end to end); (buffer, type)."""
+    def _to_shared(self, sources: list[TileRegs], role: str = "conversion",
+                   swizzle: Optional["ScratchSwizzle"] = None) -> tuple[str, str]:
+        """Store every source element at its row-major index (sources end to end), or where
+        `swizzle` moves it; (buffer, type)."""
         elem = sources[0].type.element
         lty = storage_type(elem)
         total = sum(s.type.num_elements for s in sources)
@@ -231,8 +234,12 @@ class KernelLowering:
         self.barrier()  # earlier readers of the scratch are done
         base = 0
         for tile in sources:
+            n = tile.type.num_elements
             for k, v in enumerate(tile.slots):
-                e = self.elem_index(tile.type.num_elements, k, tile.layout)
+                if swizzle is None:
+                    e = self.elem_index(n, k, tile.layout)
+                else:
+                    e = self._swizzled(swizzle, swizzle.write_run, k, lambda s: self.elem_index(n, s, tile.layout))
                 at = e if base == 0 else self.b.op(f"add i32 {e}, {base}", "sx")
                 p = self.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {at}", "sp")
                 self.store_first_copy(tile.type.num_elements, k, tile.layout,
@@ -272,20 +279,32 @@ class KernelLowering:
 
     def exchange(self, src: TileRegs | list[TileRegs], dst_type: TileType,
                  src_index: Callable[[list[str]], str], dst_layout: Optional[Layout] = None,
-                 role: str = "conversion") -> TileRegs:
+                 role: str = "conversion", swizzle: Optional["ScratchSwizzle"] = None) -> TileRegs:
         """Move elements between threads: dst[i] = src[src_index(i)] via shared memory.
 
         `src_index` maps the i32 multi-index of a destination element to the
         i32 row-major index of the source element that it takes. Several
         sources are laid end to end (for `cat`). Sources may be in any layout;
-        the result is in `dst_layout` (blocked by default); `role`: of its scratch, as `alloc_buffer`.
+        the result is in `dst_layout` (blocked by default); `role`: of its scratch, as `alloc_buffer`;
+        `swizzle`: where a single source's elements lie in the scratch (scratch_swizzle.py).
         """
         sources = src if isinstance(src, list) else [src]
-        buf, lty = self._to_shared(sources, role)
+        buf, lty = self._to_shared(sources, role, swizzle)
         layout = dst_layout or self.layout
-        out = [self._from_shared(buf, lty, dst_type.element, src_index(self.multi_index(dst_type.shape, k, layout)))
+
+        def at(k: int) -> str:
+            return src_index(self.multi_index(dst_type.shape, k, layout))
+        out = [self._from_shared(buf, lty, dst_type.element,
+                                 at(k) if swizzle is None else self._swizzled(swizzle, swizzle.read_run, k, at))
                for k in range(self.slots(dst_type, layout))]
         return TileRegs(dst_type, out, layout)
+
+    def _swizzled(self, swizzle: "ScratchSwizzle", run: int, slot: int, index: Callable[[int], str]) -> str:
+        """The scratch index of `slot`'s element: its run's first element swizzled, plus its place
+        in the run (one chunk), so that LLVM sees a run's accesses as consecutive and merges them."""
+        within = slot % run
+        first = swizzle.index(self.b.op, index(slot - within))
+        return first if within == 0 else self.b.op(f"add i32 {first}, {within}", "sz")
 
     def convert(self, tile: TileRegs, layout: Layout, role: str = "conversion") -> TileRegs:
         """The same tile in another layout (a conversion `assign_layouts` asked for); `role`: of its

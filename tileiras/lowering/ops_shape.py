@@ -14,9 +14,10 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
 from ..tileas.assign_layouts import broadcast_source, row_broadcast
-from .kernel import KernelLowering, from_storage, storage_type
+from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
 from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
+from .scratch_swizzle import permute_swizzle
 from .values import SharedTileVal, TileRegs
 
 
@@ -169,7 +170,9 @@ def _permute(k: KernelLowering, op: Operation) -> None:
         for i, p in enumerate(perm):
             sidx[p] = idx[i]
         return k.linear(sidx, src.type.shape)
-    k.set(op.results[0], k.exchange(src, rtype, src_index, role=role))
+    swizzle = permute_swizzle(tuple(src.type.shape), perm, storage_bytes(src.type.element),
+                              src.layout or k.layout, k.layout)
+    k.set(op.results[0], k.exchange(src, rtype, src_index, role=role, swizzle=swizzle))
 
 
 def _extract(k: KernelLowering, op: Operation) -> None:

@@ -17,7 +17,8 @@ WORD = 4
 
 def wavefronts(offsets: Any, lanes: Any, nbytes: int) -> tuple[int, int, int]:
     """(warp executions, wavefronts, ideal wavefronts) of one access: byte `offsets` in shared memory
-    of the threads `lanes` (thread indices in the CTA), `nbytes` each."""
+    of the threads `lanes` (thread indices in the CTA), `nbytes` each. Lanes of several warps
+    count as one access per warp (scratch_swizzle.py numbers its accesses as warps)."""
     import numpy as np
 
     per_phase = 32 if nbytes <= WORD else 16 if nbytes <= 8 else 8
@@ -28,10 +29,9 @@ def wavefronts(offsets: Any, lanes: Any, nbytes: int) -> tuple[int, int, int]:
     words = (first[:, None] + np.arange(words_per_access)[None, :]).ravel()
     phase = np.repeat(lanes // per_phase, words_per_access)    # phases never span two warps
     warps = int(np.unique(lanes // 32).size)
-    total = ideal = 0
-    for p in np.unique(phase):
-        w = np.unique(words[phase == p])
-        counts = np.bincount(w % BANKS, minlength=BANKS)
-        total += int(counts.max())
-        ideal += 1
-    return warps, total, ideal
+    # distinct words of each phase, then each phase's busiest bank (lanes of several warps: summed)
+    distinct = np.unique((phase << 32) | words)
+    phases, which = np.unique(distinct >> 32, return_inverse=True)
+    counts = np.zeros((phases.size, BANKS), dtype=np.int64)
+    np.add.at(counts, (which, (distinct & 0xFFFFFFFF) % BANKS), 1)
+    return warps, int(counts.max(axis=1).sum()), int(phases.size)

@@ -3,15 +3,17 @@
 The layouts of tileiras/layout/encodings.py compute a thread's elements by emitting LLVM
 instructions through `pre(rhs_text, hint) -> name`. `Evaluator.pre` is such a callback: it
 evaluates each instruction at once (the thread id is known) and names the result, so
-`element(layout, ev.pre, "%tid", n, slot)` (tileiras/lowering/layout_index.py) yields names whose values `ev.value` reads back. Anything
-outside the small i32/i1 integer subset raises, so new instructions cannot pass unnoticed.
+`element(layout, ev.pre, "%tid", n, slot)` (layout_index.py) yields names whose values `ev.value`
+reads back. Anything outside the small i32/i1 integer subset raises, so new instructions cannot
+pass unnoticed. The lowering evaluates a warp's elements with it to count bank conflicts before
+it picks a scratch layout (scratch_swizzle.py); tests/test_layout_atoms.py checks the layouts.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from tileiras.lowering.layout_index import element
+from .layout_index import element
 
 _I32 = (1 << 32) - 1
 
@@ -41,7 +43,10 @@ _MASK = {"i32": _I32, "i1": 1}
 
 
 class Evaluator:
-    def __init__(self, tid: int, tid_name: str = "%tid") -> None:
+    """`tid` may be a numpy array of thread ids: every value is then an array (a warp at once);
+    divisors stay literals."""
+
+    def __init__(self, tid: Any, tid_name: str = "%tid") -> None:
         self.values: dict[str, int] = {tid_name: tid}
         self.count = 0
 
@@ -59,7 +64,7 @@ class Evaluator:
             pred, ty, a, b = words[1:]
             if ty != "i32" or pred not in _COMPARE:
                 raise ValueError(f"unsupported instruction: {rhs}")
-            result = int(_COMPARE[pred](self.value(a), self.value(b)))
+            result = _COMPARE[pred](self.value(a), self.value(b)) * 1   # i1 as 0 / 1
         else:
             op, ty, a, b = words
             if op not in _BINARY or ty not in _MASK:

@@ -1,0 +1,138 @@
+"""The chunk swizzle of a permute's exchange scratch, chosen by counting bank conflicts.
+
+A permute stores its operand at row-major indices and reads the result's elements back
+(`KernelLowering.exchange`). A transpose's rows, written along one axis, are then read along the
+other: a warp's reads step by whole rows and land in a few banks (sm_90 transpose_f32_64x64:
+16-way). The swizzle keeps the scratch's size and its 16-byte chunks whole, so the stores stay
+vector stores: within every 128-byte block (one word in each of the 32 banks) the chunk's index
+is XORed with three higher bits of the chunk number, from bit `shift` on. Which bits, or none,
+is what the two layouts' stores and loads take the fewest wavefronts with (target/shared_banks.py),
+counted on the first warp; one function (`permute_swizzle`) decides it for every target and
+element width. The size the plan predicts (tileas/shared_sizes.py) is the tile's bytes either way.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from math import prod
+from typing import TYPE_CHECKING, Callable, Optional
+
+from ..ir.record import record
+from ..layout.encodings import Layout, row_major_strides
+from .layout_index import element
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CHUNK = 16      # bytes: the widest shared access, which the swizzle keeps whole
+SPAN = 8        # chunks of a 128-byte block: every bank once
+Pre = Callable[[str, str], str]
+
+
+@record
+class ScratchSwizzle:
+    """Where a permute's scratch holds each element, and the runs its stores and loads move."""
+
+    shift: int          # the chunk-number bits XORed into the chunk index start here (>= 3)
+    elem_bytes: int
+    write_run: int      # elements a store moves at once: consecutive slots of one chunk
+    read_run: int       # the same for the loads (1 where the permute moves the innermost axis)
+
+    def index(self, pre: Pre, e: str) -> str:
+        """The swizzled element index of row-major index `e` (an i32), emitted through `pre`
+        (the lowering's builder, or layout_eval's Evaluator when counting)."""
+        low = (CHUNK // self.elem_bytes).bit_length() - 1     # element bits within a chunk
+        bits = pre(f"and i32 {pre(f'lshr i32 {e}, {low + self.shift}', 'sz')}, {SPAN - 1}", "sz")
+        return pre(f"xor i32 {e}, {pre(f'shl i32 {bits}, {low}', 'sz')}", "sz")
+
+
+@lru_cache(maxsize=256)
+def permute_swizzle(shape: tuple[int, ...], perm: tuple[int, ...], elem_bytes: int, src: Layout,
+                    dst: Layout) -> Optional[ScratchSwizzle]:
+    """The swizzle of the scratch a permute of a `shape` tile moves through, from `src`'s layout to
+    `dst`'s; None where no swizzle costs fewer wavefronts than the row-major scratch."""
+    n = prod(shape)
+    if elem_bytes > CHUNK or CHUNK % elem_bytes or (n * elem_bytes) % (CHUNK * SPAN):
+        return None      # a partial 128-byte block would swizzle chunks past the end
+    per_chunk = CHUNK // elem_bytes
+    write_run = _run(src, n, per_chunk)
+    read_run = _run(dst, n, per_chunk) if perm[-1] == len(perm) - 1 else 1
+    chunks = n * elem_bytes // CHUNK
+    options = [None] + [ScratchSwizzle(shift, elem_bytes, write_run, read_run)
+                        for shift in range(3, chunks.bit_length() - 1)]
+    return min(options, key=lambda s: _cost(shape, perm, src, dst, elem_bytes, s, write_run, read_run))
+
+
+def _run(layout: Layout, n: int, per_chunk: int) -> int:
+    """The elements one access moves: consecutive slots that hold consecutive elements of one chunk
+    from a start aligned to their count (the layout's runs, checked on the first warp), else 1."""
+    run = min(layout.run(n), per_chunk)
+    if run < 2 or run & (run - 1):
+        return 1
+    elems = _warp(layout, n)[0]
+    starts = elems[::run]
+    aligned = elems.shape[0] % run == 0 and not (starts % run).any()
+    consecutive = aligned and all((elems[w::run] == starts + w).all() for w in range(run))
+    return run if consecutive else 1
+
+
+def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layout, elem_bytes: int,
+          swizzle: Optional[ScratchSwizzle], write_run: int, read_run: int) -> int:
+    """Wavefronts of the first warp's stores (from `src`) and loads (into `dst`) of the scratch."""
+    from ..target.shared_banks import wavefronts
+
+    total = 0
+    for lanes, elems, run in (_stores(shape, src, write_run), _loads(shape, perm, dst, read_run)):
+        total += wavefronts(_placed(elems, swizzle) * elem_bytes, lanes, run * elem_bytes)[1]
+    return total
+
+
+def _placed(elems: "np.ndarray", swizzle: Optional[ScratchSwizzle]) -> "np.ndarray":
+    """Where the row-major elements `elems` lie in the scratch (the same emitted arithmetic)."""
+    from .layout_eval import Evaluator
+
+    if swizzle is None:
+        return elems
+    ev = Evaluator(elems, "%e")
+    return ev.value(swizzle.index(ev.pre, "%e"))
+
+
+@lru_cache(maxsize=64)
+def _stores(shape: tuple[int, ...], layout: Layout, run: int) -> tuple["np.ndarray", "np.ndarray", int]:
+    """The first warp's stores, a run of slots each: (lane numbered as if each store ran in a warp of
+    its own, the row-major element it stores first, run) of every lane that stores (first copies)."""
+    import numpy as np
+
+    elems, valid = (a[::run] for a in _warp(layout, prod(shape)))
+    lanes = np.arange(32) + 32 * np.arange(elems.shape[0])[:, None]
+    return lanes[valid], elems[valid], run
+
+
+@lru_cache(maxsize=64)
+def _loads(shape: tuple[int, ...], perm: tuple[int, ...], layout: Layout,
+           run: int) -> tuple["np.ndarray", "np.ndarray", int]:
+    """The first warp's loads, as `_stores`: each lane's source element (the result's `perm`uted)."""
+    import numpy as np
+
+    rshape = tuple(shape[p] for p in perm)
+    elems = _warp(layout, prod(shape))[0][::run].ravel()
+    src = np.zeros_like(elems)
+    for d, (size, stride) in enumerate(zip(rshape, row_major_strides(rshape))):
+        src += (elems // stride % size) * row_major_strides(shape)[perm[d]]
+    return np.arange(src.size), src, run
+
+
+@lru_cache(maxsize=64)
+def _warp(layout: Layout, n: int) -> tuple["np.ndarray", "np.ndarray"]:
+    """(element index, first copy) of every slot (rows) in each lane (columns) of the first warp."""
+    import numpy as np
+
+    from .layout_eval import Evaluator
+
+    elems, valid = [], []
+    for slot in range(layout.slots(n)):
+        ev = Evaluator(np.arange(32))
+        e, first = element(layout, ev.pre, "%tid", n, slot)
+        elems.append(np.broadcast_to(ev.value(e), (32,)))
+        valid.append(np.ones(32, bool) if first is None else np.broadcast_to(ev.value(first), (32,)).astype(bool))
+    return np.array(elems, dtype=np.int64), np.array(valid)
