@@ -278,6 +278,10 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # sm_90, a ragged K: one operand now copied by TMA (its other loads stay 16-bit: the access-width class
     # counts TMA as 128, as NVIDIA's three TMA loads)
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "access width"),
+    # sm_90, no facts: a 256 x 32 bf16 tile loaded element by element in the K loop; each element's 64-bit
+    # offset and coordinate were hoisted out of it (255 registers, 254 spill instructions), the blocked
+    # layout's slots now step from slot 0's address (BlockedLayout.slot_shift): 234 registers, none
+    ("g_gemm_bf16_cr_256x16x32_undef_tiles_cast_none_lat3_v13p2", "sm_90", "spills"),
 )
 
 

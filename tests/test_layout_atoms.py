@@ -282,3 +282,28 @@ def test_evaluator_runs_only_what_it_knows() -> None:
     for bad in ("fadd float %tid, 1.0", "add i32 %nope, 1", "urem i32 %tid, 0", "icmp slt i32 %tid, 1"):
         with pytest.raises((ValueError, KeyError, ZeroDivisionError)):
             ev.pre(bad, "x")
+
+
+@pytest.mark.parametrize("layout,shape,every", [
+    (BlockedLayout(128, 8), (32, 256), True),     # runs of 8, a 1024-element sweep covers whole rows
+    (BlockedLayout(128, 8), (256, 32), True),     # a sweep covers 32 rows of 32
+    (BlockedLayout(128, 4), (4, 16, 64), True),   # rank 3
+    (BlockedLayout(128, 8), (8, 24), False),      # fewer elements than a sweep: replicated, none
+    (BlockedLayout(64, 1), (64, 3), False),       # a sweep of 64 ends mid-row: the carry depends on the thread
+])
+def test_blocked_slot_shift_is_every_threads_distance(layout, shape, every: bool) -> None:
+    """Where `slot_shift` gives a shift, every thread's element of that slot lies exactly that far
+    (per dimension) from its slot-0 element; the lowering then steps addresses from one pointer."""
+    import numpy as np
+
+    n = int(np.prod(shape))
+    placed = placements(layout, layout.threads, n)
+    shifts = [layout.slot_shift(shape, slot) for slot in range(layout.slots(n))]
+    assert all(s is not None for s in shifts) == every
+    for slot, shift in enumerate(shifts):
+        if shift is None:
+            continue
+        for tid in range(layout.threads):
+            first = np.unravel_index(placed[(tid, 0)][0], shape)
+            here = np.unravel_index(placed[(tid, slot)][0], shape)
+            assert tuple(int(h) - int(f) for h, f in zip(here, first)) == shift

@@ -42,6 +42,7 @@ the index arithmetic the lowering emits for it is `lowering/layout_index.py`.
 
 from __future__ import annotations
 
+import functools
 from typing import Optional, Union
 
 from ..ir.record import record
@@ -77,6 +78,24 @@ class BlockedLayout:
         """True when every (thread, slot) pair names a distinct, in-range element."""
         v = self.run(num_elements)
         return num_elements % (self.threads * v) == 0
+
+    def slot_shift(self, shape: tuple[int, ...], slot: int) -> Optional[tuple[int, ...]]:
+        """Per dimension of a tile of `shape`, how far `slot`'s element lies from slot 0's where that
+        is the same in every thread: adding the slot's distance to any thread's first element
+        carries into no dimension (else None). The lowering then steps each slot's address from
+        slot 0's instead of computing it whole."""
+        n = 1
+        for d in shape:
+            n *= d
+        if not shape or not self.owns_all(n):
+            return None
+        v = self.run(n)
+        group, within = divmod(slot, v)
+        digits = _digits(group * self.threads * v + within, shape)
+        highest = _highest_digits(self.threads, v, shape)
+        if any(top + d >= extent for top, d, extent in zip(highest[1:], digits[1:], shape[1:])):
+            return None
+        return digits
 
     def describe(self) -> str:
         return f"#blocked<threads={self.threads}{f', vec={self.vec}' if self.vec > 1 else ''}>"
@@ -345,6 +364,25 @@ class BroadcastSourceLayout:
     def describe(self) -> str:
         shape = "x".join(map(str, self.src))
         return f"#broadcast_source<{shape} of {self.parent.describe()}>"
+
+
+def _digits(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The row-major multi-index of flat `index` in a tile of `shape`."""
+    out = []
+    for extent in reversed(shape):
+        index, digit = divmod(index, extent)
+        out.append(digit)
+    return tuple(reversed(out))
+
+
+@functools.lru_cache(maxsize=256)
+def _highest_digits(threads: int, run: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Per dimension, the largest index any thread's first element (thread t: element t * run) has."""
+    highest = [0] * len(shape)
+    for t in range(threads):
+        for i, digit in enumerate(_digits(t * run, shape)):
+            highest[i] = max(highest[i], digit)
+    return tuple(highest)
 
 
 def _divisors(n: int) -> list[int]:
