@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ir.core import Operation
+from ..ir.core import Operation, Value
 from ..layout.atoms import SMEM_SWIZZLES
 from ..layout.encodings import WARP, PairAccLayout, TmemAccLayout
 from ..target import caps
@@ -139,14 +139,14 @@ def register_a(kind: Kind) -> bool:
     return kind.name not in RESTAGED
 
 
-def feeds(value: object, ops: "dict[Operation, TmemAccLayout]") -> bool:
+def feeds(value: Value, ops: "dict[Operation, TmemAccLayout]") -> bool:
     """`value` reaches `ops` (and only them) as an operand, through unit reshapes, 2-D transposes and
     roundings to tf32 (on every path, several mmas possibly reading it), and the MMAs read the buffer
     it is copied into (swizzled). A tf32 operand's buffer is swizzled too where its rows fit a
     swizzle: the warp-specialized loop rounds it in place and the MMA reads it as stored
-    (warp_specialize_tcgen05.py); elsewhere the mma restages it K-major from there (`_restaged`)."""
+    (warp_specialize_tcgen05.py); elsewhere the mma restages it K-major from there (ops_tcgen05._restaged)."""
     row = getattr(getattr(value, "type", None), "shape", (0,))[-1] * 4
-    reads = mma_reads(value, passes)  # type: ignore[arg-type]
+    reads = mma_reads(value, passes)
     return bool(reads) and all(read.mma in ops and kind_of(read.mma).name not in PACKED  # type: ignore[union-attr]
                                and (kind_of(read.mma).name not in RESTAGED  # type: ignore[union-attr]
                                     or _swizzles(row)) for read in reads)
