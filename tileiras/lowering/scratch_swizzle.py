@@ -15,18 +15,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 from math import prod
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import record
 from ..layout.encodings import Layout, row_major_strides
-from .layout_index import element
+from .layout_index import Pre, element
 
 if TYPE_CHECKING:
     import numpy as np
 
 CHUNK = 16      # bytes: the widest shared access, which the swizzle keeps whole
 SPAN = 8        # chunks of a 128-byte block: every bank once
-Pre = Callable[[str, str], str]
 
 
 @record
