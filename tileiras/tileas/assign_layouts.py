@@ -249,8 +249,8 @@ class LayoutAssignment:
         self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
+        # loop -> its carried values' layouts: the mma fragments its body yields (each plan adds rows in warps)
         self._fragments_carried = {op: self._carried_layouts(op, results) for op in self._ops if op.name in _LOOPS}
-        self.carried = self._fragments_carried
         self.shared_operands = self._find_shared_operands()
         self.fragment_bound = self._find_fragment_bound()
         self.restaged_scatters = self._find_restaged_scatters(entry)
@@ -299,8 +299,8 @@ class LayoutAssignment:
         for op in self._ops:
             if op in self.mma_layouts:
                 fragments.add(op.results[0])
-            elif op in self.carried:
-                fragments.update(r for r, layout in zip(op.results, self.carried[op]) if layout is not None)
+            elif op in self._fragments_carried:
+                fragments.update(r for r, layout in zip(op.results, self._fragments_carried[op]) if layout is not None)
             elif op.name in self._elementwise and op.results and any(v in fragments for v in op.operands):
                 fragments.update(r for r in op.results if _tile(r) is not None)
         bound: set[Value] = set()
@@ -511,16 +511,16 @@ class LayoutAssignment:
         """The forward walk for `anchors` and `seeds`; loops carry what their bodies yield, so the
         walk runs again until the carried layouts settle."""
         wants = self._wants(anchors, seeds)
-        self.carried = self._fragments_carried
+        carried = self._fragments_carried
         for _ in range(_ROUNDS):
             plan = _Plan(anchors, wants)
-            plan.carried = self.carried
+            plan.carried = carried
             for op in self._ops:
                 self._assign(op, plan)
-            carried = {loop: self._carried_layouts(loop, plan.layouts) for loop in self.carried}
-            if carried == self.carried:
+            settled = {loop: self._carried_layouts(loop, plan.layouts) for loop in carried}
+            if settled == carried:
                 break
-            self.carried = carried
+            carried = settled
         plan.cost = self._round_trips(plan)
         return plan
 
@@ -735,7 +735,7 @@ class LayoutAssignment:
             self._assign_loop(op, plan)
             return
         if op.name == "cuda_tile.continue" and self._loop_of(op) is not None:
-            carried = self.carried[self._loop_of(op)]  # type: ignore[index]
+            carried = plan.carried[self._loop_of(op)]  # type: ignore[index]
             self._reads_as(plan, op, [(carried[i] if i < len(carried) else None) or self.blocked
                                       if _tile(v) is not None else None for i, v in enumerate(op.operands)])
             return
@@ -754,7 +754,7 @@ class LayoutAssignment:
         return self._continue_targets.get(op)
 
     def _assign_loop(self, op: Operation, plan: _Plan) -> None:
-        carried = self.carried[op]
+        carried = plan.carried[op]
         inits = op.operand_group("initValues")
         body = op.regions[0].block
         first = 1 if op.name == "cuda_tile.for" else 0
