@@ -295,7 +295,6 @@ class PairAccLayout(TmemAccLayout):
         return "#tmem_pair_acc" + MmaLayout.describe(self)[4:]
 
 
-
 def same_fragments(a: object, b: object) -> bool:
     """Two mma accumulator layouts (mma.sync's, tcgen05's) that give every thread the same elements
     in the same slots: equal geometry, and warps placed alike (rows only: warp w at row-warp
@@ -305,6 +304,7 @@ def same_fragments(a: object, b: object) -> bool:
     _, wm, wn = a.warps
     return (a.threads, a.shape, a.warps, a.interleaved) == (b.threads, b.shape, b.warps, b.interleaved) \
         and wn == 1 and not a.interleaved and wm * WARP == a.threads and not (wm == 8 and a.shape[1] == 128)
+
 
 @record
 class MmaRowLayout:

@@ -46,7 +46,6 @@ def warp_coords(layout: object, pre: Pre, tid: str) -> tuple[str, str, str, Opti
 
 @element.register
 def _blocked(layout: BlockedLayout, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
-    """(i32 element index, i1 'first copy' or None when always) of this thread's `slot`."""
     v = layout.run(num_elements)
     group, within = divmod(slot, v)
     if v == 1:
@@ -59,6 +58,7 @@ def _blocked(layout: BlockedLayout, pre: Pre, tid: str, num_elements: int, slot:
         return raw, None
     e = "0" if num_elements == 1 else pre(f"urem i32 {raw}, {num_elements}", "e")
     return e, pre(f"icmp ult i32 {raw}, {num_elements}", "ok")
+
 
 @element.register
 def _row_warp(layout: RowWarpLayout, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
@@ -172,7 +172,8 @@ def _mma_rows(layout: MmaRowLayout, pre: Pre, tid: str, num_elements: int, slot:
     first = pre(f"icmp eq i32 {pre(f'and i32 {tid}, 3', 't')}, 0", "ok")
     return e, first if valid is None else pre(f"and i1 {valid}, {first}", "ok")
 
-def _broadcast_dst_index(layout: BroadcastSourceLayout, pre: Pre, tid: str, slot: int) -> tuple[list[str], Optional[str]]:
+def _broadcast_dst_index(layout: BroadcastSourceLayout, pre: Pre, tid: str,
+                         slot: int) -> tuple[list[str], Optional[str]]:
     """The multi-index into `dst` of the parent's `slot` (mma coordinates where the parent has
     them, else divided out of the row-major index), and the parent's first-copy i1."""
     if isinstance(layout.parent, MmaLayout):
@@ -188,7 +189,8 @@ def _broadcast_dst_index(layout: BroadcastSourceLayout, pre: Pre, tid: str, slot
 
 
 @element.register
-def _broadcast_source(layout: BroadcastSourceLayout, pre: Pre, tid: str, num_elements: int, slot: int) -> tuple[str, Optional[str]]:
+def _broadcast_source(layout: BroadcastSourceLayout, pre: Pre, tid: str, num_elements: int,
+                      slot: int) -> tuple[str, Optional[str]]:
     idx, valid = _broadcast_dst_index(layout, pre, tid, slot)
     src_e = "0"
     for i, d_dst, d_src, stride in zip(idx, layout.dst, layout.src, row_major_strides(layout.src)):

@@ -232,8 +232,8 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
 #
 # Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
-# on tcgen05 (tileaa/mma_forms.py gives its kind; tileas/tcgen05_select.py asks mma_forms' `tcgen05_fits` / `tcgen05_columns`). Scale-factor layout
-# (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
+# on tcgen05 (tileaa/mma_forms.py gives its kind and the scales' geometry, `tcgen05_fits` / `tcgen05_columns`,
+# which tileas/tcgen05_select.py asks). Scale-factor layout (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
 # r (B) sit in lane r % 32, column r / 32 from the operand's scale address, from byte sf_id of the
 # 32-bit cell, where sf_id is the first K block the MMA covers (scale_vec::1X: one byte, fp8's K 32;
 # 2X / 4X: two or four bytes, fp4's K 64 in blocks of 32 or 16): one cell holds 4 K blocks, so a K

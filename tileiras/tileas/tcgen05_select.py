@@ -15,11 +15,10 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation, Value
-from ..layout.atoms import SMEM_SWIZZLES
 from ..layout.encodings import WARP, PairAccLayout, TmemAccLayout
 from ..target import caps
 from ..target.table import TMEM_COLUMNS
-from ..tileaa.mma_forms import Kind, kind_of, tcgen05_fits
+from ..tileaa.mma_forms import Kind, kind_of, swizzle_fits, tcgen05_fits
 from ..tileaa.mma_operands import MMAS, loaded, mma_reads, passes
 from .tmem_columns import columns_needed, plan
 
@@ -31,9 +30,6 @@ RESTAGED = frozenset({"tf32"})
 # 4-bit kinds: A and B two elements to a byte, K-major, which no copy of a load gives as it lands: the
 # mma packs them from registers or their staged bytes into buffers of its own (fp4_pack.py)
 PACKED = frozenset({"mxf4nvf4"})
-
-_SWIZZLE_BYTES = SMEM_SWIZZLES["128B"].span     # the widest swizzle span
-
 
 def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
     """The mmas (among `ops`) that run on tcgen05, placed in tensor memory by `plan`: in program
@@ -127,7 +123,7 @@ def _operands_refused(op: Operation, kind: Kind, m: int, n: int, kdim: int) -> s
     restaged = kind.name in RESTAGED                      # copied K-major whatever the source's orientation
     a_row = (m if a_src and not restaged else kdim) * kind.elem_bytes    # bytes of a stored row: (K, M) or (M, K)
     b_row = (kdim if b_src or restaged else n) * kind.elem_bytes         # (N, K) or (K, N)
-    if not (_swizzles(a_row) and _swizzles(b_row)):
+    if not (swizzle_fits(a_row) and swizzle_fits(b_row)):
         return f"stored rows of {a_row} / {b_row} bytes fit no swizzle (32, 64 or a multiple of 128 bytes)"
     return ""
 
@@ -149,7 +145,7 @@ def feeds(value: Value, ops: "dict[Operation, TmemAccLayout]") -> bool:
     reads = mma_reads(value, passes)
     return bool(reads) and all(read.mma in ops and kind_of(read.mma).name not in PACKED  # type: ignore[union-attr]
                                and (kind_of(read.mma).name not in RESTAGED  # type: ignore[union-attr]
-                                    or _swizzles(row)) for read in reads)
+                                    or swizzle_fits(row)) for read in reads)
 
 
 def is_pair(op: Operation) -> bool:
@@ -161,8 +157,3 @@ def is_pair(op: Operation) -> bool:
     while entry is not None and entry.name != "cuda_tile.entry":
         entry = _parent_op(entry)
     return entry is not None and bool(entry.attributes.get(PAIR_ATTR))
-
-
-def _swizzles(row_bytes: int) -> bool:
-    """Rows of this many bytes fit a swizzled layout: whole 128-byte atoms, or one 32/64-byte atom."""
-    return row_bytes % _SWIZZLE_BYTES == 0 or row_bytes in (32, 64)
