@@ -15,6 +15,7 @@ import pytest
 from tileiras.frontend import load_module
 from tileiras.tileas.assign_layouts import LayoutAssignment
 from tileiras.layout.encodings import BlockedLayout, RowWarpLayout
+from tileiras.lowering.layout_eval import Evaluator
 from tileiras.lowering.layout_index import element
 from tileiras.lowering.pipeline import lower_module
 
@@ -82,23 +83,9 @@ def test_column_reduction_stays_in_shared_memory() -> None:
 def test_row_warp_layout_places_rows_in_warps() -> None:
     """Element index and ownership per (thread, slot), evaluated with Python arithmetic."""
     def run(layout, n: int, tid: int, slot: int) -> tuple[int, bool]:
-        env = {"%tid": tid}
-
-        def pre(rhs: str, hint: str) -> str:
-            opcode, rest = rhs.split(" ", 1)
-            if opcode == "icmp":
-                _, _, a, b = rest.replace(",", "").split()
-                value = int(env.get(a, a)) < int(env.get(b, b))
-            else:
-                _, a, b = rest.replace(",", "").split()
-                a, b = int(env.get(a, a)), int(env.get(b, b))
-                value = {"add": a + b, "mul": a * b, "urem": a % b, "lshr": a >> b, "and": a & b}[opcode] \
-                    if opcode != "and" or hint != "ok" else bool(a and b)
-            name = f"%v{len(env)}"
-            env[name] = value
-            return name
-        e, ok = element(layout, pre, "%tid", n, slot)
-        return int(env.get(e, e)), True if ok is None else bool(env[ok])
+        ev = Evaluator(tid)
+        e, ok = element(layout, ev.pre, "%tid", n, slot)
+        return ev.value(e), True if ok is None else bool(ev.value(ok))
 
     wide = RowWarpLayout(128, 64)            # 8 rows of 64: lane l holds columns 2l, 2l+1
     assert wide.slots(8 * 64) == 2 * 2
