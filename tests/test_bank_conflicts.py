@@ -74,9 +74,11 @@ def test_the_mapping_is_chosen_by_the_count() -> None:
 
 # Kernels' shared wavefronts against the conflict-free count on sm_90 (small launches), as measured in
 # session 21: a ceiling each, so that a layout change that brings conflicts back fails here. The f16
-# matmul, attention and row kernels take swizzled or vector-contiguous accesses: none.
+# matmul, attention and row kernels take swizzled or vector-contiguous accesses: none. tf32: 1.4x until
+# its A stopped being rounded in place (wgmma rounds it), which took 1024 conflict-free wavefronts
+# away; the B copy's excess is the same 1024 (2560 of 1536).
 CEILINGS = (("mm_f16_128x128x64", 1.0), ("fa_f16_q64k64d64_causal", 1.0), ("layernorm_f16_n4096", 1.0),
-            ("softmax_f16_n1024_r4", 1.0), ("mm_tf32_64x64x32", 1.4), ("mm_e4m3_128x128x64", 2.0))
+            ("softmax_f16_n1024_r4", 1.0), ("mm_tf32_64x64x32", 1.67), ("mm_e4m3_128x128x64", 2.0))
 
 
 @pytest.mark.parametrize("name, ceiling", CEILINGS, ids=[n for n, _ in CEILINGS])

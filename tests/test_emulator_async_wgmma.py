@@ -146,12 +146,14 @@ def a_frag(a: np.ndarray, ty: str) -> np.ndarray:
 def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, b_major: str = "K",
         b_span: int = 0, a_in_regs: bool = False, c: "np.ndarray | None" = None, scale: tuple = (1, 1),
         check_races: bool = True, scale_d: "int | None" = None, edit: Any = None, b_desc_bits: int = 0,
-        full: bool = False,
+        full: bool = False, values: "tuple[np.ndarray, np.ndarray] | None" = None,
         **kw) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     k = KDIM[ty]
     bty = kw.pop("bty", ty)
-    if ty in ("s8", "u8"):
+    if values is not None:
+        a_vals, b_vals = values
+    elif ty in ("s8", "u8"):
         lo = 0 if ty == "u8" else -8
         a_vals, b_vals = rng.integers(lo, 8, (64, k)), rng.integers(lo, 8, (n, k))
     elif full:      # random full-precision values (the caller compares within the accumulation's bound)
@@ -224,6 +226,19 @@ def test_mixed_fp8_inputs_accumulate_into_c_with_negated_a() -> None:
     c = np.arange(64 * 16).reshape(64, 16) / 8.0
     got, want = run("e4m3", 16, bty="e5m2", c=c, scale=(-1, 1))
     np.testing.assert_allclose(got, want)
+
+
+def test_tf32_operands_in_shared_memory_are_rounded_to_nearest_even() -> None:
+    """wgmma reads f32 bits in shared memory as tf32 rounded to nearest, ties to even, as an H200 does
+    (tileaa/mma_forms.WGMMA_TF32_ROUNDING): the compiler leaves such operands unrounded."""
+    ulp = 2.0 ** -10
+    raw = np.array([1 + 0.75 * ulp, 1 + 0.5 * ulp, 1 + 1.5 * ulp, 1 + 0.25 * ulp, -1 - 0.75 * ulp, 2 - 0.25 * ulp,
+                    3.0, 1 + 2 ** -20])
+    tf32 = np.array([1 + ulp, 1.0, 1 + 2 * ulp, 1.0, -1 - ulp, 2.0, 3.0, 1.0])   # nearest, ties to even
+    a = np.tile(raw, (64, 1)) * (1 + np.arange(64) // 16)[:, None]    # exact scalings by 1..4
+    b = np.ones((24, 8))
+    got, _ = run("tf32", 24, "f32", "K", 128, "K", 64, values=(a, b))
+    np.testing.assert_array_equal(got, np.tile(tf32, (64, 1)) * (1 + np.arange(64) // 16)[:, None] @ b.T)
 
 
 @pytest.mark.parametrize("ty", ["f16", "tf32", "s8"])

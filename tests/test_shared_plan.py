@@ -219,8 +219,8 @@ def _mispredict(monkeypatch, role: str, size) -> None:   # type: ignore[no-untyp
      r"'cuda_tile.for' at .* asks for ring \(ring\) 32768 B align 1024 swizzle 64B, live over ops .*; the plan "
      r"predicts ring \(ring\) 33792 B"),
     ("kmajor", lambda n: n // 2, "mm_e4m3_64x64x32",
-     r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 2048 B align 1024, .*; the plan predicts kmajor "
-     r"\(buffer\) 1024 B"),
+     r"'cuda_tile.for' at .* asks for kmajor \(buffer\) 4096 B align 1024, .*; the plan predicts kmajor "
+     r"\(buffer\) 2048 B"),
     ("reduction", lambda n: n + 16, "cp_layernorm_bwd_dwdb_f16_32x1024",
      r"'cuda_tile.reduce' at .* asks for reduction \(reduction\) (\d+) B align 16, live over ops .*; the plan "
      r"predicts reduction \(reduction\) \d+ B"),
@@ -283,10 +283,11 @@ def test_a_reduction_sliced_to_fit_is_predicted_in_as_many_slices(monkeypatch) -
 
 def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) -> None:
     """sm_90's K-major copy of an e4m3 B, asked by the loop before its stages (ops_wgmma.loop_copies,
-    which the pass calls too): predicted, so the loop's depth is the plan's (nothing dropped)."""
+    which the pass calls too): two slots of 2048 B, the loop's wgmma keeping its group in flight;
+    predicted, so the loop's depth is the plan's (nothing dropped)."""
     dump, plan = _planned(monkeypatch, "mm_e4m3_64x64x32", "sm_90")
-    assert "//     kmajor (buffer) 2048 B align 1024, live over its op to the kernel's end, offset 0: " in plan, plan
-    assert "stages beside 2048 B planned before it" in plan and "dropped" not in dump, plan
+    assert "//     kmajor (buffer) 4096 B align 1024, live over its op to the kernel's end, offset 0: " in plan, plan
+    assert "stages beside 4096 B planned before it" in plan and "dropped" not in dump, plan
 
 
 def test_a_loop_entered_beside_other_bytes_than_planned_drops_its_copies(monkeypatch) -> None:

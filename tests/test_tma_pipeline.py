@@ -359,22 +359,50 @@ def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> No
         _check("fa_f16_q64k64d64", gpu)
 
 
-def test_a_c_larger_than_the_freed_buffers_is_stored_by_tma_in_chunks(tmp_path: Path) -> None:
-    """i8 256x128 on sm_90: C (128 KB of i32) exceeds the freed pipeline buffers, so it goes by TMA in
-    four 32-column chunks through two 32 KB buffers in turn (16 boxes of 32x64, as many as NVIDIA's),
-    thread 0 waiting for the previous chunk's reads before the barrier that publishes the next;
-    the emulator agrees with the interpreter, race checker on."""
-    ptx_file, meta = _compile(BYTECODE / "mm_i8_256x128x64.tileirbc", tmp_path)
-    ptx = ptx_file.read_text()
-    assert meta.kernels[0].tma[-1].box == (32, 64)
+# The K-major copies of a loop in one slot each (`ops_wgmma._two_slots` refused): the freed buffers
+# are then smaller than the i8 256x128's C, as in a loop whose ring has no room for second slots.
+_ONE_SLOT = r"""
+import sys
+import tileiras.lowering.ops_wgmma as ops_wgmma
+ops_wgmma._two_slots = lambda *args: False
+from tileiras.driver.tileiras_main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture
+def one_slot_copies(monkeypatch, tmp_path: Path) -> None:
+    """In this process: K-major copies in one slot, compiled afresh (the cache keys on our files)."""
+    from tileiras.lowering import ops_wgmma
+
+    monkeypatch.setattr(ops_wgmma, "_two_slots", lambda *args: False)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_a_c_larger_than_the_freed_buffers_is_stored_by_tma_in_chunks(tmp_path: Path, one_slot_copies) -> None:
+    """i8 256x128 on sm_90, its B copied K-major in one slot: C (128 KB of i32) exceeds the freed
+    pipeline buffers, so it goes by TMA in four 32-column chunks through two 32 KB buffers in turn
+    (16 boxes of 32x64, as many as NVIDIA's), thread 0 waiting for the previous chunk's reads before
+    the barrier that publishes the next; the emulator agrees with the interpreter, race checker on.
+    (With two slots, the default, the freed buffers hold C whole: one group of the 16 boxes.)"""
+    src = BYTECODE / "mm_i8_256x128x64.tileirbc"
+    out = tmp_path / "k.ptx"
+    done = subprocess.run([sys.executable, "-c", _ONE_SLOT, "--emit=ptx", "--no-cache", "--gpu-name", "sm_90",
+                           "--emit-metadata", str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    ptx = out.read_text()
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 16
     assert ptx.count("cp.async.bulk.commit_group;") == 4 and ptx.count("cp.async.bulk.wait_group.read 0;") == 4
     assert "st.global" not in ptx
+    (tmp_path / "whole").mkdir()
+    whole = _compile(src, tmp_path / "whole")[0].read_text()
+    assert whole.count("cp.async.bulk.tensor.2d.global.shared::cta") == 16
+    assert whole.count("cp.async.bulk.commit_group;") == 1
     _check("mm_i8_256x128x64", "sm_90")
 
 
 @pytest.mark.sweep
-def test_a_chunked_c_store_without_its_read_wait_is_a_race(monkeypatch) -> None:
+def test_a_chunked_c_store_without_its_read_wait_is_a_race(monkeypatch, one_slot_copies) -> None:
     """Writing C's next chunk into a buffer a TMA store may still be reading is a race the checker
     reports (the waits before each chunk's barrier taken out, the last kept)."""
     from tileiras.emulator import EmulatorError

@@ -3,8 +3,8 @@
 Both generations read A (M, K) and B (K, N) by descriptor; an operand whose stored orientation
 or element values the instruction cannot take as they are gets a K-major copy: A as (M, K), B
 as (N, K), in a swizzled buffer the descriptor then reads. That covers an N-major B of a type
-without a transposed form on wgmma (tf32, fp8, int8) and any f32 tile read as tf32, which the
-copy rounds as its ftof says (the tensor cores would truncate the low mantissa bits).
+without a transposed form on wgmma (tf32, fp8, int8) and any f32 tile read as tf32 with a
+rounding the tensor cores do not apply themselves, which the copy applies as its ftof says.
 
 * `copy_kmajor`: from a shared operand (a cp.async buffer), after the CTA barrier that published
   it. Each thread moves v x v blocks (`_BLOCK`: rows of 32 bits of 8- or 16-bit elements, of 4
@@ -48,9 +48,15 @@ def kmajor_shape(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> Sh
     return SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
 
 
-def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str) -> SharedMatrix:
-    """`m` placed, 1024-byte aligned (the swizzle pattern's period); `role`: as `alloc_buffer`."""
-    return replace(m, offset=k.alloc_buffer(m.nbytes, KMAJOR_ALIGN, role=role))
+def slot_bytes(m: SharedMatrix) -> int:
+    """Bytes from one slot of a K-major buffer to the next: whole swizzle periods."""
+    return -(-m.nbytes // KMAJOR_ALIGN) * KMAJOR_ALIGN
+
+
+def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str, slots: int = 1) -> SharedMatrix:
+    """`m` placed, 1024-byte aligned (the swizzle pattern's period), in a buffer of `slots` copies of
+    it (`slot_bytes` apart); `role`: as `alloc_buffer`."""
+    return replace(m, offset=k.alloc_buffer(m.nbytes + (slots - 1) * slot_bytes(m), KMAJOR_ALIGN, role=role))
 
 
 def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int, role: str = "kmajor-copy") -> SharedMatrix:
@@ -115,7 +121,7 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
                 r, c = (at(ks, j), x0) if stored_k_rows else (at(x0, j), ks)
                 p = pointer(k, element_offset(k, src, "0", r, c))
                 rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align {align}", "cv"))
-            if value.tf32:   # f32 read as tf32: rounded as its ftof says (the hardware would truncate)
+            if value.tf32:   # f32 read as tf32: rounded as its ftof says
                 rows = [_tf32_words(k, r, v, value.tf32) for r in rows]
             if stored_k_rows:
                 rows = _transpose(k, rows, _ELEM_TYPE[eb])

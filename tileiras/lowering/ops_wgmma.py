@@ -11,10 +11,10 @@ tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K). Ope
   K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
   padded and is copied K-major here (kmajor_copy.py, shared with tcgen05), as NVIDIA's
-  compiler does; so is an f32 tile read as tf32, rounded on the way as its ftof says (wgmma
-  itself would truncate the low mantissa bits, which NVIDIA's compiler leaves it to do); a
-  K-major one in a TMA-fed stage is rounded where it lies instead (no buffer of its own: the tf32
-  256x128 loop's two stages then fit).
+  compiler does. An f32 tile read as tf32 to nearest even is read as stored: wgmma rounds so
+  itself (mma_forms.WGMMA_TF32_ROUNDING). Read with another rounding, it is copied K-major and
+  rounded on the way as its ftof says, or, K-major in a TMA-fed stage, rounded where it lies (no
+  buffer of its own).
 
 The accumulator is `MmaLayout(interleaved)`: warp w of warpgroup g holds rows 64 i + 16 (4 g + w)
 of instruction i in the m16n8 fragment order, which is the register order of wgmma's m64nN
@@ -34,18 +34,20 @@ to the next, stride 8 spans between 8-row (K) groups.
 
 from __future__ import annotations
 
+import copy
 from typing import Callable
 
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
+from ..ir.record import replace
 from .kernel import KernelLowering
-from .kmajor_copy import copy_kmajor, k_and_x, kmajor_shape, place_kmajor, store_kmajor
+from .kmajor_copy import copy_kmajor, k_and_x, kmajor_shape, place_kmajor, slot_bytes, store_kmajor
 from .llvm_text import llvm_type
 from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import SharedMatrix, pointer
 from .values import SharedTileVal, TileRegs
-from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
+from ..tileaa.mma_forms import WGMMA_TF32_ROUNDING, WgmmaShape, reads_directly, select_wgmma as select
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -53,9 +55,11 @@ _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 class _Operand:
     """A or B as wgmma reads it: a swizzled shared matrix and whether K runs along its rows."""
 
-    def __init__(self, matrix: SharedMatrix, kmajor: bool, chunk: "SharedTileVal | None" = None) -> None:
+    def __init__(self, matrix: SharedMatrix, kmajor: bool, chunk: "SharedTileVal | None" = None,
+                 ringed: bool = False) -> None:
         self.matrix, self.kmajor = matrix, kmajor
         self.chunk = chunk     # a K-major copy made in K chunks (matrix: the chunk's buffer) of this tile
+        self.ringed = ringed   # copied into this iteration's slot of a two-slot buffer (copy_slots)
 
 
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
@@ -75,8 +79,8 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
         wait_for(k, shared)
     if copied:
         k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
-    a = None if a_regs else _operand(k, op, shape, lhs, "a")  # type: ignore[arg-type]
-    b = _operand(k, op, shape, rhs, "b")  # type: ignore[arg-type]
+    a = None if a_regs else _operand(k, op, shape, roles[0][0], "a")  # type: ignore[arg-type]
+    b = _operand(k, op, shape, roles[-1][0], "b")  # type: ignore[arg-type]
     if copied or not is_ready([v for v, _ in roles]):
         fence_async_proxy(k)
         k.barrier()
@@ -119,8 +123,10 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
 
     pipeline = retiring_pipeline(k, op)
     # one group stays in flight only where nothing but the next iteration's wgmma touches the
-    # accumulator and every operand is read from its stage (a K-major copy is rewritten next time)
-    wait_group(k, 1 if pipeline is not None and not copied else 0)
+    # accumulator and every operand is read from its stage or from this iteration's slot of a K-major
+    # copy (a copy of one slot is rewritten next time)
+    rewritten = len(copied) > sum(o is not None and o.ringed for o in (a, b))
+    wait_group(k, 1 if pipeline is not None and not rewritten else 0)
     if pipeline is not None:
         mma_retired(k, pipeline)   # the previous iteration's group is done: its stage may be refilled
     return TileRegs(acc.type, regs, layout)
@@ -163,10 +169,39 @@ def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -
     return TileRegs(acc.type, slots, acc.layout)
 
 
+def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) -> "tuple[SharedMatrix, bool]":
+    """(this iteration's slot of K-major copy `buffer`, whether it is one of two): iteration i writes
+    slot i % 2 while iteration i - 1's group, left in flight, reads the other (`copy_slots`)."""
+    from .pipelined_loop import retiring_pipeline
+
+    pipeline = retiring_pipeline(k, op) if slots > 1 else None
+    if pipeline is None:
+        return buffer, False
+    parity = k.b.op(f"and i32 {pipeline.counter}, 1", "ws")
+    return replace(buffer, stage=k.b.op(f"mul i32 {parity}, {slot_bytes(buffer)}", "ws")), True
+
+
+def copy_slots(k: KernelLowering, op: Operation) -> int:
+    """Slots of the K-major copy buffer wgmma `op` makes for an operand of its own ("copy"): two where
+    `op` keeps its group in flight in a pipelined K loop (`group_in_flight`), so that iteration i copies
+    into slot i % 2 while iteration i - 1's group still reads the other (NVIDIA's compiler keeps a ring
+    of such copies); else one, rewritten once the group that read it is done. One decision for
+    `_operand` and plan-shared-memory (tileas/shared_operands.py)."""
+    from .pipelined_loop import uses_mbarriers
+
+    block = op.parent
+    loop = block.parent.parent if block is not None and block.parent is not None else None
+    plan = k.pipelines.get(loop) if k.pipelines and loop is not None else None
+    if plan is None or not plan.pipelined or not uses_mbarriers(k):
+        return 1
+    return 2 if group_in_flight(k, loop, plan.loads) is op else 1  # type: ignore[arg-type]
+
+
 def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":
     """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
     (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
-    of its body, both operands read by descriptor from stages of `loads` (no K-major copy), and its
+    of its body, both operands read from stages of `loads` (by descriptor, or through a K-major copy
+    in two slots: `copy_slots`, `loop_copies`), and its
     accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
     one accumulator need no wait between them; any other reader would)."""
     from ..tileaa.mma_operands import passes_shared
@@ -183,7 +218,7 @@ def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation,
         value = op.operand(name)
         while isinstance(value.owner, Operation) and passes_shared(value.owner):  # type: ignore[union-attr]
             value = value.owner.operands[0]  # type: ignore[union-attr]
-        if value.owner not in loads or (op, role) in k.wgmma_buffers:
+        if value.owner not in loads or ((op, role) in k.wgmma_buffers and (op, role) not in k.kmajor_slots):
             return None
     acc, term = op.operand("acc"), body.terminator
     if acc not in body.arguments[1:] or acc.uses != [op] or term is None or term.name != "cuda_tile.continue":
@@ -208,7 +243,7 @@ def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bo
 
 def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
     """Read by descriptor as stored: swizzled, in a form the instruction takes, and not an f32
-    tile read as tf32 (the copy rounds it as its ftof says; wgmma would truncate)."""
+    tile read as tf32 with a rounding wgmma does not apply (the copy rounds it as its ftof says)."""
     m = value.matrix
     return m.swizzled and m.batch == 1 and not value.tf32 \
         and reads_directly(shape, role, value.transposed, m.rows, m.cols)
@@ -253,10 +288,17 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
         return _Operand(value.matrix, value.transposed if role == "b" else not value.transposed)
     if form == "rounded":   # the stage becomes its own K-major copy
         return _Operand(copy_kmajor(k, value, role, value.matrix), True)  # type: ignore[arg-type]
-    if form in ("given", "copy"):
-        buffer = k.wgmma_buffers.get((op, role))
-        chunked = buffer is not None and buffer.cols < value.type.shape[0 if role == "b" else -1]
-        return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None)  # type: ignore[arg-type]
+    if form == "given":
+        buffer = k.wgmma_buffers[(op, role)]
+        chunked = buffer.cols < value.type.shape[0 if role == "b" else -1]
+        buffer, ringed = _slot(k, op, buffer, k.kmajor_slots.get((op, role), 1))
+        return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None, ringed)  # type: ignore
+    if form == "copy":
+        kdim, x_size = k_and_x(value.type.shape[-2:], role)  # type: ignore[attr-defined]
+        slot = kmajor_shape(k, x_size, kdim, value.matrix.elem_bytes)  # type: ignore[attr-defined]
+        slots = copy_slots(k, op)
+        buffer, ringed = _slot(k, op, place_kmajor(k, slot, "kmajor-copy", slots), slots)
+        return _Operand(copy_kmajor(k, value, role, buffer), True, ringed=ringed)  # type: ignore[arg-type]
     if form == "stage":   # A, or a 16-bit B that stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), role == "a")  # type: ignore[arg-type]
     return _Operand(store_kmajor(k, value, "b", None), True)  # type: ignore[arg-type]  # transposed: no N-major form
@@ -265,8 +307,18 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
 def read_operands(shape: WgmmaShape, lhs: object, rhs: object, layout: MmaLayout) -> "list[tuple[object, str]]":
     """The operands this wgmma (its accumulator in `layout`) reads by descriptor, with their role
     ("a", "b"): B alone where A sits in registers (`_a_in_registers`), else both. One decision for
-    the lowering (`lower_wgmma`) and plan-shared-memory (tileas/shared_operands.py, stand-ins)."""
-    return [(rhs, "b")] if _a_in_registers(lhs, layout, shape) else [(lhs, "a"), (rhs, "b")]
+    the lowering (`lower_wgmma`) and plan-shared-memory (tileas/shared_operands.py, stand-ins). A
+    shared operand read as tf32 with the rounding wgmma applies itself comes back as stored."""
+    roles = [(rhs, "b")] if _a_in_registers(lhs, layout, shape) else [(lhs, "a"), (rhs, "b")]
+    return [(_as_wgmma_reads(value), role) for value, role in roles]
+
+
+def _as_wgmma_reads(value: object) -> object:
+    if not isinstance(value, SharedTileVal) or value.tf32 != WGMMA_TF32_ROUNDING:
+        return value
+    plain = copy.copy(value)    # a plan stand-in keeps its `source`
+    plain.tf32 = ""
+    return plain
 
 
 def restaged(shape: WgmmaShape, value: object, role: str) -> bool:
@@ -279,15 +331,19 @@ def restaged(shape: WgmmaShape, value: object, role: str) -> bool:
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the K-major copy buffers of
     the wgmmas inside it, so that the pipeline's depth leaves room for them (`loop_copies`)."""
-    for key, matrix in loop_copies(k, loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve):
-        k.wgmma_buffers[key] = place_kmajor(k, matrix, "kmajor")
+    for key, matrix, slots in loop_copies(k, loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve):
+        k.wgmma_buffers[key] = place_kmajor(k, matrix, "kmajor", slots)
+        if slots > 1:
+            k.kmajor_slots[key] = slots
 
 
-def loop_copies(k: KernelLowering, loop: Operation, used: int) -> "list[tuple[tuple[Operation, str], SharedMatrix]]":
+def loop_copies(k: KernelLowering, loop: Operation, used: int
+                ) -> "list[tuple[tuple[Operation, str], SharedMatrix, int]]":
     """The K-major copy buffers (not yet placed) the wgmmas inside `loop` are given before it, in
-    the order asked: ((mma, "a"/"b"), buffer) for each staged load copied K-major in the loop that
-    no outer loop gave one (`k.wgmma_buffers`); `used`: the shared memory taken before them. One
-    decision for the lowering (`before_loop`) and plan-shared-memory (tileas/shared_stages.py)."""
+    the order asked: ((mma, "a"/"b"), buffer, slots) for each staged load copied K-major in the loop
+    that no outer loop gave one (`k.wgmma_buffers`); `used`: the shared memory taken before them.
+    Two slots where the loop's wgmma may then keep its group in flight (`_two_slots`). One decision
+    for the lowering (`before_loop`) and plan-shared-memory (tileas/shared_stages.py)."""
     from ..tileaa.mma_operands import passes_shared
     from ..transforms.rewrite import inside_op
 
@@ -314,7 +370,41 @@ def loop_copies(k: KernelLowering, loop: Operation, used: int) -> "list[tuple[tu
     for op, role, tile_shape, eb in copies:
         kdim, x_size = k_and_x(tile_shape[-2:], role)
         out.append(((op, role), kmajor_shape(k, x_size, kdim // 2 if (op, role) == chunked else kdim, eb)))
-    return out
+    slots = 2 if out and chunked is None and _two_slots(k, loop, [m for _, m in out], used) else 1
+    return [(key, matrix, slots) for key, matrix in out]
+
+
+def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]", used: int) -> bool:
+    """Whether `loop`'s K-major copies get two slots each: its wgmma would keep its group in flight
+    (`group_in_flight`, on mbarrier-handed stages) and the second slots cost the ring no stage (on an
+    H200, tf32 128x128x64 ran 1.29x NVIDIA's time with one slot and three stages, 1.71x with two
+    slots and two stages; the 64x64 and 128x128x32 tf32 / int8 / fp8 loops, deep either way, gained
+    6-20%)."""
+    from .mbarrier import BYTES
+    from .pipelined_loop import uses_mbarriers
+    from .smem import opt_in_limit
+    from ..schedule.buffers import MAX_STAGES, MIN_STAGES
+
+    plan = k.pipelines.get(loop) if k.pipelines else None
+    if plan is None or not plan.pipelined or not uses_mbarriers(k) or group_in_flight(k, loop, plan.loads) is None:
+        return False
+    stage = _stage_bytes(k, plan) + 2 * BYTES      # a stage and its full / empty barriers
+
+    def depth(copied: int) -> int:
+        return min(MAX_STAGES, (opt_in_limit(k.sm) - used - copied) // stage)
+
+    one = sum(m.nbytes for m in copies)
+    return depth(one) >= MIN_STAGES and depth(one + sum(slot_bytes(m) for m in copies)) >= depth(one)
+
+
+def _stage_bytes(k: KernelLowering, plan: object) -> int:
+    """Bytes of one stage of a pipelined loop's loads."""
+    from .async_copy import matrix_shape
+    from .pipelined_loop import _tma_swizzles, uses_mbarriers
+
+    return sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])  # type: ignore
+                            or (uses_mbarriers(k) and _tma_swizzles(k, ld, k.get(ld.operand("view"))))).nbytes
+               for ld in plan.loads)  # type: ignore[attr-defined]
 
 
 def _chunked_copy(k: KernelLowering, loop: Operation, copies: list, used: int) -> "tuple[Operation, str] | None":
@@ -322,18 +412,13 @@ def _chunked_copy(k: KernelLowering, loop: Operation, copies: list, used: int) -
     where that lets `loop`'s pipeline have the two stages the whole copies leave no room for beside
     the `used` bytes taken before them (tf32 128x256 on sm_90: two 96 KB stages beside a 64 KB
     copy of B do not fit, beside 32 KB they do); None where the copies are made whole."""
-    from .async_copy import matrix_shape
     from .mbarrier import BYTES
-    from .pipelined_loop import _tma_swizzles, uses_mbarriers
     from .smem import opt_in_limit
 
     plan = k.pipelines.get(loop) if k.pipelines else None
     if plan is None or not plan.pipelined or k.assignment is None:
         return None
-    stage = sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])
-                             or (uses_mbarriers(k) and _tma_swizzles(k, ld, k.get(ld.operand("view"))))).nbytes
-                for ld in plan.loads)
-    need = used + 2 * stage + 4 * BYTES
+    need = used + 2 * _stage_bytes(k, plan) + 4 * BYTES
     sizes = {(op, role): kmajor_shape(k, *reversed(k_and_x(shp[-2:], role)), eb).nbytes
              for op, role, shp, eb in copies}
     if need + sum(sizes.values()) <= opt_in_limit(k.sm):

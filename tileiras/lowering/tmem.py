@@ -76,7 +76,7 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
 
     kplan = plan_of(assignment)
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, kplan.warp_split,
-                         True, {})
+                         True, {}, {})
     split = settled(facts)      # (an attention whose copies are not all TMA's: its consumers issue the mmas)
     split_loop = split.loop if split is not None and split.mmas else None   # (before_loop leaves it alone)
     stores: set[int] = set()     # loops storing a nonzero initial accumulator before they run

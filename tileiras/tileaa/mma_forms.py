@@ -204,6 +204,13 @@ class WgmmaShape:
         return self.elem_bytes == 2
 
 
+# How wgmma reads f32 bits from shared memory as tf32: rounded to nearest, ties to even. Measured on
+# an H200: wgmmas fed unrounded f32 (no cvt, an f32 TMA map) matched ones fed cvt.rn.tf32 values bit
+# for bit, five matmuls of 16.7M outputs each. An operand read as tf32 with this rounding needs no
+# rounding of its own (ops_wgmma.read_operands); other modes are still rounded in shared memory.
+WGMMA_TF32_ROUNDING = "nearest_even"
+
+
 def _wgmma_table() -> dict[tuple[str, str, str], WgmmaShape]:
     out = {
         ("f16", "f16", "f32"): WgmmaShape("f32.f16.f16", 16, 2),

@@ -83,6 +83,7 @@ class StagingFacts:
     warp_split: Any
     pad_buffers: bool
     wgmma_buffers: dict
+    kmajor_slots: dict
     matrices: Any = None     # id of a load staged for the tensor cores -> (its matrix, the loop whose ring holds it)
     restaged: Any = None     # tf32 tcgen05 mmas given their K-major copy buffers (shared_operands.loop_copies)
 
@@ -117,7 +118,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
-                         assumes.padded, {}, {}, set())
+                         assumes.padded, {}, {}, {}, set())
     rows = shared_rows.Rows(facts)
     if not rows.exact:
         return None
@@ -237,13 +238,15 @@ def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Reques
     each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
     if facts.assignment is None or not facts.assignment.wgmma_ops:
         return []      # no wgmma to copy operands for (ops_wgmma.loop_copies)
-    from ..lowering.kmajor_copy import KMAJOR_ALIGN
+    from ..lowering.kmajor_copy import KMAJOR_ALIGN, slot_bytes
     from ..lowering.ops_wgmma import loop_copies
 
     out = []
-    for key, matrix in loop_copies(facts, loop, used):  # type: ignore[arg-type]
+    for key, matrix, slots in loop_copies(facts, loop, used):  # type: ignore[arg-type]
         facts.wgmma_buffers[key] = matrix
-        out.append(Request(loop, "kmajor", "buffer", matrix.nbytes, KMAJOR_ALIGN))
+        if slots > 1:
+            facts.kmajor_slots[key] = slots
+        out.append(Request(loop, "kmajor", "buffer", matrix.nbytes + (slots - 1) * slot_bytes(matrix), KMAJOR_ALIGN))
     return out
 
 

@@ -4,8 +4,11 @@ A warpgroup is four consecutive warps (threads 128*w ... 128*w + 127). mma_async
 computes D = A * B (+ D when scale-d is true) for every warpgroup executing it, when it
 issues: A (64 x K) comes from shared memory through a matrix descriptor or from registers,
 B (N x K, or K x N when transposed) from shared memory; descriptors are decoded and
-swizzled as `smem_layout.py` describes. Products are exact and the sum is rounded once to
-the accumulator type. The accumulator registers (and register A operands) stay *pending*
+swizzled as `smem_layout.py` describes. tf32 operands read from shared memory are rounded to
+nearest (ties to even) from their f32 bits, as an H200 does (measured: wgmmas fed unrounded f32
+matched ones fed cvt.rn.tf32 values bit for bit, five matmuls of 16.7M outputs each); register A
+operands keep the top 19 bits (not measured). Products are exact and the sum is rounded
+once to the accumulator type. The accumulator registers (and register A operands) stay *pending*
 until a wgmma.wait_group retires the wgmma-group holding the instruction: touching them
 before is reported (`async_regs.py`). With the race checker, the shared operands must be
 visible to the async proxy (TMA data waited for, generic stores fenced).
@@ -44,13 +47,17 @@ def _np() -> Any:
     return np
 
 
-def element_values(raw: Any, ty: str) -> Any:
-    """Unsigned raw bits (any shape) of `ty` elements -> float64 (int64 for integers) values."""
+def element_values(raw: Any, ty: str, tf32_nearest: bool = False) -> Any:
+    """Unsigned raw bits (any shape) of `ty` elements -> float64 (int64 for integers) values. tf32:
+    the top 19 bits of each f32 (truncated), or rounded to them, ties to even (`tf32_nearest`)."""
     np = _np()
     if ty in ("s8", "u8"):
         return raw.astype(np.uint8).view(np.int8 if ty == "s8" else np.uint8).astype(np.int64)
     if ty == "tf32":
-        return (raw.astype(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+        bits = raw.astype(np.uint32)
+        if tf32_nearest:
+            bits = tf32_round_nearest(bits)
+        return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
     if ty == "f32":
         return raw.astype(np.uint32).view(np.float32).astype(np.float64)
     from ..ptxtypes import np_dtype
@@ -59,9 +66,19 @@ def element_values(raw: Any, ty: str) -> Any:
     return raw.astype(np.dtype(f"u{dt.itemsize}")).view(dt).astype(np.float64)
 
 
-def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int, base: Optional[int] = None) -> Any:
+def tf32_round_nearest(bits: Any) -> Any:
+    """f32 bits (uint32) rounded to tf32's 10 mantissa bits, ties to even; infinities and NaN kept."""
+    np = _np()
+    lsb = (bits >> np.uint32(13)) & np.uint32(1)
+    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
+    return np.where((bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000), bits, rounded)
+
+
+def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int, base: Optional[int] = None,
+                tf32_nearest: bool = False) -> Any:
     """The values of a matrix whose elements lie at `addrs` (any shape): offsets in the state's shared
-    buffer, inside the shared memory of the lane's CTA (or the one starting at `base`)."""
+    buffer, inside the shared memory of the lane's CTA (or the one starting at `base`); tf32 elements
+    read as `element_values` says."""
     np = _np()
     base = smem_base(st, lane) if base is None else base
     if addrs.size and (int(addrs.min()) < base or int(addrs.max()) + esize > base + st.smem_size):
@@ -69,7 +86,7 @@ def smem_matrix(st: Any, addrs: Any, ty: str, esize: int, what: str, lane: int, 
                           f"0x{int(addrs.max()):x})", lane)
     raw = st.shared[addrs[..., None] + np.arange(esize)]
     bits = np.ascontiguousarray(raw).view(np.dtype(f"<u{esize}"))[..., 0]
-    return element_values(bits, ty)
+    return element_values(bits, ty, tf32_nearest)
 
 
 def operand_bytes(addrs: Any, esize: int) -> Any:
@@ -218,14 +235,14 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 if st.races is not None:
                     st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
-                A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]))
+                A = smem_matrix(st, addrs, aty, esize, "wgmma A", int(lanes[0]), tf32_nearest=True)
             desc = _uniform(st, b_desc, g, "the B descriptor")
             start, lbo, sbo, span, _ = decode_gmma_desc(desc)
             addrs = operand_addresses(start, n, k, esize, not trans_b, lbo, sbo, span, base=base_offset(desc)) + base
             if st.races is not None:
                 st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
-            B = smem_matrix(st, addrs, bty, esize, "wgmma B", int(lanes[0]))
+            B = smem_matrix(st, addrs, bty, esize, "wgmma B", int(lanes[0]), tf32_nearest=True)
             D = (A * scale_a) @ (B * scale_b).T
             if _uniform(st, scale_d, g, "scale-d"):
                 raw = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in d_read], axis=1)
