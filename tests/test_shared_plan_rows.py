@@ -48,9 +48,9 @@ def test_a_group_cut_by_its_budget_is_predicted_as_cut(monkeypatch) -> None:
     before it: with a margin leaving room for two rows of 32 KiB only, the plan, deciding by the
     same function, predicts two buffers and two mbarriers, as the lowering asks."""
     from tileiras.lowering import row_tma
-    from tileiras.lowering.smem import opt_in_limit
+    from tileiras.target import caps
 
-    monkeypatch.setattr(row_tma, "MARGIN", opt_in_limit(90) - 2 * 32768 - 100)
+    monkeypatch.setattr(row_tma, "MARGIN", caps(90).smem_per_block - 2 * 32768 - 100)
     dump, plan, complete = _compile(monkeypatch, "layernorm_f16_n16384")
     assert plan.count("//     row-load (staging) 32768 B") == 2, plan
     assert "//     mbarriers (buffer) 16 B align 8" in plan, plan

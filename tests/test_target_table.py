@@ -82,14 +82,13 @@ def test_tma_clusters_and_pairs() -> None:
 
 
 def test_shared_and_tensor_memory() -> None:
-    """lowering/smem._OPT_IN, and the tensor memory of the tcgen05 targets (lowering/tmem.COLUMNS)."""
-    from tileiras.lowering.smem import opt_in_limit
+    """Shared memory per block (opt-in) and per SM, and the tensor memory of the tcgen05 targets
+    (lowering/tmem.COLUMNS)."""
     from tileiras.lowering.tmem import COLUMNS
 
     assert {row.sm: row.smem_per_block for row in ROWS} == {
         80: 166912, 86: 101376, 87: 166912, 88: 101376, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
         107: 232448, 110: 232448, 120: 101376, 121: 101376}
-    assert opt_in_limit(90) == 232448 and opt_in_limit(120) == 101376
     assert all(row.smem_per_block <= row.smem_per_sm for row in ROWS)
     assert all((row.tmem_columns == COLUMNS) == row.has("tcgen05") for row in ROWS)
 

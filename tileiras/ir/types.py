@@ -70,6 +70,15 @@ class PointerType(Type):
         return f"ptr<{self.pointee}>"
 
 
+def storage_bytes(elem: Type) -> int:
+    """Bytes one element takes in memory: a pointer 8, a scalar its width (at least a byte: i1 and
+    the 4-bit types are stored a byte each)."""
+    if isinstance(elem, PointerType):
+        return 8
+    assert isinstance(elem, ScalarType)
+    return max(1, elem.bitwidth // 8)
+
+
 def _dims(values: tuple[int, ...]) -> str:
     return "x".join("?" if v == DYNAMIC else str(v) for v in values)
 

@@ -22,7 +22,8 @@ from typing import Optional
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
-from .kernel import KernelLowering, storage_bytes
+from .kernel import KernelLowering
+from ..ir.types import storage_bytes
 from .smem import SharedMatrix, element_offset, pointer
 from .values import PartitionViewVal, SharedTileVal
 
@@ -130,10 +131,9 @@ def defers(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileT
 def _overflows(k: KernelLowering, tile: TileType, lifetime: tuple[int, int]) -> bool:
     """Whether `tile`, staged whole (unpadded), would not fit below the target's limit beside the
     buffers alive during `lifetime`."""
-    from .smem import opt_in_limit
 
     nbytes = replace(matrix_shape(k, tile), padded=False).nbytes
-    return k.buffers.first_fit(nbytes, 128, *lifetime) + nbytes > opt_in_limit(k.sm) - k.static_smem_bytes
+    return k.buffers.first_fit(nbytes, 128, *lifetime) + nbytes > k.caps.smem_per_block - k.static_smem_bytes
 
 
 def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[Operation]:

@@ -137,10 +137,9 @@ def _staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout
     split = getattr(k, "warp_split", None)
     if loop is None or split is not None and split.outer is not loop:
         return None, 0
-    from .smem import opt_in_limit
 
     span = k.lifetimes().op_range(loop)
-    limit = opt_in_limit(k.sm) - LOOP_MARGIN
+    limit = k.caps.smem_per_block - LOOP_MARGIN
     rows = _chunk_rows(ttype, layout, blocked,
                        lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
     # the fragments' stores repeat once per chunk (under warp conditions): in a loop's code, at most

@@ -15,7 +15,7 @@ from .. import remarks as _remarks
 from ..errors import CompileError
 from ..target import caps
 from ..ir.core import Block, Operation, Value
-from ..ir.types import DYNAMIC, PointerType, ScalarType, TileType, Type
+from ..ir.types import DYNAMIC, TileType, Type, storage_bytes
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
 from ..tileas.shared_plan import PlanCheck, shared_plan_of
 from ..layout.encodings import BlockedLayout, Layout, row_major_strides
@@ -348,13 +348,6 @@ def storage_type(elem: Type) -> str:
     """How an element is stored in memory (i1 is a byte)."""
     lty = llvm_type(elem)
     return "i8" if lty in SUB_BYTE else lty
-
-
-def storage_bytes(elem: Type) -> int:
-    if isinstance(elem, PointerType):
-        return 8
-    assert isinstance(elem, ScalarType)
-    return max(1, elem.bitwidth // 8)
 
 
 # Integer types narrower than a byte are kept in registers at their width and stored as a byte.

@@ -25,7 +25,8 @@ from typing import Optional
 
 from ..ir.record import replace
 from .async_copy import fence_async_proxy
-from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
+from .kernel import KernelLowering, storage_type, to_storage
+from ..ir.types import storage_bytes
 from .ops_reduce import counted_loop
 from .smem import SharedMatrix, element_offset, offset_of, pointer
 from .values import SharedTileVal, TileRegs

@@ -18,8 +18,8 @@ from __future__ import annotations
 from ..ir.record import record
 from .kernel import KernelLowering
 from .smem import pointer
+from ..schedule.buffers import MBARRIER_BYTES
 
-BYTES = 8
 # try_wait's suspend-time hint (nanoseconds a thread may sleep before it re-checks), NVIDIA's value
 SUSPEND_HINT_NS = 10_000_000
 
@@ -33,18 +33,19 @@ class BarrierArray:
 def allocate(k: KernelLowering, count: int) -> BarrierArray:
     """`count` mbarriers, back to back, among the kernel's shared buffers (8 bytes each, as the
     schedule's buffer assignment counts them; later buffers align themselves)."""
-    return BarrierArray(k.alloc_buffer(count * BYTES, BYTES, role="mbarriers"), count)
+    return BarrierArray(k.alloc_buffer(count * MBARRIER_BYTES, MBARRIER_BYTES, role="mbarriers"), count)
 
 
 def split(bars: BarrierArray, first: int) -> tuple[BarrierArray, BarrierArray]:
     """The first `first` barriers of `bars` and the rest, as two arrays."""
-    return BarrierArray(bars.offset, first), BarrierArray(bars.offset + first * BYTES, bars.count - first)
+    return BarrierArray(bars.offset, first), BarrierArray(bars.offset + first * MBARRIER_BYTES, bars.count - first)
 
 
 def address(k: KernelLowering, bars: BarrierArray, index: str) -> str:
     """i32 shared-space address of barrier `index` (an i32 value or a literal) of `bars`."""
     if index.isdigit():
-        return k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(bars.offset + BYTES * int(index)))} to i32", "mb")
+        at = bars.offset + MBARRIER_BYTES * int(index)
+        return k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(at))} to i32", "mb")
     base = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(bars.offset))} to i32", "mb")
     return k.b.op(f"add i32 {base}, {k.b.op(f'shl i32 {index}, 3', 'mb')}", "mb")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..ir.types import TileType
+from ..ir.types import TileType, storage_bytes
 from .kernel import KernelLowering, storage_type
 from .llvm_text import float_bits_literal, llvm_type
 
@@ -21,7 +21,7 @@ def define_global(op: Operation) -> str:
     value = op.attributes["value"]
     elem = value.type.element
     lty = storage_type(elem)
-    size = max(1, elem.bitwidth // 8)
+    size = storage_bytes(elem)
     raw = value.raw
     count = value.type.num_elements
     if len(raw) == size and count > 1:

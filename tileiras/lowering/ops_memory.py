@@ -15,7 +15,8 @@ from typing import Callable, Optional
 from ..ir.core import Operation, Value
 from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
                         TileType, element_of)
-from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
+from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
+from ..ir.types import storage_bytes
 from ..layout.encodings import Layout
 from .llvm_text import float_bits_literal, llvm_type
 from .token_waits import emit_wait
@@ -381,7 +382,7 @@ def _store(k: KernelLowering, ptr: str, elem_ty: str, value: str, ordering: str,
 
 
 def _align(elem: ScalarType | PointerType) -> int:
-    return 8 if isinstance(elem, PointerType) else max(1, elem.bitwidth // 8)
+    return storage_bytes(elem)
 
 
 def _ordering(op: Operation) -> tuple[str, str]:

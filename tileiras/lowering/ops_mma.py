@@ -30,7 +30,8 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import TileType
 from ..tileaa.mma_forms import MmaShape, f8_form
-from .kernel import KernelLowering, storage_bytes, storage_type, to_storage
+from .kernel import KernelLowering, storage_type, to_storage
+from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout
 from .layout_index import block_start, warp_coords
 from .llvm_text import llvm_type
@@ -113,9 +114,8 @@ def staged_tile(tile: TileType, axis: int, chunks: int) -> "tuple[str, TileType]
 
 def k_chunks(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int) -> int:
     """K slices of an mma whose `staged` operands (tile, K axis) fit the target's shared memory."""
-    from .smem import opt_in_limit
 
-    return k_slices(k, staged, kdim, kstep, opt_in_limit(k.sm) - k.static_smem_bytes)
+    return k_slices(k, staged, kdim, kstep, k.caps.smem_per_block - k.static_smem_bytes)
 
 
 def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int, limit: int) -> int:
@@ -454,10 +454,9 @@ def _packs_fp4(shape: MmaShape, lhs: object, rhs: object) -> bool:
 def _packing_fits(k: KernelLowering, staged: list, kdim: int, shape: MmaShape, lhs: object, rhs: object) -> bool:
     """The packed copies of A and B (half a byte an element, 1024-byte aligned) fit beside the operands
     staged one element a byte: else the fragments are gathered from those alone."""
-    from .smem import opt_in_limit
 
     packed = sum(-(-t.type.num_elements // 2 // 1024) * 1024 for t in (lhs, rhs))  # type: ignore[attr-defined]
-    return k_slices(k, staged, kdim, shape.k, opt_in_limit(k.sm) - k.static_smem_bytes - packed) == 1
+    return k_slices(k, staged, kdim, shape.k, k.caps.smem_per_block - k.static_smem_bytes - packed) == 1
 
 
 class _PackedFragments:

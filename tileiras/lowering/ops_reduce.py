@@ -14,7 +14,8 @@ from typing import Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType
-from .kernel import KernelLowering, from_storage, op_error, storage_bytes, storage_type, to_storage
+from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
+from ..ir.types import storage_bytes
 from ..layout.encodings import RowWarpLayout
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
@@ -104,7 +105,6 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
         return
     dim = int(op.attributes["dim"])
     reverse = bool(op.attributes.get("reverse", False))
-    shape = srcs[0].type.shape
     chunks = reduce_scratch(op, lambda n: _chunks(k, srcs, n))[0]
     lts = [llvm_type(s.type.element) for s in srcs]
     rtype0 = op.results[0].type
@@ -161,9 +161,8 @@ def _chunks(k: KernelLowering, srcs: list[TileRegs], n: int) -> int:
     """Slices of the reduced dimension whose scratch fits the target's shared memory: a reduction
     whose whole-tile scratch does not fit beside the buffers alive at it goes through scratch
     slice by slice (the same fold order, each result carrying its partial fold)."""
-    from .smem import opt_in_limit
 
-    return _slices(k, srcs, n, opt_in_limit(k.sm) - k.static_smem_bytes)
+    return _slices(k, srcs, n, k.caps.smem_per_block - k.static_smem_bytes)
 
 
 def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:

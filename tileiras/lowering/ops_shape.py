@@ -14,7 +14,8 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
 from ..tileas.assign_layouts import broadcast_source, row_broadcast
-from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
+from .kernel import KernelLowering, from_storage, storage_type
+from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
 from .scratch_swizzle import permute_swizzle
@@ -37,7 +38,7 @@ def _constant(k: KernelLowering, op: Operation) -> None:
     assert isinstance(rtype, TileType)
     elem = rtype.element
     assert isinstance(elem, ScalarType)
-    size = max(1, elem.bitwidth // 8)  # i1 and 4-bit types take a byte each
+    size = storage_bytes(elem)
     raw = attr.raw
     chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
     if len(set(chunks)) == 1:

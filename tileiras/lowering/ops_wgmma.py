@@ -380,18 +380,17 @@ def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]",
     H200, tf32 128x128x64 ran 1.29x NVIDIA's time with one slot and three stages, 1.71x with two
     slots and two stages; the 64x64 and 128x128x32 tf32 / int8 / fp8 loops, deep either way, gained
     6-20%)."""
-    from .mbarrier import BYTES
+    from ..schedule.buffers import MBARRIER_BYTES
     from .pipelined_loop import uses_mbarriers
-    from .smem import opt_in_limit
     from ..schedule.buffers import MAX_STAGES, MIN_STAGES
 
     plan = k.pipelines.get(loop) if k.pipelines else None
     if plan is None or not plan.pipelined or not uses_mbarriers(k) or group_in_flight(k, loop, plan.loads) is None:
         return False
-    stage = _stage_bytes(k, plan) + 2 * BYTES      # a stage and its full / empty barriers
+    stage = _stage_bytes(k, plan) + 2 * MBARRIER_BYTES      # a stage and its full / empty barriers
 
     def depth(copied: int) -> int:
-        return min(MAX_STAGES, (opt_in_limit(k.sm) - used - copied) // stage)
+        return min(MAX_STAGES, (k.caps.smem_per_block - used - copied) // stage)
 
     one = sum(m.nbytes for m in copies)
     return depth(one) >= MIN_STAGES and depth(one + sum(slot_bytes(m) for m in copies)) >= depth(one)
@@ -412,22 +411,21 @@ def _chunked_copy(k: KernelLowering, loop: Operation, copies: list, used: int) -
     where that lets `loop`'s pipeline have the two stages the whole copies leave no room for beside
     the `used` bytes taken before them (tf32 128x256 on sm_90: two 96 KB stages beside a 64 KB
     copy of B do not fit, beside 32 KB they do); None where the copies are made whole."""
-    from .mbarrier import BYTES
-    from .smem import opt_in_limit
+    from ..schedule.buffers import MBARRIER_BYTES
 
     plan = k.pipelines.get(loop) if k.pipelines else None
     if plan is None or not plan.pipelined or k.assignment is None:
         return None
-    need = used + 2 * _stage_bytes(k, plan) + 4 * BYTES
+    need = used + 2 * _stage_bytes(k, plan) + 4 * MBARRIER_BYTES
     sizes = {(op, role): kmajor_shape(k, *reversed(k_and_x(shp[-2:], role)), eb).nbytes
              for op, role, shp, eb in copies}
-    if need + sum(sizes.values()) <= opt_in_limit(k.sm):
+    if need + sum(sizes.values()) <= k.caps.smem_per_block:
         return None
     for op, role, shp, eb in copies:
         kdim, _ = k_and_x(shp[-2:], role)
         half = sizes[(op, role)] // 2
         if role == "b" and kdim % 64 == 0 and (kdim // 2 * eb) % 128 == 0 \
-                and need + sum(sizes.values()) - half <= opt_in_limit(k.sm):
+                and need + sum(sizes.values()) - half <= k.caps.smem_per_block:
             return op, role
     return None
 

@@ -47,7 +47,7 @@ from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies
 from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
-from .smem import SharedMatrix, opt_in_limit
+from .smem import SharedMatrix
 from .values import PartitionViewVal, SharedTileVal
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def fit(k: KernelLowering, ring: Ring, used: int) -> "BufferAssignment":
     """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages)."""
     from ..schedule.pipeline import fit_stages
 
-    return fit_stages(ring.plan, ring.sizes, used, opt_in_limit(k.sm), held=int(ring.retiring is not None))
+    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=int(ring.retiring is not None))
 
 
 def fit_beside(k: KernelLowering, ring: Ring, buffers: "SharedBuffers", lifetime: tuple[int, int],
@@ -180,7 +180,7 @@ def fit_beside(k: KernelLowering, ring: Ring, buffers: "SharedBuffers", lifetime
     used, peak = buffers.live_top(*lifetime) + fixed, buffers.total + fixed
     fitted = fit(k, ring, used)
     bars = fitted.barriers.nbytes if fitted.stages and fitted.barriers is not None else 0
-    if used < peak and peak + bars > opt_in_limit(k.sm):
+    if used < peak and peak + bars > k.caps.smem_per_block:
         used, fitted = peak, fit(k, ring, peak)
     return used, fitted
 

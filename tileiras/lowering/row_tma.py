@@ -42,10 +42,12 @@ from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from ..transforms.rewrite import inside_op
 from ..tileas.buffers import Liveness
-from .kernel import KernelLowering, from_storage, storage_bytes, storage_type
+from .kernel import KernelLowering, from_storage, storage_type
+from ..ir.types import storage_bytes
 from ..layout.encodings import Layout, MmaLayout
-from .smem import SharedMatrix, element_offset, opt_in_limit, pointer
+from .smem import SharedMatrix, element_offset, pointer
 from .values import PartitionViewVal, TileRegs
+from ..schedule.buffers import MBARRIER_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the copies' types; tma_copy is loaded where a kernel copies rows (shared_rows asks every kernel)
@@ -185,7 +187,7 @@ def group(k: KernelLowering, first: Operation, used: int, ahead: Callable[[Opera
     the `used` shared bytes (the buffers placed before `first`, and the pipelines' reserve) less
     `MARGIN`; `ahead(load)`: makes the operands of a later load available at `first` (the
     lowering lowers the pure ops they need, `pure_ahead`), False where it cannot."""
-    budget = opt_in_limit(k.sm) - used - MARGIN
+    budget = k.caps.smem_per_block - used - MARGIN
     body = _body(k)
     chosen: list[tuple[Operation, tma_copy.TmaCopy, SharedMatrix]] = []
     missed: list[tuple[Operation, str]] = []
@@ -244,7 +246,7 @@ def _issue_group(k: KernelLowering, first: Operation) -> None:
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "rt"), copies)
     k.barrier()    # publishes the barriers' initialization to their waiters
     for i, (op, t, matrix) in enumerate(placed):
-        single = mbarrier.BarrierArray(bars.offset + i * mbarrier.BYTES, 1)
+        single = mbarrier.BarrierArray(bars.offset + i * MBARRIER_BYTES, 1)
         k.row_loads[op] = RowLoad(matrix, tma_copy.OneShot(t, single))
         k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
                  Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_copy.describe(t),
@@ -369,7 +371,7 @@ def store_copy(k: KernelLowering, op: Operation, view: object, used: int
     t, matrix, why = _tile_copy(k, op, view, tile)
     if t is None:
         return None, matrix, why
-    if matrix.nbytes > opt_in_limit(k.sm) - used:
+    if matrix.nbytes > k.caps.smem_per_block - used:
         return None, matrix, ""
     return t, matrix, ""
 

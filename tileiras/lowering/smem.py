@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from ..errors import CompileError
 from ..ir.record import record
-from ..target import caps
 
 if TYPE_CHECKING:
     from .kernel import KernelLowering
@@ -39,11 +38,6 @@ BUFFER_ALIGN = 128
 REGION_ALIGN = 16        # the region's size: a whole number of 16-byte vectors
 SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
-
-
-def opt_in_limit(sm: int) -> int:
-    """Per-block opt-in maximum of shared memory (static + dynamic), bytes (`Caps.smem_per_block`)."""
-    return caps(sm).smem_per_block
 
 
 @record
@@ -163,7 +157,7 @@ def place(k: "KernelLowering", text: str, name: str) -> tuple[str, list[str], in
     buffers = -(-k.buffer_bytes // REGION_ALIGN) * REGION_ALIGN
     static_other = k.static_smem_bytes   # allocas: always static
     total = buffers + static_other
-    limit = opt_in_limit(k.sm)
+    limit = k.caps.smem_per_block
     if total > limit:
         by_kind: dict[str, int] = {}
         for b in k.buffers.buffers:

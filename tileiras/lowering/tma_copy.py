@@ -36,7 +36,8 @@ from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from ..codegen.tma_params import Field, TmaParam
 from . import mbarrier
-from .kernel import KernelLowering, storage_bytes
+from .kernel import KernelLowering
+from ..ir.types import storage_bytes
 from .mbarrier import BarrierArray
 from .smem import SharedMatrix, pointer
 from .values import PartitionViewVal, SharedTileVal

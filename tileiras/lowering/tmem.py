@@ -136,14 +136,15 @@ _STAGE_BARRIERS = 16     # offset of the stage mbarriers in the control block
 def stage_barriers(k: "KernelLowering", stages: int, arrivals: int) -> "object":
     """`stages` mbarriers of `arrivals` arrivals each, in the control block of the kernel's tensor
     memory (allocated already), initialized at the kernel's start (then a CTA barrier)."""
-    from .mbarrier import BYTES, BarrierArray
+    from .mbarrier import BarrierArray
+    from ..schedule.buffers import MBARRIER_BYTES
 
     state = k.tmem
-    assert state is not None and _STAGE_BARRIERS + stages * BYTES <= CONTROL_BYTES
+    assert state is not None and _STAGE_BARRIERS + stages * MBARRIER_BYTES <= CONTROL_BYTES
     bars = BarrierArray(state.control + _STAGE_BARRIERS, stages)
     first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
     for i in range(stages):
-        at = _shared_u32(k, bars.offset + i * BYTES)
+        at = _shared_u32(k, bars.offset + i * MBARRIER_BYTES)
         k.b.prologue.append(f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '
                             f'@p mbarrier.init.shared::cta.b64 [$1], {arrivals}; }}", "r,r,~{{memory}}"'
                             f'(i32 {first}, i32 {at})')
@@ -157,13 +158,13 @@ def accumulator_free(k: "KernelLowering") -> str:
     tile's accumulators (a persistent loop's MMA warp waits for it before the next tile's first MMAs
     overwrite them): the control block's last 8 bytes, `k.threads` arrivals a phase, initialized at
     the kernel's start."""
-    from .mbarrier import BYTES
+    from ..schedule.buffers import MBARRIER_BYTES
 
     state = k.tmem
     assert state is not None
     if not state.free:
-        at = CONTROL_BYTES - BYTES
-        assert state.ready is None or _STAGE_BARRIERS + state.ready.count * BYTES <= at
+        at = CONTROL_BYTES - MBARRIER_BYTES
+        assert state.ready is None or _STAGE_BARRIERS + state.ready.count * MBARRIER_BYTES <= at
         state.free = _shared_u32(k, state.control + at)
         first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")
         k.b.prologue.append(f'  call void asm sideeffect "{{ .reg .pred p; setp.ne.b32 p, $0, 0; '

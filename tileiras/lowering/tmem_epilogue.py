@@ -204,11 +204,10 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
 def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Optional[tuple[TmaCopy, SharedMatrix]]:
     """`tma_stage`'s copy and buffer (placed, its tensor map a hidden parameter), beside the
     buffers placed so far; None where not."""
-    from .smem import opt_in_limit
 
     lifetime = k.lifetimes().op_range(store)
     found = tma_stage(k, store, layout, lambda nbytes, align: k.buffers.first_fit(nbytes, align, *lifetime),
-                      opt_in_limit(k.sm) - k.static_smem_bytes - k.smem_reserve)
+                      k.caps.smem_per_block - k.static_smem_bytes - k.smem_reserve)
     if found is None:
         return None
     t, matrix = found

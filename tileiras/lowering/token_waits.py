@@ -16,7 +16,8 @@ from typing import Optional
 from ..ir.core import Operation
 from ..ir.types import TileType
 from ..transforms.token_order import ThreadLocal
-from .kernel import KernelLowering, storage_bytes
+from .kernel import KernelLowering
+from ..ir.types import storage_bytes
 from ..layout.encodings import Layout
 from .values import TensorViewVal
 

@@ -98,7 +98,7 @@ def across_warps_scratch(layout: RowWarpLayout, types: list[TileType]) -> tuple[
     """(each source's byte offset, bytes in all) of the scratch `_across_warps` folds the partials
     of a reduce in: per source, every row group's `wpr` partials of each slot group, 8-byte aligned
     (tileas/shared_sizes.py sizes it before emission)."""
-    from .kernel import storage_bytes
+    from ..ir.types import storage_bytes
 
     groups = layout.slots(types[0].num_elements) // layout.per_lane
     per_src = layout.groups * groups * layout.wpr

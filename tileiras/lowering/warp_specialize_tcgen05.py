@@ -635,7 +635,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     """The epilogue warps' part of the loop: wait until the MMA warp's last MMAs are done, then read
     the accumulators out of tensor memory (the loop's results)."""
     from .async_copy import chunk_elements
-    from .kernel import storage_bytes
+    from ..ir.types import storage_bytes
     from .ops_tcgen05 import after_loop, describe
     from .tmem import tensor_memory, wait_mbarrier
     from .tmem_epilogue import lower as chunked

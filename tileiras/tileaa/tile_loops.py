@@ -38,7 +38,7 @@ from typing import Callable, Optional
 from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
-from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType
+from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
 from . import cat_windows
 from .addresses import touch_the_same
 from .row_chunks import twin_view
@@ -937,7 +937,7 @@ def _identity(at: Operation, reduce: Operation, t: object, index: int = 0) -> Va
     first chunk."""
     ident = reduce.attributes["identities"][index]
     assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
-    width = max(1, t.element.bitwidth // 8)
+    width = storage_bytes(t.element)
     bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
     raw = (bits % (1 << (8 * width))).to_bytes(width, "little")
     return at.insert_before(Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)},

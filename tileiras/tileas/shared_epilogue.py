@@ -76,7 +76,7 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
     if decided is not None:
         return [decided.request(op, live.op_range(op))]
     if converts:     # KernelLowering.convert's scratch: every element at its row-major index
-        from ..lowering.kernel import storage_bytes
+        from ..ir.types import storage_bytes
 
         ttype = value.type
         nbytes = ttype.num_elements * storage_bytes(ttype.element)  # type: ignore[attr-defined]

@@ -159,7 +159,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
     out: list[Request] = []
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
-        from ..lowering.kernel import storage_bytes
+        from ..ir.types import storage_bytes
         from ..lowering.kmajor_copy import KMAJOR_ALIGN, k_and_x, kmajor_shape, slot_bytes
         from ..lowering.ops_wgmma import copy_slots, operand_form, read_operands
         from ..tileaa.mma_forms import select_wgmma as select

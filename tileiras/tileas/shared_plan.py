@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..target import caps
 from .buffers import SharedBuffers, lifetimes
 from .plan import plan_of
 
@@ -163,7 +164,6 @@ def _staged(shared: SharedPlan, loop: Operation) -> bool:
 def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
     """Every covered request sized, then placed in program order, under `assumes`."""
     from ..lowering.ops_memory import alloca_bytes
-    from ..lowering.smem import opt_in_limit
     from .shared_sizes import SIZERS
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from . import shared_operands
@@ -195,7 +195,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
     return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered, allocas,
-                      opt_in_limit(assignment.sm))
+                      caps(assignment.sm).smem_per_block)
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:

@@ -52,7 +52,7 @@ class Rows:
         of every role (those before `op` are placed to read the bytes they take); `reserve`: the
         bytes the pipelines leave free (`Assumptions.reserve`)."""
         from ..lowering import row_tma
-        from ..lowering.mbarrier import BYTES
+        from ..schedule.buffers import MBARRIER_BYTES
 
         if not self.copies or op.name not in (row_tma.LOAD, row_tma.STORE):
             return []
@@ -66,7 +66,8 @@ class Rows:
             if not chosen:
                 return []
             return [Request(op, "row-load", "staging", matrix.nbytes, 128, 0, row_tma.load_lifetime(live, op, load))
-                    for load, _t, matrix in chosen] + [Request(op, "mbarriers", "buffer", len(chosen) * BYTES, BYTES)]
+                    for load, _t, matrix in chosen] + [Request(op, "mbarriers", "buffer", len(chosen) * MBARRIER_BYTES,
+                                                               MBARRIER_BYTES)]
         if not row_tma.candidate(facts, op):  # type: ignore[arg-type]
             return []
         view = facts.get(op.operand("view"))  # type: ignore[arg-type]

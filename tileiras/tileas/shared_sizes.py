@@ -75,7 +75,7 @@ def _exchanged(op: Operation, assignment: "LayoutAssignment") -> list[Value]:
 
 
 def _tile_bytes(values: list[Value]) -> int:
-    from ..lowering.kernel import storage_bytes
+    from ..ir.types import storage_bytes
 
     total = 0
     for value in values:

@@ -108,9 +108,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     layout's mma runs as the pair: shared_tcgen05.pairs_run), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
     from ..lowering.async_copy import chunk_elements, matrix_shape
-    from ..lowering.mbarrier import BYTES
+    from ..schedule.buffers import MBARRIER_BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
-    from ..lowering.smem import opt_in_limit
     from . import shared_tcgen05 as tcgen05
     from . import shared_operands
     from .shared_operands import PACKED, asks, deferred, loop_copies as tf32_copies, requests as operand_requests
@@ -138,7 +137,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             allocas += alloca_bytes(op)
         elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
-            out.append(_reduction(op, place(before, entry), live.op_range(op), opt_in_limit(assignment.sm) - allocas))
+            out.append(_reduction(op, place(before, entry), live.op_range(op), caps(assignment.sm).smem_per_block - allocas))
         elif op.name == "cuda_tile.for":
             pipeline = kplan.pipelines.get(op)
             if pipeline is not None and pipeline.pipelined \
@@ -172,7 +171,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 out.append(Request(op, "ring", "ring", matrix.nbytes * fitted.stages, 1024 if matrix.swizzled else 128,
                                    matrix.span if matrix.swizzled else 0, spans))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
-                out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * BYTES, BYTES))
+                out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * MBARRIER_BYTES,
+                                   MBARRIER_BYTES))
             # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
             out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
             chunked = tcgen05.chunked_store(facts, op, ring)
@@ -199,7 +199,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                1024 if swizzled else 128, matrix.span if swizzled else 0,
                                live.value_range(op.results[0], op)))
             if once:
-                out.append(Request(op, "mbarriers", "buffer", BYTES, BYTES))
+                out.append(Request(op, "mbarriers", "buffer", MBARRIER_BYTES, MBARRIER_BYTES))
         elif op.name in STORES and id(op) not in lowered_ahead:
             # attention's O stored by TMA from its fragments (tcgen05), else an mma accumulator's epilogue
             stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)

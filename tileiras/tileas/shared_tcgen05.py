@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation
+from ..target import caps
 from .shared_plan import Request, place
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
     if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
         return []
-    from ..lowering.mbarrier import BYTES
+    from ..schedule.buffers import MBARRIER_BYTES
     from ..lowering.tmem_epilogue import STAGE_ALIGN
     from ..lowering.warp_specialize_tcgen05 import (HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage,
                                                     settled)
@@ -74,7 +75,7 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     if split is None or split.loop is not loop or not split.mmas:
         return []
     if split.form == "attention":     # the handshake (published with the stages), then P's buffer
-        out = [Request(loop, "mbarriers", "buffer", len(HANDSHAKE) * BYTES, BYTES)]
+        out = [Request(loop, "mbarriers", "buffer", len(HANDSHAKE) * MBARRIER_BYTES, MBARRIER_BYTES)]
         matrix = p_matrix(facts, split.mmas[-1])  # type: ignore[arg-type]
         if matrix is not None:
             out.append(Request(loop, "p-buffer", "restaging", matrix.nbytes, P_ALIGN, matrix.span,  # type: ignore
@@ -185,11 +186,10 @@ def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: lis
                live: "Liveness", taken: int) -> Optional[Any]:
     """tmem_epilogue.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed
     and `taken` other bytes."""
-    from ..lowering.smem import opt_in_limit
     from ..lowering.tmem_epilogue import tma_stage
 
     placed = place(before, facts.entry)
     lifetime = live.op_range(store)
     found = tma_stage(facts, store, layout, lambda nbytes, align: placed.first_fit(nbytes, align, *lifetime),  # type: ignore
-                      opt_in_limit(facts.sm) - taken)
+                      caps(facts.sm).smem_per_block - taken)
     return found[1] if found is not None else None

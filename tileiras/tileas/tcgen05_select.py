@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation, Value
+from ..ir.types import storage_bytes
 from ..layout.encodings import WARP, PairAccLayout, TmemAccLayout
 from ..target import caps
 from ..target.table import TMEM_COLUMNS
@@ -67,7 +68,7 @@ def _too_large(op: Operation, sm: int) -> bool:
     """A and B together are more than the target's shared memory: tcgen05.mma reads them staged
     whole, where mma.sync copies such loads to its K slices (TileGym's MLA decoding at 256-row K
     tiles: 256 KB)."""
-    staged = sum(v.type.num_elements * max(1, v.type.element.bitwidth // 8)  # type: ignore[union-attr]
+    staged = sum(v.type.num_elements * storage_bytes(v.type.element)  # type: ignore[union-attr]
                  for v in (op.operand("lhs"), op.operand("rhs")))
     return staged > caps(sm).smem_per_block
 
