@@ -65,7 +65,7 @@ def test_the_int8_b_transpose_takes_a_conflict_light_mapping(name: str, limit: f
 
 def test_the_mapping_is_chosen_by_the_count() -> None:
     from tileiras.lowering.kmajor_copy import warp_shape
-    from tileiras.lowering.smem import SharedMatrix
+    from tileiras.layout.shared_matrix import SharedMatrix
 
     src = SharedMatrix(49152, 1, 64, 128, 1, swizzled=True)     # B (K 64, N 128) int8 as TMA lands it
     dst = SharedMatrix(0, 1, 128, 64, 1, swizzled=True)         # its K-major copy

@@ -2,7 +2,7 @@
 
 The tile never passes through registers: every thread issues 16-byte (or 8/4-byte)
 `cp.async` copies of its share of the tile's chunks into a padded
-`smem.SharedMatrix`, with the copy's source size 0 for chunks outside the tensor
+`layout/shared_matrix.SharedMatrix`, with the copy's source size 0 for chunks outside the tensor
 (the hardware fills them with zeros, which is what a zero-padded view reads).
 The reader (ops_mma) waits for the copies and for the CTA before it reads.
 A tile too large to stage whole, read by one mma.sync, may instead be left to
@@ -24,20 +24,11 @@ from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
 from .kernel import KernelLowering
 from ..ir.types import storage_bytes
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape
 from .values import PartitionViewVal, SharedTileVal
 
 _PADDINGS = (None, "zero")
-
-
-def matrix_dims(shape: tuple[int, ...]) -> Optional[tuple[int, int, int]]:
-    """(batch, rows, cols) of a tile stored as a shared matrix: a 2-D or 3-D tile, or a higher one
-    whose leading dimensions are all 1 (a 4-D view's (1, 1, rows, cols) block); None otherwise."""
-    if len(shape) == 2:
-        return 1, shape[0], shape[1]
-    if len(shape) >= 3 and all(d == 1 for d in shape[:-3]):
-        return shape[-3], shape[-2], shape[-1]
-    return None
 
 
 def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
@@ -82,15 +73,6 @@ def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: boo
     matrix = matrix_shape(k, tile, swizzled, elem_bytes, dense)
     return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128, kind, lifetime,
                                                  matrix.span if swizzled else 0, role))
-
-
-def matrix_shape(k: KernelLowering, tile: TileType, swizzled: bool = False, elem_bytes: int = 0,
-                 dense: bool = False) -> SharedMatrix:
-    """The (unplaced) shared matrix of `tile`: its geometry and size (`dense`: rows never padded)."""
-    shape = tile.shape
-    batch, rows, cols = matrix_dims(shape)  # type: ignore[misc]
-    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers and not dense,
-                        swizzled=swizzled)
 
 
 @record

@@ -59,7 +59,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     must be the pair mma's K loop (warp-specialized in the tcgen05 form, or not at all) and every
     load must go by TMA (checked on the stages the pair copies: B's half)."""
     from . import tma_copy
-    from .async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
     from ..tileaa.mma_operands import passes, resident_loop, scale_loads, source
     from .pipelined_loop import box_rows
 

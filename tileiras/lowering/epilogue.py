@@ -36,7 +36,8 @@ from ..tileas.shared_plan import Request
 from .kernel import KernelLowering, storage_type
 from ..layout.encodings import BlockedLayout, Layout, MmaLayout
 from .layout_index import coords, has_coords
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import TileRegs
 
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")

@@ -18,7 +18,8 @@ from __future__ import annotations
 from ..ir.record import replace
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 
 RUN = 16           # elements one thread packs at a time: 8 bytes, one shared store

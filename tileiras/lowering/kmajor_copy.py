@@ -28,30 +28,14 @@ from .async_copy import fence_async_proxy
 from .kernel import KernelLowering, storage_type, to_storage
 from ..ir.types import storage_bytes
 from .ops_reduce import counted_loop
-from .smem import SharedMatrix, element_offset, offset_of, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import KMAJOR_ALIGN, SharedMatrix, k_and_x, kmajor_shape, offset_of, slot_bytes
 from .values import SharedTileVal, TileRegs
 
 _ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
 # v of the v x v blocks per element size: 32-bit rows for 8- and 16-bit elements, 128-bit rows of
 # 32-bit ones (one 16-byte load or store per row; stored rows are 16-byte aligned, padded or swizzled)
 _BLOCK = {1: 4, 2: 2, 4: 4}
-KMAJOR_ALIGN = 1024   # a K-major buffer's alignment: the swizzle pattern's period
-
-
-def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
-    """(K, M) of an A tile (M, K), (K, N) of a B tile (K, N)."""
-    return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
-
-
-def kmajor_shape(k: KernelLowering, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
-    """A swizzled (rows, cols) K-major buffer, not yet placed (offset 0): what `kmajor_matrix` asks
-    for, and what plan-shared-memory predicts of a loop's copies (ops_wgmma.loop_copies)."""
-    return SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
-
-
-def slot_bytes(m: SharedMatrix) -> int:
-    """Bytes from one slot of a K-major buffer to the next: whole swizzle periods."""
-    return -(-m.nbytes // KMAJOR_ALIGN) * KMAJOR_ALIGN
 
 
 def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str, slots: int = 1) -> SharedMatrix:

@@ -43,7 +43,8 @@ from ..target import caps
 from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF_COLS, SF_ROWS, scale_blocks, scaled_form,
                                 sf_cells, tcgen05_sf_bytes)
 from .kernel import KernelLowering
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 
 

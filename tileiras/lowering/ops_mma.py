@@ -4,7 +4,7 @@ The accumulator stays in registers in `MmaLayout` (layout.py): the K loop of a
 matmul carries it as phis, never through memory. Per mma op:
 
 1. the A and B operands are staged in padded shared-memory buffers
-   (`smem.SharedMatrix`, row-major as the tiles are), unless they already are;
+   (`layout/shared_matrix.SharedMatrix`, row-major as the tiles are), unless they already are;
    where they do not fit whole, K goes in slices (`k_slices`): register tiles
    are stored a slice at a time, and a load left to this mma
    (async_copy.DeferredLoad) is copied a slice at a time, the next slice's
@@ -35,7 +35,8 @@ from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout
 from .layout_index import block_start, warp_coords
 from .llvm_text import llvm_type
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 
 
@@ -122,7 +123,7 @@ def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, k
     """The fewest K slices (a power of two dividing K, each a multiple of the instruction's k) whose
     staged operands fit below `limit` beside the buffers alive at the op (a deferred load's slices
     two at a time: `_SliceRing`)."""
-    from .async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
 
     start, end = k.op_lifetime()
     chunks = 1

@@ -41,7 +41,7 @@ bits 4-5 (1 f32, 2 s32), A and B formats in 7-9 and 10-12, transpose A / B in 15
 in 0-13, leading / stride byte offsets >> 4 in 16-29 / 32-45, the fixed version 0b001 in 46-48,
 base offset 0 (buffers are 1024-byte aligned), swizzle mode in 61-63 (2, 4, 6: 128-, 64-, 32-byte).
 Rows of 32 or 64 bytes (K = 32 of 16-bit A, 8-bit operands) use the narrower swizzles, whose atom
-is the whole row (smem.SharedMatrix.span); the stride byte offset is 8 rows of an atom.
+is the whole row (layout/shared_matrix.SharedMatrix.span); the stride byte offset is 8 rows of an atom.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from .layout_index import warp_coords
 from .llvm_text import llvm_type
-from .smem import SharedMatrix, pointer
+from .smem import pointer
+from ..layout.shared_matrix import SharedMatrix
 from .tmem import tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
 

@@ -6,7 +6,7 @@ tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K). Ope
   layout of this mma's warps (attention's probabilities): the accumulator blocks (m, 2kk) and
   (m, 2kk + 1) are A's K step kk, as for mma.sync (ops_mma._a_from_registers).
 * Otherwise A and B are read by descriptor from shared matrices in a 128B/64B/32B swizzle
-  (smem.SharedMatrix `swizzled`, its span the stored row): a load copied there by cp.async
+  (layout/shared_matrix.SharedMatrix `swizzled`, its span the stored row): a load copied there by cp.async
   (possibly pipelined, through unit reshapes and transposes), or a register tile stored there.
   K-major operands are read as they are; 16-bit operands also M/N-major (transpose bits). A load
   in another orientation (an N-major tf32/fp8/int8 B: those have no transposed form) was copied
@@ -41,11 +41,13 @@ from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from ..ir.record import replace
 from .kernel import KernelLowering
-from .kmajor_copy import copy_kmajor, k_and_x, kmajor_shape, place_kmajor, slot_bytes, store_kmajor
+from .kmajor_copy import copy_kmajor, place_kmajor, store_kmajor
+from ..layout.shared_matrix import k_and_x, kmajor_shape, slot_bytes
 from .llvm_text import llvm_type
 from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
-from .smem import SharedMatrix, pointer
+from .smem import pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 from ..tileaa.mma_forms import WGMMA_TF32_ROUNDING, WgmmaShape, reads_directly, select_wgmma as select
 
@@ -398,7 +400,7 @@ def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]",
 
 def _stage_bytes(k: KernelLowering, plan: object) -> int:
     """Bytes of one stage of a pipelined loop's loads."""
-    from .async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
     from .pipelined_loop import _tma_swizzles, uses_mbarriers
 
     return sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])  # type: ignore

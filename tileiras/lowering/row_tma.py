@@ -45,7 +45,8 @@ from ..tileas.buffers import Liveness
 from .kernel import KernelLowering, from_storage, storage_type
 from ..ir.types import storage_bytes
 from ..layout.encodings import Layout, MmaLayout
-from .smem import SharedMatrix, element_offset, pointer
+from .smem import element_offset, pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import PartitionViewVal, TileRegs
 from ..schedule.buffers import MBARRIER_BYTES
 

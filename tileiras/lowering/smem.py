@@ -28,54 +28,14 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import CompileError
-from ..ir.record import record
+from ..layout.shared_matrix import SharedMatrix
 
 if TYPE_CHECKING:
     from .kernel import KernelLowering
 
 STATIC_LIMIT = 48 * 1024
-BUFFER_ALIGN = 128
 REGION_ALIGN = 16        # the region's size: a whole number of 16-byte vectors
-SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 
-
-
-@record
-class SharedMatrix:
-    """A (batch, rows, cols) tile stored row-major (cols contiguous) in a buffer."""
-    offset: int          # of the buffer, bytes from the start of the buffers region
-    batch: int
-    rows: int
-    cols: int
-    elem_bytes: int
-    padded: bool = True
-    stage: str = ""      # i32 bytes added to every offset (the current stage of a pipelined buffer)
-    swizzled: bool = False   # the tensor cores' swizzle: rows cut in `span`-byte atoms (see `atoms`)
-
-    @property
-    def span(self) -> int:
-        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (the
-        32- and 64-byte swizzles of wgmma and tcgen05: a K-major operand of K = 32 or 64 bytes)."""
-        return min(SWIZZLE_BYTES, self.cols * self.elem_bytes)
-
-    @property
-    def pitch(self) -> int:
-        """Bytes from one row to the next (padded: see the module's docstring)."""
-        row = self.cols * self.elem_bytes
-        if self.swizzled:
-            return self.span
-        return row + 16 if self.padded and row % 16 == 0 else row
-
-    @property
-    def atom_bytes(self) -> int:
-        """Bytes of one column atom (every row's `span` bytes of those columns), swizzled layouts."""
-        return self.batch * self.rows * self.span
-
-    @property
-    def nbytes(self) -> int:
-        if self.swizzled:
-            return -(-self.cols * self.elem_bytes // self.span) * self.atom_bytes
-        return -(-self.batch * self.rows * self.pitch // BUFFER_ALIGN) * BUFFER_ALIGN
 
 
 def buffers_base() -> str:
@@ -129,15 +89,6 @@ def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, 
     return off if matrix.offset == 0 else k.b.op(f"add i32 {off}, {matrix.offset}", "sz")
 
 
-def offset_of(matrix: SharedMatrix, r: int, c: int) -> int:
-    """`element_offset` of element (0, r, c) as a number, the stage left out (stages are whole
-    swizzle periods): for choosing, at compile time, which thread moves which element."""
-    if not matrix.swizzled:
-        return matrix.offset + r * matrix.pitch + c * matrix.elem_bytes
-    span = matrix.span
-    per_atom = span // matrix.elem_bytes
-    off = (c // per_atom) * matrix.atom_bytes + r * span + (c % per_atom) * matrix.elem_bytes
-    return matrix.offset + (off ^ ((off >> 3) & ((span // 16 - 1) << 4)))
 
 
 def pointer(k: "KernelLowering", byte_offset: str) -> str:

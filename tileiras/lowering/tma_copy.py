@@ -39,7 +39,8 @@ from . import mbarrier
 from .kernel import KernelLowering
 from ..ir.types import storage_bytes
 from .mbarrier import BarrierArray
-from .smem import SharedMatrix, pointer
+from .smem import pointer
+from ..layout.shared_matrix import SharedMatrix
 from .values import PartitionViewVal, SharedTileVal
 
 if TYPE_CHECKING:

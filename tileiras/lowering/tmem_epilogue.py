@@ -24,7 +24,7 @@ from ..layout.encodings import MmaLayout
 from .layout_index import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
-from .smem import SharedMatrix
+from ..layout.shared_matrix import SharedMatrix
 from .tma_copy import TmaCopy, describe, hidden_param, plan
 from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal

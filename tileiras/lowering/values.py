@@ -50,7 +50,7 @@ class SharedTileVal:
     waits for them (cp.async.wait_all, or a one-shot TMA load's mbarrier) and for the CTA before it reads."""
 
     type: TileType
-    matrix: Any          # smem.SharedMatrix
+    matrix: Any          # layout/shared_matrix.SharedMatrix
     pending: bool = False
     transposed: bool = False   # the tile is the transpose of the stored (rows, cols) matrix
     tf32: str = ""             # rounding mode when the f32 elements are read as tf32 ("": as stored)

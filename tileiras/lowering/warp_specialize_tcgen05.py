@@ -301,7 +301,7 @@ def p_matrix(k: KernelLowering, o: Operation) -> object:
     """The (unplaced) swizzled shared matrix of P (O += P V's A) where it does not go to tensor
     memory (`p_in_tmem`), else None (`p_buffer`). Decides for plan-shared-memory too
     (tileas/shared_tcgen05.py)."""
-    from .async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
 
     return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
 

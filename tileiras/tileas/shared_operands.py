@@ -127,7 +127,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     read there), each with its view's facts where the load is left to its mma (`deferred`), else
     None; `fits`: the depths planned so far (pipelined loop -> (bytes before it, its
     BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma)."""
-    from ..lowering.async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
     from ..lowering.ops_memory import row_indices
     from ..lowering.ops_reduce import mma_scratch, scratch_offsets
     from .shared_plan import place
@@ -160,7 +160,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     out: list[Request] = []
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
         from ..ir.types import storage_bytes
-        from ..lowering.kmajor_copy import KMAJOR_ALIGN, k_and_x, kmajor_shape, slot_bytes
+        from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape, slot_bytes
         from ..lowering.ops_wgmma import copy_slots, operand_form, read_operands
         from ..tileaa.mma_forms import select_wgmma as select
 
@@ -228,7 +228,7 @@ def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any,
     where the split loop's MMA warp issues the mma (its operands are the stages': shared_tcgen05).
     A staged load read where it is or through a K-major copy ("kmajor-copy"), a tf32 operand's
     K-major copies and a register A in tensor memory are none of these roles."""
-    from ..lowering.async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
     from ..lowering.ops_tcgen05 import operand_forms, reads_in_place
     from .shared_tcgen05 import issued_by_mma_warp
 
@@ -275,7 +275,7 @@ def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[
 
 def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int) -> Request:
     """A K-major copy buffer of an operand tile of `shape` (kmajor_copy.kmajor_matrix), asked by `op`."""
-    from ..lowering.kmajor_copy import KMAJOR_ALIGN, k_and_x, kmajor_shape
+    from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape
 
     kdim, x_size = k_and_x(shape[-2:], role)
     return Request(op, "kmajor-copy", "buffer", kmajor_shape(at, x_size, kdim, elem_bytes).nbytes, KMAJOR_ALIGN)  # type: ignore[arg-type]
@@ -284,7 +284,7 @@ def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int) -> 
 def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime: tuple[int, int]) -> list[Request]:
     """What fp4_pack.pack asks for to pack operand `value` of `rows` rows and `kdim` K: the register
     tile staged first (`stages_first`, ops_mma.stage: "mma-stage"), then the packed buffer."""
-    from ..lowering.async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
     from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix, stages_first
 
     out = []
@@ -299,7 +299,7 @@ def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime:
 def _scale_tiles(facts: "StagingFacts", at: AtOp, op: Operation, shared: dict) -> list[Request]:
     """The scale tiles of block-scaled mma `op` held in registers, staged by ops_blockscale._Scales
     (`restages_scales`: ops_mma.stage, padded rows), A's then B's."""
-    from ..lowering.async_copy import matrix_shape
+    from ..layout.shared_matrix import matrix_shape
     from ..lowering.ops_blockscale import restages_scales
 
     out = []

@@ -107,7 +107,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
     layout's mma runs as the pair: shared_tcgen05.pairs_run), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
-    from ..lowering.async_copy import chunk_elements, matrix_shape
+    from ..lowering.async_copy import chunk_elements
+    from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from ..lowering.ops_memory import alloca_bytes, view_facts
     from . import shared_tcgen05 as tcgen05
@@ -238,7 +239,7 @@ def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Reques
     each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
     if facts.assignment is None or not facts.assignment.wgmma_ops:
         return []      # no wgmma to copy operands for (ops_wgmma.loop_copies)
-    from ..lowering.kmajor_copy import KMAJOR_ALIGN, slot_bytes
+    from ..layout.shared_matrix import KMAJOR_ALIGN, slot_bytes
     from ..lowering.ops_wgmma import loop_copies
 
     out = []

@@ -1,0 +1,108 @@
+"""Where a tile lies in a shared-memory buffer: the geometry the lowering emits addresses for and
+nv_tileas plans buffers by (row-major matrices, padded or in the tensor cores' swizzle).
+
+Padding: a matrix whose rows are whole 16-byte chunks gets 16 bytes after each row (where the kernel
+pads its buffers, `Padding.pad_buffers`), so the 8 rows an ldmatrix or a warp's 16-byte copies touch
+at one column fall in 8 different bank groups. Swizzled: rows cut in `span`-byte atoms whose 16-byte
+chunks are XORed with the row (wgmma's, tcgen05's and TMA's layout); patterns repeat every 1024 bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol
+
+from ..ir.record import record
+from ..ir.types import TileType, storage_bytes
+
+BUFFER_ALIGN = 128
+SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
+KMAJOR_ALIGN = 1024      # a K-major buffer's alignment: the swizzle pattern's period
+
+
+class Padding(Protocol):
+    """What a matrix's shape reads of the kernel: whether its buffers pad their rows."""
+    pad_buffers: bool
+
+
+@record
+class SharedMatrix:
+    """A (batch, rows, cols) tile stored row-major (cols contiguous) in a buffer."""
+    offset: int          # of the buffer, bytes from the start of the buffers region
+    batch: int
+    rows: int
+    cols: int
+    elem_bytes: int
+    padded: bool = True
+    stage: str = ""      # i32 bytes added to every offset (the current stage of a pipelined buffer)
+    swizzled: bool = False   # the tensor cores' swizzle: rows cut in `span`-byte atoms (see `atoms`)
+
+    @property
+    def span(self) -> int:
+        """Bytes of one swizzle atom row: 128, or the whole row where it is 32 or 64 bytes (the
+        32- and 64-byte swizzles of wgmma and tcgen05: a K-major operand of K = 32 or 64 bytes)."""
+        return min(SWIZZLE_BYTES, self.cols * self.elem_bytes)
+
+    @property
+    def pitch(self) -> int:
+        """Bytes from one row to the next (padded: see the module's docstring)."""
+        row = self.cols * self.elem_bytes
+        if self.swizzled:
+            return self.span
+        return row + 16 if self.padded and row % 16 == 0 else row
+
+    @property
+    def atom_bytes(self) -> int:
+        """Bytes of one column atom (every row's `span` bytes of those columns), swizzled layouts."""
+        return self.batch * self.rows * self.span
+
+    @property
+    def nbytes(self) -> int:
+        if self.swizzled:
+            return -(-self.cols * self.elem_bytes // self.span) * self.atom_bytes
+        return -(-self.batch * self.rows * self.pitch // BUFFER_ALIGN) * BUFFER_ALIGN
+
+
+def offset_of(matrix: SharedMatrix, r: int, c: int) -> int:
+    """lowering/smem.element_offset of element (0, r, c) as a number, the stage left out (stages are whole
+    swizzle periods): for choosing, at compile time, which thread moves which element."""
+    if not matrix.swizzled:
+        return matrix.offset + r * matrix.pitch + c * matrix.elem_bytes
+    span = matrix.span
+    per_atom = span // matrix.elem_bytes
+    off = (c // per_atom) * matrix.atom_bytes + r * span + (c % per_atom) * matrix.elem_bytes
+    return matrix.offset + (off ^ ((off >> 3) & ((span // 16 - 1) << 4)))
+
+
+def matrix_dims(shape: tuple[int, ...]) -> Optional[tuple[int, int, int]]:
+    """(batch, rows, cols) of a tile stored as a shared matrix: a 2-D or 3-D tile, or a higher one
+    whose leading dimensions are all 1 (a 4-D view's (1, 1, rows, cols) block); None otherwise."""
+    if len(shape) == 2:
+        return 1, shape[0], shape[1]
+    if len(shape) >= 3 and all(d == 1 for d in shape[:-3]):
+        return shape[-3], shape[-2], shape[-1]
+    return None
+
+
+def matrix_shape(k: Padding, tile: TileType, swizzled: bool = False, elem_bytes: int = 0,
+                 dense: bool = False) -> SharedMatrix:
+    """The (unplaced) shared matrix of `tile`: its geometry and size (`dense`: rows never padded)."""
+    shape = tile.shape
+    batch, rows, cols = matrix_dims(shape)  # type: ignore[misc]
+    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers and not dense,
+                        swizzled=swizzled)
+
+
+def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
+    """(K, M) of an A tile (M, K), (K, N) of a B tile (K, N)."""
+    return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
+
+
+def kmajor_shape(k: Padding, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
+    """A swizzled (rows, cols) K-major buffer, not yet placed (offset 0): what lowering/kmajor_copy's
+    `kmajor_matrix` asks for, and what plan-shared-memory predicts of a loop's copies (ops_wgmma.loop_copies)."""
+    return SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
+
+
+def slot_bytes(m: SharedMatrix) -> int:
+    """Bytes from one slot of a K-major buffer to the next: whole swizzle periods."""
+    return -(-m.nbytes // KMAJOR_ALIGN) * KMAJOR_ALIGN
