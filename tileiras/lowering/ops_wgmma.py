@@ -61,7 +61,7 @@ class _Operand:
                  ringed: bool = False) -> None:
         self.matrix, self.kmajor = matrix, kmajor
         self.chunk = chunk     # a K-major copy made in K chunks (matrix: the chunk's buffer) of this tile
-        self.ringed = ringed   # copied into this iteration's slot of a two-slot buffer (copy_slots)
+        self.ringed = ringed   # copied into this iteration's slot of a two-slot buffer (loop_copies)
 
 
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
@@ -173,7 +173,7 @@ def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -
 
 def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) -> "tuple[SharedMatrix, bool]":
     """(this iteration's slot of K-major copy `buffer`, whether it is one of two): iteration i writes
-    slot i % 2 while iteration i - 1's group, left in flight, reads the other (`copy_slots`)."""
+    slot i % 2 while iteration i - 1's group, left in flight, reads the other (`loop_copies`)."""
     from .pipelined_loop import retiring_pipeline
 
     pipeline = retiring_pipeline(k, op) if slots > 1 else None
@@ -183,27 +183,11 @@ def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) ->
     return replace(buffer, stage=k.b.op(f"mul i32 {parity}, {slot_bytes(buffer)}", "ws")), True
 
 
-def copy_slots(k: KernelLowering, op: Operation) -> int:
-    """Slots of the K-major copy buffer wgmma `op` makes for an operand of its own ("copy"): two where
-    `op` keeps its group in flight in a pipelined K loop (`group_in_flight`), so that iteration i copies
-    into slot i % 2 while iteration i - 1's group still reads the other (NVIDIA's compiler keeps a ring
-    of such copies); else one, rewritten once the group that read it is done. One decision for
-    `_operand` and plan-shared-memory (tileas/shared_operands.py)."""
-    from .pipelined_loop import uses_mbarriers
-
-    block = op.parent
-    loop = block.parent.parent if block is not None and block.parent is not None else None
-    plan = k.pipelines.get(loop) if k.pipelines and loop is not None else None
-    if plan is None or not plan.pipelined or not uses_mbarriers(k):
-        return 1
-    return 2 if group_in_flight(k, loop, plan.loads) is op else 1  # type: ignore[arg-type]
-
-
 def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":
     """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
     (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
     of its body, both operands read from stages of `loads` (by descriptor, or through a K-major copy
-    in two slots: `copy_slots`, `loop_copies`), and its
+    its loop gave in two slots: `loop_copies`), and its
     accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
     one accumulator need no wait between them; any other reader would)."""
     from ..tileaa.mma_operands import passes_shared
@@ -295,12 +279,8 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
         chunked = buffer.cols < value.type.shape[0 if role == "b" else -1]
         buffer, ringed = _slot(k, op, buffer, k.kmajor_slots.get((op, role), 1))
         return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None, ringed)  # type: ignore
-    if form == "copy":
-        kdim, x_size = k_and_x(value.type.shape[-2:], role)  # type: ignore[attr-defined]
-        slot = kmajor_shape(k, x_size, kdim, value.matrix.elem_bytes)  # type: ignore[attr-defined]
-        slots = copy_slots(k, op)
-        buffer, ringed = _slot(k, op, place_kmajor(k, slot, "kmajor-copy", slots), slots)
-        return _Operand(copy_kmajor(k, value, role, buffer), True, ringed=ringed)  # type: ignore[arg-type]
+    if form == "copy":      # a buffer of its own, rewritten once the group that read it is done
+        return _Operand(copy_kmajor(k, value, role, None), True)  # type: ignore[arg-type]
     if form == "stage":   # A, or a 16-bit B that stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), role == "a")  # type: ignore[arg-type]
     return _Operand(store_kmajor(k, value, "b", None), True)  # type: ignore[arg-type]  # transposed: no N-major form

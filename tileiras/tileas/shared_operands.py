@@ -160,8 +160,8 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     out: list[Request] = []
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
         from ..ir.types import storage_bytes
-        from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape, slot_bytes
-        from ..lowering.ops_wgmma import copy_slots, operand_form, read_operands
+        from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape
+        from ..lowering.ops_wgmma import operand_form, read_operands
         from ..tileaa.mma_forms import select_wgmma as select
 
         wgmma = select(op, facts.sm, facts.threads)
@@ -175,9 +175,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
                 kdim, x_size = k_and_x(value.type.shape[-2:], role)  # type: ignore[attr-defined]
                 eb = value.matrix.elem_bytes if form == "copy" else storage_bytes(value.type.element)  # type: ignore
                 matrix = kmajor_shape(at, x_size, kdim, eb)  # type: ignore[arg-type]
-                more = copy_slots(facts, op) - 1 if form == "copy" else 0  # type: ignore[arg-type]
-                out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes + more * slot_bytes(matrix),
-                                   KMAJOR_ALIGN))
+                out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN))
         return out
     from ..lowering.async_copy import slice_tile
     from ..lowering.ops_mma import _SliceRing, operand_staging, packs, staged_tile
