@@ -27,7 +27,7 @@ def test_the_families_rows_follow_the_hardware() -> None:
 
 
 @pytest.mark.parametrize("sm, smem", [(80, 166912), (86, 101376), (90, 232448), (100, 232448), (120, 101376)])
-def test_shared_memory_capacity_is_the_caps(sm, smem).smem_per_block -> None:
+def test_shared_memory_capacity_is_the_opt_in_limit(sm, smem) -> None:
     assert rs.machine(sm).smem_bytes == smem
 
 
