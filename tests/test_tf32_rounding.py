@@ -1,11 +1,14 @@
-"""f32 operands read as tf32 are rounded (ties to even) by one `cvt.rn.tf32.f32` on sm_90 and later.
+"""f32 operands read as tf32 are rounded (ties to even) by one `cvt.rn.tf32.f32` on sm_100 and sm_120, by
+wgmma itself on sm_90, and by an integer sequence on sm_80.
 
 A tf32 wgmma whose B is row-major rounds every operand element in shared memory each K step; the
 integer sequence (seven instructions an element) made the hot loop of a 64x64x32 tf32 matmul 293
 SASS instructions per 4 HGMMA against NVIDIA's 81, and the kernel 3.2x slower on an H200. One
 cvt.rn.tf32.f32 is one F2FP.TF32 instruction: 133. sm_80 has no such cvt and keeps the sequence.
 On sm_90 nothing is rounded: wgmma reads f32 bits in shared memory as tf32 rounded to nearest even
-(measured on an H200, tileaa/mma_forms.WGMMA_TF32_ROUNDING): 87, against NVIDIA's 81.
+(measured on an H200, tileaa/mma_forms.WGMMA_TF32_ROUNDING): 87, against NVIDIA's 81; 114 once B's
+K-major copy took two slots and the wgmma group stays in flight (ops_wgmma.loop_copies), the kernel then
+at 1.38x NVIDIA's time (from 1.86x).
 """
 
 from __future__ import annotations
