@@ -106,3 +106,8 @@ def kmajor_shape(k: Padding, rows: int, cols: int, elem_bytes: int) -> SharedMat
 def slot_bytes(m: SharedMatrix) -> int:
     """Bytes from one slot of a K-major buffer to the next: whole swizzle periods."""
     return -(-m.nbytes // KMAJOR_ALIGN) * KMAJOR_ALIGN
+
+
+def kmajor_bytes(m: SharedMatrix, slots: int) -> int:
+    """Bytes of a K-major buffer holding `slots` copies of `m`, `slot_bytes` apart."""
+    return m.nbytes + (slots - 1) * slot_bytes(m)

@@ -232,21 +232,21 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 
 # -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
 #
-# Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs
-# on tcgen05 (tileaa/mma_forms.py gives its kind and the scales' geometry, `tcgen05_fits` / `tcgen05_columns`,
-# which tileas/tcgen05_select.py asks). Scale-factor layout (what tcgen05.mma reads, PTX ISA "Block Scaling for tcgen05.mma"): the factors of row r (A) or column
-# r (B) sit in lane r % 32, column r / 32 from the operand's scale address, from byte sf_id of the
-# 32-bit cell, where sf_id is the first K block the MMA covers (scale_vec::1X: one byte, fp8's K 32;
-# 2X / 4X: two or four bytes, fp4's K 64 in blocks of 32 or 16): one cell holds 4 K blocks, so a K
-# tile of 4 blocks takes one column per 32 rows, of 8 two (`sf_cells`: each cell's columns apart).
-# The address's bits 30-31 and the instruction descriptor's A / B scale-factor IDs (bits 29-30 / 4-5)
-# name the first byte; bit 23 says ue8m0 (else ue4m3, NVFP4's). tcgen05.cp
-# .32x128b.warpx4 copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk,
-# 4 K blocks each) from shared memory to 4 columns of all four lane quarters; the mma restages the
-# (rows, K / 32) scale tiles into that order (`SF_CHUNK_BYTES` per 128 rows) each K step (in a
-# warp-specialized loop the epilogue warps do, into a buffer and scale columns per stage,
-# warp_specialize_tcgen05.py). The pipeline stages the scale tiles unpadded (`tcgen05_scale_loads`):
-# B's (K / 32, N) by TMA, A's (M, K / 32), whose 4-byte rows no TMA box takes, by cp.async.
+# Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs on
+# tcgen05 (tileaa/mma_forms.py gives its kind and the scales' geometry, `tcgen05_fits` / `tcgen05_columns`,
+# which tileas/tcgen05_select.py asks). Scale-factor layout (what tcgen05.mma reads, PTX ISA "Block Scaling
+# for tcgen05.mma"): the factors of row r (A) or column r (B) sit in lane r % 32, column r / 32 from the
+# operand's scale address, from byte sf_id of the 32-bit cell, where sf_id is the first K block the MMA
+# covers (scale_vec::1X: one byte, fp8's K 32; 2X / 4X: two or four bytes, fp4's K 64 in blocks of 32 or 16):
+# one cell holds 4 K blocks, so a K tile of 4 blocks takes one column per 32 rows, of 8 two (`sf_cells`: each
+# cell's columns apart). The address's bits 30-31 and the instruction descriptor's A / B scale-factor IDs
+# (bits 29-30 / 4-5) name the first byte; bit 23 says ue8m0 (else ue4m3, NVFP4's). tcgen05.cp .32x128b.warpx4
+# copies 32 rows of 16 bytes (lane l: rows l, l + 32, l + 64, l + 96 of a 128-row chunk, 4 K blocks each)
+# from shared memory to 4 columns of all four lane quarters; the mma restages the (rows, K / 32) scale tiles
+# into that order (`SF_CHUNK_BYTES` per 128 rows) each K step (in a warp-specialized loop the epilogue warps
+# do, into a buffer and scale columns per stage, warp_specialize_tcgen05.py). The pipeline stages the scale
+# tiles unpadded (`tcgen05_scale_loads`): B's (K / 32, N) by TMA, A's (M, K / 32), whose 4-byte rows no TMA
+# box takes, by cp.async.
 
 
 def tcgen05_sources(k: KernelLowering, tiles: list) -> "list[_Scales]":

@@ -36,7 +36,7 @@ from ..layout.encodings import MmaLayout
 from .layout_index import block_start, warp_coords
 from .llvm_text import llvm_type
 from .smem import element_offset, pointer
-from ..layout.shared_matrix import SharedMatrix
+from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from .values import SharedTileVal, TileRegs
 
 
@@ -123,8 +123,6 @@ def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, k
     """The fewest K slices (a power of two dividing K, each a multiple of the instruction's k) whose
     staged operands fit below `limit` beside the buffers alive at the op (a deferred load's slices
     two at a time: `_SliceRing`)."""
-    from ..layout.shared_matrix import matrix_shape
-
     start, end = k.op_lifetime()
     chunks = 1
     while staged:

@@ -42,12 +42,11 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from ..ir.record import replace
 from .kernel import KernelLowering
 from .kmajor_copy import copy_kmajor, place_kmajor, store_kmajor
-from ..layout.shared_matrix import k_and_x, kmajor_shape, slot_bytes
+from ..layout.shared_matrix import SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape, matrix_shape, slot_bytes
 from .llvm_text import llvm_type
 from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import pointer
-from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 from ..tileaa.mma_forms import WGMMA_TF32_ROUNDING, WgmmaShape, reads_directly, select_wgmma as select
 
@@ -362,9 +361,8 @@ def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]",
     H200, tf32 128x128x64 ran 1.29x NVIDIA's time with one slot and three stages, 1.71x with two
     slots and two stages; the 64x64 and 128x128x32 tf32 / int8 / fp8 loops, deep either way, gained
     6-20%)."""
-    from ..schedule.buffers import MBARRIER_BYTES
+    from ..schedule.buffers import MAX_STAGES, MBARRIER_BYTES, MIN_STAGES
     from .pipelined_loop import uses_mbarriers
-    from ..schedule.buffers import MAX_STAGES, MIN_STAGES
 
     plan = k.pipelines.get(loop) if k.pipelines else None
     if plan is None or not plan.pipelined or not uses_mbarriers(k) or group_in_flight(k, loop, plan.loads) is None:
@@ -375,12 +373,12 @@ def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]",
         return min(MAX_STAGES, (k.caps.smem_per_block - used - copied) // stage)
 
     one = sum(m.nbytes for m in copies)
-    return depth(one) >= MIN_STAGES and depth(one + sum(slot_bytes(m) for m in copies)) >= depth(one)
+    two = sum(kmajor_bytes(m, 2) for m in copies)
+    return depth(one) >= MIN_STAGES and depth(two) >= depth(one)
 
 
 def _stage_bytes(k: KernelLowering, plan: object) -> int:
     """Bytes of one stage of a pipelined loop's loads."""
-    from ..layout.shared_matrix import matrix_shape
     from .pipelined_loop import _tma_swizzles, uses_mbarriers
 
     return sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])  # type: ignore

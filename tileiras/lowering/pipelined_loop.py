@@ -44,11 +44,10 @@ from ..ir.record import record, replace
 from ..tileas.warp_roles import mma_sync_roles, ring_loop
 from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, new_matrix, staged_through_registers,
                          wait_all, wait_groups)
-from ..layout.shared_matrix import matrix_shape
+from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
-from ..layout.shared_matrix import SharedMatrix
 from .values import PartitionViewVal, SharedTileVal
 
 if TYPE_CHECKING:

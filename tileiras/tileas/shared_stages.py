@@ -138,7 +138,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             allocas += alloca_bytes(op)
         elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
-            out.append(_reduction(op, place(before, entry), live.op_range(op), caps(assignment.sm).smem_per_block - allocas))
+            out.append(_reduction(op, place(before, entry), live.op_range(op),
+                                  caps(assignment.sm).smem_per_block - allocas))
         elif op.name == "cuda_tile.for":
             pipeline = kplan.pipelines.get(op)
             if pipeline is not None and pipeline.pipelined \
@@ -239,7 +240,7 @@ def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Reques
     each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
     if facts.assignment is None or not facts.assignment.wgmma_ops:
         return []      # no wgmma to copy operands for (ops_wgmma.loop_copies)
-    from ..layout.shared_matrix import KMAJOR_ALIGN, slot_bytes
+    from ..layout.shared_matrix import KMAJOR_ALIGN, kmajor_bytes
     from ..lowering.ops_wgmma import loop_copies
 
     out = []
@@ -247,7 +248,7 @@ def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Reques
         facts.wgmma_buffers[key] = matrix
         if slots > 1:
             facts.kmajor_slots[key] = slots
-        out.append(Request(loop, "kmajor", "buffer", matrix.nbytes + (slots - 1) * slot_bytes(matrix), KMAJOR_ALIGN))
+        out.append(Request(loop, "kmajor", "buffer", kmajor_bytes(matrix, slots), KMAJOR_ALIGN))
     return out
 
 
