@@ -9,10 +9,8 @@ A tile too large to stage whole, read by one mma.sync, may instead be left to
 that mma (`DeferredLoad`): it copies the tile a K slice at a time, two slices
 in flight (ops_mma._SliceRing), so the slices' bytes are all it needs.
 
-A chunk of `vec` elements is legal when the facts (facts.py, gathered in the
-tensor view) say that every chunk is aligned and lies wholly inside or wholly
-outside the tensor: unit innermost stride, aligned base and outer strides,
-innermost extent divisible by `vec`. Otherwise the load stays a register load.
+The chunk of a copy, and whether any is legal, is decided from the view's facts
+(tileaa/access_width.chunk_elements); where none is, the load stays a register load.
 """
 
 from __future__ import annotations
@@ -21,46 +19,17 @@ from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
-from ..ir.types import ScalarType, TileType
+from ..ir.types import TileType
 from .kernel import KernelLowering
-from ..ir.types import storage_bytes
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape
+from ..tileaa.access_width import chunk_elements
 from .values import PartitionViewVal, SharedTileVal
-
-_PADDINGS = (None, "zero")
 
 
 def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
     """The tile coordinates of matrix element (b, r, c) (leading unit dimensions at 0)."""
     return [r, c] if len(shape) == 2 else ["0"] * (len(shape) - 3) + [b, r, c]
-
-
-def chunk_elements(op: Operation, view: PartitionViewVal, tile: TileType) -> int:
-    """Elements per copy (16, 8 or 4 bytes' worth), or 0 when no cp.async form is legal."""
-    from .vector_access import vector_elements
-
-    elem = tile.element
-    if not isinstance(elem, ScalarType) or elem.bitwidth < 8 or view.padding not in _PADDINGS \
-            or matrix_dims(tile.shape) is None:
-        return 0
-    nbytes = storage_bytes(elem)
-    for size in (16, 8, 4):
-        vec = size // nbytes
-        if vec >= 1 and size % nbytes == 0 and tile.shape[-1] % vec == 0:
-            if vec == 1:
-                return 1 if nbytes == 4 else 0   # one element per copy: aligned by its type
-            if vector_elements(op, view, tile.shape, nbytes, vec, (size,)) == vec:
-                return vec
-    return 0
-
-
-def staged_through_registers(op: Operation, view: PartitionViewVal, tile: TileType) -> bool:
-    """Whether a pipeline may stage this tile element by element through registers where no cp.async
-    form is legal (`chunk_elements` 0): elements of whole bytes stored as a matrix, zero padding."""
-    elem = tile.element
-    return isinstance(elem, ScalarType) and elem.bitwidth >= 8 and view.padding in _PADDINGS \
-        and matrix_dims(tile.shape) is not None and not chunk_elements(op, view, tile)
 
 
 def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,

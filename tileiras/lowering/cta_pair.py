@@ -58,7 +58,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     """The pair running the mma of `loop`, or None where its CTAs run their halves alone: the loop
     must be the pair mma's K loop (warp-specialized in the tcgen05 form, or not at all) and every
     load must go by TMA (checked on the stages the pair copies: B's half)."""
-    from . import tma_copy
+    from ..tileas import tma_boxes
     from ..layout.shared_matrix import matrix_shape
     from ..tileaa.mma_operands import passes, resident_loop, scale_loads, source
     from .pipelined_loop import box_rows
@@ -86,7 +86,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     for load in (a, b):
         tile = staged_type(pair, load)
         matrix = matrix_shape(k, tile, swizzled=True)
-        if tma_copy.plan(k, load, k.get(load.operand("view")), matrix, rows, tile=tile)[0] is None:
+        if tma_boxes.plan(load, matrix, rows, tile=tile)[0] is None:
             return None
     return pair
 

@@ -196,10 +196,10 @@ def _tma_staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: La
                  ) -> Optional[Epilogue]:
     """sm_90's TMA store of the accumulator through the freed buffers (`tma_store`): where they
     may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
-    columns fits (`_chunks`) and the view's descriptor can be made (tma_copy.plan)."""
+    columns fits (`_chunks`) and the view's descriptor can be made (tileas/tma_boxes.plan)."""
     if _blocked(k, ttype, layout) is None or not _buffers_free_after(k, op):
         return None
-    from .tma_copy import MAX_STORE_ROWS, plan
+    from ..tileas.tma_boxes import MAX_STORE_ROWS, plan
 
     assert isinstance(layout, MmaLayout)
     b, m, _ = layout.shape
@@ -208,7 +208,7 @@ def _tma_staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: La
     if not width:
         return None
     matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
-    t, _ = plan(k, op, view, matrix, rows=MAX_STORE_ROWS)  # type: ignore[arg-type]
+    t, _ = plan(op, matrix, rows=MAX_STORE_ROWS)
     return Epilogue("tma-store", matrix, buffers, copy=t) if t is not None else None
 
 

@@ -24,7 +24,7 @@ Ours follows the same protocol in the unspecialized TMA pipeline (pipelined_loop
 issues each stage, every thread waits for it and releases it): for each load the CTAs needing the
 same tile (the ranks agreeing on the coordinates of the tile's split dimensions: rank % fM along
 M, rank / fM along N) form its group; the TMA box is cut along its rows into one slice per member
-(tma_copy.sliced; each slice whole 8-row swizzle atoms), and the CTA's slice index and the group's
+(tma_boxes.sliced; each slice whole 8-row swizzle atoms), and the CTA's slice index and the group's
 mask are read from per-rank tables. The stage's empty barrier expects the releases of every CTA
 that receives anything this CTA issues (`receivers`: the union of its groups); a thread releases
 a stage by arriving on that barrier in each of its receivers (their sets are symmetric: it reads
@@ -99,7 +99,7 @@ def plan(k: KernelLowering, loop: Operation, copies: dict) -> tuple[Optional[Clu
     """The multicast plan of a TMA pipeline (`copies`: load op -> TmaCopy, every load of the loop)
     and the copies to issue (shared loads cut in slices); (None, `copies`) where the cluster's CTAs
     keep loading their own tiles, with a remark saying why when some tile is shared."""
-    from . import tma_copy
+    from ..tileas import tma_boxes
 
     shape = k.entry.attributes.get(CLUSTER_ATTR)
     groups = {load: g for load in copies if (g := group(k.entry, load)) is not None}
@@ -110,7 +110,7 @@ def plan(k: KernelLowering, loop: Operation, copies: dict) -> tuple[Optional[Clu
     for load, g in groups.items():
         if why:
             break
-        sliced[load], why = tma_copy.sliced(copies[load], g.size)
+        sliced[load], why = tma_boxes.sliced(copies[load], g.size)
     if why:
         refuse(k, loop, tuple(copies), why)
         return None, copies

@@ -10,14 +10,16 @@ ops wait for the CTA, and token_waits.py emits the waits.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 from ..ir.core import Operation, Value
-from ..ir.types import (DYNAMIC, GatherScatterViewType, PartitionViewType, PointerType, ScalarType, StridedViewType, TensorViewType,
+from ..ir.types import (DYNAMIC, GatherScatterViewType, PointerType, ScalarType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..ir.types import storage_bytes
 from ..layout.encodings import Layout
+from ..tileaa.access_width import chunk_elements, pointer_vector_elements, vector_elements
+from ..tileaa.views import cut, tensor_view
 from .llvm_text import float_bits_literal, llvm_type
 from .token_waits import emit_wait
 from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal
@@ -121,10 +123,9 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
 
 
 def _tensor_view(op: Operation, base: str, shape: list[str], strides: list[str]) -> TensorViewVal:
-    """The tensor view `op` makes: its LLVM values, and the facts nv_tileaa proved of it (tileaa/facts.py)."""
-    facts = op.results[0].facts
-    return TensorViewVal(op.results[0].type, base, shape, strides,  # type: ignore[arg-type]
-                         facts.base_align, facts.shape_div, facts.stride_div)
+    """The tensor view `op` makes: the facts nv_tileaa proved of it (tileaa/views.py), and its LLVM values."""
+    facts = tensor_view(op.results[0])
+    return TensorViewVal(facts.base_align, facts.shape_div, facts.stride_div, facts.type, base, shape, strides)
 
 
 def _make_gather_scatter_view(k: KernelLowering, op: Operation) -> None:
@@ -137,31 +138,8 @@ def _make_partition_view(k: KernelLowering, op: Operation) -> None:
 
 def _partition_view(op: Operation, tensor: object) -> PartitionViewVal:
     """The partition, strided or gather/scatter view `op` cuts from `tensor`."""
-    vtype = op.results[0].type
-    assert isinstance(vtype, (PartitionViewType, StridedViewType, GatherScatterViewType))
     assert isinstance(tensor, TensorViewVal)
-    padding = vtype.padding_value.kind if vtype.padding_value is not None else None
-    if isinstance(vtype, GatherScatterViewType):
-        rank = len(vtype.tile_shape)
-        return PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(range(rank)), padding,
-                                sparse_dim=int(vtype.sparse_dim))
-    strides = vtype.traversal_strides if isinstance(vtype, StridedViewType) else None
-    return PartitionViewVal(tensor, tuple(vtype.tile_shape), tuple(vtype.dim_map), padding, strides)
-
-
-VIEW_OPS = ("cuda_tile.make_partition_view", "cuda_tile.make_strided_view", "cuda_tile.make_gather_scatter_view")
-
-
-def view_facts(value: Value) -> Optional[PartitionViewVal]:
-    """The view `value` is, as the lowering will make it but without its LLVM values (names empty):
-    what the nv_tileas level may decide on (cp.async chunks, TMA boxes); None where the view is not
-    a partition of a tensor view made in the kernel."""
-    op = getattr(value, "owner", None)
-    tensor = getattr(op, "operands", [None])[0] if op is not None else None
-    if op is None or op.name not in VIEW_OPS or getattr(tensor, "owner", None) is None \
-            or tensor.owner.name != "cuda_tile.make_tensor_view":
-        return None
-    return _partition_view(op, _tensor_view(tensor.owner, "", [], []))
+    return PartitionViewVal(tensor, **cut(op.results[0].type))
 
 
 def _view_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile_type: TileType, layout: Layout):
@@ -403,12 +381,11 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     ordering, scope = _ordering(op)
     pipeline = k.pipelined_load(op)
     if pipeline is not None:
-        from .async_copy import chunk_elements
         from .pipelined_loop import load, reads_shared
 
         ahead = pipeline.stages if pipeline.specialized else pipeline.stages - 1
         if pipeline.tma and op in pipeline.tma:
-            from .tma_copy import describe
+            from ..tileas.tma_boxes import describe
 
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
                      Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=describe(pipeline.tma[op]),
@@ -428,7 +405,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         k.set(op.results[1], TokenVal())
         return
     if ordering == "weak" and k.assignment is not None and k.assignment.is_shared_operand(op.results[0]):
-        from .async_copy import chunk_elements, load_to_shared
+        from .async_copy import load_to_shared
         from .pipelined_loop import load_invariant
 
         once = load_invariant(k, op, view)   # copied once by TMA before the loop that reads it
@@ -485,7 +462,6 @@ def _load_nibble_runs(k: KernelLowering, op: Operation, view: PartitionViewVal, 
     """A weak load of 4-bit elements a run of `vec` (16, 8 or 4, the view's facts proving it aligned
     and wholly inside or outside the tensor, counted in elements) at a time: vec / 2 bytes, two
     elements each, the first in the low nibble. None where no run is provable."""
-    from .vector_access import vector_elements
 
     run = layout.run(rtype.num_elements)
     vec = vector_elements(op, view, rtype.shape, 1, run) if run >= 2 else 1
@@ -530,7 +506,6 @@ def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: Tile
             ordering: str) -> tuple[int, str]:
     """Elements per access of a weak view access in `layout`, and when that is 1 (one element at
     a time) why: the reason a remark gives."""
-    from .vector_access import vector_elements
 
     return _widen(tile, layout, ordering, lambda nbytes, run: vector_elements(op, view, tile.shape, nbytes, run),
                   "the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly inside or outside "
@@ -540,7 +515,6 @@ def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: Tile
 def _pointer_vector(pointers: Value, mask: Value | None, tile: TileType, layout: Layout,
                     ordering: str) -> tuple[int, str]:
     """Elements per access of a weak gather or scatter through a tile of pointers, and why 1."""
-    from .vector_access import pointer_vector_elements
 
     return _widen(tile, layout, ordering,
                   lambda nbytes, run: pointer_vector_elements(pointers, mask, tile.shape, nbytes, run),
@@ -641,7 +615,6 @@ def _store_nibbles(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     or 4 elements the view's facts prove aligned and wholly inside or outside the tensor) writes whole
     bytes; any other element may share its byte with another thread's, so it clears and sets its own
     nibble of the aligned 32-bit word holding it with two atomics (each touches only its own bits)."""
-    from .vector_access import vector_elements
 
     run = tile.layout.run(tile.type.num_elements)
     vec = vector_elements(op, view, tile.type.shape, 1, run) if run >= 2 and ordering == "weak" else 1

@@ -416,11 +416,11 @@ def _tma_rounded_stage(k: KernelLowering, shape: WgmmaShape, loop: Operation, lo
     stages, is stored K-major as wgmma reads it: rounded in its stage (_rounds_in_place), no buffer.
     (If the loop ends up not pipelined, its copy takes a buffer where it is made.)"""
     from .pipelined_loop import _tma_swizzles, uses_mbarriers
-    from .tma_copy import _read_as_tf32
+    from ..tileas.tma_boxes import read_as_tf32
 
     plan = k.pipelines.get(loop) if k.pipelines else None
     if not k.caps.has("wgmma") or not uses_mbarriers(k) or plan is None or not plan.pipelined or load not in plan.loads \
-            or not _read_as_tf32(load.results[0]):
+            or not read_as_tf32(load.results[0]):
         return False
     tile = load.results[0].type
     rows, cols = tile.shape[-2:]  # type: ignore[attr-defined]

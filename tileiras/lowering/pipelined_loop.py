@@ -41,9 +41,11 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
+from ..tileas import tma_boxes
 from ..tileas.warp_roles import mma_sync_roles, ring_loop
-from .async_copy import (chunk_elements, commit, fence_async_proxy, issue_copies, new_matrix, staged_through_registers,
-                         wait_all, wait_groups)
+from ..tileaa.access_width import chunk_elements, staged_through_registers
+from ..tileaa.views import View
+from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
@@ -79,7 +81,7 @@ class ActivePipeline:
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
     mma_reads: bool = False             # an MMA warp waits for each stage and releases it (both sm_100 forms):
                                         # the consumers neither wait for a stage nor release it
-    tma: Optional[dict] = None          # load op -> tma_copy.TmaCopy: one thread copies each stage by TMA
+    tma: Optional[dict] = None          # load op -> tma_boxes.TmaCopy: one thread copies each stage by TMA
     once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
     cluster: Optional[multicast.ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
                                         # multicast in slices; stages released in every receiving CTA
@@ -90,7 +92,7 @@ class ActivePipeline:
     ring_out: str = ""                  # ...and when it ends (the loop's counter at its exit)
 
 
-# Targets with the feature "tma" copy their pipelines' loads by TMA where tma_copy.plan allows (kernels
+# Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
 # whose consumers issue mma.sync, `warp_roles.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
 # reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows). A load's box
 # has `Caps.tma_box_rows` rows where the target sets them (sm_100: 128, one tcgen05.mma's M).
@@ -98,7 +100,7 @@ class ActivePipeline:
 
 def box_rows(k: "KernelLowering") -> int:
     """Rows of a pipelined load's TMA box on this target."""
-    return k.caps.tma_box_rows or tma_copy.MAX_BOX
+    return k.caps.tma_box_rows or tma_boxes.MAX_BOX
 
 
 def reads_shared(k: KernelLowering, load: Operation) -> bool:
@@ -260,7 +262,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
                                 f"once the next iteration's wait retires the group that read it")
     if tma:
-        k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_copy.describe(t)}" for load, t in tma.items()]
+        k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_boxes.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
@@ -283,10 +285,10 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
         return None
     lifetime = k.lifetimes().value_range(op.results[0], op)     # to the tile's last reader
     matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime, role="invariant")
-    shot, _ = tma_copy.load_once(k, op, view, matrix, rows)
+    shot, _ = tma_copy.load_once(k, op, matrix, rows)
     assert shot is not None
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
-             Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_copy.describe(shot.copy),
+             Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_boxes.describe(shot.copy),
              Pipeline="loaded once before the loop that reads it, on its own mbarrier")
     return SharedTileVal(tile, matrix, pending=True, arrival=shot)
 
@@ -300,7 +302,7 @@ def invariant_copy(k: KernelLowering, op: Operation, view: object) -> Optional[s
             or _reading_loop(k, op) is None:
         return None
     rows = box_rows(k)
-    return tma_copy.plan(k, op, view, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
+    return tma_boxes.plan(op, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
 
 
 def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[BufferAssignment]":
@@ -352,7 +354,7 @@ def _stageable(k: KernelLowering, plan: PipelinePlan) -> tuple[Optional[Pipeline
     chunk aligned: TileGym's A scales at K = 768, rows 24 bytes apart, no divisibility fact on the
     stride) is staged through registers by the threads that copy (`through_registers`), as NVIDIA's
     loads it byte by byte."""
-    bad = [load for load in plan.loads if not (isinstance(v := k.get(load.operand("view")), PartitionViewVal)
+    bad = [load for load in plan.loads if not (isinstance(v := k.get(load.operand("view")), View)
                                                and chunk_elements(load, v, load.results[0].type))]
     if not bad:
         return plan, []
@@ -379,7 +381,7 @@ def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) ->
     readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
         if mma_sync_roles(k) else None
     return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
-        and tma_copy.plan(k, load, view, matrix_shape(k, tile, swizzled=True))[0] is not None
+        and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
 def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict,
@@ -425,8 +427,7 @@ def tma_copies(k: KernelLowering, loads: tuple, matrices: dict, dense: "set | fr
     multicast slices: the same loads). Reads of `k` what the nv_tileas level knows as well: the plan
     (tileas/shared_tcgen05.py) asks it which loads a specialized attention's producer copies."""
     rows = box_rows(k)
-    plans = {load: tma_copy.plan(k, load, k.get(load.operand("view")), matrices[load], rows, dense=load in dense,
-                                 tile=tiles[load]) for load in loads}
+    plans = {load: tma_boxes.plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load]) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
     if why and (len(why) == len(loads) or not set(why) <= dense):
         return None, why

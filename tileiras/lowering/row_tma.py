@@ -21,9 +21,9 @@ their global accesses, as NVIDIA's do):
   memory may follow (later in the body, or in a loop's next iteration), until they have been
   written: a read token-ordered after the store waits for the CTA (token_waits.py) and so sees them.
 
-Both need the view's tensor map to be made at launch (tma_copy.plan: base 16-byte aligned, outer
+Both need the view's tensor map to be made at launch (tileas/tma_boxes.plan: base 16-byte aligned, outer
 strides multiples of 16 bytes, unit innermost stride) and a box of whole 16-byte rows, 128-byte
-multiples (tma_copy.dense): a tile's columns in boxes of up to 256, a row per box when the
+multiples (tma_boxes._dense): a tile's columns in boxes of up to 256, a row per box when the
 columns need several. Loads must precede every write of the kernel: the async proxy's reads are
 then never ordered after the threads' own writes.
 
@@ -47,6 +47,8 @@ from ..ir.types import storage_bytes
 from ..layout.encodings import Layout, MmaLayout
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
+from ..tileaa.views import View
+from ..tileas.tma_boxes import TmaCopy, describe, plan
 from .values import PartitionViewVal, TileRegs
 from ..schedule.buffers import MBARRIER_BYTES
 
@@ -105,11 +107,9 @@ def _body(k: KernelLowering) -> list[Operation]:
 
 
 def _tile_copy(k: KernelLowering, op: Operation, view: object, tile: TileType
-               ) -> tuple[Optional[tma_copy.TmaCopy], SharedMatrix, str]:
+               ) -> tuple[Optional[TmaCopy], SharedMatrix, str]:
     """The copy of `op`'s tile through an unpadded buffer (unplaced), or (None, _, why not)."""
     import math
-
-    from . import tma_copy
 
     shape = tile.shape
     rows = shape[-2] if len(shape) >= 2 else 1
@@ -117,7 +117,7 @@ def _tile_copy(k: KernelLowering, op: Operation, view: object, tile: TileType
     if not isinstance(tile.element, ScalarType) or tile.element.bitwidth < 8 \
             or storage_type(tile.element) != _llvm(tile.element):
         return None, matrix, f"{tile.element} elements are not whole bytes"
-    t, why = tma_copy.plan(k, op, view, matrix, dense=True)
+    t, why = plan(op, matrix, dense=True)
     if t is None:
         return None, matrix, why
     if t.atoms * t.bands > MAX_BOXES:
@@ -181,7 +181,7 @@ def group_start(k: KernelLowering) -> Optional[Operation]:
 
 
 def group(k: KernelLowering, first: Operation, used: int, ahead: Callable[[Operation], bool]
-          ) -> tuple[list[tuple[Operation, tma_copy.TmaCopy, SharedMatrix]], list[tuple[Operation, str]]]:
+          ) -> tuple[list[tuple[Operation, TmaCopy, SharedMatrix]], list[tuple[Operation, str]]]:
     """The group `first` starts: (its loads, each with its copy and unplaced buffer, in order; the
     loads left out and why). Decided for the lowering and the shared-memory plan alike (`k` a
     KernelLowering or a `StagingFacts`): the group takes what is left of the opt-in limit beside
@@ -190,7 +190,7 @@ def group(k: KernelLowering, first: Operation, used: int, ahead: Callable[[Opera
     lowering lowers the pure ops they need, `pure_ahead`), False where it cannot."""
     budget = k.caps.smem_per_block - used - MARGIN
     body = _body(k)
-    chosen: list[tuple[Operation, tma_copy.TmaCopy, SharedMatrix]] = []
+    chosen: list[tuple[Operation, TmaCopy, SharedMatrix]] = []
     missed: list[tuple[Operation, str]] = []
     for op in body[body.index(first):]:
         if _writes(op):
@@ -250,7 +250,7 @@ def _issue_group(k: KernelLowering, first: Operation) -> None:
         single = mbarrier.BarrierArray(bars.offset + i * MBARRIER_BYTES, 1)
         k.row_loads[op] = RowLoad(matrix, tma_copy.OneShot(t, single))
         k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
-                 Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_copy.describe(t),
+                 Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=describe(t),
                  Pipeline=f"issued with {len(placed) - 1} other load(s) at the body's first, on its own mbarrier")
     k.schedule_notes.append(f"row TMA group: {len(placed)} load(s) issued together, "
                             f"{sum(m.nbytes for _, _, m in placed)} shared bytes")
@@ -355,17 +355,17 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> boo
     k.barrier()
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "rt"), lambda: tma_copy.store(k, op, t, matrix, written=written))
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
-             Instruction="TMA store (cp.async.bulk.tensor from shared memory)", Boxes=tma_copy.describe(t))
+             Instruction="TMA store (cp.async.bulk.tensor from shared memory)", Boxes=describe(t))
     return True
 
 
 def store_copy(k: KernelLowering, op: Operation, view: object, used: int
-               ) -> tuple[Optional[tma_copy.TmaCopy], Optional[SharedMatrix], str]:
+               ) -> tuple[Optional[TmaCopy], Optional[SharedMatrix], str]:
     """(the copy of store `op`'s tile, its unplaced buffer, "") where TMA stores it (a candidate whose
     buffer fits beside the `used` shared bytes: the buffers placed before it, and the pipelines'
     reserve); else (None, _, why not: "" where nothing is remarked). Decided for the lowering and
     the shared-memory plan alike (`k` a KernelLowering or a `StagingFacts`)."""
-    if not candidate(k, op) or not isinstance(view, PartitionViewVal):
+    if not candidate(k, op) or not isinstance(view, View):
         return None, None, ""
     tile = op.operand("tile").type
     assert isinstance(tile, TileType)

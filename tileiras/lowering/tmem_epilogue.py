@@ -25,7 +25,8 @@ from .layout_index import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
 from ..layout.shared_matrix import SharedMatrix
-from .tma_copy import TmaCopy, describe, hidden_param, plan
+from ..tileas.tma_boxes import TmaCopy, describe, plan
+from .tma_copy import hidden_param
 from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal
 
@@ -221,7 +222,7 @@ STAGE_ALIGN = 1024       # the swizzled buffer the chunks (or attention's O) are
 
 def tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
               limit: int) -> Optional[tuple[TmaCopy, SharedMatrix]]:
-    """Where `store`'s view has a descriptor made of the kernel's parameters (tma_copy.plan, as the
+    """Where `store`'s view has a descriptor made of the kernel's parameters (tileas/tma_boxes.plan, as the
     sm_90 epilogue's) and the element is its own storage type: its TMA copy (boxes of one
     warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the (unplaced) swizzled buffer
     the chunks are written into, placed after the loop in bytes its stages no longer need (every
@@ -240,7 +241,7 @@ def tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout, first_fit:
         return None
     b, m, n = layout.shape
     matrix = SharedMatrix(0, b, m, n, elem.bitwidth // 8, swizzled=True)
-    t, _ = plan(k, store, k.get(store.operand("view")), matrix, rows=TMEM_LANES)
+    t, _ = plan(store, matrix, rows=TMEM_LANES)
     if t is None:
         return None
     if first_fit(matrix.nbytes, STAGE_ALIGN) + matrix.nbytes > limit:

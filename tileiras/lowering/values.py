@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from ..ir.record import record
-from ..ir.types import TileType, TensorViewType
+from ..ir.types import TileType
+from ..tileaa.views import TensorView, View
 
 
 @record(frozen=False)
@@ -17,29 +18,20 @@ class TileRegs:
     layout: Any = None   # a layout.py layout; None until bound to a value (then the assigned one)
 
 
-@record(frozen=False)
-class TensorViewVal:
-    """A tensor view: base pointer plus shape and strides as i64 LLVM values."""
+@record
+class TensorViewVal(TensorView):
+    """A tensor view (its facts: tileaa/views.py) and its base pointer, shape and strides as i64 LLVM values."""
 
-    type: TensorViewType
     base: str
     shape: list[str]
     strides: list[str]
-    base_align: int = 1                 # bytes the base pointer is known to be aligned to (facts.py)
-    shape_div: tuple[int, ...] = ()     # per dimension, a known divisor of the extent
-    stride_div: tuple[int, ...] = ()    # per dimension, a known divisor of the stride (elements)
 
 
 @record(frozen=False)
-class PartitionViewVal:
-    """A view that cuts a tensor view into tiles (partition or strided views)."""
+class PartitionViewVal(View):
+    """A view that cuts a tensor view into tiles (partition, strided or gather/scatter views)."""
 
     tensor: TensorViewVal
-    tile_shape: tuple[int, ...]
-    dim_map: tuple[int, ...]
-    padding: Optional[str]
-    traversal_strides: Optional[tuple[int, ...]] = None  # strided views
-    sparse_dim: Optional[int] = None                     # gather/scatter views: rows come from a tile
 
 
 @record(frozen=False)

@@ -634,7 +634,7 @@ def _issue_loop(k: KernelLowering, p: "ActivePipeline", operands: dict, addresse
 def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     """The epilogue warps' part of the loop: wait until the MMA warp's last MMAs are done, then read
     the accumulators out of tensor memory (the loop's results)."""
-    from .async_copy import chunk_elements
+    from ..tileaa.access_width import chunk_elements
     from ..ir.types import storage_bytes
     from .ops_tcgen05 import after_loop, describe
     from .tmem import tensor_memory, wait_mbarrier
@@ -643,7 +643,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     # the body's ops are lowered only in the other roles (which make no remarks): say what they run
     for load in p.loads:
         if p.tma and load in p.tma:
-            from .tma_copy import describe as boxes
+            from ..tileas.tma_boxes import describe as boxes
 
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
                      Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=boxes(p.tma[load]),

@@ -16,7 +16,7 @@ iota, constants (a non-splat index list examined element by element), broadcast 
 add/sub/mul, `select`, compares against a group-aligned bound, `offset` and `assume div_by<n, every
 e along d>` / `same_elements`; any other element-wise op keeps only the constancy of its operands.
 Gathers and scatters through a tile of pointers built as a base plus iota offsets are vectorized
-with them (lowering/vector_access.py).
+with them (access_width.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ Runs over an entry before code emission, in two walks:
    * elementwise ops (and pointer offset/load/store): their operands' common
      layout; operands in another layout are converted;
    * a scatter of mma fragments whose pointers allow 16-byte accesses
-     (vector_access.restaged_scatter): pointers and mask in that blocked layout,
+     (vector_width.restaged_scatter): pointers and mask in that blocked layout,
      the fragments as they are (the lowering restages them through the freed
      buffers, as view epilogues do);
    * reshape: its operand's layout (row-major order is preserved);
@@ -275,13 +275,13 @@ class LayoutAssignment:
 
     def _find_restaged_scatters(self, entry: Operation) -> dict[Operation, BlockedLayout]:
         """Scatters that store mma fragments through the freed shared buffers in 16-byte runs
-        (vector_access.restaged_scatter), with the blocked layout their pointers and mask are read
+        (vector_width.restaged_scatter), with the blocked layout their pointers and mask are read
         in: at the kernel's end, where nothing after them uses the buffers (tensor memory's mbarrier
         and address slot are kept alive apart: tileas/buffers.KEPT)."""
         if not self.mma_layouts:
             return {}
         from ..lowering.epilogue import buffers_free_after
-        from ..lowering.vector_access import restaged_scatter
+        from .vector_width import restaged_scatter
 
         out = {}
         for op in self._ops:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
+from ..tileaa.views import view_of
 from .buffers import SharedBuffers, lifetimes
 from .shared_plan import Request, place
 
@@ -87,7 +88,6 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
 def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
     """Whether every epilogue of the kernel is decided here (not where the module docstring says)."""
     from ..layout.encodings import MmaLayout
-    from ..lowering.ops_memory import view_facts
 
     for op in entry.walk():
         if op.name not in STORES:
@@ -95,7 +95,7 @@ def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
         layout = _stored(op).layout or assignment.blocked
         if not isinstance(layout, MmaLayout):
             continue
-        if op.name == VIEW_STORE and view_facts(op.operand("view")) is None:  # type: ignore[arg-type]
+        if op.name == VIEW_STORE and view_of(op.operand("view")) is None:  # type: ignore[arg-type]
             return False
     return True
 

@@ -16,7 +16,7 @@ level knows it (`shared_stages.StagingFacts`: a view is its facts, no LLVM):
   "row-store" buffer alive while the store runs.
 
 Where a view the lowering's decision reads is not one the nv_tileas level knows
-(`ops_memory.view_facts` is None: not a partition of a tensor view made in the kernel), the
+(`tileaa/views.view_of` is None: not a partition of a tensor view made in the kernel), the
 kernel's staging roles are not predicted (`Rows.exact`).
 """
 

@@ -38,7 +38,7 @@ placed before the load): no "staging", its mma's K slices instead ("k-slice", sh
 Not predicted (`predict` returns None), and why:
 
 * a tensor-core operand, or a row load or store TMA may copy, whose view is not a partition of a
-  tensor view made in the kernel (`ops_memory.view_facts`; `shared_rows.Rows.exact`).
+  tensor view made in the kernel (`tileaa/views.view_of`; `shared_rows.Rows.exact`).
 
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import Caps, caps
+from ..tileaa.views import view_of
 from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
@@ -74,7 +75,7 @@ REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 @record(frozen=False)
 class StagingFacts:
     """The attributes of `lowering.kernel.KernelLowering` that the staging decisions read, as the
-    nv_tileas level knows them: a view is its facts (`ops_memory.view_facts`), nothing is lowered yet."""
+    nv_tileas level knows them: a view is its facts (`tileaa/views.view_of`), nothing is lowered yet."""
     entry: Operation
     sm: int
     threads: int
@@ -96,9 +97,7 @@ class StagingFacts:
         return value.layout if value.layout is not None else self.assignment.blocked
 
     def get(self, value: Value) -> Any:
-        from ..lowering.ops_memory import view_facts
-
-        return view_facts(value)
+        return view_of(value)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
@@ -107,10 +106,10 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
     layout's mma runs as the pair: shared_tcgen05.pairs_run), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
-    from ..lowering.async_copy import chunk_elements
+    from ..tileaa.access_width import chunk_elements
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
-    from ..lowering.ops_memory import alloca_bytes, view_facts
+    from ..lowering.ops_memory import alloca_bytes
     from . import shared_tcgen05 as tcgen05
     from . import shared_operands
     from .shared_operands import PACKED, asks, deferred, loop_copies as tf32_copies, requests as operand_requests
@@ -143,7 +142,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         elif op.name == "cuda_tile.for":
             pipeline = kplan.pipelines.get(op)
             if pipeline is not None and pipeline.pipelined \
-                    and any(view_facts(load.operand("view")) is None for load in pipeline.loads):
+                    and any(view_of(load.operand("view")) is None for load in pipeline.loads):
                 return None
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             taken = place(before, entry).total + allocas + assumes.reserve
@@ -183,7 +182,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         elif op.name in tcgen05.ASKERS and op.name not in STORES:     # a tcgen05 mma's buffers
             out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
-            view = view_facts(op.operand("view"))  # type: ignore[arg-type]
+            view = view_of(op.operand("view"))  # type: ignore[arg-type]
             if view is None:
                 return None
             tile = op.results[0].type

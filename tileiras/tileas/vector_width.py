@@ -3,9 +3,15 @@ run, so that its global accesses are 16 bytes wide (`BlockedLayout.vec`, assign_
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional
+
 from ..ir.core import Operation
 from ..ir.types import ScalarType, TileType
+from ..tileaa.access_width import pointer_vector_elements
 from ..tileaa.facts import axes
+
+if TYPE_CHECKING:
+    from ..layout.encodings import BlockedLayout
 
 
 def vector_width(entry: object) -> int:
@@ -32,3 +38,25 @@ def _contiguous_pointers(op: Operation) -> bool:
     along the innermost dimension (so a layout with runs per thread can widen it)."""
     contiguity = axes(op.operands[0])[0]
     return bool(contiguity) and contiguity[-1] > 1
+
+
+def restaged_scatter(op: Operation, threads: int) -> Optional[BlockedLayout]:
+    """The blocked layout of 16-byte runs a weak scatter (`store_ptr_tko`) of mma fragments stores
+    from, once restaged through the freed shared buffers as view epilogues are (lowering/epilogue.py), where
+    the pointer facts prove wider accesses than a fragment's pair of elements; None otherwise. The
+    pointers and mask are then computed in that layout, as NVIDIA's epilogue scatters are."""
+    from ..layout.encodings import BlockedLayout
+
+    if op.name != "cuda_tile.store_ptr_tko" or str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
+        return None
+    value = op.operand("value")
+    t = value.type if value is not None else None
+    if not isinstance(t, TileType) or not isinstance(t.element, ScalarType) or t.element.bitwidth < 8:
+        return None
+    nbytes = t.element.bitwidth // 8
+    layout = BlockedLayout(threads, 16 // nbytes)
+    run = layout.run(t.num_elements)
+    if run <= 2 or not layout.owns_all(t.num_elements) or t.shape[-1] % run:
+        return None
+    vec = pointer_vector_elements(op.operands[0], op.operand("mask"), tuple(t.shape), nbytes, run)
+    return layout if vec > 2 else None

@@ -1,11 +1,12 @@
-"""Vector accesses to views: how many consecutive elements one load or store may move.
+"""How wide one access to global memory may be: the elements one load or store of a view, or of a
+tile of pointers, moves, and the chunk of a cp.async copy.
 
-A thread's layout holds runs of consecutive elements (`run` of each layout).
-One access may cover `vec` of them (up to 16 bytes) when the facts of the
-tensor view (facts.py) prove that every such access is aligned to its size
-and lies wholly inside or wholly outside the tensor: unit innermost stride,
-aligned base and outer strides, tile starts and innermost extent divisible by
-`vec`. The same rule decides the size of cp.async copies (async_copy.py).
+A thread's layout holds runs of consecutive elements (`run` of each layout). One access may cover
+`vec` of them (up to 16 bytes) when the facts of the tensor view (facts.py, views.py) prove that
+every such access is aligned to its size and lies wholly inside or wholly outside the tensor: unit
+innermost stride, aligned base and outer strides, tile starts and innermost extent divisible by
+`vec`. The same rule decides the size of cp.async copies (`chunk_elements`); where none is legal a
+load stays a register load.
 
 Gathers and scatters through a tile of pointers (`load_ptr_tko`, `store_ptr_tko`) are widened the
 same way where the pointers' per-dimension facts prove contiguous, aligned runs (and a mask
@@ -14,17 +15,18 @@ constant over each run): TileGym's row kernels build such tiles as a base plus i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..ir.core import Operation, Value
-from ..tileaa.facts import axes
-from .values import PartitionViewVal
+from ..ir.types import ScalarType, TileType, storage_bytes
+from ..layout.shared_matrix import matrix_dims
+from .facts import axes
+from .views import View
 
-if TYPE_CHECKING:
-    from ..layout.encodings import BlockedLayout
+PADDINGS = (None, "zero")   # what a copy's zero fill reads as
 
 
-def vector_elements(op: Operation, view: PartitionViewVal, tile_shape: tuple[int, ...], nbytes: int,
+def vector_elements(op: Operation, view: View, tile_shape: tuple[int, ...], nbytes: int,
                     limit: int, sizes: tuple[int, ...] = (16, 8, 4)) -> int:
     """The most elements (a run of at most `limit`, of a size in `sizes` bytes) one access to the
     view may move; 1 when no vector access is legal."""
@@ -73,24 +75,26 @@ def pointer_vector_elements(pointers: Value, mask: Optional[Value], tile_shape: 
     return 1
 
 
-def restaged_scatter(op: Operation, threads: int) -> Optional[BlockedLayout]:
-    """The blocked layout of 16-byte runs a weak scatter (`store_ptr_tko`) of mma fragments stores
-    from, once restaged through the freed shared buffers as view epilogues are (epilogue.py), where
-    the pointer facts prove wider accesses than a fragment's pair of elements; None otherwise. The
-    pointers and mask are then computed in that layout, as NVIDIA's epilogue scatters are."""
-    from ..ir.types import ScalarType, TileType
-    from ..layout.encodings import BlockedLayout
+def chunk_elements(op: Operation, view: View, tile: TileType) -> int:
+    """Elements per copy (16, 8 or 4 bytes' worth), or 0 when no cp.async form is legal."""
+    elem = tile.element
+    if not isinstance(elem, ScalarType) or elem.bitwidth < 8 or view.padding not in PADDINGS \
+            or matrix_dims(tile.shape) is None:
+        return 0
+    nbytes = storage_bytes(elem)
+    for size in (16, 8, 4):
+        vec = size // nbytes
+        if vec >= 1 and size % nbytes == 0 and tile.shape[-1] % vec == 0:
+            if vec == 1:
+                return 1 if nbytes == 4 else 0   # one element per copy: aligned by its type
+            if vector_elements(op, view, tile.shape, nbytes, vec, (size,)) == vec:
+                return vec
+    return 0
 
-    if op.name != "cuda_tile.store_ptr_tko" or str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
-        return None
-    value = op.operand("value")
-    t = value.type if value is not None else None
-    if not isinstance(t, TileType) or not isinstance(t.element, ScalarType) or t.element.bitwidth < 8:
-        return None
-    nbytes = t.element.bitwidth // 8
-    layout = BlockedLayout(threads, 16 // nbytes)
-    run = layout.run(t.num_elements)
-    if run <= 2 or not layout.owns_all(t.num_elements) or t.shape[-1] % run:
-        return None
-    vec = pointer_vector_elements(op.operands[0], op.operand("mask"), tuple(t.shape), nbytes, run)
-    return layout if vec > 2 else None
+
+def staged_through_registers(op: Operation, view: View, tile: TileType) -> bool:
+    """Whether a pipeline may stage this tile element by element through registers where no cp.async
+    form is legal (`chunk_elements` 0): elements of whole bytes stored as a matrix, zero padding."""
+    elem = tile.element
+    return isinstance(elem, ScalarType) and elem.bitwidth >= 8 and view.padding in PADDINGS \
+        and matrix_dims(tile.shape) is not None and not chunk_elements(op, view, tile)
