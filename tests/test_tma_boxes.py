@@ -85,3 +85,19 @@ def test_tma_boxes_are_planned_without_lowering() -> None:
 def test_tma_refusals_say_why(text: str, reason: str) -> None:
     copy, why = tma_boxes.plan(_load(text), _stage())
     assert copy is None and why == reason
+
+
+@needs_callback
+def test_a_pipeline_goes_by_tma_only_where_every_load_can() -> None:
+    from tileiras.target import caps
+
+    good, bad = _load(_kernel("8")), _load(_kernel("2"))
+    stages = {good: _stage(), bad: _stage()}
+    tiles = {load: load.results[0].type for load in stages}
+    assert (tma_boxes.box_rows(caps("sm_90")), tma_boxes.box_rows(caps("sm_100"))) == (256, 128)
+    copies, why = tma_boxes.pipeline_copies(caps("sm_100"), (good,), stages, set(), tiles)
+    assert why == {} and copies is not None and copies[good].box == (64, 64)
+    copies, why = tma_boxes.pipeline_copies(caps("sm_90"), (good, bad), stages, set(), tiles)
+    assert copies is None and set(why) == {bad}
+    copies, why = tma_boxes.pipeline_copies(caps("sm_90"), (good, bad), stages, {bad}, tiles)   # cp.async beside
+    assert copies is not None and set(copies) == {good} and set(why) == {bad}

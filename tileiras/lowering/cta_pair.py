@@ -61,7 +61,6 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     from ..tileas import tma_boxes
     from ..layout.shared_matrix import matrix_shape
     from ..tileaa.mma_operands import passes, resident_loop, scale_loads, source
-    from .pipelined_loop import box_rows
 
     split = k.warp_split
     specialized = split is not None and split.loop is loop
@@ -82,7 +81,7 @@ def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair
     if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
         return None
     pair = CtaPair(mma, a, b, 0 if b_transposed else len(b.results[0].type.shape) - 1)  # type: ignore
-    rows = box_rows(k)
+    rows = tma_boxes.box_rows(k.caps)
     for load in (a, b):
         tile = staged_type(pair, load)
         matrix = matrix_shape(k, tile, swizzled=True)

@@ -94,13 +94,7 @@ class ActivePipeline:
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
 # whose consumers issue mma.sync, `warp_roles.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
-# reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows). A load's box
-# has `Caps.tma_box_rows` rows where the target sets them (sm_100: 128, one tcgen05.mma's M).
-
-
-def box_rows(k: "KernelLowering") -> int:
-    """Rows of a pipelined load's TMA box on this target."""
-    return k.caps.tma_box_rows or tma_boxes.MAX_BOX
+# reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows).
 
 
 def reads_shared(k: KernelLowering, load: Operation) -> bool:
@@ -278,7 +272,7 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
     why = invariant_copy(k, op, view)
     if why is None:
         return None
-    rows = box_rows(k)
+    rows = tma_boxes.box_rows(k.caps)
     if why:
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
                  op, Reason=why)
@@ -301,7 +295,7 @@ def invariant_copy(k: KernelLowering, op: Operation, view: object) -> Optional[s
             or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
             or _reading_loop(k, op) is None:
         return None
-    rows = box_rows(k)
+    rows = tma_boxes.box_rows(k.caps)
     return tma_boxes.plan(op, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
 
 
@@ -397,7 +391,7 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     if not k.caps.has("tma"):
         multicast.refuse(k, loop, loads, "")
         return None, None
-    copies, why = tma_copies(k, loads, matrices, dense, tiles)
+    copies, why = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles)
     if copies is None:
         for load in loads:
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
@@ -418,20 +412,6 @@ def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict
     else:
         multicast.refuse(k, loop, loads, "a load of the loop is copied with cp.async")
     return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
-
-
-def tma_copies(k: KernelLowering, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict
-               ) -> tuple[Optional[dict], dict]:
-    """(load -> its TMA copy into its stage `matrices[load]`, or None where the loop keeps cp.async;
-    load -> why TMA cannot copy it) on a target with TMA (`_choose_tma`, which adds the cluster's
-    multicast slices: the same loads). Reads of `k` what the nv_tileas level knows as well: the plan
-    (tileas/shared_tcgen05.py) asks it which loads a specialized attention's producer copies."""
-    rows = box_rows(k)
-    plans = {load: tma_boxes.plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load]) for load in loads}
-    why = {load: reason for load, (t, reason) in plans.items() if t is None}
-    if why and (len(why) == len(loads) or not set(why) <= dense):
-        return None, why
-    return {load: t for load, (t, _) in plans.items() if t}, why
 
 
 def copied(p: ActivePipeline) -> tuple:

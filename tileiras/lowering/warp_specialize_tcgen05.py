@@ -312,7 +312,8 @@ def settled(k: "StagingFacts") -> object:
     facts): an attention whose loads TMA cannot all copy has no MMA warp. (A loop left unpipelined
     is not settled.) For plan-shared-memory (tileas/shared_tcgen05.py) and tmem.first_asker."""
     from ..ir.record import replace
-    from .pipelined_loop import ring_of, tma_copies
+    from ..tileas.tma_boxes import pipeline_copies
+    from .pipelined_loop import ring_of
 
     split = k.warp_split
     if split is None or not split.mmas:
@@ -321,8 +322,8 @@ def settled(k: "StagingFacts") -> object:
     if ring is None or not ring.plan.pipelined:
         return split
     loads = ring.plan.loads
-    tma = tma_copies(k, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
-                     ring.dense, ring.tiles)[0] if k.caps.has("tma") else None
+    tma = pipeline_copies(k.caps, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
+                          ring.dense, ring.tiles)[0] if k.caps.has("tma") else None
     return split if split_mmas(k, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
 
 

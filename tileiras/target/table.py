@@ -60,7 +60,7 @@ class Caps:
     tmem_columns: int = 0       # tensor memory: 32-bit columns of 128 lanes per SM (0: none)
     blockscale: str = "fma"     # block-scaled mma: "native" (the block_scale mma.sync) or "fma" (fp8
                                 # mma.sync per scale block, scaled into the accumulator by FMA)
-    tma_box_rows: int = 0       # rows of a pipelined load's TMA box (0: tma_copy.MAX_BOX)
+    tma_box_rows: int = 0       # rows of a pipelined load's TMA box (0: tileas/tma_boxes.MAX_BOX)
     param_base: int = -1        # constant-bank offset of the first kernel parameter modulo 64, where
                                 # hidden TMA descriptors are laid out (codegen/nv_host.py; -1: no TMA)
     ptx: int = 88               # PTX ISA version LLVM is told (+ptxNN), times ten

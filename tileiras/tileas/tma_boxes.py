@@ -23,6 +23,7 @@ from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType, storage_bytes
 from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.facts import ViewSources, view_sources
+from ..target import Caps
 from ..tileaa.views import View, view_of
 
 MAX_BOX = 256
@@ -140,6 +141,26 @@ def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool =
     part = (order.index(halved[0]), tile.shape[halved[0]]) if halved else (0, 0)
     return TmaCopy(spec, order, per_atom, matrix.cols // per_atom, matrix.atom_bytes, box_bytes, box, bands,
                    rows * span, pair_part=part), ""
+
+
+def box_rows(caps: Caps) -> int:
+    """Rows of a pipelined load's TMA box on a target: `Caps.tma_box_rows` where it sets them (sm_100:
+    128, one tcgen05.mma's M), else the most a box holds."""
+    return caps.tma_box_rows or MAX_BOX
+
+
+def pipeline_copies(caps: Caps, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict
+                    ) -> tuple[Optional[dict], dict]:
+    """Whether a pipelined loop's stages are filled by TMA: (load -> its copy into its stage
+    `matrices[load]` holding `tiles[load]`, or None where the loop keeps cp.async; load -> why TMA
+    cannot copy it). Every load goes by TMA, except that block scales in unpadded stages (`dense`)
+    may keep cp.async beside the others' boxes."""
+    rows = box_rows(caps)
+    plans = {load: plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load]) for load in loads}
+    why = {load: reason for load, (t, reason) in plans.items() if t is None}
+    if why and (len(why) == len(loads) or not set(why) <= dense):
+        return None, why
+    return {load: t for load, (t, _) in plans.items() if t}, why
 
 
 def _dense(op: Operation, tile: TileType, view: View, sources: ViewSources,
