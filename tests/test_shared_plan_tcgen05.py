@@ -141,9 +141,9 @@ def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_s
     (warp_specialize_tcgen05.settled): no handshake, no P buffer, no TMA store of O (restaged
     instead, through the freed buffers), tensor memory asked for by the first mma, and P, in
     registers, staged swizzled by the mma that reads it (M = 64: not in tensor memory)."""
-    from tileiras.lowering import pipelined_loop
+    from tileiras.tileas import tma_boxes
 
-    monkeypatch.setattr(pipelined_loop, "tma_copies", lambda k, loads, *args: (None, {load: "" for load in loads}))
+    monkeypatch.setattr(tma_boxes, "pipeline_copies", lambda caps, loads, *args: (None, {load: "" for load in loads}))
     dump, _ = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
     plan = _plan(dump)
     assert [line.split(" (")[0] for line in plan] == ["invariant", "mbarriers", "ring", "ring", "mbarriers",

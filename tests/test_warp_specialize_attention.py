@@ -1,4 +1,4 @@
-"""sm_100 attention, warp-specialized as NVIDIA's is (warp_specialize_tcgen05.attention_mmas): a
+"""sm_100 attention, warp-specialized as NVIDIA's is (tileas/tcgen05_roles.attention_mmas): a
 producer warpgroup whose first warp copies K and V by TMA and whose second issues the MMAs (S =
 Q K^T, then O += P V once the softmax stored P in tensor memory), and two consumer warpgroups that
 run the softmax and rescale O in tensor memory; 384 threads, setmaxnreg 40 / 232 (one consumer

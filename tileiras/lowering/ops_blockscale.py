@@ -79,7 +79,7 @@ def _stageable(op: Operation) -> bool:
     """Both scale tiles are loads (through unit reshapes) from views whose outer strides are known
     16-byte multiples: what a pipeline copies whole, by TMA or in cp.async chunks."""
     from ..tileaa.facts import ViewFacts
-    from .warp_specialize_tcgen05 import _source
+    from ..tileas.tcgen05_roles import staged_load as _source
 
     for name in ("lhs_scale", "rhs_scale"):
         load = _source(op.operand(name))
@@ -387,7 +387,7 @@ def tcgen05_scale_loads(k: KernelLowering, loads: tuple) -> "set[Operation]":
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     if not layouts:
         return set()
-    from .warp_specialize_tcgen05 import _source
+    from ..tileas.tcgen05_roles import staged_load as _source
 
     found = {_source(op.operand(n)) for op in layouts if op.name == "cuda_tile.mmaf_scaled"
              for n in ("lhs_scale", "rhs_scale")}

@@ -5,7 +5,7 @@ warpgroups, and the CTA that also holds the producer warpgroup and the MMA warp 
 registers a thread: read whole (one tcgen05.ld), the tile does not fit. NVIDIA's epilogues read
 tensor memory a few columns at a time and convert and store each piece before reading the next;
 so does this one: where the rest of the kernel after the loop is its accumulator converted
-element by element (`_CHAIN`) and stored to a view (`chunkable`), the epilogue warps read each
+element by element and stored to a view (tileas/tcgen05_roles.chunkable), the epilogue warps read each
 chunk of `CHUNK_REGISTERS` registers (`ops_tcgen05.read_columns`, a 16x256b.xN load of some of
 the warp's 8-column blocks), then lower the conversions and the store on that chunk alone, in a
 `ColumnChunk` layout: the accumulator layout's slots of those blocks. The store's own lowering
@@ -25,6 +25,7 @@ from .layout_index import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
 from ..layout.shared_matrix import SharedMatrix
+from ..tileas.tcgen05_roles import chunkable
 from ..tileas.tma_boxes import TmaCopy, describe, plan
 from .tma_copy import hidden_param
 from .tma_copy import store as store_boxes
@@ -32,10 +33,6 @@ from .values import TileRegs, TokenVal
 
 TMEM_LANES = 128         # rows of one warpgroup's accumulator: a TMA store box's (NVIDIA's sm_100 boxes)
 CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
-# element-wise conversions an epilogue may apply to the accumulator before storing it, and reshapes
-# (a batched matmul's (1, M, N) store), which keep the row-major order a ColumnChunk's elements follow
-_CHAIN = frozenset({"cuda_tile.ftof", "cuda_tile.itof", "cuda_tile.ftoi", "cuda_tile.exti", "cuda_tile.trunci",
-                    "cuda_tile.reshape"})
 
 
 @record
@@ -79,39 +76,6 @@ def _chunk_element(layout: ColumnChunk, pre: Pre, tid: str, num_elements: int, s
 @coords.register
 def _chunk_coords(layout: ColumnChunk, pre: Pre, tid: str, slot: int) -> tuple[str, str, str, Optional[str]]:
     return coords(layout.parent, pre, tid, layout.parent_slot(slot))
-
-
-def _pure(op: Operation) -> bool:
-    from ..tileas.warp_roles import pure
-
-    return pure(op) or op.name == "cuda_tile.make_partition_view"
-
-
-def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Operation], Operation]], str]:
-    """(pure ops, conversion chain, store) of what follows `loop` when it is only its one result
-    converted element-wise and stored to a view (then `return`); else None and why."""
-    block = loop.parent
-    assert block is not None
-    ops = block.operations[block.operations.index(loop) + 1:]
-    if len(loop.results) != 1 or not ops or ops[-1].name != "cuda_tile.return" or ops[-1].operands:
-        return None, "the loop's one result is not all the rest of the kernel uses"
-    value, chain, pure, store = loop.results[0], [], [], None
-    chain_values: set = set()
-    for op in ops[:-1]:
-        if store is None and op.name in _CHAIN and op.operands == [value] and len(value.uses) == 1:
-            chain.append(op)
-            chain_values.add(value)
-            value = op.results[0]
-        elif store is None and op.name == "cuda_tile.store_view_tko" and op.operand("tile") is value \
-                and len(value.uses) == 1 and not op.results[0].uses:
-            store = op
-        elif _pure(op) and not any(v is value or v in chain_values for v in op.operands):
-            pure.append(op)     # scalars and views: lowered before the chunks
-        else:
-            return None, f"the epilogue also runs '{op.name}'"
-    if store is None:
-        return None, "the accumulator is not stored to a view after the loop"
-    return (pure, chain, store), ""
 
 
 def chunk_blocks(layout: MmaLayout) -> int:
@@ -267,7 +231,7 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     after the loop in the accumulator's layout, divided and converted) stored by TMA as NVIDIA's
     is: every thread writes its fragments swizzled into bytes free while the store runs (the
     stages', `_tma_stage`), then one thread stores the boxes (128 rows each). Only where the
-    attention is warp-specialized (warp_specialize_tcgen05.attention_mmas), whose consumers have
+    attention is warp-specialized (tileas/tcgen05_roles.attention_mmas), whose consumers have
     the registers: the unspecialized M = 256 ones spill for the buffer's addresses (24 bytes in the
     f16 d128 causal 256x128). False (nothing emitted) elsewhere: other kernels, a store inside a
     loop, a layout or view TMA cannot take."""

@@ -33,7 +33,7 @@ between the stage's `full` and a per-stage `ready` mbarrier the MMA thread also 
 role NVIDIA's block-scaled kernels give a scale warp).
 
 Attention (a loop that keeps O in tensor memory, rescaled there by the softmax's correction) has
-work between its mmas, so `loop_mmas` refuses it; with one or two consumer warpgroups (256 or 384
+work between its mmas, so `loop_mmas` (tileas/tcgen05_roles.py) refuses it; with one or two consumer warpgroups (256 or 384
 threads, as NVIDIA's) and scores that fit the larger CTA's launch budget (`consumers_issue`) it is
 split as NVIDIA's sm_100 attention is
 (`attention_mmas`, the "attention" form): the producer warpgroup's first warp copies K and V by
@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation
 from . import mbarrier
 from .kernel import KernelLowering
-from ..tileas.warp_roles import PRODUCER_THREADS
+from ..tileas.tcgen05_roles import p_in_tmem, staged_load as _source
 
 if TYPE_CHECKING:
     from ..tileas.shared_stages import StagingFacts
@@ -75,16 +75,6 @@ if TYPE_CHECKING:
 # registers a thread) in column chunks, converting and storing each before the next
 # (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
 # (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
-# registers a consumer thread's softmax keeps beside the scores and their exponentials (row max and
-# sum, addresses, loop state): the launch budget of NVIDIA's 384-thread attention (168) less 2 x 64
-_SOFTMAX_REGISTERS = 40
-
-def _source(value: object) -> Optional[Operation]:
-    """The load whose tile `value` is (through unit reshapes, 2-D transposes and roundings to tf32),
-    else None."""
-    return _traced(value)[0]
-
-
 def _transposed(value: object) -> bool:
     """Whether the path from its load to `value` transposes it (the MMA then reads the stage as the
     other major: the instruction descriptor's transpose bit, as unspecialized)."""
@@ -139,144 +129,6 @@ def scale_stage(k: KernelLowering, op: Operation) -> tuple[int, int]:
     _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
     return tcgen05_sf_bytes(m, n, sf_cells(op)), tcgen05_columns(m, n, sf_cells(op))
 
-
-
-def loop_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
-    """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
-    from ..tileaa.mma_operands import LOOP_BODY_OPS, passes, resident_loop, to_tf32, transpose_2d, zero
-
-    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
-    body = loop.regions[0].block
-    mmas = []
-    for op in body.operations:
-        if op in layouts:
-            if op.name == "cuda_tile.mmaf_scaled" and any(
-                    _source(op.operand(n)) not in loads for n in ("lhs_scale", "rhs_scale")):
-                return (), "a block-scaled mma's scales are not staged loads of the loop"
-            found = resident_loop(op)
-            if found is None or found[0] is not loop:
-                return (), "an mma's accumulator does not stay in tensor memory through the loop"
-            if not zero(loop.operand_group("initValues")[found[1]]):
-                return (), "an accumulator starts from a nonzero value"
-            sources = [_source(op.operand(n)) for n in ("lhs", "rhs")]
-            if any(src not in loads for src in sources):
-                return (), "an mma operand is not a staged load of the loop"
-            if not all(k.assignment.is_swizzled(src.results[0]) for src in sources):  # type: ignore[union-attr]
-                return (), "an mma operand's buffer is not in the layout the MMA reads"
-            mmas.append(op)
-        elif to_tf32(op):
-            if _source(op.results[0]) not in loads or len(op.results[0].uses) != 1 \
-                    or op.results[0].uses[0] not in layouts:
-                return (), "a tf32 rounding that is not of a staged load feeding an mma"
-        elif transpose_2d(op):     # a column-major operand: the MMA reads its stage transposed
-            if _source(op.results[0]) not in loads or \
-                    any(u not in layouts and not passes(u) for u in op.results[0].uses):
-                return (), "a transpose that is not of a staged load feeding an mma"
-        elif op.name == "cuda_tile.load_view_tko" and op not in loads:
-            return (), "a load of the loop is not staged by the pipeline (the producer copies only staged loads)"
-        elif op.name not in LOOP_BODY_OPS:
-            return (), f"the loop body also runs '{op.name}'"
-    if not mmas:
-        return (), "no tcgen05 mma in the loop"
-    if len(layouts) > 1 and any(op.name == "cuda_tile.mmaf_scaled" for op in mmas):
-        return (), "a block-scaled mma beside other tcgen05 mmas (its scales' tensor memory is per stage)"
-    if len(body.arguments) - 1 != len(mmas):
-        return (), "the loop carries values besides its accumulators"
-    if k.threads // 128 > 1:     # read whole, the accumulator exceeds the larger CTA's registers
-        from .tmem_epilogue import chunkable
-
-        found, why = chunkable(loop)
-        if found is None or len(mmas) != 1:
-            return (), f"2 epilogue warpgroups read the accumulator in column chunks, but {why or 'two mmas'}"
-    return tuple(mmas), ""
-
-
-def consumers_issue(k: KernelLowering, loop: Operation) -> Optional[str]:
-    """Where `loop_mmas` refuses the MMA-warp form because the loop computes between its mmas
-    (attention: S = Q K^T, the softmax, O rescaled in tensor memory, O += P V), the sm_90 form
-    still applies: the producer warpgroup copies K and V, the consumer warpgroups run the body and
-    issue its tcgen05 mmas themselves (one thread, waited for by all, as unspecialized), so a stage
-    is read by the tensor cores before the consumers release it. Chosen for loops that keep an
-    accumulator in tensor memory, rescaled (`mma_operands.rescale`): the matmuls keep their form.
-    None where the loop is not such a loop; "" where the form applies; else why not: ptxas
-    allocates within the budget the larger CTA launches with (setmaxnreg.inc does not raise it),
-    so the scores a consumer thread reads out of tensor memory, and their exponentials, must fit
-    there beside the softmax's state (NVIDIA's: 384 threads, 168 registers, the scores of 128 x
-    128 on two warpgroups)."""
-    from ..tileaa.mma_operands import rescale, resident_loop
-
-    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
-    if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
-        return None
-    if k.threads not in (128, 256):   # one warpgroup: 256 threads launch with 255 registers, no setmaxnreg.inc
-        return (f"{k.threads // 32} consumer warps: the specialized attention is built for one or two "
-                f"consumer warpgroups (256 or 384 threads, as NVIDIA's)")
-    budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
-    for op, layout in layouts.items():
-        _, m, n = layout.shape
-        words = m * n // k.threads      # f32 scores a consumer thread holds
-        if resident_loop(op) is None and 2 * words + _SOFTMAX_REGISTERS > budget:
-            return (f"the consumers' {m} x {n} scores take {words} registers a thread, twice that and the "
-                    f"softmax's {_SOFTMAX_REGISTERS} exceed the {budget} the larger CTA launches with")
-    return ""
-
-
-def attention_mmas(k: KernelLowering, loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
-    """(S = Q K^T, O += P V) of an attention loop (`consumers_issue`) whose MMAs one thread of an MMA
-    warp can issue while the consumers run only the softmax (NVIDIA's roles): Q a swizzled tile
-    loaded before the loop, K and V the loop's staged loads read by nothing else, S from zero, O
-    kept in tensor memory and rescaled there, P stored to tensor memory as P V's A operand
-    (M = 128) or to a shared buffer (M = 64, `p_buffer`). The scores may be a chain of mmas, each
-    accumulating onto the one before (MLA prefill: Q K^T + Q_pe K_pe^T), all issued into the last
-    one's columns. Else () and why not."""
-    from ..transforms.rewrite import inside_op
-    from ..tileaa.mma_operands import rescale, resident_loop, zero
-    from ..tileaa.mma_forms import kind_of
-    from ..tileas.tcgen05_select import RESTAGED, register_a
-
-    layouts = k.assignment.tcgen05_layouts  # type: ignore[union-attr]
-    mmas = [op for op in loop.regions[0].block.operations if op in layouts]
-    if len(mmas) < 2:
-        return (), f"{len(mmas)} tcgen05 mma in the loop body (the MMA warp issues S = Q K^T and O += P V)"
-    *scores, o = mmas
-    if resident_loop(scores[0]) is not None or not zero(scores[0].operand("acc")):
-        return (), "the scores' mma does not start from zero"
-    for before, after in zip(scores, scores[1:]):
-        if after.operand("acc") is not before.results[0] or len(before.results[0].uses) != 1 \
-                or layouts[after].shape != layouts[before].shape:
-            return (), f"{len(mmas)} tcgen05 mmas in the loop body that are not a chain of scores and O += P V"
-    if rescale(o) is None or (resident_loop(o) or (None,))[0] is not loop:
-        return (), "the last mma's accumulator is not O, rescaled in tensor memory"
-    if any(kind_of(op).name in RESTAGED or op.name == "cuda_tile.mmaf_scaled" for op in mmas):  # type: ignore
-        return (), "an operand is restaged (tf32) or block-scaled"
-    if not p_in_tmem(k, o) and not register_a(kind_of(o)):  # type: ignore[arg-type]
-        return (), "P can go neither to tensor memory nor to a swizzled shared buffer"
-    # (tf32 kinds were refused above: no rounding lies on these paths, only unit reshapes and transposes)
-    queries = [_source(op.operand("lhs")) for op in scores]
-    staged = {op: _source(op.operand("rhs")) for op in mmas}
-    if any(q is None or inside_op(q, loop) for q in queries) or set(staged.values()) != set(loads) \
-            or len(loads) != len(mmas):
-        return (), "the operands are not Q loaded before the loop and K, V staged by the pipeline"
-    if not all(k.assignment.is_swizzled(src.results[0]) for src in (*queries, *loads)):  # type: ignore
-        return (), "an operand's buffer is not in the layout the MMA reads"
-    for op, load in staged.items():     # the consumers read no stage: K and V feed the mmas only
-        value = load.results[0]  # type: ignore[union-attr]
-        while len(value.uses) == 1 and value.uses[0].name in ("cuda_tile.reshape", "cuda_tile.permute"):
-            value = value.uses[0].results[0]
-        if [u for u in value.uses] != [op]:
-            return (), "a staged tile is read by more than its mma"
-    return tuple(mmas), ""
-
-
-def p_in_tmem(k: KernelLowering, o: Operation) -> bool:
-    """Whether O += P V reads P from tensor memory (M = 128 or 256 in the scores' layout, as
-    ops_tcgen05._a_in_tmem stores it), else from a swizzled shared buffer (M = 64)."""
-    from ..layout.encodings import TmemAccLayout
-    from ..tileas.tmem_columns import tmem_a_columns
-
-    m = k.assignment.tcgen05_layouts[o].shape[1]  # type: ignore[union-attr]
-    layout = k.layout_of(o.operand("lhs"))
-    return bool(tmem_a_columns(o, m)) and isinstance(layout, TmemAccLayout) and layout.shape[1] == m
 
 
 def p_buffer(k: KernelLowering, o: Operation) -> object:

@@ -250,7 +250,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
     if k.caps.has("tcgen05") and not mma_sync:
-        from ..lowering.warp_specialize_tcgen05 import attention_mmas, consumers_issue, loop_mmas
+        from .tcgen05_roles import attention_mmas, consumers_issue, loop_mmas   # (sm_100 kernels only)
 
         if k.threads // 128 not in ROLES:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
