@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..ir.core import Operation, Value
+from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType
+from ..tileas.buffers import buffers_free_after
 from ..tileas.shared_plan import Request
 from .kernel import KernelLowering, storage_type
 from ..layout.encodings import BlockedLayout, Layout, MmaLayout
@@ -40,7 +41,6 @@ from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import TileRegs
 
-_MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
 MAX_CHUNKS = 8      # restaging rounds of an accumulator larger than the freed buffers
 LOOP_MARGIN = 4096  # shared bytes a restaging in a loop leaves for what the kernel asks for later
 LOOP_STORES = 128   # fragment stores (chunks x pairs a thread) of a restaging in a loop
@@ -388,29 +388,6 @@ def restage(k: KernelLowering, tile: TileRegs, staged: Epilogue) -> TileRegs:
 
 def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:
     return buffers_free_after(k.entry, op, k.assignment.is_shared_operand if k.assignment is not None else None)
-
-
-def buffers_free_after(entry: Operation, op: Operation, shared_operand: "Callable[[Value], bool] | None") -> bool:
-    """`op` sits in the kernel's body, or in `if`s there (no loop around it; a condition is uniform
-    over the CTA, so every thread takes the barriers), and no op after it (after each enclosing
-    `if` too) runs a tensor-core op or stages a load in the buffers (`shared_operand`: the loads
-    staged there)."""
-    body, later, at = entry.regions[0].block, [], op
-    while True:
-        block = at.parent
-        later += block.operations[block.operations.index(at) + 1:]
-        if block is body:
-            break
-        at = block.parent.parent if block.parent is not None else None
-        if getattr(at, "name", "") != "cuda_tile.if":
-            return False
-    for inner in (x for o in later for x in o.walk()):
-        if inner.name in _MMA:
-            return False
-        if inner.name == "cuda_tile.load_view_tko" and shared_operand is not None \
-                and shared_operand(inner.results[0]):
-            return False
-    return True
 
 
 def _release_buffers(k: KernelLowering) -> None:

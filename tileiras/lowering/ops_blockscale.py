@@ -48,47 +48,6 @@ from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 
 
-def accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
-    """How many accumulators' worth of registers a thread needs for the warps rule (tileas/warps.py): the
-    FMA form keeps each instruction's partial sums and the scales beside the accumulator, and with
-    as many warps as plain mma.sync gets it runs out of registers (128 x 128 tiles spill). One where
-    the mma runs on tcgen05 with the `threads` the plain count gives and its scales are tiles a
-    pipeline can stage (`_stageable`): its accumulator stays in tensor memory and the epilogue reads it
-    as any tcgen05 matmul's (NVIDIA's: 256 threads; the warp-specialized form then fits, the producer's
-    one warp beside one or two epilogue warpgroups). Other scales (rearranged in registers: the
-    sample's 32x4x4 packing; rows at 8-byte strides) keep two: every thread then restages its share of
-    them each K step, and the wider CTA spreads that code (twice the LLVM time at 256 x 256 with half)."""
-    from ..tileas.tcgen05_select import choose as on_tcgen05
-
-    sm = caps(gpu).sm
-    if caps(sm).blockscale == "native":
-        # fp4 operands reach the mma in registers, one element to a register: A's and B's
-        # K tiles weigh as much as the accumulator again (128 x 128 x 128: 256 threads, no spills)
-        f = scaled_form(op)
-        return 2 if f is not None and f.k == 64 else 1
-    if on_tcgen05(op, sm, threads) is None or not _stageable(op):
-        return 2
-    # fp4 on tcgen05: A and B reach the packing in registers, one element to a byte register: beyond
-    # a K tile of 128 (NVIDIA's default) they weigh as much as an accumulator (128 x 128 x 256 NVFP4
-    # spilled with 128 threads)
-    f = scaled_form(op)
-    return 2 if f is not None and f.k == 64 and op.operand("lhs").type.shape[-1] > 128 else 1  # type: ignore[union-attr]
-
-
-def _stageable(op: Operation) -> bool:
-    """Both scale tiles are loads (through unit reshapes) from views whose outer strides are known
-    16-byte multiples: what a pipeline copies whole, by TMA or in cp.async chunks."""
-    from ..tileaa.facts import ViewFacts
-    from ..tileas.tcgen05_roles import staged_load as _source
-
-    for name in ("lhs_scale", "rhs_scale"):
-        load = _source(op.operand(name))
-        facts = getattr(load.operand("view").owner.operands[0], "facts", None) if load is not None else None
-        if not isinstance(facts, ViewFacts) or any(d % 16 for d in facts.stride_div[:-1]):
-            return False
-    return True
-
-
 def describe(op: Operation, sm: int) -> str:
     """The remark's Instruction."""
     a, b = (SCALED_ELEMENTS[str(op.operand(n).type.element)] for n in ("lhs", "rhs"))  # type: ignore[union-attr]

@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 from ..ir.core import Operation
+from ..tileas.move_forms import conversion_form
 from ..tileas.ops import CONVERT_LAYOUT
 from .kernel import KernelLowering
-
-
-def conversion_form(op: Operation, src_layout: object, layout: object) -> str:
-    """How `op` converts: "splat" (rebuilt from its one value), "in-place" (fragments already in
-    place: an mma.sync and a tcgen05 accumulator layout that place the warps alike), else
-    "exchange": through shared memory, the one form with a buffer (tileas/shared_sizes.py)."""
-    from ..layout.encodings import same_fragments
-
-    if op.attributes.get("rematerialize"):
-        return "splat"
-    return "in-place" if same_fragments(src_layout, layout) else "exchange"
 
 
 def _convert_layout(k: KernelLowering, op: Operation) -> None:

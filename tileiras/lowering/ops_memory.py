@@ -18,6 +18,7 @@ from ..ir.types import (DYNAMIC, GatherScatterViewType, PointerType, ScalarType,
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..ir.types import storage_bytes
 from ..layout.encodings import Layout
+from ..tileaa.allocas import alloca_bytes, alloca_size
 from ..tileaa.access_width import chunk_elements, pointer_vector_elements, vector_elements
 from ..tileaa.views import cut, tensor_view
 from .llvm_text import float_bits_literal, llvm_type
@@ -873,20 +874,6 @@ def _atomic_red_view(k: KernelLowering, op: Operation) -> None:
     k.set(op.results[0], TokenVal())
 
 
-def _alloca_size(op: Operation) -> tuple[int, int]:
-    """(bytes, alignment) of an alloca's buffer."""
-    pointee = op.results[0].type.element.pointee  # type: ignore[attr-defined]
-    count = int(op.attributes["num_elem"])
-    align = max(int(op.attributes.get("alignment", 16) or 16), 16)
-    return count * (max(1, pointee.bitwidth // 8) if isinstance(pointee, ScalarType) else 8), align
-
-
-def alloca_bytes(op: Operation) -> int:
-    """The static shared memory an alloca takes (`KernelLowering.static_smem_bytes` counts them)."""
-    size, align = _alloca_size(op)
-    return -(-max(size, 1) // align) * align
-
-
 def _alloca(k: KernelLowering, op: Operation) -> None:
     """Tile-block-local memory: a static shared-memory buffer per alloca op.
 
@@ -896,7 +883,7 @@ def _alloca(k: KernelLowering, op: Operation) -> None:
     """
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
-    size, align = _alloca_size(op)
+    size, align = alloca_size(op)
     name = f"@__tileir_alloca{len(k.globals)}_{k.entry.attributes.get('sym_name', 'k')}"
     k.static_smem_bytes += alloca_bytes(op)
     k.globals.append(f"{name} = internal addrspace(3) global [{max(size, 1)} x i8] undef, align {align}")

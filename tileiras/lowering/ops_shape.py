@@ -13,10 +13,10 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
-from ..tileas.assign_layouts import broadcast_source, row_broadcast
+from ..tileas.move_forms import broadcast_form
 from .kernel import KernelLowering, from_storage, storage_type
 from ..ir.types import storage_bytes
-from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout
+from ..layout.encodings import MmaLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
 from .scratch_swizzle import permute_swizzle
 from .values import SharedTileVal, TileRegs
@@ -88,22 +88,6 @@ def _reshape(k: KernelLowering, op: Operation) -> None:
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     k.set(op.results[0], TileRegs(rtype, list(src.slots)))
-
-
-def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: object, vec: int) -> str:
-    """How a broadcast moves its elements: "splat" (one element), "fragment-rows" (mma rows to their
-    fragments), "in-place" (the source computed where each result slot takes it), "row-warps" (rows
-    already in their warps), else "exchange": through shared memory, the one form with a buffer
-    (tileas/shared_sizes.py sizes it)."""
-    if src.num_elements == 1:
-        return "splat"
-    if isinstance(src_layout, MmaRowLayout) and isinstance(layout, MmaLayout):
-        return "fragment-rows"
-    if src_layout == broadcast_source(src, result, layout):
-        return "in-place"
-    if row_broadcast(src, result, src_layout, vec) == layout:
-        return "row-warps"
-    return "exchange"
 
 
 def _broadcast(k: KernelLowering, op: Operation) -> None:

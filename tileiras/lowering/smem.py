@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 
 from ..errors import CompileError
 from ..layout.shared_matrix import SharedMatrix
+from ..tileas.buffers import REGION_ALIGN
 
 if TYPE_CHECKING:
     from .kernel import KernelLowering
 
 STATIC_LIMIT = 48 * 1024
-REGION_ALIGN = 16        # the region's size: a whole number of 16-byte vectors
 
 
 

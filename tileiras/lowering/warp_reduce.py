@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir.core import Operation
-from ..ir.types import TileType
+from ..tileas.move_forms import across_warps_scratch
 from .kernel import KernelLowering
 from ..layout.encodings import MmaLayout, RowWarpLayout
 from .llvm_text import llvm_type
@@ -92,22 +92,6 @@ def warp_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Bo
     if layout.wpr > 1:
         results = _across_warps(k, op, srcs, layout, results, body)
     return results
-
-
-def across_warps_scratch(layout: RowWarpLayout, types: list[TileType]) -> tuple[list[int], int]:
-    """(each source's byte offset, bytes in all) of the scratch `_across_warps` folds the partials
-    of a reduce in: per source, every row group's `wpr` partials of each slot group, 8-byte aligned
-    (tileas/shared_sizes.py sizes it before emission)."""
-    from ..ir.types import storage_bytes
-
-    groups = layout.slots(types[0].num_elements) // layout.per_lane
-    per_src = layout.groups * groups * layout.wpr
-    bases, offset = [], 0
-    for t in types:
-        offset = -(-offset // 8) * 8
-        bases.append(offset)
-        offset += per_src * storage_bytes(t.element)
-    return bases, offset
 
 
 def _across_warps(k: KernelLowering, op: Operation, srcs: list[TileRegs], layout: RowWarpLayout,

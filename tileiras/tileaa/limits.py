@@ -36,6 +36,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir import types as T
 from ..ir.core import Operation, Value
+from .allocas import alloca_size
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
@@ -67,15 +68,6 @@ def _value_bytes(t: T.TileType) -> int:
     element = t.element
     bits = element.bitwidth if isinstance(element, T.ScalarType) else 64  # pointers are 64-bit
     return (t.num_elements * bits + 7) // 8
-
-
-def _alloca_bytes(op: Operation) -> int:
-    count = max(0, int(op.attributes.get("num_elem", 0) or 0))
-    rtype = op.results[0].type if op.results else None
-    pointee = rtype.element.pointee if isinstance(rtype, T.TileType) and isinstance(  # type: ignore[attr-defined]
-        rtype.element, T.PointerType) else None
-    size = max(1, pointee.bitwidth // 8) if isinstance(pointee, T.ScalarType) else 8
-    return count * size
 
 
 def _tile_values(op: Operation) -> Iterator[tuple[Value, T.TileType, str]]:
@@ -129,7 +121,7 @@ def check_kernel(entry: Operation, looped: bool = True) -> None:
         if op.name in MEMORY_OPS:
             moved += _moved(op, streamed)
         elif op.name == "cuda_tile.alloca":
-            alloca += _alloca_bytes(op)
+            alloca += alloca_size(op)[0]
     name = entry.attributes.get("sym_name", "?")
     if moved > limit("tile elements loaded or stored per kernel"):
         raise _over(entry, f"kernel '{name}' loads and stores {moved} tile elements",

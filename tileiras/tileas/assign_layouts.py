@@ -280,7 +280,7 @@ class LayoutAssignment:
         and address slot are kept alive apart: tileas/buffers.KEPT)."""
         if not self.mma_layouts:
             return {}
-        from ..lowering.epilogue import buffers_free_after
+        from .buffers import buffers_free_after
         from .vector_width import restaged_scatter
 
         out = {}

@@ -48,6 +48,10 @@ KINDS = ("staging", "ring", "mbarrier", "conversion", "reduction", "epilogue", "
 KEPT = frozenset({"tmem"})
 
 
+REGION_ALIGN = 16   # the dynamic region's size: a whole number of 16-byte vectors
+_MMAS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")   # tensor-core ops reading the buffers
+
+
 @record
 class Buffer:
     kind: str            # one of KINDS: what the bytes hold
@@ -177,6 +181,29 @@ def lifetimes(entry: Operation) -> Liveness:
     if held is not None and held[0] is entry and len(held[1].ops) == sum(1 for _ in entry.walk()):
         return held[1]
     return compute_lifetimes(entry)
+
+
+def buffers_free_after(entry: Operation, op: Operation, shared_operand: "Callable[[Value], bool] | None") -> bool:
+    """`op` sits in the kernel's body, or in `if`s there (no loop around it; a condition is uniform
+    over the CTA, so every thread takes the barriers), and no op after it (after each enclosing
+    `if` too) runs a tensor-core op or stages a load in the buffers (`shared_operand`: the loads
+    staged there)."""
+    body, later, at = entry.regions[0].block, [], op
+    while True:
+        block = at.parent
+        later += block.operations[block.operations.index(at) + 1:]
+        if block is body:
+            break
+        at = block.parent.parent if block.parent is not None else None
+        if getattr(at, "name", "") != "cuda_tile.if":
+            return False
+    for inner in (x for o in later for x in o.walk()):
+        if inner.name in _MMAS:
+            return False
+        if inner.name == "cuda_tile.load_view_tko" and shared_operand is not None \
+                and shared_operand(inner.results[0]):
+            return False
+    return True
 
 
 def _parent_op(op: Operation) -> Optional[Operation]:

@@ -54,7 +54,8 @@ from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import caps
-from .buffers import SharedBuffers, lifetimes
+from ..tileaa.allocas import alloca_bytes
+from .buffers import REGION_ALIGN, SharedBuffers, lifetimes
 from .plan import plan_of
 
 if TYPE_CHECKING:
@@ -123,8 +124,6 @@ class SharedPlan:
     @property
     def excess(self) -> int:
         """Bytes by which the kernel's shared memory (its buffers and allocas) exceeds the target's."""
-        from ..lowering.smem import REGION_ALIGN
-
         return max(0, -(-self.buffers.total // REGION_ALIGN) * REGION_ALIGN + self.allocas - self.limit)
 
     @property
@@ -163,7 +162,6 @@ def _staged(shared: SharedPlan, loop: Operation) -> bool:
 
 def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
     """Every covered request sized, then placed in program order, under `assumes`."""
-    from ..lowering.ops_memory import alloca_bytes
     from .shared_sizes import SIZERS
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from . import shared_operands

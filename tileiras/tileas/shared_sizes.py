@@ -1,8 +1,8 @@
 """The sizing functions of `plan-shared-memory`: per buffer role, the requests the lowering will make.
 
 Each function reads the IR, the layouts and the `KernelPlan` only (no LLVM), and decides as the
-lowering does by calling the same predicates (`ops_shape.broadcast_form`,
-`ops_layout.conversion_form`, ...), so that one place says which form an op takes.
+lowering does by calling the same predicates (`move_forms.broadcast_form`,
+`move_forms.conversion_form`, ...), so that one place says which form an op takes.
 
 `ROLES` lists every role the lowering asks buffers for (the `role` of `alloc_buffer` at its call
 sites); `SIZERS` the ones predicted in every kernel of the corpus. The staged loads, the rings,
@@ -51,8 +51,7 @@ def _layout_of(value: Value, assignment: "LayoutAssignment") -> object:
 def _exchanged(op: Operation, assignment: "LayoutAssignment") -> list[Value]:
     """The tiles `op` moves between threads through conversion scratch (KernelLowering.exchange /
     convert), as its lowering decides; [] where it moves none."""
-    from ..lowering.ops_layout import conversion_form
-    from ..lowering.ops_shape import broadcast_form
+    from .move_forms import broadcast_form, conversion_form
     from .ops import CONVERT_LAYOUT
 
     result = op.results[0] if op.results else None
@@ -102,7 +101,7 @@ def warp_reduction(entry: Operation, assignment: "LayoutAssignment") -> list[Req
     """The partials of a reduce whose rows span several warps (warp_reduce._across_warps), alive
     while it runs."""
     from ..layout.encodings import RowWarpLayout
-    from ..lowering.warp_reduce import across_warps_scratch
+    from .move_forms import across_warps_scratch
 
     live = lifetimes(entry)
     out: list[Request] = []

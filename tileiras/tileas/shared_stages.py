@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import Caps, caps
+from ..tileaa.access_width import chunk_elements
+from ..tileaa.allocas import alloca_bytes
 from ..tileaa.views import view_of
 from . import shared_rows
 from .buffers import lifetimes
@@ -106,10 +108,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
     layout's mma runs as the pair: shared_tcgen05.pairs_run), or None where the kernel is not
     predicted (module docstring). `others`: the requests of the other roles."""
-    from ..tileaa.access_width import chunk_elements
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
-    from ..lowering.ops_memory import alloca_bytes
     from . import shared_tcgen05 as tcgen05
     from . import shared_operands
     from .shared_operands import PACKED, asks, deferred, loop_copies as tf32_copies, requests as operand_requests

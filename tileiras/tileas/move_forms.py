@@ -1,0 +1,56 @@
+"""How ops that move a tile's elements between threads move them, decided from the layouts the
+tile level assigned: in registers, or through a shared-memory scratch, whose bytes the pass
+`plan-shared-memory` sizes (shared_sizes.py) before the lowering emits the form chosen here.
+
+* a broadcast (`broadcast_form`): one element splatted, mma rows to their fragments, computed in
+  place, rows already in their warps, else exchanged through shared memory;
+* a layout conversion (`conversion_form`): rebuilt from its one value, fragments already in place,
+  else exchanged;
+* a reduction across the warps of a row (`across_warps_scratch`): each row's warp partials.
+"""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+from ..ir.types import TileType, storage_bytes
+from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout, same_fragments
+from .assign_layouts import broadcast_source, row_broadcast
+
+
+def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: object, vec: int) -> str:
+    """How a broadcast moves its elements: "splat" (one element), "fragment-rows" (mma rows to their
+    fragments), "in-place" (the source computed where each result slot takes it), "row-warps" (rows
+    already in their warps), else "exchange": through shared memory, the one form with a buffer
+    (tileas/shared_sizes.py sizes it)."""
+    if src.num_elements == 1:
+        return "splat"
+    if isinstance(src_layout, MmaRowLayout) and isinstance(layout, MmaLayout):
+        return "fragment-rows"
+    if src_layout == broadcast_source(src, result, layout):
+        return "in-place"
+    if row_broadcast(src, result, src_layout, vec) == layout:
+        return "row-warps"
+    return "exchange"
+
+
+def conversion_form(op: Operation, src_layout: object, layout: object) -> str:
+    """How `op` converts: "splat" (rebuilt from its one value), "in-place" (fragments already in
+    place: an mma.sync and a tcgen05 accumulator layout that place the warps alike), else
+    "exchange": through shared memory, the one form with a buffer (tileas/shared_sizes.py)."""
+    if op.attributes.get("rematerialize"):
+        return "splat"
+    return "in-place" if same_fragments(src_layout, layout) else "exchange"
+
+
+def across_warps_scratch(layout: RowWarpLayout, types: list[TileType]) -> tuple[list[int], int]:
+    """(each source's byte offset, bytes in all) of the scratch `_across_warps` folds the partials
+    of a reduce in (lowering/warp_reduce.py): per source, every row group's `wpr` partials of each slot group, 8-byte aligned
+    (tileas/shared_sizes.py sizes it before emission)."""
+    groups = layout.slots(types[0].num_elements) // layout.per_lane
+    per_src = layout.groups * groups * layout.wpr
+    bases, offset = [], 0
+    for t in types:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += per_src * storage_bytes(t.element)
+    return bases, offset
