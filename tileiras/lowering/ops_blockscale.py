@@ -42,6 +42,7 @@ from ..ir.core import Operation
 from ..target import caps
 from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF_COLS, SF_ROWS, scale_blocks, scaled_form,
                                 sf_cells, tcgen05_sf_bytes)
+from ..tileas.tcgen05_buffers import SCALES_ALIGN
 from .kernel import KernelLowering
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
@@ -260,9 +261,6 @@ def _restage_one(k: KernelLowering, op: Operation, sources: "list[_Scales]", buf
     for term in terms:
         dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
     k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
-
-
-SCALES_ALIGN = 128    # the restaged scales (tcgen05.cp reads 128-byte rows)
 
 
 class Tcgen05Scales:

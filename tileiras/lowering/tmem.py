@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import record
 from ..target.table import TMEM_COLUMNS
+from ..tileas.tcgen05_buffers import CONTROL_BYTES
 from .smem import pointer
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from .kernel import KernelLowering
 
 COLUMNS = TMEM_COLUMNS      # tensor memory per SM: 128 lanes x 512 32-bit columns (the target table's)
-CONTROL_BYTES = 128
 ROLE_EXIT = "; role exit"    # a `ret void` of a warp-specialized role that never touched tensor memory
 
 

@@ -25,7 +25,8 @@ from .layout_index import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
 from ..layout.shared_matrix import SharedMatrix
-from ..tileas.tcgen05_roles import chunkable
+from ..tileas.tcgen05_buffers import STAGE_ALIGN
+from ..tileas.tcgen05_roles import chunked, fragments_staged
 from ..tileas.tma_boxes import TmaCopy, describe, plan
 from .tma_copy import hidden_param
 from .tma_copy import store as store_boxes
@@ -85,20 +86,6 @@ def chunk_blocks(layout: MmaLayout) -> int:
     while rn % blocks:
         blocks //= 2
     return blocks
-
-
-def chunked(loop: Operation, layout: MmaLayout, paired: bool
-            ) -> Optional[tuple[list[Operation], list[Operation], Operation]]:
-    """`chunkable`'s (pure ops, conversion chain, store) where `lower` reads the accumulator of
-    `loop` (in `layout`; `paired`: a CTA pair runs its mma) in column chunks, else None (also a
-    pair's rows that each CTA reads alone: read whole, then converted, ops_tcgen05._transfer).
-    Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
-    from ..layout.encodings import PairAccLayout
-
-    found, _ = chunkable(loop)
-    if found is None or isinstance(layout, PairAccLayout) and not paired:
-        return None
-    return found
 
 
 def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
@@ -181,9 +168,6 @@ def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Option
                                                     role="tmem-epilogue"))
 
 
-STAGE_ALIGN = 1024       # the swizzled buffer the chunks (or attention's O) are written into
-
-
 def tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
               limit: int) -> Optional[tuple[TmaCopy, SharedMatrix]]:
     """Where `store`'s view has a descriptor made of the kernel's parameters (tileas/tma_boxes.plan, as the
@@ -249,14 +233,6 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     k.barrier()
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ep"), lambda: store_boxes(k, op, t, matrix))
     return True
-
-
-def fragments_staged(k: KernelLowering, op: Operation, layout: object, split: object) -> bool:
-    """Whether `store_fragments` tries to store `op`'s tile (in `layout`) by TMA: a store in the
-    kernel's body of attention's O (an mma layout) where the attention is warp-specialized (`split`,
-    its MMA warp's form). Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
-    return k.caps.has("tcgen05") and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
-        and split is not None and split.form == "attention"  # type: ignore[attr-defined]
 
 
 def _counted(k: KernelLowering, chunks: int):

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation
 from . import mbarrier
 from .kernel import KernelLowering
+from ..tileas.tcgen05_buffers import HANDSHAKE, P_ALIGN, SCALES_ALIGN, p_matrix, scale_stage
 from ..tileas.tcgen05_roles import p_in_tmem, staged_load as _source
 
 if TYPE_CHECKING:
@@ -114,21 +115,8 @@ def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tupl
     next iterations overwrites scales that MMAs still in flight read."""
     nbytes, columns = scale_stage(k, op)
     if (op, "stages") not in k.tmem_buffers:
-        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, SCALE_ALIGN, role="tmem-stages")
+        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, SCALES_ALIGN, role="tmem-stages")
     return k.tmem_buffers[(op, "stages")], nbytes, columns
-
-
-SCALE_ALIGN = 128    # a stage's restaged scales (tcgen05.cp reads 128-byte rows)
-
-
-def scale_stage(k: KernelLowering, op: Operation) -> tuple[int, int]:
-    """(bytes, tensor-memory columns) of one stage's restaged scales of the block-scaled mma `op`
-    (`_scale_stages`). Sizes plan-shared-memory's "tmem-stages" too (tileas/shared_tcgen05.py)."""
-    from ..tileaa.mma_forms import sf_cells, tcgen05_columns, tcgen05_sf_bytes
-
-    _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
-    return tcgen05_sf_bytes(m, n, sf_cells(op)), tcgen05_columns(m, n, sf_cells(op))
-
 
 
 def p_buffer(k: KernelLowering, o: Operation) -> object:
@@ -144,18 +132,6 @@ def p_buffer(k: KernelLowering, o: Operation) -> object:
         k.tmem_buffers[(o, "p")] = replace(matrix, offset=k.alloc_buffer(
             matrix.nbytes, P_ALIGN, "restaging", k.op_lifetime(), matrix.span, role="p-buffer"))
     return k.tmem_buffers[(o, "p")]
-
-
-P_ALIGN = 1024    # P's shared buffer is swizzled
-
-
-def p_matrix(k: KernelLowering, o: Operation) -> object:
-    """The (unplaced) swizzled shared matrix of P (O += P V's A) where it does not go to tensor
-    memory (`p_in_tmem`), else None (`p_buffer`). Decides for plan-shared-memory too
-    (tileas/shared_tcgen05.py)."""
-    from ..layout.shared_matrix import matrix_shape
-
-    return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
 
 
 def settled(k: "StagingFacts") -> object:
@@ -191,12 +167,6 @@ def split_mmas(k: KernelLowering, tma: Optional[dict], loads: tuple) -> tuple:
 
 
 # the handshake mbarriers of the specialized attention, by index: (name, arrivals)
-HANDSHAKE = (("scores", 1),           # S_j complete (tcgen05.commit): the consumers read it
-             ("probabilities", 0),    # P_j in tensor memory, O rescaled: every consumer thread arrives
-             ("output", 1),           # O += P_j V_j complete (j even; `double_scores`: else every j): the
-             ("output_odd", 1))       # scores buffer that P_j lies over may take S_{j+2} (j odd: this one)
-
-
 def double_scores(k: KernelLowering, s: Operation, o: Operation) -> int:
     """Columns between the two scores buffers the MMA thread alternates (S_j in buffer j % 2, P_j
     over it), so that S_{j+1} waits for O += P_{j-1} V_{j-1} (the other buffer), not for the O += P_j
@@ -522,7 +492,6 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
         k.b.emit('call void asm sideeffect "tcgen05.fence::before_thread_sync;", "~{memory}"()')
         mbarrier.arrive(k, accumulator_free(k))
-
 
 
 def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:

@@ -121,7 +121,8 @@ def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Reque
     end (tmem.tensor_memory)."""
     if not getattr(assignment, "tcgen05_layouts", None):
         return []      # no mma on tcgen05 (tmem.first_asker: None)
-    from ..lowering.tmem import CONTROL_BYTES, first_asker
+    from ..lowering.tmem import first_asker
+    from .tcgen05_buffers import CONTROL_BYTES
     from .plan import plan_of
     from .shared_tcgen05 import CONTROL_AT_LOOP
 

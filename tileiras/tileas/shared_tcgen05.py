@@ -4,12 +4,12 @@ Called from `shared_stages.predict`'s walk (so only in the kernels it predicts),
 the lowering's own function, given the kernel as the nv_tileas level knows it (`StagingFacts`):
 
 * "tmem-stages": the per-stage restaged scales of the block-scaled mma a warp-specialized loop's
-  MMA warp issues (warp_specialize_tcgen05.scale_stage), asked by the MMA warp, times the depth;
+  MMA warp issues (tcgen05_buffers.scale_stage), asked by the MMA warp, times the depth;
 * "p-buffer": attention's P where it does not go to tensor memory (M = 64,
-  warp_specialize_tcgen05.p_matrix), asked by the attention's MMA warp, alive through the loop;
+  tcgen05_buffers.p_matrix), asked by the attention's MMA warp, alive through the loop;
 * "tmem-epilogue": the swizzled buffer the epilogue warps write the accumulator's column chunks
-  into for one TMA store (tmem_epilogue.chunked, asked from the split loop), or attention's O
-  (tmem_epilogue.fragments_staged, asked by its store); whether it is used at all is decided
+  into for one TMA store (tcgen05_roles.chunked, asked from the split loop), or attention's O
+  (tcgen05_roles.fragments_staged, asked by its store); whether it is used at all is decided
   beside the buffers placed before it (tmem_epilogue.tma_stage: the first fit over the store
   must stay under the target's limit), so it is decided here beside the plan's placement;
 * "scales": the restaged scales of a block-scaled tcgen05 mma the threads issue
@@ -17,7 +17,7 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
 * "fp4-pack": the packed operands of a 4-bit mma (fp4_pack.packed_matrix), tcgen05's or sm_120's
   mma.sync's, asked with the operands' staging, so predicted with them (shared_operands.py) and
   covered, and voided, with the roles here;
-* and the specialized attention's handshake "mbarriers" (warp_specialize_tcgen05.HANDSHAKE), asked
+* and the specialized attention's handshake "mbarriers" (tcgen05_buffers.HANDSHAKE), asked
   with the stages' mbarriers.
 
 Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
@@ -59,7 +59,7 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
             live: "Liveness", taken: int) -> list[Request]:
     """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and their
     mbarriers where it is warp-specialized with an MMA warp (as the split is `settled`): the
-    attention's handshake mbarriers (warp_specialize_tcgen05.HANDSHAKE, with the stages'), its MMA
+    attention's handshake mbarriers (tcgen05_buffers.HANDSHAKE, with the stages'), its MMA
     warp's buffers, then its epilogue's. `asked`: the requests planned so far (those placed before
     these: the ops' before the loop and the loop's own); `taken`: the bytes besides the buffers
     (allocas, the room reserved)."""
@@ -67,9 +67,8 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
         return []
     from ..schedule.buffers import MBARRIER_BYTES
-    from ..lowering.tmem_epilogue import STAGE_ALIGN
-    from ..lowering.warp_specialize_tcgen05 import (HANDSHAKE, P_ALIGN, SCALE_ALIGN, _scaled, p_matrix, scale_stage,
-                                                    settled)
+    from ..lowering.warp_specialize_tcgen05 import _scaled, settled
+    from .tcgen05_buffers import HANDSHAKE, P_ALIGN, SCALES_ALIGN, STAGE_ALIGN, p_matrix, scale_stage
 
     split: Any = settled(facts)
     if split is None or split.loop is not loop or not split.mmas:
@@ -85,7 +84,7 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     scaled = _scaled(facts)  # type: ignore[arg-type]
     if scaled is not None:
         out.append(Request(loop, "tmem-stages", "buffer", fitted.stages * scale_stage(facts, scaled)[0],  # type: ignore
-                           SCALE_ALIGN, late=MMA_WARP))
+                           SCALES_ALIGN, late=MMA_WARP))
     store = chunked_store(facts, loop, ring)
     if store is None:
         return out
@@ -105,8 +104,8 @@ def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional
     unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
     if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
         return None
-    from ..lowering.tmem_epilogue import chunked
     from ..lowering.warp_specialize_tcgen05 import settled
+    from .tcgen05_roles import chunked
 
     split: Any = settled(facts)
     if split is None or split.loop is not loop or split.form == "attention" or len(split.mmas) != 1:
@@ -133,12 +132,11 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     out: list[Request] = []
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op not in layouts and not facts.caps.has("tcgen05"):
-        return out     # neither a tcgen05 mma nor a store of its fragments (tmem_epilogue.fragments_staged)
-    from ..lowering.ops_blockscale import SCALES_ALIGN
-    from ..tileaa.mma_forms import sf_cells, tcgen05_sf_bytes
-    from ..lowering.ops_memory import _ordering
-    from ..lowering.tmem_epilogue import STAGE_ALIGN, fragments_staged
+        return out     # neither a tcgen05 mma nor a store of its fragments (tcgen05_roles.fragments_staged)
     from ..lowering.warp_specialize_tcgen05 import settled
+    from ..tileaa.mma_forms import sf_cells, tcgen05_sf_bytes
+    from .tcgen05_buffers import SCALES_ALIGN, STAGE_ALIGN
+    from .tcgen05_roles import fragments_staged
 
     if op in layouts:
         if issued_by_mma_warp(facts, op, fits):
@@ -148,7 +146,7 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
             out.append(Request(op, "scales", "buffer", tcgen05_sf_bytes(m, n, sf_cells(op)), SCALES_ALIGN,
                                late=SCALES))
         return out
-    if op.name != _STORE or _ordering(op)[0] != "weak" or facts.get(op.operand("view")) is None:  # type: ignore
+    if op.name != _STORE or str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak" or facts.get(op.operand("view")) is None:  # type: ignore
         return out
     layout = facts.layout_of(op.operand("tile"))  # type: ignore[arg-type]
     if not fragments_staged(facts, op, layout, settled(facts)):  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
-from ..layout.encodings import TmemAccLayout
+from ..layout.encodings import MmaLayout, PairAccLayout, TmemAccLayout
 from ..tileaa.mma_forms import kind_of
 from ..tileaa.mma_operands import (LOOP_BODY_OPS, passes, rescale, resident_loop, source, to_tf32, transpose_2d,
                                    zero)
@@ -198,3 +198,23 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     if store is None:
         return None, "the accumulator is not stored to a view after the loop"
     return (pure, chain, store), ""
+
+
+def chunked(loop: Operation, layout: MmaLayout, paired: bool
+            ) -> Optional[tuple[list[Operation], list[Operation], Operation]]:
+    """`chunkable`'s (pure ops, conversion chain, store) where the epilogue warps read the accumulator of
+    `loop` (in `layout`; `paired`: a CTA pair runs its mma) in column chunks, else None (also a
+    pair's rows that each CTA reads alone: read whole, then converted, ops_tcgen05._transfer).
+    (lowering/tmem_epilogue.lower; plan-shared-memory, shared_tcgen05.py)."""
+    found, _ = chunkable(loop)
+    if found is None or isinstance(layout, PairAccLayout) and not paired:
+        return None
+    return found
+
+
+def fragments_staged(k: "KernelFacts", op: Operation, layout: object, split: object) -> bool:
+    """Whether the epilogue (lowering/tmem_epilogue.store_fragments) tries to store `op`'s tile (in `layout`) by TMA: a store in the
+    kernel's body of attention's O (an mma layout) where the attention is warp-specialized (`split`,
+    its MMA warp's form). (Also plan-shared-memory, shared_tcgen05.py.)"""
+    return k.caps.has("tcgen05") and op.parent is k.entry.regions[0].block and isinstance(layout, MmaLayout) \
+        and split is not None and split.form == "attention"  # type: ignore[attr-defined]

@@ -58,7 +58,6 @@ _PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_vi
          "nv_tileaa.cluster_ctarank")
 
 
-
 @record(frozen=False)
 class WarpSplit:
     loop: Operation
@@ -69,7 +68,7 @@ class WarpSplit:
     mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
     producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: `shrink`)
     attention: bool = False         # the mmas are attention's S and O: the consumers run the softmax
-    handshake: object = None        # attention: its mbarriers (warp_specialize_tcgen05.HANDSHAKE)
+    handshake: object = None        # attention: its mbarriers (tcgen05_buffers.HANDSHAKE)
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
     min_ctas: int = 1               # CTAs an SM must hold at once (the occupancy hint; `occupancy`)
     scores_shift: int = 0           # attention: columns to the second scores buffer (0: one buffer)
@@ -102,13 +101,11 @@ class WarpSplit:
         return next(b for b in self.barriers if b.name == name)
 
 
-
 def ring_loop(split: Optional[WarpSplit], loop: Operation) -> Operation:
     """The op whose lifetime loop `loop`'s stage ring spans: the loop's own, or the persistent loop around
     a warp-specialized one (its producer fills the next tile's stages while the consumers store this
     tile: the epilogue's buffers must not share the ring's bytes)."""
     return split.outer if split is not None and split.loop is loop and split.outer is not None else loop
-
 
 
 def mma_sync_roles(k: "KernelFacts") -> bool:
@@ -126,7 +123,6 @@ def mma_sync_roles(k: "KernelFacts") -> bool:
     return k.caps.mma_sync_roles
 
 
-
 def pure(op: Operation) -> bool:
     """No memory, no thread-indexed layout: 0-d scalars, views, constants."""
     from ..ir.types import TileType
@@ -135,7 +131,6 @@ def pure(op: Operation) -> bool:
         return True
     return not op.regions and all(isinstance(r.type, TileType) and not r.type.shape for r in op.results) \
         and op.name.startswith("cuda_tile.") and not any(w in op.name for w in ("load", "store", "atomic", "print"))
-
 
 
 def _first_pipelined(ops: list, pipelines: dict, guards: tuple = (), before: tuple = ()) \
@@ -180,7 +175,6 @@ def _producer_slice(block_ops: list, loop: Operation, loads: tuple, outer: Optio
     return (None, why) if top is None else ((top, inner), "")
 
 
-
 def _slice(block_ops: list, before: Operation, wanted: list, carried: tuple = (),
            escape: bool = False) -> tuple[Optional[tuple], Any]:
     """The pure ops of `block_ops` before `before` that `wanted` depends on, in block order (`carried`:
@@ -209,7 +203,6 @@ def _slice(block_ops: list, before: Operation, wanted: list, carried: tuple = ()
         wanted.extend(owner.operands)
     ops = tuple(sorted(chosen, key=position.__getitem__))
     return (ops, outside) if escape else (ops, "")
-
 
 
 def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
@@ -282,7 +275,6 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
                      min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
 
 
-
 def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
     """(the persistent loop, the pipelined loop its body runs once a tile) or why there is none: a
     top-level `for` over output tiles whose body holds one pipelined loop at its top level, after only
@@ -315,7 +307,6 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
     return None, None, none
 
 
-
 def _prepares(loop: Operation, mmas: tuple) -> bool:
     """Whether the epilogue warps would prepare `loop`'s stages for the MMA warp (tf32 rounding, block
     scales: warp_specialize_tcgen05._prepared), which the persistent form does not run per tile."""
@@ -323,11 +314,9 @@ def _prepares(loop: Operation, mmas: tuple) -> bool:
         any(op.name == "cuda_tile.ftof" for op in loop.regions[0].block.operations)
 
 
-
 def _in_registers(op: Operation) -> bool:
     """A layout conversion recomputed in its target layout (an accumulator's zeros): no shared memory."""
     return op.name == "nv_tileas.convert_layout" and bool(op.attributes.get("rematerialize", False))
-
 
 
 def _loop_of(op: Operation) -> Optional[Operation]:
@@ -341,13 +330,11 @@ def _loop_of(op: Operation) -> Optional[Operation]:
     return None
 
 
-
 def _occupancy_hint(k: "KernelFacts") -> int:
     """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none)."""
     hints = k.entry.attributes.get("optimization_hints")
     value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
     return value if isinstance(value, int) and value > 1 else 1
-
 
 
 def occupancy(k: "KernelFacts") -> int:

@@ -1,0 +1,41 @@
+"""The buffers sm_100's tcgen05 roles ask for, sized and aligned here for the lowering that places
+them and for plan-shared-memory (shared_tcgen05.py) alike: the restaged block scales, one stage's
+restaged scales, P's swizzled shared buffer where it does not go to tensor memory, the attention's
+handshake mbarriers, the epilogue's swizzled stage and tensor memory's control block.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.core import Operation
+from ..layout.shared_matrix import matrix_shape
+from ..tileaa.mma_forms import sf_cells, tcgen05_columns, tcgen05_sf_bytes
+from .tcgen05_roles import p_in_tmem
+
+if TYPE_CHECKING:
+    from .plan import KernelFacts
+
+SCALES_ALIGN = 128      # restaged scales (tcgen05.cp reads 128-byte rows)
+P_ALIGN = 1024          # P's shared buffer is swizzled
+STAGE_ALIGN = 1024      # the swizzled buffer an epilogue's chunks (or attention's O) are written into
+CONTROL_BYTES = 128     # tensor memory's control block: its mbarriers and the allocated address
+
+HANDSHAKE = (("scores", 1),           # S_j complete (tcgen05.commit): the consumers read it
+             ("probabilities", 0),    # P_j in tensor memory, O rescaled: every consumer thread arrives
+             ("output", 1),           # O += P_j V_j complete (j even; `double_scores`: else every j): the
+             ("output_odd", 1))       # scores buffer that P_j lies over may take S_{j+2} (j odd: this one)
+
+
+def scale_stage(k: "KernelFacts", op: Operation) -> tuple[int, int]:
+    """(bytes, tensor-memory columns) of one stage's restaged scales of the block-scaled mma `op`
+    (lowering/warp_specialize_tcgen05._scale_stages; plan-shared-memory's "tmem-stages", shared_tcgen05.py)."""
+    _, m, n = k.assignment.tcgen05_layouts[op].shape  # type: ignore[union-attr]
+    return tcgen05_sf_bytes(m, n, sf_cells(op)), tcgen05_columns(m, n, sf_cells(op))
+
+
+def p_matrix(k: "KernelFacts", o: Operation) -> object:
+    """The (unplaced) swizzled shared matrix of P (O += P V's A) where it does not go to tensor
+    memory (`p_in_tmem`), else None (lowering/warp_specialize_tcgen05.p_buffer places it; plan-shared-memory
+    sizes it, shared_tcgen05.py)."""
+    return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
