@@ -1,6 +1,6 @@
 """The row kernels' TMA buffers in pass `plan-shared-memory` (tileiras/tileas/shared_rows.py): the
 group of row loads ("row-load", one mbarrier per load) and the stores ("row-store") predicted by
-the lowering's own decisions (lowering/row_tma.py: `group`, `store_copy`), checked strictly
+the decisions the lowering follows (tileas/row_copies.py: `group`, `store_copy`), checked strictly
 against what the lowering asks for."""
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ def test_a_layernorms_row_group_and_store_are_predicted(monkeypatch, name: str, 
 
 
 def test_a_group_cut_by_its_budget_is_predicted_as_cut(monkeypatch) -> None:
-    """The group takes what is left of the opt-in limit less row_tma.MARGIN beside the bytes placed
+    """The group takes what is left of the opt-in limit less row_copies.MARGIN beside the bytes placed
     before it: with a margin leaving room for two rows of 32 KiB only, the plan, deciding by the
     same function, predicts two buffers and two mbarriers, as the lowering asks."""
-    from tileiras.lowering import row_tma
     from tileiras.target import caps
+    from tileiras.tileas import row_copies
 
-    monkeypatch.setattr(row_tma, "MARGIN", caps(90).smem_per_block - 2 * 32768 - 100)
+    monkeypatch.setattr(row_copies, "MARGIN", caps(90).smem_per_block - 2 * 32768 - 100)
     dump, plan, complete = _compile(monkeypatch, "layernorm_f16_n16384")
     assert plan.count("//     row-load (staging) 32768 B") == 2, plan
     assert "//     mbarriers (buffer) 16 B align 8" in plan, plan

@@ -424,7 +424,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     if ordering == "weak":
         from . import row_tma
 
-        regs = row_tma.load(k, op, view)     # a row kernel's tile, copied by TMA through shared memory
+        regs = row_tma.load(k, op)     # a row kernel's tile, copied by TMA through shared memory
         if regs is not None:
             k.set(op.results[0], regs)
             k.set(op.results[1], TokenVal())
@@ -563,7 +563,7 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
     if ordering == "weak":
         from . import row_tma
 
-        if row_tma.store(k, op, tile, view):
+        if row_tma.store(k, op, tile):
             k.set(op.results[0], TokenVal())
             return
     masked = False

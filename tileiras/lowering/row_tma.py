@@ -21,48 +21,31 @@ their global accesses, as NVIDIA's do):
   memory may follow (later in the body, or in a loop's next iteration), until they have been
   written: a read token-ordered after the store waits for the CTA (token_waits.py) and so sees them.
 
-Both need the view's tensor map to be made at launch (tileas/tma_boxes.plan: base 16-byte aligned, outer
-strides multiples of 16 bytes, unit innermost stride) and a box of whole 16-byte rows, 128-byte
-multiples (tma_boxes._dense): a tile's columns in boxes of up to 256, a row per box when the
-columns need several. Loads must precede every write of the kernel: the async proxy's reads are
-then never ordered after the threads' own writes.
-
-Which loads form the group (`group_start`, `group`) and whether a store is copied (`store_copy`),
-with their buffers, are decided by the same functions for the lowering and for the shared-memory
-plan (tileas/shared_rows.py, given a `StagingFacts`): their budgets read the bytes placed before
-the op, the lowering's buffers here, the plan's own placement there.
+Which loads form the group and whether a store is copied, with their buffers, is decided at
+nv_tileas (tileas/row_copies.py), by the same functions for the lowering and for the shared-memory
+plan: their budgets read the bytes placed before the op, the lowering's buffers here, the plan's own
+placement there.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
-from ..ir.core import Operation, Value
+from ..ir.core import Operation
 from ..ir.record import record, replace
-from ..ir.types import ScalarType, TileType
-from ..transforms.rewrite import inside_op
-from ..tileas.buffers import Liveness
-from .kernel import KernelLowering, from_storage, storage_type
-from ..ir.types import storage_bytes
-from ..layout.encodings import Layout, MmaLayout
-from .smem import element_offset, pointer
+from ..ir.types import TileType, storage_bytes
+from ..layout.encodings import Layout
 from ..layout.shared_matrix import SharedMatrix
-from ..tileaa.views import View
-from ..tileas.tma_boxes import TmaCopy, describe, plan
-from .values import PartitionViewVal, TileRegs
 from ..schedule.buffers import MBARRIER_BYTES
+from ..tileas.row_copies import group, group_start, load_lifetime, pure_ahead, store_copy
+from ..tileas.tma_boxes import describe
+from .kernel import KernelLowering, from_storage, storage_type
+from .smem import element_offset, pointer
+from .values import TileRegs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the copies' types; tma_copy is loaded where a kernel copies rows (shared_rows asks every kernel)
     from . import tma_copy
-
-MAX_BOXES = 64          # boxes per tile (NVIDIA's 16k-column rows: 64 boxes of 256)
-MARGIN = 4096           # shared bytes a group leaves for the body's scratch (reductions, conversions)
-LOAD = "cuda_tile.load_view_tko"
-STORE = "cuda_tile.store_view_tko"
-# ops with no effect that a load of a group may need lowered before its place
-PURE = ("cuda_tile.constant", "cuda_tile.make_partition_view", "cuda_tile.make_tensor_view",
-        "cuda_tile.assume", "cuda_tile.join_tokens", "cuda_tile.make_token")
 
 
 @record(frozen=False)
@@ -72,89 +55,12 @@ class RowLoad:
     shot: tma_copy.OneShot
 
 
-def _writes(op: Operation) -> bool:
-    """Whether `op` (its regions included) may write memory."""
-    return any(("store" in o.name or "atomic" in o.name or o.name in ("cuda_tile.print", "cuda_tile.call"))
-               for o in op.walk())
-
-
 def _reads(op: Operation) -> bool:
     return any("load" in o.name or "atomic" in o.name for o in op.walk())
 
 
-def _rereads(entry: Operation) -> bool:
-    """Whether the kernel reduces (reduce, scan) or reads a loaded tile more than once (twice in
-    the IR, or broadcast: rope's cos/sin tables over the heads): a row kernel, whose tiles TMA
-    brings in while it computes. A purely elementwise kernel passes each tile through registers
-    once, and its 16-byte global accesses are as good (NVIDIA's compiler keeps them too)."""
-    return any(o.name in ("cuda_tile.reduce", "cuda_tile.scan")
-               or (o.name == LOAD and (len(o.results[0].uses) > 1 or _broadcast(o.results[0])))
-               for o in entry.walk())
-
-
-def _broadcast(value: Value) -> bool:
-    """Whether `value`, through ops of it alone (conversions, reshapes), is broadcast."""
-    for use in value.uses:
-        if use.name == "cuda_tile.broadcast":
-            return True
-        if len(use.operands) == 1 and len(use.results) == 1 and _broadcast(use.results[0]):
-            return True
-    return False
-
-
-def _body(k: KernelLowering) -> list[Operation]:
-    return list(k.entry.regions[0].block.operations)
-
-
-def _tile_copy(k: KernelLowering, op: Operation, view: object, tile: TileType
-               ) -> tuple[Optional[TmaCopy], SharedMatrix, str]:
-    """The copy of `op`'s tile through an unpadded buffer (unplaced), or (None, _, why not)."""
-    import math
-
-    shape = tile.shape
-    rows = shape[-2] if len(shape) >= 2 else 1
-    matrix = SharedMatrix(0, math.prod(shape[:-2]), rows, shape[-1], storage_bytes(tile.element), padded=False)
-    if not isinstance(tile.element, ScalarType) or tile.element.bitwidth < 8 \
-            or storage_type(tile.element) != _llvm(tile.element):
-        return None, matrix, f"{tile.element} elements are not whole bytes"
-    t, why = plan(op, matrix, dense=True)
-    if t is None:
-        return None, matrix, why
-    if t.atoms * t.bands > MAX_BOXES:
-        return None, matrix, f"{t.atoms * t.bands} boxes, over {MAX_BOXES}"
-    return t, matrix, ""
-
-
-def _llvm(elem: ScalarType) -> str:
-    from .llvm_text import llvm_type
-
-    return llvm_type(elem)
-
-
-def may_copy(k: KernelLowering) -> bool:
-    """Whether any of the kernel's accesses may be copied by TMA here (each then `candidate`)."""
-    return k.caps.has("row_tma") and k.warp_split is None and _rereads(k.entry)
-
-
-def candidate(k: KernelLowering, op: Operation) -> bool:
-    """A weak view access of a register tile on a TMA target: a load in the kernel's body, a store
-    anywhere but in a pipelined loop (whose warps the pipeline may have split)."""
-    if not may_copy(k):
-        return False
-    if op.name == LOAD and op.parent is not k.entry.regions[0].block:
-        return False
-    if op.name == STORE and any(inside_op(op, loop) for loop, plan in k.pipelines.items() if plan.pipelined):
-        return False
-    if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
-        return False
-    value = op.results[0] if op.name == LOAD else op.operand("tile")
-    if k.assignment is not None and k.assignment.is_shared_operand(value):
-        return False
-    return not isinstance(k.layout_of(value), MmaLayout)
-
-
 # -- loads ------------------------------------------------------------------------------------
-def load(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[TileRegs]:
+def load(k: KernelLowering, op: Operation) -> Optional[TileRegs]:
     """`op`'s tile in registers, read from its buffer once its TMA copy landed (issuing the group
     it starts first); None (nothing emitted) where the load is not copied by TMA."""
     held = k.row_loads.get(op)
@@ -167,56 +73,6 @@ def load(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[T
         if held is None:
             return None
     return _read(k, op, held)
-
-
-def group_start(k: KernelLowering) -> Optional[Operation]:
-    """The load whose lowering issues the body's group: the body's first candidate, where no write
-    precedes it (the async proxy would read around it); None: no group. (`k` a KernelLowering or,
-    for the shared-memory plan, a `StagingFacts`.)"""
-    body = _body(k)
-    first = next((op for op in body if op.name == LOAD and candidate(k, op)), None)
-    if first is None or any(_writes(o) for o in body[:body.index(first)]):
-        return None
-    return first
-
-
-def group(k: KernelLowering, first: Operation, used: int, ahead: Callable[[Operation], bool]
-          ) -> tuple[list[tuple[Operation, TmaCopy, SharedMatrix]], list[tuple[Operation, str]]]:
-    """The group `first` starts: (its loads, each with its copy and unplaced buffer, in order; the
-    loads left out and why). Decided for the lowering and the shared-memory plan alike (`k` a
-    KernelLowering or a `StagingFacts`): the group takes what is left of the opt-in limit beside
-    the `used` shared bytes (the buffers placed before `first`, and the pipelines' reserve) less
-    `MARGIN`; `ahead(load)`: makes the operands of a later load available at `first` (the
-    lowering lowers the pure ops they need, `pure_ahead`), False where it cannot."""
-    budget = k.caps.smem_per_block - used - MARGIN
-    body = _body(k)
-    chosen: list[tuple[Operation, TmaCopy, SharedMatrix]] = []
-    missed: list[tuple[Operation, str]] = []
-    for op in body[body.index(first):]:
-        if _writes(op):
-            break
-        if op.name != LOAD or not candidate(k, op):
-            continue
-        if op is not first and not ahead(op):
-            continue
-        tile = op.results[0].type
-        assert isinstance(tile, TileType)
-        t, matrix, why = _tile_copy(k, op, k.get(op.operand("view")), tile)
-        if t is None:
-            missed.append((op, why))
-            continue
-        if matrix.nbytes > budget:
-            missed.append((op, f"its {matrix.nbytes} bytes do not fit beside the group's in shared memory"))
-            continue
-        budget -= matrix.nbytes
-        chosen.append((op, t, matrix))
-    return chosen, missed
-
-
-def load_lifetime(live: Liveness, first: Operation, op: Operation) -> tuple[int, int]:
-    """The lifetime of load `op`'s buffer in the group `first` starts: from the group's issue to
-    `op`'s read."""
-    return live.position(first), live.op_range(op)[1]
 
 
 def _issue_group(k: KernelLowering, first: Operation) -> None:
@@ -254,27 +110,6 @@ def _issue_group(k: KernelLowering, first: Operation) -> None:
                  Pipeline=f"issued with {len(placed) - 1} other load(s) at the body's first, on its own mbarrier")
     k.schedule_notes.append(f"row TMA group: {len(placed)} load(s) issued together, "
                             f"{sum(m.nbytes for _, _, m in placed)} shared bytes")
-
-
-def pure_ahead(op: Operation, ready: Callable[[Value], bool]) -> Optional[list[Operation]]:
-    """The pure ops of `op`'s block that its operands still need (not `ready`), in the order to
-    lower them; None where one is not pure."""
-    order: list[Operation] = []
-
-    def need(value: Value) -> bool:
-        if ready(value):
-            return True
-        owner = getattr(value, "owner", None)
-        if not isinstance(owner, Operation) or owner.name not in PURE or owner.parent is not op.parent:
-            return False
-        if owner in order:
-            return True
-        if not all(need(v) for v in owner.operands):
-            return False
-        order.append(owner)
-        return True
-
-    return order if all(need(v) for v in op.operands) else None
 
 
 def _lower_operands_ahead(k: KernelLowering, op: Operation) -> bool:
@@ -331,10 +166,10 @@ def read_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileType, layout: L
 
 
 # -- stores -----------------------------------------------------------------------------------
-def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
+def store(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     """Store `tile` to the view of `op` by TMA through a buffer; False (nothing emitted) where it
     cannot (the reason remarked where the view is the obstacle)."""
-    t, matrix, why = store_copy(k, op, view, k.buffers.total + k.smem_reserve)
+    t, matrix, why = store_copy(k, op, k.buffers.total + k.smem_reserve)
     if t is None:
         if why:
             k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)
@@ -343,7 +178,7 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> boo
     from .async_copy import fence_async_proxy
 
     assert matrix is not None
-    body = _body(k)
+    body = list(k.entry.regions[0].block.operations)
     # a read after the store (in the body, or a loop's next iteration) token-ordered after it is
     # made to wait for the CTA (token_waits.py): the issuing thread must have seen the boxes written
     written = op.parent is not k.entry.regions[0].block or any(_reads(o) for o in body[body.index(op) + 1:])
@@ -357,24 +192,6 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> boo
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op,
              Instruction="TMA store (cp.async.bulk.tensor from shared memory)", Boxes=describe(t))
     return True
-
-
-def store_copy(k: KernelLowering, op: Operation, view: object, used: int
-               ) -> tuple[Optional[TmaCopy], Optional[SharedMatrix], str]:
-    """(the copy of store `op`'s tile, its unplaced buffer, "") where TMA stores it (a candidate whose
-    buffer fits beside the `used` shared bytes: the buffers placed before it, and the pipelines'
-    reserve); else (None, _, why not: "" where nothing is remarked). Decided for the lowering and
-    the shared-memory plan alike (`k` a KernelLowering or a `StagingFacts`)."""
-    if not candidate(k, op) or not isinstance(view, View):
-        return None, None, ""
-    tile = op.operand("tile").type
-    assert isinstance(tile, TileType)
-    t, matrix, why = _tile_copy(k, op, view, tile)
-    if t is None:
-        return None, matrix, why
-    if matrix.nbytes > k.caps.smem_per_block - used:
-        return None, matrix, ""
-    return t, matrix, ""
 
 
 def write_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileRegs) -> None:

@@ -1,18 +1,18 @@
 """The row kernels' TMA buffers in `plan-shared-memory`: "row-load", "row-store" and the group's mbarriers.
 
 A row kernel's tiles moved by TMA (lowering/row_tma.py) ask for shared memory where the lowering
-meets them, and the lowering's own functions decide here too, given the kernel as the nv_tileas
+meets them, and the functions that decide for the lowering (row_copies.py) decide here too, given the kernel as the nv_tileas
 level knows it (`shared_stages.StagingFacts`: a view is its facts, no LLVM):
 
-* the body's group of loads (`row_tma.group_start`, `row_tma.group`): at the load that starts it,
+* the body's group of loads (`row_copies.group_start`, `row_copies.group`): at the load that starts it,
   a "row-load" buffer per load of the group (unpadded, 128-byte aligned, alive from the group's
-  issue to the load's read, `row_tma.load_lifetime`), then one "mbarriers" array, a barrier per
+  issue to the load's read, `row_copies.load_lifetime`), then one "mbarriers" array, a barrier per
   load (8-byte aligned, alive to the kernel's end). The group takes what is left of the opt-in
   limit beside the bytes placed before its first load, which the plan reads from its own
   placement of the requests before that op (`place`), as the lowering reads them from its own;
   a later load of the group whose operands are not lowered yet needs pure ops only
-  (`row_tma.pure_ahead`: here, what is defined before the group's first load is ready);
-* each store TMA writes (`row_tma.store_copy`, beside the bytes placed before it likewise): a
+  (`row_copies.pure_ahead`: here, what is defined before the group's first load is ready);
+* each store TMA writes (`row_copies.store_copy`, beside the bytes placed before it likewise): a
   "row-store" buffer alive while the store runs.
 
 Where a view the lowering's decision reads is not one the nv_tileas level knows
@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir.core import Operation, Value
+from . import row_copies
 from .buffers import lifetimes
 from .shared_plan import Request, place
 
@@ -38,40 +39,36 @@ class Rows:
     """The row TMA requests of one kernel, asked op by op in the plan's walk (`requests`)."""
 
     def __init__(self, facts: "StagingFacts") -> None:
-        from ..lowering import row_tma
-
         self.facts = facts
-        self.copies = row_tma.may_copy(facts)  # type: ignore[arg-type]
-        self.first = row_tma.group_start(facts) if self.copies else None  # type: ignore[arg-type]
+        self.copies = row_copies.may_copy(facts)
+        self.first = row_copies.group_start(facts) if self.copies else None
         self.exact = not self.copies or all(
             facts.get(op.operand("view")) is not None for op in facts.entry.walk()
-            if op.name in (row_tma.LOAD, row_tma.STORE) and row_tma.candidate(facts, op))  # type: ignore[arg-type]
+            if op.name in (row_copies.LOAD, row_copies.STORE) and row_copies.candidate(facts, op))
 
     def requests(self, op: Operation, planned: list[Request], reserve: int) -> list[Request]:
         """What `op` asks for (none where it is no row TMA access); `planned`: the requests so far,
         of every role (those before `op` are placed to read the bytes they take); `reserve`: the
         bytes the pipelines leave free (`Assumptions.reserve`)."""
-        from ..lowering import row_tma
         from ..schedule.buffers import MBARRIER_BYTES
 
-        if not self.copies or op.name not in (row_tma.LOAD, row_tma.STORE):
+        if not self.copies or op.name not in (row_copies.LOAD, row_copies.STORE):
             return []
         facts = self.facts
         live = lifetimes(facts.entry)
-        if op.name == row_tma.LOAD:
+        if op.name == row_copies.LOAD:
             if op is not self.first:
                 return []
             used = self._used(op, planned, reserve)
-            chosen, _ = row_tma.group(facts, op, used, self._ahead(op))  # type: ignore[arg-type]
+            chosen, _ = row_copies.group(facts, op, used, self._ahead(op))
             if not chosen:
                 return []
-            return [Request(op, "row-load", "staging", matrix.nbytes, 128, 0, row_tma.load_lifetime(live, op, load))
+            return [Request(op, "row-load", "staging", matrix.nbytes, 128, 0, row_copies.load_lifetime(live, op, load))
                     for load, _t, matrix in chosen] + [Request(op, "mbarriers", "buffer", len(chosen) * MBARRIER_BYTES,
                                                                MBARRIER_BYTES)]
-        if not row_tma.candidate(facts, op):  # type: ignore[arg-type]
+        if not row_copies.candidate(facts, op):
             return []
-        view = facts.get(op.operand("view"))  # type: ignore[arg-type]
-        t, matrix, _ = row_tma.store_copy(facts, op, view, self._used(op, planned, reserve))  # type: ignore[arg-type]
+        t, matrix, _ = row_copies.store_copy(facts, op, self._used(op, planned, reserve))
         if t is None:
             return []
         assert matrix is not None
@@ -84,7 +81,7 @@ class Rows:
         return place(before, self.facts.entry).total + reserve
 
     def _ahead(self, first: Operation) -> Callable[[Operation], bool]:
-        """`row_tma.group`'s `ahead` at the plan level: a load's operands are available at `first`
+        """`row_copies.group`'s `ahead` at the plan level: a load's operands are available at `first`
         where they are defined before it (by the body's ops or the kernel's arguments) or by pure
         ops lowered ahead for it or an earlier load of the group."""
         body = list(self.facts.entry.regions[0].block.operations)
@@ -93,9 +90,7 @@ class Rows:
             ready.update(op.results)
 
         def ahead(load: Operation) -> bool:
-            from ..lowering.row_tma import pure_ahead
-
-            order: Optional[list[Operation]] = pure_ahead(load, lambda value: value in ready)
+            order: Optional[list[Operation]] = row_copies.pure_ahead(load, lambda value: value in ready)
             if order is None:
                 return False
             for pure in order:
