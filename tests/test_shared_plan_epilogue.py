@@ -163,12 +163,12 @@ def test_attentions_o_on_sm_100_is_stored_by_tma_or_restaged_as_predicted(monkey
     """sm_100's warp-specialized attention stores O by TMA from its fragments where the bytes are
     there ("tmem-epilogue", shared_tcgen05.py): then the store has no epilogue of its own; where they
     are not (here: told so, for the plan and the lowering alike), it restages O as a matmul's store."""
-    from tileiras.lowering import tmem_epilogue
+    from tileiras.tileas import tcgen05_buffers
 
     dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
     assert "tmem-epilogue (epilogue)" in plan and "restage (epilogue)" not in plan, plan
     assert complete == [True] and "error: internal" not in dump
-    monkeypatch.setattr(tmem_epilogue, "tma_stage", lambda *args, **kwargs: None)
+    monkeypatch.setattr(tcgen05_buffers, "tma_stage", lambda *args, **kwargs: None)
     dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
     assert "tmem-epilogue (epilogue)" not in plan and "restage (epilogue)" in plan, plan
     assert complete == [True] and "error: internal" not in dump

@@ -15,7 +15,7 @@ then computes exactly those elements' addresses and bounds. Those ops are marked
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
@@ -25,14 +25,14 @@ from .layout_index import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
 from ..layout.shared_matrix import SharedMatrix
+from ..tileas import tcgen05_buffers
 from ..tileas.tcgen05_buffers import STAGE_ALIGN
 from ..tileas.tcgen05_roles import chunked, fragments_staged
-from ..tileas.tma_boxes import TmaCopy, describe, plan
+from ..tileas.tma_boxes import TmaCopy, describe
 from .tma_copy import hidden_param
 from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal
 
-TMEM_LANES = 128         # rows of one warpgroup's accumulator: a TMA store box's (NVIDIA's sm_100 boxes)
 CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
 
 
@@ -158,7 +158,7 @@ def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Option
     buffers placed so far; None where not."""
 
     lifetime = k.lifetimes().op_range(store)
-    found = tma_stage(k, store, layout, lambda nbytes, align: k.buffers.first_fit(nbytes, align, *lifetime),
+    found = tcgen05_buffers.tma_stage(k, store, layout, lambda nbytes, align: k.buffers.first_fit(nbytes, align, *lifetime),
                       k.caps.smem_per_block - k.static_smem_bytes - k.smem_reserve)
     if found is None:
         return None
@@ -166,35 +166,6 @@ def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Option
     t = replace(t, slot=hidden_param(k, t.spec))
     return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, STAGE_ALIGN, "epilogue", lifetime,
                                                     role="tmem-epilogue"))
-
-
-def tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
-              limit: int) -> Optional[tuple[TmaCopy, SharedMatrix]]:
-    """Where `store`'s view has a descriptor made of the kernel's parameters (tileas/tma_boxes.plan, as the
-    sm_90 epilogue's) and the element is its own storage type: its TMA copy (boxes of one
-    warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the (unplaced) swizzled buffer
-    the chunks are written into, placed after the loop in bytes its stages no longer need (every
-    copy into them landed before the MMAs that read it, which were done before the accumulator was
-    ready); None where not, or where the buffer does not fit below `limit` at `first_fit(nbytes,
-    align)` (the lowest offset free over the store, beside the buffers placed before it). Decides
-    for plan-shared-memory too (tileas/shared_tcgen05.py), which gives the view's facts for `k`'s
-    view and its own placement."""
-    from ..ir.types import ScalarType
-    from .kernel import storage_type
-
-    tile = store.operand("tile").type
-    elem = getattr(tile, "element", None)
-    if not k.caps.has("tma") or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
-            or storage_type(elem) != llvm_type(elem):
-        return None
-    b, m, n = layout.shape
-    matrix = SharedMatrix(0, b, m, n, elem.bitwidth // 8, swizzled=True)
-    t, _ = plan(store, matrix, rows=TMEM_LANES)
-    if t is None:
-        return None
-    if first_fit(matrix.nbytes, STAGE_ALIGN) + matrix.nbytes > limit:
-        return None
-    return t, matrix
 
 
 def _store_by_tma(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:

@@ -10,7 +10,7 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
 * "tmem-epilogue": the swizzled buffer the epilogue warps write the accumulator's column chunks
   into for one TMA store (tcgen05_roles.chunked, asked from the split loop), or attention's O
   (tcgen05_roles.fragments_staged, asked by its store); whether it is used at all is decided
-  beside the buffers placed before it (tmem_epilogue.tma_stage: the first fit over the store
+  beside the buffers placed before it (tcgen05_buffers.tma_stage: the first fit over the store
   must stay under the target's limit), so it is decided here beside the plan's placement;
 * "scales": the restaged scales of a block-scaled tcgen05 mma the threads issue
   (ops_blockscale.Tcgen05Scales);
@@ -182,9 +182,9 @@ def pairs_run(facts: "StagingFacts") -> bool:
 
 def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: list[Request],
                live: "Liveness", taken: int) -> Optional[Any]:
-    """tmem_epilogue.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed
+    """tcgen05_buffers.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed
     and `taken` other bytes."""
-    from ..lowering.tmem_epilogue import tma_stage
+    from .tcgen05_buffers import tma_stage
 
     placed = place(before, facts.entry)
     lifetime = live.op_range(store)

@@ -6,12 +6,15 @@ handshake mbarriers, the epilogue's swizzled stage and tensor memory's control b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir.core import Operation
-from ..layout.shared_matrix import matrix_shape
+from ..ir.types import ScalarType
+from ..layout.encodings import MmaLayout
+from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from ..tileaa.mma_forms import sf_cells, tcgen05_columns, tcgen05_sf_bytes
 from .tcgen05_roles import p_in_tmem
+from .tma_boxes import TmaCopy, plan
 
 if TYPE_CHECKING:
     from .plan import KernelFacts
@@ -20,6 +23,7 @@ SCALES_ALIGN = 128      # restaged scales (tcgen05.cp reads 128-byte rows)
 P_ALIGN = 1024          # P's shared buffer is swizzled
 STAGE_ALIGN = 1024      # the swizzled buffer an epilogue's chunks (or attention's O) are written into
 CONTROL_BYTES = 128     # tensor memory's control block: its mbarriers and the allocated address
+TMEM_LANES = 128        # rows of one warpgroup's accumulator: a TMA store box's (NVIDIA's sm_100 boxes)
 
 HANDSHAKE = (("scores", 1),           # S_j complete (tcgen05.commit): the consumers read it
              ("probabilities", 0),    # P_j in tensor memory, O rescaled: every consumer thread arrives
@@ -39,3 +43,28 @@ def p_matrix(k: "KernelFacts", o: Operation) -> object:
     memory (`p_in_tmem`), else None (lowering/warp_specialize_tcgen05.p_buffer places it; plan-shared-memory
     sizes it, shared_tcgen05.py)."""
     return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
+
+
+def tma_stage(k: "KernelFacts", store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
+              limit: int) -> Optional[tuple[TmaCopy, SharedMatrix]]:
+    """Where `store`'s view has a descriptor made of the kernel's parameters (tileas/tma_boxes.plan, as the
+    sm_90 epilogue's) and its elements are whole bytes: its TMA copy (boxes of one
+    warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the (unplaced) swizzled buffer
+    the chunks are written into, placed after the loop in bytes its stages no longer need (every
+    copy into them landed before the MMAs that read it, which were done before the accumulator was
+    ready); None where not, or where the buffer does not fit below `limit` at `first_fit(nbytes,
+    align)` (the lowest offset free over the store, beside the buffers placed before it). Decides
+    for the lowering (lowering/tmem_epilogue.py) and plan-shared-memory (shared_tcgen05.py), each
+    with its own placement."""
+    tile = store.operand("tile").type
+    elem = getattr(tile, "element", None)
+    if not k.caps.has("tma") or not isinstance(elem, ScalarType) or elem.bitwidth < 8:
+        return None
+    b, m, n = layout.shape
+    matrix = SharedMatrix(0, b, m, n, elem.bitwidth // 8, swizzled=True)
+    t, _ = plan(store, matrix, rows=TMEM_LANES)
+    if t is None:
+        return None
+    if first_fit(matrix.nbytes, STAGE_ALIGN) + matrix.nbytes > limit:
+        return None
+    return t, matrix

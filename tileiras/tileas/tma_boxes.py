@@ -28,7 +28,7 @@ from ..tileaa.views import View, view_of
 
 MAX_BOX = 256
 MAX_STORE_ROWS = 64     # an sm_90 store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's
-                        # boxes; sm_100's hold 128, tmem_epilogue.TMEM_LANES)
+                        # boxes; sm_100's hold 128, tcgen05_buffers.TMEM_LANES)
 MAX_RANK = 5
 _SWIZZLE = {128: "128B", 64: "64B", 32: "32B"}
 # TileIR element -> tensor-map element type (codegen/tensormap.DTYPES); others by their bytes
