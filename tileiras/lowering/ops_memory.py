@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir.core import Operation, Value
-from ..ir.types import (DYNAMIC, GatherScatterViewType, PointerType, ScalarType, TensorViewType,
+from ..ir.types import (DYNAMIC, PointerType, ScalarType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..ir.types import storage_bytes
 from ..layout.encodings import Layout
 from ..tileaa.allocas import alloca_bytes, alloca_size
 from ..tileaa.access_width import chunk_elements, pointer_vector_elements, vector_elements
-from ..tileaa.views import cut, tensor_view
+from ..tileaa.views import cut, row_indices, tensor_view
 from .llvm_text import float_bits_literal, llvm_type
 from .token_waits import emit_wait
 from .values import PartitionViewVal, TensorViewVal, TileRegs, TokenVal
@@ -234,20 +234,6 @@ def view_index(k: KernelLowering, op: Operation, view: PartitionViewVal) -> tupl
 
 
 # the ops that read a gather / scatter view's row indices through scratch (`view_index`)
-INDEXED = ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko", "cuda_tile.atomic_red_view_tko")
-
-
-def row_indices(op: Operation) -> "Value | None":
-    """The tile of row indices of `op`'s gather / scatter view (its index along the sparse dimension),
-    which `view_index` stores in scratch ("reduction") for every thread to read; None where `op`
-    reads no such view. The lowering and the pass plan-shared-memory (tileas/shared_operands.py)
-    both ask it."""
-    view = op.operand("view") if op.name in INDEXED else None
-    if view is None or not isinstance(view.type, GatherScatterViewType):
-        return None
-    return op.operand_group("index")[view.type.sparse_dim]
-
-
 def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
                     local: list[str]) -> tuple[str, "str | None"]:
     """(pointer, in-bounds i1 or None) of the tile element at i32 multi-index `local`.

@@ -14,8 +14,8 @@ from typing import Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType
+from ..tileas.move_forms import reduce_scratch, scratch_offsets, slices
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
-from ..ir.types import storage_bytes
 from ..layout.encodings import RowWarpLayout
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
@@ -170,41 +170,6 @@ def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:
     buffers alive at the op."""
     start, end = k.op_lifetime()
     return slices([t.type for t in srcs], n, lambda nbytes: k.buffers.first_fit(nbytes, 16, start, end), limit)
-
-
-def scratch_offsets(types: list[TileType], chunks: int = 1) -> tuple[list[int], int]:
-    """(each tile's byte offset, bytes in all) of the scratch `to_scratch` (`chunks` 1) and
-    `_slice_to_scratch` fill: each tile's elements (a `chunks`-th of them), 8-byte aligned, end to end."""
-    bases, offset = [], 0
-    for t in types:
-        offset = -(-offset // 8) * 8
-        bases.append(offset)
-        offset += t.num_elements // chunks * storage_bytes(t.element)
-    return bases, offset
-
-
-def slices(types: list[TileType], n: int, first_fit: Callable[[int], int], limit: int) -> int:
-    """The fewest slices (a power of two dividing `n`, the sliced dimension) whose scratch of `types`
-    (`scratch_offsets`), placed at `first_fit(its bytes)` beside the buffers alive at the op (16-byte
-    aligned, over the op's lifetime), ends below `limit`. The lowering (`_slices`) and the pass
-    `plan-shared-memory` (tileas/shared_stages.py, its planned buffers) both decide by it."""
-    chunks = 1
-    while True:
-        nbytes = scratch_offsets(types, chunks)[1]
-        if first_fit(nbytes) + nbytes <= limit or n % (2 * chunks):
-            return chunks
-        chunks *= 2
-
-
-def reduce_scratch(op: Operation, sliced: Callable[[int], int]) -> tuple[int, int]:
-    """(slices of the reduced dimension, bytes) of the scratch ("reduction") a reduce or scan whose
-    rows are not in warps folds through: a scan's operands whole, a reduce's in `sliced(n)` slices
-    of its dimension of `n` (`slices`, given the buffers alive at the op). `_reduce_like` and the pass
-    `plan-shared-memory` (shared_stages.py) both decide by it."""
-    types = [v.type for v in op.operands]
-    assert all(isinstance(t, TileType) for t in types)
-    chunks = 1 if op.name == "cuda_tile.scan" else sliced(types[0].shape[int(op.attributes["dim"])])  # type: ignore[union-attr]
-    return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
 
 
 def mma_scratch(k: KernelLowering, op: Operation, lhs: TileRegs, rhs: TileRegs) -> tuple[int, int]:

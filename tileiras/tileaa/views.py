@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ir.core import Value
+from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..ir.types import GatherScatterViewType, PartitionViewType, StridedViewType, TensorViewType
 from .facts import ViewFacts
 
+INDEXED = ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko", "cuda_tile.atomic_red_view_tko")
 VIEW_OPS = ("cuda_tile.make_partition_view", "cuda_tile.make_strided_view", "cuda_tile.make_gather_scatter_view")
 
 
@@ -69,3 +70,14 @@ def view_of(value: Optional[Value]) -> Optional[View]:
             or not isinstance(tensor.facts, ViewFacts):
         return None
     return View(tensor_view(tensor), **cut(op.results[0].type))
+
+
+def row_indices(op: Operation) -> "Value | None":
+    """The tile of row indices of `op`'s gather / scatter view (its index along the sparse dimension),
+    which the lowering (ops_memory.view_index) stores in scratch ("reduction") for every thread to read; None where `op`
+    reads no such view. The lowering and the pass plan-shared-memory (tileas/shared_operands.py)
+    both ask it."""
+    view = op.operand("view") if op.name in INDEXED else None
+    if view is None or not isinstance(view.type, GatherScatterViewType):
+        return None
+    return op.operand_group("index")[view.type.sparse_dim]

@@ -6,10 +6,14 @@ tile level assigned: in registers, or through a shared-memory scratch, whose byt
   place, rows already in their warps, else exchanged through shared memory;
 * a layout conversion (`conversion_form`): rebuilt from its one value, fragments already in place,
   else exchanged;
-* a reduction across the warps of a row (`across_warps_scratch`): each row's warp partials.
+* a reduction across the warps of a row (`across_warps_scratch`): each row's warp partials;
+* a reduce or scan whose rows are not in warps (`reduce_scratch`): its operands through scratch,
+  a reduce's in slices of its dimension where they do not fit whole (`slices`).
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType, storage_bytes
@@ -54,3 +58,38 @@ def across_warps_scratch(layout: RowWarpLayout, types: list[TileType]) -> tuple[
         bases.append(offset)
         offset += per_src * storage_bytes(t.element)
     return bases, offset
+
+
+def scratch_offsets(types: list[TileType], chunks: int = 1) -> tuple[list[int], int]:
+    """(each tile's byte offset, bytes in all) of the scratch lowering/ops_reduce's `to_scratch` (`chunks` 1) and
+    `_slice_to_scratch` fill: each tile's elements (a `chunks`-th of them), 8-byte aligned, end to end."""
+    bases, offset = [], 0
+    for t in types:
+        offset = -(-offset // 8) * 8
+        bases.append(offset)
+        offset += t.num_elements // chunks * storage_bytes(t.element)
+    return bases, offset
+
+
+def slices(types: list[TileType], n: int, first_fit: Callable[[int], int], limit: int) -> int:
+    """The fewest slices (a power of two dividing `n`, the sliced dimension) whose scratch of `types`
+    (`scratch_offsets`), placed at `first_fit(its bytes)` beside the buffers alive at the op (16-byte
+    aligned, over the op's lifetime), ends below `limit`. The lowering (ops_reduce._slices) and the pass
+    `plan-shared-memory` (shared_stages.py, its planned buffers) both decide by it."""
+    chunks = 1
+    while True:
+        nbytes = scratch_offsets(types, chunks)[1]
+        if first_fit(nbytes) + nbytes <= limit or n % (2 * chunks):
+            return chunks
+        chunks *= 2
+
+
+def reduce_scratch(op: Operation, sliced: Callable[[int], int]) -> tuple[int, int]:
+    """(slices of the reduced dimension, bytes) of the scratch ("reduction") a reduce or scan whose
+    rows are not in warps folds through: a scan's operands whole, a reduce's in `sliced(n)` slices
+    of its dimension of `n` (`slices`, given the buffers alive at the op). ops_reduce._reduce_like and the pass
+    `plan-shared-memory` (shared_stages.py) both decide by it."""
+    types = [v.type for v in op.operands]
+    assert all(isinstance(t, TileType) for t in types)
+    chunks = 1 if op.name == "cuda_tile.scan" else sliced(types[0].shape[int(op.attributes["dim"])])  # type: ignore[union-attr]
+    return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ last-resort lowering leaves to its mma.sync (`deferred`: async_copy.defers) is c
 K slice at a time through a ring of two slices ("k-slice": async_copy.slice_tile,
 ops_mma._SliceRing). A pack / unpack reinterprets its operand through scratch ("reduction",
 ops_shape._pack_like), and a gather / scatter view's row indices go there for every thread to
-read ("reduction": ops_memory.view_index, of the tile `ops_memory.row_indices` names). An mma
+read ("reduction": ops_memory.view_index, of the tile `tileaa/views.row_indices` names). An mma
 operand whose load was not staged after all (its copies not legal), transposed, goes through
 conversion scratch ("operand-conversion", ops_shape.permute_scratch). The mmas' buffers are
 decided by the lowering's own functions, given stand-ins of the operands (a `TileRegs` without
@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import replace
 from ..lowering.values import SharedTileVal, TileRegs
+from ..tileaa.views import row_indices
 from .buffers import Liveness
 from .shared_plan import Request
 
@@ -88,8 +89,6 @@ class AtOp:
 
 def asks(op: Operation, assignment: Any) -> bool:
     """Whether `op` may ask for buffers for its operands (`requests`)."""
-    from ..lowering.ops_memory import row_indices
-
     return op.name in MMAS or op.name in PACKS or row_indices(op) is not None \
         or op.name == PERMUTE and assignment.is_shared_operand(op.operands[0])
 
@@ -97,11 +96,9 @@ def asks(op: Operation, assignment: Any) -> bool:
 def scratch_predicted(op: Operation, assignment: Any) -> bool:
     """Whether the "reduction" scratch `op` may ask for its operands is one `requests` predicts: not
     where a gather / scatter view is read by another op than a register load, a store or a reduction
-    into it (`ops_memory.row_indices`), nor by a load staged for the tensor cores (its copies may be
+    into it (`tileaa/views.row_indices`), nor by a load staged for the tensor cores (its copies may be
     issued by its loop's pipeline)."""
     from ..ir.types import GatherScatterViewType
-    from ..lowering.ops_memory import row_indices
-
     if not any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
         return True
     return row_indices(op) is not None and not any(assignment.is_shared_operand(r) for r in op.results)
@@ -128,8 +125,8 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     None; `fits`: the depths planned so far (pipelined loop -> (bytes before it, its
     BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma)."""
     from ..layout.shared_matrix import matrix_shape
-    from ..lowering.ops_memory import row_indices
-    from ..lowering.ops_reduce import mma_scratch, scratch_offsets
+    from ..lowering.ops_reduce import mma_scratch
+    from .move_forms import scratch_offsets
     from .shared_plan import place
 
     assignment = facts.assignment

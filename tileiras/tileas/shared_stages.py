@@ -21,7 +21,7 @@ through, decided in the op walk by shared_epilogue.py, left out where it cannot 
 (shared_operands.py: an mma's "mma-stage", "mma-slice", "k-slice", a 4-bit mma's "fp4-pack", an
 FMA mma's, a pack's and a gather's "reduction", a transposed operand's "operand-conversion",
 decided beside the buffers the plan placed before it). "reduction": the scratch a reduce or scan
-whose rows are not in warps folds through (`ops_reduce.reduce_scratch`, which decides for both: a
+whose rows are not in warps folds through (`move_forms.reduce_scratch`, which decides for both: a
 reduce's scratch goes in slices where the whole would not fit beside the buffers alive at it, so
 it is decided beside the buffers the plan placed before it; where the lowering placed others, an
 unplanned role's, the sizes may differ and the check says so). "kmajor": the K-major copy buffers
@@ -223,10 +223,10 @@ def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bo
 
 
 def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> Request:
-    """The scratch a reduce or scan whose rows are not in warps folds through (ops_reduce.reduce_scratch
+    """The scratch a reduce or scan whose rows are not in warps folds through (move_forms.reduce_scratch
     decides for both: a reduce's in slices where the whole would not fit below `limit` beside the
     buffers `placed` before it), alive while it runs."""
-    from ..lowering.ops_reduce import reduce_scratch, slices
+    from .move_forms import reduce_scratch, slices
 
     types = [v.type for v in op.operands]
     nbytes = reduce_scratch(op, lambda n: slices(types, n, lambda size: placed.first_fit(size, 16, *lifetime),  # type: ignore[arg-type]
