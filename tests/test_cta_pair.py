@@ -1,4 +1,4 @@
-"""CTA pairs on sm_100 (tileaa/clusters.py `PAIR_ATTR`, lowering/cta_pair.py): a kernel whose hints ask
+"""CTA pairs on sm_100 (tileaa/clusters.py `PAIR_ATTR`, tileas/cta_pairs.py, lowering/cta_pair.py): a kernel whose hints ask
 for clusters of 2 (cutile-python's MatMul sample: `num_ctas=ct.ByTarget(sm_100=2)`) runs its K loop's
 mma as one `tcgen05.mma.cta_group::2` over CTAs 2i and 2i+1, as NVIDIA's compiler does: each CTA holds
 half of the M rows and copies half of B, the leader issues the MMAs for both. Before: one CTA computed
@@ -141,9 +141,9 @@ def test_the_pair_with_the_peers_bytes_unannounced_is_reported(monkeypatch) -> N
 def test_each_cta_alone_where_the_pair_cannot_run(monkeypatch, tmp_path: Path) -> None:
     """Where the loop is not the pair's form (here: the pair refused), each CTA runs its 64 rows with
     cta_group::1 and reads its accumulator through the pair's register layout by a conversion."""
-    from tileiras.lowering import cta_pair
+    from tileiras.tileas import cta_pairs
 
-    monkeypatch.setattr(cta_pair, "plan", lambda *args, **kwargs: None)
+    monkeypatch.setattr(cta_pairs, "plan", lambda *args, **kwargs: None)
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the pair's cached PTX
     seen = edit_ptx(monkeypatch, lambda ptx: ptx)
     _run(_kernel("float16", 128, 256, 64), "float16", 200, 512, 200, 4)

@@ -38,7 +38,7 @@ def test_buffers_alive_at_different_times_share_bytes() -> None:
 
 def test_a_later_loop_is_fitted_beside_the_buffers_alive_over_it() -> None:
     """The first loop's rings are free again when the second loop runs: what the second loop's stages sit
-    beside (`live_top`, pipelined_loop.fit_beside) is what is alive over its range, not the peak so far;
+    beside (`live_top`, tileas/stage_rings.fit_beside) is what is alive over its range, not the peak so far;
     a buffer without a lifetime (alive to the kernel's end) always counts."""
     plan = SharedBuffers()
     plan.allocate("staging", 18432, 128, (5, 90), 5, 100)             # Q, read by both loops

@@ -160,11 +160,11 @@ def test_a_ctas_pairs_accumulator_needs_no_conversion_where_the_pair_runs(monkey
     """cuTile's 128x256x64 matmul over a CTA pair: its mma runs as the pair, so no accumulator goes
     through the pair's layout by a conversion: "pair-conversion" is predicted (none). Where the pair
     is refused (each CTA alone, cta_group::1) the conversion is the lowering's to place."""
-    from tileiras.lowering import cta_pair
+    from tileiras.tileas import cta_pairs
 
     dump, _ = _lower(_corpus("cp_matmul_f16_128x256x64"), monkeypatch)
     assert "tcgen05.mma.cta_group::2" in dump and "pair-conversion" in _predicted_roles(dump)
-    monkeypatch.setattr(cta_pair, "plan", lambda *args, **kwargs: None)
+    monkeypatch.setattr(cta_pairs, "plan", lambda *args, **kwargs: None)
     dump, _ = _lower(_corpus("cp_matmul_f16_128x256x64"), monkeypatch)
     assert "tcgen05.mma.cta_group::2" not in dump and "pair-conversion" not in _predicted_roles(dump)
     assert "placed as asked, not predicted: pair-conversion x" in dump

@@ -3,7 +3,7 @@ kernels whose hints ask for clusters of 2 or 4 CTAs.
 
 tileaa/clusters.py splits such a kernel's tile over the cluster with M halved between CTAs 2i and
 2i+1 (`PAIR_ATTR`); each CTA's program then computes its M/2 rows from its own A rows and the
-pair's whole B. Where the mma is the whole work of a TMA-fed K loop (`plan`), the two CTAs run it
+pair's whole B. Where the mma is the whole work of a TMA-fed K loop (tileas/cta_pairs.plan), the two CTAs run it
 as one pair, as the PTX ISA specifies and NVIDIA's kernels do:
 
 * each CTA's TMA copies its A rows and *half* of B's columns (the pair's rank within the pair
@@ -35,71 +35,13 @@ Elsewhere (a load TMA cannot copy, another loop form) each CTA runs its M/2 rows
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from ..ir.core import Operation
-from ..ir.record import record
-from ..ir.types import TileType
 
 if TYPE_CHECKING:
     from .kernel import KernelLowering
     from .pipelined_loop import ActivePipeline
-
-
-@record
-class CtaPair:
-    mma: Operation
-    a_load: Operation
-    b_load: Operation         # each CTA copies half of its N
-    b_dim: int                # the dimension of B's tile along N (its last where stored (K, N), else 0)
-
-
-def plan(k: "KernelLowering", loop: Operation, loads: tuple) -> Optional[CtaPair]:
-    """The pair running the mma of `loop`, or None where its CTAs run their halves alone: the loop
-    must be the pair mma's K loop (warp-specialized in the tcgen05 form, or not at all) and every
-    load must go by TMA (checked on the stages the pair copies: B's half)."""
-    from ..tileas import tma_boxes
-    from ..layout.shared_matrix import matrix_shape
-    from ..tileaa.mma_operands import passes, resident_loop, scale_loads, source
-
-    split = k.warp_split
-    specialized = split is not None and split.loop is loop
-    if specialized and (split.form != "tcgen05" or len(split.mmas) != 1):
-        return None
-    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
-    if not layouts:
-        return None      # no tcgen05 mma, no pair
-    from ..tileas.tcgen05_select import is_pair
-
-    mmas = [op for op in layouts if is_pair(op) and (resident_loop(op) or (None,))[0] is loop]
-    if len(mmas) != 1:
-        return None
-    mma = mmas[0]
-    scaled = mma.name == "cuda_tile.mmaf_scaled"   # each CTA restages its own scales
-    (a, _), (b, b_transposed) = (source(mma.operand(n), passes) for n in ("lhs", "rhs"))
-    # A and B staged by the loop, and nothing else but the block scales (which each CTA restages itself)
-    if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
-        return None
-    pair = CtaPair(mma, a, b, 0 if b_transposed else len(b.results[0].type.shape) - 1)  # type: ignore
-    rows = tma_boxes.box_rows(k.caps)
-    for load in (a, b):
-        tile = staged_type(pair, load)
-        matrix = matrix_shape(k, tile, swizzled=True)
-        if tma_boxes.plan(load, matrix, rows, tile=tile)[0] is None:
-            return None
-    return pair
-
-
-
-def staged_type(pair: Optional[CtaPair], load: Operation) -> TileType:
-    """The tile a CTA's stage holds of `load`: B's half (its columns split over the pair), else the tile."""
-    tile = load.results[0].type
-    assert isinstance(tile, TileType)
-    if pair is None or load is not pair.b_load:
-        return tile
-    shape = list(tile.shape)
-    shape[pair.b_dim] //= 2
-    return TileType(tuple(shape), tile.element)
 
 
 def runs(k: "KernelLowering", op: Operation) -> bool:

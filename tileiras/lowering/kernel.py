@@ -65,7 +65,7 @@ class KernelLowering:
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.hoisted: dict = {}             # loop -> its pipeline, set up before the persistent loop running it
         self.tmem: Any = None               # tmem.TensorMemory once a tcgen05 mma allocates it
-        self.cta_pair: Any = None           # cta_pair.CtaPair where a CTA pair runs the pipelined loop's mma
+        self.cta_pair: Any = None           # tileas/cta_pairs.CtaPair where a CTA pair runs the pipelined loop's mma
         self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.wgmma_buffers: dict = {}       # (wgmma mma, "a"/"b") -> its K-major copy (ops_wgmma.py)
         self.kmajor_slots: dict = {}        # ...of those in more than one slot: their slots (loop_copies)

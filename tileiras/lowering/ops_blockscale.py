@@ -205,7 +205,7 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 # from shared memory to 4 columns of all four lane quarters; the mma restages the (rows, K / 32) scale tiles
 # into that order (`SF_CHUNK_BYTES` per 128 rows) each K step (in a warp-specialized loop the epilogue warps
 # do, into a buffer and scale columns per stage, warp_specialize_tcgen05.py). The pipeline stages the scale
-# tiles unpadded (`tcgen05_scale_loads`): B's (K / 32, N) by TMA, A's (M, K / 32), whose 4-byte rows no TMA
+# tiles unpadded (`tileas/stage_rings.scale_loads`): B's (K / 32, N) by TMA, A's (M, K / 32), whose 4-byte rows no TMA
 # box takes, by cp.async.
 
 
@@ -333,19 +333,3 @@ class Tcgen05Scales:
 def _i32(v: int) -> int:
     """An unsigned 32-bit constant as LLVM's i32 literal."""
     return v - (1 << 32) if v >= 1 << 31 else v
-
-
-def tcgen05_scale_loads(k: KernelLowering, loads: tuple) -> "set[Operation]":
-    """The loads among a pipeline's `loads` that are the scale tiles of a tcgen05 block-scaled mma.
-    Their stages are unpadded (the restaging reads them byte by byte, whatever the layout) so that
-    TMA can fill them (tma_copy.plan, dense); a scale tile TMA cannot copy (an (M, K / 32) tile of
-    4-byte rows: a box's rows are whole 16-byte units) keeps cp.async beside the TMA boxes, as
-    NVIDIA's A scales do (pipelined_loop: one full mbarrier counts both)."""
-    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
-    if not layouts:
-        return set()
-    from ..tileas.tcgen05_roles import staged_load as _source
-
-    found = {_source(op.operand(n)) for op in layouts if op.name == "cuda_tile.mmaf_scaled"
-             for n in ("lhs_scale", "rhs_scale")}
-    return {load for load in loads if load in found}

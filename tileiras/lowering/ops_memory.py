@@ -368,7 +368,8 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
     ordering, scope = _ordering(op)
     pipeline = k.pipelined_load(op)
     if pipeline is not None:
-        from .pipelined_loop import load, reads_shared
+        from ..tileas.stage_rings import reads_shared
+        from .pipelined_loop import load
 
         ahead = pipeline.stages if pipeline.specialized else pipeline.stages - 1
         if pipeline.tma and op in pipeline.tma:

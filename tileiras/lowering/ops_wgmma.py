@@ -21,7 +21,7 @@ of instruction i in the m16n8 fragment order, which is the register order of wgm
 accumulator. Per mma: the operands' completion and a `fence.proxy.async` (they were written
 through the generic proxy, wgmma reads through the async one) before the CTA barrier, then
 `wgmma.fence`, one instruction per 64-row block and K step, `commit_group` and `wait_group 0`;
-except in a pipelined K loop whose one wgmma only accumulates (group_in_flight): there it is
+except in a pipelined K loop whose one wgmma only accumulates (tileas/stage_rings.group_in_flight): there it is
 `wait_group 1`, as NVIDIA's, and the pipeline releases the stage the previous iteration's group
 read only after that wait (pipelined_loop.mma_retired); `wait_group 0` after the loop.
 
@@ -182,41 +182,6 @@ def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) ->
     return replace(buffer, stage=k.b.op(f"mul i32 {parity}, {slot_bytes(buffer)}", "ws")), True
 
 
-def group_in_flight(k: KernelLowering, loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":
-    """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
-    (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
-    of its body, both operands read from stages of `loads` (by descriptor, or through a K-major copy
-    its loop gave in two slots: `loop_copies`), and its
-    accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
-    one accumulator need no wait between them; any other reader would)."""
-    from ..tileaa.mma_operands import passes_shared
-    from ..transforms.rewrite import inside_op
-
-    if k.assignment is None:
-        return None
-    mmas = [op for op in k.assignment.wgmma_ops if inside_op(op, loop) and select(op, k.sm, k.threads) is not None]
-    body = loop.regions[0].block
-    if len(mmas) != 1 or mmas[0] not in body.operations:
-        return None
-    op = mmas[0]
-    for role, name in (("a", "lhs"), ("b", "rhs")):
-        value = op.operand(name)
-        while isinstance(value.owner, Operation) and passes_shared(value.owner):  # type: ignore[union-attr]
-            value = value.owner.operands[0]  # type: ignore[union-attr]
-        if value.owner not in loads or ((op, role) in k.wgmma_buffers and (op, role) not in k.kmajor_slots):
-            return None
-    acc, term = op.operand("acc"), body.terminator
-    if acc not in body.arguments[1:] or acc.uses != [op] or term is None or term.name != "cuda_tile.continue":
-        return None
-    exits = ("cuda_tile.continue", "cuda_tile.break")
-    if any(inner.name in exits for top in body.operations if top is not term for inner in top.walk()):
-        return None        # an iteration that leaves early would skip the release after the wait
-    position = body.arguments.index(acc) - 1
-    result = op.results[0]
-    return op if result.uses == [term] and term.operands[position] is result \
-        and term.operands.count(result) == 1 else None
-
-
 def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bool:
     """A 16-bit A that sits in this mma's accumulator layout (warpgroup rows): its registers are
     the A fragments of the register form, no shared memory involved."""
@@ -362,7 +327,7 @@ def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]",
     slots and two stages; the 64x64 and 128x128x32 tf32 / int8 / fp8 loops, deep either way, gained
     6-20%)."""
     from ..schedule.buffers import MAX_STAGES, MBARRIER_BYTES, MIN_STAGES
-    from .pipelined_loop import uses_mbarriers
+    from ..tileas.stage_rings import group_in_flight, uses_mbarriers
 
     plan = k.pipelines.get(loop) if k.pipelines else None
     if plan is None or not plan.pipelined or not uses_mbarriers(k) or group_in_flight(k, loop, plan.loads) is None:
@@ -379,10 +344,10 @@ def _two_slots(k: KernelLowering, loop: Operation, copies: "list[SharedMatrix]",
 
 def _stage_bytes(k: KernelLowering, plan: object) -> int:
     """Bytes of one stage of a pipelined loop's loads."""
-    from .pipelined_loop import _tma_swizzles, uses_mbarriers
+    from ..tileas.stage_rings import tma_swizzles, uses_mbarriers
 
     return sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])  # type: ignore
-                            or (uses_mbarriers(k) and _tma_swizzles(k, ld, k.get(ld.operand("view"))))).nbytes
+                            or (uses_mbarriers(k) and tma_swizzles(k, ld))).nbytes
                for ld in plan.loads)  # type: ignore[attr-defined]
 
 
@@ -415,7 +380,7 @@ def _tma_rounded_stage(k: KernelLowering, shape: WgmmaShape, loop: Operation, lo
     """Whether `load`, an f32 tile read as tf32 that `loop`'s pipeline will copy by TMA into swizzled
     stages, is stored K-major as wgmma reads it: rounded in its stage (_rounds_in_place), no buffer.
     (If the loop ends up not pipelined, its copy takes a buffer where it is made.)"""
-    from .pipelined_loop import _tma_swizzles, uses_mbarriers
+    from ..tileas.stage_rings import tma_swizzles, uses_mbarriers
     from ..tileas.tma_boxes import read_as_tf32
 
     plan = k.pipelines.get(loop) if k.pipelines else None
@@ -424,7 +389,7 @@ def _tma_rounded_stage(k: KernelLowering, shape: WgmmaShape, loop: Operation, lo
         return False
     tile = load.results[0].type
     rows, cols = tile.shape[-2:]  # type: ignore[attr-defined]
-    return reads_directly(shape, role, transposed, rows, cols) and _tma_swizzles(k, load, k.get(load.operand("view")))
+    return reads_directly(shape, role, transposed, rows, cols) and tma_swizzles(k, load)
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":

@@ -29,7 +29,7 @@ for the proxy fence the cp.async form needs: TMA writes through the async proxy 
 block-scaled mma's scale tile TMA cannot copy (4-byte rows) is the one exception to one mechanism
 per pipeline: it keeps cp.async beside the other loads' boxes (`copied`), and the full barrier
 counts the TMA thread's arrival and the copying threads' `.noinc` ones. Where the
-loop's wgmma keeps one group in flight (ops_wgmma.group_in_flight), the release
+loop's wgmma keeps one group in flight (tileas/stage_rings.group_in_flight), the release
 of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
 iteration i's `wgmma.wait_group 1`, the first point where that stage is no
 longer read (mma_retired).
@@ -41,21 +41,20 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
-from ..tileas import tma_boxes
-from ..tileas.warp_roles import mma_sync_roles, ring_loop
-from ..tileaa.access_width import chunk_elements, staged_through_registers
-from ..tileaa.views import View
-from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
-from . import cta_pair, mbarrier, multicast, ops_blockscale, ops_wgmma, tma_copy, warp_specialize
+from ..tileaa.access_width import chunk_elements
+from ..tileas import tma_boxes
+from ..tileas.cta_pairs import CtaPair
+from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
+from ..tileas.warp_roles import ring_loop
+from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
+from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
-from .values import PartitionViewVal, SharedTileVal
+from .values import SharedTileVal
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
-    from ..tileas.buffers import SharedBuffers
-    from ..schedule.pipeline import PipelinePlan
 
 
 @record(frozen=False)
@@ -76,7 +75,7 @@ class ActivePipeline:
     full: Optional[BarrierArray] = None   # sm_90+: a stage's copies have landed (one per stage)
     empty: Optional[BarrierArray] = None  # sm_90+: every thread is done reading a stage
     specialized: bool = False           # warp_specialize.py: a producer warpgroup does every copy
-    retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (ops_wgmma.group_in_flight):
+    retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (tileas/stage_rings.group_in_flight):
                                           # a stage is released after the next iteration's wgmma.wait_group 1
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
     mma_reads: bool = False             # an MMA warp waits for each stage and releases it (both sm_100 forms):
@@ -85,7 +84,7 @@ class ActivePipeline:
     once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
     cluster: Optional[multicast.ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
                                         # multicast in slices; stages released in every receiving CTA
-    pair: Optional[cta_pair.CtaPair] = None   # sm_100: a CTA pair runs the loop's mma (cta_pair.py)
+    pair: Optional[CtaPair] = None   # sm_100: a CTA pair runs the loop's mma (tileas/cta_pairs.py)
     persistent: bool = False            # run once a tile by a persistent loop (`begin_persistent`): the ring is
                                         # set up once before it, its count carried over the tiles
     base: str = "0"                     # the ring's count when this run of the loop starts (i32)
@@ -95,90 +94,6 @@ class ActivePipeline:
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
 # whose consumers issue mma.sync, `warp_roles.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
 # reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows).
-
-
-def reads_shared(k: KernelLowering, load: Operation) -> bool:
-    """Whether the readers of a pipelined load read its stage in shared memory (tensor-core
-    operands); else the threads read the tile into registers (a row loop, schedule/pipeline.py)."""
-    return k.assignment is not None and k.assignment.is_shared_operand(load.results[0])
-
-
-def uses_mbarriers(k: KernelLowering) -> bool:
-    """Whether the pipelines of this target hand stages over with mbarriers (else cp.async groups)."""
-    return k.caps.has("mbarrier_tx")
-
-
-@record
-class Ring:
-    """What a pipelined loop's stages hold, decided before their depth: the loop's plan (its
-    mechanism), each load's staged tile, swizzle, padding and bytes a stage."""
-    plan: "PipelinePlan"
-    tiles: dict                         # load op -> the tile a stage holds (a CTA pair's half of B)
-    swizzled: dict                      # load op -> whether its stages are swizzled
-    dense: frozenset                    # loads whose stages are never padded
-    sizes: dict                         # load op -> bytes of one stage
-    pair: Optional[cta_pair.CtaPair]    # sm_100: a CTA pair runs the loop's mma
-    retiring: Optional[Operation]       # sm_90: the wgmma whose group stays in flight
-    through_registers: tuple            # block scales no copy can stage (`_stageable`)
-
-    def matrix(self, k: KernelLowering, load: Operation) -> SharedMatrix:
-        """The (unplaced) stage-0 matrix of `load`."""
-        return matrix_shape(k, self.tiles[load], self.swizzled[load], dense=load in self.dense)
-
-
-def ring_of(k: KernelLowering, op: Operation) -> Optional[Ring]:
-    """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
-    Reads of `k` only what the nv_tileas level knows as well (tileas/plan.KernelFacts): the pass
-    `plan-shared-memory` sizes the rings with it, the lowering then places them."""
-    plan = k.pipelines.get(op) if k.pipelines else None
-    if plan is None:
-        return None
-    plan, bad = _stageable(k, plan)
-    if plan is None:
-        return None
-    views = [k.get(load.operand("view")) for load in plan.loads]
-    swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
-    if k.caps.has("tma") and uses_mbarriers(k):
-        to_swizzle = {load for load, view in zip(plan.loads, views) if _tma_swizzles(k, load, view)}
-        # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
-        # and a swizzled one only costs its readers address registers)
-        if not mma_sync_roles(k) or all(swizzled[load] or load in to_swizzle for load in plan.loads):
-            swizzled.update({load: True for load in to_swizzle})
-    # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
-    dense = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.caps.has("tma") else set()
-    # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
-    dense |= {load for load in plan.loads if not reads_shared(k, load)}
-    pair = cta_pair.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
-    tiles = {load: cta_pair.staged_type(pair, load) for load in plan.loads}
-    sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
-    if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
-        plan = replace(plan, mechanism="mbarrier")
-    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
-    retiring = ops_wgmma.group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
-        else None
-    return Ring(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad))
-
-
-def fit(k: KernelLowering, ring: Ring, used: int) -> "BufferAssignment":
-    """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages)."""
-    from ..schedule.pipeline import fit_stages
-
-    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=int(ring.retiring is not None))
-
-
-def fit_beside(k: KernelLowering, ring: Ring, buffers: "SharedBuffers", lifetime: tuple[int, int],
-               fixed: int) -> tuple[int, "BufferAssignment"]:
-    """(bytes beside, depth) of `ring`, whose slots live over `lifetime`: beside the buffers alive
-    then, not those whose bytes are free again by the loop (an earlier loop's rings), so a later
-    loop's depth does not depend on where dead buffers sat. Where the loop's mbarriers, placed above
-    every buffer so far, would then pass the limit: beside all of them. `fixed`: bytes outside the
-    buffers (static shared memory, the reserve)."""
-    used, peak = buffers.live_top(*lifetime) + fixed, buffers.total + fixed
-    fitted = fit(k, ring, used)
-    bars = fitted.barriers.nbytes if fitted.stages and fitted.barriers is not None else 0
-    if used < peak and peak + bars > k.caps.smem_per_block:
-        used, fitted = peak, fit(k, ring, peak)
-    return used, fitted
 
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
@@ -230,7 +145,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None)
-        assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pair.plan checked TMA"
+        assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
@@ -341,41 +256,9 @@ def _inside(op: Operation, loop: Operation) -> bool:
     return False
 
 
-def _stageable(k: KernelLowering, plan: PipelinePlan) -> tuple[Optional[PipelinePlan], list]:
-    """(`plan`, the loads staged through registers) when the pipeline can copy each of its loads
-    (cp.async or TMA); (None, []) otherwise and the loop is not pipelined. A block scale of a tcgen05
-    mma (sm_100 / sm_103) that neither can copy (rows of 2 bytes; or no fact proving even a 4-byte
-    chunk aligned: TileGym's A scales at K = 768, rows 24 bytes apart, no divisibility fact on the
-    stride) is staged through registers by the threads that copy (`through_registers`), as NVIDIA's
-    loads it byte by byte."""
-    bad = [load for load in plan.loads if not (isinstance(v := k.get(load.operand("view")), View)
-                                               and chunk_elements(load, v, load.results[0].type))]
-    if not bad:
-        return plan, []
-    scales = ops_blockscale.tcgen05_scale_loads(k, plan.loads) if k.caps.has("tma") else set()
-    if len(bad) == len(plan.loads) or not all(
-            load in scales and staged_through_registers(load, k.get(load.operand("view")), load.results[0].type)
-            for load in bad):
-        return None, []
-    return plan, bad
-
-
 def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:
     """Whether a copied load of the pipeline is staged through registers (no cp.async form legal)."""
     return any(not chunk_elements(load, k.get(load.operand("view")), load.results[0].type) for load in copied(p))
-
-
-def _tma_swizzles(k: KernelLowering, load: Operation, view: PartitionViewVal) -> bool:
-    """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
-    a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
-    the swizzled layout: the stage takes that layout, as the copy reads either."""
-    tile, assignment = load.results[0].type, k.assignment
-    if assignment is None:
-        return False
-    readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
-        if mma_sync_roles(k) else None
-    return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
-        and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
 def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict,

@@ -62,7 +62,7 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
     """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load (of a sliced load, `casts[load]` = (i32 slice, i16 CTA
-    mask): this CTA's slice, multicast to the CTAs of the mask). `pair` (a cta_pair.CtaPair): the
+    mask): this CTA's slice, multicast to the CTAs of the mask). `pair` (a tileas/cta_pairs.CtaPair): the
     pair's A and B complete on the leader's `full`, whose announcement counts both CTAs' bytes of
     them; the other loads (block scales, which each CTA's own threads restage) on the CTA's own."""
     from . import cta_pair

@@ -86,7 +86,7 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
                 and not zero(found[0].operand_group("initValues")[found[1]]):
             stores.add(id(found[0]))
     if split_loop is not None:   # its MMA warp runs where the loop is pipelined (else the body's mmas ask)
-        from .pipelined_loop import ring_of
+        from ..tileas.stage_rings import ring_of
 
         ring = ring_of(facts, split_loop)  # type: ignore[arg-type]
         if ring is None or not ring.plan.pipelined:

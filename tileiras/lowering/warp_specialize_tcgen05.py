@@ -141,7 +141,7 @@ def settled(k: "StagingFacts") -> object:
     is not settled.) For plan-shared-memory (tileas/shared_tcgen05.py) and tmem.first_asker."""
     from ..ir.record import replace
     from ..tileas.tma_boxes import pipeline_copies
-    from .pipelined_loop import ring_of
+    from ..tileas.stage_rings import ring_of
 
     split = k.warp_split
     if split is None or not split.mmas:

@@ -3,7 +3,7 @@
 A pipelined loop's depth (`pipelined_loop.fit`: its stages fitted beside the shared memory taken
 before it) is decided here, in program order, from the buffers the plan placed before the loop;
 the lowering reads it (`pipelined_loop.planned_fit`). What a loop's stages hold
-(`pipelined_loop.ring_of`) and whether a load is staged whole (`async_copy.load_to_shared`) or
+(`stage_rings.ring_of`) and whether a load is staged whole (`async_copy.load_to_shared`) or
 copied once by TMA (`pipelined_loop.load_invariant`) are decided by the lowering's own functions,
 given the kernel as the nv_tileas level knows it (`StagingFacts`: the views' facts, no LLVM).
 
@@ -152,9 +152,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             out += copies
             if pipeline is None:
                 continue
-            from ..lowering.pipelined_loop import fit_beside, ring_of, uses_mbarriers
+            from .stage_rings import fit_beside, ring_of, uses_mbarriers
 
-            ring = ring_of(facts, op)  # type: ignore[arg-type]
+            ring = ring_of(facts, op)
             if ring is None or not ring.plan.pipelined:
                 continue
             # and what the loop asks for before its stages (tcgen05's before_loop: tensor memory's control block)

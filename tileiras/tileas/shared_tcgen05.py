@@ -160,7 +160,7 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
 
 def pairs_run(facts: "StagingFacts") -> bool:
     """Whether every mma whose accumulator is in a CTA pair's layout (layout/encodings.PairAccLayout) runs
-    as the pair (its K loop's ring has the pair: cta_pair.plan): then no accumulator goes through the
+    as the pair (its K loop's ring has the pair: cta_pairs.plan): then no accumulator goes through the
     pair layout by a conversion ("pair-conversion", ops_tcgen05._transfer_alone) and the plan
     predicts none; where one runs alone, the role is left to the lowering."""
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
@@ -168,13 +168,13 @@ def pairs_run(facts: "StagingFacts") -> bool:
         return True
     from ..layout.encodings import PairAccLayout
     from ..tileaa.mma_operands import resident_loop
-    from ..lowering.pipelined_loop import ring_of
+    from .stage_rings import ring_of
 
     for op, layout in layouts.items():
         if not isinstance(layout, PairAccLayout):
             continue
         found = resident_loop(op)
-        ring = ring_of(facts, found[0]) if found is not None else None  # type: ignore[arg-type]
+        ring = ring_of(facts, found[0]) if found is not None else None
         if ring is None or ring.pair is None or ring.pair.mma is not op:
             return False
     return True

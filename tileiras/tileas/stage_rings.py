@@ -1,0 +1,193 @@
+"""The stages of a pipelined loop, decided at nv_tileas before their depth: what each stage holds
+(`ring_of`: the loop's loads, each one's staged tile, swizzle, padding and bytes; a CTA pair's half
+of B; the wgmma whose group stays in flight), whether every load can be staged at all
+(`stageable`), and how deep the ring goes beside the shared memory taken (`fit`, `fit_beside`:
+schedule/pipeline.fit_stages on the modulo schedule's wanted stages).
+
+The pass `plan-shared-memory` (shared_stages.py) sizes the rings with these answers and the lowering
+(lowering/pipelined_loop.py) places and fills them. `k` is the kernel as either sees it
+(`StagingFacts` or the lowering's `KernelLowering`): its target, layouts, pipelines, warp split and
+the K-major copies given so far (`wgmma_buffers`, `kmajor_slots`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..ir.core import Operation
+from ..ir.record import record, replace
+from ..layout.shared_matrix import SharedMatrix, matrix_shape
+from ..schedule.pipeline import fit_stages
+from ..tileaa.access_width import chunk_elements, staged_through_registers
+from ..tileaa.mma_forms import select_wgmma
+from ..tileaa.mma_operands import passes_shared
+from ..tileaa.views import view_of
+from ..transforms.rewrite import inside_op
+from . import cta_pairs, tma_boxes
+from .cta_pairs import CtaPair
+from .tcgen05_roles import staged_load
+from .warp_roles import mma_sync_roles
+
+if TYPE_CHECKING:
+    from ..schedule.buffers import BufferAssignment
+    from ..schedule.pipeline import PipelinePlan
+    from .buffers import SharedBuffers
+    from .shared_stages import StagingFacts
+
+
+def reads_shared(k: "StagingFacts", load: Operation) -> bool:
+    """Whether the readers of a pipelined load read its stage in shared memory (tensor-core
+    operands); else the threads read the tile into registers (a row loop, schedule/pipeline.py)."""
+    return k.assignment is not None and k.assignment.is_shared_operand(load.results[0])
+
+
+def uses_mbarriers(k: "StagingFacts") -> bool:
+    """Whether the pipelines of this target hand stages over with mbarriers (else cp.async groups)."""
+    return k.caps.has("mbarrier_tx")
+
+
+@record
+class StageRing:
+    """What a pipelined loop's stages hold, decided before their depth: the loop's plan (its
+    mechanism), each load's staged tile, swizzle, padding and bytes a stage."""
+    plan: "PipelinePlan"
+    tiles: dict                         # load op -> the tile a stage holds (a CTA pair's half of B)
+    swizzled: dict                      # load op -> whether its stages are swizzled
+    dense: frozenset                    # loads whose stages are never padded
+    sizes: dict                         # load op -> bytes of one stage
+    pair: Optional[CtaPair]             # sm_100: a CTA pair runs the loop's mma
+    retiring: Optional[Operation]       # sm_90: the wgmma whose group stays in flight
+    through_registers: tuple            # block scales no copy can stage (`stageable`)
+
+    def matrix(self, k: "StagingFacts", load: Operation) -> SharedMatrix:
+        """The (unplaced) stage-0 matrix of `load`."""
+        return matrix_shape(k, self.tiles[load], self.swizzled[load], dense=load in self.dense)
+
+
+def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelinePlan], list]:
+    """(`plan`, the loads staged through registers) when the pipeline can copy each of its loads
+    (cp.async or TMA); (None, []) otherwise and the loop is not pipelined. A block scale of a tcgen05
+    mma (sm_100 / sm_103) that neither can copy (rows of 2 bytes; or no fact proving even a 4-byte
+    chunk aligned: TileGym's A scales at K = 768, rows 24 bytes apart, no divisibility fact on the
+    stride) is staged through registers by the threads that copy (lowering/pipelined_loop.through_registers), as NVIDIA's
+    loads it byte by byte."""
+    bad = [load for load in plan.loads if not ((view := view_of(load.operand("view"))) is not None
+                                               and chunk_elements(load, view, load.results[0].type))]
+    if not bad:
+        return plan, []
+    scales = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
+    if len(bad) == len(plan.loads) or not all(
+            load in scales and staged_through_registers(load, view_of(load.operand("view")), load.results[0].type)  # type: ignore[arg-type]
+            for load in bad):
+        return None, []
+    return plan, bad
+
+
+def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
+    """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
+    a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
+    the swizzled layout: the stage takes that layout, as the copy reads either."""
+    tile, assignment = load.results[0].type, k.assignment
+    if assignment is None:
+        return False
+    readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
+        if mma_sync_roles(k) else None
+    return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
+        and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
+
+
+def group_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":
+    """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
+    (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
+    of its body, both operands read from stages of `loads` (by descriptor, or through a K-major copy
+    its loop gave in two slots: lowering/ops_wgmma.loop_copies), and its
+    accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
+    one accumulator need no wait between them; any other reader would)."""
+    if k.assignment is None:
+        return None
+    mmas = [op for op in k.assignment.wgmma_ops if inside_op(op, loop) and select_wgmma(op, k.sm, k.threads) is not None]
+    body = loop.regions[0].block
+    if len(mmas) != 1 or mmas[0] not in body.operations:
+        return None
+    op = mmas[0]
+    for role, name in (("a", "lhs"), ("b", "rhs")):
+        value = op.operand(name)
+        while isinstance(value.owner, Operation) and passes_shared(value.owner):  # type: ignore[union-attr]
+            value = value.owner.operands[0]  # type: ignore[union-attr]
+        if value.owner not in loads or ((op, role) in k.wgmma_buffers and (op, role) not in k.kmajor_slots):
+            return None
+    acc, term = op.operand("acc"), body.terminator
+    if acc not in body.arguments[1:] or acc.uses != [op] or term is None or term.name != "cuda_tile.continue":
+        return None
+    exits = ("cuda_tile.continue", "cuda_tile.break")
+    if any(inner.name in exits for top in body.operations if top is not term for inner in top.walk()):
+        return None        # an iteration that leaves early would skip the release after the wait
+    position = body.arguments.index(acc) - 1
+    result = op.results[0]
+    return op if result.uses == [term] and term.operands[position] is result \
+        and term.operands.count(result) == 1 else None
+
+
+def scale_loads(k: "StagingFacts", loads: tuple) -> "set[Operation]":
+    """The loads among a pipeline's `loads` that are the scale tiles of a tcgen05 block-scaled mma.
+    Their stages are unpadded (the restaging reads them byte by byte, whatever the layout) so that
+    TMA can fill them (tma_boxes.plan, dense); a scale tile TMA cannot copy (an (M, K / 32) tile of
+    4-byte rows: a box's rows are whole 16-byte units) keeps cp.async beside the TMA boxes, as
+    NVIDIA's A scales do (pipelined_loop: one full mbarrier counts both)."""
+    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    if not layouts:
+        return set()
+    found = {staged_load(op.operand(n)) for op in layouts if op.name == "cuda_tile.mmaf_scaled"
+             for n in ("lhs_scale", "rhs_scale")}
+    return {load for load in loads if load in found}
+
+
+def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
+    """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
+    The pass `plan-shared-memory` sizes the rings with it, the lowering then places them."""
+    plan = k.pipelines.get(op) if k.pipelines else None
+    if plan is None:
+        return None
+    plan, bad = stageable(k, plan)
+    if plan is None:
+        return None
+    swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
+    if k.caps.has("tma") and uses_mbarriers(k):
+        to_swizzle = {load for load in plan.loads if tma_swizzles(k, load)}
+        # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
+        # and a swizzled one only costs its readers address registers)
+        if not mma_sync_roles(k) or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+            swizzled.update({load: True for load in to_swizzle})
+    # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
+    dense = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
+    # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
+    dense |= {load for load in plan.loads if not reads_shared(k, load)}
+    pair = cta_pairs.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
+    tiles = {load: cta_pairs.staged_type(pair, load) for load in plan.loads}
+    sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
+    if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
+        plan = replace(plan, mechanism="mbarrier")
+    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
+    retiring = group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
+        else None
+    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad))
+
+
+def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
+    """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages)."""
+    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=int(ring.retiring is not None))
+
+
+def fit_beside(k: "StagingFacts", ring: StageRing, buffers: "SharedBuffers", lifetime: tuple[int, int],
+               fixed: int) -> tuple[int, "BufferAssignment"]:
+    """(bytes beside, depth) of `ring`, whose slots live over `lifetime`: beside the buffers alive
+    then, not those whose bytes are free again by the loop (an earlier loop's rings), so a later
+    loop's depth does not depend on where dead buffers sat. Where the loop's mbarriers, placed above
+    every buffer so far, would then pass the limit: beside all of them. `fixed`: bytes outside the
+    buffers (static shared memory, the reserve)."""
+    used, peak = buffers.live_top(*lifetime) + fixed, buffers.total + fixed
+    fitted = fit(k, ring, used)
+    bars = fitted.barriers.nbytes if fitted.stages and fitted.barriers is not None else 0
+    if used < peak and peak + bars > k.caps.smem_per_block:
+        used, fitted = peak, fit(k, ring, peak)
+    return used, fitted
