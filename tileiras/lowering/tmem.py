@@ -72,7 +72,7 @@ def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional
     if not layouts:
         return None
     from ..tileas.shared_stages import StagingFacts
-    from .warp_specialize_tcgen05 import settled
+    from ..tileas.settled_split import settled
 
     kplan = plan_of(assignment)
     facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, kplan.warp_split,

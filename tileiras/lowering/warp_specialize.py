@@ -185,7 +185,7 @@ def settle(k: KernelLowering, tma: Optional[dict], loads: tuple) -> None:
     tcgen05-form producer is one warp (`shrink`); the attention form's MMA warp is the producer
     warpgroup's second warp, which needs every load copied by TMA (one thread: cp.async copies
     take the whole warpgroup), else the consumers issue the mmas themselves (the "wgmma" form)."""
-    from .warp_specialize_tcgen05 import split_mmas
+    from ..tileas.settled_split import split_mmas
 
     split = k.warp_split
     if split.mmas and not split_mmas(k, tma, loads):

@@ -61,10 +61,9 @@ from ..ir.core import Operation
 from . import mbarrier
 from .kernel import KernelLowering
 from ..tileas.tcgen05_buffers import HANDSHAKE, P_ALIGN, SCALES_ALIGN, p_matrix, scale_stage
-from ..tileas.tcgen05_roles import p_in_tmem, staged_load as _source
+from ..tileas.tcgen05_roles import p_in_tmem, scaled_mma as _scaled, staged_load as _source
 
 if TYPE_CHECKING:
-    from ..tileas.shared_stages import StagingFacts
     from .pipelined_loop import ActivePipeline
     from .warp_specialize import RoleLoop
 
@@ -98,12 +97,6 @@ def rounded(k: KernelLowering) -> dict:
     return out
 
 
-def _scaled(k: KernelLowering) -> Optional[Operation]:
-    """The specialized loop's block-scaled mma (its only one; `loop_mmas`), whose scales the
-    epilogue warps restage per stage for the MMA warp's tcgen05.cp."""
-    return next((op for op in k.warp_split.mmas if op.name == "cuda_tile.mmaf_scaled"), None)
-
-
 def _prepared(k: KernelLowering) -> bool:
     """The epilogue warps prepare each stage before the MMA warp reads it (tf32 rounding, scales)."""
     return bool(rounded(k)) or _scaled(k) is not None
@@ -132,38 +125,6 @@ def p_buffer(k: KernelLowering, o: Operation) -> object:
         k.tmem_buffers[(o, "p")] = replace(matrix, offset=k.alloc_buffer(
             matrix.nbytes, P_ALIGN, "restaging", k.op_lifetime(), matrix.span, role="p-buffer"))
     return k.tmem_buffers[(o, "p")]
-
-
-def settled(k: "StagingFacts") -> object:
-    """The kernel's warp split as `warp_specialize.settle` leaves it once the split loop's copies are
-    known (`split_mmas`), from what the nv_tileas level knows (the plan's StagingFacts: the views'
-    facts): an attention whose loads TMA cannot all copy has no MMA warp. (A loop left unpipelined
-    is not settled.) For plan-shared-memory (tileas/shared_tcgen05.py) and tmem.first_asker."""
-    from ..ir.record import replace
-    from ..tileas.tma_boxes import pipeline_copies
-    from ..tileas.stage_rings import ring_of
-
-    split = k.warp_split
-    if split is None or not split.mmas:
-        return split
-    ring = ring_of(k, split.loop)  # type: ignore[arg-type]
-    if ring is None or not ring.plan.pipelined:
-        return split
-    loads = ring.plan.loads
-    tma = pipeline_copies(k.caps, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
-                          ring.dense, ring.tiles)[0] if k.caps.has("tma") else None
-    return split if split_mmas(k, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
-
-
-def split_mmas(k: KernelLowering, tma: Optional[dict], loads: tuple) -> tuple:
-    """The mmas the split's MMA warp issues once the loop's copies are known (`tma`: the loads TMA
-    copies): the attention form's MMA warp shares the producer's warpgroup, so it needs every load
-    copied by TMA (cp.async copies take the whole warpgroup); else () and the consumers issue them
-    (warp_specialize.settle). Decides for plan-shared-memory too (tileas/shared_tcgen05.py)."""
-    split = k.warp_split
-    if split.form == "attention" and (not tma or len(tma) < len(loads)):
-        return ()
-    return split.mmas
 
 
 # the handshake mbarriers of the specialized attention, by index: (name, arrivals)

@@ -259,7 +259,7 @@ def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[
     if not getattr(facts.assignment, "tcgen05_layouts", None):
         return []      # no tcgen05 mma to restage (ops_tcgen05.loop_restaged)
     from ..lowering.ops_tcgen05 import loop_restaged
-    from ..lowering.warp_specialize_tcgen05 import settled
+    from .settled_split import settled
 
     mmas = loop_restaged(facts.assignment, loop, facts.restaged, settled(facts))
     facts.restaged.update(mmas)

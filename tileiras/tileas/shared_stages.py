@@ -41,7 +41,7 @@ Not predicted (`predict` returns None), and why:
   tensor view made in the kernel (`tileaa/views.view_of`; `shared_rows.Rows.exact`).
 
 The warp split's form is the one the lowering settles on once the split loop's copies are known
-(warp_specialize_tcgen05.settled: an attention whose loads TMA cannot all copy has no MMA warp,
+(settled_split.settled: an attention whose loads TMA cannot all copy has no MMA warp,
 hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
 where the lowering asked for a role the plan does not size first (in a kernel whose plan does not
 cover every role), the lowering fits the loop itself and the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an epilogue

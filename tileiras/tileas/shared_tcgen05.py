@@ -22,8 +22,8 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
 
 Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
 attention whose loads TMA cannot all copy is issued by its consumers:
-warp_specialize_tcgen05.split_mmas), so the split is settled here as the lowering settles it
-(warp_specialize_tcgen05.settled); so are the mmas that MMA warp issues, which ask for nothing
+settled_split.split_mmas), so the split is settled here as the lowering settles it
+(settled_split.settled); so are the mmas that MMA warp issues, which ask for nothing
 at the op (`issued_by_mma_warp`).
 
 The order of an op's requests (`Request.late`): a warp-specialized loop asks for its stages and
@@ -67,7 +67,8 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
         return []
     from ..schedule.buffers import MBARRIER_BYTES
-    from ..lowering.warp_specialize_tcgen05 import _scaled, settled
+    from .settled_split import settled
+    from .tcgen05_roles import scaled_mma
     from .tcgen05_buffers import HANDSHAKE, P_ALIGN, SCALES_ALIGN, STAGE_ALIGN, p_matrix, scale_stage
 
     split: Any = settled(facts)
@@ -81,7 +82,7 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
                                live.op_range(loop), late=MMA_WARP))
         return out
     out = []
-    scaled = _scaled(facts)  # type: ignore[arg-type]
+    scaled = scaled_mma(facts)
     if scaled is not None:
         out.append(Request(loop, "tmem-stages", "buffer", fitted.stages * scale_stage(facts, scaled)[0],  # type: ignore
                            SCALES_ALIGN, late=MMA_WARP))
@@ -104,7 +105,7 @@ def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional
     unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
     if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
         return None
-    from ..lowering.warp_specialize_tcgen05 import settled
+    from .settled_split import settled
     from .tcgen05_roles import chunked
 
     split: Any = settled(facts)
@@ -117,7 +118,7 @@ def chunked_store(facts: "StagingFacts", loop: Operation, ring: Any) -> Optional
 def issued_by_mma_warp(facts: "StagingFacts", op: Operation, fits: dict) -> bool:
     """Whether tcgen05 mma `op` is issued by its split loop's MMA warp (as the split is `settled`,
     the loop pipelined: `fits`, as `at_op`), which asks for nothing at the op."""
-    from ..lowering.warp_specialize_tcgen05 import settled
+    from .settled_split import settled
 
     split: Any = settled(facts)
     return split is not None and op in split.mmas and split.loop in fits and bool(fits[split.loop][1].stages)
@@ -133,7 +134,7 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op not in layouts and not facts.caps.has("tcgen05"):
         return out     # neither a tcgen05 mma nor a store of its fragments (tcgen05_roles.fragments_staged)
-    from ..lowering.warp_specialize_tcgen05 import settled
+    from .settled_split import settled
     from ..tileaa.mma_forms import sf_cells, tcgen05_sf_bytes
     from .tcgen05_buffers import SCALES_ALIGN, STAGE_ALIGN
     from .tcgen05_roles import fragments_staged

@@ -45,6 +45,12 @@ def staged_load(value: object) -> Optional[Operation]:
     return source(value, passes)[0]  # type: ignore[arg-type]
 
 
+def scaled_mma(k: "KernelFacts") -> Optional[Operation]:
+    """The specialized loop's block-scaled mma (its only one; `loop_mmas`), whose scales the
+    epilogue warps restage per stage for the MMA warp's tcgen05.cp (lowering/warp_specialize_tcgen05.py)."""
+    return next((op for op in k.warp_split.mmas if op.name == "cuda_tile.mmaf_scaled"), None)
+
+
 def loop_mmas(k: "KernelFacts", loop: Operation, loads: tuple) -> tuple[tuple[Operation, ...], str]:
     """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
