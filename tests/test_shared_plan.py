@@ -333,7 +333,7 @@ def test_where_the_plan_predicted_every_request_so_far_the_buffer_takes_the_plan
 
 def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_for_it(monkeypatch) -> None:
     """sm_100 attention: the MMA warp of the warp-specialized loop allocates tensor memory, after the
-    loop's stages (tmem.first_asker names the op; the pass plans the control block there): the bytes
+    loop's stages (tcgen05_buffers.first_asker names the op; the pass plans the control block there): the bytes
     before the loop are the lowering's, so the loop's depth is the plan's and nothing is dropped."""
     from tileiras.lowering import pipelined_loop
 
@@ -350,9 +350,9 @@ def test_tensor_memory_planned_at_the_kernels_start_is_an_internal_error(monkeyp
     """A block-scaled mma outside any warp-specialized loop asks for tensor memory itself, after the
     loads staged before it; planned at the kernel's start instead, the control block takes the
     bytes the lowering gives the first staged load."""
-    from tileiras.lowering import tmem
+    from tileiras.tileas import tcgen05_buffers
 
-    monkeypatch.setattr(tmem, "first_asker", lambda entry, assignment: entry)
+    monkeypatch.setattr(tcgen05_buffers, "first_asker", lambda entry, assignment: entry)
     monkeypatch.setenv(STRICT_ENV, "1")
     with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* placed its staging \(staging\) 1024 B "
                                            r"align 128, .* at offset 0; the plan places it at 128"):

@@ -19,7 +19,7 @@ loop's MMA warp (`accumulator_free`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from ..ir.record import record
 from ..target.table import TMEM_COLUMNS
@@ -27,8 +27,6 @@ from ..tileas.tcgen05_buffers import CONTROL_BYTES
 from .smem import pointer
 
 if TYPE_CHECKING:
-    from ..ir.core import Operation
-    from ..tileas.assign_layouts import LayoutAssignment
     from .kernel import KernelLowering
 
 COLUMNS = TMEM_COLUMNS      # tensor memory per SM: 128 lanes x 512 32-bit columns (the target table's)
@@ -54,47 +52,6 @@ def allocation_columns(needed: int) -> int:
     while cols < needed:
         cols *= 2
     return cols
-
-
-def first_asker(entry: "Operation", assignment: "LayoutAssignment") -> "Optional[Operation]":
-    """The op whose lowering first asks for the kernel's tensor memory (`tensor_memory`, which places
-    its control block then: a buffer alive to the kernel's end above everything taken so far), or
-    None where no mma runs on tcgen05. In program order, the first of: the warp-specialized loop whose
-    MMA warp issues tcgen05 mmas (warp_specialize_tcgen05: its roles allocate the columns), a `for`
-    that stores the nonzero initial value of an accumulator it keeps in tensor memory
-    (ops_tcgen05.before_loop), a tcgen05 mma (ops_tcgen05: its accumulator's region). Decides for
-    plan-shared-memory (tileas/shared_sizes.tmem_control), whose check (`PlanCheck`) sees the lowering ask
-    at this op or reports it."""
-    from ..tileas.plan import plan_of
-    from ..tileaa.mma_operands import resident_loop, zero
-
-    layouts = getattr(assignment, "tcgen05_layouts", None) or {}
-    if not layouts:
-        return None
-    from ..tileas.shared_stages import StagingFacts
-    from ..tileas.settled_split import settled
-
-    kplan = plan_of(assignment)
-    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, kplan.warp_split,
-                         True, {}, {})
-    split = settled(facts)      # (an attention whose copies are not all TMA's: its consumers issue the mmas)
-    split_loop = split.loop if split is not None and split.mmas else None   # (before_loop leaves it alone)
-    stores: set[int] = set()     # loops storing a nonzero initial accumulator before they run
-    for op in layouts:
-        found = resident_loop(op)
-        if found is not None and found[0] is not split_loop \
-                and not zero(found[0].operand_group("initValues")[found[1]]):
-            stores.add(id(found[0]))
-    if split_loop is not None:   # its MMA warp runs where the loop is pipelined (else the body's mmas ask)
-        from ..tileas.stage_rings import ring_of
-
-        ring = ring_of(facts, split_loop)  # type: ignore[arg-type]
-        if ring is None or not ring.plan.pipelined:
-            split_loop = None
-    for op in entry.walk():
-        if op is split_loop or id(op) in stores or op in layouts:
-            return op
-    return None
 
 
 def _shared_u32(k: "KernelLowering", offset: int) -> str:

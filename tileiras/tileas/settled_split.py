@@ -20,7 +20,7 @@ def settled(k: "StagingFacts") -> object:
     """The kernel's warp split as the lowering (warp_specialize.settle) leaves it once the split loop's
     copies are known (`split_mmas`): an attention whose loads TMA cannot all copy has no MMA warp. (A
     loop left unpipelined is not settled.) For plan-shared-memory (shared_tcgen05.py) and
-    lowering/tmem.first_asker."""
+    tcgen05_buffers.first_asker."""
     split = k.warp_split
     if split is None or not split.mmas:
         return split

@@ -29,7 +29,7 @@ not cover in a kernel (`SharedPlan.complete`) is placed as the lowering asks for
 (`KernelLowering.alloc_buffer`). While the plan predicted every request of the
 kernel so far, a buffer is placed at the plan's offset (`PlanCheck.request`). Tensor memory's
 control block, asked once per kernel, is planned at the op that first needs it
-(`lowering/tmem.first_asker`), where the lowering asks for it. An op's requests are placed in the
+(`tcgen05_buffers.first_asker`), where the lowering asks for it. An op's requests are placed in the
 order it asks (`Request.late`: a warp-specialized loop asks for its stages, then from its body
 for its MMA warp's buffers, tensor memory's, its epilogue's; shared_tcgen05.py lists the ranks).
 

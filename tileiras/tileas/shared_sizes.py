@@ -117,12 +117,11 @@ def warp_reduction(entry: Operation, assignment: "LayoutAssignment") -> list[Req
 
 def tmem_control(entry: Operation, assignment: "LayoutAssignment") -> list[Request]:
     """Tensor memory's mbarrier and address slot, once per kernel whose mmas run on tcgen05, asked
-    by the op that first needs tensor memory (tmem.first_asker), alive from there to the kernel's
+    by the op that first needs tensor memory (tcgen05_buffers.first_asker), alive from there to the kernel's
     end (tmem.tensor_memory)."""
     if not getattr(assignment, "tcgen05_layouts", None):
-        return []      # no mma on tcgen05 (tmem.first_asker: None)
-    from ..lowering.tmem import first_asker
-    from .tcgen05_buffers import CONTROL_BYTES
+        return []      # no mma on tcgen05 (first_asker: None)
+    from .tcgen05_buffers import CONTROL_BYTES, first_asker
     from .plan import plan_of
     from .shared_tcgen05 import CONTROL_AT_LOOP
 

@@ -13,10 +13,13 @@ from ..ir.types import ScalarType
 from ..layout.encodings import MmaLayout
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from ..tileaa.mma_forms import sf_cells, tcgen05_columns, tcgen05_sf_bytes
+from ..tileaa.mma_operands import resident_loop, zero
+from .plan import plan_of
 from .tcgen05_roles import p_in_tmem
 from .tma_boxes import TmaCopy, plan
 
 if TYPE_CHECKING:
+    from .assign_layouts import LayoutAssignment
     from .plan import KernelFacts
 
 SCALES_ALIGN = 128      # restaged scales (tcgen05.cp reads 128-byte rows)
@@ -68,3 +71,41 @@ def tma_stage(k: "KernelFacts", store: Operation, layout: MmaLayout, first_fit: 
     if first_fit(matrix.nbytes, STAGE_ALIGN) + matrix.nbytes > limit:
         return None
     return t, matrix
+
+
+def first_asker(entry: Operation, assignment: "LayoutAssignment") -> Optional[Operation]:
+    """The op whose lowering first asks for the kernel's tensor memory (lowering/tmem.tensor_memory, which places
+    its control block then: a buffer alive to the kernel's end above everything taken so far), or
+    None where no mma runs on tcgen05. In program order, the first of: the warp-specialized loop whose
+    MMA warp issues tcgen05 mmas (warp_specialize_tcgen05: its roles allocate the columns), a `for`
+    that stores the nonzero initial value of an accumulator it keeps in tensor memory
+    (ops_tcgen05.before_loop), a tcgen05 mma (ops_tcgen05: its accumulator's region). Decides for
+    plan-shared-memory (shared_sizes.tmem_control), whose check (`PlanCheck`) sees the lowering ask
+    at this op or reports it."""
+    layouts = getattr(assignment, "tcgen05_layouts", None) or {}
+    if not layouts:
+        return None
+    from .settled_split import settled
+    from .shared_stages import StagingFacts
+
+    kplan = plan_of(assignment)
+    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, kplan.warp_split,
+                         True, {}, {})
+    split = settled(facts)      # (an attention whose copies are not all TMA's: its consumers issue the mmas)
+    split_loop = split.loop if split is not None and split.mmas else None   # (before_loop leaves it alone)
+    stores: set[int] = set()     # loops storing a nonzero initial accumulator before they run
+    for op in layouts:
+        found = resident_loop(op)
+        if found is not None and found[0] is not split_loop \
+                and not zero(found[0].operand_group("initValues")[found[1]]):
+            stores.add(id(found[0]))
+    if split_loop is not None:   # its MMA warp runs where the loop is pipelined (else the body's mmas ask)
+        from .stage_rings import ring_of
+
+        ring = ring_of(facts, split_loop)
+        if ring is None or not ring.plan.pipelined:
+            split_loop = None
+    for op in entry.walk():
+        if op is split_loop or id(op) in stores or op in layouts:
+            return op
+    return None
