@@ -125,6 +125,30 @@ def test_the_leading_byte_offset_counts_only_where_the_isa_reads_it(gpu) -> None
         assert all(mutations._lbo_unused(narrow, line) for line, _, _ in op.mutants(narrow))
 
 
+
+def test_the_stride_byte_offset_counts_only_where_the_isa_reads_it() -> None:
+    """The SBO of a swizzled MN-major operand steps from one group of 8 K rows to the next: a tcgen05.mma
+    kind::tf32 (K 8) reads one group, so mutants of the N-major B descriptor's SBO are listed as equivalent (and
+    run clean); the K-major A's SBO steps between 8-row groups of M and is reported, and so is the f16 B's,
+    whose K of 16 spans two groups."""
+    tf32 = mutations.prepare("mm_tf32_64x64x32", "sm_100")
+    assert tf32 is not None
+    op = OPERATORS["descriptor SBO"]
+    verdicts: dict[bool, list[tuple[str, str]]] = {}
+    for line, what, ptx in op.mutants(tf32.ptx):
+        verdicts.setdefault(mutations.equivalent(op, what, tf32, line) is not None, []).append((what, ptx))
+    assert set(verdicts) == {True, False}, verdicts.keys()
+    assert mutations.outcome(tf32, verdicts[True][0][1]) is None
+    what, ptx = verdicts[False][0]
+    assert mutations.outcome(tf32, ptx) is not None, f"survived: {what}"
+    f16 = case("sm_100")
+    found = [(what, ptx) for line, what, ptx in op.mutants(f16.ptx)
+             if mutations.equivalent(op, what, f16, line) is None]
+    assert len(found) == len(op.mutants(f16.ptx))
+    reported = mutations.outcome(f16, found[0][1])
+    assert reported is not None and "mismatch" in reported, f"survived: {found[0][0]}"
+
+
 SYNCS = """.visible .entry k(
 )
 {
