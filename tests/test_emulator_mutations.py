@@ -97,6 +97,20 @@ def test_the_barrier_before_mbarrier_inval_deleted_is_reported() -> None:
         assert reported is not None and "mbarrier.inval" in reported, f"{what}: {reported}"
 
 
+
+def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported() -> None:
+    """The sm_90 chunked layernorm's rings have 8 stages for 4 chunks: the last 4 stages' mbarriers are initialized
+    and invalidated, nothing else. Deleting such an init leaves the inval on memory holding no mbarrier, which the
+    ISA leaves undefined (it used to pass); every deleted init is reported."""
+    c = mutations.prepare("layernorm_chunked_f16_n8192_t2048", "sm_90")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    mutants = OPERATORS["delete mbarrier.init"].mutants(c.ptx)
+    assert len(mutants) == 32
+    for line, what, ptx in mutants:
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None, f"survived: line {line} {what}"
+    assert "invalidated before mbarrier.init" in reported
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("gpu", mutations.TARGETS)
 def test_a_sample_of_every_operator_is_reported(gpu) -> None:
