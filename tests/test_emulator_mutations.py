@@ -111,6 +111,19 @@ def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported() ->
         assert reported is not None, f"survived: line {line} {what}"
     assert "invalidated before mbarrier.init" in reported
 
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_an_aligned_instruction_split_over_a_warp_is_reported(gpu) -> None:
+    """Half a warp sent to a copy of a wgmma, setmaxnreg or tcgen05.ld/st/wait (all .aligned: a warp executes
+    them together or not at all) is reported with both lines (the collectives used to deadlock without saying
+    why; a split setmaxnreg used to pass)."""
+    c = case(gpu)
+    mutants = OPERATORS["split an aligned instruction"].mutants(c.ptx)
+    assert mutants
+    for line, what, ptx in mutants:
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None and "executes an .aligned instruction" in reported, f"{what}: {reported}"
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("gpu", mutations.TARGETS)
 def test_a_sample_of_every_operator_is_reported(gpu) -> None:
