@@ -112,6 +112,21 @@ def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported() ->
     assert "invalidated before mbarrier.init" in reported
 
 
+
+def test_a_chunk_loaded_from_swapped_coordinates_is_reported() -> None:
+    """The chunked layernorm's first chunk of a row: TMA coordinates {0, row} swapped read another row's
+    elements (or the same ones, for row 0), which with rows alike moved the mean and variance by less than the
+    f16 tolerance; the mutation launch's rows differ (mutations.OFFSET_INPUTS) and the swap is reported. One
+    mutant per mbarrier (each stage's first copy)."""
+    c = mutations.prepare("layernorm_chunked_f16_n8192_t2048", "sm_90")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    firsts: dict[str, tuple[str, str]] = {}
+    for _, what, ptx in OPERATORS["swap TMA coordinates"].mutants(c.ptx):
+        firsts.setdefault(what.split("], [")[-1], (what, ptx))
+    assert len(firsts) >= 5
+    for what, ptx in firsts.values():
+        assert mutations.outcome(c, ptx) is not None, f"survived: {what}"
+
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
 def test_an_aligned_instruction_split_over_a_warp_is_reported(gpu) -> None:
     """Half a warp sent to a copy of a wgmma, setmaxnreg or tcgen05.ld/st/wait (all .aligned: a warp executes
