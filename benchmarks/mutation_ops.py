@@ -210,19 +210,31 @@ def _raise_count(m: re.Match) -> str:
     return f"{m.group(1)}{int(m.group(2)) + 1}"
 
 
-def _split_barrier(lines: list[str]) -> Iterator:
-    """An aligned barrier copied into both arms of a branch on the lane (lane 0 of each warp at one
-    copy, the rest at the other), as LLVM duplicates a bar.sync that is not `convergent`: each warp
-    arrives twice, which hangs a GPU (seen on an H200)."""
-    rx = re.compile(r"^bar(?:\.cta)?\.(?:sync|arrive)\b[^;]*;")
-    for i, line in enumerate(lines):
-        code = _code(line)
-        if not rx.match(code):
-            continue
-        split = ["\t{", "\t.reg .pred %p_split;", "\t.reg .b32 %r_split;", "\tmov.u32 %r_split, %laneid;",
-                 "\tsetp.eq.u32 %p_split, %r_split, 0;", f"\t@%p_split bra SPLIT_LANE0_{i};", f"\t{code}",
-                 f"\tbra.uni SPLIT_JOIN_{i};", f"SPLIT_LANE0_{i}:", f"\t{code}", f"SPLIT_JOIN_{i}:", "\t}"]
-        yield i, f"'{code}' split over a branch on the lane", lines[:i] + split + lines[i + 1:]
+def _split(rx: str, lane: str = "0") -> Callable[[list[str]], Iterator]:
+    """An .aligned instruction copied into both arms of a branch on the lane (`lane` of each warp, a setp
+    comparison of %laneid such as "0" or "lt 16", at one copy, the rest at the other), as LLVM duplicates a
+    bar.sync that is not `convergent`: a barrier's warp arrives twice, which hangs a GPU (seen on an H200), and
+    any other .aligned instruction runs with half a warp, which the ISA leaves undefined."""
+    pattern = re.compile(rx)
+    cmp, _, value = lane.rpartition(" ")
+
+    def apply(lines: list[str]) -> Iterator:
+        for i, line in enumerate(lines):
+            code = _code(line)
+            if not pattern.match(code):
+                continue
+            split = ["\t{", "\t.reg .pred %p_split;", "\t.reg .b32 %r_split;", "\tmov.u32 %r_split, %laneid;",
+                     f"\tsetp.{cmp or 'eq'}.u32 %p_split, %r_split, {value};", f"\t@%p_split bra SPLIT_LANE0_{i};",
+                     f"\t{code}", f"\tbra.uni SPLIT_JOIN_{i};", f"SPLIT_LANE0_{i}:", f"\t{code}",
+                     f"SPLIT_JOIN_{i}:", "\t}"]
+            yield i, f"'{code}' split over a branch on the lane", lines[:i] + split + lines[i + 1:]
+
+    return apply
+
+
+_split_barrier = _split(r"^bar(?:\.cta)?\.(?:sync|arrive)\b[^;]*;")
+# the other .aligned instructions our kernels run (warpgroup MMAs, register reallocation, tensor memory moves)
+_split_aligned = _split(r"^(?:wgmma\.\S*|setmaxnreg\S*|tcgen05\.(?:ld|st|wait::\w+)\S*)\.aligned\b[^;{}]*;$", "lt 16")
 
 
 CATALOGUE: tuple[Operator, ...] = (
@@ -240,6 +252,7 @@ CATALOGUE: tuple[Operator, ...] = (
                        _raise_count)),
     Operator("delete bar.sync", "waits", deleting(r"^(bar|barrier)\.sync\b")),
     Operator("split an aligned barrier", "waits", _split_barrier),
+    Operator("split an aligned instruction", "waits", _split_aligned),
     Operator("delete an mbarrier arrive", "arrivals", deleting(r"^mbarrier\.arrive(?!\.expect_tx)")),
     Operator("delete a commit", "arrivals",
              deleting(r"^(tcgen05\.commit|cp\.async\.mbarrier\.arrive|wgmma\.commit_group|cp\.async\.commit_group|"

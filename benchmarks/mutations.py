@@ -64,6 +64,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "strides (wgmma and tcgen05 'Leading dimension byte offset') say the leading dimension byte offset of "
      "swizzled K-major layouts is not used (assumed 1), and for MN-major ones it is the step from one swizzle "
      "atom to the next along M (N), of which there is only one"),
+    ("descriptor SBO", "", lambda ptx, line: _sbo_unused(ptx, line),
+     "the descriptor is swizzled and read only as an MN-major operand of instructions whose K is 8 (tcgen05.mma "
+     "kind::tf32: 32 bytes of K, 4-byte elements): the PTX ISA's canonical MN-major swizzled layouts "
+     "((T,W,m),(8,k)) : ((1,T,LBO),(WT,SBO)) make the stride byte offset the step from one group of 8 K rows to "
+     "the next, and one instruction reads only the first group (the same holds for a K-major operand of at most "
+     "8 M (N) rows, where the SBO steps between groups of 8 rows)"),
     ("delete bar.sync", "", lambda ptx, line: _nothing_before(ptx, line),
      "no instruction before it accesses memory (parameters aside) and none runs again after it (no label "
      "before it): a barrier orders the participating threads' memory accesses, and there are none to order"),
@@ -144,6 +150,21 @@ def _lbo_unused(ptx: str, line: int) -> bool:
     """Whether the descriptor the mutated line (1-based) builds is swizzled and read by wgmma/tcgen05.mma only as
     an operand whose LBO is not used: K-major, or MN-major with its M (N) extent within one swizzle atom (its
     register used nowhere else)."""
+    return _stride_unused(ptx, line, lambda k_major, atom, extent, k, size: k_major or extent * size <= atom)
+
+
+def _sbo_unused(ptx: str, line: int) -> bool:
+    """Whether the descriptor the mutated line (1-based) builds is swizzled and read by wgmma/tcgen05.mma only as
+    an MN-major operand whose K per instruction is one group of 8 (tf32's 8: the SBO steps from one group of 8 K
+    rows to the next), or a K-major one whose M (N) extent is one group of 8 rows (its register used nowhere
+    else)."""
+    return _stride_unused(ptx, line, lambda k_major, atom, extent, k, size: (extent if k_major else k) <= 8)
+
+
+def _stride_unused(ptx: str, line: int, unread: Callable[[bool, int, int, int, int], bool]) -> bool:
+    """Whether the descriptor the mutated line (1-based) builds is swizzled and each of its uses is an operand of a
+    wgmma.mma_async or tcgen05.mma for which `unread(k_major, swizzle atom bytes, M or N extent, K, element
+    bytes)` holds (its register used nowhere else)."""
     codes = _codes(ptx)
     m = re.match(r"(?:mov|or|add)\.[bsu]64\s+(%\w+)\s*,.*\b(\d{13,20})\b", codes[line - 1])
     if not m:
@@ -151,7 +172,7 @@ def _lbo_unused(ptx: str, line: int) -> bool:
     reg, value = m.group(1), int(m.group(2))
     umma = (value >> 46) & 7 == 1
     if (value >> 61) & 7 == 0 if umma else (value >> 62) & 3 == 0:
-        return False                # not swizzled: LBO is the K stride
+        return False                # not swizzled: LBO and SBO both step between core matrices
     atom = ({1: 128, 2: 128, 4: 64, 6: 32}.get((value >> 61) & 7, 0) if umma
             else {1: 128, 2: 64, 3: 32}[(value >> 62) & 3])     # the swizzle atom's width in bytes
     uses = 0
@@ -160,41 +181,41 @@ def _lbo_unused(ptx: str, line: int) -> bool:
             continue
         ops = _operands(code)
         shape = _mma_shape(codes, code, ops)
-        if shape is None:
-            return False            # used otherwise: not provably an operand whose LBO is unused
-        trans, extent, size = shape
-        for k in (1, 2):
-            if ops[k] == reg:
-                if trans[k - 1] and extent[k - 1] * size > atom:
-                    return False    # MN-major over more than one atom: LBO steps between atoms
+        if shape is None or reg not in ops[1:3]:
+            return False            # used otherwise: not provably an operand whose field is unused
+        trans, extent, k, size = shape
+        for j in (1, 2):
+            if ops[j] == reg:
+                if not unread(not trans[j - 1], atom, extent[j - 1], k, size):
+                    return False
                 uses += 1
-        if reg not in ops[1:3]:
-            return False
     return uses > 0
 
 
 _ELEMENT = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "f8f6f4": 1, "i8": 1, "s8": 1, "u8": 1}
 
 
-def _mma_shape(codes: list[str], code: str, ops: list[str]) -> Optional[tuple[list[int], list[int], int]]:
+def _mma_shape(codes: list[str], code: str, ops: list[str]) -> Optional[tuple[list[int], list[int], int, int]]:
     """For a wgmma.mma_async or tcgen05.mma (`code`, its operands `ops`): whether A and B are MN-major
-    (transposed), their M and N extents, and the operands' element size in bytes; None for anything else."""
+    (transposed), their M and N extents, the K of one instruction and the operands' element size in bytes; None
+    for anything else (a sparse tcgen05.mma too)."""
     if "wgmma.mma_async" in code and len(ops) >= 4:
-        shape = re.search(r"\.m(\d+)n(\d+)k\d+\.\w+\.(\w+)\.", code)
-        if shape is None or shape.group(3) not in _ELEMENT:
+        shape = re.search(r"\.m(\d+)n(\d+)k(\d+)\.\w+\.(\w+)\.", code)
+        if shape is None or shape.group(4) not in _ELEMENT:
             return None
         trans = [0, 0]
         if re.search(r"\.(?:b?f16)\.(?:b?f16)\b", code):
             imms = ops[4:]
             trans = [0, int(imms[2])] if ops[1].startswith("{") else [int(imms[2]), int(imms[3])]
-        return trans, [int(shape.group(1)), int(shape.group(2))], _ELEMENT[shape.group(3)]
-    if "tcgen05.mma" in code and len(ops) >= 4:
+        return trans, [int(shape.group(1)), int(shape.group(2))], int(shape.group(3)), _ELEMENT[shape.group(4)]
+    if "tcgen05.mma" in code and ".sp" not in code and len(ops) >= 4:
         idesc = _constant(codes, ops[3])
         kind = re.search(r"\.kind::(\w+)", code)
         if idesc is None or kind is None or kind.group(1) not in _ELEMENT:
             return None
         extent = [((idesc >> 24) & 0x1F) << 4, ((idesc >> 17) & 0x3F) << 3]
-        return [(idesc >> 15) & 1, (idesc >> 16) & 1], extent, _ELEMENT[kind.group(1)]
+        size = _ELEMENT[kind.group(1)]
+        return [(idesc >> 15) & 1, (idesc >> 16) & 1], extent, 32 // size, size     # a dense K step: 32 bytes
     return None
 
 
@@ -633,6 +654,24 @@ def launch(name: str, steps: int = STEPS) -> Any:
     return small
 
 
+# Inputs offset per kernel: a normalization's rows centred on 0, all alike, hide a wrong chunk (zeros, or another
+# row's) in the mean and variance, which move by less than an f16 output's tolerance; rows centred on 2, row r
+# spread r + 1 times as wide, make both count.
+OFFSET_INPUTS = {"layernorm": ("x", 2.0), "layernorm_chunked": ("x", 2.0)}
+
+
+def arguments(config: Any) -> list:
+    """The mutation launch's inputs: tests/test_realistic_emulator.py's random ones, offset per OFFSET_INPUTS."""
+    import numpy as np
+    import test_realistic_emulator as tre
+
+    args = tre._arguments(config)
+    name, offset = OFFSET_INPUTS.get(tre.CONFIGS[config.name].kernel, ("", 0.0))
+    arrays = [p for p in config.params if isinstance(p, (tre.configs.Arr, tre.configs.Scalar))]
+    spread = lambda a: a * (1 + np.arange(a.shape[0], dtype=a.dtype))[:, None] if a.ndim == 2 else a  # noqa: E731
+    return [spread(a) + a.dtype.type(offset) if p.name == name else a for p, a in zip(arrays, args)]
+
+
 def prepare(name: str, gpu: str) -> Optional[Case]:
     import test_realistic_emulator as tre
 
@@ -652,7 +691,7 @@ def prepare(name: str, gpu: str) -> Optional[Case]:
         if ring < steps:
             break
         steps = ring + 2        # a deeper ring than STEPS: refill every stage of it
-    ref = tuple(run_arrays(module, name, small.grid, tre._arguments(small), backend="interpreter"))
+    ref = tuple(run_arrays(module, name, small.grid, arguments(small), backend="interpreter"))
     return Case(name, gpu, small, req, ptx.decode(), meta, ref)
 
 
@@ -671,7 +710,7 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
                  if op.name == "cuda_tile.entry" and op.attributes.get("sym_name") == case.name)
     ftype = entry.attributes["function_type"]
     assert isinstance(ftype, FunctionType)
-    binding = bind(case.name, list(ftype.inputs), tre._arguments(case.small))
+    binding = bind(case.name, list(ftype.inputs), arguments(case.small))
     try:
         got = run_compiled(replace(case.req, binding=binding), ptx, case.meta, LIMIT)
     except TileirasError as err:

@@ -97,6 +97,48 @@ def test_the_barrier_before_mbarrier_inval_deleted_is_reported() -> None:
         assert reported is not None and "mbarrier.inval" in reported, f"{what}: {reported}"
 
 
+
+def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported() -> None:
+    """The sm_90 chunked layernorm's rings have 8 stages for 4 chunks: the last 4 stages' mbarriers are initialized
+    and invalidated, nothing else. Deleting such an init leaves the inval on memory holding no mbarrier, which the
+    ISA leaves undefined (it used to pass); every deleted init is reported."""
+    c = mutations.prepare("layernorm_chunked_f16_n8192_t2048", "sm_90")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    mutants = OPERATORS["delete mbarrier.init"].mutants(c.ptx)
+    assert len(mutants) == 32
+    for line, what, ptx in mutants:
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None, f"survived: line {line} {what}"
+    assert "invalidated before mbarrier.init" in reported
+
+
+
+def test_a_chunk_loaded_from_swapped_coordinates_is_reported() -> None:
+    """The chunked layernorm's first chunk of a row: TMA coordinates {0, row} swapped read another row's
+    elements (or the same ones, for row 0), which with rows alike moved the mean and variance by less than the
+    f16 tolerance; the mutation launch's rows differ (mutations.OFFSET_INPUTS) and the swap is reported. One
+    mutant per mbarrier (each stage's first copy)."""
+    c = mutations.prepare("layernorm_chunked_f16_n8192_t2048", "sm_90")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    firsts: dict[str, tuple[str, str]] = {}
+    for _, what, ptx in OPERATORS["swap TMA coordinates"].mutants(c.ptx):
+        firsts.setdefault(what.split("], [")[-1], (what, ptx))
+    assert len(firsts) >= 5
+    for what, ptx in firsts.values():
+        assert mutations.outcome(c, ptx) is not None, f"survived: {what}"
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_an_aligned_instruction_split_over_a_warp_is_reported(gpu) -> None:
+    """Half a warp sent to a copy of a wgmma, setmaxnreg or tcgen05.ld/st/wait (all .aligned: a warp executes
+    them together or not at all) is reported with both lines (the collectives used to deadlock without saying
+    why; a split setmaxnreg used to pass)."""
+    c = case(gpu)
+    mutants = OPERATORS["split an aligned instruction"].mutants(c.ptx)
+    assert mutants
+    for line, what, ptx in mutants:
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None and "executes an .aligned instruction" in reported, f"{what}: {reported}"
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("gpu", mutations.TARGETS)
 def test_a_sample_of_every_operator_is_reported(gpu) -> None:
@@ -123,6 +165,30 @@ def test_the_leading_byte_offset_counts_only_where_the_isa_reads_it(gpu) -> None
         narrow = c.ptx.replace("m64n128k16", "m64n64k16")
         assert narrow != c.ptx
         assert all(mutations._lbo_unused(narrow, line) for line, _, _ in op.mutants(narrow))
+
+
+
+def test_the_stride_byte_offset_counts_only_where_the_isa_reads_it() -> None:
+    """The SBO of a swizzled MN-major operand steps from one group of 8 K rows to the next: a tcgen05.mma
+    kind::tf32 (K 8) reads one group, so mutants of the N-major B descriptor's SBO are listed as equivalent (and
+    run clean); the K-major A's SBO steps between 8-row groups of M and is reported, and so is the f16 B's,
+    whose K of 16 spans two groups."""
+    tf32 = mutations.prepare("mm_tf32_64x64x32", "sm_100")
+    assert tf32 is not None
+    op = OPERATORS["descriptor SBO"]
+    verdicts: dict[bool, list[tuple[str, str]]] = {}
+    for line, what, ptx in op.mutants(tf32.ptx):
+        verdicts.setdefault(mutations.equivalent(op, what, tf32, line) is not None, []).append((what, ptx))
+    assert set(verdicts) == {True, False}, verdicts.keys()
+    assert mutations.outcome(tf32, verdicts[True][0][1]) is None
+    what, ptx = verdicts[False][0]
+    assert mutations.outcome(tf32, ptx) is not None, f"survived: {what}"
+    f16 = case("sm_100")
+    found = [(what, ptx) for line, what, ptx in op.mutants(f16.ptx)
+             if mutations.equivalent(op, what, f16, line) is None]
+    assert len(found) == len(op.mutants(f16.ptx))
+    reported = mutations.outcome(f16, found[0][1])
+    assert reported is not None and "mismatch" in reported, f"survived: {found[0][0]}"
 
 
 SYNCS = """.visible .entry k(

@@ -497,6 +497,9 @@ def _idle_retry(st: CTAState, groups: list) -> Group:
 
 
 def _deadlock(st: CTAState, groups: list) -> EmulatorError:
+    split = _split_collective(st, groups)
+    if split is not None:
+        return split
     prog = st.launch.prog
     parts = []
     for h in groups:
@@ -512,6 +515,61 @@ def _deadlock(st: CTAState, groups: list) -> EmulatorError:
             where = f" of CTA rank{'s' if len(ranks) > 1 else ''} {','.join(map(str, ranks))}"
         parts.append(f"{count} thread(s){where} at {what}: line {ins.line} '{ins.text}'")
     return EmulatorError(f"deadlock in block {st.block_id}: " + "; ".join(parts))
+
+
+ALIGNED_RULE = ("the threads of a warp must execute the same .aligned instruction together (PTX ISA: in "
+                "conditionally executed code only where all of them evaluate the condition identically)")
+
+
+def _is_aligned(st: CTAState, pc: int) -> bool:
+    """Whether the instruction at `pc` is an `.aligned` one other than a barrier (barriers are checked as their
+    warps arrive, _check_aligned_arrival)."""
+    ins = st.launch.prog.info[pc]
+    return "aligned" in ins.mods and ins.opcode not in ("bar", "barrier")
+
+
+def _check_whole_warps(st: CTAState, groups: list, present: Any, act: Any, pc: int) -> None:
+    """Each warp that executes the `.aligned` instruction at `pc` (threads `act`) must do so with all of its
+    `present` threads (a guard false for some of them, or threads elsewhere, break the rule)."""
+    np = st.np
+    partial = np.logical_or.reduceat(act, st.warp_starts) & np.logical_or.reduceat(present & ~act, st.warp_starts)
+    if not partial.any():
+        return
+    w = int(np.argmax(partial))
+    lanes = slice(32 * w, 32 * w + 32)
+    left = np.flatnonzero((present & ~act)[lanes]) + 32 * w
+    prog = st.launch.prog
+    where = next((f"at line {prog.info[min(h.pc, len(prog.info) - 1)].line}" for h in groups
+                  if h.state != -1 and (h.mask is None or h.mask[left[0]])), "")
+    others = f"its thread {int(left[0]) % 32} is {where}" if where else \
+        f"its thread {int(left[0]) % 32} skips it (the guard differs among the warp's threads)"
+    raise DeviceFault(f"warp {w} executes an .aligned instruction with only some of its threads ({others}): "
+                      + ALIGNED_RULE, int(np.flatnonzero(act[lanes])[0]) + 32 * w)
+
+
+def _split_collective(st: CTAState, groups: list) -> Optional[EmulatorError]:
+    """The deadlock of a warp (warpgroup, for wgmma) whose threads wait at two copies of a collective `.aligned`
+    instruction, each for the others: reported as the broken rule, with both lines."""
+    np = st.np
+    prog = st.launch.prog
+    colls = [h for h in groups if h.state == COLL and _is_aligned(st, h.pc)]
+    for i, h in enumerate(colls):
+        for k in colls[i + 1:]:
+            if k.pc == h.pc:
+                continue
+            size = 128 if prog.code[h.pc][4] is WARPGROUP and prog.code[k.pc][4] is WARPGROUP else 32
+            units = [np.unique(np.flatnonzero(np.ones(st.n, dtype=bool) if g.mask is None else g.mask) // size)
+                     for g in (h, k)]
+            common = np.intersect1d(*units)
+            if common.size:
+                unit = "warpgroup" if size == 128 else "warp"
+                u = int(common[0])
+                a, b = sorted((h.pc, k.pc))
+                return _located(st, b, DeviceFault(
+                    f"{unit} {u} executes an .aligned instruction at two instructions (line {prog.info[a].line} "
+                    f"and line {prog.info[b].line}), each copy waiting for the threads at the other: "
+                    + ALIGNED_RULE.replace("of a warp", f"of a {unit}"), u * size))
+    return None
 
 
 def _located(st: CTAState, pc: int, fault: DeviceFault) -> EmulatorError:
@@ -599,10 +657,14 @@ def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int,
             full = ready
             act = act & ready
             skip = full & ~act
+        if _is_aligned(st, pc):
+            _check_whole_warps(st, groups, full, act, pc)
         fn(st, None if (act.all()) else act)
         _add_group(st, groups, pc + 1, full)
         return
     if kind == K_WAIT:
+        if _is_aligned(st, pc):
+            _check_whole_warps(st, groups, ~st.exited, act, pc)
         done = fn(st, act)
         pending = act & ~done
         proceed = (full & ~act) | (act & done)

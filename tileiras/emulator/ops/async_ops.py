@@ -434,10 +434,12 @@ def _own(st: Any, keys: Any, lanes: Any, what: str) -> None:
                           "the executing CTA's own mbarriers can be waited on or initialized", int(lanes[i]))
 
 
-def _get(st: Any, key: int, thread: int) -> MBarrier:
+def _get(st: Any, key: int, thread: int, how: str = "used") -> MBarrier:
+    """The valid mbarrier at `key` (initialized, not invalidated since), else a fault."""
     b = st.mbar.get(key)
     if b is None:
-        raise DeviceFault(f"mbarrier at shared address 0x{key:x} is used before mbarrier.init", thread)
+        raise DeviceFault(f"mbarrier at shared address 0x{key:x} is {how} before mbarrier.init (never initialized, "
+                          "or invalidated already)", thread)
     return b
 
 
@@ -530,8 +532,11 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     if st.races is not None:
                         st.races.mark_written(np.arange(key, key + 8))
                 elif op == "inval":
-                    b = st.mbar.pop(key, None)
-                    if b is not None and st.races is not None:
+                    # an mbarrier operation other than init on a location holding no valid mbarrier is undefined
+                    # (PTX ISA, mbarrier): deleting an init whose mbarrier is only invalidated must not pass
+                    b = _get(st, key, t, "invalidated")
+                    del st.mbar[key]
+                    if st.races is not None:
                         check_inval(st, b, t, ins)
                 else:
                     b = _get(st, key, t)
