@@ -56,6 +56,40 @@ def test_the_schedule_depth_is_kept_where_it_fits() -> None:
     assert (fit.barriers.in_flight, fit.barriers.wait_pending, fit.barriers.nbytes) == (2, 1, 0)
 
 
+
+@pytest.mark.parametrize("trips, stages, reason", [
+    (2, 2, "2 stages for the loop's 2 iterations"),     # a third slot would never be filled
+    (1, 2, "2 stages for the loop's 1 iteration"),      # never fewer than two
+    (3, 3, "3 stages as scheduled"), (None, 3, "3 stages as scheduled"),
+])
+def test_a_static_trip_count_bounds_the_depth(trips, stages: int, reason: str) -> None:
+    fit = bf.assign(_operands(41), 32, 0, machine(80).smem_bytes, "cp.async", trips=trips)
+    assert (fit.stages, fit.wanted, fit.nbytes) == (stages, stages, 2 * stages * A_TILE)
+    assert fit.reason.startswith(reason + ":"), fit.reason
+
+
+def test_trip_counts_are_read_from_constant_bounds() -> None:
+    from tileiras.frontend import load_module
+    from tileiras.schedule.pipeline import trip_count
+
+    text = """
+entry @k(%n: tile<i32>) {
+  %c0 = constant <i32: 0> : tile<i32>
+  %c3 = constant <i32: 3> : tile<i32>
+  %c10 = constant <i32: 10> : tile<i32>
+  for %i in (%c0 to %c10, step %c3) : tile<i32> {
+    continue
+  }
+  for %j in (%c0 to %n, step %c3) : tile<i32> {
+    continue
+  }
+  return
+}
+"""
+    module = load_module(text.encode(), "k.mlir")
+    loops = [op for op in module.walk() if op.name == "cuda_tile.for"]
+    assert [trip_count(loop) for loop in loops] == [4, None]
+
 @pytest.mark.parametrize("sm, used, stages", [
     (80, 0, 3), (90, 0, 3), (120, 0, 2),          # 99 KB hold 2 of the 3 wanted
     (80, 60000, 2), (120, 30000, 0),              # beside the kernel's other buffers

@@ -124,13 +124,18 @@ def share(values: list[PipelinedValue], ii: int) -> dict[str, str]:
 
 
 def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechanism: str,
-           tmem_limit: int = 0, uniform: bool = True) -> BufferAssignment:
+           tmem_limit: int = 0, uniform: bool = True, trips: Optional[int] = None) -> BufferAssignment:
     """Rings and barriers for `values` scheduled at `ii`, fitted into `limit` bytes of shared
     memory beside `used`. `uniform`: every ring gets the deepest one's slot count (the lowering
-    issues all of an iteration's copies together)."""
+    issues all of an iteration's copies together). `trips`: the loop's iterations where they are
+    known and the ring starts afresh each time the loop runs: no deeper (a slot past the last
+    iteration is never filled)."""
     if not values:
         return BufferAssignment(0, 0, (), None, 0, used, limit, "nothing to pipeline")
     wanted = min(MAX_STAGES, max(MIN_STAGES, max(v.slots(ii) for v in values)))
+    bound = "as scheduled"
+    if trips is not None and trips < wanted:
+        wanted, bound = max(MIN_STAGES, trips), f"for the loop's {trips} iteration{'s' if trips != 1 else ''}"
     owner = share(values, ii)
     for stages in range(wanted, MIN_STAGES - 1, -1):
         rings = _rings(values, ii, stages, owner, uniform)
@@ -138,7 +143,7 @@ def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechani
         smem = sum(r.slots * r.nbytes for r in rings if r.memory == "smem" and not r.shares) + bars.nbytes
         tmem = sum(r.slots * r.nbytes for r in rings if r.memory == "tmem" and not r.shares)
         if used + smem <= limit and tmem <= tmem_limit:
-            why = (f"{stages} stages as scheduled" if stages == wanted else
+            why = (f"{stages} stages {bound}" if stages == wanted else
                    f"{wanted} stages wanted, {stages} fit")
             return BufferAssignment(stages, wanted, rings, bars, smem, used, limit,
                                     f"{why}: {smem} bytes beside {used} in {limit}")

@@ -20,7 +20,7 @@ slots and fits them into the shared memory the kernel has left.
 
 from __future__ import annotations
 
-from typing import Iterator, Protocol
+from typing import Iterator, Optional, Protocol
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
@@ -180,7 +180,22 @@ def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
 
 
 def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int,
-               held: int = 0) -> BufferAssignment:
+               held: int = 0, restarts: bool = True) -> BufferAssignment:
     """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes;
-    `held`: iterations the readers keep a slot past their stage (PipelinedValue.held)."""
-    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism)
+    `held`: iterations the readers keep a slot past their stage (PipelinedValue.held). `restarts`:
+    the ring starts afresh each time the loop runs (not a persistent kernel's, carried from tile to
+    tile), so a static trip count bounds its depth."""
+    trips = trip_count(plan.loop) if restarts else None
+    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism, trips=trips)
+
+
+def trip_count(loop: Operation) -> Optional[int]:
+    """Iterations of a `for` whose bounds and step are constants; None otherwise."""
+    from ..transforms.constants import splat_int
+
+    if loop.name != "cuda_tile.for":
+        return None
+    lb, ub, step = (splat_int(loop.operand(n)) for n in ("lowerBound", "upperBound", "step"))  # type: ignore[arg-type]
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(ub - lb) // step))

@@ -26,7 +26,7 @@ from ..transforms.rewrite import inside_op
 from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
-from .warp_roles import mma_sync_roles
+from .warp_roles import mma_sync_roles, ring_loop
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
@@ -175,7 +175,9 @@ def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
     """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages)."""
-    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=int(ring.retiring is not None))
+    restarts = ring_loop(k.warp_split, ring.plan.loop) is ring.plan.loop   # not a persistent kernel's ring
+    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=int(ring.retiring is not None),
+                      restarts=restarts)
 
 
 def fit_beside(k: "StagingFacts", ring: StageRing, buffers: "SharedBuffers", lifetime: tuple[int, int],
