@@ -357,3 +357,30 @@ def test_tensor_memory_planned_at_the_kernels_start_is_an_internal_error(monkeyp
     with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* placed its staging \(staging\) 1024 B "
                                            r"align 128, .* at offset 0; the plan places it at 128"):
         _corpus("cp_nvfp4_matmul_128x128x128", "sm_100")
+
+
+def test_an_invariant_load_tma_refuses_is_planned_as_the_staging_it_gets(monkeypatch) -> None:
+    """Attention's queries are copied once by TMA before the loop; where TMA cannot copy them (here:
+    told so, for the plan and the lowering alike) the lowering stages them like any other load, with
+    cp.async and no mbarrier of their own, and the plan predicts that (not an "invariant" buffer)."""
+    from tileiras.tileas import stage_rings, tma_boxes
+
+    plan, invariant_copy = tma_boxes.plan, stage_rings.invariant_copy
+    queries = []
+
+    def refusing(op, *args, **kwargs):   # type: ignore[no-untyped-def]
+        if any(op is q for q in queries):
+            return None, "refused by the test"
+        return plan(op, *args, **kwargs)
+
+    def spied(k, op):   # type: ignore[no-untyped-def]
+        queries.append(op)
+        return invariant_copy(k, op)
+
+    dump, planned = _planned(monkeypatch, "fa_f16_q64k64d64", "sm_90")
+    assert "invariant (staging)" in planned, planned
+    monkeypatch.setattr(stage_rings, "invariant_copy", spied)
+    monkeypatch.setattr(tma_boxes, "plan", refusing)
+    dump, planned = _planned(monkeypatch, "fa_f16_q64k64d64", "sm_90")
+    assert "invariant (staging)" not in planned and "staging (staging)" in planned, planned
+    assert queries and "error: internal" not in dump

@@ -396,7 +396,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
         from .async_copy import load_to_shared
         from .pipelined_loop import load_invariant
 
-        once = load_invariant(k, op, view)   # copied once by TMA before the loop that reads it
+        once = load_invariant(k, op)   # copied once by TMA before the loop that reads it
         if once is not None:
             k.set(op.results[0], once)
             k.set(op.results[1], TokenVal())

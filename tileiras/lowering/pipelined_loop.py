@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record, replace
-from ..layout.shared_matrix import SharedMatrix, matrix_shape
+from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.access_width import chunk_elements
 from ..tileas import tma_boxes
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
+from ..tileas.stage_rings import fit_beside, invariant_copy, ring_of, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -178,13 +178,13 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                           persistent=specialized and k.warp_split.outer is not None)
 
 
-def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[SharedTileVal]:
+def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
     """A tensor-core operand loaded in the kernel's body before a pipelined loop that reads it in
     every iteration (attention's queries), copied once by TMA (tma_copy.load_once) where that loop's target copies
     by TMA, into the swizzled buffer wgmma / tcgen05.mma read, alive to its last reader; the loop's
     prologue waits for it. None (nothing emitted): the caller stages it with cp.async."""
     tile = op.results[0].type
-    why = invariant_copy(k, op, view)
+    why = invariant_copy(k, op)
     if why is None:
         return None
     rows = tma_boxes.box_rows(k.caps)
@@ -202,18 +202,6 @@ def load_invariant(k: KernelLowering, op: Operation, view: object) -> Optional[S
     return SharedTileVal(tile, matrix, pending=True, arrival=shot)
 
 
-def invariant_copy(k: KernelLowering, op: Operation, view: object) -> Optional[str]:
-    """Whether `load_invariant` copies load `op` once by TMA: "" it does; None it does not apply; else
-    why TMA cannot copy it."""
-    # (in the kernel's body, so it runs once: its barrier is never initialized twice)
-    if not k.caps.has("tma") or not uses_mbarriers(k) or k.assignment is None \
-            or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
-            or _reading_loop(k, op) is None:
-        return None
-    rows = tma_boxes.box_rows(k.caps)
-    return tma_boxes.plan(op, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
-
-
 def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[BufferAssignment]":
     """The depth the shared-memory plan gave loop `op`, where it holds: the plan placed every buffer
     before the loop (so it took the same `used` bytes); else None, and the plan's staging roles are
@@ -226,34 +214,6 @@ def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[Buffer
         return held[1]
     k.plan_check.void(f"the buffers before the loop at {op.location} are not all planned")
     return None
-
-
-def _reading_loop(k: KernelLowering, op: Operation) -> Optional[Operation]:
-    """The pipelined loop (one `op` is not inside) that reads the tile `op` loads, through the ops
-    between (reshapes, transposes), if any."""
-    loops = [loop for loop, plan in k.pipelines.items() if plan.pipelined] if k.pipelines else []
-    todo, seen = list(op.results[:1]), set()
-    while todo:
-        for use in getattr(todo.pop(), "uses", []):
-            loop = next((loop for loop in loops if _inside(use, loop)), None)
-            if loop is not None:
-                return None if _inside(op, loop) else loop
-            if id(use) not in seen:
-                seen.add(id(use))
-                todo += use.results
-    return None
-
-
-def _inside(op: Operation, loop: Operation) -> bool:
-    """Whether `op` lies in the body of `loop` (at any depth)."""
-    at = op
-    while at is not None:
-        if at is loop:
-            return True
-        block = at.parent
-        region = block.parent if block is not None else None
-        at = region.parent if region is not None else None
-    return False
 
 
 def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:

@@ -186,7 +186,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             if view is None:
                 return None
             tile = op.results[0].type
-            once = _copied_once(facts, op, view)
+            once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
             if not once and not chunk_elements(op, view, tile):  # type: ignore[arg-type]
                 continue       # a register load
@@ -257,10 +257,11 @@ def _staged(op: Operation, assignment: "LayoutAssignment") -> bool:
         and assignment.is_shared_operand(op.results[0])
 
 
-def _copied_once(facts: StagingFacts, op: Operation, view: Any) -> bool:
-    """Whether `load_invariant` copies the load once by TMA (as it decides)."""
-    from ..lowering.pipelined_loop import invariant_copy
+def _copied_once(facts: StagingFacts, op: Operation) -> bool:
+    """Whether the lowering (pipelined_loop.load_invariant) copies the load once by TMA: where TMA
+    cannot ("why not" given), it stages the load as any other."""
+    from .stage_rings import invariant_copy
 
-    return invariant_copy(facts, op, view) is not None  # type: ignore[arg-type]
+    return invariant_copy(facts, op) == ""
 
 
