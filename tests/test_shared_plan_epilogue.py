@@ -64,16 +64,16 @@ def test_a_tile_larger_than_the_freed_buffers_is_restaged_a_chunk_of_rows_at_a_t
 
 
 def test_a_tma_store_larger_than_the_freed_buffers_goes_through_two_column_chunks(monkeypatch) -> None:
-    """sm_90 i8 128x256, its B copied K-major in one slot (`ops_wgmma._two_slots` refused, as for a loop
+    """sm_90 i8 128x256, its B copied K-major in one slot (`kmajor_copies.two_slots` refused, as for a loop
     whose ring has no room for second slots): the i32 accumulator (128 KB swizzled) is larger than the
     freed buffers (114752 B): two buffers of 64 columns, written in turn. With the two slots it gets by
     default, the freed buffers hold it whole."""
-    from tileiras.lowering import ops_wgmma
+    from tileiras.tileas import kmajor_copies
 
     dump, plan, complete = _planned(monkeypatch, "mm_i8_128x256x64", "sm_90")
     assert "//     tma-store (epilogue) 131072 B align 1024, live over ops 78..78, the buffers released before it, " \
            "offset 0: " in plan, plan
-    monkeypatch.setattr(ops_wgmma, "_two_slots", lambda *args: False)
+    monkeypatch.setattr(kmajor_copies, "two_slots", lambda *args: False)
     dump, plan, complete = _planned(monkeypatch, "mm_i8_128x256x64", "sm_90")
     assert "//     tma-store (epilogue) 65536 B align 1024, live over ops 78..78, the buffers released before it, " \
            "offset 0: " in plan, plan

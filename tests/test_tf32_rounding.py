@@ -7,7 +7,7 @@ SASS instructions per 4 HGMMA against NVIDIA's 81, and the kernel 3.2x slower on
 cvt.rn.tf32.f32 is one F2FP.TF32 instruction: 133. sm_80 has no such cvt and keeps the sequence.
 On sm_90 nothing is rounded: wgmma reads f32 bits in shared memory as tf32 rounded to nearest even
 (measured on an H200, tileaa/mma_forms.WGMMA_TF32_ROUNDING): 87, against NVIDIA's 81; 114 once B's
-K-major copy took two slots and the wgmma group stays in flight (ops_wgmma.loop_copies), the kernel then
+K-major copy took two slots and the wgmma group stays in flight (tileas/kmajor_copies.loop_copies), the kernel then
 at 1.38x NVIDIA's time (from 1.86x).
 """
 

@@ -359,12 +359,12 @@ def test_attention_without_the_query_wait_is_a_race(gpu: str, monkeypatch) -> No
         _check("fa_f16_q64k64d64", gpu)
 
 
-# The K-major copies of a loop in one slot each (`ops_wgmma._two_slots` refused): the freed buffers
+# The K-major copies of a loop in one slot each (`kmajor_copies.two_slots` refused): the freed buffers
 # are then smaller than the i8 256x128's C, as in a loop whose ring has no room for second slots.
 _ONE_SLOT = r"""
 import sys
-import tileiras.lowering.ops_wgmma as ops_wgmma
-ops_wgmma._two_slots = lambda *args: False
+import tileiras.tileas.kmajor_copies as kmajor_copies
+kmajor_copies.two_slots = lambda *args: False
 from tileiras.driver.tileiras_main import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -373,9 +373,9 @@ sys.exit(main(sys.argv[1:]))
 @pytest.fixture
 def one_slot_copies(monkeypatch, tmp_path: Path) -> None:
     """In this process: K-major copies in one slot, compiled afresh (the cache keys on our files)."""
-    from tileiras.lowering import ops_wgmma
+    from tileiras.tileas import kmajor_copies
 
-    monkeypatch.setattr(ops_wgmma, "_two_slots", lambda *args: False)
+    monkeypatch.setattr(kmajor_copies, "two_slots", lambda *args: False)
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
 
 

@@ -232,7 +232,7 @@ def test_every_realistic_sm90_mma_is_a_wgmma(name: str, tmp_path: Path) -> None:
     assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
 
 
-# A K-major copy in two slots (ops_wgmma.loop_copies): the loop's wgmma keeps its group in
+# A K-major copy in two slots (tileas/kmajor_copies.loop_copies): the loop's wgmma keeps its group in
 # flight (wait_group 1) while the next iteration copies into the other slot. On an H200 this took tf32
 # 128x128x32 from 1.58x to 1.27x NVIDIA's time and int8 128x128x64 from 1.31x to 1.15x.
 _IN_FLIGHT = re.compile(r"wgmma\.wait_group\.sync\.aligned\s+1;")

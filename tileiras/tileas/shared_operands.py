@@ -205,13 +205,13 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
 
 def _rounds_in_place(facts: "StagingFacts", op: Operation, shape: Any, value: Any, role: str) -> bool:
     """ops_wgmma._rounds_in_place as the plan knows it: an f32 operand read as tf32 whose stage a
-    TMA-fed pipeline fills, as `ops_wgmma.loop_copies` leaves it uncopied (`_tma_rounded_stage`)."""
-    from ..lowering.ops_wgmma import _tma_rounded_stage
+    TMA-fed pipeline fills, as `kmajor_copies.loop_copies` leaves it uncopied (`tma_rounded_stage`)."""
+    from .kmajor_copies import tma_rounded_stage
 
     held = facts.matrices.get(id(value.source)) if value.source is not None else None
     if not value.tf32 or held is None or held[1] is None:
         return False
-    return _tma_rounded_stage(facts, shape, held[1], value.source, role, value.transposed)  # type: ignore[arg-type]
+    return tma_rounded_stage(facts, shape, held[1], value.source, role, value.transposed)  # type: ignore[arg-type]
 
 
 def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any, shared: dict,

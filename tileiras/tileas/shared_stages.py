@@ -25,7 +25,7 @@ whose rows are not in warps folds through (`move_forms.reduce_scratch`, which de
 reduce's scratch goes in slices where the whole would not fit beside the buffers alive at it, so
 it is decided beside the buffers the plan placed before it; where the lowering placed others, an
 unplanned role's, the sizes may differ and the check says so). "kmajor": the K-major copy buffers
-a loop asks for before its stages (sm_90's wgmma operands copied K-major, `ops_wgmma.loop_copies`,
+a loop asks for before its stages (sm_90's wgmma operands copied K-major, `kmajor_copies.loop_copies`,
 which decides for both: a copy of B may be made in halves where whole copies leave no room for two
 stages, so they are decided beside the bytes taken before the loop, `SharedPlan.entered`; where
 the lowering enters the loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The
@@ -235,12 +235,12 @@ def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int
 
 
 def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Request]:
-    """The K-major copy buffers `loop` asks for before its stages (ops_wgmma.loop_copies decides),
+    """The K-major copy buffers `loop` asks for before its stages (kmajor_copies.loop_copies decides),
     each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
     if facts.assignment is None or not facts.assignment.wgmma_ops:
-        return []      # no wgmma to copy operands for (ops_wgmma.loop_copies)
+        return []      # no wgmma to copy operands for (kmajor_copies.loop_copies)
     from ..layout.shared_matrix import KMAJOR_ALIGN, kmajor_bytes
-    from ..lowering.ops_wgmma import loop_copies
+    from .kmajor_copies import loop_copies
 
     out = []
     for key, matrix, slots in loop_copies(facts, loop, used):  # type: ignore[arg-type]

@@ -100,7 +100,7 @@ def group_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation,
     """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
     (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
     of its body, both operands read from stages of `loads` (by descriptor, or through a K-major copy
-    its loop gave in two slots: lowering/ops_wgmma.loop_copies), and its
+    its loop gave in two slots: kmajor_copies.loop_copies), and its
     accumulator carried from one iteration to the next and read by nothing else (wgmmas chained on
     one accumulator need no wait between them; any other reader would)."""
     if k.assignment is None:
