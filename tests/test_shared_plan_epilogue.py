@@ -1,5 +1,5 @@
 """Pass `plan-shared-memory`: the epilogue buffers of an mma accumulator's store ("restage",
-"tma-store"; tileiras/tileas/shared_epilogue.py), decided by lowering/epilogue.epilogue for the
+"tma-store"; tileiras/tileas/shared_epilogue.py), decided by tileas/epilogue_forms.epilogue for the
 plan and the lowering alike, and checked against the lowering's requests."""
 
 from __future__ import annotations
@@ -178,10 +178,10 @@ def test_a_pointer_store_that_does_not_restage_converts_through_predicted_scratc
     """MoE on sm_80 scatters its 128x128 bf16 tile through pointers in 16-byte runs; where the epilogue
     does not restage it (here: told not to, for the plan and the lowering alike), the fragments go to
     the pointers' layout through conversion scratch, which the plan predicts ("store-conversion")."""
-    from tileiras.lowering import epilogue
+    from tileiras.tileas import epilogue_forms
 
-    decide = epilogue.epilogue
-    monkeypatch.setattr(epilogue, "epilogue", lambda k, op, *rest: None if op.name == "cuda_tile.store_ptr_tko"
+    decide = epilogue_forms.epilogue
+    monkeypatch.setattr(epilogue_forms, "epilogue", lambda k, op, *rest: None if op.name == "cuda_tile.store_ptr_tko"
                         else decide(k, op, *rest))
     dump, plan, _ = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_80")
     assert "//     store-conversion (conversion) 32768 B align 16, live over ops " in plan, plan

@@ -20,196 +20,35 @@ the tile is written in wgmma's swizzled layout instead and one thread stores it 
 (`tma_store`), box by box, as NVIDIA's epilogues do; a tile larger than the freed buffers (i8
 and f32 128x256: 128 KB) in column chunks through two smaller buffers.
 
-Which of these a store takes, and the buffer it asks for, is decided once (`epilogue`, from the
-tile's type and layout and the buffers placed before it): the lowering calls it, and so does the
-pass `plan-shared-memory` before any LLVM, beside the buffers it planned (tileas/shared_epilogue.py).
+Which of these a store takes, and the buffer it asks for, is decided once at nv_tileas
+(tileas/epilogue_forms.epilogue, from the tile's type and layout and the buffers placed before it):
+the lowering calls it, and so does the pass `plan-shared-memory` before any LLVM, beside the
+buffers it planned (tileas/shared_epilogue.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.record import record, replace
-from ..ir.types import ScalarType, TileType
-from ..tileas.buffers import buffers_free_after
-from ..tileas.shared_plan import Request
+from ..ir.record import replace
+from ..layout.encodings import MmaLayout
+from ..layout.shared_matrix import SharedMatrix
+from ..tileas import epilogue_forms
+from ..tileas.epilogue_forms import Epilogue
 from .kernel import KernelLowering, storage_type
-from ..layout.encodings import BlockedLayout, Layout, MmaLayout
 from .layout_index import coords, has_coords
 from .smem import element_offset, pointer
-from ..layout.shared_matrix import SharedMatrix
 from .values import TileRegs
 
-MAX_CHUNKS = 8      # restaging rounds of an accumulator larger than the freed buffers
-LOOP_MARGIN = 4096  # shared bytes a restaging in a loop leaves for what the kernel asks for later
-LOOP_STORES = 128   # fragment stores (chunks x pairs a thread) of a restaging in a loop
-
-
-@record
-class Epilogue:
-    """How a store of an mma accumulator goes through shared memory (`epilogue` decides it, for the
-    lowering and for the plan: tileas/shared_epilogue.py), and the buffer it asks for."""
-    role: str                  # "tma-store" (sm_90: one thread's TMA boxes) or "restage" (16-byte stores)
-    matrix: SharedMatrix       # one buffer: a chunk of columns (tma-store) or of rows (restage), unplaced
-    buffers: int = 1           # tma-store: the column chunks go through this many buffers in turn
-    span: Optional[tuple[int, int]] = None   # restage in a loop: the loop's lifetime; None: the store's,
-                                             # once the buffers are released
-    layout: Optional[BlockedLayout] = None   # restage: the layout of 16-byte runs it is read back in
-    copy: Any = None           # tma-store: its TmaCopy (no hidden parameter yet)
-
-    @property
-    def nbytes(self) -> int:
-        return self.matrix.nbytes * self.buffers
-
-    @property
-    def align(self) -> int:
-        return 1024 if self.role == "tma-store" else 128
-
-    def request(self, op: Operation, lifetime: tuple[int, int]) -> Request:
-        """What store `op` asks for (`lifetime`: the store's, where it releases the buffers first)."""
-        return Request(op, self.role, "epilogue", self.nbytes, self.align, 0, self.span or lifetime,
-                       releases=self.span is None)
-
-
-def epilogue(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
-    """How store `op` of `ttype` in `layout` (an mma accumulator's fragments) goes through shared
-    memory: a weak view store by TMA on sm_90 (`tma_store`) where it can, else restaged in 16-byte
-    runs where the stores are then wider (`restage`); a store through pointers restaged where the
-    pointers are in the layout it would be read back in; None: from the fragments as they are.
-    `k`: the lowering, or the facts the plan has before any LLVM (tileas/shared_epilogue.py): it
-    reads `k.buffers`, the buffers placed before the store."""
-    if op.name == "cuda_tile.store_ptr_tko":
-        target = k.layout_of(op.operand("destination"))  # type: ignore[arg-type]
-        staged = _restaging(k, op, ttype, layout) if layout != target else None
-        return staged if staged is not None and staged.layout == target else None
-    from .ops_memory import _ordering, _vector
-
-    if op.name != "cuda_tile.store_view_tko" or _ordering(op)[0] != "weak":
-        return None
-    view = k.get(op.operand("view"))  # type: ignore[arg-type]
-    if k.caps.has("wgmma"):
-        stored = _tma_staging(k, op, ttype, layout, view)
-        if stored is not None:
-            return stored
-    staged = _restaging(k, op, ttype, layout)
-    if staged is None:
-        return None
-    wider = _vector(k, op, view, ttype, staged.layout, "weak")[0] > \
-        _vector(k, op, view, ttype, layout, "weak")[0]  # type: ignore[arg-type]
-    return staged if wider else None
 
 
 def decided(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Epilogue]:
     """`epilogue`, as the lowering decides it beside the buffers it placed (`PlanCheck.decide`: where
     those are not the plan's and it decided otherwise, the plan's decision no longer holds)."""
-    staged = epilogue(k, op, tile.type, tile.layout)
+    staged = epilogue_forms.epilogue(k, op, tile.type, tile.layout)
     k.plan_check.decide(op, k.buffers.total, staged.request(op, k.op_lifetime()) if staged is not None else None)
     return staged
-
-
-def _restaging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
-    """The restaging of `ttype` in `layout` for `op` in `_blocked`'s layout, where `_staging` finds
-    room for a chunk of rows."""
-    blocked = _blocked(k, ttype, layout)
-    if blocked is None:
-        return None
-    span, rows = _staging(k, op, ttype, layout, blocked)
-    if not rows:
-        return None
-    b, _, n = layout.shape  # type: ignore[attr-defined]
-    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
-    return Epilogue("restage", SharedMatrix(0, b, rows, n, eb), span=span, layout=blocked)
-
-
-def _staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout, blocked: BlockedLayout
-             ) -> tuple[Optional[tuple[int, int]], int]:
-    """Where `ttype` in `layout` is restaged for `op`: (None, rows a chunk) through the freed buffers, the
-    store being the last use of them (only where it reuses bytes the kernel has anyway: once
-    released, every buffer is free); (lifetime, rows a chunk) inside a loop (a persistent
-    kernel's tiles), through bytes that nothing alive anywhere in the outermost loop around it
-    uses (`lifetime` is that loop's), where the target's shared memory has them; rows 0: nowhere. In a
-    warp-specialized kernel only in the persistent loop of its roles (warp_roles.persistent: the ring,
-    which the producer fills meanwhile, lives over that loop, so no such bytes are the ring's; the CTA
-    barriers are the consumers' own)."""
-    if _buffers_free_after(k, op):
-        return None, _chunk_rows(ttype, layout, blocked, lambda nbytes: nbytes <= k.buffers.total)
-    loop = _outermost_loop(op)
-    split = getattr(k, "warp_split", None)
-    if loop is None or split is not None and split.outer is not loop:
-        return None, 0
-
-    span = k.lifetimes().op_range(loop)
-    limit = k.caps.smem_per_block - LOOP_MARGIN
-    rows = _chunk_rows(ttype, layout, blocked,
-                       lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
-    # the fragments' stores repeat once per chunk (under warp conditions): in a loop's code, at most
-    # LOOP_STORES of them (a 128 x 256 tile over 256 threads in 4 chunks: 256, LLVM 3 x slower)
-    chunks = layout.shape[1] // rows if rows else 0  # type: ignore[attr-defined]
-    return span, rows if rows and layout.slots(ttype.num_elements) // 2 * chunks <= LOOP_STORES else 0
-
-
-def _outermost_loop(op: Operation) -> Optional[Operation]:
-    from ..tileas.buffers import LOOPS, _parent_op
-
-    loop, parent = None, _parent_op(op)
-    while parent is not None:
-        loop = parent if parent.name in LOOPS else loop
-        parent = _parent_op(parent)
-    return loop
-
-
-def _chunk_rows(ttype: TileType, layout: Layout, blocked: BlockedLayout, fits: Callable[[int], bool]) -> int:
-    """Rows of the accumulator restaged at a time: all of them where `fits` the bytes of the
-    tile, else the most that fit, whole 16-row fragment blocks (which rows a fragment can hold
-    is then known per block), each chunk a whole number of the blocked layout's slot groups (a
-    group of the read back is then in one chunk); 0 where none fits (or it would take more than
-    MAX_CHUNKS rounds)."""
-    b, m, n = layout.shape  # type: ignore[attr-defined]
-    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
-    if fits(SharedMatrix(0, b, m, n, eb).nbytes):
-        return m
-    group = blocked.threads * blocked.run(ttype.num_elements)
-    for chunks in range(2, MAX_CHUNKS + 1):
-        rows = m // chunks
-        if b == 1 and m % chunks == 0 and rows % 16 == 0 and (rows * n) % group == 0 \
-                and fits(SharedMatrix(0, 1, rows, n, eb).nbytes):
-            return rows
-    return 0
-
-
-def _blocked(k: "KernelLowering", ttype: TileType, layout: Layout) -> Optional[BlockedLayout]:
-    """The blocked layout of 16-byte runs an mma accumulator (`ttype` in `layout`) would be read back
-    in, where it gives wider runs than the fragments' and owns every element once."""
-    elem = ttype.element
-    if not isinstance(layout, MmaLayout) or not isinstance(elem, ScalarType) or elem.bitwidth < 8 \
-            or storage_type(elem) != _llvm(elem):
-        return None
-    blocked = BlockedLayout(k.threads, 16 // (elem.bitwidth // 8))
-    n = ttype.num_elements
-    if blocked.run(n) <= layout.run(n) or not blocked.owns_all(n) or layout.shape[2] % blocked.run(n):
-        return None
-    return blocked
-
-
-def _tma_staging(k: "KernelLowering", op: Operation, ttype: TileType, layout: Layout, view: object
-                 ) -> Optional[Epilogue]:
-    """sm_90's TMA store of the accumulator through the freed buffers (`tma_store`): where they
-    may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
-    columns fits (`_chunks`) and the view's descriptor can be made (tileas/tma_boxes.plan)."""
-    if _blocked(k, ttype, layout) is None or not _buffers_free_after(k, op):
-        return None
-    from ..tileas.tma_boxes import MAX_STORE_ROWS, plan
-
-    assert isinstance(layout, MmaLayout)
-    b, m, _ = layout.shape
-    eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
-    width, buffers = _chunks(k, layout, eb)
-    if not width:
-        return None
-    matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
-    t, _ = plan(op, matrix, rows=MAX_STORE_ROWS)
-    return Epilogue("tma-store", matrix, buffers, copy=t) if t is not None else None
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
@@ -247,23 +86,6 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
         last = col + width == n
         k.guarded(first, lambda: store(k, op, t, chunk, col, wait=last))
     return True
-
-
-def _chunks(k: KernelLowering, layout: MmaLayout, eb: int) -> tuple[int, int]:
-    """(columns a chunk, buffers) of the accumulator's swizzled staging: the whole tile in one
-    buffer where the freed buffers hold it, else the widest column chunk, whole 128-byte swizzle
-    atoms, of which two fit (each thread's columns of a chunk are known when its warps span every
-    column: one warp column); (0, 0) where none does."""
-    b, m, n = layout.shape
-    if SharedMatrix(0, b, m, n, eb, swizzled=True).nbytes <= k.buffers.total:
-        return n, 1
-    if b != 1 or layout.warps[2] != 1:
-        return 0, 0
-    for width in range(n - 8, 0, -8):
-        if n % width == 0 and (width * eb) % 128 == 0 \
-                and 2 * SharedMatrix(0, b, m, width, eb, swizzled=True).nbytes <= k.buffers.total:
-            return width, 2
-    return 0, 0
 
 
 def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, here: bool = False,
@@ -386,10 +208,6 @@ def restage(k: KernelLowering, tile: TileRegs, staged: Epilogue) -> TileRegs:
     return TileRegs(tile.type, slots, layout)
 
 
-def _buffers_free_after(k: KernelLowering, op: Operation) -> bool:
-    return buffers_free_after(k.entry, op, k.assignment.is_shared_operand if k.assignment is not None else None)
-
-
 def _release_buffers(k: KernelLowering) -> None:
     """Every earlier use of the buffers is over: this thread's copies into them have landed (a
     pipeline's zero-filling copies past the end of its loop included), a wgmma's reads through the
@@ -405,7 +223,3 @@ def _release_buffers(k: KernelLowering) -> None:
     k.buffers.release(k.lifetimes().position(k.current_op))
 
 
-def _llvm(elem: ScalarType) -> str:
-    from .llvm_text import llvm_type
-
-    return llvm_type(elem)

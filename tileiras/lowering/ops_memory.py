@@ -10,16 +10,14 @@ ops wait for the CTA, and token_waits.py emits the waits.
 
 from __future__ import annotations
 
-from typing import Callable
-
-from ..ir.core import Operation, Value
+from ..ir.core import Operation
 from ..ir.types import (DYNAMIC, PointerType, ScalarType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..ir.types import storage_bytes
 from ..layout.encodings import Layout
 from ..tileaa.allocas import alloca_bytes, alloca_size
-from ..tileaa.access_width import chunk_elements, pointer_vector_elements, vector_elements
+from ..tileaa.access_width import chunk_elements, pointer_access, vector_elements, view_access
 from ..tileaa.views import cut, row_indices, tensor_view
 from .llvm_text import float_bits_literal, llvm_type
 from .token_waits import emit_wait
@@ -424,7 +422,7 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             k.set(op.results[0], TileRegs(rtype, packed))
             k.set(op.results[1], TokenVal())
             return
-    vec, why = _vector(k, op, view, rtype, layout, ordering)
+    vec, why = view_access(op, view, rtype, layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Loads=f"{k.slots(rtype, layout) // vec} per thread")
     if vec == 1:
         k.remark("missed", "memory", "RemarkMemoryVectorizedLoadMissed", "Load not vectorized: one element per access", op, Reason=why)
@@ -490,41 +488,6 @@ def _nibble(k: KernelLowering, base: str, at: str, ordering: str, scope: str) ->
     k.set(op.results[1], TokenVal())
 
 
-def _vector(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
-            ordering: str) -> tuple[int, str]:
-    """Elements per access of a weak view access in `layout`, and when that is 1 (one element at
-    a time) why: the reason a remark gives."""
-
-    return _widen(tile, layout, ordering, lambda nbytes, run: vector_elements(op, view, tile.shape, nbytes, run),
-                  "the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly inside or outside "
-                  "the tensor (base alignment, unit innermost stride, divisible strides and extents)")
-
-
-def _pointer_vector(pointers: Value, mask: Value | None, tile: TileType, layout: Layout,
-                    ordering: str) -> tuple[int, str]:
-    """Elements per access of a weak gather or scatter through a tile of pointers, and why 1."""
-
-    return _widen(tile, layout, ordering,
-                  lambda nbytes, run: pointer_vector_elements(pointers, mask, tile.shape, nbytes, run),
-                  "the pointers' facts do not prove runs of consecutive elements aligned to 4, 8 or 16 bytes "
-                  "(under a mask constant over each run)")
-
-
-def _widen(tile: TileType, layout: Layout, ordering: str, elements: Callable[[int, int], int],
-           missed: str) -> tuple[int, str]:
-    """`elements(bytes per element, run)` of a weak access of whole-byte elements with runs in `layout`."""
-    elem = tile.element
-    if ordering != "weak":
-        return 1, f"the access is ordered ({ordering}): only weak accesses are widened"
-    if not isinstance(elem, ScalarType) or elem.bitwidth < 8 or llvm_type(elem) != storage_type(elem):
-        return 1, f"{elem} elements are not stored as whole bytes"
-    run = layout.run(tile.num_elements)
-    if run < 2:
-        return 1, "the tile's layout gives each thread no two consecutive elements"
-    vec = elements(elem.bitwidth // 8, run)
-    return vec, "" if vec > 1 else missed
-
-
 def _vector_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, layout: Layout,
                       vec: int) -> list[tuple[str, "str | None"]]:
     """Per run of `vec` slots: (pointer, in-bounds i1 or None) of its first element."""
@@ -554,14 +517,14 @@ def _store_view(k: KernelLowering, op: Operation) -> None:
             k.set(op.results[0], TokenVal())
             return
     masked = False
-    vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
+    vec, why = view_access(op, view, tile.type, tile.layout, ordering)
     if ordering == "weak":
         from .epilogue import decided, restage
 
         staged = decided(k, op, tile)    # (not by TMA: tma_store did not take it)
         if staged is not None:
             tile = restage(k, tile, staged)   # mma fragments: wider stores through the freed buffers
-            vec, why = _vector(k, op, view, tile.type, tile.layout, ordering)
+            vec, why = view_access(op, view, tile.type, tile.layout, ordering)
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(tile.slots) // vec} per thread")
     if vec == 1:
         k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=why)
@@ -589,9 +552,9 @@ def _reconverge(k: KernelLowering, op: Operation, masked: bool) -> None:
     loop's next warp-collective `.aligned` instructions (ldmatrix, mma, tcgen05.ld, ...), which need
     all its lanes together; PTX does not promise convergence at the branches' join. (A persistent
     split matmul's CTA whose last tile is partly outside C deadlocked in the emulator without it.)"""
-    from .epilogue import _outermost_loop
+    from ..tileas.epilogue_forms import outermost_loop
 
-    if not masked or _outermost_loop(op) is None:
+    if not masked or outermost_loop(op) is None:
         return
     k.b.declare("declare void @llvm.nvvm.bar.warp.sync(i32)")
     k.b.emit("call void @llvm.nvvm.bar.warp.sync(i32 -1)")
@@ -703,7 +666,7 @@ def _load_ptr(k: KernelLowering, op: Operation) -> None:
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
     slots = []
-    vec, why = _pointer_vector(op.operand("source"), mask_v, rtype, ptrs.layout, ordering)  # type: ignore[arg-type]
+    vec, why = pointer_access(op.operand("source"), mask_v, rtype, ptrs.layout, ordering)  # type: ignore[arg-type]
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Global-memory load instruction (gather through a tile of pointers)", Width=f"{8 * storage_bytes(elem) * vec} bits", Loads=f"{len(ptrs.slots) // vec} per thread")
     if vec == 1:
         k.remark("missed", "memory", "RemarkMemoryVectorizedLoadMissed", "Load not vectorized: one element per access", op, Reason=why)
@@ -747,7 +710,7 @@ def _store_ptr(k: KernelLowering, op: Operation) -> None:
         raise op_error(op, "pointer tiles of 4-bit elements are not supported yet; use a tensor view")
     lty = storage_type(elem)
     ordering, scope = _ordering(op)
-    vec, why = _pointer_vector(op.operand("destination"), mask_v, vals.type, vals.layout, ordering)  # type: ignore[arg-type]
+    vec, why = pointer_access(op.operand("destination"), mask_v, vals.type, vals.layout, ordering)  # type: ignore[arg-type]
     k.remark("passed", "memory", "RemarkMemoryStoreInstructionSelected", "Store instruction selected", op, Instruction="Global-memory store instruction (scatter through a tile of pointers)", Width=f"{8 * storage_bytes(elem) * vec} bits", Stores=f"{len(ptrs.slots) // vec} per thread")
     if vec == 1:
         k.remark("missed", "memory", "RemarkMemoryVectorizedStoreMissed", "Store not vectorized: one element per access", op, Reason=why)

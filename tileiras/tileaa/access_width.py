@@ -15,13 +15,16 @@ constant over each run): TileGym's row kernels build such tiles as a base plus i
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import ScalarType, TileType, storage_bytes
 from ..layout.shared_matrix import matrix_dims
 from .facts import axes
 from .views import View
+
+if TYPE_CHECKING:
+    from ..layout.encodings import Layout
 
 PADDINGS = (None, "zero")   # what a copy's zero fill reads as
 
@@ -98,3 +101,35 @@ def staged_through_registers(op: Operation, view: View, tile: TileType) -> bool:
     elem = tile.element
     return isinstance(elem, ScalarType) and elem.bitwidth >= 8 and view.padding in PADDINGS \
         and matrix_dims(tile.shape) is not None and not chunk_elements(op, view, tile)
+
+
+def view_access(op: Operation, view: View, tile: TileType, layout: "Layout", ordering: str) -> tuple[int, str]:
+    """Elements per access of a weak view access in `layout`, and when that is 1 (one element at
+    a time) why: the reason a remark gives."""
+    return _widen(tile, layout, ordering, lambda nbytes, run: vector_elements(op, view, tile.shape, nbytes, run),
+                  "the view's facts do not prove 4-, 8- or 16-byte accesses aligned and wholly inside or outside "
+                  "the tensor (base alignment, unit innermost stride, divisible strides and extents)")
+
+
+def pointer_access(pointers: Value, mask: Optional[Value], tile: TileType, layout: "Layout",
+                   ordering: str) -> tuple[int, str]:
+    """Elements per access of a weak gather or scatter through a tile of pointers, and why 1."""
+    return _widen(tile, layout, ordering,
+                  lambda nbytes, run: pointer_vector_elements(pointers, mask, tile.shape, nbytes, run),
+                  "the pointers' facts do not prove runs of consecutive elements aligned to 4, 8 or 16 bytes "
+                  "(under a mask constant over each run)")
+
+
+def _widen(tile: TileType, layout: "Layout", ordering: str, elements: Callable[[int, int], int],
+           missed: str) -> tuple[int, str]:
+    """`elements(bytes per element, run)` of a weak access of whole-byte elements with runs in `layout`."""
+    elem = tile.element
+    if ordering != "weak":
+        return 1, f"the access is ordered ({ordering}): only weak accesses are widened"
+    if not isinstance(elem, ScalarType) or elem.bitwidth < 8:
+        return 1, f"{elem} elements are not stored as whole bytes"
+    run = layout.run(tile.num_elements)
+    if run < 2:
+        return 1, "the tile's layout gives each thread no two consecutive elements"
+    vec = elements(elem.bitwidth // 8, run)
+    return vec, "" if vec > 1 else missed

@@ -1,7 +1,7 @@
 """The epilogue buffers of `plan-shared-memory`: how a store of an mma accumulator goes through shared memory.
 
 A store of mma fragments (a view store, weak, or a store through pointers) goes through shared
-memory as `lowering/epilogue.epilogue` decides, for the lowering and for this plan: by TMA on
+memory as `epilogue_forms.epilogue` decides, for the lowering and for this plan: by TMA on
 sm_90 ("tma-store": one swizzled buffer, or two in turn for column chunks), or restaged in
 16-byte runs ("restage": the whole tile, or a chunk of rows at a time); or not at all (a store
 through pointers in another layout than the fragments' then converts them through scratch,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
     from .shared_stages import StagingFacts
 
-DECIDED = ("restage", "tma-store")     # the buffers `epilogue.epilogue` decides
+DECIDED = ("restage", "tma-store")     # the buffers `epilogue_forms.epilogue` decides
 ROLES = DECIDED + ("store-conversion",)
 VIEW_STORE = "cuda_tile.store_view_tko"
 PTR_STORE = "cuda_tile.store_ptr_tko"
@@ -42,7 +42,7 @@ STORES = (VIEW_STORE, PTR_STORE)
 
 
 class EpilogueFacts:
-    """What `epilogue.epilogue` reads of a KernelLowering: the staging facts (the views' facts, the
+    """What `epilogue_forms.epilogue` reads of a KernelLowering: the staging facts (the views' facts, the
     layouts, the warp split) and `buffers`, the requests placed before the store."""
 
     def __init__(self, facts: "StagingFacts", buffers: SharedBuffers) -> None:
@@ -68,12 +68,12 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
     converts = op.name == PTR_STORE and layout != facts.layout_of(op.operand("destination"))  # type: ignore[arg-type]
     if not (converts or isinstance(layout, MmaLayout)) or not predicted(facts.entry, facts.assignment):
         return []
-    from ..lowering.epilogue import epilogue
+    from . import epilogue_forms
 
     live = lifetimes(facts.entry)
     placed = place([r for r in asked if live.position(r.op) < live.position(op)], facts.entry)
     entered[op] = placed.total
-    decided = epilogue(EpilogueFacts(facts, placed), op, value.type, layout)  # type: ignore[arg-type]
+    decided = epilogue_forms.epilogue(EpilogueFacts(facts, placed), op, value.type, layout)  # type: ignore[arg-type]
     if decided is not None:
         return [decided.request(op, live.op_range(op))]
     if converts:     # KernelLowering.convert's scratch: every element at its row-major index
