@@ -20,7 +20,8 @@ Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
-blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A
+blocks of the kept axes (`nested_loops.py`). A tile reduced along two axes, each too long for either
+form, takes a pass per axis (`axis_passes.py`), each pass looped as a group of its own. A reverse scan's loop visits its chunks last first. A
 reshape that splits an axis makes the space the finer tile's: the coarse tile's axis merges space
 axes (`Group.merged`). A `cat` makes the space its result's: one loop per window of its operands (of
 all the group's cats, nested ones included; a tile two cats join is computed in each window that
@@ -581,23 +582,39 @@ def streamable(entry: Operation) -> set[Value]:
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
     a thread; the number of loops made."""
-    from . import nested_loops
-    from .tile_phases import phases
+    from . import axis_passes
 
     made = 0
     for block in _blocks(entry):
         for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
-            part = chunk_shape(group, group.chunk)
-            plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
-            if plan is not None and group.cats:
-                plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
-            nested = nested_loops.plan(block, group) if plan is None else None
-            if nested is not None:   # reductions too long both ways: an outer loop over blocks of their results
-                part, plan = nested
-            if plan is not None:
-                _rewrite(group, part, plan)
-                made += len(plan) + bool(group.outer)
+            planned = _plan(block, group)
+            if planned is not None:
+                work = [(group, planned)]
+            else:   # reductions along two axes: a pass each (planned before any is made)
+                passes = axis_passes.split(group) or []
+                plans = [_plan(block, each) for each in passes]
+                if not passes or None in plans:
+                    continue
+                work = list(zip(passes, plans))
+            for each, (part, plan) in work:   # type: ignore[misc]
+                _loops(each, part, plan)
+                made += len(plan) + bool(each.outer)
+            _drop(group)
     return made
+
+
+def _plan(block: Block, group: Group) -> Optional[tuple[tuple[int, ...], list["Phase"]]]:
+    """The chunk and the loops of `group`: flat (one loop per phase, per window of its cats), or
+    nested (`nested_loops.py`: reductions too long both ways, an outer loop over blocks of their
+    results); None where it takes neither form."""
+    from . import nested_loops
+    from .tile_phases import phases
+
+    part = chunk_shape(group, group.chunk)
+    plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
+    if plan is not None and group.cats:
+        plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
+    return (part, plan) if plan is not None else nested_loops.plan(block, group)
 
 
 def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
@@ -663,11 +680,11 @@ def _outside_const(anchor: Operation, value: int) -> Value:
                                           location=anchor.location)).results[0]
 
 
-def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
+def _loops(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
     ops chunk by chunk (a cat's windows: one loop each, `cat_windows.py`, a reduction or scan carried
-    from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`);
-    then the group's ops are dropped."""
+    from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`).
+    The group's ops stay, unread but for their operands (`_drop`)."""
     from .nested_loops import enclose
 
     carried: dict[Operation, list[Value]] = {}
@@ -679,6 +696,10 @@ def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
             if op not in later and outer is None:   # its last window done: what reads it reads the loop's results
                 for r, v in zip(op.results, carried[op]):
                     r.replace_all_uses_with(v)
+
+
+def _drop(group: Group) -> None:
+    """Drop the ops of `group`, once loops compute them, and the views no op reads any more."""
     for op in reversed(group.ops):
         _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}

@@ -1,0 +1,149 @@
+"""One tile reduced along two axes, each longer than a chunk (tileaa/axis_passes.py): a pass per axis,
+each looped as a group of its own (nested here), each reading the tile again from its view. One warp
+a kernel, as in test_tile_loops_more.py (chunks of 512 elements): a (1024, 1024) tile's row sums and
+column maxima take a nested loop each. The emulator runs them on chunks of 128 (a (256, 256) tile)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from emulator_runs import emulate, interpret  # noqa: E402
+from test_tile_loops_cat import MAX  # noqa: E402
+import test_tile_loops_nested as nested  # noqa: E402
+from test_tile_loops_more import ADD, _code_does_not_grow, _kernel, _looped, _module, _view  # noqa: E402
+
+shape = nested.shape
+small_chunks = nested.small_chunks   # chunks of 4 elements a thread: the nested form from (256, 256)
+
+
+def sum_and_max(n: int) -> str:
+    """s[tile bx] = the sums of x's tile bx along its rows, m[tile bx] its maxima along its columns
+    (zero padded: the padding is in both)."""
+    rows, cols = shape(n)
+    v, t = _view((rows, cols), "zero"), f"tile<{rows}x{cols}xf32>"
+    wr, wc = _view((rows,)), _view((cols,))
+    return _kernel("sum_and_max", [2, 1, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {wr}",
+        f"  %p2 = make_partition_view %t2 : {wc}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %s = reduce %x dim=1 identities=[0.000000e+00 : f32] : {t} -> tile<{rows}xf32>", *ADD,
+        f"  %m = reduce %x dim=0 identities=[0xFF800000 : f32] : {t} -> tile<{cols}xf32>", *MAX,
+        f"  %s1 = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{rows}xf32>, {wr}, tile<i32> -> token",
+        f"  %s2 = store_view_tko weak %m, %p2[%bx] token = %tok : tile<{cols}xf32>, {wc}, tile<i32> -> token"])
+
+
+def centered_and_sums(n: int) -> str:
+    """y = x's tile bx less the maxima of its rows, s[tile bx] the sums of its columns, and x twice
+    (what reads no reduction: a pass of its own)."""
+    rows, cols = shape(n)
+    v, w, t = _view((rows, cols), "zero"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
+    wc, u = _view((cols,)), f"tile<{rows}x1xf32>"
+    return _kernel("centered_and_sums", [2, 2, 1, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %p2 = make_partition_view %t2 : {wc}",
+        f"  %p3 = make_partition_view %t3 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %m = reduce %x dim=1 identities=[0xFF800000 : f32] : {t} -> tile<{rows}xf32>", *MAX,
+        f"  %m2 = reshape %m : tile<{rows}xf32> -> {u}",
+        f"  %mb = broadcast %m2 : {u} -> {t}",
+        f"  %y = subf %x, %mb : {t}",
+        f"  %s = reduce %x dim=0 identities=[0.000000e+00 : f32] : {t} -> tile<{cols}xf32>", *ADD,
+        f"  %x2 = addf %x, %x : {t}",
+        f"  %s1 = store_view_tko weak %y, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token",
+        f"  %s2 = store_view_tko weak %s, %p2[%bx] token = %tok : tile<{cols}xf32>, {wc}, tile<i32> -> token",
+        f"  %s3 = store_view_tko weak %x2, %p3[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+def double_centered(n: int) -> str:
+    """y = x less its rows' sums, less that tile's columns' sums: the second reduction reads the
+    first (one pass's results across the other's blocks): not split."""
+    rows, cols = shape(n)
+    v, w, t = _view((rows, cols), "zero"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
+    ur, uc = f"tile<{rows}x1xf32>", f"tile<1x{cols}xf32>"
+    return _kernel("double_centered", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %r = reduce %x dim=1 identities=[0.000000e+00 : f32] : {t} -> tile<{rows}xf32>", *ADD,
+        f"  %r2 = reshape %r : tile<{rows}xf32> -> {ur}",
+        f"  %rb = broadcast %r2 : {ur} -> {t}",
+        f"  %d = subf %x, %rb : {t}",
+        f"  %c = reduce %d dim=0 identities=[0.000000e+00 : f32] : {t} -> tile<{cols}xf32>", *ADD,
+        f"  %c2 = reshape %c : tile<{cols}xf32> -> {uc}",
+        f"  %cb = broadcast %c2 : {uc} -> {t}",
+        f"  %y = subf %d, %cb : {t}",
+        f"  %st = store_view_tko weak %y, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+def test_a_tile_reduced_along_two_axes_takes_a_pass_each() -> None:
+    """Two nested loops, one per axis, each loading the tile; no more code at 2^24 than at 2^20."""
+    text = _code_does_not_grow(sum_and_max, small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 4 and text.count("= reduce ") == 2
+    assert text.count("load_view_tko") == 2
+
+
+def test_a_pass_with_phases_beside_another() -> None:
+    """The columns' sums (an outer loop, in it the sums' loop), the rows' maxima (an outer loop, in it
+    the maxima's loop and the store's), the doubled tile (one loop)."""
+    text = _code_does_not_grow(centered_and_sums, small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 6 and text.count("= reduce ") == 2
+    assert text.count("store_view_tko") == 3
+
+
+def test_a_reduction_of_another_axis_reduction_stays_refused() -> None:
+    """The compile limit's message (exit 5), no traceback."""
+    from tileiras.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        _looped(double_centered(1 << 20))
+    assert int(info.value.code) == 5 and "over the compile limit" in info.value.message
+
+
+def _ragged(seed: int, rows: int, cols: int) -> np.ndarray:
+    """Two blocks' tiles along rows, the second 40 rows short and both 24 columns short."""
+    return np.random.default_rng(seed).standard_normal((2 * rows - 40, cols - 24)).astype(np.float32)
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_tile_reduced_along_two_axes_agrees() -> None:
+    """Two blocks' (256, 256) tiles, ragged both ways (zero padded, stores masked past the arrays):
+    the sums close to the interpreter's and numpy's, the maxima bit for bit."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(sum_and_max(n)).count(" for %loopIdx") == 4
+    x = _ragged(60, rows, cols)
+    args = [x, np.zeros(len(x), np.float32), np.zeros(2 * cols - 24, np.float32)]
+    module = _module(sum_and_max(n))
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3) and np.array_equal(got[2], want[2])
+    padded = np.pad(x, ((0, 40), (0, 24)))
+    assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-4, atol=1e-3)
+    maxima = np.concatenate([padded[:rows].max(0), padded[rows:].max(0)])[:2 * cols - 24]
+    assert np.array_equal(got[2], maxima)
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_pass_with_phases_beside_another_agrees() -> None:
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(centered_and_sums(n)).count(" for %loopIdx") == 6
+    x = _ragged(61, rows, cols)
+    args = [x, np.zeros_like(x), np.zeros(2 * cols - 24, np.float32), np.zeros_like(x)]
+    module = _module(centered_and_sums(n))
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.array_equal(got[1], want[1]) and np.array_equal(got[3], want[3])
+    assert np.allclose(got[2], want[2], rtol=1e-4, atol=1e-3)
+    padded = np.pad(x, ((0, 40), (0, 24)))
+    assert np.array_equal(got[1], (padded - padded.max(1, keepdims=True))[:len(x), :x.shape[1]])
+    sums = np.concatenate([padded[:rows].astype(np.float64).sum(0), padded[rows:].astype(np.float64).sum(0)])
+    assert np.allclose(got[2], sums[:2 * cols - 24], rtol=1e-4, atol=1e-3)
+    assert np.array_equal(got[3], 2 * x)
