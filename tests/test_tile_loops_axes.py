@@ -23,20 +23,24 @@ shape = nested.shape
 small_chunks = nested.small_chunks   # chunks of 4 elements a thread: the nested form from (256, 256)
 
 
-def sum_and_max(n: int) -> str:
+def sum_and_max(n: int, between: str = "") -> str:
     """s[tile bx] = the sums of x's tile bx along its rows, m[tile bx] its maxima along its columns
-    (zero padded: the padding is in both)."""
+    (zero padded: the padding is in both). `between`: the token of the store of s, stored between
+    the two reductions (as cuTile writes it; "" for both stores after both)."""
     rows, cols = shape(n)
     v, t = _view((rows, cols), "zero"), f"tile<{rows}x{cols}xf32>"
     wr, wc = _view((rows,)), _view((cols,))
+    store_s = f"  %s1 = store_view_tko weak %s, %p1[%bx] token = {between or '%tok'} : tile<{rows}xf32>, {wr}, " \
+        "tile<i32> -> token"
     return _kernel("sum_and_max", [2, 1, 1], [
         f"  %p0 = make_partition_view %t0 : {v}",
         f"  %p1 = make_partition_view %t1 : {wr}",
         f"  %p2 = make_partition_view %t2 : {wc}",
         f"  %x, %lt = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
         f"  %s = reduce %x dim=1 identities=[0.000000e+00 : f32] : {t} -> tile<{rows}xf32>", *ADD,
+        *([store_s] if between else []),
         f"  %m = reduce %x dim=0 identities=[0xFF800000 : f32] : {t} -> tile<{cols}xf32>", *MAX,
-        f"  %s1 = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{rows}xf32>, {wr}, tile<i32> -> token",
+        *([] if between else [store_s]),
         f"  %s2 = store_view_tko weak %m, %p2[%bx] token = %tok : tile<{cols}xf32>, {wc}, tile<i32> -> token"])
 
 
@@ -84,11 +88,34 @@ def double_centered(n: int) -> str:
         f"  %st = store_view_tko weak %y, %p1[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
 
 
-def test_a_tile_reduced_along_two_axes_takes_a_pass_each() -> None:
-    """Two nested loops, one per axis, each loading the tile; no more code at 2^24 than at 2^20."""
-    text = _code_does_not_grow(sum_and_max, small=1 << 20, big=1 << 24)
+@pytest.mark.parametrize("between", ["", "%tok"])
+def test_a_tile_reduced_along_two_axes_takes_a_pass_each(between: str) -> None:
+    """Two nested loops, one per axis, each loading the tile; no more code at 2^24 than at 2^20. A
+    store between the reductions that no token orders after the load stays between the passes."""
+    text = _code_does_not_grow(lambda n: sum_and_max(n, between), small=1 << 20, big=1 << 24)
     assert text.count(" for %loopIdx") == 4 and text.count("= reduce ") == 2
     assert text.count("load_view_tko") == 2
+
+
+def test_carried_reductions_take_a_pass_each_around_a_store() -> None:
+    """Results that fit a chunk (a (512, 512) tile): a flat loop per axis carrying its reduction; the
+    store of the sums, between the reductions and no member (it reads a carried result), stays
+    between the loops."""
+    text = _code_does_not_grow(lambda n: sum_and_max(n, "%tok"), small=1 << 16, big=1 << 18)
+    assert text.count(" for %loopIdx") == 2 and text.count("= reduce ") == 2
+    loops = [i for i, line in enumerate(text.splitlines()) if " for %loopIdx" in line]
+    stores = [i for i, line in enumerate(text.splitlines()) if "store_view_tko" in line]
+    assert loops[0] < stores[0] < loops[1] < stores[1]
+
+
+def test_a_store_ordered_after_the_load_stays_refused() -> None:
+    """A store between the reductions ordered after the tile's load by its token: the second pass
+    would read the tile again after it (an element it wrote, where the arrays overlap)."""
+    from tileiras.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        _looped(sum_and_max(1 << 20, between="%lt"))
+    assert int(info.value.code) == 5 and "over the compile limit" in info.value.message
 
 
 def test_a_pass_with_phases_beside_another() -> None:
@@ -114,15 +141,17 @@ def _ragged(seed: int, rows: int, cols: int) -> np.ndarray:
 
 
 @pytest.mark.usefixtures("small_chunks")
-def test_a_tile_reduced_along_two_axes_agrees() -> None:
-    """Two blocks' (256, 256) tiles, ragged both ways (zero padded, stores masked past the arrays):
-    the sums close to the interpreter's and numpy's, the maxima bit for bit."""
-    n = 1 << 16
+@pytest.mark.parametrize("log2,between,loops", [(16, "", 4), (16, "%tok", 4), (14, "%tok", 2)])
+def test_a_tile_reduced_along_two_axes_agrees(log2: int, between: str, loops: int) -> None:
+    """Two blocks' tiles, ragged both ways (zero padded, stores masked past the arrays): (256, 256),
+    nested; (128, 128), flat, the store of the sums between the loops. The sums close to the
+    interpreter's and numpy's, the maxima bit for bit."""
+    n = 1 << log2
     rows, cols = shape(n)
-    assert _looped(sum_and_max(n)).count(" for %loopIdx") == 4
+    assert _looped(sum_and_max(n, between)).count(" for %loopIdx") == loops
     x = _ragged(60, rows, cols)
     args = [x, np.zeros(len(x), np.float32), np.zeros(2 * cols - 24, np.float32)]
-    module = _module(sum_and_max(n))
+    module = _module(sum_and_max(n, between))
     got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
     assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-3) and np.array_equal(got[2], want[2])
     padded = np.pad(x, ((0, 40), (0, 24)))

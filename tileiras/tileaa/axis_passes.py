@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation, Value
+from ..ir.types import TokenType
 
 if TYPE_CHECKING:
     from .tile_loops import Group
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 _RUNS = ("cuda_tile.reduce", "cuda_tile.scan")
 # ops no pass needs (what they order is ordered by the passes' places): dropped with the group
 _DROPPED = ("cuda_tile.join_tokens",)
+# ops with effects that may lie between the members of a group split into passes (`apart`)
+_ACCESSES = ("cuda_tile.load_view_tko", "cuda_tile.store_view_tko", "cuda_tile.load_ptr_tko",
+             "cuda_tile.store_ptr_tko")
 
 
 def axis(group: "Group", op: Operation) -> Optional[int]:
@@ -100,3 +104,38 @@ def _part(group: "Group", ops: list[Operation]) -> "Group":
     part.axes = {v: a for v, a in group.axes.items() if v in values}
     part.merged = {v: m for v, m in group.merged.items() if v in values}
     return part
+
+
+def apart(group: "Group", between: list[Operation]) -> bool:
+    """Whether `group` splits into passes and the ops with effects `between` its members (a store of
+    one reduction's result before the other reduction, as cuTile writes it) are memory accesses that
+    no token chain orders before or after a member. Tile IR orders accesses by their tokens alone, so
+    a pass may then load again after them, or store before them: each pass's loops go where its own
+    results are first read, the ops between stay where they are."""
+    members = set(group.ops)
+    return split(group) is not None and all(op.name in _ACCESSES and not _linked(op, members) for op in between)
+
+
+def _tokens(values: object) -> list[Value]:
+    return [v for v in values if isinstance(v.type, TokenType)]  # type: ignore[attr-defined]
+
+
+def _linked(op: Operation, members: set[Operation]) -> bool:
+    """Whether a chain of tokens runs from a member to `op`, or from `op` to a member."""
+    pending, seen = _tokens(op.operands), set()
+    while pending:   # what orders `op` after it
+        owner = getattr(pending.pop(), "owner", None)
+        if owner in members:
+            return True
+        if isinstance(owner, Operation) and owner not in seen:
+            seen.add(owner)
+            pending += _tokens(owner.operands)
+    pending, seen = _tokens(op.results), set()
+    while pending:   # what `op` orders after it
+        for user in pending.pop().uses:
+            if user in members:
+                return True
+            if user not in seen:
+                seen.add(user)
+                pending += _tokens(user.results)
+    return False

@@ -40,7 +40,7 @@ from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
-from . import cat_windows
+from . import axis_passes, cat_windows
 from .addresses import touch_the_same
 from .row_chunks import twin_view
 from .view_order import _erase
@@ -204,6 +204,9 @@ class Group:
         # the nested form (nested_loops.py): the space axes an outer loop splits into blocks, each block's
         # reductions carried by the loops in its body
         self.outer: tuple[int, ...] = ()
+        # whether ops with effects lie between the members, apart from them (`axis_passes.apart`): only the
+        # passes of its reductions' axes may loop it
+        self.apart = False
 
     def values(self) -> list[Value]:
         return list(self.axes)
@@ -454,6 +457,12 @@ def _stores_keep_order(group: Group) -> bool:
 def _closed(block: Block, group: Group) -> bool:
     """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
     first and last member has effects a loop around the members would reorder."""
+    return _sealed(block, group) and not _interleaved(block, group)
+
+
+def _sealed(block: Block, group: Group) -> bool:
+    """Nothing outside `group` reads what it defines (but the results of its carried reductions), its
+    accesses keep their order chunk by chunk, and its tiles are all its own."""
     ops, members = group.ops, set(group.ops)
     carried = set(group.carried())
     if any(user not in members for op in ops if op not in carried for r in op.results for user in r.uses):
@@ -464,9 +473,15 @@ def _closed(block: Block, group: Group) -> bool:
     loops = {op.regions[0].blocks[0] for op in defined if op.name == "cuda_tile.for"}
     if any(v.owner not in defined and v.owner not in loops for v in group.axes):  # type: ignore[attr-defined]
         return False   # a tile carried into the block (another loop's argument)
-    first, last = block.operations.index(ops[0]), block.operations.index(ops[-1])
-    return not any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
-                   for op in block.operations[first:last])
+    return True
+
+
+def _interleaved(block: Block, group: Group) -> list[Operation]:
+    """The ops between the first and last member of `group` that have effects (not its own)."""
+    members = set(group.ops)
+    first, last = block.operations.index(group.ops[0]), block.operations.index(group.ops[-1])
+    return [op for op in block.operations[first:last]
+            if op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))]
 
 
 def _ordered_accesses_agree(group: Group) -> bool:
@@ -567,6 +582,9 @@ def _groups(block: Block, least: int, chunk: int) -> list[Group]:
             seen |= set(group.axes)
             if _closed(block, group):
                 out.append(group)
+            elif _sealed(block, group) and axis_passes.apart(group, _interleaved(block, group)):
+                group.apart = True   # loops of its passes only: they leave those ops where they are
+                out.append(group)
     return out
 
 
@@ -582,12 +600,10 @@ def streamable(entry: Operation) -> set[Value]:
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
     a thread; the number of loops made."""
-    from . import axis_passes
-
     made = 0
     for block in _blocks(entry):
         for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
-            planned = _plan(block, group)
+            planned = None if group.apart else _plan(block, group)
             if planned is not None:
                 work = [(group, planned)]
             else:   # reductions along two axes: a pass each (planned before any is made)
