@@ -176,3 +176,106 @@ def test_a_pass_with_phases_beside_another_agrees() -> None:
     sums = np.concatenate([padded[:rows].astype(np.float64).sum(0), padded[rows:].astype(np.float64).sum(0)])
     assert np.allclose(got[2], sums[:2 * cols - 24], rtol=1e-4, atol=1e-3)
     assert np.array_equal(got[3], 2 * x)
+
+
+# -- cats in the nested form: a loop per window of the reduced axis, in the outer loop's body -----------
+
+def cat_reduce(n: int, kind: str = "sum") -> str:
+    """s[tile bx] = the sums (maxima) of the rows of x's and y's tiles bx joined side by side, each
+    (rows, cols / 2), padded with zeros (-inf)."""
+    body, identity, padding = nested.KINDS[kind]
+    rows, cols = shape(n)
+    v, w = _view((rows, cols // 2), padding), _view((rows,))
+    th, t = f"tile<{rows}x{cols // 2}xf32>", f"tile<{rows}x{cols}xf32>"
+    return _kernel("cat_reduce", [2, 2, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {v}",
+        f"  %p2 = make_partition_view %t2 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %y, %ly = load_view_tko weak %p1[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %c = cat %x, %y dim = 1 : {th}, {th} -> {t}",
+        f"  %s = reduce %c dim=1 identities=[{identity} : f32] : {t} -> tile<{rows}xf32>", *body,
+        f"  %st = store_view_tko weak %s, %p2[%bx] token = %tok : tile<{rows}xf32>, {w}, tile<i32> -> token"])
+
+
+def cat_softmax(n: int) -> str:
+    """z[tile bx] = the softmax along rows of x's and y's tiles bx joined side by side (padded with
+    -inf): per block of rows, the maxima's loops (one per window), the sums', then the stores'."""
+    rows, cols = shape(n)
+    v, w = _view((rows, cols // 2), "neg_inf"), _view((rows, cols))
+    th, t, r, u = f"tile<{rows}x{cols // 2}xf32>", f"tile<{rows}x{cols}xf32>", f"tile<{rows}xf32>", f"tile<{rows}x1xf32>"
+    return _kernel("cat_softmax", [2, 2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {v}",
+        f"  %p2 = make_partition_view %t2 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %y, %ly = load_view_tko weak %p1[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %c = cat %x, %y dim = 1 : {th}, {th} -> {t}",
+        f"  %m = reduce %c dim=1 identities=[0xFF800000 : f32] : {t} -> {r}", *MAX,
+        f"  %m2 = reshape %m : {r} -> {u}",
+        f"  %mb = broadcast %m2 : {u} -> {t}",
+        f"  %d = subf %c, %mb : {t}",
+        f"  %e = exp %d : {t}",
+        f"  %s = reduce %e dim=1 identities=[0.000000e+00 : f32] : {t} -> {r}", *ADD,
+        f"  %s2 = reshape %s : {r} -> {u}",
+        f"  %sb = broadcast %s2 : {u} -> {t}",
+        f"  %z = divf %e, %sb : {t}",
+        f"  %st = store_view_tko weak %z, %p2[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
+
+
+@pytest.mark.parametrize("kind", list(nested.KINDS))
+def test_a_cat_reduced_along_its_long_axis_is_nested(kind: str) -> None:
+    """An outer loop over blocks of rows, in its body a loop per operand carrying the block's sums."""
+    text = _code_does_not_grow(lambda n: cat_reduce(n, kind), small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 3 and text.count("= reduce ") == 2 and " cat " not in text
+
+
+def test_a_softmax_of_a_cat_is_nested() -> None:
+    """An outer loop over blocks of rows; in its body the maxima, the sums and the stores, a loop per
+    operand each."""
+    text = _code_does_not_grow(cat_softmax, small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 7 and text.count("= reduce ") == 4 and " cat " not in text
+
+
+def _halves(seed: int, rows: int, cols: int, pad: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x and y for two blocks of (rows, cols / 2) tiles, x 24 columns short of its tile, both 40 rows
+    short of the second; and the blocks' joined tiles, padded with `pad`."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2 * rows - 40, cols // 2 - 24)).astype(np.float32)
+    y = rng.standard_normal((2 * rows - 40, cols // 2)).astype(np.float32)
+    joined = np.concatenate([np.pad(x, ((0, 40), (0, 24)), constant_values=pad),
+                             np.pad(y, ((0, 40), (0, 0)), constant_values=pad)], 1)
+    return x, y, joined
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("kind", list(nested.KINDS))
+def test_a_cat_reduced_along_its_long_axis_agrees(kind: str) -> None:
+    """Two blocks of (256, 256) joined tiles, ragged in the middle (x's padding) and below."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(cat_reduce(n, kind)).count(" for %loopIdx") == 3
+    x, y, joined = _halves(70, rows, cols, 0.0 if kind == "sum" else -np.inf)
+    args = [x, y, np.zeros(len(x), np.float32)]
+    module = _module(cat_reduce(n, kind))
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    if kind == "max":
+        assert np.array_equal(got[2], want[2]) and np.array_equal(got[2], joined.max(1)[:len(x)])
+    else:
+        assert np.allclose(got[2], want[2], rtol=1e-4, atol=1e-3)
+        assert np.allclose(got[2], joined.astype(np.float64).sum(1)[:len(x)], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_softmax_of_a_cat_agrees() -> None:
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(cat_softmax(n)).count(" for %loopIdx") == 7
+    x, y, joined = _halves(71, rows, cols, -np.inf)
+    args = [x, y, np.zeros((len(x), cols), np.float32)]
+    module = _module(cat_softmax(n))
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[2], want[2], rtol=1e-5, atol=1e-7)
+    real = joined[:len(x)].astype(np.float64)   # (rows all padding have no softmax)
+    e = np.exp(real - real.max(1, keepdims=True))
+    assert np.allclose(got[2], e / e.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)

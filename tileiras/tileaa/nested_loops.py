@@ -7,8 +7,10 @@ in two levels: an outer loop over blocks of the axes its reductions keep (`Group
 as long as a chunk allows, and in its body the group's phases (tile_phases.py) for that block: a
 loop over the chunks of the reduced axis carrying the block's accumulator, then what reads it (a
 store of the block of the result, a broadcast back over the block's rows) in the block's chunks.
-A scan along that axis runs the same way, its running value block-sized. The code is that of one
-chunk per phase, whatever the tile's size.
+A scan along that axis runs the same way, its running value block-sized. A cat along that axis
+makes each such loop one per window of it (`cat_windows.py`), the block's accumulator carried from
+one window's loop to the next. The code is that of one chunk per phase (per window), whatever the
+tile's size.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ class Outer:
 def reduced_axis(group: "Group") -> Optional[int]:
     """The space axis every reduction and scan of the group runs along, where the group may take the
     nested form: reductions and scans along one axis, no reduction carried (each result longer than a
-    chunk), nothing else that carries or moves axes (cats, permutes, merged axes, member loops)."""
+    chunk), cats only along that axis (a loop per window of it, `cat_windows.py`), nothing else that
+    carries or moves axes (permutes, merged axes, member loops)."""
+    from .cat_windows import joined_axis
     from .tile_loops import _carried
 
-    if group.cats or group.merged or group.inner:
+    if group.merged or group.inner:
         return None
     if any(op.name in ("cuda_tile.permute", "cuda_tile.for") for op in group.ops):
         return None
@@ -52,6 +56,8 @@ def reduced_axis(group: "Group") -> Optional[int]:
     if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
         return None
     axis = along.pop()
+    if any(joined_axis(group, cat) != axis for cat in group.cats):
+        return None
     return axis if axis >= 0 else None
 
 
@@ -72,7 +78,7 @@ def chunk(group: "Group", axis: int, size: int) -> tuple[int, ...]:
 def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[Phase]]]:
     """The chunk and the phases of `group` in the nested form (setting `group.outer`), or None where it
     does not take it."""
-    from .tile_loops import _fits
+    from .tile_loops import _fits, _scan_axes
 
     axis = reduced_axis(group)
     if axis is None:
@@ -83,9 +89,30 @@ def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[P
     group.outer = tuple(a for a in range(len(group.space)) if a != axis)
     reduces = {op for op in group.ops if op.name == "cuda_tile.reduce"}
     steps = phases(block, group.ops, reduces, inside=True) if _fits(group, part) else None
+    if steps is not None and group.cats:
+        steps = windows(group, part, steps, {a for a, reverse in _scan_axes(group) if reverse})
     if steps is None:
         group.outer = ()
     return (part, steps) if steps is not None else None
+
+
+def windows(group: "Group", part: tuple[int, ...], steps: list[Phase], reverse: set[int]) -> Optional[list[Phase]]:
+    """The phases `steps` of a nested group with cats, as the loops of one block: those whose tiles run
+    along the reduced axis one per window of it (`cat_windows.windows`), the others (a store of the
+    block's results) once."""
+    from . import cat_windows
+
+    out: list[Phase] = []
+    for step in steps:
+        if not any(a not in group.outer for op in step.ops for v in (*op.operands, *op.results)
+                   if v in group.axes for a in group.axes[v] if a >= 0):
+            out.append(step)
+            continue
+        each = cat_windows.windows(group, part, [step], reverse)
+        if each is None:
+            return None
+        out += each
+    return out
 
 
 def enclose(group: "Group", part: tuple[int, ...], at: Operation) -> Outer:

@@ -745,8 +745,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     for along, (_first, chunks) in (window or {}).items():   # the chunks of one window of the cats
         splits[along] = chunks
     steps = [1 if a in group.outer else k for a, k in enumerate(splits)]   # what this loop visits
-    if outer is not None and not any(steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
-                                     if v in group.axes for a in group.axes[v] if a >= 0):
+    if outer is not None and window is None and not any(
+            steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
+            if v in group.axes for a in group.axes[v] if a >= 0):   # (a window's loop: one even of one chunk)
         return _straight(group, part, splits, phase, outer)
     bounds = [_outside_const(at, v) for v in (0, _product(steps), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
