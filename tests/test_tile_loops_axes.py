@@ -203,7 +203,8 @@ def cat_softmax(n: int) -> str:
     -inf): per block of rows, the maxima's loops (one per window), the sums', then the stores'."""
     rows, cols = shape(n)
     v, w = _view((rows, cols // 2), "neg_inf"), _view((rows, cols))
-    th, t, r, u = f"tile<{rows}x{cols // 2}xf32>", f"tile<{rows}x{cols}xf32>", f"tile<{rows}xf32>", f"tile<{rows}x1xf32>"
+    th, t = f"tile<{rows}x{cols // 2}xf32>", f"tile<{rows}x{cols}xf32>"
+    r, u = f"tile<{rows}xf32>", f"tile<{rows}x1xf32>"
     return _kernel("cat_softmax", [2, 2, 2], [
         f"  %p0 = make_partition_view %t0 : {v}",
         f"  %p1 = make_partition_view %t1 : {v}",
