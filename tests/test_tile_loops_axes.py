@@ -280,3 +280,112 @@ def test_a_softmax_of_a_cat_agrees() -> None:
     real = joined[:len(x)].astype(np.float64)   # (rows all padding have no softmax)
     e = np.exp(real - real.max(1, keepdims=True))
     assert np.allclose(got[2], e / e.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+# -- the nested form with permutes and merged axes ---------------------------------------------------
+
+def transposed_sums(n: int) -> str:
+    """s[tile bx] = the sums along rows of x's tile bx transposed: the sums of its columns."""
+    rows, cols = shape(n)
+    v, w = _view((rows, cols), "zero"), _view((cols,))
+    t, tt = f"tile<{rows}x{cols}xf32>", f"tile<{cols}x{rows}xf32>"
+    return _kernel("transposed_sums", [2, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %xt = permute %x [1, 0] : {t} -> {tt}",
+        f"  %s = reduce %xt dim=1 identities=[0.000000e+00 : f32] : {tt} -> tile<{cols}xf32>", *ADD,
+        f"  %st = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{cols}xf32>, {w}, tile<i32> -> token"])
+
+
+def transposed_centered(n: int) -> str:
+    """y[tile bx] = x's tile bx transposed, less the maxima of its rows (of x's columns)."""
+    rows, cols = shape(n)
+    v, w = _view((rows, cols), "zero"), _view((cols, rows))
+    t, tt, r, u = f"tile<{rows}x{cols}xf32>", f"tile<{cols}x{rows}xf32>", f"tile<{cols}xf32>", f"tile<{cols}x1xf32>"
+    return _kernel("transposed_centered", [2, 2], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"  %xt = permute %x [1, 0] : {t} -> {tt}",
+        f"  %m = reduce %xt dim=1 identities=[0xFF800000 : f32] : {tt} -> {r}", *MAX,
+        f"  %m2 = reshape %m : {r} -> {u}",
+        f"  %mb = broadcast %m2 : {u} -> {tt}",
+        f"  %y = subf %xt, %mb : {tt}",
+        f"  %st = store_view_tko weak %y, %p1[%c0, %bx] token = %tok : {tt}, {w}, tile<i32> -> token"])
+
+
+def flat_rows(n: int) -> str:
+    """s[tile bx] = the sums along rows of x's 1-D tile bx seen as a square tile."""
+    rows, cols = shape(n)
+    v, w = _view((n,), "zero"), _view((rows,))
+    t1, t = f"tile<{n}xf32>", f"tile<{rows}x{cols}xf32>"
+    return _kernel("flat_rows", [1, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx] token = %tok : {v}, tile<i32> -> {t1}, token",
+        f"  %x2 = reshape %x : {t1} -> {t}",
+        f"  %s = reduce %x2 dim=1 identities=[0.000000e+00 : f32] : {t} -> tile<{rows}xf32>", *ADD,
+        f"  %st = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{rows}xf32>, {w}, tile<i32> -> token"])
+
+
+def flat_cols(n: int) -> str:
+    """s[tile bx] = the maxima along columns of x's 1-D tile bx seen as a square tile."""
+    rows, cols = shape(n)
+    v, w = _view((n,), "zero"), _view((cols,))
+    t1, t = f"tile<{n}xf32>", f"tile<{rows}x{cols}xf32>"
+    return _kernel("flat_cols", [1, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx] token = %tok : {v}, tile<i32> -> {t1}, token",
+        f"  %x2 = reshape %x : {t1} -> {t}",
+        f"  %s = reduce %x2 dim=0 identities=[0xFF800000 : f32] : {t} -> tile<{cols}xf32>", *MAX,
+        f"  %st = store_view_tko weak %s, %p1[%bx] token = %tok : tile<{cols}xf32>, {w}, tile<i32> -> token"])
+
+
+@pytest.mark.parametrize("kernel,loops", [(transposed_sums, 2), (transposed_centered, 3), (flat_rows, 2),
+                                          (flat_cols, 2)])
+def test_permutes_and_merged_axes_are_nested(kernel, loops: int) -> None:
+    """A permute, or a reshape merging the space's axes (its chunks one run of the 1-D tile: a block of
+    one row where the rows are reduced), in the nested form."""
+    text = _code_does_not_grow(kernel, small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == loops
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("kernel", [transposed_sums, transposed_centered])
+def test_a_permute_in_the_nested_form_agrees(kernel) -> None:
+    """Two blocks' (256, 256) tiles along rows, ragged both ways (zero padded, stores masked)."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(kernel(n)).count(" for %loopIdx") > 1
+    x = _ragged(80, rows, cols)
+    padded = np.pad(x, ((0, 40), (0, 24)))
+    blocks = [padded[:rows], padded[rows:]]
+    if kernel is transposed_sums:
+        args = [x, np.zeros(2 * cols - 24, np.float32)]
+        want = np.concatenate([b.astype(np.float64).sum(0) for b in blocks])[:2 * cols - 24]
+    else:
+        args = [x, np.zeros((cols - 24, len(x)), np.float32)]
+        want = np.concatenate([(b - b.max(0, keepdims=True)).T for b in blocks], 1)[:cols - 24, :len(x)]
+    module = _module(kernel(n))
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-3)
+    assert np.allclose(got[1], want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("kernel", [flat_rows, flat_cols])
+def test_merged_axes_in_the_nested_form_agree(kernel) -> None:
+    """Two blocks' 1-D tiles of 2^16 seen as (256, 256), the second 1000 elements short (zero padded)."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(kernel(n)).count(" for %loopIdx") == 2
+    x = np.random.default_rng(81).standard_normal(2 * n - 1000).astype(np.float32)
+    blocks = np.pad(x, (0, 1000)).reshape(2, rows, cols)
+    want = np.concatenate([b.astype(np.float64).sum(1) if kernel is flat_rows else b.max(0) for b in blocks])
+    args = [x, np.zeros(len(want) - 8, np.float32)]
+    module = _module(kernel(n))
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-3)
+    assert np.allclose(got[1], want[:len(want) - 8], rtol=1e-4, atol=1e-3)

@@ -42,14 +42,11 @@ class Outer:
 def reduced_axis(group: "Group") -> Optional[int]:
     """The space axis every reduction and scan of the group runs along, where the group may take the
     nested form: reductions and scans along one axis, no reduction carried (each result longer than a
-    chunk), cats only along that axis (a loop per window of it, `cat_windows.py`), nothing else that
-    carries or moves axes (permutes, merged axes, member loops)."""
+    chunk), cats only along that axis (a loop per window of it, `cat_windows.py`), no member loops."""
     from .cat_windows import joined_axis
     from .tile_loops import _carried
 
-    if group.merged or group.inner:
-        return None
-    if any(op.name in ("cuda_tile.permute", "cuda_tile.for") for op in group.ops):
+    if group.inner or any(op.name == "cuda_tile.for" for op in group.ops):
         return None
     runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan")]
     along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in runs}
@@ -75,6 +72,17 @@ def chunk(group: "Group", axis: int, size: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+def chunks(group: "Group", axis: int, size: int) -> list[tuple[int, ...]]:
+    """The chunks the nested form may take, best first: `chunk`'s, then one run of the space, filled
+    from its innermost axis out (where a tile merges axes: a chunk reads one run of it, `_fits`)."""
+    space, left = group.space, size
+    run = [1] * len(space)
+    for a in reversed(range(len(space))):
+        run[a] = max(1, min(space[a], left))
+        left //= run[a]
+    return [chunk(group, axis, size), tuple(run)]
+
+
 def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[Phase]]]:
     """The chunk and the phases of `group` in the nested form (setting `group.outer`), or None where it
     does not take it."""
@@ -83,12 +91,12 @@ def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[P
     axis = reduced_axis(group)
     if axis is None:
         return None
-    part = chunk(group, axis, group.chunk)
-    if part[axis] == group.space[axis]:
-        return None   # the reduced axis fits a chunk: the flat form's case
     group.outer = tuple(a for a in range(len(group.space)) if a != axis)
+    fitting = [part for part in chunks(group, axis, group.chunk)   # (a reduced axis whole: the flat form's case)
+               if part[axis] < group.space[axis] and _fits(group, part)]
     reduces = {op for op in group.ops if op.name == "cuda_tile.reduce"}
-    steps = phases(block, group.ops, reduces, inside=True) if _fits(group, part) else None
+    steps = phases(block, group.ops, reduces, inside=True) if fitting else None
+    part = fitting[0] if fitting else ()
     if steps is not None and group.cats:
         steps = windows(group, part, steps, {a for a, reverse in _scan_axes(group) if reverse})
     if steps is None:
