@@ -389,3 +389,57 @@ def test_merged_axes_in_the_nested_form_agree(kernel) -> None:
     got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
     assert np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-3)
     assert np.allclose(got[1], want[:len(want) - 8], rtol=1e-4, atol=1e-3)
+
+
+def summed_steps(n: int, steps: int = 3, stores: bool = False) -> str:
+    """s[tile bx] = the sums along rows of x's tiles bx * steps + k added over k (a loop carrying the
+    tile, run whole for each chunk; `stores`: the running tile stored in x's place each step)."""
+    rows, cols = shape(n)
+    v, w, t = _view((rows, cols), "zero"), _view((rows,)), f"tile<{rows}x{cols}xf32>"
+    store = f"    %s2 = store_view_tko weak %s, %p0[%j, %c0] token = %lt : {t}, {v}, tile<i32> -> token"
+    return _kernel("summed_steps", [2, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {w}",
+        f"  %k = constant <i32: {steps}> : tile<i32>",
+        "  %one = constant <i32: 1> : tile<i32>",
+        "  %base = muli %bx, %k : tile<i32>",
+        f"  %zero = constant <f32: 0.000000e+00> : {t}",
+        f"  %acc = for %i in (%c0 to %k, step %one) : tile<i32> iter_values(%a = %zero) -> ({t}) {{",
+        "    %j = addi %base, %i : tile<i32>",
+        f"    %x, %lt = load_view_tko weak %p0[%j, %c0] token = %tok : {v}, tile<i32> -> {t}, token",
+        f"    %s = addf %a, %x : {t}",
+        *([store] if stores else []),
+        f"    continue %s : {t}",
+        "  }",
+        f"  %r = reduce %acc dim=1 identities=[0.000000e+00 : f32] : {t} -> tile<{rows}xf32>", *ADD,
+        f"  %st = store_view_tko weak %r, %p1[%bx] token = %tok : tile<{rows}xf32>, {w}, tile<i32> -> token"])
+
+
+def test_a_member_loop_in_the_nested_form() -> None:
+    """The outer loop over blocks of rows; in its body the chunks' loop, in it the member loop."""
+    text = _code_does_not_grow(summed_steps, small=1 << 20, big=1 << 24)
+    assert text.count(" for %loopIdx") == 3 and text.count("= reduce ") == 1
+
+
+def test_a_member_loop_that_stores_stays_refused() -> None:
+    """Each phase reading the loop would run it, and store, again."""
+    from tileiras.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        _looped(summed_steps(1 << 20, stores=True))
+    assert int(info.value.code) == 5 and "over the compile limit" in info.value.message
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_member_loop_in_the_nested_form_agrees() -> None:
+    """Two blocks of three (256, 256) tiles, the last one 40 rows short, all 24 columns short."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(summed_steps(n)).count(" for %loopIdx") == 3
+    x = np.random.default_rng(82).standard_normal((6 * rows - 40, cols - 24)).astype(np.float32)
+    args = [x, np.zeros(2 * rows - 8, np.float32)]
+    module = _module(summed_steps(n))
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-3)
+    tiles = np.pad(x, ((0, 40), (0, 24))).astype(np.float64).reshape(2, 3, rows, cols)
+    assert np.allclose(got[1], tiles.sum(1).sum(2).ravel()[:2 * rows - 8], rtol=1e-4, atol=1e-3)

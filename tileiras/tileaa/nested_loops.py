@@ -42,12 +42,13 @@ class Outer:
 def reduced_axis(group: "Group") -> Optional[int]:
     """The space axis every reduction and scan of the group runs along, where the group may take the
     nested form: reductions and scans along one axis, no reduction carried (each result longer than a
-    chunk), cats only along that axis (a loop per window of it, `cat_windows.py`), no member loops."""
+    chunk), cats only along that axis (a loop per window of it, `cat_windows.py`), member loops that
+    do not store."""
     from .cat_windows import joined_axis
     from .tile_loops import _carried
 
-    if group.inner or any(op.name == "cuda_tile.for" for op in group.ops):
-        return None
+    if any("store" in op.short_name for op in group.inner):
+        return None   # a member loop that stores would store again in each phase that reads it
     runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan")]
     along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in runs}
     if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
