@@ -21,14 +21,14 @@ which unrolls a few chunks). A reduction whose result fits a chunk is carried by
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
 blocks of the kept axes (`nested_loops.py`; cats along that axis, permutes, merged axes and member
-loops that do not store included). A tile reduced along two axes, each too long for either
-form, takes a pass per axis (`axis_passes.py`), each looped as a group of its own. A reverse scan's
-loop visits its chunks last first. A reshape that splits an axis makes the space the finer tile's:
-the coarse tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one loop per window of its operands (of
-all the group's cats, nested ones included; a tile two cats join is computed in each window that
-reads it) runs over the chunks of the joined axis that window covers, computing the operand's chunk
-where the cat's was, a reduction or scan carried from window to window (`Group.offsets`,
-`cat_windows.py`).
+loops that do not store included). A tile reduced along two axes, each too long for either form,
+takes a pass per axis (`axis_passes.py`), each looped as a group of its own. A reverse scan's loop
+visits its chunks last first. A reshape that splits an axis makes the space the finer tile's: the
+coarse tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one
+loop per window of its operands (of all the group's cats, nested ones included; a tile two cats join
+is computed in each window that reads it) runs over the chunks of the joined axis that window
+covers, computing the operand's chunk where the cat's was, a reduction or scan carried from window
+to window (`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
