@@ -180,22 +180,25 @@ def test_a_pass_with_phases_beside_another_agrees() -> None:
 
 # -- cats in the nested form: a loop per window of the reduced axis, in the outer loop's body -----------
 
-def cat_reduce(n: int, kind: str = "sum") -> str:
-    """s[tile bx] = the sums (maxima) of the rows of x's and y's tiles bx joined side by side, each
-    (rows, cols / 2), padded with zeros (-inf)."""
+def cat_reduce(n: int, kind: str = "sum", joined: int = 1, dim: int = 1) -> str:
+    """s[tile bx] = the sums (maxima) along `dim` of x's and y's tiles bx joined along `joined` (side by
+    side, or one above the other), padded with zeros (-inf)."""
     body, identity, padding = nested.KINDS[kind]
     rows, cols = shape(n)
-    v, w = _view((rows, cols // 2), padding), _view((rows,))
-    th, t = f"tile<{rows}x{cols // 2}xf32>", f"tile<{rows}x{cols}xf32>"
+    half = (rows, cols // 2) if joined == 1 else (rows // 2, cols)
+    kept = cols if dim == 0 else rows
+    v, w = _view(half, padding), _view((kept,))
+    th, t = f"tile<{half[0]}x{half[1]}xf32>", f"tile<{rows}x{cols}xf32>"
+    index = "%bx, %c0" if dim == 1 else "%c0, %bx"
     return _kernel("cat_reduce", [2, 2, 1], [
         f"  %p0 = make_partition_view %t0 : {v}",
         f"  %p1 = make_partition_view %t1 : {v}",
         f"  %p2 = make_partition_view %t2 : {w}",
-        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
-        f"  %y, %ly = load_view_tko weak %p1[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
-        f"  %c = cat %x, %y dim = 1 : {th}, {th} -> {t}",
-        f"  %s = reduce %c dim=1 identities=[{identity} : f32] : {t} -> tile<{rows}xf32>", *body,
-        f"  %st = store_view_tko weak %s, %p2[%bx] token = %tok : tile<{rows}xf32>, {w}, tile<i32> -> token"])
+        f"  %x, %lx = load_view_tko weak %p0[{index}] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %y, %ly = load_view_tko weak %p1[{index}] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %c = cat %x, %y dim = {joined} : {th}, {th} -> {t}",
+        f"  %s = reduce %c dim={dim} identities=[{identity} : f32] : {t} -> tile<{kept}xf32>", *body,
+        f"  %st = store_view_tko weak %s, %p2[%bx] token = %tok : tile<{kept}xf32>, {w}, tile<i32> -> token"])
 
 
 def cat_softmax(n: int) -> str:
@@ -443,3 +446,40 @@ def test_a_member_loop_in_the_nested_form_agrees() -> None:
     assert np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-3)
     tiles = np.pad(x, ((0, 40), (0, 24))).astype(np.float64).reshape(2, 3, rows, cols)
     assert np.allclose(got[1], tiles.sum(1).sum(2).ravel()[:2 * rows - 8], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("joined,dim,small", [(0, 1, 1 << 20), (1, 0, 1 << 22)])
+def test_a_cat_along_a_kept_axis_is_nested(joined: int, dim: int, small: int) -> None:
+    """Tiles joined along the axis the reduction keeps: an outer loop per operand (a window of blocks),
+    in its body the reduced axis' loop. (At 2^20 a side-by-side operand is one block wide: its outer
+    loop's index is a constant, and the code four lines shorter.)"""
+    text = _code_does_not_grow(lambda n: cat_reduce(n, "sum", joined, dim), small=small, big=1 << 24)
+    assert text.count(" for %loopIdx") == 4 and text.count("= reduce ") == 2 and " cat " not in text
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("joined,dim,kind", [(0, 1, "sum"), (1, 0, "max")])
+def test_a_cat_along_a_kept_axis_agrees(joined: int, dim: int, kind: str) -> None:
+    """Two blocks of (256, 256) joined tiles (x's and y's halves of 128 rows, or columns), x and y
+    ragged both ways (padded as the loads ask, the results' stores masked)."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(cat_reduce(n, kind, joined, dim)).count(" for %loopIdx") == 4
+    half = (rows // 2, cols) if joined == 0 else (rows, cols // 2)
+    blocks = (2 * half[0], half[1]) if dim == 1 else (half[0], 2 * half[1])
+    rng = np.random.default_rng(83)
+    x, y = (rng.standard_normal((blocks[0] - 40, blocks[1] - 24)).astype(np.float32) for _ in range(2))
+    pad = 0.0 if kind == "sum" else -np.inf
+    px, py = (np.pad(a, ((0, 40), (0, 24)), constant_values=pad).astype(np.float64) for a in (x, y))
+    if dim == 1:
+        tiles = [np.concatenate([px[b * half[0]:(b + 1) * half[0]], py[b * half[0]:(b + 1) * half[0]]], joined)
+                 for b in range(2)]
+    else:
+        tiles = [np.concatenate([px[:, b * half[1]:(b + 1) * half[1]], py[:, b * half[1]:(b + 1) * half[1]]], joined)
+                 for b in range(2)]
+    want = np.concatenate([t.sum(dim) if kind == "sum" else t.max(dim) for t in tiles])[:-8]
+    args = [x, y, np.zeros(len(want), np.float32)]
+    module = _module(cat_reduce(n, kind, joined, dim))
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[2], ref[2], rtol=1e-4, atol=1e-3) and np.allclose(got[2], want, rtol=1e-4, atol=1e-3)
+    assert kind == "sum" or np.array_equal(got[2], want.astype(np.float32))

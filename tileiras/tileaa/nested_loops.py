@@ -42,9 +42,7 @@ class Outer:
 def reduced_axis(group: "Group") -> Optional[int]:
     """The space axis every reduction and scan of the group runs along, where the group may take the
     nested form: reductions and scans along one axis, no reduction carried (each result longer than a
-    chunk), cats only along that axis (a loop per window of it, `cat_windows.py`), member loops that
-    do not store."""
-    from .cat_windows import joined_axis
+    chunk), member loops that do not store."""
     from .tile_loops import _carried
 
     if any("store" in op.short_name for op in group.inner):
@@ -54,8 +52,6 @@ def reduced_axis(group: "Group") -> Optional[int]:
     if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
         return None
     axis = along.pop()
-    if any(joined_axis(group, cat) != axis for cat in group.cats):
-        return None
     return axis if axis >= 0 else None
 
 
@@ -106,30 +102,45 @@ def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[P
 
 
 def windows(group: "Group", part: tuple[int, ...], steps: list[Phase], reverse: set[int]) -> Optional[list[Phase]]:
-    """The phases `steps` of a nested group with cats, as the loops of one block: those whose tiles run
-    along the reduced axis one per window of it (`cat_windows.windows`), the others (a store of the
-    block's results) once."""
+    """The phases `steps` of a nested group with cats, as loops over windows (`cat_windows.windows`):
+    those whose tiles run along a joined axis one per window, the others (a store of the block's
+    results, cats along the reduced axis only) once. A window along a kept axis is a window of blocks:
+    an outer loop of its own, its phases in its body (the phases grouped by it, in their order); None
+    where a phase would lie in none."""
     from . import cat_windows
 
     out: list[Phase] = []
+    joined = {cat_windows.joined_axis(group, cat) for cat in group.cats}
     for step in steps:
-        if not any(a not in group.outer for op in step.ops for v in (*op.operands, *op.results)
-                   if v in group.axes for a in group.axes[v] if a >= 0):
+        if not any(a in joined for op in step.ops for v in (*op.operands, *op.results)
+                   if v in group.axes for a in group.axes[v]):
             out.append(step)
             continue
         each = cat_windows.windows(group, part, [step], reverse)
         if each is None:
             return None
         out += each
-    return out
+    keys = [blocks(group, step) for step in out]
+    if joined & set(group.outer) and not all(keys):
+        return None
+    order = list(dict.fromkeys(keys))
+    return [step for _, step in sorted(zip(keys, out), key=lambda pair: order.index(pair[0]))]
 
 
-def enclose(group: "Group", part: tuple[int, ...], at: Operation) -> Outer:
-    """The outer loop over the blocks of `part` along `group.outer`, before `at`, with an empty body
-    but for the blocks' indices."""
+def blocks(group: "Group", step: Phase) -> tuple[tuple[int, tuple[int, int]], ...]:
+    """The window of blocks phase `step` runs in: its window along the outer loop's axes."""
+    return tuple(sorted((a, w) for a, w in (step.window or {}).items() if a in group.outer))
+
+
+def enclose(group: "Group", part: tuple[int, ...], at: Operation, window: Optional[dict] = None) -> Outer:
+    """The outer loop over the blocks of `part` along `group.outer` (those of `window`, a window of
+    blocks: along its axes, its blocks' indices count from its first), before `at`, with an empty
+    body but for the blocks' indices."""
     from .tile_loops import _I32, _Body, _chunk_coords, _outside_const
 
-    splits = [n // p if a in group.outer else 1 for a, (n, p) in enumerate(zip(group.space, part))]
+    window = window or {}
+    splits = [window[a][1] if a in window else n // p if a in group.outer else 1
+              for a, (n, p) in enumerate(zip(group.space, part))]
     count = 1
     for k in splits:
         count *= k

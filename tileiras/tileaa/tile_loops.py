@@ -702,11 +702,14 @@ def _loops(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     ops chunk by chunk (a cat's windows: one loop each, `cat_windows.py`, a reduction or scan carried
     from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`).
     The group's ops stay, unread but for their operands (`_drop`)."""
-    from .nested_loops import enclose
+    from .nested_loops import blocks, enclose
 
     carried: dict[Operation, list[Value]] = {}
-    outer = enclose(group, part, plan[-1].before) if group.outer else None
+    outer, window = None, None
     for i, phase in enumerate(plan):
+        if group.outer and (outer is None or blocks(group, phase) != window):   # a window of blocks' loop
+            window = blocks(group, phase)
+            outer, carried = enclose(group, part, plan[-1].before, dict(window)), {}
         carried.update(_loop(group, part, phase, carried, outer))
         later = {op for next_ in plan[i + 1:] for op in next_.ops}
         for op in phase.reduces:
@@ -746,7 +749,7 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     for along, (_first, chunks) in (window or {}).items():   # the chunks of one window of the cats
         splits[along] = chunks
     steps = [1 if a in group.outer else k for a, k in enumerate(splits)]   # what this loop visits
-    if outer is not None and window is None and not any(
+    if outer is not None and all(a in group.outer for a in window or ()) and not any(
             steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
             if v in group.axes for a in group.axes[v] if a >= 0):   # (a window's loop: one even of one chunk)
         return _straight(group, part, splits, phase, outer)
@@ -793,7 +796,7 @@ def _straight(group: Group, part: tuple[int, ...], splits: list[int], phase: "Ph
     """A phase of the nested form whose tiles lie within the block (what reads its reductions' results,
     a store of them): its ops once, in the outer loop's body, on the block's chunk."""
     body = Block()
-    chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location))
+    chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location), phase.window, phase.where)
     chunk.copies.update(outer.copies)
     for op in phase.ops:
         chunk.clone(op, body)
