@@ -483,3 +483,47 @@ def test_a_cat_along_a_kept_axis_agrees(joined: int, dim: int, kind: str) -> Non
     got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
     assert np.allclose(got[2], ref[2], rtol=1e-4, atol=1e-3) and np.allclose(got[2], want, rtol=1e-4, atol=1e-3)
     assert kind == "sum" or np.array_equal(got[2], want.astype(np.float32))
+
+
+def cat_sum_and_max(n: int) -> str:
+    """s[tile bx] = the sums along rows of x's and y's tiles bx joined side by side, m[tile bx] the
+    maxima along its columns (zero padded)."""
+    rows, cols = shape(n)
+    v, th, t = _view((rows, cols // 2), "zero"), f"tile<{rows}x{cols // 2}xf32>", f"tile<{rows}x{cols}xf32>"
+    wr, wc = _view((rows,)), _view((cols,))
+    return _kernel("cat_sum_and_max", [2, 2, 1, 1], [
+        f"  %p0 = make_partition_view %t0 : {v}",
+        f"  %p1 = make_partition_view %t1 : {v}",
+        f"  %p2 = make_partition_view %t2 : {wr}",
+        f"  %p3 = make_partition_view %t3 : {wc}",
+        f"  %x, %lx = load_view_tko weak %p0[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %y, %ly = load_view_tko weak %p1[%bx, %c0] token = %tok : {v}, tile<i32> -> {th}, token",
+        f"  %c = cat %x, %y dim = 1 : {th}, {th} -> {t}",
+        f"  %s = reduce %c dim=1 identities=[0.000000e+00 : f32] : {t} -> tile<{rows}xf32>", *ADD,
+        f"  %s1 = store_view_tko weak %s, %p2[%bx] token = %tok : tile<{rows}xf32>, {wr}, tile<i32> -> token",
+        f"  %m = reduce %c dim=0 identities=[0xFF800000 : f32] : {t} -> tile<{cols}xf32>", *MAX,
+        f"  %s2 = store_view_tko weak %m, %p3[%bx] token = %tok : tile<{cols}xf32>, {wc}, tile<i32> -> token"])
+
+
+def test_a_cat_reduced_along_two_axes_takes_a_pass_each() -> None:
+    """The rows' sums: an outer loop, a loop per operand in it; the columns' maxima: an outer loop per
+    operand, a loop in each. From 2^22 on (at 2^20 an operand is one block wide)."""
+    text = _code_does_not_grow(cat_sum_and_max, small=1 << 22, big=1 << 24)
+    assert text.count(" for %loopIdx") == 7 and text.count("= reduce ") == 4 and " cat " not in text
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_cat_reduced_along_two_axes_agrees() -> None:
+    """Two blocks of (256, 256) joined tiles, x and y ragged (zero padded, the results' stores masked)."""
+    n = 1 << 16
+    rows, cols = shape(n)
+    assert _looped(cat_sum_and_max(n)).count(" for %loopIdx") == 7
+    x, y, joined = _halves(84, rows, cols, 0.0)
+    blocks = [joined[:rows], joined[rows:]]
+    sums = np.concatenate([b.astype(np.float64).sum(1) for b in blocks])[:len(x)]
+    maxima = np.concatenate([b.max(0) for b in blocks])
+    args = [x, y, np.zeros(len(x), np.float32), np.zeros(2 * cols - 8, np.float32)]
+    module = _module(cat_sum_and_max(n))
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[2], ref[2], rtol=1e-4, atol=1e-3) and np.allclose(got[2], sums, rtol=1e-4, atol=1e-3)
+    assert np.array_equal(got[3], ref[3]) and np.array_equal(got[3], maxima[:2 * cols - 8])

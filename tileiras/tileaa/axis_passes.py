@@ -71,11 +71,11 @@ def _ancestors(ops: list[Operation], members: set[Operation]) -> set[Operation]:
 def split(group: "Group") -> Optional[list["Group"]]:
     """The passes of `group`, one per axis its reductions and scans run along (in axis order; then the
     one of what reads no reduction, where anything does), or None
-    where it has fewer than two such axes, holds what a pass cannot (cats, member loops), or an op
-    reads reductions along two axes."""
+    where it has fewer than two such axes, holds what a pass cannot (member loops), or an op reads
+    reductions along two axes."""
     deps = depends(group)
     axes = sorted({a for op in group.ops for a in [axis(group, op)] if a is not None})
-    if len(axes) < 2 or group.cats or group.inner:
+    if len(axes) < 2 or group.inner:
         return None
     ends: dict[Optional[int], list[Operation]] = {a: [] for a in axes}
     for op in sinks(group):
@@ -90,12 +90,17 @@ def split(group: "Group") -> Optional[list["Group"]]:
             continue   # reductions nothing reads
         if any(deps[op] - {a} for op in ops):
             return None
-        passes.append(_part(group, [op for op in group.ops if op in ops]))
+        part = _part(group, [op for op in group.ops if op in ops])
+        if part is None:
+            return None
+        passes.append(part)
     return passes
 
 
-def _part(group: "Group", ops: list[Operation]) -> "Group":
-    """A group of `group`'s space holding `ops` (in block order) and their tiles."""
+def _part(group: "Group", ops: list[Operation]) -> Optional["Group"]:
+    """A group of `group`'s space holding `ops` (in block order) and their tiles, its cats' operands
+    placed (`cat_windows.place`); None where they cannot be."""
+    from .cat_windows import place
     from .tile_loops import Group
 
     part = Group(group.space, group.chunk)
@@ -103,7 +108,8 @@ def _part(group: "Group", ops: list[Operation]) -> "Group":
     values: set[Value] = {v for op in ops for v in (*op.operands, *op.results)}
     part.axes = {v: a for v, a in group.axes.items() if v in values}
     part.merged = {v: m for v, m in group.merged.items() if v in values}
-    return part
+    part.cats = [op for op in group.cats if op in ops]
+    return part if not part.cats or place(part) else None
 
 
 def apart(group: "Group", between: list[Operation]) -> bool:
