@@ -40,14 +40,14 @@ class Outer:
 
 
 def reduced_axis(group: "Group") -> Optional[int]:
-    """The space axis every reduction and scan of the group runs along, where the group may take the
-    nested form: reductions and scans along one axis, no reduction carried (each result longer than a
-    chunk), member loops that do not store."""
+    """The space axis every reduction and scan of the group runs along (but its cross reductions,
+    `cross_reductions.py`), where the group may take the nested form: reductions and scans along one
+    axis, no reduction carried (each result longer than a chunk), member loops that do not store."""
     from .tile_loops import _carried
 
     if any("store" in op.short_name for op in group.inner):
         return None   # a member loop that stores would store again in each phase that reads it
-    runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan")]
+    runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan") and op not in group.cross]
     along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in runs}
     if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
         return None
@@ -80,24 +80,29 @@ def chunks(group: "Group", axis: int, size: int) -> list[tuple[int, ...]]:
     return [chunk(group, axis, size), tuple(run)]
 
 
-def plan(block: Block, group: "Group") -> Optional[tuple[tuple[int, ...], list[Phase]]]:
+def plan(block: Block, group: "Group", cross: bool = False) -> Optional[tuple[tuple[int, ...], list[Phase]]]:
     """The chunk and the phases of `group` in the nested form (setting `group.outer`), or None where it
-    does not take it."""
+    does not take it. With `cross`: a group reducing along two axes, one reduction reading the others
+    (`cross_reductions.py`: those computed in each chunk, setting `group.cross`)."""
+    from . import cross_reductions
     from .tile_loops import _fits, _scan_axes
 
-    axis = reduced_axis(group)
+    chosen = cross_reductions.choose(group) if cross else None
+    group.cross = chosen[1] if chosen else set()
+    axis = reduced_axis(group) if not cross or chosen else None
     if axis is None:
+        group.cross = set()
         return None
     group.outer = tuple(a for a in range(len(group.space)) if a != axis)
     fitting = [part for part in chunks(group, axis, group.chunk)   # (a reduced axis whole: the flat form's case)
                if part[axis] < group.space[axis] and _fits(group, part)]
-    reduces = {op for op in group.ops if op.name == "cuda_tile.reduce"}
+    reduces = {op for op in group.ops if op.name == "cuda_tile.reduce"} - group.cross
     steps = phases(block, group.ops, reduces, inside=True) if fitting else None
     part = fitting[0] if fitting else ()
     if steps is not None and group.cats:
         steps = windows(group, part, steps, {a for a, reverse in _scan_axes(group) if reverse})
     if steps is None:
-        group.outer = ()
+        group.outer, group.cross = (), set()
     return (part, steps) if steps is not None else None
 
 

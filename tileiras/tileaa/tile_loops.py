@@ -41,7 +41,7 @@ from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
-from . import axis_passes, cat_windows
+from . import axis_passes, cat_windows, cross_reductions
 from .addresses import touch_the_same
 from .row_chunks import twin_view
 from .view_order import _erase
@@ -208,13 +208,16 @@ class Group:
         # whether ops with effects lie between the members, apart from them (`axis_passes.apart`): only the
         # passes of its reductions' axes may loop it
         self.apart = False
+        # the nested form's cross reductions (cross_reductions.py): each computed in the chunks that read it
+        self.cross: set[Operation] = set()
 
     def values(self) -> list[Value]:
         return list(self.axes)
 
     def carried(self) -> list[Operation]:
         """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
-        return [op for op in self.ops if _carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce")]
+        return [op for op in self.ops if op not in self.cross and
+                (_carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce"))]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -535,7 +538,7 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
         return False   # a chunk across two operands
     carried = set(group.carried())
     for op in group.ops:
-        if op.name in _CARRIES:
+        if op.name in _CARRIES and op not in group.cross:   # (a cross reduction: a loop of its own)
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
             if op in carried or op.name == "cuda_tile.scan":   # (the nested form's outer loop splits the others)
                 if any(a >= 0 and part[a] != group.space[a] and a not in group.outer
@@ -610,9 +613,13 @@ def loop_tiles(entry: Operation, threads: int) -> int:
             else:   # reductions along two axes: a pass each (planned before any is made)
                 passes = axis_passes.split(group) or []
                 plans = [_plan(block, each) for each in passes]
-                if not passes or None in plans:
-                    continue
-                work = list(zip(passes, plans))
+                if passes and None not in plans:
+                    work = list(zip(passes, plans))
+                else:   # or one reading the other: the nested form, the other in each chunk
+                    planned = None if group.apart else _plan(block, group, cross=True)
+                    if planned is None:
+                        continue
+                    work = [(group, planned)]
             for each, (part, plan) in work:   # type: ignore[misc]
                 _loops(each, part, plan)
                 made += len(plan) + bool(each.outer)
@@ -620,13 +627,16 @@ def loop_tiles(entry: Operation, threads: int) -> int:
     return made
 
 
-def _plan(block: Block, group: Group) -> Optional[tuple[tuple[int, ...], list["Phase"]]]:
+def _plan(block: Block, group: Group, cross: bool = False) -> Optional[tuple[tuple[int, ...], list["Phase"]]]:
     """The chunk and the loops of `group`: flat (one loop per phase, per window of its cats), or
     nested (`nested_loops.py`: reductions too long both ways, an outer loop over blocks of their
-    results); None where it takes neither form."""
+    results; with `cross`, only that, its cross reductions in each chunk); None where it takes
+    neither form."""
     from . import nested_loops
     from .tile_phases import phases
 
+    if cross:
+        return nested_loops.plan(block, group, cross=True)
     part = chunk_shape(group, group.chunk)
     plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
     if plan is not None and group.cats:
@@ -777,6 +787,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     runs = {op: next(args) for op in scans}
     carried: list[Value] = []
     for op in phase.ops:
+        if op in group.cross:
+            cross_reductions.compute(group, part, chunk, op, phase.ops, outer.copies if outer else {}, body)
+            continue
         copy = chunk.clone(op, body)
         if op in phase.reduces:
             carried += _combine(body, op, accs[op], list(copy.results))
@@ -799,7 +812,10 @@ def _straight(group: Group, part: tuple[int, ...], splits: list[int], phase: "Ph
     chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location), phase.window, phase.where)
     chunk.copies.update(outer.copies)
     for op in phase.ops:
-        chunk.clone(op, body)
+        if op in group.cross:
+            cross_reductions.compute(group, part, chunk, op, phase.ops, outer.copies, body)
+        else:
+            chunk.clone(op, body)
     for op in list(body.operations):   # made apart (clones append), then moved into place
         body.operations.remove(op)
         outer.at.insert_before(op)
@@ -977,13 +993,17 @@ def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tu
 def _identity(at: Operation, reduce: Operation, t: object, index: int = 0) -> Value:
     """The reduce's (or scan's) identity of operand `index`, splat over `t`: the accumulator before the
     first chunk."""
+    return at.insert_before(_identity_op(reduce, t, index, at.location)).results[0]
+
+
+def _identity_op(reduce: Operation, t: object, index: int, location: object) -> Operation:
+    """The constant of `_identity`."""
     ident = reduce.attributes["identities"][index]
     assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
     width = storage_bytes(t.element)
     bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
     raw = (bits % (1 << (8 * width))).to_bytes(width, "little")
-    return at.insert_before(Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)},
-                                      location=at.location)).results[0]
+    return Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)}, location=location)
 
 
 def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Value]]:
