@@ -603,28 +603,46 @@ def streamable(entry: Operation) -> set[Value]:
 
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
-    a thread; the number of loops made."""
+    a thread, in the first of `FORMS` that takes it; the number of loops made."""
     made = 0
     for block in _blocks(entry):
         for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
-            planned = None if group.apart else _plan(block, group)
-            if planned is not None:
-                work = [(group, planned)]
-            else:   # reductions along two axes: a pass each (planned before any is made)
-                passes = axis_passes.split(group) or []
-                plans = [_plan(block, each) for each in passes]
-                if passes and None not in plans:
-                    work = list(zip(passes, plans))
-                else:   # or one reading the other: the nested form, the other in each chunk
-                    planned = None if group.apart else _plan(block, group, cross=True)
-                    if planned is None:
-                        continue
-                    work = [(group, planned)]
-            for each, (part, plan) in work:   # type: ignore[misc]
+            work = next((work for form in FORMS for work in [form(block, group)] if work), None)
+            for each, (part, plan) in work or ():
                 _loops(each, part, plan)
                 made += len(plan) + bool(each.outer)
-            _drop(group)
+            if work:
+                _drop(group)
     return made
+
+
+# a group's loops: the groups they compute (the group, or parts of it) with their chunk and phases
+Work = list[tuple["Group", tuple[tuple[int, ...], list["Phase"]]]]
+
+
+def _whole(block: Block, group: Group) -> Optional[Work]:
+    """The group in one form, flat or nested (`_plan`)."""
+    planned = None if group.apart else _plan(block, group)
+    return [(group, planned)] if planned is not None else None
+
+
+def _per_axis(block: Block, group: Group) -> Optional[Work]:
+    """A pass per axis its reductions run along (`axis_passes.py`), each in one form; all planned
+    before any loop is made."""
+    passes = axis_passes.split(group) or []
+    plans = [_plan(block, each) for each in passes]
+    return list(zip(passes, plans)) if passes and None not in plans else None  # type: ignore[arg-type]
+
+
+def _across(block: Block, group: Group) -> Optional[Work]:
+    """The nested form along the reduction that reads those along another axis, each of them computed
+    in the chunks that read it (`cross_reductions.py`)."""
+    planned = None if group.apart else _plan(block, group, cross=True)
+    return [(group, planned)] if planned is not None else None
+
+
+# the forms a group may take, in the order they are tried
+FORMS: tuple[Callable[[Block, Group], Optional[Work]], ...] = (_whole, _per_axis, _across)
 
 
 def _plan(block: Block, group: Group, cross: bool = False) -> Optional[tuple[tuple[int, ...], list["Phase"]]]:
