@@ -20,15 +20,18 @@ Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
-blocks of the kept axes (`nested_loops.py`; cats along that axis, permutes, merged axes and member
-loops that do not store included). A tile reduced along two axes, each too long for either form,
-takes a pass per axis (`axis_passes.py`), each looped as a group of its own. A reverse scan's loop
-visits its chunks last first. A reshape that splits an axis makes the space the finer tile's: the
-coarse tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one
-loop per window of its operands (of all the group's cats, nested ones included; a tile two cats join
-is computed in each window that reads it) runs over the chunks of the joined axis that window
-covers, computing the operand's chunk where the cat's was, a reduction or scan carried from window
-to window (`Group.offsets`, `cat_windows.py`).
+blocks of the kept axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not
+store included; a window of blocks of a cat along a kept axis has an outer loop of its own). A tile
+reduced along two axes, each too long for either form, takes a pass per axis (`axis_passes.py`),
+each looped as a group of its own; where a reduction reads one along the other axis, the nested form
+runs along it, and the other is computed in each chunk that reads it, in a loop of its own
+(`cross_reductions.py`). The forms are tried in the order of `FORMS`. A reverse scan's loop visits
+its chunks last first. A reshape that splits an axis makes the space the finer tile's: the coarse
+tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one loop per
+window of its operands (of all the group's cats, nested ones included; a tile two cats join is
+computed in each window that reads it) runs over the chunks of the joined axis that window covers,
+computing the operand's chunk where the cat's was, a reduction or scan carried from window to window
+(`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
