@@ -88,8 +88,10 @@ def plan(block: Block, group: "Group", cross: bool = False) -> Optional[tuple[tu
     from .tile_loops import _fits, _scan_axes
 
     chosen = cross_reductions.choose(group) if cross else None
+    if cross and chosen is None:
+        return None
     group.cross = chosen[1] if chosen else set()
-    axis = reduced_axis(group) if not cross or chosen else None
+    axis = reduced_axis(group)
     if axis is None:
         group.cross = set()
         return None
