@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 def choose(group: "Group") -> Optional[tuple[int, set[Operation]]]:
     """The nested form's axis and the cross reductions of `group`, where its reductions and scans run
     along two axes, those along one of them are reductions that read no reduction or scan (the cross
-    ones, their results too long to carry: chunked), and every op that ends the group (a store) reads a
-    reduction along the other."""
+    ones, their results too long to carry: chunked), every op that ends the group (a store) reads a
+    reduction along the other, and no cat joins its tiles."""
     deps = depends(group)
     axes = {a for op in group.ops for a in [axis(group, op)] if a is not None}
+    if group.cats:
+        return None   # (a cross reduction's loop runs over the whole axis: no windows)
     for along in sorted(axes):
         cross = {op for op in group.ops if axis(group, op) not in (None, along)}
         if len(axes) == 2 and all(op.name == "cuda_tile.reduce" and deps[op] == {axis(group, op)}
