@@ -85,3 +85,19 @@ def max_cols(x, y, TM: ConstInt, TN: ConstInt):
     c = ct.bid(0)
     t = ct.load(x, index=(0, c), shape=(TM, TN), padding_mode=ct.PaddingMode.NEG_INF)
     ct.store(y, index=(c,), tile=ct.max(t, axis=0))
+
+
+@ct.kernel   # one warp: the hint is added to the export (tile_scaling_kernels.ONE_WARP)
+def sum_and_max(x, y, z, TM: ConstInt, TN: ConstInt):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b, 0), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, index=(b,), tile=ct.sum(t, axis=1))
+    ct.store(z, index=(b,), tile=ct.max(t, axis=0))
+
+
+@ct.kernel   # one warp: the hint is added to the export (tile_scaling_kernels.ONE_WARP)
+def center_both(x, y, TM: ConstInt, TN: ConstInt):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b, 0), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    d = t - ct.sum(t, axis=1, keepdims=True) * (1.0 / TN)
+    ct.store(y, index=(b, 0), tile=d - ct.sum(d, axis=0, keepdims=True) * (1.0 / TM))

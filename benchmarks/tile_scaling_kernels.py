@@ -24,11 +24,15 @@ KERNELS: dict[str, str] = {
     "rms_norm": "RMSNorm of (16, n/16) rows: x * rsqrt(mean(x^2)) * w, the weight row broadcast over rows",
     "sum_rows": "y[i] = sum_j x[i, j] of one (2^(k/2), 2^(k-k/2)) tile a block, one warp (a hint)",
     "max_cols": "y[j] = max_i x[i, j] of one (2^(k/2), 2^(k-k/2)) tile a block, one warp (a hint)",
+    "sum_and_max": "y[i] = sum_j x[i, j] and z[j] = max_i x[i, j] of one such tile (two axes), one warp",
+    "center_both": "y = x less its rows' means, less its columns' then, of one such tile, one warp",
 }
 REDUCE_ROWS = 16
 # kernels whose warps a hint asks for: one (cuTile writes `num_worker_warps` only into 13.5 bytecode,
 # which it does not export yet, so `export` adds the hint to its 13.4 module and writes 13.5)
-ONE_WARP = ("sum_rows", "max_cols")
+ONE_WARP = ("sum_rows", "max_cols", "sum_and_max", "center_both")
+# one-warp kernels whose outputs are not one 1-D array: the rank of each
+OUTPUTS = {"sum_and_max": (1, 1), "center_both": (2,)}
 
 
 def _shape_2d(elements: int) -> tuple[int, int]:
@@ -89,7 +93,8 @@ def _parameters(kernel: str, elements: int) -> list[Any]:
         return [_array(1), _array(1), ConstantConstraint(elements)]
     if kernel in ONE_WARP:
         rows, cols = _shape_2d(elements)
-        return [_array(2), _array(1), ConstantConstraint(rows), ConstantConstraint(cols)]
+        outputs = [_array(rank) for rank in OUTPUTS.get(kernel, (1,))]
+        return [_array(2), *outputs, ConstantConstraint(rows), ConstantConstraint(cols)]
     rows, cols = _shape_2d(elements)
     return [_array(2), _array(2), ConstantConstraint(rows), ConstantConstraint(cols)]
 

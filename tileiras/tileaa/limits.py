@@ -20,12 +20,14 @@ budget (realistic kernels, flash attention included, use an eighth of it).
 Tiles the middle level computes in loops over register-sized chunks (tileaa/tile_loops.py, its
 RULES: view and pointer loads and stores, element-wise chains, splats, broadcasts of one value or
 of rows, iotas, permutes, reshapes (unit axes, axes split or merged), reductions of one tile or
-several along one axis or several (nested loops where result and reduced axis both exceed a chunk),
-forward and reverse scans, loops that carry such tiles and store them, `cat`: a loop per window of
-its operands, stores ordered after a gather of the elements they write) cost the code
-of one chunk whatever their size, so they count against none of these limits; the check runs again
-on what remains in registers once the loops are made (tileas/passes.py), so a kernel the canonical
-form made unloopable (a store ordered after a gather of other elements) is still refused in seconds.
+several along one axis or several (nested loops where result and reduced axis both exceed a chunk, a
+pass over the tile per axis where one tile is so reduced along two, or the one along the other axis
+recomputed in each chunk where one reads the other), forward and reverse scans,
+loops that carry such tiles and store them, `cat`: a loop per window of its operands, stores
+ordered after a gather of the elements they write) cost the code of one chunk whatever their size,
+so they count against none of these limits; the check runs again on what remains in registers once
+the loops are made (tileas/passes.py), so a kernel the canonical form made unloopable (a store
+ordered after a gather of other elements) is still refused in seconds.
 
 The limits are one table (README "Limits" lists them); raise a row when
 the lowering makes that size cheaper.

@@ -20,13 +20,18 @@ Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
 one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
 whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
-blocks of the kept axes (`nested_loops.py`). A reverse scan's loop visits its chunks last first. A
-reshape that splits an axis makes the space the finer tile's: the coarse tile's axis merges space
-axes (`Group.merged`). A `cat` makes the space its result's: one loop per window of its operands (of
-all the group's cats, nested ones included; a tile two cats join is computed in each window that
-reads it) runs over the chunks of the joined axis that window covers, computing the operand's chunk
-where the cat's was, a reduction or scan carried from window to window (`Group.offsets`,
-`cat_windows.py`).
+blocks of the kept axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not
+store included; a window of blocks of a cat along a kept axis has an outer loop of its own). A tile
+reduced along two axes, each too long for either form, takes a pass per axis (`axis_passes.py`),
+each looped as a group of its own; where a reduction reads one along the other axis, the nested form
+runs along it, and the other is computed in each chunk that reads it, in a loop of its own
+(`cross_reductions.py`). The forms are tried in the order of `FORMS`. A reverse scan's loop visits
+its chunks last first. A reshape that splits an axis makes the space the finer tile's: the coarse
+tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one loop per
+window of its operands (of all the group's cats, nested ones included; a tile two cats join is
+computed in each window that reads it) runs over the chunks of the joined axis that window covers,
+computing the operand's chunk where the cat's was, a reduction or scan carried from window to window
+(`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -39,7 +44,7 @@ from ..dialects.elementwise import ELEMENTWISE
 from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
-from . import cat_windows
+from . import axis_passes, cat_windows, cross_reductions
 from .addresses import touch_the_same
 from .row_chunks import twin_view
 from .view_order import _erase
@@ -203,13 +208,19 @@ class Group:
         # the nested form (nested_loops.py): the space axes an outer loop splits into blocks, each block's
         # reductions carried by the loops in its body
         self.outer: tuple[int, ...] = ()
+        # whether ops with effects lie between the members, apart from them (`axis_passes.apart`): only the
+        # passes of its reductions' axes may loop it
+        self.apart = False
+        # the nested form's cross reductions (cross_reductions.py): each computed in the chunks that read it
+        self.cross: set[Operation] = set()
 
     def values(self) -> list[Value]:
         return list(self.axes)
 
     def carried(self) -> list[Operation]:
         """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
-        return [op for op in self.ops if _carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce")]
+        return [op for op in self.ops if op not in self.cross and
+                (_carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce"))]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -453,6 +464,12 @@ def _stores_keep_order(group: Group) -> bool:
 def _closed(block: Block, group: Group) -> bool:
     """Nothing outside `group` reads what it defines, its tiles are all its own, and no op between its
     first and last member has effects a loop around the members would reorder."""
+    return _sealed(block, group) and not _interleaved(block, group)
+
+
+def _sealed(block: Block, group: Group) -> bool:
+    """Nothing outside `group` reads what it defines (but the results of its carried reductions), its
+    accesses keep their order chunk by chunk, and its tiles are all its own."""
     ops, members = group.ops, set(group.ops)
     carried = set(group.carried())
     if any(user not in members for op in ops if op not in carried for r in op.results for user in r.uses):
@@ -463,9 +480,15 @@ def _closed(block: Block, group: Group) -> bool:
     loops = {op.regions[0].blocks[0] for op in defined if op.name == "cuda_tile.for"}
     if any(v.owner not in defined and v.owner not in loops for v in group.axes):  # type: ignore[attr-defined]
         return False   # a tile carried into the block (another loop's argument)
-    first, last = block.operations.index(ops[0]), block.operations.index(ops[-1])
-    return not any(op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))
-                   for op in block.operations[first:last])
+    return True
+
+
+def _interleaved(block: Block, group: Group) -> list[Operation]:
+    """The ops between the first and last member of `group` that have effects (not its own)."""
+    members = set(group.ops)
+    first, last = block.operations.index(group.ops[0]), block.operations.index(group.ops[-1])
+    return [op for op in block.operations[first:last]
+            if op not in members and (op.regions or any(word in op.short_name for word in _EFFECTS))]
 
 
 def _ordered_accesses_agree(group: Group) -> bool:
@@ -518,7 +541,7 @@ def _fits(group: Group, part: tuple[int, ...]) -> bool:
         return False   # a chunk across two operands
     carried = set(group.carried())
     for op in group.ops:
-        if op.name in _CARRIES:
+        if op.name in _CARRIES and op not in group.cross:   # (a cross reduction: a loop of its own)
             axes, dim = group.axes[op.operands[0]], int(op.attributes["dim"])
             if op in carried or op.name == "cuda_tile.scan":   # (the nested form's outer loop splits the others)
                 if any(a >= 0 and part[a] != group.space[a] and a not in group.outer
@@ -566,6 +589,9 @@ def _groups(block: Block, least: int, chunk: int) -> list[Group]:
             seen |= set(group.axes)
             if _closed(block, group):
                 out.append(group)
+            elif _sealed(block, group) and axis_passes.apart(group, _interleaved(block, group)):
+                group.apart = True   # loops of its passes only: they leave those ops where they are
+                out.append(group)
     return out
 
 
@@ -580,24 +606,63 @@ def streamable(entry: Operation) -> set[Value]:
 
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
-    a thread; the number of loops made."""
-    from . import nested_loops
-    from .tile_phases import phases
-
+    a thread, in the first of `FORMS` that takes it; the number of loops made."""
     made = 0
     for block in _blocks(entry):
         for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
-            part = chunk_shape(group, group.chunk)
-            plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
-            if plan is not None and group.cats:
-                plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
-            nested = nested_loops.plan(block, group) if plan is None else None
-            if nested is not None:   # reductions too long both ways: an outer loop over blocks of their results
-                part, plan = nested
-            if plan is not None:
-                _rewrite(group, part, plan)
-                made += len(plan) + bool(group.outer)
+            work = next((work for form in FORMS for work in [form(block, group)] if work), None)
+            for each, (part, plan) in work or ():
+                _loops(each, part, plan)
+                made += len(plan) + bool(each.outer)
+            if work:
+                _drop(group)
     return made
+
+
+# a group's loops: the groups they compute (the group, or parts of it) with their chunk and phases
+Work = list[tuple["Group", tuple[tuple[int, ...], list["Phase"]]]]
+
+
+def _whole(block: Block, group: Group) -> Optional[Work]:
+    """The group in one form, flat or nested (`_plan`)."""
+    planned = None if group.apart else _plan(block, group)
+    return [(group, planned)] if planned is not None else None
+
+
+def _per_axis(block: Block, group: Group) -> Optional[Work]:
+    """A pass per axis its reductions run along (`axis_passes.py`), each in one form; all planned
+    before any loop is made."""
+    passes = axis_passes.split(group) or []
+    plans = [_plan(block, each) for each in passes]
+    return list(zip(passes, plans)) if passes and None not in plans else None  # type: ignore[arg-type]
+
+
+def _across(block: Block, group: Group) -> Optional[Work]:
+    """The nested form along the reduction that reads those along another axis, each of them computed
+    in the chunks that read it (`cross_reductions.py`)."""
+    planned = None if group.apart else _plan(block, group, cross=True)
+    return [(group, planned)] if planned is not None else None
+
+
+# the forms a group may take, in the order they are tried
+FORMS: tuple[Callable[[Block, Group], Optional[Work]], ...] = (_whole, _per_axis, _across)
+
+
+def _plan(block: Block, group: Group, cross: bool = False) -> Optional[tuple[tuple[int, ...], list["Phase"]]]:
+    """The chunk and the loops of `group`: flat (one loop per phase, per window of its cats), or
+    nested (`nested_loops.py`: reductions too long both ways, an outer loop over blocks of their
+    results; with `cross`, only that, its cross reductions in each chunk); None where it takes
+    neither form."""
+    from . import nested_loops
+    from .tile_phases import phases
+
+    if cross:
+        return nested_loops.plan(block, group, cross=True)
+    part = chunk_shape(group, group.chunk)
+    plan = phases(block, group.ops, set(group.carried())) if _fits(group, part) else None
+    if plan is not None and group.cats:
+        plan = cat_windows.windows(group, part, plan, {a for a, reverse in _scan_axes(group) if reverse})
+    return (part, plan) if plan is not None else nested_loops.plan(block, group)
 
 
 def chunk_shape(group: Group, size: int) -> tuple[int, ...]:
@@ -663,22 +728,29 @@ def _outside_const(anchor: Operation, value: int) -> Value:
                                           location=anchor.location)).results[0]
 
 
-def _rewrite(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
+def _loops(group: Group, part: tuple[int, ...], plan: list["Phase"]) -> None:
     """One `for` over the chunks `part` of the group's space per phase of `plan`, each computing its
     ops chunk by chunk (a cat's windows: one loop each, `cat_windows.py`, a reduction or scan carried
-    from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`);
-    then the group's ops are dropped."""
-    from .nested_loops import enclose
+    from one to the next; the nested form: all in the body of an outer loop over blocks, `nested_loops.py`).
+    The group's ops stay, unread but for their operands (`_drop`)."""
+    from .nested_loops import blocks, enclose
 
     carried: dict[Operation, list[Value]] = {}
-    outer = enclose(group, part, plan[-1].before) if group.outer else None
+    outer, window = None, None
     for i, phase in enumerate(plan):
+        if group.outer and (outer is None or blocks(group, phase) != window):   # a window of blocks' loop
+            window = blocks(group, phase)
+            outer, carried = enclose(group, part, plan[-1].before, dict(window)), {}
         carried.update(_loop(group, part, phase, carried, outer))
         later = {op for next_ in plan[i + 1:] for op in next_.ops}
         for op in phase.reduces:
             if op not in later and outer is None:   # its last window done: what reads it reads the loop's results
                 for r, v in zip(op.results, carried[op]):
                     r.replace_all_uses_with(v)
+
+
+def _drop(group: Group) -> None:
+    """Drop the ops of `group`, once loops compute them, and the views no op reads any more."""
     for op in reversed(group.ops):
         _erase_tree(op)
     views = {v for op in (*group.ops, *group.inner) for v in op.operands if isinstance(v.type, PartitionViewType)}
@@ -708,8 +780,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     for along, (_first, chunks) in (window or {}).items():   # the chunks of one window of the cats
         splits[along] = chunks
     steps = [1 if a in group.outer else k for a, k in enumerate(splits)]   # what this loop visits
-    if outer is not None and not any(steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
-                                     if v in group.axes for a in group.axes[v] if a >= 0):
+    if outer is not None and all(a in group.outer for a in window or ()) and not any(
+            steps[a] > 1 for op in phase.ops for v in (*op.operands, *op.results)
+            if v in group.axes for a in group.axes[v] if a >= 0):   # (a window's loop: one even of one chunk)
         return _straight(group, part, splits, phase, outer)
     bounds = [_outside_const(at, v) for v in (0, _product(steps), 1)]
     scans = [op for op in phase.ops if op.name == "cuda_tile.scan"]
@@ -735,6 +808,9 @@ def _loop(group: Group, part: tuple[int, ...], phase: "Phase", before: dict[Oper
     runs = {op: next(args) for op in scans}
     carried: list[Value] = []
     for op in phase.ops:
+        if op in group.cross:
+            cross_reductions.compute(group, part, chunk, op, phase.ops, outer.copies if outer else {}, body)
+            continue
         copy = chunk.clone(op, body)
         if op in phase.reduces:
             carried += _combine(body, op, accs[op], list(copy.results))
@@ -754,10 +830,13 @@ def _straight(group: Group, part: tuple[int, ...], splits: list[int], phase: "Ph
     """A phase of the nested form whose tiles lie within the block (what reads its reductions' results,
     a store of them): its ops once, in the outer loop's body, on the block's chunk."""
     body = Block()
-    chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location))
+    chunk = _Chunk(group, part, splits, outer.coords, _Body(body, outer.at.location), phase.window, phase.where)
     chunk.copies.update(outer.copies)
     for op in phase.ops:
-        chunk.clone(op, body)
+        if op in group.cross:
+            cross_reductions.compute(group, part, chunk, op, phase.ops, outer.copies, body)
+        else:
+            chunk.clone(op, body)
     for op in list(body.operations):   # made apart (clones append), then moved into place
         body.operations.remove(op)
         outer.at.insert_before(op)
@@ -935,13 +1014,17 @@ def _carry_scan(body: Block, scan: Operation, copy: Operation, run: Value) -> tu
 def _identity(at: Operation, reduce: Operation, t: object, index: int = 0) -> Value:
     """The reduce's (or scan's) identity of operand `index`, splat over `t`: the accumulator before the
     first chunk."""
+    return at.insert_before(_identity_op(reduce, t, index, at.location)).results[0]
+
+
+def _identity_op(reduce: Operation, t: object, index: int, location: object) -> Operation:
+    """The constant of `_identity`."""
     ident = reduce.attributes["identities"][index]
     assert isinstance(t, TileType) and isinstance(t.element, ScalarType)
     width = storage_bytes(t.element)
     bits = ident.bits if hasattr(ident, "bits") else int(ident.value if hasattr(ident, "value") else ident)
     raw = (bits % (1 << (8 * width))).to_bytes(width, "little")
-    return at.insert_before(Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)},
-                                      location=at.location)).results[0]
+    return Operation("cuda_tile.constant", [], [t], {"value": DenseElements(t, raw)}, location=location)
 
 
 def _chunk_coords(emit: _Body, iv: Value, splits: list[int]) -> list[Optional[Value]]:
