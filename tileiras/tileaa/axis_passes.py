@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TokenType
+from .tile_phases import ancestors
 
 if TYPE_CHECKING:
     from .tile_loops import Group
@@ -56,18 +57,6 @@ def sinks(group: "Group") -> list[Operation]:
             and not any(user in members for r in op.results for user in r.uses)]
 
 
-def _ancestors(ops: list[Operation], members: set[Operation]) -> set[Operation]:
-    seen: set[Operation] = set()
-    pending = list(ops)
-    while pending:
-        op = pending.pop()
-        if op in seen:
-            continue
-        seen.add(op)
-        pending += [v.owner for v in op.operands if getattr(v, "owner", None) in members]  # type: ignore[attr-defined]
-    return seen
-
-
 def split(group: "Group") -> Optional[list["Group"]]:
     """The passes of `group`, one per axis its reductions and scans run along (in axis order; then the
     one of what reads no reduction, where anything does), or None
@@ -85,7 +74,7 @@ def split(group: "Group") -> Optional[list["Group"]]:
     members = set(group.ops)
     passes = []
     for a, last in ends.items():
-        ops = _ancestors(last, members)
+        ops = ancestors(last, members, set())
         if not ops:
             continue   # reductions nothing reads
         if any(deps[op] - {a} for op in ops):

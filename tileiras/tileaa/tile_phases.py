@@ -55,7 +55,7 @@ def phases(block: Block, ops: list[Operation], carried: set[Operation], inside: 
     for p in range(last + 1):
         reduces = [op for op in ops if op in carried and phase[op] == p]
         sinks = reduces + ([op for op in ops if op.name in _STORES or not _read(op)] if p == last else [])
-        needed = _ancestors(sinks, members, carried - set(reduces))   # an earlier phase's results: read
+        needed = ancestors(sinks, members, carried - set(reduces))   # an earlier phase's results: read
         readers = [user for r in (r for op in reduces for r in op.results) for user in r.uses if user not in members]
         places = [op for op in readers if op.parent is block] + ([ops[-1]] if p == last or inside else [])
         if not places or not needed:
@@ -76,7 +76,7 @@ def _read(op: Operation) -> bool:
     return any(r.uses for r in op.results)
 
 
-def _ancestors(sinks: list[Operation], members: set[Operation], done: set[Operation]) -> set[Operation]:
+def ancestors(sinks: list[Operation], members: set[Operation], done: set[Operation]) -> set[Operation]:
     """`sinks` and the members they read, directly or not, short of those `done` (what they define is
     read, not computed again)."""
     seen: set[Operation] = set()
