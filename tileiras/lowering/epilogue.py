@@ -15,7 +15,7 @@ Asynchronous writers into the buffers must be done first: cp.async copies are
 waited for here (a TMA-fed pipeline leaves no copy in flight after its loop: every stage
 it fills is waited for), and a one-shot TMA load's mbarrier still valid is invalidated.
 
-On sm_90, where the view's descriptor can be made from the kernel's parameters (tma_copy.py),
+On sm_90, where the view's descriptor can be made from the kernel's parameters (tileas/tma_boxes.py),
 the tile is written in wgmma's swizzled layout instead and one thread stores it with TMA
 (`tma_store`), box by box, as NVIDIA's epilogues do; a tile larger than the freed buffers (i8
 and f32 128x256: 128 KB) in column chunks through two smaller buffers.

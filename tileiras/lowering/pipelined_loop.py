@@ -20,7 +20,7 @@ and waits for its phase: no CTA-wide barrier inside the loop, and copies past th
 loop's end are not issued at all (every fill is waited for, so no asynchronous
 arrival is left when the barriers are invalidated after the loop).
 
-On sm_90 and sm_100 / sm_103, where every load of the loop can be copied by TMA (tma_copy.py:
+On sm_90 and sm_100 / sm_103, where every load of the loop can be copied by TMA (tileas/tma_boxes.py:
 views made of kernel parameters, aligned, into swizzled stages: the layout wgmma and tcgen05.mma
 read), one thread fills a stage instead: it announces the stage's bytes with
 `mbarrier.arrive.expect_tx` (the full barrier's only arrival) and issues the boxes, whose

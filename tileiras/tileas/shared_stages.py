@@ -12,8 +12,8 @@ Predicted, per kernel, where exact: the roles "staging", "invariant", "ring", "m
 the walk asks `shared_tcgen05.py` for at each loop (after its stages: a warp-specialized loop's MMA
 warp's and epilogue's) and at each mma and store ("tmem-stages", "p-buffer", "tmem-epilogue",
 "scales"), together, or none of them (the row kernels' TMA buffers and their group's
-mbarriers by `shared_rows.py`, from the lowering's own decisions, `row_tma.group` and
-`row_tma.store_copy`, each beside the bytes the plan placed before its op; "reduction" left out of
+mbarriers by `shared_rows.py`, from the decisions the lowering follows, `row_copies.group` and
+`row_copies.store_copy`, each beside the bytes the plan placed before its op; "reduction" left out of
 a kernel where another op than a reduce, a scan or an mma asks for one the plan does not size,
 `reductions_predicted`; "restage" and "tma-store", the buffer an mma accumulator's store goes
 through, decided in the op walk by shared_epilogue.py, left out where it cannot tell,
