@@ -98,10 +98,16 @@ def test_the_barrier_before_mbarrier_inval_deleted_is_reported() -> None:
 
 
 
-def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported() -> None:
-    """The sm_90 chunked layernorm's rings have 8 stages for 4 chunks: the last 4 stages' mbarriers are initialized
-    and invalidated, nothing else. Deleting such an init leaves the inval on memory holding no mbarrier, which the
-    ISA leaves undefined (it used to pass); every deleted init is reported."""
+def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported(monkeypatch, tmp_path) -> None:
+    """A ring deeper than its loop runs: the sm_90 chunked layernorm's 4 chunks given 8 stages, as where the trip
+    count is known only at run time (here: its constant bounds hidden from the depth rule, schedule/pipeline
+    .trip_count). The last 4 stages' mbarriers are initialized and invalidated, nothing else. Deleting such an
+    init leaves the inval on memory holding no mbarrier, which the ISA leaves undefined (it used to pass); every
+    deleted init is reported."""
+    from tileiras.schedule import pipeline
+
+    monkeypatch.setattr(pipeline, "trip_count", lambda loop: None)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # not the 4-stage kernel's cached PTX
     c = mutations.prepare("layernorm_chunked_f16_n8192_t2048", "sm_90")
     assert c is not None and mutations.outcome(c, c.ptx) is None
     mutants = OPERATORS["delete mbarrier.init"].mutants(c.ptx)
