@@ -25,6 +25,7 @@ from typing import Iterator, Optional, Protocol
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import Caps
+from ..transforms.constants import splat_int
 from .buffers import BufferAssignment, PipelinedValue, assign
 from .ddg import DependenceGraph, build_loop_ddg
 from .modulo import Schedule, ScheduleError, modulo_schedule, serial_schedule
@@ -191,8 +192,6 @@ def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit
 
 def trip_count(loop: Operation) -> Optional[int]:
     """Iterations of a `for` whose bounds and step are constants; None otherwise."""
-    from ..transforms.constants import splat_int
-
     if loop.name != "cuda_tile.for":
         return None
     lb, ub, step = (splat_int(loop.operand(n)) for n in ("lowerBound", "upperBound", "step"))  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.core import Block, Operation, Region, Value
 from .axis_passes import axis, depends, sinks
+from .tile_phases import ancestors
 
 if TYPE_CHECKING:
     from .tile_loops import Group, _Chunk
@@ -74,13 +75,5 @@ def compute(group: "Group", part: tuple[int, ...], chunk: "_Chunk", reduce: Oper
 
 def _reads(reduce: Operation, ops: list[Operation]) -> list[Operation]:
     """The ops of `ops` that `reduce` reads, directly or not, in their order."""
-    members, seen = set(ops), set()
-    pending = [reduce]
-    while pending:
-        op = pending.pop()
-        for v in op.operands:
-            owner = getattr(v, "owner", None)
-            if owner in members and owner not in seen:
-                seen.add(owner)
-                pending.append(owner)
-    return [op for op in ops if op in seen]
+    read = ancestors([reduce], set(ops), set()) - {reduce}
+    return [op for op in ops if op in read]

@@ -111,7 +111,7 @@ def _staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout, 
     warp-specialized kernel only in the persistent loop of its roles (warp_roles.persistent: the ring,
     which the producer fills meanwhile, lives over that loop, so no such bytes are the ring's; the CTA
     barriers are the consumers' own)."""
-    if buffers_free_after(k.entry, op, k.assignment.is_shared_operand if k.assignment is not None else None):
+    if _freed(k, op):
         return None, _chunk_rows(ttype, layout, blocked, lambda nbytes: nbytes <= k.buffers.total)
     loop = outermost_loop(op)
     split = getattr(k, "warp_split", None)
@@ -126,6 +126,11 @@ def _staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout, 
     # LOOP_STORES of them (a 128 x 256 tile over 256 threads in 4 chunks: 256, LLVM 3 x slower)
     chunks = layout.shape[1] // rows if rows else 0  # type: ignore[attr-defined]
     return span, rows if rows and layout.slots(ttype.num_elements) // 2 * chunks <= LOOP_STORES else 0
+
+
+def _freed(k: "StagingFacts", op: Operation) -> bool:
+    """Whether the buffers are free once store `op` runs (buffers.buffers_free_after)."""
+    return buffers_free_after(k.entry, op, k.assignment.is_shared_operand if k.assignment is not None else None)
 
 
 def outermost_loop(op: Operation) -> Optional[Operation]:
@@ -172,7 +177,7 @@ def _tma_staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layo
     """sm_90's TMA store of the accumulator through the freed buffers (lowering/epilogue.tma_store): where they
     may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
     columns fits (`_chunks`) and the view's descriptor can be made (tma_boxes.plan)."""
-    if _blocked(k, ttype, layout) is None or not buffers_free_after(k.entry, op, k.assignment.is_shared_operand if k.assignment is not None else None):
+    if _blocked(k, ttype, layout) is None or not _freed(k, op):
         return None
     assert isinstance(layout, MmaLayout)
     b, m, _ = layout.shape

@@ -214,22 +214,10 @@ def _reading_loop(k: "StagingFacts", op: Operation) -> Optional[Operation]:
     todo, seen = list(op.results[:1]), set()
     while todo:
         for use in getattr(todo.pop(), "uses", []):
-            loop = next((loop for loop in loops if _inside(use, loop)), None)
+            loop = next((loop for loop in loops if use is loop or inside_op(use, loop)), None)
             if loop is not None:
-                return None if _inside(op, loop) else loop
+                return None if inside_op(op, loop) else loop
             if id(use) not in seen:
                 seen.add(id(use))
                 todo += use.results
     return None
-
-
-def _inside(op: Operation, loop: Operation) -> bool:
-    """Whether `op` lies in the body of `loop` (at any depth)."""
-    at = op
-    while at is not None:
-        if at is loop:
-            return True
-        block = at.parent
-        region = block.parent if block is not None else None
-        at = region.parent if region is not None else None
-    return False
