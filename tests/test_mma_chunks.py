@@ -2,9 +2,10 @@
 
 The operands go through shared memory a K slice at a time (each slice's buffer reuses the
 previous slice's bytes after a CTA barrier), accumulating into the same registers in the same
-order: mma.sync (`ops_mma.k_slices`) and the exact FMA path (`ops_reduce._slices`). The TileGym
-kernel that needed it compiles (ptxas), and a scaled kernel with the slicing forced (a budget of
-a quarter of the operands) runs on the emulator, race checker on, and matches the interpreter.
+order: mma.sync (`tileas/mma_sync_staging.k_slices`) and the exact FMA path
+(`tileas/move_forms.fitting_slices`). The TileGym kernel that needed it compiles (ptxas), and a
+scaled kernel with the slicing forced (a budget of a quarter of the operands) runs on the
+emulator, race checker on, and matches the interpreter.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_forced_k_slices_match_the_interpreter(case: str, monkeypatch, tmp_path: Path) -> None:
     from tileiras.frontend import load_module
-    from tileiras.lowering import ops_mma, ops_reduce
+    from tileiras.tileas import mma_sync_staging, move_forms
 
     kernel, dtype, path, want = CASES[case]
     tm, tn, tk = (32, 64, 64) if path == "fma" else (64, 64, 64)
@@ -106,14 +107,16 @@ def test_forced_k_slices_match_the_interpreter(case: str, monkeypatch, tmp_path:
     operand_bytes = (tm * tk + tk * tn) * np.dtype(dtype).itemsize
     if path == "mma":
         def sliced(k, staged, kdim, kstep):   # the real choice, against a quarter of the operands
-            chosen.append(ops_mma.k_slices(k, staged, kdim, kstep, operand_bytes // want))
+            chosen.append(mma_sync_staging.k_slices(k, staged, kdim, kstep, operand_bytes // want))
             return chosen[-1]
-        monkeypatch.setattr(ops_mma, "k_chunks", sliced)
+        monkeypatch.setattr(mma_sync_staging, "k_chunks", sliced)
     else:
-        def sliced(k, srcs, n):
-            chosen.append(ops_reduce._slices(k, srcs, n, operand_bytes // want))
+        real = move_forms.fitting_slices
+
+        def fitted(k, types, n):
+            chosen.append(real(k, types, n, operand_bytes // want))
             return chosen[-1]
-        monkeypatch.setattr(ops_reduce, "_chunks", sliced)
+        monkeypatch.setattr(move_forms, "fitting_slices", fitted)
     got = emulate(module, args, "sm_80")[2]
     assert chosen and max(chosen) == want, chosen
     assert np.abs(ref).max() > 1.0

@@ -233,11 +233,13 @@ def test_sliced_column_reduction_matches_the_interpreter(monkeypatch, tmp_path: 
     slices: list[int] = []
     budget = tile_m * tile_n * 4 // 4
 
-    def sliced(k, srcs, n_):  # the real choice, against a quarter-tile budget
-        chosen = ops_reduce._slices(k, srcs, n_, budget)
+    real = ops_reduce.fitting_slices
+
+    def sliced(k, types, n_):  # the real choice, against a quarter-tile budget
+        chosen = real(k, types, n_, budget)
         slices.append(chosen)
         return chosen
-    monkeypatch.setattr(ops_reduce, "_chunks", sliced)
+    monkeypatch.setattr(ops_reduce, "fitting_slices", sliced)
     # the budget is forced on the lowering alone: the plan sizes the scratch for the real limit
     monkeypatch.delenv("TILEIRAS_STRICT_SHARED_PLAN", raising=False)
     got = run("emulator", "sm_80")

@@ -2,9 +2,9 @@
 
 An mma.sync or wgmma operand in registers restaged in shared memory ("mma-stage"), and an mma on the
 FMA path reading its operands from scratch ("reduction", in K slices where they do not fit whole):
-decided by the lowering's own functions (ops_mma.operand_staging, ops_wgmma.read_operands /
-restaged, ops_reduce.mma_scratch), predicted in the plan's dump, checked strictly against what the
-lowering asks for.
+decided in the middle level (tileas/mma_sync_staging.operand_staging, wgmma_operands.read_operands /
+restaged, move_forms.mma_scratch) for the plan and the lowering alike, in the plan's dump, checked
+strictly against what the lowering asks for.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_an_e4m3_attentions_restaged_probabilities_keep_the_next_loops_depth(mon
 
 def test_a_block_scaled_mmas_register_scales_are_restaged_as_planned(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """sm_120's block-scaled mma (ops_blockscale) stores a scale tile held in registers in shared
-    memory before its operands (ops_blockscale.restages_scales): SF_B, 1024 B."""
+    memory before its operands (mma_sync_staging.restages_scales): SF_B, 1024 B."""
     dump, plan, _ = _planned(monkeypatch, "cp_mxfp8_matmul_256x256x128", "sm_120")
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 1 and "mma-stage (restaging) 1024 B align 128, " in restaged[0], plan
@@ -87,7 +87,7 @@ def test_a_block_scaled_mmas_register_scales_are_restaged_as_planned(monkeypatch
 
 def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """sm_120's nvfp4 mma: A and B, in registers, are staged one element a byte (128 x 128, rows padded)
-    before fp4_pack packs each (ops_mma.packs: the packed copies fit beside them): A's two buffers,
+    before fp4_pack packs each (mma_sync_staging.packs: the packed copies fit beside them): A's two buffers,
     then B's (tests/test_shared_plan_tc_operands.py has more)."""
     dump, plan, _ = _planned(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
     operands = [line.split(" (")[0][len("//     "):] for line in plan if "%29 at " in line]
@@ -212,7 +212,7 @@ def test_an_unpredicted_pack_scratch_is_an_internal_error(monkeypatch) -> None: 
 def test_the_last_resorts_deferred_loads_are_planned_as_k_slices(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """TileGym's MLA decoding on sm_120: K and V (128 KB each) fit only when each mma copies its load
     in 4 K slices, two in flight (lowering/pipeline.py's last resort, `Assumptions.defer`): the plan
-    of that attempt leaves them unstaged (async_copy.defers) and predicts the mmas' rings ("k-slice":
+    of that attempt leaves them unstaged (deferred_loads.defers) and predicts the mmas' rings ("k-slice":
     2 x 128 x (128 + 8) f16, 2 x 32 x (512 + 8) f16) and P's K slice beside V's ("mma-slice")."""
     _, _, checks = _planned(monkeypatch, "tg_mla_decode_f16_16x128", "sm_120")
     last = checks[-1]
@@ -254,7 +254,7 @@ def test_operands_whose_copies_are_not_legal_are_transposed_and_restaged_as_plan
                                                                                    staged: list) -> None:  # type: ignore[no-untyped-def]
     """A and B^T read through a view whose strides are not known: cp.async cannot copy them
     (`chunk_elements`), so both are loads in registers: B's transpose goes through scratch
-    ("operand-conversion", ops_shape.permute_scratch) and the mma restages both (A 64 x 32, B 32 x 64
+    ("operand-conversion", move_forms.permute_scratch) and the mma restages both (A 64 x 32, B 32 x 64
     f16: padded rows on mma.sync, swizzled for wgmma)."""
     dump, plan, _ = _text_planned(monkeypatch, FALLBACK, gpu)
     moved = _buffers(plan, "operand-conversion")
@@ -317,7 +317,7 @@ entry @k(%a: tile<ptr<f32>>, %c: tile<ptr<f32>>, %n: tile<i32>) {
     (_TF32_NO_LOOP, "sm_90", "%3 at k.mlir:14:3"),       # wgmma: no loop gave them a buffer (operand_form)
     (_TF32_NO_LOOP, "sm_100", "%3 at k.mlir:14:3"),      # tcgen05 outside loops: the mma asks (_restaged)
     (_TF32_PERSISTENT, "sm_100", "%for at k.mlir:13:3"),  # unspecialized: the outer loop asks, before the
-])                                                          # K loop's stages (ops_tcgen05.loop_restaged)
+])                                                          # K loop's stages (tcgen05_operands.loop_restaged)
 def test_tf32_operands_kmajor_copies_are_predicted(monkeypatch, text: str, gpu: str, asker: str) -> None:
     """128x128x32 tf32 mmas: their f32 operands are rounded to tf32 in K-major copies ("kmajor-copy"),
     A's then B's, each alive to the kernel's end, asked where the lowering asks (the mma, or the

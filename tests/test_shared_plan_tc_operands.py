@@ -4,8 +4,8 @@ sm_120's fp4 mma.sync (tileiras/tileas/shared_operands.py).
 A tcgen05 mma the threads issue stores a register operand in a swizzled buffer ("mma-stage"), packs
 a 4-bit one two to a byte ("fp4-pack", a register tile staged first: A's buffers, then B's), then
 stages its scale tiles held in registers; sm_120's fp4 mma.sync packs its operands the same way
-where the packed copies fit (ops_mma.packs). Decided by the lowering's own functions
-(ops_tcgen05.operand_forms, fp4_pack.stages_first, ops_mma.packs), predicted in the plan's dump,
+where the packed copies fit (tileas/mma_sync_staging.packs). Decided by the middle level's functions
+(tileas/tcgen05_operands.operand_forms, mma_sync_staging.stages_first and packs), in the plan's dump,
 checked strictly against what the lowering asks for: these kernels' plans predict every role, so
 the pass chooses their staging from every buffer they will have and the lowering runs once.
 """
@@ -123,11 +123,11 @@ def test_sm_120s_fp4_mma_packs_where_the_packed_copies_fit(monkeypatch) -> None:
 
 
 def test_where_sm_120s_packed_copies_do_not_fit_neither_packs(monkeypatch) -> None:
-    """Told that the packed copies do not fit (ops_mma._packing_fits, which ops_mma.packs reads for the
-    lowering and the plan alike), the mma reads the operands one element a byte: no "fp4-pack"."""
-    from tileiras.lowering import ops_mma
+    """Told that the packed copies do not fit (mma_sync_staging._packing_fits, which `packs` reads for
+    the lowering and the plan alike), the mma reads the operands one element a byte: no "fp4-pack"."""
+    from tileiras.tileas import mma_sync_staging
 
-    monkeypatch.setattr(ops_mma, "_packing_fits", lambda *args: False)
+    monkeypatch.setattr(mma_sync_staging, "_packing_fits", lambda *args: False)
     _, dump, checks = _lower(monkeypatch, "cp_nvfp4_matmul_128x128x128", "sm_120")
     assert [line.split(" (")[0] for line in _asked_by(_plan(dump), "cp_BlockScaledMatMul.py:145:22")] == \
         ["mma-stage", "mma-stage"]

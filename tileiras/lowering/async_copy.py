@@ -6,8 +6,8 @@ The tile never passes through registers: every thread issues 16-byte (or 8/4-byt
 (the hardware fills them with zeros, which is what a zero-padded view reads).
 The reader (ops_mma) waits for the copies and for the CTA before it reads.
 A tile too large to stage whole, read by one mma.sync, may instead be left to
-that mma (`DeferredLoad`): it copies the tile a K slice at a time, two slices
-in flight (ops_mma._SliceRing), so the slices' bytes are all it needs.
+that mma (tileas/deferred_loads.py decides): it copies the tile a K slice at a time,
+two slices in flight (ops_mma._SliceRing), so the slices' bytes are all it needs.
 
 The chunk of a copy, and whether any is legal, is decided from the view's facts
 (tileaa/access_width.chunk_elements); where none is, the load stays a register load.
@@ -18,13 +18,14 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
-from ..ir.record import record, replace
+from ..ir.record import replace
 from ..ir.types import TileType
 from .kernel import KernelLowering
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape
 from ..tileaa.access_width import chunk_elements
 from .values import PartitionViewVal, SharedTileVal
+from ..tileas.deferred_loads import DeferredLoad, defers, slice_tile
 
 
 def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
@@ -44,18 +45,11 @@ def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: boo
                                                  matrix.span if swizzled else 0, role))
 
 
-@record
-class DeferredLoad:
-    """A load whose copies its one mma.sync issues, K slice by K slice (`issue_slice`)."""
-    op: Operation
-    view: PartitionViewVal
-
-
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
     """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async. Where the
     kernel does not fit otherwise (`KernelLowering.defer_loads`, lowering/pipeline.py's last
     resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
-    is left to that mma (`sliced_reader`): it copies the tile a K slice at a time."""
+    is left to that mma (tileas/deferred_loads.defers): it copies the tile a K slice at a time."""
     if not chunk_elements(op, view, tile):
         return None
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
@@ -70,74 +64,11 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     return SharedTileVal(tile, matrix, pending=True)
 
 
-def defers(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, swizzled: bool,
-           lifetime: tuple[int, int]) -> bool:
-    """Whether `load_to_shared` leaves the load to its one mma.sync (`sliced_reader`), which copies it
-    a K slice at a time: only in the last-resort lowering (`KernelLowering.defer_loads`), where the
-    tile staged whole would not fit beside the buffers alive with it (`lifetime`). One decision for
-    the lowering and plan-shared-memory (tileas/shared_stages.py, given the buffers it placed)."""
-    return k.defer_loads and not swizzled and _overflows(k, tile, lifetime) and sliced_reader(k, op, view) is not None
-
-
-def _overflows(k: KernelLowering, tile: TileType, lifetime: tuple[int, int]) -> bool:
-    """Whether `tile`, staged whole (unpadded), would not fit below the target's limit beside the
-    buffers alive during `lifetime`."""
-
-    nbytes = replace(matrix_shape(k, tile), padded=False).nbytes
-    return k.buffers.first_fit(nbytes, 128, *lifetime) + nbytes > k.caps.smem_per_block - k.static_smem_bytes
-
-
-def sliced_reader(k: KernelLowering, op: Operation, view: PartitionViewVal) -> Optional[Operation]:
-    """The one mma.sync (an A or B operand; block-scaled too, whose scales stay whole) that reads the
-    tile `op` loads, through unit reshapes,
-    a transpose or a tf32 rounding, in the same block with nothing between them writing memory:
-    it may issue the load's copies itself, later and in slices. None where any of that fails (or
-    the stored tile is not one matrix: a batch of several rows each)."""
-    from ..schedule.pipeline import _WRITES
-    from ..tileaa.mma_operands import passes_shared
-
-    dims = matrix_dims(op.results[0].type.shape)  # type: ignore[attr-defined]
-    if k.assignment is None or view.sparse_dim is not None or dims is None or min(dims[:2]) != 1:
-        return None
-    value = op.results[0]
-    while len(value.uses) == 1 and passes_shared(value.uses[0]):
-        value = value.uses[0].results[0]
-    if len(value.uses) != 1:
-        return None
-    mma = value.uses[0]
-    if mma.name not in ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled") \
-            or value not in (mma.operand("lhs"), mma.operand("rhs")) \
-            or mma not in k.assignment.mma_shapes or k.assignment.is_wgmma(mma) or k.assignment.is_tcgen05(mma):
-        return None
-    block = getattr(op, "parent", None)
-    if getattr(mma, "parent", None) is not block or block is None:
-        return None
-    ops = block.operations
-    between = ops[ops.index(op) + 1:ops.index(mma)]
-    if any(inner.name in _WRITES for x in between for inner in x.walk()):
-        return None
-    return mma
-
-
 def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int) -> SharedMatrix:
     """A buffer of `stages` K slices of the deferred tile `value` (K along its stored rows, kaxis 0,
     or columns, 1; `width` of them a slice), alive while the current op (the mma) runs."""
     return new_matrix(k, slice_tile(value.deferred.op.results[0].type, kaxis, width), stages, kind="staging",
                       lifetime=k.op_lifetime(), role="k-slice")
-
-
-def slice_tile(tile: TileType, kaxis: int, width: int) -> TileType:
-    """The shape of one K slice (`width` stored rows, kaxis 0, or columns, 1) of a deferred `tile` as
-    stored: what `slice_matrix` and plan-shared-memory (tileas/shared_operands.py) size."""
-    rows, cols = _stored(tile)
-    return TileType((width, cols) if kaxis == 0 else (rows, width), tile.element)
-
-
-def _stored(tile: TileType) -> tuple[int, int]:
-    """(rows, cols) of a tile stored as one matrix (its rows across the batch where each batch
-    entry is one row)."""
-    batch, rows, cols = matrix_dims(tile.shape)  # type: ignore[misc]
-    return batch * rows, cols
 
 
 def issue_slice(k: KernelLowering, value: SharedTileVal, matrix: SharedMatrix, kaxis: int, first: int) -> None:
@@ -211,8 +142,8 @@ def _tile_local(k: KernelLowering, shape: tuple[int, ...], b: str, r: str, c: st
                 origin: Optional[tuple[int, int]]) -> tuple[list[str], int]:
     """(tile coordinates, the tile dimension its stored rows run along) of element (b, r, c) of the
     tile's matrix (`origin` None) or of a slice of it (batch 1) that starts at stored (row, column)
-    `origin` (`_stored`: a tile of one row per batch entry has its stored rows along the batch
-    dimension)."""
+    `origin` (deferred_loads.slice_tile: a tile of one row per batch entry has its stored rows
+    along the batch dimension)."""
     if origin is None:
         return tile_coords(shape, b, r, c), len(shape) - 2
     row0, col0 = origin

@@ -21,6 +21,7 @@ from .kernel import KernelLowering
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
+from ..tileas.mma_sync_staging import PACK_ALIGN, packed_matrix, stages_first
 
 RUN = 16           # elements one thread packs at a time: 8 bytes, one shared store
 
@@ -58,22 +59,6 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
                   lambda: one() or None)
     fence_async_proxy(k)    # the MMA reads the buffer through the async proxy
     return dst
-
-
-PACK_ALIGN = 1024   # the packed buffer is swizzled
-
-
-def stages_first(value: object) -> bool:
-    """Whether `pack` stores operand `value` in shared memory before it packs it (ops_mma.stage,
-    padded rows: "mma-stage"): a register tile. One decision for the lowering and
-    plan-shared-memory (tileas/shared_operands.py)."""
-    return isinstance(value, TileRegs)
-
-
-def packed_matrix(rows: int, kdim: int) -> SharedMatrix:
-    """The (unplaced) packed K-major buffer of an operand of `rows` rows and `kdim` K (`pack`); sizes
-    plan-shared-memory's "fp4-pack" too (tileas/shared_tcgen05.py)."""
-    return SharedMatrix(0, 1, rows, kdim // 2, 1, padded=False, swizzled=True)
 
 
 def _run(k: KernelLowering, src: SharedMatrix, role: str, transposed: bool, x: str, kk: str) -> str:

@@ -47,6 +47,7 @@ from .kernel import KernelLowering
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
+from ..tileas.mma_sync_staging import restages_scales
 
 
 def describe(op: Operation, sm: int) -> str:
@@ -59,13 +60,6 @@ def describe(op: Operation, sm: int) -> str:
     if "e2m1" in (a, b):
         return "Tensor-core SM89 (mma.sync.e4m3.e4m3 of e2m1 widened to e4m3, block scales by FMA)"
     return f"Tensor-core SM89 (mma.sync.{a}.{b}, block scales by FMA)"
-
-
-def restages_scales(tile: object) -> bool:
-    """Whether `lower` stores a scale tile in shared memory itself (`_Scales`: by ops_mma.stage, A's
-    before B's, before the mma's operands): one in registers. One decision for the lowering and
-    plan-shared-memory (tileas/shared_operands.py)."""
-    return not isinstance(tile, SharedTileVal)
 
 
 class _Scales:

@@ -5,10 +5,11 @@ matmul carries it as phis, never through memory. Per mma op:
 
 1. the A and B operands are staged in padded shared-memory buffers
    (`layout/shared_matrix.SharedMatrix`, row-major as the tiles are), unless they already are;
-   where they do not fit whole, K goes in slices (`k_slices`): register tiles
-   are stored a slice at a time, and a load left to this mma
-   (async_copy.DeferredLoad) is copied a slice at a time, the next slice's
-   cp.async in flight while this one is read (`_SliceRing`);
+   where they do not fit whole, K goes in slices: register tiles are stored a slice at a
+   time, and a load left to this mma (tileas/deferred_loads.py) is copied a slice at a time,
+   the next slice's cp.async in flight while this one is read (`_SliceRing`). Which operands,
+   how many slices and whether fp4 operands are packed is decided in
+   tileas/mma_sync_staging.py;
 2. a barrier, then each warp walks K in steps of the instruction's k: it loads
    the A fragments of its row blocks and the B fragments of its column blocks
    with `ldmatrix` (`.trans` for a B stored N-contiguous; per-element loads
@@ -28,7 +29,6 @@ from typing import Callable, Optional, Sequence
 
 from ..ir.core import Operation
 from ..ir.record import replace
-from ..ir.types import TileType
 from ..tileaa.mma_forms import MmaShape, f8_form
 from .kernel import KernelLowering, storage_type, to_storage
 from ..ir.types import storage_bytes
@@ -36,8 +36,10 @@ from ..layout.encodings import MmaLayout
 from .layout_index import block_start, warp_coords
 from .llvm_text import llvm_type
 from .smem import element_offset, pointer
-from ..layout.shared_matrix import SharedMatrix, matrix_shape
+from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
+from ..tileas.deferred_loads import is_deferred, ring_axis, ring_stages
+from ..tileas.mma_sync_staging import operand_staging, packs, staged_tile
 
 
 def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMatrix:
@@ -92,56 +94,6 @@ def _store_run(tile: TileRegs, matrix: SharedMatrix) -> int:
     return run
 
 
-def operand_staging(k: KernelLowering, shape: MmaShape, lhs: "TileRegs | SharedTileVal",
-                    rhs: "TileRegs | SharedTileVal", layout: MmaLayout) -> "tuple[bool, list, int]":
-    """(A read from registers, the operands this mma.sync stores in shared memory with their K axis,
-    the K slices) of an mma whose accumulator is in `layout`: register tiles are staged (A not
-    where it sits in the A fragment layout, `_a_in_registers`), both whole where they fit beside the
-    live buffers, else K in slices (each slice's buffers reuse the previous slice's bytes, after the
-    barrier `stage` opens with); loads left to this mma (async_copy.DeferredLoad) are copied here, a
-    K slice at a time. One decision for the lowering (`lower_mma_sync`) and the pass
-    plan-shared-memory (tileas/shared_operands.py: stand-ins of the operands, no registers)."""
-    from_regs = _a_in_registers(lhs, layout, shape)
-    staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
-              if isinstance(t, TileRegs) and not (t is lhs and from_regs) or _deferred(t)]
-    return from_regs, staged, k_chunks(k, staged, lhs.type.shape[-1], shape.k)
-
-
-def staged_tile(tile: TileType, axis: int, chunks: int) -> "tuple[str, TileType]":
-    """(role, tile shape) of the buffer an operand staged in `chunks` K slices (K along `axis`) is
-    stored in: the whole tile (`stage`, "mma-stage"), or one slice (`stage_slice`, "mma-slice")."""
-    return ("mma-stage", tile) if chunks == 1 else ("mma-slice", _slice_type(tile, axis, tile.shape[axis] // chunks))
-
-
-def k_chunks(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int) -> int:
-    """K slices of an mma whose `staged` operands (tile, K axis) fit the target's shared memory."""
-
-    return k_slices(k, staged, kdim, kstep, k.caps.smem_per_block - k.static_smem_bytes)
-
-
-def k_slices(k: KernelLowering, staged: list[tuple[TileRegs, int]], kdim: int, kstep: int, limit: int) -> int:
-    """The fewest K slices (a power of two dividing K, each a multiple of the instruction's k) whose
-    staged operands fit below `limit` beside the buffers alive at the op (a deferred load's slices
-    two at a time: `_SliceRing`)."""
-    start, end = k.op_lifetime()
-    chunks = 1
-    while staged:
-        # unpadded: where only the padding overflows, the kernel is lowered again without it (smem.py)
-        nbytes = sum(replace(matrix_shape(k, _slice_type(t.type, axis, kdim // chunks)), padded=False).nbytes
-                     * (_SliceRing.stages_for(chunks) if _deferred(t) else 1) for t, axis in staged)
-        if k.buffers.first_fit(nbytes, 128, start, end) + nbytes <= limit or kdim % (2 * chunks) \
-                or (kdim // (2 * chunks)) % kstep:
-            break
-        chunks *= 2
-    return chunks
-
-
-def _slice_type(tile: TileType, axis: int, width: int) -> TileType:
-    shape = list(tile.shape)
-    shape[axis] = width
-    return TileType(tuple(shape), tile.element)
-
-
 def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks: int,
                 matrix: Optional[SharedMatrix]) -> SharedMatrix:
     """Store K slice `chunk` of `chunks` (K along `axis`: -1 for A, -2 for B) of a register tile in
@@ -174,31 +126,16 @@ def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks
     return matrix
 
 
-def _deferred(t: object) -> bool:
-    return isinstance(t, SharedTileVal) and t.deferred is not None
-
-
 class _SliceRing:
-    """The K slices of a load its mma copies (async_copy.DeferredLoad), in a ring of two slots: slice
-    c + 1 is copied while slice c is read. Each slice is a band of the tile as stored: stored rows
-    where the operand is read transposed from its storage (A stored (K, M), B stored (K, N)),
-    columns otherwise."""
-
-    @staticmethod
-    def stages_for(chunks: int) -> int:
-        return min(2, chunks)
-
-    @staticmethod
-    def axis(value: SharedTileVal, operand: str) -> int:
-        """K's axis in the stored tile: 0 (stored rows) or 1 (columns)."""
-        return 0 if (operand == "a") == value.transposed else 1
+    """The K slices of a load its mma copies (tileas/deferred_loads.py), in a ring of two slots: slice
+    c + 1 is copied while slice c is read. Each slice is a band of the tile as stored (`ring_axis`)."""
 
     def __init__(self, k: KernelLowering, value: SharedTileVal, operand: str, width: int, chunks: int) -> None:
         from .async_copy import slice_matrix
 
         self.value, self.width = value, width
-        self.kaxis = self.axis(value, operand)
-        self.stages = self.stages_for(chunks)
+        self.kaxis = ring_axis(value, operand)
+        self.stages = ring_stages(chunks)
         self.ring = slice_matrix(k, value, self.kaxis, width, self.stages)
 
     def slot(self, chunk: int) -> SharedMatrix:
@@ -401,7 +338,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     kdim = lhs.type.shape[-1]
     from_regs, staged, chunks = operand_staging(k, shape, lhs, rhs, layout)
     width = kdim // chunks
-    rings = {role: _SliceRing(k, t, role, width, chunks) for t, role in ((lhs, "a"), (rhs, "b")) if _deferred(t)}
+    rings = {role: _SliceRing(k, t, role, width, chunks) for t, role in ((lhs, "a"), (rhs, "b")) if is_deferred(t)}
     if rings:
         k.barrier()   # earlier readers of the rings' bytes are done
         for ring in rings.values():
@@ -430,32 +367,6 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
         sliced = [chunk * width if chunks > 1 and any(t is x for x, _ in staged) else 0 for t in (lhs, rhs)]
         regs = _k_steps(k, shape, layout, lhs, rhs, a_mat, b_mat, regs, chunk * width, width, sliced, issuer)
     return TileRegs(acc.type, regs, layout)
-
-
-def packs(k: KernelLowering, shape: MmaShape, lhs: "TileRegs | SharedTileVal", rhs: "TileRegs | SharedTileVal",
-          staged: list, chunks: int) -> bool:
-    """Whether `lower_mma_sync` packs the fp4 operands two to a byte (`_packed_fp4_steps`, fp4_pack.pack:
-    A's buffers, then B's) rather than read them one element a byte: an fp4 mma.sync (`_packs_fp4`)
-    whose operands are staged whole (`staged`, `chunks`: operand_staging's; no load left to it) and
-    whose packed copies fit beside them (`_packing_fits`). One decision for the lowering and
-    plan-shared-memory (tileas/shared_operands.py)."""
-    return chunks == 1 and not any(_deferred(t) for t in (lhs, rhs)) and _packs_fp4(shape, lhs, rhs) \
-        and _packing_fits(k, staged, lhs.type.shape[-1], shape, lhs, rhs)
-
-
-def _packs_fp4(shape: MmaShape, lhs: object, rhs: object) -> bool:
-    """The fp4 mma.sync (m16n8k64, eight e2m1 a register) on 2-D tiles: its operands are packed two to
-    a byte, K-major (fp4_pack.py), and their fragments read by ldmatrix as 8-bit ones."""
-    return shape.per_reg == 8 and all(len(t.type.shape) == 2 and getattr(t.type.element, "bitwidth", 0) == 4  # type: ignore
-                                      for t in (lhs, rhs))
-
-
-def _packing_fits(k: KernelLowering, staged: list, kdim: int, shape: MmaShape, lhs: object, rhs: object) -> bool:
-    """The packed copies of A and B (half a byte an element, 1024-byte aligned) fit beside the operands
-    staged one element a byte: else the fragments are gathered from those alone."""
-
-    packed = sum(-(-t.type.num_elements // 2 // 1024) * 1024 for t in (lhs, rhs))  # type: ignore[attr-defined]
-    return k_slices(k, staged, kdim, shape.k, k.caps.smem_per_block - k.static_smem_bytes - packed) == 1
 
 
 class _PackedFragments:
@@ -555,16 +466,6 @@ def _issue(k: KernelLowering, shape: MmaShape, ret: str, args: list[tuple[str, s
                     ["f" if shape.acc_type == "float" else "r"] * 4)
     arg_text = ", ".join(f"{t} {v}" for t, v in args)
     return k.b.op(f'call {ret} asm "{text}", "{cons}"({arg_text})', "mma")
-
-
-def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: MmaShape) -> bool:
-    """A 16-bit A operand that is itself an mma result (attention's probabilities) already sits in
-    the A fragment layout: accumulator blocks (m, 2kk) and (m, 2kk + 1) are A's K step kk."""
-    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2:
-        return False
-    mine, acc = lhs.layout, acc_layout
-    return mine.warps == acc.warps and mine.warps[2] == 1 and mine.shape[:2] == acc.shape[:2] \
-        and mine.shape[2] % shape.k == 0 and storage_bytes(lhs.type.element) == 2
 
 
 def _a_from_registers(k: KernelLowering, lhs: TileRegs, row_block: int, k0: int) -> list[str]:

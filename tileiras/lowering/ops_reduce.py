@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType
-from ..tileas.move_forms import reduce_scratch, scratch_offsets, slices
+from ..tileas.move_forms import fitting_slices, mma_scratch, reduce_scratch, scratch_offsets
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..layout.encodings import RowWarpLayout
 from .llvm_text import llvm_type
@@ -105,7 +105,7 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
         return
     dim = int(op.attributes["dim"])
     reverse = bool(op.attributes.get("reverse", False))
-    chunks = reduce_scratch(op, lambda n: _chunks(k, srcs, n))[0]
+    chunks = reduce_scratch(op, lambda n: fitting_slices(k, [t.type for t in srcs], n))[0]
     lts = [llvm_type(s.type.element) for s in srcs]
     rtype0 = op.results[0].type
     assert isinstance(rtype0, TileType)
@@ -155,34 +155,6 @@ def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: i
         finals = counted_loop(k, start, stop, step, list(zip(lts, init)), body)
         for r, v in zip(results, finals):
             r.append(v)
-
-
-def _chunks(k: KernelLowering, srcs: list[TileRegs], n: int) -> int:
-    """Slices of the reduced dimension whose scratch fits the target's shared memory: a reduction
-    whose whole-tile scratch does not fit beside the buffers alive at it goes through scratch
-    slice by slice (the same fold order, each result carrying its partial fold)."""
-
-    return _slices(k, srcs, n, k.caps.smem_per_block - k.static_smem_bytes)
-
-
-def _slices(k: KernelLowering, srcs: list[TileRegs], n: int, limit: int) -> int:
-    """The fewest slices (a power of two dividing `n`) whose scratch fits below `limit` beside the
-    buffers alive at the op."""
-    start, end = k.op_lifetime()
-    return slices([t.type for t in srcs], n, lambda nbytes: k.buffers.first_fit(nbytes, 16, start, end), limit)
-
-
-def mma_scratch(k: KernelLowering, op: Operation, lhs: TileRegs, rhs: TileRegs) -> tuple[int, int]:
-    """(K slices, bytes) of the scratch ("reduction") an mma on the FMA path reads its operands from
-    (`_mma`): A and B in K slices where both whole would not fit beside the buffers alive at the op
-    (`_chunks`; each slice accumulates into the running sums: the same order of FMAs), a
-    block-scaled one's A, B and scales whole. `_mma` and the pass plan-shared-memory
-    (tileas/shared_operands.py, with stand-ins of `k` and the operands) both decide by it."""
-    scaled = op.name == "cuda_tile.mmaf_scaled"
-    names = ("lhs", "rhs", "lhs_scale", "rhs_scale") if scaled else ("lhs", "rhs")
-    types = [op.operand(n).type for n in names]  # type: ignore[union-attr]
-    chunks = 1 if scaled else _chunks(k, [lhs, rhs], lhs.type.shape[-1])
-    return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
 
 
 def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, chunks: int,
@@ -332,7 +304,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype, k.sm))
     kdim = lhs.type.shape[-1]
-    chunks = mma_scratch(k, op, lhs, rhs)[0]
+    chunks = mma_scratch(k, op)[0]
     width = kdim // chunks
     a_shape, b_shape = lhs.type.shape, rhs.type.shape
     if chunks > 1:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
-from ..tileas.move_forms import broadcast_form
+from ..tileas.move_forms import broadcast_form, permute_scratch
 from .kernel import KernelLowering, from_storage, storage_type
 from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout, RowWarpLayout
@@ -125,18 +125,6 @@ def _broadcast(k: KernelLowering, op: Operation) -> None:
         kept = ["0" if sshape[d] == 1 else idx[d + offset] for d in range(len(sshape))]
         return k.linear(kept, sshape)
     k.set(op.results[0], k.exchange(src, rtype, src_index, layout))
-
-
-def permute_scratch(op: Operation, assignment: object, src: object) -> "str | None":
-    """The role of the conversion scratch a permute moves its operand through (`src`: what the
-    lowering holds of it): none where it is a staged mma operand (read the other way round);
-    "operand-conversion" where it is an mma operand whose load was not staged after all (its copies
-    not legal: a fallback of the lowering); else "conversion". One decision for the lowering and
-    plan-shared-memory (tileas/shared_operands.py, given a stand-in of `src`)."""
-    if isinstance(src, SharedTileVal):
-        return None
-    shared = assignment is not None and assignment.is_shared_operand(op.operands[0])  # type: ignore[attr-defined]
-    return "operand-conversion" if shared else "conversion"
 
 
 def _permute(k: KernelLowering, op: Operation) -> None:

@@ -46,14 +46,14 @@ is the whole row (layout/shared_matrix.SharedMatrix.span); the stride byte offse
 
 from __future__ import annotations
 
-from typing import Container, Optional
+from typing import Optional
 
 from ..ir.core import Operation
 from ..layout.encodings import MmaLayout, PairAccLayout, TmemAccLayout
-from ..transforms.rewrite import inside_op
 from ..tileaa.mma_forms import Kind, kind_of
 from ..tileaa.mma_operands import carried_factor, rescale, resident_loop
-from ..tileas.tcgen05_select import PACKED, RESTAGED
+from ..tileas.tcgen05_operands import a_in_tmem, loop_restaged, operand_forms, reads_in_place
+from ..tileas.tcgen05_select import RESTAGED
 from ..tileas.tmem_columns import columns_of, epoch, epoch_groups, per_column, plan, tmem_a_columns
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
@@ -150,25 +150,6 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
             stored = True
     if stored:
         k.b.emit('call void asm sideeffect "tcgen05.wait::st.sync.aligned;", "~{memory}"()')
-
-
-def loop_restaged(assignment: object, loop: Operation, given: "Container[Operation]", split: object
-                  ) -> list[Operation]:
-    """The tf32 mmas inside `loop` whose K-major copy buffers (A's, then B's: `_restaged` copies and
-    rounds into them) `loop` asks for before its stages: those not `given` theirs yet (by an outer
-    loop); none in the warp-specialized loop (`split`: its MMA warp rounds them in their stages).
-    An mma outside loops asks for them itself. One decision for `before_loop` and plan-shared-memory
-    (tileas/shared_operands.py)."""
-    if split is not None and split.loop is loop and split.mmas:  # type: ignore[attr-defined]
-        return []
-    layouts = getattr(assignment, "tcgen05_layouts", None) or {}
-    return [op for op in layouts if kind_of(op).name in RESTAGED and op not in given and inside_op(op, loop)]  # type: ignore[union-attr]
-
-
-def reads_in_place(value: SharedTileVal) -> bool:
-    """Whether the MMA reads staged operand `value` in its own buffer (swizzled, one matrix), not
-    through a K-major copy of its own (`_shared`, "kmajor-copy")."""
-    return value.matrix.swizzled and value.matrix.batch == 1
 
 
 def after_loop(k: KernelLowering, loop: Operation) -> None:
@@ -333,23 +314,6 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     return TileRegs(acc.type, regs, layout)
 
 
-def operand_forms(k: KernelLowering, op: Operation, lhs: object, rhs: object) -> tuple[str, str]:
-    """How `lower_tcgen05` hands A and B to the tensor cores: "restaged" (tf32: copied K-major and
-    rounded, `_restaged`), "packed" (4-bit: packed two to a byte into buffers of the mma's own,
-    fp4_pack.pack, a register tile staged first), "tmem" (a register A in tensor memory,
-    `a_in_tmem`), "shared" (a staged load, read in its own buffer or a K-major copy, `_shared`) or
-    "staged" (a register tile stored in a swizzled buffer, ops_mma.stage). One decision for the
-    lowering and plan-shared-memory (tileas/shared_operands.py: stand-ins of the operands)."""
-    kind = kind_of(op)
-    assert kind is not None
-    if kind.name in RESTAGED:
-        return "restaged", "restaged"
-    if kind.name in PACKED:
-        return "packed", "packed"
-    a = "tmem" if a_in_tmem(k, op, lhs) else "shared" if isinstance(lhs, SharedTileVal) else "staged"
-    return a, "shared" if isinstance(rhs, SharedTileVal) else "staged"
-
-
 def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_Operand", a_tmem: Optional[str],
                address: str, accumulate: str, idesc: int, scales: object = None) -> None:
     """The calling thread's tcgen05.mma instructions of `op` (one per K step and 128-row half) on
@@ -448,16 +412,6 @@ def _a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> Optional[str]:
     base = _region(k, op, a=True)[0]
     _transfer(k, lhs.layout, base, list(lhs.slots), False, llvm_type(lhs.type.element))  # type: ignore
     return base
-
-
-def a_in_tmem(k: KernelLowering, op: Operation, lhs: object) -> bool:
-    """Whether `_a_in_tmem` stores register A `lhs` in tensor memory for this MMA to read there: in
-    the fragment layout of an M = 128 or 256 tcgen05 accumulator (`tmem_a_columns`)."""
-    m = k.assignment.tcgen05_layouts[op].shape[1]  # type: ignore[union-attr]
-    if not tmem_a_columns(op, m) or not isinstance(lhs, TileRegs):
-        return False
-    layout = lhs.layout
-    return isinstance(layout, TmemAccLayout) and layout.shape[1] == m
 
 
 def _quad_words(k: KernelLowering, chunk: list[str]) -> list[str]:

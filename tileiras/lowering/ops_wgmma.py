@@ -34,9 +34,6 @@ to the next, stride 8 spans between 8-row (K) groups.
 
 from __future__ import annotations
 
-import copy
-from typing import Callable
-
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from ..ir.record import replace
@@ -48,8 +45,9 @@ from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import pointer
 from .values import SharedTileVal, TileRegs
-from ..tileaa.mma_forms import WGMMA_TF32_ROUNDING, WgmmaShape, reads_directly, select_wgmma as select
+from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
 from ..tileas.kmajor_copies import loop_copies
+from ..tileas.wgmma_operands import direct, operand_form, read_operands
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -76,7 +74,7 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
              op, Instruction="Tensor-core SM90 (wgmma.mma_async" + (", A from registers)" if a_regs else ")"),
              Shape=f"[64, {n_size}, {shape.k}]")
     shared = [v for v, _ in roles if isinstance(v, SharedTileVal)]
-    copied = [v for v, role in roles if isinstance(v, SharedTileVal) and not _direct(shape, v, role)]
+    copied = [v for v, role in roles if isinstance(v, SharedTileVal) and not direct(shape, v, role)]
     if not is_ready(shared) or copied:
         wait_for(k, shared)
     if copied:
@@ -183,23 +181,6 @@ def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) ->
     return replace(buffer, stage=k.b.op(f"mul i32 {parity}, {slot_bytes(buffer)}", "ws")), True
 
 
-def _a_in_registers(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bool:
-    """A 16-bit A that sits in this mma's accumulator layout (warpgroup rows): its registers are
-    the A fragments of the register form, no shared memory involved."""
-    if not isinstance(lhs, TileRegs) or not isinstance(lhs.layout, MmaLayout) or shape.elem_bytes != 2:
-        return False
-    mine = lhs.layout
-    return mine.interleaved and mine.warps == acc_layout.warps and mine.shape[:2] == acc_layout.shape[:2]
-
-
-def _direct(shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
-    """Read by descriptor as stored: swizzled, in a form the instruction takes, and not an f32
-    tile read as tf32 with a rounding wgmma does not apply (the copy rounds it as its ftof says)."""
-    m = value.matrix
-    return m.swizzled and m.batch == 1 and not value.tf32 \
-        and reads_directly(shape, role, value.transposed, m.rows, m.cols)
-
-
 def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal, role: str) -> bool:
     """An f32 operand read as tf32 whose stage a TMA-fed pipeline filled, stored K-major as wgmma
     reads it: rounded where it lies (each thread rewrites the blocks it read; nothing else reads the
@@ -209,24 +190,6 @@ def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal,
         and reads_directly(shape, role, value.transposed, m.rows, m.cols) \
         and any(p.tma and any(ring.offset == m.offset for ring in p.matrices.values())
                 for p in k.active_pipelines.values())
-
-
-def operand_form(op: Operation, shape: WgmmaShape, value: object, role: str, given: dict,
-                 rounds_in_place: "Callable[[], bool]") -> str:
-    """How wgmma reads operand `value` (A: role "a", B: "b"): "direct" (a shared tile by descriptor,
-    as stored), "rounded" (an f32 stage rounded to tf32 where it lies, `rounds_in_place`), "given"
-    (copied K-major into the buffer its loop gave, `given`: (mma, role) -> buffer, `loop_copies`),
-    "copy" (copied K-major into a buffer of its own), "stage" (a register tile staged swizzled,
-    `restaged`) or "store" (a register B stored K-major into a buffer of its own). One decision for
-    `_operand` and plan-shared-memory (tileas/shared_operands.py: "copy" and "store" ask for a
-    "kmajor-copy" buffer)."""
-    if isinstance(value, SharedTileVal):
-        if _direct(shape, value, role):
-            return "direct"
-        if rounds_in_place():
-            return "rounded"
-        return "given" if (op, role) in given else "copy"
-    return "stage" if restaged(shape, value, role) else "store"
 
 
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
@@ -249,30 +212,6 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
     if form == "stage":   # A, or a 16-bit B that stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), role == "a")  # type: ignore[arg-type]
     return _Operand(store_kmajor(k, value, "b", None), True)  # type: ignore[arg-type]  # transposed: no N-major form
-
-
-def read_operands(shape: WgmmaShape, lhs: object, rhs: object, layout: MmaLayout) -> "list[tuple[object, str]]":
-    """The operands this wgmma (its accumulator in `layout`) reads by descriptor, with their role
-    ("a", "b"): B alone where A sits in registers (`_a_in_registers`), else both. One decision for
-    the lowering (`lower_wgmma`) and plan-shared-memory (tileas/shared_operands.py, stand-ins). A
-    shared operand read as tf32 with the rounding wgmma applies itself comes back as stored."""
-    roles = [(rhs, "b")] if _a_in_registers(lhs, layout, shape) else [(lhs, "a"), (rhs, "b")]
-    return [(_as_wgmma_reads(value), role) for value, role in roles]
-
-
-def _as_wgmma_reads(value: object) -> object:
-    if not isinstance(value, SharedTileVal) or value.tf32 != WGMMA_TF32_ROUNDING:
-        return value
-    plain = copy.copy(value)    # a plan stand-in keeps its `source`
-    plain.tf32 = ""
-    return plain
-
-
-def restaged(shape: WgmmaShape, value: object, role: str) -> bool:
-    """Whether `value`, an operand read by descriptor, is a register tile stored as it is in a
-    swizzled buffer (`stage`, "mma-stage"): A, or a B of a type with a transposed form (one without
-    is stored K-major instead, `store_kmajor`); not a shared operand."""
-    return isinstance(value, TileRegs) and (role == "a" or shape.transposable)
 
 
 def before_loop(k: KernelLowering, loop: Operation) -> None:

@@ -7,10 +7,11 @@ from typing import Any
 from ..ir.record import record
 from ..ir.types import TileType
 from ..tileaa.views import TensorView, View
+from ..tileas.operands import RegisterTile, SharedTile
 
 
 @record(frozen=False)
-class TileRegs:
+class TileRegs(RegisterTile):
     """A tile in registers: one LLVM value per slot of this thread (see layout.py)."""
 
     type: TileType
@@ -35,7 +36,7 @@ class PartitionViewVal(View):
 
 
 @record(frozen=False)
-class SharedTileVal:
+class SharedTileVal(SharedTile):
     """A tile that lives in a shared-memory buffer (a load staged for tensor cores).
 
     `pending` is True while asynchronous copies into it may be in flight: its reader
@@ -46,7 +47,7 @@ class SharedTileVal:
     pending: bool = False
     transposed: bool = False   # the tile is the transpose of the stored (rows, cols) matrix
     tf32: str = ""             # rounding mode when the f32 elements are read as tf32 ("": as stored)
-    deferred: Any = None       # async_copy.DeferredLoad: not copied yet (matrix None); its one mma copies
+    deferred: Any = None       # tileas/deferred_loads.DeferredLoad: not copied yet (matrix None); its one mma copies
                                # it K slice by K slice (the whole tile does not fit)
     arrival: Any = None        # tma_copy.OneShot: copied by TMA, landed once its mbarrier's phase 0 completes
 

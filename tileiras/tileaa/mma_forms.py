@@ -207,7 +207,7 @@ class WgmmaShape:
 # How wgmma reads f32 bits from shared memory as tf32: rounded to nearest, ties to even. Measured on
 # an H200: wgmmas fed unrounded f32 (no cvt, an f32 TMA map) matched ones fed cvt.rn.tf32 values bit
 # for bit, five matmuls of 16.7M outputs each. An operand read as tf32 with this rounding needs no
-# rounding of its own (ops_wgmma.read_operands); other modes are still rounded in shared memory.
+# rounding of its own (tileas/wgmma_operands.read_operands); other modes are still rounded in shared memory.
 WGMMA_TF32_ROUNDING = "nearest_even"
 
 

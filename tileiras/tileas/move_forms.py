@@ -8,17 +8,23 @@ tile level assigned: in registers, or through a shared-memory scratch, whose byt
   else exchanged;
 * a reduction across the warps of a row (`across_warps_scratch`): each row's warp partials;
 * a reduce or scan whose rows are not in warps (`reduce_scratch`): its operands through scratch,
-  a reduce's in slices of its dimension where they do not fit whole (`slices`).
+  a reduce's in slices of its dimension where they do not fit whole (`slices`, `fitting_slices`);
+* an mma on the FMA path (`mma_scratch`): both operands, in K slices where they do not fit whole;
+* a permute (`permute_scratch`): through conversion scratch, unless it is a staged mma operand.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType, storage_bytes
 from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout, same_fragments
 from .assign_layouts import broadcast_source, row_broadcast
+from .operands import SharedTile
+
+if TYPE_CHECKING:
+    from .operands import Staging
 
 
 def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: object, vec: int) -> str:
@@ -74,7 +80,7 @@ def scratch_offsets(types: list[TileType], chunks: int = 1) -> tuple[list[int], 
 def slices(types: list[TileType], n: int, first_fit: Callable[[int], int], limit: int) -> int:
     """The fewest slices (a power of two dividing `n`, the sliced dimension) whose scratch of `types`
     (`scratch_offsets`), placed at `first_fit(its bytes)` beside the buffers alive at the op (16-byte
-    aligned, over the op's lifetime), ends below `limit`. The lowering (ops_reduce._slices) and the pass
+    aligned, over the op's lifetime), ends below `limit`. The lowering (`fitting_slices`) and the pass
     `plan-shared-memory` (shared_stages.py, its planned buffers) both decide by it."""
     chunks = 1
     while True:
@@ -93,3 +99,34 @@ def reduce_scratch(op: Operation, sliced: Callable[[int], int]) -> tuple[int, in
     assert all(isinstance(t, TileType) for t in types)
     chunks = 1 if op.name == "cuda_tile.scan" else sliced(types[0].shape[int(op.attributes["dim"])])  # type: ignore[union-attr]
     return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
+
+
+def fitting_slices(k: "Staging", types: list[TileType], n: int, limit: "int | None" = None) -> int:
+    """`slices` of the scratch of `types` that fit below `limit` (the target's shared memory) beside
+    the buffers alive at the op `k` is at."""
+    start, end = k.op_lifetime()
+    return slices(types, n, lambda nbytes: k.buffers.first_fit(nbytes, 16, start, end),
+                  k.caps.smem_per_block - k.static_smem_bytes if limit is None else limit)
+
+
+def mma_scratch(k: "Staging", op: Operation) -> tuple[int, int]:
+    """(K slices, bytes) of the scratch ("reduction") an mma on the FMA path reads its operands from:
+    A and B in K slices where both whole would not fit beside the buffers alive at the op (each
+    slice accumulates into the running sums: the same order of FMAs), a block-scaled one's A, B and
+    scales whole."""
+    scaled = op.name == "cuda_tile.mmaf_scaled"
+    names = ("lhs", "rhs", "lhs_scale", "rhs_scale") if scaled else ("lhs", "rhs")
+    types = [op.operand(n).type for n in names]
+    chunks = 1 if scaled else fitting_slices(k, types[:2], types[0].shape[-1])  # type: ignore[arg-type, union-attr]
+    return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
+
+
+def permute_scratch(op: Operation, assignment: object, src: object) -> "str | None":
+    """The role of the conversion scratch a permute moves its operand through (`src`: how it is held,
+    operands.py): none where it is a staged mma operand (read the other way round);
+    "operand-conversion" where it is an mma operand whose load was not staged after all (its copies
+    not legal: a fallback of the lowering); else "conversion"."""
+    if isinstance(src, SharedTile):
+        return None
+    shared = assignment is not None and assignment.is_shared_operand(op.operands[0])  # type: ignore[attr-defined]
+    return "operand-conversion" if shared else "conversion"

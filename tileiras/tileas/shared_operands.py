@@ -1,43 +1,31 @@
 """The buffers an op asks for its operands, for `plan-shared-memory` (shared_stages.predict's walk).
 
-An mma whose operand is a tile in registers stores it in shared memory for the tensor cores to
-read: mma.sync (ops_mma.operand_staging decides) stages it whole ("mma-stage", padded rows), or K
-slice by K slice where the operands do not fit whole beside the buffers alive at the op
-("mma-slice", each slice's buffer reused by the next); sm_120's fp4 mma.sync packs its operands
-two to a byte where they are staged whole and the packed copies fit beside them (ops_mma.packs:
-fp4_pack.pack, A's then B's, each staged whole first where in registers, "mma-stage", then packed,
-"fp4-pack"); a block-scaled mma.sync (ops_blockscale) stages its scale tiles held in registers
-first ("mma-stage", ops_blockscale.restages_scales); wgmma (ops_wgmma.read_operands, restaged)
-stores A, or a B of a type with a transposed form, in a swizzled buffer ("mma-stage"); a tcgen05
-mma the threads issue (ops_tcgen05.operand_forms) stores a register operand in a swizzled buffer
-("mma-stage"; a register A in an M = 128 / 256 accumulator's layout goes to tensor memory
-instead) or packs a 4-bit one as sm_120 does ("mma-stage", "fp4-pack"), then stages its scale
-tiles held in registers ("mma-stage", after the operands: shared_tcgen05.SCALE_TILES; its restaged
-"scales" after them, shared_tcgen05.at_op); a split loop's MMA warp asks for nothing at the mma
-(`shared_tcgen05.issued_by_mma_warp`); an mma on the FMA path reads both operands from scratch
-("reduction", ops_reduce.mma_scratch: in K slices where they do not fit whole). A load the
-last-resort lowering leaves to its mma.sync (`deferred`: async_copy.defers) is copied by the mma a
-K slice at a time through a ring of two slices ("k-slice": async_copy.slice_tile,
-ops_mma._SliceRing). A pack / unpack reinterprets its operand through scratch ("reduction",
-ops_shape._pack_like), and a gather / scatter view's row indices go there for every thread to
-read ("reduction": ops_memory.view_index, of the tile `tileaa/views.row_indices` names). An mma
-operand whose load was not staged after all (its copies not legal), transposed, goes through
-conversion scratch ("operand-conversion", ops_shape.permute_scratch). The mmas' buffers are
-decided by the lowering's own functions, given stand-ins of the operands (a `TileRegs` without
-registers in the layout the value is assigned, a `SharedTileVal` without a buffer for a load
-staged for the tensor cores) and an `AtOp` for the `KernelLowering` they read (the buffers placed
-before the op are the plan's, `place`, with the op's own requests before the decision: a
-block-scaled mma.sync's staged scale tiles).
+The decisions are the middle level's, made by the same functions for the lowering and this plan:
+an mma.sync stages its register operands whole or in K slices ("mma-stage", "mma-slice"), packs
+sm_120's fp4 operands ("fp4-pack") and stages block-scale tiles held in registers first
+(mma_sync_staging.py); a load left to its mma.sync is copied a K slice at a time through a ring of
+two slices ("k-slice", deferred_loads.py); a wgmma stores a register A, or a B of a type with a
+transposed form, in a swizzled buffer ("mma-stage"), and copies operands it cannot read as stored
+K-major ("kmajor-copy", wgmma_operands.py, given the matrix each load is staged in:
+`StagingFacts.matrices`); a tcgen05 mma the threads issue stores or packs register operands, copies
+a staged load not swizzled K-major, and its tf32 operands into buffers its outermost loop asks for
+before its stages (tcgen05_operands.py; its scale tiles after its operands, shared_tcgen05.SCALE_TILES;
+nothing where a split loop's MMA warp issues it, `shared_tcgen05.issued_by_mma_warp`); an mma on the
+FMA path reads both operands from scratch, a pack / unpack its operand, a gather / scatter view's
+reader its row indices ("reduction", move_forms.mma_scratch / scratch_offsets); a transposed mma
+operand whose load was not staged after all goes through conversion scratch ("operand-conversion",
+move_forms.permute_scratch).
+
+The decisions read how each operand is held (operands.py): here a stand-in (`_stand_in`: a
+`_SharedStandIn` for a load staged for the tensor cores, with the matrix it is staged in, not
+placed; else a `_RegistersStandIn` in the layout the value is assigned), and the kernel at the op
+(`AtOp`: the buffers the plan placed before the op, `place`, with the op's own requests before the
+decision: a block-scaled mma.sync's staged scale tiles).
 
 Predicted where `predict` predicts the staging roles: the "reduction" scratch with them where
 `scratch_predicted` holds for every op (not where a gather load is staged for the tensor cores:
 its copies, hence its row indices' scratch, may be issued by its loop's pipeline); `ROLES` and
-"fp4-pack" in every kernel. The K-major copies an op makes for itself ("kmajor-copy")
-are decided by the lowering's functions too: a wgmma's (`ops_wgmma.operand_form`: a register B
-without a transposed form, a shared operand no loop gave a copy and no TMA-fed stage rounds in
-place), given the matrix each load is staged in (`StagingFacts.matrices`); a tcgen05 mma's
-(`ops_tcgen05.operand_forms`: a staged load not swizzled; a tf32 mma's operands, copied into
-buffers its outermost loop asks for before its stages, or the mma itself outside loops).
+"fp4-pack" in every kernel.
 """
 
 from __future__ import annotations
@@ -45,10 +33,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
-from ..ir.record import replace
-from ..lowering.values import SharedTileVal, TileRegs
+from ..ir.record import record, replace
+from ..ir.types import TileType
 from ..tileaa.views import row_indices
 from .buffers import Liveness
+from .deferred_loads import DeferredLoad, defers, is_deferred, ring_axis, ring_stages, slice_tile
+from .operands import RegisterTile, SharedTile
 from .shared_plan import Request
 
 if TYPE_CHECKING:
@@ -61,18 +51,30 @@ PACKED = "fp4-pack"     # also asked for by `requests`, covered with the staging
 PERMUTE = "cuda_tile.permute"
 
 
-class _SharedStandIn(SharedTileVal):
-    """A `SharedTileVal` as the plan holds it: the matrix the load is staged in (not placed) and
-    the load it comes from (`source`)."""
+@record(frozen=False)
+class _SharedStandIn(SharedTile):
+    """A load staged for the tensor cores as the plan holds it: the matrix it is staged in (not
+    placed) and the load it comes from (`source`)."""
 
-    def __init__(self, *args: Any, source: Optional[Operation] = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.__dict__["source"] = source
+    type: TileType
+    matrix: Any
+    transposed: bool = False
+    tf32: str = ""
+    deferred: Any = None
+    source: Optional[Operation] = None
+
+
+@record(frozen=False)
+class _RegistersStandIn(RegisterTile):
+    """A register tile as the plan holds it: its type and the layout it is assigned (no registers)."""
+
+    type: TileType
+    layout: Any
 
 
 class AtOp:
-    """What the lowering's operand decisions read of `KernelLowering` while it lowers `op`, as the
-    plan knows it: the buffers placed before the op (`placed`) and the allocas lowered before it."""
+    """The kernel at `op` as the operand decisions read it (operands.Staging), as the plan knows it:
+    the buffers placed before the op (`placed`) and the allocas lowered before it."""
 
     def __init__(self, facts: "StagingFacts", op: Operation, placed: Any, allocas: int, live: Liveness,
                  defer: bool = False) -> None:
@@ -107,10 +109,8 @@ def scratch_predicted(op: Operation, assignment: Any) -> bool:
 def deferred(facts: "StagingFacts", op: Operation, view: Any, swizzled: bool, placed: Any, allocas: int,
              live: Liveness) -> bool:
     """Whether the last-resort lowering leaves load `op`, staged for the tensor cores, to its mma
-    (async_copy.defers decides, beside the buffers `placed` before it): its mma then copies it a K
-    slice at a time ("k-slice", `requests`)."""
-    from ..lowering.async_copy import defers
-
+    (deferred_loads.defers decides, beside the buffers `placed` before it): its mma then copies it a
+    K slice at a time ("k-slice", `requests`)."""
     at = AtOp(facts, op, placed, allocas, live, defer=True)
     return defers(at, op, view, op.results[0].type, swizzled, live.value_range(op.results[0], op))  # type: ignore[arg-type]
 
@@ -125,8 +125,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     None; `fits`: the depths planned so far (pipelined loop -> (bytes before it, its
     BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma)."""
     from ..layout.shared_matrix import matrix_shape
-    from ..lowering.ops_reduce import mma_scratch
-    from .move_forms import scratch_offsets
+    from .move_forms import mma_scratch, scratch_offsets
     from .shared_plan import place
 
     assignment = facts.assignment
@@ -138,7 +137,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     if through:
         return [Request(op, "reduction", "reduction", scratch_offsets([through[0].type])[1], 16, 0, lifetime)]  # type: ignore[list-item]
     if op.name == PERMUTE:   # an mma operand whose load was not staged after all, transposed in scratch
-        from ..lowering.ops_shape import permute_scratch
+        from .move_forms import permute_scratch
         from .shared_sizes import _tile_bytes
 
         role = permute_scratch(op, assignment, _stand_in(facts, op.operands[0], shared))
@@ -149,7 +148,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     shape = assignment.mma_shapes.get(op)
     lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
     if shape is None:     # the FMA path: both operands in scratch
-        nbytes = mma_scratch(at, op, lhs, rhs)[1]  # type: ignore[arg-type]
+        nbytes = mma_scratch(at, op)[1]  # type: ignore[arg-type]
         return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
     if assignment.is_tcgen05(op):
         return _tcgen05(facts, at, op, lhs, rhs, shared, fits)
@@ -158,8 +157,8 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
         from ..ir.types import storage_bytes
         from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape
-        from ..lowering.ops_wgmma import operand_form, read_operands
         from ..tileaa.mma_forms import select_wgmma as select
+        from .wgmma_operands import operand_form, read_operands
 
         wgmma = select(op, facts.sm, facts.threads)
         for value, role in read_operands(wgmma, lhs, rhs, layout):  # type: ignore[arg-type]
@@ -174,8 +173,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
                 matrix = kmajor_shape(at, x_size, kdim, eb)  # type: ignore[arg-type]
                 out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN))
         return out
-    from ..lowering.async_copy import slice_tile
-    from ..lowering.ops_mma import _SliceRing, operand_staging, packs, staged_tile
+    from .mma_sync_staging import operand_staging, packs, staged_tile
 
     if op.name == "cuda_tile.mmaf_scaled":   # ops_blockscale.lower: the scales first, A's then B's
         out += _scale_tiles(facts, at, op, shared)
@@ -190,12 +188,12 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
         return out
     width = lhs.type.shape[-1] // chunks
     for value, operand in ((lhs, "a"), (rhs, "b")):   # the deferred loads' rings of K slices first
-        if isinstance(value, SharedTileVal) and value.deferred is not None:
-            tile = slice_tile(value.deferred.op.results[0].type, _SliceRing.axis(value, operand), width)
-            nbytes = matrix_shape(at, tile).nbytes * _SliceRing.stages_for(chunks)  # type: ignore[arg-type]
+        if is_deferred(value):
+            tile = slice_tile(value.deferred.op.results[0].type, ring_axis(value, operand), width)
+            nbytes = matrix_shape(at, tile).nbytes * ring_stages(chunks)  # type: ignore[arg-type]
             out.append(Request(op, "k-slice", "staging", nbytes, 128, 0, lifetime))
     for value, axis in staged:
-        if isinstance(value, SharedTileVal):
+        if isinstance(value, SharedTile):
             continue
         role, tile = staged_tile(value.type, axis, chunks)
         matrix = matrix_shape(at, tile)  # type: ignore[arg-type]
@@ -224,8 +222,8 @@ def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any,
     A staged load read where it is or through a K-major copy ("kmajor-copy"), a tf32 operand's
     K-major copies and a register A in tensor memory are none of these roles."""
     from ..layout.shared_matrix import matrix_shape
-    from ..lowering.ops_tcgen05 import operand_forms, reads_in_place
     from .shared_tcgen05 import issued_by_mma_warp
+    from .tcgen05_operands import operand_forms, reads_in_place
 
     if issued_by_mma_warp(facts, op, fits):
         return []
@@ -254,12 +252,12 @@ def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any,
 
 def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[Request]:
     """The K-major copy buffers of the tf32 tcgen05 mmas inside `loop` that it asks for before its
-    stages (ops_tcgen05.loop_restaged), A's then B's per mma, each alive to the kernel's end; the
+    stages (tcgen05_operands.loop_restaged), A's then B's per mma, each alive to the kernel's end; the
     mmas noted in `facts.restaged`."""
     if not getattr(facts.assignment, "tcgen05_layouts", None):
-        return []      # no tcgen05 mma to restage (ops_tcgen05.loop_restaged)
-    from ..lowering.ops_tcgen05 import loop_restaged
+        return []      # no tcgen05 mma to restage (tcgen05_operands.loop_restaged)
     from .settled_split import settled
+    from .tcgen05_operands import loop_restaged
 
     mmas = loop_restaged(facts.assignment, loop, facts.restaged, settled(facts))
     facts.restaged.update(mmas)
@@ -280,7 +278,7 @@ def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime:
     """What fp4_pack.pack asks for to pack operand `value` of `rows` rows and `kdim` K: the register
     tile staged first (`stages_first`, ops_mma.stage: "mma-stage"), then the packed buffer."""
     from ..layout.shared_matrix import matrix_shape
-    from ..lowering.fp4_pack import PACK_ALIGN, packed_matrix, stages_first
+    from .mma_sync_staging import PACK_ALIGN, packed_matrix, stages_first
 
     out = []
     if stages_first(value):
@@ -295,7 +293,7 @@ def _scale_tiles(facts: "StagingFacts", at: AtOp, op: Operation, shared: dict) -
     """The scale tiles of block-scaled mma `op` held in registers, staged by ops_blockscale._Scales
     (`restages_scales`: ops_mma.stage, padded rows), A's then B's."""
     from ..layout.shared_matrix import matrix_shape
-    from ..lowering.ops_blockscale import restages_scales
+    from .mma_sync_staging import restages_scales
 
     out = []
     for name in ("lhs_scale", "rhs_scale"):
@@ -307,12 +305,10 @@ def _scale_tiles(facts: "StagingFacts", at: AtOp, op: Operation, shared: dict) -
 
 
 def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
-    """What the lowering holds for mma operand `value`: a `SharedTileVal` (no buffer) where it is a
-    load staged for the tensor cores, possibly through the ops a shared operand passes through
-    (unit reshapes, 2-D transposes, a rounding to tf32); else a `TileRegs` (no registers) in the
-    layout the value is assigned."""
+    """How mma operand `value` is held: a `_SharedStandIn` (no buffer) where it is a load staged for
+    the tensor cores, possibly through the ops a shared operand passes through (unit reshapes, 2-D
+    transposes, a rounding to tf32); else a `_RegistersStandIn` in the layout the value is assigned."""
     from ..tileaa.mma_operands import passes_shared as _passes_shared
-    from ..lowering.async_copy import DeferredLoad
 
     source, transposed, tf32 = value, False, ""
     while isinstance(source.owner, Operation) and _passes_shared(source.owner):
@@ -326,4 +322,4 @@ def _stand_in(facts: "StagingFacts", value: Value, shared: dict) -> Any:
         return _SharedStandIn(value.type, held[0] if held is not None else None, transposed=transposed,  # type: ignore
                               tf32=tf32, deferred=DeferredLoad(source.owner, view) if view is not None else None,
                               source=source.owner)
-    return TileRegs(value.type, [], facts.layout_of(value))  # type: ignore[arg-type]
+    return _RegistersStandIn(value.type, facts.layout_of(value))

@@ -33,7 +33,7 @@ K-major copies an op makes for itself ("kmajor-copy": outside loops, register ti
 tf32 restaging, which its outermost loop asks for before its stages) are predicted by
 shared_operands.py.
 In the last-resort lowering (`Assumptions.defer`) a load too large to stage whole beside the
-buffers alive with it is left to its mma (async_copy.defers decides, beside the buffers the plan
+buffers alive with it is left to its mma (deferred_loads.defers decides, beside the buffers the plan
 placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
 Not predicted (`predict` returns None), and why:
 
