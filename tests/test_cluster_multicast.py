@@ -70,7 +70,7 @@ def test_groups_follow_the_split() -> None:
     0x5 / 0xa), B's columns by those of one N half (0x3 / 0xc), NVIDIA's tables; split 1x4: every
     CTA reads the same A, B is each CTA's own."""
     from tileiras.ir.core import Operation
-    from tileiras.lowering.multicast import Group, group
+    from tileiras.tileas.multicast_groups import Group, group
     from tileiras.tileaa.clusters import CLUSTER_ATTR, DIMS_ATTR
 
     def load(dims: tuple) -> Operation:

@@ -43,7 +43,8 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.access_width import chunk_elements
-from ..tileas import tma_boxes
+from ..tileas import pipeline_copies, tma_boxes
+from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
 from ..tileas.stage_rings import fit_beside, invariant_copy, ring_of, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
@@ -82,7 +83,7 @@ class ActivePipeline:
                                         # the consumers neither wait for a stage nor release it
     tma: Optional[dict] = None          # load op -> tma_boxes.TmaCopy: one thread copies each stage by TMA
     once: tuple = ()                    # tma_copy.OneShot loads before the loop, waited for by its prologue
-    cluster: Optional[multicast.ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
+    cluster: Optional[ClusterLoads] = None   # sm_90 cluster split: loads shared with the other CTAs,
                                         # multicast in slices; stages released in every receiving CTA
     pair: Optional[CtaPair] = None   # sm_100: a CTA pair runs the loop's mma (tileas/cta_pairs.py)
     persistent: bool = False            # run once a tile by a persistent loop (`begin_persistent`): the ring is
@@ -222,38 +223,12 @@ def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:
 
 
 def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict,
-                dense: set, tiles: dict, paired: bool) -> tuple[Optional[dict], Optional[multicast.ClusterLoads]]:
-    """The loads' TMA copies (sm_90, sm_100 / sm_103), their tensor maps added to the kernel's hidden
-    parameters; or None when a load cannot use TMA: the loop then keeps cp.async (the full barrier
-    counts the copying threads' arrivals) and a remark on each load says why. Only block scales in
-    unpadded stages (`dense`) may keep cp.async beside the others' TMA boxes (`copied`): the full
-    barrier then counts the TMA thread's arrival with the copying threads' (NVIDIA's A scales).
-    In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
-    multicast.plan allows (its plan is returned beside the copies); a CTA pair's (`paired`) copy each
-    its own A rows and half of B (`tiles`: what each stage holds)."""
-    if not k.caps.has("tma"):
-        multicast.refuse(k, loop, loads, "")
-        return None, None
-    copies, why = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles)
+                dense: set, tiles: dict, paired: bool) -> tuple[Optional[dict], Optional[ClusterLoads]]:
+    """The loads' TMA copies as tileas/pipeline_copies.choose decides them, their tensor maps added
+    to the kernel's hidden parameters; (None, None) where the loop keeps cp.async."""
+    copies, cluster = pipeline_copies.choose(k, loop, loads, matrices, dense, tiles, paired)
     if copies is None:
-        for load in loads:
-            reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())
-            k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
-                     load, Reason=reason)
-        multicast.refuse(k, loop, loads, "the loads are copied with cp.async, not TMA")
         return None, None
-    for load, reason in why.items():
-        k.remark("missed", "memory", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA",
-                 load, Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
-    cluster = None
-    if paired:
-        k.remark("passed", "memory", "RemarkTmaCtaPair", "Operands copied by the CTA pair", loop,
-                 Reason="each CTA copies its A rows and half of B's columns; the copies complete on the pair "
-                        "leader's mbarrier (.cta_group::2)")
-    elif not why:
-        cluster, copies = multicast.plan(k, loop, copies)
-    else:
-        multicast.refuse(k, loop, loads, "a load of the loop is copied with cp.async")
     return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
 
 

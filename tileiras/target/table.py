@@ -24,7 +24,7 @@ FEATURES: dict[str, str] = {
     "tma": "pipelined loads copied by TMA (cp.async.bulk.tensor) into mbarrier-handed stages; "
            "warp specialization is built on it",
     "row_tma": "row-major tiles of element-wise kernels copied by TMA (lowering/row_tma.py)",
-    "multicast": "TMA loads multicast to the CTAs of a cluster (lowering/multicast.py)",
+    "multicast": "TMA loads multicast to the CTAs of a cluster (tileas/multicast_groups.py)",
     "clusters": "cluster launches (.reqnctapercluster)",
     "cta_pairs": "two CTAs of a cluster run one tcgen05.mma (cta_group::2)",
     "mbarrier_tx": "mbarriers with transaction counts hand pipeline stages over (else cp.async groups)",

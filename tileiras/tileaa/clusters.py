@@ -49,7 +49,7 @@ rank / fM along N), and the block id / count ops read `%clusterid` / `%nclusteri
 `CLUSTER_ATTR`). The kernel metadata's `cta_cluster` then makes codegen/clusters.py add the PTX
 directives; the host launchers keep passing one block per tile block. Each view load keeps the
 labels of its dimensions (`DIMS_ATTR`): on sm_90 the lowering multicasts a tile several CTAs load
-(lowering/multicast.py: the persistent matmul's A, read whole by the 4 CTAs of its 1x4 split);
+(tileas/multicast_groups.py: the persistent matmul's A, read whole by the 4 CTAs of its 1x4 split);
 elsewhere each CTA loads its own operand slices.
 
 Anything the labels cannot explain keeps the kernel on one CTA with a `ClusterSplitMissed` remark:
@@ -59,7 +59,7 @@ kernel reads, a split index that is not i32, a store that would not cover the sp
 without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
 
 Left for later (NVIDIA's form): on sm_100 the multicast of A between the pairs of a cluster of 4; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the
-factors here do not choose (the squarest tile, 128x128, wins; lowering/multicast.py handles either).
+factors here do not choose (the squarest tile, 128x128, wins; tileas/multicast_groups.py handles either).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ from ..target import caps, with_feature
 
 CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor, N factor)
 # on each view load of a split entry: the label ("M", "N" or "") of each tile dimension, from which the
-# lowering knows which CTAs of the cluster load the same tile (lowering/multicast.py)
+# middle level knows which CTAs of the cluster load the same tile (tileas/multicast_groups.py)
 DIMS_ATTR = "nv_tileaa.cluster_dims"
 RANK_OP = "nv_tileaa.cluster_ctarank"
 # on a split entry whose CTAs 2i and 2i+1 run its mma as one `tcgen05.mma.cta_group::2` (`_pair_split`)

@@ -199,7 +199,7 @@ def _dense(op: Operation, tile: TileType, view: View, sources: ViewSources,
 
 def sliced(t: TmaCopy, parts: int) -> tuple[Optional[TmaCopy], str]:
     """`t` cut along the rows of its boxes into `parts` slices, each multicast by one CTA of the
-    cluster into all (lowering/multicast.py); (None, why not). A slice holds whole 8-row swizzle
+    cluster into all (multicast_groups.py); (None, why not). A slice holds whole 8-row swizzle
     atoms, so that it lands at an offset where the swizzle pattern starts afresh."""
     if len(t.box) != 2 or t.bands != 1 or t.spec.swizzle == "none":
         return None, f"the {'x'.join(map(str, t.box))} box is not one swizzled 2-D box per atom"
