@@ -1,5 +1,5 @@
 """Shared-memory bank conflicts: the emulator's count (emulator/banks.py), the K-major copies that
-choose their thread mapping by it (lowering/kmajor_copy.warp_shape) and the permutes that choose
+choose their thread mapping by it (tileas/kmajor_lanes.warp_shape) and the permutes that choose
 their scratch's swizzle by it (lowering/scratch_swizzle.py).
 
 On an H200 our int8 128x128x64 matmul ran at 2.2x NVIDIA's time with fewer hot-loop instructions:
@@ -64,7 +64,7 @@ def test_the_int8_b_transpose_takes_a_conflict_light_mapping(name: str, limit: f
 
 
 def test_the_mapping_is_chosen_by_the_count() -> None:
-    from tileiras.lowering.kmajor_copy import warp_shape
+    from tileiras.tileas.kmajor_lanes import warp_shape
     from tileiras.layout.shared_matrix import SharedMatrix
 
     src = SharedMatrix(49152, 1, 64, 128, 1, swizzled=True)     # B (K 64, N 128) int8 as TMA lands it
