@@ -1,6 +1,6 @@
 """Shared-memory bank conflicts: the emulator's count (emulator/banks.py), the K-major copies that
 choose their thread mapping by it (tileas/kmajor_lanes.warp_shape) and the permutes that choose
-their scratch's swizzle by it (lowering/scratch_swizzle.py).
+their scratch's swizzle by it (tileas/scratch_swizzle.py).
 
 On an H200 our int8 128x128x64 matmul ran at 2.2x NVIDIA's time with fewer hot-loop instructions:
 its B transpose stored rows v apart at one K column, 16 threads to a bank.
@@ -88,7 +88,7 @@ def test_shared_wavefronts_stay_under_their_ceiling(name: str, ceiling: float) -
 
 
 # The realistic transposes move their tile through a permute's scratch, swizzled by the count
-# (lowering/scratch_swizzle.py); row-major it took 5.67x (f16 64x128), 4.50x (f32 32x32) and 8.50x
+# (tileas/scratch_swizzle.py); row-major it took 5.67x (f16 64x128), 4.50x (f32 32x32) and 8.50x
 # (f32 64x64) on sm_90. The f32 64x64 result's 4-element runs read 16 rows of one chunk column: with
 # the stores kept 16 bytes wide, 2-way is the floor.
 TRANSPOSES = (("transpose_f16_64x128", 1.0), ("transpose_f32_32x32", 1.0), ("transpose_f32_64x64", 1.5))
@@ -148,7 +148,7 @@ def test_the_swizzle_is_chosen_by_the_count() -> None:
     scratch's chunk numbers (16 chunks a row); a permute whose row-major scratch is conflict-free
     keeps it, as does a tile short of a 128-byte block."""
     from tileiras.layout.encodings import BlockedLayout
-    from tileiras.lowering.scratch_swizzle import permute_swizzle
+    from tileiras.tileas.scratch_swizzle import permute_swizzle
 
     blocked = BlockedLayout(128, 4)
     assert permute_swizzle((64, 64), (1, 0), 4, blocked, blocked).shift == 6   # type: ignore[union-attr]

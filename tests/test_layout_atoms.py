@@ -1,12 +1,12 @@
 """Hardware atoms as layouts (tileiras/layout/atoms.py) against the PTX ISA's fragment tables, and
 the lowering's concrete layouts (tileiras/layout/encodings.py, run instruction by instruction
-with tileiras/lowering/layout_eval.py) against the atoms and the algebra."""
+with tileiras/layout/index_eval.py) against the atoms and the algebra."""
 
 from __future__ import annotations
 
 import pytest
 
-from tileiras.lowering.layout_eval import placements
+from tileiras.layout.index_eval import placements
 from tileiras.layout.algebra import Layout, Swizzled, composition, make_layout, row_major, size
 from tileiras.layout.atoms import LDMATRIX, MMA_C, MMA_SYNC, SMEM_SWIZZLES, Fragment, wgmma_accumulator
 from tileiras.layout.encodings import BlockedLayout, MmaLayout, MmaRowLayout, row_layout
@@ -271,7 +271,7 @@ def test_row_warp_layout(threads: int, shape: tuple, vec: int) -> None:
 
 
 def test_evaluator_runs_only_what_it_knows() -> None:
-    from tileiras.lowering.layout_eval import Evaluator
+    from tileiras.layout.index_eval import Evaluator
 
     ev = Evaluator(37)
     w = ev.pre("lshr i32 %tid, 5", "w")

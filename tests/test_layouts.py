@@ -15,8 +15,8 @@ import pytest
 from tileiras.frontend import load_module
 from tileiras.tileas.assign_layouts import LayoutAssignment
 from tileiras.layout.encodings import BlockedLayout, RowWarpLayout
-from tileiras.lowering.layout_eval import Evaluator
-from tileiras.lowering.layout_index import element
+from tileiras.layout.index_eval import Evaluator
+from tileiras.layout.index_math import element
 from tileiras.lowering.pipeline import lower_module
 
 _KERNEL = """entry @rows(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<i32>, %arg3: tile<ptr<f32>>, %arg4: tile<i32>) {

@@ -6,7 +6,7 @@ tile's row-major element index, so reshape (row-major order preserved) is free i
 every layout. A tile with fewer elements than the layout covers is replicated;
 `valid` marks the first copy of each element so that stores and atomics happen once.
 This module holds what a layout is (its geometry: runs, slots, warps, fragments);
-the index arithmetic the lowering emits for it is `lowering/layout_index.py`.
+the index arithmetic the lowering emits for it is `layout/index_math.py`.
 
 * `BlockedLayout`: runs of `vec` consecutive elements go round the T threads:
   element `e` lives in thread `(e div vec) mod T`, slot

@@ -37,7 +37,7 @@ from ..layout.shared_matrix import SharedMatrix
 from ..tileas import epilogue_forms
 from ..tileas.epilogue_forms import Epilogue
 from .kernel import KernelLowering, storage_type
-from .layout_index import coords, has_coords
+from ..layout.index_math import coords, has_coords
 from .smem import element_offset, pointer
 from .values import TileRegs
 

@@ -19,12 +19,12 @@ from ..ir.types import DYNAMIC, TileType, Type, storage_bytes
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
 from ..tileas.shared_plan import PlanCheck, shared_plan_of
 from ..layout.encodings import BlockedLayout, Layout, row_major_strides
-from .layout_index import element
+from ..layout.index_math import element
 from .llvm_text import FunctionBuilder, llvm_type
 from .values import LoopContext, TileRegs
 
 if TYPE_CHECKING:
-    from .scratch_swizzle import ScratchSwizzle
+    from ..tileas.scratch_swizzle import ScratchSwizzle
     from ..transforms.token_order import TokenOrder
     from ..tileas.assign_layouts import LayoutAssignment
 
@@ -287,7 +287,7 @@ class KernelLowering:
         i32 row-major index of the source element that it takes. Several
         sources are laid end to end (for `cat`). Sources may be in any layout;
         the result is in `dst_layout` (blocked by default); `role`: of its scratch, as `alloc_buffer`;
-        `swizzle`: where a single source's elements lie in the scratch (scratch_swizzle.py).
+        `swizzle`: where a single source's elements lie in the scratch (tileas/scratch_swizzle.py).
         """
         sources = src if isinstance(src, list) else [src]
         buf, lty = self._to_shared(sources, role, swizzle)

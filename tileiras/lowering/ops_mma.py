@@ -33,7 +33,7 @@ from ..tileaa.mma_forms import MmaShape, f8_form
 from .kernel import KernelLowering, storage_type, to_storage
 from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout
-from .layout_index import block_start, warp_coords
+from ..layout.index_math import block_start, warp_coords
 from .llvm_text import llvm_type
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix

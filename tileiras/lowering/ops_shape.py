@@ -18,7 +18,7 @@ from .kernel import KernelLowering, from_storage, storage_type
 from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout, RowWarpLayout
 from .llvm_text import float_bits_literal, llvm_type
-from .scratch_swizzle import permute_swizzle
+from ..tileas.scratch_swizzle import permute_swizzle
 from .values import SharedTileVal, TileRegs
 
 

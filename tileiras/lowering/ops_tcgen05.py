@@ -57,7 +57,7 @@ from ..tileas.tcgen05_select import RESTAGED
 from ..tileas.tmem_columns import columns_of, epoch, epoch_groups, per_column, plan, tmem_a_columns
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
-from .layout_index import warp_coords
+from ..layout.index_math import warp_coords
 from .llvm_text import llvm_type
 from .smem import pointer
 from ..layout.shared_matrix import SharedMatrix

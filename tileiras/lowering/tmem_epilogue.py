@@ -21,7 +21,7 @@ from ..ir.core import Operation
 from ..ir.record import record, replace
 from .kernel import KernelLowering
 from ..layout.encodings import MmaLayout
-from .layout_index import Pre, coords, element
+from ..layout.index_math import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import _write_fragments as write_fragments
 from ..layout.shared_matrix import SharedMatrix

@@ -18,7 +18,7 @@ WORD = 4
 def wavefronts(offsets: Any, lanes: Any, nbytes: int) -> tuple[int, int, int]:
     """(warp executions, wavefronts, ideal wavefronts) of one access: byte `offsets` in shared memory
     of the threads `lanes` (thread indices in the CTA), `nbytes` each. Lanes of several warps
-    count as one access per warp (scratch_swizzle.py numbers its accesses as warps)."""
+    count as one access per warp (tileas/scratch_swizzle.py numbers its accesses as warps)."""
     import numpy as np
 
     per_phase = 32 if nbytes <= WORD else 16 if nbytes <= 8 else 8

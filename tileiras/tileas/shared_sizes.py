@@ -87,7 +87,7 @@ def _tile_bytes(values: list[Value]) -> int:
 def conversion(entry: Operation, assignment: "LayoutAssignment") -> list[Request]:
     """Conversion scratch: every element of the moved tiles at its row-major index, alive while the
     op runs, 16-byte aligned (KernelLowering.scratch: one buffer per op). A permute's swizzle
-    (lowering/scratch_swizzle.py) moves chunks within 128-byte blocks only: the same bytes."""
+    (scratch_swizzle.py) moves chunks within 128-byte blocks only: the same bytes."""
     live = lifetimes(entry)
     out: list[Request] = []
     for op in entry.walk():

@@ -1,9 +1,10 @@
 """The index arithmetic of a layout (tileiras/layout/encodings.py), as LLVM instructions.
 
-A layout maps (thread, slot) to the tile's row-major element index. The lowering asks here for
-the instructions that compute it for this thread: each function emits through `pre` (one prologue
-instruction, which depends only on the thread id, returning its name) and returns i32 value names
-and an i1 'first copy' (None: always). One function per question, dispatched on the layout's
+A layout maps (thread, slot) to the tile's row-major element index: the one emitter of that index
+math, for the lowering (LLVM text) and for the decisions that count a warp's accesses
+(index_eval.py runs the same instructions in Python). Each function emits through `pre` (one
+prologue instruction, which depends only on the thread id, returning its name) and returns i32
+value names and an i1 'first copy' (None: always). One function per question, dispatched on the layout's
 class; a layout the lowering makes for itself (tmem_epilogue.ColumnChunk) registers its own.
 """
 

@@ -1,19 +1,19 @@
-"""Runs the integer instructions a lowering layout emits, in Python, for one concrete thread.
+"""Runs the integer instructions a layout's index math emits (index_math.py), in Python, for one thread.
 
 The layouts of tileiras/layout/encodings.py compute a thread's elements by emitting LLVM
 instructions through `pre(rhs_text, hint) -> name`. `Evaluator.pre` is such a callback: it
 evaluates each instruction at once (the thread id is known) and names the result, so
-`element(layout, ev.pre, "%tid", n, slot)` (layout_index.py) yields names whose values `ev.value`
+`element(layout, ev.pre, "%tid", n, slot)` (index_math.py) yields names whose values `ev.value`
 reads back. Anything outside the small i32/i1 integer subset raises, so new instructions cannot
-pass unnoticed. The lowering evaluates a warp's elements with it to count bank conflicts before
-it picks a scratch layout (scratch_swizzle.py); tests/test_layout_atoms.py checks the layouts.
+pass unnoticed. The middle level evaluates a warp's elements with it to count bank conflicts before
+it picks a scratch layout (tileas/scratch_swizzle.py); tests/test_layout_atoms.py checks the layouts.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from .layout_index import element
+from .index_math import element
 
 _I32 = (1 << 32) - 1
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import record
 from ..layout.encodings import Layout, row_major_strides
-from .layout_index import Pre, element
+from ..layout.index_math import Pre, element
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,7 +39,7 @@ class ScratchSwizzle:
 
     def index(self, pre: Pre, e: str) -> str:
         """The swizzled element index of row-major index `e` (an i32), emitted through `pre`
-        (the lowering's builder, or layout_eval's Evaluator when counting)."""
+        (the lowering's builder, or layout/index_eval's Evaluator when counting)."""
         low = (CHUNK // self.elem_bytes).bit_length() - 1     # element bits within a chunk
         bits = pre(f"and i32 {pre(f'lshr i32 {e}, {low + self.shift}', 'sz')}, {SPAN - 1}", "sz")
         return pre(f"xor i32 {e}, {pre(f'shl i32 {bits}, {low}', 'sz')}", "sz")
@@ -88,7 +88,7 @@ def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layou
 
 def _placed(elems: "np.ndarray", swizzle: Optional[ScratchSwizzle]) -> "np.ndarray":
     """Where the row-major elements `elems` lie in the scratch (the same emitted arithmetic)."""
-    from .layout_eval import Evaluator
+    from ..layout.index_eval import Evaluator
 
     if swizzle is None:
         return elems
@@ -126,7 +126,7 @@ def _warp(layout: Layout, n: int) -> tuple["np.ndarray", "np.ndarray"]:
     """(element index, first copy) of every slot (rows) in each lane (columns) of the first warp."""
     import numpy as np
 
-    from .layout_eval import Evaluator
+    from ..layout.index_eval import Evaluator
 
     elems, valid = [], []
     for slot in range(layout.slots(n)):
