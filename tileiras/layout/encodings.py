@@ -220,10 +220,15 @@ class MmaLayout:
         return fragment_multiple(shape)
 
     @staticmethod
-    def for_shape(threads: int, shape: tuple[int, ...], row_warps_only: bool = False) -> "MmaLayout":
+    def for_shape(threads: int, shape: tuple[int, ...], row_warps_only: bool = False,
+                  spread_columns: bool = False) -> "MmaLayout":
         """The warp grid for a (batch?, rows, cols) accumulator: all warps busy where the blocks allow,
         then per-warp sub-tiles as square as possible (fewest fragment loads per mma). With
-        `row_warps_only` each row stays in one warp (a row reduction then needs no shared memory)."""
+        `row_warps_only` each row stays in one warp (a row reduction then needs no shared memory);
+        with `spread_columns` too, where the rows all sit in one warp, the idle warps take columns
+        (a decode attention's 16 x 256 output on 4 warps: 32 registers a thread, not 128 in one
+        warp while three compute copies); each warp still holds every row, as the copies of a
+        one-warp grid do, so row statistics and the A fragments of such a grid serve it as they are."""
         full = (1, *shape) if len(shape) == 2 else tuple(shape)
         b, m, n = full
         warps = threads // WARP
@@ -239,6 +244,8 @@ class MmaLayout:
                     if best is None or score < best[0]:
                         best = (score, (wb, wm, wn))
         assert best is not None
+        if row_warps_only and spread_columns and best[1] == (1, 1, 1):
+            return MmaLayout(threads, full, (1, 1, max(d for d in _divisors(n // 8) if d <= warps)))
         return MmaLayout(threads, full, best[1])
 
     def run(self, num_elements: int) -> int:
@@ -293,6 +300,14 @@ class PairAccLayout(TmemAccLayout):
 
     def describe(self) -> str:
         return "#tmem_pair_acc" + MmaLayout.describe(self)[4:]
+
+
+def rows_replicated(parent: "MmaLayout", layout: "MmaLayout") -> bool:
+    """Whether every thread of `layout` holds, in a one-warp grid `parent` (its copies in every warp),
+    the fragment rows (and A fragments) of its own row blocks: `layout` keeps all rows in each warp
+    (`for_shape`'s spread columns) over the same (batch, rows) tile."""
+    return parent.warps == (1, 1, 1) and layout.warps[:2] == (1, 1) and parent.shape[:2] == layout.shape[:2] \
+        and parent.threads == layout.threads
 
 
 def same_fragments(a: object, b: object) -> bool:

@@ -65,7 +65,7 @@ from ..dialects.elementwise import ELEMENTWISE, POINTER
 from ..ir.types import TileType
 from ..target import caps
 from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
-                                row_layout)
+                                row_layout, rows_replicated)
 from .vector_width import vector_width
 from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
 
@@ -118,14 +118,18 @@ def _commutative(op: Operation) -> bool:
     return len(ops) == 1 and ops[0].name in _COMMUTATIVE and set(ops[0].operands) == set(body.arguments[:2])
 
 
-def _mma_row_broadcast(dst: TileType, src_layout: Layout) -> Optional[MmaLayout]:
-    """The mma layout a broadcast of mma rows along the columns has for free, if any."""
+def _mma_row_broadcast(dst: TileType, src_layout: Layout, wanted: Optional[Layout] = None) -> Optional[MmaLayout]:
+    """The mma layout a broadcast of mma rows along the columns has for free, if any: the rows' own
+    grid, or the one the result is `wanted` in where each of its warps holds those rows too
+    (`rows_replicated`: an attention output spread over the warps its one-warp scores leave idle)."""
     if not isinstance(src_layout, MmaRowLayout):
         return None
     parent = src_layout.parent
     shape = (1, *dst.shape) if len(dst.shape) == 2 else tuple(dst.shape)
     if len(shape) != 3 or shape[:2] != parent.shape[:2] or shape[2] % 8:
         return None
+    if type(wanted) is type(parent) and wanted.shape == shape and rows_replicated(parent, wanted):  # type: ignore[union-attr]
+        return wanted  # type: ignore[return-value]
     return type(parent)(parent.threads, shape, parent.warps, parent.interleaved)   # (a tcgen05 one stays one)
 
 
@@ -245,6 +249,7 @@ class LayoutAssignment:
         self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their mma_forms.MmaShape
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
+        self.row_reduced = self._row_reduced_mmas()
         self.wgmma_ops = self._wgmma_ops()
         self.tcgen05_layouts = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
@@ -310,6 +315,21 @@ class LayoutAssignment:
                 bound.update(v for v in op.operands if _tile(v) is not None and v not in fragments)
         return bound
 
+    def _row_reduced_mmas(self) -> set[Operation]:
+        """The tensor-core mmas whose results, through elementwise ops and reshapes, are reduced along
+        their rows (attention's scores, not its output)."""
+        reduced: set[Operation] = set()
+        for mma in self.mma_shapes:
+            derived = {mma.results[0]}
+            for op in self._ops:
+                if (op.name in self._elementwise or op.name == "cuda_tile.reshape") and op.results \
+                        and any(v in derived for v in op.operands):
+                    derived.update(r for r in op.results if _tile(r) is not None)
+                elif self._reduces_rows(op) and any(v in derived for v in op.operands):
+                    reduced.add(mma)
+                    break
+        return reduced
+
     def _find_mma_derived(self) -> set[Value]:
         """Tiles computed from tensor-core mma results by elementwise ops, reshapes and row broadcasts
         (the scores of an attention, before their row max and sum)."""
@@ -338,8 +358,10 @@ class LayoutAssignment:
             return self.tcgen05_layouts[op]
         if op in self.wgmma_ops:   # every warp on rows: warpgroup w's rows are 64 i + 16 w
             return MmaLayout(self.threads, (1, *acc.shape), (1, self.threads // 32, 1), True)  # type: ignore[union-attr]
-        # rows reduced later stay within one warp column: the reduce is then a quad shuffle
-        return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps)  # type: ignore[union-attr]
+        # rows reduced later stay within one warp column: the reduce is then a quad shuffle; an mma
+        # whose own rows are not reduced spreads its columns over the warps that leaves idle
+        return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps,  # type: ignore[union-attr]
+                                   spread_columns=op not in self.row_reduced)
 
     def _runs_on_wgmma(self, op: Operation) -> bool:
         """sm_90 warpgroup mma: the types and tile shapes mma_forms.select_wgmma accepts."""
@@ -716,7 +738,7 @@ class LayoutAssignment:
         if op.name == "cuda_tile.broadcast":
             src, dst = op.operands[0].type, op.results[0].type
             assert isinstance(src, TileType) and isinstance(dst, TileType)
-            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0])) or \
+            mma = _mma_row_broadcast(dst, self._layout(plan, op.operands[0]), plan.wants.get(op.results[0])) or \
                 _free_by_source(src, dst, self._layout(plan, op.operands[0]))
             if mma is not None:
                 self._set(plan, op.results[0], mma)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir.record import replace
 from ..ir.types import TileType, storage_bytes
-from ..layout.encodings import MmaLayout
+from ..layout.encodings import MmaLayout, rows_replicated
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from ..tileaa.mma_forms import MmaShape
 from .deferred_loads import is_deferred, ring_stages
@@ -26,11 +26,14 @@ PACK_ALIGN = 1024   # an fp4 operand's packed buffer is swizzled
 
 def a_in_registers(lhs: object, acc_layout: MmaLayout, shape: MmaShape) -> bool:
     """A 16-bit A operand that is itself an mma result (attention's probabilities) already sits in
-    the A fragment layout: accumulator blocks (m, 2kk) and (m, 2kk + 1) are A's K step kk."""
+    the A fragment layout: accumulator blocks (m, 2kk) and (m, 2kk + 1) are A's K step kk; each warp
+    holds the rows of its own row blocks (the same warp grid, or copies of a one-warp grid in every
+    warp: `rows_replicated`)."""
     if not isinstance(lhs, RegisterTile) or not isinstance(lhs.layout, MmaLayout) or shape.per_reg != 2:
         return False
     mine, acc = lhs.layout, acc_layout
-    return mine.warps == acc.warps and mine.warps[2] == 1 and mine.shape[:2] == acc.shape[:2] \
+    same_rows = mine.warps == acc.warps or rows_replicated(mine, acc)
+    return same_rows and mine.warps[2] == 1 and mine.shape[:2] == acc.shape[:2] \
         and mine.shape[2] % shape.k == 0 and storage_bytes(lhs.type.element) == 2
 
 

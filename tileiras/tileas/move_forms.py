@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType, storage_bytes
-from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout, same_fragments
+from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout, rows_replicated, same_fragments
 from .assign_layouts import broadcast_source, row_broadcast
 from .operands import SharedTile
 
@@ -34,7 +34,8 @@ def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: 
     (tileas/shared_sizes.py sizes it)."""
     if src.num_elements == 1:
         return "splat"
-    if isinstance(src_layout, MmaRowLayout) and isinstance(layout, MmaLayout):
+    if isinstance(src_layout, MmaRowLayout) and isinstance(layout, MmaLayout) \
+            and (src_layout.parent.warps == layout.warps or rows_replicated(src_layout.parent, layout)):
         return "fragment-rows"
     if src_layout == broadcast_source(src, result, layout):
         return "in-place"
