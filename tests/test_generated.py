@@ -63,7 +63,9 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4", "sm_100"),
             # decode: the output's columns spread over the warps the 16-row scores leave idle, the
             # probabilities read as A fragments from the scores' copies in every warp
-            ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_90")]
+            ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_90"),
+            # no facts: K, read transposed, staged element by element at once (access_width.staged_copy)
+            ("g_attn_decode_bf16_d256_g8_32_full_none_occ2_v13p3", "sm_100")]
 
 
 # the known gaps
@@ -203,6 +205,24 @@ def test_emulated_result_matches_numpy(name: str, gpu: str) -> None:
     assert reference.supported(v)
     problems = reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
     assert not problems, f"{name} on {gpu}: emulator and numpy differ\n" + "\n".join(problems)
+
+
+def test_a_decode_without_facts_stages_its_transposed_keys_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without facts no cp.async copies K, which its mma reads transposed: loaded element by element
+    and each stored to its shared matrix at once (tileaa/access_width.staged_copy), not held whole in
+    registers and transposed through conversion scratch before the mma restages it (1352 spill
+    instructions on sm_90 before); V, read as stored, stays a register load restaged by its mma."""
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    v = grammar.parse("g_attn_decode_bf16_d256_g1_32_full_none_lat3_v13p2")
+    module = load_module(export.bytecode(v, "sm_90").read_bytes(), f"{v.name}.tileirbc")
+    lower_module(module, "sm_90", print_ir_after_all=True)
+    dump = capsys.readouterr().err
+    plan = dump[dump.index("shared-memory plan of"):].split("// -----//")[0]
+    buffers = [line.strip("/ ").split(" (")[0] for line in plan.splitlines() if line.startswith("//     ")]
+    # K alone staged (Q and V restaged by their mmas), no conversion scratch
+    assert buffers.count("staging") == 1 and "operand-conversion" not in buffers, buffers
 
 
 def test_the_comparison_reports_a_wrong_element() -> None:

@@ -245,22 +245,33 @@ entry @k(%a: tile<ptr<f16>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
 """
 
 
-@pytest.mark.parametrize("gpu, staged", [
-    ("sm_80", ["mma-stage (restaging) 5120 B align 128, ", "mma-stage (restaging) 4608 B align 128, "]),
-    ("sm_90", ["mma-stage (restaging) 4096 B align 1024 swizzle 64B, ",
-               "mma-stage (restaging) 4096 B align 1024 swizzle 128B, "]),
-])
-def test_operands_whose_copies_are_not_legal_are_transposed_and_restaged_as_planned(monkeypatch, gpu: str,
-                                                                                   staged: list) -> None:  # type: ignore[no-untyped-def]
+def test_operands_whose_copies_are_not_legal_are_transposed_and_restaged_as_planned(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A and B^T read through a view whose strides are not known: cp.async cannot copy them
-    (`chunk_elements`), so both are loads in registers: B's transpose goes through scratch
-    ("operand-conversion", move_forms.permute_scratch) and the mma restages both (A 64 x 32, B 32 x 64
-    f16: padded rows on mma.sync, swizzled for wgmma)."""
-    dump, plan, _ = _text_planned(monkeypatch, FALLBACK, gpu)
+    (`chunk_elements`), so both are loads in registers on sm_90 (wgmma's swizzled stage, its xor
+    pattern changing every 2 rows of the 128 threads' elements: tileaa/access_width.staged_copy): B's
+    transpose goes through scratch ("operand-conversion", move_forms.permute_scratch) and the mma
+    restages both (A 64 x 32, B 32 x 64 f16, swizzled)."""
+    dump, plan, _ = _text_planned(monkeypatch, FALLBACK, "sm_90")
     moved = _buffers(plan, "operand-conversion")
     assert len(moved) == 1 and "operand-conversion (conversion) 4096 B align 16" in moved[0], plan
     restaged = _buffers(plan, "mma-stage")
+    staged = ["mma-stage (restaging) 4096 B align 1024 swizzle 64B, ",
+              "mma-stage (restaging) 4096 B align 1024 swizzle 128B, "]
     assert len(restaged) == 2 and all(want in line for want, line in zip(staged, restaged)), plan
+    assert "error: internal" not in dump
+
+
+def test_an_operand_read_transposed_without_legal_copies_is_staged_at_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same kernel on mma.sync (sm_80, padded stages): B, read transposed, is loaded element by
+    element and each element stored into its staged matrix at once (staged_copy "registers": 64 x 32
+    f16 as stored, padded rows, 5120 B), with no conversion scratch; A, read as stored, stays a
+    register load the mma restages (64 x 32, 5120 B)."""
+    dump, plan, _ = _text_planned(monkeypatch, FALLBACK, "sm_80")
+    assert not _buffers(plan, "operand-conversion"), plan
+    staging, restaged = _buffers(plan, "staging"), _buffers(plan, "mma-stage")
+    assert len(staging) == 1 and "staging (staging) 5120 B align 128, " in staging[0], plan
+    assert "k.mlir:8:" in staging[0], plan      # the load of B
+    assert len(restaged) == 1 and "mma-stage (restaging) 5120 B align 128, " in restaged[0], plan
     assert "error: internal" not in dump
 
 

@@ -83,6 +83,17 @@ def matrix_dims(shape: tuple[int, ...]) -> Optional[tuple[int, int, int]]:
     return None
 
 
+def steps_evenly(m: SharedMatrix, threads: int, vec: int) -> bool:
+    """Whether `threads` copying `m` in chunks of `vec` elements, chunk i of a thread `threads` chunks
+    after its previous one, each keep to one column, their rows a fixed step apart that keeps a
+    swizzled row's xor pattern (a multiple of 8 rows): one address per thread, the others an
+    immediate away (lowering/async_copy._issue_stepped)."""
+    chunks_per_row = m.cols // vec
+    total = m.batch * m.rows * chunks_per_row
+    return m.batch == 1 and threads % chunks_per_row == 0 and total % threads == 0 \
+        and (not m.swizzled or (threads // chunks_per_row) % 8 == 0)
+
+
 def matrix_shape(k: Padding, tile: TileType, swizzled: bool = False, elem_bytes: int = 0,
                  dense: bool = False) -> SharedMatrix:
     """The (unplaced) shared matrix of `tile`: its geometry and size (`dense`: rows never padded)."""

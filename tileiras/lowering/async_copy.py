@@ -22,8 +22,8 @@ from ..ir.record import replace
 from ..ir.types import TileType
 from .kernel import KernelLowering
 from .smem import element_offset, pointer
-from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape
-from ..tileaa.access_width import chunk_elements
+from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape, steps_evenly
+from ..tileaa.access_width import chunk_elements, staged_copy
 from .values import PartitionViewVal, SharedTileVal
 from ..tileas.deferred_loads import DeferredLoad, defers, slice_tile
 
@@ -46,13 +46,14 @@ def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: boo
 
 
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
-    """Issue the copies of a tile into a new buffer; None when the facts forbid cp.async. Where the
+    """Issue the copies of a tile into a new buffer (cp.async, or element by element through
+    registers: tileaa/access_width.staged_copy); None where neither may copy it. Where the
     kernel does not fit otherwise (`KernelLowering.defer_loads`, lowering/pipeline.py's last
     resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
     is left to that mma (tileas/deferred_loads.defers): it copies the tile a K slice at a time."""
-    if not chunk_elements(op, view, tile):
-        return None
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
+    if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
+        return None
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
     lifetime = k.lifetimes().value_range(op.results[0], op)
     if defers(k, op, view, tile, swizzled, lifetime):
@@ -96,9 +97,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     size = vec * matrix.elem_bytes
     chunks_per_row = cols // vec
     total = batch * rows * chunks_per_row
-    # swizzled: a step of a multiple of 8 rows keeps a chunk's xor pattern (bits 7.. of the offset)
-    if batch == 1 and k.threads % chunks_per_row == 0 and total % k.threads == 0 \
-            and (not matrix.swizzled or (k.threads // chunks_per_row) % 8 == 0):
+    if steps_evenly(matrix, k.threads, vec):
         _issue_stepped(k, op, view, tile, matrix, index, vec, active, origin, not legal)
         return
     for first in range(0, total, k.threads):

@@ -400,8 +400,14 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             k.set(op.results[1], TokenVal())
             return
         shared = load_to_shared(k, op, view, rtype)
+        vec = chunk_elements(op, view, rtype)
+        if shared is not None and vec:
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{8 * storage_bytes(elem) * vec} bits")
+        elif shared is not None:
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                     Instruction="Global-memory load instruction, each element stored to shared memory at once",
+                     Width=f"{8 * storage_bytes(elem)} bits")
         if shared is not None:
-            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op, Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits")
             k.set(op.results[0], shared)
             k.set(op.results[1], TokenVal())
             return

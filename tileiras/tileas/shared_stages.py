@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import Caps, caps
-from ..tileaa.access_width import chunk_elements
+from ..tileaa.access_width import staged_copy
 from ..tileaa.allocas import alloca_bytes
 from ..tileaa.views import view_of
 from . import shared_rows
@@ -188,7 +188,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             tile = op.results[0].type
             once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
-            if not once and not chunk_elements(op, view, tile):  # type: ignore[arg-type]
+            if not once and not staged_copy(op, view, tile, matrix_shape(facts, tile, swizzled),  # type: ignore[arg-type]
+                                            facts.threads):
                 continue       # a register load
             if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
                     [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
