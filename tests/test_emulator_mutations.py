@@ -98,6 +98,20 @@ def test_the_barrier_before_mbarrier_inval_deleted_is_reported() -> None:
 
 
 
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_an_mbarrier_initialized_again_in_a_loop_is_reported(gpu: str) -> None:
+    """An mbarrier.init repeated at a loop head (the setup sunk into the loop) initializes a live mbarrier with
+    no mbarrier.inval between, which the ISA leaves undefined: it used to pass whenever the re-init found the
+    phase complete. The first and the last init of the kernel, each reported with both inits' lines."""
+    c = case(gpu)
+    mutants = OPERATORS["mbarrier.init repeated in a loop"].mutants(c.ptx)
+    assert len(mutants) >= 2, mutants
+    for line, what, ptx in (mutants[0], mutants[-1]):
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None and "which is still valid" in reported, f"line {line} {what}: {reported}"
+        assert f"at line {line} '" in reported, reported
+
+
 def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported(monkeypatch, tmp_path) -> None:
     """A ring deeper than its loop runs: the sm_90 chunked layernorm's 4 chunks given 8 stages, as where the trip
     count is known only at run time (here: its constant bounds hidden from the depth rule, schedule/pipeline
