@@ -188,6 +188,40 @@ def test_the_leading_byte_offset_counts_only_where_the_isa_reads_it(gpu) -> None
 
 
 
+TF32_EQUIVALENT = (("delete fence.mbarrier_init", mutations._init_fenced_later),
+                   ("skip an mbarrier wait", mutations._implied_by_prepared_wait),
+                   ("delete bar.sync", mutations._next_barrier_covers))
+
+
+def test_the_tf32_sm100_survivors_are_equivalent() -> None:
+    """The tf32 tcgen05 matmul's three survivors change nothing on a GPU, each for its listed reason: the first
+    fence.mbarrier_init (a later one of the same thread precedes a whole-CTA barrier that every async-proxy use
+    comes after), the MMA thread's stage-full wait (its stage-prepared wait, same phase, implies it) and the
+    bar.sync after the inits (the whole-CTA bar.sync 2, 192 follows with nothing to order between). Each is
+    listed as equivalent and runs clean; the other mutants of these operators are not listed, and are reported."""
+    tf32 = mutations.prepare("mm_tf32_64x64x32", "sm_100")
+    assert tf32 is not None
+    for name, rule in TF32_EQUIVALENT:
+        op = OPERATORS[name]
+        listed = [(line, what, ptx) for line, what, ptx in op.mutants(tf32.ptx) if rule(tf32.ptx, line)]
+        assert len(listed) == 1, (name, [(line, what) for line, what, _ in listed])
+        line, what, ptx = listed[0]
+        assert mutations.equivalent(op, what, tf32, line) is not None
+        assert mutations.outcome(tf32, ptx) is None, f"an equivalent mutant is reported: {what}"
+    others = [(what, ptx) for line, what, ptx in OPERATORS["delete bar.sync"].mutants(tf32.ptx)
+              if mutations.equivalent(OPERATORS["delete bar.sync"], what, tf32, line) is None]
+    assert others and all(mutations.outcome(tf32, ptx) is not None for _, ptx in others[:2])
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_the_tf32_equivalences_list_no_f16_mutant(gpu: str) -> None:
+    """The f16 matmuls' fences, waits and barriers are all needed (their mutants are reported): none of the
+    rules above lists one."""
+    c = case(gpu)
+    for name, rule in TF32_EQUIVALENT:
+        assert not [what for line, what, _ in OPERATORS[name].mutants(c.ptx) if rule(c.ptx, line)], name
+
+
 def test_the_stride_byte_offset_counts_only_where_the_isa_reads_it() -> None:
     """The SBO of a swizzled MN-major operand steps from one group of 8 K rows to the next: a tcgen05.mma
     kind::tf32 (K 8) reads one group, so mutants of the N-major B descriptor's SBO are listed as equivalent (and
