@@ -831,9 +831,10 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
     except Exception as err:    # noqa: BLE001 - a crash of the emulator is a finding too, not a survivor
         return f"emulator crash: {type(err).__name__}: {err}"
     passed = [p for p in case.small.params if not isinstance(p, tre.configs.Const)]
+    bounds = tre.accumulations(case.small, arguments(case.small))
     for p, g, r in zip(passed, got, case.ref):
         if isinstance(p, tre.configs.Arr):
-            report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r))
+            report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
             if report:
                 return "mismatch: " + report.splitlines()[0]
     return None

@@ -23,6 +23,13 @@ def limit(want: np.ndarray, magnitude: np.ndarray, k: int, dty: str, aty: str = 
     return (k * UNIT[dty] + INPUT_ROUNDING.get(aty, 0.0)) * magnitude + roundings * UNIT[out or dty] * np.abs(want)
 
 
+def apart(want: np.ndarray, magnitude: np.ndarray, k: int, dty: str, out: str = "") -> np.ndarray:
+    """How far apart two computations of the same K-term sum of the same (already rounded) products may be, each
+    in `dty` in any order and rounded once to `out` (else `dty`): the emulator's against the interpreter's, where
+    both round the inputs alike. Each is within `limit` of the exact sum, so twice that."""
+    return 2 * limit(want, magnitude, k, dty, out=out)
+
+
 def assert_accumulated(got: np.ndarray, want: np.ndarray, a: np.ndarray, b: np.ndarray, dty: str,
                        aty: str = "", out: str = "") -> None:
     """`got` = a @ b.T (+ C) computed in `dty` in any order: |got - want| <= (K u + input rounding) |a| @ |b|.T
