@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 # unit roundoff of the accumulator (or output) format
-UNIT = {"f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8, "e4m3": 2.0 ** -4}
+UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8, "e4m3": 2.0 ** -4}
 INPUT_ROUNDING = {"tf32": 2.0 ** -9}   # both inputs truncated to 10 mantissa bits
 
 
