@@ -831,7 +831,7 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
     except Exception as err:    # noqa: BLE001 - a crash of the emulator is a finding too, not a survivor
         return f"emulator crash: {type(err).__name__}: {err}"
     passed = [p for p in case.small.params if not isinstance(p, tre.configs.Const)]
-    bounds = tre.accumulations(case.small, arguments(case.small))
+    bounds = tre.accumulations(case.small, arguments(case.small), case.gpu)
     for p, g, r in zip(passed, got, case.ref):
         if isinstance(p, tre.configs.Arr):
             report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))

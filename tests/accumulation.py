@@ -8,6 +8,16 @@ import numpy as np
 # unit roundoff of the accumulator (or output) format
 UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "s32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8, "e4m3": 2.0 ** -4}
 INPUT_ROUNDING = {"tf32": 2.0 ** -9}   # both inputs truncated to 10 mantissa bits
+# fp8 products into an f32 accumulator by wgmma (sm_90): each addend truncated below the largest one's 14-bit
+# significand (the PTX ISA: "higher than half precision but lower than single precision"; the emulator's model,
+# tileiras/emulator/ops/wgmma.fp8_accumulate): 2^-13 of the largest per addend
+UNIT["f32<fp8"] = 2.0 ** -13
+
+
+def accumulator(dty: str, aty: str = "", gpu: str = "") -> str:
+    """The unit name of an accumulation into `dty` of `aty` products on `gpu`: fp8 into f32 on sm_90 goes through
+    wgmma, whose fp8 accumulation is narrower than f32; every other (mma.sync, tcgen05) is at least `dty`."""
+    return "f32<fp8" if dty == "f32" and aty in ("e4m3", "e5m2") and gpu.startswith("sm_90") else dty
 
 
 def full_precision(rng: np.random.Generator, shape: tuple, raw: object) -> np.ndarray:
