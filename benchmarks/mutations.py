@@ -95,6 +95,11 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "by threads after their own 'stage full' wait (they round the stage's tf32 operands in place, then arrive): "
      "that phase's completion implies the skipped one's, and happens-before being transitive it orders the TMA's "
      "bytes before this thread's tcgen05.mma as well"),
+    ("delete fence.mbarrier_init", "", lambda ptx, line: _no_async_mbarrier(ptx),
+     "a kernel without clusters in which no async-proxy instruction completes on an mbarrier (no TMA or bulk "
+     "copy, no tcgen05.commit; cp.async.mbarrier.arrive is the generic proxy's): fence.mbarrier_init makes "
+     "initializations visible to other CTAs of the cluster and to the async proxy, neither of which uses them, "
+     "and the CTA's own threads see them through the barrier after the inits"),
     ("delete fence.mbarrier_init", "", lambda ptx, line: _init_fenced_later(ptx, line),
      "a kernel without clusters, in which a later fence.mbarrier_init of the function is followed on every path "
      "by a barrier of the whole CTA before any mbarrier use or async-proxy instruction, no instance of that "
@@ -524,8 +529,8 @@ def _init_fenced_again(ptx: str, line: int) -> bool:
 
 _WHOLE_BARRIER = re.compile(r"^(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?\s+(\w+)\s*(?:,\s*(\d+))?\s*$")
 _INIT = re.compile(r"^(?:@!?%?\w+\s+)?(?:mbarrier\.init|fence\.mbarrier_init)\b")
-_ASYNC_COMPLETION = re.compile(r"^(?:@!?%?\w+\s+)?(?:tcgen05\.commit|cp\.async\.bulk\.(?!wait|commit)\S*mbarrier|"
-                               r"cp\.async\.mbarrier)")
+# async-proxy instructions that complete on an mbarrier (cp.async.mbarrier.arrive is the generic proxy's)
+_ASYNC_COMPLETION = re.compile(r"^(?:@!?%?\w+\s+)?(?:tcgen05\.commit|cp\.async\.bulk\.(?!wait|commit)\S*mbarrier)")
 
 
 def _whole_cta_barrier(ptx: str) -> Callable[[str], Optional[str]]:
@@ -582,6 +587,12 @@ def _implied_by_prepared_wait(ptx: str, line: int) -> bool:
             if "wait: stage full" not in before[before.rfind("mbarrier.arrive") + 1:]:
                 return False        # (from the previous arrival, or the start: rfind's -1 + 1)
     return True
+
+
+def _no_async_mbarrier(ptx: str) -> bool:
+    """Whether the kernel uses no clusters and no async-proxy instruction of it completes on an mbarrier."""
+    clusters = "barrier.cluster" in ptx or "shared::cluster" in ptx and "mapa" in ptx
+    return not clusters and not any(_ASYNC_COMPLETION.match(c) for c in _codes(ptx))
 
 
 def _init_fenced_later(ptx: str, line: int) -> bool:
