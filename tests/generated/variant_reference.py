@@ -289,7 +289,17 @@ def _bmm_terms(v: Variant, spec: Launch, args: list) -> Terms:
     return {2: (mag, x.shape[2] + 1, "tf32" if v["dtype"] == "tf32" else "", np.zeros(1))}
 
 
-ACCUMULATED: dict[str, Callable[[Variant, Launch, list], Terms]] = {"gemm": _gemm_terms, "bmm": _bmm_terms}
+def _row_terms(v: Variant, spec: Launch, args: list) -> Terms:
+    """A row sum or prefix sum: N f32 terms (the rows are converted to f32 first), |x| summed alike."""
+    if v["op"] not in ("sum", "cumsum"):
+        return {}
+    x = np.abs(_f(args[0]))
+    mag = x.sum(axis=1) if v["op"] == "sum" else np.cumsum(x, axis=1)
+    return {1: (mag, x.shape[1], "", np.zeros(1))}
+
+
+ACCUMULATED: dict[str, Callable[[Variant, Launch, list], Terms]] = {"gemm": _gemm_terms, "bmm": _bmm_terms,
+                                                                  "row": _row_terms}
 # output dtype -> its name in tests/accumulation.py
 UNIT_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3"}
 
