@@ -33,6 +33,13 @@ The asynchronous proxy (TMA, wgmma, tcgen05) adds two checks on shared memory:
 * proxy fences: bytes stored through the generic proxy (st, stmatrix, ...) and then
   read through the async proxy need a fence.proxy.async by the storing thread after the
   store; otherwise the read is reported.
+
+mbarriers' lives (with ops/async_ops.py and mbarrier_order.py): a use must be ordered after
+the mbarrier.init; a completion by the async proxy (a TMA load, a tcgen05.commit) after a
+fence.mbarrier_init or fence.proxy.async of the initializing thread that a barrier or an
+mbarrier phase orders before the issuing thread (`fenced`); an mbarrier.inval after every
+other thread's last wait and arrival. An init over a still valid mbarrier, or an inval of
+none, is reported with or without the checker.
 """
 
 from __future__ import annotations
