@@ -232,6 +232,37 @@ def _split(rx: str, lane: str = "0") -> Callable[[list[str]], Iterator]:
     return apply
 
 
+def _init_in_loop(lines: list[str]) -> Iterator:
+    """An mbarrier.init repeated at the head of the first loop after it, as a compiler that sinks the barriers'
+    setup into the loop (or a persistent kernel that sets them up per tile) would: the barrier is initialized
+    again while it is live, with no mbarrier.inval between, which the ISA leaves undefined and which on a GPU
+    drops the arrivals, transactions and phase its users count on. An init in a block that a branch skips keeps
+    that guard (its operands are computed in the block); one guarded inside its own inline-asm braces (operands
+    computed by every thread) runs unguarded, by whichever threads run the loop: that loop may belong to
+    other warps than the initializing thread's."""
+    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"^(\$?[\w.$]+):", line.strip()))}
+    branch = re.compile(r"^@(!?)(%\w+)\s+bra(?:\.uni)?\s+([\w.$]+)\s*;")
+    back = {labels[m.group(1)] for i, line in enumerate(lines)
+            if (m := re.search(r"\bbra(?:\.uni)?\s+([\w.$]+)\s*;", _code(line))) and labels.get(m.group(1), i) < i}
+    for i, line in enumerate(lines):
+        code = _code(line)
+        if "mbarrier.init" not in code:
+            continue
+        inline = re.search(r"(?:^|;)\s*@!?\w+\s+(mbarrier\.init[^;]*;)", code)
+        copy = inline.group(1) if inline else code if code.startswith("@") else None
+        for j in range(i - 1, -1, -1):      # the branch around a block of inits (no label between)
+            if copy is not None or lines[j].strip().endswith(":"):
+                break
+            m = branch.match(_code(lines[j]))
+            if m and labels.get(m.group(3), -1) > i:
+                copy = f"@{'' if m.group(1) else '!'}{m.group(2)} {code}"
+        head = min((h for h in back if h > i), default=None)
+        if copy is None or head is None:
+            continue
+        yield i, f"'{code}' repeated at the loop head {lines[head].strip()} (line {head + 1})", \
+            lines[:head + 1] + ["\t" + copy] + lines[head + 1:]
+
+
 _split_barrier = _split(r"^bar(?:\.cta)?\.(?:sync|arrive)\b[^;]*;")
 # the other .aligned instructions our kernels run (warpgroup MMAs, register reallocation, tensor memory moves)
 _split_aligned = _split(r"^(?:wgmma\.\S*|setmaxnreg\S*|tcgen05\.(?:ld|st|wait::\w+)\S*)\.aligned\b[^;{}]*;$", "lt 16")
@@ -266,6 +297,7 @@ CATALOGUE: tuple[Operator, ...] = (
     Operator("delete an accumulator's zero-init", "initializations", _delete_accumulator_init),
     Operator("first tcgen05.mma accumulates", "initializations", _tcgen05_accumulate_first),
     Operator("delete mbarrier.init", "initializations", deleting(r"^mbarrier\.init")),
+    Operator("mbarrier.init repeated in a loop", "initializations", _init_in_loop),
     Operator("ldmatrix/stmatrix count", "shapes",
              rewriting(r"(\.x)(4|2)\b(?=.*\.shared)", lambda m: f"{m.group(1)}{int(m.group(2)) // 2}")),
     Operator("lower the target", "targets", _target),

@@ -84,6 +84,29 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
      "waits with nothing in flight and mbarrier.inval of mbarriers no later instruction uses: it orders "
      "nothing the first does not"),
+    ("delete bar.sync", "", lambda ptx, line: _next_barrier_covers(ptx, line),
+     "on every path from it each thread reaches a barrier of the whole CTA (no thread count, or the .reqntid "
+     "count) before any memory access other than mbarrier.init (and fence.mbarrier_init), exit or return: every "
+     "access it ordered is ordered by that barrier too, the mbarriers initialized between are used only after "
+     "it, and every thread skips the deleted barrier alike, so the later barriers pair as before"),
+    ("skip an mbarrier wait", "", lambda ptx, line: _implied_by_prepared_wait(ptx, line),
+     "the thread's next instruction after the skipped wait's loop waits on the 'stage prepared' mbarrier of the "
+     "same stage and phase (same parity register), and every arrival on a non-TMA mbarrier of the kernel is made "
+     "by threads after their own 'stage full' wait (they round the stage's tf32 operands in place, then arrive): "
+     "that phase's completion implies the skipped one's, and happens-before being transitive it orders the TMA's "
+     "bytes before this thread's tcgen05.mma as well"),
+    ("delete fence.mbarrier_init", "", lambda ptx, line: _no_async_mbarrier(ptx),
+     "a kernel without clusters in which no async-proxy instruction completes on an mbarrier (no TMA or bulk "
+     "copy, no tcgen05.commit; cp.async.mbarrier.arrive is the generic proxy's): fence.mbarrier_init makes "
+     "initializations visible to other CTAs of the cluster and to the async proxy, neither of which uses them, "
+     "and the CTA's own threads see them through the barrier after the inits"),
+    ("delete fence.mbarrier_init", "", lambda ptx, line: _init_fenced_later(ptx, line),
+     "a kernel without clusters, in which a later fence.mbarrier_init of the function is followed on every path "
+     "by a barrier of the whole CTA before any mbarrier use or async-proxy instruction, no instance of that "
+     "barrier lies on a path from the entry to that fence, and every async-proxy instruction that completes on an mbarrier "
+     "(tcgen05.commit, a TMA or bulk load) runs only after that barrier: the ISA's fence.mbarrier_init orders "
+     "all the thread's earlier mbarrier.init, so the later fence makes these visible to the async proxy too "
+     "before any async-proxy use (the emulator checks that ordering by happens-before, races.fenced)"),
     ("delete tcgen05.fence::after_thread_sync", "", lambda ptx, line: _after_sync_fenced_again(ptx, line),
      "on every path from it, the thread executes another tcgen05.fence::after_thread_sync before any asynchronous "
      "tcgen05 instruction (mma, cp, shift, ld, st) or tensor-memory (de)allocation: the PTX ISA's tcgen05 memory "
@@ -504,6 +527,107 @@ def _init_fenced_again(ptx: str, line: int) -> bool:
     return _every_path_meets(ptx, line, lambda p: p.startswith(fences), lambda p: bool(_MBARRIER_USE.match(p)))
 
 
+_WHOLE_BARRIER = re.compile(r"^(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?\s+(\w+)\s*(?:,\s*(\d+))?\s*$")
+_INIT = re.compile(r"^(?:@!?%?\w+\s+)?(?:mbarrier\.init|fence\.mbarrier_init)\b")
+# async-proxy instructions that complete on an mbarrier (cp.async.mbarrier.arrive is the generic proxy's)
+_ASYNC_COMPLETION = re.compile(r"^(?:@!?%?\w+\s+)?(?:tcgen05\.commit|cp\.async\.bulk\.(?!wait|commit)\S*mbarrier)")
+
+
+def _whole_cta_barrier(ptx: str) -> Callable[[str], Optional[str]]:
+    """A test of one statement: the barrier id when it is a bar.sync / barrier.sync of the whole CTA (no thread
+    count, or the count of the kernel's .reqntid), else None."""
+    req = re.search(r"\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", ptx)
+    total = 0
+    if req:
+        total = 1
+        for g in req.groups():
+            total *= int(g or 1)
+
+    def whole(code: str) -> Optional[str]:
+        m = _WHOLE_BARRIER.match(code.rstrip(";").strip())
+        if m is None or m.group(2) is not None and int(m.group(2)) != total:
+            return None
+        return m.group(1)
+
+    return whole
+
+
+def _next_barrier_covers(ptx: str, line: int) -> bool:
+    """Whether every path from the barrier at PTX line `line` (1-based) reaches a barrier of the whole CTA before
+    any memory access other than mbarrier.init / fence.mbarrier_init, an exit or a return (see EQUIVALENT)."""
+    whole = _whole_cta_barrier(ptx)
+
+    def stops(p: str) -> bool:
+        return bool(_touches_memory(p) and not _INIT.match(p) or re.match(r"^(?:@!?%?\w+\s+)?(ret|exit|trap)\b", p))
+
+    return _every_path_meets(ptx, line, lambda p: whole(p) is not None, stops)
+
+
+def _implied_by_prepared_wait(ptx: str, line: int) -> bool:
+    """Whether the skipped 'stage full' wait at PTX line `line` (1-based) is followed, right after its spin loop,
+    by a 'stage prepared' wait with the same parity, and every plain mbarrier.arrive of the kernel comes after a
+    'stage full' wait on a straight stretch (see EQUIVALENT)."""
+    lines = ptx.split("\n")
+    full = re.compile(r"mbarrier\.try_wait\.parity\S*\s+\w+,\s*\[[^\]]+\],\s*(%\w+)")
+    m = full.search(lines[line - 1])
+    if m is None or "wait: stage full" not in lines[line - 1]:
+        return False
+    codes = _codes(ptx)
+    i = line
+    while i < len(codes) and not codes[i].startswith("{") and "try_wait" not in codes[i]:
+        if _touches_memory(codes[i]) or re.match(r"^(?:@!?%?\w+\s+)?(bar|barrier)\.", codes[i]):
+            return False
+        i += 1      # the spin loop's setp and branch back, the next address computation, a label
+    nxt = full.search(lines[i]) if i < len(lines) else None
+    if nxt is None or "wait: stage prepared" not in lines[i] or nxt.group(1) != m.group(1):
+        return False
+    for j, code in enumerate(codes):
+        if re.match(r"^(?:@!?%?\w+\s+)?mbarrier\.arrive(?!\.expect_tx)", code):
+            before = "\n".join(lines[:j])
+            if "wait: stage full" not in before[before.rfind("mbarrier.arrive") + 1:]:
+                return False        # (from the previous arrival, or the start: rfind's -1 + 1)
+    return True
+
+
+def _no_async_mbarrier(ptx: str) -> bool:
+    """Whether the kernel uses no clusters and no async-proxy instruction of it completes on an mbarrier."""
+    clusters = "barrier.cluster" in ptx or "shared::cluster" in ptx and "mapa" in ptx
+    return not clusters and not any(_ASYNC_COMPLETION.match(c) for c in _codes(ptx))
+
+
+def _init_fenced_later(ptx: str, line: int) -> bool:
+    """Whether, in a kernel without clusters, a later fence.mbarrier_init than the one at PTX line `line` is
+    followed on every path by a whole-CTA barrier (none of whose instances comes before that fence) before any
+    mbarrier use, none lies on a path from the entry to that fence, and every async-proxy completion on an
+    mbarrier comes after that barrier (see EQUIVALENT)."""
+    if "barrier.cluster" in ptx or "shared::cluster" in ptx and "mapa" in ptx:
+        return False
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    whole = _whole_cta_barrier(ptx)
+    for f in range(line, end):
+        if not codes[f].startswith("fence.mbarrier_init"):
+            continue
+        ids = {whole(codes[i]) for i in _reachable(succ, succ[f], -1)} - {None}
+        for bid in ids:
+            at = {i for i in range(start, end) if whole(codes[i]) == bid}
+            meets = lambda p, bid=bid: whole(p) == bid  # noqa: E731
+            stops = lambda p: bool(_MBARRIER_USE.match(p)) and not re.match(r"^(bar|barrier)\.", p)  # noqa: E731
+            if not _every_path_meets(ptx, f + 1, meets, stops):
+                continue
+            entry = _reachable(succ, [start], -1)
+            if any(x in entry and f in _reachable(succ, succ[x], -1) for x in at):
+                continue        # an instance of the barrier on a path to the fence: it might pair with the wrong one
+            uses = [i for i in range(start, end) if _ASYNC_COMPLETION.match(codes[i])]
+            cut = {i: ([] if i in at else js) for i, js in succ.items()}
+            if uses and all(i not in _reachable(cut, [start], -1) for i in uses):
+                return True
+    return False
+
+
 def _every_path_meets(ptx: str, line: int, meets: Callable[[str], bool], stops: Callable[[str], bool]) -> bool:
     """Whether every control-flow path from after PTX line `line` (1-based) reaches a statement for which `meets`
     holds before one for which `stops` holds (or ends at the function's end, a ret or an exit that `stops`
@@ -718,9 +842,10 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
     except Exception as err:    # noqa: BLE001 - a crash of the emulator is a finding too, not a survivor
         return f"emulator crash: {type(err).__name__}: {err}"
     passed = [p for p in case.small.params if not isinstance(p, tre.configs.Const)]
+    bounds = tre.accumulations(case.small, arguments(case.small), case.gpu)
     for p, g, r in zip(passed, got, case.ref):
         if isinstance(p, tre.configs.Arr):
-            report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r))
+            report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
             if report:
                 return "mismatch: " + report.splitlines()[0]
     return None

@@ -33,7 +33,7 @@ from tileiras.codegen.tensormap import for_array
 
 sys.path.insert(0, os.path.dirname(__file__))
 import corpus_kernels  # noqa: E402
-from accumulation import assert_accumulated, full_precision  # noqa: E402
+from accumulation import accumulator, assert_accumulated, full_precision  # noqa: E402
 import frontend_samples as fs  # noqa: E402
 
 pytestmark = pytest.mark.skipif(fs.oracle("tileiras") is None, reason="NVIDIA's tileiras is not installed")
@@ -222,7 +222,8 @@ def _assert_product(got: np.ndarray, ref: np.ndarray, key: tuple, m: int, n: int
     rng = np.random.default_rng(7)      # the inputs `_run` made
     a = full_precision(rng, (m, k), NUMPY[ty])
     b = full_precision(rng, (k, n), NUMPY[ty])
-    assert_accumulated(got, ref, a, b.T, "f32", "tf32" if ty == "f32" else ty, out=CONFIGS[key][1])
+    assert_accumulated(got, ref, a, b.T, accumulator("f32", ty, key[1]), "tf32" if ty == "f32" else ty,
+                       out=CONFIGS[key][1])
 
 
 @pytest.mark.parametrize("key", sorted(CONFIGS), ids=lambda k: f"{k[0]}-{k[1]}")

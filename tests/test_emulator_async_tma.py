@@ -158,6 +158,37 @@ def test_reading_the_box_without_waiting_for_the_mbarrier_is_reported() -> None:
         run_load(SRC, (8, 16), (8, 16), wait=False)
 
 
+@pytest.mark.parametrize("fence_after_barrier", [False, True])
+def test_the_init_fence_must_be_ordered_before_another_threads_tma(fence_after_barrier: bool) -> None:
+    """Thread 0 initializes the mbarrier, thread 32 (another warp) issues the TMA load that completes on it: the
+    async proxy sees the init only through thread 0's fence.mbarrier_init, so the fence must come before the
+    bar.sync that hands the mbarrier over. Fenced after the barrier, it is reported, though the emulator ran
+    thread 0's fence before thread 32's copy (a fence that merely ran earlier used to count)."""
+    src = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    fence = "    @%p1 fence.mbarrier_init.release.cluster;     // the init, visible to the async proxy\n"
+    ptx = load_kernel(2, 8 * 16 * 4, "none").replace(
+        "    setp.eq.u32 %p1, %r0, 0;\n", "    setp.eq.u32 %p1, %r0, 0;\n    setp.eq.u32 %p0, %r0, 32;\n").replace(
+        "@%p1 cp.async.bulk.tensor", "@%p0 cp.async.bulk.tensor").replace(
+        "@%p1 mbarrier.arrive.expect_tx", "@%p0 mbarrier.arrive.expect_tx")
+    if fence_after_barrier:
+        ptx = ptx.replace(fence + "    bar.sync 0;\n", "    bar.sync 0;\n" + fence)
+    assert "@%p0 cp.async.bulk.tensor" in ptx and ("bar.sync 0;\n" + fence in ptx) == fence_after_barrier
+    mem = Memory()
+    a = mem.alloc(src.nbytes)
+    mem.write(a, src.tobytes())
+    out = mem.alloc(8 * 16 * 4)
+    args = [out, for_array(a, src.shape, src.strides, "f32", (8, 16), "none", (), "zero"), 16, 8]
+    if not fence_after_barrier:
+        run_ptx(ptx, "k", 1, 128, args, mem, check_races=True)
+        got = np.frombuffer(mem.read(out, 8 * 16 * 4), np.float32).reshape(8, 16)
+        np.testing.assert_array_equal(got, expected(src, (8, 16), (8, 16)))
+        return
+    with pytest.raises(EmulatorError, match="whose initialization thread 0 fenced .* but no barrier or mbarrier "
+                                            "phase orders that fence before this use") as info:
+        run_ptx(ptx, "k", 1, 128, args, mem, check_races=True)
+    assert "thread (32,0,0)" in str(info.value), info.value
+
+
 def test_bad_tensor_maps_are_device_faults() -> None:
     mem = Memory()
     out = mem.alloc(512)

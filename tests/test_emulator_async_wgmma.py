@@ -20,7 +20,7 @@ import pytest
 from tileiras.emulator import EmulatorError, Memory, run_ptx
 
 sys.path.insert(0, os.path.dirname(__file__))
-from accumulation import assert_accumulated, full_precision  # noqa: E402
+from accumulation import accumulator, assert_accumulated, full_precision  # noqa: E402
 from emulator_async_layouts import gmma_desc, image  # noqa: E402
 
 B_BASE = 0x4000
@@ -201,7 +201,7 @@ def run(ty: str, n: int, dty: str = "f32", a_major: str = "K", a_span: int = 0, 
     av = a_vals * scale[0]
     want = av @ (b_vals * scale[1]).T + (c if c is not None else 0)
     if full:
-        assert_accumulated(got, want, av, b_vals, dty, ty)
+        assert_accumulated(got, want, av, b_vals, accumulator(dty, ty, "sm_90"), ty)
     return got, want
 
 
@@ -220,6 +220,24 @@ def test_wgmma_matches_numpy(ty, n, dty, a_major, a_span, b_major, b_span) -> No
     got, want = run(ty, n, dty, a_major, a_span, b_major, b_span)
     np.testing.assert_allclose(got, want, rtol=1e-3 if dty == "f16" else 1e-6)
     run(ty, n, dty, a_major, a_span, b_major, b_span, full=True)   # random values, within the K-term bound
+
+
+@pytest.mark.parametrize("ty", ["e4m3", "e5m2"])
+def test_fp8_into_f32_accumulates_below_single_precision(ty: str) -> None:
+    """fp8 products into an f32 accumulator keep only the addends' bits within the largest one's 14-bit
+    significand (the PTX ISA: "higher than half precision but lower than single precision"; a GH200 adding
+    32 products of 1/256 per wgmma stalls at 64). Into 64 the 32 products of 2^-8 are lost (f32 would give
+    64.125); into 32 they are kept (32.125); f16 inputs, and fp8 into an f16 accumulator, are not affected."""
+    sixteenth = (np.full((64, 32), 1 / 16), np.full((16, 32), 1 / 16))
+    got, want = run(ty, 16, "f32", values=sixteenth, c=np.full((64, 16), 64.0))
+    assert (want == 64.125).all() and (got == 64.0).all(), np.unique(got)
+    got, _ = run(ty, 16, "f32", values=sixteenth, c=np.full((64, 16), 32.0))
+    assert (got == 32.125).all(), np.unique(got)
+    got, _ = run("f16", 16, "f32", values=(np.full((64, 16), 1 / 16), np.full((16, 16), 1 / 16)),
+                 c=np.full((64, 16), 64.0))
+    assert (got == 64.0625).all(), np.unique(got)
+    # random full-precision values: within the bound of that narrower accumulation (accumulation.accumulator)
+    run(ty, 64, "f32", full=True)
 
 
 def test_mixed_fp8_inputs_accumulate_into_c_with_negated_a() -> None:

@@ -98,6 +98,20 @@ def test_the_barrier_before_mbarrier_inval_deleted_is_reported() -> None:
 
 
 
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_an_mbarrier_initialized_again_in_a_loop_is_reported(gpu: str) -> None:
+    """An mbarrier.init repeated at a loop head (the setup sunk into the loop) initializes a live mbarrier with
+    no mbarrier.inval between, which the ISA leaves undefined: it used to pass whenever the re-init found the
+    phase complete. The first and the last init of the kernel, each reported with both inits' lines."""
+    c = case(gpu)
+    mutants = OPERATORS["mbarrier.init repeated in a loop"].mutants(c.ptx)
+    assert len(mutants) >= 2, mutants
+    for line, what, ptx in (mutants[0], mutants[-1]):
+        reported = mutations.outcome(c, ptx)
+        assert reported is not None and "which is still valid" in reported, f"line {line} {what}: {reported}"
+        assert f"at line {line} '" in reported, reported
+
+
 def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported(monkeypatch, tmp_path) -> None:
     """A ring deeper than its loop runs: the sm_90 chunked layernorm's 4 chunks given 8 stages, as where the trip
     count is known only at run time (here: its constant bounds hidden from the depth rule, schedule/pipeline
@@ -172,6 +186,55 @@ def test_the_leading_byte_offset_counts_only_where_the_isa_reads_it(gpu) -> None
         assert narrow != c.ptx
         assert all(mutations._lbo_unused(narrow, line) for line, _, _ in op.mutants(narrow))
 
+
+
+TF32_EQUIVALENT = (("delete fence.mbarrier_init", mutations._init_fenced_later),
+                   ("skip an mbarrier wait", mutations._implied_by_prepared_wait),
+                   ("delete bar.sync", mutations._next_barrier_covers))
+
+
+def test_the_tf32_sm100_survivors_are_equivalent() -> None:
+    """The tf32 tcgen05 matmul's three survivors change nothing on a GPU, each for its listed reason: the first
+    fence.mbarrier_init (a later one of the same thread precedes a whole-CTA barrier that every async-proxy use
+    comes after), the MMA thread's stage-full wait (its stage-prepared wait, same phase, implies it) and the
+    bar.sync after the inits (the whole-CTA bar.sync 2, 192 follows with nothing to order between). Each is
+    listed as equivalent and runs clean; the other mutants of these operators are not listed, and are reported."""
+    tf32 = mutations.prepare("mm_tf32_64x64x32", "sm_100")
+    assert tf32 is not None
+    for name, rule in TF32_EQUIVALENT:
+        op = OPERATORS[name]
+        listed = [(line, what, ptx) for line, what, ptx in op.mutants(tf32.ptx) if rule(tf32.ptx, line)]
+        assert len(listed) == 1, (name, [(line, what) for line, what, _ in listed])
+        line, what, ptx = listed[0]
+        assert mutations.equivalent(op, what, tf32, line) is not None
+        assert mutations.outcome(tf32, ptx) is None, f"an equivalent mutant is reported: {what}"
+    others = [(what, ptx) for line, what, ptx in OPERATORS["delete bar.sync"].mutants(tf32.ptx)
+              if mutations.equivalent(OPERATORS["delete bar.sync"], what, tf32, line) is None]
+    assert others and all(mutations.outcome(tf32, ptx) is not None for _, ptx in others[:2])
+
+
+def test_the_init_fence_of_a_kernel_without_async_mbarrier_users_is_equivalent() -> None:
+    """sm_120's tf32 matmul stages by cp.async and arrives with cp.async.mbarrier.arrive (the generic proxy): no
+    TMA, bulk copy or tcgen05.commit completes on its mbarriers, and it has no clusters, so its
+    fence.mbarrier_init orders nothing anyone needs: listed as equivalent, and it runs clean. The sm_90 and
+    sm_100 f16 kernels' TMA loads complete on their mbarriers: their fences are not listed."""
+    c = mutations.prepare("mm_tf32_64x64x32", "sm_120")
+    assert c is not None
+    op = OPERATORS["delete fence.mbarrier_init"]
+    mutants = op.mutants(c.ptx)
+    assert mutants and all(mutations._no_async_mbarrier(c.ptx) for _ in mutants)
+    line, what, ptx = mutants[0]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    assert not any(mutations._no_async_mbarrier(case(g).ptx) for g in ("sm_90", "sm_100"))
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_the_tf32_equivalences_list_no_f16_mutant(gpu: str) -> None:
+    """The f16 matmuls' fences, waits and barriers are all needed (their mutants are reported): none of the
+    rules above lists one."""
+    c = case(gpu)
+    for name, rule in TF32_EQUIVALENT:
+        assert not [what for line, what, _ in OPERATORS[name].mutants(c.ptx) if rule(c.ptx, line)], name
 
 
 def test_the_stride_byte_offset_counts_only_where_the_isa_reads_it() -> None:

@@ -293,6 +293,28 @@ def test_an_mbarrier_invalidated_but_never_initialized_is_reported(check: bool) 
             run(bad, MB, check=check)
         assert "mbarrier.inval.shared.b64 [mb]'" in str(info.value), info.value
 
+@pytest.mark.parametrize("check", [True, False])
+def test_an_mbarrier_initialized_again_while_valid_is_reported(check: bool) -> None:
+    """mbarrier.init over a valid mbarrier (no mbarrier.inval since its own init) is undefined (PTX ISA,
+    mbarrier.init: invalidate first): reported with the second init's line and the first's, race checker on or
+    off. Here the other threads still wait on the old one's phase (on hardware the re-init resets the phase they
+    wait for, and they may never see it end); an init after an inval, with nobody left using it, runs clean."""
+    again = INVAL.format(sem="", skip="", sync="bar.sync 0;").replace(
+        "    @%p1 mbarrier.inval.shared.b64 [mb];\n", "")
+    np.testing.assert_array_equal(run(again, MB, check=check), np.arange(N))
+    live = again.replace("    mbarrier.arrive.shared.b64 %rd8, [mb];\n",
+                         "    mbarrier.arrive.shared.b64 %rd8, [mb];\n    @%p1 mbarrier.init.shared.b64 [mb], 128;\n")
+    with pytest.raises(EmulatorError, match="which is still valid") as info:
+        run(live, MB, check=check)
+    msg = str(info.value)
+    assert "at line 29 '@%p1 mbarrier.init.shared.b64 [mb], 128'" in msg, msg
+    assert "initialized by thread 0 at line 26 '@%p1 mbarrier.init" in msg and "phase" in msg, msg
+    reinit = again + "    @%p1 mbarrier.inval.shared.b64 [mb];\n    @%p1 mbarrier.init.shared.b64 [mb], 1;\n"
+    np.testing.assert_array_equal(run(reinit, MB, check=check), np.arange(N))
+    with pytest.raises(EmulatorError, match="which is still valid"):
+        run(again + "    @%p1 mbarrier.init.shared.b64 [mb], 1;\n", MB, check=check)
+
+
 @pytest.mark.parametrize("sem", ["", ".relaxed.cta"])
 def test_arrivals_on_a_phase_the_invalidating_thread_saw_complete_need_no_barrier(sem: str) -> None:
     """Arrivals (release or relaxed) on a phase the invalidating thread saw complete are done with the mbarrier

@@ -271,6 +271,38 @@ def test_a_matmuls_tolerance_is_its_accumulation_bound() -> None:
     assert longer > bound
 
 
+@pytest.mark.parametrize("name", ["g_row_sum_f16_n1024_r1_c0_grid_ragged_ww8_v13p4",
+                                  "g_row_cumsum_f32_n1024_r2_c0_grid_ragged_ww8_v13p4"])
+def test_a_row_sums_tolerance_is_its_accumulation_bound(name: str) -> None:
+    """A row sum (prefix sum) is compared within the bound of its N-term f32 accumulation plus the output's
+    rounding: every output moved by less than the bound passes, one input element of median size left out of
+    an output is reported, and the bound grows with N."""
+    import numpy as np
+
+    from accumulation import limit
+
+    v = grammar.parse(name)
+    spec = launch.launch(v)
+    args = reference.inputs(v, spec)
+    want = reference.expected(v, spec, args)
+    assert reference.compare(v, spec, want, want, args) == []
+    mag, k, aty, _ = reference.ACCUMULATED["row"](v, spec, args)[1]
+    out = want[1]
+    unit = reference.UNIT_NAME[out.dtype.name]
+    bound = limit(np.abs(out.astype(np.float64)), mag, k, "f32", aty, unit, roundings=2)
+    assert k == args[0].shape[1] and mag.shape == out.shape
+    near = (out.astype(np.float64) + 0.4 * bound).astype(out.dtype)
+    assert reference.compare(v, spec, [want[0], near], want, args) == []
+    x = args[0].astype(np.float64)
+    row = x[0]
+    median = row[np.argsort(np.abs(row))[row.size // 2]]
+    wrong = out.astype(np.float64).copy()
+    wrong[(0,) if out.ndim == 1 else (0, -1)] -= median
+    problems = reference.compare(v, spec, [want[0], wrong.astype(out.dtype)], want, args)
+    assert problems and "first at (0" in problems[0], problems
+    assert (limit(np.abs(out.astype(np.float64)), 2 * mag, 2 * k, "f32", aty, unit, roundings=2) > bound).all()
+
+
 # ------------------------------------------------------------------------------ the known gaps
 
 def _gap_params():

@@ -138,9 +138,42 @@ TOLERANCE: dict[str, tuple[float, float]] = {
 # fp8 (e4m3) inputs give f16 outputs: exact here, their products being few-bit.
 
 
-def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndarray) -> str | None:
-    """None when `got` matches `ref` (within the dtype's tolerance for an output, bit for bit
-    for an input, which neither backend may write), else a report of the elements that differ."""
+# The kernels that sum K products (or K values) into an output: their outputs are compared within the bound of
+# that K-term accumulation (tests/accumulation.py), not a fixed tolerance. output dtype -> its unit's name
+UNIT_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "s32"}
+
+
+def accumulations(config: configs.Config, args: list[np.ndarray],
+                  gpu: str = "") -> dict[str, tuple[np.ndarray, int, str]]:
+    """Per output of an accumulating kernel (matmul, bmm, split-K, row sum): (the magnitudes its error is
+    proportional to, |a| @ |b| or sum |x|, shaped like the output; the number of terms K; the accumulator's unit
+    name on `gpu`: fp8 on sm_90 accumulates narrower than f32). The other kernels keep TOLERANCE."""
+    from accumulation import accumulator
+
+    named = dict(zip([p.name for p in config.params if isinstance(p, (configs.Arr, configs.Scalar))], args))
+    f = lambda x: np.abs(x.astype(np.float64))  # noqa: E731
+    fp8 = "e4m3" if any(p.dtype == "float8_e4m3fn" for p in config.arrays) else ""
+    acc = "s32" if any(p.dtype == "int8" for p in config.arrays) else accumulator("f32", fp8, gpu)
+    if config.kernel in ("matmul", "bmm"):
+        a, b = f(named["a"]), f(named["b"])
+        return {"c": (a @ b, a.shape[-1], acc)}
+    if config.kernel == "splitk_matmul":
+        a, b = f(named["a"]), f(named["b"])
+        split, tk = (configs._const(config, n) for n in ("SPLIT", "TK"))
+        mine = (np.arange(a.shape[1]) // tk) % split          # the split each K index is summed in
+        mag = np.stack([a[:, mine == s] @ b[mine == s] for s in range(split)])
+        return {"partial": (mag, int(max((mine == s).sum() for s in range(split))), acc)}
+    if config.kernel == "row_sum":
+        x = f(named["x"])
+        return {"y": (x.sum(axis=1), x.shape[1], acc)}
+    return {}
+
+
+def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndarray,
+              accumulated: tuple[np.ndarray, int, str] | None = None) -> str | None:
+    """None when `got` matches `ref` (an output within the bound of its accumulation, `accumulated` as
+    `accumulations` gives it, else within the dtype's tolerance; an input bit for bit, which neither backend
+    may write), else a report of the elements that differ."""
     if got.shape != ref.shape:
         return f"{name}: shape {got.shape} != {ref.shape}"
     if not output:
@@ -151,9 +184,17 @@ def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndar
         return f"{name} (input, {dtype}): {int((~same).sum())} elements overwritten, first at {np.argwhere(~same)[0]}"
     g, r = got.astype(np.float64), ref.astype(np.float64)
     nan_g, nan_r = np.isnan(g), np.isnan(r)
-    rtol, atol_max = TOLERANCE[dtype]
     finite = np.where(np.isfinite(r), np.abs(r), 0.0)
-    limit = rtol * finite + atol_max * (finite.max() if finite.size else 0.0)
+    if accumulated is not None and dtype in UNIT_NAME:
+        from accumulation import apart
+
+        mag, k, acc = accumulated
+        limit = apart(finite, mag, k, acc, UNIT_NAME[dtype])
+        allowed = f"the bound of a {k}-term {acc} accumulation, up to {float(limit.max()):.3g}"
+    else:
+        rtol, atol_max = TOLERANCE[dtype]
+        limit = rtol * finite + atol_max * (finite.max() if finite.size else 0.0)
+        allowed = f"limit {rtol:g}*|ref| + {atol_max:g}*{finite.max():.3g}"
     with np.errstate(invalid="ignore"):
         bad = (nan_g != nan_r) | (~nan_r & ~(np.abs(g - r) <= limit) & (g != r))
     if not bad.any():
@@ -162,7 +203,7 @@ def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndar
     rows = [f"  [{', '.join(map(str, ix))}] emulator {float(g[tuple(ix)])!r} interpreter {float(r[tuple(ix)])!r}"
             for ix in where[:8]]
     return (f"{name} ({dtype}): {int(bad.sum())} of {bad.size} elements differ "
-            f"(max |diff| {np.nanmax(np.abs(g - r)):.3g}, limit {rtol:g}*|ref| + {atol_max:g}*{finite.max():.3g}); "
+            f"(max |diff| {np.nanmax(np.abs(g - r)):.3g}, {allowed}); "
             f"first at:\n" + "\n".join(rows))
 
 
@@ -175,7 +216,8 @@ def _check(name: str, gpu: str, recipe: str = "small") -> None:
             assert not np.array_equal(before.view(np.uint8), after.view(np.uint8)), f"{name}: {p.name} never written"
     got = _run(name, recipe, "emulator", gpu)
     passed = [p for p in small.params if not isinstance(p, configs.Const)]   # what run_arrays returns
-    reports = [_mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r))
+    bounds = accumulations(small, initial, gpu)
+    reports = [_mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
                for p, g, r in zip(passed, got, ref) if isinstance(p, configs.Arr)]
     reports = [r for r in reports if r]
     assert not reports, f"{name} ({recipe}) on {gpu}: emulator and interpreter differ\n" + "\n".join(reports)
@@ -197,6 +239,52 @@ def test_small_launches_keep_the_bytecodes_specialization() -> None:
         assert [p for p in config.params if not isinstance(p, configs.Arr)] == \
             [p for p in small.params if not isinstance(p, configs.Arr)], name
         assert np.prod(small.grid) > 1, name
+
+
+@pytest.mark.parametrize("name, steps", [("mm_f16_128x128x64", 8), ("mm_tf32_64x64x32", 16),
+                                         ("splitk_f16_128x128x64_s4", 8)])
+def test_an_output_one_term_off_is_reported_at_the_launches_k(name: str, steps: int) -> None:
+    """A matmul output is compared within the bound of its K-term accumulation (tests/accumulation.py): at the
+    K of the mutation launches (steps K tiles a CTA: 512 for the f16 and split-K ones, 16 x 32 for tf32), one
+    product of typical size (the median |a_ik b_kj| of that output) left out is reported, while every output
+    moved by less than the bound passes; and the bound grows with K."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mutations
+
+    config = mutations.launch(name, steps)
+    args = _arguments(config)
+    named = dict(zip([p.name for p in config.params if isinstance(p, configs.Arr)], args))
+    out = next(p for p in config.params if isinstance(p, configs.Arr) and p.output)
+    a, b = named["a"].astype(np.float64), named["b"].astype(np.float64)
+    mag, k, acc = accumulations(config, args)[out.name]
+    if name.startswith("splitk"):
+        split, tk = configs._const(config, "SPLIT"), configs._const(config, "TK")
+        mine = (np.arange(a.shape[1]) // tk) % split
+        exact = np.stack([a[:, mine == s] @ b[mine == s] for s in range(split)])
+        terms = a[3, mine == 1] * b[mine == 1, 5]
+        at = (1, 3, 5)
+    else:
+        exact = a @ b
+        terms = a[3] * b[:, 5]
+        at = (3, 5)
+    assert k >= 256, k
+    ref = exact.astype(np.float32).astype(_np_dtype(out.dtype))
+    bound = apart_of(ref, mag, k, acc, out.dtype)
+    assert _mismatch(out.name, out.dtype, True, ref, ref, (mag, k, acc)) is None
+    near = (exact + 0.5 * bound * np.sign(exact)).astype(np.float32).astype(ref.dtype)
+    assert _mismatch(out.name, out.dtype, True, near, ref, (mag, k, acc)) is None
+    median = terms[np.argsort(np.abs(terms))[terms.size // 2]]
+    wrong = ref.copy()
+    wrong[at] = np.float32(exact[at] - median).astype(ref.dtype)
+    report = _mismatch(out.name, out.dtype, True, wrong, ref, (mag, k, acc)) or ""
+    assert f"[{', '.join(map(str, at))}]" in report and f"{k}-term" in report, report
+    assert (apart_of(ref, 2 * mag, 2 * k, acc, out.dtype) > bound).all()
+
+
+def apart_of(ref: np.ndarray, mag: np.ndarray, k: int, acc: str, dtype: str) -> np.ndarray:
+    from accumulation import apart
+
+    return apart(np.abs(ref.astype(np.float64)), mag, k, acc, UNIT_NAME[dtype])
 
 
 def test_the_comparison_reports_wrong_elements_and_stray_writes() -> None:

@@ -172,7 +172,10 @@ def test_tf32_operands_are_copied_asynchronously_and_rounded_in_their_fragments(
 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_120"])
-def test_fp8_matmul_runs_on_tensor_cores_exactly(gpu, tmp_path: Path) -> None:
+def test_fp8_matmul_runs_on_tensor_cores(gpu, tmp_path: Path) -> None:
+    """The e4m3 products are exact in f32: sm_120's mma.sync (at least single precision) sums them exactly here;
+    sm_90's wgmma accumulates fp8 below single precision (the PTX ISA; the emulator's fp8_accumulate), so its
+    result is compared within the bound of that accumulation (tests/accumulation.py)."""
     from tileiras.runtime import run_arrays
 
     data = _matmul("float8_e4m3fn", "float32", 128, 128, 64)
@@ -189,7 +192,14 @@ def test_fp8_matmul_runs_on_tensor_cores_exactly(gpu, tmp_path: Path) -> None:
     a, b, c = _inputs("float8_e4m3fn", 128, 128, 128)
     out = run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name=gpu,
                      check_races=True)[2]
-    assert np.array_equal(out, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
+    want = (a.astype(np.float64) @ b.astype(np.float64))
+    if gpu == "sm_120":
+        assert np.array_equal(out, want.astype(np.float32))
+    else:
+        from accumulation import accumulator, assert_accumulated
+
+        assert_accumulated(np.asarray(out, np.float64), want, a.astype(np.float64), b.astype(np.float64).T,
+                           accumulator("f32", "e4m3", gpu))
 
 
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"])   # sm_100: test_tcgen05_lowering

@@ -33,6 +33,13 @@ The asynchronous proxy (TMA, wgmma, tcgen05) adds two checks on shared memory:
 * proxy fences: bytes stored through the generic proxy (st, stmatrix, ...) and then
   read through the async proxy need a fence.proxy.async by the storing thread after the
   store; otherwise the read is reported.
+
+mbarriers' lives (with ops/async_ops.py and mbarrier_order.py): a use must be ordered after
+the mbarrier.init; a completion by the async proxy (a TMA load, a tcgen05.commit) after a
+fence.mbarrier_init or fence.proxy.async of the initializing thread that a barrier or an
+mbarrier phase orders before the issuing thread (`fenced`); an mbarrier.inval after every
+other thread's last wait and arrival. An init over a still valid mbarrier, or an inval of
+none, is reported with or without the checker.
 """
 
 from __future__ import annotations
@@ -120,6 +127,8 @@ class RaceChecker:
         self.last_fence = np.full(nthreads, -1, dtype=np.int64)
         self.last_release = np.full(nthreads, -1, dtype=np.int64)
         self.last_init_fence = np.full(nthreads, -1, dtype=np.int64)
+        # thread -> the mbarriers it initialized that none of its fences has made visible to the async proxy yet
+        self.unfenced: dict[int, list] = {}
         self.seen: dict[int, Any] = {}                         # mbarrier -> phases each thread has seen
         from .happens_before import Clocks
 
@@ -142,6 +151,7 @@ class RaceChecker:
         once, instead of at every read."""
         np = self.np
         self._stamp(self.last_fence, lanes)
+        self._fence_inits(lanes)
         live = np.flatnonzero(self.gen_seq >= 0)
         if not live.size:
             return
@@ -154,15 +164,37 @@ class RaceChecker:
     def init_fence(self, lanes: Any) -> None:
         """fence.mbarrier_init by threads `lanes`."""
         self._stamp(self.last_init_fence, lanes)
+        self._fence_inits(lanes)
+
+    def initialized(self, tid: int, b: Any) -> None:
+        """Thread `tid` initialized mbarrier `b`: the async proxy sees it only after one of tid's fences."""
+        self.unfenced.setdefault(tid, []).append(b)
+
+    def _fence_inits(self, lanes: Any) -> None:
+        """A fence.mbarrier_init or fence.proxy.async by threads `lanes` (a mask or indices): each one's unfenced
+        initializations are fenced at its clock now, which an async-proxy use must be ordered after (`fenced`)."""
+        if not self.unfenced:
+            return
+        np = self.np
+        lanes = np.asarray(lanes)
+        tids = np.flatnonzero(lanes) if lanes.dtype == bool else lanes.ravel()
+        for t in set(tids.tolist()) & self.unfenced.keys():
+            for b in self.unfenced.pop(t):
+                b.fence_clock = int(self.hb.own[t])
+
+    def fenced(self, b: Any, thread: int) -> bool:
+        """Whether mbarrier `b`'s initialization was fenced by its initializing thread (fence.mbarrier_init or
+        fence.proxy.async) before `thread`'s use of it by the async proxy: the fence is `thread`'s own, or a
+        barrier or mbarrier phase orders it before (a fence that merely ran earlier in the emulator's order of
+        the warps does not count)."""
+        if b.fence_clock < 0:
+            return False
+        return thread == b.init_by or int(self.hb.vc[thread, b.init_by]) >= b.fence_clock
 
     def stamp_init(self) -> int:
         """An mbarrier.init happens now: its place in the sequence of stamps."""
         self.seq += 1
         return self.seq
-
-    def init_fenced(self, tid: int, init_seq: int) -> bool:
-        """Whether thread `tid` ran fence.mbarrier_init or fence.proxy.async after its init at `init_seq`."""
-        return bool(self.last_init_fence[tid] > init_seq or self.last_fence[tid] > init_seq)
 
     def release(self, lanes: Any, key: Any = None, commit: bool = False) -> None:
         """Threads `lanes` arrive on a barrier, or on the mbarrier at shared offset `key` (`commit`: by a

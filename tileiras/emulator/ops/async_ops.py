@@ -365,6 +365,8 @@ class MBarrier:
     init_by: int = -1      # the thread that initialized it, and its clock then (race checker: `published`)
     init_clock: int = 0
     init_seq: int = -1     # when it was initialized (race checker's sequence), for fence.mbarrier_init
+    init_ins: Any = None   # its mbarrier.init, named when another init lands on it while it is still valid
+    fence_clock: int = -1  # the initializing thread's clock at its first fence after the init (race checker)
     # race checker: each thread's last wait and arrival, which its mbarrier.inval must follow (mbarrier_order.py)
     waits: dict = field(default_factory=dict)
     arrivals: dict = field(default_factory=dict)
@@ -380,20 +382,24 @@ def published(st: Any, b: MBarrier, thread: int, what: str, async_proxy: bool = 
     fence.proxy.async."""
     if st.races is None or b.init_by < 0:
         return
-    if async_proxy and b.init_seq >= 0 and not st.races.init_fenced(b.init_by, b.init_seq):
+    if async_proxy and b.init_seq >= 0 and b.fence_clock < 0:
         raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
                           f"{b.init_by} no fence.mbarrier_init (or fence.proxy.async) by that thread made visible to "
                           "the async proxy", thread)
-    if thread == b.init_by or st.races.hb.vc[thread, b.init_by] >= b.init_clock:
-        return
-    if st.rank_of is None or b.key // st.smem_stride == st.rank_of[thread]:
-        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by thread "
-                          f"{b.init_by} is not ordered before this use (no barrier or mbarrier phase after the "
-                          "mbarrier.init reached this thread)", thread)
-    raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
-                      f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
-                      f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
-                      f"use)", thread)
+    if thread != b.init_by and st.races.hb.vc[thread, b.init_by] < b.init_clock:
+        if st.rank_of is None or b.key // st.smem_stride == st.rank_of[thread]:
+            raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization by "
+                              f"thread {b.init_by} is not ordered before this use (no barrier or mbarrier phase after "
+                              "the mbarrier.init reached this thread)", thread)
+        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x} of CTA rank "
+                          f"{b.key // st.smem_stride}, whose initialization by thread {b.init_by} is not visible to "
+                          f"this thread (fence.mbarrier_init.release.cluster and a cluster barrier before any remote "
+                          f"use)", thread)
+    if async_proxy and b.init_seq >= 0 and not st.races.fenced(b, thread):
+        raise DeviceFault(f"{what} on the mbarrier at shared address 0x{b.key:x}, whose initialization thread "
+                          f"{b.init_by} fenced (fence.mbarrier_init or fence.proxy.async), but no barrier or mbarrier "
+                          "phase orders that fence before this use: the async proxy may not see the "
+                          "initialization yet", thread)
 
 
 def _mbar_keys(st: Any, addr: Any, lanes: Any, m: Any, space: str) -> Any:
@@ -441,6 +447,24 @@ def _get(st: Any, key: int, thread: int, how: str = "used") -> MBarrier:
         raise DeviceFault(f"mbarrier at shared address 0x{key:x} is {how} before mbarrier.init (never initialized, "
                           "or invalidated already)", thread)
     return b
+
+
+def _live_init(b: MBarrier, thread: int) -> None:
+    """An mbarrier.init on the still valid mbarrier `b`: the PTX ISA leaves an init of a location holding a valid
+    mbarrier undefined (mbarrier.inval must end its life first, whatever its state), and on hardware it loses
+    the arrivals, transactions and phase that the old one's users still count on. Reported with or without the
+    race checker, like an inval of no mbarrier (the executor adds the line and text)."""
+    state = []
+    if b.pending != b.expected:
+        state.append(f"{b.expected - b.pending} of {b.expected} arrivals of its current phase made")
+    if b.tx:
+        state.append(f"{b.tx} transaction bytes outstanding")
+    state.append(f"{b.phase} phase{'' if b.phase == 1 else 's'} completed")
+    first = f" at line {b.init_ins.line} '{b.init_ins.text}'" if b.init_ins is not None else ""
+    raise DeviceFault(f"mbarrier.init by thread {thread} on the mbarrier at shared address 0x{b.key:x}, which is "
+                      f"still valid (initialized by thread {b.init_by}{first}, {', '.join(state)}) with no "
+                      "mbarrier.inval between: the PTX ISA leaves initializing a valid mbarrier undefined "
+                      "(invalidate it first)", thread)
 
 
 def _arrive(st: Any, key: int, count: int, thread: int, tx: int = 0, commit: bool = False,
@@ -525,9 +549,13 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     # any arrival on one is reported as one too many
                     if not 0 <= v < (1 << 20):
                         raise DeviceFault(f"mbarrier.init count {v} is outside 0..2^20-1", t)
+                    if key in st.mbar:
+                        _live_init(st.mbar[key], t)
                     clock = st.races.hb.init(t) if st.races is not None else 0
                     seq = st.races.stamp_init() if st.races is not None else -1
-                    st.mbar[key] = MBarrier(v, v, key=key, init_by=t, init_clock=clock, init_seq=seq)
+                    st.mbar[key] = MBarrier(v, v, key=key, init_by=t, init_clock=clock, init_seq=seq, init_ins=ins)
+                    if st.races is not None:
+                        st.races.initialized(t, st.mbar[key])
                     st.shared[key:key + 8] = 0
                     if st.races is not None:
                         st.races.mark_written(np.arange(key, key + 8))

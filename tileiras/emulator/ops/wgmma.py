@@ -4,7 +4,8 @@ A warpgroup is four consecutive warps (threads 128*w ... 128*w + 127). mma_async
 computes D = A * B (+ D when scale-d is true) for every warpgroup executing it, when it
 issues: A (64 x K) comes from shared memory through a matrix descriptor or from registers,
 B (N x K, or K x N when transposed) from shared memory; descriptors are decoded and
-swizzled as `smem_layout.py` describes. tf32 operands read from shared memory are rounded to
+swizzled as `smem_layout.py` describes. fp8 inputs with an f32 accumulator accumulate at the
+lower precision the ISA allows them (`fp8_accumulate`). tf32 operands read from shared memory are rounded to
 nearest (ties to even) from their f32 bits, as an H200 does (measured: wgmmas fed unrounded f32
 matched ones fed cvt.rn.tf32 values bit for bit, five matmuls of 16.7M outputs each); register A
 operands keep the top 19 bits (not measured). Products are exact and the sum is rounded
@@ -39,6 +40,29 @@ INPUTS = {
 }
 ACCUMULATORS = {"f16": ("f16", "bf16", "e4m3", "e5m2"), "f32": ("f16", "bf16", "tf32", "e4m3", "e5m2"),
                 "s32": ("s8", "u8")}
+
+
+FP8 = ("e4m3", "e5m2")
+# fp8 inputs with an f32 accumulator: the PTX ISA (wgmma, from 9.2) says the current implementation accumulates
+# "at higher than half precision but lower than single precision". Modelled as a Hopper measurement shows it (a
+# GH200 adding 32 products of 1/256 per wgmma stalls at 64; DeepSeek-V3 reports "around 14 bits" on an H800):
+# each addend (the K exact products and C) is aligned to the largest one's exponent and truncated below its
+# 14-bit significand (ALIGN_BITS fraction bits), then summed and rounded to f32 once.
+ALIGN_BITS = 13
+
+
+def fp8_accumulate(A: Any, B: Any, C: Any) -> Any:
+    """D = A @ B.T (+ C), (M x K) and (N x K) exact fp8 values, with the fp8 wgmma's aligned accumulation."""
+    np = _np()
+    terms = A[:, None, :] * B[None, :, :]                   # M x N x K exact products
+    if C is not None:
+        terms = np.concatenate([terms, np.asarray(C, dtype=np.float64)[:, :, None]], axis=2)
+    if not np.isfinite(terms).all():
+        return terms.sum(axis=2)                            # inf / NaN propagate as in an exact sum
+    top = np.abs(terms).max(axis=2, keepdims=True)
+    exp = np.floor(np.log2(np.where(top > 0, top, 1.0)))
+    quantum = np.exp2(exp - ALIGN_BITS)
+    return (np.trunc(terms / quantum) * quantum).sum(axis=2)
 
 
 def _np() -> Any:
@@ -209,6 +233,7 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
     dec.prog.async_regs |= pending_regs
     dec.prog.async_exempt.add(id(ins))
     rows_i, cols_i = accumulator_layout(n)
+    fp8_f32 = aty in FP8 and dty == "f32"
     pending = frozenset(pending_regs)
     what = f"wgmma.mma_async at line {ins.line}"
 
@@ -243,13 +268,17 @@ def _mma_async(dec: Decoder, ins: Instr) -> Any:
                 st.races.async_read(st, ins.line, operand_bytes(addrs, esize), lanes, f"the {what}",
                                         ("wgmma", g, st.wgmma_committed.get(g, 0)))
             B = smem_matrix(st, addrs, bty, esize, "wgmma B", int(lanes[0]), tf32_nearest=True)
-            D = (A * scale_a) @ (B * scale_b).T
+            C = None
             if _uniform(st, scale_d, g, "scale-d"):
                 raw = np.stack([np.broadcast_to(np.asarray(r(st)), (st.n,))[lanes] for r in d_read], axis=1)
                 acc = _elements(raw.astype(np.uint32), dty).reshape(4, 32, -1)
                 C = np.zeros((64, n), dtype=acc.dtype)
                 C[rows_i, cols_i] = acc
-                D = D + C
+            if fp8_f32:
+                D = fp8_accumulate(A * scale_a, B * scale_b, C)
+            else:
+                D = (A * scale_a) @ (B * scale_b).T
+                D = D if C is None else D + C
             elems = D[rows_i, cols_i].reshape(128, -1)
             if integer:
                 if satfinite:
