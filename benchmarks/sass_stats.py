@@ -50,7 +50,8 @@ _WIDTH: dict[str, int] = {"U8": 8, "S8": 8, "U16": 16, "S16": 16, "64": 64, "128
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _ARCH = re.compile(r"^\s*\.target\s+(sm_\w+)|code for (sm_\w+)")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(@!?U?P[T0-9]+\s+)?([A-Za-z0-9_.]+)\s*([^;]*);")
-_BRANCH_TARGET = re.compile(r"^(0x[0-9a-fA-F]+)\b")
+# the target, after the uniform predicate of a `BRA.U UP0, 0x39e0` (Blackwell's loop latches)
+_BRANCH_TARGET = re.compile(r"^(?:!?U?PT?\d*,\s*)?(0x[0-9a-fA-F]+)\b")
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,20 @@ def test_innermost_loop_choice() -> None:
     assert s.global_loads == {64: 1} and s.global_stores == {16: 1}
 
 
+def test_a_loop_closed_by_a_uniform_predicate_branch() -> None:
+    """sm_100's SASS closes loops with `BRA.U UP0, target` (the predicate an operand): still a loop,
+    and a forward `BRA.U !UP0` is not one."""
+    text = "\n".join([
+        "\tcode for sm_100", "\t\tFunction : k",
+        *(f"        /*{a:04x}*/ {op} ;" for a, op in [
+            (0x00, "BRA.U !UP0, 0x50"), (0x10, "LDS R2, [R4]"), (0x20, "HMMA.16816.F32.BF16 R8, R2, R4, R8"),
+            (0x30, "BRA.U UP0, 0x10"), (0x40, "STG.E [R4.64], R8"), (0x50, "EXIT")]),
+    ])
+    func = sass_stats.parse_sass(text)["k"]
+    assert [(lp.head, lp.latch) for lp in sass_stats.loops(func)] == [(0x10, 0x30)]
+    assert sass_stats.function_stats(func).hot_loop_tensor_core == 1
+
+
 def test_live_cuobjdump_on_both_compilers(tmp_path: Path) -> None:
     """Our cubin and NVIDIA's for the same module, through cuobjdump now: both kernels are
     found with their threads, registers and global accesses."""
