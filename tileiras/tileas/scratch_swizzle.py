@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from math import prod
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..ir.record import record
 from ..layout.encodings import Layout, row_major_strides
 from ..layout.index_math import Pre, element
 
-if TYPE_CHECKING:
-    import numpy as np
-
+WARP = 32
 CHUNK = 16      # bytes: the widest shared access, which the swizzle keeps whole
 SPAN = 8        # chunks of a 128-byte block: every bank once
 
@@ -69,10 +67,14 @@ def _run(layout: Layout, n: int, per_chunk: int) -> int:
     if run < 2 or run & (run - 1):
         return 1
     elems = _warp(layout, n)[0]
-    starts = elems[::run]
-    aligned = elems.shape[0] % run == 0 and not (starts % run).any()
-    consecutive = aligned and all((elems[w::run] == starts + w).all() for w in range(run))
-    return run if consecutive else 1
+    if len(elems) % run:
+        return 1
+    for first in range(0, len(elems), run):
+        starts = elems[first]
+        if any(e % run for e in starts) or any(elems[first + w][lane] != e + w for w in range(1, run)
+                                                for lane, e in enumerate(starts)):
+            return 1
+    return run
 
 
 def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layout, elem_bytes: int,
@@ -82,56 +84,65 @@ def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layou
 
     total = 0
     for lanes, elems, run in (_stores(shape, src, write_run), _loads(shape, perm, dst, read_run)):
-        total += wavefronts(_placed(elems, swizzle) * elem_bytes, lanes, run * elem_bytes)[1]
+        total += wavefronts([e * elem_bytes for e in _placed(elems, swizzle)], lanes, run * elem_bytes)[1]
     return total
 
 
-def _placed(elems: "np.ndarray", swizzle: Optional[ScratchSwizzle]) -> "np.ndarray":
+def _placed(elems: tuple[int, ...], swizzle: Optional[ScratchSwizzle]) -> list[int]:
     """Where the row-major elements `elems` lie in the scratch (the same emitted arithmetic)."""
     from ..layout.index_eval import Evaluator
 
     if swizzle is None:
-        return elems
-    ev = Evaluator(elems, "%e")
-    return ev.value(swizzle.index(ev.pre, "%e"))
+        return list(elems)
+    out = []
+    for e in elems:
+        ev = Evaluator(e, "%e")
+        out.append(ev.value(swizzle.index(ev.pre, "%e")))
+    return out
 
 
 @lru_cache(maxsize=64)
-def _stores(shape: tuple[int, ...], layout: Layout, run: int) -> tuple["np.ndarray", "np.ndarray", int]:
+def _stores(shape: tuple[int, ...], layout: Layout, run: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """The first warp's stores, a run of slots each: (lane numbered as if each store ran in a warp of
     its own, the row-major element it stores first, run) of every lane that stores (first copies)."""
-    import numpy as np
-
-    elems, valid = (a[::run] for a in _warp(layout, prod(shape)))
-    lanes = np.arange(32) + 32 * np.arange(elems.shape[0])[:, None]
-    return lanes[valid], elems[valid], run
+    elems, valid = _warp(layout, prod(shape))
+    lanes, stored = [], []
+    for i, slot in enumerate(range(0, len(elems), run)):
+        for lane in range(WARP):
+            if valid[slot][lane]:
+                lanes.append(lane + WARP * i)
+                stored.append(elems[slot][lane])
+    return tuple(lanes), tuple(stored), run
 
 
 @lru_cache(maxsize=64)
 def _loads(shape: tuple[int, ...], perm: tuple[int, ...], layout: Layout,
-           run: int) -> tuple["np.ndarray", "np.ndarray", int]:
+           run: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """The first warp's loads, as `_stores`: each lane's source element (the result's `perm`uted)."""
-    import numpy as np
-
     rshape = tuple(shape[p] for p in perm)
-    elems = _warp(layout, prod(shape))[0][::run].ravel()
-    src = np.zeros_like(elems)
-    for d, (size, stride) in enumerate(zip(rshape, row_major_strides(rshape))):
-        src += (elems // stride % size) * row_major_strides(shape)[perm[d]]
-    return np.arange(src.size), src, run
+    rstrides, strides = row_major_strides(rshape), row_major_strides(shape)
+    elems = _warp(layout, prod(shape))[0]
+    src = []
+    for slot in range(0, len(elems), run):
+        for e in elems[slot]:
+            src.append(sum((e // stride % size) * strides[perm[d]]
+                           for d, (size, stride) in enumerate(zip(rshape, rstrides))))
+    return tuple(range(len(src))), tuple(src), run
 
 
 @lru_cache(maxsize=64)
-def _warp(layout: Layout, n: int) -> tuple["np.ndarray", "np.ndarray"]:
+def _warp(layout: Layout, n: int) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[bool, ...], ...]]:
     """(element index, first copy) of every slot (rows) in each lane (columns) of the first warp."""
-    import numpy as np
-
     from ..layout.index_eval import Evaluator
 
     elems, valid = [], []
     for slot in range(layout.slots(n)):
-        ev = Evaluator(np.arange(32))
-        e, first = element(layout, ev.pre, "%tid", n, slot)
-        elems.append(np.broadcast_to(ev.value(e), (32,)))
-        valid.append(np.ones(32, bool) if first is None else np.broadcast_to(ev.value(first), (32,)).astype(bool))
-    return np.array(elems, dtype=np.int64), np.array(valid)
+        row, ok = [], []
+        for lane in range(WARP):
+            ev = Evaluator(lane)
+            e, first = element(layout, ev.pre, "%tid", n, slot)
+            row.append(ev.value(e))
+            ok.append(True if first is None else bool(ev.value(first)))
+        elems.append(tuple(row))
+        valid.append(tuple(ok))
+    return tuple(elems), tuple(valid)
