@@ -60,7 +60,11 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             # warp-specialized on sm_100: an MMA warp reading a transposed (column-major) B stage; consumer
             # warpgroups issuing mma.sync (32-row tiles) from TMA stages
             ("g_bmm_tf32_rc_64x64x64_cast_aligned_ctas2_v13p3", "sm_100"),
-            ("g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4", "sm_100")]
+            ("g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4", "sm_100"),
+            # the accumulator stored by TMA from mma.sync fragments (sm_120) and attention's O on sm_100, ragged
+            # shapes: TMA clips the boxes of the partial tiles
+            ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120"),
+            ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_100")]
 
 
 # the known gaps
@@ -80,9 +84,6 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "failed the same way once the canonical form gave it the 13.4 pipeline)"),
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
-    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA",
-     "TMA loads now (mma.sync roles on sm_100), but the epilogue stores with st.global where NVIDIA's stores "
-     "by TMA (32-row tile, f32 accumulator cast)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
@@ -285,6 +286,16 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # offset and coordinate were hoisted out of it (255 registers, 254 spill instructions), the blocked
     # layout's slots now step from slot 0's address (BlockedLayout.slot_shift): 234 registers, none
     ("g_gemm_bf16_cr_256x16x32_undef_tiles_cast_none_lat3_v13p2", "sm_90", "spills"),
+    # TMA stores of an mma accumulator wherever the target has TMA, not only from sm_90's wgmma fragments
+    # (tileas/epilogue_forms._tma_staging): sm_100's mma.sync roles (32-row tiles, 13.1) and its attention O
+    # where tensor memory's epilogue does not store it (13.2 decode, 13.4 backward dQ, ragged facts: TMA clips
+    # the partial tiles); sm_120's mma.sync matmuls and attentions (13.2 MLA, 13.3 batched, 13.4 backward dQ)
+    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA"),
+    ("g_attn_decode_f16_d128_g4_32_window_aligned_occ2_v13p2", "sm_100", "TMA"),
+    ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_100", "TMA"),
+    ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120", "TMA"),
+    ("g_bmm_f16_rr_64x128x128_cast_aligned_ctas2_v13p3", "sm_120", "TMA"),
+    ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_120", "TMA"),
 )
 
 
@@ -295,6 +306,18 @@ def test_closed_gap(name: str, gpu: str, klass: str) -> None:
     cls = _bench_module().CLASSES[klass]
     assert cls.applies(ours, nvidia), f"{klass} no longer applies: NVIDIA's code changed"
     assert cls.matches(ours, nvidia), cls.detail(ours, nvidia)
+
+
+def test_no_tma_store_without_the_facts() -> None:
+    """A TMA store needs its tensor map's base 16-byte aligned and its outer strides multiples of 16 bytes
+    (tma_boxes.plan): without cuTile's facts nothing proves it, and the accumulator is stored with st.global
+    on sm_120 and sm_100, as NVIDIA's stores it then."""
+    bench = _bench_module()
+    name = "g_bmm_tf32_rc_128x64x64_scale_none_occ2_v13p3"
+    for gpu in ("sm_100", "sm_120"):
+        ours, nvidia = _compiled(name, gpu, "ours"), _compiled(name, gpu, "nvidia")
+        assert ours.get("stats") and nvidia["ok"], ours["error"] or nvidia["error"]
+        assert bench._tma(ours["stats"], bench.TMA_STORES) == 0 == bench._tma(nvidia["stats"], bench.TMA_STORES)
 
 
 def test_the_closed_sm100_gaps_are_warp_specialized() -> None:

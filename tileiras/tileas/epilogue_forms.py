@@ -2,8 +2,10 @@
 (lowering/epilogue.py) and for the pass `plan-shared-memory` (shared_epilogue.py), from the tile's
 type and layout and the buffers placed before the store (`epilogue`):
 
-* on sm_90, where the view's descriptor can be made from the kernel's parameters, written in
-  wgmma's swizzled layout and stored by one thread with TMA, through the freed buffers, in column
+* on a target with TMA (sm_90's wgmma fragments, sm_120's mma.sync ones, sm_100's where tensor
+  memory's epilogue does not store them: lowering/tmem_epilogue.py), where the view's descriptor can be
+  made from the kernel's parameters, written in the 128-byte swizzled layout and stored by one thread
+  with TMA, through the freed buffers, in column
   chunks through two buffers where the whole tile does not fit (`_tma_staging`, `_chunks`);
 * else restaged in 16-byte runs where the view's stores are then wider (`_restaging`): through the
   freed buffers, a chunk of rows at a time where the tile does not fit, or, in a persistent
@@ -38,7 +40,7 @@ LOOP_STORES = 128   # fragment stores (chunks x pairs a thread) of a restaging i
 class Epilogue:
     """How a store of an mma accumulator goes through shared memory (`epilogue` decides it, for the
     lowering and for the plan: shared_epilogue.py), and the buffer it asks for."""
-    role: str                  # "tma-store" (sm_90: one thread's TMA boxes) or "restage" (16-byte stores)
+    role: str                  # "tma-store" (one thread's TMA boxes) or "restage" (16-byte stores)
     matrix: SharedMatrix       # one buffer: a chunk of columns (tma-store) or of rows (restage), unplaced
     buffers: int = 1           # tma-store: the column chunks go through this many buffers in turn
     span: Optional[tuple[int, int]] = None   # restage in a loop: the loop's lifetime; None: the store's,
@@ -62,7 +64,7 @@ class Epilogue:
 
 def epilogue(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
     """How store `op` of `ttype` in `layout` (an mma accumulator's fragments) goes through shared
-    memory: a weak view store by TMA on sm_90 (`tma_store`) where it can, else restaged in 16-byte
+    memory: a weak view store by TMA on a target with TMA (`_tma_staging`) where it can, else restaged in 16-byte
     runs where the stores are then wider (`restage`); a store through pointers restaged where the
     pointers are in the layout it would be read back in; None: from the fragments as they are.
     `k`: the lowering, or the facts the plan has before any LLVM (shared_epilogue.py): it reads
@@ -76,7 +78,7 @@ def epilogue(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) 
     view = view_of(op.operand("view"))
     if view is None:
         return None
-    if k.caps.has("wgmma"):
+    if k.caps.has("tma"):
         stored = _tma_staging(k, op, ttype, layout)
         if stored is not None:
             return stored
@@ -174,7 +176,7 @@ def _blocked(k: "StagingFacts", ttype: TileType, layout: Layout) -> Optional[Blo
 
 
 def _tma_staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
-    """sm_90's TMA store of the accumulator through the freed buffers (lowering/epilogue.tma_store): where they
+    """The TMA store of the accumulator through the freed buffers (lowering/epilogue.tma_store): where they
     may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
     columns fits (`_chunks`) and the view's descriptor can be made (tma_boxes.plan)."""
     if _blocked(k, ttype, layout) is None or not _freed(k, op):
