@@ -64,7 +64,9 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             # the accumulator stored by TMA from mma.sync fragments (sm_120) and attention's O on sm_100, ragged
             # shapes: TMA clips the boxes of the partial tiles
             ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120"),
-            ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_100")]
+            ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_100"),
+            # ... and by TMA in a persistent loop, each CTA storing three tiles through one buffer
+            ("g_gemm_bf16_rr_128x64x64_zero_persistent_residual_aligned_lat3_v13p2", "sm_90")]
 
 
 # the known gaps
@@ -296,6 +298,11 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120", "TMA"),
     ("g_bmm_f16_rr_64x128x128_cast_aligned_ctas2_v13p3", "sm_120", "TMA"),
     ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_120", "TMA"),
+    # and in a persistent kernel's tile loop, through a buffer beside what the loop keeps alive (13.2-13.4,
+    # ragged facts included)
+    ("g_gemm_bf16_rr_128x64x64_zero_persistent_residual_aligned_lat3_v13p2", "sm_90", "TMA"),
+    ("g_gemm_tf32_rc_64x128x16_zero_persistent_gelu_ragged_lat3_v13p3", "sm_90", "TMA"),
+    ("g_gemm_e4m3_rr_64x64x64_zero_persistent_gelu_aligned_lat3_v13p4", "sm_100", "TMA"),
 )
 
 

@@ -90,6 +90,16 @@ def test_a_persistent_kernels_restaging_is_planned_beside_what_its_loop_keeps_al
     assert complete and all(complete)
 
 
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_120"])
+def test_a_persistent_kernels_tma_store_is_planned_beside_what_its_loop_keeps_alive(monkeypatch, gpu: str) -> None:
+    """On a target with TMA the store in the persistent loop goes by TMA (as NVIDIA's), through a swizzled
+    buffer of its own beside the rings, alive over the whole loop; nothing is released."""
+    dump, plan, complete = _planned(monkeypatch, "tg_matmul_persistent_f16_64x64x64", gpu)
+    assert "//     tma-store (epilogue) 8192 B align 1024, live over ops 51..81, offset " in plan, plan
+    assert "restage (epilogue)" not in plan and "released" not in plan, plan
+    assert complete and all(complete)
+
+
 @pytest.mark.parametrize("gpu, role, asks", [
     ("sm_80", "restage", r"'cuda_tile.store_view_tko' at .* asks for restage \(epilogue\) 34816 B align 128, live over "
                          r"ops 78..78; the plan predicts restage \(epilogue\) 34832 B"),

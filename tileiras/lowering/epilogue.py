@@ -19,7 +19,9 @@ On a target with TMA (sm_90, sm_120, and sm_100 where tensor memory's own epilog
 the tile), where the view's descriptor can be made from the kernel's parameters (tileas/tma_boxes.py),
 the tile is written in the 128-byte swizzled layout instead and one thread stores it with TMA
 (`tma_store`), box by box, as NVIDIA's epilogues do; a tile larger than the freed buffers (i8
-and f32 128x256: 128 KB) in column chunks through two smaller buffers.
+and f32 128x256: 128 KB) in column chunks through two smaller buffers; a persistent kernel's tile,
+stored in its loop, through a buffer of its own beside what the loop keeps alive, which every thread
+writes again once thread 0 has waited for the previous tile's boxes to read it.
 
 Which of these a store takes, and the buffer it asks for, is decided once at nv_tileas
 (tileas/epilogue_forms.epilogue, from the tile's type and layout and the buffers placed before it):
@@ -74,8 +76,11 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     n = tile.layout.shape[2]  # type: ignore[union-attr]
     matrix, buffers, width = stored.matrix, stored.buffers, stored.matrix.cols
     t = replace(stored.copy, slot=hidden_param(k, stored.copy.spec))
-    _release_buffers(k)
-    base = k.alloc_buffer(stored.nbytes, stored.align, "epilogue", k.op_lifetime(), role="tma-store")
+    if stored.span is None:
+        _release_buffers(k)
+    else:       # in a loop: thread 0 waited for the previous tile's boxes to read the bytes (store, wait)
+        k.barrier()
+    base = k.alloc_buffer(stored.nbytes, stored.align, "epilogue", stored.span or k.op_lifetime(), role="tma-store")
     first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
     for i, col in enumerate(range(0, n, width)):
         chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)
