@@ -312,6 +312,10 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_100", "TMA"),
     ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_120", "TMA"),
     ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_90", "spills"),
+    # sm_90 kernels under wgmma's M (mma.sync from ldmatrix): their stages swizzled where TMA then copies
+    # every load (stage_rings.tma_swizzles), as on sm_120
+    ("g_attn_decode_f16_d128_g4_32_window_aligned_occ2_v13p2", "sm_90", "TMA"),
+    ("g_gemm_f16_cr_16x128x128_undef_persistent_none_aligned_lat3_v13p2", "sm_90", "TMA"),
 )
 
 

@@ -26,7 +26,7 @@ from ..transforms.rewrite import inside_op
 from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
-from .warp_roles import mma_sync_roles, ring_loop
+from .warp_roles import ring_loop
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
@@ -98,14 +98,13 @@ def _tma_copies(k: "StagingFacts", loads: tuple, matrices: dict, dense: "set | f
 
 def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
     """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
-    a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
-    the swizzled layout: the stage takes that layout, as the copy reads either."""
-    tile, assignment = load.results[0].type, k.assignment
-    if assignment is None:
+    a type without a transposed form, an f32 tile read as tf32; or only mma.sync ops read it, by
+    ldmatrix: sm_120's, sm_100's and sm_90's under their wgmma M) but which TMA could copy into the
+    swizzled layout: the stage takes that layout, as the copy (or ldmatrix) reads either."""
+    tile, assignment, value = load.results[0].type, k.assignment, load.results[0]
+    if assignment is None or assignment.is_swizzled(value):
         return False
-    readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
-        if mma_sync_roles(k) else None
-    return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
+    return (assignment.only_wgmma_reads(value) or assignment.only_ldmatrix_reads(value)) \
         and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
@@ -167,9 +166,10 @@ def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.caps.has("tma") and uses_mbarriers(k):
         to_swizzle = {load for load in plan.loads if tma_swizzles(k, load)}
-        # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
+        # stages ldmatrix reads: only where TMA then copies every load (else cp.async fills the stages,
         # and a swizzled one only costs its readers address registers)
-        if not mma_sync_roles(k) or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+        ldmatrix = any(k.assignment.only_ldmatrix_reads(load.results[0]) for load in to_swizzle)  # type: ignore[union-attr]
+        if not ldmatrix or all(swizzled[load] or load in to_swizzle for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
