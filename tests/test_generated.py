@@ -65,7 +65,15 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             # probabilities read as A fragments from the scores' copies in every warp
             ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_90"),
             # no facts: K, read transposed, staged element by element at once (access_width.staged_copy)
-            ("g_attn_decode_bf16_d256_g8_32_full_none_occ2_v13p3", "sm_100")]
+            ("g_attn_decode_bf16_d256_g8_32_full_none_occ2_v13p3", "sm_100"),
+            # the accumulator stored by TMA from mma.sync fragments (sm_120) and attention's O on sm_100, ragged
+            # shapes: TMA clips the boxes of the partial tiles
+            ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120"),
+            ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_100"),
+            # ... and by TMA in a persistent loop, each CTA storing three tiles through one buffer
+            ("g_gemm_bf16_rr_128x64x64_zero_persistent_residual_aligned_lat3_v13p2", "sm_90"),
+            # a ragged K's last tile copied by TMA, the part outside the tensor zero-filled
+            ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_100")]
 
 
 # the known gaps
@@ -85,9 +93,6 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "failed the same way once the canonical form gave it the 13.4 pipeline)"),
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
-    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA",
-     "TMA loads now (mma.sync roles on sm_100), but the epilogue stores with st.global where NVIDIA's stores "
-     "by TMA (32-row tile, f32 accumulator cast)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
@@ -342,6 +347,32 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # thread, 998 spill instructions, NVIDIA's 124); its columns now spread over the idle warps
     # (MmaLayout.for_shape's spread_columns): none
     ("g_mla_decode_bf16_h32_32_aligned_occ2_v13p3", "sm_90", "spills"),
+    # TMA stores of an mma accumulator wherever the target has TMA, not only from sm_90's wgmma fragments
+    # (tileas/epilogue_forms._tma_staging): sm_100's mma.sync roles (32-row tiles, 13.1) and its attention O
+    # where tensor memory's epilogue does not store it (13.2 decode, 13.4 backward dQ, ragged facts: TMA clips
+    # the partial tiles); sm_120's mma.sync matmuls and attentions (13.2 MLA, 13.3 batched, 13.4 backward dQ)
+    ("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_100", "TMA"),
+    ("g_attn_decode_f16_d128_g4_32_window_aligned_occ2_v13p2", "sm_100", "TMA"),
+    ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_100", "TMA"),
+    ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120", "TMA"),
+    ("g_bmm_f16_rr_64x128x128_cast_aligned_ctas2_v13p3", "sm_120", "TMA"),
+    ("g_attn_bwd_dq_bf16_d64_causal_64x32_ragged_ctas2_v13p4", "sm_120", "TMA"),
+    # and in a persistent kernel's tile loop, through a buffer beside what the loop keeps alive (13.2-13.4,
+    # ragged facts included)
+    ("g_gemm_bf16_rr_128x64x64_zero_persistent_residual_aligned_lat3_v13p2", "sm_90", "TMA"),
+    ("g_gemm_tf32_rc_64x128x16_zero_persistent_gelu_ragged_lat3_v13p3", "sm_90", "TMA"),
+    ("g_gemm_e4m3_rr_64x64x64_zero_persistent_gelu_aligned_lat3_v13p4", "sm_100", "TMA"),
+    # a ragged K (120 of 64-wide tiles): no fact proves cp.async's chunks wholly inside or outside the tensor,
+    # so no pipeline at all; TMA, which fills the outside element by element, now copies both operands
+    # (stage_rings.stageable: the ring is kept where TMA copies them)
+    ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_90", "TMA"),
+    ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_100", "TMA"),
+    ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_120", "TMA"),
+    ("g_bmm_bf16_rc_256x64x64_none_ragged_occ2_v13p2", "sm_90", "spills"),
+    # sm_90 kernels under wgmma's M (mma.sync from ldmatrix): their stages swizzled where TMA then copies
+    # every load (stage_rings.tma_swizzles), as on sm_120
+    ("g_attn_decode_f16_d128_g4_32_window_aligned_occ2_v13p2", "sm_90", "TMA"),
+    ("g_gemm_f16_cr_16x128x128_undef_persistent_none_aligned_lat3_v13p2", "sm_90", "TMA"),
 )
 
 
@@ -352,6 +383,18 @@ def test_closed_gap(name: str, gpu: str, klass: str) -> None:
     cls = _bench_module().CLASSES[klass]
     assert cls.applies(ours, nvidia), f"{klass} no longer applies: NVIDIA's code changed"
     assert cls.matches(ours, nvidia), cls.detail(ours, nvidia)
+
+
+def test_no_tma_store_without_the_facts() -> None:
+    """A TMA store needs its tensor map's base 16-byte aligned and its outer strides multiples of 16 bytes
+    (tma_boxes.plan): without cuTile's facts nothing proves it, and the accumulator is stored with st.global
+    on sm_120 and sm_100, as NVIDIA's stores it then."""
+    bench = _bench_module()
+    name = "g_bmm_tf32_rc_128x64x64_scale_none_occ2_v13p3"
+    for gpu in ("sm_100", "sm_120"):
+        ours, nvidia = _compiled(name, gpu, "ours"), _compiled(name, gpu, "nvidia")
+        assert ours.get("stats") and nvidia["ok"], ours["error"] or nvidia["error"]
+        assert bench._tma(ours["stats"], bench.TMA_STORES) == 0 == bench._tma(nvidia["stats"], bench.TMA_STORES)
 
 
 def test_the_closed_sm100_gaps_are_warp_specialized() -> None:

@@ -43,6 +43,8 @@ def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, str, list]:   # typ
     ("sm_80", "restage (epilogue) 34816 B align 128, live over ops 78..78, the buffers released before it, offset 0: "),
     # stored by TMA from wgmma's swizzled layout
     ("sm_90", "tma-store (epilogue) 32768 B align 1024, live over ops 78..78, the buffers released before it, offset 0: "),
+    # and from mma.sync's fragments written in that layout (sm_120 has TMA: NVIDIA's stores this tile by it)
+    ("sm_120", "tma-store (epilogue) 32768 B align 1024, live over ops 78..78, the buffers released before it, offset 0: "),
 ])
 def test_a_matmuls_epilogue_is_predicted_and_the_kernel_complete(monkeypatch, gpu: str, request_: str) -> None:
     """128x128x64 f16: the store's buffer was the kernel's only request the plan did not predict;
@@ -85,6 +87,16 @@ def test_a_persistent_kernels_restaging_is_planned_beside_what_its_loop_keeps_al
     rings), alive over the whole loop; nothing is released."""
     dump, plan, complete = _planned(monkeypatch, "tg_matmul_persistent_f16_64x64x32", "sm_80")
     assert "//     restage (epilogue) 9216 B align 128, live over ops 52..82, offset 58368: " in plan, plan
+    assert complete and all(complete)
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_120"])
+def test_a_persistent_kernels_tma_store_is_planned_beside_what_its_loop_keeps_alive(monkeypatch, gpu: str) -> None:
+    """On a target with TMA the store in the persistent loop goes by TMA (as NVIDIA's), through a swizzled
+    buffer of its own beside the rings, alive over the whole loop; nothing is released."""
+    dump, plan, complete = _planned(monkeypatch, "tg_matmul_persistent_f16_64x64x64", gpu)
+    assert "//     tma-store (epilogue) 8192 B align 1024, live over ops 51..81, offset " in plan, plan
+    assert "restage (epilogue)" not in plan and "released" not in plan, plan
     assert complete and all(complete)
 
 
@@ -162,7 +174,9 @@ def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_the_check_d
 def test_attentions_o_on_sm_100_is_stored_by_tma_or_restaged_as_predicted(monkeypatch) -> None:
     """sm_100's warp-specialized attention stores O by TMA from its fragments where the bytes are
     there ("tmem-epilogue", shared_tcgen05.py): then the store has no epilogue of its own; where they
-    are not (here: told so, for the plan and the lowering alike), it restages O as a matmul's store."""
+    are not (here: told so, for the plan and the lowering alike), it stores O by TMA through the freed
+    buffers as a matmul's store would ("tma-store", epilogue_forms), or, without TMA's epilogue (here:
+    told so too), restages it."""
     from tileiras.tileas import tcgen05_buffers
 
     dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
@@ -170,7 +184,14 @@ def test_attentions_o_on_sm_100_is_stored_by_tma_or_restaged_as_predicted(monkey
     assert complete == [True] and "error: internal" not in dump
     monkeypatch.setattr(tcgen05_buffers, "tma_stage", lambda *args, **kwargs: None)
     dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
-    assert "tmem-epilogue (epilogue)" not in plan and "restage (epilogue)" in plan, plan
+    assert "tmem-epilogue (epilogue)" not in plan and "tma-store (epilogue)" in plan, plan
+    assert "restage (epilogue)" not in plan, plan
+    assert complete == [True] and "error: internal" not in dump
+    from tileiras.tileas import epilogue_forms
+
+    monkeypatch.setattr(epilogue_forms, "_tma_staging", lambda *args, **kwargs: None)
+    dump, plan, complete = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
+    assert "tma-store (epilogue)" not in plan and "restage (epilogue)" in plan, plan
     assert complete == [True] and "error: internal" not in dump
 
 

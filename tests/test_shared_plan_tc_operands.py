@@ -65,8 +65,8 @@ def test_every_request_of_a_kernel_with_tcgen05_or_fp4_mmas_is_predicted(monkeyp
 def test_a_tcgen05_fp4_mma_stages_and_packs_a_then_b_then_restages_its_scales(monkeypatch) -> None:
     """cuTile's nvfp4 128x256x128 on sm_100: tensor memory first, then A (128 x 128 e2m1 in registers,
     rows padded) staged and packed (64-byte rows, the 64-byte swizzle), then B (128 x 256) the same,
-    then the scales restaged (both scale tiles are staged loads); the store restages the accumulator
-    through the buffers the mma frees."""
+    then the scales restaged (both scale tiles are staged loads); the store writes the accumulator
+    swizzled through the buffers the mma frees, for one thread's TMA boxes (as NVIDIA's stores it)."""
     _, dump, _ = _lower(monkeypatch, "cp_nvfp4_matmul_128x256x128", "sm_100")
     plan = _plan(dump)
     assert _asked_by(plan, "cp_BlockScaledMatMul.py:145:22") == [
@@ -77,7 +77,7 @@ def test_a_tcgen05_fp4_mma_stages_and_packs_a_then_b_then_restages_its_scales(mo
         "fp4-pack (restaging) 16384 B align 1024 swizzle 64B, live over ops 90..90, offset 65536",
         "scales (buffer) 3072 B align 128, live over its op to the kernel's end, offset 81920"], plan
     assert _asked_by(plan, "cp_BlockScaledMatMul.py:149:4") == [
-        "restage (epilogue) 66560 B align 128, live over ops 104..104, the buffers released before it, offset 3328"]
+        "tma-store (epilogue) 65536 B align 1024, live over ops 104..104, the buffers released before it, offset 4096"]
 
 
 def test_a_tcgen05_mmas_scale_tiles_in_registers_are_staged_after_its_operands(monkeypatch) -> None:

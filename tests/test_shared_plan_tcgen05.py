@@ -101,7 +101,7 @@ def test_a_specialized_block_scaled_matmuls_scale_stages_are_predicted(monkeypat
 def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monkeypatch) -> None:
     """cuTile's mxfp4 matmul: its mma asks for tensor memory first, then stages and packs A and B
     (64-byte swizzle: shared_operands.py), then stages its scale tile held in registers and
-    restages the scales; the store restages the accumulator."""
+    restages the scales; the store stores the accumulator by TMA through the buffers it frees."""
     dump, complete = _lower(_corpus("cp_mxfp4_matmul_128x128x128"), monkeypatch)
     assert _plan(dump)[1:] == [
         "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 640",
@@ -111,8 +111,8 @@ def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monk
         "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, offset 46080",
         "mma-stage (restaging) 512 B align 128, live over ops 83..83, offset 54272",
         "scales (buffer) 1024 B align 128, live over its op to the kernel's end, offset 54784",
-        # the accumulator's store restaged through the buffers it frees (shared_epilogue.py)
-        "restage (epilogue) 33792 B align 128, live over ops 97..97, the buffers released before it, offset 768"], \
+        # the accumulator written swizzled through the buffers it frees, stored by TMA (shared_epilogue.py)
+        "tma-store (epilogue) 32768 B align 1024, live over ops 97..97, the buffers released before it, offset 1024"], \
         _plan(dump)
     assert complete == [True] and "dropped" not in dump
 
@@ -138,8 +138,9 @@ def test_a_wrong_tcgen05_prediction_is_an_internal_error(monkeypatch, name: str,
 def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_settles_it(monkeypatch) -> None:
     """Where TMA cannot copy the loads, the specialized attention has no MMA warp (its consumers
     issue the mmas: warp_specialize.settle); the pass settles the split the same way
-    (tileas/settled_split.settled): no handshake, no P buffer, no TMA store of O (restaged
-    instead, through the freed buffers), tensor memory asked for by the first mma, and P, in
+    (tileas/settled_split.settled): no handshake, no P buffer, no store of O from tensor memory's
+    epilogue (O goes by TMA through the freed buffers instead: epilogue_forms, the view's descriptor
+    can be made), tensor memory asked for by the first mma, and P, in
     registers, staged swizzled by the mma that reads it (M = 64: not in tensor memory)."""
     from tileiras.tileas import tma_boxes
 
@@ -147,7 +148,7 @@ def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_s
     dump, _ = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
     plan = _plan(dump)
     assert [line.split(" (")[0] for line in plan] == ["invariant", "mbarriers", "ring", "ring", "mbarriers",
-                                                      "tmem-control", "mma-stage", "restage"], plan
+                                                      "tmem-control", "mma-stage", "tma-store"], plan
     assert "the consumers issue the tcgen05 mmas" in dump
 
 

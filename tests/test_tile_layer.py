@@ -386,7 +386,8 @@ def test_wide_operand_matmuls_do_not_spill_on_sm120(name, tmp_path: Path) -> Non
     assert "0 bytes spill stores" in report, report
 
 
-@pytest.mark.parametrize("config", [("mm_f16_128x128x64", "sm_80", 16), ("mm_tf32_128x128x64", "sm_120", 32),
+# (sm_120 stores the tf32 128x128 accumulator by TMA now, as NVIDIA's: epilogue_forms._tma_staging)
+@pytest.mark.parametrize("config", [("mm_f16_128x128x64", "sm_80", 16), ("mm_tf32_128x128x64", "sm_80", 32),
                                     ("fa_f16_q128k64d128_causal", "sm_86", 8),
                                     ("mm_i8_128x128x32", "sm_80", 32), ("mm_tf32_128x256x64", "sm_120", 32)])
 def test_mma_epilogue_stores_16_bytes(config, tmp_path: Path) -> None:

@@ -15,10 +15,13 @@ Asynchronous writers into the buffers must be done first: cp.async copies are
 waited for here (a TMA-fed pipeline leaves no copy in flight after its loop: every stage
 it fills is waited for), and a one-shot TMA load's mbarrier still valid is invalidated.
 
-On sm_90, where the view's descriptor can be made from the kernel's parameters (tileas/tma_boxes.py),
-the tile is written in wgmma's swizzled layout instead and one thread stores it with TMA
+On a target with TMA (sm_90, sm_120, and sm_100 where tensor memory's own epilogue does not store
+the tile), where the view's descriptor can be made from the kernel's parameters (tileas/tma_boxes.py),
+the tile is written in the 128-byte swizzled layout instead and one thread stores it with TMA
 (`tma_store`), box by box, as NVIDIA's epilogues do; a tile larger than the freed buffers (i8
-and f32 128x256: 128 KB) in column chunks through two smaller buffers.
+and f32 128x256: 128 KB) in column chunks through two smaller buffers; a persistent kernel's tile,
+stored in its loop, through a buffer of its own beside what the loop keeps alive, which every thread
+writes again once thread 0 has waited for the previous tile's boxes to read it.
 
 Which of these a store takes, and the buffer it asks for, is decided once at nv_tileas
 (tileas/epilogue_forms.epilogue, from the tile's type and layout and the buffers placed before it):
@@ -52,8 +55,9 @@ def decided(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Epilog
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:
-    """Store `tile` (mma fragments) to the view of `op` through a swizzled buffer and TMA; False
-    (nothing emitted) where the buffers cannot stage it or the view's descriptor cannot be made.
+    """Store `tile` (mma fragments) to the view of `op` through a swizzled buffer and TMA, as
+    `epilogue_forms.epilogue` decided ("tma-store"; on sm_100 unless tensor memory's epilogue stored
+    it: `tmem_epilogue.store_fragments`); False (nothing emitted) where it decided otherwise.
     A tile larger than the freed buffers goes in column chunks through two buffers in turn (as
     NVIDIA's i8 128x256 epilogues do, through smaller boxes): every thread writes chunk i while the
     TMA unit still reads chunk i - 1, whose reads thread 0 waits for before the barrier that
@@ -61,9 +65,8 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     if k.caps.has("tcgen05"):     # attention's O (the matmuls' epilogue is tmem_epilogue.lower's)
         from .tmem_epilogue import store_fragments
 
-        return store_fragments(k, op, tile)
-    if not k.caps.has("wgmma"):
-        return False
+        if store_fragments(k, op, tile):
+            return True
     stored = decided(k, op, tile)
     if stored is None or stored.role != "tma-store":
         return False
@@ -73,8 +76,11 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     n = tile.layout.shape[2]  # type: ignore[union-attr]
     matrix, buffers, width = stored.matrix, stored.buffers, stored.matrix.cols
     t = replace(stored.copy, slot=hidden_param(k, stored.copy.spec))
-    _release_buffers(k)
-    base = k.alloc_buffer(stored.nbytes, stored.align, "epilogue", k.op_lifetime(), role="tma-store")
+    if stored.span is None:
+        _release_buffers(k)
+    else:       # in a loop: thread 0 waited for the previous tile's boxes to read the bytes (store, wait)
+        k.barrier()
+    base = k.alloc_buffer(stored.nbytes, stored.align, "epilogue", stored.span or k.op_lifetime(), role="tma-store")
     first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
     for i, col in enumerate(range(0, n, width)):
         chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)

@@ -2,9 +2,12 @@
 (lowering/epilogue.py) and for the pass `plan-shared-memory` (shared_epilogue.py), from the tile's
 type and layout and the buffers placed before the store (`epilogue`):
 
-* on sm_90, where the view's descriptor can be made from the kernel's parameters, written in
-  wgmma's swizzled layout and stored by one thread with TMA, through the freed buffers, in column
-  chunks through two buffers where the whole tile does not fit (`_tma_staging`, `_chunks`);
+* on a target with TMA (sm_90's wgmma fragments, sm_120's mma.sync ones, sm_100's where tensor
+  memory's epilogue does not store them: lowering/tmem_epilogue.py), where the view's descriptor can be
+  made from the kernel's parameters, written in the 128-byte swizzled layout and stored by one thread
+  with TMA, through the freed buffers, in column chunks through two buffers where the whole tile
+  does not fit (`_tma_staging`, `_chunks`), or, in a persistent kernel's loop, whole through bytes
+  nothing alive in the loop uses (`_loop_span`, as a restaging's);
 * else restaged in 16-byte runs where the view's stores are then wider (`_restaging`): through the
   freed buffers, a chunk of rows at a time where the tile does not fit, or, in a persistent
   kernel's loop, through bytes nothing alive in the loop uses (`_staging`);
@@ -32,16 +35,17 @@ if TYPE_CHECKING:
 MAX_CHUNKS = 8      # restaging rounds of an accumulator larger than the freed buffers
 LOOP_MARGIN = 4096  # shared bytes a restaging in a loop leaves for what the kernel asks for later
 LOOP_STORES = 128   # fragment stores (chunks x pairs a thread) of a restaging in a loop
+TMA_STORE_ALIGN = 1024   # a TMA store's swizzled buffer: whole 128-byte swizzle patterns
 
 
 @record
 class Epilogue:
     """How a store of an mma accumulator goes through shared memory (`epilogue` decides it, for the
     lowering and for the plan: shared_epilogue.py), and the buffer it asks for."""
-    role: str                  # "tma-store" (sm_90: one thread's TMA boxes) or "restage" (16-byte stores)
+    role: str                  # "tma-store" (one thread's TMA boxes) or "restage" (16-byte stores)
     matrix: SharedMatrix       # one buffer: a chunk of columns (tma-store) or of rows (restage), unplaced
     buffers: int = 1           # tma-store: the column chunks go through this many buffers in turn
-    span: Optional[tuple[int, int]] = None   # restage in a loop: the loop's lifetime; None: the store's,
+    span: Optional[tuple[int, int]] = None   # in a loop: the loop's lifetime; None: the store's,
                                              # once the buffers are released
     layout: Optional[BlockedLayout] = None   # restage: the layout of 16-byte runs it is read back in
     copy: Any = None           # tma-store: its TmaCopy (no hidden parameter yet)
@@ -52,7 +56,7 @@ class Epilogue:
 
     @property
     def align(self) -> int:
-        return 1024 if self.role == "tma-store" else 128
+        return TMA_STORE_ALIGN if self.role == "tma-store" else 128
 
     def request(self, op: Operation, lifetime: tuple[int, int]) -> Request:
         """What store `op` asks for (`lifetime`: the store's, where it releases the buffers first)."""
@@ -62,7 +66,7 @@ class Epilogue:
 
 def epilogue(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
     """How store `op` of `ttype` in `layout` (an mma accumulator's fragments) goes through shared
-    memory: a weak view store by TMA on sm_90 (`tma_store`) where it can, else restaged in 16-byte
+    memory: a weak view store by TMA on a target with TMA (`_tma_staging`) where it can, else restaged in 16-byte
     runs where the stores are then wider (`restage`); a store through pointers restaged where the
     pointers are in the layout it would be read back in; None: from the fragments as they are.
     `k`: the lowering, or the facts the plan has before any LLVM (shared_epilogue.py): it reads
@@ -76,7 +80,7 @@ def epilogue(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) 
     view = view_of(op.operand("view"))
     if view is None:
         return None
-    if k.caps.has("wgmma"):
+    if k.caps.has("tma"):
         stored = _tma_staging(k, op, ttype, layout)
         if stored is not None:
             return stored
@@ -113,19 +117,30 @@ def _staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout, 
     barriers are the consumers' own)."""
     if _freed(k, op):
         return None, _chunk_rows(ttype, layout, blocked, lambda nbytes: nbytes <= k.buffers.total)
-    loop = outermost_loop(op)
-    split = getattr(k, "warp_split", None)
-    if loop is None or split is not None and split.outer is not loop:
+    span = _loop_span(k, op)
+    if span is None:
         return None, 0
-
-    span = k.lifetimes().op_range(loop)
-    limit = k.caps.smem_per_block - LOOP_MARGIN
-    rows = _chunk_rows(ttype, layout, blocked,
-                       lambda nbytes: k.buffers.first_fit(nbytes, 128, *span) + nbytes <= limit)
+    rows = _chunk_rows(ttype, layout, blocked, lambda nbytes: _room(k, span, nbytes, 128))
     # the fragments' stores repeat once per chunk (under warp conditions): in a loop's code, at most
     # LOOP_STORES of them (a 128 x 256 tile over 256 threads in 4 chunks: 256, LLVM 3 x slower)
     chunks = layout.shape[1] // rows if rows else 0  # type: ignore[attr-defined]
     return span, rows if rows and layout.slots(ttype.num_elements) // 2 * chunks <= LOOP_STORES else 0
+
+
+def _loop_span(k: "StagingFacts", op: Operation) -> Optional[tuple[int, int]]:
+    """The lifetime of the outermost loop around store `op` (a persistent kernel's tile loop), over
+    which a staging buffer lives beside what the loop keeps alive; None outside a loop, or in a
+    warp-specialized kernel other than in the persistent loop of its roles (`_staging`)."""
+    loop = outermost_loop(op)
+    split = getattr(k, "warp_split", None)
+    if loop is None or split is not None and split.outer is not loop:
+        return None
+    return k.lifetimes().op_range(loop)
+
+
+def _room(k: "StagingFacts", span: tuple[int, int], nbytes: int, align: int) -> bool:
+    """Whether `nbytes` fit over `span` beside the buffers alive then, leaving LOOP_MARGIN."""
+    return k.buffers.first_fit(nbytes, align, *span) + nbytes <= k.caps.smem_per_block - LOOP_MARGIN
 
 
 def _freed(k: "StagingFacts", op: Operation) -> bool:
@@ -174,20 +189,30 @@ def _blocked(k: "StagingFacts", ttype: TileType, layout: Layout) -> Optional[Blo
 
 
 def _tma_staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) -> Optional[Epilogue]:
-    """sm_90's TMA store of the accumulator through the freed buffers (lowering/epilogue.tma_store): where they
+    """The TMA store of the accumulator through the freed buffers (lowering/epilogue.tma_store): where they
     may be reused for it (an mma accumulator stored last, nothing else alive in them), a chunk of
     columns fits (`_chunks`) and the view's descriptor can be made (tma_boxes.plan)."""
-    if _blocked(k, ttype, layout) is None or not _freed(k, op):
+    if _blocked(k, ttype, layout) is None:
         return None
     assert isinstance(layout, MmaLayout)
-    b, m, _ = layout.shape
+    b, m, n = layout.shape
     eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
-    width, buffers = _chunks(k, layout, eb)
+    span = None
+    if _freed(k, op):
+        width, buffers = _chunks(k, layout, eb)
+    else:
+        # in a persistent kernel's loop: the whole tile through bytes nothing alive in the loop uses,
+        # as `_staging` finds them for a restaging (its fragment stores at most LOOP_STORES)
+        span = _loop_span(k, op)
+        whole = SharedMatrix(0, b, m, n, eb, swizzled=True).nbytes
+        fits = span is not None and layout.slots(ttype.num_elements) // 2 <= LOOP_STORES \
+            and _room(k, span, whole, TMA_STORE_ALIGN)
+        width, buffers = (n, 1) if fits else (0, 0)
     if not width:
         return None
     matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
     t, _ = plan(op, matrix, rows=MAX_STORE_ROWS)
-    return Epilogue("tma-store", matrix, buffers, copy=t) if t is not None else None
+    return Epilogue("tma-store", matrix, buffers, span=span, copy=t) if t is not None else None
 
 
 def _chunks(k: "StagingFacts", layout: MmaLayout, eb: int) -> tuple[int, int]:

@@ -1,8 +1,8 @@
 """The epilogue buffers of `plan-shared-memory`: how a store of an mma accumulator goes through shared memory.
 
 A store of mma fragments (a view store, weak, or a store through pointers) goes through shared
-memory as `epilogue_forms.epilogue` decides, for the lowering and for this plan: by TMA on
-sm_90 ("tma-store": one swizzled buffer, or two in turn for column chunks), or restaged in
+memory as `epilogue_forms.epilogue` decides, for the lowering and for this plan: by TMA where
+the target has it ("tma-store": one swizzled buffer, or two in turn for column chunks), or restaged in
 16-byte runs ("restage": the whole tile, or a chunk of rows at a time); or not at all (a store
 through pointers in another layout than the fragments' then converts them through scratch,
 "store-conversion"). The

@@ -26,7 +26,7 @@ from ..transforms.rewrite import inside_op
 from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
-from .warp_roles import mma_sync_roles, ring_loop
+from .warp_roles import ring_loop
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
@@ -64,35 +64,47 @@ class StageRing:
         return matrix_shape(k, self.tiles[load], self.swizzled[load], dense=load in self.dense)
 
 
-def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelinePlan], list]:
-    """(`plan`, the loads staged through registers) when the pipeline can copy each of its loads
-    (cp.async or TMA); (None, []) otherwise and the loop is not pipelined. A block scale of a tcgen05
-    mma (sm_100 / sm_103) that neither can copy (rows of 2 bytes; or no fact proving even a 4-byte
-    chunk aligned: TileGym's A scales at K = 768, rows 24 bytes apart, no divisibility fact on the
-    stride) is staged through registers by the threads that copy (lowering/pipelined_loop.through_registers), as NVIDIA's
-    loads it byte by byte."""
+def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelinePlan], list, list]:
+    """(`plan`, the loads staged through registers, the loads only TMA can copy) when the pipeline can
+    copy each of its loads (cp.async or TMA); (None, [], []) otherwise and the loop is not pipelined. A
+    block scale of a tcgen05 mma (sm_100 / sm_103) that neither can copy (rows of 2 bytes; or no fact
+    proving even a 4-byte chunk aligned: TileGym's A scales at K = 768, rows 24 bytes apart, no
+    divisibility fact on the stride) is staged through registers by the threads that copy
+    (lowering/pipelined_loop.through_registers), as NVIDIA's loads it byte by byte. Any other load
+    cp.async cannot copy (no fact proves its chunks wholly inside or outside the tensor: a ragged K,
+    whose last tile ends mid-chunk for all the facts know) may still go by TMA, which fills what lies
+    outside element by element: on a target whose rings TMA fills, `ring_of` keeps the ring only
+    where TMA then copies each of those loads (`_tma_copies`)."""
     bad = [load for load in plan.loads if not ((view := view_of(load.operand("view"))) is not None
                                                and chunk_elements(load, view, load.results[0].type))]
     if not bad:
-        return plan, []
+        return plan, [], []
     scales = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
-    if len(bad) == len(plan.loads) or not all(
-            load in scales and staged_through_registers(load, view_of(load.operand("view")), load.results[0].type)  # type: ignore[arg-type]
-            for load in bad):
-        return None, []
-    return plan, bad
+    through = [load for load in bad if load in scales
+               and staged_through_registers(load, view_of(load.operand("view")), load.results[0].type)]  # type: ignore[arg-type]
+    by_tma = [load for load in bad if load not in through]
+    if by_tma and not (k.caps.has("tma") and uses_mbarriers(k)) or len(through) == len(plan.loads):
+        return None, [], []
+    return plan, through, by_tma
+
+
+def _tma_copies(k: "StagingFacts", loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict,
+                needed: list) -> bool:
+    """Whether TMA copies each of the `needed` loads of a ring of `loads` into its stage `matrices[load]`
+    (tma_boxes.pipeline_copies: as the lowering will ask)."""
+    copies, _ = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles)
+    return copies is not None and all(load in copies for load in needed)
 
 
 def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
     """A load whose stage would be padded (its wgmma reads a K-major copy of it: an N-major B of
-    a type without a transposed form, an f32 tile read as tf32) but which TMA could copy into
-    the swizzled layout: the stage takes that layout, as the copy reads either."""
-    tile, assignment = load.results[0].type, k.assignment
-    if assignment is None:
+    a type without a transposed form, an f32 tile read as tf32; or only mma.sync ops read it, by
+    ldmatrix: sm_120's, sm_100's and sm_90's under their wgmma M) but which TMA could copy into the
+    swizzled layout: the stage takes that layout, as the copy (or ldmatrix) reads either."""
+    tile, assignment, value = load.results[0].type, k.assignment, load.results[0]
+    if assignment is None or assignment.is_swizzled(value):
         return False
-    readers = assignment.only_wgmma_reads if k.caps.has("wgmma") else assignment.only_ldmatrix_reads \
-        if mma_sync_roles(k) else None
-    return readers is not None and not assignment.is_swizzled(load.results[0]) and readers(load.results[0]) \
+    return (assignment.only_wgmma_reads(value) or assignment.only_ldmatrix_reads(value)) \
         and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
@@ -148,15 +160,16 @@ def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
         return None
-    plan, bad = stageable(k, plan)
+    plan, bad, by_tma = stageable(k, plan)
     if plan is None:
         return None
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.caps.has("tma") and uses_mbarriers(k):
         to_swizzle = {load for load in plan.loads if tma_swizzles(k, load)}
-        # mma.sync targets: only where TMA then copies every load (else cp.async fills the stages,
+        # stages ldmatrix reads: only where TMA then copies every load (else cp.async fills the stages,
         # and a swizzled one only costs its readers address registers)
-        if not mma_sync_roles(k) or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+        ldmatrix = any(k.assignment.only_ldmatrix_reads(load.results[0]) for load in to_swizzle)  # type: ignore[union-attr]
+        if not ldmatrix or all(swizzled[load] or load in to_swizzle for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
@@ -164,7 +177,10 @@ def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     dense |= {load for load in plan.loads if not reads_shared(k, load)}
     pair = cta_pairs.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
     tiles = {load: cta_pairs.staged_type(pair, load) for load in plan.loads}
-    sizes = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense).nbytes for load in plan.loads}
+    matrices = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense) for load in plan.loads}
+    if by_tma and not _tma_copies(k, plan.loads, matrices, dense, tiles, by_tma):
+        return None      # a load only TMA can copy, and TMA does not
+    sizes = {load: matrix.nbytes for load, matrix in matrices.items()}
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
     # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
