@@ -163,10 +163,8 @@ def test_narrow_n_tiles_run_on_wgmma(what: str, tmp_path: Path) -> None:
     m64n32k16 / m64n16k16, as NVIDIA's, B read by its descriptor as stored: K-major (K^T of the scores,
     64-byte rows in the 64B swizzle) or N-major (32B / 64B swizzle). The emulator (race checker on)
     agrees with numpy."""
-    from cuda.tile.compilation import ConstantConstraint
-
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_tile_layer import _array, _attention, _entry, _export, _matmul
+    from test_tile_layer import _attention, _entry, _matmul
     from tileiras.frontend import load_module
     from tileiras.runtime import run_arrays
 
