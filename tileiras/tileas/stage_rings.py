@@ -26,7 +26,9 @@ from ..transforms.rewrite import inside_op
 from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
-from .warp_roles import ring_loop
+from .warp_roles import occupancy_hint, ring_loop
+
+RESERVED = 1024     # shared memory the driver reserves for each CTA (smem_per_sm - smem_per_block)
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
@@ -190,10 +192,26 @@ def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
 
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
-    """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages)."""
+    """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages),
+    within the kernel's share of an SM where its occupancy hint asks for several CTAs an SM
+    (`occupancy_share`), else (or where not even two stages fit in that share) the target's limit."""
     restarts = ring_loop(k.warp_split, ring.plan.loop) is ring.plan.loop   # not a persistent kernel's ring
-    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=int(ring.retiring is not None),
-                      restarts=restarts)
+    held = int(ring.retiring is not None)
+    share = occupancy_share(k)
+    if share < k.caps.smem_per_block:
+        fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts)
+        if fitted.stages:
+            return fitted
+    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=held, restarts=restarts)
+
+
+def occupancy_share(k: "StagingFacts") -> int:
+    """The shared memory one CTA may take where the entry's occupancy hint asks for n CTAs an SM:
+    the SM's shared memory over n, less the 1 KB the driver reserves for each CTA; the target's
+    per-block limit otherwise. A ring deeper than that share keeps the SM to fewer CTAs than asked
+    (the ragged bmm at occupancy 2: 201 KiB on sm_90, NVIDIA's 89)."""
+    n = occupancy_hint(k)
+    return k.caps.smem_per_block if n <= 1 else min(k.caps.smem_per_block, k.caps.smem_per_sm // n - RESERVED)
 
 
 def fit_beside(k: "StagingFacts", ring: StageRing, buffers: "SharedBuffers", lifetime: tuple[int, int],

@@ -235,10 +235,10 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         # 32-bit N-major operands) need the unspecialized CTA's 255 (mm_i8_256x128x64 spilled)
         return None, ("two consumer warpgroups would launch with 168 registers a thread, and operands "
                       "gathered element by element (no ldmatrix) need more")
-    if mma_sync and _occupancy_hint(k) > 1:
+    if mma_sync and occupancy_hint(k) > 1:
         # the hinted CTAs an SM leave a thread 128 registers at launch, and ptxas compiles the consumers
         # within that whatever setmaxnreg.inc grants (tg_fmha_bwd_dq_f16_d64_64x32 spilled)
-        return None, (f"the occupancy hint ({_occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
+        return None, (f"the occupancy hint ({occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
                       "a thread, fewer than the consumers' mma.sync fragments need")
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
@@ -330,7 +330,7 @@ def _loop_of(op: Operation) -> Optional[Operation]:
     return None
 
 
-def _occupancy_hint(k: "KernelFacts") -> int:
+def occupancy_hint(k: "KernelFacts") -> int:
     """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none)."""
     hints = k.entry.attributes.get("optimization_hints")
     value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
@@ -342,7 +342,7 @@ def occupancy(k: "KernelFacts") -> int:
     it for its 256-thread attentions: `.maxnreg 128` at occupancy 2, the consumers' setmaxnreg.inc
     taking what the producer warpgroup gave back (224 beside 32); the two-consumer-warpgroup form
     (384 threads, 168 registers at launch) has no room to halve."""
-    value = _occupancy_hint(k)
+    value = occupancy_hint(k)
     if value == 1:
         return 1
     # kept where every producer budget fits the launch and the consumers' share exceeds it (setmaxnreg.dec
