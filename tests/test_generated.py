@@ -66,6 +66,9 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_90"),
             # no facts: K, read transposed, staged element by element at once (access_width.staged_copy)
             ("g_attn_decode_bf16_d256_g8_32_full_none_occ2_v13p3", "sm_100"),
+            # ... but not a wgmma's swizzled stage (e4m3 B, read transposed): the emulator reported its element
+            # stores without the proxy fence the async proxy's reads need
+            ("g_bmm_e4m3_rc_256x128x32_scale_none_h0_v13p2", "sm_90"),
             # the accumulator stored by TMA from mma.sync fragments (sm_120) and attention's O on sm_100, ragged
             # shapes: TMA clips the boxes of the partial tiles
             ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_120"),
@@ -91,6 +94,9 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "ptxas: Insufficient registers (128) to compile a wgmma of the 64 x 256 f32 accumulator (needs 154): the "
      "occupancy-2 hint caps the warp-specialized consumers at 128 (issue 34's named failure; its 13.1 form "
      "failed the same way once the canonical form gave it the 13.4 pipeline)"),
+    ("g_gemm_e4m3_rc_128x16x128_zero_tiles_gelu_none_ctas2_v13p4", "sm_100", "compile",
+     "internal compiler error (KeyError: 16, ops_tcgen05._descriptor): an e4m3 B of 16-byte rows (N = 16) has no "
+     "swizzle mode, and tcgen05's no-swizzle descriptor layout is not built (found by an emulated sample, session 25)"),
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
