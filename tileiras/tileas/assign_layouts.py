@@ -58,7 +58,7 @@ and a kernel never gets more than the all-blocked assignment
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
@@ -320,22 +320,22 @@ class LayoutAssignment:
         their rows (attention's scores, not its output)."""
         reduced: set[Operation] = set()
         for mma in self.mma_shapes:
-            derived = {mma.results[0]}
-            for op in self._ops:
-                if (op.name in self._elementwise or op.name == "cuda_tile.reshape") and op.results \
-                        and any(v in derived for v in op.operands):
-                    derived.update(r for r in op.results if _tile(r) is not None)
-                elif self._reduces_rows(op) and any(v in derived for v in op.operands):
-                    reduced.add(mma)
-                    break
+            derived = self._derived([mma])
+            if any(self._reduces_rows(op) and any(v in derived for v in op.operands) for op in self._ops):
+                reduced.add(mma)
         return reduced
 
     def _find_mma_derived(self) -> set[Value]:
         """Tiles computed from tensor-core mma results by elementwise ops, reshapes and row broadcasts
         (the scores of an attention, before their row max and sum)."""
+        return self._derived(self.mma_shapes)
+
+    def _derived(self, mmas: "Iterable[Operation]") -> set[Value]:
+        """The results of `mmas` and the tiles elementwise ops and reshapes compute from them."""
+        sources = set(mmas)
         derived: set[Value] = set()
         for op in self._ops:
-            if op in self.mma_shapes:
+            if op in sources:
                 derived.add(op.results[0])
             elif (op.name in self._elementwise or op.name == "cuda_tile.reshape") and op.results \
                     and any(v in derived for v in op.operands):
