@@ -65,7 +65,7 @@ from .tmem import tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
 
 
-_SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}     # sm_100 descriptor swizzle mode per swizzle span (bytes)
+_SWIZZLE_MODE = {128: 2, 64: 4, 32: 6, 16: 0}   # sm_100 descriptor swizzle mode per swizzle span (bytes)
 _VERSION = 1 << 46
 
 
@@ -374,7 +374,7 @@ class _Operand:
         """The shared-memory descriptor of the block at M/N index x0, K index k0."""
         if self.kmajor:
             return _descriptor(k, self.matrix, _offset_of(self.matrix, x0, k0), 16)
-        return _descriptor(k, self.matrix, _offset_of(self.matrix, k0, x0), self.matrix.atom_bytes)
+        return _descriptor(k, self.matrix, _offset_of(self.matrix, k0, x0), self.matrix.atom_bytes, mn_major=True)
 
 
 class _Packed(_Operand):
@@ -634,8 +634,9 @@ def _offset_of(matrix: SharedMatrix, row: int, col: int) -> int:
     return (col // per_atom) * matrix.atom_bytes + row * matrix.span + (col % per_atom) * matrix.elem_bytes
 
 
-def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int) -> str:
-    """The 64-bit shared-memory descriptor of `matrix` starting at byte `offset` of it."""
+def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int, mn_major: bool = False) -> str:
+    """The 64-bit shared-memory descriptor of `matrix` starting at byte `offset` of it; `lbo` is the
+    stride between atoms along K (K-major) or along M/N (`mn_major`)."""
     off = str(offset + matrix.offset)
     if matrix.stage:
         off = k.b.op(f"add i32 {matrix.stage}, {off}", "wd")
@@ -643,5 +644,9 @@ def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int) 
     shifted = k.b.op(f"lshr i32 {addr}, 4", "wd")
     start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'wd')} to i64", "wd")
     stride = 8 * matrix.span           # from one group of 8 rows (K-major) or 8 K rows (N-major) to the next
+    if mn_major and matrix.span == 16:
+        # Unswizzled M/N-major rows of one 16-byte core matrix: the canonical layout swaps the two offsets
+        # (M/N atoms `SBO` apart, groups of 8 K rows `LBO` apart), PTX ISA "Shared memory descriptor".
+        stride, lbo = lbo, stride
     const = (_SWIZZLE_MODE[matrix.span] << 61) | _VERSION | ((stride >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
     return k.b.op(f"or i64 {start}, {const}", "wd")
