@@ -422,6 +422,19 @@ def test_the_closed_sm100_gaps_are_warp_specialized() -> None:
     assert "one thread issues TMA copies, setmaxnreg.dec" in mma_sync, remarks
 
 
+def test_a_loop_left_unstaged_says_why_it_has_no_warp_roles() -> None:
+    """A ragged int8 GEMM whose column-major A neither cp.async (no fact proves its chunks inside the
+    tensor) nor TMA (its padded stage) can copy ahead: no loop is pipelined, and the kernel's remark
+    names that load's reasons rather than "no room in shared memory" (NVIDIA's producer warps and
+    setmaxnreg on sm_90 were short with no remark of ours)."""
+    name = "g_gemm_i8_cr_32x64x32_zero_tiles_cast_ragged_h0_v13p4"
+    _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(name), "sm_90"), "sm_90",
+                                            WORK / f"{name}.roles.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    assert "no stages: a load cp.async cannot copy ahead" in said and "nor TMA" in said, said
+    assert "do not fit in shared memory" not in said, said
+
+
 def test_the_report_counts_each_class_and_names_the_short_pairs() -> None:
     """benchmarks/generated.py's parity table and short list on two made-up pairs: one where ours
     lacks TMA loads and spills (with a remark that says why), one where NVIDIA's failed."""

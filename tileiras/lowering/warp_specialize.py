@@ -155,6 +155,11 @@ def begin(k: KernelLowering) -> None:
     plan = plan_of(k.assignment)  # type: ignore[arg-type]
     k.warp_split_refused = plan.warp_split_refused
     if plan.warp_split is None:
+        staged = plan.shared is not None and any(fitted.stages for _, fitted in plan.shared.fits.values())
+        if plan.pipelines and plan.warp_split_refused and not staged:   # (else the pipelined loop says why)
+            loop = next(iter(plan.pipelines))
+            k.remark("missed", "memory", "RemarkWarpSpecialization", "Warp roles of a pipelined loop", loop,
+                     Roles=f"not warp-specialized: {plan.warp_split_refused}")
         return
     # this lowering's own copy (it records what it emitted; the padded and unpadded lowerings each start afresh)
     split = k.warp_split = replace(plan.warp_split, producer=k.b.label("producer"))

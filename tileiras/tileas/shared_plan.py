@@ -48,7 +48,7 @@ for the rest of the kernel and says so (`PlanCheck.void`).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..errors import CompileError
 from ..ir.core import Operation, Value
@@ -151,8 +151,22 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     if split is not None and plan.shared.complete and not _staged(plan.shared, split.loop):
         # no stages for the producer to fill: the kernel has no roles, and is planned again without them
         plan.warp_split = None
-        plan.warp_split_refused = "the pipelined loop gets no stages: they do not fit in shared memory"
+        plan.warp_split_refused = f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}"
         plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+
+
+def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> str:
+    """Why the split loop got no stages: its ring did not fit, or it has none (`stage_rings.ring_or_why`)."""
+    shared = plan_of(assignment).shared
+    if split.loop in shared.fits:
+        return "they do not fit in shared memory"
+    from .shared_stages import StagingFacts
+    from .stage_rings import ring_or_why
+
+    kplan = plan_of(assignment)
+    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
+                         shared.assumes.padded, {}, {}, {}, set())
+    return ring_or_why(facts, split.loop)[1] or "its schedule runs one iteration at a time"
 
 
 def _staged(shared: SharedPlan, loop: Operation) -> bool:

@@ -76,7 +76,7 @@ def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelineP
     cp.async cannot copy (no fact proves its chunks wholly inside or outside the tensor: a ragged K,
     whose last tile ends mid-chunk for all the facts know) may still go by TMA, which fills what lies
     outside element by element: on a target whose rings TMA fills, `ring_of` keeps the ring only
-    where TMA then copies each of those loads (`_tma_copies`)."""
+    where TMA then copies each of those loads (`ring_or_why`)."""
     bad = [load for load in plan.loads if not ((view := view_of(load.operand("view"))) is not None
                                                and chunk_elements(load, view, load.results[0].type))]
     if not bad:
@@ -88,14 +88,6 @@ def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelineP
     if by_tma and not (k.caps.has("tma") and uses_mbarriers(k)) or len(through) == len(plan.loads):
         return None, [], []
     return plan, through, by_tma
-
-
-def _tma_copies(k: "StagingFacts", loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict,
-                needed: list) -> bool:
-    """Whether TMA copies each of the `needed` loads of a ring of `loads` into its stage `matrices[load]`
-    (tma_boxes.pipeline_copies: as the lowering will ask)."""
-    copies, _ = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles)
-    return copies is not None and all(load in copies for load in needed)
 
 
 def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
@@ -159,12 +151,18 @@ def scale_loads(k: "StagingFacts", loads: tuple) -> "set[Operation]":
 def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
     The pass `plan-shared-memory` sizes the rings with it, the lowering then places them."""
+    return ring_or_why(k, op)[0]
+
+
+def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], str]:
+    """`ring_of`, with why there is no ring ("" where there is one)."""
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
-        return None
+        return None, "the loop has no pipeline plan"
     plan, bad, by_tma = stageable(k, plan)
     if plan is None:
-        return None
+        return None, ("a load neither cp.async nor TMA can copy ahead (no fact proves its chunks aligned and "
+                      "wholly inside or outside the tensor)")
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.caps.has("tma") and uses_mbarriers(k):
         to_swizzle = {load for load in plan.loads if tma_swizzles(k, load)}
@@ -180,15 +178,20 @@ def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     pair = cta_pairs.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
     tiles = {load: cta_pairs.staged_type(pair, load) for load in plan.loads}
     matrices = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense) for load in plan.loads}
-    if by_tma and not _tma_copies(k, plan.loads, matrices, dense, tiles, by_tma):
-        return None      # a load only TMA can copy, and TMA does not
+    if by_tma:      # loads only TMA can copy: they must be among its copies
+        copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles)
+        missed = [load for load in by_tma if copies is None or load not in copies]
+        if missed:
+            reason = why.get(missed[0], "") if isinstance(why, dict) else str(why or "")
+            return None, ("a load cp.async cannot copy ahead (no fact proves its chunks aligned and wholly inside "
+                          f"or outside the tensor), nor TMA{': ' + reason if reason else ''}")
     sizes = {load: matrix.nbytes for load, matrix in matrices.items()}
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
     # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
     retiring = group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
         else None
-    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad))
+    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad)), ""
 
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
