@@ -17,11 +17,12 @@ its tiles are not carried into the block, and no op between its first and last m
 the reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
-one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
-whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
-blocks of the kept axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not
-store included; a window of blocks of a cat along a kept axis has an outer loop of its own). A tile
+which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop (unless the
+chunk would then hold short runs of the rows it reduces: `_short_runs`); a bigger one (reduced on
+along another axis, broadcast back) is computed chunk by chunk, its reduced axis whole in the chunk;
+where that axis is longer than a chunk too, the phases run in an outer loop over blocks of the kept
+axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not store included; a
+window of blocks of a cat along a kept axis has an outer loop of its own). A tile
 reduced along two axes, each too long for either form, takes a pass per axis (`axis_passes.py`),
 each looped as a group of its own; where a reduction reads one along the other axis, the nested form
 runs along it, and the other is computed in each chunk that reads it, in a loop of its own
@@ -46,6 +47,7 @@ from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
 from . import axis_passes, cat_windows, cross_reductions
 from .addresses import touch_the_same
+from .nested_loops import RUN
 from .row_chunks import twin_view
 from .view_order import _erase
 
@@ -246,10 +248,27 @@ def _in_space(value: Value, elements: int) -> bool:
 
 def _carried(op: Operation, chunk: int) -> bool:
     """Whether `op` is a reduction into a value the loop carries: one that fits in a chunk of `chunk`
-    elements (the reduce of a chunk has the whole result's shape). A bigger result (reduced on along
-    another axis, or broadcast back) is computed chunk by chunk: a chunk then keeps whole the axis it
-    reduces."""
-    return op.name == "cuda_tile.reduce" and op.results[0].type.num_elements <= chunk  # type: ignore[union-attr]
+    elements (the reduce of a chunk has the whole result's shape) and leaves the chunk rows of a run
+    (`_short_runs`). A bigger result (reduced on along another axis, or broadcast back) is computed
+    chunk by chunk: a chunk then keeps whole the axis it reduces."""
+    if op.name != "cuda_tile.reduce":
+        return False
+    result = op.results[0].type.num_elements  # type: ignore[union-attr]
+    return result <= chunk and not _short_runs(op, chunk // result)
+
+
+def _short_runs(op: Operation, run: int) -> bool:
+    """Whether reduce `op`, carried, would read its rows in runs shorter than `RUN` (or than the row):
+    it reduces its operand's innermost axis and has several results, which the chunk keeps whole, so
+    a chunk holds `run` elements of each row. A (256, 256) tile's row sums on one warp: runs of 2, read
+    8 bytes at a time, and a row per warp leaves every thread all 256 rows (code and compile time that
+    grow with the tile). Computed chunk by chunk instead, rows whole in each chunk (or in runs of the
+    nested form), they are read as the tile's other reductions read theirs."""
+    shape = op.operands[0].type.shape  # type: ignore[union-attr]
+    long = [i for i, n in enumerate(shape) if n != 1]
+    dim = int(op.attributes["dim"])
+    several = op.results[0].type.num_elements > 1  # type: ignore[union-attr]
+    return several and long[-1:] == [dim] and run < min(RUN, shape[dim])
 
 
 def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
