@@ -100,3 +100,48 @@ def test_emulator_agrees_at_size(name: str, log2: int, rows_short: int, cols_sho
             assert np.array_equal(a, b) and np.array_equal(a, want.astype(np.float32))
         else:
             assert np.allclose(a, b, rtol=1e-4, atol=1e-4) and np.allclose(a, want, rtol=1e-4, atol=1e-4)
+
+
+# -- rows narrower than a warp (layout/encodings.row_layout): several rows a warp, a vector a lane ------
+
+def _narrow(n: int, rows: int) -> str:
+    """Row sums beside column maxima of x's (rows, n / rows) tile bx (text form, one warp)."""
+    import test_tile_loops_axes as axes
+
+    return axes.sum_and_max(n, "%tok", rows=rows)
+
+
+def _text_instructions(text: str) -> int:
+    from tileiras.codegen.nvptx import llvm_to_ptx
+    from tileiras.lowering.pipeline import lower_module
+    from tileiras.text.parser import parse_module
+
+    ptx = llvm_to_ptx(lower_module(parse_module(text), "sm_90")[0], "sm_90")
+    return sum(1 for line in ptx.splitlines() if line.strip().endswith(";") and not line.strip().startswith("."))
+
+
+@pytest.mark.parametrize("log2,rows", [(14, 1024), (16, 4096), (16, 16384), (18, 16384), (16, 256), (18, 512)])
+def test_narrow_rows_are_several_to_a_warp(log2: int, rows: int) -> None:
+    """Tall tiles of rows of 16 (or 4) elements, looped in chunks of 32 (or 128) whole rows: each warp
+    holds 8 rows (32), each lane a 16-byte vector, so the sums fold in the lane and take two shuffles
+    (none). With square ones whose row sums fit a chunk, no more code than a (4096, 4096) tile's, whose
+    reductions are all longer than a chunk (before: a row a warp, each thread every row of the chunk:
+    1179 and 2646 instructions for the narrow rows; 5092 at (256, 256), where the sums were carried)."""
+    assert _text_instructions(_narrow(1 << log2, rows)) <= _text_instructions(_narrow(1 << 24, 4096))
+
+
+def test_narrow_rows_agree() -> None:
+    """Two blocks of (4096, 16) tiles, the second 40 rows short, both 5 columns short (zero padded,
+    stores masked): the emulator (race checker on) against the interpreter and numpy."""
+    from tileiras.text.parser import parse_module
+
+    rows, cols = 4096, 16
+    x = np.random.default_rng(63).standard_normal((2 * rows - 40, cols - 5)).astype(np.float32)
+    args = [x, np.zeros(len(x), np.float32), np.zeros(2 * cols, np.float32)]
+    module = parse_module(_narrow(rows * cols, rows))
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    padded = np.pad(x, ((0, 40), (0, 5)))
+    assert np.allclose(got[1], ref[1], rtol=1e-5, atol=1e-5)
+    assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-5, atol=1e-5)
+    assert np.array_equal(got[2], ref[2])
+    assert np.array_equal(got[2], np.concatenate([padded[:rows].max(0), padded[rows:].max(0)]))
