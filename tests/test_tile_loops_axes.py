@@ -68,11 +68,11 @@ def centered_and_sums(n: int) -> str:
         f"  %s3 = store_view_tko weak %x2, %p3[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
 
 
-def double_centered(n: int) -> str:
+def double_centered(n: int, rows: int = 0) -> str:
     """y = x less the means of its rows, less the means of that tile's columns: the columns' means read
     the rows' (cross_reductions.py: the nested form along the columns, each chunk's rows' sums in a
-    loop of their own)."""
-    rows, cols = shape(n)
+    loop of their own). `rows`: the tile's (a square tile by default)."""
+    rows, cols = (rows, n // rows) if rows else shape(n)
     v, w, t = _view((rows, cols), "zero"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
     ur, uc, tr, tc = f"tile<{rows}x1xf32>", f"tile<1x{cols}xf32>", f"tile<{rows}xf32>", f"tile<{cols}xf32>"
     return _kernel("double_centered", [2, 2], [

@@ -145,3 +145,56 @@ def test_narrow_rows_agree() -> None:
     assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-5, atol=1e-5)
     assert np.array_equal(got[2], ref[2])
     assert np.array_equal(got[2], np.concatenate([padded[:rows].max(0), padded[rows:].max(0)]))
+
+
+# -- reductions along two axes that fit a chunk both (carried.py's policies) ------------------------
+
+def _centred(n: int, rows: int, warps: bool = True) -> str:
+    """x's tile bx less its rows' means, less its columns' then (text form; one warp, or the warps the
+    compiler chooses: 8 here)."""
+    import test_tile_loops_axes as axes
+    from test_tile_loops_more import HINTS
+
+    text = axes.double_centered(n, rows)
+    return text if warps else text.replace(HINTS, "")
+
+
+def _loops_made(text: str, threads: int) -> int:
+    from tileiras.tileaa.passes import to_tileaa
+    from tileiras.tileaa.tile_loops import loop_tiles
+    from tileiras.text.parser import parse_module
+    from tileiras.transforms.passes import to_canonical
+
+    entry = next(op for op in parse_module(text).walk() if op.name == "cuda_tile.entry")
+    to_canonical(entry)
+    to_tileaa(entry)
+    return loop_tiles(entry, threads)
+
+
+@pytest.mark.parametrize("log2,rows", [(16, 16), (18, 64), (20, 256)])
+def test_two_axes_that_fit_a_chunk_are_looped(log2: int, rows: int) -> None:
+    """On 8 warps (chunks of 4096) a (16, 4096) or (64, 4096) tile's row sums and column sums both fit
+    a chunk, and carrying both would keep both axes whole in it: the row sums are computed chunk by
+    chunk in whole rows instead, the column sums carried; two loops, the code of the ops (before: no
+    form, the tile whole in registers, 3989 and 14489 instructions at (256, 256) and (512, 512), 2^20
+    refused over the compile limits)."""
+    text = _centred(1 << log2, rows, warps=False)
+    assert _loops_made(text, 256) == 2   # the column sums' loop, the stores'
+    assert _text_instructions(text) <= 800
+
+
+def test_two_axes_that_fit_a_chunk_agree() -> None:
+    """One warp (chunks of 512): two blocks of (16, 512) tiles, the second 5 rows short, both 24 columns
+    short (zero padded: the padding counts in the means; stores masked)."""
+    from tileiras.text.parser import parse_module
+
+    rows, cols = 16, 512
+    x = np.random.default_rng(64).standard_normal((2 * rows - 5, cols - 24)).astype(np.float32)
+    module = parse_module(_centred(rows * cols, rows))
+    args = [x, np.zeros_like(x)]
+    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    assert np.allclose(got[1], ref[1], rtol=1e-4, atol=1e-5)
+    padded = np.pad(x, ((0, 5), (0, 24))).astype(np.float64)
+    centred = [t - t.mean(1, keepdims=True) for t in (padded[:rows], padded[rows:])]
+    want = np.concatenate([c - c.mean(0, keepdims=True) for c in centred])[:len(x), :x.shape[1]]
+    assert np.allclose(got[1], want, rtol=1e-4, atol=1e-5)

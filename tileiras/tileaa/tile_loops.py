@@ -18,8 +18,9 @@ the reordering would move across. A chunk fills the space from its innermost axi
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
 which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop (unless the
-chunk would then hold short runs of the rows it reduces: `_short_runs`); a bigger one (reduced on
-along another axis, broadcast back) is computed chunk by chunk, its reduced axis whole in the chunk;
+chunk would then hold short runs of the rows it reduces; where the group takes no form so, fewer
+are: `carried.py`); a bigger one (reduced on along another axis, broadcast back) is computed chunk
+by chunk, its reduced axis whole in the chunk;
 where that axis is longer than a chunk too, the phases run in an outer loop over blocks of the kept
 axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not store included; a
 window of blocks of a cat along a kept axis has an outer loop of its own). A tile
@@ -46,8 +47,8 @@ from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
 from . import axis_passes, cat_windows, cross_reductions
+from .carried import POLICIES, carried
 from .addresses import touch_the_same
-from .nested_loops import RUN
 from .row_chunks import twin_view
 from .view_order import _erase
 
@@ -194,8 +195,9 @@ class Group:
     """Ops of one block computing tiles of one iteration space (`space`, the shape of the tile that
     started it), each tile value with its `axes` in that space (a permute reorders them)."""
 
-    def __init__(self, space: tuple[int, ...], chunk: int) -> None:
+    def __init__(self, space: tuple[int, ...], chunk: int, carry: str = POLICIES[0]) -> None:
         self.space, self.chunk = space, chunk
+        self.carry = carry   # which reductions its loops carry (carried.py)
         self.ops: list[Operation] = []            # the members in the group's block, in order
         self.inner: set[Operation] = set()        # the members in the bodies of member loops
         self.axes: dict[Value, Axes] = {}
@@ -222,7 +224,7 @@ class Group:
     def carried(self) -> list[Operation]:
         """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
         return [op for op in self.ops if op not in self.cross and
-                (_carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce"))]
+                (_carried(op, self) or (self.outer and op.name == "cuda_tile.reduce"))]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -246,36 +248,18 @@ def _in_space(value: Value, elements: int) -> bool:
     return t is not None and bool(t.shape) and t.num_elements == elements
 
 
-def _carried(op: Operation, chunk: int) -> bool:
-    """Whether `op` is a reduction into a value the loop carries: one that fits in a chunk of `chunk`
-    elements (the reduce of a chunk has the whole result's shape) and leaves the chunk rows of a run
-    (`_short_runs`). A bigger result (reduced on along another axis, or broadcast back) is computed
-    chunk by chunk: a chunk then keeps whole the axis it reduces."""
-    if op.name != "cuda_tile.reduce":
-        return False
-    result = op.results[0].type.num_elements  # type: ignore[union-attr]
-    return result <= chunk and not _short_runs(op, chunk // result)
+def _carried(op: Operation, group: Group) -> bool:
+    """Whether `op` is a reduction into a value the group's loops carry (the reduce of a chunk has the
+    whole result's shape: carried.py says which). The others are computed chunk by chunk: a chunk then
+    keeps whole the axis each reduces."""
+    return carried(op, group.chunk, group.carry)
 
 
-def _short_runs(op: Operation, run: int) -> bool:
-    """Whether reduce `op`, carried, would read its rows in runs shorter than `RUN` (or than the row):
-    it reduces its operand's innermost axis and has several results, which the chunk keeps whole, so
-    a chunk holds `run` elements of each row. A (256, 256) tile's row sums on one warp: runs of 2, read
-    8 bytes at a time, and a row per warp leaves every thread all 256 rows (code and compile time that
-    grow with the tile). Computed chunk by chunk instead, rows whole in each chunk (or in runs of the
-    nested form), they are read as the tile's other reductions read theirs."""
-    shape = op.operands[0].type.shape  # type: ignore[union-attr]
-    long = [i for i, n in enumerate(shape) if n != 1]
-    dim = int(op.attributes["dim"])
-    several = op.results[0].type.num_elements > 1  # type: ignore[union-attr]
-    return several and long[-1:] == [dim] and run < min(RUN, shape[dim])
-
-
-def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
+def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, group: Group) -> Optional[dict[Value, Axes]]:
     """The axes of the tiles of `op` in the group, given those of `known` (None where they do not
     follow: shapes that differ, or a permute that is not one)."""
     if op.name == "cuda_tile.broadcast":
-        return _broadcast_axes(op, known, axes, block, chunk)
+        return _broadcast_axes(op, known, axes, block, group)
     if op.name == "cuda_tile.reshape":
         other = op.results[0] if known is op.operands[0] else op.operands[0]
         long = iter([a for a in axes if a >= 0])
@@ -284,7 +268,7 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) 
         if known not in op.operands:
             return None   # the axis it reduces is not in the space of its result
         operands = {v: axes for v in op.operands}   # (several: one shape)
-        if _carried(op, chunk):
+        if _carried(op, group):
             return operands   # its results are not chunked
         dim = int(op.attributes["dim"])
         return {**operands, **{r: axes[:dim] + axes[dim + 1:] for r in op.results}}
@@ -304,7 +288,7 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) 
     return {v: axes for v in tiles}
 
 
-def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
+def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, group: Group) -> Optional[dict[Value, Axes]]:
     """A broadcast's result runs along the space; its source along the same axes but the broadcast
     ones. The source is computed per chunk too (a weight row loaded chunk by chunk) unless it is one
     value, comes from another block or from a reduction (a row's mean: done before the loop that
@@ -317,17 +301,17 @@ def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk
     t = _tile(src)
     owner = getattr(src, "owner", None)
     if t is None or t.num_elements == 1 or not isinstance(owner, Operation) or owner.parent is not block \
-            or _after_reduce(owner, block, chunk):
+            or _after_reduce(owner, block, group):
         return {res: axes}
     return {res: axes, src: src_axes}
 
 
-def _after_reduce(op: Operation, block: Block, chunk: int) -> bool:
+def _after_reduce(op: Operation, block: Block, group: Group) -> bool:
     """Whether `op` reads, directly or not, a carried reduction of `block`."""
     pending, seen = [op], set()
     while pending:
         op = pending.pop()
-        if _carried(op, chunk):
+        if _carried(op, group):
             return True
         seen.add(op)
         pending += [v.owner for v in op.operands if isinstance(getattr(v, "owner", None), Operation)  # type: ignore[attr-defined]
@@ -335,12 +319,12 @@ def _after_reduce(op: Operation, block: Block, chunk: int) -> bool:
     return False
 
 
-def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
+def _grow(block: Block, seed: Value, chunk: int, carry: str) -> Optional[Group]:
     """The group of ops of `block` connected to `seed` through tiles of its size, or None where one
     of them cannot be computed chunk by chunk."""
     t = _tile(seed)
     assert t is not None
-    group = Group(t.shape, chunk)
+    group = Group(t.shape, chunk, carry)
     elements = t.num_elements
     group.axes[seed] = _unit(seed, tuple(range(len(t.shape))))
     members: set[Operation] = set()
@@ -368,7 +352,7 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
             elif op.name == "cuda_tile.cat":
                 axes = _cat_axes(op, value, group)
             else:
-                axes = _op_axes(op, value, group.axes[value], block, chunk)
+                axes = _op_axes(op, value, group.axes[value], block, group)
             if axes is None:
                 return None
             members.add(op)
@@ -591,9 +575,9 @@ def _scan_axes(group: Group) -> list[tuple[int, bool]]:
             for op in group.ops if op.name == "cuda_tile.scan"]
 
 
-def _groups(block: Block, least: int, chunk: int) -> list[Group]:
+def _groups(block: Block, least: int, chunk: int, carry: str = POLICIES[0]) -> list[Group]:
     """The groups of `block` over tiles of more than `least` elements that loops over chunks of `chunk`
-    elements can compute."""
+    elements can compute, carrying the reductions `carry` says (carried.py)."""
     out: list[Group] = []
     seen: set[Value] = set()
     for op in list(block.operations):
@@ -601,7 +585,7 @@ def _groups(block: Block, least: int, chunk: int) -> list[Group]:
             t = _tile(r)
             if t is None or not t.shape or t.num_elements <= least or r in seen:
                 continue
-            group = _grow(block, r, chunk)
+            group = _grow(block, r, chunk, carry)
             if group is None:
                 seen.add(r)
                 continue
@@ -620,21 +604,24 @@ def _blocks(entry: Operation) -> list[Block]:
 
 def streamable(entry: Operation) -> set[Value]:
     """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
-    return {v for block in _blocks(entry) for group in _groups(block, 1, 1) for v in group.values()}
+    return {v for block in _blocks(entry) for carry in POLICIES for group in _groups(block, 1, 1, carry)
+            for v in group.values()}
 
 
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
-    a thread, in the first of `FORMS` that takes it; the number of loops made."""
+    a thread, in the first of `FORMS` that takes it; what none takes is grown again carrying fewer
+    reductions (the next of carried.POLICIES). The number of loops made."""
     made = 0
     for block in _blocks(entry):
-        for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
-            work = next((work for form in FORMS for work in [form(block, group)] if work), None)
-            for each, (part, plan) in work or ():
-                _loops(each, part, plan)
-                made += len(plan) + bool(each.outer)
-            if work:
-                _drop(group)
+        for carry in POLICIES:
+            for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads, carry):
+                work = next((work for form in FORMS for work in [form(block, group)] if work), None)
+                for each, (part, plan) in work or ():
+                    _loops(each, part, plan)
+                    made += len(plan) + bool(each.outer)
+                if work:
+                    _drop(group)
     return made
 
 
