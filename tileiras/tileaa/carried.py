@@ -38,10 +38,10 @@ def carried(op: Operation, chunk: int, policy: str) -> bool:
 def short_runs(op: Operation, run: int) -> bool:
     """Whether reduce `op`, carried, would read its rows in runs shorter than `RUN` (or than the row):
     it reduces its operand's innermost axis and has several results, which the chunk keeps whole, so
-    a chunk holds `run` elements of each row. A (256, 256) tile's row sums on one warp: runs of 2, read
-    8 bytes at a time, and a row per warp leaves every thread all 256 rows (code and compile time that
-    grow with the tile). Computed chunk by chunk instead, rows whole in each chunk (or in runs of the
-    nested form), they are read as the tile's other reductions read theirs."""
+    a chunk holds `run` elements of each row. A (256, 256) tile's row sums on one warp: runs of 2, 8
+    bytes of each row a load, a sector of 32 bytes fetched for each. Computed chunk by chunk instead,
+    rows whole in each chunk (or in runs of the nested form), they are read in lines, as the tile's
+    other reductions read theirs."""
     several = op.results[0].type.num_elements > 1  # type: ignore[union-attr]
     shape = op.operands[0].type.shape  # type: ignore[union-attr]
     return several and _along_rows(op) and run < min(RUN, shape[int(op.attributes["dim"])])

@@ -10,30 +10,29 @@ loads a chunk-sized tile of a twin partition view (tile index `index * k + c` al
 in k), computes and stores it. The code is then that of one chunk, whatever the tile's size, and
 ragged edges stay exact: a chunk past the array's bound is padded or masked as the whole tile was.
 
-A group is the ops of one block connected through tiles of one size (the iteration space: the
-shape of the tile that starts it; a permute reorders a tile's axes in it), plus the joins of their
-tokens; it is looped when every member has a rule in `RULES`, nothing outside reads what it defines,
-its tiles are not carried into the block, and no op between its first and last member has effects
-the reordering would move across. A chunk fills the space from its innermost axis out (a square one
+A group is the ops of one block connected through tiles of one size (the iteration space: the shape
+of the tile that starts it; a permute reorders a tile's axes in it), plus the joins of their tokens;
+it is looped when every member has a rule in `RULES`, nothing outside reads what it defines, its
+tiles are not carried into the block, and no op between its first and last member has effects the
+reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop (unless the
-chunk would then hold short runs of the rows it reduces; where the group takes no form so, fewer
+which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop (unless
+the chunk would then hold short runs of the rows it reduces; where the group takes no form so, fewer
 are: `carried.py`); a bigger one (reduced on along another axis, broadcast back) is computed chunk
-by chunk, its reduced axis whole in the chunk;
-where that axis is longer than a chunk too, the phases run in an outer loop over blocks of the kept
-axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not store included; a
-window of blocks of a cat along a kept axis has an outer loop of its own). A tile
-reduced along two axes, each too long for either form, takes a pass per axis (`axis_passes.py`),
-each looped as a group of its own; where a reduction reads one along the other axis, the nested form
-runs along it, and the other is computed in each chunk that reads it, in a loop of its own
-(`cross_reductions.py`). The forms are tried in the order of `FORMS`. A reverse scan's loop visits
-its chunks last first. A reshape that splits an axis makes the space the finer tile's: the coarse
-tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one loop per
-window of its operands (of all the group's cats, nested ones included; a tile two cats join is
-computed in each window that reads it) runs over the chunks of the joined axis that window covers,
-computing the operand's chunk where the cat's was, a reduction or scan carried from window to window
-(`Group.offsets`, `cat_windows.py`).
+by chunk, its reduced axis whole in the chunk; where that axis is longer than a chunk too, the
+phases run in an outer loop over blocks of the kept axes (`nested_loops.py`; cats, permutes, merged
+axes and member loops that do not store included; a window of blocks of a cat along a kept axis has
+an outer loop of its own). A tile reduced along two axes, each too long for either form, takes a
+pass per axis (`axis_passes.py`), each looped as a group of its own; where a reduction reads one
+along the other axis, the nested form runs along it, and the other is computed in each chunk that
+reads it, in a loop of its own (`cross_reductions.py`). The forms are tried in the order of `FORMS`.
+A reverse scan's loop visits its chunks last first. A reshape that splits an axis makes the space
+the finer tile's: the coarse tile's axis merges space axes (`Group.merged`). A `cat` makes the space
+its result's: one loop per window of its operands (of all the group's cats, nested ones included; a
+tile two cats join is computed in each window that reads it) runs over the chunks of the joined axis
+that window covers, computing the operand's chunk where the cat's was, a reduction or scan carried
+from window to window (`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -47,8 +46,8 @@ from ..ir.attributes import DenseElements
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
 from . import axis_passes, cat_windows, cross_reductions
-from .carried import POLICIES, carried
 from .addresses import touch_the_same
+from .carried import POLICIES, carried
 from .row_chunks import twin_view
 from .view_order import _erase
 
