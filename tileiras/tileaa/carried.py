@@ -4,8 +4,9 @@ A reduction whose result fits a chunk can be carried: the loop accumulates the r
 so the chunk keeps whole the axes the reduction keeps. Otherwise it is computed chunk by chunk, its
 reduced axis whole in the chunk (or, longer than a chunk, in the runs of the nested form). Carrying
 thus shapes the chunk, and two carried reductions along two axes would need both whole: a tile less
-its rows' means, less its columns' then. `loop_tiles` grows a kernel's groups under each policy of
-`POLICIES` in turn, the tiles one leaves whole grown again under the next:
+its rows' means, less its columns' then. `loop_tiles` grows a block's groups under each policy of
+`POLICIES` in turn, the tiles one leaves whole grown again under the next (skipped where it carries
+the same reductions of the block as one before: `policies`):
 
 * `fitting`: every reduction whose result fits a chunk, but one that would leave the chunk short runs
   of the rows it reduces (`short_runs`);
@@ -22,6 +23,19 @@ from ..ir.core import Operation
 from .nested_loops import RUN
 
 POLICIES = ("fitting", "kept", "none")
+
+
+def policies(reduces: list[Operation], chunk: int) -> list[str]:
+    """The policies of `POLICIES` that carry other reductions of `reduces` (a block's) than the one
+    before: the others would grow the same groups again."""
+    out: list[str] = []
+    seen: set[tuple[bool, ...]] = set()
+    for policy in POLICIES:
+        which = tuple(carried(op, chunk, policy) for op in reduces)
+        if which not in seen:
+            seen.add(which)
+            out.append(policy)
+    return out
 
 
 def carried(op: Operation, chunk: int, policy: str) -> bool:

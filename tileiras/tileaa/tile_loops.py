@@ -47,7 +47,7 @@ from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
 from . import axis_passes, cat_windows, cross_reductions
 from .addresses import touch_the_same
-from .carried import POLICIES, carried
+from .carried import POLICIES, carried, policies
 from .row_chunks import twin_view
 from .view_order import _erase
 
@@ -574,11 +574,12 @@ def _scan_axes(group: Group) -> list[tuple[int, bool]]:
             for op in group.ops if op.name == "cuda_tile.scan"]
 
 
-def _groups(block: Block, least: int, chunk: int, carry: str = POLICIES[0]) -> list[Group]:
+def _groups(block: Block, least: int, chunk: int, carry: str = POLICIES[0],
+            done: frozenset[Value] = frozenset()) -> list[Group]:
     """The groups of `block` over tiles of more than `least` elements that loops over chunks of `chunk`
-    elements can compute, carrying the reductions `carry` says (carried.py)."""
+    elements can compute, carrying the reductions `carry` says (carried.py); not grown from `done`."""
     out: list[Group] = []
-    seen: set[Value] = set()
+    seen: set[Value] = set(done)
     for op in list(block.operations):
         for r in op.results:
             t = _tile(r)
@@ -602,9 +603,17 @@ def _blocks(entry: Operation) -> list[Block]:
 
 
 def streamable(entry: Operation) -> set[Value]:
-    """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
-    return {v for block in _blocks(entry) for carry in POLICIES for group in _groups(block, 1, 1, carry)
-            for v in group.values()}
+    """The tile values of `entry` this pass computes in chunks when they are big (any size here), under
+    any policy (each grows only what the ones before leave whole)."""
+    out: set[Value] = set()
+    for block in _blocks(entry):
+        for carry in policies(_reduces(block), 1):
+            out |= {v for group in _groups(block, 1, 1, carry, frozenset(out)) for v in group.values()}
+    return out
+
+
+def _reduces(block: Block) -> list[Operation]:
+    return [op for op in block.operations if op.name == "cuda_tile.reduce"]
 
 
 def loop_tiles(entry: Operation, threads: int) -> int:
@@ -613,7 +622,7 @@ def loop_tiles(entry: Operation, threads: int) -> int:
     reductions (the next of carried.POLICIES). The number of loops made."""
     made = 0
     for block in _blocks(entry):
-        for carry in POLICIES:
+        for carry in policies(_reduces(block), CHUNK_ELEMENTS * threads):
             for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads, carry):
                 work = next((work for form in FORMS for work in [form(block, group)] if work), None)
                 for each, (part, plan) in work or ():
