@@ -86,7 +86,8 @@ def _want(name: str, log2: int, x: np.ndarray) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("name", kernels.ONE_WARP)
-@pytest.mark.parametrize("log2,rows_short,cols_short", [(14, 16, 32), (16, 48, 80)])
+@pytest.mark.parametrize("log2,rows_short,cols_short", [
+    (14, 16, 32), (16, 48, 80), pytest.param(20, 48, 80, marks=pytest.mark.sweep)])   # 2^20: 2-22 s each
 def test_emulator_agrees_at_size(name: str, log2: int, rows_short: int, cols_short: int) -> None:
     """Two tiles, the second ragged (and every row short of the tile: padding in the reductions; the
     extents multiples of 16, as the kernels assume), on the emulator with the race checker: close to
