@@ -23,11 +23,12 @@ shape = nested.shape
 small_chunks = nested.small_chunks   # chunks of 4 elements a thread: the nested form from (256, 256)
 
 
-def sum_and_max(n: int, between: str = "") -> str:
+def sum_and_max(n: int, between: str = "", rows: int = 0) -> str:
     """s[tile bx] = the sums of x's tile bx along its rows, m[tile bx] its maxima along its columns
     (zero padded: the padding is in both). `between`: the token of the store of s, stored between
-    the two reductions (as cuTile writes it; "" for both stores after both)."""
-    rows, cols = shape(n)
+    the two reductions (as cuTile writes it; "" for both stores after both). `rows`: the tile's (a
+    square tile by default)."""
+    rows, cols = (rows, n // rows) if rows else shape(n)
     v, t = _view((rows, cols), "zero"), f"tile<{rows}x{cols}xf32>"
     wr, wc = _view((rows,)), _view((cols,))
     store_s = f"  %s1 = store_view_tko weak %s, %p1[%bx] token = {between or '%tok'} : tile<{rows}xf32>, {wr}, " \
@@ -67,11 +68,11 @@ def centered_and_sums(n: int) -> str:
         f"  %s3 = store_view_tko weak %x2, %p3[%bx, %c0] token = %tok : {t}, {w}, tile<i32> -> token"])
 
 
-def double_centered(n: int) -> str:
+def double_centered(n: int, rows: int = 0) -> str:
     """y = x less the means of its rows, less the means of that tile's columns: the columns' means read
     the rows' (cross_reductions.py: the nested form along the columns, each chunk's rows' sums in a
-    loop of their own)."""
-    rows, cols = shape(n)
+    loop of their own). `rows`: the tile's (a square tile by default)."""
+    rows, cols = (rows, n // rows) if rows else shape(n)
     v, w, t = _view((rows, cols), "zero"), _view((rows, cols)), f"tile<{rows}x{cols}xf32>"
     ur, uc, tr, tc = f"tile<{rows}x1xf32>", f"tile<1x{cols}xf32>", f"tile<{rows}xf32>", f"tile<{cols}xf32>"
     return _kernel("double_centered", [2, 2], [
@@ -103,14 +104,26 @@ def test_a_tile_reduced_along_two_axes_takes_a_pass_each(between: str) -> None:
 
 
 def test_carried_reductions_take_a_pass_each_around_a_store() -> None:
-    """Results that fit a chunk (a (512, 512) tile): a flat loop per axis carrying its reduction; the
-    store of the sums, between the reductions and no member (it reads a carried result), stays
-    between the loops."""
-    text = _code_does_not_grow(lambda n: sum_and_max(n, "%tok"), small=1 << 16, big=1 << 18)
+    """Results that fit a chunk (a (16, 512) tile: chunks of 512 hold runs of 32 of each row): a flat
+    loop per axis carrying its reduction; the store of the sums, between the reductions and no member
+    (it reads a carried result), stays between the loops."""
+    text = _looped(sum_and_max(1 << 13, "%tok", rows=16))
     assert text.count(" for %loopIdx") == 2 and text.count("= reduce ") == 2
     loops = [i for i, line in enumerate(text.splitlines()) if " for %loopIdx" in line]
     stores = [i for i, line in enumerate(text.splitlines()) if "store_view_tko" in line]
     assert loops[0] < stores[0] < loops[1] < stores[1]
+
+
+def test_row_sums_of_short_runs_are_computed_chunk_by_chunk() -> None:
+    """A (256, 256) or (512, 512) tile: its row sums fit a chunk, but carried they would leave the chunk
+    runs of 2 (or 1) of each row (tile_loops._short_runs). One loop over chunks of whole rows: the
+    sums computed and stored chunk by chunk, the column maxima carried, stored after it."""
+    text = _code_does_not_grow(lambda n: sum_and_max(n, "%tok"), small=1 << 16, big=1 << 18)
+    assert text.count(" for %loopIdx") == 1 and text.count("= reduce ") == 2
+    lines = text.splitlines()
+    loop = next(i for i, line in enumerate(lines) if " for %loopIdx" in line)
+    stores = [i for i, line in enumerate(lines) if "store_view_tko" in line]
+    assert loop < stores[0] and "tile<1xf32>" in lines[stores[0]] and "tile<512xf32>" in lines[stores[1]]
 
 
 def test_a_store_ordered_after_the_load_stays_refused() -> None:
@@ -144,11 +157,11 @@ def _ragged(seed: int, rows: int, cols: int) -> np.ndarray:
 
 
 @pytest.mark.usefixtures("small_chunks")
-@pytest.mark.parametrize("log2,between,loops", [(16, "", 4), (16, "%tok", 4), (14, "%tok", 2)])
+@pytest.mark.parametrize("log2,between,loops", [(16, "", 4), (16, "%tok", 4), (14, "%tok", 1)])
 def test_a_tile_reduced_along_two_axes_agrees(log2: int, between: str, loops: int) -> None:
     """Two blocks' tiles, ragged both ways (zero padded, stores masked past the arrays): (256, 256),
-    nested; (128, 128), flat, the store of the sums between the loops. The sums close to the
-    interpreter's and numpy's, the maxima bit for bit."""
+    nested; (128, 128), one flat loop, the sums computed and stored chunk by chunk, the maxima
+    carried. The sums close to the interpreter's and numpy's, the maxima bit for bit."""
     n = 1 << log2
     rows, cols = shape(n)
     assert _looped(sum_and_max(n, between)).count(" for %loopIdx") == loops
@@ -161,6 +174,23 @@ def test_a_tile_reduced_along_two_axes_agrees(log2: int, between: str, loops: in
     assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-4, atol=1e-3)
     maxima = np.concatenate([padded[:rows].max(0), padded[rows:].max(0)])[:2 * cols - 24]
     assert np.array_equal(got[2], maxima)
+
+
+def test_carried_reductions_around_a_store_agree() -> None:
+    """Two blocks' (16, 512) tiles (a flat loop per axis, the store of the sums between them), the
+    second 5 rows short, both 24 columns short (zero padded, stores masked)."""
+    n, rows, cols = 1 << 13, 16, 512
+    text = sum_and_max(n, "%tok", rows=rows)
+    assert _looped(text).count(" for %loopIdx") == 2
+    x = np.random.default_rng(62).standard_normal((2 * rows - 5, cols - 24)).astype(np.float32)
+    args = [x, np.zeros(len(x), np.float32), np.zeros(2 * cols, np.float32)]
+    module = _module(text)
+    got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
+    padded = np.pad(x, ((0, 5), (0, 24)))
+    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-4)
+    assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-4, atol=1e-4)
+    assert np.array_equal(got[2], want[2])
+    assert np.array_equal(got[2], np.concatenate([padded[:rows].max(0), padded[rows:].max(0)]))
 
 
 @pytest.mark.usefixtures("small_chunks")

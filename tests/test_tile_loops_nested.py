@@ -183,11 +183,13 @@ def test_an_argmax_is_looped(dim: int) -> None:
 
 
 @pytest.mark.parametrize("dim", [0, 1])
-@pytest.mark.parametrize("rows", [16, 0])
-def test_an_argmax_agrees(dim: int, rows: int, small_chunks) -> None:
-    """Two blocks' tiles of 2^16 (carried: (16, 4096) along its rows; nested: (256, 256)), the second
-    ragged both ways; maxima and indices bit for bit numpy's (distinct values: no ties)."""
+@pytest.mark.parametrize("carried", [True, False])
+def test_an_argmax_agrees(dim: int, carried: bool, small_chunks) -> None:
+    """Two blocks' tiles of 2^16 (carried: (4096, 16) along its columns, (4, 16384) along its rows, a
+    chunk of 128 then holding runs of 32 of each row; nested: (256, 256)), the second ragged both ways;
+    maxima and indices bit for bit numpy's (distinct values: no ties)."""
     n = 1 << 16
+    rows = (4 if dim == 1 else 16) if carried else 0
     text = argmax(n, dim, rows)
     assert _looped(text).count(" for %loopIdx") == (2 if not rows else 1)
     tile = (rows, n // rows) if rows else shape(n)

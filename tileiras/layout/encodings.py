@@ -189,11 +189,12 @@ def row_layout(threads: int, shape: tuple[int, ...], scan: bool = False, vec: in
         wpr *= 2
     layout = RowWarpLayout(threads, cols, wpr)
     per_lane = layout.per_lane
-    if not scan and wpr == 1 and vec > 1 and cols % WARP == 0 and per_lane < vec:
+    if not scan and wpr == 1 and vec > 1 and (cols % WARP == 0 or 1 < cols < WARP) and per_lane < vec:
         # rows narrower than a warp's 16-byte vectors: each lane one vector, several rows per warp
-        # (as many as keep every warp busy), so that accesses are 16 bytes wide
+        # (as many as keep every warp busy), so that accesses are 16 bytes wide; a row narrower than a
+        # warp otherwise leaves lanes idle and each thread every row
         rpw = 1
-        while cols * rpw * 2 <= WARP * vec and rows >= warps * rpw * 2:
+        while cols * rpw * 2 <= WARP * vec and rows >= warps * rpw * 2 and rpw * 2 <= WARP:
             rpw *= 2
         return RowWarpLayout(threads, cols, rpw=rpw)
     if scan or ordered or vec <= 1 or cols < WARP * wpr or per_lane <= vec or per_lane % vec:

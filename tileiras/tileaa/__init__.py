@@ -11,8 +11,9 @@ Between the cuda_tile module as read and the nv_tileas level (`tileiras.tileas`)
   strides. Vector widths, asynchronous copies and tensor-core staging read these facts;
 * `tile_loops.py` (pass `loop-tiles`, once the warps are chosen): a tile too big for the CTA's
   registers is computed in a `for` over register-sized chunks (one loop per phase of its
-  reductions: `tile_phases.py`), so code does not grow with tiles; `row_chunks.py` (pass
-  `chunk-rows`) then unrolls long element-wise rows into a few chunks;
+  reductions: `tile_phases.py`; which reductions the loops carry: `carried.py`), so code does not
+  grow with tiles; `row_chunks.py` (pass `chunk-rows`) then unrolls long element-wise rows into a
+  few chunks;
 * `verify.py`: the level's invariants (every such value has facts, and they agree with the
   constants and assumptions they were proved from);
 * pointer roots and memory-token ordering: `tileiras.transforms.alias` and `token_order`.

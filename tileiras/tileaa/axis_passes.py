@@ -92,7 +92,7 @@ def _part(group: "Group", ops: list[Operation]) -> Optional["Group"]:
     from .cat_windows import place
     from .tile_loops import Group
 
-    part = Group(group.space, group.chunk)
+    part = Group(group.space, group.chunk, group.carry)
     part.ops = ops
     values: set[Value] = {v for op in ops for v in (*op.operands, *op.results)}
     part.axes = {v: a for v, a in group.axes.items() if v in values}

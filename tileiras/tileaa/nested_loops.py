@@ -49,7 +49,7 @@ def reduced_axis(group: "Group") -> Optional[int]:
         return None   # a member loop that stores would store again in each phase that reads it
     runs = [op for op in group.ops if op.name in ("cuda_tile.reduce", "cuda_tile.scan") and op not in group.cross]
     along = {group.axes[op.operands[0]][int(op.attributes["dim"])] for op in runs}
-    if len(along) != 1 or any(_carried(op, group.chunk) for op in runs):
+    if len(along) != 1 or any(_carried(op, group) for op in runs):
         return None
     axis = along.pop()
     return axis if axis >= 0 else None

@@ -10,28 +10,29 @@ loads a chunk-sized tile of a twin partition view (tile index `index * k + c` al
 in k), computes and stores it. The code is then that of one chunk, whatever the tile's size, and
 ragged edges stay exact: a chunk past the array's bound is padded or masked as the whole tile was.
 
-A group is the ops of one block connected through tiles of one size (the iteration space: the
-shape of the tile that starts it; a permute reorders a tile's axes in it), plus the joins of their
-tokens; it is looped when every member has a rule in `RULES`, nothing outside reads what it defines,
-its tiles are not carried into the block, and no op between its first and last member has effects
-the reordering would move across. A chunk fills the space from its innermost axis out (a square one
+A group is the ops of one block connected through tiles of one size (the iteration space: the shape
+of the tile that starts it; a permute reorders a tile's axes in it), plus the joins of their tokens;
+it is looped when every member has a rule in `RULES`, nothing outside reads what it defines, its
+tiles are not carried into the block, and no op between its first and last member has effects the
+reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop; a bigger
-one (reduced on along another axis, broadcast back) is computed chunk by chunk, its reduced axis
-whole in the chunk; where that axis is longer than a chunk too, the phases run in an outer loop over
-blocks of the kept axes (`nested_loops.py`; cats, permutes, merged axes and member loops that do not
-store included; a window of blocks of a cat along a kept axis has an outer loop of its own). A tile
-reduced along two axes, each too long for either form, takes a pass per axis (`axis_passes.py`),
-each looped as a group of its own; where a reduction reads one along the other axis, the nested form
-runs along it, and the other is computed in each chunk that reads it, in a loop of its own
-(`cross_reductions.py`). The forms are tried in the order of `FORMS`. A reverse scan's loop visits
-its chunks last first. A reshape that splits an axis makes the space the finer tile's: the coarse
-tile's axis merges space axes (`Group.merged`). A `cat` makes the space its result's: one loop per
-window of its operands (of all the group's cats, nested ones included; a tile two cats join is
-computed in each window that reads it) runs over the chunks of the joined axis that window covers,
-computing the operand's chunk where the cat's was, a reduction or scan carried from window to window
-(`Group.offsets`, `cat_windows.py`).
+which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop (unless
+the chunk would then hold short runs of the rows it reduces; where the group takes no form so, fewer
+are: `carried.py`); a bigger one (reduced on along another axis, broadcast back) is computed chunk
+by chunk, its reduced axis whole in the chunk; where that axis is longer than a chunk too, the
+phases run in an outer loop over blocks of the kept axes (`nested_loops.py`; cats, permutes, merged
+axes and member loops that do not store included; a window of blocks of a cat along a kept axis has
+an outer loop of its own). A tile reduced along two axes, each too long for either form, takes a
+pass per axis (`axis_passes.py`), each looped as a group of its own; where a reduction reads one
+along the other axis, the nested form runs along it, and the other is computed in each chunk that
+reads it, in a loop of its own (`cross_reductions.py`). The forms are tried in the order of `FORMS`.
+A reverse scan's loop visits its chunks last first. A reshape that splits an axis makes the space
+the finer tile's: the coarse tile's axis merges space axes (`Group.merged`). A `cat` makes the space
+its result's: one loop per window of its operands (of all the group's cats, nested ones included; a
+tile two cats join is computed in each window that reads it) runs over the chunks of the joined axis
+that window covers, computing the operand's chunk where the cat's was, a reduction or scan carried
+from window to window (`Group.offsets`, `cat_windows.py`).
 `streamable` tells the compile limits (tileaa/limits.py) which tile
 values this pass takes out of registers.
 """
@@ -46,6 +47,7 @@ from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType, TokenType, storage_bytes
 from . import axis_passes, cat_windows, cross_reductions
 from .addresses import touch_the_same
+from .carried import POLICIES, carried, policies
 from .row_chunks import twin_view
 from .view_order import _erase
 
@@ -192,8 +194,9 @@ class Group:
     """Ops of one block computing tiles of one iteration space (`space`, the shape of the tile that
     started it), each tile value with its `axes` in that space (a permute reorders them)."""
 
-    def __init__(self, space: tuple[int, ...], chunk: int) -> None:
+    def __init__(self, space: tuple[int, ...], chunk: int, carry: str = POLICIES[0]) -> None:
         self.space, self.chunk = space, chunk
+        self.carry = carry   # which reductions its loops carry (carried.py)
         self.ops: list[Operation] = []            # the members in the group's block, in order
         self.inner: set[Operation] = set()        # the members in the bodies of member loops
         self.axes: dict[Value, Axes] = {}
@@ -220,7 +223,7 @@ class Group:
     def carried(self) -> list[Operation]:
         """The reductions whose results the loops carry (the others are computed chunk by chunk)."""
         return [op for op in self.ops if op not in self.cross and
-                (_carried(op, self.chunk) or (self.outer and op.name == "cuda_tile.reduce"))]
+                (_carried(op, self) or (self.outer and op.name == "cuda_tile.reduce"))]
 
     def shape(self, value: Value, part: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk-sized shape of `value` for chunks `part` of the space."""
@@ -244,19 +247,18 @@ def _in_space(value: Value, elements: int) -> bool:
     return t is not None and bool(t.shape) and t.num_elements == elements
 
 
-def _carried(op: Operation, chunk: int) -> bool:
-    """Whether `op` is a reduction into a value the loop carries: one that fits in a chunk of `chunk`
-    elements (the reduce of a chunk has the whole result's shape). A bigger result (reduced on along
-    another axis, or broadcast back) is computed chunk by chunk: a chunk then keeps whole the axis it
-    reduces."""
-    return op.name == "cuda_tile.reduce" and op.results[0].type.num_elements <= chunk  # type: ignore[union-attr]
+def _carried(op: Operation, group: Group) -> bool:
+    """Whether `op` is a reduction into a value the group's loops carry (the reduce of a chunk has the
+    whole result's shape: carried.py says which). The others are computed chunk by chunk: a chunk then
+    keeps whole the axis each reduces."""
+    return carried(op, group.chunk, group.carry)
 
 
-def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
+def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, group: Group) -> Optional[dict[Value, Axes]]:
     """The axes of the tiles of `op` in the group, given those of `known` (None where they do not
     follow: shapes that differ, or a permute that is not one)."""
     if op.name == "cuda_tile.broadcast":
-        return _broadcast_axes(op, known, axes, block, chunk)
+        return _broadcast_axes(op, known, axes, block, group)
     if op.name == "cuda_tile.reshape":
         other = op.results[0] if known is op.operands[0] else op.operands[0]
         long = iter([a for a in axes if a >= 0])
@@ -265,7 +267,7 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) 
         if known not in op.operands:
             return None   # the axis it reduces is not in the space of its result
         operands = {v: axes for v in op.operands}   # (several: one shape)
-        if _carried(op, chunk):
+        if _carried(op, group):
             return operands   # its results are not chunked
         dim = int(op.attributes["dim"])
         return {**operands, **{r: axes[:dim] + axes[dim + 1:] for r in op.results}}
@@ -285,7 +287,7 @@ def _op_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) 
     return {v: axes for v in tiles}
 
 
-def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk: int) -> Optional[dict[Value, Axes]]:
+def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, group: Group) -> Optional[dict[Value, Axes]]:
     """A broadcast's result runs along the space; its source along the same axes but the broadcast
     ones. The source is computed per chunk too (a weight row loaded chunk by chunk) unless it is one
     value, comes from another block or from a reduction (a row's mean: done before the loop that
@@ -298,17 +300,17 @@ def _broadcast_axes(op: Operation, known: Value, axes: Axes, block: Block, chunk
     t = _tile(src)
     owner = getattr(src, "owner", None)
     if t is None or t.num_elements == 1 or not isinstance(owner, Operation) or owner.parent is not block \
-            or _after_reduce(owner, block, chunk):
+            or _after_reduce(owner, block, group):
         return {res: axes}
     return {res: axes, src: src_axes}
 
 
-def _after_reduce(op: Operation, block: Block, chunk: int) -> bool:
+def _after_reduce(op: Operation, block: Block, group: Group) -> bool:
     """Whether `op` reads, directly or not, a carried reduction of `block`."""
     pending, seen = [op], set()
     while pending:
         op = pending.pop()
-        if _carried(op, chunk):
+        if _carried(op, group):
             return True
         seen.add(op)
         pending += [v.owner for v in op.operands if isinstance(getattr(v, "owner", None), Operation)  # type: ignore[attr-defined]
@@ -316,12 +318,12 @@ def _after_reduce(op: Operation, block: Block, chunk: int) -> bool:
     return False
 
 
-def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
+def _grow(block: Block, seed: Value, chunk: int, carry: str) -> Optional[Group]:
     """The group of ops of `block` connected to `seed` through tiles of its size, or None where one
     of them cannot be computed chunk by chunk."""
     t = _tile(seed)
     assert t is not None
-    group = Group(t.shape, chunk)
+    group = Group(t.shape, chunk, carry)
     elements = t.num_elements
     group.axes[seed] = _unit(seed, tuple(range(len(t.shape))))
     members: set[Operation] = set()
@@ -349,7 +351,7 @@ def _grow(block: Block, seed: Value, chunk: int) -> Optional[Group]:
             elif op.name == "cuda_tile.cat":
                 axes = _cat_axes(op, value, group)
             else:
-                axes = _op_axes(op, value, group.axes[value], block, chunk)
+                axes = _op_axes(op, value, group.axes[value], block, group)
             if axes is None:
                 return None
             members.add(op)
@@ -572,17 +574,18 @@ def _scan_axes(group: Group) -> list[tuple[int, bool]]:
             for op in group.ops if op.name == "cuda_tile.scan"]
 
 
-def _groups(block: Block, least: int, chunk: int) -> list[Group]:
+def _groups(block: Block, least: int, chunk: int, carry: str = POLICIES[0],
+            done: frozenset[Value] = frozenset()) -> list[Group]:
     """The groups of `block` over tiles of more than `least` elements that loops over chunks of `chunk`
-    elements can compute."""
+    elements can compute, carrying the reductions `carry` says (carried.py); not grown from `done`."""
     out: list[Group] = []
-    seen: set[Value] = set()
+    seen: set[Value] = set(done)
     for op in list(block.operations):
         for r in op.results:
             t = _tile(r)
             if t is None or not t.shape or t.num_elements <= least or r in seen:
                 continue
-            group = _grow(block, r, chunk)
+            group = _grow(block, r, chunk, carry)
             if group is None:
                 seen.add(r)
                 continue
@@ -600,22 +603,33 @@ def _blocks(entry: Operation) -> list[Block]:
 
 
 def streamable(entry: Operation) -> set[Value]:
-    """The tile values of `entry` this pass computes in chunks when they are big (any size here)."""
-    return {v for block in _blocks(entry) for group in _groups(block, 1, 1) for v in group.values()}
+    """The tile values of `entry` this pass computes in chunks when they are big (any size here), under
+    any policy (each grows only what the ones before leave whole)."""
+    out: set[Value] = set()
+    for block in _blocks(entry):
+        for carry in policies(_reduces(block), 1):
+            out |= {v for group in _groups(block, 1, 1, carry, frozenset(out)) for v in group.values()}
+    return out
+
+
+def _reduces(block: Block) -> list[Operation]:
+    return [op for op in block.operations if op.name == "cuda_tile.reduce"]
 
 
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
-    a thread, in the first of `FORMS` that takes it; the number of loops made."""
+    a thread, in the first of `FORMS` that takes it; what none takes is grown again carrying fewer
+    reductions (the next of carried.POLICIES). The number of loops made."""
     made = 0
     for block in _blocks(entry):
-        for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads):
-            work = next((work for form in FORMS for work in [form(block, group)] if work), None)
-            for each, (part, plan) in work or ():
-                _loops(each, part, plan)
-                made += len(plan) + bool(each.outer)
-            if work:
-                _drop(group)
+        for carry in policies(_reduces(block), CHUNK_ELEMENTS * threads):
+            for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads, carry):
+                work = next((work for form in FORMS for work in [form(block, group)] if work), None)
+                for each, (part, plan) in work or ():
+                    _loops(each, part, plan)
+                    made += len(plan) + bool(each.outer)
+                if work:
+                    _drop(group)
     return made
 
 
