@@ -434,3 +434,23 @@ def test_tf32_large_tiles_are_pipelined_by_tma(name: str, b_copy: int, tmp_path:
     assert meta.kernels[0].dynamic_smem == 2 * 98304 + b_copy + 32   # the stages, B's copy, the mbarriers
     waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx))
     assert waits == (2 if name == "mm_tf32_128x256x64" else 1), waits   # one more between B's halves
+
+
+def test_a_ring_mixes_tma_boxes_and_cp_async_on_one_full_barrier(monkeypatch, tmp_path: Path) -> None:
+    """sm_120's e4m3 matmul: A's stage, read by ldmatrix, is swizzled and filled by TMA; B, read
+    transposed (no ldmatrix form for 8-bit), keeps its padded stage and cp.async, beside A's box on the
+    same full mbarrier (its count: the TMA thread's arrival and every copying thread's); before, the
+    padded B kept the whole ring on cp.async. The emulator agrees with the interpreter, and the race
+    checker reports a stage read before the copying threads' bytes are counted (their arrivals
+    taken out)."""
+    from tileiras.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault
+
+    ptx = _compile(BYTECODE / "mm_e4m3_128x128x64.tileirbc", tmp_path, gpu="sm_120")[0].read_text()
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cta.global") >= 1 and "cp.async.cg.shared.global" in ptx
+    assert "cp.async.mbarrier.arrive.noinc.shared" in ptx
+    _check("mm_e4m3_128x128x64", "sm_120")
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
+    edit_ptx(monkeypatch, removing(r"\tcp\.async\.mbarrier\.arrive\.noinc\.shared(::cta)?\.b64 \[[^]]*\];\n"))
+    with pytest.raises((DeviceFault, TileirasError)):
+        _check("mm_e4m3_128x128x64", "sm_120")

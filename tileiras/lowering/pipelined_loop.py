@@ -145,7 +145,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None)
+        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None, ring.beside)
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
@@ -222,11 +222,11 @@ def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:
     return any(not chunk_elements(load, k.get(load.operand("view")), load.results[0].type) for load in copied(p))
 
 
-def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict,
-                dense: set, tiles: dict, paired: bool) -> tuple[Optional[dict], Optional[ClusterLoads]]:
+def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict, dense: set, tiles: dict,
+                paired: bool, beside: frozenset) -> tuple[Optional[dict], Optional[ClusterLoads]]:
     """The loads' TMA copies as tileas/pipeline_copies.choose decides them, their tensor maps added
     to the kernel's hidden parameters; (None, None) where the loop keeps cp.async."""
-    copies, cluster = pipeline_copies.choose(k, loop, loads, matrices, dense, tiles, paired)
+    copies, cluster = pipeline_copies.choose(k, loop, loads, matrices, dense, tiles, paired, beside)
     if copies is None:
         return None, None
     return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
@@ -241,7 +241,7 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
     """The warp roles of the specialized loop, as the remark and the schedule dump say them (`mixed`:
     the producer's threads also copy by cp.async the loads TMA cannot, `copied`)."""
     first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
-    mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma)
+    mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma and not mixed)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
         regs = f"; setmaxnreg.dec {dec} / {mma_dec}, epilogue setmaxnreg.inc {inc}" if inc else ""

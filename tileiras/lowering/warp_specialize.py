@@ -258,13 +258,14 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     """The producer's whole program (and in the tcgen05 form the MMA warp's), in their own blocks;
     the consumers go on where they were."""
     from . import mbarrier
+    from .pipelined_loop import copied
     from .tmem import ROLE_EXIT
     from .warp_specialize_tcgen05 import emit_attention_warp, emit_mma_warp
 
     split = k.warp_split
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
-    _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma))
+    _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma) and not copied(p))   # (cp.async: every thread's budget)
     # the MMA role's first thread: after the producer's role (tcgen05 form), or its warpgroup's second warp
     mma_first = consumers + (32 if split.form == "attention" else split.producers)
     cont = k.b.label("consumer_loop")

@@ -15,12 +15,13 @@ from .multicast_groups import ClusterLoads
 
 
 def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: set, tiles: dict,
-           paired: bool) -> tuple[Optional[dict], Optional[ClusterLoads]]:
+           paired: bool, beside: "set | frozenset" = frozenset()) -> tuple[Optional[dict], Optional[ClusterLoads]]:
     """The loads' TMA copies (load -> tma_boxes.TmaCopy, targets with the "tma" feature) and the
     cluster's multicast plan; (None, None) where a load cannot use TMA: the loop then keeps cp.async
-    (the full barrier counts the copying threads' arrivals) and a remark on each load says why. Only
-    block scales in unpadded stages (`dense`) may keep cp.async beside the others' TMA boxes: the
-    full barrier then counts the TMA thread's arrival with the copying threads' (NVIDIA's A scales).
+    (the full barrier counts the copying threads' arrivals) and a remark on each load says why. The
+    loads of `beside` (StageRing.beside: those cp.async can copy, block scales in unpadded stages) may
+    keep cp.async beside the others' TMA boxes: the full barrier then counts the TMA thread's arrival
+    with the copying threads' (NVIDIA's A scales).
     In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
     `multicast_groups.plan` allows; a CTA pair's (`paired`) copy each its own A rows and half of B
     (`tiles`: what each stage holds). `k`: the kernel being lowered (its target's capabilities, its
@@ -28,7 +29,7 @@ def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: set, ti
     if not k.caps.has("tma"):
         multicast_groups.refuse(k, loop, loads, "")
         return None, None
-    copies, why = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles)
+    copies, why = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles, beside)
     if copies is None:
         for load in loads:
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())

@@ -29,7 +29,7 @@ def settled(k: "StagingFacts") -> object:
         return split
     loads = ring.plan.loads
     tma = tma_boxes.pipeline_copies(k.caps, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
-                                    ring.dense, ring.tiles)[0] if k.caps.has("tma") else None
+                                    ring.dense, ring.tiles, ring.beside)[0] if k.caps.has("tma") else None
     return split if split_mmas(k, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
 
 

@@ -60,6 +60,7 @@ class StageRing:
     pair: Optional[CtaPair]             # sm_100: a CTA pair runs the loop's mma
     retiring: Optional[Operation]       # sm_90: the wgmma whose group stays in flight
     through_registers: tuple            # block scales no copy can stage (`stageable`)
+    beside: frozenset = frozenset()     # loads that may keep cp.async beside the others' TMA boxes
 
     def matrix(self, k: "StagingFacts", load: Operation) -> SharedMatrix:
         """The (unplaced) stage-0 matrix of `load`."""
@@ -166,10 +167,11 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.caps.has("tma") and uses_mbarriers(k):
         to_swizzle = {load for load in plan.loads if tma_swizzles(k, load)}
-        # stages ldmatrix reads: only where TMA then copies every load (else cp.async fills the stages,
-        # and a swizzled one only costs its readers address registers)
+        # stages ldmatrix reads: only where TMA then copies each of them, every other load by TMA too or
+        # by cp.async beside its boxes (else cp.async fills the stages, and a swizzled one only costs its
+        # readers address registers)
         ldmatrix = any(k.assignment.only_ldmatrix_reads(load.results[0]) for load in to_swizzle)  # type: ignore[union-attr]
-        if not ldmatrix or all(swizzled[load] or load in to_swizzle for load in plan.loads):
+        if not ldmatrix or all(swizzled[load] or load in to_swizzle or load not in by_tma for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
@@ -178,8 +180,11 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     pair = cta_pairs.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
     tiles = {load: cta_pairs.staged_type(pair, load) for load in plan.loads}
     matrices = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense) for load in plan.loads}
+    # loads that may keep cp.async beside the others' TMA boxes (on the stage's one full mbarrier): every
+    # load cp.async can copy, and the unpadded stages' (a block scale staged through registers)
+    beside = frozenset(dense) | {load for load in plan.loads if load not in by_tma and load not in bad}
     if by_tma:      # loads only TMA can copy: they must be among its copies
-        copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles)
+        copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles, beside)
         missed = [load for load in by_tma if copies is None or load not in copies]
         if missed:
             reason = why.get(missed[0], "") if isinstance(why, dict) else str(why or "")
@@ -191,7 +196,7 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
     retiring = group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
         else None
-    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad)), ""
+    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad), beside), ""
 
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
