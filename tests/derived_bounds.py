@@ -1,4 +1,4 @@
-"""Error bounds of the realistic kernels that are not one K-term sum: layer norm, RMS norm, softmax.
+"""Error bounds of the realistic kernels that are not one K-term sum: norms, softmax, flash attention.
 
 Each backend (the emulator running our PTX, the interpreter) computes the kernel's f32 arithmetic in its own
 order; each result lies within a first-order rounding-error bound of the exact value, derived here from the
@@ -8,9 +8,8 @@ rcp/div within 2 ulp (4 u relative). Two backends differ by at most the sum of t
 to the output type once (`apart`). Second-order terms (products of two of these relative errors, below 2^-20
 of the first-order ones at the launches' sizes) are covered by SLACK.
 
-Flash attention keeps the fixed tolerance (test_realistic_emulator.TOLERANCE): its P is rounded to f16 before
-P@V, and two backends whose f32 p differ in the last bits may round it to neighbouring f16 values, an error
-that the bound of each against the exact value cannot separate from the rescalings' (not derived here).
+Flash attention (`attention`) is bounded against the exact softmax(q k^T scale) v the same way; its P is
+rounded to the type of v before P@V, one rounding of that type per weight in each backend.
 """
 
 from __future__ import annotations
@@ -89,3 +88,43 @@ def softmax(x: np.ndarray) -> Derived:
     rel_l = ((e * rel_e).sum(axis=1, keepdims=True) + gamma(n) * l) / l
     y = e / l
     return Derived(y * (rel_e + rel_l + APPROX), f"a softmax of {n}-term rows")
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, qk_scale: float, bq: int, bk: int, causal: bool,
+              v_unit: float) -> Derived:
+    """o = softmax(q k^T * scale) v per (head, query) row, as the flash-attention kernel computes it: scores from
+    D f16 products summed in f32, times scale = qk_scale * log2(e), weights p = ex2(s - m) against a running
+    maximum m, rescaled by ex2(m_old - m_new) at each key block, rounded to v's type (unit roundoff `v_unit`)
+    before P@V, sums l of p and acc of P@V over the row's keys, out = acc / l.
+
+    A weight's relative error rho (against the exact 2^(s - max), the running maxima cancelling between acc and
+    l) is ln2 times its score's error plus the exp2 arguments' roundings (each within the row's score range R),
+    and per exp2 and rescaling 2 ulp and a product's rounding; then |o - exact| <= sum_j p_j rho_j (|v_j| + |o|)
+    / L + v_unit sum_j p_j |v_j| / L (+ its subnormal floor) + gamma(n) (sum_j p_j |v_j| / L + |o|) + 2 ulp of the
+    division."""
+    q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
+    heads, seq, d = q64.shape
+    keys = k64.shape[1]
+    scale = qk_scale * np.log2(np.e)
+    rows = np.arange(seq)[:, None]
+    cols = np.arange(keys)[None, :]
+    # the keys a query block runs over: its causal blocks up to the diagonal's (masked past it), else all
+    blocks = (-(-((rows // bq + 1) * bq) // bk) if causal else np.full_like(rows, -(-keys // bk)))
+    keep = (cols < blocks * bk) & ((rows >= cols) if causal else True)
+    out = np.zeros_like(q64)
+    for h in range(heads):
+        s = q64[h] @ k64[h].T * scale
+        e_s = abs(scale) * gamma(d) * (np.abs(q64[h]) @ np.abs(k64[h]).T) + 2 * U * np.abs(s)
+        s = np.where(keep, s, -np.inf)
+        top = s.max(axis=1, keepdims=True)
+        span = top - np.where(keep, s, np.inf).min(axis=1, keepdims=True)
+        p = np.where(keep, np.exp2(s - top), 0.0)
+        lsum = p.sum(axis=1, keepdims=True)
+        o = p @ v64[h] / lsum
+        rho = np.log(2) * (e_s + 2 * U * span) + (blocks + 1) * APPROX + 2 * blocks * U
+        pv = p @ np.abs(v64[h]) / lsum
+        weighted = p * np.where(keep, rho, 0.0)
+        out[h] = ((weighted @ np.abs(v64[h]) + weighted.sum(axis=1, keepdims=True) * np.abs(o)) / lsum
+                  + v_unit * pv + 2.0 ** -25 * (keep @ np.abs(v64[h])) / lsum
+                  + gamma(int(keep.sum(axis=1).max())) * (pv + np.abs(o)) + APPROX * np.abs(o))
+    return Derived(out, f"an attention over {keys} keys")

@@ -116,8 +116,8 @@ def _interpreted(name: str, recipe: str) -> tuple[np.ndarray, ...]:
 
 
 # -- comparing ------------------------------------------------------------------------------
-# Allowed |emulator - interpreter| per element for the kernels without a derived bound (attention, elementwise
-# kernels, copies; see `accumulations`), as (rtol, atol_of_max): rtol * |ref| +
+# Allowed |emulator - interpreter| per element for the kernels without a derived bound (elementwise kernels,
+# copies; see `accumulations`), as (rtol, atol_of_max): rtol * |ref| +
 # atol_of_max * max|ref| over the array. Both backends accumulate in f32 (i32 for int8) with
 # exactly representable products, but in different orders (mma fragments, warp shuffles and
 # shared-memory trees against numpy's pairwise sums), and the PTX uses the hardware's
@@ -150,8 +150,8 @@ def accumulations(config: configs.Config, args: list[np.ndarray],
                   gpu: str = "") -> dict[str, tuple[np.ndarray, int, str] | Derived]:
     """Per output of an accumulating kernel (matmul, bmm, split-K, row sum): (the magnitudes its error is
     proportional to, |a| @ |b| or sum |x|, shaped like the output; the number of terms K; the accumulator's unit
-    name on `gpu`: fp8 on sm_90 accumulates narrower than f32). Norms and softmax: the bound derived from their
-    inputs (tests/derived_bounds.py). The other kernels (attention, elementwise ones) keep TOLERANCE."""
+    name on `gpu`: fp8 on sm_90 accumulates narrower than f32). Norms, softmax and attention: the bound derived
+    from their inputs (tests/derived_bounds.py). The other kernels (elementwise ones, copies) keep TOLERANCE."""
     from accumulation import accumulator
 
     named = dict(zip([p.name for p in config.params if isinstance(p, (configs.Arr, configs.Scalar))], args))
@@ -177,6 +177,11 @@ def accumulations(config: configs.Config, args: list[np.ndarray],
         return {"y": derived_bounds.rmsnorm(named["x"], named["w"], eps)}
     if config.kernel == "softmax":
         return {"y": derived_bounds.softmax(named["x"])}
+    if config.kernel == "attention_fwd":
+        bq, bk, causal = (configs._const(config, n) for n in ("BQ", "BK", "CAUSAL"))
+        unit = derived_bounds.OUT_UNIT[next(p.dtype for p in config.arrays if p.name == "v")][0]
+        return {"o": derived_bounds.attention(named["q"], named["k"], named["v"], float(named["qk_scale"]), bq, bk,
+                                              bool(causal), unit)}
     return {}
 
 
@@ -352,6 +357,41 @@ def test_a_softmax_output_slightly_off_is_reported_within_its_derived_bound() ->
     report = _mismatch("y", "float16", True, wrong, ref, derived) or ""
     assert f"[3, {j}]" in report and "softmax of 1024-term rows" in report, report
     assert _mismatch("y", "float16", True, wrong, ref) is None
+
+
+def test_an_attention_output_slightly_off_is_reported_within_its_derived_bound() -> None:
+    """An attention's outputs are compared within the bound derived from its inputs: at the mutation launch of
+    fa_f16_q64k64d64_causal (8 key blocks, 512 keys), query rows 100 to 500 of head 0 each computed without their
+    diagonal key (a causal mask off by one) are reported, which the fixed f16 tolerance lets pass; outputs moved
+    by less than the bound pass."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mutations
+
+    config = mutations.launch("fa_f16_q64k64d64_causal", 8)
+    args = _arguments(config)
+    q, k, v = (a[0].astype(np.float64) for a in args[:3])
+    scale = float(args[4])
+    derived = accumulations(config, args)["o"]
+    assert isinstance(derived, Derived)
+
+    def row(i: int, last: int) -> np.ndarray:        # query i over keys 0 .. last - 1
+        s = q[i] @ k[:last].T * scale
+        p = np.exp(s - s.max())
+        return p @ v[:last] / p.sum()
+
+    exact = np.stack([row(i, i + 1) for i in range(q.shape[0])])
+    ref = args[3].copy()
+    ref[0] = exact.astype(np.float16)
+    spread = 0.45 * 2 * derived.error[0] * np.sign(exact)
+    near = ref.copy()
+    near[0] = (exact + spread).astype(np.float16)
+    assert _mismatch("o", "float16", True, near, ref, derived) is None
+    for i in (100, 200, 300, 400, 500):
+        wrong = ref.copy()
+        wrong[0, i] = row(i, i).astype(np.float16)
+        report = _mismatch("o", "float16", True, wrong, ref, derived) or ""
+        assert f"[0, {i}, " in report and "attention over 512 keys" in report, report
+        assert _mismatch("o", "float16", True, wrong, ref) is None
 
 
 def apart_of(ref: np.ndarray, mag: np.ndarray, k: int, acc: str, dtype: str) -> np.ndarray:
