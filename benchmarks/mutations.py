@@ -437,10 +437,14 @@ def _repeated_barrier(ptx: str, line: int) -> bool:
 
 
 def _invalidated_unused_later(ptx: str, codes: list[str], first: int, stop: int) -> bool:
-    """Whether the mbarriers that statements `first`..`stop - 1` invalidate are used by no statement after them:
-    their addresses (ptx_values) differ from those of every later mbarrier operand; any address not evaluated
-    counts as a use, and an invalidated address not evaluated meets every later mbarrier operand."""
+    """Whether the mbarriers that statements `first`..`stop - 1` invalidate are used by no statement that control
+    flow reaches from statement `stop`: their addresses (ptx_values) differ from those of every such mbarrier
+    operand; any address not evaluated counts as a use, and an invalidated address not evaluated meets every
+    mbarrier operand."""
     values = _values(ptx, codes, stop + 1)
+    succ = _successors(codes, values.start, values.end)
+    if succ is None:
+        return False
     invalidated: Optional[set[int]] = set()
     for i in range(first, stop):
         for part in statements(codes[i]):
@@ -449,8 +453,8 @@ def _invalidated_unused_later(ptx: str, codes: list[str], first: int, stop: int)
                 invalidated = None if addresses is None or invalidated is None else invalidated | addresses
     if invalidated == set():
         return True
-    for code in codes[stop + 1:values.end]:
-        for part in statements(code):
+    for i in sorted(_reachable(succ, succ.get(stop, []), -1)):
+        for part in statements(codes[i]):
             operands = _mbarrier_operands(part)
             if operands is None:
                 continue
