@@ -131,6 +131,10 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "consistency model makes the fence order the thread's later asynchronous tcgen05 operations after all of "
      "its earlier thread synchronization, so the later fence orders them after this one's barrier as well, and "
      "the synchronous tcgen05 instructions between (commit, wait, relinquish) are ordered by program order"),
+    ("delete tcgen05.fence::after_thread_sync", "", lambda ptx, line: _after_sync_fenced_before(ptx, line),
+     "on every path into it the thread already executed another tcgen05.fence::after_thread_sync after its last "
+     "thread synchronization (barrier or mbarrier wait): that fence orders all the thread's later tcgen05 "
+     "operations after every synchronization before it, so this one orders nothing more"),
     ("delete tcgen05.wait", "", lambda ptx, line: _tcgen05_nothing_in_flight(ptx, line),
      "no tcgen05.ld (st) of the function reaches it without passing another tcgen05.wait::ld (st): the thread "
      "has none in flight here, and the wait has nothing to wait for"),
@@ -730,6 +734,40 @@ def _after_sync_fenced_again(ptx: str, line: int) -> bool:
                              lambda p: bool(_NEEDS_AFTER_SYNC.match(p)))
 
 
+# what a tcgen05.fence::after_thread_sync orders the thread's later tcgen05 operations after: its waits and barriers
+_THREAD_SYNC = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar\.|barrier\.|mbarrier\.(?:try|test)_wait)")
+
+
+def _after_sync_fenced_before(ptx: str, line: int) -> bool:
+    """Whether every control-flow path into PTX line `line` (a tcgen05.fence::after_thread_sync) passes another such
+    fence after the thread's last synchronization (barrier or mbarrier wait), and none comes from the entry
+    without one."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    todo, seen = list(preds.get(line - 1, [])), set()
+    if not todo:
+        return False
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        parts = statements(codes[i])
+        if any(p.startswith("tcgen05.fence::after_thread_sync") for p in parts):
+            continue
+        if any(_THREAD_SYNC.match(p) for p in parts) or i == start:
+            return False
+        todo.extend(preds.get(i, []))
+    return True
+
+
 # what a deleted tcgen05.wait::ld (::st) must not reach before the thread's next wait of the same kind: any other
 # tcgen05 instruction (a tensor-memory write, a fence or commit that hands tensor memory over, a deallocation),
 # a barrier, an mbarrier arrival, or the thread's exit; further tcgen05.ld (st) of the same kind may come between
@@ -966,9 +1004,15 @@ def _next_instruction(ptx: str, line: int) -> str:
 # over through mbarriers (tcgen05.commit -> wait -> tcgen05.ld, tcgen05.ld -> arrive -> wait ->
 # tcgen05.mma) with no tcgen05 fence, and runs clean here only because the emulator orders such
 # handoffs without one (happens_before.py); listed apart, not counted.
+# (operator, the synchronization next to the site, whether it is the last before the site (else the first after),
+# why)
 MODELLED = (
-    ("delete tcgen05.fence::after_thread_sync", "mbarrier.try_wait",
+    ("delete tcgen05.fence::after_thread_sync", "mbarrier.try_wait", True,
      "after an mbarrier wait: NVIDIA's PTX orders tensor memory through mbarriers without tcgen05 fences"),
+    ("delete tcgen05.fence::before_thread_sync", "mbarrier.arrive", False,
+     "before an mbarrier arrival: NVIDIA's PTX hands tensor memory over through mbarrier arrivals without tcgen05 "
+     "fences (its sm_100 flash attention: tcgen05.st; tcgen05.wait::st; mbarrier.arrive, the emulator's "
+     "happens_before publishing a warp's completed tcgen05.ld/st at its arrival)"),
 )
 # tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
 # tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
@@ -1104,11 +1148,13 @@ def equivalent(op: Operator, what: str, case: Case, line: int = 0) -> Optional[s
     for name, rx, holds, why in EQUIVALENT:
         if name == op.name and re.search(rx, what) and holds(case.ptx, line):
             return why
-    before = "\n".join(case.ptx.split("\n")[max(0, line - 12):line - 1])
-    for name, previous, why in MODELLED:        # the last synchronization before the site is such a wait
+    lines = case.ptx.split("\n")
+    before, after = "\n".join(lines[max(0, line - 12):line - 1]), "\n".join(lines[line:line + 12])
+    for name, sync, last, why in MODELLED:     # the nearest synchronization on that side of the site is `sync`
         if name == op.name:
-            syncs = re.findall(r"(mbarrier\.try_wait|bar\.sync|barrier\.sync)", before)
-            if syncs and syncs[-1] == previous.replace("\\", ""):
+            arrive = "" if last else r"|mbarrier\.arrive"      # (an arrival releases: it acquires nothing)
+            syncs = re.findall(rf"(mbarrier\.try_wait{arrive}|bar\.sync|barrier\.sync)", before if last else after)
+            if syncs and syncs[-1 if last else 0] == sync:
                 return why
     return None
 

@@ -629,3 +629,32 @@ def test_the_ring_equivalences_are_as_narrow_as_their_reasons() -> None:
     assert guard is not None
     edited = c.ptx.replace(guard.group(0), guard.group(0).replace("or.b32", "and.b32"), 1)
     assert not mutations._guards_no_refill(edited, empty[1])
+
+
+def test_the_attentions_tcgen05_fence_survivors_are_equivalent_or_modelled() -> None:
+    """sm_100's causal attention: the softmax warps' tcgen05.fence::after_thread_sync before the accumulator's
+    rescale (its tcgen05.ld) repeats the one after their 'scores complete' wait with no synchronization between:
+    listed as equivalent; their tcgen05.fence::before_thread_sync before the 'P stored' arrival is listed as
+    modelled (NVIDIA's attention hands tcgen05.st results over through an arrival with no fence, which the
+    emulator therefore accepts). Both run clean; no other after_thread_sync fence of the kernel is listed by the
+    backward rule, and an mbarrier wait put between the two fences unlists the second."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    after = OPERATORS["delete tcgen05.fence::after_thread_sync"]
+    listed = [(line, what, ptx) for line, what, ptx in after.mutants(c.ptx)
+              if mutations._after_sync_fenced_before(c.ptx, line)]
+    assert len(listed) == 1, [line for line, _, _ in listed]
+    line, what, ptx = listed[0]
+    assert mutations.equivalent(after, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    lines = c.ptx.split("\n")
+    wait = next(t for t in lines[:line][::-1] if "mbarrier.try_wait" in t)
+    edited = "\n".join(lines[:line - 1] + [wait] + lines[line - 1:])
+    assert not mutations._after_sync_fenced_before(edited, line + 1)
+    before = OPERATORS["delete tcgen05.fence::before_thread_sync"]
+    modelled = [(line, what, ptx) for line, what, ptx in before.mutants(c.ptx)
+                if mutations.equivalent(before, what, c, line) is not None]
+    assert modelled and all("mbarrier.arrive" in "\n".join(lines[n:n + 6]) for n, _, _ in modelled)
+    for line, what, ptx in modelled:
+        assert mutations.outcome(c, ptx) is None, f"a modelled mutant is reported: line {line}"
+    others = [ptx for line, what, ptx in before.mutants(c.ptx) if (line, what, ptx) not in modelled]
+    assert others and all(mutations.outcome(c, ptx) is not None for ptx in others)
