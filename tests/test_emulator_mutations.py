@@ -13,6 +13,7 @@ import functools
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -543,7 +544,7 @@ def test_lowering_the_target_is_equivalent_only_where_every_instruction_exists_t
 LAYERNORM = "layernorm_chunked_f16_n8192_t2048"
 
 
-def _hinted(occupancy: int):
+def _hinted(occupancy: int) -> tuple[Any, bytes]:
     """The chunked layernorm's module and bytecode with an occupancy hint for sm_90 (a real cuTile input): at 24
     CTAs an SM its first loop's ring gets 2 stages for its 4 chunks, so that ring refills."""
     from tileiras.bytecode.writer import write_module
@@ -584,8 +585,7 @@ def test_the_chunked_layernorms_survivors_are_equivalent() -> None:
 def test_the_ring_equivalences_fail_where_the_ring_refills(monkeypatch, tmp_path) -> None:
     """The reasons hold only where no stage is refilled: with an occupancy hint of 24 the layernorm's first ring has
     2 stages for 4 chunks, and its producer's release wait and the first pass's releases are not listed, and are
-    reported (a deadlock or a read of a stage being refilled); PTX edits that make the parity vary (a 2-stage
-    ring's bit) or the refill depend on the thread alone are not listed either."""
+    reported (a deadlock, or a read of a stage being refilled)."""
     import test_realistic_emulator as tre
 
     module, source = _hinted(24)
