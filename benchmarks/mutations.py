@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from mutation_ops import CATALOGUE, Operator  # noqa: E402
+from ptx_values import Values, statements  # noqa: E402
 
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 DEFAULT_CONFIGS = ("mm_f16_128x128x64",)
@@ -95,6 +96,23 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "by threads after their own 'stage full' wait (they round the stage's tf32 operands in place, then arrive): "
      "that phase's completion implies the skipped one's, and happens-before being transitive it orders the TMA's "
      "bytes before this thread's tcgen05.mma as well"),
+    ("skip an mbarrier wait", "", lambda ptx, line: _first_pass_only(ptx, line),
+     "every wait on the mbarriers it waits on asks, in every iteration of its loop (the loop counters' constant "
+     "bounds evaluated), for parity 1, once per mbarrier: the phase before the mbarrier's first, which the PTX ISA "
+     "counts complete from mbarrier.init on; no wait asks for a phase that arrivals complete, so each stage of "
+     "the ring is filled once (no more loads than stages) and the wait returns at once, ordering nothing"),
+    ("delete an mbarrier arrive", "", lambda ptx, line: _first_pass_only(ptx, line),
+     "every wait on the mbarrier it arrives on asks, in every iteration of its loop (the loop counters' constant "
+     "bounds evaluated), for parity 1, once per mbarrier: the phase before the mbarrier's first, complete from "
+     "mbarrier.init on; the phase the arrival helps complete is waited for by no one (the ring's stages are each "
+     "filled once: no refill waits for their release), so the arrival releases nothing anyone acquires"),
+    ("skip an mbarrier wait", "", lambda ptx, line: _guards_no_refill(ptx, line),
+     "a stage-release wait in a loop of constant bounds (its mbarrier completes only by plain arrivals of that "
+     "loop, which makes no generic shared-memory write): in no iteration from the first that reaches it on (the "
+     "loop counter deciding the branches it decides) does the loop body write shared memory, and after the loop "
+     "every path meets a barrier before any write: the refill it guards is issued only in iterations that skip "
+     "it (a ring as deep as the loop's loads), so it orders the other threads' reads of the stage before no "
+     "write, and the arrivals hand over no data"),
     ("delete fence.mbarrier_init", "", lambda ptx, line: _no_async_mbarrier(ptx),
      "a kernel without clusters in which no async-proxy instruction completes on an mbarrier (no TMA or bulk "
      "copy, no tcgen05.commit; cp.async.mbarrier.arrive is the generic proxy's): fence.mbarrier_init makes "
@@ -113,6 +131,10 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "consistency model makes the fence order the thread's later asynchronous tcgen05 operations after all of "
      "its earlier thread synchronization, so the later fence orders them after this one's barrier as well, and "
      "the synchronous tcgen05 instructions between (commit, wait, relinquish) are ordered by program order"),
+    ("delete tcgen05.fence::after_thread_sync", "", lambda ptx, line: _after_sync_fenced_before(ptx, line),
+     "on every path into it the thread already executed another tcgen05.fence::after_thread_sync after its last "
+     "thread synchronization (barrier or mbarrier wait): that fence orders all the thread's later tcgen05 "
+     "operations after every synchronization before it, so this one orders nothing more"),
     ("delete tcgen05.wait", "", lambda ptx, line: _tcgen05_nothing_in_flight(ptx, line),
      "no tcgen05.ld (st) of the function reaches it without passing another tcgen05.wait::ld (st): the thread "
      "has none in flight here, and the wait has nothing to wait for"),
@@ -415,9 +437,240 @@ def _repeated_barrier(ptx: str, line: int) -> bool:
     others = [c for i, c in enumerate(codes) if c.endswith(":") and c[:-1] in labels and not start < i < line - 1]
     jumps_in = [c for i, c in enumerate(codes) if not start < i < line - 1
                 and any(re.search(r"\bbra(?:\.uni)?\s+" + re.escape(lab) + r"\b", c) for lab in labels)]
-    later_mbarriers = any(c.startswith("mbarrier.") or re.search(r"\bmbarrier::", c) for c in codes[line:])
-    return not others and not jumps_in and not later_mbarriers
+    return not others and not jumps_in and _invalidated_unused_later(ptx, codes, start + 1, line - 1)
 
+
+def _invalidated_unused_later(ptx: str, codes: list[str], first: int, stop: int) -> bool:
+    """Whether the mbarriers that statements `first`..`stop - 1` invalidate are used by no statement that control
+    flow reaches from statement `stop`: their addresses (ptx_values) differ from those of every such mbarrier
+    operand; any address not evaluated counts as a use, and an invalidated address not evaluated meets every
+    mbarrier operand."""
+    values = _values(ptx, codes, stop + 1)
+    succ = _successors(codes, values.start, values.end)
+    if succ is None:
+        return False
+    invalidated: Optional[set[int]] = set()
+    for i in range(first, stop):
+        for part in statements(codes[i]):
+            if part.startswith("mbarrier.inval"):
+                addresses = _addresses(values, _mbarrier_operands(part))
+                invalidated = None if addresses is None or invalidated is None else invalidated | addresses
+    if invalidated == set():
+        return True
+    for i in sorted(_reachable(succ, succ.get(stop, []), -1)):
+        for part in statements(codes[i]):
+            operands = _mbarrier_operands(part)
+            if operands is None:
+                continue
+            addresses = _addresses(values, operands)
+            if invalidated is None or addresses is None or addresses & invalidated:
+                return False
+    return True
+
+
+def _values(ptx: str, codes: list[str], line: int) -> Values:
+    """The register values (ptx_values) of the function body containing PTX line `line` (1-based)."""
+    return Values(codes, _body_start(codes, line), _body_end(ptx, codes, line))
+
+
+# the mbarrier operand of an instruction that uses one: an mbarrier instruction's first address, a TMA or bulk
+# copy's last (its completion mechanism), tcgen05.commit's and cp.async.mbarrier.arrive's only one
+_MBARRIER_OPERAND = (
+    (re.compile(r"^(?:@!?%?\w+\s+)?(?:mbarrier\.|cp\.async\.mbarrier\.|tcgen05\.commit)"), 0),
+    (re.compile(r"^(?:@!?%?\w+\s+)?cp\.(?:async|reduce)\S*mbarrier::"), -1),
+)
+
+
+def _mbarrier_operands(part: str) -> Optional[tuple[str, Optional[str]]]:
+    """(The address operand, the phase or state operand of a wait, else None) of a statement that uses an
+    mbarrier; None for any other statement."""
+    for rx, which in _MBARRIER_OPERAND:
+        if rx.match(part):
+            brackets = re.findall(r"\[([^\]]+)\]", part)
+            if not brackets:
+                return None
+            phase = None
+            if re.search(r"mbarrier\.(?:try|test)_wait", part):
+                ops = _operands(part)
+                phase = ops[2] if len(ops) > 2 else None
+            return brackets[which].strip(), phase
+    return None
+
+
+def _addresses(values: Values, operands: Optional[tuple[str, Optional[str]]]) -> Optional[set[int]]:
+    """Every address the operand takes over its loop counters' values (None: not evaluated)."""
+    pairs = _address_phases(values, operands)
+    return None if pairs is None else {a for a, _, _ in pairs}
+
+
+def _address_phases(values: Values, operands: Optional[tuple[str, Optional[str]]]
+                    ) -> Optional[list[tuple[int, Optional[int], tuple[int, ...]]]]:
+    """(address, phase or parity operand, loop counters' values) per combination of the loop counters the
+    operands depend on (None: not evaluated; an address plus an offset `[%r1+8]` is evaluated too)."""
+    if operands is None:
+        return None
+    address, phase = operands
+    m = re.fullmatch(r"(%?[\w$]+)\s*(?:\+\s*(-?\w+))?", address)
+    if m is None:
+        return None
+    regs = [r for r in (m.group(1), phase) if r is not None and r.startswith("%")]
+    envs = values.envs(regs)
+    if envs is None:
+        return None
+    out = []
+    for env in envs:
+        base = values.value(m.group(1), env)
+        offset = values.value(m.group(2), env) if m.group(2) else 0
+        got = values.value(phase, env) if phase is not None else None
+        if base is None or offset is None or phase is not None and got is None:
+            return None
+        out.append((base + offset, got, tuple(sorted(env.items()))))
+    return out
+
+
+
+def _mbarrier_sites(values: Values) -> Optional[list[tuple[int, str, list[tuple[int, Optional[int], tuple]]]]]:
+    """(statement index, statement, `_address_phases`) of every statement of the body that uses an mbarrier (None:
+    one of them not evaluated)."""
+    out = []
+    for i in range(values.start, values.end):
+        for part in statements(values.codes[i]):
+            operands = _mbarrier_operands(part)
+            if operands is None:
+                continue
+            pairs = _address_phases(values, operands)
+            if pairs is None:
+                return None
+            out.append((i, part, pairs))
+    return out
+
+
+def _loops(values: Values) -> list[tuple[int, int]]:
+    """(label index, branch index) of every backward branch of the body that closes a loop (the label reaches the
+    branch again; a jump back to a `ret` does not)."""
+    labels = {c[:-1]: i for i, c in enumerate(values.codes[values.start:values.end], values.start) if c.endswith(":")}
+    succ = _successors(values.codes, values.start, values.end) or {}
+    out = []
+    for i in range(values.start, values.end):
+        for part in statements(values.codes[i]):
+            m = _BRANCH.match(part)
+            if m and labels.get(m.group(2), i + 1) <= i and i in _reachable(succ, [labels[m.group(2)]], -1):
+                out.append((labels[m.group(2)], i))
+    return out
+
+
+def _once_per_counter(values: Values, site: int, pairs: list[tuple[int, Optional[int], tuple]]) -> bool:
+    """Whether the statement at index `site` runs once per value of the loop counters it depends on: each loop
+    around it is its own retry loop (a wait's spin: a branch back over the wait and its test only) or the loop of
+    one of those counters (its increment inside)."""
+    names = {n for _, _, env in pairs for n, _ in env}
+    for head, back in _loops(values):
+        if not head <= site <= back or _spin(values.codes, head, back, site):
+            continue
+        if not any(head <= values.counters[n][1] <= back for n in names):
+            return False
+    return True
+
+
+def _spin(codes: list[str], head: int, back: int, site: int) -> bool:
+    """Whether the loop `head`..`back` only retries the wait at index `site`: nothing else in it but its test
+    (setp, selp) and the branch."""
+    rest = [p for i in range(head, back + 1) if i != site for p in statements(codes[i]) if not p.endswith(":")]
+    return all(re.match(r"(?:setp|selp)\.|(?:@!?%?\w+\s+)?bra\b", p) for p in rest)
+
+
+def _first_pass_only(ptx: str, line: int) -> bool:
+    """Whether every wait of the function on the mbarriers that PTX line `line` (1-based: a wait, or an arrival)
+    uses asks for parity 1 in every iteration of its loops (the loop counters' constant ranges evaluated,
+    ptx_values), each wait reaching each of those mbarriers in one iteration at most, and running once per
+    iteration: the ring's first pass, each stage filled once."""
+    codes = _codes(ptx)
+    values = _values(ptx, codes, line)
+    sites = _mbarrier_sites(values)
+    mine = [s for s in sites or [] if s[0] == line - 1 and re.match(r"(?:@!?%?\w+\s+)?mbarrier\.(?:try_wait|arrive)",
+                                                                        s[1])]
+    if sites is None or len(mine) != 1:
+        return False
+    targets = {a for a, _, _ in mine[0][2]}
+    for i, part, pairs in sites:
+        if not re.search(r"mbarrier\.(?:try|test)_wait", part):
+            continue
+        hits = [(a, p) for a, p, _ in pairs if a in targets]
+        if not hits:
+            continue
+        if ".parity" not in part or any(p != 1 for _, p in hits) or len(hits) != len({a for a, _ in hits}):
+            return False
+        if not _once_per_counter(values, i, pairs):
+            return False
+    return True
+
+
+# statements that write shared memory (a generic store may write it too): what a stage-empty wait orders other
+# threads' reads before
+_SHARED_WRITE = re.compile(r"^(?:@!?%?\w+\s+)?(?:st\.(?!global|local|param)|atom\.(?!global)|red\.(?!global)|"
+                           r"stmatrix|cp\.async\.c[ag]|cp\.async\.bulk\S*\.shared::\w+\.global|tcgen05\.cp|"
+                           r"mbarrier\.init)")
+
+
+# the generic proxy's shared-memory writes (an asynchronous copy's bytes are ordered by its own completion)
+_GENERIC_SHARED_WRITE = re.compile(r"^(?:@!?%?\w+\s+)?(?:st\.(?!global|local|param|async)|atom\.(?!global)|"
+                                   r"red\.(?!global|async)|stmatrix|cp\.async\.c[ag]|mbarrier\.init)")
+
+
+def _released_in(values: Values, addresses: set[int], head: int, back: int) -> bool:
+    """Whether the mbarriers at `addresses` are release barriers of the loop `head`..`back`: every statement that
+    completes anything on them is a plain mbarrier.arrive inside that loop (no expect_tx, no asynchronous copy,
+    commit or cp.async arrival: no data is handed over through them)."""
+    sites = _mbarrier_sites(values)
+    if sites is None:
+        return False
+    for i, part, pairs in sites:
+        if not {a for a, _, _ in pairs} & addresses or re.search(r"mbarrier\.(?:try|test)_wait|mbarrier\.inval|"
+                                                                 r"mbarrier\.init", part):
+            continue
+        if not (re.match(r"(?:@!?%?\w+\s+)?mbarrier\.arrive\.(?!expect_tx)", part) and head <= i <= back):
+            return False
+    return True
+
+
+def _guards_no_refill(ptx: str, line: int) -> bool:
+    """Whether the wait at PTX line `line` (1-based) orders no write after it: it lies in the loop of one loop
+    counter, its mbarrier is that loop's release barrier (`_released_in`), and in no iteration from the first
+    that reaches it on (the counter's value deciding the branches it decides, ptx_values) does a path through the
+    loop body reach a statement that writes shared memory, nor in an earlier one a generic write (what the
+    arrivals could hand over); after the loop, every path meets a barrier before a write."""
+    codes = _codes(ptx)
+    values = _values(ptx, codes, line)
+    site = line - 1
+    operands = next((o for p in statements(codes[site]) if (o := _mbarrier_operands(p)) is not None), None)
+    if operands is None or operands[1] is None:
+        return False            # not a wait
+    pairs = _address_phases(values, operands)
+    names = {n for _, _, env in pairs or [] for n, _ in env}
+    if pairs is None or len(names) != 1:
+        return False
+    counter = names.pop()
+    trips, increment = values.counters[counter]
+    loop = [(h, b) for h, b in _loops(values) if h <= site <= b and h <= increment <= b]
+    if len(loop) != 1:
+        return False
+    head, back = loop[0]
+    if not _released_in(values, {a for a, _, _ in pairs}, head, back):
+        return False
+    writes = lambda i, rx: any(rx.match(p) for p in statements(codes[i]))  # noqa: E731
+    waiting = False
+    try:
+        for v in trips:
+            reached = set(values.paths(head, {counter: v}, back))
+            if not reached <= set(range(head, back + 1)):
+                return False        # the body leaves the loop elsewhere than at its back edge
+            waiting = waiting or site in reached
+            if any(writes(i, _SHARED_WRITE if waiting else _GENERIC_SHARED_WRITE) for i in reached):
+                return False
+    except LookupError:
+        return False
+    return waiting and _every_path_meets(ptx, back + 1, lambda p: bool(re.match(r"(?:bar|barrier)\.sync\b", p)),
+                                         lambda p: bool(_SHARED_WRITE.match(p)))
 
 # what hands the thread's shared-memory writes over to another thread (whose async-proxy reads a proxy fence must
 # precede): barriers, arrivals, commits, exits
@@ -479,6 +732,40 @@ def _after_sync_fenced_again(ptx: str, line: int) -> bool:
     such fence before any tcgen05 instruction it orders (`_NEEDS_AFTER_SYNC`), or the function's end."""
     return _every_path_meets(ptx, line, lambda p: p.startswith("tcgen05.fence::after_thread_sync"),
                              lambda p: bool(_NEEDS_AFTER_SYNC.match(p)))
+
+
+# what a tcgen05.fence::after_thread_sync orders the thread's later tcgen05 operations after: its waits and barriers
+_THREAD_SYNC = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar\.|barrier\.|mbarrier\.(?:try|test)_wait)")
+
+
+def _after_sync_fenced_before(ptx: str, line: int) -> bool:
+    """Whether every control-flow path into PTX line `line` (a tcgen05.fence::after_thread_sync) passes another such
+    fence after the thread's last synchronization (barrier or mbarrier wait), and none comes from the entry
+    without one."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    todo, seen = list(preds.get(line - 1, [])), set()
+    if not todo:
+        return False
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        parts = statements(codes[i])
+        if any(p.startswith("tcgen05.fence::after_thread_sync") for p in parts):
+            continue
+        if any(_THREAD_SYNC.match(p) for p in parts) or i == start:
+            return False
+        todo.extend(preds.get(i, []))
+    return True
 
 
 # what a deleted tcgen05.wait::ld (::st) must not reach before the thread's next wait of the same kind: any other
@@ -717,9 +1004,15 @@ def _next_instruction(ptx: str, line: int) -> str:
 # over through mbarriers (tcgen05.commit -> wait -> tcgen05.ld, tcgen05.ld -> arrive -> wait ->
 # tcgen05.mma) with no tcgen05 fence, and runs clean here only because the emulator orders such
 # handoffs without one (happens_before.py); listed apart, not counted.
+# (operator, the synchronization next to the site, whether it is the last before the site (else the first after),
+# why)
 MODELLED = (
-    ("delete tcgen05.fence::after_thread_sync", "mbarrier.try_wait",
+    ("delete tcgen05.fence::after_thread_sync", "mbarrier.try_wait", True,
      "after an mbarrier wait: NVIDIA's PTX orders tensor memory through mbarriers without tcgen05 fences"),
+    ("delete tcgen05.fence::before_thread_sync", "mbarrier.arrive", False,
+     "before an mbarrier arrival: NVIDIA's PTX hands tensor memory over through mbarrier arrivals without tcgen05 "
+     "fences (its sm_100 flash attention: tcgen05.st; tcgen05.wait::st; mbarrier.arrive, the emulator's "
+     "happens_before publishing a warp's completed tcgen05.ld/st at its arrival)"),
 )
 # tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
 # tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
@@ -855,11 +1148,13 @@ def equivalent(op: Operator, what: str, case: Case, line: int = 0) -> Optional[s
     for name, rx, holds, why in EQUIVALENT:
         if name == op.name and re.search(rx, what) and holds(case.ptx, line):
             return why
-    before = "\n".join(case.ptx.split("\n")[max(0, line - 12):line - 1])
-    for name, previous, why in MODELLED:        # the last synchronization before the site is such a wait
+    lines = case.ptx.split("\n")
+    before, after = "\n".join(lines[max(0, line - 12):line - 1]), "\n".join(lines[line:line + 12])
+    for name, sync, last, why in MODELLED:     # the nearest synchronization on that side of the site is `sync`
         if name == op.name:
-            syncs = re.findall(r"(mbarrier\.try_wait|bar\.sync|barrier\.sync)", before)
-            if syncs and syncs[-1] == previous.replace("\\", ""):
+            arrive = "" if last else r"|mbarrier\.arrive"      # (an arrival releases: it acquires nothing)
+            syncs = re.findall(rf"(mbarrier\.try_wait{arrive}|bar\.sync|barrier\.sync)", before if last else after)
+            if syncs and syncs[-1 if last else 0] == sync:
                 return why
     return None
 

@@ -10,8 +10,10 @@ mutant of every operator on every target (benchmarks/mutations.py measures the w
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -537,3 +539,122 @@ def test_lowering_the_target_is_equivalent_only_where_every_instruction_exists_t
     assert mutations._all_forms_allowed(plain, (80, ""))
     assert not mutations._all_forms_allowed(case("sm_90").ptx, (80, ""))
     assert not mutations._all_forms_allowed("not PTX at all {", (80, ""))
+
+
+LAYERNORM = "layernorm_chunked_f16_n8192_t2048"
+
+
+def _hinted(occupancy: int) -> tuple[Any, bytes]:
+    """The chunked layernorm's module and bytecode with an occupancy hint for sm_90 (a real cuTile input): at 24
+    CTAs an SM its first loop's ring gets 2 stages for its 4 chunks, so that ring refills."""
+    from tileiras.bytecode.writer import write_module
+    from tileiras.frontend import load_module
+    from tileiras.ir import attributes as A
+
+    path = ROOT / "tests" / "realistic" / "bytecode" / f"{LAYERNORM}.tileirbc"
+    module = load_module(path.read_bytes(), path.name)        # a copy of its own: the cached one stays unhinted
+    entry = next(op for op in module.regions[0].block.operations if op.name == "cuda_tile.entry")
+    entry.attributes["optimization_hints"] = A.OptimizationHints((("sm_90", (("occupancy", occupancy),)),))
+    return module, write_module(module)
+
+
+def test_the_chunked_layernorms_survivors_are_equivalent() -> None:
+    """sm_90's chunked layernorm (4 chunks, rings of 4 stages) leaves 7 mutants running clean, each listed for its
+    reason: its first loop's producer wait for a stage's release and the consumers' 4 releases (every wait on
+    those mbarriers asks for parity 1, the phase before their first: no stage is refilled), its second loop's
+    release wait (the refill it guards runs only in the iteration that skips it) and the bar.sync that repeats
+    the one before the mbarrier.inval (the invalidated mbarriers are used nowhere after). No other mutant of
+    these operators is listed."""
+    c = mutations.prepare(LAYERNORM, "sm_90")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    listed = {}
+    for name in ("skip an mbarrier wait", "delete an mbarrier arrive", "delete bar.sync"):
+        op = OPERATORS[name]
+        for line, what, ptx in op.mutants(c.ptx):
+            if mutations.equivalent(op, what, c, line) is not None and "cp.async" not in what:
+                listed[(name, line)] = ptx
+    assert sorted(n for n, _ in listed) == ["delete an mbarrier arrive"] * 4 + ["delete bar.sync"] * 2 + \
+        ["skip an mbarrier wait"] * 2, sorted(listed)
+    for (name, line), ptx in listed.items():
+        assert mutations.outcome(c, ptx) is None, f"an equivalent mutant is reported: {name} at line {line}"
+    waits = [line for name, line in listed if name == "skip an mbarrier wait"]
+    assert [mutations._first_pass_only(c.ptx, n) for n in waits] == [True, False]
+    assert [mutations._guards_no_refill(c.ptx, n) for n in waits] == [False, True]
+
+
+def test_the_ring_equivalences_fail_where_the_ring_refills(monkeypatch, tmp_path) -> None:
+    """The reasons hold only where no stage is refilled: with an occupancy hint of 24 the layernorm's first ring has
+    2 stages for 4 chunks, and its producer's release wait and the first pass's releases are not listed, and are
+    reported (a deadlock, or a read of a stage being refilled)."""
+    import test_realistic_emulator as tre
+
+    module, source = _hinted(24)
+    monkeypatch.setattr(tre, "_module", lambda name: (module, source))
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
+    c = mutations.prepare(LAYERNORM, "sm_90")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    lines = c.ptx.split("\n")
+    empty = [n + 1 for n, t in enumerate(lines) if "wait: stage empty" in t]
+    first = empty[0]
+    assert not mutations._first_pass_only(c.ptx, first)
+    op = OPERATORS["skip an mbarrier wait"]
+    line, what, ptx = next(m for m in op.mutants(c.ptx) if m[0] == first)
+    assert mutations.equivalent(op, what, c, line) is None and mutations.outcome(c, ptx) is not None
+    arrive = OPERATORS["delete an mbarrier arrive"]
+    releases = [m for m in arrive.mutants(c.ptx) if m[0] < empty[1]][:2]     # the first ring's first pass
+    assert len(releases) == 2
+    for line, what, ptx in releases:
+        assert mutations.equivalent(arrive, what, c, line) is None
+        assert mutations.outcome(c, ptx) is not None, f"survived: line {line} {what}"
+
+
+def test_the_ring_equivalences_are_as_narrow_as_their_reasons() -> None:
+    """Edits of the 4-stage layernorm's PTX that break a reason unlist its mutants: the producer's parity taken
+    from bit 1 of its counter (a 2-stage ring's: parities 1, 1, 0, 0, so stages 2 and 3 wait for their release)
+    and the refill guarded by `i & tid` (a thread-dependent refill in any iteration)."""
+    c = mutations.prepare(LAYERNORM, "sm_90")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    empty = [n + 1 for n, t in enumerate(lines) if "wait: stage empty" in t]
+    arrives = [n + 1 for n, t in enumerate(lines) if t.strip().startswith("mbarrier.arrive.shared")]
+    assert mutations._first_pass_only(c.ptx, empty[0]) and mutations._first_pass_only(c.ptx, arrives[0])
+    parity = re.search(r"bfe\.u32\s+(%r\d+), (%r\d+), 2, 1;", c.ptx)
+    assert parity is not None
+    edited = c.ptx.replace(parity.group(0), parity.group(0).replace(", 2, 1;", ", 1, 1;"), 1)
+    # (the waits on stages 2 and 3 now ask for parity 0: their releases count; stage 0's first pass still does not)
+    assert [mutations._first_pass_only(edited, n) for n in [empty[0]] + arrives[:4]] == [False, True, True, False,
+                                                                                          False]
+    assert mutations._guards_no_refill(c.ptx, empty[1])
+    guard = re.search(r"or\.b32\s+%r\d+, %r\d+, %r1;", c.ptx)
+    assert guard is not None
+    edited = c.ptx.replace(guard.group(0), guard.group(0).replace("or.b32", "and.b32"), 1)
+    assert not mutations._guards_no_refill(edited, empty[1])
+
+
+def test_the_attentions_tcgen05_fence_survivors_are_equivalent_or_modelled() -> None:
+    """sm_100's causal attention: the softmax warps' tcgen05.fence::after_thread_sync before the accumulator's
+    rescale (its tcgen05.ld) repeats the one after their 'scores complete' wait with no synchronization between:
+    listed as equivalent; their tcgen05.fence::before_thread_sync before the 'P stored' arrival is listed as
+    modelled (NVIDIA's attention hands tcgen05.st results over through an arrival with no fence, which the
+    emulator therefore accepts). Both run clean; no other after_thread_sync fence of the kernel is listed by the
+    backward rule, and an mbarrier wait put between the two fences unlists the second."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    after = OPERATORS["delete tcgen05.fence::after_thread_sync"]
+    listed = [(line, what, ptx) for line, what, ptx in after.mutants(c.ptx)
+              if mutations._after_sync_fenced_before(c.ptx, line)]
+    assert len(listed) == 1, [line for line, _, _ in listed]
+    line, what, ptx = listed[0]
+    assert mutations.equivalent(after, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    lines = c.ptx.split("\n")
+    wait = next(t for t in lines[:line][::-1] if "mbarrier.try_wait" in t)
+    edited = "\n".join(lines[:line - 1] + [wait] + lines[line - 1:])
+    assert not mutations._after_sync_fenced_before(edited, line + 1)
+    before = OPERATORS["delete tcgen05.fence::before_thread_sync"]
+    modelled = [(line, what, ptx) for line, what, ptx in before.mutants(c.ptx)
+                if mutations.equivalent(before, what, c, line) is not None]
+    assert modelled and all("mbarrier.arrive" in "\n".join(lines[n:n + 6]) for n, _, _ in modelled)
+    for line, what, ptx in modelled:
+        assert mutations.outcome(c, ptx) is None, f"a modelled mutant is reported: line {line}"
+    others = [ptx for line, what, ptx in before.mutants(c.ptx) if (line, what, ptx) not in modelled]
+    assert others and all(mutations.outcome(c, ptx) is not None for ptx in others)

@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 REALISTIC = ROOT / "tests" / "realistic"
 sys.path.insert(0, str(REALISTIC))
 import configs  # noqa: E402
+import derived_bounds  # noqa: E402
 import generate  # noqa: E402
+from derived_bounds import Derived  # noqa: E402
 
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 CONFIGS = {c.name: c for c in configs.all_configs()}
@@ -114,7 +116,8 @@ def _interpreted(name: str, recipe: str) -> tuple[np.ndarray, ...]:
 
 
 # -- comparing ------------------------------------------------------------------------------
-# Allowed |emulator - interpreter| per element, as (rtol, atol_of_max): rtol * |ref| +
+# Allowed |emulator - interpreter| per element for the kernels without a derived bound (elementwise kernels,
+# copies; see `accumulations`), as (rtol, atol_of_max): rtol * |ref| +
 # atol_of_max * max|ref| over the array. Both backends accumulate in f32 (i32 for int8) with
 # exactly representable products, but in different orders (mma fragments, warp shuffles and
 # shared-memory trees against numpy's pairwise sums), and the PTX uses the hardware's
@@ -144,10 +147,11 @@ UNIT_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "s
 
 
 def accumulations(config: configs.Config, args: list[np.ndarray],
-                  gpu: str = "") -> dict[str, tuple[np.ndarray, int, str]]:
+                  gpu: str = "") -> dict[str, tuple[np.ndarray, int, str] | Derived]:
     """Per output of an accumulating kernel (matmul, bmm, split-K, row sum): (the magnitudes its error is
     proportional to, |a| @ |b| or sum |x|, shaped like the output; the number of terms K; the accumulator's unit
-    name on `gpu`: fp8 on sm_90 accumulates narrower than f32). The other kernels keep TOLERANCE."""
+    name on `gpu`: fp8 on sm_90 accumulates narrower than f32). Norms, softmax and attention: the bound derived
+    from their inputs (tests/derived_bounds.py). The other kernels (elementwise ones, copies) keep TOLERANCE."""
     from accumulation import accumulator
 
     named = dict(zip([p.name for p in config.params if isinstance(p, (configs.Arr, configs.Scalar))], args))
@@ -166,11 +170,23 @@ def accumulations(config: configs.Config, args: list[np.ndarray],
     if config.kernel == "row_sum":
         x = f(named["x"])
         return {"y": (x.sum(axis=1), x.shape[1], acc)}
+    eps = float(named["eps"]) if "eps" in named else 0.0
+    if config.kernel in ("layernorm", "layernorm_chunked"):
+        return {"y": derived_bounds.layernorm(named["x"], named["w"], named["b"], eps)}
+    if config.kernel == "rmsnorm":
+        return {"y": derived_bounds.rmsnorm(named["x"], named["w"], eps)}
+    if config.kernel == "softmax":
+        return {"y": derived_bounds.softmax(named["x"])}
+    if config.kernel == "attention_fwd":
+        bq, bk, causal = (configs._const(config, n) for n in ("BQ", "BK", "CAUSAL"))
+        unit = derived_bounds.OUT_UNIT[next(p.dtype for p in config.arrays if p.name == "v")][0]
+        return {"o": derived_bounds.attention(named["q"], named["k"], named["v"], float(named["qk_scale"]), bq, bk,
+                                              bool(causal), unit)}
     return {}
 
 
 def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndarray,
-              accumulated: tuple[np.ndarray, int, str] | None = None) -> str | None:
+              accumulated: tuple[np.ndarray, int, str] | Derived | None = None) -> str | None:
     """None when `got` matches `ref` (an output within the bound of its accumulation, `accumulated` as
     `accumulations` gives it, else within the dtype's tolerance; an input bit for bit, which neither backend
     may write), else a report of the elements that differ."""
@@ -185,7 +201,10 @@ def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndar
     g, r = got.astype(np.float64), ref.astype(np.float64)
     nan_g, nan_r = np.isnan(g), np.isnan(r)
     finite = np.where(np.isfinite(r), np.abs(r), 0.0)
-    if accumulated is not None and dtype in UNIT_NAME:
+    if isinstance(accumulated, Derived):
+        limit = accumulated.apart(finite, dtype)
+        allowed = f"the bound derived for {accumulated.what}, up to {float(limit.max()):.3g}"
+    elif accumulated is not None and dtype in UNIT_NAME:
         from accumulation import apart
 
         mag, k, acc = accumulated
@@ -279,6 +298,100 @@ def test_an_output_one_term_off_is_reported_at_the_launches_k(name: str, steps: 
     report = _mismatch(out.name, out.dtype, True, wrong, ref, (mag, k, acc)) or ""
     assert f"[{', '.join(map(str, at))}]" in report and f"{k}-term" in report, report
     assert (apart_of(ref, 2 * mag, 2 * k, acc, out.dtype) > bound).all()
+
+
+def _layernorm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float, stats: np.ndarray) -> np.ndarray:
+    mean = stats.mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(((stats - mean) ** 2).mean(axis=1, keepdims=True) + eps) * w + b
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_a_norm_output_slightly_off_is_reported_within_its_derived_bound() -> None:
+    """A layer norm's outputs are compared within the bound derived from its inputs (tests/derived_bounds.py), not
+    the fixed f16 tolerance: at the small launch of layernorm_f16_n4096, row 3 normalized with 8 of its elements
+    (one 16-byte vector) read as 0 in the mean and variance is reported, which the fixed tolerance (its 2^-9 of
+    the largest output) lets pass; outputs moved by less than the bound pass; and the bound grows with N."""
+    small = _launch("layernorm_f16_n4096", "small")
+    args = _arguments(small)
+    x, w, b = (a.astype(np.float64) for a in args[:3])
+    eps = float(args[4])
+    exact = _layernorm(x, w, b, eps, x)
+    ref = exact.astype(np.float16)
+    derived = accumulations(small, args)["y"]
+    assert isinstance(derived, Derived)
+    assert _mismatch("y", "float16", True, ref, ref, derived) is None
+    near = (exact + 0.45 * 2 * derived.error * np.sign(exact)).astype(np.float16)
+    assert _mismatch("y", "float16", True, near, ref, derived) is None
+    stats = x.copy()
+    stats[3, 1024:1032] = 0.0
+    wrong = ref.copy()
+    wrong[3] = _layernorm(x, w, b, eps, stats)[3].astype(np.float16)
+    report = _mismatch("y", "float16", True, wrong, ref, derived) or ""
+    assert "first at:\n  [3, " in report and "layer norm of 4096-term rows" in report, report
+    assert _mismatch("y", "float16", True, wrong, ref) is None       # the fixed tolerance missed it
+    wider = derived_bounds.layernorm(np.concatenate([args[0]] * 2, axis=1), np.concatenate([args[1]] * 2),
+                                     np.concatenate([args[2]] * 2), eps)
+    assert (wider.error[:, :x.shape[1]] > derived.error).all()
+
+
+def test_a_softmax_output_slightly_off_is_reported_within_its_derived_bound() -> None:
+    """A softmax's outputs are compared within the bound derived from its inputs: at the small launch of
+    softmax_f16_n1024_r4, the smallest output of row 3 with its exp 1% off (an exp a few bits short) is reported,
+    which the fixed f16 tolerance lets pass; outputs moved by less than the bound pass."""
+    small = _launch("softmax_f16_n1024_r4", "small")
+    args = _arguments(small)
+    x = args[0].astype(np.float64)
+    exact = _softmax(x)
+    ref = exact.astype(np.float16)
+    derived = accumulations(small, args)["y"]
+    assert isinstance(derived, Derived)
+    near = (exact + 0.45 * 2 * derived.error * np.sign(exact)).astype(np.float16)
+    assert _mismatch("y", "float16", True, near, ref, derived) is None
+    j = int(np.argmin(exact[3]))
+    wrong = ref.copy()
+    wrong[3, j] = np.float16(exact[3, j] * 1.01)
+    report = _mismatch("y", "float16", True, wrong, ref, derived) or ""
+    assert f"[3, {j}]" in report and "softmax of 1024-term rows" in report, report
+    assert _mismatch("y", "float16", True, wrong, ref) is None
+
+
+def test_an_attention_output_slightly_off_is_reported_within_its_derived_bound() -> None:
+    """An attention's outputs are compared within the bound derived from its inputs: at the mutation launch of
+    fa_f16_q64k64d64_causal (8 key blocks, 512 keys), query rows 100 to 500 of head 0 each computed without their
+    diagonal key (a causal mask off by one) are reported, which the fixed f16 tolerance lets pass; outputs moved
+    by less than the bound pass."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mutations
+
+    config = mutations.launch("fa_f16_q64k64d64_causal", 8)
+    args = _arguments(config)
+    q, k, v = (a[0].astype(np.float64) for a in args[:3])
+    scale = float(args[4])
+    derived = accumulations(config, args)["o"]
+    assert isinstance(derived, Derived)
+
+    def row(i: int, last: int) -> np.ndarray:        # query i over keys 0 .. last - 1
+        s = q[i] @ k[:last].T * scale
+        p = np.exp(s - s.max())
+        return p @ v[:last] / p.sum()
+
+    exact = np.stack([row(i, i + 1) for i in range(q.shape[0])])
+    ref = args[3].copy()
+    ref[0] = exact.astype(np.float16)
+    spread = 0.45 * 2 * derived.error[0] * np.sign(exact)
+    near = ref.copy()
+    near[0] = (exact + spread).astype(np.float16)
+    assert _mismatch("o", "float16", True, near, ref, derived) is None
+    for i in (100, 200, 300, 400, 500):
+        wrong = ref.copy()
+        wrong[0, i] = row(i, i).astype(np.float16)
+        report = _mismatch("o", "float16", True, wrong, ref, derived) or ""
+        assert f"[0, {i}, " in report and "attention over 512 keys" in report, report
+        assert _mismatch("o", "float16", True, wrong, ref) is None
 
 
 def apart_of(ref: np.ndarray, mag: np.ndarray, k: int, acc: str, dtype: str) -> np.ndarray:

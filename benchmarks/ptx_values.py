@@ -1,0 +1,197 @@
+"""Values of a PTX function's integer registers, for the mutation catalogue's equivalences (mutations.py).
+
+Our compiler's PTX computes an mbarrier's address and the phase parity a wait asks for with a few integer
+instructions from constants, the shared buffer's address and loop counters whose bounds are constants (LLVM's
+`mov I, 0` ... `add I, I, 1; setp.ne I, 4`). Evaluating those per value of the counters tells which mbarrier
+each instruction uses and which parity it waits for in each iteration, and which branches an iteration takes.
+Addresses are offsets from the function's shared buffer (every symbol counts as 0: the kernels hold one).
+Anything else (a register defined twice, a special register, an unknown instruction) has no value (None), and
+the checks that ask fail closed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Iterator, Optional
+
+Env = dict[str, int]
+
+_DEF = re.compile(r"^(?P<op>[a-z][\w.:]*)\s+(?P<dst>%\w+)\s*,\s*(?P<rest>.*)$")
+_WIDTH = re.compile(r"\.[bsu](16|32|64)\b")
+_REG = re.compile(r"%\w+")
+_MAX_ENVS = 256         # loop-counter combinations evaluated at most
+
+
+def statements(code: str) -> list[str]:
+    """The statements of one line's code (inline-asm braces and `.reg` declarations dropped)."""
+    parts = [p.strip().strip("{}").strip() for p in code.split(";")]
+    return [p for p in parts if p and not p.startswith(".reg")]
+
+
+class Values:
+    """The registers of one function body (`codes[start:end]`, mutations._codes' lines)."""
+
+    def __init__(self, codes: list[str], start: int, end: int) -> None:
+        self.codes, self.start, self.end = codes, start, end
+        self.defs: dict[str, list[tuple[int, str, list[str]]]] = {}
+        for i in range(start, end):
+            for part in statements(codes[i]):
+                m = _DEF.match(re.sub(r"^@!?%?\w+\s+", "", part))
+                if m:
+                    args = [a.strip() for a in m.group("rest").split(",")]
+                    self.defs.setdefault(m.group("dst"), []).append((i, m.group("op"), args))
+        self.counters = self._counters()
+
+    def _counters(self) -> dict[str, tuple[range, int]]:
+        """Loop counters: (the values each iteration sees, the index of the increment) of every register set by a
+        `mov` of a constant and `add I, I, 1` only, the add followed by a comparison with a constant bound."""
+        out = {}
+        for reg, defs in self.defs.items():
+            if len(defs) != 2:
+                continue
+            (_, op0, a0), (i1, op1, a1) = sorted(defs)
+            if not (op0.startswith("mov.") and _int(a0[0]) is not None and op1.startswith("add.")
+                    and a1[0] == reg and _int(a1[1]) == 1):
+                continue
+            for part in (p for j in range(i1, min(i1 + 3, self.end)) for p in statements(self.codes[j])):
+                m = re.match(r"setp\.(eq|ne|lt)\.[bsu]32\s+%\w+\s*,\s*" + re.escape(reg) + r"\s*,\s*(-?\w+)$", part)
+                bound = _int(m.group(2)) if m else None
+                if bound is not None and bound > _int(a0[0]):     # type: ignore[operator]
+                    out[reg] = (range(_int(a0[0]), bound), i1)     # type: ignore[arg-type]
+                    break
+        return out
+
+    def counters_of(self, regs: list[str]) -> Optional[list[str]]:
+        """The loop counters the values of `regs` depend on (None: one of them is defined twice otherwise)."""
+        found: list[str] = []
+        todo, seen = list(regs), set()
+        while todo:
+            reg = todo.pop()
+            if reg in seen:
+                continue
+            seen.add(reg)
+            if reg in self.counters:
+                found.append(reg)
+                continue
+            defs = self.defs.get(reg, [])
+            if len(defs) > 1:
+                return None
+            for _, _, args in defs:
+                todo.extend(r for a in args for r in _REG.findall(a))
+        return sorted(found)
+
+    def envs(self, regs: list[str]) -> Optional[list[Env]]:
+        """Every combination of the values of the loop counters `regs` depend on (None: too many, or a register
+        defined twice)."""
+        names = self.counters_of(regs)
+        if names is None:
+            return None
+        ranges = [self.counters[n][0] for n in names]
+        total = 1
+        for r in ranges:
+            total *= len(r)
+        if total > _MAX_ENVS:
+            return None
+        return [dict(zip(names, combo)) for combo in itertools.product(*ranges)]
+
+    def value(self, operand: str, env: Env) -> Optional[int]:
+        """The value of an operand (a register, an immediate or a symbol) given the loop counters' `env`."""
+        operand = operand.strip().strip("[]").strip()
+        if (n := _int(operand)) is not None:
+            return n
+        if not operand.startswith("%"):
+            return 0 if re.fullmatch(r"[A-Za-z_$][\w$]*", operand) else None     # a symbol: the buffer's base
+        if operand in env:
+            return env[operand]
+        defs = self.defs.get(operand, [])
+        if len(defs) != 1:
+            return None
+        _, op, args = defs[0]
+        vals = [self.value(a, env) for a in args]
+        if any(v is None for v in vals):
+            return None
+        width = int(m.group(1)) if (m := _WIDTH.search(op)) else 64
+        width *= 2 if ".wide" in op else 1
+        result = _apply(op.split(".")[0], op, vals)         # type: ignore[arg-type]
+        return None if result is None else result & ((1 << width) - 1)
+
+    def truth(self, pred: str, env: Env) -> Optional[bool]:
+        """Whether predicate register `pred` holds given `env` (None: unknown). `x | y` compared with 0 is known
+        nonzero when one operand is, whatever the other (a thread index)."""
+        defs = self.defs.get(pred, [])
+        if len(defs) != 1:
+            return None
+        _, op, args = defs[0]
+        m = re.match(r"setp\.(eq|ne|lt|le|gt|ge)\.", op)
+        if m is None or len(args) != 2:
+            return None
+        a, b = self.value(args[0], env), self.value(args[1], env)
+        if (a is None or b is None) and m.group(1) in ("eq", "ne") and self.value(args[1], env) == 0:
+            nz = self._nonzero(args[0], env)
+            return None if nz is None else nz == (m.group(1) == "ne")
+        if a is None or b is None:
+            return None
+        return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[m.group(1)]
+
+    def _nonzero(self, operand: str, env: Env) -> Optional[bool]:
+        v = self.value(operand, env)
+        if v is not None:
+            return v != 0
+        defs = self.defs.get(operand, [])
+        if len(defs) == 1 and defs[0][1].startswith("or."):
+            return True if any(self._nonzero(a, env) for a in defs[0][2]) else None
+        return None
+
+    def paths(self, first: int, env: Env, stop: int) -> Iterator[int]:
+        """The statement indices reachable from index `first` without passing index `stop` (a loop's back edge:
+        included, not followed), following only the branches `env` allows."""
+        labels = {c[:-1]: i for i, c in enumerate(self.codes[self.start:self.end], self.start) if c.endswith(":")}
+        todo, seen = [first], set()
+        while todo:
+            i = todo.pop()
+            while self.start <= i < self.end and i not in seen:
+                seen.add(i)
+                yield i
+                if i == stop:
+                    break
+                parts = statements(self.codes[i])
+                branch = next((m for p in parts if (m := re.match(r"^(@(!?)(%\w+)\s+)?bra(?:\.uni)?\s+(\$?\w+)$", p))),
+                              None)
+                if branch is not None:
+                    taken = True if branch.group(1) is None else self.truth(branch.group(3), env)
+                    if taken is not None and branch.group(2):
+                        taken = not taken
+                    if taken is not False:
+                        if branch.group(4) not in labels:
+                            raise LookupError(branch.group(4))
+                        todo.append(labels[branch.group(4)])
+                    if taken is True:
+                        break
+                if any(re.match(r"^(ret|exit)\b", p) for p in parts):
+                    break
+                i += 1
+
+
+def _int(text: str) -> Optional[int]:
+    text = text.strip()
+    try:
+        return int(text, 16) if text.lower().startswith(("0x", "-0x")) else int(text)
+    except ValueError:
+        return None
+
+
+def _apply(name: str, op: str, v: list[int]) -> Optional[int]:
+    """The result of integer instruction `op` (its first word `name`) on operand values `v`."""
+    if name in ("mov", "cvt", "cvta") and len(v) == 1:
+        return v[0]
+    if name == "not":
+        return ~v[0]
+    if name == "bfe" and ".u" in op:
+        return (v[0] >> v[1]) & ((1 << v[2]) - 1)
+    binary = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "shl": lambda a, b: a << b,
+              "shr": lambda a, b: a >> b, "or": lambda a, b: a | b, "and": lambda a, b: a & b,
+              "xor": lambda a, b: a ^ b, "mul": lambda a, b: a * b}
+    if name in binary and len(v) == 2 and (name != "shr" or ".u" in op or ".b" in op):
+        return binary[name](v[0], v[1])
+    return None
