@@ -9,7 +9,6 @@ emulator (race checker on) agrees with the interpreter and numpy on ragged array
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -23,17 +22,7 @@ pytest.importorskip("cuda.tile")
 
 import tile_scaling_kernels as kernels  # noqa: E402
 from emulator_runs import emulate, interpret  # noqa: E402
-
-
-@lru_cache(maxsize=None)
-def _bytecode(name: str, elements: int) -> bytes:
-    return kernels.export(name, elements)
-
-
-def _module(name: str, elements: int):
-    from tileiras.frontend import load_module
-
-    return load_module(_bytecode(name, elements), f"{name}.tileirbc")
+from test_tile_loops import _module  # noqa: E402  (the cuTile kernels exported as a user would)
 
 
 def _instructions(name: str, elements: int) -> int:
