@@ -71,3 +71,25 @@ def test_a_persistent_matmul_restaged_in_its_loop_matches_the_interpreter(gpu: s
     got_c, want_c = np.asarray(got[2]).astype(np.float64), np.asarray(want[2]).astype(np.float64)
     assert not (want_c == -7).any()
     assert np.abs(got_c - want_c).max() <= 2.0 ** -9 * np.abs(want_c).max()
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_120"])
+def test_16_bit_fragments_go_to_shared_memory_four_matrices_a_store(gpu: str, monkeypatch) -> None:
+    """The accumulator's 16-bit fragments are written to the epilogue's buffer with stmatrix.x4 (two
+    16 x 8 blocks a store, lane l addressing row l % 8 of matrix l / 8), as NVIDIA's epilogues do:
+    64x64 f16 tiles over 4 warps, 4 a thread and tile where 16 two-element stores were; sm_80 has no
+    stmatrix. The emulator (race checker on) matches the interpreter; with one of the 4 deleted, it
+    does not."""
+    from emulator_runs import edit_ptx
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.errors import TileirasError
+
+    ptx = _ptx(PERSISTENT, gpu)
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert "stmatrix" not in _ptx(PERSISTENT, "sm_80")
+    test_a_persistent_matmul_restaged_in_its_loop_matches_the_interpreter(gpu)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", tempfile.mkdtemp())
+    edit_ptx(monkeypatch, lambda text: re.sub(r"\tstmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16 [^\n]*\n", "", text,
+                                              count=1))
+    with pytest.raises((AssertionError, DeviceFault, TileirasError)):
+        test_a_persistent_matmul_restaged_in_its_loop_matches_the_interpreter(gpu)

@@ -120,8 +120,9 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
             k.guarded(ok, lambda: [store() for store in stores])
             run.clear()
 
+    done = _store_matrices(k, tile, matrix, emit, cols, rows)
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
-        if count and not first <= _column_block(src, slot) < first + count:
+        if slot in done or count and not first <= _column_block(src, slot) < first + count:
             continue
         inside = _in_rows(src, slot, top, height) if height else "all"
         if inside == "none":
@@ -152,6 +153,56 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
             valid = emit(f"and i1 {valid}, {emit(f'icmp ult i32 {r}, {height}', 'eok')}", "eok")
         k.guarded(valid, store)
     flush()
+
+
+def _store_matrices(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, emit, cols: tuple[int, int],
+                    rows: tuple[int, int]) -> set[int]:
+    """The slots `_write_fragments` stores four 8x8 matrices at a time with stmatrix (16-bit elements,
+    targets with the "stmatrix" feature, as NVIDIA's epilogues): two blocks of 16 rows x 8 columns
+    side by side, each thread's four registers the two blocks' top and bottom halves, lane l giving
+    the address of row l % 8 of matrix l / 8 (a row's 8 elements are 16 contiguous bytes, whole under
+    the swizzle). Only whole warps' blocks inside the chunk (no replicated warps, no row condition);
+    the rest are stored a pair at a time."""
+    src = tile.layout
+    if not (k.caps.has("stmatrix") and isinstance(src, MmaLayout) and getattr(tile.type.element, "bitwidth", 0) == 16):
+        return set()
+    rb, rm, rn = src.repeats
+    if rn % 2 or coords(src, emit, k.tid, 0)[3] is not None:
+        return set()
+    first, count = cols
+    top, height = rows
+    lty = storage_type(tile.type.element)
+    lane = emit(f"and i32 {k.tid}, 31", "sm")
+    # the thread whose fragment row is this lane's matrix row (lane l % 8, column pair 0), in this warp
+    warp = emit(f"and i32 {k.tid}, -32", "sm")
+    row_lane = emit(f"shl i32 {emit(f'and i32 {lane}, 7', 'sm')}, 2", "sm")
+    row_tid = emit(f"or i32 {warp}, {row_lane}", "sm")
+    down = emit(f"and i32 {lane}, 8", "sm")                          # matrices 1 and 3: the bottom 8 rows
+    right = emit(f"lshr i32 {emit(f'and i32 {lane}, 16', 'sm')}, 1", "sm")   # matrices 2 and 3: the next block
+    done: set[int] = set()
+    for blk in range(0, rb * rm * rn, 2):
+        slot = 4 * blk
+        if count and not all(first <= _column_block(src, s) < first + count for s in (slot, slot + 4)):
+            continue
+        if height and _in_rows(src, slot, top, height) != "all":
+            continue
+        b, r, c, _ = coords(src, emit, row_tid, slot)
+        r = emit(f"add i32 {r}, {down}", "sm")
+        c = emit(f"add i32 {c}, {right}", "sm")
+        if first:
+            c = emit(f"sub i32 {c}, {first}", "ec")
+        if top:
+            r = emit(f"sub i32 {r}, {top}", "er")
+        regs = []
+        for s in (slot, slot + 2, slot + 4, slot + 6):
+            v = k.b.op(f"insertelement <2 x {lty}> undef, {lty} {tile.slots[s]}, i32 0", "ep")
+            v = k.b.op(f"insertelement <2 x {lty}> {v}, {lty} {tile.slots[s + 1]}, i32 1", "ep")
+            regs.append(k.b.op(f"bitcast <2 x {lty}> {v} to i32", "ep"))
+        p = pointer(k, element_offset(k, matrix, b, r, c))
+        k.b.emit(f'call void asm sideeffect "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};", '
+                 f'"l,r,r,r,r,~{{memory}}"(ptr addrspace(3) {p}, ' + ", ".join(f"i32 {v}" for v in regs) + ")")
+        done |= set(range(slot, slot + 8))
+    return done
 
 
 def _row_repeat(layout: MmaLayout, slot: int) -> int:

@@ -31,6 +31,7 @@ FEATURES: dict[str, str] = {
     "griddepcontrol": "programmatic dependent launch (griddepcontrol.wait / launch_dependents)",
     "setmaxnreg": "warpgroups give registers away and take them (setmaxnreg)",
     "cvt_tf32_rn": "f32 rounded to tf32, ties to even, by one cvt.rn.tf32.f32 (one F2FP instruction)",
+    "stmatrix": "a warp stores four 8x8 16-bit matrices of mma fragments to shared memory at once (stmatrix)",
     # element types and instructions the frontend may ask for (lowering/features.py diagnoses them)
     "f8E4M3FN": "element type f8E4M3FN",
     "f8E5M2": "element type f8E5M2",
@@ -83,7 +84,7 @@ class Caps:
 # tensor memory of every tcgen05 target (PTX ISA, tcgen05): 128 lanes x 512 32-bit columns per SM
 TMEM_COLUMNS = 512
 # sm_90 and later: what every Hopper/Blackwell target has beside its tensor cores
-_SM90 = frozenset({"mbarrier_tx", "griddepcontrol", "bf16_atomic_add", "cvt_tf32_rn"})
+_SM90 = frozenset({"mbarrier_tx", "griddepcontrol", "bf16_atomic_add", "cvt_tf32_rn", "stmatrix"})
 _F8 = frozenset({"f8E4M3FN", "f8E5M2"})                                   # sm_89 on
 _MX = _F8 | {"f8E8M0FNU", "f4E2M1FN", "mmaf_scaled"}                     # sm_100 on
 _AMPERE = dict(family="sm_80", mma="mma.sync")
