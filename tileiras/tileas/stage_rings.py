@@ -160,7 +160,7 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     plan = k.pipelines.get(op) if k.pipelines else None
     if plan is None:
         return None, "the loop has no pipeline plan"
-    plan, bad, by_tma = stageable(k, plan)
+    plan, through, by_tma = stageable(k, plan)
     if plan is None:
         return None, ("a load neither cp.async nor TMA can copy ahead (no fact proves its chunks aligned and "
                       "wholly inside or outside the tensor)")
@@ -182,12 +182,12 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     matrices = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense) for load in plan.loads}
     # loads that may keep cp.async beside the others' TMA boxes (on the stage's one full mbarrier): every
     # load cp.async can copy, and the unpadded stages' (a block scale staged through registers)
-    beside = frozenset(dense) | {load for load in plan.loads if load not in by_tma and load not in bad}
+    beside = frozenset(dense) | {load for load in plan.loads if load not in by_tma and load not in through}
     if by_tma:      # loads only TMA can copy: they must be among its copies
         copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles, beside)
         missed = [load for load in by_tma if copies is None or load not in copies]
         if missed:
-            reason = why.get(missed[0], "") if isinstance(why, dict) else str(why or "")
+            reason = why.get(missed[0], "")
             return None, ("a load cp.async cannot copy ahead (no fact proves its chunks aligned and wholly inside "
                           f"or outside the tensor), nor TMA{': ' + reason if reason else ''}")
     sizes = {load: matrix.nbytes for load, matrix in matrices.items()}
@@ -196,7 +196,7 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
     retiring = group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
         else None
-    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(bad), beside), ""
+    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(through), beside), ""
 
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
