@@ -31,7 +31,7 @@ buffers it planned (tileas/shared_epilogue.py).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir.core import Operation
 from ..ir.record import replace
@@ -155,8 +155,8 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
     flush()
 
 
-def _store_matrices(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, emit, cols: tuple[int, int],
-                    rows: tuple[int, int]) -> set[int]:
+def _store_matrices(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, emit: Callable[[str, str], str],
+                    cols: tuple[int, int], rows: tuple[int, int]) -> set[int]:
     """The slots `_write_fragments` stores four 8x8 matrices at a time with stmatrix (16-bit elements,
     targets with the "stmatrix" feature, as NVIDIA's epilogues): two blocks of 16 rows x 8 columns
     side by side, each thread's four registers the two blocks' top and bottom halves, lane l giving
