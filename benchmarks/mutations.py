@@ -354,10 +354,7 @@ def _only_loads_before(ptx: str, line: int) -> bool:
     before = _reachable(succ, [start], site)        # from the entry, without passing the site
     if site not in before or site in _reachable(succ, succ[site], -1):
         return False
-    preds: dict[int, list[int]] = {}
-    for i, js in succ.items():
-        for j in js:
-            preds.setdefault(j, []).append(i)
+    preds = _predecessors(succ)
     for i in (before & _reachable(preds, preds.get(site, []), site)) - {site}:     # on a path to the site
         for part in (p.strip() for p in codes[i].split(";")):
             if re.match(r"(?:@!?%?\w+\s+)?(?:bar|barrier)\.", part):
@@ -695,30 +692,13 @@ def _fenced_before(ptx: str, line: int) -> bool:
     after the thread's previous fence.proxy.async or the function's entry (an mbarrier.inval only where a TMA or
     bulk load follows)."""
     codes = _codes(ptx)
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    succ = _successors(codes, start, end)
-    if succ is None:
-        return False
-    preds: dict[int, list[int]] = {}
-    for i, js in succ.items():
-        for j in js:
-            preds.setdefault(j, []).append(i)
     # an mbarrier.inval counts only where a later async-proxy instruction writes shared memory (a TMA or bulk load
     # that could reuse the invalidated bytes); later async reads of them would be a bug with the fence too
-    loads = any(re.search(r"cp\.async\.bulk\S*\.shared::\w+\.global", c) for c in codes[line:end])
-    todo, seen = list(preds.get(line - 1, [])), set()
-    while todo:
-        i = todo.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        parts = [p.strip() for p in codes[i].split(";") if p.strip()]
-        if any(p.startswith("fence.proxy.async") for p in parts):
-            continue
-        if any(_GENERIC_WRITE.match(p) and (loads or "mbarrier.inval" not in p) for p in parts):
-            return False
-        todo.extend(preds.get(i, []))
-    return True
+    loads = any(re.search(r"cp\.async\.bulk\S*\.shared::\w+\.global", c)
+                for c in codes[line:_body_end(ptx, codes, line)])
+    return _every_path_into_meets(ptx, line, lambda p: p.startswith("fence.proxy.async"),
+                                  lambda p: bool(_GENERIC_WRITE.match(p)) and (loads or "mbarrier.inval" not in p),
+                                  entry_meets=True, parts=lambda c: [p.strip() for p in c.split(";") if p.strip()])
 
 
 # tcgen05 instructions a tcgen05.fence::after_thread_sync orders after the thread's synchronization: the ISA's
@@ -742,30 +722,8 @@ def _after_sync_fenced_before(ptx: str, line: int) -> bool:
     """Whether every control-flow path into PTX line `line` (a tcgen05.fence::after_thread_sync) passes another such
     fence after the thread's last synchronization (barrier or mbarrier wait), and none comes from the entry
     without one."""
-    codes = _codes(ptx)
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    succ = _successors(codes, start, end)
-    if succ is None:
-        return False
-    preds: dict[int, list[int]] = {}
-    for i, js in succ.items():
-        for j in js:
-            preds.setdefault(j, []).append(i)
-    todo, seen = list(preds.get(line - 1, [])), set()
-    if not todo:
-        return False
-    while todo:
-        i = todo.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        parts = statements(codes[i])
-        if any(p.startswith("tcgen05.fence::after_thread_sync") for p in parts):
-            continue
-        if any(_THREAD_SYNC.match(p) for p in parts) or i == start:
-            return False
-        todo.extend(preds.get(i, []))
-    return True
+    return _every_path_into_meets(ptx, line, lambda p: p.startswith("tcgen05.fence::after_thread_sync"),
+                                  lambda p: bool(_THREAD_SYNC.match(p)), entry_meets=False)
 
 
 # what a deleted tcgen05.wait::ld (::st) must not reach before the thread's next wait of the same kind: any other
@@ -913,6 +871,43 @@ def _init_fenced_later(ptx: str, line: int) -> bool:
             if uses and all(i not in _reachable(cut, [start], -1) for i in uses):
                 return True
     return False
+
+
+def _predecessors(succ: dict[int, list[int]]) -> dict[int, list[int]]:
+    """The control-flow graph `succ` (instruction -> its successors) turned around."""
+    preds: dict[int, list[int]] = {}
+    for i, js in succ.items():
+        for j in js:
+            preds.setdefault(j, []).append(i)
+    return preds
+
+
+def _every_path_into_meets(ptx: str, line: int, meets: Callable[[str], bool], stops: Callable[[str], bool],
+                           entry_meets: bool, parts: Callable[[str], list[str]] = statements) -> bool:
+    """Whether every control-flow path into PTX line `line` (1-based), walked back, reaches a statement for which
+    `meets` holds before one for which `stops` holds; a path back to the function's entry counts as meeting
+    where `entry_meets` (`parts`: how a line splits into statements)."""
+    codes = _codes(ptx)
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    if succ is None:
+        return False
+    preds = _predecessors(succ)
+    todo, seen = list(preds.get(line - 1, [])), set()
+    if not todo and not entry_meets:
+        return False
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        found = parts(codes[i])
+        if any(meets(p) for p in found):
+            continue
+        if any(stops(p) for p in found) or (i == start and not entry_meets):
+            return False
+        todo.extend(preds.get(i, []))
+    return True
 
 
 def _every_path_meets(ptx: str, line: int, meets: Callable[[str], bool], stops: Callable[[str], bool]) -> bool:
