@@ -182,13 +182,19 @@ def test_carried_reductions_around_a_store_agree() -> None:
     n, rows, cols = 1 << 13, 16, 512
     text = sum_and_max(n, "%tok", rows=rows)
     assert _looped(text).count(" for %loopIdx") == 2
-    x = np.random.default_rng(62).standard_normal((2 * rows - 5, cols - 24)).astype(np.float32)
+    sums_and_maxima_agree(_module(text), rows, cols, (5, 24), 62, 1e-4)
+
+
+def sums_and_maxima_agree(module: object, rows: int, cols: int, short: tuple[int, int], seed: int, tol: float) -> None:
+    """Two blocks of a `sum_and_max` kernel of (rows, cols) tiles, `short` (rows, columns) short of two whole
+    tiles (zero padded, stores masked): the emulator (race checker on) against the interpreter and numpy, the
+    row sums within `tol`, the column maxima exactly."""
+    x = np.random.default_rng(seed).standard_normal((2 * rows - short[0], cols - short[1])).astype(np.float32)
     args = [x, np.zeros(len(x), np.float32), np.zeros(2 * cols, np.float32)]
-    module = _module(text)
     got, want = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
-    padded = np.pad(x, ((0, 5), (0, 24)))
-    assert np.allclose(got[1], want[1], rtol=1e-4, atol=1e-4)
-    assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-4, atol=1e-4)
+    padded = np.pad(x, ((0, short[0]), (0, short[1])))
+    assert np.allclose(got[1], want[1], rtol=tol, atol=tol)
+    assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=tol, atol=tol)
     assert np.array_equal(got[2], want[2])
     assert np.array_equal(got[2], np.concatenate([padded[:rows].max(0), padded[rows:].max(0)]))
 

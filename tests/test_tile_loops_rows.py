@@ -23,6 +23,7 @@ pytest.importorskip("cuda.tile")
 import tile_scaling_kernels as kernels  # noqa: E402
 from emulator_runs import emulate, interpret  # noqa: E402
 from test_tile_loops import _module  # noqa: E402  (the cuTile kernels exported as a user would)
+from test_tile_loops_axes import sums_and_maxima_agree  # noqa: E402
 
 
 def _instructions(name: str, elements: int) -> int:
@@ -126,15 +127,7 @@ def test_narrow_rows_agree() -> None:
     from tileiras.text.parser import parse_module
 
     rows, cols = 4096, 16
-    x = np.random.default_rng(63).standard_normal((2 * rows - 40, cols - 5)).astype(np.float32)
-    args = [x, np.zeros(len(x), np.float32), np.zeros(2 * cols, np.float32)]
-    module = parse_module(_narrow(rows * cols, rows))
-    got, ref = emulate(module, args, "sm_90", (2,)), interpret(module, args, (2,))
-    padded = np.pad(x, ((0, 40), (0, 5)))
-    assert np.allclose(got[1], ref[1], rtol=1e-5, atol=1e-5)
-    assert np.allclose(got[1], padded.astype(np.float64).sum(1)[:len(x)], rtol=1e-5, atol=1e-5)
-    assert np.array_equal(got[2], ref[2])
-    assert np.array_equal(got[2], np.concatenate([padded[:rows].max(0), padded[rows:].max(0)]))
+    sums_and_maxima_agree(parse_module(_narrow(rows * cols, rows)), rows, cols, (40, 5), 63, 1e-5)
 
 
 # -- reductions along two axes that fit a chunk both (carried.py's policies) ------------------------
