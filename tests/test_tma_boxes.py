@@ -95,9 +95,9 @@ def test_a_pipeline_goes_by_tma_only_where_every_load_can() -> None:
     stages = {good: _stage(), bad: _stage()}
     tiles = {load: load.results[0].type for load in stages}
     assert (tma_boxes.box_rows(caps("sm_90")), tma_boxes.box_rows(caps("sm_100"))) == (256, 128)
-    copies, why = tma_boxes.pipeline_copies(caps("sm_100"), (good,), stages, set(), tiles)
+    copies, why = tma_boxes.pipeline_copies(caps("sm_100"), (good,), stages, set(), tiles, set())
     assert why == {} and copies is not None and copies[good].box == (64, 64)
-    copies, why = tma_boxes.pipeline_copies(caps("sm_90"), (good, bad), stages, set(), tiles)
+    copies, why = tma_boxes.pipeline_copies(caps("sm_90"), (good, bad), stages, set(), tiles, set())
     assert copies is None and set(why) == {bad}
-    copies, why = tma_boxes.pipeline_copies(caps("sm_90"), (good, bad), stages, {bad}, tiles)   # cp.async beside
+    copies, why = tma_boxes.pipeline_copies(caps("sm_90"), (good, bad), stages, {bad}, tiles, {bad})   # cp.async beside
     assert copies is not None and set(copies) == {good} and set(why) == {bad}

@@ -15,7 +15,7 @@ from .multicast_groups import ClusterLoads
 
 
 def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: set, tiles: dict,
-           paired: bool, beside: "set | frozenset" = frozenset()) -> tuple[Optional[dict], Optional[ClusterLoads]]:
+           paired: bool, beside: "set | frozenset") -> tuple[Optional[dict], Optional[ClusterLoads]]:
     """The loads' TMA copies (load -> tma_boxes.TmaCopy, targets with the "tma" feature) and the
     cluster's multicast plan; (None, None) where a load cannot use TMA: the loop then keeps cp.async
     (the full barrier counts the copying threads' arrivals) and a remark on each load says why. The

@@ -160,12 +160,10 @@ def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> s
     shared = plan_of(assignment).shared
     if split.loop in shared.fits:
         return "they do not fit in shared memory"
-    from .shared_stages import StagingFacts
+    from .shared_stages import staging_facts
     from .stage_rings import ring_or_why
 
-    kplan = plan_of(assignment)
-    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
-                         shared.assumes.padded, {}, {}, {}, set())
+    facts = staging_facts(entry, assignment, split, shared.assumes.padded)
     return ring_or_why(facts, split.loop)[1] or "its schedule runs one iteration at a time"
 
 

@@ -102,6 +102,13 @@ class StagingFacts:
         return view_of(value)
 
 
+def staging_facts(entry: Operation, assignment: "LayoutAssignment", split: Any, padded: bool) -> StagingFacts:
+    """The kernel as the staging decisions see it under warp split `split`, its tiles `padded` or not, before any
+    buffer is placed."""
+    return StagingFacts(entry, assignment.sm, assignment.threads, assignment, plan_of(assignment).pipelines, split,
+                        padded, {}, {}, {}, set())
+
+
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
             assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool]]:
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
@@ -116,8 +123,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
 
     kplan = plan_of(assignment)
     split = kplan.warp_split
-    facts = StagingFacts(entry, assignment.sm, assignment.threads, assignment, kplan.pipelines, split,
-                         assumes.padded, {}, {}, {}, set())
+    facts = staging_facts(entry, assignment, split, assumes.padded)
     rows = shared_rows.Rows(facts)
     if not rows.exact:
         return None

@@ -150,13 +150,12 @@ def box_rows(caps: Caps) -> int:
 
 
 def pipeline_copies(caps: Caps, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict,
-                    beside: "set | frozenset" = frozenset()) -> tuple[Optional[dict], dict]:
+                    beside: "set | frozenset") -> tuple[Optional[dict], dict]:
     """Whether a pipelined loop's stages are filled by TMA: (load -> its copy into its stage
     `matrices[load]` holding `tiles[load]`, or None where the loop keeps cp.async; load -> why TMA
     cannot copy it). Every load goes by TMA, except those of `beside` (StageRing.beside: cp.async can
     copy them, or their stages are unpadded, `dense`), which may keep cp.async beside the others'
     boxes: a transposed 8-bit operand's padded stage beside the swizzled ones TMA fills."""
-    beside = beside or dense
     rows = box_rows(caps)
     plans = {load: plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load]) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
