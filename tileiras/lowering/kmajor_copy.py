@@ -10,8 +10,8 @@ rounding the tensor cores do not apply themselves, which the copy applies as its
   it. Each thread moves v x v blocks (`_BLOCK`: rows of 32 bits of 8- or 16-bit elements, of 4
   32-bit elements) in a runtime loop: v loads of stored rows, transposed in registers where the
   source runs along M/N (byte permutes, register moves), v stores of K-contiguous rows. Which thread
-  moves which block (`warp_shape`) is chosen by counting the bank conflicts of the loads and stores
-  on the two buffers' layouts.
+  moves which block (`warp_shape`: a grid of blocks per warp, walked diagonally where that helps) is
+  chosen by counting the bank conflicts of the loads and stores on the two buffers' layouts.
 * `store_kmajor`: from a register tile, element by element (rare: loads that could not be copied
   asynchronously, or computed tiles).
 
@@ -20,14 +20,14 @@ Both end with the proxy fence: the tensor cores read the buffer through the asyn
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir.record import replace
 from .async_copy import fence_async_proxy
 from .kernel import KernelLowering, storage_type, to_storage
 from ..ir.types import storage_bytes
 from .ops_reduce import counted_loop
-from .smem import element_offset, pointer
+from .smem import element_offset, pointer, rows_below
 from ..layout.shared_matrix import KMAJOR_ALIGN, SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape
 from .values import SharedTileVal, TileRegs
 from ..tileas.kmajor_lanes import warp_shape
@@ -75,44 +75,73 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     blocks = blocks_x * (kdim // v)
     stop = -(-blocks // k.threads) * k.threads
 
-    xw, along_x = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first)
+    shape = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first)
+    xw, along_x = shape.xw, shape.along_x
 
     def body(i: str, _: list[str]) -> list[str]:
         # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
         item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
-        if xw == blocks_x and along_x:      # a warp's lanes along X, the warps along X then K
+        lane = k.b.op(f"and i32 {item}, 31", "cl")     # the copy's steps are whole warps apart
+        tid_lane = k.b.op(f"and i32 {k.tid}, 31", "cl")
+        if shape == (blocks_x, True, 0, 0, 0):      # a warp's lanes along X, the warps along X then K
             x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
             k0 = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {item}, {blocks_x}', 'ck')}, {v}", "ck")
-        else:       # a warp moves xw x (32 / xw) blocks, its lanes along X or K; the warps along X then K
-            lane = k.b.op(f"and i32 {item}, 31", "cl")
+        else:       # a warp moves xw x (32 / xw) blocks (kmajor_lanes.WarpShape); the warps along X then K
             warp = k.b.op(f"lshr i32 {item}, 5", "cl")
             tiles_x, kw = blocks_x // xw, 32 // xw
             fast = xw if along_x else kw     # blocks along the lanes' faster dimension
             low = k.b.op(f"and i32 {lane}, {fast - 1}", "cl")
             high = k.b.op(f"lshr i32 {lane}, {fast.bit_length() - 1}", "cl")
+            if shape.skew:
+                skewed = k.b.op(f"add i32 {high}, {k.b.op(f'mul i32 {low}, {shape.skew}', 'cl')}", "cl")
+                high = k.b.op(f"and i32 {skewed}, {32 // fast - 1}", "cl")
             x_in, k_in = (low, high) if along_x else (high, low)
             tile_x = k.b.op(f"mul i32 {k.b.op(f'urem i32 {warp}, {tiles_x}', 'cx')}, {xw}", "cx")
             tile_k = k.b.op(f"mul i32 {k.b.op(f'udiv i32 {warp}, {tiles_x}', 'ck')}, {kw}", "ck")
             x0 = k.b.op(f"mul i32 {k.b.op(f'add i32 {tile_x}, {x_in}', 'cx')}, {v}", "cx")
             k0 = k.b.op(f"mul i32 {k.b.op(f'add i32 {tile_k}, {k_in}', 'ck')}, {v}", "ck")
 
-        def at(base: str, j: int) -> str:
+        def at(base: str, j: "int | str") -> str:
             return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
 
+        def turn(d: int) -> "str | None":
+            """The lane's row turn (kmajor_lanes.WarpShape.rows), None without one: of the thread's
+            lane, so that it and the rows' offsets below stay out of the copy's loop."""
+            return k.b.op(f"and i32 {k.b.op(f'lshr i32 {tid_lane}, {d.bit_length() - 1}', 'ct')}, {v - 1}", "ct") \
+                if d else None
+
+        def rows_of(m: SharedMatrix, r: str, c: str, turn: "str | None") -> "Callable[[int], str]":
+            """Row j of a block from row `r` (a multiple of v) of `m`: the offset of row j, or of the
+            lane's turned row j + turn mod v."""
+            if turn is None:
+                return lambda j: element_offset(k, m, "0", at(r, j), c)
+            first = element_offset(k, m, "0", r, c)
+
+            def turned(j: int) -> str:
+                t = k.b.op(f"and i32 {k.b.op(f'add i32 {turn}, {j}', 'ct')}, {v - 1}", "ct")
+                return rows_below(k, m, first, t) or element_offset(k, m, "0", at(r, t), c)
+            return turned
+
         def move() -> None:
-            rows = []
             ks = at(k0, k_first)
-            for j in range(v):   # stored row j of the block
-                r, c = (at(ks, j), x0) if stored_k_rows else (at(x0, j), ks)
-                p = pointer(k, element_offset(k, src, "0", r, c))
-                rows.append(k.b.op(f"load {vty}, ptr addrspace(3) {p}, align {align}", "cv"))
+            load_turn, store_turn = turn(shape.load_turn), turn(shape.store_turn)
+            source = rows_of(src, ks, x0, load_turn) if stored_k_rows else \
+                (lambda j: element_offset(k, src, "0", at(x0, j), ks))
+            rows = [k.b.op(f"load {vty}, ptr addrspace(3) {pointer(k, source(j))}, align {align}", "cv")
+                    for j in range(v)]
             if value.tf32:   # f32 read as tf32: rounded as its ftof says
                 rows = [_tf32_words(k, r, v, value.tf32) for r in rows]
             if stored_k_rows:
                 rows = _transpose(k, rows, _ELEM_TYPE[eb])
+            if load_turn:    # element i of a column came from row i + turn: rotate it back
+                rows = [_rotate_elements(k, row, vty, load_turn, eb) for row in rows]
+            if store_turn:   # a turn of 0 or 1: row j or the next
+                odd = k.b.op(f"icmp ne i32 {store_turn}, 0", "ct")
+                rows = [k.b.op(f"select i1 {odd}, {vty} {rows[(j + 1) % v]}, {vty} {rows[j]}", "ct")
+                        for j in range(v)]
+            target = rows_of(dst, x0, k0, store_turn)
             for j, row in enumerate(rows):
-                q = pointer(k, element_offset(k, dst, "0", at(x0, j), k0))
-                k.b.emit(f"store {vty} {row}, ptr addrspace(3) {q}, align {align}")
+                k.b.emit(f"store {vty} {row}, ptr addrspace(3) {pointer(k, target(j))}, align {align}")
 
         if stop != blocks:
             k.guarded(k.b.op(f"icmp ult i32 {item}, {blocks}", "cw"), lambda: move() or None)
@@ -153,6 +182,15 @@ def _tf32_words(k: KernelLowering, row: str, v: int, mode: str) -> str:
         out = k.b.op(f"insertelement <{v} x i32> {out}, i32 {k.b.op(f'bitcast float {rounded} to i32', 'tf')}, "
                      f"i32 {i}", "tf")
     return out
+
+
+def _rotate_elements(k: KernelLowering, row: str, vty: str, turn: str, eb: int) -> str:
+    """`row` (one 32-bit word of v elements) with element i moved to i + `turn` (mod v): a funnel
+    shift (shf.l.wrap)."""
+    word = k.b.op(f"bitcast {vty} {row} to i32", "ct")
+    bits = k.b.op(f"mul i32 {turn}, {8 * eb}", "ct")
+    rotated = k.b.call("i32", "llvm.fshl.i32", [("i32", word), ("i32", word), ("i32", bits)], hint="ct")
+    return k.b.op(f"bitcast i32 {rotated} to {vty}", "ct")
 
 
 def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:

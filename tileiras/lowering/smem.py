@@ -91,6 +91,22 @@ def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, 
 
 
 
+def rows_below(k: "KernelLowering", matrix: SharedMatrix, offset: str, t: str) -> "str | None":
+    """The byte offset of the element `t` rows below the one at `offset` (element_offset of a row that
+    is a multiple of a power of two above `t`): the row's bytes added and, swizzled, its chunk key
+    xor-ed in (the key is linear in the row's bits; the buffer and its stages are whole swizzle
+    periods). None where the swizzle keys on bits a row shares with its column atom."""
+    if not matrix.swizzled:
+        return k.b.op(f"add i32 {offset}, {k.b.op(f'mul i32 {t}, {matrix.pitch}', 'sr')}", "sr")
+    span = matrix.span
+    if matrix.atom_bytes % (8 * span):
+        return None
+    mask = (span // 16 - 1) << 4
+    key = k.b.op(f"mul i32 {k.b.op(f'and i32 {t}, {mask // (span // 8)}', 'sr')}, {span // 8}", "sr")
+    down = k.b.op(f"add i32 {offset}, {k.b.op(f'mul i32 {t}, {span}', 'sr')}", "sr")
+    return k.b.op(f"xor i32 {down}, {key}", "sr")
+
+
 def pointer(k: "KernelLowering", byte_offset: str) -> str:
     """ptr addrspace(3) to a byte offset in the buffers region."""
     if byte_offset == "0":
