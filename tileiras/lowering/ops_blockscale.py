@@ -44,7 +44,7 @@ from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF
                                 sf_cells, tcgen05_sf_bytes)
 from ..tileas.tcgen05_buffers import SCALES_ALIGN
 from .kernel import KernelLowering
-from .smem import element_offset, pointer
+from .smem import descriptor, element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 from ..tileas.mma_sync_staging import restages_scales
@@ -293,12 +293,8 @@ class Tcgen05Scales:
         cell's chunks side by side) into its 4 columns (issuing thread only)."""
         k = self.k
         for chunk in range((self.m + self.n) // SF_ROWS * self.cells):
-            off = k.b.op(f"add i32 {self.buffer}, {chunk * SF_CHUNK_BYTES}", "sfs") if chunk else self.buffer
-            at = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "sfs")
-            shifted = k.b.op(f"lshr i32 {at}, 4", "sfs")
-            start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'sfs')} to i64", "sfs")
             # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001
-            desc = k.b.op(f"or i64 {start}, {(1 << 46) | ((128 >> 4) << 32)}", "sfs")
+            desc = descriptor(k, [self.buffer, chunk * SF_CHUNK_BYTES], (1 << 46) | ((128 >> 4) << 32))
             taddr = k.b.op(f"add i32 {self.address}, {SF_COLS * chunk}", "sft")
             # a CTA pair's: each CTA's restaged bytes into its own tensor memory (cta_pair.py)
             k.b.emit(f'call void asm sideeffect "tcgen05.cp.cta_group::{self.group}.32x128b.warpx4 [$0], $1;", '

@@ -59,7 +59,7 @@ from .async_copy import fence_async_proxy, is_ready, wait_for
 from .kernel import KernelLowering
 from ..layout.index_math import warp_coords
 from .llvm_text import llvm_type
-from .smem import pointer
+from .smem import descriptor
 from ..layout.shared_matrix import SharedMatrix
 from .tmem import tensor_memory, wait_mbarrier
 from .values import SharedTileVal, TileRegs
@@ -637,16 +637,10 @@ def _offset_of(matrix: SharedMatrix, row: int, col: int) -> int:
 def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: int, lbo: int, mn_major: bool = False) -> str:
     """The 64-bit shared-memory descriptor of `matrix` starting at byte `offset` of it; `lbo` is the
     stride between atoms along K (K-major) or along M/N (`mn_major`)."""
-    off = str(offset + matrix.offset)
-    if matrix.stage:
-        off = k.b.op(f"add i32 {matrix.stage}, {off}", "wd")
-    addr = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, off)} to i32", "wd")
-    shifted = k.b.op(f"lshr i32 {addr}, 4", "wd")
-    start = k.b.op(f"zext i32 {k.b.op(f'and i32 {shifted}, 16383', 'wd')} to i64", "wd")
     stride = 8 * matrix.span           # from one group of 8 rows (K-major) or 8 K rows (N-major) to the next
     if mn_major and matrix.span == 16:
         # Unswizzled M/N-major rows of one 16-byte core matrix: the canonical layout swaps the two offsets
         # (M/N atoms `SBO` apart, groups of 8 K rows `LBO` apart), PTX ISA "Shared memory descriptor".
         stride, lbo = lbo, stride
-    const = (_SWIZZLE_MODE[matrix.span] << 61) | _VERSION | ((stride >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
-    return k.b.op(f"or i64 {start}, {const}", "wd")
+    fields = (_SWIZZLE_MODE[matrix.span] << 61) | _VERSION | ((stride >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
+    return descriptor(k, [offset, matrix.stage, matrix.offset], fields)

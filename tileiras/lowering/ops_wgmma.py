@@ -43,7 +43,7 @@ from ..layout.shared_matrix import SharedMatrix, slot_bytes
 from .llvm_text import llvm_type
 from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
-from .smem import buffers_base
+from .smem import descriptor
 from .values import SharedTileVal, TileRegs
 from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
 from ..tileas.kmajor_copies import loop_copies
@@ -242,21 +242,10 @@ def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | st
 
 
 def _descriptor(k: KernelLowering, matrix: SharedMatrix, offset: "int | str", kmajor: bool) -> str:
-    """The 64-bit matrix descriptor of `matrix` starting at byte `offset` of it. Built in 16-byte
-    units on its low word: the buffers' start (masked once) plus the offsets, each a multiple of 16 and
-    all below 2^18, so no carry leaves the 14-bit field; the high word is a constant. In the hot loop
-    that is an add and a move per descriptor, where the 64-bit sum of the address took four."""
+    """The 64-bit matrix descriptor of `matrix` starting at byte `offset` of it."""
     lbo = 16 if kmajor else matrix.atom_bytes
-    const = (_SWIZZLE_MODE[matrix.span] << 62) | (((8 * matrix.span) >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
-    start = k.b.pre(f"lshr i32 {k.b.pre(f'ptrtoint ptr addrspace(3) {buffers_base()} to i32', 'wd')}, 4", "wd")
-    lo = k.b.pre(f"or i32 {k.b.pre(f'and i32 {start}, 16383', 'wd')}, {const & 0xFFFFFFFF}", "wd")
-    units = matrix.offset + (int(offset) if str(offset).isdigit() else 0)
-    for part in (str(offset), matrix.stage):
-        if part and not part.isdigit():
-            lo = k.b.op(f"add i32 {lo}, {k.b.op(f'lshr i32 {part}, 4', 'wd')}", "wd")
-    if units:
-        lo = k.b.op(f"add i32 {lo}, {units >> 4}", "wd")
-    return k.b.op(f"or i64 {k.b.op(f'zext i32 {lo} to i64', 'wd')}, {const >> 32 << 32}", "wd")
+    fields = (_SWIZZLE_MODE[matrix.span] << 62) | (((8 * matrix.span) >> 4) << 32) | (((lbo >> 4) & 0x3FFF) << 16)
+    return descriptor(k, [offset, matrix.stage, matrix.offset], fields)
 
 
 def _issue(k: KernelLowering, shape: WgmmaShape, n: int, acc: list[str], a: list[str], b_desc: str,

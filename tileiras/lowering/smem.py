@@ -107,6 +107,26 @@ def rows_below(k: "KernelLowering", matrix: SharedMatrix, offset: str, t: str) -
     return k.b.op(f"xor i32 {down}, {key}", "sr")
 
 
+def descriptor(k: "KernelLowering", offsets: "list[int | str]", fields: int) -> str:
+    """The 64-bit shared-memory descriptor (wgmma, tcgen05) of the bytes at the sum of `offsets` in
+    the buffers region, its other `fields` given: the start address, in 16-byte units, is the 14-bit
+    low field. Built on the low word: the buffers' start (masked once) plus the offsets' units (each
+    a multiple of 16, their sum below 2^18, so no carry leaves the field); the high word is a
+    constant. In a hot loop that is an add and a move a descriptor, where the 64-bit sum of the
+    address took four."""
+    start = k.b.pre(f"lshr i32 {k.b.pre(f'ptrtoint ptr addrspace(3) {buffers_base()} to i32', 'wd')}, 4", "wd")
+    lo = k.b.pre(f"or i32 {k.b.pre(f'and i32 {start}, 16383', 'wd')}, {fields & 0xFFFFFFFF}", "wd")
+    units = 0
+    for part in map(str, offsets):
+        if part.isdigit():
+            units += int(part) >> 4
+        elif part:
+            lo = k.b.op(f"add i32 {lo}, {k.b.op(f'lshr i32 {part}, 4', 'wd')}", "wd")
+    if units:
+        lo = k.b.op(f"add i32 {lo}, {units}", "wd")
+    return k.b.op(f"or i64 {k.b.op(f'zext i32 {lo} to i64', 'wd')}, {fields >> 32 << 32}", "wd")
+
+
 def pointer(k: "KernelLowering", byte_offset: str) -> str:
     """ptr addrspace(3) to a byte offset in the buffers region."""
     if byte_offset == "0":
