@@ -93,3 +93,22 @@ def test_16_bit_fragments_go_to_shared_memory_four_matrices_a_store(gpu: str, mo
                                               count=1))
     with pytest.raises((AssertionError, DeviceFault, TileirasError)):
         test_a_persistent_matmul_restaged_in_its_loop_matches_the_interpreter(gpu)
+
+
+@pytest.mark.parametrize("gpu, element, warps, threads, expected", [
+    ("sm_90", "f16", (1, 4, 1), 128, "stmatrix"),
+    ("sm_120", "bf16", (1, 2, 2), 128, "stmatrix"),
+    ("sm_80", "f16", (1, 4, 1), 128, "pairs"),        # no stmatrix before sm_90
+    ("sm_90", "f32", (1, 4, 1), 128, "pairs"),        # 32-bit elements: 8x8 b16 matrices do not hold them
+    ("sm_90", "f16", (1, 2, 1), 128, "pairs"),        # half the warps repeat the grid's blocks
+])
+def test_how_fragments_are_stored_is_decided_in_the_middle_level(gpu, element, warps, threads, expected) -> None:
+    """epilogue_forms.fragment_stores decides stmatrix or pairs from the target table, the element
+    and the fragment layout; the lowering only translates (lowering/epilogue.write_fragments)."""
+    from tileiras.ir.types import ScalarType, TileType
+    from tileiras.layout.encodings import MmaLayout
+    from tileiras.target.table import caps
+    from tileiras.tileas.epilogue_forms import fragment_stores
+
+    layout = MmaLayout(threads, (1, 64, 64), warps)
+    assert fragment_stores(caps(gpu), TileType((64, 64), ScalarType(element)), layout) == expected

@@ -84,7 +84,7 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
     for i, col in enumerate(range(0, n, width)):
         chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)
-        _write_fragments(k, tile, chunk, cols=(col, width))
+        write_fragments(k, tile, chunk, stored.stores, cols=(col, width))
         fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy
         if i:                  # chunk i - 1's boxes have left the buffer chunk i + 1 writes
             k.guarded(first, lambda: stores_read(k))
@@ -94,9 +94,10 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
     return True
 
 
-def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, here: bool = False,
-                     cols: tuple[int, int] = (0, 0), rows: tuple[int, int] = (0, 0)) -> None:
-    """Each thread's mma fragments into `matrix`, two adjacent elements a store (`here`: their
+def write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, stores: str, here: bool = False,
+                    cols: tuple[int, int] = (0, 0), rows: tuple[int, int] = (0, 0)) -> None:
+    """Each thread's mma fragments into `matrix`, two adjacent elements a store, or whole blocks four
+    8x8 matrices a store where `stores` says "stmatrix" (epilogue_forms.fragment_stores) (`here`: their
     coordinates computed where they are written, not hoisted to the kernel's entry; `cols`
     (first, count): only the fragments of those columns, `matrix` holding just them, from
     column 0; the layout then has one warp column, so a fragment's 8-column block is its slot's;
@@ -120,7 +121,7 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
             k.guarded(ok, lambda: [store() for store in stores])
             run.clear()
 
-    done = _store_matrices(k, tile, matrix, emit, cols, rows)
+    done = _store_matrices(k, tile, matrix, emit, cols, rows) if stores == "stmatrix" else set()
     for slot in range(0, len(tile.slots), 2):   # slots j, j + 1 of a block: columns 2t, 2t + 1
         if slot in done or count and not first <= _column_block(src, slot) < first + count:
             continue
@@ -157,18 +158,15 @@ def _write_fragments(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, he
 
 def _store_matrices(k: KernelLowering, tile: TileRegs, matrix: SharedMatrix, emit: Callable[[str, str], str],
                     cols: tuple[int, int], rows: tuple[int, int]) -> set[int]:
-    """The slots `_write_fragments` stores four 8x8 matrices at a time with stmatrix (16-bit elements,
-    targets with the "stmatrix" feature, as NVIDIA's epilogues): two blocks of 16 rows x 8 columns
-    side by side, each thread's four registers the two blocks' top and bottom halves, lane l giving
-    the address of row l % 8 of matrix l / 8 (a row's 8 elements are 16 contiguous bytes, whole under
-    the swizzle). Only whole warps' blocks inside the chunk (no replicated warps, no row condition);
-    the rest are stored a pair at a time."""
+    """The slots `write_fragments` stores four 8x8 matrices at a time with stmatrix (16-bit elements
+    of whole warps' blocks, paired along the columns: epilogue_forms.fragment_stores): two blocks of 16
+    rows x 8 columns side by side, each thread's four registers the two blocks' top and bottom halves,
+    lane l giving the address of row l % 8 of matrix l / 8 (a row's 8 elements are 16 contiguous bytes,
+    whole under the swizzle). Only blocks inside the chunk (no row condition); the rest are stored a
+    pair at a time."""
     src = tile.layout
-    if not (k.caps.has("stmatrix") and isinstance(src, MmaLayout) and getattr(tile.type.element, "bitwidth", 0) == 16):
-        return set()
+    assert isinstance(src, MmaLayout)
     rb, rm, rn = src.repeats
-    if rn % 2 or coords(src, emit, k.tid, 0)[3] is not None:
-        return set()
     first, count = cols
     top, height = rows
     lty = storage_type(tile.type.element)
@@ -251,7 +249,7 @@ def restage(k: KernelLowering, tile: TileRegs, staged: Epilogue) -> TileRegs:
     for top in range(0, m, rows):          # a chunk of rows at a time where the tile is larger
         if top:
             k.barrier()                    # every thread has read the previous chunk
-        _write_fragments(k, tile, matrix, rows=(top, rows) if rows < m else (0, 0))
+        write_fragments(k, tile, matrix, staged.stores, rows=(top, rows) if rows < m else (0, 0))
         k.barrier()
         for first in range(0, layout.slots(n), run):
             if not top * cols <= first // run * group < (top + rows) * cols:

@@ -23,7 +23,8 @@ from .kernel import KernelLowering
 from ..layout.encodings import MmaLayout
 from ..layout.index_math import Pre, coords, element
 from .llvm_text import llvm_type
-from .epilogue import _write_fragments as write_fragments
+from .epilogue import write_fragments
+from ..tileas.epilogue_forms import fragment_stores
 from ..layout.shared_matrix import SharedMatrix
 from ..tileas import tcgen05_buffers
 from ..tileas.tcgen05_buffers import STAGE_ALIGN
@@ -140,7 +141,9 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
                 del k.remark
             if staged is not None:      # this chunk's elements into the C tile's swizzled buffer
                 # (coordinates computed per chunk: hoisted, every chunk's would stay live all along)
-                write_fragments(k, k.tile(store.operand("tile")), staged[1], here=True)  # type: ignore[arg-type]
+                tile = k.tile(store.operand("tile"))
+                write_fragments(k, tile, staged[1], fragment_stores(k.caps, tile.type, tile.layout),  # type: ignore
+                                here=True)
     finally:
         for v, lay in saved.items():
             v.layout = lay
@@ -197,7 +200,8 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
         return False
     t, matrix = found
     k.barrier()          # every thread's reads of the bytes' earlier buffers are done
-    write_fragments(k, tile, matrix, here=True)     # (addresses not hoisted: live only here)
+    write_fragments(k, tile, matrix, fragment_stores(k.caps, tile.type, tile.layout),  # type: ignore[arg-type]
+                    here=True)     # (addresses not hoisted: live only here)
     from .async_copy import fence_async_proxy
 
     fence_async_proxy(k)

@@ -49,6 +49,7 @@ class Epilogue:
                                              # once the buffers are released
     layout: Optional[BlockedLayout] = None   # restage: the layout of 16-byte runs it is read back in
     copy: Any = None           # tma-store: its TmaCopy (no hidden parameter yet)
+    stores: str = "pairs"      # how the fragments are written to the buffer (`fragment_stores`)
 
     @property
     def nbytes(self) -> int:
@@ -102,7 +103,8 @@ def _restaging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout
         return None
     b, _, n = layout.shape  # type: ignore[attr-defined]
     eb = ttype.element.bitwidth // 8  # type: ignore[attr-defined]
-    return Epilogue("restage", SharedMatrix(0, b, rows, n, eb), span=span, layout=blocked)
+    return Epilogue("restage", SharedMatrix(0, b, rows, n, eb), span=span, layout=blocked,
+                    stores=fragment_stores(k.caps, ttype, layout))
 
 
 def _staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout, blocked: BlockedLayout
@@ -212,7 +214,20 @@ def _tma_staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layo
         return None
     matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
     t, _ = plan(op, matrix, rows=MAX_STORE_ROWS)
-    return Epilogue("tma-store", matrix, buffers, span=span, copy=t) if t is not None else None
+    return Epilogue("tma-store", matrix, buffers, span=span, copy=t, stores=fragment_stores(k.caps, ttype, layout)) \
+        if t is not None else None
+
+
+def fragment_stores(caps: Any, ttype: TileType, layout: Layout) -> str:
+    """How mma fragments are written to an epilogue's buffer: "stmatrix" (16-bit elements on targets
+    with the feature, as NVIDIA's epilogues: a warp's pairs of 16 x 8 blocks four 8x8 matrices a
+    store; only where each warp holds blocks of its own, not a repeat of the grid, and the blocks
+    pair up along the columns) or "pairs" (two adjacent elements a store)."""
+    if not (caps.has("stmatrix") and isinstance(layout, MmaLayout) and getattr(ttype.element, "bitwidth", 0) == 16):
+        return "pairs"
+    wb, wm, wn = layout.warps
+    whole_warps = wb * wm * wn * 32 == layout.threads
+    return "stmatrix" if whole_warps and layout.repeats[2] % 2 == 0 else "pairs"
 
 
 def _chunks(k: "StagingFacts", layout: MmaLayout, eb: int) -> tuple[int, int]:
