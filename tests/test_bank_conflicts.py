@@ -185,3 +185,20 @@ def test_the_swizzle_is_chosen_by_the_count() -> None:
     assert permute_swizzle((64, 64), (1, 0), 4, blocked, blocked).shift == 6   # type: ignore[union-attr]
     assert permute_swizzle((64, 64), (0, 1), 4, blocked, blocked) is None
     assert permute_swizzle((4, 6), (1, 0), 4, blocked, blocked) is None
+
+
+@pytest.mark.parametrize("rows, cols, elem_bytes", [(128, 64, 1), (64, 128, 1), (128, 32, 4), (32, 128, 1), (64, 32, 2)])
+def test_a_rows_offset_flips_by_a_delta_of_the_flip_alone(rows: int, cols: int, elem_bytes: int) -> None:
+    """layout.shared_matrix.row_flip: in a swizzled buffer the offset of row r0 ^ t is that of r0
+    xor-ed with delta(t), which the K-major copy's turned rows use (one xor an access); padded
+    buffers have none."""
+    from tileiras.layout.shared_matrix import SharedMatrix, offset_of, row_flip
+
+    m = SharedMatrix(1024, 1, rows, cols, elem_bytes, swizzled=True)
+    delta = row_flip(m)
+    assert delta is not None
+    for r0 in range(0, rows, 8):
+        for t in range(8):
+            for c in range(0, cols, max(1, 16 // elem_bytes)):
+                assert offset_of(m, r0 + t, c) == offset_of(m, r0, c) ^ delta(t)
+    assert row_flip(SharedMatrix(0, 1, rows, cols, elem_bytes)) is None

@@ -9,7 +9,7 @@ chunks are XORed with the row (wgmma's, tcgen05's and TMA's layout); patterns re
 
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 from ..ir.record import record
 from ..ir.types import TileType, storage_bytes
@@ -71,6 +71,19 @@ def offset_of(matrix: SharedMatrix, r: int, c: int) -> int:
     per_atom = span // matrix.elem_bytes
     off = (c // per_atom) * matrix.atom_bytes + r * span + (c % per_atom) * matrix.elem_bytes
     return matrix.offset + (off ^ ((off >> 3) & ((span // 16 - 1) << 4)))
+
+
+def row_flip(matrix: SharedMatrix) -> "Callable[[int], int] | None":
+    """Where the offset of row r0 ^ t (t below 8, r0 sharing no bit with it) is that of row r0
+    xor-ed with a delta of t alone: the delta. So it is in a swizzled matrix of whole 8-row atoms
+    placed on a swizzle period (its stages are whole periods too): the row's bytes and its chunk key
+    are both linear in the row's bits. None otherwise (a padded matrix: rows add up, with carries)."""
+    span = matrix.span if matrix.swizzled else 0
+    if not span or matrix.atom_bytes % (8 * span) or matrix.offset % (8 * span):
+        return None
+    per_key = span // 8
+    rows_mask = ((span // 16 - 1) << 4) // per_key
+    return lambda t: t * span ^ (t & rows_mask) * per_key
 
 
 def matrix_dims(shape: tuple[int, ...]) -> Optional[tuple[int, int, int]]:

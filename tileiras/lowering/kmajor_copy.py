@@ -27,7 +27,7 @@ from .async_copy import fence_async_proxy
 from .kernel import KernelLowering, storage_type, to_storage
 from ..ir.types import storage_bytes
 from .ops_reduce import counted_loop
-from .smem import element_offset, pointer, rows_below
+from .smem import element_offset, flipped_row, pointer
 from ..layout.shared_matrix import KMAJOR_ALIGN, SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape
 from .values import SharedTileVal, TileRegs
 from ..tileas.kmajor_lanes import warp_shape
@@ -59,9 +59,10 @@ def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, e
 
 
 def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optional[SharedMatrix],
-                k_first: int = 0) -> SharedMatrix:
+                k_first: int = 0, turns: bool = True) -> SharedMatrix:
     """`value` (A or B, a shared operand) copied K-major into `dst` (a new buffer when None); a `dst`
-    narrower than K holds the K range from `k_first` on (ops_wgmma: a copy made in K chunks)."""
+    narrower than K holds the K range from `k_first` on (ops_wgmma: a copy made in K chunks); `turns`:
+    whether its lanes may take their rows in turn (kmajor_lanes.warp_shape)."""
     src = value.matrix
     eb = src.elem_bytes
     kdim, x_size = k_and_x(value.type.shape[-2:], role)
@@ -75,7 +76,7 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     blocks = blocks_x * (kdim // v)
     stop = -(-blocks // k.threads) * k.threads
 
-    shape = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first)
+    shape = warp_shape(src, dst, stored_k_rows, v, blocks_x, kdim // v, k_first, turns)
     xw, along_x = shape.xw, shape.along_x
 
     def body(i: str, _: list[str]) -> list[str]:
@@ -106,21 +107,17 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
 
         def turn(d: int) -> "str | None":
             """The lane's row turn (kmajor_lanes.WarpShape.rows), None without one: of the thread's
-            lane, so that it and the rows' offsets below stay out of the copy's loop."""
+            lane, so that it and what is made of it stay out of the copy's loop."""
             return k.b.op(f"and i32 {k.b.op(f'lshr i32 {tid_lane}, {d.bit_length() - 1}', 'ct')}, {v - 1}", "ct") \
                 if d else None
 
         def rows_of(m: SharedMatrix, r: str, c: str, turn: "str | None") -> "Callable[[int], str]":
-            """Row j of a block from row `r` (a multiple of v) of `m`: the offset of row j, or of the
-            lane's turned row j + turn mod v."""
+            """Step j's row of a block from row `r` (a multiple of v) of `m`: row j, or the lane's turned
+            row j ^ turn, its offset xor-ed from the turned first row's (layout.shared_matrix.row_flip)."""
             if turn is None:
                 return lambda j: element_offset(k, m, "0", at(r, j), c)
-            first = element_offset(k, m, "0", r, c)
-
-            def turned(j: int) -> str:
-                t = k.b.op(f"and i32 {k.b.op(f'add i32 {turn}, {j}', 'ct')}, {v - 1}", "ct")
-                return rows_below(k, m, first, t) or element_offset(k, m, "0", at(r, t), c)
-            return turned
+            first = flipped_row(k, m, element_offset(k, m, "0", r, c), turn)
+            return lambda j: flipped_row(k, m, first, j)
 
         def move() -> None:
             ks = at(k0, k_first)
@@ -133,12 +130,11 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
                 rows = [_tf32_words(k, r, v, value.tf32) for r in rows]
             if stored_k_rows:
                 rows = _transpose(k, rows, _ELEM_TYPE[eb])
-            if load_turn:    # element i of a column came from row i + turn: rotate it back
-                rows = [_rotate_elements(k, row, vty, load_turn, eb) for row in rows]
-            if store_turn:   # a turn of 0 or 1: row j or the next
+            if load_turn:    # element i of a column came from row i ^ turn: swap it back
+                rows = [_flip_elements(k, row, vty, load_turn, eb) for row in rows]
+            if store_turn:   # a turn of 0 or 1: step j stores row j or j ^ 1
                 odd = k.b.op(f"icmp ne i32 {store_turn}, 0", "ct")
-                rows = [k.b.op(f"select i1 {odd}, {vty} {rows[(j + 1) % v]}, {vty} {rows[j]}", "ct")
-                        for j in range(v)]
+                rows = [k.b.op(f"select i1 {odd}, {vty} {rows[j ^ 1]}, {vty} {rows[j]}", "ct") for j in range(v)]
             target = rows_of(dst, x0, k0, store_turn)
             for j, row in enumerate(rows):
                 k.b.emit(f"store {vty} {row}, ptr addrspace(3) {pointer(k, target(j))}, align {align}")
@@ -184,13 +180,13 @@ def _tf32_words(k: KernelLowering, row: str, v: int, mode: str) -> str:
     return out
 
 
-def _rotate_elements(k: KernelLowering, row: str, vty: str, turn: str, eb: int) -> str:
-    """`row` (one 32-bit word of v elements) with element i moved to i + `turn` (mod v): a funnel
-    shift (shf.l.wrap)."""
+def _flip_elements(k: KernelLowering, row: str, vty: str, turn: str, eb: int) -> str:
+    """`row` (one 32-bit word of v elements of `eb` bytes) with elements i and i ^ `turn` swapped:
+    a byte permute whose selector is the lane's (prmt)."""
     word = k.b.op(f"bitcast {vty} {row} to i32", "ct")
-    bits = k.b.op(f"mul i32 {turn}, {8 * eb}", "ct")
-    rotated = k.b.call("i32", "llvm.fshl.i32", [("i32", word), ("i32", word), ("i32", bits)], hint="ct")
-    return k.b.op(f"bitcast i32 {rotated} to {vty}", "ct")
+    selector = k.b.op(f"xor i32 {k.b.op(f'mul i32 {turn}, {eb * 0x1111}', 'ct')}, {0x3210}", "ct")
+    flipped = k.b.op(f'call i32 asm "prmt.b32 $0, $1, $1, $2;", "=r,r,r"(i32 {word}, i32 {selector})', "ct")
+    return k.b.op(f"bitcast i32 {flipped} to {vty}", "ct")
 
 
 def _transpose(k: KernelLowering, rows: list[str], elem: str) -> list[str]:

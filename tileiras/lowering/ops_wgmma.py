@@ -79,8 +79,9 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
         wait_for(k, shared)
     if copied:
         k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
+    turns = not a_regs and isinstance(roles[0][0], SharedTileVal)    # A loaded, not computed
     a = None if a_regs else _operand(k, op, shape, roles[0][0], "a")  # type: ignore[arg-type]
-    b = _operand(k, op, shape, roles[-1][0], "b")  # type: ignore[arg-type]
+    b = _operand(k, op, shape, roles[-1][0], "b", turns=turns)  # type: ignore[arg-type]
     if not is_ready([v for v, _ in roles if not any(v is c for c in copied)]):
         fence_async_proxy(k)    # a K-major copy fenced its own writes (kmajor_copy.copy_kmajor)
     if copied or not is_ready([v for v, _ in roles]):
@@ -105,7 +106,7 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
             k.b.emit("call void @llvm.nvvm.wgmma.commit_group.sync.aligned()")
             regs = list(wait_group(k, 0, TileRegs(acc.type, regs, layout)).slots)  # type: ignore[union-attr]
             k.barrier()
-            copy_kmajor(k, b.chunk, "b", b.matrix, k0)  # type: ignore[arg-type]
+            copy_kmajor(k, b.chunk, "b", b.matrix, k0, turns=turns)  # type: ignore[arg-type]
             k.barrier()
             k.b.emit("call void @llvm.nvvm.wgmma.fence.sync.aligned()")
         b_desc = _descriptor(k, b.matrix, _offset(k, b, "0", k0 % width), b.kmajor)
@@ -194,22 +195,25 @@ def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal,
 
 
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
-             role: str) -> _Operand:
-    """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b")."""
+             role: str, turns: bool = True) -> _Operand:
+    """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b"); `turns`: whether a
+    K-major copy may turn its lanes' rows (kmajor_lanes.WarpShape), which costs each thread a few
+    registers across the copy: not beside an A computed in registers (attention's P, with the
+    softmax's state: fp8 attention's V copy spilled 40% more on sm_90 with them)."""
     form = operand_form(op, shape, value, role, k.wgmma_buffers,
                         lambda: _rounds_in_place(k, shape, value, role))  # type: ignore[arg-type]
     if form == "direct":
         assert isinstance(value, SharedTileVal)
         return _Operand(value.matrix, value.transposed if role == "b" else not value.transposed)
     if form == "rounded":   # the stage becomes its own K-major copy
-        return _Operand(copy_kmajor(k, value, role, value.matrix), True)  # type: ignore[arg-type]
+        return _Operand(copy_kmajor(k, value, role, value.matrix, turns=turns), True)  # type: ignore[arg-type]
     if form == "given":
         buffer = k.wgmma_buffers[(op, role)]
         chunked = buffer.cols < value.type.shape[0 if role == "b" else -1]
         buffer, ringed = _slot(k, op, buffer, k.kmajor_slots.get((op, role), 1))
-        return _Operand(copy_kmajor(k, value, role, buffer), True, value if chunked else None, ringed)  # type: ignore
+        return _Operand(copy_kmajor(k, value, role, buffer, turns=turns), True, value if chunked else None, ringed)  # type: ignore
     if form == "copy":      # a buffer of its own, rewritten once the group that read it is done
-        return _Operand(copy_kmajor(k, value, role, None), True)  # type: ignore[arg-type]
+        return _Operand(copy_kmajor(k, value, role, None, turns=turns), True)  # type: ignore[arg-type]
     if form == "stage":   # A, or a 16-bit B that stays N-major (K, N) as the tile is
         return _Operand(stage(k, value, swizzled=True), role == "a")  # type: ignore[arg-type]
     return _Operand(store_kmajor(k, value, "b", None), True)  # type: ignore[arg-type]  # transposed: no N-major form

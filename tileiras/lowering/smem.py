@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import CompileError
-from ..layout.shared_matrix import SharedMatrix
+from ..layout.shared_matrix import SharedMatrix, row_flip
 from ..tileas.buffers import REGION_ALIGN
 
 if TYPE_CHECKING:
@@ -91,20 +91,19 @@ def _swizzled_offset(k: "KernelLowering", matrix: SharedMatrix, b: str, r: str, 
 
 
 
-def rows_below(k: "KernelLowering", matrix: SharedMatrix, offset: str, t: str) -> "str | None":
-    """The byte offset of the element `t` rows below the one at `offset` (element_offset of a row that
-    is a multiple of a power of two above `t`): the row's bytes added and, swizzled, its chunk key
-    xor-ed in (the key is linear in the row's bits; the buffer and its stages are whole swizzle
-    periods). None where the swizzle keys on bits a row shares with its column atom."""
-    if not matrix.swizzled:
-        return k.b.op(f"add i32 {offset}, {k.b.op(f'mul i32 {t}, {matrix.pitch}', 'sr')}", "sr")
-    span = matrix.span
-    if matrix.atom_bytes % (8 * span):
-        return None
-    mask = (span // 16 - 1) << 4
-    key = k.b.op(f"mul i32 {k.b.op(f'and i32 {t}, {mask // (span // 8)}', 'sr')}, {span // 8}", "sr")
-    down = k.b.op(f"add i32 {offset}, {k.b.op(f'mul i32 {t}, {span}', 'sr')}", "sr")
-    return k.b.op(f"xor i32 {down}, {key}", "sr")
+def flipped_row(k: "KernelLowering", matrix: SharedMatrix, offset: str, t: "str | int") -> str:
+    """The offset of row r0 ^ `t` from `offset`, that of row r0 (`row_flip` answers for `matrix`)."""
+    delta = row_flip(matrix)
+    assert delta is not None
+    if isinstance(t, int):
+        return offset if t == 0 else k.b.op(f"xor i32 {offset}, {delta(t)}", "sr")
+    # the delta of a runtime t (below 8), bit by bit: the delta is linear in t's bits
+    down = ""
+    for i in range(3):
+        bit = k.b.op(f"and i32 {k.b.op(f'lshr i32 {t}, {i}', 'sr')}, 1", "sr")
+        part = k.b.op(f"mul i32 {bit}, {delta(1 << i)}", "sr")
+        down = part if not down else k.b.op(f"xor i32 {down}, {part}", "sr")
+    return k.b.op(f"xor i32 {offset}, {down}", "sr")
 
 
 def descriptor(k: "KernelLowering", offsets: "list[int | str]", fields: int) -> str:

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ..ir.record import replace
-from ..layout.shared_matrix import SharedMatrix, offset_of
+from ..layout.shared_matrix import SharedMatrix, offset_of, row_flip
 
 
 class WarpShape(NamedTuple):
@@ -19,9 +19,10 @@ class WarpShape(NamedTuple):
     (slow + skew * fast) mod the slow side (a diagonal walk: the rows one store or load touches then
     fall in other swizzle chunks). Where a block's row is one 32-bit word (8-bit 4 x 4, 16-bit 2 x 2
     blocks moved across the transpose), a lane may also take its rows in turn: its step s loads row
-    (s + lane // load_turn) mod v and stores row (s + lane // store_turn) mod v (0: no turn), so one
-    instruction's lanes reach rows of both halves of the banks; the copy rotates the words' bytes and
-    selects the row to store (lowering/kmajor_copy.py)."""
+    s ^ (lane // load_turn mod v) and stores row s ^ (lane // store_turn mod v) (0: no turn), so one
+    instruction's lanes reach rows of both halves of the banks; the copy swaps the words' elements
+    back and selects the row to store (lowering/kmajor_copy.py), the rows' offsets xor-ed from the
+    first's (layout.shared_matrix.row_flip)."""
     xw: int
     along_x: bool
     skew: int = 0
@@ -38,12 +39,12 @@ class WarpShape(NamedTuple):
     def rows(self, lane: int, step: int, v: int) -> tuple[int, int]:
         """(the row `lane` loads, the row it stores) at `step` of its v x v block."""
         def turn(d: int) -> int:
-            return (step + lane // d) % v if d else step
+            return step ^ (lane // d) % v if d else step
         return turn(self.load_turn), turn(self.store_turn)
 
 
 def warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int, blocks_x: int, blocks_k: int,
-               k_first: int = 0) -> WarpShape:
+               k_first: int = 0, turns: bool = True) -> WarpShape:
     """The shape whose loads and stores take the fewest shared-memory wavefronts
     (target/shared_banks.py, on the buffers' layouts), the copy's first mapping (`blocks_x`, lanes
     along X) where that ties. Lanes along X alone keep an N-major B's loads conflict-free, but its
@@ -52,11 +53,15 @@ def warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int
     an f32 stage rounded to tf32 where it lies reads and writes whole 128-byte rows with its lanes
     along K. The tf32 128x128x32 B (4 x 4 blocks of 32-bit words, 128-byte swizzle both sides) takes
     2-way stores in every unskewed shape and none with 8 blocks along X, lanes along K, skewed by 2;
-    the int8 one takes none only with turned rows (loads by lane // 2, stores by lane // 16)."""
+    the int8 one takes none only with turned rows (loads by lane // 2, stores by lane // 16). `turns`:
+    whether the caller has the registers for those; only where a row is one word moved across the
+    transpose, and the rows' offsets flip (layout.shared_matrix.row_flip)."""
     default = 32 if blocks_x % 32 == 0 else blocks_x if 32 % blocks_x == 0 else 0
     if not default or blocks_x * blocks_k < 32:
         return WarpShape(blocks_x, True)
-    best = _best_warp_shape(_layout(src), _layout(dst), stored_k_rows, v, blocks_x, blocks_k, k_first, default)
+    turns = turns and stored_k_rows and v * src.elem_bytes == 4 and k_first % v == 0 \
+        and row_flip(src) is not None and row_flip(dst) is not None
+    best = _best_warp_shape(_layout(src), _layout(dst), stored_k_rows, v, blocks_x, blocks_k, k_first, default, turns)
     return WarpShape(blocks_x, True) if best == WarpShape(default, True) else best
 
 
@@ -87,7 +92,7 @@ def copy_wavefronts(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v
 
 @lru_cache(maxsize=256)
 def _best_warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, v: int, blocks_x: int,
-                     blocks_k: int, k_first: int, default: int) -> WarpShape:
+                     blocks_k: int, k_first: int, default: int, turns: bool) -> WarpShape:
     def cost(shape: WarpShape) -> tuple[int, int]:
         return copy_wavefronts(src, dst, stored_k_rows, v, shape, k_first)
 
@@ -101,10 +106,10 @@ def _best_warp_shape(src: SharedMatrix, dst: SharedMatrix, stored_k_rows: bool, 
     found = best([WarpShape(xw, along_x, skew) for xw, along_x in grids
                   for skew in range(min(8, 32 // (xw if along_x else 32 // xw)))])
     waves, ideal = cost(found)
-    if waves == ideal or not (stored_k_rows and v * src.elem_bytes == 4 and k_first % v == 0):
+    if waves == ideal or not turns:
         return found
-    # Turns only where a row is one word moved across the transpose: the load's turn is undone by
-    # rotating bytes, the store's by one select (so it takes two values: lane // 16 for 4 x 4 blocks).
+    # Turns only where a row is one word moved across the transpose: the load's turn is undone by a
+    # byte permute, the store's by one select (so it takes two values: lane // 16 for 4 x 4 blocks).
     # A store's rows are v apart: a 64-byte K-major row keeps them in one half of the banks unturned.
     store_turns = [d for d in (1, 2, 4, 8, 16) if 32 // d <= 2 or v == 2]
     turned = best([WarpShape(xw, along_x, 0, lt, st) for xw, along_x in grids
