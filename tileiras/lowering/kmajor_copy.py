@@ -10,8 +10,9 @@ rounding the tensor cores do not apply themselves, which the copy applies as its
   it. Each thread moves v x v blocks (`_BLOCK`: rows of 32 bits of 8- or 16-bit elements, of 4
   32-bit elements) in a runtime loop: v loads of stored rows, transposed in registers where the
   source runs along M/N (byte permutes, register moves), v stores of K-contiguous rows. Which thread
-  moves which block (`warp_shape`: a grid of blocks per warp, walked diagonally where that helps) is
-  chosen by counting the bank conflicts of the loads and stores on the two buffers' layouts.
+  moves which block (`warp_shape`: a grid of blocks per warp, walked diagonally, its lanes' rows
+  taken in turn, where that helps) is chosen by counting the bank conflicts of the loads and stores
+  on the two buffers' layouts.
 * `store_kmajor`: from a register tile, element by element (rare: loads that could not be copied
   asynchronously, or computed tiles).
 
@@ -82,7 +83,9 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     def body(i: str, _: list[str]) -> list[str]:
         # a runtime loop: unrolled, LLVM would hoist every address out of the K loop (spills)
         item = k.b.op(f"add i32 {k.tid}, {i}", "cw")
-        lane = k.b.op(f"and i32 {item}, 31", "cl")     # the copy's steps are whole warps apart
+        lane = k.b.op(f"and i32 {item}, 31", "cl")
+        # the copy's steps are whole warps apart: a turn made of the thread's lane, with its rows'
+        # offsets, stays out of the copy's loop
         tid_lane = k.b.op(f"and i32 {k.tid}, 31", "cl")
         if shape == (blocks_x, True, 0, 0, 0):      # a warp's lanes along X, the warps along X then K
             x0 = k.b.op(f"mul i32 {k.b.op(f'urem i32 {item}, {blocks_x}', 'cx')}, {v}", "cx")
@@ -106,8 +109,7 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
             return base if j == 0 else k.b.op(f"add i32 {base}, {j}", "cj")
 
         def turn(d: int) -> "str | None":
-            """The lane's row turn (kmajor_lanes.WarpShape.rows), None without one: of the thread's
-            lane, so that it and what is made of it stay out of the copy's loop."""
+            """The lane's row turn (kmajor_lanes.WarpShape.rows), None without one."""
             return k.b.op(f"and i32 {k.b.op(f'lshr i32 {tid_lane}, {d.bit_length() - 1}', 'ct')}, {v - 1}", "ct") \
                 if d else None
 
