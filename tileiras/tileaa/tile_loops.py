@@ -19,7 +19,7 @@ where a permute needs both orders' rows long: a transpose's loads and stores bot
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
 which unrolls a few chunks); so are those of more than `ONE_PASS_ELEMENTS` whose group exchanges
 elements between threads (a reduction, a scan, a permute: row_chunks.py takes none) and takes one
-loop that reads each of its inputs once (`_one_pass`): unrolled, such a group compiles in up to twice
+loop that reads each of its inputs once, no loop of the kernel's among its members (`_one_pass`): unrolled, such a group compiles in up to twice
 NVIDIA's time from 64 elements a thread (two reductions of a 64 x 64 tile on one warp), looped, it
 reads no more memory than unrolled. A reduction whose result fits a chunk is carried by the loop (unless
 the chunk would then hold short runs of the rows it reduces; where the group takes no form so, fewer
@@ -645,9 +645,11 @@ def loop_tiles(entry: Operation, threads: int) -> int:
 
 def _one_pass(group: Group, work: "Work") -> bool:
     """Whether `group` exchanges elements between threads and `work` computes it in one flat loop
-    (each input read once)."""
+    (each input read once), no loop of the kernel's among its members (a row loop's chunks would
+    each run that loop over narrower boxes, which its pipeline then does not stage)."""
     return any(op.name in _EXCHANGES for op in group.ops) and len(work) == 1 and \
-        not work[0][0].outer and len(work[0][1][1]) == 1
+        not work[0][0].outer and len(work[0][1][1]) == 1 and \
+        not group.inner and all(op.name != "cuda_tile.for" for op in group.ops)
 
 
 # a group's loops: the groups they compute (the group, or parts of it) with their chunk and phases
