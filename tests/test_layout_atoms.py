@@ -284,6 +284,36 @@ def test_evaluator_runs_only_what_it_knows() -> None:
             ev.pre(bad, "x")
 
 
+@pytest.mark.parametrize("layout,n", [(BlockedLayout(256, 4), 4096), (BlockedLayout(128, 8), 8 * 24),
+                                      (BlockedLayout(64, 1), 192), (row_layout(256, (1, 4096), vec=4), 4096),
+                                      (row_layout(32, (64, 64), vec=4), 4096),
+                                      (MmaLayout(128, (1, 64, 64), (1, 4, 1)), 64 * 64)])
+def test_a_program_computes_what_the_evaluator_does(layout, n: int) -> None:
+    """index_eval.Program (the instructions parsed once, run per value: scratch_swizzle's bank
+    counts) gives every lane's element and first-copy flag as Evaluator does, and the swizzled
+    scratch index of every element; it refuses what Evaluator refuses."""
+    from tileiras.layout.index_eval import Evaluator, Program
+    from tileiras.layout.index_math import element
+    from tileiras.tileas.scratch_swizzle import ScratchSwizzle
+
+    for slot in range(layout.slots(n)):
+        run = Program(lambda pre: element(layout, pre, "%tid", n, slot))
+        for tid in (0, 1, 5, 31, 32, 77, layout.threads - 1):
+            ev = Evaluator(tid)
+            e, first = element(layout, ev.pre, "%tid", n, slot)
+            assert run(tid) == (ev.value(e), None if first is None else ev.value(first))
+    swizzle = ScratchSwizzle(4, 4, 4, 1)
+    index = Program(lambda pre: swizzle.index(pre, "%e"), "%e")
+    for e in range(0, n, 7):
+        ev = Evaluator(e, "%e")
+        assert index(e) == (ev.value(swizzle.index(ev.pre, "%e")),)
+    for bad in ("fadd float %tid, 1.0", "add i32 %nope, 1", "icmp slt i32 %tid, 1"):
+        with pytest.raises((ValueError, KeyError)):
+            Program(lambda pre, bad=bad: pre(bad, "x"))
+    with pytest.raises(ZeroDivisionError):
+        Program(lambda pre: pre("urem i32 %tid, 0", "x"))(3)
+
+
 @pytest.mark.parametrize("layout,shape,every", [
     (BlockedLayout(128, 8), (32, 256), True),     # runs of 8, a 1024-element sweep covers whole rows
     (BlockedLayout(128, 8), (256, 32), True),     # a sweep covers 32 rows of 32

@@ -79,6 +79,57 @@ class Evaluator:
         return name
 
 
+class Program:
+    """The instructions `emit(pre)` makes (the subset `Evaluator` runs), parsed once into one Python
+    function: calling it on a value of `name` computes what `Evaluator` would, instruction by
+    instruction, and returns the values of the names `emit` returned (None stays None). For the same
+    arithmetic on many values (a warp's lanes, a scratch's elements) without parsing it per value."""
+
+    def __init__(self, emit: Callable[[Callable[[str, str], str]], Any], name: str = "%tid") -> None:
+        self.names: dict[str, str] = {name: "x"}     # IR name -> Python local
+        self.lines: list[str] = []
+        out = emit(self._pre)
+        outputs = tuple(out) if isinstance(out, tuple) else (out,)
+        body = "".join(f"    {line}\n" for line in self.lines)
+        result = ", ".join("None" if o is None else self._operand(o) for o in outputs)
+        scope: dict[str, Any] = {}
+        exec(f"def run(x):\n{body}    return ({result},)\n", scope)   # noqa: S102 (our own instructions)
+        self.run: Callable[[int], tuple[Optional[int], ...]] = scope["run"]
+
+    def _operand(self, operand: str) -> str:
+        if operand in self.names:
+            return self.names[operand]
+        if operand.startswith("%"):
+            raise KeyError(f"undefined value {operand}")
+        return str(int(operand))
+
+    def _pre(self, rhs: str, hint: str) -> str:
+        words = rhs.replace(",", " ").split()
+        if words[0] == "icmp":
+            pred, ty, a, b = words[1:]
+            if ty != "i32" or pred not in _COMPARE:
+                raise ValueError(f"unsupported instruction: {rhs}")
+            expr, mask = f"int({self._operand(a)} {_PY_COMPARE[pred]} {self._operand(b)})", 1
+        else:
+            op, ty, a, b = words
+            if op not in _BINARY or ty not in _MASK:
+                raise ValueError(f"unsupported instruction: {rhs}")
+            expr, mask = f"({self._operand(a)} {_PY_BINARY[op]} {self._operand(b)})", _MASK[ty]
+        name, local = f"%{hint}.{len(self.lines) + 1}", f"v{len(self.lines) + 1}"
+        self.lines.append(f"{local} = {expr} & {mask}")   # // and % by zero raise, as in Evaluator
+        self.names[name] = local
+        return name
+
+    def __call__(self, x: int) -> tuple[Optional[int], ...]:
+        return self.run(x)
+
+
+# the Python operators of _BINARY and _COMPARE, for Program
+_PY_BINARY = {"add": "+", "sub": "-", "mul": "*", "udiv": "//", "urem": "%", "shl": "<<", "lshr": ">>",
+              "and": "&", "or": "|", "xor": "^"}
+_PY_COMPARE = {"eq": "==", "ne": "!=", "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+
+
 def placements(layout: object, threads: int, num_elements: int) -> dict[tuple[int, int], tuple[int, bool]]:
     """(tid, slot) -> (element index, first copy) for every thread and slot of a lowering layout."""
     out = {}

@@ -16,7 +16,7 @@ from ..ir.core import Operation
 from ..ir.types import TileType
 from ..tileas.move_forms import fitting_slices, mma_scratch, reduce_scratch, scratch_offsets
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
-from ..layout.encodings import RowWarpLayout
+from ..layout.encodings import BlockedLayout, RowWarpLayout
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
 
@@ -129,14 +129,22 @@ def _scratch_elements(k: KernelLowering, bases: list[str], srcs: list[TileRegs],
 
 def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, scan: bool, reverse: bool,
                   lts: list[str], results: list[list[str]]) -> None:
-    """Every source element in scratch at once; each result slot folds its row."""
+    """Every source element in scratch at once; each result slot folds its row (a scan's slot that
+    follows another of its run along `dim`, `_scan_run`: that slot's value and one element more)."""
     shape = srcs[0].type.shape
     n = shape[dim]
     bases = to_scratch(k, srcs)
     rtype0 = op.results[0].type
     assert isinstance(rtype0, TileType)
-    for slot in range(k.slots(rtype0)):
+    run = _scan_run(k, shape, dim) if scan else 1
+    slots = list(range(k.slots(rtype0)))
+    folded: dict[int, list[str]] = {}
+    for slot in reversed(slots) if reverse and run > 1 else slots:
         ridx = k.multi_index(rtype0.shape, slot)
+        if run > 1 and slot % run != (run - 1 if reverse else 0):
+            here = _scratch_elements(k, bases, srcs, list(ridx), dim, ridx[dim], shape)
+            folded[slot] = _apply_body(k, op, here, folded[slot + (1 if reverse else -1)])
+            continue
         # The fold starts from the first element, not the identity: the identity only
         # pads, and a producer's identity is not always neutral (cuTile gives an f64 max +inf).
         if scan:
@@ -152,9 +160,28 @@ def _whole_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: i
         def body(i: str, accs: list[str], full: list[str] = full) -> list[str]:
             return _apply_body(k, op, _scratch_elements(k, bases, srcs, full, dim, i, shape), accs)
         init = _scratch_elements(k, bases, srcs, full, dim, first, shape)
-        finals = counted_loop(k, start, stop, step, list(zip(lts, init)), body)
-        for r, v in zip(results, finals):
+        folded[slot] = counted_loop(k, start, stop, step, list(zip(lts, init)), body)
+    for slot in slots:
+        for r, v in zip(results, folded[slot]):
             r.append(v)
+
+
+def _scan_run(k: KernelLowering, shape: tuple[int, ...], dim: int) -> int:
+    """How many consecutive slots of this thread hold consecutive elements along `dim` of a tile of
+    `shape` (a run of the blocked layout inside one row; 1 where the slots are not so): a scan's
+    value at each but the first of a run is the one before it and one element more, so only the
+    first folds its row in a loop (sequentially, as the interpreter does: the same values)."""
+    layout = k.layout
+    total = 1
+    for d in shape:
+        total *= d
+    if not isinstance(layout, BlockedLayout) or not layout.owns_all(total):
+        return 1
+    run = layout.run(total)
+    inner = 1
+    for d in shape[dim + 1:]:
+        inner *= d
+    return run if inner == 1 and shape[dim] % run == 0 else 1
 
 
 def _chunked_reduce(k: KernelLowering, op: Operation, srcs: list[TileRegs], dim: int, chunks: int,

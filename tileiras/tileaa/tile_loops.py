@@ -17,7 +17,11 @@ tiles are not carried into the block, and no op between its first and last membe
 reordering would move across. A chunk fills the space from its innermost axis out (a square one
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
-which unrolls a few chunks). A reduction whose result fits a chunk is carried by the loop (unless
+which unrolls a few chunks); so are those of more than `ONE_PASS_ELEMENTS` whose group exchanges
+elements between threads (a reduction, a scan, a permute: row_chunks.py takes none) and takes one
+loop that reads each of its inputs once, no loop of the kernel's among its members (`_one_pass`): unrolled, such a group compiles in up to twice
+NVIDIA's time from 64 elements a thread (two reductions of a 64 x 64 tile on one warp), looped, it
+reads no more memory than unrolled. A reduction whose result fits a chunk is carried by the loop (unless
 the chunk would then hold short runs of the rows it reduces; where the group takes no form so, fewer
 are: `carried.py`); a bigger one (reduced on along another axis, broadcast back) is computed chunk
 by chunk, its reduced axis whole in the chunk; where that axis is longer than a chunk too, the
@@ -60,6 +64,10 @@ if TYPE_CHECKING:
 # size `row_chunks.py` unrolls, four 16-byte accesses of f32 in flight a thread.
 LOOP_ELEMENTS = 128
 CHUNK_ELEMENTS = 16
+# Beyond 32 elements a thread (row_chunks.LONG_ELEMENTS), a group that exchanges elements between
+# threads is looped where one pass over its tiles computes it (its loop reloads nothing)
+ONE_PASS_ELEMENTS = 32
+_EXCHANGES = ("cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.permute")
 
 _VIEW = "cuda_tile.make_partition_view"
 _I32 = TileType((), ScalarType("i32"))
@@ -618,19 +626,30 @@ def _reduces(block: Block) -> list[Operation]:
 
 def loop_tiles(entry: Operation, threads: int) -> int:
     """Loop every group of `entry` (run on `threads` threads) over tiles of more than `LOOP_ELEMENTS`
-    a thread, in the first of `FORMS` that takes it; what none takes is grown again carrying fewer
+    a thread (`ONE_PASS_ELEMENTS` where `_one_pass`), in the first of `FORMS` that takes it; what none takes is grown again carrying fewer
     reductions (the next of carried.POLICIES). The number of loops made."""
     made = 0
     for block in _blocks(entry):
         for carry in policies(_reduces(block), CHUNK_ELEMENTS * threads):
-            for group in _groups(block, LOOP_ELEMENTS * threads, CHUNK_ELEMENTS * threads, carry):
+            for group in _groups(block, ONE_PASS_ELEMENTS * threads, CHUNK_ELEMENTS * threads, carry):
                 work = next((work for form in FORMS for work in [form(block, group)] if work), None)
+                if work and _product(list(group.space)) <= LOOP_ELEMENTS * threads and not _one_pass(group, work):
+                    continue   # left whole: its loops would reload what registers hold
                 for each, (part, plan) in work or ():
                     _loops(each, part, plan)
                     made += len(plan) + bool(each.outer)
                 if work:
                     _drop(group)
     return made
+
+
+def _one_pass(group: Group, work: "Work") -> bool:
+    """Whether `group` exchanges elements between threads and `work` computes it in one flat loop
+    (each input read once), no loop of the kernel's among its members (a row loop's chunks would
+    each run that loop over narrower boxes, which its pipeline then does not stage)."""
+    return any(op.name in _EXCHANGES for op in group.ops) and len(work) == 1 and \
+        not work[0][0].outer and len(work[0][1][1]) == 1 and \
+        not group.inner and all(op.name != "cuda_tile.for" for op in group.ops)
 
 
 # a group's loops: the groups they compute (the group, or parts of it) with their chunk and phases

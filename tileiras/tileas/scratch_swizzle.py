@@ -37,7 +37,7 @@ class ScratchSwizzle:
 
     def index(self, pre: Pre, e: str) -> str:
         """The swizzled element index of row-major index `e` (an i32), emitted through `pre`
-        (the lowering's builder, or layout/index_eval's Evaluator when counting)."""
+        (the lowering's builder, or layout/index_eval's Program when counting)."""
         low = (CHUNK // self.elem_bytes).bit_length() - 1     # element bits within a chunk
         bits = pre(f"and i32 {pre(f'lshr i32 {e}, {low + self.shift}', 'sz')}, {SPAN - 1}", "sz")
         return pre(f"xor i32 {e}, {pre(f'shl i32 {bits}, {low}', 'sz')}", "sz")
@@ -90,15 +90,12 @@ def _cost(shape: tuple[int, ...], perm: tuple[int, ...], src: Layout, dst: Layou
 
 def _placed(elems: tuple[int, ...], swizzle: Optional[ScratchSwizzle]) -> list[int]:
     """Where the row-major elements `elems` lie in the scratch (the same emitted arithmetic)."""
-    from ..layout.index_eval import Evaluator
+    from ..layout.index_eval import Program
 
     if swizzle is None:
         return list(elems)
-    out = []
-    for e in elems:
-        ev = Evaluator(e, "%e")
-        out.append(ev.value(swizzle.index(ev.pre, "%e")))
-    return out
+    index = Program(lambda pre: swizzle.index(pre, "%e"), "%e")
+    return [index(e)[0] for e in elems]  # type: ignore[misc]
 
 
 @lru_cache(maxsize=64)
@@ -133,16 +130,16 @@ def _loads(shape: tuple[int, ...], perm: tuple[int, ...], layout: Layout,
 @lru_cache(maxsize=64)
 def _warp(layout: Layout, n: int) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[bool, ...], ...]]:
     """(element index, first copy) of every slot (rows) in each lane (columns) of the first warp."""
-    from ..layout.index_eval import Evaluator
+    from ..layout.index_eval import Program
 
     elems, valid = [], []
     for slot in range(layout.slots(n)):
+        index = Program(lambda pre, slot=slot: element(layout, pre, "%tid", n, slot))
         row, ok = [], []
         for lane in range(WARP):
-            ev = Evaluator(lane)
-            e, first = element(layout, ev.pre, "%tid", n, slot)
-            row.append(ev.value(e))
-            ok.append(True if first is None else bool(ev.value(first)))
+            e, first = index(lane)
+            row.append(e)
+            ok.append(True if first is None else bool(first))
         elems.append(tuple(row))
         valid.append(tuple(ok))
     return tuple(elems), tuple(valid)
