@@ -25,7 +25,8 @@ class CtaPair:
     mma: Operation
     a_load: Operation
     b_load: Operation         # each CTA copies half of its N
-    b_dim: int                # the dimension of B's tile along N (its last where stored (K, N), else 0)
+    b_dim: int                # the dimension of B's tile along N: its last where stored (K, N), else the one
+                              # before it (a batched B's (1, N, K) tile)
 
 
 def plan(k: "StagingFacts", loop: Operation, loads: tuple) -> Optional[CtaPair]:
@@ -48,7 +49,7 @@ def plan(k: "StagingFacts", loop: Operation, loads: tuple) -> Optional[CtaPair]:
     # A and B staged by the loop, and nothing else but the block scales (which each CTA restages itself)
     if a is b or not {a, b} <= set(loads) or not set(loads) - {a, b} <= set(scale_loads(mma) if scaled else ()):
         return None
-    pair = CtaPair(mma, a, b, 0 if b_transposed else len(b.results[0].type.shape) - 1)  # type: ignore
+    pair = CtaPair(mma, a, b, len(b.results[0].type.shape) - (2 if b_transposed else 1))  # type: ignore
     rows = tma_boxes.box_rows(k.caps)
     for load in (a, b):
         tile = staged_type(pair, load)
