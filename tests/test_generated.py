@@ -467,3 +467,36 @@ def test_the_report_counts_each_class_and_names_the_short_pairs() -> None:
     assert cells["registers"] == "1/1 100%"
     assert [r["gpu"] for r, _ in short["TMA"]] == ["sm_90"]
     assert "TmaLoadMissed: not TMA (padded stage)" in text and "NVIDIA's failed 1 pairs" in text
+
+
+def test_an_unsplit_tcgen05_loop_leaves_its_mma_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sm_100 with no warp roles (the epilogue loads a scale): the loop's tcgen05.mma is committed to its
+    stage's empty mbarrier, and the stage iteration i - 1 read is refilled once iteration i's MMA is
+    issued (tileas/stage_rings.mma_in_flight), where every iteration waited for its own MMA before: two
+    commits in the PTX (the loop's, and the one after it that the accumulator's read waits for). Over a K
+    of 7 tiles, which wraps the 4-stage ring (the sampled launches' 2 tiles never refill a stage), the
+    emulator (race checker on) matches numpy; without the wait for the commit before a refill, the
+    refill's TMA load is reported racing the MMA's read."""
+    import re
+
+    from emulator_runs import edit_ptx
+    from tileiras.errors import TileirasError
+
+    v = grammar.parse("g_bmm_f16_rr_128x256x32_scale_aligned_h0_v13p2")
+    tm, tn, tk = v["tm"], v["tn"], v["tk"]
+    spec = launch.launch(v)
+    a, b, out, scale, *rest = spec.params
+    k = 7 * tk
+    params = (launch.Arr(a.dtype, (1, tm, k)), launch.Arr(b.dtype, (1, k, tn)), launch.Arr(out.dtype, (1, tm, tn), True),
+              launch.Arr(scale.dtype, (1,)), *rest)
+    wide = launch.Launch(spec.kernel, params, (1, 1, 1), spec.hints)
+    bytecode = export.bytecode(v, "sm_100").read_bytes()
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", tempfile.mkdtemp())
+    seen = edit_ptx(monkeypatch, lambda text: text)
+    assert not reference.emulate(v, wide, bytecode, "sm_100")
+    assert seen[-1].count("tcgen05.commit") == 2 and "// wait: stage empty" in seen[-1]
+    unwaited = r"\{ \.reg \.pred p; mbarrier\.try_wait[^}]*selp\.u32 (%r\d+), 1, 0, p; \} // wait: stage empty"
+    edit_ptx(monkeypatch, lambda text: re.sub(unwaited, r"mov.u32 \1, 1;", text))
+    with pytest.raises((AssertionError, TileirasError), match="write-after-read|differ"):
+        problems = reference.emulate(v, wide, bytecode, "sm_100")
+        assert not problems, "\n".join(problems)

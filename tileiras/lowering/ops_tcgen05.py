@@ -297,14 +297,25 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         cta_pair.scales_restaged(k)
     idesc = instruction(kind, issued_m(m, pair), n, a is not None and not a.kmajor, not b.kmajor)
 
+    from .pipelined_loop import mma_retired, retiring_pipeline
+
+    in_flight = retiring_pipeline(k, op)
+    committed = in_flight is not None and in_flight.committed
+    # left in flight: committed to the stage's empty mbarrier, which its release then is
+    done = mbarrier_address(k, in_flight) if committed else tm.mbarrier
+
     def issue() -> None:
         k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
         if scales is not None:
             scales.copy()
         issue_mmas(k, op, a, b, a_tmem, address, accumulate, idesc, scales)
-        commit(k, tm.mbarrier, pair)
+        commit(k, done, pair)
 
     k.guarded(cta_pair.issuer(k, k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), op), lambda: issue() or None)
+    if committed:   # iteration i - 1's stage, once its MMA has read it, refilled
+        assert in_flight is not None and resident is not None
+        mma_retired(k, in_flight)
+        return TileRegs(acc.type, list(carried.slots), layout)
     wait_mbarrier(k, tm)   # the operands' buffers are free again, the accumulator is complete
     if resident is not None:    # the registers go round the loop unchanged (and unused)
         return TileRegs(acc.type, list(carried.slots), layout)
@@ -312,6 +323,23 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
     regs = _transfer(k, layout, address, None, is_float)
     k.b.emit('call void asm sideeffect "tcgen05.wait::ld.sync.aligned;", "~{memory}"()')
     return TileRegs(acc.type, regs, layout)
+
+
+def mbarrier_address(k: KernelLowering, p: object) -> str:
+    """The empty mbarrier of the stage pipeline `p` reads this iteration."""
+    from . import mbarrier
+
+    read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")  # type: ignore[attr-defined]
+    return mbarrier.address(k, p.empty, read)  # type: ignore[attr-defined]
+
+
+def mmas_done(k: KernelLowering) -> None:
+    """After a loop that left its MMAs in flight (pipelined_loop `committed`): the issuing thread
+    commits once more, and every thread waits for that commit: every MMA issued before it has
+    completed (the accumulator, and the stages' last releases, have landed)."""
+    tm = tensor_memory(k, 0)
+    k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "ti"), lambda: commit(k, tm.mbarrier) or None)
+    wait_mbarrier(k, tm)
 
 
 def issue_mmas(k: KernelLowering, op: Operation, a: "Optional[_Operand]", b: "_Operand", a_tmem: Optional[str],

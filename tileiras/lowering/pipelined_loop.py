@@ -32,7 +32,10 @@ counts the TMA thread's arrival and the copying threads' `.noinc` ones. Where th
 loop's wgmma keeps one group in flight (tileas/stage_rings.group_in_flight), the release
 of the stage iteration i - 1 read (and, unspecialized, its refill) moves after
 iteration i's `wgmma.wait_group 1`, the first point where that stage is no
-longer read (mma_retired).
+longer read (mma_retired). An unsplit sm_100 loop's tcgen05.mma is left in flight too
+(stage_rings.mma_in_flight): its thread commits it to the stage's empty mbarrier (`committed`),
+and after iteration i's MMA is issued every thread waits for the commit of iteration i - 1's
+before refilling its stage; the last MMAs are waited for after the loop.
 """
 
 from __future__ import annotations
@@ -76,8 +79,9 @@ class ActivePipeline:
     full: Optional[BarrierArray] = None   # sm_90+: a stage's copies have landed (one per stage)
     empty: Optional[BarrierArray] = None  # sm_90+: every thread is done reading a stage
     specialized: bool = False           # warp_specialize.py: a producer warpgroup does every copy
-    retiring: Optional[Operation] = None  # the wgmma whose group stays in flight (tileas/stage_rings.group_in_flight):
-                                          # a stage is released after the next iteration's wgmma.wait_group 1
+    retiring: Optional[Operation] = None  # the mma left in flight (tileas/stage_rings.group_in_flight, mma_in_flight):
+                                          # a stage is released after the next iteration's wgmma.wait_group 1, or
+    committed: bool = False               # ...(sm_100, unsplit) by the tcgen05.commit of the MMA that read it
     mma_warp: bool = False              # ...and an MMA warp every tcgen05.mma (the consumers skip the loop)
     mma_reads: bool = False             # an MMA warp waits for each stage and releases it (both sm_100 forms):
                                         # the consumers neither wait for a stage nor release it
@@ -168,13 +172,20 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fitted.reason}; {fitted.barriers.describe() if fitted.barriers else ''}), "
                             f"handshake: {handshake}")
-    if retiring is not None:
+    committed = retiring is not None and k.caps.has("tcgen05")
+    if committed and (specialized or cluster is not None):      # planned unsplit: a split took the loop after all
+        retiring, committed = None, False
+    if committed:
+        k.schedule_notes.append(f"//   {where}: one tcgen05.mma in flight: its commit to the stage's empty mbarrier "
+                                f"releases the stage, refilled once the next iteration's MMA is issued")
+    elif retiring is not None:
         k.schedule_notes.append(f"//   {where}: one wgmma group in flight (wait_group 1); a stage is released "
                                 f"once the next iteration's wait retires the group that read it")
     if tma:
         k.schedule_notes += [f"//     TMA {load.results[0].type}: {tma_boxes.describe(t)}" for load, t in tma.items()]
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
-                          retiring=retiring, mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
+                          retiring=retiring, committed=committed,
+                          mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
                           persistent=specialized and k.warp_split.outer is not None)
 
@@ -381,7 +392,7 @@ def _set_up(k: KernelLowering, p: ActivePipeline) -> None:
         # full: the TMA thread's arrival and one .noinc copy arrival per copying thread; empty: one
         # release per reading thread
         copiers = (1 if p.tma else 0) + ((k.warp_split.producers if p.specialized else k.threads) if copied(p) else 0)
-        releasers = 1 if p.mma_reads else k.threads     # the MMA thread's tcgen05.commit, or every reader
+        releasers = 1 if p.mma_reads or p.committed else k.threads  # the MMA thread's tcgen05.commit, or every reader
         if p.cluster is not None:   # ...of every CTA that receives this CTA's slices
             releasers *= p.cluster.releasing_ctas
         mbarrier.init(k, [(p.full, [copiers] * p.stages), (p.empty, [releasers] * p.stages)])
@@ -453,8 +464,8 @@ def _handshake(k: KernelLowering, p: ActivePipeline) -> None:
 
 
 def _refill(k: KernelLowering, p: ActivePipeline) -> None:
-    """Every thread releases the stage iteration i - 1 read and waits until all have; then the
-    stage is refilled with iteration i + stages - 1."""
+    """Every thread releases the stage iteration i - 1 read (where its MMA's commit does not) and
+    waits until all have; then the stage is refilled with iteration i + stages - 1."""
     assert p.empty is not None
     empty = p.empty
     ahead = k.b.op(f"add {p.ity} {p.iv}, {k.b.op(f'mul {p.ity} {p.step}, {p.stages - 1}', 'pf')}", "pf")
@@ -462,7 +473,9 @@ def _refill(k: KernelLowering, p: ActivePipeline) -> None:
 
     def release() -> None:
         bar = mbarrier.address(k, empty, write)
-        if p.cluster is not None:   # released in every CTA the stage's slices came from
+        if p.committed:             # released by the commit of the MMA that read it: only waited for
+            pass
+        elif p.cluster is not None:   # released in every CTA the stage's slices came from
             multicast.release(k, p.cluster, bar)
         else:
             mbarrier.arrive(k, bar)
@@ -539,7 +552,7 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
     """After the loop: no copy is left in flight, and the barriers are invalidated once nobody uses
     them (a loop that runs again initializes them afresh). A wgmma group left in flight is waited
     for first; the loop's results (`results`, returned) then hold its accumulator as the wait gives it."""
-    if p.retiring is not None:
+    if p.retiring is not None and not p.committed:
         body = p.loop.regions[0].block
         at = body.arguments.index(p.retiring.operand("acc")) - 1
         results = [ops_wgmma.wait_group(k, 0, r) if i == at else r for i, r in enumerate(results)]
@@ -547,6 +560,10 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
         from .warp_specialize_tcgen05 import mma_warp_done
 
         mma_warp_done(k)
+    if p.committed:    # the last MMAs complete (the accumulator, the stages' last releases)
+        from .ops_tcgen05 import mmas_done
+
+        mmas_done(k)
     if p.persistent:    # the next tile's run goes on with the ring (`end_persistent`)
         if p.retiring is not None:    # the last iteration's stage, read by the group just retired
             assert p.empty is not None

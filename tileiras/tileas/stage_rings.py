@@ -19,13 +19,14 @@ from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from ..schedule.pipeline import fit_stages
 from ..tileaa.access_width import chunk_elements, staged_through_registers
-from ..tileaa.mma_forms import select_wgmma
+from ..tileaa.mma_forms import kind_of, select_wgmma
 from ..tileaa.mma_operands import passes_shared
 from ..tileaa.views import view_of
 from ..transforms.rewrite import inside_op
 from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
+from .tcgen05_select import PACKED, RESTAGED
 from .warp_roles import occupancy_hint, ring_loop
 
 RESERVED = 1024     # shared memory the driver reserves for each CTA (smem_per_sm - smem_per_block)
@@ -58,7 +59,7 @@ class StageRing:
     dense: frozenset                    # loads whose stages are never padded
     sizes: dict                         # load op -> bytes of one stage
     pair: Optional[CtaPair]             # sm_100: a CTA pair runs the loop's mma
-    retiring: Optional[Operation]       # sm_90: the wgmma whose group stays in flight
+    retiring: Optional[Operation]       # the mma left in flight (sm_90's wgmma group, sm_100's committed tcgen05.mma)
     through_registers: tuple            # block scales no copy can stage (`stageable`)
     beside: frozenset = frozenset()     # loads that may keep cp.async beside the others' TMA boxes
 
@@ -103,6 +104,35 @@ def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
         and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
 
 
+def mma_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, ...]", matrices: dict
+                  ) -> "Operation | None":
+    """The tcgen05.mma of a pipelined K loop that no warp role splits, left in flight into the next
+    iteration: its thread commits it to the stage's empty mbarrier, which releases the stage when the
+    MMA has read it, and the stage iteration i - 1 read is refilled after iteration i's MMA is issued
+    (the tensor cores always have one queued; waiting for each MMA idled them while the loop turned).
+    As `group_in_flight`: the loop's only mma, at the top of its body, its accumulator carried and
+    read by nothing else (then it stays in tensor memory: tileaa/mma_operands.resident_loop); both
+    operands read in their stages (swizzled, one matrix; no K-major copy, no tf32 rounding, no fp4
+    packing, no block scales)."""
+    split = k.warp_split
+    if k.assignment is None or split is not None and split.loop is loop:
+        return None
+    layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    mmas = [op for op in layouts if inside_op(op, loop)]
+    if len(mmas) != 1 or mmas[0].name != "cuda_tile.mmaf" and mmas[0].name != "cuda_tile.mmai":
+        return None
+    op = mmas[0]
+    kind = kind_of(op)
+    if kind is None or kind.name in RESTAGED or kind.name in PACKED:
+        return None
+    for name in ("lhs", "rhs"):
+        source = staged_load(op.operand(name))
+        matrix = matrices.get(source)
+        if matrix is None or not matrix.swizzled or matrix.batch != 1:
+            return None
+    return op if _accumulates_alone(loop, op) else None
+
+
 def group_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":
     """The wgmma of a pipelined K loop that may leave its group in flight into the next iteration
     (waited down to one group there, and to none after the loop): the loop's only wgmma, at the top
@@ -123,16 +153,25 @@ def group_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation,
             value = value.owner.operands[0]  # type: ignore[union-attr]
         if value.owner not in loads or ((op, role) in k.wgmma_buffers and (op, role) not in k.kmajor_slots):
             return None
+    return op if _accumulates_alone(loop, op) else None
+
+
+def _accumulates_alone(loop: Operation, op: Operation) -> bool:
+    """Whether mma `op`, in `loop`'s body, has its accumulator carried from one iteration to the next
+    and read by nothing else, in a body no iteration leaves early (it would skip the release after
+    the wait)."""
+    body = loop.regions[0].block
+    if op not in body.operations:
+        return False
     acc, term = op.operand("acc"), body.terminator
     if acc not in body.arguments[1:] or acc.uses != [op] or term is None or term.name != "cuda_tile.continue":
-        return None
+        return False
     exits = ("cuda_tile.continue", "cuda_tile.break")
     if any(inner.name in exits for top in body.operations if top is not term for inner in top.walk()):
-        return None        # an iteration that leaves early would skip the release after the wait
+        return False
     position = body.arguments.index(acc) - 1
     result = op.results[0]
-    return op if result.uses == [term] and term.operands[position] is result \
-        and term.operands.count(result) == 1 else None
+    return result.uses == [term] and term.operands[position] is result and term.operands.count(result) == 1
 
 
 def scale_loads(k: "StagingFacts", loads: tuple) -> "set[Operation]":
@@ -193,9 +232,14 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     sizes = {load: matrix.nbytes for load, matrix in matrices.items()}
     if uses_mbarriers(k):   # the rings' barriers are mbarrier pairs: their bytes count
         plan = replace(plan, mechanism="mbarrier")
-    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer
-    retiring = group_in_flight(k, op, plan.loads) if plan.pipelined and k.caps.has("wgmma") and uses_mbarriers(k) \
-        else None
+    # sm_90: a wgmma that leaves its group in flight reads its stage one iteration longer; sm_100: so does
+    # an unsplit loop's tcgen05.mma, whose commit releases the stage
+    retiring = None
+    if plan.pipelined and uses_mbarriers(k):
+        if k.caps.has("wgmma"):
+            retiring = group_in_flight(k, op, plan.loads)
+        elif k.caps.has("tcgen05") and pair is None:
+            retiring = mma_in_flight(k, op, plan.loads, matrices)
     return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(through), beside), ""
 
 
