@@ -663,3 +663,78 @@ def test_the_attentions_tcgen05_fence_survivors_are_equivalent_or_modelled() -> 
         assert mutations.outcome(c, ptx) is None, f"a modelled mutant is reported: line {line}"
     others = [ptx for line, what, ptx in before.mutants(c.ptx) if (line, what, ptx) not in modelled]
     assert others and all(mutations.outcome(c, ptx) is not None for ptx in others)
+
+
+def _site(c: mutations.Case, text: str, nth: int = 0) -> int:
+    """The 1-based PTX line of the `nth` instruction of `c` whose code starts with `text`."""
+    found = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.split("//")[0].strip().startswith(text)]
+    return found[nth]
+
+
+def _edited(ptx: str, line: int, extra: str) -> str:
+    """`ptx` with the statement `extra` put before PTX line `line` (1-based)."""
+    lines = ptx.split("\n")
+    return "\n".join(lines[:line - 1] + ["\t" + extra] + lines[line - 1:])
+
+
+def test_the_causal_attentions_q_tile_wait_and_barrier_are_equivalent_on_sm_80() -> None:
+    """sm_80's causal attention waits for its Q tile's cp.async copies (cp.async.wait_all; bar.sync 0) before it
+    issues the first K and V copies, which the loop's cp.async.wait_group 1; bar.sync 0 complete and publish
+    again (two groups committed after the Q tile's) before any thread reads shared memory: both are listed, by
+    byte ranges evaluated per thread, and their mutants run clean. The loop's wait and barrier are not listed
+    and are reported; the first K copy moved onto another thread's Q bytes unlists both."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_80")
+    assert c is not None
+    wait, barrier = _site(c, "cp.async.wait_all"), _site(c, "bar.sync", 1)
+    assert barrier == wait + 1
+    assert mutations._copies_waited_later(c.ptx, wait) and mutations._barrier_orders_nothing(c.ptx, barrier)
+    for name, line in (("delete cp.async.wait", wait), ("delete bar.sync", barrier)):
+        op = OPERATORS[name]
+        found = [(what, ptx) for n, what, ptx in op.mutants(c.ptx) if n == line]
+        assert len(found) == 1 and mutations.equivalent(op, found[0][0], c, line) is not None
+        assert mutations.outcome(c, found[0][1]) is None
+    loop_wait, loop_barrier = _site(c, "cp.async.wait_group"), _site(c, "bar.sync", 2)
+    assert not mutations._copies_waited_later(c.ptx, loop_wait)
+    assert not mutations._barrier_orders_nothing(c.ptx, loop_barrier)
+    op = OPERATORS["delete bar.sync"]
+    loop = next((what, ptx) for n, what, ptx in op.mutants(c.ptx) if n == loop_barrier)
+    assert mutations.equivalent(op, loop[0], c, loop_barrier) is None and mutations.outcome(c, loop[1]) is not None
+    first_k = next(n for n in range(barrier, len(c.ptx.split("\n"))) if "cp.async.cg" in c.ptx.split("\n")[n])
+    k_copy = re.search(r"\[(%rd\d+)\+0\]", c.ptx.split("\n")[first_k])
+    assert k_copy is not None       # (the K tile lies 9216 bytes above the Q tile, whose rows are 144 bytes apart)
+    lines = c.ptx.split("\n")
+    for offset, listed in ((-9072, False), (0, True)):     # onto the Q bytes of thread + 8 (its next row), or not
+        lines[first_k] = c.ptx.split("\n")[first_k].replace(k_copy.group(0), f"[{k_copy.group(1)}+{offset}]")
+        onto_q = "\n".join(lines)
+        assert mutations._barrier_orders_nothing(onto_q, barrier) == listed
+        assert mutations._copies_waited_later(onto_q, wait) == listed
+
+
+def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warpgroup's bar.sync 1, 128 before thread 0 initializes the Q
+    tile's mbarrier and issues its TMA load (before it, the warps only read the tensor-memory address) and the
+    one between the epilogue's tcgen05.ld and its stmatrix of the output tile (before it, thread 0 only
+    invalidates mbarriers) are listed, and run clean; the barriers that order the loop's mbarriers before their
+    invalidation and the staged tile before its TMA store are not. A shared read of the staged tile's bytes
+    before the second, or a shared write into the Q tile's bytes (what the TMA load's expect_tx bounds) before
+    the first, unlists it."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
+    assert c is not None
+    named = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
+    assert len(named) == 5
+    listed = [n for n in named if mutations._barrier_orders_nothing(c.ptx, n)]
+    assert listed == [named[0], named[2]]
+    op = OPERATORS["delete bar.sync"]
+    for line, what, ptx in op.mutants(c.ptx):
+        if line in listed:
+            assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+        elif line in named[3:]:
+            assert mutations.outcome(c, ptx) is not None, f"a barrier not listed survives: line {line}"
+    staged = _edited(c.ptx, named[2], "ld.shared.b32 %r9999, [__tileir_dsmem+9216];")
+    assert not mutations._barrier_orders_nothing(staged, named[2] + 1)
+    assert mutations._barrier_orders_nothing(_edited(c.ptx, named[2], "ld.shared.b32 %r9999, [__tileir_dsmem+"
+                                                                      "67592];"), named[2] + 1)
+    onto_q = _edited(c.ptx, named[0], "st.shared.b32 [__tileir_dsmem+8188], %r1;")
+    assert not mutations._barrier_orders_nothing(onto_q, named[0] + 1)
+    assert mutations._barrier_orders_nothing(_edited(c.ptx, named[0], "st.shared.b32 [__tileir_dsmem+8400], %r1;"),
+                                             named[0] + 1)
