@@ -114,6 +114,17 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "by threads after their own 'stage full' wait (they round the stage's tf32 operands in place, then arrive): "
      "that phase's completion implies the skipped one's, and happens-before being transitive it orders the TMA's "
      "bytes before this thread's tcgen05.mma as well"),
+    ("skip an mbarrier wait", "", lambda ptx, line: _commit_wait_redundant(ptx, line),
+     "it waits for an mbarrier that only its own thread's tcgen05.commit arrives on and no other thread waits "
+     "on (one thread reaches it and those commits; every mbarrier operand evaluated, stage-indexed ones over all "
+     "stages); on every path from it the thread issues only tcgen05.mma (fences and instructions that touch no "
+     "memory aside) before its next tcgen05.commit, which tracks all the thread's earlier asynchronous tcgen05 "
+     "operations (PTX ISA, tcgen05.commit) and so hands over what the waited commits did to whoever waits on it; "
+     "and those tcgen05.mma write accumulators whose tensor-memory columns (the same base register plus "
+     "constants, N columns from the instruction descriptor) miss every other tcgen05.mma's, tcgen05.cp's, "
+     "shift's and st's, or are the same accumulator and shape, which the ISA's pipelined tcgen05.mma pairs "
+     "order: running them before the waited operations complete conflicts with none of those (their other "
+     "operands are shared-memory reads)"),
     ("skip an mbarrier wait", "", lambda ptx, line: _first_pass_only(ptx, line),
      "every wait on the mbarriers it waits on asks, in every iteration of its loop (the loop counters' constant "
      "bounds evaluated), for parity 1, once per mbarrier: the phase before the mbarrier's first, which the PTX ISA "
@@ -131,6 +142,11 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "every path meets a barrier before any write: the refill it guards is issued only in iterations that skip "
      "it (a ring as deep as the loop's loads), so it orders the other threads' reads of the stage before no "
      "write, and the arrivals hand over no data"),
+    ("delete mbarrier.init", "", lambda ptx, line: _mbarrier_unused(ptx, line),
+     "no other instruction of the kernel uses the mbarrier it initializes (every mbarrier operand evaluated, a "
+     "stage-indexed one over all its stages): no thread arrives on it, waits on it, expects or completes "
+     "transactions on it or invalidates it; the PTX ISA makes any non-mbarrier operation on an initialized "
+     "mbarrier object undefined, so no other access of a correct kernel can depend on the bytes the init writes"),
     ("delete fence.mbarrier_init", "", lambda ptx, line: _no_async_mbarrier(ptx),
      "a kernel without clusters in which no async-proxy instruction completes on an mbarrier (no TMA or bulk "
      "copy, no tcgen05.commit; cp.async.mbarrier.arrive is the generic proxy's): fence.mbarrier_init makes "
@@ -1259,6 +1275,135 @@ def _copies_waited_later(ptx: str, line: int) -> bool:
         return False
     written = [(t, a) for t, a in mine if a[0] == "shared"]
     return not _conflict(written, others, same_thread=True)
+def _mbarrier_addresses(values: Values, part: str) -> Optional[set[int]]:
+    """Every address of the mbarrier statement `part` uses (its _mbarrier_operands address) over the values of the
+    loop counters and residues (x mod d) it depends on; None where one is not evaluated."""
+    operands = _mbarrier_operands(part)
+    m = re.fullmatch(r"(%?[\w$]+)\s*(?:\+\s*(-?\w+))?", operands[0]) if operands else None
+    if m is None:
+        return None
+    envs = values.envs([r for r in (m.group(1), m.group(2)) if r and r.startswith("%")], residues=True)
+    out = set()
+    for env in envs or []:
+        base, offset = values.value(m.group(1), env), values.value(m.group(2), env) if m.group(2) else 0
+        if base is None or offset is None:
+            return None
+        out.add(base + offset)
+    return out if envs else None
+
+
+def _mbarrier_unused(ptx: str, line: int) -> bool:
+    """Whether no statement of the function but the mbarrier.init at PTX line `line` (1-based) uses the mbarrier
+    it initializes: every other statement's mbarrier operand evaluated (stage-indexed ones over their x mod d
+    values, ptx_values) to another address, in a kernel without st.async / red.async (whose mbarrier this does
+    not read)."""
+    if re.search(r"\b(?:st|red)\.async\b", ptx):
+        return False
+    codes = _codes(ptx)
+    values = _values(ptx, codes, line)
+    inits = [p for p in statements(codes[line - 1]) if re.match(r"^(?:@!?%?\w+\s+)?mbarrier\.init\b", p)]
+    mine = _mbarrier_addresses(values, inits[0]) if len(inits) == 1 else None
+    if not mine:
+        return False
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if i == line - 1 or _mbarrier_operands(part) is None:
+                continue
+            used = _mbarrier_addresses(values, part)
+            if used is None or used & mine:
+                return False
+    return True
+
+
+_TCGEN05_MMA = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.mma\.cta_group::1\.kind::\w+\s+\[(%r\d+)\]\s*,\s*(%rd\d+)\s*,"
+                          r"\s*%rd\d+\s*,\s*(\S+?)\s*,")
+
+
+def _accumulator(values: Values, codes: list[str], part: str) -> Optional[tuple[str, int, int, int]]:
+    """(base register, first column, columns, instruction descriptor) of the tensor-memory accumulator of a dense
+    tcgen05.mma.cta_group::1 whose A operand is a shared-memory descriptor (None for any other form): its address
+    register followed back through `add X, constant` definitions, its N columns from the instruction descriptor."""
+    m = _TCGEN05_MMA.match(part)
+    idesc = _constant(codes, m.group(3)) if m else None
+    if m is None or idesc is None or re.search(r"\.(?:sp|ws)\b|\.kind::\w+\.block_scale", part):
+        return None
+    reg, offset = m.group(1), 0
+    while len(defs := values.defs.get(reg, [])) == 1 and defs[0][1] in ("add.s32", "add.u32") and \
+            _int_of(defs[0][2][1]) is not None:
+        offset += _int_of(defs[0][2][1])        # type: ignore[operator]
+        reg = defs[0][2][0]
+    return reg, offset, ((idesc >> 17) & 0x3F) << 3, idesc
+
+
+def _int_of(text: str) -> Optional[int]:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _commit_wait_redundant(ptx: str, line: int) -> bool:
+    """Whether the skipped wait at PTX line `line` (1-based) waits for the thread's own tcgen05.commit and orders
+    nothing a later commit of the thread does not (see EQUIVALENT)."""
+    codes = _codes(ptx)
+    n = _cta_threads(ptx)
+    site = line - 1
+    waits = [p for p in statements(codes[site]) if re.match(r"^mbarrier\.(?:try|test)_wait", p)]
+    values = _values(ptx, codes, line)
+    mine = _mbarrier_addresses(values, waits[0]) if len(waits) == 1 and n else None
+    reach = _reached_per_thread(values, n) if mine else None
+    succ = _successors(codes, values.start, values.end)
+    if not mine or reach is None or succ is None:
+        return False
+    waiters = {t for t in range(n) if site in reach[t]}
+    commits = 0
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if i == site or _mbarrier_operands(part) is None:
+                continue
+            used = _mbarrier_addresses(values, part)
+            if used is None:
+                return False
+            if not used & mine or re.match(r"^mbarrier\.(?:init|inval)\b", part):
+                continue
+            if not part.startswith("tcgen05.commit") or {t for t in range(n) if i in reach[t]} != waiters:
+                return False        # another completion mechanism, another waiter, or another thread's commit
+            commits += 1
+    if len(waiters) != 1 or not commits:
+        return False
+    # from the wait to the thread's next tcgen05.commit: only its spin, fences, instructions that touch no memory
+    # and tcgen05.mma (the next commit tracks them with everything before)
+    zone = _zone(codes, succ, succ[site], lambda p: p.startswith("tcgen05.commit"))
+    issued = []
+    for i in zone:
+        for part in statements(codes[i]):
+            if re.match(r"^(?:@!?%?\w+\s+)?(?:ret|exit|trap)\b", part):
+                return False
+            if _TCGEN05_MMA.match(part):
+                issued.append(_accumulator(values, codes, part))
+            elif (_touches_memory(re.sub(r"^@!?%?\w+\s+", "", part)) or re.match(r"^(?:bar|barrier)\.", part)) \
+                    and i != site:
+                return False
+    if not issued or any(a is None for a in issued):
+        return False
+    # what the waited commits track can still run: the thread's other asynchronous tcgen05 operations; one writing
+    # another accumulator must not overlap these columns, one writing the same one (same shape) is ordered by the ISA
+    (waiter,) = waiters
+    others = []
+    for i in reach[waiter]:     # (the ones issued after it too: an earlier iteration's may still run)
+        for part in statements(codes[i]):
+            if re.match(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift)\b", part):
+                others.append(_accumulator(values, codes, part))
+    for a in issued:
+        for b in others:
+            if b is None or a[0] != b[0]:
+                return False
+            same = a[1] == b[1] and a[3] == b[3]
+            if not same and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]:
+                return False
+    return True
+
+
 # Mutants the emulator's model treats as equivalent where the ISA leaves room: deleting a
 # tcgen05.fence::after_thread_sync that follows an mbarrier wait. NVIDIA's own PTX hands tensor memory
 # over through mbarriers (tcgen05.commit -> wait -> tcgen05.ld, tcgen05.ld -> arrive -> wait ->

@@ -738,3 +738,58 @@ def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -
     assert not mutations._barrier_orders_nothing(onto_q, named[0] + 1)
     assert mutations._barrier_orders_nothing(_edited(c.ptx, named[0], "st.shared.b32 [__tileir_dsmem+8400], %r1;"),
                                              named[0] + 1)
+
+
+def test_the_causal_attentions_unused_mbarrier_init_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention initializes one mbarrier more than it uses (the last of its block): that init's
+    deletion is listed (every mbarrier operand evaluated, the K/V ring's stage-indexed ones over their x mod 3
+    stages) and runs clean; no other init is listed; an arrival on that mbarrier, or the ring's stages moved so
+    that its third stage is that mbarrier, unlists it."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
+    assert c is not None
+    op = OPERATORS["delete mbarrier.init"]
+    listed = [(line, what, ptx) for line, what, ptx in op.mutants(c.ptx) if mutations._mbarrier_unused(c.ptx, line)]
+    assert len(listed) == 1
+    line, what, ptx = listed[0]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    base = re.search(r"mbarrier\.init\.shared::cta\.b64 \[(%r\d+)\]", c.ptx.split("\n")[line - 1])
+    offset = re.search(rf"add\.s32 \t{re.escape(base.group(1))}, %r\d+, (\d+);", c.ptx) if base else None
+    assert offset is not None
+    arrival = f"mbarrier.arrive.shared::cta.b64 _, [__tileir_dsmem+{offset.group(1)}];"
+    assert not mutations._mbarrier_unused(_edited(c.ptx, line + 2, arrival), line)
+    ring = re.search(r"add\.s32 \t%r\d+, %r\d+, (\d+);\n\tbfe\.u32", c.ptx)      # the 'stage full' ring's base
+    assert ring is not None and int(offset.group(1)) - int(ring.group(1)) > 16
+    moved = c.ptx.replace(ring.group(0), ring.group(0).replace(ring.group(1), str(int(offset.group(1)) - 16)), 1)
+    assert not mutations._mbarrier_unused(moved, line)
+
+
+def test_the_mma_threads_wait_for_its_own_commit_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention: the MMA thread's 'previous P V complete' wait waits for its own tcgen05.commit
+    after the P@V MMAs, and what it issues before its next commit (the next block's Q K^T MMAs, into the scores'
+    tensor-memory columns, beside the output's) conflicts with nothing those MMAs do; that next commit tracks them
+    too, so the softmax warps' 'scores complete' wait still follows them. Listed and clean; no other wait of the
+    kernel is; the scores' columns moved onto the output's, another arrival on that mbarrier, or a shared store
+    before the next commit unlists it."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    op = OPERATORS["skip an mbarrier wait"]
+    waits = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    listed = [line for line in waits if mutations._commit_wait_redundant(c.ptx, line)]
+    assert len(listed) == 1 and "wait: previous P V complete" in lines[listed[0] - 1]
+    line = listed[0]
+    what, ptx = waits[line]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    scores = re.search(r"add\.s32 \t(%r\d+), (%r\d+), 64;", c.ptx)
+    assert scores is not None
+    overlapping = c.ptx.replace(scores.group(0), scores.group(0).replace(", 64;", ", 32;"), 1)
+    assert not mutations._commit_wait_redundant(overlapping, line)
+    mbarrier = re.search(r"add\.s32 \t%r\d+, %r\d+, (\d+);", "\n".join(lines[line - 4:line - 1]))
+    assert mbarrier is not None
+    arrival = f"mbarrier.arrive.shared::cta.b64 _, [__tileir_dsmem+{mbarrier.group(1)}];"
+    last = max(n for n, t in enumerate(lines, 1) if "tcgen05.ld" in t)
+    assert not mutations._commit_wait_redundant(_edited(c.ptx, last + 1, arrival), line)
+    fence = next(n for n in range(line, len(lines)) if "tcgen05.fence::after_thread_sync" in lines[n]) + 1
+    store = _edited(c.ptx, fence + 1, "st.shared.b32 [__tileir_dsmem+0], %r1;")
+    assert mutations._commit_wait_redundant(_edited(c.ptx, fence + 1, "add.s32 %r9999, %r1, 1;"), line)
+    assert not mutations._commit_wait_redundant(store, line)
