@@ -1404,6 +1404,48 @@ def _commit_wait_redundant(ptx: str, line: int) -> bool:
     return True
 
 
+# tcgen05 instructions that may touch any lane of tensor memory (tcgen05.ld/st reach only the executing warp's
+# quarter of the lanes, warp w's lanes 32 (w % 4) .. 32 (w % 4) + 31: PTX ISA, tcgen05 data-movement shapes)
+_ANY_LANE = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift|alloc|dealloc)\b")
+_MBARRIER_WAIT = re.compile(r"^(?:@!?%?\w+\s+)?mbarrier\.(?:try|test)_wait")
+
+
+def _after_sync_handed_by_mbarrier(ptx: str, line: int) -> bool:
+    """Whether every path into the tcgen05.fence::after_thread_sync at PTX line `line` (1-based) meets an mbarrier
+    wait before any tcgen05 instruction it orders (_NEEDS_AFTER_SYNC) or the entry, the barriers it passes on the
+    way handing over no tensor-memory work: each one's participants lie in distinct lane quarters (warps w % 4
+    distinct) and on no path into any barrier of its id (or the whole CTA's) since the previous barrier or
+    mbarrier wait does one of them issue a tcgen05 instruction that can touch another warp's lanes (_ANY_LANE)."""
+    codes = _codes(ptx)
+    n = _cta_threads(ptx)
+    values = _values(ptx, codes, line)
+    succ = _successors(codes, values.start, values.end)
+    if not n or succ is None or not _every_path_into_meets(
+            ptx, line, lambda p: bool(_MBARRIER_WAIT.match(p)), lambda p: bool(_NEEDS_AFTER_SYNC.match(p)),
+            entry_meets=False):
+        return False
+    preds = _predecessors(succ)
+    passed = _zone(codes, preds, preds.get(line - 1, []), lambda p: bool(_MBARRIER_WAIT.match(p)))
+    barriers = {b.group(1) for i in passed for p in statements(codes[i]) if (b := _BARRIER_ID.match(p))}
+    if not barriers:
+        return True
+    reach = _reached_per_thread(values, n)
+    if reach is None:
+        return False
+    for ident in barriers:      # (barriers pair by id: every instance of it counts)
+        sites = [i for i in range(values.start, values.end) for p in statements(codes[i])
+                 if (b := _BARRIER_ID.match(p)) and b.group(1) == ident]
+        takers = {t for t in range(n) if any(i in reach[t] for i in sites)}
+        if len({t // 32 % 4 for t in takers}) != len({t // 32 for t in takers}):
+            return False        # two warps of one lane quarter meet there
+        for i in sites:
+            zone = _zone(codes, preds, preds.get(i, []),
+                         lambda p: bool(_MBARRIER_WAIT.match(p) or _BARRIER_ID.match(p)))
+            if any(_ANY_LANE.match(p) for j in zone for p in statements(codes[j])):
+                return False
+    return True
+
+
 # Mutants the emulator's model treats as equivalent where the ISA leaves room: deleting a
 # tcgen05.fence::after_thread_sync that follows an mbarrier wait. NVIDIA's own PTX hands tensor memory
 # over through mbarriers (tcgen05.commit -> wait -> tcgen05.ld, tcgen05.ld -> arrive -> wait ->
@@ -1419,6 +1461,11 @@ MODELLED = (
      "fences (its sm_100 flash attention: tcgen05.st; tcgen05.wait::st; mbarrier.arrive, the emulator's "
      "happens_before publishing a warp's completed tcgen05.ld/st at its arrival)"),
 )
+MODELLED_PAST_BARRIERS = (
+    "after an mbarrier wait, with only barriers between that hand over no tensor-memory work (each one's "
+    "participants in distinct lane quarters, none issuing an mma, cp, shift, alloc or dealloc before it since its "
+    "previous synchronization, _after_sync_handed_by_mbarrier): what the fence orders is the mbarrier's handoff, "
+    "which NVIDIA's PTX makes without tcgen05 fences")
 # tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
 # tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
 # over before the thread's next wait (the race checker's cells stay in flight until then), equivalent otherwise.
@@ -1555,6 +1602,8 @@ def equivalent(op: Operator, what: str, case: Case, line: int = 0) -> Optional[s
             return why
     lines = case.ptx.split("\n")
     before, after = "\n".join(lines[max(0, line - 12):line - 1]), "\n".join(lines[line:line + 12])
+    if op.name == "delete tcgen05.fence::after_thread_sync" and _after_sync_handed_by_mbarrier(case.ptx, line):
+        return MODELLED_PAST_BARRIERS
     for name, sync, last, why in MODELLED:     # the nearest synchronization on that side of the site is `sync`
         if name == op.name:
             arrive = "" if last else r"|mbarrier\.arrive"      # (an arrival releases: it acquires nothing)

@@ -665,6 +665,14 @@ def test_the_attentions_tcgen05_fence_survivors_are_equivalent_or_modelled() -> 
     assert others and all(mutations.outcome(c, ptx) is not None for ptx in others)
 
 
+@functools.lru_cache(maxsize=None)
+def _attention(gpu: str) -> mutations.Case:
+    """The causal attention's mutation case on `gpu` (compiled and interpreted once for the tests below)."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", gpu)
+    assert c is not None
+    return c
+
+
 def _site(c: mutations.Case, text: str, nth: int = 0) -> int:
     """The 1-based PTX line of the `nth` instruction of `c` whose code starts with `text`."""
     found = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.split("//")[0].strip().startswith(text)]
@@ -683,8 +691,7 @@ def test_the_causal_attentions_q_tile_wait_and_barrier_are_equivalent_on_sm_80()
     again (two groups committed after the Q tile's) before any thread reads shared memory: both are listed, by
     byte ranges evaluated per thread, and their mutants run clean. The loop's wait and barrier are not listed
     and are reported; the first K copy moved onto another thread's Q bytes unlists both."""
-    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_80")
-    assert c is not None
+    c = _attention("sm_80")
     wait, barrier = _site(c, "cp.async.wait_all"), _site(c, "bar.sync", 1)
     assert barrier == wait + 1
     assert mutations._copies_waited_later(c.ptx, wait) and mutations._barrier_orders_nothing(c.ptx, barrier)
@@ -718,8 +725,7 @@ def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -
     invalidation and the staged tile before its TMA store are not. A shared read of the staged tile's bytes
     before the second, or a shared write into the Q tile's bytes (what the TMA load's expect_tx bounds) before
     the first, unlists it."""
-    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
-    assert c is not None
+    c = _attention("sm_100")
     named = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
     assert len(named) == 5
     listed = [n for n in named if mutations._barrier_orders_nothing(c.ptx, n)]
@@ -745,8 +751,7 @@ def test_the_causal_attentions_unused_mbarrier_init_is_equivalent_on_sm_100() ->
     deletion is listed (every mbarrier operand evaluated, the K/V ring's stage-indexed ones over their x mod 3
     stages) and runs clean; no other init is listed; an arrival on that mbarrier, or the ring's stages moved so
     that its third stage is that mbarrier, unlists it."""
-    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
-    assert c is not None
+    c = _attention("sm_100")
     op = OPERATORS["delete mbarrier.init"]
     listed = [(line, what, ptx) for line, what, ptx in op.mutants(c.ptx) if mutations._mbarrier_unused(c.ptx, line)]
     assert len(listed) == 1
@@ -770,8 +775,7 @@ def test_the_mma_threads_wait_for_its_own_commit_is_equivalent_on_sm_100() -> No
     too, so the softmax warps' 'scores complete' wait still follows them. Listed and clean; no other wait of the
     kernel is; the scores' columns moved onto the output's, another arrival on that mbarrier, or a shared store
     before the next commit unlists it."""
-    c = mutations.prepare("fa_f16_q64k64d64_causal", "sm_100")
-    assert c is not None
+    c = _attention("sm_100")
     lines = c.ptx.split("\n")
     op = OPERATORS["skip an mbarrier wait"]
     waits = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
@@ -793,3 +797,32 @@ def test_the_mma_threads_wait_for_its_own_commit_is_equivalent_on_sm_100() -> No
     store = _edited(c.ptx, fence + 1, "st.shared.b32 [__tileir_dsmem+0], %r1;")
     assert mutations._commit_wait_redundant(_edited(c.ptx, fence + 1, "add.s32 %r9999, %r1, 1;"), line)
     assert not mutations._commit_wait_redundant(store, line)
+
+
+def test_the_epilogues_after_fence_past_a_barrier_is_modelled_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps' tcgen05.fence::after_thread_sync before the epilogue's
+    tcgen05.ld of the output follows their 'mma complete' mbarrier wait with a bar.sync 1, 128 between, which
+    hands over no tensor-memory work (its four warps reach only their own lane quarters, and none issues an mma,
+    cp, shift, alloc or dealloc before any instance of it): listed as modelled like a fence right after an
+    mbarrier wait, and runs clean. The fences before the loop's rescale and before the dealloc (whose paths back
+    meet other tcgen05 instructions first) are not listed by this rule, and the dealloc's is reported; a
+    tcgen05.shift before one of the barrier's instances unlists it."""
+    c = _attention("sm_100")
+    lines = c.ptx.split("\n")
+    op = OPERATORS["delete tcgen05.fence::after_thread_sync"]
+    fences = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    epilogue = min(n for n in fences if n > _site(c, "mbarrier.inval"))
+    assert "tcgen05.ld" in "\n".join(lines[epilogue:epilogue + 6])
+    assert mutations._after_sync_handed_by_mbarrier(c.ptx, epilogue)
+    what, ptx = fences[epilogue]
+    assert mutations.equivalent(op, what, c, epilogue) == mutations.MODELLED_PAST_BARRIERS
+    assert mutations.outcome(c, ptx) is None
+    dealloc = max(fences)
+    rescale = max(n for n in fences if n < _site(c, "mbarrier.inval"))
+    assert not mutations._after_sync_handed_by_mbarrier(c.ptx, rescale)     # (listed by another, backward rule)
+    assert not mutations._after_sync_handed_by_mbarrier(c.ptx, dealloc)
+    assert mutations.equivalent(op, fences[dealloc][0], c, dealloc) is None
+    assert mutations.outcome(c, fences[dealloc][1]) is not None
+    named = [n + 1 for n, t in enumerate(lines) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
+    shifted = _edited(c.ptx, named[-1], "tcgen05.shift.cta_group::1.down [%r16];")
+    assert not mutations._after_sync_handed_by_mbarrier(shifted, epilogue)
