@@ -85,6 +85,24 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "instructions that touch no memory, proxy fences (which order the executing thread's own accesses), "
      "waits with nothing in flight and mbarrier.inval of mbarriers no later instruction uses: it orders "
      "nothing the first does not"),
+    ("delete bar.sync", "", lambda ptx, line: _barrier_orders_nothing(ptx, line),
+     "it orders no pair of accesses that conflict: the threads that take it (each thread's path from the entry "
+     "followed by its %tid.x, ptx_values) are as many as its count and no other thread uses its id; the memory "
+     "each of them can access between the previous barrier that all of them meet (this one's id or the whole "
+     "CTA's) and it, and between it and the next such barrier, evaluated per thread (shared byte ranges; a TMA "
+     "load's bounded by the expect_tx of its mbarrier in its block; tensor memory and global reads as wholes; "
+     "the copies a cp.async wait before it completes added), shares no byte one of two different threads writes; "
+     "anything not evaluated, a global write, a descriptor-addressed MMA or a wait that could complete "
+     "asynchronous writes before it keeps the mutant counted. Every participant skips it alike, so the later "
+     "barriers pair as before"),
+    ("delete cp.async.wait", "", lambda ptx, line: _copies_waited_later(ptx, line),
+     "the cp.async copies in flight at it (those that reach it without passing a cp.async.wait_all) are "
+     "completed on every path from it by a later cp.async.wait_all, or a wait_group N after at least N + 1 "
+     "commits (the ISA's wait_group completes all but the N most recent groups, and a copy not yet committed "
+     "joins the next one), followed by a barrier of the whole CTA, with no barrier of part of the CTA, exit or "
+     "return of the copies' own issue between; every access any thread can make on the way (evaluated per "
+     "thread, as above) misses the copies' bytes, so no thread can touch them before they are complete and "
+     "published"),
     ("delete bar.sync", "", lambda ptx, line: _next_barrier_covers(ptx, line),
      "on every path from it each thread reaches a barrier of the whole CTA (no thread count, or the .reqntid "
      "count) before any memory access other than mbarrier.init (and fence.mbarrier_init), exit or return: every "
@@ -96,6 +114,17 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "by threads after their own 'stage full' wait (they round the stage's tf32 operands in place, then arrive): "
      "that phase's completion implies the skipped one's, and happens-before being transitive it orders the TMA's "
      "bytes before this thread's tcgen05.mma as well"),
+    ("skip an mbarrier wait", "", lambda ptx, line: _commit_wait_redundant(ptx, line),
+     "it waits for an mbarrier that only its own thread's tcgen05.commit arrives on and no other thread waits "
+     "on (one thread reaches it and those commits; every mbarrier operand evaluated, stage-indexed ones over all "
+     "stages); on every path from it the thread issues only tcgen05.mma (fences and instructions that touch no "
+     "memory aside) before its next tcgen05.commit, which tracks all the thread's earlier asynchronous tcgen05 "
+     "operations (PTX ISA, tcgen05.commit) and so hands over what the waited commits did to whoever waits on it; "
+     "and those tcgen05.mma write accumulators whose tensor-memory columns (the same base register plus "
+     "constants, N columns from the instruction descriptor) miss every other tcgen05.mma's, tcgen05.cp's, "
+     "shift's and st's, or are the same accumulator and shape, which the ISA's pipelined tcgen05.mma pairs "
+     "order: running them before the waited operations complete conflicts with none of those (their other "
+     "operands are shared-memory reads)"),
     ("skip an mbarrier wait", "", lambda ptx, line: _first_pass_only(ptx, line),
      "every wait on the mbarriers it waits on asks, in every iteration of its loop (the loop counters' constant "
      "bounds evaluated), for parity 1, once per mbarrier: the phase before the mbarrier's first, which the PTX ISA "
@@ -113,6 +142,11 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "every path meets a barrier before any write: the refill it guards is issued only in iterations that skip "
      "it (a ring as deep as the loop's loads), so it orders the other threads' reads of the stage before no "
      "write, and the arrivals hand over no data"),
+    ("delete mbarrier.init", "", lambda ptx, line: _mbarrier_unused(ptx, line),
+     "no other instruction of the kernel uses the mbarrier it initializes (every mbarrier operand evaluated, a "
+     "stage-indexed one over all its stages): no thread arrives on it, waits on it, expects or completes "
+     "transactions on it or invalidates it; the PTX ISA makes any non-mbarrier operation on an initialized "
+     "mbarrier object undefined, so no other access of a correct kernel can depend on the bytes the init writes"),
     ("delete fence.mbarrier_init", "", lambda ptx, line: _no_async_mbarrier(ptx),
      "a kernel without clusters in which no async-proxy instruction completes on an mbarrier (no TMA or bulk "
      "copy, no tcgen05.commit; cp.async.mbarrier.arrive is the generic proxy's): fence.mbarrier_init makes "
@@ -994,6 +1028,424 @@ def _next_instruction(ptx: str, line: int) -> str:
         if code:
             return code
     return ""
+
+
+# ---- what the threads of a CTA access, for the equivalences that compare byte ranges (ptx_values, %tid.x given)
+
+_TMEM_WRITE = re.compile(r"^tcgen05\.(?:st|dealloc)\b")
+_SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
+          "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "f16x2": 4, "bf16x2": 4}
+_ALL = 1 << 64
+Access = tuple[str, int, int, bool]     # (space: shared, global or tmem; first byte; end; whether it writes)
+
+
+def _cta_threads(ptx: str) -> int:
+    """The kernel's thread count when its .reqntid is one-dimensional (0 otherwise: %tid.y/z not evaluated)."""
+    req = re.search(r"\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", ptx)
+    if req is None or int(req.group(2) or 1) * int(req.group(3) or 1) != 1:
+        return 0
+    return int(req.group(1))
+
+
+def _shared_range(values: Values, operand: str, size: int, env: dict[str, int]) -> Optional[tuple[int, int]]:
+    """The bytes [first, end) an address operand `[reg+offset]` of `size` bytes covers given `env`."""
+    m = re.fullmatch(r"\[?\s*(%?[\w$]+)\s*(?:\+\s*(-?\w+))?\s*\]?", operand.strip())
+    if m is None:
+        return None
+    base = values.value(m.group(1), env)
+    offset = values.value(m.group(2), env) if m.group(2) else 0
+    return None if base is None or offset is None else (base + offset, base + offset + size)
+
+
+def _expected_bytes(values: Values, index: int, mbarrier: str, env: dict[str, int]) -> Optional[int]:
+    """The bytes announced on the mbarrier at operand `mbarrier` by the constant mbarrier.arrive.expect_tx counts
+    on the same register before statement `index` in its basic block (no label between), summed: an upper bound
+    of what a TMA load at `index` completing on it writes (more bytes than the phase expects would complete it
+    early, which a kernel that runs clean does not do); None where there is none."""
+    total = 0
+    for i in range(index - 1, values.start - 1, -1):
+        if values.codes[i].endswith(":"):
+            break
+        for part in statements(values.codes[i]):
+            m = re.match(r"^mbarrier\.arrive\.expect_tx\S*\s+_\s*,\s*\[\s*([^\]]+?)\s*\]\s*,\s*(\S+)$", part)
+            if m is not None and m.group(1) == mbarrier.strip():
+                count = values.value(m.group(2), env)
+                if count is None:
+                    return None
+                total += count
+    return total or None
+
+
+def _accesses_of(values: Values, part: str, env: dict[str, int], index: int = -1) -> Optional[list[Access]]:
+    """The memory one statement accesses given `env` (a thread's %tid.x and loop counters): [] for none, None for
+    what this model cannot bound (a global write, a descriptor-addressed MMA, an address not evaluated). Its
+    predicate is ignored (an access it may make counts)."""
+    p = re.sub(r"^@!?%?\w+\s+", "", part)
+    if not _touches_memory(p) or p.startswith(("tcgen05.relinquish", "tcgen05.wait", "tcgen05.fence")):
+        return []
+    brackets = re.findall(r"\[([^\]]+)\]", p)
+    if p.startswith("mbarrier."):
+        r = _shared_range(values, brackets[0], 8, env) if brackets else None
+        writes = not re.match(r"mbarrier\.(?:try|test)_wait", p)
+        return None if r is None else [("shared", r[0], r[1], writes)]
+    if _GLOBAL_LOAD.match(p):
+        return [("global", 0, _ALL, False)]
+    m = re.match(r"(ld|st)(?:\.volatile|\.relaxed\.\w+|\.weak)?\.shared(?:::cta)?(?:\.v(\d))?\.(\w+)\s", p)
+    if m and m.group(3) in _SIZES and brackets:
+        r = _shared_range(values, brackets[0], _SIZES[m.group(3)] * int(m.group(2) or 1), env)
+        return None if r is None else [("shared", r[0], r[1], m.group(1) == "st")]
+    m = re.match(r"cp\.async\.c[ag]\.shared(?:::cta)?\.global\S*\s+\[([^\]]+)\]\s*,\s*\[[^\]]+\]\s*,\s*(\d+)", p)
+    if m:
+        r = _shared_range(values, m.group(1), int(m.group(2)), env)
+        return None if r is None else [("shared", r[0], r[1], True), ("global", 0, _ALL, False)]
+    if re.match(r"(?:ldmatrix|stmatrix)\.sync\.aligned\.m8n8\.x[124](?:\.trans)?\.shared(?:::cta)?\.b16\s", p):
+        r = _shared_range(values, brackets[0], 16, env)     # one 16-byte row per thread's address
+        return None if r is None else [("shared", r[0], r[1], p.startswith("stmatrix"))]
+    m = re.match(r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes\s", p)
+    if m and len(brackets) == 3:
+        size = _expected_bytes(values, index, brackets[2], env)
+        r = None if size is None else _shared_range(values, brackets[0], size, env)
+        b = _shared_range(values, brackets[2], 8, env)
+        return None if r is None or b is None else [("shared", r[0], r[1], True), ("shared", b[0], b[1], True),
+                                                    ("global", 0, _ALL, False)]
+    if p.startswith("tcgen05.ld"):
+        return [("tmem", 0, _ALL, False)]
+    if _TMEM_WRITE.match(p):
+        return [("tmem", 0, _ALL, True)]
+    if p.startswith(("tcgen05.alloc", "tcgen05.commit")) and brackets:
+        r = _shared_range(values, brackets[0], 8 if p.startswith("tcgen05.commit") else 4, env)
+        return None if r is None else [("shared", r[0], r[1], True)] + (
+            [("tmem", 0, _ALL, True)] if p.startswith("tcgen05.alloc") else [])
+    return None
+
+
+def _thread_accesses(values: Values, indices: set[int], threads: dict[int, set[int]]
+                     ) -> Optional[list[tuple[int, Access]]]:
+    """(thread, access) of every statement at `indices` for each thread in `threads` (thread -> the statements it
+    can reach) that reaches it, over the loop counters' values its address registers depend on (None: one not
+    bounded)."""
+    out = []
+    for i in sorted(indices):
+        for part in statements(values.codes[i]):
+            if not _touches_memory(re.sub(r"^@!?%?\w+\s+", "", part)):
+                continue
+            # (no counters' values: an address that needs them is not evaluated, a tensor-memory one not needed)
+            envs = values.envs(_REGISTER.findall(" ".join(re.findall(r"\[([^\]]+)\]", part)))) or [{}]
+            for t, reached in threads.items():
+                if i not in reached:
+                    continue
+                for env in envs:
+                    got = _accesses_of(values, part, {**env, "%tid.x": t}, i)
+                    if got is None:
+                        return None
+                    out.extend((t, a) for a in got)
+    return out
+
+
+_REGISTER = re.compile(r"%\w+")
+
+
+def _conflict(first: list[tuple[int, Access]], second: list[tuple[int, Access]], same_thread: bool = False) -> bool:
+    """Whether an access of `first` and one of `second` by different threads (`same_thread`: by any) touch a
+    common byte of the same space, one of them writing."""
+    by_space: dict[str, list[tuple[int, int, int, bool]]] = {}
+    for t, (space, lo, hi, w) in second:
+        by_space.setdefault(space, []).append((lo, hi, t, w))
+    for rows in by_space.values():
+        rows.sort()
+    import bisect
+    for t, (space, lo, hi, w) in first:
+        rows = by_space.get(space, [])
+        for lo2, hi2, u, w2 in rows[:bisect.bisect_left(rows, (hi, -1, -1, False))]:
+            if hi2 > lo and (w or w2) and (same_thread or u != t):
+                return True
+    return False
+
+
+def _reached_per_thread(values: Values, n: int) -> Optional[dict[int, set[int]]]:
+    """The statements each thread of the CTA can reach from the entry (branches its %tid.x decides followed one
+    way, others both); None where a jump cannot be followed."""
+    try:
+        return {t: set(values.paths(values.start, {"%tid.x": t}, -1)) for t in range(n)}
+    except LookupError:
+        return None
+
+
+def _zone(codes: list[str], graph: dict[int, list[int]], roots: list[int], stop: Callable[[str], bool]) -> set[int]:
+    """The statements reachable from `roots` along `graph` without passing a statement one of whose parts `stop`
+    holds for (those left out)."""
+    seen: set[int] = set()
+    todo = list(roots)
+    while todo:
+        i = todo.pop()
+        if i in seen or any(stop(p) for p in statements(codes[i])):
+            continue
+        seen.add(i)
+        todo.extend(graph.get(i, []))
+    return seen
+
+
+_BARRIER_ID = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive|red\S*)(?:\.aligned)?\s+(\w+)")
+_COPY_WAIT = re.compile(r"^cp\.async\.wait_(?:all|group\s+(\d+))")
+
+
+def _barrier_orders_nothing(ptx: str, line: int) -> bool:
+    """Whether the bar.sync at PTX line `line` (1-based) orders no conflicting pair of accesses (see EQUIVALENT)."""
+    n = _cta_threads(ptx)
+    codes = _codes(ptx)
+    site = line - 1
+    m = _WHOLE_BARRIER.match(codes[site].rstrip(";").strip())
+    if not n or m is None:
+        return False
+    values = _values(ptx, codes, line)
+    succ = _successors(codes, values.start, values.end)
+    reach = _reached_per_thread(values, n)
+    if succ is None or reach is None:
+        return False
+    ident, count = m.group(1), int(m.group(2)) if m.group(2) else n
+    takers = {t for t in range(n) if site in reach[t]}
+    if len(takers) != count:
+        return False
+    for i in range(values.start, values.end):      # no other thread uses the barrier's id
+        ids = [b.group(1) for p in statements(codes[i]) if (b := _BARRIER_ID.match(p))]
+        if ident in ids and any(i in reach[t] for t in range(n) if t not in takers):
+            return False
+    whole = _whole_cta_barrier(ptx)
+
+    def covers(p: str) -> bool:     # a barrier every participant meets with the others: the whole CTA's, or this one
+        b = _WHOLE_BARRIER.match(p.rstrip(";").strip())
+        return whole(p) is not None or b is not None and b.group(1) == ident
+    after = _zone(codes, succ, succ[site], covers)
+    before = _zone(codes, _predecessors(succ), _predecessors(succ).get(site, []), covers)
+    waits = [i for i in before if any(re.match(r"^(?:@!?%?\w+\s+)?(?:mbarrier\.(?:try|test)_wait|"
+                                               r"cp\.async\.bulk\.wait)", p) for p in statements(codes[i]))]
+    if waits:
+        return False        # a wait there could complete asynchronous writes the barrier publishes
+    for i in [i for i in before if _COPY_WAIT.match(codes[i])]:     # copies a cp.async wait there completes
+        cut = {j: ([] if codes[j].startswith("cp.async.wait_all") else js) for j, js in _predecessors(succ).items()}
+        before |= {j for j in _reachable(cut, cut.get(i, []), -1) if re.search(r"cp\.async\.c[ag]\b", codes[j])}
+    parts = {t: reach[t] for t in takers}
+    first, second = _thread_accesses(values, before, parts), _thread_accesses(values, after, parts)
+    return first is not None and second is not None and not _conflict(first, second)
+
+
+def _copies_waited_later(ptx: str, line: int) -> bool:
+    """Whether the cp.async copies in flight at the wait at PTX line `line` (1-based) are completed on every path
+    by a later wait, followed by a barrier of the whole CTA, before any thread touches their bytes (see
+    EQUIVALENT)."""
+    n = _cta_threads(ptx)
+    codes = _codes(ptx)
+    site = line - 1
+    if not n or not _COPY_WAIT.match(codes[site]):
+        return False
+    values = _values(ptx, codes, line)
+    succ = _successors(codes, values.start, values.end)
+    reach = _reached_per_thread(values, n)
+    if succ is None or reach is None:
+        return False
+    preds = _predecessors(succ)
+    cut = {j: ([] if codes[j].startswith("cp.async.wait_all") and j != site else js) for j, js in preds.items()}
+    copies = {j for j in _reachable(cut, cut.get(site, []), -1) if re.search(r"cp\.async\.c[ag]\b", codes[j])}
+    if not copies:
+        return False
+    whole = _whole_cta_barrier(ptx)
+    zone: set[int] = set()
+    todo, seen = [(j, 0, False) for j in succ[site]], set()
+    while todo:             # (statement, commits since the site (at most 8 counted), whether completed yet)
+        i, commits, done = todo.pop()
+        if (i, commits, done) in seen:
+            continue
+        seen.add((i, commits, done))
+        parts = statements(codes[i])
+        if done and any(whole(p) is not None for p in parts):
+            continue
+        if i == site or i in copies or any(re.match(r"^(?:@!?%?\w+\s+)?(?:ret|exit|trap)\b", p) for p in parts):
+            return False        # back at the copies, or out, before a covering wait and barrier
+        if any(_BARRIER_ID.match(p) and whole(p) is None for p in parts):
+            return False        # a barrier of part of the CTA: the threads it lets on are not all bounded here
+        zone.add(i)
+        for p in parts:
+            commits = min(commits + 1, 8) if p.startswith("cp.async.commit_group") else commits
+            w = _COPY_WAIT.match(p)
+            done = done or bool(w) and (w.group(1) is None or commits >= int(w.group(1)) + 1)
+        todo.extend((j, commits, done) for j in succ.get(i, []))
+    everyone = {t: reach[t] for t in range(n)}
+    mine, others = _thread_accesses(values, copies, everyone), _thread_accesses(values, zone, everyone)
+    if mine is None or others is None:
+        return False
+    written = [(t, a) for t, a in mine if a[0] == "shared"]
+    return not _conflict(written, others, same_thread=True)
+def _mbarrier_addresses(values: Values, part: str) -> Optional[set[int]]:
+    """Every address of the mbarrier statement `part` uses (its _mbarrier_operands address) over the values of the
+    loop counters and residues (x mod d) it depends on; None where one is not evaluated."""
+    operands = _mbarrier_operands(part)
+    m = re.fullmatch(r"(%?[\w$]+)\s*(?:\+\s*(-?\w+))?", operands[0]) if operands else None
+    if m is None:
+        return None
+    envs = values.envs([r for r in (m.group(1), m.group(2)) if r and r.startswith("%")], residues=True)
+    out = set()
+    for env in envs or []:
+        base, offset = values.value(m.group(1), env), values.value(m.group(2), env) if m.group(2) else 0
+        if base is None or offset is None:
+            return None
+        out.add(base + offset)
+    return out if envs else None
+
+
+def _mbarrier_unused(ptx: str, line: int) -> bool:
+    """Whether no statement of the function but the mbarrier.init at PTX line `line` (1-based) uses the mbarrier
+    it initializes: every other statement's mbarrier operand evaluated (stage-indexed ones over their x mod d
+    values, ptx_values) to another address, in a kernel without st.async / red.async (whose mbarrier this does
+    not read)."""
+    if re.search(r"\b(?:st|red)\.async\b", ptx):
+        return False
+    codes = _codes(ptx)
+    values = _values(ptx, codes, line)
+    inits = [p for p in statements(codes[line - 1]) if re.match(r"^(?:@!?%?\w+\s+)?mbarrier\.init\b", p)]
+    mine = _mbarrier_addresses(values, inits[0]) if len(inits) == 1 else None
+    if not mine:
+        return False
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if i == line - 1 or _mbarrier_operands(part) is None:
+                continue
+            used = _mbarrier_addresses(values, part)
+            if used is None or used & mine:
+                return False
+    return True
+
+
+_TCGEN05_MMA = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.mma\.cta_group::1\.kind::\w+\s+\[(%r\d+)\]\s*,\s*(%rd\d+)\s*,"
+                          r"\s*%rd\d+\s*,\s*(\S+?)\s*,")
+
+
+def _accumulator(values: Values, codes: list[str], part: str) -> Optional[tuple[str, int, int, int]]:
+    """(base register, first column, columns, instruction descriptor) of the tensor-memory accumulator of a dense
+    tcgen05.mma.cta_group::1 whose A operand is a shared-memory descriptor (None for any other form): its address
+    register followed back through `add X, constant` definitions, its N columns from the instruction descriptor."""
+    m = _TCGEN05_MMA.match(part)
+    idesc = _constant(codes, m.group(3)) if m else None
+    if m is None or idesc is None or re.search(r"\.(?:sp|ws)\b|\.kind::\w+\.block_scale", part):
+        return None
+    reg, offset = m.group(1), 0
+    while len(defs := values.defs.get(reg, [])) == 1 and defs[0][1] in ("add.s32", "add.u32") and \
+            _int_of(defs[0][2][1]) is not None:
+        offset += _int_of(defs[0][2][1])        # type: ignore[operator]
+        reg = defs[0][2][0]
+    return reg, offset, ((idesc >> 17) & 0x3F) << 3, idesc
+
+
+def _int_of(text: str) -> Optional[int]:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _commit_wait_redundant(ptx: str, line: int) -> bool:
+    """Whether the skipped wait at PTX line `line` (1-based) waits for the thread's own tcgen05.commit and orders
+    nothing a later commit of the thread does not (see EQUIVALENT)."""
+    codes = _codes(ptx)
+    n = _cta_threads(ptx)
+    site = line - 1
+    waits = [p for p in statements(codes[site]) if re.match(r"^mbarrier\.(?:try|test)_wait", p)]
+    values = _values(ptx, codes, line)
+    mine = _mbarrier_addresses(values, waits[0]) if len(waits) == 1 and n else None
+    reach = _reached_per_thread(values, n) if mine else None
+    succ = _successors(codes, values.start, values.end)
+    if not mine or reach is None or succ is None:
+        return False
+    waiters = {t for t in range(n) if site in reach[t]}
+    commits = 0
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if i == site or _mbarrier_operands(part) is None:
+                continue
+            used = _mbarrier_addresses(values, part)
+            if used is None:
+                return False
+            if not used & mine or re.match(r"^mbarrier\.(?:init|inval)\b", part):
+                continue
+            if not part.startswith("tcgen05.commit") or {t for t in range(n) if i in reach[t]} != waiters:
+                return False        # another completion mechanism, another waiter, or another thread's commit
+            commits += 1
+    if len(waiters) != 1 or not commits:
+        return False
+    # from the wait to the thread's next tcgen05.commit: only its spin, fences, instructions that touch no memory
+    # and tcgen05.mma (the next commit tracks them with everything before)
+    zone = _zone(codes, succ, succ[site], lambda p: p.startswith("tcgen05.commit"))
+    issued = []
+    for i in zone:
+        for part in statements(codes[i]):
+            if re.match(r"^(?:@!?%?\w+\s+)?(?:ret|exit|trap)\b", part):
+                return False
+            if _TCGEN05_MMA.match(part):
+                issued.append(_accumulator(values, codes, part))
+            elif (_touches_memory(re.sub(r"^@!?%?\w+\s+", "", part)) or re.match(r"^(?:bar|barrier)\.", part)) \
+                    and i != site:
+                return False
+    if not issued or any(a is None for a in issued):
+        return False
+    # what the waited commits track can still run: the thread's other asynchronous tcgen05 operations; one writing
+    # another accumulator must not overlap these columns, one writing the same one (same shape) is ordered by the ISA
+    (waiter,) = waiters
+    others = []
+    for i in reach[waiter]:     # (the ones issued after it too: an earlier iteration's may still run)
+        for part in statements(codes[i]):
+            if re.match(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift)\b", part):
+                others.append(_accumulator(values, codes, part))
+    for a in issued:
+        for b in others:
+            if b is None or a[0] != b[0]:
+                return False
+            same = a[1] == b[1] and a[3] == b[3]
+            if not same and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]:
+                return False
+    return True
+
+
+# tcgen05 instructions that may touch any lane of tensor memory (tcgen05.ld/st reach only the executing warp's
+# quarter of the lanes, warp w's lanes 32 (w % 4) .. 32 (w % 4) + 31: PTX ISA, tcgen05 data-movement shapes)
+_ANY_LANE = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift|alloc|dealloc)\b")
+_MBARRIER_WAIT = re.compile(r"^(?:@!?%?\w+\s+)?mbarrier\.(?:try|test)_wait")
+
+
+def _after_sync_handed_by_mbarrier(ptx: str, line: int) -> bool:
+    """Whether every path into the tcgen05.fence::after_thread_sync at PTX line `line` (1-based) meets an mbarrier
+    wait before any tcgen05 instruction it orders (_NEEDS_AFTER_SYNC) or the entry, the barriers it passes on the
+    way handing over no tensor-memory work: each one's participants lie in distinct lane quarters (warps w % 4
+    distinct) and on no path into any barrier of its id (or the whole CTA's) since the previous barrier or
+    mbarrier wait does one of them issue a tcgen05 instruction that can touch another warp's lanes (_ANY_LANE)."""
+    codes = _codes(ptx)
+    n = _cta_threads(ptx)
+    values = _values(ptx, codes, line)
+    succ = _successors(codes, values.start, values.end)
+    if not n or succ is None or not _every_path_into_meets(
+            ptx, line, lambda p: bool(_MBARRIER_WAIT.match(p)), lambda p: bool(_NEEDS_AFTER_SYNC.match(p)),
+            entry_meets=False):
+        return False
+    preds = _predecessors(succ)
+    passed = _zone(codes, preds, preds.get(line - 1, []), lambda p: bool(_MBARRIER_WAIT.match(p)))
+    barriers = {b.group(1) for i in passed for p in statements(codes[i]) if (b := _BARRIER_ID.match(p))}
+    if not barriers:
+        return True
+    reach = _reached_per_thread(values, n)
+    if reach is None:
+        return False
+    for ident in barriers:      # (barriers pair by id: every instance of it counts)
+        sites = [i for i in range(values.start, values.end) for p in statements(codes[i])
+                 if (b := _BARRIER_ID.match(p)) and b.group(1) == ident]
+        takers = {t for t in range(n) if any(i in reach[t] for i in sites)}
+        if len({t // 32 % 4 for t in takers}) != len({t // 32 for t in takers}):
+            return False        # two warps of one lane quarter meet there
+        for i in sites:
+            zone = _zone(codes, preds, preds.get(i, []),
+                         lambda p: bool(_MBARRIER_WAIT.match(p) or _BARRIER_ID.match(p)))
+            if any(_ANY_LANE.match(p) for j in zone for p in statements(codes[j])):
+                return False
+    return True
+
+
 # Mutants the emulator's model treats as equivalent where the ISA leaves room: deleting a
 # tcgen05.fence::after_thread_sync that follows an mbarrier wait. NVIDIA's own PTX hands tensor memory
 # over through mbarriers (tcgen05.commit -> wait -> tcgen05.ld, tcgen05.ld -> arrive -> wait ->
@@ -1009,6 +1461,11 @@ MODELLED = (
      "fences (its sm_100 flash attention: tcgen05.st; tcgen05.wait::st; mbarrier.arrive, the emulator's "
      "happens_before publishing a warp's completed tcgen05.ld/st at its arrival)"),
 )
+MODELLED_PAST_BARRIERS = (
+    "after an mbarrier wait, with only barriers between that hand over no tensor-memory work (each one's "
+    "participants in distinct lane quarters, none issuing an mma, cp, shift, alloc or dealloc before it since its "
+    "previous synchronization, _after_sync_handed_by_mbarrier): what the fence orders is the mbarrier's handoff, "
+    "which NVIDIA's PTX makes without tcgen05 fences")
 # tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
 # tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
 # over before the thread's next wait (the race checker's cells stay in flight until then), equivalent otherwise.
@@ -1145,6 +1602,8 @@ def equivalent(op: Operator, what: str, case: Case, line: int = 0) -> Optional[s
             return why
     lines = case.ptx.split("\n")
     before, after = "\n".join(lines[max(0, line - 12):line - 1]), "\n".join(lines[line:line + 12])
+    if op.name == "delete tcgen05.fence::after_thread_sync" and _after_sync_handed_by_mbarrier(case.ptx, line):
+        return MODELLED_PAST_BARRIERS
     for name, sync, last, why in MODELLED:     # the nearest synchronization on that side of the site is `sync`
         if name == op.name:
             arrive = "" if last else r"|mbarrier\.arrive"      # (an arrival releases: it acquires nothing)

@@ -42,6 +42,7 @@ class Values:
                     args = [a.strip() for a in m.group("rest").split(",")]
                     self.defs.setdefault(m.group("dst"), []).append((i, m.group("op"), args))
         self.counters = self._counters()
+        self.residues = self._residues()
 
     def _counters(self) -> dict[str, tuple[range, int]]:
         """Loop counters: (the values each iteration sees, the index of the increment) of every register set by a
@@ -62,8 +63,38 @@ class Values:
                     break
         return out
 
-    def counters_of(self, regs: list[str]) -> Optional[list[str]]:
-        """The loop counters the values of `regs` depend on (None: one of them is defined twice otherwise)."""
+    def _residues(self) -> dict[str, int]:
+        """Registers that hold x mod d for an unsigned 32-bit x however it is computed (a loop-carried stage index):
+        `r = x - ((x * M) >> (32 + s)) * d` as LLVM divides by a constant (mul.hi.u32 h, x, M; shr.u32 q, h, s;
+        mul.lo q * d; sub x - that), with a magic M for which the quotient is exact for every u32 x (M =
+        ceil(2^(32+s) / d) and M d - 2^(32+s) <= 2^s, Granlund and Montgomery): r takes the values 0 .. d - 1."""
+        def one(reg: str, op: str) -> Optional[list[str]]:
+            defs = self.defs.get(reg, [])
+            return defs[0][2] if len(defs) == 1 and defs[0][1].startswith(op) else None
+
+        out = {}
+        for reg in self.defs:
+            sub = one(reg, "sub.s32") or one(reg, "sub.u32")
+            prod = one(sub[1], "mul.lo.") if sub else None
+            if not sub or not prod:
+                continue
+            d = _int(prod[1])
+            shifted = one(prod[0], "shr.u32")
+            high = one(shifted[0], "mul.hi.u32") if shifted else None
+            if d is None or d < 2 or not high or high[0] != sub[0] or _int(shifted[1]) is None:
+                continue
+            magic, shift = _int(high[1]), _int(shifted[1])
+            if magic is None:
+                continue
+            magic &= (1 << 32) - 1          # (written as a negative 32-bit immediate)
+            total = 32 + shift      # type: ignore[operator]
+            if magic == -(-(1 << total) // d) and magic * d - (1 << total) <= 1 << shift:   # type: ignore[operator]
+                out[reg] = d
+        return out
+
+    def counters_of(self, regs: list[str], residues: bool = False) -> Optional[list[str]]:
+        """The loop counters the values of `regs` depend on (None: one of them is defined twice otherwise);
+        `residues`: registers holding x mod d count as such counters too (_residues)."""
         found: list[str] = []
         todo, seen = list(regs), set()
         while todo:
@@ -71,7 +102,7 @@ class Values:
             if reg in seen:
                 continue
             seen.add(reg)
-            if reg in self.counters:
+            if reg in self.counters or residues and reg in self.residues:
                 found.append(reg)
                 continue
             defs = self.defs.get(reg, [])
@@ -81,13 +112,13 @@ class Values:
                 todo.extend(r for a in args for r in _REG.findall(a))
         return sorted(found)
 
-    def envs(self, regs: list[str]) -> Optional[list[Env]]:
+    def envs(self, regs: list[str], residues: bool = False) -> Optional[list[Env]]:
         """Every combination of the values of the loop counters `regs` depend on (None: too many, or a register
-        defined twice)."""
-        names = self.counters_of(regs)
+        defined twice; `residues`: and of the registers holding x mod d, 0 .. d - 1)."""
+        names = self.counters_of(regs, residues)
         if names is None:
             return None
-        ranges = [self.counters[n][0] for n in names]
+        ranges = [self.counters[n][0] if n in self.counters else range(self.residues[n]) for n in names]
         total = 1
         for r in ranges:
             total *= len(r)
@@ -192,6 +223,10 @@ def _apply(name: str, op: str, v: list[int]) -> Optional[int]:
     binary = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "shl": lambda a, b: a << b,
               "shr": lambda a, b: a >> b, "or": lambda a, b: a | b, "and": lambda a, b: a & b,
               "xor": lambda a, b: a ^ b, "mul": lambda a, b: a * b}
+    if ".hi" in op or ".cc" in op or ".sat" in op:
+        return None         # (a product's high half, a carry, a saturation: not modelled)
     if name in binary and len(v) == 2 and (name != "shr" or ".u" in op or ".b" in op):
         return binary[name](v[0], v[1])
+    if name == "mad" and len(v) == 3 and (".lo" in op or ".wide.u" in op):
+        return v[0] * v[1] + v[2]       # (the low half, as `value` masks it; a wide product of unsigned operands)
     return None

@@ -77,8 +77,11 @@ def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> Derived:
     return Derived(np.abs(x64 * w64) / np.sqrt(s) * (rel_r + 2 * U), f"an RMS norm of {n}-term rows")
 
 
-def softmax(x: np.ndarray) -> Derived:
-    """y = exp(x - max) / sum(exp(x - max)) per row, exp through ex2 of (x - max) * log2(e)."""
+def softmax(x: np.ndarray, chunks: int = 1) -> Derived:
+    """y = exp(x - max) / sum(exp(x - max)) per row, exp through ex2 of (x - max) * log2(e). With `chunks` > 1 the
+    sum is an online one over that many column chunks: each term taken against the running maximum of its chunk
+    (an exp argument within the row's range) and the partial sum rescaled by exp(m_old - m_new) once a chunk,
+    2 ulp and a product's rounding each, on top of the single pass's errors."""
     x64 = x.astype(np.float64)
     n = x64.shape[1]
     z = x64 - x64.max(axis=1, keepdims=True)
@@ -86,8 +89,12 @@ def softmax(x: np.ndarray) -> Derived:
     l = e.sum(axis=1, keepdims=True)
     rel_e = 3 * U * np.abs(z) + APPROX          # the subtraction, the log2(e) product and its constant, ex2
     rel_l = ((e * rel_e).sum(axis=1, keepdims=True) + gamma(n) * l) / l
+    if chunks > 1:
+        span = x64.max(axis=1, keepdims=True) - x64.min(axis=1, keepdims=True)
+        rel_l = rel_l + chunks * (APPROX + U) + 6 * U * span
     y = e / l
-    return Derived(y * (rel_e + rel_l + APPROX), f"a softmax of {n}-term rows")
+    return Derived(y * (rel_e + rel_l + APPROX), f"a softmax of {n}-term rows" + (f" in {chunks} chunks"
+                                                                                  if chunks > 1 else ""))
 
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, qk_scale: float, bq: int, bk: int, causal: bool,
@@ -115,16 +122,24 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, qk_scale: float, bq: 
     for h in range(heads):
         s = q64[h] @ k64[h].T * scale
         e_s = abs(scale) * gamma(d) * (np.abs(q64[h]) @ np.abs(k64[h]).T) + 2 * U * np.abs(s)
-        s = np.where(keep, s, -np.inf)
-        top = s.max(axis=1, keepdims=True)
-        span = top - np.where(keep, s, np.inf).min(axis=1, keepdims=True)
-        p = np.where(keep, np.exp2(s - top), 0.0)
-        lsum = p.sum(axis=1, keepdims=True)
-        o = p @ v64[h] / lsum
-        rho = np.log(2) * (e_s + 2 * U * span) + (blocks + 1) * APPROX + 2 * blocks * U
-        pv = p @ np.abs(v64[h]) / lsum
-        weighted = p * np.where(keep, rho, 0.0)
-        out[h] = ((weighted @ np.abs(v64[h]) + weighted.sum(axis=1, keepdims=True) * np.abs(o)) / lsum
-                  + v_unit * pv + 2.0 ** -25 * (keep @ np.abs(v64[h])) / lsum
-                  + gamma(int(keep.sum(axis=1).max())) * (pv + np.abs(o)) + APPROX * np.abs(o))
+        out[h] = attention_head(s, e_s, keep, v64[h], blocks, v_unit)
     return Derived(out, f"an attention over {keys} keys")
+
+
+def attention_head(s: np.ndarray, e_s: np.ndarray, keep: np.ndarray, v: np.ndarray, blocks: np.ndarray | int,
+                   v_unit: float) -> np.ndarray:
+    """One head of `attention`'s bound, from its base-2 scores `s` (queries x keys, the scale applied) and their
+    error bound `e_s`, the keys each query keeps (`keep`), the values `v` (keys x D), the key blocks each query
+    runs over (`blocks`: its running maximum's rescalings) and v's unit roundoff."""
+    s = np.where(keep, s, -np.inf)
+    top = s.max(axis=1, keepdims=True)
+    span = top - np.where(keep, s, np.inf).min(axis=1, keepdims=True)
+    p = np.where(keep, np.exp2(s - top), 0.0)
+    lsum = p.sum(axis=1, keepdims=True)
+    o = p @ v / lsum
+    rho = np.log(2) * (e_s + 2 * U * span) + (blocks + 1) * APPROX + 2 * blocks * U
+    pv = p @ np.abs(v) / lsum
+    weighted = p * np.where(keep, rho, 0.0)
+    return ((weighted @ np.abs(v) + weighted.sum(axis=1, keepdims=True) * np.abs(o)) / lsum
+            + v_unit * pv + 2.0 ** -25 * (keep @ np.abs(v)) / lsum
+            + gamma(int(keep.sum(axis=1).max())) * (pv + np.abs(o)) + APPROX * np.abs(o))

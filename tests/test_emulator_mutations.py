@@ -663,3 +663,166 @@ def test_the_attentions_tcgen05_fence_survivors_are_equivalent_or_modelled() -> 
         assert mutations.outcome(c, ptx) is None, f"a modelled mutant is reported: line {line}"
     others = [ptx for line, what, ptx in before.mutants(c.ptx) if (line, what, ptx) not in modelled]
     assert others and all(mutations.outcome(c, ptx) is not None for ptx in others)
+
+
+@functools.lru_cache(maxsize=None)
+def _attention(gpu: str) -> mutations.Case:
+    """The causal attention's mutation case on `gpu` (compiled and interpreted once for the tests below)."""
+    c = mutations.prepare("fa_f16_q64k64d64_causal", gpu)
+    assert c is not None
+    return c
+
+
+def _site(c: mutations.Case, text: str, nth: int = 0) -> int:
+    """The 1-based PTX line of the `nth` instruction of `c` whose code starts with `text`."""
+    found = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.split("//")[0].strip().startswith(text)]
+    return found[nth]
+
+
+def _edited(ptx: str, line: int, extra: str) -> str:
+    """`ptx` with the statement `extra` put before PTX line `line` (1-based)."""
+    lines = ptx.split("\n")
+    return "\n".join(lines[:line - 1] + ["\t" + extra] + lines[line - 1:])
+
+
+def test_the_causal_attentions_q_tile_wait_and_barrier_are_equivalent_on_sm_80() -> None:
+    """sm_80's causal attention waits for its Q tile's cp.async copies (cp.async.wait_all; bar.sync 0) before it
+    issues the first K and V copies, which the loop's cp.async.wait_group 1; bar.sync 0 complete and publish
+    again (two groups committed after the Q tile's) before any thread reads shared memory: both are listed, by
+    byte ranges evaluated per thread, and their mutants run clean. The loop's wait and barrier are not listed
+    and are reported; the first K copy moved onto another thread's Q bytes unlists both."""
+    c = _attention("sm_80")
+    wait, barrier = _site(c, "cp.async.wait_all"), _site(c, "bar.sync", 1)
+    assert barrier == wait + 1
+    assert mutations._copies_waited_later(c.ptx, wait) and mutations._barrier_orders_nothing(c.ptx, barrier)
+    for name, line in (("delete cp.async.wait", wait), ("delete bar.sync", barrier)):
+        op = OPERATORS[name]
+        found = [(what, ptx) for n, what, ptx in op.mutants(c.ptx) if n == line]
+        assert len(found) == 1 and mutations.equivalent(op, found[0][0], c, line) is not None
+        assert mutations.outcome(c, found[0][1]) is None
+    loop_wait, loop_barrier = _site(c, "cp.async.wait_group"), _site(c, "bar.sync", 2)
+    assert not mutations._copies_waited_later(c.ptx, loop_wait)
+    assert not mutations._barrier_orders_nothing(c.ptx, loop_barrier)
+    op = OPERATORS["delete bar.sync"]
+    loop = next((what, ptx) for n, what, ptx in op.mutants(c.ptx) if n == loop_barrier)
+    assert mutations.equivalent(op, loop[0], c, loop_barrier) is None and mutations.outcome(c, loop[1]) is not None
+    first_k = next(n for n in range(barrier, len(c.ptx.split("\n"))) if "cp.async.cg" in c.ptx.split("\n")[n])
+    k_copy = re.search(r"\[(%rd\d+)\+0\]", c.ptx.split("\n")[first_k])
+    assert k_copy is not None       # (the K tile lies 9216 bytes above the Q tile, whose rows are 144 bytes apart)
+    lines = c.ptx.split("\n")
+    for offset, listed in ((-9072, False), (0, True)):     # onto the Q bytes of thread + 8 (its next row), or not
+        lines[first_k] = c.ptx.split("\n")[first_k].replace(k_copy.group(0), f"[{k_copy.group(1)}+{offset}]")
+        onto_q = "\n".join(lines)
+        assert mutations._barrier_orders_nothing(onto_q, barrier) == listed
+        assert mutations._copies_waited_later(onto_q, wait) == listed
+
+
+def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warpgroup's bar.sync 1, 128 before thread 0 initializes the Q
+    tile's mbarrier and issues its TMA load (before it, the warps only read the tensor-memory address) and the
+    one between the epilogue's tcgen05.ld and its stmatrix of the output tile (before it, thread 0 only
+    invalidates mbarriers) are listed, and run clean; the barriers that order the loop's mbarriers before their
+    invalidation and the staged tile before its TMA store are not. A shared read of the staged tile's bytes
+    before the second, or a shared write into the Q tile's bytes (what the TMA load's expect_tx bounds) before
+    the first, unlists it."""
+    c = _attention("sm_100")
+    named = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
+    assert len(named) == 5
+    listed = [n for n in named if mutations._barrier_orders_nothing(c.ptx, n)]
+    assert listed == [named[0], named[2]]
+    op = OPERATORS["delete bar.sync"]
+    for line, what, ptx in op.mutants(c.ptx):
+        if line in listed:
+            assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+        elif line in named[3:]:
+            assert mutations.outcome(c, ptx) is not None, f"a barrier not listed survives: line {line}"
+    staged = _edited(c.ptx, named[2], "ld.shared.b32 %r9999, [__tileir_dsmem+9216];")
+    assert not mutations._barrier_orders_nothing(staged, named[2] + 1)
+    assert mutations._barrier_orders_nothing(_edited(c.ptx, named[2], "ld.shared.b32 %r9999, [__tileir_dsmem+"
+                                                                      "67592];"), named[2] + 1)
+    onto_q = _edited(c.ptx, named[0], "st.shared.b32 [__tileir_dsmem+8188], %r1;")
+    assert not mutations._barrier_orders_nothing(onto_q, named[0] + 1)
+    assert mutations._barrier_orders_nothing(_edited(c.ptx, named[0], "st.shared.b32 [__tileir_dsmem+8400], %r1;"),
+                                             named[0] + 1)
+
+
+def test_the_causal_attentions_unused_mbarrier_init_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention initializes one mbarrier more than it uses (the last of its block): that init's
+    deletion is listed (every mbarrier operand evaluated, the K/V ring's stage-indexed ones over their x mod 3
+    stages) and runs clean; no other init is listed; an arrival on that mbarrier, or the ring's stages moved so
+    that its third stage is that mbarrier, unlists it."""
+    c = _attention("sm_100")
+    op = OPERATORS["delete mbarrier.init"]
+    listed = [(line, what, ptx) for line, what, ptx in op.mutants(c.ptx) if mutations._mbarrier_unused(c.ptx, line)]
+    assert len(listed) == 1
+    line, what, ptx = listed[0]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    base = re.search(r"mbarrier\.init\.shared::cta\.b64 \[(%r\d+)\]", c.ptx.split("\n")[line - 1])
+    offset = re.search(rf"add\.s32 \t{re.escape(base.group(1))}, %r\d+, (\d+);", c.ptx) if base else None
+    assert offset is not None
+    arrival = f"mbarrier.arrive.shared::cta.b64 _, [__tileir_dsmem+{offset.group(1)}];"
+    assert not mutations._mbarrier_unused(_edited(c.ptx, line + 2, arrival), line)
+    ring = re.search(r"add\.s32 \t%r\d+, %r\d+, (\d+);\n\tbfe\.u32", c.ptx)      # the 'stage full' ring's base
+    assert ring is not None and int(offset.group(1)) - int(ring.group(1)) > 16
+    moved = c.ptx.replace(ring.group(0), ring.group(0).replace(ring.group(1), str(int(offset.group(1)) - 16)), 1)
+    assert not mutations._mbarrier_unused(moved, line)
+
+
+def test_the_mma_threads_wait_for_its_own_commit_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention: the MMA thread's 'previous P V complete' wait waits for its own tcgen05.commit
+    after the P@V MMAs, and what it issues before its next commit (the next block's Q K^T MMAs, into the scores'
+    tensor-memory columns, beside the output's) conflicts with nothing those MMAs do; that next commit tracks them
+    too, so the softmax warps' 'scores complete' wait still follows them. Listed and clean; no other wait of the
+    kernel is; the scores' columns moved onto the output's, another arrival on that mbarrier, or a shared store
+    before the next commit unlists it."""
+    c = _attention("sm_100")
+    lines = c.ptx.split("\n")
+    op = OPERATORS["skip an mbarrier wait"]
+    waits = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    listed = [line for line in waits if mutations._commit_wait_redundant(c.ptx, line)]
+    assert len(listed) == 1 and "wait: previous P V complete" in lines[listed[0] - 1]
+    line = listed[0]
+    what, ptx = waits[line]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    scores = re.search(r"add\.s32 \t(%r\d+), (%r\d+), 64;", c.ptx)
+    assert scores is not None
+    overlapping = c.ptx.replace(scores.group(0), scores.group(0).replace(", 64;", ", 32;"), 1)
+    assert not mutations._commit_wait_redundant(overlapping, line)
+    mbarrier = re.search(r"add\.s32 \t%r\d+, %r\d+, (\d+);", "\n".join(lines[line - 4:line - 1]))
+    assert mbarrier is not None
+    arrival = f"mbarrier.arrive.shared::cta.b64 _, [__tileir_dsmem+{mbarrier.group(1)}];"
+    last = max(n for n, t in enumerate(lines, 1) if "tcgen05.ld" in t)
+    assert not mutations._commit_wait_redundant(_edited(c.ptx, last + 1, arrival), line)
+    fence = next(n for n in range(line, len(lines)) if "tcgen05.fence::after_thread_sync" in lines[n]) + 1
+    store = _edited(c.ptx, fence + 1, "st.shared.b32 [__tileir_dsmem+0], %r1;")
+    assert mutations._commit_wait_redundant(_edited(c.ptx, fence + 1, "add.s32 %r9999, %r1, 1;"), line)
+    assert not mutations._commit_wait_redundant(store, line)
+
+
+def test_the_epilogues_after_fence_past_a_barrier_is_modelled_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps' tcgen05.fence::after_thread_sync before the epilogue's
+    tcgen05.ld of the output follows their 'mma complete' mbarrier wait with a bar.sync 1, 128 between, which
+    hands over no tensor-memory work (its four warps reach only their own lane quarters, and none issues an mma,
+    cp, shift, alloc or dealloc before any instance of it): listed as modelled like a fence right after an
+    mbarrier wait, and runs clean. The fences before the loop's rescale and before the dealloc (whose paths back
+    meet other tcgen05 instructions first) are not listed by this rule, and the dealloc's is reported; a
+    tcgen05.shift before one of the barrier's instances unlists it."""
+    c = _attention("sm_100")
+    lines = c.ptx.split("\n")
+    op = OPERATORS["delete tcgen05.fence::after_thread_sync"]
+    fences = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    epilogue = min(n for n in fences if n > _site(c, "mbarrier.inval"))
+    assert "tcgen05.ld" in "\n".join(lines[epilogue:epilogue + 6])
+    assert mutations._after_sync_handed_by_mbarrier(c.ptx, epilogue)
+    what, ptx = fences[epilogue]
+    assert mutations.equivalent(op, what, c, epilogue) == mutations.MODELLED_PAST_BARRIERS
+    assert mutations.outcome(c, ptx) is None
+    dealloc = max(fences)
+    rescale = max(n for n in fences if n < _site(c, "mbarrier.inval"))
+    assert not mutations._after_sync_handed_by_mbarrier(c.ptx, rescale)     # (listed by another, backward rule)
+    assert not mutations._after_sync_handed_by_mbarrier(c.ptx, dealloc)
+    assert mutations.equivalent(op, fences[dealloc][0], c, dealloc) is None
+    assert mutations.outcome(c, fences[dealloc][1]) is not None
+    named = [n + 1 for n, t in enumerate(lines) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
+    shifted = _edited(c.ptx, named[-1], "tcgen05.shift.cta_group::1.down [%r16];")
+    assert not mutations._after_sync_handed_by_mbarrier(shifted, epilogue)

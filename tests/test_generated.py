@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -500,3 +501,103 @@ def test_an_unsplit_tcgen05_loop_leaves_its_mma_in_flight(monkeypatch: pytest.Mo
     with pytest.raises((AssertionError, TileirasError), match="write-after-read|differ"):
         problems = reference.emulate(v, wide, bytecode, "sm_100")
         assert not problems, "\n".join(problems)
+
+
+def _keys_but_last(v: grammar.Variant, spec: launch.Launch, args: list, head: int, i: int) -> Any:
+    """Query `i` of head `head` of an attention forward computed as its reference does, but without the last key
+    its mask keeps (a causal or window mask off by one, a key block's last column dropped)."""
+    import numpy as np
+
+    q, k, vv = (a.astype(np.float64) for a in args[:3])
+    g = spec.params[8]
+    s = q[head, i] @ k[head // g].T * float(args[4]) * reference.LOG2E
+    cols = np.arange(k.shape[1])
+    s = reference._masked(s[None, :], np.array([i]), cols, v["mask"] != "full", spec.params[10])[0]
+    s[np.nonzero(np.isfinite(s))[0].max()] = -np.inf
+    p = np.exp2(s - s.max())
+    return (reference._round(p, spec.params[2].dtype) @ vv[head // g]) / p.sum()
+
+
+# (variant, query row left a key short, whether the fixed tolerance lets that pass)
+ATTENTION_PLANTS = [("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", 60, True),
+                    ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", 200, False),
+                    ("g_attn_fwd_f16_d64_causal_g1_128x64_none_h0_v13p4", 200, True),
+                    ("g_attn_fwd_f16_d64_window_g1_128x64_none_h0_v13p4", 60, True),
+                    ("g_attn_fwd_f16_d64_window_g1_128x64_none_h0_v13p4", 200, True)]
+
+
+@pytest.mark.parametrize("name,row,missed", ATTENTION_PLANTS, ids=[f"{n[2:22]}-{r}" for n, r, _ in ATTENTION_PLANTS])
+def test_an_attentions_tolerance_is_its_derived_bound(name: str, row: int, missed: bool) -> None:
+    """An attention forward's output is compared within the bound derived from its inputs (tests/derived_bounds.py:
+    its scores' D-term sums, the exp2 and rescalings over the key blocks its query block runs, P rounded to V's
+    type): outputs moved by less than the bound pass; one query computed without the last key its mask keeps (a
+    full, causal or sliding-window mask off by one) is reported, which the fixed tolerance (a few units of the
+    output type and of the largest output) mostly lets pass."""
+    import numpy as np
+
+    v = grammar.parse(name)
+    spec = launch.launch(v)
+    args = reference.inputs(v, spec)
+    want = reference.expected(v, spec, args)
+    assert reference.compare(v, spec, want, want, args) == []
+    derived = reference.DERIVED["attn_fwd"](v, spec, args)[3]
+    exact = reference._attn_fwd(v, spec, args)[3]
+    near = list(want)
+    near[3] = (exact + 0.45 * 2 * derived.error * np.sign(exact)).astype(np.float32).astype(want[3].dtype)
+    assert reference.compare(v, spec, near, want, args) == []
+    wrong = list(want)
+    wrong[3] = want[3].copy()
+    wrong[3][0, row] = _keys_but_last(v, spec, args, 0, row).astype(np.float32).astype(want[3].dtype)
+    problems = reference.compare(v, spec, wrong, want, args)
+    assert problems and f"first at (0, {row}, " in problems[0], problems
+    assert (reference.compare(v, spec, wrong, want) == []) == missed
+
+
+@pytest.mark.parametrize("name", ["g_row_softmax_f16_n1024_r1_c0_grid_ragged_ww8_v13p4",
+                                  "g_row_softmax_f16_n2048_r4_c1024_persist_none_occ2_v13p2"])
+def test_a_softmaxs_tolerance_is_its_derived_bound(name: str) -> None:
+    """A softmax (whole rows, or an online one over column chunks) is compared within its derived bound: the
+    output of median size of row 3 with its exp 1% off is reported, which the fixed f16 tolerance lets pass."""
+    import numpy as np
+
+    v = grammar.parse(name)
+    spec = launch.launch(v)
+    args = reference.inputs(v, spec)
+    want = reference.expected(v, spec, args)
+    assert reference.compare(v, spec, want, want, args) == []
+    y = want[1][3].astype(np.float64)
+    j = int(np.argsort(y)[y.size // 2])
+    wrong = [want[0], want[1].copy()]
+    wrong[1][3, j] = np.float16(y[j] * 1.01)
+    problems = reference.compare(v, spec, wrong, want, args)
+    assert problems and f"first at (3, {j})" in problems[0], problems
+    assert reference.compare(v, spec, wrong, want) == []
+
+
+@pytest.mark.parametrize("name", ["g_row_layernorm_f16_n1024_r1_c0_persist_aligned_occ2_v13p3",
+                                  "g_row_rmsnorm_f16_n1024_r1_c0_persist_aligned_occ2_v13p3"])
+def test_a_norms_tolerance_is_its_derived_bound(name: str) -> None:
+    """A layer (RMS) norm is compared within its derived bound: row 3 normalized with 8 of its elements (one
+    16-byte vector) read as 0 in its statistics is reported, which the fixed f16 tolerance lets pass."""
+    import numpy as np
+
+    v = grammar.parse(name)
+    spec = launch.launch(v)
+    args = reference.inputs(v, spec)
+    want = reference.expected(v, spec, args)
+    assert reference.compare(v, spec, want, want, args) == []
+    x = args[0].astype(np.float64)
+    stats = x.copy()
+    stats[3, 512:520] = 0.0
+    w, out = args[1].astype(np.float64), len(want) - 2
+    if v["op"] == "layernorm":
+        mean = stats.mean(axis=1, keepdims=True)
+        y = (x - mean) / np.sqrt(((stats - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5) * w + args[2]
+    else:
+        y = x / np.sqrt((stats * stats).mean(axis=1, keepdims=True) + 1e-5) * w
+    wrong = list(want)
+    wrong[out] = want[out].copy()
+    wrong[out][3] = y[3].astype(np.float32).astype(np.float16)
+    problems = reference.compare(v, spec, wrong, want, args)
+    assert problems and "first at (3, " in problems[0], problems
+    assert reference.compare(v, spec, wrong, want) == []

@@ -300,6 +300,96 @@ def _row_terms(v: Variant, spec: Launch, args: list) -> Terms:
 
 ACCUMULATED: dict[str, Callable[[Variant, Launch, list], Terms]] = {"gemm": _gemm_terms, "bmm": _bmm_terms,
                                                                   "row": _row_terms}
+# For attention and the norms, the tolerance is the first-order bound derived from the inputs (tests/derived_bounds.py:
+# each score's D-term sum, the exp2 and rescalings, P rounded to V's type, the row sums, the approximate
+# rsqrt/division), the same analysis the realistic kernels' comparisons use: a planted error of a part in a
+# thousand (a key left out of a long row, an exp a few bits short) is reported where the fixed tolerance (a few
+# units of the output type, of the largest output) lets it pass. fp8 attention keeps the fixed tolerance (its
+# scores are not an f32 sum on every target).
+def _attention_bound(s: np.ndarray, e_s: np.ndarray, keep: np.ndarray, vv: np.ndarray, blocks: np.ndarray,
+                     v_dtype: str) -> np.ndarray:
+    from derived_bounds import OUT_UNIT, attention_head
+
+    return attention_head(s, e_s, keep, vv, blocks, OUT_UNIT[v_dtype][0])
+
+
+def _scores(q: np.ndarray, k: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Base-2 scores q k^T * scale * log2(e) and their error bound: a D-term f32 sum in any order, then the
+    scale's product (and its constant's rounding)."""
+    from derived_bounds import U, gamma
+
+    s = q @ k.T * scale * LOG2E
+    return s, abs(scale * LOG2E) * gamma(q.shape[1]) * (np.abs(q) @ np.abs(k).T) + 2 * U * np.abs(s)
+
+
+def _attn_fwd_derived(v: Variant, spec: Launch, args: list) -> dict:
+    from derived_bounds import Derived
+
+    if v["dtype"] not in ("f16", "bf16"):
+        return {}
+    q, k, vv = (_f(a) for a in args[:3])
+    scale, bq, bk, g, window = float(args[4]), spec.params[5], spec.params[6], spec.params[8], spec.params[10]
+    causal = v["mask"] != "full"
+    seq = k.shape[1]
+    rows, cols = np.arange(q.shape[1])[:, None], np.arange(seq)[None, :]
+    keep = (rows >= cols) if causal else np.ones((rows.size, seq), bool)
+    keep = keep & (rows - cols < window) if window else keep
+    qb = rows // bq         # the key blocks each query's block runs over (the kernel's loop bounds)
+    end = np.minimum(-(-((qb + 1) * bq) // bk), -(-seq // bk)) if causal else np.full_like(qb, -(-seq // bk))
+    start = np.maximum(qb * bq - window + 1, 0) // bk if window else np.zeros_like(qb)
+    out = np.zeros_like(q)
+    for h in range(q.shape[0]):
+        s, e_s = _scores(q[h], k[h // g], scale)
+        out[h] = _attention_bound(s, e_s, keep, vv[h // g], end - start, spec.params[2].dtype)
+    return {3: Derived(out, f"an attention over {seq} keys")}
+
+
+def _attn_decode_derived(v: Variant, spec: Launch, args: list) -> dict:
+    from derived_bounds import Derived
+
+    q, k, vv = (_f(a) for a in args[:3])
+    scale, bk, window = float(args[4]), spec.params[6], spec.params[8]
+    seq = k.shape[1]
+    keep = np.broadcast_to(np.arange(seq)[None, :] >= (seq - window if window else 0), (q.shape[1], seq))
+    blocks = np.full((q.shape[1], 1), -(-seq // bk) - (max(seq - window, 0) // bk if window else 0))
+    out = np.zeros_like(q)
+    for h in range(q.shape[0]):
+        s, e_s = _scores(q[h], k[h], scale)
+        out[h] = _attention_bound(s, e_s, keep, vv[h], blocks, spec.params[2].dtype)
+    return {3: Derived(out, f"a decode attention over {seq} keys")}
+
+
+def _mla_decode_derived(v: Variant, spec: Launch, args: list) -> dict:
+    from derived_bounds import Derived
+
+    qn, qp, ckv, kpe = (_f(a) for a in args[:4])
+    scale, bk = float(args[5]), spec.params[7]
+    seq = ckv.shape[1]
+    keep = np.ones((qn.shape[1], seq), bool)
+    blocks = np.full((qn.shape[1], 1), -(-seq // bk))
+    out = np.zeros_like(qn)
+    for b in range(qn.shape[0]):      # the latent and rotary parts: one sum of DL + DR terms per score
+        s, e_s = _scores(np.concatenate([qn[b], qp[b]], axis=1), np.concatenate([ckv[b], kpe[b]], axis=1), scale)
+        out[b] = _attention_bound(s, e_s, keep, ckv[b], blocks, spec.params[2].dtype)
+    return {4: Derived(out, f"an MLA decode over {seq} keys")}
+
+
+def _row_derived(v: Variant, spec: Launch, args: list) -> dict:
+    import derived_bounds
+
+    op, chunk, x = v["op"], v["chunk"], args[0]
+    if op == "layernorm":
+        return {3: derived_bounds.layernorm(x, args[1], args[2], float(args[4]))}
+    if op == "rmsnorm":
+        return {2: derived_bounds.rmsnorm(x, args[1], float(args[3]))}
+    if op == "softmax":
+        return {1: derived_bounds.softmax(x, x.shape[1] // chunk if chunk else 1)}
+    return {}
+
+
+DERIVED: dict[str, Callable[[Variant, Launch, list], dict]] = {
+    "attn_fwd": _attn_fwd_derived, "attn_decode": _attn_decode_derived, "mla_decode": _mla_decode_derived,
+    "row": _row_derived}
 # output dtype -> its name in tests/accumulation.py
 UNIT_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3"}
 
@@ -343,11 +433,15 @@ def _slack(v: Variant) -> float:
 
 
 def compare(v: Variant, spec: Launch, got: list, want: list, args: list | None = None, gpu: str = "") -> list[str]:
-    """The arrays that differ from the reference beyond their tolerance: a matmul's (given its inputs `args`)
-    the bound of its K-term accumulation, other outputs a few units in the last place of their type."""
+    """The arrays that differ from the reference beyond their tolerance: given the inputs `args`, a matmul's the
+    bound of its K-term accumulation, an attention's or a norm's the bound derived from its inputs (DERIVED); other
+    outputs (or without `args`) a few units in the last place of their type."""
     from accumulation import accumulator, limit
 
+    from derived_bounds import OUT_UNIT
+
     terms = ACCUMULATED[v.template](v, spec, args) if args is not None and v.template in ACCUMULATED else {}
+    derived = DERIVED[v.template](v, spec, args) if args is not None and v.template in DERIVED else {}
     problems = []
     for i, (p, g, w) in enumerate(zip(spec.runtime_args, got, want)):
         if not isinstance(p, Arr):
@@ -359,7 +453,9 @@ def compare(v: Variant, spec: Launch, got: list, want: list, args: list | None =
             continue
         gf, wf = g.astype(np.float64), np.asarray(w).astype(np.float64)
         finite = np.where(np.isfinite(wf), np.abs(wf), 0.0)
-        if i in terms and p.dtype in UNIT_NAME:
+        if i in derived and p.dtype in OUT_UNIT:
+            bound = derived[i].apart(finite, p.dtype)
+        elif i in terms and p.dtype in UNIT_NAME:
             mag, k, aty, extra = terms[i]
             # got and the reference are each rounded to the output type once: two roundings apart
             acc = accumulator("f32", v.c.get("dtype", ""), gpu)     # fp8 on sm_90: narrower than f32
