@@ -1189,19 +1189,28 @@ _BARRIER_ID = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar|barrier)(?:\.cta)?\.(?:sync|a
 _COPY_WAIT = re.compile(r"^cp\.async\.wait_(?:all|group\s+(\d+))")
 
 
-def _barrier_orders_nothing(ptx: str, line: int) -> bool:
-    """Whether the bar.sync at PTX line `line` (1-based) orders no conflicting pair of accesses (see EQUIVALENT)."""
+def _per_thread_walk(ptx: str, codes: list[str], line: int
+                     ) -> "Optional[tuple[int, Values, dict[int, list[int]], dict[int, set[int]]]]":
+    """(threads of the CTA, the values evaluated around PTX line `line`, the control-flow successors of
+    their statements, the statements each thread reaches); None where any of them is unknown."""
     n = _cta_threads(ptx)
-    codes = _codes(ptx)
-    site = line - 1
-    m = _WHOLE_BARRIER.match(codes[site].rstrip(";").strip())
-    if not n or m is None:
-        return False
+    if not n:
+        return None
     values = _values(ptx, codes, line)
     succ = _successors(codes, values.start, values.end)
     reach = _reached_per_thread(values, n)
-    if succ is None or reach is None:
+    return None if succ is None or reach is None else (n, values, succ, reach)
+
+
+def _barrier_orders_nothing(ptx: str, line: int) -> bool:
+    """Whether the bar.sync at PTX line `line` (1-based) orders no conflicting pair of accesses (see EQUIVALENT)."""
+    codes = _codes(ptx)
+    site = line - 1
+    m = _WHOLE_BARRIER.match(codes[site].rstrip(";").strip())
+    walk = _per_thread_walk(ptx, codes, line) if m is not None else None
+    if walk is None:
         return False
+    n, values, succ, reach = walk
     ident, count = m.group(1), int(m.group(2)) if m.group(2) else n
     takers = {t for t in range(n) if site in reach[t]}
     if len(takers) != count:
@@ -1233,16 +1242,12 @@ def _copies_waited_later(ptx: str, line: int) -> bool:
     """Whether the cp.async copies in flight at the wait at PTX line `line` (1-based) are completed on every path
     by a later wait, followed by a barrier of the whole CTA, before any thread touches their bytes (see
     EQUIVALENT)."""
-    n = _cta_threads(ptx)
     codes = _codes(ptx)
     site = line - 1
-    if not n or not _COPY_WAIT.match(codes[site]):
+    walk = _per_thread_walk(ptx, codes, line) if _COPY_WAIT.match(codes[site]) else None
+    if walk is None:
         return False
-    values = _values(ptx, codes, line)
-    succ = _successors(codes, values.start, values.end)
-    reach = _reached_per_thread(values, n)
-    if succ is None or reach is None:
-        return False
+    n, values, succ, reach = walk
     preds = _predecessors(succ)
     cut = {j: ([] if codes[j].startswith("cp.async.wait_all") and j != site else js) for j, js in preds.items()}
     copies = {j for j in _reachable(cut, cut.get(site, []), -1) if re.search(r"cp\.async\.c[ag]\b", codes[j])}

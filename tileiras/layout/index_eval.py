@@ -59,16 +59,10 @@ class Evaluator:
         return int(operand)
 
     def pre(self, rhs: str, hint: str) -> str:
-        words = rhs.replace(",", " ").split()
-        if words[0] == "icmp":
-            pred, ty, a, b = words[1:]
-            if ty != "i32" or pred not in _COMPARE:
-                raise ValueError(f"unsupported instruction: {rhs}")
-            result = _COMPARE[pred](self.value(a), self.value(b)) * 1   # i1 as 0 / 1
+        compare, op, ty, a, b = _parse(rhs)
+        if compare:
+            result = _COMPARE[op](self.value(a), self.value(b)) * 1   # i1 as 0 / 1
         else:
-            op, ty, a, b = words
-            if op not in _BINARY or ty not in _MASK:
-                raise ValueError(f"unsupported instruction: {rhs}")
             x, y = self.value(a), self.value(b)
             if op in ("udiv", "urem") and y == 0:
                 raise ZeroDivisionError(rhs)
@@ -104,16 +98,10 @@ class Program:
         return str(int(operand))
 
     def _pre(self, rhs: str, hint: str) -> str:
-        words = rhs.replace(",", " ").split()
-        if words[0] == "icmp":
-            pred, ty, a, b = words[1:]
-            if ty != "i32" or pred not in _COMPARE:
-                raise ValueError(f"unsupported instruction: {rhs}")
-            expr, mask = f"int({self._operand(a)} {_PY_COMPARE[pred]} {self._operand(b)})", 1
+        compare, op, ty, a, b = _parse(rhs)
+        if compare:
+            expr, mask = f"int({self._operand(a)} {_PY_COMPARE[op]} {self._operand(b)})", 1
         else:
-            op, ty, a, b = words
-            if op not in _BINARY or ty not in _MASK:
-                raise ValueError(f"unsupported instruction: {rhs}")
             expr, mask = f"({self._operand(a)} {_PY_BINARY[op]} {self._operand(b)})", _MASK[ty]
         name, local = f"%{hint}.{len(self.lines) + 1}", f"v{len(self.lines) + 1}"
         self.lines.append(f"{local} = {expr} & {mask}")   # // and % by zero raise, as in Evaluator
@@ -122,6 +110,21 @@ class Program:
 
     def __call__(self, x: int) -> tuple[Optional[int], ...]:
         return self.run(x)
+
+
+def _parse(rhs: str) -> tuple[bool, str, str, str, str]:
+    """(a comparison, its predicate or the binary op, the type, the two operands) of an instruction of
+    the subset both evaluators run; ValueError for any other."""
+    words = rhs.replace(",", " ").split()
+    if words[0] == "icmp":
+        pred, ty, a, b = words[1:]
+        if ty != "i32" or pred not in _COMPARE:
+            raise ValueError(f"unsupported instruction: {rhs}")
+        return True, pred, ty, a, b
+    op, ty, a, b = words
+    if op not in _BINARY or ty not in _MASK:
+        raise ValueError(f"unsupported instruction: {rhs}")
+    return False, op, ty, a, b
 
 
 # the Python operators of _BINARY and _COMPARE, for Program
