@@ -107,7 +107,9 @@ def gemm_out_dtype(v: Variant) -> str:
 def _gemm(v: Variant) -> Launch:
     tm, tn, tk, dt = v["tm"], v["tn"], v["tk"], v["dtype"]
     tiles_m = 4 if v["schedule"] == "persistent" else 2
-    m, n, k = _dim(tiles_m * tm, v), 2 * tn, _dim((4 if v["schedule"] == "splitk" else 2) * tk, v, 8)
+    # K of 6 tiles (8 split-K): enough to wrap most rings, so that the emulator sees stages refilled (a
+    # missing wait before a refill is a race only then; 2 tiles, as before, never refilled one)
+    m, n, k = _dim(tiles_m * tm, v), 2 * tn, _dim((8 if v["schedule"] == "splitk" else 6) * tk, v, 8)
     a = DTYPE[dt]
     out = gemm_out_dtype(v)
     if dt in ("mxfp8", "nvfp4"):
@@ -134,7 +136,7 @@ def _gemm(v: Variant) -> Launch:
 
 def _bmm(v: Variant) -> Launch:
     tm, tn, tk, dt = v["tm"], v["tn"], v["tk"], v["dtype"]
-    z, m, n, k = 2, _dim(2 * tm, v), 2 * tn, _dim(2 * tk, v, 8)
+    z, m, n, k = 2, _dim(2 * tm, v), 2 * tn, _dim(6 * tk, v, 8)     # K: as _gemm's
     b_col = v["major"][1] == "c"
     out = {"none": _GEMM_OUT, "scale": _GEMM_OUT, "cast": _GEMM_CAST}[v["epilogue"]][dt]
     params = (Arr(DTYPE[dt], (z, m, k)), Arr(DTYPE[dt], (z, n, k) if b_col else (z, k, n)),
