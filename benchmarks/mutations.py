@@ -380,11 +380,11 @@ def _only_loads_before(ptx: str, line: int) -> bool:
     constant memory (parameter loads are not accesses here), no path leads from it back to it, and every path
     from the entry to another barrier instruction with its barrier id passes through it."""
     codes = _codes(ptx)
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
     site = line - 1
-    succ = _successors(codes, start, end)
-    if succ is None:
+    graph = _body_graph(ptx, codes, line)
+    if graph is None:
         return False
+    start, end, succ = graph
     before = _reachable(succ, [start], site)        # from the entry, without passing the site
     if site not in before or site in _reachable(succ, succ[site], -1):
         return False
@@ -403,6 +403,14 @@ def _only_loads_before(ptx: str, line: int) -> bool:
         if other is not None and other.group(1) == ident.group(1):
             return False
     return True
+
+
+def _body_graph(ptx: str, codes: list[str], line: int) -> Optional[tuple[int, int, dict[int, list[int]]]]:
+    """(first statement, end, control-flow successors) of the function body around PTX line `line`
+    (1-based); None where the control flow is not known."""
+    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
+    succ = _successors(codes, start, end)
+    return None if succ is None else (start, end, succ)
 
 
 def _successors(codes: list[str], start: int, end: int) -> Optional[dict[int, list[int]]]:
@@ -772,10 +780,10 @@ def _tcgen05_nothing_in_flight(ptx: str, line: int) -> bool:
     passing another wait of the same kind."""
     codes = _codes(ptx)
     kind = re.search(r"tcgen05\.wait::(ld|st)", codes[line - 1])
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    succ = _successors(codes, start, end)
-    if kind is None or succ is None:
+    graph = _body_graph(ptx, codes, line)
+    if kind is None or graph is None:
         return False
+    start, end, succ = graph
     waits = {i for i in range(start, end) if f"tcgen05.wait::{kind.group(1)}" in codes[i]} - {line - 1}
     cut = {i: ([] if i in waits else js) for i, js in succ.items()}
     ops = [i for i in range(start, end) if re.search(rf"(?:^|;\s*|@!?%?\w+\s+)tcgen05\.{kind.group(1)}\.", codes[i])]
@@ -882,10 +890,10 @@ def _init_fenced_later(ptx: str, line: int) -> bool:
     if "barrier.cluster" in ptx or "shared::cluster" in ptx and "mapa" in ptx:
         return False
     codes = _codes(ptx)
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    succ = _successors(codes, start, end)
-    if succ is None:
+    graph = _body_graph(ptx, codes, line)
+    if graph is None:
         return False
+    start, end, succ = graph
     whole = _whole_cta_barrier(ptx)
     for f in range(line, end):
         if not codes[f].startswith("fence.mbarrier_init"):
@@ -922,10 +930,10 @@ def _every_path_into_meets(ptx: str, line: int, meets: Callable[[str], bool], st
     `meets` holds before one for which `stops` holds; a path back to the function's entry counts as meeting
     where `entry_meets` (`parts`: how a line splits into statements)."""
     codes = _codes(ptx)
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    succ = _successors(codes, start, end)
-    if succ is None:
+    graph = _body_graph(ptx, codes, line)
+    if graph is None:
         return False
+    start, end, succ = graph
     preds = _predecessors(succ)
     todo, seen = list(preds.get(line - 1, [])), set()
     if not todo and not entry_meets:
@@ -989,10 +997,10 @@ def _no_copy_in_flight(ptx: str, line: int) -> bool:
     """Whether no path from a cp.async copy of the function reaches PTX line `line` (1-based) without passing a
     cp.async.wait_all."""
     codes = _codes(ptx)
-    start, end = _body_start(codes, line), _body_end(ptx, codes, line)
-    succ = _successors(codes, start, end)
-    if succ is None:
+    graph = _body_graph(ptx, codes, line)
+    if graph is None:
         return False
+    start, end, succ = graph
     waits = {i for i in range(start, end) if codes[i].startswith("cp.async.wait_all")} - {line - 1}
     cut = {i: ([] if i in waits else js) for i, js in succ.items()}
     copies = [i for i in range(start, end) if re.search(r"cp\.async\.c[ag]\b", codes[i])]
