@@ -120,10 +120,16 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, qk_scale: float, bq: 
     keep = (cols < blocks * bk) & ((rows >= cols) if causal else True)
     out = np.zeros_like(q64)
     for h in range(heads):
-        s = q64[h] @ k64[h].T * scale
-        e_s = abs(scale) * gamma(d) * (np.abs(q64[h]) @ np.abs(k64[h]).T) + 2 * U * np.abs(s)
+        s, e_s = scores(q64[h], k64[h], scale)
         out[h] = attention_head(s, e_s, keep, v64[h], blocks, v_unit)
     return Derived(out, f"an attention over {keys} keys")
+
+
+def scores(q: np.ndarray, k: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Base-2 scores q k^T * `scale` (queries x keys; `scale` includes log2(e)) and their error bound: a D-term f32
+    sum in any order, then the scale's product."""
+    s = q @ k.T * scale
+    return s, abs(scale) * gamma(q.shape[1]) * (np.abs(q) @ np.abs(k).T) + 2 * U * np.abs(s)
 
 
 def attention_head(s: np.ndarray, e_s: np.ndarray, keep: np.ndarray, v: np.ndarray, blocks: np.ndarray | int,

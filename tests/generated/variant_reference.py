@@ -314,12 +314,10 @@ def _attention_bound(s: np.ndarray, e_s: np.ndarray, keep: np.ndarray, vv: np.nd
 
 
 def _scores(q: np.ndarray, k: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Base-2 scores q k^T * scale * log2(e) and their error bound: a D-term f32 sum in any order, then the
-    scale's product (and its constant's rounding)."""
-    from derived_bounds import U, gamma
+    """Base-2 scores q k^T * scale * log2(e) and their error bound (derived_bounds.scores)."""
+    from derived_bounds import scores
 
-    s = q @ k.T * scale * LOG2E
-    return s, abs(scale * LOG2E) * gamma(q.shape[1]) * (np.abs(q) @ np.abs(k).T) + 2 * U * np.abs(s)
+    return scores(q, k, scale * LOG2E)
 
 
 def _attn_fwd_derived(v: Variant, spec: Launch, args: list) -> dict:
