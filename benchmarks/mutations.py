@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from mutation_ops import CATALOGUE, Operator  # noqa: E402
-from ptx_values import Values, statements  # noqa: E402
+from ptx_values import Values, int_literal, statements  # noqa: E402
 
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
 DEFAULT_CONFIGS = ("mm_f16_128x128x64",)
@@ -1342,17 +1342,10 @@ def _accumulator(values: Values, codes: list[str], part: str) -> Optional[tuple[
         return None
     reg, offset = m.group(1), 0
     while len(defs := values.defs.get(reg, [])) == 1 and defs[0][1] in ("add.s32", "add.u32") and \
-            _int_of(defs[0][2][1]) is not None:
-        offset += _int_of(defs[0][2][1])        # type: ignore[operator]
+            int_literal(defs[0][2][1]) is not None:
+        offset += int_literal(defs[0][2][1])        # type: ignore[operator]
         reg = defs[0][2][0]
     return reg, offset, ((idesc >> 17) & 0x3F) << 3, idesc
-
-
-def _int_of(text: str) -> Optional[int]:
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
 
 
 def _commit_wait_redundant(ptx: str, line: int) -> bool:

@@ -52,14 +52,14 @@ class Values:
             if len(defs) != 2:
                 continue
             (_, op0, a0), (i1, op1, a1) = sorted(defs)
-            if not (op0.startswith("mov.") and _int(a0[0]) is not None and op1.startswith("add.")
-                    and a1[0] == reg and _int(a1[1]) == 1):
+            if not (op0.startswith("mov.") and int_literal(a0[0]) is not None and op1.startswith("add.")
+                    and a1[0] == reg and int_literal(a1[1]) == 1):
                 continue
             for part in (p for j in range(i1, min(i1 + 3, self.end)) for p in statements(self.codes[j])):
                 m = re.match(r"setp\.(eq|ne|lt)\.[bsu]32\s+%\w+\s*,\s*" + re.escape(reg) + r"\s*,\s*(-?\w+)$", part)
-                bound = _int(m.group(2)) if m else None
-                if bound is not None and bound > _int(a0[0]):     # type: ignore[operator]
-                    out[reg] = (range(_int(a0[0]), bound), i1)     # type: ignore[arg-type]
+                bound = int_literal(m.group(2)) if m else None
+                if bound is not None and bound > int_literal(a0[0]):     # type: ignore[operator]
+                    out[reg] = (range(int_literal(a0[0]), bound), i1)     # type: ignore[arg-type]
                     break
         return out
 
@@ -78,12 +78,12 @@ class Values:
             prod = one(sub[1], "mul.lo.") if sub else None
             if not sub or not prod:
                 continue
-            d = _int(prod[1])
+            d = int_literal(prod[1])
             shifted = one(prod[0], "shr.u32")
             high = one(shifted[0], "mul.hi.u32") if shifted else None
-            if d is None or d < 2 or not high or high[0] != sub[0] or _int(shifted[1]) is None:
+            if d is None or d < 2 or not high or high[0] != sub[0] or int_literal(shifted[1]) is None:
                 continue
-            magic, shift = _int(high[1]), _int(shifted[1])
+            magic, shift = int_literal(high[1]), int_literal(shifted[1])
             if magic is None:
                 continue
             magic &= (1 << 32) - 1          # (written as a negative 32-bit immediate)
@@ -129,7 +129,7 @@ class Values:
     def value(self, operand: str, env: Env) -> Optional[int]:
         """The value of an operand (a register, an immediate or a symbol) given the loop counters' `env`."""
         operand = operand.strip().strip("[]").strip()
-        if (n := _int(operand)) is not None:
+        if (n := int_literal(operand)) is not None:
             return n
         if not operand.startswith("%"):
             return 0 if re.fullmatch(r"[A-Za-z_$][\w$]*", operand) else None     # a symbol: the buffer's base
@@ -204,7 +204,8 @@ class Values:
                 i += 1
 
 
-def _int(text: str) -> Optional[int]:
+def int_literal(text: str) -> Optional[int]:
+    """A PTX integer immediate (decimal or hexadecimal, signed), else None."""
     text = text.strip()
     try:
         return int(text, 16) if text.lower().startswith(("0x", "-0x")) else int(text)
