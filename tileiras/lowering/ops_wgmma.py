@@ -47,7 +47,7 @@ from .smem import descriptor
 from .values import SharedTileVal, TileRegs
 from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
 from ..tileas.kmajor_copies import loop_copies
-from ..tileas.wgmma_operands import direct, operand_form, read_operands
+from ..tileas.wgmma_operands import copy_turns, direct, operand_form, read_operands
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -79,7 +79,7 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
         wait_for(k, shared)
     if copied:
         k.barrier()   # the copies landed everywhere; earlier readers of the K-major buffers are done
-    turns = not a_regs and isinstance(roles[0][0], SharedTileVal)    # A loaded, not computed
+    turns = copy_turns(lhs, layout, shape)
     a = None if a_regs else _operand(k, op, shape, roles[0][0], "a")  # type: ignore[arg-type]
     b = _operand(k, op, shape, roles[-1][0], "b", turns=turns)  # type: ignore[arg-type]
     if not is_ready([v for v, _ in roles if not any(v is c for c in copied)]):
@@ -197,9 +197,7 @@ def _rounds_in_place(k: KernelLowering, shape: WgmmaShape, value: SharedTileVal,
 def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "SharedTileVal | TileRegs",
              role: str, turns: bool = True) -> _Operand:
     """The swizzled shared matrix wgmma reads `value` from (A: role "a", B: "b"); `turns`: whether a
-    K-major copy may turn its lanes' rows (kmajor_lanes.WarpShape), which costs each thread a few
-    registers across the copy: not beside an A computed in registers (attention's P, with the
-    softmax's state: fp8 attention's V copy spilled 40% more on sm_90 with them)."""
+    K-major copy may turn its lanes' rows (wgmma_operands.copy_turns)."""
     form = operand_form(op, shape, value, role, k.wgmma_buffers,
                         lambda: _rounds_in_place(k, shape, value, role))  # type: ignore[arg-type]
     if form == "direct":

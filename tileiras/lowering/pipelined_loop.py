@@ -173,8 +173,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                             f"({fitted.reason}; {fitted.barriers.describe() if fitted.barriers else ''}), "
                             f"handshake: {handshake}")
     committed = retiring is not None and k.caps.has("tcgen05")
-    if committed and (specialized or cluster is not None):      # planned unsplit: a split took the loop after all
-        retiring, committed = None, False
+    assert not committed or not specialized and cluster is None, "stage_rings.mma_in_flight: unsplit, no multicast"
     if committed:
         k.schedule_notes.append(f"//   {where}: one tcgen05.mma in flight: its commit to the stage's empty mbarrier "
                                 f"releases the stage, refilled once the next iteration's MMA is issued")

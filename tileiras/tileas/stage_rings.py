@@ -117,7 +117,8 @@ def mma_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, .
     (`fit`), which in a persistent kernel's tile loop takes the room its epilogue has beside the ring
     (cp_matmul_persistent_f16_128x256x64: 896 -> 1479 instructions, 144 -> 184 registers)."""
     split = k.warp_split
-    if k.assignment is None or split is not None and split.loop is loop or _parent_loop(loop) is not None:
+    if k.assignment is None or split is not None and split.loop is loop or _parent_loop(loop) is not None \
+            or k.caps.has("multicast"):     # (a multicast stage is released in every CTA it lands in)
         return None
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     mmas = [op for op in layouts if inside_op(op, loop)]

@@ -74,3 +74,11 @@ def restaged(shape: WgmmaShape, value: object, role: str) -> bool:
     swizzled buffer ("mma-stage"): A, or a B of a type with a transposed form (one without is stored
     K-major instead); not a shared operand."""
     return isinstance(value, RegisterTile) and (role == "a" or shape.transposable)
+
+
+def copy_turns(lhs: object, acc_layout: MmaLayout, shape: WgmmaShape) -> bool:
+    """Whether B's K-major copy may turn its lanes' rows (tileas/kmajor_lanes.WarpShape), which costs each
+    thread a few registers across the copy: only beside an A loaded into shared memory, not one computed in
+    registers (attention's P, with the softmax's state: fp8 attention's V copy spilled 40% more on sm_90
+    with them)."""
+    return not a_in_registers(lhs, acc_layout, shape) and isinstance(lhs, SharedTile)
