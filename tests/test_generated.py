@@ -389,6 +389,11 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # every load (stage_rings.tma_swizzles), as on sm_120
     ("g_attn_decode_f16_d128_g4_32_window_aligned_occ2_v13p2", "sm_90", "TMA"),
     ("g_gemm_f16_cr_16x128x128_undef_persistent_none_aligned_lat3_v13p2", "sm_90", "TMA"),
+    # row kernels (no mma) on sm_100 and sm_120: a TMA producer warpgroup giving registers back beside the
+    # consumers, as on sm_90, whatever the target's tensor cores (warp_roles.has_mma); persistent ones too
+    ("g_row_logsumexp_f16_n16384_r2_c1024_grid_ragged_h0_v13p2", "sm_100", "setmaxnreg"),
+    ("g_row_cross_entropy_f16_n16384_r1_c4096_persist_ragged_h0_v13p2", "sm_100", "setmaxnreg"),
+    ("g_row_cross_entropy_f16_n16384_r1_c4096_persist_ragged_h0_v13p2", "sm_120", "setmaxnreg"),
 )
 
 
@@ -426,6 +431,20 @@ def test_the_closed_sm100_gaps_are_warp_specialized() -> None:
     assert "warp-specialized (tcgen05)" in remarks["g_bmm_tf32_rc_64x64x64_cast_aligned_ctas2_v13p3"], remarks
     mma_sync = remarks["g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4"]
     assert "one thread issues TMA copies, setmaxnreg.dec" in mma_sync, remarks
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])
+def test_a_persistent_row_kernel_has_the_same_warp_roles_on_every_tma_target(gpu: str) -> None:
+    """A row kernel runs no mma, so the target's tensor cores do not shape its roles: a TMA producer
+    warpgroup (setmaxnreg.dec) and consumer warpgroups running the persistent tile loop, on sm_90, sm_100
+    and sm_120 alike (sm_100 had none: its tcgen05 form looks for an MMA to give a warp; sm_120 none in a
+    persistent loop: its mma.sync form is not built for one). The emulator runs both roles against numpy."""
+    name = "g_row_cross_entropy_f16_n16384_r1_c4096_persist_ragged_h0_v13p2"
+    v = grammar.parse(name)
+    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, WORK / f"{name}.{gpu}.roles.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    assert "warps 4-7 produce (one thread issues TMA copies, setmaxnreg.dec" in said and "persistent" in said, said
+    assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
 
 
 def test_a_loop_left_unstaged_says_why_it_has_no_warp_roles() -> None:

@@ -24,7 +24,7 @@ setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the produ
 pure (no memory, no thread-indexed values).
 
 A persistent kernel (a top-level loop over output tiles whose body runs the pipelined K loop once a
-tile, tileas/warp_roles.persistent; sm_90 form only) sets the ring up once, before the tile loop
+tile, tileas/warp_roles.persistent; the sm_90 form, on any TMA target where the consumers run no mma.sync) sets the ring up once, before the tile loop
 (pipelined_loop.begin_persistent: mbarriers, `publish`, the producer's program); the ring's bytes live
 over the whole tile loop. The producer runs its own tile loop (the slice of the tile loop's body its
 copies need, lowered again) around the fill loop; both roles count the ring's uses on across tiles
@@ -32,6 +32,7 @@ copies need, lowered again) around the fill loop; both roles count the ring's us
 tile's stages while the consumers run this tile's epilogue: no reset, no drain between tiles. With a
 wgmma group in flight the consumers release each tile's last stage after its final wait.
 
+A kernel with no mma (a row kernel) has the sm_90 form on every TMA target (warp_roles.has_mma).
 On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
 `tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
 where the registers must move, tileas/warp_roles.ROLES), and the consumers become the

@@ -113,14 +113,20 @@ def mma_sync_roles(k: "KernelFacts") -> bool:
     target built on mma.sync (sm_120), or on a tcgen05 target where no mma of the kernel is tcgen05 (tiles
     under its smallest M of 64, which NVIDIA's specializes there the same way: a TMA producer warp,
     consumer warpgroups issuing mma.sync from ldmatrix)."""
-    if not k.caps.has("tma"):
+    if not k.caps.has("tma") or not has_mma(k):
         return False
     if k.caps.has("tcgen05"):
-        from ..tileaa.mma_operands import MMAS
-
-        layouts = getattr(k.assignment, "tcgen05_layouts", None)
-        return not layouts and any(op.name in MMAS for op in k.entry.walk())
+        return not getattr(k.assignment, "tcgen05_layouts", None)
     return k.caps.mma_sync_roles
+
+
+def has_mma(k: "KernelFacts") -> bool:
+    """Whether the kernel runs an mma. One that does not (a row kernel) has the sm_90 form on every TMA
+    target: a TMA producer warpgroup, consumer warpgroups computing in registers, whatever the
+    target's tensor cores (NVIDIA's specializes its row kernels so on sm_90, sm_100 and sm_120)."""
+    from ..tileaa.mma_operands import MMAS
+
+    return any(op.name in MMAS for op in k.entry.walk())
 
 
 def pure(op: Operation) -> bool:
@@ -242,7 +248,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
                       "a thread, fewer than the consumers' mma.sync fragments need")
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
-    if k.caps.has("tcgen05") and not mma_sync:
+    if k.caps.has("tcgen05") and not mma_sync and has_mma(k):
         from .tcgen05_roles import attention_mmas, consumers_issue, loop_mmas   # (sm_100 kernels only)
 
         if k.threads // 128 not in ROLES:
@@ -292,9 +298,8 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
             continue
         if len(inner) > 1:
             return None, None, "a persistent loop runs several pipelined loops"
-        if not (k.caps.has("wgmma") or k.caps.has("tcgen05")) or mma_sync_roles(k) \
-                or k.entry.attributes.get(CLUSTER_ATTR) is not None:
-            return None, None, none     # (sm_120's form, multicast and CTA pairs are not built for a persistent loop)
+        if mma_sync_roles(k) or k.entry.attributes.get(CLUSTER_ATTR) is not None:
+            return None, None, none     # (mma.sync consumers, multicast and CTA pairs are not built for a persistent loop)
         at = body.index(inner[0])
         if not all(pure(op) or _in_registers(op) for op in body[:at]):
             return None, None, ("the persistent loop computes more than indices before its pipelined loop: "
