@@ -37,7 +37,7 @@ On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_
 `tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
 where the registers must move, tileas/warp_roles.ROLES), and the consumers become the
 epilogue warps and skip the loop. Where that producer copies by TMA it is one warp, not a
-warpgroup (`shrink`: the form gives no role setmaxnreg, which needs whole warpgroups). sm_100
+warpgroup (tileas/settled_split.py: the form gives no role setmaxnreg, which needs whole warpgroups). sm_100
 attention keeps the producer warpgroup (setmaxnreg as on sm_90), whose second warp issues the
 MMAs while the consumers run the softmax (the `attention` form, warp_specialize_tcgen05.py).
 Every role's loop over the iterations is one `role_loop`.
@@ -164,7 +164,7 @@ def begin(k: KernelLowering) -> None:
         return
     # this lowering's own copy (it records what it emitted; the padded and unpadded lowerings each start afresh)
     split = k.warp_split = replace(plan.warp_split, producer=k.b.label("producer"))
-    k.extra_threads = PRODUCER_THREADS + split.registers(k.threads)[0]
+    k.extra_threads = split.producers + split.registers(k.threads)[0]
     k.barrier_id, k.barrier_threads = split.barrier("consumers").id, k.threads
     k.schedule_notes.append(f"//   named barriers (bound from the warp roles' lifetimes): "
                             f"{'; '.join(b.describe() for b in split.barriers)}")
@@ -187,35 +187,13 @@ def end(k: KernelLowering) -> None:
 
 
 def settle(k: KernelLowering, tma: Optional[dict], loads: tuple) -> None:
-    """Once the pipeline's copy mechanism is known (`tma`: the loads TMA copies): a TMA-fed
-    tcgen05-form producer is one warp (`shrink`); the attention form's MMA warp is the producer
-    warpgroup's second warp, which needs every load copied by TMA (one thread: cp.async copies
-    take the whole warpgroup), else the consumers issue the mmas themselves (the "wgmma" form)."""
+    """The split as `plan-shared-memory` settled it for the loop's copies (tileas/settled_split.py),
+    checked against the copies the loop gets (`tma`: the loads TMA copies)."""
     from ..tileas.settled_split import split_mmas
 
     split = k.warp_split
-    if split.mmas and not split_mmas(k, tma, loads):
-        split.mmas, split.attention = (), False
-        split.note = "the MMA warp shares the producer's warpgroup, whose copies are cp.async here"
-    elif tma:
-        shrink(k)
-
-
-def shrink(k: KernelLowering) -> None:
-    """A TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (no
-    setmaxnreg, which would need the whole warpgroup, in this form), so the CTA launches 96 threads
-    fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it."""
-    from ..ir.record import replace
-
-    split = k.warp_split
-    if split.form != "tcgen05" or split.producers == 32:
-        return
-    k.extra_threads -= split.producers - 32
-    split.producers = 32
-    split.barriers = tuple(replace(b, threads=k.threads + k.extra_threads) if b.name == "publish" else b
-                           for b in split.barriers)
-    k.schedule_notes.append(f"//   TMA-fed producer: one warp (publish: bar.sync {split.barrier('publish').id}, "
-                            f"{k.threads + k.extra_threads})")
+    assert split_mmas(k, tma, loads) == split.mmas, "settled_split.settled kept the MMA warp"
+    assert split.form != "tcgen05" or not tma or split.producers == 32, "settled_split.settled left a TMA producer warpgroup"
 
 
 def publish(k: KernelLowering) -> None:

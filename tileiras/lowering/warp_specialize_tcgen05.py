@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 # grants (measured), so no role moves registers: the epilogue reads the accumulator (128
 # registers a thread) in column chunks, converting and storing each before the next
 # (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
-# (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
+# (tileas/settled_split.settled): 192 and 320 threads, which launch with 255 and 200 registers.
 def _transposed(value: object) -> bool:
     """Whether the path from its load to `value` transposes it (the MMA then reads the stage as the
     other major: the instruction descriptor's transpose bit, as unspecialized)."""

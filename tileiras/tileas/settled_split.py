@@ -1,7 +1,12 @@
-"""The warp split of an sm_100 kernel once its loop's copies are known: the attention form's MMA
-warp shares the producer's warpgroup, so it needs every load copied by TMA; else the consumers
-issue the mmas (`split_mmas`). The lowering settles its split so (lowering/warp_specialize.settle);
-the shared-memory plan asks `settled` for the split the lowering will have.
+"""Pass `plan-shared-memory`'s last step: the warp split as its loop's copies settle it (`settled`),
+written into the kernel's plan, which the lowering emits as it is.
+
+Once a split loop's copy mechanism is known (its stage ring's TMA copies, `tma_boxes.pipeline_copies`):
+* the attention form's MMA warp shares the producer's warpgroup, so it needs every load copied by TMA
+  (cp.async copies take the whole warpgroup); else the consumers issue the mmas (`split_mmas`);
+* a TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (the form
+  gives no role setmaxnreg, which would need the whole warpgroup), so the CTA launches 96 threads
+  fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it.
 """
 
 from __future__ import annotations
@@ -17,12 +22,10 @@ if TYPE_CHECKING:
 
 
 def settled(k: "StagingFacts") -> object:
-    """The kernel's warp split as the lowering (warp_specialize.settle) leaves it once the split loop's
-    copies are known (`split_mmas`): an attention whose loads TMA cannot all copy has no MMA warp. (A
-    loop left unpipelined is not settled.) For plan-shared-memory (shared_tcgen05.py) and
-    tcgen05_buffers.first_asker."""
+    """The kernel's warp split once the split loop's copies are known (module docstring); the split as
+    decided where the loop is left unpipelined. Settling is idempotent."""
     split = k.warp_split
-    if split is None or not split.mmas:
+    if split is None:
         return split
     ring = ring_of(k, split.loop)
     if ring is None or not ring.plan.pipelined:
@@ -30,14 +33,21 @@ def settled(k: "StagingFacts") -> object:
     loads = ring.plan.loads
     tma = tma_boxes.pipeline_copies(k.caps, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
                                     ring.dense, ring.tiles, ring.beside)[0] if k.caps.has("tma") else None
-    return split if split_mmas(k, tma, loads) else replace(split, mmas=(), attention=False)  # type: ignore[arg-type]
+    if split.mmas and not split_mmas(k, tma, loads):
+        return replace(split, mmas=(), attention=False,
+                       note="the MMA warp shares the producer's warpgroup, whose copies are cp.async here")
+    if tma and split.form == "tcgen05" and split.producers != 32:
+        fewer = split.producers - 32     # everyone meets at `publish`: the producer's role is one warp
+        return replace(split, producers=32, barriers=tuple(
+            replace(b, threads=b.threads - fewer) if b.name == "publish" else b for b in split.barriers))
+    return split
 
 
 def split_mmas(k: "StagingFacts", tma: Optional[dict], loads: tuple) -> tuple:
     """The mmas the split's MMA warp issues once the loop's copies are known (`tma`: the loads TMA
     copies): the attention form's MMA warp shares the producer's warpgroup, so it needs every load
     copied by TMA (cp.async copies take the whole warpgroup); else () and the consumers issue them
-    (lowering/warp_specialize.settle)."""
+    (`settled`)."""
     split = k.warp_split
     if split.form == "attention" and (not tma or len(tma) < len(loads)):
         return ()

@@ -153,6 +153,11 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
         plan.warp_split = None
         plan.warp_split_refused = f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}"
         plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+    if plan.warp_split is not None:    # the split as the loop's copies settle it (the buffers were planned so)
+        from .settled_split import settled
+        from .shared_stages import staging_facts
+
+        plan.warp_split = settled(staging_facts(entry, assignment, plan.warp_split, plan.shared.assumes.padded))
 
 
 def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> str:

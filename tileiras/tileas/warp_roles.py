@@ -48,7 +48,7 @@ TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 # grants (measured), so no role moves registers: the epilogue reads the accumulator (128
 # registers a thread) in column chunks, converting and storing each before the next
 # (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
-# (warp_specialize.shrink): 192 and 320 threads, which launch with 255 and 200 registers.
+# (tileas/settled_split.settled): 192 and 320 threads, which launch with 255 and 200 registers.
 ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 
 
@@ -66,7 +66,7 @@ class WarpSplit:
     barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
     emitted: bool = False
     mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
-    producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: `shrink`)
+    producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: settled_split.settled)
     attention: bool = False         # the mmas are attention's S and O: the consumers run the softmax
     handshake: object = None        # attention: its mbarriers (tcgen05_buffers.HANDSHAKE)
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
