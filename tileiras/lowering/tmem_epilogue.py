@@ -4,8 +4,9 @@ The accumulator of a 128x256 or 256x128 tile is 128 registers a thread in the ep
 warpgroups, and the CTA that also holds the producer warpgroup and the MMA warp launches with 128
 registers a thread: read whole (one tcgen05.ld), the tile does not fit. NVIDIA's epilogues read
 tensor memory a few columns at a time and convert and store each piece before reading the next;
-so does this one: where the rest of the kernel after the loop is its accumulator converted
-element by element and stored to a view (tileas/tcgen05_roles.chunkable), the epilogue warps read each
+so does this one: where the rest of the kernel after the loop is its accumulator computed on
+element by element (conversions, and arithmetic with tiles the same along each row: a constant, a
+per-row scale, lowered whole first) and stored to a view (tileas/tcgen05_roles.chunkable), the epilogue warps read each
 chunk of `CHUNK_REGISTERS` registers (`ops_tcgen05.read_columns`, a 16x256b.xN load of some of
 the warp's 8-column blocks), then lower the conversions and the store on that chunk alone, in a
 `ColumnChunk` layout: the accumulator layout's slots of those blocks. The store's own lowering
@@ -33,6 +34,7 @@ from ..tileas.tma_boxes import TmaCopy, describe
 from .tma_copy import hidden_param
 from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal
+from ..errors import CompileError
 
 CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
 
@@ -98,9 +100,14 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     found = chunked(loop, k.assignment.tcgen05_layouts[mma], k.cta_pair is not None)
     if found is None:
         return False
-    pure, chain, store = found
-    for op in pure:
+    before, chain, store = found
+    asked = len(k.buffers.buffers)
+    for op in before:      # (as the kernel's walk would: the buffers they ask for are theirs)
+        outer, k.current_op = k.current_op, op
         LOWERINGS[op.name](k, op)
+        k.current_op = outer
+    if len(k.buffers.buffers) > asked:   # their scratch is read before the chunks reuse its bytes
+        k.barrier()
     layout = k.assignment.tcgen05_layouts[mma]  # type: ignore[union-attr]
     init = k.tile(loop.operand_group("initValues")[0])
     lb = k.tile(loop.operand("lowerBound")).slots[0]  # type: ignore[arg-type]
@@ -109,7 +116,11 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     ran = k.b.op(f"icmp {'ult' if loop.attributes.get('unsignedCmp', False) else 'slt'} {ity} {lb}, {ub}", "tran")
     result = loop.results[0]
     values = [result] + [op.results[0] for op in chain]
-    saved = {v: v.layout for v in values}
+    # the tiles the chain reads beside (tcgen05_roles.row_uniform), whole: each chunk takes its slots of them
+    beside = {v: k.tile(v) for op in chain for v in op.operands if v not in values}
+    if any(tile.layout != layout for tile in beside.values()):
+        raise CompileError("error: internal: a tile the epilogue's chunks read is not in the accumulator's layout")
+    saved = {v: v.layout for v in [*values, *beside]}
     blocks, total = chunk_blocks(layout), layout.repeats[2]
     lty = llvm_type(result.type.element)  # type: ignore[attr-defined]
     k.schedule_notes.append(f"//   epilogue: the accumulator read from tensor memory in {total // blocks} column "
@@ -123,8 +134,11 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     try:
         for first in range(0, total, blocks):
             chunk = ColumnChunk(layout, first, blocks)
-            for v in values:      # the values hold this chunk's slots while its ops are lowered
+            for v in [*values, *beside]:      # the values hold this chunk's slots while its ops are lowered
                 v.layout = chunk
+            for v, whole in beside.items():
+                k.set(v, TileRegs(whole.type, [whole.slots[chunk.parent_slot(s)]
+                                               for s in range(chunk.slots(whole.type.num_elements))], chunk))
             regs = read_columns(k, mma, first, blocks)
             inits = [init.slots[chunk.parent_slot(s)] for s in range(len(regs))]
             # a loop that ran no iteration left tensor memory unwritten: its result is the initial value
@@ -149,10 +163,10 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
             v.layout = lay
     if staged is not None:
         _store_by_tma(k, store, *staged)
-    for v in values:
+    for v in [*values, *beside]:
         k.values.pop(v, None)      # partial: nothing after this reads them
     k.set(store.results[0], TokenVal())
-    k.lowered_ahead.update(pure + chain + [store])
+    k.lowered_ahead.update(before + chain + [store])
     return True
 
 

@@ -3,7 +3,8 @@ its layouts before any lowering (pass `plan-warp-roles`, warp_roles.decide):
 
 * a matmul's K loop whose whole work is its mmas, accumulators resident in tensor memory from zero
   (`loop_mmas`), read after the loop by the epilogue warps, in column chunks where the rest of the
-  kernel is the accumulator converted element by element and stored (`chunkable`);
+  kernel is the accumulator computed on element by element, with tiles the same along each row
+  beside it (a per-row scale), and stored (`chunkable`);
 * an attention loop, which computes between its mmas: the consumers run the softmax where the
   scores fit the larger CTA's registers (`consumers_issue`), and the MMA warp issues S = Q K^T and
   O += P V where their operands allow (`attention_mmas`), P in tensor memory or a swizzled shared
@@ -14,8 +15,10 @@ The lowering emits those roles (lowering/warp_specialize_tcgen05.py, lowering/tm
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Optional
 
+from ..dialects.elementwise import VALUES
 from ..ir.core import Operation
 from ..layout.encodings import MmaLayout, PairAccLayout, TmemAccLayout
 from ..tileaa.mma_forms import kind_of
@@ -180,30 +183,90 @@ def _epilogue_pure(op: Operation) -> bool:
 
 
 def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Operation], Operation]], str]:
-    """(pure ops, conversion chain, store) of what follows `loop` when it is only its one result
-    converted element-wise and stored to a view (then `return`); else None and why."""
+    """(ops lowered before the chunks, the chain, store) of what follows `loop` when it is only its one
+    result computed on element by element and stored to a view (then `return`); else None and why.
+    The chain's ops are element-wise (`EPILOGUE_CHAIN`, arithmetic and math) on values computed from
+    the accumulator and on tiles the same along each row (`row_uniform`: a constant, a per-row scale),
+    which are computed whole before the chunks, with the scalars and views they need: a thread keeps
+    a register a row of them, where a column bias or a residual tile would keep one an element."""
     block = loop.parent
     assert block is not None
     ops = block.operations[block.operations.index(loop) + 1:]
     if len(loop.results) != 1 or not ops or ops[-1].name != "cuda_tile.return" or ops[-1].operands:
         return None, "the loop's one result is not all the rest of the kernel uses"
-    value, chain, pure, store = loop.results[0], [], [], None
-    chain_values: set = set()
+    chain: list[Operation] = []
+    before: list[Operation] = []
+    store = None
+    derived: set = {loop.results[0]}      # the values computed from the accumulator
     for op in ops[:-1]:
-        if store is None and op.name in EPILOGUE_CHAIN and op.operands == [value] and len(value.uses) == 1:
-            chain.append(op)
-            chain_values.add(value)
-            value = op.results[0]
-        elif store is None and op.name == "cuda_tile.store_view_tko" and op.operand("tile") is value \
-                and len(value.uses) == 1 and not op.results[0].uses:
+        reads = [v in derived for v in op.operands]
+        if store is None and op.name == "cuda_tile.store_view_tko" and op.operand("tile") in derived \
+                and not op.results[0].uses and sum(reads) == 1:
             store = op
-        elif _epilogue_pure(op) and not any(v is value or v in chain_values for v in op.operands):
-            pure.append(op)     # scalars and views: lowered before the chunks
+        elif store is None and any(reads) and _chained(op):
+            other = next((v for read, v in zip(reads, op.operands) if not read and not row_uniform(v)), None)
+            if other is not None:
+                return None, (f"the epilogue's '{op.name}' reads a tile that differs along its rows "
+                              f"('{getattr(other.owner, 'name', 'argument')}')")
+            chain.append(op)
+            derived.add(op.results[0])
+        elif not any(reads) and _before_chunks(op):
+            before.append(op)
         else:
             return None, f"the epilogue also runs '{op.name}'"
     if store is None:
         return None, "the accumulator is not stored to a view after the loop"
-    return (pure, chain, store), ""
+    if any(u is not store and u not in chain for v in derived for u in v.uses):
+        return None, "a value computed from the accumulator is used besides its store"
+    return (before, chain, store), ""
+
+
+def _chained(op: Operation) -> bool:
+    """An op a chunk of the epilogue applies to its elements alone (`chunkable`)."""
+    if len(op.results) != 1 or op.regions:
+        return False
+    if op.name in EPILOGUE_CHAIN:
+        return len(op.operands) == 1
+    shape = getattr(op.results[0].type, "shape", None)
+    return op.name in VALUES and all(getattr(v.type, "shape", None) == shape for v in op.operands)
+
+
+def _before_chunks(op: Operation) -> bool:
+    """An op of the epilogue that does not read the accumulator, lowered whole before its chunks:
+    scalars, views, element-wise ops and shape changes, and loads whose token nothing waits on."""
+    if op.regions:
+        return False
+    if op.name == "cuda_tile.load_view_tko":
+        return not op.results[1].uses
+    return _epilogue_pure(op) or op.name in VALUES or op.name in _SHAPING
+
+
+_SHAPING = frozenset({"cuda_tile.constant", "cuda_tile.reshape", "cuda_tile.broadcast", "nv_tileas.convert_layout"})
+
+
+def row_uniform(value: object) -> bool:
+    """Whether tile `value` (M x N, or with leading unit dimensions) holds one value along each row: a
+    splat constant, a broadcast of an (M, 1) tile or of one element, and element-wise ops and layout
+    conversions of such tiles."""
+    from ..transforms.constants import is_splat_constant
+
+    owner = getattr(value, "owner", None)
+    if not isinstance(owner, Operation):
+        return False
+    if owner.name == "cuda_tile.constant":
+        return is_splat_constant(value)  # type: ignore[arg-type]
+    if owner.name == "cuda_tile.broadcast":
+        shape = getattr(owner.operands[0].type, "shape", ())
+        return not shape or shape[-1] == 1 or row_uniform(owner.operands[0])
+    if owner.name == "nv_tileas.convert_layout":
+        return row_uniform(owner.operands[0])
+    if owner.name == "cuda_tile.reshape":      # row r stays row r (row-major order, the same row length)
+        before, after = getattr(owner.operands[0].type, "shape", ()), getattr(value.type, "shape", ())  # type: ignore[attr-defined]
+        return bool(before) and bool(after) and before[-1] == after[-1] and \
+            math.prod(before[:-1]) == math.prod(after[:-1]) and row_uniform(owner.operands[0])
+    if owner.name in VALUES:
+        return all(row_uniform(v) for v in owner.operands)
+    return False
 
 
 def chunked(loop: Operation, layout: MmaLayout, paired: bool
