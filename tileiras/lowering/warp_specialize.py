@@ -50,7 +50,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..ir.record import record
-from ..tileas.warp_roles import PRODUCER_THREADS
 from .kernel import KernelLowering
 from .llvm_text import llvm_type
 
