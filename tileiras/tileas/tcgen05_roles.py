@@ -3,8 +3,8 @@ its layouts before any lowering (pass `plan-warp-roles`, warp_roles.decide):
 
 * a matmul's K loop whose whole work is its mmas, accumulators resident in tensor memory from zero
   (`loop_mmas`), read after the loop by the epilogue warps, in column chunks where the rest of the
-  kernel is the accumulator computed on element by element, with tiles the same along each row
-  beside it (a per-row scale), and stored (`chunkable`);
+  kernel is the accumulator computed on element by element, with broadcasts beside it (a scale, a
+  bias), and stored (`chunkable`);
 * an attention loop, which computes between its mmas: the consumers run the softmax where the
   scores fit the larger CTA's registers (`consumers_issue`), and the MMA warp issues S = Q K^T and
   O += P V where their operands allow (`attention_mmas`), P in tensor memory or a swizzled shared
@@ -15,7 +15,6 @@ The lowering emits those roles (lowering/warp_specialize_tcgen05.py, lowering/tm
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Optional
 
 from ..dialects.elementwise import VALUES
@@ -186,9 +185,8 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     """(ops lowered before the chunks, the chain, store) of what follows `loop` when it is only its one
     result computed on element by element and stored to a view (then `return`); else None and why.
     The chain's ops are element-wise (`EPILOGUE_CHAIN`, arithmetic and math) on values computed from
-    the accumulator and on tiles the same along each row (`row_uniform`: a constant, a per-row scale),
-    which are computed whole before the chunks, with the scalars and views they need: a thread keeps
-    a register a row of them, where a column bias or a residual tile would keep one an element."""
+    the accumulator and on broadcasts of smaller tiles (`broadcast`: a constant, a scale, a bias),
+    which are computed whole before the chunks, with the scalars and views they need."""
     block = loop.parent
     assert block is not None
     ops = block.operations[block.operations.index(loop) + 1:]
@@ -204,10 +202,10 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
                 and not op.results[0].uses and sum(reads) == 1:
             store = op
         elif store is None and any(reads) and _chained(op):
-            other = next((v for read, v in zip(reads, op.operands) if not read and not row_uniform(v)), None)
+            other = next((v for read, v in zip(reads, op.operands) if not read and not broadcast(v)), None)
             if other is not None:
-                return None, (f"the epilogue's '{op.name}' reads a tile that differs along its rows "
-                              f"('{getattr(other.owner, 'name', 'argument')}')")
+                return None, (f"the epilogue's '{op.name}' reads a whole tile beside the accumulator "
+                              f"('{getattr(other.owner, 'name', 'argument')}'), not a broadcast")
             chain.append(op)
             derived.add(op.results[0])
         elif not any(reads) and _before_chunks(op):
@@ -244,10 +242,11 @@ def _before_chunks(op: Operation) -> bool:
 _SHAPING = frozenset({"cuda_tile.constant", "cuda_tile.reshape", "cuda_tile.broadcast", "nv_tileas.convert_layout"})
 
 
-def row_uniform(value: object) -> bool:
-    """Whether tile `value` (M x N, or with leading unit dimensions) holds one value along each row: a
-    splat constant, a broadcast of an (M, 1) tile or of one element, and element-wise ops and layout
-    conversions of such tiles."""
+def broadcast(value: object) -> bool:
+    """Whether tile `value` is a broadcast of a smaller one: a splat constant, a broadcast (of a
+    scalar, of a per-row scale, of a column bias), and element-wise ops, layout conversions and
+    reshapes of such tiles. A thread holds one register per element of the smaller tile it sees,
+    where a loaded tile (a residual) would take one an element of the accumulator's."""
     from ..transforms.constants import is_splat_constant
 
     owner = getattr(value, "owner", None)
@@ -256,16 +255,9 @@ def row_uniform(value: object) -> bool:
     if owner.name == "cuda_tile.constant":
         return is_splat_constant(value)  # type: ignore[arg-type]
     if owner.name == "cuda_tile.broadcast":
-        shape = getattr(owner.operands[0].type, "shape", ())
-        return not shape or shape[-1] == 1 or row_uniform(owner.operands[0])
-    if owner.name == "nv_tileas.convert_layout":
-        return row_uniform(owner.operands[0])
-    if owner.name == "cuda_tile.reshape":      # row r stays row r (row-major order, the same row length)
-        before, after = getattr(owner.operands[0].type, "shape", ()), getattr(value.type, "shape", ())  # type: ignore[attr-defined]
-        return bool(before) and bool(after) and before[-1] == after[-1] and \
-            math.prod(before[:-1]) == math.prod(after[:-1]) and row_uniform(owner.operands[0])
-    if owner.name in VALUES:
-        return all(row_uniform(v) for v in owner.operands)
+        return True
+    if owner.name in ("nv_tileas.convert_layout", "cuda_tile.reshape") or owner.name in VALUES:
+        return all(broadcast(v) for v in owner.operands)
     return False
 
 
