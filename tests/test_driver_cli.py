@@ -201,8 +201,8 @@ def test_time_passes_times_each_lowering_pass(tmp_path: Path) -> None:
     # the canonical form (its passes, in rounds to a fixed point), nv_tileaa (tiles split over a cluster, views in
     # tensor order, the level's canonical form, facts), warps, big tiles in loops and long rows in chunks, then layout assignment and
     # nv_tileas (its schedule decisions last), then token order and LLVM IR
-    canonical = [f"{name} (sm_90)" for name in ("canonicalize", "simplify-tokens", "licm", "cse", "dce",
-                                                "canonical-order")]
+    canonical = [f"{name} (sm_90)" for name in ("canonicalize", "unroll-windows", "simplify-tokens", "licm", "cse",
+                                                "dce", "canonical-order")]
     rounds = 0
     while passes[:len(canonical)] == canonical:
         passes, rounds = passes[len(canonical):], rounds + 1

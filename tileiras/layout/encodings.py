@@ -303,6 +303,28 @@ class PairAccLayout(TmemAccLayout):
         return "#tmem_pair_acc" + MmaLayout.describe(self)[4:]
 
 
+def column_window(layout: object, start: int, width: int) -> Optional["MmaLayout"]:
+    """The layout of columns `start` .. `start + width - 1` (every row and batch) of a tile in mma
+    fragment layout `layout`, held where they are: the same warps over the narrower tile, each thread
+    keeping its slots of those columns (`window_slot`). None where a thread's slots of them are not
+    whole 8-column blocks of every warp (warps along the columns; a CTA pair's folded columns)."""
+    if not isinstance(layout, MmaLayout) or isinstance(layout, PairAccLayout) or layout.warps[2] != 1 \
+            or start % 8 or width % 8 or width <= 0 or start + width > layout.shape[2]:
+        return None
+    b, m, _ = layout.shape
+    return type(layout)(layout.threads, (b, m, width), layout.warps, layout.interleaved)
+
+
+def window_slot(parent: "MmaLayout", first: int, blocks: int, slot: int) -> int:
+    """The slot of `parent` that slot `slot` of its 8-column blocks `first` .. `first + blocks - 1`
+    (of each warp's, in the parent's order) is."""
+    _, rm, rn = parent.repeats
+    blk, j = divmod(slot, 4)
+    bi, rest = divmod(blk, rm * blocks)
+    mi, ni = divmod(rest, blocks)
+    return ((bi * rm + mi) * rn + first + ni) * 4 + j
+
+
 def rows_replicated(parent: "MmaLayout", layout: "MmaLayout") -> bool:
     """Whether every thread of `layout` holds, in a one-warp grid `parent` (its copies in every warp),
     the fragment rows (and A fragments) of its own row blocks: `layout` keeps all rows in each warp

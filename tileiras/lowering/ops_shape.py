@@ -13,10 +13,10 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
-from ..tileas.move_forms import broadcast_form, permute_scratch
+from ..tileas.move_forms import broadcast_form, extract_form, permute_scratch
 from .kernel import KernelLowering, from_storage, storage_type
 from ..ir.types import storage_bytes
-from ..layout.encodings import MmaLayout, RowWarpLayout
+from ..layout.encodings import MmaLayout, RowWarpLayout, window_slot
 from .llvm_text import float_bits_literal, llvm_type
 from ..tileas.scratch_swizzle import permute_swizzle
 from .values import SharedTileVal, TileRegs
@@ -152,6 +152,12 @@ def _extract(k: KernelLowering, op: Operation) -> None:
     src = k.tile(op.operand("source"))  # type: ignore[arg-type]
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
+    window = k.layout_of(op.results[0])
+    if extract_form(op, src.layout, window) == "in-place":   # mma fragment columns: the slots, in place
+        first, blocks = window_columns(op, window)
+        k.set(op.results[0], TileRegs(rtype, [src.slots[window_slot(src.layout, first, blocks, s)]  # type: ignore[arg-type]
+                                              for s in range(window.slots(rtype.num_elements))], window))
+        return
     indices = [k.tile(v).slots[0] for v in op.operand_group("indices")]
     itys = [llvm_type(element_of(v.type)) for v in op.operand_group("indices")]
     starts = []
@@ -163,6 +169,15 @@ def _extract(k: KernelLowering, op: Operation) -> None:
         sidx = [k.b.op(f"add i32 {s}, {i}", "x") for s, i in zip(starts, idx)]
         return k.linear(sidx, src.type.shape)
     k.set(op.results[0], k.exchange(src, rtype, src_index))
+
+
+def window_columns(op: Operation, window: object) -> tuple[int, int]:
+    """(first 8-column block, blocks) of each warp's that extract `op` takes (`extracted_columns`)."""
+    from ..transforms.constants import splat_int
+
+    width = op.results[0].type.shape[-1]  # type: ignore[attr-defined]
+    start = splat_int(op.operand_group("indices")[-1]) * width  # type: ignore[operator]
+    return start // 8, window.repeats[2]  # type: ignore[attr-defined]
 
 
 def _cat(k: KernelLowering, op: Operation) -> None:

@@ -21,7 +21,7 @@ from typing import Optional
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from .kernel import KernelLowering
-from ..layout.encodings import MmaLayout
+from ..layout.encodings import MmaLayout, window_slot
 from ..layout.index_math import Pre, coords, element
 from .llvm_text import llvm_type
 from .epilogue import write_fragments
@@ -52,11 +52,7 @@ class ColumnChunk:
         return self.parent.threads
 
     def parent_slot(self, slot: int) -> int:
-        rb, rm, rn = self.parent.repeats
-        blk, j = divmod(slot, 4)
-        bi, rest = divmod(blk, rm * self.blocks)
-        mi, ni = divmod(rest, self.blocks)
-        return ((bi * rm + mi) * rn + self.first + ni) * 4 + j
+        return window_slot(self.parent, self.first, self.blocks, slot)
 
     def run(self, num_elements: int) -> int:
         return self.parent.run(num_elements)

@@ -65,6 +65,7 @@ from ..dialects.elementwise import ELEMENTWISE, POINTER
 from ..ir.types import TileType
 from ..target import caps
 from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
+                                column_window,
                                 row_layout, rows_replicated)
 from .vector_width import vector_width
 from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
@@ -80,6 +81,22 @@ _ANY_OPERAND = ("cuda_tile.permute", "cuda_tile.extract", "cuda_tile.cat", "cuda
 # refinement rounds at most (each adds wishes, so the rounds end anyway; this bounds compile time)
 _ROUNDS = 4
 
+
+
+def extracted_columns(op: Operation, source: object) -> Optional[MmaLayout]:
+    """The layout in which extract `op` takes whole columns of a tile in mma fragment layout `source`
+    without moving them (`column_window`: a sub-tiled epilogue's column halves), or None: the extract
+    then goes through shared memory. Its indices must be constants, the tile's every row and batch."""
+    from ..transforms.constants import splat_int
+
+    src, dst = op.operand("source").type, op.results[0].type
+    assert isinstance(src, TileType) and isinstance(dst, TileType)
+    starts = [splat_int(v) for v in op.operand_group("indices")]
+    if any(s is None for s in starts) or src.shape[:-1] != dst.shape[:-1] or any(starts[:-1]) \
+            or not 2 <= len(src.shape) <= 3:
+        return None
+    width = dst.shape[-1]
+    return column_window(source, starts[-1] * width, width)  # type: ignore[operator]
 
 
 def _walk(block_ops: list[Operation]) -> Iterator[Operation]:
@@ -760,6 +777,9 @@ class LayoutAssignment:
             carried = plan.carried[self._loop_of(op)]  # type: ignore[index]
             self._reads_as(plan, op, [(carried[i] if i < len(carried) else None) or self.blocked
                                       if _tile(v) is not None else None for i, v in enumerate(op.operands)])
+            return
+        if op.name == "cuda_tile.extract" and (window := extracted_columns(op, self._layout(plan, op.operand("source")))):
+            self._set(plan, op.results[0], window)   # an mma fragment's columns, kept in registers
             return
         if op.name in _ANY_OPERAND:
             return  # results blocked; operands read as they are

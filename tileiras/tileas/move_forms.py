@@ -10,7 +10,8 @@ tile level assigned: in registers, or through a shared-memory scratch, whose byt
 * a reduce or scan whose rows are not in warps (`reduce_scratch`): its operands through scratch,
   a reduce's in slices of its dimension where they do not fit whole (`slices`, `fitting_slices`);
 * an mma on the FMA path (`mma_scratch`): both operands, in K slices where they do not fit whole;
-* a permute (`permute_scratch`): through conversion scratch, unless it is a staged mma operand.
+* a permute (`permute_scratch`): through conversion scratch, unless it is a staged mma operand;
+* an extract (`extract_form`): an mma fragment's whole columns in place, else exchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from ..ir.core import Operation
 from ..ir.types import TileType, storage_bytes
 from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout, rows_replicated, same_fragments
-from .assign_layouts import broadcast_source, row_broadcast
+from .assign_layouts import broadcast_source, extracted_columns, row_broadcast
 from .operands import SharedTile
 
 if TYPE_CHECKING:
@@ -42,6 +43,12 @@ def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: 
     if row_broadcast(src, result, src_layout, vec) == layout:
         return "row-warps"
     return "exchange"
+
+
+def extract_form(op: Operation, src_layout: object, layout: object) -> str:
+    """How an extract moves its elements: "in-place" (an mma fragment's columns, each thread keeping its
+    slots of them: the window's layout assign_layouts.extracted_columns chose), else "exchange"."""
+    return "in-place" if layout == extracted_columns(op, src_layout) is not None else "exchange"
 
 
 def conversion_form(op: Operation, src_layout: object, layout: object) -> str:

@@ -51,7 +51,7 @@ def _layout_of(value: Value, assignment: "LayoutAssignment") -> object:
 def _exchanged(op: Operation, assignment: "LayoutAssignment") -> list[Value]:
     """The tiles `op` moves between threads through conversion scratch (KernelLowering.exchange /
     convert), as its lowering decides; [] where it moves none."""
-    from .move_forms import broadcast_form, conversion_form
+    from .move_forms import broadcast_form, conversion_form, extract_form
     from .ops import CONVERT_LAYOUT
 
     result = op.results[0] if op.results else None
@@ -65,7 +65,9 @@ def _exchanged(op: Operation, assignment: "LayoutAssignment") -> list[Value]:
     if op.name == "cuda_tile.permute":   # a staged mma operand is read the other way round instead
         return [] if assignment.is_shared_operand(op.operands[0]) else [op.operands[0]]
     if op.name == "cuda_tile.extract":
-        return [op.operand("source")]  # type: ignore[list-item]
+        source = op.operand("source")
+        form = extract_form(op, _layout_of(source, assignment), _layout_of(result, assignment))  # type: ignore[arg-type]
+        return [source] if form == "exchange" else []  # type: ignore[list-item]
     if op.name == "cuda_tile.cat":
         return list(op.operands[:2])
     if op.name == "cuda_tile.insert":

@@ -17,12 +17,14 @@ from .dce import dce
 from .licm import licm
 from .order import canonical_order
 from .tokens import simplify_tokens
+from .unroll_windows import unroll_windows
 
 Pass = Callable[[Operation], bool]
 
 # (name in --print-ir-after-all and --time-passes, pass)
 CANONICAL_PASSES: tuple[tuple[str, Pass], ...] = (
     ("canonicalize", canonicalize),
+    ("unroll-windows", unroll_windows),
     ("simplify-tokens", simplify_tokens),
     ("licm", licm),
     ("cse", cse),
