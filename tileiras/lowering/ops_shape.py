@@ -14,7 +14,7 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
 from ..tileas.move_forms import broadcast_form, extract_form, permute_scratch
-from .kernel import KernelLowering, from_storage, storage_type
+from .kernel import KernelLowering, from_storage, storage_type, to_storage
 from ..ir.types import storage_bytes
 from ..layout.encodings import MmaLayout, RowWarpLayout, window_slot
 from .llvm_text import float_bits_literal, llvm_type
@@ -153,10 +153,14 @@ def _extract(k: KernelLowering, op: Operation) -> None:
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     window = k.layout_of(op.results[0])
-    if extract_form(op, src.layout, window) == "in-place":   # mma fragment columns: the slots, in place
+    form = extract_form(op, src.layout, window)
+    if form == "in-place":   # mma fragment columns: the slots, in place
         first, blocks = window_columns(op, window)
         k.set(op.results[0], TileRegs(rtype, [src.slots[window_slot(src.layout, first, blocks, s)]  # type: ignore[arg-type]
                                               for s in range(window.slots(rtype.num_elements))], window))
+        return
+    if form == "window":
+        k.set(op.results[0], _columns_of_warps(k, op, src, window))
         return
     indices = [k.tile(v).slots[0] for v in op.operand_group("indices")]
     itys = [llvm_type(element_of(v.type)) for v in op.operand_group("indices")]
@@ -169,6 +173,40 @@ def _extract(k: KernelLowering, op: Operation) -> None:
         sidx = [k.b.op(f"add i32 {s}, {i}", "x") for s, i in zip(starts, idx)]
         return k.linear(sidx, src.type.shape)
     k.set(op.results[0], k.exchange(src, rtype, src_index))
+
+
+def _columns_of_warps(k: KernelLowering, op: Operation, src: TileRegs, layout: object) -> TileRegs:
+    """Extract `op`'s window of whole warps' columns (move_forms.extract_form "window"): the warps whose
+    columns it holds write their elements at their place in a scratch of the window's size, then every
+    thread reads its slots of the result."""
+    from ..tileas.assign_layouts import column_extract
+
+    rtype = op.results[0].type
+    assert isinstance(rtype, TileType)
+    start, width = column_extract(op)  # type: ignore[misc]
+    n, cols = src.type.num_elements, src.type.shape[-1]
+    lty = storage_type(rtype.element)
+    buf = k.scratch(rtype.num_elements * storage_bytes(rtype.element))
+    k.barrier()     # earlier readers of the scratch are done
+
+    def place(slot: int) -> str:      # row-major index in the window: (e / cols) * width + e % cols - start
+        e = k.elem_index(n, slot, src.layout)
+        row = k.b.pre(f"udiv i32 {e}, {cols}", "wr")
+        col = k.b.pre(f"urem i32 {e}, {cols}", "wc")
+        at = k.b.pre(f"add i32 {k.b.pre(f'mul i32 {row}, {width}', 'wr')}, {col}", "wi")
+        return k.b.pre(f"sub i32 {at}, {start}", "wi")
+
+    def write() -> None:
+        for slot, v in enumerate(src.slots):
+            p = k.b.op(f"getelementptr {lty}, ptr addrspace(3) {buf}, i32 {place(slot)}", "sp")
+            k.store_first_copy(n, slot, src.layout, f"store {lty} {to_storage(k, v, rtype.element)}, ptr addrspace(3) {p}")
+    first = k.b.pre(f"urem i32 {k.elem_index(n, 0, src.layout)}, {cols}", "wc")   # the warp's columns hold it
+    inside = k.b.pre(f"and i1 {k.b.pre(f'icmp uge i32 {first}, {start}', 'wi')}, "
+                     f"{k.b.pre(f'icmp ult i32 {first}, {start + width}', 'wi')}", "wi")
+    k.guarded(inside, write)
+    k.barrier()
+    return TileRegs(rtype, [k._from_shared(buf, lty, rtype.element, k.elem_index(rtype.num_elements, s, layout))  # type: ignore[arg-type]
+                            for s in range(k.slots(rtype, layout))], layout)  # type: ignore[arg-type]
 
 
 def window_columns(op: Operation, window: object) -> tuple[int, int]:

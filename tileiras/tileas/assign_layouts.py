@@ -86,7 +86,14 @@ _ROUNDS = 4
 def extracted_columns(op: Operation, source: object) -> Optional[MmaLayout]:
     """The layout in which extract `op` takes whole columns of a tile in mma fragment layout `source`
     without moving them (`column_window`: a sub-tiled epilogue's column halves), or None: the extract
-    then goes through shared memory. Its indices must be constants, the tile's every row and batch."""
+    then goes through shared memory (tileas/move_forms.extract_form)."""
+    window = column_extract(op)
+    return column_window(source, *window) if window is not None else None
+
+
+def column_extract(op: Operation) -> Optional[tuple[int, int]]:
+    """(first column, columns) where extract `op` takes a constant window of columns of every row and
+    batch of a 2-D or 3-D tile, else None."""
     from ..transforms.constants import splat_int
 
     src, dst = op.operand("source").type, op.results[0].type
@@ -96,7 +103,7 @@ def extracted_columns(op: Operation, source: object) -> Optional[MmaLayout]:
             or not 2 <= len(src.shape) <= 3:
         return None
     width = dst.shape[-1]
-    return column_window(source, starts[-1] * width, width)  # type: ignore[operator]
+    return starts[-1] * width, width  # type: ignore[operator]
 
 
 def _walk(block_ops: list[Operation]) -> Iterator[Operation]:

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Callable
 
 from ..ir.core import Operation
 from ..ir.types import TileType, storage_bytes
-from ..layout.encodings import MmaLayout, MmaRowLayout, RowWarpLayout, rows_replicated, same_fragments
-from .assign_layouts import broadcast_source, extracted_columns, row_broadcast
+from ..layout.encodings import (MmaLayout, MmaRowLayout, PairAccLayout, RowWarpLayout, rows_replicated,
+                                same_fragments)
+from .assign_layouts import broadcast_source, column_extract, extracted_columns, row_broadcast
 from .operands import SharedTile
 
 if TYPE_CHECKING:
@@ -47,8 +48,18 @@ def broadcast_form(src: TileType, result: TileType, src_layout: object, layout: 
 
 def extract_form(op: Operation, src_layout: object, layout: object) -> str:
     """How an extract moves its elements: "in-place" (an mma fragment's columns, each thread keeping its
-    slots of them: the window's layout assign_layouts.extracted_columns chose), else "exchange"."""
-    return "in-place" if layout == extracted_columns(op, src_layout) is not None else "exchange"
+    slots of them: the window's layout assign_layouts.extracted_columns chose); "window" (columns of an
+    mma fragment tile whose warps split the columns, the window made of whole warps' columns: only
+    those warps write their elements, at their place in the window, through a scratch of the window's
+    size); else "exchange" (the whole source through scratch)."""
+    if layout == extracted_columns(op, src_layout) is not None:
+        return "in-place"
+    window = column_extract(op)
+    if window is not None and isinstance(src_layout, MmaLayout) and not isinstance(src_layout, PairAccLayout):
+        per_warp = src_layout.repeats[2] * 8      # a warp's columns: contiguous, `per_warp` of them
+        if window[0] % per_warp == 0 and window[1] % per_warp == 0:
+            return "window"
+    return "exchange"
 
 
 def conversion_form(op: Operation, src_layout: object, layout: object) -> str:

@@ -67,7 +67,7 @@ def _exchanged(op: Operation, assignment: "LayoutAssignment") -> list[Value]:
     if op.name == "cuda_tile.extract":
         source = op.operand("source")
         form = extract_form(op, _layout_of(source, assignment), _layout_of(result, assignment))  # type: ignore[arg-type]
-        return [source] if form == "exchange" else []  # type: ignore[list-item]
+        return {"exchange": [source], "window": [result], "in-place": []}[form]  # type: ignore[list-item]
     if op.name == "cuda_tile.cat":
         return list(op.operands[:2])
     if op.name == "cuda_tile.insert":
