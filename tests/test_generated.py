@@ -454,24 +454,26 @@ def test_a_persistent_row_kernel_has_the_same_warp_roles_on_every_tma_target(gpu
 
 @pytest.mark.parametrize("name", ["g_gemm_f16_rr_128x256x32_zero_tiles_scale_aligned_h0_v13p2",
                                   "g_gemm_f16_rr_128x256x32_zero_tiles_gelu_aligned_h0_v13p2",
+                                  "g_gemm_f16_rr_128x256x32_zero_tiles_alphabeta_aligned_h0_v13p2",
                                   "g_bmm_f16_rr_128x256x32_scale_aligned_h0_v13p2"])
-def test_an_epilogue_with_broadcasts_is_read_in_chunks_by_the_epilogue_warps(name: str) -> None:
+def test_an_epilogue_with_broadcasts_and_loads_is_read_in_chunks_by_the_epilogue_warps(name: str) -> None:
     """sm_100, a 128 x 256 accumulator on two epilogue warpgroups: an epilogue that scales it by rows
-    (gemm) or by one scalar (bmm), or adds a column bias and applies GELU's constants, before the cast and
-    the store, still reads tensor memory in column chunks, each chunk taking its slots of those broadcasts
-    (tcgen05_roles.broadcast, lowered whole first), so the MMA-warp form applies; a residual tile, which
-    the chunks would hold whole, keeps the kernel unspecialized and says why. The emulator matches numpy
-    (a chunk given the wrong rows' scales does not)."""
+    (gemm) or by one scalar (bmm), adds a column bias and applies GELU's constants, or adds beta times the
+    output's old values (alpha/beta), before the cast and the store, still reads tensor memory in column
+    chunks: each chunk takes its slots of the broadcasts (tcgen05_roles.broadcast, lowered whole first)
+    and loads its own elements of a tile beside the accumulator (`_chunk_load`), so the MMA-warp form
+    applies; an epilogue storing column halves keeps the kernel unspecialized and says why. The
+    emulator matches numpy (a chunk given the wrong rows' scales does not)."""
     v = grammar.parse(name)
     _, found = _bench_module().compile_ours(export.bytecode(v, "sm_100"), "sm_100", WORK / f"{name}.chunks.cubin", 600)
     said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
     assert "warp-specialized (tcgen05)" in said, said
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, "sm_100").read_bytes(), "sm_100")
-    whole = "g_gemm_f16_rr_128x256x32_zero_tiles_residual_aligned_h0_v13p2"
-    _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(whole), "sm_100"), "sm_100",
-                                            WORK / f"{whole}.chunks.cubin", 600)
+    halves = "g_gemm_f16_rr_128x256x32_zero_tiles_subtile_aligned_h0_v13p2"
+    _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(halves), "sm_100"), "sm_100",
+                                            WORK / f"{halves}.chunks.cubin", 600)
     said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
-    assert "not warp-specialized" in said and "not a broadcast" in said, said
+    assert "not warp-specialized" in said and "also runs 'cuda_tile.extract'" in said, said
 
 
 @pytest.mark.parametrize("name,gpu,scratch", [
@@ -540,8 +542,8 @@ def test_the_report_counts_each_class_and_names_the_short_pairs() -> None:
 
 
 def test_an_unsplit_tcgen05_loop_leaves_its_mma_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    """sm_100 with no warp roles (two epilogue warpgroups, and a residual tile the epilogue's chunks would
-    hold whole: tcgen05_roles.chunkable): the loop's tcgen05.mma is committed to its stage's
+    """sm_100 with no warp roles (two epilogue warpgroups, and an epilogue that stores column halves, which
+    the epilogue's chunks do not take: tcgen05_roles.chunkable): the loop's tcgen05.mma is committed to its stage's
     empty mbarrier, and the stage iteration i - 1 read is refilled once iteration i's MMA is issued
     (tileas/stage_rings.mma_in_flight), where every iteration waited for its own MMA before: two commits
     in the PTX (the loop's, and the one after it that the accumulator's read waits for). Over the launch's
@@ -552,7 +554,7 @@ def test_an_unsplit_tcgen05_loop_leaves_its_mma_in_flight(monkeypatch: pytest.Mo
     from emulator_runs import edit_ptx
     from tileiras.errors import TileirasError
 
-    v = grammar.parse("g_gemm_f16_rr_128x256x32_zero_tiles_residual_aligned_h0_v13p2")
+    v = grammar.parse("g_gemm_f16_rr_128x256x32_zero_tiles_subtile_aligned_h0_v13p2")
     wide = launch.launch(v)
     bytecode = export.bytecode(v, "sm_100").read_bytes()
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", tempfile.mkdtemp())

@@ -5,8 +5,8 @@ warpgroups, and the CTA that also holds the producer warpgroup and the MMA warp 
 registers a thread: read whole (one tcgen05.ld), the tile does not fit. NVIDIA's epilogues read
 tensor memory a few columns at a time and convert and store each piece before reading the next;
 so does this one: where the rest of the kernel after the loop is its accumulator computed on
-element by element (conversions, and arithmetic with broadcasts of smaller tiles: a constant, a
-scale, a bias, lowered whole first) and stored to a view (tileas/tcgen05_roles.chunkable), the epilogue warps read each
+element by element (conversions, arithmetic with broadcasts of smaller tiles, a constant, a scale,
+a bias, lowered whole first, and with tiles loaded a chunk at a time, a residual) and stored to a view (tileas/tcgen05_roles.chunkable), the epilogue warps read each
 chunk of `CHUNK_REGISTERS` registers (`ops_tcgen05.read_columns`, a 16x256b.xN load of some of
 the warp's 8-column blocks), then lower the conversions and the store on that chunk alone, in a
 `ColumnChunk` layout: the accumulator layout's slots of those blocks. The store's own lowering
@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir.core import Operation
+from ..ir.types import TileType
 from ..ir.record import record, replace
 from .kernel import KernelLowering
 from ..layout.encodings import MmaLayout, window_slot
@@ -113,7 +114,8 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     result = loop.results[0]
     values = [result] + [op.results[0] for op in chain]
     # the tiles the chain reads beside (tcgen05_roles.broadcast), whole: each chunk takes its slots of them
-    beside = {v: k.tile(v) for op in chain for v in op.operands if v not in values}
+    beside = {v: k.tile(v) for op in chain for v in op.operands
+              if v not in values and isinstance(v.type, TileType) and v.type.shape}
     if any(tile.layout != layout for tile in beside.values()):
         raise CompileError("error: internal: a tile the epilogue's chunks read is not in the accumulator's layout")
     saved = {v: v.layout for v in [*values, *beside]}

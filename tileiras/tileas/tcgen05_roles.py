@@ -3,8 +3,8 @@ its layouts before any lowering (pass `plan-warp-roles`, warp_roles.decide):
 
 * a matmul's K loop whose whole work is its mmas, accumulators resident in tensor memory from zero
   (`loop_mmas`), read after the loop by the epilogue warps, in column chunks where the rest of the
-  kernel is the accumulator computed on element by element, with broadcasts beside it (a scale, a
-  bias), and stored (`chunkable`);
+  kernel is the accumulator computed on element by element, with broadcasts (a scale, a bias) and
+  tiles loaded beside it (a residual), and stored (`chunkable`);
 * an attention loop, which computes between its mmas: the consumers run the softmax where the
   scores fit the larger CTA's registers (`consumers_issue`), and the MMA warp issues S = Q K^T and
   O += P V where their operands allow (`attention_mmas`), P in tensor memory or a swizzled shared
@@ -185,8 +185,9 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     """(ops lowered before the chunks, the chain, store) of what follows `loop` when it is only its one
     result computed on element by element and stored to a view (then `return`); else None and why.
     The chain's ops are element-wise (`EPILOGUE_CHAIN`, arithmetic and math) on values computed from
-    the accumulator and on broadcasts of smaller tiles (`broadcast`: a constant, a scale, a bias),
-    which are computed whole before the chunks, with the scalars and views they need."""
+    the accumulator, on tiles loaded beside it a chunk at a time (`_chunk_load`: a residual, C's old
+    values), and on broadcasts of smaller tiles (`broadcast`: a constant, a scale, a bias), which are
+    computed whole before the chunks, with the scalars and views they need."""
     block = loop.parent
     assert block is not None
     ops = block.operations[block.operations.index(loop) + 1:]
@@ -201,6 +202,9 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
         if store is None and op.name == "cuda_tile.store_view_tko" and op.operand("tile") in derived \
                 and not op.results[0].uses and sum(reads) == 1:
             store = op
+        elif store is None and _chunk_load(op, loop.results[0]):
+            chain.append(op)      # a tile beside the accumulator (a residual): loaded a chunk at a time
+            derived.add(op.results[0])
         elif store is None and any(reads) and _chained(op):
             other = next((v for read, v in zip(reads, op.operands) if not read and not broadcast(v)), None)
             if other is not None:
@@ -217,6 +221,16 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     if any(u is not store and u not in chain for v in derived for u in v.uses):
         return None, "a value computed from the accumulator is used besides its store"
     return (before, chain, store), ""
+
+
+def _chunk_load(op: Operation, acc: object) -> bool:
+    """A load of a tile of the accumulator's shape, in its layout, whose token nothing but the store
+    waits on: each chunk loads its own elements (the store of a chunk's elements follows their load)."""
+    if op.name != "cuda_tile.load_view_tko":
+        return False
+    tile = op.results[0]
+    return getattr(tile.type, "shape", None) == acc.type.shape and tile.layout == acc.layout \
+        and all(u.name == "cuda_tile.store_view_tko" for u in op.results[1].uses)  # type: ignore[attr-defined]
 
 
 def _chained(op: Operation) -> bool:
