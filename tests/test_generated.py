@@ -55,6 +55,9 @@ SAMPLE = [(n, g) for n in SAMPLE_NAMES for g in SAMPLE_TARGETS]
 SAMPLE += [("g_attn_fwd_e4m3_d128_full_g1_64x32_none_h0_v13p3", "sm_100")]
 # emulated on one target each (a couple per family; ~1 s each but the block-scaled GEMM)
 EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_80"),
+            # a persistent softmax storing each row it loads: its loads issued ahead all the same (the stores'
+            # tokens order nothing after them), by a TMA producer warpgroup, -inf put back after the copy
+            ("g_row_softmax_f16_n1024_r1_c0_persist_ragged_h0_v13p4", "sm_100"),
             ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_90"),
             ("g_row_softmax_f16_n1024_r1_c0_grid_ragged_ww8_v13p4", "sm_100"),
             ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_120"),

@@ -88,14 +88,14 @@ def test_a_softmax_padded_with_minus_infinity_loads_directly_and_stores_by_tma(t
 
 
 def test_stores_in_a_loop_wait_until_written(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Without warp roles (a producer warpgroup takes the chunked layernorm's copies on every TMA target;
-    turned off here) it stores y by TMA chunk by chunk inside its loop, whose next iteration reads
-    memory: the issuing thread waits for the boxes to be written (not only read), and the emulator's
-    result matches the interpreter's."""
-    from tileiras.tileas import warp_roles
+    """Without its loops pipelined (TMA stages filled by a producer warpgroup on every TMA target; turned
+    off here) the chunked layernorm stores y by TMA chunk by chunk inside its loop, whose next iteration
+    reads memory: the issuing thread waits for the boxes to be written (not only read), and the
+    emulator's result matches the interpreter's."""
+    from tileiras.schedule import pipeline
 
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(warp_roles, "decide", lambda k: (None, "turned off by the test"))
+    monkeypatch.setattr(pipeline, "plan_pipelines", lambda entry, assignment: {})
     seen = edit_ptx(monkeypatch, lambda text: text)
     _check("layernorm_chunked_f16_n8192_t2048", "sm_100")
     ptx = seen[0]
@@ -204,3 +204,25 @@ def test_a_row_loop_reading_a_stage_before_it_is_full_is_reported(gpu: str, monk
     edit_ptx(monkeypatch, without_wait("stage full"))
     with pytest.raises((DeviceFault, TileirasError, EmulatorError), match="mbarrier wait"):
         _check("row_sum_f32_16x512", gpu)
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])
+def test_a_row_loops_padding_is_put_back_after_the_copy(gpu: str) -> None:
+    """row_max (32 x 256 chunks, its view padded with -inf) is a pipelined row loop: TMA fills its stages
+    with zeros outside the tensor, and the readers put -inf back (ops_memory.restore_padding). With every
+    input negative and the last chunk 8 columns wide, a zero left in place would be every row's max."""
+    from test_realistic_emulator import _module
+
+    import configs
+
+    from tileiras.runtime import run_arrays
+
+    small = configs.ragged(next(c for c in configs.all_configs() if c.name == "row_max_f16_32x256"))
+    x = -np.abs(np.random.default_rng(7).standard_normal(small.params[0].shape)).astype(np.float16) - 0.5
+    x_arr, y_arr = small.arrays
+    assert x_arr.shape == x.shape and y_arr.output
+    args = [x, np.zeros(y_arr.shape, np.float16)]
+    module, source = _module("row_max_f16_32x256")
+    got = run_arrays(module, "row_max_f16_32x256", small.grid, args, backend="emulator", gpu_name=gpu,
+                     source=source, filename="row_max_f16_32x256.tileirbc", check_races=True)
+    np.testing.assert_array_equal(got[1], x.max(axis=1))

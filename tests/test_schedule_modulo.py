@@ -228,3 +228,51 @@ def test_a_kernel_planned_twice_is_scheduled_once(monkeypatch) -> None:
     assert [assumes.padded for assumes in planned] == [True, False]
     assert [assumes.padded for assumes in lowered] == [True]
     assert len(scheduled) == 1
+
+
+# a row loop storing what it computes from each row it loads; its load takes TOKEN
+_ROWS = """
+entry @rows(%x: tile<ptr<f32>>, %y: tile<ptr<f32>>, %n: tile<i32>) {
+  %t0 = make_token : token
+  %c0 = constant <i32: 0> : tile<i32>
+  %c1 = constant <i32: 1> : tile<i32>
+  %c64 = constant <i32: 64> : tile<i32>
+  %ax = assume div_by<16>, %x : tile<ptr<f32>>
+  %ay = assume div_by<16>, %y : tile<ptr<f32>>
+  %tx = make_tensor_view %ax, shape = [%n, 64], strides = [64, 1] : tile<i32> -> tensor_view<?x64xf32, strides=[64,1]>
+  %ty = make_tensor_view %ay, shape = [%n, 64], strides = [64, 1] : tile<i32> -> tensor_view<?x64xf32, strides=[64,1]>
+  %px = make_partition_view %tx : partition_view<tile=(1x64), tensor_view<?x64xf32, strides=[64,1]>>
+  %py = make_partition_view %ty : partition_view<tile=(1x64), tensor_view<?x64xf32, strides=[64,1]>>
+  %for = for %i in (%c0 to %n, step %c1) : tile<i32> iter_values(%tok = %t0) -> (token) {
+    %row, %lt = load_view_tko weak %px[%i, %c0] token = %TOKEN : partition_view<tile=(1x64), tensor_view<?x64xf32, strides=[64,1]>>, tile<i32> -> tile<1x64xf32>, token
+    %m = reduce %row dim=1 identities=[0xFF800000 : f32] : tile<1x64xf32> -> tile<1xf32>
+    (%a: tile<f32>, %b: tile<f32>) {
+      %mx = maxf %a, %b : tile<f32>
+      yield %mx : tile<f32>
+    }
+    %r = reshape %m : tile<1xf32> -> tile<1x1xf32>
+    %bm = broadcast %r : tile<1x1xf32> -> tile<1x64xf32>
+    %d = subf %row, %bm : tile<1x64xf32>
+    %st = store_view_tko weak %d, %py[%i, %c0] token = %tok : tile<1x64xf32>, partition_view<tile=(1x64), tensor_view<?x64xf32, strides=[64,1]>>, tile<i32> -> token
+    continue %st : token
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("token, staged", [("%t0", True), ("%tok", False)])
+def test_a_loops_stores_hold_back_only_the_loads_their_tokens_order(token: str, staged: bool) -> None:
+    """Tile IR orders weak memory ops through tokens only: a row loop that stores each result may still
+    load the next rows ahead where its loads do not take the stores' tokens (a softmax writing another
+    tensor), and not where a load takes the token the previous iteration's store carried."""
+    from tileiras.frontend import load_module
+    from tileiras.schedule.pipeline import plan_pipelines
+    from tileiras.tileas.assign_layouts import LayoutAssignment
+    from tileiras.tileas.warps import choose_threads
+
+    module = load_module(_ROWS.replace("%TOKEN", token).encode(), "rows.mlir")
+    entry = next(op for op in module.regions[0].block.operations if op.name == "cuda_tile.entry")
+    plans = plan_pipelines(entry, LayoutAssignment(entry, choose_threads(entry, "sm_90"), sm=90))
+    assert bool(plans) == staged
+    assert all(plan.pipelined and len(plan.loads) == 1 for plan in plans.values())

@@ -386,7 +386,8 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             from .row_tma import read_tile
 
             layout = k.layout_of(op.results[0])
-            staged = TileRegs(rtype, read_tile(k, staged.matrix, rtype, layout), layout)
+            slots = restore_padding(k, op, view, rtype, layout, read_tile(k, staged.matrix, rtype, layout))
+            staged = TileRegs(rtype, slots, layout)
         k.set(op.results[0], staged)
         k.set(op.results[1], TokenVal())
         return
@@ -447,6 +448,35 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
                 v = k.guarded(ok, lambda: _load(k, ptr, lty, ordering, scope, _align(elem)), pad, lty)
             slots.append(from_storage(k, v, elem))
     k.set(op.results[0], TileRegs(rtype, slots))
+
+
+def restore_padding(k: KernelLowering, op: Operation, view: PartitionViewVal, rtype: TileType, layout: Layout,
+                    slots: list[str]) -> list[str]:
+    """A tile copied with zeros outside the tensor (TMA, cp.async) read into registers: each slot outside
+    the tensor takes the view's padding value instead, where that is not zero (a softmax's -inf)."""
+    if view.padding in (None, "zero"):
+        return slots
+    elem = rtype.element
+    assert isinstance(elem, ScalarType)
+    ty, pad = llvm_type(elem), from_storage(k, padding_literal(view.padding, elem), elem)
+
+    def restored() -> list[str]:
+        oks = [ok for _, ok in _view_addresses(k, op, view, rtype, layout)]
+        return [v if ok is None else k.b.op(f"select i1 {ok}, {ty} {v}, {ty} {pad}", "pad") for ok, v in zip(oks, slots)]
+    if view.sparse_dim is not None:
+        return restored()
+    # a tile wholly inside the tensor (its last element is: every iteration's but the last) skips the selects
+    _, inside = element_address(k, op, view, view_index(k, op, view), [str(d - 1) for d in view.tile_shape])
+    if inside is None:
+        return slots
+    before, fix, join = k.b.current_block, k.b.label("pad"), k.b.label("padded")
+    k.b.cond_br(inside, join, fix)
+    k.b.start_block(fix)
+    fixed = restored()
+    end = k.b.current_block
+    k.b.br(join)
+    k.b.start_block(join)
+    return [v if v == f else k.b.op(f"phi {ty} [ {v}, %{before} ], [ {f}, %{end} ]", "pad") for v, f in zip(slots, fixed)]
 
 
 def _load_nibble_runs(k: KernelLowering, op: Operation, view: PartitionViewVal, rtype: TileType, layout: Layout,

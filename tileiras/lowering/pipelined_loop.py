@@ -149,7 +149,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None, ring.beside)
+        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None, ring.beside,
+                                   ring.refilled)
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         if specialized:
             warp_specialize.settle(k, tma, plan.loads)
@@ -233,10 +234,10 @@ def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:
 
 
 def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict, dense: set, tiles: dict,
-                paired: bool, beside: frozenset) -> tuple[Optional[dict], Optional[ClusterLoads]]:
+                paired: bool, beside: frozenset, refilled: frozenset) -> tuple[Optional[dict], Optional[ClusterLoads]]:
     """The loads' TMA copies as tileas/pipeline_copies.choose decides them, their tensor maps added
     to the kernel's hidden parameters; (None, None) where the loop keeps cp.async."""
-    copies, cluster = pipeline_copies.choose(k, loop, loads, matrices, dense, tiles, paired, beside)
+    copies, cluster = pipeline_copies.choose(k, loop, loads, matrices, dense, tiles, paired, beside, refilled)
     if copies is None:
         return None, None
     return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster

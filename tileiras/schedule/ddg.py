@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
-from ..ir.types import PointerType, ScalarType, TileType
+from ..ir.types import PointerType, ScalarType, TileType, TokenType
 from .resources import MMA_SYNC, Footprint, Machine, Reservation
 
 ROWS = 32
@@ -201,13 +201,16 @@ def _latency(g: DependenceGraph, src: int, user: Operation, value: Value) -> int
 
 def _memory_edges(g: DependenceGraph, ops: list[Operation], index: dict[Operation, int]) -> None:
     """A write orders every other memory op after it (this iteration's later ones and the next
-    iteration's earlier ones); reads between themselves are free to move."""
+    iteration's earlier ones); reads between themselves are free to move. Two token-ordered memory ops
+    (neither with regions) are ordered by their tokens alone, which the data and carried edges follow
+    already: Tile IR orders weak memory ops only through tokens (a softmax storing each row it loads
+    may load the next rows ahead)."""
     memory = [op for op in ops if _writes(op) or _reads(op)]
     for i, w in enumerate(memory):
         if not _writes(w):
             continue
         for j, other in enumerate(memory):
-            if other is w:
+            if other is w or _token_ordered(w) and _token_ordered(other):
                 continue
             if j > i:
                 g.connect(index[w], index[other], kind="memory")
@@ -215,6 +218,11 @@ def _memory_edges(g: DependenceGraph, ops: list[Operation], index: dict[Operatio
             else:
                 g.connect(index[other], index[w], kind="memory")
                 g.connect(index[w], index[other], distance=1, kind="memory")
+
+
+def _token_ordered(op: Operation) -> bool:
+    """A memory op without regions that takes a token: what it is ordered after is what its token says."""
+    return not op.regions and any(isinstance(v.type, TokenType) for v in op.operands)
 
 
 def _used(op: Operation) -> set[Value]:

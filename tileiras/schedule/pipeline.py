@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Iterator, Optional, Protocol
 
-from ..ir.core import Operation, Value
+from ..ir.core import Block, Operation, Value
+from ..ir.types import TokenType
 from ..ir.record import record
 from ..target import Caps
 from ..transforms.constants import splat_int
@@ -36,6 +37,7 @@ class Layouts(Protocol):
     """What the scheduler reads of a kernel's layout assignment: its target, which loads the tensor
     cores read from shared memory and which mmas run as wgmma or tcgen05."""
     sm: int
+    threads: int
     caps: Caps
     wgmma_ops: set
     tcgen05_layouts: dict
@@ -45,6 +47,9 @@ class Layouts(Protocol):
 
 _WRITES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko", "cuda_tile.atomic_rmw_tko",
            "cuda_tile.atomic_cas_tko", "cuda_tile.atomic_red_view_tko")
+# writes a loop may hold and still have its loads issued ahead: weak stores, which order nothing but the
+# ops their tokens reach (`_after_writes`)
+_PLAIN_STORES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko")
 
 
 @record
@@ -100,10 +105,14 @@ def plan_pipelines(entry: Operation, assignment: Layouts) -> dict[Operation, Pip
         if loop.name != "cuda_tile.for":
             continue
         body = loop.regions[0].block
-        if any(op.name in _WRITES for op in _walk(body.operations)):
+        writes = [op for op in _walk(body.operations) if op.name in _WRITES]
+        if any(op.name not in _PLAIN_STORES or str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak"
+               for op in writes):
             continue
-        # a value the loop carries changes every iteration: a load it indexes cannot be issued ahead
+        # a value the loop carries changes every iteration: a load it indexes cannot be issued ahead; nor
+        # can one that a write's token orders after it (this iteration's or, carried, an earlier one's)
         inside = _defined_in(body.operations) | set(body.arguments[1:])
+        after = _after_writes(body, writes)
         iv = body.arguments[0]
         loads = []
         for op in body.operations:
@@ -114,12 +123,42 @@ def plan_pipelines(entry: Operation, assignment: Layouts) -> dict[Operation, Pip
             view = op.operand("view")
             if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
                 continue
+            if op.operand("token") in after:
+                continue
             loads.append(op)
         if not loads and assignment.caps.has("mbarrier_tx") and rows:
-            loads = [op for op in body.operations if _register_load(op, inside, iv, assignment)]
+            loads = [op for op in body.operations
+                     if _register_load(op, inside, iv, assignment) and op.operand("token") not in after]
+            if writes and sum(op.results[0].type.num_elements for op in loads) > ROW_ELEMENTS * assignment.threads:
+                loads = []      # (too many registers kept a thread: `ROW_ELEMENTS`)
         if loads:
             plans[loop] = _schedule(loop, tuple(loads), assignment)
     return plans
+
+
+def _after_writes(body: "Block", writes: list[Operation]) -> set[Value]:
+    """The tokens of `body` that order what takes them after one of its `writes`: their results, joins
+    of them, and the block arguments the loop carries them into."""
+    after: set[Value] = set()
+    grown = True
+    while grown:
+        size = len(after)
+        for op in _walk(body.operations):
+            if op in writes or op.name == "cuda_tile.join_tokens" and any(v in after for v in op.operands):
+                after.update(r for r in op.results if isinstance(r.type, TokenType))
+        last = body.operations[-1] if body.operations else None
+        if last is not None and last.name == "cuda_tile.continue":
+            after.update(arg for arg, v in zip(body.arguments[1:], last.operands) if v in after)
+        grown = len(after) > size
+    return after
+
+
+# Elements a thread may load an iteration of a row loop that also stores, for its loads to be staged: each
+# stage is read into registers at the iteration's start (converted to f32, live beside what the body computes
+# and stores) while the next copies are in flight. TileGym's RMSNorm backward loads 128 (two 4 x 4096 f16
+# tiles on 256 threads): staged it spilled 78 instructions (95 warp-specialized, at the 168 registers of 384
+# threads), loaded directly none; the chunked norms and softmax load 8-64 and stage spill-free.
+ROW_ELEMENTS = 64
 
 
 def _reduces(entry: Operation) -> bool:
@@ -130,8 +169,8 @@ def _reduces(entry: Operation) -> bool:
 def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: Layouts) -> bool:
     """A load of a row loop (sm_90+) whose tile the threads read from registers and which a stage of
     a ring can hold as TMA or cp.async writes it: weak, its view and indices the induction variable
-    or defined outside the loop, padded with zeros (what both fill), a 2-D tile (or one whose
-    leading dimensions are 1). NVIDIA's compiler pipelines such loops (row sums, chunked norms)
+    or defined outside the loop, a 2-D tile (or one whose leading dimensions are 1). Both fill with
+    zeros outside the tensor; the readers put back another padding (lowering/ops_memory.restore_padding). NVIDIA's compiler pipelines such loops (row sums, chunked norms)
     with TMA and a producer warp; on sm_80 it loads them directly, as ours does."""
     if op.name != "cuda_tile.load_view_tko" or assignment.is_shared_operand(op.results[0]):
         return False
@@ -139,9 +178,6 @@ def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: Lay
         return False
     view = op.operand("view")
     if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
-        return False
-    padding = getattr(view.type, "padding_value", None)
-    if padding is not None and getattr(padding, "kind", None) not in (None, "zero"):
         return False
     shape = op.results[0].type.shape
     return len(shape) >= 2 and all(d == 1 for d in shape[:-3])

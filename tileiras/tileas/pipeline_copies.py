@@ -15,7 +15,8 @@ from .multicast_groups import ClusterLoads
 
 
 def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: set, tiles: dict,
-           paired: bool, beside: "set | frozenset") -> tuple[Optional[dict], Optional[ClusterLoads]]:
+           paired: bool, beside: "set | frozenset", refilled: "set | frozenset" = frozenset()
+           ) -> tuple[Optional[dict], Optional[ClusterLoads]]:
     """The loads' TMA copies (load -> tma_boxes.TmaCopy, targets with the "tma" feature) and the
     cluster's multicast plan; (None, None) where a load cannot use TMA: the loop then keeps cp.async
     (the full barrier counts the copying threads' arrivals) and a remark on each load says why. The
@@ -29,7 +30,7 @@ def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: set, ti
     if not k.caps.has("tma"):
         multicast_groups.refuse(k, loop, loads, "")
         return None, None
-    copies, why = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles, beside)
+    copies, why = tma_boxes.pipeline_copies(k.caps, loads, matrices, dense, tiles, beside, refilled)
     if copies is None:
         for load in loads:
             reason = why.get(load) or "another load of the loop cannot use TMA: " + "; ".join(why.values())

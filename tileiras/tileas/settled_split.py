@@ -32,7 +32,7 @@ def settled(k: "StagingFacts") -> object:
         return split
     loads = ring.plan.loads
     tma = tma_boxes.pipeline_copies(k.caps, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
-                                    ring.dense, ring.tiles, ring.beside)[0] if k.caps.has("tma") else None
+                                    ring.dense, ring.tiles, ring.beside, ring.refilled)[0] if k.caps.has("tma") else None
     if split.mmas and not split_mmas(k, tma, loads):
         return replace(split, mmas=(), attention=False,
                        note="the MMA warp shares the producer's warpgroup, whose copies are cp.async here")

@@ -62,6 +62,7 @@ class StageRing:
     retiring: Optional[Operation]       # the mma left in flight (sm_90's wgmma group, sm_100's committed tcgen05.mma)
     through_registers: tuple            # block scales no copy can stage (`stageable`)
     beside: frozenset = frozenset()     # loads that may keep cp.async beside the others' TMA boxes
+    refilled: frozenset = frozenset()   # loads read into registers, which put back their view's padding
 
     def matrix(self, k: "StagingFacts", load: Operation) -> SharedMatrix:
         """The (unplaced) stage-0 matrix of `load`."""
@@ -238,8 +239,10 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     # loads that may keep cp.async beside the others' TMA boxes (on the stage's one full mbarrier): every
     # load cp.async can copy, and the unpadded stages' (a block scale staged through registers)
     beside = frozenset(dense) | {load for load in plan.loads if load not in by_tma and load not in through}
+    # a row loop's tiles: copied with zeros outside the tensor, their readers put back another padding
+    refilled = frozenset(load for load in plan.loads if not reads_shared(k, load))
     if by_tma:      # loads only TMA can copy: they must be among its copies
-        copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles, beside)
+        copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles, beside, refilled)
         missed = [load for load in by_tma if copies is None or load not in copies]
         if missed:
             reason = why.get(missed[0], "")
@@ -256,7 +259,8 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
             retiring = group_in_flight(k, op, plan.loads)
         elif k.caps.has("tcgen05") and pair is None:
             retiring = mma_in_flight(k, op, plan.loads, matrices)
-    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(through), beside), ""
+    return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(through), beside,
+                     refilled), ""
 
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":

@@ -82,11 +82,12 @@ def read_as_tf32(value: object) -> bool:
 
 
 def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool = False,
-         tile: Optional[TileType] = None) -> tuple[Optional[TmaCopy], str]:
+         tile: Optional[TileType] = None, refills: bool = False) -> tuple[Optional[TmaCopy], str]:
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
     TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not). `dense`:
     an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`). `tile`:
-    the part of the tile copied, if not the whole: a CTA pair's half of B along one dimension."""
+    the part of the tile copied, if not the whole: a CTA pair's half of B along one dimension.
+    `refills`: the readers put back a padding other than zero themselves (a tile read into registers)."""
     unsupported = tma_callback_unsupported()
     if unsupported:
         return None, unsupported
@@ -96,7 +97,7 @@ def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool =
     view = view_of(op.operand("view"))
     if view is None or view.traversal_strides is not None or view.sparse_dim is not None:
         return None, "the view is strided or gathers rows"
-    if view.padding not in (None, "zero"):
+    if view.padding not in (None, "zero") and not refills:
         return None, f"the view pads with {view.padding} (TMA fills zeros)"
     if not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * matrix.elem_bytes):
         return None, "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
@@ -150,14 +151,16 @@ def box_rows(caps: Caps) -> int:
 
 
 def pipeline_copies(caps: Caps, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict,
-                    beside: "set | frozenset") -> tuple[Optional[dict], dict]:
+                    beside: "set | frozenset", refilled: "set | frozenset" = frozenset()) -> tuple[Optional[dict], dict]:
     """Whether a pipelined loop's stages are filled by TMA: (load -> its copy into its stage
     `matrices[load]` holding `tiles[load]`, or None where the loop keeps cp.async; load -> why TMA
     cannot copy it). Every load goes by TMA, except those of `beside` (StageRing.beside: cp.async can
     copy them, or their stages are unpadded, `dense`), which may keep cp.async beside the others'
-    boxes: a transposed 8-bit operand's padded stage beside the swizzled ones TMA fills."""
+    boxes: a transposed 8-bit operand's padded stage beside the swizzled ones TMA fills. `refilled`: the
+    loads whose readers put back their view's padding (StageRing.refilled)."""
     rows = box_rows(caps)
-    plans = {load: plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load]) for load in loads}
+    plans = {load: plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load], refills=load in refilled)
+             for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
     if why and (len(why) == len(loads) or not set(why) <= beside):
         return None, why

@@ -41,6 +41,7 @@ REGISTERS = {1: (72, 0), 2: (80, 216)}
 TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 
 
+
 # The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
 # epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
 # budget (168 registers) is enough for everyone. Two (M or N 256): 416 threads launch with 128
