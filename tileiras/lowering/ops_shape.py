@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..ir.core import Operation
 from ..ir.record import replace
 from ..ir.types import ScalarType, TileType, element_of
+from ..tileas.assign_layouts import column_extract
 from ..tileas.move_forms import broadcast_form, extract_form, permute_scratch
 from .kernel import KernelLowering, from_storage, storage_type, to_storage
 from ..ir.types import storage_bytes
@@ -155,7 +156,8 @@ def _extract(k: KernelLowering, op: Operation) -> None:
     window = k.layout_of(op.results[0])
     form = extract_form(op, src.layout, window)
     if form == "in-place":   # mma fragment columns: the slots, in place
-        first, blocks = window_columns(op, window)
+        start, _ = column_extract(op)  # type: ignore[misc]
+        first, blocks = start // 8, window.repeats[2]  # type: ignore[attr-defined]
         k.set(op.results[0], TileRegs(rtype, [src.slots[window_slot(src.layout, first, blocks, s)]  # type: ignore[arg-type]
                                               for s in range(window.slots(rtype.num_elements))], window))
         return
@@ -179,8 +181,6 @@ def _columns_of_warps(k: KernelLowering, op: Operation, src: TileRegs, layout: o
     """Extract `op`'s window of whole warps' columns (move_forms.extract_form "window"): the warps whose
     columns it holds write their elements at their place in a scratch of the window's size, then every
     thread reads its slots of the result."""
-    from ..tileas.assign_layouts import column_extract
-
     rtype = op.results[0].type
     assert isinstance(rtype, TileType)
     start, width = column_extract(op)  # type: ignore[misc]
@@ -207,15 +207,6 @@ def _columns_of_warps(k: KernelLowering, op: Operation, src: TileRegs, layout: o
     k.barrier()
     return TileRegs(rtype, [k._from_shared(buf, lty, rtype.element, k.elem_index(rtype.num_elements, s, layout))  # type: ignore[arg-type]
                             for s in range(k.slots(rtype, layout))], layout)  # type: ignore[arg-type]
-
-
-def window_columns(op: Operation, window: object) -> tuple[int, int]:
-    """(first 8-column block, blocks) of each warp's that extract `op` takes (`extracted_columns`)."""
-    from ..transforms.constants import splat_int
-
-    width = op.results[0].type.shape[-1]  # type: ignore[attr-defined]
-    start = splat_int(op.operand_group("indices")[-1]) * width  # type: ignore[operator]
-    return start // 8, window.repeats[2]  # type: ignore[attr-defined]
 
 
 def _cat(k: KernelLowering, op: Operation) -> None:

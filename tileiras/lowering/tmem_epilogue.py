@@ -5,8 +5,9 @@ warpgroups, and the CTA that also holds the producer warpgroup and the MMA warp 
 registers a thread: read whole (one tcgen05.ld), the tile does not fit. NVIDIA's epilogues read
 tensor memory a few columns at a time and convert and store each piece before reading the next;
 so does this one: where the rest of the kernel after the loop is its accumulator computed on
-element by element (conversions, arithmetic with broadcasts of smaller tiles, a constant, a scale,
-a bias, lowered whole first, and with tiles loaded a chunk at a time, a residual) and stored to a view (tileas/tcgen05_roles.chunkable), the epilogue warps read each
+element by element (conversions; arithmetic with broadcasts of smaller tiles, a constant, a scale,
+a bias, lowered whole first; tiles loaded a chunk at a time, a residual) and stored to a view
+(tileas/tcgen05_roles.chunkable), the epilogue warps read each
 chunk of `CHUNK_REGISTERS` registers (`ops_tcgen05.read_columns`, a 16x256b.xN load of some of
 the warp's 8-column blocks), then lower the conversions and the store on that chunk alone, in a
 `ColumnChunk` layout: the accumulator layout's slots of those blocks. The store's own lowering
@@ -35,7 +36,6 @@ from ..tileas.tma_boxes import TmaCopy, describe
 from .tma_copy import hidden_param
 from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal
-from ..errors import CompileError
 
 CHUNK_REGISTERS = 32     # accumulator registers a chunk reads (NVIDIA's: 8 to 32 columns a thread)
 
@@ -116,8 +116,7 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     # the tiles the chain reads beside (tcgen05_roles.broadcast), whole: each chunk takes its slots of them
     beside = {v: k.tile(v) for op in chain for v in op.operands
               if v not in values and isinstance(v.type, TileType) and v.type.shape}
-    if any(tile.layout != layout for tile in beside.values()):
-        raise CompileError("error: internal: a tile the epilogue's chunks read is not in the accumulator's layout")
+    assert all(tile.layout == layout for tile in beside.values()), "tcgen05_roles.chunkable: in the accumulator's layout"
     saved = {v: v.layout for v in [*values, *beside]}
     blocks, total = chunk_blocks(layout), layout.repeats[2]
     lty = llvm_type(result.type.element)  # type: ignore[attr-defined]

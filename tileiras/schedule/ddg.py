@@ -221,8 +221,10 @@ def _memory_edges(g: DependenceGraph, ops: list[Operation], index: dict[Operatio
 
 
 def _token_ordered(op: Operation) -> bool:
-    """A memory op without regions that takes a token: what it is ordered after is what its token says."""
-    return not op.regions and any(isinstance(v.type, TokenType) for v in op.operands)
+    """A weak memory op without regions that takes a token: what it is ordered after is what its token
+    says (acquire and release orderings order other memory ops too)."""
+    return not op.regions and str(op.attributes.get("memory_ordering_semantics", "weak")) == "weak" \
+        and any(isinstance(v.type, TokenType) for v in op.operands)
 
 
 def _used(op: Operation) -> set[Value]:

@@ -206,10 +206,11 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
             chain.append(op)      # a tile beside the accumulator (a residual): loaded a chunk at a time
             derived.add(op.results[0])
         elif store is None and any(reads) and _chained(op):
-            other = next((v for read, v in zip(reads, op.operands) if not read and not broadcast(v)), None)
+            other = next((v for read, v in zip(reads, op.operands)
+                          if not read and not (broadcast(v) and v.layout == loop.results[0].layout)), None)
             if other is not None:
                 return None, (f"the epilogue's '{op.name}' reads a whole tile beside the accumulator "
-                              f"('{getattr(other.owner, 'name', 'argument')}'), not a broadcast")
+                              f"('{getattr(other.owner, 'name', 'argument')}'), not a broadcast in its layout")
             chain.append(op)
             derived.add(op.results[0])
         elif not any(reads) and _before_chunks(op):
