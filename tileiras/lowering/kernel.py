@@ -257,17 +257,24 @@ class KernelLowering:
         """
         if cond is None:
             return body() or ""
+        if default is None:
+            self.guarded_values(cond, lambda: [body()][:0], [], ty)
+            return ""
+        return self.guarded_values(cond, lambda: [body() or ""], [default], ty)[0]
+
+    def guarded_values(self, cond: str, body: Callable[[], list[str]], defaults: list[str], ty: str,
+                       tag: str = "ld") -> list[str]:
+        """`guarded` for several values of type `ty`: `body()`'s where `cond` holds, else `defaults`."""
         then, join = self.b.label("then"), self.b.label("join")
         before = self.b.current_block
         self.b.cond_br(cond, then, join)
         self.b.start_block(then)
-        value = body()
+        values = body()
         end = self.b.current_block
         self.b.br(join)
         self.b.start_block(join)
-        if default is None:
-            return ""
-        return self.b.op(f"phi {ty} [ {value}, %{end} ], [ {default}, %{before} ]", "ld")
+        return [d if v == d else self.b.op(f"phi {ty} [ {v}, %{end} ], [ {d}, %{before} ]", tag)
+                for v, d in zip(values, defaults)]
 
     def store_first_copy(self, num_elements: int, slot: int, layout: Optional[Layout], store: str) -> None:
         """Emit `store` from the first copy of a replicated element only (copies storing the same

@@ -469,14 +469,7 @@ def restore_padding(k: KernelLowering, op: Operation, view: PartitionViewVal, rt
     _, inside = element_address(k, op, view, view_index(k, op, view), [str(d - 1) for d in view.tile_shape])
     if inside is None:
         return slots
-    before, fix, join = k.b.current_block, k.b.label("pad"), k.b.label("padded")
-    k.b.cond_br(inside, join, fix)
-    k.b.start_block(fix)
-    fixed = restored()
-    end = k.b.current_block
-    k.b.br(join)
-    k.b.start_block(join)
-    return [v if v == f else k.b.op(f"phi {ty} [ {v}, %{before} ], [ {f}, %{end} ]", "pad") for v, f in zip(slots, fixed)]
+    return k.guarded_values(k.b.op(f"xor i1 {inside}, true", "pad"), restored, slots, ty, "pad")
 
 
 def _load_nibble_runs(k: KernelLowering, op: Operation, view: PartitionViewVal, rtype: TileType, layout: Layout,
