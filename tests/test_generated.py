@@ -58,6 +58,8 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             # a persistent softmax storing each row it loads: its loads issued ahead all the same (the stores'
             # tokens order nothing after them), by a TMA producer warpgroup, -inf put back after the copy
             ("g_row_softmax_f16_n1024_r1_c0_persist_ragged_h0_v13p4", "sm_100"),
+            # a persistent GEMM's mma.sync consumers beside a TMA producer warpgroup, the ring carried over tiles
+            ("g_gemm_f16_rc_32x64x32_zero_persistent_cast_aligned_h0_v13p3", "sm_120"),
             ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_90"),
             ("g_row_softmax_f16_n1024_r1_c0_grid_ragged_ww8_v13p4", "sm_100"),
             ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_120"),
@@ -402,6 +404,10 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_row_logsumexp_f16_n16384_r2_c1024_grid_ragged_h0_v13p2", "sm_100", "setmaxnreg"),
     ("g_row_cross_entropy_f16_n16384_r1_c4096_persist_ragged_h0_v13p2", "sm_100", "setmaxnreg"),
     ("g_row_cross_entropy_f16_n16384_r1_c4096_persist_ragged_h0_v13p2", "sm_120", "setmaxnreg"),
+    # a persistent GEMM whose consumers issue mma.sync (sm_120; sm_100's 32-row tiles): the persistent form
+    # (both roles run the tile loop, the ring's phases carried over tiles) with those consumers too
+    ("g_gemm_f16_rc_32x64x32_zero_persistent_cast_aligned_h0_v13p3", "sm_100", "setmaxnreg"),
+    ("g_gemm_f16_rc_32x64x32_zero_persistent_cast_aligned_h0_v13p3", "sm_120", "setmaxnreg"),
 )
 
 

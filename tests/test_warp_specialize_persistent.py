@@ -1,4 +1,4 @@
-"""Warp specialization of persistent GEMMs on sm_90 and sm_100 (issue 34): a top-level loop over output
+"""Warp specialization of persistent GEMMs on sm_90, sm_100 and sm_120 (issue 34): a top-level loop over output
 tiles whose body runs the pipelined K loop once a tile (tileas/warp_roles.persistent). The ring and its
 mbarriers are set up once before the tile loop, the TMA producer warp (and sm_100's MMA warp) runs the
 tile loop too, and the roles count the ring's uses on across tiles (no reset, no drain between tiles). Checked by our remark and PTX, and on the
@@ -73,11 +73,15 @@ def test_sm_100_persistent_gemm_has_an_mma_warp_running_the_tile_loop(tmp_path: 
     assert len(re.findall(r"// wait: stage empty", ptx)) == 1
 
 
-def test_sm_120_keeps_the_persistent_loop_unspecialized(tmp_path: Path) -> None:
-    """sm_120's form (mma.sync consumers) is not built for a persistent loop."""
-    _, remarks = _compile(export.bytecode(grammar.parse(GEMM), "sm_120"), "sm_120", tmp_path)
-    assert _roles(remarks) == ("not warp-specialized: no pipelined loop in the kernel's top-level block or in "
-                              "branches of its ifs")
+def test_sm_120_persistent_gemm_has_mma_sync_consumers_running_the_tile_loop(tmp_path: Path) -> None:
+    """sm_120's form (mma.sync consumers beside a TMA producer warpgroup giving registers back) runs the
+    persistent loop as sm_90's does: the ring set up once, the producer's stage waits in its own tile loop."""
+    ptx, remarks = _compile(export.bytecode(grammar.parse(GEMM), "sm_120"), "sm_120", tmp_path)
+    assert _roles(remarks).startswith("warp-specialized:") and "persistent" in _roles(remarks), _roles(remarks)
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx and "mma.sync" in ptx
+    stages = int(re.search(r"Pipeline = (\d+) stages", remarks).group(1))
+    assert ptx.count("mbarrier.init.shared") == 2 * stages
+    assert len(re.findall(r"// wait: stage empty", ptx)) == 1
 
 
 def _persistent_launch(name: str, k_iters: int, tiles_m: int, ctas: int) -> tuple:
@@ -129,8 +133,13 @@ def _on(gpu: str, case):
     return (gpu, *case)
 
 
+# sm_120 (mma.sync consumers): 10 tiles over 3 CTAs, a K loop of 7 against its ring
+PERSISTENT_SM120 = [(GEMM, 7, 5, 3)]
+
+
 @pytest.mark.parametrize("gpu,name,k_iters,tiles_m,ctas", [*(_on("sm_90", c) for c in PERSISTENT),
-                                                           *(_on("sm_100", c) for c in PERSISTENT_SM100)])
+                                                           *(_on("sm_100", c) for c in PERSISTENT_SM100),
+                                                           *(_on("sm_120", c) for c in PERSISTENT_SM120)])
 def test_persistent_gemm_matches_numpy_under_the_race_checker(gpu: str, name: str, k_iters: int, tiles_m: int,
                                                               ctas: int) -> None:
     v, spec = _persistent_launch(name, k_iters, tiles_m, ctas)
@@ -141,23 +150,24 @@ def test_persistent_gemm_matches_numpy_under_the_race_checker(gpu: str, name: st
 # cuTile's persistent matmul: (kernel, M, N, K, CTAs); 128x256 tiles (two consumer warpgroups): 3 tiles over 2
 # CTAs, 5 K tiles against a ring of 4; f32 32x32x32 (a cp.async producer warpgroup): 12 tiles over 5 CTAs
 CUTILE = [
-    ("cp_matmul_persistent_f32_32x32x32", 128, 96, 224, 5),
-    pytest.param("cp_matmul_persistent_f16_128x256x64", 384, 256, 320, 2, marks=pytest.mark.sweep),
+    ("cp_matmul_persistent_f32_32x32x32", 128, 96, 224, 5, "sm_90"),
+    ("cp_matmul_persistent_f32_32x32x32", 128, 96, 224, 5, "sm_120"),     # mma.sync consumers
+    pytest.param("cp_matmul_persistent_f16_128x256x64", 384, 256, 320, 2, "sm_90", marks=pytest.mark.sweep),
 ]
 
 
-@pytest.mark.parametrize("name,m,n,k,ctas", CUTILE)
-def test_cutile_persistent_matmul_matches_the_interpreter(name: str, m: int, n: int, k: int, ctas: int,
+@pytest.mark.parametrize("name,m,n,k,ctas,gpu", CUTILE)
+def test_cutile_persistent_matmul_matches_the_interpreter(name: str, m: int, n: int, k: int, ctas: int, gpu: str,
                                                           tmp_path: Path) -> None:
     from tileiras.frontend import load_module
 
     bytecode = TILEGYM / f"{name}.tileirbc"
-    assert _roles(_compile(bytecode, "sm_90", tmp_path)[1]).startswith("warp-specialized:")
+    assert _roles(_compile(bytecode, gpu, tmp_path)[1]).startswith("warp-specialized:")
     module = load_module(bytecode.read_bytes(), bytecode.name)
     dtype = np.float16 if "f16" in name else np.float32
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
-    out, ref = emulate_and_interpret(module, [a, b, np.zeros((m, n), dtype)], "sm_90", grid=(ctas, 1, 1))
+    out, ref = emulate_and_interpret(module, [a, b, np.zeros((m, n), dtype)], gpu, grid=(ctas, 1, 1))
     got, want = out[2].astype(np.float64), ref[2].astype(np.float64)
     assert np.abs(got - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
 

@@ -24,7 +24,7 @@ setmaxnreg (sm_90), the consumers are one or two whole warpgroups, and the produ
 pure (no memory, no thread-indexed values).
 
 A persistent kernel (a top-level loop over output tiles whose body runs the pipelined K loop once a
-tile, tileas/warp_roles.persistent; the sm_90 form, on any TMA target where the consumers run no mma.sync) sets the ring up once, before the tile loop
+tile, tileas/warp_roles.persistent; the sm_90 form, whatever its consumers compute) sets the ring up once, before the tile loop
 (pipelined_loop.begin_persistent: mbarriers, `publish`, the producer's program); the ring's bytes live
 over the whole tile loop. The producer runs its own tile loop (the slice of the tile loop's body its
 copies need, lowered again) around the fill loop; both roles count the ring's uses on across tiles

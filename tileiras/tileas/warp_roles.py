@@ -287,8 +287,8 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
     top-level `for` over output tiles whose body holds one pipelined loop at its top level, after only
     pure ops (index arithmetic), with no `continue` or `break` but its last op (the inner loop's end
     then reaches the next tile: the stage ring's count carries over, lowering/warp_specialize.py). Built
-    for the sm_90 form (wgmma consumers) and sm_100's MMA warp (`decide`: a matmul's K loop), one
-    CTA's own copies (no cluster multicast, no CTA pair)."""
+    for the sm_90 form (wgmma, mma.sync or register consumers) and sm_100's MMA warp (`decide`: a matmul's
+    K loop), one CTA's own copies (no cluster multicast, no CTA pair)."""
     from ..tileaa.clusters import CLUSTER_ATTR
 
     none, pipelines = "no pipelined loop in the kernel's top-level block or in branches of its ifs", k.pipelines or {}
@@ -299,8 +299,8 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
             continue
         if len(inner) > 1:
             return None, None, "a persistent loop runs several pipelined loops"
-        if mma_sync_roles(k) or k.entry.attributes.get(CLUSTER_ATTR) is not None:
-            return None, None, none     # (mma.sync consumers, multicast and CTA pairs are not built for a persistent loop)
+        if k.entry.attributes.get(CLUSTER_ATTR) is not None:
+            return None, None, none     # (multicast and CTA pairs are not built for a persistent loop)
         at = body.index(inner[0])
         if not all(pure(op) or _in_registers(op) for op in body[:at]):
             return None, None, ("the persistent loop computes more than indices before its pipelined loop: "
