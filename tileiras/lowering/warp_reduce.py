@@ -155,13 +155,10 @@ def warp_scan(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Body
 
     order = list(range(cs))[::-1] if reverse else list(range(cs))
     for g in range(len(srcs[0].slots) // cs):
-        prefix: dict[int, list[str]] = {}   # this lane's own elements, scanned in scan order
-        last: list[str] = []
+        total: list[str] = []   # this lane's own elements folded in scan order
         for j in order:
             elems = [s.slots[g * cs + j] for s in srcs]
-            last = elems if not last else body(k, op, elems, last)
-            prefix[j] = last
-        total = last
+            total = elems if not total else body(k, op, elems, total)
         delta = 1
         while delta < layout.lanes:
             other = [shuffle(k, mode, a, t, delta) for a, t in zip(total, ltys)]
@@ -172,13 +169,20 @@ def warp_scan(k: KernelLowering, op: Operation, srcs: list[TileRegs], body: Body
         if cs == 1:
             final = {0: total}
         else:
-            # the lanes before this one (an exclusive prefix) go in front of each of its elements
+            # the lanes before this one (an exclusive prefix) go in front of its first element, once
+            # (one select, where a lane has none before it), and its elements are folded onto that
             before = [shuffle(k, mode, a, t, 1) for a, t in zip(total, ltys)]
             has = has_neighbour(1)
             final = {}
-            for j, p in prefix.items():
-                combined = body(k, op, p, before)
-                final[j] = [_select(k, has, t, c, a) for c, a, t in zip(combined, p, ltys)]
+            running: list[str] = []
+            for j in order:
+                elems = [s.slots[g * cs + j] for s in srcs]
+                if not running:
+                    combined = body(k, op, elems, before)
+                    running = [_select(k, has, t, c, a) for c, a, t in zip(combined, elems, ltys)]
+                else:
+                    running = body(k, op, elems, running)
+                final[j] = running
         for j in range(cs):
             for r, v in zip(results, final[j]):
                 r.append(v)
