@@ -1496,8 +1496,9 @@ STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than th
 def launch(name: str, steps: int = STEPS) -> Any:
     """The launch of configuration `name`: tests/realistic's small one, except that a matmul (batched or
     split-K too) runs `steps` K steps per CTA (more than its pipeline has stages, so that stages are refilled
-    and their releases matter) on 2 output tiles side by side in N (2 CTAs in flight, times the splits of a
-    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows), a row
+    and their releases matter) on 2 x 2 output tiles (4 CTAs in flight, times the splits of a split-K): M and N
+    tile coordinates both differ from 0 somewhere, so that swapping a TMA copy's coordinates shows (with one M
+    tile an A load's {k, m} = {0, 0} of the first K step swaps to itself), a row
     reduction `steps` column chunks on each of 2 row blocks, and an attention `steps` key blocks."""
     import test_realistic_emulator as tre
 
@@ -1517,15 +1518,16 @@ def launch(name: str, steps: int = STEPS) -> Any:
     tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
     k = steps * tk
     if config.kernel == "matmul":
-        return tre.configs._with_shapes(config, {"a": (tm, k), "b": (k, 2 * tn), "c": (tm, 2 * tn)}, (2, 1, 1))
+        return tre.configs._with_shapes(config, {"a": (2 * tm, k), "b": (k, 2 * tn), "c": (2 * tm, 2 * tn)},
+                                        (4, 1, 1))
     if config.kernel == "bmm":
-        z = 16      # the batch stride is assumed 16-divisible: 16 batches, the first one's 2 tiles run
-        return tre.configs._with_shapes(config, {"a": (z, tm, k), "b": (z, k, 2 * tn), "c": (z, tm, 2 * tn)},
-                                        (1, 2, 1))
+        z = 16      # the batch stride is assumed 16-divisible: 16 batches, the first one's 4 tiles run
+        return tre.configs._with_shapes(config, {"a": (z, 2 * tm, k), "b": (z, k, 2 * tn),
+                                                 "c": (z, 2 * tm, 2 * tn)}, (2, 2, 1))
     if config.kernel == "splitk_matmul":
         split = tre.configs._const(config, "SPLIT")
-        return tre.configs._with_shapes(config, {"a": (tm, split * k), "b": (split * k, 2 * tn),
-                                                 "partial": (split, tm, 2 * tn)}, (1, 2, split))
+        return tre.configs._with_shapes(config, {"a": (2 * tm, split * k), "b": (split * k, 2 * tn),
+                                                 "partial": (split, 2 * tm, 2 * tn)}, (2, 2, split))
     return small
 
 

@@ -149,6 +149,19 @@ def test_a_chunk_loaded_from_swapped_coordinates_is_reported() -> None:
     for what, ptx in firsts.values():
         assert mutations.outcome(c, ptx) is not None, f"survived: {what}"
 
+@pytest.mark.parametrize("name", ["mm_e4m3_128x256x64", "mm_e4m3_256x128x64"])
+def test_a_matmul_tile_loaded_from_swapped_coordinates_is_reported(name: str) -> None:
+    """sm_120's 8-bit matmuls load A's first K tile ahead of their ring at coordinates {0, m}: with one M tile
+    in the mutation launch m was 0 and the swap read the same box; the launch has 2 x 2 output tiles, and every
+    swap of a TMA load's coordinates (the first A tile's included) is reported."""
+    c = mutations.prepare(name, "sm_120")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    mutants = OPERATORS["swap TMA coordinates"].mutants(c.ptx)
+    assert len(mutants) >= 2
+    for line, what, ptx in mutants:
+        assert mutations.outcome(c, ptx) is not None, f"survived: line {line} {what}"
+
+
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
 def test_an_aligned_instruction_split_over_a_warp_is_reported(gpu) -> None:
     """Half a warp sent to a copy of a wgmma, setmaxnreg or tcgen05.ld/st/wait (all .aligned: a warp executes
