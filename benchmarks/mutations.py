@@ -52,6 +52,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
     ("delete a commit", "cp.async.commit_group", lambda ptx, line: _waited_all_nearby(ptx, line, commit=True),
      "a cp.async.wait_all follows it on a straight stretch with no copy, label or branch between: the ISA's "
      "wait_all commits the pending copies itself before waiting for all of them"),
+    ("delete a commit", "cp.async.commit_group", lambda ptx, line: _next_copy_wait_is_wait_all(ptx, line),
+     "on every path from it the thread's next cp.async wait is a cp.async.wait_all (no cp.async.wait_group, exit "
+     "or return before it): a commit_group completes nothing, it only closes a group for wait_group N to count, "
+     "and the ISA's wait_all (commit_group; wait_group 0) commits the copies left uncommitted and waits for them "
+     "at the same place as for the committed ones, while cp.async.mbarrier.arrive tracks all prior copies "
+     "whatever their group: every copy completes at the same point either way"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: _waited_all_nearby(ptx, line),
      "another cp.async.wait_all comes before it, or after it before any memory access or barrier, with no label, "
      "branch or cp.async copy between the two (a straight stretch): the other wait completes every copy this one "
@@ -1027,6 +1033,17 @@ def _waited_all_nearby(ptx: str, line: int, commit: bool = False) -> bool:
     if commit:
         return stretch(range(line, len(codes)), True)
     return stretch(range(line - 2, -1, -1), False) or stretch(range(line, len(codes)), True)
+
+
+def _next_copy_wait_is_wait_all(ptx: str, line: int) -> bool:
+    """Whether every control-flow path from PTX line `line` (1-based) reaches an unpredicated cp.async.wait_all
+    before any cp.async.wait_group, exit, return or trap (the function's last statement a ret)."""
+    codes = _codes(ptx)
+    body = [c for c in codes[_body_start(codes, line):_body_end(ptx, codes, line)] if c]
+    if not body or not re.match(r"ret\b", body[-1]):
+        return False
+    stop = re.compile(r"^(?:@!?%?\w+\s+)?(?:cp\.async\.wait_group|ret|exit|trap)\b")
+    return _every_path_meets(ptx, line, lambda p: p.startswith("cp.async.wait_all"), lambda p: bool(stop.match(p)))
 
 
 def _next_instruction(ptx: str, line: int) -> str:

@@ -515,6 +515,45 @@ def test_cp_async_waits_and_commits_are_equivalent_only_with_nothing_in_flight()
     assert [mutations._waited_all_nearby(COPIES, n, commit=True) for n in commits] == [True, False]
 
 
+GROUPS = """.visible .entry k(
+)
+{
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	cp.async.commit_group;
+	bar.sync 	0;
+	cp.async.cg.shared.global [%r2], [%rd2], 16;
+	cp.async.commit_group;
+	cp.async.wait_all;
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	cp.async.commit_group;
+	cp.async.cg.shared.global [%r2], [%rd2], 16;
+	cp.async.commit_group;
+	@%p1 bra 	$L__BB0_2;
+	cp.async.wait_group 1;
+$L__BB0_2:
+	cp.async.wait_all;
+	ret;
+}
+"""
+
+
+def test_a_commit_is_equivalent_only_where_a_wait_all_is_the_next_wait() -> None:
+    """A cp.async.commit_group whose copies reach a cp.async.wait_all (which commits them itself) before any
+    cp.async.wait_group changes nothing, whatever lies between (copies that join the group, a barrier): sm_120's
+    tf32 matmuls commit their first A tile before the B tile's copies and one wait_all. A commit that a
+    wait_group N may count on some path matters."""
+    at = {i + 1: line.strip() for i, line in enumerate(GROUPS.split("\n"))}
+    commits = [n for n, t in at.items() if t.startswith("cp.async.commit_group")]
+    assert [mutations._next_copy_wait_is_wait_all(GROUPS, n) for n in commits] == [True, True, False, False]
+    assert [mutations._waited_all_nearby(GROUPS, n, commit=True) for n in commits] == [False, True, False, False]
+    c = mutations.prepare("mm_tf32_256x128x64", "sm_120")
+    assert c is not None
+    op = OPERATORS["delete a commit"]
+    verdicts = {line: mutations.equivalent(op, what, c, line) for line, what, _ in op.mutants(c.ptx)
+                if "cp.async.commit_group" in what}
+    assert any(why and "next cp.async wait is a cp.async.wait_all" in why for why in verdicts.values())
+
+
 def test_a_tcgen05_wait_with_nothing_in_flight_is_equivalent() -> None:
     """A tcgen05.wait::st that no tcgen05.st reaches without passing another wait::st waits for nothing (the
     attention's wait at the top of its loop, after the correction's own wait); one right after a st does not."""
