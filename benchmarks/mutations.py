@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import random
 import re
 import sys
@@ -205,6 +206,22 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "an async one; async-proxy accesses before it are ordered before later "
      "generic ones by the implicit generic-async proxy fence that follows the completion of every wgmma and "
      "cp.async.bulk (PTX ISA, 'Async proxy' of both), which the kernel waits for"),
+)
+
+# Equivalences that need the compiled kernel's launch facts besides its PTX (the tensor maps' boxes, from the
+# compile metadata the runtime builds the maps from): (operator, regex on the description, a test of the case and
+# the mutated line, why).
+EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
+    ("delete fence.proxy.async", "",
+     lambda case, line: _fence_orders_published_only(case.ptx, line, _tma_boxes(case)),
+     "the generic writes of the thread since its previous fence.proxy.async (or the start) on every path into it "
+     "are tcgen05.alloc's stores of the tensor-memory address, each published by a barrier or arrival before it, "
+     "and mbarrier.init, each of which its thread orders by a fence.mbarrier_init before reaching it: a proxy "
+     "fence matters only for bytes the async proxy accesses too; none of the kernel's TMA loads or bulk copies "
+     "writes these (ranges evaluated, each within its tensor map's box, from the compile metadata the launch "
+     "builds the maps from, and its expect_tx), and an async-proxy read of them would be reported in the clean "
+     "unmutated run as well (the race checker takes a store as fenced only by a fence between it and the release "
+     "that publishes it, which this one is not)"),
 )
 
 # memory accesses of PTX instructions (parameter loads aside), for the equivalences above
@@ -747,6 +764,167 @@ def _fenced_before(ptx: str, line: int) -> bool:
     return _every_path_into_meets(ptx, line, lambda p: p.startswith("fence.proxy.async"),
                                   lambda p: bool(_GENERIC_WRITE.match(p)) and (loads or "mbarrier.inval" not in p),
                                   entry_meets=True, parts=lambda c: [p.strip() for p in c.split(";") if p.strip()])
+
+
+# what publishes a thread's generic stores in the race checker's model (races.RaceChecker.release): a barrier, an
+# mbarrier arrival (cp.async's and a tcgen05.commit's too)
+_RELEASE = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar\.|barrier\.|mbarrier\.arrive|cp\.async\.mbarrier\.arrive|"
+                      r"tcgen05\.commit)")
+# the async proxy's writes of shared memory: TMA loads and bulk copies into it (st.async and red.async too, which
+# _accesses_of does not bound: a kernel with them is not listed)
+_ASYNC_SHARED_WRITE = re.compile(r"^(?:@!?%?\w+\s+)?(?:cp\.async\.bulk\.(?:tensor\.\dd\.)?shared|st\.async|red\.async)")
+
+
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8, "i8": 1, "u8": 1, "s8": 1, "e4m3": 1, "e5m2": 1,
+                  "i16": 2, "u16": 2, "i32": 4, "u32": 4, "s32": 4, "i64": 8, "u64": 8}
+
+
+def _tma_boxes(case: Any) -> dict[str, int]:
+    """The bytes of one box of each tensor-map parameter of the case's kernel (its name in the PTX -> bytes): the
+    hidden .b8[128] parameters in their order, which is the order of the compile metadata's tensor maps."""
+    names = re.findall(r"\.param\s+\.align\s+64\s+\.b8\s+(\w+)\[128\]", case.ptx)
+    kernels = getattr(case.meta, "kernels", ())
+    maps = kernels[0].tma if len(kernels) == 1 else ()
+    if len(maps) != len(names):
+        return {}
+    out = {}
+    for name, tm in zip(names, maps):
+        size = _ELEMENT_BYTES.get(tm.dtype)
+        if size is not None:
+            out[name] = size * math.prod(tm.box)
+    return out
+
+
+def _tensor_map_of(values: Values, operand: str) -> Optional[str]:
+    """The parameter a TMA instruction's tensor-map operand (`[%rdX, {...}]`'s register) names: followed back
+    through cvta.param and mov of the parameter's symbol."""
+    reg = operand.split(",")[0].strip()
+    for _ in range(3):
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", reg):
+            return reg
+        defs = values.defs.get(reg, [])
+        if len(defs) != 1 or not defs[0][1].startswith(("cvta.param", "mov.")):
+            return None
+        reg = defs[0][2][0]
+    return None
+
+
+def _fence_orders_published_only(ptx: str, line: int, boxes: Optional[dict[str, int]] = None) -> bool:
+    """Whether the generic writes the fence.proxy.async at PTX line `line` (1-based) could order are tcgen05.alloc
+    writes of the tensor-memory address that a release publishes before the fence (and mbarrier.init that a
+    fence.mbarrier_init follows before it), whose bytes no TMA load or bulk copy of the function writes (see
+    EQUIVALENT)."""
+    codes = _codes(ptx)
+    graph = _body_graph(ptx, codes, line)
+    if graph is None:
+        return False
+    start, _, succ = graph
+    preds = _predecessors(succ)
+    values = _values(ptx, codes, line)
+    slots: list[tuple[int, int]] = []
+    inits: set[int] = set()
+    # walking back from the fence: (statement, whether a release lies between it and the fence)
+    todo, seen = [(i, False) for i in preds.get(line - 1, [])], set()
+    while todo:
+        i, released = todo.pop()
+        if (i, released) in seen:
+            continue
+        seen.add((i, released))
+        parts = statements(codes[i])
+        if any(p.startswith("fence.proxy.async") for p in parts):
+            continue
+        for p in reversed(parts):
+            if re.match(r"^(?:@!?%?\w+\s+)?mbarrier\.init\b", p):
+                inits.add(i)
+            elif _GENERIC_WRITE.match(p):
+                got = _accesses_of(values, p, {}) if released and re.sub(r"^@!?%?\w+\s+", "", p).startswith(
+                    "tcgen05.alloc") else None
+                if not got:
+                    return False        # another write, or one no release publishes before the fence
+                slots.extend((lo, hi) for space, lo, hi, _ in got if space == "shared")
+            if _RELEASE.match(p):
+                released = True
+        todo.extend((j, released) for j in preds.get(i, []))
+    if not slots:
+        return False                    # nothing generic to order: _fenced_before's case
+    n = _cta_threads(ptx)
+    reach = _reached_per_thread(values, n) if n else None
+    if reach is None:
+        return False
+    raw = [text.split("//")[0] for text in ptx.split("\n")]     # (inline-asm guards kept)
+    for i in inits:     # each thread that may initialize there fences its inits before it reaches this fence
+        for t in range(n):
+            if i in reach[t] and _guard(values, raw[i], "mbarrier.init", {"%tid.x": t}) is not False and \
+                    not _thread_meets_first(values, succ, t, i, line - 1, lambda p: p.startswith(
+                        ("fence.mbarrier_init", "fence.proxy.async"))):
+                return False
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if not _ASYNC_SHARED_WRITE.match(part):
+                continue
+            brackets = re.findall(r"\[([^\]]+)\]", part)       # (the shared address and the mbarrier's: no coordinates)
+            envs = values.envs(_REGISTER.findall(" ".join(brackets[:1] + brackets[2:])), residues=True)
+            box = (boxes or {}).get(_tensor_map_of(values, brackets[1]) or "") if len(brackets) > 1 else None
+            for env in envs or [None]:
+                got = _accesses_of(values, part, env, i) if env is not None else None
+                if got is None:
+                    return False
+                first = [(lo, hi) for space, lo, hi, _ in got if space == "shared"][:1]     # the data's bytes
+                if box is not None and first:
+                    first = [(first[0][0], min(first[0][1], first[0][0] + box))]
+                if any(lo < b and a < hi for lo, hi in first for a, b in slots):
+                    return False
+    return True
+
+
+def _guard(values: Values, code: str, opcode: str, env: dict[str, int]) -> Optional[bool]:
+    """Whether the statement of line `code` (its text, inline-asm setp kept) that starts with `opcode` runs given
+    `env`: True unguarded, its guard's truth where evaluated (a predicate register, or an inline-asm one its line
+    sets by comparing a register with 0), None where not."""
+    parts = statements(code)
+    for p in parts:
+        g = re.match(r"^@(!?)(%?\w+)\s+" + re.escape(opcode), p)
+        if p.startswith(opcode):
+            return True
+        if g is None:
+            continue
+        local = next((m for q in parts if (m := re.match(r"^setp\.(eq|ne)\.\w+\s+" + re.escape(g.group(2)) +
+                                                       r"\s*,\s*(%\w+)\s*,\s*0$", q))), None)
+        if local is not None:
+            v = values.value(local.group(2), env)
+            holds = None if v is None else (v != 0) == (local.group(1) == "ne")
+        else:
+            holds = values.truth(g.group(2), env)
+        return None if holds is None else holds != bool(g.group(1))
+    return None
+
+
+def _thread_meets_first(values: Values, succ: dict[int, list[int]], t: int, first: int, site: int,
+                        meets: Callable[[str], bool]) -> bool:
+    """Whether every path of thread `t` (%tid.x; the branches it decides followed one way) from after statement
+    index `first` reaches a statement one of whose parts `meets` holds for before statement index `site`."""
+    env = {"%tid.x": t}
+    todo, seen = list(succ.get(first, [])), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i == site:
+            return False
+        parts = statements(values.codes[i])
+        if any(meets(p) for p in parts):
+            continue
+        nxt = succ.get(i, [])
+        branch = next((m for p in parts if (m := re.match(r"^@(!?)(%\w+)\s+bra", p))), None)
+        if branch is not None and len(nxt) == 2:
+            taken = values.truth(branch.group(2), env)
+            if taken is not None:
+                taken = taken != bool(branch.group(1))
+                target = [j for j in nxt if j != i + 1]
+                nxt = target if taken else [i + 1]
+        todo.extend(nxt)
+    return True
 
 
 # tcgen05 instructions a tcgen05.fence::after_thread_sync orders after the thread's synchronization: the ISA's
@@ -1624,6 +1802,9 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
 def equivalent(op: Operator, what: str, case: Case, line: int = 0) -> Optional[str]:
     for name, rx, holds, why in EQUIVALENT:
         if name == op.name and re.search(rx, what) and holds(case.ptx, line):
+            return why
+    for name, rx, holds, why in EQUIVALENT_FOR_LAUNCH:
+        if name == op.name and re.search(rx, what) and holds(case, line):
             return why
     lines = case.ptx.split("\n")
     before, after = "\n".join(lines[max(0, line - 12):line - 1]), "\n".join(lines[line:line + 12])

@@ -139,6 +139,9 @@ class Values:
         if len(defs) != 1:
             return None
         _, op, args = defs[0]
+        if op.startswith("selp.") and len(args) == 3:       # a choice by a predicate
+            which = self.truth(args[2], env)
+            return None if which is None else self.value(args[0] if which else args[1], env)
         vals = [self.value(a, env) for a in args]
         if any(v is None for v in vals):
             return None

@@ -878,3 +878,40 @@ def test_the_epilogues_after_fence_past_a_barrier_is_modelled_on_sm_100() -> Non
     named = [n + 1 for n, t in enumerate(lines) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
     shifted = _edited(c.ptx, named[-1], "tcgen05.shift.cta_group::1.down [%r16];")
     assert not mutations._after_sync_handed_by_mbarrier(shifted, epilogue)
+
+
+def test_the_attentions_proxy_fence_after_its_inits_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps' first fence.proxy.async follows only thread 0's mbarrier.init
+    (each fenced by a fence.mbarrier_init first) and warp 0's tcgen05.alloc store of the tensor-memory address,
+    which bar.sync 0 published before it and no TMA load writes (each within its tensor map's box): listed, and
+    clean. The fences after the P and O stores are not listed (and are reported). A generic store the fence
+    would order, or a fence.mbarrier_init taken away unlists it; so do, in the larger attention whose stages take
+    4 boxes an expect_tx, tensor-map boxes unknown or large enough to reach the address slot."""
+    c = _attention("sm_100")
+    op = OPERATORS["delete fence.proxy.async"]
+    boxes = mutations._tma_boxes(c)
+    assert boxes and all(b >= 8192 for b in boxes.values())
+    mutants = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    listed = [line for line in mutants if mutations._fence_orders_published_only(c.ptx, line, boxes)]
+    assert listed == [min(mutants)]
+    line = listed[0]
+    what, ptx = mutants[line]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    for other in set(mutants) - {line}:
+        assert mutations.equivalent(op, mutants[other][0], c, other) is None
+        assert mutations.outcome(c, mutants[other][1]) is not None
+    store = _edited(c.ptx, line, "st.shared.b32 [__tileir_dsmem+59392], %r1;")
+    assert not mutations._fence_orders_published_only(store, line + 1, boxes)
+    fences = [n + 1 for n, t in enumerate(c.ptx.split("\n")[:line]) if "fence.mbarrier_init" in t.split("//")[0]]
+    init_fence = fences[-1]         # the last before it, after the last inits
+    lines = c.ptx.split("\n")
+    unfenced = "\n".join(lines[:init_fence - 1] + lines[init_fence:])
+    assert not mutations._fence_orders_published_only(unfenced, line - 1, boxes)
+    # the larger attention's stages take 4 TMA boxes each, announced by one expect_tx: its sum alone bounds each
+    # box's bytes so loosely that the last box of a stage may reach the address slot; the tensor maps' boxes do not
+    big = mutations.prepare("fa_f16_q128k64d128_causal", "sm_100")
+    assert big is not None
+    first = min(line for line, _, _ in op.mutants(big.ptx))
+    assert mutations._fence_orders_published_only(big.ptx, first, mutations._tma_boxes(big))
+    assert not mutations._fence_orders_published_only(big.ptx, first, {})
+    assert not mutations._fence_orders_published_only(big.ptx, first, {k: 1 << 20 for k in mutations._tma_boxes(big)})
