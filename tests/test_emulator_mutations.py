@@ -915,3 +915,29 @@ def test_the_attentions_proxy_fence_after_its_inits_is_equivalent_on_sm_100() ->
     assert mutations._fence_orders_published_only(big.ptx, first, mutations._tma_boxes(big))
     assert not mutations._fence_orders_published_only(big.ptx, first, {})
     assert not mutations._fence_orders_published_only(big.ptx, first, {k: 1 << 20 for k in mutations._tma_boxes(big)})
+
+
+def test_a_proxy_fence_must_come_between_the_generic_stores_and_their_release_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps store P through the generic proxy, fence.proxy.async, then
+    arrive on 'P stored', after which the MMA thread's tcgen05.mma reads P through the async proxy. The PTX ISA
+    orders generic-proxy writes with the async proxy only by a proxy fence of the writing thread (an mbarrier
+    handoff, or a tcgen05.commit's arrival, orders the threads, not the proxies): without the fence, with the
+    fence moved after the arrival that publishes the stores, or with the reading thread fencing in its place,
+    the mma's read is reported as a missing fence.proxy.async."""
+    c = _attention("sm_100")
+    lines = c.ptx.split("\n")
+    fence = next(n for n in range(_site(c, "st.shared.v2.b16"), len(lines))
+                 if lines[n - 1].strip().startswith("fence.proxy.async"))
+    arrive = next(n for n in range(fence, len(lines)) if lines[n - 1].strip().startswith("mbarrier.arrive"))
+    wait = next(n for n, t in enumerate(lines, 1) if "// wait: P stored" in t)
+    spin = next(n for n in range(wait, len(lines)) if re.match(r"\s*@%p\d+ bra", lines[n - 1]))
+    deleted = lines[:fence - 1] + lines[fence:]
+    variants = {
+        "deleted": deleted,
+        "after the arrival": deleted[:arrive - 1] + [lines[fence - 1]] + deleted[arrive - 1:],
+        "by the reader": lines[:spin] + ["\tfence.proxy.async.shared::cta;"] + lines[spin:fence - 1] + lines[fence:],
+    }
+    for how, edited in variants.items():
+        reported = mutations.outcome(c, "\n".join(edited))
+        assert reported is not None and "missing fence.proxy.async" in reported and "tcgen05.mma" in reported, \
+            f"{how}: {reported}"
