@@ -222,6 +222,17 @@ EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
      "builds the maps from, and its expect_tx), and an async-proxy read of them would be reported in the clean "
      "unmutated run as well (the race checker takes a store as fenced only by a fence between it and the release "
      "that publishes it, which this one is not)"),
+    ("skip an mbarrier wait", "",
+     lambda case, line: _one_shot_load_handed_by_commit(case.ptx, line, _tma_boxes(case)),
+     "it waits (parity 0) for a one-shot TMA load (its mbarrier: initialized, one expect_tx, the load issued once, "
+     "waits for parity 0, an inval; no other arrival), the threads that reach it access none of the load's bytes "
+     "after it (every access evaluated per thread, a TMA store's bounded by its tensor map's box; the load's by its "
+     "expect_tx), and every path into each "
+     "invalidation of that mbarrier first meets a wait (parity 0) on an mbarrier whose only arrival is one "
+     "tcgen05.commit, run once, every path into which meets another wait on the load's mbarrier: the commit "
+     "tracks the operations its thread issued after that wait (PTX ISA, tcgen05.commit; its arrival performs the "
+     "implicit tcgen05.fence::before_thread_sync), so the load is complete before the inval; the wait orders "
+     "nothing the skipping threads do"),
 )
 
 # memory accesses of PTX instructions (parameter loads aside), for the equivalences above
@@ -1603,6 +1614,150 @@ def _commit_wait_redundant(ptx: str, line: int) -> bool:
             if not same and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]:
                 return False
     return True
+
+
+_TMA_LOAD = re.compile(r"^(?:@!?%?\w+\s+)?cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global\.tile\."
+                       r"mbarrier::complete_tx")
+
+
+def _users(values: Values, codes: list[str], address: int) -> Optional[list[tuple[int, str]]]:
+    """(statement index, statement) of every use of the mbarrier at `address` (every mbarrier operand of the
+    function evaluated, stage-indexed ones over all their stages); None where one is not evaluated."""
+    out = []
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if _mbarrier_operands(part) is None:
+                continue
+            used = _mbarrier_addresses(values, part)
+            if used is None:
+                return None
+            if address in used:
+                out.append((i, re.sub(r"^@!?%?\w+\s+", "", part)))
+    return out
+
+
+def _parity_zero(values: Values, part: str) -> bool:
+    """Whether the wait `part` asks for parity 0 in every evaluation of its phase operand."""
+    phase = (_mbarrier_operands(part) or ("", None))[1]
+    if phase is None or ".parity" not in part:
+        return False
+    envs = values.envs(_REGISTER.findall(phase), residues=True)
+    return bool(envs) and all(values.value(phase, env) == 0 for env in envs)
+
+
+_TMA_STORE = re.compile(r"^(?:@!?%?\w+\s+)?cp\.(?:reduce\.)?async\.bulk\.tensor\.\dd\.global\.shared::cta\S*\s")
+
+
+def _one_shot_load_handed_by_commit(ptx: str, line: int, boxes: Optional[dict[str, int]] = None) -> bool:
+    """Whether the skipped wait at PTX line `line` (1-based) waits for a one-shot TMA load whose bytes the threads
+    that reach it never access after it, and whose mbarrier's every invalidation follows a wait on a tcgen05.commit
+    of a thread that waited for that load first (see EQUIVALENT)."""
+    codes = _codes(ptx)
+    site = line - 1
+    walk = _per_thread_walk(ptx, codes, line)
+    waits = [p for p in statements(codes[site]) if _MBARRIER_WAIT.match(p)]
+    if walk is None or len(waits) != 1:
+        return False
+    n, values, succ, reach = walk
+    mine = _mbarrier_addresses(values, waits[0])
+    users = _users(values, codes, next(iter(mine))) if mine and len(mine) == 1 else None
+    if users is None or not _parity_zero(values, waits[0]):
+        return False
+    loads, invals = [], []
+    for i, part in users:
+        if _TMA_LOAD.match(part):
+            if i in _reachable(succ, succ.get(i, []), -1):
+                return False        # issued again: not one-shot
+            loads.append((i, part))
+        elif part.startswith("mbarrier.inval"):
+            invals.append(i)
+        elif _MBARRIER_WAIT.match(part):
+            if not _parity_zero(values, part):
+                return False
+        elif not part.startswith(("mbarrier.init", "mbarrier.arrive.expect_tx")):
+            return False            # another completion mechanism or arrival
+    if not loads:
+        return False
+    written = []
+    for i, part in loads:           # the load's bytes (its expect_tx in its block, and its box, bound them)
+        got = _accesses_of(values, part, {}, i)
+        if got is None:
+            return False
+        brackets = re.findall(r"\[([^\]]+)\]", part)
+        box = (boxes or {}).get(_tensor_map_of(values, brackets[1]) or "")
+        written.append((0, ("shared", got[0][1], min(got[0][2], got[0][1] + box) if box else got[0][2], True)))
+    takers = {t: reach[t] & _reachable(succ, succ.get(site, []), -1) for t in range(n) if site in reach[t]}
+    after = set().union(*takers.values()) if takers else set()
+    stores = {i for i in after if any(_TMA_STORE.match(p) for p in statements(codes[i]))}
+    accesses = _thread_accesses(values, after - stores, takers)
+    for i in stores:                # a TMA store reads one box of its tensor map from its shared operand
+        for part in statements(codes[i]):
+            brackets = re.findall(r"\[([^\]]+)\]", part)
+            box = (boxes or {}).get(_tensor_map_of(values, brackets[0]) or "") if len(brackets) == 2 else None
+            for t in (t for t, r in takers.items() if i in r):
+                got = _shared_range(values, brackets[-1], box, {"%tid.x": t}) if box and accesses is not None \
+                    else None
+                if got is None:
+                    return False
+                accesses.append((t, ("shared", got[0], got[1], False)))
+    if accesses is None or _conflict(accesses, written, same_thread=True):
+        return False
+    for i in invals:                # each invalidation: after a wait on the commit of a thread that waited
+        firsts = _first_waits_before(codes, succ, i)
+        if not firsts or not all(_commit_after_wait(ptx, values, codes, succ, w, next(iter(mine)), site)
+                                 for w in firsts):
+            return False
+    return True
+
+
+def _first_waits_before(codes: list[str], succ: dict[int, list[int]], i: int) -> Optional[set[int]]:
+    """The mbarrier waits that every path into statement index `i`, walked back, meets first (None: one reaches
+    the entry without)."""
+    preds = _predecessors(succ)
+    found: set[int] = set()
+    todo, seen = list(preds.get(i, [])), set()
+    while todo:
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        if any(_MBARRIER_WAIT.match(p) for p in statements(codes[j])):
+            found.add(j)
+            continue
+        if not preds.get(j):
+            return None
+        todo.extend(preds[j])
+    return found
+
+
+def _commit_after_wait(ptx: str, values: Values, codes: list[str], succ: dict[int, list[int]], w: int,
+                       load_barrier: int, skipped: int) -> bool:
+    """Whether the wait at statement index `w` waits, for parity 0, on an mbarrier whose only arrival is one
+    tcgen05.commit that runs once and that every path into meets a wait on the mbarrier at `load_barrier` first
+    (another than the one at statement index `skipped`)."""
+    part = next(p for p in statements(codes[w]) if _MBARRIER_WAIT.match(p))
+    addresses = _mbarrier_addresses(values, part)
+    users = _users(values, codes, next(iter(addresses))) if addresses and len(addresses) == 1 else None
+    if users is None or not _parity_zero(values, part):
+        return False
+    commits = [i for i, p in users if p.startswith("tcgen05.commit")]
+    others = [p for i, p in users if not p.startswith(("tcgen05.commit", "mbarrier.init", "mbarrier.inval"))
+              and not _MBARRIER_WAIT.match(p)]
+    if len(commits) != 1 or others or commits[0] in _reachable(succ, succ.get(commits[0], []), -1):
+        return False
+    waits = {i for i in range(values.start, values.end) if i != skipped and any(
+        _MBARRIER_WAIT.match(p) and _mbarrier_addresses(values, p) == {load_barrier} for p in statements(codes[i]))}
+    preds = _predecessors(succ)
+    todo, seen = list(preds.get(commits[0], [])), set()
+    while todo:                     # every path into the commit, walked back, meets one of those waits
+        j = todo.pop()
+        if j in seen or j in waits:
+            continue
+        seen.add(j)
+        if not preds.get(j):
+            return False
+        todo.extend(preds[j])
+    return bool(preds.get(commits[0]))
 
 
 # tcgen05 instructions that may touch any lane of tensor memory (tcgen05.ld/st reach only the executing warp's

@@ -941,3 +941,29 @@ def test_a_proxy_fence_must_come_between_the_generic_stores_and_their_release_on
         reported = mutations.outcome(c, "\n".join(edited))
         assert reported is not None and "missing fence.proxy.async" in reported and "tcgen05.mma" in reported, \
             f"{how}: {reported}"
+
+
+def test_the_softmax_warps_q_tile_wait_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps wait for the Q tile's one-shot TMA load, though they never
+    touch its bytes (their stores, stmatrix and the O tile's TMA store, within its tensor map's box, all miss
+    them); the MMA thread waits for the load itself before its Q K^T MMAs, and thread 0 invalidates the
+    mbarrier only after its wait on the MMA thread's final tcgen05.commit, which tracks those MMAs. Listed
+    (the MMA thread's own wait on the load, whose MMAs read Q, is not) and clean; a softmax load of a Q byte,
+    or the MMA thread's wait taken away, unlists it."""
+    c = _attention("sm_100")
+    op = OPERATORS["skip an mbarrier wait"]
+    boxes = mutations._tma_boxes(c)
+    mutants = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    listed = [line for line in mutants if mutations._one_shot_load_handed_by_commit(c.ptx, line, boxes)]
+    lines = c.ptx.split("\n")
+    assert len(listed) == 1 and "one-shot TMA load" in lines[listed[0] - 1]
+    line = listed[0]
+    what, ptx = mutants[line]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    mma_wait = next(n for n in mutants if n < line and "one-shot TMA load" in lines[n - 1])
+    assert not mutations._one_shot_load_handed_by_commit(c.ptx, mma_wait, boxes)
+    load = _edited(c.ptx, line + 2, "ld.shared.b32 %r9999, [__tileir_dsmem+64];")
+    assert not mutations._one_shot_load_handed_by_commit(load, line, boxes)
+    unwaited = "\n".join(lines[:mma_wait - 1] + ["\t{ .reg .pred p; setp.eq.u32 p, 0, 0; selp.u32 %r568, 1, 0, p; }"]
+                         + lines[mma_wait:])
+    assert not mutations._one_shot_load_handed_by_commit(unwaited, line, boxes)
