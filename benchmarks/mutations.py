@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import random
 import re
 import sys
@@ -52,6 +53,12 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
     ("delete a commit", "cp.async.commit_group", lambda ptx, line: _waited_all_nearby(ptx, line, commit=True),
      "a cp.async.wait_all follows it on a straight stretch with no copy, label or branch between: the ISA's "
      "wait_all commits the pending copies itself before waiting for all of them"),
+    ("delete a commit", "cp.async.commit_group", lambda ptx, line: _next_copy_wait_is_wait_all(ptx, line),
+     "on every path from it the thread's next cp.async wait is a cp.async.wait_all (no cp.async.wait_group, exit "
+     "or return before it): a commit_group completes nothing, it only closes a group for wait_group N to count, "
+     "and the ISA's wait_all (commit_group; wait_group 0) commits the copies left uncommitted and waits for them "
+     "at the same place as for the committed ones, while cp.async.mbarrier.arrive tracks all prior copies "
+     "whatever their group: every copy completes at the same point either way"),
     ("delete cp.async.wait", "wait_all", lambda ptx, line: _waited_all_nearby(ptx, line),
      "another cp.async.wait_all comes before it, or after it before any memory access or barrier, with no label, "
      "branch or cp.async copy between the two (a straight stretch): the other wait completes every copy this one "
@@ -199,6 +206,33 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "an async one; async-proxy accesses before it are ordered before later "
      "generic ones by the implicit generic-async proxy fence that follows the completion of every wgmma and "
      "cp.async.bulk (PTX ISA, 'Async proxy' of both), which the kernel waits for"),
+)
+
+# Equivalences that need the compiled kernel's launch facts besides its PTX (the tensor maps' boxes, from the
+# compile metadata the runtime builds the maps from): (operator, regex on the description, a test of the case and
+# the mutated line, why).
+EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
+    ("delete fence.proxy.async", "",
+     lambda case, line: _fence_orders_published_only(case.ptx, line, _tma_boxes(case)),
+     "the generic writes of the thread since its previous fence.proxy.async (or the start) on every path into it "
+     "are tcgen05.alloc's stores of the tensor-memory address, each published by a barrier or arrival before it, "
+     "and mbarrier.init, each of which its thread orders by a fence.mbarrier_init before reaching it: a proxy "
+     "fence matters only for bytes the async proxy accesses too; none of the kernel's TMA loads or bulk copies "
+     "writes these (ranges evaluated, each within its tensor map's box, from the compile metadata the launch "
+     "builds the maps from, and its expect_tx), and an async-proxy read of them would be reported in the clean "
+     "unmutated run as well (the race checker takes a store as fenced only by a fence between it and the release "
+     "that publishes it, which this one is not)"),
+    ("skip an mbarrier wait", "",
+     lambda case, line: _one_shot_load_handed_by_commit(case.ptx, line, _tma_boxes(case)),
+     "it waits (parity 0) for a one-shot TMA load (its mbarrier: initialized, one expect_tx, the load issued once, "
+     "waits for parity 0, an inval; no other arrival), the threads that reach it access none of the load's bytes "
+     "after it (every access evaluated per thread, a TMA store's bounded by its tensor map's box; the load's by its "
+     "expect_tx), and every path into each "
+     "invalidation of that mbarrier first meets a wait (parity 0) on an mbarrier whose only arrival is one "
+     "tcgen05.commit, run once, every path into which meets another wait on the load's mbarrier: the commit "
+     "tracks the operations its thread issued after that wait (PTX ISA, tcgen05.commit; its arrival performs the "
+     "implicit tcgen05.fence::before_thread_sync), so the load is complete before the inval; the wait orders "
+     "nothing the skipping threads do"),
 )
 
 # memory accesses of PTX instructions (parameter loads aside), for the equivalences above
@@ -743,6 +777,167 @@ def _fenced_before(ptx: str, line: int) -> bool:
                                   entry_meets=True, parts=lambda c: [p.strip() for p in c.split(";") if p.strip()])
 
 
+# what publishes a thread's generic stores in the race checker's model (races.RaceChecker.release): a barrier, an
+# mbarrier arrival (cp.async's and a tcgen05.commit's too)
+_RELEASE = re.compile(r"^(?:@!?%?\w+\s+)?(?:bar\.|barrier\.|mbarrier\.arrive|cp\.async\.mbarrier\.arrive|"
+                      r"tcgen05\.commit)")
+# the async proxy's writes of shared memory: TMA loads and bulk copies into it (st.async and red.async too, which
+# _accesses_of does not bound: a kernel with them is not listed)
+_ASYNC_SHARED_WRITE = re.compile(r"^(?:@!?%?\w+\s+)?(?:cp\.async\.bulk\.(?:tensor\.\dd\.)?shared|st\.async|red\.async)")
+
+
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8, "i8": 1, "u8": 1, "s8": 1, "e4m3": 1, "e5m2": 1,
+                  "i16": 2, "u16": 2, "i32": 4, "u32": 4, "s32": 4, "i64": 8, "u64": 8}
+
+
+def _tma_boxes(case: Any) -> dict[str, int]:
+    """The bytes of one box of each tensor-map parameter of the case's kernel (its name in the PTX -> bytes): the
+    hidden .b8[128] parameters in their order, which is the order of the compile metadata's tensor maps."""
+    names = re.findall(r"\.param\s+\.align\s+64\s+\.b8\s+(\w+)\[128\]", case.ptx)
+    kernels = getattr(case.meta, "kernels", ())
+    maps = kernels[0].tma if len(kernels) == 1 else ()
+    if len(maps) != len(names):
+        return {}
+    out = {}
+    for name, tm in zip(names, maps):
+        size = _ELEMENT_BYTES.get(tm.dtype)
+        if size is not None:
+            out[name] = size * math.prod(tm.box)
+    return out
+
+
+def _tensor_map_of(values: Values, operand: str) -> Optional[str]:
+    """The parameter a TMA instruction's tensor-map operand (`[%rdX, {...}]`'s register) names: followed back
+    through cvta.param and mov of the parameter's symbol."""
+    reg = operand.split(",")[0].strip()
+    for _ in range(3):
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", reg):
+            return reg
+        defs = values.defs.get(reg, [])
+        if len(defs) != 1 or not defs[0][1].startswith(("cvta.param", "mov.")):
+            return None
+        reg = defs[0][2][0]
+    return None
+
+
+def _fence_orders_published_only(ptx: str, line: int, boxes: Optional[dict[str, int]] = None) -> bool:
+    """Whether the generic writes the fence.proxy.async at PTX line `line` (1-based) could order are tcgen05.alloc
+    writes of the tensor-memory address that a release publishes before the fence (and mbarrier.init that a
+    fence.mbarrier_init follows before it), whose bytes no TMA load or bulk copy of the function writes (see
+    EQUIVALENT)."""
+    codes = _codes(ptx)
+    graph = _body_graph(ptx, codes, line)
+    if graph is None:
+        return False
+    start, _, succ = graph
+    preds = _predecessors(succ)
+    values = _values(ptx, codes, line)
+    slots: list[tuple[int, int]] = []
+    inits: set[int] = set()
+    # walking back from the fence: (statement, whether a release lies between it and the fence)
+    todo, seen = [(i, False) for i in preds.get(line - 1, [])], set()
+    while todo:
+        i, released = todo.pop()
+        if (i, released) in seen:
+            continue
+        seen.add((i, released))
+        parts = statements(codes[i])
+        if any(p.startswith("fence.proxy.async") for p in parts):
+            continue
+        for p in reversed(parts):
+            if re.match(r"^(?:@!?%?\w+\s+)?mbarrier\.init\b", p):
+                inits.add(i)
+            elif _GENERIC_WRITE.match(p):
+                got = _accesses_of(values, p, {}) if released and re.sub(r"^@!?%?\w+\s+", "", p).startswith(
+                    "tcgen05.alloc") else None
+                if not got:
+                    return False        # another write, or one no release publishes before the fence
+                slots.extend((lo, hi) for space, lo, hi, _ in got if space == "shared")
+            if _RELEASE.match(p):
+                released = True
+        todo.extend((j, released) for j in preds.get(i, []))
+    if not slots:
+        return False                    # nothing generic to order: _fenced_before's case
+    n = _cta_threads(ptx)
+    reach = _reached_per_thread(values, n) if n else None
+    if reach is None:
+        return False
+    raw = [text.split("//")[0] for text in ptx.split("\n")]     # (inline-asm guards kept)
+    for i in inits:     # each thread that may initialize there fences its inits before it reaches this fence
+        for t in range(n):
+            if i in reach[t] and _guard(values, raw[i], "mbarrier.init", {"%tid.x": t}) is not False and \
+                    not _thread_meets_first(values, succ, t, i, line - 1, lambda p: p.startswith(
+                        ("fence.mbarrier_init", "fence.proxy.async"))):
+                return False
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if not _ASYNC_SHARED_WRITE.match(part):
+                continue
+            brackets = re.findall(r"\[([^\]]+)\]", part)       # (the shared address and the mbarrier's: no coordinates)
+            envs = values.envs(_REGISTER.findall(" ".join(brackets[:1] + brackets[2:])), residues=True)
+            box = (boxes or {}).get(_tensor_map_of(values, brackets[1]) or "") if len(brackets) > 1 else None
+            for env in envs or [None]:
+                got = _accesses_of(values, part, env, i) if env is not None else None
+                if got is None:
+                    return False
+                first = [(lo, hi) for space, lo, hi, _ in got if space == "shared"][:1]     # the data's bytes
+                if box is not None and first:
+                    first = [(first[0][0], min(first[0][1], first[0][0] + box))]
+                if any(lo < b and a < hi for lo, hi in first for a, b in slots):
+                    return False
+    return True
+
+
+def _guard(values: Values, code: str, opcode: str, env: dict[str, int]) -> Optional[bool]:
+    """Whether the statement of line `code` (its text, inline-asm setp kept) that starts with `opcode` runs given
+    `env`: True unguarded, its guard's truth where evaluated (a predicate register, or an inline-asm one its line
+    sets by comparing a register with 0), None where not."""
+    parts = statements(code)
+    for p in parts:
+        g = re.match(r"^@(!?)(%?\w+)\s+" + re.escape(opcode), p)
+        if p.startswith(opcode):
+            return True
+        if g is None:
+            continue
+        local = next((m for q in parts if (m := re.match(r"^setp\.(eq|ne)\.\w+\s+" + re.escape(g.group(2)) +
+                                                       r"\s*,\s*(%\w+)\s*,\s*0$", q))), None)
+        if local is not None:
+            v = values.value(local.group(2), env)
+            holds = None if v is None else (v != 0) == (local.group(1) == "ne")
+        else:
+            holds = values.truth(g.group(2), env)
+        return None if holds is None else holds != bool(g.group(1))
+    return None
+
+
+def _thread_meets_first(values: Values, succ: dict[int, list[int]], t: int, first: int, site: int,
+                        meets: Callable[[str], bool]) -> bool:
+    """Whether every path of thread `t` (%tid.x; the branches it decides followed one way) from after statement
+    index `first` reaches a statement one of whose parts `meets` holds for before statement index `site`."""
+    env = {"%tid.x": t}
+    todo, seen = list(succ.get(first, [])), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i == site:
+            return False
+        parts = statements(values.codes[i])
+        if any(meets(p) for p in parts):
+            continue
+        nxt = succ.get(i, [])
+        branch = next((m for p in parts if (m := re.match(r"^@(!?)(%\w+)\s+bra", p))), None)
+        if branch is not None and len(nxt) == 2:
+            taken = values.truth(branch.group(2), env)
+            if taken is not None:
+                taken = taken != bool(branch.group(1))
+                target = [j for j in nxt if j != i + 1]
+                nxt = target if taken else [i + 1]
+        todo.extend(nxt)
+    return True
+
+
 # tcgen05 instructions a tcgen05.fence::after_thread_sync orders after the thread's synchronization: the ISA's
 # asynchronous ones, and (conservatively) tensor-memory allocation and deallocation
 _NEEDS_AFTER_SYNC = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift|ld|st|alloc|dealloc)\b")
@@ -1027,6 +1222,17 @@ def _waited_all_nearby(ptx: str, line: int, commit: bool = False) -> bool:
     if commit:
         return stretch(range(line, len(codes)), True)
     return stretch(range(line - 2, -1, -1), False) or stretch(range(line, len(codes)), True)
+
+
+def _next_copy_wait_is_wait_all(ptx: str, line: int) -> bool:
+    """Whether every control-flow path from PTX line `line` (1-based) reaches an unpredicated cp.async.wait_all
+    before any cp.async.wait_group, exit, return or trap (the function's last statement a ret)."""
+    codes = _codes(ptx)
+    body = [c for c in codes[_body_start(codes, line):_body_end(ptx, codes, line)] if c]
+    if not body or not re.match(r"ret\b", body[-1]):
+        return False
+    stop = re.compile(r"^(?:@!?%?\w+\s+)?(?:cp\.async\.wait_group|ret|exit|trap)\b")
+    return _every_path_meets(ptx, line, lambda p: p.startswith("cp.async.wait_all"), lambda p: bool(stop.match(p)))
 
 
 def _next_instruction(ptx: str, line: int) -> str:
@@ -1410,6 +1616,150 @@ def _commit_wait_redundant(ptx: str, line: int) -> bool:
     return True
 
 
+_TMA_LOAD = re.compile(r"^(?:@!?%?\w+\s+)?cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global\.tile\."
+                       r"mbarrier::complete_tx")
+
+
+def _users(values: Values, codes: list[str], address: int) -> Optional[list[tuple[int, str]]]:
+    """(statement index, statement) of every use of the mbarrier at `address` (every mbarrier operand of the
+    function evaluated, stage-indexed ones over all their stages); None where one is not evaluated."""
+    out = []
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            if _mbarrier_operands(part) is None:
+                continue
+            used = _mbarrier_addresses(values, part)
+            if used is None:
+                return None
+            if address in used:
+                out.append((i, re.sub(r"^@!?%?\w+\s+", "", part)))
+    return out
+
+
+def _parity_zero(values: Values, part: str) -> bool:
+    """Whether the wait `part` asks for parity 0 in every evaluation of its phase operand."""
+    phase = (_mbarrier_operands(part) or ("", None))[1]
+    if phase is None or ".parity" not in part:
+        return False
+    envs = values.envs(_REGISTER.findall(phase), residues=True)
+    return bool(envs) and all(values.value(phase, env) == 0 for env in envs)
+
+
+_TMA_STORE = re.compile(r"^(?:@!?%?\w+\s+)?cp\.(?:reduce\.)?async\.bulk\.tensor\.\dd\.global\.shared::cta\S*\s")
+
+
+def _one_shot_load_handed_by_commit(ptx: str, line: int, boxes: Optional[dict[str, int]] = None) -> bool:
+    """Whether the skipped wait at PTX line `line` (1-based) waits for a one-shot TMA load whose bytes the threads
+    that reach it never access after it, and whose mbarrier's every invalidation follows a wait on a tcgen05.commit
+    of a thread that waited for that load first (see EQUIVALENT)."""
+    codes = _codes(ptx)
+    site = line - 1
+    walk = _per_thread_walk(ptx, codes, line)
+    waits = [p for p in statements(codes[site]) if _MBARRIER_WAIT.match(p)]
+    if walk is None or len(waits) != 1:
+        return False
+    n, values, succ, reach = walk
+    mine = _mbarrier_addresses(values, waits[0])
+    users = _users(values, codes, next(iter(mine))) if mine and len(mine) == 1 else None
+    if users is None or not _parity_zero(values, waits[0]):
+        return False
+    loads, invals = [], []
+    for i, part in users:
+        if _TMA_LOAD.match(part):
+            if i in _reachable(succ, succ.get(i, []), -1):
+                return False        # issued again: not one-shot
+            loads.append((i, part))
+        elif part.startswith("mbarrier.inval"):
+            invals.append(i)
+        elif _MBARRIER_WAIT.match(part):
+            if not _parity_zero(values, part):
+                return False
+        elif not part.startswith(("mbarrier.init", "mbarrier.arrive.expect_tx")):
+            return False            # another completion mechanism or arrival
+    if not loads:
+        return False
+    written = []
+    for i, part in loads:           # the load's bytes (its expect_tx in its block, and its box, bound them)
+        got = _accesses_of(values, part, {}, i)
+        if got is None:
+            return False
+        brackets = re.findall(r"\[([^\]]+)\]", part)
+        box = (boxes or {}).get(_tensor_map_of(values, brackets[1]) or "")
+        written.append((0, ("shared", got[0][1], min(got[0][2], got[0][1] + box) if box else got[0][2], True)))
+    takers = {t: reach[t] & _reachable(succ, succ.get(site, []), -1) for t in range(n) if site in reach[t]}
+    after = set().union(*takers.values()) if takers else set()
+    stores = {i for i in after if any(_TMA_STORE.match(p) for p in statements(codes[i]))}
+    accesses = _thread_accesses(values, after - stores, takers)
+    for i in stores:                # a TMA store reads one box of its tensor map from its shared operand
+        for part in statements(codes[i]):
+            brackets = re.findall(r"\[([^\]]+)\]", part)
+            box = (boxes or {}).get(_tensor_map_of(values, brackets[0]) or "") if len(brackets) == 2 else None
+            for t in (t for t, r in takers.items() if i in r):
+                got = _shared_range(values, brackets[-1], box, {"%tid.x": t}) if box and accesses is not None \
+                    else None
+                if got is None:
+                    return False
+                accesses.append((t, ("shared", got[0], got[1], False)))
+    if accesses is None or _conflict(accesses, written, same_thread=True):
+        return False
+    for i in invals:                # each invalidation: after a wait on the commit of a thread that waited
+        firsts = _first_waits_before(codes, succ, i)
+        if not firsts or not all(_commit_after_wait(ptx, values, codes, succ, w, next(iter(mine)), site)
+                                 for w in firsts):
+            return False
+    return True
+
+
+def _first_waits_before(codes: list[str], succ: dict[int, list[int]], i: int) -> Optional[set[int]]:
+    """The mbarrier waits that every path into statement index `i`, walked back, meets first (None: one reaches
+    the entry without)."""
+    preds = _predecessors(succ)
+    found: set[int] = set()
+    todo, seen = list(preds.get(i, [])), set()
+    while todo:
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        if any(_MBARRIER_WAIT.match(p) for p in statements(codes[j])):
+            found.add(j)
+            continue
+        if not preds.get(j):
+            return None
+        todo.extend(preds[j])
+    return found
+
+
+def _commit_after_wait(ptx: str, values: Values, codes: list[str], succ: dict[int, list[int]], w: int,
+                       load_barrier: int, skipped: int) -> bool:
+    """Whether the wait at statement index `w` waits, for parity 0, on an mbarrier whose only arrival is one
+    tcgen05.commit that runs once and that every path into meets a wait on the mbarrier at `load_barrier` first
+    (another than the one at statement index `skipped`)."""
+    part = next(p for p in statements(codes[w]) if _MBARRIER_WAIT.match(p))
+    addresses = _mbarrier_addresses(values, part)
+    users = _users(values, codes, next(iter(addresses))) if addresses and len(addresses) == 1 else None
+    if users is None or not _parity_zero(values, part):
+        return False
+    commits = [i for i, p in users if p.startswith("tcgen05.commit")]
+    others = [p for i, p in users if not p.startswith(("tcgen05.commit", "mbarrier.init", "mbarrier.inval"))
+              and not _MBARRIER_WAIT.match(p)]
+    if len(commits) != 1 or others or commits[0] in _reachable(succ, succ.get(commits[0], []), -1):
+        return False
+    waits = {i for i in range(values.start, values.end) if i != skipped and any(
+        _MBARRIER_WAIT.match(p) and _mbarrier_addresses(values, p) == {load_barrier} for p in statements(codes[i]))}
+    preds = _predecessors(succ)
+    todo, seen = list(preds.get(commits[0], [])), set()
+    while todo:                     # every path into the commit, walked back, meets one of those waits
+        j = todo.pop()
+        if j in seen or j in waits:
+            continue
+        seen.add(j)
+        if not preds.get(j):
+            return False
+        todo.extend(preds[j])
+    return bool(preds.get(commits[0]))
+
+
 # tcgen05 instructions that may touch any lane of tensor memory (tcgen05.ld/st reach only the executing warp's
 # quarter of the lanes, warp w's lanes 32 (w % 4) .. 32 (w % 4) + 31: PTX ISA, tcgen05 data-movement shapes)
 _ANY_LANE = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:mma|cp|shift|alloc|dealloc)\b")
@@ -1496,8 +1846,9 @@ STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than th
 def launch(name: str, steps: int = STEPS) -> Any:
     """The launch of configuration `name`: tests/realistic's small one, except that a matmul (batched or
     split-K too) runs `steps` K steps per CTA (more than its pipeline has stages, so that stages are refilled
-    and their releases matter) on 2 output tiles side by side in N (2 CTAs in flight, times the splits of a
-    split-K; tile coordinates that differ, so that swapping a TMA copy's coordinates shows), a row
+    and their releases matter) on 2 x 2 output tiles (4 CTAs in flight, times the splits of a split-K): M and N
+    tile coordinates both differ from 0 somewhere, so that swapping a TMA copy's coordinates shows (with one M
+    tile an A load's {k, m} = {0, 0} of the first K step swaps to itself), a row
     reduction `steps` column chunks on each of 2 row blocks, and an attention `steps` key blocks."""
     import test_realistic_emulator as tre
 
@@ -1517,15 +1868,16 @@ def launch(name: str, steps: int = STEPS) -> Any:
     tm, tn, tk = (tre.configs._const(config, k) for k in ("TM", "TN", "TK"))
     k = steps * tk
     if config.kernel == "matmul":
-        return tre.configs._with_shapes(config, {"a": (tm, k), "b": (k, 2 * tn), "c": (tm, 2 * tn)}, (2, 1, 1))
+        return tre.configs._with_shapes(config, {"a": (2 * tm, k), "b": (k, 2 * tn), "c": (2 * tm, 2 * tn)},
+                                        (4, 1, 1))
     if config.kernel == "bmm":
-        z = 16      # the batch stride is assumed 16-divisible: 16 batches, the first one's 2 tiles run
-        return tre.configs._with_shapes(config, {"a": (z, tm, k), "b": (z, k, 2 * tn), "c": (z, tm, 2 * tn)},
-                                        (1, 2, 1))
+        z = 16      # the batch stride is assumed 16-divisible: 16 batches, the first one's 4 tiles run
+        return tre.configs._with_shapes(config, {"a": (z, 2 * tm, k), "b": (z, k, 2 * tn),
+                                                 "c": (z, 2 * tm, 2 * tn)}, (2, 2, 1))
     if config.kernel == "splitk_matmul":
         split = tre.configs._const(config, "SPLIT")
-        return tre.configs._with_shapes(config, {"a": (tm, split * k), "b": (split * k, 2 * tn),
-                                                 "partial": (split, tm, 2 * tn)}, (1, 2, split))
+        return tre.configs._with_shapes(config, {"a": (2 * tm, split * k), "b": (split * k, 2 * tn),
+                                                 "partial": (split, 2 * tm, 2 * tn)}, (2, 2, split))
     return small
 
 
@@ -1605,6 +1957,9 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
 def equivalent(op: Operator, what: str, case: Case, line: int = 0) -> Optional[str]:
     for name, rx, holds, why in EQUIVALENT:
         if name == op.name and re.search(rx, what) and holds(case.ptx, line):
+            return why
+    for name, rx, holds, why in EQUIVALENT_FOR_LAUNCH:
+        if name == op.name and re.search(rx, what) and holds(case, line):
             return why
     lines = case.ptx.split("\n")
     before, after = "\n".join(lines[max(0, line - 12):line - 1]), "\n".join(lines[line:line + 12])

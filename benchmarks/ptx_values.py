@@ -65,15 +65,21 @@ class Values:
 
     def _residues(self) -> dict[str, int]:
         """Registers that hold x mod d for an unsigned 32-bit x however it is computed (a loop-carried stage index):
-        `r = x - ((x * M) >> (32 + s)) * d` as LLVM divides by a constant (mul.hi.u32 h, x, M; shr.u32 q, h, s;
-        mul.lo q * d; sub x - that), with a magic M for which the quotient is exact for every u32 x (M =
-        ceil(2^(32+s) / d) and M d - 2^(32+s) <= 2^s, Granlund and Montgomery): r takes the values 0 .. d - 1."""
+        `and.b32 r, x, d - 1` for d a power of two, or `r = x - ((x * M) >> (32 + s)) * d` as LLVM divides by a
+        constant (mul.hi.u32 h, x, M; shr.u32 q, h, s; mul.lo q * d; sub x - that), with a magic M for which the
+        quotient is exact for every u32 x (M = ceil(2^(32+s) / d) and M d - 2^(32+s) <= 2^s, Granlund and
+        Montgomery): r takes the values 0 .. d - 1."""
         def one(reg: str, op: str) -> Optional[list[str]]:
             defs = self.defs.get(reg, [])
             return defs[0][2] if len(defs) == 1 and defs[0][1].startswith(op) else None
 
         out = {}
         for reg in self.defs:
+            mask = one(reg, "and.b32")      # x & (2^k - 1): x mod 2^k
+            low = int_literal(mask[1]) if mask and not mask[0].startswith("%p") else None
+            if low is not None and low > 0 and low & (low + 1) == 0 and low < 256:
+                out[reg] = low + 1
+                continue
             sub = one(reg, "sub.s32") or one(reg, "sub.u32")
             prod = one(sub[1], "mul.lo.") if sub else None
             if not sub or not prod:
@@ -139,6 +145,9 @@ class Values:
         if len(defs) != 1:
             return None
         _, op, args = defs[0]
+        if op.startswith("selp.") and len(args) == 3:       # a choice by a predicate
+            which = self.truth(args[2], env)
+            return None if which is None else self.value(args[0] if which else args[1], env)
         vals = [self.value(a, env) for a in args]
         if any(v is None for v in vals):
             return None

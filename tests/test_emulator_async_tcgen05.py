@@ -470,3 +470,34 @@ def test_tcgen05_fences_order_tensor_memory_with_bar_sync(fence) -> None:
     with pytest.raises(EmulatorError, match=r"data race on tensor memory \(write-after-write\): the tcgen05.mma by "
                                             r"thread 0 accesses lane \d+ column \d+, but .*" + why):
         run("f16", "f16", 32, c=c, edit=lambda p: p.replace(sync, kept, 1))
+
+
+@pytest.mark.parametrize("case", ["in flight", "committed, not waited", "waited", "same accumulator",
+                                  "copied, then read"])
+def test_one_threads_tcgen05_operations_are_ordered_only_as_pipelined_pairs(case: str) -> None:
+    """The PTX ISA ('Pipelined tcgen05 instructions') runs one thread's asynchronous tcgen05 operations in issue
+    order only in pipelined pairs: mma -> mma with the same accumulator and shape, cp -> mma. An mma into
+    accumulator S over cells that an earlier mma into accumulator O still reads as its A operand (attention's P in
+    tensor memory) must wait on the mbarrier of a tcgen05.commit after the first: issuing it later, or only
+    committing the first, races (both used to pass: every operation of a thread counted as one in-order
+    pipeline); after the wait, with the same accumulator and shape, or after a tcgen05.cp, it is ordered."""
+    from tileiras.emulator.errors import DeviceFault
+    from tileiras.emulator.happens_before import Clocks
+
+    hb = Clocks(np, 32, 1024, {10: "tcgen05.mma O", 20: "tcgen05.mma S"})
+    cells = hb.tensor(128)
+    x = cells.cells(np.arange(32)[:, None], np.arange(8)[None, :])
+    mma_o, mma_s = ("mma", False, 0x40, 128, 64, "f16"), ("mma", False, 0x00, 128, 64, "f16")
+    first = ("cp", False) if case == "copied, then read" else mma_s if case == "same accumulator" else mma_o
+    cells.access(x, 0, case == "copied, then read", 10, "the first", ("tcgen05", 0), pipe=first)
+    if case in ("committed, not waited", "waited"):
+        hb.commit(0, 100)           # thread 0's tcgen05.commit: the operations complete, then arrive on 100
+        hb.complete(100)
+    if case == "waited":
+        hb.acquire(100, [0])        # thread 0 waits on that mbarrier's phase
+    write = case != "copied, then read"
+    if case in ("in flight", "committed, not waited"):
+        with pytest.raises(DeviceFault, match="execute in issue order only as the PTX ISA's pipelined pairs"):
+            cells.access(x, 0, write, 20, "the second", ("tcgen05", 0), pipe=mma_s)
+    else:
+        cells.access(x, 0, write, 20, "the second", ("tcgen05", 0), pipe=mma_s)

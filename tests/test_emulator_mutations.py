@@ -149,6 +149,19 @@ def test_a_chunk_loaded_from_swapped_coordinates_is_reported() -> None:
     for what, ptx in firsts.values():
         assert mutations.outcome(c, ptx) is not None, f"survived: {what}"
 
+@pytest.mark.parametrize("name", ["mm_e4m3_128x256x64", "mm_e4m3_256x128x64"])
+def test_a_matmul_tile_loaded_from_swapped_coordinates_is_reported(name: str) -> None:
+    """sm_120's 8-bit matmuls load A's first K tile ahead of their ring at coordinates {0, m}: with one M tile
+    in the mutation launch m was 0 and the swap read the same box; the launch has 2 x 2 output tiles, and every
+    swap of a TMA load's coordinates (the first A tile's included) is reported."""
+    c = mutations.prepare(name, "sm_120")
+    assert c is not None and mutations.outcome(c, c.ptx) is None
+    mutants = OPERATORS["swap TMA coordinates"].mutants(c.ptx)
+    assert len(mutants) >= 2
+    for line, what, ptx in mutants:
+        assert mutations.outcome(c, ptx) is not None, f"survived: line {line} {what}"
+
+
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
 def test_an_aligned_instruction_split_over_a_warp_is_reported(gpu) -> None:
     """Half a warp sent to a copy of a wgmma, setmaxnreg or tcgen05.ld/st/wait (all .aligned: a warp executes
@@ -502,6 +515,45 @@ def test_cp_async_waits_and_commits_are_equivalent_only_with_nothing_in_flight()
     assert [mutations._waited_all_nearby(COPIES, n, commit=True) for n in commits] == [True, False]
 
 
+GROUPS = """.visible .entry k(
+)
+{
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	cp.async.commit_group;
+	bar.sync 	0;
+	cp.async.cg.shared.global [%r2], [%rd2], 16;
+	cp.async.commit_group;
+	cp.async.wait_all;
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	cp.async.commit_group;
+	cp.async.cg.shared.global [%r2], [%rd2], 16;
+	cp.async.commit_group;
+	@%p1 bra 	$L__BB0_2;
+	cp.async.wait_group 1;
+$L__BB0_2:
+	cp.async.wait_all;
+	ret;
+}
+"""
+
+
+def test_a_commit_is_equivalent_only_where_a_wait_all_is_the_next_wait() -> None:
+    """A cp.async.commit_group whose copies reach a cp.async.wait_all (which commits them itself) before any
+    cp.async.wait_group changes nothing, whatever lies between (copies that join the group, a barrier): sm_120's
+    tf32 matmuls commit their first A tile before the B tile's copies and one wait_all. A commit that a
+    wait_group N may count on some path matters."""
+    at = {i + 1: line.strip() for i, line in enumerate(GROUPS.split("\n"))}
+    commits = [n for n, t in at.items() if t.startswith("cp.async.commit_group")]
+    assert [mutations._next_copy_wait_is_wait_all(GROUPS, n) for n in commits] == [True, True, False, False]
+    assert [mutations._waited_all_nearby(GROUPS, n, commit=True) for n in commits] == [False, True, False, False]
+    c = mutations.prepare("mm_tf32_256x128x64", "sm_120")
+    assert c is not None
+    op = OPERATORS["delete a commit"]
+    verdicts = {line: mutations.equivalent(op, what, c, line) for line, what, _ in op.mutants(c.ptx)
+                if "cp.async.commit_group" in what}
+    assert any(why and "next cp.async wait is a cp.async.wait_all" in why for why in verdicts.values())
+
+
 def test_a_tcgen05_wait_with_nothing_in_flight_is_equivalent() -> None:
     """A tcgen05.wait::st that no tcgen05.st reaches without passing another wait::st waits for nothing (the
     attention's wait at the top of its loop, after the correction's own wait); one right after a st does not."""
@@ -826,3 +878,92 @@ def test_the_epilogues_after_fence_past_a_barrier_is_modelled_on_sm_100() -> Non
     named = [n + 1 for n, t in enumerate(lines) if t.split("//")[0].strip() == "bar.sync 1, 128;"]
     shifted = _edited(c.ptx, named[-1], "tcgen05.shift.cta_group::1.down [%r16];")
     assert not mutations._after_sync_handed_by_mbarrier(shifted, epilogue)
+
+
+def test_the_attentions_proxy_fence_after_its_inits_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps' first fence.proxy.async follows only thread 0's mbarrier.init
+    (each fenced by a fence.mbarrier_init first) and warp 0's tcgen05.alloc store of the tensor-memory address,
+    which bar.sync 0 published before it and no TMA load writes (each within its tensor map's box): listed, and
+    clean. The fences after the P and O stores are not listed (and are reported). A generic store the fence
+    would order, or a fence.mbarrier_init taken away unlists it; so do, in the larger attention whose stages take
+    4 boxes an expect_tx, tensor-map boxes unknown or large enough to reach the address slot."""
+    c = _attention("sm_100")
+    op = OPERATORS["delete fence.proxy.async"]
+    boxes = mutations._tma_boxes(c)
+    assert boxes and all(b >= 8192 for b in boxes.values())
+    mutants = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    listed = [line for line in mutants if mutations._fence_orders_published_only(c.ptx, line, boxes)]
+    assert listed == [min(mutants)]
+    line = listed[0]
+    what, ptx = mutants[line]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    for other in set(mutants) - {line}:
+        assert mutations.equivalent(op, mutants[other][0], c, other) is None
+        assert mutations.outcome(c, mutants[other][1]) is not None
+    store = _edited(c.ptx, line, "st.shared.b32 [__tileir_dsmem+59392], %r1;")
+    assert not mutations._fence_orders_published_only(store, line + 1, boxes)
+    fences = [n + 1 for n, t in enumerate(c.ptx.split("\n")[:line]) if "fence.mbarrier_init" in t.split("//")[0]]
+    init_fence = fences[-1]         # the last before it, after the last inits
+    lines = c.ptx.split("\n")
+    unfenced = "\n".join(lines[:init_fence - 1] + lines[init_fence:])
+    assert not mutations._fence_orders_published_only(unfenced, line - 1, boxes)
+    # the larger attention's stages take 4 TMA boxes each, announced by one expect_tx: its sum alone bounds each
+    # box's bytes so loosely that the last box of a stage may reach the address slot; the tensor maps' boxes do not
+    big = mutations.prepare("fa_f16_q128k64d128_causal", "sm_100")
+    assert big is not None
+    first = min(line for line, _, _ in op.mutants(big.ptx))
+    assert mutations._fence_orders_published_only(big.ptx, first, mutations._tma_boxes(big))
+    assert not mutations._fence_orders_published_only(big.ptx, first, {})
+    assert not mutations._fence_orders_published_only(big.ptx, first, {k: 1 << 20 for k in mutations._tma_boxes(big)})
+
+
+def test_a_proxy_fence_must_come_between_the_generic_stores_and_their_release_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps store P through the generic proxy, fence.proxy.async, then
+    arrive on 'P stored', after which the MMA thread's tcgen05.mma reads P through the async proxy. The PTX ISA
+    orders generic-proxy writes with the async proxy only by a proxy fence of the writing thread (an mbarrier
+    handoff, or a tcgen05.commit's arrival, orders the threads, not the proxies): without the fence, with the
+    fence moved after the arrival that publishes the stores, or with the reading thread fencing in its place,
+    the mma's read is reported as a missing fence.proxy.async."""
+    c = _attention("sm_100")
+    lines = c.ptx.split("\n")
+    fence = next(n for n in range(_site(c, "st.shared.v2.b16"), len(lines))
+                 if lines[n - 1].strip().startswith("fence.proxy.async"))
+    arrive = next(n for n in range(fence, len(lines)) if lines[n - 1].strip().startswith("mbarrier.arrive"))
+    wait = next(n for n, t in enumerate(lines, 1) if "// wait: P stored" in t)
+    spin = next(n for n in range(wait, len(lines)) if re.match(r"\s*@%p\d+ bra", lines[n - 1]))
+    deleted = lines[:fence - 1] + lines[fence:]
+    variants = {
+        "deleted": deleted,
+        "after the arrival": deleted[:arrive - 1] + [lines[fence - 1]] + deleted[arrive - 1:],
+        "by the reader": lines[:spin] + ["\tfence.proxy.async.shared::cta;"] + lines[spin:fence - 1] + lines[fence:],
+    }
+    for how, edited in variants.items():
+        reported = mutations.outcome(c, "\n".join(edited))
+        assert reported is not None and "missing fence.proxy.async" in reported and "tcgen05.mma" in reported, \
+            f"{how}: {reported}"
+
+
+def test_the_softmax_warps_q_tile_wait_is_equivalent_on_sm_100() -> None:
+    """sm_100's causal attention: the softmax warps wait for the Q tile's one-shot TMA load, though they never
+    touch its bytes (their stores, stmatrix and the O tile's TMA store, within its tensor map's box, all miss
+    them); the MMA thread waits for the load itself before its Q K^T MMAs, and thread 0 invalidates the
+    mbarrier only after its wait on the MMA thread's final tcgen05.commit, which tracks those MMAs. Listed
+    (the MMA thread's own wait on the load, whose MMAs read Q, is not) and clean; a softmax load of a Q byte,
+    or the MMA thread's wait taken away, unlists it."""
+    c = _attention("sm_100")
+    op = OPERATORS["skip an mbarrier wait"]
+    boxes = mutations._tma_boxes(c)
+    mutants = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    listed = [line for line in mutants if mutations._one_shot_load_handed_by_commit(c.ptx, line, boxes)]
+    lines = c.ptx.split("\n")
+    assert len(listed) == 1 and "one-shot TMA load" in lines[listed[0] - 1]
+    line = listed[0]
+    what, ptx = mutants[line]
+    assert mutations.equivalent(op, what, c, line) is not None and mutations.outcome(c, ptx) is None
+    mma_wait = next(n for n in mutants if n < line and "one-shot TMA load" in lines[n - 1])
+    assert not mutations._one_shot_load_handed_by_commit(c.ptx, mma_wait, boxes)
+    load = _edited(c.ptx, line + 2, "ld.shared.b32 %r9999, [__tileir_dsmem+64];")
+    assert not mutations._one_shot_load_handed_by_commit(load, line, boxes)
+    unwaited = "\n".join(lines[:mma_wait - 1] + ["\t{ .reg .pred p; setp.eq.u32 p, 0, 0; selp.u32 %r568, 1, 0, p; }"]
+                         + lines[mma_wait:])
+    assert not mutations._one_shot_load_handed_by_commit(unwaited, line, boxes)

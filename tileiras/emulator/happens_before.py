@@ -32,8 +32,10 @@ readers must have seen the completing phase (`RaceChecker._visible`).
 Tensor memory (`TensorCells`) is tracked per 32-bit cell (lane, column) the same way, writes as
 well as reads: tcgen05.mma and tcgen05.cp access it asynchronously until the issuing thread's next
 tcgen05.commit, tcgen05.ld/st until the warp's tcgen05.wait::ld/st. Accesses by one thread's
-mma/cp pipeline are ordered among themselves (the tcgen05 pipeline executes them in order),
-completed ld/st of one warp too (warp-collective).
+mma/cp are ordered among themselves only as the PTX ISA's pipelined pairs (mma -> mma with the same
+accumulator and shape, cp -> mma; cp -> cp, as NVIDIA's block-scaled matmul uses it): an mma into
+another accumulator over cells an earlier mma reads must wait for that one's commit
+(`TensorCells.pipelined`). Completed ld/st of one warp are ordered too (warp-collective).
 
 An mbarrier's initialization is an event of its initializing thread; a thread of another CTA of the
 cluster that arrives on it (or whose TMA load or tcgen05.commit completes on it) must know that event
@@ -75,6 +77,9 @@ class Clocks:
         # its mbarrier waits acquired, and what bar.sync/barrier.sync joined into its clock as of its last
         # tcgen05.fence::after_thread_sync; tensor-memory checks read this view (TensorCells._check)
         self.tcv = np.eye(2 * nthreads, dtype=np.int64)
+        # (a tcgen05 pipeline knows its own completed operations only through the mbarriers of their commits:
+        # its first commit's clock, 1, must not count as known from the start)
+        self.tcv[np.arange(nthreads, 2 * nthreads), np.arange(nthreads, 2 * nthreads)] = 0
         self.texts = texts
         self.accum: dict[int, Any] = {}         # mbarrier -> clocks released into its current phase
         self.done: dict[int, Any] = {}          # mbarrier -> clocks of its last completed phase
@@ -302,6 +307,12 @@ class TensorCells:
         self.coll = {a: np.zeros(size, dtype=bool) for a in "wr"}
         self.line = {a: np.zeros(size, dtype=np.int32) for a in "wr"}
         self.keys: dict = {}                    # owner key -> its code
+        # the pipeline class of the tcgen05 operation behind each cell's last access (a code of `pipes`, -1: none
+        # known): one thread's asynchronous tcgen05 operations run in issue order only in the PTX ISA's pipelined
+        # pairs (`pipelined`), others need a tcgen05.commit and a wait on its mbarrier between them
+        self.pipe = {a: np.full(size, -1, dtype=np.int64) for a in "wr"}
+        self.pipes: dict = {}                   # class -> its code
+        self.classes: list = []                 # code -> class
         self.pending: list[tuple[Any, str, Any, Any]] = []    # (owner key, "w"|"r", cells, threads)
         self.unfenced: dict[int, list] = {}     # warp -> [("w"|"r", cells, threads)] left at UNFENCED
         self.fresh = np.zeros(size, dtype=bool)     # last written by tcgen05.alloc: undefined (definedness)
@@ -320,18 +331,24 @@ class TensorCells:
             self.who[a][idx] = -1
 
     def access(self, idx: Any, tids: Any, write: bool, line: int, what: str, owner: Any = None,
-               collective: bool = False) -> None:
+               collective: bool = False, pipe: Any = None) -> None:
         """Threads `tids` (one per cell of `idx`) read or write cells `idx` with `what` at `line`; with an
-        `owner`, the access stays in flight until `finish` completes that owner's accesses."""
+        `owner`, the access stays in flight until `finish` completes that owner's accesses; `pipe`: the
+        pipeline class of the tcgen05 operation (`pipelined`)."""
         np = self.np
         idx = np.asarray(idx, dtype=np.int64).ravel()
         tids = np.broadcast_to(np.asarray(tids, dtype=np.int64), idx.shape).ravel()
         code = -1 if owner is None else self.keys.setdefault(owner, len(self.keys))
+        pcode = -1
+        if pipe is not None:
+            pcode = self.pipes.setdefault(pipe, len(self.pipes))
+            if pcode == len(self.classes):
+                self.classes.append(pipe)
         tids = self.hb.unit(owner, tids)
         if write:
-            self._check(idx, tids, "r", code, collective, line, what, "write-after-read")
+            self._check(idx, tids, "r", code, collective, line, what, "write-after-read", pcode)
         self._check(idx, tids, "w", code, collective, line, what, "write-after-write" if write else
-                    "read-after-write")
+                    "read-after-write", pcode)
         a = "w" if write else "r"
         if write:
             self.fresh[idx] = False
@@ -343,13 +360,27 @@ class TensorCells:
         self.who[a][sel] = t
         self.clock[a][sel] = PENDING if owner is not None else self.hb.vc[t, t]
         self.key[a][sel] = code
+        self.pipe[a][sel] = pcode
         self.coll[a][sel] = collective
         self.line[a][sel] = line
         if owner is not None and sel.size:
             self.pending.append((owner, a, sel, t))
 
+    def pipelined(self, first: int, then: int) -> bool:
+        """Whether tcgen05 operations of pipeline classes `first` and `then` (codes), issued in that order by one
+        thread, execute in that order (PTX ISA, 'Pipelined tcgen05 instructions'): mma -> mma with the same
+        cta_group, accumulator and shape, and cp -> mma with the same cta_group; cp -> cp too, which NVIDIA's
+        block-scaled matmul relies on (it refills a scale-factor buffer with tcgen05.cp after the mma that read
+        the previous ones, no wait between). An unknown class (-1) keeps the pair ordered."""
+        if first < 0 or then < 0:
+            return True
+        a, b = self.classes[first], self.classes[then]
+        if a[0] == "mma" and b[0] == "mma":
+            return a == b
+        return a[0] == "cp" and b[0] in ("mma", "cp") and a[1] == b[1]
+
     def _check(self, idx: Any, tids: Any, a: str, code: int, collective: bool, line: int, what: str,
-               kind: str) -> None:
+               kind: str, pcode: int = -1) -> None:
         np = self.np
         who = self.who[a][idx]
         # narrowed step by step to the cells not yet known ordered (most are: the same thread's)
@@ -360,6 +391,13 @@ class TensorCells:
         pending = clk == PENDING
         w, t = who[cand], tids[cand]
         ok = np.where(pending, (self.key[a][idx[cand]] == code) & (code >= 0), w == t)
+        unpiped = np.zeros(cand.size, dtype=bool)
+        if pcode >= 0 and ok.any():     # one thread's tcgen05 operations: in issue order only when pipelined
+            prev = self.pipe[a][idx[cand]]
+            for p in np.unique(prev[ok & (prev >= 0)]).tolist():
+                if not self.pipelined(p, pcode):
+                    unpiped |= ok & (prev == p)
+            ok &= ~unpiped
         if collective:
             ok |= ~pending & self.coll[a][idx[cand]] & (w // 32 == t // 32)
         keep = ~ok
@@ -374,7 +412,14 @@ class TensorCells:
         c, u, w = int(idx[i]), int(tids[i]) % self.hb.n, int(who[i])
         pl = int(self.line[a][c])
         did = "wrote" if a == "w" else "read"
-        if clk[k] == UNFENCED:
+        if unpiped[keep][k]:
+            was = self.classes[int(self.pipe[a][c])]
+            how = (f"the {was[0]} of thread {w % self.hb.n} at line {pl} '{self.hb.texts.get(pl, '?')}' "
+                   f"{'wrote' if a == 'w' else 'read'} it, and one thread's tcgen05 operations execute in issue "
+                   "order only as the PTX ISA's pipelined pairs (mma -> mma with the same accumulator and shape, "
+                   "cp -> mma, and cp -> cp): no wait on its tcgen05.commit's mbarrier orders it before this one"
+                   + (" (it may still be in flight)" if pending[k] else ""))
+        elif clk[k] == UNFENCED:
             how = (f"thread {w}'s {'write' if a == 'w' else 'read'} of it by the instruction at line {pl} "
                    f"'{self.hb.texts.get(pl, '?')}' completed, but no tcgen05.fence::before_thread_sync by that "
                    "thread published it before it synchronized")

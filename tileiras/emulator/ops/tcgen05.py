@@ -205,10 +205,10 @@ def _alloc(dec: Decoder, ins: Instr) -> Any:
 
 
 def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner: Any,
-           collective: bool = False, cta: Optional[int] = None) -> None:
+           collective: bool = False, cta: Optional[int] = None, pipe: Any = None) -> None:
     """Record (and check) an access of tensor-memory cells (lanes `li`, columns `ci`, of the threads'
-    CTA or of CTA `cta`) for the race checker, in flight until `owner` completes
-    (happens_before.TensorCells)."""
+    CTA or of CTA `cta`) for the race checker, in flight until `owner` completes; `pipe`: the pipeline
+    class of a tcgen05.mma or tcgen05.cp (happens_before.TensorCells)."""
     cells = _tensor_cells(st)
     tids = _np().broadcast_to(_np().asarray(tids), _np().broadcast_shapes(_np().shape(li), _np().shape(ci)))
     rank = int(tids.flat[0]) // st.cta_threads if cta is None else cta
@@ -216,7 +216,7 @@ def _track(st: Any, li: Any, ci: Any, tids: Any, write: bool, ins: Instr, owner:
     if not write and ins.mods[:1] != ("ld",):      # tcgen05.ld: its registers become undefined instead
         _written(st, cells, idx, int(tids.flat[0]), f"the {ins.opcode}.{'.'.join(ins.mods[:1])}")
     cells.access(idx, tids.ravel(), write, ins.line, f"the {ins.opcode}.{'.'.join(ins.mods[:1])}", owner,
-                 collective)
+                 collective, pipe)
 
 
 def _written(st: Any, cells: Any, idx: Any, t: int, what: str) -> None:
@@ -478,12 +478,14 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
                 pair_mma(st, t, f, k, _at(st, a_op, t), _at(st, b_op, t), _at(st, d_addr, t) & 0xFFFFFFFF,
                          bool(_at(st, enable, t)), [_at(st, r, t) & 0xFFFFFFFF for r in dis], ins, what, scales)
                 continue
+            # its pipeline class: mma -> mma runs in issue order only with the same accumulator and shape
+            pipe = ("mma", pair, _at(st, d_addr, t) & 0xFFFFFFFF, mm, n, kind)
             if a_tmem:
                 a = _at(st, a_op, t) & 0xFFFFFFFF
                 per = 4 // aes
                 li, ci = _cells(st, a >> 16, a & 0xFFFF, mm, k // per, t, "tcgen05.mma A")
                 if st.races is not None:
-                    _track(st, li, ci, t, False, ins, ("tcgen05", t))
+                    _track(st, li, ci, t, False, ins, ("tcgen05", t), pipe=pipe)
                 raw = np.ascontiguousarray(tm.cells[li, ci]).view(np.dtype(f"<u{aes}"))
                 A = element_values(raw, aty)
             elif aty == "e2m1":
@@ -515,7 +517,7 @@ def _mma(dec: Decoder, ins: Instr) -> Any:
                 keep = ((bits[lane_of_row // 32] >> (lane_of_row % 32).astype(np.uint64)) & 1) == 0
             if st.races is not None:    # written when the thread's next tcgen05.commit completes (the
                 # write is checked against D's last write and reads: that orders an accumulating read too)
-                _track(st, rows[keep][:, None], ci[None, :], t, True, ins, ("tcgen05", t))
+                _track(st, rows[keep][:, None], ci[None, :], t, True, ins, ("tcgen05", t), pipe=pipe)
             tm.cells[rows[keep][:, None], ci[None, :]] = out[keep]
 
     return (K_OP, fn, None)
@@ -675,7 +677,7 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
         if copies is None:
             li, ci = _cells(st, a >> 16, a & 0xFFFF, rows, cols, t, "tcgen05.cp", cta=p)
             if st.races is not None:
-                _track(st, li, ci, t, True, ins, ("tcgen05", t), cta=p)
+                _track(st, li, ci, t, True, ins, ("tcgen05", t), cta=p, pipe=("cp", pair))
             tm.cells[li, ci] = vals
             return
         if a >> 16:
@@ -684,7 +686,7 @@ def _cp(dec: Decoder, ins: Instr) -> Any:
             for q in quarters:
                 li, ci = _cells(st, 32 * q, a & 0xFFFF, 32, cols, t, "tcgen05.cp", cta=p)
                 if st.races is not None:
-                    _track(st, li, ci, t, True, ins, ("tcgen05", t), cta=p)
+                    _track(st, li, ci, t, True, ins, ("tcgen05", t), cta=p, pipe=("cp", pair))
                 tm.cells[li, ci] = vals[32 * block:32 * block + 32]
 
     return (K_OP, fn, None)
