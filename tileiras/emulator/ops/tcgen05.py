@@ -602,7 +602,6 @@ def _smem_operand(st: Any, desc: int, rows: int, k: int, ty: str, esize: int, k_
 
 
 def _commit(dec: Decoder, ins: Instr) -> Any:
-    np = _np()
     from .async_ops import _arrive, _mbar_keys
 
     mods = Mods(ins)
