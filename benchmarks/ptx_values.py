@@ -233,8 +233,10 @@ def _apply(name: str, op: str, v: list[int]) -> Optional[int]:
     binary = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "shl": lambda a, b: a << b,
               "shr": lambda a, b: a >> b, "or": lambda a, b: a | b, "and": lambda a, b: a & b,
               "xor": lambda a, b: a ^ b, "mul": lambda a, b: a * b}
+    if name == "mul" and ".hi.u32" in op and len(v) == 2:     # the high half of the unsigned 64-bit product
+        return ((v[0] & 0xFFFFFFFF) * (v[1] & 0xFFFFFFFF)) >> 32
     if ".hi" in op or ".cc" in op or ".sat" in op:
-        return None         # (a product's high half, a carry, a saturation: not modelled)
+        return None         # (a signed product's high half, a carry, a saturation: not modelled)
     if name in binary and len(v) == 2 and (name != "shr" or ".u" in op or ".b" in op):
         return binary[name](v[0], v[1])
     if name == "mad" and len(v) == 3 and (".lo" in op or ".wide.u" in op):

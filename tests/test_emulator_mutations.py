@@ -604,8 +604,8 @@ LAYERNORM = "layernorm_chunked_f16_n8192_t2048"
 @pytest.fixture
 def stores_hold_back_loads(monkeypatch: Any, tmp_path: Path) -> None:
     """The chunked layernorm as its loops were staged before a loop's weak stores let its loads be issued ahead
-    (schedule/pipeline._PLAIN_STORES): its normalizing loop, which stores each chunk, unstaged. The reasons these
-    tests hold to are those of that form; the staged normalizing loop's release waits are survivors still."""
+    (schedule/pipeline._PLAIN_STORES): its normalizing loop, which stores each chunk, unstaged: the form whose
+    mutants these tests count (the staged form's are listed by the same reasons: `test_a_stage_counters_quotient_...`)."""
     from tileiras.schedule import pipeline
 
     monkeypatch.setattr(pipeline, "_PLAIN_STORES", ())
@@ -978,3 +978,17 @@ def test_the_softmax_warps_q_tile_wait_is_equivalent_on_sm_100() -> None:
     unwaited = "\n".join(lines[:mma_wait - 1] + ["\t{ .reg .pred p; setp.eq.u32 p, 0, 0; selp.u32 %r568, 1, 0, p; }"]
                          + lines[mma_wait:])
     assert not mutations._one_shot_load_handed_by_commit(unwaited, line, boxes)
+
+
+def test_a_stage_counters_quotient_by_the_ring_depth_is_evaluated() -> None:
+    """A 3-stage ring's wait asks for parity (i / 3) & 1, which LLVM computes as bit 1 of mul.hi.u32(i, 0xAAAAAAAB):
+    the unsigned product's high half is evaluated exactly (ptx_values), so every mbarrier site of the chunked
+    layernorm's staged normalizing loop has a value and the ring reasons can hold over the function (it had none,
+    and its 12 first-pass waits and releases on sm_90 and sm_100 were survivors)."""
+    import ptx_values
+
+    codes = ["mov.b32 %r1, 0;", "$L_loop:", "mul.hi.u32 %r2, %r1, -1431655765;", "bfe.u32 %r3, %r2, 1, 1;",
+             "add.s32 %r1, %r1, 1;", "setp.ne.b32 %p1, %r1, 7;", "@%p1 bra $L_loop;"]
+    values = ptx_values.Values(codes, 0, len(codes))
+    assert [values.value("%r3", {"%r1": i}) for i in range(7)] == [(i // 3) & 1 for i in range(7)]
+    assert values.value("%r2", {"%r1": 4294967295}) == (4294967295 * 0xAAAAAAAB) >> 32
