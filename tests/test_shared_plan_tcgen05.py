@@ -137,8 +137,8 @@ def test_a_wrong_tcgen05_prediction_is_an_internal_error(monkeypatch, name: str,
 
 def test_an_attention_whose_copies_are_not_all_tmas_is_planned_as_the_lowering_settles_it(monkeypatch) -> None:
     """Where TMA cannot copy the loads, the specialized attention has no MMA warp (its consumers
-    issue the mmas: warp_specialize.settle); the pass settles the split the same way
-    (tileas/settled_split.settled): no handshake, no P buffer, no store of O from tensor memory's
+    issue the mmas), as plan-shared-memory settles the split (tileas/settled_split.settled) and the lowering
+    checks it: no handshake, no P buffer, no store of O from tensor memory's
     epilogue (O goes by TMA through the freed buffers instead: epilogue_forms, the view's descriptor
     can be made), tensor memory asked for by the first mma, and P, in
     registers, staged swizzled by the mma that reads it (M = 64: not in tensor memory)."""

@@ -153,7 +153,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                                    ring.refilled)
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         if specialized:
-            warp_specialize.settle(k, tma, plan.loads)
+            warp_specialize.check_settled(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         roles = _roles(k, stages, tma is not None, bool(tma) and len(tma) < len(plan.loads)) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",

@@ -185,7 +185,7 @@ def end(k: KernelLowering) -> None:
         k.extra_threads = 0
 
 
-def settle(k: KernelLowering, tma: Optional[dict], loads: tuple) -> None:
+def check_settled(k: KernelLowering, tma: Optional[dict], loads: tuple) -> None:
     """The split as `plan-shared-memory` settled it for the loop's copies (tileas/settled_split.py),
     checked against the copies the loop gets (`tma`: the loads TMA copies)."""
     from ..tileas.settled_split import split_mmas
