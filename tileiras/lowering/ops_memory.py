@@ -172,6 +172,19 @@ def _slot_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, la
 LSR_POINTERS = 8
 
 
+def _unseen(k: KernelLowering, ptr: str) -> str:
+    """`ptr` through a move LLVM cannot see through (out of loop strength reduction's sight), made in the
+    global space where every pointer of the kernel is global (no alloca), so that its accesses stay
+    ld.global / st.global (a generic pointer's would be generic accesses)."""
+    from .ops_arith import _global_only
+
+    if not _global_only(k):
+        return k.b.op(f'call ptr asm "mov.b64 $0, $1;", "=l,l"(ptr {ptr})', "a")
+    g = k.b.op(f"addrspacecast ptr {ptr} to ptr addrspace(1)", "a")
+    moved = k.b.op(f'call ptr addrspace(1) asm "mov.b64 $0, $1;", "=l,l"(ptr addrspace(1) {g})', "a")
+    return k.b.op(f"addrspacecast ptr addrspace(1) {moved} to ptr", "a")
+
+
 def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
                        local: list[str], shifts: list[tuple[int, ...]]) -> list[tuple[str, "str | None"]]:
     """`element_address` of the elements at `local` + each shift (constant, >= 0 per tile dimension).
@@ -194,7 +207,7 @@ def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal,
                             if d and not view.tensor.strides[view.dim_map[dim]].lstrip("-").isdigit())
                       for shift in shifts}
     if len(runtime_shifts) > LSR_POINTERS:
-        ptr0 = k.b.op(f'call ptr asm "mov.b64 $0, $1;", "=l,l"(ptr {ptr0})', "a")  # out of LSR's sight
+        ptr0 = _unseen(k, ptr0)
     rows: dict[tuple[tuple[int, int], ...], str] = {}
     oks: dict[tuple[str, ...], "str | None"] = {}
 
