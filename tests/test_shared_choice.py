@@ -44,14 +44,26 @@ def test_a_refused_pipeline_tries_unpadded_stages(unpadded: tuple[int, bool], ke
     assert _run({PADDED: (0, True), UNPADDED: unpadded}) == (kept, [PADDED, UNPADDED])
 
 
-def test_an_overflow_reserves_room_for_the_loop_body_then_defers_loads() -> None:
-    table = {PADDED: (1000, False), UNPADDED: (300, False), Assumptions(False, 300, False): (200, False),
-             Assumptions(False, 500, False): (100, False), Assumptions(False, 600, False): (50, False),
-             Assumptions(True, 0, True): (0, False)}
-    kept, tried = _run(table)
-    assert kept == Assumptions(True, 0, True)
+def _reserving(defer: bool, free: bool) -> dict[Assumptions, tuple[int, bool]]:
+    """An overflow that reserving room for the loop body never cures (under `defer`, `free`)."""
+    return {Assumptions(True, 0, defer, free): (1000, False), Assumptions(False, 0, defer, free): (300, False),
+            Assumptions(False, 300, defer, free): (200, False), Assumptions(False, 500, defer, free): (100, False),
+            Assumptions(False, 600, defer, free): (50, False)}
+
+
+def test_an_overflow_reserves_room_for_the_loop_body_then_frees_the_loop_barriers() -> None:
+    kept, tried = _run(_reserving(False, False))
+    assert kept == Assumptions(True, 0, False, True)
     assert tried == [PADDED, UNPADDED, Assumptions(False, 300, False), Assumptions(False, 500, False),
-                     Assumptions(False, 600, False), Assumptions(True, 0, True)]
+                     Assumptions(False, 600, False), Assumptions(True, 0, False, True)]
+
+
+def test_then_defers_loads() -> None:
+    kept, tried = _run(_reserving(False, False) | _reserving(False, True))
+    assert kept == Assumptions(True, 0, True, True)
+    assert len(tried) == 11 and tried[5:] == [Assumptions(True, 0, False, True), Assumptions(False, 0, False, True),
+                                              Assumptions(False, 300, False, True), Assumptions(False, 500, False, True),
+                                              Assumptions(False, 600, False, True), Assumptions(True, 0, True, True)]
 
 
 def test_reserving_room_is_kept_once_it_fits() -> None:
@@ -60,11 +72,11 @@ def test_reserving_room_is_kept_once_it_fits() -> None:
 
 
 def test_where_everything_overflows_the_last_attempt_says_so() -> None:
-    every = {a: (64, False) for a in [Assumptions(p, r, d) for p in (True, False) for d in (False, True)
-                                     for r in (0, 64, 128, 192)]}
+    every = {a: (64, False) for a in [Assumptions(p, r, d, f) for p in (True, False) for d in (False, True)
+                                     for f in (False, True) for r in (0, 64, 128, 192)]}
     outcome_kept, tried = _run(every)
     assert outcome_kept is None
-    assert tried[-1] == Assumptions(False, 192, True) and len(tried) == 10
+    assert tried[-1] == Assumptions(False, 192, True, True) and len(tried) == 15
 
 
 def test_the_pass_chooses_unpadded_stages_and_the_kernel_is_lowered_once(monkeypatch) -> None:

@@ -50,7 +50,7 @@ from ..tileas import pipeline_copies, tma_boxes
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
 from ..tileas.stage_rings import fit_beside, invariant_copy, ring_of, uses_mbarriers
-from ..tileas.warp_roles import ring_loop
+from ..tileas.warp_roles import barriers_lifetime, ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
@@ -94,6 +94,8 @@ class ActivePipeline:
                                         # set up once before it, its count carried over the tiles
     base: str = "0"                     # the ring's count when this run of the loop starts (i32)
     ring_out: str = ""                  # ...and when it ends (the loop's counter at its exit)
+    barriers_freed: bool = False        # full / empty's bytes serve other buffers after the loop
+                                        # (warp_roles.barriers_lifetime): a CTA barrier follows their invalidation
 
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
@@ -140,13 +142,14 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=spans,
                                  dense=load in dense, role="ring") for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
-    full = empty = cluster = None
+    full = empty = cluster = bars_lifetime = None
     specialized = False
     tma = None
     if uses_mbarriers(k):
         bars = fitted.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
         assert bars is not None and bars.mbarriers == 2 * stages
-        full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
+        bars_lifetime = barriers_lifetime(k.warp_split, op, k.entry, spans, k.free_barriers)
+        full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers, bars_lifetime), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None, ring.beside,
@@ -187,7 +190,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                           retiring=retiring, committed=committed,
                           mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
-                          persistent=specialized and k.warp_split.outer is not None)
+                          persistent=specialized and k.warp_split.outer is not None,
+                          barriers_freed=full is not None and bars_lifetime is not None)
 
 
 def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
@@ -368,8 +372,17 @@ def end_persistent(k: KernelLowering, p: ActivePipeline) -> None:
     arrival of it is in flight; the barriers are invalidated once every consumer is done with them."""
     wait_all(k)
     k.barrier()
+    _invalidate(k, p)
+
+
+def _invalidate(k: KernelLowering, p: ActivePipeline) -> None:
+    """Invalidate the loop's barriers (after a CTA barrier: nobody uses them any more); where their
+    bytes serve later buffers, a CTA barrier then keeps every thread's next writes after thread 0's
+    invalidation."""
     mbarrier.inval(k, [p.full, p.empty])
     tma_copy.invalidate(k, list(p.once))
+    if p.barriers_freed:
+        k.barrier()
 
 
 def prologue(k: KernelLowering, p: ActivePipeline, lb: str, step: str, ub: str, ity: str, unsigned: bool) -> None:
@@ -578,6 +591,5 @@ def finish(k: KernelLowering, p: ActivePipeline, results: list) -> list:
             multicast.sync(k)   # no peer's release still on its way to these barriers; none exits while
         else:                   # slices may still land in it
             k.barrier()
-        mbarrier.inval(k, [p.full, p.empty])
-        tma_copy.invalidate(k, list(p.once))
+        _invalidate(k, p)
     return results

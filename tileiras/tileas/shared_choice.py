@@ -1,9 +1,11 @@
 """How the kernel stages what it stages, chosen by `plan-shared-memory` from its plans.
 
-Three choices shape every shared-memory buffer of a kernel (`Assumptions`): whether staged tiles
+Four choices shape every shared-memory buffer of a kernel (`Assumptions`): whether staged tiles
 are padded against bank conflicts, how many bytes pipelines leave free for what their loop body
-asks later, and whether a load too large to stage whole is left to its mma in K slices. The pass
-plans the kernel under each assumption it needs, in this order, and keeps the first that holds:
+asks later, whether a pipelined loop's mbarriers give their bytes back after it (then a CTA barrier
+follows their invalidation), and whether a load too large to stage whole is left to its mma in K
+slices. The pass plans the kernel under each assumption it needs, in this order, and keeps the
+first that holds:
 
 1. padded, the default: kept unless it overflows the target's shared memory or refuses a
    pipeline (a loop left unpipelined for lack of room);
@@ -11,8 +13,10 @@ plans the kernel under each assumption it needs, in this order, and keeps the fi
    (a pipeline is worth more than the padding);
 3. where padded overflows: unpadded, then pipelines reserving the bytes it overflowed by, up to
    three times (their stages give way to what the loop body asks);
-4. where all of that overflows: the same again with oversized loads deferred to their mma; if
-   that overflows too, the last plan is kept and the lowering reports the overflow.
+4. where all of that overflows: the same again with the loops' mbarriers freed after them (a
+   sub-tiled epilogue's exchange after the loop takes their bytes);
+5. where that overflows too: the same again with oversized loads deferred to their mma; if that
+   overflows as well, the last plan is kept and the lowering reports the overflow.
 
 The lowering then lowers the kernel once, under the plan kept (lowering/pipeline.lower_entry).
 A plan that does not predict every buffer (`SharedPlan.complete`: a role some op of the kernel
@@ -42,28 +46,30 @@ P = TypeVar("P", bound=Planned)
 
 def choose(plan: Callable[[Assumptions], P]) -> P:
     """The plan kept, planning under each assumption in the module's order (`plan`)."""
-    kept = _padded_or_not(plan, defer=False)
+    kept = _padded_or_not(plan, defer=False, free=False)
+    if kept.excess:    # the loops' mbarriers give their bytes back (one more CTA barrier each)
+        kept = _padded_or_not(plan, defer=False, free=True)
     if kept.excess:    # the last resort: a load too large to stage whole goes to its mma in K slices
-        kept = _padded_or_not(plan, defer=True)
+        kept = _padded_or_not(plan, defer=True, free=True)
     return kept
 
 
-def _padded_or_not(plan: Callable[[Assumptions], P], defer: bool) -> P:
-    padded = plan(Assumptions(True, 0, defer))
+def _padded_or_not(plan: Callable[[Assumptions], P], defer: bool, free: bool) -> P:
+    padded = plan(Assumptions(True, 0, defer, free))
     if padded.excess:
-        return _reserving(plan, defer)
+        return _reserving(plan, defer, free)
     if not padded.refused:
         return padded
-    unpadded = plan(Assumptions(False, 0, defer))   # its stages may fit without the padding
+    unpadded = plan(Assumptions(False, 0, defer, free))   # its stages may fit without the padding
     return padded if unpadded.excess or unpadded.refused else unpadded
 
 
-def _reserving(plan: Callable[[Assumptions], P], defer: bool) -> P:
+def _reserving(plan: Callable[[Assumptions], P], defer: bool, free: bool) -> P:
     """Unpadded; where that overflows, pipelines leave the excess free for their loop body."""
     reserve = 0
     for _ in range(RESERVE_ROUNDS):
-        planned = plan(Assumptions(False, reserve, defer))
+        planned = plan(Assumptions(False, reserve, defer, free))
         if not planned.excess:
             return planned
         reserve += planned.excess
-    return plan(Assumptions(False, reserve, defer))
+    return plan(Assumptions(False, reserve, defer, free))

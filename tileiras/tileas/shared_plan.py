@@ -94,11 +94,13 @@ class Assumptions:
     padded: bool = True      # staged rows padded against bank conflicts
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
+    free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.barriers_lifetime)
 
     def describe(self) -> str:
         return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
                 f"{f', {self.reserve} B left free by pipelines' if self.reserve else ''}"
-                f"{', oversized loads deferred to their mma' if self.defer else ''}")
+                f"{', oversized loads deferred to their mma' if self.defer else ''}"
+                f"{', loop mbarriers freed after their loops' if self.free_barriers else ''}")
 
 
 @record(frozen=False)

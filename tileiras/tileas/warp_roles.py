@@ -109,6 +109,23 @@ def ring_loop(split: Optional[WarpSplit], loop: Operation) -> Operation:
     return split.outer if split is not None and split.loop is loop and split.outer is not None else loop
 
 
+def barriers_lifetime(split: Optional[WarpSplit], loop: Operation, entry: Operation,
+                      spans: tuple[int, int], free: bool) -> Optional[tuple[int, int]]:
+    """The lifetime of pipelined loop `loop`'s full / empty mbarriers: to the kernel's end (None) unless
+    the plan frees them (`free`, shared_choice: the kernel fits no other way); then its ring's (`spans`)
+    where the loop invalidates them once done (lowering/pipelined_loop.finish, end_persistent: then a
+    CTA barrier, before their bytes serve another buffer, as the PTX ISA asks of an mbarrier's memory),
+    so the buffers after the loop may take them (a sub-tiled epilogue's 64 KB exchange on sm_120). Never
+    where an MMA warp runs the loop (its last stages' empty arrivals are never waited for: the barriers
+    stay valid) or the CTAs of a cluster signal each other's barriers."""
+    from ..tileaa.clusters import CLUSTER_ATTR
+
+    if not free or split is not None and split.loop is loop and split.form == "tcgen05" \
+            or CLUSTER_ATTR in entry.attributes:
+        return None
+    return spans
+
+
 def mma_sync_roles(k: "KernelFacts") -> bool:
     """Whether the kernel's warp roles (and its TMA stages) are those of mma.sync consumers: on a TMA
     target built on mma.sync (sm_120), or on a tcgen05 target where no mma of the kernel is tcgen05 (tiles
