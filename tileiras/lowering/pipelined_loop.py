@@ -53,7 +53,7 @@ from ..tileas.pipeline_copies import RingCopies
 from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import fit_beside, invariant_copy, ring_of, uses_mbarriers
+from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -197,22 +197,25 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
 
 def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
     """A tensor-core operand loaded in the kernel's body before a pipelined loop that reads it in
-    every iteration (attention's queries), copied once by TMA (tma_copy.load_once) where that loop's target copies
-    by TMA, into the swizzled buffer wgmma / tcgen05.mma read, alive to its last reader; the loop's
-    prologue waits for it. None (nothing emitted): the caller stages it with cp.async."""
+    every iteration (attention's queries), copied once by TMA (tma_copy.load_once) where plan-shared-memory
+    decided so (tileas/pipeline_copies.once, `KernelPlan.once_copies`), into the swizzled buffer wgmma /
+    tcgen05.mma read, alive to its last reader; the loop's prologue waits for it. None (nothing
+    emitted): the caller stages it with cp.async."""
     tile = op.results[0].type
-    why = invariant_copy(k, op)
-    if why is None:
+    shots = plan_of(k.assignment).once_copies if k.assignment is not None else None
+    if shots is None:
+        raise CompileError("error: internal: the kernel's plan decides no loop-invariant copies "
+                           "(plan-shared-memory's once_copies)")
+    decided = shots.get(op)
+    if decided is None:
         return None
-    rows = tma_boxes.box_rows(k.caps)
-    if why:
+    if decided.tma is None:
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
-                 op, Reason=why)
+                 op, Reason=decided.why)
         return None
     lifetime = k.lifetimes().value_range(op.results[0], op)     # to the tile's last reader
     matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime, role="invariant")
-    shot, _ = tma_copy.load_once(k, op, matrix, rows)
-    assert shot is not None
+    shot = tma_copy.load_once(k, op, matrix, decided.tma)
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
              Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_boxes.describe(shot.copy),
              Pipeline="loaded once before the loop that reads it, on its own mbarrier")

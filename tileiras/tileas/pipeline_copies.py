@@ -6,6 +6,10 @@ copies its chunks), with a remark on each load TMA refuses; in a cluster-split k
 shared tiles are multicast (multicast_groups.py); a CTA pair's copies each hold its A rows and half
 of B (cta_pairs.py). The boxes themselves: tma_boxes.pipeline_copies.
 
+So is how a loop-invariant tensor-core operand loaded before its loop (attention's queries) is
+copied (`once`, `KernelPlan.once_copies`): once by TMA on its own mbarrier (lowering/tma_copy.load_once),
+or staged as any other load.
+
 The decision is made on the ring as `stage_rings.ring_of` gives it (its stages' geometry, not their
 depth nor their offsets) for every pipelined loop of a target whose rings hand stages over with
 mbarriers; the tensor maps' slots among the kernel's hidden parameters are the lowering's to number.
@@ -17,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..transforms.rewrite import inside_op
 from . import multicast_groups, tma_boxes
 from .multicast_groups import ClusterLoads
 
@@ -69,15 +74,39 @@ class RingCopies:
         return lines
 
 
-def decide_all(k: Any) -> dict:
-    """Pipelined loop -> its RingCopies, for every loop of the kernel with a ring (`decide`). `k`: the
-    kernel as the middle level sees it (shared_stages.StagingFacts), its warp split settled."""
-    out = {}
+@record
+class OnceCopy:
+    """How a tensor-core operand loaded in the kernel's body before a pipelined loop that reads it every
+    iteration (attention's queries) is copied: once by TMA (`tma`, its `slot` unset) into a swizzled
+    buffer, waited for by the loop's prologue; or, where TMA cannot (`why`), staged as any other load."""
+    load: Operation
+    tma: Optional[Any] = None   # tma_boxes.TmaCopy
+    why: str = ""
+
+    def describe(self, name_of: Callable[[Value], str]) -> str:
+        at = f" at {self.load.location}" if self.load.location else ""
+        if self.tma is None:
+            return f"{name_of(self.load.results[0])}{at}: loaded once before its loop, not by TMA: {self.why}"
+        t = self.tma
+        n = t.atoms * t.bands
+        return (f"{name_of(self.load.results[0])}{at}: copied once by TMA before its loop, {n} box{'es' if n > 1 else ''}"
+                f" of {'x'.join(map(str, t.box))} swizzle {t.spec.swizzle}, {t.nbytes} bytes")
+
+
+def decide_all(k: Any) -> tuple[dict, dict]:
+    """(pipelined loop -> its RingCopies, for every loop of the kernel with a ring: `decide`; load ->
+    its OnceCopy, for every load of the kernel's body a pipelined loop reads every iteration: `once`).
+    `k`: the kernel as the middle level sees it (shared_stages.StagingFacts), its warp split settled."""
+    rings = {}
     for loop in k.pipelines or {}:
         copies = decide(k, loop)
         if copies is not None:
-            out[loop] = copies
-    return out
+            rings[loop] = copies
+    shots = {}
+    for op in k.entry.regions[0].block.operations:
+        if op.name == "cuda_tile.load_view_tko" and (shot := once(k, op)) is not None:
+            shots[op] = shot
+    return rings, shots
 
 
 def decide(k: Any, loop: Operation) -> Optional[RingCopies]:
@@ -136,3 +165,37 @@ def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: "set | 
     else:
         multicast_groups.refuse(k, loop, loads, "a load of the loop is copied with cp.async", note)
     return copies, cluster
+
+
+def once(k: Any, op: Operation) -> Optional[OnceCopy]:
+    """How load `op` is copied where it is a weak load of a tensor-core operand in the kernel's body (so
+    it runs once: its barrier is never initialized twice), read by a pipelined loop every iteration, its
+    buffer swizzled, on a target whose rings TMA fills; None where that does not apply (it is staged as
+    any other load)."""
+    from ..layout.shared_matrix import matrix_shape
+    from .stage_rings import uses_mbarriers
+
+    if not k.caps.has("tma") or not uses_mbarriers(k) or k.assignment is None \
+            or str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak" \
+            or not k.assignment.is_shared_operand(op.results[0]) \
+            or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
+            or _reading_loop(k, op) is None:
+        return None
+    t, why = tma_boxes.plan(op, matrix_shape(k, op.results[0].type, swizzled=True), tma_boxes.box_rows(k.caps))
+    return OnceCopy(op, t, why)
+
+
+def _reading_loop(k: Any, op: Operation) -> Optional[Operation]:
+    """The pipelined loop (one `op` is not inside) that reads the tile `op` loads, through the ops
+    between (reshapes, transposes), if any."""
+    loops = [loop for loop, plan in k.pipelines.items() if plan.pipelined] if k.pipelines else []
+    todo, seen = list(op.results[:1]), set()
+    while todo:
+        for use in getattr(todo.pop(), "uses", []):
+            loop = next((loop for loop in loops if use is loop or inside_op(use, loop)), None)
+            if loop is not None:
+                return None if inside_op(op, loop) else loop
+            if id(use) not in seen:
+                seen.add(id(use))
+                todo += use.results
+    return None
