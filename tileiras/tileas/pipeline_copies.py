@@ -96,7 +96,10 @@ class OnceCopy:
 def decide_all(k: Any) -> tuple[dict, dict]:
     """(pipelined loop -> its RingCopies, for every loop of the kernel with a ring: `decide`; load ->
     its OnceCopy, for every load of the kernel's body a pipelined loop reads every iteration: `once`).
-    `k`: the kernel as the middle level sees it (shared_stages.StagingFacts), its warp split settled."""
+    `k`: the kernel as the middle level sees it (shared_stages.StagingFacts), its warp split settled.
+    A kernel without a pipelined loop has neither (and loads no scheduler to say so)."""
+    if not any(plan.pipelined for plan in (k.pipelines or {}).values()):
+        return {}, {}
     rings = {}
     for loop in k.pipelines or {}:
         copies = decide(k, loop)

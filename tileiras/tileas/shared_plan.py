@@ -158,10 +158,11 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
         plan.warp_split_refused = f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}"
         plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
     from .pipeline_copies import decide_all
-    from .settled_split import settled
     from .shared_stages import staging_facts
 
     if plan.warp_split is not None:    # the split as the loop's copies settle it (the buffers were planned so)
+        from .settled_split import settled
+
         plan.warp_split = settled(staging_facts(entry, assignment, plan.warp_split, plan.shared.assumes.padded))
     # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them
     plan.ring_copies, plan.once_copies = decide_all(staging_facts(entry, assignment, plan.warp_split,
