@@ -361,11 +361,12 @@ def test_tensor_memory_planned_at_the_kernels_start_is_an_internal_error(monkeyp
 
 def test_an_invariant_load_tma_refuses_is_planned_as_the_staging_it_gets(monkeypatch) -> None:
     """Attention's queries are copied once by TMA before the loop; where TMA cannot copy them (here:
-    told so, for the plan and the lowering alike) the lowering stages them like any other load, with
-    cp.async and no mbarrier of their own, and the plan predicts that (not an "invariant" buffer)."""
-    from tileiras.tileas import stage_rings, tma_boxes
+    told so, where plan-shared-memory decides it: pipeline_copies.once) the lowering stages them like
+    any other load, with cp.async and no mbarrier of their own, and the plan predicts that (not an
+    "invariant" buffer)."""
+    from tileiras.tileas import pipeline_copies, tma_boxes
 
-    plan, invariant_copy = tma_boxes.plan, stage_rings.invariant_copy
+    plan, once = tma_boxes.plan, pipeline_copies.once
     queries = []
 
     def refusing(op, *args, **kwargs):   # type: ignore[no-untyped-def]
@@ -375,11 +376,11 @@ def test_an_invariant_load_tma_refuses_is_planned_as_the_staging_it_gets(monkeyp
 
     def spied(k, op):   # type: ignore[no-untyped-def]
         queries.append(op)
-        return invariant_copy(k, op)
+        return once(k, op)
 
     dump, planned = _planned(monkeypatch, "fa_f16_q64k64d64", "sm_90")
     assert "invariant (staging)" in planned, planned
-    monkeypatch.setattr(stage_rings, "invariant_copy", spied)
+    monkeypatch.setattr(pipeline_copies, "once", spied)
     monkeypatch.setattr(tma_boxes, "plan", refusing)
     dump, planned = _planned(monkeypatch, "fa_f16_q64k64d64", "sm_90")
     assert "invariant (staging)" not in planned and "staging (staging)" in planned, planned

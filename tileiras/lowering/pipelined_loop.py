@@ -20,7 +20,8 @@ and waits for its phase: no CTA-wide barrier inside the loop, and copies past th
 loop's end are not issued at all (every fill is waited for, so no asynchronous
 arrival is left when the barriers are invalidated after the loop).
 
-On sm_90 and sm_100 / sm_103, where every load of the loop can be copied by TMA (tileas/tma_boxes.py:
+On sm_90 and sm_100 / sm_103, where every load of the loop can be copied by TMA (as plan-shared-memory
+decided it, tileas/pipeline_copies.py, with the boxes of tileas/tma_boxes.py:
 views made of kernel parameters, aligned, into swizzled stages: the layout wgmma and tcgen05.mma
 read), one thread fills a stage instead: it announces the stage's bytes with
 `mbarrier.arrive.expect_tx` (the full barrier's only arrival) and issues the boxes, whose
@@ -42,14 +43,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.access_width import chunk_elements
-from ..tileas import pipeline_copies, tma_boxes
+from ..tileas import tma_boxes
+from ..tileas.pipeline_copies import RingCopies
+from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import fit_beside, invariant_copy, ring_of, uses_mbarriers
+from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
 from ..tileas.warp_roles import barriers_lifetime, ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -100,7 +104,8 @@ class ActivePipeline:
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
 # whose consumers issue mma.sync, `warp_roles.mma_sync_roles`, only where their stages may be swizzled: ldmatrix
-# reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows).
+# reads a swizzled stage as it reads a padded one, the swizzle moving whole 16-byte rows). plan-shared-memory
+# decides it (tileas/pipeline_copies.py: `KernelPlan.ring_copies`); `prepare` reads it (`planned_copies`).
 
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
@@ -152,8 +157,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers, bars_lifetime), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        tma, cluster = _choose_tma(k, op, plan.loads, matrices, dense, tiles, pair is not None, ring.beside,
-                                   ring.refilled)
+        copies = planned_copies(k, op, plan.loads)
+        tma, cluster = _numbered(k, copies.tma), copies.cluster
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         if specialized:
             warp_specialize.check_settled(k, tma, plan.loads)
@@ -196,22 +201,25 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
 
 def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
     """A tensor-core operand loaded in the kernel's body before a pipelined loop that reads it in
-    every iteration (attention's queries), copied once by TMA (tma_copy.load_once) where that loop's target copies
-    by TMA, into the swizzled buffer wgmma / tcgen05.mma read, alive to its last reader; the loop's
-    prologue waits for it. None (nothing emitted): the caller stages it with cp.async."""
+    every iteration (attention's queries), copied once by TMA (tma_copy.load_once) where plan-shared-memory
+    decided so (tileas/pipeline_copies.once, `KernelPlan.once_copies`), into the swizzled buffer wgmma /
+    tcgen05.mma read, alive to its last reader; the loop's prologue waits for it. None (nothing
+    emitted): the caller stages it with cp.async."""
     tile = op.results[0].type
-    why = invariant_copy(k, op)
-    if why is None:
+    shots = plan_of(k.assignment).once_copies if k.assignment is not None else None
+    if shots is None:
+        raise CompileError("error: internal: the kernel's plan decides no loop-invariant copies "
+                           "(plan-shared-memory's once_copies)")
+    decided = shots.get(op)
+    if decided is None:
         return None
-    rows = tma_boxes.box_rows(k.caps)
-    if why:
+    if decided.tma is None:
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
-                 op, Reason=why)
+                 op, Reason=decided.why)
         return None
     lifetime = k.lifetimes().value_range(op.results[0], op)     # to the tile's last reader
     matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime, role="invariant")
-    shot, _ = tma_copy.load_once(k, op, matrix, rows)
-    assert shot is not None
+    shot = tma_copy.load_once(k, op, matrix, decided.tma)
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
              Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_boxes.describe(shot.copy),
              Pipeline="loaded once before the loop that reads it, on its own mbarrier")
@@ -237,14 +245,26 @@ def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:
     return any(not chunk_elements(load, k.get(load.operand("view")), load.results[0].type) for load in copied(p))
 
 
-def _choose_tma(k: KernelLowering, loop: Operation, loads: tuple, matrices: dict, dense: set, tiles: dict,
-                paired: bool, beside: frozenset, refilled: frozenset) -> tuple[Optional[dict], Optional[ClusterLoads]]:
-    """The loads' TMA copies as tileas/pipeline_copies.choose decides them, their tensor maps added
-    to the kernel's hidden parameters; (None, None) where the loop keeps cp.async."""
-    copies, cluster = pipeline_copies.choose(k, loop, loads, matrices, dense, tiles, paired, beside, refilled)
+def planned_copies(k: KernelLowering, loop: Operation, loads: tuple) -> RingCopies:
+    """How `loop`'s stages are filled, as plan-shared-memory decided it (tileas/pipeline_copies.py,
+    `KernelPlan.ring_copies`); the decision's remarks are reported here, where the loop is lowered. A
+    plan without it is an internal error: the lowering does not decide."""
+    decided = plan_of(k.assignment).ring_copies if k.assignment is not None else None
+    copies = decided.get(loop) if decided is not None else None
     if copies is None:
-        return None, None
-    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in copies.items()}, cluster
+        raise CompileError(f"error: internal: the kernel's plan decides no copies for the pipelined loop at "
+                           f"{loop.location} (plan-shared-memory's ring_copies)")
+    assert copies.loads == loads, "plan-shared-memory decided the copies of another ring"
+    for r in copies.remarks:
+        k.remark(r.kind, "memory", r.name, r.message, r.op, **dict(r.args))
+    return copies
+
+
+def _numbered(k: KernelLowering, tma: Optional[dict]) -> Optional[dict]:
+    """The planned TMA copies, each given its tensor map's slot among the kernel's hidden parameters."""
+    if tma is None:
+        return None
+    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in tma.items()}
 
 
 def copied(p: ActivePipeline) -> tuple:

@@ -24,7 +24,7 @@ from ..codegen.tma_params import TmaParam
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix
-from ..tileas.tma_boxes import MAX_BOX, TmaCopy, plan
+from ..tileas.tma_boxes import TmaCopy
 from . import mbarrier
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
@@ -133,16 +133,12 @@ class OneShot:
     valid: bool = True          # initialized and not yet invalidated
 
 
-def load_once(k: KernelLowering, op: Operation, matrix: SharedMatrix,
-              rows: int = MAX_BOX) -> tuple[Optional[OneShot], str]:
-    """Copy the tile of load `op` into `matrix` (swizzled, placed) by TMA, once: thread 0 initializes
-    the tile's own mbarrier, announces the bytes and issues the boxes. Readers `wait_once` (every
-    thread that reads, parity 0); after the last, once a CTA barrier has passed, `invalidate`.
-    (None, why not) where `plan` refuses the copy; nothing is emitted then."""
-    t, why = plan(op, matrix, rows)
-    if t is None:
-        return None, why
-    t = replace(t, slot=hidden_param(k, t.spec))
+def load_once(k: KernelLowering, op: Operation, matrix: SharedMatrix, planned: TmaCopy) -> OneShot:
+    """Copy the tile of load `op` into `matrix` (swizzled, placed) by TMA, once, as plan-shared-memory
+    planned the copy (tileas/pipeline_copies.once): thread 0 initializes the tile's own mbarrier,
+    announces the bytes and issues the boxes. Readers `wait_once` (every thread that reads, parity 0);
+    after the last, once a CTA barrier has passed, `invalidate`."""
+    t = replace(planned, slot=hidden_param(k, planned.spec))
     shot = OneShot(t, mbarrier.allocate(k, 1))
     k.barrier()   # readers of the buffer's earlier contents are done
     mbarrier.init(k, [(shot.barrier, [1])])   # (thread 0's: its own arrival below needs no publishing)
@@ -152,7 +148,7 @@ def load_once(k: KernelLowering, op: Operation, matrix: SharedMatrix,
         mbarrier.arrive_expect_tx(k, full, t.nbytes)
         load_boxes(k, op, t, matrix.offset, full)
     k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "tc"), copy)
-    return shot, ""
+    return shot
 
 
 def wait_once(k: KernelLowering, shots: list[OneShot]) -> None:

@@ -17,7 +17,7 @@ cut into whole 8-row atoms.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..ir.core import Operation
 from ..ir.record import record
@@ -67,10 +67,11 @@ def group(entry: Operation, load: Operation) -> Optional[Group]:
                  tuple(m.index(r) for r, m in enumerate(members)))
 
 
-def plan(k: Any, loop: Operation, copies: dict) -> tuple[Optional[ClusterLoads], dict]:
+def plan(k: Any, loop: Operation, copies: dict, note: Callable[..., None]) -> tuple[Optional[ClusterLoads], dict]:
     """The multicast plan of a TMA pipeline (`copies`: load op -> TmaCopy, every load of the loop)
     and the copies to issue (shared loads cut in slices); (None, `copies`) where the cluster's CTAs
-    keep loading their own tiles, with a remark saying why when some tile is shared."""
+    keep loading their own tiles, with a remark saying why when some tile is shared (`note`: takes
+    the remarks, pipeline_copies.CopyRemark's fields)."""
     from ..tileas import tma_boxes
 
     shape = k.entry.attributes.get(CLUSTER_ATTR)
@@ -84,14 +85,14 @@ def plan(k: Any, loop: Operation, copies: dict) -> tuple[Optional[ClusterLoads],
             break
         sliced[load], why = tma_boxes.sliced(copies[load], g.size)
     if why:
-        refuse(k, loop, tuple(copies), why)
+        refuse(k, loop, tuple(copies), why, note)
         return None, copies
     c = shape[0]
     receivers = tuple(1 << r | _union(g.masks[r] for g in groups.values()) for r in range(c))
     for load, g in groups.items():
-        k.remark("passed", "memory", "RemarkTmaMulticast", "Operand multicast to the CTAs of the cluster", load,
-                 CTAs=str(g.size), Slices=f"{g.size} slices of {'x'.join(map(str, sliced[load].box))} a box",
-                 Masks=", ".join(f"0x{m:x}" for m in g.masks))
+        note("passed", "RemarkTmaMulticast", "Operand multicast to the CTAs of the cluster", load,
+             CTAs=str(g.size), Slices=f"{g.size} slices of {'x'.join(map(str, sliced[load].box))} a box",
+             Masks=", ".join(f"0x{m:x}" for m in g.masks))
     return ClusterLoads(c, groups, receivers), {**copies, **sliced}
 
 
@@ -103,12 +104,12 @@ def _unsupported(k: Any) -> str:
     return ""
 
 
-def refuse(k: Any, loop: Operation, loads: tuple, why: str) -> None:
-    """The remark for a pipeline whose loads stay each CTA's own though some are shared (`why` not,
-    or the target's own reason first)."""
+def refuse(k: Any, loop: Operation, loads: tuple, why: str, note: Callable[..., None]) -> None:
+    """The remark (to `note`) for a pipeline whose loads stay each CTA's own though some are shared
+    (`why` not, or the target's own reason first)."""
     if any(group(k.entry, load) is not None for load in loads):
-        k.remark("missed", "memory", "RemarkTmaMulticastMissed", "Shared operand loaded by each CTA of the cluster",
-                 loop, Reason=_unsupported(k) or why)
+        note("missed", "RemarkTmaMulticastMissed", "Shared operand loaded by each CTA of the cluster", loop,
+             Reason=_unsupported(k) or why)
 
 
 def _union(masks) -> int:

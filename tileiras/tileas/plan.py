@@ -11,6 +11,10 @@ Before any LLVM is emitted the level decides, per kernel, from its IR and layout
   and sm_120 consumer warpgroups, sm_100's MMA warp, sm_100 attention), with which mmas issued by
   whom, its named barriers and its occupancy, or why not (`warp_roles.decide`).
 
+`plan-shared-memory` then adds how each pipelined loop's stages are filled (TMA boxes or cp.async,
+cluster multicast, a CTA pair's halves: `pipeline_copies.decide_all`, `KernelPlan.ring_copies`), and
+which loop-invariant operands are copied once by TMA before their loop (`KernelPlan.once_copies`).
+
 The decisions live in the kernel's `KernelPlan` (`assignment.plan`, beside its layouts), which the
 LLVM lowering reads: `lowering/pipelined_loop.py` lowers the planned loops, `warp_specialize.begin`
 the planned roles. What the lowering can still take back is the buffer plan's to say: a loop whose
@@ -39,6 +43,9 @@ class KernelPlan:
     warp_split: Any = None   # warp_roles.WarpSplit of the specialized loop, or None
     warp_split_refused: str = ""     # why no loop is warp-specialized
     shared: Any = None       # shared_plan.SharedPlan: the shared-memory buffers sized before emission
+    ring_copies: Any = None  # pipelined loop -> pipeline_copies.RingCopies: TMA or cp.async, boxes, multicast
+                             # (plan-shared-memory decides them; None until it ran)
+    once_copies: Any = None  # load -> pipeline_copies.OnceCopy: a loop-invariant operand copied once by TMA, or why not
 
 
 @record

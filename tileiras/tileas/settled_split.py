@@ -1,7 +1,7 @@
 """Pass `plan-shared-memory`'s last step: the warp split as its loop's copies settle it (`settled`),
 written into the kernel's plan, which the lowering emits as it is.
 
-Once a split loop's copy mechanism is known (its stage ring's TMA copies, `tma_boxes.pipeline_copies`):
+Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipeline_copies.decide`):
 * the attention form's MMA warp shares the producer's warpgroup, so it needs every load copied by TMA
   (cp.async copies take the whole warpgroup); else the consumers issue the mmas (`split_mmas`);
 * a TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (the form
@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import replace
-from .stage_rings import ring_of
-from . import tma_boxes
+from .pipeline_copies import decide
 
 if TYPE_CHECKING:
     from .shared_stages import StagingFacts
@@ -27,12 +26,10 @@ def settled(k: "StagingFacts") -> object:
     split = k.warp_split
     if split is None:
         return split
-    ring = ring_of(k, split.loop)
-    if ring is None or not ring.plan.pipelined:
+    copies = decide(k, split.loop)      # (a split kernel's: no multicast, the copies as TMA's boxes make them)
+    if copies is None:
         return split
-    loads = ring.plan.loads
-    tma = tma_boxes.pipeline_copies(k.caps, loads, {load: ring.matrix(k, load) for load in loads},  # type: ignore[arg-type]
-                                    ring.dense, ring.tiles, ring.beside, ring.refilled)[0] if k.caps.has("tma") else None
+    tma, loads = copies.tma, copies.loads
     if split.mmas and not split_mmas(k, tma, loads):
         return replace(split, mmas=(), attention=False,
                        note="the MMA warp shares the producer's warpgroup, whose copies are cp.async here")

@@ -1,4 +1,8 @@
-"""Pass `plan-shared-memory`: the kernel's shared-memory buffers, sized before any LLVM is emitted.
+"""Pass `plan-shared-memory`: the kernel's shared-memory buffers, sized before any LLVM is emitted;
+then the warp split as its loop's copies settle it (settled_split.py), how every pipelined loop's
+stages are filled (pipeline_copies.py: TMA boxes or cp.async, multicast; `KernelPlan.ring_copies`) and
+which loop-invariant operands are copied once by TMA (`KernelPlan.once_copies`), in the pass's dump;
+the lowering emits them as decided.
 
 Each op that will ask the lowering for shared memory is given, here, the buffers it will ask for:
 one `Request` per (op, role) in the order the op asks (`role` names what the buffer is for at its
@@ -155,11 +159,16 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
         plan.warp_split = None
         plan.warp_split_refused = f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}"
         plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+    from .pipeline_copies import decide_all
+    from .shared_stages import staging_facts
+
     if plan.warp_split is not None:    # the split as the loop's copies settle it (the buffers were planned so)
         from .settled_split import settled
-        from .shared_stages import staging_facts
 
         plan.warp_split = settled(staging_facts(entry, assignment, plan.warp_split, plan.shared.assumes.padded))
+    # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them
+    plan.ring_copies, plan.once_copies = decide_all(staging_facts(entry, assignment, plan.warp_split,
+                                                                  plan.shared.assumes.padded))
 
 
 def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> str:
@@ -242,6 +251,9 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
+    for copies in (plan_of(assignment).ring_copies or {}).values():
+        lines += [f"//     {line}" for line in copies.describe(name_of)]
+    lines += [f"//     {shot.describe(name_of)}" for shot in (plan_of(assignment).once_copies or {}).values()]
     for request, buffer in zip(plan.requests.values(), plan.buffers.buffers):
         at = f" at {request.op.location}" if request.op is not None and request.op.location else ""
         of = name_of(request.op.results[0]) if request.op is not None and request.op.results else \

@@ -265,10 +265,11 @@ def _staged(op: Operation, assignment: "LayoutAssignment") -> bool:
 
 
 def _copied_once(facts: StagingFacts, op: Operation) -> bool:
-    """Whether the lowering (pipelined_loop.load_invariant) copies the load once by TMA: where TMA
-    cannot ("why not" given), it stages the load as any other."""
-    from .stage_rings import invariant_copy
+    """Whether the load is copied once by TMA (pipeline_copies.once; pipelined_loop.load_invariant emits
+    it): where TMA cannot ("why not" given), it is staged as any other."""
+    from .pipeline_copies import once
 
-    return invariant_copy(facts, op) == ""
+    shot = once(facts, op)
+    return shot is not None and shot.tma is not None
 
 

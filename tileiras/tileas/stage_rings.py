@@ -299,31 +299,3 @@ def fit_beside(k: "StagingFacts", ring: StageRing, buffers: "SharedBuffers", lif
     if used < peak and peak + bars > k.caps.smem_per_block:
         used, fitted = peak, fit(k, ring, peak)
     return used, fitted
-
-
-def invariant_copy(k: "StagingFacts", op: Operation) -> Optional[str]:
-    """Whether the lowering (pipelined_loop.load_invariant) copies load `op` once by TMA: "" it does; None it does not apply; else
-    why TMA cannot copy it."""
-    # (in the kernel's body, so it runs once: its barrier is never initialized twice)
-    if not k.caps.has("tma") or not uses_mbarriers(k) or k.assignment is None \
-            or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
-            or _reading_loop(k, op) is None:
-        return None
-    rows = tma_boxes.box_rows(k.caps)
-    return tma_boxes.plan(op, matrix_shape(k, op.results[0].type, swizzled=True), rows)[1]
-
-
-def _reading_loop(k: "StagingFacts", op: Operation) -> Optional[Operation]:
-    """The pipelined loop (one `op` is not inside) that reads the tile `op` loads, through the ops
-    between (reshapes, transposes), if any."""
-    loops = [loop for loop, plan in k.pipelines.items() if plan.pipelined] if k.pipelines else []
-    todo, seen = list(op.results[:1]), set()
-    while todo:
-        for use in getattr(todo.pop(), "uses", []):
-            loop = next((loop for loop in loops if use is loop or inside_op(use, loop)), None)
-            if loop is not None:
-                return None if inside_op(op, loop) else loop
-            if id(use) not in seen:
-                seen.add(id(use))
-                todo += use.results
-    return None
