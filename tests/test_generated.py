@@ -410,6 +410,9 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_gemm_bf16_cr_16x256x64_undef_tiles_scale_none_ctas2_v13p4", "sm_100", "spills"),
     ("g_group_gemm_f16_rr_g4_64x128x32_none_h0_v13p2", "sm_80", "spills"),
     ("g_group_gemm_f16_rr_g4_64x128x32_none_h0_v13p2", "sm_120", "spills"),
+    # sm_90, a grouped GEMM's 128 x 256 tile under three loops: the register rule asked for 16 warps, too many for
+    # wgmma's warpgroups along 128 rows (mma.sync); the warps now stop where wgmma still applies (warps._last_for_wgmma)
+    ("g_group_gemm_bf16_rr_g4_128x256x64_aligned_h0_v13p3", "sm_90", "tensor-core family"),
 )
 
 
@@ -485,6 +488,33 @@ def test_an_epilogue_with_broadcasts_and_loads_is_read_in_chunks_by_the_epilogue
                                             WORK / f"{halves}.chunks.cubin", 600)
     said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
     assert "not warp-specialized" in said and "also runs 'cuda_tile.extract'" in said, said
+
+
+@pytest.mark.parametrize("name,gpu", [
+    ("g_group_gemm_f16_rr_g4_64x128x32_none_h0_v13p2", "sm_80"),      # no facts: addresses out of LSR's sight
+    ("g_group_gemm_f16_rr_g4_64x128x32_none_h0_v13p2", "sm_120"),
+    ("g_group_gemm_bf16_rr_g4_128x256x64_aligned_h0_v13p3", "sm_90")])  # wgmma under three loops
+def test_a_group_gemm_matches_numpy_problem_by_problem(name: str, gpu: str) -> None:
+    """A grouped GEMM takes lists of arrays (the runtime uploads their tables of pointers); each problem's C is
+    compared with its own A B, and a planted error in one problem's output is reported. On sm_90 the 128 x 256
+    tile runs wgmma on two warpgroups (warps._last_for_wgmma: its three loops' register rule asked for 16 warps,
+    which left it mma.sync where NVIDIA's runs m64n256k16)."""
+    import numpy as np
+
+    v = grammar.parse(name)
+    spec = launch.launch(v)
+    bytecode = export.bytecode(v, gpu).read_bytes()
+    if gpu == "sm_90":
+        _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, WORK / f"{name}.wgmma.cubin", 600)
+        said = " ".join(str(r) for r in found if r["Name"] == "RemarkTensorCoreMMA")
+        assert "wgmma" in said, said
+    assert not reference.emulate(v, spec, bytecode, gpu)
+    args = reference.inputs(v, spec)
+    want = reference.expected(v, spec, args)
+    got = [[np.copy(x) for x in a] if isinstance(a, list) else a for a in want]
+    got[2][-1][0, 0] += 1.0
+    problems = reference.compare(v, spec, got, want, args, gpu)
+    assert len(problems) == 1 and problems[0].startswith(f"list 2, ({spec.params[2].arrays[-1].dtype})"), problems
 
 
 @pytest.mark.parametrize("name,gpu,scratch", [

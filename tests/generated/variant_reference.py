@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -59,8 +59,8 @@ def inputs(v: Variant, spec: Launch) -> list[np.ndarray]:
     for p in spec.runtime_args:
         if isinstance(p, Scalar):
             out.append(np.array(p.value, dtype=np_dtype(p.dtype)))
-        elif isinstance(p, ArrList):
-            raise NotImplementedError("lists of arrays")
+        elif isinstance(p, ArrList):     # passed as a list (the runtime uploads its table of pointers)
+            out.append([_array(rng, a) for a in p.arrays])
         else:
             out.append(_array(rng, p))
     return out
@@ -127,6 +127,15 @@ def _bmm(v: Variant, spec: Launch, args: list) -> dict[int, np.ndarray]:
     if v["epilogue"] == "scale":
         acc = acc * _f(scale)[:, None, None]
     return {2: acc}
+
+
+def _group_gemm(v: Variant, spec: Launch, args: list) -> dict[int, list[np.ndarray]]:
+    """Each problem of the lists on its own: C_g = A_g B_g."""
+    return {2: [x @ y for x, y in _group_operands(v, args)]}
+
+
+def _group_operands(v: Variant, args: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(_f(a), _f(b.T if v["major"][1] == "c" else b)) for a, b in zip(args[0], args[1])]
 
 
 def _softmax_pv(s: np.ndarray, vv: np.ndarray, p_dtype: str) -> np.ndarray:
@@ -289,6 +298,11 @@ def _bmm_terms(v: Variant, spec: Launch, args: list) -> Terms:
     return {2: (mag, x.shape[2] + 1, "tf32" if v["dtype"] == "tf32" else "", np.zeros(1))}
 
 
+def _group_gemm_terms(v: Variant, spec: Launch, args: list) -> Terms:
+    """Per problem of the list (compare's `j`): its K-term sums, as a matmul's."""
+    return {2: [(np.abs(x) @ np.abs(y), x.shape[1] + 1, "", np.zeros(1)) for x, y in _group_operands(v, args)]}
+
+
 def _row_terms(v: Variant, spec: Launch, args: list) -> Terms:
     """A row sum or prefix sum: N f32 terms (the rows are converted to f32 first), |x| summed alike."""
     if v["op"] not in ("sum", "cumsum"):
@@ -299,7 +313,7 @@ def _row_terms(v: Variant, spec: Launch, args: list) -> Terms:
 
 
 ACCUMULATED: dict[str, Callable[[Variant, Launch, list], Terms]] = {"gemm": _gemm_terms, "bmm": _bmm_terms,
-                                                                  "row": _row_terms}
+                                                                  "group_gemm": _group_gemm_terms, "row": _row_terms}
 # For attention and the norms, the tolerance is the first-order bound derived from the inputs (tests/derived_bounds.py:
 # each score's D-term sum, the exp2 and rescalings, P rounded to V's type, the row sums, the approximate
 # rsqrt/division), the same analysis the realistic kernels' comparisons use: a planted error of a part in a
@@ -393,7 +407,7 @@ UNIT_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m
 
 
 EXPECTED: dict[str, Callable[[Variant, Launch, list], dict[int, np.ndarray]]] = {
-    "gemm": _gemm, "bmm": _bmm, "attn_fwd": _attn_fwd, "attn_decode": _attn_decode, "mla_decode": _mla_decode,
+    "gemm": _gemm, "bmm": _bmm, "group_gemm": _group_gemm, "attn_fwd": _attn_fwd, "attn_decode": _attn_decode, "mla_decode": _mla_decode,
     "attn_bwd_dq": _attn_bwd_dq, "row": _row, "rope": _rope, "eltwise": _eltwise, "gather": _gather,
     "moe_route": _moe_route,
 }
@@ -404,10 +418,12 @@ def expected(v: Variant, spec: Launch, args: list) -> list[np.ndarray]:
     dtype; inputs (and scalars) unchanged."""
     outs = EXPECTED[v.template](v, spec, args)
     result = []
+    def cast(out: np.ndarray, a: np.ndarray) -> np.ndarray:
+        return out.astype(a.dtype) if a.dtype.kind in "iu" else out.astype(np.float32).astype(a.dtype)
+
     for i, (p, a) in enumerate(zip(spec.runtime_args, args)):
         if i in outs:
-            integer = a.dtype.kind in "iu"
-            result.append(outs[i].astype(a.dtype) if integer else outs[i].astype(np.float32).astype(a.dtype))
+            result.append([cast(o, x) for o, x in zip(outs[i], a)] if isinstance(a, list) else cast(outs[i], a))
         else:
             result.append(a)
     return result
@@ -434,39 +450,51 @@ def compare(v: Variant, spec: Launch, got: list, want: list, args: list | None =
     """The arrays that differ from the reference beyond their tolerance: given the inputs `args`, a matmul's the
     bound of its K-term accumulation, an attention's or a norm's the bound derived from its inputs (DERIVED); other
     outputs (or without `args`) a few units in the last place of their type."""
-    from accumulation import accumulator, limit
-
-    from derived_bounds import OUT_UNIT
-
     terms = ACCUMULATED[v.template](v, spec, args) if args is not None and v.template in ACCUMULATED else {}
     derived = DERIVED[v.template](v, spec, args) if args is not None and v.template in DERIVED else {}
     problems = []
     for i, (p, g, w) in enumerate(zip(spec.runtime_args, got, want)):
+        if isinstance(p, ArrList):   # a list of arrays: each compared as an argument of its own
+            parts = terms.get(i, [None] * len(p.arrays))
+            for j, (pj, gj, wj, tj) in enumerate(zip(p.arrays, g, w, parts)):
+                problems += [f"list {i}, {x}" for x in compare_one(v, pj, gj, wj, tj, None, gpu)]
+            continue
         if not isinstance(p, Arr):
             continue
-        g = np.asarray(g)
-        if not p.output:
-            if g.tobytes() != np.asarray(w).tobytes():
-                problems.append(f"argument {i} (input) was written")
-            continue
-        gf, wf = g.astype(np.float64), np.asarray(w).astype(np.float64)
-        finite = np.where(np.isfinite(wf), np.abs(wf), 0.0)
-        if i in derived and p.dtype in OUT_UNIT:
-            bound = derived[i].apart(finite, p.dtype)
-        elif i in terms and p.dtype in UNIT_NAME:
-            mag, k, aty, extra = terms[i]
-            # got and the reference are each rounded to the output type once: two roundings apart
-            acc = accumulator("f32", v.c.get("dtype", ""), gpu)     # fp8 on sm_90: narrower than f32
-            bound = limit(finite, mag, k, acc, aty, UNIT_NAME[p.dtype], roundings=2) + extra
-        else:
-            rtol, atol = (t * _slack(v) for t in TOLERANCE[p.dtype])
-            bound = rtol * finite + atol * (finite.max() if finite.size else 0.0)
-        with np.errstate(invalid="ignore"):
-            bad = ~((np.abs(gf - wf) <= bound) | (gf == wf))
-        if bad.any():
-            first = tuple(int(i) for i in np.argwhere(bad)[0])
-            problems.append(f"argument {i} ({p.dtype}): {int(bad.sum())} of {bad.size} differ, first at {first}: "
-                            f"got {gf[first]!r}, numpy {wf[first]!r}")
+        problems += [f"argument {i} {x}" for x in compare_one(v, p, g, w, terms.get(i), derived.get(i), gpu)]
+    return problems
+
+
+def compare_one(v: Variant, p: Arr, g: Any, w: Any, term: Any, derived: Any, gpu: str) -> list[str]:
+    """compare's check of one array `p`: got `g`, reference `w`, its accumulation terms or derived bound."""
+    from accumulation import accumulator, limit
+
+    from derived_bounds import OUT_UNIT
+
+    problems = []
+    g = np.asarray(g)
+    if not p.output:
+        if g.tobytes() != np.asarray(w).tobytes():
+            problems.append("(input) was written")
+        return problems
+    gf, wf = g.astype(np.float64), np.asarray(w).astype(np.float64)
+    finite = np.where(np.isfinite(wf), np.abs(wf), 0.0)
+    if derived is not None and p.dtype in OUT_UNIT:
+        bound = derived.apart(finite, p.dtype)
+    elif term is not None and p.dtype in UNIT_NAME:
+        mag, k, aty, extra = term
+        # got and the reference are each rounded to the output type once: two roundings apart
+        acc = accumulator("f32", v.c.get("dtype", ""), gpu)     # fp8 on sm_90: narrower than f32
+        bound = limit(finite, mag, k, acc, aty, UNIT_NAME[p.dtype], roundings=2) + extra
+    else:
+        rtol, atol = (t * _slack(v) for t in TOLERANCE[p.dtype])
+        bound = rtol * finite + atol * (finite.max() if finite.size else 0.0)
+    with np.errstate(invalid="ignore"):
+        bad = ~((np.abs(gf - wf) <= bound) | (gf == wf))
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        problems.append(f"({p.dtype}): {int(bad.sum())} of {bad.size} differ, first at {first}: "
+                        f"got {gf[first]!r}, numpy {wf[first]!r}")
     return problems
 
 
@@ -478,7 +506,8 @@ def emulate(v: Variant, spec: Launch, bytecode: bytes, gpu: str) -> list[str]:
     args = inputs(v, spec)
     want = expected(v, spec, args)
     module = load_module(bytecode, f"{v.name}.tileirbc")
-    got = run_arrays(module, v.name, spec.grid, [np.copy(a) for a in args], backend="emulator", gpu_name=gpu,
+    got = run_arrays(module, v.name, spec.grid, [[np.copy(x) for x in a] if isinstance(a, list) else np.copy(a)
+                                                 for a in args], backend="emulator", gpu_name=gpu,
                      source=bytecode, filename=f"{v.name}.tileirbc", check_races=True)
     return compare(v, spec, got, want, args, gpu)
 

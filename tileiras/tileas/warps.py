@@ -80,9 +80,20 @@ def choose_threads(entry: Operation, gpu: str) -> int:
             while plain < MAX_WARPS and regs > plain * 32 * budget:
                 plain *= 2
             regs *= _accumulator_weight(op, gpu, 32 * plain)
-        while warps < MAX_WARPS and regs > warps * 32 * budget:
+        while warps < MAX_WARPS and regs > warps * 32 * budget and not _last_for_wgmma(op, gpu, warps):
             warps *= 2
     return 32 * warps
+
+
+def _last_for_wgmma(op: Operation, gpu: str, warps: int) -> bool:
+    """Whether `warps` is the most the mma's wgmma takes (its warpgroups stack along M, 64 rows each):
+    more would leave it mma.sync. A wgmma accumulator is worth the registers (its consumer warpgroups
+    raise their budget with setmaxnreg): a grouped GEMM's 128 x 256 tile under three loops asked for 16
+    warps and fell to mma.sync on sm_90, where NVIDIA's runs two consumer warpgroups of m64n256k16."""
+    from ..tileaa.mma_forms import select_wgmma
+
+    sm = caps(gpu).sm
+    return select_wgmma(op, sm, 32 * warps) is not None and select_wgmma(op, sm, 64 * warps) is None
 
 
 def _accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
