@@ -484,14 +484,15 @@ def _int_to_ptr(k: KernelLowering, op: Operation) -> None:
     cast, so that LLVM's address-space inference gives its accesses st.global / ld.global (a
     generic access is slower, and a table of pointers, as group GEMM's, would make every store
     one)."""
-    if _global_only(k):
+    if pointers_all_global(k):
         _map(k, op, lambda a: k.b.op(f"addrspacecast ptr addrspace(1) "
                                      f"{k.b.op(f'inttoptr i64 {a[0]} to ptr addrspace(1)', 'x')} to ptr", "x"))
     else:
         _map(k, op, lambda a: k.b.op(f"inttoptr i64 {a[0]} to ptr", "x"))
 
 
-def _global_only(k: KernelLowering) -> bool:
+def pointers_all_global(k: KernelLowering) -> bool:
+    """Whether every pointer of the kernel is a global one: no alloca (whose shared buffer it could point into)."""
     held = getattr(k, "_global_only", None)
     if held is None:
         held = k._global_only = not any(o.name == "cuda_tile.alloca" for o in k.entry.walk())  # type: ignore[attr-defined]

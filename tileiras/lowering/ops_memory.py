@@ -176,9 +176,9 @@ def _unseen(k: KernelLowering, ptr: str) -> str:
     """`ptr` through a move LLVM cannot see through (out of loop strength reduction's sight), made in the
     global space where every pointer of the kernel is global (no alloca), so that its accesses stay
     ld.global / st.global (a generic pointer's would be generic accesses)."""
-    from .ops_arith import _global_only
+    from .ops_arith import pointers_all_global
 
-    if not _global_only(k):
+    if not pointers_all_global(k):
         return k.b.op(f'call ptr asm "mov.b64 $0, $1;", "=l,l"(ptr {ptr})', "a")
     g = k.b.op(f"addrspacecast ptr {ptr} to ptr addrspace(1)", "a")
     moved = k.b.op(f'call ptr addrspace(1) asm "mov.b64 $0, $1;", "=l,l"(ptr addrspace(1) {g})', "a")
