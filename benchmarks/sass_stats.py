@@ -231,9 +231,22 @@ def loops(func: SassFunction) -> list[Loop]:
     return out
 
 
+# the most instructions of a retry loop around an mbarrier wait (try_wait, its predicate, the branch back)
+WAIT_LOOP = 8
+
+
+def waits_only(lp: Loop) -> bool:
+    """A retry loop around an mbarrier wait: it does none of the kernel's work, and where a compiler lays
+    it out inside the loop it waits in (ours), that loop would no longer be innermost (NVIDIA's lays its
+    retries out after the kernel's code), so the nesting ignores it."""
+    return lp.size <= WAIT_LOOP and any(i.base in MBARRIER for i in lp.instrs) \
+        and not any(i.base in TENSOR_CORE or i.base in GLOBAL_ACCESS for i in lp.instrs)
+
+
 def innermost_loops(func: SassFunction) -> list[Loop]:
-    """Loops whose body holds no other loop (the trailing ``BRA self`` is not a loop)."""
-    all_loops = loops(func)
+    """Loops whose body holds no other loop (the trailing ``BRA self`` is not a loop; an mbarrier wait's
+    retry loop is none either: `waits_only`)."""
+    all_loops = [lp for lp in loops(func) if not waits_only(lp)]
     return [lp for lp in all_loops
             if not any(o is not lp and lp.head <= o.head and o.latch <= lp.latch
                        and (o.head, o.latch) != (lp.head, lp.latch) for o in all_loops)]

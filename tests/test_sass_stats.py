@@ -126,3 +126,21 @@ def test_cuobjdump_error_is_one_line(tmp_path: Path) -> None:
     bad.write_bytes(b"not an ELF file")
     with pytest.raises(sass_stats.CuobjdumpError, match="cuobjdump -sass bad.cubin"):
         sass_stats.cuobjdump(bad, "-sass")
+
+
+def test_an_mbarrier_waits_retry_loop_leaves_its_loop_innermost() -> None:
+    """A K loop whose body waits on an mbarrier, the wait's retry loop laid out inside it (ours; NVIDIA's lays
+    its retries out after the kernel's code): the hot loop is still the K loop with its MMAs, not the retry
+    loop, which does no work (`waits_only`)."""
+    lines = ["/*0000*/ MOV R1, c[0x0][0x28] ;",
+             "/*0010*/ SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;", "/*0020*/ @!P0 BRA 0x10 ;",
+             "/*0030*/ UTCHMMA gdesc[UR8], gdesc[UR10], tmem[UR4], tmem[UR6], idesc[UR7], UPT ;",
+             "/*0040*/ UTCHMMA gdesc[UR8], gdesc[UR10], tmem[UR4], tmem[UR6], idesc[UR7], UPT ;",
+             "/*0050*/ IADD3 R3, R3, 0x1, RZ ;", "/*0060*/ @P1 BRA 0x10 ;", "/*0070*/ EXIT ;",
+             "/*0080*/ BRA 0x80 ;"]
+    listing = "code for sm_100\nFunction : k\n" + "".join(f"        {ln}\n" for ln in lines)
+    func = sass_stats.parse_sass(listing)["k"]
+    assert [(lp.head, lp.latch) for lp in sass_stats.loops(func)] == [(0x10, 0x20), (0x10, 0x60)]
+    hot = sass_stats.hot_loop(func)
+    assert hot is not None and (hot.head, hot.latch) == (0x10, 0x60)
+    assert sum(1 for i in hot.instrs if i.base in sass_stats.TENSOR_CORE) == 2
