@@ -233,7 +233,78 @@ EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
      "tracks the operations its thread issued after that wait (PTX ISA, tcgen05.commit; its arrival performs the "
      "implicit tcgen05.fence::before_thread_sync), so the load is complete before the inval; the wait orders "
      "nothing the skipping threads do"),
+    ("skip an mbarrier wait", "", lambda case, line: _orders_nothing_new(case, line),
+     "in the unmutated run of the launch (race checker on) every thread that passes it already happens after the "
+     "phase it waits for: its vector clock, and its view of tensor memory, cover every clock released into that "
+     "phase (a chain of other waits, arrivals and tcgen05.commits brought them: a commit tracks all its thread's "
+     "earlier asynchronous tcgen05 operations, PTX ISA), and no transaction (TMA, bulk copy, cp.async arrival, "
+     "complete_tx) completes on that mbarrier, whose bytes only the phase itself would order "
+     "(tileiras/emulator/redundancy.py); each thread's path depends only on the launch and the kernel has no "
+     "data-dependent branch, so on a GPU the phase is complete before the thread gets there: the wait returns at "
+     "once and orders nothing new"),
+    ("delete cp.async.wait", "", lambda case, line: _orders_nothing_new(case, line),
+     "in the unmutated run of the launch (race checker on) every thread that reaches it has no cp.async copy in "
+     "flight: each copy it issued since its previous cp.async wait is tracked by a cp.async.mbarrier.arrive of "
+     "the thread whose phase the thread has seen complete (tileiras/emulator/redundancy.py); the PTX ISA triggers "
+     "that arrive-on only once all the thread's earlier cp.async copies are complete, and the phase cannot complete "
+     "without it: the copies are complete and the wait has nothing to wait for (a stage-full wait of the next "
+     "iteration consumes every copy a ring's loop issues)"),
 )
+
+_REDUNDANT: dict[int, Any] = {}     # id(case) -> (case, its unmutated run's redundancy.Recorder)
+
+
+def _orders_nothing_new(case: Any, line: int) -> bool:
+    """Whether the wait at PTX line `line` (1-based) of the case's unmutated PTX ran in its launch (race checker
+    on) and no execution of it ordered anything new (tileiras/emulator/redundancy.py), in a kernel whose branches
+    depend on no loaded value but parameters (each thread's path is the launch's on every run)."""
+    if _data_dependent_branches(case.ptx):
+        return False
+    got = _REDUNDANT.get(id(case))
+    if got is None or got[0] is not case:
+        from tileiras.emulator import redundancy
+
+        with redundancy.recording() as rec:
+            clean = outcome(case, case.ptx) is None
+        got = _REDUNDANT[id(case)] = (case, rec if clean else None)
+    return got[1] is not None and got[1].redundant(line)
+
+
+def _data_dependent_branches(ptx: str) -> bool:
+    """Whether a branch (or any guarded instruction) of the kernel may depend on a value loaded from memory other
+    than a parameter (an ld of global or shared memory, an atomic's result, a tcgen05.ld, ldmatrix, a shuffle or
+    vote): each guard's register followed back through every definition of every register it is computed from
+    (an mbarrier wait's result aside: it decides only its retry loop)."""
+    defs: dict[str, list[str]] = {}
+    preds: list[str] = []
+    for code in _codes(ptx):
+        for part in statements(code):
+            guard = re.match(r"^@!?(%\w+)\s", part)
+            if guard:
+                preds.append(guard.group(1))
+            body = re.sub(r"^@!?%?\w+\s+", "", part)
+            m = re.match(r"^([a-z][\w.:]*)\s+(\{[^}]*\}|%\w+)\s*,?\s*(.*)$", body)
+            if m is None:
+                continue
+            for reg in re.findall(r"%\w+", m.group(2)):
+                defs.setdefault(reg, []).append(body)
+    loaded = re.compile(r"^(?:ld\.(?!param)|ldu\.|atom\.|tcgen05\.ld|ldmatrix|shfl|vote|match|redux)")
+    seen: set[str] = set()
+    todo = list(preds)
+    while todo:
+        reg = todo.pop()
+        if reg in seen:
+            continue
+        seen.add(reg)
+        for body in defs.get(reg, []):
+            if body.startswith("mbarrier.") or "mbarrier.try_wait" in body or "mbarrier.test_wait" in body:
+                continue        # a wait's result: decides only its retry loop
+            if loaded.match(body):
+                return True
+            todo.extend(r for r in re.findall(r"%\w+", body.split(None, 1)[1] if " " in body else "")
+                        if r != reg)
+    return False
+
 
 # memory accesses of PTX instructions (parameter loads aside), for the equivalences above
 _MEMORY = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld\.(?!param)|st\.|atom\.|red\.|cp\.async\.c[ag]|"
@@ -2007,6 +2078,8 @@ def score(cases: list[Case], per_operator: int, seed: int, log: Any = None,
                 why = equivalent(op, what, case, line)
                 if why is not None:
                     results.append(Result(label, op, line, what, "equivalent", why))
+                    if log is not None:
+                        print(f"  {label} line {line} [{op.name}] equivalent: {what[:90]}", file=log, flush=True)
                     continue
                 reported = outcome(case, ptx)
                 results.append(Result(label, op, line, what, "survived" if reported is None else "reported",

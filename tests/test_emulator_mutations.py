@@ -992,3 +992,44 @@ def test_a_stage_counters_quotient_by_the_ring_depth_is_evaluated() -> None:
     values = ptx_values.Values(codes, 0, len(codes))
     assert [values.value("%r3", {"%r1": i}) for i in range(7)] == [(i // 3) & 1 for i in range(7)]
     assert values.value("%r2", {"%r1": 4294967295}) == (4294967295 * 0xAAAAAAAB) >> 32
+
+
+def test_the_copy_wait_after_a_ring_of_tracked_copies_is_equivalent_on_sm_120() -> None:
+    """sm_120's 8-bit 256x128 matmul copies B by cp.async into a 2-stage ring, each thread's copies tracked by its
+    cp.async.mbarrier.arrive.noinc on the stage's full mbarrier, which every thread waits on in the next iteration:
+    the cp.async.wait_all after the K loop has no copy to wait for. No static reason holds (the loop's trip count
+    is a parameter), and the unmutated run shows every thread saw its arrivals' phases complete there: listed by
+    `_orders_nothing_new`, and its mutant runs clean. The ring's waits (the stage-full one with cp.async arrivals
+    and TMA bytes, the stage-empty one that acquires the consumers' reads) are not listed."""
+    c = mutations.prepare("mm_i8_256x128x64", "sm_120")
+    assert c is not None
+    full = _site(c, "{ .reg .pred p; mbarrier.try_wait")
+    waits = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.strip() == "cp.async.wait_all;"]
+    after_loop = min(w for w in waits if w > full)
+    op = OPERATORS["delete cp.async.wait"]
+    (what, ptx), = [(what, ptx) for line, what, ptx in op.mutants(c.ptx) if line == after_loop]
+    assert not mutations._no_copy_in_flight(c.ptx, after_loop) and not mutations._copies_waited_later(c.ptx,
+                                                                                                       after_loop)
+    assert "has no cp.async copy in flight" in (mutations.equivalent(op, what, c, after_loop) or "")
+    assert mutations.outcome(c, ptx) is None
+    ring = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if "// wait: stage" in t]
+    assert len(ring) == 2 and not any(mutations._orders_nothing_new(c, line) for line in ring)
+
+
+def test_the_mma_threads_p_v_two_back_wait_is_equivalent_on_sm_100() -> None:
+    """sm_100 attention, 128 x 128 blocks: before its scores MMA into a tensor-memory buffer the MMA thread waits
+    for the P V MMAs of two iterations back, which read P from that buffer. The commit of the previous
+    iteration's scores tracks those MMAs (issued before it), the softmax warps wait for it before they store P and
+    arrive on 'P stored', which the MMA thread waited for before its previous P V MMAs: the unmutated run shows the
+    wait's phase known to the thread already, so it is listed (`_orders_nothing_new`) and its mutant runs clean;
+    the MMA thread's 'P stored' wait, which acquires the softmax warps' stores, is not listed."""
+    c = mutations.prepare("fa_f16_q128k128d128", "sm_100")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    (two_back,) = [n + 1 for n, t in enumerate(lines) if "// wait: P V two back complete" in t]
+    (stored,) = [n + 1 for n, t in enumerate(lines) if "// wait: P stored" in t]
+    op = OPERATORS["skip an mbarrier wait"]
+    (what, ptx), = [(what, ptx) for line, what, ptx in op.mutants(c.ptx) if line == two_back]
+    assert "already happens after the phase" in (mutations.equivalent(op, what, c, two_back) or "")
+    assert mutations.outcome(c, ptx) is None
+    assert not mutations._orders_nothing_new(c, stored)
