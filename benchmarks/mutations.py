@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import math
 import random
 import re
@@ -1841,7 +1842,7 @@ def _after_sync_handed_by_mbarrier(ptx: str, line: int) -> bool:
     """Whether every path into the tcgen05.fence::after_thread_sync at PTX line `line` (1-based) meets an mbarrier
     wait before any tcgen05 instruction it orders (_NEEDS_AFTER_SYNC) or the entry, the barriers it passes on the
     way handing over no tensor-memory work: each one's participants lie in distinct lane quarters (warps w % 4
-    distinct) and on no path into any barrier of its id (or the whole CTA's) since the previous barrier or
+    distinct), or those of one quarter in distinct lanes (`_warps_apart`), and on no path into any barrier of its id (or the whole CTA's) since the previous barrier or
     mbarrier wait does one of them issue a tcgen05 instruction that can touch another warp's lanes (_ANY_LANE)."""
     codes = _codes(ptx)
     n = _cta_threads(ptx)
@@ -1863,14 +1864,94 @@ def _after_sync_handed_by_mbarrier(ptx: str, line: int) -> bool:
         sites = [i for i in range(values.start, values.end) for p in statements(codes[i])
                  if (b := _BARRIER_ID.match(p)) and b.group(1) == ident]
         takers = {t for t in range(n) if any(i in reach[t] for i in sites)}
-        if len({t // 32 % 4 for t in takers}) != len({t // 32 for t in takers}):
-            return False        # two warps of one lane quarter meet there
+        if len({t // 32 % 4 for t in takers}) != len({t // 32 for t in takers}) and not _warps_apart(
+                codes, values, reach, {t // 32 for t in takers}):
+            return False        # two warps of one lane quarter meet there, and their lanes may overlap
         for i in sites:
             zone = _zone(codes, preds, preds.get(i, []),
                          lambda p: bool(_MBARRIER_WAIT.match(p) or _BARRIER_ID.match(p)))
             if any(_ANY_LANE.match(p) for j in zone for p in statements(codes[j])):
                 return False
     return True
+
+
+# tcgen05.ld / st shapes: (lanes a warp accesses, 32-bit columns per repetition .xN)
+_TMEM_SHAPES = {"32x32b": (32, 1), "16x64b": (16, 2), "16x128b": (16, 4), "16x256b": (16, 8)}
+_TMEM_LD_ST = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:ld|st)\.sync\.aligned\.(\w+)\.x(\d+)\S*\s+(.*)$")
+
+
+def _warps_apart(codes: list[str], values: Values, reach: dict[int, set[int]], warps: set[int]) -> bool:
+    """Whether every two of `warps` that share a lane quarter access disjoint tensor-memory lanes in every
+    tcgen05.ld and tcgen05.st of the function each can reach: addresses evaluated for the warp's first thread
+    (they are warp-uniform), the tensor-memory address its tcgen05.alloc wrote to shared memory and a thread loaded
+    back taken as lane 0 (an allocation starts at lane 0: only its column varies), the lanes of each shape from
+    the PTX ISA's tcgen05 data-movement shapes (32x32b: 32 lanes, 16x64b / 16x128b / 16x256b: 16)."""
+    slots, base = set(), {}
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            m = re.search(r"tcgen05\.alloc\S*\s+\[([^\]]+)\]", part)
+            r = _shared_range(values, m.group(1), 4, {}) if m else None
+            if m and r is None:
+                return False
+            if r is not None:
+                slots.add(r[0])
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            m = re.match(r"^ld(?:\.volatile)?\.shared(?:::cta)?\.[bu]32\s+(%\w+)\s*,\s*\[([^\]]+)\]$", part)
+            r = _shared_range(values, m.group(2), 4, {}) if m else None
+            if r is not None and r[0] in slots:
+                base[m.group(1)] = 0
+    if not slots or not base:
+        return False
+    lanes: dict[int, list[tuple[int, int]]] = {w: [] for w in warps}
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            m = _TMEM_LD_ST.match(part)
+            if m is None:
+                continue
+            shape = _TMEM_SHAPES.get(m.group(1))
+            address = re.findall(r"\[([^\]]+)\]", m.group(3))
+            if shape is None or len(address) != 1:
+                return False
+            envs = _stage_envs(values, _REGISTER.findall(address[0]), set(base))
+            if envs is None:
+                return False
+            for w in warps:
+                if i not in reach[32 * w]:
+                    continue
+                for env in envs:
+                    r = _shared_range(values, address[0], 0, {**env, **base, "%tid.x": 32 * w})
+                    if r is None:
+                        return False
+                    lanes[w].append((r[0] >> 16, (r[0] >> 16) + shape[0]))
+    for a in warps:
+        for b in warps:
+            if a < b and a % 4 == b % 4 and any(lo < hi2 and lo2 < hi for lo, hi in lanes[a] for lo2, hi2 in lanes[b]):
+                return False
+    return True
+
+
+def _stage_envs(values: Values, regs: list[str], given: set[str]) -> Optional[list[dict[str, int]]]:
+    """Every combination of the loop counters' and residues' (x mod d: a stage index) values that `regs` depend on,
+    the registers `given` (and %tid.x) taken as known; None where a register on the way is defined twice, or there
+    are too many combinations."""
+    names, todo, seen = [], list(regs), set(given)
+    while todo:
+        reg = todo.pop()
+        if reg in seen or not reg.startswith("%r") and not reg.startswith("%rd"):
+            continue
+        seen.add(reg)
+        if reg in values.counters or reg in values.residues:
+            names.append(reg)
+            continue
+        defs = values.defs.get(reg, [])
+        if len(defs) != 1:
+            return None
+        todo.extend(r for a in defs[0][2] for r in _REGISTER.findall(a))
+    ranges = [values.counters[n][0] if n in values.counters else range(values.residues[n]) for n in names]
+    if math.prod(len(r) for r in ranges) > 256:
+        return None
+    return [dict(zip(names, combo)) for combo in itertools.product(*ranges)]
 
 
 # Mutants the emulator's model treats as equivalent where the ISA leaves room: deleting a
@@ -1890,9 +1971,10 @@ MODELLED = (
 )
 MODELLED_PAST_BARRIERS = (
     "after an mbarrier wait, with only barriers between that hand over no tensor-memory work (each one's "
-    "participants in distinct lane quarters, none issuing an mma, cp, shift, alloc or dealloc before it since its "
-    "previous synchronization, _after_sync_handed_by_mbarrier): what the fence orders is the mbarrier's handoff, "
-    "which NVIDIA's PTX makes without tcgen05 fences")
+    "participants in distinct lane quarters, or, two warps of one quarter, in lanes their tcgen05.ld and st "
+    "addresses keep apart (evaluated per warp, _warps_apart); none issuing an mma, cp, shift, alloc or dealloc "
+    "before it since its previous synchronization, _after_sync_handed_by_mbarrier): what the fence orders is the "
+    "mbarrier's handoff, which NVIDIA's PTX makes without tcgen05 fences")
 # tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
 # tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
 # over before the thread's next wait (the race checker's cells stay in flight until then), equivalent otherwise.
