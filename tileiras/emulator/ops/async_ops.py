@@ -281,7 +281,8 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
         keep = ins.operands[0].value
 
         def wait(st: Any, m: Any) -> None:
-            redundancy.copy_wait(st, lanes_of(st, m), ins.line)
+            if redundancy.ACTIVE is not None:
+                redundancy.copy_wait(st, lanes_of(st, m), ins.line)
             if st.cp_pending:
                 complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, keep)
 
