@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import math
 import random
 import re
@@ -233,7 +234,78 @@ EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
      "tracks the operations its thread issued after that wait (PTX ISA, tcgen05.commit; its arrival performs the "
      "implicit tcgen05.fence::before_thread_sync), so the load is complete before the inval; the wait orders "
      "nothing the skipping threads do"),
+    ("skip an mbarrier wait", "", lambda case, line: _orders_nothing_new(case, line),
+     "in the unmutated run of the launch (race checker on) every thread that passes it already happens after the "
+     "phase it waits for: its vector clock, and its view of tensor memory, cover every clock released into that "
+     "phase (a chain of other waits, arrivals and tcgen05.commits brought them: a commit tracks all its thread's "
+     "earlier asynchronous tcgen05 operations, PTX ISA), and no transaction (TMA, bulk copy, cp.async arrival, "
+     "complete_tx) completes on that mbarrier, whose bytes only the phase itself would order "
+     "(tileiras/emulator/redundancy.py); each thread's path depends only on the launch and the kernel has no "
+     "data-dependent branch, so on a GPU the phase is complete before the thread gets there: the wait returns at "
+     "once and orders nothing new"),
+    ("delete cp.async.wait", "", lambda case, line: _orders_nothing_new(case, line),
+     "in the unmutated run of the launch (race checker on) every thread that reaches it has no cp.async copy in "
+     "flight: each copy it issued since its previous cp.async wait is tracked by a cp.async.mbarrier.arrive of "
+     "the thread whose phase the thread has seen complete (tileiras/emulator/redundancy.py); the PTX ISA triggers "
+     "that arrive-on only once all the thread's earlier cp.async copies are complete, and the phase cannot complete "
+     "without it: the copies are complete and the wait has nothing to wait for (a stage-full wait of the next "
+     "iteration consumes every copy a ring's loop issues)"),
 )
+
+_REDUNDANT: dict[int, Any] = {}     # id(case) -> (case, its unmutated run's redundancy.Recorder)
+
+
+def _orders_nothing_new(case: Any, line: int) -> bool:
+    """Whether the wait at PTX line `line` (1-based) of the case's unmutated PTX ran in its launch (race checker
+    on) and no execution of it ordered anything new (tileiras/emulator/redundancy.py), in a kernel whose branches
+    depend on no loaded value but parameters (each thread's path is the launch's on every run)."""
+    if _data_dependent_branches(case.ptx):
+        return False
+    got = _REDUNDANT.get(id(case))
+    if got is None or got[0] is not case:
+        from tileiras.emulator import redundancy
+
+        with redundancy.recording() as rec:
+            clean = outcome(case, case.ptx) is None
+        got = _REDUNDANT[id(case)] = (case, rec if clean else None)
+    return got[1] is not None and got[1].redundant(line)
+
+
+def _data_dependent_branches(ptx: str) -> bool:
+    """Whether a branch (or any guarded instruction) of the kernel may depend on a value loaded from memory other
+    than a parameter (an ld of global or shared memory, an atomic's result, a tcgen05.ld, ldmatrix, a shuffle or
+    vote): each guard's register followed back through every definition of every register it is computed from
+    (an mbarrier wait's result aside: it decides only its retry loop)."""
+    defs: dict[str, list[str]] = {}
+    preds: list[str] = []
+    for code in _codes(ptx):
+        for part in statements(code):
+            guard = re.match(r"^@!?(%\w+)\s", part)
+            if guard:
+                preds.append(guard.group(1))
+            body = re.sub(r"^@!?%?\w+\s+", "", part)
+            m = re.match(r"^([a-z][\w.:]*)\s+(\{[^}]*\}|%\w+)\s*,?\s*(.*)$", body)
+            if m is None:
+                continue
+            for reg in re.findall(r"%\w+", m.group(2)):
+                defs.setdefault(reg, []).append(body)
+    loaded = re.compile(r"^(?:ld\.(?!param)|ldu\.|atom\.|tcgen05\.ld|ldmatrix|shfl|vote|match|redux)")
+    seen: set[str] = set()
+    todo = list(preds)
+    while todo:
+        reg = todo.pop()
+        if reg in seen:
+            continue
+        seen.add(reg)
+        for body in defs.get(reg, []):
+            if body.startswith("mbarrier.") or "mbarrier.try_wait" in body or "mbarrier.test_wait" in body:
+                continue        # a wait's result: decides only its retry loop
+            if loaded.match(body):
+                return True
+            todo.extend(r for r in re.findall(r"%\w+", body.split(None, 1)[1] if " " in body else "")
+                        if r != reg)
+    return False
+
 
 # memory accesses of PTX instructions (parameter loads aside), for the equivalences above
 _MEMORY = re.compile(r"^(?:@!?%?\w+\s+)?(?:ld\.(?!param)|st\.|atom\.|red\.|cp\.async\.c[ag]|"
@@ -1770,7 +1842,7 @@ def _after_sync_handed_by_mbarrier(ptx: str, line: int) -> bool:
     """Whether every path into the tcgen05.fence::after_thread_sync at PTX line `line` (1-based) meets an mbarrier
     wait before any tcgen05 instruction it orders (_NEEDS_AFTER_SYNC) or the entry, the barriers it passes on the
     way handing over no tensor-memory work: each one's participants lie in distinct lane quarters (warps w % 4
-    distinct) and on no path into any barrier of its id (or the whole CTA's) since the previous barrier or
+    distinct), or those of one quarter in distinct lanes (`_warps_apart`), and on no path into any barrier of its id (or the whole CTA's) since the previous barrier or
     mbarrier wait does one of them issue a tcgen05 instruction that can touch another warp's lanes (_ANY_LANE)."""
     codes = _codes(ptx)
     n = _cta_threads(ptx)
@@ -1792,14 +1864,94 @@ def _after_sync_handed_by_mbarrier(ptx: str, line: int) -> bool:
         sites = [i for i in range(values.start, values.end) for p in statements(codes[i])
                  if (b := _BARRIER_ID.match(p)) and b.group(1) == ident]
         takers = {t for t in range(n) if any(i in reach[t] for i in sites)}
-        if len({t // 32 % 4 for t in takers}) != len({t // 32 for t in takers}):
-            return False        # two warps of one lane quarter meet there
+        if len({t // 32 % 4 for t in takers}) != len({t // 32 for t in takers}) and not _warps_apart(
+                codes, values, reach, {t // 32 for t in takers}):
+            return False        # two warps of one lane quarter meet there, and their lanes may overlap
         for i in sites:
             zone = _zone(codes, preds, preds.get(i, []),
                          lambda p: bool(_MBARRIER_WAIT.match(p) or _BARRIER_ID.match(p)))
             if any(_ANY_LANE.match(p) for j in zone for p in statements(codes[j])):
                 return False
     return True
+
+
+# tcgen05.ld / st shapes: (lanes a warp accesses, 32-bit columns per repetition .xN)
+_TMEM_SHAPES = {"32x32b": (32, 1), "16x64b": (16, 2), "16x128b": (16, 4), "16x256b": (16, 8)}
+_TMEM_LD_ST = re.compile(r"^(?:@!?%?\w+\s+)?tcgen05\.(?:ld|st)\.sync\.aligned\.(\w+)\.x(\d+)\S*\s+(.*)$")
+
+
+def _warps_apart(codes: list[str], values: Values, reach: dict[int, set[int]], warps: set[int]) -> bool:
+    """Whether every two of `warps` that share a lane quarter access disjoint tensor-memory lanes in every
+    tcgen05.ld and tcgen05.st of the function each can reach: addresses evaluated for the warp's first thread
+    (they are warp-uniform), the tensor-memory address its tcgen05.alloc wrote to shared memory and a thread loaded
+    back taken as lane 0 (an allocation starts at lane 0: only its column varies), the lanes of each shape from
+    the PTX ISA's tcgen05 data-movement shapes (32x32b: 32 lanes, 16x64b / 16x128b / 16x256b: 16)."""
+    slots, base = set(), {}
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            m = re.search(r"tcgen05\.alloc\S*\s+\[([^\]]+)\]", part)
+            r = _shared_range(values, m.group(1), 4, {}) if m else None
+            if m and r is None:
+                return False
+            if r is not None:
+                slots.add(r[0])
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            m = re.match(r"^ld(?:\.volatile)?\.shared(?:::cta)?\.[bu]32\s+(%\w+)\s*,\s*\[([^\]]+)\]$", part)
+            r = _shared_range(values, m.group(2), 4, {}) if m else None
+            if r is not None and r[0] in slots:
+                base[m.group(1)] = 0
+    if not slots or not base:
+        return False
+    lanes: dict[int, list[tuple[int, int]]] = {w: [] for w in warps}
+    for i in range(values.start, values.end):
+        for part in statements(codes[i]):
+            m = _TMEM_LD_ST.match(part)
+            if m is None:
+                continue
+            shape = _TMEM_SHAPES.get(m.group(1))
+            address = re.findall(r"\[([^\]]+)\]", m.group(3))
+            if shape is None or len(address) != 1:
+                return False
+            envs = _stage_envs(values, _REGISTER.findall(address[0]), set(base))
+            if envs is None:
+                return False
+            for w in warps:
+                if i not in reach[32 * w]:
+                    continue
+                for env in envs:
+                    r = _shared_range(values, address[0], 0, {**env, **base, "%tid.x": 32 * w})
+                    if r is None:
+                        return False
+                    lanes[w].append((r[0] >> 16, (r[0] >> 16) + shape[0]))
+    for a in warps:
+        for b in warps:
+            if a < b and a % 4 == b % 4 and any(lo < hi2 and lo2 < hi for lo, hi in lanes[a] for lo2, hi2 in lanes[b]):
+                return False
+    return True
+
+
+def _stage_envs(values: Values, regs: list[str], given: set[str]) -> Optional[list[dict[str, int]]]:
+    """Every combination of the loop counters' and residues' (x mod d: a stage index) values that `regs` depend on,
+    the registers `given` (and %tid.x) taken as known; None where a register on the way is defined twice, or there
+    are too many combinations."""
+    names, todo, seen = [], list(regs), set(given)
+    while todo:
+        reg = todo.pop()
+        if reg in seen or not reg.startswith("%r") and not reg.startswith("%rd"):
+            continue
+        seen.add(reg)
+        if reg in values.counters or reg in values.residues:
+            names.append(reg)
+            continue
+        defs = values.defs.get(reg, [])
+        if len(defs) != 1:
+            return None
+        todo.extend(r for a in defs[0][2] for r in _REGISTER.findall(a))
+    ranges = [values.counters[n][0] if n in values.counters else range(values.residues[n]) for n in names]
+    if math.prod(len(r) for r in ranges) > 256:
+        return None
+    return [dict(zip(names, combo)) for combo in itertools.product(*ranges)]
 
 
 # Mutants the emulator's model treats as equivalent where the ISA leaves room: deleting a
@@ -1819,9 +1971,10 @@ MODELLED = (
 )
 MODELLED_PAST_BARRIERS = (
     "after an mbarrier wait, with only barriers between that hand over no tensor-memory work (each one's "
-    "participants in distinct lane quarters, none issuing an mma, cp, shift, alloc or dealloc before it since its "
-    "previous synchronization, _after_sync_handed_by_mbarrier): what the fence orders is the mbarrier's handoff, "
-    "which NVIDIA's PTX makes without tcgen05 fences")
+    "participants in distinct lane quarters, or, two warps of one quarter, in lanes their tcgen05.ld and st "
+    "addresses keep apart (evaluated per warp, _warps_apart); none issuing an mma, cp, shift, alloc or dealloc "
+    "before it since its previous synchronization, _after_sync_handed_by_mbarrier): what the fence orders is the "
+    "mbarrier's handoff, which NVIDIA's PTX makes without tcgen05 fences")
 # tcgen05.ld's registers are usable at once in the emulator too (NVIDIA's PTX computes on them before its
 # tcgen05.wait::ld): deleting a wait::ld is reported where the tensor memory it reads can be written or handed
 # over before the thread's next wait (the race checker's cells stay in flight until then), equivalent otherwise.
@@ -2007,6 +2160,8 @@ def score(cases: list[Case], per_operator: int, seed: int, log: Any = None,
                 why = equivalent(op, what, case, line)
                 if why is not None:
                     results.append(Result(label, op, line, what, "equivalent", why))
+                    if log is not None:
+                        print(f"  {label} line {line} [{op.name}] equivalent: {what[:90]}", file=log, flush=True)
                     continue
                 reported = outcome(case, ptx)
                 results.append(Result(label, op, line, what, "survived" if reported is None else "reported",

@@ -992,3 +992,65 @@ def test_a_stage_counters_quotient_by_the_ring_depth_is_evaluated() -> None:
     values = ptx_values.Values(codes, 0, len(codes))
     assert [values.value("%r3", {"%r1": i}) for i in range(7)] == [(i // 3) & 1 for i in range(7)]
     assert values.value("%r2", {"%r1": 4294967295}) == (4294967295 * 0xAAAAAAAB) >> 32
+
+
+def test_the_copy_wait_after_a_ring_of_tracked_copies_is_equivalent_on_sm_120() -> None:
+    """sm_120's 8-bit 256x128 matmul copies B by cp.async into a 2-stage ring, each thread's copies tracked by its
+    cp.async.mbarrier.arrive.noinc on the stage's full mbarrier, which every thread waits on in the next iteration:
+    the cp.async.wait_all after the K loop has no copy to wait for. No static reason holds (the loop's trip count
+    is a parameter), and the unmutated run shows every thread saw its arrivals' phases complete there: listed by
+    `_orders_nothing_new`, and its mutant runs clean. The ring's waits (the stage-full one with cp.async arrivals
+    and TMA bytes, the stage-empty one that acquires the consumers' reads) are not listed."""
+    c = mutations.prepare("mm_i8_256x128x64", "sm_120")
+    assert c is not None
+    full = _site(c, "{ .reg .pred p; mbarrier.try_wait")
+    waits = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if t.strip() == "cp.async.wait_all;"]
+    after_loop = min(w for w in waits if w > full)
+    op = OPERATORS["delete cp.async.wait"]
+    (what, ptx), = [(what, ptx) for line, what, ptx in op.mutants(c.ptx) if line == after_loop]
+    assert not mutations._no_copy_in_flight(c.ptx, after_loop) and not mutations._copies_waited_later(c.ptx,
+                                                                                                       after_loop)
+    assert "has no cp.async copy in flight" in (mutations.equivalent(op, what, c, after_loop) or "")
+    assert mutations.outcome(c, ptx) is None
+    ring = [n + 1 for n, t in enumerate(c.ptx.split("\n")) if "// wait: stage" in t]
+    assert len(ring) == 2 and not any(mutations._orders_nothing_new(c, line) for line in ring)
+
+
+def test_the_mma_threads_p_v_two_back_wait_is_equivalent_on_sm_100() -> None:
+    """sm_100 attention, 128 x 128 blocks: before its scores MMA into a tensor-memory buffer the MMA thread waits
+    for the P V MMAs of two iterations back, which read P from that buffer. The commit of the previous
+    iteration's scores tracks those MMAs (issued before it), the softmax warps wait for it before they store P and
+    arrive on 'P stored', which the MMA thread waited for before its previous P V MMAs: the unmutated run shows the
+    wait's phase known to the thread already, so it is listed (`_orders_nothing_new`; its mutant was a survivor);
+    the MMA thread's 'P stored' wait, which acquires the softmax warps' stores, is not listed."""
+    c = mutations.prepare("fa_f16_q128k128d128", "sm_100")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    (two_back,) = [n + 1 for n, t in enumerate(lines) if "// wait: P V two back complete" in t]
+    (stored,) = [n + 1 for n, t in enumerate(lines) if "// wait: P stored" in t]
+    op = OPERATORS["skip an mbarrier wait"]
+    (what,) = [what for line, what, _ in op.mutants(c.ptx) if line == two_back]
+    assert "already happens after the phase" in (mutations.equivalent(op, what, c, two_back) or "")
+    assert not mutations._orders_nothing_new(c, stored)
+
+
+def test_the_epilogues_after_fence_past_a_barrier_of_two_warpgroups_is_modelled_on_sm_100() -> None:
+    """sm_100 causal attention, 128 x 128 blocks: its two softmax warpgroups (warps w and w + 4 share a lane
+    quarter) wait for the last MMAs' commit, meet at bar.sync 1, 256 and fence before they read O back. Each warp
+    reads and writes only its own 16 lanes (every tcgen05.ld / st address evaluated per warp, the S / P buffers
+    over both stages), so the barrier hands over no tensor-memory work and the fence orders only the mbarrier's
+    handoff: listed as modelled (`_warps_apart`; its mutant was a survivor). The same PTX with the first read-back
+    addressed at lane 0 for every warp (two warps of a quarter then share lanes) is not listed."""
+    c = mutations.prepare("fa_f16_q128k128d128_causal", "sm_100")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    (done,) = [n + 1 for n, t in enumerate(lines) if "// wait: mma complete" in t]
+    fence = next(n + 1 for n, t in enumerate(lines) if n + 1 > done and t.strip() == "tcgen05.fence::after_thread_sync;")
+    op = OPERATORS["delete tcgen05.fence::after_thread_sync"]
+    (what,) = [what for line, what, _ in op.mutants(c.ptx) if line == fence]
+    assert mutations.equivalent(op, what, c, fence) == mutations.MODELLED_PAST_BARRIERS
+    base = re.search(r"ld\.volatile\.shared\.b32\s+(%r\d+)", c.ptx)
+    assert base is not None
+    read = next(n for n, t in enumerate(lines) if n + 1 > fence and "tcgen05.ld." in t)
+    edited = lines[:read] + [re.sub(r"\[%r\d+\]", f"[{base.group(1)}]", lines[read])] + lines[read + 1:]
+    assert not mutations._after_sync_handed_by_mbarrier("\n".join(edited), fence)

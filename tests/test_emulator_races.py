@@ -484,6 +484,41 @@ def test_cp_async_bytes_are_published_only_by_the_copying_threads_cp_async_arriv
                      r"writes shared address 0x100 and thread 0 loads it before the copy is complete", msg), msg
 
 
+
+def _recorded(body: str, extra: str) -> list[bool]:
+    """redundancy.Recorder.needed of the kernel's run with the race checker on: for each wait it ran, in the
+    order of the PTX, whether one of its executions ordered anything new."""
+    from tileiras.emulator import redundancy
+
+    with redundancy.recording() as rec:
+        run(body, extra)
+    return [rec.needed[line] for line in sorted(rec.needed)]
+
+
+def test_a_copy_wait_orders_nothing_new_only_where_the_threads_saw_their_copies_arrivals_complete() -> None:
+    """The copying threads' cp.async.wait_all has nothing to wait for once each has seen the phase its
+    cp.async.mbarrier.arrive arrived in complete (the arrive-on fires only after the thread's copies); a thread
+    that only waited for the consumers' release has not (the phase may be complete, but it did not see it)."""
+    arrive = "cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];"
+    # the copiers' wait on A, their wait_all, the consumers' wait on B
+    assert _recorded(CP_ASYNC_ARRIVE.format(arrive=arrive), MBARS) == [True, True, True]
+    seen_b = arrive + """
+WAIT_B2:
+    mbarrier.try_wait.parity.shared.b64 %p6, [mbb], 0;
+    @!%p6 bra WAIT_B2;"""
+    # the copiers' waits on B and A, their wait_all, the consumers' wait on B (an mbarrier that cp.async
+    # arrivals complete orders their bytes by its phase: a wait on it is never taken as redundant)
+    assert _recorded(CP_ASYNC_ARRIVE.format(arrive=seen_b), MBARS) == [True, True, False, True]
+
+
+def test_an_mbarrier_wait_orders_nothing_new_only_where_its_phase_is_known_already() -> None:
+    """The consumers' first wait on B acquires the producers' stores; a second wait on the same phase finds
+    every clock released into it known already."""
+    twice = WAIT_B + "\n" + WAIT_B.replace("WAIT_B", "WAIT_B2").replace("%p5", "%p6")
+    # the wait on A (thread 0's phase: new to the other consumers), the two waits on B
+    assert _recorded(CHAINED.format(wait_b=twice), MBARS) == [True, True, False]
+
+
 # warp 0 writes 4 columns of its 32 tensor-memory lanes and arrives on an mbarrier; warp 4 (the same
 # lane quarter) waits for it and reads them back; warps 1-3 only allocate/free around them
 TMEM = """

@@ -21,7 +21,7 @@ from ..mbarrier_order import check_inval, note_arrival, note_async, note_wait
 from ..parser import Imm, Instr
 from ..program import K_OP, K_WAIT, Decoder, Mods, bad
 from ..races import Site
-from .. import spaces
+from .. import redundancy, spaces
 from .common import lanes_of
 from .memory import _space, address
 
@@ -281,6 +281,8 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
         keep = ins.operands[0].value
 
         def wait(st: Any, m: Any) -> None:
+            if redundancy.ACTIVE is not None:
+                redundancy.copy_wait(st, lanes_of(st, m), ins.line)
             if st.cp_pending:
                 complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, keep)
 
@@ -290,6 +292,7 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
 
         def wait_all(st: Any, m: Any) -> None:
             lanes = lanes_of(st, m)
+            redundancy.copy_wait(st, lanes, ins.line)
             st.cp_committed[lanes] += 1
             if st.cp_pending:
                 complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1)
@@ -306,6 +309,10 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
     def arrive(st: Any, m: Any) -> None:
         lanes = lanes_of(st, m)
         landed = complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1) if st.cp_pending else []
+        if redundancy.ACTIVE is not None:
+            # (the arrive-on fires once the thread's copies are complete: in this phase, which it holds open)
+            for k, t in zip(_mbar_keys(st, addr, lanes, m, space).tolist(), lanes.tolist()):
+                redundancy.cp_arrival(st, t, int(k), _get(st, int(k), t).phase + 1)
         if noinc:
             keys = _mbar_keys(st, addr, lanes, m, space)
             if st.races is None:
@@ -492,6 +499,7 @@ def tx_done(st: Any, b: MBarrier, nbytes: int, ins: Instr) -> None:
     """A transaction of `nbytes` of instruction `ins` completes on `b` through the async proxy."""
     if st.races is not None:
         note_async(b, ins)
+        redundancy.transaction(st, b.key)
     b.tx -= nbytes
     _maybe_complete(st, b)
 
@@ -575,6 +583,8 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     if st.races is not None:
                         published(st, b, t, f"mbarrier.{op}")
                         note_arrival(st, b, t, ins)
+                    if op == "complete_tx":     # (bytes it stands for need the phase, not this clock)
+                        redundancy.transaction(st, key)
                     b.tx += v if op == "expect_tx" else -v
                     _maybe_complete(st, b)
 
@@ -630,6 +640,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                 published(st, b, t, f"mbarrier.{op}")
                 note_wait(st, b, t, ins)
                 if done[t]:
+                    redundancy.mbarrier_wait(st, key, t, ins.line)
                     st.races.observe(key, t, b.phase)
         wdone.put(st, done, np.ones(st.n, dtype=bool))
         return done
