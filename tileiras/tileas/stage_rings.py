@@ -27,7 +27,7 @@ from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
 from .tcgen05_select import PACKED, RESTAGED
-from .warp_roles import occupancy_hint, ring_loop
+from .warp_roles import enclosing_loop, occupancy_hint, ring_loop
 
 RESERVED = 1024     # shared memory the driver reserves for each CTA (smem_per_sm - smem_per_block)
 
@@ -118,7 +118,7 @@ def mma_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, .
     (`fit`), which in a persistent kernel's tile loop takes the room its epilogue has beside the ring
     (cp_matmul_persistent_f16_128x256x64: 896 -> 1479 instructions, 144 -> 184 registers)."""
     split = k.warp_split
-    if k.assignment is None or split is not None and split.loop is loop or _parent_loop(loop) is not None \
+    if k.assignment is None or split is not None and split.loop is loop or enclosing_loop(loop) is not None \
             or k.caps.has("multicast"):     # (a multicast stage is released in every CTA it lands in)
         return None
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
@@ -135,19 +135,6 @@ def mma_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, .
         if matrix is None or not matrix.swizzled or matrix.batch != 1:
             return None
     return op if _accumulates_alone(loop, op) else None
-
-
-def _parent_loop(op: Operation) -> "Operation | None":
-    """The nearest `for` or `loop` around `op`, if any."""
-    block = op.parent
-    while block is not None and block.parent is not None:
-        owner = block.parent.parent
-        if owner is None:
-            return None
-        if owner.name in ("cuda_tile.for", "cuda_tile.loop"):
-            return owner
-        block = owner.parent
-    return None
 
 
 def group_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, ...]") -> "Operation | None":

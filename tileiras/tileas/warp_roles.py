@@ -109,6 +109,19 @@ def ring_loop(split: Optional[WarpSplit], loop: Operation) -> Operation:
     return split.outer if split is not None and split.loop is loop and split.outer is not None else loop
 
 
+def enclosing_loop(op: Operation) -> "Operation | None":
+    """The nearest `for` or `loop` around `op`, if any."""
+    block = op.parent
+    while block is not None and block.parent is not None:
+        owner = block.parent.parent
+        if owner is None:
+            return None
+        if owner.name in ("cuda_tile.for", "cuda_tile.loop"):
+            return owner
+        block = owner.parent
+    return None
+
+
 def barriers_lifetime(split: Optional[WarpSplit], loop: Operation, entry: Operation,
                       spans: tuple[int, int], free: bool) -> Optional[tuple[int, int]]:
     """The lifetime of pipelined loop `loop`'s full / empty mbarriers: to the kernel's end (None) unless
@@ -117,11 +130,12 @@ def barriers_lifetime(split: Optional[WarpSplit], loop: Operation, entry: Operat
     CTA barrier, before their bytes serve another buffer, as the PTX ISA asks of an mbarrier's memory),
     so the buffers after the loop may take them (a sub-tiled epilogue's 64 KB exchange on sm_120). Never
     where an MMA warp runs the loop (its last stages' empty arrivals are never waited for: the barriers
-    stay valid) or the CTAs of a cluster signal each other's barriers."""
+    stay valid), the CTAs of a cluster signal each other's barriers, or a loop around the ring runs it
+    again (its next run's initialization would write the bytes with no barrier after their other use)."""
     from ..tileaa.clusters import CLUSTER_ATTR
 
     if not free or split is not None and split.loop is loop and split.form == "tcgen05" \
-            or CLUSTER_ATTR in entry.attributes:
+            or CLUSTER_ATTR in entry.attributes or enclosing_loop(ring_loop(split, loop)) is not None:
         return None
     return spans
 
