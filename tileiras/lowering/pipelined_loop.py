@@ -196,7 +196,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                           mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
                           persistent=specialized and k.warp_split.outer is not None,
-                          barriers_freed=full is not None and bars_lifetime is not None)
+                          barriers_freed=bars_lifetime is not None)
 
 
 def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
