@@ -1,6 +1,7 @@
 """Generated kernel variants on a CUDA GPU: our cubin's outputs against numpy.
 
     python benchmarks/generated_gpu.py --save DIR --count 200 --seed 0 --pick 40   # here: compile
+    python benchmarks/generated_gpu.py --save DIR --names NAME...                  # named variants
     python benchmarks/generated_gpu.py --load DIR                                  # on the GPU
 
 `--save` samples `--count` variants from the grammar of tests/generated/ (the numpy-referenced
@@ -36,13 +37,16 @@ import launch  # noqa: E402
 import variant_reference as reference  # noqa: E402
 
 
-def save(out: Path, count: int, seed: int, pick: int, gpu: str) -> int:
+def save(out: Path, count: int, seed: int, pick: int, gpu: str, names: list[str] | None = None) -> int:
     import compilers
     from generated import first_target, pick_emulated
 
-    variants = [v for v in grammar.sample(seed, count)
-                if reference.supported(v) and first_target(launch.launch(v)) <= int(gpu[3:])]
-    chosen = pick_emulated(variants, pick)
+    if names:       # the variants a change was made for, checked on the GPU by name
+        chosen = [grammar.parse(n) for n in names]
+    else:
+        variants = [v for v in grammar.sample(seed, count)
+                    if reference.supported(v) and first_target(launch.launch(v)) <= int(gpu[3:])]
+        chosen = pick_emulated(variants, pick)
     out.mkdir(parents=True, exist_ok=True)
     saved, failed = [], 0
     for v in chosen:
@@ -79,8 +83,6 @@ def save(out: Path, count: int, seed: int, pick: int, gpu: str) -> int:
 def run_one(kit: Path, name: str, side: str = "ours") -> list[str]:
     """Run variant `name` from the kit on the GPU (our cubin, or NVIDIA's): the problems found (none:
     it matches numpy)."""
-    import numpy as np
-
     from tileiras.codegen.metadata import ModuleMetadata
     from tileiras.frontend import load_module
     from tileiras.ir.record import replace
@@ -103,7 +105,7 @@ def run_one(kit: Path, name: str, side: str = "ours") -> list[str]:
     want = reference.expected(v, spec, args)
     source = (kit / f"{name}.tileirbc").read_bytes()
     module = load_module(source, f"{name}.tileirbc")
-    got = run_arrays(module, name, spec.grid, [np.copy(a) for a in args], backend="gpu",
+    got = run_arrays(module, name, spec.grid, reference.copies(args), backend="gpu",
                      source=source, filename=f"{name}.tileirbc")
     return reference.compare(v, spec, got, want, args)
 
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pick", type=int, default=40, help="variants kept (--save)")
     parser.add_argument("--gpu-name", default="sm_90", help="the GPU's target (--save)")
+    parser.add_argument("--names", nargs="+", metavar="NAME", help="these variants instead of a sample (--save)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per variant (--load)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--side", default="ours", help=argparse.SUPPRESS)
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(problems))
         return 0
     if args.save:
-        return save(args.save, args.count, args.seed, args.pick, args.gpu_name)
+        return save(args.save, args.count, args.seed, args.pick, args.gpu_name, args.names)
     if args.load:
         return load(args.load, args.timeout)
     parser.error("one of --save DIR or --load DIR is needed")

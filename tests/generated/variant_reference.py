@@ -498,6 +498,11 @@ def compare_one(v: Variant, p: Arr, g: Any, w: Any, term: Any, derived: Any, gpu
     return problems
 
 
+def copies(args: list) -> list:
+    """Fresh copies of a launch's arguments (a list of arrays, a grouped GEMM's, copied array by array)."""
+    return [[np.copy(x) for x in a] if isinstance(a, list) else np.copy(a) for a in args]
+
+
 def emulate(v: Variant, spec: Launch, bytecode: bytes, gpu: str) -> list[str]:
     """Launch `v` on the PTX emulator (race checker on) and compare with numpy: the problems found."""
     from tileiras.frontend import load_module
@@ -506,8 +511,7 @@ def emulate(v: Variant, spec: Launch, bytecode: bytes, gpu: str) -> list[str]:
     args = inputs(v, spec)
     want = expected(v, spec, args)
     module = load_module(bytecode, f"{v.name}.tileirbc")
-    got = run_arrays(module, v.name, spec.grid, [[np.copy(x) for x in a] if isinstance(a, list) else np.copy(a)
-                                                 for a in args], backend="emulator", gpu_name=gpu,
+    got = run_arrays(module, v.name, spec.grid, copies(args), backend="emulator", gpu_name=gpu,
                      source=bytecode, filename=f"{v.name}.tileirbc", check_races=True)
     return compare(v, spec, got, want, args, gpu)
 
