@@ -18,7 +18,7 @@ reordering would move across. A chunk fills the space from its innermost axis ou
 where a permute needs both orders' rows long: a transpose's loads and stores both stay contiguous).
 Tiles of more than `LOOP_ELEMENTS` a thread are looped (smaller ones are left to `row_chunks.py`,
 which unrolls a few chunks); so are those of more than `ONE_PASS_ELEMENTS` whose group exchanges
-elements between threads (a reduction, a scan, a permute: row_chunks.py takes none) and takes one
+elements between threads by a reduction or a scan (row_chunks.py takes none) and takes one
 loop that reads each of its inputs once, no loop of the kernel's among its members (`_one_pass`): unrolled, such a group compiles in up to twice
 NVIDIA's time from 64 elements a thread (two reductions of a 64 x 64 tile on one warp), looped, it
 reads no more memory than unrolled. A reduction whose result fits a chunk is carried by the loop (unless
@@ -64,10 +64,13 @@ if TYPE_CHECKING:
 # size `row_chunks.py` unrolls, four 16-byte accesses of f32 in flight a thread.
 LOOP_ELEMENTS = 128
 CHUNK_ELEMENTS = 16
-# Beyond 32 elements a thread (row_chunks.LONG_ELEMENTS), a group that exchanges elements between
-# threads is looped where one pass over its tiles computes it (its loop reloads nothing)
+# Beyond 32 elements a thread (row_chunks.LONG_ELEMENTS), a group that reduces or scans is looped
+# where one pass over its tiles computes it (its loop reloads nothing). Not a permute alone: each chunk
+# exchanges through shared memory between two CTA barriers, which no load of the next chunk passes, so
+# a chunk costs a whole memory latency (the H100 timed transpose_f16_64x128, 64 a thread, at 1.77x
+# NVIDIA's time in four chunks, 1.27x in two, 0.98x unlooped)
 ONE_PASS_ELEMENTS = 32
-_EXCHANGES = ("cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.permute")
+_EXCHANGES = ("cuda_tile.reduce", "cuda_tile.scan")
 
 _VIEW = "cuda_tile.make_partition_view"
 _I32 = TileType((), ScalarType("i32"))
