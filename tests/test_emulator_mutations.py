@@ -135,11 +135,11 @@ def test_an_init_deleted_where_the_mbarrier_is_only_invalidated_is_reported(monk
 
 
 
-def test_a_chunk_loaded_from_swapped_coordinates_is_reported() -> None:
+def test_a_chunk_loaded_from_swapped_coordinates_is_reported(stores_hold_back_loads) -> None:
     """The chunked layernorm's first chunk of a row: TMA coordinates {0, row} swapped read another row's
     elements (or the same ones, for row 0), which with rows alike moved the mean and variance by less than the
     f16 tolerance; the mutation launch's rows differ (mutations.OFFSET_INPUTS) and the swap is reported. One
-    mutant per mbarrier (each stage's first copy)."""
+    mutant per mbarrier (each stage's first copy); its reading loops staged (`stores_hold_back_loads`)."""
     c = mutations.prepare("layernorm_chunked_f16_n8192_t2048", "sm_90")
     assert c is not None and mutations.outcome(c, c.ptx) is None
     firsts: dict[str, tuple[str, str]] = {}
@@ -605,10 +605,12 @@ LAYERNORM = "layernorm_chunked_f16_n8192_t2048"
 def stores_hold_back_loads(monkeypatch: Any, tmp_path: Path) -> None:
     """The chunked layernorm as its loops were staged before a loop's weak stores let its loads be issued ahead
     (schedule/pipeline._PLAIN_STORES): its normalizing loop, which stores each chunk, unstaged: the form whose
-    mutants these tests count (the staged form's are listed by the same reasons: `test_a_stage_counters_quotient_...`)."""
+    mutants these tests count (the staged form's are listed by the same reasons: `test_a_stage_counters_quotient_...`).
+    Its two reading loops staged too, as they were before short loops were left to plain loads (`_no_steady_state`)."""
     from tileiras.schedule import pipeline
 
     monkeypatch.setattr(pipeline, "_PLAIN_STORES", ())
+    monkeypatch.setattr(pipeline, "_no_steady_state", lambda plan: "")
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "unstaged-cache"))
 
 
@@ -653,9 +655,11 @@ def test_the_chunked_layernorms_survivors_are_equivalent(stores_hold_back_loads)
 def test_the_ring_equivalences_fail_where_the_ring_refills(monkeypatch, tmp_path) -> None:
     """The reasons hold only where no stage is refilled: with an occupancy hint of 24 the layernorm's first ring has
     2 stages for 4 chunks, and its producer's release wait and the first pass's releases are not listed, and are
-    reported (a deadlock, or a read of a stage being refilled)."""
+    reported (a deadlock, or a read of a stage being refilled). Its reading loops staged, as `stores_hold_back_loads`."""
     import test_realistic_emulator as tre
+    from tileiras.schedule import pipeline
 
+    monkeypatch.setattr(pipeline, "_no_steady_state", lambda plan: "")
     module, source = _hinted(24)
     monkeypatch.setattr(tre, "_module", lambda name: (module, source))
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))

@@ -267,7 +267,11 @@ def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_
 def test_a_reductions_scratch_before_a_loop_is_planned_and_its_depth_holds(monkeypatch) -> None:
     """layernorm's reduces (each row over four warps, carried through its loop in rows) combine the
     warps' partial sums through scratch ("warp-reduction") before the next loop's stages: sized by
-    ops_reduce, which the pass calls too, so the loops' depths are the plan's (nothing dropped)."""
+    ops_reduce, which the pass calls too, so the loops' depths are the plan's (nothing dropped). Its
+    loops all pipelined here: the two short ones are left to plain loads otherwise (pipeline._no_steady_state)."""
+    from tileiras.schedule import pipeline
+
+    monkeypatch.setattr(pipeline, "_no_steady_state", lambda plan: "")
     dump, plan = _planned(monkeypatch, "layernorm_chunked_f16_n16384_t1024", "sm_90")
     assert "//     warp-reduction (reduction) 16 B" in plan and "stages beside 16512 B" in plan, plan
     assert "dropped" not in dump and "error: internal" not in dump

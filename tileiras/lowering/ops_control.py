@@ -13,6 +13,7 @@ from typing import Any
 
 from ..ir.core import Operation
 from ..ir.types import TileType, TokenType
+from ..tileas.plan import plan_of
 from .kernel import KernelLowering, op_error
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs, TokenVal
@@ -112,6 +113,10 @@ def _for(k: KernelLowering, op: Operation) -> None:
             before_loop(k, op)   # tcgen05 buffers the loop needs besides its pipeline's stages
         ops_wgmma.before_loop(k, op)   # wgmma's K-major copies, likewise
         pipeline = pipelined_loop.prepare(k, op)
+        declined = plan_of(k.assignment).declined if k.assignment is not None else None
+        if pipeline is None and declined and op in declined:   # the middle level's choice, reported
+            k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
+                     Reason=declined[op])
     split = k.warp_split
     # a persistent loop running the warp-specialized loop once a tile: that loop's ring is set up here, once
     # (the consumers count its uses over the tiles where they read its stages, not an MMA warp's epilogue)

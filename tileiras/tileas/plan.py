@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 class KernelPlan:
     """The schedule decisions of one kernel (the passes below fill it)."""
     pipelines: dict          # `for` op -> schedule.pipeline.PipelinePlan
+    declined: Any = None     # `for` op -> why it is not pipelined though its loads could be staged
     warp_split: Any = None   # warp_roles.WarpSplit of the specialized loop, or None
     warp_split_refused: str = ""     # why no loop is warp-specialized
     shared: Any = None       # shared_plan.SharedPlan: the shared-memory buffers sized before emission
@@ -82,7 +83,9 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
         return
     from ..schedule.pipeline import plan_pipelines as plan_loops
 
-    plan_of(assignment).pipelines = plan_loops(entry, assignment)
+    plan = plan_of(assignment)
+    plan.declined = {}
+    plan.pipelines = plan_loops(entry, assignment, plan.declined)
 
 
 def plan_warp_roles(entry: Operation, assignment: "LayoutAssignment") -> None:
@@ -102,6 +105,8 @@ def plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callab
         loads = ", ".join(name_of(load.results[0]) for load in pipeline.loads)
         lines.append(f"//   loop at {loop.location}: stages the loads {loads}")
         lines += [f"//     {line}" for line in pipeline.describe()]
+    for loop, why in (plan.declined or {}).items():
+        lines.append(f"//   loop at {loop.location}: not pipelined: {why}")
     split: Optional[Any] = plan.warp_split
     if split is None:
         lines.append(f"//   warp roles: none ({plan.warp_split_refused or 'no pipelined loop'})")
