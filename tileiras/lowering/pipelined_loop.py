@@ -54,7 +54,7 @@ from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
 from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
-from ..tileas.warp_roles import barriers_lifetime, ring_loop
+from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
@@ -99,7 +99,7 @@ class ActivePipeline:
     base: str = "0"                     # the ring's count when this run of the loop starts (i32)
     ring_out: str = ""                  # ...and when it ends (the loop's counter at its exit)
     barriers_freed: bool = False        # full / empty's bytes serve other buffers after the loop
-                                        # (warp_roles.barriers_lifetime): a CTA barrier follows their invalidation
+                                        # (KernelPlan.barriers_freed): a CTA barrier follows their invalidation
 
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
@@ -151,13 +151,13 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     specialized = False
     tma = None
     if uses_mbarriers(k):
+        copies = planned_copies(k, op, plan.loads)
         bars = fitted.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
         assert bars is not None and bars.mbarriers == 2 * stages
-        bars_lifetime = barriers_lifetime(k.warp_split, op, k.entry, spans, k.free_barriers)
+        bars_lifetime = spans if planned_barriers_freed(k, op) else None   # the ring's, or to the kernel's end
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers, bars_lifetime), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        copies = planned_copies(k, op, plan.loads)
         tma, cluster = _numbered(k, copies.tma), copies.cluster
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         if specialized:
@@ -258,6 +258,17 @@ def planned_copies(k: KernelLowering, loop: Operation, loads: tuple) -> RingCopi
     for r in copies.remarks:
         k.remark(r.kind, "memory", r.name, r.message, r.op, **dict(r.args))
     return copies
+
+
+def planned_barriers_freed(k: KernelLowering, loop: Operation) -> bool:
+    """Whether `loop`'s mbarriers live as its ring does, freed after it (else to the kernel's end), as
+    plan-shared-memory decided it (tileas/warp_roles.frees_barriers, `KernelPlan.barriers_freed`). A plan
+    without the decision is an internal error: the lowering does not decide."""
+    decided = plan_of(k.assignment).barriers_freed if k.assignment is not None else None
+    if decided is None or loop not in decided:
+        raise CompileError(f"error: internal: the kernel's plan decides no mbarrier lifetime for the pipelined loop "
+                           f"at {loop.location} (plan-shared-memory's barriers_freed)")
+    return decided[loop]
 
 
 def _numbered(k: KernelLowering, tma: Optional[dict]) -> Optional[dict]:

@@ -1,7 +1,8 @@
 """Pass `plan-shared-memory`: the kernel's shared-memory buffers, sized before any LLVM is emitted;
 then the warp split as its loop's copies settle it (settled_split.py), how every pipelined loop's
 stages are filled (pipeline_copies.py: TMA boxes or cp.async, multicast; `KernelPlan.ring_copies`) and
-which loop-invariant operands are copied once by TMA (`KernelPlan.once_copies`), in the pass's dump;
+which loop-invariant operands are copied once by TMA (`KernelPlan.once_copies`), and whether each
+such loop's mbarriers are freed after it (`KernelPlan.barriers_freed`), in the pass's dump;
 the lowering emits them as decided.
 
 Each op that will ask the lowering for shared memory is given, here, the buffers it will ask for:
@@ -98,7 +99,7 @@ class Assumptions:
     padded: bool = True      # staged rows padded against bank conflicts
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
-    free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.barriers_lifetime)
+    free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.frees_barriers)
 
     def describe(self) -> str:
         return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
@@ -169,6 +170,10 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them
     plan.ring_copies, plan.once_copies = decide_all(staging_facts(entry, assignment, plan.warp_split,
                                                                   plan.shared.assumes.padded))
+    # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
+    from .warp_roles import barriers_freed
+
+    plan.barriers_freed = barriers_freed(plan.warp_split, tuple(plan.ring_copies), entry, plan.shared.assumes.free_barriers)
 
 
 def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> str:
@@ -251,6 +256,10 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
+    for loop, freed in (plan_of(assignment).barriers_freed or {}).items():
+        at = f" at {loop.location}" if loop.location else ""
+        lifetime = "freed after it (invalidated, then a CTA barrier)" if freed else "kept to the kernel's end"
+        lines.append(f"//     the loop{at}: its mbarriers {lifetime}")
     for copies in (plan_of(assignment).ring_copies or {}).values():
         lines += [f"//     {line}" for line in copies.describe(name_of)]
     lines += [f"//     {shot.describe(name_of)}" for shot in (plan_of(assignment).once_copies or {}).values()]

@@ -159,7 +159,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             if pipeline is None:
                 continue
             from .stage_rings import fit_beside, ring_of, uses_mbarriers
-            from .warp_roles import barriers_lifetime
+            from .warp_roles import frees_barriers
 
             ring = ring_of(facts, op)
             if ring is None or not ring.plan.pipelined:
@@ -180,7 +180,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    matrix.span if matrix.swizzled else 0, spans))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * MBARRIER_BYTES,
-                                   MBARRIER_BYTES, lifetime=barriers_lifetime(split, op, entry, spans, assumes.free_barriers)))
+                                   MBARRIER_BYTES,
+                                   lifetime=spans if frees_barriers(split, op, entry, assumes.free_barriers) else None))
             # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
             out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
             chunked = tcgen05.chunked_store(facts, op, ring)
