@@ -53,7 +53,7 @@ from ..tileas.pipeline_copies import RingCopies
 from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
+from ..tileas.stage_rings import StageRing, fit_beside, ring_of, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -109,9 +109,10 @@ class ActivePipeline:
 
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
-    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. Its depth
-    is the shared-memory plan's where that placed every buffer before the loop (`planned_fit`)."""
-    ring = ring_of(k, op)
+    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. What its
+    stages hold is the shared-memory plan's (`planned_ring`); its depth too where that placed every
+    buffer before the loop (`planned_fit`)."""
+    ring = planned_ring(k, op)
     if ring is None:
         return None
     plan, pair, tiles, swizzled, dense, sizes = ring.plan, ring.pair, ring.tiles, ring.swizzled, ring.dense, ring.sizes
@@ -224,6 +225,24 @@ def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
              Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_boxes.describe(shot.copy),
              Pipeline="loaded once before the loop that reads it, on its own mbarrier")
     return SharedTileVal(tile, matrix, pending=True, arrival=shot)
+
+
+def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
+    """What loop `op`'s stages hold (None: it has no ring), as plan-shared-memory decided it
+    (`SharedPlan.rings`: stage_rings.ring_of as the pass's walk met the loop, the K-major copies given
+    before it deciding `retiring`). Where the plan does not predict the kernel's staging
+    (shared_stages.predict: no "ring" role covered) or the lowering voided its staging roles (its
+    K-major copies are then its own: PlanCheck.enter_loop), the ring as the lowering's kernel gives it.
+    A plan that predicts the staging without the loop's ring is an internal error."""
+    if not k.pipelines or op not in k.pipelines:
+        return None     # no pipeline plan, no ring
+    plan = k.plan_check.plan
+    if plan is None or "ring" not in plan.covered or k.plan_check.voided:
+        return ring_of(k, op)
+    if op not in plan.rings:
+        raise CompileError(f"error: internal: the kernel's plan has no stage ring for the loop at {op.location} "
+                           f"(plan-shared-memory's rings)")
+    return plan.rings[op]
 
 
 def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[BufferAssignment]":

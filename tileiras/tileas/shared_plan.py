@@ -14,8 +14,9 @@ lifetimes, in program order, as the lowering places them (`place`).
 
 Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
-they are exact, the staged loads, the loops' rings (whose depths the pass decides here,
-`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), their mbarriers and
+they are exact, the staged loads, the loops' rings (what their stages hold and their depths, which
+the pass decides here, `SharedPlan.rings` and `SharedPlan.fits`; the lowering reads them,
+`pipelined_loop.planned_ring` and `planned_fit`), their mbarriers and
 K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
 "ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
 "row-load", "row-store" and the row group's mbarriers), the buffer an mma accumulator's store
@@ -116,6 +117,8 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
+    rings: dict                   # loop with a pipeline plan -> what its stages hold (stage_rings.StageRing; None:
+                                  # no ring), read by the lowering (pipelined_loop.planned_ring)
     entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
@@ -208,9 +211,10 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     staged = predict(entry, assignment, asked, assumes)
     fits: dict = {}
     entered: dict = {}
+    rings: dict = {}
     if staged is not None:
         asked += staged[0]
-        fits, entered = staged[1], staged[2]
+        fits, entered, rings = staged[1], staged[2], staged[4]
         covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
         if staged[3]:
@@ -225,7 +229,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
-    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered, allocas,
+    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, rings, entered, allocas,
                       caps(assignment.sm).smem_per_block)
 
 
@@ -256,6 +260,10 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
+    for loop, ring in plan.rings.items():
+        if ring is not None:
+            at = f" at {loop.location}" if loop.location else ""
+            lines += [f"//     the loop{at}: {line}" for line in ring.describe(name_of)]
     for loop, freed in (plan_of(assignment).barriers_freed or {}).items():
         at = f" at {loop.location}" if loop.location else ""
         lifetime = "freed after it (invalidated, then a CTA barrier)" if freed else "kept to the kernel's end"
