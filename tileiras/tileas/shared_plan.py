@@ -166,13 +166,14 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     from .pipeline_copies import decide_all
     from .shared_stages import staging_facts
 
-    if plan.warp_split is not None:    # the split as the loop's copies settle it (the buffers were planned so)
-        from .settled_split import settled
-
-        plan.warp_split = settled(staging_facts(entry, assignment, plan.warp_split, plan.shared.assumes.padded))
-    # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them
+    # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them (settling
+    # the split changes none: its loop, its outer loop and, where a CTA pair may run, its form stay)
     plan.ring_copies, plan.once_copies = decide_all(staging_facts(entry, assignment, plan.warp_split,
                                                                   plan.shared.assumes.padded))
+    if plan.warp_split is not None:    # the split as its loop's copies settle it (the buffers were planned so)
+        from .settled_split import settle
+
+        plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(plan.warp_split.loop))
     # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
     from .warp_roles import barriers_freed
 
