@@ -7,6 +7,8 @@ does not predict the kernel's staging, or the lowering voided it, does the lower
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tileiras.errors import CompileError
@@ -21,7 +23,7 @@ def _ring_lines(dump: str) -> list[str]:
             if "a stage holds" in line or "left in flight" in line or "a CTA pair runs" in line]
 
 
-def test_the_ring_is_in_the_middle_levels_dump(monkeypatch) -> None:   # type: ignore[no-untyped-def]
+def test_the_ring_is_in_the_middle_levels_dump(monkeypatch: pytest.MonkeyPatch) -> None:
     """cuTile's 128x256x64 matmul: on sm_90 both stages swizzled, the wgmma's group left in flight; on
     sm_100 a CTA pair, each CTA staging half of B (8192 + 16384 bytes a stage)."""
     _, dump, _ = lower(monkeypatch, corpus_bytecode("cp_matmul_f16_128x256x64"), "sm_90")
@@ -37,9 +39,9 @@ def test_the_ring_is_in_the_middle_levels_dump(monkeypatch) -> None:   # type: i
 @pytest.mark.parametrize("name,gpu", [("cp_matmul_f16_128x256x64", "sm_90"), ("cp_matmul_f16_128x256x64", "sm_100"),
                                       ("cp_matmul_f16_128x256x64", "sm_80"),
                                       ("tg_matmul_persistent_f16_128x512x64", "sm_90"), ("fa_f16_q64k64d64", "sm_100")])
-def test_the_lowering_gives_no_ring_itself(monkeypatch, name: str, gpu: str) -> None:   # type: ignore[no-untyped-def]
+def test_the_lowering_gives_no_ring_itself(monkeypatch: pytest.MonkeyPatch, name: str, gpu: str) -> None:
     """Where the plan predicts the kernel's staging, the lowering reads each loop's ring from it."""
-    def refused(*args):   # type: ignore[no-untyped-def]
+    def refused(*args: Any) -> Any:
         raise AssertionError("the lowering gave a ring itself")
 
     monkeypatch.setattr(pipelined_loop, "ring_of", refused)
@@ -47,11 +49,11 @@ def test_the_lowering_gives_no_ring_itself(monkeypatch, name: str, gpu: str) -> 
     assert checks and all(check.plan.rings for check in checks)
 
 
-def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch) -> None:   # type: ignore[no-untyped-def]
+def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plan that predicts the staging but not a pipelined loop's ring is an internal error."""
     predict = shared_stages.predict
 
-    def without(*args):   # type: ignore[no-untyped-def]
+    def without(*args: Any) -> Any:
         staged = predict(*args)
         return None if staged is None else (*staged[:4], {})
 
@@ -61,14 +63,14 @@ def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch) -> None:   # 
         lower(monkeypatch, corpus_bytecode("cp_matmul_f16_128x256x64"), "sm_90")
 
 
-def test_a_kernel_the_plan_does_not_stage_gets_its_ring_from_the_lowering(monkeypatch) -> None:   # type: ignore[no-untyped-def]
+def test_a_kernel_the_plan_does_not_stage_gets_its_ring_from_the_lowering(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plan that does not predict the staging (shared_stages.predict: None) has no rings: the lowering
     gives the ring itself, beside the buffers it placed (as before the plan recorded them): the wgmma still
     keeps its group in flight."""
     given: list = []
     ring_of = pipelined_loop.ring_of
 
-    def giving(k, op):   # type: ignore[no-untyped-def]
+    def giving(k: Any, op: Any) -> Any:
         given.append(op)
         return ring_of(k, op)
 

@@ -5,6 +5,8 @@ settled split and the copies, and settles nothing again (no second computation t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tileiras.lowering import pipelined_loop
@@ -16,7 +18,8 @@ from shared_plan_support import corpus_bytecode, lower
 @pytest.mark.parametrize("name,gpu,form", [("fa_f16_q64k64d64", "sm_100", "attention"),
                                            ("cp_matmul_f16_128x256x64", "sm_100", "tcgen05"),
                                            ("cp_matmul_f16_128x256x64", "sm_90", "wgmma")])
-def test_the_split_is_settled_once_on_the_recorded_copies(monkeypatch, name: str, gpu: str, form: str) -> None:
+def test_the_split_is_settled_once_on_the_recorded_copies(monkeypatch: pytest.MonkeyPatch, name: str, gpu: str,
+                                                          form: str) -> None:
     """Attention on sm_100 keeps its MMA warp (TMA copies both K and V), the sm_100 matmul's TMA producer
     is one warp, the sm_90 matmul keeps the wgmma form: each settled, last, on the copies the plan
     records for the loop; nothing settles while a loop is lowered."""
@@ -26,23 +29,23 @@ def test_the_split_is_settled_once_on_the_recorded_copies(monkeypatch, name: str
     prepare, settle, settled, decide_all = (pipelined_loop.prepare, settled_split.settle, settled_split.settled,
                                             pipeline_copies.decide_all)
 
-    def run_lowering(k, op):   # type: ignore[no-untyped-def]
+    def run_lowering(k: Any, op: Any) -> Any:
         lowering.append(True)
         try:
             return prepare(k, op)
         finally:
             lowering.pop()
 
-    def settling(split, copies):   # type: ignore[no-untyped-def]
+    def settling(split: Any, copies: Any) -> Any:
         assert not lowering, "the lowering settled the split"
         settles.append((copies, settle(split, copies)))
         return settles[-1][1]
 
-    def deciding(k):   # type: ignore[no-untyped-def]
+    def deciding(k: Any) -> Any:
         assert not lowering, "the lowering settled the split"
         return settled(k)
 
-    def recording(k):   # type: ignore[no-untyped-def]
+    def recording(k: Any) -> Any:
         recorded.append(decide_all(k))
         return recorded[-1]
 

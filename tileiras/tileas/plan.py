@@ -47,8 +47,9 @@ class KernelPlan:
     ring_copies: Any = None  # pipelined loop -> pipeline_copies.RingCopies: TMA or cp.async, boxes, multicast
                              # (plan-shared-memory decides them; None until it ran)
     once_copies: Any = None  # load -> pipeline_copies.OnceCopy: a loop-invariant operand copied once by TMA, or why not
-    barriers_freed: Optional[dict[Operation, bool]] = None   # loop of `ring_copies` -> whether its mbarriers live as its
-                             # ring does, freed after it (warp_roles.frees_barriers), not to the kernel's end
+    # loop of `ring_copies` -> whether its mbarriers live as its ring does, freed after it
+    # (warp_roles.frees_barriers), not to the kernel's end
+    barriers_freed: Optional[dict[Operation, bool]] = None
 
 
 @record

@@ -13,7 +13,7 @@ Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipel
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import replace
 from .pipeline_copies import decide
@@ -21,6 +21,7 @@ from .pipeline_copies import decide
 if TYPE_CHECKING:
     from .pipeline_copies import RingCopies
     from .shared_stages import StagingFacts
+    from .warp_roles import WarpSplit
 
 
 def settled(k: "StagingFacts") -> object:
@@ -30,7 +31,7 @@ def settled(k: "StagingFacts") -> object:
     return split if split is None else settle(split, decide(k, split.loop))
 
 
-def settle(split: Any, copies: "Optional[RingCopies]") -> Any:
+def settle(split: "WarpSplit", copies: "Optional[RingCopies]") -> "WarpSplit":
     """`split` settled by its loop's `copies` (module docstring): the split as decided where the loop has
     none (it is left unpipelined)."""
     if copies is None:

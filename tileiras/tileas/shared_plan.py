@@ -177,7 +177,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
     from .warp_roles import barriers_freed
 
-    plan.barriers_freed = barriers_freed(plan.warp_split, tuple(plan.ring_copies), entry, plan.shared.assumes.free_barriers)
+    plan.barriers_freed = barriers_freed(plan.warp_split, tuple(plan.ring_copies), entry,
+                                         plan.shared.assumes.free_barriers)
 
 
 def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> str:

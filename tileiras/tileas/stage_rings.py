@@ -80,7 +80,8 @@ class StageRing:
             lines.append(f"a CTA pair runs {name_of(self.pair.mma.results[0])}, each CTA staging half of "
                          f"{name_of(self.pair.b_load.results[0])}")
         if self.retiring is not None:
-            lines.append(f"mma {name_of(self.retiring.results[0])} left in flight, reading its stage an iteration longer")
+            lines.append(f"mma {name_of(self.retiring.results[0])} left in flight, reading its stage an "
+                         f"iteration longer")
         return lines
 
 
