@@ -61,7 +61,6 @@ class KernelLowering:
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.smem_reserve = 0               # bytes pipelines leave free for what the loop body allocates later
         self.defer_loads = False            # async_copy.load_to_shared may leave an oversized load to its mma
-        self.free_barriers = False          # pipelined loops free their mbarriers after them (warp_roles.barriers_lifetime)
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.hoisted: dict = {}             # loop -> its pipeline, set up before the persistent loop running it

@@ -79,7 +79,6 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     k.pad_buffers = assumes.padded
     k.smem_reserve = assumes.reserve
     k.defer_loads = assumes.defer
-    k.free_barriers = assumes.free_barriers
     k.pipelines = plans
     dbg_attachment = ""
     if debug is not None:

@@ -53,8 +53,8 @@ from ..tileas.pipeline_copies import RingCopies
 from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import fit_beside, ring_of, uses_mbarriers
-from ..tileas.warp_roles import barriers_lifetime, ring_loop
+from ..tileas.stage_rings import StageRing, fit_beside, ring_of, uses_mbarriers
+from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
@@ -99,7 +99,7 @@ class ActivePipeline:
     base: str = "0"                     # the ring's count when this run of the loop starts (i32)
     ring_out: str = ""                  # ...and when it ends (the loop's counter at its exit)
     barriers_freed: bool = False        # full / empty's bytes serve other buffers after the loop
-                                        # (warp_roles.barriers_lifetime): a CTA barrier follows their invalidation
+                                        # (KernelPlan.barriers_freed): a CTA barrier follows their invalidation
 
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
@@ -109,9 +109,10 @@ class ActivePipeline:
 
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
-    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. Its depth
-    is the shared-memory plan's where that placed every buffer before the loop (`planned_fit`)."""
-    ring = ring_of(k, op)
+    """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. What its
+    stages hold is the shared-memory plan's (`planned_ring`); its depth too where that placed every
+    buffer before the loop (`planned_fit`)."""
+    ring = planned_ring(k, op)
     if ring is None:
         return None
     plan, pair, tiles, swizzled, dense, sizes = ring.plan, ring.pair, ring.tiles, ring.swizzled, ring.dense, ring.sizes
@@ -151,17 +152,15 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     specialized = False
     tma = None
     if uses_mbarriers(k):
+        copies = planned_copies(k, op, plan.loads)
         bars = fitted.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
         assert bars is not None and bars.mbarriers == 2 * stages
-        bars_lifetime = barriers_lifetime(k.warp_split, op, k.entry, spans, k.free_barriers)
+        bars_lifetime = spans if planned_barriers_freed(k, op) else None   # the ring's, or to the kernel's end
         full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers, bars_lifetime), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
-        copies = planned_copies(k, op, plan.loads)
         tma, cluster = _numbered(k, copies.tma), copies.cluster
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
-        if specialized:
-            warp_specialize.check_settled(k, tma, plan.loads)
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
         roles = _roles(k, stages, tma is not None, bool(tma) and len(tma) < len(plan.loads)) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
@@ -226,6 +225,24 @@ def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
     return SharedTileVal(tile, matrix, pending=True, arrival=shot)
 
 
+def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
+    """What loop `op`'s stages hold (None: it has no ring), as plan-shared-memory decided it
+    (`SharedPlan.rings`: stage_rings.ring_of as the pass's walk met the loop, the K-major copies given
+    before it deciding `retiring`). Where the plan does not predict the kernel's staging
+    (shared_stages.predict: no "ring" role covered) or the lowering voided its staging roles (its
+    K-major copies are then its own: PlanCheck.enter_loop), the ring as the lowering's kernel gives it.
+    A plan that predicts the staging without the loop's ring is an internal error."""
+    if not k.pipelines or op not in k.pipelines:
+        return None     # no pipeline plan, no ring
+    plan = k.plan_check.plan
+    if plan is None or "ring" not in plan.covered or k.plan_check.voided:
+        return ring_of(k, op)
+    if op not in plan.rings:
+        raise CompileError(f"error: internal: the kernel's plan has no stage ring for the loop at {op.location} "
+                           f"(plan-shared-memory's rings)")
+    return plan.rings[op]
+
+
 def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[BufferAssignment]":
     """The depth the shared-memory plan gave loop `op`, where it holds: the plan placed every buffer
     before the loop (so it took the same `used` bytes); else None, and the plan's staging roles are
@@ -258,6 +275,17 @@ def planned_copies(k: KernelLowering, loop: Operation, loads: tuple) -> RingCopi
     for r in copies.remarks:
         k.remark(r.kind, "memory", r.name, r.message, r.op, **dict(r.args))
     return copies
+
+
+def planned_barriers_freed(k: KernelLowering, loop: Operation) -> bool:
+    """Whether `loop`'s mbarriers live as its ring does, freed after it (else to the kernel's end), as
+    plan-shared-memory decided it (tileas/warp_roles.frees_barriers, `KernelPlan.barriers_freed`). A plan
+    without the decision is an internal error: the lowering does not decide."""
+    decided = plan_of(k.assignment).barriers_freed if k.assignment is not None else None
+    if decided is None or loop not in decided:
+        raise CompileError(f"error: internal: the kernel's plan decides no mbarrier lifetime for the pipelined loop "
+                           f"at {loop.location} (plan-shared-memory's barriers_freed)")
+    return decided[loop]
 
 
 def _numbered(k: KernelLowering, tma: Optional[dict]) -> Optional[dict]:

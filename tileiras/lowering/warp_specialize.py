@@ -185,16 +185,6 @@ def end(k: KernelLowering) -> None:
         k.extra_threads = 0
 
 
-def check_settled(k: KernelLowering, tma: Optional[dict], loads: tuple) -> None:
-    """The split as `plan-shared-memory` settled it for the loop's copies (tileas/settled_split.py),
-    checked against the copies the loop gets (`tma`: the loads TMA copies)."""
-    from ..tileas.settled_split import split_mmas
-
-    split = k.warp_split
-    assert split_mmas(k, tma, loads) == split.mmas, "settled_split.settled kept the MMA warp"
-    assert split.form != "tcgen05" or not tma or split.producers == 32, "settled_split.settled left a TMA producer warpgroup"
-
-
 def publish(k: KernelLowering) -> None:
     """Consumers and producer meet once: the pipeline's mbarriers are initialized (attention's
     handshake too, and the query tile the consumers copied is made visible to the MMA warp's

@@ -12,8 +12,9 @@ Before any LLVM is emitted the level decides, per kernel, from its IR and layout
   whom, its named barriers and its occupancy, or why not (`warp_roles.decide`).
 
 `plan-shared-memory` then adds how each pipelined loop's stages are filled (TMA boxes or cp.async,
-cluster multicast, a CTA pair's halves: `pipeline_copies.decide_all`, `KernelPlan.ring_copies`), and
-which loop-invariant operands are copied once by TMA before their loop (`KernelPlan.once_copies`).
+cluster multicast, a CTA pair's halves: `pipeline_copies.decide_all`, `KernelPlan.ring_copies`),
+which loop-invariant operands are copied once by TMA before their loop (`KernelPlan.once_copies`), and
+whether each such loop's mbarriers are freed after it (`KernelPlan.barriers_freed`).
 
 The decisions live in the kernel's `KernelPlan` (`assignment.plan`, beside its layouts), which the
 LLVM lowering reads: `lowering/pipelined_loop.py` lowers the planned loops, `warp_specialize.begin`
@@ -47,6 +48,9 @@ class KernelPlan:
     ring_copies: Any = None  # pipelined loop -> pipeline_copies.RingCopies: TMA or cp.async, boxes, multicast
                              # (plan-shared-memory decides them; None until it ran)
     once_copies: Any = None  # load -> pipeline_copies.OnceCopy: a loop-invariant operand copied once by TMA, or why not
+    # loop of `ring_copies` -> whether its mbarriers live as its ring does, freed after it
+    # (warp_roles.frees_barriers), not to the kernel's end
+    barriers_freed: Optional[dict[Operation, bool]] = None
 
 
 @record

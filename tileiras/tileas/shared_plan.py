@@ -1,7 +1,8 @@
 """Pass `plan-shared-memory`: the kernel's shared-memory buffers, sized before any LLVM is emitted;
 then the warp split as its loop's copies settle it (settled_split.py), how every pipelined loop's
 stages are filled (pipeline_copies.py: TMA boxes or cp.async, multicast; `KernelPlan.ring_copies`) and
-which loop-invariant operands are copied once by TMA (`KernelPlan.once_copies`), in the pass's dump;
+which loop-invariant operands are copied once by TMA (`KernelPlan.once_copies`), and whether each
+such loop's mbarriers are freed after it (`KernelPlan.barriers_freed`), in the pass's dump;
 the lowering emits them as decided.
 
 Each op that will ask the lowering for shared memory is given, here, the buffers it will ask for:
@@ -13,8 +14,9 @@ lifetimes, in program order, as the lowering places them (`place`).
 
 Covered (`SharedPlan.covered`): the roles of `shared_sizes.SIZERS` in every kernel (conversion
 scratch, cross-warp reduction scratch, tensor memory's control block), and, in the kernels where
-they are exact, the staged loads, the loops' rings (whose depths the pass decides here,
-`SharedPlan.fits`; the lowering reads them, `pipelined_loop.planned_fit`), their mbarriers and
+they are exact, the staged loads, the loops' rings (what their stages hold and their depths, which
+the pass decides here, `SharedPlan.rings` and `SharedPlan.fits`; the lowering reads them,
+`pipelined_loop.planned_ring` and `planned_fit`), their mbarriers and
 K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
 "ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
 "row-load", "row-store" and the row group's mbarriers), the buffer an mma accumulator's store
@@ -98,7 +100,7 @@ class Assumptions:
     padded: bool = True      # staged rows padded against bank conflicts
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
-    free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.barriers_lifetime)
+    free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.frees_barriers)
 
     def describe(self) -> str:
         return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
@@ -115,6 +117,8 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
+    rings: dict                   # loop with a pipeline plan -> what its stages hold (stage_rings.StageRing; None:
+                                  # no ring), read by the lowering (pipelined_loop.planned_ring)
     entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
@@ -162,13 +166,19 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     from .pipeline_copies import decide_all
     from .shared_stages import staging_facts
 
-    if plan.warp_split is not None:    # the split as the loop's copies settle it (the buffers were planned so)
-        from .settled_split import settled
-
-        plan.warp_split = settled(staging_facts(entry, assignment, plan.warp_split, plan.shared.assumes.padded))
-    # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them
+    # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them (settling
+    # the split changes none: its loop, its outer loop and, where a CTA pair may run, its form stay)
     plan.ring_copies, plan.once_copies = decide_all(staging_facts(entry, assignment, plan.warp_split,
                                                                   plan.shared.assumes.padded))
+    if plan.warp_split is not None:    # the split as its loop's copies settle it (the buffers were planned so)
+        from .settled_split import settle
+
+        plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(plan.warp_split.loop))
+    # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
+    from .warp_roles import barriers_freed
+
+    plan.barriers_freed = barriers_freed(plan.warp_split, tuple(plan.ring_copies), entry,
+                                         plan.shared.assumes.free_barriers)
 
 
 def _unstaged(entry: Operation, assignment: "LayoutAssignment", split: Any) -> str:
@@ -203,9 +213,10 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     staged = predict(entry, assignment, asked, assumes)
     fits: dict = {}
     entered: dict = {}
+    rings: dict = {}
     if staged is not None:
         asked += staged[0]
-        fits, entered = staged[1], staged[2]
+        fits, entered, rings = staged[1], staged[2], staged[4]
         covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
         if staged[3]:
@@ -220,7 +231,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
-    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, entered, allocas,
+    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, rings, entered, allocas,
                       caps(assignment.sm).smem_per_block)
 
 
@@ -251,6 +262,14 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     for loop, (used, fitted) in plan.fits.items():
         at = f" at {loop.location}" if loop.location else ""
         lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
+    for loop, ring in plan.rings.items():
+        if ring is not None:
+            at = f" at {loop.location}" if loop.location else ""
+            lines += [f"//     the loop{at}: {line}" for line in ring.describe(name_of)]
+    for loop, freed in (plan_of(assignment).barriers_freed or {}).items():
+        at = f" at {loop.location}" if loop.location else ""
+        lifetime = "freed after it (invalidated, then a CTA barrier)" if freed else "kept to the kernel's end"
+        lines.append(f"//     the loop{at}: its mbarriers {lifetime}")
     for copies in (plan_of(assignment).ring_copies or {}).values():
         lines += [f"//     {line}" for line in copies.describe(name_of)]
     lines += [f"//     {shot.describe(name_of)}" for shot in (plan_of(assignment).once_copies or {}).values()]

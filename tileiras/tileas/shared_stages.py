@@ -110,11 +110,13 @@ def staging_facts(entry: Operation, assignment: "LayoutAssignment", split: Any, 
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool]]:
+            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool, dict]]:
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
     fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
-    layout's mma runs as the pair: shared_tcgen05.pairs_run), or None where the kernel is not
-    predicted (module docstring). `others`: the requests of the other roles."""
+    layout's mma runs as the pair: shared_tcgen05.pairs_run, loop with a pipeline plan -> its
+    stage_rings.StageRing or None: as the walk meets it, the K-major copies given so far deciding its
+    `retiring`), or None where the kernel is not predicted (module docstring). `others`: the requests
+    of the other roles."""
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from . import shared_tcgen05 as tcgen05
@@ -130,6 +132,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     live = lifetimes(entry)
     out: list[Request] = []
     fits: dict = {}
+    rings: dict = {}
     entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
@@ -159,9 +162,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             if pipeline is None:
                 continue
             from .stage_rings import fit_beside, ring_of, uses_mbarriers
-            from .warp_roles import barriers_lifetime
+            from .warp_roles import frees_barriers
 
-            ring = ring_of(facts, op)
+            ring = rings[op] = ring_of(facts, op)
             if ring is None or not ring.plan.pipelined:
                 continue
             # and what the loop asks for before its stages (tcgen05's before_loop: tensor memory's control block)
@@ -180,7 +183,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    matrix.span if matrix.swizzled else 0, spans))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * MBARRIER_BYTES,
-                                   MBARRIER_BYTES, lifetime=barriers_lifetime(split, op, entry, spans, assumes.free_barriers)))
+                                   MBARRIER_BYTES,
+                                   lifetime=spans if frees_barriers(split, op, entry, assumes.free_barriers) else None))
             # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
             out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
             chunked = tcgen05.chunked_store(facts, op, ring)
@@ -216,7 +220,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits) if r.role in roles]
-    return out, fits, entered, tcgen05.pairs_run(facts)
+    return out, fits, entered, tcgen05.pairs_run(facts), rings
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:

@@ -22,7 +22,7 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
 
 Which mmas the split loop's MMA warp issues is known only once its copies are (a specialized
 attention whose loads TMA cannot all copy is issued by its consumers:
-settled_split.split_mmas), so the split is settled here as the lowering settles it
+settled_split.settle), so the split is settled here as plan-shared-memory then settles it
 (settled_split.settled); so are the mmas that MMA warp issues, which ask for nothing
 at the op (`issued_by_mma_warp`).
 

@@ -4,17 +4,18 @@ of B; the wgmma whose group stays in flight), whether every load can be staged a
 (`stageable`), and how deep the ring goes beside the shared memory taken (`fit`, `fit_beside`:
 schedule/pipeline.fit_stages on the modulo schedule's wanted stages).
 
-The pass `plan-shared-memory` (shared_stages.py) sizes the rings with these answers and the lowering
-(lowering/pipelined_loop.py) places and fills them. `k` is the kernel as either sees it
+The pass `plan-shared-memory` (shared_stages.py) sizes the rings with these answers and records each
+loop's ring in its plan (`SharedPlan.rings`, in its dump); the lowering (lowering/pipelined_loop.py)
+reads it (`planned_ring`), places and fills them. `k` is the kernel as either sees it
 (`StagingFacts` or the lowering's `KernelLowering`): its target, layouts, pipelines, warp split and
 the K-major copies given so far (`wgmma_buffers`, `kmajor_slots`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
-from ..ir.core import Operation
+from ..ir.core import Operation, Value
 from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from ..schedule.pipeline import fit_stages
@@ -67,6 +68,21 @@ class StageRing:
     def matrix(self, k: "StagingFacts", load: Operation) -> SharedMatrix:
         """The (unplaced) stage-0 matrix of `load`."""
         return matrix_shape(k, self.tiles[load], self.swizzled[load], dense=load in self.dense)
+
+    def describe(self, name_of: Callable[[Value], str]) -> list[str]:
+        """Dump lines: what a stage holds, the CTA pair, the mma left in flight."""
+        def held(load: Operation) -> str:
+            form = " swizzled" if self.swizzled[load] else " unpadded" if load in self.dense else ""
+            return f"{name_of(load.results[0])} {self.sizes[load]} B{form}"
+        lines = [f"a stage holds {', '.join(held(load) for load in self.plan.loads)}"]
+        lines += [f"block scale {name_of(load.results[0])} staged through registers" for load in self.through_registers]
+        if self.pair is not None:
+            lines.append(f"a CTA pair runs {name_of(self.pair.mma.results[0])}, each CTA staging half of "
+                         f"{name_of(self.pair.b_load.results[0])}")
+        if self.retiring is not None:
+            lines.append(f"mma {name_of(self.retiring.results[0])} left in flight, reading its stage an "
+                         f"iteration longer")
+        return lines
 
 
 def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelinePlan], list, list]:
@@ -194,7 +210,8 @@ def scale_loads(k: "StagingFacts", loads: tuple) -> "set[Operation]":
 
 def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
-    The pass `plan-shared-memory` sizes the rings with it, the lowering then places them."""
+    The pass `plan-shared-memory` sizes the rings with it and records them; the lowering gives a ring
+    itself only where the plan does not predict the kernel's staging (pipelined_loop.planned_ring)."""
     return ring_or_why(k, op)[0]
 
 

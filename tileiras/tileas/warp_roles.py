@@ -122,22 +122,28 @@ def enclosing_loop(op: Operation) -> "Operation | None":
     return None
 
 
-def barriers_lifetime(split: Optional[WarpSplit], loop: Operation, entry: Operation,
-                      spans: tuple[int, int], free: bool) -> Optional[tuple[int, int]]:
-    """The lifetime of pipelined loop `loop`'s full / empty mbarriers: to the kernel's end (None) unless
-    the plan frees them (`free`, shared_choice: the kernel fits no other way); then its ring's (`spans`)
-    where the loop invalidates them once done (lowering/pipelined_loop.finish, end_persistent: then a
-    CTA barrier, before their bytes serve another buffer, as the PTX ISA asks of an mbarrier's memory),
-    so the buffers after the loop may take them (a sub-tiled epilogue's 64 KB exchange on sm_120). Never
-    where an MMA warp runs the loop (its last stages' empty arrivals are never waited for: the barriers
-    stay valid), the CTAs of a cluster signal each other's barriers, or a loop around the ring runs it
-    again (its next run's initialization would write the bytes with no barrier after their other use)."""
+def frees_barriers(split: Optional[WarpSplit], loop: Operation, entry: Operation, free: bool) -> bool:
+    """Whether pipelined loop `loop`'s full / empty mbarriers live as its ring does (its lifetime, the
+    ring loop's: `ring_loop`), not to the kernel's end: only where the plan frees them (`free`,
+    shared_choice: the kernel fits no other way) and the loop invalidates them once done
+    (lowering/pipelined_loop.finish, end_persistent: then a CTA barrier, before their bytes serve
+    another buffer, as the PTX ISA asks of an mbarrier's memory), so the buffers after the loop may take
+    them (a sub-tiled epilogue's 64 KB exchange on sm_120). Never where an MMA warp runs the loop (its
+    last stages' empty arrivals are never waited for: the barriers stay valid), the CTAs of a cluster
+    signal each other's barriers, or a loop around the ring runs it again (its next run's
+    initialization would write the bytes with no barrier after their other use). plan-shared-memory
+    decides it for each loop (`KernelPlan.barriers_freed`); the lowering reads it."""
     from ..tileaa.clusters import CLUSTER_ATTR
 
-    if not free or split is not None and split.loop is loop and split.form == "tcgen05" \
-            or CLUSTER_ATTR in entry.attributes or enclosing_loop(ring_loop(split, loop)) is not None:
-        return None
-    return spans
+    return free and not (split is not None and split.loop is loop and split.form == "tcgen05"
+                         or CLUSTER_ATTR in entry.attributes or enclosing_loop(ring_loop(split, loop)) is not None)
+
+
+def barriers_freed(split: Optional[WarpSplit], loops: tuple[Operation, ...], entry: Operation,
+                   free: bool) -> dict[Operation, bool]:
+    """plan-shared-memory's decision for each of `loops` (those whose stages mbarriers hand over):
+    whether its mbarriers are freed after it (`frees_barriers`; `KernelPlan.barriers_freed`)."""
+    return {loop: frees_barriers(split, loop, entry, free) for loop in loops}
 
 
 def mma_sync_roles(k: "KernelFacts") -> bool:
