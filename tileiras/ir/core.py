@@ -196,6 +196,19 @@ _DEFS: dict[str, Any] = {}  # op name -> declaration, filled on first use
 _LOOKUP: "Optional[Callable[[str], Any]]" = None
 
 
+def enclosing(op: Operation, names: tuple[str, ...]) -> Optional[Operation]:
+    """The nearest op named one of `names` whose regions hold `op`, if any."""
+    block = op.parent
+    while block is not None and block.parent is not None:
+        owner = block.parent.parent
+        if owner is None:
+            return None
+        if owner.name in names:
+            return owner
+        block = owner.parent
+    return None
+
+
 def use_op_table(lookup: "Callable[[str], Any]") -> None:
     global _LOOKUP
     _LOOKUP = lookup

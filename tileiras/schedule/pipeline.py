@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional, Protocol
 
-from ..ir.core import Block, Operation, Value
+from ..ir.core import Block, Operation, Value, enclosing
 from ..ir.types import TokenType
 from ..ir.record import record
 from ..target import Caps
@@ -47,6 +47,7 @@ class Layouts(Protocol):
     def is_shared_operand(self, value: Value) -> bool: ...
 
 
+_LOOPS = ("cuda_tile.for", "cuda_tile.loop")
 _WRITES = ("cuda_tile.store_view_tko", "cuda_tile.store_ptr_tko", "cuda_tile.atomic_rmw_tko",
            "cuda_tile.atomic_cas_tko", "cuda_tile.atomic_red_view_tko")
 # writes a loop may hold and still have its loads issued ahead: weak stores, which order nothing but the
@@ -161,9 +162,11 @@ def _no_steady_state(plan: PipelinePlan) -> str:
     ptxas does with the unrolled loop's plain loads, and those of the next loop follow them without a
     ring's barriers to wait at (cuTile launches one CTA an SM, so nothing else hides a loop's start).
     On the H100 the chunked layernorm n8192 (three loops of 4 iterations) took 1.48x NVIDIA's time
-    pipelined and 1.00x with its two reading loops left so; n16384 (16 iterations) 1.66x and 1.38x."""
+    pipelined and 1.00x with its two reading loops left so; n16384 (16 iterations) 1.66x and 1.38x.
+    Not inside another loop: a persistent kernel's carries the ring from row to row, so its copies run
+    ahead into the next row's (warp_roles.persistent)."""
     trips, depth = trip_count(plan.loop), max(MIN_STAGES, plan.depth)
-    if trips is None or trips > depth:
+    if trips is None or trips > depth or enclosing(plan.loop, _LOOPS) is not None:
         return ""
     return (f"the schedule wants {depth} iterations in flight, and the loop has {trips}: a ring would issue "
             "every copy at the loop's start, as plain loads do, and add barriers to wait at")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..ir.core import Operation, Value
+from ..ir.core import Operation, Value, enclosing
 from ..ir.record import record
 from ..schedule.named_barriers import BarrierUse, NamedBarrier, NamedBarrierError, bind
 
@@ -111,15 +111,7 @@ def ring_loop(split: Optional[WarpSplit], loop: Operation) -> Operation:
 
 def enclosing_loop(op: Operation) -> "Operation | None":
     """The nearest `for` or `loop` around `op`, if any."""
-    block = op.parent
-    while block is not None and block.parent is not None:
-        owner = block.parent.parent
-        if owner is None:
-            return None
-        if owner.name in ("cuda_tile.for", "cuda_tile.loop"):
-            return owner
-        block = owner.parent
-    return None
+    return enclosing(op, ("cuda_tile.for", "cuda_tile.loop"))
 
 
 def frees_barriers(split: Optional[WarpSplit], loop: Operation, entry: Operation, free: bool) -> bool:
