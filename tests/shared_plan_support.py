@@ -50,3 +50,24 @@ def plan_section(dump: str) -> list[str]:
     start = lines.index(PLAN_DUMP)
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// -----//"))
     return lines[start + 1:end]
+
+
+def watch_lowering(monkeypatch, *names: str) -> list[bool]:  # type: ignore[no-untyped-def]
+    """Marks the lowering of each loop (pipelined_loop's `names`, `prepare` by default): the list is non-empty
+    while one runs, so a decision function patched to assert it empty proves nothing decides again there."""
+    from tileiras.lowering import pipelined_loop
+
+    lowering: list[bool] = []
+
+    def lowered(run):   # type: ignore[no-untyped-def]
+        def run_lowering(k, op):   # type: ignore[no-untyped-def]
+            lowering.append(True)
+            try:
+                return run(k, op)
+            finally:
+                lowering.pop()
+        return run_lowering
+
+    for name in names or ("prepare",):
+        monkeypatch.setattr(pipelined_loop, name, lowered(getattr(pipelined_loop, name)))
+    return lowering

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from tileiras.errors import CompileError
-from tileiras.lowering import pipelined_loop
 from tileiras.tileas import warp_roles
 
-from shared_plan_support import corpus_bytecode, lower, plan_section
+from shared_plan_support import corpus_bytecode, lower, plan_section, watch_lowering
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,23 +63,15 @@ def test_the_lowering_refuses_a_plan_without_the_decision(monkeypatch: pytest.Mo
 def test_the_lowering_decides_no_lifetime(monkeypatch: pytest.MonkeyPatch, name: str, gpu: str) -> None:
     """While a loop is lowered (pipelined_loop.prepare), nothing decides its mbarriers' lifetime again;
     plan-shared-memory did, for every loop the lowering then reads it for."""
-    lowering: list[bool] = []
+    lowering = watch_lowering(monkeypatch)
     decided: list = []
-    prepare, frees = pipelined_loop.prepare, warp_roles.frees_barriers
-
-    def run_lowering(k: Any, op: Any) -> Any:
-        lowering.append(True)
-        try:
-            return prepare(k, op)
-        finally:
-            lowering.pop()
+    frees = warp_roles.frees_barriers
 
     def deciding(split: Any, loop: Any, entry: Any, free: bool) -> bool:
         assert not lowering, "the lowering decided the mbarriers' lifetime"
         decided.append(loop)
         return frees(split, loop, entry, free)
 
-    monkeypatch.setattr(pipelined_loop, "prepare", run_lowering)
     monkeypatch.setattr(warp_roles, "frees_barriers", deciding)
     ir, _, _ = lower(monkeypatch, corpus_bytecode(name), gpu)
     assert decided and "mbarrier.init" in ir

@@ -10,12 +10,11 @@ from __future__ import annotations
 import pytest
 
 from tileiras.errors import CompileError
-from tileiras.lowering import pipelined_loop
 from tileiras.tileas import pipeline_copies
 from tileiras.tileas.pipeline_copies import OnceCopy, RingCopies
 from tileiras.tileas.tma_boxes import TmaCopy
 
-from shared_plan_support import corpus_bytecode, lower, plan_section
+from shared_plan_support import corpus_bytecode, lower, plan_section, watch_lowering
 
 
 def _copy_lines(dump: str) -> list[str]:
@@ -116,16 +115,7 @@ def test_the_lowering_refuses_a_plan_without_the_copies(monkeypatch, name: str, 
 def test_the_lowering_decides_no_copies(monkeypatch, name: str, gpu: str) -> None:
     """While a loop or a loop-invariant load is lowered (pipelined_loop.prepare, load_invariant),
     nothing chooses its copies again."""
-    lowering: list[bool] = []
-
-    def lowered(run):   # type: ignore[no-untyped-def]
-        def run_lowering(k, op):   # type: ignore[no-untyped-def]
-            lowering.append(True)
-            try:
-                return run(k, op)
-            finally:
-                lowering.pop()
-        return run_lowering
+    lowering = watch_lowering(monkeypatch, "prepare", "load_invariant")
 
     def watched(decide):   # type: ignore[no-untyped-def]
         def deciding(*args, **kwargs):   # type: ignore[no-untyped-def]
@@ -133,8 +123,6 @@ def test_the_lowering_decides_no_copies(monkeypatch, name: str, gpu: str) -> Non
             return decide(*args, **kwargs)
         return deciding
 
-    for module, name_ in ((pipelined_loop, "prepare"), (pipelined_loop, "load_invariant")):
-        monkeypatch.setattr(module, name_, lowered(getattr(module, name_)))
     for name_ in ("choose", "decide", "once"):
         monkeypatch.setattr(pipeline_copies, name_, watched(getattr(pipeline_copies, name_)))
     ir, _, _ = lower(monkeypatch, corpus_bytecode(name), gpu)

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from tileiras.lowering import pipelined_loop
 from tileiras.tileas import pipeline_copies, settled_split
 
-from shared_plan_support import corpus_bytecode, lower
+from shared_plan_support import corpus_bytecode, lower, watch_lowering
 
 
 @pytest.mark.parametrize("name,gpu,form", [("fa_f16_q64k64d64", "sm_100", "attention"),
@@ -23,18 +22,10 @@ def test_the_split_is_settled_once_on_the_recorded_copies(monkeypatch: pytest.Mo
     """Attention on sm_100 keeps its MMA warp (TMA copies both K and V), the sm_100 matmul's TMA producer
     is one warp, the sm_90 matmul keeps the wgmma form: each settled, last, on the copies the plan
     records for the loop; nothing settles while a loop is lowered."""
-    lowering: list[bool] = []
+    lowering = watch_lowering(monkeypatch)
     settles: list = []
     recorded: list = []
-    prepare, settle, settled, decide_all = (pipelined_loop.prepare, settled_split.settle, settled_split.settled,
-                                            pipeline_copies.decide_all)
-
-    def run_lowering(k: Any, op: Any) -> Any:
-        lowering.append(True)
-        try:
-            return prepare(k, op)
-        finally:
-            lowering.pop()
+    settle, settled, decide_all = settled_split.settle, settled_split.settled, pipeline_copies.decide_all
 
     def settling(split: Any, copies: Any) -> Any:
         assert not lowering, "the lowering settled the split"
@@ -49,7 +40,6 @@ def test_the_split_is_settled_once_on_the_recorded_copies(monkeypatch: pytest.Mo
         recorded.append(decide_all(k))
         return recorded[-1]
 
-    monkeypatch.setattr(pipelined_loop, "prepare", run_lowering)
     monkeypatch.setattr(settled_split, "settle", settling)
     monkeypatch.setattr(settled_split, "settled", deciding)
     monkeypatch.setattr(pipeline_copies, "decide_all", recording)
