@@ -195,6 +195,8 @@ class CTAState:
         # asynchronous copies and mbarriers (ops/async_ops.py)
         self.cp_pending: list = []
         self.cp_committed = np.zeros(n, dtype=np.int64)
+        self.cp_issued = np.zeros(n, dtype=np.int64)          # cp.async copies each thread issued (their seq)
+        self.cp_arrivals: list = []     # cp.async.mbarrier.arrive arrive-ons waiting for their copies (CpArrival)
         self.bulk_committed = np.zeros(n, dtype=np.int64)     # cp.async.bulk groups each thread committed
         self.mbar: dict[int, Any] = {}
         self.mbar_epoch = 0
@@ -484,6 +486,11 @@ def _idle_retry(st: CTAState, groups: list) -> Group:
 
     Retries without any mbarrier completing a phase in between are counted; past
     MAX_IDLE_RETRIES the wait can never succeed."""
+    if st.cp_arrivals:
+        # the copies that cp.async.mbarrier.arrive tracks complete as late as they can: only once no thread can
+        # go on without their arrive-ons (their threads' own waits or exits land them earlier)
+        from .ops.async_ops import force_cp_arrivals
+        force_cp_arrivals(st)
     waits = [h for h in groups if h.state == WAIT]
     if st.mbar_epoch != st.idle_epoch:
         st.idle_epoch = st.mbar_epoch
@@ -607,8 +614,8 @@ def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int,
         return
     if kind == K_EXIT:
         if st.cp_pending:      # an exiting thread's copies still land (and are checked as they do)
-            from .ops.async_ops import complete_copies
-            complete_copies(st, act, -1)
+            from .ops.async_ops import land_copies
+            land_copies(st, act, -1)
         st.exited |= act
         st.any_exited = True
         keep_rest(pc + 1)
