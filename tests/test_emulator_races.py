@@ -592,6 +592,40 @@ def test_which_phase_a_cp_async_arrive_completes_follows_the_copies_completion()
     np.testing.assert_array_equal(run(CP_ARRIVE_ORDER.format(arrive=inc, count=1), MBARS), want)
 
 
+# thread 64 copies its word into buf, arrives on mbarrier B by cp.async.mbarrier.arrive.noinc, then waits on A;
+# thread 0 arrives on A, {wait_b}, then invalidates B
+CP_ARRIVE_INVAL = BUF_WORDS + """
+    @%p1 mbarrier.init.shared.b64 [mba], 1;
+    @%p1 mbarrier.init.shared.b64 [mbb], 1;
+    st.global.u32 [%rd3], %r0;
+    bar.sync 0;
+    setp.eq.u32 %p3, %r0, 64;
+    @!%p3 bra OTHERS;
+    cp.async.ca.shared.global [%r6], [%rd3], 4;
+    cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];
+WAIT_A:
+    mbarrier.try_wait.parity.shared.b64 %p4, [mba], 0;
+    @!%p4 bra WAIT_A;
+    bra DONE;
+OTHERS:
+    @!%p1 bra DONE;
+    mbarrier.arrive.shared.b64 %rd8, [mba];
+    {wait_b}
+    mbarrier.inval.shared.b64 [mbb];
+DONE:
+"""
+
+
+def test_invalidating_an_mbarrier_a_cp_async_arrive_on_may_still_reach_is_reported() -> None:
+    """The arrive-on of cp.async.mbarrier.arrive comes when the thread's copies complete: an mbarrier.inval that
+    no wait for its phase orders after it may come first (the PTX ISA leaves that undefined)."""
+    with pytest.raises(EmulatorError, match=r"mbarrier.inval of the mbarrier at shared address 0x208 while the "
+                       r"arrive-on of thread 64's cp.async.mbarrier.arrive at line \d+ "
+                       r"'cp.async.mbarrier.arrive.noinc.shared.b64 \[mbb\]' still waits for its copies"):
+        run(CP_ARRIVE_INVAL.format(wait_b=""), MBARS)
+    run(CP_ARRIVE_INVAL.format(wait_b=WAIT_B), MBARS)
+
+
 def _recorded(body: str, extra: str) -> list[bool]:
     """redundancy.Recorder.needed of the kernel's run with the race checker on: for each wait it ran, in the
     order of the PTX, whether one of its executions ordered anything new."""

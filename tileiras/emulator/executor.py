@@ -490,7 +490,12 @@ def _idle_retry(st: CTAState, groups: list) -> Group:
         # the copies that cp.async.mbarrier.arrive tracks complete as late as they can: only once no thread can
         # go on without their arrive-ons (their threads' own waits or exits land them earlier)
         from .ops.async_ops import force_cp_arrivals
-        force_cp_arrivals(st)
+        line = st.cp_arrivals[0].ins.line
+        try:
+            force_cp_arrivals(st)
+        except DeviceFault as fault:    # (named at the cp.async.mbarrier.arrive whose arrive-on fires)
+            pc = next((i for i, ins in enumerate(st.launch.prog.info) if ins.line == line), -1)
+            raise _located(st, pc, fault) from None
     waits = [h for h in groups if h.state == WAIT]
     if st.mbar_epoch != st.idle_epoch:
         st.idle_epoch = st.mbar_epoch

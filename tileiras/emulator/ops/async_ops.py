@@ -327,12 +327,19 @@ def _fire_ready(st: Any) -> None:
 def _fire(st: Any, r: CpArrival, i: int) -> None:
     np = _np()
     t, key = int(r.lanes[i]), int(r.keys[i])
-    if st.races is not None:    # it publishes what the thread did before the instruction, in the phase it arrives in
+    if st.races is None:
+        phase = _arrive(st, key, 1, t, release=False, ins=r.ins)
+    else:   # it publishes what the thread did before the instruction, in the phase it arrives in
         races = st.races
         races._stamp(races.last_release, [t])
         acc = races.hb.accum.get(key)
         races.hb.accum[key] = r.vc[i].copy() if acc is None else np.maximum(acc, r.vc[i])
-    phase = _arrive(st, key, 1, t, release=False, ins=r.ins)
+        now = races.hb.vc[t].copy()
+        races.hb.vc[t] = r.vc[i]      # (the arrival is the instruction's, for mbarrier.inval's check)
+        try:
+            phase = _arrive(st, key, 1, t, release=False, ins=r.ins)
+        finally:
+            races.hb.vc[t] = now
     redundancy.cp_arrival(st, t, key, phase + 1)
     if st.races is not None:
         for idx, pp in r.chunks:
