@@ -540,6 +540,19 @@ def test_reading_a_copy_tracked_by_a_cp_async_arrive_without_waiting_is_a_race(a
     assert not (run(barrier, MBARS, check=False)[:64] == np.arange(64, 128)).all()
 
 
+def test_overwriting_the_source_of_a_copy_in_flight_is_a_race() -> None:
+    """A cp.async reads its source at some time before it completes: a store to it meanwhile, by the copying
+    thread itself after its cp.async.mbarrier.arrive (no wait), races with the copy; after cp.async.wait_all it
+    does not."""
+    msg = race(CP_ARRIVE.format(arrive=NOINC, producer="st.global.u32 [%rd3], %r0;", consumer=WAIT_B), MBARS)
+    assert re.search(rf"data race \(write-after-read\): the cp.async at line \d+ 'cp.async.ca.shared.global "
+                     rf"\[%r6\], \[%rd3\], 4' reads global address 0x{A0 + 4 * 64:x} and thread 64 stores to it "
+                     r"before the copy is complete", msg), msg
+    want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
+    np.testing.assert_array_equal(run(CP_ARRIVE.format(arrive=NOINC, producer="cp.async.wait_all;\n    "
+                                                       "st.global.u32 [%rd3], %r0;", consumer=WAIT_B), MBARS), want)
+
+
 def test_a_thread_that_waited_for_its_tracked_copies_and_what_it_orders_after_see_them() -> None:
     """cp.async.wait_all completes the thread's copies whatever cp.async.mbarrier.arrive tracks them: the thread
     reads its own, and a CTA barrier after that publishes them (the mbarrier's waiters see them by its phase)."""

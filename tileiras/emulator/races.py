@@ -239,6 +239,28 @@ class RaceChecker:
         self.np.add.at(self.cp_inflight, idx, delta)
         self.any_inflight += delta
 
+    def _source_in_flight(self, st: Any, site: Site, idx: Any, tids: Any) -> None:
+        """A store to global bytes a cp.async still in flight reads races with it (the copy reads them at some
+        time before it completes)."""
+        np = self.np
+        if not len(idx):
+            return
+        first, last = int(idx.min()), int(idx.max())
+        for cp in st.cp_pending:
+            lo, hi = cp.src, cp.src + cp.src_size
+            live = (cp.src_size > 0) & (lo <= last) & (hi > first)
+            if not live.any():
+                continue
+            lo, hi = lo[live], hi[live]
+            hit = ((idx[:, None] >= lo[None, :]) & (idx[:, None] < hi[None, :])).any(axis=1)
+            if hit.any():
+                i = int(np.argmax(hit))
+                u = int(np.broadcast_to(tids, idx.shape)[i])
+                raise DeviceFault(f"data race (write-after-read): the cp.async at line {cp.line} "
+                                  f"'{self.texts.get(cp.line, '?')}' reads {_address('global', int(idx[i]))} and "
+                                  f"thread {u} {site.does()} before the copy is complete (no cp.async.wait_group or "
+                                  "mbarrier wait for it between)", u)
+
     def _in_flight(self, st: Any, site: Site, idx: Any, tids: Any, ix: Any) -> None:
         """An access of bytes a cp.async still in flight writes races with it: no wait the emulator has not
         yet run can order it after the copy (the copy lands, here, once a wait needs it), and it is later
@@ -375,8 +397,11 @@ class RaceChecker:
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
         tids = tids.astype(self.np.int32, copy=False)
-        if self.any_inflight and space == "shared":
-            self._in_flight(st, site, idx, tids, ix)
+        if self.any_inflight:
+            if space == "shared":
+                self._in_flight(st, site, idx, tids, ix)
+            elif site.write and st.cp_pending:
+                self._source_in_flight(st, site, idx, tids)
         we = sh.wepoch[ix]      # each byte's last write's interval (read once: the checks below share it)
         if site.write:
             # (`we` may be a view of the shadow, which the write updates: look at it first)
