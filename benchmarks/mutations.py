@@ -4,7 +4,9 @@ Every operator of the catalogue (mutation_ops.py: fences, waits, arrivals, expec
 descriptor fields, swizzles, coordinates, initializations, shapes, targets, modifiers) is applied
 to the PTX our compiler emits for realistic kernels (tests/realistic) on sm_80, sm_90, sm_100 and
 sm_120; each mutant runs on the emulator (race checker on) with the launch and the random inputs
-of tests/test_realistic_emulator.py and counts as reported when the emulator refuses it (an
+of tests/test_realistic_emulator.py (and, for the kernels of IN_PLACE and OVERLAPPING, launches
+whose output shares memory with an input or with itself, which reach the guards our compiler
+emits for aliasing views) and counts as reported when the emulator refuses it (an
 error, a race, a deadlock, undefined state) or its results differ from the interpreter's. The
 mutants that run clean and match survive and are listed. Mutants that do not change what the
 kernel does on a GPU (EQUIVALENT below, each with the reason) are listed apart and not counted.
