@@ -629,6 +629,40 @@ DONE:
 """
 
 
+# thread 64 copies its word into buf, arrives on B by cp.async.mbarrier.arrive.noinc, waits for B's phase and
+# raises a flag in global memory; thread 0 spins on the flag, then waits for B and reads thread 64's word
+CP_ARRIVE_SPIN = BUF_WORDS + """
+    @%p1 mbarrier.init.shared.b64 [mbb], 1;
+    st.global.u32 [%rd3], %r0;
+    bar.sync 0;
+    setp.eq.u32 %p3, %r0, 64;
+    @!%p3 bra OTHERS;
+    cp.async.ca.shared.global [%r6], [%rd3], 4;
+    cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];
+""" + WAIT_B + """
+    mov.u32 %r9, 1;
+    st.volatile.global.u32 [%rd6+4], %r9;
+    bra DONE;
+OTHERS:
+    @!%p1 bra DONE;
+SPIN:
+    ld.volatile.global.u32 %r9, [%rd6+4];
+    setp.eq.u32 %p6, %r9, 0;
+    @%p6 bra SPIN;
+""" + WAIT_B.replace("WAIT_B", "WAIT_B2") + """
+    ld.shared.u32 %r3, [%r6+256];
+    st.global.u32 [%rd7], %r3;
+DONE:
+"""
+
+
+def test_copies_a_waiting_thread_needs_land_while_another_thread_spins() -> None:
+    """The copies a cp.async.mbarrier.arrive tracks land once only waiting threads and spinning ones are left:
+    the spinning thread waits for a flag that the waiting thread raises after the phase."""
+    out = run(CP_ARRIVE_SPIN, MBARS)
+    assert out[0] == 64 and out[1] == 1
+
+
 def test_invalidating_an_mbarrier_a_cp_async_arrive_on_may_still_reach_is_reported() -> None:
     """The arrive-on of cp.async.mbarrier.arrive comes when the thread's copies complete: an mbarrier.inval that
     no wait for its phase orders after it may come first (the PTX ISA leaves that undefined)."""
