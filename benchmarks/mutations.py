@@ -4,7 +4,9 @@ Every operator of the catalogue (mutation_ops.py: fences, waits, arrivals, expec
 descriptor fields, swizzles, coordinates, initializations, shapes, targets, modifiers) is applied
 to the PTX our compiler emits for realistic kernels (tests/realistic) on sm_80, sm_90, sm_100 and
 sm_120; each mutant runs on the emulator (race checker on) with the launch and the random inputs
-of tests/test_realistic_emulator.py and counts as reported when the emulator refuses it (an
+of tests/test_realistic_emulator.py (and, for the kernels of IN_PLACE and OVERLAPPING, launches
+whose output shares memory with an input or with itself, which reach the guards our compiler
+emits for aliasing views) and counts as reported when the emulator refuses it (an
 error, a race, a deadlock, undefined state) or its results differ from the interpreter's. The
 mutants that run clean and match survive and are listed. Mutants that do not change what the
 kernel does on a GPU (EQUIVALENT below, each with the reason) are listed apart and not counted.
@@ -24,7 +26,7 @@ import random
 import re
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -1991,6 +1993,7 @@ class Case:
     ptx: str
     meta: Any
     ref: tuple
+    aliased: list = field(default_factory=list)     # its AliasedLaunch runs (IN_PLACE, OVERLAPPING)
 
 
 STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than their pipelines have stages
@@ -2072,11 +2075,114 @@ def prepare(name: str, gpu: str) -> Optional[Case]:
             break
         steps = ring + 2        # a deeper ring than STEPS: refill every stage of it
     ref = tuple(run_arrays(module, name, small.grid, arguments(small), backend="interpreter"))
-    return Case(name, gpu, small, req, ptx.decode(), meta, ref)
+    return Case(name, gpu, small, req, ptx.decode(), meta, ref, _aliased_launches(module, name, small, ref))
 
 
-def outcome(case: Case, ptx: str) -> Optional[str]:
-    """None when the PTX runs clean and matches the interpreter, else what reported it."""
+@dataclass
+class AliasedLaunch:
+    """A launch of the small one's arguments where the output's memory is shared: with input `alias` (its memory,
+    in place), or by its own elements (`strides`: a view of the output whose tiles overlap). `expected`: that
+    memory after the run."""
+    label: str
+    out: int                    # the output's position among the passed arguments
+    alias: Optional[int]        # the input whose memory it is passed as
+    strides: Optional[tuple]    # the output view's strides (elements) instead of its array's
+    expected: Any
+
+
+# In-place launches: kernel -> (output, input) of the same shape and dtype that a program reads only in the tiles
+# it writes, and before it writes them, so that passing one array as both computes what the out-of-place run does
+# (from the input's original values). Our compiler orders a store after the loads of a view that may share its
+# memory where it cannot prove otherwise (transforms/alias.py, DISJOINT_IF_SEPARATE).
+IN_PLACE: dict[str, tuple[str, str]] = {"rope": ("y", "x"), "swiglu": ("out", "gate"), "vector_add": ("c", "a")}
+# Overlapping output views: kernel -> (output, dimension, divisor, chunks): the output's stride of `dimension`
+# divided by `divisor`, so that the tiles a program stores one after the other along the last dimension (in
+# `chunks` equal parts, in that order) overlap, though each tile's elements stay distinct; programs' tiles stay
+# apart. Our compiler orders two stores of one partition's tiles only where the runtime strides say the view is
+# not injective (transforms/alias.py, DISJOINT_IF_INJECTIVE): no launch of a contiguous array reaches that guard.
+# Rope stores the two halves of D: with the heads' stride halved, head h's second half lands on head h + 1's
+# first, which program order says it overwrites.
+OVERLAPPING: dict[str, tuple[str, int, int, int]] = {"rope": ("y", 1, 2, 2)}
+
+
+def _written(module: Any, name: str, small: Any, ref: tuple, out: int) -> Any:
+    """Which elements of output `out` the (small) launch writes (a capped grid leaves some tiles unwritten): where
+    a second reference run, the output initialized to the first one's bytes inverted, agrees with the first."""
+    import numpy as np
+
+    from tileiras.runtime import run_arrays
+
+    args = arguments(small)
+    first = np.asarray(args[out])
+    args[out] = (~first.view(np.uint8)).view(first.dtype).reshape(first.shape)
+    again = np.asarray(run_arrays(module, name, small.grid, args, backend="interpreter")[out])
+    done = np.asarray(ref[out])
+    width = done.dtype.itemsize
+    return (done.view(np.uint8).reshape(-1, width) == again.view(np.uint8).reshape(-1, width)).all(axis=1) \
+        .reshape(done.shape)
+
+
+def _aliased_launches(module: Any, name: str, small: Any, ref: tuple) -> list[AliasedLaunch]:
+    import numpy as np
+    import test_realistic_emulator as tre
+
+    kernel = tre.CONFIGS[name].kernel
+    passed = [p for p in small.params if not isinstance(p, tre.configs.Const)]
+    pos = {p.name: i for i, p in enumerate(passed)}
+    launches = []
+    written = None
+    if kernel in IN_PLACE:
+        out, src = (pos[n] for n in IN_PLACE[kernel])
+        assert passed[out].shape == passed[src].shape and passed[out].dtype == passed[src].dtype
+        written = _written(module, name, small, ref, out)
+        expected = np.where(written, np.asarray(ref[out]), np.asarray(arguments(small)[src]))
+        launches.append(AliasedLaunch("in place", out, src, None, expected))
+    if kernel in OVERLAPPING:
+        oname, dim, divisor, chunks = OVERLAPPING[kernel]
+        out = pos[oname]
+        if written is None or launches[0].out != out:
+            written = _written(module, name, small, ref, out)
+        shape = passed[out].shape
+        strides = list(passed[out].strides)
+        assert strides[dim] % divisor == 0
+        strides[dim] //= divisor
+        done = np.asarray(ref[out])
+        image = np.asarray(arguments(small)[out]).ravel().copy()
+        at = sum(np.arange(n).reshape([-1 if d == k else 1 for d in range(len(shape))]) * st
+                 for k, (n, st) in enumerate(zip(shape, strides)))
+        part = np.arange(shape[-1]) // (shape[-1] // chunks)
+        for c in range(chunks):     # the tiles in program order: later ones overwrite
+            sel = written & (part == c)
+            image[at[sel]] = done[sel]
+        launches.append(AliasedLaunch("overlapping output view", out, None, tuple(strides),
+                                      image.reshape(shape)))
+    return launches
+
+
+def _run_aliased(req: Any, ptx: str, meta: Any, launch: AliasedLaunch) -> Any:
+    """`run_compiled` with the output's memory shared as `launch` says: that memory after the run."""
+    from tileiras.emulator import Memory, run_ptx
+    from tileiras.runtime.backends import kernel_info, tma_hidden_params
+
+    info = kernel_info(meta, req.kernel)
+    memory = Memory()
+    params = req.binding.upload(memory)
+    arrays = {a.position: a for a in req.binding.array_args}
+    out = arrays[launch.out]
+    if launch.alias is not None:
+        params[out.first_param] = arrays[launch.alias].address
+    if launch.strides is not None:
+        ndim = len(launch.strides)
+        params[out.first_param + 1 + ndim:out.first_param + 1 + 2 * ndim] = list(launch.strides)
+    params = [*params, *tma_hidden_params(info, params)]
+    run_ptx(ptx, req.kernel, req.grid, tuple(info.block), params, memory, dynamic_smem=int(info.dynamic_smem),
+            stdout=req.stdout, check_races=req.check_races, max_warp_instructions=LIMIT)
+    return req.binding.download(memory)[launch.out if launch.alias is None else launch.alias]
+
+
+def outcome(case: Case, ptx: str, aliased: bool = True) -> Optional[str]:
+    """None when the PTX runs clean and matches the interpreter, else what reported it; `aliased`: the launches
+    that share the output's memory too (IN_PLACE, OVERLAPPING), where its kernel has them."""
     import numpy as np
     import test_realistic_emulator as tre
 
@@ -2104,6 +2210,18 @@ def outcome(case: Case, ptx: str) -> Optional[str]:
             report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
             if report:
                 return "mismatch: " + report.splitlines()[0]
+    for launch in case.aliased if aliased else ():
+        try:
+            g = _run_aliased(replace(case.req, binding=bind(case.name, list(ftype.inputs), arguments(case.small))),
+                             ptx, case.meta, launch)
+        except TileirasError as err:
+            return f"{launch.label}: " + err.message.splitlines()[0]
+        except Exception as err:    # noqa: BLE001 - as above
+            return f"{launch.label}: emulator crash: {type(err).__name__}: {err}"
+        p = passed[launch.out]
+        report = tre._mismatch(p.name, p.dtype, True, np.asarray(g), launch.expected, bounds.get(p.name))
+        if report:
+            return f"{launch.label}: mismatch: " + report.splitlines()[0]
     return None
 
 

@@ -1058,3 +1058,29 @@ def test_the_epilogues_after_fence_past_a_barrier_of_two_warpgroups_is_modelled_
     read = next(n for n, t in enumerate(lines) if n + 1 > fence and "tcgen05.ld." in t)
     edited = lines[:read] + [re.sub(r"\[%r\d+\]", f"[{base.group(1)}]", lines[read])] + lines[read + 1:]
     assert not mutations._after_sync_handed_by_mbarrier("\n".join(edited), fence)
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_120"])
+def test_the_overlapping_output_guard_of_rope_is_reached_by_the_aliased_launches(gpu: str) -> None:
+    """Rope stores the two halves of D as two tiles of one partition of y: our compiler orders them (membar.cta;
+    bar.sync 0) only where y's runtime strides make the view overlap itself, so no launch of a contiguous y
+    reaches the guard and its mutants used to survive. The launch with the heads' stride halved (OVERLAPPING:
+    head h's second half lands on head h + 1's first) runs it; the unmutated PTX stays clean there and in place
+    (IN_PLACE, x passed as y), and every mutant of the guard's barrier is reported, by that launch only."""
+    c = mutations.prepare("rope_bf16_s4h32d128", gpu)
+    assert c is not None
+    assert [launch.label for launch in c.aliased] == ["in place", "overlapping output view"]
+    assert mutations.outcome(c, c.ptx) is None
+    lines = c.ptx.split("\n")
+    (guard,) = [n + 2 for n, t in enumerate(lines) if t.strip() == "membar.cta;"]
+    assert lines[guard - 1].split() == ["bar.sync", "0;"]
+    found = 0
+    for name in ("split an aligned barrier", "delete bar.sync"):
+        for line, what, ptx in OPERATORS[name].mutants(c.ptx):
+            if line != guard or mutations.equivalent(OPERATORS[name], what, c, line) is not None:
+                continue
+            found += 1
+            reported = mutations.outcome(c, ptx)
+            assert reported is not None and reported.startswith("overlapping output view: "), f"{what}: {reported}"
+            assert mutations.outcome(c, ptx, aliased=False) is None
+    assert found >= 1

@@ -21,7 +21,9 @@ TMA loads/stores through tensor maps in our own encoding (`ops/tma.py`, built on
 `tileiras.codegen.tensormap`); wgmma with shared-memory descriptors (`ops/wgmma.py`); tcgen05
 tensor memory, MMA (dense and block-scaled), ld/st/cp and commit (`ops/tcgen05.py`); the swizzles
 and canonical operand layouts they share (`smem_layout.py`). Asynchronous work completes when it
-is issued; what a GPU would leave in flight is checked instead: registers of a wgmma before its
+is issued, except cp.async, which lands when its thread waits for it or exits, or when an mbarrier
+phase needs the arrive-on of a cp.async.mbarrier.arrive that tracks it (as late as it can); what a
+GPU would leave in flight is checked instead: registers of a wgmma before its
 wait_group (`async_regs.py`, always), and with the race checker TMA data read before its mbarrier
 phase, generic stores read by the async proxy without fence.proxy.async, and stages overwritten
 before the reads of them are ordered (`races.py`, `happens_before.py`).

@@ -195,6 +195,8 @@ class CTAState:
         # asynchronous copies and mbarriers (ops/async_ops.py)
         self.cp_pending: list = []
         self.cp_committed = np.zeros(n, dtype=np.int64)
+        self.cp_issued = np.zeros(n, dtype=np.int64)          # cp.async copies each thread issued (their seq)
+        self.cp_arrivals: list = []     # cp.async.mbarrier.arrive arrive-ons waiting for their copies (CpArrival)
         self.bulk_committed = np.zeros(n, dtype=np.int64)     # cp.async.bulk groups each thread committed
         self.mbar: dict[int, Any] = {}
         self.mbar_epoch = 0
@@ -350,6 +352,9 @@ def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
             if h.state == RUN and not h.yielded and (g is None or h.pc < g.pc):
                 g = h
         if g is None:
+            if st.cp_arrivals and any(h.state == WAIT for h in groups):
+                _force_cp_arrivals(st)      # (spinning threads may be waiting for the waiting ones)
+                continue                    # (which may run now)
             for h in groups:        # only yielded groups are left: they may run again
                 h.yielded = False
                 if h.state == RUN and (g is None or h.pc < g.pc):
@@ -373,13 +378,17 @@ def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
         limit = NO_LIMIT
         spins = 0
         stops: set = set()
-        for h in groups:
+        others = False      # whether a spin should let others go: runnable ones, or waiting ones that may
+        for h in groups:    # need the copies of a cp.async.mbarrier.arrive (they land when the rest only spins)
             if h is g:
                 continue
             if h.state == RUN and h.pc < limit and not h.yielded:
                 limit = h.pc
             elif h.state == COLL:
                 stops.add(h.pc)
+            elif h.state == WAIT and st.cp_arrivals:
+                others = True
+        others = others or limit != NO_LIMIT
         pc = g.pc
         mask = g.mask
         nw = g.nw
@@ -408,7 +417,7 @@ def cta_bursts(st: CTAState, limit_warp_instructions: int, quantum: int) -> Any:
                     if aux <= pc:
                         if issued > limit_warp_instructions:
                             break
-                        if limit != NO_LIMIT:
+                        if others:
                             # a backward branch while other threads wait: after many, let them run
                             # (a spinning thread must not starve the one holding its lock)
                             spins += 1
@@ -479,11 +488,26 @@ def _add_group(st: CTAState, groups: list, pc: int, mask: Any, state: int = RUN,
     return g
 
 
+def _force_cp_arrivals(st: CTAState) -> None:
+    """The copies that cp.async.mbarrier.arrive tracks complete as late as they can: only once no thread can go on
+    without their arrive-ons (or only spinning ones can, beside waiting ones); their threads' own waits or exits
+    land them earlier."""
+    from .ops.async_ops import force_cp_arrivals
+    line = st.cp_arrivals[0].ins.line
+    try:
+        force_cp_arrivals(st)
+    except DeviceFault as fault:    # (named at the cp.async.mbarrier.arrive whose arrive-on fires)
+        pc = next((i for i, ins in enumerate(st.launch.prog.info) if ins.line == line), -1)
+        raise _located(st, pc, fault) from None
+
+
 def _idle_retry(st: CTAState, groups: list) -> Group:
     """Nothing can run: retry a waiting group, or report the deadlock.
 
     Retries without any mbarrier completing a phase in between are counted; past
     MAX_IDLE_RETRIES the wait can never succeed."""
+    if st.cp_arrivals:
+        _force_cp_arrivals(st)
     waits = [h for h in groups if h.state == WAIT]
     if st.mbar_epoch != st.idle_epoch:
         st.idle_epoch = st.mbar_epoch
@@ -607,8 +631,8 @@ def _control(st: CTAState, groups: list, g: Group, kind: int, fn: Any, gid: int,
         return
     if kind == K_EXIT:
         if st.cp_pending:      # an exiting thread's copies still land (and are checked as they do)
-            from .ops.async_ops import complete_copies
-            complete_copies(st, act, -1)
+            from .ops.async_ops import land_copies
+            land_copies(st, act, -1)
         st.exited |= act
         st.any_exited = True
         keep_rest(pc + 1)

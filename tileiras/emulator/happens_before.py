@@ -8,9 +8,11 @@ that releases it while its wgmma may still be reading it, is ordered with the pr
 load only by the schedule this emulator happened to pick. So mbarriers and CTA barriers also carry
 vector clocks (thread t's clock of thread u: `vc[t, u]`):
 
-* an arrive (mbarrier.arrive, cp.async.mbarrier.arrive) releases the thread's clock into the
-  barrier's current phase, then ticks the thread's own clock; a tcgen05.commit releases the clock
-  of the thread's tcgen05 operations (below);
+* an arrive (mbarrier.arrive) releases the thread's clock into the barrier's current phase, then
+  ticks the thread's own clock; a cp.async.mbarrier.arrive releases the thread's clock as of the
+  instruction into the phase its arrive-on fires in, once the thread's earlier copies landed
+  (`ops/async_ops.CpArrival`); a tcgen05.commit releases the clock of the thread's tcgen05
+  operations (below);
 * a wait that sees a phase complete acquires the clocks released into that phase;
 * bar.sync/bar.arrive join the clocks of the arriving threads into the waiting ones.
 
@@ -27,7 +29,9 @@ after that write (`vc[reader, writer] >= clock`). Without it the interval checke
 let a consumer that waited on one mbarrier read data published through another one it never waited
 for (the tf32 rounding's `ready` barrier): the unwaited barrier's completion counted as a barrier.
 Bytes a TMA load (or a cp.async completing on an mbarrier) wrote have no generic writer: their
-readers must have seen the completing phase (`RaceChecker._visible`).
+readers must have seen the completing phase (`RaceChecker._visible`), or, for a cp.async its thread
+waited for (wait_group/wait_all), be ordered after that thread's wait. Any access of a byte that a
+cp.async still in flight writes is a race (`RaceChecker._in_flight`).
 
 Tensor memory (`TensorCells`) is tracked per 32-bit cell (lane, column) the same way, writes as
 well as reads: tcgen05.mma and tcgen05.cp access it asynchronously until the issuing thread's next

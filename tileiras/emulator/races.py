@@ -117,6 +117,13 @@ class RaceChecker:
         self.any_async = False                                 # whether any byte has an async_key (a shortcut)
         self.async_need = np.zeros(size, dtype=np.int64)       # the phase count a reader must have seen
         self.async_line = np.zeros(size, dtype=np.int32)
+        # bytes a cp.async tracked by a cp.async.mbarrier.arrive landed when its thread waited for it: that thread
+        # (and what it synchronizes with after, its clock then) sees them as well as the phase's waiters
+        self.async_owner = np.full(size, -1, dtype=np.int64)
+        self.async_oclock = np.zeros(size, dtype=np.int64)
+        # how many cp.async copies still in flight write each byte: any access of it meanwhile is a race
+        self.cp_inflight = np.zeros(size, dtype=np.int32)
+        self.any_inflight = 0
         # when the generic proxy last stored it; -1 also once the storing thread fenced that store (below)
         self.gen_seq = np.full(size, -1, dtype=np.int64)
         self.gen_tid = np.zeros(size, dtype=np.int64)
@@ -210,18 +217,68 @@ class RaceChecker:
         self.seq += 1
         table[self.np.asarray(lanes)] = self.seq
 
-    def async_write(self, st: Any, line: int, idx: Any, tid: Any, key: Any, need: Any) -> None:
+    def async_write(self, st: Any, line: int, idx: Any, tid: Any, key: Any, need: Any, owner: Any = -1,
+                    oclock: Any = 0, what: str = "the TMA load") -> None:
         """A TMA load by thread `tid` writes shared bytes `idx`; readers must see phase `need` of `key` (each
-        an int, or one per byte of `idx`)."""
+        an int, or one per byte of `idx`), or (with an `owner`, per byte or one) be ordered after the owner's
+        clock `oclock`."""
         tids = self.np.broadcast_to(self.np.asarray(tid), idx.shape)
-        self.hb.check_write(idx, tids, line, "the TMA load")
+        self.hb.check_write(idx, tids, line, what)
         self.check_bytes(st, Site(line, write=True, strong=False), "shared", st.shared.size, idx, tids)
         self.hb.forget_writes(idx)
         self.any_async = True
         self.async_key[idx] = key
         self.async_need[idx] = need
         self.async_line[idx] = line
+        self.async_owner[idx] = owner
+        self.async_oclock[idx] = oclock
         self.gen_seq[idx] = -1
+
+    def inflight(self, st: Any, idx: Any, delta: int) -> None:
+        """A cp.async that writes shared bytes `idx` is issued (`delta` 1) or lands (-1)."""
+        self.np.add.at(self.cp_inflight, idx, delta)
+        self.any_inflight += delta
+
+    def _source_in_flight(self, st: Any, site: Site, idx: Any, tids: Any) -> None:
+        """A store to global bytes a cp.async still in flight reads races with it (the copy reads them at some
+        time before it completes)."""
+        np = self.np
+        if not len(idx):
+            return
+        first, last = int(idx.min()), int(idx.max())
+        for cp in st.cp_pending:
+            lo, hi = cp.src, cp.src + cp.src_size
+            live = (cp.src_size > 0) & (lo <= last) & (hi > first)
+            if not live.any():
+                continue
+            lo, hi = lo[live], hi[live]
+            hit = ((idx[:, None] >= lo[None, :]) & (idx[:, None] < hi[None, :])).any(axis=1)
+            if hit.any():
+                i = int(np.argmax(hit))
+                u = int(np.broadcast_to(tids, idx.shape)[i])
+                raise DeviceFault(f"data race (write-after-read): the cp.async at line {cp.line} "
+                                  f"'{self.texts.get(cp.line, '?')}' reads {_address('global', int(idx[i]))} and "
+                                  f"thread {u} {site.does()} before the copy is complete (no cp.async.wait_group or "
+                                  "mbarrier wait for it between)", u)
+
+    def _in_flight(self, st: Any, site: Site, idx: Any, tids: Any, ix: Any) -> None:
+        """An access of bytes a cp.async still in flight writes races with it: no wait the emulator has not
+        yet run can order it after the copy (the copy lands, here, once a wait needs it), and it is later
+        than the issue."""
+        np = self.np
+        busy = self.cp_inflight[ix] > 0
+        if not np.count_nonzero(busy):
+            return
+        i = int(np.argmax(busy))
+        b, u = int(idx[i]), int(np.broadcast_to(tids, idx.shape)[i])
+        line0, kind = -1, "read-after-write" if not site.write else "write-after-write"
+        for cp in st.cp_pending:
+            if np.isin(b, (cp.dst[:, None] + np.arange(cp.size)).ravel()):
+                line0 = cp.line
+                break
+        raise DeviceFault(f"data race ({kind}): the cp.async at line {line0} '{self.texts.get(line0, '?')}' "
+                          f"writes {_address('shared', b)} and thread {u} {site.does()} before the copy is "
+                          "complete (no cp.async.wait_group or mbarrier wait for it between)", u)
 
     def async_read(self, st: Any, line: int, idx: Any, tids: Any, what: str, owner: Any = None,
                    copy: bool = False) -> None:
@@ -285,6 +342,11 @@ class RaceChecker:
             have = seen[tids[sel]] if seen is not None else np.zeros(sel.size, dtype=np.int64)
             bad = have < self.async_need[idx[sel]]
             if bad.any():
+                owner = self.async_owner[idx[sel]]
+                mine = bad & (owner >= 0)
+                if mine.any():      # the owner waited for its copies: what it is ordered before sees them
+                    bad &= ~(mine & (self.hb.vc[tids[sel], np.maximum(owner, 0)] >= self.async_oclock[idx[sel]]))
+            if bad.any():
                 i = int(sel[int(np.argmax(bad))])
                 b = int(idx[i])
                 line0 = int(self.async_line[b])
@@ -335,6 +397,11 @@ class RaceChecker:
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
         tids = tids.astype(self.np.int32, copy=False)
+        if self.any_inflight:
+            if space == "shared":
+                self._in_flight(st, site, idx, tids, ix)
+            elif site.write and st.cp_pending:
+                self._source_in_flight(st, site, idx, tids)
         we = sh.wepoch[ix]      # each byte's last write's interval (read once: the checks below share it)
         if site.write:
             # (`we` may be a view of the shadow, which the write updates: look at it first)

@@ -7,8 +7,8 @@ execution of a wait there gave a thread anything it did not have already:
   released into that phase (`happens_before.Clocks.acquire`). It orders nothing new when the thread's
   clock, and its tensor-memory view (`tcv`), already cover that phase's clocks (a chain of other waits,
   arrivals and commits brought them), and no transaction completes on the mbarrier (a TMA or bulk load,
-  cp.async.mbarrier.arrive: the bytes they land are ordered by the phase alone, `RaceChecker._visible`,
-  not by a clock);
+  cp.async.mbarrier.arrive: the bytes they land are ordered by the phase, `RaceChecker._visible`, not by
+  a clock; the cp.async arrival is noted when its arrive-on fires, once the thread's copies landed);
 * cp.async.wait_all / wait_group complete the thread's cp.async copies. They have nothing to complete
   when the thread has no copy in flight (none issued since they landed) and each of its
   cp.async.mbarrier.arrive since its previous such wait arrived in a phase the thread has seen complete:

@@ -1,9 +1,21 @@
 """Asynchronous copies (cp.async + commit/wait groups) and mbarriers.
 
 cp.async checks its addresses when issued but moves the data only when the
-issuing thread waits for its group (cp.async.wait_group/wait_all, or
-cp.async.mbarrier.arrive), so a kernel that reads the destination without
-waiting sees stale data here too.
+issuing thread waits for its group (cp.async.wait_group/wait_all) or exits, or
+when an mbarrier's phase cannot complete without a cp.async.mbarrier.arrive
+that tracks it, so a kernel that reads the destination without waiting sees
+stale data here too (and the race checker reports any access of a byte a copy
+in flight writes).
+
+cp.async.mbarrier.arrive arrives on the mbarrier only once all the thread's
+earlier copies are complete (PTX ISA): the arrive-on is recorded as a
+`CpArrival` and fires when those copies land, as late as the emulator can make
+it (`force_cp_arrivals`: only when no thread can run otherwise), in the phase
+current then. Without .noinc the pending count is incremented at once, so the
+phase it was issued in waits for it (net zero change). Its copies' bytes are
+ordered by that phase (readers must have seen it), or, where the thread itself
+waited for them, also by the thread's clock after its wait; the arrive-on
+publishes the thread's clock as of the instruction, not what it did after.
 
 An mbarrier's state (expected count, pending arrivals, transaction bytes,
 phase) is kept beside the 8-byte object in shared memory, keyed by its
@@ -45,6 +57,7 @@ class PendingCopy:
     line: int         # of the cp.async, for the race checker
     vc: Any = None    # the issuing threads' vector clocks at issue (race checker): the bytes are written
                       # at some time between issue and landing, so the landing checks the issue-time clocks
+    seq: Any = None   # each lane's copy number (CTAState.cp_issued after it): what a CpArrival tracks
 
 
 def _cp_async(dec: Decoder, ins: Instr) -> Any:
@@ -101,9 +114,13 @@ def _cp_async(dec: Decoder, ins: Instr) -> Any:
             (_, _, _, so), = spaces.resolve(st, "global", s[sel], lanes[sel], int(n_src[sel].max()),
                                             min(size, 16) if (n_src[sel] == size).all() else 1)
             soffs[sel] = so
-        vc = st.races.hb.vc[lanes].copy() if st.races is not None else None
+        vc = None
+        if st.races is not None:
+            vc = st.races.hb.vc[lanes].copy()
+            st.races.inflight(st, (doffs[:, None] + np.arange(size)).ravel(), 1)
+        st.cp_issued[lanes] += 1
         st.cp_pending.append(PendingCopy(lanes, st.cp_committed[lanes].copy(), doffs, soffs, size, n_src, ins.line,
-                                         vc))
+                                         vc, st.cp_issued[lanes].copy()))
 
     return (K_OP, fn, None)
 
@@ -207,9 +224,10 @@ def _cp_async_bulk(dec: Decoder, ins: Instr) -> Any:
     return (K_OP, fn, None)
 
 
-def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> list:
+def complete_copies(st: Any, lanes_mask: Any, keep_newest: int, upto: Any = None) -> list:
     """Finish the copies of the threads in `lanes_mask` except their `keep_newest` newest committed groups
-    (-1: finish everything, including the open group); the finished ones as (copy, lane positions)."""
+    (-1: finish everything, including the open group), and (`upto`, per thread) only those numbered up to
+    upto[thread]; the finished ones as (copy, lane positions). See `land_copies` for the arrive-ons."""
     np = _np()
     remaining = []
     landed = []
@@ -217,6 +235,8 @@ def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> list:
         mine = lanes_mask[pc.lanes]
         if keep_newest >= 0:
             mine &= pc.group < st.cp_committed[pc.lanes] - keep_newest
+        if upto is not None:
+            mine &= pc.seq <= upto[pc.lanes]
         if mine.any():
             sel = np.flatnonzero(mine)
             _copy(st, pc, sel)
@@ -224,11 +244,119 @@ def complete_copies(st: Any, lanes_mask: Any, keep_newest: int) -> list:
             if not mine.all():
                 rest = np.flatnonzero(~mine)
                 remaining.append(PendingCopy(pc.lanes[rest], pc.group[rest], pc.dst[rest], pc.src[rest], pc.size,
-                                             pc.src_size[rest], pc.line, None if pc.vc is None else pc.vc[rest]))
+                                             pc.src_size[rest], pc.line, None if pc.vc is None else pc.vc[rest],
+                                             pc.seq[rest]))
         else:
             remaining.append(pc)
     st.cp_pending = remaining
     return landed
+
+
+UNSEEN = 1 << 62    # the phase a tracked copy's bytes need until its arrive-on fires: none yet
+
+
+@dataclass
+class CpArrival:
+    """The arrive-ons of one execution of cp.async.mbarrier.arrive, one per lane, each waiting for the copies its
+    thread issued up to then (numbered up to `upto`)."""
+    lanes: Any
+    keys: Any         # each lane's mbarrier
+    upto: Any
+    vc: Any           # the threads' clocks at the instruction (race checker): what the arrive-on publishes
+    ins: Instr
+    fired: Any
+    chunks: list = field(default_factory=list)    # (shared bytes its copies landed, lane position per byte)
+
+
+def land_copies(st: Any, lanes_mask: Any, keep_newest: int, upto: Any = None, owned: bool = True) -> list:
+    """`complete_copies`, then the arrive-ons of cp.async.mbarrier.arrive whose copies are all complete fire.
+    The bytes of copies such an arrive-on tracks are ordered by its phase; `owned`: the issuing threads wait
+    for them here (wait_group, wait_all, exit), so what is ordered after them now sees them too."""
+    landed = complete_copies(st, lanes_mask, keep_newest, upto)
+    if st.cp_arrivals:
+        if landed:
+            _track(st, landed, owned)
+        _fire_ready(st)
+    return landed
+
+
+def _track(st: Any, landed: list, owned: bool) -> None:
+    np = _np()
+    claimed = [np.zeros(sel.size, dtype=bool) for _, sel in landed]
+    for r in st.cp_arrivals:
+        pos = np.full(st.n, -1, dtype=np.int64)
+        open_ = np.flatnonzero(~r.fired)
+        pos[r.lanes[open_]] = open_
+        for (pc, sel), done in zip(landed, claimed):
+            p = pos[pc.lanes[sel]]
+            tr = (p >= 0) & ~done & (pc.seq[sel] <= r.upto[np.maximum(p, 0)])
+            if not tr.any():
+                continue
+            done |= tr
+            if st.races is None:
+                continue
+            rows = sel[tr]
+            idx = (pc.dst[rows][:, None] + np.arange(pc.size)).ravel()
+            tids = np.repeat(pc.lanes[rows], pc.size)
+            pp = np.repeat(p[tr], pc.size)
+            hb = st.races.hb
+            owner: Any = -1
+            oclock: Any = 0
+            if owned:       # (a new clock value: what learned of the thread before its wait does not cover it)
+                who = np.unique(pc.lanes[rows])
+                hb.vc[who, who] += 1
+                owner, oclock = tids, hb.own[tids]
+            st.races.async_write(st, pc.line, idx, tids, r.keys[pp], UNSEEN, owner, oclock, what="the cp.async")
+            r.chunks.append((idx, pp))
+
+
+def _fire_ready(st: Any) -> None:
+    """Fire the arrive-ons whose threads have no tracked copy in flight any more."""
+    np = _np()
+    oldest = np.full(st.n, np.iinfo(np.int64).max, dtype=np.int64)
+    for pc in st.cp_pending:
+        np.minimum.at(oldest, pc.lanes, pc.seq)
+    for r in list(st.cp_arrivals):
+        ready = ~r.fired & (oldest[r.lanes] > r.upto)
+        for i in np.flatnonzero(ready).tolist():
+            r.fired[i] = True
+            _fire(st, r, i)
+    st.cp_arrivals = [r for r in st.cp_arrivals if not r.fired.all()]
+
+
+def _fire(st: Any, r: CpArrival, i: int) -> None:
+    np = _np()
+    t, key = int(r.lanes[i]), int(r.keys[i])
+    if st.races is None:
+        phase = _arrive(st, key, 1, t, release=False, ins=r.ins)
+    else:   # it publishes what the thread did before the instruction, in the phase it arrives in
+        races = st.races
+        races._stamp(races.last_release, [t])
+        acc = races.hb.accum.get(key)
+        races.hb.accum[key] = r.vc[i].copy() if acc is None else np.maximum(acc, r.vc[i])
+        now = races.hb.vc[t].copy()
+        races.hb.vc[t] = r.vc[i]      # (the arrival is the instruction's, for mbarrier.inval's check)
+        try:
+            phase = _arrive(st, key, 1, t, release=False, ins=r.ins)
+        finally:
+            races.hb.vc[t] = now
+    redundancy.cp_arrival(st, t, key, phase + 1)
+    if st.races is not None:
+        for idx, pp in r.chunks:
+            b = idx[pp == i]
+            b = b[(st.races.async_key[b] == key) & (st.races.async_need[b] == UNSEEN)]
+            st.races.async_need[b] = phase + 1
+
+
+def force_cp_arrivals(st: Any) -> None:
+    """No thread can run: the copies the pending cp.async.mbarrier.arrive arrive-ons track complete now (the
+    latest they can), and the arrive-ons fire."""
+    np = _np()
+    upto = np.full(st.n, -1, dtype=np.int64)
+    for r in st.cp_arrivals:
+        open_ = ~r.fired
+        np.maximum.at(upto, r.lanes[open_], r.upto[open_])
+    land_copies(st, upto >= 0, -1, upto, owned=False)
 
 
 def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
@@ -238,6 +366,7 @@ def _copy(st: Any, pc: PendingCopy, sel: Any) -> None:
     data = np.zeros((sel.size, pc.size), dtype=np.uint8)
     take = cols[None, :] < n_src
     if st.races is not None:    # the issuing threads move the data now
+        st.races.inflight(st, (pc.dst[sel][:, None] + cols).ravel(), -1)
         lanes = np.broadcast_to(pc.lanes[sel][:, None], take.shape)
         st.races.check_bytes(st, Site(pc.line, write=False, strong=False), "global", st.mem.buf.size,
                              (pc.src[sel][:, None] + cols)[take], lanes[take])
@@ -284,7 +413,7 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
             if redundancy.ACTIVE is not None:
                 redundancy.copy_wait(st, lanes_of(st, m), ins.line)
             if st.cp_pending:
-                complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, keep)
+                land_copies(st, np.ones(st.n, dtype=bool) if m is None else m, keep)
 
         return (K_OP, wait, None)
     if op == "wait_all":
@@ -295,7 +424,7 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
             redundancy.copy_wait(st, lanes, ins.line)
             st.cp_committed[lanes] += 1
             if st.cp_pending:
-                complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1)
+                land_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1)
 
         return (K_OP, wait_all, None)
     # cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [mbar]
@@ -308,56 +437,24 @@ def _cp_async_control(dec: Decoder, ins: Instr) -> Any:
 
     def arrive(st: Any, m: Any) -> None:
         lanes = lanes_of(st, m)
-        landed = complete_copies(st, np.ones(st.n, dtype=bool) if m is None else m, -1) if st.cp_pending else []
-        if redundancy.ACTIVE is not None:
-            # (the arrive-on fires once the thread's copies are complete: in this phase, which it holds open)
-            for k, t in zip(_mbar_keys(st, addr, lanes, m, space).tolist(), lanes.tolist()):
-                redundancy.cp_arrival(st, t, int(k), _get(st, int(k), t).phase + 1)
-        if noinc:
-            keys = _mbar_keys(st, addr, lanes, m, space)
-            if st.races is None:
-                for k, t in zip(keys.tolist(), lanes.tolist()):
-                    _arrive(st, int(k), 1, t, ins=ins)
-                return
-            # like a TMA load's bytes: readers must wait for the phase each thread arrives in. The threads'
-            # landed bytes are recorded together (one vectorized check per run of arrivals) but always before
-            # the arrival that completes a phase, as if each thread's were recorded right before its own
-            # arrival: an arrival that completes nothing changes nothing those checks read.
-            need_of: dict[int, tuple[int, int]] = {}
-            batch: list[int] = []
-            for k, t in zip(keys.tolist(), lanes.tolist()):
-                b = _get(st, int(k), t)
-                need_of[t] = (int(k), b.phase + 1)
-                batch.append(t)
-                if b.pending - 1 == 0 and b.tx == 0:
-                    _landed_async(st, landed, batch, need_of)
-                    batch = []
-                _arrive(st, int(k), 1, t, ins=ins)
-            _landed_async(st, landed, batch, need_of)
+        if lanes.size == 0:
+            return
+        keys = _mbar_keys(st, addr, lanes, m, space).astype(np.int64)
+        for k, t in zip(keys.tolist(), lanes.tolist()):
+            b = _get(st, int(k), t)
+            published(st, b, t, "an arrival")
+            if not noinc:       # the phase now waits for the arrive-on (a net change of zero)
+                b.pending += 1
+        vc = None
+        if st.races is not None:
+            hb = st.races.hb
+            vc = hb.vc[lanes].copy()
+            hb.vc[lanes, lanes] += 1    # (what the thread does after it is not published)
+        st.cp_arrivals.append(CpArrival(lanes.copy(), keys, st.cp_issued[lanes].copy(), vc, ins,
+                                        np.zeros(lanes.size, dtype=bool)))
+        _fire_ready(st)     # (the threads with no copy in flight arrive at once)
 
     return (K_OP, arrive, None)
-
-
-def _landed_async(st: Any, landed: list, threads: list[int], need_of: dict) -> None:
-    """Record the bytes the copies `landed` (as `complete_copies` returns them) wrote for `threads` as
-    async-proxy writes, thread t's completing on mbarrier need_of[t][0] in phase need_of[t][1] - 1."""
-    if not threads:
-        return
-    np = _np()
-    chosen = np.zeros(st.n, dtype=bool)
-    chosen[threads] = True
-    key_of = np.zeros(st.n, dtype=np.int64)
-    need = np.zeros(st.n, dtype=np.int64)
-    for t in threads:
-        key_of[t], need[t] = need_of[t]
-    for pc, sel in landed:
-        mine = sel[chosen[pc.lanes[sel]]]
-        if not mine.size:
-            continue
-        who = pc.lanes[mine]
-        idx = (pc.dst[mine][:, None] + np.arange(pc.size)).ravel()
-        tids = np.repeat(who, pc.size)
-        st.races.async_write(st, pc.line, idx, tids, key_of[tids], need[tids])
 
 
 # --- mbarrier ---------------------------------------------------------------------
@@ -571,6 +668,14 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     # an mbarrier operation other than init on a location holding no valid mbarrier is undefined
                     # (PTX ISA, mbarrier): deleting an init whose mbarrier is only invalidated must not pass
                     b = _get(st, key, t, "invalidated")
+                    for r in st.cp_arrivals:
+                        hit = (r.keys == key) & ~r.fired
+                        if hit.any():
+                            raise DeviceFault(
+                                f"mbarrier.inval of the mbarrier at shared address 0x{key:x} while the arrive-on "
+                                f"of thread {int(r.lanes[int(np.argmax(hit))])}'s cp.async.mbarrier.arrive at line "
+                                f"{r.ins.line} '{r.ins.text}' still waits for its copies (no wait for its phase "
+                                "orders it before)", t)
                     del st.mbar[key]
                     if st.races is not None:
                         check_inval(st, b, t, ins)
