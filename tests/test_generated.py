@@ -111,6 +111,9 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "failed the same way once the canonical form gave it the 13.4 pipeline)"),
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
+    ("g_gemm_mxfp8_rr_256x64x64_zero_tiles_cast_ragged_lat3_v13p3", "sm_100", "tensor-core family",
+     "mma.sync with block scales by FMA where NVIDIA's uses tcgen05: the remark's reason, the block scales of a "
+     "256 x 64 tile do not fit tensor memory's columns beside the accumulator (found by seed 30)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
@@ -582,6 +585,16 @@ def test_a_loop_left_unstaged_says_why_it_has_no_warp_roles() -> None:
     said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
     assert "no stages: a load cp.async cannot copy ahead" in said and "nor TMA" in said, said
     assert "do not fit in shared memory" not in said, said
+
+
+def test_a_block_scaled_mma_left_on_mma_sync_says_why() -> None:
+    """The known gap's mxfp8 256 x 64 tile on sm_100: the tensor-core remark names the middle level's
+    reason for mma.sync (it said only "successfully optimized", as if nothing were missed)."""
+    name = "g_gemm_mxfp8_rr_256x64x64_zero_tiles_cast_ragged_lat3_v13p3"
+    _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(name), "sm_100"), "sm_100",
+                                            WORK / f"{name}.why.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkTensorCoreMMA")
+    assert "block scales by FMA" in said and "not tcgen05.mma: the block scales of this shape" in said, said
 
 
 def test_the_report_counts_each_class_and_names_the_short_pairs() -> None:

@@ -279,6 +279,15 @@ def _require_narrow(k: KernelLowering, op: Operation, *tiles: TileRegs) -> None:
             raise op_error(op, f"element type {name} is not supported by this compiler yet")
 
 
+def _not_tcgen05(k: KernelLowering, op: Operation) -> dict[str, str]:
+    """The remark's Reason where a target with tcgen05 runs `op` on mma.sync (the middle level's why)."""
+    if not k.caps.has("tcgen05") or k.assignment is None:
+        return {}
+    from ..tileas.tcgen05_select import why_not
+
+    return {"Reason": "not tcgen05.mma: " + why_not(op, k.sm, k.threads, k.assignment.tcgen05_layouts)}
+
+
 def _mma(k: KernelLowering, op: Operation) -> None:
     from ..tileaa.mma_forms import choose, select_shape
     from .ops_mma import lower_mma_sync
@@ -300,7 +309,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         from .ops_blockscale import describe, lower
 
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
-                 op, Instruction=describe(op, k.sm), Shape=shape.describe())
+                 op, Instruction=describe(op, k.sm), Shape=shape.describe(), **_not_tcgen05(k, op))
         k.set(op.results[0], lower(k, op, shape, lhs, rhs, acc, scales))
         return
     if tcgen05:
@@ -319,12 +328,8 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         k.set(op.results[0], lower_wgmma(k, op, lhs, rhs, acc))
         return
     if shape is not None:
-        why = {}
-        if k.caps.has("tcgen05") and k.assignment is not None:   # the newer instruction could not apply
-            from ..tileas.tcgen05_select import why_not
-
-            why["Reason"] = "not tcgen05.mma: " + why_not(op, k.sm, k.threads, k.assignment.tcgen05_layouts)
-        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores", op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe(), **why)
+        k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use Tensor Cores",
+                 op, Instruction="Tensor-core SM80 (mma.sync)", Shape=shape.describe(), **_not_tcgen05(k, op))
         k.set(op.results[0], lower_mma_sync(k, op, shape, lhs, rhs, acc))
         return
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
