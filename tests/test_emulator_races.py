@@ -445,40 +445,13 @@ def test_a_wait_on_one_mbarrier_does_not_order_what_another_publishes() -> None:
                      r"access by thread 0 at line \d+ 'ld.shared.u32 %r3, \[%r6\+256\]'", msg), msg
 
 
-# threads 64..127 copy their word of `a` into buf by cp.async and {arrive} on mbarrier B ("full");
-# threads 0..63 wait on B, read word i + 64 and release it on mbarrier A ("empty"), which the
-# copying threads wait on before their cp.async.wait_all
-CP_ASYNC_ARRIVE = BUF_WORDS + """
-    @%p1 mbarrier.init.shared.b64 [mba], 64;
-    @%p1 mbarrier.init.shared.b64 [mbb], 64;
-    st.global.u32 [%rd3], %r0;
-    bar.sync 0;
-    setp.lt.u32 %p3, %r0, 64;
-    @%p3 bra CONSUMER;
-    cp.async.ca.shared.global [%r6], [%rd3], 4;
-    {arrive}
-WAIT_A:
-    mbarrier.try_wait.parity.shared.b64 %p4, [mba], 0;
-    @!%p4 bra WAIT_A;
-    cp.async.wait_all;
-    bra DONE;
-CONSUMER:
-""" + WAIT_B + """
-    ld.shared.u32 %r3, [%r6+256];
-    mbarrier.arrive.shared.b64 %rd9, [mba];
-    st.global.u32 [%rd7], %r3;
-DONE:
-"""
-
-
 def test_cp_async_bytes_are_published_only_by_the_copying_threads_cp_async_arrive() -> None:
     """cp.async.mbarrier.arrive.noinc makes the phase wait for the thread's copies; a plain arrive
     does not, so the consumer may read bytes still in flight: the cp.async lands at wait_all, after
     the consumer released the stage, yet its write was under way since the issue."""
     want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
-    np.testing.assert_array_equal(
-        run(CP_ASYNC_ARRIVE.format(arrive="cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];"), MBARS), want)
-    msg = race(CP_ASYNC_ARRIVE.format(arrive="mbarrier.arrive.shared.b64 %rd8, [mbb];"), MBARS)
+    np.testing.assert_array_equal(run(cp_arrive(NOINC, after="cp.async.wait_all;"), MBARS), want)
+    msg = race(cp_arrive("mbarrier.arrive.shared.b64 %rd8, [mbb];", after="cp.async.wait_all;"), MBARS)
     # the consumer reads bytes the copy has yet to land (shared memory starts undefined)
     assert re.search(r"read-after-write\): the cp.async at line \d+ 'cp.async.ca.shared.global \[%r6\], \[%rd3\], 4' "
                      r"writes shared address 0x100 and thread 0 loads it before the copy is complete", msg), msg
@@ -486,7 +459,8 @@ def test_cp_async_bytes_are_published_only_by_the_copying_threads_cp_async_arriv
 
 
 # threads 64..127 copy their word of `a` into buf by cp.async, {arrive}, then {producer}; threads 0..63
-# {consumer}, read word i + 64 and release it on mbarrier A, which the copying threads wait on before exiting
+# {consumer}, read word i + 64 and release it on mbarrier A, which the copying threads wait on, then {after},
+# before exiting (`cp_arrive`)
 CP_ARRIVE = BUF_WORDS + """
     @%p1 mbarrier.init.shared.b64 [mba], 64;
     @%p1 mbarrier.init.shared.b64 [mbb], 64;
@@ -500,6 +474,7 @@ CP_ARRIVE = BUF_WORDS + """
 WAIT_A:
     mbarrier.try_wait.parity.shared.b64 %p4, [mba], 0;
     @!%p4 bra WAIT_A;
+    {after}
     bra DONE;
 CONSUMER:
     {consumer}
@@ -508,6 +483,12 @@ CONSUMER:
     st.global.u32 [%rd7], %r3;
 DONE:
 """
+
+
+def cp_arrive(arrive: str, producer: str = "", consumer: str = WAIT_B, after: str = "") -> str:
+    return CP_ARRIVE.format(arrive=arrive, producer=producer, consumer=consumer, after=after)
+
+
 NOINC = "cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];"
 # without .noinc the arrive-on leaves the pending count as it is: the thread arrives as well
 INC = "cp.async.mbarrier.arrive.shared.b64 [mbb];\n    mbarrier.arrive.shared.b64 %rd8, [mbb];"
@@ -520,7 +501,7 @@ def test_a_consumer_may_read_what_only_a_cp_async_arrive_publishes(arrive: str) 
     """The phase cp.async.mbarrier.arrive arrives in completes only after the thread's copies (its arrive-on
     fires then), so the consumers that wait for it read the copied words."""
     want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
-    body = CP_ARRIVE.format(arrive=arrive, producer="", consumer=WAIT_B)
+    body = cp_arrive(arrive)
     np.testing.assert_array_equal(run(body, MBARS), want)
     np.testing.assert_array_equal(run(body, MBARS, check=False), want)
 
@@ -530,10 +511,10 @@ def test_reading_a_copy_tracked_by_a_cp_async_arrive_without_waiting_is_a_race(a
     """The arrive is no wait: the copying thread itself reading its destination after it, or a consumer
     ordered after the copying threads by a CTA barrier instead of the mbarrier's phase, reads bytes the copy
     may not have written yet (the arrive-on fires when the copies complete, not when the thread issues it)."""
-    own = CP_ARRIVE.format(arrive=arrive, producer="ld.shared.u32 %r9, [%r6];", consumer=WAIT_B)
+    own = cp_arrive(arrive=arrive, producer="ld.shared.u32 %r9, [%r6];", consumer=WAIT_B)
     msg = race(own, MBARS)
     assert re.search(IN_FLIGHT.format(addr=0x100, t=64), msg), msg
-    barrier = CP_ARRIVE.format(arrive=arrive, producer="bar.sync 1, 128;", consumer="bar.sync 1, 128;")
+    barrier = cp_arrive(arrive=arrive, producer="bar.sync 1, 128;", consumer="bar.sync 1, 128;")
     msg = race(barrier, MBARS)
     assert re.search(IN_FLIGHT.format(addr=0x100, t=0), msg), msg
     # without the race checker the consumer sees the old (undefined) contents: the copies land later
@@ -544,12 +525,12 @@ def test_overwriting_the_source_of_a_copy_in_flight_is_a_race() -> None:
     """A cp.async reads its source at some time before it completes: a store to it meanwhile, by the copying
     thread itself after its cp.async.mbarrier.arrive (no wait), races with the copy; after cp.async.wait_all it
     does not."""
-    msg = race(CP_ARRIVE.format(arrive=NOINC, producer="st.global.u32 [%rd3], %r0;", consumer=WAIT_B), MBARS)
+    msg = race(cp_arrive(arrive=NOINC, producer="st.global.u32 [%rd3], %r0;", consumer=WAIT_B), MBARS)
     assert re.search(rf"data race \(write-after-read\): the cp.async at line \d+ 'cp.async.ca.shared.global "
                      rf"\[%r6\], \[%rd3\], 4' reads global address 0x{A0 + 4 * 64:x} and thread 64 stores to it "
                      r"before the copy is complete", msg), msg
     want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
-    np.testing.assert_array_equal(run(CP_ARRIVE.format(arrive=NOINC, producer="cp.async.wait_all;\n    "
+    np.testing.assert_array_equal(run(cp_arrive(arrive=NOINC, producer="cp.async.wait_all;\n    "
                                                        "st.global.u32 [%rd3], %r0;", consumer=WAIT_B), MBARS), want)
 
 
@@ -558,9 +539,9 @@ def test_a_thread_that_waited_for_its_tracked_copies_and_what_it_orders_after_se
     reads its own, and a CTA barrier after that publishes them (the mbarrier's waiters see them by its phase)."""
     want = np.where(np.arange(N) < 64, np.arange(N) + 64, 0)
     waited = "cp.async.wait_all;\n    ld.shared.u32 %r9, [%r6];"
-    np.testing.assert_array_equal(run(CP_ARRIVE.format(arrive=NOINC, producer=waited, consumer=WAIT_B), MBARS),
+    np.testing.assert_array_equal(run(cp_arrive(arrive=NOINC, producer=waited, consumer=WAIT_B), MBARS),
                                   want)
-    np.testing.assert_array_equal(run(CP_ARRIVE.format(arrive=NOINC, producer=waited + "\n    bar.sync 1, 128;",
+    np.testing.assert_array_equal(run(cp_arrive(arrive=NOINC, producer=waited + "\n    bar.sync 1, 128;",
                                                        consumer="bar.sync 1, 128;"), MBARS), want)
 
 
@@ -689,14 +670,14 @@ def test_a_copy_wait_orders_nothing_new_only_where_the_threads_saw_their_copies_
     that only waited for the consumers' release has not (the phase may be complete, but it did not see it)."""
     arrive = "cp.async.mbarrier.arrive.noinc.shared.b64 [mbb];"
     # the copiers' wait on A, their wait_all, the consumers' wait on B
-    assert _recorded(CP_ASYNC_ARRIVE.format(arrive=arrive), MBARS) == [True, True, True]
+    assert _recorded(cp_arrive(after="cp.async.wait_all;", arrive=arrive), MBARS) == [True, True, True]
     seen_b = arrive + """
 WAIT_B2:
     mbarrier.try_wait.parity.shared.b64 %p6, [mbb], 0;
     @!%p6 bra WAIT_B2;"""
     # the copiers' waits on B and A, their wait_all, the consumers' wait on B (an mbarrier that cp.async
     # arrivals complete orders their bytes by its phase: a wait on it is never taken as redundant)
-    assert _recorded(CP_ASYNC_ARRIVE.format(arrive=seen_b), MBARS) == [True, True, False, True]
+    assert _recorded(cp_arrive(after="cp.async.wait_all;", arrive=seen_b), MBARS) == [True, True, False, True]
 
 
 def test_an_mbarrier_wait_orders_nothing_new_only_where_its_phase_is_known_already() -> None:
