@@ -114,6 +114,13 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_gemm_mxfp8_rr_256x64x64_zero_tiles_cast_ragged_lat3_v13p3", "sm_100", "tensor-core family",
      "mma.sync with block scales by FMA where NVIDIA's uses tcgen05: the remark's reason, the block scales of a "
      "256 x 64 tile do not fit tensor memory's columns beside the accumulator (found by seed 30)"),
+    ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_90", "spills",
+     "250 spill instructions (NVIDIA's: none at 254 registers): without facts K and V are loaded element by "
+     "element into the loop's registers, 2185 hot-loop instructions for 6 QGMMA; not LSR (-disable-lsr: 252; "
+     "found by seed 30)"),
+    ("g_attn_decode_bf16_d64_g8_128_window_none_h0_v13p3", "sm_90", "spills",
+     "70 spill instructions (NVIDIA's: none at 254 registers): a decode without facts, its keys and values "
+     "loaded element by element (found by seed 30; 25 on sm_80, 12 on sm_120)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
