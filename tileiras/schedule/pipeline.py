@@ -137,22 +137,20 @@ def plan_pipelines(entry: Operation, assignment: Layouts,
             if op.operand("token") in after:
                 continue
             loads.append(op)
-        if not loads and assignment.caps.has("mbarrier_tx") and rows:
+        row_loop = not loads and assignment.caps.has("mbarrier_tx") and rows
+        if row_loop:
             loads = [op for op in body.operations
                      if _register_load(op, inside, iv, assignment) and op.operand("token") not in after]
             if writes and sum(op.results[0].type.num_elements for op in loads) > ROW_ELEMENTS * assignment.threads:
                 loads = []      # (too many registers kept a thread: `ROW_ELEMENTS`)
-            if loads:
-                plan = _schedule(loop, tuple(loads), assignment)
-                why = _no_steady_state(plan)
-                if why:
-                    if declined is not None:
-                        declined[loop] = why
-                    continue
-                plans[loop] = plan
-                continue
-        if loads:
-            plans[loop] = _schedule(loop, tuple(loads), assignment)
+        if not loads:
+            continue
+        plan = _schedule(loop, tuple(loads), assignment)
+        why = _no_steady_state(plan) if row_loop else ""
+        if not why:
+            plans[loop] = plan
+        elif declined is not None:
+            declined[loop] = why
     return plans
 
 

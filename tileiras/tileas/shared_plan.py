@@ -259,17 +259,18 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
              f"{', '.join(role for role in ROLES if role not in plan.covered) or 'none'}",
              f"//   {plan.assumes.describe()}: chosen here"
              f"{'' if plan.complete else ', from the buffers predicted (not every role is)'}"]
+
+    def the_loop(loop: Operation) -> str:
+        return f"//     the loop at {loop.location}" if loop.location else "//     the loop"
+
     for loop, (used, fitted) in plan.fits.items():
-        at = f" at {loop.location}" if loop.location else ""
-        lines.append(f"//     the loop{at}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
+        lines.append(f"{the_loop(loop)}: {fitted.stages} stages beside {used} B planned before it ({fitted.reason})")
     for loop, ring in plan.rings.items():
         if ring is not None:
-            at = f" at {loop.location}" if loop.location else ""
-            lines += [f"//     the loop{at}: {line}" for line in ring.describe(name_of)]
+            lines += [f"{the_loop(loop)}: {line}" for line in ring.describe(name_of)]
     for loop, freed in (plan_of(assignment).barriers_freed or {}).items():
-        at = f" at {loop.location}" if loop.location else ""
         lifetime = "freed after it (invalidated, then a CTA barrier)" if freed else "kept to the kernel's end"
-        lines.append(f"//     the loop{at}: its mbarriers {lifetime}")
+        lines.append(f"{the_loop(loop)}: its mbarriers {lifetime}")
     for copies in (plan_of(assignment).ring_copies or {}).values():
         lines += [f"//     {line}" for line in copies.describe(name_of)]
     lines += [f"//     {shot.describe(name_of)}" for shot in (plan_of(assignment).once_copies or {}).values()]
