@@ -758,3 +758,55 @@ def test_a_norms_tolerance_is_its_derived_bound(name: str) -> None:
     problems = reference.compare(v, spec, wrong, want, args)
     assert problems and "first at (3, " in problems[0], problems
     assert reference.compare(v, spec, wrong, want) == []
+
+
+@pytest.mark.parametrize("name,gpu", [("g_mla_decode_f16_h32_32_none_h0_v13p1", "sm_90"),
+                                      ("g_attn_fwd_bf16_d64_window_g1_64x32_none_h0_v13p4", "sm_120")])
+def test_a_producer_without_facts_loads_its_stages_element_by_element(name: str, gpu: str) -> None:
+    """Without facts neither cp.async (no chunk proved aligned) nor TMA (no unit stride proved) copies the
+    keys and values, which left the loop unspecialized: the consumers loaded them element by element in
+    the hot loop (MLA decode on sm_90: 212 spill instructions, 24 instructions per mma). The producer warps
+    now load them element by element and store them into the ring's stages (stage_rings.producer_stages),
+    arriving on the stage's full mbarrier, and no role gives registers back (the producer needs them for
+    its loads): no spills, 6.4 instructions per mma. The emulator runs both roles against numpy."""
+    v = grammar.parse(name)
+    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, WORK / f"{name}.{gpu}.staged.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    assert "warp-specialized: warps 4-7 produce (element-by-element loads and shared stores" in said, said
+    assert "no setmaxnreg" in said, said
+    assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
+    assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
+
+
+def test_a_producer_staging_through_registers_keeps_every_budget() -> None:
+    """The split's register budgets: a producer loading element by element keeps its launch budget and so do
+    the consumers (no setmaxnreg at all); a cp.async or TMA producer gives registers back."""
+    from tileiras.ir.record import replace
+    from tileiras.tileas.warp_roles import WarpSplit
+
+    split = WarpSplit(loop=None, slice=(), producer="p")  # type: ignore[arg-type]
+    assert split.registers(128) == (0, 72, 0, 0) and split.registers(128, tma=True) == (0, 40, 0, 0)
+    assert replace(split, loads_in_registers=True).registers(128) == (0, 0, 0, 0)
+
+
+def test_a_producer_storing_a_wgmma_stage_fences_the_async_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sm_90, attention without facts: the producer stores K and V element by element into swizzled stages that
+    wgmma reads through the async proxy, so each producer thread fences (fence.proxy.async) between its stores
+    and its arrival on the stage's full mbarrier (a consumer's fence after its wait does not order another
+    thread's stores). The emulator matches numpy; with the producer's fence deleted it reports the missing one."""
+    from emulator_runs import edit_ptx
+    from tileiras.errors import TileirasError
+
+    v = grammar.parse("g_attn_fwd_bf16_d64_causal_g1_64x64_none_ctas2_v13p2")
+    bytecode = export.bytecode(v, "sm_90").read_bytes()
+    assert not reference.emulate(v, launch.launch(v), bytecode, "sm_90")
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", tempfile.mkdtemp())
+
+    def unfenced(text: str) -> str:     # the fence right before the producer's arrival
+        text, n = re.subn(r"fence\.proxy\.async\.shared::cta;((?:\s*//[^\n]*\n)*\s*mbarrier\.arrive)", r"\1", text)
+        assert n == 1
+        return text
+    edit_ptx(monkeypatch, unfenced)
+    with pytest.raises((AssertionError, TileirasError), match="missing fence.proxy.async"):
+        problems = reference.emulate(v, launch.launch(v), bytecode, "sm_90")
+        assert not problems, "\n".join(problems)

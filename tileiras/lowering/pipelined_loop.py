@@ -117,8 +117,8 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         return None
     plan, pair, tiles, swizzled, dense, sizes = ring.plan, ring.pair, ring.tiles, ring.swizzled, ring.dense, ring.sizes
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
-    k.schedule_notes += [f"//   {where}: block scale {load.results[0].type} staged through registers (no fact "
-                         f"proves a 4-byte copy of it aligned)" for load in ring.through_registers]
+    k.schedule_notes += [f"//   {where}: {load.results[0].type} staged through registers (no fact proves a copy "
+                         f"of it aligned)" for load in ring.through_registers]
     head, *rows = plan.describe()
     k.schedule_notes += [f"//   {where}: {head}", *(f"//     {row}" for row in rows)]
     if pair is not None:    # before tensor memory is allocated: with .cta_group::2
@@ -162,7 +162,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         tma, cluster = _numbered(k, copies.tma), copies.cluster
         assert pair is None or tma is not None and {pair.a_load, pair.b_load} <= set(tma), "cta_pairs.plan checked TMA"
         why_not = "" if specialized else (k.warp_split_refused or "another loop of the kernel has the producer")
-        roles = _roles(k, stages, tma is not None, bool(tma) and len(tma) < len(plan.loads)) if specialized else f"not warp-specialized: {why_not}"
+        roles = _roles(k, stages, copies) if specialized else f"not warp-specialized: {why_not}"
         k.remark("passed" if specialized else "missed", "memory", "RemarkWarpSpecialization",
                  "Warp roles of a pipelined loop", op, Roles=roles)
         handshake += f"; {roles}"
@@ -175,7 +175,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
              WantedStages=str(fitted.wanted),
              Reason=f"{schedule.reason} (in ticks of {plan.graph.tick} cycles); {fitted.reason}", Handshake=handshake)
     ahead = stages if specialized else stages - 1   # a producer warpgroup fills every stage ahead
-    engine = ("TMA and cp.async" if len(tma) < len(plan.loads) else "TMA") if tma else "cp.async"
+    engine = copies.engine if uses_mbarriers(k) else "cp.async"
     k.schedule_notes.append(f"//   {where}: {stages}-stage {engine} pipeline of {len(plan.loads)} tile loads, "
                             f"{sum(sizes.values())} bytes a stage, copies {ahead} iterations ahead "
                             f"({fitted.reason}; {fitted.barriers.describe() if fitted.barriers else ''}), "
@@ -300,9 +300,11 @@ def copied(p: ActivePipeline) -> tuple:
     return tuple(load for load in p.loads if not p.tma or load not in p.tma)
 
 
-def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> str:
+def _roles(k: KernelLowering, stages: int, ring_copies: RingCopies) -> str:
     """The warp roles of the specialized loop, as the remark and the schedule dump say them (`mixed`:
-    the producer's threads also copy by cp.async the loads TMA cannot, `copied`)."""
+    the producer's threads also copy the loads TMA cannot, `copied`)."""
+    tma = ring_copies.tma is not None
+    mixed = tma and len(ring_copies.tma) < len(ring_copies.loads)  # type: ignore[arg-type]
     first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
     mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma and not mixed)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
@@ -318,6 +320,9 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
                 f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
                 f"tcgen05.ld){regs}{named}")
     copies = "one thread issues TMA copies" if tma else "cp.async only"
+    if ring_copies.through:
+        rest = [engine for engine in ("TMA", "cp.async") if engine in ring_copies.engine.split(" and ")]
+        copies = "element-by-element loads and shared stores" + "".join(f", {engine}" for engine in rest)
     if k.warp_split.form == "attention":
         return (f"warp-specialized (attention): warp {first} produces ({copies} of K and V), warp {first + 1} "
                 f"issues the MMAs (one thread: S = Q K^T, then O += P V once the softmax stored P), warps "
@@ -327,7 +332,8 @@ def _roles(k: KernelLowering, stages: int, tma: bool, mixed: bool = False) -> st
         copies += f"; the consumers issue the tcgen05 mmas: {k.warp_split.note}"
     tiles = "; persistent: both roles run the tile loop, the ring's phases carried over tiles" \
         if k.warp_split.outer is not None else ""
-    return (f"warp-specialized: warps {first}-{last} produce ({copies}, setmaxnreg.dec {dec}), "
+    budget = f"setmaxnreg.dec {dec}" if dec else "no setmaxnreg: the producer keeps its registers for its loads"
+    return (f"warp-specialized: warps {first}-{last} produce ({copies}, {budget}), "
             f"warps 0-{first - 1} consume{f' (setmaxnreg.inc {inc})' if inc else ''}{tiles}{named}")
 
 
@@ -366,6 +372,8 @@ def copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
         return
     if any(chunk_elements(load, k.get(load.operand("view")), load.results[0].type) for load in copied(p)):
         wait_all(k)
+    if any(p.matrices[load].swizzled for load in copied(p)):
+        fence_async_proxy(k)    # wgmma / tcgen05.mma read the stage through the async proxy: this thread's stores first
     mbarrier.arrive(k, full)
 
 

@@ -41,17 +41,22 @@ class CopyRemark:
 class RingCopies:
     """How a pipelined loop's loads reach its stages: `tma` (load -> tma_boxes.TmaCopy, its `slot` unset:
     the lowering numbers the tensor maps) or None where every load is copied by cp.async; the loads of
-    the loop TMA does not copy keep cp.async beside its boxes. `cluster`: the multicast plan of a
+    the loop TMA does not copy keep cp.async beside its boxes, but for `through`, which neither can copy:
+    loaded and stored element by element (StageRing.through_registers). `cluster`: the multicast plan of a
     cluster-split kernel's shared tiles, or None."""
     loop: Operation
     loads: tuple
     tma: Optional[dict] = None
     cluster: Optional[ClusterLoads] = None
     remarks: tuple = ()     # CopyRemark
+    through: tuple = ()     # loads staged through registers
+
+    def engine_of(self, load: Operation) -> str:
+        return "TMA" if self.tma and load in self.tma else "registers" if load in self.through else "cp.async"
 
     @property
     def engine(self) -> str:
-        return ("TMA and cp.async" if len(self.tma) < len(self.loads) else "TMA") if self.tma else "cp.async"
+        return " and ".join(dict.fromkeys(self.engine_of(load) for load in self.loads))
 
     def describe(self, name_of: Callable[[Value], str]) -> list[str]:
         """Dump lines: the engine, each load's boxes, the multicast plan."""
@@ -60,7 +65,8 @@ class RingCopies:
         for load in self.loads:
             t = self.tma.get(load) if self.tma else None
             if t is None:
-                lines.append(f"  {name_of(load.results[0])}: cp.async")
+                how = "element by element through registers" if load in self.through else "cp.async"
+                lines.append(f"  {name_of(load.results[0])}: {how}")
                 continue
             n = t.atoms * t.bands
             cast = f", one slice of {t.slices} multicast to the CTAs sharing it" if t.slices > 1 else ""
@@ -129,7 +135,7 @@ def decide(k: Any, loop: Operation) -> Optional[RingCopies]:
 
     tma, cluster = choose(k, loop, loads, matrices, ring.dense, ring.tiles, ring.pair is not None, ring.beside,
                           ring.refilled, note)
-    return RingCopies(loop, loads, tma, cluster, tuple(remarks))
+    return RingCopies(loop, loads, tma, cluster, tuple(remarks), ring.through_registers)
 
 
 def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict,

@@ -6,6 +6,8 @@ reads are one decision's).
 Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipeline_copies.decide`):
 * the attention form's MMA warp shares the producer's warpgroup, so it needs every load copied by TMA
   (cp.async copies take the whole warpgroup); else the consumers issue the mmas;
+* a producer that stages loads through its registers (stage_rings.producer_stages) keeps its launch
+  budget (`WarpSplit.loads_in_registers`);
 * a TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (the form
   gives no role setmaxnreg, which would need the whole warpgroup), so the CTA launches 96 threads
   fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it.
@@ -21,6 +23,7 @@ from .pipeline_copies import decide
 if TYPE_CHECKING:
     from .pipeline_copies import RingCopies
     from .shared_stages import StagingFacts
+    from .stage_rings import StageRing
     from .warp_roles import WarpSplit
 
 
@@ -31,11 +34,13 @@ def settled(k: "StagingFacts") -> object:
     return split if split is None else settle(split, decide(k, split.loop))
 
 
-def settle(split: "WarpSplit", copies: "Optional[RingCopies]") -> "WarpSplit":
-    """`split` settled by its loop's `copies` (module docstring): the split as decided where the loop has
-    none (it is left unpipelined)."""
+def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[StageRing]" = None) -> "WarpSplit":
+    """`split` settled by its loop's `copies` and, once recorded, its stage `ring` (module docstring): the split
+    as decided where the loop has none (it is left unpipelined)."""
     if copies is None:
         return split
+    if ring is not None and ring.through_registers:
+        split = replace(split, loads_in_registers=True)
     tma, loads = copies.tma, copies.loads
     if split.mmas and split.form == "attention" and (not tma or len(tma) < len(loads)):
         return replace(split, mmas=(), attention=False,

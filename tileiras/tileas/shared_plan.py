@@ -173,7 +173,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     if plan.warp_split is not None:    # the split as its loop's copies settle it (the buffers were planned so)
         from .settled_split import settle
 
-        plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(plan.warp_split.loop))
+        loop = plan.warp_split.loop
+        plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(loop), plan.shared.rings.get(loop))
     # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
     from .warp_roles import barriers_freed
 

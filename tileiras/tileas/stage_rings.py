@@ -61,7 +61,7 @@ class StageRing:
     sizes: dict                         # load op -> bytes of one stage
     pair: Optional[CtaPair]             # sm_100: a CTA pair runs the loop's mma
     retiring: Optional[Operation]       # the mma left in flight (sm_90's wgmma group, sm_100's committed tcgen05.mma)
-    through_registers: tuple            # block scales no copy can stage (`stageable`)
+    through_registers: tuple            # loads no copy can stage: block scales (`stageable`), a producer's (`producer_stages`)
     beside: frozenset = frozenset()     # loads that may keep cp.async beside the others' TMA boxes
     refilled: frozenset = frozenset()   # loads read into registers, which put back their view's padding
 
@@ -75,7 +75,8 @@ class StageRing:
             form = " swizzled" if self.swizzled[load] else " unpadded" if load in self.dense else ""
             return f"{name_of(load.results[0])} {self.sizes[load]} B{form}"
         lines = [f"a stage holds {', '.join(held(load) for load in self.plan.loads)}"]
-        lines += [f"block scale {name_of(load.results[0])} staged through registers" for load in self.through_registers]
+        lines += [f"{name_of(load.results[0])} staged element by element through registers"
+                  for load in self.through_registers]
         if self.pair is not None:
             lines.append(f"a CTA pair runs {name_of(self.pair.mma.results[0])}, each CTA staging half of "
                          f"{name_of(self.pair.b_load.results[0])}")
@@ -107,6 +108,26 @@ def stageable(k: "StagingFacts", plan: PipelinePlan) -> tuple[Optional[PipelineP
     if by_tma and not (k.caps.has("tma") and uses_mbarriers(k)) or len(through) == len(plan.loads):
         return None, [], []
     return plan, through, by_tma
+
+
+def producer_stages(k: "StagingFacts", loop: Operation, load: Operation) -> bool:
+    """Whether warp-specialized `loop`'s producer may stage `load`, which neither cp.async nor TMA can
+    copy (no fact proves a chunk aligned, nor a TMA box's strides), element by element through its
+    registers: whole-byte elements, arriving on the stage's full mbarrier once stored (after a proxy
+    fence where wgmma or tcgen05.mma reads the stage: lowering/pipelined_loop.copies_arrive). The
+    producer runs ahead by the ring's depth, so the loads' latency is hidden as a copy's is; NVIDIA's
+    producer warps load such tiles element by element too (LDG.U16 / STS). (The attention form's MMA
+    warp shares the producer's warpgroup: there the consumers issue the mmas, settled_split.settle.)
+    Only beside one consumer warpgroup and one CTA an SM: the CTA then launches with 255 registers a
+    thread and no role gives any back (`WarpSplit.loads_in_registers`); two warpgroups launch with 168,
+    which the consumers of an MLA decode without facts spilled (307 instructions; unspecialized, none),
+    an occupancy hint of 2 with 128 (an e4m3 attention's, d128 on sm_100: 646; unspecialized, 164)."""
+    split = k.warp_split
+    if split is None or split.loop is not loop or not uses_mbarriers(k) or k.threads > 128 \
+            or occupancy_hint(k) > 1:
+        return False
+    view = view_of(load.operand("view"))
+    return view is not None and staged_through_registers(load, view, load.results[0].type)
 
 
 def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
@@ -248,6 +269,12 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     if by_tma:      # loads only TMA can copy: they must be among its copies
         copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles, beside, refilled)
         missed = [load for load in by_tma if copies is None or load not in copies]
+        produced = [load for load in missed if producer_stages(k, op, load)]
+        if produced:    # the producer warps load them element by element and store them into the stage
+            through += produced
+            by_tma = [load for load in by_tma if load not in produced]
+            missed = [load for load in missed if load not in produced]
+            beside = beside | frozenset(produced)
         if missed:
             reason = why.get(missed[0], "")
             return None, ("a load cp.async cannot copy ahead (no fact proves its chunks aligned and wholly inside "

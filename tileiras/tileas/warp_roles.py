@@ -34,6 +34,11 @@ PRODUCER_THREADS = 128
 REGISTERS = {1: (72, 0), 2: (80, 216)}
 
 
+# A producer that stages loads through its registers (no cp.async form, nor TMA, legal: a kernel without
+# facts) keeps its launch budget, and so do the consumers: at 72 it spilled the element loads' addresses (an f16
+# decode's 64 x 256 K tile, 128 loads a thread: 2452 bytes of spills on sm_90; at its launch budget none). NVIDIA's
+# producer warps of such kernels load element by element without setmaxnreg too.
+#
 # A TMA producer keeps no addresses (one thread, a few coordinates): 40 registers, as NVIDIA's
 # (32) plus room for the slice it recomputes; two consumer warpgroups take (65536 - 128 * 40) / 256.
 # One consumer warpgroup whose occupancy hint asks for 2 CTAs an SM launches with 128 registers and
@@ -79,6 +84,9 @@ class WarpSplit:
     # condition is a scalar, the same in every thread of the CTA: the producer takes the branches too
     guards: tuple[tuple[Value, bool], ...] = ()
     guard_slice: tuple[Operation, ...] = ()  # the ops of `slice` the conditions need, lowered before any barrier
+    # the producer stages loads element by element through its registers (stage_rings.producer_stages): no role
+    # reallocates registers (`registers`)
+    loads_in_registers: bool = False
 
     @property
     def form(self) -> str:
@@ -93,6 +101,8 @@ class WarpSplit:
         threads (`tma`: the producer copies with TMA)."""
         if self.form == "tcgen05":
             return ROLES[consumers // 128]
+        if self.loads_in_registers:
+            return 0, 0, 0, 0
         dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
         if self.min_ctas > 1:   # the consumers take what the producer gave back of the CTA's share
             inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
