@@ -53,7 +53,7 @@ from ..tileas.pipeline_copies import RingCopies
 from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import StageRing, fit_beside, ring_of, uses_mbarriers
+from ..tileas.stage_rings import StageRing, fit_beside, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -228,16 +228,12 @@ def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
 def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
     """What loop `op`'s stages hold (None: it has no ring), as plan-shared-memory decided it
     (`SharedPlan.rings`: stage_rings.ring_of as the pass's walk met the loop, the K-major copies given
-    before it deciding `retiring`). Where the plan does not predict the kernel's staging
-    (shared_stages.predict: no "ring" role covered) or the lowering voided its staging roles (its
-    K-major copies are then its own: PlanCheck.enter_loop), the ring as the lowering's kernel gives it.
-    A plan that predicts the staging without the loop's ring is an internal error."""
+    before it deciding `retiring`; no ring in a kernel whose staging it does not predict). A plan
+    without the loop's ring is an internal error: the lowering does not decide."""
     if not k.pipelines or op not in k.pipelines:
         return None     # no pipeline plan, no ring
     plan = k.plan_check.plan
-    if plan is None or "ring" not in plan.covered or k.plan_check.voided:
-        return ring_of(k, op)
-    if op not in plan.rings:
+    if plan is None or op not in plan.rings:
         raise CompileError(f"error: internal: the kernel's plan has no stage ring for the loop at {op.location} "
                            f"(plan-shared-memory's rings)")
     return plan.rings[op]

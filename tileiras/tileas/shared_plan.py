@@ -117,8 +117,9 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
-    rings: dict                   # loop with a pipeline plan -> what its stages hold (stage_rings.StageRing; None:
-                                  # no ring), read by the lowering (pipelined_loop.planned_ring)
+    rings: dict                   # every loop with a pipeline plan -> what its stages hold (stage_rings.StageRing;
+                                  # None: no ring, as in every loop of a kernel whose staging is not predicted),
+                                  # read by the lowering (pipelined_loop.planned_ring)
     entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
@@ -213,7 +214,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     staged = predict(entry, assignment, asked, assumes)
     fits: dict = {}
     entered: dict = {}
-    rings: dict = {}
+    rings: dict = dict.fromkeys(plan_of(assignment).pipelines or {})   # unpredicted staging: no loop has a ring
     if staged is not None:
         asked += staged[0]
         fits, entered, rings = staged[1], staged[2], staged[4]

@@ -210,8 +210,8 @@ def scale_loads(k: "StagingFacts", loads: tuple) -> "set[Operation]":
 
 def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
-    The pass `plan-shared-memory` sizes the rings with it and records them; the lowering gives a ring
-    itself only where the plan does not predict the kernel's staging (pipelined_loop.planned_ring)."""
+    The pass `plan-shared-memory` sizes the rings with it and records them, which the lowering reads
+    (pipelined_loop.planned_ring)."""
     return ring_or_why(k, op)[0]
 
 
