@@ -44,8 +44,8 @@ predicted (kind, size, alignment, swizzle, lifetime), and every predicted reques
 where every request of the kernel was predicted, each must sit at its planned offset. A
 disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
 else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
-itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
-does not hold (the lowering placed a buffer of an unplanned role before the loop), or an epilogue
+itself, a wrong prediction cannot change the code, only the plan's dump. Where the lowering placed a
+buffer of an unplanned role before a pipelined loop (whose depth stays the plan's), or an epilogue
 is decided otherwise beside such a buffer (`PlanCheck.decide`), the check drops the staging roles
 (the tcgen05 ones with them: sized by the depth, or placed beside the stages)
 for the rest of the kernel and says so (`PlanCheck.void`).
