@@ -1,9 +1,9 @@
 """What a pipelined loop's stages hold (each load's staged tile, swizzle and bytes, a CTA pair's half of B,
 the mma left in flight: stage_rings.StageRing) is decided once, by `plan-shared-memory` as its walk meets
 the loop (shared_stages.predict: the K-major copies given before it decide `retiring`), recorded in its
-plan (`SharedPlan.rings`) and printed in the pass's dump; the lowering (lowering/pipelined_loop.prepare,
-`planned_ring`) reads it, and refuses a plan that predicts the staging without it. Only where the plan
-does not predict the kernel's staging, or the lowering voided it, does the lowering give the ring itself."""
+plan (`SharedPlan.rings`, for every loop with a pipeline plan) and printed in the pass's dump; the
+lowering (lowering/pipelined_loop.prepare, `planned_ring`) only reads it, and refuses a plan without it.
+A kernel whose staging the plan does not predict has no ring in any loop."""
 
 from __future__ import annotations
 
@@ -39,18 +39,24 @@ def test_the_ring_is_in_the_middle_levels_dump(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize("name,gpu", [("cp_matmul_f16_128x256x64", "sm_90"), ("cp_matmul_f16_128x256x64", "sm_100"),
                                       ("cp_matmul_f16_128x256x64", "sm_80"),
                                       ("tg_matmul_persistent_f16_128x512x64", "sm_90"), ("fa_f16_q64k64d64", "sm_100")])
-def test_the_lowering_gives_no_ring_itself(monkeypatch: pytest.MonkeyPatch, name: str, gpu: str) -> None:
-    """Where the plan predicts the kernel's staging, the lowering reads each loop's ring from it."""
-    def refused(*args: Any) -> Any:
-        raise AssertionError("the lowering gave a ring itself")
+def test_the_lowering_reads_each_ring_from_the_plan(monkeypatch: pytest.MonkeyPatch, name: str, gpu: str) -> None:
+    """Every ring the lowering lowers is the plan's own; the lowering has no way to give one itself."""
+    read: list = []
+    planned = pipelined_loop.planned_ring
 
-    monkeypatch.setattr(pipelined_loop, "ring_of", refused)
+    def reading(k: Any, op: Any) -> Any:
+        read.append((op, planned(k, op)))
+        return read[-1][1]
+
+    monkeypatch.setattr(pipelined_loop, "planned_ring", reading)
     _, _, checks = lower(monkeypatch, corpus_bytecode(name), gpu)
-    assert checks and all(check.plan.rings for check in checks)
+    rings = {op: ring for check in checks for op, ring in check.plan.rings.items()}
+    assert any(ring for _, ring in read) and all(rings.get(op) is ring for op, ring in read), read
+    assert not hasattr(pipelined_loop, "ring_of")
 
 
 def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plan that predicts the staging but not a pipelined loop's ring is an internal error."""
+    """A plan without a pipelined loop's ring is an internal error."""
     predict = shared_stages.predict
 
     def without(*args: Any) -> Any:
@@ -63,18 +69,10 @@ def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch: pytest.Monkey
         lower(monkeypatch, corpus_bytecode("cp_matmul_f16_128x256x64"), "sm_90")
 
 
-def test_a_kernel_the_plan_does_not_stage_gets_its_ring_from_the_lowering(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plan that does not predict the staging (shared_stages.predict: None) has no rings: the lowering
-    gives the ring itself, beside the buffers it placed (as before the plan recorded them): the wgmma still
-    keeps its group in flight."""
-    given: list = []
-    ring_of = pipelined_loop.ring_of
-
-    def giving(k: Any, op: Any) -> Any:
-        given.append(op)
-        return ring_of(k, op)
-
+def test_a_kernel_the_plan_does_not_stage_has_no_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan that does not predict the staging (shared_stages.predict: None) records every loop with a
+    pipeline plan as having no ring: the kernel compiles, its loop not pipelined."""
     monkeypatch.setattr(shared_stages, "predict", lambda *args: None)
-    monkeypatch.setattr(pipelined_loop, "ring_of", giving)
     ir, _, checks = lower(monkeypatch, corpus_bytecode("cp_matmul_f16_128x256x64"), "sm_90")
-    assert given and not any(check.plan.rings for check in checks) and "wgmma.wait_group.sync.aligned(i64 1)" in ir
+    assert checks and all(check.plan.rings and not any(check.plan.rings.values()) for check in checks)
+    assert "wgmma" in ir and "mbarrier" not in ir

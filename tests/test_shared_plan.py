@@ -183,7 +183,7 @@ def test_a_pipeline_depth_is_decided_by_the_plan_and_read_by_the_lowering(monkey
 
     read = []
     planned = pipelined_loop.planned_fit
-    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op, used: read.append(planned(k, op, used)) or read[-1])
+    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op: read.append(planned(k, op)) or read[-1])
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("bmm_f16_64x64x32", gpu)
     plan = "\n".join(_section(dump, "plan-shared-memory"))
@@ -251,17 +251,23 @@ def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -
     assert len(staged) == 2 and all(", offset " in line for line in staged), plan
 
 
-def test_where_a_buffer_before_the_loop_is_not_planned_the_lowering_fits_it_and_says_so(monkeypatch) -> None:
+def test_where_a_buffer_before_the_loop_is_not_planned_the_depth_stays_the_plans(monkeypatch) -> None:
     """sm_90 attention in e4m3: the restaged mma operand of the first loop (mma-stage, here not sized by
-    the plan) comes before the next loop's stages: the plan's depth may not hold, so the lowering fits
-    the loop itself and the check drops the staging roles for the rest of the kernel (no error)."""
+    the plan) comes before the next loop's stages: the plan's offsets no longer hold, so the check drops
+    the staging roles for the rest of the kernel and says so (no error); the depths are still the plan's
+    (the lowering decides none)."""
+    from tileiras.lowering import pipelined_loop
     from tileiras.tileas import shared_operands
 
+    read = []
+    planned = pipelined_loop.planned_fit
+    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op: read.append((k, op, planned(k, op))) or read[-1][2])
     monkeypatch.setattr(shared_operands, "ROLES", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("cp_fmha_e4m3_d64_causal_128x128", "sm_90")
     assert "the buffers before the loop at " in dump and \
         "are not all planned: its staging, invariant, ring, mbarriers, kmajor, reduction, " in dump
+    assert read and all(fitted is k.plan_check.plan.fits[op][1] for k, op, fitted in read)
 
 
 def test_a_reductions_scratch_before_a_loop_is_planned_and_its_depth_holds(monkeypatch) -> None:
@@ -343,7 +349,7 @@ def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_f
 
     read = []
     planned = pipelined_loop.planned_fit
-    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op, used: read.append(planned(k, op, used)) or read[-1])
+    monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op: read.append(planned(k, op)) or read[-1])
     dump, plan = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
     assert ": 3 stages beside 32776 B planned before it (" in plan, plan
     assert "//     tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 132224: %for" in plan

@@ -115,6 +115,28 @@ def test_tiles_tcgen05_cannot_take_stay_on_mma_sync(tmp_path: Path) -> None:
         done.stdout + done.stderr
 
 
+def test_the_reason_an_mma_stays_off_tcgen05_is_layout_assignments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Layout assignment records why each mma of a tcgen05 target stays on mma.sync, beside the chosen
+    layouts (`LayoutAssignment.tcgen05_refused`); the lowering's remark only reads it, deciding nothing again."""
+    from tileiras import remarks
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+    from tileiras.tileas import tcgen05_select
+
+    choose_all = tcgen05_select.choose_all
+
+    def recorded(*args: object, **kw: object) -> tuple:
+        chosen, refused = choose_all(*args, **kw)   # type: ignore[arg-type]
+        assert set(refused) and "32 x 64 tile" in next(iter(refused.values())), refused
+        return chosen, {op: "the reason recorded beside the layouts" for op in refused}
+
+    monkeypatch.setattr(tcgen05_select, "choose_all", recorded)
+    with remarks.collecting() as said:
+        lower_module(load_module(_matmul("float16", "float32", 32, 64, 32), "short.tileirbc"), "sm_100")
+    reasons = [dict(r.args).get("Reason") for r in said if r.name == "RemarkTensorCoreMMA"]
+    assert reasons == ["not tcgen05.mma: the reason recorded beside the layouts"], reasons
+
+
 @pytest.mark.parametrize("name,tile", [("bmm_f16_64x64x32", 64), ("bmm_bf16_128x128x32", 128)])
 def test_batched_matmul_reads_its_reshaped_loads_by_descriptor(name: str, tile: int, tmp_path: Path) -> None:
     """The realistic batched matmul: (1, rows, cols) loads reshaped to 2-D go to the swizzled buffers

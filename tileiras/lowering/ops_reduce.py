@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.types import TileType
 from ..tileas.move_forms import fitting_slices, mma_scratch, reduce_scratch, scratch_offsets
@@ -280,12 +281,15 @@ def _require_narrow(k: KernelLowering, op: Operation, *tiles: TileRegs) -> None:
 
 
 def _not_tcgen05(k: KernelLowering, op: Operation) -> dict[str, str]:
-    """The remark's Reason where a target with tcgen05 runs `op` on mma.sync (the middle level's why)."""
+    """The remark's Reason where a target with tcgen05 runs `op` on mma.sync, as layout assignment
+    recorded it (`LayoutAssignment.tcgen05_refused`)."""
     if not k.caps.has("tcgen05") or k.assignment is None:
         return {}
-    from ..tileas.tcgen05_select import why_not
-
-    return {"Reason": "not tcgen05.mma: " + why_not(op, k.sm, k.threads, k.assignment.tcgen05_layouts)}
+    why = k.assignment.tcgen05_refused.get(op)
+    if why is None:
+        raise CompileError(f"error: internal: layout assignment records no reason the mma at {op.location} "
+                           f"stays off tcgen05 (tcgen05_select.choose_all)")
+    return {"Reason": "not tcgen05.mma: " + why}
 
 
 def _mma(k: KernelLowering, op: Operation) -> None:

@@ -34,6 +34,7 @@ to the next, stride 8 spans between 8-row (K) groups.
 
 from __future__ import annotations
 
+from ..errors import CompileError
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from ..ir.record import replace
@@ -176,9 +177,12 @@ def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) ->
     slot i % 2 while iteration i - 1's group, left in flight, reads the other (`loop_copies`)."""
     from .pipelined_loop import retiring_pipeline
 
-    pipeline = retiring_pipeline(k, op) if slots > 1 else None
+    pipeline = retiring_pipeline(k, op)
     if pipeline is None:
         return buffer, False
+    if slots < 2:   # the plan's ring (stage_rings.group_in_flight) counted on a second slot
+        raise CompileError(f"error: internal: the wgmma at {op.location} is left in flight over a K-major copy "
+                           f"of one slot (plan-shared-memory's ring and the loop's copies disagree)")
     parity = k.b.op(f"and i32 {pipeline.counter}, 1", "ws")
     return replace(buffer, stage=k.b.op(f"mul i32 {parity}, {slot_bytes(buffer)}", "ws")), True
 

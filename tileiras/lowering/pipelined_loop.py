@@ -53,7 +53,7 @@ from ..tileas.pipeline_copies import RingCopies
 from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
-from ..tileas.stage_rings import StageRing, fit_beside, ring_of, uses_mbarriers
+from ..tileas.stage_rings import StageRing, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
 from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -110,8 +110,7 @@ class ActivePipeline:
 
 def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     """The pipeline of loop `op`, its buffers allocated, or None when it is not pipelined. What its
-    stages hold is the shared-memory plan's (`planned_ring`); its depth too where that placed every
-    buffer before the loop (`planned_fit`)."""
+    stages hold and its depth are the shared-memory plan's (`planned_ring`, `planned_fit`)."""
     ring = planned_ring(k, op)
     if ring is None:
         return None
@@ -135,9 +134,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         return None
     retiring = ring.retiring
     spans = k.lifetimes().op_range(ring_loop(k.warp_split, op))   # a persistent loop's, where it runs the roles
-    used, fitted = fit_beside(k, ring, k.buffers, spans, k.static_smem_bytes + k.smem_reserve)
-    planned = planned_fit(k, op, used)
-    fitted = planned if planned is not None else fitted
+    fitted = planned_fit(k, op)
     stages = fitted.stages
     if not stages:
         k.remark("missed", "memory", "RemarkPipelineMissed", "Loop not software-pipelined", op,
@@ -228,33 +225,30 @@ def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
 def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
     """What loop `op`'s stages hold (None: it has no ring), as plan-shared-memory decided it
     (`SharedPlan.rings`: stage_rings.ring_of as the pass's walk met the loop, the K-major copies given
-    before it deciding `retiring`). Where the plan does not predict the kernel's staging
-    (shared_stages.predict: no "ring" role covered) or the lowering voided its staging roles (its
-    K-major copies are then its own: PlanCheck.enter_loop), the ring as the lowering's kernel gives it.
-    A plan that predicts the staging without the loop's ring is an internal error."""
+    before it deciding `retiring`; no ring in a kernel whose staging it does not predict). A plan
+    without the loop's ring is an internal error: the lowering does not decide."""
     if not k.pipelines or op not in k.pipelines:
         return None     # no pipeline plan, no ring
     plan = k.plan_check.plan
-    if plan is None or "ring" not in plan.covered or k.plan_check.voided:
-        return ring_of(k, op)
-    if op not in plan.rings:
+    if plan is None or op not in plan.rings:
         raise CompileError(f"error: internal: the kernel's plan has no stage ring for the loop at {op.location} "
                            f"(plan-shared-memory's rings)")
     return plan.rings[op]
 
 
-def planned_fit(k: KernelLowering, op: Operation, used: int) -> "Optional[BufferAssignment]":
-    """The depth the shared-memory plan gave loop `op`, where it holds: the plan placed every buffer
-    before the loop (so it took the same `used` bytes); else None, and the plan's staging roles are
-    dropped for the rest of the kernel (tileas/shared_stages.py)."""
+def planned_fit(k: KernelLowering, op: Operation) -> "BufferAssignment":
+    """The depth plan-shared-memory gave loop `op` (`SharedPlan.fits`: stage_rings.fit_beside, beside the
+    buffers it placed before the loop). Where the lowering placed others first (a role the plan does not
+    size), the plan's offsets no longer hold: its staging roles are dropped for the rest of the kernel
+    (tileas/shared_stages.py), the depth stays the plan's. A plan without it is an internal error."""
     plan = k.plan_check.plan
     held = plan.fits.get(op) if plan is not None else None
     if held is None:
-        return None
-    if k.plan_check.complete and held[0] == used:
-        return held[1]
-    k.plan_check.void(f"the buffers before the loop at {op.location} are not all planned")
-    return None
+        raise CompileError(f"error: internal: the kernel's plan decides no depth for the pipelined loop at "
+                           f"{op.location} (plan-shared-memory's fits)")
+    if not k.plan_check.complete:
+        k.plan_check.void(f"the buffers before the loop at {op.location} are not all planned")
+    return held[1]
 
 
 def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:

@@ -275,7 +275,8 @@ class LayoutAssignment:
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.row_reduced = self._row_reduced_mmas()
         self.wgmma_ops = self._wgmma_ops()
-        self.tcgen05_layouts = self._tcgen05_layouts()
+        # mmas on tcgen05 -> their accumulators' layouts; the others, on a target with tcgen05 -> why not
+        self.tcgen05_layouts, self.tcgen05_refused = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
         results = {op.results[0]: layout for op, layout in self.mma_layouts.items()}
         # loop -> its carried values' layouts: the mma fragments its body yields (each plan adds rows in warps)
@@ -421,14 +422,13 @@ class LayoutAssignment:
     def is_wgmma(self, op: Operation) -> bool:
         return op in self.wgmma_ops
 
-    # -- sm_100 tcgen05 (ops_tcgen05.py decides) --------------------------------------
-    def _tcgen05_layouts(self) -> dict[Operation, Layout]:
-        mmas = [op for op in self._ops if op in self.mma_shapes]
-        if not mmas or any(op.name == "cuda_tile.return" for op in self._ops[:-1]):   # tensor memory is freed at the one exit
-            return {}
+    # -- sm_100 tcgen05 (tcgen05_select.py decides) --------------------------------------
+    def _tcgen05_layouts(self) -> tuple[dict[Operation, Layout], dict[Operation, str]]:
         from .tcgen05_select import choose_all
 
-        return choose_all(mmas, self.sm, self.threads)
+        mmas = [op for op in self._ops if op in self.mma_shapes]
+        returns_early = any(op.name == "cuda_tile.return" for op in self._ops[:-1])   # tensor memory is freed at the one exit
+        return choose_all(mmas, self.sm, self.threads, returns_early)
 
     def is_tcgen05(self, op: Operation) -> bool:
         return op in self.tcgen05_layouts

@@ -44,8 +44,8 @@ predicted (kind, size, alignment, swizzle, lifetime), and every predicted reques
 where every request of the kernel was predicted, each must sit at its planned offset. A
 disagreement is an internal error where the check is strict (`STRICT_ENV`, set by the test suite),
 else a line of the kernel's --print-ir-after-all notes: while the lowering places every buffer
-itself, a wrong prediction cannot change the code, only the plan's dump. Where a pipeline's depth
-does not hold (the lowering placed a buffer of an unplanned role before the loop), or an epilogue
+itself, a wrong prediction cannot change the code, only the plan's dump. Where the lowering placed a
+buffer of an unplanned role before a pipelined loop (whose depth stays the plan's), or an epilogue
 is decided otherwise beside such a buffer (`PlanCheck.decide`), the check drops the staging roles
 (the tcgen05 ones with them: sized by the depth, or placed beside the stages)
 for the rest of the kernel and says so (`PlanCheck.void`).
@@ -117,8 +117,9 @@ class SharedPlan:
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
-    rings: dict                   # loop with a pipeline plan -> what its stages hold (stage_rings.StageRing; None:
-                                  # no ring), read by the lowering (pipelined_loop.planned_ring)
+    rings: dict                   # every loop with a pipeline plan -> what its stages hold (stage_rings.StageRing;
+                                  # None: no ring, as in every loop of a kernel whose staging is not predicted),
+                                  # read by the lowering (pipelined_loop.planned_ring)
     entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
@@ -214,7 +215,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     staged = predict(entry, assignment, asked, assumes)
     fits: dict = {}
     entered: dict = {}
-    rings: dict = {}
+    rings: dict = dict.fromkeys(plan_of(assignment).pipelines or {})   # unpredicted staging: no loop has a ring
     if staged is not None:
         asked += staged[0]
         fits, entered, rings = staged[1], staged[2], staged[4]

@@ -42,10 +42,10 @@ Not predicted (`predict` returns None), and why:
 
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (settled_split.settled: an attention whose loads TMA cannot all copy has no MMA warp,
-hence no handshake). And a loop's depth holds only where the plan placed every buffer before it:
-where the lowering asked for a role the plan does not size first (in a kernel whose plan does not
-cover every role), the lowering fits the loop itself and the check drops these roles for the rest of the kernel (`PlanCheck.void`); so does an epilogue
-decided otherwise beside such a buffer (`PlanCheck.decide`).
+hence no handshake). A loop's depth is the plan's in every kernel (the lowering fits none); where
+the lowering asked for a role the plan does not size first (in a kernel whose plan does not cover
+every role), the plan's offsets no longer hold and the check drops these roles for the rest of the
+kernel (`PlanCheck.void`); so does an epilogue decided otherwise beside such a buffer (`PlanCheck.decide`).
 """
 
 from __future__ import annotations

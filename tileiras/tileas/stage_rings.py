@@ -5,10 +5,11 @@ of B; the wgmma whose group stays in flight), whether every load can be staged a
 schedule/pipeline.fit_stages on the modulo schedule's wanted stages).
 
 The pass `plan-shared-memory` (shared_stages.py) sizes the rings with these answers and records each
-loop's ring in its plan (`SharedPlan.rings`, in its dump); the lowering (lowering/pipelined_loop.py)
-reads it (`planned_ring`), places and fills them. `k` is the kernel as either sees it
-(`StagingFacts` or the lowering's `KernelLowering`): its target, layouts, pipelines, warp split and
-the K-major copies given so far (`wgmma_buffers`, `kmajor_slots`).
+loop's ring and depth in its plan (`SharedPlan.rings`, `SharedPlan.fits`, in its dump); the lowering
+(lowering/pipelined_loop.py) reads them (`planned_ring`, `planned_fit`), places and fills the stages.
+`k` is the kernel as the pass sees it (`StagingFacts`): its target, layouts, pipelines, warp split and
+the K-major copies given so far (`wgmma_buffers`, `kmajor_slots`); the lowering asks only
+`uses_mbarriers` and `reads_shared`, of its own `KernelLowering`.
 """
 
 from __future__ import annotations
@@ -231,8 +232,8 @@ def scale_loads(k: "StagingFacts", loads: tuple) -> "set[Operation]":
 
 def ring_of(k: "StagingFacts", op: Operation) -> Optional[StageRing]:
     """The stages of loop `op`'s pipeline, or None where it has no plan or a load no copy can stage.
-    The pass `plan-shared-memory` sizes the rings with it and records them; the lowering gives a ring
-    itself only where the plan does not predict the kernel's staging (pipelined_loop.planned_ring)."""
+    The pass `plan-shared-memory` sizes the rings with it and records them, which the lowering reads
+    (pipelined_loop.planned_ring)."""
     return ring_or_why(k, op)[0]
 
 

@@ -1,6 +1,7 @@
 """Which mmas run on Blackwell's tcgen05 (sm_100 / sm_103), and their accumulators' layouts in tensor
-memory: decided at nv_tileas by layout assignment (`choose_all`), the rest stays on mma.sync with
-the reason in a remark (`why_not`). lowering/ops_tcgen05.py translates what is chosen.
+memory: decided at nv_tileas by layout assignment (`choose_all`), the rest stays on mma.sync, each with
+the reason its remark gives (`LayoutAssignment.tcgen05_refused`). lowering/ops_tcgen05.py translates
+what is chosen.
 
 tcgen05 takes 2-D mmas (f16, bf16, tf32, e4m3/e5m2, signed int8) whose B is a load used once, possibly
 reshaped (unit dimensions), transposed (2-D) or rounded to tf32, and whose A is such a load too or
@@ -32,15 +33,21 @@ RESTAGED = frozenset({"tf32"})
 # mma packs them from registers or their staged bytes into buffers of its own (fp4_pack.py)
 PACKED = frozenset({"mxf4nvf4"})
 
-def choose_all(ops: list[Operation], sm: int, threads: int) -> dict[Operation, "TmemAccLayout"]:
-    """The mmas (among `ops`) that run on tcgen05, placed in tensor memory by `plan`: in program
-    order while the 512 columns last (the others stay on mma.sync)."""
+def choose_all(ops: list[Operation], sm: int, threads: int, returns_early: bool = False
+               ) -> "tuple[dict[Operation, TmemAccLayout], dict[Operation, str]]":
+    """(the mmas among `ops` that run on tcgen05, placed in tensor memory by `plan`: in program order
+    while the 512 columns last; why each other one stays on mma.sync, the remark's reason, which the
+    lowering reports), on a target with tcgen05. `returns_early`: the kernel has more exits than its
+    last op, and tensor memory is freed at the one exit: none runs on tcgen05."""
+    if not caps(sm).has("tcgen05"):
+        return {}, {}
+    found = {op: _decide(op, threads) for op in ops if op.name in MMAS}
     out: dict[Operation, TmemAccLayout] = {}
-    for op in ops:
-        layout = choose(op, sm, threads)
-        if layout is not None and plan({**out, op: layout})[1] <= TMEM_COLUMNS:
+    for op, layout in found.items():
+        if not returns_early and isinstance(layout, TmemAccLayout) and not _too_large(op, sm) \
+                and plan({**out, op: layout})[1] <= TMEM_COLUMNS:
             out[op] = layout
-    return out
+    return out, {op: _why_not(op, sm, found[op], out, returns_early) for op in found if op not in out}
 
 
 def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
@@ -51,12 +58,12 @@ def choose(op: Operation, sm: int, threads: int) -> Optional[TmemAccLayout]:
     return found if isinstance(found, TmemAccLayout) and not _too_large(op, sm) else None
 
 
-def why_not(op: Operation, sm: int, threads: int, chosen: "dict[Operation, TmemAccLayout]") -> str:
-    """Why an sm_100 mma (not among `chosen`) stays on mma.sync: the remark's reason."""
-    found = _decide(op, threads)
+def _why_not(op: Operation, sm: int, found: "TmemAccLayout | str", chosen: "dict[Operation, TmemAccLayout]",
+             returns_early: bool) -> str:
+    """Why mma `op` (not among `chosen`; `found`: its layout, or why it has none) stays on mma.sync."""
     if isinstance(found, TmemAccLayout) and _too_large(op, sm):
         return "its A and B, staged whole, exceed shared memory: mma.sync copies them in K slices"
-    if isinstance(found, TmemAccLayout) and not chosen:
+    if isinstance(found, TmemAccLayout) and returns_early:
         return "the kernel returns early: tensor memory is freed at its one exit"
     if isinstance(found, TmemAccLayout):
         return f"its {columns_needed(op, found)} tensor-memory columns do not fit beside the " \
