@@ -92,8 +92,12 @@ def _over(op: Operation, what: str, name: str) -> CompileError:
 
 
 def _moved(op: Operation, streamed: set) -> int:
+    """The elements memory op `op` loads or stores: its largest tile not streamed. A gather's or a scatter's
+    tile of pointers, a masked access's mask, an atomic's values and the old values it returns are the same
+    elements again, one each (an index_add of 64 x 2048 f32 counted five times, 655424, was refused: it
+    compiles in 2 s; NVIDIA's in 39)."""
     values = [v.type for v in (*op.operands, *op.results) if v not in streamed]
-    return sum(t.num_elements for t in values if isinstance(t, T.TileType) and t.shape)
+    return max((t.num_elements for t in values if isinstance(t, T.TileType) and t.shape), default=0)
 
 
 def _streamed(entry: Operation) -> set:
