@@ -404,10 +404,15 @@ def _load_view(k: KernelLowering, op: Operation) -> None:
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
                      Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=describe(pipeline.tma[op]),
                      Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead by one thread")
-        else:
+        elif vec := chunk_elements(op, view, rtype):
             k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
                      Instruction="Ldgsts instruction (cp.async to shared memory)",
-                     Width=f"{8 * storage_bytes(elem) * chunk_elements(op, view, rtype)} bits",
+                     Width=f"{8 * storage_bytes(elem) * vec} bits",
+                     Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead")
+        else:   # no copy legal: the producer's (or a block scale's) element loads (stage_rings.StageRing.through_registers)
+            k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
+                     Instruction="Global-memory load instruction, each element stored to shared memory at once",
+                     Width=f"{8 * storage_bytes(elem)} bits",
                      Pipeline=f"{pipeline.stages} stages, issued {ahead} iterations ahead")
         staged = load(k, pipeline, op)
         if not reads_shared(k, op):     # a row loop's tile: from its stage into registers
