@@ -824,3 +824,14 @@ def test_an_fma_matmul_reads_each_operand_element_once_an_iteration() -> None:
     assert any(r["Name"] == "RemarkTensorCoreMMA" and r["Kind"] == "Failure" for r in found), "not the FMA form"
     assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, "sm_90").read_bytes(), "sm_90")
+
+
+def test_a_kernel_without_a_pipelined_loop_says_why_it_has_no_warp_roles() -> None:
+    """A whole-row kernel loads each tile once, with no loop to run ahead in: on a TMA target the warp-roles
+    remark says so (NVIDIA's gives such one-shot loads a producer warpgroup; the benchmark found no remark of
+    ours explaining the difference)."""
+    name = "g_row_rmsnorm_f16_n1024_r8_c0_grid_aligned_h0_v13p2"
+    v = grammar.parse(name)
+    _, found = _bench_module().compile_ours(export.bytecode(v, "sm_90"), "sm_90", WORK / f"{name}.why.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    assert "not warp-specialized: no loop of the kernel is pipelined" in said, said

@@ -160,6 +160,11 @@ def begin(k: KernelLowering) -> None:
             loop = next(iter(plan.pipelines))
             k.remark("missed", "memory", "RemarkWarpSpecialization", "Warp roles of a pipelined loop", loop,
                      Roles=f"not warp-specialized: {plan.warp_split_refused}")
+        elif not plan.pipelines and k.caps.has("mbarrier_tx"):
+            # (NVIDIA's gives even such a kernel's one-shot TMA loads to a producer warpgroup: nothing to run ahead of)
+            k.remark("missed", "memory", "RemarkWarpSpecialization", "Warp roles of a pipelined loop", k.entry,
+                     Roles="not warp-specialized: no loop of the kernel is pipelined, so no producer could run ahead of "
+                           "its consumers (each load is issued once)")
         return
     # this lowering's own copy (it records what it emitted; the padded and unpadded lowerings each start afresh)
     split = k.warp_split = replace(plan.warp_split, producer=k.b.label("producer"))
