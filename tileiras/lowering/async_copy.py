@@ -100,12 +100,16 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     if steps_evenly(matrix, k.threads, vec):
         _issue_stepped(k, op, view, tile, matrix, index, vec, active, origin, not legal)
         return
+    # a chunk's coordinates are the kernel's (computed once, in its preamble) where a thread copies a few
+    # chunks; element by element (no copy legal) they are computed where copied: a producer's 128 elements a
+    # stage kept 256 coordinates live and spilled (an f16 decode without facts, d256: 199 spill instructions)
+    at = k.b.op if not legal else k.b.pre
     for first in range(0, total, k.threads):
-        chunk = k.tid if first == 0 else k.b.pre(f"add i32 {k.tid}, {first}", "ch")
-        c = k.b.pre(f"mul i32 {k.b.pre(f'urem i32 {chunk}, {chunks_per_row}', 'ch')}, {vec}", "cc")
-        r_all = k.b.pre(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
-        r = k.b.pre(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
-        b = k.b.pre(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
+        chunk = k.tid if first == 0 else at(f"add i32 {k.tid}, {first}", "ch")
+        c = at(f"mul i32 {at(f'urem i32 {chunk}, {chunks_per_row}', 'ch')}, {vec}", "cc")
+        r_all = at(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
+        r = at(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
+        b = at(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
         local = _tile_local(k, shape, b, r, c, origin)[0]
 
         def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
@@ -113,7 +117,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
             _copy(k, size, pointer(k, element_offset(k, matrix, b, r, c)), 0, src, ok, active, view, not legal)
 
         if first + k.threads > total:
-            k.guarded(k.b.pre(f"icmp ult i32 {chunk}, {total}", "ch"), lambda: issue() or None)
+            k.guarded(at(f"icmp ult i32 {chunk}, {total}", "ch"), lambda: issue() or None)
         else:
             issue()
 
