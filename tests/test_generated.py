@@ -105,7 +105,9 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
 # attention without facts on sm_100 whose plan mispredicted its buffers (its queries, which TMA cannot copy,
 # predicted as copied once: an 8 KB buffer and an mbarrier the lowering never asks for), and the bf16 decode
 # without facts on sm_90 that spilled 70 instructions loading its keys and values element by element in the hot
-# loop (its producer warps now stage them: stage_rings.producer_stages).
+# loop (its producer warps now stage them: stage_rings.producer_stages), and the e4m3 attention without facts on
+# sm_90 that spilled 250 instructions holding K and V whole in registers before their restaging (each element now
+# stored into its swizzled stage at once: access_width.staged_copy).
 GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_gemm_f16_rc_64x256x16_undef_tiles_subtile_aligned_occ2_v13p4", "sm_90", "compile",
      "ptxas: Insufficient registers (128) to compile a wgmma of the 64 x 256 f32 accumulator (needs 154): the "
@@ -116,10 +118,6 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_gemm_mxfp8_rr_256x64x64_zero_tiles_cast_ragged_lat3_v13p3", "sm_100", "tensor-core family",
      "mma.sync with block scales by FMA where NVIDIA's uses tcgen05: the remark's reason, the block scales of a "
      "256 x 64 tile do not fit tensor memory's columns beside the accumulator (found by seed 30)"),
-    ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_90", "spills",
-     "250 spill instructions (NVIDIA's: none at 254 registers): without facts K and V are loaded element by "
-     "element into the loop's registers, 2185 hot-loop instructions for 6 QGMMA; not LSR (-disable-lsr: 252; "
-     "found by seed 30)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
@@ -582,15 +580,21 @@ def test_a_loops_mbarriers_give_their_bytes_back_where_the_kernel_fits_no_other_
 
 def test_a_loop_left_unstaged_says_why_it_has_no_warp_roles() -> None:
     """A ragged int8 GEMM whose column-major A neither cp.async (no fact proves its chunks inside the
-    tensor) nor TMA (its padded stage) can copy ahead: no loop is pipelined, and the kernel's remark
-    names that load's reasons rather than "no room in shared memory" (NVIDIA's producer warps and
-    setmaxnreg on sm_90 were short with no remark of ours)."""
-    name = "g_gemm_i8_cr_32x64x32_zero_tiles_cast_ragged_h0_v13p4"
-    _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(name), "sm_90"), "sm_90",
-                                            WORK / f"{name}.roles.cubin", 600)
-    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
-    assert "no stages: a load cp.async cannot copy ahead" in said and "nor TMA" in said, said
-    assert "do not fit in shared memory" not in said, said
+    tensor) nor TMA (its padded stage) can copy ahead: its producer warps load A element by element
+    (stage_rings.producer_stages); where the occupancy hint asks for 2 CTAs an SM they may not (the
+    CTA would launch with 128 registers a thread), no loop is pipelined, and the kernel's remark names
+    that load's reasons rather than "no room in shared memory" (NVIDIA's producer warps and setmaxnreg
+    on sm_90 were short with no remark of ours)."""
+    said = {}
+    for name in ("g_gemm_i8_cr_32x64x32_zero_tiles_cast_ragged_h0_v13p4",
+                 "g_gemm_i8_cr_32x64x32_zero_tiles_cast_ragged_occ2_v13p4"):
+        _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(name), "sm_90"), "sm_90",
+                                                WORK / f"{name}.roles.cubin", 600)
+        said[name] = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    staged, unstaged = said.values()
+    assert "produce (element-by-element loads and shared stores, cp.async" in staged, staged
+    assert "no stages: a load cp.async cannot copy ahead" in unstaged and "nor TMA" in unstaged, unstaged
+    assert "do not fit in shared memory" not in unstaged, unstaged
 
 
 def test_a_block_scaled_mma_left_on_mma_sync_says_why() -> None:
@@ -837,3 +841,17 @@ def test_a_kernel_without_a_pipelined_loop_says_why_it_has_no_warp_roles() -> No
     _, found = _bench_module().compile_ours(export.bytecode(v, "sm_90"), "sm_90", WORK / f"{name}.why.cubin", 600)
     said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
     assert "not warp-specialized: no loop of the kernel is pipelined" in said, said
+
+
+def test_tiles_without_facts_are_stored_into_their_wgmma_stages_at_once() -> None:
+    """sm_90, an e4m3 attention without facts (an occupancy hint of 2: no producer warps): Q, K and V, one byte
+    at a time, are each element stored into its swizzled stage as loaded (access_width.staged_copy), each thread
+    fencing its stores for wgmma's async proxy, instead of held whole in registers for their restaging (250
+    spill instructions). No spills; the emulator (race checker on) matches numpy."""
+    name = "g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4"
+    v = grammar.parse(name)
+    _, found = _bench_module().compile_ours(export.bytecode(v, "sm_90"), "sm_90", WORK / f"{name}.staged.cubin", 600)
+    said = [str(r) for r in found if r["Name"] == "RemarkMemoryLoadInstructionSelected"]
+    assert sum("each element stored to shared memory at once" in r for r in said) == 3, said
+    assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
+    assert not reference.emulate(v, launch.launch(v), export.bytecode(v, "sm_90").read_bytes(), "sm_90")
