@@ -855,3 +855,15 @@ def test_tiles_without_facts_are_stored_into_their_wgmma_stages_at_once() -> Non
     assert sum("each element stored to shared memory at once" in r for r in said) == 3, said
     assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, "sm_90").read_bytes(), "sm_90")
+
+
+def test_a_ring_its_producer_loads_element_by_element_is_two_stages_deep() -> None:
+    """sm_90, an f16 bmm without facts: its producer warps stage A and B element by element, slower than the
+    consumers' mmas, so the ring is two stages deep (stage_rings.PRODUCED_STAGES), not the scheduler's copy-latency
+    depth (124 KB of shared memory, NVIDIA's 67). The emulator matches numpy."""
+    name = "g_bmm_f16_rr_128x64x64_none_none_h0_v13p3"
+    v = grammar.parse(name)
+    _, found = _bench_module().compile_ours(export.bytecode(v, "sm_90"), "sm_90", WORK / f"{name}.depth.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkPipelineDepth")
+    assert "2 stages as a producer loading element by element fills them" in said, said
+    assert not reference.emulate(v, launch.launch(v), export.bytecode(v, "sm_90").read_bytes(), "sm_90")

@@ -124,18 +124,21 @@ def share(values: list[PipelinedValue], ii: int) -> dict[str, str]:
 
 
 def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechanism: str,
-           tmem_limit: int = 0, uniform: bool = True, trips: Optional[int] = None) -> BufferAssignment:
+           tmem_limit: int = 0, uniform: bool = True, trips: Optional[int] = None,
+           most: Optional[tuple[int, str]] = None) -> BufferAssignment:
     """Rings and barriers for `values` scheduled at `ii`, fitted into `limit` bytes of shared
     memory beside `used`. `uniform`: every ring gets the deepest one's slot count (the lowering
     issues all of an iteration's copies together). `trips`: the loop's iterations where they are
     known and the ring starts afresh each time the loop runs: no deeper (a slot past the last
-    iteration is never filled)."""
+    iteration is never filled). `most`: a bound on the depth from how the stages are filled, and why."""
     if not values:
         return BufferAssignment(0, 0, (), None, 0, used, limit, "nothing to pipeline")
     wanted = min(MAX_STAGES, max(MIN_STAGES, max(v.slots(ii) for v in values)))
     bound = "as scheduled"
     if trips is not None and trips < wanted:
         wanted, bound = max(MIN_STAGES, trips), f"for the loop's {trips} iteration{'s' if trips != 1 else ''}"
+    if most is not None and most[0] < wanted:
+        wanted, bound = max(MIN_STAGES, most[0]), most[1]
     owner = share(values, ii)
     for stages in range(wanted, MIN_STAGES - 1, -1):
         rings = _rings(values, ii, stages, owner, uniform)

@@ -252,13 +252,13 @@ def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
 
 
 def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int,
-               held: int = 0, restarts: bool = True) -> BufferAssignment:
+               held: int = 0, restarts: bool = True, most: Optional[tuple[int, str]] = None) -> BufferAssignment:
     """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes;
     `held`: iterations the readers keep a slot past their stage (PipelinedValue.held). `restarts`:
     the ring starts afresh each time the loop runs (not a persistent kernel's, carried from tile to
-    tile), so a static trip count bounds its depth."""
+    tile), so a static trip count bounds its depth; `most`: another bound (buffers.assign)."""
     trips = trip_count(plan.loop) if restarts else None
-    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism, trips=trips)
+    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism, trips=trips, most=most)
 
 
 def trip_count(loop: Operation) -> Optional[int]:

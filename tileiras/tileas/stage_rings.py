@@ -301,12 +301,28 @@ def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
     (`occupancy_share`), else (or where not even two stages fit in that share) the target's limit."""
     restarts = ring_loop(k.warp_split, ring.plan.loop) is ring.plan.loop   # not a persistent kernel's ring
     held = int(ring.retiring is not None)
+    most = (PRODUCED_STAGES, "as a producer loading element by element fills them") \
+        if _produced(k, ring) else None
     share = occupancy_share(k)
     if share < k.caps.smem_per_block:
-        fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts)
+        fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts, most=most)
         if fitted.stages:
             return fitted
-    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=held, restarts=restarts)
+    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=held, restarts=restarts, most=most)
+
+
+# The depth of a ring whose producer warps load tiles element by element (`producer_stages`): it fills a stage
+# far slower than a copy engine, so a second stage overlaps it with the consumers' mmas and more only wait filled.
+# The scheduler's depth (copy latency over II) gave bmm / GEMM rings without facts 3-5x NVIDIA's shared memory
+# (an f16 bmm's 128 x 64 x 64: 124 KB on sm_90, NVIDIA's 67), which uses 2-3 stages for them.
+PRODUCED_STAGES = 2
+
+
+def _produced(k: "StagingFacts", ring: StageRing) -> bool:
+    """Whether producer warps fill `ring` element by element (a block scale staged beside copies does not count)."""
+    split = k.warp_split
+    return split is not None and split.loop is ring.plan.loop and any(
+        load not in scale_loads(k, ring.plan.loads) for load in ring.through_registers)
 
 
 def occupancy_share(k: "StagingFacts") -> int:
