@@ -235,9 +235,9 @@ def test_emulated_result_matches_numpy(name: str, gpu: str) -> None:
 
 def test_a_decode_without_facts_stages_its_transposed_keys_at_once(capsys: pytest.CaptureFixture[str]) -> None:
     """Without facts no cp.async copies K, which its mma reads transposed: loaded element by element
-    and each stored to its shared matrix at once (tileaa/access_width.staged_copy), not held whole in
-    registers and transposed through conversion scratch before the mma restages it (1352 spill
-    instructions on sm_90 before); V, read as stored, stays a register load restaged by its mma."""
+    and each stored to its shared matrix at once, by the loop's producer warps into its ring, V too
+    (stage_rings.producer_stages), not held whole in registers and transposed through conversion scratch
+    before the mma restages it (1352 spill instructions on sm_90 before)."""
     from tileiras.frontend import load_module
     from tileiras.lowering.pipeline import lower_module
 
@@ -247,8 +247,9 @@ def test_a_decode_without_facts_stages_its_transposed_keys_at_once(capsys: pytes
     dump = capsys.readouterr().err
     plan = dump[dump.index("shared-memory plan of"):].split("// -----//")[0]
     buffers = [line.strip("/ ").split(" (")[0] for line in plan.splitlines() if line.startswith("//     ")]
-    # K alone staged (Q and V restaged by their mmas), no conversion scratch
-    assert buffers.count("staging") == 1 and "operand-conversion" not in buffers, buffers
+    # K and V in the ring, by the producer's element loads (Q restaged by its mma), no conversion scratch
+    assert buffers.count("staging") == 0 and "operand-conversion" not in buffers, buffers
+    assert plan.count("staged element by element through registers") == 2, plan
 
 
 def test_the_comparison_reports_a_wrong_element() -> None:
