@@ -1,6 +1,7 @@
 """mmaf / mmai on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk{8,16,32}.
 
-tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K). Operands:
+tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K), once, in layout assignment
+(`LayoutAssignment.wgmma_shapes`), which the lowering reads. Operands:
 
 * A from registers (the instruction's register form): a 16-bit tile already in the accumulator
   layout of this mma's warps (attention's probabilities): the accumulator blocks (m, 2kk) and
@@ -46,7 +47,7 @@ from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import descriptor
 from .values import SharedTileVal, TileRegs
-from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
+from ..tileaa.mma_forms import WgmmaShape, reads_directly
 from ..tileas.wgmma_operands import copy_turns, direct, operand_form, read_operands
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
@@ -65,8 +66,8 @@ class _Operand:
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
     layout = acc.layout
     assert isinstance(layout, MmaLayout) and layout.interleaved
-    shape = select(op, k.sm, k.threads)
-    assert shape is not None
+    assert k.assignment is not None and op in k.assignment.wgmma_ops   # layout assignment put it on wgmma (_mma)
+    shape = k.assignment.wgmma_shapes[op]      # and chose its instruction
     _, m_size, n_size = layout.shape
     roles = read_operands(shape, lhs, rhs, layout)
     a_regs = len(roles) == 1

@@ -16,7 +16,7 @@ from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..layout.shared_matrix import SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape, matrix_shape
 from ..schedule.buffers import MAX_STAGES, MBARRIER_BYTES, MIN_STAGES
-from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma
+from ..tileaa.mma_forms import WgmmaShape, reads_directly
 from ..tileaa.mma_operands import passes_shared
 from ..transforms.rewrite import inside_op
 from .stage_rings import group_in_flight, tma_swizzles, uses_mbarriers
@@ -56,9 +56,8 @@ def loop_copies(k: "StagingFacts", loop: Operation, used: int) -> "list[LoopCopy
     if k.assignment is None:
         return []
     copies: list = []   # (mma, role, tile shape, element bytes) of each K-major copy the loop makes
-    for op in k.assignment.wgmma_ops:
-        shape = select_wgmma(op, k.sm, k.threads)
-        if shape is None or not inside_op(op, loop):
+    for op, shape in k.assignment.wgmma_shapes.items():     # program order
+        if not inside_op(op, loop):
             continue
         for role, name in (("a", "lhs"), ("b", "rhs")):
             value = op.operand(name)
