@@ -61,7 +61,7 @@ def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch: pytest.Monkey
 
     def without(*args: Any) -> Any:
         staged = predict(*args)
-        return None if staged is None else (*staged[:4], {})
+        return None if staged is None else (*staged[:4], {}, *staged[5:])
 
     monkeypatch.setattr(shared_stages, "predict", without)
     with pytest.raises(CompileError, match="error: internal: the kernel's plan has no stage ring for the loop at "

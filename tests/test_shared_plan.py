@@ -293,7 +293,7 @@ def test_a_reduction_sliced_to_fit_is_predicted_in_as_many_slices(monkeypatch) -
 
 def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) -> None:
     """sm_90's K-major copy of an e4m3 B, asked by the loop before its stages (kmajor_copies.loop_copies,
-    which the pass calls too): two slots of 2048 B, the loop's wgmma keeping its group in flight;
+    which the pass decides: SharedPlan.kmajor): two slots of 2048 B, the loop's wgmma keeping its group in flight;
     predicted, so the loop's depth is the plan's (nothing dropped)."""
     dump, plan = _planned(monkeypatch, "mm_e4m3_64x64x32", "sm_90")
     assert "//     kmajor (buffer) 4096 B align 1024, live over its op to the kernel's end, offset 0: " in plan, plan

@@ -5,6 +5,7 @@ checker (tensor memory, the commit mbarrier, the 16x256b fragment loads)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,6 +136,22 @@ def test_the_reason_an_mma_stays_off_tcgen05_is_layout_assignments(monkeypatch: 
         lower_module(load_module(_matmul("float16", "float32", 32, 64, 32), "short.tileirbc"), "sm_100")
     reasons = [dict(r.args).get("Reason") for r in said if r.name == "RemarkTensorCoreMMA"]
     assert reasons == ["not tcgen05.mma: the reason recorded beside the layouts"], reasons
+
+
+def test_the_reason_an_mma_stays_off_tcgen05_is_in_the_layouts_dump(capsys: pytest.CaptureFixture) -> None:
+    """--print-ir-after-all: the layouts of a tcgen05 target's kernel say why each mma left on mma.sync
+    stays off tcgen05 (`LayoutAssignment.tcgen05_refused`), as its remark does; a target without
+    tcgen05 records no reason."""
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    data = _matmul("float16", "float32", 32, 64, 32)
+    lower_module(load_module(data, "short.tileirbc"), "sm_100", print_ir_after_all=True)
+    layouts = capsys.readouterr().err.split("// layouts of @", 1)[1].split("IR Dump After", 1)[0]
+    assert re.search(r"//   %\w+ not on tcgen05\.mma: no cta_group::1 instruction computes a 32 x 64 tile", layouts), \
+        layouts
+    lower_module(load_module(data, "short.tileirbc"), "sm_90", print_ir_after_all=True)
+    assert "not on tcgen05" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name,tile", [("bmm_f16_64x64x32", 64), ("bmm_bf16_128x128x32", 128)])

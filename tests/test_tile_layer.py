@@ -242,7 +242,8 @@ def test_sm90_matmuls_use_warpgroup_mma_where_the_tiles_allow(tmp_path: Path) ->
 @lru_cache(maxsize=None)
 def _matmul_without_facts() -> bytes:
     """128x128x64 f16 with arrays of unknown alignment: no cp.async, the tiles reach wgmma's
-    swizzled buffers through registers and st.shared (the generic proxy)."""
+    swizzled buffers through registers and st.shared (the generic proxy; the producer warps' stages,
+    stage_rings.producer_stages)."""
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint, ConstantConstraint
 
@@ -256,7 +257,7 @@ def _matmul_without_facts() -> bytes:
 def test_wgmma_from_registers_matches_numpy_and_needs_its_proxy_fence(monkeypatch, tmp_path: Path) -> None:
     from tileiras.errors import TileirasError
     from tileiras.emulator.errors import DeviceFault
-    from tileiras.lowering import async_copy, ops_wgmma
+    from tileiras.lowering import async_copy, ops_wgmma, pipelined_loop
     from tileiras.runtime import run_arrays
 
     module = _module(_matmul_without_facts())
@@ -266,7 +267,7 @@ def test_wgmma_from_registers_matches_numpy_and_needs_its_proxy_fence(monkeypatc
     assert np.abs(out - a.astype(np.float64) @ b.astype(np.float64)).max() < 1e-3
     # mutation: without fence.proxy.async the st.shared writes are not visible to wgmma's async proxy
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))
-    for where in (async_copy, ops_wgmma):
+    for where in (async_copy, ops_wgmma, pipelined_loop):   # pipelined_loop: the producer's element stores
         monkeypatch.setattr(where, "fence_async_proxy", lambda k: None)
     with pytest.raises((DeviceFault, TileirasError), match="fence"):
         run_arrays(module, _entry(module), (1, 1, 1), [a, b, c], backend="emulator", gpu_name="sm_90",

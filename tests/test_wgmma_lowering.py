@@ -270,7 +270,7 @@ def test_a_copy_in_one_slot_with_its_group_in_flight_is_a_race(monkeypatch, tmp_
     from test_realistic_emulator import _check
 
     real = ops_wgmma._slot
-    monkeypatch.setattr(ops_wgmma, "_slot", lambda k, op, buffer, slots: (buffer, real(k, op, buffer, slots)[1]))
+    monkeypatch.setattr(ops_wgmma, "_slot", lambda k, op, buffer: (buffer, real(k, op, buffer)[1]))
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "cache"))   # the cache keys on our files
     with pytest.raises(EmulatorError, match="write-after-read"):
         _check("mm_i8_128x128x32", "sm_90")

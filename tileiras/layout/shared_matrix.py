@@ -123,7 +123,7 @@ def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
 
 def kmajor_shape(k: Padding, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
     """A swizzled (rows, cols) K-major buffer, not yet placed (offset 0): what lowering/kmajor_copy's
-    `kmajor_matrix` asks for, and what plan-shared-memory predicts of a loop's copies (tileas/kmajor_copies.loop_copies)."""
+    `kmajor_matrix` asks for, and what plan-shared-memory decides of a loop's copies (tileas/kmajor_copies.loop_copies)."""
     return SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
 
 

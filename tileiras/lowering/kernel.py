@@ -68,7 +68,6 @@ class KernelLowering:
         self.cta_pair: Any = None           # tileas/cta_pairs.CtaPair where a CTA pair runs the pipelined loop's mma
         self.tmem_buffers: dict = {}        # tcgen05 mma -> its restaging buffers (ops_tcgen05.py)
         self.wgmma_buffers: dict = {}       # (wgmma mma, "a"/"b") -> its K-major copy (ops_wgmma.py)
-        self.kmajor_slots: dict = {}        # ...of those in more than one slot: their slots (loop_copies)
         self.extra_threads = 0              # warp_specialize.py: a producer warpgroup beyond `threads`
         self.barrier_threads = 0            # after its split: CTA barriers are the consumers' named barrier
         self.barrier_id = 0                 # its id (schedule/named_barriers.py)

@@ -10,7 +10,7 @@ form (one FMA chain per output element); tensor-core paths replace the mma loop 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import CompileError
 from ..ir.core import Operation
@@ -20,6 +20,9 @@ from .kernel import KernelLowering, from_storage, op_error, storage_type, to_sto
 from ..layout.encodings import BlockedLayout, RowWarpLayout
 from .llvm_text import llvm_type
 from .values import LoopContext, TileRegs
+
+if TYPE_CHECKING:
+    from ..tileaa.mma_forms import MmaShape
 
 
 def to_scratch(k: KernelLowering, tiles: list[TileRegs]) -> list[str]:
@@ -292,8 +295,17 @@ def _not_tcgen05(k: KernelLowering, op: Operation) -> dict[str, str]:
     return {"Reason": "not tcgen05.mma: " + why}
 
 
+def _mma_shape(k: KernelLowering, op: Operation) -> "MmaShape | None":
+    """The mma.sync instruction layout assignment chose for `op` (`LayoutAssignment.mma_shapes`), None
+    where it left `op` to FMAs (`fma_reasons`). An mma it decided nothing for is an internal error."""
+    assignment = k.assignment
+    if assignment is None or (op not in assignment.mma_shapes and op not in assignment.fma_reasons):
+        raise CompileError(f"error: internal: layout assignment chose no instruction for the mma at {op.location} "
+                           f"(mma_forms.choose)")
+    return assignment.mma_shapes.get(op)  # type: ignore[return-value]
+
+
 def _mma(k: KernelLowering, op: Operation) -> None:
-    from ..tileaa.mma_forms import choose, select_shape
     from .ops_mma import lower_mma_sync
 
     scaled = op.name == "cuda_tile.mmaf_scaled"
@@ -307,8 +319,10 @@ def _mma(k: KernelLowering, op: Operation) -> None:
 
         require(op, "mmaf_scaled", k.sm, k.gpu)
     _require_narrow(k, op, lhs, rhs, *scales)
-    shape = select_shape(op, lhs.type, rhs.type, rtype, k.sm)
-    tcgen05 = shape is not None and k.assignment is not None and k.assignment.is_tcgen05(op)
+    shape = _mma_shape(k, op)
+    assignment = k.assignment
+    assert assignment is not None     # _mma_shape read it
+    tcgen05 = shape is not None and assignment.is_tcgen05(op)
     if scaled and shape is not None and not tcgen05:
         from .ops_blockscale import describe, lower
 
@@ -326,7 +340,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
                  op, Instruction=instruction, Shape=mnk)
         k.set(op.results[0], lower_tcgen05(k, op, lhs, rhs, acc))
         return
-    if shape is not None and k.assignment is not None and k.assignment.is_wgmma(op):
+    if shape is not None and assignment.is_wgmma(op):
         from .ops_wgmma import lower_wgmma
 
         k.set(op.results[0], lower_wgmma(k, op, lhs, rhs, acc))
@@ -338,7 +352,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
         return
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     is_float = op.name != "cuda_tile.mmai"
-    k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=choose(op, lhs.type, rhs.type, rtype, k.sm))
+    k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=assignment.fma_reasons[op])
     kdim = lhs.type.shape[-1]
     chunks = mma_scratch(k, op)[0]
     width = kdim // chunks

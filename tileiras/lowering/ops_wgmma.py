@@ -1,6 +1,7 @@
 """mmaf / mmai on sm_90's warpgroup tensor cores: `wgmma.mma_async` m64nNk{8,16,32}.
 
-tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K). Operands:
+tileaa/mma_forms.select_wgmma picks the mmas and the instruction (types, K), once, in layout assignment
+(`LayoutAssignment.wgmma_shapes`), which the lowering reads. Operands:
 
 * A from registers (the instruction's register form): a 16-bit tile already in the accumulator
   layout of this mma's warps (attention's probabilities): the accumulator blocks (m, 2kk) and
@@ -46,8 +47,7 @@ from ..layout.encodings import MmaLayout
 from .ops_mma import _a_from_registers, stage
 from .smem import descriptor
 from .values import SharedTileVal, TileRegs
-from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma as select
-from ..tileas.kmajor_copies import loop_copies
+from ..tileaa.mma_forms import WgmmaShape, reads_directly
 from ..tileas.wgmma_operands import copy_turns, direct, operand_form, read_operands
 
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
@@ -60,14 +60,14 @@ class _Operand:
                  ringed: bool = False) -> None:
         self.matrix, self.kmajor = matrix, kmajor
         self.chunk = chunk     # a K-major copy made in K chunks (matrix: the chunk's buffer) of this tile
-        self.ringed = ringed   # copied into this iteration's slot of a two-slot buffer (loop_copies)
+        self.ringed = ringed   # copied into this iteration's slot of a two-slot buffer (`_slot`)
 
 
 def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc: TileRegs) -> TileRegs:
     layout = acc.layout
     assert isinstance(layout, MmaLayout) and layout.interleaved
-    shape = select(op, k.sm, k.threads)
-    assert shape is not None
+    assert k.assignment is not None and op in k.assignment.wgmma_ops   # layout assignment put it on wgmma (_mma)
+    shape = k.assignment.wgmma_shapes[op]      # and chose its instruction
     _, m_size, n_size = layout.shape
     roles = read_operands(shape, lhs, rhs, layout)
     a_regs = len(roles) == 1
@@ -172,17 +172,16 @@ def wait_group(k: KernelLowering, pending: int, acc: "TileRegs | None" = None) -
     return TileRegs(acc.type, slots, acc.layout)
 
 
-def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix, slots: int) -> "tuple[SharedMatrix, bool]":
+def _slot(k: KernelLowering, op: Operation, buffer: SharedMatrix) -> "tuple[SharedMatrix, bool]":
     """(this iteration's slot of K-major copy `buffer`, whether it is one of two): iteration i writes
-    slot i % 2 while iteration i - 1's group, left in flight, reads the other (`loop_copies`)."""
+    slot i % 2 while iteration i - 1's group, left in flight, reads the other. The plan's ring leaves
+    the group in flight only over copies its loop gave two slots (stage_rings.group_in_flight, from
+    the copies of the same plan, `SharedPlan.kmajor`)."""
     from .pipelined_loop import retiring_pipeline
 
     pipeline = retiring_pipeline(k, op)
     if pipeline is None:
         return buffer, False
-    if slots < 2:   # the plan's ring (stage_rings.group_in_flight) counted on a second slot
-        raise CompileError(f"error: internal: the wgmma at {op.location} is left in flight over a K-major copy "
-                           f"of one slot (plan-shared-memory's ring and the loop's copies disagree)")
     parity = k.b.op(f"and i32 {pipeline.counter}, 1", "ws")
     return replace(buffer, stage=k.b.op(f"mul i32 {parity}, {slot_bytes(buffer)}", "ws")), True
 
@@ -212,7 +211,7 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
     if form == "given":
         buffer = k.wgmma_buffers[(op, role)]
         chunked = buffer.cols < value.type.shape[0 if role == "b" else -1]
-        buffer, ringed = _slot(k, op, buffer, k.kmajor_slots.get((op, role), 1))
+        buffer, ringed = _slot(k, op, buffer)
         return _Operand(copy_kmajor(k, value, role, buffer, turns=turns), True, value if chunked else None, ringed)  # type: ignore
     if form == "copy":      # a buffer of its own, rewritten once the group that read it is done
         return _Operand(copy_kmajor(k, value, role, None, turns=turns), True)  # type: ignore[arg-type]
@@ -223,11 +222,17 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
 
 def before_loop(k: KernelLowering, loop: Operation) -> None:
     """Before a `for` (and its pipeline's stages) takes shared memory: the K-major copy buffers of
-    the wgmmas inside it, so that the pipeline's depth leaves room for them (`loop_copies`)."""
-    for key, matrix, slots in loop_copies(k, loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve):
-        k.wgmma_buffers[key] = place_kmajor(k, matrix, "kmajor", slots)
-        if slots > 1:
-            k.kmajor_slots[key] = slots
+    the wgmmas inside it, as plan-shared-memory decided them (`SharedPlan.kmajor`:
+    tileas/kmajor_copies.loop_copies, beside the buffers it placed before the loop, its depth leaving
+    room for them). A plan without the loop's is an internal error: the lowering does not decide."""
+    if k.assignment is None or not k.assignment.wgmma_ops:
+        return      # no wgmma to copy operands for
+    plan = k.plan_check.plan
+    if plan is None or loop not in plan.kmajor:
+        raise CompileError(f"error: internal: the kernel's plan decides no K-major copies for the loop at "
+                           f"{loop.location} (plan-shared-memory's kmajor)")
+    for copy in plan.kmajor[loop]:
+        k.wgmma_buffers[copy.key] = place_kmajor(k, copy.matrix, "kmajor", copy.slots)
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":

@@ -25,7 +25,7 @@ Runs over an entry before code emission, in two walks:
    * ops that already move data through shared memory (permute, extract,
      cat, insert, pack, other reduces and scans, stores to views) read any
      layout and produce blocked tiles;
-   * mma ops that run on tensor cores (mma_forms.select_shape): result and
+   * mma ops that run on tensor cores (mma_forms.choose; `mma_shapes`, `wgmma_shapes`): result and
      accumulator in `MmaLayout`, A and B read as they are (they are staged in
      shared memory);
    * loops carry a value in the layout of what the loop body yields for it
@@ -58,7 +58,7 @@ and a kernel never gets more than the all-blocked assignment
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
@@ -69,6 +69,9 @@ from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, Mm
                                 row_layout, rows_replicated)
 from .vector_width import vector_width
 from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
+
+if TYPE_CHECKING:
+    from ..tileaa.mma_forms import WgmmaShape
 
 _REDUCE_LIKE = ("cuda_tile.reduce", "cuda_tile.scan")
 _MMA = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled")
@@ -171,19 +174,22 @@ def _free_by_source(src: TileType, dst: TileType, src_layout: Layout) -> Optiona
     return None
 
 
-def _mma_shapes(ops: list[Operation], sm: int) -> dict[Operation, object]:
-    """The mmas that run on tensor cores, with the instruction mma_forms.select_shape picks."""
-    from ..tileaa.mma_forms import select_shape
+def _mma_forms(ops: list[Operation], sm: int) -> "tuple[dict[Operation, object], dict[Operation, str]]":
+    """(the mmas that run on tensor cores -> the mma.sync instruction mma_forms.choose picks, each
+    other mma -> why it is left to FMAs: its remark's reason)."""
+    from ..tileaa.mma_forms import choose
 
-    out = {}
+    shapes: dict[Operation, object] = {}
+    refused: dict[Operation, str] = {}
     for op in ops:
         if op.name in _MMA:
             lhs, rhs, acc = (op.operand(n).type for n in ("lhs", "rhs", "acc"))  # type: ignore[union-attr]
-            shape = select_shape(op, lhs, rhs, acc, sm)  # type: ignore[arg-type]
-            if shape is not None:
-                out[op] = shape
-    return out
-
+            choice = choose(op, lhs, rhs, acc, sm)  # type: ignore[arg-type]
+            if isinstance(choice, str):
+                refused[op] = choice
+            else:
+                shapes[op] = choice
+    return shapes, refused
 
 
 def _tile(value: Value) -> Optional[TileType]:
@@ -270,11 +276,14 @@ class LayoutAssignment:
         self.index_only = self._find_index_only(self._ops)
         self.sm = sm
         self.caps = caps(sm)             # what the target has (tileiras/target/table.py)
-        self.mma_shapes = _mma_shapes(self._ops, sm)   # tensor-core mmas -> their mma_forms.MmaShape
+        # tensor-core mmas -> their mma_forms.MmaShape (mma.sync); the others -> why they are left to FMAs
+        self.mma_shapes, self.fma_reasons = _mma_forms(self._ops, sm)
         self.mma_derived = self._find_mma_derived()
         self.rows_in_warps = any(self._reduces_rows(op) for op in self._ops)
         self.row_reduced = self._row_reduced_mmas()
         self.wgmma_ops = self._wgmma_ops()
+        # the mmas on wgmma, in program order -> their instruction (mma_forms.select_wgmma)
+        self.wgmma_shapes = {op: self._wgmma_shape(op) for op in self._ops if op in self.wgmma_ops}
         # mmas on tcgen05 -> their accumulators' layouts; the others, on a target with tcgen05 -> why not
         self.tcgen05_layouts, self.tcgen05_refused = self._tcgen05_layouts()
         self.mma_layouts = {op: layout for op in self._ops if (layout := self._mma_layout(op)) is not None}
@@ -388,11 +397,12 @@ class LayoutAssignment:
         return MmaLayout.for_shape(self.threads, acc.shape, self.rows_in_warps,  # type: ignore[union-attr]
                                    spread_columns=op not in self.row_reduced)
 
-    def _runs_on_wgmma(self, op: Operation) -> bool:
-        """sm_90 warpgroup mma: the types and tile shapes mma_forms.select_wgmma accepts."""
+    def _wgmma_shape(self, op: Operation) -> "WgmmaShape | None":
+        """sm_90 warpgroup mma: the instruction mma_forms.select_wgmma picks for a tensor-core mma's
+        types and tile shapes, or None."""
         from ..tileaa.mma_forms import select_wgmma
 
-        return op in self.mma_shapes and select_wgmma(op, self.sm, self.threads) is not None
+        return select_wgmma(op, self.sm, self.threads) if op in self.mma_shapes else None
 
     def _find_shared_operands(self) -> set[Value]:
         """Loaded tiles that only tensor-core mmas read, as A or B, possibly through reshapes that
@@ -414,7 +424,7 @@ class LayoutAssignment:
         (TileGym's MLA decode, whose M = 512 mma stays on mma.sync, spilled 16 instructions)."""
         from ..tileaa.mma_forms import narrow
 
-        ops = {op for op in self._ops if self._runs_on_wgmma(op)}
+        ops = {op for op in self._ops if self._wgmma_shape(op) is not None}
         if any(op not in ops for op in self.mma_shapes):
             ops = {op for op in ops if not narrow(op)}
         return ops
@@ -446,7 +456,7 @@ class LayoutAssignment:
         """Loaded tiles that wgmmas read by descriptor as stored (through unit reshapes and
         transposes; several mmas may read one tile, each its own way). Otherwise (an N-major B of
         a type without a transposed form) the tile stays padded, and the mma copies it K-major."""
-        from ..tileaa.mma_forms import reads_directly, select_wgmma
+        from ..tileaa.mma_forms import reads_directly
 
         reads, stored = mma_reads(value, passes_shared), _tile(value)
         if not reads or stored is None:
@@ -455,9 +465,8 @@ class LayoutAssignment:
         for read in reads:
             if read.rounded or read.mma not in self.wgmma_ops:
                 return False   # read as tf32: the wgmma lowering copies it, rounded
-            shape = select_wgmma(read.mma, self.sm, self.threads)
             role = "a" if read.operand is read.mma.operand("lhs") else "b"
-            if shape is None or not reads_directly(shape, role, read.transposed, rows, cols):
+            if not reads_directly(self.wgmma_shapes[read.mma], role, read.transposed, rows, cols):
                 return False
         return True
 

@@ -3,18 +3,20 @@ staged in a pipelined loop whose layout wgmma cannot read by descriptor (an N-ma
 no transposed form, an f32 tile read as tf32 not rounded in its stage) is copied K-major into a
 buffer the loop gives before its stages (`loop_copies`): in two slots where the loop's wgmma then
 keeps its group in flight and the ring loses no stage (`two_slots`), in two K halves where whole
-copies leave the ring no two stages (`_chunked_copy`). The lowering (lowering/ops_wgmma.before_loop,
-lowering/kmajor_copy.py) places and fills them; plan-shared-memory (shared_stages.py) sizes them.
+copies leave the ring no two stages (`_chunked_copy`). plan-shared-memory (shared_stages.py) decides
+and sizes them, each loop's in `SharedPlan.kmajor`; the lowering (lowering/ops_wgmma.before_loop,
+lowering/kmajor_copy.py) only places and fills them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from ..ir.core import Operation
+from ..ir.core import Operation, Value
+from ..ir.record import record
 from ..layout.shared_matrix import SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape, matrix_shape
 from ..schedule.buffers import MAX_STAGES, MBARRIER_BYTES, MIN_STAGES
-from ..tileaa.mma_forms import WgmmaShape, reads_directly, select_wgmma
+from ..tileaa.mma_forms import WgmmaShape, reads_directly
 from ..tileaa.mma_operands import passes_shared
 from ..transforms.rewrite import inside_op
 from .stage_rings import group_in_flight, tma_swizzles, uses_mbarriers
@@ -24,19 +26,38 @@ if TYPE_CHECKING:
     from .shared_stages import StagingFacts
 
 
-def loop_copies(k: "StagingFacts", loop: Operation, used: int
-                ) -> "list[tuple[tuple[Operation, str], SharedMatrix, int]]":
+@record
+class LoopCopy:
+    """A K-major copy buffer a loop gives one wgmma operand before its stages (not yet placed)."""
+    mma: Operation
+    role: str              # "a" or "b"
+    matrix: SharedMatrix   # one slot (half of K where the copy is made in two halves)
+    slots: int             # 2 where the loop's wgmma keeps its group in flight over it (`two_slots`)
+
+    @property
+    def key(self) -> "tuple[Operation, str]":
+        return self.mma, self.role
+
+    def describe(self, name_of: Callable[[Value], str]) -> str:
+        """A dump line: whose operand, the buffer (rows along M or N, columns along K), its slots or halves."""
+        m = self.matrix
+        kdim, _ = k_and_x(self.mma.operand("lhs" if self.role == "a" else "rhs").type.shape[-2:], self.role)  # type: ignore
+        form = " in two slots" if self.slots > 1 else " in two K halves" if m.cols < kdim else ""
+        return (f"{self.role.upper()} of {name_of(self.mma.results[0])} copied K-major into a {m.rows} x {m.cols} "
+                f"swizzled buffer of {m.nbytes} B{form}")
+
+
+def loop_copies(k: "StagingFacts", loop: Operation, used: int) -> "list[LoopCopy]":
     """The K-major copy buffers (not yet placed) the wgmmas inside `loop` are given before it, in
-    the order asked: ((mma, "a"/"b"), buffer, slots) for each staged load copied K-major in the loop
-    that no outer loop gave one (`k.wgmma_buffers`); `used`: the shared memory taken before them.
-    Two slots where the loop's wgmma may then keep its group in flight (`two_slots`). One decision
-    for the lowering (ops_wgmma.before_loop) and plan-shared-memory (shared_stages.py)."""
+    the order asked: one for each staged load copied K-major in the loop that no outer loop gave one
+    (`k.wgmma_buffers`); `used`: the shared memory taken before them. Two slots where the loop's
+    wgmma may then keep its group in flight (`two_slots`). Decided by plan-shared-memory
+    (shared_stages.py), which records them (`SharedPlan.kmajor`) for the lowering."""
     if k.assignment is None:
         return []
     copies: list = []   # (mma, role, tile shape, element bytes) of each K-major copy the loop makes
-    for op in k.assignment.wgmma_ops:
-        shape = select_wgmma(op, k.sm, k.threads)
-        if shape is None or not inside_op(op, loop):
+    for op, shape in k.assignment.wgmma_shapes.items():     # program order
+        if not inside_op(op, loop):
             continue
         for role, name in (("a", "lhs"), ("b", "rhs")):
             value = op.operand(name)
@@ -55,7 +76,7 @@ def loop_copies(k: "StagingFacts", loop: Operation, used: int
         kdim, x_size = k_and_x(tile_shape[-2:], role)
         out.append(((op, role), kmajor_shape(k, x_size, kdim // 2 if (op, role) == chunked else kdim, eb)))
     slots = 2 if out and chunked is None and two_slots(k, loop, [m for _, m in out], used) else 1
-    return [(key, matrix, slots) for key, matrix in out]
+    return [LoopCopy(op, role, matrix, slots) for (op, role), matrix in out]
 
 
 def two_slots(k: "StagingFacts", loop: Operation, copies: "list[SharedMatrix]", used: int) -> bool:

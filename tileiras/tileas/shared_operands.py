@@ -157,10 +157,9 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
         from ..ir.types import storage_bytes
         from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape
-        from ..tileaa.mma_forms import select_wgmma as select
         from .wgmma_operands import operand_form, read_operands
 
-        wgmma = select(op, facts.sm, facts.threads)
+        wgmma = assignment.wgmma_shapes[op]
         for value, role in read_operands(wgmma, lhs, rhs, layout):  # type: ignore[arg-type]
             form = operand_form(op, wgmma, value, role, facts.wgmma_buffers,  # type: ignore[arg-type]
                                 lambda: _rounds_in_place(facts, op, wgmma, value, role))

@@ -17,7 +17,8 @@ scratch, cross-warp reduction scratch, tensor memory's control block), and, in t
 they are exact, the staged loads, the loops' rings (what their stages hold and their depths, which
 the pass decides here, `SharedPlan.rings` and `SharedPlan.fits`; the lowering reads them,
 `pipelined_loop.planned_ring` and `planned_fit`), their mbarriers and
-K-major copies, the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
+K-major copies (decided here in every kernel, `SharedPlan.kmajor`; the lowering reads them,
+`ops_wgmma.before_loop`), the scratch of reduces and scans (`shared_stages.py`: "staging", "invariant",
 "ring", "mbarriers", "kmajor", "reduction"), the row kernels' TMA buffers (`shared_rows.py`:
 "row-load", "row-store" and the row group's mbarriers), the buffer an mma accumulator's store
 goes through (`shared_epilogue.py`: "restage", "tma-store"; asked once the buffers alive at the
@@ -120,6 +121,8 @@ class SharedPlan:
     rings: dict                   # every loop with a pipeline plan -> what its stages hold (stage_rings.StageRing;
                                   # None: no ring, as in every loop of a kernel whose staging is not predicted),
                                   # read by the lowering (pipelined_loop.planned_ring)
+    kmajor: dict                  # every loop -> the K-major copies it gives its wgmmas before its stages
+                                  # (kmajor_copies.LoopCopy), read by the lowering (ops_wgmma.before_loop)
     entered: dict                 # op deciding beside the bytes taken before it -> those bytes: a loop's
                                   # K-major copies, a store's epilogue (shared_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
@@ -205,7 +208,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     from .shared_sizes import SIZERS
     from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from . import shared_operands
-    from .shared_stages import ROLES as STAGING, predict, reductions_predicted
+    from .shared_stages import ROLES as STAGING, predict, reductions_predicted, unpredicted_copies
 
     live = lifetimes(entry)
     asked: list[Request] = []
@@ -216,9 +219,11 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     fits: dict = {}
     entered: dict = {}
     rings: dict = dict.fromkeys(plan_of(assignment).pipelines or {})   # unpredicted staging: no loop has a ring
-    if staged is not None:
+    if staged is None:
+        kmajor = unpredicted_copies(entry, assignment, asked, assumes)
+    else:
         asked += staged[0]
-        fits, entered, rings = staged[1], staged[2], staged[4]
+        fits, entered, rings, kmajor = staged[1], staged[2], staged[4], staged[5]
         covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
             - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
         if staged[3]:
@@ -233,7 +238,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
-    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, rings, entered, allocas,
+    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, rings, kmajor, entered, allocas,
                       caps(assignment.sm).smem_per_block)
 
 
@@ -270,6 +275,8 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     for loop, ring in plan.rings.items():
         if ring is not None:
             lines += [f"{the_loop(loop)}: {line}" for line in ring.describe(name_of)]
+    for loop, copies in plan.kmajor.items():
+        lines += [f"{the_loop(loop)}: {copy.describe(name_of)} before it" for copy in copies]
     for loop, freed in (plan_of(assignment).barriers_freed or {}).items():
         lifetime = "freed after it (invalidated, then a CTA barrier)" if freed else "kept to the kernel's end"
         lines.append(f"{the_loop(loop)}: its mbarriers {lifetime}")

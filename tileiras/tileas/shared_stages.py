@@ -26,9 +26,10 @@ reduce's scratch goes in slices where the whole would not fit beside the buffers
 it is decided beside the buffers the plan placed before it; where the lowering placed others, an
 unplanned role's, the sizes may differ and the check says so). "kmajor": the K-major copy buffers
 a loop asks for before its stages (sm_90's wgmma operands copied K-major, `kmajor_copies.loop_copies`,
-which decides for both: a copy of B may be made in halves where whole copies leave no room for two
-stages, so they are decided beside the bytes taken before the loop, `SharedPlan.entered`; where
-the lowering enters the loop beside other bytes, `PlanCheck.enter_loop` drops these roles). The
+decided here and recorded for the lowering, `SharedPlan.kmajor`, in every kernel: a copy of B may be
+made in halves where whole copies leave no room for two stages, so they are decided beside the bytes
+taken before the loop, `SharedPlan.entered`; where the lowering enters the loop beside other bytes,
+`PlanCheck.enter_loop` drops these roles). The
 K-major copies an op makes for itself ("kmajor-copy": outside loops, register tiles, tcgen05's
 tf32 restaging, which its outermost loop asks for before its stages) are predicted by
 shared_operands.py.
@@ -68,6 +69,7 @@ from .shared_tcgen05 import ROLES as TCGEN05
 
 if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
+    from .kmajor_copies import LoopCopy
 
 ROLES = ("staging", "invariant", "ring", "mbarriers", "kmajor", "reduction") + shared_rows.ROLES + EPILOGUE + TCGEN05
 LOAD = "cuda_tile.load_view_tko"
@@ -110,13 +112,13 @@ def staging_facts(entry: Operation, assignment: "LayoutAssignment", split: Any, 
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool, dict]]:
+            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool, dict, dict]]:
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
     fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
     layout's mma runs as the pair: shared_tcgen05.pairs_run, loop with a pipeline plan -> its
     stage_rings.StageRing or None: as the walk meets it, the K-major copies given so far deciding its
-    `retiring`), or None where the kernel is not predicted (module docstring). `others`: the requests
-    of the other roles."""
+    `retiring`, every loop -> the K-major copies it gives its wgmmas: `_loop_copies`), or None where
+    the kernel is not predicted (module docstring). `others`: the requests of the other roles."""
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from . import shared_tcgen05 as tcgen05
@@ -133,6 +135,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     out: list[Request] = []
     fits: dict = {}
     rings: dict = {}
+    kmajor: dict = {}      # loop -> the K-major copies it gives its wgmmas (kmajor_copies.LoopCopy)
     entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
@@ -155,7 +158,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 return None
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             taken = place(before, entry).total + allocas + assumes.reserve
-            copies = _loop_copies(facts, op, taken) + tf32_copies(facts, op, live)
+            given = kmajor[op] = _loop_copies(facts, op, taken)
+            copies = [_kmajor_request(op, copy) for copy in given] + tf32_copies(facts, op, live)
             if copies:        # decided beside `taken` bytes: they hold where the lowering took as many
                 entered[op] = taken
             out += copies
@@ -220,7 +224,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits) if r.role in roles]
-    return out, fits, entered, tcgen05.pairs_run(facts), rings
+    return out, fits, entered, tcgen05.pairs_run(facts), rings, kmajor
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
@@ -245,20 +249,44 @@ def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int
     return Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)
 
 
-def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> list[Request]:
-    """The K-major copy buffers `loop` asks for before its stages (kmajor_copies.loop_copies decides),
-    each alive to the kernel's end; noted in `facts.wgmma_buffers`, as the lowering notes them."""
+def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> "tuple[LoopCopy, ...]":
+    """The K-major copy buffers `loop` gives its wgmmas before its stages, beside `used` bytes taken
+    before them (kmajor_copies.loop_copies decides); noted in `facts.wgmma_buffers`, as the lowering
+    notes them."""
     if facts.assignment is None or not facts.assignment.wgmma_ops:
-        return []      # no wgmma to copy operands for (kmajor_copies.loop_copies)
-    from ..layout.shared_matrix import KMAJOR_ALIGN, kmajor_bytes
+        return ()      # no wgmma to copy operands for (kmajor_copies.loop_copies)
     from .kmajor_copies import loop_copies
 
-    out = []
-    for key, matrix, slots in loop_copies(facts, loop, used):  # type: ignore[arg-type]
-        facts.wgmma_buffers[key] = matrix
-        if slots > 1:
-            facts.kmajor_slots[key] = slots
-        out.append(Request(loop, "kmajor", "buffer", kmajor_bytes(matrix, slots), KMAJOR_ALIGN))
+    given = tuple(loop_copies(facts, loop, used))  # type: ignore[arg-type]
+    for copy in given:
+        facts.wgmma_buffers[copy.key] = copy.matrix
+        if copy.slots > 1:
+            facts.kmajor_slots[copy.key] = copy.slots
+    return given
+
+
+def _kmajor_request(loop: Operation, copy: "LoopCopy") -> Request:
+    """The buffer of K-major copy `copy`, asked by `loop` before its stages, alive to the kernel's end."""
+    from ..layout.shared_matrix import KMAJOR_ALIGN, kmajor_bytes
+
+    return Request(loop, "kmajor", "buffer", kmajor_bytes(copy.matrix, copy.slots), KMAJOR_ALIGN)
+
+
+def unpredicted_copies(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
+                       assumes: Assumptions) -> dict:
+    """Every loop -> the K-major copies it gives its wgmmas (`_loop_copies`) in a kernel whose staging
+    is not predicted (`predict` is None): decided beside the buffers the plan sizes (`others`) placed
+    before the loop; the lowering places the others as asked, and gives such a kernel's loops no ring."""
+    facts = staging_facts(entry, assignment, plan_of(assignment).warp_split, assumes.padded)
+    live = lifetimes(entry)
+    out: dict = {}
+    allocas = 0
+    for op in entry.walk():
+        if op.name == "cuda_tile.alloca":
+            allocas += alloca_bytes(op)
+        elif op.name == "cuda_tile.for":
+            before = [r for r in others if live.position(r.op) < live.position(op)]
+            out[op] = _loop_copies(facts, op, place(before, entry).total + allocas + assumes.reserve)
     return out
 
 

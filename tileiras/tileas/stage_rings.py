@@ -21,7 +21,7 @@ from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
 from ..schedule.pipeline import fit_stages
 from ..tileaa.access_width import chunk_elements, staged_through_registers
-from ..tileaa.mma_forms import kind_of, select_wgmma
+from ..tileaa.mma_forms import kind_of
 from ..tileaa.mma_operands import passes_shared
 from ..tileaa.views import view_of
 from ..transforms.rewrite import inside_op
@@ -184,7 +184,7 @@ def group_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation,
     one accumulator need no wait between them; any other reader would)."""
     if k.assignment is None:
         return None
-    mmas = [op for op in k.assignment.wgmma_ops if inside_op(op, loop) and select_wgmma(op, k.sm, k.threads) is not None]
+    mmas = [op for op in k.assignment.wgmma_shapes if inside_op(op, loop)]
     body = loop.regions[0].block
     if len(mmas) != 1 or mmas[0] not in body.operations:
         return None
