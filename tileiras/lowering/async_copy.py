@@ -15,7 +15,7 @@ The chunk of a copy, and whether any is legal, is decided from the view's facts
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir.core import Operation
 from ..ir.record import replace
@@ -112,10 +112,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
         return
     for first in range(0, total, k.threads):
         chunk = k.tid if first == 0 else at(f"add i32 {k.tid}, {first}", "ch")
-        c = at(f"mul i32 {at(f'urem i32 {chunk}, {chunks_per_row}', 'ch')}, {vec}", "cc")
-        r_all = at(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
-        r = at(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
-        b = at(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
+        b, r, c = _chunk_at(at, chunk, chunks_per_row, vec, matrix)
         local = _tile_local(k, shape, b, r, c, origin)[0]
 
         def issue(local: list[str] = local, b: str = b, r: str = r, c: str = c) -> None:
@@ -141,21 +138,28 @@ def _issue_looped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile
     from .ops_memory import element_address
     from .ops_reduce import counted_loop
 
-    batch, rows, cols = matrix.batch, matrix.rows, matrix.cols
     turn = ELEMENTS_A_TURN * k.threads
 
     def body(g: str, _: list[str]) -> list[str]:
         base = k.b.op(f"add i32 {k.tid}, {k.b.op(f'mul i32 {g}, {turn}', 'ch')}", "ch")
         for u in range(ELEMENTS_A_TURN):
             chunk = k.b.op(f"add i32 {base}, {u * k.threads}", "ch") if u else base
-            c = k.b.op(f"urem i32 {chunk}, {cols}", "cc")
-            r_all = k.b.op(f"udiv i32 {chunk}, {cols}", "cr")
-            r = k.b.op(f"urem i32 {r_all}, {rows}", "cr") if batch > 1 else r_all
-            b = k.b.op(f"udiv i32 {r_all}, {rows}", "cb") if batch > 1 else "0"
+            b, r, c = _chunk_at(k.b.op, chunk, matrix.cols, 1, matrix)
             src, ok = element_address(k, op, view, index, _tile_local(k, tile.shape, b, r, c, origin)[0])
             _copy(k, matrix.elem_bytes, pointer(k, element_offset(k, matrix, b, r, c)), 0, src, ok, active, view, True)
         return []
-    counted_loop(k, "0", str(batch * rows * cols // turn), 1, [], body)
+    counted_loop(k, "0", str(matrix.batch * matrix.rows * matrix.cols // turn), 1, [], body)
+
+
+def _chunk_at(at: Callable[[str, str], str], chunk: str, chunks_per_row: int, vec: int,
+              matrix: SharedMatrix) -> tuple[str, str, str]:
+    """The (batch, row, column) of copy chunk `chunk` (`vec` elements) in `matrix`, computed with `at`."""
+    c = at(f"mul i32 {at(f'urem i32 {chunk}, {chunks_per_row}', 'ch')}, {vec}", "cc")
+    r_all = at(f"udiv i32 {chunk}, {chunks_per_row}", "cr")
+    if matrix.batch == 1:
+        return "0", r_all, c
+    r = at(f"urem i32 {r_all}, {matrix.rows}", "cr")
+    return at(f"udiv i32 {r_all}, {matrix.rows}", "cb"), r, c
 
 
 def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
