@@ -245,6 +245,15 @@ EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
      "(tileiras/emulator/redundancy.py); each thread's path depends only on the launch and the kernel has no "
      "data-dependent branch, so on a GPU the phase is complete before the thread gets there: the wait returns at "
      "once and orders nothing new"),
+    ("delete bar.sync", "", lambda case, line: _orders_nothing_new(case, line),
+     "in the unmutated run of the launch (race checker on) each execution of it gave none of its threads an event "
+     "it did not know already: each one's vector clock covered every access, wait, arrival, init and fence stamp "
+     "of every clock the barrier joins (other waits, arrivals and tcgen05.commits brought them; a thread's own "
+     "epoch since its last release counts only where it did something in it), and every instance of its barrier "
+     "id in the CTA is a bar.sync at one line taken by the same threads (tileiras/emulator/redundancy.py); each "
+     "thread's path depends only on the launch and the kernel has no data-dependent branch, so on a GPU the same "
+     "synchronizations order the same accesses without it, and its threads skip it alike (the later barriers pair "
+     "as before)"),
     ("delete cp.async.wait", "", lambda case, line: _orders_nothing_new(case, line),
      "in the unmutated run of the launch (race checker on) every thread that reaches it has no cp.async copy in "
      "flight: each copy it issued since its previous cp.async wait is tracked by a cp.async.mbarrier.arrive of "
@@ -258,8 +267,8 @@ _REDUNDANT: dict[int, Any] = {}     # id(case) -> (case, its unmutated run's red
 
 
 def _orders_nothing_new(case: Any, line: int) -> bool:
-    """Whether the wait at PTX line `line` (1-based) of the case's unmutated PTX ran in its launch (race checker
-    on) and no execution of it ordered anything new (tileiras/emulator/redundancy.py), in a kernel whose branches
+    """Whether the wait or barrier at PTX line `line` (1-based) of the case's unmutated PTX ran in its launch (race
+    checker on) and no execution of it ordered anything new (tileiras/emulator/redundancy.py), in a kernel whose branches
     depend on no loaded value but parameters (each thread's path is the launch's on every run)."""
     if _data_dependent_branches(case.ptx):
         return False

@@ -1038,6 +1038,31 @@ def test_the_mma_threads_p_v_two_back_wait_is_equivalent_on_sm_100() -> None:
     assert not mutations._orders_nothing_new(c, stored)
 
 
+
+def test_the_softmax_barrier_before_the_rings_invalidation_is_equivalent_on_sm_100() -> None:
+    """sm_100 causal attention, 128 x 64 blocks: after the loop the two softmax warpgroups each wait for the MMA
+    thread's last commit ('mma complete'), meet at bar.sync 1, 256, and thread 0 invalidates the rings' and the Q
+    load's mbarriers. The rings are used only by the producer and MMA threads (no participants), and every softmax
+    thread's wait on the Q mbarrier came before its first arrival on 'P stored', which the MMA thread waited for
+    before that commit: the unmutated run shows the barrier bringing its threads only their waits on 'mma
+    complete', which is never invalidated, so it is listed (`_orders_nothing_new`; its mutant was the last
+    survivor). The softmax barriers that order the output tile's stmatrix before the TMA store and the
+    tensor-memory reads before the dealloc are not listed, and their mutants are reported."""
+    c = mutations.prepare("fa_bf16_q128k64d128_causal", "sm_100")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    (done,) = [n + 1 for n, t in enumerate(lines) if "// wait: mma complete" in t]
+    named = [n + 1 for n, t in enumerate(lines) if t.split("//")[0].strip() == "bar.sync 1, 256;" and n + 1 > done]
+    assert len(named) == 4 and "mbarrier.inval" in "\n".join(lines[named[0]:named[0] + 8])
+    op = OPERATORS["delete bar.sync"]
+    mutants = {line: (what, ptx) for line, what, ptx in op.mutants(c.ptx)}
+    what, ptx = mutants[named[0]]
+    assert "gave none of its threads an event" in (mutations.equivalent(op, what, c, named[0]) or "")
+    assert mutations.outcome(c, ptx) is None
+    for line in named[2:]:
+        assert not mutations._orders_nothing_new(c, line)
+        assert mutations.outcome(c, mutants[line][1]) is not None
+
 def test_the_epilogues_after_fence_past_a_barrier_of_two_warpgroups_is_modelled_on_sm_100() -> None:
     """sm_100 causal attention, 128 x 128 blocks: its two softmax warpgroups (warps w and w + 4 share a lane
     quarter) wait for the last MMAs' commit, meet at bar.sync 1, 256 and fence before they read O back. Each warp

@@ -688,6 +688,67 @@ def test_an_mbarrier_wait_orders_nothing_new_only_where_its_phase_is_known_alrea
     assert _recorded(CHAINED.format(wait_b=twice), MBARS) == [True, True, False]
 
 
+
+# every thread stores its word of buf and arrives on A (128 arrivals); thread 0 waits for A and arrives on B, which
+# every thread waits for: B's phase orders every store before every thread; then {before}, bar.sync 1, {after},
+# and each thread reads the next thread's word
+HANDED = BUF_WORDS + """
+    @%p1 mbarrier.init.shared.b64 [mba], 128;
+    @%p1 mbarrier.init.shared.b64 [mbb], 1;
+    bar.sync 0;
+    st.shared.u32 [%r6], %r0;
+    mbarrier.arrive.shared.b64 %rd8, [mba];
+    @!%p1 bra WAIT_B;
+WAIT_A:
+    mbarrier.try_wait.parity.shared.b64 %p4, [mba], 0;
+    @!%p4 bra WAIT_A;
+    mbarrier.arrive.shared.b64 %rd9, [mbb];
+""" + WAIT_B + """
+    {before}
+    {barrier}
+    {after}
+    ld.shared.u32 %r3, [%r8];
+    st.global.u32 [%rd7], %r3;
+"""
+SPLIT_BARRIER = """setp.lt.u32 %p3, %r0, 64;
+    @%p3 bra LOW;
+    bar.sync 1;
+    bra MET;
+LOW:
+    bar.sync 1;
+MET:"""
+
+
+def _barriers_redundant(body: str, extra: str) -> list[bool]:
+    """redundancy.Recorder.redundant of each barrier the kernel's run (race checker on) met, in PTX order."""
+    from tileiras.emulator import redundancy
+
+    with redundancy.recording() as rec:
+        run(body, extra)
+    return [rec.redundant(line) for line in sorted(rec.barriers)]
+
+
+def handed(before: str = "", after: str = "", barrier: str = "bar.sync 1;") -> str:
+    return HANDED.format(before=before, after=after, barrier=barrier)
+
+
+def test_a_barrier_orders_nothing_new_only_where_its_threads_know_every_event_it_joins() -> None:
+    """After B's phase every thread knows every store, and since its arrival on A (its last release) it only
+    waited on B: bar.sync 1 orders nothing new, and deleting it changes nothing. It orders something where a
+    thread stores again before it (the neighbour's read needs it), where thread 0 invalidates B after it (the
+    others' waits on B must come first), and where its instance is met at two lines (deleting one re-pairs)."""
+    want = (np.arange(N) + 1) % N
+    assert _barriers_redundant(handed(), MBARS) == [False, True]
+    np.testing.assert_array_equal(run(handed(barrier=""), MBARS), want)
+    again = "st.shared.u32 [%r6], %r2;"
+    assert _barriers_redundant(handed(before=again), MBARS) == [False, False]
+    assert "read-after-write" in race(handed(before=again, barrier=""), MBARS)
+    inval = "@%p1 mbarrier.inval.shared.b64 [mbb];"
+    assert _barriers_redundant(handed(after=inval), MBARS) == [False, False]
+    assert "is not ordered before the inval" in race(handed(after=inval, barrier=""), MBARS)
+    assert _barriers_redundant(handed(barrier=SPLIT_BARRIER), MBARS) == [False, False, False]
+
+
 # warp 0 writes 4 columns of its 32 tensor-memory lanes and arrives on an mbarrier; warp 4 (the same
 # lane quarter) waits for it and reads them back; warps 1-3 only allocate/free around them
 TMEM = """

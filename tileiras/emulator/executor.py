@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
+from . import redundancy
 from .errors import DeviceFault, EmulatorError
 from .memory import CTA_RANK_SHIFT, Memory
 from .program import (K_BAR, K_BRA, K_BRX, K_CALL, K_COLL, K_EXIT, K_OP, K_RET, K_WAIT, WARPGROUP, Program,
@@ -760,9 +761,11 @@ def _arrive_at_barrier(st: CTAState, groups: list, spec: Any, act: Any, pc: int,
     b = st.bars.get(bar_id)
     if b is None:
         b = st.bars[bar_id] = {"threads": np.zeros(st.n, dtype=bool), "pc": np.full(st.n, -1),
-                               "count": None, "aligned": spec.aligned, "waiting": [], "red": []}
+                               "count": None, "aligned": spec.aligned, "waiting": [], "red": [], "ops": set()}
     if spec.aligned:
         _check_aligned_arrival(st, b, act, pc, bar_id)
+    b["pc"][act] = pc
+    b["ops"].add(spec.op)
     if count is not None:
         b["count"] = count
     b["aligned"] = spec.aligned
@@ -801,7 +804,6 @@ def _check_aligned_arrival(st: CTAState, b: dict, act: Any, pc: int, bar_id: int
             f"and line {info[pc].line}): the threads of a warp must execute the same .aligned barrier "
             "instruction together; the GPU counts each copy as the whole warp's arrival and hangs",
             int(np.flatnonzero(act & (st.warp_of == w))[0]))
-    b["pc"][act] = pc
 
 
 def _check_barriers(st: CTAState, groups: list) -> None:
@@ -847,6 +849,8 @@ def _check_barriers(st: CTAState, groups: list) -> None:
             for h in groups:
                 if h.state == BAR and h.key == bar_id:
                     waiting |= np.ones(st.n, dtype=bool) if h.mask is None else h.mask
+            if redundancy.ACTIVE is not None:
+                redundancy.barrier(st, bar_id, b)
             st.races.hb.barrier(b["threads"], waiting)
             if b["threads"].all() and waiting.all():
                 st.races.full_barrier()

@@ -101,6 +101,39 @@ class Clocks:
         # fence.mbarrier_init.release.cluster, which a relaxed barrier.cluster.arrive then publishes
         self.inits: dict[int, int] = {}
         self.fenced_inits: dict[int, int] = {}
+        # with a redundancy.Recorder active, each clock's latest stamped event (an access, a wait or arrival, an
+        # init or a fence's stamp): a barrier's join is judged by the events it orders, not by bare epochs
+        from . import redundancy
+
+        self.events: Any = np.zeros(2 * nthreads, dtype=np.int64) if redundancy.ACTIVE is not None else None
+        # (and, apart, each thread's latest wait on each mbarrier: only its mbarrier.inval needs them ordered)
+        self.wait_events: dict[int, Any] = {}
+
+    def mark(self, tids: Any) -> None:
+        """Clocks `tids` (indices) stamp an event now (tracked only while redundancy records)."""
+        if self.events is not None:
+            tids = self.np.asarray(tids, dtype=self.np.int64).ravel()
+            self.events[tids] = self.own[tids]
+
+    def mark_wait(self, t: int, key: int) -> None:
+        """Thread t waits on (or tests) the mbarrier at `key` now (tracked as `mark`)."""
+        if self.events is not None:
+            self.wait_events.setdefault(key, self.np.zeros(2 * self.n, dtype=self.np.int64))[t] = self.own[t]
+
+    def news(self, arrived: Any) -> tuple[bool, set[int]]:
+        """What joining the clocks of the threads `arrived` (a mask: a barrier's) orders one of them after that
+        it does not know yet: whether an event (`mark`), and the mbarriers with a wait (`mark_wait`). Of each
+        clock x, the join brings the events up to its x; where x's latest event is earlier, those up to that
+        one (the epochs after it hold none)."""
+        np = self.np
+        a = np.flatnonzero(arrived)
+        vc = self.vc[a]
+        joined = vc.max(axis=0)
+        if self.events is None:
+            return not bool((vc >= joined).all()), set()
+        new = not bool((vc >= np.minimum(joined, self.events)).all())
+        return new, {key for key, waits in self.wait_events.items()
+                     if not (vc >= np.minimum(joined, waits)).all()}
 
     # -- synchronization -----------------------------------------------------------
     def release(self, key: int, lanes: Any) -> None:
@@ -130,6 +163,7 @@ class Clocks:
         make it visible to them); its clock then."""
         self.vc[t, t] += 1
         self.inits[t] = int(self.vc[t, t])
+        self.mark(t)
         return self.inits[t]
 
     def fence_inits(self, lanes: Any) -> None:
@@ -196,6 +230,7 @@ class Clocks:
 
     # -- shared-memory accesses ----------------------------------------------------
     def read(self, idx: Any, tids: Any, line: int) -> None:
+        self.mark(tids)
         self.reader[0, idx] = tids
         self.rclock[0, idx] = self.own[tids]
         self.rline[0, idx] = line
@@ -217,6 +252,7 @@ class Clocks:
                 continue
             still = (self.reader[1, idx] == tid) & (self.rclock[1, idx] == PENDING)
             self.rclock[1, idx[still]] = self.vc[tid, tid]
+            self.mark(tid)
         self.pending = rest
         if self.tmem is not None:
             self.tmem.finish(done)
@@ -231,6 +267,7 @@ class Clocks:
 
     # -- generic writes of shared bytes ----------------------------------------------
     def write(self, idx: Any, tids: Any, line: int) -> None:
+        self.mark(tids)
         self.writer[idx] = tids
         self.wclock[idx] = self.own[tids]
         self.wline[idx] = line
@@ -363,6 +400,8 @@ class TensorCells:
         sel, t = idx[keep], tids[keep]
         self.who[a][sel] = t
         self.clock[a][sel] = PENDING if owner is not None else self.hb.vc[t, t]
+        if owner is None:
+            self.hb.mark(t)
         self.key[a][sel] = code
         self.pipe[a][sel] = pcode
         self.coll[a][sel] = collective
@@ -455,6 +494,7 @@ class TensorCells:
                 self.unfenced.setdefault(int(owner[1]), []).append((a, idx[still], tids[still]))
             else:
                 self.clock[a][idx[still]] = self.hb.vc[tids[still], tids[still]]
+                self.hb.mark(tids[still])
             self.key[a][idx[still]] = -1
         self.pending = rest
 
@@ -478,6 +518,7 @@ class TensorCells:
                 now = live & mine
                 if now.any():
                     self.clock[a][idx[now]] = self.hb.vc[tids[now], tids[now]]
+                    self.hb.mark(tids[now])
                 keep = live & ~mine
                 if keep.any():
                     rest.setdefault(a, []).append((idx[keep], tids[keep]))

@@ -33,12 +33,14 @@ ASYNC = -1      # the `arrivals` key of transactions completed by the async prox
 def note_wait(st: Any, b: Any, t: int, ins: Any) -> None:
     """Thread t tested or waited on mbarrier `b` with instruction `ins` (before its wait's acquire, if any)."""
     b.waits[t] = (int(st.races.hb.own[t]), ins)
+    st.races.hb.mark_wait(t, b.key)
 
 
 def note_arrival(st: Any, b: Any, u: int, ins: Any) -> None:
     """Clock `u` (a thread, or a thread's tcgen05 pipeline) arrives on `b` in its current phase with `ins`,
     before its release (which ticks the clock)."""
     b.arrivals[u] = (int(st.races.hb.own[u]), ins, b.phase)
+    st.races.hb.mark(u)
 
 
 def note_async(b: Any, ins: Any) -> None:

@@ -188,6 +188,7 @@ class RaceChecker:
         for t in set(tids.tolist()) & self.unfenced.keys():
             for b in self.unfenced.pop(t):
                 b.fence_clock = int(self.hb.own[t])
+            self.hb.mark(t)
 
     def fenced(self, b: Any, thread: int) -> bool:
         """Whether mbarrier `b`'s initialization was fenced by its initializing thread (fence.mbarrier_init or
@@ -397,6 +398,7 @@ class RaceChecker:
         if sh is None or sh.writer.size < size:
             sh = self.shadows[space] = Shadow(self.np, size) if sh is None else sh.grown(self.np, size)
         tids = tids.astype(self.np.int32, copy=False)
+        self.hb.mark(tids)     # (global accesses too: a barrier orders them, though no clock checks them)
         if self.any_inflight:
             if space == "shared":
                 self._in_flight(st, site, idx, tids, ix)

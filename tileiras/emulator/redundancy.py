@@ -1,7 +1,7 @@
 """Which synchronizations of a run ordered nothing new (for the mutation benchmark's equivalences).
 
 With the race checker on and a `Recorder` active (`recording()`), the run notes, per PTX line, whether any
-execution of a wait there gave a thread anything it did not have already:
+execution of a wait or barrier there gave a thread anything it did not have already:
 
 * an mbarrier wait (test_wait/try_wait) that sees a phase complete orders the thread after everything
   released into that phase (`happens_before.Clocks.acquire`). It orders nothing new when the thread's
@@ -13,12 +13,20 @@ execution of a wait there gave a thread anything it did not have already:
   when the thread has no copy in flight (none issued since they landed) and each of its
   cp.async.mbarrier.arrive since its previous such wait arrived in a phase the thread has seen complete:
   by the PTX ISA that arrive-on is triggered only once all the thread's earlier copies are complete, and
-  its phase cannot complete without it.
+  its phase cannot complete without it;
+* a barrier (bar.sync, barrier.sync) joins its threads' clocks. It orders nothing new when each of them
+  knows already every event the join would bring (`happens_before.Clocks.news`: of each clock, an access,
+  arrival, init or fence stamp up to the joined one, or a wait on an mbarrier that is invalidated in the
+  run, which only the inval needs ordered; the epoch a thread opened at its last release holds none where
+  it did nothing since). Its line counts only where deleting it leaves the pairing of the others alone:
+  every instance of its barrier id in the CTA is taken by the same threads, all at one bar.sync line (no
+  bar.arrive or bar.red joins it), so each of them skips one alike.
 
-A wait that orders nothing new in the run of a launch on which every thread's path depends only on the
-launch (its parameters, the thread's and block's indices; the waits' phases fixed by the protocol) orders
+A synchronization that orders nothing new in the run of a launch on which every thread's path depends only
+on the launch (its parameters, the thread's and block's indices; the waits' phases fixed by the protocol) orders
 nothing on a GPU either: the phase it waits for already happened before the thread reaches it (or the
-copies are complete), so it returns at once and the thread knows nothing more after it.
+copies are complete), so it returns at once and the thread knows nothing more after it; a barrier's
+threads know after it only what they knew before it, so the accesses it orders are ordered without it.
 """
 
 from __future__ import annotations
@@ -32,13 +40,24 @@ class Recorder:
         self.needed: dict[int, bool] = {}       # PTX line -> whether some execution ordered something new
         self.transactions: set[tuple[int, int]] = set()     # (CTA state, mbarrier key) a transaction completed on
         self.cp_arrivals: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (state, thread) -> (key, phases)
+        self.barriers: dict[int, bool] = {}     # PTX line of a barrier -> as `needed`
+        self.members: dict[tuple[int, int], bytes] = {}     # (CTA state, barrier id) -> its first instance's threads
+        self.bar_lines: dict[tuple[int, int], set[int]] = {}    # (state, id) -> the lines of its instances
+        self.mixed: set[tuple[int, int]] = set()    # (state, id) whose instances differ: deleting one re-pairs
+        # a barrier's line -> the (state, mbarrier) whose waits it ordered: needed if that mbarrier is invalidated
+        self.bar_waits: dict[int, set[tuple[int, int]]] = {}
+        self.invalidated: set[tuple[int, int]] = set()     # (state, mbarrier key)
 
-    def note(self, line: int, needed: bool) -> None:
-        self.needed[line] = self.needed.get(line, False) or needed
+    def note(self, line: int, needed: bool, table: Optional[dict[int, bool]] = None) -> None:
+        table = self.needed if table is None else table
+        table[line] = table.get(line, False) or needed
 
     def redundant(self, line: int) -> bool:
-        """Whether the wait at `line` ran and none of its executions ordered anything new."""
-        return line in self.needed and not self.needed[line]
+        """Whether the wait or barrier at `line` ran and none of its executions ordered anything new."""
+        if line in self.needed:
+            return not self.needed[line]
+        return line in self.barriers and not self.barriers[line] \
+            and not self.bar_waits.get(line, set()) & self.invalidated
 
 
 ACTIVE: Optional[Recorder] = None
@@ -90,3 +109,30 @@ def copy_wait(st: Any, lanes: Any, line: int) -> None:
             phases = seen.get(key)
             in_flight = in_flight or phases is None or int(phases[t]) < completed
     ACTIVE.note(line, in_flight)
+
+
+def barrier(st: Any, bar_id: int, b: dict) -> None:
+    """Barrier `bar_id` of the CTA completes (the executor's record `b`: the arriving threads, each one's pc, the
+    barrier operations that arrived), before its clocks join."""
+    if ACTIVE is None or st.races is None:
+        return
+    np = st.np
+    arrived = b["threads"]
+    lines = {st.launch.prog.info[int(pc)].line for pc in np.unique(b["pc"][arrived]).tolist()}
+    key = (id(st), bar_id)
+    if ACTIVE.members.setdefault(key, np.flatnonzero(arrived).tobytes()) != np.flatnonzero(arrived).tobytes() \
+            or len(lines) > 1 or b["ops"] != {"sync"}:
+        ACTIVE.mixed.add(key)
+    ACTIVE.bar_lines.setdefault(key, set()).update(lines)
+    if key in ACTIVE.mixed:
+        lines = ACTIVE.bar_lines[key]
+    new, waited = st.races.hb.news(arrived)
+    for line in lines:
+        ACTIVE.note(line, key in ACTIVE.mixed or new, ACTIVE.barriers)
+        ACTIVE.bar_waits.setdefault(line, set()).update((id(st), k) for k in waited)
+
+
+def invalidated(st: Any, key: int) -> None:
+    """The mbarrier at `key` is invalidated: a barrier that ordered a wait on it was needed (the inval's)."""
+    if ACTIVE is not None:
+        ACTIVE.invalidated.add((id(st), key))

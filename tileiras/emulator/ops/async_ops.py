@@ -679,6 +679,7 @@ def _mbarrier(dec: Decoder, ins: Instr) -> Any:
                     del st.mbar[key]
                     if st.races is not None:
                         check_inval(st, b, t, ins)
+                        redundancy.invalidated(st, key)
                         # its bytes may serve other data only after it (PTX ISA, mbarrier.inval): a write of
                         # them here, so another thread's store unordered after it is reported as a race
                         st.races.check_bytes(st, Site(ins.line, write=True, strong=False), "shared", st.shared.size,
