@@ -52,8 +52,7 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
     is left to that mma (tileas/deferred_loads.defers): it copies the tile a K slice at a time."""
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
-    if not staged_copy(op, view, tile, swizzled or k.assignment is not None
-                       and k.assignment.only_wgmma_reads(op.results[0])):
+    if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled)):
         return None
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
     lifetime = k.lifetimes().value_range(op.results[0], op)
@@ -62,8 +61,6 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime, role="staging")
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
     issue_copies(k, op, view, tile, matrix)
-    if matrix.swizzled and not chunk_elements(op, view, tile):
-        fence_async_proxy(k)    # stored element by element, read by wgmma / tcgen05 through the async proxy
     commit(k)
     return SharedTileVal(tile, matrix, pending=True)
 
@@ -126,8 +123,9 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
 
 
 # Element by element (no copy legal), a thread's copies of a tile are unrolled up to ELEMENTS_UNROLLED; beyond, a
-# loop copies ELEMENTS_A_TURN a turn: an e4m3 B of 128 x 256 without facts, 256 elements a thread unrolled, spilled
-# 874 instructions on sm_100 (ptxas hoisted the loads above the stores for their latency).
+# loop copies ELEMENTS_A_TURN a turn: an e4m3 B of 128 x 256 without facts stored at once into its tcgen05 stage,
+# 256 elements a thread unrolled, spilled 874 instructions on sm_100 (ptxas hoisted the loads above the stores for
+# their latency); in the loop, none. A producer's f16 decode K (d256, 128 a thread) is looped too.
 ELEMENTS_UNROLLED = 64
 ELEMENTS_A_TURN = 16
 

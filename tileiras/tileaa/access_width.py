@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import ScalarType, TileType, storage_bytes
-from ..layout.shared_matrix import matrix_dims
+from ..layout.shared_matrix import SharedMatrix, matrix_dims
 from .facts import axes
 from .views import View
 
@@ -103,21 +103,17 @@ def staged_through_registers(op: Operation, view: View, tile: TileType) -> bool:
         and matrix_dims(tile.shape) is not None and not chunk_elements(op, view, tile)
 
 
-def staged_copy(op: Operation, view: View, tile: TileType, from_shared: bool) -> str:
-    """How a load staged in shared memory for the tensor cores is copied there: "cp.async"
+def staged_copy(op: Operation, view: View, tile: TileType, matrix: SharedMatrix) -> str:
+    """How a load staged in shared memory (`matrix`) for the tensor cores is copied there: "cp.async"
     chunks where a form is legal (`chunk_elements`); else "registers", element by element, each
-    loaded and stored at once (whole bytes, zero padding: `staged_through_registers`), where a register
-    load would move one element at a time too (no vector access legal; else its vectors, restaged in
-    vectors, take fewer instructions), for an operand its mmas read `from_shared` whatever its form (wgmma
-    or tcgen05: by descriptor from a swizzled stage, each thread then fencing its stores for the async
-    proxy, async_copy.load_to_shared; or through a K-major copy) or read transposed (ldmatrix of a padded
-    stage); "" otherwise: a register load, restaged by its mma (an mma.sync reads an untransposed register
-    tile's fragments as loaded: an e4m3 GEMM's 128 x 256 B without facts, staged, spilled 392 instructions
-    on sm_120, 189 as loaded). A decode's 32 x 256 K tile without facts, held
-    whole in registers and transposed through scratch before its mma restaged it, made 1352 spill
-    instructions on sm_90; staged at once, with its other changes, 320. An e4m3 attention's K and V
-    without facts (wgmma B, swizzled), held whole in registers before their restaging: 250 and 745 spill
-    instructions on sm_90 (d64, d128); staged at once, none."""
+    loaded and stored at once (whole bytes, zero padding: `staged_through_registers`), for an operand
+    its mma reads transposed (else its register tile goes through conversion scratch to be
+    transposed, then is restaged), where a register load would move one element at a time too (no
+    vector access legal; else its vectors, restaged in vectors, take fewer instructions), into a
+    padded matrix (read by ldmatrix; a swizzled one is read by wgmma or tcgen05 through the async
+    proxy); "" otherwise: a register load, restaged by its mma. A decode's 32 x 256 K tile without
+    facts, held whole in registers and transposed through scratch before its mma restaged it, made
+    1352 spill instructions on sm_90; staged at once, with its other changes, 320."""
     from .mma_operands import mma_reads, passes_shared
 
     if chunk_elements(op, view, tile):
@@ -125,8 +121,10 @@ def staged_copy(op: Operation, view: View, tile: TileType, from_shared: bool) ->
     nbytes = storage_bytes(tile.element)
     one_by_one = vector_elements(op, view, tile.shape, nbytes, max(1, 16 // nbytes)) == 1
     transposed = any(read.transposed for read in mma_reads(op.results[0], passes_shared) or ())
-    return "registers" if staged_through_registers(op, view, tile) and one_by_one and (from_shared or transposed) \
-        else ""
+    # a swizzled stage is read by wgmma / tcgen05 through the async proxy: not staged so (the emulator
+    # reported a missing proxy fence for an e4m3 B staged this way on sm_90)
+    return "registers" if staged_through_registers(op, view, tile) and one_by_one and not matrix.swizzled \
+        and transposed else ""
 
 
 def view_access(op: Operation, view: View, tile: TileType, layout: "Layout", ordering: str) -> tuple[int, str]:
