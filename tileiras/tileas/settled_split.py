@@ -39,7 +39,7 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
     as decided where the loop has none (it is left unpipelined)."""
     if copies is None:
         return split
-    if ring is not None and ring.through_registers:
+    if ring is not None and ring.produced:
         split = replace(split, loads_in_registers=True)
     tma, loads = copies.tma, copies.loads
     if split.mmas and split.form == "attention" and (not tma or len(tma) < len(loads)):

@@ -65,6 +65,7 @@ class StageRing:
     through_registers: tuple            # loads no copy can stage: block scales (`stageable`), a producer's (`producer_stages`)
     beside: frozenset = frozenset()     # loads that may keep cp.async beside the others' TMA boxes
     refilled: frozenset = frozenset()   # loads read into registers, which put back their view's padding
+    produced: frozenset = frozenset()   # of `through_registers`, those the producer warps load (`producer_stages`)
 
     def matrix(self, k: "StagingFacts", load: Operation) -> SharedMatrix:
         """The (unplaced) stage-0 matrix of `load`."""
@@ -269,6 +270,7 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     beside = frozenset(dense) | {load for load in plan.loads if load not in by_tma and load not in through}
     # a row loop's tiles: copied with zeros outside the tensor, their readers put back another padding
     refilled = frozenset(load for load in plan.loads if not reads_shared(k, load))
+    produced: list = []
     if by_tma:      # loads only TMA can copy: they must be among its copies
         copies, why = tma_boxes.pipeline_copies(k.caps, plan.loads, matrices, dense, tiles, beside, refilled)
         missed = [load for load in by_tma if copies is None or load not in copies]
@@ -294,7 +296,7 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
         elif k.caps.has("tcgen05") and pair is None:
             retiring = mma_in_flight(k, op, plan.loads, matrices)
     return StageRing(plan, tiles, swizzled, frozenset(dense), sizes, pair, retiring, tuple(through), beside,
-                     refilled), ""
+                     refilled, frozenset(produced)), ""
 
 
 def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
@@ -303,8 +305,7 @@ def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
     (`occupancy_share`), else (or where not even two stages fit in that share) the target's limit."""
     restarts = ring_loop(k.warp_split, ring.plan.loop) is ring.plan.loop   # not a persistent kernel's ring
     held = int(ring.retiring is not None)
-    most = (PRODUCED_STAGES, "as a producer loading element by element fills them") \
-        if _produced(k, ring) else None
+    most = (PRODUCED_STAGES, "as a producer loading element by element fills them") if ring.produced else None
     share = occupancy_share(k)
     if share < k.caps.smem_per_block:
         fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts, most=most)
@@ -318,13 +319,6 @@ def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
 # The scheduler's depth (copy latency over II) gave bmm / GEMM rings without facts 3-5x NVIDIA's shared memory
 # (an f16 bmm's 128 x 64 x 64: 124 KB on sm_90, NVIDIA's 67), which uses 2-3 stages for them.
 PRODUCED_STAGES = 2
-
-
-def _produced(k: "StagingFacts", ring: StageRing) -> bool:
-    """Whether producer warps fill `ring` element by element (a block scale staged beside copies does not count)."""
-    split = k.warp_split
-    return split is not None and split.loop is ring.plan.loop and any(
-        load not in scale_loads(k, ring.plan.loads) for load in ring.through_registers)
 
 
 def occupancy_share(k: "StagingFacts") -> int:
