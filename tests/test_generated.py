@@ -792,6 +792,26 @@ def test_a_producer_without_facts_loads_its_stages_element_by_element(name: str,
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
 
 
+@pytest.mark.parametrize("name", ["g_bmm_f16_rr_64x64x128_none_none_h0_v13p2",
+                                  # persistent: the epilogue warps fill each tile's stages, the ring's count
+                                  # carried over tiles as the MMA warp's is
+                                  "g_gemm_i8_cc_64x64x128_undef_persistent_scale_none_lat3_v13p4"])
+def test_the_tcgen05_forms_epilogue_warps_load_what_no_copy_can(name: str) -> None:
+    """sm_100 without facts: no copy can stage the operands, which left the loop unsplit, its loads and a waited
+    tcgen05.mma a turn (f16 bmm: 115 instructions per mma, NVIDIA's 15.6). A producer warpgroup of its own
+    loading them makes the CTA 288 threads, which ptxas launches with 168 registers (96 and 176 spill
+    instructions); as NVIDIA's, the epilogue warps, idle while the MMA warp runs the loop, load each element and
+    store it into the stage before they read the accumulator: 160 threads, no spills. The emulator runs the
+    roles against numpy."""
+    v, gpu = grammar.parse(name), "sm_100"
+    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, WORK / f"{name}.{gpu}.filled.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    assert "warp-specialized (tcgen05): warp 4 issues the MMAs" in said, said
+    assert "warps 0-3 load each element of the stages" in said, said
+    assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
+    assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
+
+
 def test_a_producer_staging_through_registers_keeps_every_budget() -> None:
     """The split's register budgets: a producer loading element by element keeps its launch budget and so do
     the consumers (no setmaxnreg at all); a cp.async or TMA producer gives registers back."""
@@ -803,17 +823,22 @@ def test_a_producer_staging_through_registers_keeps_every_budget() -> None:
     assert replace(split, loads_in_registers=True).registers(128) == (0, 0, 0, 0)
 
 
-def test_a_producer_storing_a_wgmma_stage_fences_the_async_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """sm_90, attention without facts: the producer stores K and V element by element into swizzled stages that
-    wgmma reads through the async proxy, so each producer thread fences (fence.proxy.async) between its stores
-    and its arrival on the stage's full mbarrier (a consumer's fence after its wait does not order another
-    thread's stores). The emulator matches numpy; with the producer's fence deleted it reports the missing one."""
+@pytest.mark.parametrize("name,gpu", [("g_attn_fwd_bf16_d64_causal_g1_64x64_none_ctas2_v13p2", "sm_90"),
+                                      # the tcgen05 form's epilogue warps, filling what tcgen05.mma reads
+                                      ("g_bmm_f16_rr_64x64x128_none_none_h0_v13p2", "sm_100")])
+def test_a_producer_storing_an_mma_stage_fences_the_async_proxy(name: str, gpu: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without facts: the producer stores K and V (sm_90's attention) or A and B (sm_100's bmm) element by
+    element into swizzled stages that wgmma / tcgen05.mma read through the async proxy, so each producer thread
+    fences (fence.proxy.async) between its stores and its arrival on the stage's full mbarrier (a consumer's
+    fence after its wait does not order another thread's stores). The emulator matches numpy; with the
+    producer's fence deleted it reports the missing one."""
     from emulator_runs import edit_ptx
     from tileiras.errors import TileirasError
 
-    v = grammar.parse("g_attn_fwd_bf16_d64_causal_g1_64x64_none_ctas2_v13p2")
-    bytecode = export.bytecode(v, "sm_90").read_bytes()
-    assert not reference.emulate(v, launch.launch(v), bytecode, "sm_90")
+    v = grammar.parse(name)
+    bytecode = export.bytecode(v, gpu).read_bytes()
+    assert not reference.emulate(v, launch.launch(v), bytecode, gpu)
     monkeypatch.setenv("TILEIRAS_CACHE_DIR", tempfile.mkdtemp())
 
     def unfenced(text: str) -> str:     # the fence right before the producer's arrival
@@ -822,7 +847,7 @@ def test_a_producer_storing_a_wgmma_stage_fences_the_async_proxy(monkeypatch: py
         return text
     edit_ptx(monkeypatch, unfenced)
     with pytest.raises((AssertionError, TileirasError), match="missing fence.proxy.async"):
-        problems = reference.emulate(v, launch.launch(v), bytecode, "sm_90")
+        problems = reference.emulate(v, launch.launch(v), bytecode, gpu)
         assert not problems, "\n".join(problems)
 
 

@@ -82,11 +82,26 @@ def issue_slice(k: KernelLowering, value: SharedTileVal, matrix: SharedMatrix, k
     commit(k)
 
 
+# Element by element (no copy legal), a thread's copies of a tile are unrolled up to ELEMENTS_UNROLLED; beyond, a
+# loop copies ELEMENTS_A_TURN a turn: an e4m3 B of 128 x 256 without facts stored at once into its tcgen05 stage,
+# 256 elements a thread unrolled, spilled 874 instructions on sm_100 (ptxas hoisted the loads above the stores for
+# their latency); in the loop, none. A role that only fills a ring (a producer, the tcgen05 form's epilogue warps:
+# warp_specialize.fill) loops beyond ROLE_ELEMENTS_UNROLLED: their copies' coordinates, hoisted out of its loop,
+# spilled an int8 GEMM's 64 elements a thread of A and of B (sm_100 epilogue warps under a persistent loop: 52
+# instructions; an sm_90 producer: 86); in the mma loop itself a nested loop would leave the mmas outside the
+# innermost one.
+ELEMENTS_UNROLLED = 64
+ROLE_ELEMENTS_UNROLLED = 32
+ELEMENTS_A_TURN = 16
+
+
 def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
-                 active: Optional[str] = None, origin: Optional[tuple[int, int]] = None) -> None:
+                 active: Optional[str] = None, origin: Optional[tuple[int, int]] = None,
+                 unrolled: int = ELEMENTS_UNROLLED) -> None:
     """This thread's cp.async copies of the tile `op` loads into `matrix`; where `active` (i1) is
     false, the copies only zero-fill (a pipeline's loads past the end of its loop). `origin`: the
-    stored (row, column) of the tile that `matrix` (one matrix, then) starts at: a slice of it."""
+    stored (row, column) of the tile that `matrix` (one matrix, then) starts at: a slice of it.
+    `unrolled`: the most element copies a thread unrolls (`ELEMENTS_UNROLLED`)."""
     from .ops_memory import element_address, view_index
 
     legal = chunk_elements(op, view, tile)
@@ -104,7 +119,7 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
     # chunks; element by element (no copy legal) they are computed where copied: a producer's 128 elements a
     # stage kept 256 coordinates live and spilled (an f16 decode without facts, d256: 199 spill instructions)
     at = k.b.op if not legal else k.b.pre
-    if not legal and total > ELEMENTS_UNROLLED * k.threads and total % (ELEMENTS_A_TURN * k.threads) == 0:
+    if not legal and total > unrolled * k.threads and total % (ELEMENTS_A_TURN * k.threads) == 0:
         _issue_looped(k, op, view, tile, matrix, index, active, origin)
         return
     for first in range(0, total, k.threads):
@@ -122,12 +137,6 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
             issue()
 
 
-# Element by element (no copy legal), a thread's copies of a tile are unrolled up to ELEMENTS_UNROLLED; beyond, a
-# loop copies ELEMENTS_A_TURN a turn: an e4m3 B of 128 x 256 without facts stored at once into its tcgen05 stage,
-# 256 elements a thread unrolled, spilled 874 instructions on sm_100 (ptxas hoisted the loads above the stores for
-# their latency); in the loop, none. A producer's f16 decode K (d256, 128 a thread) is looped too.
-ELEMENTS_UNROLLED = 64
-ELEMENTS_A_TURN = 16
 
 
 def _issue_looped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,

@@ -121,7 +121,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     # a persistent loop running the warp-specialized loop once a tile: that loop's ring is set up here, once
     # (the consumers count its uses over the tiles where they read its stages, not an MMA warp's epilogue)
     tiles = pipelined_loop.begin_persistent(k, op) if split is not None and split.outer is op else None
-    tiles = tiles if tiles is not None and not tiles.mma_reads else None
+    tiles = tiles if tiles is not None and (not tiles.mma_reads or tiles.epilogue_fills) else None
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
         if pipelined_loop.epilogue(k, pipeline, op):    # the loop runs in producer and MMA warps
@@ -178,7 +178,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     k.b.start_block(exit_label)
     if pipeline is not None:
         carried = pipelined_loop.finish(k, pipeline, carried)   # no copy (nor wgmma) in flight after the loop
-    if tiles is not None:
+    if tiles is not None and not tiles.mma_reads:   # (an MMA warp's last releases are never waited for)
         pipelined_loop.end_persistent(k, tiles)
     for result, value in zip(op.results, carried):
         k.set(result, value)

@@ -55,7 +55,7 @@ from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
 from ..tileas.stage_rings import StageRing, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
-from .async_copy import commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
+from .async_copy import ELEMENTS_UNROLLED, commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
 from .mbarrier import BarrierArray
@@ -98,6 +98,7 @@ class ActivePipeline:
                                         # set up once before it, its count carried over the tiles
     base: str = "0"                     # the ring's count when this run of the loop starts (i32)
     ring_out: str = ""                  # ...and when it ends (the loop's counter at its exit)
+    epilogue_fills: bool = False        # the tcgen05 form's epilogue warps fill the stages (WarpSplit.copiers)
     barriers_freed: bool = False        # full / empty's bytes serve other buffers after the loop
                                         # (KernelPlan.barriers_freed): a CTA barrier follows their invalidation
 
@@ -190,6 +191,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
     return ActivePipeline(op, plan.loads, matrices, stages, sizes, full=full, empty=empty, specialized=specialized,
                           retiring=retiring, committed=committed,
                           mma_warp=specialized and k.warp_split.form == "tcgen05", tma=tma,
+                          epilogue_fills=specialized and k.warp_split.form == "tcgen05" and not k.warp_split.producers,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
                           persistent=specialized and k.warp_split.outer is not None,
                           barriers_freed=bars_lifetime is not None)
@@ -309,9 +311,13 @@ def _roles(k: KernelLowering, stages: int, ring_copies: RingCopies) -> str:
         copies = (f"one thread issues TMA copies into {stages} stages, announcing their bytes on the stage's "
                   f"full mbarrier{beside}" if tma else f"cp.async into {stages} stages, completion on the stage's full mbarrier")
         producer = f"warp {first} produces" if first == last else f"warps {first}-{last} produce"
-        return (f"warp-specialized (tcgen05): {producer} ({copies}), warp {last + 1} issues the MMAs (one thread: "
-                f"waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
-                f"accumulator-ready{idle}), warps 0-{first - 1} run the epilogue (wait accumulator-ready, "
+        epilogue = "run the epilogue"
+        if not k.warp_split.producers:      # the epilogue warps copy first
+            producer, epilogue = "", ("load each element of the stages and store it (no copy is legal), "
+                                      "arriving on the stage's full mbarrier, then run the epilogue")
+        return (f"warp-specialized (tcgen05): {producer and producer + f' ({copies}), '}warp {last + 1} issues the MMAs "
+                f"(one thread: waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
+                f"accumulator-ready{idle}), warps 0-{first - 1} {epilogue} (wait accumulator-ready, "
                 f"tcgen05.ld){regs}{named}")
     copies = "one thread issues TMA copies" if tma else "cp.async only"
     if ring_copies.through:
@@ -371,14 +377,17 @@ def copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
     mbarrier.arrive(k, full)
 
 
-def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str]) -> None:
-    """This thread's copies of every load of the iteration whose induction variable is `iv` into `stage`."""
+def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str],
+                   unrolled: int = ELEMENTS_UNROLLED) -> None:
+    """This thread's copies of every load of the iteration whose induction variable is `iv` into `stage`
+    (`unrolled`: async_copy.issue_copies')."""
     iv_arg = p.loop.regions[0].block.arguments[0]
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
     for load in copied(p):
         view = k.get(load.operand("view"))
-        issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active)
+        issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active,
+                     unrolled=unrolled)
     if saved is not None:
         k.values[iv_arg] = saved
 
@@ -454,7 +463,8 @@ def _set_up(k: KernelLowering, p: ActivePipeline) -> None:
     if p.full is not None and p.empty is not None:
         # full: the TMA thread's arrival and one .noinc copy arrival per copying thread; empty: one
         # release per reading thread
-        copiers = (1 if p.tma else 0) + ((k.warp_split.producers if p.specialized else k.threads) if copied(p) else 0)
+        copiers = (1 if p.tma else 0) + \
+            ((k.warp_split.copiers(k.threads)[1] if p.specialized else k.threads) if copied(p) else 0)
         releasers = 1 if p.mma_reads or p.committed else k.threads  # the MMA thread's tcgen05.commit, or every reader
         if p.cluster is not None:   # ...of every CTA that receives this CTA's slices
             releasers *= p.cluster.releasing_ctas

@@ -263,6 +263,13 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     _lower_again(k, tuple(op for op in split.slice if op not in split.guard_slice))
     loop = split.loop
     lb, ub, step = _bounds(k, split.outer or loop)
+    if split.mmas and not split.producers:  # the MMA warp is the role's only warp (the epilogue warps copy)
+        if mma_dec:
+            mbarrier.set_max_registers(k, mma_dec, increase=False)
+        emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
+        k.values = saved_values
+        k.b.start_block(cont)
+        return
     if split.mmas:      # the MMA warp goes its own way
         mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
         mine = k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws")
@@ -286,9 +293,9 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
             body = split.outer.regions[0].block
             k.set(body.arguments[0], k.splat(body.arguments[0].type, tile.iv))
             _lower_again(k, split.outer_slice)
-            tile.j_next = _fill(k, p, *_bounds(k, loop), tile.j, loop).j
+            tile.j_next = fill(k, p, *_bounds(k, loop), tile.j, loop).j
     else:
-        it = _fill(k, p, lb, ub, step)
+        it = fill(k, p, lb, ub, step)
     if p.pair is not None:
         from .cta_pair import drain
 
@@ -316,26 +323,28 @@ def _bounds(k: KernelLowering, loop: "Operation") -> tuple[str, str, str]:
     return tuple(k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore[return-value]
 
 
-def _fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0: str = "0",
-          loop: Optional["Operation"] = None) -> RoleLoop:
+def fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0: str = "0",
+         loop: Optional["Operation"] = None) -> RoleLoop:
     """The producer's loop over the pipelined loop's iterations: wait for the stage's `empty`, copy the
-    iteration into it. Its RoleLoop, whose `j` after it is the ring's use count."""
+    iteration into it. Its RoleLoop, whose `j` after it is the ring's use count. Run by the copying role
+    (`WarpSplit.copiers`: the producer's, or the tcgen05 form's epilogue warps)."""
     from . import mbarrier
+    from .async_copy import ROLE_ELEMENTS_UNROLLED
     from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
 
-    split, consumers = k.warp_split, k.threads
+    first, copiers = k.warp_split.copiers(k.threads)
     with role_loop(k, p, "prod", "ws", lb, ub, step, j0, loop) as it:
         it.wait(k, p.empty, "stage empty", free=True)
         if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async
-            k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {consumers}", "ws"),
+            k.guarded(k.b.op(f"icmp eq i32 {k.tid}, {first}", "ws"),
                       lambda: tma_iteration(k, p, it.iv, it.stage))
         elif p.tma:
             tma_iteration(k, p, it.iv, it.stage)
         if copied(p):
             saved = k.tid, k.threads
-            k.tid, k.threads = k.b.pre(f"sub i32 {k.tid}, {consumers}", "ptid"), split.producers
+            k.tid, k.threads = (k.b.pre(f"sub i32 {k.tid}, {first}", "ptid") if first else k.tid), copiers
             try:
-                copy_iteration(k, p, it.iv, it.stage, None)
+                copy_iteration(k, p, it.iv, it.stage, None, ROLE_ELEMENTS_UNROLLED)
             finally:
                 k.tid, k.threads = saved
             copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))

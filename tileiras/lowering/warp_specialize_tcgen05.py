@@ -6,12 +6,17 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   announces the stage's bytes on its `full` mbarrier and issues the boxes (the producer role
   is then one warp, whose other lanes exit; block-scaled: its lanes stay to copy A's scales by
   cp.async, pipelined_loop.copied), else all 128 issue the iteration's cp.async copies and arrive on `full` when
-  they land (`cp.async.mbarrier.arrive.noinc`);
+  they land (`cp.async.mbarrier.arrive.noinc`); where no copy is legal (no facts:
+  stage_rings.producer_stages) the epilogue warps are the producer instead (`WarpSplit.copiers`):
+  before reading the accumulator they load each element of every stage, store it, fence the
+  async proxy and arrive on `full` (NVIDIA's sm_100 kernels without facts: one warpgroup loads
+  and runs the epilogue), so the CTA is 160 threads, not 288 (launched as 384, 168 registers);
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
   `tcgen05.commit`s them to the stage's `empty` mbarrier (the stage is free once the MMAs that read
   it are done); after the last iteration it commits to the accumulator-ready mbarrier (tmem.py's);
-- the epilogue warps (the C threads the layouts were assigned for) skip the loop: they wait for the
+- the epilogue warps (the C threads the layouts were assigned for) skip the loop (but for that
+  fill, whose ring count a persistent loop carries over tiles): they wait for the
   accumulator-ready phase and read tensor memory (`tcgen05.ld`: in column chunks, each converted and
   stored before the next, where the rest of the kernel is that store, tmem_epilogue.py; else whole,
   ops_tcgen05.after_loop), then run the rest of the kernel.
@@ -434,10 +439,18 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
                      Pipeline=f"{p.stages} stages, issued {p.stages} iterations ahead by one producer thread")
             continue
         tile = load.results[0].type
-        bits = 8 * storage_bytes(tile.element) * chunk_elements(load, k.get(load.operand("view")), tile)
+        chunk = chunk_elements(load, k.get(load.operand("view")), tile)
+        bits = 8 * storage_bytes(tile.element) * max(chunk, 1)
+        who = "the epilogue warps" if not k.warp_split.producers else "the producer warps"
         k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
-                 Instruction="Ldgsts instruction (cp.async to shared memory)", Width=f"{bits} bits",
-                 Pipeline=f"{p.stages} stages, issued by the producer warps {p.stages} iterations ahead")
+                 Instruction="Ldgsts instruction (cp.async to shared memory)" if chunk else
+                 "Global-memory load instruction, each element stored to the stage (no fact proves a copy aligned)",
+                 Width=f"{bits} bits", Pipeline=f"{p.stages} stages, issued by {who} {p.stages} iterations ahead")
+    if p.epilogue_fills:    # the epilogue warps fill the stages before they read the accumulator
+        from .warp_specialize import fill
+
+        bounds = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
+        p.ring_out = fill(k, p, *bounds, p.base if p.persistent else "0").j   # type: ignore[arg-type]
     for op in k.warp_split.mmas:
         instruction, mnk = describe(op, k.layout_of(op.results[0]), p.pair is not None)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "

@@ -118,7 +118,8 @@ def plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callab
         mmas = ", ".join(name_of(op.results[0]) for op in split.mmas)
         issuers = f"an MMA warp issues {mmas}" if mmas else "the consumers issue the mmas"
         tiles = f" (run once a tile by the persistent loop at {split.outer.location})" if split.outer else ""
-        lines.append(f"//   warp roles: the {split.form} form at the loop at {split.loop.location}{tiles}: a producer "
-                     f"of {split.producers} threads, {issuers}; named barriers "
+        producer = f"a producer of {split.producers} threads" if split.producers else "the consumers copy"
+        lines.append(f"//   warp roles: the {split.form} form at the loop at {split.loop.location}{tiles}: {producer}, "
+                     f"{issuers}; named barriers "
                      f"{'; '.join(b.describe() for b in split.barriers)}")
     return lines

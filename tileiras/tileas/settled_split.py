@@ -7,7 +7,9 @@ Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipel
 * the attention form's MMA warp shares the producer's warpgroup, so it needs every load copied by TMA
   (cp.async copies take the whole warpgroup); else the consumers issue the mmas;
 * a producer that stages loads through its registers (stage_rings.producer_stages) keeps its launch
-  budget (`WarpSplit.loads_in_registers`);
+  budget (`WarpSplit.loads_in_registers`); in the tcgen05 form the epilogue warps are that producer
+  (`WarpSplit.producers` 0): the CTA is theirs and the MMA warp's, 160 threads launched with 255
+  registers;
 * a TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (the form
   gives no role setmaxnreg, which would need the whole warpgroup), so the CTA launches 96 threads
   fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it.
@@ -41,12 +43,19 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
         return split
     if ring is not None and ring.produced:
         split = replace(split, loads_in_registers=True)
+        if split.form == "tcgen05":     # the epilogue warps produce: no producer role of its own
+            split = _fewer_producers(split, 0)
     tma, loads = copies.tma, copies.loads
     if split.mmas and split.form == "attention" and (not tma or len(tma) < len(loads)):
         return replace(split, mmas=(), attention=False,
                        note="the MMA warp shares the producer's warpgroup, whose copies are cp.async here")
-    if tma and split.form == "tcgen05" and split.producers != 32:
-        fewer = split.producers - 32     # everyone meets at `publish`: the producer's role is one warp
-        return replace(split, producers=32, barriers=tuple(
-            replace(b, threads=b.threads - fewer) if b.name == "publish" else b for b in split.barriers))
+    if tma and split.form == "tcgen05" and split.producers > 32:
+        return _fewer_producers(split, 32)      # the producer's role is one warp
     return split
+
+
+def _fewer_producers(split: "WarpSplit", producers: int) -> "WarpSplit":
+    """`split` with a producer role of `producers` threads (everyone meets at `publish`)."""
+    fewer = split.producers - producers
+    return replace(split, producers=producers, barriers=tuple(
+        replace(b, threads=b.threads - fewer) if b.name == "publish" else b for b in split.barriers))

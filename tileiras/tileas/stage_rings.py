@@ -119,17 +119,22 @@ def producer_stages(k: "StagingFacts", loop: Operation, load: Operation) -> bool
     fence where wgmma or tcgen05.mma reads the stage: lowering/pipelined_loop.copies_arrive). The
     producer runs ahead by the ring's depth, so the loads' latency is hidden as a copy's is; NVIDIA's
     producer warps load such tiles element by element too (LDG.U16 / STS). (The attention form's MMA
-    warp shares the producer's warpgroup: there the consumers issue the mmas, settled_split.settle.) Not
-    the tcgen05 form's producer beside its MMA warp: an f16 bmm and an int8 GEMM without facts spilled 96
-    and 176 instructions on sm_100 so (its swizzled stages' element addresses), none unspecialized.
+    warp shares the producer's warpgroup: there the consumers issue the mmas, settled_split.settle.) In
+    the tcgen05 form the epilogue warps, idle while the MMA warp runs the loop, are the producer
+    (settled_split.settle: as NVIDIA's sm_100 kernels without facts, loads and epilogue in one
+    warpgroup); a producer warpgroup of its own would make the CTA 288 threads, which ptxas launches as
+    384 with 168 registers (an f16 bmm and an int8 GEMM without facts spilled 96 and 176 instructions).
     Only beside one consumer warpgroup and one CTA an SM: the CTA then launches with 255 registers a
     thread and no role gives any back (`WarpSplit.loads_in_registers`); two warpgroups launch with 168,
     which the consumers of an MLA decode without facts spilled (307 instructions; unspecialized, none),
     an occupancy hint of 2 with 128 (an e4m3 attention's, d128 on sm_100: 646; unspecialized, 164)."""
     split = k.warp_split
     if split is None or split.loop is not loop or not uses_mbarriers(k) or k.threads > 128 \
-            or occupancy_hint(k) > 1 or split.form == "tcgen05":
+            or occupancy_hint(k) > 1:
         return False
+    if split.form == "tcgen05" and any(op.name == "cuda_tile.ftof" or op.name == "cuda_tile.mmaf_scaled"
+                                       for op in loop.regions[0].block.operations):
+        return False    # the epilogue warps also prepare such stages, after the fill (warp_specialize_tcgen05)
     view = view_of(load.operand("view"))
     return view is not None and staged_through_registers(load, view, load.results[0].type)
 

@@ -54,7 +54,8 @@ TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 # grants (measured), so no role moves registers: the epilogue reads the accumulator (128
 # registers a thread) in column chunks, converting and storing each before the next
 # (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
-# (tileas/settled_split.settled): 192 and 320 threads, which launch with 255 and 200 registers.
+# (tileas/settled_split.settled): 192 and 320 threads, which launch with 255 and 200 registers; none
+# where the epilogue warps load the stages element by element (`WarpSplit.copiers`): 160 threads.
 ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
 
 
@@ -72,7 +73,9 @@ class WarpSplit:
     barriers: tuple = ()            # named_barriers.NamedBarrier: "consumers", "publish"
     emitted: bool = False
     mmas: tuple[Operation, ...] = ()  # tcgen05 form: the mmas the MMA warp issues (else the sm_90 form)
-    producers: int = PRODUCER_THREADS  # the producer role's threads (one warp once TMA-fed: settled_split.settled)
+    # the producer role's threads (one warp once TMA-fed: settled_split.settled; 0: the consumers copy, the
+    # tcgen05 form's epilogue warps before they read the accumulator, `copiers`)
+    producers: int = PRODUCER_THREADS
     attention: bool = False         # the mmas are attention's S and O: the consumers run the softmax
     handshake: object = None        # attention: its mbarriers (tcgen05_buffers.HANDSHAKE)
     note: str = ""                  # sm_100 attention in the "wgmma" form: why its MMA warp could not issue
@@ -107,6 +110,11 @@ class WarpSplit:
         if self.min_ctas > 1:   # the consumers take what the producer gave back of the CTA's share
             inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
         return 0, dec, 0, inc
+
+    def copiers(self, consumers: int) -> tuple[int, int]:
+        """(the first thread, the number of threads) of the role that copies the ring's loads, beside
+        `consumers` consumer threads."""
+        return (consumers, self.producers) if self.producers else (0, consumers)
 
     def barrier(self, name: str) -> "NamedBarrier":
         return next(b for b in self.barriers if b.name == name)
