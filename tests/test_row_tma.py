@@ -25,6 +25,7 @@ from tileiras.target import with_feature  # noqa: E402
 LOAD_2D = "cp.async.bulk.tensor.2d.shared::cta.global"
 LOAD_1D = "cp.async.bulk.tensor.1d.shared::cta.global"
 STORE_2D = "cp.async.bulk.tensor.2d.global.shared::cta"
+STORE_1D = "cp.async.bulk.tensor.1d.global.shared::cta"
 
 
 def _ptx(src: Path, gpu: str, tmp_path: Path, *extra: str) -> tuple[str, str]:
@@ -182,6 +183,26 @@ def test_a_row_loop_is_software_pipelined(gpu: str, tmp_path: Path) -> None:
     assert LOAD_2D in ptx and "ld.global" not in ptx
     assert "// wait: stage full" in ptx and "Loop software-pipelined" in remarks
     assert "setmaxnreg.dec" in ptx and ".reqntid 256" in ptx
+    # the consumers store the sums by TMA (row_copies.candidate), their barriers named, as NVIDIA's does
+    assert STORE_1D in ptx and "st.global" not in ptx
+    assert remarks.count("TMA store (cp.async.bulk.tensor from shared memory)") == 1
+
+
+@pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
+def test_a_split_row_kernels_store_unfenced_for_the_async_proxy_is_reported(gpu: str,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consumers write the sums into the store's buffer, fence the async proxy and meet on their named
+    barrier before one of them issues the TMA store: without the fence the emulator reports it."""
+    from tileiras.errors import TileirasError
+    from tileiras.emulator.errors import DeviceFault, EmulatorError
+
+    def unfenced(text: str) -> str:
+        text, n = re.subn(r"fence\.proxy\.async\.shared::cta;((?:\s*//[^\n]*\n)*\s*bar\.sync)", r"\1", text)
+        assert n == 1, n
+        return text
+    edit_ptx(monkeypatch, unfenced)
+    with pytest.raises((AssertionError, DeviceFault, TileirasError, EmulatorError), match="fence.proxy.async"):
+        _check("row_sum_f32_16x512", gpu)
 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])

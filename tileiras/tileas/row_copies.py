@@ -84,19 +84,24 @@ def _tile_copy(op: Operation, tile: TileType) -> tuple[Optional[TmaCopy], Shared
     return t, matrix, ""
 
 
-def may_copy(k: "StagingFacts") -> bool:
-    """Whether any of the kernel's accesses may be copied by TMA here (each then `candidate`)."""
-    return k.caps.has("row_tma") and k.warp_split is None and _rereads(k.entry)
+def may_copy(k: "StagingFacts", store: bool = False) -> bool:
+    """Whether any of the kernel's accesses (`store`: its stores) may be copied by TMA here (each then
+    `candidate`). A warp-specialized kernel's loads are its producer's; its consumers may store."""
+    return k.caps.has("row_tma") and (store or k.warp_split is None) and _rereads(k.entry)
 
 
 def candidate(k: "StagingFacts", op: Operation) -> bool:
     """A weak view access of a register tile on a TMA target: a load in the kernel's body, a store
-    anywhere but in a pipelined loop (whose warps the pipeline may have split)."""
-    if not may_copy(k):
+    anywhere but in a pipelined loop that its threads run unsplit (their copies' groups and CTA
+    barriers around the store's); in the warp-specialized loop (or the persistent loop around it)
+    the consumers store, their barriers named (NVIDIA's persistent norms store their rows by TMA)."""
+    if not may_copy(k, op.name == STORE):
         return False
     if op.name == LOAD and op.parent is not k.entry.regions[0].block:
         return False
-    if op.name == STORE and any(inside_op(op, loop) for loop, plan in k.pipelines.items() if plan.pipelined):
+    split = k.warp_split
+    if op.name == STORE and any(inside_op(op, loop) for loop, plan in k.pipelines.items()
+                                if plan.pipelined and not (split is not None and loop in (split.loop, split.outer))):
         return False
     if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
         return False

@@ -40,8 +40,8 @@ class Rows:
 
     def __init__(self, facts: "StagingFacts") -> None:
         self.facts = facts
-        self.copies = row_copies.may_copy(facts)
-        self.first = row_copies.group_start(facts) if self.copies else None
+        self.copies = row_copies.may_copy(facts, store=True)
+        self.first = row_copies.group_start(facts) if row_copies.may_copy(facts) else None
         self.exact = not self.copies or all(
             facts.get(op.operand("view")) is not None for op in facts.entry.walk()
             if op.name in (row_copies.LOAD, row_copies.STORE) and row_copies.candidate(facts, op))
