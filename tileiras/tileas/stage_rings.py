@@ -124,13 +124,16 @@ def producer_stages(k: "StagingFacts", loop: Operation, load: Operation) -> bool
     (settled_split.settle: as NVIDIA's sm_100 kernels without facts, loads and epilogue in one
     warpgroup); a producer warpgroup of its own would make the CTA 288 threads, which ptxas launches as
     384 with 168 registers (an f16 bmm and an int8 GEMM without facts spilled 96 and 176 instructions).
-    Only beside one consumer warpgroup and one CTA an SM: the CTA then launches with 255 registers a
+    In the sm_90 form, only beside one consumer warpgroup and one CTA an SM (the tcgen05 form's epilogue
+    warps have the registers the MMA warp leaves: two warpgroups, 288 threads at 168 registers, an e4m3
+    bmm's 256 x 128 x 128 without facts fills its stages spill-free; an occupancy hint of 2, 160 threads
+    at 204): the CTA then launches with 255 registers a
     thread and no role gives any back (`WarpSplit.loads_in_registers`); two warpgroups launch with 168,
     which the consumers of an MLA decode without facts spilled (307 instructions; unspecialized, none),
     an occupancy hint of 2 with 128 (an e4m3 attention's, d128 on sm_100: 646; unspecialized, 164)."""
     split = k.warp_split
-    if split is None or split.loop is not loop or not uses_mbarriers(k) or k.threads > 128 \
-            or occupancy_hint(k) > 1:
+    if split is None or split.loop is not loop or not uses_mbarriers(k) \
+            or (k.threads > 128 or occupancy_hint(k) > 1) and split.form != "tcgen05":
         return False
     if split.form == "tcgen05" and any(op.name == "cuda_tile.ftof" or op.name == "cuda_tile.mmaf_scaled"
                                        for op in loop.regions[0].block.operations):
