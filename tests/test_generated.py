@@ -817,6 +817,29 @@ def test_the_tcgen05_forms_epilogue_warps_load_what_no_copy_can(name: str) -> No
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
 
 
+def test_element_copies_store_a_stored_rows_16_bytes_at_once(tmp_path: Path) -> None:
+    """Without facts each element is loaded on its own, but a thread copies 16 bytes of a stored row and stores
+    them as one vector (NVIDIA's producers: LDG.U16 ... STS.128): the f16 bmm's epilogue warps on sm_100 store
+    no element alone (96 STS.U16 before, 8 STS.128 now), a 2-column block scale (e8m0) two bytes at once."""
+    import subprocess
+
+    from tileiras.ir.types import TileType, ScalarType
+    from tileiras.layout.shared_matrix import SharedMatrix
+    from tileiras.lowering.async_copy import gather_width
+
+    def width(cols: int, elem: str, nbytes: int) -> int:
+        return gather_width(SharedMatrix(0, 1, 64, cols, nbytes), TileType((64, cols), ScalarType(elem)))
+    assert (width(64, "f16", 2), width(2, "i8", 1), width(128, "i8", 1), width(12, "f32", 4), width(3, "f16", 2)) \
+        == (8, 2, 16, 4, 1)
+    v = grammar.parse("g_bmm_f16_rr_64x64x128_none_none_h0_v13p2")
+    out = tmp_path / "bmm.ptx"
+    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", "sm_100",
+                           str(export.bytecode(v, "sm_100")), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    ptx = out.read_text()
+    assert "st.shared.v4.b32" in ptx and "st.shared.b16" not in ptx and "st.shared.u16" not in ptx
+
+
 def test_a_producer_staging_through_registers_keeps_every_budget() -> None:
     """The split's register budgets: a producer loading element by element keeps its launch budget and so do
     the consumers (no setmaxnreg at all); a cp.async or TMA producer gives registers back."""

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 from ..ir.core import Operation
 from ..ir.record import replace
-from ..ir.types import TileType
+from ..ir.types import TileType, storage_bytes
 from .kernel import KernelLowering
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape, steps_evenly
@@ -98,13 +98,18 @@ ELEMENTS_A_TURN = 16
 def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
                  active: Optional[str] = None, origin: Optional[tuple[int, int]] = None,
                  unrolled: int = ELEMENTS_UNROLLED) -> None:
-    """This thread's cp.async copies of the tile `op` loads into `matrix`; where `active` (i1) is
+    """This thread's cp.async copies of the tile `op` loads into `matrix` (none legal: its elements, loaded
+    one by one and stored a row's 16 bytes at once, `_issue_gathered`); where `active` (i1) is
     false, the copies only zero-fill (a pipeline's loads past the end of its loop). `origin`: the
     stored (row, column) of the tile that `matrix` (one matrix, then) starts at: a slice of it.
     `unrolled`: the most element copies a thread unrolls (`ELEMENTS_UNROLLED`)."""
     from .ops_memory import element_address, view_index
 
     legal = chunk_elements(op, view, tile)
+    width = 0 if legal else gather_width(matrix, tile)
+    if width > 1:
+        _issue_gathered(k, op, view, tile, matrix, view_index(k, op, view), width, active, origin, unrolled)
+        return
     vec = legal or 1     # none legal (a pipeline's block scale, `staged_through_registers`): element by element
     shape = tile.shape
     batch, rows, cols = matrix.batch, matrix.rows, matrix.cols
@@ -156,6 +161,91 @@ def _issue_looped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile
             _copy(k, matrix.elem_bytes, pointer(k, element_offset(k, matrix, b, r, c)), 0, src, ok, active, view, True)
         return []
     counted_loop(k, "0", str(matrix.batch * matrix.rows * matrix.cols // turn), 1, [], body)
+
+
+def gather_width(matrix: SharedMatrix, tile: TileType) -> int:
+    """Elements a thread loads one by one (no copy legal) and stores to `matrix` as one vector: the run of a
+    stored row's 16 bytes (a swizzle atom, or a padded row's) that the row's length divides, as NVIDIA's
+    producers store such tiles (LDG.U16 ... STS.128); 1 where the elements are not whole bytes."""
+    if storage_bytes(tile.element) != matrix.elem_bytes or not 1 <= matrix.elem_bytes <= 8:
+        return 1
+    width = 16 // matrix.elem_bytes
+    while width > 1 and matrix.cols % width:
+        width //= 2
+    return width
+
+
+def _issue_gathered(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
+                    index: tuple[list[str], object], width: int, active: Optional[str],
+                    origin: Optional[tuple[int, int]], unrolled: int) -> None:
+    """This thread's element copies of the tile, `width` consecutive elements of a stored row at a time: each
+    loaded on its own (zero outside the tensor), the run stored as one vector. Coordinates are computed where
+    copied; beyond `unrolled` elements a thread, a loop copies ELEMENTS_A_TURN a turn."""
+    chunks_per_row = matrix.cols // width
+    total = matrix.batch * matrix.rows * chunks_per_row
+    per_turn = max(1, ELEMENTS_A_TURN // width) * k.threads
+
+    def copy(chunk: str) -> None:
+        b, r, c = _chunk_at(k.b.op, chunk, chunks_per_row, width, matrix)
+        _gather(k, op, view, tile, matrix, index, width, b, r, c, active, origin)
+
+    if total * width > unrolled * k.threads and total % per_turn == 0:
+        from .ops_reduce import counted_loop
+
+        def body(g: str, _: list[str]) -> list[str]:
+            base = k.b.op(f"add i32 {k.tid}, {k.b.op(f'mul i32 {g}, {per_turn}', 'ch')}", "ch")
+            for u in range(0, per_turn, k.threads):
+                copy(k.b.op(f"add i32 {base}, {u}", "ch") if u else base)
+            return []
+        counted_loop(k, "0", str(total // per_turn), 1, [], body)
+        return
+    for first in range(0, total, k.threads):
+        chunk = k.tid if first == 0 else k.b.op(f"add i32 {k.tid}, {first}", "ch")
+        if first + k.threads > total:
+            k.guarded(k.b.op(f"icmp ult i32 {chunk}, {total}", "ch"), lambda chunk=chunk: copy(chunk) or None)
+        else:
+            copy(chunk)
+
+
+def _gather(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
+            index: tuple[list[str], object], width: int, b: str, r: str, c: str, active: Optional[str],
+            origin: Optional[tuple[int, int]]) -> None:
+    """Elements (b, r, c .. c + width - 1) of `matrix`, loaded one by one and stored as one vector."""
+    from .ops_memory import element_address
+
+    ty = f"i{8 * matrix.elem_bytes}"
+    values = []
+    for u in range(width):
+        cu = k.b.op(f"add i32 {c}, {u}", "cc") if u else c
+        src, ok = element_address(k, op, view, index, _tile_local(k, tile.shape, b, r, cu, origin)[0])
+        if active is not None:
+            ok = active if ok is None else k.b.op(f"and i1 {ok}, {active}", "cs")
+
+        def load(src: str = src) -> str:
+            g = k.b.op(f"addrspacecast ptr {src} to ptr addrspace(1)", "cg")
+            return k.b.op(f"load {ty}, ptr addrspace(1) {g}", "cv")
+        values.append(k.guarded(ok, load, default="0", ty=ty))
+    # narrow elements packed into 32-bit words by hand: a vector of i16 or i8 built lane by lane, LLVM
+    # pairs each half with an undefined one it then overwrites, which the emulator reads as undefined
+    per_word = min(width, max(1, 4 // matrix.elem_bytes))
+    if per_word > 1:
+        wty = f"i{8 * matrix.elem_bytes * per_word}"
+        words = []
+        for w in range(0, width, per_word):
+            word = ""
+            for u, v in enumerate(values[w:w + per_word]):
+                part = k.b.op(f"zext {ty} {v} to {wty}", "cv")
+                if u:
+                    part = k.b.op(f"shl {wty} {part}, {8 * matrix.elem_bytes * u}", "cv")
+                word = k.b.op(f"or {wty} {word}, {part}", "cv") if word else part
+            words.append(word)
+        ty, values = wty, words
+    vty = f"<{len(values)} x {ty}>"
+    packed = "undef"
+    for u, v in enumerate(values):
+        packed = k.b.op(f"insertelement {vty} {packed}, {ty} {v}, i32 {u}", "cv")
+    dst = pointer(k, element_offset(k, matrix, b, r, c))
+    k.b.emit(f"store {vty} {packed}, ptr addrspace(3) {dst}, align {width * matrix.elem_bytes}")
 
 
 def _chunk_at(at: Callable[[str, str], str], chunk: str, chunks_per_row: int, vec: int,
