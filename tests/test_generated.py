@@ -107,10 +107,6 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
 # without facts on sm_90 that spilled 70 instructions loading its keys and values element by element in the hot
 # loop (its producer warps now stage them: stage_rings.producer_stages).
 GAPS: tuple[tuple[str, str, str, str], ...] = (
-    ("g_gemm_f16_rc_64x256x16_undef_tiles_subtile_aligned_occ2_v13p4", "sm_90", "compile",
-     "ptxas: Insufficient registers (128) to compile a wgmma of the 64 x 256 f32 accumulator (needs 154): the "
-     "occupancy-2 hint caps the warp-specialized consumers at 128 (issue 34's named failure; its 13.1 form "
-     "failed the same way once the canonical form gave it the 13.4 pipeline)"),
     ("g_gemm_bf16_rc_64x256x16_zero_tiles_gelu_ragged_lat3_v13p4", "sm_90", "tensor-core family",
      "mma.sync where NVIDIA's uses wgmma for a K tile of 16 with B column-major; no remark says why"),
     ("g_gemm_mxfp8_rr_256x64x64_zero_tiles_cast_ragged_lat3_v13p3", "sm_100", "tensor-core family",
@@ -360,6 +356,12 @@ def test_known_gap(name: str, gpu: str, klass: str) -> None:
 
 # gaps the benchmark found and the compiler closed, each held at NVIDIA's level: (variant, target, class)
 CLOSED: tuple[tuple[str, str, str], ...] = (
+    # sm_90, an occupancy hint of 2 beside a 64 x 256 f32 wgmma accumulator (128 registers a consumer thread):
+    # the split's consumers launched with 128 and ptxas refused the wgmma (needs 154, issue 34's named
+    # failure); the hint is now dropped where the accumulator does not fit (warp_roles.occupancy), as NVIDIA's
+    # keeps such kernels to one CTA an SM (an f16 GEMM 13.4 from seed 0, a tf32 bmm 13.1 from seed 34)
+    ("g_gemm_f16_rc_64x256x16_undef_tiles_subtile_aligned_occ2_v13p4", "sm_90", "compile"),
+    ("g_bmm_tf32_rc_64x256x32_cast_none_occ2_v13p1", "sm_90", "compile"),
     # sm_100: a column-major operand's transpose in the K loop kept the MMA-warp form away
     ("g_bmm_tf32_rc_64x64x64_cast_aligned_ctas2_v13p3", "sm_100", "mbarrier"),
     # sm_100, 32-row tiles (mma.sync, no tcgen05 M that small): the TMA producer warp and setmaxnreg of sm_120
@@ -435,6 +437,8 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
 def test_closed_gap(name: str, gpu: str, klass: str) -> None:
     ours, nvidia = _compiled(name, gpu, "ours"), _compiled(name, gpu, "nvidia")
     assert nvidia["ok"] and ours.get("stats"), ours["error"] or nvidia["error"]
+    if klass == "compile":      # (ours compiled where NVIDIA's did: the class itself)
+        return
     cls = _bench_module().CLASSES[klass]
     assert cls.applies(ours, nvidia), f"{klass} no longer applies: NVIDIA's code changed"
     assert cls.matches(ours, nvidia), cls.detail(ours, nvidia)

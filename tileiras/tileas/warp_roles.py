@@ -402,4 +402,31 @@ def occupancy(k: "KernelFacts") -> int:
     # and .inc never go the other way): occupancy 2 and 3 with one consumer warpgroup
     launch = 65536 // (k.threads + PRODUCER_THREADS) // value // 8 * 8
     dec = max(d for d, _ in (*REGISTERS.values(), *TMA_REGISTERS.values()))
+    if _accumulator_registers(k) + MMA_MARGIN > launch:
+        return 1
     return value if dec <= launch <= (65536 // value - PRODUCER_THREADS * dec) // k.threads else 1
+
+
+# Registers a consumer's wgmma needs beyond its accumulator's (operand addresses, descriptors, loop state): ptxas
+# asked 154 for a 64 x 256 f32 accumulator (128 a thread) and refused the 128 an occupancy hint of 2 leaves the
+# split's consumers at launch (setmaxnreg.inc does not raise what ptxas allocates within): an f16 GEMM and a tf32
+# bmm 64 x 256 on sm_90 failed to compile. NVIDIA's keeps such kernels to one CTA an SM (255 registers).
+MMA_MARGIN = 32
+
+
+def _accumulator_registers(k: "KernelFacts") -> int:
+    """32-bit registers a consumer thread holds of the kernel's largest tensor-core accumulator (wgmma's and
+    mma.sync's live in registers; tcgen05's in tensor memory)."""
+    from ..ir.types import TileType, storage_bytes
+
+    assignment = k.assignment
+    if assignment is None:
+        return 0
+    tcgen05 = getattr(assignment, "tcgen05_layouts", None) or {}
+    most = 0
+    for op in assignment.mma_shapes:
+        tile = op.results[0].type
+        if op in tcgen05 or not isinstance(tile, TileType):
+            continue
+        most = max(most, -(-tile.num_elements * storage_bytes(tile.element) // 4 // k.threads))
+    return most
