@@ -821,6 +821,23 @@ def test_the_tcgen05_forms_epilogue_warps_load_what_no_copy_can(name: str) -> No
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
 
 
+@pytest.mark.parametrize("name", ["g_bmm_tf32_rc_64x256x32_cast_none_occ2_v13p1",     # 60 spill instructions before
+                                  "g_bmm_tf32_rr_256x64x32_none_none_ctas2_v13p4"])     # 120 (two epilogue warpgroups)
+def test_the_tcgen05_forms_epilogue_warps_copy_and_round_a_stage_behind(name: str) -> None:
+    """sm_100, tf32 without facts (seed 34): cp.async can copy f32 elements, TMA cannot (no 16-byte fact), and a
+    producer warpgroup of its own made the CTA 288 or 416 threads, launched with 168 or 128 registers: 60 and 120
+    spill instructions (NVIDIA's: 256 threads, none). The epilogue warps issue the copies themselves and round
+    each stage to tf32 a stage behind (its copies landed by then; the MMA warp waits for it, so the stages they
+    refill are free): 160 and 288 threads, no spills, and the emulator (race checker on) matches numpy."""
+    v, gpu = grammar.parse(name), "sm_100"
+    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, WORK / f"{name}.{gpu}.rounded.cubin", 600)
+    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    last = 4 * max(1, v["tm"] // 128) - 1
+    assert f"warps 0-{last} cp.async into" in said and "then run the epilogue" in said, said
+    assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
+    assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
+
+
 def test_element_copies_store_a_stored_rows_16_bytes_at_once(tmp_path: Path) -> None:
     """Without facts each element is loaded on its own, but a thread copies 16 bytes of a stored row and stores
     them as one vector (NVIDIA's producers: LDG.U16 ... STS.128): the f16 bmm's epilogue warps on sm_100 store

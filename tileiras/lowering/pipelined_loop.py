@@ -313,8 +313,9 @@ def _roles(k: KernelLowering, stages: int, ring_copies: RingCopies) -> str:
         producer = f"warp {first} produces" if first == last else f"warps {first}-{last} produce"
         epilogue = "run the epilogue"
         if not k.warp_split.producers:      # the epilogue warps copy first
-            producer, epilogue = "", ("load each element of the stages and store it (no copy is legal), "
-                                      "arriving on the stage's full mbarrier, then run the epilogue")
+            fill = ("load each element of the stages and store it (no copy is legal), arriving on the stage's "
+                    "full mbarrier" if ring_copies.through else copies)
+            producer, epilogue = "", f"{fill}, then run the epilogue"
         return (f"warp-specialized (tcgen05): {producer and producer + f' ({copies}), '}warp {last + 1} issues the MMAs "
                 f"(one thread: waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "
                 f"accumulator-ready{idle}), warps 0-{first - 1} {epilogue} (wait accumulator-ready, "

@@ -333,6 +333,13 @@ def fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0
     from .pipelined_loop import copied, copies_arrive, copy_iteration, tma_iteration
 
     first, copiers = k.warp_split.copiers(k.threads)
+    # the tcgen05 form's epilogue warps, filling the stages themselves, prepare each (tf32 rounding) a stage
+    # behind: its copies have landed by then, and the MMA warp, waiting for it, frees the stages they refill
+    prepares = False
+    if p.epilogue_fills:
+        from .warp_specialize_tcgen05 import _prepared
+
+        prepares = _prepared(k)
     with role_loop(k, p, "prod", "ws", lb, ub, step, j0, loop) as it:
         it.wait(k, p.empty, "stage empty", free=True)
         if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async
@@ -348,4 +355,19 @@ def fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0
             finally:
                 k.tid, k.threads = saved
             copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
+        if prepares:    # the stage before, full once this thread's own copies of it landed
+            k.guarded(k.b.op(f"icmp ugt i32 {it.j}, {j0}", "ws"), lambda: _prepare_before(k, p, it.j))
+    if prepares:        # ...and the last
+        k.guarded(k.b.op(f"icmp ugt i32 {it.j}, {j0}", "ws"), lambda: _prepare_before(k, p, it.j))
     return it
+
+
+def _prepare_before(k: KernelLowering, p: "ActivePipeline", j: str) -> None:
+    """Wait for the stage of the ring's use j - 1 to be full and prepare it (warp_specialize_tcgen05.prepare_stage)."""
+    from . import mbarrier
+    from .warp_specialize_tcgen05 import prepare_stage
+
+    use = k.b.op(f"sub i32 {j}, 1", "ws")
+    stage = k.b.op(f"urem i32 {use}, {p.stages}", "ws")
+    mbarrier.wait(k, mbarrier.address(k, p.full, stage), mbarrier.phase_parity(k, use, p.stages), "stage full")
+    prepare_stage(k, p, stage)

@@ -5,12 +5,15 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   mbarrier and fills it: where every load can go by TMA (tma_copy.py, as on sm_90) one thread
   announces the stage's bytes on its `full` mbarrier and issues the boxes (the producer role
   is then one warp, whose other lanes exit; block-scaled: its lanes stay to copy A's scales by
-  cp.async, pipelined_loop.copied), else all 128 issue the iteration's cp.async copies and arrive on `full` when
-  they land (`cp.async.mbarrier.arrive.noinc`); where no copy is legal (no facts:
-  stage_rings.producer_stages) the epilogue warps are the producer instead (`WarpSplit.copiers`):
-  before reading the accumulator they load each element of every stage, store it, fence the
-  async proxy and arrive on `full` (NVIDIA's sm_100 kernels without facts: one warpgroup loads
-  and runs the epilogue), so the CTA is 160 threads, not 288 (launched as 384, 168 registers);
+  cp.async, pipelined_loop.copied); where TMA cannot copy, the epilogue warps are the producer
+  (`WarpSplit.copiers`, settled_split.settle): before reading the accumulator they issue each
+  stage's cp.async copies (arriving on `full` when they land, `cp.async.mbarrier.arrive.noinc`) or,
+  where no copy is legal (no facts: stage_rings.producer_stages), load each element of the stage,
+  store it, fence the async proxy and arrive on `full` (NVIDIA's sm_100 kernels without TMA: one
+  warpgroup loads and runs the epilogue), so the CTA is 160 threads, not 288 (launched as 384, 168
+  registers: a tf32 bmm's producer warpgroup spilled 60 instructions), and stages that need
+  preparing (tf32 rounding) are prepared a stage behind the fill (warp_specialize.fill); a
+  block-scaled mma's cp.async producer stays a warpgroup of its own;
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
   `tcgen05.commit`s them to the stage's `empty` mbarrier (the stage is free once the MMAs that read
@@ -455,7 +458,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         instruction, mnk = describe(op, k.layout_of(op.results[0]), p.pair is not None)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
-    if _prepared(k):
+    if _prepared(k) and not p.epilogue_fills:   # (filling, they prepare each stage a stage behind: fill)
         _prepare_stages(k, p, loop)
     wait_mbarrier(k, tensor_memory(k, 0))
     if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
@@ -470,58 +473,63 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
 
 def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
     """The epilogue warps' K loop where a stage needs work before the MMAs read it: per iteration,
-    wait for the stage to be full, round its tf32 operands in place (every f32 of their buffers,
-    16 bytes a thread at a time: rounding is element-wise, whatever the swizzle) and restage a
-    block-scaled mma's scales into the stage's tcgen05.cp source (ops_blockscale), make the writes
-    visible to the tensor cores (the async proxy) and arrive on the stage's `ready` mbarrier, which
-    the MMA warp waits for instead of `full`. The MMA thread's commit to `empty` comes after its
-    MMAs (and tcgen05.cp) read the stage, so the producer refills it only after all this too."""
+    wait for the stage to be full and prepare it (`prepare_stage`), which the MMA warp waits for
+    instead of `full`. The MMA thread's commit to `empty` comes after its MMAs (and tcgen05.cp) read
+    the stage, so the producer refills it only after all this too."""
+    from .warp_specialize import role_loop
+
+    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore
+    with role_loop(k, p, "round", "rw", lb, ub, step) as it:
+        it.wait(k, p.full, "stage full")
+        prepare_stage(k, p, it.stage)
+
+
+def prepare_stage(k: KernelLowering, p: "ActivePipeline", stage: str) -> None:
+    """This epilogue thread's share of preparing `stage` (full): round its tf32 operands in place (every
+    f32 of their buffers, 16 bytes a thread at a time: rounding is element-wise, whatever the swizzle) and
+    restage a block-scaled mma's scales into the stage's tcgen05.cp source (ops_blockscale), make the
+    writes visible to the tensor cores (the async proxy) and arrive on the stage's `ready` mbarrier."""
     from .ops_blockscale import restage_tcgen05, tcgen05_sources
     from .values import SharedTileVal
     from .async_copy import fence_async_proxy
     from .pipelined_loop import _stage_offset, _staged
     from .smem import pointer
-    from .warp_specialize import role_loop
 
-    modes = rounded(k)
-    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore
-    with role_loop(k, p, "round", "rw", lb, ub, step) as it:
-        it.wait(k, p.full, "stage full")
-        for load, mode in modes.items():
-            matrix = _staged(p, load, _stage_offset(k, p, load, it.stage))
-            words = matrix.nbytes // 16
-            for first in range(0, words, k.threads):     # whole rounds where the threads divide the words
-                item = k.b.op(f"add i32 {k.tid}, {first}", "rw") if first else k.tid
-                off = k.b.op(f"add i32 {k.b.op(f'shl i32 {item}, 4', 'rw')}, {matrix.offset}", "rw")
-                if matrix.stage:
-                    off = k.b.op(f"add i32 {off}, {matrix.stage}", "rw")
-                at = pointer(k, off)
+    for load, mode in rounded(k).items():
+        matrix = _staged(p, load, _stage_offset(k, p, load, stage))
+        words = matrix.nbytes // 16
+        for first in range(0, words, k.threads):     # whole rounds where the threads divide the words
+            item = k.b.op(f"add i32 {k.tid}, {first}", "rw") if first else k.tid
+            off = k.b.op(f"add i32 {k.b.op(f'shl i32 {item}, 4', 'rw')}, {matrix.offset}", "rw")
+            if matrix.stage:
+                off = k.b.op(f"add i32 {off}, {matrix.stage}", "rw")
+            at = pointer(k, off)
 
-                def move(at: str = at) -> None:
-                    word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
-                    k.b.emit(f"store <4 x i32> {_rounded_words(k, word, mode)}, ptr addrspace(3) {at}, align 16")
+            def move(at: str = at, mode: str = mode) -> None:
+                word = k.b.op(f"load <4 x i32>, ptr addrspace(3) {at}, align 16", "rw")
+                k.b.emit(f"store <4 x i32> {_rounded_words(k, word, mode)}, ptr addrspace(3) {at}, align 16")
 
-                if first + k.threads > words:
-                    k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
-                else:
-                    move()
-        scaled = _scaled(k)
-        if scaled is not None:
-            base, nbytes, _ = _scale_stages(k, p, scaled)
-            sources = [_source(scaled.operand(n)) for n in ("lhs_scale", "rhs_scale")]
-            tiles = [SharedTileVal(src.results[0].type,  # type: ignore[union-attr]
-                                   _staged(p, src, _stage_offset(k, p, src, it.stage))) for src in sources]
-            _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
-            at = k.b.op(f"add i32 {k.b.op(f'mul i32 {it.stage}, {nbytes}', 'rw')}, {base}", "rw")
-            restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), at, m, n)
-        fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
-        ready = mbarrier.address(k, k.tmem.ready, it.stage)
-        if p.pair is not None:   # the leader's MMA thread waits for both CTAs' preparation
-            from .cta_pair import arrive_at_leader
+            if first + k.threads > words:
+                k.guarded(k.b.op(f"icmp ult i32 {item}, {words}", "rw"), lambda: move() or None)
+            else:
+                move()
+    scaled = _scaled(k)
+    if scaled is not None:
+        base, nbytes, _ = _scale_stages(k, p, scaled)
+        sources = [_source(scaled.operand(n)) for n in ("lhs_scale", "rhs_scale")]
+        tiles = [SharedTileVal(src.results[0].type,  # type: ignore[union-attr]
+                               _staged(p, src, _stage_offset(k, p, src, stage))) for src in sources]
+        _, m, n = k.assignment.tcgen05_layouts[scaled].shape  # type: ignore[union-attr]
+        at = k.b.op(f"add i32 {k.b.op(f'mul i32 {stage}, {nbytes}', 'rw')}, {base}", "rw")
+        restage_tcgen05(k, scaled, tcgen05_sources(k, tiles), at, m, n)
+    fence_async_proxy(k)     # the rounded words and restaged scales, seen by the tensor cores' reads
+    ready = mbarrier.address(k, k.tmem.ready, stage)
+    if p.pair is not None:   # the leader's MMA thread waits for both CTAs' preparation
+        from .cta_pair import arrive_at_leader
 
-            arrive_at_leader(k, ready)
-        else:
-            mbarrier.arrive(k, ready)
+        arrive_at_leader(k, ready)
+    else:
+        mbarrier.arrive(k, ready)
 
 
 # ftof rounding modes -> the cvt that rounds an f32 to tf32 so (sm_90+: one F2FP.TF32 each)
