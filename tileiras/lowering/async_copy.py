@@ -97,16 +97,19 @@ ELEMENTS_A_TURN = 16
 
 def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
                  active: Optional[str] = None, origin: Optional[tuple[int, int]] = None,
-                 unrolled: int = ELEMENTS_UNROLLED) -> None:
-    """This thread's cp.async copies of the tile `op` loads into `matrix` (none legal: its elements, loaded
-    one by one and stored a row's 16 bytes at once, `_issue_gathered`); where `active` (i1) is
+                 unrolled: int = ELEMENTS_UNROLLED, gather: bool = False) -> None:
+    """This thread's cp.async copies of the tile `op` loads into `matrix` (none legal: its elements, one by
+    one, or a stored row's 16 bytes at once: `gather`); where `active` (i1) is
     false, the copies only zero-fill (a pipeline's loads past the end of its loop). `origin`: the
     stored (row, column) of the tile that `matrix` (one matrix, then) starts at: a slice of it.
-    `unrolled`: the most element copies a thread unrolls (`ELEMENTS_UNROLLED`)."""
+    `unrolled`: the most element copies a thread unrolls (`ELEMENTS_UNROLLED`); `gather`: a role that only
+    fills a ring (warp_specialize.fill) stores a stored row's 16 bytes at once (`_issue_gathered`; in the
+    mma's own loop the run's registers sit beside the accumulator: an attention without facts, d = 256 on
+    sm_90, spilled 171 instructions so, 57 element by element)."""
     from .ops_memory import element_address, view_index
 
     legal = chunk_elements(op, view, tile)
-    width = 0 if legal else gather_width(matrix, tile)
+    width = gather_width(matrix, tile) if gather and not legal else 0
     if width > 1:
         _issue_gathered(k, op, view, tile, matrix, view_index(k, op, view), width, active, origin, unrolled)
         return

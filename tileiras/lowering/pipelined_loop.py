@@ -379,16 +379,16 @@ def copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
 
 
 def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str],
-                   unrolled: int = ELEMENTS_UNROLLED) -> None:
+                   unrolled: int = ELEMENTS_UNROLLED, gather: bool = False) -> None:
     """This thread's copies of every load of the iteration whose induction variable is `iv` into `stage`
-    (`unrolled`: async_copy.issue_copies')."""
+    (`unrolled`, `gather`: async_copy.issue_copies')."""
     iv_arg = p.loop.regions[0].block.arguments[0]
     saved = k.values.get(iv_arg)
     k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
     for load in copied(p):
         view = k.get(load.operand("view"))
         issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active,
-                     unrolled=unrolled)
+                     unrolled=unrolled, gather=gather)
     if saved is not None:
         k.values[iv_arg] = saved
 

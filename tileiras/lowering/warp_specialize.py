@@ -351,7 +351,7 @@ def fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0
             saved = k.tid, k.threads
             k.tid, k.threads = (k.b.pre(f"sub i32 {k.tid}, {first}", "ptid") if first else k.tid), copiers
             try:
-                copy_iteration(k, p, it.iv, it.stage, None, ROLE_ELEMENTS_UNROLLED)
+                copy_iteration(k, p, it.iv, it.stage, None, ROLE_ELEMENTS_UNROLLED, gather=True)
             finally:
                 k.tid, k.threads = saved
             copies_arrive(k, p, mbarrier.address(k, p.full, it.stage))
