@@ -337,9 +337,9 @@ def fill(k: KernelLowering, p: "ActivePipeline", lb: str, ub: str, step: str, j0
     # behind: its copies have landed by then, and the MMA warp, waiting for it, frees the stages they refill
     prepares = False
     if p.epilogue_fills:
-        from .warp_specialize_tcgen05 import _prepared
+        from .warp_specialize_tcgen05 import prepared
 
-        prepares = _prepared(k)
+        prepares = prepared(k)
     with role_loop(k, p, "prod", "ws", lb, ub, step, j0, loop) as it:
         it.wait(k, p.empty, "stage empty", free=True)
         if p.tma and copied(p):     # one thread's boxes beside every thread's cp.async

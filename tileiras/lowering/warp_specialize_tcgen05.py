@@ -105,7 +105,7 @@ def rounded(k: KernelLowering) -> dict:
     return out
 
 
-def _prepared(k: KernelLowering) -> bool:
+def prepared(k: KernelLowering) -> bool:
     """The epilogue warps prepare each stage before the MMA warp reads it (tf32 rounding, scales)."""
     return bool(rounded(k)) or _scaled(k) is not None
 
@@ -346,7 +346,7 @@ def emit_mma_warp(k: KernelLowering, p: "ActivePipeline", mmas: tuple, first: in
         tensor_memory(k, columns_of(m, n) + p.stages * _scale_stages(k, p, scaled)[2])
     addresses = {op: region(k, op) for op in mmas}
     ready_stages = None
-    if _prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now; a pair's: both CTAs')
+    if prepared(k):    # one arrival per epilogue thread (tensor memory is allocated by now; a pair's: both CTAs')
         ready_stages = k.tmem.ready = stage_barriers(k, p.stages, k.threads * (2 if p.pair else 1))
         work = " and ".join(w for w, on in (("round the tf32 operands", rounded(k)),
                                              ("restage the block scales", scaled is not None)) if on)
@@ -458,7 +458,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         instruction, mnk = describe(op, k.layout_of(op.results[0]), p.pair is not None)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
-    if _prepared(k) and not p.epilogue_fills:   # (filling, they prepare each stage a stage behind: fill)
+    if prepared(k) and not p.epilogue_fills:   # (filling, they prepare each stage a stage behind: fill)
         _prepare_stages(k, p, loop)
     wait_mbarrier(k, tensor_memory(k, 0))
     if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):

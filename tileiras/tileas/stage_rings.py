@@ -135,9 +135,9 @@ def producer_stages(k: "StagingFacts", loop: Operation, load: Operation) -> bool
     if split is None or split.loop is not loop or not uses_mbarriers(k) \
             or (k.threads > 128 or occupancy_hint(k) > 1) and split.form != "tcgen05":
         return False
-    if split.form == "tcgen05" and any(op.name == "cuda_tile.ftof" or op.name == "cuda_tile.mmaf_scaled"
+    if split.form == "tcgen05" and any(op.name == "cuda_tile.mmaf_scaled"
                                        for op in loop.regions[0].block.operations):
-        return False    # the epilogue warps also prepare such stages, after the fill (warp_specialize_tcgen05)
+        return False    # (its scales are restaged beside a producer warpgroup of its own: settled_split.settle)
     view = view_of(load.operand("view"))
     return view is not None and staged_through_registers(load, view, load.results[0].type)
 
