@@ -116,6 +116,10 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "found by seed 30). Its occupancy hint of 2 keeps producer warps from staging them (stage_rings."
      "producer_stages); storing each element into its stage at once closed it, but spilled a grouped GEMM "
      "without facts (472 on sm_90): left"),
+    ("g_attn_fwd_f16_d256_window_g4_64x32_none_occ2_v13p2", "sm_90", "spills",
+     "57 spill instructions (NVIDIA's: none, one warpgroup of m64n256 wgmma at 235 registers): ours runs the "
+     "d = 256 attention on 8 warps of mma.sync, its O tile in the mma's loop (on one warpgroup, 435; found by "
+     "seed 34; sm_100: 20 against 5)"),
     ("g_row_layernorm_f32_n32768_r2_c4096_grid_aligned_occ2_v13p3", "sm_100", "spills",
      "145 spill instructions (NVIDIA's: none): a chunked f32 layernorm of 2 rows of 32768 under an occupancy hint "
      "of 2 (found by seed 33; 54 on sm_80, 211 on sm_90 against NVIDIA's 18, 106 on sm_120 against 56)"),
