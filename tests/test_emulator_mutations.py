@@ -1109,3 +1109,23 @@ def test_the_overlapping_output_guard_of_rope_is_reached_by_the_aliased_launches
             assert reported is not None and reported.startswith("overlapping output view: "), f"{what}: {reported}"
             assert mutations.outcome(c, ptx, aliased=False) is None
     assert found >= 1
+
+
+def test_a_sweep_in_shards_scores_as_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--shard I/N --json F` runs the I-th share of the kernel-target pairs and writes each verdict as it is
+    known (a sweep of the whole catalogue, 28360 mutants, takes several sittings); `--report` scores the
+    shards' verdicts together as the unsharded run scores them."""
+    args = ["--configs", KERNEL, "--targets", "sm_80,sm_90", "--per-operator", "1", "--quiet"]
+    assert mutations.main(args) == 0
+    whole = capsys.readouterr().out
+    shards = [tmp_path / f"s{i}.jsonl" for i in (1, 2)]
+    for i, path in enumerate(shards, 1):
+        assert mutations.main([*args, "--shard", f"{i}/2", "--json", str(path)]) == 0
+    capsys.readouterr()
+    assert all(path.read_text().strip() for path in shards)     # one kernel-target pair each
+    assert mutations.main(["--report", *map(str, shards)]) == 0
+    joined = capsys.readouterr().out
+
+    def score(text: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith("mutation score"))
+    assert score(joined) == score(whole) and "(2 kernels)" in joined
