@@ -145,8 +145,6 @@ def issue_copies(k: KernelLowering, op: Operation, view: PartitionViewVal, tile:
             issue()
 
 
-
-
 def _issue_looped(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType, matrix: SharedMatrix,
                   index: tuple[list[str], object], active: Optional[str], origin: Optional[tuple[int, int]]) -> None:
     """This thread's element copies of the tile, ELEMENTS_A_TURN a turn of a loop (every turn whole)."""
