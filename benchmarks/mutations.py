@@ -15,8 +15,8 @@ Run: `python benchmarks/mutations.py` (a sample: one mutant per operator on the 
 a few minutes), `--all` (every mutant of every configuration: 28360 mutants of 259 kernel-target
 pairs, about 0.4-0.8 s each on one core), `--configs mm_f16_128x128x64`, `--targets sm_90,sm_100`,
 `--per-operator 3`. A sweep too long for one sitting runs in shards, each writing its verdicts as
-they come (`--all --shard 2/6 --json s2.jsonl`), and `--report s1.jsonl s2.jsonl ...` scores them
-together.
+they come (`--all --shard 2/6 --json s2.jsonl`; run again, it resumes where it stopped), and
+`--report s1.jsonl s2.jsonl ...` scores them together.
 """
 
 from __future__ import annotations
@@ -2269,13 +2269,16 @@ class Result:
 
 
 def score(cases: list[Case], per_operator: int, seed: int, log: Any = None,
-          unclean: Optional[list[str]] = None, sink: Optional[Callable[[dict], None]] = None) -> list[Result]:
+          unclean: Optional[list[str]] = None, sink: Optional[Callable[[dict], None]] = None,
+          known: Optional[dict] = None) -> list[Result]:
     """The verdict on each mutant of `cases`. A case whose unmutated PTX does not run clean is not scored: with
     `unclean`, it is listed there; without, it stops the run. `sink` gets each verdict (and each unclean case)
-    as a JSON-able record as soon as it is known (`record`)."""
+    as a JSON-able record as soon as it is known (`record`); `known` (`_key` -> Result) holds verdicts of an
+    earlier run, returned as they are and not run again (a shard resumed)."""
     results: list[Result] = []
     if sink is not None:
         results = _Sunk(sink)
+    known = known or {}
     for case in cases:
         rng = random.Random(f"{seed}:{case.name}:{case.gpu}")    # a case's sample, whatever runs before it (shards)
         base = outcome(case, case.ptx)
@@ -2293,6 +2296,9 @@ def score(cases: list[Case], per_operator: int, seed: int, log: Any = None,
                 mutants = rng.sample(mutants, per_operator)
             for line, what, ptx in mutants:
                 label = f"{case.name}-{case.gpu}"
+                if (label, op.name, line, what) in known:
+                    list.append(results, known[label, op.name, line, what])   # (already in the sink's file)
+                    continue
                 why = equivalent(op, what, case, line)
                 if why is not None:
                     results.append(Result(label, op, line, what, "equivalent", why))
@@ -2380,7 +2386,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         i, n_shards = int(match[1]), int(match[2])
         pairs = pairs[i - 1::n_shards]
     sink: Optional[Callable[[dict], None]] = None
+    known: dict = {}
     if opts.json:
+        if Path(opts.json).exists():    # resumed: the verdicts written so far are not run again
+            known = _read([opts.json])[0]
         out = open(opts.json, "a", encoding="utf-8")
 
         def write(d: dict) -> None:
@@ -2398,7 +2407,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if case is not None:
             cases.append(case)
     unclean: list[str] = []
-    results = score(cases, per, opts.seed, None if opts.quiet else sys.stderr, unclean, sink)
+    results = score(cases, per, opts.seed, None if opts.quiet else sys.stderr, unclean, sink, known)
     print(summary(results))
     for why in unclean:
         print(f"  not scored: {why}")
@@ -2406,8 +2415,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-def _report(paths: list[str]) -> int:
-    """The summary of the verdicts in `paths` (JSON lines of --json runs; a mutant seen twice counts once)."""
+def _read(paths: list[str]) -> tuple[dict[tuple, Result], list[str]]:
+    """The verdicts in `paths` (JSON lines of --json runs) by mutant (a mutant seen twice counts once), and the
+    cases not scored."""
     seen: dict[tuple, Result] = {}
     unclean: list[str] = []
     for path in paths:
@@ -2420,6 +2430,12 @@ def _report(paths: list[str]) -> int:
                     unclean.append(d["unclean"])
                     continue
                 seen[(d["case"], d["operator"], d["line"], d["what"])] = from_record(d)
+    return seen, unclean
+
+
+def _report(paths: list[str]) -> int:
+    """The summary of the verdicts in `paths` (JSON lines of --json runs)."""
+    seen, unclean = _read(paths)
     results = list(seen.values())
     print(summary(results))
     for why in dict.fromkeys(unclean):

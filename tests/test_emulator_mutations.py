@@ -1129,3 +1129,7 @@ def test_a_sweep_in_shards_scores_as_one_run(tmp_path: Path, capsys: pytest.Capt
     def score(text: str) -> str:
         return next(line for line in text.splitlines() if line.startswith("mutation score"))
     assert score(joined) == score(whole) and "(2 kernels)" in joined
+    # a shard run again resumes: nothing new is run, nothing written twice
+    before = shards[0].read_text()
+    assert mutations.main([*args, "--shard", "1/2", "--json", str(shards[0])]) == 0
+    assert shards[0].read_text() == before and score(capsys.readouterr().out) != ""
