@@ -444,16 +444,15 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         tile = load.results[0].type
         chunk = chunk_elements(load, k.get(load.operand("view")), tile)
         bits = 8 * storage_bytes(tile.element) * max(chunk, 1)
-        who = "the epilogue warps" if not k.warp_split.producers else "the producer warps"
+        who = "the epilogue warps" if p.epilogue_fills else "the producer warps"
         k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", load,
                  Instruction="Ldgsts instruction (cp.async to shared memory)" if chunk else
                  "Global-memory load instruction, each element stored to the stage (no fact proves a copy aligned)",
                  Width=f"{bits} bits", Pipeline=f"{p.stages} stages, issued by {who} {p.stages} iterations ahead")
     if p.epilogue_fills:    # the epilogue warps fill the stages before they read the accumulator
-        from .warp_specialize import fill
+        from .warp_specialize import _bounds, fill
 
-        bounds = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))
-        p.ring_out = fill(k, p, *bounds, p.base if p.persistent else "0").j   # type: ignore[arg-type]
+        p.ring_out = fill(k, p, *_bounds(k, loop), p.base if p.persistent else "0").j
     for op in k.warp_split.mmas:
         instruction, mnk = describe(op, k.layout_of(op.results[0]), p.pair is not None)
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
@@ -476,10 +475,9 @@ def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> 
     wait for the stage to be full and prepare it (`prepare_stage`), which the MMA warp waits for
     instead of `full`. The MMA thread's commit to `empty` comes after its MMAs (and tcgen05.cp) read
     the stage, so the producer refills it only after all this too."""
-    from .warp_specialize import role_loop
+    from .warp_specialize import _bounds, role_loop
 
-    lb, ub, step = (k.tile(loop.operand(n)).slots[0] for n in ("lowerBound", "upperBound", "step"))  # type: ignore
-    with role_loop(k, p, "round", "rw", lb, ub, step) as it:
+    with role_loop(k, p, "round", "rw", *_bounds(k, loop)) as it:
         it.wait(k, p.full, "stage full")
         prepare_stage(k, p, it.stage)
 
