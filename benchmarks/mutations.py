@@ -101,7 +101,8 @@ EQUIVALENT: tuple[tuple[str, str, Any, str], ...] = (
      "nothing the first does not"),
     ("delete bar.sync", "", lambda ptx, line: _barrier_orders_nothing(ptx, line),
      "it orders no pair of accesses that conflict: the threads that take it (each thread's path from the entry "
-     "followed by its %tid.x, ptx_values) are as many as its count and no other thread uses its id; the memory "
+     "followed by its %tid.x and by comparisons that block-id arithmetic decides for every block id, as it does "
+     "not wrap: ptx_values.bounds) are as many as its count and no other thread uses its id; the memory "
      "each of them can access between the previous barrier that all of them meet (this one's id or the whole "
      "CTA's) and it, and between it and the next such barrier, evaluated per thread (shared byte ranges; a TMA "
      "load's bounded by the expect_tx of its mbarrier in its block; tensor memory and global reads as wholes; "
@@ -1493,14 +1494,18 @@ _COPY_WAIT = re.compile(r"^cp\.async\.wait_(?:all|group\s+(\d+))")
 def _per_thread_walk(ptx: str, codes: list[str], line: int
                      ) -> "Optional[tuple[int, Values, dict[int, list[int]], dict[int, set[int]]]]":
     """(threads of the CTA, the values evaluated around PTX line `line`, the control-flow successors of
-    their statements, the statements each thread reaches); None where any of them is unknown."""
+    their statements that some thread reaches, the statements each thread reaches); None where any of them is
+    unknown."""
     n = _cta_threads(ptx)
     if not n:
         return None
     values = _values(ptx, codes, line)
     succ = _successors(codes, values.start, values.end)
     reach = _reached_per_thread(values, n)
-    return None if succ is None or reach is None else (n, values, succ, reach)
+    if succ is None or reach is None:
+        return None
+    live = set().union(*reach.values())     # no thread reaches the rest: the graph drops it
+    return n, values, {i: [j for j in js if j in live] for i, js in succ.items() if i in live}, reach
 
 
 def _barrier_orders_nothing(ptx: str, line: int) -> bool:

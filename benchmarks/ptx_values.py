@@ -5,8 +5,10 @@ instructions from constants, the shared buffer's address and loop counters whose
 `mov I, 0` ... `add I, I, 1; setp.ne I, 4`). Evaluating those per value of the counters tells which mbarrier
 each instruction uses and which parity it waits for in each iteration, and which branches an iteration takes.
 Addresses are offsets from the function's shared buffer (every symbol counts as 0: the kernels hold one).
-Anything else (a register defined twice, a special register, an unknown instruction) has no value (None), and
-the checks that ask fail closed.
+A register defined twice by the same instruction on the same operands has the value both compute. Block ids
+have no value, but spans (`bounds`): a comparison true (or false) for every block id decides its branch.
+Anything else (a register defined twice otherwise, another special register, an unknown instruction) has no
+value (None), and the checks that ask fail closed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ _DEF = re.compile(r"^(?P<op>[a-z][\w.:]*)\s+(?P<dst>%\w+)\s*,\s*(?P<rest>.*)$")
 _WIDTH = re.compile(r"\.[bsu](16|32|64)\b")
 _REG = re.compile(r"%\w+")
 _MAX_ENVS = 256         # loop-counter combinations evaluated at most
+# the greatest value of each block id (CUDA's grid limits: 2^31 - 1 blocks along x, 65535 along y and z)
+_BLOCK_IDS = {"%ctaid.x": 2**31 - 1, "%ctaid.y": 65535, "%ctaid.z": 65535}
 
 
 def statements(code: str) -> list[str]:
@@ -98,6 +102,18 @@ class Values:
                 out[reg] = d
         return out
 
+    def definition(self, reg: str) -> Optional[tuple[int, str, list[str]]]:
+        """The one definition of `reg`, or the first of several that are the same instruction on the same
+        operands, none of them `reg` itself (LLVM recomputes a thread-index expression on two paths: each
+        computes the same value, whichever reached); None where it has none or different ones."""
+        defs = self.defs.get(reg, [])
+        if len(defs) == 1:
+            return defs[0]
+        if defs and all((op, args) == (defs[0][1], defs[0][2]) for _, op, args in defs) and \
+                not any(reg in _REG.findall(a) for a in defs[0][2]):
+            return defs[0]
+        return None
+
     def counters_of(self, regs: list[str], residues: bool = False) -> Optional[list[str]]:
         """The loop counters the values of `regs` depend on (None: one of them is defined twice otherwise);
         `residues`: registers holding x mod d count as such counters too (_residues)."""
@@ -112,9 +128,9 @@ class Values:
                 found.append(reg)
                 continue
             defs = self.defs.get(reg, [])
-            if len(defs) > 1:
+            if len(defs) > 1 and self.definition(reg) is None:
                 return None
-            for _, _, args in defs:
+            for _, _, args in defs[:1]:
                 todo.extend(r for a in args for r in _REG.findall(a))
         return sorted(found)
 
@@ -141,10 +157,10 @@ class Values:
             return 0 if re.fullmatch(r"[A-Za-z_$][\w$]*", operand) else None     # a symbol: the buffer's base
         if operand in env:
             return env[operand]
-        defs = self.defs.get(operand, [])
-        if len(defs) != 1:
+        defs = self.definition(operand)
+        if defs is None:
             return None
-        _, op, args = defs[0]
+        _, op, args = defs
         if op.startswith("selp.") and len(args) == 3:       # a choice by a predicate
             which = self.truth(args[2], env)
             return None if which is None else self.value(args[0] if which else args[1], env)
@@ -159,10 +175,10 @@ class Values:
     def truth(self, pred: str, env: Env) -> Optional[bool]:
         """Whether predicate register `pred` holds given `env` (None: unknown). `x | y` compared with 0 is known
         nonzero when one operand is, whatever the other (a thread index)."""
-        defs = self.defs.get(pred, [])
-        if len(defs) != 1:
+        defs = self.definition(pred)
+        if defs is None:
             return None
-        _, op, args = defs[0]
+        _, op, args = defs
         m = re.match(r"setp\.(eq|ne|lt|le|gt|ge)\.", op)
         if m is None or len(args) != 2:
             return None
@@ -171,8 +187,76 @@ class Values:
             nz = self._nonzero(args[0], env)
             return None if nz is None else nz == (m.group(1) == "ne")
         if a is None or b is None:
-            return None
+            return self._compare_bounds(m.group(1), self.bounds(args[0], env, defs[0]),
+                                        self.bounds(args[1], env, defs[0]))
         return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[m.group(1)]
+
+    def bounds(self, operand: str, env: Env, at: int = -1) -> Optional[tuple[int, int]]:
+        """[least, greatest] an operand of the statement at index `at` can hold given `env`, where it is computed
+        from block ids (%ctaid) by additions, subtractions, products and shifts by constants and masks, on the
+        assumption that this arithmetic does not wrap: a block id times a tile's extent is a row or column of
+        an array of the launch, and no array a GPU can hold has 2^31 rows (cuTile's indices are 32-bit). A
+        register is read at its definition before `at` in the same basic block where it has one there (a
+        counter set before a loop), else at its only definition. None: anything else."""
+        operand = operand.strip()
+        if (v := self.value(operand, env)) is not None and not operand.startswith("%ctaid"):
+            return (v, v)
+        if operand in _BLOCK_IDS:
+            return (0, _BLOCK_IDS[operand])
+        found = self._reaching(operand, at) if operand.startswith("%") else None
+        if found is None:
+            return None
+        i, op, args = found
+        name = op.split(".")[0]
+        if name in ("mov", "cvt") and len(args) == 1:
+            return self.bounds(args[0], env, i)
+        spans = [self.bounds(a, env, i) for a in args]
+        if any(r is None for r in spans):
+            return None
+        (lo, hi), rest = spans[0], spans[1:]   # type: ignore[misc]
+        if name == "add" and len(rest) == 1 and ".cc" not in op:
+            return (lo + rest[0][0], hi + rest[0][1])     # type: ignore[index]
+        if name == "sub" and len(rest) == 1 and ".cc" not in op:
+            return (lo - rest[0][1], hi - rest[0][0])     # type: ignore[index]
+        k = rest[0][0] if rest and rest[0][0] == rest[0][1] else None      # type: ignore[index]
+        if k is None or k < 0 or lo < 0:
+            return None
+        if name == "shl" or name == "mul" and ".lo" in op:
+            f = (lambda x: x << k) if name == "shl" else (lambda x: x * k)
+            return (f(lo), f(hi))
+        if name == "mad" and ".lo" in op and len(rest) == 2:
+            return (lo * k + rest[1][0], hi * k + rest[1][1])     # type: ignore[index]
+        if name == "shr":
+            return (lo >> k, hi >> k)
+        if name == "and":
+            return (0, min(hi, k))
+        return None
+
+    def _reaching(self, reg: str, at: int) -> Optional[tuple[int, str, list[str]]]:
+        """The definition of `reg` that reaches the statement at index `at`: the last one before it in its basic
+        block (no label or branch between; not predicated), else its only one."""
+        for i in range(at - 1, self.start - 1, -1) if at >= 0 else ():
+            code = self.codes[i]
+            if code.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", code):
+                break
+            for part in reversed(statements(code)):
+                m = _DEF.match(re.sub(r"^@!?%?\w+\s+", "", part))
+                if m and m.group("dst") == reg:
+                    if part.startswith("@"):
+                        return None
+                    return (i, m.group("op"), [a.strip() for a in m.group("rest").split(",")])
+        return self.definition(reg)
+
+    @staticmethod
+    def _compare_bounds(how: str, a: Optional[tuple[int, int]], b: Optional[tuple[int, int]]) -> Optional[bool]:
+        """Whether `a how b` holds for every pair of values of the two spans (True), for none (False), or either."""
+        if a is None or b is None:
+            return None
+        always = {"lt": a[1] < b[0], "le": a[1] <= b[0], "gt": a[0] > b[1], "ge": a[0] >= b[1],
+                  "eq": a[0] == a[1] == b[0] == b[1], "ne": a[1] < b[0] or a[0] > b[1]}[how]
+        never = {"lt": a[0] >= b[1], "le": a[0] > b[1], "gt": a[1] <= b[0], "ge": a[1] < b[0],
+                 "eq": a[1] < b[0] or a[0] > b[1], "ne": a[0] == a[1] == b[0] == b[1]}[how]
+        return True if always else False if never else None
 
     def _nonzero(self, operand: str, env: Env) -> Optional[bool]:
         v = self.value(operand, env)

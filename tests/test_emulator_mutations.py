@@ -784,6 +784,44 @@ def test_the_causal_attentions_q_tile_wait_and_barrier_are_equivalent_on_sm_80()
         assert mutations._copies_waited_later(onto_q, wait) == listed
 
 
+def test_the_causal_attentions_epilogue_barrier_after_a_loop_that_always_runs_is_equivalent_on_sm_120() -> None:
+    """sm_120's 128x128 (d 128) causal attention: after its K loop, `cp.async.wait_all; bar.sync 0` precede the
+    epilogue's stmatrix of O into the bytes of the Q tile. Q's cp.async copies are still in flight there only on
+    the path that skips the loop, whose trip count is (128 * %ctaid.x + 128) >> 7: at least 1 for every block
+    id (no wrap: the block's first row is below 2^31), so no thread takes that path, and after the loop's last
+    barrier the warps read only the V tile, which O's bytes miss. The barrier is listed and its mutant runs
+    clean. With the trip count able to reach 0 (the constant lowered to -256), the path is followed, Q's
+    copies are in flight at the stores, and the barrier is not listed."""
+    c = mutations.prepare("fa_f16_q128k128d128_causal", "sm_120")
+    assert c is not None
+    lines = c.ptx.split("\n")
+    barrier = next(n + 1 for n in range(len(lines) - 1, 0, -1)
+                   if lines[n].strip() == "bar.sync \t0;" and lines[n - 1].strip() == "cp.async.wait_all;")
+    assert any(t.strip().startswith("stmatrix") for t in lines[barrier:barrier + 20])
+    assert mutations._barrier_orders_nothing(c.ptx, barrier)
+    op = OPERATORS["delete bar.sync"]
+    (what, ptx), = [(what, ptx) for line, what, ptx in op.mutants(c.ptx) if line == barrier]
+    assert mutations.equivalent(op, what, c, barrier) is not None and mutations.outcome(c, ptx) is None
+    trip = next(n for n, t in enumerate(lines) if re.fullmatch(r"add\.s32\s+%r\d+, %r\d+, 128;", t.strip()))
+    lines[trip] = lines[trip].replace(", 128;", ", -256;")
+    assert not mutations._barrier_orders_nothing("\n".join(lines), barrier)
+
+
+def test_block_id_arithmetic_is_bounded_without_wrapping() -> None:
+    """`Values.bounds`: spans of block-id arithmetic read at the definition that reaches the statement (a counter
+    set before its loop and decremented in it), and the comparisons they decide; an unknown operand (a
+    parameter) or a value that can be negative decides nothing."""
+    from ptx_values import Values
+    body = ["mov.u32 %r1, %ctaid.x;", "shl.b32 %r2, %r1, 7;", "add.s32 %r3, %r2, 128;", "shr.s32 %r4, %r3, 7;",
+            "setp.gt.s32 %p1, %r4, 0;", "ld.param.b32 %r5, [p];", "setp.gt.s32 %p2, %r5, 0;",
+            "add.s32 %r6, %r2, -256;", "setp.gt.s32 %p3, %r6, 0;", "setp.lt.u32 %p4, %r1, 65536;", "$L1:",
+            "add.s32 %r4, %r4, -1;", "setp.ne.s32 %p5, %r4, 0;"]
+    v = Values(body, 0, len(body))
+    assert v.bounds("%r4", {}, 4) == (1, 2**31)
+    assert v.truth("%p1", {}) is True and v.truth("%p2", {}) is None and v.truth("%p3", {}) is None
+    assert v.truth("%p4", {}) is None and v.truth("%p5", {}) is None
+
+
 def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -> None:
     """sm_100's causal attention: the softmax warpgroup's bar.sync 1, 128 before thread 0 initializes the Q
     tile's mbarrier and issues its TMA load (before it, the warps only read the tensor-memory address) and the
