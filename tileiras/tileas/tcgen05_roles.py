@@ -105,14 +105,19 @@ def consumers_issue(k: "KernelFacts", loop: Operation) -> Optional[str]:
     still applies: the producer warpgroup copies K and V, the consumer warpgroups run the body and
     issue its tcgen05 mmas themselves (one thread, waited for by all, as unspecialized), so a stage
     is read by the tensor cores before the consumers release it. Chosen for loops that keep an
-    accumulator in tensor memory, rescaled (`mma_operands.rescale`): the matmuls keep their form.
+    accumulator in tensor memory, rescaled (`mma_operands.rescale`) or beside other mmas whose results
+    the body computes with (attention's backward: dQ += dS K beside S = Q K^T and dP = dO V^T; unsplit,
+    a d64 backward without facts ran 84 instructions per mma
+    on sm_100 unsplit, 40 split, NVIDIA's 14): the matmuls keep their form.
     None where the loop is not such a loop; "" where the form applies; else why not: ptxas
     allocates within the budget the larger CTA launches with (setmaxnreg.inc does not raise it),
     so the scores a consumer thread reads out of tensor memory, and their exponentials, must fit
     there beside the softmax's state (NVIDIA's: 384 threads, 168 registers, the scores of 128 x
     128 on two warpgroups)."""
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
-    if not any(rescale(op) is not None and (resident_loop(op) or (None,))[0] is loop for op in layouts):
+    resident = [op for op in layouts if (resident_loop(op) or (None,))[0] is loop]
+    mmas = [op for op in layouts if op.parent is loop.regions[0].block]
+    if not any(rescale(op) is not None for op in resident) and not (resident and len(mmas) > 1):
         return None
     if k.threads not in (128, 256):   # one warpgroup: 256 threads launch with 255 registers, no setmaxnreg.inc
         return (f"{k.threads // 32} consumer warps: the specialized attention is built for one or two "

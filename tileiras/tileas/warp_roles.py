@@ -281,19 +281,19 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     note = ""
     loads = k.pipelines[loops[0]].loads
     mma_sync = mma_sync_roles(k)
-    if mma_sync and k.threads > 128 and k.assignment is not None and not all(
-            k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
-            if k.assignment.is_shared_operand(load.results[0])):
-        # two consumer warpgroups launch with 168 registers a thread (ptxas allocates within that,
-        # whatever setmaxnreg.inc grants later); fragments gathered element by element (8-bit or
-        # 32-bit N-major operands) need the unspecialized CTA's 255 (mm_i8_256x128x64 spilled)
-        return None, ("two consumer warpgroups would launch with 168 registers a thread, and operands "
-                      "gathered element by element (no ldmatrix) need more")
-    if mma_sync and occupancy_hint(k) > 1:
-        # the hinted CTAs an SM leave a thread 128 registers at launch, and ptxas compiles the consumers
-        # within that whatever setmaxnreg.inc grants (tg_fmha_bwd_dq_f16_d64_64x32 spilled)
-        return None, (f"the occupancy hint ({occupancy_hint(k)} CTAs an SM) leaves the larger CTA 128 registers "
-                      "a thread, fewer than the consumers' mma.sync fragments need")
+    # mma.sync consumers launch with what the CTA's threads (and an occupancy hint) leave them, and ptxas
+    # allocates within that, whatever setmaxnreg.inc grants later: ldmatrix'd fragments fit an occupancy
+    # hint's 128, as NVIDIA's; fragments gathered element by element (8-bit or 32-bit N-major operands)
+    # need GATHER_MARGIN beside the loop's accumulators
+    gathered = mma_sync and k.assignment is not None and not all(
+        k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
+        if k.assignment.is_shared_operand(load.results[0]))
+    launch = 65536 // (k.threads + PRODUCER_THREADS) // occupancy_hint(k) // 8 * 8
+    if gathered and _loop_accumulator_registers(k, loops[0]) + GATHER_MARGIN > launch:
+        hint = f" (the occupancy hint asks {occupancy_hint(k)} CTAs an SM)" if occupancy_hint(k) > 1 else ""
+        return None, (f"{k.threads // 128} consumer warpgroup{'s' if k.threads > 128 else ''} would launch with "
+                      f"{launch} registers a thread{hint}, and operands gathered element by element (no ldmatrix) "
+                      "need more beside the loop's accumulators")
     mmas: tuple = ()
     attention: Optional[str] = None     # sm_100 attention: "" (`consumers_issue`)
     if k.caps.has("tcgen05") and not mma_sync and has_mma(k):
@@ -326,7 +326,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     return WarpSplit(loops[0], found[0], "", barriers, mmas=mmas, outer=outer, outer_slice=found[1], guards=guards,
                      guard_slice=guard_slice or (),
                      attention=bool(mmas) and attention is not None, note=note,
-                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma")) else 1), ""
+                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma") or mma_sync) else 1), ""
 
 
 def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
@@ -412,6 +412,22 @@ def occupancy(k: "KernelFacts") -> int:
 # split's consumers at launch (setmaxnreg.inc does not raise what ptxas allocates within): an f16 GEMM and a tf32
 # bmm 64 x 256 on sm_90 failed to compile. NVIDIA's keeps such kernels to one CTA an SM (255 registers).
 MMA_MARGIN = 32
+
+
+# Registers mma.sync consumers gathering their fragments element by element need beside the loop's
+# accumulators (addresses, the gathered elements, loop state): mm_i8_256x128x64 spilled with 168 beside a
+# 128-register accumulator, tg_fmha_e5m2_d128_causal_64x64 with 128 beside 96 (its S and O); a tf32 bmm
+# 128 x 64 x 32 (64 beside) compiles within 128 without spills, as NVIDIA's.
+GATHER_MARGIN = 64
+
+
+def _loop_accumulator_registers(k: "KernelFacts", loop: Operation) -> int:
+    """32-bit registers a consumer thread holds of the accumulators of the mmas in `loop`, together."""
+    from ..ir.types import TileType, storage_bytes
+
+    shapes = k.assignment.mma_shapes if k.assignment is not None else {}
+    return sum(-(-op.results[0].type.num_elements * storage_bytes(op.results[0].type.element) // 4 // k.threads)
+               for op in loop.walk() if op in shapes and isinstance(op.results[0].type, TileType))
 
 
 def _accumulator_registers(k: "KernelFacts") -> int:
