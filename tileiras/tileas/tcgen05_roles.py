@@ -106,9 +106,9 @@ def consumers_issue(k: "KernelFacts", loop: Operation) -> Optional[str]:
     issue its tcgen05 mmas themselves (one thread, waited for by all, as unspecialized), so a stage
     is read by the tensor cores before the consumers release it. Chosen for loops that keep an
     accumulator in tensor memory, rescaled (`mma_operands.rescale`) or beside other mmas whose results
-    the body computes with (attention's backward: dQ += dS K beside S = Q K^T and dP = dO V^T; unsplit,
-    a d64 backward without facts ran 84 instructions per mma
-    on sm_100 unsplit, 40 split, NVIDIA's 14): the matmuls keep their form.
+    the body computes with (attention's backward: dQ += dS K beside S = Q K^T and dP = dO V^T; a d64
+    backward without facts ran 84 instructions per mma unsplit, 40 split, NVIDIA's 14): the matmuls
+    keep their form.
     None where the loop is not such a loop; "" where the form applies; else why not: ptxas
     allocates within the budget the larger CTA launches with (setmaxnreg.inc does not raise it),
     so the scores a consumer thread reads out of tensor memory, and their exponentials, must fit

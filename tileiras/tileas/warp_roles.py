@@ -288,7 +288,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     gathered = mma_sync and k.assignment is not None and not all(
         k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
         if k.assignment.is_shared_operand(load.results[0]))
-    launch = 65536 // (k.threads + PRODUCER_THREADS) // occupancy_hint(k) // 8 * 8
+    launch = _launch_registers(k, occupancy_hint(k))
     if gathered and _loop_accumulator_registers(k, loops[0]) + GATHER_MARGIN > launch:
         hint = f" (the occupancy hint asks {occupancy_hint(k)} CTAs an SM)" if occupancy_hint(k) > 1 else ""
         return None, (f"{k.threads // 128} consumer warpgroup{'s' if k.threads > 128 else ''} would launch with "
@@ -400,7 +400,7 @@ def occupancy(k: "KernelFacts") -> int:
         return 1
     # kept where every producer budget fits the launch and the consumers' share exceeds it (setmaxnreg.dec
     # and .inc never go the other way): occupancy 2 and 3 with one consumer warpgroup
-    launch = 65536 // (k.threads + PRODUCER_THREADS) // value // 8 * 8
+    launch = _launch_registers(k, value)
     dec = max(d for d, _ in (*REGISTERS.values(), *TMA_REGISTERS.values()))
     if _accumulator_registers(k) + MMA_MARGIN > launch:
         return 1
@@ -421,28 +421,30 @@ MMA_MARGIN = 32
 GATHER_MARGIN = 64
 
 
-def _loop_accumulator_registers(k: "KernelFacts", loop: Operation) -> int:
-    """32-bit registers a consumer thread holds of the accumulators of the mmas in `loop`, together."""
+def _launch_registers(k: "KernelFacts", ctas: int) -> int:
+    """Registers a thread of the split CTA (the consumers and the producer warpgroup) launches with, `ctas`
+    of them an SM."""
+    return 65536 // (k.threads + PRODUCER_THREADS) // ctas // 8 * 8
+
+
+def _registers(k: "KernelFacts", op: Operation) -> int:
+    """32-bit registers a consumer thread holds of mma `op`'s accumulator, in registers."""
     from ..ir.types import TileType, storage_bytes
 
+    tile = op.results[0].type
+    return -(-tile.num_elements * storage_bytes(tile.element) // 4 // k.threads) if isinstance(tile, TileType) else 0
+
+
+def _loop_accumulator_registers(k: "KernelFacts", loop: Operation) -> int:
+    """32-bit registers a consumer thread holds of the accumulators of the mmas in `loop`, together."""
     shapes = k.assignment.mma_shapes if k.assignment is not None else {}
-    return sum(-(-op.results[0].type.num_elements * storage_bytes(op.results[0].type.element) // 4 // k.threads)
-               for op in loop.walk() if op in shapes and isinstance(op.results[0].type, TileType))
+    return sum(_registers(k, op) for op in loop.walk() if op in shapes)
 
 
 def _accumulator_registers(k: "KernelFacts") -> int:
     """32-bit registers a consumer thread holds of the kernel's largest tensor-core accumulator (wgmma's and
     mma.sync's live in registers; tcgen05's in tensor memory)."""
-    from ..ir.types import TileType, storage_bytes
-
-    assignment = k.assignment
-    if assignment is None:
+    if k.assignment is None:
         return 0
-    tcgen05 = getattr(assignment, "tcgen05_layouts", None) or {}
-    most = 0
-    for op in assignment.mma_shapes:
-        tile = op.results[0].type
-        if op in tcgen05 or not isinstance(tile, TileType):
-            continue
-        most = max(most, -(-tile.num_elements * storage_bytes(tile.element) // 4 // k.threads))
-    return most
+    tcgen05 = getattr(k.assignment, "tcgen05_layouts", None) or {}
+    return max((_registers(k, op) for op in k.assignment.mma_shapes if op not in tcgen05), default=0)
