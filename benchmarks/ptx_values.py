@@ -187,8 +187,10 @@ class Values:
             nz = self._nonzero(args[0], env)
             return None if nz is None else nz == (m.group(1) == "ne")
         if a is None or b is None:
-            return self._compare_bounds(m.group(1), self.bounds(args[0], env, defs[0]),
-                                        self.bounds(args[1], env, defs[0]))
+            spans = self.bounds(args[0], env, defs[0]), self.bounds(args[1], env, defs[0])
+            if ".u" in op and any(s is not None and s[0] < 0 for s in spans):
+                return None     # (an unsigned comparison reads a negative value as a large one)
+            return self._compare_bounds(m.group(1), *spans)
         return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[m.group(1)]
 
     def bounds(self, operand: str, env: Env, at: int = -1) -> Optional[tuple[int, int]]:

@@ -810,16 +810,18 @@ def test_the_causal_attentions_epilogue_barrier_after_a_loop_that_always_runs_is
 def test_block_id_arithmetic_is_bounded_without_wrapping() -> None:
     """`Values.bounds`: spans of block-id arithmetic read at the definition that reaches the statement (a counter
     set before its loop and decremented in it), and the comparisons they decide; an unknown operand (a
-    parameter) or a value that can be negative decides nothing."""
+    parameter), a value that can be negative, or an unsigned comparison of one decides nothing."""
     from ptx_values import Values
     body = ["mov.u32 %r1, %ctaid.x;", "shl.b32 %r2, %r1, 7;", "add.s32 %r3, %r2, 128;", "shr.s32 %r4, %r3, 7;",
             "setp.gt.s32 %p1, %r4, 0;", "ld.param.b32 %r5, [p];", "setp.gt.s32 %p2, %r5, 0;",
-            "add.s32 %r6, %r2, -256;", "setp.gt.s32 %p3, %r6, 0;", "setp.lt.u32 %p4, %r1, 65536;", "$L1:",
+            "add.s32 %r6, %r2, -256;", "setp.gt.s32 %p3, %r6, 0;", "setp.lt.u32 %p4, %r1, 65536;",
+            "add.s32 %r7, %r1, -1;", "setp.lt.u32 %p6, %r7, 2147483647;", "setp.lt.s32 %p7, %r7, 2147483647;", "$L1:",
             "add.s32 %r4, %r4, -1;", "setp.ne.s32 %p5, %r4, 0;"]
     v = Values(body, 0, len(body))
     assert v.bounds("%r4", {}, 4) == (1, 2**31)
     assert v.truth("%p1", {}) is True and v.truth("%p2", {}) is None and v.truth("%p3", {}) is None
     assert v.truth("%p4", {}) is None and v.truth("%p5", {}) is None
+    assert v.truth("%p6", {}) is None and v.truth("%p7", {}) is True     # -1 unsigned is not below 2^31 - 1
 
 
 def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -> None:
