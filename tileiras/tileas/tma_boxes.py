@@ -17,7 +17,7 @@ import math
 from typing import Optional
 
 from ..codegen.tma_params import Field, TmaParam
-from ..host_platform import tma_callback_unsupported
+from .. import host_platform
 from ..ir.core import Operation
 from ..ir.record import record, replace
 from ..ir.types import ScalarType, TileType, storage_bytes
@@ -88,7 +88,7 @@ def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool =
     an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`). `tile`:
     the part of the tile copied, if not the whole: a CTA pair's half of B along one dimension.
     `refills`: the readers put back a padding other than zero themselves (a tile read into registers)."""
-    unsupported = tma_callback_unsupported()
+    unsupported = host_platform.tma_callback_unsupported()   # (through the module: tests patch it)
     if unsupported:
         return None, unsupported
     whole = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
