@@ -39,12 +39,15 @@ class Values:
     def __init__(self, codes: list[str], start: int, end: int) -> None:
         self.codes, self.start, self.end = codes, start, end
         self.defs: dict[str, list[tuple[int, str, list[str]]]] = {}
+        self.predicated: set[tuple[int, str]] = set()   # (index, register) of the definitions under a predicate
         for i in range(start, end):
             for part in statements(codes[i]):
                 m = _DEF.match(re.sub(r"^@!?%?\w+\s+", "", part))
                 if m:
                     args = [a.strip() for a in m.group("rest").split(",")]
                     self.defs.setdefault(m.group("dst"), []).append((i, m.group("op"), args))
+                    if part.startswith("@"):
+                        self.predicated.add((i, m.group("dst")))
         self.counters = self._counters()
         self.residues = self._residues()
 
@@ -237,16 +240,10 @@ class Values:
     def _reaching(self, reg: str, at: int) -> Optional[tuple[int, str, list[str]]]:
         """The definition of `reg` that reaches the statement at index `at`: the last one before it in its basic
         block (no label or branch between; not predicated), else its only one."""
-        for i in range(at - 1, self.start - 1, -1) if at >= 0 else ():
-            code = self.codes[i]
-            if code.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", code):
-                break
-            for part in reversed(statements(code)):
-                m = _DEF.match(re.sub(r"^@!?%?\w+\s+", "", part))
-                if m and m.group("dst") == reg:
-                    if part.startswith("@"):
-                        return None
-                    return (i, m.group("op"), [a.strip() for a in m.group("rest").split(",")])
+        before = [d for d in self.defs.get(reg, []) if d[0] < at]
+        if before and not any(c.endswith(":") or re.search(r"\bbra\b|\bret\b|\bexit\b", c)
+                              for c in self.codes[before[-1][0] + 1:at]):
+            return None if (before[-1][0], reg) in self.predicated else before[-1]
         return self.definition(reg)
 
     @staticmethod
