@@ -943,6 +943,12 @@ def test_a_ring_its_producer_loads_element_by_element_is_two_stages_deep() -> No
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, "sm_90").read_bytes(), "sm_90")
 
 
+def _roles(src: Path, gpu: str, cubin: Path) -> tuple[list, str]:
+    """Our compile of `src` into `cubin`: (its remarks, the warp-roles remark's text)."""
+    _, found = _bench_module().compile_ours(src, gpu, cubin, 600)
+    return found, " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+
+
 @pytest.mark.parametrize("name", ["g_attn_decode_f16_d64_g1_32_window_ragged_occ2_v13p2",
                                   # tf32 B read N-major, gathered element by element beside a small accumulator
                                   "g_gemm_tf32_cr_64x32x16_zero_tiles_scale_aligned_occ2_v13p2"])
@@ -956,15 +962,13 @@ def test_mma_sync_consumers_keep_an_occupancy_hint(name: str) -> None:
     gpu = "sm_120"
     v = grammar.parse(name)
     cubin = WORK / f"{name}.{gpu}.occ.cubin"
-    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, cubin, 600)
-    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    _, said = _roles(export.bytecode(v, gpu), gpu, cubin)
     assert "not warp-specialized" not in said and "warp-specialized" in said, said
     stats = _bench_module().sass_stats.cubin_stats(cubin)[name]
     assert (stats.threads, stats.registers, stats.spills, stats.setmaxnreg) == (256, 128, 0, True), stats
     assert not reference.emulate(v, launch.launch(v), export.bytecode(v, gpu).read_bytes(), gpu)
     e5m2 = ROOT / "tests" / "tilegym" / "bytecode" / "tg_fmha_e5m2_d128_causal_64x64.tileirbc"
-    _, found = _bench_module().compile_ours(e5m2, gpu, WORK / "e5m2.occ.cubin", 600)
-    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    _, said = _roles(e5m2, gpu, WORK / "e5m2.occ.cubin")
     assert "operands gathered element by element (no ldmatrix) need more beside the loop's accumulators" in said
 
 
@@ -977,8 +981,7 @@ def test_an_attention_backward_on_sm_100_is_split_with_its_consumers_issuing(nam
     82 and 84 instructions per mma (NVIDIA's 30 and 14), split 50 and 40. No spills; the emulator matches numpy."""
     gpu = "sm_100"
     v = grammar.parse(name)
-    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, WORK / f"{name}.{gpu}.bwd.cubin", 600)
-    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    found, said = _roles(export.bytecode(v, gpu), gpu, WORK / f"{name}.{gpu}.bwd.cubin")
     assert "warps 4-7 produce" in said and "the consumers issue the tcgen05 mmas" in said, said
     assert ("element-by-element loads" in said) == (producer == "element"), said
     assert not [r for r in found if r["Name"] == "RemarkRegisterSpills"], "spills"
@@ -993,8 +996,7 @@ def test_two_mma_sync_warpgroups_gathering_8_bit_operands_split_where_their_accu
     name, gpu = "g_attn_fwd_e4m3_d128_full_g1_128x32_aligned_lat3_v13p1", "sm_120"
     v = grammar.parse(name)
     cubin = WORK / f"{name}.{gpu}.two.cubin"
-    _, found = _bench_module().compile_ours(export.bytecode(v, gpu), gpu, cubin, 600)
-    said = " ".join(str(r) for r in found if r["Name"] == "RemarkWarpSpecialization")
+    _, said = _roles(export.bytecode(v, gpu), gpu, cubin)
     assert "not warp-specialized" not in said and "warps 0-7 consume" in said, said
     stats = _bench_module().sass_stats.cubin_stats(cubin)[name]
     assert (stats.threads, stats.spills, stats.setmaxnreg) == (384, 0, True), stats
