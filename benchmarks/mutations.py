@@ -2012,6 +2012,7 @@ class Case:
     meta: Any
     ref: tuple
     aliased: list = field(default_factory=list)     # its AliasedLaunch runs (IN_PLACE, OVERLAPPING)
+    reshaped: list = field(default_factory=list)    # its Reshaped runs (RESHAPED)
 
 
 STEPS = 8      # K steps per CTA of the matmuls' mutation launches: more than their pipelines have stages
@@ -2093,7 +2094,9 @@ def prepare(name: str, gpu: str) -> Optional[Case]:
             break
         steps = ring + 2        # a deeper ring than STEPS: refill every stage of it
     ref = tuple(run_arrays(module, name, small.grid, arguments(small), backend="interpreter"))
-    return Case(name, gpu, small, req, ptx.decode(), meta, ref, _aliased_launches(module, name, small, ref))
+    reshaped = [r for r in _reshaped_launches(module, name) if _tensor_maps_valid(req, meta, r.small)]
+    return Case(name, gpu, small, req, ptx.decode(), meta, ref, _aliased_launches(module, name, small, ref),
+                reshaped)
 
 
 @dataclass
@@ -2177,6 +2180,80 @@ def _aliased_launches(module: Any, name: str, small: Any, ref: tuple) -> list[Al
     return launches
 
 
+@dataclass
+class Reshaped:
+    """A launch of the kernel with other shapes than the small one's (`small`), and the interpreter's results."""
+    label: str
+    small: Any
+    ref: tuple
+
+
+def _no_keys(config: Any) -> Any:
+    """Attention over an empty key sequence: the key loop runs no iteration (a decode step's empty cache), so
+    whatever the loop's first wait or barrier orders (Q's copy before its staging is reused by O) must be ordered
+    after the loop too."""
+    import test_realistic_emulator as tre
+
+    bq, d = (tre.configs._const(config, k) for k in ("BQ", "D"))
+    q, kv = (16, 2 * bq, d), (16, 0, d)
+    return tre.configs._with_shapes(config, {"q": q, "k": kv, "v": kv, "o": q}, (2, 1, 1))
+
+
+# Reshaped launches: kernel -> (label, the launch's config from the realistic one): shapes that take a path no
+# launch of the small shapes takes, such as a loop that runs no iteration.
+RESHAPED: dict[str, tuple[str, Callable[[Any], Any]]] = {"attention_fwd": ("no keys", _no_keys)}
+
+
+def _reshaped_launches(module: Any, name: str) -> list[Reshaped]:
+    import test_realistic_emulator as tre
+
+    from tileiras.runtime import run_arrays
+
+    config = tre.CONFIGS[name]
+    if config.kernel not in RESHAPED:
+        return []
+    label, shaped = RESHAPED[config.kernel]
+    small = shaped(config)
+    return [Reshaped(label, small, tuple(run_arrays(module, name, small.grid, arguments(small),
+                                                     backend="interpreter")))]
+
+
+def _tensor_maps_valid(req: Any, meta: Any, small: Any) -> bool:
+    """Whether launch `small`'s arguments make the tensor maps of the compile `meta` (on hardware, encoding a map
+    of an empty dimension fails before any launch: a kernel that loads K by TMA cannot run without keys)."""
+    from tileiras.emulator import Memory
+    from tileiras.errors import TileirasError
+    from tileiras.ir.types import FunctionType
+    from tileiras.runtime.backends import kernel_info, tma_hidden_params
+    from tileiras.runtime.marshal import bind
+
+    entry = next(op for op in req.module.regions[0].block.operations
+                 if op.name == "cuda_tile.entry" and op.attributes.get("sym_name") == req.kernel)
+    ftype = entry.attributes["function_type"]
+    assert isinstance(ftype, FunctionType)
+    params = bind(req.kernel, list(ftype.inputs), arguments(small)).upload(Memory())
+    try:
+        tma_hidden_params(kernel_info(meta, req.kernel), params)
+    except TileirasError:
+        return False
+    return True
+
+
+def _compare(case: Case, small: Any, got: list, ref: tuple) -> Optional[str]:
+    """The first output of launch `small` that differs from the interpreter's, as `tre._mismatch` reports it."""
+    import numpy as np
+    import test_realistic_emulator as tre
+
+    passed = [p for p in small.params if not isinstance(p, tre.configs.Const)]
+    bounds = tre.accumulations(small, arguments(small), case.gpu)
+    for p, g, r in zip(passed, got, ref):
+        if isinstance(p, tre.configs.Arr):
+            report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
+            if report:
+                return "mismatch: " + report.splitlines()[0]
+    return None
+
+
 def _run_aliased(req: Any, ptx: str, meta: Any, launch: AliasedLaunch) -> Any:
     """`run_compiled` with the output's memory shared as `launch` says: that memory after the run."""
     from tileiras.emulator import Memory, run_ptx
@@ -2198,9 +2275,9 @@ def _run_aliased(req: Any, ptx: str, meta: Any, launch: AliasedLaunch) -> Any:
     return req.binding.download(memory)[launch.out if launch.alias is None else launch.alias]
 
 
-def outcome(case: Case, ptx: str, aliased: bool = True) -> Optional[str]:
-    """None when the PTX runs clean and matches the interpreter, else what reported it; `aliased`: the launches
-    that share the output's memory too (IN_PLACE, OVERLAPPING), where its kernel has them."""
+def outcome(case: Case, ptx: str, extra: bool = True) -> Optional[str]:
+    """None when the PTX runs clean and matches the interpreter, else what reported it; `extra`: the launches
+    beyond the small one too, where its kernel has them (IN_PLACE, OVERLAPPING, RESHAPED)."""
     import numpy as np
     import test_realistic_emulator as tre
 
@@ -2214,32 +2291,34 @@ def outcome(case: Case, ptx: str, aliased: bool = True) -> Optional[str]:
                  if op.name == "cuda_tile.entry" and op.attributes.get("sym_name") == case.name)
     ftype = entry.attributes["function_type"]
     assert isinstance(ftype, FunctionType)
-    binding = bind(case.name, list(ftype.inputs), arguments(case.small))
-    try:
-        got = run_compiled(replace(case.req, binding=binding), ptx, case.meta, LIMIT)
-    except TileirasError as err:
-        return err.message.splitlines()[0]
-    except Exception as err:    # noqa: BLE001 - a crash of the emulator is a finding too, not a survivor
-        return f"emulator crash: {type(err).__name__}: {err}"
+    binding = lambda small: bind(case.name, list(ftype.inputs), arguments(small))  # noqa: E731
+    runs: list[tuple[str, Any, Callable[[], Any]]] = [
+        ("", case.small, lambda: run_compiled(replace(case.req, binding=binding(case.small)), ptx, case.meta,
+                                              LIMIT))]
+    if extra:
+        runs += [(f"{r.label}: ", r, lambda r=r: run_compiled(
+            replace(case.req, binding=binding(r.small), grid=tuple((list(r.small.grid) + [1, 1])[:3])),
+            ptx, case.meta, LIMIT)) for r in case.reshaped]
+        runs += [(f"{a.label}: ", a, lambda a=a: _run_aliased(replace(case.req, binding=binding(case.small)),
+                                                              ptx, case.meta, a)) for a in case.aliased]
     passed = [p for p in case.small.params if not isinstance(p, tre.configs.Const)]
-    bounds = tre.accumulations(case.small, arguments(case.small), case.gpu)
-    for p, g, r in zip(passed, got, case.ref):
-        if isinstance(p, tre.configs.Arr):
-            report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
-            if report:
-                return "mismatch: " + report.splitlines()[0]
-    for launch in case.aliased if aliased else ():
+    for label, launch, run in runs:
         try:
-            g = _run_aliased(replace(case.req, binding=bind(case.name, list(ftype.inputs), arguments(case.small))),
-                             ptx, case.meta, launch)
+            got = run()
         except TileirasError as err:
-            return f"{launch.label}: " + err.message.splitlines()[0]
-        except Exception as err:    # noqa: BLE001 - as above
-            return f"{launch.label}: emulator crash: {type(err).__name__}: {err}"
-        p = passed[launch.out]
-        report = tre._mismatch(p.name, p.dtype, True, np.asarray(g), launch.expected, bounds.get(p.name))
+            return label + err.message.splitlines()[0]
+        except Exception as err:    # noqa: BLE001 - a crash of the emulator is a finding too, not a survivor
+            return f"{label}emulator crash: {type(err).__name__}: {err}"
+        if isinstance(launch, AliasedLaunch):
+            p = passed[launch.out]
+            report = tre._mismatch(p.name, p.dtype, True, np.asarray(got), launch.expected,
+                                   tre.accumulations(case.small, arguments(case.small), case.gpu).get(p.name))
+            report = report and "mismatch: " + report.splitlines()[0]
+        else:
+            report = _compare(case, launch.small if isinstance(launch, Reshaped) else launch, got,
+                              launch.ref if isinstance(launch, Reshaped) else case.ref)
         if report:
-            return f"{launch.label}: mismatch: " + report.splitlines()[0]
+            return label + report
     return None
 
 

@@ -1147,7 +1147,7 @@ def test_the_overlapping_output_guard_of_rope_is_reached_by_the_aliased_launches
             found += 1
             reported = mutations.outcome(c, ptx)
             assert reported is not None and reported.startswith("overlapping output view: "), f"{what}: {reported}"
-            assert mutations.outcome(c, ptx, aliased=False) is None
+            assert mutations.outcome(c, ptx, extra=False) is None
     assert found >= 1
 
 
@@ -1173,3 +1173,24 @@ def test_a_sweep_in_shards_scores_as_one_run(tmp_path: Path, capsys: pytest.Capt
     before = shards[0].read_text()
     assert mutations.main([*args, "--shard", "1/2", "--json", str(shards[0])]) == 0
     assert shards[0].read_text() == before and score(capsys.readouterr().out) != ""
+
+
+def test_the_barrier_after_an_attentions_key_loop_is_reported_by_the_launch_without_keys() -> None:
+    """On sm_120 the attention's Q staging is reused by O's epilogue (stmatrix), and the key loop's first wait
+    orders Q's cp.async before that; the barrier after the loop matters only where the loop runs no iteration (an
+    empty key sequence), so its deletion survived every launch with keys. The launch without keys (RESHAPED) runs
+    clean unmutated and reports that deletion as a race (outcome runs the launch with keys first: the label says
+    that one ran clean). Where K is loaded by TMA no launch without keys is made: an empty dimension makes no
+    tensor map."""
+    c = mutations.prepare("fa_f16_q128k128d128", "sm_120")
+    assert c is not None
+    assert [r.label for r in c.reshaped] == ["no keys"]
+    assert mutations.outcome(c, c.ptx) is None
+    lines = c.ptx.split("\n")
+    epilogue = next(n for n, t in enumerate(lines) if "stmatrix" in t)
+    barrier = max(n for n in range(epilogue) if lines[n].split()[:1] == ["bar.sync"]) + 1
+    (ptx,) = [ptx for line, _, ptx in OPERATORS["delete bar.sync"].mutants(c.ptx) if line == barrier]
+    reported = mutations.outcome(c, ptx)
+    assert reported is not None and reported.startswith("no keys: ") and "data race" in reported, reported
+    tma = mutations.prepare("fa_f16_q128k128d128", "sm_90")
+    assert tma is not None and "cp.async.bulk.tensor" in tma.ptx and tma.reshaped == []

@@ -193,7 +193,8 @@ def _mismatch(name: str, dtype: str, output: bool, got: np.ndarray, ref: np.ndar
     if got.shape != ref.shape:
         return f"{name}: shape {got.shape} != {ref.shape}"
     if not output:
-        same = got.view(np.uint8).reshape(*got.shape, -1) == ref.view(np.uint8).reshape(*ref.shape, -1)
+        width = got.dtype.itemsize      # (bytes per element: -1 cannot be inferred for an empty array)
+        same = got.view(np.uint8).reshape(*got.shape, width) == ref.view(np.uint8).reshape(*ref.shape, width)
         same = same.all(axis=-1)
         if same.all():
             return None
