@@ -16,9 +16,9 @@ as the lowering does.
 
 sm_100's warp-specialized attention stores its O by TMA from the fragments where
 `tmem_epilogue.store_fragments` finds the bytes ("tmem-epilogue", shared_tcgen05.py); only where
-it does not does the store have an epilogue of its own. Not predicted (`predicted`: the roles are
-left to the lowering in the whole kernel): a store of mma fragments to a view that is not a
-partition of a tensor view made in the kernel.
+it does not does the store have an epilogue of its own. A store of mma fragments to a view that is not
+a partition of a tensor view made in the kernel (`tileaa/views.view_of`) stores them as they are, here and
+in the lowering alike.
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..ir.core import Operation, Value
-from ..tileaa.views import view_of
 from .buffers import SharedBuffers, lifetimes
 from .shared_plan import Request, place
 
 if TYPE_CHECKING:
-    from .assign_layouts import LayoutAssignment
     from .shared_stages import StagingFacts
 
 DECIDED = ("restage", "tma-store")     # the buffers `epilogue_forms.epilogue` decides
@@ -66,7 +64,7 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
     layout = facts.layout_of(value)
     # a store through pointers in another layout than its values' converts them where it does not restage
     converts = op.name == PTR_STORE and layout != facts.layout_of(op.operand("destination"))  # type: ignore[arg-type]
-    if not (converts or isinstance(layout, MmaLayout)) or not predicted(facts.entry, facts.assignment):
+    if not (converts or isinstance(layout, MmaLayout)):
         return []
     from . import epilogue_forms
 
@@ -83,21 +81,6 @@ def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered
         nbytes = ttype.num_elements * storage_bytes(ttype.element)  # type: ignore[attr-defined]
         return [Request(op, "store-conversion", "conversion", nbytes, 16, 0, live.op_range(op))]
     return []
-
-
-def predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
-    """Whether every epilogue of the kernel is decided here (not where the module docstring says)."""
-    from ..layout.encodings import MmaLayout
-
-    for op in entry.walk():
-        if op.name not in STORES:
-            continue
-        layout = _stored(op).layout or assignment.blocked
-        if not isinstance(layout, MmaLayout):
-            continue
-        if op.name == VIEW_STORE and view_of(op.operand("view")) is None:  # type: ignore[arg-type]
-            return False
-    return True
 
 
 def _stored(op: Operation) -> Value:

@@ -206,7 +206,6 @@ def _staged(shared: SharedPlan, loop: Operation) -> bool:
 def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions) -> SharedPlan:
     """Every covered request sized, then placed in program order, under `assumes`."""
     from .shared_sizes import SIZERS
-    from .shared_epilogue import ROLES as EPILOGUE, predicted as epilogues_predicted
     from . import shared_operands
     from .shared_stages import ROLES as STAGING, predict, reductions_predicted, unpredicted_copies
 
@@ -224,8 +223,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     else:
         asked += staged[0]
         fits, entered, rings, kmajor = staged[1], staged[2], staged[4], staged[5]
-        covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"}) \
-            - (set() if epilogues_predicted(entry, assignment) else set(EPILOGUE))
+        covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"})
         if staged[3]:
             covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
         covered |= set(shared_operands.ROLES)

@@ -15,9 +15,8 @@ level knows it (`shared_stages.StagingFacts`: a view is its facts, no LLVM):
 * each store TMA writes (`row_copies.store_copy`, beside the bytes placed before it likewise): a
   "row-store" buffer alive while the store runs.
 
-Where a view the lowering's decision reads is not one the nv_tileas level knows
-(`tileaa/views.view_of` is None: not a partition of a tensor view made in the kernel), the
-kernel's staging roles are not predicted (`Rows.exact`).
+Both decisions read a view from the IR (`tileaa/views.view_of`), here and in the lowering alike: a view
+that is not a partition of a tensor view made in the kernel is copied by neither.
 """
 
 from __future__ import annotations
@@ -42,9 +41,6 @@ class Rows:
         self.facts = facts
         self.copies = row_copies.may_copy(facts, store=True)
         self.first = row_copies.group_start(facts) if row_copies.may_copy(facts) else None
-        self.exact = not self.copies or all(
-            facts.get(op.operand("view")) is not None for op in facts.entry.walk()
-            if op.name in (row_copies.LOAD, row_copies.STORE) and row_copies.candidate(facts, op))
 
     def requests(self, op: Operation, planned: list[Request], reserve: int) -> list[Request]:
         """What `op` asks for (none where it is no row TMA access); `planned`: the requests so far,

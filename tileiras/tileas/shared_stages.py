@@ -16,8 +16,7 @@ mbarriers by `shared_rows.py`, from the decisions the lowering follows, `row_cop
 `row_copies.store_copy`, each beside the bytes the plan placed before its op; "reduction" left out of
 a kernel where another op than a reduce, a scan or an mma asks for one the plan does not size,
 `reductions_predicted`; "restage" and "tma-store", the buffer an mma accumulator's store goes
-through, decided in the op walk by shared_epilogue.py, left out where it cannot tell,
-`shared_epilogue.predicted`); with them, in the walk, what each op asks for its operands
+through, decided in the op walk by shared_epilogue.py); with them, in the walk, what each op asks for its operands
 (shared_operands.py: an mma's "mma-stage", "mma-slice", "k-slice", a 4-bit mma's "fp4-pack", an
 FMA mma's, a pack's and a gather's "reduction", a transposed operand's "operand-conversion",
 decided beside the buffers the plan placed before it). "reduction": the scratch a reduce or scan
@@ -38,8 +37,8 @@ buffers alive with it is left to its mma (deferred_loads.defers decides, beside 
 placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
 Not predicted (`predict` returns None), and why:
 
-* a tensor-core operand, or a row load or store TMA may copy, whose view is not a partition of a
-  tensor view made in the kernel (`tileaa/views.view_of`; `shared_rows.Rows.exact`).
+* a tensor-core operand whose view is not a partition of a tensor view made in the kernel
+  (`tileaa/views.view_of`).
 
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (settled_split.settled: an attention whose loads TMA cannot all copy has no MMA warp,
@@ -129,8 +128,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     split = kplan.warp_split
     facts = staging_facts(entry, assignment, split, assumes.padded)
     rows = shared_rows.Rows(facts)
-    if not rows.exact:
-        return None
     live = lifetimes(entry)
     out: list[Request] = []
     fits: dict = {}
