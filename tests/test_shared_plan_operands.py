@@ -353,3 +353,41 @@ def test_a_mispredicted_kmajor_copy_is_an_internal_error(monkeypatch, gpu: str) 
     with pytest.raises(CompileError, match=r"asks for kmajor-copy \(buffer\) 16384 B align 1024, .*; the "
                                            r"plan predicts kmajor-copy \(buffer\) 17408 B"):
         lower(monkeypatch, _TF32_NO_LOOP, gpu)
+
+
+# -- a gathered tensor-core operand ---------------------------------------------------------------
+_G16 = "tensor_view<?x?xf16, strides=[?,1]>"
+_GATHERED_A = f"gather_scatter_view<tile=(64x32), {_G16}, sparse_dim=0>"
+_ROWS64 = "partition_view<tile=(64), tensor_view<?xi32, strides=[?]>>"
+GATHERED_MMA = f"""
+entry @k(%a: tile<ptr<f16>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>,
+         %ip: tile<ptr<i32>>, %in: tile<i32>, %is: tile<i32>,
+         %o: tile<ptr<f32>>, %m0: tile<i32>, %m1: tile<i32>, %t0: tile<i32>) {{
+  %c0 = constant <i32: 0> : tile<i32>
+  %tv = make_tensor_view %a, shape = [%n0, %n1], strides = [%s0, 1] : tile<i32> -> {_G16}
+  %g = make_gather_scatter_view %tv : {_GATHERED_A}
+  %itv = make_tensor_view %ip, shape = [%in], strides = [%is] : tile<i32> -> tensor_view<?xi32, strides=[?]>
+  %ipv = make_partition_view %itv : {_ROWS64}
+  %idx, %t = load_view_tko weak %ipv[%c0] : {_ROWS64}, tile<i32> -> tile<64xi32>, token
+  %x, %t1 = load_view_tko weak %g[%idx, %c0] : {_GATHERED_A}, tile<64xi32>, tile<i32> -> tile<64x32xf16>, token
+  %pb = make_partition_view %tv : partition_view<tile=(32x64), {_G16}>
+  %y, %t2 = load_view_tko weak %pb[%c0, %c0] : partition_view<tile=(32x64), {_G16}>, tile<i32> -> tile<32x64xf16>, token
+  %acc = constant <f32: 0.0> : tile<64x64xf32>
+  %d = mmaf %x, %y, %acc : tile<64x32xf16>, tile<32x64xf16>, tile<64x64xf32>
+  %otv = make_tensor_view %o, shape = [%m0, %m1], strides = [%t0, 1] : tile<i32> -> {VOUT}
+  %po = make_partition_view %otv : partition_view<tile=(64x64), {VOUT}>
+  %st = store_view_tko weak %d, %po[%c0, %c0] : tile<64x64xf32>, partition_view<tile=(64x64), {VOUT}>, tile<i32> -> token
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_90", "sm_100", "sm_120"])
+def test_a_gathered_mma_operand_loaded_into_registers_asks_for_planned_row_scratch(monkeypatch, gpu: str) -> None:  # type: ignore[no-untyped-def]
+    """A gathered A that only an mma reads, without facts to copy it by cp.async, is a register load its mma
+    restages: its 64 row indices (256 B) go through scratch at the load, which the plan sizes (the walk used
+    to skip what a register load asks for its operands, so a gathered operand left the plan incomplete)."""
+    dump, plan, checks = _text_planned(monkeypatch, GATHERED_MMA, gpu)
+    scratch = _buffers(plan, "reduction")
+    assert len(scratch) == 1 and "reduction (reduction) 256 B align 16" in scratch[0] and "k.mlir:11:" in scratch[0], plan
+    assert checks[-1].complete and not checks[-1].unplanned and "error: internal" not in dump

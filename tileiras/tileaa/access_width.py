@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ..ir.core import Operation, Value
 from ..ir.types import ScalarType, TileType, storage_bytes
 from ..layout.shared_matrix import SharedMatrix, matrix_dims
-from .facts import axes
+from .facts import UNBOUNDED, axes, divisor
 from .views import View
 
 if TYPE_CHECKING:
@@ -33,7 +33,10 @@ def vector_elements(op: Operation, view: View, tile_shape: tuple[int, ...], nbyt
                     limit: int, sizes: tuple[int, ...] = (16, 8, 4)) -> int:
     """The most elements (a run of at most `limit`, of a size in `sizes` bytes) one access to the
     view may move; 1 when no vector access is legal."""
-    if view.sparse_dim is not None or not tile_shape or not view.dim_map:
+    if not tile_shape or not view.dim_map:
+        return 1
+    inner_start = _gathered_inner_start(op, view, len(tile_shape))
+    if inner_start == 0:
         return 1
     tensor = view.tensor
     if not tensor.stride_div or not tensor.shape_div:
@@ -46,7 +49,7 @@ def vector_elements(op: Operation, view: View, tile_shape: tuple[int, ...], nbyt
         vec = size // nbytes
         if vec < 2 or size % nbytes or limit % vec or tile_shape[-1] % vec or tensor.base_align % size:
             continue
-        if view.traversal_strides and view.traversal_strides[-1] % vec:
+        if view.traversal_strides and view.traversal_strides[-1] % vec or inner_start % vec:
             continue
         if any(tensor.stride_div[d] % vec for d in range(len(tensor.stride_div)) if d != inner):
             continue
@@ -54,6 +57,19 @@ def vector_elements(op: Operation, view: View, tile_shape: tuple[int, ...], nbyt
             continue
         return vec
     return 1
+
+
+def _gathered_inner_start(op: Operation, view: View, rank: int) -> int:
+    """What divides the innermost tile dimension's start, in elements: a partition view's starts at whole
+    tiles (`vector_elements` checks the tile's extent); a gather / scatter view's at the element offset its
+    index gives (the facts' divisor of it), each gathered row apart (its start a multiple of the sparse
+    dimension's stride); 0 where the innermost dimension is the gathered one (no two elements adjacent)."""
+    if view.sparse_dim is None:
+        return UNBOUNDED
+    if view.sparse_dim == rank - 1:
+        return 0
+    index = op.operand_group("index") if op.operands else []
+    return divisor(index[rank - 1]) if len(index) == rank else 1
 
 
 def pointer_vector_elements(pointers: Value, mask: Optional[Value], tile_shape: tuple[int, ...], nbytes: int,

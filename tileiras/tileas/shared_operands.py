@@ -97,13 +97,16 @@ def asks(op: Operation, assignment: Any) -> bool:
 
 def scratch_predicted(op: Operation, assignment: Any) -> bool:
     """Whether the "reduction" scratch `op` may ask for its operands is one `requests` predicts: not
-    where a gather / scatter view is read by another op than a register load, a store or a reduction
-    into it (`tileaa/views.row_indices`), nor by a load staged for the tensor cores (its copies may be
-    issued by its loop's pipeline)."""
+    where a gather / scatter view is read by another op than a load, a store or a reduction into it
+    (`tileaa/views.row_indices`), nor by a load a pipeline copies ahead (each issue reads the row indices
+    again); a load staged for the tensor cores otherwise reads them at the load, as a register load does."""
     from ..ir.types import GatherScatterViewType
+    from .plan import plan_of
+
     if not any(isinstance(v.type, GatherScatterViewType) for v in op.operands):
         return True
-    return row_indices(op) is not None and not any(assignment.is_shared_operand(r) for r in op.results)
+    pipelines = plan_of(assignment).pipelines or {}
+    return row_indices(op) is not None and not any(op in p.loads for p in pipelines.values())
 
 
 def deferred(facts: "StagingFacts", op: Operation, view: Any, swizzled: bool, placed: Any, allocas: int,

@@ -201,18 +201,19 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
             if not once and not staged_copy(op, view, tile, matrix_shape(facts, tile, swizzled)):  # type: ignore[arg-type]
-                continue       # a register load
-            if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
+                pass           # a register load (which may still ask for its operands, below)
+            elif assumes.defer and not once and deferred(facts, op, view, swizzled, place(
                     [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
                 left[id(op)] = view
                 continue       # its mma copies it in K slices (shared_operands.py)
-            matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
-            facts.matrices[id(op)] = (matrix, None)
-            out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
-                               1024 if swizzled else 128, matrix.span if swizzled else 0,
-                               live.value_range(op.results[0], op)))
-            if once:
-                out.append(Request(op, "mbarriers", "buffer", MBARRIER_BYTES, MBARRIER_BYTES))
+            else:
+                matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
+                facts.matrices[id(op)] = (matrix, None)
+                out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
+                                   1024 if swizzled else 128, matrix.span if swizzled else 0,
+                                   live.value_range(op.results[0], op)))
+                if once:
+                    out.append(Request(op, "mbarriers", "buffer", MBARRIER_BYTES, MBARRIER_BYTES))
         elif op.name in STORES and id(op) not in lowered_ahead:
             # attention's O stored by TMA from its fragments (tcgen05), else an mma accumulator's epilogue
             stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
