@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..target import caps
-from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF_COLS, SF_ROWS, scale_blocks, scaled_form,
-                                sf_cells, tcgen05_sf_bytes)
+from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF_COLS, scale_blocks, scaled_form,
+                                sf_cells, sf_chunks, tcgen05_sf_bytes)
 from ..tileas.tcgen05_buffers import SCALES_ALIGN
 from .kernel import KernelLowering
 from .smem import descriptor, element_offset, pointer
@@ -186,8 +186,8 @@ def lower(k: KernelLowering, op: Operation, shape: object, lhs: "TileRegs | Shar
 
 # -- sm_100 / sm_103: tcgen05.mma ...kind::mxf8f6f4.block_scale, the scale factors in tensor memory -------
 #
-# Where the accumulator leaves tensor-memory columns free (M and N 128 or 256, not both 256), the mma runs on
-# tcgen05 (tileaa/mma_forms.py gives its kind and the scales' geometry, `tcgen05_fits` / `tcgen05_columns`,
+# Where the accumulator leaves tensor-memory columns free (M 128 or 256, N up to 256, not both 256), the mma runs on
+# tcgen05 (tileaa/mma_forms.py gives its kind and the scales' geometry, `tcgen05_scales_refused` / `tcgen05_columns`,
 # which tileas/tcgen05_select.py asks). Scale-factor layout (what tcgen05.mma reads, PTX ISA "Block Scaling
 # for tcgen05.mma"): the factors of row r (A) or column r (B) sit in lane r % 32, column r / 32 from the
 # operand's scale address, from byte sf_id of the 32-bit cell, where sf_id is the first K block the MMA
@@ -240,7 +240,7 @@ def _restage_one(k: KernelLowering, op: Operation, sources: "list[_Scales]", buf
     val = k.b.op(f"load i8, ptr addrspace(3) {pointer(k, element_offset(k, src.matrix, '0', r, c))}", "sfv")
     # byte 512 (cell chunks + chunk) + 16 (x % 32) + 4 ((x / 32) % 4) + K block % 4 of the
     # operand's chunks (cell = K block / 4: one 32-bit cell holds 4 K blocks of a row)
-    chunks = (m if src is sources[0] else n) // SF_ROWS
+    chunks = sf_chunks(m if src is sources[0] else n)
     quarter = k.b.op(f"and i32 {k.b.op(f'lshr i32 {x}, 5', 'sfd')}, 3", "sfd")
     chunk = k.b.op(f"lshr i32 {x}, 7", "sfd")
     if cells > 1:
@@ -251,7 +251,7 @@ def _restage_one(k: KernelLowering, op: Operation, sources: "list[_Scales]", buf
              k.b.op(f"shl i32 {k.b.op(f'and i32 {x}, 31', 'sfd')}, 4", "sfd"),
              k.b.op(f"shl i32 {quarter}, 2", "sfd"), kb]
     dst = buffer if src is sources[0] else \
-        k.b.op(f"add i32 {buffer}, {m // SF_ROWS * SF_CHUNK_BYTES * cells}", "sfd")
+        k.b.op(f"add i32 {buffer}, {sf_chunks(m) * SF_CHUNK_BYTES * cells}", "sfd")
     for term in terms:
         dst = k.b.op(f"add i32 {dst}, {term}", "sfd")
     k.b.emit(f"store i8 {val}, ptr addrspace(3) {pointer(k, dst)}")
@@ -292,7 +292,7 @@ class Tcgen05Scales:
         """tcgen05.cp of every 128-row chunk and cell (A's, then B's; per operand cell by cell, each
         cell's chunks side by side) into its 4 columns (issuing thread only)."""
         k = self.k
-        for chunk in range((self.m + self.n) // SF_ROWS * self.cells):
+        for chunk in range((sf_chunks(self.m) + sf_chunks(self.n)) * self.cells):
             # no swizzle, 8-row groups 128 bytes apart (the stride byte offset), version 0b001
             desc = descriptor(k, [self.buffer, chunk * SF_CHUNK_BYTES], (1 << 46) | ((128 >> 4) << 32))
             taddr = k.b.op(f"add i32 {self.address}, {SF_COLS * chunk}", "sft")
@@ -305,7 +305,7 @@ class Tcgen05Scales:
         in it: the scale-factor ID), rows 128 half.. of A."""
         k = self.k
         cell, kb = divmod(k0 // self.block, 4)
-        chunks_a, chunks_b = self.m // SF_ROWS, self.n // SF_ROWS
+        chunks_a, chunks_b = sf_chunks(self.m), sf_chunks(self.n)
         # the descriptor's D-format bits are B's scale-factor ID here (D is always f32)
         desc = (idesc & ~0x30) | (kb << 4) | (self.ue8m0 << 23) | (kb << 29)
         a_col = SF_COLS * (cell * chunks_a + half)

@@ -310,19 +310,32 @@ def sf_cells(op: Operation) -> int:
     return -(-scale_blocks(op)[1] // 4)
 
 
-def tcgen05_fits(m: int, n: int) -> bool:
-    """Accumulator shapes whose scale factors tcgen05 takes here: whole 128-row chunks of A and B, not
-    both 256 (that accumulator fills all 512 columns)."""
-    return m in (128, 256) and n in (128, 256) and m + n < 512
+def sf_chunks(rows: int) -> int:
+    """128-row chunks of one operand's scale factors (A's rows or B's columns): a partial one is copied whole,
+    its rows past `rows` never read (an N of 64 reads lanes 0-31 of columns 0-1 of B's chunk)."""
+    return -(-rows // SF_ROWS)
+
+
+def tcgen05_scales_refused(m: int, n: int) -> str:
+    """Why tcgen05 takes no block scales of an m x n accumulator here ("" where it does): M of whole 128-row
+    halves, N any width of the M = 128 instruction (a multiple of 16 up to 256), not both 256. NVIDIA's runs a
+    256 x 64 MXFP8 tile so, B's scales in one partial chunk."""
+    if m not in (128, 256):
+        return f"M = {m}: the scale factors are copied in 128-row chunks of whole M = 128 MMAs"
+    if not (16 <= n <= 256 and n % 16 == 0):
+        return f"N = {n}: no M = 128 block-scaled instruction is that wide"
+    if m + n >= 512:
+        return "a 256 x 256 accumulator fills tensor memory's 512 columns, none left for the scale factors"
+    return ""
 
 
 def tcgen05_columns(m: int, n: int, cells: int = 1) -> int:
     """Tensor-memory columns of the scale factors, after the accumulator's: per cell of a row, a
-    column per 32 rows of A and of B."""
-    return SF_COLS * (m // SF_ROWS + n // SF_ROWS) * cells
+    column per 32 rows of A and of B (whole chunks)."""
+    return SF_COLS * (sf_chunks(m) + sf_chunks(n)) * cells
 
 
 def tcgen05_sf_bytes(m: int, n: int, cells: int = 1) -> int:
     """Shared-memory bytes of A's and B's scale factors restaged for tcgen05.cp (a 512-byte chunk per
-    128 rows and cell)."""
-    return (m + n) // SF_ROWS * SF_CHUNK_BYTES * cells
+    128 rows, or fewer, and cell)."""
+    return (sf_chunks(m) + sf_chunks(n)) * SF_CHUNK_BYTES * cells

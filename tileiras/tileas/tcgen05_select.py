@@ -20,7 +20,7 @@ from ..ir.types import storage_bytes
 from ..layout.encodings import WARP, PairAccLayout, TmemAccLayout
 from ..target import caps
 from ..target.table import TMEM_COLUMNS
-from ..tileaa.mma_forms import Kind, kind_of, swizzle_fits, tcgen05_fits
+from ..tileaa.mma_forms import Kind, kind_of, swizzle_fits, tcgen05_scales_refused
 from ..tileaa.mma_operands import MMAS, loaded, mma_reads, passes
 from .tmem_columns import columns_needed, plan
 
@@ -104,9 +104,8 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
         return f"{n} columns over {wn} warps is no 16x256b access"
     if kdim % kind.k:
         return f"K = {kdim} is not a multiple of kind::{kind.name}'s K of {kind.k}"
-    if op.name == "cuda_tile.mmaf_scaled":
-        if not tcgen05_fits(m, n):
-            return "the block scales of this shape do not fit tensor memory's columns beside the accumulator"
+    if op.name == "cuda_tile.mmaf_scaled" and tcgen05_scales_refused(m, n):
+        return tcgen05_scales_refused(m, n)
     # A and B of a packed kind go K-major into the mma's own buffers from wherever they are (fp4_pack.py)
     why = "" if kind.name in PACKED else _operands_refused(op, kind, m, n, kdim)
     if why:
