@@ -73,6 +73,8 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_mla_decode_f16_h16_32_ragged_h0_v13p2", "sm_90"),
             # no facts: K, read transposed, staged element by element at once (access_width.staged_copy)
             ("g_attn_decode_bf16_d256_g8_32_full_none_occ2_v13p3", "sm_100"),
+            # no facts: V, 64 registers a thread, staged element by element at once (access_width.REGISTER_TILE)
+            ("g_attn_decode_bf16_d128_g1_128_full_none_lat3_v13p3", "sm_120"),
             # ... but not a wgmma's swizzled stage (e4m3 B, read transposed): the emulator reported its element
             # stores without the proxy fence the async proxy's reads need
             ("g_bmm_e4m3_rc_256x128x32_scale_none_h0_v13p2", "sm_90"),
@@ -117,6 +119,9 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "57 spill instructions (NVIDIA's: none, one warpgroup of m64n256 wgmma at 235 registers): ours runs the "
      "d = 256 attention on 8 warps of mma.sync, its O tile in the mma's loop (on one warpgroup, 435; found by "
      "seed 34; sm_100: 20 against 5)"),
+    ("g_attn_decode_bf16_d128_g1_128_full_none_lat3_v13p3", "sm_80", "spills",
+     "16 spill instructions (NVIDIA's: 4) at 255 registers: a decode without facts, K and V of 128 x 128 bf16 "
+     "staged element by element (550 before V was: access_width.REGISTER_TILE; found by seed 37)"),
     ("g_row_layernorm_f32_n32768_r2_c4096_grid_aligned_occ2_v13p3", "sm_100", "spills",
      "145 spill instructions (NVIDIA's: none): a chunked f32 layernorm of 2 rows of 32768 under an occupancy hint "
      "of 2 (found by seed 33; 54 on sm_80, 211 on sm_90 against NVIDIA's 18, 106 on sm_120 against 56)"),
@@ -363,6 +368,14 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_gemm_mxfp8_rr_256x64x64_zero_tiles_cast_ragged_lat3_v13p3", "sm_100", "tensor-core family"),
     ("g_gemm_nvfp4_rr_256x64x64_zero_tiles_scale_ragged_h0_v13p3", "sm_100", "tensor-core family"),
     ("g_gemm_mxfp8_rr_256x64x128_zero_tiles_cast_none_occ2_v13p4", "sm_100", "spills"),
+    # decodes without facts: V (64 registers a thread) held whole in registers for its mma to restage, beside
+    # the loop's accumulators, spilled (44 on sm_80; 577 on sm_120 against NVIDIA's 183): staged element by
+    # element at once where the tile is over access_width.REGISTER_TILE and crowded (seed 37)
+    ("g_attn_decode_f16_d256_g8_64_full_none_occ2_v13p2", "sm_80", "spills"),
+    ("g_attn_decode_bf16_d128_g1_128_full_none_lat3_v13p3", "sm_120", "spills"),
+    # an MXFP8 256 x 64 GEMM without facts on sm_120: A (64 registers a thread) beside the 128-register
+    # accumulator spilled 598 instructions; staged element by element at once, none (seed 37)
+    ("g_gemm_mxfp8_rr_256x64x128_zero_tiles_cast_none_occ2_v13p4", "sm_120", "spills"),
     ("g_bmm_bf16_rr_64x256x32_cast_none_occ2_v13p4", "sm_90", "tensor-core family"),
     # sm_90, an occupancy hint of 2 beside a 64 x 256 f32 wgmma accumulator (128 registers a consumer thread):
     # the split's consumers launched with 128 and ptxas refused the wgmma (needs 154, issue 34's named
@@ -1017,3 +1030,20 @@ def test_a_block_scaled_256_by_64_tile_runs_on_tcgen05_and_matches_numpy(name: s
     said = " ".join(str(r) for r in found if r["Name"] == "RemarkTensorCoreMMA")
     assert "tcgen05" in said and "block scales by FMA" not in said, said
     assert not reference.emulate(v, launch.launch(v), bytecode, "sm_100")
+
+
+def test_a_large_tile_without_facts_is_staged_at_once_only_where_registers_are_crowded() -> None:
+    """Without facts an mma operand moves one element at a time: a 64-register tile (128 x 128 bf16 over 128
+    threads) is stored into its stage element by element where registers are crowded (a decode's V beside its
+    scores' mma; an MXFP8 256 x 64 GEMM's A beside its 128-register accumulator), and kept in registers, then
+    restaged in vectors, beside a GEMM's 16-register accumulator (fewer instructions)."""
+    at_once = "each element stored to shared memory at once"
+
+    def said(name: str, gpu: str) -> str:
+        _, found = _bench_module().compile_ours(export.bytecode(grammar.parse(name), gpu), gpu,
+                                                WORK / f"{name}.{gpu}.crowd.cubin", 600)
+        return " ".join(str(r) for r in found if r["Name"] == "RemarkMemoryLoadInstructionSelected")
+
+    assert said("g_attn_decode_bf16_d128_g1_128_full_none_lat3_v13p3", "sm_80").count(at_once) == 2
+    assert at_once in said("g_gemm_mxfp8_rr_256x64x128_zero_tiles_cast_none_occ2_v13p4", "sm_120")
+    assert at_once not in said("g_gemm_bf16_rr_16x128x128_undef_tiles_residual_none_h0_v13p3", "sm_80")

@@ -52,7 +52,7 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
     is left to that mma (tileas/deferred_loads.defers): it copies the tile a K slice at a time."""
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
-    if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled)):
+    if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
         return None
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
     lifetime = k.lifetimes().value_range(op.results[0], op)

@@ -119,17 +119,28 @@ def staged_through_registers(op: Operation, view: View, tile: TileType) -> bool:
         and matrix_dims(tile.shape) is not None and not chunk_elements(op, view, tile)
 
 
-def staged_copy(op: Operation, view: View, tile: TileType, matrix: SharedMatrix) -> str:
-    """How a load staged in shared memory (`matrix`) for the tensor cores is copied there: "cp.async"
-    chunks where a form is legal (`chunk_elements`); else "registers", element by element, each
-    loaded and stored at once (whole bytes, zero padding: `staged_through_registers`), for an operand
-    its mma reads transposed (else its register tile goes through conversion scratch to be
-    transposed, then is restaged), where a register load would move one element at a time too (no
-    vector access legal; else its vectors, restaged in vectors, take fewer instructions), into a
-    padded matrix (read by ldmatrix; a swizzled one is read by wgmma or tcgen05 through the async
-    proxy); "" otherwise: a register load, restaged by its mma. A decode's 32 x 256 K tile without
-    facts, held whole in registers and transposed through scratch before its mma restaged it, made
-    1352 spill instructions on sm_90; staged at once, with its other changes, 320."""
+# Registers a thread of a tile that its mma would restage from registers where they are crowded (`_crowded`):
+# above it, the tile is staged element by element instead. A decode's 128 x 128 bf16 V without facts (64
+# registers a thread of 128) beside the scores' mma and softmax spilled 550 instructions on sm_80 and 577 on
+# sm_120 (NVIDIA's 4 and 183), an MXFP8 256 x 64 GEMM's A (64) beside its 128-register accumulator 598 on
+# sm_120; staged at once, 16, none and none. Where there is room, the tile is restaged in vectors in fewer
+# instructions (a 16 x 128 x 128 GEMM's B beside a 16-register accumulator: 1221 hot-loop instructions so,
+# 2037 element by element).
+REGISTER_TILE = 32
+REGISTER_BUDGET = 128
+
+
+def staged_copy(op: Operation, view: View, tile: TileType, matrix: SharedMatrix, threads: int) -> str:
+    """How a load staged in shared memory (`matrix`) for the tensor cores is copied there by `threads`
+    threads: "cp.async" chunks where a form is legal (`chunk_elements`); else "registers", element by
+    element, each loaded and stored at once (whole bytes, zero padding: `staged_through_registers`), for an
+    operand its mma reads transposed (else its register tile goes through conversion scratch to be
+    transposed, then is restaged) or one over `REGISTER_TILE` registers a thread where registers are crowded, where a register load
+    would move one element at a time too (no vector access legal; else its vectors, restaged in vectors,
+    take fewer instructions), into a padded matrix (read by ldmatrix; a swizzled one is read by wgmma or
+    tcgen05 through the async proxy); "" otherwise: a register load, restaged by its mma. A decode's
+    32 x 256 K tile without facts, held whole in registers and transposed through scratch before its mma
+    restaged it, made 1352 spill instructions on sm_90; staged at once, with its other changes, 320."""
     from .mma_operands import mma_reads, passes_shared
 
     if chunk_elements(op, view, tile):
@@ -137,10 +148,32 @@ def staged_copy(op: Operation, view: View, tile: TileType, matrix: SharedMatrix)
     nbytes = storage_bytes(tile.element)
     one_by_one = vector_elements(op, view, tile.shape, nbytes, max(1, 16 // nbytes)) == 1
     transposed = any(read.transposed for read in mma_reads(op.results[0], passes_shared) or ())
+    registers = tile.num_elements * nbytes // (4 * threads)
+    held = registers > REGISTER_TILE and _crowded(op, registers, threads)
     # a swizzled stage is read by wgmma / tcgen05 through the async proxy: not staged so (the emulator
     # reported a missing proxy fence for an e4m3 B staged this way on sm_90)
     return "registers" if staged_through_registers(op, view, tile) and one_by_one and not matrix.swizzled \
-        and transposed else ""
+        and (transposed or held) else ""
+
+
+def _crowded(op: Operation, tile_registers: int, threads: int) -> bool:
+    """Whether load `op`'s tile, held in registers (`tile_registers` a thread), is crowded there: its block (a
+    loop body) runs another tensor-core mma than those reading it (an attention's two, whose operands and
+    results are live around each other), or the values its loop carries (the accumulators) and the tile take
+    over `REGISTER_BUDGET` registers a thread."""
+    from .mma_operands import MMAS, mma_reads, passes_shared
+
+    block = op.parent
+    if block is None:
+        return False
+    readers = {id(read.mma) for read in mma_reads(op.results[0], passes_shared) or ()}
+    if any(w.name in MMAS and id(w) not in readers for o in block.operations for w in o.walk()):
+        return True
+    region = getattr(block, "parent", None)
+    loop = getattr(region, "parent", None)
+    carried = sum(v.type.num_elements * storage_bytes(v.type.element) for v in getattr(loop, "results", ())
+                  if isinstance(v.type, TileType) and isinstance(v.type.element, ScalarType))
+    return tile_registers + carried // (4 * threads) > REGISTER_BUDGET
 
 
 def view_access(op: Operation, view: View, tile: TileType, layout: "Layout", ordering: str) -> tuple[int, str]:

@@ -200,7 +200,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             tile = op.results[0].type
             once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
-            if not once and not staged_copy(op, view, tile, matrix_shape(facts, tile, swizzled)):  # type: ignore[arg-type]
+            if not once and not staged_copy(op, view, tile, matrix_shape(facts, tile, swizzled), facts.threads):  # type: ignore[arg-type]
                 pass           # a register load (which may still ask for its operands, below)
             elif assumes.defer and not once and deferred(facts, op, view, swizzled, place(
                     [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
