@@ -55,18 +55,9 @@ def test_the_lowering_refuses_a_plan_without_the_loops_copies(monkeypatch: pytes
 
     def without(*args: Any) -> Any:
         staged = predict(*args)
-        return None if staged is None else (*staged[:5], {})
+        return (*staged[:5], {})
 
     monkeypatch.setattr(shared_stages, "predict", without)
     with pytest.raises(CompileError, match="error: internal: the kernel's plan decides no K-major copies for the "
                                            "loop at .*plan-shared-memory's kmajor"):
         lower(monkeypatch, corpus_bytecode("mm_e4m3_64x64x32"), "sm_90")
-
-
-def test_a_kernel_the_plan_does_not_stage_still_has_its_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the plan does not predict the staging (shared_stages.predict: None), it still decides each
-    loop's K-major copies: the kernel compiles, its loop not pipelined, B copied K-major."""
-    monkeypatch.setattr(shared_stages, "predict", lambda *args: None)
-    ir, _, checks = lower(monkeypatch, corpus_bytecode("mm_e4m3_64x64x32"), "sm_90")
-    assert checks and all(check.plan.kmajor and any(check.plan.kmajor.values()) for check in checks)
-    assert "wgmma" in ir and "mbarrier" not in ir

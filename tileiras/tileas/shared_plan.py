@@ -119,7 +119,7 @@ class SharedPlan:
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
     rings: dict                   # every loop with a pipeline plan -> what its stages hold (stage_rings.StageRing;
-                                  # None: no ring, as in every loop of a kernel whose staging is not predicted),
+                                  # None: no ring, where its loads fit no stages or stage_rings.ring_of refuses),
                                   # read by the lowering (pipelined_loop.planned_ring)
     kmajor: dict                  # every loop -> the K-major copies it gives its wgmmas before its stages
                                   # (kmajor_copies.LoopCopy), read by the lowering (ops_wgmma.before_loop)
@@ -207,26 +207,19 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     """Every covered request sized, then placed in program order, under `assumes`."""
     from .shared_sizes import SIZERS
     from . import shared_operands
-    from .shared_stages import ROLES as STAGING, predict, reductions_predicted, unpredicted_copies
+    from .shared_stages import ROLES as STAGING, predict, reductions_predicted
 
     live = lifetimes(entry)
     asked: list[Request] = []
     for _role, size in SIZERS:
         asked += size(entry, assignment)
     covered = {role for role, _ in SIZERS}
-    staged = predict(entry, assignment, asked, assumes)
-    fits: dict = {}
-    entered: dict = {}
-    rings: dict = dict.fromkeys(plan_of(assignment).pipelines or {})   # unpredicted staging: no loop has a ring
-    if staged is None:
-        kmajor = unpredicted_copies(entry, assignment, asked, assumes)
-    else:
-        asked += staged[0]
-        fits, entered, rings, kmajor = staged[1], staged[2], staged[4], staged[5]
-        covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"})
-        if staged[3]:
-            covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
-        covered |= set(shared_operands.ROLES)
+    staged, fits, entered, pairs_run, rings, kmajor = predict(entry, assignment, asked, assumes)
+    asked += staged
+    covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"})
+    if pairs_run:
+        covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
+    covered |= set(shared_operands.ROLES)
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}

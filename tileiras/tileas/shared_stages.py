@@ -35,10 +35,8 @@ shared_operands.py.
 In the last-resort lowering (`Assumptions.defer`) a load too large to stage whole beside the
 buffers alive with it is left to its mma (deferred_loads.defers decides, beside the buffers the plan
 placed before the load): no "staging", its mma's K slices instead ("k-slice", shared_operands.py).
-Not predicted (`predict` returns None), and why:
-
-* a tensor-core operand whose view is not a partition of a tensor view made in the kernel
-  (`tileaa/views.view_of`).
+Every view a load or store reads is one `tileaa/views.view_of` knows: the verifier lets no view cross
+control flow, and infer-facts gives every tensor view its facts.
 
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (settled_split.settled: an attention whose loads TMA cannot all copy has no MMA warp,
@@ -50,7 +48,7 @@ kernel (`PlanCheck.void`); so does an epilogue decided otherwise beside such a b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from ..ir.core import Operation, Value
 from ..ir.record import record
@@ -111,13 +109,13 @@ def staging_facts(entry: Operation, assignment: "LayoutAssignment", split: Any, 
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> Optional[tuple[list[Request], dict, dict, bool, dict, dict]]:
+            assumes: Assumptions) -> tuple[list[Request], dict, dict, bool, dict, dict]:
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
     fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
     layout's mma runs as the pair: shared_tcgen05.pairs_run, loop with a pipeline plan -> its
     stage_rings.StageRing or None: as the walk meets it, the K-major copies given so far deciding its
-    `retiring`, every loop -> the K-major copies it gives its wgmmas: `_loop_copies`), or None where
-    the kernel is not predicted (module docstring). `others`: the requests of the other roles."""
+    `retiring`, every loop -> the K-major copies it gives its wgmmas: `_loop_copies`). `others`: the
+    requests of the other roles."""
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from . import shared_tcgen05 as tcgen05
@@ -150,9 +148,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                   caps(assignment.sm).smem_per_block - allocas))
         elif op.name == "cuda_tile.for":
             pipeline = kplan.pipelines.get(op)
-            if pipeline is not None and pipeline.pipelined \
-                    and any(view_of(load.operand("view")) is None for load in pipeline.loads):
-                return None
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             taken = place(before, entry).total + allocas + assumes.reserve
             given = kmajor[op] = _loop_copies(facts, op, taken)
@@ -195,8 +190,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
             view = view_of(op.operand("view"))  # type: ignore[arg-type]
-            if view is None:
-                return None
+            assert view is not None, "a view is made in the kernel (the verifier: no view crosses control flow)"
             tile = op.results[0].type
             once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
@@ -268,24 +262,6 @@ def _kmajor_request(loop: Operation, copy: "LoopCopy") -> Request:
     from ..layout.shared_matrix import KMAJOR_ALIGN, kmajor_bytes
 
     return Request(loop, "kmajor", "buffer", kmajor_bytes(copy.matrix, copy.slots), KMAJOR_ALIGN)
-
-
-def unpredicted_copies(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-                       assumes: Assumptions) -> dict:
-    """Every loop -> the K-major copies it gives its wgmmas (`_loop_copies`) in a kernel whose staging
-    is not predicted (`predict` is None): decided beside the buffers the plan sizes (`others`) placed
-    before the loop; the lowering places the others as asked, and gives such a kernel's loops no ring."""
-    facts = staging_facts(entry, assignment, plan_of(assignment).warp_split, assumes.padded)
-    live = lifetimes(entry)
-    out: dict = {}
-    allocas = 0
-    for op in entry.walk():
-        if op.name == "cuda_tile.alloca":
-            allocas += alloca_bytes(op)
-        elif op.name == "cuda_tile.for":
-            before = [r for r in others if live.position(r.op) < live.position(op)]
-            out[op] = _loop_copies(facts, op, place(before, entry).total + allocas + assumes.reserve)
-    return out
 
 
 def _staged(op: Operation, assignment: "LayoutAssignment") -> bool:
