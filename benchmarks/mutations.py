@@ -259,6 +259,13 @@ EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
      "thread's path depends only on the launch and the kernel has no data-dependent branch, so on a GPU the same "
      "synchronizations order the same accesses without it, and its threads skip it alike (the later barriers pair "
      "as before)"),
+    ("delete wgmma.fence", "", lambda case, line: _one_wgmma_form(case.ptx) and _orders_nothing_new(case, line),
+     "in the unmutated run of the launch every warpgroup that executes it has executed a wgmma.fence before, and "
+     "no instruction but a wgmma.mma_async has accessed a register a wgmma.mma_async writes since "
+     "(tileiras/emulator/redundancy.py): the accumulators are accessed only by wgmma.mma_async instructions of one "
+     "shape in between (the kernel's wgmmas have one shape), which the PTX ISA orders without a fence, and every "
+     "wgmma reads A from shared memory (no A fragments in registers to order); each thread's path depends only on the launch and the kernel has no "
+     "data-dependent branch, so on a GPU too the fence orders nothing"),
     ("delete cp.async.wait", "", lambda case, line: _orders_nothing_new(case, line),
      "in the unmutated run of the launch (race checker on) every thread that reaches it has no cp.async copy in "
      "flight: each copy it issued since its previous cp.async wait is tracked by a cp.async.mbarrier.arrive of "
@@ -285,6 +292,14 @@ def _orders_nothing_new(case: Any, line: int) -> bool:
             clean = outcome(case, case.ptx) is None
         got = _REDUNDANT[id(case)] = (case, rec if clean else None)
     return got[1] is not None and got[1].redundant(line)
+
+
+def _one_wgmma_form(ptx: str) -> bool:
+    """Whether every wgmma.mma_async of the kernel has one shape (whose accumulator accesses the PTX ISA orders
+    among themselves) and reads A by descriptor (the operand after D's braces is a 64-bit register, not a brace
+    list of A fragments, whose writes the emulator's fence model does not stamp)."""
+    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx))
+    return len(shapes) == 1 and not re.search(r"wgmma\.mma_async[^;]*\}\s*,\s*\{", ptx)
 
 
 def _data_dependent_branches(ptx: str) -> bool:

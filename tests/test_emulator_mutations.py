@@ -1194,3 +1194,18 @@ def test_the_barrier_after_an_attentions_key_loop_is_reported_by_the_launch_with
     assert reported is not None and reported.startswith("no keys: ") and "data race" in reported, reported
     tma = mutations.prepare("fa_f16_q128k128d128", "sm_90")
     assert tma is not None and "cp.async.bulk.tensor" in tma.ptx and tma.reshaped == []
+
+
+def test_a_wgmma_fence_after_only_same_shape_wgmmas_is_equivalent_and_the_first_one_is_reported() -> None:
+    """sm_90 tf32: each K step runs two groups of m64n256k8 wgmmas, each behind its own wgmma.fence, the K-major
+    copy of the next K slice between them. The second fence follows only wgmmas of the same shape on the
+    accumulator (ordered among themselves by the PTX ISA) since the first: the unmutated run shows it ordering
+    nothing (redundancy.wgmma_fence), so deleting it is equivalent; deleting the first is reported."""
+    c = mutations.prepare("mm_tf32_128x256x64", "sm_90")
+    assert c is not None and mutations._one_wgmma_form(c.ptx)
+    op = OPERATORS["delete wgmma.fence"]
+    (first, a), (second, _) = [(line, ptx) for line, _, ptx in op.mutants(c.ptx)]
+    assert mutations.equivalent(op, "", c, second) is not None
+    assert mutations.equivalent(op, "", c, first) is None
+    reported = mutations.outcome(c, a)
+    assert reported is not None and "wgmma.mma_async without wgmma.fence" in reported, reported

@@ -14,6 +14,12 @@ execution of a wait or barrier there gave a thread anything it did not have alre
   cp.async.mbarrier.arrive since its previous such wait arrived in a phase the thread has seen complete:
   by the PTX ISA that arrive-on is triggered only once all the thread's earlier copies are complete, and
   its phase cannot complete without it;
+* a wgmma.fence orders its warpgroup's earlier register accesses before its later wgmma.mma_async. It orders
+  nothing new when the warpgroup has run a wgmma.fence before and no instruction but a wgmma.mma_async has
+  accessed a register a wgmma.mma_async writes since (`wgmma_fence.py`'s stamps are empty): accumulator accesses
+  by wgmma.mma_async instructions of one shape are ordered without a fence (PTX ISA, wgmma.fence). Registers
+  that only A fragments occupy are not stamped, so the mutation benchmark takes this only where every wgmma
+  reads A from shared memory;
 * a barrier (bar.sync, barrier.sync) joins its threads' clocks. It orders nothing new when each of them
   knows already every event the join would bring (`happens_before.Clocks.news`: of each clock, an access,
   arrival, init or fence stamp up to the joined one, or a wait on an mbarrier that is invalidated in the
@@ -109,6 +115,14 @@ def copy_wait(st: Any, lanes: Any, line: int) -> None:
             phases = seen.get(key)
             in_flight = in_flight or phases is None or int(phases[t]) < completed
     ACTIVE.note(line, in_flight)
+
+
+def wgmma_fence(st: Any, groups: list[int], line: int) -> None:
+    """Warpgroups `groups` execute the wgmma.fence at `line` (before it clears their stamps)."""
+    if ACTIVE is None:
+        return
+    state = st.wgmma_fences or {}
+    ACTIVE.note(line, any(g not in state or not state[g]["fenced"] or state[g]["touched"] for g in groups))
 
 
 def barrier(st: Any, bar_id: int, b: dict) -> None:

@@ -310,9 +310,12 @@ def _group_op(dec: Decoder, ins: Instr) -> Any:
             raise bad(ins, "wgmma.fence takes no operands")
 
         def fence(st: Any, m: Any) -> None:
+            from .. import redundancy
             from ..wgmma_fence import fence
 
-            fence(st, _warpgroups(st, m, ins))
+            groups = _warpgroups(st, m, ins)
+            redundancy.wgmma_fence(st, groups, ins.line)
+            fence(st, groups)
 
         return (K_COLL, fence, WARPGROUP)
     if op == "commit_group":
