@@ -135,10 +135,11 @@ def staged_copy(op: Operation, view: View, tile: TileType, matrix: SharedMatrix,
     threads: "cp.async" chunks where a form is legal (`chunk_elements`); else "registers", element by
     element, each loaded and stored at once (whole bytes, zero padding: `staged_through_registers`), for an
     operand its mma reads transposed (else its register tile goes through conversion scratch to be
-    transposed, then is restaged) or one over `REGISTER_TILE` registers a thread where registers are crowded, where a register load
-    would move one element at a time too (no vector access legal; else its vectors, restaged in vectors,
-    take fewer instructions), into a padded matrix (read by ldmatrix; a swizzled one is read by wgmma or
-    tcgen05 through the async proxy); "" otherwise: a register load, restaged by its mma. A decode's
+    transposed, then is restaged) or one over `REGISTER_TILE` registers a thread where registers are
+    crowded, where a register load would move one element at a time too (no vector access legal; else its
+    vectors, restaged in vectors, take fewer instructions), into a padded matrix (read by ldmatrix; a
+    swizzled one is read by wgmma or tcgen05 through the async proxy); "" otherwise: a register load,
+    restaged by its mma. A decode's
     32 x 256 K tile without facts, held whole in registers and transposed through scratch before its mma
     restaged it, made 1352 spill instructions on sm_90; staged at once, with its other changes, 320."""
     from .mma_operands import mma_reads, passes_shared
