@@ -264,8 +264,8 @@ EQUIVALENT_FOR_LAUNCH: tuple[tuple[str, str, Any, str], ...] = (
      "no instruction but a wgmma.mma_async has accessed a register a wgmma.mma_async writes since "
      "(tileiras/emulator/redundancy.py): the accumulators are accessed only by wgmma.mma_async instructions of one "
      "shape in between (the kernel's wgmmas have one shape), which the PTX ISA orders without a fence, and every "
-     "wgmma reads A from shared memory (no A fragments in registers to order); each thread's path depends only on the launch and the kernel has no "
-     "data-dependent branch, so on a GPU too the fence orders nothing"),
+     "wgmma reads A from shared memory (no A fragments in registers to order); each thread's path depends only on "
+     "the launch and the kernel has no data-dependent branch, so on a GPU too the fence orders nothing"),
     ("delete cp.async.wait", "", lambda case, line: _orders_nothing_new(case, line),
      "in the unmutated run of the launch (race checker on) every thread that reaches it has no cp.async copy in "
      "flight: each copy it issued since its previous cp.async wait is tracked by a cp.async.mbarrier.arrive of "
@@ -2233,34 +2233,39 @@ def _reshaped_launches(module: Any, name: str) -> list[Reshaped]:
                                                      backend="interpreter")))]
 
 
-def _tensor_maps_valid(req: Any, meta: Any, small: Any) -> bool:
-    """Whether launch `small`'s arguments make the tensor maps of the compile `meta` (on hardware, encoding a map
-    of an empty dimension fails before any launch: a kernel that loads K by TMA cannot run without keys)."""
-    from tileiras.emulator import Memory
-    from tileiras.errors import TileirasError
+def _bind(req: Any, small: Any) -> Any:
+    """Launch `small`'s arguments bound to the parameters of the kernel `req` compiles."""
     from tileiras.ir.types import FunctionType
-    from tileiras.runtime.backends import kernel_info, tma_hidden_params
     from tileiras.runtime.marshal import bind
 
     entry = next(op for op in req.module.regions[0].block.operations
                  if op.name == "cuda_tile.entry" and op.attributes.get("sym_name") == req.kernel)
     ftype = entry.attributes["function_type"]
     assert isinstance(ftype, FunctionType)
-    params = bind(req.kernel, list(ftype.inputs), arguments(small)).upload(Memory())
+    return bind(req.kernel, list(ftype.inputs), arguments(small))
+
+
+def _tensor_maps_valid(req: Any, meta: Any, small: Any) -> bool:
+    """Whether launch `small`'s arguments make the tensor maps of the compile `meta` (on hardware, encoding a map
+    of an empty dimension fails before any launch: a kernel that loads K by TMA cannot run without keys)."""
+    from tileiras.emulator import Memory
+    from tileiras.errors import TileirasError
+    from tileiras.runtime.backends import kernel_info, tma_hidden_params
+
     try:
-        tma_hidden_params(kernel_info(meta, req.kernel), params)
+        tma_hidden_params(kernel_info(meta, req.kernel), _bind(req, small).upload(Memory()))
     except TileirasError:
         return False
     return True
 
 
-def _compare(case: Case, small: Any, got: list, ref: tuple) -> Optional[str]:
-    """The first output of launch `small` that differs from the interpreter's, as `tre._mismatch` reports it."""
+def _compare(small: Any, got: list, ref: tuple, bounds: dict) -> Optional[str]:
+    """The first output of launch `small` that differs from the interpreter's, as `tre._mismatch` reports it
+    (`bounds`: the launch's `tre.accumulations`)."""
     import numpy as np
     import test_realistic_emulator as tre
 
     passed = [p for p in small.params if not isinstance(p, tre.configs.Const)]
-    bounds = tre.accumulations(small, arguments(small), case.gpu)
     for p, g, r in zip(passed, got, ref):
         if isinstance(p, tre.configs.Arr):
             report = tre._mismatch(p.name, p.dtype, p.output, np.asarray(g), np.asarray(r), bounds.get(p.name))
@@ -2297,41 +2302,44 @@ def outcome(case: Case, ptx: str, extra: bool = True) -> Optional[str]:
     import test_realistic_emulator as tre
 
     from tileiras.errors import TileirasError
-    from tileiras.ir.types import FunctionType
     from tileiras.runtime.backends import run_compiled
-    from tileiras.runtime.marshal import bind
 
-    module = case.req.module
-    entry = next(op for op in module.regions[0].block.operations
-                 if op.name == "cuda_tile.entry" and op.attributes.get("sym_name") == case.name)
-    ftype = entry.attributes["function_type"]
-    assert isinstance(ftype, FunctionType)
-    binding = lambda small: bind(case.name, list(ftype.inputs), arguments(small))  # noqa: E731
-    runs: list[tuple[str, Any, Callable[[], Any]]] = [
-        ("", case.small, lambda: run_compiled(replace(case.req, binding=binding(case.small)), ptx, case.meta,
-                                              LIMIT))]
+    bounds: dict[int, dict] = {}
+
+    def bounds_of(small: Any) -> dict:      # once per launch: an attention's are a numpy pass over every head
+        if id(small) not in bounds:
+            bounds[id(small)] = tre.accumulations(small, arguments(small), case.gpu)
+        return bounds[id(small)]
+
+    def small_run() -> Any:
+        return run_compiled(replace(case.req, binding=_bind(case.req, case.small)), ptx, case.meta, LIMIT)
+
+    def reshaped_run(r: Reshaped) -> Any:
+        grid = tuple((list(r.small.grid) + [1, 1])[:3])
+        return run_compiled(replace(case.req, binding=_bind(case.req, r.small), grid=grid), ptx, case.meta, LIMIT)
+
+    def aliased_check(a: AliasedLaunch, got: Any) -> Optional[str]:
+        p = [p for p in case.small.params if not isinstance(p, tre.configs.Const)][a.out]
+        report = tre._mismatch(p.name, p.dtype, True, np.asarray(got), a.expected, bounds_of(case.small).get(p.name))
+        return report and "mismatch: " + report.splitlines()[0]
+
+    # (label, run, check of its results)
+    runs: list[tuple[str, Callable[[], Any], Callable[[Any], Optional[str]]]] = [
+        ("", small_run, lambda got: _compare(case.small, got, case.ref, bounds_of(case.small)))]
     if extra:
-        runs += [(f"{r.label}: ", r, lambda r=r: run_compiled(
-            replace(case.req, binding=binding(r.small), grid=tuple((list(r.small.grid) + [1, 1])[:3])),
-            ptx, case.meta, LIMIT)) for r in case.reshaped]
-        runs += [(f"{a.label}: ", a, lambda a=a: _run_aliased(replace(case.req, binding=binding(case.small)),
-                                                              ptx, case.meta, a)) for a in case.aliased]
-    passed = [p for p in case.small.params if not isinstance(p, tre.configs.Const)]
-    for label, launch, run in runs:
+        runs += [(f"{r.label}: ", lambda r=r: reshaped_run(r),
+                  lambda got, r=r: _compare(r.small, got, r.ref, bounds_of(r.small))) for r in case.reshaped]
+        runs += [(f"{a.label}: ", lambda a=a: _run_aliased(replace(case.req, binding=_bind(case.req, case.small)),
+                                                           ptx, case.meta, a),
+                  lambda got, a=a: aliased_check(a, got)) for a in case.aliased]
+    for label, run, check in runs:
         try:
             got = run()
         except TileirasError as err:
             return label + err.message.splitlines()[0]
         except Exception as err:    # noqa: BLE001 - a crash of the emulator is a finding too, not a survivor
             return f"{label}emulator crash: {type(err).__name__}: {err}"
-        if isinstance(launch, AliasedLaunch):
-            p = passed[launch.out]
-            report = tre._mismatch(p.name, p.dtype, True, np.asarray(got), launch.expected,
-                                   tre.accumulations(case.small, arguments(case.small), case.gpu).get(p.name))
-            report = report and "mismatch: " + report.splitlines()[0]
-        else:
-            report = _compare(case, launch.small if isinstance(launch, Reshaped) else launch, got,
-                              launch.ref if isinstance(launch, Reshaped) else case.ref)
+        report = check(got)
         if report:
             return label + report
     return None

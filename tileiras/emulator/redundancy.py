@@ -121,8 +121,9 @@ def wgmma_fence(st: Any, groups: list[int], line: int) -> None:
     """Warpgroups `groups` execute the wgmma.fence at `line` (before it clears their stamps)."""
     if ACTIVE is None:
         return
-    state = st.wgmma_fences or {}
-    ACTIVE.note(line, any(g not in state or not state[g]["fenced"] or state[g]["touched"] for g in groups))
+    from .wgmma_fence import orders_something
+
+    ACTIVE.note(line, orders_something(st, groups))
 
 
 def barrier(st: Any, bar_id: int, b: dict) -> None:

@@ -50,6 +50,13 @@ def fence(st: Any, groups: list[int]) -> None:
         state[g] = {"fenced": True, "touched": {}}
 
 
+def orders_something(st: Any, groups: list[int]) -> bool:
+    """Whether a wgmma.fence of warpgroups `groups` now orders anything: one of them has not fenced yet, or an
+    instruction other than a wgmma.mma_async has accessed one of its wgmma registers since its last fence."""
+    state = _state(st)
+    return any(g not in state or not state[g]["fenced"] or state[g]["touched"] for g in groups)
+
+
 def check(st: Any, g: int, regs: frozenset, names: list, line: int) -> None:
     """Warpgroup `g` issues the wgmma.mma_async at `line`, which accesses `regs`."""
     entry = _state(st).get(g)

@@ -98,8 +98,9 @@ def asks(op: Operation, assignment: Any) -> bool:
 def scratch_predicted(op: Operation, assignment: Any) -> bool:
     """Whether the "reduction" scratch `op` may ask for its operands is one `requests` predicts: not
     where a gather / scatter view is read by another op than a load, a store or a reduction into it
-    (`tileaa/views.row_indices`), nor by a load a pipeline copies ahead (each issue reads the row indices
-    again); a load staged for the tensor cores otherwise reads them at the load, as a register load does."""
+    (`tileaa/views.row_indices`), nor by a load of a loop's pipeline plan (its ring may copy it ahead, each
+    issue reading the row indices again); a load staged for the tensor cores otherwise reads them at the load,
+    as a register load does."""
     from ..ir.types import GatherScatterViewType
     from .plan import plan_of
 

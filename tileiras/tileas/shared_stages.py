@@ -194,14 +194,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             tile = op.results[0].type
             once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
-            if not once and not staged_copy(op, view, tile, matrix_shape(facts, tile, swizzled), facts.threads):  # type: ignore[arg-type]
-                pass           # a register load (which may still ask for its operands, below)
-            elif assumes.defer and not once and deferred(facts, op, view, swizzled, place(
-                    [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
-                left[id(op)] = view
-                continue       # its mma copies it in K slices (shared_operands.py)
-            else:
-                matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
+            matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
+            # staged; else a register load, which may still ask for its operands (below)
+            if once or staged_copy(op, view, tile, matrix, facts.threads):  # type: ignore[arg-type]
+                if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
+                        [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
+                    left[id(op)] = view
+                    continue       # its mma copies it in K slices (shared_operands.py)
                 facts.matrices[id(op)] = (matrix, None)
                 out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
                                    1024 if swizzled else 128, matrix.span if swizzled else 0,

@@ -104,8 +104,9 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
         return f"{n} columns over {wn} warps is no 16x256b access"
     if kdim % kind.k:
         return f"K = {kdim} is not a multiple of kind::{kind.name}'s K of {kind.k}"
-    if op.name == "cuda_tile.mmaf_scaled" and tcgen05_scales_refused(m, n):
-        return tcgen05_scales_refused(m, n)
+    refused = tcgen05_scales_refused(m, n) if op.name == "cuda_tile.mmaf_scaled" else ""
+    if refused:
+        return refused
     # A and B of a packed kind go K-major into the mma's own buffers from wherever they are (fp4_pack.py)
     why = "" if kind.name in PACKED else _operands_refused(op, kind, m, n, kdim)
     if why:
