@@ -11,10 +11,13 @@ accumulator through the whole K loop (a 128x128 f32 accumulator on 4 warps leave
 registers under three loops: spills, where 8 warps have none). Any
 other computed tile (a row of 16k columns, attention's scores) gets warps until
 it takes at most `TILE_REGS_PER_THREAD` registers a thread (8 warps at most), but for
-no more warps than the wgmma of an mma whose loop it is not in takes (its warpgroups stack
-along M): a bmm's 64 x 256 f32 epilogue tile asked for 8 warps and left the mma on mma.sync,
-where NVIDIA's runs one warpgroup of m64n256 (a tile in the mma's loop lives beside the
-accumulator: attention's O at d = 256 spilled 435 instructions on 4 warps, 57 on 8).
+no more warps than an mma's wgmma takes (its warpgroups stack along M): a bmm's 64 x 256 f32
+epilogue tile asked for 8 warps and left the mma on mma.sync, where NVIDIA's runs one warpgroup
+of m64n256; so did attention's O at d = 256 and 64 query rows, in the mma's loop (NVIDIA's: one
+consumer warpgroup of wgmma beside a producer warpgroup, whose loads leave the consumers' registers
+to O: with facts ours matches it, none spilled; without, 30 spill instructions against NVIDIA's
+176). Only where no producer can take a loop's loads off the consumers (`_loads_crowd_one_warpgroup`)
+does a tile in it keep its warps, the mma on mma.sync.
 """
 
 from __future__ import annotations
@@ -66,14 +69,15 @@ def choose_threads(entry: Operation, gpu: str) -> int:
 
     warps = DEFAULT_WARPS
     mmas = [op for op in entry.walk() if op.name in MMAS]
+    crowding = {mma for mma in mmas if _loads_crowd_one_warpgroup(entry, mma, gpu)}
     for op in entry.walk():
         for r in op.results[:1] if _computed_in_registers(op) else ():
             t = r.type
             if isinstance(t, TileType) and isinstance(t.element, ScalarType):
                 regs = -(-t.num_elements * t.element.bitwidth // 32)
-                beside = [mma for mma in mmas if not _in_its_loop(op, mma)]
+                capped = [mma for mma in mmas if mma not in crowding or not _in_its_loop(op, mma)]
                 while warps < TILE_MAX_WARPS and regs > warps * 32 * TILE_REGS_PER_THREAD \
-                        and not any(_last_for_wgmma(mma, gpu, warps) for mma in beside):
+                        and not any(_last_for_wgmma(mma, gpu, warps) for mma in capped):
                     warps *= 2
         if op.name not in MMAS:
             continue
@@ -99,6 +103,30 @@ def _in_its_loop(op: Operation, mma: Operation) -> bool:
 
     loop = enclosing_loop(mma)
     return loop is not None and inside_op(op, loop)
+
+
+def _loads_crowd_one_warpgroup(entry: Operation, mma: Operation, gpu: str) -> bool:
+    """Whether the loads `mma`'s loop stages for it go through the registers of the warpgroup the wgmma
+    leaves (no fact proves a cp.async chunk, `chunk_elements`) where the kernel asks for two CTAs an SM: no
+    producer warpgroup can take them there (tileas/stage_rings.producer_stages: its registers would halve
+    the consumers'), so they crowd the consumers' beside the loop's tiles (an f16 attention at d = 256 on
+    one warpgroup without facts: 418 spill instructions, 148 in its hot loop; on two on mma.sync, 104)."""
+    from ..tileaa.access_width import chunk_elements
+    from ..tileaa.views import view_of
+    from ..ir.types import TileType
+    from .warp_roles import enclosing_loop
+
+    hints = entry.attributes.get("optimization_hints")
+    wanted = hints.for_arch(caps(gpu).name).get("occupancy", 1) if hasattr(hints, "for_arch") else 1
+    loop = enclosing_loop(mma)
+    if loop is None or not isinstance(wanted, int) or wanted < 2:
+        return False
+    for load in loop.regions[0].block.operations:
+        view = view_of(load.operand("view")) if load.name == "cuda_tile.load_view_tko" else None
+        tile = load.results[0].type if view is not None else None
+        if isinstance(tile, TileType) and for_tensor_cores(load) and not chunk_elements(load, view, tile):
+            return True
+    return False
 
 
 def _last_for_wgmma(op: Operation, gpu: str, warps: int) -> bool:
