@@ -94,7 +94,11 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_bmm_e4m3_rc_128x64x32_none_aligned_ctas2_v13p3", "sm_100"),
             # d = 256 on sm_90: one consumer warpgroup of wgmma (O of 64 x 256 f32 in its registers, P as A from
             # registers) beside a producer warpgroup staging K and V element by element (no facts)
-            ("g_attn_fwd_f16_d256_window_g4_64x64_none_h0_v13p2", "sm_90")]
+            ("g_attn_fwd_f16_d256_window_g4_64x64_none_h0_v13p2", "sm_90"),
+            # split-K on sm_100: its K loop's load tokens, ordered by the data, gone from the loop
+            # (transforms/tokens.py): the MMA warp issues tcgen05 (B's 16-byte N-major rows unswizzled), the
+            # epilogue warps load the stages element by element and add the accumulator atomically
+            ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100")]
 
 
 # the known gaps
@@ -459,6 +463,12 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_attn_fwd_f16_d256_full_g8_64x32_ragged_lat3_v13p1", "sm_90", "tensor-core family"),
     ("g_attn_fwd_f16_d256_window_g4_64x64_none_h0_v13p2", "sm_90", "tensor-core family"),
     ("g_attn_fwd_f16_d256_window_g4_64x64_none_h0_v13p2", "sm_90", "spills"),
+    # sm_100, split-K: cuTile orders the atomic add after the K loop's loads by a token the loop carries, which
+    # kept the loop from warp roles (and B's 16-byte N-major rows, N = 16 int8, from tcgen05: read unswizzled
+    # now); the token orders nothing the accumulator's data does not (transforms/tokens.py) and goes: tcgen05
+    # and an MMA warp, 39 hot-loop instructions per UTCMMA against NVIDIA's 66 (seed 38)
+    ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100", "tensor-core family"),
+    ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100", "hot loop / tensor-core instr"),
     # sm_90, a grouped GEMM's 128 x 256 tile under three loops: the register rule asked for 16 warps, too many for
     # wgmma's warpgroups along 128 rows (mma.sync); the warps now stop where wgmma still applies (warps._last_for_wgmma)
     ("g_group_gemm_bf16_rr_g4_128x256x64_aligned_h0_v13p3", "sm_90", "tensor-core family"),
