@@ -469,6 +469,10 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # and an MMA warp, 39 hot-loop instructions per UTCMMA against NVIDIA's 66 (seed 38)
     ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100", "tensor-core family"),
     ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100", "hot loop / tensor-core instr"),
+    # sm_80, no facts: a bf16 B of 64 x 256 stored element by element at once, 128 elements a thread a step apart:
+    # loop strength reduction gave each its own hoisted 64-bit offset (300 spill instructions, NVIDIA's 13); the
+    # first pointer now passes through an opaque move (ops_memory.stepped_addresses): none (seed 38)
+    ("g_gemm_bf16_cc_16x256x64_zero_tiles_alphabeta_none_h0_v13p1", "sm_80", "spills"),
     # sm_90, a grouped GEMM's 128 x 256 tile under three loops: the register rule asked for 16 warps, too many for
     # wgmma's warpgroups along 128 rows (mma.sync); the warps now stop where wgmma still applies (warps._last_for_wgmma)
     ("g_group_gemm_bf16_rr_g4_128x256x64_aligned_h0_v13p3", "sm_90", "tensor-core family"),

@@ -275,7 +275,8 @@ def _issue_stepped(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     r = k.b.pre(f"udiv i32 {k.tid}, {chunks_per_row}", "cr")
     local, row_dim = _tile_local(k, tile.shape, "0", r, c, origin)
     dst = pointer(k, element_offset(k, matrix, "0", r, c))
-    for i, (src, ok) in enumerate(stepped_addresses(k, op, view, index, local, row_dim, step, count)):
+    for i, (src, ok) in enumerate(stepped_addresses(k, op, view, index, local, row_dim, step, count,
+                                                    elements=through_registers)):
         _copy(k, vec * matrix.elem_bytes, dst, i * step * matrix.pitch, src, ok, active, view, through_registers)
 
 

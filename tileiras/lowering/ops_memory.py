@@ -274,13 +274,21 @@ def element_address(k: KernelLowering, op: Operation, view: PartitionViewVal, in
 
 
 def stepped_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, index: tuple[list[str], object],
-                      local: list[str], dim: int, step: int, count: int) -> list[tuple[str, "str | None"]]:
+                      local: list[str], dim: int, step: int, count: int,
+                      elements: bool = False) -> list[tuple[str, "str | None"]]:
     """`element_address` of the elements at `local` + i `step` along tile dimension `dim`, i < count.
 
     One address is computed; each next one is a pointer step further (one register holds the
     step), and its bound along `dim` compares what remains of the tensor past the first element
     with a constant. Computing each address on its own instead leaves a loop with one 64-bit
-    register per element for the loop-invariant parts (offsets, coordinates), which spills."""
+    register per element for the loop-invariant parts (offsets, coordinates), which spills. Where the
+    addresses are `elements`' (loaded one by one, no copy legal), the step is a runtime value and more
+    than `LSR_POINTERS` elements take it, the first pointer passes through an opaque move
+    (`_shifted_addresses`): loop strength reduction otherwise rewrites each as the loop's pointer plus
+    a hoisted 64-bit offset of its own (a bf16 B of 64 x 256 without facts, 128 elements a thread stored
+    at once: 300 spill instructions on sm_80, none so). cp.async chunks keep LSR's form: the corpus's
+    tf32 GEMMs (16 chunks a thread, runtime strides) spill none with it and took 4-7 more hot-loop
+    instructions without it."""
     if view.sparse_dim is not None:
         return [element_address(k, op, view, index, [*local[:dim], k.b.op(f"add i32 {local[dim]}, {i * step}", "a"),
                                                      *local[dim + 1:]]) for i in range(count)]
@@ -295,6 +303,8 @@ def stepped_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, 
     elem = storage_type(view.tensor.type.element)
     stride = view.tensor.strides[tdim]
     jump = str(step) if stride == "1" else k.b.op(f"mul i64 {stride}, {step}", "a")
+    if elements and count > LSR_POINTERS and not stride.lstrip("-").isdigit():
+        ptr = _unseen(k, ptr)
     out = []
     for i in range(count):
         if i:
