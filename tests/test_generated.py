@@ -133,6 +133,11 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_row_layernorm_f32_n32768_r2_c4096_grid_aligned_occ2_v13p3", "sm_100", "spills",
      "145 spill instructions (NVIDIA's: none): a chunked f32 layernorm of 2 rows of 32768 under an occupancy hint "
      "of 2 (found by seed 33; 54 on sm_80, 211 on sm_90 against NVIDIA's 18, 106 on sm_120 against 56)"),
+    ("g_row_cumsum_f32_n32768_r8_c1024_persist_none_occ2_v13p3", "sm_90", "spills",
+     "88 spill instructions (NVIDIA's: 4, unspecialized at 255 registers): our cp.async producer warpgroup beside "
+     "the scan's consumers under the occupancy hint of 2 launches them with 128 registers (8 rows of 1024 f32, 64 "
+     "registers a thread of tile); dropping the hint where the tile takes half the budget closed it but cost "
+     "TileGym's f32 softmax of 8192 (same tile, no spills at 128) its occupancy: left (found by seed 38)"),
     ("g_gemm_i8_cr_256x64x64_undef_persistent_scale_none_ctas2_v13p2", "sm_80", "cp.async",
      "MemoryAsyncCopyMissed: without facts ours cannot prove 4/8/16-byte chunks aligned, NVIDIA's still "
      "copies with cp.async"),
