@@ -132,7 +132,9 @@ def _operands_refused(op: Operation, kind: Kind, m: int, n: int, kdim: int) -> s
     a_row = (m if a_src and not restaged else kdim) * kind.elem_bytes    # bytes of a stored row: (K, M) or (M, K)
     b_row = (kdim if b_src or restaged else n) * kind.elem_bytes         # (N, K) or (K, N)
     # an M/N-major row of one 16-byte core matrix is read unswizzled (ops_tcgen05._descriptor)
-    if not (swizzle_fits(a_row) or a_src and a_row == 16) or not (swizzle_fits(b_row) or b_src is False and b_row == 16):
+    a_fits = swizzle_fits(a_row) or bool(a_src) and a_row == 16
+    b_fits = swizzle_fits(b_row) or b_src is False and b_row == 16
+    if not (a_fits and b_fits):
         return f"stored rows of {a_row} / {b_row} bytes fit no swizzle (32, 64 or a multiple of 128 bytes)"
     return ""
 

@@ -67,8 +67,9 @@ def _data_ordered_token(loop: Operation) -> Optional[int]:
             continue
         # carried values computed from their own previous value and every load's tile: after the loop, each
         # depends on the loads of every iteration
+        tiles = [load.results[0] for load in loads]  # type: ignore[union-attr]
         whole = [loop.results[k] for k, value in enumerate(yielded)
-                 if k != j and all(dep in _slice(value, body) for dep in [carried[k], *(ld.results[0] for ld in loads)])]  # type: ignore[union-attr]
+                 if k != j and all(dep in _slice(value, body) for dep in [carried[k], *tiles])]
         if whole and all(_computes_with(reader, whole) for reader in _readers(loop.results[j])):
             return j
     return None
@@ -133,11 +134,12 @@ def _drop_carried(loop: Operation, j: int) -> None:
             mapping[arg] = new = block.add_argument(arg.type, arg.name_hint)
             new.layout, new.facts = arg.layout, arg.facts
     last = body.terminator
+    assert last is not None
     for op in body.operations[:-1]:
-        if op is not defining_op(last.operands[j]):  # type: ignore[union-attr]
+        if op is not defining_op(last.operands[j]):
             block.append(op.clone(mapping))
-    block.append(Operation(last.name, [mapping.get(last.operands[k], last.operands[k]) for k in keep],  # type: ignore[union-attr]
-                           [], last.attributes, location=last.location))  # type: ignore[union-attr]
+    block.append(Operation(last.name, [mapping.get(last.operands[k], last.operands[k]) for k in keep], [],
+                           last.attributes, location=last.location))
     loop.insert_before(twin)
     for new, k in zip(twin.results, keep):
         loop.results[k].replace_all_uses_with(new)
