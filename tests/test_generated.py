@@ -478,6 +478,14 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # loop strength reduction gave each its own hoisted 64-bit offset (300 spill instructions, NVIDIA's 13); the
     # first pointer now passes through an opaque move (ops_memory.stepped_addresses): none (seed 38)
     ("g_gemm_bf16_cc_16x256x64_zero_tiles_alphabeta_none_h0_v13p1", "sm_80", "spills"),
+    # a whole row of 8192 cut in four chunks by the tile loops: each chunk's index was `0 * 4 + i`, a fold the
+    # level's canonical form never saw (tileaa/canonicalize: cuda_tile's folds after the passes that add loops;
+    # `identity op x` folds where the op commutes), so no load of the loop was the induction variable's and no
+    # loop was pipelined; now a TMA producer warpgroup with setmaxnreg, as NVIDIA's (the occupancy hint's 128
+    # registers kept on sm_100 and sm_120 too: warp_roles.occupancy holds for a row kernel's form everywhere)
+    ("g_row_sum_f16_n8192_r1_c0_persist_ragged_occ2_v13p3", "sm_90", "setmaxnreg"),
+    ("g_row_sum_f16_n8192_r1_c0_persist_ragged_occ2_v13p3", "sm_100", "TMA"),
+    ("g_row_sum_f16_n8192_r1_c0_persist_ragged_occ2_v13p3", "sm_120", "registers"),
     # sm_90, a grouped GEMM's 128 x 256 tile under three loops: the register rule asked for 16 warps, too many for
     # wgmma's warpgroups along 128 rows (mma.sync); the warps now stop where wgmma still applies (warps._last_for_wgmma)
     ("g_group_gemm_bf16_rr_g4_128x256x64_aligned_h0_v13p3", "sm_90", "tensor-core family"),

@@ -323,10 +323,13 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     except NamedBarrierError as err:
         return None, str(err)
     guard_slice = _slice(before, loops[0], [cond for cond, _ in guards])[0] if guards else ()
+    # the occupancy hint holds for the forms whose consumers compute in registers beside a producer warpgroup
+    # (sm_90's, mma.sync consumers, sm_100's attention whose consumers issue, a row kernel's on every target)
+    consumers_compute = attention == "" or k.caps.has("wgmma") or mma_sync or not has_mma(k)
     return WarpSplit(loops[0], found[0], "", barriers, mmas=mmas, outer=outer, outer_slice=found[1], guards=guards,
                      guard_slice=guard_slice or (),
                      attention=bool(mmas) and attention is not None, note=note,
-                     min_ctas=occupancy(k) if k.threads == 128 and (attention == "" or k.caps.has("wgmma") or mma_sync) else 1), ""
+                     min_ctas=occupancy(k) if k.threads == 128 and consumers_compute else 1), ""
 
 
 def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
