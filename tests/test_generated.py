@@ -122,11 +122,11 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "found by seed 30). Its occupancy hint of 2 keeps producer warps from staging them (stage_rings."
      "producer_stages); storing each element into its stage at once closed it, but spilled a grouped GEMM "
      "without facts (472 on sm_90): left"),
-    ("g_attn_fwd_f16_d256_window_g4_64x32_none_occ2_v13p2", "sm_90", "spills",
-     "57 spill instructions (NVIDIA's: none, one warpgroup of m64n256 wgmma at 235 registers): ours runs the "
-     "d = 256 attention on 8 warps of mma.sync, its O tile in the mma's loop: without facts and with an occupancy "
-     "hint of 2 no producer takes K's and V's element loads off one warpgroup (warps._loads_crowd_one_warpgroup; "
-     "there, 435; found by seed 34; sm_100: 20 against 5)"),
+    ("g_attn_fwd_f16_d256_window_g4_64x32_none_occ2_v13p2", "sm_90", "tensor-core family",
+     "mma.sync on 8 warps (NVIDIA's: one warpgroup of m64n256 wgmma at 235 registers, no spills): without facts "
+     "and with an occupancy hint of 2 no producer takes K's and V's element loads off one warpgroup "
+     "(warps._loads_crowd_one_warpgroup): on it, 435 spill instructions; on 8 warps of mma.sync, none since the "
+     "element copies' pointers step from one (found by seed 34; sm_100: 20 spills against 5)"),
     ("g_attn_decode_bf16_d128_g1_128_full_none_lat3_v13p3", "sm_80", "spills",
      "16 spill instructions (NVIDIA's: 4) at 255 registers: a decode without facts, K and V of 128 x 128 bf16 "
      "staged element by element (550 before V was: access_width.REGISTER_TILE; found by seed 37)"),
@@ -484,14 +484,8 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # loop strength reduction gave each its own hoisted 64-bit offset (300 spill instructions, NVIDIA's 13); the
     # first pointer now passes through an opaque move (ops_memory.stepped_addresses): none (seed 38)
     ("g_gemm_bf16_cc_16x256x64_zero_tiles_alphabeta_none_h0_v13p1", "sm_80", "spills"),
-    # a whole row of 8192 cut in four chunks by the tile loops: each chunk's index was `0 * 4 + i`, a fold the
-    # level's canonical form never saw (tileaa/canonicalize: cuda_tile's folds after the passes that add loops;
-    # `identity op x` folds where the op commutes), so no load of the loop was the induction variable's and no
-    # loop was pipelined; now a TMA producer warpgroup with setmaxnreg, as NVIDIA's (the occupancy hint's 128
-    # registers kept on sm_100 and sm_120 too: warp_roles.occupancy holds for a row kernel's form everywhere)
-    ("g_row_sum_f16_n8192_r1_c0_persist_ragged_occ2_v13p3", "sm_90", "setmaxnreg"),
-    ("g_row_sum_f16_n8192_r1_c0_persist_ragged_occ2_v13p3", "sm_100", "TMA"),
-    ("g_row_sum_f16_n8192_r1_c0_persist_ragged_occ2_v13p3", "sm_120", "registers"),
+    # ... and a d = 256 attention's K and V without facts on sm_90 (57 spill instructions, seed 34): none
+    ("g_attn_fwd_f16_d256_window_g4_64x32_none_occ2_v13p2", "sm_90", "spills"),
     # sm_90, a grouped GEMM's 128 x 256 tile under three loops: the register rule asked for 16 warps, too many for
     # wgmma's warpgroups along 128 rows (mma.sync); the warps now stop where wgmma still applies (warps._last_for_wgmma)
     ("g_group_gemm_bf16_rr_g4_128x256x64_aligned_h0_v13p3", "sm_90", "tensor-core family"),

@@ -23,7 +23,6 @@ from typing import Optional
 
 from ..ir.core import Operation, Value
 from ..ir.types import TokenType
-from ..transforms.canonicalize import canonicalize
 from ..transforms.constants import splat_int
 from ..transforms.folds import SHAPE_WRAPPERS
 from ..transforms.passes import CANONICAL_PASSES, to_canonical
@@ -31,10 +30,8 @@ from ..transforms.rewrite import defining_op, replace
 
 
 def canonicalize_tileaa(entry: Operation) -> None:
-    """The nv_tileaa folds and cuda_tile's, then (where they changed the kernel) the canonical form again, to
-    a fixed point: the level's passes that add loops (tile_loops.py, row_chunks.py) leave folds behind (a
-    chunk's index `0 * 4 + i` of a whole row cut in four, which kept its loads from the pipeline)."""
-    if _fold_all(entry) | canonicalize(entry):
+    """The nv_tileaa folds, then (where they changed the kernel) the canonical form again, to a fixed point."""
+    if _fold_all(entry):
         to_canonical(entry, (("fold-nv_tileaa", _fold_all), *CANONICAL_PASSES))
 
 

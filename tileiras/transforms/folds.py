@@ -48,16 +48,13 @@ def _fold_addf(op: Operation) -> Optional[list[Value]]:
         return None
 
 
-def _int_fold(compute: Callable[[int, int], int], identity: Optional[int], commutative: bool = False) -> Fold:
-    """Constants fold (wrapping to the width); `x op identity` is x, and so is `identity op x` where the op
-    commutes (a chunk's index `0 + i`, which the tile loops leave)."""
+def _int_fold(compute: Callable[[int, int], int], identity: Optional[int]) -> Fold:
+    """Constants fold (wrapping to the width); `x op identity` is x."""
     def fold(op: Operation) -> Optional[list[Value]]:
         x, y = op.operands
         a, b = splat_int(x), splat_int(y)
         if identity is not None and b is not None and int(b) == identity and x.type == op.result.type:
             return [x]
-        if commutative and a is not None and int(a) == identity and y.type == op.result.type:
-            return [y]
         if a is None or b is None or not _elem(op.result).startswith("i"):
             return None
         return [make_splat(op.result.type, compute(int(a), int(b)), op)]
@@ -156,9 +153,9 @@ FOLDS: dict[str, Fold] = {
     "cuda_tile.mmaf": _fold_mma,
     "cuda_tile.extract": _fold_extract,
     "cuda_tile.addf": _fold_addf,
-    "cuda_tile.addi": _int_fold(lambda a, b: a + b, 0, commutative=True),
+    "cuda_tile.addi": _int_fold(lambda a, b: a + b, 0),
     "cuda_tile.subi": _int_fold(lambda a, b: a - b, 0),
-    "cuda_tile.muli": _int_fold(lambda a, b: a * b, 1, commutative=True),
+    "cuda_tile.muli": _int_fold(lambda a, b: a * b, 1),
     "cuda_tile.select": _fold_select,
     "cuda_tile.fpowf": _fold_power,
     "cuda_tile.fpowi": _fold_power,

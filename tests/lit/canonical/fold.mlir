@@ -89,25 +89,3 @@ entry @combine(%arg0: tile<f32>, %arg1: tile<i1>, %arg2: tile<ptr<f32>>) {
   %t2 = store_ptr_tko weak %arg2, %s2 token=%t1 : tile<ptr<f32>>, tile<f32> -> token
   return
 }
-
-// Integer identities fold on either side of an op that commutes (a chunk's index `0 * 4 + i`, which the
-// tile loops leave); a subtraction's only on its right.
-// CHECK-LABEL: entry @identities
-// CHECK-NOT: addi
-// CHECK-NOT: muli
-// CHECK: store_ptr_tko weak %arg0, %arg1 token=
-// CHECK: %[[NEG:.*]] = subi %{{.*}}, %arg1
-// CHECK: store_ptr_tko weak %arg0, %[[NEG]] token=
-entry @identities(%arg0: tile<ptr<i32>>, %arg1: tile<i32>) {
-  %0 = make_token : token
-  %c0 = constant <i32: 0> : tile<i32>
-  %c1 = constant <i32: 1> : tile<i32>
-  %c4 = constant <i32: 4> : tile<i32>
-  %m = muli %c0, %c4 : tile<i32>
-  %a = addi %m, %arg1 : tile<i32>
-  %b = muli %c1, %a : tile<i32>
-  %t = store_ptr_tko weak %arg0, %b token=%0 : tile<ptr<i32>>, tile<i32> -> token
-  %s = subi %c0, %arg1 : tile<i32>
-  %t2 = store_ptr_tko weak %arg0, %s token=%t : tile<ptr<i32>>, tile<i32> -> token
-  return
-}
