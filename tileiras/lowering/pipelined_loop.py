@@ -55,6 +55,7 @@ from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
 from ..tileas.stage_rings import StageRing, uses_mbarriers
 from ..tileas.warp_roles import ring_loop
+from ..transforms.rewrite import inside_op
 from .async_copy import ELEMENTS_UNROLLED, commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
 from .kernel import KernelLowering
@@ -117,6 +118,10 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         return None
     plan, pair, tiles, swizzled, dense, sizes = ring.plan, ring.pair, ring.tiles, ring.swizzled, ring.dense, ring.sizes
     where = f"loop at {op.location}" if getattr(op, "location", None) else "a loop"
+    for load, why in (plan_of(k.assignment).uncopied or {}).items() if k.assignment is not None else ():
+        if inside_op(load, op):     # (plan-pipelines left it to the body: tileas/uncopied_loads.py)
+            k.remark("missed", "memory", "RemarkPipelineLoadMissed", "Load not staged by the pipeline", load,
+                     Reason=f"{why}: loaded in the loop's body each iteration")
     k.schedule_notes += [f"//   {where}: {load.results[0].type} staged through registers (no fact proves a copy "
                          f"of it aligned)" for load in ring.through_registers]
     head, *rows = plan.describe()

@@ -145,7 +145,7 @@ def plan_pipelines(entry: Operation, assignment: Layouts,
                 loads = []      # (too many registers kept a thread: `ROW_ELEMENTS`)
         if not loads:
             continue
-        plan = _schedule(loop, tuple(loads), assignment)
+        plan = schedule_loads(loop, tuple(loads), assignment)
         why = _no_steady_state(plan) if row_loop else ""
         if not why:
             plans[loop] = plan
@@ -218,7 +218,8 @@ def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: Lay
     return len(shape) >= 2 and all(d == 1 for d in shape[:-3])
 
 
-def _schedule(loop: Operation, loads: tuple[Operation, ...], assignment: Layouts) -> PipelinePlan:
+def schedule_loads(loop: Operation, loads: tuple[Operation, ...], assignment: Layouts) -> PipelinePlan:
+    """The modulo schedule of `loop` with `loads` staged (the loop's other ops run in its body)."""
     target = machine(assignment.sm)
     units = {**{op: WGMMA for op in assignment.wgmma_ops}, **{op: TCGEN05 for op in assignment.tcgen05_layouts}}
     graph = build_loop_ddg(loop, target, loads, units, prefetch_only=True)

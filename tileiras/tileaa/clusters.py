@@ -71,6 +71,7 @@ from ..dialects.registry import OpDef, OperandDef, find, register
 from ..ir.core import Operation, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType
 from ..target import caps, with_feature
+from .hints import cluster_size as hinted_cluster_size
 
 CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor, N factor)
 # on each view load of a split entry: the label ("M", "N" or "") of each tile dimension, from which the
@@ -97,9 +98,7 @@ def declare() -> None:
 
 def cluster_size(entry: Operation, gpu: str) -> int:
     """The CTAs per cluster the entry's hints ask for on `gpu` (1: none)."""
-    hints = entry.attributes.get("optimization_hints")
-    value = hints.get(caps(gpu).name, "num_cta_in_cga", 1) if hints is not None and hasattr(hints, "get") else 1
-    return int(value) if isinstance(value, int) and value > 0 else 1
+    return hinted_cluster_size(entry, gpu)
 
 
 def supports_clusters(gpu: str) -> bool:

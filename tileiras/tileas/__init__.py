@@ -9,8 +9,9 @@ into this level before code emission:
 * `fuse_conversions.py` (pass `fuse-conversions`): conversions of one value to one layout in one
   block become one;
 * `plan.py` (passes `plan-pipelines`, `plan-warp-roles`): the kernel's schedule decided before
-  any LLVM: the loops pipelined with their loads and modulo schedules, the warp-specialized loop
-  and its roles (`KernelPlan`, kept with the kernel's layouts);
+  any LLVM: the loops pipelined with their loads and modulo schedules (`uncopied_loads.py`: a load
+  no copy engine can stage is left to the loop's body), the warp-specialized loop and its roles
+  (`KernelPlan`, kept with the kernel's layouts);
 * `buffers.py` (pass `shared-buffer-lifetimes`): shared buffers as sized, aligned, swizzled values
   with lifetimes, and their verifier;
 * `verify.py`: the level's invariants (every tile value has a layout, every op reads its

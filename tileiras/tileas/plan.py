@@ -4,7 +4,7 @@
 Before any LLVM is emitted the level decides, per kernel, from its IR and layouts alone:
 
 * which `for` loops are software-pipelined, which of their loads become staged asynchronous
-  copies, and the loop's modulo schedule (`schedule/pipeline.py`: dependence graph, resource
+  copies (those no copy can stage are left to the loop's body: uncopied_loads.py), and the loop's modulo schedule (`schedule/pipeline.py`: dependence graph, resource
   model, modulo scheduler); the depth in stages is the buffer plan's (`plan-shared-memory`,
   shared_stages.py), fitted beside the buffers placed before the loop;
 * whether the kernel's first top-level pipelined loop (or a persistent loop's) is warp-specialized, in which form (sm_90
@@ -42,6 +42,7 @@ class KernelPlan:
     """The schedule decisions of one kernel (the passes below fill it)."""
     pipelines: dict          # `for` op -> schedule.pipeline.PipelinePlan
     declined: Any = None     # `for` op -> why it is not pipelined though its loads could be staged
+    uncopied: Any = None     # load -> why no copy stages it: left to the body of its pipelined loop (uncopied_loads.py)
     warp_split: Any = None   # warp_roles.WarpSplit of the specialized loop, or None
     warp_split_refused: str = ""     # why no loop is warp-specialized
     shared: Any = None       # shared_plan.SharedPlan: the shared-memory buffers sized before emission
@@ -87,9 +88,16 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
         return
     from ..schedule.pipeline import plan_pipelines as plan_loops
 
+    from .uncopied_loads import prune
+    from .warp_roles import occupancy_hint
+
     plan = plan_of(assignment)
-    plan.declined = {}
+    plan.declined, plan.uncopied = {}, {}
     plan.pipelines = plan_loops(entry, assignment, plan.declined)
+    hint = occupancy_hint(KernelFacts(entry, assignment.sm, assignment.threads, assignment, plan.pipelines))
+    for loop, pipeline in plan.pipelines.items():
+        plan.pipelines[loop], left = prune(pipeline, assignment, hint)
+        plan.uncopied.update(left)
 
 
 def plan_warp_roles(entry: Operation, assignment: "LayoutAssignment") -> None:
@@ -109,6 +117,8 @@ def plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of: Callab
         loads = ", ".join(name_of(load.results[0]) for load in pipeline.loads)
         lines.append(f"//   loop at {loop.location}: stages the loads {loads}")
         lines += [f"//     {line}" for line in pipeline.describe()]
+    for load, why in (plan.uncopied or {}).items():
+        lines.append(f"//   {name_of(load.results[0])} loaded in its loop's body, not staged: {why}")
     for loop, why in (plan.declined or {}).items():
         lines.append(f"//   loop at {loop.location}: not pipelined: {why}")
     split: Optional[Any] = plan.warp_split

@@ -81,6 +81,38 @@ def read_as_tf32(value: object) -> bool:
         and str(use.attributes.get("rounding_mode", "nearest_even")) == "nearest_even"
 
 
+def view_refused(op: Operation, elem_bytes: float, refills: bool = False, padded: bool = False) -> str:
+    """Why no TMA descriptor can copy the tile `op` loads (stores), whatever its stage's layout: the
+    view's facts alone ("" where they allow one; `elem_bytes`, the stage's bytes an element; `refills`
+    as `plan`'s). `padded`: the stage is padded, which TMA cannot write either (said in `plan`'s order)."""
+    unsupported = host_platform.tma_callback_unsupported()   # (through the module: tests patch it)
+    if unsupported:
+        return unsupported
+    whole = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
+    view = view_of(op.operand("view"))
+    if view is None or view.traversal_strides is not None or view.sparse_dim is not None:
+        return "the view is strided or gathers rows"
+    if view.padding not in (None, "zero") and not refills:
+        return f"the view pads with {view.padding} (TMA fills zeros)"
+    if padded:
+        return "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
+    rank = len(whole.shape)
+    if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
+        return f"a rank-{rank} tile that is not a permutation of the tensor's dimensions"
+    sources, why = view_sources(op.operand("view").owner.operands[0])
+    if sources is None:
+        return why
+    tensor, inner = view.tensor, view.dim_map[-1]
+    if sources.strides[inner].param >= 0 or sources.strides[inner].const != 1:
+        return f"the tile's columns run along tensor dimension {inner}, whose stride is not 1"
+    if tensor.base_align < 16:
+        return f"the base pointer is known {tensor.base_align}-byte aligned, not 16"
+    for d, div in enumerate(tensor.stride_div):
+        if d != inner and (div * elem_bytes) % 16:
+            return f"stride {d} is known a multiple of {div * elem_bytes} bytes, not of 16"
+    return ""
+
+
 def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool = False,
          tile: Optional[TileType] = None, refills: bool = False) -> tuple[Optional[TmaCopy], str]:
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
@@ -88,36 +120,18 @@ def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool =
     an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`). `tile`:
     the part of the tile copied, if not the whole: a CTA pair's half of B along one dimension.
     `refills`: the readers put back a padding other than zero themselves (a tile read into registers)."""
-    unsupported = host_platform.tma_callback_unsupported()   # (through the module: tests patch it)
-    if unsupported:
-        return None, unsupported
     whole = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
     assert isinstance(whole, TileType)
     tile = tile or whole
-    view = view_of(op.operand("view"))
-    if view is None or view.traversal_strides is not None or view.sparse_dim is not None:
-        return None, "the view is strided or gathers rows"
-    if view.padding not in (None, "zero") and not refills:
-        return None, f"the view pads with {view.padding} (TMA fills zeros)"
-    if not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * matrix.elem_bytes):
-        return None, "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
-    rank = len(tile.shape)
-    if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
-        return None, f"a rank-{rank} tile that is not a permutation of the tensor's dimensions"
-    partition = op.operand("view").owner
-    sources, why = view_sources(partition.operands[0])
-    if sources is None:
-        return None, why
-    tensor = view.tensor
     eb = matrix.elem_bytes
-    inner = view.dim_map[-1]
-    if sources.strides[inner].param >= 0 or sources.strides[inner].const != 1:
-        return None, f"the tile's columns run along tensor dimension {inner}, whose stride is not 1"
-    if tensor.base_align < 16:
-        return None, f"the base pointer is known {tensor.base_align}-byte aligned, not 16"
-    for d, div in enumerate(tensor.stride_div):
-        if d != inner and (div * eb) % 16:
-            return None, f"stride {d} is known a multiple of {div * eb} bytes, not of 16"
+    why = view_refused(op, eb, refills,
+                       padded=not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * eb))
+    if why:
+        return None, why
+    view = view_of(op.operand("view"))
+    sources, _ = view_sources(op.operand("view").owner.operands[0])
+    assert view is not None and sources is not None
+    rank = len(tile.shape)
     if not matrix.swizzled:
         return _dense(op, tile, view, sources, matrix)
     span = matrix.span

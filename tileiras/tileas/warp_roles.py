@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..ir.core import Operation, Value, enclosing
 from ..ir.record import record
 from ..schedule.named_barriers import BarrierUse, NamedBarrier, NamedBarrierError, bind
+from ..tileaa.hints import occupancy as hinted_occupancy
 
 if TYPE_CHECKING:
     from .plan import KernelFacts
@@ -388,9 +389,7 @@ def _loop_of(op: Operation) -> Optional[Operation]:
 
 def occupancy_hint(k: "KernelFacts") -> int:
     """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none)."""
-    hints = k.entry.attributes.get("optimization_hints")
-    value = hints.get(f"sm_{k.sm}", "occupancy", 1) if hints is not None and hasattr(hints, "get") else 1
-    return value if isinstance(value, int) and value > 1 else 1
+    return hinted_occupancy(k.entry, k.sm)
 
 
 def occupancy(k: "KernelFacts") -> int:

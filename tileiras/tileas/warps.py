@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..target import caps
+from ..tileaa.hints import entry_hint, occupancy
 from ..tileaa.mma_operands import MMAS, for_tensor_cores
 
 DEFAULT_WARPS = 4
@@ -58,11 +59,9 @@ def _loop_depth(op: Operation) -> int:
 
 
 def choose_threads(entry: Operation, gpu: str) -> int:
-    hints = entry.attributes.get("optimization_hints")
-    if hints is not None and hasattr(hints, "for_arch"):
-        wanted = hints.for_arch(caps(gpu).name).get("num_worker_warps_per_cta")
-        if isinstance(wanted, int) and 1 <= wanted <= MAX_WARPS:
-            return 32 * wanted
+    wanted = entry_hint(entry, gpu, "num_worker_warps_per_cta")
+    if wanted is not None and wanted <= MAX_WARPS:
+        return 32 * wanted
     from ..tileaa.mma_forms import select_shape
 
     from ..ir.types import ScalarType, TileType
@@ -107,19 +106,19 @@ def _in_its_loop(op: Operation, mma: Operation) -> bool:
 
 def _loads_crowd_one_warpgroup(entry: Operation, mma: Operation, gpu: str) -> bool:
     """Whether the loads `mma`'s loop stages for it go through the registers of the warpgroup the wgmma
-    leaves (no fact proves a cp.async chunk, `chunk_elements`) where the kernel asks for two CTAs an SM: no
-    producer warpgroup can take them there (tileas/stage_rings.producer_stages: its registers would halve
-    the consumers'), so they crowd the consumers' beside the loop's tiles (an f16 attention at d = 256 on
-    one warpgroup without facts: 418 spill instructions, 148 in its hot loop; on two on mma.sync, 104)."""
+    leaves (no fact proves a cp.async chunk, `chunk_elements`) where no producer warpgroup of its own may
+    take them (uncopied_loads.producer_warpgroup_loads: the kernel asks for two CTAs an SM, and a producer's
+    registers would halve the consumers'), so they crowd the consumers' beside the loop's tiles (an f16
+    attention at d = 256 on one warpgroup without facts: 418 spill instructions, 148 in its hot loop; on
+    two on mma.sync, 104)."""
     from ..tileaa.access_width import chunk_elements
     from ..tileaa.views import view_of
     from ..ir.types import TileType
+    from .uncopied_loads import producer_warpgroup_loads
     from .warp_roles import enclosing_loop
 
-    hints = entry.attributes.get("optimization_hints")
-    wanted = hints.for_arch(caps(gpu).name).get("occupancy", 1) if hasattr(hints, "for_arch") else 1
     loop = enclosing_loop(mma)
-    if loop is None or not isinstance(wanted, int) or wanted < 2:
+    if loop is None or producer_warpgroup_loads(caps(gpu), DEFAULT_WARPS * 32, occupancy(entry, gpu)):
         return False
     for load in loop.regions[0].block.operations:
         view = view_of(load.operand("view")) if load.name == "cuda_tile.load_view_tko" else None
