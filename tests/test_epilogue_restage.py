@@ -49,10 +49,11 @@ def test_a_persistent_matmul_stores_each_tile_by_tma_where_the_target_has_it(gpu
     assert "cp.async.bulk.wait_group.read 0" in ptx
 
 
-@pytest.mark.parametrize("gpu", ["sm_80", "sm_120"])
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_120", "sm_100"])
 def test_a_persistent_matmul_restaged_in_its_loop_matches_the_interpreter(gpu: str) -> None:
     """Two CTAs, 12 tiles partial in M and N (each CTA restages 6 through the same bytes while its
-    next tile's copies are in flight; on sm_120 stores them by TMA through one buffer), the race
+    next tile's copies are in flight; on sm_120 stores them by TMA through one buffer; on sm_100 the
+    epilogue warps read each tile's accumulator from tensor memory in column chunks), the race
     checker on."""
     from tileiras.frontend import load_module
     from tileiras.runtime import run_arrays

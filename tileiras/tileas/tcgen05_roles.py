@@ -196,7 +196,11 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     block = loop.parent
     assert block is not None
     ops = block.operations[block.operations.index(loop) + 1:]
-    if len(loop.results) != 1 or not ops or ops[-1].name != "cuda_tile.return" or ops[-1].operands:
+    last = ops[-1] if ops else None
+    # the kernel's end, or a persistent loop's next tile, which carries at most the store's token
+    ends = last is not None and (last.name == "cuda_tile.return" and not last.operands
+                                 or last.name == "cuda_tile.continue" and _continues_after_store(last, ops))
+    if len(loop.results) != 1 or not ends:
         return None, "the loop's one result is not all the rest of the kernel uses"
     chain: list[Operation] = []
     before: list[Operation] = []
@@ -205,7 +209,7 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     for op in ops[:-1]:
         reads = [v in derived for v in op.operands]
         if store is None and op.name == "cuda_tile.store_view_tko" and op.operand("tile") in derived \
-                and not op.results[0].uses and sum(reads) == 1:
+                and all(u is last for u in op.results[0].uses) and sum(reads) == 1:
             store = op
         elif store is None and _chunk_load(op, loop.results[0]):
             chain.append(op)      # a tile beside the accumulator (a residual): loaded a chunk at a time
@@ -227,6 +231,13 @@ def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Ope
     if any(u is not store and u not in chain for v in derived for u in v.uses):
         return None, "a value computed from the accumulator is used besides its store"
     return (before, chain, store), ""
+
+
+def _continues_after_store(last: Operation, ops: list[Operation]) -> bool:
+    """Whether `continue` `last` carries only the token of a store among `ops` (a persistent loop's
+    tiles ordered by their stores) into the next iteration."""
+    stores = {op.results[0] for op in ops if op.name == "cuda_tile.store_view_tko"}
+    return all(v in stores for v in last.operands)
 
 
 def _chunk_load(op: Operation, acc: object) -> bool:
