@@ -4,9 +4,10 @@
 Before any LLVM is emitted the level decides, per kernel, from its IR and layouts alone:
 
 * which `for` loops are software-pipelined, which of their loads become staged asynchronous
-  copies (those no copy can stage are left to the loop's body: uncopied_loads.py), and the loop's modulo schedule (`schedule/pipeline.py`: dependence graph, resource
-  model, modulo scheduler); the depth in stages is the buffer plan's (`plan-shared-memory`,
-  shared_stages.py), fitted beside the buffers placed before the loop;
+  copies (those no copy can stage are left to the loop's body: uncopied_loads.py), and the loop's
+  modulo schedule (`schedule/pipeline.py`: dependence graph, resource model, modulo scheduler); the
+  depth in stages is the buffer plan's (`plan-shared-memory`, shared_stages.py), fitted beside the
+  buffers placed before the loop;
 * whether the kernel's first top-level pipelined loop (or a persistent loop's) is warp-specialized, in which form (sm_90
   and sm_120 consumer warpgroups, sm_100's MMA warp, sm_100 attention), with which mmas issued by
   whom, its named barriers and its occupancy, or why not (`warp_roles.decide`).
@@ -87,7 +88,6 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
         plan_of(assignment).pipelines = {}    # no loop to pipeline (the scheduler is not loaded)
         return
     from ..schedule.pipeline import plan_pipelines as plan_loops
-
     from .uncopied_loads import prune
     from .warp_roles import occupancy_hint
 

@@ -188,7 +188,8 @@ def _epilogue_pure(op: Operation) -> bool:
 
 def chunkable(loop: Operation) -> tuple[Optional[tuple[list[Operation], list[Operation], Operation]], str]:
     """(ops lowered before the chunks, the chain, store) of what follows `loop` when it is only its one
-    result computed on element by element and stored to a view (then `return`); else None and why.
+    result computed on element by element and stored to a view (then `return`, or a persistent loop's
+    `continue` carrying the store's token to the next tile); else None and why.
     The chain's ops are element-wise (`EPILOGUE_CHAIN`, arithmetic and math) on values computed from
     the accumulator, on tiles loaded beside it a chunk at a time (`_chunk_load`: a residual, C's old
     values), and on broadcasts of smaller tiles (`broadcast`: a constant, a scale, a bias), which are
