@@ -64,7 +64,7 @@ def prune(plan: "PipelinePlan", assignment: "LayoutAssignment", occupancy_hint: 
     if not left or len(left) == len(plan.loads):
         return plan, {}
     if producer_warpgroup_loads(assignment.caps, assignment.threads, occupancy_hint) or \
-            any(inside_op(op, plan.loop) for op in getattr(assignment, "tcgen05_layouts", None) or {}):
+            any(inside_op(op, plan.loop) for op in assignment.tcgen05_layouts):
         return plan, {}
     from ..schedule.pipeline import schedule_loads
 
