@@ -71,7 +71,7 @@ from ..dialects.registry import OpDef, OperandDef, find, register
 from ..ir.core import Operation, Value
 from ..ir.types import PartitionViewType, ScalarType, TileType
 from ..target import caps, with_feature
-from .hints import cluster_size as hinted_cluster_size
+from .hints import cluster_size
 
 CLUSTER_ATTR = "nv_tileaa.cluster"      # on the entry: (cluster CTAs, M factor, N factor)
 # on each view load of a split entry: the label ("M", "N" or "") of each tile dimension, from which the
@@ -94,11 +94,6 @@ def declare() -> None:
     if find(RANK_OP) is None:
         register(OpDef(RANK_OP, _OPCODE, "13.1", results=(OperandDef("result", constraint="tile"),),
                        traits=frozenset({"Pure"}), format="attr-dict `:` custom<CudaTileType>(type($result))"))
-
-
-def cluster_size(entry: Operation, gpu: str) -> int:
-    """The CTAs per cluster the entry's hints ask for on `gpu` (1: none)."""
-    return hinted_cluster_size(entry, gpu)
 
 
 def supports_clusters(gpu: str) -> bool:
