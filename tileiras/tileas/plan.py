@@ -88,13 +88,13 @@ def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
         plan_of(assignment).pipelines = {}    # no loop to pipeline (the scheduler is not loaded)
         return
     from ..schedule.pipeline import plan_pipelines as plan_loops
+    from ..tileaa.hints import occupancy
     from .uncopied_loads import prune
-    from .warp_roles import occupancy_hint
 
     plan = plan_of(assignment)
     plan.declined, plan.uncopied = {}, {}
     plan.pipelines = plan_loops(entry, assignment, plan.declined)
-    hint = occupancy_hint(KernelFacts(entry, assignment.sm, assignment.threads, assignment, plan.pipelines))
+    hint = occupancy(entry, assignment.sm)
     for loop, pipeline in plan.pipelines.items():
         plan.pipelines[loop], left = prune(pipeline, assignment, hint)
         plan.uncopied.update(left)

@@ -81,36 +81,44 @@ def read_as_tf32(value: object) -> bool:
         and str(use.attributes.get("rounding_mode", "nearest_even")) == "nearest_even"
 
 
-def view_refused(op: Operation, elem_bytes: float, refills: bool = False, padded: bool = False) -> str:
+def view_refused(op: Operation, elem_bytes: float, refills: bool = False) -> str:
     """Why no TMA descriptor can copy the tile `op` loads (stores), whatever its stage's layout: the
     view's facts alone ("" where they allow one; `elem_bytes`, the stage's bytes an element; `refills`
-    as `plan`'s). `padded`: the stage is padded, which TMA cannot write either (said in `plan`'s order)."""
+    as `plan`'s)."""
+    return _view_facts(op, elem_bytes, refills, padded=False)[0]
+
+
+def _view_facts(op: Operation, elem_bytes: float, refills: bool, padded: bool
+                ) -> tuple[str, Optional[View], Optional[ViewSources]]:
+    """(why not, "" where TMA may copy; the view; its sources) for `view_refused` and `plan`, which goes on
+    with the view and sources. `padded`: the stage is padded, which TMA cannot write either (said in
+    `plan`'s order)."""
     unsupported = host_platform.tma_callback_unsupported()   # (through the module: tests patch it)
     if unsupported:
-        return unsupported
+        return unsupported, None, None
     whole = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
     view = view_of(op.operand("view"))
     if view is None or view.traversal_strides is not None or view.sparse_dim is not None:
-        return "the view is strided or gathers rows"
+        return "the view is strided or gathers rows", None, None
     if view.padding not in (None, "zero") and not refills:
-        return f"the view pads with {view.padding} (TMA fills zeros)"
+        return f"the view pads with {view.padding} (TMA fills zeros)", None, None
     if padded:
-        return "the stage is padded against bank conflicts, not the swizzled layout TMA writes"
+        return "the stage is padded against bank conflicts, not the swizzled layout TMA writes", None, None
     rank = len(whole.shape)
     if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
-        return f"a rank-{rank} tile that is not a permutation of the tensor's dimensions"
+        return f"a rank-{rank} tile that is not a permutation of the tensor's dimensions", None, None
     sources, why = view_sources(op.operand("view").owner.operands[0])
     if sources is None:
-        return why
+        return why, None, None
     tensor, inner = view.tensor, view.dim_map[-1]
     if sources.strides[inner].param >= 0 or sources.strides[inner].const != 1:
-        return f"the tile's columns run along tensor dimension {inner}, whose stride is not 1"
+        return f"the tile's columns run along tensor dimension {inner}, whose stride is not 1", None, None
     if tensor.base_align < 16:
-        return f"the base pointer is known {tensor.base_align}-byte aligned, not 16"
+        return f"the base pointer is known {tensor.base_align}-byte aligned, not 16", None, None
     for d, div in enumerate(tensor.stride_div):
         if d != inner and (div * elem_bytes) % 16:
-            return f"stride {d} is known a multiple of {div * elem_bytes} bytes, not of 16"
-    return ""
+            return f"stride {d} is known a multiple of {div * elem_bytes} bytes, not of 16", None, None
+    return "", view, sources
 
 
 def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool = False,
@@ -124,12 +132,10 @@ def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool =
     assert isinstance(whole, TileType)
     tile = tile or whole
     eb = matrix.elem_bytes
-    why = view_refused(op, eb, refills,
-                       padded=not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * eb))
+    why, view, sources = _view_facts(op, eb, refills,
+                                     padded=not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * eb))
     if why:
         return None, why
-    view = view_of(op.operand("view"))
-    sources, _ = view_sources(op.operand("view").owner.operands[0])
     assert view is not None and sources is not None
     rank = len(tile.shape)
     if not matrix.swizzled:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
 
 
+NO_CHUNK = "no fact proves its cp.async chunks aligned and wholly inside or outside the tensor"
+
+
 def why_uncopied(load: Operation, assignment: "LayoutAssignment") -> str:
     """Why no copy engine can stage `load` ("" where cp.async or TMA can, or where this is not decided
     here: a sub-byte element, a tile read from registers)."""
@@ -40,10 +43,9 @@ def why_uncopied(load: Operation, assignment: "LayoutAssignment") -> str:
     if chunk_elements(load, view, tile):
         return ""
     if not assignment.caps.has("tma") or not assignment.caps.has("mbarrier_tx"):
-        return "no fact proves its cp.async chunks aligned and wholly inside or outside the tensor"
+        return NO_CHUNK
     why = tma_boxes.view_refused(load, storage_bytes(tile.element))
-    return f"no fact proves its cp.async chunks aligned and wholly inside or outside the tensor, nor TMA: {why}" \
-        if why else ""
+    return f"{NO_CHUNK}, nor TMA: {why}" if why else ""
 
 
 def producer_warpgroup_loads(caps: "Caps", threads: int, occupancy_hint: int) -> bool:
@@ -60,11 +62,11 @@ def prune(plan: "PipelinePlan", assignment: "LayoutAssignment", occupancy_hint: 
     go through a producer's registers (stage_rings.producer_stages): a producer warpgroup of its own may
     (`producer_warpgroup_loads`), or the loop's mma is a tcgen05.mma, which one thread of an MMA warp
     issues while the epilogue warps, idle meanwhile, stage them (a block scale: stage_rings.stageable)."""
-    left = {load: why for load in plan.loads if (why := why_uncopied(load, assignment))}
-    if not left or len(left) == len(plan.loads):
-        return plan, {}
     if producer_warpgroup_loads(assignment.caps, assignment.threads, occupancy_hint) or \
             any(inside_op(op, plan.loop) for op in assignment.tcgen05_layouts):
+        return plan, {}
+    left = {load: why for load in plan.loads if (why := why_uncopied(load, assignment))}
+    if not left or len(left) == len(plan.loads):
         return plan, {}
     from ..schedule.pipeline import schedule_loads
 
