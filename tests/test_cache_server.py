@@ -61,10 +61,17 @@ class Bench:
             time.sleep(0.02)
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.terminate()
-            self.server.wait(timeout=30)
-            self.server = None
+        if self.server is None:
+            return
+        server, self.server = self.server, None
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # say where it was stuck (signal masks, kernel wait channel)
+            state = process_state(server.pid)
+            server.kill()
+            server.wait()
+            pytest.fail(f"the server did not leave within 30 s of SIGTERM: {state}; log: {self.log_lines()[-5:]}")
 
     def run(self, action: Action, server: bool = True) -> subprocess.CompletedProcess[str]:
         env = dict(self.env) if server else dict(self.env, TILEIRAS_NO_SERVER="1")
@@ -73,6 +80,17 @@ class Bench:
 
     def log_lines(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
+
+
+def process_state(pid: int) -> str:
+    """The kernel's view of process `pid`: run state, signal masks, what it waits in."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError as exc:
+        return f"unreadable ({exc})"
+    keep = ("State", "SigBlk", "SigIgn", "SigCgt", "Threads")
+    return ", ".join([line for line in status if line.split(":")[0] in keep] + [f"wchan: {wchan}"])
 
 
 @pytest.fixture
@@ -342,3 +360,30 @@ def test_a_request_past_its_time_is_declined_and_retires_the_worker(monkeypatch:
         assert server.serve_one(theirs, ("python", "launch.py"), {}, None, seconds=0.5) is False
         assert time.monotonic() - start < 5
         assert mine.recv(16) == NOT_ANSWERED
+
+
+def test_sigterm_removes_the_socket_and_stops_the_workers(bench: Bench) -> None:
+    bench.start(workers=2)
+    server = bench.server
+    assert server is not None
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+    if not children.exists():
+        pytest.skip("this kernel does not list a process's children")
+    deadline = time.monotonic() + 30
+    while len(workers := children.read_text().split()) < 2:
+        assert time.monotonic() < deadline, "the workers were not forked"
+        time.sleep(0.02)
+    bench.stop()  # fails where the server outlives SIGTERM by 30 s
+    assert not os.path.exists(bench.socket)
+    deadline = time.monotonic() + 30
+    while alive := [pid for pid in workers if _running(int(pid))]:
+        assert time.monotonic() < deadline, f"workers {alive} outlived their server"
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -425,6 +425,7 @@ def serve(path: str, expect: tuple[str, str], idle_seconds: float = IDLE_SECONDS
     ident = (st.st_dev, st.st_ino)
     running: set[int] = set()
     recent: list[float] = []  # when workers were last replaced
+    server = os.getpid()
 
     def spawn() -> None:
         pid = os.fork()
@@ -436,8 +437,28 @@ def serve(path: str, expect: tuple[str, str], idle_seconds: float = IDLE_SECONDS
                 os._exit(code)
         running.add(pid)
 
+    def leave() -> None:
+        """Remove the socket (while still ours) and stop the workers."""
+        if _same_file(path, ident):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        listener.close()
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
     def on_term(signum: int, frame: object) -> None:
-        raise SystemExit(0)
+        # At once, without the interpreter's finalization: nothing of the server's needs it (the log
+        # is flushed line by line), and no exit path is then left to wait on anything.
+        if os.getpid() != server:  # a worker forked before it set its own disposition
+            os._exit(1)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not interrupt the cleanup
+        leave()
+        os._exit(0)
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # detached: the starting terminal may go away
@@ -459,17 +480,7 @@ def serve(path: str, expect: tuple[str, str], idle_seconds: float = IDLE_SECONDS
             recent.append(time.monotonic())
             spawn()
     finally:
-        if _same_file(path, ident):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        listener.close()
-        for pid in running:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except OSError:
-                pass
+        leave()
     return 0
 
 
