@@ -102,7 +102,14 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             # split-K on sm_100: its K loop's load tokens, ordered by the data, gone from the loop
             # (transforms/tokens.py): the MMA warp issues tcgen05 (B's 16-byte N-major rows unswizzled), the
             # epilogue warps load the stages element by element and add the accumulator atomically
-            ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100")]
+            ("g_gemm_i8_cr_128x16x32_zero_splitk_none_ragged_lat3_v13p2", "sm_100"),
+            # a persistent alpha/beta GEMM on sm_100 reading C in place, chunk by chunk into the TMA store's buffer:
+            # a barrier between chunks (the C load's wait, lowered per chunk) published the chunks' writes before
+            # their proxy fence, which the emulator reported
+            ("g_gemm_e4m3_rr_128x128x128_zero_persistent_alphabeta_aligned_occ2_v13p4", "sm_100"),
+            # ... and a persistent tf32 one, its stages rounded by the epilogue warps tile after tile (4 tiles a
+            # CTA: a ring count restarted each tile deadlocks)
+            ("g_gemm_tf32_rr_64x256x32_undef_persistent_subtile_aligned_lat3_v13p4", "sm_100")]
 
 
 # the known gaps
@@ -510,6 +517,19 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # 58 spill instructions); now an MMA warp and epilogue warps (tcgen05_roles.chunkable), 5 and none (seeds 37-38)
     ("g_gemm_f16_rr_64x256x16_zero_persistent_gelu_aligned_ctas2_v13p1", "sm_100", "hot loop / tensor-core instr"),
     ("g_gemm_i8_cc_256x64x128_zero_persistent_cast_ragged_ctas2_v13p1", "sm_100", "spills"),
+    # ... and an alpha/beta epilogue reading C in place: its load waits on the previous tile's store and its token
+    # joins the store's (join_tokens), which the chunked epilogue refused (643 and 783 hot-loop instructions per 4
+    # and 8 UTCMMA unspecialized, NVIDIA's 53 and 104); now 5 per UTCMMA, the C load's wait once before the chunks
+    # (seed 39)
+    ("g_gemm_e4m3_rr_128x128x128_zero_persistent_alphabeta_aligned_occ2_v13p4", "sm_100",
+     "hot loop / tensor-core instr"),
+    ("g_gemm_bf16_rr_128x128x128_undef_persistent_alphabeta_aligned_h0_v13p2", "sm_100",
+     "hot loop / tensor-core instr"),
+    # ... and a tf32 one, whose stages the epilogue warps round before the MMA warp reads them: the persistent
+    # form did not prepare stages, so the kernel went unspecialized (238 hot-loop instructions per UTCMMA,
+    # NVIDIA's 13); now the epilogue warps round each tile's stages, counting the ring over tiles (seed 39)
+    ("g_gemm_tf32_rr_64x256x32_undef_persistent_subtile_aligned_lat3_v13p4", "sm_100",
+     "hot loop / tensor-core instr"),
 )
 
 

@@ -123,6 +123,10 @@ PERSISTENT_SM100 = [
     pytest.param("g_gemm_f16_rr_128x128x64_zero_persistent_none_aligned_h0_v13p4", 7, 5, 2, marks=pytest.mark.sweep),
     pytest.param("g_gemm_f16_rr_128x128x32_zero_persistent_subtile_aligned_h0_v13p4", 5, 5, 2,
                  marks=pytest.mark.sweep),    # the chunked epilogue (tmem_epilogue.py) per tile
+    # tf32: the epilogue warps round each tile's stages before the MMA warp reads them, the ring counted over tiles
+    ("g_gemm_tf32_rr_64x256x32_undef_persistent_subtile_aligned_lat3_v13p4", 7, 5, 2),
+    # C read in place: each chunk's C loaded beside its accumulator columns, after the previous tile's store
+    ("g_gemm_e4m3_rr_128x128x128_zero_persistent_alphabeta_aligned_occ2_v13p4", 3, 5, 2),
 ]
 
 

@@ -121,7 +121,7 @@ def _for(k: KernelLowering, op: Operation) -> None:
     # a persistent loop running the warp-specialized loop once a tile: that loop's ring is set up here, once
     # (the consumers count its uses over the tiles where they read its stages, not an MMA warp's epilogue)
     tiles = pipelined_loop.begin_persistent(k, op) if split is not None and split.outer is op else None
-    tiles = tiles if tiles is not None and (not tiles.mma_reads or tiles.epilogue_fills) else None
+    tiles = tiles if tiles is not None and (not tiles.mma_reads or tiles.epilogue_fills or _prepares(k)) else None
     if pipeline is not None:
         pipelined_loop.prologue(k, pipeline, lb, step, ub, ity, unsigned)
         if pipelined_loop.epilogue(k, pipeline, op):    # the loop runs in producer and MMA warps
@@ -191,6 +191,16 @@ def _for(k: KernelLowering, op: Operation) -> None:
 def _tcgen05(k: KernelLowering) -> bool:
     """Whether the kernel has tcgen05 mmas (else ops_tcgen05's loop hooks do nothing: not loaded)."""
     return k.assignment is not None and bool(getattr(k.assignment, "tcgen05_layouts", None))
+
+
+def _prepares(k: KernelLowering) -> bool:
+    """Whether the tcgen05 form's epilogue warps prepare each stage before the MMA warp reads it (tf32
+    rounding, block scales): they wait for its stages then, counting the ring's uses over the tiles."""
+    if not _tcgen05(k):
+        return False
+    from .warp_specialize_tcgen05 import prepared
+
+    return prepared(k)
 
 
 def _loop(k: KernelLowering, op: Operation) -> None:

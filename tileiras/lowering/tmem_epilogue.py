@@ -34,6 +34,7 @@ from ..tileas.tcgen05_buffers import STAGE_ALIGN
 from ..tileas.tcgen05_roles import chunked, fragments_staged
 from ..tileas.tma_boxes import TmaCopy, describe
 from .tma_copy import hidden_param
+from .token_waits import emit_wait
 from .tma_copy import store as store_boxes
 from .values import TileRegs, TokenVal
 
@@ -127,6 +128,12 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     if staged is not None:
         k.schedule_notes.append(f"//   epilogue: the chunks written swizzled into the freed stages, then stored by "
                                 f"one thread with TMA: {describe(staged[0])}")
+    # what the chain's loads wait for (a persistent tile's C after the previous tile's store) is waited for
+    # once, before the first chunk: a barrier between chunks would publish the chunks' writes to the
+    # staging buffer before their fence.proxy.async
+    for op in chain:
+        emit_wait(k, op)
+    waits = {op: k.order.waits.pop(op) for op in chain if k.order is not None and op in k.order.waits}
     k.b.emit('call void asm sideeffect "tcgen05.fence::after_thread_sync;", "~{memory}"()')
     try:
         for first in range(0, total, blocks):
@@ -158,6 +165,8 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     finally:
         for v, lay in saved.items():
             v.layout = lay
+        if k.order is not None:
+            k.order.waits.update(waits)
     if staged is not None:
         _store_by_tma(k, store, *staged)
     for v in [*values, *beside]:

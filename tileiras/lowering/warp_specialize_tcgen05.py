@@ -30,6 +30,8 @@ commits each tile's accumulators to accumulator-ready, and waits before a tile's
 overwrite them) until every epilogue thread has arrived on the accumulator-free mbarrier
 (tmem.accumulator_free) after reading the last tile's: one accumulator, so a tile's MMAs wait for
 the last tile's tensor-memory reads (NVIDIA's keeps two), while the producer fills the next tile's stages.
+Where stages need preparing, the epilogue warps prepare each tile's before reading its accumulator,
+counting the ring's uses over the tiles as the other roles do.
 
 Chosen when the loop's body is only its staged loads (possibly reshaped by unit dimensions) feeding
 tcgen05 mmas whose accumulators stay in tensor memory for the whole loop (`resident_loop`) from a
@@ -458,7 +460,7 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         k.remark("passed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation successfully optimized to use "
                  "Tensor Cores", op, Instruction=instruction, Shape=mnk)
     if prepared(k) and not p.epilogue_fills:   # (filling, they prepare each stage a stage behind: fill)
-        _prepare_stages(k, p, loop)
+        p.ring_out = _prepare_stages(k, p, loop, p.base if p.persistent else "0")
     wait_mbarrier(k, tensor_memory(k, 0))
     if not (len(k.warp_split.mmas) == 1 and chunked(k, loop, k.warp_split.mmas[0])):
         after_loop(k, loop)
@@ -470,16 +472,19 @@ def epilogue(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
         mbarrier.arrive(k, accumulator_free(k))
 
 
-def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation) -> None:
+def _prepare_stages(k: KernelLowering, p: "ActivePipeline", loop: Operation, j0: str) -> str:
     """The epilogue warps' K loop where a stage needs work before the MMAs read it: per iteration,
     wait for the stage to be full and prepare it (`prepare_stage`), which the MMA warp waits for
     instead of `full`. The MMA thread's commit to `empty` comes after its MMAs (and tcgen05.cp) read
-    the stage, so the producer refills it only after all this too."""
+    the stage, so the producer refills it only after all this too. `j0`: the ring's use count at the
+    first iteration (a persistent loop's tile after tile: each tile's stages prepared before its
+    accumulator is read); returns the count after the last."""
     from .warp_specialize import _bounds, role_loop
 
-    with role_loop(k, p, "round", "rw", *_bounds(k, loop)) as it:
+    with role_loop(k, p, "round", "rw", *_bounds(k, loop), j0) as it:
         it.wait(k, p.full, "stage full")
         prepare_stage(k, p, it.stage)
+    return it.j
 
 
 def prepare_stage(k: KernelLowering, p: "ActivePipeline", stage: str) -> None:

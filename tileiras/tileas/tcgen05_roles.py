@@ -243,12 +243,20 @@ def _continues_after_store(last: Operation, ops: list[Operation]) -> bool:
 
 def _chunk_load(op: Operation, acc: object) -> bool:
     """A load of a tile of the accumulator's shape, in its layout, whose token nothing but the store
-    waits on: each chunk loads its own elements (the store of a chunk's elements follows their load)."""
+    waits on (directly or joined with others: C read in place, after the previous tile's store): each
+    chunk loads its own elements (the store of a chunk's elements follows their load)."""
     if op.name != "cuda_tile.load_view_tko":
         return False
     tile = op.results[0]
     return getattr(tile.type, "shape", None) == acc.type.shape and tile.layout == acc.layout \
-        and all(u.name == "cuda_tile.store_view_tko" for u in op.results[1].uses)  # type: ignore[attr-defined]
+        and all(_to_store(u) for u in op.results[1].uses)  # type: ignore[attr-defined]
+
+
+def _to_store(op: Operation) -> bool:
+    """A store, or a `join_tokens` whose tokens only stores wait on."""
+    if op.name == "cuda_tile.join_tokens":
+        return all(_to_store(u) for u in op.results[0].uses)
+    return op.name == "cuda_tile.store_view_tko"
 
 
 def _chained(op: Operation) -> bool:
@@ -268,6 +276,8 @@ def _before_chunks(op: Operation) -> bool:
         return False
     if op.name == "cuda_tile.load_view_tko":
         return not op.results[1].uses
+    if op.name == "cuda_tile.join_tokens":
+        return all(_to_store(u) for u in op.results[0].uses)
     return _epilogue_pure(op) or op.name in VALUES or op.name in _SHAPING
 
 

@@ -307,9 +307,8 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         attention = consumers_issue(k, loops[0]) if not mmas else None
         if not mmas and attention != "":
             return None, attention or why
-        if outer is not None and (attention is not None or _prepares(loops[0], mmas)):
-            return None, ("a persistent loop's K loop is warp-specialized with an MMA warp only where its "
-                          "stages go to the MMAs as copied (no attention, no tf32 rounding, no block scales)")
+        if outer is not None and attention is not None:
+            return None, "a persistent loop's K loop is warp-specialized with an MMA warp, not attention's"
         if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
             mmas, note = attention_mmas(k, loops[0], loads)
     found, why = _producer_slice(before, loops[0], loads, outer, guards)
@@ -362,13 +361,6 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
             return None, None, "the persistent loop leaves a tile early (continue or break before its end)"
         return outer, inner[0], ""
     return None, None, none
-
-
-def _prepares(loop: Operation, mmas: tuple) -> bool:
-    """Whether the epilogue warps would prepare `loop`'s stages for the MMA warp (tf32 rounding, block
-    scales: warp_specialize_tcgen05._prepared), which the persistent form does not run per tile."""
-    return any(op.name == "cuda_tile.mmaf_scaled" for op in mmas) or \
-        any(op.name == "cuda_tile.ftof" for op in loop.regions[0].block.operations)
 
 
 def _in_registers(op: Operation) -> bool:
