@@ -208,3 +208,24 @@ def test_the_split_block_scaled_matmul_matches_numpy(swizzled: bool) -> None:
 
     name = "cp_mxfp8_matmul_swizzled_256x256x128" if swizzled else "cp_mxfp8_matmul_256x256x128"
     _run_mxfp8((TILEGYM / f"{name}.tileirbc").read_bytes(), 256, 512, 256, 2, swizzled)
+
+
+def test_a_broadcast_bias_splits_with_the_tile_it_is_added_to() -> None:
+    """A bias row broadcast over the accumulator (1 x N -> M x N) splits along M with it: each CTA of the
+    pair repeats the row over its half (a broadcast kept the kernel on one CTA before: mma.sync on sm_100,
+    where NVIDIA's runs the 256-row tile as a CTA pair; found by seed 40)."""
+    sys.path.insert(0, str(ROOT / "tests" / "generated"))
+    import export
+    import grammar
+
+    from tileiras.frontend import load_module
+    from tileiras.tileaa.clusters import PAIR_ATTR, split_over_cluster
+
+    name = "g_gemm_e4m3_rc_256x32x32_zero_tiles_bias_aligned_ctas2_v13p3"
+    data = export.bytecode(grammar.parse(name), "sm_100").read_bytes()
+    entry = _entry(load_module(data, name))
+    assert split_over_cluster(entry, "sm_100") == (2, 2, 1)
+    assert entry.attributes[PAIR_ATTR]
+    broadcasts = [(tuple(op.operands[0].type.shape), tuple(op.results[0].type.shape))
+                  for op in entry.walk() if op.name == "cuda_tile.broadcast" and len(op.results[0].type.shape) == 2]
+    assert ((1, 32), (128, 32)) in broadcasts, broadcasts

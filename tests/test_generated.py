@@ -109,7 +109,13 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_gemm_e4m3_rr_128x128x128_zero_persistent_alphabeta_aligned_occ2_v13p4", "sm_100"),
             # ... and a persistent tf32 one, its stages rounded by the epilogue warps tile after tile (4 tiles a
             # CTA: a ring count restarted each tile deadlocks)
-            ("g_gemm_tf32_rr_64x256x32_undef_persistent_subtile_aligned_lat3_v13p4", "sm_100")]
+            ("g_gemm_tf32_rr_64x256x32_undef_persistent_subtile_aligned_lat3_v13p4", "sm_100"),
+            # sm_100 (seed 40): a split-K atomic epilogue reading the accumulator whole beside an MMA warp; the epilogue
+            # warps copying a ragged tf32 A by cp.async beside the first thread's TMA boxes of B; a CTA pair's
+            # bias broadcast
+            ("g_gemm_f16_rr_64x256x16_undef_splitk_none_aligned_ctas2_v13p1", "sm_100"),
+            ("g_gemm_tf32_cr_128x64x64_zero_tiles_residual_ragged_h0_v13p3", "sm_100"),
+            ("g_gemm_e4m3_rc_256x32x32_zero_tiles_bias_aligned_ctas2_v13p3", "sm_100")]
 
 
 # the known gaps
@@ -530,6 +536,16 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # NVIDIA's 13); now the epilogue warps round each tile's stages, counting the ring over tiles (seed 39)
     ("g_gemm_tf32_rr_64x256x32_undef_persistent_subtile_aligned_lat3_v13p4", "sm_100",
      "hot loop / tensor-core instr"),
+    # sm_100, found by seed 40: a split-K 64 x 256 tile on two epilogue warpgroups whose atomic epilogue (pointer
+    # math, masks) no column chunk takes went unspecialized, as if its 64 accumulator registers a thread could not
+    # be read whole (1340 hot-loop instructions per UTCMMA, NVIDIA's 266; tcgen05_roles.WHOLE_MARGIN) ...
+    ("g_gemm_f16_rr_64x256x16_undef_splitk_none_aligned_ctas2_v13p1", "sm_100", "hot loop / tensor-core instr"),
+    # ... a ragged tf32 A beside a TMA-copied B: one producer warp's lanes copied A by cp.async in 4-byte pieces
+    # (256 a lane), 1168 spill instructions; the epilogue warps copy it now (settled_split), none ...
+    ("g_gemm_tf32_cr_128x64x64_zero_tiles_residual_ragged_h0_v13p3", "sm_100", "spills"),
+    # ... and a 256-row tile asking for 2 CTAs: its bias broadcast kept it on one CTA, mma.sync; now a CTA pair's
+    # tcgen05.mma.cta_group::2, as NVIDIA's (tileaa/clusters._broadcast)
+    ("g_gemm_e4m3_rc_256x32x32_zero_tiles_bias_aligned_ctas2_v13p3", "sm_100", "tensor-core family"),
 )
 
 

@@ -319,7 +319,9 @@ def _roles(k: KernelLowering, stages: int, ring_copies: RingCopies) -> str:
         epilogue = "run the epilogue"
         if not k.warp_split.producers:      # the epilogue warps copy first
             fill = ("load each element of the stages and store it (no copy is legal), arriving on the stage's "
-                    "full mbarrier" if ring_copies.through else copies)
+                    "full mbarrier" if ring_copies.through else
+                    f"fill {stages} stages (the first thread's TMA boxes announced on the stage's full mbarrier, "
+                    f"every thread's cp.async of the rest arriving on it when they land)" if mixed else copies)
             producer, epilogue = "", f"{fill}, then run the epilogue"
         return (f"warp-specialized (tcgen05): {producer and producer + f' ({copies}), '}warp {last + 1} issues the MMAs "
                 f"(one thread: waits full, tcgen05.mma, tcgen05.commit to the stage's empty mbarrier, then to "

@@ -53,9 +53,9 @@ labels of its dimensions (`DIMS_ATTR`): on sm_90 the lowering multicasts a tile 
 elsewhere each CTA loads its own operand slices.
 
 Anything the labels cannot explain keeps the kernel on one CTA with a `ClusterSplitMissed` remark:
-a reduction, broadcast or other op on a split tile, a reshape mixing a split dimension into an
-inner position, pointer tiles, atomics, prints, a view read two ways or whose index space the
-kernel reads, a split index that is not i32, a store that would not cover the split, or a target
+a reduction or other op on a split tile (a broadcast splits along the dimensions it keeps), a
+reshape mixing a split dimension into an inner position, pointer tiles, atomics, prints, a view
+read two ways or whose index space the kernel reads, a split index that is not i32, a store that would not cover the split, or a target
 without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
 
 Left for later (NVIDIA's form): on sm_100 the multicast of A between the pairs of a cluster of 4; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the
@@ -207,6 +207,8 @@ def _collect(entry: Operation) -> tuple[_Labels, list[Operation]]:
                 lab.union((dst, i), (src, p))
         elif name == "cuda_tile.reshape":
             _reshape(lab, op.operands[0], op.results[0])
+        elif name == "cuda_tile.broadcast":
+            _broadcast(lab, op.operands[0], op.results[0])
         elif name == "cuda_tile.constant":
             if tiles:
                 from ..ir.dense import is_splat
@@ -288,6 +290,19 @@ def _reshape(lab: _Labels, src: Value, dst: Value) -> None:
             for d in inner:
                 _INNER[0] += 1
                 lab.tag((v, d), f"inner{_INNER[0]}")
+
+
+def _broadcast(lab: _Labels, src: Value, dst: Value) -> None:
+    """A broadcast splits along the dimensions it keeps; a dimension of one it repeats (a bias row, a
+    per-row scale) never splits, each CTA repeating it over its part of the result's."""
+    if _rank(src) != _rank(dst):
+        raise _Refused("a broadcast that changes rank")
+    for d, (s, t) in enumerate(zip(src.type.shape, dst.type.shape)):   # type: ignore[attr-defined]
+        if s == t:
+            lab.union((src, d), (dst, d))
+        else:
+            _INNER[0] += 1
+            lab.tag((src, d), f"inner{_INNER[0]}")
 
 
 def _factors(c: int, tm: int, tn: int) -> Optional[tuple[int, int]]:

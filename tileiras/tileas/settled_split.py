@@ -9,9 +9,11 @@ Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipel
 * a producer that stages loads through its registers (stage_rings.producer_stages) keeps its launch
   budget (`WarpSplit.loads_in_registers`);
 * in the tcgen05 form a producer that is not one TMA thread (element copies, or cp.async: a tf32 tile
-  without the 16-byte facts) is the epilogue warps themselves (`WarpSplit.producers` 0, but beside a
-  block-scaled mma): the CTA is theirs and the MMA warp's, 160 threads launched with 255 registers (or
-  288 with 168), where a producer warpgroup of its own made it 288 (or 416, with 128) and spilled;
+  without the 16-byte facts, all of the loads or some beside TMA boxes) is the epilogue warps themselves
+  (`WarpSplit.producers` 0, but beside a block-scaled mma): the CTA is theirs and the MMA warp's, 160
+  threads launched with 255 registers (or 288 with 168), where a producer warpgroup of its own made it 288
+  (or 416, with 128) and spilled, and one TMA warp's lanes copying the rest spilled 1168 instructions (a
+  tf32 A of 128 x 64 in 4-byte copies: 256 a lane);
 * a TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (the form
   gives no role setmaxnreg, which would need the whole warpgroup), so the CTA launches 96 threads
   fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it.
@@ -45,7 +47,8 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
         return split
     if ring is not None and ring.produced:
         split = replace(split, loads_in_registers=True)
-    if split.form == "tcgen05" and split.producers and (ring is not None and ring.produced or not copies.tma) \
+    if split.form == "tcgen05" and split.producers and (ring is not None and ring.produced
+                                                        or len(copies.tma or ()) < len(copies.loads)) \
             and not any(op.name == "cuda_tile.mmaf_scaled" for op in split.mmas):
         split = _fewer_producers(split, 0)     # the epilogue warps copy: no producer role of its own
     tma, loads = copies.tma, copies.loads

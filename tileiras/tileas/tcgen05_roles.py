@@ -92,11 +92,33 @@ def loop_mmas(k: "KernelFacts", loop: Operation, loads: tuple) -> tuple[tuple[Op
         return (), "a block-scaled mma beside other tcgen05 mmas (its scales' tensor memory is per stage)"
     if len(body.arguments) - 1 != len(mmas):
         return (), "the loop carries values besides its accumulators"
-    if k.threads // 128 > 1:     # read whole, the accumulator exceeds the larger CTA's registers
+    words = _accumulator_words(k, mmas)
+    # two epilogue warpgroups: read whole, the accumulators may not fit the larger CTA's launch
+    if k.threads // 128 > 1 and words + WHOLE_MARGIN > _launch_budget(k):
         found, why = chunkable(loop)
         if found is None or len(mmas) != 1:
-            return (), f"2 epilogue warpgroups read the accumulator in column chunks, but {why or 'two mmas'}"
+            return (), (f"the epilogue warps' {words} accumulator registers a thread, read whole, do not fit the "
+                        f"{_launch_budget(k)} the CTA launches with; they read them in column chunks, but "
+                        f"{why or 'two mmas'}")
     return tuple(mmas), ""
+
+
+# Registers the epilogue warps need beside the accumulators they read out of tensor memory whole (addresses,
+# masks, the rest of the kernel): a split-K 64 x 256 f32 tile on 256 threads (64 a thread) adding itself to
+# the output atomically through computed pointers takes 96.
+WHOLE_MARGIN = 64
+
+
+def _accumulator_words(k: "KernelFacts", mmas: list) -> int:
+    """The 32-bit registers a consumer thread holds of `mmas`' accumulators."""
+    return sum(op.results[0].type.num_elements * max(op.results[0].type.element.bitwidth, 32) // 32
+               for op in mmas) // k.threads
+
+
+def _launch_budget(k: "KernelFacts") -> int:
+    """Registers a thread of the warp-specialized CTA launches with, whatever its producer (a warpgroup
+    copying by cp.async at most) beside the MMA warp."""
+    return min(255, 65536 // (k.threads + PRODUCER_THREADS + 32) // 8 * 8)
 
 
 def consumers_issue(k: "KernelFacts", loop: Operation) -> Optional[str]:
