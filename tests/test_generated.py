@@ -157,6 +157,14 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "the scan's consumers under the occupancy hint of 2 launches them with 128 registers (8 rows of 1024 f32, 64 "
      "registers a thread of tile); dropping the hint where the tile takes half the budget closed it but cost "
      "TileGym's f32 softmax of 8192 (same tile, no spills at 128) its occupancy: left (found by seed 38)"),
+    ("g_gemm_i8_cr_256x32x128_zero_splitk_none_none_lat3_v13p2", "sm_100", "spills",
+     "4 spill instructions at 168 registers (NVIDIA's: none at 255, unspecialized): without facts the epilogue "
+     "warps load the int8 stages element by element beside the MMA warp, 288 threads launched as 384 (2 spills "
+     "at 255 unspecialized before, 1744 hot-loop instructions per 8 UTCMMA against 63 now; found by seed 40)"),
+    ("g_gemm_e4m3_cc_256x16x64_zero_tiles_alphabeta_none_lat3_v13p3", "sm_100", "tensor-core family",
+     "mma.sync (NVIDIA's: two tcgen05.mma.cta_group::1 of 128 rows into two tensor-memory column ranges, one "
+     "CTA): our tcgen05 layouts keep one 128-lane accumulator a CTA, and without a cluster hint no CTA pair "
+     "takes the 256 rows (found by seed 40)"),
     ("g_group_gemm_f16_rr_g4_64x256x32_aligned_ctas2_v13p3", "sm_90", "spills",
      "10 spill instructions at 255 registers (NVIDIA's: none): a grouped GEMM's operands have computed base "
      "pointers, which our TMA cannot map (NVIDIA's builds tensor maps on the device and warp-specializes: 53 "
