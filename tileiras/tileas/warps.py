@@ -92,6 +92,9 @@ def choose_threads(entry: Operation, gpu: str) -> int:
             regs *= _accumulator_weight(op, gpu, 32 * plain)
         while warps < MAX_WARPS and regs > warps * 32 * budget and not _last_for_wgmma(op, gpu, warps):
             warps *= 2
+    for op in mmas:   # the tensor-core family first: an mma tcgen05 takes only with more warps gets them
+        while warps < MAX_WARPS and _more_for_tcgen05(op, gpu, warps):
+            warps *= 2
     return 32 * warps
 
 
@@ -137,6 +140,18 @@ def _last_for_wgmma(op: Operation, gpu: str, warps: int) -> bool:
 
     sm = caps(gpu).sm
     return select_wgmma(op, sm, 32 * warps) is not None and select_wgmma(op, sm, 64 * warps) is None
+
+
+def _more_for_tcgen05(op: Operation, gpu: str, warps: int) -> bool:
+    """Whether the mma runs on tcgen05 with twice `warps` but not with `warps`: a 256-row accumulator's
+    lanes are read by 8 warps (two per lane quarter), so 4 left a 256 x 16 e4m3 tile on mma.sync where
+    NVIDIA's runs two 128-row tcgen05 mmas on 256 threads (found by seed 40)."""
+    if not caps(gpu).has("tcgen05"):
+        return False
+    from .tcgen05_select import choose
+
+    sm = caps(gpu).sm
+    return choose(op, sm, 32 * warps) is None and choose(op, sm, 64 * warps) is not None
 
 
 def _accumulator_weight(op: Operation, gpu: str, threads: int) -> int:
