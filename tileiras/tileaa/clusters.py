@@ -55,8 +55,9 @@ elsewhere each CTA loads its own operand slices.
 Anything the labels cannot explain keeps the kernel on one CTA with a `ClusterSplitMissed` remark:
 a reduction or other op on a split tile (a broadcast splits along the dimensions it keeps), a
 reshape mixing a split dimension into an inner position, pointer tiles, atomics, prints, a view
-read two ways or whose index space the kernel reads, a split index that is not i32, a store that would not cover the split, or a target
-without clusters (before sm_90; NVIDIA's compiler leaves the cluster directives out there too).
+read two ways or whose index space the kernel reads, a split index that is not i32, a store that
+would not cover the split, or a target without clusters (before sm_90; NVIDIA's compiler leaves
+the cluster directives out there too).
 
 Left for later (NVIDIA's form): on sm_100 the multicast of A between the pairs of a cluster of 4; on sm_90 NVIDIA's 2x2 split (64x256 a CTA, both operands multicast), which the
 factors here do not choose (the squarest tile, 128x128, wins; tileas/multicast_groups.py handles either).

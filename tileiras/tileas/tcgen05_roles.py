@@ -26,7 +26,7 @@ from ..tileaa.mma_operands import (LOOP_BODY_OPS, passes, rescale, resident_loop
 from ..transforms.rewrite import inside_op
 from .tcgen05_select import RESTAGED, register_a
 from .tmem_columns import tmem_a_columns
-from .warp_roles import PRODUCER_THREADS, pure
+from .warp_roles import launch_registers, pure
 
 if TYPE_CHECKING:
     from .plan import KernelFacts
@@ -93,12 +93,14 @@ def loop_mmas(k: "KernelFacts", loop: Operation, loads: tuple) -> tuple[tuple[Op
     if len(body.arguments) - 1 != len(mmas):
         return (), "the loop carries values besides its accumulators"
     words = _accumulator_words(k, mmas)
-    # two epilogue warpgroups: read whole, the accumulators may not fit the larger CTA's launch
-    if k.threads // 128 > 1 and words + WHOLE_MARGIN > _launch_budget(k):
+    # two epilogue warpgroups: read whole, the accumulators may not fit the larger CTA's launch (whatever its
+    # producer: a warpgroup copying by cp.async at most, beside the MMA warp)
+    budget = min(255, launch_registers(k, extra=32))
+    if k.threads // 128 > 1 and words + WHOLE_MARGIN > budget:
         found, why = chunkable(loop)
         if found is None or len(mmas) != 1:
             return (), (f"the epilogue warps' {words} accumulator registers a thread, read whole, do not fit the "
-                        f"{_launch_budget(k)} the CTA launches with; they read them in column chunks, but "
+                        f"{budget} the CTA launches with; they read them in column chunks, but "
                         f"{why or 'two mmas'}")
     return tuple(mmas), ""
 
@@ -113,12 +115,6 @@ def _accumulator_words(k: "KernelFacts", mmas: list) -> int:
     """The 32-bit registers a consumer thread holds of `mmas`' accumulators."""
     return sum(op.results[0].type.num_elements * max(op.results[0].type.element.bitwidth, 32) // 32
                for op in mmas) // k.threads
-
-
-def _launch_budget(k: "KernelFacts") -> int:
-    """Registers a thread of the warp-specialized CTA launches with, whatever its producer (a warpgroup
-    copying by cp.async at most) beside the MMA warp."""
-    return min(255, 65536 // (k.threads + PRODUCER_THREADS + 32) // 8 * 8)
 
 
 def consumers_issue(k: "KernelFacts", loop: Operation) -> Optional[str]:
@@ -144,7 +140,7 @@ def consumers_issue(k: "KernelFacts", loop: Operation) -> Optional[str]:
     if k.threads not in (128, 256):   # one warpgroup: 256 threads launch with 255 registers, no setmaxnreg.inc
         return (f"{k.threads // 32} consumer warps: the specialized attention is built for one or two "
                 f"consumer warpgroups (256 or 384 threads, as NVIDIA's)")
-    budget = min(255, 65536 // (k.threads + PRODUCER_THREADS) // 8 * 8)
+    budget = min(255, launch_registers(k))
     for op, layout in layouts.items():
         _, m, n = layout.shape
         words = m * n // k.threads      # f32 scores a consumer thread holds

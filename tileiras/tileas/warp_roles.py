@@ -289,7 +289,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     gathered = mma_sync and k.assignment is not None and not all(
         k.assignment.only_ldmatrix_reads(load.results[0]) for load in loads
         if k.assignment.is_shared_operand(load.results[0]))
-    launch = _launch_registers(k, occupancy_hint(k))
+    launch = launch_registers(k, occupancy_hint(k))
     if gathered and _loop_accumulator_registers(k, loops[0]) + GATHER_MARGIN > launch:
         hint = f" (the occupancy hint asks {occupancy_hint(k)} CTAs an SM)" if occupancy_hint(k) > 1 else ""
         return None, (f"{k.threads // 128} consumer warpgroup{'s' if k.threads > 128 else ''} would launch with "
@@ -394,7 +394,7 @@ def occupancy(k: "KernelFacts") -> int:
         return 1
     # kept where every producer budget fits the launch and the consumers' share exceeds it (setmaxnreg.dec
     # and .inc never go the other way): occupancy 2 and 3 with one consumer warpgroup
-    launch = _launch_registers(k, value)
+    launch = launch_registers(k, value)
     dec = max(d for d, _ in (*REGISTERS.values(), *TMA_REGISTERS.values()))
     if _accumulator_registers(k) + MMA_MARGIN > launch:
         return 1
@@ -415,10 +415,10 @@ MMA_MARGIN = 32
 GATHER_MARGIN = 64
 
 
-def _launch_registers(k: "KernelFacts", ctas: int) -> int:
-    """Registers a thread of the split CTA (the consumers and the producer warpgroup) launches with, `ctas`
-    of them an SM."""
-    return 65536 // (k.threads + PRODUCER_THREADS) // ctas // 8 * 8
+def launch_registers(k: "KernelFacts", ctas: int = 1, extra: int = 0) -> int:
+    """Registers a thread of the split CTA (the consumers, the producer warpgroup and `extra` threads: an
+    MMA warp) share, `ctas` of them an SM (the launch caps it at 255)."""
+    return 65536 // (k.threads + PRODUCER_THREADS + extra) // ctas // 8 * 8
 
 
 def _registers(k: "KernelFacts", op: Operation) -> int:
