@@ -74,8 +74,10 @@ def test_sm100_runs_on_tcgen05_with_its_scale_factors_in_tensor_memory(tm: int, 
     assert ptx.count(mma) == 4 * (tm // 128)          # K = 128: 4 scale blocks, per 128-row half
     assert ptx.count(f"tcgen05.cp.cta_group::{group}.32x128b.warpx4") == (tm + tn) // 128
     assert "mma.sync" not in ptx and "fence.proxy.async.shared::cta" in ptx
-    # warp-specialized (NVIDIA's: 256 threads): 128 epilogue threads a 128 x 128 accumulator, as any tcgen05 matmul
-    assert f".reqntid {tm * tn // 128 + 64}, 1, 1" in ptx
+    # warp-specialized (NVIDIA's: 256 threads): 128 epilogue threads a 128 x 128 accumulator, as any tcgen05 matmul,
+    # and the TMA, MMA and two idle warps (setmaxnreg: the SM holds one such CTA); a pair's CTAs, whose SM holds
+    # more than one (tileas/settled_split.ctas_alone), the TMA and MMA warps alone
+    assert f".reqntid {tm * tn // 128 + (64 if pair else 128)}, 1, 1" in ptx
     # the producer warp's loop: A, B (boxes of 128 rows, 128 bytes wide) and B's (K / 32, N) scales (one
     # unswizzled box) by TMA; A's (M, K / 32) scales, 4-byte rows (TMA's box rows are whole 16-byte units), by
     # cp.async

@@ -106,13 +106,14 @@ def _sass(name: str, tmp_path: Path) -> tuple[str, str, list]:
     return ptx, report, [[i.base for i in body] for body in cycles(func)]
 
 
-# (the default suite checks the 320-thread f16 roles in test_mbarrier_pipeline.py; TMA-fed, the producer is
-# one warp: 320 threads launch with 200 registers a thread, 192 with 255)
+# (the default suite checks the f16 roles in test_mbarrier_pipeline.py; TMA-fed, the producer is one warp, and
+# with the MMA warp and two idle warps one warpgroup that gives its registers back, the SM holding one CTA
+# anyway: 384 threads launch with 168 registers a thread, the epilogue taking 232; 256 with 255)
 @pytest.mark.parametrize("name,threads,budget", [
-    pytest.param("mm_f16_128x256x64", 320, 200, marks=pytest.mark.sweep),
-    pytest.param("mm_tf32_128x128x64", 192, 255, marks=pytest.mark.sweep),
-    pytest.param("mxfp8_128x128x128", 192, 255, marks=pytest.mark.sweep),
-    pytest.param("mxfp8_128x256x128", 320, 200, marks=pytest.mark.sweep)])
+    pytest.param("mm_f16_128x256x64", 384, 168, marks=pytest.mark.sweep),
+    pytest.param("mm_tf32_128x128x64", 256, 255, marks=pytest.mark.sweep),
+    pytest.param("mxfp8_128x128x128", 256, 255, marks=pytest.mark.sweep),
+    pytest.param("mxfp8_128x256x128", 384, 168, marks=pytest.mark.sweep)])
 def test_specialized_roles_fit_the_launch_budget(name: str, threads: int, budget: int, tmp_path: Path) -> None:
     """Producer (one thread's TMA boxes; block-scaled: beside them, A's scales by cp.async, whose 4-byte
     rows no TMA box takes, arrivals on `full`), MMA thread (UTCHMMA and commits, nothing copied) and,
@@ -120,7 +121,8 @@ def test_specialized_roles_fit_the_launch_budget(name: str, threads: int, budget
     tensor-memory reads are chunked (32 registers a load), outside every loop; no spills, registers
     within what the CTA launches with."""
     ptx, report, bodies = _sass(name, tmp_path)
-    assert f".reqntid {threads}, 1, 1" in ptx and "setmaxnreg" not in ptx
+    assert f".reqntid {threads}, 1, 1" in ptx and ptx.count("setmaxnreg.dec.sync.aligned.u32 40;") == 1
+    assert ("setmaxnreg.inc.sync.aligned.u32 232;" in ptx) == (threads == 384)
     assert "0 bytes spill stores" in report and "0 bytes spill loads" in report, report
     registers = int(re.search(r"Used (\d+) registers", report).group(1))  # type: ignore[union-attr]
     assert registers <= budget, report
@@ -136,3 +138,18 @@ def test_specialized_roles_fit_the_launch_budget(name: str, threads: int, budget
     assert not any("LDTM" in b for b in bodies)
     loads = re.findall(r"tcgen05\.ld\.sync\.aligned\.16x256b\.x(\d+)\.b32", ptx)
     assert len(loads) >= 2 and all(int(x) <= 8 for x in loads), loads
+
+
+@pytest.mark.parametrize("shared,hint,consumers,alone", [
+    (150_000, 1, 128, 1),     # one CTA an SM by its shared memory: the roles take a warpgroup
+    (66_816, 1, 128, 0),      # three fit (mm_f16_64x64x32): the roles stay two warps, the SM holds three
+    (100_000, 2, 128, 2),     # the hint's two: launched for two
+    (60_000, 2, 128, 0),      # more than the hint asks
+    (100_000, 2, 256, 0),     # two epilogue warpgroups at a hint of 2 would launch with 80 registers
+])
+def test_the_roles_take_a_warpgroup_only_where_the_sm_holds_no_more_ctas(shared: int, hint: int, consumers: int,
+                                                                       alone: int) -> None:
+    from tileiras.target import caps
+    from tileiras.tileas.settled_split import ctas_alone
+
+    assert ctas_alone(caps("sm_100"), shared, hint, consumers) == alone

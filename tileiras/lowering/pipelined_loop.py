@@ -307,10 +307,11 @@ def _roles(k: KernelLowering, stages: int, ring_copies: RingCopies) -> str:
     tma = ring_copies.tma is not None
     mixed = tma and len(ring_copies.tma) < len(ring_copies.loads)  # type: ignore[arg-type]
     first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
-    mma_threads, dec, mma_dec, inc = k.warp_split.registers(k.threads, tma and not mixed)
+    mma_threads, dec, _, inc = k.warp_split.registers(k.threads, tma and not mixed)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
-        regs = f"; setmaxnreg.dec {dec} / {mma_dec}, epilogue setmaxnreg.inc {inc}" if inc else ""
+        regs = (f"; the role warpgroup setmaxnreg.dec {dec}" + (f", the epilogue setmaxnreg.inc {inc}" if inc else "")
+                if dec else "")
         idle = f"; warps {last + 2}-{last + mma_threads // 32} idle" if mma_threads > 32 else ""
         beside = ", its lanes cp.async the rest, arriving on it when their copies land" if mixed else ""
         copies = (f"one thread issues TMA copies into {stages} stages, announcing their bytes on the stage's "

@@ -34,10 +34,11 @@ wgmma group in flight the consumers release each tile's last stage after its fin
 
 A kernel with no mma (a row kernel) has the sm_90 form on every TMA target (warp_roles.has_mma).
 On sm_100 / sm_103 the same producer feeds an MMA warp instead (warp_specialize_tcgen05.py, the
-`tcgen05` form): the CTA grows by the producer warpgroup and an MMA warp (a whole warpgroup
-where the registers must move, tileas/warp_roles.ROLES), and the consumers become the
+`tcgen05` form): the CTA grows by the producer and an MMA warp, and the consumers become the
 epilogue warps and skip the loop. Where that producer copies by TMA it is one warp, not a
-warpgroup (tileas/settled_split.py: the form gives no role setmaxnreg, which needs whole warpgroups). sm_100
+warpgroup, and where the epilogue warps copy, none (tileas/settled_split.py); where the SM holds
+no more CTAs anyway, two or three idle warps make the roles one warpgroup, which gives its registers
+back to the epilogue's (setmaxnreg needs whole warpgroups: tileas/warp_roles.ROLE_WARPGROUP). sm_100
 attention keeps the producer warpgroup (setmaxnreg as on sm_90), whose second warp issues the
 MMAs while the consumers run the softmax (the `attention` form, warp_specialize_tcgen05.py).
 Every role's loop over the iterations is one `role_loop`.
@@ -255,7 +256,8 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         k.b.start_block(leave)
         k.b.emit(f"ret void {ROLE_EXIT}")
         k.b.start_block(go)
-    if dec and split.form != "tcgen05":     # the whole warpgroup (attention: its MMA warp too)
+    whole = split.form != "tcgen05" or split.idle > 0   # the roles are one whole warpgroup: it gives back at once
+    if dec and whole:     # (attention: its MMA warp too; tcgen05: the TMA, MMA and idle warps)
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
@@ -263,29 +265,33 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     _lower_again(k, tuple(op for op in split.slice if op not in split.guard_slice))
     loop = split.loop
     lb, ub, step = _bounds(k, split.outer or loop)
-    if split.mmas and not split.producers:  # the MMA warp is the role's only warp (the epilogue warps copy)
-        if mma_dec:
+    if split.mmas and not split.producers:  # the MMA warp is the role's only working warp (the epilogue warps copy)
+        if mma_dec and not whole:
             mbarrier.set_max_registers(k, mma_dec, increase=False)
         emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
         k.values = saved_values
         k.b.start_block(cont)
+        if inc:
+            mbarrier.set_max_registers(k, inc, increase=True)
         return
     if split.mmas:      # the MMA warp goes its own way
         mma_warp, producer = k.b.label("mma_warp"), k.b.label("producer_loop")
         mine = k.b.op(f"icmp uge i32 {k.tid}, {mma_first}", "ws")
-        if split.form == "attention":     # (the warpgroup's last two warps are idle: below)
+        if split.form == "attention" or split.idle:     # (the warpgroup's last warps are idle: below)
             mine = k.b.op(f"and i1 {mine}, {k.b.op(f'icmp ult i32 {k.tid}, {mma_first + 32}', 'ws')}", "ws")
         k.b.cond_br(mine, mma_warp, producer)
         k.b.start_block(mma_warp)       # each role gives back its own share, after the common slice
-        if mma_dec:
+        if mma_dec and not whole:
             mbarrier.set_max_registers(k, mma_dec, increase=False)
         if split.form == "attention":
             emit_attention_warp(k, p, mma_first, lb, ub, step)
         else:
             emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
         k.b.start_block(producer)
-        if dec and split.form == "tcgen05":
+        if dec and not whole:
             mbarrier.set_max_registers(k, dec, increase=False)
+        if split.idle:      # the warps after the MMA warp are done
+            _leave_unless(k, k.b.op(f"icmp ult i32 {k.tid}, {mma_first}", "ws"))
         if p.tma:
             _elect_tma_thread(k, p, consumers)
     if split.outer is not None:     # the tile loop around the stages' loop, the ring's count carried over
@@ -305,6 +311,17 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     k.b.start_block(cont)
     if inc:
         mbarrier.set_max_registers(k, inc, increase=True)
+
+
+def _leave_unless(k: KernelLowering, stay: str) -> None:
+    """The threads where `stay` (i1) is false end here."""
+    from .tmem import ROLE_EXIT
+
+    go, leave = k.b.label("role_stays"), k.b.label("role_idle")
+    k.b.cond_br(stay, go, leave)
+    k.b.start_block(leave)
+    k.b.emit(f"ret void {ROLE_EXIT}")
+    k.b.start_block(go)
 
 
 def _lower_again(k: KernelLowering, ops: tuple) -> None:

@@ -14,6 +14,10 @@ As NVIDIA's sm_100 matmuls are built, no thread both copies and computes:
   registers: a tf32 bmm's producer warpgroup spilled 60 instructions), and stages that need
   preparing (tf32 rounding) are prepared a stage behind the fill (warp_specialize.fill); a
   block-scaled mma's cp.async producer stays a warpgroup of its own;
+- where the SM holds no more CTAs anyway (its shared memory), the producer warp and the MMA warp,
+  or the MMA warp alone, are one warpgroup with idle warps after them (`WarpSplit.idle`), which
+  runs setmaxnreg.dec and gives the epilogue warps what it gave back (setmaxnreg.inc, with two
+  epilogue warpgroups), as NVIDIA's sm_100 matmuls' 256 and 384 threads do;
 - one thread of the MMA warp (the warp after the producer's; its other lanes leave at once) waits
   for `full`, issues the iteration's tcgen05.mma instructions on the stage's descriptors and
   `tcgen05.commit`s them to the stage's `empty` mbarrier (the stage is free once the MMAs that read
@@ -77,14 +81,6 @@ if TYPE_CHECKING:
     from .pipelined_loop import ActivePipeline
     from .warp_specialize import RoleLoop
 
-# The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
-# epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
-# budget (168 registers) is enough for everyone. Two (M or N 256): 416 threads launch with 128
-# registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
-# grants (measured), so no role moves registers: the epilogue reads the accumulator (128
-# registers a thread) in column chunks, converting and storing each before the next
-# (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
-# (tileas/settled_split.settled): 192 and 320 threads, which launch with 255 and 200 registers.
 def _transposed(value: object) -> bool:
     """Whether the path from its load to `value` transposes it (the MMA then reads the stage as the
     other major: the instruction descriptor's transpose bit, as unspecialized)."""

@@ -10,13 +10,13 @@ Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipel
   budget (`WarpSplit.loads_in_registers`);
 * in the tcgen05 form a producer that is not one TMA thread (element copies, or cp.async: a tf32 tile
   without the 16-byte facts, all of the loads or some beside TMA boxes) is the epilogue warps themselves
-  (`WarpSplit.producers` 0, but beside a block-scaled mma): the CTA is theirs and the MMA warp's, 160
-  threads launched with 255 registers (or 288 with 168), where a producer warpgroup of its own made it 288
-  (or 416, with 128) and spilled, and one TMA warp's lanes copying the rest spilled 1168 instructions (a
-  tf32 A of 128 x 64 in 4-byte copies: 256 a lane);
-* a TMA-fed tcgen05-form producer needs one thread: its role is one warp, not a warpgroup (the form
-  gives no role setmaxnreg, which would need the whole warpgroup), so the CTA launches 96 threads
-  fewer (NVIDIA's sm_100 matmuls: one TMA warp) and the MMA warp follows it.
+  (`WarpSplit.producers` 0, but beside a block-scaled mma): the CTA is theirs and the role warpgroup's (the
+  MMA warp and three idle warps), where a producer warpgroup of its own beside the MMA warp made it 288 (or
+  416, launched with 128 registers) and spilled, and one TMA warp's lanes copying the rest spilled 1168
+  instructions (a tf32 A of 128 x 64 in 4-byte copies: 256 a lane);
+* a TMA-fed tcgen05-form producer needs one thread: its role is one warp, followed by the MMA warp and two
+  idle warps (NVIDIA's sm_100 matmuls: one TMA warp, one MMA warp), one warpgroup that gives its registers
+  back to the epilogue's (warp_roles.ROLE_WARPGROUP).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import replace
 from .pipeline_copies import decide
+from .stage_rings import RESERVED
 
 if TYPE_CHECKING:
+    from ..target import Caps
     from .pipeline_copies import RingCopies
     from .shared_stages import StagingFacts
     from .stage_rings import StageRing
@@ -40,9 +42,12 @@ def settled(k: "StagingFacts") -> object:
     return split if split is None else settle(split, decide(k, split.loop))
 
 
-def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[StageRing]" = None) -> "WarpSplit":
+def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[StageRing]" = None,
+           alone: int = 0) -> "WarpSplit":
     """`split` settled by its loop's `copies` and, once recorded, its stage `ring` (module docstring): the split
-    as decided where the loop has none (it is left unpipelined)."""
+    as decided where the loop has none (it is left unpipelined). `alone`: the CTAs an SM holds of the kernel
+    where that is no more than it asks for (`ctas_alone`; 0 otherwise): the tcgen05 form's roles then make one
+    whole warpgroup."""
     if copies is None:
         return split
     if ring is not None and ring.produced:
@@ -50,18 +55,35 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
     if split.form == "tcgen05" and split.producers and (ring is not None and ring.produced
                                                         or len(copies.tma or ()) < len(copies.loads)) \
             and not any(op.name == "cuda_tile.mmaf_scaled" for op in split.mmas):
-        split = _fewer_producers(split, 0)     # the epilogue warps copy: no producer role of its own
+        split = _fewer_producers(split, 0, alone)     # the epilogue warps copy: no producer role of its own
     tma, loads = copies.tma, copies.loads
     if split.mmas and split.form == "attention" and (not tma or len(tma) < len(loads)):
         return replace(split, mmas=(), attention=False,
                        note="the MMA warp shares the producer's warpgroup, whose copies are cp.async here")
     if tma and split.form == "tcgen05" and split.producers > 32:
-        return _fewer_producers(split, 32)      # the producer's role is one warp
+        return _fewer_producers(split, 32, alone)      # the producer's role is one warp
     return split
 
 
-def _fewer_producers(split: "WarpSplit", producers: int) -> "WarpSplit":
-    """`split` with a producer role of `producers` threads (everyone meets at `publish`)."""
-    fewer = split.producers - producers
-    return replace(split, producers=producers, barriers=tuple(
+def _fewer_producers(split: "WarpSplit", producers: int, alone: int) -> "WarpSplit":
+    """`split` (the tcgen05 form) with a producer role of `producers` threads, 32 or 0; where the SM holds `alone`
+    CTAs of the kernel (> 0), idle warps beside the MMA warp make the roles one whole warpgroup (`WarpSplit.idle`,
+    warp_roles.ROLE_WARPGROUP), launched for that many CTAs an SM. Everyone meets at `publish`."""
+    idle = 96 - producers if alone else 0
+    fewer = split.producers + split.idle - producers - idle
+    return replace(split, producers=producers, idle=idle, min_ctas=alone or split.min_ctas, barriers=tuple(
         replace(b, threads=b.threads - fewer) if b.name == "publish" else b for b in split.barriers))
+
+
+def ctas_alone(caps: "Caps", shared_bytes: int, hint: int, consumers: int) -> int:
+    """The CTAs an SM holds of a kernel taking `shared_bytes` of shared memory, where that is no more than its
+    occupancy `hint` asks for (one where there is none), else 0. setmaxnreg needs a whole warpgroup, and ptxas
+    launches a kernel with it at the register share of `.minnctapersm` CTAs: the tcgen05 form's roles take a
+    warpgroup of their own only where the SM holds no more CTAs anyway. Else they are one or two warps (192
+    threads at under 100 registers), and shared memory alone bounds how many CTAs an SM holds (an int8 GEMM
+    of 64 x 64 tiles: 6, where 256 threads at 255 registers held one). A hint of more than one CTA holds only
+    with one epilogue warpgroup (two would launch with 80 registers)."""
+    held = caps.smem_per_sm // (shared_bytes + RESERVED)
+    if held > max(1, hint) or hint > 1 and consumers > 128:
+        return 0
+    return max(1, held)

@@ -136,9 +136,14 @@ class SharedPlan:
         return self.covered.issuperset(ROLES)
 
     @property
+    def bytes(self) -> int:
+        """The kernel's shared memory: its buffers and allocas."""
+        return -(-self.buffers.total // REGION_ALIGN) * REGION_ALIGN + self.allocas
+
+    @property
     def excess(self) -> int:
         """Bytes by which the kernel's shared memory (its buffers and allocas) exceeds the target's."""
-        return max(0, -(-self.buffers.total // REGION_ALIGN) * REGION_ALIGN + self.allocas - self.limit)
+        return max(0, self.bytes - self.limit)
 
     @property
     def refused(self) -> bool:
@@ -172,13 +177,15 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
 
     # how each ring's stages are filled (TMA boxes, cp.async, multicast), as the lowering emits them (settling
     # the split changes none: its loop, its outer loop and, where a CTA pair may run, its form stay)
-    plan.ring_copies, plan.once_copies = decide_all(staging_facts(entry, assignment, plan.warp_split,
-                                                                  plan.shared.assumes.padded))
+    facts = staging_facts(entry, assignment, plan.warp_split, plan.shared.assumes.padded)
+    plan.ring_copies, plan.once_copies = decide_all(facts)
     if plan.warp_split is not None:    # the split as its loop's copies settle it (the buffers were planned so)
-        from .settled_split import settle
+        from .settled_split import ctas_alone, settle
+        from .warp_roles import occupancy_hint
 
         loop = plan.warp_split.loop
-        plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(loop), plan.shared.rings.get(loop))
+        alone = ctas_alone(facts.caps, plan.shared.bytes, occupancy_hint(facts), facts.threads)
+        plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(loop), plan.shared.rings.get(loop), alone)
     # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
     from .warp_roles import barriers_freed
 

@@ -48,16 +48,18 @@ TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 
 
 
-# The MMA role by the epilogue's warpgroups: (its threads, setmaxnreg of producer, MMA role and
-# epilogue; 0: none). One MMA warp either way. One epilogue warpgroup: 288 threads, whose launch
-# budget (168 registers) is enough for everyone. Two (M or N 256): 416 threads launch with 128
-# registers a thread, and ptxas allocates within the launch budget whatever setmaxnreg.inc later
-# grants (measured), so no role moves registers: the epilogue reads the accumulator (128
-# registers a thread) in column chunks, converting and storing each before the next
-# (tmem_epilogue.py), and needs 64. A TMA-fed producer is one warp instead of a warpgroup
-# (tileas/settled_split.settled): 192 and 320 threads, which launch with 255 and 200 registers; none
-# where the epilogue warps load the stages element by element (`WarpSplit.copiers`): 160 threads.
-ROLES = {1: (32, 0, 0, 0), 2: (32, 0, 0, 0)}
+# The tcgen05 form's roles beside its epilogue warpgroups. Where the producer is one TMA warp or the epilogue
+# warps themselves (tileas/settled_split.py), the TMA warp, the MMA warp and idle warps make one whole warpgroup
+# (`WarpSplit.idle` pads it), as NVIDIA's sm_100 matmuls do, which gives its registers back (setmaxnreg needs
+# every warp of a warpgroup): by the epilogue's warpgroups, (the role warpgroup's setmaxnreg.dec, the
+# epilogue's setmaxnreg.inc or 0). One epilogue warpgroup: 256 threads launch with 255 registers, nothing more
+# to take. Two (M or N 256): 384 threads launch with 168 and the epilogue takes what the role warpgroup gave
+# back, (65536 - 128 * 40) / 256 = 232 (NVIDIA's: 32, 232); it reads the accumulator in column chunks where
+# the launch budget is short (tcgen05_roles.loop_mmas), as ptxas allocates within that. 40 as the sm_90 TMA
+# producer's: room for the tile index arithmetic a persistent loop's TMA and MMA threads recompute. A cp.async
+# producer warpgroup of its own (beside a block-scaled mma) has the MMA warp after it, a warpgroup's only warp:
+# no role moves registers there.
+ROLE_WARPGROUP = {1: (40, 0), 2: (40, 232)}
 
 
 _PURE = ("cuda_tile.constant", "cuda_tile.make_token", "cuda_tile.make_tensor_view",
@@ -91,6 +93,9 @@ class WarpSplit:
     # the producer stages loads element by element through its registers (stage_rings.producer_stages): no role
     # reallocates registers (`registers`)
     loads_in_registers: bool = False
+    # tcgen05 form: threads after the MMA warp making the producer's and the MMA warp's one whole warpgroup
+    # (`ROLE_WARPGROUP`; settled_split.settle), which exit once it has run setmaxnreg
+    idle: int = 0
 
     @property
     def form(self) -> str:
@@ -104,7 +109,12 @@ class WarpSplit:
         """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers`
         threads (`tma`: the producer copies with TMA)."""
         if self.form == "tcgen05":
-            return ROLES[consumers // 128]
+            if not self.idle:      # (the MMA warp after a producer warpgroup of its own)
+                return 32, 0, 0, 0
+            dec, inc = ROLE_WARPGROUP[consumers // 128]
+            if self.min_ctas > 1:   # the epilogue takes what the role warpgroup gave back of the CTA's share
+                inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
+            return 32 + self.idle, dec, dec, inc
         if self.loads_in_registers:
             return 0, 0, 0, 0
         dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
@@ -300,7 +310,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     if k.caps.has("tcgen05") and not mma_sync and has_mma(k):
         from .tcgen05_roles import attention_mmas, consumers_issue, loop_mmas   # (sm_100 kernels only)
 
-        if k.threads // 128 not in ROLES:
+        if k.threads // 128 not in ROLE_WARPGROUP:
             return None, (f"{k.threads // 128} epilogue warpgroups: the larger CTA would launch with 128 "
                           f"registers a thread, fewer than the epilogue's tensor-memory load needs")
         mmas, why = loop_mmas(k, loops[0], loads)
@@ -316,7 +326,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
         return None, why
     at = ops.index(outer) if outer is not None else \
         sum(1 for op in before[:-1] if op.parent is k.entry.regions[0].block)   # the top-level op holding the loop
-    extra = PRODUCER_THREADS + (ROLES[k.threads // 128][0] if mmas and attention is None else 0)  # all meet at publish
+    extra = PRODUCER_THREADS + (32 if mmas and attention is None else 0)  # all meet at publish (the MMA warp)
     try:   # the consumers meet among themselves all through the kernel, everyone once at the loop
         barriers = bind([BarrierUse("consumers", k.threads, (0, len(ops))),
                          BarrierUse("publish", k.threads + extra, (at, at + 1))])
