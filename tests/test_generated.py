@@ -165,7 +165,23 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
     ("g_gemm_i8_cr_256x32x128_zero_splitk_none_none_lat3_v13p2", "sm_100", "spills",
      "4 spill instructions at 168 registers (NVIDIA's: none at 255, unspecialized): without facts the epilogue "
      "warps load the int8 stages element by element beside the MMA warp, 288 threads launched as 384 (2 spills "
-     "at 255 unspecialized before, 1744 hot-loop instructions per 8 UTCMMA against 63 now; found by seed 40)"),
+     "at 255 unspecialized before, 1744 hot-loop instructions per 8 UTCMMA against 63 now; found by seed 40). "
+     "With the roles one warpgroup and the epilogue's setmaxnreg.inc 232 at one CTA an SM, none; but its 72 KiB "
+     "leave room for 3 CTAs an SM, which the roles keep (settled_split.ctas_alone); launched for 2 (80 registers, "
+     "the epilogue's .inc 104) ptxas stored 224 bytes of spills"),
+    ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_100", "spills",
+     "164 spill instructions at 255 registers, unspecialized on 128 threads (NVIDIA's: none, 256 threads at 128 "
+     "registers, warp-specialized with setmaxnreg): without facts K and V are loaded element by element in the "
+     "loop, and under the occupancy hint of 2 no producer stages them (745 against 36 on sm_90, 106 against none "
+     "on sm_120; found by seed 41)"),
+    ("g_rope_f16_d128_h8_s16_ragged_h0_v13p2", "sm_90", "spills",
+     "166 spill instructions at 255 registers on 4 warps (NVIDIA's: 98 on 8 warps): the warps rule weighs each "
+     "tile alone (x1 and x2, 16 x 8 x 64 f32: 64 registers a thread each), not the tiles live at once (186 against "
+     "39 on sm_100, 166 against 42 on sm_120; on sm_80 both take 4 warps: 134 against 104; found by seed 41)"),
+    ("g_gemm_mxfp8_rr_128x256x128_zero_tiles_cast_none_lat3_v13p4", "sm_100", "spills",
+     "2 spill instructions at 128 registers on 512 threads, unspecialized (NVIDIA's: none, 256 threads, an MMA "
+     "warp and setmaxnreg): without facts no pipeline stages the scales, so the accumulator counts twice in the "
+     "warps rule (warps._accumulator_weight) and 16 warps are no warp split's (found by seed 41)"),
     ("g_group_gemm_f16_rr_g4_64x256x32_aligned_ctas2_v13p3", "sm_90", "spills",
      "10 spill instructions at 255 registers (NVIDIA's: none): a grouped GEMM's operands have computed base "
      "pointers, which our TMA cannot map (NVIDIA's builds tensor maps on the device and warp-specializes: 53 "
