@@ -10,13 +10,15 @@ Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipel
   budget (`WarpSplit.loads_in_registers`);
 * in the tcgen05 form a producer that is not one TMA thread (element copies, or cp.async: a tf32 tile
   without the 16-byte facts, all of the loads or some beside TMA boxes) is the epilogue warps themselves
-  (`WarpSplit.producers` 0, but beside a block-scaled mma): the CTA is theirs and the role warpgroup's (the
-  MMA warp and three idle warps), where a producer warpgroup of its own beside the MMA warp made it 288 (or
+  (`WarpSplit.producers` 0, but beside a block-scaled mma): the CTA is theirs and the MMA warp's, where a
+  producer warpgroup of its own beside the MMA warp made it 288 (or
   416, launched with 128 registers) and spilled, and one TMA warp's lanes copying the rest spilled 1168
   instructions (a tf32 A of 128 x 64 in 4-byte copies: 256 a lane);
-* a TMA-fed tcgen05-form producer needs one thread: its role is one warp, followed by the MMA warp and two
-  idle warps (NVIDIA's sm_100 matmuls: one TMA warp, one MMA warp), one warpgroup that gives its registers
-  back to the epilogue's (warp_roles.ROLE_WARPGROUP).
+* a TMA-fed tcgen05-form producer needs one thread: its role is one warp (NVIDIA's sm_100 matmuls: one TMA
+  warp, one MMA warp);
+* where the SM holds no more CTAs of the kernel anyway (`ctas_alone`), idle warps after the MMA warp make the
+  roles one warpgroup that gives its registers back to the epilogue's (warp_roles.ROLE_WARPGROUP); else the
+  roles are the one or two warps alone.
 """
 
 from __future__ import annotations

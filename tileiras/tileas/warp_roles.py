@@ -54,8 +54,9 @@ TMA_REGISTERS = {1: (40, 0), 2: (40, 232)}
 # every warp of a warpgroup): by the epilogue's warpgroups, (the role warpgroup's setmaxnreg.dec, the
 # epilogue's setmaxnreg.inc or 0). One epilogue warpgroup: 256 threads launch with 255 registers, nothing more
 # to take. Two (M or N 256): 384 threads launch with 168 and the epilogue takes what the role warpgroup gave
-# back, (65536 - 128 * 40) / 256 = 232 (NVIDIA's: 32, 232); it reads the accumulator in column chunks where
-# the launch budget is short (tcgen05_roles.loop_mmas), as ptxas allocates within that. 40 as the sm_90 TMA
+# back, (65536 - 128 * 40) / 256 = 232 (NVIDIA's: 32, 232: an int8 split-K epilogue loading its stages element
+# by element spilled at 168, none after the .inc); tcgen05_roles.loop_mmas still sizes whole accumulator reads by
+# the launch budget. 40 as the sm_90 TMA
 # producer's: room for the tile index arithmetic a persistent loop's TMA and MMA threads recompute. A cp.async
 # producer warpgroup of its own (beside a block-scaled mma) has the MMA warp after it, a warpgroup's only warp:
 # no role moves registers there.
