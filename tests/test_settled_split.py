@@ -27,9 +27,9 @@ def test_the_split_is_settled_once_on_the_recorded_copies(monkeypatch: pytest.Mo
     recorded: list = []
     settle, settled, decide_all = settled_split.settle, settled_split.settled, pipeline_copies.decide_all
 
-    def settling(split: Any, copies: Any, ring: Any = None) -> Any:
+    def settling(split: Any, copies: Any, ring: Any = None, alone: int = 0) -> Any:
         assert not lowering, "the lowering settled the split"
-        settles.append((copies, settle(split, copies, ring)))
+        settles.append((copies, settle(split, copies, ring, alone)))
         return settles[-1][1]
 
     def deciding(k: Any) -> Any:

@@ -86,13 +86,14 @@ def test_descriptors_are_nvidias(name: str, gpu: str, tmp_path: Path) -> None:
 
 
 def test_sm100_producer_is_one_thread_issuing_boxes(tmp_path: Path) -> None:
-    """sm_100 128x128x64 f16 (producer warp, MMA warp, epilogue warpgroup: 192 threads): one producer thread
+    """sm_100 128x128x64 f16 (producer warp, MMA warp and two idle warps, one warpgroup with setmaxnreg beside the
+    epilogue warpgroup: 256 threads, the SM holding one such CTA by its shared memory): one producer thread
     prefetches the two load maps and per stage announces its 32 KB on the full barrier and issues
     A's box and B's two; the MMA thread reads TMA-written stages without a proxy fence (the only
     one left is the epilogue's, before C's two 64x128 store boxes)."""
     ptx_path, meta = _compile(BYTECODE / "mm_f16_128x128x64.tileirbc", tmp_path, gpu="sm_100")
     ptx = ptx_path.read_text()
-    assert ".reqntid 192, 1, 1" in ptx and "cp.async.cg" not in ptx and "cp.async.mbarrier" not in ptx
+    assert ".reqntid 256, 1, 1" in ptx and "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "cp.async.cg" not in ptx and "cp.async.mbarrier" not in ptx
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes", ptx)
     assert len(copies) == 3 and ptx.count("prefetch.tensormap") == 2 and "32768" in ptx
     assert len(re.findall(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64", ptx)) == 1

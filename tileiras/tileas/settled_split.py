@@ -57,7 +57,10 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
     if split.form == "tcgen05" and split.producers and (ring is not None and ring.produced
                                                         or len(copies.tma or ()) < len(copies.loads)) \
             and not any(op.name == "cuda_tile.mmaf_scaled" for op in split.mmas):
-        split = _fewer_producers(split, 0, alone)     # the epilogue warps copy: no producer role of its own
+        # the epilogue warps copy: no producer role of its own; copying, they keep the launch budget of one CTA an
+        # SM (at an occupancy hint's 2, 128 registers: a tf32 bmm's 64 x 256 epilogue copying and rounding its
+        # stages spilled)
+        split = _fewer_producers(split, 0, alone if alone == 1 else 0)
     tma, loads = copies.tma, copies.loads
     if split.mmas and split.form == "attention" and (not tma or len(tma) < len(loads)):
         return replace(split, mmas=(), attention=False,
