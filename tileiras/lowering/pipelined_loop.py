@@ -307,7 +307,7 @@ def _roles(k: KernelLowering, stages: int, ring_copies: RingCopies) -> str:
     tma = ring_copies.tma is not None
     mixed = tma and len(ring_copies.tma) < len(ring_copies.loads)  # type: ignore[arg-type]
     first, last = k.threads // 32, k.threads // 32 + k.warp_split.producers // 32 - 1
-    mma_threads, dec, _, inc = k.warp_split.registers(k.threads, tma and not mixed)
+    mma_threads, dec, inc = k.warp_split.registers(k.threads, tma and not mixed)
     named = f"; named barriers {', '.join(b.describe() for b in k.warp_split.barriers)}"
     if k.warp_split.form == "tcgen05":
         regs = (f"; the role warpgroup setmaxnreg.dec {dec}" + (f", the epilogue setmaxnreg.inc {inc}" if inc else "")

@@ -239,7 +239,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     split = k.warp_split
     assert split is not None and p.full is not None and p.empty is not None
     consumers = k.threads
-    _, dec, mma_dec, inc = split.registers(consumers, bool(p.tma) and not copied(p))   # (cp.async: every thread's budget)
+    _, dec, inc = split.registers(consumers, bool(p.tma) and not copied(p))   # (cp.async: every thread's budget)
     # the MMA role's first thread: after the producer's role (tcgen05 form), or its warpgroup's second warp
     mma_first = consumers + (32 if split.form == "attention" else split.producers)
     cont = k.b.label("consumer_loop")
@@ -256,8 +256,7 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         k.b.start_block(leave)
         k.b.emit(f"ret void {ROLE_EXIT}")
         k.b.start_block(go)
-    whole = split.form != "tcgen05" or split.idle > 0   # the roles are one whole warpgroup: it gives back at once
-    if dec and whole:     # (attention: its MMA warp too; tcgen05: the TMA, MMA and idle warps)
+    if dec:     # the whole warpgroup at once (attention: its MMA warp too; tcgen05: the TMA, MMA and idle warps)
         mbarrier.set_max_registers(k, dec, increase=False)
     publish(k)
     if p.tma and not split.mmas:   # (tcgen05 form: after the MMA warp has gone its way)
@@ -266,8 +265,6 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
     loop = split.loop
     lb, ub, step = _bounds(k, split.outer or loop)
     if split.mmas and not split.producers:  # the MMA warp is the role's only working warp (the epilogue warps copy)
-        if mma_dec and not whole:
-            mbarrier.set_max_registers(k, mma_dec, increase=False)
         emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
         k.values = saved_values
         k.b.start_block(cont)
@@ -280,16 +277,12 @@ def emit_producer(k: KernelLowering, p: "ActivePipeline") -> None:
         if split.form == "attention" or split.idle:     # (the warpgroup's last warps are idle: below)
             mine = k.b.op(f"and i1 {mine}, {k.b.op(f'icmp ult i32 {k.tid}, {mma_first + 32}', 'ws')}", "ws")
         k.b.cond_br(mine, mma_warp, producer)
-        k.b.start_block(mma_warp)       # each role gives back its own share, after the common slice
-        if mma_dec and not whole:
-            mbarrier.set_max_registers(k, mma_dec, increase=False)
+        k.b.start_block(mma_warp)
         if split.form == "attention":
             emit_attention_warp(k, p, mma_first, lb, ub, step)
         else:
             emit_mma_warp(k, p, split.mmas, mma_first, lb, ub, step)
         k.b.start_block(producer)
-        if dec and not whole:
-            mbarrier.set_max_registers(k, dec, increase=False)
         if split.idle:      # the warps after the MMA warp are done
             _leave_unless(k, k.b.op(f"icmp ult i32 {k.tid}, {mma_first}", "ws"))
         if p.tma:

@@ -106,22 +106,21 @@ class WarpSplit:
         the MMA warp cannot issue its mmas)."""
         return "attention" if self.attention else "tcgen05" if self.mmas else "wgmma"
 
-    def registers(self, consumers: int, tma: bool = False) -> tuple[int, int, int, int]:
-        """(MMA role's threads, setmaxnreg of producer, MMA role, consumers; 0: none) for `consumers`
-        threads (`tma`: the producer copies with TMA)."""
+    def registers(self, consumers: int, tma: bool = False) -> tuple[int, int, int]:
+        """(threads beside the consumers and the producer role: the tcgen05 form's MMA warp and idle warps; the
+        setmaxnreg.dec of the warpgroup beside the consumers; the consumers' setmaxnreg.inc; 0: none) for
+        `consumers` threads (`tma`: the producer copies with TMA)."""
         if self.form == "tcgen05":
-            if not self.idle:      # (the MMA warp after a producer warpgroup of its own)
-                return 32, 0, 0, 0
-            dec, inc = ROLE_WARPGROUP[consumers // 128]
-            if self.min_ctas > 1:   # the epilogue takes what the role warpgroup gave back of the CTA's share
-                inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
-            return 32 + self.idle, dec, dec, inc
-        if self.loads_in_registers:
-            return 0, 0, 0, 0
-        dec, inc = (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
-        if self.min_ctas > 1:   # the consumers take what the producer gave back of the CTA's share
+            if not self.idle:      # (the MMA warp after a producer warpgroup of its own, or alone)
+                return 32, 0, 0
+            extra, (dec, inc) = 32 + self.idle, ROLE_WARPGROUP[consumers // 128]
+        elif self.loads_in_registers:
+            return 0, 0, 0
+        else:
+            extra, (dec, inc) = 0, (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
+        if self.min_ctas > 1:   # the consumers take what the warpgroup beside them gave back of the CTA's share
             inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
-        return 0, dec, 0, inc
+        return extra, dec, inc
 
     def copiers(self, consumers: int) -> tuple[int, int]:
         """(the first thread, the number of threads) of the role that copies the ring's loads, beside
