@@ -1021,8 +1021,8 @@ def test_a_producer_staging_through_registers_keeps_every_budget() -> None:
     from tileiras.tileas.warp_roles import WarpSplit
 
     split = WarpSplit(loop=None, slice=(), producer="p")  # type: ignore[arg-type]
-    assert split.registers(128) == (0, 72, 0, 0) and split.registers(128, tma=True) == (0, 40, 0, 0)
-    assert replace(split, loads_in_registers=True).registers(128) == (0, 0, 0, 0)
+    assert split.registers(128) == (0, 72, 0) and split.registers(128, tma=True) == (0, 40, 0)
+    assert replace(split, loads_in_registers=True).registers(128) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("name,gpu", [("g_attn_fwd_bf16_d64_causal_g1_64x64_none_ctas2_v13p2", "sm_90"),
