@@ -7,7 +7,8 @@ Once a split loop's copy mechanism is known (its stage ring's TMA copies, `pipel
 * the attention form's MMA warp shares the producer's warpgroup, so it needs every load copied by TMA
   (cp.async copies take the whole warpgroup); else the consumers issue the mmas;
 * a producer that stages loads through its registers (stage_rings.producer_stages) keeps its launch
-  budget (`WarpSplit.loads_in_registers`);
+  budget (`WarpSplit.loads_in_registers`); one that copies by cp.async from rows that are not contiguous
+  counts its copies a stage (`WarpSplit.copies`), each an address of its own, for its budget;
 * in the tcgen05 form a producer that is not one TMA thread (element copies, or cp.async: a tf32 tile
   without the 16-byte facts, all of the loads or some beside TMA boxes) is the epilogue warps themselves
   (`WarpSplit.producers` 0, but beside a block-scaled mma): the CTA is theirs and the MMA warp's, where a
@@ -54,6 +55,8 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
         return split
     if ring is not None and ring.produced:
         split = replace(split, loads_in_registers=True)
+    if ring is not None and split.producers and split.form != "tcgen05":
+        split = replace(split, copies=_strided_copies(copies, ring, split.producers))
     if split.form == "tcgen05" and split.producers and (ring is not None and ring.produced
                                                         or len(copies.tma or ()) < len(copies.loads)) \
             and not any(op.name == "cuda_tile.mmaf_scaled" for op in split.mmas):
@@ -68,6 +71,25 @@ def settle(split: "WarpSplit", copies: "Optional[RingCopies]", ring: "Optional[S
     if tma and split.form == "tcgen05" and split.producers > 32:
         return _fewer_producers(split, 32, alone)      # the producer's role is one warp
     return split
+
+
+def _strided_copies(copies: "RingCopies", ring: "StageRing", producers: int) -> int:
+    """The cp.async copies each of `producers` threads issues to fill a stage of `ring` from rows that are not
+    contiguous (the innermost stride not known to be 1): each one an address of its own. (Along a contiguous row
+    a thread's copies are offsets from a few bases: a tf32 B of 64 x 128 in 4-byte copies, 64 a thread, filled
+    spill-free at 72 registers.)"""
+    from ..tileaa.access_width import chunk_elements
+    from ..tileaa.views import view_of
+
+    n = 0
+    for load in copies.loads:
+        view, tile = view_of(load.operand("view")), ring.tiles[load]
+        if view is None or copies.engine_of(load) != "cp.async" or not view.dim_map \
+                or view.tensor.type.strides[view.dim_map[-1]] == 1:
+            continue
+        chunk = chunk_elements(load, view, tile)
+        n += -(-tile.num_elements // chunk // producers) if chunk else 0
+    return n
 
 
 def _fewer_producers(split: "WarpSplit", producers: int, alone: int) -> "WarpSplit":

@@ -33,6 +33,13 @@ PRODUCER_THREADS = 128
 # the consumers keep their budget; with two (384 threads, 168 at launch) they take what the
 # producer gave back: (65536 - 128 * 80) / 256 = 216.
 REGISTERS = {1: (72, 0), 2: (80, 216)}
+# Where the consumers take nothing back (one warpgroup, one CTA an SM), a producer copying from rows that are not
+# contiguous keeps more: 56 registers and one a copy of a stage (`WarpSplit.copies`), 72 at least. A persistent
+# row kernel's 4096 f32 row whose stride is unknown, copied in 4-byte chunks (32 a thread, their offsets hoisted
+# out of the loop over rows), spilled 24 bytes at 72 on sm_120, none at 80. (Beside two consumer warpgroups the
+# budget stays: a tf32 GEMM's 256 x 128 tile without facts spilled 683 instructions at 152 and 176, 631 at 80
+# and 216.)
+COPY_BASE_REGISTERS = 56
 
 
 # A producer that stages loads through its registers (no cp.async form, nor TMA, legal: a kernel without
@@ -97,6 +104,9 @@ class WarpSplit:
     # tcgen05 form: threads after the MMA warp making the producer's and the MMA warp's one whole warpgroup
     # (`ROLE_WARPGROUP`; settled_split.settle), which exit once it has run setmaxnreg
     idle: int = 0
+    # the cp.async copies each producer thread issues for a stage from rows that are not contiguous, each an
+    # address of its own (settled_split.settle): its budget (`registers`)
+    copies: int = 0
 
     @property
     def form(self) -> str:
@@ -118,6 +128,9 @@ class WarpSplit:
             return 0, 0, 0
         else:
             extra, (dec, inc) = 0, (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
+            if not tma and not inc and self.min_ctas == 1:     # (the consumers take nothing back)
+                launched = min(255, 65536 // (consumers + PRODUCER_THREADS)) // 8 * 8
+                dec = min(max(dec, -(-(COPY_BASE_REGISTERS + self.copies) // 8) * 8), launched)
         if self.min_ctas > 1:   # the consumers take what the warpgroup beside them gave back of the CTA's share
             inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
         return extra, dec, inc
