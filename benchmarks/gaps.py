@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+TMA_LOADS = ("UTMALDG", "UBLKCP", "UTMAPF", "UBLKPF")      # global -> shared (or prefetch)
+TMA_STORES = ("UTMASTG", "UTMAREDG", "UBLKRED")            # shared -> global
+
 # SASS tensor-core family -> its generation (the instruction family each issue compares)
 GENERATION: dict[str, str] = {
     "HMMA": "mma.sync", "IMMA": "mma.sync", "QMMA": "mma.sync", "OMMA": "mma.sync", "DMMA": "mma.sync",
@@ -29,9 +32,11 @@ def _generations(stats: dict) -> set[str]:
 
 def _widest(stats: dict, key: str) -> int:
     """Bits per thread of the widest access in `key` (global_loads / global_stores; loads count
-    cp.async's too); a kernel that moves tiles by TMA has no narrower need. A file written before
-    cp.async widths were kept counts its cp.async as 128 (ours and NVIDIA's issue 16-byte copies)."""
-    if sum(stats["tma"].values()):
+    cp.async's too); a kernel that moves tiles by TMA in that direction has no narrower need (a TMA load
+    says nothing of the stores: a row max loading its rows by TMA stores its 4 f16 maxima 16 bits at a
+    time). A file written before cp.async widths were kept counts its cp.async as 128 (ours and NVIDIA's
+    issue 16-byte copies)."""
+    if any(n for op, n in stats["tma"].items() if op in (TMA_LOADS if key == "global_loads" else TMA_STORES)):
         return 128
     widths = [int(bits) for bits in stats[key]]
     if key == "global_loads" and stats["ldgsts"]:

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "tests" / "generated"))
 sys.path.insert(0, str(ROOT / "tests"))
 import compilers  # noqa: E402  (both compilers, CPU time measured)
 import gaps  # noqa: E402     (the tensor-core generation and access-width readings)
+from gaps import TMA_LOADS, TMA_STORES  # noqa: E402
 import sass_stats  # noqa: E402
 import export  # noqa: E402
 import grammar  # noqa: E402
@@ -113,10 +114,6 @@ def _smem(e: dict) -> int:
 
 def _per_mma(s: dict) -> float | None:
     return s["hot_loop"] / s["hot_loop_tensor_core"] if s["hot_loop"] and s["hot_loop_tensor_core"] else None
-
-
-TMA_LOADS = ("UTMALDG", "UBLKCP", "UTMAPF", "UBLKPF")      # global -> shared (or prefetch)
-TMA_STORES = ("UTMASTG", "UTMAREDG", "UBLKRED")            # shared -> global
 
 
 def _tma(s: dict, which: tuple[str, ...] = TMA_LOADS + TMA_STORES) -> int:

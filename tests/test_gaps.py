@@ -33,6 +33,10 @@ def test_each_check_fires_on_its_own_gap_only(tmp_path: Path) -> None:
         _row("spill", "sm_80", _stats(spills=12), _stats()),
         _row("narrow", "sm_80", _stats(global_loads={"32": 64}, global_stores={"16": 8}), _stats()),
         _row("tma", "sm_90", _stats(global_loads={}, tma={"UTMALDG": 1}), _stats()),   # TMA counts as 128
+        # ... in its own direction: NVIDIA's TMA loads (an async-copy gap) say nothing of its 16-bit stores of a
+        # row max (no store-width gap)
+        _row("rowmax", "sm_90", _stats(global_stores={"16": 1}),
+             _stats(global_loads={}, global_stores={"16": 4}, tma={"UTMALDG": 16})),
         _row("cpasync", "sm_80", _stats(global_loads={}, ldgsts=8, ldgsts_widths={"128": 8}), _stats()),
         _row("noldsm", "sm_80", _stats(tensor_core={"HMMA": 16}, ldgsts=4), _stats(tensor_core={"HMMA": 16},
                                                                                    ldgsts=4, ldmatrix=8)),
@@ -44,9 +48,9 @@ def test_each_check_fires_on_its_own_gap_only(tmp_path: Path) -> None:
         {"name": "failed", "gpu": "sm_90", "ours": {"ok": False}, "nvidia": {"ok": True, "stats": _stats()}},
     ]
     lines = gaps.gaps(rows)
-    assert lines[0].startswith("gaps vs NVIDIA's over 9 pairs")
+    assert lines[0].startswith("gaps vs NVIDIA's over 10 pairs")
     assert _counts(lines) == {"spills": 1, "load width": 1, "store width": 1, "ldmatrix": 1, "tensor cores": 1,
-                              "CTA pairs": 1, "async copies": 1, "setmaxnreg, tensor-core kernels": 0,
+                              "CTA pairs": 1, "async copies": 2, "setmaxnreg, tensor-core kernels": 0,
                               "setmaxnreg, other kernels": 1}
     text = "\n".join(lines)
     for expected in ("spill sm_80: 12 spill", "narrow sm_80: 32|128 bits", "narrow sm_80: 16|128 bits",
@@ -54,7 +58,7 @@ def test_each_check_fires_on_its_own_gap_only(tmp_path: Path) -> None:
                      "sync sm_90: no setmaxnreg", "pair sm_100: one CTA"):
         assert expected in text, expected
     named = {line.split()[0] for line in lines if line.startswith("    ")}
-    assert named == {"spill", "narrow", "noldsm", "gen", "sync", "pair"}
+    assert named == {"spill", "narrow", "noldsm", "gen", "sync", "pair", "rowmax"}
     saved = tmp_path / "rows.json"
     saved.write_text(json.dumps(rows))
     assert gaps.main([str(saved)]) == 0
