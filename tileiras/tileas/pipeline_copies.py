@@ -134,19 +134,20 @@ def decide(k: Any, loop: Operation) -> Optional[RingCopies]:
         remarks.append(CopyRemark(kind, name, message, op, tuple(args.items())))
 
     tma, cluster = choose(k, loop, loads, matrices, ring.dense, ring.tiles, ring.pair is not None, ring.beside,
-                          ring.refilled, note)
+                          ring.refilled, note, ring.through_registers)
     return RingCopies(loop, loads, tma, cluster, tuple(remarks), ring.through_registers)
 
 
 def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: "set | frozenset", tiles: dict,
-           paired: bool, beside: "set | frozenset", refilled: "set | frozenset", note: Callable[..., None]
-           ) -> tuple[Optional[dict], Optional[ClusterLoads]]:
+           paired: bool, beside: "set | frozenset", refilled: "set | frozenset", note: Callable[..., None],
+           through: tuple = ()) -> tuple[Optional[dict], Optional[ClusterLoads]]:
     """The loads' TMA copies (load -> tma_boxes.TmaCopy, targets with the "tma" feature) and the
     cluster's multicast plan; (None, None) where a load cannot use TMA: the loop then keeps cp.async
     (the full barrier counts the copying threads' arrivals) and a remark on each load says why. The
     loads of `beside` (StageRing.beside: those cp.async can copy, block scales in unpadded stages) may
     keep cp.async beside the others' TMA boxes: the full barrier then counts the TMA thread's arrival
-    with the copying threads' (NVIDIA's A scales).
+    with the copying threads' (NVIDIA's A scales); so may those of `through`, which the threads that copy stage
+    element by element (StageRing.through_registers).
     In a kernel split over a cluster, the tiles several CTAs load are multicast in slices where
     `multicast_groups.plan` allows; a CTA pair's (`paired`) copy each its own A rows and half of B
     (`tiles`: what each stage holds). `k`: the kernel (its target's capabilities, its warp split);
@@ -162,8 +163,13 @@ def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: "set | 
         multicast_groups.refuse(k, loop, loads, "the loads are copied with cp.async, not TMA", note)
         return None, None
     for load, reason in why.items():
-        note("missed", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA", load,
-             Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
+        if load in through:
+            note("missed", "RemarkTmaLoadMissed", "Pipelined load staged element by element, not by TMA", load,
+                 Reason=f"{reason} (the producer warps load and store it beside the other loads' TMA boxes, "
+                        "on the same full mbarrier)")
+        else:
+            note("missed", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA", load,
+                 Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
     cluster = None
     if paired:
         note("passed", "RemarkTmaCtaPair", "Operands copied by the CTA pair", loop,

@@ -261,11 +261,12 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     swizzled = {load: k.assignment is not None and k.assignment.is_swizzled(load.results[0]) for load in plan.loads}
     if k.caps.has("tma") and uses_mbarriers(k):
         to_swizzle = {load for load in plan.loads if tma_swizzles(k, load)}
-        # stages ldmatrix reads: only where TMA then copies each of them, every other load by TMA too or
-        # by cp.async beside its boxes (else cp.async fills the stages, and a swizzled one only costs its
-        # readers address registers)
+        # stages ldmatrix reads: only where TMA then copies each of them, every other load by TMA too, by
+        # cp.async beside its boxes or staged by the producer warps (else cp.async fills the stages, and a
+        # swizzled one only costs its readers address registers)
         ldmatrix = any(k.assignment.only_ldmatrix_reads(load.results[0]) for load in to_swizzle)  # type: ignore[union-attr]
-        if not ldmatrix or all(swizzled[load] or load in to_swizzle or load not in by_tma for load in plan.loads):
+        if not ldmatrix or all(swizzled[load] or load in to_swizzle or load not in by_tma
+                               or producer_stages(k, op, load) for load in plan.loads):
             swizzled.update({load: True for load in to_swizzle})
     # block scales of a tcgen05 mma: unpadded stages, which TMA fills as one unswizzled box
     dense = scale_loads(k, plan.loads) if k.caps.has("tma") else set()

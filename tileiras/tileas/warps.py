@@ -22,7 +22,7 @@ does a tile in it keep its warps, the mma on mma.sync.
 
 from __future__ import annotations
 
-from ..ir.core import Operation
+from ..ir.core import Block, Operation
 from ..target import caps
 from ..tileaa.hints import entry_hint, occupancy
 from ..tileaa.mma_operands import MMAS, for_tensor_cores
@@ -33,6 +33,13 @@ ACC_REGS_PER_THREAD = 128
 NEST_REGS = 32
 TILE_REGS_PER_THREAD = 64
 TILE_MAX_WARPS = 8
+# An element-wise kernel (no mma, no reduction or scan) gets warps until the tiles live at once take at most what
+# a thread has (`live_registers`): RoPE's rotated halves, x1 and x2 of 16 x 8 x 64 f32 (64 registers a thread each
+# on 4 warps) live beside their products and broadcast cos and sin, 166 spill instructions on 4 warps (NVIDIA's:
+# 98 on 8), none on 8 at 187 registers. (A kernel that reduces streams its rows in chunks after the warps are
+# chosen, tileaa/row_chunks.py and tile_loops.py: the whole tiles' liveness says nothing of its registers.)
+LIVE_REGS_PER_THREAD = 255
+_EXCHANGES = ("cuda_tile.reduce", "cuda_tile.scan")
 
 
 
@@ -95,7 +102,44 @@ def choose_threads(entry: Operation, gpu: str) -> int:
     for op in mmas:   # the tensor-core family first: an mma tcgen05 takes only with more warps gets them
         while warps < MAX_WARPS and _more_for_tcgen05(op, gpu, warps):
             warps *= 2
+    if not mmas and not any(op.name in _EXCHANGES for op in entry.walk()):
+        while warps < TILE_MAX_WARPS and live_registers(entry.regions[0].block, warps) > LIVE_REGS_PER_THREAD:
+            warps *= 2
     return 32 * warps
+
+
+def live_registers(block: "Block", warps: int) -> int:
+    """The most registers a thread of `warps` holds at once for the tiles computed in `block` (and the
+    blocks nested in it): at each op, every tile `_computed_in_registers` defined before it and read at or
+    after it, plus the peak of the op's own regions. A tile read inside a nested op stays live through it."""
+    from ..ir.types import ScalarType, TileType
+
+    position = {op: i for i, op in enumerate(block.operations)}
+
+    def at_top(user: Operation) -> "int | None":
+        while user is not None and user not in position:
+            parent = user.parent            # block -> region -> op
+            user = parent.parent.parent if parent is not None and parent.parent is not None else None
+        return position.get(user) if user is not None else None
+
+    deltas = [0] * (len(block.operations) + 1)
+    nested = [0] * len(block.operations)
+    for i, op in enumerate(block.operations):
+        nested[i] = max((live_registers(b, warps) for r in op.regions for b in r.blocks), default=0)
+        if not _computed_in_registers(op):
+            continue
+        t = op.results[0].type
+        if not (isinstance(t, TileType) and isinstance(t.element, ScalarType)):
+            continue
+        regs = -(-t.num_elements * t.element.bitwidth // (32 * 32 * warps))
+        last = max((p for u in op.results[0].uses if (p := at_top(u)) is not None), default=i)
+        deltas[i] += regs
+        deltas[last + 1] -= regs
+    peak = live = 0
+    for i in range(len(block.operations)):
+        live += deltas[i]
+        peak = max(peak, live + nested[i])
+    return peak
 
 
 def _in_its_loop(op: Operation, mma: Operation) -> bool:
