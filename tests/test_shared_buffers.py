@@ -47,8 +47,21 @@ def test_a_later_loop_is_fitted_beside_the_buffers_alive_over_it() -> None:
     assert plan.live_top(50, 80) == 18432                              # the second loop's range
     plan.allocate("buffer", 48, 8, None, 45, 100)                     # its mbarriers: to the kernel's end
     assert plan.live_top(50, 80) == plan.total == 18432 + 110592 + 48
+    # ... but the bytes under the lowest buffer alive then are free: the first loop's ring, under its mbarriers
+    assert plan.free_below(50, 80) == 0                                # (Q sits at 0)
     ring = plan.allocate("ring", 73728, 1024, (50, 80), 50, 100)
     assert ring.offset == 18432                                        # in the first loop's bytes
+
+
+def test_the_bytes_below_the_buffers_alive_then_are_free() -> None:
+    """`free_below`: what a later loop's ring may take under the buffers kept alive (stage_rings._fit_below)."""
+    plan = SharedBuffers()
+    assert plan.free_below(0, 10) == 0                                 # nothing placed: nothing to go under
+    plan.allocate("ring", 98304, 128, (10, 40), 10, 100)               # the first loop's stages
+    plan.allocate("buffer", 48, 8, None, 41, 100)                      # its mbarriers: to the kernel's end
+    assert plan.free_below(50, 80) == 98304 and plan.live_top(50, 80) == 98304 + 48
+    assert plan.free_below(20, 30) == 0                                # while the first loop runs
+    assert plan.allocate("ring", 65536, 128, (50, 80), 50, 100).offset == 0
 
 
 def test_a_buffer_without_a_lifetime_reuses_nothing_and_gives_nothing() -> None:

@@ -236,6 +236,11 @@ class SharedBuffers:
         lifetime is placed beside (`first_fit` reuses the bytes of the others)."""
         return max((b.offset + b.nbytes for b in self._alive(start, end)), default=0)
 
+    def free_below(self, start: int, end: int) -> int:
+        """Bytes from the start of shared memory to the lowest buffer alive at some point of [start, end]
+        (0 where none is: `live_top` is then 0 too)."""
+        return min((b.offset for b in self._alive(start, end)), default=0)
+
     def first_fit(self, nbytes: int, align: int, start: int, end: int) -> int:
         """The lowest aligned offset where `nbytes` overlap no buffer alive during [start, end]."""
         busy = sorted((b.offset, b.offset + b.nbytes) for b in self._alive(start, end))

@@ -167,7 +167,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             asked = [r for r in others if r.op is op and not r.late]
             spans = live.op_range(ring_loop(split, op))    # the persistent loop's, where its producer runs it
             used, fitted = fit_beside(facts, ring, place(before + asked + copies, entry),  # type: ignore[arg-type]
-                                      spans, allocas + assumes.reserve)
+                                      spans, allocas + assumes.reserve, _inner_peak(others, op, live))
             fits[op] = (used, fitted)
             if not fitted.stages:
                 continue
@@ -226,6 +226,16 @@ def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bo
     from .shared_operands import scratch_predicted
 
     return all(scratch_predicted(op, assignment) for op in entry.walk())
+
+
+def _inner_peak(others: list[Request], loop: Operation, live: Any) -> int:
+    """The most bytes the buffers of the other roles that ops in `loop`'s body ask for (layout conversions'
+    scratch) take at once: beside the loop's ring while it runs."""
+    from ..transforms.rewrite import inside_op
+
+    spans = [(r.lifetime or live.op_range(r.op), r.nbytes) for r in others
+             if r.op is not None and r.op is not loop and inside_op(r.op, loop)]
+    return max((sum(n for (s, e), n in spans if s <= at <= e) for (at, _), _ in spans), default=0)
 
 
 def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> Request:

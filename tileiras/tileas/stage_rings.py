@@ -309,13 +309,17 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
                      refilled, frozenset(produced)), ""
 
 
-def fit(k: "StagingFacts", ring: StageRing, used: int) -> "BufferAssignment":
+def fit(k: "StagingFacts", ring: StageRing, used: int, bound: "Optional[tuple[int, str]]" = None
+        ) -> "BufferAssignment":
     """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages),
     within the kernel's share of an SM where its occupancy hint asks for several CTAs an SM
-    (`occupancy_share`), else (or where not even two stages fit in that share) the target's limit."""
+    (`occupancy_share`), else (or where not even two stages fit in that share) the target's limit;
+    `bound`: at most that many stages, and why."""
     restarts = ring_loop(k.warp_split, ring.plan.loop) is ring.plan.loop   # not a persistent kernel's ring
     held = int(ring.retiring is not None)
     most = (PRODUCED_STAGES, "as a producer loading element by element fills them") if ring.produced else None
+    if bound is not None and (most is None or bound[0] < most[0]):
+        most = bound
     share = occupancy_share(k)
     if share < k.caps.smem_per_block:
         fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts, most=most)
@@ -341,15 +345,39 @@ def occupancy_share(k: "StagingFacts") -> int:
 
 
 def fit_beside(k: "StagingFacts", ring: StageRing, buffers: "SharedBuffers", lifetime: tuple[int, int],
-               fixed: int) -> tuple[int, "BufferAssignment"]:
+               fixed: int, inner: int = 0) -> tuple[int, "BufferAssignment"]:
     """(bytes beside, depth) of `ring`, whose slots live over `lifetime`: beside the buffers alive
     then, not those whose bytes are free again by the loop (an earlier loop's rings), so a later
     loop's depth does not depend on where dead buffers sat. Where the loop's mbarriers, placed above
     every buffer so far, would then pass the limit: beside all of them. `fixed`: bytes outside the
-    buffers (static shared memory, the reserve)."""
+    buffers (static shared memory, the reserve); `inner`: the most the loop body's own buffers take at once
+    (left free below the buffers alive then, where the ring goes there: `_fit_below`)."""
     used, peak = buffers.live_top(*lifetime) + fixed, buffers.total + fixed
     fitted = fit(k, ring, used)
     bars = fitted.barriers.nbytes if fitted.stages and fitted.barriers is not None else 0
     if used < peak and peak + bars > k.caps.smem_per_block:
         used, fitted = peak, fit(k, ring, peak)
+    below = _fit_below(k, ring, max(0, buffers.free_below(*lifetime) - inner), fixed)
+    # below the buffers alive then where that keeps the kernel in the occupancy hint's share (which `fitted` left
+    # for the target's limit) or holds more stages
+    if below is not None and (below.limit < fitted.limit or below.stages > fitted.stages):
+        return fixed, below
     return used, fitted
+
+
+def _fit_below(k: "StagingFacts", ring: StageRing, gap: int, fixed: int) -> "Optional[BufferAssignment]":
+    """The depth of `ring` in the `gap` bytes under the lowest buffer alive over its lifetime (an earlier loop's
+    ring, free again under its mbarriers, which stay to the kernel's end), or None where not two stages fit: a
+    chunked layernorm's second and third loops went above the first's mbarriers, past the share of the 2 CTAs
+    an SM its occupancy hint asks for (229 KB on sm_90), where the first's ring left 96 KB free below them."""
+    bound = None
+    while gap:
+        fitted = fit(k, ring, fixed, bound)
+        align = max(1024 if ring.swizzled[load] else 128 for load in ring.plan.loads)
+        slices = fitted.nbytes - (fitted.barriers.nbytes if fitted.barriers is not None else 0)
+        if not fitted.stages or slices + align * (len(ring.plan.loads) - 1) <= gap:
+            return fitted if fitted.stages else None
+        if fitted.stages <= 2:
+            return None
+        bound = (fitted.stages - 1, "in the bytes an earlier loop's ring left free")
+    return None
