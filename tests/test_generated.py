@@ -123,7 +123,10 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_bmm_bf16_rr_64x64x64_cast_ragged_occ2_v13p1", "sm_100"),
             # seed 42: mma.sync consumers beside producer warps that load A element by element and store it into
             # the stage B's TMA boxes fill, one full mbarrier for both
-            ("g_gemm_bf16_cr_32x256x32_zero_persistent_residual_ragged_lat3_v13p2", "sm_90")]
+            ("g_gemm_bf16_cr_32x256x32_zero_persistent_residual_ragged_lat3_v13p2", "sm_90"),
+            # ... and a producer warpgroup loading K and V element by element under an occupancy hint of 2, the
+            # roles' registers reallocated within the CTA's half (setmaxnreg 72 / 184)
+            ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_90")]
 
 
 # the known gaps
@@ -145,8 +148,10 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "250 spill instructions (NVIDIA's: none at 254 registers): without facts K and V are loaded element by "
      "element into the loop's registers, 2185 hot-loop instructions for 6 QGMMA; not LSR (-disable-lsr: 252; "
      "found by seed 30). Its occupancy hint of 2 keeps producer warps from staging them (stage_rings."
-     "producer_stages); storing each element into its stage at once closed it, but spilled a grouped GEMM "
-     "without facts (472 on sm_90): left"),
+     "producer_stages): K and V, 128 elements a thread, beside S and O take 224 registers by uncopied_loads."
+     "crowds, under a thread's 255 (a producer warpgroup at setmaxnreg 72 / 184: 10 spill instructions, but an "
+     "MLA decode counted as much, 216, spilled 84 so against none unspecialized); storing each element into its "
+     "stage at once closed it, but spilled a grouped GEMM without facts (472 on sm_90): left"),
     ("g_attn_fwd_f16_d256_window_g4_64x32_none_occ2_v13p2", "sm_90", "tensor-core family",
      "mma.sync on 8 warps (NVIDIA's: one warpgroup of m64n256 wgmma at 235 registers, no spills): without facts "
      "and with an occupancy hint of 2 no producer takes K's and V's element loads off one warpgroup "
@@ -174,10 +179,11 @@ GAPS: tuple[tuple[str, str, str, str], ...] = (
      "leave room for 3 CTAs an SM, which the roles keep (settled_split.ctas_alone); launched for 2 (80 registers, "
      "the epilogue's .inc 104) ptxas stored 224 bytes of spills"),
     ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_100", "spills",
-     "164 spill instructions at 255 registers, unspecialized on 128 threads (NVIDIA's: none, 256 threads at 128 "
-     "registers, warp-specialized with setmaxnreg): without facts K and V are loaded element by element in the "
-     "loop, and under the occupancy hint of 2 no producer stages them (745 against 36 on sm_90, 106 against none "
-     "on sm_120; found by seed 41)"),
+     "4 spill instructions (NVIDIA's: none, 256 threads at 128 registers, warp-specialized with setmaxnreg): "
+     "without facts K and V are loaded element by element, by a producer warpgroup under the occupancy hint of 2 "
+     "where they would crowd the consumers (uncopied_loads.crowds), which spills 16 bytes of addresses at "
+     "setmaxnreg.dec 72 (none at 88, where sm_90's consumers spill more at 168); 164 unspecialized before (sm_90: "
+     "745 then, 10 now against NVIDIA's 36; sm_120, unspecialized as NVIDIA's: 106 against none; found by seed 41)"),
     ("g_gemm_mxfp8_rr_128x256x128_zero_tiles_cast_none_lat3_v13p4", "sm_100", "spills",
      "2 spill instructions at 128 registers on 512 threads, unspecialized (NVIDIA's: none, 256 threads, an MMA "
      "warp and setmaxnreg): without facts no pipeline stages the scales, so the accumulator counts twice in the "
@@ -600,6 +606,11 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     ("g_rope_f16_d128_h8_s16_ragged_h0_v13p2", "sm_90", "spills"),
     ("g_rope_f16_d128_h8_s16_ragged_h0_v13p2", "sm_100", "spills"),
     ("g_rope_f16_d128_h8_s16_ragged_h0_v13p2", "sm_120", "spills"),
+    # an e4m3 attention at d = 128 without facts under an occupancy hint of 2: K and V, loaded element by element
+    # in the loop, spilled 745 instructions beside S and O (NVIDIA's 36); a producer warpgroup now loads them
+    # where they would crowd the consumers (uncopied_loads.crowds), the roles sharing the CTA's half at
+    # setmaxnreg 72 / 184 (warp_roles.SHARED_LOADS_REGISTERS): 10 (seed 41)
+    ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_90", "spills"),
 )
 
 
@@ -639,6 +650,17 @@ def test_the_closed_sm100_gaps_are_warp_specialized() -> None:
     assert "warp-specialized (tcgen05)" in remarks["g_bmm_tf32_rc_64x64x64_cast_aligned_ctas2_v13p3"], remarks
     mma_sync = remarks["g_gemm_bf16_cc_32x128x32_undef_tiles_none_aligned_lat3_v13p4"]
     assert "one thread issues TMA copies, setmaxnreg.dec" in mma_sync, remarks
+
+
+def test_loads_that_would_not_crowd_the_consumers_stay_theirs_under_two_ctas_an_sm() -> None:
+    """uncopied_loads.crowds: an MLA decode without facts under an occupancy hint of 2, its bf16 latent cache (144
+    registers a thread) beside 72 of accumulators, fits a thread unspecialized (248 registers, no spills); a
+    producer warpgroup loading it would leave the consumers 184 (84 spill instructions), so it stays theirs. An
+    e4m3 attention's K and V at d = 128 (256) beside S and O (128) would not fit: a producer warpgroup loads them."""
+    ours = _compiled("g_mla_decode_bf16_h64_32_none_occ2_v13p2", "sm_90", "ours")
+    assert ours["stats"]["spills"] == 0 and ours["stats"]["threads"] == 128, ours["stats"]
+    ours = _compiled("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_90", "ours")
+    assert ours["stats"]["threads"] == 256 and ours["stats"]["setmaxnreg"], ours["stats"]
 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
@@ -1064,6 +1086,8 @@ def test_a_producer_staging_through_registers_keeps_every_budget() -> None:
     assert replace(split, copies=400).registers(128) == (0, 248, 0)
     assert replace(split, copies=32).registers(256) == (0, 80, 216)
     assert replace(split, copies=32, min_ctas=2).registers(128) == (0, 72, 184)
+    # a producer loading element by element beside two CTAs an SM: the roles share the CTA's half
+    assert replace(split, loads_in_registers=True, min_ctas=2).registers(128) == (0, 72, 184)
 
 
 @pytest.mark.parametrize("name,gpu", [("g_attn_fwd_bf16_d64_causal_g1_64x64_none_ctas2_v13p2", "sm_90"),

@@ -29,7 +29,7 @@ from . import cta_pairs, tma_boxes
 from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
 from .tcgen05_select import PACKED, RESTAGED
-from .uncopied_loads import producer_warpgroup_loads
+from .uncopied_loads import crowds, producer_warpgroup_loads
 from .warp_roles import enclosing_loop, occupancy_hint, ring_loop
 
 RESERVED = 1024     # shared memory the driver reserves for each CTA (smem_per_sm - smem_per_block)
@@ -131,10 +131,12 @@ def producer_stages(k: "StagingFacts", loop: Operation, load: Operation) -> bool
     at 204): the CTA then launches with 255 registers a
     thread and no role gives any back (`WarpSplit.loads_in_registers`); two warpgroups launch with 168,
     which the consumers of an MLA decode without facts spilled (307 instructions; unspecialized, none),
-    an occupancy hint of 2 with 128 (an e4m3 attention's, d128 on sm_100: 646; unspecialized, 164)."""
+    an occupancy hint of 2 with 128, unless those loads would crowd the consumers unspecialized
+    (uncopied_loads.crowds: the roles then share the CTA's half, warp_roles.SHARED_LOADS_REGISTERS)."""
     split = k.warp_split
     if split is None or split.loop is not loop or not uses_mbarriers(k) or split.form != "tcgen05" \
-            and not producer_warpgroup_loads(k.caps, k.threads, occupancy_hint(k)):
+            and not producer_warpgroup_loads(k.caps, k.threads, occupancy_hint(k),
+                                             crowds(loop, k.pipelines[loop].loads, k.assignment)):
         return False    # (uncopied_loads.prune left such loads to the consumers)
     if split.form == "tcgen05" and any(op.name == "cuda_tile.mmaf_scaled"
                                        for op in loop.regions[0].block.operations):

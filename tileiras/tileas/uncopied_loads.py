@@ -48,11 +48,26 @@ def why_uncopied(load: Operation, assignment: "LayoutAssignment") -> str:
     return f"{NO_CHUNK}, nor TMA: {why}" if why else ""
 
 
-def producer_warpgroup_loads(caps: "Caps", threads: int, occupancy_hint: int) -> bool:
+def producer_warpgroup_loads(caps: "Caps", threads: int, occupancy_hint: int, crowded: bool = False) -> bool:
     """Whether a producer warpgroup of its own may stage a pipeline's tiles that no copy can, element by
     element through its registers: on a target with warp roles, beside one consumer warpgroup
-    (`threads`) and one CTA an SM (stage_rings.producer_stages says why not otherwise)."""
-    return caps.has("tma") and threads <= 128 and occupancy_hint <= 1
+    (`threads`) and one CTA an SM, or two where those tiles would crowd the consumers (`crowds`; stage_rings.
+    producer_stages says why not otherwise)."""
+    return caps.has("tma") and threads <= 128 and (occupancy_hint <= 1 or occupancy_hint == 2 and crowded)
+
+
+def crowds(loop: Operation, loads: "tuple[Operation, ...]", assignment: "LayoutAssignment") -> bool:
+    """Whether the tiles of `loads` no copy can stage, loaded by the threads of the loop's body one element a
+    register, take more than a thread's 255 registers beside the accumulators of the loop's mmas: then a
+    producer warpgroup loading them is worth the consumers' share of two CTAs an SM (184 registers beside it:
+    warp_roles.SHARED_LOADS_REGISTERS). An e4m3 attention at d = 128 without facts (K and V 128 x 128, 128
+    elements a thread each, beside S and O): 745 spill instructions unspecialized on sm_90, 10 so; an MLA
+    decode's bf16 latent cache without facts: none unspecialized, 84 so."""
+    threads = assignment.threads
+    held = sum(-(-load.results[0].type.num_elements // threads) for load in loads if why_uncopied(load, assignment))
+    accumulators = sum(-(-op.results[0].type.num_elements * max(1, storage_bytes(op.results[0].type.element) // 4)
+                         // threads) for op in loop.walk() if op in assignment.mma_shapes)
+    return held + accumulators > 255
 
 
 def prune(plan: "PipelinePlan", assignment: "LayoutAssignment", occupancy_hint: int
@@ -62,7 +77,8 @@ def prune(plan: "PipelinePlan", assignment: "LayoutAssignment", occupancy_hint: 
     go through a producer's registers (stage_rings.producer_stages): a producer warpgroup of its own may
     (`producer_warpgroup_loads`), or the loop's mma is a tcgen05.mma, which one thread of an MMA warp
     issues while the epilogue warps, idle meanwhile, stage them (a block scale: stage_rings.stageable)."""
-    if producer_warpgroup_loads(assignment.caps, assignment.threads, occupancy_hint) or \
+    if producer_warpgroup_loads(assignment.caps, assignment.threads, occupancy_hint,
+                                crowds(plan.loop, plan.loads, assignment)) or \
             any(inside_op(op, plan.loop) for op in assignment.tcgen05_layouts):
         return plan, {}
     left = {load: why for load in plan.loads if (why := why_uncopied(load, assignment))}

@@ -45,7 +45,12 @@ COPY_BASE_REGISTERS = 56
 # A producer that stages loads through its registers (no cp.async form, nor TMA, legal: a kernel without
 # facts) keeps its launch budget, and so do the consumers: at 72 it spills its element loads (on sm_90 an f16
 # decode's 64 x 256 K tile, 128 loads a thread: 20 spill instructions; an attention's: 66; at its launch budget
-# none). NVIDIA's producer warps of such kernels load element by element without setmaxnreg too.
+# none). NVIDIA's producer warps of such kernels load element by element without setmaxnreg too. Where an
+# occupancy hint asks for two CTAs an SM, the CTA launches with 128 registers a thread, too few for the
+# consumers' loop: the producer gives back to SHARED_LOADS_REGISTERS and the consumers take the rest of the
+# CTA's half (an e4m3 attention at d = 128 without facts on sm_90: 302 spill instructions with no setmaxnreg,
+# 10 at 72 and 184, 57 at 96, 12 at 56; NVIDIA's 36).
+SHARED_LOADS_REGISTERS = 72
 #
 # A TMA producer keeps no addresses (one thread, a few coordinates): 40 registers, as NVIDIA's
 # (32) plus room for the slice it recomputes; two consumer warpgroups take (65536 - 128 * 40) / 256.
@@ -124,8 +129,10 @@ class WarpSplit:
             if not self.idle:      # (the MMA warp after a producer warpgroup of its own, or alone)
                 return 32, 0, 0
             extra, (dec, inc) = 32 + self.idle, ROLE_WARPGROUP[consumers // 128]
-        elif self.loads_in_registers:
+        elif self.loads_in_registers and self.min_ctas == 1:
             return 0, 0, 0
+        elif self.loads_in_registers:   # two CTAs an SM: each role its part of the CTA's share
+            extra, (dec, inc) = 0, (SHARED_LOADS_REGISTERS, 0)
         else:
             extra, (dec, inc) = 0, (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
             if not tma and not inc and self.min_ctas == 1:     # (the consumers take nothing back)
