@@ -49,8 +49,11 @@ COPY_BASE_REGISTERS = 56
 # occupancy hint asks for two CTAs an SM, the CTA launches with 128 registers a thread, too few for the
 # consumers' loop: the producer gives back to SHARED_LOADS_REGISTERS and the consumers take the rest of the
 # CTA's half (an e4m3 attention at d = 128 without facts on sm_90: 302 spill instructions with no setmaxnreg,
-# 10 at 72 and 184, 57 at 96, 12 at 56; NVIDIA's 36).
-SHARED_LOADS_REGISTERS = 72
+# 10 at 72 and 184, 23 at 80, 39 at 88, 57 at 96, 12 at 56; NVIDIA's 36). By where the loop's accumulators
+# live (`WarpSplit.tmem_accumulators`): in the consumers' registers, 72; in tensor memory (sm_100), the consumers
+# need fewer and the producer's element addresses more (the same attention on sm_100: 4 spill instructions in the
+# producer at 72, 2 at 80, none at 88 and 96; NVIDIA's none).
+SHARED_LOADS_REGISTERS = {False: 72, True: 88}
 #
 # A TMA producer keeps no addresses (one thread, a few coordinates): 40 registers, as NVIDIA's
 # (32) plus room for the slice it recomputes; two consumer warpgroups take (65536 - 128 * 40) / 256.
@@ -109,6 +112,8 @@ class WarpSplit:
     # tcgen05 form: threads after the MMA warp making the producer's and the MMA warp's one whole warpgroup
     # (`ROLE_WARPGROUP`; settled_split.settle), which exit once it has run setmaxnreg
     idle: int = 0
+    # the loop's mma accumulators live in tensor memory (sm_100), not in the consumers' registers
+    tmem_accumulators: bool = False
     # the cp.async copies each producer thread issues for a stage from rows that are not contiguous, each an
     # address of its own (settled_split.settle): its budget (`registers`)
     copies: int = 0
@@ -132,7 +137,7 @@ class WarpSplit:
         elif self.loads_in_registers and self.min_ctas == 1:
             return 0, 0, 0
         elif self.loads_in_registers:   # two CTAs an SM: each role its part of the CTA's share
-            extra, (dec, inc) = 0, (SHARED_LOADS_REGISTERS, 0)
+            extra, (dec, inc) = 0, (SHARED_LOADS_REGISTERS[self.tmem_accumulators], 0)
         else:
             extra, (dec, inc) = 0, (TMA_REGISTERS if tma else REGISTERS)[consumers // 128]
             if not tma and not inc and self.min_ctas == 1:     # (the consumers take nothing back)
@@ -359,7 +364,9 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
     return WarpSplit(loops[0], found[0], "", barriers, mmas=mmas, outer=outer, outer_slice=found[1], guards=guards,
                      guard_slice=guard_slice or (),
                      attention=bool(mmas) and attention is not None, note=note,
-                     min_ctas=occupancy(k) if k.threads == 128 and consumers_compute else 1), ""
+                     min_ctas=occupancy(k) if k.threads == 128 and consumers_compute else 1,
+                     tmem_accumulators=any(op in (getattr(k.assignment, "tcgen05_layouts", None) or {})
+                                           for op in loops[0].walk())), ""
 
 
 def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
