@@ -372,13 +372,13 @@ def _fit_below(k: "StagingFacts", ring: StageRing, gap: int, fixed: int) -> "Opt
     ring, free again under its mbarriers, which stay to the kernel's end), or None where not two stages fit: a
     chunked layernorm's second and third loops went above the first's mbarriers, past the share of the 2 CTAs
     an SM its occupancy hint asks for (229 KB on sm_90), where the first's ring left 96 KB free below them."""
+    align = max(1024 if ring.swizzled[load] else 128 for load in ring.plan.loads)
     bound = None
-    while gap:
+    while gap:      # one stage fewer until the stages (each load's slice aligned) fit the gap
         fitted = fit(k, ring, fixed, bound)
-        align = max(1024 if ring.swizzled[load] else 128 for load in ring.plan.loads)
         slices = fitted.nbytes - (fitted.barriers.nbytes if fitted.barriers is not None else 0)
-        if not fitted.stages or slices + align * (len(ring.plan.loads) - 1) <= gap:
-            return fitted if fitted.stages else None
+        if fitted.stages and slices + align * (len(ring.plan.loads) - 1) <= gap:
+            return fitted
         if fitted.stages <= 2:
             return None
         bound = (fitted.stages - 1, "in the bytes an earlier loop's ring left free")
