@@ -1242,3 +1242,31 @@ def test_a_large_tile_without_facts_is_staged_at_once_only_where_registers_are_c
     assert said("g_attn_decode_bf16_d128_g1_128_full_none_lat3_v13p3", "sm_80").count(at_once) == 2
     assert at_once in said("g_gemm_mxfp8_rr_256x64x128_zero_tiles_cast_none_occ2_v13p4", "sm_120")
     assert at_once not in said("g_gemm_bf16_rr_16x128x128_undef_tiles_residual_none_h0_v13p3", "sm_80")
+
+
+@pytest.mark.parametrize("name", ["g_gemm_f16_rr_128x64x16_undef_tiles_bias_none_ctas2_v13p4",
+                                  "g_bmm_e4m3_rr_128x256x32_none_ragged_ctas2_v13p2"])
+def test_a_pairs_mma_whose_loads_refuse_tma_keeps_its_rows_in_the_unpaired_layout(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sm_100, num_ctas = 2 at M = 64 a CTA (seeds 40-42): the cluster would run the mma as a CTA pair, which
+    copies its A and B by TMA; without the facts TMA needs, each CTA runs its 64 rows alone. The accumulator took
+    the pair's layout all the same, so every read of it went through shared memory by a conversion the plan did
+    not size (the only roles plan-shared-memory left to the lowering in 2751 corpus and generated pairs). Now
+    the layout is the unpaired one (tcgen05_select.pair_refused): no conversion (8 KB less shared memory, 5 to
+    74 fewer registers), every buffer planned, and the emulator matches numpy."""
+    import contextlib
+    import io
+
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+    from tileiras.tileas.shared_plan import STRICT_ENV
+
+    v, gpu = grammar.parse(name), "sm_100"
+    src = export.bytecode(v, gpu).read_bytes()
+    err = io.StringIO()
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with contextlib.redirect_stderr(err):
+        ir, _ = lower_module(load_module(src, name), gpu, print_ir_after_all=True)
+    assert "placed as the lowering asks: none" in err.getvalue() and "placed as asked" not in err.getvalue()
+    assert "cta_group::2" not in ir
+    assert not reference.emulate(v, launch.launch(v), src, gpu)

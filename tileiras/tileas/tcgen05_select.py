@@ -112,7 +112,8 @@ def _decide(op: Operation, threads: int) -> "TmemAccLayout | str":
     if why:
         return why
     layout = TmemAccLayout(threads, (1, m, n), (1, wm, wn))
-    if m == 64 and is_pair(op):   # layout B: two row warps, the column halves on lane quarters 2-3
+    if m == 64 and is_pair(op) and not pair_refused(op):   # layout B: two row warps, the column halves on
+        # lane quarters 2-3
         layout = PairAccLayout(threads, (1, m, n), (1, 2, 2 * wn))
         if n % 16 or (n // 16 // wn) & (n // 16 // wn - 1):
             return f"{n} columns over {wn} warps is no 16x256b access of the pair's column halves"
@@ -157,6 +158,24 @@ def feeds(value: Value, ops: "dict[Operation, TmemAccLayout]") -> bool:
     return bool(reads) and all(read.mma in ops and kind_of(read.mma).name not in PACKED  # type: ignore[union-attr]
                                and (kind_of(read.mma).name not in RESTAGED  # type: ignore[union-attr]
                                     or swizzle_fits(row)) for read in reads)
+
+
+def pair_refused(op: Operation) -> str:
+    """Why the CTA pair of `op` (`is_pair`) cannot run after all ("" where it may): the pair copies its
+    A and B by TMA (cta_pairs.plan), and a view whose facts refuse TMA (tma_boxes.view_refused) leaves
+    each CTA its own 64 rows, in the unpaired layout (no accumulator goes through the pair's layout by
+    a conversion)."""
+    from ..tileaa.mma_operands import source
+    from .tma_boxes import view_refused
+
+    for name in ("lhs", "rhs"):
+        load = source(op.operand(name), passes)[0]
+        if load is None or not load.name.startswith("cuda_tile.load"):
+            return f"{name} is not a load"
+        why = view_refused(load, storage_bytes(load.results[0].type.element))  # type: ignore[union-attr]
+        if why:
+            return f"{name}'s load is not copied by TMA: {why}"
+    return ""
 
 
 def is_pair(op: Operation) -> bool:
