@@ -8,9 +8,9 @@ Lowers every kernel-target pair in-process to LLVM IR (no ptxas) with the plan's
 request the plan mispredicted is an internal error) and reads the schedule of --print-ir-after-all.
 Prints per corpus (realistic, tilegym, unit): the pairs lowered, the pairs where every request the
 lowering made was predicted, those whose plan covers every role (`SharedPlan.complete`: the pass
-chose how the kernel stages its tiles from every buffer it will have), the pairs where the check
-voided the plan's staging roles, the roles still placed as the lowering asks, with the number of
-pairs asking for each, and the roles the plans do not cover. `--save-ir` writes each pair's LLVM IR;
+chose how the kernel stages its tiles from every buffer it will have), the roles whose buffers went
+above the plan (not predicted), with the number of pairs asking for each, and the roles the plans
+do not cover. `--save-ir` writes each pair's LLVM IR;
 `--against` compares them with another tree's (generated code identical, or which pairs differ).
 Targets a kernel's element types do not run on (fp8 on sm_80, block scaling before sm_100) are
 counted apart, as refused.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
-_UNPREDICTED = re.compile(r"placed as asked, not predicted: (.*)$")
+_UNPREDICTED = re.compile(r"placed above the plan, not predicted: (.*)$")
 
 
 def corpora() -> dict[str, list[tuple[str, Path]]]:
@@ -52,7 +52,7 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
     from tileiras.lowering.pipeline import lower_module
 
     row = {"corpus": corpus, "kernel": name, "gpu": gpu, "status": "ok", "complete": 0, "kernels": 0,
-           "voided": False, "unpredicted": [], "uncovered": []}
+           "unpredicted": [], "uncovered": []}
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
@@ -67,11 +67,9 @@ def lower(job: tuple[str, str, Path, str, str]) -> dict:
     for line in err.getvalue().splitlines():
         if line.startswith("//   predicted roles: "):
             row["kernels"] += 1
-            row["complete"] += line.endswith("placed as the lowering asks: none")
-        if "shared-memory plan:" in line and "dropped" in line:
-            row["voided"] = True
+            row["complete"] += line.endswith("placed above the plan: none")
         if line.startswith("//   predicted roles: "):
-            row["uncovered"] += [r for r in line.split("placed as the lowering asks: ")[1].split(", ") if r != "none"]
+            row["uncovered"] += [r for r in line.split("placed above the plan: ")[1].split(", ") if r != "none"]
         match = _UNPREDICTED.search(line)
         if match:
             row["unpredicted"] += [part.rsplit(" x", 1)[0] for part in match.group(1).split(", ")]
@@ -105,9 +103,9 @@ def main() -> int:
         roles = Counter(role for row in lowered for role in set(row["unpredicted"]))
         print(f"{corpus}: {len(lowered)} pairs lowered ({sum(r['status'] == 'refused' for r in mine)} refused by "
               f"the target); every request predicted in {sum(not r['unpredicted'] for r in lowered)}, every role "
-              f"covered (the plan complete) in {len(complete)}; voided in {sum(r['voided'] for r in lowered)}")
+              f"covered (the plan complete) in {len(complete)}")
         if roles:
-            print("  roles placed as asked (pairs): " + ", ".join(f"{role} {n}" for role, n in roles.most_common()))
+            print("  roles placed above the plan (pairs): " + ", ".join(f"{role} {n}" for role, n in roles.most_common()))
         uncovered = Counter(role for row in lowered for role in set(row["uncovered"]))
         if uncovered:
             print("  roles the plan does not cover (pairs): " +

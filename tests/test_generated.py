@@ -1267,6 +1267,6 @@ def test_a_pairs_mma_whose_loads_refuse_tma_keeps_its_rows_in_the_unpaired_layou
     monkeypatch.setenv(STRICT_ENV, "1")
     with contextlib.redirect_stderr(err):
         ir, _ = lower_module(load_module(src, name), gpu, print_ir_after_all=True)
-    assert "placed as the lowering asks: none" in err.getvalue() and "placed as asked" not in err.getvalue()
+    assert "placed above the plan: none" in err.getvalue() and "placed as asked" not in err.getvalue()
     assert "cta_group::2" not in ir
     assert not reference.emulate(v, launch.launch(v), src, gpu)

@@ -109,7 +109,7 @@ def test_the_pass_chooses_unpadded_stages_and_the_kernel_is_lowered_once(monkeyp
 
 def test_the_schedule_names_the_requests_the_plan_did_not_size(monkeypatch) -> None:
     """A role the plan does not size (here the conversion scratch, taken out of the sizers): the
-    schedule's dump says its requests were placed as asked, with their count per role, and that the
+    schedule's dump says its requests were placed above the plan, with their count per role, and that the
     staging was chosen from the buffers predicted."""
     import contextlib
     import io
@@ -135,5 +135,5 @@ entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
     with contextlib.redirect_stderr(err):
         lower_module(load_module(text.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
     dump = err.getvalue()
-    assert "//   shared-memory plan: kernel 'k' for sm_90: placed as asked, not predicted: conversion x1" in dump
+    assert "//   shared-memory plan: kernel 'k' for sm_90: placed above the plan, not predicted: conversion x1" in dump
     assert "//   staged tiles padded: chosen here, from the buffers predicted (not every role is)" in dump

@@ -49,8 +49,8 @@ def _lower(text: str, gpu: str = "sm_90") -> str:
 
 
 def _roles(line: str) -> tuple[set[str], set[str]]:
-    """(the roles predicted, those placed as the lowering asks) of the plan dump's roles line."""
-    predicted, asked = line.split("predicted roles: ")[1].split("; placed as the lowering asks: ")
+    """(the roles predicted, those placed above the plan) of the plan dump's roles line."""
+    predicted, asked = line.split("predicted roles: ")[1].split("; placed above the plan: ")
     return set(predicted.split(", ")) - {"none"}, set(asked.split(", ")) - {"none"}
 
 
@@ -98,35 +98,44 @@ def test_a_predicted_request_never_asked_for_is_an_internal_error(monkeypatch) -
         _lower(_transpose(32, 64))
 
 
-def test_where_every_request_is_predicted_the_offsets_are_checked_too(monkeypatch) -> None:
-    """A kernel whose every request the plan predicted: each buffer must sit at its planned offset."""
+def test_the_lowering_places_every_buffer_at_the_plans_offset_and_the_verifier_checks_them(monkeypatch) -> None:
+    """The lowering places no buffer itself: each goes at the plan's offset, and the buffer verifier
+    (tileas/buffers.verify, in every compile) catches a plan whose buffers alive at once share bytes:
+    here every planned offset moved to 0 (the bmm's two ring stages and their mbarriers)."""
     from tileiras.tileas import shared_plan
 
-    class Shifted(shared_plan.SharedBuffers):
+    class Stacked(shared_plan.SharedBuffers):
         def allocate(self, *args, **kwargs):   # type: ignore[no-untyped-def]
             buffer = super().allocate(*args, **kwargs)
-            self.buffers[-1] = replace(buffer, offset=buffer.offset + 128)
+            self.buffers[-1] = replace(buffer, offset=0)
             return self.buffers[-1]
 
-    monkeypatch.setattr(shared_plan, "SharedBuffers", Shifted)
+    taken = []
+    request = shared_plan.PlanCheck.request
+    monkeypatch.setattr(shared_plan.PlanCheck, "request",
+                        lambda self, op, role, *args: taken.append((role, request(self, op, role, *args))) or taken[-1][1])
     monkeypatch.setenv(STRICT_ENV, "1")
-    with pytest.raises(CompileError, match=r"'cuda_tile.permute' at .* placed its conversion \(conversion\) 8192 B "
-                                           r".* at offset 0; the plan places it at 128"):
-        _lower(_transpose(32, 64))
+    _corpus("bmm_f16_64x64x32", "sm_90")
+    assert taken == [("ring", 0), ("ring", 32768), ("mbarriers", 65536), ("tma-store", 0)], taken
+    monkeypatch.setattr(shared_plan, "SharedBuffers", Stacked)
+    with pytest.raises(CompileError, match=r"error: internal: shared buffer verifier: kernel 'bmm_f16_64x64x32': "
+                                           r"the ring buffer \[0, 32768\) and the ring buffer .* share bytes"):
+        _corpus("bmm_f16_64x64x32", "sm_90")
 
 
 def test_without_the_strict_check_a_mismatch_is_a_note_of_the_dump(monkeypatch) -> None:
-    """Not strict (outside the tests): the lowering still places every buffer itself, so a wrong
-    prediction changes no code; it is listed with the kernel's schedule."""
+    """Not strict (outside the tests): a request the plan mispredicted is listed with the kernel's
+    schedule and placed above every planned buffer, where it overlaps none (the code stays correct)."""
     sized = shared_sizes.conversion
     monkeypatch.setattr(shared_sizes, "SIZERS", (
         ("conversion", lambda entry, a: [replace(r, align=128) for r in sized(entry, a)]),))
     monkeypatch.delenv(STRICT_ENV, raising=False)
     dump = _lower(_transpose(32, 64))
     assert "error: internal: shared-memory plan: kernel 'k' for sm_90: 'cuda_tile.permute'" in dump
+    assert "placed above the plan, not predicted: conversion x1" in dump
 
 
-def test_roles_not_predicted_are_placed_as_the_lowering_asks(monkeypatch) -> None:
+def test_roles_not_predicted_are_placed_above_the_plan(monkeypatch) -> None:
     monkeypatch.setattr(shared_sizes, "SIZERS", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _lower(_transpose(32, 64))
@@ -253,9 +262,9 @@ def test_staged_loads_are_dumped_with_their_lifetimes_and_offsets(monkeypatch) -
 
 def test_where_a_buffer_before_the_loop_is_not_planned_the_depth_stays_the_plans(monkeypatch) -> None:
     """sm_90 attention in e4m3: the restaged mma operand of the first loop (mma-stage, here not sized by
-    the plan) comes before the next loop's stages: the plan's offsets no longer hold, so the check drops
-    the staging roles for the rest of the kernel and says so (no error); the depths are still the plan's
-    (the lowering decides none)."""
+    the plan) comes before the next loop's stages: it goes above every planned buffer, and the dump says
+    so (no error); the depths and every other buffer's offset are still the plan's (the lowering decides
+    none)."""
     from tileiras.lowering import pipelined_loop
     from tileiras.tileas import shared_operands
 
@@ -265,8 +274,7 @@ def test_where_a_buffer_before_the_loop_is_not_planned_the_depth_stays_the_plans
     monkeypatch.setattr(shared_operands, "ROLES", ())
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("cp_fmha_e4m3_d64_causal_128x128", "sm_90")
-    assert "the buffers before the loop at " in dump and \
-        "are not all planned: its staging, invariant, ring, mbarriers, kmajor, reduction, " in dump
+    assert "placed above the plan, not predicted: mma-stage x" in dump and "error: internal" not in dump
     assert read and all(fitted is k.plan_check.plan.fits[op][1] for k, op, fitted in read)
 
 
@@ -300,47 +308,6 @@ def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) ->
     assert "stages beside 4096 B planned before it" in plan and "dropped" not in dump, plan
 
 
-def test_a_loop_entered_beside_other_bytes_than_planned_drops_its_copies(monkeypatch) -> None:
-    """A loop's K-major copies (one of them made in halves or not) are decided beside the bytes taken
-    before it: where the lowering took others, the check drops the staging roles at the loop's entry."""
-    from tileiras.tileas import shared_stages
-
-    predict = shared_stages.predict
-
-    def shifted(*args):   # type: ignore[no-untyped-def]
-        requests, fits, entered, *rest = predict(*args)
-        return requests, fits, {loop: taken + 16 for loop, taken in entered.items()}, *rest
-
-    monkeypatch.setattr(shared_stages, "predict", shifted)
-    monkeypatch.setenv(STRICT_ENV, "1")
-    dump = _corpus("mm_e4m3_64x64x32", "sm_90")
-    assert "are not all planned (0 B taken, 16 B planned): its staging, invariant, ring, mbarriers, kmajor, reduction, " \
-        in dump
-
-
-def test_where_the_plan_predicted_every_request_so_far_the_buffer_takes_the_planned_offset(monkeypatch) -> None:
-    """alloc_buffer places such a buffer at the plan's offset (which the check holds equal to the
-    lowering's first fit while both exist); after a request of an unpredicted role, at the first fit
-    (test_shared_plan_epilogue.py: an epilogue after an unplanned "mma-stage")."""
-    from tileiras.tileas import shared_plan
-
-    taken = []
-    request = shared_plan.PlanCheck.request
-
-    def record(self, op, role, *args):   # type: ignore[no-untyped-def]
-        complete = self.complete and bool(self.offsets)
-        offset = request(self, op, role, *args)
-        taken.append((role, complete and self.complete, offset))
-        return offset
-
-    monkeypatch.setattr(shared_plan.PlanCheck, "request", record)
-    monkeypatch.setenv(STRICT_ENV, "1")
-    _corpus("bmm_f16_64x64x32", "sm_90")
-    assert taken[:3] == [("ring", True, 0), ("ring", True, 32768), ("mbarriers", True, 65536)], taken
-    # the epilogue's TMA store, predicted too: at 0, the buffers released at the store
-    assert taken[3:] == [("tma-store", True, 0)], taken
-
-
 def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_for_it(monkeypatch) -> None:
     """sm_100 attention: the MMA warp of the warp-specialized loop allocates tensor memory, after the
     loop's stages (tcgen05_buffers.first_asker names the op; the pass plans the control block there): the bytes
@@ -358,14 +325,14 @@ def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_f
 
 def test_tensor_memory_planned_at_the_kernels_start_is_an_internal_error(monkeypatch) -> None:
     """A block-scaled mma outside any warp-specialized loop asks for tensor memory itself, after the
-    loads staged before it; planned at the kernel's start instead, the control block takes the
-    bytes the lowering gives the first staged load."""
+    loads staged before it; planned at the kernel's start instead, the mma's request is one the plan
+    does not predict."""
     from tileiras.tileas import tcgen05_buffers
 
     monkeypatch.setattr(tcgen05_buffers, "first_asker", lambda entry, assignment: entry)
     monkeypatch.setenv(STRICT_ENV, "1")
-    with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* placed its staging \(staging\) 1024 B "
-                                           r"align 128, .* at offset 0; the plan places it at 128"):
+    with pytest.raises(CompileError, match=r"'cuda_tile.mmaf_scaled' at .* asks for tmem-control \(tmem\) 128 B "
+                                           r"align 128, .*, which the plan does not predict"):
         _corpus("cp_nvfp4_matmul_128x128x128", "sm_100")
 
 

@@ -94,7 +94,7 @@ def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeyp
     assert operands == ["mma-stage", "fp4-pack", "mma-stage", "fp4-pack"], plan
     restaged = _buffers(plan, "mma-stage")
     assert len(restaged) == 2 and all("mma-stage (restaging) 18432 B align 128, " in line for line in restaged), plan
-    assert "fp4-pack" not in plan[1].split("placed as the lowering asks: ")[1], plan[1]
+    assert "fp4-pack" not in plan[1].split("placed above the plan: ")[1], plan[1]
     assert "error: internal" not in dump
 
 
@@ -337,7 +337,7 @@ def test_tf32_operands_kmajor_copies_are_predicted(monkeypatch, text: str, gpu: 
     copies = [line for line in dump.splitlines() if line.startswith("//     kmajor-copy (buffer) 16384 B align 1024, "
                                                                   "live over its op to the kernel's end")]
     assert len(copies) == 2 and all(line.endswith(asker) for line in copies), dump
-    assert "; placed as the lowering asks: none" in dump and f"for {gpu}: every buffer predicted" in dump
+    assert "; placed above the plan: none" in dump and f"for {gpu}: every buffer predicted" in dump
     assert len(checks) == 1 and checks[0].complete
 
 

@@ -29,7 +29,7 @@ def test_a_layernorms_row_group_and_store_are_predicted(monkeypatch, name: str, 
     the group's issue to each load's read, then three mbarriers; y stored through one buffer alive
     while the store runs. Every request of the kernel is predicted and placed at the plan's offset."""
     dump, plan, complete = _compile(monkeypatch, name)
-    assert "row-load, row-store" in plan and "placed as the lowering asks" in plan
+    assert "row-load, row-store" in plan and "placed above the plan" in plan
     loads = re.findall(rf"//     row-load \(staging\) {nbytes} B align 128, live over ops (\d+)\.\.(\d+), "
                        rf"offset (\d+): ", plan)
     assert len(loads) == 3, plan

@@ -53,11 +53,11 @@ KERNELS = [
 @pytest.mark.parametrize("name,gpu", KERNELS)
 def test_every_request_of_a_kernel_with_tcgen05_or_fp4_mmas_is_predicted(monkeypatch, name: str, gpu: str) -> None:
     """The plan covers every role (complete: the pass chose the staging from every buffer); the
-    lowering runs once and every request it makes is predicted, at its planned offset, nothing voided."""
+    lowering runs once and every request it makes is predicted, at its planned offset."""
     _, dump, checks = _lower(monkeypatch, name, gpu)
-    assert _plan(dump)[0].endswith("; placed as the lowering asks: none"), _plan(dump)[0]
+    assert _plan(dump)[0].endswith("; placed above the plan: none"), _plan(dump)[0]
     assert _plan(dump)[1].endswith(": chosen here"), _plan(dump)[1]
-    assert len(checks) == 1 and checks[0].complete and not checks[0].voided and not checks[0].unplanned \
+    assert len(checks) == 1 and checks[0].complete and not checks[0].unplanned \
         and not checks[0].mismatches
     assert "dropped" not in dump and "not predicted" not in dump
 

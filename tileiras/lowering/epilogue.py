@@ -23,10 +23,10 @@ and f32 128x256: 128 KB) in column chunks through two smaller buffers; a persist
 stored in its loop, through a buffer of its own beside what the loop keeps alive, which every thread
 writes again once thread 0 has waited for the previous tile's boxes to read it.
 
-Which of these a store takes, and the buffer it asks for, is decided once at nv_tileas
-(tileas/epilogue_forms.epilogue, from the tile's type and layout and the buffers placed before it):
-the lowering calls it, and so does the pass `plan-shared-memory` before any LLVM, beside the
-buffers it planned (tileas/shared_epilogue.py).
+Which of these a store takes, and the buffer it asks for, is decided once at nv_tileas, by the pass
+`plan-shared-memory` before any LLVM (tileas/shared_epilogue.py, calling epilogue_forms.epilogue
+with the tile's type and layout and the buffers it planned before the store): the lowering reads
+the decision (`decided`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from ..layout.encodings import MmaLayout
 from ..layout.shared_matrix import SharedMatrix
-from ..tileas import epilogue_forms
+from ..errors import CompileError
 from ..tileas.epilogue_forms import Epilogue
 from .kernel import KernelLowering, storage_type
 from ..layout.index_math import coords, has_coords
@@ -47,11 +47,14 @@ from .values import TileRegs
 
 
 def decided(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Epilogue]:
-    """`epilogue`, as the lowering decides it beside the buffers it placed (`PlanCheck.decide`: where
-    those are not the plan's and it decided otherwise, the plan's decision no longer holds)."""
-    staged = epilogue_forms.epilogue(k, op, tile.type, tile.layout)
-    k.plan_check.decide(op, k.buffers.total, staged.request(op, k.op_lifetime()) if staged is not None else None)
-    return staged
+    """How store `op` of `tile` goes through shared memory (None: it does not), as plan-shared-memory
+    decided it (`SharedPlan.epilogues`: shared_epilogue.requests). A plan without it is an internal error:
+    the lowering does not decide."""
+    plan = k.plan_check.plan
+    if plan is None or op not in plan.epilogues:
+        raise CompileError(f"error: internal: the kernel's plan decides no epilogue for the store at {op.location} "
+                           f"(plan-shared-memory's epilogues)")
+    return plan.epilogues[op]
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:

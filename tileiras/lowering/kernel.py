@@ -54,7 +54,7 @@ class KernelLowering:
         self.liveness: Optional[Liveness] = None   # op positions, computed at the first buffer
         self.current_op: Optional[Operation] = None   # the op being lowered (lower_block)
         self._op_scratch: dict[int, Any] = {}   # op -> its scratch buffer (one per op, reused within it)
-        # the verifier of the shared-memory plan (tileas/shared_plan.py) against what this lowering asks for
+        # where each buffer this lowering asks for goes: the shared-memory plan's offset (tileas/shared_plan.py)
         self.plan_check = PlanCheck(shared_plan_of(assignment) if assignment is not None else None,
                                     f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
         self.static_smem_bytes = 0          # allocas
@@ -191,16 +191,14 @@ class KernelLowering:
 
     def alloc_buffer(self, nbytes: int, align: int = 128, kind: str = "buffer",
                      lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0, role: str = "") -> int:
-        """A new shared-memory buffer of `nbytes`; its offset in the buffers region. `lifetime`
-        (op positions, `lifetimes()`): where it may share bytes with buffers alive at other
-        times; None: alive from here to the kernel's end, sharing nothing (tileas/buffers.py).
-        `role`: what the current op asks it for, the key of the plan's prediction (`plan_check`), whose
-        offset it takes where the plan predicted every request so far."""
+        """A new shared-memory buffer of `nbytes`; its offset in the buffers region, the plan's
+        (`plan_check`: `role`, what the current op asks it for, keys the plan's prediction). `lifetime`
+        (op positions, `lifetimes()`): where it may share bytes with buffers alive at other times; None:
+        alive from here to the kernel's end, sharing nothing (tileas/buffers.py)."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
-        # the plan's offset where it predicted this request and every one before it, else the first fit
         offset = self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle,
-                                         self.buffers.placement(nbytes, align, lifetime))
+                                         self.buffers.total)
         buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
                                        swizzle, what, offset)
         self.buffer_bytes = self.buffers.total

@@ -106,7 +106,6 @@ def _for(k: KernelLowering, op: Operation) -> None:
     if op in k.hoisted:     # set up before the persistent loop (None: not pipelined after all)
         pipeline = k.hoisted[op]
     else:
-        k.plan_check.enter_loop(op, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
         if _tcgen05(k):
             from .ops_tcgen05 import before_loop
 

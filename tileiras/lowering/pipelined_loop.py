@@ -245,16 +245,12 @@ def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
 
 def planned_fit(k: KernelLowering, op: Operation) -> "BufferAssignment":
     """The depth plan-shared-memory gave loop `op` (`SharedPlan.fits`: stage_rings.fit_beside, beside the
-    buffers it placed before the loop). Where the lowering placed others first (a role the plan does not
-    size), the plan's offsets no longer hold: its staging roles are dropped for the rest of the kernel
-    (tileas/shared_stages.py), the depth stays the plan's. A plan without it is an internal error."""
+    buffers it placed before the loop). A plan without it is an internal error."""
     plan = k.plan_check.plan
     held = plan.fits.get(op) if plan is not None else None
     if held is None:
         raise CompileError(f"error: internal: the kernel's plan decides no depth for the pipelined loop at "
                            f"{op.location} (plan-shared-memory's fits)")
-    if not k.plan_check.complete:
-        k.plan_check.void(f"the buffers before the loop at {op.location} are not all planned")
     return held[1]
 
 
@@ -419,7 +415,6 @@ def begin_persistent(k: KernelLowering, outer: Operation) -> Optional[ActivePipe
     loop = k.warp_split.loop
     outer_op, k.current_op = k.current_op, loop    # its buffers are the loop's (the plan's requests)
     try:
-        k.plan_check.enter_loop(loop, k.buffer_bytes + k.static_smem_bytes + k.smem_reserve)
         if getattr(k.assignment, "tcgen05_layouts", None):
             from .ops_tcgen05 import before_loop
 

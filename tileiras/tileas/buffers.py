@@ -5,8 +5,7 @@ a pipeline's ring of stages, its mbarriers, the scratch of a layout conversion o
 an epilogue's restaging. Each buffer states what it holds (`kind`), its size, alignment and
 swizzle span, and its *lifetime*: the interval of op positions (program order of the kernel,
 `Liveness`) during which its bytes must not change under it. `SharedBuffers` places each buffer
-as it is asked for (the lowering asks in program order) at the lowest offset that overlaps no
-buffer alive at the same time (first fit), so a scratch or a staged tile whose lifetime has
+in program order at the lowest offset that overlaps no buffer alive at the same time (first fit), so a scratch or a staged tile whose lifetime has
 ended gives its bytes to the next one: one mechanism for every reuse (the epilogue's included).
 
 Lifetimes (the lowering states them; `Liveness` computes them from the IR):
@@ -25,8 +24,8 @@ Lifetimes (the lowering states them; `Liveness` computes them from the IR):
 
 `verify` checks the plan: no two buffers alive at once share a byte, every offset is aligned,
 and the total fits the target's opt-in maximum. `describe` prints it (--print-ir-after-all).
-The nv_tileas pass `plan-shared-memory` (shared_plan.py) places the requests it predicts with the
-same first fit before any LLVM is emitted, and checks the lowering's against them.
+The nv_tileas pass `plan-shared-memory` (shared_plan.py) places the buffers before any LLVM is
+emitted; the lowering records each at the plan's offset, and `verify` checks what it recorded.
 """
 
 from __future__ import annotations

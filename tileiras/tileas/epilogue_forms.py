@@ -1,5 +1,5 @@
-"""How the store of an mma accumulator goes through shared memory, decided once for the lowering
-(lowering/epilogue.py) and for the pass `plan-shared-memory` (shared_epilogue.py), from the tile's
+"""How the store of an mma accumulator goes through shared memory, decided once, by the pass
+`plan-shared-memory` (shared_epilogue.py) for the lowering (lowering/epilogue.py), from the tile's
 type and layout and the buffers placed before the store (`epilogue`):
 
 * on a target with TMA (sm_90's wgmma fragments, sm_120's mma.sync ones, sm_100's where tensor
@@ -70,7 +70,7 @@ def epilogue(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layout) 
     memory: a weak view store by TMA on a target with TMA (`_tma_staging`) where it can, else restaged in 16-byte
     runs where the stores are then wider (`restage`); a store through pointers restaged where the
     pointers are in the layout it would be read back in; None: from the fragments as they are.
-    `k`: the lowering, or the facts the plan has before any LLVM (shared_epilogue.py): it reads
+    `k`: the facts plan-shared-memory has before any LLVM (shared_epilogue.EpilogueFacts): it reads
     `k.buffers`, the buffers placed before the store."""
     if op.name == "cuda_tile.store_ptr_tko":
         target = k.layout_of(op.operand("destination"))  # type: ignore[arg-type]

@@ -1,16 +1,15 @@
 """The epilogue buffers of `plan-shared-memory`: how a store of an mma accumulator goes through shared memory.
 
 A store of mma fragments (a view store, weak, or a store through pointers) goes through shared
-memory as `epilogue_forms.epilogue` decides, for the lowering and for this plan: by TMA where
+memory as `epilogue_forms.epilogue` decides, here, for the lowering (`SharedPlan.epilogues`): by TMA where
 the target has it ("tma-store": one swizzled buffer, or two in turn for column chunks), or restaged in
 16-byte runs ("restage": the whole tile, or a chunk of rows at a time); or not at all (a store
 through pointers in another layout than the fragments' then converts them through scratch,
 "store-conversion"). The
 decision reads the buffers placed before the store (whether the tile fits in the freed buffers,
 or, in a persistent kernel's loop, beside what the loop keeps alive): the plan decides beside its
-own placement of the requests before the store (`place`) and notes those bytes
-(`SharedPlan.entered`); where the lowering placed other buffers first (a role the plan does not
-size), `PlanCheck.decide` drops the staging roles from the store on. A store after the kernel's
+own placement of the requests before the store (`place`), the lowering beside the same buffers at
+the same offsets (the plan's). A store after the kernel's
 last tensor-core op releases every buffer first (`Request.releases`: their lifetimes end there),
 as the lowering does.
 
@@ -40,7 +39,7 @@ STORES = (VIEW_STORE, PTR_STORE)
 
 
 class EpilogueFacts:
-    """What `epilogue_forms.epilogue` reads of a KernelLowering: the staging facts (the views' facts, the
+    """What `epilogue_forms.epilogue` reads: the staging facts (the views' facts, the
     layouts, the warp split) and `buffers`, the requests placed before the store."""
 
     def __init__(self, facts: "StagingFacts", buffers: SharedBuffers) -> None:
@@ -54,24 +53,25 @@ class EpilogueFacts:
         return lifetimes(self.facts.entry)
 
 
-def requests(facts: "StagingFacts", op: Operation, asked: list[Request], entered: dict) -> list[Request]:
+def requests(facts: "StagingFacts", op: Operation, asked: list[Request], decisions: dict) -> list[Request]:
     """The buffer the epilogue of store `op` asks for (none where it stores the fragments as they
-    are), decided beside those of the requests `asked` that come before it, placed; those bytes
-    noted in `entered` (where the store is of mma fragments)."""
+    are), decided beside those of the requests `asked` that come before it, placed; the decision
+    (`epilogue_forms.Epilogue`, None: none) recorded in `decisions`, which the lowering reads
+    (`SharedPlan.epilogues`)."""
     from ..layout.encodings import MmaLayout
 
     value = _stored(op)
     layout = facts.layout_of(value)
     # a store through pointers in another layout than its values' converts them where it does not restage
     converts = op.name == PTR_STORE and layout != facts.layout_of(op.operand("destination"))  # type: ignore[arg-type]
+    decisions[op] = None
     if not (converts or isinstance(layout, MmaLayout)):
         return []
     from . import epilogue_forms
 
     live = lifetimes(facts.entry)
     placed = place([r for r in asked if live.position(r.op) < live.position(op)], facts.entry)
-    entered[op] = placed.total
-    decided = epilogue_forms.epilogue(EpilogueFacts(facts, placed), op, value.type, layout)  # type: ignore[arg-type]
+    decided = decisions[op] = epilogue_forms.epilogue(EpilogueFacts(facts, placed), op, value.type, layout)  # type: ignore[arg-type]
     if decided is not None:
         return [decided.request(op, live.op_range(op))]
     if converts:     # KernelLowering.convert's scratch: every element at its row-major index

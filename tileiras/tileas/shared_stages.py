@@ -27,8 +27,7 @@ unplanned role's, the sizes may differ and the check says so). "kmajor": the K-m
 a loop asks for before its stages (sm_90's wgmma operands copied K-major, `kmajor_copies.loop_copies`,
 decided here and recorded for the lowering, `SharedPlan.kmajor`, in every kernel: a copy of B may be
 made in halves where whole copies leave no room for two stages, so they are decided beside the bytes
-taken before the loop, `SharedPlan.entered`; where the lowering enters the loop beside other bytes,
-`PlanCheck.enter_loop` drops these roles). The
+the plan placed before the loop). The
 K-major copies an op makes for itself ("kmajor-copy": outside loops, register tiles, tcgen05's
 tf32 restaging, which its outermost loop asks for before its stages) are predicted by
 shared_operands.py.
@@ -40,10 +39,8 @@ control flow, and infer-facts gives every tensor view its facts.
 
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (settled_split.settled: an attention whose loads TMA cannot all copy has no MMA warp,
-hence no handshake). A loop's depth is the plan's in every kernel (the lowering fits none); where
-the lowering asked for a role the plan does not size first (in a kernel whose plan does not cover
-every role), the plan's offsets no longer hold and the check drops these roles for the rest of the
-kernel (`PlanCheck.void`); so does an epilogue decided otherwise beside such a buffer (`PlanCheck.decide`).
+hence no handshake). A loop's depth is the plan's in every kernel (the lowering fits none), and so
+is every buffer's offset (shared_plan.PlanCheck).
 """
 
 from __future__ import annotations
@@ -109,13 +106,13 @@ def staging_facts(entry: Operation, assignment: "LayoutAssignment", split: Any, 
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> tuple[list[Request], dict, dict, bool, dict, dict]:
+            assumes: Assumptions) -> tuple[list[Request], dict, bool, dict, dict, dict]:
     """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
-    fit), op deciding beside the shared memory taken before it -> those bytes, whether every CTA pair
-    layout's mma runs as the pair: shared_tcgen05.pairs_run, loop with a pipeline plan -> its
-    stage_rings.StageRing or None: as the walk meets it, the K-major copies given so far deciding its
-    `retiring`, every loop -> the K-major copies it gives its wgmmas: `_loop_copies`). `others`: the
-    requests of the other roles."""
+    fit), whether every CTA pair layout's mma runs as the pair: shared_tcgen05.pairs_run, loop with a
+    pipeline plan -> its stage_rings.StageRing or None: as the walk meets it, the K-major copies given
+    so far deciding its `retiring`, every loop -> the K-major copies it gives its wgmmas:
+    `_loop_copies`, store -> its epilogue: shared_epilogue.requests). `others`: the requests of the
+    other roles."""
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from . import shared_tcgen05 as tcgen05
@@ -131,7 +128,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     fits: dict = {}
     rings: dict = {}
     kmajor: dict = {}      # loop -> the K-major copies it gives its wgmmas (kmajor_copies.LoopCopy)
-    entered: dict = {}     # loop with K-major copies -> the shared memory taken before them
+    epilogues: dict = {}   # store -> how it goes through shared memory (shared_epilogue.requests)
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
@@ -152,8 +149,6 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             taken = place(before, entry).total + allocas + assumes.reserve
             given = kmajor[op] = _loop_copies(facts, op, taken)
             copies = [_kmajor_request(op, copy) for copy in given] + tf32_copies(facts, op, live)
-            if copies:        # decided beside `taken` bytes: they hold where the lowering took as many
-                entered[op] = taken
             out += copies
             if pipeline is None:
                 continue
@@ -184,8 +179,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
             out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
             chunked = tcgen05.chunked_store(facts, op, ring)
-            if chunked is not None:     # stored by the MMA warp's epilogue, chunk by chunk
+            if chunked is not None:     # stored by the MMA warp's epilogue, chunk by chunk: no epilogue of its own
                 lowered_ahead.add(id(chunked))
+                epilogues[chunked] = None
         elif op.name in tcgen05.ASKERS and op.name not in STORES:     # a tcgen05 mma's buffers
             out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
@@ -210,12 +206,12 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         elif op.name in STORES and id(op) not in lowered_ahead:
             # attention's O stored by TMA from its fragments (tcgen05), else an mma accumulator's epilogue
             stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
-            out += stored or epilogue(facts, op, others + out, entered)
+            out += stored or epilogue(facts, op, others + out, epilogues)
         if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits) if r.role in roles]
-    return out, fits, entered, tcgen05.pairs_run(facts), rings, kmajor
+    return out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:

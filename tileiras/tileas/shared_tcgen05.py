@@ -16,7 +16,7 @@ the lowering's own function, given the kernel as the nv_tileas level knows it (`
   (ops_blockscale.Tcgen05Scales);
 * "fp4-pack": the packed operands of a 4-bit mma (mma_sync_staging.packed_matrix), tcgen05's or sm_120's
   mma.sync's, asked with the operands' staging, so predicted with them (shared_operands.py) and
-  covered, and voided, with the roles here;
+  covered with the roles here;
 * and the specialized attention's handshake "mbarriers" (tcgen05_buffers.HANDSHAKE), asked
   with the stages' mbarriers.
 
