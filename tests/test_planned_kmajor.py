@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tileiras.errors import CompileError
+from tileiras.ir.record import replace
 from tileiras.tileas import kmajor_copies, shared_stages
 
 from shared_plan_support import corpus_bytecode, lower, plan_section, watch_lowering
@@ -54,8 +55,7 @@ def test_the_lowering_refuses_a_plan_without_the_loops_copies(monkeypatch: pytes
     predict = shared_stages.predict
 
     def without(*args: Any) -> Any:
-        staged = predict(*args)
-        return (*staged[:5], {})
+        return replace(predict(*args), kmajor={})
 
     monkeypatch.setattr(shared_stages, "predict", without)
     with pytest.raises(CompileError, match="error: internal: the kernel's plan decides no K-major copies for the "

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tileiras.errors import CompileError
+from tileiras.ir.record import replace
 from tileiras.lowering import pipelined_loop
 from tileiras.tileas import shared_stages
 
@@ -60,8 +61,7 @@ def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch: pytest.Monkey
     predict = shared_stages.predict
 
     def without(*args: Any) -> Any:
-        staged = predict(*args)
-        return (*staged[:4], {}, *staged[5:])
+        return replace(predict(*args), rings={})
 
     monkeypatch.setattr(shared_stages, "predict", without)
     with pytest.raises(CompileError, match="error: internal: the kernel's plan has no stage ring for the loop at "

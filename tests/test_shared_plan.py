@@ -216,8 +216,9 @@ def _mispredict(monkeypatch, role: str, size) -> None:   # type: ignore[no-untyp
     predict = shared_stages.predict
 
     def wrong(*args):   # type: ignore[no-untyped-def]
-        requests, *rest = predict(*args)
-        return [replace(r, nbytes=size(r.nbytes)) if r.role == role else r for r in requests], *rest
+        found = predict(*args)
+        return replace(found, requests=[replace(r, nbytes=size(r.nbytes)) if r.role == role else r
+                                        for r in found.requests])
 
     monkeypatch.setattr(shared_stages, "predict", wrong)
     monkeypatch.setenv(STRICT_ENV, "1")
@@ -244,8 +245,8 @@ def test_a_staged_load_the_plan_did_not_predict_is_an_internal_error(monkeypatch
     from tileiras.tileas import shared_stages
 
     predict = shared_stages.predict
-    monkeypatch.setattr(shared_stages, "predict", lambda *args: ([r for r in predict(*args)[0] if r.role != "staging"],
-                                                                 *predict(*args)[1:]))
+    monkeypatch.setattr(shared_stages, "predict", lambda *args: replace(
+        found := predict(*args), requests=[r for r in found.requests if r.role != "staging"]))
     monkeypatch.setenv(STRICT_ENV, "1")
     with pytest.raises(CompileError, match=r"'cuda_tile.load_view_tko' at .* asks for staging \(staging\) \d+ B "
                                            r"align 128, live over ops .*, which the plan does not predict"):

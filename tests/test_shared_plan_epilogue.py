@@ -112,8 +112,9 @@ def test_a_wrong_epilogue_prediction_is_an_internal_error(monkeypatch, gpu: str,
     predict = shared_stages.predict
 
     def wrong(*args):   # type: ignore[no-untyped-def]
-        requests, *rest = predict(*args)
-        return [replace(r, nbytes=r.nbytes + 16) if r.role == role else r for r in requests], *rest
+        found = predict(*args)
+        return replace(found, requests=[replace(r, nbytes=r.nbytes + 16) if r.role == role else r
+                                        for r in found.requests])
 
     monkeypatch.setattr(shared_stages, "predict", wrong)
     monkeypatch.setenv(STRICT_ENV, "1")
@@ -121,13 +122,13 @@ def test_a_wrong_epilogue_prediction_is_an_internal_error(monkeypatch, gpu: str,
         _corpus("mm_f16_128x128x64", gpu)
 
 
-def test_an_epilogue_the_plan_did_not_predict_is_an_internal_error(monkeypatch) -> None:
+def test_an_epilogue_the_plan_did_not_decide_is_an_internal_error(monkeypatch) -> None:
+    """The lowering reads each store's epilogue from the plan (lowering/epilogue.decided); it decides none."""
     from tileiras.tileas import shared_stages
 
-    monkeypatch.setattr(shared_stages, "epilogue", lambda facts, op, asked: [])
-    monkeypatch.setenv(STRICT_ENV, "1")
-    with pytest.raises(CompileError, match=r"'cuda_tile.store_view_tko' at .* asks for restage \(epilogue\) 34816 B "
-                                           r".*, which the plan does not predict"):
+    monkeypatch.setattr(shared_stages, "epilogue", lambda facts, op, asked, decisions: [])
+    with pytest.raises(CompileError, match=r"error: internal: the kernel's plan decides no epilogue for the store at "
+                                           r".*plan-shared-memory's epilogues"):
         _corpus("mm_f16_128x128x64", "sm_80")
 
 
@@ -155,23 +156,19 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_keeps_its_planned_of
     assert complete and not any(complete)
 
 
-def test_where_the_lowering_decides_otherwise_beside_unplanned_bytes_its_buffer_goes_above_the_plan(
-        monkeypatch) -> None:
-    """MoE on sm_90: the plan restages half the rows at a time beside the 32800 bytes it placed; the
-    lowering, beside the unplanned buffer above them (the mma's restaged operand, here not sized by the
-    plan), the whole tile: a request the plan mispredicted, an internal error where the check is strict;
-    else said in the dump and placed above the plan too, where it overlaps nothing (the verifier passes).
-    (Planned, shared_operands.py, the plan decides beside the same bytes: the whole tile, nothing
-    mispredicted: tests/test_shared_plan_operands.py.)"""
+def test_beside_a_buffer_the_plan_does_not_size_the_epilogue_is_still_the_plans(monkeypatch) -> None:
+    """MoE on sm_90: the plan restages half the rows at a time beside the 32800 bytes it placed. With the
+    mma's restaged operand not sized by the plan (placed above it by the lowering), the store's epilogue
+    is still the plan's, at the plan's offset: the lowering decides none (before, it decided the whole tile
+    beside its own placement, and the plan's decisions were dropped from the store on). (Planned,
+    shared_operands.py, the plan decides beside that buffer too: the whole tile,
+    tests/test_shared_plan_operands.py.)"""
     from tileiras.tileas import shared_operands
 
     monkeypatch.setattr(shared_operands, "ROLES", ())
-    with pytest.raises(CompileError, match=r"asks for restage \(epilogue\) 34816 B .* the plan predicts restage "
-                                           r"\(epilogue\) 17408 B"):
-        _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
-    monkeypatch.delenv(STRICT_ENV)
-    dump = _corpus("cp_moe_bf16_down_128x128x64", "sm_90")
-    assert "placed above the plan, not predicted: mma-stage x1, restage x1" in dump, dump[-3000:]
+    dump, plan, _ = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
+    assert "//     restage (epilogue) 17408 B align 128, " in plan, plan
+    assert "placed above the plan, not predicted: mma-stage x1" in dump and "error: internal" not in dump
 
 def test_attentions_o_on_sm_100_is_stored_by_tma_or_restaged_as_predicted(monkeypatch) -> None:
     """sm_100's warp-specialized attention stores O by TMA from its fragments where the bytes are

@@ -70,8 +70,8 @@ def _mispredict(monkeypatch, change) -> None:   # type: ignore[no-untyped-def]
     predict = shared_stages.predict
 
     def wrong(*args):   # type: ignore[no-untyped-def]
-        requests, *rest = predict(*args)
-        return [change(r) for r in requests if change(r) is not None], *rest
+        found = predict(*args)
+        return replace(found, requests=[change(r) for r in found.requests if change(r) is not None])
     monkeypatch.setattr(shared_stages, "predict", wrong)
 
 

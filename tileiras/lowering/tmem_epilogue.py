@@ -29,9 +29,8 @@ from .llvm_text import llvm_type
 from .epilogue import write_fragments
 from ..tileas.epilogue_forms import fragment_stores
 from ..layout.shared_matrix import SharedMatrix
-from ..tileas import tcgen05_buffers
 from ..tileas.tcgen05_buffers import STAGE_ALIGN
-from ..tileas.tcgen05_roles import chunked, fragments_staged
+from ..tileas.tcgen05_roles import chunked
 from ..tileas.tma_boxes import TmaCopy, describe
 from .tma_copy import hidden_param
 from .token_waits import emit_wait
@@ -124,7 +123,7 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     k.schedule_notes.append(f"//   epilogue: the accumulator read from tensor memory in {total // blocks} column "
                             f"chunks (16x256b.x{blocks}), each {'converted and ' if chain else ''}stored before "
                             f"the next")
-    staged = _tma_stage(k, store, layout)
+    staged = _tma_stage(k, store)
     if staged is not None:
         k.schedule_notes.append(f"//   epilogue: the chunks written swizzled into the freed stages, then stored by "
                                 f"one thread with TMA: {describe(staged[0])}")
@@ -176,15 +175,15 @@ def lower(k: KernelLowering, loop: Operation, mma: Operation) -> bool:
     return True
 
 
-def _tma_stage(k: KernelLowering, store: Operation, layout: MmaLayout) -> Optional[tuple[TmaCopy, SharedMatrix]]:
-    """`tma_stage`'s copy and buffer (placed, its tensor map a hidden parameter), beside the
-    buffers placed so far; None where not."""
-
-    lifetime = k.lifetimes().op_range(store)
-    found = tcgen05_buffers.tma_stage(k, store, layout, lambda nbytes, align: k.buffers.first_fit(nbytes, align, *lifetime),
-                      k.caps.smem_per_block - k.static_smem_bytes - k.smem_reserve)
+def _tma_stage(k: KernelLowering, store: Operation) -> Optional[tuple[TmaCopy, SharedMatrix]]:
+    """The TMA copy and buffer plan-shared-memory gave `store` (`SharedPlan.tma_stages`:
+    tcgen05_buffers.tma_stage beside the buffers planned before it), the buffer placed and the tensor
+    map a hidden parameter; None where it gave none."""
+    plan = k.plan_check.plan
+    found = plan.tma_stages.get(store) if plan is not None else None
     if found is None:
         return None
+    lifetime = k.lifetimes().op_range(store)
     t, matrix = found
     t = replace(t, slot=hidden_param(k, t.spec))
     return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, STAGE_ALIGN, "epilogue", lifetime,
@@ -212,10 +211,9 @@ def store_fragments(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     attention is warp-specialized (tileas/tcgen05_roles.attention_mmas), whose consumers have
     the registers: the unspecialized M = 256 ones spill for the buffer's addresses (24 bytes in the
     f16 d128 causal 256x128). False (nothing emitted) elsewhere: other kernels, a store inside a
-    loop, a layout or view TMA cannot take."""
-    if not fragments_staged(k, op, tile.layout, getattr(k, "warp_split", None)):
-        return False
-    found = _tma_stage(k, op, tile.layout)  # type: ignore[arg-type]
+    loop, a layout or view TMA cannot take. Which stores are, and their buffers, plan-shared-memory
+    decided (shared_tcgen05.at_op)."""
+    found = _tma_stage(k, op)
     if found is None:
         return False
     t, matrix = found

@@ -120,6 +120,8 @@ class SharedPlan:
     epilogues: dict               # store of mma fragments -> how it goes through shared memory
                                   # (epilogue_forms.Epilogue; None: it does not), read by the lowering
                                   # (lowering/epilogue.decided)
+    tma_stages: dict              # store of tensor memory's fragments -> its TMA copy and buffer (None: none;
+                                  # shared_tcgen05._tma_stage), read by the lowering (lowering/tmem_epilogue.py)
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
 
@@ -216,10 +218,10 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     for _role, size in SIZERS:
         asked += size(entry, assignment)
     covered = {role for role, _ in SIZERS}
-    staged, fits, pairs_run, rings, kmajor, epilogues = predict(entry, assignment, asked, assumes)
-    asked += staged
+    found = predict(entry, assignment, asked, assumes)
+    asked += found.requests
     covered |= set(STAGING) - (set() if reductions_predicted(entry, assignment) else {"reduction"})
-    if pairs_run:
+    if found.pairs_run:
         covered.add("pair-conversion")    # none: every pair layout's mma runs as the pair
     covered |= set(shared_operands.ROLES)
     # program order, as the lowering asks
@@ -231,8 +233,8 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         seen[request.key(0)[:2]] = seq + 1
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
-    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, fits, rings, kmajor, epilogues, allocas,
-                      caps(assignment.sm).smem_per_block)
+    return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, found.fits, found.rings, found.kmajor,
+                      found.epilogues, found.tma_stages, allocas, caps(assignment.sm).smem_per_block)
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:

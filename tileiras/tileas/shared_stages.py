@@ -105,14 +105,23 @@ def staging_facts(entry: Operation, assignment: "LayoutAssignment", split: Any, 
                         padded, {}, {}, {}, set())
 
 
+@record(frozen=False)
+class Predicted:
+    """What `predict` sizes and decides."""
+    requests: list          # of `ROLES`
+    fits: dict              # pipelined loop -> (the shared memory taken before its stages, its fit)
+    pairs_run: bool         # every CTA pair layout's mma runs as the pair (shared_tcgen05.pairs_run)
+    rings: dict             # loop with a pipeline plan -> its stage_rings.StageRing or None, as the walk
+                            # meets it (the K-major copies given so far deciding its `retiring`)
+    kmajor: dict            # every loop -> the K-major copies it gives its wgmmas (`_loop_copies`)
+    epilogues: dict         # store -> its epilogue (shared_epilogue.requests)
+    tma_stages: dict        # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
+
+
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
-            assumes: Assumptions) -> tuple[list[Request], dict, bool, dict, dict, dict]:
-    """(the requests of `ROLES`, pipelined loop -> (the shared memory taken before its stages, its
-    fit), whether every CTA pair layout's mma runs as the pair: shared_tcgen05.pairs_run, loop with a
-    pipeline plan -> its stage_rings.StageRing or None: as the walk meets it, the K-major copies given
-    so far deciding its `retiring`, every loop -> the K-major copies it gives its wgmmas:
-    `_loop_copies`, store -> its epilogue: shared_epilogue.requests). `others`: the requests of the
-    other roles."""
+            assumes: Assumptions) -> "Predicted":
+    """The requests of `ROLES` and what the plan decided with them. `others`: the requests of the other
+    roles."""
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from . import shared_tcgen05 as tcgen05
@@ -129,6 +138,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     rings: dict = {}
     kmajor: dict = {}      # loop -> the K-major copies it gives its wgmmas (kmajor_copies.LoopCopy)
     epilogues: dict = {}   # store -> how it goes through shared memory (shared_epilogue.requests)
+    tma_stages: dict = {}  # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
@@ -177,13 +187,14 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                                    MBARRIER_BYTES,
                                    lifetime=spans if frees_barriers(split, op, entry, assumes.free_barriers) else None))
             # a warp-specialized loop's attention handshake, MMA warp's and epilogue's buffers
-            out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve)
+            out += tcgen05.at_loop(facts, op, ring, fitted, others + out, live, allocas + assumes.reserve,
+                                  tma_stages)
             chunked = tcgen05.chunked_store(facts, op, ring)
             if chunked is not None:     # stored by the MMA warp's epilogue, chunk by chunk: no epilogue of its own
                 lowered_ahead.add(id(chunked))
                 epilogues[chunked] = None
         elif op.name in tcgen05.ASKERS and op.name not in STORES:     # a tcgen05 mma's buffers
-            out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
+            out += tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve, tma_stages)
         elif op.name == LOAD and id(op) not in ringed and _staged(op, assignment):
             view = view_of(op.operand("view"))  # type: ignore[arg-type]
             assert view is not None, "a view is made in the kernel (the verifier: no view crosses control flow)"
@@ -205,13 +216,13 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                     out.append(Request(op, "mbarriers", "buffer", MBARRIER_BYTES, MBARRIER_BYTES))
         elif op.name in STORES and id(op) not in lowered_ahead:
             # attention's O stored by TMA from its fragments (tcgen05), else an mma accumulator's epilogue
-            stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve)
+            stored = tcgen05.at_op(facts, op, fits, others + out, live, allocas + assumes.reserve, tma_stages)
             out += stored or epilogue(facts, op, others + out, epilogues)
         if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits) if r.role in roles]
-    return out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues
+    return Predicted(out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues, tma_stages)
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:

@@ -56,13 +56,13 @@ ASKERS = ("cuda_tile.mmaf", "cuda_tile.mmai", "cuda_tile.mmaf_scaled", _STORE)  
 
 
 def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAssignment", asked: list[Request],
-            live: "Liveness", taken: int) -> list[Request]:
+            live: "Liveness", taken: int, stages: dict) -> list[Request]:
     """What the pipelined `loop` (`ring`, `fitted.stages` deep) asks for after its stages and their
     mbarriers where it is warp-specialized with an MMA warp (as the split is `settled`): the
     attention's handshake mbarriers (tcgen05_buffers.HANDSHAKE, with the stages'), its MMA
     warp's buffers, then its epilogue's. `asked`: the requests planned so far (those placed before
     these: the ops' before the loop and the loop's own); `taken`: the bytes besides the buffers
-    (allocas, the room reserved)."""
+    (allocas, the room reserved); `stages`: store -> its TMA copy and buffer (`_tma_stage`), filled."""
     unsettled = facts.warp_split      # settling keeps its loop and may only drop its mmas
     if unsettled is None or unsettled.loop is not loop or not unsettled.mmas:
         return []
@@ -92,9 +92,9 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     layout = facts.assignment.tcgen05_layouts[split.mmas[0]]
     at = live.position(loop)
     before = [r for r in asked if live.position(r.op) <= at] + out     # (the loop's body: the other roles')
-    staged = _tma_stage(facts, store, layout, before, live, taken)
+    staged = _tma_stage(facts, store, layout, before, live, taken, stages)
     if staged is not None:
-        out.append(Request(loop, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0,
+        out.append(Request(loop, "tmem-epilogue", "epilogue", staged[1].nbytes, STAGE_ALIGN, 0,
                            live.op_range(store), late=EPILOGUE))
     return out
 
@@ -125,11 +125,11 @@ def issued_by_mma_warp(facts: "StagingFacts", op: Operation, fits: dict) -> bool
 
 
 def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request], live: "Liveness",
-          taken: int) -> list[Request]:
+          taken: int, stages: dict) -> list[Request]:
     """What `op` of `ASKERS` asks for: a tcgen05 mma the threads issue, its restaged scales (its
     operands' buffers: shared_operands.py); attention's O stored by TMA, its buffer (`fits`: the
     depths planned so far, pipelined loop -> (bytes before it, its BufferAssignment); `asked`,
-    `taken`: as `at_loop`)."""
+    `taken`, `stages`: as `at_loop`)."""
     out: list[Request] = []
     layouts = getattr(facts.assignment, "tcgen05_layouts", None) or {}
     if op not in layouts and not facts.caps.has("tcgen05"):
@@ -153,9 +153,9 @@ def at_op(facts: "StagingFacts", op: Operation, fits: dict, asked: list[Request]
     if not fragments_staged(facts, op, layout, settled(facts)):  # type: ignore[arg-type]
         return out
     at = live.position(op)
-    staged = _tma_stage(facts, op, layout, [r for r in asked if live.position(r.op) < at], live, taken)
+    staged = _tma_stage(facts, op, layout, [r for r in asked if live.position(r.op) < at], live, taken, stages)
     if staged is not None:
-        out.append(Request(op, "tmem-epilogue", "epilogue", staged.nbytes, STAGE_ALIGN, 0, live.op_range(op)))
+        out.append(Request(op, "tmem-epilogue", "epilogue", staged[1].nbytes, STAGE_ALIGN, 0, live.op_range(op)))
     return out
 
 
@@ -182,13 +182,15 @@ def pairs_run(facts: "StagingFacts") -> bool:
 
 
 def _tma_stage(facts: "StagingFacts", store: Operation, layout: Any, before: list[Request],
-               live: "Liveness", taken: int) -> Optional[Any]:
-    """tcgen05_buffers.tma_stage's (unplaced) buffer for `store`, beside the requests `before` placed
-    and `taken` other bytes."""
+               live: "Liveness", taken: int, stages: dict) -> Optional[Any]:
+    """tcgen05_buffers.tma_stage's copy and (unplaced) buffer for `store`, beside the requests `before`
+    placed and `taken` other bytes; recorded in `stages` (`SharedPlan.tma_stages`, which the lowering
+    reads: lowering/tmem_epilogue.py)."""
     from .tcgen05_buffers import tma_stage
 
     placed = place(before, facts.entry)
     lifetime = live.op_range(store)
     found = tma_stage(facts, store, layout, lambda nbytes, align: placed.first_fit(nbytes, align, *lifetime),  # type: ignore
                       caps(facts.sm).smem_per_block - taken)
-    return found[1] if found is not None else None
+    stages[store] = found
+    return found

@@ -56,9 +56,8 @@ def tma_stage(k: "KernelFacts", store: Operation, layout: MmaLayout, first_fit: 
     the chunks are written into, placed after the loop in bytes its stages no longer need (every
     copy into them landed before the MMAs that read it, which were done before the accumulator was
     ready); None where not, or where the buffer does not fit below `limit` at `first_fit(nbytes,
-    align)` (the lowest offset free over the store, beside the buffers placed before it). Decides
-    for the lowering (lowering/tmem_epilogue.py) and plan-shared-memory (shared_tcgen05.py), each
-    with its own placement."""
+    align)` (the lowest offset free over the store, beside the buffers placed before it). Decided by
+    plan-shared-memory (shared_tcgen05.py) for the lowering (lowering/tmem_epilogue.py)."""
     tile = store.operand("tile").type
     elem = getattr(tile, "element", None)
     if not k.caps.has("tma") or not isinstance(elem, ScalarType) or elem.bitwidth < 8:
