@@ -227,8 +227,8 @@ def test_sliced_column_reduction_matches_the_interpreter(monkeypatch, tmp_path: 
     """With a scratch budget of a quarter of the tile, the column sums go through scratch in
     slices of rows (as the 32x1024 one does on sm_120) and still match, race checker on."""
     from tileiras.frontend import load_module
-    from tileiras.lowering import ops_reduce
     from tileiras.runtime import run_arrays
+    from tileiras.tileas import move_forms
 
     tile_m, tile_n, n = 32, 128, 256
     module = load_module(_dwdb(tile_m, tile_n, n), "dwdb.tileirbc")
@@ -246,15 +246,13 @@ def test_sliced_column_reduction_matches_the_interpreter(monkeypatch, tmp_path: 
     slices: list[int] = []
     budget = tile_m * tile_n * 4 // 4
 
-    real = ops_reduce.fitting_slices
+    real = move_forms.slices
 
-    def sliced(k, types, n_):  # the real choice, against a quarter-tile budget
-        chosen = real(k, types, n_, budget)
+    def sliced(types, n_, first_fit, limit):  # the plan's choice, against a quarter-tile budget
+        chosen = real(types, n_, first_fit, min(limit, budget))
         slices.append(chosen)
         return chosen
-    monkeypatch.setattr(ops_reduce, "fitting_slices", sliced)
-    # the budget is forced on the lowering alone: the plan sizes the scratch for the real limit
-    monkeypatch.delenv("TILEIRAS_STRICT_SHARED_PLAN", raising=False)
+    monkeypatch.setattr(move_forms, "slices", sliced)
     got = run("emulator", "sm_80")
     assert slices and max(slices) == 4, slices
     for g, r in zip(got[2:], ref[2:]):

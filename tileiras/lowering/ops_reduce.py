@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.types import TileType
-from ..tileas.move_forms import fitting_slices, mma_scratch, reduce_scratch, scratch_offsets
+from ..tileas.move_forms import scratch_offsets
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..layout.encodings import BlockedLayout, RowWarpLayout
 from .llvm_text import llvm_type
@@ -109,7 +109,7 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
         return
     dim = int(op.attributes["dim"])
     reverse = bool(op.attributes.get("reverse", False))
-    chunks = reduce_scratch(op, lambda n: fitting_slices(k, [t.type for t in srcs], n))[0]
+    chunks = _planned_slices(k, op)
     lts = [llvm_type(s.type.element) for s in srcs]
     rtype0 = op.results[0].type
     assert isinstance(rtype0, TileType)
@@ -120,6 +120,17 @@ def _reduce_like(k: KernelLowering, op: Operation, scan: bool) -> None:
         _whole_reduce(k, op, srcs, dim, scan, reverse, lts, results)
     for result, slots in zip(op.results, results):
         k.set(result, TileRegs(result.type, slots))  # type: ignore[arg-type]
+
+
+def _planned_slices(k: KernelLowering, op: Operation) -> int:
+    """The slices the scratch of reduce / scan / FMA mma `op` goes in, as plan-shared-memory decided them
+    beside the buffers it placed (`SharedPlan.slices`: move_forms.reduce_scratch, mma_scratch). A plan
+    without them is an internal error: the lowering does not decide."""
+    plan = k.plan_check.plan
+    if plan is None or op not in plan.slices:
+        raise CompileError(f"error: internal: the kernel's plan decides no scratch slices for the '{op.name}' at "
+                           f"{op.location} (plan-shared-memory's slices)")
+    return plan.slices[op]
 
 
 def _scratch_elements(k: KernelLowering, bases: list[str], srcs: list[TileRegs], full: list[str], dim: int,
@@ -354,7 +365,7 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=assignment.fma_reasons[op])
     kdim = lhs.type.shape[-1]
-    chunks = mma_scratch(k, op)[0]
+    chunks = _planned_slices(k, op)
     width = kdim // chunks
     a_shape, b_shape = lhs.type.shape, rhs.type.shape
     if chunks > 1:

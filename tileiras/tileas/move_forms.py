@@ -99,8 +99,8 @@ def scratch_offsets(types: list[TileType], chunks: int = 1) -> tuple[list[int], 
 def slices(types: list[TileType], n: int, first_fit: Callable[[int], int], limit: int) -> int:
     """The fewest slices (a power of two dividing `n`, the sliced dimension) whose scratch of `types`
     (`scratch_offsets`), placed at `first_fit(its bytes)` beside the buffers alive at the op (16-byte
-    aligned, over the op's lifetime), ends below `limit`. The lowering (`fitting_slices`) and the pass
-    `plan-shared-memory` (shared_stages.py, its planned buffers) both decide by it."""
+    aligned, over the op's lifetime), ends below `limit`. Decided by the pass `plan-shared-memory`
+    (shared_stages.py, shared_operands.py: beside its planned buffers) for the lowering (`SharedPlan.slices`)."""
     chunks = 1
     while True:
         nbytes = scratch_offsets(types, chunks)[1]
@@ -112,8 +112,8 @@ def slices(types: list[TileType], n: int, first_fit: Callable[[int], int], limit
 def reduce_scratch(op: Operation, sliced: Callable[[int], int]) -> tuple[int, int]:
     """(slices of the reduced dimension, bytes) of the scratch ("reduction") a reduce or scan whose
     rows are not in warps folds through: a scan's operands whole, a reduce's in `sliced(n)` slices
-    of its dimension of `n` (`slices`, given the buffers alive at the op). ops_reduce._reduce_like and the pass
-    `plan-shared-memory` (shared_stages.py) both decide by it."""
+    of its dimension of `n` (`slices`, given the buffers alive at the op), decided by the pass
+    `plan-shared-memory` (shared_stages.py) for ops_reduce._reduce_like."""
     types = [v.type for v in op.operands]
     assert all(isinstance(t, TileType) for t in types)
     chunks = 1 if op.name == "cuda_tile.scan" else sliced(types[0].shape[int(op.attributes["dim"])])  # type: ignore[union-attr]

@@ -120,14 +120,15 @@ def deferred(facts: "StagingFacts", op: Operation, view: Any, swizzled: bool, pl
 
 
 def requests(facts: "StagingFacts", op: Operation, before: list[Request], allocas: int, live: Liveness,
-             shared: dict, fits: dict) -> list[Request]:
+             shared: dict, fits: dict, sliced: dict) -> list[Request]:
     """The buffers `op` asks for its operands (an mma, a pack / unpack, a gather / scatter view's
     reader), in the order asked (`Request.late`: a tcgen05 mma's scale tiles after its operands);
     `before`: the requests before it (placed here); `allocas`: the bytes of the allocas before it;
     `shared`: the ids of the loads staged in shared memory for the tensor cores (their tiles are
     read there), each with its view's facts where the load is left to its mma (`deferred`), else
     None; `fits`: the depths planned so far (pipelined loop -> (bytes before it, its
-    BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma)."""
+    BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma); `sliced`: an FMA mma -> the
+    K slices its scratch goes in (`SharedPlan.slices`), filled."""
     from ..layout.shared_matrix import matrix_shape
     from .move_forms import mma_scratch, scratch_offsets
     from .shared_plan import place
@@ -152,7 +153,7 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     shape = assignment.mma_shapes.get(op)
     lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
     if shape is None:     # the FMA path: both operands in scratch
-        nbytes = mma_scratch(at, op)[1]  # type: ignore[arg-type]
+        sliced[op], nbytes = mma_scratch(at, op)  # type: ignore[arg-type]
         return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
     if assignment.is_tcgen05(op):
         return _tcgen05(facts, at, op, lhs, rhs, shared, fits)

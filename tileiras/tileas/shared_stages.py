@@ -116,6 +116,8 @@ class Predicted:
     kmajor: dict            # every loop -> the K-major copies it gives its wgmmas (`_loop_copies`)
     epilogues: dict         # store -> its epilogue (shared_epilogue.requests)
     tma_stages: dict        # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
+    slices: dict            # reduce, scan or FMA mma -> the slices its scratch goes in (`_reduction`,
+                            # shared_operands.requests)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
@@ -139,6 +141,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     kmajor: dict = {}      # loop -> the K-major copies it gives its wgmmas (kmajor_copies.LoopCopy)
     epilogues: dict = {}   # store -> how it goes through shared memory (shared_epilogue.requests)
     tma_stages: dict = {}  # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
+    sliced: dict = {}      # reduce, scan or FMA mma -> the slices its scratch goes in
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
@@ -149,10 +152,12 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         out += rows.requests(op, others + out, assumes.reserve)
         if op.name == "cuda_tile.alloca":
             allocas += alloca_bytes(op)
-        elif op.name in REDUCE_LIKE and scratch and not assignment.mma_rows(op) and not assignment.in_warps(op):
+        elif op.name in REDUCE_LIKE and not assignment.mma_rows(op) and not assignment.in_warps(op):
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
-            out.append(_reduction(op, place(before, entry), live.op_range(op),
-                                  caps(assignment.sm).smem_per_block - allocas))
+            request, sliced[op] = _reduction(op, place(before, entry), live.op_range(op),
+                                             caps(assignment.sm).smem_per_block - allocas)
+            if scratch:
+                out.append(request)
         elif op.name == "cuda_tile.for":
             pipeline = kplan.pipelines.get(op)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
@@ -221,8 +226,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
-            out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits) if r.role in roles]
-    return Predicted(out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues, tma_stages)
+            out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits, sliced) if r.role in roles]
+    return Predicted(out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues, tma_stages, sliced)
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
@@ -245,16 +250,16 @@ def _inner_peak(others: list[Request], loop: Operation, live: Any) -> int:
     return max((sum(n for (s, e), n in spans if s <= at <= e) for (at, _), _ in spans), default=0)
 
 
-def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> Request:
-    """The scratch a reduce or scan whose rows are not in warps folds through (move_forms.reduce_scratch
-    decides for both: a reduce's in slices where the whole would not fit below `limit` beside the
-    buffers `placed` before it), alive while it runs."""
+def _reduction(op: Operation, placed: Any, lifetime: tuple[int, int], limit: int) -> tuple[Request, int]:
+    """The scratch a reduce or scan whose rows are not in warps folds through, alive while it runs, and
+    the slices it goes in (move_forms.reduce_scratch: a reduce's in slices where the whole would not fit
+    below `limit` beside the buffers `placed` before it)."""
     from .move_forms import reduce_scratch, slices
 
     types = [v.type for v in op.operands]
-    nbytes = reduce_scratch(op, lambda n: slices(types, n, lambda size: placed.first_fit(size, 16, *lifetime),  # type: ignore[arg-type]
-                                                 limit))[1]
-    return Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)
+    chunks, nbytes = reduce_scratch(op, lambda n: slices(types, n, lambda size: placed.first_fit(size, 16, *lifetime),  # type: ignore[arg-type]
+                                                         limit))
+    return Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime), chunks
 
 
 def _loop_copies(facts: StagingFacts, loop: Operation, used: int) -> "tuple[LoopCopy, ...]":
