@@ -25,7 +25,7 @@ from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix, matrix_dims, matrix_shape, steps_evenly
 from ..tileaa.access_width import chunk_elements, staged_copy
 from .values import PartitionViewVal, SharedTileVal
-from ..tileas.deferred_loads import DeferredLoad, defers, slice_tile
+from ..tileas.deferred_loads import DeferredLoad, slice_tile
 
 
 def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
@@ -50,13 +50,15 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     registers: tileaa/access_width.staged_copy); None where neither may copy it. Where the
     kernel does not fit otherwise (`KernelLowering.defer_loads`, lowering/pipeline.py's last
     resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
-    is left to that mma (tileas/deferred_loads.defers): it copies the tile a K slice at a time."""
+    is left to that mma, as plan-shared-memory decided (`SharedPlan.deferred`: tileas/deferred_loads.defers):
+    it copies the tile a K slice at a time."""
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
         return None
     # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
     lifetime = k.lifetimes().value_range(op.results[0], op)
-    if defers(k, op, view, tile, swizzled, lifetime):
+    plan = k.plan_check.plan
+    if plan is not None and op in plan.deferred:
         return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
     matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime, role="staging")
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done

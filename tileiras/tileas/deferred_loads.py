@@ -2,8 +2,9 @@
 fit whole beside the buffers alive with it is not copied where it stands; its mma copies it a K slice
 at a time, through a ring of two slices (the next slice's cp.async in flight while this one is read).
 
-`defers` decides, for lowering/async_copy.load_to_shared and plan-shared-memory alike (given the
-buffers each has placed); `slice_tile`, `ring_stages` and `ring_axis` size the ring both place.
+`defers` decides, in plan-shared-memory beside the buffers it placed (`SharedPlan.deferred`, which
+lowering/async_copy.load_to_shared reads); `slice_tile`, `ring_stages` and `ring_axis` size the ring
+both place.
 """
 
 from __future__ import annotations

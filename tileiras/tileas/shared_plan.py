@@ -124,6 +124,8 @@ class SharedPlan:
                                   # shared_tcgen05._tma_stage), read by the lowering (lowering/tmem_epilogue.py)
     slices: dict                  # reduce, scan or FMA mma -> the slices its scratch goes in, read by the
                                   # lowering (lowering/ops_reduce.py)
+    deferred: frozenset           # the loads left to their mma in the last resort (deferred_loads.defers),
+                                  # read by the lowering (lowering/async_copy.load_to_shared)
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
 
@@ -236,7 +238,8 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
     return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, found.fits, found.rings, found.kmajor,
-                      found.epilogues, found.tma_stages, found.slices, allocas, caps(assignment.sm).smem_per_block)
+                      found.epilogues, found.tma_stages, found.slices, found.deferred, allocas,
+                      caps(assignment.sm).smem_per_block)
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:

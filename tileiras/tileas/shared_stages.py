@@ -118,6 +118,7 @@ class Predicted:
     tma_stages: dict        # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
     slices: dict            # reduce, scan or FMA mma -> the slices its scratch goes in (`_reduction`,
                             # shared_operands.requests)
+    deferred: frozenset     # the loads left to their mma in the last resort (shared_operands.deferred)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
@@ -145,6 +146,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
+    deferred_loads: set = set()   # those loads
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
     roles = (("reduction",) if scratch else ()) + shared_operands.ROLES + (PACKED,)
@@ -212,6 +214,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
                         [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
                     left[id(op)] = view
+                    deferred_loads.add(op)
                     continue       # its mma copies it in K slices (shared_operands.py)
                 facts.matrices[id(op)] = (matrix, None)
                 out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
@@ -227,7 +230,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
             out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits, sliced) if r.role in roles]
-    return Predicted(out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues, tma_stages, sliced)
+    return Predicted(out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues, tma_stages, sliced,
+                     frozenset(deferred_loads))
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
