@@ -39,7 +39,8 @@ from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 from ..tileas.deferred_loads import is_deferred, ring_axis, ring_stages
-from ..tileas.mma_sync_staging import operand_staging, packs, staged_tile
+from ..errors import CompileError
+from ..tileas.mma_sync_staging import staged_operands, staged_tile
 
 
 def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMatrix:
@@ -326,6 +327,17 @@ def _e2m1_to_e4m3(k: KernelLowering, word: str) -> str:
 Issuer = Callable[[str, str, str, int, list[tuple[str, str]], list[str]], list[str]]
 
 
+def _planned_staging(k: KernelLowering, op: Operation) -> tuple[int, bool]:
+    """(the K slices mma.sync `op` stages its operands in, whether it packs fp4 ones) as plan-shared-memory
+    decided them beside the buffers it placed (`SharedPlan.slices`, `packed`: mma_sync_staging.operand_staging,
+    packs). A plan without them is an internal error: the lowering does not decide."""
+    plan = k.plan_check.plan
+    if plan is None or op not in plan.slices:
+        raise CompileError(f"error: internal: the kernel's plan decides no operand staging for the mma at "
+                           f"{op.location} (plan-shared-memory's slices)")
+    return plan.slices[op], op in plan.packed
+
+
 def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "TileRegs | SharedTileVal",
                    rhs: "TileRegs | SharedTileVal", acc: TileRegs, issuer: Optional[Issuer] = None,
                    also_read: Sequence[object] = ()) -> TileRegs:
@@ -336,7 +348,8 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     from .async_copy import is_ready, wait_for
 
     kdim = lhs.type.shape[-1]
-    from_regs, staged, chunks = operand_staging(k, shape, lhs, rhs, layout)
+    from_regs, staged = staged_operands(shape, lhs, rhs, layout)
+    chunks, packed = _planned_staging(k, op)
     width = kdim // chunks
     rings = {role: _SliceRing(k, t, role, width, chunks) for t, role in ((lhs, "a"), (rhs, "b")) if is_deferred(t)}
     if rings:
@@ -348,7 +361,7 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
                                 f"copied in {chunks} K slices of {width}, {rings[next(iter(rings))].stages} "
                                 f"in flight")
     regs = list(acc.slots)
-    if packs(k, shape, lhs, rhs, staged, chunks):
+    if packed:
         return TileRegs(acc.type, _packed_fp4_steps(k, shape, layout, lhs, rhs, regs, issuer, also_read), layout)
     a_mat: Optional[SharedMatrix] = None
     b_mat: Optional[SharedMatrix] = None

@@ -43,10 +43,16 @@ def operand_staging(k: Staging, shape: MmaShape, lhs: object, rhs: object,
     the K slices) of an mma whose accumulator is in `layout`: register tiles are staged (A not where
     it sits in the A fragment layout), both whole where they fit beside the live buffers, else K in
     slices; loads left to this mma are copied here, a K slice at a time."""
-    from_regs = a_in_registers(lhs, layout, shape)
-    staged = [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
-              if isinstance(t, RegisterTile) and not (t is lhs and from_regs) or is_deferred(t)]
+    from_regs, staged = staged_operands(shape, lhs, rhs, layout)
     return from_regs, staged, k_chunks(k, staged, lhs.type.shape[-1], shape.k)  # type: ignore[attr-defined]
+
+
+def staged_operands(shape: MmaShape, lhs: object, rhs: object, layout: MmaLayout) -> "tuple[bool, list]":
+    """(A read from registers, the operands the mma.sync stores in shared memory with their K axis):
+    `operand_staging`'s, without the K slices."""
+    from_regs = a_in_registers(lhs, layout, shape)
+    return from_regs, [(t, axis) for t, axis in ((lhs, -1), (rhs, -2))
+                       if isinstance(t, RegisterTile) and not (t is lhs and from_regs) or is_deferred(t)]
 
 
 def staged_tile(tile: TileType, axis: int, chunks: int) -> "tuple[str, TileType]":

@@ -120,15 +120,15 @@ def deferred(facts: "StagingFacts", op: Operation, view: Any, swizzled: bool, pl
 
 
 def requests(facts: "StagingFacts", op: Operation, before: list[Request], allocas: int, live: Liveness,
-             shared: dict, fits: dict, sliced: dict) -> list[Request]:
+             shared: dict, found: Any) -> list[Request]:
     """The buffers `op` asks for its operands (an mma, a pack / unpack, a gather / scatter view's
     reader), in the order asked (`Request.late`: a tcgen05 mma's scale tiles after its operands);
     `before`: the requests before it (placed here); `allocas`: the bytes of the allocas before it;
     `shared`: the ids of the loads staged in shared memory for the tensor cores (their tiles are
     read there), each with its view's facts where the load is left to its mma (`deferred`), else
-    None; `fits`: the depths planned so far (pipelined loop -> (bytes before it, its
-    BufferAssignment): whether a split loop's MMA warp issues a tcgen05 mma); `sliced`: an FMA mma -> the
-    K slices its scratch goes in (`SharedPlan.slices`), filled."""
+    None; `found`: what the plan decided so far (shared_stages.Predicted: its `fits`, the depths planned
+    so far, tell whether a split loop's MMA warp issues a tcgen05 mma), given each mma's K slices
+    (`slices`) and whether an fp4 mma.sync packs its operands (`packed`)."""
     from ..layout.shared_matrix import matrix_shape
     from .move_forms import mma_scratch, scratch_offsets
     from .shared_plan import place
@@ -153,10 +153,10 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     shape = assignment.mma_shapes.get(op)
     lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
     if shape is None:     # the FMA path: both operands in scratch
-        sliced[op], nbytes = mma_scratch(at, op)  # type: ignore[arg-type]
+        found.slices[op], nbytes = mma_scratch(at, op)  # type: ignore[arg-type]
         return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
     if assignment.is_tcgen05(op):
-        return _tcgen05(facts, at, op, lhs, rhs, shared, fits)
+        return _tcgen05(facts, at, op, lhs, rhs, shared, found.fits)
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]
     out: list[Request] = []
     if assignment.is_wgmma(op) and op.name != "cuda_tile.mmaf_scaled":   # as ops_reduce._mma dispatches
@@ -184,7 +184,9 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
         if out:     # beside which the operands' staging is decided
             at.buffers = place(before + out, facts.entry)
     _, staged, chunks = operand_staging(at, shape, lhs, rhs, layout)  # type: ignore[arg-type]
+    found.slices[op] = chunks
     if packs(at, shape, lhs, rhs, staged, chunks):  # type: ignore[arg-type]
+        found.packed.add(op)
         # ops_mma._packed_fp4_steps: A packed (staged whole first from registers), then B
         kdim = lhs.type.shape[-1]
         for value, rows in ((lhs, lhs.type.shape[0]), (rhs, rhs.type.shape[-1])):

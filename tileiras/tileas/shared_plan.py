@@ -122,10 +122,12 @@ class SharedPlan:
                                   # (lowering/epilogue.decided)
     tma_stages: dict              # store of tensor memory's fragments -> its TMA copy and buffer (None: none;
                                   # shared_tcgen05._tma_stage), read by the lowering (lowering/tmem_epilogue.py)
-    slices: dict                  # reduce, scan or FMA mma -> the slices its scratch goes in, read by the
-                                  # lowering (lowering/ops_reduce.py)
+    slices: dict                  # reduce, scan or mma -> the slices its scratch or its staged operands go in,
+                                  # read by the lowering (lowering/ops_reduce.py, ops_mma.lower_mma_sync)
     deferred: frozenset           # the loads left to their mma in the last resort (deferred_loads.defers),
                                   # read by the lowering (lowering/async_copy.load_to_shared)
+    packed: frozenset             # the fp4 mma.syncs that pack their operands (mma_sync_staging.packs), read
+                                  # by the lowering (ops_mma.lower_mma_sync)
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
 
@@ -238,7 +240,8 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
         requests[request.key(seq)] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
     return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, found.fits, found.rings, found.kmajor,
-                      found.epilogues, found.tma_stages, found.slices, found.deferred, allocas,
+                      found.epilogues, found.tma_stages, found.slices,
+                      frozenset(found.deferred), frozenset(found.packed), allocas,
                       caps(assignment.sm).smem_per_block)
 
 

@@ -116,15 +116,16 @@ class Predicted:
     kmajor: dict            # every loop -> the K-major copies it gives its wgmmas (`_loop_copies`)
     epilogues: dict         # store -> its epilogue (shared_epilogue.requests)
     tma_stages: dict        # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
-    slices: dict            # reduce, scan or FMA mma -> the slices its scratch goes in (`_reduction`,
-                            # shared_operands.requests)
-    deferred: frozenset     # the loads left to their mma in the last resort (shared_operands.deferred)
+    slices: dict            # reduce, scan or mma -> the slices its scratch or its staged operands go in
+                            # (`_reduction`, shared_operands.requests)
+    deferred: set           # the loads left to their mma in the last resort (shared_operands.deferred)
+    packed: set             # the fp4 mma.syncs that pack their operands (shared_operands.requests)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
             assumes: Assumptions) -> "Predicted":
-    """The requests of `ROLES` and what the plan decided with them. `others`: the requests of the other
-    roles."""
+    """The requests of `ROLES` and what the plan decided with them, as the walk meets each op. `others`:
+    the requests of the other roles."""
     from ..layout.shared_matrix import matrix_shape
     from ..schedule.buffers import MBARRIER_BYTES
     from . import shared_tcgen05 as tcgen05
@@ -136,17 +137,12 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     facts = staging_facts(entry, assignment, split, assumes.padded)
     rows = shared_rows.Rows(facts)
     live = lifetimes(entry)
-    out: list[Request] = []
-    fits: dict = {}
-    rings: dict = {}
-    kmajor: dict = {}      # loop -> the K-major copies it gives its wgmmas (kmajor_copies.LoopCopy)
-    epilogues: dict = {}   # store -> how it goes through shared memory (shared_epilogue.requests)
-    tma_stages: dict = {}  # store of tensor memory's fragments -> its TMA copy and buffer (shared_tcgen05)
-    sliced: dict = {}      # reduce, scan or FMA mma -> the slices its scratch goes in
+    found = Predicted([], {}, True, {}, {}, {}, {}, {}, set(), set())
+    out, fits, rings, kmajor = found.requests, found.fits, found.rings, found.kmajor
+    epilogues, tma_stages, sliced = found.epilogues, found.tma_stages, found.slices
     ringed: set[int] = set()
     lowered_ahead: set[int] = set()   # stores a loop's epilogue lowers (tmem_epilogue.lower)
     left: dict = {}        # id of a load left to its mma (the last resort) -> its view's facts
-    deferred_loads: set = set()   # those loads
     allocas = 0
     scratch = reductions_predicted(entry, assignment)
     roles = (("reduction",) if scratch else ()) + shared_operands.ROLES + (PACKED,)
@@ -214,7 +210,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 if assumes.defer and not once and deferred(facts, op, view, swizzled, place(
                         [r for r in others + out if live.position(r.op) < live.position(op)], entry), allocas, live):
                     left[id(op)] = view
-                    deferred_loads.add(op)
+                    found.deferred.add(op)
                     continue       # its mma copies it in K slices (shared_operands.py)
                 facts.matrices[id(op)] = (matrix, None)
                 out.append(Request(op, "invariant" if once else "staging", "staging", matrix.nbytes,
@@ -229,9 +225,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
         if asks(op, assignment):   # what it asks for its operands, after the rest (shared_operands.py)
             before = [r for r in others + out if live.position(r.op) < live.position(op)]
             shared = dict.fromkeys(ringed | {id(r.op) for r in out if r.role in ("staging", "invariant")}) | left
-            out += [r for r in operand_requests(facts, op, before, allocas, live, shared, fits, sliced) if r.role in roles]
-    return Predicted(out, fits, tcgen05.pairs_run(facts), rings, kmajor, epilogues, tma_stages, sliced,
-                     frozenset(deferred_loads))
+            out += [r for r in operand_requests(facts, op, before, allocas, live, shared, found) if r.role in roles]
+    found.pairs_run = tcgen05.pairs_run(facts)
+    return found
 
 
 def reductions_predicted(entry: Operation, assignment: "LayoutAssignment") -> bool:
