@@ -179,16 +179,15 @@ def begin(k: KernelLowering) -> None:
 
 
 def end(k: KernelLowering) -> None:
-    """After the kernel: when the loop was not pipelined after all (its copies were not legal
-    cp.async, its stages did not fit), the CTA is launched without the producer (and MMA) warps;
-    the branch to them is never taken and the consumers' named barriers are the whole CTA's."""
+    """After the kernel: the split's roles were emitted. A split whose loop is not pipelined (no ring, a
+    serial schedule, no stages) is dropped by plan-shared-memory before any LLVM, so one the lowering
+    did not emit is an internal error: the lowering takes no decision back."""
     split = k.warp_split
     if split is not None and not split.emitted:
-        from .tmem import ROLE_EXIT
+        from ..errors import CompileError
 
-        k.b.start_block(split.producer)
-        k.b.emit(f"ret void {ROLE_EXIT}")
-        k.extra_threads = 0
+        raise CompileError(f"error: internal: the warp-specialized loop at {split.loop.location} was not "
+                           f"pipelined, though plan-shared-memory kept its roles")
 
 
 def publish(k: KernelLowering) -> None:

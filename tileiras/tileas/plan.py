@@ -19,10 +19,10 @@ whether each such loop's mbarriers are freed after it (`KernelPlan.barriers_free
 
 The decisions live in the kernel's `KernelPlan` (`assignment.plan`, beside its layouts), which the
 LLVM lowering reads: `lowering/pipelined_loop.py` lowers the planned loops, `warp_specialize.begin`
-the planned roles. What the lowering can still take back is the buffer plan's to say: a loop whose
-stages do not fit stays unpipelined; where that loop is the specialized one, `plan-shared-memory`
-drops the roles and plans the kernel again without them (warp_specialize.end only covers a plan
-that is not complete).
+the planned roles. A loop whose stages do not fit stays unpipelined, which is the buffer plan's to
+say: where that loop is the specialized one, `plan-shared-memory` drops the roles and plans the
+kernel again without them (the lowering takes nothing back: a split it did not emit is an internal
+error, warp_specialize.end).
 """
 
 from __future__ import annotations

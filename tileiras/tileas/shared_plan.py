@@ -170,7 +170,7 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     plan = plan_of(assignment)
     plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
     split = plan.warp_split
-    if split is not None and plan.shared.complete and not _staged(plan.shared, split.loop):
+    if split is not None and not _staged(plan.shared, split.loop):
         # no stages for the producer to fill: the kernel has no roles, and is planned again without them
         plan.warp_split = None
         plan.warp_split_refused = f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}"
