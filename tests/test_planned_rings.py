@@ -64,6 +64,6 @@ def test_the_lowering_refuses_a_plan_without_the_ring(monkeypatch: pytest.Monkey
         return replace(predict(*args), rings={})
 
     monkeypatch.setattr(shared_stages, "predict", without)
-    with pytest.raises(CompileError, match="error: internal: the kernel's plan has no stage ring for the loop at "
+    with pytest.raises(CompileError, match="error: internal: the kernel's plan decides no stage ring for the loop at "
                                            ".*plan-shared-memory's rings"):
         lower(monkeypatch, corpus_bytecode("cp_matmul_f16_128x256x64"), "sm_90")

@@ -37,7 +37,6 @@ from ..ir.core import Operation
 from ..ir.record import replace
 from ..layout.encodings import MmaLayout
 from ..layout.shared_matrix import SharedMatrix
-from ..errors import CompileError
 from ..tileas.epilogue_forms import Epilogue
 from .kernel import KernelLowering, storage_type
 from ..layout.index_math import coords, has_coords
@@ -50,11 +49,7 @@ def decided(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Epilog
     """How store `op` of `tile` goes through shared memory (None: it does not), as plan-shared-memory
     decided it (`SharedPlan.epilogues`: shared_epilogue.requests). A plan without it is an internal error:
     the lowering does not decide."""
-    plan = k.plan_check.plan
-    if plan is None or op not in plan.epilogues:
-        raise CompileError(f"error: internal: the kernel's plan decides no epilogue for the store at {op.location} "
-                           f"(plan-shared-memory's epilogues)")
-    return plan.epilogues[op]
+    return k.plan_check.decided("epilogues", op, "epilogue for the store")
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:

@@ -39,7 +39,6 @@ from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
 from ..tileas.deferred_loads import is_deferred, ring_axis, ring_stages
-from ..errors import CompileError
 from ..tileas.mma_sync_staging import staged_operands, staged_tile
 
 
@@ -331,11 +330,7 @@ def _planned_staging(k: KernelLowering, op: Operation) -> tuple[int, bool]:
     """(the K slices mma.sync `op` stages its operands in, whether it packs fp4 ones) as plan-shared-memory
     decided them beside the buffers it placed (`SharedPlan.slices`, `packed`: mma_sync_staging.operand_staging,
     packs). A plan without them is an internal error: the lowering does not decide."""
-    plan = k.plan_check.plan
-    if plan is None or op not in plan.slices:
-        raise CompileError(f"error: internal: the kernel's plan decides no operand staging for the mma at "
-                           f"{op.location} (plan-shared-memory's slices)")
-    return plan.slices[op], op in plan.packed
+    return k.plan_check.decided("slices", op, "operand staging for the mma"), op in k.plan_check.plan.packed
 
 
 def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "TileRegs | SharedTileVal",

@@ -126,11 +126,7 @@ def _planned_slices(k: KernelLowering, op: Operation) -> int:
     """The slices the scratch of reduce / scan / FMA mma `op` goes in, as plan-shared-memory decided them
     beside the buffers it placed (`SharedPlan.slices`: move_forms.reduce_scratch, mma_scratch). A plan
     without them is an internal error: the lowering does not decide."""
-    plan = k.plan_check.plan
-    if plan is None or op not in plan.slices:
-        raise CompileError(f"error: internal: the kernel's plan decides no scratch slices for the '{op.name}' at "
-                           f"{op.location} (plan-shared-memory's slices)")
-    return plan.slices[op]
+    return k.plan_check.decided("slices", op, f"scratch slices for the '{op.name}'")
 
 
 def _scratch_elements(k: KernelLowering, bases: list[str], srcs: list[TileRegs], full: list[str], dim: int,

@@ -35,7 +35,6 @@ to the next, stride 8 spans between 8-row (K) groups.
 
 from __future__ import annotations
 
-from ..errors import CompileError
 from ..ir.core import Operation
 from .async_copy import fence_async_proxy, is_ready, wait_for
 from ..ir.record import replace
@@ -227,11 +226,7 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
     room for them). A plan without the loop's is an internal error: the lowering does not decide."""
     if k.assignment is None or not k.assignment.wgmma_ops:
         return      # no wgmma to copy operands for
-    plan = k.plan_check.plan
-    if plan is None or loop not in plan.kmajor:
-        raise CompileError(f"error: internal: the kernel's plan decides no K-major copies for the loop at "
-                           f"{loop.location} (plan-shared-memory's kmajor)")
-    for copy in plan.kmajor[loop]:
+    for copy in k.plan_check.decided("kmajor", loop, "K-major copies for the loop"):
         k.wgmma_buffers[copy.key] = place_kmajor(k, copy.matrix, "kmajor", copy.slots)
 
 

@@ -236,22 +236,13 @@ def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
     without the loop's ring is an internal error: the lowering does not decide."""
     if not k.pipelines or op not in k.pipelines:
         return None     # no pipeline plan, no ring
-    plan = k.plan_check.plan
-    if plan is None or op not in plan.rings:
-        raise CompileError(f"error: internal: the kernel's plan has no stage ring for the loop at {op.location} "
-                           f"(plan-shared-memory's rings)")
-    return plan.rings[op]
+    return k.plan_check.decided("rings", op, "stage ring for the loop")
 
 
 def planned_fit(k: KernelLowering, op: Operation) -> "BufferAssignment":
     """The depth plan-shared-memory gave loop `op` (`SharedPlan.fits`: stage_rings.fit_beside, beside the
     buffers it placed before the loop). A plan without it is an internal error."""
-    plan = k.plan_check.plan
-    held = plan.fits.get(op) if plan is not None else None
-    if held is None:
-        raise CompileError(f"error: internal: the kernel's plan decides no depth for the pipelined loop at "
-                           f"{op.location} (plan-shared-memory's fits)")
-    return held[1]
+    return k.plan_check.decided("fits", op, "depth for the pipelined loop")[1]
 
 
 def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:

@@ -5,8 +5,9 @@ a pipeline's ring of stages, its mbarriers, the scratch of a layout conversion o
 an epilogue's restaging. Each buffer states what it holds (`kind`), its size, alignment and
 swizzle span, and its *lifetime*: the interval of op positions (program order of the kernel,
 `Liveness`) during which its bytes must not change under it. `SharedBuffers` places each buffer
-in program order at the lowest offset that overlaps no buffer alive at the same time (first fit), so a scratch or a staged tile whose lifetime has
-ended gives its bytes to the next one: one mechanism for every reuse (the epilogue's included).
+in program order at the lowest offset that overlaps no buffer alive at the same time (first fit),
+so a scratch or a staged tile whose lifetime has ended gives its bytes to the next one: one
+mechanism for every reuse (the epilogue's included).
 
 Lifetimes (the lowering states them; `Liveness` computes them from the IR):
 

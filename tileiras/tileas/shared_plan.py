@@ -335,6 +335,16 @@ class PlanCheck:
         align = max(align, 1)
         return -(-max(self.top, above) // align) * align
 
+    def decided(self, table: str, op: Operation, what: str) -> Any:
+        """What the plan decided for `op` in its `table` (a `SharedPlan` field: "epilogues", "slices",
+        "rings", ...), which the lowering reads; where the plan decided nothing for it, an internal error
+        naming `what` (the lowering decides none of it)."""
+        decisions = getattr(self.plan, table) if self.plan is not None else {}
+        if op not in decisions:
+            raise CompileError(f"error: internal: the kernel's plan decides no {what} at {op.location} "
+                               f"(plan-shared-memory's {table})")
+        return decisions[op]
+
     @property
     def complete(self) -> bool:
         """Whether every buffer asked for so far was predicted (at the plan's offset)."""
