@@ -22,9 +22,8 @@ their global accesses, as NVIDIA's do):
   written: a read token-ordered after the store waits for the CTA (token_waits.py) and so sees them.
 
 Which loads form the group and whether a store is copied, with their buffers, is decided at
-nv_tileas (tileas/row_copies.py), by the same functions for the lowering and for the shared-memory
-plan: their budgets read the bytes placed before the op, the lowering's buffers here, the plan's own
-placement there.
+nv_tileas by the shared-memory plan (tileas/shared_rows.py, with tileas/row_copies.py's functions,
+beside the buffers it placed before the op): `SharedPlan.row_groups` and `row_stores`, read here.
 """
 
 from __future__ import annotations
@@ -37,7 +36,8 @@ from ..ir.types import TileType, storage_bytes
 from ..layout.encodings import Layout
 from ..layout.shared_matrix import SharedMatrix
 from ..schedule.buffers import MBARRIER_BYTES
-from ..tileas.row_copies import group, group_start, load_lifetime, pure_ahead, store_copy
+from ..errors import CompileError
+from ..tileas.row_copies import load_lifetime, pure_ahead
 from ..tileas.tma_boxes import describe
 from .kernel import KernelLowering, from_storage, storage_type
 from .smem import element_offset, pointer
@@ -65,7 +65,8 @@ def load(k: KernelLowering, op: Operation) -> Optional[TileRegs]:
     it starts first); None (nothing emitted) where the load is not copied by TMA."""
     held = k.row_loads.get(op)
     if held is None:
-        if k.row_groups_closed or op is not group_start(k):
+        plan = k.plan_check.plan
+        if k.row_groups_closed or plan is None or op not in plan.row_groups:
             return None
         k.row_groups_closed = True     # one group: it runs up to the first write, after which none starts
         _issue_group(k, op)
@@ -76,10 +77,16 @@ def load(k: KernelLowering, op: Operation) -> Optional[TileRegs]:
 
 
 def _issue_group(k: KernelLowering, first: Operation) -> None:
-    """Plan, place and issue the copies of the group `first` starts; sets `k.row_loads`."""
+    """Place and issue the copies of the group `first` starts, as plan-shared-memory decided it
+    (`SharedPlan.row_groups`: row_copies.group beside the buffers it placed); sets `k.row_loads`."""
     from . import mbarrier, tma_copy
 
-    chosen, missed = group(k, first, k.buffers.total + k.smem_reserve, lambda op: _lower_operands_ahead(k, op))
+    decided = k.plan_check.decided("row_groups", first, "row TMA group for the load")
+    for op in decided.ahead:    # the later loads' operands, lowered here (pure ops: row_copies.pure_ahead)
+        if not _lower_operands_ahead(k, op):
+            raise CompileError(f"error: internal: the operands of the load at {op.location} are not pure, "
+                               f"though plan-shared-memory lowers them ahead for its row TMA group")
+    chosen, missed = decided.loads, decided.missed
     for op, why in missed:
         _missed(k, op, why)
     if not chosen:
@@ -169,7 +176,8 @@ def read_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileType, layout: L
 def store(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     """Store `tile` to the view of `op` by TMA through a buffer; False (nothing emitted) where it
     cannot (the reason remarked where the view is the obstacle)."""
-    t, matrix, why = store_copy(k, op, k.buffers.total + k.smem_reserve)
+    plan = k.plan_check.plan
+    t, matrix, why = plan.row_stores.get(op, (None, None, "")) if plan is not None else (None, None, "")
     if t is None:
         if why:
             k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)

@@ -128,6 +128,8 @@ class SharedPlan:
                                   # read by the lowering (lowering/async_copy.load_to_shared)
     packed: frozenset             # the fp4 mma.syncs that pack their operands (mma_sync_staging.packs), read
                                   # by the lowering (ops_mma.lower_mma_sync)
+    row_groups: dict              # the body's first row TMA load -> its group (shared_rows.RowGroup), and
+    row_stores: dict              # a candidate row store -> (copy, buffer, why not): read by lowering/row_tma.py
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
 
@@ -241,7 +243,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
     return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, found.fits, found.rings, found.kmajor,
                       found.epilogues, found.tma_stages, found.slices,
-                      frozenset(found.deferred), frozenset(found.packed), allocas,
+                      frozenset(found.deferred), frozenset(found.packed), found.row_groups, found.row_stores, allocas,
                       caps(assignment.sm).smem_per_block)
 
 

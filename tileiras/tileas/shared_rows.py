@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir.core import Operation, Value
+from ..ir.record import record
 from . import row_copies
 from .buffers import lifetimes
 from .shared_plan import Request, place
@@ -34,11 +35,25 @@ if TYPE_CHECKING:
 ROLES = ("row-load", "row-store")
 
 
-class Rows:
-    """The row TMA requests of one kernel, asked op by op in the plan's walk (`requests`)."""
+@record
+class RowGroup:
+    """The body's group of row TMA loads, as the plan decided it (`row_copies.group`), for the lowering
+    (lowering/row_tma.py): its loads with their copies and unplaced buffers, the loads left out and why,
+    and the later loads whose operands the lowering lowers ahead at the group's first (in that order)."""
+    loads: tuple
+    missed: tuple
+    ahead: tuple
 
-    def __init__(self, facts: "StagingFacts") -> None:
+
+class Rows:
+    """The row TMA requests of one kernel, asked op by op in the plan's walk (`requests`); the decisions
+    recorded in `groups` (the group's first load -> its `RowGroup`) and `stores` (a candidate store ->
+    `row_copies.store_copy`'s (copy, buffer, why not)), which the lowering reads (`SharedPlan.row_groups`,
+    `row_stores`)."""
+
+    def __init__(self, facts: "StagingFacts", groups: dict, stores: dict) -> None:
         self.facts = facts
+        self.groups, self.stores = groups, stores
         self.copies = row_copies.may_copy(facts, store=True)
         self.first = row_copies.group_start(facts) if row_copies.may_copy(facts) else None
 
@@ -56,7 +71,9 @@ class Rows:
             if op is not self.first:
                 return []
             used = self._used(op, planned, reserve)
-            chosen, _ = row_copies.group(facts, op, used, self._ahead(op))
+            readied: list[Operation] = []
+            chosen, missed = row_copies.group(facts, op, used, self._ahead(op, readied))
+            self.groups[op] = RowGroup(tuple(chosen), tuple(missed), tuple(readied))
             if not chosen:
                 return []
             return [Request(op, "row-load", "staging", matrix.nbytes, 128, 0, row_copies.load_lifetime(live, op, load))
@@ -64,7 +81,7 @@ class Rows:
                                                                MBARRIER_BYTES)]
         if not row_copies.candidate(facts, op):
             return []
-        t, matrix, _ = row_copies.store_copy(facts, op, self._used(op, planned, reserve))
+        t, matrix, why = self.stores[op] = row_copies.store_copy(facts, op, self._used(op, planned, reserve))
         if t is None:
             return []
         assert matrix is not None
@@ -76,10 +93,11 @@ class Rows:
         before = [r for r in planned if live.position(r.op) < live.position(op)]
         return place(before, self.facts.entry).total + reserve
 
-    def _ahead(self, first: Operation) -> Callable[[Operation], bool]:
+    def _ahead(self, first: Operation, readied: list[Operation]) -> Callable[[Operation], bool]:
         """`row_copies.group`'s `ahead` at the plan level: a load's operands are available at `first`
         where they are defined before it (by the body's ops or the kernel's arguments) or by pure
-        ops lowered ahead for it or an earlier load of the group."""
+        ops lowered ahead for it or an earlier load of the group (the loads so readied appended to
+        `readied`)."""
         body = list(self.facts.entry.regions[0].block.operations)
         ready: set[Value] = set(self.facts.entry.regions[0].block.arguments)
         for op in body[:body.index(first)]:
@@ -91,5 +109,6 @@ class Rows:
                 return False
             for pure in order:
                 ready.update(pure.results)
+            readied.append(load)
             return True
         return ahead

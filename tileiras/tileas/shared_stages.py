@@ -120,6 +120,8 @@ class Predicted:
                             # (`_reduction`, shared_operands.requests)
     deferred: set           # the loads left to their mma in the last resort (shared_operands.deferred)
     packed: set             # the fp4 mma.syncs that pack their operands (shared_operands.requests)
+    row_groups: dict        # the body's first row TMA load -> its group (shared_rows.RowGroup)
+    row_stores: dict        # a candidate row store -> its TMA copy, buffer, why not (row_copies.store_copy)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
@@ -135,9 +137,9 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = staging_facts(entry, assignment, split, assumes.padded)
-    rows = shared_rows.Rows(facts)
     live = lifetimes(entry)
-    found = Predicted([], {}, True, {}, {}, {}, {}, {}, set(), set())
+    found = Predicted([], {}, True, {}, {}, {}, {}, {}, set(), set(), {}, {})
+    rows = shared_rows.Rows(facts, found.row_groups, found.row_stores)
     out, fits, rings, kmajor = found.requests, found.fits, found.rings, found.kmajor
     epilogues, tma_stages, sliced = found.epilogues, found.tma_stages, found.slices
     ringed: set[int] = set()
