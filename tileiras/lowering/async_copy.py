@@ -48,10 +48,10 @@ def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: boo
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
     """Issue the copies of a tile into a new buffer (cp.async, or element by element through
     registers: tileaa/access_width.staged_copy); None where neither may copy it. Where the
-    kernel does not fit otherwise (`KernelLowering.defer_loads`, lowering/pipeline.py's last
-    resort), a tile that does not fit whole beside the buffers alive with it, read by one mma.sync,
-    is left to that mma, as plan-shared-memory decided (`SharedPlan.deferred`: tileas/deferred_loads.defers):
-    it copies the tile a K slice at a time."""
+    kernel does not fit otherwise (`Assumptions.defer`, the last resort), a tile that does not fit
+    whole beside the buffers alive with it, read by one mma.sync, is left to that mma, as
+    plan-shared-memory decided (`SharedPlan.deferred`: tileas/deferred_loads.defers): it copies the
+    tile a K slice at a time."""
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
         return None

@@ -273,6 +273,7 @@ def _release_buffers(k: KernelLowering) -> None:
         fence_async_proxy(k)
     k.barrier()
     invalidate(k, one_shots(k))   # a one-shot TMA load's mbarrier no loop's end invalidated: its bytes are reused
+    # their lifetimes end here, as the plan's do (Request.releases): what the buffer verifier checks
     k.buffers.release(k.lifetimes().position(k.current_op))
 
 

@@ -59,8 +59,6 @@ class KernelLowering:
                                     f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
-        self.smem_reserve = 0               # bytes pipelines leave free for what the loop body allocates later
-        self.defer_loads = False            # async_copy.load_to_shared may leave an oversized load to its mma
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
         self.active_pipelines: dict = {}    # loop being lowered -> pipelined_loop.ActivePipeline
         self.hoisted: dict = {}             # loop -> its pipeline, set up before the persistent loop running it

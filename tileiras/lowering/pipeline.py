@@ -77,8 +77,6 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     threads = assignment.threads
     k = KernelLowering(entry, gpu, threads, debug, assignment, order or _token_order(entry))
     k.pad_buffers = assumes.padded
-    k.smem_reserve = assumes.reserve
-    k.defer_loads = assumes.defer
     k.pipelines = plans
     dbg_attachment = ""
     if debug is not None:
