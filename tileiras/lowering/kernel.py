@@ -73,7 +73,6 @@ class KernelLowering:
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (codegen.tma_params.TmaParam)
         self.row_loads: dict = {}           # row_tma.py: load -> its tile's buffer and one-shot TMA copy
-        self.row_groups_closed = False      # row_tma.py: the body's group of TMA loads is planned
         self.lowered_ahead: set = set()     # ops an earlier op lowered already (tmem_epilogue.py): skipped
         self.schedule_notes: list[str] = []  # what the schedule chose, for --print-ir-after-all
         self.globals: list[str] = []        # module-level definitions this kernel needs

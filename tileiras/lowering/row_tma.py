@@ -65,10 +65,8 @@ def load(k: KernelLowering, op: Operation) -> Optional[TileRegs]:
     it starts first); None (nothing emitted) where the load is not copied by TMA."""
     held = k.row_loads.get(op)
     if held is None:
-        plan = k.plan_check.plan
-        if k.row_groups_closed or plan is None or op not in plan.row_groups:
+        if k.plan_check.get("row_groups", op) is None:    # (the plan's group starts at one load)
             return None
-        k.row_groups_closed = True     # one group: it runs up to the first write, after which none starts
         _issue_group(k, op)
         held = k.row_loads.get(op)
         if held is None:
@@ -176,8 +174,7 @@ def read_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileType, layout: L
 def store(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     """Store `tile` to the view of `op` by TMA through a buffer; False (nothing emitted) where it
     cannot (the reason remarked where the view is the obstacle)."""
-    plan = k.plan_check.plan
-    t, matrix, why = plan.row_stores.get(op, (None, None, "")) if plan is not None else (None, None, "")
+    t, matrix, why = k.plan_check.get("row_stores", op, (None, None, ""))
     if t is None:
         if why:
             k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)

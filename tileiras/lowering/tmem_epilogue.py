@@ -179,8 +179,7 @@ def _tma_stage(k: KernelLowering, store: Operation) -> Optional[tuple[TmaCopy, S
     """The TMA copy and buffer plan-shared-memory gave `store` (`SharedPlan.tma_stages`:
     tcgen05_buffers.tma_stage beside the buffers planned before it), the buffer placed and the tensor
     map a hidden parameter; None where it gave none."""
-    plan = k.plan_check.plan
-    found = plan.tma_stages.get(store) if plan is not None else None
+    found = k.plan_check.get("tma_stages", store)
     if found is None:
         return None
     lifetime = k.lifetimes().op_range(store)

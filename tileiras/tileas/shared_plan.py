@@ -56,7 +56,7 @@ from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import caps
 from ..tileaa.allocas import alloca_bytes
-from .buffers import REGION_ALIGN, SharedBuffers, lifetimes
+from .buffers import REGION_ALIGN, SharedBuffers, _align, lifetimes
 from .plan import plan_of
 
 if TYPE_CHECKING:
@@ -334,8 +334,7 @@ class PlanCheck:
                 self.asked.add(key)
                 return self.offsets[key]
         self.unplanned[role] = self.unplanned.get(role, 0) + 1
-        align = max(align, 1)
-        return -(-max(self.top, above) // align) * align
+        return _align(max(self.top, above), max(align, 1))
 
     def decided(self, table: str, op: Operation, what: str) -> Any:
         """What the plan decided for `op` in its `table` (a `SharedPlan` field: "epilogues", "slices",
@@ -346,6 +345,11 @@ class PlanCheck:
             raise CompileError(f"error: internal: the kernel's plan decides no {what} at {op.location} "
                                f"(plan-shared-memory's {table})")
         return decisions[op]
+
+    def get(self, table: str, op: Operation, default: Any = None) -> Any:
+        """`decided` for a table whose ops are only those the plan gave something (an op it gave
+        nothing: `default`)."""
+        return getattr(self.plan, table).get(op, default) if self.plan is not None else default
 
     @property
     def complete(self) -> bool:

@@ -138,7 +138,8 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     split = kplan.warp_split
     facts = staging_facts(entry, assignment, split, assumes.padded)
     live = lifetimes(entry)
-    found = Predicted([], {}, True, {}, {}, {}, {}, {}, set(), set(), {}, {})
+    found = Predicted(requests=[], fits={}, pairs_run=True, rings={}, kmajor={}, epilogues={}, tma_stages={},
+                      slices={}, deferred=set(), packed=set(), row_groups={}, row_stores={})
     rows = shared_rows.Rows(facts, found.row_groups, found.row_stores)
     out, fits, rings, kmajor = found.requests, found.fits, found.rings, found.kmajor
     epilogues, tma_stages, sliced = found.epilogues, found.tma_stages, found.slices
