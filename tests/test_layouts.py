@@ -104,8 +104,11 @@ def test_print_ir_after_all_shows_layouts(capsys: pytest.CaptureFixture[str]) ->
     lower_module(_module(dim=1), "sm_90", print_ir_after_all=True)
     err = capsys.readouterr().err
     dump = err.split("IR Dump After assign-layouts", 1)[1].split("IR Dump After lower-to-llvm", 1)[0]
-    assert "%1 : tile<16x64xf32> #row_warp<cols=64, warps=4, rows_per_warp=2>" in dump
-    assert "%reduce : tile<16xf32> #row_warp<cols=1, warps=4, rows_per_warp=2>" in dump
+    # each tile type carries its layout, named once at the top of the level's text
+    assert "#row_warp = #nv_tileas.row_warp<cols=64, warps=4, rows_per_warp=2>\n" in dump
+    assert "#row_warp1 = #nv_tileas.row_warp<cols=1, warps=4, rows_per_warp=2>\n" in dump
+    assert "%1 = exp %tile  : tile<16x64xf32, #row_warp>\n" in dump
+    assert ": tile<16x64xf32, #row_warp> -> tile<16xf32, #row_warp1>" in dump
 
 
 def _corpus(name: str):

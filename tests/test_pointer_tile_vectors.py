@@ -221,8 +221,10 @@ def test_the_dump_shows_pointer_facts_per_dimension(capsys: pytest.CaptureFixtur
     facts = err.split("// facts of @", 1)[1].split("IR Dump After", 1)[0]
     assert re.search(r"tile<128x64xptr<bf16>> aligned to 2 B, contiguity \[1, 64\] divisibility \[2, 16\] "
                      r"constancy \[1, 1\]", facts), facts
-    layouts = err.split("// layouts of @", 1)[1].split("IR Dump After", 1)[0]
-    assert "tile<128x64xbf16> #row_warp<cols=64, warps=8, rows_per_warp=4>" in layouts, layouts
+    tileas = err.split("(nv_tileas) //----- //", 1)[1].split("// layouts of @", 1)[0]
+    alias = re.search(r"^#(\w+) = #nv_tileas\.row_warp<cols=64, warps=8, rows_per_warp=4>$", tileas, re.M)
+    assert alias, tileas
+    assert re.search(rf"= load_ptr_tko .* -> tile<128x64xbf16, #{alias[1]}>, token", tileas), tileas
 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100", pytest.param("sm_80", marks=pytest.mark.sweep)])

@@ -278,8 +278,13 @@ class MmaLayout:
         return (0,) * lead + (bi, row, ni * 8 + j % 2)[3 - len(inner):]
 
     def describe(self) -> str:
+        """Exact (layout/encoding_text.py reads it back): the tile's shape is warps x blocks x 16x8; the
+        threads are said where warps idle beside the grid."""
         order = ", warpgroup rows" if self.interleaved else ""
-        return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} blocks{order}>"
+        wb, wm, wn = self.warps
+        idle = f", threads={self.threads}" if wb * wm * wn * WARP != self.threads else ""
+        return f"#mma<warps={'x'.join(map(str, self.warps))}, per_warp={'x'.join(map(str, self.repeats))} " \
+               f"blocks{order}{idle}>"
 
 
 @record
@@ -400,8 +405,8 @@ class BroadcastSourceLayout:
         return self.parent.slots(self._dst_elements())
 
     def describe(self) -> str:
-        shape = "x".join(map(str, self.src))
-        return f"#broadcast_source<{shape} of {self.parent.describe()}>"
+        src, dst = ("x".join(map(str, shape)) for shape in (self.src, self.dst))
+        return f"#broadcast_source<{src} to {dst} of {self.parent.describe()}>"
 
 
 def _digits(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:

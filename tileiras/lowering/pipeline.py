@@ -135,11 +135,12 @@ def _print_passes(module: Operation, entries: list[Operation], assignments: list
     from ..text.printer import Printer
 
     printer = Printer()
-    text = printer.print_module(module).rstrip("\n")
-    lines = ["// -----// IR Dump After infer-facts (nv_tileaa) //----- //", text]
+    lines = ["// -----// IR Dump After infer-facts (nv_tileaa) //----- //", printer.print_module(module).rstrip("\n")]
     for entry in entries:
         lines.append(f"// facts of @{entry.attributes['sym_name']}:")
         lines += fact_lines(entry, printer.ref)
+    printer = Printer(layouts=True)   # nv_tileas: each tile's layout on its type (the same value names)
+    text = printer.print_module(module).rstrip("\n")
     lines += ["// -----// IR Dump After assign-layouts, materialize-layouts, fuse-conversions (nv_tileas) //----- //",
              text]
     for entry, assignment in zip(entries, assignments):

@@ -7,7 +7,7 @@ from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Operation
 from ..dialects.registry import OpDef
-from .printer import (Printer, dense_str, hints_str, predicate_str, _types_of, types_str)
+from .printer import (Printer, dense_str, hints_str, predicate_str, types_str)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
@@ -33,12 +33,12 @@ def _keyword(p: Printer, op: Operation, defn: OpDef, args) -> None:
 
 def _cuda_tile_type(p: Printer, op: Operation, defn: OpDef, args) -> None:
     arg = args[0]
-    p.out.append(types_str(_types_of(op, defn, arg.name)))
+    p.out.append(p.types_of(op, defn, arg.name))
 
 
 def _dense(p: Printer, op: Operation, defn: OpDef, args) -> None:
     value = op.attributes[args[0].name]
-    rtype = op.results[0].type if len(args) > 1 and op.results else value.type
+    rtype = p.typed(op.results[0]) if len(args) > 1 and op.results else value.type
     p.out.append(dense_str(value, rtype))
 
 
@@ -70,7 +70,7 @@ def _argument_region(p: Printer, op: Operation, defn: OpDef, args) -> None:
     region = op.regions[idx]
     p.out.append("\n" + " " * p.indent)
     block_args = region.blocks[0].arguments if region.blocks else []
-    p.out.append("(" + ", ".join(f"{p.ref(a)}: {a.type}" for a in block_args) + ") ")
+    p.out.append("(" + ", ".join(f"{p.ref(a)}: {p.typed(a)}" for a in block_args) + ") ")
     p.region(region)
 
 
@@ -102,7 +102,7 @@ def _entry(p: Printer, op: Operation) -> None:
     ftype: T.FunctionType = op.attributes["function_type"]
     block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
     args = block.arguments if block is not None else []
-    out.append("(" + ", ".join(f"{p.ref(a)}: {a.type}" for a in args) + ")")
+    out.append("(" + ", ".join(f"{p.ref(a)}: {p.typed(a)}" for a in args) + ")")
     if ftype.results:
         if len(ftype.results) == 1:
             out.append(f" -> {ftype.results[0]}")
@@ -163,9 +163,9 @@ def _load_view(p: Printer, op: Operation) -> None:
     index = op.operand_group("index")
     p.out.append(f" {p.ref(op.operand('view'))}[{p.refs(index)}]")
     _view_optionals(p, op)
-    p.out.append(f" : {op.operand('view').type}")
+    p.out.append(f" : {p.typed(op.operand('view'))}")
     _index_types(p, index)
-    p.out.append(f" -> {op.results[0].type}, {op.results[1].type}")
+    p.out.append(f" -> {p.typed(op.results[0])}, {p.typed(op.results[1])}")
 
 
 def _store_view(p: Printer, op: Operation) -> None:
@@ -173,7 +173,7 @@ def _store_view(p: Printer, op: Operation) -> None:
     index = op.operand_group("index")
     p.out.append(f" {p.ref(op.operand('tile'))}, {p.ref(op.operand('view'))}[{p.refs(index)}]")
     _view_optionals(p, op)
-    p.out.append(f" : {op.operand('tile').type}, {op.operand('view').type}")
+    p.out.append(f" : {p.typed(op.operand('tile'))}, {p.typed(op.operand('view'))}")
     _index_types(p, index)
     p.out.append(f" -> {op.results[0].type}")
 
@@ -189,7 +189,7 @@ def _atomic_red_view(p: Printer, op: Operation) -> None:
     _inbounds(p, op)
     p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "mode", "operandSegmentSizes", "inbounds"},
                 keyword=True)
-    p.out.append(f" : {op.operand('value').type}, {op.operand('view').type}")
+    p.out.append(f" : {p.typed(op.operand('value'))}, {p.typed(op.operand('view'))}")
     _index_types(p, index)
     p.out.append(f" -> {op.results[0].type}")
 
@@ -225,12 +225,12 @@ def _make_tensor_view(p: Printer, op: Operation) -> None:
 def _make_view(p: Printer, op: Operation) -> None:
     p.out.append(" " + p.ref(op.operands[0]))
     p.attr_dict(op, set())
-    p.out.append(f" : {op.results[0].type}")
+    p.out.append(f" : {p.typed(op.results[0])}")
 
 
 def _get_shape(p: Printer, op: Operation) -> None:
-    p.out.append(f" {p.ref(op.operands[0])} : {op.operands[0].type} -> ")
-    p.out.append(str(op.results[0].type) if op.results else "")
+    p.out.append(f" {p.ref(op.operands[0])} : {p.typed(op.operands[0])} -> ")
+    p.out.append(p.typed(op.results[0]) if op.results else "")
 
 
 def _control_region(p: Printer, op: Operation) -> None:
@@ -252,7 +252,7 @@ def _for(p: Printer, op: Operation) -> None:
     inits = op.operand_group("initValues")
     if inits:
         pairs = ", ".join(f"{p.ref(a)} = {p.ref(v)}" for a, v in zip(block.arguments[1:], inits))
-        out.append(f"iter_values({pairs}) -> ({types_str(v.type for v in inits)}) ")
+        out.append(f"iter_values({pairs}) -> ({', '.join(p.typed(v) for v in inits)}) ")
     _control_region(p, op)
     p.attr_dict(op, {"unsignedCmp"})
 
@@ -269,11 +269,11 @@ def _loop(p: Printer, op: Operation) -> None:
     if inits or has_ret:
         out.append(": ")
     if inits:
-        out.append(types_str(v.type for v in inits) + " ")
+        out.append(", ".join(p.typed(v) for v in inits) + " ")
         if has_ret:
             out.append("-> ")
     if has_ret:
-        out.append(types_str(r.type for r in op.results) + " ")
+        out.append(", ".join(p.typed(r) for r in op.results) + " ")
     _control_region(p, op)
     p.attr_dict(op, set())
 
@@ -297,11 +297,11 @@ def _multimem(p: Printer, op: Operation) -> None:
                else " ")
     p.attr_dict(op, {"memory_ordering_semantics", "memory_scope", "operandSegmentSizes", "inbounds"},
                 keyword=True)
-    out.append(f" : {view.type}" + (f", {tile.type}" if tile is not None else ""))
+    out.append(f" : {p.typed(view)}" + (f", {p.typed(tile)}" if tile is not None else ""))
     _index_types(p, index)
     if token is not None:
-        out.append(f", {token.type}")
-    out.append(" -> " + ", ".join(str(r.type) for r in op.results))
+        out.append(f", {p.typed(token)}")
+    out.append(" -> " + ", ".join(p.typed(r) for r in op.results))
 
 
 CUSTOM_PRINTERS: dict[str, Callable[[Printer, Operation], None]] = {

@@ -16,13 +16,14 @@ import re
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Block, Location, Operation, Region, Value
+from ..ir.record import record
 from ..dialects.registry import OPTIONAL, SINGLE, VARIADIC, OpDef, find
 from .format import AttrDict, Custom, Lit, OIList, Optional_, TypeOf, Var, compile_format
 from .lexer import Lexer, ParseError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
-    from typing import Any, Optional
+    from typing import Any, Callable, Optional
 
 SCALARS = frozenset(T.SCALAR_BITS) | {"fnv8E5M3FNU"}
 BARE_ENUMS = frozenset({"MemoryOrderingSemantics", "MemoryScope", "AtomicRMWMode", "MultimemReductionKind"})
@@ -56,7 +57,10 @@ class _Scope:
 
 
 class Parser:
-    def __init__(self, text: str, filename: str) -> None:
+    def __init__(self, text: str, filename: str, layouts: Optional[Callable[[str], Any]] = None) -> None:
+        """`layouts`: reads a tile type's layout (`#mma<...>`, ValueError if it is none), where the text is
+        nv_tileas IR (tileas/text.py); without it a layout in a type is an error."""
+        self.layouts = layouts
         self.lx = Lexer(text, filename)
         self.filename = filename
         self.scope = _Scope()
@@ -173,7 +177,8 @@ class Parser:
             op = self._parse_generic(nres)
         else:
             opname = lx.keyword("operation name")
-            full = opname if opname.startswith("cuda_tile.") else f"cuda_tile.{opname}"
+            # cuda_tile's ops print bare, the levels' below with their dialect (text/printer.py)
+            full = opname if opname.startswith(("cuda_tile.", "nv_tileaa.", "nv_tileas.")) else f"cuda_tile.{opname}"
             full = ALIASES.get(full, full)
             defn = find(full)
             if defn is None:
@@ -481,9 +486,39 @@ class Parser:
         self.alias_cache[name] = v
         return v
 
-    def parse_location_or_attr(self) -> Any:
-        """`loc(...)`, `#alias` or a `#cuda_tile.di_*<...>` attribute."""
+    def _layout(self) -> Any:
+        """A tile type's layout: `#nv_tileas.KIND<...>` (layout/encoding_text.py) or an alias of one."""
         lx = self.lx
+        lx.skip()
+        pos = lx.pos
+        if self.layouts is None:
+            raise lx.error("a tile type with a layout is nv_tileas IR (a dump), which `tileir opt` reads; "
+                           "this reads cuda_tile IR", pos)
+        if not lx.startswith("#nv_tileas."):
+            if not lx.startswith("#"):
+                raise lx.error("expected a layout ('#nv_tileas.KIND<...>' or its alias)", pos)
+            layout = self.alias_value(lx.prefixed("#"))  # type: ignore[arg-type]
+            if not hasattr(layout, "describe"):
+                raise lx.error("the alias does not name a layout", pos)
+            return layout
+        lx.pos += len("#nv_tileas.")
+        start, depth = lx.pos, 0
+        while lx.pos < len(lx.text) and lx.text[lx.pos] != "\n":   # a layout is written on one line
+            c = lx.text[lx.pos]
+            depth += {"<": 1, ">": -1}.get(c, 0)
+            lx.pos += 1
+            if depth == 0 and c == ">":
+                break
+        try:
+            return self.layouts("#" + lx.text[start:lx.pos])
+        except ValueError as exc:
+            raise lx.error(f"invalid layout: {exc}", pos) from None
+
+    def parse_location_or_attr(self) -> Any:
+        """`loc(...)`, `#alias`, a `#cuda_tile.di_*<...>` attribute or a layout (`#nv_tileas.mma<...>`)."""
+        lx = self.lx
+        if lx.startswith("#nv_tileas."):
+            return self._layout()
         if lx.accept_keyword("loc"):
             lx.expect("(")
             v = self._loc_body()
@@ -603,6 +638,10 @@ class Parser:
         if kw == "tile":
             lx.expect("<")
             shape, elem = self._dims_and_elem(allow_dynamic=False)
+            if shape and lx.accept(","):   # nv_tileas: the tile's layout (`#mma` or `#nv_tileas.mma<...>`)
+                encoding = self._layout()
+                lx.expect(">")
+                return EncodedTileType(tuple(shape), elem, encoding)
             lx.expect(">")
             return T.TileType(tuple(shape), elem)
         if kw == "tensor_view":
@@ -1922,10 +1961,39 @@ CUSTOM_PARSERS = {
 }
 
 
-def parse_module(text: str, filename: str = "<text>") -> Operation:
-    """Parse TileIR text into a `cuda_tile.module` operation (CompileError on bad input)."""
+@record
+class EncodedTileType(T.TileType):
+    """A tile type read with its layout (nv_tileas' dumps); `parse_module` moves the layout onto the value."""
+    encoding: Any = None
+
+
+def _adopt_layouts(module: Operation) -> Operation:
+    """Each value read with a layout in its type gets it as its layout (`Value.layout`, as the nv_tileas
+    passes leave it) and the plain tile type; the types inside function types lose theirs."""
+    def plain(t: Any) -> Any:
+        if isinstance(t, EncodedTileType):
+            return T.TileType(t.shape, t.element)
+        if isinstance(t, T.FunctionType):
+            return T.FunctionType(tuple(map(plain, t.inputs)), tuple(map(plain, t.results)))
+        return t
+
+    for op in module.walk():
+        for v in [*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)]:
+            if isinstance(v.type, EncodedTileType):
+                v.layout, v.type = v.type.encoding, plain(v.type)
+        for key, value in op.attributes.items():
+            if isinstance(value, T.FunctionType):
+                op.attributes[key] = plain(value)
+            elif isinstance(value, A.DenseElements):   # a constant's value, typed as its result
+                value.type = plain(value.type)
+    return module
+
+
+def parse_module(text: str, filename: str = "<text>", layouts: Optional[Callable[[str], Any]] = None) -> Operation:
+    """Parse TileIR text into a `cuda_tile.module` operation (CompileError on bad input); `layouts` as for
+    `Parser`, each value read with a layout given it (`Value.layout`)."""
     try:
-        return Parser(text, filename).parse_module()
+        return _adopt_layouts(Parser(text, filename, layouts).parse_module())
     except ParseError:
         raise
     except RecursionError:

@@ -325,8 +325,11 @@ _FORMATS: dict[str, tuple] = {}  # op name -> (compiled format, names it prints)
 
 
 class Printer:
-    def __init__(self, debug_info: bool = False) -> None:
+    def __init__(self, debug_info: bool = False, layouts: bool = False) -> None:
+        """`layouts`: each tile value's type carries its layout (nv_tileas: `tile<128x64xf16, #mma>`,
+        the layouts named once at the top, `#mma = #nv_tileas.mma<...>`)."""
         self.debug_info = debug_info
+        self.layouts: Optional[dict[Any, str]] = {} if layouts else None   # layout -> its alias
         self.namer = Namer()
         self.aliases: Optional[AliasTable] = AliasTable() if debug_info else None
         self.out: list[str] = []
@@ -347,6 +350,9 @@ class Printer:
         producer = module.attributes.get("producer")
         if producer:
             self.out.append(f"// Producer: {producer}\n")
+        if self.layouts is not None:
+            self.layouts = layout_aliases(module)
+            self.out += [f"#{alias} = {encoding(layout)}\n" for layout, alias in self.layouts.items()]
         for op in body:
             self.print_op(op)
             self.out.append("\n")
@@ -403,6 +409,18 @@ class Printer:
 
     def ref(self, v: Value) -> str:
         return self.namer.ref(v)
+
+    def typed(self, v: Value) -> str:
+        """`v`'s type, with its layout where the printer shows layouts and `v` is a tile of rank 1 or more."""
+        t = v.type
+        if self.layouts is None or v.layout is None or not isinstance(t, T.TileType) or not t.shape:
+            return str(t)
+        return f"{str(t)[:-1]}, #{self.layouts[v.layout]}>"
+
+    def types_of(self, op: Operation, defn: OpDef, name: str) -> str:
+        """The types of `op`'s operand or result group `name`."""
+        values = op.operand_group(name) if any(g.name == name for g in defn.operands) else _result_group(op, defn, name)
+        return ", ".join(self.typed(v) for v in values)
 
     def refs(self, vs) -> str:
         return ", ".join(self.namer.ref(v) for v in vs)
@@ -483,7 +501,7 @@ class Printer:
                 if isinstance(e, Var):
                     self._var(op, defn, e.name)
                 elif isinstance(e, TypeOf):
-                    out.append(types_str(_types_of(op, defn, e.name)))
+                    out.append(self.types_of(op, defn, e.name))
                 elif isinstance(e, Custom):
                     self.custom_directives[e.name](self, op, defn, e.args)
 
@@ -605,11 +623,25 @@ def _result_group(op: Operation, defn: OpDef, name: str) -> list:
     return []
 
 
-def _types_of(op: Operation, defn: OpDef, name: str) -> list:
-    for g in defn.operands:
-        if g.name == name:
-            return [v.type for v in op.operand_group(name)]
-    return [v.type for v in _result_group(op, defn, name)]
+def encoding(layout: Any) -> str:
+    """A layout as a tile type's encoding: `describe`'s text in the nv_tileas dialect
+    (layout/encoding_text.py reads it back)."""
+    return "#nv_tileas." + layout.describe()[1:]
+
+
+def layout_aliases(module: Operation) -> dict[Any, str]:
+    """Each distinct layout of the module's tiles, in the order its first value is defined, with its alias: the
+    layout's kind, numbered from the second of a kind (`#mma`, `#mma1`)."""
+    aliases: dict[Any, str] = {}
+    counts: dict[str, int] = {}
+    for op in module.walk():
+        values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)]
+        for v in values:
+            if v.layout is not None and isinstance(v.type, T.TileType) and v.type.shape and v.layout not in aliases:
+                kind = v.layout.describe()[1:].split("<", 1)[0]
+                n = counts[kind] = counts.get(kind, -1) + 1
+                aliases[v.layout] = f"{kind}{n or ''}"
+    return aliases
 
 
 def print_module(module: Operation, debug_info: bool = False) -> str:

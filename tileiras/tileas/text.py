@@ -1,0 +1,16 @@
+"""nv_tileas IR read from text: the dumps `--print-ir-after-all` and `tileir opt` print, whose tile types
+carry their layouts (`tile<128x128xf32, #mma>`), parsed back with each value's layout and the level's ops
+(`nv_tileas.convert_layout`)."""
+
+from __future__ import annotations
+
+from ..ir.core import Operation
+from ..layout.encoding_text import parse_layout
+from ..text.parser import parse_module
+from .ops import declare
+
+
+def parse_tileas(text: str, filename: str = "<text>") -> Operation:
+    """The module `text` prints, each tile value in the layout its type names (ParseError on bad input)."""
+    declare()
+    return parse_module(text, filename, layouts=parse_layout)
