@@ -198,7 +198,7 @@ def dense_values(d: A.DenseElements) -> str:
     return "".join(out)
 
 
-def dense_str(d: A.DenseElements, t: Optional[T.Type] = None) -> str:
+def dense_str(d: A.DenseElements, t: "Optional[T.Type | str]" = None) -> str:
     """custom<DenseTypedElementsAttr>: `<f32: 1.000000e+00> : tile<f32>`."""
     return f"<{d.type.element}: {dense_values(d)}> : {t if t is not None else d.type}"
 
@@ -415,7 +415,8 @@ class Printer:
         t = v.type
         if self.layouts is None or v.layout is None or not isinstance(t, T.TileType) or not t.shape:
             return str(t)
-        return f"{str(t)[:-1]}, #{self.layouts[v.layout]}>"
+        alias = self.layouts.get(v.layout)   # none where an op is printed alone: the layout in full
+        return f"{str(t)[:-1]}, {'#' + alias if alias else encoding(v.layout)}>"
 
     def types_of(self, op: Operation, defn: OpDef, name: str) -> str:
         """The types of `op`'s operand or result group `name`."""
