@@ -30,9 +30,8 @@ def materialize_layouts(entry: Operation, assignment: "LayoutAssignment") -> int
         for index, operand in enumerate(op.operands):
             if operand is not value:
                 continue
-            attributes: dict[str, object] = {"to": layout.describe()}
-            if assignment.is_splat(value):
-                attributes["rematerialize"] = True
+            # the layout it converts to is its result's, on the result's type in the printed IR
+            attributes: dict[str, object] = {"rematerialize": True} if assignment.is_splat(value) else {}
             convert = op.insert_before(Operation(CONVERT_LAYOUT, [value], [value.type], attributes,
                                                  location=op.location))
             convert.results[0].layout = layout

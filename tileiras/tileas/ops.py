@@ -17,8 +17,8 @@ def declare() -> None:
             CONVERT_LAYOUT, _OPCODE_BASE, "13.1",
             operands=(OperandDef("source", constraint="tile"),),
             results=(OperandDef("result", constraint="tile"),),
-            # `to`: the result's layout, spelled for dumps; `rematerialize`: the source is the same
-            # value in every element (a splat), so the result is rebuilt from it, not moved
-            attributes=(AttrDef("to", "str"), AttrDef("rematerialize", "unit", optional=True)),
+            # the layouts are the source's and the result's (printed on their types); `rematerialize`: the
+            # source is the same value in every element (a splat), so the result is rebuilt from it, not moved
+            attributes=(AttrDef("rematerialize", "unit", optional=True),),
             traits=frozenset({"Pure"}),
             format="$source attr-dict `:` custom<CudaTileType>(type($source)) `->` custom<CudaTileType>(type($result))"))

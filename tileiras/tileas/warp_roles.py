@@ -365,8 +365,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
                      guard_slice=guard_slice or (),
                      attention=bool(mmas) and attention is not None, note=note,
                      min_ctas=occupancy(k) if k.threads == 128 and consumers_compute else 1,
-                     tmem_accumulators=any(op in (getattr(k.assignment, "tcgen05_layouts", None) or {})
-                                           for op in loops[0].walk())), ""
+                     tmem_accumulators=any(map(k.assignment.is_tcgen05, loops[0].walk()))), ""
 
 
 def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
