@@ -126,7 +126,11 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_gemm_bf16_cr_32x256x32_zero_persistent_residual_ragged_lat3_v13p2", "sm_90"),
             # ... and a producer warpgroup loading K and V element by element under an occupancy hint of 2, the
             # roles' registers reallocated within the CTA's half (setmaxnreg 72 / 184)
-            ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_90")]
+            ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_90"),
+            # seed 44, sm_100's attention form without facts: a producer warpgroup stages K and V element by element
+            # beside one consumer warpgroup (setmaxnreg 88 / 168) and beside two (no setmaxnreg, 384 threads)
+            ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_100"),
+            ("g_attn_fwd_f16_d64_window_g8_128x128_none_occ2_v13p3", "sm_100")]
 
 
 # the known gaps
@@ -608,6 +612,15 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # ... and on sm_100 (164 unspecialized), where S and O live in tensor memory: the producer keeps 88 for its
     # element addresses (4 spill instructions at 72), the consumers take 168
     ("g_attn_fwd_e4m3_d128_full_g1_64x128_none_occ2_v13p1", "sm_100", "spills"),
+    # sm_100's attention form without facts (seed 44): a producer warpgroup stages K and V element by element
+    # whatever the occupancy hint (stage_rings.producer_stages), where every thread loaded them unpipelined: an
+    # e4m3 d = 64 64 x 128 254 registers on 128 threads -> 128 on 256 at setmaxnreg 88 / 168 (NVIDIA's 128, its
+    # roles reallocating too); a 128 x 64 e4m3 d = 128 causal one 183 -> 115 and an f16 d = 64 128 x 128 window one
+    # 213 -> 110 on 384 threads (NVIDIA's 128 on 256)
+    ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_100", "setmaxnreg"),
+    ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_100", "registers"),
+    ("g_attn_fwd_e4m3_d128_causal_g1_128x64_none_occ2_v13p1", "sm_100", "registers"),
+    ("g_attn_fwd_f16_d64_window_g8_128x128_none_occ2_v13p3", "sm_100", "registers"),
 )
 
 
