@@ -115,3 +115,18 @@ def test_tileir_opt_reports_a_bad_layout_with_its_line(tmp_path: Path, edit, say
     assert failed.returncode == 5 and "Traceback" not in failed.stderr
     assert failed.stderr.startswith(f"{bad}:"), failed.stderr
     assert re.search(says, failed.stderr), failed.stderr
+
+
+def test_tileir_opt_refuses_to_lay_out_a_kernel_laid_out_already(tmp_path: Path) -> None:
+    run = [sys.executable, "-m", "tileiras.driver.tileir_main", "opt"]
+    lit = ROOT / "tests" / "lit" / "tileas" / "layouts.mlir"
+    done = subprocess.run(run + [str(lit), "--passes", "canonical-form,nv_tileas"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    laid_out = tmp_path / "tileas.mlir"
+    laid_out.write_text(done.stdout)
+    again = subprocess.run(run + [str(laid_out), "--passes", "nv_tileas"], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)
+    assert again.returncode == 2 and "at nv_tileas already" in again.stderr and not again.stdout, again.stderr
+    folded = subprocess.run(run + [str(laid_out), "--passes", "canonical-form"], capture_output=True, text=True,
+                            cwd=ROOT, timeout=120)
+    assert folded.returncode == 0 and "tile<128x128xf32, #mma>" in folded.stdout, folded.stderr

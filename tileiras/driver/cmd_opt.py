@@ -25,6 +25,9 @@ def _passes(gpu: str) -> dict[str, Callable[[Any], object]]:
     from ..transforms.passes import CANONICAL_PASSES, to_canonical
 
     def tileas(entry: Any) -> None:
+        if any(v.layout is not None for op in entry.walk() for v in op.results):
+            raise TileirasError("tileir opt: error: the nv_tileas pass reads cuda_tile or nv_tileaa IR; this "
+                                "kernel is at nv_tileas already (its tiles have layouts)", ExitCode.INVALID_OPTIONS)
         to_tileaa(entry)
         to_tileas([entry], gpu)
 
