@@ -23,10 +23,15 @@ class LayoutSyntaxError(ValueError):
 
 def parse_layout(text: str) -> Layout:
     """The layout `text` describes (`describe(parse_layout(t)) == t` for what `describe` prints)."""
-    layout, end = _parse(text, 0)
+    layout, end = read_layout(text)
     if end != len(text):
         raise LayoutSyntaxError(f"unexpected '{text[end:]}' after the layout '{text[:end]}'")
     return layout
+
+
+def read_layout(text: str) -> tuple[Layout, int]:
+    """The layout `text` starts with and where it ends (what follows it is the caller's: a type's `>`)."""
+    return _parse(text, 0)
 
 
 def _parse(text: str, pos: int) -> tuple[Layout, int]:

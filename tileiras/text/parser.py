@@ -58,8 +58,9 @@ class _Scope:
 
 class Parser:
     def __init__(self, text: str, filename: str, layouts: Optional[Callable[[str], Any]] = None) -> None:
-        """`layouts`: reads a tile type's layout (`#mma<...>`, ValueError if it is none), where the text is
-        nv_tileas IR (tileas/text.py); without it a layout in a type is an error."""
+        """`layouts`: reads the layout a text starts with (`#mma<...>`: the layout and where its text ends;
+        ValueError if it is none), where the text is nv_tileas IR (tileas/text.py); without it a layout in a
+        type is an error."""
         self.layouts = layouts
         self.lx = Lexer(text, filename)
         self.filename = filename
@@ -501,18 +502,14 @@ class Parser:
             if not hasattr(layout, "describe"):
                 raise lx.error("the alias does not name a layout", pos)
             return layout
-        lx.pos += len("#nv_tileas.")
-        start, depth = lx.pos, 0
-        while lx.pos < len(lx.text) and lx.text[lx.pos] != "\n":   # a layout is written on one line
-            c = lx.text[lx.pos]
-            depth += {"<": 1, ">": -1}.get(c, 0)
-            lx.pos += 1
-            if depth == 0 and c == ">":
-                break
+        kind = lx.pos + len("#nv_tileas.")       # `#nv_tileas.mma<...>` is read as `#mma<...>`, on one line
+        line_end = lx.text.find("\n", kind)
         try:
-            return self.layouts("#" + lx.text[start:lx.pos])
+            layout, length = self.layouts("#" + lx.text[kind:line_end if line_end >= 0 else len(lx.text)])
         except ValueError as exc:
             raise lx.error(f"invalid layout: {exc}", pos) from None
+        lx.pos = kind + length - 1            # past its closing `>` (`length` counts the `#` put in front)
+        return layout
 
     def parse_location_or_attr(self) -> Any:
         """`loc(...)`, `#alias`, a `#cuda_tile.di_*<...>` attribute or a layout (`#nv_tileas.mma<...>`)."""
@@ -1993,7 +1990,8 @@ def parse_module(text: str, filename: str = "<text>", layouts: Optional[Callable
     """Parse TileIR text into a `cuda_tile.module` operation (CompileError on bad input); `layouts` as for
     `Parser`, each value read with a layout given it (`Value.layout`)."""
     try:
-        return _adopt_layouts(Parser(text, filename, layouts).parse_module())
+        module = Parser(text, filename, layouts).parse_module()
+        return _adopt_layouts(module) if layouts is not None else module   # (no layout read without a reader)
     except ParseError:
         raise
     except RecursionError:

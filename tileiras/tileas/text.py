@@ -5,7 +5,7 @@ carry their layouts (`tile<128x128xf32, #mma>`), parsed back with each value's l
 from __future__ import annotations
 
 from ..ir.core import Operation
-from ..layout.encoding_text import parse_layout
+from ..layout.encoding_text import read_layout
 from ..text.parser import parse_module
 from .ops import declare
 
@@ -13,4 +13,4 @@ from .ops import declare
 def parse_tileas(text: str, filename: str = "<text>") -> Operation:
     """The module `text` prints, each tile value in the layout its type names (ParseError on bad input)."""
     declare()
-    return parse_module(text, filename, layouts=parse_layout)
+    return parse_module(text, filename, layouts=read_layout)
