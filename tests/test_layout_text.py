@@ -130,3 +130,27 @@ def test_tileir_opt_refuses_to_lay_out_a_kernel_laid_out_already(tmp_path: Path)
     folded = subprocess.run(run + [str(laid_out), "--passes", "canonical-form"], capture_output=True, text=True,
                             cwd=ROOT, timeout=120)
     assert folded.returncode == 0 and "tile<128x128xf32, #mma>" in folded.stdout, folded.stderr
+
+
+@pytest.mark.parametrize("edit,says", [
+    # a value used in a layout other than its definition's: the parser's check of every use's type
+    (("continue %5 : tile<128x128xf32, #mma>", "continue %5 : tile<128x128xf32, #blocked>"),
+     r"use of value '%5' expects different type than prior uses: "
+     r"'!cuda_tile.tile<128x128xf32, #nv_tileas.blocked<threads=128, vec=8>>' vs '!cuda_tile.tile<128x128xf32, "
+     r"#nv_tileas.mma<"),
+    # an element conversion that moves its tile: the level's rule (tileas/verify.verify_types), not internal
+    (("-> tile<128x128xf16, #mma>", "-> tile<128x128xf16, #blocked>"),
+     r"error: nv_tileas verifier: 'cuda_tile.ftof' has values that must share a layout in different ones"),
+])
+def test_tileir_opt_holds_nv_tileas_text_to_its_layouts(tmp_path: Path, edit, says: str) -> None:
+    run = [sys.executable, "-m", "tileiras.driver.tileir_main", "opt"]
+    lit = ROOT / "tests" / "lit" / "tileas" / "layouts.mlir"
+    done = subprocess.run(run + [str(lit), "--passes", "canonical-form,nv_tileas", "--gpu-name", "sm_90"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and edit[0] in done.stdout, done.stderr
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(done.stdout.replace(*edit, 1))
+    failed = subprocess.run(run + [str(bad), "--passes", ""], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert failed.returncode == 5 and "Traceback" not in failed.stderr and not failed.stdout
+    assert re.search(says, failed.stderr) and "internal" not in failed.stderr, failed.stderr
+    assert "bad.mlir" in failed.stderr.split("error:")[0], failed.stderr   # where, in the file given

@@ -103,3 +103,62 @@ def test_lowering_leaves_the_callers_module_at_cuda_tile(capsys: pytest.CaptureF
     assert all(v.layout is None for v in tile_values(_entry(module)))
     dump = capsys.readouterr().err
     assert "nv_tileas.convert_layout" in dump and "rematerialize" in dump
+
+
+def _matmul_at_tileas(gpu: str) -> tuple[Operation, LayoutAssignment]:
+    """The realistic 128x128x64 f16 matmul at nv_tileas: an mma accumulator carried by a loop."""
+    from tileiras.tileas.passes import to_tileas
+
+    path = Path(__file__).parent / "realistic" / "bytecode" / "mm_f16_128x128x64.tileirbc"
+    entry = _entry(load_module(path.read_bytes(), str(path)))
+    to_tileaa(entry)
+    return entry, to_tileas([entry], gpu)[0]
+
+
+def test_a_tiles_layout_is_its_types_encoding() -> None:
+    """As Triton's tensor types carry their encodings: the layout is part of the type, two tiles of one shape
+    in two layouts have two types, and setting a value's layout gives it its type in that layout."""
+    from tileiras.ir.types import TileType
+
+    entry, assignment = _matmul_at_tileas("sm_90")
+    values = [v for v in tile_values(entry) if v.type.num_elements > 1]
+    assert values and all(v.type.encoding is v.layout and v.layout is not None for v in values)
+    acc = next(op for op in entry.walk() if op.name == "cuda_tile.mmaf").results[0]
+    twin = TileType(acc.type.shape, acc.type.element, assignment.blocked)
+    assert twin != acc.type and twin.with_encoding(None) == acc.type.with_encoding(None)
+    assert str(twin) == str(acc.type) == "tile<128x128xf32>"   # `str` is cuda_tile's spelling; the printer adds it
+    layout = acc.layout
+    acc.layout = assignment.blocked
+    assert acc.type == twin and acc.layout == assignment.blocked
+    acc.layout = layout
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_100"])
+def test_verifier_reports_a_loop_carrying_a_value_in_two_layouts(gpu: str) -> None:
+    entry, assignment = _matmul_at_tileas(gpu)
+    verify(entry, assignment)
+    loop = next(op for op in entry.walk() if op.name == "cuda_tile.for")
+    loop.results[0].layout = assignment.blocked        # the loop's result no longer in its accumulator's layout
+    with pytest.raises(CompileError, match=r"internal: nv_tileas verifier: 'cuda_tile.for' has values that must "
+                                           r"share a layout in different ones: .*#blocked"):
+        verify(entry, assignment)
+
+
+def test_verifier_reports_an_element_conversion_that_moves_its_tile() -> None:
+    """ftof keeps its tile where it is: a change of layout is a convert_layout's."""
+    entry, assignment = _matmul_at_tileas("sm_90")
+    cast = next(op for op in entry.walk() if op.name == "cuda_tile.ftof")
+    cast.results[0].layout = assignment.blocked
+    with pytest.raises(CompileError, match="'cuda_tile.ftof' has values that must share a layout"):
+        verify(entry, assignment)
+
+
+def test_verifier_reports_a_conversion_that_changes_more_than_the_layout() -> None:
+    from tileiras.ir.types import ScalarType
+
+    entry, assignment = _at_tileas()
+    convert = _converts(entry)[0]
+    result = convert.results[0]
+    result.type = result.type.__class__(result.type.shape, ScalarType("f64"), result.type.encoding)
+    with pytest.raises(CompileError, match="changes the type"):
+        verify(entry, assignment)

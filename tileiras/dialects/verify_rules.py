@@ -46,6 +46,8 @@ def qualified(t: Any) -> str:
         ins = ", ".join(qualified(x) for x in t.inputs)
         outs = ", ".join(qualified(x) for x in t.results)
         return f"({ins}) -> ({outs})" if len(t.results) != 1 else f"({ins}) -> {outs}"
+    if isinstance(t, T.TileType) and t.encoding is not None:   # nv_tileas: the layout, as its text spells it
+        return f"!cuda_tile.{str(t)[:-1]}, #nv_tileas.{t.encoding.describe()[1:]}>"  # type: ignore[attr-defined]
     return "!cuda_tile." + str(t)
 
 
@@ -208,7 +210,7 @@ SAME_ELEM_ALL = {"cuda_tile.broadcast", "cuda_tile.reshape"}
 SAME_OPERANDS_SHAPE = {"cuda_tile.reduce", "cuda_tile.scan"}
 
 
-def _named_types(op: Operation, defn: OpDef, name: str) -> list[Any]:
+def named_types(op: Operation, defn: OpDef, name: str) -> list[Any]:
     for g in defn.operands:
         if g.name == name:
             return [v.type for v in op.operand_group(name)]
@@ -382,9 +384,9 @@ def check_invariants(op: Operation, defn: OpDef) -> None:
     # type relations
     name = op.name
     for group in TYPES_MATCH.get(name, ()):
-        types = [t for n in group for t in _named_types(op, defn, n)]
+        types = [t for n in group for t in named_types(op, defn, n)]
         if name == "cuda_tile.for":
-            types = [t for n in group for t in _named_types(op, defn, n)]
+            types = [t for n in group for t in named_types(op, defn, n)]
         if types and any(t != types[0] for t in types):
             raise fail(op, f"failed to verify that all of {{{', '.join(group)}}} have same type")
     if name in SAME_SHAPE_ALL:
@@ -401,17 +403,17 @@ def check_invariants(op: Operation, defn: OpDef) -> None:
             raise fail(op, "requires the same shape for all operands")
     group = SHAPES_MATCH.get(name)
     if group:
-        shapes = [_shape(t) for n in group for t in _named_types(op, defn, n)]
+        shapes = [_shape(t) for n in group for t in named_types(op, defn, n)]
         if any(s != shapes[0] for s in shapes):
             raise fail(op, f"failed to verify that all of {{{', '.join(group)}}} have same shape")
     group = RANKS_MATCH.get(name)
     if group:
-        ranks = [len(t.shape) for n in group for t in _named_types(op, defn, n) if isinstance(t, T.TileType)]
+        ranks = [len(t.shape) for n in group for t in named_types(op, defn, n) if isinstance(t, T.TileType)]
         if any(r != ranks[0] for r in ranks):
             raise fail(op, f"failed to verify that all of {{{', '.join(group)}}} have same rank")
     group = ELEMENTS_MATCH.get(name)
     if group:
-        es = [elem(t) for n in group for t in _named_types(op, defn, n)]
+        es = [elem(t) for n in group for t in named_types(op, defn, n)]
         if any(e != es[0] for e in es):
             raise fail(op, f"failed to verify that all of {{{', '.join(group)}}} have the same element type")
     if name in ("cuda_tile.cmpf", "cuda_tile.cmpi"):

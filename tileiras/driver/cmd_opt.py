@@ -41,17 +41,16 @@ def _passes(gpu: str) -> dict[str, Callable[[Any], object]]:
 
 def _load(path: str) -> Any:
     """The module at `path` ('-': stdin): bytecode, or text read as nv_tileas text (layouts on the types)."""
-    from ..dialects.verifier import verify_module
     from ..frontend import classify, load_module, read_input
 
     data = sys.stdin.buffer.read() if path == "-" else read_input(path)
     name = "<stdin>" if path == "-" else path
     if classify(data) != "text":
         return load_module(data, filename=name)
-    from ..tileas.text import parse_tileas
+    from ..tileas.text import parse_tileas, verify_tileas
 
     module = parse_tileas(data.decode("utf-8", "replace"), name)
-    verify_module(module)
+    verify_tileas(module)
     return module
 
 

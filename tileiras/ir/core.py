@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .record import record
 
-from .types import Type
+from .types import TileType, Type
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotation-only names; typing is not imported at run time
@@ -38,16 +38,30 @@ class Location:
 class Value:
     """An SSA value: the result of an operation or the argument of a block."""
 
-    __slots__ = ("type", "name_hint", "uses", "layout", "facts")
+    __slots__ = ("type", "name_hint", "uses", "facts")
 
     def __init__(self, type: Type, name_hint: Optional[str] = None) -> None:
         self.type = type
         self.name_hint = name_hint
         self.uses: list[Operation] = []
-        # The distributed layout of a tile value at the nv_tileas level (tileiras.tileas); None above it.
-        self.layout: Any = None
         # What the nv_tileaa level proved of an integer, pointer or view (tileiras.tileaa.facts); None above it.
         self.facts: Any = None
+
+    @property
+    def layout(self) -> Any:
+        """The distributed layout of a tile value at the nv_tileas level: its type's encoding
+        (`TileType.encoding`); None above it and for values that are not tiles."""
+        return getattr(self.type, "encoding", None)
+
+    @layout.setter
+    def layout(self, layout: Any) -> None:
+        """The value's type becomes its tile type in `layout`."""
+        t = self.type
+        if not isinstance(t, TileType):
+            if layout is not None:
+                raise TypeError(f"a layout for a value of type {t}, not a tile")
+            return
+        self.type = t.with_encoding(layout)
 
     def replace_all_uses_with(self, other: "Value") -> None:
         for user in list(self.uses):
@@ -162,7 +176,7 @@ class Operation:
         copy = Operation(self.name, [mapping.get(v, v) for v in self.operands], [r.type for r in self.results],
                          self.attributes, location=self.location, segment_sizes=self.segment_sizes)
         for old, new in zip(self.results, copy.results):
-            new.name_hint, new.layout, new.facts = old.name_hint, old.layout, old.facts
+            new.name_hint, new.facts = old.name_hint, old.facts
             mapping[old] = new
         for region in self.regions:
             twin = copy.add_region(Region())
@@ -170,7 +184,7 @@ class Operation:
                 dup = twin.add_block(Block())
                 for arg in block.arguments:
                     mapping[arg] = twin_arg = dup.add_argument(arg.type, arg.name_hint)
-                    twin_arg.layout, twin_arg.facts = arg.layout, arg.facts
+                    twin_arg.facts = arg.facts
                 for op in block.operations:
                     dup.append(op.clone(mapping))
         return copy

@@ -85,10 +85,20 @@ def _dims(values: tuple[int, ...]) -> str:
 
 @record
 class TileType(Type):
-    """A tile: a statically shaped array of scalars or pointers; shape () is a 0-d tile."""
+    """A tile: a statically shaped array of scalars or pointers; shape () is a 0-d tile.
+
+    At nv_tileas a tile's type carries its distributed layout as its `encoding` (a layout of
+    tileiras/layout/encodings.py, as Triton's tensor types carry theirs): two tiles of one shape in two
+    layouts have two types. None above nv_tileas. `str` leaves it out; the nv_tileas printer shows it
+    (`tile<128x64xf16, #mma>`)."""
 
     shape: tuple[int, ...]
     element: Type
+    encoding: object = None
+
+    def with_encoding(self, encoding: object) -> "TileType":
+        """This tile's type in another layout (None: without one)."""
+        return self if encoding is self.encoding else TileType(self.shape, self.element, encoding)
 
     def __str__(self) -> str:
         if not self.shape:

@@ -16,7 +16,6 @@ import re
 from ..ir import attributes as A
 from ..ir import types as T
 from ..ir.core import Block, Location, Operation, Region, Value
-from ..ir.record import record
 from ..dialects.registry import OPTIONAL, SINGLE, VARIADIC, OpDef, find
 from .format import AttrDict, Custom, Lit, OIList, Optional_, TypeOf, Var, compile_format
 from .lexer import Lexer, ParseError
@@ -638,7 +637,7 @@ class Parser:
             if shape and lx.accept(","):   # nv_tileas: the tile's layout (`#mma` or `#nv_tileas.mma<...>`)
                 encoding = self._layout()
                 lx.expect(">")
-                return EncodedTileType(tuple(shape), elem, encoding)
+                return T.TileType(tuple(shape), elem, encoding)
             lx.expect(">")
             return T.TileType(tuple(shape), elem)
         if kw == "tensor_view":
@@ -1958,26 +1957,17 @@ CUSTOM_PARSERS = {
 }
 
 
-@record
-class EncodedTileType(T.TileType):
-    """A tile type read with its layout (nv_tileas' dumps); `parse_module` moves the layout onto the value."""
-    encoding: Any = None
-
-
-def _adopt_layouts(module: Operation) -> Operation:
-    """Each value read with a layout in its type gets it as its layout (`Value.layout`, as the nv_tileas
-    passes leave it) and the plain tile type; the types inside function types lose theirs."""
+def _plain_signatures(module: Operation) -> Operation:
+    """The types inside function types and constants' values lose their layouts: a layout belongs to a
+    value's type (as the nv_tileas passes leave it), not to a signature or an attribute."""
     def plain(t: Any) -> Any:
-        if isinstance(t, EncodedTileType):
-            return T.TileType(t.shape, t.element)
+        if isinstance(t, T.TileType):
+            return t.with_encoding(None)
         if isinstance(t, T.FunctionType):
             return T.FunctionType(tuple(map(plain, t.inputs)), tuple(map(plain, t.results)))
         return t
 
     for op in module.walk():
-        for v in [*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)]:
-            if isinstance(v.type, EncodedTileType):
-                v.layout, v.type = v.type.encoding, plain(v.type)
         for key, value in op.attributes.items():
             if isinstance(value, T.FunctionType):
                 op.attributes[key] = plain(value)
@@ -1988,10 +1978,10 @@ def _adopt_layouts(module: Operation) -> Operation:
 
 def parse_module(text: str, filename: str = "<text>", layouts: Optional[Callable[[str], Any]] = None) -> Operation:
     """Parse TileIR text into a `cuda_tile.module` operation (CompileError on bad input); `layouts` as for
-    `Parser`, each value read with a layout given it (`Value.layout`)."""
+    `Parser`: a tile type read with a layout has it as its encoding."""
     try:
         module = Parser(text, filename, layouts).parse_module()
-        return _adopt_layouts(module) if layouts is not None else module   # (no layout read without a reader)
+        return _plain_signatures(module) if layouts is not None else module   # (no layout read without a reader)
     except ParseError:
         raise
     except RecursionError:

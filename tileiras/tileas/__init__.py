@@ -4,7 +4,7 @@ Below `cuda_tile` (and its alias/token analyses in `tileiras.transforms`), a ker
 into this level before code emission:
 
 * `materialize.py` (pass `materialize-layouts`): each tile value carries the layout that
-  `tileas.assign_layouts` chose for it (`Value.layout`), and every place where an op reads an
+  `tileas.assign_layouts` chose for it in its type (`TileType.encoding`, read as `Value.layout`), and every place where an op reads an
   operand in another layout becomes an explicit `nv_tileas.convert_layout` op;
 * `fuse_conversions.py` (pass `fuse-conversions`): conversions of one value to one layout in one
   block become one;

@@ -1,6 +1,6 @@
 """Pass `materialize-layouts`: write a kernel's layout assignment into its IR.
 
-Every tile value gets `Value.layout`; every (op, operand, layout) conversion that
+Every tile value's type gets its layout (`TileType.encoding`, set through `Value.layout`); every (op, operand, layout) conversion that
 `tileas.assign_layouts` recorded becomes an `nv_tileas.convert_layout` op just before the op,
 whose result the op then reads. A splat source is marked `rematerialize` (rebuilt from its one
 value in the new layout instead of moved through shared memory). Running the pass twice changes
