@@ -153,3 +153,23 @@ def test_the_roles_take_a_warpgroup_only_where_the_sm_holds_no_more_ctas(shared:
     from tileiras.tileas.settled_split import ctas_alone
 
     assert ctas_alone(caps("sm_100"), shared, hint, consumers) == alone
+
+
+@pytest.mark.parametrize("first,blocks", [(0, 8), (8, 8), (4, 4), (14, 2)])
+def test_an_epilogue_chunk_steps_its_slots_from_its_first(first: int, blocks: int) -> None:
+    """A column chunk of a tensor-memory accumulator (256 x 256 on 4 x 2 warps: 16 blocks of 8 columns, 4 of 16 rows a warp) places
+    each slot a constant, non-negative distance from its first slot's element, the parent's distance between the
+    two; ops_memory._shifted_addresses steps the chunk's addresses from one. A tile of another shape has none."""
+    from tileiras.layout.encodings import TmemAccLayout
+    from tileiras.lowering.tmem_epilogue import ColumnChunk
+
+    parent = TmemAccLayout(256, (1, 256, 256), (1, 4, 2))
+    chunk = ColumnChunk(parent, first, blocks)
+    shape = (256, 256)
+    shifts = [chunk.slot_shift(shape, s) for s in range(chunk.slots(256 * 256))]
+    assert shifts[0] == (0, 0) and all(d is not None and min(d) >= 0 for d in shifts)
+    origin = parent.slot_shift(shape, chunk.parent_slot(0))
+    for s, shift in enumerate(shifts):
+        at = parent.slot_shift(shape, chunk.parent_slot(s))
+        assert tuple(a - o for a, o in zip(at, origin)) == shift
+    assert chunk.slot_shift((128, 256), 1) is None

@@ -65,6 +65,15 @@ class ColumnChunk:
         rb, rm, _ = self.parent.repeats
         return rb * rm * self.blocks * 4
 
+    def slot_shift(self, shape: tuple[int, ...], slot: int) -> Optional[tuple[int, ...]]:
+        """`MmaLayout.slot_shift` from the chunk's first slot: its elements' addresses step from one
+        (ops_memory._shifted_addresses) where each was built on its own (a residual of 128 x 256 bf16 with
+        runtime strides, 32 elements a chunk: two 64-bit products, two bounds and their `and` each)."""
+        first, at = (self.parent.slot_shift(shape, self.parent_slot(s)) for s in (0, slot))
+        if first is None or at is None or any(a < f for a, f in zip(at, first)):
+            return None
+        return tuple(a - f for a, f in zip(at, first))
+
     def describe(self) -> str:
         return f"#column_chunk<{self.parent.describe()}, blocks {self.first}..{self.first + self.blocks - 1}>"
 
