@@ -67,6 +67,7 @@ from ..target import caps
 from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
                                 column_window,
                                 row_layout, rows_replicated)
+from .plan import KernelPlan
 from .vector_width import vector_width
 from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
 
@@ -299,6 +300,8 @@ class LayoutAssignment:
         self.carried = plan.carried
         self._layouts, self._reads = plan.layouts, plan.reads
         self.conversions, self.warp_ops, self.mma_row_ops = plan.conversions, plan.warp_ops, plan.mma_rows
+        # the kernel's schedule decisions, which the passes after the layouts fill (tileas/plan.py)
+        self.plan = KernelPlan({})
 
     def _anchor(self, op: Operation) -> bool:
         """Ops that gain from rows in warps: a row reduce/scan (shuffles instead of shared memory) and

@@ -76,10 +76,7 @@ class KernelFacts:
 
 def plan_of(assignment: "LayoutAssignment") -> KernelPlan:
     """The kernel's plan (empty until the passes ran)."""
-    plan = getattr(assignment, "plan", None)
-    if plan is None:
-        plan = assignment.plan = KernelPlan({})  # type: ignore[attr-defined]
-    return plan
+    return assignment.plan
 
 
 def plan_pipelines(entry: Operation, assignment: "LayoutAssignment") -> None:
