@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("sm_80", "sm_90", "sm_100", "sm_120")
-_UNPREDICTED = re.compile(r"placed above the plan, not predicted: (.*)$")
+_UNPREDICTED = re.compile(r"placed above the plan, not planned: (.*)$")
 
 
 def corpora() -> dict[str, list[tuple[str, Path]]]:

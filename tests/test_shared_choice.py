@@ -104,7 +104,7 @@ def test_the_pass_chooses_unpadded_stages_and_the_kernel_is_lowered_once(monkeyp
     dump = err.getvalue()
     assert planned == [PADDED, UNPADDED] and lowered == [UNPADDED]
     assert "//   staged tiles unpadded: chosen here\n" in dump
-    assert "//   shared-memory plan: kernel 'tg_group_gemm_f16_64x128x128' for sm_120: every buffer predicted" in dump
+    assert "//   shared-memory plan: kernel 'tg_group_gemm_f16_64x128x128' for sm_120: every buffer planned" in dump
 
 
 def test_the_schedule_names_the_requests_the_plan_did_not_size(monkeypatch) -> None:
@@ -135,5 +135,5 @@ entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
     with contextlib.redirect_stderr(err):
         lower_module(load_module(text.encode(), "k.mlir"), "sm_90", print_ir_after_all=True)
     dump = err.getvalue()
-    assert "//   shared-memory plan: kernel 'k' for sm_90: placed above the plan, not predicted: conversion x1" in dump
+    assert "//   shared-memory plan: kernel 'k' for sm_90: placed above the plan, not planned: conversion x1" in dump
     assert "//   staged tiles padded: chosen here, from the buffers predicted (not every role is)" in dump

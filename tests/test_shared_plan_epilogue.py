@@ -101,10 +101,10 @@ def test_a_persistent_kernels_tma_store_is_planned_beside_what_its_loop_keeps_al
 
 
 @pytest.mark.parametrize("gpu, role, asks", [
-    ("sm_80", "restage", r"'cuda_tile.store_view_tko' at .* asks for restage \(epilogue\) 34816 B align 128, live over "
-                         r"ops 78..78; the plan predicts restage \(epilogue\) 34832 B"),
-    ("sm_90", "tma-store", r"'cuda_tile.store_view_tko' at .* asks for tma-store \(epilogue\) 32768 B align 1024, live "
-                           r"over ops 78..78; the plan predicts tma-store \(epilogue\) 32784 B"),
+    ("sm_80", "restage", r"'cuda_tile.store_view_tko' at .* writes 34816 B in the plan's restage \(epilogue\) 34800 B "
+                         r"align 128, live over ops 78..78"),
+    ("sm_90", "tma-store", r"'cuda_tile.store_view_tko' at .* writes 32768 B in the plan's tma-store \(epilogue\) "
+                           r"32752 B align 1024, live over ops 78..78"),
 ])
 def test_a_wrong_epilogue_prediction_is_an_internal_error(monkeypatch, gpu: str, role: str, asks: str) -> None:
     from tileiras.tileas import shared_stages
@@ -113,7 +113,7 @@ def test_a_wrong_epilogue_prediction_is_an_internal_error(monkeypatch, gpu: str,
 
     def wrong(*args):   # type: ignore[no-untyped-def]
         found = predict(*args)
-        return replace(found, requests=[replace(r, nbytes=r.nbytes + 16) if r.role == role else r
+        return replace(found, requests=[replace(r, nbytes=r.nbytes - 16) if r.role == role else r
                                         for r in found.requests])
 
     monkeypatch.setattr(shared_stages, "predict", wrong)
@@ -140,14 +140,15 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_keeps_its_planned_of
 
     monkeypatch.setattr(shared_operands, "ROLES", ())
     asked = []
-    request = shared_plan.PlanCheck.request
+    buffer = shared_plan.PlanCheck.buffer
 
-    def record(self, op, role, *args):   # type: ignore[no-untyped-def]
+    def record(self, op, role, needs):   # type: ignore[no-untyped-def]
         planned = self.complete
-        asked.append((role, planned, request(self, op, role, *args)))
-        return asked[-1][2]
+        found = buffer(self, op, role, needs)
+        asked.append((role, planned, found[1] if found is not None else None))
+        return found
 
-    monkeypatch.setattr(shared_plan.PlanCheck, "request", record)
+    monkeypatch.setattr(shared_plan.PlanCheck, "buffer", record)
     dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_80")
     assert "//     restage (epilogue) 34816 B align 128, live over ops 187..187, the buffers released before it, " \
            "offset 0: " in plan, plan
@@ -168,7 +169,7 @@ def test_beside_a_buffer_the_plan_does_not_size_the_epilogue_is_still_the_plans(
     monkeypatch.setattr(shared_operands, "ROLES", ())
     dump, plan, _ = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_90")
     assert "//     restage (epilogue) 17408 B align 128, " in plan, plan
-    assert "placed above the plan, not predicted: mma-stage x1" in dump and "error: internal" not in dump
+    assert "placed above the plan, not planned: mma-stage x1" in dump and "error: internal" not in dump
 
 def test_attentions_o_on_sm_100_is_stored_by_tma_or_restaged_as_predicted(monkeypatch) -> None:
     """sm_100's warp-specialized attention stores O by TMA from its fragments where the bytes are

@@ -100,11 +100,9 @@ def test_fp4_operands_in_registers_are_staged_whole_before_their_packing(monkeyp
 
 @pytest.mark.parametrize("kernel, gpu, role, asks", [
     ("cp_moe_bf16_up_128x128x64", "sm_80", "mma-stage",
-     r"'cuda_tile.mmaf' at .* asks for mma-stage \(restaging\) 18432 B align 128, live over ops .*; the plan "
-     r"predicts mma-stage \(restaging\) 18560 B"),
+     r"'cuda_tile.mmaf' at .* writes 18432 B in the plan's mma-stage \(restaging\) 18304 B align 128"),
     ("cp_bmm_f32_128x256x128", "sm_80", "reduction",
-     r"'cuda_tile.mmaf' at .* asks for reduction \(reduction\) 98304 B align 16, live over ops .*; the plan "
-     r"predicts reduction \(reduction\) 98432 B"),
+     r"'cuda_tile.mmaf' at .* writes 98304 B in the plan's reduction \(reduction\) 98176 B align 16"),
 ])
 def test_a_wrong_operand_prediction_is_an_internal_error(monkeypatch, kernel: str, gpu: str, role: str,
                                                          asks: str) -> None:  # type: ignore[no-untyped-def]
@@ -113,7 +111,7 @@ def test_a_wrong_operand_prediction_is_an_internal_error(monkeypatch, kernel: st
     requests = shared_operands.requests
 
     def wrong(*args):   # type: ignore[no-untyped-def]
-        return [replace(r, nbytes=r.nbytes + 128) if r.role == role else r for r in requests(*args) or []]
+        return [replace(r, nbytes=r.nbytes - 128) if r.role == role else r for r in requests(*args) or []]
 
     monkeypatch.setattr(shared_operands, "requests", wrong)
     with pytest.raises(CompileError, match=asks):
@@ -125,8 +123,8 @@ def test_the_plan_and_the_lowering_stage_the_same_operands(monkeypatch) -> None:
     from tileiras.tileas import shared_operands
 
     monkeypatch.setattr(shared_operands, "requests", lambda *args: [])
-    with pytest.raises(CompileError, match=r"'cuda_tile.mmaf' at .* asks for mma-stage \(restaging\) 16384 B align "
-                                           r"1024 swizzle 128B, .*, which the plan does not predict"):
+    with pytest.raises(CompileError, match=r"'cuda_tile.mmaf' at .* asks for a mma-stage buffer of 16384 B, "
+                                           r"which the plan does not place"):
         _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_90")
 
 
@@ -204,8 +202,8 @@ def test_an_unpredicted_pack_scratch_is_an_internal_error(monkeypatch) -> None: 
     requests = shared_operands.requests
     monkeypatch.setattr(shared_operands, "requests",
                         lambda facts, op, *args: [] if op.name == "cuda_tile.unpack" else requests(facts, op, *args))
-    with pytest.raises(CompileError, match=r"'cuda_tile.unpack' at .* asks for reduction \(reduction\) 256 B align 16, "
-                                           r".*, which the plan does not predict"):
+    with pytest.raises(CompileError, match=r"'cuda_tile.unpack' at .* asks for a reduction buffer of 256 B, "
+                                           r"which the plan does not place"):
         _text_planned(monkeypatch, PACK, "sm_90")
 
 
@@ -337,21 +335,20 @@ def test_tf32_operands_kmajor_copies_are_predicted(monkeypatch, text: str, gpu: 
     copies = [line for line in dump.splitlines() if line.startswith("//     kmajor-copy (buffer) 16384 B align 1024, "
                                                                   "live over its op to the kernel's end")]
     assert len(copies) == 2 and all(line.endswith(asker) for line in copies), dump
-    assert "; placed above the plan: none" in dump and f"for {gpu}: every buffer predicted" in dump
+    assert "; placed above the plan: none" in dump and f"for {gpu}: every buffer planned" in dump
     assert len(checks) == 1 and checks[0].complete
 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
 def test_a_mispredicted_kmajor_copy_is_an_internal_error(monkeypatch, gpu: str) -> None:
-    """The tf32 mma outside loops with its K-major copies predicted 1024 bytes too large: the strict
+    """The tf32 mma outside loops with its K-major copies planned 1024 bytes too small: the strict
     check stops at the first."""
     from tileiras.tileas import shared_operands
 
     requests = shared_operands.requests
     monkeypatch.setattr(shared_operands, "requests", lambda *args: [
-        replace(r, nbytes=r.nbytes + 1024) if r.role == "kmajor-copy" else r for r in requests(*args) or []])
-    with pytest.raises(CompileError, match=r"asks for kmajor-copy \(buffer\) 16384 B align 1024, .*; the "
-                                           r"plan predicts kmajor-copy \(buffer\) 17408 B"):
+        replace(r, nbytes=r.nbytes - 1024) if r.role == "kmajor-copy" else r for r in requests(*args) or []])
+    with pytest.raises(CompileError, match=r"writes 16384 B in the plan's kmajor-copy \(buffer\) 15360 B"):
         lower(monkeypatch, _TF32_NO_LOOP, gpu)
 
 

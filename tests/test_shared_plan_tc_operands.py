@@ -142,16 +142,16 @@ def test_where_sm_120s_packed_copies_do_not_fit_neither_packs(monkeypatch) -> No
     ("cp_mxfp8_matmul_swizzled_256x256x128", "sm_100", "mma-stage", "_scale_tiles"),
 ])
 def test_a_wrong_prediction_is_an_internal_error(monkeypatch, name: str, gpu: str, role: str, hook: str) -> None:
-    """The pass predicting a buffer 128 bytes larger than the lowering asks for: the strict check
-    stops at the request."""
+    """The pass planning a buffer 128 bytes smaller than the lowering writes: the strict check stops at the
+    request."""
     sized = getattr(shared_operands, hook)
 
-    def larger(*args):   # type: ignore[no-untyped-def]
-        return [replace(r, nbytes=r.nbytes + 128) if r.role == role else r for r in sized(*args)]
+    def smaller(*args):   # type: ignore[no-untyped-def]
+        return [replace(r, nbytes=r.nbytes - 128) if r.role == role else r for r in sized(*args)]
 
-    monkeypatch.setattr(shared_operands, hook, larger)
-    with pytest.raises(CompileError, match=f"error: internal: shared-memory plan: .* asks for {role} .*; the plan "
-                                           f"predicts {role} "):
+    monkeypatch.setattr(shared_operands, hook, smaller)
+    with pytest.raises(CompileError, match=f"error: internal: shared-memory plan: .* writes \\d+ B in the plan's "
+                                           f"{role} "):
         _lower(monkeypatch, name, gpu)
 
 
@@ -165,8 +165,7 @@ def test_operands_predicted_in_the_wrong_order_are_an_internal_error(monkeypatch
         return out[2:4] + out[:2] + out[4:]
 
     monkeypatch.setattr(shared_operands, "_tcgen05", swapped)
-    with pytest.raises(CompileError, match=r"asks for mma-stage \(restaging\) 18432 B .*; the plan predicts "
-                                           r"mma-stage \(restaging\) 34816 B"):
+    with pytest.raises(CompileError, match=r"writes 34816 B in the plan's mma-stage \(restaging\) 18432 B"):
         _lower(monkeypatch, "cp_nvfp4_matmul_128x256x128", "sm_100")
 
 
@@ -183,5 +182,5 @@ def test_an_operand_buffer_the_mma_warp_never_asks_for_is_an_internal_error(monk
             shared_plan.Request(op, "mma-stage", "restaging", 16384, 1024, 128, at.op_lifetime())]
 
     monkeypatch.setattr(shared_operands, "_tcgen05", staged)
-    with pytest.raises(CompileError, match=r"never asks for the predicted mma-stage \(restaging\) 16384 B"):
+    with pytest.raises(CompileError, match=r"never asks for the planned mma-stage \(restaging\) 16384 B"):
         _lower(monkeypatch, "mm_f16_128x128x64", "sm_100")

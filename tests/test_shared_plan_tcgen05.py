@@ -123,15 +123,16 @@ def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monk
     ("fa_f16_q64k64d64", "tmem-epilogue", "at_op"),
     ("cp_mxfp4_matmul_128x128x128", "scales", "at_op")])
 def test_a_wrong_tcgen05_prediction_is_an_internal_error(monkeypatch, name: str, role: str, hook: str) -> None:
-    """The pass predicting a buffer 128 bytes larger than the lowering asks for: the strict check
-    stops at the request."""
+    """The pass planning a buffer 128 bytes smaller than the lowering writes: the strict check stops at the
+    request."""
     sized = getattr(shared_tcgen05, hook)
 
-    def larger(*args):   # type: ignore[no-untyped-def]
-        return [replace(r, nbytes=r.nbytes + 128) if r.role == role else r for r in sized(*args)]
+    def smaller(*args):   # type: ignore[no-untyped-def]
+        return [replace(r, nbytes=r.nbytes - 128) if r.role == role else r for r in sized(*args)]
 
-    monkeypatch.setattr(shared_tcgen05, hook, larger)
-    with pytest.raises(CompileError, match=f"error: internal: shared-memory plan: .* asks for {role} "):
+    monkeypatch.setattr(shared_tcgen05, hook, smaller)
+    with pytest.raises(CompileError, match=f"error: internal: shared-memory plan: .* writes \\d+ B in the plan's "
+                                           f"{role} "):
         _lower(_corpus(name), monkeypatch)
 
 
@@ -170,4 +171,4 @@ def test_a_ctas_pairs_accumulator_needs_no_conversion_where_the_pair_runs(monkey
     monkeypatch.setattr(cta_pairs, "plan", lambda *args, **kwargs: None)
     dump, _ = _lower(_corpus("cp_matmul_f16_128x256x64"), monkeypatch)
     assert "tcgen05.mma.cta_group::2" not in dump and "pair-conversion" not in _predicted_roles(dump)
-    assert "placed above the plan, not predicted: pair-conversion x" in dump
+    assert "placed above the plan, not planned: pair-conversion x" in dump

@@ -33,16 +33,14 @@ def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
     return [r, c] if len(shape) == 2 else ["0"] * (len(shape) - 3) + [b, r, c]
 
 
-def new_matrix(k: KernelLowering, tile: TileType, stages: int = 1, swizzled: bool = False,
-               elem_bytes: int = 0, kind: str = "buffer", lifetime: Optional[tuple[int, int]] = None,
-               dense: bool = False, role: str = "") -> SharedMatrix:
-    """A buffer for `tile` (`stages` copies of it, back to back, for a pipeline); `swizzled`: in
-    wgmma's 128-byte swizzled layout (1024-byte aligned); `elem_bytes`: when the elements are
-    stored converted (0: as they are); `kind`, `lifetime`, `role`: as `KernelLowering.alloc_buffer`;
-    `dense`: rows never padded (as an unswizzled TMA box writes them)."""
+def new_matrix(k: KernelLowering, tile: TileType, role: str, stages: int = 1, swizzled: bool = False,
+               elem_bytes: int = 0, dense: bool = False) -> SharedMatrix:
+    """The buffer the plan placed for `tile` (`stages` copies of it, back to back, for a pipeline); `role`: as
+    `KernelLowering.alloc_buffer`; `swizzled`: in wgmma's 128-byte swizzled layout; `elem_bytes`: when the
+    elements are stored converted (0: as they are); `dense`: rows never padded (as an unswizzled TMA box
+    writes them)."""
     matrix = matrix_shape(k, tile, swizzled, elem_bytes, dense)
-    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, 1024 if swizzled else 128, kind, lifetime,
-                                                 matrix.span if swizzled else 0, role))
+    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, role))
 
 
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
@@ -55,12 +53,10 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
         return None
-    # alive from this copy to the tile's last reader: its bytes serve other buffers before and after
-    lifetime = k.lifetimes().value_range(op.results[0], op)
     plan = k.plan_check.plan
     if plan is not None and op in plan.deferred:
         return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
-    matrix = new_matrix(k, tile, swizzled=swizzled, kind="staging", lifetime=lifetime, role="staging")
+    matrix = new_matrix(k, tile, "staging", swizzled=swizzled)   # alive from the copy to the tile's last reader
     k.barrier()  # readers of the buffer's previous contents (an earlier iteration, an earlier owner) are done
     issue_copies(k, op, view, tile, matrix)
     commit(k)
@@ -70,8 +66,7 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
 def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int) -> SharedMatrix:
     """A buffer of `stages` K slices of the deferred tile `value` (K along its stored rows, kaxis 0,
     or columns, 1; `width` of them a slice), alive while the current op (the mma) runs."""
-    return new_matrix(k, slice_tile(value.deferred.op.results[0].type, kaxis, width), stages, kind="staging",
-                      lifetime=k.op_lifetime(), role="k-slice")
+    return new_matrix(k, slice_tile(value.deferred.op.results[0].type, kaxis, width), "k-slice", stages)
 
 
 def issue_slice(k: KernelLowering, value: SharedTileVal, matrix: SharedMatrix, kaxis: int, first: int) -> None:

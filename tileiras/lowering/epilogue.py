@@ -78,7 +78,7 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
         _release_buffers(k)
     else:       # in a loop: thread 0 waited for the previous tile's boxes to read the bytes (store, wait)
         k.barrier()
-    base = k.alloc_buffer(stored.nbytes, stored.align, "epilogue", stored.span or k.op_lifetime(), role="tma-store")
+    base = k.alloc_buffer(stored.nbytes, "tma-store")
     first = k.b.op(f"icmp eq i32 {k.tid}, 0", "ep")
     for i, col in enumerate(range(0, n, width)):
         chunk = replace(matrix, offset=base + i % buffers * matrix.nbytes)
@@ -237,8 +237,7 @@ def restage(k: KernelLowering, tile: TileRegs, staged: Epilogue) -> TileRegs:
     else:
         k.barrier()                        # the previous tile's readers of these bytes are done
     b, m, cols = tile.layout.shape  # type: ignore[union-attr]
-    matrix = replace(staged.matrix, offset=k.alloc_buffer(staged.nbytes, staged.align, "epilogue",
-                                                          span or k.op_lifetime(), role="restage"))
+    matrix = replace(staged.matrix, offset=k.alloc_buffer(staged.nbytes, "restage"))
     n = tile.type.num_elements
     run = layout.run(n)
     group = layout.threads * run           # elements of one slot group: in one chunk (_chunk_rows)

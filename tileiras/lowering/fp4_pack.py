@@ -21,7 +21,7 @@ from .kernel import KernelLowering
 from .smem import element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
 from .values import SharedTileVal, TileRegs
-from ..tileas.mma_sync_staging import PACK_ALIGN, packed_matrix, stages_first
+from ..tileas.mma_sync_staging import packed_matrix, stages_first
 
 RUN = 16           # elements one thread packs at a time: 8 bytes, one shared store
 
@@ -41,8 +41,7 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
             wait_for(k, [value])
     k.barrier()   # every element is in `src`; the previous MMAs' reads of the packed buffer are done
     dst = packed_matrix(rows, kdim)
-    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, PACK_ALIGN, "restaging", k.op_lifetime(), dst.span,
-                                             role="fp4-pack"))
+    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, "fp4-pack"))
     per_row = kdim // RUN
     units = rows * per_row
     for first in range(0, units, k.threads):

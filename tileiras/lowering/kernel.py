@@ -17,7 +17,7 @@ from ..target import caps
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, TileType, Type, storage_bytes
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
-from ..tileas.shared_plan import PlanCheck, shared_plan_of
+from ..tileas.shared_plan import UNPLANNED_ALIGN, PlanCheck, shared_plan_of
 from ..layout.encodings import BlockedLayout, Layout, row_major_strides
 from ..layout.index_math import element
 from .llvm_text import FunctionBuilder, llvm_type
@@ -186,35 +186,36 @@ class KernelLowering:
             self.liveness = lifetimes(self.entry)
         return self.liveness
 
-    def alloc_buffer(self, nbytes: int, align: int = 128, kind: str = "buffer",
-                     lifetime: Optional[tuple[int, int]] = None, swizzle: int = 0, role: str = "") -> int:
-        """A new shared-memory buffer of `nbytes`; its offset in the buffers region, the plan's
-        (`plan_check`: `role`, what the current op asks it for, keys the plan's prediction). `lifetime`
-        (op positions, `lifetimes()`): where it may share bytes with buffers alive at other times; None:
-        alive from here to the kernel's end, sharing nothing (tileas/buffers.py)."""
+    def alloc_buffer(self, nbytes: int, role: str) -> int:
+        """The offset of the shared buffer plan-shared-memory placed for the current op's next request of
+        `role` (what the op asks it for; its size, alignment, swizzle and lifetime are the plan's:
+        tileas/shared_plan.py); `nbytes`: what the op writes in it. Where the plan placed none (a role it does
+        not size; a request it did not place or too small: an internal error where the check is strict), the
+        buffer goes above every planned one, alive to the kernel's end, sharing no byte."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
-        offset = self.plan_check.request(self.current_op, role or kind, nbytes, align, kind, lifetime, swizzle,
-                                         self.buffers.total)
-        buffer = self.buffers.allocate(kind, nbytes, align, lifetime, live.position(self.current_op), live.end,
-                                       swizzle, what, offset)
+        at = live.position(self.current_op)
+        found = self.plan_check.buffer(self.current_op, role, nbytes)
+        if found is None:
+            buffer = self.buffers.allocate("buffer", nbytes, UNPLANNED_ALIGN, None, at, live.end, 0, what,
+                                           self.plan_check.above(self.buffers.total))
+        else:
+            planned, offset = found
+            buffer = self.buffers.allocate(planned.kind, planned.nbytes, planned.align, planned.lifetime, at,
+                                           live.end, planned.swizzle, what, offset)
         self.buffer_bytes = self.buffers.total
         return buffer.offset
 
-    def op_lifetime(self) -> tuple[int, int]:
-        """The lifetime of a buffer the current op fills and reads before it ends."""
-        return self.lifetimes().op_range(self.current_op)
-
-    def scratch(self, nbytes: int, kind: str = "conversion", role: str = "") -> str:
+    def scratch(self, nbytes: int, role: str = "conversion") -> str:
         """Shared scratch for the current op (elements exchanged between threads: every use starts
         with a CTA barrier and is read before the op ends, so one buffer serves all of an op's uses);
-        `role`: as `alloc_buffer` (default: the kind)."""
+        `role`: as `alloc_buffer`."""
         from .smem import pointer
 
         key = id(self.current_op)
         held = self._op_scratch.get(key)
         if held is None or held[1] < nbytes:
-            held = (self.alloc_buffer(nbytes, 16, kind, self.op_lifetime(), role=role or kind), nbytes)
+            held = (self.alloc_buffer(nbytes, role), nbytes)
             self._op_scratch[key] = held
         return pointer(self, str(held[0]))
 

@@ -29,7 +29,7 @@ from .kernel import KernelLowering, storage_type, to_storage
 from ..ir.types import storage_bytes
 from .ops_reduce import counted_loop
 from .smem import element_offset, flipped_row, pointer
-from ..layout.shared_matrix import KMAJOR_ALIGN, SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape
+from ..layout.shared_matrix import SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape
 from .values import SharedTileVal, TileRegs
 from ..tileas.kmajor_lanes import warp_shape
 
@@ -42,7 +42,7 @@ _BLOCK = {1: 4, 2: 2, 4: 4}
 def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str, slots: int = 1) -> SharedMatrix:
     """`m` placed, 1024-byte aligned (the swizzle pattern's period), in a buffer of `slots` copies of
     it (`slot_bytes` apart); `role`: as `alloc_buffer`."""
-    return replace(m, offset=k.alloc_buffer(kmajor_bytes(m, slots), KMAJOR_ALIGN, role=role))
+    return replace(m, offset=k.alloc_buffer(kmajor_bytes(m, slots), role))
 
 
 def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int, role: str = "kmajor-copy") -> SharedMatrix:

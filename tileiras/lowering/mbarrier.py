@@ -30,12 +30,11 @@ class BarrierArray:
     count: int
 
 
-def allocate(k: KernelLowering, count: int, lifetime: "tuple[int, int] | None" = None) -> BarrierArray:
-    """`count` mbarriers, back to back, among the kernel's shared buffers (8 bytes each, as the
-    schedule's buffer assignment counts them; later buffers align themselves), alive over `lifetime`
-    (None: to the kernel's end; else the user invalidates them, then a CTA barrier, before it ends)."""
-    return BarrierArray(k.alloc_buffer(count * MBARRIER_BYTES, MBARRIER_BYTES, lifetime=lifetime, role="mbarriers"),
-                        count)
+def allocate(k: KernelLowering, count: int) -> BarrierArray:
+    """`count` mbarriers, back to back, in the buffer the plan placed for them (8 bytes each, as the
+    schedule's buffer assignment counts them), alive as the plan says (to the kernel's end, or over a ring
+    whose loop invalidates them, then a CTA barrier, before it ends: warp_roles.frees_barriers)."""
+    return BarrierArray(k.alloc_buffer(count * MBARRIER_BYTES, "mbarriers"), count)
 
 
 def split(bars: BarrierArray, first: int) -> tuple[BarrierArray, BarrierArray]:

@@ -42,7 +42,6 @@ from ..ir.core import Operation
 from ..target import caps
 from ..tileaa.mma_forms import (SCALE_BLOCK, SCALED_ELEMENTS, SF_CHUNK_BYTES, SF_COLS, scale_blocks, scaled_form,
                                 sf_cells, sf_chunks, tcgen05_sf_bytes)
-from ..tileas.tcgen05_buffers import SCALES_ALIGN
 from .kernel import KernelLowering
 from .smem import descriptor, element_offset, pointer
 from ..layout.shared_matrix import SharedMatrix
@@ -281,7 +280,7 @@ class Tcgen05Scales:
         tiles = [k.get(op.operand(name)) for name in ("lhs_scale", "rhs_scale")]  # type: ignore[arg-type]
         sources = tcgen05_sources(k, tiles)
         if op not in k.tmem_buffers:     # A's chunks, then B's
-            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), SCALES_ALIGN, role="scales")
+            k.tmem_buffers[op] = k.alloc_buffer(tcgen05_sf_bytes(m, n, self.cells), "scales")
         self.buffer = str(k.tmem_buffers[op])
         if not is_ready(tiles):   # the sources' copies (or staging stores) are published
             wait_for(k, tiles)

@@ -47,8 +47,7 @@ def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMa
     from .async_copy import new_matrix
 
     # read by this op's mma only (it waits for its reads before the op ends): the op's lifetime
-    matrix = new_matrix(k, tile.type, swizzled=swizzled, kind="restaging", lifetime=k.op_lifetime(),
-                        role="mma-stage")
+    matrix = new_matrix(k, tile.type, "mma-stage", swizzled=swizzled)
     k.barrier()  # earlier readers of this buffer's bytes (the previous iteration's mma, an earlier owner) are done
     store_tile(k, tile, matrix)
     if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
@@ -106,7 +105,7 @@ def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks
     lo = chunk * width
     if matrix is None:
         role, sliced = staged_tile(tile.type, axis, chunks)
-        matrix = new_matrix(k, sliced, kind="restaging", lifetime=k.op_lifetime(), role=role)
+        matrix = new_matrix(k, sliced, role)
     lty = storage_type(elem)
     k.barrier()
     for slot, v in enumerate(tile.slots):

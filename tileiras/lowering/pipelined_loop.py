@@ -54,7 +54,6 @@ from ..tileas.plan import plan_of
 from ..tileas.multicast_groups import ClusterLoads
 from ..tileas.cta_pairs import CtaPair
 from ..tileas.stage_rings import StageRing, uses_mbarriers
-from ..tileas.warp_roles import ring_loop
 from ..transforms.rewrite import inside_op
 from .async_copy import ELEMENTS_UNROLLED, commit, fence_async_proxy, issue_copies, new_matrix, wait_all, wait_groups
 from . import cta_pair, mbarrier, multicast, ops_wgmma, tma_copy, warp_specialize
@@ -139,7 +138,6 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         k.schedule_notes.append(f"//   {where}: not pipelined: {schedule.reason}")
         return None
     retiring = ring.retiring
-    spans = k.lifetimes().op_range(ring_loop(k.warp_split, op))   # a persistent loop's, where it runs the roles
     fitted = planned_fit(k, op)
     stages = fitted.stages
     if not stages:
@@ -147,19 +145,21 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                  Reason=f"{fitted.reason} of shared memory", II=ii, WantedStages=str(fitted.wanted))
         k.schedule_notes.append(f"//   {where}: not pipelined: {fitted.reason}")
         return None
-    # the rings live while the loop runs (filled after the prologue's barrier, drained by `finish`)
-    matrices = {load: new_matrix(k, tiles[load], stages, swizzled[load], kind="ring", lifetime=spans,
-                                 dense=load in dense, role="ring") for load in plan.loads}
+    # the rings live while the loop runs, a persistent loop's where it runs the roles (filled after the
+    # prologue's barrier, drained by `finish`)
+    matrices = {load: new_matrix(k, tiles[load], "ring", stages, swizzled[load], dense=load in dense)
+                for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
-    full = empty = cluster = bars_lifetime = None
+    full = empty = cluster = None
+    freed = False
     specialized = False
     tma = None
     if uses_mbarriers(k):
         copies = planned_copies(k, op, plan.loads)
         bars = fitted.barriers   # the assignment's mbarrier slots: full 0..S-1, empty S..2S-1
         assert bars is not None and bars.mbarriers == 2 * stages
-        bars_lifetime = spans if planned_barriers_freed(k, op) else None   # the ring's, or to the kernel's end
-        full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers, bars_lifetime), bars.slots)
+        freed = planned_barriers_freed(k, op)   # alive as the ring is, or to the kernel's end
+        full, empty = mbarrier.split(mbarrier.allocate(k, bars.mbarriers), bars.slots)
         handshake = f"full/empty mbarrier pairs ({bars.mbarriers} mbarriers)"
         specialized = k.warp_split is not None and k.warp_split.loop is op
         tma, cluster = _numbered(k, copies.tma), copies.cluster
@@ -199,7 +199,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                           epilogue_fills=specialized and k.warp_split.form == "tcgen05" and not k.warp_split.producers,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
                           persistent=specialized and k.warp_split.outer is not None,
-                          barriers_freed=bars_lifetime is not None)
+                          barriers_freed=freed)
 
 
 def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
@@ -220,8 +220,7 @@ def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
         k.remark("missed", "memory", "RemarkTmaLoadMissed", "Loop-invariant load copied with cp.async, not TMA",
                  op, Reason=decided.why)
         return None
-    lifetime = k.lifetimes().value_range(op.results[0], op)     # to the tile's last reader
-    matrix = new_matrix(k, tile, swizzled=True, kind="staging", lifetime=lifetime, role="invariant")
+    matrix = new_matrix(k, tile, "invariant", swizzled=True)     # alive to the tile's last reader
     shot = tma_copy.load_once(k, op, matrix, decided.tma)
     k.remark("passed", "memory", "RemarkMemoryLoadInstructionSelected", "Load instruction selected", op,
              Instruction="TMA load (cp.async.bulk.tensor to shared memory)", Boxes=tma_boxes.describe(shot.copy),

@@ -37,7 +37,7 @@ from ..layout.encodings import Layout
 from ..layout.shared_matrix import SharedMatrix
 from ..schedule.buffers import MBARRIER_BYTES
 from ..errors import CompileError
-from ..tileas.row_copies import load_lifetime, pure_ahead
+from ..tileas.row_copies import pure_ahead
 from ..tileas.tma_boxes import describe
 from .kernel import KernelLowering, from_storage, storage_type
 from .smem import element_offset, pointer
@@ -92,8 +92,7 @@ def _issue_group(k: KernelLowering, first: Operation) -> None:
     fresh = not k.buffers.buffers    # no earlier use of shared memory to wait for
     placed = []
     for op, t, matrix in chosen:
-        lifetime = load_lifetime(k.lifetimes(), first, op)
-        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", lifetime, role="row-load"))
+        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "row-load"))
         placed.append((op, replace(t, slot=tma_copy.hidden_param(k, t.spec)), matrix))
     bars = mbarrier.allocate(k, len(placed))
     if not fresh:
@@ -188,7 +187,7 @@ def store(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     # made to wait for the CTA (token_waits.py): the issuing thread must have seen the boxes written
     written = op.parent is not k.entry.regions[0].block or any(_reads(o) for o in body[body.index(op) + 1:])
     t = replace(t, slot=tma_copy.hidden_param(k, t.spec))
-    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, 128, "staging", k.op_lifetime(), role="row-store"))
+    matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "row-store"))
     k.barrier()    # earlier readers of the buffer's bytes are done
     write_tile(k, matrix, tile)
     fence_async_proxy(k)   # the TMA unit reads the tile through the async proxy

@@ -65,7 +65,7 @@ def tensor_memory(k: "KernelLowering", columns: int) -> TensorMemory:
         return state
     cols = allocation_columns(columns)
     group = 2 if k.cta_pair is not None else 1
-    base = k.alloc_buffer(CONTROL_BYTES, 128, "tmem", role="tmem-control")   # kept alive by the epilogue's release
+    base = k.alloc_buffer(CONTROL_BYTES, "tmem-control")   # kept alive by the epilogue's release
     mbar, slot = _shared_u32(k, base), _shared_u32(k, base + 8)
     warp0 = k.b.pre(f"zext i1 {k.b.pre(f'icmp ult i32 {k.tid}, 32', 'tmw')} to i32", "tmw")
     first = k.b.pre(f"zext i1 {k.b.pre(f'icmp eq i32 {k.tid}, 0', 'tmt')} to i32", "tmt")

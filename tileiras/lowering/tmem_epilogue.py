@@ -29,7 +29,6 @@ from .llvm_text import llvm_type
 from .epilogue import write_fragments
 from ..tileas.epilogue_forms import fragment_stores
 from ..layout.shared_matrix import SharedMatrix
-from ..tileas.tcgen05_buffers import STAGE_ALIGN
 from ..tileas.tcgen05_roles import chunked
 from ..tileas.tma_boxes import TmaCopy, describe
 from .tma_copy import hidden_param
@@ -191,11 +190,9 @@ def _tma_stage(k: KernelLowering, store: Operation) -> Optional[tuple[TmaCopy, S
     found = k.plan_check.get("tma_stages", store)
     if found is None:
         return None
-    lifetime = k.lifetimes().op_range(store)
     t, matrix = found
     t = replace(t, slot=hidden_param(k, t.spec))
-    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, STAGE_ALIGN, "epilogue", lifetime,
-                                                    role="tmem-epilogue"))
+    return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "tmem-epilogue"))
 
 
 def _store_by_tma(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix) -> None:

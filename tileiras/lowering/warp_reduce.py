@@ -103,7 +103,7 @@ def _across_warps(k: KernelLowering, op: Operation, srcs: list[TileRegs], layout
     wpr, G = layout.wpr, layout.groups
     groups = len(partials[0])
     bases, offset = across_warps_scratch(layout, [s.type for s in srcs])
-    buf = k.scratch(offset, "reduction", role="warp-reduction")
+    buf = k.scratch(offset, "warp-reduction")
     warp = k.b.pre(f"lshr i32 {k.tid}, 5", "w")
     lane0 = k.b.pre(f"icmp eq i32 {k.b.pre(f'and i32 {k.tid}, 31', 'ln')}, 0", "l0")
     # the row group's first warp: row (within the slot group) * wpr is where its partials start

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Optional
 from ..ir.core import Operation
 from . import mbarrier
 from .kernel import KernelLowering
-from ..tileas.tcgen05_buffers import HANDSHAKE, P_ALIGN, SCALES_ALIGN, p_matrix, scale_stage
+from ..tileas.tcgen05_buffers import HANDSHAKE, p_matrix, scale_stage
 from ..tileas.tcgen05_roles import p_in_tmem, scaled_mma as _scaled, staged_load as _source
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _scale_stages(k: KernelLowering, p: "ActivePipeline", op: Operation) -> tupl
     next iterations overwrites scales that MMAs still in flight read."""
     nbytes, columns = scale_stage(k, op)
     if (op, "stages") not in k.tmem_buffers:
-        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, SCALES_ALIGN, role="tmem-stages")
+        k.tmem_buffers[(op, "stages")] = k.alloc_buffer(p.stages * nbytes, "tmem-stages")
     return k.tmem_buffers[(op, "stages")], nbytes, columns
 
 
@@ -128,8 +128,7 @@ def p_buffer(k: KernelLowering, o: Operation) -> object:
     if matrix is None:
         return None
     if (o, "p") not in k.tmem_buffers:
-        k.tmem_buffers[(o, "p")] = replace(matrix, offset=k.alloc_buffer(
-            matrix.nbytes, P_ALIGN, "restaging", k.op_lifetime(), matrix.span, role="p-buffer"))
+        k.tmem_buffers[(o, "p")] = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "p-buffer"))
     return k.tmem_buffers[(o, "p")]
 
 

@@ -37,13 +37,16 @@ control block, asked once per kernel, is planned at the op that first needs it
 order it asks (`Request.late`: a warp-specialized loop asks for its stages, then from its body
 for its MMA warp's buffers, tensor memory's, its epilogue's; shared_tcgen05.py lists the ranks).
 
-The lowering places no buffer itself: `PlanCheck.request` gives each the plan's offset. It checks each
-request against the prediction (kind, size, alignment, swizzle, lifetime) and that every predicted
-request is asked for; a disagreement is an internal error where the check is strict (`STRICT_ENV`, set
-by the test suite), else a line of the kernel's --print-ir-after-all notes, the buffer placed above every
-planned one (as is a request of a role the plan does not cover in a kernel, `SharedPlan.complete`:
-none in the 2751 corpus and generated kernel-target pairs measured), where it overlaps nothing the plan
-placed. Either way the code stays correct; only the kernel's shared memory grows.
+The lowering places no buffer itself and decides none of its properties: asking for the buffer of a
+role (`KernelLowering.alloc_buffer(nbytes, role)`), it gets the one the plan placed for that request of
+its op (`PlanCheck.buffer`: the n-th of that role, as the op asks), whose size, alignment, swizzle and
+lifetime are the plan's; it states only the bytes it writes there, which the buffer must hold. A request
+the plan did not place (a role it does not size in the kernel, `SharedPlan.complete`: none in the 2751
+corpus and generated kernel-target pairs measured; a request it did not foresee, or a buffer too small)
+is an internal error where the check is strict (`STRICT_ENV`, set by the test suite), else a line of the
+kernel's --print-ir-after-all notes and the buffer placed above every planned one, alive to the kernel's
+end, where it overlaps none; and a planned buffer nobody asked for is one too (`PlanCheck.finish`).
+Either way the code stays correct; only the kernel's shared memory grows.
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ from .plan import plan_of
 if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
 
-STRICT_ENV = "TILEIRAS_STRICT_SHARED_PLAN"   # "1": a request the plan did not predict is an internal error
+STRICT_ENV = "TILEIRAS_STRICT_SHARED_PLAN"   # "1": a request the plan did not place is an internal error
+UNPLANNED_ALIGN = 1024     # a buffer the plan did not place: aligned for any (a 128-byte swizzle's period)
 
 
 @record
@@ -106,9 +110,9 @@ class Assumptions:
 
 @record(frozen=False)
 class SharedPlan:
-    """The predicted requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
+    """The planned requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
     requests: dict                # Request.key(seq) -> Request
-    covered: frozenset            # roles predicted; others are placed by the lowering as asked
+    covered: frozenset            # roles planned; a request of another goes above the plan (PlanCheck.buffer)
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
@@ -135,7 +139,7 @@ class SharedPlan:
 
     @property
     def complete(self) -> bool:
-        """Whether the plan predicts every buffer the lowering will ask for (every role covered)."""
+        """Whether the plan places every buffer the lowering will ask for (every role covered)."""
         from .shared_sizes import ROLES
 
         return self.covered.issuperset(ROLES)
@@ -297,44 +301,51 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
 
 
 class PlanCheck:
-    """The lowering's shared-memory offsets, read from the plan, and the check between the two (module
-    docstring)."""
+    """The plan as the lowering reads it: the buffer plan-shared-memory placed for each request of an op
+    (`buffer`), the decisions of its tables (`decided`, `get`), and what the lowering asked that the plan
+    did not place (module docstring)."""
 
     def __init__(self, plan: Optional[SharedPlan], where: str) -> None:
         self.plan = plan
         self.where = where
         self.strict = os.environ.get(STRICT_ENV, "") == "1"
         self.seen: dict[tuple[int, str], int] = {}
-        self.asked: set = set()                # the keys of the predicted requests asked for
+        self.asked: set = set()                # the keys of the planned requests asked for
         self.mismatches: list[str] = []
-        self.unplanned: dict[str, int] = {}    # role -> requests the plan did not size (placed above it)
+        self.unplanned: dict[str, int] = {}    # role -> requests the plan did not place (placed above it)
         # key -> the offset the plan placed it at
         self.offsets = {key: b.offset for key, b in zip(plan.requests, plan.buffers.buffers)} \
             if plan is not None else {}
         self.top = plan.buffers.total if plan is not None else 0   # the end of the highest planned buffer
 
-    def request(self, op: Optional[Operation], role: str, nbytes: int, align: int, kind: str,
-                lifetime: Optional[tuple[int, int]], swizzle: int, above: int) -> int:
-        """The offset of the buffer the lowering, lowering `op`, asks for: the plan's, where it predicted
-        the request (op, role, kind, size, alignment, swizzle, lifetime); else (a role the plan does not
-        size, or a request it mispredicted: an internal error where the check is strict) above every
-        planned buffer and `above`, the end of every buffer placed so far, where it overlaps none."""
-        if self.plan is not None and role in self.plan.covered:
-            asked = Request(op, role, kind, nbytes, align, swizzle, lifetime)
-            base = asked.key(0)[:2]
-            seq = self.seen.get(base, 0)
-            self.seen[base] = seq + 1
-            key = asked.key(seq)
-            planned = self.plan.requests.get(key)
-            if planned is None:
-                self._mismatch(f"{_op_name(op)} asks for {asked.describe()}, which the plan does not predict")
-            elif _decision(planned) != _decision(asked):
-                self._mismatch(f"{_op_name(op)} asks for {asked.describe()}; the plan predicts {planned.describe()}")
-            else:
-                self.asked.add(key)
-                return self.offsets[key]
+    def buffer(self, op: Optional[Operation], role: str, needs: int) -> Optional[tuple[Request, int]]:
+        """The buffer the plan placed for `op`'s next request of `role` (its n-th of that role, as the op
+        asks), with its offset: its size, alignment, swizzle and lifetime are the plan's. `needs`: the bytes
+        the op writes in it, which it must hold. None where the plan placed none (a role it does not size, a
+        request it did not place, one too small: an internal error where the check is strict): the caller
+        places it above every planned buffer (`above`)."""
+        if self.plan is None or role not in self.plan.covered:
+            self.unplanned[role] = self.unplanned.get(role, 0) + 1
+            return None
+        base = (id(op) if op is not None else 0, role)
+        seq = self.seen.get(base, 0)
+        self.seen[base] = seq + 1
+        key = (*base, seq)
+        planned = self.plan.requests.get(key)
+        if planned is None:
+            self._mismatch(f"{_op_name(op)} asks for a {role} buffer of {needs} B, which the plan does not place")
+        elif planned.nbytes < needs:
+            self._mismatch(f"{_op_name(op)} writes {needs} B in the plan's {planned.describe()}")
+        else:
+            self.asked.add(key)
+            return planned, self.offsets[key]
         self.unplanned[role] = self.unplanned.get(role, 0) + 1
-        return _align(max(self.top, above), max(align, 1))
+        return None
+
+    def above(self, after: int) -> int:
+        """Where a buffer the plan did not place goes: above every planned buffer and `after` (the end of
+        every buffer placed so far), aligned for any buffer (`UNPLANNED_ALIGN`), where it overlaps none."""
+        return _align(max(self.top, after), UNPLANNED_ALIGN)
 
     def decided(self, table: str, op: Operation, what: str) -> Any:
         """What the plan decided for `op` in its `table` (a `SharedPlan` field: "epilogues", "slices",
@@ -353,36 +364,31 @@ class PlanCheck:
 
     @property
     def complete(self) -> bool:
-        """Whether every buffer asked for so far was predicted (at the plan's offset)."""
+        """Whether every buffer asked for so far was the plan's (at its offset)."""
         return not self.unplanned and not self.mismatches
 
     def finish(self) -> list[str]:
-        """After the kernel is lowered: every predicted request was asked for. The mismatches."""
+        """After the kernel is lowered: every planned request was asked for. The mismatches."""
         if self.plan is None:
             return self.mismatches
         for key, planned in self.plan.requests.items():
             if key not in self.asked and planned.role in self.plan.covered:
-                self._mismatch(f"{_op_name(planned.op)} never asks for the predicted {planned.describe()}")
+                self._mismatch(f"{_op_name(planned.op)} never asks for the planned {planned.describe()}")
         return self.mismatches
 
     def summary(self) -> str:
         """One line for the schedule's dump: whether the plan placed every buffer, else the
         requests of each role it did not size."""
         if not self.unplanned:
-            return f"shared-memory plan: {self.where}: every buffer predicted"
+            return f"shared-memory plan: {self.where}: every buffer planned"
         left = ", ".join(f"{role} x{n}" for role, n in sorted(self.unplanned.items()))
-        return f"shared-memory plan: {self.where}: placed above the plan, not predicted: {left}"
+        return f"shared-memory plan: {self.where}: placed above the plan, not planned: {left}"
 
     def _mismatch(self, message: str) -> None:
         text = f"error: internal: shared-memory plan: {self.where}: {message}"
         if self.strict:
             raise CompileError(text)
         self.mismatches.append(text)
-
-
-def _decision(request: Request) -> tuple:
-    """What the check compares of a request (PlanCheck.request)."""
-    return request.role, request.kind, request.nbytes, request.align, request.swizzle, request.lifetime
 
 
 def _op_name(op: Optional[Operation]) -> str:
