@@ -1,5 +1,5 @@
 """Helpers of the plan-shared-memory tests (tests/test_shared_plan*.py): a module lowered with the
-plan's check strict, what it printed, each kernel's `PlanCheck`, and the plan's dump read back."""
+plan's check strict, what it printed, each kernel's `PlanReader`, and the plan's dump read back."""
 
 from __future__ import annotations
 
@@ -20,19 +20,19 @@ def corpus_bytecode(name: str) -> Path:
 
 
 def lower(monkeypatch, source: "str | bytes | Path", gpu: str) -> tuple[str, str, list]:  # type: ignore[no-untyped-def]
-    """(the LLVM IR, what --print-ir-after-all printed, each kernel's PlanCheck once it finished) of
+    """(the LLVM IR, what --print-ir-after-all printed, each kernel's PlanReader once it finished) of
     `source` (a corpus kernel's bytecode path, bytecode, or a module's text) on `gpu`, the check strict."""
     from tileiras.bytecode.reader import read_module
     from tileiras.frontend import load_module
 
-    checks: list[shared_plan.PlanCheck] = []
-    finish = shared_plan.PlanCheck.finish
+    checks: list[shared_plan.PlanReader] = []
+    finish = shared_plan.PlanReader.finish
 
     def kept(self):   # type: ignore[no-untyped-def]
         checks.append(self)
         return finish(self)
 
-    monkeypatch.setattr(shared_plan.PlanCheck, "finish", kept)
+    monkeypatch.setattr(shared_plan.PlanReader, "finish", kept)
     monkeypatch.setenv(shared_plan.STRICT_ENV, "1")
     if isinstance(source, str):
         module = load_module(source.encode(), "k.mlir")

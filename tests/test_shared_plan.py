@@ -133,13 +133,13 @@ def test_the_lowering_places_every_buffer_at_the_plans_offset_and_the_verifier_c
             return self.buffers[-1]
 
     taken = []
-    buffer = shared_plan.PlanCheck.buffer
+    buffer = shared_plan.PlanReader.buffer
 
     def recorded(self, op, role, needs):  # type: ignore[no-untyped-def]
         found = buffer(self, op, role, needs)
         taken.append((role, found[1] if found is not None else None))
         return found
-    monkeypatch.setattr(shared_plan.PlanCheck, "buffer", recorded)
+    monkeypatch.setattr(shared_plan.PlanReader, "buffer", recorded)
     monkeypatch.setenv(STRICT_ENV, "1")
     _corpus("bmm_f16_64x64x32", "sm_90")
     assert taken == [("ring", 0), ("ring", 32768), ("mbarriers", 65536), ("tma-store", 0)], taken
@@ -303,7 +303,7 @@ def test_where_a_buffer_before_the_loop_is_not_planned_the_depth_stays_the_plans
     monkeypatch.setenv(STRICT_ENV, "1")
     dump = _corpus("cp_fmha_e4m3_d64_causal_128x128", "sm_90")
     assert "placed above the plan, not planned: mma-stage x" in dump and "error: internal" not in dump
-    assert read and all(fitted is k.plan_check.plan.fits[op][1] for k, op, fitted in read)
+    assert read and all(fitted is k.planned.plan.fits[op][1] for k, op, fitted in read)
 
 
 def test_a_reductions_scratch_before_a_loop_is_planned_and_its_depth_holds(monkeypatch) -> None:

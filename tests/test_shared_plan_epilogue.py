@@ -140,7 +140,7 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_keeps_its_planned_of
 
     monkeypatch.setattr(shared_operands, "ROLES", ())
     asked = []
-    buffer = shared_plan.PlanCheck.buffer
+    buffer = shared_plan.PlanReader.buffer
 
     def record(self, op, role, needs):   # type: ignore[no-untyped-def]
         planned = self.complete
@@ -148,7 +148,7 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_keeps_its_planned_of
         asked.append((role, planned, found[1] if found is not None else None))
         return found
 
-    monkeypatch.setattr(shared_plan.PlanCheck, "buffer", record)
+    monkeypatch.setattr(shared_plan.PlanReader, "buffer", record)
     dump, plan, complete = _planned(monkeypatch, "cp_moe_bf16_down_128x128x64", "sm_80")
     assert "//     restage (epilogue) 34816 B align 128, live over ops 187..187, the buffers released before it, " \
            "offset 0: " in plan, plan

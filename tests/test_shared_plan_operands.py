@@ -20,7 +20,7 @@ from shared_plan_support import corpus_bytecode, lower, plan_section
 
 def _planned(monkeypatch, name: str, gpu: str) -> tuple[str, list[str], list]:  # type: ignore[no-untyped-def]
     """(what compiling the corpus kernel printed, its plan-shared-memory section, each kernel's
-    PlanCheck), the check strict."""
+    PlanReader), the check strict."""
     _, dump, checks = lower(monkeypatch, corpus_bytecode(name), gpu)
     return dump, plan_section(dump), checks
 

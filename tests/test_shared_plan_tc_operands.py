@@ -23,7 +23,7 @@ from shared_plan_support import corpus_bytecode, lower, plan_section
 
 
 def _lower(monkeypatch, name: str, gpu: str) -> tuple[str, str, list]:  # type: ignore[no-untyped-def]
-    """(the LLVM IR, what --print-ir-after-all printed, each kernel's PlanCheck) of corpus kernel
+    """(the LLVM IR, what --print-ir-after-all printed, each kernel's PlanReader) of corpus kernel
     `name` on `gpu`, the check strict."""
     return lower(monkeypatch, corpus_bytecode(name), gpu)
 

@@ -53,7 +53,7 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
     if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
         return None
-    plan = k.plan_check.plan
+    plan = k.planned.plan
     if plan is not None and op in plan.deferred:
         return SharedTileVal(tile, None, pending=True, deferred=DeferredLoad(op, view))
     matrix = new_matrix(k, tile, "staging", swizzled=swizzled)   # alive from the copy to the tile's last reader

@@ -49,7 +49,7 @@ def decided(k: KernelLowering, op: Operation, tile: TileRegs) -> Optional[Epilog
     """How store `op` of `tile` goes through shared memory (None: it does not), as plan-shared-memory
     decided it (`SharedPlan.epilogues`: shared_epilogue.requests). A plan without it is an internal error:
     the lowering does not decide."""
-    return k.plan_check.decided("epilogues", op, "epilogue for the store")
+    return k.planned.decided("epilogues", op, "epilogue for the store")
 
 
 def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) -> bool:

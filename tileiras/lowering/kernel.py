@@ -17,7 +17,7 @@ from ..target import caps
 from ..ir.core import Block, Operation, Value
 from ..ir.types import DYNAMIC, TileType, Type, storage_bytes
 from ..tileas.buffers import Liveness, SharedBuffers, lifetimes
-from ..tileas.shared_plan import UNPLANNED_ALIGN, PlanCheck, shared_plan_of
+from ..tileas.shared_plan import UNPLANNED_ALIGN, PlanReader, shared_plan_of
 from ..layout.encodings import BlockedLayout, Layout, row_major_strides
 from ..layout.index_math import element
 from .llvm_text import FunctionBuilder, llvm_type
@@ -55,7 +55,7 @@ class KernelLowering:
         self.current_op: Optional[Operation] = None   # the op being lowered (lower_block)
         self._op_scratch: dict[int, Any] = {}   # op -> its scratch buffer (one per op, reused within it)
         # where each buffer this lowering asks for goes: the shared-memory plan's offset (tileas/shared_plan.py)
-        self.plan_check = PlanCheck(shared_plan_of(assignment) if assignment is not None else None,
+        self.planned = PlanReader(shared_plan_of(assignment) if assignment is not None else None,
                                     f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
@@ -195,10 +195,10 @@ class KernelLowering:
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
         at = live.position(self.current_op)
-        found = self.plan_check.buffer(self.current_op, role, nbytes)
+        found = self.planned.buffer(self.current_op, role, nbytes)
         if found is None:
             buffer = self.buffers.allocate("buffer", nbytes, UNPLANNED_ALIGN, None, at, live.end, 0, what,
-                                           self.plan_check.above(self.buffers.total))
+                                           self.planned.above(self.buffers.total))
         else:
             planned, offset = found
             buffer = self.buffers.allocate(planned.kind, planned.nbytes, planned.align, planned.lifetime, at,

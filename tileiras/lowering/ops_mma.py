@@ -329,7 +329,7 @@ def _planned_staging(k: KernelLowering, op: Operation) -> tuple[int, bool]:
     """(the K slices mma.sync `op` stages its operands in, whether it packs fp4 ones) as plan-shared-memory
     decided them beside the buffers it placed (`SharedPlan.slices`, `packed`: mma_sync_staging.operand_staging,
     packs). A plan without them is an internal error: the lowering does not decide."""
-    return k.plan_check.decided("slices", op, "operand staging for the mma"), op in k.plan_check.plan.packed
+    return k.planned.decided("slices", op, "operand staging for the mma"), op in k.planned.plan.packed
 
 
 def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "TileRegs | SharedTileVal",

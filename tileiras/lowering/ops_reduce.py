@@ -126,7 +126,7 @@ def _planned_slices(k: KernelLowering, op: Operation) -> int:
     """The slices the scratch of reduce / scan / FMA mma `op` goes in, as plan-shared-memory decided them
     beside the buffers it placed (`SharedPlan.slices`: move_forms.reduce_scratch, mma_scratch). A plan
     without them is an internal error: the lowering does not decide."""
-    return k.plan_check.decided("slices", op, f"scratch slices for the '{op.name}'")
+    return k.planned.decided("slices", op, f"scratch slices for the '{op.name}'")
 
 
 def _scratch_elements(k: KernelLowering, bases: list[str], srcs: list[TileRegs], full: list[str], dim: int,

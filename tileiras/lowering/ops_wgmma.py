@@ -226,7 +226,7 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
     room for them). A plan without the loop's is an internal error: the lowering does not decide."""
     if k.assignment is None or not k.assignment.wgmma_ops:
         return      # no wgmma to copy operands for
-    for copy in k.plan_check.decided("kmajor", loop, "K-major copies for the loop"):
+    for copy in k.planned.decided("kmajor", loop, "K-major copies for the loop"):
         k.wgmma_buffers[copy.key] = place_kmajor(k, copy.matrix, "kmajor", copy.slots)
 
 

@@ -110,7 +110,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
                       k.b.body(), "}"])
     text, smem_defs, dynamic = place(k, text, name)
     k.schedule_notes += [f"//   {line}" for line in
-                         [*k.plan_check.finish(), k.plan_check.summary()]]
+                         [*k.planned.finish(), k.planned.summary()]]
     defs = list(k.globals) + smem_defs
     ctas = entry.attributes.get(CLUSTER_ATTR, (1,))[0]   # each launched block a cluster of `ctas` CTAs
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),

@@ -235,13 +235,13 @@ def planned_ring(k: KernelLowering, op: Operation) -> Optional[StageRing]:
     without the loop's ring is an internal error: the lowering does not decide."""
     if not k.pipelines or op not in k.pipelines:
         return None     # no pipeline plan, no ring
-    return k.plan_check.decided("rings", op, "stage ring for the loop")
+    return k.planned.decided("rings", op, "stage ring for the loop")
 
 
 def planned_fit(k: KernelLowering, op: Operation) -> "BufferAssignment":
     """The depth plan-shared-memory gave loop `op` (`SharedPlan.fits`: stage_rings.fit_beside, beside the
     buffers it placed before the loop). A plan without it is an internal error."""
-    return k.plan_check.decided("fits", op, "depth for the pipelined loop")[1]
+    return k.planned.decided("fits", op, "depth for the pipelined loop")[1]
 
 
 def through_registers(k: KernelLowering, p: ActivePipeline) -> bool:

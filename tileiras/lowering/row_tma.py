@@ -65,7 +65,7 @@ def load(k: KernelLowering, op: Operation) -> Optional[TileRegs]:
     it starts first); None (nothing emitted) where the load is not copied by TMA."""
     held = k.row_loads.get(op)
     if held is None:
-        if k.plan_check.get("row_groups", op) is None:    # (the plan's group starts at one load)
+        if k.planned.get("row_groups", op) is None:    # (the plan's group starts at one load)
             return None
         _issue_group(k, op)
         held = k.row_loads.get(op)
@@ -79,7 +79,7 @@ def _issue_group(k: KernelLowering, first: Operation) -> None:
     (`SharedPlan.row_groups`: row_copies.group beside the buffers it placed); sets `k.row_loads`."""
     from . import mbarrier, tma_copy
 
-    decided = k.plan_check.decided("row_groups", first, "row TMA group for the load")
+    decided = k.planned.decided("row_groups", first, "row TMA group for the load")
     for op in decided.ahead:    # the later loads' operands, lowered here (pure ops: row_copies.pure_ahead)
         if not _lower_operands_ahead(k, op):
             raise CompileError(f"error: internal: the operands of the load at {op.location} are not pure, "
@@ -173,7 +173,7 @@ def read_tile(k: KernelLowering, matrix: SharedMatrix, tile: TileType, layout: L
 def store(k: KernelLowering, op: Operation, tile: TileRegs) -> bool:
     """Store `tile` to the view of `op` by TMA through a buffer; False (nothing emitted) where it
     cannot (the reason remarked where the view is the obstacle)."""
-    t, matrix, why = k.plan_check.get("row_stores", op, (None, None, ""))
+    t, matrix, why = k.planned.get("row_stores", op, (None, None, ""))
     if t is None:
         if why:
             k.remark("missed", "memory", "RemarkTmaStoreMissed", "Row store not copied by TMA", op, Reason=why)

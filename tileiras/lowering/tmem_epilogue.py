@@ -187,7 +187,7 @@ def _tma_stage(k: KernelLowering, store: Operation) -> Optional[tuple[TmaCopy, S
     """The TMA copy and buffer plan-shared-memory gave `store` (`SharedPlan.tma_stages`:
     tcgen05_buffers.tma_stage beside the buffers planned before it), the buffer placed and the tensor
     map a hidden parameter; None where it gave none."""
-    found = k.plan_check.get("tma_stages", store)
+    found = k.planned.get("tma_stages", store)
     if found is None:
         return None
     t, matrix = found

@@ -39,13 +39,13 @@ for its MMA warp's buffers, tensor memory's, its epilogue's; shared_tcgen05.py l
 
 The lowering places no buffer itself and decides none of its properties: asking for the buffer of a
 role (`KernelLowering.alloc_buffer(nbytes, role)`), it gets the one the plan placed for that request of
-its op (`PlanCheck.buffer`: the n-th of that role, as the op asks), whose size, alignment, swizzle and
+its op (`PlanReader.buffer`: the n-th of that role, as the op asks), whose size, alignment, swizzle and
 lifetime are the plan's; it states only the bytes it writes there, which the buffer must hold. A request
 the plan did not place (a role it does not size in the kernel, `SharedPlan.complete`: none in the 2751
 corpus and generated kernel-target pairs measured; a request it did not foresee, or a buffer too small)
 is an internal error where the check is strict (`STRICT_ENV`, set by the test suite), else a line of the
 kernel's --print-ir-after-all notes and the buffer placed above every planned one, alive to the kernel's
-end, where it overlaps none; and a planned buffer nobody asked for is one too (`PlanCheck.finish`).
+end, where it overlaps none; and a planned buffer nobody asked for is one too (`PlanReader.finish`).
 Either way the code stays correct; only the kernel's shared memory grows.
 """
 
@@ -112,7 +112,7 @@ class Assumptions:
 class SharedPlan:
     """The planned requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
     requests: dict                # Request.key(seq) -> Request
-    covered: frozenset            # roles planned; a request of another goes above the plan (PlanCheck.buffer)
+    covered: frozenset            # roles planned; a request of another goes above the plan (PlanReader.buffer)
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
     fits: dict                    # pipelined loop -> (bytes taken before it, its BufferAssignment: the depth)
@@ -300,7 +300,7 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
     return lines
 
 
-class PlanCheck:
+class PlanReader:
     """The plan as the lowering reads it: the buffer plan-shared-memory placed for each request of an op
     (`buffer`), the decisions of its tables (`decided`, `get`), and what the lowering asked that the plan
     did not place (module docstring)."""

@@ -40,7 +40,7 @@ control flow, and infer-facts gives every tensor view its facts.
 The warp split's form is the one the lowering settles on once the split loop's copies are known
 (settled_split.settled: an attention whose loads TMA cannot all copy has no MMA warp,
 hence no handshake). A loop's depth is the plan's in every kernel (the lowering fits none), and so
-is every buffer: its offset, size, alignment, swizzle and lifetime (shared_plan.PlanCheck.buffer).
+is every buffer: its offset, size, alignment, swizzle and lifetime (shared_plan.PlanReader.buffer).
 """
 
 from __future__ import annotations

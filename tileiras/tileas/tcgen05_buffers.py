@@ -79,7 +79,7 @@ def first_asker(entry: Operation, assignment: "LayoutAssignment") -> Optional[Op
     MMA warp issues tcgen05 mmas (warp_specialize_tcgen05: its roles allocate the columns), a `for`
     that stores the nonzero initial value of an accumulator it keeps in tensor memory
     (ops_tcgen05.before_loop), a tcgen05 mma (ops_tcgen05: its accumulator's region). Decides for
-    plan-shared-memory (shared_sizes.tmem_control), where the lowering asks for it (`PlanCheck.buffer` reports a request
+    plan-shared-memory (shared_sizes.tmem_control), where the lowering asks for it (`PlanReader.buffer` reports a request
     at another op)."""
     layouts = getattr(assignment, "tcgen05_layouts", None) or {}
     if not layouts:
