@@ -2,14 +2,14 @@
 nv_tileas plans buffers by (row-major matrices, padded or in the tensor cores' swizzle).
 
 Padding: a matrix whose rows are whole 16-byte chunks gets 16 bytes after each row (where the kernel
-pads its buffers, `Padding.pad_buffers`), so the 8 rows an ldmatrix or a warp's 16-byte copies touch
+pads its buffers: `matrix_shape`'s `padded`), so the 8 rows an ldmatrix or a warp's 16-byte copies touch
 at one column fall in 8 different bank groups. Swizzled: rows cut in `span`-byte atoms whose 16-byte
 chunks are XORed with the row (wgmma's, tcgen05's and TMA's layout); patterns repeat every 1024 bytes.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Protocol
+from typing import Callable, Optional
 
 from ..ir.record import record
 from ..ir.types import TileType, storage_bytes
@@ -17,11 +17,6 @@ from ..ir.types import TileType, storage_bytes
 BUFFER_ALIGN = 128
 SWIZZLE_BYTES = 128      # the widest swizzle span (wgmma/TMA): patterns repeat every 8 spans, 1024-byte aligned
 KMAJOR_ALIGN = 1024      # a K-major buffer's alignment: the swizzle pattern's period
-
-
-class Padding(Protocol):
-    """What a matrix's shape reads of the kernel: whether its buffers pad their rows."""
-    pad_buffers: bool
 
 
 @record
@@ -107,12 +102,13 @@ def steps_evenly(m: SharedMatrix, threads: int, vec: int) -> bool:
         and (not m.swizzled or (threads // chunks_per_row) % 8 == 0)
 
 
-def matrix_shape(k: Padding, tile: TileType, swizzled: bool = False, elem_bytes: int = 0,
+def matrix_shape(tile: TileType, padded: bool, swizzled: bool = False, elem_bytes: int = 0,
                  dense: bool = False) -> SharedMatrix:
-    """The (unplaced) shared matrix of `tile`: its geometry and size (`dense`: rows never padded)."""
+    """The (unplaced) shared matrix of `tile`: its geometry and size (`padded`: the kernel pads staged rows
+    against bank conflicts, `Assumptions.padded`; `dense`: these rows never are)."""
     shape = tile.shape
     batch, rows, cols = matrix_dims(shape)  # type: ignore[misc]
-    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), k.pad_buffers and not dense,
+    return SharedMatrix(0, batch, rows, cols, elem_bytes or storage_bytes(tile.element), padded and not dense,
                         swizzled=swizzled)
 
 
@@ -121,10 +117,10 @@ def k_and_x(shape: "tuple[int, ...]", role: str) -> tuple[int, int]:
     return (shape[1], shape[0]) if role == "a" else (shape[0], shape[1])
 
 
-def kmajor_shape(k: Padding, rows: int, cols: int, elem_bytes: int) -> SharedMatrix:
+def kmajor_shape(rows: int, cols: int, elem_bytes: int, padded: bool) -> SharedMatrix:
     """A swizzled (rows, cols) K-major buffer, not yet placed (offset 0): what lowering/kmajor_copy's
     `kmajor_matrix` asks for, and what plan-shared-memory decides of a loop's copies (tileas/kmajor_copies.loop_copies)."""
-    return SharedMatrix(0, 1, rows, cols, elem_bytes, k.pad_buffers, swizzled=True)
+    return SharedMatrix(0, 1, rows, cols, elem_bytes, padded, swizzled=True)
 
 
 def slot_bytes(m: SharedMatrix) -> int:

@@ -39,7 +39,7 @@ def new_matrix(k: KernelLowering, tile: TileType, role: str, stages: int = 1, sw
     `KernelLowering.alloc_buffer`; `swizzled`: in wgmma's 128-byte swizzled layout; `elem_bytes`: when the
     elements are stored converted (0: as they are); `dense`: rows never padded (as an unswizzled TMA box
     writes them)."""
-    matrix = matrix_shape(k, tile, swizzled, elem_bytes, dense)
+    matrix = matrix_shape(tile, k.pad_buffers, swizzled, elem_bytes, dense)
     return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, role))
 
 
@@ -51,7 +51,7 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     plan-shared-memory decided (`SharedPlan.deferred`: tileas/deferred_loads.defers): it copies the
     tile a K slice at a time."""
     swizzled = k.assignment is not None and k.assignment.is_swizzled(op.results[0])
-    if not staged_copy(op, view, tile, matrix_shape(k, tile, swizzled), k.threads):
+    if not staged_copy(op, view, tile, matrix_shape(tile, k.pad_buffers, swizzled), k.threads):
         return None
     plan = k.planned.plan
     if plan is not None and op in plan.deferred:

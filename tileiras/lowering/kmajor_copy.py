@@ -48,7 +48,7 @@ def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str, slots: int = 1) 
 def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int, role: str = "kmajor-copy") -> SharedMatrix:
     """A new swizzled (rows, cols) buffer; `role`: "kmajor" where a loop asks for it before its
     pipeline's stages (predicted), "kmajor-copy" where the op that copies asks (not predicted)."""
-    return place_kmajor(k, kmajor_shape(k, rows, cols, elem_bytes), role)
+    return place_kmajor(k, kmajor_shape(rows, cols, elem_bytes, k.pad_buffers), role)
 
 
 def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, elem_bytes: int,

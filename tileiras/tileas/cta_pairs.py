@@ -53,7 +53,7 @@ def plan(k: "StagingFacts", loop: Operation, loads: tuple) -> Optional[CtaPair]:
     rows = tma_boxes.box_rows(k.caps)
     for load in (a, b):
         tile = staged_type(pair, load)
-        matrix = matrix_shape(k, tile, swizzled=True)
+        matrix = matrix_shape(tile, k.pad_buffers, swizzled=True)
         if tma_boxes.plan(load, matrix, rows, tile=tile)[0] is None:
             return None
     return pair

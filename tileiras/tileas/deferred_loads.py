@@ -37,7 +37,7 @@ def defers(k: Staging, op: Operation, view: View, tile: TileType, swizzled: bool
 def _overflows(k: Staging, tile: TileType, lifetime: tuple[int, int]) -> bool:
     """Whether `tile`, staged whole (unpadded), would not fit below the target's limit beside the
     buffers alive during `lifetime`."""
-    nbytes = replace(matrix_shape(k, tile), padded=False).nbytes
+    nbytes = replace(matrix_shape(tile, k.pad_buffers), padded=False).nbytes
     return k.buffers.first_fit(nbytes, 128, *lifetime) + nbytes > k.caps.smem_per_block - k.static_smem_bytes
 
 

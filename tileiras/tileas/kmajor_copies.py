@@ -74,7 +74,7 @@ def loop_copies(k: "StagingFacts", loop: Operation, used: int) -> "list[LoopCopy
     out = []
     for op, role, tile_shape, eb in copies:
         kdim, x_size = k_and_x(tile_shape[-2:], role)
-        out.append(((op, role), kmajor_shape(k, x_size, kdim // 2 if (op, role) == chunked else kdim, eb)))
+        out.append(((op, role), kmajor_shape(x_size, kdim // 2 if (op, role) == chunked else kdim, eb, k.pad_buffers)))
     slots = 2 if out and chunked is None and two_slots(k, loop, [m for _, m in out], used) else 1
     return [LoopCopy(op, role, matrix, slots) for (op, role), matrix in out]
 
@@ -100,7 +100,7 @@ def two_slots(k: "StagingFacts", loop: Operation, copies: "list[SharedMatrix]", 
 
 def _stage_bytes(k: "StagingFacts", plan: object) -> int:
     """Bytes of one stage of a pipelined loop's loads."""
-    return sum(matrix_shape(k, ld.results[0].type, k.assignment.is_swizzled(ld.results[0])  # type: ignore
+    return sum(matrix_shape(ld.results[0].type, k.pad_buffers, k.assignment.is_swizzled(ld.results[0])  # type: ignore
                             or (uses_mbarriers(k) and tma_swizzles(k, ld))).nbytes
                for ld in plan.loads)  # type: ignore[attr-defined]
 
@@ -114,7 +114,7 @@ def _chunked_copy(k: "StagingFacts", loop: Operation, copies: list, used: int) -
     if plan is None or not plan.pipelined or k.assignment is None:
         return None
     need = used + 2 * _stage_bytes(k, plan) + 4 * MBARRIER_BYTES
-    sizes = {(op, role): kmajor_shape(k, *reversed(k_and_x(shp[-2:], role)), eb).nbytes
+    sizes = {(op, role): kmajor_shape(*reversed(k_and_x(shp[-2:], role)), eb, k.pad_buffers).nbytes
              for op, role, shp, eb in copies}
     if need + sum(sizes.values()) <= k.caps.smem_per_block:
         return None

@@ -74,7 +74,7 @@ def k_slices(k: Staging, staged: list, kdim: int, kstep: int, limit: int) -> int
     chunks = 1
     while staged:
         # unpadded: where only the padding overflows, the kernel is lowered again without it (lowering/smem.py)
-        nbytes = sum(replace(matrix_shape(k, slice_type(t.type, axis, kdim // chunks)), padded=False).nbytes
+        nbytes = sum(replace(matrix_shape(slice_type(t.type, axis, kdim // chunks), k.pad_buffers), padded=False).nbytes
                      * (ring_stages(chunks) if is_deferred(t) else 1) for t, axis in staged)
         if k.buffers.first_fit(nbytes, 128, start, end) + nbytes <= limit or kdim % (2 * chunks) \
                 or (kdim // (2 * chunks)) % kstep:

@@ -196,7 +196,7 @@ def once(k: Any, op: Operation) -> Optional[OnceCopy]:
             or op.parent is not k.entry.regions[0].block or not k.assignment.is_swizzled(op.results[0]) \
             or _reading_loop(k, op) is None:
         return None
-    t, why = tma_boxes.plan(op, matrix_shape(k, op.results[0].type, swizzled=True), tma_boxes.box_rows(k.caps))
+    t, why = tma_boxes.plan(op, matrix_shape(op.results[0].type, k.pad_buffers, swizzled=True), tma_boxes.box_rows(k.caps))
     return OnceCopy(op, t, why)
 
 

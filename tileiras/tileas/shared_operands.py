@@ -169,12 +169,12 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
             form = operand_form(op, wgmma, value, role, facts.wgmma_buffers,  # type: ignore[arg-type]
                                 lambda: _rounds_in_place(facts, op, wgmma, value, role))
             if form == "stage":
-                matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
+                matrix = matrix_shape(value.type, at.pad_buffers, swizzled=True)  # type: ignore[arg-type]
                 out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
             elif form in ("copy", "store"):   # kmajor_copy.copy_kmajor / store_kmajor, into a new buffer
                 kdim, x_size = k_and_x(value.type.shape[-2:], role)  # type: ignore[attr-defined]
                 eb = value.matrix.elem_bytes if form == "copy" else storage_bytes(value.type.element)  # type: ignore
-                matrix = kmajor_shape(at, x_size, kdim, eb)  # type: ignore[arg-type]
+                matrix = kmajor_shape(x_size, kdim, eb, at.pad_buffers)  # type: ignore[arg-type]
                 out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN))
         return out
     from .mma_sync_staging import operand_staging, packs, staged_tile
@@ -196,13 +196,13 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     for value, operand in ((lhs, "a"), (rhs, "b")):   # the deferred loads' rings of K slices first
         if is_deferred(value):
             tile = slice_tile(value.deferred.op.results[0].type, ring_axis(value, operand), width)
-            nbytes = matrix_shape(at, tile).nbytes * ring_stages(chunks)  # type: ignore[arg-type]
+            nbytes = matrix_shape(tile, at.pad_buffers).nbytes * ring_stages(chunks)  # type: ignore[arg-type]
             out.append(Request(op, "k-slice", "staging", nbytes, 128, 0, lifetime))
     for value, axis in staged:
         if isinstance(value, SharedTile):
             continue
         role, tile = staged_tile(value.type, axis, chunks)
-        matrix = matrix_shape(at, tile)  # type: ignore[arg-type]
+        matrix = matrix_shape(tile, at.pad_buffers)  # type: ignore[arg-type]
         out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime))
     return out
 
@@ -243,7 +243,7 @@ def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any,
         out += [_kmajor(at, op, value.type.shape, role, 4) for value, role in ((lhs, "a"), (rhs, "b"))]
     for value, form, rows, role in zip((lhs, rhs), forms, (m, n), "ab"):
         if form == "staged":
-            matrix = matrix_shape(at, value.type, swizzled=True)  # type: ignore[arg-type]
+            matrix = matrix_shape(value.type, at.pad_buffers, swizzled=True)  # type: ignore[arg-type]
             out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
         elif form == "packed":
             out += _packed(at, op, value, rows, kdim, lifetime)
@@ -277,7 +277,7 @@ def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int) -> 
     from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape
 
     kdim, x_size = k_and_x(shape[-2:], role)
-    return Request(op, "kmajor-copy", "buffer", kmajor_shape(at, x_size, kdim, elem_bytes).nbytes, KMAJOR_ALIGN)  # type: ignore[arg-type]
+    return Request(op, "kmajor-copy", "buffer", kmajor_shape(x_size, kdim, elem_bytes, at.pad_buffers).nbytes, KMAJOR_ALIGN)  # type: ignore[arg-type]
 
 
 def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime: tuple[int, int]) -> list[Request]:
@@ -288,7 +288,7 @@ def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime:
 
     out = []
     if stages_first(value):
-        matrix = matrix_shape(at, value.type)  # type: ignore[arg-type]
+        matrix = matrix_shape(value.type, at.pad_buffers)  # type: ignore[arg-type]
         out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime))
     packed = packed_matrix(rows, kdim)
     out.append(Request(op, "fp4-pack", "restaging", packed.nbytes, PACK_ALIGN, packed.span, lifetime))
@@ -305,7 +305,7 @@ def _scale_tiles(facts: "StagingFacts", at: AtOp, op: Operation, shared: dict) -
     for name in ("lhs_scale", "rhs_scale"):
         scale = _stand_in(facts, op.operand(name), shared)  # type: ignore[arg-type]
         if restages_scales(scale):
-            matrix = matrix_shape(at, scale.type)
+            matrix = matrix_shape(scale.type, at.pad_buffers)
             out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, at.op_lifetime()))
     return out
 

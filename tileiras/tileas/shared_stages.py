@@ -207,7 +207,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
             tile = op.results[0].type
             once = _copied_once(facts, op)
             swizzled = once or assignment.is_swizzled(op.results[0])
-            matrix = matrix_shape(facts, tile, swizzled=swizzled)  # type: ignore[arg-type]
+            matrix = matrix_shape(tile, facts.pad_buffers, swizzled=swizzled)  # type: ignore[arg-type]
             # staged; else a register load, which may still ask for its operands (below)
             if once or staged_copy(op, view, tile, matrix, facts.threads):  # type: ignore[arg-type]
                 if assumes.defer and not once and deferred(facts, op, view, swizzled, place(

@@ -70,7 +70,7 @@ class StageRing:
 
     def matrix(self, k: "StagingFacts", load: Operation) -> SharedMatrix:
         """The (unplaced) stage-0 matrix of `load`."""
-        return matrix_shape(k, self.tiles[load], self.swizzled[load], dense=load in self.dense)
+        return matrix_shape(self.tiles[load], k.pad_buffers, self.swizzled[load], dense=load in self.dense)
 
     def describe(self, name_of: Callable[[Value], str]) -> list[str]:
         """Dump lines: what a stage holds, the CTA pair, the mma left in flight."""
@@ -160,7 +160,7 @@ def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
     if assignment is None or assignment.is_swizzled(value):
         return False
     return (assignment.only_wgmma_reads(value) or assignment.only_ldmatrix_reads(value)) \
-        and tma_boxes.plan(load, matrix_shape(k, tile, swizzled=True))[0] is not None
+        and tma_boxes.plan(load, matrix_shape(tile, k.pad_buffers, swizzled=True))[0] is not None
 
 
 def mma_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, ...]", matrices: dict
@@ -282,7 +282,7 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     dense |= {load for load in plan.loads if not reads_shared(k, load)}
     pair = cta_pairs.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
     tiles = {load: cta_pairs.staged_type(pair, load) for load in plan.loads}
-    matrices = {load: matrix_shape(k, tiles[load], swizzled[load], dense=load in dense) for load in plan.loads}
+    matrices = {load: matrix_shape(tiles[load], k.pad_buffers, swizzled[load], dense=load in dense) for load in plan.loads}
     # loads that may keep cp.async beside the others' TMA boxes (on the stage's one full mbarrier): every
     # load cp.async can copy, and the unpadded stages' (a block scale staged through registers)
     beside = frozenset(dense) | {load for load in plan.loads if load not in by_tma and load not in through}

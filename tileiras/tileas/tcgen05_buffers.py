@@ -45,7 +45,7 @@ def p_matrix(k: "KernelFacts", o: Operation) -> object:
     """The (unplaced) swizzled shared matrix of P (O += P V's A) where it does not go to tensor
     memory (`p_in_tmem`), else None (lowering/warp_specialize_tcgen05.p_buffer places it; plan-shared-memory
     sizes it, shared_tcgen05.py)."""
-    return None if p_in_tmem(k, o) else matrix_shape(k, o.operand("lhs").type, swizzled=True)  # type: ignore[arg-type]
+    return None if p_in_tmem(k, o) else matrix_shape(o.operand("lhs").type, k.pad_buffers, swizzled=True)  # type: ignore[arg-type]
 
 
 def tma_stage(k: "KernelFacts", store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
