@@ -8,6 +8,9 @@ import pytest
 from tileiras.schedule import buffers as bf
 from tileiras.schedule.buffers import PipelinedValue, Ring
 from tileiras.schedule.resources import machine
+from tileiras.target import caps
+
+DEEPEST = caps("sm_90").max_stages   # the target table's deepest ring
 
 A_TILE = 128 * (64 * 2 + 16)     # a 128x64 f16 tile, 16 bytes of padding a row: 18432 bytes
 
@@ -36,7 +39,7 @@ def test_disjoint_values_of_one_size_share_a_ring() -> None:
               PipelinedValue("%r", 4096, 5, 5, released=20), PipelinedValue("%s", 2048, 16, 16, released=30)]
     # q lives after p in every II; r overlaps p; s is disjoint from p but of another size
     assert bf.share(values, 32) == {"%q": "%p"}
-    fit = bf.assign(values, 32, 0, 1 << 20, "cp.async", uniform=False)
+    fit = bf.assign(values, 32, 0, 1 << 20, "cp.async", DEEPEST, uniform=False)
     assert fit.rings == (Ring("%p", 2, 4096, 0), Ring("%q", 2, 4096, 0, shares="%p"),
                          Ring("%r", 2, 4096, 8192), Ring("%s", 2, 2048, 16384))
     assert fit.nbytes == 2 * (4096 + 4096 + 2048)
@@ -49,7 +52,7 @@ def test_prefetched_values_live_until_their_stage_ends_and_never_share() -> None
 
 
 def test_the_schedule_depth_is_kept_where_it_fits() -> None:
-    fit = bf.assign(_operands(41), 32, 0, machine(80).smem_bytes, "cp.async")
+    fit = bf.assign(_operands(41), 32, 0, machine(80).smem_bytes, "cp.async", DEEPEST)
     assert (fit.stages, fit.wanted, fit.nbytes) == (3, 3, 6 * A_TILE)
     assert fit.rings == (Ring("%a", 3, A_TILE, 0), Ring("%b", 3, A_TILE, 3 * A_TILE))
     assert fit.reason == "3 stages as scheduled: 110592 bytes beside 0 in 166912"
@@ -63,7 +66,7 @@ def test_the_schedule_depth_is_kept_where_it_fits() -> None:
     (3, 3, "3 stages as scheduled"), (None, 3, "3 stages as scheduled"),
 ])
 def test_a_static_trip_count_bounds_the_depth(trips, stages: int, reason: str) -> None:
-    fit = bf.assign(_operands(41), 32, 0, machine(80).smem_bytes, "cp.async", trips=trips)
+    fit = bf.assign(_operands(41), 32, 0, machine(80).smem_bytes, "cp.async", DEEPEST, trips=trips)
     assert (fit.stages, fit.wanted, fit.nbytes) == (stages, stages, 2 * stages * A_TILE)
     assert fit.reason.startswith(reason + ":"), fit.reason
 
@@ -96,7 +99,7 @@ entry @k(%n: tile<i32>) {
 ])
 def test_fewer_stages_where_the_target_does_not_hold_them(sm, used, stages) -> None:
     limit = machine(sm).smem_bytes
-    fit = bf.assign(_operands(41), 32, used, limit, "cp.async")
+    fit = bf.assign(_operands(41), 32, used, limit, "cp.async", DEEPEST)
     assert (fit.stages, fit.wanted, fit.nbytes) == (stages, 3, 2 * A_TILE * max(stages, bf.MIN_STAGES))
     if stages == 0:
         assert fit.barriers is None
@@ -109,9 +112,9 @@ def test_mbarriers_take_shared_memory_and_can_cost_a_stage() -> None:
     bars = bf.barriers("mbarrier", 4)
     assert (bars.mbarriers, bars.nbytes, bars.in_flight, bars.wait_pending) == (8, 64, 3, -1)
     rings = 4 * 2 * A_TILE
-    assert bf.assign(_operands(100), 32, 0, rings + 64, "mbarrier").stages == 4
-    assert bf.assign(_operands(100), 32, 0, rings + 63, "mbarrier").stages == 3
-    assert bf.assign(_operands(100), 32, 0, rings + 63, "cp.async").stages == 4   # groups cost nothing
+    assert bf.assign(_operands(100), 32, 0, rings + 64, "mbarrier", DEEPEST).stages == 4
+    assert bf.assign(_operands(100), 32, 0, rings + 63, "mbarrier", DEEPEST).stages == 3
+    assert bf.assign(_operands(100), 32, 0, rings + 63, "cp.async", DEEPEST).stages == 4   # groups cost nothing
     with pytest.raises(ValueError, match="unknown copy mechanism 'bulk'"):
         bf.barriers("bulk", 2)
 
@@ -119,14 +122,14 @@ def test_mbarriers_take_shared_memory_and_can_cost_a_stage() -> None:
 def test_tensor_memory_rings_fit_in_tensor_memory() -> None:
     acc = [PipelinedValue("%acc", 64 * 1024, 0, 40, memory="tmem")]
     tmem = machine(100).family.tmem_bytes
-    fit = bf.assign(acc, 32, 0, machine(100).smem_bytes, "mbarrier", tmem_limit=tmem)
+    fit = bf.assign(acc, 32, 0, machine(100).smem_bytes, "mbarrier", DEEPEST, tmem_limit=tmem)
     assert (fit.stages, fit.nbytes) == (3, 48)                # 192 KB of 256 KB of TMEM; only barriers in smem
-    assert bf.assign(acc, 32, 0, machine(100).smem_bytes, "mbarrier", tmem_limit=0).stages == 0   # sm_90: none
+    assert bf.assign(acc, 32, 0, machine(100).smem_bytes, "mbarrier", DEEPEST, tmem_limit=0).stages == 0   # sm_90: none
 
 
 def test_deep_schedules_are_capped() -> None:
-    fit = bf.assign([PipelinedValue("%a", 1024, 0, 1000)], 32, 0, 1 << 20, "cp.async")
-    assert (fit.wanted, fit.stages) == (bf.MAX_STAGES, bf.MAX_STAGES)
+    fit = bf.assign([PipelinedValue("%a", 1024, 0, 1000)], 32, 0, 1 << 20, "cp.async", DEEPEST)
+    assert (fit.wanted, fit.stages) == (DEEPEST, DEEPEST)
 
 
 def test_a_reader_that_holds_its_slot_an_iteration_longer_gets_one_more() -> None:
@@ -134,8 +137,8 @@ def test_a_reader_that_holds_its_slot_an_iteration_longer_gets_one_more() -> Non
     needs a slot more, and the value lives one II longer (so it shares with fewer)."""
     held = PipelinedValue("v", A_TILE, 0, 41, held=1)
     assert held.slots(32) == 4 and held.live(32) == (0, 128)
-    fit = bf.assign([held, PipelinedValue("w", A_TILE, 0, 41, held=1)], 32, 0, 1 << 20, "mbarrier")
+    fit = bf.assign([held, PipelinedValue("w", A_TILE, 0, 41, held=1)], 32, 0, 1 << 20, "mbarrier", DEEPEST)
     assert fit.stages == fit.wanted == 4
     # where 4 slots do not fit, the assignment falls back as it does for any depth
-    tight = bf.assign([held], 32, 0, 3 * A_TILE + 64, "mbarrier")
+    tight = bf.assign([held], 32, 0, 3 * A_TILE + 64, "mbarrier", DEEPEST)
     assert (tight.stages, tight.wanted) == (3, 4)

@@ -236,3 +236,40 @@ def test_the_table_sits_below_the_levels_that_ask_it() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('tileiras.') and not m.startswith('tileiras.target')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.strip() == "['tileiras.errors', 'tileiras.ir', 'tileiras.ir.record']"
+
+
+# -- the stages of sm_90's pipelines are one field of its row --
+
+def test_the_deepest_ring_of_a_target_is_its_rows_max_stages(monkeypatch) -> None:
+    """How deep a pipelined loop's ring goes is the modulo schedule's ask (the depth that covers its loads'
+    latency), the shared memory's room and the target row's `max_stages`: lowering that one field of sm_90's row
+    makes the realistic sm_90 matmul's ring 3 stages deep (5 as scheduled), and nothing else changes: another
+    target's code, the loop's schedule."""
+    from tileiras.ir.record import replace
+    from tileiras.target import table
+
+    path = ROOT / "tests" / "realistic" / "bytecode" / "mm_f16_128x128x64.tileirbc"
+    before = {gpu: _lowered(path, gpu) for gpu in ("sm_90", "sm_100")}
+    monkeypatch.setitem(table.BY_SM, 90, replace(table.BY_SM[90], max_stages=3))
+    after = {gpu: _lowered(path, gpu) for gpu in ("sm_90", "sm_100")}
+    assert after["sm_100"] == before["sm_100"]
+    assert "5-stage TMA pipeline" in before["sm_90"][1] and "(5 stages as scheduled" in before["sm_90"][1]
+    assert "3-stage TMA pipeline" in after["sm_90"][1] and "(3 stages at the target's deepest" in after["sm_90"][1]
+    schedule = re.compile(r"modulo schedule, II \d+ cycles[^\n]*")
+    assert schedule.findall(after["sm_90"][1]) == schedule.findall(before["sm_90"][1])
+    # its 3 full and 3 empty mbarriers, where 5 and 5 were
+    assert after["sm_90"][0].count("mbarrier.init") < before["sm_90"][0].count("mbarrier.init")
+
+
+def _lowered(path: Path, gpu: str) -> tuple[str, str]:
+    """(the LLVM IR, the schedule notes --print-ir-after-all prints) of `path` for `gpu`."""
+    import contextlib
+    import io
+
+    from tileiras.frontend import load_module
+    from tileiras.lowering.pipeline import lower_module
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        ir = lower_module(load_module(path.read_bytes(), path.name), gpu, print_ir_after_all=True)[0]
+    return ir, "\n".join(line for line in err.getvalue().splitlines() if line.startswith("//   loop at"))

@@ -23,7 +23,6 @@ from typing import Optional
 from ..ir.record import record
 
 MIN_STAGES = 2
-MAX_STAGES = 8          # deeper rings only lengthen the prologue: latency is already covered
 MBARRIER_BYTES = 8      # PTX ISA: an mbarrier object is a .b64 in shared memory
 
 
@@ -123,18 +122,19 @@ def share(values: list[PipelinedValue], ii: int) -> dict[str, str]:
     return owner
 
 
-def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechanism: str,
+def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechanism: str, deepest: int,
            tmem_limit: int = 0, uniform: bool = True, trips: Optional[int] = None,
            most: Optional[tuple[int, str]] = None) -> BufferAssignment:
     """Rings and barriers for `values` scheduled at `ii`, fitted into `limit` bytes of shared
-    memory beside `used`. `uniform`: every ring gets the deepest one's slot count (the lowering
-    issues all of an iteration's copies together). `trips`: the loop's iterations where they are
-    known and the ring starts afresh each time the loop runs: no deeper (a slot past the last
-    iteration is never filled). `most`: a bound on the depth from how the stages are filled, and why."""
+    memory beside `used`, at most `deepest` stages (the target's `Caps.max_stages`). `uniform`: every ring
+    gets the deepest one's slot count (the lowering issues all of an iteration's copies together). `trips`:
+    the loop's iterations where they are known and the ring starts afresh each time the loop runs: no deeper
+    (a slot past the last iteration is never filled). `most`: a bound on the depth from how the stages are
+    filled, and why."""
     if not values:
         return BufferAssignment(0, 0, (), None, 0, used, limit, "nothing to pipeline")
-    wanted = min(MAX_STAGES, max(MIN_STAGES, max(v.slots(ii) for v in values)))
-    bound = "as scheduled"
+    wanted = max(MIN_STAGES, max(v.slots(ii) for v in values))
+    wanted, bound = (wanted, "as scheduled") if wanted <= deepest else (deepest, "at the target's deepest")
     if trips is not None and trips < wanted:
         wanted, bound = max(MIN_STAGES, trips), f"for the loop's {trips} iteration{'s' if trips != 1 else ''}"
     if most is not None and most[0] < wanted:

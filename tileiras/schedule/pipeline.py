@@ -64,6 +64,7 @@ class PipelinePlan:
     first_use: tuple[int, ...]     # per load, when its first reader starts (ticks)
     issue: int                     # when the copies' stage starts (ticks): they are issued together
     mechanism: str = "cp.async"    # what the lowering waits with (buffers.barriers)
+    deepest: int = 8               # the target's deepest ring (Caps.max_stages)
 
     @property
     def pipelined(self) -> bool:
@@ -231,7 +232,8 @@ def schedule_loads(loop: Operation, loads: tuple[Operation, ...], assignment: La
     copies = [schedule.start[index[load]] for load in loads]
     issue = min(copies) // schedule.ii * schedule.ii
     return PipelinePlan(loop, loads, graph, schedule,
-                        tuple(_first_reader(graph, schedule, index[load]) for load in loads), issue)
+                        tuple(_first_reader(graph, schedule, index[load]) for load in loads), issue,
+                        deepest=assignment.caps.max_stages)
 
 
 def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
@@ -259,7 +261,8 @@ def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit
     the ring starts afresh each time the loop runs (not a persistent kernel's, carried from tile to
     tile), so a static trip count bounds its depth; `most`: another bound (buffers.assign)."""
     trips = trip_count(plan.loop) if restarts else None
-    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism, trips=trips, most=most)
+    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism, plan.deepest, trips=trips,
+                  most=most)
 
 
 def trip_count(loop: Operation) -> Optional[int]:

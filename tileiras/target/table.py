@@ -67,6 +67,9 @@ class Caps:
     ptx: int = 88               # PTX ISA version LLVM is told (+ptxNN), times ten
     ptx_declared: int = 0       # the .version the PTX must declare where not `ptx`
     llvm_as: str = ""           # the family member LLVM generates code for where LLVM lacks this one
+    max_stages: int = 8         # the deepest stage ring a pipelined loop takes (schedule/buffers.assign; the modulo
+                                # schedule asks for the depth that covers its loads' latency): deeper rings only
+                                # lengthen the prologue
 
     def has(self, feature: str) -> bool:
         """Whether the target has a named feature (FEATURES) or builds its matmuls on `feature`

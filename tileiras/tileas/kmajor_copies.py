@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..layout.shared_matrix import SharedMatrix, k_and_x, kmajor_bytes, kmajor_shape, matrix_shape
-from ..schedule.buffers import MAX_STAGES, MBARRIER_BYTES, MIN_STAGES
+from ..schedule.buffers import MBARRIER_BYTES, MIN_STAGES
 from ..tileaa.mma_forms import WgmmaShape, reads_directly
 from ..tileaa.mma_operands import passes_shared
 from ..transforms.rewrite import inside_op
@@ -91,7 +91,7 @@ def two_slots(k: "StagingFacts", loop: Operation, copies: "list[SharedMatrix]", 
     stage = _stage_bytes(k, plan) + 2 * MBARRIER_BYTES      # a stage and its full / empty barriers
 
     def depth(copied: int) -> int:
-        return min(MAX_STAGES, (k.caps.smem_per_block - used - copied) // stage)
+        return min(k.caps.max_stages, (k.caps.smem_per_block - used - copied) // stage)
 
     one = sum(m.nbytes for m in copies)
     two = sum(kmajor_bytes(m, 2) for m in copies)
