@@ -56,7 +56,7 @@ class KernelLowering:
         self._op_scratch: dict[int, Any] = {}   # op -> its scratch buffer (one per op, reused within it)
         # where each buffer this lowering asks for goes: the shared-memory plan's offset (tileas/shared_plan.py)
         self.planned = PlanReader(shared_plan_of(assignment) if assignment is not None else None,
-                                    f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
+                                  f"kernel '{entry.attributes.get('sym_name', '')}' for {gpu}")
         self.static_smem_bytes = 0          # allocas
         self.pad_buffers = True             # smem.py: pad staged rows against bank conflicts
         self.pipelines: dict = {}           # loop -> schedule.pipeline.PipelinePlan
