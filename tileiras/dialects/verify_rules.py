@@ -47,7 +47,7 @@ def qualified(t: Any) -> str:
         outs = ", ".join(qualified(x) for x in t.results)
         return f"({ins}) -> ({outs})" if len(t.results) != 1 else f"({ins}) -> {outs}"
     if isinstance(t, T.TileType) and t.encoding is not None:   # nv_tileas: the layout, as its text spells it
-        return f"!cuda_tile.{str(t)[:-1]}, #nv_tileas.{t.encoding.describe()[1:]}>"  # type: ignore[attr-defined]
+        return f"!cuda_tile.{str(t)[:-1]}, {T.encoding_text(t.encoding)}>"
     return "!cuda_tile." + str(t)
 
 

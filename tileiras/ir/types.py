@@ -117,6 +117,12 @@ class TileType(Type):
         return n
 
 
+def encoding_text(layout: object) -> str:
+    """A layout as a tile type's encoding: its `describe` in the nv_tileas dialect (`#nv_tileas.mma<...>`;
+    layout/encoding_text.py reads it back), as the nv_tileas printer and the verifier's diagnostics spell it."""
+    return "#nv_tileas." + layout.describe()[1:]  # type: ignore[attr-defined]
+
+
 @record
 class TensorViewType(Type):
     element: Type

@@ -63,8 +63,8 @@ class PipelinePlan:
     schedule: Schedule
     first_use: tuple[int, ...]     # per load, when its first reader starts (ticks)
     issue: int                     # when the copies' stage starts (ticks): they are issued together
+    deepest: int                   # the target's deepest ring (Caps.max_stages)
     mechanism: str = "cp.async"    # what the lowering waits with (buffers.barriers)
-    deepest: int = 8               # the target's deepest ring (Caps.max_stages)
 
     @property
     def pipelined(self) -> bool:
@@ -233,7 +233,7 @@ def schedule_loads(loop: Operation, loads: tuple[Operation, ...], assignment: La
     issue = min(copies) // schedule.ii * schedule.ii
     return PipelinePlan(loop, loads, graph, schedule,
                         tuple(_first_reader(graph, schedule, index[load]) for load in loads), issue,
-                        deepest=assignment.caps.max_stages)
+                        assignment.caps.max_stages)
 
 
 def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:

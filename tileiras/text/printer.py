@@ -352,7 +352,7 @@ class Printer:
             self.out.append(f"// Producer: {producer}\n")
         if self.layouts is not None:
             self.layouts = layout_aliases(module)
-            self.out += [f"#{alias} = {encoding(layout)}\n" for layout, alias in self.layouts.items()]
+            self.out += [f"#{alias} = {T.encoding_text(layout)}\n" for layout, alias in self.layouts.items()]
         for op in body:
             self.print_op(op)
             self.out.append("\n")
@@ -416,7 +416,7 @@ class Printer:
         if self.layouts is None or v.layout is None or not isinstance(t, T.TileType) or not t.shape:
             return str(t)
         alias = self.layouts.get(v.layout)   # none where an op is printed alone: the layout in full
-        return f"{str(t)[:-1]}, {'#' + alias if alias else encoding(v.layout)}>"
+        return f"{str(t)[:-1]}, {'#' + alias if alias else T.encoding_text(v.layout)}>"
 
     def types_of(self, op: Operation, defn: OpDef, name: str) -> str:
         """The types of `op`'s operand or result group `name`."""
@@ -622,12 +622,6 @@ def _result_group(op: Operation, defn: OpDef, name: str) -> list:
             return [op.results[idx]] if idx < len(op.results) else []
         idx += 1
     return []
-
-
-def encoding(layout: Any) -> str:
-    """A layout as a tile type's encoding: `describe`'s text in the nv_tileas dialect
-    (layout/encoding_text.py reads it back)."""
-    return "#nv_tileas." + layout.describe()[1:]
 
 
 def layout_aliases(module: Operation) -> dict[Any, str]:
