@@ -41,7 +41,8 @@ before refilling its stage; the last MMAs are waited for after the loop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..errors import CompileError
 from ..ir.core import Operation
@@ -101,6 +102,7 @@ class ActivePipeline:
     epilogue_fills: bool = False        # the tcgen05 form's epilogue warps fill the stages (WarpSplit.copiers)
     barriers_freed: bool = False        # full / empty's bytes serve other buffers after the loop
                                         # (KernelPlan.barriers_freed): a CTA barrier follows their invalidation
+    index_ops: tuple = ()               # the body's ops computing the loads' indices (PipelinePlan.index_ops)
 
 
 # Targets with the feature "tma" copy their pipelines' loads by TMA where tma_boxes.plan allows (kernels
@@ -199,7 +201,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
                           epilogue_fills=specialized and k.warp_split.form == "tcgen05" and not k.warp_split.producers,
                           mma_reads=specialized and bool(k.warp_split.mmas), cluster=cluster, pair=pair,
                           persistent=specialized and k.warp_split.outer is not None,
-                          barriers_freed=freed)
+                          barriers_freed=freed, index_ops=plan.index_ops)
 
 
 def load_invariant(k: KernelLowering, op: Operation) -> Optional[SharedTileVal]:
@@ -372,19 +374,43 @@ def copies_arrive(k: KernelLowering, p: ActivePipeline, full: str) -> None:
     mbarrier.arrive(k, full)
 
 
+@contextmanager
+def at_iteration(k: KernelLowering, p: ActivePipeline, iv: str) -> Iterator[None]:
+    """Within: the loop's induction variable is `iv` (i32 or i64, a later iteration's), and the loads'
+    indices that its body computes from it (`ActivePipeline.index_ops`) are computed again from `iv`;
+    after: every value as it was."""
+    from .registry import LOWERINGS
+
+    iv_arg = p.loop.regions[0].block.arguments[0]
+    saved = k.values.get(iv_arg)
+    results = [r for op in p.index_ops for r in op.results]
+    shadowed = {r: k.values[r] for r in results if r in k.values}
+    k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
+    outer = k.current_op
+    try:
+        for op in p.index_ops:
+            k.current_op = op
+            LOWERINGS[op.name](k, op)
+        k.current_op = outer
+        yield
+    finally:
+        k.current_op = outer
+        for r in results:
+            k.values.pop(r, None)
+        k.values.update(shadowed)
+        if saved is not None:
+            k.values[iv_arg] = saved
+
+
 def copy_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str, active: Optional[str],
                    unrolled: int = ELEMENTS_UNROLLED, gather: bool = False) -> None:
     """This thread's copies of every load of the iteration whose induction variable is `iv` into `stage`
     (`unrolled`, `gather`: async_copy.issue_copies')."""
-    iv_arg = p.loop.regions[0].block.arguments[0]
-    saved = k.values.get(iv_arg)
-    k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[arg-type]
-    for load in copied(p):
-        view = k.get(load.operand("view"))
-        issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)), active,
-                     unrolled=unrolled, gather=gather)
-    if saved is not None:
-        k.values[iv_arg] = saved
+    with at_iteration(k, p, iv):
+        for load in copied(p):
+            view = k.get(load.operand("view"))
+            issue_copies(k, load, view, load.results[0].type, _staged(p, load, _stage_offset(k, p, load, stage)),
+                         active, unrolled=unrolled, gather=gather)
 
 
 def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> None:
@@ -392,9 +418,9 @@ def tma_iteration(k: KernelLowering, p: ActivePipeline, iv: str, stage: str) -> 
     with the stage's bytes announced on its full barrier."""
     assert p.tma and p.full is not None
     offsets = {load: _stage_offset(k, p, load, stage) for load in p.loads}
-    tma_copy.issue(k, p.tma, p.matrices, p.loop.regions[0].block.arguments[0], iv, offsets,
-                   mbarrier.address(k, p.full, stage), multicast.casts(k, p.cluster) if p.cluster else None,
-                   p.pair)
+    with at_iteration(k, p, iv):
+        tma_copy.issue(k, p.tma, p.matrices, offsets, mbarrier.address(k, p.full, stage),
+                       multicast.casts(k, p.cluster) if p.cluster else None, p.pair)
 
 
 def begin_persistent(k: KernelLowering, outer: Operation) -> Optional[ActivePipeline]:

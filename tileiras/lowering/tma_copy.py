@@ -57,9 +57,10 @@ def prefetch(k: KernelLowering, loads: dict) -> None:
         k.b.emit(f'call void asm sideeffect "prefetch.tensormap [$0];", "l,~{{memory}}"(ptr {param_name(slot)})')
 
 
-def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: str, stage: dict, full: str,
+def issue(k: KernelLowering, loads: dict, matrices: dict, stage: dict, full: str,
           casts: Optional[dict] = None, pair: "Optional[CtaPair]" = None) -> None:
-    """One thread's copies of an iteration (induction variable `iv`) into its stage (`stage`: load ->
+    """One thread's copies of an iteration (its indices lowered at its induction variable:
+    pipelined_loop.at_iteration) into its stage (`stage`: load ->
     i32 bytes past `matrices[load]`, "" for none): the stage's bytes announced on its `full`
     barrier, then every box of every load (of a sliced load, `casts[load]` = (i32 slice, i16 CTA
     mask): this CTA's slice, multicast to the CTAs of the mask). `pair` (a tileas/cta_pairs.CtaPair): the
@@ -76,15 +77,9 @@ def issue(k: KernelLowering, loads: dict, matrices: dict, iv_arg: object, iv: st
         lead = cta_pair.leader_barrier(k, full)
     else:
         mbarrier.arrive_expect_tx(k, full, own)
-    saved = k.values.get(iv_arg)
-    k.values[iv_arg] = k.splat(iv_arg.type, iv)  # type: ignore[attr-defined]
-    try:
-        for load, t in loads.items():
-            load_boxes(k, load, t, matrices[load].offset, lead if load in paired else full, stage[load],
-                       (casts or {}).get(load), load in paired)
-    finally:
-        if saved is not None:
-            k.values[iv_arg] = saved
+    for load, t in loads.items():
+        load_boxes(k, load, t, matrices[load].offset, lead if load in paired else full, stage[load],
+                   (casts or {}).get(load), load in paired)
 
 
 def load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, full: str, stage: str = "",

@@ -157,19 +157,21 @@ def _reads(op: Operation) -> bool:
 
 def build_loop_ddg(loop: Operation, machine: Machine, copied: Iterable[Operation] = (),
                    mma_units: Mapping[Operation, str] | None = None, tma: bool = False,
-                   prefetch_only: bool = False) -> DependenceGraph:
+                   prefetch_only: bool = False, issued_with: Iterable[Operation] = ()) -> DependenceGraph:
     """The dependence graph of `loop`'s body on `machine`, in ticks (see the module's docstring).
     `prefetch_only`: the lowering can only move the copies to earlier iterations, so the copies
+    (and `issued_with`, the scalar ops computing their indices, which it computes again with them)
     form one stage group ("copies") and every other op another ("compute")."""
     body = loop.regions[0].block
     ops = [op for op in body.operations if op.name != "cuda_tile.continue"]
     copied_set = frozenset(copied)
+    with_copies = copied_set | frozenset(issued_with)
     cycles = [footprint_of(op, machine, copied_set, mma_units, tma) for op in ops]
     tick = _tick(cycles)
     g = DependenceGraph([], [], tick)
     index: dict[Operation, int] = {}
     for op, fp in zip(ops, cycles):
-        group = ("copies" if op in copied_set else "compute") if prefetch_only else ""
+        group = ("copies" if op in with_copies else "compute") if prefetch_only else ""
         index[op] = g.add(op.name.split(".", 1)[-1], _in_ticks(fp, tick), op, group)
     defined = {res: index[op] for op in ops for res in op.results}
     for op in ops:

@@ -6,9 +6,11 @@ loads get S shared-memory stages and become asynchronous copies issued S - 1
 iterations ahead (lowering/pipelined_loop.py and async_copy.py do it). That is
 legal when the copies of a later iteration cannot observe anything the loop
 does before it (on sm_90+ the same holds for a row kernel's loop without
-tensor cores: its tiles, read into registers from the stages, `_register_load`): the view and every index of each load are the induction
-variable or defined outside the loop, the loads are weak, and nothing in the
-loop writes memory.
+tensor cores: its tiles, read into registers from the stages, `_register_load`): the view of each
+load is defined outside the loop and every index is the induction variable, defined outside the
+loop, or computed in the body from those by scalar arithmetic (`index_ops`: a tile index
+`k + offset` or `chunk * 4 + c`, which the copies of a later iteration compute again at its
+induction variable), the loads are weak, and nothing in the loop writes memory.
 
 How deep is the modulo scheduler's answer (modulo.py): the loop body's
 dependence graph (ddg.py) on the target's resource model (resources.py), the
@@ -25,7 +27,7 @@ from __future__ import annotations
 from typing import Iterator, Optional, Protocol
 
 from ..ir.core import Block, Operation, Value, enclosing
-from ..ir.types import TokenType
+from ..ir.types import TileType, TokenType
 from ..ir.record import record
 from ..target import Caps
 from ..transforms.constants import splat_int
@@ -65,6 +67,9 @@ class PipelinePlan:
     issue: int                     # when the copies' stage starts (ticks): they are issued together
     deepest: int                   # the target's deepest ring (Caps.max_stages)
     mechanism: str = "cp.async"    # what the lowering waits with (buffers.barriers)
+    # the body's scalar ops that compute the loads' indices from the induction variable, in body
+    # order: issued with the copies, at the copied iteration's induction variable (`index_ops`)
+    index_ops: tuple[Operation, ...] = ()
 
     @property
     def pipelined(self) -> bool:
@@ -125,15 +130,13 @@ def plan_pipelines(entry: Operation, assignment: Layouts,
         # can one that a write's token orders after it (this iteration's or, carried, an earlier one's)
         inside = _defined_in(body.operations) | set(body.arguments[1:])
         after = _after_writes(body, writes)
-        iv = body.arguments[0]
         loads = []
         for op in body.operations:
             if op.name != "cuda_tile.load_view_tko" or not assignment.is_shared_operand(op.results[0]):
                 continue
             if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
                 continue
-            view = op.operand("view")
-            if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
+            if index_ops(op, body, inside) is None:
                 continue
             if op.operand("token") in after:
                 continue
@@ -141,7 +144,7 @@ def plan_pipelines(entry: Operation, assignment: Layouts,
         row_loop = not loads and assignment.caps.has("mbarrier_tx") and rows
         if row_loop:
             loads = [op for op in body.operations
-                     if _register_load(op, inside, iv, assignment) and op.operand("token") not in after]
+                     if _register_load(op, inside, assignment) and op.operand("token") not in after]
             if writes and sum(op.results[0].type.num_elements for op in loads) > ROW_ELEMENTS * assignment.threads:
                 loads = []      # (too many registers kept a thread: `ROW_ELEMENTS`)
         if not loads:
@@ -201,10 +204,40 @@ def _reduces(entry: Operation) -> bool:
     return any(op.name in ("cuda_tile.reduce", "cuda_tile.scan") for op in entry.walk())
 
 
-def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: Layouts) -> bool:
+# scalar ops with no effect that an index may be computed with in the loop's body
+_INDEX_ARITHMETIC = frozenset(f"cuda_tile.{name}" for name in (
+    "constant", "assume", "addi", "subi", "muli", "divi", "remi", "maxi", "mini", "negi",
+    "shli", "shri", "andi", "ori", "xori", "select", "cmpi", "exti", "trunci"))
+
+
+def index_ops(load: Operation, body: Block, inside: set[Value]) -> Optional[tuple[Operation, ...]]:
+    """The ops of `body` (the loop's) that `load`'s indices are computed with from its induction
+    variable (`body.arguments[0]`), scalar arithmetic on it, constants and values defined outside the
+    loop; None where its view is defined in the loop (`inside`: what the loop defines and carries) or
+    an index depends on anything else (a carried value, a load, an op in a nested region)."""
+    if load.operand("view") in inside:
+        return None
+    iv = body.arguments[0]
+    chain: set[Operation] = set()
+    wanted = list(load.operand_group("index"))
+    while wanted:
+        value = wanted.pop()
+        if value is iv or value not in inside:
+            continue
+        owner = value.owner
+        if not isinstance(owner, Operation) or owner.parent is not body or owner.name not in _INDEX_ARITHMETIC \
+                or any(isinstance(r.type, TileType) and r.type.shape for r in owner.results):
+            return None
+        if owner not in chain:
+            chain.add(owner)
+            wanted.extend(owner.operands)
+    return tuple(op for op in body.operations if op in chain)
+
+
+def _register_load(op: Operation, inside: set[Value], assignment: Layouts) -> bool:
     """A load of a row loop (sm_90+) whose tile the threads read from registers and which a stage of
-    a ring can hold as TMA or cp.async writes it: weak, its view and indices the induction variable
-    or defined outside the loop, a 2-D tile (or one whose leading dimensions are 1). Both fill with
+    a ring can hold as TMA or cp.async writes it: weak, its view defined outside the loop and its
+    indices computed from the induction variable and such values (`index_ops`), a 2-D tile (or one whose leading dimensions are 1). Both fill with
     zeros outside the tensor; the readers put back another padding (lowering/ops_memory.restore_padding).
     NVIDIA's compiler pipelines such loops (row sums, chunked norms)
     with TMA and a producer warp; on sm_80 it loads them directly, as ours does."""
@@ -212,8 +245,7 @@ def _register_load(op: Operation, inside: set[Value], iv: Value, assignment: Lay
         return False
     if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
         return False
-    view = op.operand("view")
-    if view in inside or any(v in inside and v is not iv for v in op.operand_group("index")):
+    if index_ops(op, op.parent, inside) is None:
         return False
     shape = op.results[0].type.shape
     return len(shape) >= 2 and all(d == 1 for d in shape[:-3])
@@ -223,7 +255,11 @@ def schedule_loads(loop: Operation, loads: tuple[Operation, ...], assignment: La
     """The modulo schedule of `loop` with `loads` staged (the loop's other ops run in its body)."""
     target = machine(assignment.sm)
     units = {**{op: WGMMA for op in assignment.wgmma_ops}, **{op: TCGEN05 for op in assignment.tcgen05_layouts}}
-    graph = build_loop_ddg(loop, target, loads, units, prefetch_only=True)
+    body = loop.regions[0].block
+    inside = _defined_in(body.operations) | set(body.arguments[1:])
+    chains = {o for load in loads for o in index_ops(load, body, inside) or ()}
+    indexing = tuple(o for o in body.operations if o in chains)
+    graph = build_loop_ddg(loop, target, loads, units, prefetch_only=True, issued_with=indexing)
     try:
         schedule = modulo_schedule(graph, target.capacities)
     except ScheduleError as err:   # no overlap is legal: the loop runs one iteration at a time
@@ -233,7 +269,7 @@ def schedule_loads(loop: Operation, loads: tuple[Operation, ...], assignment: La
     issue = min(copies) // schedule.ii * schedule.ii
     return PipelinePlan(loop, loads, graph, schedule,
                         tuple(_first_reader(graph, schedule, index[load]) for load in loads), issue,
-                        assignment.caps.max_stages)
+                        assignment.caps.max_stages, index_ops=indexing)
 
 
 def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:

@@ -241,18 +241,21 @@ def _first_pipelined(ops: list, pipelines: dict, guards: tuple = (), before: tup
 
 
 def _producer_slice(block_ops: list, loop: Operation, loads: tuple, outer: Optional[Operation] = None,
-                    guards: tuple = ()) -> tuple[Optional[tuple], str]:
+                    guards: tuple = (), index_ops: tuple = ()) -> tuple[Optional[tuple], str]:
     """(the top-level ops, the persistent loop's body ops) before `loop` that its staged loads' views
     and indices, its bounds and the conditions of the `if`s it is in (`guards`) depend on, each in block
     order (None and why when one of them is not pure). `block_ops`: the ops that run before `loop` (or
     `outer`), then it. With `outer` (a persistent loop, whose body holds `loop`) the top-level ops are
-    those the body's ops and the outer bounds need."""
+    those the body's ops and the outer bounds need. `index_ops`: the loop body's ops computing the
+    indices (PipelinePlan.index_ops), which the producer computes with its copies: what they read."""
     iv = loop.regions[0].block.arguments[0]
+    computed = {r for op in index_ops for r in op.results}
     wanted: list[Value] = [loop.operand(n) for n in ("lowerBound", "upperBound", "step")]
     wanted += [cond for cond, _ in guards]
     for load in loads:
         wanted.append(load.operand("view"))
-        wanted.extend(v for v in load.operand_group("index") if v is not iv)
+        wanted.extend(v for v in load.operand_group("index") if v is not iv and v not in computed)
+    wanted.extend(v for op in index_ops for v in op.operands if v is not iv and v not in computed)
     if outer is None:
         top, why = _slice(block_ops, loop, wanted)
         return (None, why) if top is None else ((top, ()), "")
@@ -346,7 +349,7 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
             return None, "a persistent loop's K loop is warp-specialized with an MMA warp, not attention's"
         if not mmas:     # attention: its MMA warp where it can issue both mmas, else the consumers do
             mmas, note = attention_mmas(k, loops[0], loads)
-    found, why = _producer_slice(before, loops[0], loads, outer, guards)
+    found, why = _producer_slice(before, loops[0], loads, outer, guards, k.pipelines[loops[0]].index_ops)
     if found is None:
         return None, why
     at = ops.index(outer) if outer is not None else \
