@@ -113,10 +113,10 @@ def test_a_request_the_plan_did_not_place_is_an_internal_error(monkeypatch) -> N
 def test_a_predicted_request_never_asked_for_is_an_internal_error(monkeypatch) -> None:
     sized = shared_sizes.conversion
     monkeypatch.setattr(shared_sizes, "SIZERS", (
-        ("conversion", lambda entry, a: sized(entry, a) + [replace(r, role="conversion", nbytes=64)
+        ("conversion", lambda entry, a: sized(entry, a) + [replace(r, role="conversion", nbytes=64, subject="spare")
                                                            for r in sized(entry, a)]),))
     monkeypatch.setenv(STRICT_ENV, "1")
-    with pytest.raises(CompileError, match="never asks for the planned conversion"):
+    with pytest.raises(CompileError, match=r"never asks for the planned conversion .*, for spare"):
         _lower(_transpose(32, 64))
 
 
@@ -135,8 +135,8 @@ def test_the_lowering_places_every_buffer_at_the_plans_offset_and_the_verifier_c
     taken = []
     buffer = shared_plan.PlanReader.buffer
 
-    def recorded(self, op, role, needs):  # type: ignore[no-untyped-def]
-        found = buffer(self, op, role, needs)
+    def recorded(self, op, role, needs, subject=None):  # type: ignore[no-untyped-def]
+        found = buffer(self, op, role, needs, subject)
         taken.append((role, found[1] if found is not None else None))
         return found
     monkeypatch.setattr(shared_plan.PlanReader, "buffer", recorded)
@@ -147,6 +147,34 @@ def test_the_lowering_places_every_buffer_at_the_plans_offset_and_the_verifier_c
     with pytest.raises(CompileError, match=r"error: internal: shared buffer verifier: kernel 'bmm_f16_64x64x32': "
                                            r"the ring buffer \[0, 32768\) and the ring buffer .* share bytes"):
         _corpus("bmm_f16_64x64x32", "sm_90")
+
+
+def test_an_ops_buffers_of_one_role_are_found_by_subject_in_any_order(monkeypatch) -> None:
+    """A loop's two rings are its requests of role "ring" for its two loads (`Request.subject`): the lowering
+    gets each load's ring whatever order it asks in; asking for one twice, or for a load the plan gave no
+    ring, is an internal error."""
+    from tileiras.tileas import shared_plan
+
+    readers = []
+    init = shared_plan.PlanReader.__init__
+
+    def kept(self, plan, where):  # type: ignore[no-untyped-def]
+        init(self, plan, where)
+        readers.append(self)
+    monkeypatch.setattr(shared_plan.PlanReader, "__init__", kept)
+    monkeypatch.setenv(STRICT_ENV, "1")
+    _corpus("bmm_f16_64x64x32", "sm_90")
+    plan = readers[-1].plan
+    rings = [r for r in plan.requests.values() if r.role == "ring"]
+    assert len(rings) == 2 and all(r.subject.name == "cuda_tile.load_view_tko" for r in rings)
+    reader = shared_plan.PlanReader(plan, "again")
+    backwards = [reader.buffer(r.op, "ring", r.nbytes, r.subject) for r in reversed(rings)]
+    assert [offset for _, offset in backwards] == [32768, 0]
+    assert [request for request, _ in backwards] == list(reversed(rings))
+    with pytest.raises(CompileError, match=r"asks twice for its ring \(ring\) .*, for load_view_tko at "):
+        reader.buffer(rings[0].op, "ring", rings[0].nbytes, rings[0].subject)
+    with pytest.raises(CompileError, match=r"asks for a ring buffer of 16 B for lhs, which the plan does not place"):
+        shared_plan.PlanReader(plan, "again").buffer(rings[0].op, "ring", 16, "lhs")
 
 
 def test_without_the_strict_check_a_mismatch_is_a_note_of_the_dump(monkeypatch) -> None:
@@ -332,7 +360,8 @@ def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) ->
     which the pass decides: SharedPlan.kmajor): two slots of 2048 B, the loop's wgmma keeping its group in flight;
     predicted, so the loop's depth is the plan's (nothing dropped)."""
     dump, plan = _planned(monkeypatch, "mm_e4m3_64x64x32", "sm_90")
-    assert "//     kmajor (buffer) 4096 B align 1024, live over its op to the kernel's end, offset 0: " in plan, plan
+    assert "//     kmajor (buffer) 4096 B align 1024, live over its op to the kernel's end, for (%30, b), offset 0: " \
+        in plan, plan
     assert "stages beside 4096 B planned before it" in plan and "dropped" not in dump, plan
 
 

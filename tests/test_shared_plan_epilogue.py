@@ -142,9 +142,9 @@ def test_after_a_buffer_the_plan_does_not_size_the_epilogue_keeps_its_planned_of
     asked = []
     buffer = shared_plan.PlanReader.buffer
 
-    def record(self, op, role, needs):   # type: ignore[no-untyped-def]
+    def record(self, op, role, needs, subject=None):   # type: ignore[no-untyped-def]
         planned = self.complete
-        found = buffer(self, op, role, needs)
+        found = buffer(self, op, role, needs, subject)
         asked.append((role, planned, found[1] if found is not None else None))
         return found
 

@@ -123,7 +123,7 @@ def test_the_plan_and_the_lowering_stage_the_same_operands(monkeypatch) -> None:
     from tileiras.tileas import shared_operands
 
     monkeypatch.setattr(shared_operands, "requests", lambda *args: [])
-    with pytest.raises(CompileError, match=r"'cuda_tile.mmaf' at .* asks for a mma-stage buffer of 16384 B, "
+    with pytest.raises(CompileError, match=r"'cuda_tile.mmaf' at .* asks for a mma-stage buffer of 16384 B for a, "
                                            r"which the plan does not place"):
         _planned(monkeypatch, "cp_moe_bf16_up_128x128x64", "sm_90")
 

@@ -31,7 +31,7 @@ def test_a_layernorms_row_group_and_store_are_predicted(monkeypatch, name: str, 
     dump, plan, complete = _compile(monkeypatch, name)
     assert "row-load, row-store" in plan and "placed above the plan" in plan
     loads = re.findall(rf"//     row-load \(staging\) {nbytes} B align 128, live over ops (\d+)\.\.(\d+), "
-                       rf"offset (\d+): ", plan)
+                       rf"for %\w+, offset (\d+): ", plan)
     assert len(loads) == 3, plan
     assert len({first for first, _, _ in loads}) == 1          # issued together at x's load
     assert [int(offset) for _, _, offset in loads] == [0, nbytes, 2 * nbytes]

@@ -41,8 +41,8 @@ def test_a_specialized_128x128x64_matmul_is_predicted_whole(monkeypatch) -> None
     are written into for one TMA store, over the stages, which are free after the loop."""
     dump, complete = _lower(_corpus("mm_f16_128x128x64"), monkeypatch)
     assert _plan(dump) == [
-        "ring (ring) 65536 B align 1024 swizzle 128B, live over ops 60..64, offset 0",
-        "ring (ring) 65536 B align 1024 swizzle 128B, live over ops 60..64, offset 65536",
+        "ring (ring) 65536 B align 1024 swizzle 128B, live over ops 60..64, for %tile, offset 0",
+        "ring (ring) 65536 B align 1024 swizzle 128B, live over ops 60..64, for %tile_32, offset 65536",
         "mbarriers (buffer) 64 B align 8, live over its op to the kernel's end, offset 131072",
         "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 131200",
         "tmem-epilogue (epilogue) 32768 B align 1024, live over ops 78..78, offset 0"], _plan(dump)
@@ -53,8 +53,8 @@ def test_a_specialized_128x256x64_matmul_is_predicted_whole(monkeypatch) -> None
     """Two epilogue warpgroups (128 x 256): 3 stages, and the whole f16 C tile's swizzled buffer."""
     dump, complete = _lower(_corpus("mm_f16_128x256x64"), monkeypatch)
     assert _plan(dump) == [
-        "ring (ring) 49152 B align 1024 swizzle 128B, live over ops 61..65, offset 0",
-        "ring (ring) 98304 B align 1024 swizzle 128B, live over ops 61..65, offset 49152",
+        "ring (ring) 49152 B align 1024 swizzle 128B, live over ops 61..65, for %tile, offset 0",
+        "ring (ring) 98304 B align 1024 swizzle 128B, live over ops 61..65, for %tile_32, offset 49152",
         "mbarriers (buffer) 48 B align 8, live over its op to the kernel's end, offset 147456",
         "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 147584",
         "tmem-epilogue (epilogue) 65536 B align 1024, live over ops 79..79, offset 0"], _plan(dump)
@@ -105,11 +105,11 @@ def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monk
     dump, complete = _lower(_corpus("cp_mxfp4_matmul_128x128x128"), monkeypatch)
     assert _plan(dump)[1:] == [
         "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 640",
-        "mma-stage (restaging) 18432 B align 128, live over ops 83..83, offset 768",
-        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, offset 19456",
-        "mma-stage (restaging) 18432 B align 128, live over ops 83..83, offset 27648",
-        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, offset 46080",
-        "mma-stage (restaging) 512 B align 128, live over ops 83..83, offset 54272",
+        "mma-stage (restaging) 18432 B align 128, live over ops 83..83, for a, offset 768",
+        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, for a, offset 19456",
+        "mma-stage (restaging) 18432 B align 128, live over ops 83..83, for b, offset 27648",
+        "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, for b, offset 46080",
+        "mma-stage (restaging) 512 B align 128, live over ops 83..83, for a-scale, offset 54272",
         "scales (buffer) 1024 B align 128, live over its op to the kernel's end, offset 54784",
         # the accumulator written swizzled through the buffers it frees, stored by TMA (shared_epilogue.py)
         "tma-store (epilogue) 32768 B align 1024, live over ops 97..97, the buffers released before it, offset 1024"], \

@@ -34,13 +34,13 @@ def tile_coords(shape: tuple[int, ...], b: str, r: str, c: str) -> list[str]:
 
 
 def new_matrix(k: KernelLowering, tile: TileType, role: str, stages: int = 1, swizzled: bool = False,
-               elem_bytes: int = 0, dense: bool = False) -> SharedMatrix:
-    """The buffer the plan placed for `tile` (`stages` copies of it, back to back, for a pipeline); `role`: as
-    `KernelLowering.alloc_buffer`; `swizzled`: in wgmma's 128-byte swizzled layout; `elem_bytes`: when the
+               elem_bytes: int = 0, dense: bool = False, subject: object = None) -> SharedMatrix:
+    """The buffer the plan placed for `tile` (`stages` copies of it, back to back, for a pipeline); `role`,
+    `subject`: as `KernelLowering.alloc_buffer`; `swizzled`: in wgmma's 128-byte swizzled layout; `elem_bytes`: when the
     elements are stored converted (0: as they are); `dense`: rows never padded (as an unswizzled TMA box
     writes them)."""
     matrix = matrix_shape(tile, k.pad_buffers, swizzled, elem_bytes, dense)
-    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, role))
+    return replace(matrix, offset=k.alloc_buffer(matrix.nbytes * stages, role, subject))
 
 
 def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, tile: TileType) -> Optional[SharedTileVal]:
@@ -63,10 +63,13 @@ def load_to_shared(k: KernelLowering, op: Operation, view: PartitionViewVal, til
     return SharedTileVal(tile, matrix, pending=True)
 
 
-def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int) -> SharedMatrix:
+def slice_matrix(k: KernelLowering, value: SharedTileVal, kaxis: int, width: int, stages: int,
+                 operand: str) -> SharedMatrix:
     """A buffer of `stages` K slices of the deferred tile `value` (K along its stored rows, kaxis 0,
-    or columns, 1; `width` of them a slice), alive while the current op (the mma) runs."""
-    return new_matrix(k, slice_tile(value.deferred.op.results[0].type, kaxis, width), "k-slice", stages)
+    or columns, 1; `width` of them a slice), alive while the current op (the mma) runs; `operand`: "a"
+    or "b"."""
+    return new_matrix(k, slice_tile(value.deferred.op.results[0].type, kaxis, width), "k-slice", stages,
+                      subject=operand)
 
 
 def issue_slice(k: KernelLowering, value: SharedTileVal, matrix: SharedMatrix, kaxis: int, first: int) -> None:

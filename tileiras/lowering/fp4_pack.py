@@ -34,14 +34,14 @@ def pack(k: KernelLowering, value: "TileRegs | SharedTileVal", role: str, rows: 
     from .ops_mma import stage
 
     if stages_first(value):
-        src, transposed = stage(k, value), False     # stage meets the CTA before it stores
+        src, transposed = stage(k, value, role), False     # stage meets the CTA before it stores
     else:
         src, transposed = value.matrix, value.transposed
         if not is_ready([value]):
             wait_for(k, [value])
     k.barrier()   # every element is in `src`; the previous MMAs' reads of the packed buffer are done
     dst = packed_matrix(rows, kdim)
-    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, "fp4-pack"))
+    dst = replace(dst, offset=k.alloc_buffer(dst.nbytes, "fp4-pack", role))
     per_row = kdim // RUN
     units = rows * per_row
     for first in range(0, units, k.threads):

@@ -186,16 +186,17 @@ class KernelLowering:
             self.liveness = lifetimes(self.entry)
         return self.liveness
 
-    def alloc_buffer(self, nbytes: int, role: str) -> int:
-        """The offset of the shared buffer plan-shared-memory placed for the current op's next request of
-        `role` (what the op asks it for; its size, alignment, swizzle and lifetime are the plan's:
+    def alloc_buffer(self, nbytes: int, role: str, subject: Any = None) -> int:
+        """The offset of the shared buffer plan-shared-memory placed for the current op's request of `role`
+        for `subject` (what the op asks it for, and which of its buffers of that role: the load a ring
+        holds, an mma operand's letter, ...; its size, alignment, swizzle and lifetime are the plan's:
         tileas/shared_plan.py); `nbytes`: what the op writes in it. Where the plan placed none (a role it does
         not size; a request it did not place or too small: an internal error where the check is strict), the
         buffer goes above every planned one, alive to the kernel's end, sharing no byte."""
         live = self.lifetimes()
         what = self.current_op.name if self.current_op is not None else ""
         at = live.position(self.current_op)
-        found = self.planned.buffer(self.current_op, role, nbytes)
+        found = self.planned.buffer(self.current_op, role, nbytes, subject)
         if found is None:
             buffer = self.buffers.allocate("buffer", nbytes, UNPLANNED_ALIGN, None, at, live.end, 0, what,
                                            self.planned.above(self.buffers.total))

@@ -39,24 +39,26 @@ _ELEM_TYPE = {1: "i8", 2: "i16", 4: "i32"}
 _BLOCK = {1: 4, 2: 2, 4: 4}
 
 
-def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str, slots: int = 1) -> SharedMatrix:
+def place_kmajor(k: KernelLowering, m: SharedMatrix, role: str, slots: int = 1, subject: object = None) \
+        -> SharedMatrix:
     """`m` placed, 1024-byte aligned (the swizzle pattern's period), in a buffer of `slots` copies of
-    it (`slot_bytes` apart); `role`: as `alloc_buffer`."""
-    return replace(m, offset=k.alloc_buffer(kmajor_bytes(m, slots), role))
+    it (`slot_bytes` apart); `role`, `subject`: as `alloc_buffer`."""
+    return replace(m, offset=k.alloc_buffer(kmajor_bytes(m, slots), role, subject))
 
 
-def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int, role: str = "kmajor-copy") -> SharedMatrix:
+def kmajor_matrix(k: KernelLowering, rows: int, cols: int, elem_bytes: int, role: str = "kmajor-copy",
+                  subject: object = None) -> SharedMatrix:
     """A new swizzled (rows, cols) buffer; `role`: "kmajor" where a loop asks for it before its
-    pipeline's stages (predicted), "kmajor-copy" where the op that copies asks (not predicted)."""
-    return place_kmajor(k, kmajor_shape(rows, cols, elem_bytes, k.pad_buffers), role)
+    pipeline's stages, "kmajor-copy" where the op that copies asks; `subject`: as `alloc_buffer`."""
+    return place_kmajor(k, kmajor_shape(rows, cols, elem_bytes, k.pad_buffers), role, subject=subject)
 
 
 def kmajor_buffer(k: KernelLowering, tile_shape: "tuple[int, ...]", role: str, elem_bytes: int,
-                  asked: str = "kmajor-copy") -> SharedMatrix:
+                  asked: str = "kmajor-copy", subject: object = None) -> SharedMatrix:
     """The K-major buffer of an operand tile of this shape and role ("a" or "b"); `asked`: the
-    buffer's role, as `kmajor_matrix`."""
+    buffer's role, as `kmajor_matrix`; `subject`: as `alloc_buffer` (the operand's role where None)."""
     kdim, x_size = k_and_x(tile_shape[-2:], role)
-    return kmajor_matrix(k, x_size, kdim, elem_bytes, asked)
+    return kmajor_matrix(k, x_size, kdim, elem_bytes, asked, role if subject is None else subject)
 
 
 def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optional[SharedMatrix],
@@ -69,7 +71,7 @@ def copy_kmajor(k: KernelLowering, value: SharedTileVal, role: str, dst: Optiona
     kdim, x_size = k_and_x(value.type.shape[-2:], role)
     kdim = dst.cols if dst is not None else kdim
     stored_k_rows = (role == "b") != value.transposed      # stored (K, X): needs the transpose
-    dst = dst or kmajor_matrix(k, x_size, kdim, eb)
+    dst = dst or kmajor_matrix(k, x_size, kdim, eb, subject=role)
     v = _BLOCK[eb]
     vty = f"<{v} x {_ELEM_TYPE[eb]}>"
     align = v * eb

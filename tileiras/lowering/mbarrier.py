@@ -30,11 +30,12 @@ class BarrierArray:
     count: int
 
 
-def allocate(k: KernelLowering, count: int) -> BarrierArray:
+def allocate(k: KernelLowering, count: int, subject: object = None) -> BarrierArray:
     """`count` mbarriers, back to back, in the buffer the plan placed for them (8 bytes each, as the
     schedule's buffer assignment counts them), alive as the plan says (to the kernel's end, or over a ring
-    whose loop invalidates them, then a CTA barrier, before it ends: warp_roles.frees_barriers)."""
-    return BarrierArray(k.alloc_buffer(count * MBARRIER_BYTES, "mbarriers"), count)
+    whose loop invalidates them, then a CTA barrier, before it ends: warp_roles.frees_barriers); `subject`:
+    which of the op's arrays (as `alloc_buffer`: None for a loop's ring, "handshake" for attention's)."""
+    return BarrierArray(k.alloc_buffer(count * MBARRIER_BYTES, "mbarriers", subject), count)
 
 
 def split(bars: BarrierArray, first: int) -> tuple[BarrierArray, BarrierArray]:

@@ -71,7 +71,8 @@ class _Scales:
 
         self.k = k
         self.elem = tile.type.element
-        self.matrix: SharedMatrix = stage(k, tile) if restages_scales(tile) else tile.matrix  # type: ignore[union-attr]
+        self.matrix: SharedMatrix = stage(k, tile, "a-scale" if along_rows else "b-scale") \
+            if restages_scales(tile) else tile.matrix  # type: ignore[union-attr]
         self.transposed = isinstance(tile, SharedTileVal) and tile.transposed
         self.along_rows = along_rows          # SF_A: (x, kb); SF_B: (kb, x)
         self.cache: dict[tuple[str, str, int], str] = {}

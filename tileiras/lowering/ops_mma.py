@@ -42,12 +42,13 @@ from ..tileas.deferred_loads import is_deferred, ring_axis, ring_stages
 from ..tileas.mma_sync_staging import staged_operands, staged_tile
 
 
-def stage(k: KernelLowering, tile: TileRegs, swizzled: bool = False) -> SharedMatrix:
-    """Store a register tile in a new (padded) buffer (row-major, as its shape says)."""
+def stage(k: KernelLowering, tile: TileRegs, operand: str, swizzled: bool = False) -> SharedMatrix:
+    """Store a register tile in a new (padded) buffer (row-major, as its shape says); `operand`: which of
+    the op's operands it is ("a", "b", "a-scale", "b-scale"), the buffer's subject."""
     from .async_copy import new_matrix
 
     # read by this op's mma only (it waits for its reads before the op ends): the op's lifetime
-    matrix = new_matrix(k, tile.type, "mma-stage", swizzled=swizzled)
+    matrix = new_matrix(k, tile.type, "mma-stage", swizzled=swizzled, subject=operand)
     k.barrier()  # earlier readers of this buffer's bytes (the previous iteration's mma, an earlier owner) are done
     store_tile(k, tile, matrix)
     if swizzled:   # wgmma reads it through the async proxy: fence before any barrier publishes it
@@ -105,7 +106,8 @@ def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks
     lo = chunk * width
     if matrix is None:
         role, sliced = staged_tile(tile.type, axis, chunks)
-        matrix = new_matrix(k, sliced, role)
+        operand = "a" if axis == -1 else "b"
+        matrix = new_matrix(k, sliced, role, subject=operand)
     lty = storage_type(elem)
     k.barrier()
     for slot, v in enumerate(tile.slots):
@@ -135,7 +137,7 @@ class _SliceRing:
         self.value, self.width = value, width
         self.kaxis = ring_axis(value, operand)
         self.stages = ring_stages(chunks)
-        self.ring = slice_matrix(k, value, self.kaxis, width, self.stages)
+        self.ring = slice_matrix(k, value, self.kaxis, width, self.stages, operand)
 
     def slot(self, chunk: int) -> SharedMatrix:
         return replace(self.ring, offset=self.ring.offset + chunk % self.stages * self.ring.nbytes)
@@ -361,9 +363,9 @@ def lower_mma_sync(k: KernelLowering, op: Operation, shape: MmaShape, lhs: "Tile
     b_mat: Optional[SharedMatrix] = None
     for chunk in range(chunks):
         a_mat = rings["a"].slot(chunk) if "a" in rings else lhs.matrix if isinstance(lhs, SharedTileVal) else \
-            None if from_regs else stage(k, lhs) if chunks == 1 else stage_slice(k, lhs, -1, chunk, chunks, a_mat)
+            None if from_regs else stage(k, lhs, "a") if chunks == 1 else stage_slice(k, lhs, -1, chunk, chunks, a_mat)
         b_mat = rings["b"].slot(chunk) if "b" in rings else rhs.matrix if isinstance(rhs, SharedTileVal) else \
-            stage(k, rhs) if chunks == 1 else stage_slice(k, rhs, -2, chunk, chunks, b_mat)
+            stage(k, rhs, "b") if chunks == 1 else stage_slice(k, rhs, -2, chunk, chunks, b_mat)
         read = ([rhs] if from_regs else [lhs, rhs]) + list(also_read)
         if not is_ready(read):   # fragments from registers need no barrier
             wait_for(k, [lhs, rhs, *also_read])

@@ -135,7 +135,8 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
     if split is not None and split.loop is loop and split.mmas:
         return      # the warp-specialized loop rounds tf32 operands in their stages (no restaging)
     for op in loop_restaged(k.assignment, loop, k.tmem_buffers, split):
-        k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4)  # type: ignore[union-attr]
+        k.tmem_buffers[op] = tuple(kmajor_buffer(k, op.operand(n).type.shape, role, 4,  # type: ignore[union-attr]
+                                                 subject=(op, role))
                                    for n, role in (("lhs", "a"), ("rhs", "b")))
     if _reuses_columns(k, loop):
         k.barrier()
@@ -251,9 +252,9 @@ def lower_tcgen05(k: KernelLowering, op: Operation, lhs: object, rhs: object, ac
         a, b = _Packed(pack(k, lhs, "a", m, kdim), True), _Packed(pack(k, rhs, "b", n, kdim), True)  # type: ignore[arg-type]
     else:
         a = None if a_form == "tmem" else _shared(k, lhs, "a") if a_form == "shared" \
-            else _Operand(stage(k, lhs, swizzled=True), True)  # type: ignore[arg-type]
+            else _Operand(stage(k, lhs, "a", swizzled=True), True)  # type: ignore[arg-type]
         b = _shared(k, rhs, "b") if b_form == "shared" \
-            else _Operand(stage(k, rhs, swizzled=True), False)  # type: ignore[arg-type]
+            else _Operand(stage(k, rhs, "b", swizzled=True), False)  # type: ignore[arg-type]
     tm = tensor_memory(k, 0)
     resident = resident_loop(op)
     accumulate = "1"     # i32: the first MMA adds to what tensor memory holds

@@ -215,7 +215,7 @@ def _operand(k: KernelLowering, op: Operation, shape: WgmmaShape, value: "Shared
     if form == "copy":      # a buffer of its own, rewritten once the group that read it is done
         return _Operand(copy_kmajor(k, value, role, None, turns=turns), True)  # type: ignore[arg-type]
     if form == "stage":   # A, or a 16-bit B that stays N-major (K, N) as the tile is
-        return _Operand(stage(k, value, swizzled=True), role == "a")  # type: ignore[arg-type]
+        return _Operand(stage(k, value, role, swizzled=True), role == "a")  # type: ignore[arg-type]
     return _Operand(store_kmajor(k, value, "b", None), True)  # type: ignore[arg-type]  # transposed: no N-major form
 
 
@@ -227,7 +227,7 @@ def before_loop(k: KernelLowering, loop: Operation) -> None:
     if k.assignment is None or not k.assignment.wgmma_ops:
         return      # no wgmma to copy operands for
     for copy in k.planned.decided("kmajor", loop, "K-major copies for the loop"):
-        k.wgmma_buffers[copy.key] = place_kmajor(k, copy.matrix, "kmajor", copy.slots)
+        k.wgmma_buffers[copy.key] = place_kmajor(k, copy.matrix, "kmajor", copy.slots, copy.key)
 
 
 def _offset(k: KernelLowering, operand: _Operand, x0: str, k0: int) -> "int | str":

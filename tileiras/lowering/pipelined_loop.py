@@ -149,7 +149,7 @@ def prepare(k: KernelLowering, op: Operation) -> Optional[ActivePipeline]:
         return None
     # the rings live while the loop runs, a persistent loop's where it runs the roles (filled after the
     # prologue's barrier, drained by `finish`)
-    matrices = {load: new_matrix(k, tiles[load], "ring", stages, swizzled[load], dense=load in dense)
+    matrices = {load: new_matrix(k, tiles[load], "ring", stages, swizzled[load], dense=load in dense, subject=load)
                 for load in plan.loads}
     handshake = "cp.async groups and CTA barriers"
     full = empty = cluster = None

@@ -92,7 +92,7 @@ def _issue_group(k: KernelLowering, first: Operation) -> None:
     fresh = not k.buffers.buffers    # no earlier use of shared memory to wait for
     placed = []
     for op, t, matrix in chosen:
-        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "row-load"))
+        matrix = replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "row-load", op))
         placed.append((op, replace(t, slot=tma_copy.hidden_param(k, t.spec)), matrix))
     bars = mbarrier.allocate(k, len(placed))
     if not fresh:

@@ -175,7 +175,7 @@ def handshake(k: KernelLowering) -> "mbarrier.BarrierArray":
     before they meet the other roles at `publish`."""
     split = k.warp_split
     if split.handshake is None:
-        split.handshake = mbarrier.allocate(k, len(HANDSHAKE))
+        split.handshake = mbarrier.allocate(k, len(HANDSHAKE), "handshake")
         mbarrier.init(k, [(split.handshake, [n or k.threads for _, n in HANDSHAKE])])
     return split.handshake
 

@@ -170,12 +170,13 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
                                 lambda: _rounds_in_place(facts, op, wgmma, value, role))
             if form == "stage":
                 matrix = matrix_shape(value.type, at.pad_buffers, swizzled=True)  # type: ignore[arg-type]
-                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
+                out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime,
+                                   subject=role))
             elif form in ("copy", "store"):   # kmajor_copy.copy_kmajor / store_kmajor, into a new buffer
                 kdim, x_size = k_and_x(value.type.shape[-2:], role)  # type: ignore[attr-defined]
                 eb = value.matrix.elem_bytes if form == "copy" else storage_bytes(value.type.element)  # type: ignore
                 matrix = kmajor_shape(x_size, kdim, eb, at.pad_buffers)  # type: ignore[arg-type]
-                out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN))
+                out.append(Request(op, "kmajor-copy", "buffer", matrix.nbytes, KMAJOR_ALIGN, subject=role))
         return out
     from .mma_sync_staging import operand_staging, packs, staged_tile
 
@@ -189,21 +190,21 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
         found.packed.add(op)
         # ops_mma._packed_fp4_steps: A packed (staged whole first from registers), then B
         kdim = lhs.type.shape[-1]
-        for value, rows in ((lhs, lhs.type.shape[0]), (rhs, rhs.type.shape[-1])):
-            out += _packed(at, op, value, rows, kdim, lifetime)
+        for value, rows, operand in ((lhs, lhs.type.shape[0], "a"), (rhs, rhs.type.shape[-1], "b")):
+            out += _packed(at, op, value, operand, rows, kdim, lifetime)
         return out
     width = lhs.type.shape[-1] // chunks
     for value, operand in ((lhs, "a"), (rhs, "b")):   # the deferred loads' rings of K slices first
         if is_deferred(value):
             tile = slice_tile(value.deferred.op.results[0].type, ring_axis(value, operand), width)
             nbytes = matrix_shape(tile, at.pad_buffers).nbytes * ring_stages(chunks)  # type: ignore[arg-type]
-            out.append(Request(op, "k-slice", "staging", nbytes, 128, 0, lifetime))
+            out.append(Request(op, "k-slice", "staging", nbytes, 128, 0, lifetime, subject=operand))
     for value, axis in staged:
         if isinstance(value, SharedTile):
             continue
         role, tile = staged_tile(value.type, axis, chunks)
         matrix = matrix_shape(tile, at.pad_buffers)  # type: ignore[arg-type]
-        out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime))
+        out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime, subject="a" if axis == -1 else "b"))
     return out
 
 
@@ -244,9 +245,9 @@ def _tcgen05(facts: "StagingFacts", at: AtOp, op: Operation, lhs: Any, rhs: Any,
     for value, form, rows, role in zip((lhs, rhs), forms, (m, n), "ab"):
         if form == "staged":
             matrix = matrix_shape(value.type, at.pad_buffers, swizzled=True)  # type: ignore[arg-type]
-            out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime))
+            out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 1024, matrix.span, lifetime, subject=role))
         elif form == "packed":
-            out += _packed(at, op, value, rows, kdim, lifetime)
+            out += _packed(at, op, value, role, rows, kdim, lifetime)
         elif form == "shared" and not reads_in_place(value):   # ops_tcgen05._shared: a K-major copy
             out.append(_kmajor(at, op, value.type.shape, role, value.matrix.elem_bytes))
     if op.name == "cuda_tile.mmaf_scaled":
@@ -268,30 +269,33 @@ def loop_copies(facts: "StagingFacts", loop: Operation, live: Liveness) -> list[
     mmas = loop_restaged(facts.assignment, loop, facts.restaged, settled(facts))
     facts.restaged.update(mmas)
     at = AtOp(facts, loop, None, 0, live)
-    return [_kmajor(at, loop, op.operand(name).type.shape, role, 4)  # type: ignore[union-attr]
+    return [_kmajor(at, loop, op.operand(name).type.shape, role, 4, (op, role))  # type: ignore[union-attr]
             for op in mmas for name, role in (("lhs", "a"), ("rhs", "b"))]
 
 
-def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int) -> Request:
-    """A K-major copy buffer of an operand tile of `shape` (kmajor_copy.kmajor_matrix), asked by `op`."""
+def _kmajor(at: AtOp, op: Operation, shape: Any, role: str, elem_bytes: int, subject: Any = None) -> Request:
+    """A K-major copy buffer of an operand tile of `shape` (kmajor_copy.kmajor_matrix), asked by `op`
+    (`subject`: which operand, its role where None; a loop's: (the mma, its role))."""
     from ..layout.shared_matrix import KMAJOR_ALIGN, k_and_x, kmajor_shape
 
     kdim, x_size = k_and_x(shape[-2:], role)
-    return Request(op, "kmajor-copy", "buffer", kmajor_shape(x_size, kdim, elem_bytes, at.pad_buffers).nbytes, KMAJOR_ALIGN)  # type: ignore[arg-type]
+    return Request(op, "kmajor-copy", "buffer", kmajor_shape(x_size, kdim, elem_bytes, at.pad_buffers).nbytes,  # type: ignore[arg-type]
+                   KMAJOR_ALIGN, subject=role if subject is None else subject)
 
 
-def _packed(at: AtOp, op: Operation, value: Any, rows: int, kdim: int, lifetime: tuple[int, int]) -> list[Request]:
-    """What fp4_pack.pack asks for to pack operand `value` of `rows` rows and `kdim` K: the register
-    tile staged first (`stages_first`, ops_mma.stage: "mma-stage"), then the packed buffer."""
+def _packed(at: AtOp, op: Operation, value: Any, operand: str, rows: int, kdim: int,
+            lifetime: tuple[int, int]) -> list[Request]:
+    """What fp4_pack.pack asks for to pack operand `value` ("a" or "b") of `rows` rows and `kdim` K: the
+    register tile staged first (`stages_first`, ops_mma.stage: "mma-stage"), then the packed buffer."""
     from ..layout.shared_matrix import matrix_shape
     from .mma_sync_staging import PACK_ALIGN, packed_matrix, stages_first
 
     out = []
     if stages_first(value):
         matrix = matrix_shape(value.type, at.pad_buffers)  # type: ignore[arg-type]
-        out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime))
+        out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, lifetime, subject=operand))
     packed = packed_matrix(rows, kdim)
-    out.append(Request(op, "fp4-pack", "restaging", packed.nbytes, PACK_ALIGN, packed.span, lifetime))
+    out.append(Request(op, "fp4-pack", "restaging", packed.nbytes, PACK_ALIGN, packed.span, lifetime, subject=operand))
     return out
 
 
@@ -302,11 +306,11 @@ def _scale_tiles(facts: "StagingFacts", at: AtOp, op: Operation, shared: dict) -
     from .mma_sync_staging import restages_scales
 
     out = []
-    for name in ("lhs_scale", "rhs_scale"):
+    for name, operand in (("lhs_scale", "a-scale"), ("rhs_scale", "b-scale")):
         scale = _stand_in(facts, op.operand(name), shared)  # type: ignore[arg-type]
         if restages_scales(scale):
             matrix = matrix_shape(scale.type, at.pad_buffers)
-            out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, at.op_lifetime()))
+            out.append(Request(op, "mma-stage", "restaging", matrix.nbytes, 128, 0, at.op_lifetime(), subject=operand))
     return out
 
 

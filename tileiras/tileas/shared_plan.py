@@ -6,8 +6,9 @@ such loop's mbarriers are freed after it (`KernelPlan.barriers_freed`), in the p
 the lowering emits them as decided.
 
 Each op that will ask the lowering for shared memory is given, here, the buffers it will ask for:
-one `Request` per (op, role) in the order the op asks (`role` names what the buffer is for at its
-call site: "scratch", "ring", "staging", ...). A sizing function per buffer kind
+one `Request` per (op, role, subject) (`role` names what the buffer is for at its call site:
+"scratch", "ring", "staging", ...; `subject` which of the op's buffers of that role it is: the load a
+loop's ring holds, an mma operand's letter, ...; none where the op asks one). A sizing function per buffer kind
 (`tileas/shared_sizes.py`) reads the size, alignment, swizzle and lifetime from the IR, the layouts
 and the `KernelPlan`; the requests are then placed by `SharedBuffers`' first fit over the `Liveness`
 lifetimes, in program order (`place`): the offsets the lowering gives them.
@@ -38,9 +39,9 @@ order it asks (`Request.late`: a warp-specialized loop asks for its stages, then
 for its MMA warp's buffers, tensor memory's, its epilogue's; shared_tcgen05.py lists the ranks).
 
 The lowering places no buffer itself and decides none of its properties: asking for the buffer of a
-role (`KernelLowering.alloc_buffer(nbytes, role)`), it gets the one the plan placed for that request of
-its op (`PlanReader.buffer`: the n-th of that role, as the op asks), whose size, alignment, swizzle and
-lifetime are the plan's; it states only the bytes it writes there, which the buffer must hold. A request
+role and subject (`KernelLowering.alloc_buffer(nbytes, role, subject)`), it gets the one the plan placed
+for that request of its op (`PlanReader.buffer`, in whatever order the op asks), whose size, alignment,
+swizzle and lifetime are the plan's; it states only the bytes it writes there, which the buffer must hold. A request
 the plan did not place (a role it does not size in the kernel, `SharedPlan.complete`: none in the 2751
 corpus and generated kernel-target pairs measured; a request it did not foresee, or a buffer too small)
 is an internal error where the check is strict (`STRICT_ENV`, set by the test suite), else a line of the
@@ -82,15 +83,45 @@ class Request:
     late: int = 0             # its turn among the op's requests: 0 first, then by rank (an MMA warp's, from
                               # its loop's body; shared_tcgen05.py lists the ranks)
     releases: bool = False    # asked once the buffers alive at its op are released (an epilogue's: SharedBuffers.release)
+    subject: Any = None       # which of the op's buffers of the role: None (its only one), the load a ring or a
+                              # row buffer holds, an mma operand's letter ("a", "b", "a-scale", "b-scale"), ...
 
-    def key(self, seq: int) -> tuple[int, str, int]:
-        return (id(self.op) if self.op is not None else 0, self.role, seq)
+    def key(self) -> tuple:
+        return request_key(self.op, self.role, self.subject)
 
-    def describe(self) -> str:
+    def describe(self, name_of: Optional[Callable[[Value], str]] = None) -> str:
+        """The request as the dump and the diagnostics say it (`name_of`: an op subject by its result's name)."""
         live = f"ops {self.lifetime[0]}..{self.lifetime[1]}" if self.lifetime else "its op to the kernel's end"
         return (f"{self.role} ({self.kind}) {self.nbytes} B align {self.align}"
                 f"{f' swizzle {self.swizzle}B' if self.swizzle else ''}, live over {live}"
-                f"{', the buffers released before it' if self.releases else ''}")
+                f"{', the buffers released before it' if self.releases else ''}"
+                f"{f', for {subject_text(self.subject, name_of)}' if self.subject is not None else ''}")
+
+
+def request_key(op: Optional[Operation], role: str, subject: Any = None) -> tuple:
+    """How a request is found: its op, its role and its subject (compared by identity, a name by value;
+    a tuple element by element)."""
+    def part(x: Any) -> Any:
+        if x is None or isinstance(x, (str, int)):
+            return x
+        if isinstance(x, tuple):
+            return tuple(part(y) for y in x)
+        return id(x)
+
+    return (id(op) if op is not None else 0, role, part(subject))
+
+
+def subject_text(subject: Any, name_of: Optional[Callable[[Value], str]] = None) -> str:
+    """How a request's subject reads: a letter or name as it is, an op by its result's name (`name_of`)
+    or its location, a tuple element by element."""
+    if isinstance(subject, Operation):
+        if name_of is not None and subject.results:
+            return name_of(subject.results[0])
+        where = f" at {subject.location}" if subject.location else ""
+        return f"{subject.name.split('.')[-1]}{where}"
+    if isinstance(subject, tuple):
+        return "(" + ", ".join(subject_text(x, name_of) for x in subject) + ")"
+    return str(subject)
 
 
 @record
@@ -110,8 +141,8 @@ class Assumptions:
 
 @record(frozen=False)
 class SharedPlan:
-    """The planned requests of one kernel, keyed by (op, role, n-th request of that op and role)."""
-    requests: dict                # Request.key(seq) -> Request
+    """The planned requests of one kernel, keyed by (op, role, subject): `Request.key`."""
+    requests: dict                # Request.key() -> Request
     covered: frozenset            # roles planned; a request of another goes above the plan (PlanReader.buffer)
     buffers: SharedBuffers        # the requests placed (offsets), program order
     assumes: "Assumptions"        # how the kernel stages its tiles under this plan
@@ -239,11 +270,11 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     # program order, as the lowering asks
     asked.sort(key=lambda r: (live.position(r.op), r.late))
     requests: dict = {}
-    seen: dict[tuple[int, str], int] = {}
     for request in asked:
-        seq = seen.get(request.key(0)[:2], 0)
-        seen[request.key(0)[:2]] = seq + 1
-        requests[request.key(seq)] = request
+        if request.key() in requests:
+            raise CompileError(f"error: internal: {_op_name(request.op)} is given two {request.role} buffers for "
+                               f"{subject_text(request.subject)} (plan-shared-memory)")
+        requests[request.key()] = request
     allocas = sum(alloca_bytes(op) for op in entry.walk() if op.name == "cuda_tile.alloca")
     return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, found.fits, found.rings, found.kmajor,
                       found.epilogues, found.tma_stages, found.slices,
@@ -296,7 +327,7 @@ def shared_plan_lines(entry: Operation, assignment: "LayoutAssignment", name_of:
         at = f" at {request.op.location}" if request.op is not None and request.op.location else ""
         of = name_of(request.op.results[0]) if request.op is not None and request.op.results else \
             (request.op.name if request.op is not None else "the kernel")
-        lines.append(f"//     {request.describe()}, offset {buffer.offset}: {of}{at}")
+        lines.append(f"//     {request.describe(name_of)}, offset {buffer.offset}: {of}{at}")
     return lines
 
 
@@ -309,7 +340,6 @@ class PlanReader:
         self.plan = plan
         self.where = where
         self.strict = os.environ.get(STRICT_ENV, "") == "1"
-        self.seen: dict[tuple[int, str], int] = {}
         self.asked: set = set()                # the keys of the planned requests asked for
         self.mismatches: list[str] = []
         self.unplanned: dict[str, int] = {}    # role -> requests the plan did not place (placed above it)
@@ -318,22 +348,25 @@ class PlanReader:
             if plan is not None else {}
         self.top = plan.buffers.total if plan is not None else 0   # the end of the highest planned buffer
 
-    def buffer(self, op: Optional[Operation], role: str, needs: int) -> Optional[tuple[Request, int]]:
-        """The buffer the plan placed for `op`'s next request of `role` (its n-th of that role, as the op
-        asks), with its offset: its size, alignment, swizzle and lifetime are the plan's. `needs`: the bytes
-        the op writes in it, which it must hold. None where the plan placed none (a role it does not size, a
-        request it did not place, one too small: an internal error where the check is strict): the caller
-        places it above every planned buffer (`above`)."""
+    def buffer(self, op: Optional[Operation], role: str, needs: int, subject: Any = None) \
+            -> Optional[tuple[Request, int]]:
+        """The buffer the plan placed for `op`'s request of `role` for `subject` (which of the op's buffers of
+        that role: `Request.subject`), with its offset: its size, alignment, swizzle and lifetime are the
+        plan's, whatever order the op asks in. `needs`: the bytes the op writes in it, which it must hold.
+        None where the plan placed none (a role it does not size, a request it did not place, one asked twice
+        or too small: an internal error where the check is strict): the caller places it above every planned
+        buffer (`above`)."""
         if self.plan is None or role not in self.plan.covered:
             self.unplanned[role] = self.unplanned.get(role, 0) + 1
             return None
-        base = (id(op) if op is not None else 0, role)
-        seq = self.seen.get(base, 0)
-        self.seen[base] = seq + 1
-        key = (*base, seq)
+        key = request_key(op, role, subject)
         planned = self.plan.requests.get(key)
         if planned is None:
-            self._mismatch(f"{_op_name(op)} asks for a {role} buffer of {needs} B, which the plan does not place")
+            self._mismatch(f"{_op_name(op)} asks for a {role} buffer of {needs} B"
+                           f"{f' for {subject_text(subject)}' if subject is not None else ''}, "
+                           "which the plan does not place")
+        elif key in self.asked:
+            self._mismatch(f"{_op_name(op)} asks twice for its {planned.describe()}")
         elif planned.nbytes < needs:
             self._mismatch(f"{_op_name(op)} writes {needs} B in the plan's {planned.describe()}")
         else:

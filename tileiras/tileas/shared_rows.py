@@ -76,7 +76,8 @@ class Rows:
             self.groups[op] = RowGroup(tuple(chosen), tuple(missed), tuple(readied))
             if not chosen:
                 return []
-            return [Request(op, "row-load", "staging", matrix.nbytes, 128, 0, row_copies.load_lifetime(live, op, load))
+            return [Request(op, "row-load", "staging", matrix.nbytes, 128, 0, row_copies.load_lifetime(live, op, load),
+                            subject=load)
                     for load, _t, matrix in chosen] + [Request(op, "mbarriers", "buffer", len(chosen) * MBARRIER_BYTES,
                                                                MBARRIER_BYTES)]
         if not row_copies.candidate(facts, op):

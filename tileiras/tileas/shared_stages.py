@@ -187,7 +187,7 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
                 matrix = ring.matrix(facts, load)  # type: ignore[arg-type]
                 facts.matrices[id(load)] = (matrix, op)
                 out.append(Request(op, "ring", "ring", matrix.nbytes * fitted.stages, 1024 if matrix.swizzled else 128,
-                                   matrix.span if matrix.swizzled else 0, spans))
+                                   matrix.span if matrix.swizzled else 0, spans, subject=load))
             if uses_mbarriers(facts):  # type: ignore[arg-type]
                 out.append(Request(op, "mbarriers", "buffer", fitted.barriers.mbarriers * MBARRIER_BYTES,
                                    MBARRIER_BYTES,
@@ -285,7 +285,7 @@ def _kmajor_request(loop: Operation, copy: "LoopCopy") -> Request:
     """The buffer of K-major copy `copy`, asked by `loop` before its stages, alive to the kernel's end."""
     from ..layout.shared_matrix import KMAJOR_ALIGN, kmajor_bytes
 
-    return Request(loop, "kmajor", "buffer", kmajor_bytes(copy.matrix, copy.slots), KMAJOR_ALIGN)
+    return Request(loop, "kmajor", "buffer", kmajor_bytes(copy.matrix, copy.slots), KMAJOR_ALIGN, subject=copy.key)
 
 
 def _staged(op: Operation, assignment: "LayoutAssignment") -> bool:

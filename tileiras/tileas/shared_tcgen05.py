@@ -75,7 +75,8 @@ def at_loop(facts: "StagingFacts", loop: Operation, ring: Any, fitted: "BufferAs
     if split is None or split.loop is not loop or not split.mmas:
         return []
     if split.form == "attention":     # the handshake (published with the stages), then P's buffer
-        out = [Request(loop, "mbarriers", "buffer", len(HANDSHAKE) * MBARRIER_BYTES, MBARRIER_BYTES)]
+        out = [Request(loop, "mbarriers", "buffer", len(HANDSHAKE) * MBARRIER_BYTES, MBARRIER_BYTES,
+                       subject="handshake")]
         matrix = p_matrix(facts, split.mmas[-1])  # type: ignore[arg-type]
         if matrix is not None:
             out.append(Request(loop, "p-buffer", "restaging", matrix.nbytes, P_ALIGN, matrix.span,  # type: ignore
