@@ -158,10 +158,15 @@ def test_the_loop_is_in_the_printed_ir() -> None:
 def test_code_does_not_grow_with_the_tile(name: str) -> None:
     """2^17 and 2^24 elements: the same LLVM IR but for trip counts, tile indices and names (every
     kernel of the benchmark; on one warp, from 2^20: a smaller reduction's result fits a chunk, its
-    loop is not nested)."""
+    loop is not nested), but for the loops pipelined: a loop of a row kernel is pipelined where its
+    trips exceed the ring (schedule/pipeline._no_steady_state), so a bigger tile may pipeline a loop
+    more (center_both's inner loops of 2^24), each at most once: the code stays within twice the
+    small tile's, whatever the tile."""
     small, big = _llvm(name, 1 << (20 if name in kernels.ONE_WARP else 17)), _llvm(name, 1 << 24)
-    assert abs(len(small.splitlines()) - len(big.splitlines())) <= 4
-    assert len(big) < 80_000
+    pipelines = big.count("mbarrier.init") - small.count("mbarrier.init")
+    assert pipelines > 0 or abs(len(small.splitlines()) - len(big.splitlines())) <= 4
+    assert len(big.splitlines()) <= 2 * len(small.splitlines())
+    assert len(big) < 200_000
 
 
 def test_small_tiles_are_not_looped() -> None:
@@ -213,8 +218,8 @@ def test_a_scan_folds_its_row_once_a_run(log2: int) -> None:
     run of a thread's slots holding consecutive elements of the row, only the first folds the row up
     to it in a loop; each other slot adds its element to the value before it (before: a loop per
     slot, 737 instructions at 2^13 and 766 from 2^14, a 42 KB cubin; 2.0 times NVIDIA's CPU time at
-    2^13)."""
-    assert _instructions("cumsum", 1 << log2) <= 400
+    2^13). From 2^24 the chunk loop is pipelined (its ring's mbarriers, a producer warpgroup): 520."""
+    assert _instructions("cumsum", 1 << log2) <= (400 if log2 < 24 else 560)
 
 
 def _cumsum_module(elements: int, reverse: bool):

@@ -210,10 +210,12 @@ def test_two_axes_that_fit_a_chunk_are_looped(log2: int, rows: int) -> None:
     a chunk, and carrying both would keep both axes whole in it: the row sums are computed chunk by
     chunk in whole rows instead, the column sums carried; two loops, the code of the ops (before: no
     form, the tile whole in registers, 3989 and 14489 instructions at (256, 256) and (512, 512), 2^20
-    refused over the compile limits)."""
+    refused over the compile limits). Both loops are pipelined (the chunk's tile index computed from the
+    loop's: schedule/pipeline.index_ops), their rings' TMA copies and mbarriers beside the ops' code: 1429
+    (760 unpipelined)."""
     text = _centred(1 << log2, rows, warps=False)
     assert _loops_made(text, 256) == 2   # the column sums' loop, the stores'
-    assert _text_instructions(text) <= 800
+    assert _text_instructions(text) <= 1500
 
 
 def test_two_axes_that_fit_a_chunk_agree() -> None:

@@ -214,12 +214,16 @@ def index_ops(load: Operation, body: Block, inside: set[Value]) -> Optional[tupl
     """The ops of `body` (the loop's) that `load`'s indices are computed with from its induction
     variable (`body.arguments[0]`), scalar arithmetic on it, constants and values defined outside the
     loop; None where its view is defined in the loop (`inside`: what the loop defines and carries) or
-    an index depends on anything else (a carried value, a load, an op in a nested region)."""
+    an index depends on anything else (a carried value, a load, an op in a nested region). A gather
+    (a tile of row indices among its indices) takes its indices as they are: its copies exchange the
+    row indices through scratch behind CTA barriers, which copies issued ahead do not take again."""
     if load.operand("view") in inside:
         return None
     iv = body.arguments[0]
     chain: set[Operation] = set()
     wanted = list(load.operand_group("index"))
+    if any(isinstance(v.type, TileType) and v.type.shape for v in wanted):
+        return () if all(v is iv or v not in inside for v in wanted) else None
     while wanted:
         value = wanted.pop()
         if value is iv or value not in inside:
