@@ -23,7 +23,6 @@ from ..ir.types import ScalarType, TileType, storage_bytes
 from ..layout.encodings import MmaLayout
 from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.views import view_of
-from ..transforms.rewrite import inside_op
 from .buffers import Liveness
 from .tma_boxes import TmaCopy, plan
 
@@ -92,16 +91,13 @@ def may_copy(k: "StagingFacts", store: bool = False) -> bool:
 
 def candidate(k: "StagingFacts", op: Operation) -> bool:
     """A weak view access of a register tile on a TMA target: a load in the kernel's body, a store
-    anywhere but in a pipelined loop that its threads run unsplit (their copies' groups and CTA
-    barriers around the store's); in the warp-specialized loop (or the persistent loop around it)
-    the consumers store, their barriers named (NVIDIA's persistent norms store their rows by TMA)."""
+    anywhere: in a pipelined loop its threads meet at the store's CTA barriers each iteration (the
+    ring's own waits are mbarriers' or cp.async groups', which bulk groups do not count), in the
+    warp-specialized loop (or the persistent loop around it) the consumers store, their barriers named
+    (NVIDIA's norms and softmaxes store their rows by TMA in their last loop, pipelined or not)."""
     if not may_copy(k, op.name == STORE):
         return False
     if op.name == LOAD and op.parent is not k.entry.regions[0].block:
-        return False
-    split = k.warp_split
-    if op.name == STORE and any(inside_op(op, loop) for loop, plan in k.pipelines.items()
-                                if plan.pipelined and not (split is not None and loop in (split.loop, split.outer))):
         return False
     if str(op.attributes.get("memory_ordering_semantics", "weak")) != "weak":
         return False
