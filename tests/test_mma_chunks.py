@@ -182,9 +182,9 @@ def test_deferred_k_slices_match_the_interpreter(monkeypatch, tmp_path: Path) ->
     rings: list[tuple[int, int, int]] = []
     real = async_copy.slice_matrix
 
-    def spied(k, value, kaxis, width, stages):
+    def spied(k, value, kaxis, width, stages, operand):
         rings.append((kaxis, width, stages))
-        return real(k, value, kaxis, width, stages)
+        return real(k, value, kaxis, width, stages, operand)
     monkeypatch.setattr(async_copy, "slice_matrix", spied)
     module = load_module(data, "mla.tileirbc")
     rng = np.random.default_rng(5)
