@@ -118,6 +118,18 @@ def test_a_load_indexed_by_arithmetic_on_the_induction_variable_is_staged(index:
         assert [op.name for op in plan.index_ops] == (["cuda_tile.addi"] if index == "%j" else [])
 
 
+@pytest.mark.parametrize("divisor, staged", [("%c2", True), ("%off", False)])
+def test_an_index_divided_by_a_runtime_value_is_not_computed_ahead(divisor: str, staged: bool) -> None:
+    """Copies issued ahead compute their index for iterations the loop may not run (none where it runs no
+    iteration): a division by a constant stays with the copies, one by a runtime value (zero, for all the
+    compiler knows) keeps the load in the body."""
+    text = ROWS.replace("%j = addi %i, %off : tile<i32>",
+                        f"%c2 = constant <i32: 2> : tile<i32>\n    %j = divi %i, {divisor} signed : tile<i32>")
+    assert "divi" in text
+    plans = _plans(text.replace("INDEX", "%j"), "sm_90")
+    assert bool(plans) == staged
+
+
 def test_the_matmuls_k_offset_is_computed_with_the_copies() -> None:
     plans = _plans(MATMUL, "sm_80")
     (plan,) = plans.values()

@@ -204,10 +204,12 @@ def _reduces(entry: Operation) -> bool:
     return any(op.name in ("cuda_tile.reduce", "cuda_tile.scan") for op in entry.walk())
 
 
-# scalar ops with no effect that an index may be computed with in the loop's body
+# scalar ops with no effect that an index may be computed with in the loop's body (not `assume`: computed
+# again for an iteration past the loop's end, whose copies are predicated off, its fact may not hold)
 _INDEX_ARITHMETIC = frozenset(f"cuda_tile.{name}" for name in (
-    "constant", "assume", "addi", "subi", "muli", "divi", "remi", "maxi", "mini", "negi",
+    "constant", "addi", "subi", "muli", "divi", "remi", "maxi", "mini", "negi",
     "shli", "shri", "andi", "ori", "xori", "select", "cmpi", "exti", "trunci"))
+_DIVISIONS = ("cuda_tile.divi", "cuda_tile.remi")
 
 
 def index_ops(load: Operation, body: Block, inside: set[Value]) -> Optional[tuple[Operation, ...]]:
@@ -232,6 +234,8 @@ def index_ops(load: Operation, body: Block, inside: set[Value]) -> Optional[tupl
         if not isinstance(owner, Operation) or owner.parent is not body or owner.name not in _INDEX_ARITHMETIC \
                 or any(isinstance(r.type, TileType) and r.type.shape for r in owner.results):
             return None
+        if owner.name in _DIVISIONS and splat_int(owner.operands[1]) in (None, 0, -1):
+            return None     # (a runtime divisor may be zero where the loop runs no iteration)
         if owner not in chain:
             chain.add(owner)
             wanted.extend(owner.operands)
