@@ -70,7 +70,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
         Axis("major", ("rr", "rc", "cr", "cc")),           # A's and B's storage: r = K last in A / N last in B
         Axis("tm", POW2_16_256), Axis("tn", POW2_16_256), Axis("tk", (16, 32, 64, 128)),
         Axis("padding", ("zero", "undef")),
-        Axis("schedule", ("tiles", "persistent", "splitk")),
+        Axis("schedule", ("tiles", "persistent", "splitk", "splitr")),   # splitr: split-K over contiguous ranges
         Axis("epilogue", ("none", "bias", "relu", "gelu", "scale", "residual", "alphabeta", "cast", "subtile")),
         *_common()), "{dtype}-{major}-{tm}x{tn}x{tk}-{padding}-{schedule}-{epilogue}", weight=6),
     Template("bmm", "matmul", (
@@ -155,7 +155,7 @@ RULES: tuple[Rule, ...] = (
     Rule(("gemm",), "integer and block-scaled epilogues keep to scale/cast (no activation on raw sums)",
          lambda c: c["dtype"] in ("i8", *_BLOCK_SCALED) and c["epilogue"] not in ("none", "scale", "cast")),
     Rule(("gemm",), "split-K adds f32 partials with atomics: the epilogue runs in a second kernel",
-         lambda c: c["schedule"] == "splitk" and c["epilogue"] != "none"),
+         lambda c: c["schedule"] in ("splitk", "splitr") and c["epilogue"] != "none"),
     Rule(("gemm", "bmm", "group_gemm"), "a ragged K needs zero padding for a correct sum",
          lambda c: c["facts"] == "ragged" and c.get("padding", "zero") != "zero"),
     Rule(("gemm",), "a sub-tiled store splits a wide N tile",

@@ -14,7 +14,7 @@ LOG2E = 1.4426950408889634
 # epilogue codes of gemm (launch.EPILOGUES names them)
 EPI_NONE, EPI_BIAS, EPI_RELU, EPI_GELU, EPI_SCALE, EPI_RESIDUAL, EPI_ALPHABETA, EPI_SUBTILE = range(8)
 # schedules of gemm
-TILES, PERSISTENT, SPLITK = range(3)
+TILES, PERSISTENT, SPLITK, SPLITR = range(4)
 
 
 def _load(arr, index, shape, PAD: ConstBool, LAT: ConstInt):
@@ -66,6 +66,30 @@ def _mainloop(A, B, bm, bn, k0, k_step, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT
     return acc
 
 
+def _mainloop_range(A, B, bm, bn, split, SPLIT, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT):
+    """The K tiles of one split-K range: split `split` of SPLIT takes a contiguous run of K tiles, each
+    indexed `first + kk` (as split-K kernels write it, the tile index computed in the loop)."""
+    acc = ct.zeros((TM, TN), dtype=ct.int32 if A.dtype == ct.int8 else ct.float32)
+    k_tiles = ct.cdiv(A.shape[0] if A_COL else A.shape[1], TK)
+    per = ct.cdiv(k_tiles, SPLIT)
+    first = split * per
+    for kk in range(ct.minimum(per, k_tiles - first)):
+        k = first + kk
+        if A_COL:
+            x = ct.transpose(_load(A, (k, bm), (TK, TM), PAD, LAT))
+        else:
+            x = _load(A, (bm, k), (TM, TK), PAD, LAT)
+        if B_COL:
+            y = ct.transpose(_load(B, (bn, k), (TN, TK), PAD, LAT))
+        else:
+            y = _load(B, (k, bn), (TK, TN), PAD, LAT)
+        if TF32:
+            x = ct.astype(x, ct.tfloat32)
+            y = ct.astype(y, ct.tfloat32)
+        acc = ct.mma(x, y, acc)
+    return acc
+
+
 def _epilogue(acc, C, Bias, Scale, R, alpha, beta, bm, bn, TM, TN, EPI):
     if EPI == EPI_BIAS or EPI == EPI_RELU or EPI == EPI_GELU:
         out = acc + ct.reshape(ct.astype(ct.load(Bias, index=(bn,), shape=(TN,), padding_mode=ZERO),
@@ -97,8 +121,9 @@ def gemm(A, B, C, Bias, Scale, R, alpha, beta, TM: ConstInt, TN: ConstInt, TK: C
          A_COL: ConstBool, B_COL: ConstBool, TF32: ConstBool, PAD: ConstBool, LAT: ConstInt,
          SCHEDULE: ConstInt, SPLIT: ConstInt, EPI: ConstInt):
     """C = epilogue(A @ B) on a grouped 1-D grid of output tiles (TILES), a persistent loop over
-    them (PERSISTENT), or split-K (SPLITK: bid(1) takes every SPLIT-th K tile, partial sums are
-    added into C with atomics). A is (M, K) or, column-major, (K, M); B is (K, N) or (N, K)."""
+    them (PERSISTENT), or split-K (SPLITK: bid(1) takes every SPLIT-th K tile; SPLITR: bid(1) takes the
+    SPLIT-th part of the K tiles, a contiguous range; partial sums are added into C with atomics). A is
+    (M, K) or, column-major, (K, M); B is (K, N) or (N, K)."""
     M = C.shape[0]
     N = C.shape[1]
     if SCHEDULE == PERSISTENT:
@@ -106,9 +131,12 @@ def gemm(A, B, C, Bias, Scale, R, alpha, beta, TM: ConstInt, TN: ConstInt, TK: C
             bm, bn = _grouped(t, M, N, TM, TN)
             acc = _mainloop(A, B, bm, bn, 0, 1, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT)
             _epilogue(acc, C, Bias, Scale, R, alpha, beta, bm, bn, TM, TN, EPI)
-    elif SCHEDULE == SPLITK:
+    elif SCHEDULE == SPLITK or SCHEDULE == SPLITR:
         bm, bn = _grouped(ct.bid(0), M, N, TM, TN)
-        acc = _mainloop(A, B, bm, bn, ct.bid(1), SPLIT, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT)
+        if SCHEDULE == SPLITK:
+            acc = _mainloop(A, B, bm, bn, ct.bid(1), SPLIT, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT)
+        else:
+            acc = _mainloop_range(A, B, bm, bn, ct.bid(1), SPLIT, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT)
         rows = bm * TM + ct.arange(TM, dtype=ct.int32)
         cols = bn * TN + ct.arange(TN, dtype=ct.int32)
         ct.atomic_add(C, (ct.expand_dims(rows, 1), ct.expand_dims(cols, 0)), ct.astype(acc, C.dtype))

@@ -24,7 +24,8 @@ ITEMSIZE: dict[str, float] = {
     "float8_e8m0fnu": 1, "float4_e2m1fn": 0.5,
 }
 EPILOGUES = ("none", "bias", "relu", "gelu", "scale", "residual", "alphabeta", "subtile")   # kernels.EPI_*
-SCHEDULES = ("tiles", "persistent", "splitk")
+SCHEDULES = ("tiles", "persistent", "splitk", "splitr")
+SPLIT_K = ("splitk", "splitr")    # split-K: strided K tiles, or contiguous ranges of them
 ELTWISE_OPS = ("add", "swiglu", "gelu_bias", "scale_cast")
 
 
@@ -95,7 +96,7 @@ _GEMM_CAST = {"f16": "float32", "bf16": "float32", "tf32": "bfloat16", "f32": "b
 
 
 def gemm_out_dtype(v: Variant) -> str:
-    if v["schedule"] == "splitk":                # partial sums added with atomics in f32 (i32)
+    if v["schedule"] in SPLIT_K:                 # partial sums added with atomics in f32 (i32)
         return "int32" if v["dtype"] == "i8" else "float32"
     if v["epilogue"] == "cast":
         return _GEMM_CAST[v["dtype"]]
@@ -109,7 +110,7 @@ def _gemm(v: Variant) -> Launch:
     tiles_m = 4 if v["schedule"] == "persistent" else 2
     # K of 6 tiles (8 split-K): enough to wrap most rings, so that the emulator sees stages refilled (a
     # missing wait before a refill is a race only then; 2 tiles, as before, never refilled one)
-    m, n, k = _dim(tiles_m * tm, v), 2 * tn, _dim((8 if v["schedule"] == "splitk" else 6) * tk, v, 8)
+    m, n, k = _dim(tiles_m * tm, v), 2 * tn, _dim((8 if v["schedule"] in SPLIT_K else 6) * tk, v, 8)
     a = DTYPE[dt]
     out = gemm_out_dtype(v)
     if dt in ("mxfp8", "nvfp4"):
@@ -130,7 +131,8 @@ def _gemm(v: Variant) -> Launch:
         tm, tn, tk, a_col, b_col, dt == "tf32", v["padding"] == "zero", _lat(v),
         SCHEDULES.index(v["schedule"]), 2, EPILOGUES.index(epi) if epi != "cast" else 0)
     tiles = _cdiv(m, tm) * _cdiv(n, tn)
-    grid = {"tiles": (tiles, 1, 1), "persistent": (max(1, tiles // 3), 1, 1), "splitk": (tiles, 2, 1)}
+    grid = {"tiles": (tiles, 1, 1), "persistent": (max(1, tiles // 3), 1, 1), "splitk": (tiles, 2, 1),
+            "splitr": (tiles, 2, 1)}
     return Launch("gemm", params, grid[v["schedule"]], _kernel_hints(v))
 
 

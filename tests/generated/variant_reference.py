@@ -113,7 +113,7 @@ def _gemm(v: Variant, spec: Launch, args: list) -> dict[int, np.ndarray]:
         acc = acc + _f(res)
     elif epi == "alphabeta":
         acc = float(alpha) * acc + float(beta) * _f(c0)
-    if v["schedule"] == "splitk":
+    if v["schedule"] in ("splitk", "splitr"):
         acc = acc + _f(c0)
     return {2: acc}
 
@@ -283,7 +283,7 @@ def _gemm_terms(v: Variant, spec: Launch, args: list) -> Terms:
         mag = mag + np.abs(_f(res))
     elif epi == "alphabeta":
         mag = abs(float(alpha)) * mag + abs(float(beta)) * np.abs(_f(c0))
-    if v["schedule"] == "splitk":
+    if v["schedule"] in ("splitk", "splitr"):
         mag = mag + np.abs(_f(c0))
     return {2: (mag, x.shape[1] + 2, "tf32" if v["dtype"] == "tf32" else "", extra)}   # + the epilogue's adds
 

@@ -57,8 +57,12 @@ def loop_mmas(k: "KernelFacts", loop: Operation, loads: tuple) -> tuple[tuple[Op
     """The tcgen05 mmas that are the whole work of `loop` (empty, and why not, otherwise)."""
     layouts = getattr(k.assignment, "tcgen05_layouts", None) or {}
     body = loop.regions[0].block
+    # the staged loads' index arithmetic goes with the copies (PipelinePlan.index_ops): the MMA warp has none
+    indexing = set(k.pipelines[loop].index_ops) if loop in (k.pipelines or {}) else set()
     mmas = []
     for op in body.operations:
+        if op in indexing and all(use in loads or use in indexing for r in op.results for use in r.uses):
+            continue
         if op in layouts:
             if op.name == "cuda_tile.mmaf_scaled" and any(
                     staged_load(op.operand(n)) not in loads for n in ("lhs_scale", "rhs_scale")):
