@@ -152,6 +152,10 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
 # without facts on sm_90 that spilled 70 instructions loading its keys and values element by element in the hot
 # loop (its producer warps now stage them: stage_rings.producer_stages).
 GAPS: tuple[tuple[str, str, str, str], ...] = (
+    ("g_gemm_tf32_cc_256x128x32_undef_splitk_none_none_h0_v13p2", "sm_120", "compile",
+     "needs 131072 bytes of shared memory, over sm_120's 101376 (NVIDIA's compiles it): the split-K epilogue's "
+     "atomic add takes the 256 x 128 f32 accumulator in its pointers' blocked layout, converted whole through "
+     "scratch; its split-K range twin (splitr) the same (found by seed 49, session 43)"),
     ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_90", "spills",
      "250 spill instructions (NVIDIA's: none at 254 registers): without facts K and V are loaded element by "
      "element into the loop's registers, 2185 hot-loop instructions for 6 QGMMA; not LSR (-disable-lsr: 252; "
