@@ -47,22 +47,27 @@ def _gelu(x):
 
 # ------------------------------------------------------------------------------- matmul family
 
+def _k_step(A, B, bm, bn, k, acc, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT):
+    """acc plus A's (bm, k) tile times B's (k, bn) tile."""
+    if A_COL:
+        x = ct.transpose(_load(A, (k, bm), (TK, TM), PAD, LAT))
+    else:
+        x = _load(A, (bm, k), (TM, TK), PAD, LAT)
+    if B_COL:
+        y = ct.transpose(_load(B, (bn, k), (TN, TK), PAD, LAT))
+    else:
+        y = _load(B, (k, bn), (TK, TN), PAD, LAT)
+    if TF32:
+        x = ct.astype(x, ct.tfloat32)
+        y = ct.astype(y, ct.tfloat32)
+    return ct.mma(x, y, acc)
+
+
 def _mainloop(A, B, bm, bn, k0, k_step, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT):
     acc = ct.zeros((TM, TN), dtype=ct.int32 if A.dtype == ct.int8 else ct.float32)
     k_tiles = ct.cdiv(A.shape[0] if A_COL else A.shape[1], TK)
     for k in range(k0, k_tiles, k_step):
-        if A_COL:
-            x = ct.transpose(_load(A, (k, bm), (TK, TM), PAD, LAT))
-        else:
-            x = _load(A, (bm, k), (TM, TK), PAD, LAT)
-        if B_COL:
-            y = ct.transpose(_load(B, (bn, k), (TN, TK), PAD, LAT))
-        else:
-            y = _load(B, (k, bn), (TK, TN), PAD, LAT)
-        if TF32:
-            x = ct.astype(x, ct.tfloat32)
-            y = ct.astype(y, ct.tfloat32)
-        acc = ct.mma(x, y, acc)
+        acc = _k_step(A, B, bm, bn, k, acc, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT)
     return acc
 
 
@@ -74,19 +79,7 @@ def _mainloop_range(A, B, bm, bn, split, SPLIT, TM, TN, TK, A_COL, B_COL, TF32, 
     per = ct.cdiv(k_tiles, SPLIT)
     first = split * per
     for kk in range(ct.minimum(per, k_tiles - first)):
-        k = first + kk
-        if A_COL:
-            x = ct.transpose(_load(A, (k, bm), (TK, TM), PAD, LAT))
-        else:
-            x = _load(A, (bm, k), (TM, TK), PAD, LAT)
-        if B_COL:
-            y = ct.transpose(_load(B, (bn, k), (TN, TK), PAD, LAT))
-        else:
-            y = _load(B, (k, bn), (TK, TN), PAD, LAT)
-        if TF32:
-            x = ct.astype(x, ct.tfloat32)
-            y = ct.astype(y, ct.tfloat32)
-        acc = ct.mma(x, y, acc)
+        acc = _k_step(A, B, bm, bn, first + kk, acc, TM, TN, TK, A_COL, B_COL, TF32, PAD, LAT)
     return acc
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from grammar import Variant
-from launch import Arr, ArrList, Launch, Scalar
+from launch import SPLIT_K, Arr, ArrList, Launch, Scalar
 
 if str(Path(__file__).resolve().parent.parent) not in sys.path:    # tests/: accumulation.py (appended: no shadowing)
     sys.path.append(str(Path(__file__).resolve().parent.parent))
@@ -113,7 +113,7 @@ def _gemm(v: Variant, spec: Launch, args: list) -> dict[int, np.ndarray]:
         acc = acc + _f(res)
     elif epi == "alphabeta":
         acc = float(alpha) * acc + float(beta) * _f(c0)
-    if v["schedule"] in ("splitk", "splitr"):
+    if v["schedule"] in SPLIT_K:
         acc = acc + _f(c0)
     return {2: acc}
 
@@ -283,7 +283,7 @@ def _gemm_terms(v: Variant, spec: Launch, args: list) -> Terms:
         mag = mag + np.abs(_f(res))
     elif epi == "alphabeta":
         mag = abs(float(alpha)) * mag + abs(float(beta)) * np.abs(_f(c0))
-    if v["schedule"] in ("splitk", "splitr"):
+    if v["schedule"] in SPLIT_K:
         mag = mag + np.abs(_f(c0))
     return {2: (mag, x.shape[1] + 2, "tf32" if v["dtype"] == "tf32" else "", extra)}   # + the epilogue's adds
 
