@@ -105,8 +105,7 @@ def stage_slice(k: KernelLowering, tile: TileRegs, axis: int, chunk: int, chunks
     width = shape[axis] // chunks
     lo = chunk * width
     if matrix is None:
-        role, sliced = staged_tile(tile.type, axis, chunks)
-        operand = "a" if axis == -1 else "b"
+        role, sliced, operand = staged_tile(tile.type, axis, chunks)
         matrix = new_matrix(k, sliced, role, subject=operand)
     lty = storage_type(elem)
     k.barrier()

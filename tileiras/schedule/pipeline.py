@@ -245,8 +245,9 @@ def index_ops(load: Operation, body: Block, inside: set[Value]) -> Optional[tupl
 def _register_load(op: Operation, inside: set[Value], assignment: Layouts) -> bool:
     """A load of a row loop (sm_90+) whose tile the threads read from registers and which a stage of
     a ring can hold as TMA or cp.async writes it: weak, its view defined outside the loop and its
-    indices computed from the induction variable and such values (`index_ops`), a 2-D tile (or one whose leading dimensions are 1). Both fill with
-    zeros outside the tensor; the readers put back another padding (lowering/ops_memory.restore_padding).
+    indices computed from the induction variable and such values (`index_ops`), a 2-D tile (or one
+    whose leading dimensions are 1). Both fill with zeros outside the tensor; the readers put back
+    another padding (lowering/ops_memory.restore_padding).
     NVIDIA's compiler pipelines such loops (row sums, chunked norms)
     with TMA and a producer warp; on sm_80 it loads them directly, as ours does."""
     if op.name != "cuda_tile.load_view_tko" or assignment.is_shared_operand(op.results[0]):

@@ -55,10 +55,14 @@ def staged_operands(shape: MmaShape, lhs: object, rhs: object, layout: MmaLayout
                        if isinstance(t, RegisterTile) and not (t is lhs and from_regs) or is_deferred(t)]
 
 
-def staged_tile(tile: TileType, axis: int, chunks: int) -> "tuple[str, TileType]":
-    """(role, tile shape) of the buffer an operand staged in `chunks` K slices (K along `axis`) is
-    stored in: the whole tile ("mma-stage"), or one slice ("mma-slice")."""
-    return ("mma-stage", tile) if chunks == 1 else ("mma-slice", slice_type(tile, axis, tile.shape[axis] // chunks))
+def staged_tile(tile: TileType, axis: int, chunks: int) -> "tuple[str, TileType, str]":
+    """(role, tile shape, subject) of the buffer an operand staged in `chunks` K slices (K along `axis`) is
+    stored in: the whole tile ("mma-stage"), or one slice ("mma-slice"); the subject names the operand, A
+    (K along its last axis) or B (shared_plan.Request.subject)."""
+    operand = "a" if axis == -1 else "b"
+    if chunks == 1:
+        return "mma-stage", tile, operand
+    return "mma-slice", slice_type(tile, axis, tile.shape[axis] // chunks), operand
 
 
 def k_chunks(k: Staging, staged: list, kdim: int, kstep: int) -> int:

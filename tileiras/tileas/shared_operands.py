@@ -202,9 +202,9 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
     for value, axis in staged:
         if isinstance(value, SharedTile):
             continue
-        role, tile = staged_tile(value.type, axis, chunks)
+        role, tile, operand = staged_tile(value.type, axis, chunks)
         matrix = matrix_shape(tile, at.pad_buffers)  # type: ignore[arg-type]
-        out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime, subject="a" if axis == -1 else "b"))
+        out.append(Request(op, role, "restaging", matrix.nbytes, 128, 0, lifetime, subject=operand))
     return out
 
 
