@@ -19,7 +19,7 @@ from ..tileas.move_forms import scratch_offsets
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..layout.encodings import BlockedLayout, RowWarpLayout
 from .llvm_text import llvm_type
-from .values import LoopContext, TileRegs
+from .values import LoopContext, SharedTileVal, TileRegs
 
 if TYPE_CHECKING:
     from ..tileaa.mma_forms import MmaShape
@@ -360,74 +360,210 @@ def _mma(k: KernelLowering, op: Operation) -> None:
     scales = [k.tile(op.operand(n)) for n in ("lhs_scale", "rhs_scale")] if scaled else []  # type: ignore[arg-type]
     is_float = op.name != "cuda_tile.mmai"
     k.remark("failed", "tensorcore", "RemarkTensorCoreMMA", "MMA operation failed to optimize to use Tensor Cores, it is using FMA instructions instead", op, Instruction="FMA" if is_float else "integer multiply-add", Shape="[1, 1, 1]", Reason=assignment.fma_reasons[op])
+    _fma(k, op, rtype, acc, lhs, rhs, scales)
+
+
+def _fma(k: KernelLowering, op: Operation, rtype: TileType, acc: TileRegs, lhs: "TileRegs | SharedTileVal",
+         rhs: "TileRegs | SharedTileVal", scales: list[TileRegs]) -> None:
+    """An mma on the FMA path: A and B read element by element from shared memory, where a staged
+    load left them (assign_layouts._fma_reads) or, from registers, through scratch (in the K slices
+    plan-shared-memory chose, move_forms.mma_scratch)."""
+    from .async_copy import is_ready, wait_for
+
     kdim = lhs.type.shape[-1]
     chunks = _planned_slices(k, op)
     width = kdim // chunks
-    a_shape, b_shape = lhs.type.shape, rhs.type.shape
-    if chunks > 1:
-        a_shape, b_shape = (*a_shape[:-1], width), (*b_shape[:-2], width, b_shape[-1])
+    staged = [t for t in (lhs, rhs) if isinstance(t, SharedTileVal)]
+    if staged and not is_ready(staged):
+        wait_for(k, staged)
+        k.barrier()     # every thread's copies landed
+    # the operands held in registers (role, tile, K's axis), which go through scratch
+    held = [(role, t, len(t.type.shape) + axis) for role, t, axis in (("a", lhs, -1), ("b", rhs, -2))
+            if not isinstance(t, SharedTileVal)]
+    tiles = [t for _, t, _ in held]
     out = list(acc.slots)
     for chunk in range(chunks):
-        bases = to_scratch(k, [lhs, rhs, *scales]) if chunks == 1 else \
-            _slice_to_scratch(k, [lhs, rhs], [len(a_shape) - 1, len(b_shape) - 2], chunk, chunks)
-        out = _fma_chains(k, op, rtype, out, bases, lhs, rhs, scales, a_shape, b_shape, width)
+        bases = [] if not held and not scales else to_scratch(k, [*tiles, *scales]) if chunks == 1 else \
+            _slice_to_scratch(k, tiles, [axis for _, _, axis in held], chunk, chunks)
+        scratch = {role: base for (role, _, _), base in zip(held, bases)}
+        operands = [_Operand(k, t, scratch.get(role), width, chunk * width, role) for t, role in ((lhs, "a"), (rhs, "b"))]
+        out = _fma_chains(k, op, rtype, acc, out, operands, scales, bases[len(held):], width)
     k.set(op.results[0], TileRegs(rtype, out))
 
 
-def _fma_chains(k: KernelLowering, op: Operation, rtype: TileType, accs: list[str], bases: list[str],
-                lhs: TileRegs, rhs: TileRegs, scales: list[TileRegs], a_shape: tuple[int, ...],
-                b_shape: tuple[int, ...], width: int) -> list[str]:
-    """Every accumulator slot (values `accs`) plus its row of A times its column of B over
-    the K slice in scratch (`width` elements at `bases`, in the shapes `a_shape` / `b_shape`): one loop
-    over K carrying them all, so that slots sharing a row of A or a column of B read its element once
-    an iteration (LLVM merges the equal loads: an outer product, as NVIDIA's FMA loops). A loop a slot
-    read two shared elements an FMA and spilled: a 32 x 256 f32 accumulator (64 slots a thread), 446
-    spill instructions and 1841 hot-loop instructions on sm_90; one loop, none and 94. (Where the slots
-    outnumber the registers, a 128 x 256 f32 bmm's 256 a thread, both spill: 122 and 160 spill instructions
-    on sm_90, 471 and 361 on sm_80; loops of 32 or 64 slots spill as much.)"""
+# bytes the FMA chains read of a staged operand at once: one 16-byte shared load
+_RUN_BYTES = 16
+
+
+class _Operand:
+    """How the FMA chains read one operand (A, `role` "a", (M, K); B, "b", (K, N)) of the K slice
+    starting at `first` (`width` of K): from the operand's scratch slice at `base`, row-major, an
+    element at a time; or from the shared matrix its load was staged in (transposed: stored the other
+    way round), in 16-byte runs along whichever of K or M / N the stage holds contiguously
+    (`k_run`, `x_run`: the elements a run holds; 1 where the operand is read an element at a time)."""
+
+    def __init__(self, k: KernelLowering, tile: "TileRegs | SharedTileVal", base: "str | None", width: int,
+                 first: int, role: str) -> None:
+        from ..ir.types import storage_bytes
+
+        self.k, self.tile, self.base, self.first, self.role = k, tile, base, first, role
+        self.elem = tile.type.element
+        self.lty = storage_type(self.elem)  # type: ignore[arg-type]
+        shape = tile.type.shape
+        self.batched = len(shape) == 3
+        self.sliced = (*shape[:-1], width) if role == "a" else (*shape[:-2], width, shape[-1])
+        self.k_run = self.x_run = 1
+        if isinstance(tile, SharedTileVal):
+            m, eb = tile.matrix, storage_bytes(self.elem)  # type: ignore[arg-type]
+            if m.pitch % _RUN_BYTES == 0 and m.offset % _RUN_BYTES == 0 and m.cols * eb % _RUN_BYTES == 0 \
+                    and eb < _RUN_BYTES:
+                if (role == "a") != tile.transposed:    # each row of K contiguous
+                    self.k_run = _RUN_BYTES // eb
+                else:
+                    self.x_run = _RUN_BYTES // eb
+
+    def _stage_at(self, b: str, x: str, kk: str) -> str:
+        k, tile = self.k, self.tile
+        assert isinstance(tile, SharedTileVal)
+        from .smem import element_offset, pointer
+
+        kk = kk if not self.first else k.b.op(f"add i32 {kk}, {self.first}", "fk")
+        r, c = (x, kk) if self.role == "a" else (kk, x)
+        return pointer(k, element_offset(k, tile.matrix, b, *((c, r) if tile.transposed else (r, c))))
+
+    def _run(self, p: str, count: int) -> list[str]:
+        vec = f"<{count} x {self.lty}>"
+        v = self.k.b.op(f"load {vec}, ptr addrspace(3) {p}, align {_RUN_BYTES}", "sv")
+        return [self.k.b.op(f"extractelement {vec} {v}, i32 {j}", "sv") for j in range(count)]
+
+    def element(self, b: str, x: str, kk: str) -> str:
+        k = self.k
+        if not isinstance(self.tile, SharedTileVal):
+            idx = [x, kk] if self.role == "a" else [kk, x]
+            return scratch_load(k, self.base, self.elem, k.linear([b, *idx] if self.batched else idx, self.sliced))  # type: ignore[arg-type]
+        v = k.b.op(f"load {self.lty}, ptr addrspace(3) {self._stage_at(b, x, kk)}", "sv")
+        return from_storage(k, v, self.elem)  # type: ignore[arg-type]
+
+    def along_k(self, b: str, x: str, kk: str, count: int) -> list[str]:
+        """Elements (x, kk .. kk + count - 1): one run where `count` is `k_run` (kk a multiple of it)."""
+        if count > 1 and count == self.k_run:
+            return [from_storage(self.k, v, self.elem) for v in self._run(self._stage_at(b, x, kk), count)]  # type: ignore[arg-type]
+        return [self.element(b, x, _plus(self.k, kk, j)) for j in range(count)]
+
+    def along_x(self, b: str, x: str, kk: str, count: int) -> list[str]:
+        """Elements (x .. x + count - 1, kk): one run where `count` is `x_run` (x a multiple of it)."""
+        assert count == self.x_run > 1
+        return [from_storage(self.k, v, self.elem) for v in self._run(self._stage_at(b, x, kk), count)]  # type: ignore[arg-type]
+
+
+def _slot_indices(k: KernelLowering, rtype: TileType, layout: object, slots: int) -> list[tuple[tuple, tuple[str, str, str]]]:
+    """Per accumulator slot: (a key naming its (batch, row, column), those indices as i32 values). In
+    a blocked layout owning every element, each slot's element lies a fixed distance from slot 0's in
+    every thread (`BlockedLayout.slot_shift`): the key is that distance, the indices slot 0's plus it
+    (so slots of one row share their row's value, and a run of columns starts where slot 0's does,
+    a multiple of the layout's run); else the key is the indices themselves."""
+    batched = len(rtype.shape) == 3
+    shifts = [layout.slot_shift(rtype.shape, s) for s in range(slots)] if isinstance(layout, BlockedLayout) else [None]
+    if all(shift is not None for shift in shifts):
+        origin = k.multi_index(rtype.shape, 0, layout)  # type: ignore[arg-type]
+        origin = origin if batched else ["0", *origin]
+        out = []
+        for shift in shifts:
+            key = tuple(shift) if batched else (0, *shift)  # type: ignore[misc]
+            out.append((key, tuple(_plus(k, o, d) for o, d in zip(origin, key))))
+        return out  # type: ignore[return-value]
+    out = []
+    for slot in range(slots):
+        idx = k.multi_index(rtype.shape, slot, layout)  # type: ignore[arg-type]
+        where = (idx[0], idx[1], idx[2]) if batched else ("0", idx[0], idx[1])
+        out.append((where, where))
+    return out  # type: ignore[return-value]
+
+
+def _plus(k: KernelLowering, v: str, j: int) -> str:
+    return v if not j else k.b.op(f"add i32 {v}, {j}", "fk")
+
+
+def _fma_chains(k: KernelLowering, op: Operation, rtype: TileType, acc: TileRegs, accs: list[str],
+                operands: "list[_Operand]", scales: list[TileRegs], scale_bases: list[str], width: int) -> list[str]:
+    """Every accumulator slot (values `accs`, in `acc`'s layout) plus its row of A times its column of
+    B over the K slice (`width` elements; `operands`: how A and B are read): one loop over K carrying
+    them all, so that slots sharing a row of A or a column of B read its elements once a step (an
+    outer product, as NVIDIA's FMA loops), a step a 16-byte run of K where a stage holds K contiguously
+    (A (M, K)), and B's columns of a thread's consecutive slots in runs where its stage holds N
+    contiguously. A loop a slot read two shared elements an FMA and spilled: a 32 x 256 f32 accumulator
+    (64 slots a thread), 446 spill instructions and 1841 hot-loop instructions on sm_90; one loop,
+    none and 94. (Where the slots outnumber the registers, a 128 x 256 f32 bmm's 256 a thread, both
+    spill: 122 and 160 spill instructions on sm_90, 471 and 361 on sm_80; loops of 32 or 64 slots spill
+    as much.) Each slot's FMAs run in K's order."""
     out_ty = llvm_type(rtype.element)
     is_float = op.name != "cuda_tile.mmai"
-    scaled = bool(scales)
     batched = len(rtype.shape) == 3
-    kdim = lhs.type.shape[-1]
-    a_base, b_base = bases[0], bases[1]
+    a_op, b_op = operands
+    kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
     sign_a = str(op.attributes.get("signedness_lhs", "signed")) == "signed"
     sign_b = str(op.attributes.get("signedness_rhs", "signed")) == "signed"
+    run = max(a_op.k_run, b_op.k_run)
+    run = run if width % run == 0 else 1
+    layout = acc.layout or k.layout
 
-    def operand(base: str, tile: TileRegs, idx: str, signed: bool) -> str:
-        v = scratch_load(k, base, tile.type.element, idx)
+    def widen(v: str, elem: object, signed: bool) -> str:
         if is_float:
-            return _to_float(k, v, tile.type.element, out_ty)
-        ty = llvm_type(tile.type.element)
+            return _to_float(k, v, elem, out_ty)
+        ty = llvm_type(elem)  # type: ignore[arg-type]
         return v if ty == out_ty else k.b.op(f"{'sext' if signed else 'zext'} {ty} {v} to {out_ty}", "mw")
 
-    where = []
-    for slot in range(len(accs)):
-        idx = k.multi_index(rtype.shape, slot)
-        where.append((idx[0], idx[1], idx[2]) if batched else ("0", idx[0], idx[1]))
+    at = _slot_indices(k, rtype, layout, len(accs))
+    # A's rows and B's columns: the index (b, m) / (b, n) each slot reads, keyed by what names it
+    a_keys = [(key[0], key[1]) for key, _ in at]
+    b_keys = [(key[0], key[2]) for key, _ in at]
+    # B's columns in runs of `n_run`: static column offsets s .. s + n_run - 1 from a first column that is a
+    # multiple of n_run (a blocked layout's slot groups: `_slot_indices`)
+    n_run = b_op.x_run if b_op.x_run > 1 and at and isinstance(at[0][0][2], int) and isinstance(layout, BlockedLayout) \
+        and layout.run(rtype.num_elements) % b_op.x_run == 0 and rtype.shape[-1] % b_op.x_run == 0 else 1
 
     def body(kk: str, carried: list[str]) -> list[str]:
-        return [fma(kk, c, *at) for c, at in zip(carried, where)]
+        a_vals: dict[tuple, list[str]] = {}
+        b_vals: dict[tuple, list[str]] = {}
+        for slot, (_, (bidx, m, n_)) in enumerate(at):    # each distinct row of A and column of B read once a step
+            if a_keys[slot] not in a_vals:
+                a_vals[a_keys[slot]] = [widen(v, a_op.elem, sign_a) for v in a_op.along_k(bidx, m, kk, run)]
+            key = b_keys[slot]
+            if key in b_vals:
+                continue
+            col = key[1]
+            if n_run > 1 and isinstance(col, int) and all((key[0], col - col % n_run + w) in b_keys for w in range(n_run)):
+                first = col - col % n_run
+                n0 = at[b_keys.index((key[0], first))][1][2]
+                cols = [b_op.along_x(bidx, n0, _plus(k, kk, j), n_run) for j in range(run)]
+                for w in range(n_run):
+                    b_vals[key[0], first + w] = [widen(c[w], b_op.elem, sign_b) for c in cols]
+            else:
+                b_vals[key] = [widen(v, b_op.elem, sign_b) for v in b_op.along_k(bidx, n_, kk, run)]
+        out = list(carried)
+        for j in range(run):
+            kj = _plus(k, kk, j)
+            out = [fma(kj, c, *at[slot][1], a_vals[a_keys[slot]][j], b_vals[b_keys[slot]][j])
+                   for slot, c in enumerate(out)]
+        return out
 
-    def fma(kk: str, c: str, bidx: str, m: str, n_: str) -> str:
-        a_idx = k.linear([bidx, m, kk] if batched else [m, kk], a_shape)
-        b_idx = k.linear([bidx, kk, n_] if batched else [kk, n_], b_shape)
-        a = operand(a_base, lhs, a_idx, sign_a)
-        b = operand(b_base, rhs, b_idx, sign_b)
-        if scaled:
+    def fma(kk: str, c: str, bidx: str, m: str, n_: str, a: str, b: str) -> str:
+        if scales:
             # each scale covers V consecutive elements along K
             sa_t, sb_t = scales
             kv_a = k.b.op(f"udiv i32 {kk}, {kdim // sa_t.type.shape[-1]}", "sv")
             kv_b = k.b.op(f"udiv i32 {kk}, {kdim // sb_t.type.shape[-2]}", "sv")
             sa_idx = k.linear([bidx, m, kv_a] if batched else [m, kv_a], sa_t.type.shape)
             sb_idx = k.linear([bidx, kv_b, n_] if batched else [kv_b, n_], sb_t.type.shape)
-            a = k.b.op(f"fmul {out_ty} {a}, {operand(bases[2], sa_t, sa_idx, True)}", "sc")
-            b = k.b.op(f"fmul {out_ty} {b}, {operand(bases[3], sb_t, sb_idx, True)}", "sc")
+            sa = widen(scratch_load(k, scale_bases[0], sa_t.type.element, sa_idx), sa_t.type.element, True)
+            sb = widen(scratch_load(k, scale_bases[1], sb_t.type.element, sb_idx), sb_t.type.element, True)
+            a = k.b.op(f"fmul {out_ty} {a}, {sa}", "sc")
+            b = k.b.op(f"fmul {out_ty} {b}, {sb}", "sc")
         if is_float:
             return k.b.call(out_ty, f"llvm.fma.{_FMA_SUFFIX[out_ty]}", [(out_ty, a), (out_ty, b), (out_ty, c)])
         p = k.b.op(f"mul {out_ty} {a}, {b}", "mm")
         return k.b.op(f"add {out_ty} {c}, {p}", "mm")
-    return counted_loop(k, "0", str(width), 1, [(out_ty, c) for c in accs], body)
+    return counted_loop(k, "0", str(width), run, [(out_ty, c) for c in accs], body)
 
 
 _FMA_SUFFIX = {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}

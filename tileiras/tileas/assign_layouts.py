@@ -62,14 +62,14 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
-from ..ir.types import TileType
+from ..ir.types import TileType, storage_bytes
 from ..target import caps
 from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
                                 column_window,
                                 row_layout, rows_replicated)
 from .plan import KernelPlan
 from .vector_width import vector_width
-from ..tileaa.mma_operands import SCALED_OPERANDS, mma_reads, passes_shared, tree_values
+from ..tileaa.mma_operands import SCALED_OPERANDS, MmaRead, mma_reads, passes_shared, tree_values
 
 if TYPE_CHECKING:
     from ..tileaa.mma_forms import WgmmaShape
@@ -245,6 +245,11 @@ def _uniform_constant(op: Operation) -> bool:
     return len({raw[i:i + size] for i in range(0, len(raw), size)}) <= 1
 
 
+# stages of an FMA mma's A and B that must fit the target's shared memory for its loads to be staged (a
+# pipeline's ring needs two)
+FMA_STAGES = 2
+
+
 class _Plan:
     """One candidate assignment: the wishes it started from and what the forward walk made of them."""
 
@@ -417,9 +422,24 @@ class LayoutAssignment:
                 continue
             # every mma reading it (A, B or a block scale), each its own way
             reads = mma_reads(op.results[0], passes_shared, SCALED_OPERANDS)
-            if reads and all(read.mma in self.mma_layouts for read in reads):
+            if reads and (all(read.mma in self.mma_layouts for read in reads)
+                          or all(self._fma_reads(read) for read in reads)):
                 out.update(tree_values(op.results[0], passes_shared))
         return out
+
+    def _fma_reads(self, read: "MmaRead") -> bool:
+        """An mma on the FMA path reading the tile as A or B, as stored or transposed: it reads each
+        element from shared memory where it lies (ops_reduce._fma_chains), so the load is staged there
+        directly (and a loop's copies can be issued ahead) instead of through registers and scratch.
+        Not a block-scaled one's (its scales are read beside A and B from one scratch) nor a tf32 read,
+        nor one whose A and B could not be staged twice over (`FMA_STAGES`): through registers, its
+        scratch takes them a K slice at a time (a 128 x 128 by 128 x 256 f32 batch: 192 KB staged)."""
+        mma = read.mma
+        if mma not in self.fma_reasons or mma.name == "cuda_tile.mmaf_scaled" or read.rounded:
+            return False
+        tiles = [mma.operand(n).type for n in ("lhs", "rhs")]
+        nbytes = sum(t.num_elements * storage_bytes(t.element) for t in tiles)  # type: ignore[union-attr]
+        return FMA_STAGES * nbytes <= self.caps.smem_per_block
 
     def _wgmma_ops(self) -> set[Operation]:
         """The mmas on wgmma. A narrow one (N = 16 or 32) only where every tensor-core mma of the
@@ -501,6 +521,14 @@ class LayoutAssignment:
 
     def is_shared_operand(self, value: Value) -> bool:
         return value in self.shared_operands
+
+    def fma_rows(self, value: Value) -> bool:
+        """A staged tile only mmas on the FMA path read, each as stored (A (M, K), B (K, N)): their
+        threads read it in 16-byte runs along its rows, a quarter warp's eight reading one row, so an
+        unpadded stage has no bank conflicts and TMA can fill it as one unswizzled box (stage_rings)."""
+        reads = mma_reads(value, passes_shared)
+        return value in self.shared_operands and bool(reads) and all(
+            self._fma_reads(read) and not read.transposed for read in reads)
 
     def _carried_layouts(self, loop: Operation, layouts: dict[Value, Layout]) -> list[Optional[Layout]]:
         """Per carried value of a for/loop: the fragment layout (mma or mma rows) that `layouts` give

@@ -128,15 +128,17 @@ def fitting_slices(k: "Staging", types: list[TileType], n: int, limit: "int | No
                   k.caps.smem_per_block - k.static_smem_bytes if limit is None else limit)
 
 
-def mma_scratch(k: "Staging", op: Operation) -> tuple[int, int]:
-    """(K slices, bytes) of the scratch ("reduction") an mma on the FMA path reads its operands from:
-    A and B in K slices where both whole would not fit beside the buffers alive at the op (each
-    slice accumulates into the running sums: the same order of FMAs), a block-scaled one's A, B and
-    scales whole."""
+def mma_scratch(k: "Staging", op: Operation, held: tuple[str, ...] = ("lhs", "rhs")) -> tuple[int, int]:
+    """(K slices, bytes) of the scratch ("reduction") an mma on the FMA path reads the operands it
+    holds in registers from (`held`: "lhs", "rhs"; a staged load's tile is read where it lies): those
+    in K slices where they would not fit whole beside the buffers alive at the op (each slice
+    accumulates into the running sums: the same order of FMAs), a block-scaled one's A, B and scales
+    whole. (0 bytes: nothing goes through scratch.)"""
     scaled = op.name == "cuda_tile.mmaf_scaled"
-    names = ("lhs", "rhs", "lhs_scale", "rhs_scale") if scaled else ("lhs", "rhs")
+    names = held + ("lhs_scale", "rhs_scale") if scaled else held
     types = [op.operand(n).type for n in names]
-    chunks = 1 if scaled else fitting_slices(k, types[:2], types[0].shape[-1])  # type: ignore[arg-type, union-attr]
+    kdim = op.operand("lhs").type.shape[-1]  # type: ignore[union-attr]
+    chunks = 1 if scaled or not held else fitting_slices(k, types[:len(held)], kdim)  # type: ignore[arg-type]
     return chunks, scratch_offsets(types, chunks)[1]  # type: ignore[arg-type]
 
 

@@ -152,9 +152,10 @@ def requests(facts: "StagingFacts", op: Operation, before: list[Request], alloca
         return []
     shape = assignment.mma_shapes.get(op)
     lhs, rhs = (_stand_in(facts, op.operand(n), shared) for n in ("lhs", "rhs"))  # type: ignore[arg-type]
-    if shape is None:     # the FMA path: both operands in scratch
-        found.slices[op], nbytes = mma_scratch(at, op)  # type: ignore[arg-type]
-        return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)]
+    if shape is None:     # the FMA path: the operands held in registers go through scratch
+        held = tuple(n for n, v in (("lhs", lhs), ("rhs", rhs)) if not isinstance(v, SharedTile))
+        found.slices[op], nbytes = mma_scratch(at, op, held)  # type: ignore[arg-type]
+        return [Request(op, "reduction", "reduction", nbytes, 16, 0, lifetime)] if nbytes else []
     if assignment.is_tcgen05(op):
         return _tcgen05(facts, at, op, lhs, rhs, shared, found.fits)
     layout = facts.layout_of(op.operand("acc"))  # type: ignore[arg-type]

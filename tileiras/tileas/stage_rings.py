@@ -280,6 +280,9 @@ def ring_or_why(k: "StagingFacts", op: Operation) -> tuple[Optional[StageRing], 
     dense = scale_loads(k, plan.loads) if k.caps.has("tma") else set()
     # a row loop's tiles, read into registers: unpadded stages, as TMA's unswizzled boxes write them
     dense |= {load for load in plan.loads if not reads_shared(k, load)}
+    # tiles the FMA path reads along their rows: unpadded, which TMA fills
+    if k.caps.has("tma"):
+        dense |= {load for load in plan.loads if k.assignment.fma_rows(load.results[0])}  # type: ignore[union-attr]
     pair = cta_pairs.plan(k, op, plan.loads) if k.caps.has("tma") and uses_mbarriers(k) else None
     tiles = {load: cta_pairs.staged_type(pair, load) for load in plan.loads}
     matrices = {load: matrix_shape(tiles[load], k.pad_buffers, swizzled[load], dense=load in dense) for load in plan.loads}
