@@ -243,24 +243,28 @@ def waits_only(lp: Loop) -> bool:
         and not any(i.base in TENSOR_CORE or i.base in GLOBAL_ACCESS for i in lp.instrs)
 
 
-def innermost_loops(func: SassFunction) -> list[Loop]:
+def innermost_loops(func: SassFunction, holding: "frozenset[str] | None" = None) -> list[Loop]:
     """Loops whose body holds no other loop (the trailing ``BRA self`` is not a loop; an mbarrier wait's
-    retry loop is none either: `waits_only`)."""
-    all_loops = [lp for lp in loops(func) if not waits_only(lp)]
+    retry loop is none either: `waits_only`); `holding`: among the loops with an instruction of those bases,
+    those holding no other such loop."""
+    all_loops = [lp for lp in loops(func) if not waits_only(lp)
+                 and (holding is None or any(i.base in holding for i in lp.instrs))]
     return [lp for lp in all_loops
             if not any(o is not lp and lp.head <= o.head and o.latch <= lp.latch
                        and (o.head, o.latch) != (lp.head, lp.latch) for o in all_loops)]
 
 
 def hot_loop(func: SassFunction) -> Loop | None:
-    """The innermost loop that does the kernel's work: the most tensor-core instructions,
-    then the most global/shared memory accesses, then the longest body."""
+    """The loop that does the kernel's work: the innermost of those holding tensor-core instructions
+    (one whose loads run in loops of their own, element by element, still counts: its body is what an
+    mma's iteration costs), the most of them; where none does, the innermost loop with the most
+    global/shared memory accesses, then the longest body."""
     def weight(lp: Loop) -> tuple[int, int, int]:
         tc = sum(1 for i in lp.instrs if i.base in TENSOR_CORE)
         mem = sum(1 for i in lp.instrs if i.base in GLOBAL_ACCESS | ASYNC_COPY | TMA | LDMATRIX
                   or i.base in ("LDS", "STS"))
         return tc, mem, lp.size
-    inner = innermost_loops(func)
+    inner = innermost_loops(func, frozenset(TENSOR_CORE)) or innermost_loops(func)
     return max(inner, key=weight) if inner else None
 
 

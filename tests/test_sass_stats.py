@@ -144,3 +144,19 @@ def test_an_mbarrier_waits_retry_loop_leaves_its_loop_innermost() -> None:
     hot = sass_stats.hot_loop(func)
     assert hot is not None and (hot.head, hot.latch) == (0x10, 0x60)
     assert sum(1 for i in hot.instrs if i.base in sass_stats.TENSOR_CORE) == 2
+
+
+def test_the_hot_loop_holds_the_tensor_core_instructions_even_around_a_load_loop() -> None:
+    """An MLA decode without facts loads its tiles element by element in loops of their own inside the K
+    loop: the K loop, which holds the MMAs, is the hot loop (the innermost loop holding tensor-core
+    instructions), not the load loop inside it."""
+    lines = ["/*0000*/ MOV R1, c[0x0][0x28] ;",
+             "/*0010*/ LDG.E R2, [R4.64] ;", "/*0020*/ STS [R6], R2 ;", "/*0030*/ @P0 BRA 0x10 ;",
+             "/*0040*/ LDSM.16.M88.4 R8, [R6] ;", "/*0050*/ HMMA.16816.F32 R12, R8, R10, R12 ;",
+             "/*0060*/ HMMA.16816.F32 R16, R8, R10, R16 ;", "/*0070*/ @P1 BRA 0x10 ;", "/*0080*/ EXIT ;",
+             "/*0090*/ BRA 0x90 ;"]
+    listing = "code for sm_80\nFunction : k\n" + "".join(f"        {ln}\n" for ln in lines)
+    func = sass_stats.parse_sass(listing)["k"]
+    hot = sass_stats.hot_loop(func)
+    assert hot is not None and (hot.head, hot.latch) == (0x10, 0x70)
+    assert sass_stats.function_stats(func).hot_loop_tensor_core == 2
