@@ -226,6 +226,12 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
         loop = plan.warp_split.loop
         alone = ctas_alone(facts.caps, plan.shared.bytes, occupancy_hint(facts), facts.threads)
         plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(loop), plan.shared.rings.get(loop), alone)
+        starved = plan.warp_split.starved(facts.threads)
+        if starved:     # the roles would starve the producer: the kernel has none, and is planned again without them
+            plan.warp_split, plan.warp_split_refused = None, starved
+            plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+            facts = staging_facts(entry, assignment, None, plan.shared.assumes.padded)
+            plan.ring_copies, plan.once_copies = decide_all(facts)
     # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
     from .warp_roles import barriers_freed
 

@@ -147,6 +147,22 @@ class WarpSplit:
             inc = (65536 // self.min_ctas - PRODUCER_THREADS * dec) // consumers // 8 * 8
         return extra, dec, inc
 
+    def starved(self, consumers: int) -> str:
+        """Why the split cannot give its cp.async producer the registers its copies need ("" where it can):
+        beside two consumer warpgroups the producer's budget is fixed (`REGISTERS`), and a stage copied from
+        rows that are not contiguous takes an address a copy (`COPY_BASE_REGISTERS` and one a copy). A
+        chunked f32 RMSNorm of 4 x 4096 without facts (128 four-byte copies a producer thread) spilled 167
+        instructions in its producer at 80 registers; its loop pipelined without roles (the consumers issue
+        its copies), none, as NVIDIA's, which does not specialize it."""
+        dec, inc = REGISTERS.get(consumers // 128, (0, 0))
+        if self.form != "wgmma" or self.loads_in_registers or not inc or not self.copies:
+            return ""
+        needed = COPY_BASE_REGISTERS + self.copies
+        if needed <= dec:
+            return ""
+        return (f"its producer's {self.copies} cp.async copies a stage need {needed} registers, more than the "
+                f"{dec} two consumer warpgroups leave it")
+
     def copiers(self, consumers: int) -> tuple[int, int]:
         """(the first thread, the number of threads) of the role that copies the ring's loads, beside
         `consumers` consumer threads."""
