@@ -189,3 +189,19 @@ def test_the_race_checker_sees_a_stage_read_before_its_copies_land(monkeypatch, 
     edit_ptx(monkeypatch, removing(r"\tcp\.async\.wait_group\s+\d+;\n"))
     with pytest.raises((DeviceFault, TileirasError)):
         _run(_matmul(), "sm_80", 160)
+
+
+@pytest.mark.parametrize("gpu, lanes", [("sm_80", 64), ("sm_90", 128)])
+def test_the_scheduler_costs_the_fma_path_on_the_fp32_lanes(gpu: str, lanes: int) -> None:
+    """The modulo scheduler costs an FMA-path mma as its FMAs on the FP32 lanes (128 x 32 x 64 = 262144 of
+    them), not as tensor-core work: the loop is bound by the ALU, its copies land within an iteration, and the
+    ring is two stages (costed as mma.sync, this GEMM asked four on sm_90: 176 KB of stages)."""
+    from tileiras.schedule.pipeline import plan_pipelines
+    from tileiras.schedule.resources import machine
+    from tileiras.target import caps
+
+    assert machine(caps(gpu).sm).fma(262144, 0).latency >= 262144 // lanes
+    entry, assignment = _assignment(_matmul(m=128, kt=64), gpu)
+    (plan,) = plan_pipelines(entry, assignment).values()
+    assert "(alu)" in plan.describe()[0], plan.describe()[0]
+    assert plan.depth <= 2

@@ -21,7 +21,7 @@ from typing import Iterable, Mapping, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..ir.types import PointerType, ScalarType, TileType, TokenType
-from .resources import MMA_SYNC, Footprint, Machine, Reservation
+from .resources import ALU, MMA_SYNC, Footprint, Machine, Reservation
 
 ROWS = 32
 
@@ -95,7 +95,7 @@ def operand_class(elem: object) -> str:
 def footprint_of(op: Operation, machine: Machine, copied: frozenset = frozenset(),
                  mma_units: Mapping[Operation, str] | None = None, tma: bool = False) -> Footprint:
     """The cycles op costs on `machine`; `copied`: loads made asynchronous copies (to shared memory);
-    `mma_units`: the tensor-core unit of each mma the lowering moved off mma.sync (wgmma, tcgen05)."""
+    `mma_units`: the unit of each mma not on mma.sync (wgmma, tcgen05; ALU: the FMA path)."""
     mma_units = mma_units or {}
     name = op.name
     if op.regions and name not in _REDUCE:
@@ -107,6 +107,8 @@ def footprint_of(op: Operation, machine: Machine, copied: frozenset = frozenset(
         k = a.shape[-1]
         fmas = _elements(acc) * k
         unit = mma_units.get(op, MMA_SYNC)
+        if unit == ALU:     # the FMA path
+            return machine.fma(fmas, _bytes(a) + _bytes(b), f64=str(a.element) == "f64")
         return machine.mma(unit, operand_class(a.element), fmas, _bytes(a) + _bytes(b))
     if name in _LOADS:
         nbytes = _bytes(op.results[0].type)

@@ -34,7 +34,7 @@ from ..transforms.constants import splat_int
 from .buffers import MIN_STAGES, BufferAssignment, PipelinedValue, assign
 from .ddg import DependenceGraph, build_loop_ddg
 from .modulo import Schedule, ScheduleError, modulo_schedule, serial_schedule
-from .resources import TCGEN05, WGMMA, machine
+from .resources import ALU, TCGEN05, WGMMA, machine
 
 
 class Layouts(Protocol):
@@ -45,6 +45,7 @@ class Layouts(Protocol):
     caps: Caps
     wgmma_ops: set
     tcgen05_layouts: dict
+    fma_reasons: dict          # the mmas on the FMA path (no tensor-core form)
 
     def is_shared_operand(self, value: Value) -> bool: ...
 
@@ -263,7 +264,8 @@ def _register_load(op: Operation, inside: set[Value], assignment: Layouts) -> bo
 def schedule_loads(loop: Operation, loads: tuple[Operation, ...], assignment: Layouts) -> PipelinePlan:
     """The modulo schedule of `loop` with `loads` staged (the loop's other ops run in its body)."""
     target = machine(assignment.sm)
-    units = {**{op: WGMMA for op in assignment.wgmma_ops}, **{op: TCGEN05 for op in assignment.tcgen05_layouts}}
+    units = {**{op: ALU for op in assignment.fma_reasons}, **{op: WGMMA for op in assignment.wgmma_ops},
+             **{op: TCGEN05 for op in assignment.tcgen05_layouts}}
     body = loop.regions[0].block
     inside = _defined_in(body.operations) | set(body.arguments[1:])
     chains = {o for load in loads for o in index_ops(load, body, inside) or ()}

@@ -70,6 +70,7 @@ class Family:
     mem_latency: int                       # issue-to-land of a global load under load, cycles
     tmem_bytes: int = 0                    # tensor memory per SM (0: none)
     issue_width: int = 4                   # warp instructions per clk (4 SM sub-partitions)
+    f64_lanes: int = 2                     # FP64 FMA lanes per SM (the FMA path's f64 matmuls)
 
     @property
     def has_tma(self) -> bool:
@@ -84,14 +85,16 @@ FAMILIES: dict[str, Family] = {
     # L2 read bandwidth 5120 B/clk for 108 SMs (whitepaper) -> ~47 B/clk/SM. Latency: estimate.
     "sm_80": Family("sm_80", _CORE + (MMA_SYNC,), MMA_SYNC,
                     {MMA_SYNC: {"f16": 1024, "tf32": 512, "i8": 2048, "f8": 1024, "f64": 64}},
-                    alu_lanes=64, xu_lanes=16, l2_bytes_per_clk=47, smem_bytes_per_clk=128, mem_latency=600),
+                    alu_lanes=64, xu_lanes=16, l2_bytes_per_clk=47, smem_bytes_per_clk=128, mem_latency=600,
+                    f64_lanes=32),
     # H100 SXM whitepaper: 989 dense FP16 TFLOPS / (132 SMs x 1.83 GHz x 2) = 2048 FMA/clk/SM (wgmma);
     # TF32 1024, FP8/INT8 4096. 128 FP32 lanes. mma.sync on sm_90: estimate, half of wgmma's rate
     # (microbenchmarks of Hopper show the legacy path well below peak). L2 share, latency: estimates.
     "sm_90": Family("sm_90", _CORE + (TMA, MMA_SYNC, WGMMA), WGMMA,
                     {WGMMA: {"f16": 2048, "tf32": 1024, "i8": 4096, "f8": 4096, "f64": 128},
                      MMA_SYNC: {"f16": 1024, "tf32": 512, "i8": 2048, "f8": 2048, "f64": 128}},
-                    alu_lanes=128, xu_lanes=16, l2_bytes_per_clk=64, smem_bytes_per_clk=128, mem_latency=650),
+                    alu_lanes=128, xu_lanes=16, l2_bytes_per_clk=64, smem_bytes_per_clk=128, mem_latency=650,
+                    f64_lanes=64),
     # B200 datasheet: 2.25 dense FP16 PFLOPS / (148 SMs x ~1.9 GHz x 2) ~ 4096 FMA/clk/SM (tcgen05);
     # FP8/INT8 2x that. Tensor memory: 128 lanes x 512 columns x 32 bits = 256 KiB per SM (PTX ISA,
     # tcgen05). mma.sync rate, L2 share, latency: estimates.
@@ -99,7 +102,7 @@ FAMILIES: dict[str, Family] = {
                      {TCGEN05: {"f16": 4096, "tf32": 2048, "i8": 8192, "f8": 8192, "f64": 128},
                       MMA_SYNC: {"f16": 1024, "tf32": 512, "i8": 2048, "f8": 2048, "f64": 128}},
                      alu_lanes=128, xu_lanes=16, l2_bytes_per_clk=64, smem_bytes_per_clk=128, mem_latency=700,
-                     tmem_bytes=256 * 1024),
+                     tmem_bytes=256 * 1024, f64_lanes=64),
     # Consumer Blackwell (RTX 50xx): mma.sync only, no TMEM; RTX 5090's 419 dense FP16 TFLOPS (FP16
     # accumulate) / (170 SMs x 2.41 GHz x 2) = 512 FMA/clk/SM. TMA present. L2 share, latency: estimates.
     "sm_120": Family("sm_120", _CORE + (TMA, MMA_SYNC), MMA_SYNC,
@@ -173,6 +176,15 @@ class Machine:
         if unit == TCGEN05:
             rows.append(Reservation(TMEM, 0, busy))   # the accumulator lives in tensor memory
         return Footprint(unit, busy + MMA_LATENCY[unit], tuple(rows))
+
+    def fma(self, fmas: int, operand_bytes: int, f64: bool = False) -> Footprint:
+        """A tile matmul on the FMA path (no tensor-core form: f32 x f32, f64): `fmas` multiply-adds on the
+        FP32 (FP64) lanes, a warp instruction each 32, reading `operand_bytes` of shared memory (at least)."""
+        f = self.family
+        busy = _cycles(fmas, f.f64_lanes if f64 else f.alu_lanes)
+        return Footprint(ALU, busy + ALU_LATENCY,
+                         (Reservation(ALU, 0, busy), Reservation(ISSUE, 0, _cycles(fmas, 32 * f.issue_width)),
+                          Reservation(SMEM_RD, 0, _cycles(operand_bytes, f.smem_bytes_per_clk))))
 
     def elementwise(self, elements: int, special: bool = False) -> Footprint:
         """Arithmetic on every element of a tile (`special`: on the special-function unit)."""
