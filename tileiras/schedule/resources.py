@@ -70,7 +70,9 @@ class Family:
     mem_latency: int                       # issue-to-land of a global load under load, cycles
     tmem_bytes: int = 0                    # tensor memory per SM (0: none)
     issue_width: int = 4                   # warp instructions per clk (4 SM sub-partitions)
-    f64_lanes: int = 2                     # FP64 FMA lanes per SM (the FMA path's f64 matmuls)
+    # FP64 FMA lanes per SM (the FMA path's f64 matmuls), from the non-tensor FP64 peaks: A100 9.7 TFLOPS -> 32,
+    # H100 SXM 34 -> 64, B200 37 -> 64, RTX 5090 (1/64 of FP32) -> 2
+    f64_lanes: int = 2
 
     @property
     def has_tma(self) -> bool:
