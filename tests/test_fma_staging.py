@@ -35,7 +35,6 @@ def _matmul(elem: str = "f32", m: int = 64, n: int = 32, kt: int = 32, a_transpo
     load_a = (f"%xt, %t1 = load_view_tko weak %pa{a_index} token = %t0 : {pa}, tile<i32> -> tile<{kt}x{m}x{elem}>, token\n"
               f"    %x = permute %xt [1, 0] : tile<{kt}x{m}x{elem}> -> tile<{m}x{kt}x{elem}>") if a_transposed else \
         f"%x, %t1 = load_view_tko weak %pa{a_index} token = %t0 : {pa}, tile<i32> -> tile<{m}x{kt}x{elem}>, token"
-    zero = "0.0" if elem != "f64" else "0.0"
     return f"""
 entry @mm(%a: tile<ptr<{elem}>>, %an0: tile<i32>, %an1: tile<i32>, %as0: tile<i32>, %as1: tile<i32>,
           %b: tile<ptr<{elem}>>, %bn0: tile<i32>, %bn1: tile<i32>, %bs0: tile<i32>, %bs1: tile<i32>,
@@ -57,7 +56,7 @@ entry @mm(%a: tile<ptr<{elem}>>, %an0: tile<i32>, %an1: tile<i32>, %as0: tile<i3
   %pb = make_partition_view %tb : {pb}
   %pc = make_partition_view %tc : {pc}
   %steps = divi %k16, %ckt signed : tile<i32>
-  %z = constant <{elem}: {zero}> : tile<{m}x{n}x{elem}>
+  %z = constant <{elem}: 0.0> : tile<{m}x{n}x{elem}>
   %t0 = make_token : token
   %acc = for %i in (%c0 to %steps, step %c1) : tile<i32> iter_values(%s = %z) -> (tile<{m}x{n}x{elem}>) {{
     {load_a}

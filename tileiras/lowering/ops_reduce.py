@@ -365,8 +365,8 @@ def _mma(k: KernelLowering, op: Operation) -> None:
 
 def _fma(k: KernelLowering, op: Operation, rtype: TileType, acc: TileRegs, lhs: "TileRegs | SharedTileVal",
          rhs: "TileRegs | SharedTileVal", scales: list[TileRegs]) -> None:
-    """An mma on the FMA path: A and B read element by element from shared memory, where a staged
-    load left them (assign_layouts._fma_reads) or, from registers, through scratch (in the K slices
+    """An mma on the FMA path: A and B read from shared memory (`_Operand`), where a staged load left
+    them (assign_layouts._fma_reads) or, from registers, through scratch (in the K slices
     plan-shared-memory chose, move_forms.mma_scratch)."""
     from .async_copy import is_ready, wait_for
 

@@ -205,13 +205,17 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
     from .shared_choice import choose
 
     plan = plan_of(assignment)
+
+    def without_roles(why: str) -> None:
+        """The kernel has no warp roles (`why`: the refusal the dump and the remark give), and is planned
+        again without them."""
+        plan.warp_split, plan.warp_split_refused = None, why
+        plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+
     plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
     split = plan.warp_split
-    if split is not None and not _staged(plan.shared, split.loop):
-        # no stages for the producer to fill: the kernel has no roles, and is planned again without them
-        plan.warp_split = None
-        plan.warp_split_refused = f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}"
-        plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+    if split is not None and not _staged(plan.shared, split.loop):   # no stages for the producer to fill
+        without_roles(f"the pipelined loop gets no stages: {_unstaged(entry, assignment, split)}")
     from .pipeline_copies import decide_all
     from .shared_stages import staging_facts
 
@@ -227,9 +231,8 @@ def plan_shared_memory(entry: Operation, assignment: "LayoutAssignment") -> None
         alone = ctas_alone(facts.caps, plan.shared.bytes, occupancy_hint(facts), facts.threads)
         plan.warp_split = settle(plan.warp_split, plan.ring_copies.get(loop), plan.shared.rings.get(loop), alone)
         starved = plan.warp_split.starved(facts.threads)
-        if starved:     # the roles would starve the producer: the kernel has none, and is planned again without them
-            plan.warp_split, plan.warp_split_refused = None, starved
-            plan.shared = choose(lambda assumes: _plan(entry, assignment, assumes))
+        if starved:     # the roles would starve the producer
+            without_roles(starved)
             facts = staging_facts(entry, assignment, None, plan.shared.assumes.padded)
             plan.ring_copies, plan.once_copies = decide_all(facts)
     # ...and whether their mbarriers are freed after the loop, as the lowering then allocates them
