@@ -221,14 +221,34 @@ class Loop:
 
 
 def loops(func: SassFunction) -> list[Loop]:
-    """Every backward branch's body [target, branch], innermost first is not implied."""
+    """Every backward branch's body [target, branch], innermost first is not implied; not the jump
+    back from an out-of-line wait (`wait_return`)."""
     out = []
-    for ins in func.instrs:
+    for n, ins in enumerate(func.instrs):
         target = ins.branch_target
-        if target is not None and target < ins.address:
+        if target is not None and target < ins.address and not wait_return(func, n):
             body = tuple(i for i in func.instrs if target <= i.address <= ins.address)
             out.append(Loop(target, ins.address, body))
     return out
+
+
+# what an out-of-line mbarrier wait holds besides its waits: its address moved into place, a back-off
+WAIT_BLOCK = frozenset({"SYNCS", "NANOSLEEP", "BRA", "MOV", "IMAD", "UMOV"})
+
+
+def wait_return(func: SassFunction, n: int) -> bool:
+    """Whether instruction `n`, an unconditional branch back, ends a block laid out after the code (only
+    reached by a branch: an unconditional BRA or EXIT precedes it) that does nothing but wait on an
+    mbarrier: ptxas moves a wait's retries out of the loop it waits in, and jumps back to the loop from
+    there. The jump is no loop latch (a body from its target to it would hold most of the kernel)."""
+    if func.instrs[n].predicate:
+        return False
+    start = n
+    while start > 0 and not (func.instrs[start - 1].base in ("BRA", "EXIT") and not func.instrs[start - 1].predicate):
+        start -= 1
+    block = func.instrs[start:n + 1]
+    return len(block) <= WAIT_LOOP + 2 and any(i.base in MBARRIER for i in block) \
+        and all(i.base in WAIT_BLOCK for i in block)
 
 
 # the most instructions of a retry loop around an mbarrier wait (try_wait, its predicate, the branch back)

@@ -160,3 +160,27 @@ def test_the_hot_loop_holds_the_tensor_core_instructions_even_around_a_load_loop
     hot = sass_stats.hot_loop(func)
     assert hot is not None and (hot.head, hot.latch) == (0x10, 0x70)
     assert sass_stats.function_stats(func).hot_loop_tensor_core == 2
+
+
+def test_the_jump_back_from_a_wait_laid_out_after_the_code_is_no_loop() -> None:
+    """Both compilers lay a wait's retries out after the kernel's code, in a block reached only by a branch,
+    which jumps back into the loop once the phase flips: that jump is no latch (a body from its target to it
+    would hold most of the kernel, and measure it as the hot loop), the K loop is (`wait_return`)."""
+    lines = ["/*0000*/ MOV R1, c[0x0][0x28] ;",
+             "/*0010*/ SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR8], R5 ;", "/*0020*/ @!P1 BRA 0xb0 ;",
+             "/*0030*/ HGMMA.64x128x16.F32 R24, gdesc[UR8].tnspA, R24 ;",
+             "/*0040*/ HGMMA.64x128x16.F32 R24, gdesc[UR8].tnspA, R24, gsb0 ;",
+             "/*0050*/ @P2 BRA 0x10 ;", "/*0060*/ LDG.E R2, [R4.64] ;", "/*0070*/ STG.E [R4.64], R2 ;",
+             "/*0080*/ STS [R6], R2 ;", "/*0090*/ EXIT ;",
+             "/*00a0*/ BRA 0xa0 ;",
+             "/*00b0*/ IMAD.U32 R6, RZ, RZ, UR8 ;", "/*00c0*/ SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R6], R5 ;",
+             "/*00d0*/ @!P1 NANOSLEEP.SYNCS 0x989680 ;", "/*00e0*/ @!P1 BRA 0xb0 ;", "/*00f0*/ BRA 0x30 ;"]
+    listing = "code for sm_90a\nFunction : k\n" + "".join(f"        {ln}\n" for ln in lines)
+    func = sass_stats.parse_sass(listing)["k"]
+    assert [(lp.head, lp.latch) for lp in sass_stats.loops(func)] == [(0x10, 0x50), (0xb0, 0xe0)]
+    hot = sass_stats.hot_loop(func)
+    assert hot is not None and (hot.head, hot.latch) == (0x10, 0x50)
+    # a loop whose latch is an unconditional branch after real work stays a loop
+    work = lines[:-1] + ["/*00f0*/ LDG.E R2, [R4.64] ;", "/*0100*/ BRA 0x30 ;"]
+    listing = "code for sm_90a\nFunction : k\n" + "".join(f"        {ln}\n" for ln in work)
+    assert (0x30, 0x100) in [(lp.head, lp.latch) for lp in sass_stats.loops(sass_stats.parse_sass(listing)["k"])]

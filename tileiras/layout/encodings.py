@@ -43,6 +43,7 @@ the index arithmetic the lowering emits for it is `layout/index_math.py`.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Optional, Union
 
 from ..ir.record import record
@@ -396,10 +397,34 @@ class BroadcastSourceLayout:
         return n
 
     def run(self, num_elements: int) -> int:
-        return 1   # consecutive slots need not hold consecutive elements
+        """The parent's runs where they lie along the source's last axis (not broadcast, and each
+        run within one row): consecutive slots then hold consecutive source elements too."""
+        if not isinstance(self.parent, BlockedLayout) or self.src[-1] != self.dst[-1]:
+            return 1
+        v = self.parent.run(self._dst_elements())
+        return v if self.dst[-1] % v == 0 else 1
 
     def owns_all(self, num_elements: int) -> bool:
         return False
+
+    def slot_shift(self, shape: tuple[int, ...], slot: int) -> Optional[tuple[int, ...]]:
+        """The parent's slot distances (`BlockedLayout.slot_shift`) on the axes the source keeps, for
+        a tile of `shape` (the source reshaped by adding or dropping axes of extent 1), else None."""
+        shift = getattr(self.parent, "slot_shift", None)
+        digits = shift(self.dst, slot) if shift is not None else None
+        if digits is None or [d for d in shape if d > 1] != [d for d in self.src if d > 1]:
+            return None
+        kept = iter(d for d, a, b in zip(digits, self.dst, self.src) if b > 1 and a == b)
+        return tuple(next(kept) if d > 1 else 0 for d in shape)
+
+    def distinct(self) -> bool:
+        """Whether no thread holds a source element twice (a blocked parent whose slots of one
+        thread differ on some axis the source keeps): a load in this layout then reads each
+        element a thread needs once, and the broadcast costs nothing."""
+        if not isinstance(self.parent, BlockedLayout):
+            return False
+        return _distinct_sources(self.parent.threads, self.parent.run(self._dst_elements()),
+                                 self.dst, self.src)
 
     def slots(self, num_elements: int) -> int:
         return self.parent.slots(self._dst_elements())
@@ -426,6 +451,26 @@ def _highest_digits(threads: int, run: int, shape: tuple[int, ...]) -> tuple[int
         for i, digit in enumerate(_digits(t * run, shape)):
             highest[i] = max(highest[i], digit)
     return tuple(highest)
+
+
+@functools.lru_cache(maxsize=256)
+def _distinct_sources(threads: int, run: int, dst: tuple[int, ...], src: tuple[int, ...]) -> bool:
+    """Whether each thread's slots of a blocked tile of `dst` (runs of `run`) name distinct
+    elements of `src` (`dst` with broadcast axes of extent 1)."""
+    n = math.prod(dst)
+    if n % (threads * run) or run > 1 and src[-1] != dst[-1]:
+        return False
+    groups = n // (threads * run)
+    kept = [i for i, (a, b) in enumerate(zip(dst, src)) if a == b]
+    for t in range(threads):
+        seen = set()
+        for g in range(groups):
+            digits = _digits(g * threads * run + t * run, dst)
+            key = tuple(digits[i] for i in kept)
+            if key in seen:
+                return False
+            seen.add(key)
+    return True
 
 
 def _divisors(n: int) -> list[int]:

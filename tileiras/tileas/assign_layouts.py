@@ -280,6 +280,7 @@ class LayoutAssignment:
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
         self.index_only = self._find_index_only(self._ops)
+        self.broadcast_loads = self._find_broadcast_loads(self._ops)
         self.sm = sm
         self.caps = caps(sm)             # what the target has (tileiras/target/table.py)
         # tensor-core mmas -> their mma_forms.MmaShape (mma.sync); the others -> why they are left to FMAs
@@ -662,6 +663,24 @@ class LayoutAssignment:
                 out.add(op.results[0])
         return out
 
+    def _find_broadcast_loads(self, ops: list[Operation]) -> set[Value]:
+        """Loaded tiles only broadcast (through reshapes and conversions: rope's cos/sin tables, a
+        bias row): each thread can load the elements the broadcast result needs where it needs
+        them (`broadcast_source`), as NVIDIA's does, instead of moving them through shared memory."""
+        chain: set[Value] = set()
+        for op in ops:
+            if op.name == "cuda_tile.load_view_tko" or op.results and _tile(op.results[0]) is not None and (
+                    op.name == "cuda_tile.reshape" or op.name in self._elementwise and op.name not in POINTER
+                    and [v for v in op.operands if _tile(v) is not None] == [op.operands[0]]) \
+                    and op.operands[0] in chain:
+                chain.add(op.results[0])
+        kept: set[Value] = set()
+        for op in reversed(ops):
+            if op.results and op.results[0] in chain and op.results[0].uses and all(
+                    u.name == "cuda_tile.broadcast" or u.results and u.results[0] in kept for u in op.results[0].uses):
+                kept.add(op.results[0])
+        return kept
+
     # -- queries ----------------------------------------------------------------------
     def layout(self, value: Value) -> Layout:
         return self._layouts.get(value, self.blocked)
@@ -715,6 +734,9 @@ class LayoutAssignment:
                     want(op.operands[0], source)
                 elif wanted is not None and op.operands[0] in self.index_only and op.operands[0] not in self.splats:
                     want(op.operands[0], broadcast_source(src, dst, wanted))  # type: ignore[arg-type]
+                elif op.operands[0] in self.broadcast_loads and \
+                        (loaded := broadcast_source(src, dst, wanted or self.blocked)).distinct():  # type: ignore[arg-type]
+                    want(op.operands[0], loaded)
             elif wanted is not None and (op.name in self._elementwise or op.name == "cuda_tile.reshape"):
                 n = op.results[0].type.num_elements  # type: ignore[attr-defined]
                 for v in op.operands:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 MAX_BOXES = 64          # boxes per tile (NVIDIA's 16k-column rows: 64 boxes of 256)
 MARGIN = 4096           # shared bytes a group leaves for the body's scratch (reductions, conversions)
 LOAD = "cuda_tile.load_view_tko"
+LOOPS = ("cuda_tile.for", "cuda_tile.loop")
+REDUCING = ("cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.atomic_rmw_tko", "cuda_tile.atomic_red_view_tko")
 STORE = "cuda_tile.store_view_tko"
 # ops with no effect that a load of a group may need lowered before its place
 PURE = ("cuda_tile.constant", "cuda_tile.make_partition_view", "cuda_tile.make_tensor_view",
@@ -45,13 +47,17 @@ def _writes(op: Operation) -> bool:
 
 
 def _rereads(entry: Operation) -> bool:
-    """Whether the kernel reduces (reduce, scan) or reads a loaded tile more than once (twice in
-    the IR, or broadcast: rope's cos/sin tables over the heads): a row kernel, whose tiles TMA
-    brings in while it computes. A purely elementwise kernel passes each tile through registers
-    once, and its 16-byte global accesses are as good (NVIDIA's compiler keeps them too)."""
-    return any(o.name in ("cuda_tile.reduce", "cuda_tile.scan")
-               or (o.name == LOAD and (len(o.results[0].uses) > 1 or _broadcast(o.results[0])))
-               for o in entry.walk())
+    """Whether the kernel reduces (reduce, scan, or atomics into memory: an index_add) or loops and
+    reads a loaded tile more than once (twice in the IR, or broadcast): its tiles TMA brings in
+    while it computes. A kernel that maps its tiles once through (elementwise, rope, gathers and
+    scatters: no loop, no reduction) keeps its 16-byte global accesses, as NVIDIA's does, rereading
+    a tile (rope's halves) or broadcasting one (rope's tables, a bias row) or not: nothing would
+    overlap the copies."""
+    ops = list(entry.walk())
+    if any(o.name in REDUCING for o in ops):
+        return True
+    return any(o.name in LOOPS for o in ops) and \
+        any(o.name == LOAD and (len(o.results[0].uses) > 1 or _broadcast(o.results[0])) for o in ops)
 
 
 def _broadcast(value: Value) -> bool:
