@@ -35,16 +35,31 @@ def test_cp_async_groups_have_no_barriers_to_free(monkeypatch: pytest.MonkeyPatc
     assert _barrier_lines(dump) == []
 
 
+def free_barriers_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan as shared_choice does where nothing else fits: the loops' mbarriers freed after their loops."""
+    from tileiras.tileas import shared_choice
+
+    monkeypatch.setattr(shared_choice, "choose",
+                        lambda plan: shared_choice._padded_or_not(plan, defer=False, free=True))
+
+
 def test_freed_barriers_are_in_the_dump(monkeypatch: pytest.MonkeyPatch) -> None:
-    """sm_120's sub-tiled 128 x 256 GEMM fits only with its loop's mbarriers freed (shared_choice): the
-    plan records it, and the lowering, reading it, invalidates them and meets the CTA at a barrier."""
+    """sm_120's sub-tiled 128 x 256 GEMM: its column halves' 64 KB exchange after the loop fits with the loop's
+    mbarriers kept, above every data buffer (shared_plan.place); planned with them freed (shared_choice's
+    fallback), the plan records it, and the lowering, reading it, invalidates them and meets the CTA at a
+    barrier."""
     for sub in ("tests/generated", "tests/realistic", "benchmarks"):
         monkeypatch.syspath_prepend(str(ROOT / sub))
     import export
     import grammar
 
     v = grammar.parse("g_gemm_f16_rr_128x256x32_zero_tiles_subtile_aligned_h0_v13p2")
-    ir, dump, _ = lower(monkeypatch, export.bytecode(v, "sm_120").read_bytes(), "sm_120")
+    bytecode = export.bytecode(v, "sm_120").read_bytes()
+    ir, dump, _ = lower(monkeypatch, bytecode, "sm_120")
+    (line,) = _barrier_lines(dump)
+    assert line.endswith(": its mbarriers kept to the kernel's end"), line
+    free_barriers_first(monkeypatch)
+    ir, dump, _ = lower(monkeypatch, bytecode, "sm_120")
     (line,) = _barrier_lines(dump)
     assert line.endswith(": its mbarriers freed after it (invalidated, then a CTA barrier)"), line
     assert "mbarrier.inval" in ir

@@ -807,18 +807,20 @@ def test_a_sub_tiled_epilogues_halves_move_no_more_than_themselves(name: str, gp
     assert not reference.emulate(v, launch.launch(v), bytecode, gpu)
 
 
-def test_a_loops_mbarriers_give_their_bytes_back_where_the_kernel_fits_no_other_way(
+def test_a_loops_freed_mbarriers_are_invalidated_before_their_bytes_are_reused(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """sm_120, the sub-tiled 128 x 256 GEMM: its column halves' 64 KB exchange after the loop fits only where
-    the loop's mbarriers, above its 48 KB ring, do not stay alive to the kernel's end (114720 B otherwise).
-    plan-shared-memory frees them (shared_choice: after padding and reserving room fail), the loop invalidates
-    them and a CTA barrier follows; a kernel that fits keeps them (the corpus's LLVM IR is unchanged). With
-    the barriers after the invalidation deleted, the emulator reports the exchange's stores racing it."""
+    """sm_120, the sub-tiled 128 x 256 GEMM, planned with its loop's mbarriers freed (shared_choice's fallback
+    where nothing else fits; this kernel fits with them kept above its data since shared_plan.place puts them
+    there, test_barriers_freed.py): its column halves' 64 KB exchange after the loop reuses their bytes, so the
+    loop invalidates them and a CTA barrier follows. With the barriers after the invalidation deleted, the
+    emulator reports the exchange's stores racing it."""
     from emulator_runs import edit_ptx
+    from test_barriers_freed import free_barriers_first
     from tileiras.errors import TileirasError
     from tileiras.frontend import load_module
     from tileiras.lowering.pipeline import lower_module
 
+    free_barriers_first(monkeypatch)
     v = grammar.parse("g_gemm_f16_rr_128x256x32_zero_tiles_subtile_aligned_h0_v13p2")
     bytecode = export.bytecode(v, "sm_120").read_bytes()
     lower_module(load_module(bytecode, "subtile.tileirbc"), "sm_120", print_ir_after_all=True)

@@ -367,17 +367,19 @@ def test_a_loops_kmajor_copies_are_predicted_and_its_depth_holds(monkeypatch) ->
 
 def test_tensor_memorys_control_block_is_planned_where_the_lowering_first_asks_for_it(monkeypatch) -> None:
     """sm_100 attention: the MMA warp of the warp-specialized loop allocates tensor memory, after the
-    loop's stages (tcgen05_buffers.first_asker names the op; the pass plans the control block there): the bytes
-    before the loop are the lowering's, so the loop's depth is the plan's and nothing is dropped."""
+    loop's stages (tcgen05_buffers.first_asker names the op; the pass plans the control block there, with the
+    mbarriers above every other buffer: shared_plan.place): the bytes before the loop are the lowering's, so the
+    loop's depth (two stages, as its producer's copies' latency asks: test_ring_depth.py) is the plan's and
+    nothing is dropped."""
     from tileiras.lowering import pipelined_loop
 
     read = []
     planned = pipelined_loop.planned_fit
     monkeypatch.setattr(pipelined_loop, "planned_fit", lambda k, op: read.append(planned(k, op)) or read[-1])
     dump, plan = _planned(monkeypatch, "fa_bf16_q128k64d128", "sm_100")
-    assert ": 3 stages beside 32776 B planned before it (" in plan, plan
-    assert "//     tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 132224: %for" in plan
-    assert [fit.stages for fit in read] == [3] and "dropped" not in dump
+    assert ": 2 stages beside 32776 B planned before it (" in plan, plan
+    assert "//     tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 98432: %for" in plan
+    assert [fit.stages for fit in read] == [2] and "dropped" not in dump
 
 
 def test_tensor_memory_planned_at_the_kernels_start_is_an_internal_error(monkeypatch) -> None:

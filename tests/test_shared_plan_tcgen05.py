@@ -64,13 +64,14 @@ def test_a_specialized_128x256x64_matmul_is_predicted_whole(monkeypatch) -> None
 def test_an_attentions_p_buffer_and_o_store_are_predicted(monkeypatch) -> None:
     """Specialized attention at M = 64: P goes through a swizzled buffer the MMA warp asks for (after
     the stages and the handshake, before tensor memory), and O is stored by TMA through a buffer
-    over the freed stages, asked by its store."""
+    over the freed stages, asked by its store (the mbarriers and tensor memory's control block above
+    every data buffer: shared_plan.place)."""
     dump, complete = _lower(_corpus("fa_f16_q64k64d64"), monkeypatch)
     plan = _plan(dump)
     assert plan[-3:] == [
-        "p-buffer (restaging) 8192 B align 1024 swizzle 128B, live over ops 74..103, offset 59392",
-        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 67584",
-        "tmem-epilogue (epilogue) 8192 B align 1024, live over ops 126..126, offset 9216"], plan
+        "p-buffer (restaging) 8192 B align 1024 swizzle 128B, live over ops 74..103, offset 57344",
+        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 65664",
+        "tmem-epilogue (epilogue) 8192 B align 1024, live over ops 126..126, offset 8192"], plan
     assert complete == [True]
 
 
@@ -94,25 +95,26 @@ def test_a_specialized_block_scaled_matmuls_scale_stages_are_predicted(monkeypat
     plan = _plan(dump)
     assert [line.split(" (")[0] for line in plan] == ["ring"] * 4 + ["mbarriers", "tmem-stages", "tmem-control",
                                                                     "tmem-epilogue"], plan
-    assert plan[5] == "tmem-stages (buffer) 4096 B align 128, live over its op to the kernel's end, offset 135296"
+    assert plan[5] == "tmem-stages (buffer) 4096 B align 128, live over its op to the kernel's end, offset 135168"
     assert complete == [True]
 
 
 def test_an_unspecialized_fp4_mmas_packed_operands_and_scales_are_predicted(monkeypatch) -> None:
-    """cuTile's mxfp4 matmul: its mma asks for tensor memory first, then stages and packs A and B
+    """cuTile's mxfp4 matmul: its mma asks for tensor memory first (its control block placed above every data
+    buffer), then stages and packs A and B
     (64-byte swizzle: shared_operands.py), then stages its scale tile held in registers and
     restages the scales; the store stores the accumulator by TMA through the buffers it frees."""
     dump, complete = _lower(_corpus("cp_mxfp4_matmul_128x128x128"), monkeypatch)
     assert _plan(dump)[1:] == [
-        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 640",
-        "mma-stage (restaging) 18432 B align 128, live over ops 83..83, for a, offset 768",
+        "tmem-control (tmem) 128 B align 128, live over its op to the kernel's end, offset 55808",
+        "mma-stage (restaging) 18432 B align 128, live over ops 83..83, for a, offset 640",
         "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, for a, offset 19456",
         "mma-stage (restaging) 18432 B align 128, live over ops 83..83, for b, offset 27648",
         "fp4-pack (restaging) 8192 B align 1024 swizzle 64B, live over ops 83..83, for b, offset 46080",
         "mma-stage (restaging) 512 B align 128, live over ops 83..83, for a-scale, offset 54272",
         "scales (buffer) 1024 B align 128, live over its op to the kernel's end, offset 54784",
         # the accumulator written swizzled through the buffers it frees, stored by TMA (shared_epilogue.py)
-        "tma-store (epilogue) 32768 B align 1024, live over ops 97..97, the buffers released before it, offset 1024"], \
+        "tma-store (epilogue) 32768 B align 1024, live over ops 97..97, the buffers released before it, offset 0"], \
         _plan(dump)
     assert complete == [True] and "dropped" not in dump
 

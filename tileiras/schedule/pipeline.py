@@ -82,9 +82,20 @@ class PipelinePlan:
         initiation intervals), before any limit on a ring's stages."""
         return max(PipelinedValue("", 0, self.issue, use).slots(self.schedule.ii) for use in self.first_use)
 
-    def values(self, sizes: dict[Operation, int], held: int = 0) -> list[PipelinedValue]:
+    def landing(self) -> tuple[int, ...]:
+        """Per load, when its copy lands (its issue plus its latency, ticks)."""
+        index = {node.op: node for node in self.graph.nodes}
+        return tuple(self.schedule.start[index[load].index] + index[load].latency for load in self.loads)
+
+    def values(self, sizes: dict[Operation, int], held: int = 0, produced: bool = False) -> list[PipelinedValue]:
+        """The rings' values: each copy's slot lives from the iteration's issue to its first reader's
+        start; `produced`: a producer role of its own issues the copies (warp specialization), as soon as
+        a slot is free, and the consumers wait for a stage where their iteration starts, so a slot need
+        only cover the copy's latency, wherever the schedule placed the first reader (resources the
+        copies do not share with the consumers may have pushed it later)."""
+        uses = self.landing() if produced else self.first_use
         return [PipelinedValue(f"%{i}", sizes[load], self.issue, use, held=held)
-                for i, (load, use) in enumerate(zip(self.loads, self.first_use))]
+                for i, (load, use) in enumerate(zip(self.loads, uses))]
 
     def describe(self) -> list[str]:
         """The schedule for the IR dump: II, its bounds, and each op's stage and cycle."""
@@ -302,14 +313,16 @@ def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
 
 
 def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int,
-               held: int = 0, restarts: bool = True, most: Optional[tuple[int, str]] = None) -> BufferAssignment:
+               held: int = 0, restarts: bool = True, most: Optional[tuple[int, str]] = None,
+               produced: bool = False) -> BufferAssignment:
     """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes;
     `held`: iterations the readers keep a slot past their stage (PipelinedValue.held). `restarts`:
     the ring starts afresh each time the loop runs (not a persistent kernel's, carried from tile to
-    tile), so a static trip count bounds its depth; `most`: another bound (buffers.assign)."""
+    tile), so a static trip count bounds its depth; `most`: another bound (buffers.assign);
+    `produced`: a producer role issues the copies (PipelinePlan.values)."""
     trips = trip_count(plan.loop) if restarts else None
-    return assign(plan.values(sizes, held), plan.schedule.ii, used, limit, plan.mechanism, plan.deepest, trips=trips,
-                  most=most)
+    return assign(plan.values(sizes, held, produced), plan.schedule.ii, used, limit, plan.mechanism, plan.deepest,
+                  trips=trips, most=most)
 
 
 def trip_count(loop: Operation) -> Optional[int]:

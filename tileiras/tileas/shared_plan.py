@@ -60,7 +60,7 @@ from ..ir.core import Operation, Value
 from ..ir.record import record
 from ..target import caps
 from ..tileaa.allocas import alloca_bytes
-from .buffers import REGION_ALIGN, SharedBuffers, _align, lifetimes
+from .buffers import KEPT, REGION_ALIGN, Buffer, SharedBuffers, _align, lifetimes
 from .plan import plan_of
 
 if TYPE_CHECKING:
@@ -292,15 +292,24 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:
-    """`requests` placed in program order, each by the first fit over its lifetime."""
+    """`requests` placed in program order, each by the first fit over its lifetime; the control state alive
+    to the kernel's end (no lifetime: mbarrier arrays, tensor memory's address slot) after them, above every
+    other: a loop's mbarriers placed where its rings end would keep a later loop's deeper rings from those
+    bytes (they are a few bytes, which an epilogue released to reuse them gains nothing from)."""
     live = lifetimes(entry)
     placed = SharedBuffers()
-    for request in sorted(requests, key=lambda r: (live.position(r.op), r.late)):
+    ordered = sorted(requests, key=lambda r: (live.position(r.op), r.late))
+    above = {i for i, r in enumerate(ordered) if r.lifetime is None and (r.role == "mbarriers" or r.kind in KEPT)}
+    at: dict[int, Buffer] = {}
+    for i in [i for i in range(len(ordered)) if i not in above] + sorted(above):
+        request = ordered[i]
         what = request.op.name if request.op is not None else ""
         if request.releases:
             placed.release(live.position(request.op))
-        placed.allocate(request.kind, request.nbytes, request.align, request.lifetime, live.position(request.op),
-                        live.end, request.swizzle, f"{request.role} of {what}" if what else request.role)
+        at[i] = placed.allocate(request.kind, request.nbytes, request.align, request.lifetime,
+                                live.position(request.op), live.end, request.swizzle,
+                                f"{request.role} of {what}" if what else request.role)
+    placed.buffers = [at[i] for i in range(len(ordered))]   # in program order, as the requests
     return placed
 
 

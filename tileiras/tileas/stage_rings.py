@@ -331,12 +331,15 @@ def fit(k: "StagingFacts", ring: StageRing, used: int, bound: "Optional[tuple[in
     most = (PRODUCED_STAGES, "as a producer loading element by element fills them") if ring.produced else None
     if bound is not None and (most is None or bound[0] < most[0]):
         most = bound
+    produced = k.warp_split is not None and k.warp_split.loop is ring.plan.loop
     share = occupancy_share(k)
     if share < k.caps.smem_per_block:
-        fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts, most=most)
+        fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts, most=most,
+                            produced=produced)
         if fitted.stages:
             return fitted
-    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=held, restarts=restarts, most=most)
+    return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=held, restarts=restarts, most=most,
+                      produced=produced)
 
 
 # The depth of a ring whose producer warps load tiles element by element (`producer_stages`): it fills a stage
