@@ -855,9 +855,9 @@ def test_the_causal_attentions_softmax_barriers_that_order_nothing_on_sm_100() -
 
 def test_the_causal_attentions_unused_mbarrier_init_is_equivalent_on_sm_100() -> None:
     """sm_100's causal attention initializes one mbarrier more than it uses (the last of its block): that init's
-    deletion is listed (every mbarrier operand evaluated, the K/V ring's stage-indexed ones over their x mod 3
-    stages) and runs clean; no other init is listed; an arrival on that mbarrier, or the ring's stages moved so
-    that its third stage is that mbarrier, unlists it."""
+    deletion is listed (every mbarrier operand evaluated, the K/V ring's stage-indexed ones over their x mod 2
+    stages: test_ring_depth.py) and runs clean; no other init is listed; an arrival on that mbarrier, or the
+    ring's stages moved so that its second stage is that mbarrier, unlists it."""
     c = _attention("sm_100")
     op = OPERATORS["delete mbarrier.init"]
     listed = [(line, what, ptx) for line, what, ptx in op.mutants(c.ptx) if mutations._mbarrier_unused(c.ptx, line)]
@@ -870,8 +870,8 @@ def test_the_causal_attentions_unused_mbarrier_init_is_equivalent_on_sm_100() ->
     arrival = f"mbarrier.arrive.shared::cta.b64 _, [__tileir_dsmem+{offset.group(1)}];"
     assert not mutations._mbarrier_unused(_edited(c.ptx, line + 2, arrival), line)
     ring = re.search(r"add\.s32 \t%r\d+, %r\d+, (\d+);\n\tbfe\.u32", c.ptx)      # the 'stage full' ring's base
-    assert ring is not None and int(offset.group(1)) - int(ring.group(1)) > 16
-    moved = c.ptx.replace(ring.group(0), ring.group(0).replace(ring.group(1), str(int(offset.group(1)) - 16)), 1)
+    assert ring is not None and int(offset.group(1)) - int(ring.group(1)) > 8
+    moved = c.ptx.replace(ring.group(0), ring.group(0).replace(ring.group(1), str(int(offset.group(1)) - 8)), 1)
     assert not mutations._mbarrier_unused(moved, line)
 
 
