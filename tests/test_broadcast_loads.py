@@ -8,7 +8,6 @@ loads keep 16-byte accesses along the table's rows (`run`) and step their addres
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from emulator_runs import emulate  # noqa: E402
+from text_kernel_support import assignment, entry, ptx  # noqa: E402
 
 from tileiras.layout.encodings import BlockedLayout, BroadcastSourceLayout  # noqa: E402
 
@@ -61,31 +61,11 @@ entry @table({_array("x", 3)}, {_array("t", 2)}, {_array("y", 3)}) {{
 """
 
 
-def _entry(text: str):
-    from tileiras.frontend import load_module
-
-    module = load_module(text.encode(), "k.mlir")
-    return module, next(op for op in module.regions[0].block.operations if op.name == "cuda_tile.entry")
-
-
 def _table_layout(text: str, gpu: str):
-    from tileiras.target import caps
-    from tileiras.tileas.assign_layouts import LayoutAssignment
-    from tileiras.tileas.warps import choose_threads
-
-    _, entry = _entry(text)
-    assignment = LayoutAssignment(entry, choose_threads(entry, gpu), sm=caps(gpu).sm)
-    load = [op for op in entry.walk() if op.name == "cuda_tile.load_view_tko"][1]
-    return assignment.layout(load.results[0])
-
-
-def _ptx(text: str, gpu: str, tmp_path: Path) -> str:
-    src, out = tmp_path / "k.mlir", tmp_path / f"k.{gpu}.ptx"
-    src.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
-                           str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    return out.read_text()
+    """The layout the table's load (the kernel's second) is assigned."""
+    op, layouts = assignment(text, gpu)
+    load = [o for o in op.walk() if o.name == "cuda_tile.load_view_tko"][1]
+    return layouts.layout(load.results[0])
 
 
 def test_a_source_layout_runs_along_the_rows_it_keeps() -> None:
@@ -108,10 +88,10 @@ def test_a_broadcast_table_is_loaded_where_it_is_used(gpu: str, tmp_path: Path) 
     text = _kernel(4, 8, 64)
     layout = _table_layout(text, gpu)
     assert isinstance(layout, BroadcastSourceLayout) and layout.distinct()
-    ptx = _ptx(text, gpu, tmp_path)
-    assert ".shared" not in ptx and "bar.sync" not in ptx and "cp.async" not in ptx
-    assert ptx.count("ld.global.v4.f32") + ptx.count("ld.global.v4.b32") >= 2
-    module, _ = _entry(text)
+    out, _ = ptx(text, gpu, tmp_path)
+    assert ".shared" not in out and "bar.sync" not in out and "cp.async" not in out
+    assert out.count("ld.global.v4.f32") + out.count("ld.global.v4.b32") >= 2
+    module, _ = entry(text)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 8, 64)).astype(np.float32)
     t = rng.standard_normal((4, 64)).astype(np.float32)
@@ -124,7 +104,7 @@ def test_a_table_each_thread_would_hold_twice_keeps_its_layout(tmp_path: Path) -
     head on, in the same columns of the same table row; loading it there would load it twice."""
     text = _kernel(4, 32, 64)
     assert not isinstance(_table_layout(text, "sm_90"), BroadcastSourceLayout)
-    module, _ = _entry(text)
+    module, _ = entry(text)
     rng = np.random.default_rng(2)
     x = rng.standard_normal((4, 32, 64)).astype(np.float32)
     t = rng.standard_normal((4, 64)).astype(np.float32)

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from emulator_runs import emulate, interpret  # noqa: E402
+from text_kernel_support import assignment, entry, ptx  # noqa: E402
 
 RV = "tensor_view<?x64xf32, strides=[64,1]>"
 RP = f"partition_view<tile=(1x64), {RV}>"
@@ -90,21 +91,10 @@ entry @mm(%a: tile<ptr<f16>>, %an0: tile<i32>, %k: tile<i32>, %as0: tile<i32>, %
 """
 
 
-def _entry(text: str):
-    from tileiras.frontend import load_module
-
-    module = load_module(text.encode(), "k.mlir")
-    return module, next(op for op in module.regions[0].block.operations if op.name == "cuda_tile.entry")
-
-
 def _plans(text: str, gpu: str) -> dict:
     from tileiras.schedule.pipeline import plan_pipelines
-    from tileiras.target import caps
-    from tileiras.tileas.assign_layouts import LayoutAssignment
-    from tileiras.tileas.warps import choose_threads
 
-    _, entry = _entry(text)
-    return plan_pipelines(entry, LayoutAssignment(entry, choose_threads(entry, gpu), sm=caps(gpu).sm))
+    return plan_pipelines(*assignment(text, gpu))
 
 
 @pytest.mark.parametrize("index, staged", [("%i", True), ("%j", True), ("%s", False)])
@@ -138,25 +128,14 @@ def test_the_matmuls_k_offset_is_computed_with_the_copies() -> None:
     assert groups["cuda_tile.addi"] == groups["cuda_tile.load_view_tko"] == "copies"
 
 
-def _ptx(text: str, gpu: str, tmp_path: Path) -> str:
-    import subprocess
-
-    src, out = tmp_path / "k.mlir", tmp_path / f"k.{gpu}.ptx"
-    src.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
-                           str(src), "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    return out.read_text()
-
-
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100", "sm_120"])
 def test_rows_at_an_offset_are_copied_ahead_and_match_the_interpreter(gpu: str, tmp_path: Path) -> None:
     """21 rows from row 3 on through a ring of fewer stages: each copy's row is its own iteration's `i + 3`
     (a copy at the current iteration's index, or at 0, differs from the interpreter in every row)."""
     text = ROWS.replace("INDEX", "%j")
-    ptx = _ptx(text, gpu, tmp_path)
-    assert "cp.async.bulk.tensor" in ptx and "mbarrier" in ptx
-    module, _ = _entry(text)
+    out, _ = ptx(text, gpu, tmp_path)
+    assert "cp.async.bulk.tensor" in out and "mbarrier" in out
+    module, _ = entry(text)
     rng = np.random.default_rng(0)
     args = [rng.standard_normal((24, 64)).astype(np.float32), np.zeros((24, 64), np.float32), np.int32(3)]
     got, want = emulate(module, args, gpu), interpret(module, args)
@@ -172,9 +151,9 @@ def test_a_k_range_from_an_offset_is_pipelined_and_matches_the_interpreter(gpu: 
     copies in flight) or TMA (sm_90) copies ahead."""
     import re
 
-    ptx = _ptx(MATMUL, gpu, tmp_path)
-    assert re.search(ahead, ptx)
-    module, _ = _entry(MATMUL)
+    out, _ = ptx(MATMUL, gpu, tmp_path)
+    assert re.search(ahead, out)
+    module, _ = entry(MATMUL)
     rng = np.random.default_rng(1)
     k, kt, koff = 256, 5, 2
     a = rng.standard_normal((64, k)).astype(np.float16)

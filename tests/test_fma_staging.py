@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from emulator_runs import edit_ptx, emulate, removing  # noqa: E402
+from text_kernel_support import assignment, entry, ptx  # noqa: E402
 
 
 def _matmul(elem: str = "f32", m: int = 64, n: int = 32, kt: int = 32, a_transposed: bool = False) -> str:
@@ -70,33 +71,6 @@ entry @mm(%a: tile<ptr<{elem}>>, %an0: tile<i32>, %an1: tile<i32>, %as0: tile<i3
 """
 
 
-def _entry(text: str):
-    from tileiras.frontend import load_module
-
-    module = load_module(text.encode(), "k.mlir")
-    return module, next(op for op in module.regions[0].block.operations if op.name == "cuda_tile.entry")
-
-
-def _assignment(text: str, gpu: str):
-    from tileiras.target import caps
-    from tileiras.tileas.assign_layouts import LayoutAssignment
-    from tileiras.tileas.warps import choose_threads
-
-    _, entry = _entry(text)
-    return entry, LayoutAssignment(entry, choose_threads(entry, gpu), sm=caps(gpu).sm)
-
-
-def _ptx(text: str, gpu: str, tmp_path: Path, *flags: str) -> tuple[str, str]:
-    import subprocess
-
-    src, out = tmp_path / "k.mlir", tmp_path / f"k.{gpu}.ptx"
-    src.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "tileiras.driver.tileiras_main", "--emit=ptx", "--gpu-name", gpu,
-                           str(src), "-o", str(out), *flags], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    return out.read_text(), done.stderr
-
-
 def _loads(entry) -> list:
     return [op for op in entry.walk() if op.name == "cuda_tile.load_view_tko"]
 
@@ -105,30 +79,30 @@ def _loads(entry) -> list:
 def test_the_fma_paths_loads_are_staged_and_pipelined(gpu: str) -> None:
     from tileiras.schedule.pipeline import plan_pipelines
 
-    entry, assignment = _assignment(_matmul(), gpu)
+    entry, layouts = assignment(_matmul(), gpu)
     (mma,) = [op for op in entry.walk() if op.name == "cuda_tile.mmaf"]
-    assert mma in assignment.fma_reasons
+    assert mma in layouts.fma_reasons
     loads = _loads(entry)
-    assert all(assignment.is_shared_operand(op.results[0]) for op in loads)
-    assert all(assignment.fma_rows(op.results[0]) for op in loads)     # both read as stored
-    (plan,) = plan_pipelines(entry, assignment).values()
+    assert all(layouts.is_shared_operand(op.results[0]) for op in loads)
+    assert all(layouts.fma_rows(op.results[0]) for op in loads)     # both read as stored
+    (plan,) = plan_pipelines(entry, layouts).values()
     assert plan.pipelined and set(plan.loads) == set(loads)
 
 
 def test_a_transposed_operand_is_staged_padded() -> None:
     """A stored (K, M), read along M by the FMAs: staged, but not in an unpadded stage (its reads would
     fall on one bank), so it keeps cp.async beside B's TMA box."""
-    entry, assignment = _assignment(_matmul(a_transposed=True), "sm_90")
+    entry, layouts = assignment(_matmul(a_transposed=True), "sm_90")
     a_load, b_load = _loads(entry)
-    assert assignment.is_shared_operand(a_load.results[0]) and assignment.is_shared_operand(b_load.results[0])
-    assert not assignment.fma_rows(a_load.results[0]) and assignment.fma_rows(b_load.results[0])
+    assert layouts.is_shared_operand(a_load.results[0]) and layouts.is_shared_operand(b_load.results[0])
+    assert not layouts.fma_rows(a_load.results[0]) and layouts.fma_rows(b_load.results[0])
 
 
 def test_operands_too_large_to_stage_twice_stay_in_registers() -> None:
     """A 128 x 128 by 128 x 256 f32 product: 192 KB of operands, which no ring of two stages holds on any
     target; they go through registers and the scratch takes them in K slices, as before."""
-    entry, assignment = _assignment(_matmul(m=128, n=256, kt=128), "sm_90")
-    assert not any(assignment.is_shared_operand(op.results[0]) for op in _loads(entry))
+    entry, layouts = assignment(_matmul(m=128, n=256, kt=128), "sm_90")
+    assert not any(layouts.is_shared_operand(op.results[0]) for op in _loads(entry))
 
 
 @pytest.mark.parametrize("gpu, copies", [
@@ -140,17 +114,17 @@ def test_operands_too_large_to_stage_twice_stay_in_registers() -> None:
 def test_the_fmas_read_16_byte_runs_from_the_stages(gpu: str, copies: str, tmp_path: Path) -> None:
     """The loads are copied ahead (cp.async, or TMA with warp roles), and the FMA loop reads A's rows and B's
     columns four f32 at a time; no operand goes through scratch (plan-shared-memory plans no "reduction")."""
-    ptx, dump = _ptx(_matmul(), gpu, tmp_path, "--print-ir-after-all")
-    assert re.search(copies, ptx)
-    assert "ld.shared.v4.f32" in ptx or "ld.shared.v4.b32" in ptx
+    out, dump = ptx(_matmul(), gpu, tmp_path, "--print-ir-after-all")
+    assert re.search(copies, out)
+    assert "ld.shared.v4.f32" in out or "ld.shared.v4.b32" in out
     assert "reduction (reduction)" not in dump
     if gpu != "sm_80":
-        assert "setmaxnreg" in ptx
+        assert "setmaxnreg" in out
 
 
 def _run(text: str, gpu: str, k: int, elem=np.float32, m: int = 64, n: int = 32, a_transposed: bool = False,
          seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    module, _ = _entry(text)
+    module, _ = entry(text)
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k)).astype(elem)
     b = rng.standard_normal((k, n)).astype(elem)
@@ -200,7 +174,7 @@ def test_the_scheduler_costs_the_fma_path_on_the_fp32_lanes(gpu: str, lanes: int
     from tileiras.target import caps
 
     assert machine(caps(gpu).sm).fma(262144, 0).latency >= 262144 // lanes
-    entry, assignment = _assignment(_matmul(m=128, kt=64), gpu)
-    (plan,) = plan_pipelines(entry, assignment).values()
+    entry, layouts = assignment(_matmul(m=128, kt=64), gpu)
+    (plan,) = plan_pipelines(entry, layouts).values()
     assert "(alu)" in plan.describe()[0], plan.describe()[0]
     assert plan.depth <= 2
