@@ -89,7 +89,11 @@ def lower_wgmma(k: KernelLowering, op: Operation, lhs: object, rhs: object, acc:
     k_size = lhs.type.shape[-1]  # type: ignore[attr-defined]
     warps = layout.warps[1]
     rm = layout.repeats[1]
-    warp = k.b.pre(f"lshr i32 {k.tid}, 5", "warp")
+    # the warp index broadcast from lane 0: ptxas then knows it warp-uniform and builds the descriptors in
+    # uniform registers (as CUTLASS's canonical_warp_group_idx), not in vector ones moved over per wgmma
+    k.b.declare("declare i32 @llvm.nvvm.shfl.sync.idx.i32(i32, i32, i32, i32)")
+    warp = k.b.pre(f"call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 {k.b.pre(f'lshr i32 {k.tid}, 5', 'warp')}, "
+                   "i32 0, i32 31)", "warp")
     group_row = k.b.pre(f"mul i32 {k.b.pre(f'and i32 {warp}, {-4 & 0xFFFFFFFF}', 'wg')}, 16", "wg")  # 16 (4 g)
     regs_per = n_size // 2          # accumulators per thread and instruction: 64 x N / 128
     # a register A's fragments are made before the fence, and they and the accumulator pass through
