@@ -184,3 +184,17 @@ def test_the_jump_back_from_a_wait_laid_out_after_the_code_is_no_loop() -> None:
     work = lines[:-1] + ["/*00f0*/ LDG.E R2, [R4.64] ;", "/*0100*/ BRA 0x30 ;"]
     listing = "code for sm_90a\nFunction : k\n" + "".join(f"        {ln}\n" for ln in work)
     assert (0x30, 0x100) in [(lp.head, lp.latch) for lp in sass_stats.loops(sass_stats.parse_sass(listing)["k"])]
+
+
+def test_wgmma_descriptors_stay_in_uniform_registers(tmp_path: Path) -> None:
+    """sm_90's 256 x 128 f16 matmul: two consumer warpgroups, each starting its A rows at its own warp index.
+    Broadcast from lane 0 (lowering/ops_wgmma.py), the index is warp-uniform to ptxas, which builds every wgmma
+    descriptor in uniform registers: the consumer loop moves none over from vector registers (R2UR), 8 HGMMA
+    in at most 56 instructions (83 while the index came from %tid)."""
+    src = compilers.HERE / "bytecode" / "mm_f16_256x128x64.tileirbc"
+    ours = compilers.compile_ours(src, "sm_90", tmp_path / "ours.cubin")
+    assert ours.ok, ours.message
+    (func,) = sass_stats.parse_sass(sass_stats.cuobjdump(ours.cubin, "-sass")).values()
+    hot = sass_stats.hot_loop(func)
+    assert hot is not None and sum(i.base == "HGMMA" for i in hot.instrs) == 8
+    assert not any(i.base == "R2UR" for i in hot.instrs) and hot.size <= 56, [i.opcode for i in hot.instrs]
