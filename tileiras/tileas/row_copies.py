@@ -23,7 +23,7 @@ from ..ir.types import ScalarType, TileType, storage_bytes
 from ..layout.encodings import MmaLayout
 from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.views import view_of
-from .buffers import Liveness
+from .buffers import LOOPS, Liveness
 from .tma_boxes import TmaCopy, plan
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 MAX_BOXES = 64          # boxes per tile (NVIDIA's 16k-column rows: 64 boxes of 256)
 MARGIN = 4096           # shared bytes a group leaves for the body's scratch (reductions, conversions)
 LOAD = "cuda_tile.load_view_tko"
-LOOPS = ("cuda_tile.for", "cuda_tile.loop")
 REDUCING = ("cuda_tile.reduce", "cuda_tile.scan", "cuda_tile.atomic_rmw_tko", "cuda_tile.atomic_red_view_tko")
 STORE = "cuda_tile.store_view_tko"
 # ops with no effect that a load of a group may need lowered before its place
