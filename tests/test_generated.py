@@ -649,6 +649,24 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     *(("g_row_softmax_bf16_n32768_r2_c4096_grid_aligned_lat3_v13p2", g, "TMA") for g in ("sm_90", "sm_100", "sm_120")),
     # ... which took a chunked f32 layernorm's spills on sm_90 from 170 to 10 (NVIDIA's 18; seed 33)
     ("g_row_layernorm_f32_n32768_r2_c4096_grid_aligned_occ2_v13p3", "sm_90", "spills"),
+    # under an occupancy hint of 2, rings whose two stages passed the hint's share were fitted to the whole SM
+    # (one CTA an SM: a bf16 bmm 128 x 64 x 128 156 KB on sm_80, NVIDIA's 80); they now take one stage in the
+    # share (tileas/stage_rings.SINGLE): 52 KB (seeds 53, 54)
+    *((n, g, "shared memory") for n, g in (
+        ("g_bmm_bf16_rr_128x64x128_scale_aligned_occ2_v13p1", "sm_80"),
+        ("g_bmm_bf16_rr_128x64x128_scale_aligned_occ2_v13p1", "sm_120"),
+        ("g_bmm_tf32_rc_128x64x64_cast_ragged_occ2_v13p2", "sm_80"),
+        ("g_mla_decode_f16_h64_32_ragged_occ2_v13p4", "sm_80"),
+        ("g_attn_fwd_f16_d64_full_g4_128x128_ragged_occ2_v13p4", "sm_80"),
+        ("g_gemm_f32_rc_64x32x128_zero_persistent_bias_none_occ2_v13p4", "sm_120"),
+        ("g_gemm_f16_rr_128x128x128_zero_persistent_scale_none_occ2_v13p4", "sm_100"))),
+    # ... and without a hint, where two stages do not fit, a ring TMA fills takes one: its copies, mbarriers and
+    # the producer warp's setmaxnreg stay, as NVIDIA's (sm_120, an attention of d = 128 and MLA decode beside
+    # their Q; a persistent f32 row sum of 4 x 4096 rows), where the loop was left unpipelined
+    *((n, "sm_120", c) for n in ("g_attn_fwd_f16_d128_window_g1_128x128_aligned_h0_v13p4",
+                                 "g_mla_decode_f16_h64_64_ragged_h0_v13p1",
+                                 "g_row_sum_f32_n8192_r4_c4096_persist_ragged_lat3_v13p4")
+      for c in ("TMA", "mbarrier", "setmaxnreg")),
 )
 
 

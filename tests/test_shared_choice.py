@@ -14,13 +14,15 @@ PADDED, UNPADDED = Assumptions(True, 0, False), Assumptions(False, 0, False)
 
 
 class _Plan:
-    def __init__(self, assumes: Assumptions, excess: int, refused: bool) -> None:
+    def __init__(self, assumes: Assumptions, excess: int, refused: bool, narrowed: bool = False,
+                 beyond_share: bool = False) -> None:
         self.assumes, self.excess, self.refused = assumes, excess, refused
+        self.narrowed, self.beyond_share = narrowed, beyond_share
 
 
-def _run(table: dict[Assumptions, tuple[int, bool]]) -> tuple[Optional[Assumptions], list[Assumptions]]:
+def _run(table: dict[Assumptions, tuple]) -> tuple[Optional[Assumptions], list[Assumptions]]:
     """The assumptions kept (None: the last plan, which overflows) and those planned, where the plan
-    under a gives table[a] = (excess, refused) (absent: it fits, no pipeline refused)."""
+    under a gives table[a] = (excess, refused[, narrowed, beyond_share]) (absent: it fits, no pipeline refused)."""
     tried: list[Assumptions] = []
 
     def plan(assumes: Assumptions) -> _Plan:
@@ -137,3 +139,25 @@ entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
     dump = err.getvalue()
     assert "//   shared-memory plan: kernel 'k' for sm_90: placed above the plan, not planned: conversion x1" in dump
     assert "//   staged tiles padded: chosen here, from the buffers predicted (not every role is)" in dump
+
+
+def _wide(a: Assumptions) -> Assumptions:
+    """`a` without rings narrowed to the occupancy hint's share."""
+    return Assumptions(a.padded, a.reserve, a.defer, a.free_barriers, in_share=False)
+
+
+def test_a_ring_narrowed_for_a_share_the_kernel_passes_anyway_is_planned_again_without() -> None:
+    """The padded plan narrowed a ring to one stage (refused: under two), the unpadded one kept its two
+    stages but passes the occupancy hint's share all the same: the kernel is planned again, in the same
+    order, without narrowing rings."""
+    kept, tried = _run({PADDED: (0, True, True, False), UNPADDED: (0, False, False, True),
+                        _wide(PADDED): (0, False, False, True)})
+    assert kept == _wide(PADDED)
+    assert tried == [PADDED, UNPADDED, _wide(PADDED)]
+
+
+@pytest.mark.parametrize("padded", [(0, False, True, False), (0, False, False, True)])
+def test_a_narrowed_plan_in_its_share_or_an_unnarrowed_one_beyond_it_is_kept(padded: tuple) -> None:
+    """Narrowed and in the share: the hint is kept. Beyond the share but nothing narrowed: planning again
+    without narrowing would plan the same."""
+    assert _run({PADDED: padded}) == (PADDED, [PADDED])

@@ -8,7 +8,9 @@ groups are in flight (its own has landed), meets the CTA at a barrier (every
 thread's copies are visible, and everyone is done with the stage iteration
 i - 1 read), and then copies iteration i + stages - 1 into that freed stage.
 The loads themselves only name the stage `i mod stages`. After the loop every
-copy is drained (async_copy.wait_all).
+copy is drained (async_copy.wait_all). A ring of one stage (tileas/stage_rings.SINGLE)
+meets the CTA first (everyone is done with the stage), copies iteration i, waits for
+it (wait_group 0) and meets the CTA again.
 
 On sm_90 and later the handshake is mbarriers instead (mbarrier.py), one `full`
 and one `empty` barrier per stage. A thread's copies into a stage end with
@@ -530,6 +532,15 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
         _consume(k, p, wait=not p.mma_reads)
     if p.read is None and p.full is not None:
         _handshake(k, p)
+    if p.read is None and p.stages == 1:   # one stage: refilled once every thread has read it, then waited for
+        k.barrier()
+        _issue(k, p, p.iv, "0", _in_range(k, p, p.iv))
+        wait_groups(k, 0)
+        if any(m.swizzled for m in p.matrices.values()):
+            fence_async_proxy(k)
+        k.barrier()
+        p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, "0")))
+                  for ld in p.loads}
     if p.read is None:
         wait_groups(k, p.stages - 2)
         if any(m.swizzled for m in p.matrices.values()):

@@ -13,7 +13,9 @@ in flight, waited down to `slots - 2`) plus the CTA barrier that frees a slot;
 or an mbarrier pair per slot (full: the copy's transaction count; empty: the
 consumers' release), 8 bytes each in shared memory. When the rings do not fit
 beside what the kernel already uses, every ring loses a slot until they do, down
-to two (below two nothing overlaps: the loop is not pipelined).
+to two, or to `least` where the caller allows one stage: each iteration's copies
+then wait until the last one's readers are done (nothing overlaps within the CTA;
+the other CTAs an occupancy hint asks for overlap it, stage_rings.fit).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class BufferAssignment:
 
 def barriers(mechanism: str, stages: int) -> Barriers:
     if mechanism == "cp.async":
-        return Barriers(mechanism, stages, stages - 1, stages - 2, 0, 0)
+        return Barriers(mechanism, stages, stages - 1, max(0, stages - 2), 0, 0)
     if mechanism == "mbarrier":
         return Barriers(mechanism, stages, stages - 1, -1, 2 * stages, 2 * stages * MBARRIER_BYTES)
     raise ValueError(f"unknown copy mechanism '{mechanism}' (cp.async or mbarrier)")
@@ -124,13 +126,13 @@ def share(values: list[PipelinedValue], ii: int) -> dict[str, str]:
 
 def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechanism: str, deepest: int,
            tmem_limit: int = 0, uniform: bool = True, trips: Optional[int] = None,
-           most: Optional[tuple[int, str]] = None) -> BufferAssignment:
+           most: Optional[tuple[int, str]] = None, least: int = MIN_STAGES) -> BufferAssignment:
     """Rings and barriers for `values` scheduled at `ii`, fitted into `limit` bytes of shared
     memory beside `used`, at most `deepest` stages (the target's `Caps.max_stages`). `uniform`: every ring
     gets the deepest one's slot count (the lowering issues all of an iteration's copies together). `trips`:
     the loop's iterations where they are known and the ring starts afresh each time the loop runs: no deeper
     (a slot past the last iteration is never filled). `most`: a bound on the depth from how the stages are
-    filled, and why."""
+    filled, and why; `least`: the fewest stages worth building (one: copy, wait, read)."""
     if not values:
         return BufferAssignment(0, 0, (), None, 0, used, limit, "nothing to pipeline")
     wanted = max(MIN_STAGES, max(v.slots(ii) for v in values))
@@ -140,7 +142,7 @@ def assign(values: list[PipelinedValue], ii: int, used: int, limit: int, mechani
     if most is not None and most[0] < wanted:
         wanted, bound = max(MIN_STAGES, most[0]), most[1]
     owner = share(values, ii)
-    for stages in range(wanted, MIN_STAGES - 1, -1):
+    for stages in range(wanted, least - 1, -1):
         rings = _rings(values, ii, stages, owner, uniform)
         bars = barriers(mechanism, stages)
         smem = sum(r.slots * r.nbytes for r in rings if r.memory == "smem" and not r.shares) + bars.nbytes

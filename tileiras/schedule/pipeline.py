@@ -314,15 +314,15 @@ def _first_reader(graph: DependenceGraph, schedule: Schedule, node: int) -> int:
 
 def fit_stages(plan: PipelinePlan, sizes: dict[Operation, int], used: int, limit: int,
                held: int = 0, restarts: bool = True, most: Optional[tuple[int, str]] = None,
-               produced: bool = False) -> BufferAssignment:
+               produced: bool = False, least: int = MIN_STAGES) -> BufferAssignment:
     """The plan's rings (`sizes`: bytes of one stage of each load) fitted beside `used` bytes;
     `held`: iterations the readers keep a slot past their stage (PipelinedValue.held). `restarts`:
     the ring starts afresh each time the loop runs (not a persistent kernel's, carried from tile to
     tile), so a static trip count bounds its depth; `most`: another bound (buffers.assign);
-    `produced`: a producer role issues the copies (PipelinePlan.values)."""
+    `produced`: a producer role issues the copies (PipelinePlan.values); `least`: buffers.assign."""
     trips = trip_count(plan.loop) if restarts else None
     return assign(plan.values(sizes, held, produced), plan.schedule.ii, used, limit, plan.mechanism, plan.deepest,
-                  trips=trips, most=most)
+                  trips=trips, most=most, least=least)
 
 
 def trip_count(loop: Operation) -> Optional[int]:

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.record import record
+from ..schedule.buffers import MIN_STAGES
 from ..target import caps
 from ..tileaa.allocas import alloca_bytes
 from .buffers import KEPT, REGION_ALIGN, Buffer, SharedBuffers, _align, lifetimes
@@ -131,12 +132,14 @@ class Assumptions:
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
     free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.frees_barriers)
+    in_share: bool = True    # a ring whose two stages pass the occupancy hint's share takes one in it (stage_rings.fit)
 
     def describe(self) -> str:
         return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
                 f"{f', {self.reserve} B left free by pipelines' if self.reserve else ''}"
                 f"{', oversized loads deferred to their mma' if self.defer else ''}"
-                f"{', loop mbarriers freed after their loops' if self.free_barriers else ''}")
+                f"{', loop mbarriers freed after their loops' if self.free_barriers else ''}"
+                f"{'' if self.in_share else ', rings not narrowed to the occupancy hint’s share'}")
 
 
 @record(frozen=False)
@@ -167,6 +170,8 @@ class SharedPlan:
     row_stores: dict              # a candidate row store -> (copy, buffer, why not): read by lowering/row_tma.py
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
+    share: int = 0                # what one CTA may take where the occupancy hint asks for several an SM
+                                  # (stage_rings.occupancy_share); `limit` without a hint
 
     @property
     def complete(self) -> bool:
@@ -187,8 +192,18 @@ class SharedPlan:
 
     @property
     def refused(self) -> bool:
-        """Whether a pipelined loop gets no stages (it stays unpipelined for lack of room)."""
-        return any(not fitted.stages for _used, fitted in self.fits.values())
+        """Whether a pipelined loop gets fewer than two stages (unpipelined, or one stage) for lack of room."""
+        return any(fitted.stages < MIN_STAGES for _used, fitted in self.fits.values())
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether a ring took one stage to stay in the occupancy hint's share (stage_rings.fit)."""
+        return any(fitted.stages == 1 and fitted.limit < self.limit for _used, fitted in self.fits.values())
+
+    @property
+    def beyond_share(self) -> bool:
+        """Whether the kernel's shared memory passes the occupancy hint's share of an SM."""
+        return self.bytes > self.share
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -288,7 +303,7 @@ def _plan(entry: Operation, assignment: "LayoutAssignment", assumes: Assumptions
     return SharedPlan(requests, frozenset(covered), place(asked, entry), assumes, found.fits, found.rings, found.kmajor,
                       found.epilogues, found.tma_stages, found.slices,
                       frozenset(found.deferred), frozenset(found.packed), found.row_groups, found.row_stores, allocas,
-                      caps(assignment.sm).smem_per_block)
+                      caps(assignment.sm).smem_per_block, found.share)
 
 
 def place(requests: list[Request], entry: Operation) -> SharedBuffers:

@@ -60,6 +60,7 @@ from .warp_roles import ring_loop
 from .shared_epilogue import ROLES as EPILOGUE, STORES, requests as epilogue
 from .shared_plan import Assumptions, Request, place
 from .shared_tcgen05 import ROLES as TCGEN05
+from .stage_rings import occupancy_share
 
 if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
@@ -85,6 +86,7 @@ class StagingFacts:
     kmajor_slots: dict
     matrices: Any = None     # id of a load staged for the tensor cores -> (its matrix, the loop whose ring holds it)
     restaged: Any = None     # tf32 tcgen05 mmas given their K-major copy buffers (shared_operands.loop_copies)
+    in_share: bool = True    # rings may take one stage to stay in the occupancy hint's share (Assumptions.in_share)
 
     @property
     def caps(self) -> "Caps":
@@ -122,6 +124,7 @@ class Predicted:
     packed: set             # the fp4 mma.syncs that pack their operands (shared_operands.requests)
     row_groups: dict        # the body's first row TMA load -> its group (shared_rows.RowGroup)
     row_stores: dict        # a candidate row store -> its TMA copy, buffer, why not (row_copies.store_copy)
+    share: int = 0          # the occupancy hint's share of an SM (stage_rings.occupancy_share)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],
@@ -137,9 +140,11 @@ def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Reque
     kplan = plan_of(assignment)
     split = kplan.warp_split
     facts = staging_facts(entry, assignment, split, assumes.padded)
+    facts.in_share = assumes.in_share
     live = lifetimes(entry)
     found = Predicted(requests=[], fits={}, pairs_run=True, rings={}, kmajor={}, epilogues={}, tma_stages={},
-                      slices={}, deferred=set(), packed=set(), row_groups={}, row_stores={})
+                      slices={}, deferred=set(), packed=set(), row_groups={}, row_stores={},
+                      share=occupancy_share(facts))
     rows = shared_rows.Rows(facts, found.row_groups, found.row_stores)
     out, fits, rings, kmajor = found.requests, found.fits, found.rings, found.kmajor
     epilogues, tma_stages, sliced = found.epilogues, found.tma_stages, found.slices

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ..ir.core import Operation, Value
 from ..ir.record import record, replace
 from ..layout.shared_matrix import SharedMatrix, matrix_shape
+from ..schedule.buffers import MIN_STAGES
 from ..schedule.pipeline import fit_stages
 from ..tileaa.access_width import chunk_elements, staged_through_registers
 from ..tileaa.mma_forms import kind_of
@@ -324,8 +325,9 @@ def fit(k: "StagingFacts", ring: StageRing, used: int, bound: "Optional[tuple[in
         ) -> "BufferAssignment":
     """The depth of `ring` beside `used` bytes of other shared memory (schedule/pipeline.fit_stages),
     within the kernel's share of an SM where its occupancy hint asks for several CTAs an SM
-    (`occupancy_share`), else (or where not even two stages fit in that share) the target's limit;
-    `bound`: at most that many stages, and why."""
+    (`occupancy_share`: down to one stage there, unless `StagingFacts.in_share` is off), else (or where not
+    even that fits in the share) the target's limit, where without a hint a copy engine's ring may take one
+    stage too (`SINGLE`); `bound`: at most that many stages, and why."""
     restarts = ring_loop(k.warp_split, ring.plan.loop) is ring.plan.loop   # not a persistent kernel's ring
     held = int(ring.retiring is not None)
     most = (PRODUCED_STAGES, "as a producer loading element by element fills them") if ring.produced else None
@@ -335,11 +337,24 @@ def fit(k: "StagingFacts", ring: StageRing, used: int, bound: "Optional[tuple[in
     share = occupancy_share(k)
     if share < k.caps.smem_per_block:
         fitted = fit_stages(ring.plan, ring.sizes, used, share, held=held, restarts=restarts, most=most,
-                            produced=produced)
+                            produced=produced, least=SINGLE + held if k.in_share else MIN_STAGES)
         if fitted.stages:
             return fitted
+    engine = share == k.caps.smem_per_block and ring.plan.mechanism == "mbarrier" and not ring.produced
     return fit_stages(ring.plan, ring.sizes, used, k.caps.smem_per_block, held=held, restarts=restarts, most=most,
-                      produced=produced)
+                      produced=produced, least=SINGLE + held if engine else MIN_STAGES)
+
+
+# Where two stages do not fit, a ring of one (the readers that keep a slot an iteration longer: two): each
+# iteration's copies wait until the last one's readers are done. Nothing overlaps within the CTA, but under an
+# occupancy hint the CTAs sharing the SM overlap each other, and a copy engine still moves the tiles (TMA and the
+# producer warp's register budgets stay). NVIDIA's keeps such kernels in the hint's share the same way: a bf16
+# bmm 128 x 64 x 128 at occupancy 2 takes 41 KB on sm_120, where two stages fitted to the whole SM took 97 KB
+# and one CTA an SM; and on sm_120 an attention of d = 128 whose two stages do not fit beside Q copies K and V
+# by TMA from a producer warp (97 KB), where ours loaded them with neither. A ring of cp.async groups without a
+# hint, or one producer warps fill element by element, stays unpipelined instead: one stage would only hold its
+# tiles longer (the loop's K and V at once, where unpipelined loads reuse one buffer).
+SINGLE = 1
 
 
 # The depth of a ring whose producer warps load tiles element by element (`producer_stages`): it fills a stage
