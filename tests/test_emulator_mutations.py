@@ -537,7 +537,20 @@ $L__BB0_2:
 """
 
 
-def test_a_commit_is_equivalent_only_where_a_wait_all_is_the_next_wait() -> None:
+@pytest.fixture
+def unpipelined_where_two_stages_do_not_fit(monkeypatch: Any, tmp_path: Path) -> None:
+    """sm_120's tf32 matmuls and d = 128 attentions as they were lowered before a ring took one stage where two
+    do not fit (stage_rings.SINGLE): their K loop unpipelined, cp.async into one buffer, the forms whose mutants
+    these tests study (a loop whose single stage does not fit either still gets it)."""
+    from tileiras.schedule.buffers import MIN_STAGES
+    from tileiras.tileas import stage_rings
+
+    monkeypatch.setattr(stage_rings, "SINGLE", MIN_STAGES)
+    monkeypatch.setenv("TILEIRAS_CACHE_DIR", str(tmp_path / "unpipelined-cache"))
+
+
+def test_a_commit_is_equivalent_only_where_a_wait_all_is_the_next_wait(
+        unpipelined_where_two_stages_do_not_fit) -> None:
     """A cp.async.commit_group whose copies reach a cp.async.wait_all (which commits them itself) before any
     cp.async.wait_group changes nothing, whatever lies between (copies that join the group, a barrier): sm_120's
     tf32 matmuls commit their first A tile before the B tile's copies and one wait_all. A commit that a
@@ -784,7 +797,8 @@ def test_the_causal_attentions_q_tile_wait_and_barrier_are_equivalent_on_sm_80()
         assert mutations._copies_waited_later(onto_q, wait) == listed
 
 
-def test_the_causal_attentions_epilogue_barrier_after_a_loop_that_always_runs_is_equivalent_on_sm_120() -> None:
+def test_the_causal_attentions_epilogue_barrier_after_a_loop_that_always_runs_is_equivalent_on_sm_120(
+        unpipelined_where_two_stages_do_not_fit) -> None:
     """sm_120's 128x128 (d 128) causal attention: after its K loop, `cp.async.wait_all; bar.sync 0` precede the
     epilogue's stmatrix of O into the bytes of the Q tile. Q's cp.async copies are still in flight there only on
     the path that skips the loop, whose trip count is (128 * %ctaid.x + 128) >> 7: at least 1 for every block
@@ -1175,7 +1189,8 @@ def test_a_sweep_in_shards_scores_as_one_run(tmp_path: Path, capsys: pytest.Capt
     assert shards[0].read_text() == before and score(capsys.readouterr().out) != ""
 
 
-def test_the_barrier_after_an_attentions_key_loop_is_reported_by_the_launch_without_keys() -> None:
+def test_the_barrier_after_an_attentions_key_loop_is_reported_by_the_launch_without_keys(
+        unpipelined_where_two_stages_do_not_fit) -> None:
     """On sm_120 the attention's Q staging is reused by O's epilogue (stmatrix), and the key loop's first wait
     orders Q's cp.async before that; the barrier after the loop matters only where the loop runs no iteration (an
     empty key sequence), so its deletion survived every launch with keys. The launch without keys (RESHAPED) runs

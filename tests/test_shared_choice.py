@@ -14,15 +14,15 @@ PADDED, UNPADDED = Assumptions(True, 0, False), Assumptions(False, 0, False)
 
 
 class _Plan:
-    def __init__(self, assumes: Assumptions, excess: int, refused: bool, narrowed: bool = False,
-                 beyond_share: bool = False) -> None:
-        self.assumes, self.excess, self.refused = assumes, excess, refused
-        self.narrowed, self.beyond_share = narrowed, beyond_share
+    def __init__(self, assumes: Assumptions, excess: int, refused: bool, hinted: bool = False,
+                 unstaged: int = 0) -> None:
+        self.assumes, self.excess, self.refused, self.unstaged = assumes, excess, refused, unstaged
+        self.share, self.limit = (1, 2) if hinted else (2, 2)     # an occupancy hint's share below the limit
 
 
 def _run(table: dict[Assumptions, tuple]) -> tuple[Optional[Assumptions], list[Assumptions]]:
     """The assumptions kept (None: the last plan, which overflows) and those planned, where the plan
-    under a gives table[a] = (excess, refused[, narrowed, beyond_share]) (absent: it fits, no pipeline refused)."""
+    under a gives table[a] = (excess, refused[, hinted, unstaged]) (absent: it fits, no pipeline refused)."""
     tried: list[Assumptions] = []
 
     def plan(assumes: Assumptions) -> _Plan:
@@ -142,22 +142,33 @@ entry @k(%p: tile<ptr<f32>>, %n0: tile<i32>, %n1: tile<i32>, %s0: tile<i32>, %s1
 
 
 def _wide(a: Assumptions) -> Assumptions:
-    """`a` without rings narrowed to the occupancy hint's share."""
+    """`a` planned within the target's limit, beyond the occupancy hint's share."""
     return Assumptions(a.padded, a.reserve, a.defer, a.free_barriers, in_share=False)
 
 
-def test_a_ring_narrowed_for_a_share_the_kernel_passes_anyway_is_planned_again_without() -> None:
-    """The padded plan narrowed a ring to one stage (refused: under two), the unpadded one kept its two
-    stages but passes the occupancy hint's share all the same: the kernel is planned again, in the same
-    order, without narrowing rings."""
-    kept, tried = _run({PADDED: (0, True, True, False), UNPADDED: (0, False, False, True),
-                        _wide(PADDED): (0, False, False, True)})
+def test_a_kernel_that_fits_its_occupancy_hints_share_is_kept_there() -> None:
+    assert _run({PADDED: (0, False, True)}) == (PADDED, [PADDED])
+
+
+def test_a_kernel_that_cannot_keep_its_occupancy_hint_is_planned_within_the_targets_limit() -> None:
+    """Padded and unpadded, and reserving room against the share, all pass it: the kernel is planned again in
+    the same order within the target's limit (its rings as deep as fits there)."""
+    table = {PADDED: (100, False, True), UNPADDED: (100, False, True), Assumptions(False, 100, False): (50, False, True),
+             Assumptions(False, 150, False): (10, False, True), Assumptions(False, 160, False): (5, False, True),
+             _wide(PADDED): (0, False, True)}
+    kept, tried = _run(table)
     assert kept == _wide(PADDED)
-    assert tried == [PADDED, UNPADDED, _wide(PADDED)]
+    assert tried == [PADDED, UNPADDED, Assumptions(False, 100, False), Assumptions(False, 150, False),
+                     Assumptions(False, 160, False), _wide(PADDED)]
 
 
-@pytest.mark.parametrize("padded", [(0, False, True, False), (0, False, False, True)])
-def test_a_narrowed_plan_in_its_share_or_an_unnarrowed_one_beyond_it_is_kept(padded: tuple) -> None:
-    """Narrowed and in the share: the hint is kept. Beyond the share but nothing narrowed: planning again
-    without narrowing would plan the same."""
-    assert _run({PADDED: padded}) == (PADDED, [PADDED])
+@pytest.mark.parametrize("wide_unstaged, kept_wide", [(0, True), (2, False)])
+def test_a_share_that_leaves_loops_unpipelined_yields_to_the_targets_limit_where_that_pipelines_more(
+        wide_unstaged: int, kept_wide: bool) -> None:
+    """Within its share the kernel fits only with two loops unpipelined: within the target's limit, where
+    those loops are pipelined, it is planned there; where they are not either, the share is kept."""
+    table = {PADDED: (0, True, True, 2), UNPADDED: (0, True, True, 2),
+             _wide(PADDED): (0, wide_unstaged > 0, True, wide_unstaged),
+             _wide(UNPADDED): (0, wide_unstaged > 0, True, wide_unstaged)}
+    kept, _ = _run(table)
+    assert kept == (_wide(PADDED) if kept_wide else PADDED)

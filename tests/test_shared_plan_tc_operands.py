@@ -95,11 +95,12 @@ def test_a_tcgen05_mmas_scale_tiles_in_registers_are_staged_after_its_operands(m
 
 def test_attentions_register_p_at_m_64_is_staged_swizzled_for_its_tcgen05_mma(monkeypatch) -> None:
     """TileGym's MLA prefill: the second loop's P @ V (M = 64: P has no lane-per-row image in tensor
-    memory) stores P in a swizzled buffer; the first loop's P goes through its MMA warp's P buffer."""
+    memory) stores P in a swizzled buffer (above the second loop's stages); the first loop's P goes through
+    its MMA warp's P buffer."""
     _, dump, _ = _lower(monkeypatch, "tg_mla_prefill_bf16_g1_64x64_occ1", "sm_100")
     plan = _plan(dump)
     assert _asked_by(plan, "tg_mla.py:127:14") == [
-        "mma-stage (restaging) 8192 B align 1024 swizzle 128B, live over ops 237..237, for a, offset 40960"], plan
+        "mma-stage (restaging) 8192 B align 1024 swizzle 128B, live over ops 237..237, for a, offset 147456"], plan
     assert any(line.startswith("//     p-buffer (restaging) 8192 B ") for line in plan)
 
 

@@ -62,6 +62,7 @@ class Buffer:
     end: int             # last op position it is alive at (inclusive)
     offset: int          # bytes from the start of the kernel's shared memory
     what: str = ""       # for dumps: the op or value it serves
+    top: bool = False    # placed above every other (control state alive to the kernel's end: shared_plan.place)
 
     def overlaps_in_time(self, other: "Buffer") -> bool:
         return self.start <= other.end and other.start <= self.end
@@ -236,6 +237,15 @@ class SharedBuffers:
         lifetime is placed beside (`first_fit` reuses the bytes of the others)."""
         return max((b.offset + b.nbytes for b in self._alive(start, end)), default=0)
 
+    def data_top(self, start: int, end: int) -> int:
+        """`live_top` without the buffers placed on top (`Buffer.top`), which stay above what is placed later."""
+        return max((b.offset + b.nbytes for b in self._alive(start, end) if not b.top), default=0)
+
+    @property
+    def top_bytes(self) -> int:
+        """Bytes of the buffers placed on top (`Buffer.top`)."""
+        return sum(_align(b.nbytes, b.align) for b in self.buffers if b.top)
+
     def free_below(self, start: int, end: int) -> int:
         """Bytes from the start of shared memory to the lowest buffer alive at some point of [start, end]
         (0 where none is: `live_top` is then 0 too)."""
@@ -257,17 +267,18 @@ class SharedBuffers:
         return _align(self.total, align) if lifetime is None else self.first_fit(nbytes, align, *lifetime)
 
     def allocate(self, kind: str, nbytes: int, align: int, lifetime: Optional[tuple[int, int]], at: int,
-                 kernel_end: int, swizzle: int = 0, what: str = "", offset: Optional[int] = None) -> Buffer:
+                 kernel_end: int, swizzle: int = 0, what: str = "", offset: Optional[int] = None,
+                 top: bool = False) -> Buffer:
         """A new buffer at `offset` (None: its `placement`); `lifetime` None: alive from `at` to the
         kernel's end, above every buffer so far (its owner states no lifetime: it neither reuses nor
-        gives bytes)."""
+        gives bytes); `top`: placed above every other (`Buffer.top`)."""
         if kind not in KINDS:
             raise ValueError(f"unknown shared buffer kind '{kind}'")
         align = max(align, 1)
         start, end = lifetime if lifetime is not None else (at, kernel_end)
         if offset is None:
             offset = self.placement(nbytes, align, lifetime)
-        buffer = Buffer(kind, nbytes, align, swizzle, start, end, offset, what)
+        buffer = Buffer(kind, nbytes, align, swizzle, start, end, offset, what, top)
         self.buffers.append(buffer)
         return buffer
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..ir.record import replace
 from .pipeline_copies import decide
-from .stage_rings import RESERVED
+from .warp_roles import RESERVED
 
 if TYPE_CHECKING:
     from ..target import Caps

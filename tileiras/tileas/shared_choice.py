@@ -18,9 +18,10 @@ first that holds:
 5. where that overflows too: the same again with oversized loads deferred to their mma; if that
    overflows as well, the last plan is kept and the lowering reports the overflow.
 
-Under an occupancy hint, a ring whose two stages pass the hint's share takes one stage in it
-(stage_rings.fit); where the plan kept passes the share all the same, a ring narrowed on the way
-bought nothing, and the kernel is planned again, in the same order, without narrowing rings.
+Under an occupancy hint the kernel is first planned within the hint's share of an SM (1 and 2,
+and 3 against the share; a ring whose two stages pass it takes one stage: stage_rings.fit); where
+that does not fit, or leaves more loops unpipelined than the target's limit would, it is planned in
+the order above within the target's limit, as without a hint.
 
 The lowering then lowers the kernel once, under the plan kept (lowering/pipeline.lower_entry).
 A plan that does not predict every buffer (`SharedPlan.complete`: a role some op of the kernel
@@ -39,37 +40,40 @@ RESERVE_ROUNDS = 3      # plans of pipelines reserving room for their loop body 
 
 class Planned(Protocol):
     @property
-    def excess(self) -> int: ...       # > 0: bytes beyond the target's shared memory
+    def excess(self) -> int: ...       # > 0: bytes beyond the share (Assumptions.in_share) or the target's limit
 
     @property
     def refused(self) -> bool: ...     # a pipeline left under two stages for lack of room
 
     @property
-    def narrowed(self) -> bool: ...    # a ring took one stage to stay in the occupancy hint's share
+    def unstaged(self) -> int: ...     # pipelined loops given no stages
 
     @property
-    def beyond_share(self) -> bool: ...    # the kernel passes the occupancy hint's share
+    def share(self) -> int: ...        # the occupancy hint's share of an SM (the limit without a hint)
+
+    @property
+    def limit(self) -> int: ...        # the target's shared memory per block
 
 
 P = TypeVar("P", bound=Planned)
 
 
 def choose(plan: Callable[[Assumptions], P]) -> P:
-    """The plan kept, planning under each assumption in the module's order (`plan`)."""
-    tried: list[P] = []
+    """The plan kept, planning under each assumption in the module's order (`plan`): first within the
+    occupancy hint's share of an SM (padded, unpadded, reserving); where the kernel does not fit it, or
+    fits it only with more loops left unpipelined than within the target's limit, every assumption again
+    within that limit."""
+    kept = _padded_or_not(plan, defer=False, free=False, in_share=True)
+    if kept.share == kept.limit:    # no occupancy hint: the share is the limit, planned already
+        return _cascade(plan, in_share=True, kept=kept) if kept.excess else kept
+    if not kept.excess and not kept.unstaged:
+        return kept
+    wide = _cascade(plan, in_share=False)
+    return wide if kept.excess or wide.unstaged < kept.unstaged else kept
 
-    def planned(assumes: Assumptions) -> P:
-        tried.append(plan(assumes))
-        return tried[-1]
 
-    kept = _cascade(planned, in_share=True)
-    if kept.beyond_share and any(p.narrowed for p in tried):   # one stage bought nothing
-        kept = _cascade(plan, in_share=False)
-    return kept
-
-
-def _cascade(plan: Callable[[Assumptions], P], in_share: bool) -> P:
-    kept = _padded_or_not(plan, defer=False, free=False, in_share=in_share)
+def _cascade(plan: Callable[[Assumptions], P], in_share: bool, kept: "P | None" = None) -> P:
+    kept = kept if kept is not None else _padded_or_not(plan, defer=False, free=False, in_share=in_share)
     if kept.excess:    # the loops' mbarriers give their bytes back (one more CTA barrier each)
         kept = _padded_or_not(plan, defer=False, free=True, in_share=in_share)
     if kept.excess:    # the last resort: a load too large to stage whole goes to its mma in K slices
@@ -77,7 +81,7 @@ def _cascade(plan: Callable[[Assumptions], P], in_share: bool) -> P:
     return kept
 
 
-def _padded_or_not(plan: Callable[[Assumptions], P], defer: bool, free: bool, in_share: bool) -> P:
+def _padded_or_not(plan: Callable[[Assumptions], P], defer: bool, free: bool, in_share: bool = True) -> P:
     padded = plan(Assumptions(True, 0, defer, free, in_share))
     if padded.excess:
         return _reserving(plan, defer, free, in_share)
@@ -87,7 +91,7 @@ def _padded_or_not(plan: Callable[[Assumptions], P], defer: bool, free: bool, in
     return padded if unpadded.excess or unpadded.refused else unpadded
 
 
-def _reserving(plan: Callable[[Assumptions], P], defer: bool, free: bool, in_share: bool) -> P:
+def _reserving(plan: Callable[[Assumptions], P], defer: bool, free: bool, in_share: bool = True) -> P:
     """Unpadded; where that overflows, pipelines leave the excess free for their loop body."""
     reserve = 0
     for _ in range(RESERVE_ROUNDS):

@@ -58,7 +58,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from ..errors import CompileError
 from ..ir.core import Operation, Value
 from ..ir.record import record
-from ..schedule.buffers import MIN_STAGES
 from ..target import caps
 from ..tileaa.allocas import alloca_bytes
 from .buffers import KEPT, REGION_ALIGN, Buffer, SharedBuffers, _align, lifetimes
@@ -132,14 +131,14 @@ class Assumptions:
     reserve: int = 0         # bytes pipelines leave free for what their loop body asks later
     defer: bool = False      # an oversized load may be left to its mma
     free_barriers: bool = False   # pipelines' mbarriers give their bytes back after the loop (warp_roles.frees_barriers)
-    in_share: bool = True    # a ring whose two stages pass the occupancy hint's share takes one in it (stage_rings.fit)
+    in_share: bool = True    # planned within the occupancy hint's share (its rings down to one stage: stage_rings.fit)
 
     def describe(self) -> str:
         return (f"staged tiles {'padded' if self.padded else 'unpadded'}"
                 f"{f', {self.reserve} B left free by pipelines' if self.reserve else ''}"
                 f"{', oversized loads deferred to their mma' if self.defer else ''}"
                 f"{', loop mbarriers freed after their loops' if self.free_barriers else ''}"
-                f"{'' if self.in_share else ', rings not narrowed to the occupancy hint’s share'}")
+                + ("" if self.in_share else ", beyond the occupancy hint's share"))
 
 
 @record(frozen=False)
@@ -171,7 +170,7 @@ class SharedPlan:
     allocas: int = 0              # static shared memory of the kernel's allocas
     limit: int = 0                # the target's opt-in maximum of shared memory per block
     share: int = 0                # what one CTA may take where the occupancy hint asks for several an SM
-                                  # (stage_rings.occupancy_share); `limit` without a hint
+                                  # (warp_roles.occupancy_share); `limit` without a hint
 
     @property
     def complete(self) -> bool:
@@ -187,23 +186,21 @@ class SharedPlan:
 
     @property
     def excess(self) -> int:
-        """Bytes by which the kernel's shared memory (its buffers and allocas) exceeds the target's."""
-        return max(0, self.bytes - self.limit)
+        """Bytes by which the kernel's shared memory (its buffers and allocas) exceeds the occupancy hint's share
+        (planned within it: Assumptions.in_share) or the target's limit."""
+        return max(0, self.bytes - (self.share if self.assumes.in_share else self.limit))
+
+    @property
+    def unstaged(self) -> int:
+        """Pipelined loops given no stages (left unpipelined for lack of room)."""
+        return sum(1 for _used, fitted in self.fits.values() if not fitted.stages)
 
     @property
     def refused(self) -> bool:
         """Whether a pipelined loop gets fewer than two stages (unpipelined, or one stage) for lack of room."""
+        from ..schedule.buffers import MIN_STAGES    # (the scheduler loads with the first pipelined loop)
+
         return any(fitted.stages < MIN_STAGES for _used, fitted in self.fits.values())
-
-    @property
-    def narrowed(self) -> bool:
-        """Whether a ring took one stage to stay in the occupancy hint's share (stage_rings.fit)."""
-        return any(fitted.stages == 1 and fitted.limit < self.limit for _used, fitted in self.fits.values())
-
-    @property
-    def beyond_share(self) -> bool:
-        """Whether the kernel's shared memory passes the occupancy hint's share of an SM."""
-        return self.bytes > self.share
 
 
 # A sizing function: (entry, assignment) -> the requests of one role, any order.
@@ -323,7 +320,7 @@ def place(requests: list[Request], entry: Operation) -> SharedBuffers:
             placed.release(live.position(request.op))
         at[i] = placed.allocate(request.kind, request.nbytes, request.align, request.lifetime,
                                 live.position(request.op), live.end, request.swizzle,
-                                f"{request.role} of {what}" if what else request.role)
+                                f"{request.role} of {what}" if what else request.role, top=i in above)
     placed.buffers = [at[i] for i in range(len(ordered))]   # in program order, as the requests
     return placed
 

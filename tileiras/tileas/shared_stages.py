@@ -56,11 +56,10 @@ from ..tileaa.views import view_of
 from . import shared_rows
 from .buffers import lifetimes
 from .plan import plan_of
-from .warp_roles import ring_loop
+from .warp_roles import occupancy_share, ring_loop
 from .shared_epilogue import ROLES as EPILOGUE, STORES, requests as epilogue
 from .shared_plan import Assumptions, Request, place
 from .shared_tcgen05 import ROLES as TCGEN05
-from .stage_rings import occupancy_share
 
 if TYPE_CHECKING:
     from .assign_layouts import LayoutAssignment
@@ -124,7 +123,7 @@ class Predicted:
     packed: set             # the fp4 mma.syncs that pack their operands (shared_operands.requests)
     row_groups: dict        # the body's first row TMA load -> its group (shared_rows.RowGroup)
     row_stores: dict        # a candidate row store -> its TMA copy, buffer, why not (row_copies.store_copy)
-    share: int = 0          # the occupancy hint's share of an SM (stage_rings.occupancy_share)
+    share: int = 0          # the occupancy hint's share of an SM (warp_roles.occupancy_share)
 
 
 def predict(entry: Operation, assignment: "LayoutAssignment", others: list[Request],

@@ -31,9 +31,7 @@ from .cta_pairs import CtaPair
 from .tcgen05_roles import staged_load
 from .tcgen05_select import PACKED, RESTAGED
 from .uncopied_loads import crowds, producer_warpgroup_loads
-from .warp_roles import enclosing_loop, occupancy_hint, ring_loop
-
-RESERVED = 1024     # shared memory the driver reserves for each CTA (smem_per_sm - smem_per_block)
+from .warp_roles import enclosing_loop, occupancy_hint, occupancy_share, ring_loop
 
 if TYPE_CHECKING:
     from ..schedule.buffers import BufferAssignment
@@ -364,25 +362,18 @@ SINGLE = 1
 PRODUCED_STAGES = 2
 
 
-def occupancy_share(k: "StagingFacts") -> int:
-    """The shared memory one CTA may take where the entry's occupancy hint asks for n CTAs an SM:
-    the SM's shared memory over n, less the 1 KB the driver reserves for each CTA; the target's
-    per-block limit otherwise. A ring deeper than that share keeps the SM to fewer CTAs than asked
-    (the ragged bmm at occupancy 2: 201 KiB on sm_90, NVIDIA's 89)."""
-    n = occupancy_hint(k)
-    return k.caps.smem_per_block if n <= 1 else min(k.caps.smem_per_block, k.caps.smem_per_sm // n - RESERVED)
-
-
 def fit_beside(k: "StagingFacts", ring: StageRing, buffers: "SharedBuffers", lifetime: tuple[int, int],
                fixed: int, inner: int = 0) -> tuple[int, "BufferAssignment"]:
-    """(bytes beside, depth) of `ring`, whose slots live over `lifetime`: beside the buffers alive
-    then, not those whose bytes are free again by the loop (an earlier loop's rings), so a later
-    loop's depth does not depend on where dead buffers sat. Where the loop's mbarriers, placed above
-    every buffer so far, would then pass the limit: beside all of them. `fixed`: bytes outside the
+    """(bytes beside, depth) of `ring`, whose slots live over `lifetime`: beside the data buffers alive
+    then and every control buffer (`SharedBuffers.top_bytes`), not those whose bytes are free again by the
+    loop (an earlier loop's rings), so a later loop's depth does not depend on where dead buffers sat. Where
+    the loop's mbarriers, placed above every buffer so far, would then pass the limit: beside all of them. `fixed`: bytes outside the
     buffers (static shared memory, the reserve); `inner`: the most the loop body's own buffers take at once
-    (left free below the buffers alive then, where the ring goes there: `_fit_below`)."""
-    used, peak = buffers.live_top(*lifetime) + fixed, buffers.total + fixed
-    fitted = fit(k, ring, used)
+    (beside the ring, or left free below the buffers alive then, where the ring goes there: `_fit_below`)."""
+    # the control state stays above every data buffer (shared_plan.place), so a ring goes beside the data alive
+    # then and below all of it: an earlier loop's mbarriers do not keep its dead ring's bytes from the count
+    used, peak = buffers.data_top(*lifetime) + buffers.top_bytes + fixed, buffers.total + fixed
+    fitted = fit(k, ring, used + inner)     # (the body's own buffers beside its slots while it runs)
     bars = fitted.barriers.nbytes if fitted.stages and fitted.barriers is not None else 0
     if used < peak and peak + bars > k.caps.smem_per_block:
         used, fitted = peak, fit(k, ring, peak)

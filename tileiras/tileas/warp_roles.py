@@ -439,6 +439,18 @@ def occupancy_hint(k: "KernelFacts") -> int:
     return hinted_occupancy(k.entry, k.sm)
 
 
+RESERVED = 1024     # shared memory the driver reserves for each CTA (smem_per_sm - smem_per_block)
+
+
+def occupancy_share(k: "KernelFacts") -> int:
+    """The shared memory one CTA may take where the entry's occupancy hint asks for n CTAs an SM:
+    the SM's shared memory over n, less the 1 KB the driver reserves for each CTA; the target's
+    per-block limit otherwise. A ring deeper than that share keeps the SM to fewer CTAs than asked
+    (the ragged bmm at occupancy 2: 201 KiB on sm_90, NVIDIA's 89)."""
+    n = occupancy_hint(k)
+    return k.caps.smem_per_block if n <= 1 else min(k.caps.smem_per_block, k.caps.smem_per_sm // n - RESERVED)
+
+
 def occupancy(k: "KernelFacts") -> int:
     """The CTAs per SM the entry's `occupancy` hint asks for on this target (1: none). NVIDIA's keeps
     it for its 256-thread attentions: `.maxnreg 128` at occupancy 2, the consumers' setmaxnreg.inc
