@@ -14,54 +14,45 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from pipeline_dump_support import dump, pipelines  # noqa: E402
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
 
 
-def _dump(src: Path, gpu: str, tmp_path: Path) -> str:
-    done = subprocess.run([sys.executable, "-m", "tileiras", str(src), "--no-cache", "--gpu-name", gpu,
-                           "--print-ir-after-all", "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr
-
-
-def _pipelines(dump: str) -> list[tuple[int, str]]:
-    """(stages, the rest of the line) per pipelined loop of the schedule's dump."""
-    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^//   loop at .*?: (\d+)-stage (.*)$", dump, re.M)]
 
 
 @pytest.mark.parametrize("gpu", ["sm_90", "sm_100"])
 def test_an_attention_ring_its_producer_fills_is_two_stages(gpu: str, tmp_path: Path) -> None:
-    (stages, line), = _pipelines(_dump(REALISTIC / "fa_f16_q128k128d128.tileirbc", gpu, tmp_path))
+    (stages, line), = pipelines(dump(REALISTIC / "fa_f16_q128k128d128.tileirbc", gpu, tmp_path))
     assert "warp-specialized" in line and "not warp-specialized" not in line
     assert stages == 2
 
 
 def test_a_matmul_ring_keeps_the_depth_its_copies_latency_asks(tmp_path: Path) -> None:
     """128 x 128 x 32 bf16 tiles on sm_90: a copy's latency spans several IIs of the K loop."""
-    (stages, line), = _pipelines(_dump(REALISTIC / "bmm_bf16_128x128x32.tileirbc", "sm_90", tmp_path))
+    (stages, line), = pipelines(dump(REALISTIC / "bmm_bf16_128x128x32.tileirbc", "sm_90", tmp_path))
     assert "warp-specialized" in line and stages >= 4
 
 
 def test_mbarriers_go_above_the_rings_a_later_loop_reuses(tmp_path: Path) -> None:
     """Causal attention on sm_90: the diagonal loop (not warp-specialized, three stages) reuses the bytes of
     the off-diagonal loop's two-stage ring, its mbarriers above both."""
-    dump = _dump(TILEGYM / "cp_fmha_f16_d64_causal_128x128.tileirbc", "sm_90", tmp_path)
-    assert sorted(stages for stages, _ in _pipelines(dump)) == [2, 3]
+    text = dump(TILEGYM / "cp_fmha_f16_d64_causal_128x128.tileirbc", "sm_90", tmp_path)
+    assert sorted(stages for stages, _ in pipelines(text)) == [2, 3]
     rings = [(int(m.group(1)), int(m.group(2))) for m in
-             re.finditer(r"ring \(ring\) (\d+) B .*? offset (\d+):", dump)]
-    bars = [int(m.group(1)) for m in re.finditer(r"mbarriers \(buffer\) \d+ B .*? offset (\d+):", dump)]
+             re.finditer(r"ring \(ring\) (\d+) B .*? offset (\d+):", text)]
+    bars = [int(m.group(1)) for m in re.finditer(r"mbarriers \(buffer\) \d+ B .*? offset (\d+):", text)]
     assert len(rings) == 4 and bars
     assert min(bars) >= max(offset + nbytes for nbytes, offset in rings)
     first, second = rings[:2], rings[2:]
     assert min(offset for _, offset in second) == min(offset for _, offset in first)
-    total = int(re.search(r"(\d+) bytes of dynamic shared memory", dump).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) bytes of dynamic shared memory", text).group(1))  # type: ignore[union-attr]
     assert total <= max(offset + nbytes for nbytes, offset in rings) + 1024

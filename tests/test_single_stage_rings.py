@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,9 @@ import pytest
 from tileiras.schedule.buffers import PipelinedValue, assign, barriers
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "generated"), str(ROOT / "tests" / "realistic")]
+
+from pipeline_dump_support import dump, pipelines  # noqa: E402
 REALISTIC = ROOT / "tests" / "realistic" / "bytecode"
 TILEGYM = ROOT / "tests" / "tilegym" / "bytecode"
 SM80_SHARE = 166912 // 2 - 1024     # an occupancy hint of 2 on sm_80: half the SM less the driver's reserve
@@ -39,47 +41,33 @@ def test_one_stage_fits_where_the_caller_allows_it() -> None:
     assert barriers("cp.async", 1).wait_pending == 0     # cp.async.wait_group 0: the one stage waited for at once
 
 
-def _dump(src: Path, gpu: str, tmp_path: Path) -> str:
-    done = subprocess.run([sys.executable, "-m", "tileiras", str(src), "--no-cache", "--gpu-name", gpu,
-                           "--print-ir-after-all", "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr
-
-
-def _pipelines(dump: str) -> list[tuple[int, str]]:
-    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^//   loop at .*?: (\d+)-stage (.*)$", dump, re.M)]
-
-
-def _dynamic(dump: str) -> int:
-    return int(re.search(r"(\d+) bytes of dynamic shared memory", dump).group(1))  # type: ignore[union-attr]
+def _dynamic(text: str) -> int:
+    return int(re.search(r"(\d+) bytes of dynamic shared memory", text).group(1))  # type: ignore[union-attr]
 
 
 def test_a_ring_takes_one_stage_to_stay_in_the_occupancy_hints_share(tmp_path: Path) -> None:
     """TileGym's MLA prefill at occupancy 2 on sm_80: its two loops' three stages took 155 KB (one CTA an
     SM); one stage each keeps it in half the SM."""
-    dump = _dump(TILEGYM / "tg_mla_prefill_bf16_g1_64x64_occ2.tileirbc", "sm_80", tmp_path)
-    assert [stages for stages, _ in _pipelines(dump)] == [1, 1]
-    assert _dynamic(dump) <= SM80_SHARE
+    text = dump(TILEGYM / "tg_mla_prefill_bf16_g1_64x64_occ2.tileirbc", "sm_80", tmp_path)
+    assert [stages for stages, _ in pipelines(text)] == [1, 1]
+    assert _dynamic(text) <= SM80_SHARE
 
 
 def test_a_copy_engines_ring_takes_one_stage_where_two_do_not_fit(tmp_path: Path) -> None:
     """sm_120, no hint: an f16 attention of d = 128 (two 64 KB stages do not fit beside Q in 99 KB) copies
     K and V by TMA from a producer warp into one stage, where it loaded them unpipelined."""
-    (stages, line), = _pipelines(_dump(REALISTIC / "fa_f16_q128k128d128.tileirbc", "sm_120", tmp_path))
+    (stages, line), = pipelines(dump(REALISTIC / "fa_f16_q128k128d128.tileirbc", "sm_120", tmp_path))
     assert stages == 1 and line.startswith("TMA pipeline") and "warp-specialized" in line
 
 
 def test_a_ring_of_cp_async_groups_stays_unpipelined_without_a_hint(tmp_path: Path) -> None:
     """sm_80, no hint: TileGym's 256 x 128 causal attention at d = 128 keeps its loads unpipelined (one stage
     would hold K and V at once, 136 KB, where the unpipelined loads reuse one buffer: 102 KB)."""
-    dump = _dump(TILEGYM / "tg_fmha_bf16_d128_causal_256x128.tileirbc", "sm_80", tmp_path)
-    assert _pipelines(dump) == [] and _dynamic(dump) <= 104448
+    text = dump(TILEGYM / "tg_fmha_bf16_d128_causal_256x128.tileirbc", "sm_80", tmp_path)
+    assert pipelines(text) == [] and _dynamic(text) <= 104448
 
 
 # ------------------------------------------------------------------------------ on the emulator
-
-sys.path[:0] = [str(ROOT / "tests" / "generated"), str(ROOT / "tests" / "realistic")]
 
 ONE_STAGE = "g_bmm_bf16_rr_128x64x128_scale_aligned_occ2_v13p1"    # 6 K iterations through one stage
 
@@ -108,7 +96,7 @@ def test_a_one_stage_ring_matches_numpy(gpu: str, form: str, tmp_path: Path) -> 
     import export
     import grammar
 
-    (stages, line), = _pipelines(_dump(export.bytecode(grammar.parse(ONE_STAGE), gpu), gpu, tmp_path))
+    (stages, line), = pipelines(dump(export.bytecode(grammar.parse(ONE_STAGE), gpu), gpu, tmp_path))
     assert stages == 1 and line.startswith(form)
     assert _emulate(gpu) == []
 
@@ -132,7 +120,8 @@ def _without_the_stage_empty_wait(ptx: str) -> str:
     ("sm_80", _without_the_barrier_before_the_refill, "data race (write-after-read)"),
     ("sm_120", _without_the_stage_empty_wait, "deadlock"),
 ])
-def test_a_one_stage_ring_refilled_before_its_readers_are_done_is_reported(gpu, mutate, says, monkeypatch) -> None:
+def test_a_one_stage_ring_refilled_before_its_readers_are_done_is_reported(gpu: str, mutate, says: str,
+                                                                             monkeypatch) -> None:
     from tileiras.errors import TileirasError
 
     with pytest.raises(TileirasError) as caught:
