@@ -67,6 +67,8 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
             ("g_attn_fwd_bf16_d64_full_g1_64x32_ragged_ctas2_v13p3", "sm_90"),
             ("g_row_softmax_f16_n1024_r1_c0_grid_ragged_ww8_v13p4", "sm_100"),
             ("g_moe_route_f32_e8_k1_t16_aligned_occ2_v13p2", "sm_120"),
+            # a split-K epilogue adding its i32 accumulator from the mma fragments (assign_layouts.ATOMICS)
+            ("g_gemm_i8_cr_128x256x128_zero_splitk_none_ragged_ctas2_v13p3", "sm_120"),
             ("g_gemm_mxfp8_rr_128x64x64_zero_tiles_cast_ragged_h0_v13p4", "sm_100"),   # tcgen05 block-scaled, ~10 s
             # warp-specialized on sm_100: an MMA warp reading a transposed (column-major) B stage; consumer
             # warpgroups issuing mma.sync (32-row tiles) from TMA stages
@@ -152,10 +154,6 @@ EMULATED = [("g_gemm_bf16_cr_32x256x64_zero_tiles_cast_aligned_occ2_v13p1", "sm_
 # without facts on sm_90 that spilled 70 instructions loading its keys and values element by element in the hot
 # loop (its producer warps now stage them: stage_rings.producer_stages).
 GAPS: tuple[tuple[str, str, str, str], ...] = (
-    ("g_gemm_tf32_cc_256x128x32_undef_splitk_none_none_h0_v13p2", "sm_120", "compile",
-     "needs 131072 bytes of shared memory, over sm_120's 101376 (NVIDIA's compiles it): the split-K epilogue's "
-     "atomic add takes the 256 x 128 f32 accumulator in its pointers' blocked layout, converted whole through "
-     "scratch; its split-K range twin (splitr) the same (found by seed 49, session 43)"),
     ("g_attn_fwd_e4m3_d64_full_g1_64x128_none_occ2_v13p4", "sm_90", "spills",
      "250 spill instructions (NVIDIA's: none at 254 registers): without facts K and V are loaded element by "
      "element into the loop's registers, 2185 hot-loop instructions for 6 QGMMA; not LSR (-disable-lsr: 252; "
@@ -663,6 +661,12 @@ CLOSED: tuple[tuple[str, str, str], ...] = (
     # ... and without a hint, where two stages do not fit, a ring TMA fills takes one: its copies, mbarriers and
     # the producer warp's setmaxnreg stay, as NVIDIA's (sm_120, an attention of d = 128 and MLA decode beside
     # their Q; a persistent f32 row sum of 4 x 4096 rows), where the loop was left unpipelined
+    # sm_120, split-K epilogues of 256 x 128 f32 and 128 x 256 i32 accumulators: the atomic add read them in its
+    # pointers' blocked layout, converted whole through 128 KB of scratch, past sm_120's 99 KB (seeds 49, 55); an
+    # atomic now reads mma fragments where they are, its pointers and mask computed in their layout, as NVIDIA's
+    # adds from its accumulator registers (tileas/assign_layouts.ATOMICS)
+    ("g_gemm_tf32_cc_256x128x32_undef_splitk_none_none_h0_v13p2", "sm_120", "compile"),
+    ("g_gemm_i8_cr_128x256x128_zero_splitk_none_ragged_ctas2_v13p3", "sm_120", "compile"),
     *((n, "sm_120", c) for n in ("g_attn_fwd_f16_d128_window_g1_128x128_aligned_h0_v13p4",
                                  "g_mla_decode_f16_h64_64_ragged_h0_v13p1",
                                  "g_row_sum_f32_n8192_r4_c4096_persist_ragged_lat3_v13p4")

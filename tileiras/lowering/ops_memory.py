@@ -829,12 +829,12 @@ def _atomic_rmw(k: KernelLowering, op: Operation) -> None:
     llvm_order = _ORDERING.get(ordering, "monotonic")
     out = []
     for i, p in enumerate(ptrs.slots):
-        cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None)
+        cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None, args.layout)
         arg = args.slots[i]
         out.append(k.guarded(cond, lambda: k.b.op(
             f"atomicrmw {mode} ptr {p}, {lty} {arg}{_SCOPE.get(scope, '')} {llvm_order}, "
             f"align {_align(rtype.element)}", "at"), "undef" if lty != "i1" else "false", lty))  # type: ignore[arg-type]
-    k.set(op.results[0], TileRegs(rtype, out))
+    k.set(op.results[0], TileRegs(rtype, out, args.layout))
     k.set(op.results[1], TokenVal())
 
 
@@ -855,7 +855,7 @@ def _atomic_cas(k: KernelLowering, op: Operation) -> None:
     failure = {"acq_rel": "acquire", "release": "monotonic"}.get(llvm_order, llvm_order)
     out = []
     for i, p in enumerate(ptrs.slots):
-        cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None)
+        cond = _write_guard(k, rtype.num_elements, i, mask.slots[i] if mask else None, val.layout)
         c, v = cmp.slots[i], val.slots[i]
 
         def body(p: str = p, c: str = c, v: str = v) -> str:
@@ -867,7 +867,7 @@ def _atomic_cas(k: KernelLowering, op: Operation) -> None:
             old = k.b.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0", "cas")
             return k.b.op(f"bitcast {ity} {old} to {lty}", "bc") if is_float else old
         out.append(k.guarded(cond, body, "undef", lty))
-    k.set(op.results[0], TileRegs(rtype, out))
+    k.set(op.results[0], TileRegs(rtype, out, val.layout))
     k.set(op.results[1], TokenVal())
 
 

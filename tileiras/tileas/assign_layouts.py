@@ -62,6 +62,12 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from ..ir.core import Operation, Value
 from ..dialects.elementwise import ELEMENTWISE, POINTER
+
+# atomics through a tile of pointers read their operands in one layout, as element-wise ops do: mma fragments in
+# their own (a split-K epilogue adds its accumulator where it is, as NVIDIA's does, rather than converting it whole
+# through shared memory: 128 KB for a 128 x 256 i32 accumulator, past sm_120's 99 KB)
+ATOMICS = frozenset({"cuda_tile.atomic_rmw_tko", "cuda_tile.atomic_cas_tko"})
+MEMORY = POINTER | ATOMICS     # per-element memory ops: never a splat, an index or a broadcast table
 from ..ir.types import TileType, storage_bytes
 from ..target import caps
 from ..layout.encodings import (BlockedLayout, BroadcastSourceLayout, Layout, MmaLayout, MmaRowLayout, RowWarpLayout,
@@ -276,7 +282,7 @@ class LayoutAssignment:
     def __init__(self, entry: Operation, threads: int, row_warps: bool = True, sm: int = 80) -> None:
         self.blocked = BlockedLayout(threads, vector_width(entry))
         self.threads = threads
-        self._elementwise = ELEMENTWISE
+        self._elementwise = ELEMENTWISE | ATOMICS
         self._ops = list(_walk(entry.regions[0].block.operations))
         self.splats = self._find_splats(self._ops)
         self.index_only = self._find_index_only(self._ops)
@@ -641,7 +647,7 @@ class LayoutAssignment:
             if (op.name == "cuda_tile.broadcast" and op.operands[0].type.num_elements == 1  # type: ignore[attr-defined]
                     or op.name == "cuda_tile.constant" and _uniform_constant(op)
                     or op.name == "cuda_tile.reshape" and op.operands[0] in splats
-                    or op.name in self._elementwise and op.name not in POINTER and tiles
+                    or op.name in self._elementwise and op.name not in MEMORY and tiles
                     and all(v in splats for v in tiles)):
                 splats.add(op.results[0])
         return splats
@@ -658,7 +664,7 @@ class LayoutAssignment:
             tiles = [v for v in op.operands if isinstance(v.type, TileType)]
             if (op.name == "cuda_tile.iota"
                     or op.name in ("cuda_tile.reshape", "cuda_tile.broadcast") and op.operands[0] in out
-                    or op.name in self._elementwise and op.name not in POINTER and tiles
+                    or op.name in self._elementwise and op.name not in MEMORY and tiles
                     and all(v in out or _tile(v) is None for v in tiles)):
                 out.add(op.results[0])
         return out
@@ -670,7 +676,7 @@ class LayoutAssignment:
         chain: set[Value] = set()
         for op in ops:
             if op.name == "cuda_tile.load_view_tko" or op.results and _tile(op.results[0]) is not None and (
-                    op.name == "cuda_tile.reshape" or op.name in self._elementwise and op.name not in POINTER
+                    op.name == "cuda_tile.reshape" or op.name in self._elementwise and op.name not in MEMORY
                     and [v for v in op.operands if _tile(v) is not None] == [op.operands[0]]) \
                     and op.operands[0] in chain:
                 chain.add(op.results[0])
