@@ -539,8 +539,7 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
         if any(m.swizzled for m in p.matrices.values()):
             fence_async_proxy(k)
         k.barrier()
-        p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, "0")))
-                  for ld in p.loads}
+        p.read = _stage_tiles(k, p, "0")
     if p.read is None:
         wait_groups(k, p.stages - 2)
         if any(m.swizzled for m in p.matrices.values()):
@@ -550,11 +549,15 @@ def load(k: KernelLowering, p: ActivePipeline, op: Operation) -> SharedTileVal:
         write = k.b.op(f"urem i32 {k.b.op(f'add i32 {p.counter}, {p.stages - 1}', 'pf')}, {p.stages}", "pf")
         _issue(k, p, ahead, write, _in_range(k, p, ahead))
         read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
-        p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
-                  for ld in p.loads}
+        p.read = _stage_tiles(k, p, read)
     return p.read[op]
 
 
+
+
+def _stage_tiles(k: KernelLowering, p: ActivePipeline, slot: str) -> dict:
+    """Each pipelined load's tile in stage `slot` (an i32 value or literal) of its ring."""
+    return {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, slot))) for ld in p.loads}
 
 
 def _handshake(k: KernelLowering, p: ActivePipeline) -> None:
@@ -595,8 +598,7 @@ def _consume(k: KernelLowering, p: ActivePipeline, wait: bool = True) -> None:
     assert p.full is not None
     read = k.b.op(f"urem i32 {p.counter}, {p.stages}", "pf")
     if not wait:
-        p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
-                  for ld in p.loads}
+        p.read = _stage_tiles(k, p, read)
         return
     full = mbarrier.address(k, p.full, read)
     parity = mbarrier.phase_parity(k, p.counter, p.stages)
@@ -606,8 +608,7 @@ def _consume(k: KernelLowering, p: ActivePipeline, wait: bool = True) -> None:
         mbarrier.wait(k, full, parity, "stage full")
     if not p.tma and any(m.swizzled for m in p.matrices.values()):
         fence_async_proxy(k)   # wgmma reads these stages through the async proxy (TMA writes through it)
-    p.read = {ld: SharedTileVal(ld.results[0].type, _staged(p, ld, _stage_offset(k, p, ld, read)))
-              for ld in p.loads}
+    p.read = _stage_tiles(k, p, read)
 
 
 def end_iteration(k: KernelLowering, p: ActivePipeline) -> None:
