@@ -155,6 +155,8 @@ def _bytecode(name: str) -> bytes:
         from test_blockscale_lowering import _kernel
 
         return _kernel(*(int(x) for x in name.split("_")[1].split("x")))
+    if name.startswith("tg_"):
+        return (BYTECODE.parent.parent / "tilegym" / "bytecode" / f"{name}.tileirbc").read_bytes()
     return (BYTECODE / f"{name}.tileirbc").read_bytes()
 
 
@@ -327,6 +329,59 @@ def test_pre_load_modes(tmp_path: Path) -> None:
     table = list((ctypes.c_uint64 * 9).from_address(out.value))
     assert table[2] == 0 and table[6] == 1
     assert table[8] == ctypes.cast(pre, ctypes.c_void_p).value
+
+
+def _pre_load(lib: ctypes.CDLL, mode: int, sms: int) -> list[int]:
+    """The table ON_PRE_LOAD hands the driver in `mode`, the driver answering `sms` to its query."""
+    pre = _PRE_LOAD(("__CUDA_TILEIR_ON_PRE_LOAD", lib))
+
+    def answer(handle: int, what: int, scratch: int) -> int:
+        ctypes.c_int.from_address(scratch).value = sms if what == 16 else -1
+        return 0
+
+    query = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(answer)
+    api = (ctypes.c_void_p * 8)()
+    api[6] = ctypes.cast(query, ctypes.c_void_p)
+    out = ctypes.c_void_p()
+    assert pre(ctypes.addressof(api), 1, mode, ctypes.byref(out)) == 0
+    return list((ctypes.c_uint64 * 9).from_address(out.value))
+
+
+GROUPED = ("tg_group_gemm_f16_128x128x128", "sm_90", ["u64", "u32"] * 3)   # three lists of arrays
+
+
+@needs_nvidia
+def test_a_workspace_kernel_gets_what_nvidias_gets(tmp_path: Path) -> None:
+    """A kernel that makes its tensor maps itself (NVIDIA's grouped GEMM, ours: lowering/kernel_maps.py):
+    in mode 1 the table asks a workspace of SMs x the bytes per SM, none in mode 2, the static table
+    one for STATIC_SMS SMs; the callback writes the address the driver gives (its second argument + 8)
+    into the last hidden parameter, a u64 after the user's, and nothing else."""
+    name, gpu, types = GROUPED
+    theirs = _link(_nvidia_object(name, gpu), tmp_path / "nvidia")
+    per_sm = _pre_load(theirs, 1, 1)[2]
+    assert per_sm and per_sm % 8192 == 0
+    ours = _link(nv_host.host_object([nv_host.HostKernel(name, tuple(types), (), per_sm)], 90), tmp_path / "ours")
+    for lib in (theirs, ours):
+        for sms in (132, 7):
+            assert _pre_load(lib, 1, sms)[2] == sms * per_sm
+        assert _pre_load(lib, 2, 132)[2] == 0
+        static = (ctypes.c_uint64 * 9).in_dll(lib, "__CUDA_TILEIR_CALLBACKS")
+        assert static[2] == nv_host.STATIC_SMS * per_sm
+    _, maps = nv_host.param_offsets(types, 0, 90, workspace=True)
+    rng = random.Random(6)
+    for _ in range(5):
+        launch = (ctypes.c_uint64 * 4)(*(rng.randrange(1 << 40) for _ in range(4)))
+        fill = bytes(rng.randrange(256) for _ in range(256))
+        bufs = []
+        for lib in (theirs, ours):
+            fn = _callbacks(lib)[1][name]
+            buf = bytearray(fill)
+            cbuf = (ctypes.c_ubyte * len(buf)).from_buffer(buf)
+            assert fn(None, ctypes.addressof(launch), None, ctypes.addressof(cbuf)) == 0
+            bufs.append(bytes(buf))
+        assert bufs[0] == bufs[1]
+        assert bufs[0][maps[-1]:maps[-1] + 8] == launch[1].to_bytes(8, "little")
+        assert bufs[0][:maps[-1]] + bufs[0][maps[-1] + 8:] == fill[:maps[-1]] + fill[maps[-1] + 8:]
 
 
 HIDDEN_PTX = """

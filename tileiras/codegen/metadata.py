@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # annotation-only: a cache hit reads metadata without importi
     from typing import Any
 
 SCHEMA_VERSION = 1
+WARPS_PER_SM = 64           # a workspace holds one 128-byte map per (SM, physical warp %warpid, map)
+WORKSPACE_PER_MAP = WARPS_PER_SM * 128
 
 # TileIR scalar spellings a kernel parameter may have; any `ptr<...>` is a pointer.
 SCALAR_TYPES: frozenset[str] = frozenset(
@@ -48,6 +50,14 @@ class KernelInfo:
     # CTAs of the cluster each launched block becomes (PTX `.reqnctapercluster` + `.blocksareclusters`):
     # the launcher still passes one block per tile block and no cluster attribute (`cluster` stays 1)
     cta_cluster: tuple[int, int, int] = (1, 1, 1)
+    # tensor maps the kernel makes itself (lowering/kernel_maps.py): its last parameter, hidden after the
+    # maps, is a workspace of this many bytes per SM (codegen/nv_host.py), where per-CTA memory is not given
+    kernel_maps: int = 0
+
+    @property
+    def workspace(self) -> int:
+        """Bytes per SM of the workspace the launch gives the kernel (0: none)."""
+        return self.kernel_maps * WORKSPACE_PER_MAP
 
 
 @record
@@ -69,6 +79,7 @@ class ModuleMetadata:
                     "cluster": list(k.cluster),
                     **({"tma": [t.to_json() for t in k.tma]} if k.tma else {}),
                     **({"cta_cluster": list(k.cta_cluster)} if tuple(k.cta_cluster) != (1, 1, 1) else {}),
+                    **({"kernel_maps": k.kernel_maps} if k.kernel_maps else {}),
                 }
                 for k in self.kernels
             ],
@@ -149,6 +160,7 @@ def _parse_kernel(obj: Any, where: str) -> KernelInfo:
         cluster=_dim3(_field(obj, "cluster", where, [1, 1, 1]), f"{where}.cluster"),
         tma=_parse_tma(_field(obj, "tma", where, []), f"{where}.tma", len(params)),
         cta_cluster=_dim3(_field(obj, "cta_cluster", where, [1, 1, 1]), f"{where}.cta_cluster"),
+        kernel_maps=_int(_field(obj, "kernel_maps", where, 0), f"{where}.kernel_maps", 0),
     )
 
 

@@ -20,11 +20,20 @@ what its objects hold (learned from them, tests/test_nv_host.py compares ours wi
         1; mode < 2 first calls the driver's function at api + 0x30 as f(handle, 16, &scratch)
         and ignores what it gives; then the table is copied to ON_PRE_LOAD with slot 2 zeroed, its
         address stored to *out, and 0 returned
-    i32 __CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_<n>(ptr, ptr, ptr, ptr params) (local): `params` is
+    i32 __CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_<n>(ptr, ptr launch, ptr, ptr params) (local): `params` is
         the kernel's parameter buffer; a parameter at constant-bank offset `o` is at params +
         o - base, base being where the target's constant bank puts parameters as far as their
         alignment goes (`PARAM_BASE`). Reads the user's values, writes the first 64 bytes of each
         hidden parameter (`codegen/tensormap.py`'s layout; the other 64 are left alone), returns 0.
+
+A kernel that makes tensor maps itself (lowering/kernel_maps.py: a grouped GEMM's arrays, read from
+a list) needs global memory to put them in. Newer drivers give each CTA its own (`%perctamemoryoffset`,
+as much as the kernel's `.minperctamemory` asks); older ones a workspace whose address the kernel
+takes as one more hidden parameter (`.hidden .param .u64`, after the tensor maps), written by its
+callback from the driver's second argument (`launch + 8`). Its size is slot 2 of the table the driver
+is handed: ON_PRE_LOAD in mode 1 sets it to the SM count (the driver's attribute 16, which it queries)
+times the largest workspace a kernel of the module takes per SM; in mode 2 to 0 (per-CTA memory
+instead); the static table holds it for `STATIC_SMS` SMs. As NVIDIA's objects do.
 
 Compiled with our LLVM for x86-64 Linux, PIC, large code model, as NVIDIA's is, so the relocation
 types are the ones the driver's linker handles for NVIDIA's objects (R_X86_64_64, GOTPC64, GOT64,
@@ -36,7 +45,7 @@ GOTOFF64, PC64 in .eh_frame).
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from tileiras.errors import CompileError
 from tileiras.ir.record import record
@@ -44,6 +53,7 @@ from tileiras.target import ROWS, caps
 from .llvm_string import c_string
 from tileiras.codegen import tensormap
 from tileiras.codegen.tma_params import Field, TmaParam
+from tileiras.codegen.tensormap_ir import M64, I64, Value, words
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 ENTRY_BYTES = 64
@@ -51,7 +61,9 @@ HIDDEN_ALIGN = 64
 HIDDEN_BYTES = tensormap.SIZE
 API_QUERY_SLOT = 0x30 // 8          # the driver function ON_PRE_LOAD calls in mode 1
 TABLE_SLOTS = 9                     # __CUDA_TILEIR_CALLBACKS, i64 each
-CLEARED_SLOT = 2                    # the slot ON_PRE_LOAD zeroes in its copy
+CLEARED_SLOT = 2                    # the slot ON_PRE_LOAD zeroes in its copy: the workspace's bytes
+STATIC_SMS = 224                    # SMs the static table's workspace size is for (NVIDIA's value)
+WORKSPACE_SLOT = 8                  # the workspace's address: at launch + 8 (the callback's 2nd argument)
 
 
 def param_base(sm: int) -> int:
@@ -84,8 +96,9 @@ def slot(ptx_type: str) -> Slot:
     return Slot(width * count, int(m.group(1)) if m.group(1) else width, m.group(4) is None)
 
 
-def param_offsets(params: Sequence[str], hidden: int, sm: int) -> tuple[list[int], list[int]]:
-    """Offsets in the parameter buffer of the user's parameters and of `hidden` tensor maps after them."""
+def param_offsets(params: Sequence[str], hidden: int, sm: int, workspace: bool = False) -> tuple[list[int], list[int]]:
+    """Offsets in the parameter buffer of the user's parameters and of `hidden` tensor maps after them
+    (and with `workspace`, the workspace's address after those, as the last of the maps' list)."""
     base = param_base(sm)
     at, user, maps = base, [], []
     for t in params:
@@ -97,6 +110,8 @@ def param_offsets(params: Sequence[str], hidden: int, sm: int) -> tuple[list[int
         at = -(-at // HIDDEN_ALIGN) * HIDDEN_ALIGN
         maps.append(at - base)
         at += HIDDEN_BYTES
+    if workspace:
+        maps.append(-(-at // 8) * 8 - base)
     return user, maps
 
 
@@ -107,56 +122,25 @@ class HostKernel:
     name: str
     params: tuple[str, ...]
     hidden: tuple[TmaParam, ...] = ()
+    workspace: int = 0      # bytes per SM of the workspace for the maps it makes itself (0: none)
 
 
 KernelSpec = Union[HostKernel, tuple]   # or (name, params, hidden)
 
-Value = Union[int, str]                 # a constant, or the name of an i64 SSA value
-_M64 = (1 << 64) - 1
-_M32 = (1 << 32) - 1
-
-
-class _Callback:
+class _Callback(I64):
     """The body of one ON_ARGUMENTS_CHANGE: i64 arithmetic, constants folded."""
-
-    _FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-             "shl": lambda a, b: a << b, "lshr": lambda a, b: a >> b, "and": lambda a, b: a & b,
-             "or": lambda a, b: a | b}
 
     def __init__(self, kernel: HostKernel, sm: int) -> None:
         self.kernel = kernel
-        self.offsets, self.maps = param_offsets(kernel.params, len(kernel.hidden), sm)
+        self.offsets, self.maps = param_offsets(kernel.params, len(kernel.hidden), sm, kernel.workspace > 0)
         self.lines: list[str] = []
         self.loaded: dict[int, str] = {}
         self.n = 0
+        super().__init__(self._name, self.lines.append)
 
     def _name(self) -> str:
         self.n += 1
         return f"%v{self.n}"
-
-    @staticmethod
-    def lit(v: Value) -> str:
-        """An operand: SSA names as they are, constants as signed i64 literals."""
-        return v if isinstance(v, str) else str(v - (1 << 64) if v >= 1 << 63 else v)
-
-    def op(self, code: str, a: Value, b: Value) -> Value:
-        if isinstance(a, int) and isinstance(b, int):
-            return self._FOLD[code](a, b) & _M64
-        if code in ("add", "or", "shl", "lshr") and b == 0 or code == "mul" and b == 1:
-            return a
-        if code in ("and", "mul", "shl", "lshr") and a == 0 or code in ("and", "mul") and b == 0:
-            return 0
-        out = self._name()
-        self.lines.append(f"{out} = {code} i64 {self.lit(a)}, {self.lit(b)}")
-        return out
-
-    def at_least(self, a: Value, bound: int) -> Value:
-        """1 when a >= bound (unsigned), else 0."""
-        if isinstance(a, int):
-            return int(a >= bound)
-        cmp, out = self._name(), self._name()
-        self.lines += [f"{cmp} = icmp uge i64 {a}, {bound}", f"{out} = zext i1 {cmp} to i64"]
-        return out
 
     def param(self, index: int, what: str) -> Value:
         """User parameter `index` as an i64 (integers narrower than 64 bits zero-extended)."""
@@ -181,45 +165,14 @@ class _Callback:
         return self.loaded[index]
 
     def field(self, f: Field, what: str) -> Value:
-        return self.param(f.param, what) if f.param >= 0 else f.const & _M64
+        return self.param(f.param, what) if f.param >= 0 else f.const & M64
 
     def descriptor(self, spec: TmaParam, offset: int) -> None:
         """Store the 64 bytes `tensormap.encode` makes for `spec` at `offset`."""
-        rank = len(spec.dims)
-        if not (len(spec.strides) == len(spec.box) == rank and 1 <= rank <= tensormap.MAX_RANK):
-            raise CompileError(f"error: kernel '{self.kernel.name}': a tensor map needs 1..5 dims with one stride "
-                               "and one box size each")
-        try:
-            flags = tensormap.static_flags(rank, spec.dtype, spec.swizzle)
-        except KeyError as exc:
-            raise CompileError(f"error: kernel '{self.kernel.name}': tensor map element type '{spec.dtype}' or "
-                               f"swizzle '{spec.swizzle}' is unknown") from exc
-        if any(not 1 <= b <= 256 for b in spec.box):
-            raise CompileError(f"error: kernel '{self.kernel.name}': tensor map box {spec.box} is outside 1..256")
-        eb = tensormap.DTYPES[spec.dtype][1]
-        address = self.op("and", self.param(spec.address, "address"), tensormap.ADDRESS_MASK)
+        address = self.param(spec.address, "address")
         dims = [self.field(f, "global dim") for f in spec.dims]
-        strides = [self.op("mul", self.field(f, "global stride"), eb) for f in spec.strides]
-        minus1 = [self.op("and", self.op("sub", d, 1), _M32) for d in dims] + [0] * (tensormap.MAX_RANK - rank)
-        fields = [self.op("and", self.op("lshr", s, 4), _M32) for s in strides[1:]]
-        fields += [0] * (tensormap.MAX_RANK - 1 - len(fields))
-        span = self.op("mul", dims[0], eb)
-        for d in range(1, rank):
-            span = self.op("add", span, self.op("mul", self.op("sub", dims[d], 1), strides[d]))
-        large = self.op("shl", self.at_least(span, tensormap.LARGE_SPAN), tensormap.LARGE_BIT.shift)
-        boxes = [b - 1 for b in spec.box] + [0] * (tensormap.MAX_RANK - rank)
-        high = lambda a, b: self.op("or", a, self.op("shl", b, 32))  # noqa: E731
-        words = [
-            address,
-            high(self.op("or", flags, large), fields[0]),
-            high(fields[1], fields[2]),
-            fields[3],
-            high(minus1[0], minus1[1]),
-            high(minus1[2], minus1[3]),
-            self.op("or", minus1[4], boxes[0] << 56),
-            boxes[1] | boxes[2] << 8 | boxes[3] << 16 | boxes[4] << 24,   # element strides 1: zero fields
-        ]
-        for i, word in enumerate(words):
+        strides = [self.field(f, "global stride") for f in spec.strides]
+        for i, word in enumerate(words(self, spec, address, dims, strides, self.kernel.name)):
             ptr = self._name()
             self.lines += [f"{ptr} = getelementptr i8, ptr %params, i64 {offset + 8 * i}",
                            f"store i64 {self.lit(word)}, ptr {ptr}, align 1"]
@@ -227,6 +180,12 @@ class _Callback:
     def ir(self, index: int) -> str:
         for spec, offset in zip(self.kernel.hidden, self.maps):
             self.descriptor(spec, offset)
+        if self.kernel.workspace:   # the workspace's address, from the driver's second argument
+            at, ptr, value = self._name(), self._name(), self._name()
+            self.lines += [f"{at} = getelementptr i8, ptr %1, i64 {WORKSPACE_SLOT}",
+                           f"{value} = load i64, ptr {at}, align 8",
+                           f"{ptr} = getelementptr i8, ptr %params, i64 {self.maps[-1]}",
+                           f"store i64 {value}, ptr {ptr}, align 1"]
         body = "\n".join("  " + line for line in self.lines)
         return (f"define internal i32 @__CUDA_TILEIR_FUNC_ON_ARGUMENTS_CHANGE_{index}"
                 f"(ptr %0, ptr %1, ptr %2, ptr %params) uwtable {{\n{body}\n  ret i32 0\n}}\n")
@@ -247,8 +206,12 @@ query:
   %slot = getelementptr ptr, ptr %api, i64 @QUERY@
   %fn = load ptr, ptr %slot, align 8
   %ignored = call i32 %fn(ptr %handle, i32 16, ptr %scratch)
+  %sms = load i32, ptr %scratch, align 4
+  %sms64 = sext i32 %sms to i64
+  %queried = mul i64 %sms64, @PER_SM@
   br label %copy
 copy:
+  %workspace = phi i64 [ %queried, %query ], [ 0, %known ]
 @COPY@
   store ptr @__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD, ptr %out, align 8
   ret i32 0
@@ -278,7 +241,8 @@ def host_ir(kernels: Sequence[KernelSpec], sm: int) -> str:
     parts.append(f"@__CUDA_TILEIR_FUNC_CALLBACKS = internal constant [{len(ks)} x [8 x ptr]] [{entries}], "
                  'section ".data.rel.ro", align 16')
     # 2, 0, 0, 0, bytes per kernel entry, the entries, how many, 2, ON_PRE_LOAD (values as NVIDIA's)
-    slots = ["i64 2", "i64 0", "i64 0", "i64 0", f"i64 {ENTRY_BYTES}", "ptr @__CUDA_TILEIR_FUNC_CALLBACKS",
+    per_sm = max(k.workspace for k in ks)
+    slots = ["i64 2", "i64 0", f"i64 {STATIC_SMS * per_sm}", "i64 0", f"i64 {ENTRY_BYTES}", "ptr @__CUDA_TILEIR_FUNC_CALLBACKS",
              f"i64 {len(ks)}", "i64 2", "ptr @__CUDA_TILEIR_ON_PRE_LOAD"]
     assert len(slots) == TABLE_SLOTS
     types = ", ".join(value.split()[0] for value in slots)
@@ -293,10 +257,11 @@ def host_ir(kernels: Sequence[KernelSpec], sm: int) -> str:
         copy.append(f"  {src} = getelementptr i64, ptr @__CUDA_TILEIR_CALLBACKS, i64 {i}")
         copy.append(f"  {dst} = getelementptr i64, ptr @__CUDA_TILEIR_CALLBACKS_ON_PRE_LOAD, i64 {i}")
         if i == CLEARED_SLOT:
-            copy.append(f"  store i64 0, ptr {dst}, align 8")
+            copy.append(f"  store i64 %workspace, ptr {dst}, align 8")
         else:
             copy += [f"  {v} = load volatile i64, ptr {src}, align 8", f"  store i64 {v}, ptr {dst}, align 8"]
-    parts.append(_PRE_LOAD.replace("@QUERY@", str(API_QUERY_SLOT)).replace("@COPY@", "\n".join(copy)))
+    parts.append(_PRE_LOAD.replace("@QUERY@", str(API_QUERY_SLOT)).replace("@PER_SM@", str(per_sm))
+                 .replace("@COPY@", "\n".join(copy)))
     for i, k in enumerate(ks):
         parts.append(_Callback(k, sm).ir(i))
     return "\n".join(parts)
@@ -328,25 +293,34 @@ def ptx_params(ptx: str) -> dict[str, list[str]]:
     return kernels
 
 
-def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int, worker: Any = None) -> bytes | None:
+def for_ptx(ptx: str, hidden: dict[str, Sequence[TmaParam]], sm: int, worker: Any = None,
+            workspace: Optional[dict[str, int]] = None) -> bytes | None:
     """The `.nv.host` object for a module's PTX, or None when no kernel has hidden parameters.
     `hidden`: kernel name -> its tensor maps, which are the kernel's last parameters in the PTX
-    (each `.align 64 .b8 [128]`, in this order); the parameters before them are the user's.
+    (each `.align 64 .b8 [128]`, in this order) but for the workspace's address (a u64 after them)
+    where `workspace` gives the kernel's bytes per SM; the parameters before them are the user's.
     `worker`: an open codegen.worker.LLVMWorker to compile the object in, if any."""
-    if not any(hidden.values()):
+    workspace = {name: n for name, n in (workspace or {}).items() if n}
+    if not any(hidden.values()) and not workspace:
         return None
     kernels = []
     entries = ptx_params(ptx)
-    unknown = sorted(set(hidden) - set(entries))
+    unknown = sorted((set(hidden) | set(workspace)) - set(entries))
     if unknown:
         raise CompileError(f"error: tensor maps given for '{unknown[0]}', which the PTX does not define")
     for name, types in entries.items():
         maps = tuple(hidden.get(name, ()))
+        ws = workspace.get(name, 0)
+        if ws:
+            if not types or slot(types[-1]).size != 8 or not slot(types[-1]).scalar:
+                raise CompileError(f"error: kernel '{name}': its last parameter is not the u64 workspace address "
+                                   "its metadata names")
+            types = types[:-1]
         user, tail = types[:len(types) - len(maps)], types[len(types) - len(maps):]
         if any(slot(t).size != HIDDEN_BYTES or slot(t).align < HIDDEN_ALIGN for t in tail):
             raise CompileError(f"error: kernel '{name}': its last {len(maps)} parameters are not the "
                                f".align {HIDDEN_ALIGN} .b8 [{HIDDEN_BYTES}] tensor maps its metadata names")
-        kernels.append(HostKernel(name, tuple(user), maps))
+        kernels.append(HostKernel(name, tuple(user), maps, ws))
     return host_object(kernels, sm, worker)
 
 

@@ -10,6 +10,7 @@ prints it), so a launcher declaration reads as the kernel's signature does.
 
 from __future__ import annotations
 
+from ..ir.record import replace
 from .metadata import KernelInfo, KernelParam, ModuleMetadata
 
 TYPE_CHECKING = False
@@ -91,6 +92,5 @@ def name_params(meta: ModuleMetadata, module: Any) -> ModuleMetadata:
             continue
         names = entry_param_names(entry, kernel.params)
         params = tuple(KernelParam(name, p.type) for name, p in zip(names, kernel.params))
-        kernels.append(KernelInfo(kernel.name, params, kernel.block, kernel.dynamic_smem, kernel.cluster,
-                                  kernel.tma, kernel.cta_cluster))
+        kernels.append(replace(kernel, params=params))
     return ModuleMetadata(tuple(kernels), meta.gpu)

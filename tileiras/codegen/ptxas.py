@@ -108,6 +108,17 @@ def _version_of(path: str, size: int, mtime_ns: int) -> str:
     return match.group(1)
 
 
+def ptx_isa_unsupported(version: tuple[int, int]) -> str:
+    """Why this ptxas cannot read PTX ISA `version` ("" when it can): CUDA 13.x's reads 9.x up to 9.<x>."""
+    try:
+        release = tuple(int(x) for x in ptxas_version().split(".")[:2])
+    except (TileirasError, ValueError, OSError) as exc:
+        return f"ptxas's release is unknown ({exc})"
+    if release < (version[0] + 4, version[1]):
+        return f"ptxas {release[0]}.{release[1]} does not read PTX ISA {version[0]}.{version[1]}"
+    return ""
+
+
 def ptxas_arch(ptx: str, gpu: str) -> str:
     """The `-arch` for assembling `ptx` on `gpu`: sm_XXa/sm_XXf when the PTX's `.target` says so."""
     from . import targets

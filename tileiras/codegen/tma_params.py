@@ -58,6 +58,8 @@ class TmaParam:
     strides: tuple[Field, ...]   # global stride per dimension, elements
     box: tuple[int, ...]         # elements per dimension one copy moves
     swizzle: str = "none"        # a `tensormap.SWIZZLES` name: the shared layout the copy writes
+    built: bool = False          # made in the kernel (lowering/kernel_maps.py), not a hidden parameter:
+                                 # `address` and each Field.param index its tensor view's operands
 
     def tensor_map(self, args: Sequence[int]) -> TensorMap:
         eb = DTYPES[self.dtype][1]

@@ -194,7 +194,8 @@ def _assemble_all(gpus: list[str], opts: Options, cache: object, arts: Artifacts
                         _finish(*running.popleft(), cubins, opts, cache, keys, arts)
                     running.append((gpu, PendingCubin(arts.ptx[gpu], gpu, opts.opt_level, lineinfo=opts.lineinfo,
                                                       debug=opts.device_debug, extra=verbose,
-                                                      nv_host=_nv_host(arts.ptx[gpu], gpu, maps[gpu], worker))))
+                                                      nv_host=_nv_host(arts.ptx[gpu], gpu, maps[gpu], worker,
+                                                                       arts.metadata.get(gpu)))))
                 if cache is not None:
                     cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while ptxas runs
                 while running:
@@ -225,19 +226,22 @@ def _tensor_maps(arts: Artifacts, gpu: str) -> Optional[dict[str, list]]:
     if gpu not in arts.metadata:
         raise TileirasError("error: the PTX has hidden tensor-map parameters: assembling it needs its launch "
                             "metadata (the .json that --emit-metadata wrote beside it)", ExitCode.COMPILE_FAILED)
-    maps = {k.name: list(k.tma) for k in arts.metadata[gpu].kernels if k.tma}  # type: ignore[attr-defined]
+    kernels = arts.metadata[gpu].kernels  # type: ignore[attr-defined]
+    maps = {k.name: list(k.tma) for k in kernels if k.tma or k.workspace}   # (the workspace: its PTX says)
     return maps or None
 
 
-def _nv_host(ptx: str, gpu: str, maps: Optional[dict[str, list]], worker: object) -> Optional[bytes]:
+def _nv_host(ptx: str, gpu: str, maps: Optional[dict[str, list]], worker: object, meta: object) -> Optional[bytes]:
     """The `.nv.host` object ptxas embeds, through which the driver fills the tensor maps at launch
-    (compiled by the LLVM worker when there is one: LLVM is loaded there already)."""
+    and gives the kernels that make their own a workspace (compiled by the LLVM worker when there is
+    one: LLVM is loaded there already)."""
     if maps is None:
         return None
     from ..codegen.metadata import sm_number
     from ..codegen.nv_host import for_ptx
 
-    return for_ptx(ptx, maps, sm_number(gpu), worker)
+    workspace = {k.name: k.workspace for k in meta.kernels}  # type: ignore[attr-defined]
+    return for_ptx(ptx, maps, sm_number(gpu), worker, workspace)
 
 
 def _finish(gpu: str, run: object, cubins: dict[str, bytes], opts: Options, cache: object, keys: dict[str, str],
@@ -362,9 +366,10 @@ def _collect(pending: tuple[str, Callable[[], str]], cache: object, keys: dict[s
         cache.idle()  # type: ignore[attr-defined]  # the keys of the misses, while LLVM runs
     with timer.stage(f"LLVM -> PTX ({gpu}, waiting for the worker)"):
         from ..codegen.clusters import declare_clusters
-        from ..codegen.hidden_params import hide_tensor_maps
+        from ..codegen.hidden_params import declare_per_cta_memory, hide_tensor_maps
 
-        arts.ptx[gpu] = declare_clusters(hide_tensor_maps(result(), arts.metadata[gpu]), arts.metadata[gpu])
+        meta = arts.metadata[gpu]
+        arts.ptx[gpu] = declare_per_cta_memory(declare_clusters(hide_tensor_maps(result(), meta), meta), meta)
     if gpu in keys:
         cache.put_ptx(keys[gpu], arts.ptx[gpu], arts.metadata[gpu])  # type: ignore[attr-defined]
         if gpu in arts.remarks:

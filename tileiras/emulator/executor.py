@@ -119,13 +119,15 @@ class Launch:
     races: Any = None               # a races.RaceChecker in race-checking mode
     cluster: tuple[int, int, int] = (1, 1, 1)   # CTAs per cluster; `grid` counts CTAs
     check: bool = False             # checking mode: races and definedness (`definedness.py`)
+    per_cta_memory: bool = False    # the driver gives each CTA the memory `.minperctamemory` asks (newer drivers)
+    units: int = 1                  # grid units (CTAs or clusters): the SMs they run on (%nsmid)
 
 
 class CTAState:
     """Registers and memories of one CTA (or of all the CTAs of a cluster, `ctaids` in rank order),
     plus the bookkeeping the scheduler and ops share."""
 
-    def __init__(self, launch: Launch, ctaids: Sequence[tuple[int, int, int]], races: Any = None) -> None:
+    def __init__(self, launch: Launch, ctaids: Sequence[tuple[int, int, int]], races: Any = None, smid: int = 0) -> None:
         import numpy as np
 
         prog = launch.prog
@@ -135,6 +137,11 @@ class CTAState:
         n = nb * k
         self.n = n
         self.cta_threads = nb           # threads of one CTA; CTA r owns threads r*nb .. r*nb+nb-1
+        self.smid = smid                # the SM it runs on (%smid): each unit of the grid its own
+        self.tensormap_releases = 0     # fence.proxy.tensormap::generic releases so far (ops/tma.py)
+        self.acquired_maps: dict = {}   # global map address -> (its 64 bytes an acquire saw, releases then)
+        self.per_cta = launch.mem.alloc(k * prog.min_per_cta_memory, 128) \
+            if launch.per_cta_memory and prog.min_per_cta_memory else 0   # %perctamemoryoffset of CTA 0
         self.ncta = k
         self.np = np
         self.launch = launch
@@ -281,8 +288,15 @@ def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, in
         value = st.warp_of
     elif base == "nwarpid":
         value = st.nwarps
+    elif base == "smid":     # each unit of the grid on its own SM (so no two share a %smid, %warpid slot)
+        value = st.smid
     elif base == "nsmid":
-        value = 1
+        value = launch.units
+    elif base == "perctamemoryoffset":   # the CTA's own global memory (.minperctamemory), where given
+        value = 0 if not st.per_cta else np.uint64(st.per_cta) + (t // st.cta_threads).astype(np.uint64) * \
+            np.uint64(launch.prog.min_per_cta_memory)
+    elif base == "perctamemorysize":
+        value = launch.prog.min_per_cta_memory if st.per_cta else 0
     elif base == "lanemask_eq":
         value = (np.uint64(1) << lane)
     elif base == "lanemask_lt":
@@ -303,9 +317,9 @@ def _special_value(name: str, st: CTAState, launch: Launch, ctaid: tuple[int, in
         return np.full(n, launch.prog.reqnctapercluster is not None or launch.cluster != (1, 1, 1))
     elif base in ("clock", "clock_hi", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
         return None
-    else:   # smid, gridid, envregN, pmN, reserved_smem_*: zero
+    else:   # gridid, envregN, pmN, reserved_smem_*: zero
         value = 0
-    bits = 64 if name in ("%gridid", "%clock64", "%globaltimer") or name.startswith("%pm") and name.endswith("_64") \
+    bits = 64 if name in ("%gridid", "%clock64", "%globaltimer", "%perctamemoryoffset") or name.startswith("%pm") and name.endswith("_64") \
         else 32
     dt = uint_dtype(bits)
     arr = np.asarray(value)
@@ -952,7 +966,7 @@ def _allocate_globals(prog: Program, mem: Memory) -> list:
 def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
             params: list, memory: Memory, dynamic_smem: int = 0,
             max_warp_instructions: int = DEFAULT_MAX_WARP_INSTRUCTIONS, stdout: Any = None,
-            check_races: Optional[bool] = None) -> EmulationStats:
+            check_races: Optional[bool] = None, per_cta_memory: bool = False) -> EmulationStats:
     """Execute `kernel` of the PTX module `ptx` over `grid` x `block` threads.
 
     `params` are the raw values of the entry's .param list in order (device
@@ -961,7 +975,9 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
     configurations and device faults (out-of-bounds or misaligned accesses,
     deadlocks, trap, a failed device assert). `vprintf` output goes to `stdout`
     (default: sys.stdout). `check_races` also reports data races between the
-    threads of a CTA (see `races.py`); None takes TILEIRAS_EMULATOR_CHECK_RACES.
+    threads of a CTA (see `races.py`); None takes TILEIRAS_EMULATOR_CHECK_RACES. `per_cta_memory`:
+    each CTA gets the global memory its `.minperctamemory` asks (`%perctamemoryoffset`), as newer
+    drivers give it; else that register reads 0, as under older ones.
     """
     import numpy as np
 
@@ -1002,8 +1018,9 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
                 np.full(nthreads * ncta, (1 << bits) - 1, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
     launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
-                    stdout if stdout is not None else sys.stdout, cluster=cluster)
+                    stdout if stdout is not None else sys.stdout, cluster=cluster, per_cta_memory=per_cta_memory)
     units = list(_ctas_by_cluster(grid, cluster))
+    launch.units = len(units)
     checking = CHECK_RACES if check_races is None else check_races
     launch.check = checking
     checkers: list = [None] * min(IN_FLIGHT, len(units))
@@ -1046,7 +1063,7 @@ def _run_interleaved(launch: Launch, units: list, checkers: list, limit: int, st
             checker.unit = unit
             if checker.grid is not None:
                 checker.grid.start(unit)
-        st = CTAState(launch, ctaids, checker)
+        st = CTAState(launch, ctaids, checker, unit)
         slots.append((st, cta_bursts(st, limit, QUANTUM), checker, unit))
 
     for c in checkers:

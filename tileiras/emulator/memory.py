@@ -45,6 +45,7 @@ class Memory:
         self._ends: list[int] = []
         self._arrays: tuple[Any, Any] | None = None
         self._views: dict[Any, Any] = {}
+        self.host_written: list[tuple[int, int]] = []   # (start, end) of each host write: its data, not a kernel's
 
     # -- host interface --------------------------------------------------
     def alloc(self, nbytes: int, align: int = 256) -> int:
@@ -67,6 +68,11 @@ class Memory:
         self._check_host(addr, len(data), "write")
         off = addr - GLOBAL_BASE
         self.buf[off:off + len(data)] = self._np.frombuffer(data, dtype=self._np.uint8)
+        self.host_written.append((addr, addr + len(data)))
+
+    def from_host(self, addr: int, n: int) -> bool:
+        """Whether the host wrote bytes addr .. addr + n (a tensor map it made, which needs no proxy fence)."""
+        return any(a <= addr and addr + n <= b for a, b in self.host_written)
 
     def read(self, addr: int, n: int) -> bytes:
         self._check_host(addr, n, "read")

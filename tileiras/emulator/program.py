@@ -34,9 +34,10 @@ for _axis in "xyz":
 for _name in ("laneid", "warpid", "nwarpid", "smid", "nsmid", "lanemask_eq", "lanemask_lt", "lanemask_le",
               "lanemask_gt", "lanemask_ge", "clock", "clock_hi", "dynamic_smem_size", "total_smem_size",
               "aggr_smem_size", "cluster_ctarank", "cluster_nctarank", "globaltimer_lo", "globaltimer_hi",
-              "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap"):
+              "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
+              "perctamemorysize"):
     SPECIAL_BITS[f"%{_name}"] = 32
-for _name in ("clock64", "globaltimer", "gridid"):
+for _name in ("clock64", "globaltimer", "gridid", "perctamemoryoffset"):
     SPECIAL_BITS[f"%{_name}"] = 64
 for _k in range(32):
     SPECIAL_BITS[f"%envreg{_k}"] = 32
@@ -97,6 +98,7 @@ class Program:
     globals: list = field(default_factory=list)         # (slot, VarDecl) to allocate per launch
     entry_pc: int = 0
     reqntid: Optional[tuple[int, int, int]] = None
+    min_per_cta_memory: int = 0     # .minperctamemory: the CTA's own global bytes (%perctamemoryoffset)
     maxntid: Optional[tuple[int, int, int]] = None
     reqnctapercluster: Optional[tuple[int, int, int]] = None   # the cluster shape the kernel requires
     blocks_are_clusters: bool = False   # .blocksareclusters: the launch grid counts clusters, not CTAs
@@ -547,6 +549,8 @@ class Decoder:
         self.prog.kparam_size = self._align(off, 16)
         d = kernel.directives
         self.prog.blocks_are_clusters = "blocksareclusters" in d
+        if d.get("minperctamemory"):
+            self.prog.min_per_cta_memory = int(d["minperctamemory"].strip(), 0)
         for key in ("reqntid", "maxntid", "reqnctapercluster"):
             if key in d and d[key]:
                 dims = [int(x, 0) for x in d[key].replace(" ", "").split(",") if x]

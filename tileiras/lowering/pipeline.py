@@ -102,6 +102,10 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
         from .tma_copy import signature
 
         params += signature(k)
+    if k.kernel_maps:  # the workspace for the maps it makes itself, after those (kernel_maps.py)
+        from .kernel_maps import signature as workspace
+
+        params += workspace(k)
     # minctasm: ptxas then knows a thread's registers at entry (setmaxnreg is ignored otherwise); more
     # than one where a warp-specialized attention keeps the occupancy its hint asks for (warp_specialize.py)
     ctas_per_sm = k.warp_split.min_ctas if k.warp_split is not None and k.extra_threads else 1
@@ -114,7 +118,7 @@ def _lower_entry(entry: Operation, gpu: str, debug: "DebugInfo | None", assignme
     defs = list(k.globals) + smem_defs
     ctas = entry.attributes.get(CLUSTER_ATTR, (1,))[0]   # each launched block a cluster of `ctas` CTAs
     info = KernelInfo(name=name, params=tuple(infos), block=(threads, 1, 1), dynamic_smem=dynamic, cluster=(1, 1, 1),
-                      tma=tuple(k.tma_params), cta_cluster=(ctas, 1, 1))
+                      tma=tuple(k.tma_params), cta_cluster=(ctas, 1, 1), kernel_maps=len(k.kernel_maps))
     notes = [f"// @{name}: {threads} threads, {info.dynamic_smem} bytes of dynamic shared memory, "
              f"staged tiles {'padded' if assumes.padded else 'unpadded'}", *k.schedule_notes]
     return text, defs + sorted(k.b.declarations), info, notes

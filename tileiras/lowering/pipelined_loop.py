@@ -283,7 +283,7 @@ def _numbered(k: KernelLowering, tma: Optional[dict]) -> Optional[dict]:
     """The planned TMA copies, each given its tensor map's slot among the kernel's hidden parameters."""
     if tma is None:
         return None
-    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec)) for load, t in tma.items()}
+    return {load: replace(t, slot=tma_copy.hidden_param(k, t.spec, load)) for load, t in tma.items()}
 
 
 def copied(p: ActivePipeline) -> tuple:

@@ -35,8 +35,15 @@ if TYPE_CHECKING:
     from .cta_pair import CtaPair
 
 
-def hidden_param(k: KernelLowering, spec: TmaParam) -> int:
-    """The slot of the kernel's tensor map for `spec` (one per distinct view and box)."""
+def hidden_param(k: KernelLowering, spec: TmaParam, load: Optional[Operation] = None) -> int:
+    """The slot of the kernel's tensor map for `spec` (one per distinct view and box): among its hidden
+    parameters, or for a map the kernel makes itself (`spec.built`, of `load`'s view) among those
+    (kernel_maps.py)."""
+    if spec.built:
+        from .kernel_maps import slot
+
+        assert load is not None, "a map the kernel makes is made for a load's view"
+        return slot(k, load, spec)
     if spec not in k.tma_params:
         k.tma_params.append(spec)
     return k.tma_params.index(spec)
@@ -46,15 +53,29 @@ def param_name(slot: int) -> str:
     return f"%tmap{slot}"
 
 
+def map_operand(k: KernelLowering, t: TmaCopy) -> str:
+    """The copy's tensor map as an inline-asm operand: its hidden parameter, or the address of the map
+    the kernel made (kernel_maps.py)."""
+    if t.spec.built:
+        from .kernel_maps import operand
+
+        return operand(k, t)
+    return f"ptr {param_name(t.slot)}"
+
+
 def signature(k: KernelLowering) -> list[str]:
     """The hidden parameters, after the user's, as the kernel's LLVM signature lists them."""
     return [f'ptr byval([128 x i8]) align 64 "nvvm.grid_constant" {param_name(i)}' for i in range(len(k.tma_params))]
 
 
 def prefetch(k: KernelLowering, loads: dict) -> None:
-    """Fetch the descriptors the copies will use into the TMA unit's cache (one thread)."""
-    for slot in sorted({t.slot for t in loads.values()}):
-        k.b.emit(f'call void asm sideeffect "prefetch.tensormap [$0];", "l,~{{memory}}"(ptr {param_name(slot)})')
+    """Fetch the descriptors the copies will use into the TMA unit's cache (one thread), those the
+    kernel makes itself written first (kernel_maps.build)."""
+    from .kernel_maps import build
+
+    build(k, loads)
+    for t in {(t.spec.built, t.slot): t for t in loads.values()}.values():
+        k.b.emit(f'call void asm sideeffect "prefetch.tensormap [$0];", "l,~{{memory}}"({map_operand(k, t)})')
 
 
 def issue(k: KernelLowering, loads: dict, matrices: dict, stage: dict, full: str,
@@ -107,16 +128,16 @@ def load_boxes(k: KernelLowering, op: Operation, t: TmaCopy, offset: int, full: 
         if pair:
             _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                     f".cta_group::2 [$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
-                 f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+                 f"i32 {dst}, {map_operand(k, t)}, {_i32s(coords)}, i32 {full}")
         elif cast is None:
             _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cta.global.tile.mbarrier::complete_tx::bytes "
                     f"[$0], [$1, {{{_places(2, n)}}}], [${n + 2}];", "r,l," + "r," * n + "r",
-                 f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}")
+                 f"i32 {dst}, {map_operand(k, t)}, {_i32s(coords)}, i32 {full}")
         else:
             _asm(k, f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                     f".multicast::cluster [$0], [$1, {{{_places(2, n)}}}], [${n + 2}], ${n + 3};",
                  "r,l," + "r," * n + "r,h",
-                 f"i32 {dst}, ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {full}, i16 {cast[1]}")
+                 f"i32 {dst}, {map_operand(k, t)}, {_i32s(coords)}, i32 {full}, i16 {cast[1]}")
 
 
 @record(frozen=False)
@@ -187,7 +208,7 @@ def store(k: KernelLowering, op: Operation, t: TmaCopy, matrix: SharedMatrix, fi
         src = k.b.op(f"ptrtoint ptr addrspace(3) {pointer(k, str(at))} to i32", "tc")
         n = len(coords)
         _asm(k, f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{_places(1, n)}}}], "
-                f"[${n + 1}];", "l," + "r," * n + "r", f"ptr {param_name(t.slot)}, {_i32s(coords)}, i32 {src}")
+                f"[${n + 1}];", "l," + "r," * n + "r", f"{map_operand(k, t)}, {_i32s(coords)}, i32 {src}")
     _asm(k, "cp.async.bulk.commit_group;", "", "")
     if written:
         _asm(k, "cp.async.bulk.wait_group 0;", "", "")

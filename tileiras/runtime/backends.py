@@ -116,6 +116,10 @@ def run_compiled(req: RunRequest, ptx: str, meta: Any, max_warp_instructions: Op
     memory = Memory()
     params = req.binding.upload(memory)
     params = [*params, *tma_hidden_params(info, params)]
+    if info.workspace:      # the maps it makes itself: a workspace for the SMs it runs on (the emulator:
+        import math         # each of the grid's CTAs or clusters its own, %nsmid of them)
+
+        params.append(memory.alloc(math.prod(req.grid) * info.workspace, 128))
     text, block = ptx, tuple(info.block)
     if req.ptx is not None:     # another PTX of the kernel: our launch, unless it names its own block
         from ..emulator import load_program

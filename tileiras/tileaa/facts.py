@@ -475,16 +475,22 @@ def source(value: Optional[Value]) -> Optional[Source]:
 @record
 class ViewSources:
     """A tensor view made wholly of kernel parameters and constants: its base pointer's parameter and
-    per dimension (outermost first, as the view lists them) the Source of its extent and stride."""
+    per dimension (outermost first, as the view lists them) the Source of its extent and stride.
+    `built`: a view whose parts the kernel computes (a grouped GEMM's arrays, read from a list), its
+    descriptor made in the kernel: `base` and each `Source.param` then index the operands of its
+    `make_tensor_view` instead of the kernel's parameters."""
 
     base: int
     shape: tuple[Source, ...]
     strides: tuple[Source, ...]
+    built: bool = False
 
 
-def view_sources(view: Value) -> tuple[Optional[ViewSources], str]:
+def view_sources(view: Value, built: bool = False) -> tuple[Optional[ViewSources], str]:
     """(ViewSources of the tensor view `view`, "") or (None, why not): a TMA descriptor is filled at
-    launch from the kernel's own arguments, so each part must be one of them or a constant."""
+    launch from the kernel's own arguments, so each part must be one of them or a constant. `built`:
+    a descriptor the kernel may make itself where a part is computed (the ViewSources then name the
+    view's operands, `ViewSources.built`)."""
     op = getattr(view, "owner", None)
     if not isinstance(op, Operation) or op.name != "cuda_tile.make_tensor_view":
         return None, "the tensor view is not made in the kernel"
@@ -492,6 +498,8 @@ def view_sources(view: Value) -> tuple[Optional[ViewSources], str]:
     assert isinstance(vtype, TensorViewType)
     base = source(op.operand("base"))
     if base is None or base.param < 0:
+        if built:
+            return _operand_sources(op, vtype), ""
         return None, "the view's base pointer is computed, not a kernel parameter"
 
     def parts(static: tuple[int, ...], group: str, what: str) -> tuple[Optional[tuple[Source, ...]], str]:
@@ -505,9 +513,19 @@ def view_sources(view: Value) -> tuple[Optional[ViewSources], str]:
         return tuple(out), ""
 
     shape, why = parts(vtype.shape, "dynamicShape", "extent")
-    if shape is None:
-        return None, why
-    strides, why = parts(vtype.strides, "dynamicStrides", "stride")
-    if strides is None:
-        return None, why
+    strides, why2 = parts(vtype.strides, "dynamicStrides", "stride") if shape is not None else (None, why)
+    if shape is None or strides is None:
+        return (_operand_sources(op, vtype), "") if built else (None, why or why2)
     return ViewSources(base.param, shape, strides), ""
+
+
+def _operand_sources(op: Operation, vtype: TensorViewType) -> ViewSources:
+    """The parts of the view `op` makes as its own operands (index among `op.operands`) or constants."""
+    index = {id(v): i for i, v in enumerate(op.operands)}
+
+    def parts(static: tuple[int, ...], group: str) -> tuple[Source, ...]:
+        dynamic = iter(op.operand_group(group))
+        return tuple(Source(const=n) if n != DYNAMIC else Source(index[id(next(dynamic))]) for n in static)
+
+    return ViewSources(index[id(op.operand("base"))], parts(vtype.shape, "dynamicShape"),
+                       parts(vtype.strides, "dynamicStrides"), built=True)

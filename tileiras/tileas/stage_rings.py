@@ -159,7 +159,7 @@ def tma_swizzles(k: "StagingFacts", load: Operation) -> bool:
     if assignment is None or assignment.is_swizzled(value):
         return False
     return (assignment.only_wgmma_reads(value) or assignment.only_ldmatrix_reads(value)) \
-        and tma_boxes.plan(load, matrix_shape(tile, k.pad_buffers, swizzled=True))[0] is not None
+        and tma_boxes.plan(load, matrix_shape(tile, k.pad_buffers, swizzled=True), built=True)[0] is not None
 
 
 def mma_in_flight(k: "StagingFacts", loop: Operation, loads: "tuple[Operation, ...]", matrices: dict

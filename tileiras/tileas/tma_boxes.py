@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from ..codegen import ptxas
+from ..codegen.hidden_params import KERNEL_MAPS_PTX
 from ..codegen.tma_params import Field, TmaParam
 from .. import host_platform
 from ..ir.core import Operation
@@ -88,11 +90,12 @@ def view_refused(op: Operation, elem_bytes: float, refills: bool = False) -> str
     return _view_facts(op, elem_bytes, refills, padded=False)[0]
 
 
-def _view_facts(op: Operation, elem_bytes: float, refills: bool, padded: bool
+def _view_facts(op: Operation, elem_bytes: float, refills: bool, padded: bool, built: bool = False
                 ) -> tuple[str, Optional[View], Optional[ViewSources]]:
     """(why not, "" where TMA may copy; the view; its sources) for `view_refused` and `plan`, which goes on
     with the view and sources. `padded`: the stage is padded, which TMA cannot write either (said in
-    `plan`'s order)."""
+    `plan`'s order). `built`: the kernel may make the descriptor of a view whose parts it computes
+    (`kernel_maps`)."""
     unsupported = host_platform.tma_callback_unsupported()   # (through the module: tests patch it)
     if unsupported:
         return unsupported, None, None
@@ -107,7 +110,13 @@ def _view_facts(op: Operation, elem_bytes: float, refills: bool, padded: bool
     rank = len(whole.shape)
     if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
         return f"a rank-{rank} tile that is not a permutation of the tensor's dimensions", None, None
-    sources, why = view_sources(op.operand("view").owner.operands[0])
+    made = op.operand("view").owner.operands[0]
+    sources, why = view_sources(made)
+    if sources is None and built:
+        unsupported = host_platform.tma_callback_unsupported() or ptxas.ptx_isa_unsupported(KERNEL_MAPS_PTX)
+        if unsupported:
+            return f"{why} ({unsupported})", None, None
+        sources, why = view_sources(made, built=True)
     if sources is None:
         return why, None, None
     tensor, inner = view.tensor, view.dim_map[-1]
@@ -122,18 +131,21 @@ def _view_facts(op: Operation, elem_bytes: float, refills: bool, padded: bool
 
 
 def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool = False,
-         tile: Optional[TileType] = None, refills: bool = False) -> tuple[Optional[TmaCopy], str]:
+         tile: Optional[TileType] = None, refills: bool = False, built: bool = False) -> tuple[Optional[TmaCopy], str]:
     """(TmaCopy, "") when the tile that `op` loads from (or stores to) its view can be copied by
     TMA into (out of) `matrix`, a box holding at most `rows` rows; else (None, why not). `dense`:
     an unswizzled stage without padding is copied too, as one unswizzled box (`_dense`). `tile`:
     the part of the tile copied, if not the whole: a CTA pair's half of B along one dimension.
-    `refills`: the readers put back a padding other than zero themselves (a tile read into registers)."""
+    `refills`: the readers put back a padding other than zero themselves (a tile read into registers).
+    `built`: the descriptor of a view the kernel computes may be made in the kernel (a pipelined loop's
+    copies: `kernel_maps`)."""
     whole = op.results[0].type if op.name.startswith("cuda_tile.load") else op.operand("tile").type
     assert isinstance(whole, TileType)
     tile = tile or whole
     eb = matrix.elem_bytes
     why, view, sources = _view_facts(op, eb, refills,
-                                     padded=not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * eb))
+                                     padded=not matrix.swizzled and not (dense and matrix.pitch == matrix.cols * eb),
+                                     built=built)
     if why:
         return None, why
     assert view is not None and sources is not None
@@ -154,7 +166,7 @@ def plan(op: Operation, matrix: SharedMatrix, rows: int = MAX_BOX, dense: bool =
     dims = [view.dim_map[i] for i in order]
     field = lambda s: Field(s.param, s.const)   # noqa: E731
     spec = TmaParam(sources.base, _dtype(op, tile.element), tuple(field(sources.shape[d]) for d in dims),
-                    tuple(field(sources.strides[d]) for d in dims), box, _SWIZZLE[span])
+                    tuple(field(sources.strides[d]) for d in dims), box, _SWIZZLE[span], sources.built)
     box_bytes = eb
     for b in box:
         box_bytes *= b
@@ -179,8 +191,8 @@ def pipeline_copies(caps: Caps, loads: tuple, matrices: dict, dense: "set | froz
     boxes: a transposed 8-bit operand's padded stage beside the swizzled ones TMA fills. `refilled`: the
     loads whose readers put back their view's padding (StageRing.refilled)."""
     rows = box_rows(caps)
-    plans = {load: plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load], refills=load in refilled)
-             for load in loads}
+    plans = {load: plan(load, matrices[load], rows, dense=load in dense, tile=tiles[load], refills=load in refilled,
+                        built=True) for load in loads}
     why = {load: reason for load, (t, reason) in plans.items() if t is None}
     if why and (len(why) == len(loads) or not set(why) <= beside):
         return None, why
@@ -213,7 +225,7 @@ def _dense(op: Operation, tile: TileType, view: View, sources: ViewSources,
     dims = [view.dim_map[i] for i in order]
     field = lambda s: Field(s.param, s.const)   # noqa: E731
     spec = TmaParam(sources.base, _dtype(op, tile.element), tuple(field(sources.shape[d]) for d in dims),
-                    tuple(field(sources.strides[d]) for d in dims), box, "none")
+                    tuple(field(sources.strides[d]) for d in dims), box, "none", sources.built)
     box_bytes = eb * math.prod(box)
     if atoms * bands > 1 and box_bytes % 128:
         return None, f"boxes of {box_bytes} bytes do not keep the next box 128-byte aligned"

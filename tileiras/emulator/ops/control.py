@@ -296,6 +296,10 @@ def _fence(dec: Decoder, ins: Instr) -> Any:
     mods = Mods(ins)
     mods.ignore(FENCE_MODS)
     mods.done()
+    if "tensormap::generic" in ins.mods:     # maps written by the generic proxy, for TMA to read
+        from .tma import tensormap_fence
+
+        return tensormap_fence(dec, ins)
     if "mbarrier_init" in ins.mods:     # the race checker's: remote uses must see the initializations
         def fence_inits(st: Any, m: Any) -> None:
             if st.races is not None:

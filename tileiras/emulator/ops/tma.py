@@ -60,6 +60,11 @@ def read_tensormap(st: Any, space: str, addr: int, lane: int) -> Any:
         raise DeviceFault(f"tensor map at generic address 0x{addr:x} is in shared memory; TMA reads maps from "
                           "kernel parameters or global memory", lane)
     raw = buf[int(offs[0]):int(offs[0]) + SIZE].tobytes()
+    if st.races is not None and buf is st.mem.buf and st.acquired_maps.get(addr, (None,))[0] != raw[:64] \
+            and (addr in st.acquired_maps or not st.mem.from_host(addr, SIZE)):
+        raise DeviceFault(f"missing fence.proxy.tensormap::generic.acquire: the tensor map at global address "
+                          f"0x{addr:x} is read by TMA as the generic proxy left it, not as an acquire of it "
+                          "(after its writes were released) made it visible to the tensor-map proxy", lane)
     try:
         return decode(raw)
     except TensorMapError as e:
@@ -387,6 +392,7 @@ def tensormap_cp_fenceproxy(dec: Decoder, ins: Instr) -> Any:
     _, src = address(dec, ops[1], "shared", ins)
 
     def fn(st: Any, m: Any) -> None:
+        st.tensormap_releases += 1
         for lane in lanes_of(st, m).tolist():
             d, s_ = _at(st, dst, lane), _at(st, src, lane)
             one = np.array([lane], dtype=np.int64)
@@ -395,6 +401,37 @@ def tensormap_cp_fenceproxy(dec: Decoder, ins: Instr) -> Any:
             dbuf[int(do[0]):int(do[0]) + 128] = sbuf[int(so[0]):int(so[0]) + 128]
 
     return (K_COLL, fn, None)
+
+
+def tensormap_fence(dec: Decoder, ins: Instr) -> Any:
+    """fence.proxy.tensormap::generic.release.scope, and .acquire.scope [addr], 128. The race checker
+    keeps, per map a CTA acquired, the first 64 bytes the acquire saw (what TMA then reads, `read_tensormap`),
+    and wants a release by the CTA (or a cp_fenceproxy) between a change of the map and its acquire."""
+    np = _np()
+    if "release" in ins.mods:
+        def release(st: Any, m: Any) -> None:
+            st.tensormap_releases += 1
+        return (K_OP, release, None)
+    ops = list(ins.operands)
+    if len(ops) != 2 or not isinstance(ops[1], Imm) or ops[1].value != 128:
+        raise bad(ins, "expected [addr], 128")
+    _, where = address(dec, ops[0], "global", ins)
+
+    def acquire(st: Any, m: Any) -> None:
+        if st.races is None:
+            return
+        for lane in lanes_of(st, m).tolist():
+            addr = _at(st, where, lane)
+            one = np.array([lane], dtype=np.int64)
+            (_, buf, _, off), = spaces.resolve(st, "global", np.array([addr], dtype=np.uint64), one, 128, 64)
+            raw = buf[int(off[0]):int(off[0]) + 64].tobytes()
+            seen, released = st.acquired_maps.get(addr, (None, -1))
+            if raw != seen and released == st.tensormap_releases:
+                raise DeviceFault(f"missing fence.proxy.tensormap::generic.release: the tensor map at global "
+                                  f"address 0x{addr:x} changed since its last acquire with no release since", lane)
+            st.acquired_maps[addr] = (raw, st.tensormap_releases)
+
+    return (K_OP, acquire, None)
 
 
 def _tensormap(dec: Decoder, ins: Instr) -> Any:

@@ -1,0 +1,120 @@
+"""Tensor maps the kernel makes itself, for views whose base or shape it computes (a grouped GEMM's
+arrays, read from a list of arrays): no hidden parameter can hold them, as the launch fills those
+from the kernel's own arguments (tma_copy.py).
+
+The middle level decides it (tileas/tma_boxes.plan with `built`, for a pipelined loop's copies:
+`TmaParam.built`); here it is translated. Before a pipelined loop's first copy, the thread that will
+issue its copies writes each map's 64 bytes (codegen/tensormap_ir.words, from the view's LLVM
+values) to global memory, releases them to the tensor-map proxy and acquires them there
+(`fence.proxy.tensormap::generic`), then prefetches it. The map's home, as NVIDIA's kernels have it:
+
+* where the driver gives each CTA its own memory (`%perctamemoryoffset`, non-zero; the kernel asks
+  128 bytes a map with `.minperctamemory`, codegen/hidden_params.py): map i at that address + 128 i;
+* else in the workspace whose address the launch passes after the tensor maps (codegen/nv_host.py:
+  `WORKSPACE_PER_MAP` bytes a map on each SM): map i at workspace + (%smid + i %nsmid) 8192 +
+  %warpid 128, a slot no other resident warp has.
+
+The loop's own copies have completed (its readers waited for every stage) before the thread writes
+the map again for the loop's next run, so no copy reads a map being written. The pointer lives in an
+entry-block alloca, which the issuing thread reads where it copies.
+"""
+
+from __future__ import annotations
+
+from ..codegen.metadata import WORKSPACE_PER_MAP
+from ..codegen.tensormap_ir import I64, Value, words
+from ..ir.core import Operation
+from ..ir.types import PointerType, element_of
+from ..tileas.tma_boxes import TmaCopy
+from .kernel import KernelLowering
+from .llvm_text import llvm_type
+
+MAP_BYTES = 128
+WORKSPACE_PARAM = "%kmap_workspace"
+
+
+def slot(k: KernelLowering, load: Operation, spec: object) -> int:
+    """The index of the map `load`'s copies go through among the kernel's own (one per view and box)."""
+    key = (_made_by(load), spec)
+    if key not in k.kernel_maps:
+        k.kernel_maps.append(key)
+    return k.kernel_maps.index(key)
+
+
+def operand(k: KernelLowering, t: TmaCopy) -> str:
+    """The map's address as an inline-asm operand ("i64 %v"), in the thread that built it."""
+    loaded = k.b.op(f"load i64, ptr {_home(k, t.slot)}, align 8", "kmap")
+    return f"i64 {loaded}"
+
+
+def signature(k: KernelLowering) -> list[str]:
+    """The workspace's address, the kernel's last parameter where it makes maps."""
+    return [f"i64 {WORKSPACE_PARAM}"] if k.kernel_maps else []
+
+
+def build(k: KernelLowering, copies: dict) -> None:
+    """Write, fence and prefetch the maps the copies (load -> TmaCopy) of a loop go through that the
+    kernel makes itself (one thread: the one that issues them)."""
+    made = sorted({t.slot for t in copies.values() if t.spec.built})
+    homes = []
+    for i in made:
+        view_op, spec = k.kernel_maps[i]
+        home = _address(k, i)
+        ir = I64(lambda: k.b.fresh("km"), k.b.emit)
+        dims = [_i64(k, view_op, f.param) if f.param >= 0 else f.const for f in spec.dims]
+        strides = [_i64(k, view_op, f.param) if f.param >= 0 else f.const for f in spec.strides]
+        out = words(ir, spec, _i64(k, view_op, spec.address), dims, strides, str(k.entry.attributes.get("sym_name", "")))
+        for w in range(0, len(out), 2):
+            at = k.b.op(f"add i64 {home}, {8 * w}", "km") if w else home
+            k.b.emit(f'call void asm sideeffect "st.global.v2.b64 [$0], {{$1, $2}};", "l,l,l,~{{memory}}"(i64 {at}, '
+                     f"i64 {ir.lit(out[w])}, i64 {ir.lit(out[w + 1])})")
+        k.b.emit(f"store i64 {home}, ptr {_home(k, i)}, align 8")
+        homes.append(home)
+    if homes:   # the maps' generic writes released to the tensor-map proxy, then acquired there
+        k.b.emit('call void asm sideeffect "fence.proxy.tensormap::generic.release.gpu;", "~{memory}"()')
+    for home in homes:
+        k.b.emit(f'call void asm sideeffect "fence.proxy.tensormap::generic.acquire.gpu [$0], {MAP_BYTES};", '
+                 f'"l,~{{memory}}"(i64 {home})')
+
+def _made_by(load: Operation) -> Operation:
+    view = load.operand("view").owner.operands[0]   # the partition view's tensor view
+    return view.owner  # type: ignore[return-value]
+
+
+def _home(k: KernelLowering, i: int) -> str:
+    """The entry-block alloca holding map i's address."""
+    name = f"%kmap_home{i}"
+    if name not in k.kernel_map_homes:
+        k.kernel_map_homes.add(name)
+        k.b.prologue.append(f"  {name} = alloca i64, align 8")
+    return name
+
+
+def _address(k: KernelLowering, i: int) -> str:
+    """Map i's global address: in the CTA's own memory where the driver gives it, else in the workspace."""
+    def sreg(name: str) -> str:
+        k.b.declare(f"declare i32 @llvm.nvvm.read.ptx.sreg.{name}()")
+        return k.b.op(f"zext i32 {k.b.op(f'call i32 @llvm.nvvm.read.ptx.sreg.{name}()', 'km')} to i64", "km")
+
+    def mul(a: str, b: int) -> str:
+        return k.b.op(f"mul i64 {a}, {b}", "km")
+
+    own = k.b.op('call i64 asm sideeffect "mov.u64 $0, %perctamemoryoffset;", "=l"()', "km")
+    given = k.b.op(f"icmp ne i64 {own}, 0", "km")
+    in_own = k.b.op(f"add i64 {own}, {MAP_BYTES * i}", "km")
+    sm = sreg("smid")
+    row = k.b.op(f"add i64 {sm}, {mul(sreg('nsmid'), i)}", "km") if i else sm
+    at = k.b.op(f"add i64 {mul(row, WORKSPACE_PER_MAP)}, {mul(sreg('warpid'), MAP_BYTES)}", "km")
+    in_workspace = k.b.op(f"add i64 {WORKSPACE_PARAM}, {at}", "km")
+    return k.b.op(f"select i1 {given}, i64 {in_own}, i64 {in_workspace}", "km")
+
+
+def _i64(k: KernelLowering, view_op: Operation, index: int) -> Value:
+    """Operand `index` of the view's make_tensor_view as an i64 (a pointer's address; integers zero-extended)."""
+    value = view_op.operands[index]
+    v = k.tile(value).slots[0]
+    elem = element_of(value.type)
+    ty = llvm_type(elem)
+    if isinstance(elem, PointerType):
+        return k.b.op(f"ptrtoint {ty} {v} to i64", "km")
+    return v if ty == "i64" else k.b.op(f"zext {ty} {v} to i64", "km")
