@@ -25,4 +25,3 @@ def tma_callback_unsupported() -> str:
     if tag == "linux-x86_64":
         return ""
     return f"the .nv.host callback that fills tensor maps is made for x86-64 Linux hosts only, not {tag}"
-

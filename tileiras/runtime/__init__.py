@@ -16,13 +16,15 @@ from typing import Any, Optional, Sequence, TextIO
 def run_arrays(module: Any, kernel: str, grid: Sequence[int], arrays: Sequence[Any], backend: str = "interpreter",
                gpu_name: Optional[str] = None, stdout: Optional[TextIO] = None,
                source: Optional[bytes] = None, filename: str = "<module>",
-               check_races: Optional[bool] = None) -> list:
+               check_races: Optional[bool] = None, per_cta_memory: bool = False) -> list:
     """`tileir run` as a function: every argument array after running `kernel` on `grid`.
 
     `module` is a module op; `source` (its file bytes) is needed by the
     compiling backends (emulator, gpu) and written from the module when absent.
     `check_races` makes the emulator report data races between the threads of
     a CTA (None: the TILEIRAS_EMULATOR_CHECK_RACES environment variable).
+    `per_cta_memory`: the emulator gives each CTA the global memory its `.minperctamemory` asks, as newer
+    drivers do (else a kernel that makes tensor maps keeps them in the launch's workspace).
     """
     import sys
 
@@ -45,5 +47,5 @@ def run_arrays(module: Any, kernel: str, grid: Sequence[int], arrays: Sequence[A
         source = write_module(module)
     grid3 = tuple((list(grid) + [1, 1, 1])[:3])
     request = RunRequest(module, source or b"", filename, kernel, grid3, binding, gpu_name,  # type: ignore[arg-type]
-                         stdout if stdout is not None else sys.stdout, check_races)
+                         stdout if stdout is not None else sys.stdout, check_races, per_cta_memory=per_cta_memory)
     return BACKENDS[backend](request)

@@ -34,6 +34,7 @@ class RunRequest:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     check_races: Optional[bool] = None   # emulator: report data races (None: TILEIRAS_EMULATOR_CHECK_RACES)
     ptx: Optional[str] = None            # emulator: run this PTX instead of ours (same calling convention)
+    per_cta_memory: bool = False         # emulator: the driver gives CTAs their own memory (.minperctamemory)
 
 
 def run_failure(message: str) -> TileirasError:
@@ -128,7 +129,8 @@ def run_compiled(req: RunRequest, ptx: str, meta: Any, max_warp_instructions: Op
         block = load_program(text, req.kernel).reqntid or block
     limit = {} if max_warp_instructions is None else {"max_warp_instructions": max_warp_instructions}
     run_ptx(text, req.kernel, req.grid, block, params, memory,
-            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races, **limit)
+            dynamic_smem=int(info.dynamic_smem), stdout=req.stdout, check_races=req.check_races,
+            per_cta_memory=req.per_cta_memory, **limit)
     return req.binding.download(memory)
 
 

@@ -170,6 +170,11 @@ def choose(k: Any, loop: Operation, loads: tuple, matrices: dict, dense: "set | 
         else:
             note("missed", "RemarkTmaLoadMissed", "Pipelined load copied with cp.async, not TMA", load,
                  Reason=f"{reason} (cp.async beside the other loads' TMA boxes, on the same full mbarrier)")
+    for load, t in copies.items():
+        if t.spec.built:
+            note("passed", "RemarkTmaKernelMap", "Pipelined load copied by TMA through a tensor map the kernel makes",
+                 load, Reason="the view's base, extents or strides are computed in the kernel: the thread that issues "
+                              "the copies writes the map to global memory before the loop (lowering/kernel_maps.py)")
     cluster = None
     if paired:
         note("passed", "RemarkTmaCtaPair", "Operands copied by the CTA pair", loop,
