@@ -387,6 +387,17 @@ def decide(k: "KernelFacts") -> tuple[Optional[WarpSplit], str]:
                      tmem_accumulators=any(map(k.assignment.is_tcgen05, loops[0].walk()))), ""
 
 
+def _made_each_tile(load: Operation, outer: Operation) -> bool:
+    """Whether `load`'s tensor view is made inside `outer` of parts the kernel computes (a TMA copy of it goes
+    through a map the kernel makes, lowering/kernel_maps.py)."""
+    from ..tileaa.facts import view_sources
+    from ..transforms.rewrite import inside_op
+
+    view = load.operand("view").owner.operands[0] if load.operand("view") is not None else None
+    made = getattr(view, "owner", None)
+    return isinstance(made, Operation) and inside_op(made, outer) and view_sources(view)[0] is None
+
+
 def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Optional[Operation], str]:
     """(the persistent loop, the pipelined loop its body runs once a tile) or why there is none: a
     top-level `for` over output tiles whose body holds one pipelined loop at its top level, after only
@@ -407,6 +418,9 @@ def persistent(k: "KernelFacts", ops: list) -> tuple[Optional[Operation], Option
         if k.entry.attributes.get(CLUSTER_ATTR) is not None:
             return None, None, none     # (multicast and CTA pairs are not built for a persistent loop)
         at = body.index(inner[0])
+        if k.caps.has("tma") and any(_made_each_tile(load, outer) for load in pipelines[inner[0]].loads):
+            return None, None, ("a pipelined load's view is made each tile from computed values: its tensor map "
+                                "too (lowering/kernel_maps.py), which the producer's copies would not see")
         if not all(pure(op) or _in_registers(op) for op in body[:at]):
             return None, None, ("the persistent loop computes more than indices before its pipelined loop: "
                                 f"'{next(op for op in body[:at] if not pure(op) and not _in_registers(op)).name}'")
