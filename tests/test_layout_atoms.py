@@ -320,8 +320,15 @@ def test_a_program_computes_what_the_evaluator_does(layout, n: int) -> None:
     (BlockedLayout(128, 4), (4, 16, 64), True),   # rank 3
     (BlockedLayout(128, 8), (8, 24), False),      # fewer elements than a sweep: replicated, none
     (BlockedLayout(64, 1), (64, 3), False),       # a sweep of 64 ends mid-row: the carry depends on the thread
+    (row_layout(256, (4, 4096)), (4, 4096), True),            # 2 warps a row... (a persistent softmax's chunk)
+    (row_layout(256, (4, 4096), vec=8), (4, 4096), True),     # ...its runs of 8 dealt round the lanes
+    (row_layout(128, (16, 1024), vec=4), (16, 1024), True),   # 4 rows at once, 4 slot groups
+    (row_layout(256, (64, 16), vec=8), (64, 16), True),       # several rows a warp (rpw)
+    (row_layout(128, (1, 8, 512), vec=8), (1, 8, 512), True),  # rank 3, rows in the middle dimension
+    (row_layout(128, (2, 4, 512), vec=8), (2, 4, 512), False),  # rows in two dimensions: none
+    (row_layout(256, (2, 4096)), (2, 4096), True),            # 4 warps a row
 ])
-def test_blocked_slot_shift_is_every_threads_distance(layout, shape, every: bool) -> None:
+def test_slot_shift_is_every_threads_distance(layout, shape, every: bool) -> None:
     """Where `slot_shift` gives a shift, every thread's element of that slot lies exactly that far
     (per dimension) from its slot-0 element; the lowering then steps addresses from one pointer."""
     import numpy as np

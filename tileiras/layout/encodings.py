@@ -157,6 +157,23 @@ class RowWarpLayout:
     def slots(self, num_elements: int) -> int:
         return self.row_groups(num_elements) * self.per_lane
 
+    def slot_shift(self, shape: tuple[int, ...], slot: int) -> Optional[tuple[int, ...]]:
+        """Per dimension of a tile of `shape`, how far `slot`'s element lies from slot 0's, the same in
+        every thread (BlockedLayout.slot_shift): a slot group is `groups` rows further, a slot within it
+        further along the row (runs dealt round the lanes: a whole round of them further per run). None
+        where the tile has rows in more than one dimension or this layout does not own every element."""
+        n = 1
+        for d in shape:
+            n *= d
+        if not shape or not self.owns_all(n) or any(d != 1 for d in shape[:-2]):
+            return None
+        group, within = divmod(slot, self.per_lane)
+        if self.chunk:
+            i, within = divmod(within, self.chunk)
+            within += i * self.span * self.chunk
+        col = within if self.cols > 1 else 0
+        return (*(0 for _ in shape[:-2]), group * self.groups, col) if len(shape) > 1 else (col,)
+
     def describe(self) -> str:
         wpr = f", warps_per_row={self.wpr}" if self.wpr > 1 else ""
         chunk = f", runs={self.chunk}" if self.chunk else ""
