@@ -59,11 +59,13 @@ def test_a_grouped_gemm_copies_through_maps_it_makes(gpu: str, tmp_path: Path,
     assert re.search(r"^\.version (\d+)\.(\d+)", ptx, re.M).groups() >= ("9", "4")
     params = re.search(r"\.entry \w+\((.*?)\)", ptx, re.S).group(1).split(",")
     assert len(params) == len(info.params) + 1 and params[-1].split()[:3] == [".hidden", ".param", ".u64"]
-    # the issuing thread writes each map, releases the writes, acquires each map, then copies through it
+    # thread 0 writes each map where its view is made (once a problem, before the tile loop), releases the
+    # writes, acquires each map; the loop then copies through it
     body = ptx[ptx.index("%perctamemoryoffset;"):]
     assert body.count("st.global.v2.b64") >= 8
     assert body.index("fence.proxy.tensormap::generic.release.gpu") < body.index("fence.proxy.tensormap::generic.acquire")
-    assert body.index("fence.proxy.tensormap::generic.acquire") < body.index("cp.async.bulk.tensor")
+    assert body.index("fence.proxy.tensormap::generic.acquire") < body.index("mbarrier.init") \
+        < body.index("cp.async.bulk.tensor")
 
 
 @needs_ptx_9_4
@@ -121,16 +123,16 @@ def test_a_map_without_its_fences_or_home_is_caught(mutant: str, caught: str, tm
         address = kernel_maps._address
         monkeypatch.setattr(kernel_maps, "_address", lambda k, i: address(k, 0))
     else:
-        build = kernel_maps.build
+        write = kernel_maps._write
 
-        def without_fence(k, copies) -> None:
+        def without_fence(k, made) -> None:
             emit = k.b.emit
             k.b.emit = lambda line: None if f"tensormap::generic.{mutant}" in line else emit(line)
             try:
-                build(k, copies)
+                write(k, made)
             finally:
                 k.b.emit = emit
-        monkeypatch.setattr(kernel_maps, "build", without_fence)
+        monkeypatch.setattr(kernel_maps, "_write", without_fence)
     try:
         problems = _emulate(GROUPED, "sm_90")
     except Exception as exc:    # the emulator's report

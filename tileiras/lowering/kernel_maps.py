@@ -3,10 +3,11 @@ arrays, read from a list of arrays): no hidden parameter can hold them, as the l
 from the kernel's own arguments (tma_copy.py).
 
 The middle level decides it (tileas/tma_boxes.plan with `built`, for a pipelined loop's copies:
-`TmaParam.built`); here it is translated. Before a pipelined loop's first copy, the thread that will
-issue its copies writes each map's 64 bytes (codegen/tensormap_ir.words, from the view's LLVM
-values) to global memory, releases them to the tensor-map proxy and acquires them there
-(`fence.proxy.tensormap::generic`), then prefetches it. The map's home, as NVIDIA's kernels have it:
+`TmaParam.built`); here it is translated. The thread that will issue the copies writes each map's 64
+bytes (codegen/tensormap_ir.words, from the view's LLVM values) to global memory, releases them to
+the tensor-map proxy and acquires them there (`fence.proxy.tensormap::generic`): where the view is
+made, for a loop not warp-specialized (`at_view`: once a grouped GEMM's problem), else before the
+loop's first copy (`build`: the producer's thread), which also prefetches it. The map's home, as NVIDIA's kernels have it:
 
 * where the driver gives each CTA its own memory (`%perctamemoryoffset`, non-zero; the kernel asks
   128 bytes a map with `.minperctamemory`, codegen/hidden_params.py): map i at that address + 128 i;
@@ -15,7 +16,7 @@ values) to global memory, releases them to the tensor-map proxy and acquires the
   %warpid 128, a slot no other resident warp has.
 
 The loop's own copies have completed (its readers waited for every stage) before the thread writes
-the map again for the loop's next run, so no copy reads a map being written. The pointer lives in an
+the map again, so no copy reads a map being written. The pointer lives in an
 entry-block alloca, which the issuing thread reads where it copies.
 """
 
@@ -52,10 +53,35 @@ def signature(k: KernelLowering) -> list[str]:
     return [f"i64 {WORKSPACE_PARAM}"] if k.kernel_maps else []
 
 
+def at_view(k: KernelLowering, view_op: Operation) -> None:
+    """Make here, where the tensor view `view_op` is made, the maps of it that loops not warp-specialized copy
+    through (thread 0, which issues their copies): once a view (a grouped GEMM's problem), not once each
+    run of the loop (each output tile). Every copy through the map the view had before has completed by
+    then: such a loop waits for each of its stages before it ends."""
+    from ..tileas.plan import plan_of
+
+    decided = plan_of(k.assignment).ring_copies if k.assignment is not None else None
+    specialized = k.warp_split.loop if k.warp_split is not None else None
+    made = []
+    for loop, copies in (decided or {}).items():
+        for load, t in (copies.tma or {}).items() if loop is not specialized else ():
+            if t.spec.built and _made_by(load) is view_op:
+                i = slot(k, load, t.spec)
+                if i not in k.kernel_maps_at_view:
+                    k.kernel_maps_at_view.add(i)
+                    made.append(i)
+    if made:
+        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "km"), lambda: _write(k, made))
+
+
 def build(k: KernelLowering, copies: dict) -> None:
     """Write, fence and prefetch the maps the copies (load -> TmaCopy) of a loop go through that the
-    kernel makes itself (one thread: the one that issues them)."""
-    made = sorted({t.slot for t in copies.values() if t.spec.built})
+    kernel makes itself, but those made where their view is (`at_view`) (one thread: the one that issues
+    them)."""
+    _write(k, sorted({t.slot for t in copies.values() if t.spec.built} - k.kernel_maps_at_view))
+
+
+def _write(k: KernelLowering, made: list) -> None:
     homes = []
     for i in made:
         view_op, spec = k.kernel_maps[i]

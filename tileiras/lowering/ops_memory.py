@@ -119,6 +119,9 @@ def _make_tensor_view(k: KernelLowering, op: Operation) -> None:
     k.remark("missed", "memory", "RemarkTensorViewIndexTypeNarrowing", "Could not narrow tensor_view indexing to i32: index computations use 64 bits", op, Reason="view offsets are computed in i64 (index narrowing is not implemented)")
     k.set(op.results[0], _tensor_view(op, base, fill(vtype.shape, dyn_shape, shape_types),
                                       fill(vtype.strides, dyn_strides, stride_types)))
+    from .kernel_maps import at_view
+
+    at_view(k, op)   # the tensor maps the kernel makes of this view, where it makes them once
 
 
 def _tensor_view(op: Operation, base: str, shape: list[str], strides: list[str]) -> TensorViewVal:
