@@ -73,7 +73,7 @@ def tma_store(k: KernelLowering, op: Operation, tile: TileRegs, view: object) ->
 
     n = tile.layout.shape[2]  # type: ignore[union-attr]
     matrix, buffers, width = stored.matrix, stored.buffers, stored.matrix.cols
-    t = replace(stored.copy, slot=hidden_param(k, stored.copy.spec))
+    t = replace(stored.copy, slot=hidden_param(k, stored.copy.spec, op))
     if stored.span is None:
         _release_buffers(k)
     else:       # in a loop: thread 0 waited for the previous tile's boxes to read the bytes (store, wait)

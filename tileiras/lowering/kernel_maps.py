@@ -62,16 +62,34 @@ def at_view(k: KernelLowering, view_op: Operation) -> None:
 
     decided = plan_of(k.assignment).ring_copies if k.assignment is not None else None
     specialized = k.warp_split.loop if k.warp_split is not None else None
+    copies = [(load, t) for loop, ring in (decided or {}).items() if loop is not specialized
+              for load, t in (ring.tma or {}).items()] + _stores(k, view_op)
     made = []
-    for loop, copies in (decided or {}).items():
-        for load, t in (copies.tma or {}).items() if loop is not specialized else ():
-            if t.spec.built and _made_by(load) is view_op:
-                i = slot(k, load, t.spec)
-                if i not in k.kernel_maps_at_view:
-                    k.kernel_maps_at_view.add(i)
-                    made.append(i)
+    for op, t in copies:
+        if t.spec.built and _made_by(op) is view_op:
+            i = slot(k, op, t.spec)
+            if i not in k.kernel_maps_at_view:
+                k.kernel_maps_at_view.add(i)
+                made.append(i)
     if made:
-        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "km"), lambda: _write(k, made))
+        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "km"), lambda: _write(k, made, stores=bool(_stores(k, view_op))))
+
+
+def _stores(k: KernelLowering, view_op: Operation) -> list:
+    """(store, TmaCopy) of the epilogues that store by TMA into the view `view_op` makes (thread 0 issues
+    them: lowering/epilogue.tma_store, tmem_epilogue)."""
+    out = []
+    for part in view_op.results[0].uses:
+        for store in part.results[0].uses if part.results else ():
+            if store.name != "cuda_tile.store_view_tko" or store.operand("view") is not part.results[0]:
+                continue
+            epilogue = k.planned.get("epilogues", store)
+            staged = k.planned.get("tma_stages", store)
+            t = epilogue.copy if epilogue is not None and epilogue.role == "tma-store" else \
+                staged[0] if staged is not None else None
+            if t is not None:
+                out.append((store, t))
+    return out
 
 
 def build(k: KernelLowering, copies: dict) -> None:
@@ -81,7 +99,11 @@ def build(k: KernelLowering, copies: dict) -> None:
     _write(k, sorted({t.slot for t in copies.values() if t.spec.built} - k.kernel_maps_at_view))
 
 
-def _write(k: KernelLowering, made: list) -> None:
+def _write(k: KernelLowering, made: list, stores: bool = False) -> None:
+    """Write maps `made` (slots), release and acquire them. `stores`: TMA stores went through the view's
+    maps before: they have completed (their writes too) before a map changes under them."""
+    if stores:
+        k.b.emit('call void asm sideeffect "cp.async.bulk.wait_group 0;", "~{memory}"()')
     homes = []
     for i in made:
         view_op, spec = k.kernel_maps[i]

@@ -191,7 +191,7 @@ def _tma_stage(k: KernelLowering, store: Operation) -> Optional[tuple[TmaCopy, S
     if found is None:
         return None
     t, matrix = found
-    t = replace(t, slot=hidden_param(k, t.spec))
+    t = replace(t, slot=hidden_param(k, t.spec, store))
     return t, replace(matrix, offset=k.alloc_buffer(matrix.nbytes, "tmem-epilogue"))
 
 

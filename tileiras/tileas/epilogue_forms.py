@@ -213,7 +213,7 @@ def _tma_staging(k: "StagingFacts", op: Operation, ttype: TileType, layout: Layo
     if not width:
         return None
     matrix = SharedMatrix(0, b, m, width, eb, swizzled=True)
-    t, _ = plan(op, matrix, rows=MAX_STORE_ROWS)
+    t, _ = plan(op, matrix, rows=MAX_STORE_ROWS, built=True)
     return Epilogue("tma-store", matrix, buffers, span=span, copy=t, stores=fragment_stores(k.caps, ttype, layout)) \
         if t is not None else None
 

@@ -64,7 +64,7 @@ def tma_stage(k: "KernelFacts", store: Operation, layout: MmaLayout, first_fit: 
         return None
     b, m, n = layout.shape
     matrix = SharedMatrix(0, b, m, n, elem.bitwidth // 8, swizzled=True)
-    t, _ = plan(store, matrix, rows=TMEM_LANES)
+    t, _ = plan(store, matrix, rows=TMEM_LANES, built=True)
     if t is None:
         return None
     if first_fit(matrix.nbytes, STAGE_ALIGN) + matrix.nbytes > limit:
