@@ -15,7 +15,7 @@ from ..ir.types import (DYNAMIC, PointerType, ScalarType, TensorViewType,
                         TileType, element_of)
 from .kernel import KernelLowering, from_storage, op_error, storage_type, to_storage
 from ..ir.types import storage_bytes
-from ..layout.encodings import Layout
+from ..layout.encodings import Layout, RowWarpLayout
 from ..tileaa.allocas import alloca_bytes, alloca_size
 from ..tileaa.access_width import chunk_elements, pointer_access, vector_elements, view_access
 from ..tileaa.views import cut, row_indices, tensor_view
@@ -158,16 +158,28 @@ def _slot_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, la
     computed and the others step from it (`_shifted_addresses`); else each is computed on its
     own, which leaves LLVM one hoisted 64-bit offset and coordinate per element of a loop's
     loads where no fact proves wide accesses (a 256 x 32 bf16 tile without facts: 255 registers
-    and 254 spill instructions on sm_90, 234 and none stepped)."""
+    and 254 spill instructions on sm_90, 234 and none stepped). Row tiles step only where a shift
+    crosses a runtime stride: with constant ones LLVM folds each element's offset anyway, and the
+    stepped form's bounds checks cost TileGym's rmsnorm backward 10 and 26 spill instructions on
+    sm_80 and sm_120 (4096 columns, 255 registers); so do its few rows of runtime stride."""
     index = view_index(k, op, view)
     shift = getattr(layout, "slot_shift", None)
     if shift is not None and view.sparse_dim is None and slots.start == 0:
         shifts = [shift(view.tile_shape, slot) for slot in slots]
-        if all(d is not None for d in shifts):
+        rows = isinstance(getattr(layout, "parent", layout), RowWarpLayout)   # (a broadcast source's too)
+        if all(d is not None for d in shifts) and (not rows or _runtime(view, shifts)):
             return _shifted_addresses(k, op, view, index, k.multi_index(view.tile_shape, 0, layout),
                                       shifts)  # type: ignore[arg-type]
     return [element_address(k, op, view, index, k.multi_index(view.tile_shape, slot, layout))
             for slot in slots]
+
+
+def _runtime(view: PartitionViewVal, shifts: list) -> bool:
+    """Whether the slots' shifts from slot 0 cross dimensions of runtime stride in more than `LSR_POINTERS`
+    ways (each would be a loop-invariant 64-bit offset of its own: `_shifted_addresses` chains them)."""
+    runtime = {tuple((dim, d) for dim, d in enumerate(shift)
+                     if d and not view.tensor.strides[view.dim_map[dim]].lstrip("-").isdigit()) for shift in shifts}
+    return len(runtime) > LSR_POINTERS
 
 
 # the most pointers with runtime shifts a tile's addresses leave to LLVM's loop strength reduction
