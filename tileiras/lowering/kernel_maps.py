@@ -6,8 +6,9 @@ The middle level decides it (tileas/tma_boxes.plan with `built`, for a pipelined
 `TmaParam.built`); here it is translated. The thread that will issue the copies writes each map's 64
 bytes (codegen/tensormap_ir.words, from the view's LLVM values) to global memory, releases them to
 the tensor-map proxy and acquires them there (`fence.proxy.tensormap::generic`): where the view is
-made, for a loop not warp-specialized (`at_view`: once a grouped GEMM's problem), else before the
-loop's first copy (`build`: the producer's thread), which also prefetches it. The map's home, as NVIDIA's kernels have it:
+made, for a loop not warp-specialized and for an epilogue's TMA store (`at_view`: once a grouped
+GEMM's problem), else before the loop's first copy (`build`: the producer's thread), which also
+prefetches it. The map's home, as NVIDIA's kernels have it:
 
 * where the driver gives each CTA its own memory (`%perctamemoryoffset`, non-zero; the kernel asks
   128 bytes a map with `.minperctamemory`, codegen/hidden_params.py): map i at that address + 128 i;
@@ -55,24 +56,29 @@ def signature(k: KernelLowering) -> list[str]:
 
 def at_view(k: KernelLowering, view_op: Operation) -> None:
     """Make here, where the tensor view `view_op` is made, the maps of it that loops not warp-specialized copy
-    through (thread 0, which issues their copies): once a view (a grouped GEMM's problem), not once each
-    run of the loop (each output tile). Every copy through the map the view had before has completed by
-    then: such a loop waits for each of its stages before it ends."""
+    through and epilogues store through (thread 0, which issues their copies): once a view (a grouped
+    GEMM's problem), not once each run of the loop (each output tile). Every load through the map the view
+    had before has completed by then (such a loop waits for each of its stages before it ends); stores are
+    waited for (`_write`)."""
     from ..tileas.plan import plan_of
 
     decided = plan_of(k.assignment).ring_copies if k.assignment is not None else None
     specialized = k.warp_split.loop if k.warp_split is not None else None
+    stores = _stores(k, view_op)
     copies = [(load, t) for loop, ring in (decided or {}).items() if loop is not specialized
-              for load, t in (ring.tma or {}).items()] + _stores(k, view_op)
+              for load, t in (ring.tma or {}).items()] + stores
+    # (a map the producer's thread copies through too it makes itself, before its loop: `build`)
+    producers = {t.spec for load, t in (decided.get(specialized).tma or {}).items()
+                 if _made_by(load) is view_op} if decided and specialized in decided else set()
     made = []
     for op, t in copies:
-        if t.spec.built and _made_by(op) is view_op:
+        if t.spec.built and _made_by(op) is view_op and t.spec not in producers:
             i = slot(k, op, t.spec)
             if i not in k.kernel_maps_at_view:
                 k.kernel_maps_at_view.add(i)
                 made.append(i)
     if made:
-        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "km"), lambda: _write(k, made, stores=bool(_stores(k, view_op))))
+        k.guarded(k.b.op(f"icmp eq i32 {k.tid}, 0", "km"), lambda: _write(k, made, stores=bool(stores)))
 
 
 def _stores(k: KernelLowering, view_op: Operation) -> list:
