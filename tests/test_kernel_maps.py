@@ -152,3 +152,17 @@ def test_the_epilogue_stores_through_a_map_it_makes(gpu: str, tmp_path: Path) ->
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
     written = ptx.index("cp.async.bulk.wait_group 0;")
     assert written < ptx.index("st.global.v2.b64", written) < ptx.index("cp.async.bulk.tensor.2d.global")
+
+
+def test_the_metadata_names_the_maps_a_kernel_makes() -> None:
+    """`kernel_maps` travels in the launch metadata (the workspace a launcher gives: 8 KiB a map an SM) and
+    is left out where a kernel makes none, so older metadata reads the same."""
+    from tileiras.codegen.metadata import WORKSPACE_PER_MAP, KernelInfo, KernelParam
+
+    info = KernelInfo("k", (KernelParam("a", "ptr<f16>"),), (128, 1, 1), kernel_maps=3)
+    doc = ModuleMetadata((info,), "sm_90").to_document()
+    assert doc["kernels"][0]["kernel_maps"] == 3
+    back = ModuleMetadata.from_json(ModuleMetadata((info,), "sm_90").to_json())
+    assert back.kernels[0].kernel_maps == 3 and back.kernels[0].workspace == 3 * WORKSPACE_PER_MAP == 3 * 8192
+    plain = ModuleMetadata((KernelInfo("k", (), (128, 1, 1)),), "sm_90").to_document()
+    assert "kernel_maps" not in plain["kernels"][0]
