@@ -572,11 +572,20 @@ class LayoutAssignment:
     def _refined(self, anchors: frozenset[Operation]) -> _Plan:
         """The plan for `anchors`, refined: conversions become wishes (`_wishes`) and the walks run
         again. Wishes accumulate over the rounds (a round may only move a conversion that the next
-        one removes), and the cheapest round wins."""
+        one removes), and the cheapest round wins; then the same where readers of a free broadcast
+        follow its layout (`_followed`), kept only where cheaper."""
+        first = self._plan(anchors, {})
+        best = self._rounds(anchors, first, follow=False)
+        if any(self._followed(v, first) for _, v, _ in first.conversions):
+            followed = self._rounds(anchors, first, follow=True)
+            best = followed if followed.cost < best.cost else best
+        return best
+
+    def _rounds(self, anchors: frozenset[Operation], plan: _Plan, follow: bool) -> _Plan:
         seeds: dict[Value, Layout] = {}
-        best = plan = self._plan(anchors, seeds)
+        best = plan
         for _ in range(_ROUNDS):
-            extra = self._wishes(plan)
+            extra = self._wishes(plan, follow)
             if not extra:
                 break
             seeds = {**seeds, **extra}
@@ -584,21 +593,35 @@ class LayoutAssignment:
             best = plan if plan.cost < best.cost else best
         return best
 
-    def _wishes(self, plan: _Plan) -> dict[Value, Layout]:
+    def _wishes(self, plan: _Plan, follow: bool = False) -> dict[Value, Layout]:
         """New wishes that may remove a conversion of `v` for `op`: `v` in the layout `op` reads, as
-        its producer may make it directly; or, where `v` is already wished for, the elementwise
-        `op`'s result in `v`'s layout, so that `op` reads `v` as it is and its other operands follow."""
+        its producer may make it directly; or, where `v` is already wished for (with `follow`, or is a
+        free broadcast `_followed`), the elementwise `op`'s result in `v`'s layout, so that `op` reads `v`
+        as it is and its other operands follow."""
         extra: dict[Value, Layout] = {}
         for op, v, layout in plan.conversions:
             if v in self.splats:
                 continue
-            if v not in plan.wants:
+            result = op.results[0] if op.name in self._elementwise and op.results else None
+            if v not in plan.wants and not (follow and self._followed(v, plan)):
                 extra[v] = layout
                 continue
-            result = op.results[0] if op.name in self._elementwise and op.results else None
             if result is not None and _tile(result) is not None and result not in plan.wants:
                 extra[result] = self._layout(plan, v)
         return extra
+
+    def _followed(self, v: Value, plan: _Plan) -> bool:
+        """Whether `v`'s readers should take its layout rather than convert it: a broadcast free in that layout
+        (a row's statistic along its row: a norm's rstd, a softmax's max and sum) whose runs are as long as the
+        blocked layout's (accesses in it as wide). Converted, it is a whole tile through shared memory each
+        time (a softmax's 4 x 4096 chunk: 64 registers a thread, twice)."""
+        owner = getattr(v, "owner", None)
+        tile = _tile(v)
+        if not isinstance(owner, Operation) or owner.name != "cuda_tile.broadcast" or tile is None \
+                or not self._free_broadcast(owner, plan):
+            return False
+        layout = self._layout(plan, v)
+        return layout.run(tile.num_elements) >= self.blocked.run(tile.num_elements)
 
     def _plan(self, anchors: frozenset[Operation], seeds: dict[Value, Layout]) -> _Plan:
         """The forward walk for `anchors` and `seeds`; loops carry what their bodies yield, so the
