@@ -158,10 +158,10 @@ def _slot_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, la
     computed and the others step from it (`_shifted_addresses`); else each is computed on its
     own, which leaves LLVM one hoisted 64-bit offset and coordinate per element of a loop's
     loads where no fact proves wide accesses (a 256 x 32 bf16 tile without facts: 255 registers
-    and 254 spill instructions on sm_90, 234 and none stepped). Row tiles step only where a shift
-    crosses a runtime stride: with constant ones LLVM folds each element's offset anyway, and the
-    stepped form's bounds checks cost TileGym's rmsnorm backward 10 and 26 spill instructions on
-    sm_80 and sm_120 (4096 columns, 255 registers); so do its few rows of runtime stride."""
+    and 254 spill instructions on sm_90, 234 and none stepped). Row tiles step only where more than
+    `LSR_POINTERS` shifts cross runtime strides (`_runtime`): elsewhere LLVM folds or keeps few offsets,
+    and the stepped form's bounds checks cost TileGym's rmsnorm backward (4096 columns, a few rows of
+    runtime stride, 255 registers) 10 and 26 spill instructions on sm_80 and sm_120."""
     index = view_index(k, op, view)
     shift = getattr(layout, "slot_shift", None)
     if shift is not None and view.sparse_dim is None and slots.start == 0:

@@ -595,9 +595,9 @@ class LayoutAssignment:
 
     def _wishes(self, plan: _Plan, follow: bool = False) -> dict[Value, Layout]:
         """New wishes that may remove a conversion of `v` for `op`: `v` in the layout `op` reads, as
-        its producer may make it directly; or, where `v` is already wished for (with `follow`, or is a
-        free broadcast `_followed`), the elementwise `op`'s result in `v`'s layout, so that `op` reads `v`
-        as it is and its other operands follow."""
+        its producer may make it directly; or, where `v` is already wished for (or, with `follow`, is a
+        free broadcast whose readers follow it: `_followed`), the elementwise `op`'s result in `v`'s
+        layout, so that `op` reads `v` as it is and its other operands follow."""
         extra: dict[Value, Layout] = {}
         for op, v, layout in plan.conversions:
             if v in self.splats:
