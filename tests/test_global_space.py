@@ -31,10 +31,16 @@ def _ptx(path: Path, gpu: str) -> str:
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_90", "sm_100", "sm_120"])
 def test_group_gemm_accesses_its_tables_pointers_as_global(gpu: str) -> None:
     """Global accesses only; C restaged in its tile loop for 16-byte stores (64x128 f16, 128
-    threads: 8 a thread) where shared memory has the bytes (not sm_120's 99 KB: its stages fill it)."""
+    threads: 8 a thread) where shared memory has the bytes (not sm_120's 99 KB: its stages fill it), and
+    stored by TMA through a map the kernel makes where TMA stores (sm_90, sm_100: lowering/kernel_maps.py)."""
+    from tileiras.codegen.hidden_params import KERNEL_MAPS_PTX
+    from tileiras.codegen.ptxas import ptx_isa_unsupported
+
     ptx = _ptx(TILEGYM / f"{GROUP_GEMM}.tileirbc", gpu)
     assert not GENERIC.findall(ptx), GENERIC.findall(ptx)[:4]
-    assert ptx.count("st.global.v4.b32") == (0 if gpu == "sm_120" else 8)
+    by_tma = gpu in ("sm_90", "sm_100") and not ptx_isa_unsupported(KERNEL_MAPS_PTX)
+    assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == by_tma
+    assert ptx.count("st.global.v4.b32") == (0 if gpu == "sm_120" or by_tma else 8)
 
 
 @pytest.mark.parametrize("gpu", ["sm_80", "sm_90", "sm_100", "sm_120"])
