@@ -1017,10 +1017,10 @@ def run_ptx(ptx: str, kernel: str, grid: tuple[int, int, int], block: tuple[int,
             zeros[bits] = np.zeros(nthreads * ncta, dtype=np.bool_) if bits == 1 else \
                 np.full(nthreads * ncta, (1 << bits) - 1, dtype=uint_dtype(bits))
         base_regs.append(zeros[bits])
-    launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
-                    stdout if stdout is not None else sys.stdout, cluster=cluster, per_cta_memory=per_cta_memory)
     units = list(_ctas_by_cluster(grid, cluster))
-    launch.units = len(units)
+    launch = Launch(prog, memory, grid, block, kparam, symv, smem_size, dyn_base, dynamic_smem, base_regs,
+                    stdout if stdout is not None else sys.stdout, cluster=cluster, per_cta_memory=per_cta_memory,
+                    units=len(units))
     checking = CHECK_RACES if check_races is None else check_races
     launch.check = checking
     checkers: list = [None] * min(IN_FLIGHT, len(units))

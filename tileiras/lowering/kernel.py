@@ -73,7 +73,6 @@ class KernelLowering:
         self.warp_split_refused = ""        # why no loop of this kernel is warp-specialized
         self.tma_params: list = []          # tma_copy.py: the hidden tensor maps (codegen.tma_params.TmaParam)
         self.kernel_maps: list = []         # kernel_maps.py: the maps it makes itself, (tensor view op, TmaParam)
-        self.kernel_map_homes: set = set()  # their addresses' allocas
         self.kernel_maps_at_view: set = set()   # those made where their view is (kernel_maps.at_view)
         self.row_loads: dict = {}           # row_tma.py: load -> its tile's buffer and one-shot TMA copy
         self.lowered_ahead: set = set()     # ops an earlier op lowered already (tmem_epilogue.py): skipped

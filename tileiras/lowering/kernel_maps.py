@@ -27,6 +27,7 @@ from ..codegen.metadata import WORKSPACE_PER_MAP
 from ..codegen.tensormap_ir import I64, Value, words
 from ..ir.core import Operation
 from ..ir.types import PointerType, element_of
+from ..tileaa.views import cut_from
 from ..tileas.tma_boxes import TmaCopy
 from .kernel import KernelLowering
 from .llvm_text import llvm_type
@@ -40,12 +41,13 @@ def slot(k: KernelLowering, load: Operation, spec: object) -> int:
     key = (_made_by(load), spec)
     if key not in k.kernel_maps:
         k.kernel_maps.append(key)
+        k.b.prologue.append(f"  {_home(len(k.kernel_maps) - 1)} = alloca i64, align 8")
     return k.kernel_maps.index(key)
 
 
 def operand(k: KernelLowering, t: TmaCopy) -> str:
     """The map's address as an inline-asm operand ("i64 %v"), in the thread that built it."""
-    loaded = k.b.op(f"load i64, ptr {_home(k, t.slot)}, align 8", "kmap")
+    loaded = k.b.op(f"load i64, ptr {_home(t.slot)}, align 8", "kmap")
     return f"i64 {loaded}"
 
 
@@ -122,7 +124,7 @@ def _write(k: KernelLowering, made: list, stores: bool = False) -> None:
             at = k.b.op(f"add i64 {home}, {8 * w}", "km") if w else home
             k.b.emit(f'call void asm sideeffect "st.global.v2.b64 [$0], {{$1, $2}};", "l,l,l,~{{memory}}"(i64 {at}, '
                      f"i64 {ir.lit(out[w])}, i64 {ir.lit(out[w + 1])})")
-        k.b.emit(f"store i64 {home}, ptr {_home(k, i)}, align 8")
+        k.b.emit(f"store i64 {home}, ptr {_home(i)}, align 8")
         homes.append(home)
     if homes:   # the maps' generic writes released to the tensor-map proxy, then acquired there
         k.b.emit('call void asm sideeffect "fence.proxy.tensormap::generic.release.gpu;", "~{memory}"()')
@@ -131,17 +133,12 @@ def _write(k: KernelLowering, made: list, stores: bool = False) -> None:
                  f'"l,~{{memory}}"(i64 {home})')
 
 def _made_by(load: Operation) -> Operation:
-    view = load.operand("view").owner.operands[0]   # the partition view's tensor view
-    return view.owner  # type: ignore[return-value]
+    return cut_from(load).owner  # type: ignore[return-value]
 
 
-def _home(k: KernelLowering, i: int) -> str:
-    """The entry-block alloca holding map i's address."""
-    name = f"%kmap_home{i}"
-    if name not in k.kernel_map_homes:
-        k.kernel_map_homes.add(name)
-        k.b.prologue.append(f"  {name} = alloca i64, align 8")
-    return name
+def _home(i: int) -> str:
+    """The entry-block alloca holding map i's address (made with its slot)."""
+    return f"%kmap_home{i}"
 
 
 def _address(k: KernelLowering, i: int) -> str:

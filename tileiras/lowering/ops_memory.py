@@ -159,7 +159,7 @@ def _slot_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, la
     own, which leaves LLVM one hoisted 64-bit offset and coordinate per element of a loop's
     loads where no fact proves wide accesses (a 256 x 32 bf16 tile without facts: 255 registers
     and 254 spill instructions on sm_90, 234 and none stepped). Row tiles step only where more than
-    `LSR_POINTERS` shifts cross runtime strides (`_runtime`): elsewhere LLVM folds or keeps few offsets,
+    `LSR_POINTERS` shifts cross runtime strides (`_runtime_shifts`): elsewhere LLVM folds or keeps few offsets,
     and the stepped form's bounds checks cost TileGym's rmsnorm backward (4096 columns, a few rows of
     runtime stride, 255 registers) 10 and 26 spill instructions on sm_80 and sm_120."""
     index = view_index(k, op, view)
@@ -167,19 +167,18 @@ def _slot_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal, la
     if shift is not None and view.sparse_dim is None and slots.start == 0:
         shifts = [shift(view.tile_shape, slot) for slot in slots]
         rows = isinstance(getattr(layout, "parent", layout), RowWarpLayout)   # (a broadcast source's too)
-        if all(d is not None for d in shifts) and (not rows or _runtime(view, shifts)):
+        if all(d is not None for d in shifts) and (not rows or len(_runtime_shifts(view, shifts)) > LSR_POINTERS):
             return _shifted_addresses(k, op, view, index, k.multi_index(view.tile_shape, 0, layout),
                                       shifts)  # type: ignore[arg-type]
     return [element_address(k, op, view, index, k.multi_index(view.tile_shape, slot, layout))
             for slot in slots]
 
 
-def _runtime(view: PartitionViewVal, shifts: list) -> bool:
-    """Whether the slots' shifts from slot 0 cross dimensions of runtime stride in more than `LSR_POINTERS`
-    ways (each would be a loop-invariant 64-bit offset of its own: `_shifted_addresses` chains them)."""
-    runtime = {tuple((dim, d) for dim, d in enumerate(shift)
-                     if d and not view.tensor.strides[view.dim_map[dim]].lstrip("-").isdigit()) for shift in shifts}
-    return len(runtime) > LSR_POINTERS
+def _runtime_shifts(view: PartitionViewVal, shifts: list) -> set:
+    """The slots' shifts from slot 0 along dimensions of runtime stride, as (dim, distance) pairs: each distinct
+    one a pointer of its own (`_shifted_addresses`)."""
+    return {tuple((dim, d) for dim, d in enumerate(shift)
+                  if d and not view.tensor.strides[view.dim_map[dim]].lstrip("-").isdigit()) for shift in shifts}
 
 
 # the most pointers with runtime shifts a tile's addresses leave to LLVM's loop strength reduction
@@ -218,9 +217,7 @@ def _shifted_addresses(k: KernelLowering, op: Operation, view: PartitionViewVal,
     ptr0, checks, coords = _element_parts(k, op, view, index, local)
     elem = storage_type(view.tensor.type.element)
     bounds: dict[tuple[int, int], str] = {}
-    runtime_shifts = {tuple((dim, d) for dim, d in enumerate(shift)
-                            if d and not view.tensor.strides[view.dim_map[dim]].lstrip("-").isdigit())
-                      for shift in shifts}
+    runtime_shifts = _runtime_shifts(view, shifts)
     chained = len(runtime_shifts) > LSR_POINTERS
     if chained:
         ptr0 = _unseen(k, ptr0)

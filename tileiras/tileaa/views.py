@@ -72,6 +72,11 @@ def view_of(value: Optional[Value]) -> Optional[View]:
     return View(tensor_view(tensor), **cut(op.results[0].type))
 
 
+def cut_from(op: Operation) -> Value:
+    """The tensor view the partition view of load or store `op` was cut from (its `make_tensor_view`'s result)."""
+    return op.operand("view").owner.operands[0]  # type: ignore[union-attr]
+
+
 def row_indices(op: Operation) -> "Value | None":
     """The tile of row indices of `op`'s gather / scatter view (its index along the sparse dimension),
     which the lowering (ops_memory.view_index) stores in scratch ("reduction") for every thread to read; None where `op`

@@ -50,8 +50,8 @@ def p_matrix(k: "KernelFacts", o: Operation) -> object:
 
 def tma_stage(k: "KernelFacts", store: Operation, layout: MmaLayout, first_fit: "Callable[[int, int], int]",
               limit: int) -> Optional[tuple[TmaCopy, SharedMatrix]]:
-    """Where `store`'s view has a descriptor made of the kernel's parameters (tileas/tma_boxes.plan, as the
-    sm_90 epilogue's) and its elements are whole bytes: its TMA copy (boxes of one
+    """Where `store`'s view has a descriptor, made of the kernel's parameters or by the kernel (tileas/tma_boxes.plan
+    with `built`, as the sm_90 epilogue's) and its elements are whole bytes: its TMA copy (boxes of one
     warpgroup's 128 tensor-memory lanes, NVIDIA's sm_100 boxes) and the (unplaced) swizzled buffer
     the chunks are written into, placed after the loop in bytes its stages no longer need (every
     copy into them landed before the MMAs that read it, which were done before the accumulator was

@@ -2,8 +2,9 @@
 
 TMA copies a tile when its descriptor can be made at launch from the kernel's own arguments
 (codegen/tma_params.py): the tensor view's base, extents and strides are kernel parameters or
-constants (tileaa/facts.view_sources), the base is 16-byte aligned and every outer stride a multiple
-of 16 bytes by the divisibility facts (tileaa/views.py), the dimension the tile's columns run along
+constants (tileaa/facts.view_sources), or, for a pipelined loop's copies and an epilogue's stores
+(`built`), by the kernel itself from the values it computes (lowering/kernel_maps.py); the base is
+16-byte aligned and every outer stride a multiple of 16 bytes by the divisibility facts (tileaa/views.py), the dimension the tile's columns run along
 has unit stride, and the stage is the swizzled `SharedMatrix` wgmma and tcgen05.mma read (K-major
 A, N- or K-major B): that layout is what TMA writes with the matching swizzle, one box per column
 atom (`span` bytes of every row, rows <= 256); or, for a block-scaled mma's scale tiles and row
@@ -26,7 +27,7 @@ from ..ir.types import ScalarType, TileType, storage_bytes
 from ..layout.shared_matrix import SharedMatrix
 from ..tileaa.facts import ViewSources, view_sources
 from ..target import Caps
-from ..tileaa.views import View, view_of
+from ..tileaa.views import View, cut_from, view_of
 
 MAX_BOX = 256
 MAX_STORE_ROWS = 64     # an sm_90 store's box: one consumer warpgroup's rows of an mma tile (NVIDIA's
@@ -110,7 +111,7 @@ def _view_facts(op: Operation, elem_bytes: float, refills: bool, padded: bool, b
     rank = len(whole.shape)
     if rank > MAX_RANK or sorted(view.dim_map) != list(range(rank)):
         return f"a rank-{rank} tile that is not a permutation of the tensor's dimensions", None, None
-    made = op.operand("view").owner.operands[0]
+    made = cut_from(op)
     sources, why = view_sources(made)
     if sources is None and built:
         unsupported = host_platform.tma_callback_unsupported() or ptxas.ptx_isa_unsupported(KERNEL_MAPS_PTX)

@@ -391,9 +391,10 @@ def _made_each_tile(load: Operation, outer: Operation) -> bool:
     """Whether `load`'s tensor view is made inside `outer` of parts the kernel computes (a TMA copy of it goes
     through a map the kernel makes, lowering/kernel_maps.py)."""
     from ..tileaa.facts import view_sources
+    from ..tileaa.views import cut_from
     from ..transforms.rewrite import inside_op
 
-    view = load.operand("view").owner.operands[0] if load.operand("view") is not None else None
+    view = cut_from(load) if load.operand("view") is not None else None
     made = getattr(view, "owner", None)
     return isinstance(made, Operation) and inside_op(made, outer) and view_sources(view)[0] is None
 

@@ -230,11 +230,12 @@ def _stageable(op: Operation) -> bool:
     """Both scale tiles are loads (through unit reshapes) from views whose outer strides are known
     16-byte multiples: what a pipeline copies whole, by TMA or in cp.async chunks."""
     from ..tileaa.facts import ViewFacts
+    from ..tileaa.views import cut_from
     from .tcgen05_roles import staged_load as _source
 
     for name in ("lhs_scale", "rhs_scale"):
         load = _source(op.operand(name))
-        facts = getattr(load.operand("view").owner.operands[0], "facts", None) if load is not None else None
+        facts = getattr(cut_from(load), "facts", None) if load is not None else None
         if not isinstance(facts, ViewFacts) or any(d % 16 for d in facts.stride_div[:-1]):
             return False
     return True
